@@ -1,0 +1,35 @@
+# elicit: `make setup && make test`. Everything runs inside .venv.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+JOBS   ?= 2
+SEED   ?= 0
+OUT    ?= results
+
+.PHONY: setup test lint bench reproduce reproduce-quick clean
+
+setup:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e ".[dev,test]"
+
+test:
+	$(BIN)/python -m pytest -q
+
+lint:
+	$(BIN)/ruff check elicit tests experiments
+
+bench:
+	$(BIN)/elicit bench --size amazon --rounds 5
+	$(BIN)/elicit bench --size synthetic --rounds 5
+
+# The paper's settings: 50 runs x 100 rounds. Sweeps resume where they stopped.
+reproduce:
+	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs 50 --jobs $(JOBS) --seed $(SEED)
+
+# The same pipeline on a few runs, for a quick look (a few minutes).
+reproduce-quick:
+	$(BIN)/python experiments/reproduce.py --out $(OUT)/quick --runs 4 --rounds 30 --jobs $(JOBS) --seed $(SEED)
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache

@@ -1,0 +1,307 @@
+"""Analytic log density of the shipped Stan programs, with gradient and Hessian.
+
+This is the numpy mirror of ``stan/elicit_{fixed,learned}_tau.stan`` (the single specification
+of the model); tests check it against Stan through PyStan.
+
+The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2])``. With
+``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
+``b* = b_sigma + y' alpha / 2``, the marginal multivariate Student-t likelihood of y
+(Afrabandpey et al. 2019, eq. 3, with nu = 2 a_sigma and scale (b_sigma/a_sigma) S) is
+
+    log p(y) = lgamma(a*) - lgamma(a) - n/2 log(2 pi b) - 1/2 log|S| - a* log(b*/b).
+
+Its derivative along a direction with ``dB`` is ``tr(G dB)`` with
+``G = (omega alpha alpha' - S^-1) / 2`` and ``omega = a*/b*``; the Hessian adds
+``omega t_a t_b / (4 b*) - omega alpha' B_a S^-1 B_b alpha + tr(S^-1 B_a S^-1 B_b) / 2`` with
+``t_a = alpha' B_a alpha``. Kernel derivatives use ``dK/dgamma_l = -K o D_l / 2`` where
+``D_l[i, j] = (U_il - U_jl)^2``, expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'`` so that no
+p x p x d array is ever formed.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+from scipy.special import expit, gammaln, log_expit
+
+from elicit.model import GAMMA_MEAN, GAMMA_SD, ModelData, kernel
+
+
+def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:
+    """(gamma, xi, tau2) from a parameter vector (tau2 is the fixed value if not learned)."""
+    d = data.d
+    tau2 = float(theta[d + 1]) if data.hyper.variant == "learned" else data.hyper.tau2
+    return theta[:d], float(theta[d]), tau2
+
+
+def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData) -> np.ndarray:
+    parts = [np.asarray(gamma, dtype=float), [xi]]
+    if data.hyper.variant == "learned":
+        parts.append([tau2])
+    return np.concatenate(parts)
+
+
+def lower_bounds(data: ModelData) -> np.ndarray:
+    """Lower bounds of theta: gamma, xi >= 0 and tau2 kept strictly positive."""
+    lb = np.zeros(data.d + 1 + (data.hyper.variant == "learned"))
+    if data.hyper.variant == "learned":
+        lb[-1] = 1e-10
+    return lb
+
+
+class Marginal:
+    """The marginal likelihood of y at (gamma, tau2) and the quantities derived from it.
+
+    One factorisation of S serves the log density, its gradient and Hessian, and the
+    posterior (:mod:`elicit.posterior`), so nothing is computed twice in a query round.
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
+                 tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None):
+        self.X, self.y, self.U = X, y, U
+        self.gamma = np.asarray(gamma, dtype=float)
+        self.tau2 = float(tau2)
+        self.a_sigma, self.b_sigma = float(a_sigma), float(b_sigma)
+        n = X.shape[0]
+        self.K = kernel(U, self.gamma) if K is None else K
+        self.XK = X @ self.K
+        B = self.tau2 * (self.XK @ X.T)
+        self.B = 0.5 * (B + B.T)
+        S = self.B + np.eye(n)
+        # S = I + B has all eigenvalues >= 1, so its plain inverse is well conditioned; numpy's
+        # direct calls also avoid scipy's per-call overhead, which dominates at n ~ 20.
+        self.L = np.linalg.cholesky(S)
+        Sinv = np.linalg.inv(S)
+        self.Sinv = 0.5 * (Sinv + Sinv.T)
+        self.alpha = self.Sinv @ y
+        self.a_star = self.a_sigma + 0.5 * n
+        self.b_star = self.b_sigma + 0.5 * float(y @ self.alpha)
+        self.omega = self.a_star / self.b_star
+        self._dir_cache: dict = {}
+
+    @classmethod
+    def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
+                  K: np.ndarray | None = None) -> Marginal:
+        h = data.hyper
+        return cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K)
+
+    @cached_property
+    def logdet_S(self) -> float:
+        return 2.0 * float(np.sum(np.log(np.diag(self.L))))
+
+    @cached_property
+    def value(self) -> float:
+        n = self.X.shape[0]
+        a, b = self.a_sigma, self.b_sigma
+        return float(gammaln(self.a_star) - gammaln(a) - 0.5 * n * np.log(2 * np.pi * b)
+                     - 0.5 * self.logdet_S - self.a_star * np.log(self.b_star / b))
+
+    @cached_property
+    def G(self) -> np.ndarray:
+        return 0.5 * (self.omega * np.outer(self.alpha, self.alpha) - self.Sinv)
+
+    @cached_property
+    def _R(self) -> np.ndarray:
+        # R = (X' G X) o K: contracting it with D_l gives tr(G X (K o D_l) X').
+        P = self.X.T @ (self.G @ self.X)
+        return P * self.K
+
+    def grad_gamma(self) -> np.ndarray:
+        R, U = self._R, self.U
+        r = R.sum(axis=1)
+        # sum_ij R_ij D_l,ij = 2 (r . u_l^2 - u_l' R u_l)
+        return -self.tau2 * ((U * U).T @ r - np.einsum("il,il->l", U, R @ U))
+
+    def grad_tau2(self) -> float:
+        return float(np.sum(self.G * self.B)) / self.tau2
+
+    def _B_dirs(self, learned: bool) -> np.ndarray:
+        """B_a = dB/dtheta_a for each gamma_l (and tau2): shape (k, n, n).
+
+        X (K o D_l) X' = A_l + A_l' - 2 Y_l K Y_l' with A_l = (X o u_l^2') K X' and
+        Y_l = X o u_l'. Only the features where u_l != 0 contribute, and meta-features of word
+        counts are mostly zero, so each product runs over that support alone.
+        """
+        X, U, K, tau2 = self.X, self.U, self.K, self.tau2
+        n = X.shape[0]
+        d = U.shape[1]
+        Bd = np.empty((d + learned, n, n))
+        for l, (S, u) in enumerate(self._supports):
+            Y = X[:, S] * u
+            A = (Y * u) @ self.XK[:, S].T
+            Bd[l] = A + A.T - 2.0 * (Y @ K[np.ix_(S, S)]) @ Y.T
+        Bd[:d] *= -0.5 * tau2
+        if learned:
+            Bd[d] = self.B / tau2
+        return Bd
+
+    @cached_property
+    def _supports(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        # Nonzero pattern of each meta-feature column (computed once per U).
+        out = []
+        for l in range(self.U.shape[1]):
+            S = np.flatnonzero(self.U[:, l])
+            out.append((S, self.U[S, l]))
+        return out
+
+    def directions(self, learned: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part.
+
+        Cached: the Hessian and the predictive Jacobian of one query round share them.
+        """
+        key = bool(learned)
+        if key not in self._dir_cache:
+            X = self.X
+            n = X.shape[0]
+            Bd = self._B_dirs(learned)
+            k = Bd.shape[0]
+            V = Bd @ self.alpha
+            t = V @ self.alpha
+            C = (Bd.reshape(k * n, n) @ self.Sinv).reshape(k, n, n)
+            self._dir_cache[key] = (Bd, V, t, C)
+        return self._dir_cache[key]
+
+    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """Gaussian approximation of the Student-t predictive at the training inputs.
+
+        Mean ``X mu* = B S^-1 y = y - alpha`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``
+        with ``diag(X Sigma* X') = diag(B S^-1) = 1 - diag(S^-1)`` (paper, appendix A).
+        """
+        mean = self.y - self.alpha
+        var = (self.b_star / (self.a_star - 1.0)) * (2.0 - np.diag(self.Sinv))
+        return mean, var
+
+    def predictive_jacobian(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
+        """d(mean)/d theta_a and d(var)/d theta_a of :meth:`predictive` (n x k each)."""
+        _, V, t, C = self.directions(learned)
+        Jm = (self.Sinv @ V.T)
+        c = 1.0 / (self.a_star - 1.0)
+        # d diag(S^-1) = -diag(S^-1 B_a S^-1) and d b* = -t_a / 2
+        dg = np.einsum("ij,aji->ia", self.Sinv, C, optimize=True)
+        Jv = c * (-0.5 * t)[None, :] * (2.0 - np.diag(self.Sinv))[:, None] + c * self.b_star * dg
+        return Jm, Jv
+
+    def hessian(self, learned: bool) -> np.ndarray:
+        """Hessian of ``value`` in (gamma[, tau2])."""
+        U, R = self.U, self._R
+        d = U.shape[1]
+        n = self.X.shape[0]
+        _, V, t, C = self.directions(learned)
+        k = C.shape[0]
+        trCC = C.reshape(k, n * n) @ C.transpose(0, 2, 1).reshape(k, n * n).T
+        H = (self.omega / (4 * self.b_star)) * np.outer(t, t) \
+            - self.omega * (V @ self.Sinv @ V.T) + 0.5 * trCC
+        # tr(G B_ab): second kernel derivatives, d^2 K / dgamma_a dgamma_b = K o D_a o D_b / 4
+        U2 = U * U
+        r = R.sum(axis=1)
+        RU = R @ U
+        T = 2.0 * (U2.T * r) @ U2 + 2.0 * U2.T @ (R @ U2)
+        M3 = U2.T @ (U * RU)
+        T -= 4.0 * (M3 + M3.T)
+        # sum_ij R_ij U_ia U_ja U_ib U_jb, again over the support of u_a only
+        E_full = np.empty((d, d))
+        for a, (S, u) in enumerate(self._supports):
+            Ua = U[S]
+            E_full[a] = np.einsum("ib,ib->b", Ua, (R[np.ix_(S, S)] * np.outer(u, u)) @ Ua)
+        T += 4.0 * E_full
+        H[:d, :d] += 0.25 * self.tau2 * T
+        if learned:
+            # B_{gamma_l, tau2} = B_l / tau2 and B_{tau2, tau2} = 0.
+            g = self.grad_gamma() / self.tau2
+            H[:d, d] += g
+            H[d, :d] += g
+        return 0.5 * (H + H.T)
+
+
+def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
+    """Log prior + feedback log likelihood, its gradient and (optionally) Hessian."""
+    gamma, xi, tau2 = split_theta(theta, data)
+    d, m, h = data.d, data.m, data.hyper
+    learned = h.variant == "learned"
+    k = len(theta)
+    grad = np.zeros(k)
+    # gamma ~ N+(1, 0.5); xi ~ N+(m, m/2); tau2 ~ InvGamma(a_tau, b_tau) (constants dropped)
+    val = -0.5 * np.sum((gamma - GAMMA_MEAN) ** 2) / GAMMA_SD**2
+    grad[:d] = -(gamma - GAMMA_MEAN) / GAMMA_SD**2
+    sd_xi = m / 2.0
+    val += -0.5 * (xi - m) ** 2 / sd_xi**2
+    grad[d] = -(xi - m) / sd_xi**2
+    if learned:
+        val += -(h.a_tau + 1.0) * np.log(tau2) - h.b_tau / tau2
+        grad[d + 1] = -(h.a_tau + 1.0) / tau2 + h.b_tau / tau2**2
+    H = None
+    if hess:
+        H = np.zeros((k, k))
+        H[np.arange(d), np.arange(d)] = -1.0 / GAMMA_SD**2
+        H[d, d] = -1.0 / sd_xi**2
+        if learned:
+            H[d + 1, d + 1] = (h.a_tau + 1.0) / tau2**2 - 2.0 * h.b_tau / tau2**3
+    fb_val, fb_grad, fb_H = feedback_terms(theta, data, hess)
+    grad += fb_grad
+    if hess:
+        H += fb_H
+    return val + fb_val, grad, H
+
+
+def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
+    """sum_k log Bernoulli-logit(f_k | xi - w_k . gamma), its gradient and Hessian."""
+    k = len(theta)
+    d = data.d
+    grad = np.zeros(k)
+    H = np.zeros((k, k)) if hess else None
+    if len(data.f) == 0:
+        return 0.0, grad, H
+    gamma, xi, _ = split_theta(theta, data)
+    W = data.W_f
+    z = xi - W @ gamma
+    f = data.f
+    val = float(np.sum(f * log_expit(z) + (1 - f) * log_expit(-z)))
+    s = expit(z)
+    r = f - s
+    grad[:d] = -W.T @ r
+    grad[d] = np.sum(r)
+    if hess:
+        c = s * (1.0 - s)
+        H[:d, :d] = -(W.T * c) @ W
+        H[:d, d] = H[d, :d] = W.T @ c
+        H[d, d] = -np.sum(c)
+    return val, grad, H
+
+
+def log_density(theta: np.ndarray, data: ModelData,
+                marginal: Marginal | None = None) -> tuple[float, np.ndarray]:
+    """Log posterior density (no Jacobian, up to a constant) and its gradient in theta."""
+    theta = np.asarray(theta, dtype=float)
+    gamma, _, tau2 = split_theta(theta, data)
+    mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
+    val, grad, _ = _prior_and_feedback(theta, data, hess=False)
+    d = data.d
+    grad[:d] += mg.grad_gamma()
+    if data.hyper.variant == "learned":
+        grad[d + 1] += mg.grad_tau2()
+    return mg.value + val, grad
+
+
+def hessian_base(theta: np.ndarray, data: ModelData,
+                 marginal: Marginal | None = None) -> np.ndarray:
+    """Hessian of the y-likelihood and the priors (everything but the feedback terms)."""
+    theta = np.asarray(theta, dtype=float)
+    gamma, _, tau2 = split_theta(theta, data)
+    mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
+    no_fb = data.with_feedback(np.zeros((0, 2), dtype=int), np.zeros(0, dtype=int))
+    _, _, H = _prior_and_feedback(theta, no_fb, hess=True)
+    learned = data.hyper.variant == "learned"
+    Hy = mg.hessian(learned)
+    d = data.d
+    H[:d, :d] += Hy[:d, :d]
+    if learned:
+        H[:d, d + 1] += Hy[:d, d]
+        H[d + 1, :d] += Hy[d, :d]
+        H[d + 1, d + 1] += Hy[d, d]
+    return H
+
+
+def hessian(theta: np.ndarray, data: ModelData, marginal: Marginal | None = None) -> np.ndarray:
+    """Full Hessian of :func:`log_density`."""
+    return hessian_base(theta, data, marginal) + feedback_terms(theta, data, True)[2]

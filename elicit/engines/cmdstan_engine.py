@@ -1,0 +1,143 @@
+"""The CmdStan engine: Stan's own optimiser through cmdstanpy (needs a CmdStan installation)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from elicit.engines.base import Engine, EngineUnavailable, MAPResult, shipped_stan_file
+from elicit.engines.contract import check_stan_contract
+from elicit.model import ElicitError, ModelData, Params
+
+#: CmdStan starts from the unconstrained u = log(x), so a start on the boundary x = 0 (which
+#: the numpy engine can return) is moved inside.
+_INIT_FLOOR = 1e-8
+
+_INSTALL_HELP = (
+    "the cmdstan engine needs a CmdStan installation, and cmdstanpy found none. Install it "
+    "with `python -m cmdstanpy.install_cmdstan` (downloads from GitHub) or point the CMDSTAN "
+    "environment variable at an existing installation; the pystan and numpy engines need no "
+    "CmdStan")
+
+
+def cmdstan_available() -> bool:
+    """True iff cmdstanpy is importable and finds a CmdStan installation."""
+    try:
+        import cmdstanpy
+
+        cmdstanpy.cmdstan_path()
+    except Exception:  # ImportError, or ValueError from a missing/invalid installation
+        return False
+    return True
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "elicit" / "stan"
+
+
+class CmdStanEngine(Engine):
+    """MAP with CmdStan's ``optimize`` (``jacobian=False``), L-BFGS then Newton on failure.
+
+    Parameters
+    ----------
+    variant
+        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
+    stan_file
+        A custom Stan program honouring the contract (see ``docs/stan.md``); ``None`` runs
+        the shipped program of ``variant``.
+    max_iter
+        Iteration limit of each optimiser run.
+    seed
+        Seed passed to CmdStan (the optimiser is deterministic given the start).
+
+    Notes
+    -----
+    cmdstanpy writes the executable beside the ``.stan`` file, and the shipped programs may
+    sit in a read-only site-packages, so the program is copied to ``~/.cache/elicit/stan/``
+    under a name that includes a hash of its text; each program is compiled once per machine.
+    """
+
+    name = "cmdstan"
+
+    def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None,
+                 max_iter: int = 5000, seed: int = 1) -> None:
+        if not cmdstan_available():
+            raise EngineUnavailable(_INSTALL_HELP)
+        from cmdstanpy import CmdStanModel
+
+        if variant not in ("fixed", "learned"):
+            raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
+        if stan_file is None:
+            src = shipped_stan_file(variant)
+        else:
+            src = Path(stan_file)
+            check_stan_contract(src, variant)
+        code = src.read_text()
+        digest = hashlib.sha256(code.encode()).hexdigest()[:12]
+        target = _cache_dir() / f"{src.stem}_{digest}.stan"
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
+        self.variant = variant
+        self.stan_file = src
+        self.max_iter = max_iter
+        self.seed = seed
+        try:
+            self._model = CmdStanModel(stan_file=str(target))
+        except (ValueError, RuntimeError) as exc:
+            raise ElicitError(f"CmdStan could not compile {src}: {exc}") from exc
+
+    def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
+        """MAP of (gamma, xi[, tau2]), warm-started from ``init`` when given."""
+        if data.hyper.variant != self.variant:
+            raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
+                              f"{data.hyper.variant!r} variant")
+        learned = self.variant == "learned"
+        start = init.params if isinstance(init, MAPResult) else init
+        if start is None:
+            start = data.initial_params()
+        inits = {"gamma": np.maximum(np.asarray(start.gamma, dtype=float), _INIT_FLOOR),
+                 "threshold": max(float(start.xi), _INIT_FLOOR)}
+        if learned:
+            inits["tau"] = max(float(start.tau2), _INIT_FLOOR)
+        stan_data = data.to_stan()
+
+        fit, used, errors = None, "", []
+        # As prophet does: L-BFGS first, Newton when L-BFGS fails.
+        for algorithm in ("lbfgs", "newton"):
+            try:
+                attempt = self._model.optimize(
+                    data=stan_data, inits=inits, jacobian=False, algorithm=algorithm,
+                    iter=self.max_iter, seed=self.seed, save_iterations=True,
+                    require_converged=False, show_console=False)
+            except RuntimeError as exc:
+                errors.append(f"{algorithm}: {exc}")
+                continue
+            # An unconverged run (line search failed) is kept only until a better one exists.
+            if fit is None or attempt.converged:
+                fit, used = attempt, algorithm
+            if attempt.converged:
+                break
+            errors.append(f"{algorithm}: line search failed")
+        if fit is None:
+            raise RuntimeError("CmdStan optimisation failed: " + " | ".join(errors))
+
+        gamma = np.atleast_1d(np.asarray(fit.stan_variable("gamma", warn=False), dtype=float))
+        iters = fit.optimized_iterations_np
+        message = f"CmdStan optimize ({used})"
+        if errors:
+            message += "; earlier attempts: " + " | ".join(errors)
+        return MAPResult(
+            gamma=gamma.copy(), xi=float(fit.stan_variable("threshold", warn=False)),
+            tau2=float(fit.stan_variable("tau", warn=False)) if learned else data.hyper.tau2,
+            log_density=float(fit.optimized_params_dict["lp__"]),
+            converged=bool(fit.converged), engine=self.name,
+            n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
+            message=message, _U=data.U)

@@ -1,0 +1,256 @@
+"""The PyStan engine: MAP with scipy's L-BFGS-B on the log density and gradient from Stan.
+
+PyStan 3 has no optimiser, but its models expose Stan's ``log_prob`` and ``grad_log_prob``.
+The engine optimises over the *constrained* parameters with box bounds, so it finds the same
+mode as ``optimize(jacobian=False)`` in CmdStan and as the numpy engine, and it can start at
+(or stay on) the boundary gamma_l = 0 up to a tiny positive floor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import io
+import os
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from elicit.engines.base import Engine, EngineUnavailable, MAPResult, shipped_stan_file
+from elicit.engines.contract import check_stan_contract
+from elicit.model import CONTRACT_PARAMS, ElicitError, ModelData, Params
+
+#: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
+#: itself is unreachable; 1e-10 is far below any scale that changes the density.
+_FLOOR = 1e-10
+
+
+def _require_pystan():
+    try:
+        import stan
+    except ImportError as exc:
+        raise EngineUnavailable(
+            "the pystan engine needs PyStan 3 (Linux/macOS): pip install 'elicit[pystan]'"
+        ) from exc
+    if not hasattr(stan, "build"):
+        # The repository's own stan/ folder (the package data elicit.stan) is importable as
+        # `stan` whenever the repository root is on sys.path.
+        raise EngineUnavailable(
+            f"`import stan` found {getattr(stan, '__file__', stan)}, not PyStan: the "
+            "repository's stan/ folder shadows it when Python runs with the repository root "
+            "on sys.path (python -m pytest, python -c, a notebook started there); run "
+            "`pytest` or work from another directory")
+    return stan
+
+
+def _sync(fn, *args, **kwargs):
+    """Call a PyStan function (each one runs ``asyncio.run``) from any context.
+
+    ``asyncio.run`` refuses to start inside a running event loop (Jupyter, async code). A
+    worker thread is no way out: httpstan's models are built with STAN_THREADS and crash in
+    threads whose autodiff stack Stan never initialised. So the running loop, which is
+    blocked in this synchronous call anyway, is detached for the duration of the call and
+    then restored (what ``nest_asyncio`` does more generally).
+    """
+    outer = asyncio._get_running_loop()
+    if outer is None:
+        return fn(*args, **kwargs)
+    asyncio._set_running_loop(None)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        asyncio._set_running_loop(outer)
+        asyncio.set_event_loop(outer)  # asyncio.run cleared the thread's current loop
+
+
+def build_pystan_model(program_code: str, data: dict, quiet: bool = False):
+    """Compile (or fetch from httpstan's cache) a Stan program and bind ``data`` to it.
+
+    Parameters
+    ----------
+    program_code
+        Stan program text.
+    data
+        Data dictionary (numpy arrays allowed).
+    quiet
+        Swallow PyStan's progress messages (for rebuilds of an already compiled program).
+
+    Returns
+    -------
+    stan.model.Model
+
+    Notes
+    -----
+    ``stan.build`` leaves a ``build/`` folder in the working directory, so it runs with the
+    working directory switched to a temporary one.
+    """
+    stan = _require_pystan()
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="elicit-pystan-") as tmp, \
+            contextlib.ExitStack() as stack:
+        if quiet:  # PyStan reports progress on both streams
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+        os.chdir(tmp)
+        try:
+            return _sync(stan.build, program_code, data=data)
+        finally:
+            os.chdir(cwd)
+
+
+def _data_key(program_code: str, data: dict) -> str:
+    h = hashlib.sha256(program_code.encode())
+    for k in sorted(data):
+        v = np.asarray(data[k])
+        h.update(f"{k}{v.dtype}{v.shape}".encode())
+        h.update(np.ascontiguousarray(v).tobytes())
+    return h.hexdigest()
+
+
+class PyStanEngine(Engine):
+    """MAP through PyStan 3: L-BFGS-B (scipy) on Stan's Jacobian-free log density.
+
+    Parameters
+    ----------
+    variant
+        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
+    stan_file
+        A custom Stan program honouring the contract (see ``docs/stan.md``); ``None`` runs
+        the shipped program of ``variant``. Its parameters must be exactly ``gamma``,
+        ``threshold`` (and ``tau``), all declared ``<lower=0>``.
+    max_iter
+        Iteration limit of L-BFGS-B.
+    cache_size
+        Number of (program, data) models kept bound; feedback changes the data, so each
+        query round binds a new one (fast once the program is compiled).
+    """
+
+    name = "pystan"
+
+    def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None,
+                 max_iter: int = 5000, cache_size: int = 8) -> None:
+        _require_pystan()
+        if variant not in ("fixed", "learned"):
+            raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
+        if stan_file is None:
+            path = shipped_stan_file(variant)
+        else:
+            path = Path(stan_file)
+            check_stan_contract(path, variant)
+        self.variant = variant
+        self.stan_file = path
+        self.program_code = path.read_text()
+        self.max_iter = max_iter
+        self.cache_size = cache_size
+        self._models: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
+        self._compiled = False
+
+    # -- model binding -------------------------------------------------------------------
+
+    def model(self, data: ModelData):
+        """The PyStan model bound to ``data`` and the permutation to Stan's parameter order.
+
+        Returns ``(model, order)`` with ``u = log(theta[order])`` the unconstrained vector of
+        ``theta = (gamma, xi[, tau2])``.
+        """
+        stan_data = data.to_stan()
+        key = _data_key(self.program_code, stan_data)
+        if key in self._models:
+            self._models.move_to_end(key)
+            return self._models[key]
+        try:
+            model = build_pystan_model(self.program_code, stan_data, quiet=self._compiled)
+        except (ValueError, RuntimeError) as exc:
+            raise ElicitError(f"PyStan could not build {self.stan_file}: {exc}") from exc
+        self._compiled = True
+        order = self._parameter_order(model, data)
+        self._models[key] = (model, order)
+        while len(self._models) > self.cache_size:
+            self._models.popitem(last=False)
+        return model, order
+
+    def _parameter_order(self, model, data: ModelData) -> np.ndarray:
+        # Unconstrain a point with distinct coordinates: this both finds where each of gamma,
+        # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
+        # order) and checks that every transform is the lower=0 one, u = log(x), that the
+        # Jacobian correction of the optimiser assumes.
+        d = data.d
+        probe = 1.0 + 0.37 * np.arange(d + 1 + (self.variant == "learned"))
+        pars = {"gamma": probe[:d].tolist(), "threshold": float(probe[d])}
+        if self.variant == "learned":
+            pars["tau"] = float(probe[d + 1])
+        names = ", ".join(CONTRACT_PARAMS[self.variant])
+        try:
+            u = np.asarray(_sync(model.unconstrain_pars, pars), dtype=float)
+        except (RuntimeError, KeyError, ValueError) as exc:
+            raise ElicitError(f"{self.stan_file}: the pystan engine needs the parameters to be "
+                              f"exactly {names}: {exc}") from exc
+        order = np.array([int(np.argmin(np.abs(np.log(probe) - ui))) for ui in u], dtype=int)
+        if (len(u) != len(probe) or sorted(order) != list(range(len(probe)))
+                or not np.allclose(u, np.log(probe[order]), rtol=0, atol=1e-12)):
+            raise ElicitError(f"{self.stan_file}: the pystan engine needs exactly the "
+                              f"parameters {names}, each declared <lower=0> and nothing else")
+        return order
+
+    # -- fit -------------------------------------------------------------------------------
+
+    def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
+        """MAP of (gamma, xi[, tau2]), warm-started from ``init`` when given."""
+        if data.hyper.variant != self.variant:
+            raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
+                              f"{data.hyper.variant!r} variant")
+        model, order = self.model(data)
+        learned = self.variant == "learned"
+        d, m = data.d, data.m
+        start = init.params if isinstance(init, MAPResult) else init
+        if start is None:
+            start = data.initial_params()
+        theta0 = np.concatenate([np.asarray(start.gamma, dtype=float), [start.xi]]
+                                + ([[start.tau2]] if learned else []))
+        if theta0.shape != (d + 1 + learned,):
+            raise ElicitError(f"init has {theta0.size - 1 - learned} gamma values; the data "
+                              f"has d = {d} meta-features")
+        # xi lives on the scale of the prior mean m (thousands for raw word counts), gamma on
+        # the scale of 1: optimise xi / m so that all coordinates are of order one.
+        scale = np.ones_like(theta0)
+        scale[d] = m
+        lb = np.full_like(theta0, _FLOOR)
+        z0 = np.maximum(theta0, lb) / scale
+
+        def negf(z: np.ndarray) -> tuple[float, np.ndarray]:
+            x = np.maximum(z * scale, lb)
+            u = np.log(x[order]).tolist()
+            try:
+                lp = float(_sync(model.log_prob, u, adjust_transform=False))
+                gu = np.asarray(_sync(model.grad_log_prob, u), dtype=float)
+            except RuntimeError:
+                # Stan rejected the point (e.g. a covariance that is not positive definite
+                # after overflow): make the line search back off.
+                return np.inf, np.zeros_like(z)
+            # grad_log_prob includes the Jacobian log|dx/du| = sum(u) of x = exp(u): remove
+            # it (d/du = 1 each) and apply the chain rule d/dx = (d/du) / x.
+            gx = np.empty_like(x)
+            gx[order] = (gu - 1.0) / x[order]
+            return -lp, -gx * scale
+
+        res = minimize(negf, z0, jac=True, method="L-BFGS-B", bounds=[(b, None) for b in lb / scale],
+                       options={"maxiter": self.max_iter, "ftol": 1e-15, "gtol": 1e-9,
+                                "maxcor": 20})
+        x = np.maximum(res.x * scale, lb)
+        fval, g = negf(x / scale)
+        # L-BFGS-B often ends with an "abnormal" line search at the optimum, where rounding
+        # stops progress: accept it when the projected gradient vanishes.
+        pg = np.where((x <= lb * (1 + 1e-9)) & (g > 0), 0.0, g)
+        converged = bool(np.isfinite(fval) and (res.success or np.max(np.abs(pg)) < 1e-5))
+        return MAPResult(
+            gamma=x[:d].copy(), xi=float(x[d]),
+            tau2=float(x[d + 1]) if learned else data.hyper.tau2,
+            log_density=-float(fval), converged=converged, engine=self.name,
+            n_iter=int(res.nit), message=f"L-BFGS-B on PyStan log_prob: {res.message}",
+            _U=data.U,
+        )

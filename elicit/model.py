@@ -1,0 +1,277 @@
+"""The model: hyperparameters, the Stan data/parameter contract, the kernel.
+
+Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019), "Human-in-the-loop Active
+Covariance Learning for Improving Prediction in Small Data Sets":
+
+* ``X`` (n x p) inputs, ``y`` (n,) targets, ``U`` (p x d) meta-features of the p features;
+* ``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)``;
+* prior ``beta | sigma2 ~ N(0, sigma2 * tau2 * K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)``;
+* feedback ``f ~ Bernoulli(logistic(xi - gamma . w))`` with ``w = (u_i - u_j)^2``;
+  ``f = 1`` means *similar*.
+
+The Stan programs in ``stan/`` are the single specification of the model. Their data and
+parameter names (the *contract*) are:
+
+========================  ==================================================================
+data name                 meaning
+========================  ==================================================================
+``N``                     number of training samples n
+``M``                     number of features p
+``d``                     number of meta-features
+``N_f``                   number of feedback answers (0 is allowed)
+``y``                     ``vector[N]`` targets
+``X``                     ``matrix[N, M]`` inputs
+``FD``                    ``matrix[M, d]`` meta-features U
+``f``                     ``array[N_f] int`` answers, 1 = similar, 0 = dissimilar
+``W_f``                   ``matrix[N_f, d]`` squared meta-feature differences of asked pairs
+``a_sigma``, ``b_sigma``  inverse-gamma prior of sigma^2
+``tau``                   (fixed-tau2 variant) the prior variance scale tau^2
+``a_tau``, ``b_tau``      (learned-tau2 variant) inverse-gamma prior of tau^2
+``threshold_mean``        prior mean m of the threshold xi ~ N+(m, m/2)
+========================  ==================================================================
+
+Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
+xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2). As in the authors' Stan code
+the name ``tau`` holds the *variance* tau^2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+Variant = Literal["fixed", "learned"]
+
+#: gamma ~ N+(GAMMA_MEAN, GAMMA_SD), as in the paper's Stan code.
+GAMMA_MEAN = 1.0
+GAMMA_SD = 0.5
+
+#: Data names every Stan program must declare, per variant (the contract).
+CONTRACT_DATA = {
+    "fixed": ("N", "M", "d", "N_f", "y", "X", "FD", "f", "W_f", "a_sigma", "b_sigma", "tau",
+              "threshold_mean"),
+    "learned": ("N", "M", "d", "N_f", "y", "X", "FD", "f", "W_f", "a_sigma", "b_sigma",
+                "a_tau", "b_tau", "threshold_mean"),
+}
+CONTRACT_PARAMS = {"fixed": ("gamma", "threshold"), "learned": ("gamma", "threshold", "tau")}
+
+
+class ElicitError(ValueError):
+    """A problem with the user's input; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """Hyperparameters of the model.
+
+    Parameters
+    ----------
+    variant
+        ``"fixed"``: tau^2 is data (the paper's real-data setting, tau2 = 0.01).
+        ``"learned"``: tau^2 ~ InvGamma(a_tau, b_tau) (the synthetic setting, 2 and 4).
+    a_sigma, b_sigma
+        Inverse-gamma prior of the noise variance (paper: 2 and 7).
+    tau2
+        tau^2 of the fixed variant.
+    a_tau, b_tau
+        Inverse-gamma prior of tau^2 in the learned variant.
+    threshold_mean
+        Prior mean m of the threshold xi ~ N+(m, m/2). ``"auto"`` (the default) sets m to the
+        mean of gamma0 . w over the candidate pairs at the no-feedback MAP gamma0, as in the
+        authors' public code; unlike the paper's fixed 20 this follows the scale of the
+        meta-features (raw word counts with d = 100 give gamma . w far above 20).
+    """
+
+    variant: Variant = "fixed"
+    a_sigma: float = 2.0
+    b_sigma: float = 7.0
+    tau2: float = 0.01
+    a_tau: float = 2.0
+    b_tau: float = 4.0
+    threshold_mean: float | Literal["auto"] = "auto"
+
+    def __post_init__(self) -> None:
+        if self.variant not in ("fixed", "learned"):
+            raise ElicitError(f"variant must be 'fixed' or 'learned', got {self.variant!r}")
+        for name in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise ElicitError(f"hyperparameter {name} must be a positive number, got {v!r}")
+        m = self.threshold_mean
+        if m != "auto" and not (isinstance(m, (int, float)) and np.isfinite(m) and m > 0):
+            raise ElicitError(f"threshold_mean must be 'auto' or a positive number, got {m!r}")
+
+    def with_threshold_mean(self, m: float) -> Hyper:
+        return replace(self, threshold_mean=float(m))
+
+
+@dataclass(frozen=True)
+class Params:
+    """A point in parameter space; ``tau2`` is the fixed value in the fixed variant."""
+
+    gamma: np.ndarray
+    xi: float
+    tau2: float
+
+
+@dataclass
+class ModelData:
+    """Everything a fit needs: the regression data, the answers so far, the hyperparameters.
+
+    ``pairs`` holds the (i, j) feature indices of the answered questions and ``f`` their
+    answers (1 = similar, 0 = dissimilar); "don't know" answers never reach the model.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    U: np.ndarray
+    hyper: Hyper
+    pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    f: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+    def __post_init__(self) -> None:
+        self.X, self.y, self.U = validate_regression(self.X, self.y, self.U)
+        self.pairs = np.asarray(self.pairs, dtype=int).reshape(-1, 2)
+        self.f = np.asarray(self.f, dtype=int).reshape(-1)
+        if len(self.pairs) != len(self.f):
+            raise ElicitError(f"{len(self.pairs)} pairs but {len(self.f)} answers")
+        if np.any((self.f != 0) & (self.f != 1)):
+            raise ElicitError("answers f must be 1 (similar) or 0 (dissimilar)")
+        p = self.X.shape[1]
+        if self.pairs.size and (self.pairs.min() < 0 or self.pairs.max() >= p):
+            raise ElicitError(f"pair indices must lie in 0..{p - 1}")
+        if self.hyper.threshold_mean == "auto":
+            raise ElicitError("resolve threshold_mean='auto' before building ModelData "
+                              "(see elicit.model.auto_threshold_mean)")
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def p(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.U.shape[1]
+
+    @property
+    def m(self) -> float:
+        return float(self.hyper.threshold_mean)
+
+    @property
+    def W_f(self) -> np.ndarray:
+        """Squared meta-feature differences of the answered pairs (cached: a fit reads it
+        at every density evaluation)."""
+        W = self.__dict__.get("_W_f")
+        if W is None or len(W) != len(self.pairs):
+            W = self.__dict__["_W_f"] = pair_weights(self.U, self.pairs)
+        return W
+
+    def with_feedback(self, pairs: np.ndarray, f: np.ndarray) -> ModelData:
+        """A copy with other answers (the regression data is shared, not copied)."""
+        new = object.__new__(ModelData)
+        new.__dict__.update(self.__dict__)
+        new.pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+        new.f = np.asarray(f, dtype=int).reshape(-1)
+        new.__dict__.pop("_W_f", None)
+        if len(new.pairs) != len(new.f):
+            raise ElicitError(f"{len(new.pairs)} pairs but {len(new.f)} answers")
+        return new
+
+    def initial_params(self) -> Params:
+        """The start of a cold fit: prior means (prior mode of tau^2 when it is learned)."""
+        h = self.hyper
+        tau2 = h.tau2 if h.variant == "fixed" else h.b_tau / (h.a_tau + 1.0)
+        return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2)
+
+    def to_stan(self) -> dict:
+        """The data dictionary of the Stan contract."""
+        h = self.hyper
+        out = {
+            "N": self.n, "M": self.p, "d": self.d, "N_f": len(self.f),
+            "y": self.y, "X": self.X, "FD": self.U,
+            "f": self.f.astype(int), "W_f": self.W_f.reshape(len(self.f), self.d),
+            "a_sigma": h.a_sigma, "b_sigma": h.b_sigma, "threshold_mean": self.m,
+        }
+        if h.variant == "fixed":
+            out["tau"] = h.tau2
+        else:
+            out["a_tau"], out["b_tau"] = h.a_tau, h.b_tau
+        return out
+
+
+def validate_regression(X, y, U) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check shapes and values of (X, y, U); return them as float arrays."""
+    X = _as_float(X, "X")
+    y = _as_float(y, "y")
+    U = _as_float(U, "meta-features U")
+    if X.ndim != 2:
+        raise ElicitError(f"X must be a 2-D array (n samples x p features), got shape {X.shape}")
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.reshape(-1)
+    if y.ndim != 1:
+        raise ElicitError(f"y must be a 1-D array of n targets, got shape {y.shape}")
+    if U.ndim != 2:
+        raise ElicitError(f"meta-features must be a 2-D array (p features x d), got {U.shape}")
+    n, p = X.shape
+    if n == 0 or p == 0:
+        raise ElicitError(f"X is empty (shape {X.shape}): need at least one sample and feature")
+    if y.shape[0] != n:
+        raise ElicitError(f"X has {n} rows but y has {y.shape[0]} entries; they must match")
+    if U.shape[0] != p:
+        raise ElicitError(f"meta-features have {U.shape[0]} rows but X has {p} features; "
+                          "there must be one meta-feature row per feature (column of X)")
+    if U.shape[1] == 0:
+        raise ElicitError("meta-features have no columns (d = 0)")
+    return X, y, U
+
+
+def _as_float(a, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(a, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ElicitError(f"{name} must be numeric: {e}") from None
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
+    return arr
+
+
+def sq_dists(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """sum_l gamma_l (U_il - U_jl)^2 for all feature pairs (p x p), clipped at 0."""
+    Z = U * np.sqrt(gamma)
+    s = np.einsum("ij,ij->i", Z, Z)
+    D = s[:, None] + s[None, :] - 2.0 * (Z @ Z.T)
+    np.maximum(D, 0.0, out=D)
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def kernel(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)."""
+    return np.exp(-0.5 * sq_dists(U, np.asarray(gamma, dtype=float)))
+
+
+def pair_weights(U: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """w_ij = (u_i - u_j)^2 (elementwise) for each pair: shape (len(pairs), d)."""
+    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    return (U[pairs[:, 0]] - U[pairs[:, 1]]) ** 2
+
+
+def all_pairs(p: int) -> np.ndarray:
+    """All p(p-1)/2 unordered pairs (i < j) in a fixed order."""
+    i, j = np.triu_indices(p, k=1)
+    return np.column_stack([i, j])
+
+
+def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray) -> float:
+    """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``."""
+    m = float(np.mean(pair_weights(U, pairs) @ gamma0))
+    if not (np.isfinite(m) and m > 0):
+        raise ElicitError("cannot set threshold_mean='auto': all candidate pairs have identical "
+                          "meta-features; give threshold_mean explicitly")
+    return m

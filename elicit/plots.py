@@ -1,0 +1,60 @@
+"""Figures: MSE curves (paper Figs. 4 and 5) and kernel matrices (Fig. 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+LABELS = {"random": "Random", "nonsequential": "Non-sequential", "sequential": "Sequential"}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
+               baselines: Mapping[str, float] | None = None) -> None:
+    """Mean +/- standard error of test MSE against the number of answers, per strategy."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for strategy, g in df.groupby("strategy", sort=False):
+        if strategy not in LABELS:
+            continue
+        stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
+        se = stats["std"].fillna(0) / np.sqrt(stats["count"])
+        ax.plot(stats.index, stats["mean"], label=LABELS[strategy])
+        ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
+    for k, (name, value) in enumerate((baselines or {}).items()):
+        ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=name)
+    n_runs = df.run.nunique()
+    ax.set_xlabel("number of expert answers")
+    ax.set_ylabel("test MSE")
+    ax.set_title(title or f"mean ± s.e. over {n_runs} runs")
+    ax.legend()
+    fig.tight_layout()
+    for p in [path] if isinstance(path, (str, Path)) else path:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+
+
+def kernel_panels(panels: Mapping[str, np.ndarray], path: str | Path) -> None:
+    """Kernel matrices side by side (same colour scale, 0..1)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3.2))
+    axes = np.atleast_1d(axes)
+    for ax, (title, K) in zip(axes, panels.items()):
+        im = ax.imshow(K, vmin=0, vmax=1, cmap="viridis")
+        ax.set_title(title, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(im, ax=list(axes), shrink=0.8)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)

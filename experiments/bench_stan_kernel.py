@@ -1,0 +1,136 @@
+"""Benchmark the Stan formulations of the kernel K_ij = exp(-0.5 sum_l gamma_l (U_il - U_jl)^2).
+
+Each formulation is swapped into the shipped fixed-tau^2 program between the ``// kernel:
+begin`` and ``// kernel: end`` markers, compiled through PyStan, and timed on one
+``log_prob`` + ``grad_log_prob`` evaluation (what one step of the PyStan engine's optimiser
+costs) at random parameter points, on Amazon-size data (n=100, p=340, d=100, Poisson(0.3)
+count meta-features) and on synthetic-size data (n=20, p=25, d=9).
+
+Two timings are reported: through PyStan's public API (each call is an HTTP round trip to
+httpstan that re-sends the data, so it includes JSON and model-instantiation overhead) and
+through httpstan's compiled extension module directly (the Stan C++ cost alone).
+
+Run from anywhere (builds happen in a temporary directory)::
+
+    .venv/bin/python experiments/bench_stan_kernel.py [--reps 20]
+
+The first run compiles each program (about a minute each); later runs hit httpstan's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+
+import numpy as np
+
+from elicit.engines.base import shipped_stan_file
+from elicit.engines.pystan_engine import build_pystan_model
+
+#: Kernel formulations; each fills the local ``matrix[M, M] K`` of the model block.
+FORMULATIONS = {
+    # The paper's (authors') formulation: K entrywise, gamma dotted with squared differences.
+    "entrywise": """
+  for (i in 1:M) {
+    K[i, i] = 1;
+    for (j in (i + 1):M) {
+      K[i, j] = exp(-0.5 * dot_product(gamma, square(FD[i] - FD[j])));
+      K[j, i] = K[i, j];
+    }
+  }
+""",
+    # Stan's built-in squared-exponential kernel on sqrt(gamma)-scaled meta-features.
+    "gp_exp_quad_cov": """
+  {
+    matrix[M, d] Z = FD .* rep_matrix(sqrt(gamma)', M);
+    array[M] vector[d] z;
+    for (i in 1:M) {
+      z[i] = Z[i]';
+    }
+    K = gp_exp_quad_cov(z, 1.0, 1.0);
+  }
+""",
+    # Gram form: sum_l gamma_l (U_il - U_jl)^2 = s_i + s_j - 2 (U diag(gamma) U')_ij, with
+    # s = (U .* U) gamma; one var-by-data matrix product instead of p^2 / 2 dot products.
+    "gram": """
+  {
+    vector[M] s = square(FD) * gamma;
+    K = exp(-0.5 * (rep_matrix(s, M) + rep_matrix(s', M)
+                    - 2 * diag_post_multiply(FD, gamma) * FD'));
+  }
+""",
+}
+
+_KERNEL_BLOCK = re.compile(r"(  // kernel: begin\n).*?(  // kernel: end\n)", re.S)
+
+
+def program(formulation: str) -> str:
+    """The shipped fixed-tau^2 program with the kernel block replaced by ``formulation``."""
+    code = shipped_stan_file("fixed").read_text()
+    if not _KERNEL_BLOCK.search(code):
+        raise RuntimeError("kernel markers not found in the shipped Stan program")
+    body = FORMULATIONS[formulation].strip("\n") + "\n"
+    return _KERNEL_BLOCK.sub(lambda m: m.group(1) + body + m.group(2), code)
+
+
+def random_data(n: int, p: int, d: int, n_f: int, rng: np.random.Generator) -> dict:
+    """Contract data with count-like meta-features (most entries 0, as word counts)."""
+    U = rng.poisson(0.3, size=(p, d)).astype(float)
+    pairs = np.array([rng.choice(p, 2, replace=False) for _ in range(n_f)]).reshape(-1, 2)
+    W = (U[pairs[:, 0]] - U[pairs[:, 1]]) ** 2
+    return {
+        "N": n, "M": p, "d": d, "N_f": n_f, "y": rng.normal(size=n), "X": rng.normal(size=(n, p)),
+        "FD": U, "f": rng.integers(0, 2, n_f), "W_f": W.reshape(n_f, d),
+        "a_sigma": 2.0, "b_sigma": 7.0, "tau": 0.01,
+        "threshold_mean": float(np.mean(W @ np.ones(d))) if n_f else 5.0,
+    }
+
+
+def time_model(model, d: int, reps: int, rng: np.random.Generator) -> tuple[float, float, float]:
+    """Mean seconds per log_prob + gradient: public API, extension module; and the lp spread."""
+    import httpstan.models
+
+    points = [np.log(np.concatenate([rng.uniform(0.05, 2.0, d), [5.0]])).tolist()
+              for _ in range(reps)]
+    model.log_prob(points[0], adjust_transform=False)  # warm-up
+    t0 = time.perf_counter()
+    lps = [model.log_prob(u, adjust_transform=False) for u in points]
+    for u in points:
+        model.grad_log_prob(u)
+    api = (time.perf_counter() - t0) / reps
+    # Private httpstan API, used here only to separate the C++ cost from the HTTP overhead.
+    mod = httpstan.models.import_services_extension_module(model.model_name)
+    t0 = time.perf_counter()
+    for u in points:
+        mod.log_prob(model.data, u, False)
+        mod.log_prob_grad(model.data, u, False)
+    direct = (time.perf_counter() - t0) / reps
+    return api, direct, float(np.ptp(lps))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=20, help="evaluations per timing")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    sizes = {"amazon (n=100, p=340, d=100)": (100, 340, 100, 20),
+             "synthetic (n=20, p=25, d=9)": (20, 25, 9, 5)}
+    print(f"{'size':30s} {'formulation':16s} {'public API ms':>14s} {'C++ only ms':>12s}")
+    for label, (n, p, d, n_f) in sizes.items():
+        rng = np.random.default_rng(args.seed)
+        data = random_data(n, p, d, n_f, rng)
+        ref = None
+        for name in FORMULATIONS:
+            model = build_pystan_model(program(name), data, quiet=True)
+            api, direct, _ = time_model(model, d, args.reps, np.random.default_rng(args.seed + 1))
+            # All formulations must agree on the density (same points, same data).
+            u = np.log(np.concatenate([np.full(d, 0.7), [5.0]])).tolist()
+            lp = model.log_prob(u, adjust_transform=False)
+            ref = lp if ref is None else ref
+            assert abs(lp - ref) <= 1e-8 * max(1.0, abs(ref)), (name, lp, ref)
+            print(f"{label:30s} {name:16s} {1e3 * api:14.2f} {1e3 * direct:12.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

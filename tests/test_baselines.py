@@ -1,0 +1,129 @@
+"""Tests of the regression baselines and the Table 1 counting logic."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from elicit.baselines import (
+    PAPER_LEVELS,
+    fit_baselines,
+    format_table1,
+    samples_to_reach,
+    table1_rows,
+)
+from elicit.data import PAPER_FILES, STOPWORDS_FILE, load_dataset, prepare_run, resolve_data_dir
+from elicit.model import ElicitError
+
+
+def _synthetic(seed=0, n=100, n_test=300, p=40):
+    rng = np.random.default_rng(seed)
+    beta = np.zeros(p)
+    beta[:5] = [1.0, -1.0, 0.8, -0.6, 0.5]
+    X = rng.standard_normal((n + n_test, p))
+    y = 3.0 + X @ beta + 0.3 * rng.standard_normal(n + n_test)
+    ymean = y[:n].mean()
+    return X[:n], y[:n] - ymean, X[n:], y[n:], ymean
+
+
+def test_baselines_finite_better_than_mean_and_deterministic():
+    Xtr, ytr, Xte, yte, ym = _synthetic()
+    out = fit_baselines(Xtr, ytr, Xte, yte, ym, random_state=0)
+    assert set(out) == {"lasso", "ridge", "elasticnet"}
+    assert all(math.isfinite(v) for v in out.values())
+    base = np.mean((yte - ym) ** 2)               # predicting the training mean
+    assert all(v < 0.5 * base for v in out.values())
+    assert out["lasso"] < 0.2                     # noise variance is 0.09
+    assert fit_baselines(Xtr, ytr, Xte, yte, ym, random_state=0) == out
+
+
+def test_baselines_original_scale():
+    # MSE is on the original scale: y_mean is added back to the predictions.
+    Xtr, ytr, Xte, yte, ym = _synthetic(seed=1)
+    a = fit_baselines(Xtr, ytr, Xte, yte, ym)
+    b = fit_baselines(Xtr, ytr, Xte, yte + 10.0, ym + 10.0)
+    for k in a:
+        assert a[k] == pytest.approx(b[k], rel=1e-9)
+    c = fit_baselines(Xtr, ytr, Xte, yte, 0.0)    # forgetting y_mean costs ~ym^2
+    assert c["ridge"] > a["ridge"] + 0.5 * ym ** 2
+
+
+def test_baselines_reject_mismatch():
+    Xtr, ytr, Xte, yte, ym = _synthetic()
+    with pytest.raises(ElicitError):
+        fit_baselines(Xtr[:, :5], ytr, Xte, yte, ym)
+    with pytest.raises(ElicitError):
+        fit_baselines(Xtr, ytr[:-1], Xte, yte, ym)
+
+
+def _real():
+    try:
+        return resolve_data_dir(required=[PAPER_FILES["amazon"][0], STOPWORDS_FILE])
+    except ElicitError:
+        return None
+
+
+@pytest.mark.skipif(_real() is None, reason="real data directory not found")
+def test_baselines_real_run():
+    r = prepare_run(load_dataset("amazon", _real()), seed=0)
+    out = fit_baselines(r.X_train, r.y_train, r.X_test, r.y_test, r.y_mean, random_state=0)
+    assert all(math.isfinite(v) and 0 < v < 10 for v in out.values())
+
+
+def test_samples_to_reach():
+    curve = [2.30, 2.25, 2.21, 2.19, 2.20, 2.17]
+    assert samples_to_reach(curve, 2.20) == 3        # first <=, not the later 2.20
+    assert samples_to_reach(curve, 2.21) == 2        # equality counts as reached
+    assert samples_to_reach(curve, 2.30) == 0
+    assert samples_to_reach(curve, 2.17) == 5
+    assert samples_to_reach(curve, 2.00) is None
+    assert samples_to_reach([2.3, np.nan, 2.1], 2.2) == 2
+    with pytest.raises(ElicitError):
+        samples_to_reach([], 1.0)
+
+
+def test_table1_rows_counting():
+    curves = {
+        # rnd: run 0 reaches 2.20 at 2, run 1 at 4, run 2 never
+        "rnd": [[2.26, 2.23, 2.20, 2.19], [2.26, 2.25, 2.24, 2.22, 2.20], [2.26, 2.25, 2.24]],
+        "act": [[2.26, 2.18], [2.26, 2.21, 2.17], [2.26, 2.19, 2.19]],
+        "seqelc": [[2.26, 2.25], [2.26, 2.24], [2.26, 2.23]],
+    }
+    rows = table1_rows("amazon", curves)
+    assert [(r["level_kind"], round(r["mse_level"], 6)) for r in rows] == [
+        ("paper", 2.20), ("relative", 2.20), ("paper", 2.18), ("relative", 2.18)]
+    r = rows[0]
+    assert r["rnd"] == pytest.approx(3.0) and r["rnd_reached"] == pytest.approx(2 / 3)
+    assert r["act"] == pytest.approx((1 + 2 + 1) / 3) and r["act_reached"] == 1.0
+    assert math.isnan(r["seqelc"]) and r["seqelc_reached"] == 0.0
+    r218 = rows[2]
+    assert r218["act"] == pytest.approx(1.5) and r218["act_reached"] == pytest.approx(2 / 3)
+    assert math.isnan(r218["rnd"])
+    text = format_table1(rows)
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("dataset,mse_level,level_kind,rnd,act,seqelc")
+    assert lines[1].split(",")[3:6] == ["3.0", "1.3", "not reached"]
+    assert lines[1].split(",")[6:9] == ["2/3", "3/3", "0/3"]
+
+
+def test_table1_relative_levels_follow_our_initial_mse():
+    # Our initial MSE 1.50 vs the paper's 1.88: the relative level for 1.85 is 1.50*1.85/1.88.
+    c = np.array([[1.50, 1.49, 1.47, 1.40]])
+    rows = table1_rows("yelp", {"rnd": c, "act": c, "seqelc": c})
+    assert rows[0]["level_kind"] == "paper" and rows[0]["rnd"] == 0.0
+    rel = rows[1]
+    assert rel["mse_level"] == pytest.approx(1.50 * 1.85 / 1.88)
+    assert rel["reduction"] == pytest.approx(1 - 1.85 / 1.88)
+    assert rel["rnd"] == 2.0                     # 1.47 <= 1.476 at index 2
+    assert rows[3]["mse_level"] == pytest.approx(1.50 * 1.80 / 1.88)
+    assert rows[3]["rnd"] == 3.0
+    assert PAPER_LEVELS["yelp"]["levels"] == (1.85, 1.80)
+    explicit = table1_rows("mine", {"rnd": c, "act": c, "seqelc": c}, levels=[1.0],
+                           paper_initial=2.0, initial_mse=1.5)
+    assert explicit[1]["mse_level"] == pytest.approx(0.75)
+    with pytest.raises(ElicitError, match="no paper levels"):
+        table1_rows("mine", {"rnd": c, "act": c, "seqelc": c})
+    with pytest.raises(ElicitError, match="no curves"):
+        table1_rows("yelp", {"rnd": c})

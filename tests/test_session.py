@@ -1,0 +1,394 @@
+"""Tests of elicit.session: the API, the file, resume, undo, skip, batches, exports."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from elicit.model import ElicitError, Hyper
+from elicit.query import Elicitor
+from elicit.session import FORMAT_VERSION, Session, SessionQuery, data_hashes
+
+NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
+
+
+def make_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    U = rng.normal(size=(p, d))
+    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
+    return X, y, U
+
+
+def new_session(path, seed: int = 0, **kw) -> Session:
+    X, y, U = make_data()
+    kw.setdefault("engine", "numpy")
+    return Session.create(X, y, U, NAMES, path=path, seed=seed, **kw)
+
+
+@pytest.fixture
+def sess(tmp_path):
+    s = new_session(tmp_path / "t.session")
+    yield s
+    s.close()
+
+
+def test_create_writes_a_wal_file_with_meta(tmp_path):
+    path = tmp_path / "t.session"
+    X, y, U = make_data()
+    with Session.create(X, y, U, NAMES, path=path, engine="numpy", seed=3,
+                        hyper=Hyper(tau2=0.02), texts={"price": ["the price is right"]}) as s:
+        assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert s.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert s.texts("price") == ["the price is right"] and s.texts(1) == []
+    raw = sqlite3.connect(path)
+    meta = {k: json.loads(v) for k, v in raw.execute("SELECT key, value FROM meta")}
+    assert meta["format_version"] == FORMAT_VERSION
+    assert meta["feature_names"] == NAMES
+    assert meta["data_hash"] == data_hashes(X, y, U)[0]
+    st = meta["settings"]
+    assert st["seed"] == 3 and st["strategy"] == "sequential" and st["utility"] == "fast"
+    assert st["hyper"]["tau2"] == 0.02 and st["engine"] == "numpy"
+    assert {r[0] for r in raw.execute("SELECT name FROM arrays")} == {"X", "y", "U"}
+    raw.close()
+    # No temporary files are left behind.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.session"]
+
+
+def test_dataframe_input_supplies_names(tmp_path):
+    X, y, U = make_data()
+    df = pd.DataFrame(X, columns=NAMES)
+    with Session.create(df, pd.Series(y), U, path=tmp_path / "d.session", engine="numpy") as s:
+        assert s.feature_names == NAMES
+
+
+def test_next_query_is_recorded_before_it_is_shown_and_repeats(sess):
+    q = sess.next_query()
+    assert isinstance(q, SessionQuery) and q.i < q.j
+    assert q.names == (NAMES[q.i], NAMES[q.j]) and q.expected_gain > 0
+    row = sess.conn.execute("SELECT i, j, status FROM queries WHERE id = ?", (q.id,)).fetchone()
+    assert row == (q.i, q.j, "pending")
+    assert sess.next_query() == q  # same pending query again
+    # also from a second session object on the same file (another process / restart)
+    with Session.open(sess.path) as other:
+        assert other.next_query() == q
+
+
+def test_answer_is_committed_and_visible_to_another_connection(sess):
+    q = sess.next_query()
+    rec = sess.answer(q, "similar", comment="  both about build quality ")
+    raw = sqlite3.connect(sess.path)
+    row = raw.execute("SELECT query_id, i, j, answer, comment, undone_at FROM answers").fetchall()
+    raw.close()
+    assert row == [(q.id, q.i, q.j, "similar", "both about build quality", None)]
+    assert rec.id == 1 and rec.query_id == q.id
+    h = sess.history
+    assert list(h.columns) == ["answer_id", "query_id", "i", "j", "feature_i", "feature_j",
+                               "answer", "comment", "expected_gain", "shown_at",
+                               "answered_at", "undone", "undone_at"]
+    assert h.loc[0, "feature_i"] == q.names[0] and not h.loc[0, "undone"]
+    assert sess.progress()["answered"] == 1
+
+
+def test_model_is_refitted_and_equals_a_fresh_fit(sess):
+    X, y, U = make_data()
+    g0 = sess.fit.gamma.copy()
+    for a in ("similar", "dissimilar", "dont_know", "similar"):
+        sess.answer(sess.next_query(), a)
+    assert not np.allclose(sess.fit.gamma, g0)
+    fresh = Elicitor(X, y, U, Hyper(), engine="numpy")
+    fresh.set_answers(sess.active_answers())
+    np.testing.assert_allclose(sess.fit.gamma, fresh.fit.gamma, rtol=1e-12, atol=1e-14)
+    assert sess.fit.xi == pytest.approx(fresh.fit.xi, rel=1e-12)
+
+
+def test_resume_gives_the_same_questions_as_an_uninterrupted_session(tmp_path):
+    answers = ["similar", "dissimilar", "similar", "dont_know", "dissimilar", "similar"]
+    straight = new_session(tmp_path / "a.session", seed=5)
+    asked_a = []
+    for a in answers:
+        q = straight.next_query()
+        asked_a.append((q.i, q.j, round(q.expected_gain, 12)))
+        straight.answer(q, a)
+    straight.close()
+    path = tmp_path / "b.session"
+    new_session(path, seed=5).close()
+    asked_b = []
+    for k, a in enumerate(answers):
+        s = Session.open(path)
+        q = s.next_query()
+        asked_b.append((q.i, q.j, round(q.expected_gain, 12)))
+        if k % 2:  # sometimes close with the query pending: it must come back as it was
+            s.close()
+            s = Session.open(path)
+            assert s.next_query().id == q.id
+        s.answer(q, a)
+        s.close()
+    assert asked_a == asked_b
+    with Session.open(path) as s, Session.open(tmp_path / "a.session") as t:
+        np.testing.assert_array_equal(s.fit.gamma, t.fit.gamma)
+        qs, qt = s.next_query(), t.next_query()
+        assert (qs.i, qs.j, qs.expected_gain) == (qt.i, qt.j, qt.expected_gain)
+
+
+def test_open_with_the_same_data_is_accepted_and_with_other_data_refused(sess):
+    X, y, U = make_data()
+    path = sess.path
+    sess.close()
+    with Session.open(path, X=X, y=y.reshape(-1, 1), meta_features=U):
+        pass
+    X2 = X.copy()
+    X2[0, 0] += 1e-9
+    with pytest.raises(ElicitError, match="created for different data: X differs"):
+        Session.open(path, X=X2, y=y, meta_features=U)
+    with pytest.raises(ElicitError, match="meta_features differs"):
+        Session.open(path, meta_features=U[:, :2])
+
+
+def test_undo_keeps_the_answer_in_the_file_and_reasks_the_pair(sess):
+    q1 = sess.next_query()
+    sess.answer(q1, "similar")
+    fit1 = sess.fit.gamma.copy()
+    q2 = sess.next_query()
+    sess.answer(q2, "dissimilar", comment="c")
+    rec = sess.undo()
+    assert (rec.i, rec.j, rec.answer.value) == (q2.i, q2.j, "dissimilar")
+    np.testing.assert_array_equal(sess.fit.gamma, fit1)
+    h = sess.history
+    assert list(h["undone"]) == [False, True] and h.loc[1, "undone_at"] is not None
+    q3 = sess.next_query()
+    assert (q3.i, q3.j) == (q2.i, q2.j) and q3.id != q2.id
+    assert q3.expected_gain == q2.expected_gain
+    sess.answer(q3, "similar")
+    assert sess.active_answers() == [(q1.i, q1.j, "similar"), (q2.i, q2.j, "similar")]
+    kinds = list(sess.events["kind"])
+    assert kinds.count("undo") == 1 and kinds.count("answer") == 3
+    sess.undo()
+    sess.undo()
+    assert sess.active_answers() == []
+    with pytest.raises(ElicitError, match="no answer to undo"):
+        sess.undo()
+
+
+def test_undo_withdraws_open_queries(sess):
+    sess.answer(sess.next_query(), "similar")
+    q = sess.next_query()
+    sess.undo()
+    with pytest.raises(ElicitError, match="withdrawn by an undo"):
+        sess.answer(q, "similar")
+
+
+def test_skip_is_not_an_answer_and_the_pair_comes_back(tmp_path):
+    X, y, U = make_data(p=3)
+    s = Session.create(X, y, U, ["a", "b", "c"], path=tmp_path / "s.session", engine="numpy")
+    q1 = s.next_query()
+    s.skip(q1)
+    assert s.progress()["answered"] == 0 and s.progress()["skipped"] == 1
+    q2 = s.next_query()
+    assert (q2.i, q2.j) != (q1.i, q1.j)
+    s.skip(q2)
+    q3 = s.next_query()
+    assert len({(q.i, q.j) for q in (q1, q2, q3)}) == 3
+    s.skip(q3)
+    # Every pair was skipped: skipped pairs come back rather than ending the session.
+    q4 = s.next_query()
+    assert (q4.i, q4.j) in {(q.i, q.j) for q in (q1, q2, q3)}
+    s.answer(q4, "similar")
+    left = {(q.i, q.j) for q in (q1, q2, q3)} - {(q4.i, q4.j)}
+    q5 = s.next_query()
+    assert (q5.i, q5.j) in left
+    with pytest.raises(ElicitError, match="was skipped"):
+        s.answer(q1, "similar")
+    s.close()
+
+
+def test_two_answers_to_one_query_are_refused(sess):
+    q = sess.next_query()
+    sess.answer(q, "similar")
+    with pytest.raises(ElicitError, match="already answered"):
+        sess.answer(q, "dissimilar")
+    with pytest.raises(ElicitError, match="already answered"):
+        sess.skip(q)
+    assert len(sess.history) == 1
+
+
+def test_two_session_objects_cannot_answer_one_query(sess):
+    """Two tabs / two processes: both saw the query, only the first answer is recorded."""
+    q = sess.next_query()
+    with Session.open(sess.path) as other:
+        q_other = other.next_query()
+        assert q_other.id == q.id
+        other.answer(q_other.id, "dissimilar")
+        with pytest.raises(ElicitError, match="already answered"):
+            sess.answer(q, "similar")
+        # The first session picked up the other's answer and refitted.
+        assert sess.active_answers() == [(q.i, q.j, "dissimilar")]
+        np.testing.assert_array_equal(sess.fit.gamma, other.fit.gamma)
+
+
+def test_the_file_itself_refuses_a_second_answer(sess, monkeypatch):
+    """The UNIQUE constraint holds even if the Python-level check is bypassed."""
+    q = sess.next_query()
+    sess.answer(q, "similar")
+    raw = sqlite3.connect(sess.path)
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        raw.execute("INSERT INTO answers (query_id, i, j, answer, answered_at) "
+                    "VALUES (?, ?, ?, 'similar', 'now')", (q.id, q.i, q.j))
+    raw.close()
+    monkeypatch.setattr(Session, "_open_query_row",
+                        lambda self, qid, action: (qid, q.i, q.j, None, 0, "pending"))
+    with pytest.raises(ElicitError, match="already answered"):
+        sess.answer(q, "dissimilar")
+    assert len(sess.history) == 1
+
+
+def test_batch_is_feature_disjoint_and_persistent(sess):
+    qs = sess.batch(3)
+    assert len(qs) == 3
+    feats = [f for q in qs for f in (q.i, q.j)]
+    assert len(set(feats)) == 6  # no feature shared
+    gains = [q.expected_gain for q in qs]
+    assert gains == sorted(gains, reverse=True)
+    assert sess.batch(5) == qs  # an open batch is returned as it is
+    assert sess.next_query() == qs[0]
+    sess.answer(qs[1], "similar")
+    assert sess.pending() == [qs[0], qs[2]]
+    with Session.open(sess.path) as other:
+        assert other.pending() == [qs[0], qs[2]]
+    sess.answer(qs[0], "dissimilar")
+    sess.skip(qs[2])
+    new = sess.batch(3)
+    assert {q.id for q in new}.isdisjoint({q.id for q in qs})
+    batch_ids = set(sess.queries["batch"].dropna())
+    assert len(batch_ids) == 2
+    with pytest.raises(ElicitError, match="batch size must be a positive integer"):
+        sess.batch(0)
+
+
+def test_batch_fills_up_when_disjoint_pairs_run_out(tmp_path):
+    X, y, U = make_data(p=4)
+    with Session.create(X, y, U, list("abcd"), path=tmp_path / "b.session",
+                        engine="numpy") as s:
+        qs = s.batch(4)  # only 2 disjoint pairs exist among 4 features
+        assert len(qs) == 4 and len({(q.i, q.j) for q in qs}) == 4
+
+
+@pytest.mark.parametrize("strategy", ["random", "nonsequential"])
+def test_other_strategies(tmp_path, strategy):
+    with new_session(tmp_path / "s.session", strategy=strategy) as s:
+        seen = set()
+        for _ in range(4):
+            q = s.next_query()
+            assert (q.i, q.j) not in seen
+            seen.add((q.i, q.j))
+            if strategy == "random":
+                assert q.expected_gain is None
+            s.answer(q, "similar")
+        path = s.path
+    with Session.open(path) as s:
+        q = s.next_query()
+        assert (q.i, q.j) not in seen
+
+
+def test_all_pairs_answered(tmp_path):
+    X, y, U = make_data(p=3)
+    with Session.create(X, y, U, ["a", "b", "c"], path=tmp_path / "s.session",
+                        engine="numpy", strategy="random") as s:
+        for _ in range(3):
+            s.answer(s.next_query(), "dont_know")
+        assert s.done
+        with pytest.raises(ElicitError, match="nothing is left to ask"):
+            s.next_query()
+        s.undo()
+        assert not s.done
+
+
+def test_predict_and_posterior(tmp_path):
+    X, y, U = make_data()
+    with new_session(tmp_path / "s.session", y_offset=3.5) as s:
+        s.answer(s.next_query(), "similar")
+        el = s.elicitor
+        np.testing.assert_allclose(s.predict(X[:3]), el.predict(X[:3]) + 3.5)
+        assert s.posterior().mu.shape == (8,)
+
+
+def test_inferencedata_and_exports(sess, tmp_path):
+    for a in ("similar", "dissimilar"):
+        sess.answer(sess.next_query(), a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az
+    idata = sess.to_inferencedata()
+    assert set(idata.groups()) >= {"posterior", "constant_data"}
+    post = idata.posterior
+    assert post["gamma"].shape == (1, 1, 3) and post["xi"].shape == (1, 1)
+    np.testing.assert_allclose(post["gamma"].values[0, 0], sess.fit.gamma)
+    K = idata.constant_data["K"]
+    assert list(K.coords["feature"].values) == NAMES
+    np.testing.assert_allclose(K.values, sess.fit.K)
+    assert idata.constant_data["answer"].shape == (2,)
+
+    js = sess.export_prior(tmp_path / "prior.json")
+    d = json.loads(js.read_text())
+    assert d["format"] == "elicit-prior" and d["feature_names"] == NAMES
+    np.testing.assert_allclose(d["gamma"], sess.fit.gamma)
+    np.testing.assert_allclose(d["K"], sess.fit.K)
+    assert d["xi"] == pytest.approx(sess.fit.xi) and d["tau2"] == pytest.approx(sess.fit.tau2)
+    assert len(d["answers"]) == 2
+
+    nc = sess.export_prior(tmp_path / "prior.nc")
+    back = az.from_netcdf(nc)
+    np.testing.assert_allclose(back.posterior["tau2"].values[0, 0], sess.fit.tau2)
+    np.testing.assert_allclose(back.constant_data["K"].values, sess.fit.K)
+    assert list(back.constant_data["K"].coords["feature_"].values) == NAMES
+
+
+def test_plots(sess):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sess.answer(sess.next_query(), "similar")
+    q = sess.next_query()
+    sess.answer(q, "dissimilar")
+    sess.undo()
+    ax = sess.plot_K()
+    assert [t.get_text() for t in ax.get_xticklabels()] == NAMES
+    assert "1 answer" in ax.get_title()
+    ax2 = sess.plot_K(features=["lid", "price"])
+    assert [t.get_text() for t in ax2.get_yticklabels()] == ["lid", "price"]
+    ax3 = sess.plot_gains()
+    assert ax3.get_xlabel() == "answer number" and len(ax3.collections) == 2
+    plt.close("all")
+
+
+def test_plot_K_subsets_many_features(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    X, y, U = make_data(p=40)
+    with Session.create(X, y, U, path=tmp_path / "m.session", engine="numpy",
+                        pool_size=20) as s:
+        q = s.next_query()
+        s.answer(q, "similar")
+        idx = s.plot_features(10)
+        assert len(idx) == 10 and q.i in idx and q.j in idx
+        ax = s.plot_K(max_features=10)
+        assert "(10 of 40 features)" in ax.get_title()
+    plt.close("all")
+
+
+def test_overwrite_replaces_an_existing_session(tmp_path):
+    path = tmp_path / "s.session"
+    with new_session(path) as s:
+        s.answer(s.next_query(), "similar")
+    with new_session(path, overwrite=True) as s:
+        assert s.progress()["answered"] == 0

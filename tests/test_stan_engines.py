@@ -1,0 +1,241 @@
+"""The Stan programs and the PyStan / CmdStan engines, checked against the numpy mirror.
+
+Each shipped program is compiled once per session through PyStan (about a minute the first
+time on a machine, then httpstan's cache makes it seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from elicit.engines.base import EngineUnavailable, MAPResult, shipped_stan_file
+from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_available
+from elicit.engines.contract import check_stan_contract, detect_variant
+from elicit.engines.pystan_engine import PyStanEngine
+from elicit.model import ElicitError, Hyper, ModelData, all_pairs, auto_threshold_mean
+
+VARIANTS = ("fixed", "learned")
+needs_cmdstan = pytest.mark.skipif(
+    not cmdstan_available(),
+    reason="CmdStan is not installed (cmdstanpy.cmdstan_path() failed); see README")
+
+
+def make_data(variant: str, n: int, p: int, d: int, n_f: int, seed: int,
+              counts: bool = True) -> ModelData:
+    """Random data in which the first two meta-features matter.
+
+    The answers call a pair similar when it is close in those two meta-features, so enough
+    of them move gamma well away from its prior mean (some components towards 0).
+    """
+    rng = np.random.default_rng(seed)
+    U = rng.poisson(0.5, size=(p, d)).astype(float) if counts else rng.normal(size=(p, d))
+    X = rng.normal(size=(n, p))
+    y = X @ (np.sin(2 * U[:, 0]) + U[:, 1]) + 0.5 * rng.normal(size=n)
+    pairs = all_pairs(p)
+    m = auto_threshold_mean(U, np.ones(d), pairs)
+    asked = pairs[rng.choice(len(pairs), n_f, replace=False)]
+    f = (4 * ((U[asked[:, 0], :2] - U[asked[:, 1], :2]) ** 2).sum(axis=1) < m).astype(int)
+    return ModelData(X, y, U, Hyper(variant=variant, threshold_mean=m), asked, f)
+
+
+def theta_of(r: MAPResult, data: ModelData) -> np.ndarray:
+    """MAP as a vector with xi divided by its prior mean, so all coordinates weigh alike."""
+    extra = [r.tau2] if data.hyper.variant == "learned" else []
+    return np.concatenate([r.gamma, [r.xi / data.m], extra])
+
+
+def rel_diff(a: MAPResult, b: MAPResult, data: ModelData) -> float:
+    ta, tb = theta_of(a, data), theta_of(b, data)
+    return float(np.linalg.norm(ta - tb) / np.linalg.norm(tb))
+
+
+@pytest.fixture(scope="module")
+def engines() -> dict[str, PyStanEngine]:
+    """One PyStan engine per shipped variant (each compiles its program once)."""
+    return {v: PyStanEngine(v) for v in VARIANTS}
+
+
+# -- the Stan programs ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_shipped_programs_follow_contract(variant):
+    path = shipped_stan_file(variant)
+    check_stan_contract(path, variant)
+    assert detect_variant(path) == variant
+    code = path.read_text()
+    # K must stay local to the model block (a transformed parameter would put p^2 columns
+    # into CmdStan's output CSV).
+    assert "transformed parameters" not in code
+
+
+@pytest.mark.parametrize("n_f", [0, 5])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_stan_density_matches_numpy(engines, variant, n_f):
+    from elicit.density import log_density
+
+    data = make_data(variant, n=15, p=12, d=4, n_f=n_f, seed=10 + n_f)
+    model, order = engines[variant].model(data)
+    rng = np.random.default_rng(3)
+    k = data.d + 1 + (variant == "learned")
+    lps, lps_np = [], []
+    for _ in range(4):
+        theta = np.concatenate([rng.uniform(0.05, 2.0, data.d), [rng.uniform(0.3, 2) * data.m],
+                                rng.uniform(0.2, 3.0, k - data.d - 1)])
+        u = np.log(theta[order]).tolist()
+        lp = model.log_prob(u, adjust_transform=False)
+        # grad_log_prob includes the log-Jacobian sum(u) of x = exp(u); undo it.
+        g = np.empty(k)
+        g[order] = (np.asarray(model.grad_log_prob(u)) - 1.0) / theta[order]
+        v_np, g_np = log_density(theta, data)
+        np.testing.assert_allclose(g, g_np, rtol=1e-7, atol=1e-8)
+        lps.append(lp)
+        lps_np.append(v_np)
+    # Stan drops constants (propto), so only differences between points are comparable.
+    np.testing.assert_allclose(np.diff(lps), np.diff(lps_np), rtol=1e-9, atol=1e-8)
+
+
+# -- the PyStan engine -------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_f", [0, 40])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pystan_map_matches_numpy(engines, variant, n_f):
+    from elicit.engines.numpy_engine import NumpyEngine
+
+    data = make_data(variant, n=20, p=25, d=9, n_f=n_f, seed=20 + n_f, counts=False)
+    ref = NumpyEngine(variant).fit(data)
+    got = engines[variant].fit(data)
+    assert ref.converged and got.converged, (ref.message, got.message)
+    assert got.engine == "pystan" and got.n_iter > 0
+    assert rel_diff(got, ref, data) <= 1e-4
+    np.testing.assert_allclose(got.K, ref.K, atol=1e-4)
+
+
+def test_pystan_warm_start_and_model_cache(engines):
+    data = make_data("learned", n=20, p=25, d=9, n_f=0, seed=4)
+    eng = engines["learned"]
+    cold = eng.fit(data)
+    model = eng.model(data)[0]
+    # Restarting at the MAP must stop at once: the start point is honoured.
+    again = eng.fit(data, init=cold)
+    assert again.converged and again.n_iter <= 2 < cold.n_iter
+    assert rel_diff(again, cold, data) <= 1e-6
+    assert eng.model(data)[0] is model  # same data: not rebuilt
+    more = make_data("learned", n=20, p=25, d=9, n_f=20, seed=4)  # same X, y, U; answers
+    warm = eng.fit(more, init=cold)
+    assert eng.model(more)[0] is not model
+    assert warm.converged and rel_diff(warm, eng.fit(more), more) <= 1e-4
+
+
+def test_pystan_build_leaves_cwd_clean(engines, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    engines["fixed"].model(make_data("fixed", n=15, p=12, d=4, n_f=1, seed=99))
+    assert os.getcwd() == str(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pystan_fit_inside_running_event_loop(engines):
+    data = make_data("fixed", n=15, p=12, d=4, n_f=2, seed=5)
+    plain = engines["fixed"].fit(data)
+
+    async def in_loop():  # as in Jupyter, where asyncio.run() cannot be nested
+        r = engines["fixed"].fit(data)
+        await asyncio.sleep(0)  # the outer loop still works afterwards
+        assert asyncio.get_event_loop() is asyncio.get_running_loop()
+        return r
+
+    assert rel_diff(asyncio.run(in_loop()), plain, data) == 0.0
+
+
+def test_pystan_rejects_wrong_variant(engines):
+    with pytest.raises(ElicitError, match="learned"):
+        engines["fixed"].fit(make_data("learned", n=15, p=12, d=4, n_f=0, seed=1))
+
+
+def test_pystan_unavailable_message(monkeypatch):
+    monkeypatch.setitem(sys.modules, "stan", None)  # makes `import stan` fail
+    with pytest.raises(EngineUnavailable, match=r"pip install 'elicit\[pystan\]'"):
+        PyStanEngine("fixed")
+
+
+# -- custom Stan files -------------------------------------------------------------------
+
+def test_contract_names_every_missing_name(tmp_path):
+    code = shipped_stan_file("learned").read_text()
+    code = code.replace("  matrix[N_f, d] W_f;", "").replace("  real<lower=0> b_tau;", "")
+    code = code.replace("real<lower=0> threshold;", "real<lower=0> xi;")
+    bad = tmp_path / "bad.stan"
+    bad.write_text(code)
+    with pytest.raises(ElicitError) as err:
+        check_stan_contract(bad, "learned")
+    msg = str(err.value)
+    for name in ("W_f", "b_tau", "threshold"):
+        assert name in msg
+    assert "gamma" not in msg.split("lacks", 1)[1]  # present names are not reported
+    with pytest.raises(ElicitError, match="learned"):
+        check_stan_contract(shipped_stan_file("learned"), "fixed")  # tau is a parameter
+    with pytest.raises(ElicitError, match="does not exist"):
+        check_stan_contract(tmp_path / "missing.stan", "fixed")
+    with pytest.raises(ElicitError, match="threshold"):
+        PyStanEngine("learned", stan_file=bad)
+
+
+def test_custom_stan_file_runs_in_pystan(engines, tmp_path):
+    # A contract-honouring program that declares the parameters in another order and with
+    # a block comment: the engine must find where each parameter sits.
+    code = shipped_stan_file("learned").read_text()
+    block = ("  vector<lower=0>[d] gamma;                  // inverse squared length scales\n"
+             "  real<lower=0> threshold;                   // the paper's xi\n"
+             "  real<lower=0> tau;                         // tau^2 (a variance, as in the "
+             "authors' code)\n")
+    assert block in code
+    code = code.replace(block, "  /* reordered */ real<lower=0> tau;\n  real<lower=0> threshold;\n"
+                               "  vector<lower=0>[d] gamma;\n")
+    custom = tmp_path / "my_model.stan"
+    custom.write_text(code)
+    assert detect_variant(custom) == "learned"
+    data = make_data("learned", n=20, p=25, d=9, n_f=20, seed=7, counts=False)
+    got = PyStanEngine("learned", stan_file=custom).fit(data)
+    ref = engines["learned"].fit(data)
+    assert got.converged
+    assert rel_diff(got, ref, data) <= 1e-6
+
+
+# -- the CmdStan engine ------------------------------------------------------------------
+
+@pytest.mark.skipif(cmdstan_available(), reason="CmdStan is installed")
+def test_cmdstan_unavailable_explains_install():
+    with pytest.raises(EngineUnavailable, match="install_cmdstan") as err:
+        CmdStanEngine("fixed")
+    assert "CMDSTAN" in str(err.value)
+
+
+@needs_cmdstan
+@pytest.mark.parametrize("n_f", [0, 40])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cmdstan_map_matches_numpy(variant, n_f):
+    from elicit.engines.numpy_engine import NumpyEngine
+
+    data = make_data(variant, n=20, p=25, d=9, n_f=n_f, seed=20 + n_f, counts=False)
+    ref = NumpyEngine(variant).fit(data)
+    got = CmdStanEngine(variant).fit(data)
+    assert got.converged, got.message
+    assert got.engine == "cmdstan"
+    # CmdStan's L-BFGS stops on its own relative tolerances in log space, so looser than
+    # the 1e-4 of the PyStan engine, which uses the numpy engine's optimiser settings.
+    assert rel_diff(got, ref, data) <= 1e-3
+
+
+@needs_cmdstan
+def test_cmdstan_warm_start_from_boundary():
+    from elicit.engines.numpy_engine import NumpyEngine
+
+    data = make_data("fixed", n=20, p=25, d=9, n_f=4, seed=8, counts=False)
+    ref = NumpyEngine("fixed").fit(data)
+    start = MAPResult(np.zeros(9), data.m, data.hyper.tau2, 0.0, True, "test")
+    got = CmdStanEngine("fixed").fit(data, init=start)  # gamma = 0 start must be accepted
+    assert got.converged and rel_diff(got, ref, data) <= 1e-3
