@@ -264,6 +264,7 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] =
     grid = [float(t) for t in grid]
     if not grid or any(not (np.isfinite(t) and t > 0) for t in grid):
         raise ElicitError(f"the tau2 grid must hold positive numbers, got {grid!r}")
+    grid = sorted(set(grid))
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     n = X.shape[0]
@@ -279,11 +280,11 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] =
         y_tr = y[tr]
         mean = float(y_tr.mean())
         fit: MAPResult | None = None
-        for g, t in enumerate(sorted(grid)):
+        for g, t in enumerate(grid):
             data = _no_feedback_data(X[tr], y_tr - mean, U, t)
             fit = eng.fit(data, init=fit)
             post = NIGPosterior.from_map(data, fit)
-            sse[grid.index(t)] += float(np.sum((X[te] @ post.mu + mean - y[te]) ** 2))
+            sse[g] += float(np.sum((X[te] @ post.mu + mean - y[te]) ** 2))
     scores = {t: float(s / n) for t, s in zip(grid, sse)}
     best = min(grid, key=lambda t: (scores[t], t))
     return best, scores

@@ -23,6 +23,7 @@ second answer, so the second tab gets an "already answered" message (HTTP 409).
 
 from __future__ import annotations
 
+import errno
 import hmac
 import io
 import os
@@ -341,12 +342,13 @@ def _k_png(sess: Session) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    n = min(len(sess.feature_names), 30)
-    size = min(9.0, 2.8 + 0.22 * n)
-    fig = Figure(figsize=(size + 1.0, size), dpi=90)
+    # At most 20 features: the image sits in a narrow column and labels must stay legible.
+    n = min(len(sess.feature_names), 20)
+    size = min(7.5, 2.8 + 0.22 * n)
+    fig = Figure(figsize=(size + 1.0, size), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    sess.plot_K(ax=ax)
+    sess.plot_K(ax=ax, max_features=20)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -368,16 +370,44 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
     if host in ("0.0.0.0", "::"):
         # Listening on every interface: accept this machine's own name in the Host header.
         extra |= {socket.gethostname()}
-    app = create_app(session_path, engine=engine, allowed_hosts=extra)
+    sock = _listen(host, port)  # first: a busy port must not cost a session open
     try:
-        server = wz_make_server(host, port, app, threaded=True)
-    except OSError as e:
-        app.config["ELICIT_SESSION"].close()
-        if "in use" in str(e).lower() or getattr(e, "errno", None) in (98, 48, 10048):
-            raise ElicitError(f"port {port} on {host} is already in use; stop the program using "
-                              f"it or choose another port with --port") from None
-        raise ElicitError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        app = create_app(session_path, engine=engine, allowed_hosts=extra)
+        # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
+        # itself, while we want one clear ElicitError.
+        server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
+                                fd=sock.fileno())
+    finally:
+        sock.close()  # werkzeug holds its own duplicate of the descriptor
+    # With a ready socket werkzeug skips http.server's bind, which sets these two.
+    server.server_name, server.server_port = host, server.socket.getsockname()[1]
     return server, app
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port), or an ElicitError saying why not."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise ElicitError(f"cannot listen on {host!r}: unknown host ({e.strerror})") from None
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # Like every server: allow a restart while old connections sit in TIME_WAIT. (On
+        # Linux this does not allow two listeners on one port.)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        if e.errno in (errno.EADDRINUSE, 10048):
+            raise ElicitError(f"port {port} on {host} is already in use; stop the program using "
+                              "it or choose another port with --port") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ElicitError(f"not allowed to listen on port {port} on {host} (ports below 1024 "
+                              "need privileges); choose another port with --port") from None
+        raise ElicitError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
 
 
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,

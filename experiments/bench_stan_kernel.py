@@ -8,11 +8,13 @@ count meta-features) and on synthetic-size data (n=20, p=25, d=9).
 
 Two timings are reported: through PyStan's public API (each call is an HTTP round trip to
 httpstan that re-sends the data, so it includes JSON and model-instantiation overhead) and
-through httpstan's compiled extension module directly (the Stan C++ cost alone).
+through httpstan's compiled extension module directly (the Stan C++ cost alone, including
+the model's construction from the data, which every call repeats). Figures are medians
+over ``--reps`` random points; the formulations take turns at each point.
 
 Run from anywhere (builds happen in a temporary directory)::
 
-    .venv/bin/python experiments/bench_stan_kernel.py [--reps 20]
+    .venv/bin/python experiments/bench_stan_kernel.py [--reps 30]
 
 The first run compiles each program (about a minute each); later runs hit httpstan's cache.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 
 import numpy as np
@@ -87,48 +90,56 @@ def random_data(n: int, p: int, d: int, n_f: int, rng: np.random.Generator) -> d
     }
 
 
-def time_model(model, d: int, reps: int, rng: np.random.Generator) -> tuple[float, float, float]:
-    """Mean seconds per log_prob + gradient: public API, extension module; and the lp spread."""
+def time_models(models: dict, d: int, reps: int, seed: int) -> dict[str, tuple[float, float]]:
+    """Median seconds per log_prob + gradient for each model: (public API, extension module).
+
+    The formulations take turns at every point, so a change in machine load hits them alike.
+    """
     import httpstan.models
 
+    rng = np.random.default_rng(seed)
     points = [np.log(np.concatenate([rng.uniform(0.05, 2.0, d), [5.0]])).tolist()
               for _ in range(reps)]
-    model.log_prob(points[0], adjust_transform=False)  # warm-up
-    t0 = time.perf_counter()
-    lps = [model.log_prob(u, adjust_transform=False) for u in points]
+    # Private httpstan API, used only to separate the Stan C++ cost from the HTTP overhead.
+    mods = {k: httpstan.models.import_services_extension_module(m.model_name)
+            for k, m in models.items()}
+    api: dict[str, list[float]] = {k: [] for k in models}
+    direct: dict[str, list[float]] = {k: [] for k in models}
     for u in points:
-        model.grad_log_prob(u)
-    api = (time.perf_counter() - t0) / reps
-    # Private httpstan API, used here only to separate the C++ cost from the HTTP overhead.
-    mod = httpstan.models.import_services_extension_module(model.model_name)
-    t0 = time.perf_counter()
-    for u in points:
-        mod.log_prob(model.data, u, False)
-        mod.log_prob_grad(model.data, u, False)
-    direct = (time.perf_counter() - t0) / reps
-    return api, direct, float(np.ptp(lps))
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            model.log_prob(u, adjust_transform=False)
+            model.grad_log_prob(u)
+            t1 = time.perf_counter()
+            mods[name].log_prob(model.data, u, False)
+            mods[name].log_prob_grad(model.data, u, False)
+            t2 = time.perf_counter()
+            api[name].append(t1 - t0)
+            direct[name].append(t2 - t1)
+    return {k: (float(np.median(api[k])), float(np.median(direct[k]))) for k in models}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=20, help="evaluations per timing")
+    ap.add_argument("--reps", type=int, default=30, help="evaluation points per size")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     sizes = {"amazon (n=100, p=340, d=100)": (100, 340, 100, 20),
              "synthetic (n=20, p=25, d=9)": (20, 25, 9, 5)}
     print(f"{'size':30s} {'formulation':16s} {'public API ms':>14s} {'C++ only ms':>12s}")
     for label, (n, p, d, n_f) in sizes.items():
-        rng = np.random.default_rng(args.seed)
-        data = random_data(n, p, d, n_f, rng)
-        ref = None
-        for name in FORMULATIONS:
-            model = build_pystan_model(program(name), data, quiet=True)
-            api, direct, _ = time_model(model, d, args.reps, np.random.default_rng(args.seed + 1))
-            # All formulations must agree on the density (same points, same data).
-            u = np.log(np.concatenate([np.full(d, 0.7), [5.0]])).tolist()
-            lp = model.log_prob(u, adjust_transform=False)
-            ref = lp if ref is None else ref
-            assert abs(lp - ref) <= 1e-8 * max(1.0, abs(ref)), (name, lp, ref)
+        data = random_data(n, p, d, n_f, np.random.default_rng(args.seed))
+        print(f"building {len(FORMULATIONS)} programs for {label} (a minute each if not cached)",
+              file=sys.stderr, flush=True)
+        models = {name: build_pystan_model(program(name), data, quiet=True)
+                  for name in FORMULATIONS}
+        # All formulations must agree on the density before their speed means anything.
+        u = np.log(np.concatenate([np.full(d, 0.7), [5.0]])).tolist()
+        lps = {k: m.log_prob(u, adjust_transform=False) for k, m in models.items()}
+        ref = lps["entrywise"]
+        for k, lp in lps.items():
+            assert abs(lp - ref) <= 1e-8 * max(1.0, abs(ref)), (k, lp, ref)
+        for name, (api, direct) in time_models(models, d, args.reps, args.seed + 1).items():
             print(f"{label:30s} {name:16s} {1e3 * api:14.2f} {1e3 * direct:12.2f}", flush=True)
 
 

@@ -1,7 +1,13 @@
 """Reproduce the paper's experiments into one results folder (``make reproduce``).
 
-A thin script over the ``elicit`` command line: each step is a resumable sweep, so a rerun
-after an interruption continues where it stopped. It ends by writing ``REPORT.md``.
+A thin script over the ``elicit`` command line. The steps, each a resumable sweep (a rerun
+after an interruption continues where it stopped):
+
+1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic``;
+2. ``amazon``, ``yelp``: Fig. 5 (``elicit realdata``) into ``OUT/amazon``, ``OUT/yelp``;
+3. ``table1``: Table 1 (``elicit table1``) into ``OUT/table1.csv``, reading the two sweeps.
+
+It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from pathlib import Path
 from elicit.cli import main as elicit
 from elicit.report import write_report
 
+STEPS = ("synthetic", "amazon", "yelp", "table1")
+
 
 def run(argv: list[str]) -> None:
     print("+ elicit", " ".join(argv), flush=True)
@@ -23,19 +31,46 @@ def run(argv: list[str]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results"))
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help=f"comma-separated subset of {','.join(STEPS)} (default: all)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
     args = ap.parse_args()
+    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
+    bad = [s for s in steps if s not in STEPS]
+    if bad:
+        ap.error(f"unknown step {bad[0]!r}; choose from {', '.join(STEPS)}")
+
     t0 = time.perf_counter()
-    common = ["--runs", str(args.runs), "--rounds", str(args.rounds), "--jobs", str(args.jobs),
-              "--seed", str(args.seed)]
-    run(["synthetic", *common, "--out", str(args.out / "synthetic")])
+    common = ["--runs", str(args.runs), "--jobs", str(args.jobs)]
+    quiet = ["--quiet"] if args.quiet else []
+    data = ["--data-dir", str(args.data_dir)] if args.data_dir else []
+    walls: dict[str, float] = {}
+    for step in STEPS:
+        if step not in steps:
+            continue
+        ts = time.perf_counter()
+        if step == "synthetic":
+            run(["synthetic", *common, "--rounds", str(args.rounds), "--seed", str(args.seed),
+                 "--out", str(args.out / "synthetic"), *quiet])
+        elif step in ("amazon", "yelp"):
+            run(["realdata", "--dataset", step, *common, "--rounds", str(args.rounds),
+                 "--seed", str(args.seed), "--out", str(args.out / step), *data, *quiet])
+        else:
+            run(["table1", *common, "--out", str(args.out), *data, *quiet])
+        walls[step] = time.perf_counter() - ts
+        print(f"reproduce: step {step} took {walls[step] / 60:.1f} min", flush=True)
     wall = time.perf_counter() - t0
-    write_report(args.out, wall_s=wall)
+    write_report(args.out, wall_s=wall, step_s=walls)
+    print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))
     print(f"reproduce: wall time {wall / 60:.1f} min; report in {args.out / 'REPORT.md'}")
 
 

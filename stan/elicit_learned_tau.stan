@@ -35,7 +35,7 @@ model {
   // kernel: end
   gamma ~ normal(1, 0.5);
   threshold ~ normal(threshold_mean, threshold_mean / 2);
-  tau ~ inv_gamma(b_tau, a_tau);
+  tau ~ inv_gamma(a_tau, b_tau);
   // sigma^2 integrated out: y ~ Student-t_{2a}(0, (b/a) (I + tau^2 X K X')).
   y ~ multi_student_t(2 * a_sigma, rep_vector(0, N),
                       (b_sigma / a_sigma) * add_diag(tau * quad_form_sym(K, X'), 1));

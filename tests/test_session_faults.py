@@ -71,6 +71,7 @@ def child_loop(path: str, log_path: str, seed: int) -> None:
             _log(fd, f"skip {q.id}")
             continue
         ans = rng.choice(["similar", "dissimilar", "dont_know"])
+        _log(fd, f"try {q.id}")  # to count kills that land inside answer()
         rec = s.answer(q, ans, comment=f"c{q.id}" if rng.random() < 0.3 else None)
         _log(fd, f"answer {rec.id} {q.id} {ans}")
 
@@ -124,7 +125,8 @@ def check_file(path: Path, log: list[list[str]], fresh: Elicitor) -> int:
         np.testing.assert_allclose(s.fit.gamma, fresh.fit.gamma, rtol=1e-12, atol=1e-15)
         assert s.fit.xi == pytest.approx(fresh.fit.xi, rel=1e-12, abs=1e-15)
         assert s.fit.tau2 == pytest.approx(fresh.fit.tau2, rel=1e-12)
-        s.next_query()  # the resumed session can go on
+        if not s.done:
+            s.next_query()  # the resumed session can go on
     return verified
 
 
@@ -132,30 +134,42 @@ def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
     X, y, U = make_data()
     path = tmp_path / "fault.session"
     log_path = tmp_path / "fault.log"
-    Session.create(X, y, U, path=path, engine="numpy", seed=11).close()
-    fresh = Elicitor(X, y, U, Hyper(), engine="numpy")
+    # refine=2 keeps each question cheap, so a child gets through many answers per trial.
+    Session.create(X, y, U, path=path, engine="numpy", seed=11, refine=2).close()
+    fresh = Elicitor(X, y, U, Hyper(), engine="numpy", refine=2)
     ctx = multiprocessing.get_context("fork")
     rng = random.Random(2024)
     t0 = time.perf_counter()
     kills = 0
     verified = 0
+    in_answer = {"committed": 0, "not_committed": 0}
     for trial in range(TRIALS):
+        n_log = len(read_log(log_path))
         child = ctx.Process(target=child_loop, args=(str(path), str(log_path), trial))
         child.start()
         # Kill anywhere from during start-up to a few dozen answers in.
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 0.45))
         os.kill(child.pid, signal.SIGKILL)
         child.join(10)
         assert child.exitcode == -signal.SIGKILL, f"trial {trial}: child ended by itself " \
                                                   f"(exit code {child.exitcode})"
         kills += 1
-        verified = check_file(path, read_log(log_path), fresh)
+        log = read_log(log_path)
+        verified = check_file(path, log, fresh)
+        # Was the child killed inside answer() (a "try" with no "answer" after it)?
+        new = log[n_log:]
+        if new and new[-1][0] == "try":
+            qid = int(new[-1][1])
+            with Session.open(path) as s:
+                st = s.queries.set_index("query_id").loc[qid, "status"]
+            in_answer["committed" if st == "answered" else "not_committed"] += 1
     log = read_log(log_path)
     n_answers = sum(1 for e in log if e[0] == "answer")
     summary = {"trials": TRIALS, "kills": kills, "logged_answers": n_answers,
                "logged_undos": sum(1 for e in log if e[0] == "undo"),
                "logged_skips": sum(1 for e in log if e[0] == "skip"),
                "answers_lost": 0, "verified_at_end": verified,
+               "killed_inside_answer": in_answer,
                "seconds": round(time.perf_counter() - t0, 1)}
     print("\nFAULT-TEST", json.dumps(summary))
     assert kills >= 100 or TRIALS < 100
@@ -174,26 +188,36 @@ def test_sigkill_of_the_terminal_ui_loses_no_answer(tmp_path):
             [sys.executable, "-m", "elicit.cli_session", "ask", str(path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, bufsize=1)
-        saved = 0
-        keys = [rng.choice("sd?kk") for _ in range(40)]
         assert proc.stdin is not None and proc.stdout is not None
-        stop_after = rng.randint(1, 8)
-        for key in keys:
-            proc.stdin.write(key + "\n")
-            proc.stdin.flush()
-            # Read up to the next prompt: the previous key has then been handled.
+
+        def until_prompt() -> str:
             buf = ""
             while not buf.endswith("> "):
                 ch = proc.stdout.read(1)
                 if not ch:
                     break
                 buf += ch
-            saved += buf.count("saved: ")
+            return buf
+
+        with Session.open(path) as s:
+            n0 = s.progress()["answered"]
+        until_prompt()
+        saved = 0
+        stop_after = rng.randint(1, 5)
+        for _ in range(40):
+            proc.stdin.write(rng.choice("sd?sdk") + "\n")
+            proc.stdin.flush()
+            # Up to the next prompt: the key has then been handled and confirmed on screen.
+            saved += until_prompt().count("saved: ")
             if saved >= stop_after:
                 break
+        # Send one more answer and kill while it is being handled.
+        proc.stdin.write("s\n")
+        proc.stdin.flush()
+        time.sleep(rng.uniform(0.0, 0.05))
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         with Session.open(path) as s:
-            n_before = s.progress()["answered"]
-        assert n_before >= saved  # every "saved:" the expert saw is in the file
+            n1 = s.progress()["answered"]
+        assert n1 >= n0 + saved  # every "saved:" the expert saw is in the file
         check_file(path, [], fresh)

@@ -66,7 +66,19 @@ class EngineUnavailable(RuntimeError):
 
 
 def shipped_stan_file(variant: str) -> Path:
-    """Path of the shipped Stan program of a variant (``fixed`` or ``learned``)."""
-    from importlib.resources import files
+    """Path of the shipped Stan program of a variant (``fixed`` or ``learned``).
 
-    return Path(str(files("elicit.stan") / f"elicit_{variant}_tau.stan"))
+    Installed, the programs are package data in ``elicit/stan/``; in a source checkout (and an
+    editable install) they are the top-level ``stan/`` folder. That folder has no
+    ``__init__.py`` on purpose: a regular package named ``stan`` at the repository root would
+    shadow PyStan's ``stan`` whenever the root is on ``sys.path``.
+    """
+    import elicit
+
+    name = f"elicit_{variant}_tau.stan"
+    pkg = Path(elicit.__file__).resolve().parent
+    for folder in (pkg / "stan", pkg.parent / "stan"):
+        if (folder / name).is_file():
+            return folder / name
+    raise FileNotFoundError(f"the shipped Stan program {name} is missing from {pkg / 'stan'}; "
+                            "reinstall elicit")

@@ -38,13 +38,11 @@ def _require_pystan():
             "the pystan engine needs PyStan 3 (Linux/macOS): pip install 'elicit[pystan]'"
         ) from exc
     if not hasattr(stan, "build"):
-        # The repository's own stan/ folder (the package data elicit.stan) is importable as
-        # `stan` whenever the repository root is on sys.path.
+        # Something else named `stan` came first on sys.path (a folder of that name without
+        # PyStan's API).
         raise EngineUnavailable(
-            f"`import stan` found {getattr(stan, '__file__', stan)}, not PyStan: the "
-            "repository's stan/ folder shadows it when Python runs with the repository root "
-            "on sys.path (python -m pytest, python -c, a notebook started there); run "
-            "`pytest` or work from another directory")
+            f"`import stan` found {getattr(stan, '__file__', None) or stan}, which is not "
+            "PyStan 3; install it with pip install 'elicit[pystan]'")
     return stan
 
 
@@ -68,7 +66,7 @@ def _sync(fn, *args, **kwargs):
         asyncio.set_event_loop(outer)  # asyncio.run cleared the thread's current loop
 
 
-def build_pystan_model(program_code: str, data: dict, quiet: bool = False):
+def build_pystan_model(program_code: str, data: dict, quiet: bool = False) -> Any:
     """Compile (or fetch from httpstan's cache) a Stan program and bind ``data`` to it.
 
     Parameters
@@ -152,7 +150,7 @@ class PyStanEngine(Engine):
 
     # -- model binding -------------------------------------------------------------------
 
-    def model(self, data: ModelData):
+    def model(self, data: ModelData) -> tuple[Any, np.ndarray]:
         """The PyStan model bound to ``data`` and the permutation to Stan's parameter order.
 
         Returns ``(model, order)`` with ``u = log(theta[order])`` the unconstrained vector of
@@ -174,7 +172,7 @@ class PyStanEngine(Engine):
             self._models.popitem(last=False)
         return model, order
 
-    def _parameter_order(self, model, data: ModelData) -> np.ndarray:
+    def _parameter_order(self, model: Any, data: ModelData) -> np.ndarray:
         # Unconstrain a point with distinct coordinates: this both finds where each of gamma,
         # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
         # order) and checks that every transform is the lower=0 one, u = log(x), that the
@@ -238,11 +236,12 @@ class PyStanEngine(Engine):
             gx[order] = (gu - 1.0) / x[order]
             return -lp, -gx * scale
 
-        res = minimize(negf, z0, jac=True, method="L-BFGS-B", bounds=[(b, None) for b in lb / scale],
+        res = minimize(negf, z0, jac=True, method="L-BFGS-B",
+                       bounds=[(b, None) for b in lb / scale],
                        options={"maxiter": self.max_iter, "ftol": 1e-15, "gtol": 1e-9,
                                 "maxcor": 20})
         x = np.maximum(res.x * scale, lb)
-        fval, g = negf(x / scale)
+        fval, g = float(res.fun), np.asarray(res.jac)
         # L-BFGS-B often ends with an "abnormal" line search at the optimum, where rounding
         # stops progress: accept it when the projected gradient vanishes.
         pg = np.where((x <= lb * (1 + 1e-9)) & (g > 0), 0.0, g)

@@ -1,0 +1,455 @@
+"""Bad input across the session API, the CLI and the web page: every case asserts its message.
+
+The counts of cases per front end are recorded in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from elicit.cli_session import main as cli_main
+from elicit.cli_session import run_ask
+from elicit.model import ElicitError, Hyper
+from elicit.session import FORMAT_VERSION, Session
+
+NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
+SAME = {"Origin": "http://localhost"}
+
+
+def make_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    U = rng.normal(size=(p, d))
+    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
+    return X, y, U
+
+
+@pytest.fixture
+def path(tmp_path):
+    X, y, U = make_data()
+    p = tmp_path / "b.session"
+    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
+    return p
+
+
+@pytest.fixture
+def sess(path):
+    s = Session.open(path)
+    yield s
+    s.close()
+
+
+# --------------------------------------------------------------------------------------------
+# API: creating a session
+# --------------------------------------------------------------------------------------------
+
+def _nan_in(name):
+    X, y, U = make_data()
+    {"X": X, "y": y, "U": U}[name].flat[3] = np.nan
+    return X, y, U
+
+
+CREATE_CASES = [
+    ("duplicate names", lambda: make_data(), {"feature_names": NAMES[:7] + ["price"]},
+     r"duplicate feature name 'price' \(features 0 and 7\)"),
+    ("empty name", lambda: make_data(), {"feature_names": NAMES[:7] + ["  "]},
+     r"feature name 7 is empty"),
+    ("too few names", lambda: make_data(), {"feature_names": NAMES[:5]},
+     r"got 5 feature names for 8 features"),
+    ("non-string name", lambda: make_data(), {"feature_names": NAMES[:7] + [3]},
+     r"feature name 7 must be a string"),
+    ("one string as names", lambda: make_data(), {"feature_names": "price"},
+     r"feature_names must be a list of strings"),
+    ("NaN in X", lambda: _nan_in("X"), {}, r"X contains 1 NaN or infinite value"),
+    ("NaN in y", lambda: _nan_in("y"), {}, r"y contains 1 NaN or infinite value"),
+    ("NaN in U", lambda: _nan_in("U"), {}, r"meta-features U contains 1 NaN"),
+    ("y too short", lambda: (make_data()[0], make_data()[1][:5], make_data()[2]), {},
+     r"X has 12 rows but y has 5 entries"),
+    ("U rows", lambda: (make_data()[0], make_data()[1], make_data()[2][:6]), {},
+     r"meta-features have 6 rows but X has 8 features"),
+    ("X 1-D", lambda: (make_data()[0][0], make_data()[1], make_data()[2]), {},
+     r"X must be a 2-D array"),
+    ("empty data", lambda: (np.zeros((0, 8)), np.zeros(0), make_data()[2]), {},
+     r"X is empty \(shape \(0, 8\)\)"),
+    ("one feature", lambda: (np.ones((4, 1)), np.ones(4), np.ones((1, 2))),
+     {"feature_names": ["a"]}, r"need at least 2 features"),
+    ("text data", lambda: ([["a", "b"]], [1.0], [[1.0], [2.0]]), {}, r"X must be numeric"),
+    ("bad strategy", lambda: make_data(), {"strategy": "greedy"},
+     r"unknown strategy 'greedy'; choose one of random, nonsequential, sequential"),
+    ("bad utility", lambda: make_data(), {"utility": "approx"},
+     r"utility must be 'fast' or 'exact'"),
+    ("bad engine", lambda: make_data(), {"engine": "jax"}, r"unknown engine 'jax'"),
+    ("negative seed", lambda: make_data(), {"seed": -1},
+     r"seed must be a non-negative integer"),
+    ("texts for unknown feature", lambda: make_data(), {"texts": {"pricey": ["x"]}},
+     r"texts names an unknown feature 'pricey'"),
+    ("texts wrong length", lambda: make_data(), {"texts": [["x"]] * 3},
+     r"texts has 3 entries for 8 features"),
+    ("bad hyper", lambda: make_data(), {"hyper": {"tau2": 1}},
+     r"hyper must be an elicit.model.Hyper"),
+]
+
+
+@pytest.mark.parametrize("what, data, kw, message", CREATE_CASES,
+                         ids=[c[0] for c in CREATE_CASES])
+def test_create_refuses_bad_input(tmp_path, what, data, kw, message):
+    X, y, U = data()
+    kw = {"feature_names": NAMES if np.ndim(X) == 2 and np.shape(X)[1] == 8 else None,
+          "engine": "numpy", **kw}
+    with pytest.raises(ElicitError, match=message):
+        Session.create(X, y, U, path=tmp_path / "x.session", **kw)
+    assert not (tmp_path / "x.session").exists()
+
+
+def test_bad_hyperparameter_value():
+    with pytest.raises(ElicitError, match="hyperparameter tau2 must be a positive number"):
+        Hyper(tau2=-1.0)
+
+
+def test_create_refuses_an_existing_file(path):
+    X, y, U = make_data()
+    before = path.read_bytes()
+    with pytest.raises(ElicitError, match=r"already exists; pass overwrite=True"):
+        Session.create(X, y, U, NAMES, path=path, engine="numpy")
+    assert path.read_bytes() == before
+
+
+def test_create_refuses_a_missing_directory(tmp_path):
+    X, y, U = make_data()
+    with pytest.raises(ElicitError, match=r"directory .*nowhere does not exist"):
+        Session.create(X, y, U, NAMES, path=tmp_path / "nowhere" / "x.session", engine="numpy")
+
+
+# --------------------------------------------------------------------------------------------
+# API: opening files
+# --------------------------------------------------------------------------------------------
+
+def _truncate(p):
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+
+
+def _corrupt(p):
+    data = bytearray(p.read_bytes())
+    # Overwrite the b-tree page of the first table after the schema page.
+    data[4096 + 8: 4096 + 1000] = b"\xa5" * (1000 - 8)
+    p.write_bytes(bytes(data))
+
+
+def _newer(p):
+    raw = sqlite3.connect(p)
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
+                (json.dumps(FORMAT_VERSION + 1),))
+    raw.commit()
+    raw.close()
+
+
+def _other_sqlite(p):
+    p.unlink()
+    raw = sqlite3.connect(p)
+    raw.execute("CREATE TABLE notes (x TEXT)")
+    raw.commit()
+    raw.close()
+
+
+def _bad_array(p):
+    raw = sqlite3.connect(p)
+    X = make_data()[0]
+    X[0, 0] = 42.0
+    buf = io.BytesIO()
+    np.save(buf, X)
+    raw.execute("UPDATE arrays SET npy = ? WHERE name = 'X'", (buf.getvalue(),))
+    raw.commit()
+    raw.close()
+
+
+OPEN_CASES = [
+    ("truncated", _truncate, r"is truncated"),
+    ("corrupted", _corrupt, r"is corrupted"),
+    ("newer format", _newer, r"written by a newer elicit \(format version 2; this elicit "
+                             r"reads up to 1\)"),
+    ("other sqlite", _other_sqlite, r"an SQLite database but not an elicit session"),
+    ("text file", lambda p: p.write_text("hello\n"), r"is not an elicit session file"),
+    ("empty file", lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
+    ("tampered array", _bad_array, r"stored array\(s\) X do not match the data hash"),
+]
+
+
+@pytest.mark.parametrize("what, damage, message", OPEN_CASES, ids=[c[0] for c in OPEN_CASES])
+def test_open_refuses_damaged_files_and_leaves_them_untouched(path, what, damage, message):
+    damage(path)
+    before = path.read_bytes()
+    with pytest.raises(ElicitError, match=message):
+        Session.open(path)
+    assert path.read_bytes() == before, "a refused file must never be written"
+    # ... and creating over it without overwrite is refused too.
+    X, y, U = make_data()
+    with pytest.raises(ElicitError, match="already exists"):
+        Session.create(X, y, U, NAMES, path=path, engine="numpy")
+    assert path.read_bytes() == before
+
+
+def test_open_missing_file(tmp_path):
+    with pytest.raises(ElicitError, match=r"session file .*missing.session does not exist"):
+        Session.open(tmp_path / "missing.session")
+
+
+def test_open_a_directory(tmp_path):
+    with pytest.raises(ElicitError, match=r"is a directory, not a session file"):
+        Session.open(tmp_path)
+
+
+def test_open_with_other_data(path):
+    X, y, U = make_data(seed=2)
+    with pytest.raises(ElicitError, match=r"was created for different data: X differs"):
+        Session.open(path, X=X, y=y, meta_features=U)
+
+
+def test_open_with_other_y_shape(path):
+    with pytest.raises(ElicitError, match=r"y differs \(session: shape \(12,\)"):
+        Session.open(path, y=np.zeros(11))
+
+
+# --------------------------------------------------------------------------------------------
+# API: answering
+# --------------------------------------------------------------------------------------------
+
+def test_invalid_answer_value(sess):
+    q = sess.next_query()
+    with pytest.raises(ElicitError, match=r"invalid answer 'maybe': use 'similar', 'dissimilar' "
+                                          r"or 'dont_know'"):
+        sess.answer(q, "maybe")
+    assert sess.history.empty
+
+
+def test_answer_not_asked(sess):
+    with pytest.raises(ElicitError, match=r"query 999 was not asked in this session"):
+        sess.answer(999, "similar")
+
+
+def test_answer_query_of_another_session(sess, tmp_path):
+    X, y, U = make_data()
+    with Session.create(X, y, U, NAMES, path=tmp_path / "o.session", engine="numpy") as other:
+        q = other.next_query()
+    with pytest.raises(ElicitError, match=r"belongs to another session"):
+        sess.answer(q, "similar")
+
+
+def test_answer_something_that_is_not_a_query(sess):
+    with pytest.raises(ElicitError, match=r"expected a query from next_query\(\)"):
+        sess.answer(("price", "lid"), "similar")
+
+
+def test_already_answered(sess):
+    q = sess.next_query()
+    sess.answer(q, "similar")
+    with pytest.raises(ElicitError, match=r"was already answered \('similar', answer 1 at"):
+        sess.answer(q, "similar")
+
+
+def test_comment_not_text(sess):
+    with pytest.raises(ElicitError, match=r"comment must be text, got int"):
+        sess.answer(sess.next_query(), "similar", comment=5)
+
+
+def test_comment_too_long(sess):
+    with pytest.raises(ElicitError, match=r"comment is 10001 characters long; the limit is "
+                                          r"10000"):
+        sess.answer(sess.next_query(), "similar", comment="x" * 10001)
+
+
+def test_undo_nothing(sess):
+    with pytest.raises(ElicitError, match=r"there is no answer to undo"):
+        sess.undo()
+
+
+def test_unknown_feature_name(sess):
+    with pytest.raises(ElicitError, match=r"unknown feature name 'pricey'"):
+        sess.texts("pricey")
+    with pytest.raises(ElicitError, match=r"unknown feature name 'pricey'"):
+        sess.plot_K(features=["price", "pricey"])
+
+
+def test_feature_index_out_of_range(sess):
+    with pytest.raises(ElicitError, match=r"feature index 8 out of range 0..7"):
+        sess.texts(8)
+
+
+def test_predict_wrong_shape(sess):
+    with pytest.raises(ElicitError, match=r"X_new must have shape \(m, 8\), got \(2, 3\)"):
+        sess.predict(np.zeros((2, 3)))
+
+
+def test_export_bad_suffix(sess, tmp_path):
+    with pytest.raises(ElicitError, match=r"use a .nc \(netCDF\) or .json file name"):
+        sess.export_prior(tmp_path / "prior.txt")
+
+
+def test_use_after_close(path):
+    s = Session.open(path)
+    s.close()
+    with pytest.raises(ElicitError, match=r"is closed"):
+        s.next_query()
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = cli_main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, message: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert re.search(message, lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["ask", "{tmp}/missing.session"], r"elicit: error: session file .*missing.session does "
+                                        r"not exist"),
+    (["history", "{tmp}/missing.session"], r"does not exist"),
+    (["export", "{path}", "{tmp}/prior.xlsx"], r"use a .nc \(netCDF\) or .json file name"),
+    (["export", "{path}", "{tmp}/no/dir/prior.json"], r"directory .*no/dir does not exist"),
+    (["session", "new", "--from-npz", "{tmp}/none.npz", "--out", "{tmp}/n.session"],
+     r"--from-npz file .*none.npz does not exist"),
+    (["session", "new", "--from-npz", "{tmp}/bad.npz", "--out", "{tmp}/n.session"],
+     r"has no array\(s\) y, U"),
+    (["session", "new", "--from-npz", "{tmp}/good.npz", "--out", "{path}"],
+     r"already exists; pass overwrite=True \(CLI: --overwrite\)"),
+    (["session", "new", "--from-npz", "{tmp}/dup.npz", "--out", "{tmp}/n.session"],
+     r"duplicate feature name 'a'"),
+    (["session", "new", "--dataset", "amazon", "--data-dir", "{tmp}/nodata", "--out",
+      "{tmp}/n.session"], r"data directory .*nodata .*does not exist"),
+    (["session", "new", "--from-npz", "{tmp}/good.npz", "--texts", "{tmp}/t.json", "--out",
+      "{tmp}/n.session"], r"--texts file .*t.json is not valid JSON"),
+])
+def test_cli_errors(capsys, tmp_path, path, argv, message):
+    X, y, U = make_data()
+    np.savez(tmp_path / "bad.npz", X=X)
+    np.savez(tmp_path / "good.npz", X=X, y=y, U=U)
+    np.savez(tmp_path / "dup.npz", X=X, y=y, U=U, feature_names=np.array(["a"] * 8))
+    (tmp_path / "t.json").write_text("{not json")
+    argv = [a.format(tmp=tmp_path, path=path) for a in argv]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert_one_line_error(err, message)
+
+
+def test_cli_bad_option_values(capsys, path):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["serve", str(path), "--port", "70000"])
+    assert e.value.code == 2
+    assert "port must be between 0 and 65535, got 70000" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli_main(["ask", str(path), "--batch", "0"])
+    assert e.value.code == 2
+    assert "expected a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_cli_port_in_use(capsys, path):
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen(1)
+        port = blocker.getsockname()[1]
+        code, _, err = run_cli(capsys, "serve", str(path), "--port", str(port))
+    assert code == 2
+    assert_one_line_error(err, rf"port {port} on 127.0.0.1 is already in use; stop the program "
+                               r"using it or choose another port with --port")
+
+
+def test_cli_corrupted_file_in_a_real_process(path):
+    """End to end through the interpreter: one line, exit status 2, no traceback."""
+    _truncate(path)
+    r = subprocess.run([sys.executable, "-m", "elicit.cli_session", "ask", str(path)],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, r"elicit: error: session file .* is truncated")
+
+
+def test_terminal_ui_bad_keys(sess):
+    out = io.StringIO()
+    code = run_ask(sess, io.StringIO("x\nyes please\nu\ns\nq\n"), out)
+    text = out.getvalue()
+    assert code == 0
+    assert "unknown key 'x': use s, d, ?, k, u or q" in text
+    assert "unknown key 'yes': use s, d, ?, k, u or q" in text
+    assert "error: there is no answer to undo" in text
+    assert text.count("saved: ") == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Web page
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def client(path):
+    pytest.importorskip("flask")
+    from elicit.web import create_app
+
+    app = create_app(path)
+    c = app.test_client()
+    html = c.get("/").get_data(as_text=True)
+    c.token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    c.qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
+    yield c
+    app.config["ELICIT_SESSION"].close()
+
+
+def _message(resp) -> str:
+    m = re.search(r'id="message"[^>]*>([^<]*)<', resp.get_data(as_text=True))
+    return m.group(1) if m else resp.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("form, status, message", [
+    ({"answer": "maybe"}, 400, r"invalid answer &#39;maybe&#39;"),
+    ({"answer": ""}, 400, r"invalid answer &#39;&#39;"),
+    ({"query_id": "999", "answer": "similar"}, 400, r"query 999 was not asked in this session"),
+    ({"query_id": "abc", "answer": "similar"}, 400, r"the form sent no valid query id"),
+    ({"query_id": "", "answer": "similar"}, 400, r"the form sent no valid query id"),
+])
+def test_web_bad_answers(client, form, status, message):
+    data = {"csrf_token": client.token, "query_id": client.qid, **form}
+    r = client.post("/answer", data=data, headers=SAME)
+    assert r.status_code == status
+    assert re.search(message, _message(r))
+
+
+def test_web_undo_nothing(client):
+    r = client.post("/undo", data={"csrf_token": client.token}, headers=SAME)
+    assert r.status_code == 400 and "there is no answer to undo" in _message(r)
+
+
+def test_web_skip_answered(client):
+    d = {"csrf_token": client.token, "query_id": client.qid}
+    assert client.post("/answer", data={**d, "answer": "similar"}, headers=SAME
+                       ).status_code == 303
+    r = client.post("/skip", data=d, headers=SAME)
+    assert r.status_code == 409 and "already answered" in _message(r)
+
+
+def test_web_request_too_large(client):
+    r = client.post("/answer", data={"csrf_token": client.token, "query_id": client.qid,
+                                     "answer": "similar", "comment": "x" * 70_000},
+                    headers=SAME)
+    assert r.status_code == 413 and "request too large" in r.get_data(as_text=True)
+
+
+def test_web_missing_session_file(tmp_path):
+    from elicit.web import create_app
+
+    with pytest.raises(ElicitError, match=r"does not exist"):
+        create_app(tmp_path / "nope.session")

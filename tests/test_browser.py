@@ -1,0 +1,210 @@
+"""End to end in a real headless browser: Debian's chromium driven by Playwright.
+
+The test serves a session with ``elicit.web.make_server`` (the server ``elicit serve`` runs),
+clicks through several answers, reloads, opens a second tab on the same question, undoes, and
+checks the session file after each step. A page on another origin then submits a form to the
+server (with the right token even) and must get 403. The screenshot of the page is saved to
+``docs/img/web.png`` for the README.
+
+Needs ``pip install playwright`` and ``apt-get install chromium``; without them the test is
+skipped with the reason. ``ELICIT_CHROMIUM`` overrides the browser path.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from elicit.session import Session
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOT = ROOT / "docs" / "img" / "web.png"
+CHROMIUM = os.environ.get("ELICIT_CHROMIUM") or shutil.which("chromium") or \
+    shutil.which("chromium-browser")
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+               "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync"]
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.skipif(sync_playwright is None,
+                       reason="the playwright Python package is not installed "
+                              "(pip install playwright)"),
+    pytest.mark.skipif(CHROMIUM is None,
+                       reason="no chromium browser found (apt-get install chromium)"),
+]
+
+IMAGE_LOADED = ("() => { const i = document.getElementById('kplot');"
+                " return i && i.complete && i.naturalWidth > 0; }")
+
+
+def session_inputs() -> dict:
+    """The paper's Amazon data when it is available (a realistic screenshot), else a small
+    synthetic problem with kitchen-review words as feature names."""
+    try:
+        from elicit.cli_session import dataset_inputs
+
+        return {**dataset_inputs("amazon", 7), "pool_size": 60}
+    except Exception:  # no data directory: fall back to synthetic data
+        words = ["great", "love", "easy", "return", "broke", "waste", "sturdy", "cheap",
+                 "price", "quality", "disappointed", "recommend"]
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(20, len(words)))
+        U = np.abs(rng.normal(size=(len(words), 4)))
+        y = X @ rng.normal(size=len(words))
+        texts = {w: [f"... the {w} part of this review ..."] for w in words}
+        return {"X": X, "y": y, "meta_features": U, "feature_names": words, "texts": texts,
+                "description": "synthetic data with review words as feature names"}
+
+
+def file_answers(path: Path) -> list[tuple]:
+    raw = sqlite3.connect(path)
+    try:
+        return raw.execute("SELECT query_id, answer, comment, undone_at IS NOT NULL "
+                           "FROM answers ORDER BY id").fetchall()
+    finally:
+        raw.close()
+
+
+def pending_names(path: Path) -> tuple[str, str]:
+    with Session.open(path) as s:
+        q = s.pending()[0]
+        return q.names
+
+
+def shown_names(page) -> tuple[str, str]:
+    return page.inner_text("#feature-1"), page.inner_text("#feature-2")
+
+
+def start(server) -> threading.Thread:
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    return t
+
+
+def test_answer_in_a_real_browser(tmp_path):
+    from elicit.web import make_server
+
+    path = tmp_path / "browser.session"
+    Session.create(path=path, engine="numpy", seed=7, **session_inputs()).close()
+    server, app = make_server(path, port=0)
+    start(server)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    evil = None
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_page(viewport={"width": 1300, "height": 880})
+            page.goto(url)
+            page.wait_for_function(IMAGE_LOADED)
+
+            # Three answers, one with a comment, by clicking the big buttons.
+            asked = []
+            for answer, comment in (("similar", ""), ("dissimilar", "opposite sentiment"),
+                                    ("dont_know", "")):
+                asked.append(shown_names(page))
+                if comment:
+                    page.fill("#comment", comment)
+                with page.expect_navigation():  # POST, then the redirect to the next question
+                    page.click(f"#btn-{answer}")
+                assert page.inner_text("#message").startswith("Saved")
+            rows = file_answers(path)
+            assert [r[1] for r in rows] == ["similar", "dissimilar", "dont_know"]
+            assert rows[1][2] == "opposite sentiment" and not any(r[3] for r in rows)
+            with Session.open(path) as s:
+                h = s.history
+            assert list(zip(h.feature_i, h.feature_j)) == asked
+
+            # A keyboard shortcut answers too.
+            before = shown_names(page)
+            with page.expect_navigation():
+                page.keyboard.press("s")
+            assert len(file_answers(path)) == 4 and shown_names(page) != before
+
+            # Reload: the same open question comes back, and the progress is right.
+            current = shown_names(page)
+            page.reload()
+            page.wait_for_function(IMAGE_LOADED)
+            assert shown_names(page) == current == pending_names(path)
+            assert "4 of" in page.inner_text("#progress")
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+            # Two tabs on one question: the second click gets "already answered".
+            tab2 = browser.new_page()
+            tab2.goto(url)
+            assert shown_names(tab2) == current
+            with page.expect_navigation():
+                page.click("#btn-similar")
+            with tab2.expect_response(lambda r: r.url.endswith("/answer")) as resp:
+                tab2.click("#btn-dissimilar")
+            assert resp.value.status == 409
+            tab2.wait_for_load_state()
+            assert "already answered" in tab2.inner_text("#message")
+            rows = file_answers(path)
+            assert len(rows) == 5 and rows[-1][1] == "similar"
+
+            # Undo: the answer is kept in the file, marked undone; its question is back.
+            with page.expect_navigation():
+                page.click("#btn-undo")
+            assert page.inner_text("#message").startswith("Undone")
+            assert file_answers(path)[-1][3] == 1
+            assert shown_names(page) == current
+
+            # A page on another origin posts a form (even with the right token): 403.
+            html = page.content()
+            token = page.get_attribute("input[name=csrf_token]", "value")
+            qid = page.get_attribute("input[name=query_id]", "value")
+            assert token and token in html
+            evil = _evil_server(url, token, qid)
+            start(evil)
+            bad = browser.new_page()
+            with bad.expect_response(lambda r: r.url.endswith("/answer")) as resp:
+                bad.goto(f"http://127.0.0.1:{evil.server_address[1]}/")
+            assert resp.value.status == 403
+            bad.wait_for_load_state()
+            assert "cross-site request refused" in bad.inner_text("body")
+            assert len(file_answers(path)) == 5
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.config["ELICIT_SESSION"].close()
+        if evil is not None:
+            evil.shutdown()
+            evil.server_close()
+    # The file alone resumes the session where the browser left it.
+    with Session.open(path) as s:
+        assert s.progress()["answered"] == 4 and s.progress()["undone"] == 1
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def _evil_server(target: str, token: str, qid: str) -> http.server.HTTPServer:
+    page = (f"<!doctype html><form id='f' method='post' action='{target}answer'>"
+            f"<input name='csrf_token' value='{token}'><input name='query_id' value='{qid}'>"
+            "<input name='answer' value='similar'></form>"
+            "<script>document.getElementById('f').submit()</script>").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    return http.server.HTTPServer(("127.0.0.1", 0), Handler)

@@ -1,0 +1,228 @@
+"""The analytic log density of :mod:`elicit.density` against independent evaluations.
+
+Derivatives are checked against central finite differences; the marginal likelihood against
+``scipy.stats.multivariate_t``; the priors and the feedback likelihood against ``scipy.stats``;
+the kernel against a direct double loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from conftest import make_small_data
+from elicit.density import (
+    Marginal,
+    hessian,
+    hessian_base,
+    join_theta,
+    log_density,
+    split_theta,
+)
+from elicit.model import GAMMA_MEAN, GAMMA_SD, Hyper, ModelData, kernel
+
+
+def _theta(data: ModelData, seed: int = 1) -> np.ndarray:
+    """An interior point away from the prior means, so that no term is at a stationary point."""
+    rng = np.random.default_rng(seed)
+    gamma = rng.uniform(0.3, 2.0, data.d)
+    return join_theta(gamma, 1.3 * data.m, 0.7, data)
+
+
+def _with_U(data: ModelData, U: np.ndarray) -> ModelData:
+    return ModelData(data.X, data.y, U, data.hyper, data.pairs, data.f)
+
+
+def _u_variants(U: np.ndarray) -> dict[str, np.ndarray]:
+    """Meta-features with different sparsity patterns (the code exploits zeros in U)."""
+    out = {"sparse": U.copy()}
+    Z = U.copy()
+    Z[:, 1] = 0.0  # an all-zero column: empty support
+    Z[:, 2] = 0.0
+    Z[3, 2] = 1.7  # a single nonzero entry
+    out["zero_and_single_columns"] = Z
+    rng = np.random.default_rng(5)
+    out["dense_signed"] = rng.normal(size=U.shape)  # negative values, no zeros
+    return out
+
+
+def _fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
+    """Central differences of a scalar (or vector) function, one column per coordinate."""
+    cols = []
+    for a in range(len(theta)):
+        h = rel * max(1.0, abs(theta[a]))
+        e = np.zeros_like(theta)
+        e[a] = h
+        cols.append((np.asarray(fun(theta + e)) - np.asarray(fun(theta - e))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
+# -- the kernel ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sparse", "zero_and_single_columns", "dense_signed"])
+def test_kernel_matches_double_loop(kind):
+    U = _u_variants(make_small_data().U)[kind]
+    gamma = np.array([0.7, 0.0, 2.5])  # a zero gamma switches a meta-feature off
+    p, d = U.shape
+    K_ref = np.empty((p, p))
+    for i in range(p):
+        for j in range(p):
+            K_ref[i, j] = np.exp(-0.5 * sum(gamma[l] * (U[i, l] - U[j, l]) ** 2
+                                            for l in range(d)))
+    K = kernel(U, gamma)
+    np.testing.assert_allclose(K, K_ref, rtol=1e-12, atol=1e-14)
+    assert np.array_equal(np.diag(K), np.ones(p))
+    assert np.array_equal(K, K.T)
+
+
+# -- gradient and Hessian ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sparse", "zero_and_single_columns", "dense_signed"])
+@pytest.mark.parametrize("n_feedback", [0, 4])
+def test_gradient_matches_finite_differences(variant, n_feedback, kind):
+    base = make_small_data(variant, n_feedback=n_feedback)
+    data = _with_U(base, _u_variants(base.U)[kind])
+    theta = _theta(data)
+    _, g = log_density(theta, data)
+    g_fd = _fd_grad(lambda t: log_density(t, data)[0], theta)
+    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
+
+
+@pytest.mark.parametrize("kind", ["sparse", "zero_and_single_columns", "dense_signed"])
+@pytest.mark.parametrize("n_feedback", [0, 4])
+def test_hessian_matches_finite_differences(variant, n_feedback, kind):
+    base = make_small_data(variant, n_feedback=n_feedback)
+    data = _with_U(base, _u_variants(base.U)[kind])
+    theta = _theta(data)
+    H = hessian(theta, data)
+    H_fd = _fd_grad(lambda t: log_density(t, data)[1], theta)
+    scale = np.max(np.abs(H))
+    np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * scale)
+    np.testing.assert_allclose(H, H.T, rtol=1e-14, atol=1e-14 * scale)
+
+
+@pytest.mark.parametrize("kind", ["sparse", "zero_and_single_columns"])
+def test_hessian_base_is_hessian_without_feedback(variant, kind):
+    """``hessian_base`` leaves out exactly the feedback terms, whatever the answers are."""
+    base = make_small_data(variant, n_feedback=4)
+    data = _with_U(base, _u_variants(base.U)[kind])
+    assert len(data.f) == 4
+    no_fb = data.with_feedback(np.zeros((0, 2), int), np.zeros(0, int))
+    theta = _theta(data, seed=2)
+    Hb = hessian_base(theta, data)
+    H_fd = _fd_grad(lambda t: log_density(t, no_fb)[1], theta)
+    np.testing.assert_allclose(Hb, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(Hb)))
+    # and the feedback terms do matter here, so the comparison above is not vacuous
+    assert np.max(np.abs(hessian(theta, data) - Hb)) > 1e-3 * np.max(np.abs(Hb))
+
+
+def test_marginal_reuse_gives_the_same_derivatives(variant):
+    """Passing a precomputed :class:`Marginal` must not change the result (one is reused
+    across a query round)."""
+    data = make_small_data(variant)
+    theta = _theta(data)
+    gamma, _, tau2 = split_theta(theta, data)
+    mg = Marginal.from_data(data, gamma, tau2)
+    v1, g1 = log_density(theta, data)
+    H1 = hessian(theta, data)
+    # Hessian first on the shared marginal, to exercise the cache in the other order too.
+    H2 = hessian(theta, data, mg)
+    v2, g2 = log_density(theta, data, mg)
+    assert v1 == pytest.approx(v2, rel=1e-14)
+    np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(H1, H2, rtol=1e-12, atol=1e-12)
+
+
+# -- values against scipy.stats ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a_sigma,b_sigma,tau2,gamma", [
+    (2.0, 7.0, 0.01, (1.0, 1.0, 1.0)),
+    (2.0, 7.0, 0.5, (0.3, 2.0, 0.0)),
+    (3.5, 0.8, 2.0, (1.5, 0.1, 4.0)),
+])
+def test_marginal_value_is_multivariate_student_t(a_sigma, b_sigma, tau2, gamma):
+    """y ~ Student-t with 2a degrees of freedom and shape (b/a)(I + tau2 X K X'), constants
+    included."""
+    data = make_small_data()
+    gamma = np.array(gamma)
+    mg = Marginal(data.X, data.y, data.U, gamma, tau2, a_sigma, b_sigma)
+    K = kernel(data.U, gamma)
+    shape = (b_sigma / a_sigma) * (np.eye(data.n) + tau2 * data.X @ K @ data.X.T)
+    ref = stats.multivariate_t(loc=np.zeros(data.n), shape=shape, df=2 * a_sigma).logpdf(data.y)
+    assert mg.value == pytest.approx(ref, rel=1e-12, abs=1e-10)
+
+
+def _reference_log_density(theta: np.ndarray, data: ModelData) -> float:
+    """log p(y | gamma, tau2) + log priors + feedback log likelihood, from scipy.stats.
+
+    Differs from :func:`log_density` by a constant only (normalisers of the truncated priors).
+    """
+    gamma, xi, tau2 = split_theta(theta, data)
+    h = data.hyper
+    K = kernel(data.U, gamma)
+    shape = (h.b_sigma / h.a_sigma) * (np.eye(data.n) + tau2 * data.X @ K @ data.X.T)
+    val = stats.multivariate_t(np.zeros(data.n), shape, df=2 * h.a_sigma).logpdf(data.y)
+    val += stats.norm(GAMMA_MEAN, GAMMA_SD).logpdf(gamma).sum()
+    val += stats.norm(data.m, data.m / 2).logpdf(xi)
+    if h.variant == "learned":
+        val += stats.invgamma(h.a_tau, scale=h.b_tau).logpdf(tau2)
+    w = (data.U[data.pairs[:, 0]] - data.U[data.pairs[:, 1]]) ** 2
+    p_sim = 1.0 / (1.0 + np.exp(-(xi - w @ gamma)))
+    val += stats.bernoulli(p_sim).logpmf(data.f).sum()
+    return float(val)
+
+
+def test_log_density_matches_scipy_up_to_a_constant(variant):
+    data = make_small_data(variant)
+    thetas = [_theta(data, seed=s) for s in range(4)]
+    # also move xi and tau2, which _theta keeps fixed
+    thetas[1][data.d] = 0.6 * data.m
+    if variant == "learned":
+        thetas[2][-1] = 2.3
+    diffs = [log_density(t, data)[0] - _reference_log_density(t, data) for t in thetas]
+    # the values themselves vary by several nats between the points...
+    vals = [log_density(t, data)[0] for t in thetas]
+    assert np.ptp(vals) > 1.0
+    # ...but the difference to scipy is one constant
+    np.testing.assert_allclose(diffs, diffs[0], rtol=0, atol=1e-9)
+
+
+def test_fixed_variant_ignores_tau2_prior_and_uses_hyper_tau2():
+    data = make_small_data("fixed", tau2=0.3)
+    theta = _theta(data)
+    assert len(theta) == data.d + 1
+    _, _, tau2 = split_theta(theta, data)
+    assert tau2 == 0.3
+    other = ModelData(data.X, data.y, data.U, Hyper(tau2=0.6, threshold_mean=data.m),
+                      data.pairs, data.f)
+    assert log_density(theta, data)[0] != log_density(theta, other)[0]
+
+
+# -- the predictive and its Jacobian -------------------------------------------------------
+
+
+@pytest.mark.parametrize("learned", [False, True])
+@pytest.mark.parametrize("kind", ["sparse", "zero_and_single_columns"])
+def test_predictive_jacobian_matches_finite_differences(learned, kind):
+    data = make_small_data()
+    U = _u_variants(data.U)[kind]
+    gamma0, tau20 = np.array([0.5, 1.3, 0.2]), 0.7
+    h = data.hyper
+    mg = Marginal(data.X, data.y, U, gamma0, tau20, h.a_sigma, h.b_sigma)
+    Jm, Jv = mg.predictive_jacobian(learned)
+    k = data.d + learned
+    assert Jm.shape == Jv.shape == (data.n, k)
+
+    def pred(t):
+        tau2 = t[data.d] if learned else tau20
+        m, v = Marginal(data.X, data.y, U, t[:data.d], tau2, h.a_sigma, h.b_sigma).predictive()
+        return np.concatenate([m, v])
+
+    t0 = np.append(gamma0, tau20)[:k]
+    J_fd = _fd_grad(pred, t0, rel=1e-6)
+    np.testing.assert_allclose(Jm, J_fd[: data.n], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jm)))
+    np.testing.assert_allclose(Jv, J_fd[data.n:], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jv)))

@@ -1,0 +1,192 @@
+"""End-to-end tests of the real-data experiment (elicit realdata / table1) on the paper's data.
+
+They need the data directory (see docs/data.md) and are skipped without it. Kept small: one
+run, a few rounds, Amazon only, about half a minute in all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from elicit.cli import main
+from elicit.data import PAPER_FILES, STOPWORDS_FILE, resolve_data_dir
+from elicit.model import ElicitError
+
+
+def _real():
+    try:
+        return resolve_data_dir(required=[*PAPER_FILES["amazon"][:2], STOPWORDS_FILE])
+    except ElicitError:
+        return None
+
+
+REAL = _real()
+pytestmark = pytest.mark.skipif(
+    REAL is None, reason="real data directory not found (set ELICIT_DATA or provide "
+                         "<repo>/data or <repo>/../shared/data with the paper's Amazon files)")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """A tiny realdata sweep (1 run x 3 rounds) and Table 1 on it, via the command line."""
+    out = tmp_path_factory.mktemp("results")
+    code = main(["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "3",
+                 "--seed", "0", "--out", str(out / "amazon"), "--data-dir", str(REAL),
+                 "--engine", "numpy", "--quiet"])
+    assert code == 0
+    code = main(["table1", "--runs", "1", "--out", str(out), "--datasets", "amazon",
+                 "--samples", "5", "--quiet"])
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def run0():
+    from elicit import realdata as R
+
+    ds = R.cached_dataset("amazon", REAL)
+    rd = R.run_data("amazon", 0, 0, REAL)
+    return ds, rd
+
+
+def test_realdata_mse_csv(results):
+    df = pd.read_csv(results / "amazon" / "mse.csv")
+    assert list(df.columns) == ["dataset", "strategy", "run", "n_feedback", "mse"]
+    assert set(df.strategy) == {"random", "nonsequential", "sequential", "lasso", "ridge",
+                                "elasticnet"}
+    for s in ("random", "nonsequential", "sequential"):
+        g = df[df.strategy == s]
+        assert sorted(g.n_feedback) == [0, 1, 2, 3]
+    base = df[df.strategy.isin(["lasso", "ridge", "elasticnet"])]
+    assert len(base) == 3 and (base.n_feedback == 0).all() and (base.run == 0).all()
+    assert np.isfinite(df.mse).all() and (df.mse > 0).all()
+    # All strategies start from the same no-feedback model.
+    assert df[df.n_feedback == 0].query("strategy in ['random','sequential']").mse.nunique() == 1
+    for ext in ("png", "pdf"):
+        assert (results / "amazon" / f"fig5_amazon.{ext}").stat().st_size > 0
+
+
+def test_realdata_resume_and_settings_guard(results, capsys):
+    # A rerun with the same settings reuses every part; other settings are refused.
+    before = (results / "amazon" / "mse.csv").read_text()
+    assert main(["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "3",
+                 "--out", str(results / "amazon"), "--engine", "numpy", "--quiet"]) == 0
+    assert (results / "amazon" / "mse.csv").read_text() == before
+    assert main(["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "3",
+                 "--out", str(results / "amazon"), "--engine", "numpy", "--tau2", "0.001",
+                 "--quiet"]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_problem_matches_setup(run0):
+    from elicit.realdata import realdata_problem
+
+    prob = realdata_problem("amazon", 0, 0, REAL)
+    _, rd = run0
+    assert prob.X.shape == (100, 337) and prob.U.shape == (337, 100)
+    assert prob.hyper.variant == "fixed" and prob.hyper.tau2 == 0.01
+    assert prob.pool_size == 400 and prob.y_offset == pytest.approx(rd.y_mean)
+    # Candidates are exactly the expert's answerable pairs: never a don't-know pair.
+    answers = {prob.expert.answer(int(i), int(j)).value for i, j in prob.candidates}
+    assert answers <= {"similar", "dissimilar"}
+    assert len(prob.candidates) == prob.expert.n_answerable
+
+
+def test_table1_on_tiny_results(results):
+    lines = (results / "table1.csv").read_text().strip().splitlines()
+    assert lines[0].startswith("dataset,mse_level,level_kind,rnd,act,seqelc")
+    rows = [ln.split(",") for ln in lines[1:]]
+    assert [r[2] for r in rows] == ["paper", "relative", "paper", "relative"]
+    for r in rows:
+        for cell in r[3:6]:
+            assert cell == "not reached" or float(cell) >= 0
+    curves = pd.read_csv(results / "table1" / "curves.csv")
+    assert set(curves.method) == {"rnd", "act"}
+    seq0 = pd.read_csv(results / "amazon" / "mse.csv").query(
+        "strategy == 'sequential' and n_feedback == 0").mse.iloc[0]
+    assert curves[curves.n_samples == 0].mse.to_numpy() == pytest.approx(seq0, rel=1e-6)
+    assert curves.n_samples.max() <= 5
+
+
+def test_act_first_pick_maximises_gain(run0):
+    from elicit import realdata as R
+
+    ds, rd = run0
+    X_pool, y_pool = R.expert_pool(rd, ds)
+    X_pool, y_pool = X_pool[:300], y_pool[:300]          # a subset keeps this quick
+    data, fit, mse0 = R.initial_fit(rd)
+    curve = R.more_samples_curve(rd, X_pool, y_pool, "act", 2, start=(data, fit))
+    assert curve.mse[0] == pytest.approx(mse0) and len(curve.mse) == 3
+    from elicit.posterior import NIGPosterior
+
+    gain = R.information_gain(NIGPosterior.from_map(data, fit), X_pool)
+    assert curve.added[0] == int(np.argmax(gain))
+    assert curve.gain[0] == pytest.approx(gain.max())
+    # The gain is 0.5 log(1 + x' Sigma* x) with Sigma* the posterior covariance factor.
+    post = NIGPosterior.from_map(data, fit)
+    x = X_pool[7]
+    assert gain[7] == pytest.approx(0.5 * math.log1p(x @ post.Sigma @ x))
+    # rnd follows its random stream; both never add a sample twice.
+    rnd = R.more_samples_curve(rd, X_pool, y_pool, "rnd", 3, np.random.default_rng(0),
+                               start=(data, fit))
+    assert rnd.added == list(np.random.default_rng(0).permutation(300)[:3])
+    assert len(set(curve.added)) == len(curve.added)
+    # Early stop: a level above the initial MSE stops at once.
+    assert len(R.more_samples_curve(rd, X_pool, y_pool, "act", 5, stop_level=mse0 + 1,
+                                    start=(data, fit)).mse) == 1
+
+
+def test_added_samples_use_training_statistics(run0):
+    from elicit import realdata as R
+
+    ds, rd = run0
+    X_pool, y_pool = R.expert_pool(rd, ds)
+    k = 11
+    raw = ds.counts[rd.expert_idx[k]].astype(float)
+    assert X_pool[k] == pytest.approx((raw - rd.x_mean) / rd.x_scale)
+    assert y_pool[k] == pytest.approx(ds.ratings[rd.expert_idx[k]] - rd.y_mean)
+
+
+def test_tau2_cv_picks_from_grid(run0):
+    from elicit.realdata import cv_tau2
+
+    _, rd = run0
+    grid = (1e-3, 1e-2, 1e-1)
+    best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid, folds=3,
+                           rng=np.random.default_rng(0))
+    assert best in grid and set(scores) == set(grid)
+    assert scores[best] == min(scores.values())
+    assert all(np.isfinite(v) and v > 0 for v in scores.values())
+    with pytest.raises(ElicitError):
+        cv_tau2(rd.X_train, rd.y_train, rd.U, (0.01, -1.0))
+    with pytest.raises(ElicitError):
+        cv_tau2(rd.X_train, rd.y_train, rd.U, grid, folds=1)
+
+
+def test_tau2_cv_runinfo(tmp_path):
+    from elicit.realdata import ensure_runinfo
+
+    infos = ensure_runinfo(tmp_path, "amazon", 0, 1, str(REAL), "cv", progress=False)
+    info = infos[0]
+    assert set(info["baselines"]) == {"lasso", "ridge", "elasticnet"}
+    assert info["tau2"] in {float(k) for k in info["tau2_cv"]}
+    stored = json.loads((tmp_path / "parts" / "amazon" / "runinfo" / "run000.json").read_text())
+    assert stored == info
+
+
+def test_bad_input_errors(tmp_path, capsys):
+    # table1 without a realdata sweep names the command to run.
+    assert main(["table1", "--runs", "1", "--out", str(tmp_path), "--datasets", "amazon",
+                 "--quiet"]) == 2
+    assert "elicit realdata --dataset amazon" in capsys.readouterr().err
+    # A data directory without the files names the file it expected.
+    assert main(["realdata", "--dataset", "yelp", "--runs", "1", "--rounds", "1", "--out",
+                 str(tmp_path / "y"), "--data-dir", str(tmp_path), "--quiet"]) == 2
+    assert PAPER_FILES["yelp"][0] in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["realdata", "--dataset", "amazon", "--out", str(tmp_path), "--tau2", "-1"])

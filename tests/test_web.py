@@ -1,0 +1,210 @@
+"""Tests of elicit.web with Flask's test client: the flow, two tabs, CSRF and cross-site."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flask")
+
+from elicit.session import Session  # noqa: E402
+from elicit.web import create_app, make_server  # noqa: E402
+
+NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
+SAME = {"Origin": "http://localhost"}
+
+
+def make_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    U = rng.normal(size=(p, d))
+    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
+    return X, y, U
+
+
+@pytest.fixture
+def path(tmp_path):
+    X, y, U = make_data()
+    p = tmp_path / "w.session"
+    Session.create(X, y, U, NAMES, path=p, engine="numpy",
+                   texts={n: [f"the <b>{n}</b> was fair"] for n in NAMES}).close()
+    return p
+
+
+@pytest.fixture
+def app(path):
+    a = create_app(path)
+    yield a
+    a.config["ELICIT_SESSION"].close()
+
+
+def page_state(html: str) -> dict:
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    qid = re.search(r'name="query_id" value="(\d+)"', html)
+    msg = re.search(r'id="message"[^>]*>([^<]*)<', html)
+    return {"token": token, "qid": qid.group(1) if qid else None,
+            "message": msg.group(1) if msg else None}
+
+
+def answers_in_file(path) -> list[tuple]:
+    raw = sqlite3.connect(path)
+    rows = raw.execute("SELECT query_id, answer, comment, undone_at IS NOT NULL FROM answers "
+                       "ORDER BY id").fetchall()
+    raw.close()
+    return rows
+
+
+def test_page_shows_one_question_with_buttons_progress_and_heatmap(app):
+    c = app.test_client()
+    r = c.get("/")
+    assert r.status_code == 200
+    html = r.get_data(as_text=True)
+    for needle in ('id="btn-similar"', 'id="btn-dissimilar"', 'id="btn-dont_know"',
+                   'id="comment"', 'id="btn-undo"', 'id="btn-skip"', "0 of 28 pairs answered",
+                   'src="/k.png?v=', "No answers yet", 'name="csrf-token"'):
+        assert needle in html, needle
+    # Snippets are shown, escaped: never interpreted as HTML.
+    assert "&lt;b&gt;" in html and "<b>" not in html
+    png = c.get("/k.png")
+    assert png.status_code == 200 and png.mimetype == "image/png" and png.data[:4] == b"\x89PNG"
+    assert r.headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+
+
+def test_answer_flow_with_comment_skip_and_undo(app, path):
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                "answer": "similar", "comment": "same kind of praise"},
+               headers=SAME)
+    assert r.status_code == 303 and r.headers["Location"].endswith("/?m=saved")
+    assert answers_in_file(path) == [(int(st["qid"]), "similar", "same kind of praise", 0)]
+    html = c.get("/?m=saved").get_data(as_text=True)
+    st2 = page_state(html)
+    assert st2["message"].startswith("Saved") and st2["qid"] != st["qid"]
+    assert "1 of 28 pairs answered" in html and "same kind of praise" in html
+    r = c.post("/skip", data={"csrf_token": st["token"], "query_id": st2["qid"]}, headers=SAME)
+    assert r.status_code == 303
+    st3 = page_state(c.get("/?m=skipped").get_data(as_text=True))
+    assert st3["qid"] != st2["qid"] and "Skipped" in st3["message"]
+    r = c.post("/undo", data={"csrf_token": st["token"]}, headers=SAME)
+    assert r.status_code == 303
+    html = c.get("/?m=undone").get_data(as_text=True)
+    assert "Undone" in html and "0 of 28 pairs answered" in html and "(undone)" in html
+    assert answers_in_file(path) == [(int(st["qid"]), "similar", "same kind of praise", 1)]
+
+
+def test_second_tab_gets_already_answered(app, path):
+    tab1, tab2 = app.test_client(), app.test_client()
+    s1 = page_state(tab1.get("/").get_data(as_text=True))
+    s2 = page_state(tab2.get("/").get_data(as_text=True))
+    assert s1["qid"] == s2["qid"]
+    r1 = tab1.post("/answer", data={"csrf_token": s1["token"], "query_id": s1["qid"],
+                                    "answer": "similar"}, headers=SAME)
+    assert r1.status_code == 303
+    r2 = tab2.post("/answer", data={"csrf_token": s2["token"], "query_id": s2["qid"],
+                                    "answer": "dissimilar"}, headers=SAME)
+    assert r2.status_code == 409
+    assert "already answered" in page_state(r2.get_data(as_text=True))["message"]
+    assert answers_in_file(path) == [(int(s1["qid"]), "similar", None, 0)]
+
+
+def test_two_servers_on_one_file_cannot_both_answer(path):
+    """Two server processes (two Session objects): the file decides, not Python memory."""
+    a, b = create_app(path), create_app(path)
+    try:
+        ca, cb = a.test_client(), b.test_client()
+        sa = page_state(ca.get("/").get_data(as_text=True))
+        sb = page_state(cb.get("/").get_data(as_text=True))
+        assert sa["qid"] == sb["qid"]
+        assert ca.post("/answer", data={"csrf_token": sa["token"], "query_id": sa["qid"],
+                                        "answer": "dont_know"}, headers=SAME).status_code == 303
+        r = cb.post("/answer", data={"csrf_token": sb["token"], "query_id": sb["qid"],
+                                     "answer": "similar"}, headers=SAME)
+        assert r.status_code == 409 and "already answered" in r.get_data(as_text=True)
+        assert len(answers_in_file(path)) == 1
+    finally:
+        a.config["ELICIT_SESSION"].close()
+        b.config["ELICIT_SESSION"].close()
+
+
+@pytest.mark.parametrize("headers, why", [
+    ({"Origin": "http://evil.example"}, "cross-site request refused"),
+    ({"Origin": "http://localhost:9999"}, "cross-site request refused"),
+    ({"Origin": "null"}, "cross-site request refused"),
+    ({"Referer": "http://evil.example/form.html"}, "Referer from another site"),
+    ({}, "neither an Origin nor a Referer"),
+])
+def test_cross_site_posts_are_refused(app, path, headers, why):
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                "answer": "similar"}, headers=headers)
+    assert r.status_code == 403 and why in r.get_data(as_text=True)
+    assert answers_in_file(path) == []
+
+
+def test_same_site_referer_is_accepted(app, path):
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                "answer": "similar"}, headers={"Referer": "http://localhost/"})
+    assert r.status_code == 303
+
+
+@pytest.mark.parametrize("token", ["", "wrong", None])
+def test_csrf_token_is_required(app, path, token):
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    data = {"query_id": st["qid"], "answer": "similar"}
+    if token is not None:
+        data["csrf_token"] = token
+    r = c.post("/answer", data=data, headers=SAME)
+    assert r.status_code == 403 and "CSRF token" in r.get_data(as_text=True)
+    assert c.post("/undo", data={"csrf_token": "x"}, headers=SAME).status_code == 403
+    assert answers_in_file(path) == []
+
+
+def test_token_differs_between_servers(path):
+    a, b = create_app(path), create_app(path)
+    try:
+        assert a.config["ELICIT_CSRF_TOKEN"] != b.config["ELICIT_CSRF_TOKEN"]
+        ta = page_state(a.test_client().get("/").get_data(as_text=True))["token"]
+        cb = b.test_client()
+        qid = page_state(cb.get("/").get_data(as_text=True))["qid"]
+        r = cb.post("/answer", data={"csrf_token": ta, "query_id": qid, "answer": "similar"},
+                    headers=SAME)
+        assert r.status_code == 403
+    finally:
+        a.config["ELICIT_SESSION"].close()
+        b.config["ELICIT_SESSION"].close()
+
+
+def test_foreign_host_header_is_refused(app):
+    r = app.test_client().get("/", headers={"Host": "attacker.example:8765"})
+    assert r.status_code == 403 and "unexpected Host" in r.get_data(as_text=True)
+    assert app.test_client().get("/", headers={"Host": "127.0.0.1:8765"}).status_code == 200
+
+
+def test_done_page(tmp_path):
+    X, y, U = make_data(p=3)
+    p = tmp_path / "d.session"
+    with Session.create(X, y, U, ["a", "b", "c"], path=p, engine="numpy") as s:
+        for _ in range(3):
+            s.answer(s.next_query(), "similar")
+    app = create_app(p)
+    html = app.test_client().get("/").get_data(as_text=True)
+    assert 'id="done"' in html and "All 3 pairs are answered" in html
+    app.config["ELICIT_SESSION"].close()
+
+
+def test_server_binds_loopback_by_default(path):
+    server, app = make_server(path, port=0)
+    try:
+        assert server.socket.getsockname()[0] == "127.0.0.1" and server.server_port > 0
+    finally:
+        server.server_close()
+        app.config["ELICIT_SESSION"].close()
