@@ -8,6 +8,15 @@ from elicit.query import Elicitor, Query
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # Session pulls in sqlite and the web stack's helpers: import it only when asked for.
+    if name == "Session":
+        from elicit.session import Session
+
+        return Session
+    raise AttributeError(f"module 'elicit' has no attribute {name!r}")
+
 __all__ = [
     "Answer",
     "ElicitError",
@@ -18,6 +27,7 @@ __all__ = [
     "ModelData",
     "NIGPosterior",
     "Query",
+    "Session",
     "get_engine",
     "kernel",
 ]

@@ -132,7 +132,8 @@ def samples_to_reach(curve, level: float) -> int | None:
 
 
 def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[float] | None
-                = None, paper_initial: float | None = None, initial_mse: float | None = None,
+                = None, paper_initial: float | None = None,
+                initial_mse: float | Sequence[float] | None = None,
                 methods: Sequence[str] = METHODS) -> list[dict]:
     """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
 
@@ -155,7 +156,11 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         The paper's absolute levels and initial MSE.
     initial_mse
         Our initial MSE; default the mean of ``curve[0]`` over all runs and methods (all
-        methods start from the same fit, so their ``curve[0]`` agree within a run).
+        methods start from the same fit, so their ``curve[0]`` agree within a run). A
+        sequence gives one initial MSE per run instead: run r's relative level is then
+        ``initial_mse[r] * L / paper_initial`` (the same relative reduction from that run's
+        own start, so a run whose split happens to start low is not counted as "reached at
+        0"), and the ``mse_level`` of a relative row is the mean of the runs' levels.
     methods
         Columns to produce; each must be a key of ``curves``.
 
@@ -188,18 +193,26 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         runs[m] = rs
     if initial_mse is None:
         initial_mse = float(np.nanmean([c[0] for rs in runs.values() for c in rs]))
-    if not (np.isfinite(initial_mse) and initial_mse > 0):
-        raise ElicitError(f"initial MSE must be a positive number, got {initial_mse!r}")
+    init = np.asarray(initial_mse, dtype=float).reshape(-1)
+    if init.size == 0 or not (np.all(np.isfinite(init)) and np.all(init > 0)):
+        raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
+    per_run = np.ndim(initial_mse) > 0
+    if per_run:
+        bad = [m for m in methods if len(runs[m]) != init.size]
+        if bad:
+            raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
+                              f"{len(runs[bad[0]])} runs")
 
     rows: list[dict] = []
     for L in levels:
         reduction = 1.0 - float(L) / float(paper_initial)
-        for kind, level in (("paper", float(L)),
-                            ("relative", float(initial_mse) * (1.0 - reduction))):
-            row: dict = {"dataset": dataset, "mse_level": level, "level_kind": kind,
+        rel = init * (1.0 - reduction)
+        for kind, lv in (("paper", np.array([float(L)])), ("relative", rel)):
+            row: dict = {"dataset": dataset, "mse_level": float(np.mean(lv)), "level_kind": kind,
                          "reduction": reduction}
             for m in methods:
-                counts = [samples_to_reach(c, level) for c in runs[m]]
+                counts = [samples_to_reach(c, lv[r] if lv.size > 1 else lv[0])
+                          for r, c in enumerate(runs[m])]
                 got = [k for k in counts if k is not None]
                 row[m] = float(np.mean(got)) if got else float("nan")
                 row[f"{m}_reached"] = len(got) / len(counts)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from elicit.cli_realdata import REALDATA_COMMANDS, add_realdata_parsers
+from elicit.cli_session import add_session_parsers, run_session_command
 from elicit.engines import ENGINES
 from elicit.engines.base import EngineUnavailable
 from elicit.model import ElicitError
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
     add_realdata_parsers(sub)
+    add_session_parsers(sub)
     return parser
 
 
@@ -157,6 +159,12 @@ COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, **REALDATA_COMMANDS}
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if hasattr(args, "session_func"):
+        # Session commands report their own errors (one line, exit 2).
+        try:
+            return run_session_command(args)
+        except SystemExit as e:
+            return int(e.code or 0)
     try:
         COMMANDS[args.command](args)
     except (ElicitError, EngineUnavailable, FileNotFoundError) as e:

@@ -22,7 +22,7 @@ from typing import TextIO
 
 import numpy as np
 
-from elicit.engines import ENGINES
+from elicit.engines import ENGINES, EngineUnavailable
 from elicit.model import ElicitError, Hyper
 from elicit.query import STRATEGIES
 
@@ -228,12 +228,14 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     h = subparsers.add_parser("history", help="print the answers of a session")
     h.add_argument("session", type=Path, help="session file")
     h.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    h.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
     h.set_defaults(session_func=cmd_history)
 
     e = subparsers.add_parser("export", help="export the learned prior (.nc/.json) or the "
                                              "history (.csv)")
     e.add_argument("session", type=Path, help="session file")
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
+    e.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
     e.set_defaults(session_func=cmd_export)
 
 
@@ -250,6 +252,10 @@ def run_session_command(args: argparse.Namespace) -> int:
         raise SystemExit(2) from None
     except sqlite3.Error as e:
         print(f"elicit: error: session file problem: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except EngineUnavailable as e:
+        print(f"elicit: error: {e} (choose another engine with --engine numpy)",
+              file=sys.stderr)
         raise SystemExit(2) from None
     except OSError as e:
         print(f"elicit: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
@@ -323,7 +329,7 @@ def _show_query(s, q, out: TextIO) -> None:
         print(f"  {label}: {name}", file=out)
         for snip in s.texts(f)[:2]:
             print(f"       \"{snip}\"", file=out)
-    print(f"[s] similar  [d] dissimilar  [?] don't know  [k] skip  [u] undo  [q] quit",
+    print("[s] similar  [d] dissimilar  [?] don't know  [k] skip  [u] undo  [q] quit",
           file=out)
 
 
@@ -409,7 +415,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    with _open(args.session) as s:
+    with _open(args.session, args.engine) as s:
         h = s.history
         pr = s.progress()
     if args.csv:
@@ -429,7 +435,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     path: Path = args.path
-    with _open(args.session) as s:
+    with _open(args.session, args.engine) as s:
         if path.suffix.lower() == ".csv":
             if not path.parent.exists():
                 raise ElicitError(f"directory {path.parent} does not exist")

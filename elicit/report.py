@@ -129,8 +129,9 @@ def _table1_section(out: Path) -> list[str]:
         "`0.5 log(1 + x' Sigma* x)`) or expert answers (SeqElc: the sequential curves above) "
         "needed to reach each MSE level, over the runs that reached it; `k/R` is how many "
         "runs reached it. `paper` rows use the paper's absolute levels; `relative` rows the "
-        "same relative reduction from our mean initial MSE. SeqElc stops at the sweep's last "
-        "round, RND/ACT at the `--samples` cap.", "",
+        "paper's relative reduction (e.g. 2.18/2.26) from each run's own initial MSE, and the "
+        "level shown is their mean over runs. SeqElc stops at the sweep's last round, RND/ACT "
+        "at the `--samples` cap.", "",
         "| data set | level | kind | RND | ACT | SeqElc | paper RND | paper ACT | paper SeqElc |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -171,7 +172,8 @@ def _differences() -> list[str]:
 
 
 def write_report(out: Path, wall_s: float | None = None,
-                 step_s: Mapping[str, float] | None = None) -> Path:
+                 step_s: Mapping[str, float] | None = None,
+                 cpu_s: Mapping[str, float] | None = None, jobs: int | None = None) -> Path:
     """Write ``out/REPORT.md`` from the sweeps found under ``out``.
 
     Parameters
@@ -182,6 +184,9 @@ def write_report(out: Path, wall_s: float | None = None,
         Wall time of the reproduce call, in seconds.
     step_s
         Wall time of each step, in seconds.
+    cpu_s, jobs
+        CPU time of each step (the process and its workers) and the number of worker
+        processes: CPU / jobs estimates the wall time on an idle machine.
     """
     out = Path(out)
     lines = ["# elicit: reproduction report", ""]
@@ -189,6 +194,13 @@ def write_report(out: Path, wall_s: float | None = None,
         lines += [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
                   + (" (" + ", ".join(f"{k} {v / 60:.1f} min" for k, v in step_s.items()) + ")"
                      if step_s else "") + ".", ""]
+        if cpu_s:
+            total = sum(cpu_s.values())
+            lines += [f"CPU time: {total / 60:.1f} min ("
+                      + ", ".join(f"{k} {v / 60:.1f}" for k, v in cpu_s.items()) + ")"
+                      + (f"; CPU time / {jobs} jobs = {total / jobs / 60:.1f} min, the wall "
+                         "time to expect on an otherwise idle machine" if jobs else "")
+                      + ".", ""]
     lines += _synthetic_section(out)
     real = [ln for d in ("amazon", "yelp") for ln in _real_section(out, d)]
     if real:

@@ -69,7 +69,9 @@ PAGE = """<!doctype html>
     if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
   </div>
 </header>
-{% if message %}<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>{% endif %}
+{% if message %}
+<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>
+{% endif %}
 <main>
 <section class="question">
 {% if q %}
@@ -86,22 +88,31 @@ PAGE = """<!doctype html>
     <input type="hidden" name="csrf_token" value="{{ token }}">
     <input type="hidden" name="query_id" value="{{ q.id }}">
     <div class="buttons">
-      <button type="submit" name="answer" value="similar" class="big similar" id="btn-similar">Similar <kbd>s</kbd></button>
-      <button type="submit" name="answer" value="dissimilar" class="big dissimilar" id="btn-dissimilar">Dissimilar <kbd>d</kbd></button>
-      <button type="submit" name="answer" value="dont_know" class="big dontknow" id="btn-dont_know">Don't know <kbd>?</kbd></button>
+      <button type="submit" name="answer" value="similar" class="big similar"
+        id="btn-similar">Similar <kbd>s</kbd></button>
+      <button type="submit" name="answer" value="dissimilar" class="big dissimilar"
+        id="btn-dissimilar">Dissimilar <kbd>d</kbd></button>
+      <button type="submit" name="answer" value="dont_know" class="big dontknow"
+        id="btn-dont_know">Don't know <kbd>?</kbd></button>
     </div>
     <label for="comment">Comment (optional)</label>
-    <textarea name="comment" id="comment" rows="2" maxlength="10000" placeholder="Why? (saved with the answer)"></textarea>
+    <textarea name="comment" id="comment" rows="2" maxlength="10000"
+      placeholder="Why? (saved with the answer)"></textarea>
   </form>
   <div class="small-actions">
-    <form method="post" action="{{ url_for('skip') }}"><input type="hidden" name="csrf_token" value="{{ token }}">
-      <input type="hidden" name="query_id" value="{{ q.id }}"><button type="submit" id="btn-skip">Skip <kbd>k</kbd></button></form>
-    <form method="post" action="{{ url_for('undo') }}"><input type="hidden" name="csrf_token" value="{{ token }}">
-      <button type="submit" id="btn-undo" {{ '' if pr.answered else 'disabled' }}>Undo last answer <kbd>u</kbd></button></form>
+    <form method="post" action="{{ url_for('skip') }}">
+      <input type="hidden" name="csrf_token" value="{{ token }}">
+      <input type="hidden" name="query_id" value="{{ q.id }}">
+      <button type="submit" id="btn-skip">Skip <kbd>k</kbd></button></form>
+    <form method="post" action="{{ url_for('undo') }}">
+      <input type="hidden" name="csrf_token" value="{{ token }}">
+      <button type="submit" id="btn-undo" {{ '' if pr.answered else 'disabled' }}
+        >Undo last answer <kbd>u</kbd></button></form>
   </div>
 {% else %}
   <h2 id="done">All {{ pr.pairs }} pairs are answered. Thank you!</h2>
-  <form method="post" action="{{ url_for('undo') }}"><input type="hidden" name="csrf_token" value="{{ token }}">
+  <form method="post" action="{{ url_for('undo') }}">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
     <button type="submit" id="btn-undo">Undo last answer</button></form>
 {% endif %}
   <p class="note">Every answer is saved in the session file as soon as you click. You can close
@@ -109,12 +120,16 @@ PAGE = """<!doctype html>
 </section>
 <aside>
   <h3>Current K (feature similarity)</h3>
-  <img src="{{ url_for('k_png', v=version) }}" alt="heatmap of the current kernel matrix K" id="kplot">
+  <img src="{{ url_for('k_png', v=version) }}" alt="heatmap of the current kernel matrix K"
+    id="kplot">
   <h3>Latest answers</h3>
   {% if hist %}
-  <table id="history"><thead><tr><th>#</th><th>feature A</th><th>feature B</th><th>answer</th><th>comment</th></tr></thead>
-  <tbody>{% for r in hist %}<tr class="{{ 'undone' if r.undone else '' }}"><td>{{ r.answer_id }}</td>
-  <td>{{ r.feature_i }}</td><td>{{ r.feature_j }}</td><td>{{ labels[r.answer] }}{% if r.undone %} (undone){% endif %}</td>
+  <table id="history"><thead><tr><th>#</th><th>feature A</th><th>feature B</th>
+    <th>answer</th><th>comment</th></tr></thead>
+  <tbody>{% for r in hist %}
+  <tr class="{{ 'undone' if r.undone else '' }}"><td>{{ r.answer_id }}</td>
+  <td>{{ r.feature_i }}</td><td>{{ r.feature_j }}</td>
+  <td>{{ labels[r.answer] }}{% if r.undone %} (undone){% endif %}</td>
   <td>{{ r.comment }}</td></tr>{% endfor %}</tbody></table>
   {% else %}<p id="history-empty">No answers yet.</p>{% endif %}
 </aside>
@@ -123,31 +138,45 @@ PAGE = """<!doctype html>
 """
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#f6f7f9}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;
+  background:#f6f7f9}
 header{background:#24364b;color:#fff;padding:.8rem 1.5rem}
-header h1{margin:0;font-size:1.3rem}.file{font-weight:normal;opacity:.8;font-size:1rem;margin-left:.5rem}
+header h1{margin:0;font-size:1.3rem}
+.file{font-weight:normal;opacity:.8;font-size:1rem;margin-left:.5rem}
 .desc{margin:.3rem 0;opacity:.85;font-size:.85rem}
-.progress{display:flex;align-items:center;gap:.8rem;font-size:.9rem}progress{width:14rem}
+.progress{display:flex;align-items:center;gap:.8rem;font-size:.9rem}
+progress{width:14rem}
 main{display:flex;flex-wrap:wrap;gap:1.5rem;padding:1.2rem 1.5rem}
-.question{flex:1 1 34rem;background:#fff;border-radius:8px;padding:1rem 1.5rem;box-shadow:0 1px 3px #0002}
+.question{flex:1 1 34rem;background:#fff;border-radius:8px;padding:1rem 1.5rem;
+  box-shadow:0 1px 3px #0002}
 aside{flex:0 1 30rem;background:#fff;border-radius:8px;padding:1rem;box-shadow:0 1px 3px #0002}
 aside img{max-width:100%}
-.lead{color:#666;margin:0}.gain{float:right;font-size:.85rem}
+.lead{color:#666;margin:0}
+.gain{float:right;font-size:.85rem}
 h2{font-size:1.2rem;margin:.4rem 0 1rem}
-.pair{display:flex;gap:1rem}.feature{flex:1;border:1px solid #dde;border-radius:6px;padding:.6rem}
-.fname{font-size:1.6rem;font-weight:bold;text-align:center;margin-bottom:.4rem;word-break:break-word}
-blockquote{margin:.3rem 0;font-size:.85rem;color:#555;border-left:3px solid #ccd;padding-left:.5rem}
+.pair{display:flex;gap:1rem}
+.feature{flex:1;border:1px solid #dde;border-radius:6px;padding:.6rem}
+.fname{font-size:1.6rem;font-weight:bold;text-align:center;margin-bottom:.4rem;
+  word-break:break-word}
+blockquote{margin:.3rem 0;font-size:.85rem;color:#555;border-left:3px solid #ccd;
+  padding-left:.5rem}
 .buttons{display:flex;gap:1rem;margin:1.2rem 0}
-button.big{flex:1;font-size:1.3rem;padding:1.1rem .5rem;border:0;border-radius:8px;color:#fff;cursor:pointer}
-.similar{background:#2e8b57}.dissimilar{background:#c0392b}.dontknow{background:#7f8c8d}
+button.big{flex:1;font-size:1.3rem;padding:1.1rem .5rem;border:0;border-radius:8px;color:#fff;
+  cursor:pointer}
+.similar{background:#2e8b57}
+.dissimilar{background:#c0392b}
+.dontknow{background:#7f8c8d}
 button.big:hover{filter:brightness(1.1)}
 textarea{width:100%;box-sizing:border-box;font:inherit}
-.small-actions{display:flex;gap:1rem;margin-top:.8rem}.small-actions button{padding:.4rem .9rem}
+.small-actions{display:flex;gap:1rem;margin-top:.8rem}
+.small-actions button{padding:.4rem .9rem}
 kbd{font-size:.7em;opacity:.75;border:1px solid #fff8;border-radius:3px;padding:0 .25em}
 .msg{margin:.8rem 1.5rem 0;padding:.6rem 1rem;border-radius:6px}
-.msg.ok{background:#e4f4e8}.msg.error{background:#fbe3e1;color:#8b1a10;font-weight:bold}
+.msg.ok{background:#e4f4e8}
+.msg.error{background:#fbe3e1;color:#8b1a10;font-weight:bold}
 .note{color:#777;font-size:.8rem;margin-top:1.2rem}
-table{border-collapse:collapse;font-size:.8rem;width:100%}td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
+table{border-collapse:collapse;font-size:.8rem;width:100%}
+td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
 tr.undone{color:#999;text-decoration:line-through}
 """
 
@@ -422,10 +451,11 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         print(f"warning: listening on {host}: other machines may reach this page and it has "
               "no accounts", file=sys.stderr, flush=True)
     try:
-        server.serve_forever()
+        server.serve_forever()  # werkzeug returns from here on Ctrl-C
     except KeyboardInterrupt:
-        print(f"\nstopped; {sess.progress()['answered']} answers are saved in {sess.path}",
-              flush=True)
+        pass
     finally:
         server.server_close()
+        print(f"\nstopped; {sess.progress()['answered']} answers are saved in {sess.path}",
+              flush=True)
         sess.close()

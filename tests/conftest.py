@@ -97,3 +97,39 @@ def one_blas_thread():
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+# Ten answers of a synthetic run (seed 1, run 3) after which a warm L-BFGS-B refit of the
+# numpy engine stops far from the optimum yet reports convergence (see test_engine_numpy).
+STALL_PAIRS = np.array([(13, 16), (20, 22), (0, 16), (10, 19), (16, 18), (13, 18), (7, 13),
+                        (12, 18), (7, 12), (8, 15)])
+
+
+def stalled_fit_chain():
+    """Yield (data, fit) of a chain of warm L-BFGS-B fits (``init=Params``), one per answer
+    of :data:`STALL_PAIRS`, on synthetic run (seed 1, run 3)."""
+    from threadpoolctl import threadpool_limits
+
+    from elicit.engines.numpy_engine import NumpyEngine
+    from elicit.experiment import synthetic_problem
+
+    problem = synthetic_problem(1, 3)
+    f = np.array([problem.expert.answer(i, j).f for i, j in STALL_PAIRS])
+    engine = NumpyEngine("learned")
+    with threadpool_limits(limits=1, user_api="blas"):
+        probe = ModelData(problem.X, problem.y, problem.U,
+                          problem.hyper.with_threshold_mean(1.0))
+        m = auto_threshold_mean(problem.U, engine.fit(probe).gamma,
+                                all_pairs(problem.X.shape[1]))
+        base = ModelData(problem.X, problem.y, problem.U, problem.hyper.with_threshold_mean(m))
+        fit = engine.fit(base)
+        for k in range(1, len(STALL_PAIRS) + 1):
+            data = base.with_feedback(STALL_PAIRS[:k], f[:k])
+            fit = engine.fit(data, init=fit.params)
+            yield data, fit
+
+
+@pytest.fixture(scope="session")
+def stalled_chain() -> list:
+    """The (data, fit) pairs of :func:`stalled_fit_chain`, computed once per session."""
+    return list(stalled_fit_chain())

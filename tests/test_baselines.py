@@ -127,3 +127,21 @@ def test_table1_relative_levels_follow_our_initial_mse():
         table1_rows("mine", {"rnd": c, "act": c, "seqelc": c})
     with pytest.raises(ElicitError, match="no curves"):
         table1_rows("yelp", {"rnd": c})
+
+
+def test_table1_per_run_relative_levels():
+    # Per-run initial MSEs: each run's relative level is its own start times L / paper_initial,
+    # so a run that starts low is not "reached at 0" and a run that starts high still counts.
+    c = [[2.0, 1.95, 1.90], [3.0, 2.95, 2.90]]
+    curves = {"rnd": c, "act": c, "seqelc": c}
+    rows = table1_rows("amazon", curves, initial_mse=[2.0, 3.0])
+    rel = rows[1]
+    assert rel["level_kind"] == "relative"
+    f = 2.20 / 2.26
+    assert rel["mse_level"] == pytest.approx((2.0 * f + 3.0 * f) / 2)
+    assert rel["rnd"] == 2.0 and rel["rnd_reached"] == 1.0
+    # With one (mean) initial MSE the same curves give run 0 at 0 and run 1 never.
+    mean_rows = table1_rows("amazon", curves, initial_mse=2.5)
+    assert mean_rows[1]["rnd"] == 0.0 and mean_rows[1]["rnd_reached"] == 0.5
+    with pytest.raises(ElicitError):
+        table1_rows("amazon", curves, initial_mse=[2.0, 3.0, 4.0])

@@ -16,6 +16,7 @@ import http.server
 import os
 import shutil
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
 
@@ -25,7 +26,10 @@ import pytest
 from elicit.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
-SCREENSHOT = ROOT / "docs" / "img" / "web.png"
+# The README's screenshot is refreshed only on request (ELICIT_UPDATE_SCREENSHOT=1), so that
+# a test run leaves the tracked file alone; otherwise it goes to a temporary file.
+SCREENSHOT = (ROOT / "docs" / "img" / "web.png" if os.environ.get("ELICIT_UPDATE_SCREENSHOT")
+              else Path(tempfile.gettempdir()) / "elicit-web-test.png")
 CHROMIUM = os.environ.get("ELICIT_CHROMIUM") or shutil.which("chromium") or \
     shutil.which("chromium-browser")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_small_data
 from scipy import stats
 
-from conftest import make_small_data
 from elicit.density import (
     Marginal,
     hessian,

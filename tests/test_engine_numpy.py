@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_small_data
 from scipy.optimize import minimize
 
-from conftest import make_small_data
 from elicit.density import hessian, hessian_base, join_theta, log_density, lower_bounds
 from elicit.engines import get_engine
 from elicit.engines.base import MAPResult
@@ -108,14 +108,15 @@ def test_warm_newton_equals_cold_fit(variant, new_answers):
     assert np.max(np.abs(_theta(warm, data1) - _theta(fit0, data0))) > 1e-3
 
 
-def test_warm_start_without_hessian_uses_lbfgs(variant):
+def test_warm_start_without_hessian_equals_cold_fit(variant):
+    """A previous MAP without ``hess_base`` is still a valid warm start."""
     data0 = make_small_data(variant)
     engine = NumpyEngine(variant)
     fit0 = engine.fit(data0)
     assert fit0.hess_base is None
     data1 = _add_answers(data0, [0, 7], 1)
     r = engine.fit(data1, init=fit0)
-    assert r.message.startswith("L-BFGS-B")
+    assert r.converged
     cold = engine.fit(data1)
     np.testing.assert_allclose(_scaled(_theta(r, data1), data1),
                                _scaled(_theta(cold, data1), data1), rtol=1e-5, atol=1e-7)
@@ -127,19 +128,21 @@ def test_warm_start_without_hessian_uses_lbfgs(variant):
 def _bound_problem(variant: str) -> ModelData:
     """Answers that drive gamma_2 onto its bound 0.
 
-    "Similar" answers about pairs that differ only in meta-feature 2 (by a lot) can only be
-    explained by switching that meta-feature off.
+    Features i and i + 6 differ only in meta-feature 2 (by 3), and the expert calls all six
+    such pairs similar, which only gamma_2 = 0 explains. A tiny tau2 (fixed, or a tight
+    prior around 1e-3 when learned) keeps the y-likelihood from pulling gamma_2 back up.
     """
     rng = np.random.default_rng(11)
-    p, d, n = 8, 3, 10
+    p, d, n = 12, 3, 10
     U = rng.uniform(0.0, 0.3, size=(p, d))
     U[:, 2] = np.repeat([0.0, 3.0], p // 2)
-    U[:, :2] = np.tile(U[: p // 2, :2], (2, 1))  # features i and i + 4 differ in column 2 only
+    U[:, :2] = np.tile(U[: p // 2, :2], (2, 1))
     X = rng.normal(size=(n, p))
-    y = X @ rng.normal(size=p) + rng.normal(size=n)
+    b = rng.normal(size=p // 2)
+    y = X @ np.concatenate([b, b]) + 0.3 * rng.normal(size=n)
     pairs = np.array([[i, i + p // 2] for i in range(p // 2)])
-    return ModelData(X, y, U, Hyper(variant=variant, tau2=0.5, threshold_mean=2.0), pairs,
-                     np.ones(len(pairs), int))
+    hyper = Hyper(variant=variant, tau2=1e-3, a_tau=50.0, b_tau=0.05, threshold_mean=2.0)
+    return ModelData(X, y, U, hyper, pairs, np.ones(len(pairs), int))
 
 
 def test_bounds_are_respected(variant):
@@ -166,13 +169,16 @@ def test_bounds_are_respected(variant):
 
 
 def test_start_outside_bounds_is_projected(variant):
+    """An infeasible start is projected onto the bounds and the fit ends at a KKT point
+    (not necessarily the cold fit's mode: the posterior can be multimodal)."""
     data = make_small_data(variant)
     engine = NumpyEngine(variant)
     start = Params(np.array([-1.0, 0.5, -0.2]), -3.0, 1.0)
     r = engine.fit(data, init=start)
-    assert np.all(_theta(r, data) >= lower_bounds(data))
-    cold = engine.fit(data)
-    assert r.log_density == pytest.approx(cold.log_density, rel=1e-8)
+    theta = _theta(r, data)
+    assert np.all(theta >= lower_bounds(data))
+    assert r.converged
+    assert np.max(np.abs(_projected_grad(theta, data))) < 1e-4
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -209,28 +215,24 @@ def test_result_kernel_is_rebuilt_from_gamma(variant):
 # -- regression: a reported-converged fit that is not a maximum ----------------------------
 
 
-def test_lbfgs_converged_means_stationary_on_synthetic_run():
+def test_lbfgs_converged_means_stationary_on_synthetic_run(stalled_chain):
     """BUG (NumpyEngine._lbfgs): L-BFGS-B can stop with "CONVERGENCE: RELATIVE REDUCTION OF
     F <= FACTR*EPSMCH" far from the optimum, and ``converged`` is then reported True because
     ``res.success`` is trusted over the projected gradient.
 
-    Found in a synthetic sweep (seed 1, run 3, sequential): after 10 answers the warm
-    L-BFGS-B refit from the 9-answer MAP stopped with gradient 49.6 in gamma_9 (interior,
+    Found in a synthetic sweep (seed 1, run 3, sequential): after 10 answers the Newton refit
+    fell back to L-BFGS-B, which stopped with gradient 49.6 in gamma_9 (an interior point,
     gamma_9 = 0.0018) and an indefinite Hessian, 0.6 nats below the cold fit; the next fast
-    screen then crashed with LinAlgError (not positive definite) and killed the sweep.
-    """
-    from elicit.experiment import synthetic_problem
-    from elicit.query import Elicitor
+    screen then raised LinAlgError (not positive definite) and killed the whole sweep.
+    Reproduced here by a chain of warm L-BFGS-B fits (``init=Params``), one per answer.
 
-    problem = synthetic_problem(1, 3)
-    el = Elicitor(problem.X, problem.y, problem.U, problem.hyper, engine="numpy")
-    pairs = [(13, 16), (20, 22), (0, 16), (10, 19), (16, 18), (13, 18), (7, 13), (12, 18),
-             (7, 12), (8, 15)]
-    for i, j in pairs:  # answers without scoring: warm L-BFGS-B refits, one per answer
-        el.answer(i, j, problem.expert.answer(i, j))
-    fit, data = el.fit, el.data
+    Proposed fix: judge convergence by the scaled projected gradient alone, and when it is
+    not small restart L-BFGS-B from its end point (a fresh memory escapes the stall) or
+    polish with projected Newton on the full analytic Hessian.
+    """
+    for k, (data, fit) in enumerate(stalled_chain, start=1):
+        pg = np.max(np.abs(_projected_grad(_theta(fit, data), data)))
+        assert not (fit.converged and pg > 1e-2), (k, pg, fit.message)
+    data, fit = stalled_chain[-1]
     cold = NumpyEngine("learned").fit(data)
-    if fit.converged:
-        theta = _theta(fit, data)
-        assert np.max(np.abs(_projected_grad(theta, data))) < 1e-2
-        assert fit.log_density > cold.log_density - 1e-3
+    assert fit.log_density > cold.log_density - 1e-3

@@ -392,3 +392,69 @@ def test_overwrite_replaces_an_existing_session(tmp_path):
         s.answer(s.next_query(), "similar")
     with new_session(path, overwrite=True) as s:
         assert s.progress()["answered"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# The terminal commands (elicit.cli_session)
+# --------------------------------------------------------------------------------------------
+
+def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
+    import io
+
+    from elicit.cli_session import main
+
+    X, y, U = make_data()
+    np.savez(tmp_path / "data.npz", X=X, y=y, U=U, feature_names=np.array(NAMES))
+    (tmp_path / "texts.json").write_text(json.dumps({"price": ["a fair price for this"]}))
+    path = tmp_path / "c.session"
+    assert main(["session", "new", "--from-npz", str(tmp_path / "data.npz"), "--texts",
+                 str(tmp_path / "texts.json"), "--out", str(path), "--engine", "numpy",
+                 "--seed", "2"]) == 0
+    assert "created" in capsys.readouterr().out
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("s one comment here\nk\nd\n?\nu\nq\n"))
+    assert main(["ask", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("saved: ") == 3 and "skipped" in out and "undid answer 3" in out
+    assert "Do these two features affect the outcome in the same way?" in out
+    with Session.open(path) as s:
+        h = s.history
+        assert list(h["answer"]) == ["similar", "dissimilar", "dont_know"]
+        assert h.loc[0, "comment"] == "one comment here" and list(h["undone"])[-1]
+        assert s.progress()["skipped"] == 1
+        assert s.settings["seed"] == 2 and s.texts("price") == ["a fair price for this"]
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("s\nd\ns\n"))  # ends without q: EOF
+    assert main(["ask", str(path), "--batch", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "A batch of 2 questions:" in out and "end of input; 5 answers are saved" in out
+
+    assert main(["history", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "5 of 28 pairs answered" in out and "one comment here" in out
+    assert main(["history", str(path), "--csv"]) == 0
+    assert capsys.readouterr().out.startswith("answer_id,query_id,")
+    for name in ("prior.json", "prior.nc", "history.csv"):
+        assert main(["export", str(path), str(tmp_path / name)]) == 0
+        assert (tmp_path / name).stat().st_size > 0
+    assert json.loads((tmp_path / "prior.json").read_text())["feature_names"] == NAMES
+
+
+def test_cli_new_from_the_paper_data(tmp_path, capsys):
+    from elicit.cli_session import main
+
+    try:
+        from elicit.data import PAPER_FILES, resolve_data_dir
+
+        resolve_data_dir(required=[PAPER_FILES["amazon"][0]])
+    except ElicitError:
+        pytest.skip("the paper's Amazon data is not in the data directory")
+    path = tmp_path / "amazon.session"
+    assert main(["session", "new", "--dataset", "amazon", "--run-seed", "7", "--out",
+                 str(path), "--engine", "numpy"]) == 0
+    assert "337 features, 56616 pairs" in capsys.readouterr().out
+    with Session.open(path) as s:
+        assert s.settings["pool_size"] == 400 and s.X.shape == (100, 337)
+        assert "run seed 7" in s.description
+        have = sum(bool(s.texts(k)) for k in range(337))
+        assert have > 250  # most keywords have example snippets

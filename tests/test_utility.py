@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_small_data
 from scipy import integrate, stats
 from scipy.special import expit
 
-from conftest import make_small_data
 from elicit.engines.base import MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model import Hyper, all_pairs
@@ -129,20 +129,25 @@ def _check_scalar_step(f, z0, q):
 @pytest.mark.parametrize("f", [0, 1])
 def test_scalar_step_solves_its_equation(f):
     rng = np.random.default_rng(f)
-    z0 = np.concatenate([rng.normal(0, 3, 200), [-8.0, 0.0, 8.0]])
-    q = np.concatenate([rng.uniform(0, 20, 200), [1e-6, 1.0, 50.0]])
+    z0 = np.concatenate([rng.normal(0, 3, 2000), [-8.0, 0.0, 8.0]])
+    q = np.concatenate([rng.uniform(0, 8, 2000), [1e-6, 1.0, 8.0]])
     _check_scalar_step(f, z0, q)
 
 
-@pytest.mark.parametrize("f,z0,q", [(0, 40.0, 1e4), (1, -3.0, 1e3), (0, 5.0, 2e3)])
+@pytest.mark.parametrize("f,z0,q", [(0, 6.04, 11.6), (1, -4.0, 14.3), (0, 40.0, 1e4),
+                                    (1, -3.0, 1e3), (0, 5.0, 2e3)])
 def test_scalar_step_converges_for_steep_logistic(f, z0, q):
     """BUG (elicit.utility._scalar_step): plain Newton on t = f - sigma(z0 + q t) cycles
-    between the ends of its bracket when q is large and the answer is surprising: for
-    f = 0, z0 = 40, q = 1e4 the iterates alternate 0, -1, 0, ... and t = 0 is returned
-    (residual 1; the root is -0.00454). On the synthetic problem q = v' A^-1 v reaches
-    1e3-4e3 (noise meta-feature with w up to 81), and about half of the 250 screened
-    candidates per answer got an unconverged step, ~10 per round with an answer
-    probability above 1e-3."""
+    between the ends of its bracket once q is larger than ~10 and the answer is surprising
+    (|z0| > ~3): for f = 0, z0 = 40, q = 1e4 the iterates alternate 0, -1, 0, ... and t = 0
+    is returned (residual 1; the root is -0.00454). On the synthetic problem
+    q = v' A^-1 v is 1e3-4e3 (the noise meta-feature has w up to 81), and about half of the
+    250 screened candidates per answer got an unconverged step, ~10 per round with an
+    answer probability above 1e-3.
+
+    Proposed fix: safeguarded Newton (keep the bracket [lo, hi] updated from the sign of the
+    residual and bisect when a Newton iterate leaves it), or plain bisection on the monotone
+    residual (~60 vectorised iterations)."""
     _check_scalar_step(f, np.array([z0]), np.array([q]))
 
 
@@ -166,6 +171,8 @@ def test_refine_covering_all_candidates_equals_exact(variant):
 
 
 def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
+    """(Laplace screen, fast mode without refinement, exact) utilities of a random pool on
+    a synthetic problem with a few answers."""
     sd = make_synthetic(np.random.default_rng(seed))
     el = Elicitor(sd.X, sd.y, sd.U, Hyper(variant="learned"), engine="numpy")
     rng = np.random.default_rng(seed)
@@ -175,27 +182,49 @@ def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
     left = el.unasked()
     cands = left[rng.choice(len(left), pool, replace=False)]
     sc = UtilityScorer(el.data, el.fit, el.engine)
-    return sc.score(cands, "fast", refine=0).utility, sc.score(cands, "exact").utility
+    fast = sc.score(cands, "fast", refine=0)
+    w = (el.data.U[cands[:, 0]] - el.data.U[cands[:, 1]]) ** 2
+    screen = sc.screen(w, fast.p_similar)
+    return screen, fast.utility, sc.score(cands, "exact").utility
 
 
-def test_fast_screen_ranks_like_exact():
-    """The screen is an approximation whose job is to put the exact best among the
-    ``refine`` candidates it passes on; its ranking should follow the exact one.
+def _logcorr(a, b):
+    return np.corrcoef(np.log(np.maximum(a, 0) + 1e-12), np.log(np.maximum(b, 0) + 1e-12))[0, 1]
+
+
+@pytest.fixture(scope="module")
+def synthetic_scores():
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return {seed: _synthetic_scores(seed) for seed in (0, 1, 2)}
+
+
+def test_laplace_screen_ranks_like_exact(synthetic_scores):
+    """Stage 1 alone (one Laplace/Newton step per candidate) is an approximation whose job is
+    to pass the exact best on to refinement.
 
     Offline, over 20 (seed, #answers) settings with pools of 30, Spearman's rho ranged
-    0.32-0.96 (mean 0.62), the correlation of log utilities 0.71-0.99, and the exact best was
-    always within the screen's top 10 (at worst 9th).
+    0.32-0.96 (mean 0.62), the correlation of log utilities 0.71-0.99, and the exact best
+    was always within the screen's top 10 (at worst 9th).
     """
     rhos = []
-    for seed in (0, 1, 2):
-        fast, exact = _synthetic_scores(seed)
-        assert np.all(fast >= -1e-12) and np.all(exact >= -1e-12)
-        rhos.append(stats.spearmanr(fast, exact)[0])
-        logc = np.corrcoef(np.log(fast + 1e-12), np.log(np.maximum(exact, 0) + 1e-12))[0, 1]
-        assert logc > 0.6, (seed, logc)
-        top10 = np.argsort(-fast)[:10]
-        assert np.argmax(exact) in top10, seed
+    for seed, (screen, _, exact) in synthetic_scores.items():
+        assert np.all(screen >= -1e-12) and np.all(exact >= -1e-12)
+        rhos.append(stats.spearmanr(screen, exact)[0])
+        assert _logcorr(screen, exact) > 0.6, seed
+        assert np.argmax(exact) in np.argsort(-screen)[:10], seed
     assert np.mean(rhos) > 0.4, rhos
+
+
+def test_fast_mode_ranks_like_exact(synthetic_scores):
+    """The fast mode before exact refinement (screen + batched Newton refits) ranks almost
+    as exact does: offline, Spearman's rho was 0.95-1.00 over the same 20 settings and the
+    exact best was at worst 5th (seed 1 here), well within the 10 that refinement re-scores.
+    """
+    for seed, (_, fast, exact) in synthetic_scores.items():
+        assert stats.spearmanr(fast, exact)[0] > 0.9, seed
+        assert np.argmax(exact) in np.argsort(-fast)[:10], seed
 
 
 def test_scores_best_prefers_exact_and_ranking_puts_exact_first():
@@ -229,3 +258,21 @@ def test_scoring_does_not_change_the_model_data(variant):
     assert np.array_equal(data.pairs, pairs0) and np.array_equal(data.f, f0)
     assert np.array_equal(fit.gamma, gamma0)
 
+
+
+def test_fast_screen_survives_a_fit_reported_converged(stalled_chain):
+    """BUG (UtilityScorer.screen): scoring at a MAP that the engine reported converged but
+    whose Hessian is indefinite (see test_engine_numpy: the L-BFGS-B stall on synthetic run
+    seed 1 / run 3) raises ``LinAlgError: 3-th leading minor ... not positive definite``: the
+    fallback adds only 1e-8 * max|diag A| to the diagonal, far too little for an eigenvalue
+    of -106. In a sweep this kills every run of the pool.
+
+    Proposed fix: on failure, damp like the engine's ``_damped_solve`` (increase lambda
+    until the factorisation succeeds) or clip the eigenvalues of A; and fix the engine so
+    such a point is never reported converged."""
+    data, fit = stalled_chain[-1]
+    asked = {tuple(p) for p in data.pairs}
+    pool = np.array([p for p in all_pairs(data.p) if tuple(p) not in asked])[::10]
+    engine = NumpyEngine("learned")
+    sc = UtilityScorer(data, fit, engine).score(pool, "fast", refine=0)
+    assert np.all(np.isfinite(sc.utility))

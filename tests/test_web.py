@@ -208,3 +208,27 @@ def test_server_binds_loopback_by_default(path):
     finally:
         server.server_close()
         app.config["ELICIT_SESSION"].close()
+
+
+def test_serve_command_in_a_real_process(path):
+    """`elicit serve` as a process: prints its address, serves, stops cleanly on Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli_session", "serve", str(path),
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"at http://127.0.0.1:(\d+)/", line)
+        assert m, line
+        with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=30) as r:
+            assert r.status == 200 and "Do these two features" in r.read().decode()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "stopped; 0 answers are saved" in out

@@ -1,0 +1,162 @@
+"""Simulated-expert sweeps: determinism across ``jobs``, resumability, the output table, and
+an end-to-end check that sequential elicitation beats random questions on synthetic data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from elicit.experiment import (
+    MSE_COLUMNS,
+    STRATEGIES,
+    SweepConfig,
+    load_part,
+    sweep,
+    synthetic_problem,
+)
+from elicit.model import ElicitError
+
+TINY = dict(dataset="synthetic", runs=2, rounds=5, engine="numpy", seed=3)
+
+
+def _parts(out: Path) -> list[Path]:
+    return sorted((out / "parts").rglob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory) -> Path:
+    """A finished tiny sweep (2 runs x 5 rounds, all strategies, jobs=1), shared read-only;
+    tests that modify it work on a copy."""
+    out = tmp_path_factory.mktemp("tiny") / "sweep"
+    sweep(synthetic_problem, SweepConfig(**TINY, jobs=1), out, progress=False)
+    return out
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_jobs_do_not_change_the_result(tiny_sweep, tmp_path):
+    out2 = tmp_path / "jobs2"
+    sweep(synthetic_problem, SweepConfig(**TINY, jobs=2), out2, progress=False)
+    assert (tiny_sweep / "mse.csv").read_bytes() == (out2 / "mse.csv").read_bytes()
+    # the per-run records (queries and answers included) agree too
+    for p in _parts(tiny_sweep):
+        assert p.read_text() == (out2 / p.relative_to(tiny_sweep)).read_text()
+
+
+def test_mse_table_layout(tiny_sweep):
+    df = pd.read_csv(tiny_sweep / "mse.csv")
+    assert list(df.columns) == MSE_COLUMNS
+    assert set(df.dataset) == {"synthetic"}
+    assert set(df.strategy) == set(STRATEGIES)
+    assert set(df.run) == {0, 1}
+    for (_, _), g in df.groupby(["strategy", "run"]):
+        assert g.n_feedback.tolist() == list(range(TINY["rounds"] + 1))
+    assert np.all(np.isfinite(df.mse)) and np.all(df.mse > 0)
+    # all strategies start from the same no-feedback fit of a run
+    start = df[df.n_feedback == 0].pivot(index="run", columns="strategy", values="mse")
+    assert np.allclose(start.to_numpy(), start.to_numpy()[:, :1])
+    # and the answers change the predictions
+    assert df.groupby(["strategy", "run"]).mse.nunique().min() > 1
+
+
+def test_parts_record_distinct_queries_and_answers(tiny_sweep):
+    cfg = SweepConfig(**TINY)
+    for strategy in STRATEGIES:
+        for run in range(cfg.runs):
+            part = load_part(tiny_sweep, cfg, strategy, run)
+            asked = part["asked"]
+            assert len(asked) == cfg.rounds == len(part["mse"]) - 1
+            pairs = {(i, j) for i, j, _ in asked}
+            assert len(pairs) == cfg.rounds  # never the same question twice
+            groups = synthetic_problem(cfg.seed, run).expert.groups
+            for i, j, a in asked:
+                assert a == ("similar" if groups[i] == groups[j] else "dissimilar")
+
+
+def test_resume_recomputes_only_missing_parts(tiny_sweep, tmp_path):
+    out = _copy(tiny_sweep, tmp_path / "resume")
+    before = (out / "mse.csv").read_bytes()
+    parts = _parts(out)
+    # Backdate every part so that a rewrite is visible whatever the clock resolution.
+    old = 1_000_000_000
+    for p in parts:
+        os.utime(p, ns=(old * 10**9, old * 10**9))
+    victim = out / "parts" / "synthetic" / "sequential" / "run001.json"
+    victim.unlink()
+    df = sweep(synthetic_problem, SweepConfig(**TINY, jobs=1), out, progress=False)
+    assert victim.exists()
+    for p in parts:
+        if p != victim:
+            assert p.stat().st_mtime_ns == old * 10**9, f"{p} was recomputed"
+    assert victim.stat().st_mtime_ns != old * 10**9
+    assert (out / "mse.csv").read_bytes() == before
+    assert df.equals(pd.read_csv(out / "mse.csv"))
+
+
+def test_resume_of_a_finished_sweep_computes_nothing(tiny_sweep, tmp_path, monkeypatch):
+    out = _copy(tiny_sweep, tmp_path / "done")
+    import elicit.experiment as ex
+
+    def boom(*a, **k):
+        raise AssertionError("a finished sweep must not run anything")
+
+    monkeypatch.setattr(ex, "run_one", boom)
+    sweep(synthetic_problem, SweepConfig(**TINY, jobs=1), out, progress=False)
+    assert (out / "mse.csv").read_bytes() == (tiny_sweep / "mse.csv").read_bytes()
+
+
+def test_resume_does_not_depend_on_what_else_ran(tmp_path):
+    """A strategy recomputed alone gives what it gave next to the others in the same run
+    (they share one Elicitor, so state left by one must not leak into the next)."""
+    cfg = SweepConfig("synthetic", runs=1, rounds=4, engine="numpy", seed=5,
+                      strategies=("sequential", "nonsequential", "random"))
+    out = tmp_path / "order"
+    sweep(synthetic_problem, cfg, out, progress=False)
+    before = (out / "mse.csv").read_bytes()
+    rand = out / "parts" / "synthetic" / "random" / "run000.json"
+    text = rand.read_text()
+    rand.unlink()
+    sweep(synthetic_problem, cfg, out, progress=False)
+    assert rand.read_text() == text
+    assert (out / "mse.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"strategies": ("random", "greedy")}, "unknown strategy 'greedy'"),
+    ({"runs": 0}, "runs must be >= 1"),
+    ({"rounds": -1}, "rounds >= 0"),
+    ({"jobs": 0}, "jobs must be >= 1"),
+])
+def test_bad_sweep_config(kw, match):
+    with pytest.raises(ElicitError, match=match):
+        SweepConfig(**{**TINY, **kw})
+
+
+# -- end to end ----------------------------------------------------------------------------
+
+E2E_SEED, E2E_RUNS, E2E_ROUNDS = 4, 8, 30
+
+
+def test_sequential_beats_random_on_synthetic_data(tmp_path):
+    """Mean test MSE over 10..30 answers: sequential below random.
+
+    Measured offline (20 seeds x 6 runs and 2 x ~20 runs): per run, sequential has the lower
+    mean MSE in ~71% of runs; averaged over 6 runs it wins for ~81% of seeds, over 8 runs
+    ~84%. The seed here is fixed, so the test is deterministic; see the report for the
+    margin at this seed.
+    """
+    cfg = SweepConfig("synthetic", runs=E2E_RUNS, rounds=E2E_ROUNDS, engine="numpy",
+                      seed=E2E_SEED, jobs=2, strategies=("random", "sequential"))
+    df = sweep(synthetic_problem, cfg, tmp_path / "e2e", progress=False)
+    late = df[df.n_feedback.between(10, 30)]
+    curve = late.groupby(["strategy", "n_feedback"]).mse.mean().unstack(0)
+    mean = curve.mean()
+    assert mean["sequential"] < mean["random"], mean.to_dict()

@@ -1,0 +1,389 @@
+"""The elicitation state and the query strategies: bookkeeping, answers and input errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest import small_arrays
+
+from elicit.density import join_theta
+from elicit.engines import get_engine
+from elicit.experts import Answer, GroupOracle
+from elicit.model import ElicitError, Hyper, all_pairs
+from elicit.query import STRATEGIES, Elicitor
+from elicit.utility import UtilityScorer
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+HYPER = Hyper(tau2=0.5)  # fixed tau2, threshold_mean="auto"
+
+
+def make_elicitor(variant: str = "fixed", **kw) -> Elicitor:
+    a = small_arrays()
+    hyper = Hyper(variant=variant, tau2=0.5)
+    kw.setdefault("engine", "numpy")
+    return Elicitor(a.X, a.y, a.U, hyper, **kw)
+
+
+def _oracle_with_unknowns() -> GroupOracle:
+    """Group labels of the small problem, with features 0 and 5 unknown to the expert."""
+    groups = small_arrays().groups.copy()
+    groups[[0, 5]] = -1
+    return GroupOracle(groups)
+
+
+def _theta(el: Elicitor) -> np.ndarray:
+    t = join_theta(el.fit.gamma, el.fit.xi, el.fit.tau2, el.data)
+    t[el.data.d] /= el.hyper.threshold_mean
+    return t
+
+
+# -- strategy bookkeeping ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_never_asks_a_pair_twice_until_exhausted(strategy):
+    el = make_elicitor(refine=2)
+    expert = _oracle_with_unknowns()
+    rng = np.random.default_rng(0)
+    n_pairs = len(el.candidates)
+    asked = []
+    for t in range(n_pairs):
+        q = el.next_query(strategy, rng)
+        key = (min(q.i, q.j), max(q.i, q.j))
+        assert key not in asked
+        # the query comes from the unasked pairs
+        assert any((el.unasked() == key).all(axis=1))
+        el.answer(q.i, q.j, expert.answer(q.i, q.j))
+        asked.append(key)
+        assert len(el.unasked()) == n_pairs - t - 1
+    assert sorted(asked) == [tuple(p) for p in all_pairs(el.data.p)]
+    assert el.n_answers == n_pairs
+    # only the answers the expert could give reached the model
+    n_known = sum(a.f is not None for _, _, a in el.history)
+    assert 0 < n_known < n_pairs
+    assert len(el.data.f) == n_known
+    with pytest.raises(ElicitError, match="every candidate pair has been asked"):
+        el.next_query(strategy, rng)
+
+
+def test_dont_know_is_recorded_and_leaves_the_model_unchanged():
+    el = make_elicitor()
+    el.answer(1, 2, "similar")
+    fit, data = el.fit, el.data
+    gamma = fit.gamma.copy()
+    out = el.answer(4, 3, "don't know")  # order of i, j does not matter
+    assert out is fit and el.fit is fit and el.data is data
+    assert np.array_equal(el.fit.gamma, gamma)
+    assert len(el.data.f) == 1
+    assert el.history[-1] == (3, 4, Answer.DONT_KNOW)
+    assert el.is_asked(3, 4) and el.is_asked(4, 3)
+    assert not any((el.unasked() == (3, 4)).all(axis=1))
+    with pytest.raises(ElicitError, match="already answered"):
+        el.answer(3, 4, "similar")
+
+
+def test_nonsequential_asks_in_the_initial_ranked_order():
+    el = make_elicitor(utility="exact")
+    # The reference ranking, computed independently at the no-feedback MAP.
+    ref = UtilityScorer(el.base, el.initial_fit, el.engine).score(el.candidates, "exact")
+    order = np.argsort(-ref.utility, kind="stable")
+    ranked = [tuple(el.candidates[k]) for k in order]
+
+    rng = np.random.default_rng(0)
+    expert = _oracle_with_unknowns()
+    q = el.next_query("nonsequential", rng)
+    assert (q.i, q.j) == ranked[0]
+    assert q.expected_gain == pytest.approx(ref.utility[order[0]], rel=1e-6)
+    # Answer the third-ranked pair out of turn: it must be skipped later.
+    skipped = ranked[2]
+    el.answer(*skipped, expert.answer(*skipped))
+    got = []
+    for _ in range(8):
+        q = el.next_query("nonsequential", rng)
+        got.append((q.i, q.j))
+        el.answer(q.i, q.j, expert.answer(q.i, q.j))
+    expected = [p for p in ranked if p != skipped][:8]
+    assert got == expected
+    # not re-scored after the answers: same order whatever the answers were
+
+
+def test_nonsequential_ranking_needs_no_answers_before_it():
+    el = make_elicitor()
+    el.answer(0, 1, "similar")
+    with pytest.raises(ElicitError, match="before any answer"):
+        el.next_query("nonsequential", np.random.default_rng(0))
+
+
+def test_random_and_pool_draw_from_unasked():
+    el = make_elicitor(pool_size=12)
+    rng = np.random.default_rng(3)
+    for i, j in all_pairs(el.data.p)[::2]:
+        el.answer(i, j, "dissimilar" if (i + j) % 3 else "dont_know")
+    left = {tuple(p) for p in el.unasked()}
+    assert len(left) == 22
+    for _ in range(30):
+        q = el.next_query("random", rng)
+        assert (q.i, q.j) in left
+    pool = el.draw_pool(rng)
+    assert len(pool) == 12 and len({tuple(p) for p in pool}) == 12
+    assert {tuple(p) for p in pool} <= left
+    # every unasked pair can be drawn
+    seen = set()
+    for _ in range(200):
+        q = el.next_query("random", rng)
+        seen.add((q.i, q.j))
+    assert seen == left
+
+
+def test_sequential_picks_the_best_of_its_pool():
+    el = make_elicitor(utility="exact", pool_size=8)
+    rng = np.random.default_rng(5)
+    q = el.next_query("sequential", rng)
+    # the same pool, drawn again from an identically seeded generator
+    pool = el.draw_pool(np.random.default_rng(5))
+    sc = UtilityScorer(el.data, el.fit, el.engine).score(pool, "exact")
+    b = int(np.argmax(sc.utility))
+    assert (q.i, q.j) == tuple(pool[b])
+    assert q.expected_gain == pytest.approx(sc.utility[b], rel=1e-6)
+
+
+def test_pool_larger_than_unasked_is_capped_with_a_warning():
+    el = make_elicitor(pool_size=30, refine=1)
+    for i, j in all_pairs(el.data.p)[:20]:
+        el.answer(i, j, "dont_know")
+    rng = np.random.default_rng(0)
+    with pytest.warns(UserWarning, match="pool size 30 is larger than the 25 unasked"):
+        pool = el.draw_pool(rng)
+    assert len(pool) == 25
+    with pytest.warns(UserWarning, match="larger than"):
+        el.next_query("sequential", rng)
+
+
+def test_default_pool_is_capped_silently():
+    el = make_elicitor(refine=1)
+    assert el.pool_size == len(el.candidates)  # min(45, 10 p)
+    for i, j in all_pairs(el.data.p)[:20]:
+        el.answer(i, j, "dont_know")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(el.draw_pool(np.random.default_rng(0))) == 25
+
+
+# -- answers -------------------------------------------------------------------------------
+
+
+ANSWERS = [(0, 1, "similar"), (2, 7, "dissimilar"), (3, 4, "dont_know"), (1, 8, "similar"),
+           (5, 9, "dissimilar"), (6, 2, 1), (4, 9, Answer.DISSIMILAR)]
+
+
+@pytest.mark.parametrize("variant", ["fixed", "learned"])
+def test_set_answers_rebuilds_the_same_fit(variant):
+    one = make_elicitor(variant)
+    for i, j, a in ANSWERS:
+        one.answer(i, j, a)
+    batch = make_elicitor(variant)
+    batch.answer(0, 2, "similar")  # replaced by set_answers
+    batch.set_answers(ANSWERS)
+    assert batch.history == one.history
+    assert np.array_equal(batch.data.pairs, one.data.pairs)
+    assert np.array_equal(batch.data.f, one.data.f)
+    assert np.array_equal(batch.unasked(), one.unasked())
+    assert not batch.is_asked(0, 2)
+    # Both refits stop on the Newton decrement (1e-10), ~1e-6 from the exact optimum, from
+    # different starts; so they agree to a few 1e-6, not to rounding.
+    np.testing.assert_allclose(_theta(batch), _theta(one), rtol=1e-5, atol=1e-8)
+    assert batch.fit.log_density == pytest.approx(one.fit.log_density, rel=1e-9)
+
+
+def test_set_answers_without_model_answers_is_the_initial_fit():
+    el = make_elicitor()
+    el.answer(0, 1, "similar")
+    el.set_answers([(2, 3, "dont_know")])
+    assert el.fit is el.initial_fit
+    assert len(el.data.f) == 0 and el.n_answers == 1
+
+
+def test_reset_forgets_everything():
+    el = make_elicitor(refine=2)
+    rng = np.random.default_rng(0)
+    first = el.next_query("nonsequential", rng)
+    el.answer(first.i, first.j, "similar")
+    el.answer(0, 9, "dont_know")
+    assert el.fit is not el.initial_fit
+    el.reset()
+    assert el.fit is el.initial_fit and el.data is el.base
+    assert el.n_answers == 0 and el.history == []
+    assert len(el.unasked()) == len(el.candidates)
+    # the non-sequential ranking was forgotten too, and is rebuilt identically
+    again = el.next_query("nonsequential", rng)
+    assert (again.i, again.j) == (first.i, first.j)
+    el.answer(again.i, again.j, "similar")
+    assert el.n_answers == 1
+
+
+@pytest.mark.parametrize("i,j,answer,match", [
+    (0, 1, "maybe", "invalid answer 'maybe'.*similar.*dissimilar.*dont_know"),
+    (0, 1, 2, "invalid answer"),
+    (0, 1, None, "invalid answer"),
+    (0, 0, "similar", r"\(0, 0\) is not a candidate pair"),
+    (0, 10, "similar", r"\(0, 10\) is not a candidate pair"),
+    (-1, 3, "similar", "not a candidate pair"),
+])
+def test_invalid_answers_and_pairs(i, j, answer, match):
+    el = make_elicitor()
+    with pytest.raises(ElicitError, match=match):
+        el.answer(i, j, answer)
+    # a rejected answer leaves no trace
+    assert el.n_answers == 0 and len(el.unasked()) == len(el.candidates)
+
+
+def test_set_answers_rejects_duplicates_and_keeps_nothing_half_done():
+    el = make_elicitor()
+    with pytest.raises(ElicitError, match=r"\(1, 0\) appears twice"):
+        el.set_answers([(0, 1, "similar"), (1, 0, "dissimilar")])
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("similar", Answer.SIMILAR), ("Similar ", Answer.SIMILAR), ("s", Answer.SIMILAR),
+    (1, Answer.SIMILAR), (True, Answer.SIMILAR), (np.int64(0), Answer.DISSIMILAR),
+    ("different", Answer.DISSIMILAR), ("don't know", Answer.DONT_KNOW),
+    ("Do not know", Answer.DONT_KNOW), ("?", Answer.DONT_KNOW),
+])
+def test_answer_parsing(raw, expected):
+    assert Answer.parse(raw) is expected
+
+
+def test_restricted_candidates():
+    cands = [(3, 1), (0, 2), (4, 5)]
+    el = make_elicitor(candidates=cands)
+    assert [tuple(p) for p in el.candidates] == [(0, 2), (1, 3), (4, 5)]
+    with pytest.raises(ElicitError, match="not a candidate pair"):
+        el.answer(0, 1, "similar")
+    rng = np.random.default_rng(0)
+    seen = {tuple(sorted((q.i, q.j))) for q in (el.next_query("random", rng) for _ in range(30))}
+    assert seen == {(0, 2), (1, 3), (4, 5)}
+
+
+# -- bad input -----------------------------------------------------------------------------
+
+
+def _bad_inputs():
+    a = small_arrays()
+    X, y, U = a.X, a.y, a.U
+    Xnan = X.copy()
+    Xnan[2, 3] = np.nan
+    yinf = y.copy()
+    yinf[0] = np.inf
+    Unan = U.copy()
+    Unan[1, 1] = np.nan
+    return [
+        ("y_length", (X, y[:-1], U), {}, "X has 12 rows but y has 11"),
+        ("X_1d", (X[:, 0], y, U), {}, "X must be a 2-D array"),
+        ("X_nan", (Xnan, y, U), {}, "X contains 1 NaN"),
+        ("y_inf", (X, yinf, U), {}, "y contains 1 NaN or infinite"),
+        ("U_nan", (X, y, Unan), {}, "meta-features U contains 1 NaN"),
+        ("U_rows", (X, y, U[:-1]), {}, "meta-features have 9 rows but X has 10 features"),
+        ("U_1d", (X, y, U[:, 0]), {}, "meta-features must be a 2-D array"),
+        ("X_text", ([["a"] * 10] * 12, y, U), {}, "X must be numeric"),
+        ("engine", (X, y, U), {"engine": "tensorflow"}, "unknown engine 'tensorflow'"),
+        ("utility", (X, y, U), {"utility": "slow"}, "utility must be 'fast' or 'exact'"),
+        ("refine", (X, y, U), {"refine": -1}, "refine must be >= 0"),
+        ("pool", (X, y, U), {"pool_size": 0}, "pool_size must be positive"),
+        ("cand_shape", (X, y, U), {"candidates": [1, 2, 3]}, "shape"),
+        ("cand_range", (X, y, U), {"candidates": [(0, 10)]}, "0..9"),
+        ("cand_self", (X, y, U), {"candidates": [(2, 2)]}, "two different features"),
+        ("cand_dup", (X, y, U), {"candidates": [(2, 3), (3, 2)]}, "duplicates"),
+    ]
+
+
+@pytest.mark.parametrize("name,args,kw,match", _bad_inputs(), ids=[b[0] for b in _bad_inputs()])
+def test_bad_input_is_an_elicit_error(name, args, kw, match):
+    kw = {"engine": "numpy", **kw}
+    with pytest.raises(ElicitError, match=match):
+        Elicitor(*args, HYPER, **kw)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"a_sigma": -1.0}, "a_sigma must be a positive number"),
+    ({"b_sigma": 0.0}, "b_sigma must be a positive number"),
+    ({"tau2": -0.01}, "tau2 must be a positive number"),
+    ({"a_tau": np.nan}, "a_tau must be a positive number"),
+    ({"b_tau": np.inf}, "b_tau must be a positive number"),
+    ({"threshold_mean": -3.0}, "threshold_mean must be 'auto' or a positive number"),
+    ({"threshold_mean": "big"}, "threshold_mean must be 'auto'"),
+    ({"variant": "both"}, "variant must be 'fixed' or 'learned'"),
+])
+def test_bad_hyperparameters(kw, match):
+    with pytest.raises(ElicitError, match=match):
+        Hyper(**kw)
+
+
+def test_unknown_strategy_and_engine():
+    el = make_elicitor()
+    with pytest.raises(ElicitError, match="unknown strategy 'greedy'.*random.*sequential"):
+        el.next_query("greedy", np.random.default_rng(0))
+    with pytest.raises(ElicitError, match="unknown engine 'jax'.*numpy"):
+        get_engine("jax")
+
+
+def test_fast_utility_with_custom_stan_file_is_an_error(tmp_path):
+    from elicit.engines.numpy_engine import NumpyEngine
+
+    a = small_arrays()
+    stan = tmp_path / "custom.stan"
+    stan.write_text("// custom\n")
+    # An engine instance bypasses get_engine, so the utility check itself is reached.
+    with pytest.raises(ElicitError, match="exact"):
+        Elicitor(a.X, a.y, a.U, HYPER, engine=NumpyEngine("fixed"), stan_file=stan)
+
+
+def test_predict_rejects_wrong_width():
+    el = make_elicitor()
+    assert el.predict(small_arrays().X[:3]).shape == (3,)
+    with pytest.raises(ElicitError, match=r"shape \(m, 10\)"):
+        el.predict(np.ones((3, 9)))
+
+
+# -- the simulated expert ------------------------------------------------------------------
+
+
+def test_group_oracle_answers():
+    o = GroupOracle([0, 0, 1, 1, -1, 2])
+    assert o.answer(0, 1) is Answer.SIMILAR
+    assert o.answer(1, 0) is Answer.SIMILAR
+    assert o.answer(2, 3) is Answer.SIMILAR
+    assert o.answer(0, 2) is Answer.DISSIMILAR
+    assert o.answer(3, 5) is Answer.DISSIMILAR
+    assert o.answer(4, 0) is Answer.DONT_KNOW
+    assert o.answer(5, 4) is Answer.DONT_KNOW
+    with pytest.raises(ElicitError, match="out of range"):
+        o.answer(0, 6)
+    with pytest.raises(ElicitError, match="out of range"):
+        o.answer(-1, 2)
+    with pytest.raises(ElicitError, match="1-D"):
+        GroupOracle([[0, 1], [1, 0]])
+
+
+def test_group_oracle_drives_the_model_towards_the_groups():
+    """Answers from the oracle change the fit; "similar" answers lower gamma . w of their
+    pairs relative to the threshold (they become more probable under the model)."""
+    from scipy.special import expit
+
+    el = make_elicitor()
+    expert = GroupOracle(small_arrays().groups)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        q = el.next_query("random", rng)
+        el.answer(q.i, q.j, expert.answer(q.i, q.j))
+    pairs, f = el.data.pairs, el.data.f
+    w = (el.data.U[pairs[:, 0]] - el.data.U[pairs[:, 1]]) ** 2
+
+    def loglik(fit):
+        s = expit(fit.xi - w @ fit.gamma)
+        return np.sum(f * np.log(s) + (1 - f) * np.log1p(-s))
+
+    assert 0 < f.sum() < len(f)
+    assert loglik(el.fit) > loglik(el.initial_fit)
