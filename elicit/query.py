@@ -19,6 +19,7 @@ removes the pair from the candidates.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,7 +190,10 @@ class Elicitor:
         """Forget every answer and the non-sequential ranking (back to the no-feedback MAP)."""
         self._asked[:] = False
         self.history = []
-        self.data, self.fit = self.base, self.initial_fit
+        # A clean copy: the utilities cache a Hessian on the fit they score, and a strategy
+        # run after another must not start from that one's cache.
+        self.data = self.base
+        self.fit = dataclasses.replace(self.initial_fit, hess_base=None, warm_hessian=None)
         self._ranking = None
 
     # -- scoring and selection -----------------------------------------------------------

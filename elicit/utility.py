@@ -45,13 +45,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_solve
 from scipy.special import expit
 
 from elicit.batch import batched_refit, flops_per_eval
 from elicit.density import Marginal, feedback_terms, hessian_base, join_theta, lower_bounds
 from elicit.engines.base import Engine, MAPResult
+from elicit.engines.numpy_engine import damped_cho_factor
 from elicit.model import ModelData, pair_weights
+from elicit.threads import single_blas_thread
 
 Mode = Literal["fast", "exact"]
 
@@ -113,6 +115,7 @@ class UtilityScorer:
         self.marginal = Marginal.from_data(data, fit.gamma, fit.tau2, K=fit.K)
         self.m0, self.v0 = self.marginal.predictive()
 
+    @single_blas_thread
     def score(self, pairs: np.ndarray, mode: Mode = "fast", refine: int = 10) -> Scores:
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)
@@ -187,12 +190,7 @@ class UtilityScorer:
         H = fit.hess_base + feedback_terms(theta, data, True)[2]
         # Parameters sitting on a bound stay there (the projected Newton step of the engine).
         free = theta > lb
-        A = -H[np.ix_(free, free)]
-        try:
-            cho = cho_factor(A, check_finite=False)
-        except np.linalg.LinAlgError:
-            lam = 1e-8 * max(1.0, float(np.max(np.abs(np.diag(A)))))
-            cho = cho_factor(A + lam * np.eye(len(A)), check_finite=False)
+        cho = damped_cho_factor(-H[np.ix_(free, free)])
         k = len(theta)
         Vfull = np.zeros((k, len(w)))
         Vfull[:d] = -w.T
@@ -217,24 +215,23 @@ class UtilityScorer:
         return u
 
 
-def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, iters: int = 30) -> np.ndarray:
+def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, iters: int = 60) -> np.ndarray:
     """Solve ``t = f - sigma(z0 + q t)`` for each candidate.
 
     Under the quadratic (Laplace) approximation of the current posterior, the MAP after one
     new logistic term moves along ``A^-1 v`` by the root t of this monotone scalar equation.
     Its first Newton iterate from t = 0 is the plain Sherman-Morrison Newton step
     ``(f - s) / (1 + q s (1 - s))``; iterating matters when the answer is surprising and the
-    logistic term is far from quadratic.
+    logistic term is far from quadratic. Newton oscillates between the ends of the bracket
+    when q is large (a steep residual), so the root is found by bisection: it lies between 0
+    and ``f - sigma(z0)`` (length < 1), and 60 halvings reach machine precision for every
+    candidate at once.
     """
-    t = np.zeros_like(z0)
+    t0 = f - expit(z0)
+    lo, hi = np.minimum(0.0, t0), np.maximum(0.0, t0)
     for _ in range(iters):
-        sig = expit(z0 + q * t)
-        g = t - f + sig
-        t_new = t - g / (1.0 + q * sig * (1.0 - sig))
-        # The root lies between 0 and f - sigma(z0): keep iterates in that bracket.
-        lo, hi = np.minimum(0.0, f - expit(z0)), np.maximum(0.0, f - expit(z0))
-        t_new = np.clip(t_new, lo, hi)
-        if np.max(np.abs(t_new - t)) < 1e-12:
-            return t_new
-        t = t_new
-    return t
+        mid = 0.5 * (lo + hi)
+        up = mid - f + expit(z0 + q * mid) > 0      # the residual increases with t
+        hi = np.where(up, mid, hi)
+        lo = np.where(up, lo, mid)
+    return 0.5 * (lo + hi)

@@ -16,6 +16,7 @@ from elicit.density import (
 )
 from elicit.engines.base import Engine, MAPResult
 from elicit.model import ElicitError, ModelData, Params
+from elicit.threads import single_blas_thread
 
 
 class NumpyEngine(Engine):
@@ -54,6 +55,7 @@ class NumpyEngine(Engine):
         self.gtol = gtol
         self.max_newton = max_newton
 
+    @single_blas_thread
     def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
         if data.hyper.variant != self.variant:
             raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
@@ -93,16 +95,25 @@ class NumpyEngine(Engine):
             v, g = log_density(z * scale, data)
             return -v, -g * scale
 
-        res = minimize(negf, theta0 / scale, jac=True, method="L-BFGS-B",
-                       bounds=[(b / s, None) for b, s in zip(lb, scale)],
-                       options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-9, "maxcor": 20})
-        theta = np.maximum(res.x * scale, lb)
-        # L-BFGS-B's "ABNORMAL" line-search exit at the optimum is a success in practice:
-        # accept it when the projected gradient is small.
-        _, g = log_density(theta, data)
-        pg = np.where((theta <= lb) & (g < 0), 0.0, g) * scale
-        ok = bool(res.success or np.max(np.abs(pg)) < 1e-5)
-        return self._result(theta, -res.fun, data, ok, int(res.nit), f"L-BFGS-B: {res.message}")
+        z = theta0 / scale
+        bounds = [(b / s, None) for b, s in zip(lb, scale)]
+        # L-BFGS-B can stop on "relative reduction of f" far from a maximum (a flat stretch
+        # of a multimodal posterior); convergence is judged by the projected gradient alone,
+        # restarting from where it stopped while that is large.
+        n_iter = 0
+        for _restart in range(5):
+            res = minimize(negf, z, jac=True, method="L-BFGS-B", bounds=bounds,
+                           options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-9,
+                                    "maxcor": 20})
+            n_iter += int(res.nit)
+            z = res.x
+            theta = np.maximum(z * scale, lb)
+            value, g = log_density(theta, data)
+            pg = np.where((theta <= lb) & (g < 0), 0.0, g) * scale
+            ok = bool(np.max(np.abs(pg)) < 1e-4)
+            if ok:
+                break
+        return self._result(theta, value, data, ok, n_iter, f"L-BFGS-B: {res.message}")
 
     def _newton(self, theta: np.ndarray, data: ModelData, hess_base: np.ndarray,
                 lb: np.ndarray) -> MAPResult | None:
@@ -129,6 +140,9 @@ class NumpyEngine(Engine):
             step[free] = _damped_solve(A[np.ix_(free, free)], g[free])
             decrement = float(g @ step)
             if decrement < self.gtol:
+                # Take the last (tiny) step too: it moves the parameters by ~sqrt(decrement),
+                # the log density by only ~decrement / 2.
+                theta = np.maximum(theta + step, lb)
                 return done(it)
             t = 1.0
             while True:
@@ -152,14 +166,25 @@ class NumpyEngine(Engine):
         return None
 
 
-def _damped_solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve A x = g for a symmetric A that should be positive definite, damping it if not."""
-    lam = 0.0
+def damped_cho_factor(A: np.ndarray):
+    """Cholesky factor of a symmetric A that should be positive definite.
+
+    Away from a MAP (a stale Hessian, or a point an optimiser left early) A can be
+    indefinite; a growing multiple of the identity is then added, Levenberg-style, until
+    the factorisation succeeds.
+    """
     scale = max(1.0, float(np.max(np.abs(np.diag(A))))) if A.size else 1.0
-    for _ in range(8):
+    lam = 0.0
+    eye = np.eye(len(A))
+    while True:
         try:
-            return cho_solve(cho_factor(A + lam * np.eye(len(A)), check_finite=False), g,
-                             check_finite=False)
+            return cho_factor(A + lam * eye, check_finite=False)
         except LinAlgError:
-            lam = 1e-8 * scale if lam == 0.0 else lam * 100.0
-    return g / scale
+            lam = 1e-8 * scale if lam == 0.0 else lam * 10.0
+            if not np.isfinite(lam) or lam > 1e12 * scale:
+                raise
+
+
+def _damped_solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Solve A x = g with :func:`damped_cho_factor`."""
+    return cho_solve(damped_cho_factor(A), g, check_finite=False)
