@@ -108,7 +108,7 @@ class UtilityScorer:
     """
 
     #: floating-point budget of the batched Newton stage of the fast mode, per round
-    batch_flops: float = 3e8
+    batch_flops: float = 7e7
 
     def __init__(self, data: ModelData, fit: MAPResult, engine: Engine) -> None:
         self.data, self.fit, self.engine = data, fit, engine
