@@ -8,41 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+from elicit.argtypes import nonneg_int, positive_int, strategies
 from elicit.cli_realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli_session import add_session_parsers, run_session_command
 from elicit.engines import ENGINES
 from elicit.engines.base import EngineUnavailable
 from elicit.model import ElicitError
 from elicit.query import STRATEGIES
-
-
-def _strategies(text: str) -> tuple[str, ...]:
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in out if s not in STRATEGIES]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(
-            f"unknown strategy {bad[0] if bad else text!r}; choose from {', '.join(STRATEGIES)}")
-    return out
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
 
 
 def _threshold(text: str) -> float | str:
@@ -62,7 +34,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="MAP engine (auto: cmdstan if installed, else numpy)")
     p.add_argument("--utility", choices=("fast", "exact"), default="fast",
                    help="fast: screen + exact refinement (default); exact: the paper's refits")
-    p.add_argument("--refine", type=_nonneg_int, default=10,
+    p.add_argument("--refine", type=nonneg_int, default=10,
                    help="fast mode: candidates re-scored exactly after the screen (default 10)")
     p.add_argument("--stan-file", type=str, default=None,
                    help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
@@ -77,24 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("synthetic", help="reproduce the paper's synthetic experiment (Figs. 3-4)")
-    p.add_argument("--runs", type=_positive_int, default=50)
-    p.add_argument("--rounds", type=_nonneg_int, default=100)
-    p.add_argument("--strategies", type=_strategies, default=STRATEGIES,
+    p.add_argument("--runs", type=positive_int, default=50)
+    p.add_argument("--rounds", type=nonneg_int, default=100)
+    p.add_argument("--strategies", type=strategies, default=STRATEGIES,
                    help="comma-separated subset of random,nonsequential,sequential")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
-    p.add_argument("--n-train", type=_positive_int, default=20,
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    p.add_argument("--n-train", type=positive_int, default=20,
                    help="training samples (paper: 20; the authors' code: 15)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_model_options(p)
 
     p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
     p.add_argument("--size", choices=("amazon", "synthetic"), default="amazon")
-    p.add_argument("--rounds", type=_positive_int, default=5)
+    p.add_argument("--rounds", type=positive_int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--engine", choices=ENGINES, default="auto")
-    p.add_argument("--refine", type=_nonneg_int, default=10)
+    p.add_argument("--refine", type=nonneg_int, default=10)
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
     add_realdata_parsers(sub)

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.argtypes import nonneg_int, positive_int, strategies
 from elicit.engines import ENGINES
 from elicit.model import ElicitError
 from elicit.query import STRATEGIES
@@ -42,24 +43,6 @@ DATASET_LABELS = {"amazon": "Amazon", "yelp": "Yelp"}
 DEFAULT_SAMPLES = 150
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
 
 
 def _tau2(text: str) -> float | str:
@@ -74,14 +57,6 @@ def _tau2(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"--tau2 must be a positive number or 'cv', got {v}")
     return v
 
-
-def _strategies(text: str) -> tuple[str, ...]:
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in out if s not in STRATEGIES]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(
-            f"unknown strategy {bad[0] if bad else text!r}; choose from {', '.join(STRATEGIES)}")
-    return out
 
 
 def _datasets(text: str) -> tuple[str, ...]:
@@ -98,44 +73,44 @@ def add_realdata_parsers(subparsers) -> None:
     p = subparsers.add_parser(
         "realdata", help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert")
     p.add_argument("--dataset", choices=DATASETS, required=True)
-    p.add_argument("--runs", type=_positive_int, default=50)
-    p.add_argument("--rounds", type=_nonneg_int, default=100)
-    p.add_argument("--strategies", type=_strategies, default=STRATEGIES,
+    p.add_argument("--runs", type=positive_int, default=50)
+    p.add_argument("--rounds", type=nonneg_int, default=100)
+    p.add_argument("--strategies", type=strategies, default=STRATEGIES,
                    help="comma-separated subset of random,nonsequential,sequential")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
     p.add_argument("--tau2", type=_tau2, default=PAPER_TAU2,
                    help=f"fixed prior scale tau2 (default {PAPER_TAU2}, the paper's) or 'cv': "
                         "5-fold CV of the no-feedback model per run over "
                         + ", ".join(f"{t:g}" for t in TAU2_GRID))
-    p.add_argument("--pool-size", type=_positive_int, default=POOL_SIZE,
+    p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
                    help=f"random pairs scored per sequential round (default {POOL_SIZE})")
     p.add_argument("--expert-rule", choices=("target", "cv-min", "cv-1se"), default="target",
                    help="how the LASSO expert picks its penalty (see docs/data.md)")
-    p.add_argument("--expert-nonzero", type=_positive_int, default=40,
+    p.add_argument("--expert-nonzero", type=positive_int, default=40,
                    help="target number of expert keywords for --expert-rule target")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="MAP engine (auto: cmdstan if installed, else numpy)")
     p.add_argument("--utility", choices=("fast", "exact"), default="fast",
                    help="fast: screen + exact refinement (default); exact: the paper's refits")
-    p.add_argument("--refine", type=_nonneg_int, default=10,
+    p.add_argument("--refine", type=nonneg_int, default=10,
                    help="fast mode: candidates re-scored exactly after the screen (default 10)")
 
     p = subparsers.add_parser(
         "table1", help="Table 1: samples (random/active) vs answers to reach MSE levels")
-    p.add_argument("--runs", type=_positive_int, default=50)
+    p.add_argument("--runs", type=positive_int, default=50)
     p.add_argument("--out", type=Path, required=True,
                    help="results folder holding the realdata sweeps in OUT/<dataset>/")
     p.add_argument("--datasets", type=_datasets, default=DATASETS,
                    help="comma-separated data sets (default amazon,yelp)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory (default: the one the realdata sweep used)")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
-    p.add_argument("--samples", type=_positive_int, default=DEFAULT_SAMPLES,
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    p.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES,
                    help="cap on samples added by rnd/act (they also stop once the MSE reaches "
                         f"the lowest level; default {DEFAULT_SAMPLES})")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -22,6 +22,7 @@ from typing import TextIO
 
 import numpy as np
 
+from elicit.argtypes import nonneg_int, port, positive_int
 from elicit.engines import ENGINES, EngineUnavailable
 from elicit.model import ElicitError, Hyper
 from elicit.query import STRATEGIES
@@ -145,34 +146,7 @@ def npz_inputs(path: Path) -> dict:
 # Argument parsing
 # --------------------------------------------------------------------------------------------
 
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
 
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
-
-
-def _port(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {v}")
-    return v
 
 
 def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
@@ -192,18 +166,18 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     src.add_argument("--from-npz", type=Path, metavar="FILE",
                      help=".npz with X (n x p), y (n), U (p x d) and optional feature_names")
     n.add_argument("--out", type=Path, required=True, help="session file to write")
-    n.add_argument("--run-seed", type=_nonneg_int, default=0,
+    n.add_argument("--run-seed", type=nonneg_int, default=0,
                    help="seed of the data split (--dataset; default 0)")
     n.add_argument("--data-dir", default=None, help="data directory (else $ELICIT_DATA, ...)")
-    n.add_argument("--seed", type=_nonneg_int, default=None,
+    n.add_argument("--seed", type=nonneg_int, default=None,
                    help="seed of the query random stream (default: the run seed)")
     n.add_argument("--strategy", choices=STRATEGIES, default="sequential")
-    n.add_argument("--pool-size", type=_pos_int, default=None,
+    n.add_argument("--pool-size", type=positive_int, default=None,
                    help="candidate pool per round (default: 400 for --dataset, as in the "
                         "paper; else min(#pairs, 10 p))")
     n.add_argument("--engine", choices=ENGINES, default="auto")
     n.add_argument("--utility", choices=("fast", "exact"), default="fast")
-    n.add_argument("--refine", type=_nonneg_int, default=10)
+    n.add_argument("--refine", type=nonneg_int, default=10)
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
@@ -212,14 +186,14 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
 
     a = subparsers.add_parser("ask", help="answer questions in the terminal")
     a.add_argument("session", type=Path, help="session file")
-    a.add_argument("--batch", type=_pos_int, default=1, metavar="K",
+    a.add_argument("--batch", type=positive_int, default=1, metavar="K",
                    help="choose K questions at a time (feature-disjoint, by expected gain)")
     a.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
     a.set_defaults(session_func=cmd_ask)
 
     s = subparsers.add_parser("serve", help="answer questions in a web page")
     s.add_argument("session", type=Path, help="session file")
-    s.add_argument("--port", type=_port, default=8765)
+    s.add_argument("--port", type=port, default=8765)
     s.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")

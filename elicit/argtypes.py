@@ -1,0 +1,44 @@
+"""argparse value types shared by the ``elicit`` sub-commands (one message per mistake)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    v = _int(text, "a positive integer")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    v = _int(text, "an integer >= 0")
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
+    return v
+
+
+def port(text: str) -> int:
+    v = _int(text, "a port number")
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {v}")
+    return v
+
+
+def strategies(text: str) -> tuple[str, ...]:
+    from elicit.query import STRATEGIES
+
+    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in out if s not in STRATEGIES]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(
+            f"unknown strategy {bad[0] if bad else text!r}; choose from {', '.join(STRATEGIES)}")
+    return out
