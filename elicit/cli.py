@@ -62,7 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(p)
 
     p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
-    p.add_argument("--size", choices=("amazon", "synthetic"), default="amazon")
+    p.add_argument("--size", choices=("amazon", "synthetic", "amazon-real", "yelp-real"),
+                   default="amazon",
+                   help="amazon/synthetic: documented random problems; amazon-real/yelp-real: "
+                        "run 0 of the real-data setup (needs the data directory)")
     p.add_argument("--rounds", type=positive_int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--engine", choices=ENGINES, default="auto")
@@ -118,8 +121,15 @@ class _Maker:
 def cmd_bench(args: argparse.Namespace) -> None:
     from elicit.bench import format_table, run_bench
 
-    res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
-                    refine=args.refine, exact=not args.no_exact)
+    if args.size.endswith("-real"):
+        from elicit.realdata import run_bench_real
+
+        res = run_bench_real(args.size.removesuffix("-real"), run=0, seed=args.seed,
+                             rounds=args.rounds, engine=args.engine, refine=args.refine,
+                             exact=not args.no_exact)
+    else:
+        res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
+                        refine=args.refine, exact=not args.no_exact)
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
     print(format_table(res))

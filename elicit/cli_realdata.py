@@ -43,8 +43,6 @@ DATASET_LABELS = {"amazon": "Amazon", "yelp": "Yelp"}
 DEFAULT_SAMPLES = 150
 
 
-
-
 def _tau2(text: str) -> float | str:
     if text.strip().lower() == "cv":
         return "cv"
@@ -56,7 +54,6 @@ def _tau2(text: str) -> float | str:
     if not (np.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"--tau2 must be a positive number or 'cv', got {v}")
     return v
-
 
 
 def _datasets(text: str) -> tuple[str, ...]:

@@ -147,8 +147,6 @@ def npz_inputs(path: Path) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-
-
 def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI.
 
