@@ -133,3 +133,17 @@ def stalled_fit_chain():
 def stalled_chain() -> list:
     """The (data, fit) pairs of :func:`stalled_fit_chain`, computed once per session."""
     return list(stalled_fit_chain())
+
+
+# -- sessions: a tiny data set with readable feature names ---------------------------------
+
+SESSION_NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
+
+
+def make_session_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
+    """(X, y, U) of a tiny regression problem for session tests."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    U = rng.normal(size=(p, d))
+    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
+    return X, y, U

@@ -15,22 +15,15 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import SESSION_NAMES as NAMES
+from conftest import make_session_data as make_data
 
 from elicit.cli_session import main as cli_main
 from elicit.cli_session import run_ask
 from elicit.model import ElicitError, Hyper
 from elicit.session import FORMAT_VERSION, Session
 
-NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
 SAME = {"Origin": "http://localhost"}
-
-
-def make_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    U = rng.normal(size=(p, d))
-    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
-    return X, y, U
 
 
 @pytest.fixture

@@ -9,20 +9,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SESSION_NAMES as NAMES
+from conftest import make_session_data as make_data
 
 from elicit.model import ElicitError, Hyper
 from elicit.query import Elicitor
 from elicit.session import FORMAT_VERSION, Session, SessionQuery, data_hashes
-
-NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
-
-
-def make_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    U = rng.normal(size=(p, d))
-    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
-    return X, y, U
 
 
 def new_session(path, seed: int = 0, **kw) -> Session:

@@ -5,24 +5,17 @@ from __future__ import annotations
 import re
 import sqlite3
 
-import numpy as np
 import pytest
 
 pytest.importorskip("flask")
 
+from conftest import SESSION_NAMES as NAMES
+from conftest import make_session_data as make_data
+
 from elicit.session import Session  # noqa: E402
 from elicit.web import create_app, make_server  # noqa: E402
 
-NAMES = ["price", "quality", "noise", "lid", "handle", "warranty", "colour", "weight"]
 SAME = {"Origin": "http://localhost"}
-
-
-def make_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    U = rng.normal(size=(p, d))
-    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
-    return X, y, U
 
 
 @pytest.fixture
