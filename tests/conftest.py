@@ -147,3 +147,25 @@ def make_session_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
     U = rng.normal(size=(p, d))
     y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
     return X, y, U
+
+
+# -- the real data (the paper's matrices in the data directory) -----------------------------
+
+
+def _real_data_dir():
+    from elicit.data import PAPER_FILES, STOPWORDS_FILE, resolve_data_dir
+    from elicit.model import ElicitError
+
+    try:
+        return resolve_data_dir(required=[*PAPER_FILES["amazon"][:2], *PAPER_FILES["yelp"][:2],
+                                          STOPWORDS_FILE])
+    except ElicitError:
+        return None
+
+
+#: the data directory holding the paper's files, or None (tests that need it then skip)
+REAL_DATA_DIR = _real_data_dir()
+needs_data = pytest.mark.skipif(
+    REAL_DATA_DIR is None,
+    reason="real data directory not found (set ELICIT_DATA or provide <repo>/data or "
+           "<repo>/../shared/data with the paper's files)")

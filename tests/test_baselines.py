@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import REAL_DATA_DIR, needs_data
 
 from elicit.baselines import (
     PAPER_LEVELS,
@@ -14,7 +15,7 @@ from elicit.baselines import (
     samples_to_reach,
     table1_rows,
 )
-from elicit.data import PAPER_FILES, STOPWORDS_FILE, load_dataset, prepare_run, resolve_data_dir
+from elicit.data import load_dataset, prepare_run
 from elicit.model import ElicitError
 
 
@@ -58,16 +59,9 @@ def test_baselines_reject_mismatch():
         fit_baselines(Xtr, ytr[:-1], Xte, yte, ym)
 
 
-def _real():
-    try:
-        return resolve_data_dir(required=[PAPER_FILES["amazon"][0], STOPWORDS_FILE])
-    except ElicitError:
-        return None
-
-
-@pytest.mark.skipif(_real() is None, reason="real data directory not found")
+@needs_data
 def test_baselines_real_run():
-    r = prepare_run(load_dataset("amazon", _real()), seed=0)
+    r = prepare_run(load_dataset("amazon", REAL_DATA_DIR), seed=0)
     out = fit_baselines(r.X_train, r.y_train, r.X_test, r.y_test, r.y_mean, random_state=0)
     assert all(math.isfinite(v) and 0 < v < 10 for v in out.values())
 

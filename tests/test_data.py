@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REAL_DATA_DIR, needs_data
 
 from elicit import data
 from elicit.data import (
     DATA_ENV,
     PAPER_FILES,
-    STOPWORDS_FILE,
     BowDataset,
     load_bow,
     load_dataset,
@@ -28,18 +28,7 @@ from elicit.data import (
 )
 from elicit.model import ElicitError
 
-
-def _real_data_dir() -> Path | None:
-    try:
-        return resolve_data_dir(required=[PAPER_FILES["amazon"][0], STOPWORDS_FILE])
-    except ElicitError:
-        return None
-
-
-REAL = _real_data_dir()
-needs_data = pytest.mark.skipif(
-    REAL is None, reason="real data directory not found (set ELICIT_DATA or provide "
-                         "<repo>/data or <repo>/../shared/data with the paper's files)")
+REAL = REAL_DATA_DIR
 
 
 @pytest.fixture(scope="module")

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import REAL_DATA_DIR, needs_data
 
-from elicit.data import PAPER_FILES, STOPWORDS_FILE, load_dataset, prepare_run, resolve_data_dir
+from elicit.data import load_dataset, prepare_run
 from elicit.experts import Answer, Expert, GroupOracle
 from elicit.lasso_expert import LassoExpert
 from elicit.model import ElicitError
 
-
-def _real():
-    try:
-        return resolve_data_dir(required=[PAPER_FILES["yelp"][0], PAPER_FILES["amazon"][0],
-                                          STOPWORDS_FILE])
-    except ElicitError:
-        return None
-
-
-REAL = _real()
-needs_data = pytest.mark.skipif(REAL is None, reason="real data directory not found (set "
-                                "ELICIT_DATA or provide <repo>/../shared/data)")
+REAL = REAL_DATA_DIR
 
 S, D, U = Answer.SIMILAR, Answer.DISSIMILAR, Answer.DONT_KNOW
 

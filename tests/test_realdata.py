@@ -12,23 +12,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REAL_DATA_DIR, needs_data
 
 from elicit.cli import main
-from elicit.data import PAPER_FILES, STOPWORDS_FILE, resolve_data_dir
+from elicit.data import PAPER_FILES
 from elicit.model import ElicitError
 
-
-def _real():
-    try:
-        return resolve_data_dir(required=[*PAPER_FILES["amazon"][:2], STOPWORDS_FILE])
-    except ElicitError:
-        return None
-
-
-REAL = _real()
-pytestmark = pytest.mark.skipif(
-    REAL is None, reason="real data directory not found (set ELICIT_DATA or provide "
-                         "<repo>/data or <repo>/../shared/data with the paper's Amazon files)")
+REAL = REAL_DATA_DIR
+pytestmark = needs_data
 
 
 @pytest.fixture(scope="module")
