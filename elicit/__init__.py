@@ -1,10 +1,12 @@
 """elicit: human-in-the-loop active covariance learning (Afrabandpey et al., IJCAI 2019)."""
 
+from elicit.elicitation.answers import Answer, Expert, GroupOracle
+from elicit.elicitation.elicitor import Elicitor, Query
 from elicit.engines import get_engine
-from elicit.experts import Answer, Expert, GroupOracle
-from elicit.model import ElicitError, Hyper, ModelData, kernel
-from elicit.posterior import NIGPosterior
-from elicit.query import Elicitor, Query
+from elicit.errors import ElicitError
+from elicit.model.kernel import kernel
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, ModelData
 
 __version__ = "0.1.0"
 
@@ -12,7 +14,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # Session pulls in sqlite and the web stack's helpers: import it only when asked for.
     if name == "Session":
-        from elicit.session import Session
+        from elicit.session.session import Session
 
         return Session
     raise AttributeError(f"module 'elicit' has no attribute {name!r}")

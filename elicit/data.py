@@ -30,7 +30,7 @@ from typing import Literal
 
 import numpy as np
 
-from elicit.model import ElicitError
+from elicit.errors import ElicitError
 
 #: Environment variable that points at the data directory.
 DATA_ENV = "ELICIT_DATA"

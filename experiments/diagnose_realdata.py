@@ -13,10 +13,11 @@ import argparse
 
 import numpy as np
 
-from elicit.model import pair_weights
-from elicit.query import STRATEGIES, Elicitor
-from elicit.realdata import realdata_problem
-from elicit.utility import answer_probability
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.utility import answer_probability
+from elicit.model.kernel import pair_weights
+from elicit.paper.realdata import realdata_problem
 
 
 def main() -> None:

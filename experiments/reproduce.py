@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from elicit.cli import main as elicit
-from elicit.report import write_report
+from elicit.cli.main import main as elicit
+from elicit.paper.report import write_report
 
 STEPS = ("synthetic", "amazon", "yelp", "table1")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from elicit.model import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 
 N, P, D = 12, 10, 3
 N_FEEDBACK = 4
@@ -111,7 +111,7 @@ def stalled_fit_chain():
     from threadpoolctl import threadpool_limits
 
     from elicit.engines.numpy_engine import NumpyEngine
-    from elicit.experiment import synthetic_problem
+    from elicit.paper.sweep import synthetic_problem
 
     problem = synthetic_problem(1, 3)
     f = np.array([problem.expert.answer(i, j).f for i, j in STALL_PAIRS])
@@ -154,7 +154,7 @@ def make_session_data(seed: int = 1, n: int = 12, p: int = 8, d: int = 3):
 
 def _real_data_dir():
     from elicit.data import PAPER_FILES, STOPWORDS_FILE, resolve_data_dir
-    from elicit.model import ElicitError
+    from elicit.errors import ElicitError
 
     try:
         return resolve_data_dir(required=[*PAPER_FILES["amazon"][:2], *PAPER_FILES["yelp"][:2],

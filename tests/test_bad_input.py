@@ -18,10 +18,11 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 
-from elicit.cli_session import main as cli_main
-from elicit.cli_session import run_ask
-from elicit.model import ElicitError, Hyper
-from elicit.session import FORMAT_VERSION, Session
+from elicit.cli.session import main as cli_main
+from elicit.cli.session import run_ask
+from elicit.errors import ElicitError
+from elicit.model.spec import Hyper
+from elicit.session.session import FORMAT_VERSION, Session
 
 SAME = {"Origin": "http://localhost"}
 
@@ -367,7 +368,7 @@ def test_cli_port_in_use(capsys, path):
 def test_cli_corrupted_file_in_a_real_process(path):
     """End to end through the interpreter: one line, exit status 2, no traceback."""
     _truncate(path)
-    r = subprocess.run([sys.executable, "-m", "elicit.cli_session", "ask", str(path)],
+    r = subprocess.run([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 2
     assert_one_line_error(r.stderr, r"elicit: error: session file .* is truncated")
@@ -391,7 +392,7 @@ def test_terminal_ui_bad_keys(sess):
 @pytest.fixture
 def client(path):
     pytest.importorskip("flask")
-    from elicit.web import create_app
+    from elicit.session.web import create_app
 
     app = create_app(path)
     c = app.test_client()
@@ -442,7 +443,7 @@ def test_web_request_too_large(client):
 
 
 def test_web_missing_session_file(tmp_path):
-    from elicit.web import create_app
+    from elicit.session.web import create_app
 
     with pytest.raises(ElicitError, match=r"does not exist"):
         create_app(tmp_path / "nope.session")

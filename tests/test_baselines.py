@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
-from elicit.baselines import (
+from elicit.data import load_dataset, prepare_run
+from elicit.errors import ElicitError
+from elicit.paper.baselines import (
     PAPER_LEVELS,
     fit_baselines,
     format_table1,
     samples_to_reach,
     table1_rows,
 )
-from elicit.data import load_dataset, prepare_run
-from elicit.model import ElicitError
 
 
 def _synthetic(seed=0, n=100, n_test=300, p=40):

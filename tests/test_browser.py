@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from elicit.session import Session
+from elicit.session.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 # The README's screenshot is refreshed only on request (ELICIT_UPDATE_SCREENSHOT=1), so that
@@ -57,7 +57,7 @@ def session_inputs() -> dict:
     """The paper's Amazon data when it is available (a realistic screenshot), else a small
     synthetic problem with kitchen-review words as feature names."""
     try:
-        from elicit.cli_session import dataset_inputs
+        from elicit.cli.session import dataset_inputs
 
         return {**dataset_inputs("amazon", 7), "pool_size": 60}
     except Exception:  # no data directory: fall back to synthetic data
@@ -98,7 +98,7 @@ def start(server) -> threading.Thread:
 
 
 def test_answer_in_a_real_browser(tmp_path):
-    from elicit.web import make_server
+    from elicit.session.web import make_server
 
     path = tmp_path / "browser.session"
     Session.create(path=path, engine="numpy", seed=7, **session_inputs()).close()

@@ -26,7 +26,7 @@ from elicit.data import (
     split_indices,
     vectorize_texts,
 )
-from elicit.model import ElicitError
+from elicit.errors import ElicitError
 
 REAL = REAL_DATA_DIR
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import make_small_data
 from scipy import stats
 
-from elicit.density import (
+from elicit.model.density import (
     Marginal,
     hessian,
     hessian_base,
@@ -20,7 +20,8 @@ from elicit.density import (
     log_density,
     split_theta,
 )
-from elicit.model import GAMMA_MEAN, GAMMA_SD, Hyper, ModelData, kernel
+from elicit.model.kernel import kernel
+from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, Hyper, ModelData
 
 
 def _theta(data: ModelData, seed: int = 1) -> np.ndarray:

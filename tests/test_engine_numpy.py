@@ -7,11 +7,12 @@ import pytest
 from conftest import make_small_data
 from scipy.optimize import minimize
 
-from elicit.density import hessian, hessian_base, join_theta, log_density, lower_bounds
 from elicit.engines import get_engine
 from elicit.engines.base import MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
-from elicit.model import ElicitError, Hyper, ModelData, Params
+from elicit.errors import ElicitError
+from elicit.model.density import hessian, hessian_base, join_theta, log_density, lower_bounds
+from elicit.model.spec import Hyper, ModelData, Params
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -205,7 +206,7 @@ def test_variant_mismatch_is_an_error(engine_variant, data_variant):
 
 
 def test_result_kernel_is_rebuilt_from_gamma(variant):
-    from elicit.model import kernel
+    from elicit.model.kernel import kernel
 
     data = make_small_data(variant)
     r = NumpyEngine(variant).fit(data)

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from elicit.experiment import (
+from elicit.errors import ElicitError
+from elicit.paper.sweep import (
     MSE_COLUMNS,
     STRATEGIES,
     SweepConfig,
@@ -19,7 +20,6 @@ from elicit.experiment import (
     sweep,
     synthetic_problem,
 )
-from elicit.model import ElicitError
 
 TINY = dict(dataset="synthetic", runs=2, rounds=5, engine="numpy", seed=3)
 
@@ -103,7 +103,7 @@ def test_resume_recomputes_only_missing_parts(tiny_sweep, tmp_path):
 
 def test_resume_of_a_finished_sweep_computes_nothing(tiny_sweep, tmp_path, monkeypatch):
     out = _copy(tiny_sweep, tmp_path / "done")
-    import elicit.experiment as ex
+    import elicit.paper.sweep as ex
 
     def boom(*a, **k):
         raise AssertionError("a finished sweep must not run anything")

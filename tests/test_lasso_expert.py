@@ -7,9 +7,9 @@ import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
 from elicit.data import load_dataset, prepare_run
-from elicit.experts import Answer, Expert, GroupOracle
-from elicit.lasso_expert import LassoExpert
-from elicit.model import ElicitError
+from elicit.elicitation.answers import Answer, Expert, GroupOracle
+from elicit.errors import ElicitError
+from elicit.paper.lasso_expert import LassoExpert
 
 REAL = REAL_DATA_DIR
 

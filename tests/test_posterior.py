@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elicit.density import Marginal
 from elicit.engines.base import MAPResult
-from elicit.model import ElicitError, Hyper, ModelData, kernel
-from elicit.posterior import NIGPosterior
+from elicit.errors import ElicitError
+from elicit.model.density import Marginal
+from elicit.model.kernel import kernel
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, ModelData
 
 
 def _problem(n: int, p: int, seed: int = 3):

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from conftest import small_arrays
 
-from elicit.density import join_theta
+from elicit.elicitation.answers import Answer, GroupOracle
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
-from elicit.experts import Answer, GroupOracle
-from elicit.model import ElicitError, Hyper, all_pairs
-from elicit.query import STRATEGIES, Elicitor
-from elicit.utility import UtilityScorer
+from elicit.errors import ElicitError
+from elicit.model.density import join_theta
+from elicit.model.spec import Hyper, all_pairs
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

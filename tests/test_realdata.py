@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
-from elicit.cli import main
+from elicit.cli.main import main
 from elicit.data import PAPER_FILES
-from elicit.model import ElicitError
+from elicit.errors import ElicitError
 
 REAL = REAL_DATA_DIR
 pytestmark = needs_data
@@ -38,7 +38,7 @@ def results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run0():
-    from elicit import realdata as R
+    from elicit.paper import realdata as R
 
     ds = R.cached_dataset("amazon", REAL)
     rd = R.run_data("amazon", 0, 0, REAL)
@@ -75,7 +75,7 @@ def test_realdata_resume_and_settings_guard(results, capsys):
 
 
 def test_problem_matches_setup(run0):
-    from elicit.realdata import realdata_problem
+    from elicit.paper.realdata import realdata_problem
 
     prob = realdata_problem("amazon", 0, 0, REAL)
     _, rd = run0
@@ -105,7 +105,7 @@ def test_table1_on_tiny_results(results):
 
 
 def test_act_first_pick_maximises_gain(run0):
-    from elicit import realdata as R
+    from elicit.paper import realdata as R
 
     ds, rd = run0
     X_pool, y_pool = R.expert_pool(rd, ds)
@@ -113,7 +113,7 @@ def test_act_first_pick_maximises_gain(run0):
     data, fit, mse0 = R.initial_fit(rd)
     curve = R.more_samples_curve(rd, X_pool, y_pool, "act", 2, start=(data, fit))
     assert curve.mse[0] == pytest.approx(mse0) and len(curve.mse) == 3
-    from elicit.posterior import NIGPosterior
+    from elicit.model.posterior import NIGPosterior
 
     gain = R.information_gain(NIGPosterior.from_map(data, fit), X_pool)
     assert curve.added[0] == int(np.argmax(gain))
@@ -133,7 +133,7 @@ def test_act_first_pick_maximises_gain(run0):
 
 
 def test_added_samples_use_training_statistics(run0):
-    from elicit import realdata as R
+    from elicit.paper import realdata as R
 
     ds, rd = run0
     X_pool, y_pool = R.expert_pool(rd, ds)
@@ -144,7 +144,7 @@ def test_added_samples_use_training_statistics(run0):
 
 
 def test_tau2_cv_picks_from_grid(run0):
-    from elicit.realdata import cv_tau2
+    from elicit.paper.realdata import cv_tau2
 
     _, rd = run0
     grid = (1e-3, 1e-2, 1e-1)
@@ -160,7 +160,7 @@ def test_tau2_cv_picks_from_grid(run0):
 
 
 def test_tau2_cv_runinfo(tmp_path):
-    from elicit.realdata import ensure_runinfo
+    from elicit.paper.realdata import ensure_runinfo
 
     infos = ensure_runinfo(tmp_path, "amazon", 0, 1, str(REAL), "cv", progress=False)
     info = infos[0]
@@ -184,7 +184,7 @@ def test_bad_input_errors(tmp_path, capsys):
 
 
 def test_report_on_tiny_results(results):
-    from elicit.report import write_report
+    from elicit.paper.report import write_report
 
     text = write_report(results, wall_s=60.0, step_s={"amazon": 40.0, "table1": 20.0},
                         cpu_s={"amazon": 70.0, "table1": 30.0}, jobs=2).read_text()

@@ -12,9 +12,10 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 
-from elicit.model import ElicitError, Hyper
-from elicit.query import Elicitor
-from elicit.session import FORMAT_VERSION, Session, SessionQuery, data_hashes
+from elicit.elicitation.elicitor import Elicitor
+from elicit.errors import ElicitError
+from elicit.model.spec import Hyper
+from elicit.session.session import FORMAT_VERSION, Session, SessionQuery, data_hashes
 
 
 def new_session(path, seed: int = 0, **kw) -> Session:
@@ -393,7 +394,7 @@ def test_overwrite_replaces_an_existing_session(tmp_path):
 def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
     import io
 
-    from elicit.cli_session import main
+    from elicit.cli.session import main
 
     X, y, U = make_data()
     np.savez(tmp_path / "data.npz", X=X, y=y, U=U, feature_names=np.array(NAMES))
@@ -433,7 +434,7 @@ def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_new_from_the_paper_data(tmp_path, capsys):
-    from elicit.cli_session import main
+    from elicit.cli.session import main
 
     try:
         from elicit.data import PAPER_FILES, resolve_data_dir

@@ -30,9 +30,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from elicit.model import ElicitError, Hyper
-from elicit.query import Elicitor
-from elicit.session import Session
+from elicit.elicitation.elicitor import Elicitor
+from elicit.errors import ElicitError
+from elicit.model.spec import Hyper
+from elicit.session.session import Session
 
 TRIALS = int(os.environ.get("ELICIT_FAULT_TRIALS", "120"))
 CLI_TRIALS = int(os.environ.get("ELICIT_FAULT_CLI_TRIALS", "6"))
@@ -187,7 +188,7 @@ def test_sigkill_of_the_terminal_ui_loses_no_answer(tmp_path):
     rng = random.Random(7)
     for _ in range(CLI_TRIALS):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "elicit.cli_session", "ask", str(path)],
+            [sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, bufsize=1)
         assert proc.stdin is not None and proc.stdout is not None

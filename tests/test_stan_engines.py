@@ -13,11 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-from elicit.engines.base import EngineUnavailable, MAPResult, shipped_stan_file
+from elicit.engines.base import MAPResult, shipped_stan_file
 from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_available
 from elicit.engines.contract import check_stan_contract, detect_variant
 from elicit.engines.pystan_engine import PyStanEngine
-from elicit.model import ElicitError, Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.errors import ElicitError, EngineUnavailable
+from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 
 VARIANTS = ("fixed", "learned")
 needs_cmdstan = pytest.mark.skipif(
@@ -76,7 +77,7 @@ def test_shipped_programs_follow_contract(variant):
 @pytest.mark.parametrize("n_f", [0, 5])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_stan_density_matches_numpy(engines, variant, n_f):
-    from elicit.density import log_density
+    from elicit.model.density import log_density
 
     data = make_data(variant, n=15, p=12, d=4, n_f=n_f, seed=10 + n_f)
     model, order = engines[variant].model(data)

@@ -8,13 +8,19 @@ from conftest import make_small_data
 from scipy import integrate, stats
 from scipy.special import expit
 
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.utility import (
+    Scores,
+    UtilityScorer,
+    _scalar_step,
+    answer_probability,
+    kl_gauss,
+)
 from elicit.engines.base import MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
-from elicit.model import Hyper, all_pairs
-from elicit.posterior import NIGPosterior
-from elicit.query import Elicitor
-from elicit.synthetic import make_synthetic
-from elicit.utility import Scores, UtilityScorer, _scalar_step, answer_probability, kl_gauss
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, all_pairs
+from elicit.paper.synthetic import make_synthetic
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

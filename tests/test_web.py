@@ -12,8 +12,8 @@ pytest.importorskip("flask")
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 
-from elicit.session import Session  # noqa: E402
-from elicit.web import create_app, make_server  # noqa: E402
+from elicit.session.session import Session  # noqa: E402
+from elicit.session.web import create_app, make_server  # noqa: E402
 
 SAME = {"Origin": "http://localhost"}
 
@@ -210,7 +210,7 @@ def test_serve_command_in_a_real_process(path):
     import sys
     import urllib.request
 
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli_session", "serve", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elicit.engines.base import Engine, EngineUnavailable, MAPResult
-from elicit.model import ElicitError
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError, EngineUnavailable
 
 ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 

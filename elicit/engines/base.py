@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.model import ModelData, Params, kernel
+from elicit.model.kernel import kernel
+from elicit.model.spec import ModelData, Params
 
 
 @dataclass
@@ -59,10 +60,6 @@ class Engine(ABC):
     @abstractmethod
     def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
         """Return the MAP, warm-started from ``init`` (a previous MAP) when given."""
-
-
-class EngineUnavailable(RuntimeError):
-    """The engine cannot run here (for example, no CmdStan installation)."""
 
 
 def shipped_stan_file(variant: str) -> Path:

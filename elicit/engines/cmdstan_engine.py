@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.engines.base import Engine, EngineUnavailable, MAPResult, shipped_stan_file
+from elicit.engines.base import Engine, MAPResult, shipped_stan_file
 from elicit.engines.contract import check_stan_contract
-from elicit.model import ElicitError, ModelData, Params
+from elicit.errors import ElicitError, EngineUnavailable
+from elicit.model.spec import ModelData, Params
 
 #: CmdStan starts from the unconstrained u = log(x), so a start on the boundary x = 0 (which
 #: the numpy engine can return) is moved inside.

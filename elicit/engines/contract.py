@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from elicit.model import CONTRACT_DATA, CONTRACT_PARAMS, ElicitError
+from elicit.errors import ElicitError
+from elicit.model.spec import CONTRACT_DATA, CONTRACT_PARAMS
 
 _BLOCK = re.compile(r"\b(functions|transformed\s+data|data|transformed\s+parameters|parameters|"
                     r"model|generated\s+quantities)\s*\{")

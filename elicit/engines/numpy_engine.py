@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import minimize
 
-from elicit.density import (
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError
+from elicit.internal.threads import single_blas_thread
+from elicit.model.density import (
     feedback_terms,
     hessian_base,
     join_theta,
@@ -14,9 +16,8 @@ from elicit.density import (
     lower_bounds,
     split_theta,
 )
-from elicit.engines.base import Engine, MAPResult
-from elicit.model import ElicitError, ModelData, Params
-from elicit.threads import single_blas_thread
+from elicit.model.linalg import damped_solve
+from elicit.model.spec import ModelData, Params
 
 
 class NumpyEngine(Engine):
@@ -137,7 +138,7 @@ class NumpyEngine(Engine):
             A = -(hess_base + feedback_terms(theta, data, True)[2])
             free = ~((theta <= lb) & (g < 0))
             step = np.zeros_like(theta)
-            step[free] = _damped_solve(A[np.ix_(free, free)], g[free])
+            step[free] = damped_solve(A[np.ix_(free, free)], g[free])
             decrement = float(g @ step)
             if decrement < self.gtol:
                 # Take the last (tiny) step too: it moves the parameters by ~sqrt(decrement),
@@ -164,27 +165,3 @@ class NumpyEngine(Engine):
                 continue
             theta, value, g = cand, cval, cg
         return None
-
-
-def damped_cho_factor(A: np.ndarray):
-    """Cholesky factor of a symmetric A that should be positive definite.
-
-    Away from a MAP (a stale Hessian, or a point an optimiser left early) A can be
-    indefinite; a growing multiple of the identity is then added, Levenberg-style, until
-    the factorisation succeeds.
-    """
-    scale = max(1.0, float(np.max(np.abs(np.diag(A))))) if A.size else 1.0
-    lam = 0.0
-    eye = np.eye(len(A))
-    while True:
-        try:
-            return cho_factor(A + lam * eye, check_finite=False)
-        except LinAlgError:
-            lam = 1e-8 * scale if lam == 0.0 else lam * 10.0
-            if not np.isfinite(lam) or lam > 1e12 * scale:
-                raise
-
-
-def _damped_solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve A x = g with :func:`damped_cho_factor`."""
-    return cho_solve(damped_cho_factor(A), g, check_finite=False)

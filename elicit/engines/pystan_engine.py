@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from elicit.engines.base import Engine, EngineUnavailable, MAPResult, shipped_stan_file
+from elicit.engines.base import Engine, MAPResult, shipped_stan_file
 from elicit.engines.contract import check_stan_contract
-from elicit.model import CONTRACT_PARAMS, ElicitError, ModelData, Params
+from elicit.errors import ElicitError, EngineUnavailable
+from elicit.model.spec import CONTRACT_PARAMS, ModelData, Params
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
 #: itself is unreachable; 1e-10 is far below any scale that changes the density.

@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, abort, redirect, render_template_string, request
 
-from elicit.model import ElicitError
-from elicit.session import Session
+from elicit.errors import ElicitError
+from elicit.session.session import Session
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 

@@ -34,7 +34,7 @@ def port(text: str) -> int:
 
 
 def strategies(text: str) -> tuple[str, ...]:
-    from elicit.query import STRATEGIES
+    from elicit.elicitation.strategies import STRATEGIES
 
     out = tuple(s.strip() for s in text.split(",") if s.strip())
     bad = [s for s in out if s not in STRATEGIES]

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import spearmanr
 
+from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
-from elicit.model import Hyper, ModelData, all_pairs, auto_threshold_mean, kernel
-from elicit.synthetic import make_synthetic
-from elicit.threads import single_blas_thread
-from elicit.utility import UtilityScorer
+from elicit.internal.threads import single_blas_thread
+from elicit.model.kernel import kernel
+from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.paper.synthetic import make_synthetic
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elicit.model import kernel
+from elicit.model.kernel import kernel
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
 GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)

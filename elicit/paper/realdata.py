@@ -56,11 +56,12 @@ from elicit.data import (
 )
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
-from elicit.experiment import RunProblem
-from elicit.lasso_expert import RULES, LassoExpert
-from elicit.model import ElicitError, Hyper, ModelData
-from elicit.posterior import NIGPosterior
-from elicit.threads import single_blas_thread
+from elicit.errors import ElicitError
+from elicit.internal.threads import single_blas_thread
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, ModelData
+from elicit.paper.lasso_expert import RULES, LassoExpert
+from elicit.paper.sweep import RunProblem
 
 DATASETS: tuple[str, ...] = ("amazon", "yelp")
 #: The paper's fixed prior scale on real data (found there by cross-validation).
@@ -470,7 +471,7 @@ def runinfo_path(out: Path, dataset: str, run: int) -> Path:
 def prepare_runinfo(dataset: str, seed: int, run: int, data_dir: str, tau2: float | str,
                     grid: Sequence[float] = TAU2_GRID) -> dict:
     """Baselines (and the CV choice of tau^2 when ``tau2 == "cv"``) of one run."""
-    from elicit.baselines import fit_baselines
+    from elicit.paper.baselines import fit_baselines
 
     rd = run_data(dataset, seed, run, data_dir)
     bl_state = int(_stream(seed, run, 3000).generate_state(1)[0] % (2**31))
@@ -606,8 +607,8 @@ def run_bench_real(dataset: str = "amazon", run: int = 0, seed: int = 0, rounds:
     from scipy.stats import spearmanr
     from tqdm.auto import tqdm
 
-    from elicit.model import auto_threshold_mean
-    from elicit.utility import UtilityScorer
+    from elicit.elicitation.utility import UtilityScorer
+    from elicit.model.spec import auto_threshold_mean
 
     prob = realdata_problem(dataset, seed, run, data_dir)
     rng = np.random.default_rng(_stream(seed, run, 4000))

@@ -22,9 +22,10 @@ from functools import cached_property
 
 import numpy as np
 
-from elicit.density import Marginal
 from elicit.engines.base import MAPResult
-from elicit.model import ElicitError, ModelData
+from elicit.errors import ElicitError
+from elicit.model.density import Marginal
+from elicit.model.spec import ModelData
 
 
 @dataclass

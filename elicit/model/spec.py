@@ -42,6 +42,9 @@ from typing import Literal
 
 import numpy as np
 
+from elicit.errors import ElicitError
+from elicit.model.kernel import pair_weights
+
 Variant = Literal["fixed", "learned"]
 
 #: gamma ~ N+(GAMMA_MEAN, GAMMA_SD), as in the paper's Stan code.
@@ -56,10 +59,6 @@ CONTRACT_DATA = {
                 "a_tau", "b_tau", "threshold_mean"),
 }
 CONTRACT_PARAMS = {"fixed": ("gamma", "threshold"), "learned": ("gamma", "threshold", "tau")}
-
-
-class ElicitError(ValueError):
-    """A problem with the user's input; the message says what to fix."""
 
 
 @dataclass(frozen=True)
@@ -239,27 +238,6 @@ def _as_float(a, name: str) -> np.ndarray:
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
     return arr
-
-
-def sq_dists(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """sum_l gamma_l (U_il - U_jl)^2 for all feature pairs (p x p), clipped at 0."""
-    Z = U * np.sqrt(gamma)
-    s = np.einsum("ij,ij->i", Z, Z)
-    D = s[:, None] + s[None, :] - 2.0 * (Z @ Z.T)
-    np.maximum(D, 0.0, out=D)
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
-def kernel(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)."""
-    return np.exp(-0.5 * sq_dists(U, np.asarray(gamma, dtype=float)))
-
-
-def pair_weights(U: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """w_ij = (u_i - u_j)^2 (elementwise) for each pair: shape (len(pairs), d)."""
-    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
-    return (U[pairs[:, 0]] - U[pairs[:, 1]]) ** 2
 
 
 def all_pairs(p: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from elicit.model import ElicitError
+from elicit.errors import ElicitError
 
 #: Ridge penalties: wide enough for n = 100 standardised samples and p ~ 250-350 features.
 RIDGE_ALPHAS = np.logspace(-2, 5, 60)

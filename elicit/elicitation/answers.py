@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from elicit.model import ElicitError
+from elicit.errors import ElicitError
 
 
 class Answer(str, Enum):

@@ -48,12 +48,19 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.special import expit
 
-from elicit.batch import batched_refit, flops_per_eval
-from elicit.density import Marginal, feedback_terms, hessian_base, join_theta, lower_bounds
 from elicit.engines.base import Engine, MAPResult
-from elicit.engines.numpy_engine import damped_cho_factor
-from elicit.model import ModelData, pair_weights
-from elicit.threads import single_blas_thread
+from elicit.internal.threads import single_blas_thread
+from elicit.model.batch import batched_refit, flops_per_eval
+from elicit.model.density import (
+    Marginal,
+    feedback_terms,
+    hessian_base,
+    join_theta,
+    lower_bounds,
+)
+from elicit.model.kernel import pair_weights
+from elicit.model.linalg import damped_cho_factor
+from elicit.model.spec import ModelData
 
 Mode = Literal["fast", "exact"]
 

@@ -8,13 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-from elicit.argtypes import nonneg_int, positive_int, strategies
-from elicit.cli_realdata import REALDATA_COMMANDS, add_realdata_parsers
-from elicit.cli_session import add_session_parsers, run_session_command
+from elicit.cli.argtypes import nonneg_int, positive_int, strategies
+from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
+from elicit.cli.session import add_session_parsers, run_session_command
+from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
-from elicit.engines.base import EngineUnavailable
-from elicit.model import ElicitError
-from elicit.query import STRATEGIES
+from elicit.errors import ElicitError, EngineUnavailable
 
 
 def _threshold(text: str) -> float | str:
@@ -78,9 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
-    from elicit.experiment import SweepConfig, load_part, sweep
-    from elicit.model import kernel
-    from elicit.plots import kernel_panels, mse_curves
+    from elicit.model.kernel import kernel
+    from elicit.paper.plots import kernel_panels, mse_curves
+    from elicit.paper.sweep import SweepConfig, load_part, sweep
 
     t0 = time.perf_counter()
     snaps = tuple(t for t in (0, 10, 30, 100) if t <= args.rounds)
@@ -113,16 +112,16 @@ class _Maker:
         self.n_train = n_train
 
     def __call__(self, seed: int, run: int):
-        from elicit.experiment import synthetic_problem
+        from elicit.paper.sweep import synthetic_problem
 
         return synthetic_problem(seed, run, n_train=self.n_train)
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    from elicit.bench import format_table, run_bench
+    from elicit.paper.bench import format_table, run_bench
 
     if args.size.endswith("-real"):
-        from elicit.realdata import run_bench_real
+        from elicit.paper.realdata import run_bench_real
 
         res = run_bench_real(args.size.removesuffix("-real"), run=0, seed=args.seed,
                              rounds=args.rounds, engine=args.engine, refine=args.refine,

@@ -22,11 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.experts import Expert, GroupOracle
-from elicit.model import ElicitError, Hyper
-from elicit.query import STRATEGIES, Elicitor
-from elicit.synthetic import make_synthetic
-from elicit.threads import single_blas_thread
+from elicit.elicitation.answers import Expert, GroupOracle
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.errors import ElicitError
+from elicit.internal.threads import single_blas_thread
+from elicit.model.spec import Hyper
+from elicit.paper.synthetic import make_synthetic
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 

@@ -23,27 +23,24 @@ import dataclasses
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
+from elicit.elicitation.answers import Answer
+from elicit.elicitation.strategies import STRATEGIES, Strategy
+from elicit.elicitation.utility import Scores, UtilityScorer
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
-from elicit.experts import Answer
-from elicit.model import (
-    ElicitError,
+from elicit.errors import ElicitError
+from elicit.internal.threads import single_blas_thread
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import (
     Hyper,
     ModelData,
     all_pairs,
     auto_threshold_mean,
     validate_regression,
 )
-from elicit.posterior import NIGPosterior
-from elicit.threads import single_blas_thread
-from elicit.utility import Scores, UtilityScorer
-
-Strategy = Literal["random", "nonsequential", "sequential"]
-STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
 
 @dataclass(frozen=True)

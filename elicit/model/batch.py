@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
-from elicit.model import GAMMA_MEAN, GAMMA_SD, ModelData
+from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
 
 def flops_per_eval(data: ModelData) -> float:

@@ -28,8 +28,9 @@ from typing import Literal
 
 import numpy as np
 
-from elicit.experts import Answer
-from elicit.model import ElicitError, all_pairs
+from elicit.elicitation.answers import Answer
+from elicit.errors import ElicitError
+from elicit.model.spec import all_pairs
 
 Rule = Literal["target", "cv-min", "cv-1se"]
 RULES: tuple[str, ...] = ("target", "cv-min", "cv-1se")

@@ -56,13 +56,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elicit.elicitation.answers import Answer
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.utility import UtilityScorer
 from elicit.engines.base import Engine, MAPResult
-from elicit.experts import Answer
-from elicit.model import ElicitError, Hyper, validate_regression
-from elicit.posterior import NIGPosterior
-from elicit.query import STRATEGIES, Elicitor
-from elicit.threads import single_blas_thread
-from elicit.utility import UtilityScorer
+from elicit.errors import ElicitError
+from elicit.internal.threads import single_blas_thread
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, validate_regression
 
 #: Version of the file layout written by this module. Files with a larger number are refused.
 FORMAT_VERSION = 1

@@ -25,7 +25,8 @@ from functools import cached_property
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
-from elicit.model import GAMMA_MEAN, GAMMA_SD, ModelData, kernel
+from elicit.model.kernel import kernel
+from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
 
 def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:

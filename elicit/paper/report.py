@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.baselines import PAPER_LEVELS
+from elicit.paper.baselines import PAPER_LEVELS
 
 STRATEGY_ORDER = ("random", "nonsequential", "sequential")
 BASELINE_ORDER = ("lasso", "ridge", "elasticnet")

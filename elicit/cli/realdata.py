@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.argtypes import nonneg_int, positive_int, strategies
+from elicit.cli.argtypes import nonneg_int, positive_int, strategies
+from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
-from elicit.model import ElicitError
-from elicit.query import STRATEGIES
-from elicit.realdata import DATASETS, PAPER_TAU2, POOL_SIZE, TAU2_GRID
+from elicit.errors import ElicitError
+from elicit.paper.realdata import DATASETS, PAPER_TAU2, POOL_SIZE, TAU2_GRID
 
 BASELINES: tuple[str, ...] = ("lasso", "ridge", "elasticnet")
 BASELINE_LABELS = {"lasso": "LASSO", "ridge": "Ridge", "elasticnet": "Elastic net"}
@@ -148,9 +148,9 @@ def baseline_rows(dataset: str, infos: list[dict]) -> pd.DataFrame:
 
 
 def cmd_realdata(args: argparse.Namespace) -> None:
-    from elicit.experiment import SweepConfig, sweep
-    from elicit.plots import mse_curves
-    from elicit.realdata import RealDataMaker, data_dir_for, ensure_runinfo
+    from elicit.paper.plots import mse_curves
+    from elicit.paper.realdata import RealDataMaker, data_dir_for, ensure_runinfo
+    from elicit.paper.sweep import SweepConfig, sweep
 
     t0 = time.perf_counter()
     out: Path = args.out
@@ -227,8 +227,8 @@ def table1_for(out: Path, dataset: str, runs: int, samples: int, jobs: int = 1,
                data_dir: Path | None = None, progress: bool = True,
                ) -> tuple[list[dict], pd.DataFrame]:
     """Table 1 rows of one data set and the rnd/act curves (long format)."""
-    from elicit.baselines import PAPER_LEVELS, table1_rows
-    from elicit.realdata import data_dir_for, ensure_runinfo, ensure_sample_curves
+    from elicit.paper.baselines import PAPER_LEVELS, table1_rows
+    from elicit.paper.realdata import data_dir_for, ensure_runinfo, ensure_sample_curves
 
     folder = out / dataset
     seq = _sequential_curves(folder, dataset, runs)
@@ -266,7 +266,7 @@ def table1_for(out: Path, dataset: str, runs: int, samples: int, jobs: int = 1,
 
 
 def cmd_table1(args: argparse.Namespace) -> None:
-    from elicit.baselines import format_table1
+    from elicit.paper.baselines import format_table1
 
     t0 = time.perf_counter()
     out: Path = args.out

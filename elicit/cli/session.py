@@ -22,10 +22,11 @@ from typing import TextIO
 
 import numpy as np
 
-from elicit.argtypes import nonneg_int, port, positive_int
-from elicit.engines import ENGINES, EngineUnavailable
-from elicit.model import ElicitError, Hyper
-from elicit.query import STRATEGIES
+from elicit.cli.argtypes import nonneg_int, port, positive_int
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.engines import ENGINES
+from elicit.errors import ElicitError, EngineUnavailable
+from elicit.model.spec import Hyper
 
 #: Keys of the terminal UI.
 KEYS_HELP = ("[s] similar   [d] dissimilar   [?] don't know   [k] skip   [u] undo   [q] quit\n"
@@ -92,7 +93,13 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dic
         Keyword arguments for :meth:`Session.create` (X, y, meta_features, feature_names,
         texts, y_offset, description).
     """
-    from elicit.data import RAW_FILES, load_dataset, prepare_run, read_records, resolve_data_dir
+    from elicit.data import (
+        RAW_FILES,
+        load_dataset,
+        prepare_run,
+        read_records,
+        resolve_data_dir,
+    )
 
     ds = load_dataset(name, data_dir)  # type: ignore[arg-type]
     run = prepare_run(ds, run_seed)
@@ -255,13 +262,13 @@ def main(argv: list[str] | None = None) -> int:
 # --------------------------------------------------------------------------------------------
 
 def _open(path: Path, engine: str | None = None):
-    from elicit.session import Session
+    from elicit.session.session import Session
 
     return Session.open(path, engine=engine)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from elicit.session import Session
+    from elicit.session.session import Session
 
     if args.dataset:
         inputs = dataset_inputs(args.dataset, args.run_seed, args.data_dir)
@@ -380,7 +387,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from elicit.web import serve
+    from elicit.session.web import serve
 
     serve(args.session, host=args.host, port=args.port, engine=args.engine)
     return 0

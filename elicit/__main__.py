@@ -1,0 +1,7 @@
+"""``python -m elicit``: the same as the ``elicit`` command."""
+
+import sys
+
+from elicit.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Asking the expert: answers and experts, utilities, strategies, the elicitor."""

@@ -1,0 +1,1 @@
+"""Private helpers (BLAS threading, atomic files); not part of the public API."""

@@ -1,0 +1,1 @@
+"""The model: its specification, kernel, log density (with batched and posterior forms)."""

@@ -1,0 +1,1 @@
+"""The paper's experiments: problems, sweeps, baselines, Table 1, benchmarks, report."""
