@@ -101,20 +101,9 @@ class Elicitor:
                               "utilities (--utility exact, or utility='exact' in Python)")
         self._fit_initial(X, y, U, hyper)
 
-    @single_blas_thread
     def _fit_initial(self, X, y, U, hyper: Hyper) -> None:
-        if hyper.threshold_mean == "auto":
-            # With no feedback xi is independent of everything else, so gamma0 does not
-            # depend on the placeholder threshold mean.
-            probe = ModelData(X, y, U, hyper.with_threshold_mean(1.0))
-            fit0 = self.engine.fit(probe)
-            hyper = hyper.with_threshold_mean(
-                auto_threshold_mean(U, fit0.gamma, self.candidates))
-            self.base = ModelData(X, y, U, hyper)
-            self.initial_fit = self.engine.fit(self.base, init=fit0)
-        else:
-            self.base = ModelData(X, y, U, hyper)
-            self.initial_fit = self.engine.fit(self.base)
+        self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
+                                                      self.candidates)
         self.history: list[tuple[int, int, Answer]] = []
         self.data = self.base
         self.fit = self.initial_fit
@@ -245,6 +234,27 @@ class Elicitor:
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
         return self.posterior().predict(X_new).mean
+
+
+@single_blas_thread
+def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray,
+                    ) -> tuple[ModelData, MAPResult]:
+    """The no-feedback model: its data (threshold prior resolved) and its MAP.
+
+    ``threshold_mean="auto"`` is the authors' rule: the mean of ``gamma0 . w`` over the
+    candidate pairs at the no-feedback MAP ``gamma0``
+    (:func:`~elicit.model.spec.auto_threshold_mean`). With no feedback xi is independent of
+    everything else, so gamma0 does not depend on the placeholder mean 1 of the first fit, and
+    the second fit only moves xi.
+    """
+    if hyper.threshold_mean != "auto":
+        data = ModelData(X, y, U, hyper)
+        return data, engine.fit(data)
+    probe = ModelData(X, y, U, hyper.with_threshold_mean(1.0))
+    fit0 = engine.fit(probe)
+    data = ModelData(X, y, U, hyper.with_threshold_mean(
+        auto_threshold_mean(U, fit0.gamma, candidates)))
+    return data, engine.fit(data, init=fit0)
 
 
 def _check_pairs(pairs, p: int) -> np.ndarray:
