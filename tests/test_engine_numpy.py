@@ -38,9 +38,8 @@ def _projected_grad(theta: np.ndarray, data: ModelData) -> np.ndarray:
     return g
 
 
-def _with_hess_base(r: MAPResult, data: ModelData) -> MAPResult:
-    r.hess_base = hessian_base(_theta(r, data), data)
-    return r
+def _base_hessian(r: MAPResult, data: ModelData) -> np.ndarray:
+    return hessian_base(_theta(r, data), data)
 
 
 def _add_answers(data: ModelData, pairs, f) -> ModelData:
@@ -96,9 +95,9 @@ def test_cold_fit_beats_scipy_from_several_starts(variant, n_feedback):
 def test_warm_newton_equals_cold_fit(variant, new_answers):
     data0 = make_small_data(variant, n_feedback=4)
     engine = NumpyEngine(variant)
-    fit0 = _with_hess_base(engine.fit(data0), data0)
+    fit0 = engine.fit(data0)
     data1 = _add_answers(data0, *new_answers)
-    warm = engine.fit(data1, init=fit0)
+    warm = engine.fit(data1, init=fit0, hessian=_base_hessian(fit0, data0))
     cold = engine.fit(data1)
     assert "Newton" in warm.message  # the warm path was taken, not the L-BFGS-B fallback
     assert warm.converged
@@ -110,11 +109,11 @@ def test_warm_newton_equals_cold_fit(variant, new_answers):
 
 
 def test_warm_start_without_hessian_equals_cold_fit(variant):
-    """A previous MAP without ``hess_base`` is still a valid warm start."""
+    """A previous MAP is a valid warm start without a Hessian handed over."""
     data0 = make_small_data(variant)
     engine = NumpyEngine(variant)
     fit0 = engine.fit(data0)
-    assert fit0.hess_base is None
+    assert fit0.warm_hessian is None  # a cold L-BFGS-B fit has none either
     data1 = _add_answers(data0, [0, 7], 1)
     r = engine.fit(data1, init=fit0)
     assert r.converged
@@ -153,9 +152,9 @@ def test_bounds_are_respected(variant):
     cold = engine.fit(data)
     # warm Newton from the no-feedback MAP, with its base Hessian
     nofb = data.with_feedback(np.zeros((0, 2), int), np.zeros(0, int))
-    fit0 = _with_hess_base(engine.fit(nofb), nofb)
+    fit0 = engine.fit(nofb)
     assert fit0.gamma[2] > 0.1  # the bound is not active before the answers
-    warm = engine.fit(data, init=fit0)
+    warm = engine.fit(data, init=fit0, hessian=_base_hessian(fit0, nofb))
     for r in (cold, warm):
         theta = _theta(r, data)
         assert np.all(theta >= lb)

@@ -30,7 +30,7 @@ def _problem(n: int, p: int, seed: int = 3):
     hyper = Hyper(a_sigma=2.5, b_sigma=3.0, tau2=tau2, threshold_mean=1.0)
     data = ModelData(X, y, U, hyper)
     fit = MAPResult(gamma=gamma, xi=1.0, tau2=tau2, log_density=0.0, converged=True,
-                    engine="test", _U=U)
+                    engine="test", U=U)
     return data, fit
 
 
@@ -107,7 +107,7 @@ def test_train_predictive_is_the_gaussian_approximation(n, p):
 def test_from_map_uses_the_fitted_gamma_and_tau2():
     data, fit = _problem(8, 6)
     other = MAPResult(gamma=fit.gamma * 2, xi=1.0, tau2=fit.tau2 / 2, log_density=0.0,
-                      converged=True, engine="test", _U=data.U)
+                      converged=True, engine="test", U=data.U)
     p1 = NIGPosterior.from_map(data, fit)
     p2 = NIGPosterior.from_map(data, other)
     _, mu2, _, b2 = _direct(data, other)

@@ -216,11 +216,13 @@ def test_reset_forgets_everything():
     el.answer(0, 9, "dont_know")
     assert el.fit is not el.initial_fit
     el.reset()
-    # back at the no-feedback MAP, as a clean copy without the utilities' cached Hessian
+    # back at the no-feedback MAP, which no utility round has changed (it is immutable) and
+    # which carries no Hessian of the placeholder threshold prior
     assert el.data is el.base
-    np.testing.assert_array_equal(el.fit.gamma, el.initial_fit.gamma)
-    assert el.fit.xi == el.initial_fit.xi and el.fit.tau2 == el.initial_fit.tau2
-    assert el.fit.hess_base is None and el.fit.warm_hessian is None
+    assert el.fit is el.initial_fit
+    assert el.fit.warm_hessian is None
+    with pytest.raises(ValueError, match="read-only"):
+        el.fit.gamma[0] = 99.0
     assert el.n_answers == 0 and el.history == []
     assert len(el.unasked()) == len(el.candidates)
     # the non-sequential ranking was forgotten too, and is rebuilt identically

@@ -112,7 +112,7 @@ def test_answer_probability_uses_fitted_threshold(variant):
     np.testing.assert_allclose(sc.p_similar, expit(fit.xi - w @ fit.gamma), rtol=1e-12)
     # Moving only xi moves the probabilities: they follow the fit, not the prior mean m.
     shifted = MAPResult(fit.gamma, fit.xi + 0.5 * data.m, fit.tau2, fit.log_density, True,
-                        "test", _U=data.U)
+                        "test", U=data.U)
     np.testing.assert_allclose(answer_probability(shifted, w),
                                expit(fit.xi + 0.5 * data.m - w @ fit.gamma), rtol=1e-12)
     sc2 = UtilityScorer(data, shifted, engine).score(pairs, "fast", refine=0)

@@ -110,6 +110,10 @@ class Elicitor:
         self._index = {(int(i), int(j)): k for k, (i, j) in enumerate(self.candidates)}
         self._asked = np.zeros(len(self.candidates), bool)
         self._ranking: np.ndarray | None = None
+        # Base Hessians at the current and at the no-feedback MAP, when a utility round has
+        # computed them: the engine's next warm refit from that MAP starts from them.
+        self._hessian: np.ndarray | None = None
+        self._initial_hessian: np.ndarray | None = None
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -147,7 +151,8 @@ class Elicitor:
         if ans.f is not None:
             self.data = self.data.with_feedback(np.vstack([self.data.pairs, [i, j]]),
                                                 np.append(self.data.f, ans.f))
-            self.fit = self.engine.fit(self.data, init=self.fit)
+            self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
+            self._hessian = None
         return self.fit
 
     @single_blas_thread
@@ -169,25 +174,34 @@ class Elicitor:
                 fs.append(ans.f)
         self.data = self.base.with_feedback(np.array(pairs, dtype=int).reshape(-1, 2),
                                             np.array(fs, dtype=int))
-        self.fit = self.engine.fit(self.data, init=self.initial_fit) if fs else self.initial_fit
+        if fs:
+            self.fit = self.engine.fit(self.data, init=self.initial_fit,
+                                       hessian=self._initial_hessian)
+            self._hessian = None
+        else:
+            self.fit, self._hessian = self.initial_fit, self._initial_hessian
         return self.fit
 
     def reset(self) -> None:
         """Forget every answer and the non-sequential ranking (back to the no-feedback MAP)."""
         self._asked[:] = False
         self.history = []
-        # A clean copy: the utilities cache a Hessian on the fit they score, and a strategy
-        # run after another must not start from that one's cache.
         self.data = self.base
-        self.fit = dataclasses.replace(self.initial_fit, hess_base=None, warm_hessian=None)
+        self.fit = self.initial_fit
+        self._hessian = self._initial_hessian
         self._ranking = None
 
     # -- scoring and selection -----------------------------------------------------------
     @single_blas_thread
     def score(self, pairs: np.ndarray) -> Scores:
         """Expected information gain of ``pairs`` at the current MAP."""
-        return UtilityScorer(self.data, self.fit, self.engine).score(
-            pairs, self.utility, self.refine)
+        sc = UtilityScorer(self.data, self.fit, self.engine).score(pairs, self.utility,
+                                                                  self.refine)
+        if sc.hessian is not None:
+            self._hessian = sc.hessian
+            if self.fit is self.initial_fit:
+                self._initial_hessian = sc.hessian
+        return sc
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
         """A random pool of unasked pairs (capped, with a warning, at what is left)."""
@@ -254,7 +268,10 @@ def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarra
     fit0 = engine.fit(probe)
     data = ModelData(X, y, U, hyper.with_threshold_mean(
         auto_threshold_mean(U, fit0.gamma, candidates)))
-    return data, engine.fit(data, init=fit0)
+    fit = engine.fit(data, init=fit0)
+    # The Hessian that refit used belongs to the placeholder threshold prior: later refits
+    # from this MAP must not be preconditioned with it.
+    return data, dataclasses.replace(fit, warm_hessian=None)
 
 
 def _check_pairs(pairs, p: int) -> np.ndarray:

@@ -41,7 +41,7 @@ Two modes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -80,13 +80,16 @@ class Scores:
     """Expected utilities of candidate pairs.
 
     ``utility`` holds the exact value where ``exact`` is True (refined or exact mode) and the
-    screen's approximation elsewhere; ``best`` indexes the chosen candidate.
+    screen's approximation elsewhere; ``best`` indexes the chosen candidate. ``hessian`` is the
+    base Hessian at the MAP when this round computed it: hand it to the engine's refit after the
+    answer (``Engine.fit(..., hessian=)``) so that the refit starts from it.
     """
 
     pairs: np.ndarray
     utility: np.ndarray
     exact: np.ndarray
     p_similar: np.ndarray
+    hessian: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def best(self) -> int:
@@ -109,7 +112,7 @@ class UtilityScorer:
     data
         The model data with the answers given so far.
     fit
-        The current MAP (its ``hess_base`` is filled in here when the fast screen needs it).
+        The current MAP (not changed: what the scorer computes is returned in :class:`Scores`).
     engine
         The engine used for exact refits.
     """
@@ -121,6 +124,19 @@ class UtilityScorer:
         self.data, self.fit, self.engine = data, fit, engine
         self.marginal = Marginal.from_data(data, fit.gamma, fit.tau2, K=fit.K)
         self.m0, self.v0 = self.marginal.predictive()
+        self._hessian: np.ndarray | None = None
+
+    @property
+    def hessian(self) -> np.ndarray:
+        """The base Hessian (y-likelihood and priors) at the MAP, computed once per scorer.
+
+        The screen needs it, and it warm-starts the engine's refits from this MAP (the exact
+        re-scores here, and the refit after the expert's answer: :attr:`Scores.hessian`).
+        """
+        if self._hessian is None:
+            theta = join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, self.data)
+            self._hessian = hessian_base(theta, self.data, self.marginal)
+        return self._hessian
 
     @single_blas_thread
     def score(self, pairs: np.ndarray, mode: Mode = "fast", refine: int = 10) -> Scores:
@@ -129,7 +145,7 @@ class UtilityScorer:
         s = answer_probability(self.fit, w)
         if mode == "exact":
             u = self.exact(pairs, s)
-            return Scores(pairs, u, np.ones(len(pairs), bool), s)
+            return Scores(pairs, u, np.ones(len(pairs), bool), s, self._hessian)
         if mode != "fast":
             raise ValueError(f"unknown utility mode {mode!r}: use 'fast' or 'exact'")
         u = self.screen(w, s)
@@ -139,32 +155,25 @@ class UtilityScorer:
             top = np.argsort(-u)[:refine]
             u[top] = self.exact(pairs[top], s[top])
             exact[top] = True
-        return Scores(pairs, u, exact, s)
+        return Scores(pairs, u, exact, s, self._hessian)
 
     # -- exact ---------------------------------------------------------------------------
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each pair."""
-        if getattr(self.engine, "warm_starts_from_hessian", False):
-            self._ensure_hessian()
+        H = self.hessian if self.engine.uses_hessian else None
         out = np.empty(len(pairs))
         base_pairs, base_f = self.data.pairs, self.data.f
         for c, pair in enumerate(pairs):
             kl = np.empty(2)
             for f in (0, 1):
                 d2 = self.data.with_feedback(np.vstack([base_pairs, pair]), np.append(base_f, f))
-                fit_f = self.engine.fit(d2, init=self.fit)
+                fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
                 mf, vf = Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
                 kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
             out[c] = s[c] * kl[1] + (1.0 - s[c]) * kl[0]
         return out
 
     # -- fast screen ---------------------------------------------------------------------
-    def _ensure_hessian(self) -> None:
-        # The Hessian at the MAP serves the screen and warm-starts the numpy engine's refits.
-        if self.fit.hess_base is None:
-            theta = join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, self.data)
-            self.fit.hess_base = hessian_base(theta, self.data, self.marginal)
-
     def _newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray) -> None:
         """Re-score the screen's best candidates by batched Newton refits, within a budget.
 
@@ -181,7 +190,7 @@ class UtilityScorer:
         lb = lower_bounds(self.data)
         out = np.zeros(m)
         for f in (0, 1):
-            _, mf, vf = batched_refit(self.data, theta, self.fit.hess_base, lb, w[top], f)
+            _, mf, vf = batched_refit(self.data, theta, self.hessian, lb, w[top], f)
             kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
             out += (s[top] if f == 1 else 1.0 - s[top]) * kl
         u[top] = out
@@ -189,12 +198,11 @@ class UtilityScorer:
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
         """One Sherman-Morrison Newton step per candidate and answer, first-order predictive."""
         data, fit = self.data, self.fit
-        self._ensure_hessian()
         learned = data.hyper.variant == "learned"
         d = data.d
         theta = join_theta(fit.gamma, fit.xi, fit.tau2, data)
         lb = lower_bounds(data)
-        H = fit.hess_base + feedback_terms(theta, data, True)[2]
+        H = self.hessian + feedback_terms(theta, data, True)[2]
         # Parameters sitting on a bound stay there (the projected Newton step of the engine).
         free = theta > lb
         cho = damped_cho_factor(-H[np.ix_(free, free)])

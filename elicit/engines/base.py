@@ -1,26 +1,46 @@
-"""The engine interface: one small abstract backend, as in prophet's ``IStanBackend``."""
+"""The engine interface: one small abstract backend, as in prophet's ``IStanBackend``.
+
+:class:`Engine` does the common work of a fit; :class:`StanProgramEngine` adds the common set-up
+of the engines that run a Stan program (cmdstan, pystan). Each engine implements ``_fit``.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from elicit.engines.contract import check_stan_contract
+from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
 from elicit.model.spec import ModelData, Params
 
 
-@dataclass
+@dataclass(frozen=True)
 class MAPResult:
-    """The MAP of (gamma, xi[, tau2]) and what was learned on the way.
+    """The MAP of (gamma, xi[, tau2]) found by an engine; immutable.
 
-    ``log_density`` is the log posterior density without the Jacobian of Stan's constraining
-    transforms (``jacobian=False``), up to a constant that depends on the engine.
-    ``hess_base`` is, when an engine provides it, the Hessian of the non-feedback part of the
-    log density (the y-likelihood and the priors) at the MAP, in the order (gamma, xi[, tau2]);
-    the numpy engine uses it to warm-start Newton refits.
+    Attributes
+    ----------
+    gamma, xi, tau2
+        The MAP (``tau2`` is the fixed value in the fixed-tau2 variant).
+    log_density
+        The log posterior density without the Jacobian of Stan's constraining transforms
+        (``jacobian=False``), up to a constant that depends on the engine.
+    converged
+        Whether the optimiser met its convergence test.
+    engine, n_iter, message
+        Which engine, how many iterations, and what the optimiser said.
+    warm_hessian
+        The Hessian of the non-feedback part of the log density (the y-likelihood and the
+        priors) that the numpy engine's Newton iterations used, in the order
+        (gamma, xi[, tau2]). It was computed at an earlier point, not necessarily at this MAP,
+        and serves as a preconditioner for the next warm refit. ``None`` for other engines.
+    U
+        The meta-features, from which :attr:`K` is rebuilt (Stan does not emit K).
     """
 
     gamma: np.ndarray
@@ -31,35 +51,111 @@ class MAPResult:
     engine: str
     n_iter: int = 0
     message: str = ""
-    hess_base: np.ndarray | None = field(default=None, repr=False)
-    #: a recent base Hessian, not necessarily at this MAP: a preconditioner for warm refits
-    warm_hessian: np.ndarray | None = field(default=None, repr=False)
-    _K: np.ndarray | None = field(default=None, repr=False)
-    _U: np.ndarray | None = field(default=None, repr=False)
+    warm_hessian: np.ndarray | None = field(default=None, repr=False, compare=False)
+    U: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Read-only arrays: a result can be shared (the session's initial fit, a sweep's
+        # strategies) without any caller changing it for the others.
+        gamma = np.array(self.gamma, dtype=float)
+        gamma.setflags(write=False)
+        object.__setattr__(self, "gamma", gamma)
+        if self.warm_hessian is not None:
+            H = np.array(self.warm_hessian, dtype=float)
+            H.setflags(write=False)
+            object.__setattr__(self, "warm_hessian", H)
 
     @property
     def params(self) -> Params:
         return Params(self.gamma, self.xi, self.tau2)
 
-    @property
+    @cached_property
     def K(self) -> np.ndarray:
-        """The kernel matrix at the MAP, rebuilt in Python from gamma (Stan does not emit it)."""
-        if self._K is None:
-            if self._U is None:
-                raise RuntimeError("this MAPResult was built without meta-features")
-            self._K = kernel(self._U, self.gamma)
-        return self._K
+        """The kernel matrix at the MAP, rebuilt from gamma and the meta-features."""
+        if self.U is None:
+            raise RuntimeError("this MAPResult was built without meta-features")
+        K = kernel(self.U, self.gamma)
+        K.setflags(write=False)
+        return K
 
 
 class Engine(ABC):
-    """Fits the MAP of a model variant to :class:`~elicit.model.ModelData`."""
+    """Fits the MAP of a model variant to :class:`~elicit.model.spec.ModelData`.
+
+    :meth:`fit` does the work common to every engine (the variant check and the start point)
+    and calls :meth:`_fit`, which each engine implements.
+
+    Parameters
+    ----------
+    variant
+        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
+    """
 
     #: short name used on the command line
     name: str = "abstract"
+    #: whether warm fits use a base Hessian (:meth:`fit`'s ``hessian``); the utility scorer
+    #: hands over the one it computed only to engines that use it
+    uses_hessian: bool = False
+
+    def __init__(self, variant: str = "fixed") -> None:
+        if variant not in ("fixed", "learned"):
+            raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
+        self.variant = variant
+
+    def fit(self, data: ModelData, init: Params | MAPResult | None = None, *,
+            hessian: np.ndarray | None = None) -> MAPResult:
+        """Return the MAP, warm-started from ``init`` when given.
+
+        Parameters
+        ----------
+        data
+            The model data with the answers so far.
+        init
+            A previous MAP (a warm start) or a parameter point; default: the prior means.
+        hessian
+            The base Hessian (y-likelihood and priors) at ``init``, if the caller has it:
+            engines with :attr:`uses_hessian` start Newton iterations from it; the others
+            ignore it.
+        """
+        if data.hyper.variant != self.variant:
+            raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
+                              f"{data.hyper.variant!r} variant")
+        start = init.params if isinstance(init, MAPResult) else init
+        if start is None:
+            start = data.initial_params()
+        k = np.size(start.gamma)
+        if k != data.d:
+            raise ElicitError(f"the start point has {k} gamma values; the data has "
+                              f"d = {data.d} meta-features")
+        warm = init if isinstance(init, MAPResult) else None
+        return self._fit(data, start, warm, hessian)
 
     @abstractmethod
-    def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
-        """Return the MAP, warm-started from ``init`` (a previous MAP) when given."""
+    def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
+             hessian: np.ndarray | None) -> MAPResult:
+        """Fit from ``start``; ``warm`` is the previous MAP when this is a warm refit."""
+
+
+class StanProgramEngine(Engine):
+    """An engine that runs a Stan program: the shipped one of a variant or a user's file.
+
+    Parameters
+    ----------
+    variant
+        ``"fixed"`` or ``"learned"`` tau2.
+    stan_file
+        A custom Stan program honouring the contract (``docs/stan.md``); ``None`` runs the
+        shipped program of ``variant``.
+    """
+
+    def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
+        super().__init__(variant)
+        if stan_file is None:
+            self.stan_file = shipped_stan_file(variant)
+        else:
+            self.stan_file = Path(stan_file)
+            check_stan_contract(self.stan_file, variant)
+        self.program_code = self.stan_file.read_text()
 
 
 def shipped_stan_file(variant: str) -> Path:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.engines.base import Engine, MAPResult, shipped_stan_file
-from elicit.engines.contract import check_stan_contract
+from elicit.engines.base import MAPResult, StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.model.spec import ModelData, Params
 
@@ -41,7 +40,7 @@ def _cache_dir() -> Path:
     return Path(base) / "elicit" / "stan"
 
 
-class CmdStanEngine(Engine):
+class CmdStanEngine(StanProgramEngine):
     """MAP with CmdStan's ``optimize`` (``jacobian=False``), L-BFGS then Newton on failure.
 
     Parameters
@@ -71,23 +70,15 @@ class CmdStanEngine(Engine):
             raise EngineUnavailable(_INSTALL_HELP)
         from cmdstanpy import CmdStanModel
 
-        if variant not in ("fixed", "learned"):
-            raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
-        if stan_file is None:
-            src = shipped_stan_file(variant)
-        else:
-            src = Path(stan_file)
-            check_stan_contract(src, variant)
-        code = src.read_text()
-        digest = hashlib.sha256(code.encode()).hexdigest()[:12]
+        super().__init__(variant, stan_file)
+        src = self.stan_file
+        digest = hashlib.sha256(self.program_code.encode()).hexdigest()[:12]
         target = _cache_dir() / f"{src.stem}_{digest}.stan"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".{os.getpid()}.tmp")
             shutil.copyfile(src, tmp)
             os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
-        self.variant = variant
-        self.stan_file = src
         self.max_iter = max_iter
         self.seed = seed
         try:
@@ -95,15 +86,10 @@ class CmdStanEngine(Engine):
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"CmdStan could not compile {src}: {exc}") from exc
 
-    def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
-        """MAP of (gamma, xi[, tau2]), warm-started from ``init`` when given."""
-        if data.hyper.variant != self.variant:
-            raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
-                              f"{data.hyper.variant!r} variant")
+    def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
+             hessian: np.ndarray | None) -> MAPResult:
+        """MAP of (gamma, xi[, tau2]) from ``start`` (CmdStan needs no Hessian)."""
         learned = self.variant == "learned"
-        start = init.params if isinstance(init, MAPResult) else init
-        if start is None:
-            start = data.initial_params()
         inits = {"gamma": np.maximum(np.asarray(start.gamma, dtype=float), _INIT_FLOOR),
                  "threshold": max(float(start.xi), _INIT_FLOOR)}
         if learned:
@@ -141,4 +127,4 @@ class CmdStanEngine(Engine):
             log_density=float(fit.optimized_params_dict["lp__"]),
             converged=bool(fit.converged), engine=self.name,
             n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
-            message=message, _U=data.U)
+            message=message, U=data.U)

@@ -24,8 +24,9 @@ class NumpyEngine(Engine):
     """MAP of the shipped Stan variants with numpy and scipy.
 
     A cold fit runs L-BFGS-B with bounds (gamma, xi >= 0, tau2 > 0). A warm fit from a
-    previous MAP that carries ``hess_base`` (the Hessian of the y-likelihood and priors,
-    which the utilities compute anyway) runs projected Newton iterations instead: the base
+    previous MAP runs projected Newton iterations instead, from the base Hessian (the Hessian
+    of the y-likelihood and priors) that the caller hands over (the utility scorer computes
+    it anyway) or else the one the previous fit used: the base
     Hessian is frozen and the feedback curvature is exact at every iterate, so after one new
     answer the fit converges in a few gradient evaluations. If Newton stalls it falls back to
     L-BFGS-B, as prophet falls back to Newton when L-BFGS fails.
@@ -42,8 +43,7 @@ class NumpyEngine(Engine):
     """
 
     name = "numpy"
-    #: warm fits use ``MAPResult.hess_base`` of the start point
-    warm_starts_from_hessian = True
+    uses_hessian = True
 
     def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
                  max_newton: int = 30) -> None:
@@ -52,25 +52,20 @@ class NumpyEngine(Engine):
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
                 "use --engine pystan (PyStan 3, offline) or --engine cmdstan (needs CmdStan) "
                 "to fit a custom .stan file")
-        self.variant = variant
+        super().__init__(variant)
         self.gtol = gtol
         self.max_newton = max_newton
 
     @single_blas_thread
-    def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
-        if data.hyper.variant != self.variant:
-            raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
-                              f"{data.hyper.variant!r} variant")
-        start = init.params if isinstance(init, MAPResult) else init
-        if start is None:
-            start = data.initial_params()
-        theta0 = join_theta(start.gamma, start.xi, start.tau2, data)
+    def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
+             hessian: np.ndarray | None) -> MAPResult:
         lb = lower_bounds(data)
-        theta0 = np.maximum(theta0, lb)
-        if isinstance(init, MAPResult):
-            # A warm start from a previous MAP: Newton with its base Hessian (computing one
-            # costs less than the L-BFGS-B iterations it saves, at every problem size).
-            H = init.hess_base if init.hess_base is not None else init.warm_hessian
+        theta0 = np.maximum(join_theta(start.gamma, start.xi, start.tau2, data), lb)
+        if warm is not None:
+            # A warm start from a previous MAP: Newton from a base Hessian (computing one
+            # costs less than the L-BFGS-B iterations it saves, at every problem size). The
+            # caller's Hessian at the start is best, then the one the previous fit used.
+            H = hessian if hessian is not None else warm.warm_hessian
             if H is None or H.shape != (len(theta0), len(theta0)):
                 H = hessian_base(theta0, data)
             res = self._newton(theta0, data, H, lb)
@@ -78,11 +73,12 @@ class NumpyEngine(Engine):
                 return res
         return self._lbfgs(theta0, data, lb)
 
-    def _result(self, theta, value, data, converged, n_iter, message) -> MAPResult:
+    def _result(self, theta, value, data, converged, n_iter, message,
+                warm_hessian: np.ndarray | None = None) -> MAPResult:
         gamma, xi, tau2 = split_theta(theta, data)
         return MAPResult(gamma=gamma.copy(), xi=xi, tau2=tau2, log_density=float(value),
                          converged=converged, engine=self.name, n_iter=n_iter,
-                         message=message, _U=data.U)
+                         message=message, warm_hessian=warm_hessian, U=data.U)
 
     def _lbfgs(self, theta0: np.ndarray, data: ModelData, lb: np.ndarray) -> MAPResult:
         # Work in scaled coordinates so that xi (prior mean m, possibly in the thousands) and
@@ -128,9 +124,8 @@ class NumpyEngine(Engine):
         refreshed = False
 
         def done(it: int) -> MAPResult:
-            res = self._result(theta, value, data, True, it, "Newton (warm start)")
-            res.warm_hessian = hess_base
-            return res
+            return self._result(theta, value, data, True, it, "Newton (warm start)",
+                                warm_hessian=hess_base)
 
         for it in range(1, self.max_newton + 1):
             if not refreshed and it == 8:

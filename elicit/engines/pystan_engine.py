@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from elicit.engines.base import Engine, MAPResult, shipped_stan_file
-from elicit.engines.contract import check_stan_contract
+from elicit.engines.base import MAPResult, StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.model.spec import CONTRACT_PARAMS, ModelData, Params
 
@@ -111,7 +110,7 @@ def _data_key(program_code: str, data: dict) -> str:
     return h.hexdigest()
 
 
-class PyStanEngine(Engine):
+class PyStanEngine(StanProgramEngine):
     """MAP through PyStan 3: L-BFGS-B (scipy) on Stan's Jacobian-free log density.
 
     Parameters
@@ -134,16 +133,7 @@ class PyStanEngine(Engine):
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None,
                  max_iter: int = 5000, cache_size: int = 8) -> None:
         _require_pystan()
-        if variant not in ("fixed", "learned"):
-            raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
-        if stan_file is None:
-            path = shipped_stan_file(variant)
-        else:
-            path = Path(stan_file)
-            check_stan_contract(path, variant)
-        self.variant = variant
-        self.stan_file = path
-        self.program_code = path.read_text()
+        super().__init__(variant, stan_file)
         self.max_iter = max_iter
         self.cache_size = cache_size
         self._models: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
@@ -198,22 +188,14 @@ class PyStanEngine(Engine):
 
     # -- fit -------------------------------------------------------------------------------
 
-    def fit(self, data: ModelData, init: Params | MAPResult | None = None) -> MAPResult:
-        """MAP of (gamma, xi[, tau2]), warm-started from ``init`` when given."""
-        if data.hyper.variant != self.variant:
-            raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
-                              f"{data.hyper.variant!r} variant")
+    def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
+             hessian: np.ndarray | None) -> MAPResult:
+        """MAP of (gamma, xi[, tau2]) from ``start`` (L-BFGS-B needs no Hessian)."""
         model, order = self.model(data)
         learned = self.variant == "learned"
         d, m = data.d, data.m
-        start = init.params if isinstance(init, MAPResult) else init
-        if start is None:
-            start = data.initial_params()
         theta0 = np.concatenate([np.asarray(start.gamma, dtype=float), [start.xi]]
                                 + ([[start.tau2]] if learned else []))
-        if theta0.shape != (d + 1 + learned,):
-            raise ElicitError(f"init has {theta0.size - 1 - learned} gamma values; the data "
-                              f"has d = {d} meta-features")
         # xi lives on the scale of the prior mean m (thousands for raw word counts), gamma on
         # the scale of 1: optimise xi / m so that all coordinates are of order one.
         scale = np.ones_like(theta0)
@@ -252,5 +234,5 @@ class PyStanEngine(Engine):
             tau2=float(x[d + 1]) if learned else data.hyper.tau2,
             log_density=-float(fval), converged=converged, engine=self.name,
             n_iter=int(res.nit), message=f"L-BFGS-B on PyStan log_prob: {res.message}",
-            _U=data.U,
+            U=data.U,
         )

@@ -1,0 +1,48 @@
+"""The engine registry: build an engine by name (``--engine``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elicit.engines.base import Engine
+from elicit.errors import ElicitError
+
+ENGINES = ("auto", "numpy", "cmdstan", "pystan")
+
+
+def get_engine(name: str = "auto", variant: str = "fixed",
+               stan_file: str | Path | None = None) -> Engine:
+    """Build an engine by name.
+
+    Parameters
+    ----------
+    name
+        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"``.
+    variant
+        ``"fixed"`` or ``"learned"`` tau2.
+    stan_file
+        A custom Stan program honouring the data/parameter contract (see ``docs/stan.md``);
+        only the cmdstan and pystan engines can run one.
+    """
+    if name not in ENGINES:
+        raise ElicitError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+    if name == "auto":
+        from elicit.engines.cmdstan_engine import cmdstan_available
+
+        if cmdstan_available():
+            name = "cmdstan"
+        elif stan_file is not None:
+            name = "pystan"
+        else:
+            name = "numpy"
+    if name == "numpy":
+        from elicit.engines.numpy_engine import NumpyEngine
+
+        return NumpyEngine(variant, stan_file=stan_file)
+    if name == "cmdstan":
+        from elicit.engines.cmdstan_engine import CmdStanEngine
+
+        return CmdStanEngine(variant, stan_file=stan_file)
+    from elicit.engines.pystan_engine import PyStanEngine
+
+    return PyStanEngine(variant, stan_file=stan_file)
