@@ -26,6 +26,7 @@ from elicit.data import (
     split_indices,
     vectorize_texts,
 )
+from elicit.data import files as data_files
 from elicit.errors import ElicitError
 
 REAL = REAL_DATA_DIR
@@ -65,7 +66,7 @@ def test_option_beats_env(tmp_path, monkeypatch):
 
 def test_env_beats_defaults(tmp_path, monkeypatch):
     env, dflt = _dir_with(tmp_path, "env"), _dir_with(tmp_path, "dflt")
-    monkeypatch.setattr(data, "default_data_dirs", lambda: [dflt])
+    monkeypatch.setattr(data_files, "default_data_dirs", lambda: [dflt])
     monkeypatch.setenv(DATA_ENV, str(env))
     assert resolve_data_dir(required=["x.txt"]) == env
     monkeypatch.delenv(DATA_ENV)
@@ -76,7 +77,7 @@ def test_defaults_order_and_fallback(tmp_path, monkeypatch):
     monkeypatch.delenv(DATA_ENV, raising=False)
     repo_data = _dir_with(tmp_path, "repo_data", files=("a.txt",))
     shared = _dir_with(tmp_path, "shared", files=("a.txt", "b.txt"))
-    monkeypatch.setattr(data, "default_data_dirs", lambda: [repo_data, shared])
+    monkeypatch.setattr(data_files, "default_data_dirs", lambda: [repo_data, shared])
     assert resolve_data_dir(required=["a.txt"]) == repo_data
     # repo/data lacks b.txt: fall through to shared.
     assert resolve_data_dir(required=["b.txt"]) == shared
@@ -88,13 +89,15 @@ def test_defaults_order_and_fallback(tmp_path, monkeypatch):
 
 
 def test_default_dirs_are_repo_relative():
-    pkg = Path(data.__file__).resolve().parent
+    # files.py is <repo>/elicit/data/files.py, one folder below the elicit package.
+    pkg = Path(data_files.__file__).resolve().parent.parent
+    assert (pkg / "__init__.py").is_file() and pkg.name == "elicit"
     assert data.default_data_dirs() == [pkg.parent / "data", pkg.parent.parent / "shared" / "data"]
 
 
 def test_explicit_dir_missing_file_is_final(tmp_path, monkeypatch):
     opt = _dir_with(tmp_path, "opt")
-    monkeypatch.setattr(data, "default_data_dirs", lambda: [_dir_with(tmp_path, "d", ["y"])])
+    monkeypatch.setattr(data_files, "default_data_dirs", lambda: [_dir_with(tmp_path, "d", ["y"])])
     with pytest.raises(ElicitError, match="y") as e:
         resolve_data_dir(opt, required=["y"])
     assert str(opt) in str(e.value) and "README" in str(e.value)

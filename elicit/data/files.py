@@ -1,0 +1,312 @@
+"""The data directory, the paper's file names, record readers, stop words and vocabularies.
+
+:func:`resolve_data_dir` finds the data directory (``--data-dir``, ``$ELICIT_DATA``,
+``<repo>/data``, ``<repo>/../shared/data``); :data:`PAPER_FILES` and :data:`RAW_FILES` name
+the files in it (see ``docs/data.md`` and the data directory's README). The readers yield the
+records of JSON Lines and CSV files, optionally gzipped, with their line numbers so that every
+error names the file and the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from elicit.errors import ElicitError
+
+#: Environment variable that points at the data directory.
+DATA_ENV = "ELICIT_DATA"
+
+#: The SMART English stop list (Salton 1971), as shipped in the data directory.
+STOPWORDS_FILE = "smart_stopwords_english.txt"
+
+#: The paper's exact matrices: name -> (records file, vocabulary file, vocabulary key).
+#: For Yelp the 828-keyword ``keywords_min50`` vocabulary is the base: it is the column order
+#: of the records' counts, and the min_df rule is applied on top of it.
+PAPER_FILES: dict[str, tuple[str, str, str]] = {
+    "amazon": ("amazon_kitchen_paper_bow_5149.jsonl.gz",
+               "amazon_kitchen_paper_bow_5149_vocabulary.json", "keywords"),
+    "yelp": ("yelp_paper_bow_4086.jsonl.gz", "yelp_paper_bow_4086_vocabulary.json",
+             "keywords_min50"),
+}
+
+#: Raw-text substitutes shipped with the data (not the paper's review sets).
+RAW_FILES: dict[str, str] = {
+    "amazon": "amazon_kitchen_reviews.jsonl.gz",
+    "yelp": "yelp_open_dataset_sample_reviews.jsonl.gz",
+}
+
+#: Where the data comes from; appended to every "file not found" message.
+DATA_SOURCE_HINT = (
+    "The paper's Amazon (5149 x 824) and Yelp (4086 x 828) bag-of-words matrices come from the "
+    "GitHub repository HIIT/knowledge-elicitation-for-linear-regression (DATA_amazon/"
+    "amazon_data.mat, DATA_yelp/yelp_academic_data_clean_from2006_50app.mat), converted to "
+    "JSON Lines; see README.md of the shared data directory (shared/data/README.md) for all "
+    "files and their provenance. Point elicit at the directory with --data-dir or the "
+    f"{DATA_ENV} environment variable."
+)
+
+DatasetName = Literal["amazon", "yelp"]
+
+
+# --------------------------------------------------------------------------------------------
+# Data directory
+# --------------------------------------------------------------------------------------------
+
+def _repo_root() -> Path:
+    """The repository: the parent of the ``elicit`` package directory.
+
+    This module is ``<repo>/elicit/data/files.py``, one folder below the package, so the
+    repository is ``parents[2]`` of this file.
+    """
+    return Path(__file__).resolve().parents[2]
+
+
+def default_data_dirs() -> list[Path]:
+    """The fallback directories, in order: ``<repo>/data`` and ``<repo>/../shared/data``."""
+    root = _repo_root()
+    return [root / "data", root.parent / "shared" / "data"]
+
+
+def resolve_data_dir(option: str | os.PathLike | None = None,
+                     required: Sequence[str] = ()) -> Path:
+    """Find the data directory.
+
+    The order is: ``option`` (the CLI's ``--data-dir``), the environment variable
+    ``ELICIT_DATA``, ``<repo>/data/`` if it exists, ``<repo>/../shared/data``. An explicit
+    choice (option or environment variable) is final: if it lacks a file we fail instead of
+    silently reading other data. Among the two defaults the first existing directory that holds
+    all ``required`` files wins.
+
+    Parameters
+    ----------
+    option
+        An explicit directory, or None.
+    required
+        File names that must exist in the directory.
+
+    Returns
+    -------
+    Path
+        The directory.
+
+    Raises
+    ------
+    ElicitError
+        If no directory qualifies; the message names the missing file(s), the directories
+        searched and where the data comes from.
+    """
+    required = list(required)
+    if option is not None and str(option) != "":
+        return _check_dir(Path(option).expanduser(), required, "--data-dir / data_dir option")
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return _check_dir(Path(env).expanduser(), required, f"environment variable {DATA_ENV}")
+    searched = default_data_dirs()
+    for d in searched:
+        if d.is_dir() and all((d / f).is_file() for f in required):
+            return d
+    what = (f"the file(s) {', '.join(required)}" if required else "a data directory")
+    raise ElicitError(
+        f"could not find {what}; searched (in order): option --data-dir (not given), "
+        f"${DATA_ENV} (not set), " + ", ".join(str(d) for d in searched) + ". "
+        + DATA_SOURCE_HINT)
+
+
+def _check_dir(d: Path, required: list[str], source: str) -> Path:
+    if not d.is_dir():
+        raise ElicitError(f"data directory {d} (from {source}) does not exist or is not a "
+                          f"directory. " + DATA_SOURCE_HINT)
+    missing = [f for f in required if not (d / f).is_file()]
+    if missing:
+        raise ElicitError(f"data directory {d} (from {source}) has no file "
+                          f"{', '.join(missing)}; searched only {d} because it was given "
+                          "explicitly. " + DATA_SOURCE_HINT)
+    return d
+
+
+def data_file(filename: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """The path of ``filename`` in the resolved data directory (see :func:`resolve_data_dir`)."""
+    return resolve_data_dir(data_dir, required=[filename]) / filename
+
+
+# --------------------------------------------------------------------------------------------
+# Low-level readers
+# --------------------------------------------------------------------------------------------
+
+def _open_text(path: Path) -> io.TextIOBase:
+    """Open a text file, transparently gunzipping it when it starts with the gzip magic."""
+    if not path.is_file():
+        raise ElicitError(f"file not found: {path}")
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    if path.suffix == ".gz":
+        raise ElicitError(f"{path} ends in .gz but is not a gzip file; re-compress it or "
+                          "drop the .gz suffix")
+    return open(path, encoding="utf-8")
+
+
+# Errors raised by a corrupt or truncated gzip stream or by undecodable bytes.
+_READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError)
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a (gzipped) JSONL file.
+
+    Raises
+    ------
+    ElicitError
+        On an unreadable gzip stream, invalid JSON (with the line number) or a line that is
+        not a JSON object.
+    """
+    path = Path(path)
+    lineno = 0
+    try:
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ElicitError(f"{path}, line {lineno}: invalid JSON ({e.msg})") from None
+                if not isinstance(obj, dict):
+                    raise ElicitError(f"{path}, line {lineno}: expected a JSON object per line, "
+                                      f"got {type(obj).__name__}")
+                yield lineno, obj
+    except _READ_ERRORS as e:
+        raise ElicitError(f"cannot read {path} (after line {lineno}): {e}; is it a valid "
+                          "(gzipped) UTF-8 JSON Lines file?") from None
+
+
+def read_csv_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, row)`` for each row of a (gzipped) CSV file with a header."""
+    path = Path(path)
+    lineno = 1
+    try:
+        with _open_text(path) as fh:
+            reader = csv.DictReader(fh)
+            if not reader.fieldnames:
+                raise ElicitError(f"{path}: the CSV file is empty or has no header line")
+            for row in reader:
+                # line_num counts physical lines, so it stays right for multi-line texts.
+                lineno = reader.line_num
+                yield lineno, row
+    except csv.Error as e:
+        raise ElicitError(f"{path}, line {lineno}: malformed CSV ({e})") from None
+    except _READ_ERRORS as e:
+        raise ElicitError(f"cannot read {path} (after line {lineno}): {e}; is it a valid "
+                          "(gzipped) UTF-8 CSV file?") from None
+
+
+def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Read JSONL or CSV (either optionally ``.gz``), chosen by the file name."""
+    path = Path(path)
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    kind = suffixes[-1] if suffixes else ""
+    if kind == ".csv":
+        return read_csv_records(path)
+    if kind in (".jsonl", ".json", ".ndjson"):
+        return read_jsonl(path)
+    raise ElicitError(f"{path}: unknown file type; use .jsonl or .csv (optionally .gz)")
+
+
+def parse_rating(value: object, where: str) -> int:
+    """An integer rating from JSON (int, or a float with an integer value) or CSV (string).
+
+    Booleans, fractional numbers and non-numeric strings are rejected: the target of the
+    paper's regression is an integer star rating.
+    """
+    if isinstance(value, bool) or value is None:
+        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, float):
+        if np.isfinite(value) and value == int(value):
+            return int(value)
+        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
+    if isinstance(value, str):
+        s = value.strip()
+        try:
+            return int(s)
+        except ValueError:
+            pass
+        try:
+            v = float(s)
+        except ValueError:
+            v = float("nan")
+        if np.isfinite(v) and v == int(v):
+            return int(v)
+        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
+    raise ElicitError(f"{where}: rating must be an integer, got {type(value).__name__} {value!r}")
+
+
+def load_stopwords(path: str | os.PathLike | None = None,
+                   data_dir: str | os.PathLike | None = None) -> frozenset[str]:
+    """The stop list: one word per line, lower-cased; blank lines ignored.
+
+    By default the SMART list ``smart_stopwords_english.txt`` of the data directory (571 lines,
+    570 distinct words: ``would`` is listed twice).
+    """
+    p = Path(path) if path is not None else data_file(STOPWORDS_FILE, data_dir)
+    try:
+        with _open_text(p) as fh:
+            words = frozenset(w.strip().lower() for w in fh if w.strip())
+    except _READ_ERRORS as e:
+        raise ElicitError(f"cannot read stop-word file {p}: {e}") from None
+    if not words:
+        raise ElicitError(f"stop-word file {p} is empty")
+    return words
+
+
+def load_vocabulary(path: str | os.PathLike, key: str | None = None) -> list[str]:
+    """A vocabulary JSON: either a list of keywords or an object holding such a list.
+
+    The paper files are objects: Amazon ``{"source", "keywords"}``, Yelp ``{"source",
+    "keywords_min50", "keywords_min100"}``. ``key`` picks the list; without it the object must
+    have exactly one list-valued entry.
+    """
+    p = Path(path)
+    try:
+        with _open_text(p) as fh:
+            obj = json.load(fh)
+    except json.JSONDecodeError as e:
+        raise ElicitError(f"vocabulary file {p} is not valid JSON: {e}") from None
+    except _READ_ERRORS as e:
+        raise ElicitError(f"cannot read vocabulary file {p}: {e}") from None
+    if isinstance(obj, dict):
+        lists = [k for k, v in obj.items() if isinstance(v, list)]
+        if key is None:
+            if len(lists) != 1:
+                raise ElicitError(f"vocabulary file {p} holds the lists {lists}; say which "
+                                  "one to use (key=...)")
+            key = lists[0]
+        if key not in obj or not isinstance(obj[key], list):
+            raise ElicitError(f"vocabulary file {p} has no keyword list {key!r} "
+                              f"(lists present: {lists})")
+        vocab = obj[key]
+    elif isinstance(obj, list):
+        vocab = obj
+    else:
+        raise ElicitError(f"vocabulary file {p} must hold a JSON list or object")
+    if not all(isinstance(w, str) for w in vocab):
+        raise ElicitError(f"vocabulary file {p}: every keyword must be a string")
+    if len(set(vocab)) != len(vocab):
+        dup = sorted({w for w in vocab if vocab.count(w) > 1})
+        raise ElicitError(f"vocabulary file {p}: duplicate keywords {dup[:5]}")
+    if not vocab:
+        raise ElicitError(f"vocabulary file {p}: the keyword list is empty")
+    return list(vocab)

@@ -1,0 +1,135 @@
+"""One experimental run: the paper's train/test/expert split and standardisation.
+
+:func:`prepare_run` makes one run from a :class:`~elicit.data.corpora.BowDataset`: the 100/900
+train/test split of 1000 random reviews, the remaining reviews as the expert set,
+standardisation with training statistics and the meta-features ``U`` (the transposed raw
+training counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from elicit.data.corpora import BowDataset
+from elicit.errors import ElicitError
+
+
+def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
+                  n_train: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The paper's split: ``n_model`` random reviews for the model, the rest for the expert.
+
+    Of the ``n_model`` reviews, ``n_train`` are for training and the others for testing.
+
+    Returns
+    -------
+    train, test, expert
+        Disjoint sorted index arrays of sizes ``n_train``, ``n_model - n_train`` and
+        ``n_total - n_model`` that together cover ``0..n_total-1``.
+    """
+    for nm, v in (("n_total", n_total), ("n_model", n_model), ("n_train", n_train)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ElicitError(f"{nm} must be an integer, got {v!r}")
+    if n_train < 1:
+        raise ElicitError(f"n_train must be at least 1, got {n_train}")
+    if n_model <= n_train:
+        raise ElicitError(f"n_model ({n_model}) must exceed n_train ({n_train}) to leave "
+                          "test reviews")
+    if n_total < n_model:
+        raise ElicitError(f"the data set has {n_total} reviews but the run needs n_model = "
+                          f"{n_model} (train + test); lower n_model or use a larger data set")
+    perm = rng.permutation(n_total)
+    train = np.sort(perm[:n_train])
+    test = np.sort(perm[n_train:n_model])
+    expert = np.sort(perm[n_model:])
+    return train, test, expert
+
+
+def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zero mean, unit (population, ddof=0) variance per column.
+
+    A column that is constant (typically a keyword absent from every training review) gets
+    scale 1 instead of 0, so it becomes all zeros rather than NaN.
+
+    Returns
+    -------
+    Z, mean, scale
+        ``Z = (X - mean) / scale``.
+    """
+    X = np.asarray(X, dtype=float)
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale[scale == 0] = 1.0
+    return (X - mean) / scale, mean, scale
+
+
+@dataclass
+class RunData:
+    """Everything one experimental run needs.
+
+    Attributes
+    ----------
+    X_train, X_test
+        Standardised with the *training* mean and scale (``x_mean``, ``x_scale``).
+    y_train
+        Training ratings minus their mean ``y_mean`` (the model has no intercept).
+    y_test
+        Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
+    U
+        Meta-features: the transpose of the raw (unnormalised) training counts, ``p x n_train``.
+    X_expert, y_expert
+        The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
+        own statistics, ``y_expert`` the ratings on the original scale. Only the simulated
+        (LASSO) expert sees them.
+    feature_names
+        The p keywords.
+    train_idx, test_idx, expert_idx
+        Row indices into the data set.
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    y_mean: float
+    U: np.ndarray
+    X_expert: np.ndarray
+    y_expert: np.ndarray
+    feature_names: list[str]
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+    expert_idx: np.ndarray
+    seed: int | None = None
+    name: str = ""
+
+    @property
+    def p(self) -> int:
+        return self.X_train.shape[1]
+
+
+def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
+                n_train: int = 100) -> RunData:
+    """Split and standardise one run; deterministic given ``seed``.
+
+    The split uses ``np.random.default_rng(seed)`` (:func:`split_indices`).
+    """
+    rng = np.random.default_rng(seed)
+    train, test, expert = split_indices(dataset.n, rng, n_model, n_train)
+    counts = dataset.counts.astype(float)
+    y = dataset.ratings.astype(float)
+
+    X_train, mu, scale = standardise(counts[train])
+    X_test = (counts[test] - mu) / scale
+    y_mean = float(y[train].mean())
+    if expert.size:
+        X_expert, _, _ = standardise(counts[expert])
+    else:
+        X_expert = np.zeros((0, dataset.p))
+    return RunData(
+        X_train=X_train, y_train=y[train] - y_mean, X_test=X_test, y_test=y[test],
+        y_mean=y_mean, U=counts[train].T.copy(), X_expert=X_expert, y_expert=y[expert],
+        feature_names=list(dataset.vocabulary), x_mean=mu, x_scale=scale,
+        train_idx=train, test_idx=test, expert_idx=expert, seed=seed, name=dataset.name)
