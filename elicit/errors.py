@@ -2,7 +2,8 @@
 
 ``ElicitError`` is a problem with the user's input (its message says what to fix); the command
 line prints it as one ``elicit: error: ...`` line. ``EngineUnavailable`` says an engine cannot
-run on this machine (no CmdStan, no PyStan).
+run on this machine (no CmdStan, no PyStan); ``EngineError`` that an engine failed on a fit
+(its message is the engine's own).
 """
 
 from __future__ import annotations
@@ -14,3 +15,7 @@ class ElicitError(ValueError):
 
 class EngineUnavailable(RuntimeError):
     """The engine cannot run here (for example, no CmdStan installation)."""
+
+
+class EngineError(RuntimeError):
+    """An engine failed to fit (for example, CmdStan's optimiser gave up); the message says why."""

@@ -1,7 +1,7 @@
 """Engines that fit the MAP of the Stan model: numpy (default), cmdstan, pystan.
 
-``get_engine("auto")`` picks CmdStan when an installation is found and the numpy engine
-otherwise. A custom ``.stan`` file needs an engine that runs Stan (cmdstan or pystan).
+``get_engine("auto")`` picks the numpy engine for the shipped programs, and for a custom
+``.stan`` file CmdStan when an installation is found, else PyStan.
 """
 
 from elicit.engines.base import Engine, MAPResult

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from elicit.engines.base import MAPResult, StanProgramEngine
-from elicit.errors import ElicitError, EngineUnavailable
+from elicit.errors import ElicitError, EngineError, EngineUnavailable
+from elicit.internal.locks import file_lock
 from elicit.model.spec import ModelData, Params
 
 #: CmdStan starts from the unconstrained u = log(x), so a start on the boundary x = 0 (which
@@ -81,8 +84,13 @@ class CmdStanEngine(StanProgramEngine):
             os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
         self.max_iter = max_iter
         self.seed = seed
+        # cmdstanpy logs two INFO lines per fit (thousands in a sweep); keep its warnings.
+        logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
         try:
-            self._model = CmdStanModel(stan_file=str(target))
+            # Compile under a lock: a second process waits, then finds the executable up to
+            # date instead of rebuilding it while the first one writes it.
+            with file_lock(f"cmdstan-{target.stem}.lock"):
+                self._model = CmdStanModel(stan_file=str(target))
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"CmdStan could not compile {src}: {exc}") from exc
 
@@ -100,10 +108,13 @@ class CmdStanEngine(StanProgramEngine):
         # As prophet does: L-BFGS first, Newton when L-BFGS fails.
         for algorithm in ("lbfgs", "newton"):
             try:
-                attempt = self._model.optimize(
-                    data=stan_data, inits=inits, jacobian=False, algorithm=algorithm,
-                    iter=self.max_iter, seed=self.seed, save_iterations=True,
-                    require_converged=False, show_console=False)
+                with warnings.catch_warnings():
+                    # cmdstanpy's FutureWarnings about its own API, twice per fit
+                    warnings.simplefilter("ignore", FutureWarning)
+                    attempt = self._model.optimize(
+                        data=stan_data, inits=inits, jacobian=False, algorithm=algorithm,
+                        iter=self.max_iter, seed=self.seed, save_iterations=True,
+                        require_converged=False, show_console=False)
             except RuntimeError as exc:
                 errors.append(f"{algorithm}: {exc}")
                 continue
@@ -114,7 +125,7 @@ class CmdStanEngine(StanProgramEngine):
                 break
             errors.append(f"{algorithm}: line search failed")
         if fit is None:
-            raise RuntimeError("CmdStan optimisation failed: " + " | ".join(errors))
+            raise EngineError("CmdStan optimisation failed: " + " | ".join(errors))
 
         gamma = np.atleast_1d(np.asarray(fit.stan_variable("gamma", warn=False), dtype=float))
         iters = fit.optimized_iterations_np

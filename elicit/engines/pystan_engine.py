@@ -23,6 +23,7 @@ from scipy.optimize import minimize
 
 from elicit.engines.base import MAPResult, StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
+from elicit.internal.locks import file_lock
 from elicit.model.spec import CONTRACT_PARAMS, ModelData, Params
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
@@ -153,7 +154,14 @@ class PyStanEngine(StanProgramEngine):
             self._models.move_to_end(key)
             return self._models[key]
         try:
-            model = build_pystan_model(self.program_code, stan_data, quiet=self._compiled)
+            if self._compiled:
+                model = build_pystan_model(self.program_code, stan_data, quiet=True)
+            else:
+                # The first build may compile into httpstan's shared cache: under a lock, so a
+                # second process waits and then reuses the build instead of breaking it.
+                digest = hashlib.sha256(self.program_code.encode()).hexdigest()[:16]
+                with file_lock(f"pystan-{digest}.lock"):
+                    model = build_pystan_model(self.program_code, stan_data)
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"PyStan could not build {self.stan_file}: {exc}") from exc
         self._compiled = True

@@ -1,0 +1,109 @@
+"""Choosing an engine, and building Stan programs from several processes at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from elicit.engines import get_engine
+from elicit.engines.numpy_engine import NumpyEngine
+from elicit.errors import ElicitError
+from elicit.internal.locks import file_lock
+
+
+def test_auto_runs_the_shipped_programs_on_numpy_even_when_cmdstan_is_installed(monkeypatch):
+    import elicit.engines.cmdstan_engine as ce
+
+    monkeypatch.setattr(ce, "cmdstan_available", lambda: True)
+    for variant in ("fixed", "learned"):
+        eng = get_engine("auto", variant)
+        assert isinstance(eng, NumpyEngine) and eng.variant == variant
+
+
+def test_auto_runs_a_custom_program_on_pystan_without_cmdstan(monkeypatch, tmp_path):
+    pytest.importorskip("stan")
+    import elicit.engines.cmdstan_engine as ce
+    from elicit.engines.base import shipped_stan_file
+    from elicit.engines.pystan_engine import PyStanEngine
+
+    monkeypatch.setattr(ce, "cmdstan_available", lambda: False)
+    custom = tmp_path / "mine.stan"
+    custom.write_text(shipped_stan_file("fixed").read_text())
+    eng = get_engine("auto", "fixed", stan_file=custom)
+    assert isinstance(eng, PyStanEngine) and eng.stan_file == custom
+
+
+def test_unknown_engine_and_variant_are_refused():
+    with pytest.raises(ElicitError, match="unknown engine 'stanx'; choose one of auto"):
+        get_engine("stanx")
+    with pytest.raises(ElicitError, match="variant must be 'fixed' or 'learned', got 'free'"):
+        get_engine("numpy", "free")
+
+
+_HOLDER = textwrap.dedent("""
+    import sys, time
+    from elicit.internal.locks import file_lock
+    with file_lock("test-holder.lock"):
+        print(f"{time.time():.6f}", flush=True)
+        time.sleep(float(sys.argv[1]))
+        print(f"{time.time():.6f}", flush=True)
+""")
+
+
+def test_file_lock_excludes_other_processes(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _HOLDER, "0.5"], env=env,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    spans = []
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        start, end = map(float, out.split())
+        spans.append((start, end))
+    (s1, e1), (s2, e2) = sorted(spans)
+    assert e1 <= s2, f"the two holders overlapped: {spans}"
+    # the lock is released with the process, and can be taken again at once
+    t = time.time()
+    with file_lock("test-holder.lock"):
+        pass
+    assert time.time() - t < 5
+
+
+_BUILD = textwrap.dedent("""
+    import numpy as np
+    from elicit.engines.pystan_engine import build_pystan_model, PyStanEngine
+    from elicit.model.spec import Hyper, ModelData
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 4)); y = rng.normal(size=6); U = rng.normal(size=(4, 2))
+    data = ModelData(X, y, U, Hyper(threshold_mean=2.0))
+    fit = PyStanEngine("fixed", stan_file=__import__("sys").argv[1]).fit(data)
+    print("ok", fit.converged)
+""")
+
+
+@pytest.mark.slow
+def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
+    """The compile race: two processes build the same program into an empty httpstan cache.
+
+    Without the build lock one of them fails (a missing ``stderr.log`` or a build timeout);
+    with it the second waits and reuses the first one's build.
+    """
+    pytest.importorskip("stan")
+    from elicit.engines.base import shipped_stan_file
+
+    # A program no other test builds (a comment changes its hash), so the cache is cold.
+    program = tmp_path / "race.stan"
+    program.write_text(f"// race test {time.time_ns()}\n" + shipped_stan_file("fixed").read_text())
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", _BUILD, str(program)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=1800)
+        assert p.returncode == 0, err[-3000:]
+        assert out.strip() == "ok True"
