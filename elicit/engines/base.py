@@ -166,10 +166,8 @@ def shipped_stan_file(variant: str) -> Path:
     ``__init__.py`` on purpose: a regular package named ``stan`` at the repository root would
     shadow PyStan's ``stan`` whenever the root is on ``sys.path``.
     """
-    import elicit
-
     name = f"elicit_{variant}_tau.stan"
-    pkg = Path(elicit.__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]  # the elicit package folder
     for folder in (pkg / "stan", pkg.parent / "stan"):
         if (folder / name).is_file():
             return folder / name

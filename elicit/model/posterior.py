@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from elicit.engines.base import MAPResult
 from elicit.errors import ElicitError
 from elicit.model.density import Marginal
 from elicit.model.spec import ModelData
+
+if TYPE_CHECKING:  # the model does not depend on the engines; an engine's result is read
+    from elicit.engines.base import MAPResult
 
 
 @dataclass
