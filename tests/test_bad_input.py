@@ -19,10 +19,11 @@ from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 
 from elicit.cli.session import main as cli_main
-from elicit.cli.session import run_ask
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
-from elicit.session.session import FORMAT_VERSION, Session
+from elicit.session.session import Session
+from elicit.session.store import FORMAT_VERSION
+from elicit.session.terminal import run_ask
 
 SAME = {"Origin": "http://localhost"}
 

@@ -57,7 +57,7 @@ def session_inputs() -> dict:
     """The paper's Amazon data when it is available (a realistic screenshot), else a small
     synthetic problem with kitchen-review words as feature names."""
     try:
-        from elicit.cli.session import dataset_inputs
+        from elicit.session.inputs import dataset_inputs
 
         return {**dataset_inputs("amazon", 7), "pool_size": 60}
     except Exception:  # no data directory: fall back to synthetic data

@@ -15,7 +15,8 @@ from conftest import make_session_data as make_data
 from elicit.elicitation.elicitor import Elicitor
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
-from elicit.session.session import FORMAT_VERSION, Session, SessionQuery, data_hashes
+from elicit.session.session import Session, SessionQuery
+from elicit.session.store import FORMAT_VERSION, data_hashes
 
 
 def new_session(path, seed: int = 0, **kw) -> Session:

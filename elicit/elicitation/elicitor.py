@@ -1,17 +1,10 @@
-"""Choosing questions: the elicitation state and the query strategies.
+"""The state of one elicitation, and asking through it.
 
 One round is fit -> posterior -> utilities -> query -> answer -> refit. :class:`Elicitor`
-holds the state of one elicitation (the data, the answers so far, the current MAP) and the
-strategies decide which pair to ask next:
-
-``random``
-    a uniformly random unasked pair;
-``nonsequential``
-    utilities computed once, at the no-feedback MAP, over all candidate pairs, then asked in
-    ranked order;
-``sequential``
-    re-scored after every answer over a fresh random pool R_p of unasked pairs (default size
-    ``min(#pairs, 10 p)``; the paper uses 400 on real data).
+holds the state of one elicitation (the data, the answers so far, the current MAP, the cached
+non-sequential ranking); the strategies of :mod:`elicit.elicitation.strategies` decide which
+pair to ask next, among the candidate pairs not asked yet and not excluded by the caller (a
+session excludes the pairs the expert skipped).
 
 A pair is never asked twice. A "don't know" answer is recorded, leaves the model unchanged and
 removes the pair from the candidates.
@@ -21,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from elicit.elicitation.answers import Answer
-from elicit.elicitation.strategies import STRATEGIES, Strategy
+from elicit.elicitation.strategies import Query, Ranking, Strategy, choose, draw_pool
 from elicit.elicitation.utility import Scores, UtilityScorer
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
@@ -41,15 +34,6 @@ from elicit.model.spec import (
     auto_threshold_mean,
     validate_regression,
 )
-
-
-@dataclass(frozen=True)
-class Query:
-    """A question to ask: features ``i`` and ``j`` and its expected information gain."""
-
-    i: int
-    j: int
-    expected_gain: float | None = None
 
 
 class Elicitor:
@@ -204,41 +188,93 @@ class Elicitor:
         return sc
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
-        """A random pool of unasked pairs (capped, with a warning, at what is left)."""
-        left = np.flatnonzero(~self._asked)
-        size = self.pool_size
-        if size > len(left):
-            if self._pool_explicit:
-                warnings.warn(f"pool size {size} is larger than the {len(left)} unasked pairs; "
-                              f"using {len(left)}", stacklevel=2)
-            size = len(left)
-        return self.candidates[np.sort(rng.choice(left, size=size, replace=False))]
+        """A random pool of unasked pairs (capped, with a warning, at what is left): the pool
+        the sequential strategy scores."""
+        allowed = self._allowed()
+        self._warn_if_pool_capped(len(allowed))
+        return self.candidates[draw_pool(allowed, self.pool_size, rng)]
 
-    def next_query(self, strategy: Strategy, rng: np.random.Generator) -> Query:
-        """The next pair to ask under ``strategy``."""
+    def _warn_if_pool_capped(self, n_allowed: int) -> None:
+        # Only a pool size the user chose is worth a warning; the default is capped silently.
+        if self._pool_explicit and self.pool_size > n_allowed:
+            warnings.warn(f"pool size {self.pool_size} is larger than the {n_allowed} unasked "
+                          f"pairs; using {n_allowed}", stacklevel=3)
+
+    def _allowed(self, exclude: Iterable[tuple[int, int]] | None = None) -> np.ndarray:
+        """Indices of the candidate pairs that may be asked: unasked and not in ``exclude``."""
+        ok = ~self._asked
+        if exclude is not None:
+            for i, j in exclude:
+                ok[self._pair_index(i, j)] = False
+            if not ok.any():
+                raise ElicitError("every unasked pair is excluded; nothing is left to ask")
+        return np.flatnonzero(ok)
+
+    def nonsequential_ranking(self) -> Ranking:
+        """Every candidate pair ranked by expected gain at the no-feedback MAP.
+
+        Computed once and cached until :meth:`reset`; it does not depend on the answers, so it
+        can also be made after some (a resumed session does).
+        """
+        if self._ranking is None:
+            if self.n_answers == 0:
+                # The current state is the no-feedback MAP: score it like any round.
+                sc = self.score(self.candidates)
+            else:
+                sc = UtilityScorer(self.base, self.initial_fit, self.engine).score(
+                    self.candidates, self.utility, self.refine)  # type: ignore[arg-type]
+            self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
+        return self._ranking
+
+    def next_query(self, strategy: Strategy, rng: np.random.Generator, *,
+                   exclude: Iterable[tuple[int, int]] | None = None) -> Query:
+        """The next pair to ask under ``strategy``.
+
+        Parameters
+        ----------
+        strategy
+            ``"random"``, ``"nonsequential"`` or ``"sequential"``
+            (:mod:`elicit.elicitation.strategies`).
+        rng
+            The random stream of the round.
+        exclude
+            Pairs ``(i, j)`` not to ask now (for example the pairs an expert skipped).
+
+        Raises
+        ------
+        ElicitError
+            When every pair has been asked or excluded, for an unknown strategy, or for the
+            non-sequential strategy after answers given before its ranking was made (rank
+            first with :meth:`nonsequential_ranking` to continue from answers).
+        """
+        allowed = self._allowed_for(strategy, exclude)
+        if strategy == "sequential":
+            self._warn_if_pool_capped(len(allowed))
+        return choose(strategy, self, allowed, rng)[0]
+
+    def next_batch(self, strategy: Strategy, rng: np.random.Generator, k: int, *,
+                   exclude: Iterable[tuple[int, int]] | None = None) -> list[Query]:
+        """``k`` pairs to ask together under ``strategy``, best first.
+
+        The pairs share no feature where possible (see
+        :func:`~elicit.elicitation.strategies.disjoint_greedy`). With ``k = 1`` this is the
+        question :meth:`next_query` asks, from the same random draws. Fewer than ``k`` pairs
+        are returned when fewer are allowed. A pool larger than the allowed pairs is capped
+        silently: a session's allowed pairs shrink with every answer and skip, and the expert
+        need not hear about it. Parameters and errors as for :meth:`next_query`.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ElicitError(f"batch size must be a positive integer, got {k!r}")
+        return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))
+
+    def _allowed_for(self, strategy: str, exclude) -> np.ndarray:
         if not (~self._asked).any():
             raise ElicitError("every candidate pair has been asked")
-        if strategy == "random":
-            k = int(rng.choice(np.flatnonzero(~self._asked)))
-            i, j = self.candidates[k]
-            return Query(int(i), int(j))
-        if strategy == "sequential":
-            pool = self.draw_pool(rng)
-            sc = self.score(pool)
-            b = sc.best
-            return Query(int(pool[b, 0]), int(pool[b, 1]), float(sc.utility[b]))
-        if strategy == "nonsequential":
-            if self._ranking is None:
-                if self.n_answers:
-                    raise ElicitError("the non-sequential ranking is made before any answer")
-                sc = self.score(self.candidates)
-                order = sc.ranking()
-                self._ranking = np.column_stack([order, sc.utility[order]])
-            for k, u in self._ranking:
-                if not self._asked[int(k)]:
-                    i, j = self.candidates[int(k)]
-                    return Query(int(i), int(j), float(u))
-        raise ElicitError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        allowed = self._allowed(exclude)
+        if strategy == "nonsequential" and self._ranking is None and self.n_answers:
+            raise ElicitError("the non-sequential ranking is made before any answer; call "
+                              "nonsequential_ranking() to rank at the no-feedback MAP anyway")
+        return allowed
 
     # -- the posterior -------------------------------------------------------------------
     def posterior(self) -> NIGPosterior:

@@ -1,0 +1,165 @@
+"""What a session gives out: its learned prior and its record as tables.
+
+The prior is exported as arviz ``InferenceData`` (netCDF) or plain JSON, both described in
+``docs/session.md``. They hold the current MAP of the kernel parameters (gamma, xi, tau2), the
+kernel matrix K and the answers it was learned from, read at one state of the session (another
+process may be answering meanwhile). The record (answers, queries, events) comes as pandas
+DataFrames (``elicit export my.session history.csv`` writes the first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from elicit.errors import ElicitError
+from elicit.session import store
+
+if TYPE_CHECKING:
+    from elicit.session.session import Session
+
+
+# --------------------------------------------------------------------------------------------
+# The learned prior
+# --------------------------------------------------------------------------------------------
+
+def to_inferencedata(session: Session):
+    """The current MAP as an :class:`arviz.InferenceData`.
+
+    ``posterior`` holds ``gamma`` (dim ``meta_feature``), ``xi`` and ``tau2`` as one chain
+    with one draw (the MAP, not a sample); ``constant_data`` holds ``K`` with dims
+    ``(feature, feature_)`` labelled by the feature names, ``mu`` (posterior mean of beta) and
+    the answers used. Attributes record the session and the answer count.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
+        import arviz as az
+    fit, post, active = session._snapshot(posterior=True)
+    names = session.feature_names
+    d = session.U.shape[1]
+    ans_pairs = np.array([[i, j] for i, j, _ in active], dtype=np.int64).reshape(-1, 2)
+    ans_vals = np.array([a for _, _, a in active], dtype=str)
+    constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
+    coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
+    dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
+    if len(active):
+        constant["answer_pair"] = ans_pairs
+        constant["answer"] = ans_vals
+        coords["answer_index"] = np.arange(len(active))
+        coords["pair_end"] = ["i", "j"]
+        dims["answer_pair"] = ["answer_index", "pair_end"]
+        dims["answer"] = ["answer_index"]
+    return az.from_dict(
+        posterior={"gamma": np.asarray(fit.gamma)[None, None, :],
+                   "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])},
+        constant_data=constant, coords=coords, dims=dims,
+        attrs={"elicit_session": session.uid, "session_file": str(session.path),
+               "data_hash": session.meta["data_hash"], "n_answers": len(active),
+               "point_estimate": "MAP"})
+
+
+def prior_dict(session: Session) -> dict[str, Any]:
+    """The learned prior as plain Python values (the JSON export format)."""
+    fit, _, active = session._snapshot()
+    names = session.feature_names
+    return {
+        "format": "elicit-prior", "format_version": 1,
+        "session_uid": session.uid, "data_hash": session.meta["data_hash"],
+        "feature_names": list(names),
+        "gamma": [float(v) for v in fit.gamma], "xi": float(fit.xi),
+        "tau2": float(fit.tau2), "K": np.asarray(fit.K).tolist(),
+        "hyper": dataclasses.asdict(session.elicitor.hyper),
+        "engine": session.elicitor.engine.name,
+        "answers": [{"i": i, "j": j, "feature_i": names[i], "feature_j": names[j], "answer": a}
+                    for i, j, a in active],
+        "exported": store.now(),
+    }
+
+
+def export_prior(session: Session, path: str | os.PathLike) -> Path:
+    """Write the learned prior: ``.nc`` (netCDF via arviz) or ``.json``.
+
+    The netCDF file is :func:`to_inferencedata` saved with ``InferenceData.to_netcdf``
+    (groups ``posterior`` and ``constant_data``). The JSON file is :func:`prior_dict`,
+    written under a temporary name and renamed into place.
+
+    Raises
+    ------
+    ElicitError
+        An unknown suffix, a missing directory, or no netCDF backend for ``.nc``.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".nc", ".json"):
+        raise ElicitError(f"cannot export to {path.name!r}: use a .nc (netCDF) or .json "
+                          "file name")
+    if not path.parent.exists():
+        raise ElicitError(f"directory {path.parent} does not exist")
+    if suffix == ".json":
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(prior_dict(session), indent=1))
+        os.replace(tmp, path)
+        return path
+    idata = to_inferencedata(session)
+    try:
+        idata.to_netcdf(str(path))
+    except (ImportError, ValueError) as e:
+        raise ElicitError(f"cannot write netCDF ({e}); install h5netcdf or netCDF4, or "
+                          "export to a .json file instead") from None
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# The record as tables
+# --------------------------------------------------------------------------------------------
+
+def history(session: Session) -> pd.DataFrame:
+    """Every answer, oldest first, including undone ones (``undone`` is True).
+
+    Columns: answer_id, query_id, i, j, feature_i, feature_j, answer, comment,
+    expected_gain, shown_at, answered_at, undone, undone_at.
+    """
+    names = session.feature_names
+    df = pd.DataFrame(session._read(store.history_rows),
+                      columns=["answer_id", "query_id", "i", "j", "answer", "comment",
+                               "expected_gain", "shown_at", "answered_at", "undone_at"])
+    df.insert(4, "feature_i", [names[i] for i in df["i"]])
+    df.insert(5, "feature_j", [names[j] for j in df["j"]])
+    df.insert(len(df.columns) - 1, "undone", df["undone_at"].notna())
+    return df
+
+
+def queries(session: Session) -> pd.DataFrame:
+    """Every query shown, with its status."""
+    names = session.feature_names
+    df = pd.DataFrame(session._read(store.query_rows),
+                      columns=["query_id", "i", "j", "expected_gain", "exact_gain", "shown_at",
+                               "status", "batch"])
+    df.insert(3, "feature_i", [names[i] for i in df["i"]])
+    df.insert(4, "feature_j", [names[j] for j in df["j"]])
+    df["exact_gain"] = df["exact_gain"].astype(bool)
+    return df
+
+
+def events(session: Session) -> pd.DataFrame:
+    """The append-only event log."""
+    with session._lock:
+        rows = store.event_rows(session.conn)
+    return pd.DataFrame(rows, columns=["id", "kind", "query_id", "answer_id", "epoch", "at",
+                                       "detail"])
+
+
+def export_history(session: Session, path: str | os.PathLike) -> Path:
+    """Write :func:`history` as a CSV file."""
+    path = Path(path)
+    if not path.parent.exists():
+        raise ElicitError(f"directory {path.parent} does not exist")
+    history(session).to_csv(path, index=False)
+    return path

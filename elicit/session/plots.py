@@ -1,0 +1,95 @@
+"""The session's plots: the kernel matrix K and the expected gains of the questions asked.
+
+matplotlib is imported only when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from elicit.errors import ElicitError
+from elicit.session.inputs import feature_index
+
+if TYPE_CHECKING:
+    from elicit.session.session import Session
+
+
+def plot_features(session: Session, max_features: int = 30) -> np.ndarray:
+    """Which features :func:`plot_K` shows when there are more than ``max_features``: those
+    in answered pairs (most recent first), then the largest |posterior mean|."""
+    p = len(session.feature_names)
+    if p <= max_features:
+        return np.arange(p)
+    chosen: list[int] = []
+    for i, j, _ in reversed(session.active_answers()):
+        for f in (i, j):
+            if f not in chosen and len(chosen) < max_features:
+                chosen.append(f)
+    mu = np.abs(session.posterior().mu)
+    for f in np.argsort(-mu):
+        if len(chosen) >= max_features:
+            break
+        if int(f) not in chosen:
+            chosen.append(int(f))
+    return np.array(sorted(chosen))
+
+
+def plot_K(session: Session, ax=None, features: Sequence[int | str] | None = None,
+           max_features: int = 30):
+    """Heatmap of the current kernel matrix K, labelled with feature names.
+
+    With more than ``max_features`` features only a subset is drawn (see
+    :func:`plot_features`) unless ``features`` (indices or names) is given.
+    Returns the matplotlib Axes.
+    """
+    import matplotlib.pyplot as plt
+
+    names = session.feature_names
+    if features is None:
+        idx = plot_features(session, max_features)
+    else:
+        idx = np.array([feature_index(names, f) for f in features], dtype=int)
+        if len(idx) == 0:
+            raise ElicitError("features is empty: name at least one feature to plot")
+    K = np.asarray(session.fit.K)[np.ix_(idx, idx)]
+    if ax is None:
+        size = min(12.0, 2.5 + 0.28 * len(idx))
+        _, ax = plt.subplots(figsize=(size + 1.2, size))
+    im = ax.imshow(K, vmin=0.0, vmax=1.0, cmap="viridis")
+    labels = [names[k] for k in idx]
+    ax.set_xticks(range(len(idx)), labels, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(idx)), labels, fontsize=8)
+    n_ans = len(session.active_answers())
+    shown = "" if len(idx) == len(names) else f" ({len(idx)} of {len(names)} features)"
+    ax.set_title(f"K after {n_ans} answer{'s' if n_ans != 1 else ''}{shown}")
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="K_ij")
+    return ax
+
+
+def plot_gains(session: Session, ax=None):
+    """Expected information gain of each answered question, in answer order (undone answers
+    as hollow markers). Returns the matplotlib Axes."""
+    import matplotlib.pyplot as plt
+
+    h = session.history
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    x = np.arange(1, len(h) + 1)
+    g = h["expected_gain"].astype(float).to_numpy()
+    colours = {"similar": "tab:green", "dissimilar": "tab:red", "dont_know": "tab:gray"}
+    for kind, colour in colours.items():
+        for undone in (False, True):
+            m = ((h["answer"] == kind) & (h["undone"] == undone)).to_numpy()
+            if m.any():
+                ax.scatter(x[m], g[m], label=kind.replace("_", " ") if not undone else None,
+                           facecolors="none" if undone else colour, edgecolors=colour)
+    if len(h):
+        ax.plot(x, g, color="0.6", lw=0.8, zorder=0)
+        ax.legend(fontsize=8)
+    ax.set_xlabel("answer number")
+    ax.set_ylabel("expected gain")
+    ax.set_title("Expected information gain of the questions asked")
+    return ax
