@@ -176,14 +176,24 @@ class Elicitor:
         self._ranking = None
 
     # -- scoring and selection -----------------------------------------------------------
+    def score(self, pairs: np.ndarray, refine: int | None = None) -> Scores:
+        """Expected information gain of ``pairs`` at the current MAP.
+
+        ``refine`` overrides the number of candidates the fast mode re-scores exactly.
+        """
+        return self._score(self.data, self.fit, pairs, refine)
+
     @single_blas_thread
-    def score(self, pairs: np.ndarray) -> Scores:
-        """Expected information gain of ``pairs`` at the current MAP."""
-        sc = UtilityScorer(self.data, self.fit, self.engine).score(pairs, self.utility,
-                                                                  self.refine)
+    def _score(self, data: ModelData, fit: MAPResult, pairs: np.ndarray,
+               refine: int | None = None) -> Scores:
+        sc = UtilityScorer(data, fit, self.engine).score(
+            pairs, self.utility, self.refine if refine is None else refine)  # type: ignore[arg-type]
+        # Keep the base Hessian the round computed: the next warm refit from that MAP
+        # starts from it.
         if sc.hessian is not None:
-            self._hessian = sc.hessian
-            if self.fit is self.initial_fit:
+            if fit is self.fit:
+                self._hessian = sc.hessian
+            if fit is self.initial_fit:
                 self._initial_hessian = sc.hessian
         return sc
 
@@ -217,12 +227,7 @@ class Elicitor:
         can also be made after some (a resumed session does).
         """
         if self._ranking is None:
-            if self.n_answers == 0:
-                # The current state is the no-feedback MAP: score it like any round.
-                sc = self.score(self.candidates)
-            else:
-                sc = UtilityScorer(self.base, self.initial_fit, self.engine).score(
-                    self.candidates, self.utility, self.refine)  # type: ignore[arg-type]
+            sc = self._score(self.base, self.initial_fit, self.candidates)
             self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
         return self._ranking
 

@@ -41,7 +41,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from elicit.elicitation.utility import Scores, UtilityScorer
+from elicit.elicitation.utility import Scores
 from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
 from elicit.model.spec import ModelData
@@ -91,8 +91,9 @@ class ElicitationState(Protocol):
     refine: int
     pool_size: int
 
-    def score(self, pairs: np.ndarray) -> Scores:
-        """Expected gains of ``pairs`` at the current MAP (refining ``refine`` of them)."""
+    def score(self, pairs: np.ndarray, refine: int | None = None) -> Scores:
+        """Expected gains of ``pairs`` at the current MAP (refining ``refine`` of them, by
+        default the state's own ``refine``)."""
         ...
 
     def nonsequential_ranking(self) -> Ranking:
@@ -157,12 +158,8 @@ def sequential_queries(state: ElicitationState, allowed: np.ndarray, rng: np.ran
                        k: int) -> list[Query]:
     """The best ``k`` pairs of a fresh random pool, scored at the current MAP."""
     pool = state.candidates[draw_pool(allowed, state.pool_size, rng)]
-    if k == 1:
-        scores = state.score(pool)
-    else:
-        # Rank a batch on exact gains where possible: refine at least two per question.
-        scores = UtilityScorer(state.data, state.fit, state.engine).score(
-            pool, state.utility, max(state.refine, 2 * k))  # type: ignore[arg-type]
+    # Rank a batch on exact gains where possible: refine at least two per question.
+    scores = state.score(pool, refine=None if k == 1 else max(state.refine, 2 * k))
     picked = disjoint_greedy(scores.pairs, scores.ranking(), k)
     return [_query(scores.pairs[t], scores.utility[t], scores.exact[t]) for t in picked]
 
