@@ -6,18 +6,28 @@ JOBS   ?= 2
 SEED   ?= 0
 OUT    ?= results
 
-.PHONY: setup test lint bench reproduce reproduce-quick clean
+.PHONY: setup test test-fast lint typecheck bench reproduce reproduce-quick clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install -e ".[dev,test]"
 
+# Everything, as CI runs it (the slow tests included).
 test:
 	$(BIN)/python -m pytest -q
 
+# The development loop: everything but the tests marked slow (fault injection, browser,
+# PyStan, end-to-end experiments); about a minute.
+test-fast:
+	$(BIN)/python -m pytest -q -m "not slow"
+
 lint:
 	$(BIN)/ruff check elicit tests experiments
+	$(BIN)/mypy elicit
+
+typecheck:
+	$(BIN)/mypy elicit
 
 bench:
 	$(BIN)/elicit bench --size amazon --rounds 5

@@ -345,11 +345,11 @@ def test_cli_errors(capsys, tmp_path, path, argv, message):
 
 
 def test_cli_bad_option_values(capsys, path):
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(SystemExit, match="^2$") as e:
         cli_main(["serve", str(path), "--port", "70000"])
     assert e.value.code == 2
     assert "port must be between 0 and 65535, got 70000" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(SystemExit, match="^2$") as e:
         cli_main(["ask", str(path), "--batch", "0"])
     assert e.value.code == 2
     assert "expected a positive integer, got 0" in capsys.readouterr().err

@@ -53,9 +53,9 @@ def test_baselines_original_scale():
 
 def test_baselines_reject_mismatch():
     Xtr, ytr, Xte, yte, ym = _synthetic()
-    with pytest.raises(ElicitError):
+    with pytest.raises(ElicitError, match=r"X_test \(.*\) do not match the training data"):
         fit_baselines(Xtr[:, :5], ytr, Xte, yte, ym)
-    with pytest.raises(ElicitError):
+    with pytest.raises(ElicitError, match=r"X_train \(.*\) and y_train \(.*\) do not match"):
         fit_baselines(Xtr, ytr[:-1], Xte, yte, ym)
 
 
@@ -74,7 +74,7 @@ def test_samples_to_reach():
     assert samples_to_reach(curve, 2.17) == 5
     assert samples_to_reach(curve, 2.00) is None
     assert samples_to_reach([2.3, np.nan, 2.1], 2.2) == 2
-    with pytest.raises(ElicitError):
+    with pytest.raises(ElicitError, match="must have at least one point"):
         samples_to_reach([], 1.0)
 
 
@@ -137,5 +137,5 @@ def test_table1_per_run_relative_levels():
     # With one (mean) initial MSE the same curves give run 0 at 0 and run 1 never.
     mean_rows = table1_rows("amazon", curves, initial_mse=2.5)
     assert mean_rows[1]["rnd"] == 0.0 and mean_rows[1]["rnd_reached"] == 0.5
-    with pytest.raises(ElicitError):
+    with pytest.raises(ElicitError, match="3 per-run initial MSEs but method 'rnd' has 2 runs"):
         table1_rows("amazon", curves, initial_mse=[2.0, 3.0, 4.0])

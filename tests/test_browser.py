@@ -42,6 +42,7 @@ except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(sync_playwright is None,
                        reason="the playwright Python package is not installed "
                               "(pip install playwright)"),

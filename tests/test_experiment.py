@@ -116,19 +116,13 @@ def test_resume_of_a_finished_sweep_computes_nothing(tiny_sweep, tmp_path, monke
 def test_resume_does_not_depend_on_what_else_ran(tmp_path):
     """A strategy recomputed alone gives what it gave next to the others in the same run.
 
-    BUG (run_one / Elicitor.reset / UtilityScorer): the strategies of a run share one
-    Elicitor, and scoring stores the base Hessian into ``initial_fit.hess_base``
-    (``UtilityScorer._ensure_hessian`` mutates the fit it was given). ``reset()`` hands the
-    same, now mutated, ``initial_fit`` to the next strategy, whose first warm Newton refit
-    then starts from that Hessian instead of computing its own. With strategies
-    (sequential, nonsequential, random), "random" after the others differs from "random"
-    recomputed alone on resume (here in the 13th digit of the MSE; in a multimodal posterior
-    a different Newton path can reach a different mode). The default order runs random
-    first, which hides it.
-
-    Proposed fix: keep a pristine copy of the no-feedback MAP and have ``reset()`` restore
-    it (``dataclasses.replace(initial_fit, hess_base=None, warm_hessian=None)``), or let the
-    scorer keep its Hessian to itself rather than writing into the caller's MAPResult.
+    The strategies of a run share one Elicitor, and scoring caches the base Hessian on the
+    MAP it scores (``UtilityScorer._ensure_hessian``). ``Elicitor.reset()`` hands each
+    strategy a clean copy of the no-feedback MAP, so no strategy's warm Newton refits start
+    from a Hessian another strategy left behind. The order (sequential, nonsequential,
+    random) runs "random" last, where such a leak would show (it once did, in the 13th digit
+    of the MSE; the default order runs random first and would hide it): its part, deleted
+    and recomputed alone on resume, must come back byte for byte.
     """
     cfg = SweepConfig("synthetic", runs=1, rounds=4, engine="numpy", seed=5,
                       strategies=("sequential", "nonsequential", "random"))
@@ -159,6 +153,7 @@ def test_bad_sweep_config(kw, match):
 E2E_SEED, E2E_RUNS, E2E_ROUNDS = 0, 6, 30
 
 
+@pytest.mark.slow
 def test_sequential_beats_random_on_synthetic_data(tmp_path):
     """Mean test MSE over 10..30 answers (the mean curve): sequential below random.
 

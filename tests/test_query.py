@@ -344,7 +344,7 @@ def test_fast_utility_with_custom_stan_file_is_an_error(tmp_path):
     stan = tmp_path / "custom.stan"
     stan.write_text("// custom\n")
     # An engine instance bypasses get_engine, so the utility check itself is reached.
-    with pytest.raises(ElicitError, match="exact"):
+    with pytest.raises(ElicitError, match="a custom Stan file does not have; use exact"):
         Elicitor(a.X, a.y, a.U, HYPER, engine=NumpyEngine("fixed"), stan_file=stan)
 
 

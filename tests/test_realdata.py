@@ -153,9 +153,9 @@ def test_tau2_cv_picks_from_grid(run0):
     assert best in grid and set(scores) == set(grid)
     assert scores[best] == min(scores.values())
     assert all(np.isfinite(v) and v > 0 for v in scores.values())
-    with pytest.raises(ElicitError):
+    with pytest.raises(ElicitError, match=r"tau2 grid must hold positive numbers, got \[0.01, -1"):
         cv_tau2(rd.X_train, rd.y_train, rd.U, (0.01, -1.0))
-    with pytest.raises(ElicitError):
+    with pytest.raises(ElicitError, match=r"folds must lie in 2\.\.\d+ .*got 1"):
         cv_tau2(rd.X_train, rd.y_train, rd.U, grid, folds=1)
 
 
@@ -179,8 +179,9 @@ def test_bad_input_errors(tmp_path, capsys):
     assert main(["realdata", "--dataset", "yelp", "--runs", "1", "--rounds", "1", "--out",
                  str(tmp_path / "y"), "--data-dir", str(tmp_path), "--quiet"]) == 2
     assert PAPER_FILES["yelp"][0] in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^2$"):  # argparse's usage error
         main(["realdata", "--dataset", "amazon", "--out", str(tmp_path), "--tau2", "-1"])
+    assert "--tau2 must be a positive number or 'cv', got -1.0" in capsys.readouterr().err
 
 
 def test_report_on_tiny_results(results):

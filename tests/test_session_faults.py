@@ -35,6 +35,10 @@ from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
 from elicit.session.session import Session
 
+# Both tests kill real processes many times (a minute on an idle machine, several on a busy
+# one), so they are marked slow: `make test` runs them, `make test-fast` does not.
+pytestmark = pytest.mark.slow
+
 TRIALS = int(os.environ.get("ELICIT_FAULT_TRIALS", "120"))
 CLI_TRIALS = int(os.environ.get("ELICIT_FAULT_CLI_TRIALS", "6"))
 P = 8

@@ -143,17 +143,13 @@ def test_scalar_step_solves_its_equation(f):
 @pytest.mark.parametrize("f,z0,q", [(0, 6.04, 11.6), (1, -4.0, 14.3), (0, 40.0, 1e4),
                                     (1, -3.0, 1e3), (0, 5.0, 2e3)])
 def test_scalar_step_converges_for_steep_logistic(f, z0, q):
-    """BUG (elicit.utility._scalar_step): plain Newton on t = f - sigma(z0 + q t) cycles
-    between the ends of its bracket once q is larger than ~10 and the answer is surprising
-    (|z0| > ~3): for f = 0, z0 = 40, q = 1e4 the iterates alternate 0, -1, 0, ... and t = 0
-    is returned (residual 1; the root is -0.00454). On the synthetic problem
-    q = v' A^-1 v is 1e3-4e3 (the noise meta-feature has w up to 81), and about half of the
-    250 screened candidates per answer got an unconverged step, ~10 per round with an
-    answer probability above 1e-3.
+    """The screen's step solves t = f - sigma(z0 + q t) to 1e-9 for steep logistic terms
+    (q up to 1e4) and surprising answers (|z0| up to 40).
 
-    Proposed fix: safeguarded Newton (keep the bracket [lo, hi] updated from the sign of the
-    residual and bisect when a Newton iterate leaves it), or plain bisection on the monotone
-    residual (~60 vectorised iterations)."""
+    These are the cases where plain Newton cycles between the ends of its bracket (for
+    f = 0, z0 = 40, q = 1e4 its iterates alternate 0, -1, 0, ..., residual 1; the root is
+    -0.00454). They are common: on the synthetic problem q = v' A^-1 v is 1e3-4e3 (the noise
+    meta-feature has w up to 81)."""
     _check_scalar_step(f, np.array([z0]), np.array([q]))
 
 
@@ -224,13 +220,33 @@ def test_laplace_screen_ranks_like_exact(synthetic_scores):
 
 
 def test_fast_mode_ranks_like_exact(synthetic_scores):
-    """The fast mode before exact refinement (screen + batched Newton refits) ranks almost
-    as exact does: offline, Spearman's rho was 0.95-1.00 over the same 20 settings and the
-    exact best was at worst 5th (seed 1 here), well within the 10 that refinement re-scores.
+    """The fast mode before exact refinement (screen + batched Newton refits) picks what
+    exact scoring picks, or nearly, and orders the candidates that matter as exact does.
+
+    Per seed (measured here for seeds 0, 1, 2):
+
+    * its pick is among the exact top 3 (measured 1st, 2nd, 1st) and has at least 75% of
+      the best exact utility (it lost 0%, 4.8% and 0%);
+    * the exact best is within its top 10, which refinement re-scores (1st, 5th, 1st);
+    * Spearman's rho over the candidates whose exact utility is at least 1e-6 of the best
+      (8, 13 and 16 of the 30) exceeds 0.7 (measured 1.00, 0.91, 1.00; a random order of
+      8 exceeds 0.7 with probability 0.03).
+
+    Rho over the whole pool is no guarantee: about half of each pool has utilities at the
+    rounding level (|u| < 1e-15), whose order is that of rounding errors. It was 0.94-0.99
+    here and 0.898 on another machine; perturbing every utility by 1e-6 relative and 1e-12
+    absolute moves it down to 0.41. Over the resolved candidates the same perturbation
+    leaves rho unchanged.
     """
     for seed, (_, fast, exact) in synthetic_scores.items():
-        assert stats.spearmanr(fast, exact)[0] > 0.9, seed
+        best, pick = exact.max(), np.argmax(fast)
+        assert pick in np.argsort(-exact)[:3], seed
+        assert exact[pick] >= 0.75 * best, (seed, exact[pick] / best)
         assert np.argmax(exact) in np.argsort(-fast)[:10], seed
+        resolved = exact >= 1e-6 * best
+        assert resolved.sum() >= 8, seed
+        rho = stats.spearmanr(fast[resolved], exact[resolved])[0]
+        assert rho > 0.7, (seed, rho)
 
 
 def test_scores_best_prefers_exact_and_ranking_puts_exact_first():
@@ -250,7 +266,7 @@ def test_unknown_mode_is_an_error():
     data = make_small_data()
     engine = NumpyEngine("fixed")
     fit = engine.fit(data)
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(ValueError, match="unknown utility mode 'slow': use 'fast' or 'exact'"):
         UtilityScorer(data, fit, engine).score(all_pairs(data.p)[:2], "slow")
 
 
@@ -267,15 +283,14 @@ def test_scoring_does_not_change_the_model_data(variant):
 
 
 def test_fast_screen_survives_a_fit_reported_converged(stalled_chain):
-    """BUG (UtilityScorer.screen): scoring at a MAP that the engine reported converged but
-    whose Hessian is indefinite (see test_engine_numpy: the L-BFGS-B stall on synthetic run
-    seed 1 / run 3) raises ``LinAlgError: 3-th leading minor ... not positive definite``: the
-    fallback adds only 1e-8 * max|diag A| to the diagonal, far too little for an eigenvalue
-    of -106. In a sweep this kills every run of the pool.
+    """The fast screen gives finite utilities at the end of the chain of warm fits on
+    synthetic run (seed 1, run 3), where an L-BFGS-B stall once left a MAP with an indefinite
+    Hessian (an eigenvalue of -106) and the screen's Cholesky factorisation failed.
 
-    Proposed fix: on failure, damp like the engine's ``_damped_solve`` (increase lambda
-    until the factorisation succeeds) or clip the eigenvalues of A; and fix the engine so
-    such a point is never reported converged."""
+    The screen factorises with ``damped_cho_factor`` (adding a growing multiple of the
+    identity until the factorisation succeeds). The engine no longer stops at such points
+    (see test_engine_numpy), so this chain now ends at a maximum: the test guards the whole
+    path on that run rather than the damping itself."""
     data, fit = stalled_chain[-1]
     asked = {tuple(p) for p in data.pairs}
     pool = np.array([p for p in all_pairs(data.p) if tuple(p) not in asked])[::10]
