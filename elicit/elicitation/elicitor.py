@@ -93,7 +93,7 @@ class Elicitor:
         self.fit = self.initial_fit
         self._index = {(int(i), int(j)): k for k, (i, j) in enumerate(self.candidates)}
         self._asked = np.zeros(len(self.candidates), bool)
-        self._ranking: np.ndarray | None = None
+        self._ranking: Ranking | None = None
         # Base Hessians at the current and at the no-feedback MAP, when a utility round has
         # computed them: the engine's next warm refit from that MAP starts from them.
         self._hessian: np.ndarray | None = None

@@ -202,8 +202,9 @@ class PyStanEngine(StanProgramEngine):
         model, order = self.model(data)
         learned = self.variant == "learned"
         d, m = data.d, data.m
-        theta0 = np.concatenate([np.asarray(start.gamma, dtype=float), [start.xi]]
-                                + ([[start.tau2]] if learned else []))
+        extra = [start.xi, start.tau2] if learned else [start.xi]
+        theta0 = np.concatenate([np.asarray(start.gamma, dtype=float),
+                                 np.asarray(extra, dtype=float)])
         # xi lives on the scale of the prior mean m (thousands for raw word counts), gamma on
         # the scale of 1: optimise xi / m so that all coordinates are of order one.
         scale = np.ones_like(theta0)

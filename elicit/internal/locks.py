@@ -45,6 +45,6 @@ def _lock(fd: int) -> None:
     except ImportError:  # Windows
         import msvcrt
 
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
         return
     fcntl.flock(fd, fcntl.LOCK_EX)

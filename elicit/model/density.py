@@ -37,10 +37,8 @@ def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, 
 
 
 def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData) -> np.ndarray:
-    parts = [np.asarray(gamma, dtype=float), [xi]]
-    if data.hyper.variant == "learned":
-        parts.append([tau2])
-    return np.concatenate(parts)
+    extra = [xi, tau2] if data.hyper.variant == "learned" else [xi]
+    return np.concatenate([np.asarray(gamma, dtype=float), np.asarray(extra, dtype=float)])
 
 
 def lower_bounds(data: ModelData) -> np.ndarray:
@@ -262,7 +260,7 @@ def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
     r = f - s
     grad[:d] = -W.T @ r
     grad[d] = np.sum(r)
-    if hess:
+    if H is not None:
         c = s * (1.0 - s)
         H[:d, :d] = -(W.T * c) @ W
         H[:d, d] = H[d, :d] = W.T @ c

@@ -540,7 +540,8 @@ def insert_answer(conn: sqlite3.Connection, qid: int, i: int, j: int, answer: st
     e = epoch(conn)
     cur = conn.execute("INSERT INTO answers (query_id, i, j, answer, comment, answered_at) "
                        "VALUES (?, ?, ?, ?, ?, ?)", (qid, i, j, answer, comment, at))
-    aid = int(cur.lastrowid)
+    aid = cur.lastrowid
+    assert aid is not None  # an INSERT always sets it
     conn.execute("UPDATE queries SET status='answered' WHERE id = ?", (qid,))
     conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at) "
                  "VALUES ('answer', ?, ?, ?, ?)", (qid, aid, e, at))
