@@ -17,7 +17,7 @@ from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.elicitation.utility import answer_probability
 from elicit.model.kernel import pair_weights
-from elicit.paper.realdata import realdata_problem
+from elicit.paper.problems import realdata_problem
 
 
 def main() -> None:

@@ -1,11 +1,13 @@
 """Reproduce the paper's experiments into one results folder (``make reproduce``).
 
-A thin script over the ``elicit`` command line. The steps, each a resumable sweep (a rerun
+A thin script over the library's experiment functions. The steps, each resumable (a rerun
 after an interruption continues where it stopped):
 
-1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic``;
-2. ``amazon``, ``yelp``: Fig. 5 (``elicit realdata``) into ``OUT/amazon``, ``OUT/yelp``;
-3. ``table1``: Table 1 (``elicit table1``) into ``OUT/table1.csv``, reading the two sweeps.
+1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic`` (:func:`elicit.paper.synthetic.run_synthetic`);
+2. ``amazon``, ``yelp``: Fig. 5 into ``OUT/amazon``, ``OUT/yelp``
+   (:func:`elicit.paper.realdata.run_realdata`);
+3. ``table1``: Table 1 into ``OUT/table1.csv``, reading the two sweeps
+   (:func:`elicit.paper.table1.run_table1`).
 
 It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole,
 and the CPU time (this process and its workers): on a machine shared with other jobs the wall
@@ -20,17 +22,15 @@ import sys
 import time
 from pathlib import Path
 
-from elicit.cli.main import main as elicit
+from elicit.cli.argtypes import nonneg_int, positive_int
+from elicit.errors import ElicitError, EngineUnavailable
+from elicit.paper.labels import DATASETS
+from elicit.paper.realdata import run_realdata
 from elicit.paper.report import write_report
+from elicit.paper.synthetic import run_synthetic
+from elicit.paper.table1 import run_table1
 
-STEPS = ("synthetic", "amazon", "yelp", "table1")
-
-
-def run(argv: list[str]) -> None:
-    print("+ elicit", " ".join(argv), flush=True)
-    code = elicit(argv)
-    if code:
-        sys.exit(code)
+STEPS = ("synthetic", *DATASETS, "table1")
 
 
 def cpu_seconds() -> float:
@@ -42,19 +42,39 @@ def cpu_seconds() -> float:
     return total
 
 
+def run_step(step: str, args: argparse.Namespace) -> None:
+    """One step of the reproduction, printing what it found."""
+    progress = not args.quiet
+    if step == "synthetic":
+        res = run_synthetic(args.out / "synthetic", runs=args.runs, rounds=args.rounds,
+                            seed=args.seed, jobs=args.jobs, refine=args.refine,
+                            progress=progress)
+        print(res.summary())
+    elif step in DATASETS:
+        res = run_realdata(step, args.out / step, runs=args.runs, rounds=args.rounds,
+                           seed=args.seed, jobs=args.jobs, data_dir=args.data_dir,
+                           refine=args.refine, progress=progress)
+        print(res.summary())
+    else:
+        # The data directory defaults to the one each sweep used (its config.json).
+        table = run_table1(args.out, runs=args.runs, jobs=args.jobs, data_dir=args.data_dir,
+                           progress=progress)
+        print(table.text, end="")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results"))
-    ap.add_argument("--runs", type=int, default=50)
-    ap.add_argument("--rounds", type=int, default=100)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--runs", type=positive_int, default=50)
+    ap.add_argument("--rounds", type=nonneg_int, default=100)
+    ap.add_argument("--jobs", type=positive_int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", type=Path, default=None,
                     help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
     ap.add_argument("--steps", default=",".join(STEPS),
                     help=f"comma-separated subset of {','.join(STEPS)} (default: all)")
-    ap.add_argument("--refine", type=int, default=5,
+    ap.add_argument("--refine", type=nonneg_int, default=5,
                     help="fast utilities: candidates re-scored exactly per round (default 5: "
                          "the exact best was within the screen's top 4 in every round "
                          "measured in docs/benchmarks.md)")
@@ -66,25 +86,21 @@ def main() -> None:
         ap.error(f"unknown step {bad[0]!r}; choose from {', '.join(STEPS)}")
 
     t0 = time.perf_counter()
-    common = ["--runs", str(args.runs), "--jobs", str(args.jobs)]
-    model = ["--refine", str(args.refine)]
-    quiet = ["--quiet"] if args.quiet else []
-    data = ["--data-dir", str(args.data_dir)] if args.data_dir else []
     walls: dict[str, float] = {}
     cpus: dict[str, float] = {}
     for step in STEPS:
         if step not in steps:
             continue
+        print(f"reproduce: step {step}", flush=True)
         ts, cs = time.perf_counter(), cpu_seconds()
-        if step == "synthetic":
-            run(["synthetic", *common, "--rounds", str(args.rounds), "--seed", str(args.seed),
-                 "--out", str(args.out / "synthetic"), *model, *quiet])
-        elif step in ("amazon", "yelp"):
-            run(["realdata", "--dataset", step, *common, "--rounds", str(args.rounds),
-                 "--seed", str(args.seed), "--out", str(args.out / step), *model, *data,
-                 *quiet])
-        else:
-            run(["table1", *common, "--out", str(args.out), *data, *quiet])
+        try:
+            run_step(step, args)
+        except (ElicitError, EngineUnavailable, FileNotFoundError) as e:
+            print(f"reproduce: error in step {step}: {e}", file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            print(f"reproduce: interrupted in step {step}; rerun to continue", file=sys.stderr)
+            sys.exit(130)
         walls[step] = time.perf_counter() - ts
         cpus[step] = cpu_seconds() - cs
         print(f"reproduce: step {step} took {walls[step] / 60:.1f} min "

@@ -1,4 +1,4 @@
-"""Tests of the regression baselines and the Table 1 counting logic."""
+"""Tests of the regression baselines and the Table 1 counting logic (elicit.paper.table1)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,8 @@ from conftest import REAL_DATA_DIR, needs_data
 
 from elicit.data import load_dataset, prepare_run
 from elicit.errors import ElicitError
-from elicit.paper.baselines import (
-    PAPER_LEVELS,
-    fit_baselines,
-    format_table1,
-    samples_to_reach,
-    table1_rows,
-)
+from elicit.paper.baselines import fit_baselines
+from elicit.paper.table1 import PAPER_LEVELS, format_table1, samples_to_reach, table1_rows
 
 
 def _synthetic(seed=0, n=100, n_test=300, p=40):

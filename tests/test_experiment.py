@@ -3,6 +3,7 @@ an end-to-end check that sequential elicitation beats random questions on synthe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -11,15 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.paper.sweep import (
-    MSE_COLUMNS,
-    STRATEGIES,
-    SweepConfig,
-    load_part,
-    sweep,
-    synthetic_problem,
-)
+from elicit.paper.problems import synthetic_problem
+from elicit.paper.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 
 TINY = dict(dataset="synthetic", runs=2, rounds=5, engine="numpy", seed=3)
 
@@ -171,3 +167,117 @@ def test_sequential_beats_random_on_synthetic_data(tmp_path):
     curve = late.groupby(["strategy", "n_feedback"]).mse.mean().unstack(0)
     mean = curve.mean()
     assert mean["sequential"] < mean["random"], mean.to_dict()
+
+
+# -- the task runner and atomic writes -----------------------------------------------------
+
+def _write_square(folder: str, k: int, fail_on: int = -1) -> None:
+    """A runner task: writes k**2 to folder/k.json (fails for k == fail_on)."""
+    from elicit.internal.io import write_json_atomic
+
+    if k == fail_on:
+        raise ElicitError(f"task {k} failed")
+    write_json_atomic(Path(folder) / f"{k}.json", {"k": k, "square": k * k})
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_runner_runs_what_is_left_and_skips_finished_tasks(tmp_path, jobs):
+    from elicit.paper.runner import run_tasks
+
+    def left(task):
+        return None if (tmp_path / f"{task[1]}.json").exists() else task
+
+    tasks = [(str(tmp_path), k) for k in range(5)]
+    (tmp_path / "3.json").write_text('{"k": 3, "square": "kept"}')
+    assert run_tasks(_write_square, tasks, jobs=jobs, progress=False, left=left) == 4
+    assert json.loads((tmp_path / "3.json").read_text())["square"] == "kept"
+    assert [json.loads((tmp_path / f"{k}.json").read_text())["square"] for k in (0, 1, 2, 4)] \
+        == [0, 1, 4, 16]
+    # Everything finished: nothing runs.
+    assert run_tasks(_write_square, tasks, jobs=jobs, progress=False, left=left) == 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_runner_reports_a_failed_task(tmp_path, jobs):
+    from elicit.paper.runner import run_tasks
+
+    tasks = [(str(tmp_path), k, 1) for k in range(3)]
+    with pytest.raises(ElicitError, match="task 1 failed"):
+        run_tasks(_write_square, tasks, jobs=jobs, progress=False)
+    assert not (tmp_path / "1.json").exists()
+
+
+def test_atomic_write_replaces_whole_files_only(tmp_path):
+    from elicit.internal.io import replace_atomic, write_json_atomic, write_text_atomic
+
+    path = tmp_path / "sub" / "r.json"
+    write_json_atomic(path, {"a": [1, 2]}, indent=1)
+    assert path.read_text() == json.dumps({"a": [1, 2]}, indent=1)
+    # The usual permissions (umask), not a private temporary file's.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+    def half_then_crash(fh):
+        fh.write(b'{"a": ')
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        replace_atomic(path, half_then_crash)
+    assert json.loads(path.read_text()) == {"a": [1, 2]}      # the old file, whole
+    assert [p.name for p in path.parent.iterdir()] == ["r.json"]  # no temporary left
+    write_text_atomic(path, "new")
+    assert path.read_text() == "new"
+
+
+# -- the synthetic experiment as a library call and as a command ---------------------------
+
+def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, capsys):
+    from elicit.cli.main import main
+    from elicit.paper.synthetic import run_synthetic
+
+    res = run_synthetic(tmp_path / "lib", runs=2, rounds=3, seed=1, engine="numpy",
+                        progress=False)
+    assert {p.name for p in (tmp_path / "lib").iterdir()} == {"mse.csv", "fig4_mse.png",
+                                                              "fig3_K.png", "parts"}
+    assert res.mse.equals(pd.read_csv(tmp_path / "lib" / "mse.csv"))
+    assert res.summary().startswith("mean test MSE after 3 answers: ")
+    assert main(["synthetic", "--runs", "2", "--rounds", "3", "--seed", "1", "--engine",
+                 "numpy", "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    assert res.summary() in capsys.readouterr().out
+    assert (tmp_path / "cli" / "mse.csv").read_bytes() == \
+        (tmp_path / "lib" / "mse.csv").read_bytes()
+
+
+# -- the benchmark ---------------------------------------------------------------------------
+
+def test_bench_reports_wall_and_cpu_times_and_refits_in_one_place(monkeypatch):
+    import elicit.paper.bench as bench
+
+    calls = []
+    real = bench._warm_refit
+
+    def counting(engine, data, fit, scorer):
+        calls.append(len(data.f))
+        return real(engine, data, fit, scorer)
+
+    monkeypatch.setattr(bench, "_warm_refit", counting)
+    res = bench.run_bench("synthetic", rounds=2, engine="numpy", exact=False, progress=False)
+    assert calls == [1, 2]          # one warm refit per round, after each answer
+    for step in ("map_cold", "map_warm", "round_fast"):
+        assert res[f"{step}_s"] > 0 and res[f"{step}_cpu_s"] >= 0
+    assert "round_exact_s" not in res
+    assert (res["p"], res["n"], res["d"], res["n_candidates"]) == (25, 20, 9, 300)
+    assert [set(r) for r in res["per_round"]] == [
+        {"round_fast_s", "round_fast_cpu_s", "map_warm_s", "map_warm_cpu_s"}] * 2
+    with pytest.raises(ElicitError, match="unknown benchmark size"):
+        bench.bench_problem("huge")
+
+
+def test_labels_are_written_once():
+    from elicit.paper import labels, plots, report
+
+    assert report.LABELS is labels.LABELS
+    assert plots.STRATEGY_LABELS is labels.STRATEGY_LABELS
+    assert set(labels.STRATEGY_LABELS) == set(STRATEGIES)
+    assert labels.LABELS["elasticnet"] == "Elastic net" and labels.LABELS["yelp"] == "Yelp"

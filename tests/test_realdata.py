@@ -38,10 +38,10 @@ def results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run0():
-    from elicit.paper import realdata as R
+    from elicit.paper import problems as P
 
-    ds = R.cached_dataset("amazon", REAL)
-    rd = R.run_data("amazon", 0, 0, REAL)
+    ds = P.cached_dataset("amazon", REAL)
+    rd = P.run_data("amazon", 0, 0, REAL)
     return ds, rd
 
 
@@ -75,7 +75,7 @@ def test_realdata_resume_and_settings_guard(results, capsys):
 
 
 def test_problem_matches_setup(run0):
-    from elicit.paper.realdata import realdata_problem
+    from elicit.paper.problems import realdata_problem
 
     prob = realdata_problem("amazon", 0, 0, REAL)
     _, rd = run0
@@ -105,17 +105,18 @@ def test_table1_on_tiny_results(results):
 
 
 def test_act_first_pick_maximises_gain(run0):
-    from elicit.paper import realdata as R
+    from elicit.paper import samples as S
+    from elicit.paper.problems import initial_fit
 
     ds, rd = run0
-    X_pool, y_pool = R.expert_pool(rd, ds)
+    X_pool, y_pool = S.expert_pool(rd, ds)
     X_pool, y_pool = X_pool[:300], y_pool[:300]          # a subset keeps this quick
-    data, fit, mse0 = R.initial_fit(rd)
-    curve = R.more_samples_curve(rd, X_pool, y_pool, "act", 2, start=(data, fit))
+    data, fit, mse0 = initial_fit(rd)
+    curve = S.more_samples_curve(rd, X_pool, y_pool, "act", 2, start=(data, fit))
     assert curve.mse[0] == pytest.approx(mse0) and len(curve.mse) == 3
     from elicit.model.posterior import NIGPosterior
 
-    gain = R.information_gain(NIGPosterior.from_map(data, fit), X_pool)
+    gain = S.information_gain(NIGPosterior.from_map(data, fit), X_pool)
     assert curve.added[0] == int(np.argmax(gain))
     assert curve.gain[0] == pytest.approx(gain.max())
     # The gain is 0.5 log(1 + x' Sigma* x) with Sigma* the posterior covariance factor.
@@ -123,20 +124,20 @@ def test_act_first_pick_maximises_gain(run0):
     x = X_pool[7]
     assert gain[7] == pytest.approx(0.5 * math.log1p(x @ post.Sigma @ x))
     # rnd follows its random stream; both never add a sample twice.
-    rnd = R.more_samples_curve(rd, X_pool, y_pool, "rnd", 3, np.random.default_rng(0),
+    rnd = S.more_samples_curve(rd, X_pool, y_pool, "rnd", 3, np.random.default_rng(0),
                                start=(data, fit))
     assert rnd.added == list(np.random.default_rng(0).permutation(300)[:3])
     assert len(set(curve.added)) == len(curve.added)
     # Early stop: a level above the initial MSE stops at once.
-    assert len(R.more_samples_curve(rd, X_pool, y_pool, "act", 5, stop_level=mse0 + 1,
+    assert len(S.more_samples_curve(rd, X_pool, y_pool, "act", 5, stop_level=mse0 + 1,
                                     start=(data, fit)).mse) == 1
 
 
 def test_added_samples_use_training_statistics(run0):
-    from elicit.paper import realdata as R
+    from elicit.paper import samples as S
 
     ds, rd = run0
-    X_pool, y_pool = R.expert_pool(rd, ds)
+    X_pool, y_pool = S.expert_pool(rd, ds)
     k = 11
     raw = ds.counts[rd.expert_idx[k]].astype(float)
     assert X_pool[k] == pytest.approx((raw - rd.x_mean) / rd.x_scale)
@@ -144,7 +145,7 @@ def test_added_samples_use_training_statistics(run0):
 
 
 def test_tau2_cv_picks_from_grid(run0):
-    from elicit.paper.realdata import cv_tau2
+    from elicit.paper.tau2 import cv_tau2
 
     _, rd = run0
     grid = (1e-3, 1e-2, 1e-1)
@@ -195,3 +196,37 @@ def test_report_on_tiny_results(results):
     # The paper's Table 1 counts are unknown here: shown as such, never invented.
     assert "unknown" in text
     assert "CPU time / 2 jobs" in text
+
+
+def test_table1_library_call_matches_the_command(results):
+    from elicit.paper.table1 import run_table1
+
+    before = (results / "table1.csv").read_text()
+    # Every loop is finished: a rerun with the same settings only reads the parts.
+    res = run_table1(results, runs=1, datasets=("amazon",), samples=5, progress=False)
+    assert res.text == before == (results / "table1.csv").read_text()
+    assert res.curves.equals(pd.read_csv(results / "table1" / "curves.csv"))
+    assert [r["level_kind"] for r in res.rows] == ["paper", "relative", "paper", "relative"]
+
+
+def test_realdata_library_refuses_other_settings(results):
+    from elicit.paper.realdata import run_realdata
+
+    with pytest.raises(ElicitError, match="pool_size: 400 there, 50 now"):
+        run_realdata("amazon", results / "amazon", runs=1, rounds=3, engine="numpy",
+                     pool_size=50, progress=False)
+    with pytest.raises(ElicitError, match="tau2 must be a positive number or 'cv'"):
+        run_realdata("amazon", results / "amazon", runs=1, rounds=3, tau2=-1.0,
+                     progress=False)
+
+
+def test_bench_on_the_real_problem(tmp_path):
+    from elicit.paper.bench import run_bench
+
+    res = run_bench("amazon-real", rounds=1, engine="numpy", exact=False, progress=False,
+                    data_dir=REAL, json_path=tmp_path / "bench.json")
+    assert res["size"] == "amazon-real" and (res["p"], res["n"], res["d"]) == (337, 100, 100)
+    assert res["n_candidates"] > 400
+    for step in ("map_cold", "map_warm", "round_fast"):
+        assert res[f"{step}_s"] > 0 and res[f"{step}_cpu_s"] >= 0
+    assert json.loads((tmp_path / "bench.json").read_text()) == res

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def _int(text: str, what: str) -> int:
@@ -41,4 +42,43 @@ def strategies(text: str) -> tuple[str, ...]:
     if bad or not out:
         raise argparse.ArgumentTypeError(
             f"unknown strategy {bad[0] if bad else text!r}; choose from {', '.join(STRATEGIES)}")
+    return out
+
+
+def threshold_mean(text: str) -> float | str:
+    """``--threshold-mean``: ``auto`` or a positive number."""
+    if text == "auto":
+        return text
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"the threshold mean must be positive, got {v}")
+    return v
+
+
+def tau2(text: str) -> float | str:
+    """``--tau2``: a positive number or ``cv``."""
+    if text.strip().lower() == "cv":
+        return "cv"
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--tau2 must be a positive number or 'cv', got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"--tau2 must be a positive number or 'cv', got {v}")
+    return v
+
+
+def datasets(text: str) -> tuple[str, ...]:
+    """A comma-separated list of the real data sets."""
+    from elicit.paper.labels import DATASETS
+
+    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in out if s not in DATASETS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(
+            f"unknown data set {bad[0] if bad else text!r}; choose from {', '.join(DATASETS)}")
     return out

@@ -1,31 +1,26 @@
-"""The ``elicit`` command line."""
+"""The ``elicit`` command line: parses arguments and calls the library.
+
+The experiment commands are thin: ``synthetic`` calls
+:func:`elicit.paper.synthetic.run_synthetic`, ``bench`` :func:`elicit.paper.bench.run_bench`,
+``realdata`` and ``table1`` (:mod:`elicit.cli.realdata`) the real-data pipeline; the session
+commands live in :mod:`elicit.cli.session`.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-from elicit.cli.argtypes import nonneg_int, positive_int, strategies
+from elicit.cli.argtypes import nonneg_int, positive_int, strategies, threshold_mean
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers, run_session_command
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError, EngineUnavailable
-
-
-def _threshold(text: str) -> float | str:
-    if text == "auto":
-        return text
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"the threshold mean must be positive, got {v}")
-    return v
+from elicit.paper.bench import SIZES, format_table, run_bench
+from elicit.paper.synthetic import run_synthetic
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -37,7 +32,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="fast mode: candidates re-scored exactly after the screen (default 10)")
     p.add_argument("--stan-file", type=str, default=None,
                    help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
-    p.add_argument("--threshold-mean", type=_threshold, default=None,
+    p.add_argument("--threshold-mean", type=threshold_mean, default=None,
                    help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
                         "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
 
@@ -61,8 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(p)
 
     p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
-    p.add_argument("--size", choices=("amazon", "synthetic", "amazon-real", "yelp-real"),
-                   default="amazon",
+    p.add_argument("--size", choices=SIZES, default="amazon",
                    help="amazon/synthetic: documented random problems; amazon-real/yelp-real: "
                         "run 0 of the real-data setup (needs the data directory)")
     p.add_argument("--rounds", type=positive_int, default=5)
@@ -71,66 +65,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refine", type=nonneg_int, default=10)
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="data directory of the -real sizes (default: $ELICIT_DATA, <repo>/data, "
+                        "../shared/data)")
     add_realdata_parsers(sub)
     add_session_parsers(sub)
     return parser
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
-    from elicit.model.kernel import kernel
-    from elicit.paper.plots import kernel_panels, mse_curves
-    from elicit.paper.sweep import SweepConfig, load_part, sweep
-
     t0 = time.perf_counter()
-    snaps = tuple(t for t in (0, 10, 30, 100) if t <= args.rounds)
-    cfg = SweepConfig("synthetic", args.runs, args.rounds, args.strategies, args.seed,
-                      args.engine, args.utility, args.refine, args.jobs, snapshots=snaps,
-                      stan_file=args.stan_file, threshold_mean=args.threshold_mean)
-
-    maker = _Maker(args.n_train)
-    df = sweep(maker, cfg, args.out, progress=not args.quiet)
-    mse_curves(df, args.out / "fig4_mse.png",
-               title=f"Synthetic data: mean ± s.e. over {args.runs} runs")
-    if "sequential" in cfg.strategies:
-        prob = maker(args.seed, 0)
-        gammas = load_part(args.out, cfg, "sequential", 0)["gammas"]
-        panels = {"K_opt": prob.extra["K_opt"]}
-        for t in snaps:
-            if str(t) in gammas:
-                panels[f"{t} answers"] = kernel(prob.U, gammas[str(t)])
-        kernel_panels(panels, args.out / "fig3_K.png")
-    final = df[df.n_feedback == df.n_feedback.max()].groupby("strategy").mse.mean()
-    print("mean test MSE after", int(df.n_feedback.max()), "answers:",
-          ", ".join(f"{k} {v:.3f}" for k, v in final.items()))
+    res = run_synthetic(args.out, runs=args.runs, rounds=args.rounds, strategies=args.strategies,
+                        seed=args.seed, jobs=args.jobs, n_train=args.n_train,
+                        engine=args.engine, utility=args.utility, refine=args.refine,
+                        stan_file=args.stan_file, threshold_mean=args.threshold_mean,
+                        progress=not args.quiet)
+    print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 
 
-class _Maker:
-    """A picklable problem factory (worker processes need to rebuild each run's data)."""
-
-    def __init__(self, n_train: int) -> None:
-        self.n_train = n_train
-
-    def __call__(self, seed: int, run: int):
-        from elicit.paper.sweep import synthetic_problem
-
-        return synthetic_problem(seed, run, n_train=self.n_train)
-
-
 def cmd_bench(args: argparse.Namespace) -> None:
-    from elicit.paper.bench import format_table, run_bench
-
-    if args.size.endswith("-real"):
-        from elicit.paper.realdata import run_bench_real
-
-        res = run_bench_real(args.size.removesuffix("-real"), run=0, seed=args.seed,
-                             rounds=args.rounds, engine=args.engine, refine=args.refine,
-                             exact=not args.no_exact)
-    else:
-        res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
-                        refine=args.refine, exact=not args.no_exact)
-    if args.json:
-        args.json.write_text(json.dumps(res, indent=1))
+    res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
+                    refine=args.refine, exact=not args.no_exact, data_dir=args.data_dir,
+                    json_path=args.json)
     print(format_table(res))
 
 
@@ -138,6 +95,7 @@ COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, **REALDATA_COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``elicit`` command ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if hasattr(args, "session_func"):
@@ -146,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_session_command(args)
         except SystemExit as e:
             return int(e.code or 0)
+    # The one error handler of the experiment commands: the library raises, the command line
+    # reports one line and exits 2.
     try:
         COMMANDS[args.command](args)
     except (ElicitError, EngineUnavailable, FileNotFoundError) as e:

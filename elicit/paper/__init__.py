@@ -1,1 +1,16 @@
-"""The paper's experiments: problems, sweeps, baselines, Table 1, benchmarks, report."""
+"""The paper's experiments (Afrabandpey, Peltola & Kaski, IJCAI 2019, Sec. 4).
+
+Pipelines, each also an ``elicit`` command and a step of ``experiments/reproduce.py``:
+
+* :func:`~elicit.paper.synthetic.run_synthetic`: Figs. 3-4 (``synthetic``);
+* :func:`~elicit.paper.realdata.run_realdata`: Fig. 5 on Amazon or Yelp (``realdata``);
+* :func:`~elicit.paper.table1.run_table1`: Table 1 (``table1``);
+* :func:`~elicit.paper.bench.run_bench`: timings and decision quality (``bench``);
+* :func:`~elicit.paper.report.write_report`: ``REPORT.md`` from a results folder.
+
+Their parts: ``problems`` (what one run is, its seeds), ``sweep`` (strategies over runs),
+``runner`` (parallel, resumable tasks), ``lasso_expert`` and ``baselines`` (the real-data
+expert and the regression baselines), ``tau2`` (cross-validated prior scale), ``samples``
+(Table 1's sample-addition loops), ``labels`` (names shown in figures and tables) and
+``plots``.
+"""

@@ -1,38 +1,102 @@
 """``elicit bench``: speed and decision quality of MAP refits and utility rounds.
 
-The Amazon-size problem is random but shaped like the paper's Amazon setting: n = 100
-standard-normal inputs, p = 340 features whose meta-features are word-count-like (d = 100
-"training reviews"; feature i occurs with a rate drawn log-uniformly in [0.02, 0.5] and counts
-are Poisson, so about 85% of entries are zero), beta drawn from the model's prior with a
-sparse true gamma (10 informative meta-features), unit noise, fixed tau2 = 0.01, and a
-400-pair pool. The simulated expert calls a pair similar when the true weights share a sign.
+One loop (:func:`bench`) runs on a :class:`BenchProblem`: regression data, the candidate
+pairs, a pool size, an answer rule and the random stream of the pools. Each round draws a
+pool of unasked pairs, scores it with the fast utility (screen + ``refine`` exact re-scores)
+and, unless skipped, with the exact one (the paper's refits), has the best pair answered and
+refits the MAP warm. The problems (:data:`SIZES`):
+
+``amazon``
+    Random but shaped like the paper's Amazon setting: n = 100 standard-normal inputs,
+    p = 340 features whose meta-features are word-count-like (d = 100 "training reviews";
+    feature i occurs with a rate drawn log-uniformly in [0.02, 0.5] and counts are Poisson,
+    so about 85% of entries are zero), beta drawn from the model's prior with a sparse true
+    gamma (10 informative meta-features), unit noise, fixed tau2 = 0.01, and a 400-pair pool
+    over all pairs. The simulated expert calls a pair similar when the true weights share a
+    sign.
+``synthetic``
+    The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250), answered
+    the same way.
+``amazon-real``, ``yelp-real``
+    Run ``run`` of the real-data setup (:func:`elicit.paper.problems.realdata_problem`): the
+    pool is drawn from the LASSO expert's answerable pairs, the threshold prior is set from
+    them, and the expert answers.
+
+Every step is timed in wall time (``*_s``) and in process CPU time (``*_cpu_s``). BLAS runs on
+one thread here, so CPU time is what the step costs on an idle core; it stays meaningful when
+other jobs share the machine and inflate the wall times.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
+from elicit.elicitation.elicitor import fit_no_feedback
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.kernel import kernel
-from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.model.spec import Hyper, ModelData, all_pairs
+from elicit.paper.problems import STREAM_BENCH, realdata_problem, run_stream
 from elicit.paper.synthetic import make_synthetic
+
+#: The benchmark problems of ``elicit bench --size``.
+SIZES: tuple[str, ...] = ("amazon", "synthetic", "amazon-real", "yelp-real")
 
 
 @dataclass
 class BenchProblem:
+    """What one benchmark runs on.
+
+    Attributes
+    ----------
+    size
+        Its name in the results.
+    X, y, U
+        Training inputs, centred targets and meta-features.
+    hyper
+        Model hyperparameters (``threshold_mean="auto"``: set at the no-feedback MAP from
+        ``pairs``).
+    pairs
+        The candidate pairs, ``(k, 2)``.
+    pool_size
+        Pairs scored per round (fewer when fewer are left).
+    answer
+        The expert: ``answer(i, j)`` is 1 (similar), 0 (dissimilar) or None (don't know).
+    rng
+        Draws the pools.
+    sort_pool
+        Score each pool in index order, as the elicitor does (the real problems), or in draw
+        order (the random ones, as their documented figures were measured).
+    """
+
+    size: str
     X: np.ndarray
     y: np.ndarray
     U: np.ndarray
-    beta: np.ndarray
     hyper: Hyper
+    pairs: np.ndarray
     pool_size: int
+    answer: Callable[[int, int], int | None]
+    rng: np.random.Generator
+    sort_pool: bool = False
+
+
+def _same_sign(beta: np.ndarray) -> Callable[[int, int], int]:
+    """The answers of an expert who knows the true weights: similar when their signs agree."""
+    return lambda i, j: int(np.sign(beta[i]) == np.sign(beta[j]))
 
 
 def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> BenchProblem:
@@ -48,50 +112,119 @@ def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> Benc
     X = rng.standard_normal((n, p))
     y = X @ beta + rng.standard_normal(n)
     y -= y.mean()
-    return BenchProblem(X, y, U, beta, Hyper(variant="fixed", tau2=0.01), pool_size=400)
+    return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
+                        pool_size=400, answer=_same_sign(beta),
+                        rng=np.random.default_rng(seed + 1))
 
 
 def synthetic_size(seed: int = 0) -> BenchProblem:
     """The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250)."""
     sd = make_synthetic(np.random.default_rng(seed))
-    return BenchProblem(sd.X, sd.y, sd.U, sd.beta, Hyper(variant="learned"), pool_size=250)
+    return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
+                        all_pairs(sd.X.shape[1]), pool_size=250, answer=_same_sign(sd.beta),
+                        rng=np.random.default_rng(seed + 1))
+
+
+def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
+                 data_dir: str | os.PathLike | None = None) -> BenchProblem:
+    """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory)."""
+    prob = realdata_problem(dataset, seed, run, data_dir)
+    return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
+                        prob.candidates, pool_size=prob.pool_size,
+                        answer=lambda i, j: prob.expert.answer(i, j).f,
+                        rng=np.random.default_rng(run_stream(seed, run, STREAM_BENCH)),
+                        sort_pool=True)
+
+
+def bench_problem(size: str, seed: int = 0, run: int = 0,
+                  data_dir: str | os.PathLike | None = None) -> BenchProblem:
+    """The benchmark problem ``size`` (one of :data:`SIZES`); ``run`` and ``data_dir`` only
+    matter for the real ones."""
+    if size == "amazon":
+        return amazon_like(seed)
+    if size == "synthetic":
+        return synthetic_size(seed)
+    if size in ("amazon-real", "yelp-real"):
+        return real_problem(size.removesuffix("-real"), seed, run, data_dir)
+    raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")
+
+
+@contextmanager
+def _timed(row: dict, key: str) -> Iterator[None]:
+    """Record the wall and process-CPU time of the block as ``key_s`` and ``key_cpu_s``."""
+    t, c = time.perf_counter(), time.process_time()
+    yield
+    row[f"{key}_s"] = time.perf_counter() - t
+    row[f"{key}_cpu_s"] = time.process_time() - c
+
+
+def _warm_refit(engine: Engine, data: ModelData, fit: MAPResult,
+                scorer: UtilityScorer) -> MAPResult:
+    """The MAP after an answer, warm-started from the previous MAP ``fit``.
+
+    The benchmark's only refit after a round, so that a change of how engines refit after an
+    answer is made here once. ``scorer`` scored the round at ``fit``; what it computed (the
+    Hessian) is what such a refit can reuse.
+    """
+    return engine.fit(data, init=fit)
 
 
 @single_blas_thread
-def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str = "auto",
-              refine: int = 10, exact: bool = True, progress: bool = True) -> dict:
-    """Time warm refits and fast/exact utility rounds; compare their decisions."""
+def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int = 10,
+          exact: bool = True, progress: bool = True) -> dict:
+    """Time the cold fit, warm refits and fast/exact utility rounds; compare their decisions.
+
+    Parameters
+    ----------
+    prob
+        The problem (its ``rng`` is advanced).
+    rounds
+        Rounds to run.
+    engine
+        MAP engine.
+    refine
+        Fast utility: candidates re-scored exactly after the screen.
+    exact
+        Also score each pool exactly (slow) and compare; the exact best pair is then the one
+        answered (else the fast pick).
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    dict
+        ``size, engine, rounds, refine, p, n, d, n_candidates``; ``map_cold_s`` (the
+        no-feedback set-up, :func:`~elicit.elicitation.elicitor.fit_no_feedback`: a fit, the
+        threshold prior, a refit); the medians over rounds of ``map_warm_s`` (the refit after
+        an answer) and ``round_fast_s``; with ``exact``, ``round_exact_s``, the top-1
+        agreement of the fast pick with the exact best, the mean relative utility lost when
+        they differ (``exact_regret``), the median Spearman correlation of the screen with the
+        exact utilities and the largest rank of the exact best in the screen. Each time also
+        as process CPU time (``*_cpu_s``). ``per_round`` holds every round's figures.
+    """
     from tqdm.auto import tqdm
 
-    prob = {"amazon": amazon_like, "synthetic": synthetic_size}[size](seed)
-    rng = np.random.default_rng(seed + 1)
-    hyper = prob.hyper
-    eng = get_engine(engine, hyper.variant)
-    pairs = all_pairs(prob.X.shape[1])
-    probe = ModelData(prob.X, prob.y, prob.U, hyper.with_threshold_mean(1.0))
-    t0 = time.perf_counter()
-    fit0 = eng.fit(probe)
-    cold_s = time.perf_counter() - t0
-    m = auto_threshold_mean(prob.U, fit0.gamma, pairs)
-    data = ModelData(prob.X, prob.y, prob.U, hyper.with_threshold_mean(m))
-    fit = eng.fit(data, init=fit0)
-    rows = []
+    eng = get_engine(engine, prob.hyper.variant)
+    pairs = prob.pairs
+    cold: dict = {}
+    with _timed(cold, "map_cold"):
+        data, fit = fit_no_feedback(eng, prob.X, prob.y, prob.U, prob.hyper, pairs)
     asked = np.zeros(len(pairs), bool)
-    for _ in tqdm(range(rounds), desc=f"bench {size}", disable=not progress):
-        pool = rng.choice(np.flatnonzero(~asked), size=min(prob.pool_size, int((~asked).sum())),
-                          replace=False)
+    rows = []
+    for _ in tqdm(range(rounds), desc=f"bench {prob.size}", disable=not progress):
+        left = np.flatnonzero(~asked)
+        pool = prob.rng.choice(left, size=min(prob.pool_size, len(left)), replace=False)
+        if prob.sort_pool:
+            pool = np.sort(pool)
         scorer = UtilityScorer(data, fit, eng)
-        t = time.perf_counter()
-        fast = scorer.score(pairs[pool], "fast", refine=refine)
-        fast_s = time.perf_counter() - t
-        row = {"round_fast_s": fast_s}
+        row: dict = {}
+        with _timed(row, "round_fast"):
+            fast = scorer.score(pairs[pool], "fast", refine=refine)
         pick = fast.best
         if exact:
-            t = time.perf_counter()
-            ex = scorer.score(pairs[pool], "exact")
-            row["round_exact_s"] = time.perf_counter() - t
-            best = ex.best
-            u = ex.utility
+            with _timed(row, "round_exact"):
+                ex = scorer.score(pairs[pool], "exact")
+            u, best = ex.utility, ex.best
             row["top1"] = float(pick == best)
             row["regret"] = float((u[best] - u[pick]) / u[best]) if u[best] > 0 else 0.0
             screen = scorer.score(pairs[pool], "fast", refine=0)
@@ -99,33 +232,54 @@ def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str 
             row["rank_of_best_in_screen"] = int(np.sum(screen.utility > screen.utility[best]))
             pick = best
         i, j = pairs[pool[pick]]
-        f = int(np.sign(prob.beta[i]) == np.sign(prob.beta[j]))
         asked[pool[pick]] = True
-        data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
-        t = time.perf_counter()
-        fit = eng.fit(data, init=fit)
-        row["map_warm_s"] = time.perf_counter() - t
+        f = prob.answer(int(i), int(j))
+        if f is not None:
+            data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
+        with _timed(row, "map_warm"):
+            fit = _warm_refit(eng, data, fit, scorer)
         rows.append(row)
-    med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
-    out = {
-        "size": size, "engine": eng.name, "rounds": rounds, "refine": refine,
-        "map_cold_s": cold_s,
-        "map_warm_s": med["map_warm_s"],
-        "round_fast_s": med["round_fast_s"],
-    }
+
+    def med(key: str) -> float:
+        return float(np.median([r[key] for r in rows]))
+
+    out = {"size": prob.size, "engine": eng.name, "rounds": rounds, "refine": refine,
+           "p": int(prob.X.shape[1]), "n": int(prob.X.shape[0]), "d": int(prob.U.shape[1]),
+           "n_candidates": int(len(pairs)), **cold}
+    for step in ("map_warm", "round_fast") + (("round_exact",) if exact else ()):
+        out[f"{step}_s"] = med(f"{step}_s")
+        out[f"{step}_cpu_s"] = med(f"{step}_cpu_s")
     if exact:
         out.update({
-            "round_exact_s": med["round_exact_s"],
             "top1_agreement": float(np.mean([r["top1"] for r in rows])),
             "exact_regret": float(np.mean([r["regret"] for r in rows])),
-            "spearman_screen": med["spearman_screen"],
+            "spearman_screen": med("spearman_screen"),
             "rank_of_best_in_screen_max": int(max(r["rank_of_best_in_screen"] for r in rows)),
         })
     out["per_round"] = rows
     return out
 
 
+# The problem is built with one BLAS thread too: the last digits of a matrix product (the
+# random problems' y = X beta) depend on the thread count, and with them every later figure.
+@single_blas_thread
+def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str = "auto",
+              refine: int = 10, exact: bool = True, progress: bool = True, run: int = 0,
+              data_dir: str | os.PathLike | None = None,
+              json_path: str | Path | None = None) -> dict:
+    """:func:`bench` on the problem ``size`` (:func:`bench_problem`); ``elicit bench``.
+
+    With ``json_path`` the result is also written there (JSON).
+    """
+    res = bench(bench_problem(size, seed, run, data_dir), rounds, engine, refine, exact,
+                progress)
+    if json_path is not None:
+        write_json_atomic(json_path, res, indent=1)
+    return res
+
+
 def format_table(result: dict) -> str:
+    """The figures of a :func:`bench` result, one per line, then as one line of JSON."""
     keys = [k for k in result if k != "per_round"]
     width = max(len(k) for k in keys)
     lines = [f"{k:<{width}}  {result[k]:.4g}" if isinstance(result[k], float)

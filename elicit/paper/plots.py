@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-LABELS = {"random": "Random", "nonsequential": "Non-sequential", "sequential": "Sequential"}
+from elicit.paper.labels import STRATEGY_LABELS
 
 
 def _plt():
@@ -26,11 +26,11 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for strategy, g in df.groupby("strategy", sort=False):
-        if strategy not in LABELS:
+        if strategy not in STRATEGY_LABELS:  # baselines: horizontal lines, below
             continue
         stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
         se = stats["std"].fillna(0) / np.sqrt(stats["count"])
-        ax.plot(stats.index, stats["mean"], label=LABELS[strategy])
+        ax.plot(stats.index, stats["mean"], label=STRATEGY_LABELS[strategy])
         ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
     for k, (name, value) in enumerate((baselines or {}).items()):
         ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=name)

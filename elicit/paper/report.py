@@ -14,13 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.paper.baselines import PAPER_LEVELS
-
-STRATEGY_ORDER = ("random", "nonsequential", "sequential")
-BASELINE_ORDER = ("lasso", "ridge", "elasticnet")
-LABELS = {"random": "Random", "nonsequential": "Non-sequential", "sequential": "Sequential",
-          "lasso": "LASSO", "ridge": "Ridge", "elasticnet": "Elastic net",
-          "amazon": "Amazon", "yelp": "Yelp"}
+from elicit.paper.labels import BASELINES, DATASETS, LABELS, STRATEGY_ORDER
+from elicit.paper.table1 import PAPER_LEVELS
 
 #: The paper's Table 1 sample/answer counts. They could not be retrieved while writing this
 #: (only the levels and initial MSEs quoted in the issue are known), so they are shown as
@@ -96,7 +91,7 @@ def _real_section(out: Path, dataset: str) -> list[str]:
         if len(g):
             lines.append(f"| MSE after {last} answers, {LABELS[s]} | {_mean_se(g.mse)} | "
                          "not stated in the text (Fig. 5 only) |")
-    for b in BASELINE_ORDER:
+    for b in BASELINES:
         g = df[df.strategy == b]
         if len(g):
             lines.append(f"| {LABELS[b]} (100 training reviews) | {_mean_se(g.mse)} | "
@@ -162,7 +157,7 @@ def _differences(out: Path) -> list[str]:
         "- The LASSO expert's penalty is chosen to keep about 40 keywords (the paper's "
         "'almost 20 per group'); cross-validated penalties keep 120-180 on Amazon.",
     ]
-    for dataset in ("amazon", "yelp"):
+    for dataset in DATASETS:
         path = out / dataset / "mse.csv"
         if not path.exists():
             continue
@@ -240,7 +235,7 @@ def write_report(out: Path, wall_s: float | None = None,
                          "time to expect on an otherwise idle machine" if jobs else "")
                       + ".", ""]
     lines += _synthetic_section(out)
-    real = [ln for d in ("amazon", "yelp") for ln in _real_section(out, d)]
+    real = [ln for d in DATASETS for ln in _real_section(out, d)]
     if real:
         lines += ["## Real data: Amazon and Yelp reviews (paper Sec. 4.2, Fig. 5)", "", *real]
     lines += _table1_section(out)

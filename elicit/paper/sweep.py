@@ -13,49 +13,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from elicit.elicitation.answers import Expert, GroupOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
-from elicit.model.spec import Hyper
-from elicit.paper.synthetic import make_synthetic
+
+# synthetic_problem: tests/conftest.py imports it from here.
+from elicit.paper.problems import RunProblem, synthetic_problem  # noqa: F401
+from elicit.paper.runner import run_tasks
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 
 
-@dataclass
-class RunProblem:
-    """One run's data: training and test sets, meta-features and the simulated expert."""
-
-    X: np.ndarray
-    y: np.ndarray
-    U: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    expert: Expert
-    hyper: Hyper
-    y_offset: float = 0.0
-    candidates: np.ndarray | None = None
-    pool_size: int | None = None
-    extra: dict = field(default_factory=dict)
-
-    def mse(self, elicitor: Elicitor) -> float:
-        pred = elicitor.predict(self.X_test) + self.y_offset
-        return float(np.mean((pred - self.y_test) ** 2))
-
-
 @dataclass(frozen=True)
 class SweepConfig:
+    """The settings of a sweep; ``snapshots`` are the rounds whose gamma is stored."""
+
     dataset: str
     runs: int
     rounds: int
@@ -77,14 +58,6 @@ class SweepConfig:
             raise ElicitError("runs must be >= 1 and rounds >= 0")
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
-
-
-def synthetic_problem(seed: int, run: int, n_train: int = 20) -> RunProblem:
-    """Run ``run`` of the synthetic experiment (learned tau2, group oracle)."""
-    sd = make_synthetic(np.random.default_rng(np.random.SeedSequence([seed, run])),
-                        n_train=n_train)
-    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
-                      Hyper(variant="learned"), extra={"K_opt": sd.K_opt})
 
 
 def _part_path(out: Path, cfg: SweepConfig, strategy: str, run: int) -> Path:
@@ -125,53 +98,52 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     return results
 
 
-def _task(make_problem, cfg: SweepConfig, run: int, strategies, out: Path) -> int:
-    problem = make_problem(cfg.seed, run)
-    res = run_one(problem, cfg, run, strategies)
-    for strategy, r in res.items():
-        path = _part_path(out, cfg, strategy, run)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(r))
-        os.replace(tmp, path)  # atomic: a killed sweep never leaves half a result
-    return run
+def _task(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, run: int,
+          strategies: Sequence[str], out: Path) -> None:
+    for strategy, r in run_one(make_problem(cfg.seed, run), cfg, run, strategies).items():
+        # Atomic: a killed sweep never leaves half a result for the next pass to reuse.
+        write_json_atomic(_part_path(out, cfg, strategy, run), r)
 
 
 def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out: str | Path,
           progress: bool = True) -> pd.DataFrame:
-    """Run (or resume) a sweep and write ``out/mse.csv``; return its rows."""
-    from tqdm.auto import tqdm
+    """Run (or resume) a sweep and write ``out/mse.csv``; return its rows.
 
+    Parameters
+    ----------
+    make_problem
+        A picklable ``make_problem(seed, run)`` (:mod:`elicit.paper.problems`); worker
+        processes call it to rebuild each run.
+    cfg
+        The settings; ``cfg.jobs`` worker processes share the runs.
+    out
+        The output folder: ``out/parts/<dataset>/<strategy>/runNNN.json`` per finished run
+        and strategy, ``out/mse.csv`` with every curve (:data:`MSE_COLUMNS`).
+    progress
+        Show a progress bar.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    todo = []
-    for run in range(cfg.runs):
-        missing = [s for s in cfg.strategies if not _part_path(out, cfg, s, run).exists()]
-        if missing:
-            todo.append((run, missing))
-    bar = tqdm(total=len(todo), desc=f"{cfg.dataset}: runs", disable=not progress)
-    if cfg.jobs == 1:
-        for run, missing in todo:
-            _task(make_problem, cfg, run, missing, out)
-            bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=cfg.jobs) as pool:
-            futures = [pool.submit(_task, make_problem, cfg, run, missing, out)
-                       for run, missing in todo]
-            for fut in as_completed(futures):
-                fut.result()
-                bar.update()
-    bar.close()
+
+    def left(task: tuple) -> tuple | None:
+        make, cfg_, run, strategies, out_ = task
+        missing = [s for s in strategies if not _part_path(out_, cfg_, s, run).exists()]
+        return (make, cfg_, run, missing, out_) if missing else None
+
+    run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, out) for run in range(cfg.runs)],
+              jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left)
     df = collect(out, cfg)
     df.to_csv(out / "mse.csv", index=False)
     return df
 
 
 def load_part(out: Path, cfg: SweepConfig, strategy: str, run: int) -> dict:
+    """The stored result of one run and strategy: ``mse``, ``gammas``, ``asked``, ...."""
     return json.loads(_part_path(out, cfg, strategy, run).read_text())
 
 
 def collect(out: Path, cfg: SweepConfig) -> pd.DataFrame:
+    """The ``mse.csv`` rows of a finished sweep, from its parts."""
     rows = []
     for strategy in cfg.strategies:
         for run in range(cfg.runs):

@@ -1,0 +1,299 @@
+"""What one run of an experiment is: its data, model settings and simulated expert.
+
+A sweep (:mod:`elicit.paper.sweep`) asks a picklable *maker* ``make_problem(seed, run)`` for
+each run's :class:`RunProblem`; worker processes rebuild the runs from the maker's few
+settings. Two makers:
+
+* :class:`SyntheticMaker`: the paper's synthetic data (Sec. 4.1, :mod:`elicit.paper.synthetic`)
+  with learned tau2 and an oracle that knows the feature groups;
+* :class:`RealDataMaker`: Amazon and Yelp review ratings (Sec. 4.2). One run is built from
+  the paper's bag-of-words matrix (:func:`elicit.data.load_dataset`, 337 Amazon / 258 Yelp
+  keywords) by :func:`elicit.data.prepare_run`: 100 training and 900 test reviews, the rest
+  the expert set. The simulated expert is a LASSO fitted on the expert set
+  (:class:`~elicit.paper.lasso_expert.LassoExpert`, rule ``"target"``: about 40 nonzero
+  weights, ~780 answerable pairs). The model has fixed tau2 = 0.01, asks only answerable
+  pairs (the paper drops "don't know" pairs) from a random pool of 400 per sequential round,
+  and its test MSE is on the original rating scale (the training mean is added back to the
+  predictions).
+
+Seeds. Run ``r`` of an experiment with seed ``s`` draws its synthetic data from
+``SeedSequence([s, r])``, and splits the real data with ``SeedSequence([s, r])``
+(:func:`split_seed`), so the sweep, the baselines, the tau2 cross-validation, the Table 1
+sample-addition loops and the benchmark all see the same split. Every other random choice of
+a run has its own stream ``SeedSequence([s, r, tag])`` (:func:`run_stream`, tags below), so
+no result depends on what else ran before it in the same process.
+
+This module also fits a real-data run's *no-feedback model* (no expert answers, fixed tau2),
+the start of the tau2 cross-validation and of the Table 1 loops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from elicit.data import (
+    PAPER_FILES,
+    STOPWORDS_FILE,
+    BowDataset,
+    RunData,
+    load_dataset,
+    prepare_run,
+    resolve_data_dir,
+)
+from elicit.elicitation.answers import Expert, GroupOracle
+from elicit.elicitation.elicitor import Elicitor
+from elicit.engines import get_engine
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, ModelData
+from elicit.paper.labels import DATASETS
+from elicit.paper.lasso_expert import RULES, LassoExpert
+from elicit.paper.synthetic import make_synthetic
+
+#: The paper's fixed prior scale on real data (found there by cross-validation).
+PAPER_TAU2 = 0.01
+#: The paper's random pool of candidate pairs per sequential round.
+POOL_SIZE = 400
+
+# Tags of the per-run streams SeedSequence([seed, run, tag]). They stay >= 1000 to keep clear
+# of the sweep's SeedSequence([seed, run, strategy, 7]); the values are part of every stored
+# result, so they never change.
+#: Table 1 sample loops: ``STREAM_SAMPLES + k`` for method k of ``SAMPLE_METHODS``.
+STREAM_SAMPLES = 1000
+#: The fold split of the tau2 cross-validation.
+STREAM_TAU2_CV = 2000
+#: The CV folds of the regression baselines.
+STREAM_BASELINES = 3000
+#: The candidate pools of ``elicit bench`` on a real problem.
+STREAM_BENCH = 4000
+
+
+@dataclass
+class RunProblem:
+    """One run's data: training and test sets, meta-features and the simulated expert.
+
+    ``y_offset`` is added to the predictions before the test MSE (real data: the training
+    mean, as ``y`` is centred); ``candidates`` are the pairs that may be asked (default all)
+    and ``pool_size`` the sequential strategy's random pool (default the elicitor's).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    U: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    expert: Expert
+    hyper: Hyper
+    y_offset: float = 0.0
+    candidates: np.ndarray | None = None
+    pool_size: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def mse(self, elicitor: Elicitor) -> float:
+        """Test MSE of the elicitor's current posterior predictive mean."""
+        pred = elicitor.predict(self.X_test) + self.y_offset
+        return float(np.mean((pred - self.y_test) ** 2))
+
+
+def run_stream(seed: int, run: int, tag: int) -> np.random.SeedSequence:
+    """The random stream ``tag`` of run ``run`` (see the module docstring)."""
+    return np.random.SeedSequence([int(seed), int(run), int(tag)])
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic data
+# --------------------------------------------------------------------------------------------
+
+def synthetic_problem(seed: int, run: int, n_train: int = 20) -> RunProblem:
+    """Run ``run`` of the synthetic experiment (learned tau2, group oracle)."""
+    sd = make_synthetic(np.random.default_rng(np.random.SeedSequence([seed, run])),
+                        n_train=n_train)
+    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
+                      Hyper(variant="learned"), extra={"K_opt": sd.K_opt})
+
+
+class SyntheticMaker:
+    """A picklable ``make_problem(seed, run)`` of the synthetic experiment.
+
+    Parameters
+    ----------
+    n_train
+        Training samples per run (paper: 20; the authors' code: 15).
+    """
+
+    def __init__(self, n_train: int = 20) -> None:
+        self.n_train = int(n_train)
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        return synthetic_problem(seed, run, n_train=self.n_train)
+
+
+# --------------------------------------------------------------------------------------------
+# Real data: Amazon and Yelp
+# --------------------------------------------------------------------------------------------
+
+# Per-process cache of loaded data sets: a sweep worker builds ~25 runs from the same matrix,
+# and parsing the gzipped JSON Lines file costs ~0.7 s.
+_DATASETS: dict[tuple[str, str], BowDataset] = {}
+
+
+def check_dataset(name: str) -> str:
+    """``name`` if it is a known real data set, else an :class:`ElicitError`."""
+    if name not in DATASETS:
+        raise ElicitError(f"unknown data set {name!r}: use one of {', '.join(DATASETS)}")
+    return name
+
+
+def data_dir_for(dataset: str, data_dir: str | os.PathLike | None = None) -> str:
+    """The resolved, absolute data directory holding ``dataset``'s files, as a string.
+
+    Resolving once in the parent process (and passing the absolute path to workers) means
+    every worker reads the same files whatever its working directory or environment.
+    """
+    rec, voc, _ = PAPER_FILES[check_dataset(dataset)]
+    return str(resolve_data_dir(data_dir, required=[rec, voc, STOPWORDS_FILE]).resolve())
+
+
+def cached_dataset(dataset: str, data_dir: str | os.PathLike | None = None) -> BowDataset:
+    """:func:`elicit.data.load_dataset` (paper feature rule, min_df = 100), once per process."""
+    key = (check_dataset(dataset), data_dir_for(dataset, data_dir))
+    if key not in _DATASETS:
+        _DATASETS[key] = load_dataset(dataset, key[1])
+    return _DATASETS[key]
+
+
+def split_seed(seed: int, run: int) -> int:
+    """The integer seed of run ``run``'s split (see the module docstring)."""
+    return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0])
+
+
+def run_data(dataset: str, seed: int, run: int,
+             data_dir: str | os.PathLike | None = None) -> RunData:
+    """Run ``run``'s split of ``dataset`` (training / test / expert set)."""
+    return prepare_run(cached_dataset(dataset, data_dir), split_seed(seed, run))
+
+
+def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> LassoExpert:
+    """The LASSO expert of a run (fitted on its expert set)."""
+    if rule not in RULES:
+        raise ElicitError(f"unknown LASSO expert rule {rule!r}: use one of {', '.join(RULES)}")
+    return LassoExpert(rd.X_expert, rd.y_expert, rule=rule, n_nonzero=n_nonzero,
+                       random_state=int(rd.seed) % (2**31))
+
+
+def realdata_problem(dataset: str, seed: int, run: int,
+                     data_dir: str | os.PathLike | None = None, tau2: float = PAPER_TAU2,
+                     pool_size: int = POOL_SIZE, expert_rule: str = "target",
+                     n_nonzero: int = 40) -> RunProblem:
+    """One run of the real-data elicitation experiment, for :func:`elicit.paper.sweep.sweep`.
+
+    Parameters
+    ----------
+    dataset
+        ``"amazon"`` or ``"yelp"``.
+    seed, run
+        The sweep seed and the run index; the split uses :func:`split_seed`.
+    data_dir
+        Data directory (else :func:`elicit.data.resolve_data_dir`'s search order).
+    tau2
+        The fixed prior scale tau^2 (paper: 0.01).
+    pool_size
+        Random candidate pool per sequential round (paper: 400).
+    expert_rule, n_nonzero
+        How the LASSO expert chooses its penalty (see :mod:`elicit.paper.lasso_expert`).
+
+    Returns
+    -------
+    RunProblem
+        Training data (standardised X, centred y), meta-features U, test set on the original
+        scale with ``y_offset`` = the training mean, the LASSO expert, its answerable pairs as
+        the candidates, and ``extra`` with the expert's summary and the run's split seed.
+    """
+    if not (np.isfinite(tau2) and tau2 > 0):
+        raise ElicitError(f"tau2 must be a positive number, got {tau2!r}")
+    rd = run_data(dataset, seed, run, data_dir)
+    expert = make_expert(rd, expert_rule, n_nonzero)
+    cands = expert.answerable_pairs()
+    if len(cands) == 0:
+        raise ElicitError(f"{dataset} run {run}: the LASSO expert knows fewer than two "
+                          "keywords, so there is no answerable pair to ask")
+    return RunProblem(
+        rd.X_train, rd.y_train, rd.U, rd.X_test, rd.y_test, expert,
+        Hyper(variant="fixed", tau2=float(tau2)), y_offset=rd.y_mean, candidates=cands,
+        pool_size=pool_size,
+        extra={"expert": expert.summary(), "split_seed": rd.seed, "tau2": float(tau2)})
+
+
+class RealDataMaker:
+    """A picklable ``make_problem(seed, run)`` of the real-data experiment.
+
+    Sweeps run in worker processes, which rebuild each run from these few settings; the data
+    set itself is loaded once per process (:func:`cached_dataset`).
+
+    Parameters
+    ----------
+    dataset
+        ``"amazon"`` or ``"yelp"``.
+    data_dir
+        The data directory (resolved to an absolute path here, in the parent process).
+    tau2
+        A fixed tau^2 for every run, or a mapping run -> tau^2 (``--tau2 cv``).
+    pool_size, expert_rule, n_nonzero
+        As in :func:`realdata_problem`.
+    """
+
+    def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None,
+                 tau2: float | Mapping[int, float] = PAPER_TAU2, pool_size: int = POOL_SIZE,
+                 expert_rule: str = "target", n_nonzero: int = 40) -> None:
+        self.dataset = check_dataset(dataset)
+        self.data_dir = data_dir_for(dataset, data_dir)
+        self.tau2 = dict(tau2) if isinstance(tau2, Mapping) else float(tau2)
+        self.pool_size = int(pool_size)
+        self.expert_rule = expert_rule
+        self.n_nonzero = int(n_nonzero)
+
+    def tau2_for(self, run: int) -> float:
+        """The tau^2 of run ``run``."""
+        if isinstance(self.tau2, dict):
+            if run not in self.tau2:
+                raise ElicitError(f"no tau2 chosen for run {run}")
+            return float(self.tau2[run])
+        return self.tau2
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        return realdata_problem(self.dataset, seed, run, self.data_dir, self.tau2_for(run),
+                                self.pool_size, self.expert_rule, self.n_nonzero)
+
+
+# --------------------------------------------------------------------------------------------
+# The no-feedback model of a real-data run
+# --------------------------------------------------------------------------------------------
+
+def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, tau2: float) -> ModelData:
+    """The model data without answers, fixed tau^2."""
+    # Without answers the threshold xi is independent of everything else, so its prior mean
+    # does not change gamma's MAP or any prediction; 1.0 is a placeholder.
+    return ModelData(X, y, U, Hyper(variant="fixed", tau2=float(tau2), threshold_mean=1.0))
+
+
+def prediction_mse(post: NIGPosterior, X_test: np.ndarray, y_test: np.ndarray,
+             y_offset: float) -> float:
+    """Test MSE of the posterior predictive mean, ``y_offset`` added back."""
+    # The predictive mean is x' mu*; the Student-t variance is not needed for the MSE.
+    pred = X_test @ post.mu + y_offset
+    return float(np.mean((pred - y_test) ** 2))
+
+
+def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "numpy",
+                ) -> tuple[ModelData, MAPResult, float]:
+    """The no-feedback model of a run: its data, MAP and test MSE."""
+    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    data = no_feedback_data(rd.X_train, rd.y_train, rd.U, tau2)
+    fit = eng.fit(data)
+    post = NIGPosterior.from_map(data, fit)
+    return data, fit, prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean)

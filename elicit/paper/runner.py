@@ -1,0 +1,78 @@
+"""One parallel, resumable task runner for the experiments.
+
+Every long computation of the paper's pipeline is a list of independent tasks, one per run
+(a sweep's strategies, a run's baselines and tau2 CV, a run's Table 1 sample loops), each
+writing its result files atomically (:mod:`elicit.internal.io`). :func:`run_tasks` runs the
+unfinished ones, inline or in worker processes, with a progress bar. Because a task's result
+depends only on its arguments (every random stream is derived from the seed and the run, see
+:mod:`elicit.paper.problems`), the outcome does not depend on ``jobs`` nor on how many
+earlier passes were interrupted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+Task = tuple[Any, ...]
+
+
+def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
+              desc: str = "", progress: bool = True,
+              left: Callable[[Task], Task | None] | None = None) -> int:
+    """Run ``func(*task)`` for every task not finished yet.
+
+    Parameters
+    ----------
+    func
+        A module-level function (worker processes pickle it by name). It writes its own
+        results; its return value is ignored.
+    tasks
+        Argument tuples, one per task.
+    jobs
+        Worker processes; 1 runs the tasks inline, in order (also when only one is left:
+        a pool would only add its start-up time).
+    desc
+        Label of the progress bar.
+    progress
+        Show a progress bar.
+    left
+        What is left of a task: ``None`` when it is finished (its results exist), else the
+        argument tuple to run, possibly narrowed to the unfinished parts (the strategies of
+        a run without a result file, say). Default: every task runs.
+
+    Returns
+    -------
+    int
+        The number of tasks run.
+
+    Notes
+    -----
+    The first task to fail stops the runner with its exception; tasks finished before are
+    kept, so a rerun continues from there.
+    """
+    todo = [t for t in (tasks if left is None else map(left, tasks)) if t is not None]
+    if not todo:
+        return 0
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
+        if jobs <= 1 or len(todo) == 1:
+            for t in todo:
+                func(*t)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+                futures = [pool.submit(func, *t) for t in todo]
+                try:
+                    for fut in as_completed(futures):
+                        fut.result()
+                        bar.update()
+                except BaseException:
+                    # Report a failure (or Ctrl-C) once the running tasks end, without
+                    # starting the queued ones first.
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+    return len(todo)

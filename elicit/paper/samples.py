@@ -1,0 +1,278 @@
+"""Table 1's "more samples instead": add training reviews instead of asking the expert.
+
+:func:`more_samples_curve` starts from a run's 100 x p training set with no feedback and adds
+reviews from the expert set one at a time, refitting the no-feedback MAP of gamma (numpy
+engine, warm-started from the previous MAP) after each addition and recording the test MSE.
+
+* ``rnd`` adds them in a uniformly random order;
+* ``act`` adds the review with the largest expected information gain about beta under the
+  current posterior (Seeger 2008). With ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)`` and a new
+  observation ``y = x' beta + e``, ``e ~ N(0, sigma2)``, the mutual information between y and
+  beta given sigma2 is ``0.5 log(1 + x' Sigma* x)``: sigma2 cancels. It is a monotone
+  function of the predictive variance factor ``x' Sigma* x``, so ACT is maximum-variance
+  sampling at the current MAP kernel; the gain ignores how the new sample would move gamma.
+* Added reviews are standardised with the *initial* 100 training reviews' mean and scale
+  and their ratings centred on the initial training mean: the test set, the meta-features
+  ``U`` (the initial 100 reviews' counts, so d = 100 and gamma keeps its dimension) and the
+  prior stay exactly those of the elicitation runs, and only the data grows. A review that
+  uses a keyword that is rare in the 100 training reviews gets a large standardised value; ACT
+  favours such reviews because they carry large ``x' Sigma* x``.
+
+:func:`ensure_sample_curves` runs both loops for every run of a real-data sweep (resumable,
+in worker processes); :mod:`elicit.paper.table1` counts how many samples they need.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from elicit.data import BowDataset, RunData, prepare_run
+from elicit.engines import get_engine
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
+from elicit.internal.threads import single_blas_thread
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import ModelData
+from elicit.paper.problems import (
+    PAPER_TAU2,
+    STREAM_SAMPLES,
+    cached_dataset,
+    initial_fit,
+    no_feedback_data,
+    prediction_mse,
+    run_stream,
+    split_seed,
+)
+from elicit.paper.runner import run_tasks
+
+#: Methods of the sample-addition loops.
+SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
+
+Method = Literal["rnd", "act"]
+
+
+def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarray]:
+    """The expert set as extra training samples, in the run's *training* coordinates.
+
+    Returns
+    -------
+    X_pool, y_pool
+        Counts standardised with the initial training mean and scale, and ratings minus the
+        initial training mean (see the module docstring for why).
+    """
+    counts = dataset.counts[rd.expert_idx].astype(float)
+    X_pool = (counts - rd.x_mean) / rd.x_scale
+    y_pool = dataset.ratings[rd.expert_idx].astype(float) - rd.y_mean
+    return X_pool, y_pool
+
+
+def information_gain(post: NIGPosterior, X_cand: np.ndarray) -> np.ndarray:
+    """``0.5 log(1 + x' Sigma* x)`` for each row x of ``X_cand``.
+
+    The mutual information between a new observation at x and beta, given sigma^2, under
+    ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels).
+    """
+    quad = np.einsum("ij,ij->i", X_cand @ post.Sigma, X_cand)
+    return 0.5 * np.log1p(np.maximum(quad, 0.0))
+
+
+@dataclass
+class SampleCurve:
+    """The result of one sample-addition loop.
+
+    ``mse[t]`` is the test MSE after ``t`` added samples (``mse[0]`` the no-feedback model);
+    ``added[t-1]`` the expert-set row added at step t and ``gain[t-1]`` its information gain
+    at the time (NaN for ``rnd``).
+    """
+
+    method: str
+    mse: list[float]
+    added: list[int]
+    gain: list[float]
+    stop_level: float | None
+    max_samples: int
+    exhausted: bool
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "mse": self.mse, "added": self.added, "gain": self.gain,
+                "stop_level": self.stop_level, "max_samples": self.max_samples,
+                "exhausted": self.exhausted, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, d: dict) -> SampleCurve:
+        return cls(d["method"], d["mse"], d["added"], d["gain"], d["stop_level"],
+                   d["max_samples"], d["exhausted"], d.get("seconds", float("nan")))
+
+    def covers(self, stop_level: float | None, max_samples: int) -> bool:
+        """Whether this (possibly early-stopped) curve answers a request for ``max_samples``
+        additions or until ``stop_level``: it ran that far, reached the level, or used up
+        the pool."""
+        return (len(self.mse) - 1 >= max_samples or self.exhausted
+                or (stop_level is not None and min(self.mse) <= stop_level))
+
+
+@single_blas_thread
+def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, method: Method,
+                       max_samples: int, rng: np.random.Generator | None = None,
+                       tau2: float = PAPER_TAU2, stop_level: float | None = None,
+                       engine: str | Engine = "numpy",
+                       start: tuple[ModelData, MAPResult] | None = None) -> SampleCurve:
+    """Add expert-set samples one at a time to a run's training set; record the test MSE.
+
+    Parameters
+    ----------
+    rd
+        The run (its training set is the start; its test set is scored).
+    X_pool, y_pool
+        Candidate samples in training coordinates (:func:`expert_pool`).
+    method
+        ``"rnd"`` (random order from ``rng``) or ``"act"`` (maximum information gain, see
+        :func:`information_gain`; ties go to the lowest row index).
+    max_samples
+        Stop after this many additions (or when the pool is used up).
+    rng
+        Random stream of ``rnd``.
+    tau2
+        Fixed tau^2 of the model.
+    stop_level
+        Stop early once the test MSE is at or below this level: Table 1 only needs the first
+        time a curve reaches each level.
+    engine
+        MAP engine for the refits (warm-started from the previous MAP).
+    start
+        The no-feedback (data, MAP) if already fitted.
+
+    Returns
+    -------
+    SampleCurve
+    """
+    if method not in SAMPLE_METHODS:
+        raise ElicitError(f"unknown method {method!r}: use one of {', '.join(SAMPLE_METHODS)}")
+    if max_samples < 0:
+        raise ElicitError(f"max_samples must be >= 0, got {max_samples}")
+    X_pool = np.asarray(X_pool, dtype=float)
+    y_pool = np.asarray(y_pool, dtype=float)
+    if X_pool.ndim != 2 or X_pool.shape[1] != rd.p or len(y_pool) != len(X_pool):
+        raise ElicitError(f"the sample pool must be (m, {rd.p}) inputs with m ratings, got "
+                          f"{X_pool.shape} and {y_pool.shape}")
+    if method == "rnd" and rng is None:
+        raise ElicitError("method 'rnd' needs a random generator")
+    t0 = time.perf_counter()
+    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    if start is None:
+        data = no_feedback_data(rd.X_train, rd.y_train, rd.U, tau2)
+        fit = eng.fit(data)
+    else:
+        data, fit = start
+    post = NIGPosterior.from_map(data, fit)
+    mse = [prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean)]
+    left = np.ones(len(X_pool), bool)
+    order = rng.permutation(len(X_pool)) if method == "rnd" else None
+    added: list[int] = []
+    gains: list[float] = []
+    X, y = data.X, data.y
+    n_steps = min(int(max_samples), len(X_pool))
+    for t in range(n_steps):
+        if stop_level is not None and mse[-1] <= stop_level:
+            break
+        if method == "rnd":
+            k = int(order[t])
+            gains.append(float("nan"))
+        else:
+            idx = np.flatnonzero(left)
+            g = information_gain(post, X_pool[idx])
+            b = int(np.argmax(g))
+            k = int(idx[b])
+            gains.append(float(g[b]))
+        left[k] = False
+        added.append(k)
+        X = np.vstack([X, X_pool[k]])
+        y = np.append(y, y_pool[k])
+        data = no_feedback_data(X, y, rd.U, tau2)
+        fit = eng.fit(data, init=fit)
+        post = NIGPosterior.from_map(data, fit)
+        mse.append(prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean))
+    return SampleCurve(method, mse, added, gains, stop_level, int(max_samples),
+                       not left.any(), time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------------------------
+# The loops of every run, as resumable worker tasks
+# --------------------------------------------------------------------------------------------
+
+def samples_part_path(out: Path, dataset: str, method: str, run: int) -> Path:
+    """Where the Table 1 loops keep run ``run``'s ``method`` curve."""
+    return Path(out) / "parts" / dataset / method / f"run{run:03d}.json"
+
+
+class _SamplesTask(NamedTuple):
+    """The loops of one run (the arguments of :func:`_samples_task`)."""
+
+    out: str
+    dataset: str
+    seed: int
+    run: int
+    data_dir: str
+    tau2: float
+    max_samples: int
+    stop_level: float | None
+    methods: tuple[str, ...]
+
+
+@single_blas_thread
+def _samples_task(out: str, dataset: str, seed: int, run: int, data_dir: str, tau2: float,
+                  max_samples: int, stop_level: float | None,
+                  methods: Sequence[str]) -> None:
+    ds = cached_dataset(dataset, data_dir)
+    rd = prepare_run(ds, split_seed(seed, run))
+    X_pool, y_pool = expert_pool(rd, ds)
+    eng = get_engine("numpy", "fixed")
+    data, fit, _ = initial_fit(rd, tau2, eng)
+    for method in methods:
+        m_idx = SAMPLE_METHODS.index(method)
+        rng = np.random.default_rng(run_stream(seed, run, STREAM_SAMPLES + m_idx))
+        curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
+                                   stop_level, eng, start=(data, fit))
+        write_json_atomic(samples_part_path(Path(out), dataset, method, run), curve.to_json())
+
+
+def load_sample_curve(out: Path, dataset: str, method: str, run: int) -> SampleCurve | None:
+    """The stored curve of run ``run`` and ``method``, or None."""
+    path = samples_part_path(out, dataset, method, run)
+    return SampleCurve.from_json(json.loads(path.read_text())) if path.exists() else None
+
+
+def ensure_sample_curves(out: Path, dataset: str, seed: int, runs: int, data_dir: str,
+                         tau2: Mapping[int, float], max_samples: int,
+                         stop_level: Mapping[int, float] | None, jobs: int = 1,
+                         progress: bool = True) -> dict[str, list[SampleCurve]]:
+    """Compute (or reuse) the rnd/act curves of runs ``0..runs-1``.
+
+    ``stop_level`` maps a run to the MSE at which its loops may stop (None: never stop
+    early). A stored curve is reused when it answers the request
+    (:meth:`SampleCurve.covers`); otherwise it is recomputed.
+    """
+    def left(task: _SamplesTask) -> _SamplesTask | None:
+        stale = []
+        for m in task.methods:
+            curve = load_sample_curve(out, dataset, m, task.run)
+            if curve is None or not curve.covers(task.stop_level, max_samples):
+                stale.append(m)
+        return task._replace(methods=tuple(stale)) if stale else None
+
+    tasks = [_SamplesTask(str(out), dataset, seed, r, data_dir, float(tau2[r]), max_samples,
+                          None if stop_level is None else float(stop_level[r]), SAMPLE_METHODS)
+             for r in range(runs)]
+    run_tasks(_samples_task, tasks, jobs=jobs, desc=f"{dataset}: rnd/act samples",
+              progress=progress, left=left)
+    return {m: [load_sample_curve(out, dataset, m, r) for r in range(runs)]
+            for m in SAMPLE_METHODS}

@@ -1,0 +1,300 @@
+"""The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level.
+
+:func:`samples_to_reach` and :func:`table1_rows` turn MSE curves (MSE after 0, 1, ..., T
+added training samples or expert answers) into the table: how many samples/answers each
+method needs to reach an MSE level. :func:`run_table1` makes the table of finished realdata
+sweeps (:func:`elicit.paper.realdata.run_realdata`)::
+
+    OUT/<dataset>/         the realdata sweeps (config.json, mse.csv, parts/)
+    OUT/table1.csv         the table (:func:`format_table1`)
+    OUT/table1/            curves.csv (the rnd/act MSE curves) and parts/ (resumable)
+
+The sweeps' ``config.json`` gives the seed, tau2 setting and data directory (so the
+sample-addition loops of :mod:`elicit.paper.samples` use exactly the same splits and model),
+their ``mse.csv`` the sequential-elicitation curves (the SeqElc column) and the initial MSE
+of each run, from which that run's relative levels are set (the paper's relative reduction
+from the run's own start; the ``mse_level`` of a relative row is the mean over runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from elicit.errors import ElicitError
+from elicit.internal.io import write_text_atomic
+from elicit.paper.labels import DATASETS
+from elicit.paper.problems import data_dir_for
+from elicit.paper.realdata import ensure_runinfo
+from elicit.paper.samples import ensure_sample_curves
+
+#: The paper's Table 1 levels: initial MSE (no added samples/answers) and the MSE levels.
+PAPER_LEVELS: dict[str, dict] = {
+    "yelp": {"initial": 1.88, "levels": (1.85, 1.80)},
+    "amazon": {"initial": 2.26, "levels": (2.20, 2.18)},
+}
+
+#: Table 1 columns: random and active sample addition, sequential elicitation (answers).
+METHODS: tuple[str, ...] = ("rnd", "act", "seqelc")
+
+#: Default cap of the rnd/act sample-addition loops (they also stop at the lowest level).
+DEFAULT_SAMPLES = 150
+
+
+def samples_to_reach(curve, level: float) -> int | None:
+    """The first number of added samples/answers at which the MSE is <= ``level``.
+
+    Parameters
+    ----------
+    curve
+        MSE after 0, 1, ..., T additions (index = number added).
+    level
+        The MSE level.
+
+    Returns
+    -------
+    int or None
+        The first index ``t`` with ``curve[t] <= level`` (0 if the initial MSE is already at
+        the level); None if the curve never reaches it. NaN entries never count as reached.
+    """
+    c = np.asarray(curve, dtype=float).reshape(-1)
+    if c.size == 0:
+        raise ElicitError("an MSE curve must have at least one point (the initial MSE)")
+    hit = np.flatnonzero(c <= level)   # NaN <= level is False
+    return int(hit[0]) if hit.size else None
+
+
+def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[float] | None
+                = None, paper_initial: float | None = None,
+                initial_mse: float | Sequence[float] | None = None,
+                methods: Sequence[str] = METHODS) -> list[dict]:
+    """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
+
+    For each paper level L there are two rows:
+
+    * ``level_kind="paper"``: the level L itself (the paper's absolute number);
+    * ``level_kind="relative"``: the same *relative* reduction from our initial MSE,
+      ``initial_mse * L / paper_initial`` -- our initial MSE differs from the paper's, so a
+      paper level may be trivially reached or out of reach.
+
+    Parameters
+    ----------
+    dataset
+        Label for the ``dataset`` column; also picks the paper's levels and initial MSE
+        (:data:`PAPER_LEVELS`) when ``levels``/``paper_initial`` are not given.
+    curves
+        Method name -> per-run MSE curves (a list of 1-D arrays or an ``(R, T+1)`` array).
+        Index t of a curve is the MSE after t added samples (rnd, act) or answers (seqelc).
+    levels, paper_initial
+        The paper's absolute levels and initial MSE.
+    initial_mse
+        Our initial MSE; default the mean of ``curve[0]`` over all runs and methods (all
+        methods start from the same fit, so their ``curve[0]`` agree within a run). A
+        sequence gives one initial MSE per run instead: run r's relative level is then
+        ``initial_mse[r] * L / paper_initial`` (the same relative reduction from that run's
+        own start, so a run whose split happens to start low is not counted as "reached at
+        0"), and the ``mse_level`` of a relative row is the mean of the runs' levels.
+    methods
+        Columns to produce; each must be a key of ``curves``.
+
+    Returns
+    -------
+    list of dict
+        Keys ``dataset, mse_level, level_kind, reduction`` and, per method m, ``m`` (mean
+        count over the runs that reached the level), ``m_reached`` (fraction of runs that
+        reached it) and ``m_runs``. A run that never reaches a level is left out of the mean
+        and counted in ``m_reached``; a level reached in no run gives ``m = NaN`` (shown as
+        "not reached" by :func:`format_table1`), never a number.
+    """
+    if levels is None or paper_initial is None:
+        key = dataset.lower()
+        if key not in PAPER_LEVELS:
+            raise ElicitError(f"no paper levels known for {dataset!r}; give levels and "
+                              f"paper_initial (known: {sorted(PAPER_LEVELS)})")
+        levels = PAPER_LEVELS[key]["levels"] if levels is None else levels
+        paper_initial = (PAPER_LEVELS[key]["initial"] if paper_initial is None
+                         else paper_initial)
+    if not paper_initial > 0:
+        raise ElicitError(f"paper_initial must be positive, got {paper_initial!r}")
+    runs: dict[str, list[np.ndarray]] = {}
+    for m in methods:
+        if m not in curves:
+            raise ElicitError(f"no curves for method {m!r} (got {sorted(curves)})")
+        rs = [np.asarray(c, dtype=float).reshape(-1) for c in curves[m]]
+        if not rs or any(c.size == 0 for c in rs):
+            raise ElicitError(f"method {m!r}: need at least one non-empty curve")
+        runs[m] = rs
+    if initial_mse is None:
+        initial_mse = float(np.nanmean([c[0] for rs in runs.values() for c in rs]))
+    init = np.asarray(initial_mse, dtype=float).reshape(-1)
+    if init.size == 0 or not (np.all(np.isfinite(init)) and np.all(init > 0)):
+        raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
+    per_run = np.ndim(initial_mse) > 0
+    if per_run:
+        bad = [m for m in methods if len(runs[m]) != init.size]
+        if bad:
+            raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
+                              f"{len(runs[bad[0]])} runs")
+
+    rows: list[dict] = []
+    for L in levels:
+        reduction = 1.0 - float(L) / float(paper_initial)
+        rel = init * (1.0 - reduction)
+        for kind, lv in (("paper", np.array([float(L)])), ("relative", rel)):
+            row: dict = {"dataset": dataset, "mse_level": float(np.mean(lv)), "level_kind": kind,
+                         "reduction": reduction}
+            for m in methods:
+                counts = [samples_to_reach(c, lv[r] if lv.size > 1 else lv[0])
+                          for r, c in enumerate(runs[m])]
+                got = [k for k in counts if k is not None]
+                row[m] = float(np.mean(got)) if got else float("nan")
+                row[f"{m}_reached"] = len(got) / len(counts)
+                row[f"{m}_runs"] = len(counts)
+            rows.append(row)
+    return rows
+
+
+def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS) -> str:
+    """CSV text of :func:`table1_rows`: ``dataset,mse_level,level_kind,<methods>`` plus the
+    reached fractions; a level reached in no run is written ``not reached``."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["dataset", "mse_level", "level_kind", *methods,
+                *(f"{m}_reached" for m in methods)])
+    for r in rows:
+        cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
+        for m in methods:
+            v = r[m]
+            cells.append("not reached" if not np.isfinite(v) else f"{v:.1f}")
+        for m in methods:
+            cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
+        w.writerow(cells)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# Table 1 of finished realdata sweeps
+# --------------------------------------------------------------------------------------------
+
+def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]:
+    """The sequential-elicitation MSE curves of runs ``0..runs-1`` of the sweep in
+    ``folder``, or an :class:`ElicitError` naming the command that makes them."""
+    path = folder / "mse.csv"
+    hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
+            "(table1 takes the SeqElc column from that sweep)")
+    if not path.exists() or not (folder / "config.json").exists():
+        raise ElicitError(f"no realdata sweep in {folder}: {hint}")
+    df = pd.read_csv(path)
+    seq = df[(df.dataset == dataset) & (df.strategy == "sequential")]
+    have = set(seq.run.unique())
+    missing = [r for r in range(runs) if r not in have]
+    if missing:
+        raise ElicitError(f"{path} has no sequential curve for run(s) "
+                          f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
+                          f"; {hint}")
+    return [seq[seq.run == r].sort_values("n_feedback").mse.to_numpy() for r in range(runs)]
+
+
+def table1_for(out: str | Path, dataset: str, runs: int, samples: int = DEFAULT_SAMPLES,
+               jobs: int = 1, data_dir: str | Path | None = None, progress: bool = True,
+               ) -> tuple[list[dict], pd.DataFrame]:
+    """Table 1 rows of one data set and its rnd/act curves.
+
+    Parameters
+    ----------
+    out
+        The results folder holding the realdata sweep in ``out/<dataset>/``; the loops keep
+        their resumable parts in ``out/table1/parts/``.
+    dataset
+        ``"amazon"`` or ``"yelp"``.
+    runs
+        Runs ``0..runs-1`` of the sweep.
+    samples
+        Cap on the samples the rnd/act loops add (they also stop at the lowest level).
+    jobs
+        Worker processes.
+    data_dir
+        The data directory (default: the one the sweep used).
+    progress
+        Show progress bars.
+
+    Returns
+    -------
+    rows, curves
+        :func:`table1_rows` of the data set, and the rnd/act curves in long format
+        (``dataset, method, run, n_samples, mse``).
+    """
+    out = Path(out)
+    folder = out / dataset
+    seq = sequential_curves(folder, dataset, runs)
+    cfg = json.loads((folder / "config.json").read_text())
+    ddir = data_dir_for(dataset, data_dir if data_dir is not None else cfg.get("data_dir"))
+    # The same tau2 per run as the sweep (fixed, or its CV choice; runinfo exists already).
+    infos = ensure_runinfo(folder, dataset, cfg["seed"], runs, ddir, cfg["tau2"], jobs, progress)
+    tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
+
+    # Relative levels are per run: the paper's relative reduction from each run's own
+    # initial MSE (splits vary a lot, so one mean level would count low-starting runs as
+    # "reached at 0" and high-starting ones as never reaching it).
+    initial = [float(c[0]) for c in seq]
+    paper = PAPER_LEVELS[dataset]
+    # The loops may stop once a run reaches its lowest level: Table 1 needs no more.
+    stop = {r: min(min(paper["levels"]), initial[r] * min(paper["levels"]) / paper["initial"])
+            for r in range(runs)}
+    curves = ensure_sample_curves(out / "table1", dataset, cfg["seed"], runs, ddir, tau2,
+                                  samples, stop, jobs, progress)
+    for m, cs in curves.items():
+        for r, c in enumerate(cs):
+            # Both loops start from the sweep's no-feedback model: a mismatch means the
+            # folders come from different settings or data.
+            if not np.isclose(c.mse[0], seq[r][0], rtol=1e-5, atol=1e-8):
+                raise ElicitError(
+                    f"{dataset} run {r}: the {m} loop starts at MSE {c.mse[0]:.6f} but the "
+                    f"sweep in {folder} at {seq[r][0]:.6f}; the table1 parts in "
+                    f"{out / 'table1'} come from other settings: delete them and rerun")
+    rows = table1_rows(dataset, {"rnd": [c.mse for c in curves["rnd"]],
+                                 "act": [c.mse for c in curves["act"]], "seqelc": seq},
+                       initial_mse=initial)
+    long = [(dataset, m, r, t, v) for m, cs in curves.items() for r, c in enumerate(cs)
+            for t, v in enumerate(c.mse)]
+    return rows, pd.DataFrame(long, columns=["dataset", "method", "run", "n_samples", "mse"])
+
+
+
+
+@dataclass
+class Table1Result:
+    """What :func:`run_table1` wrote: the rows, ``table1.csv``'s text and the curves."""
+
+    rows: list[dict]
+    text: str
+    curves: pd.DataFrame
+
+
+def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASETS,
+               samples: int = DEFAULT_SAMPLES, jobs: int = 1,
+               data_dir: str | Path | None = None, progress: bool = True) -> Table1Result:
+    """Table 1 of the realdata sweeps in ``out/<dataset>/`` (``elicit table1``).
+
+    Writes ``out/table1.csv`` (:func:`format_table1`) and ``out/table1/curves.csv``; the
+    parameters are those of :func:`table1_for`, for each of ``datasets``.
+    """
+    out = Path(out)
+    rows, longs = [], []
+    for dataset in datasets:
+        r, long = table1_for(out, dataset, runs, samples, jobs, data_dir, progress)
+        rows += r
+        longs.append(long)
+    text = format_table1(rows)
+    write_text_atomic(out / "table1.csv", text)
+    curves = pd.concat(longs, ignore_index=True)
+    (out / "table1").mkdir(parents=True, exist_ok=True)
+    curves.to_csv(out / "table1" / "curves.csv", index=False)
+    return Table1Result(rows, text, curves)
