@@ -18,7 +18,7 @@ from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers, run_session_command
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
-from elicit.errors import ElicitError, EngineUnavailable
+from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.paper.bench import SIZES, format_table, run_bench
 from elicit.paper.synthetic import run_synthetic
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     # reports one line and exits 2.
     try:
         COMMANDS[args.command](args)
-    except (ElicitError, EngineUnavailable, FileNotFoundError) as e:
+    except (ElicitError, EngineUnavailable, EngineError, FileNotFoundError) as e:
         print(f"elicit: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

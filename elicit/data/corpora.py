@@ -187,7 +187,8 @@ def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike
                       name or records_path.name.split(".")[0], str(records_path))
 
 
-def load_paper_bow(name: DatasetName, data_dir: str | os.PathLike | None = None) -> BowDataset:
+def load_paper_bow(name: DatasetName | str,
+                   data_dir: str | os.PathLike | None = None) -> BowDataset:
     """The paper's exact matrix, unfiltered: Amazon 5149 x 824, Yelp 4086 x 828."""
     if name not in PAPER_FILES:
         raise ElicitError(f"unknown data set {name!r}: use one of {sorted(PAPER_FILES)}")
@@ -196,7 +197,7 @@ def load_paper_bow(name: DatasetName, data_dir: str | os.PathLike | None = None)
     return load_bow(d / rec, d / voc, key, name=name)
 
 
-def load_dataset(name: DatasetName, data_dir: str | os.PathLike | None = None,
+def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = None,
                  min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
     """The paper's matrix with the paper's feature rule applied.
 

@@ -231,7 +231,7 @@ class Elicitor:
             self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
         return self._ranking
 
-    def next_query(self, strategy: Strategy, rng: np.random.Generator, *,
+    def next_query(self, strategy: Strategy | str, rng: np.random.Generator, *,
                    exclude: Iterable[tuple[int, int]] | None = None) -> Query:
         """The next pair to ask under ``strategy``.
 
@@ -257,7 +257,7 @@ class Elicitor:
             self._warn_if_pool_capped(len(allowed))
         return choose(strategy, self, allowed, rng)[0]
 
-    def next_batch(self, strategy: Strategy, rng: np.random.Generator, k: int, *,
+    def next_batch(self, strategy: Strategy | str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable[tuple[int, int]] | None = None) -> list[Query]:
         """``k`` pairs to ask together under ``strategy``, best first.
 

@@ -43,12 +43,11 @@ from scipy.stats import spearmanr
 from elicit.elicitation.elicitor import fit_no_feedback
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
-from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.kernel import kernel
-from elicit.model.spec import Hyper, ModelData, all_pairs
+from elicit.model.spec import Hyper, all_pairs
 from elicit.paper.problems import STREAM_BENCH, realdata_problem, run_stream
 from elicit.paper.synthetic import make_synthetic
 
@@ -129,6 +128,7 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
                  data_dir: str | os.PathLike | None = None) -> BenchProblem:
     """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory)."""
     prob = realdata_problem(dataset, seed, run, data_dir)
+    assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
                         answer=lambda i, j: prob.expert.answer(i, j).f,
@@ -156,17 +156,6 @@ def _timed(row: dict, key: str) -> Iterator[None]:
     yield
     row[f"{key}_s"] = time.perf_counter() - t
     row[f"{key}_cpu_s"] = time.process_time() - c
-
-
-def _warm_refit(engine: Engine, data: ModelData, fit: MAPResult,
-                scorer: UtilityScorer) -> MAPResult:
-    """The MAP after an answer, warm-started from the previous MAP ``fit``.
-
-    The benchmark's only refit after a round, so that a change of how engines refit after an
-    answer is made here once. ``scorer`` scored the round at ``fit``; what it computed (the
-    Hessian) is what such a refit can reuse.
-    """
-    return engine.fit(data, init=fit)
 
 
 @single_blas_thread
@@ -237,7 +226,8 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
         if f is not None:
             data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
         with _timed(row, "map_warm"):
-            fit = _warm_refit(eng, data, fit, scorer)
+            # The refit starts from the Hessian the round computed, as in an elicitation.
+            fit = eng.fit(data, init=fit, hessian=fast.hessian)
         rows.append(row)
 
     def med(key: str) -> float:

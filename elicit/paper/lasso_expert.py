@@ -70,7 +70,7 @@ class LassoExpert:
         ``GroupOracle(groups)``.
     """
 
-    def __init__(self, X_expert, y_expert, rule: Rule = "target", n_nonzero: int = 40,
+    def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
                  random_state: int | None = 0, cv: int = 5) -> None:
         if rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {rule!r}: use one of {RULES}")
@@ -86,7 +86,7 @@ class LassoExpert:
         if isinstance(n_nonzero, bool) or not isinstance(n_nonzero, (int, np.integer)) \
                 or n_nonzero < 1:
             raise ElicitError(f"n_nonzero must be a positive integer, got {n_nonzero!r}")
-        self.rule = rule
+        self.rule: str = rule
         self.n_nonzero = int(n_nonzero)
         self.random_state = random_state
         if rule == "target":

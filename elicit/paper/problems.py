@@ -183,7 +183,7 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> Lasso
     if rule not in RULES:
         raise ElicitError(f"unknown LASSO expert rule {rule!r}: use one of {', '.join(RULES)}")
     return LassoExpert(rd.X_expert, rd.y_expert, rule=rule, n_nonzero=n_nonzero,
-                       random_state=int(rd.seed) % (2**31))
+                       random_state=int(rd.seed or 0) % (2**31))
 
 
 def realdata_problem(dataset: str, seed: int, run: int,

@@ -260,8 +260,9 @@ def run_realdata(dataset: str, out: str | Path, runs: int = 50, rounds: int = 10
 
     cfg = SweepConfig(dataset, runs, rounds, tuple(strategies), seed, engine, utility, refine,
                       jobs)
-    maker = RealDataMaker(dataset, data_dir, run_tau2 if tau2 == "cv" else tau2, pool_size,
-                          expert_rule, expert_nonzero)
+    fixed_tau2 = None if tau2 == "cv" else float(tau2)
+    maker = RealDataMaker(dataset, data_dir, run_tau2 if fixed_tau2 is None else fixed_tau2,
+                          pool_size, expert_rule, expert_nonzero)
     df = sweep(maker, cfg, out, progress=progress)
     df = pd.concat([df, baseline_rows(dataset, infos)], ignore_index=True)
     df.to_csv(out / "mse.csv", index=False)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any
+from typing import Any, TypeVar
 
-Task = tuple[Any, ...]
+Task = TypeVar("Task", bound=tuple)
 
 
 def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,

@@ -121,7 +121,7 @@ class SampleCurve:
 
 
 @single_blas_thread
-def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, method: Method,
+def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, method: Method | str,
                        max_samples: int, rng: np.random.Generator | None = None,
                        tau2: float = PAPER_TAU2, stop_level: float | None = None,
                        engine: str | Engine = "numpy",
@@ -176,7 +176,8 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
     post = NIGPosterior.from_map(data, fit)
     mse = [prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean)]
     left = np.ones(len(X_pool), bool)
-    order = rng.permutation(len(X_pool)) if method == "rnd" else None
+    order = (rng.permutation(len(X_pool)) if method == "rnd" and rng is not None
+             else np.arange(0))
     added: list[int] = []
     gains: list[float] = []
     X, y = data.X, data.y
@@ -274,5 +275,11 @@ def ensure_sample_curves(out: Path, dataset: str, seed: int, runs: int, data_dir
              for r in range(runs)]
     run_tasks(_samples_task, tasks, jobs=jobs, desc=f"{dataset}: rnd/act samples",
               progress=progress, left=left)
-    return {m: [load_sample_curve(out, dataset, m, r) for r in range(runs)]
-            for m in SAMPLE_METHODS}
+    curves: dict[str, list[SampleCurve]] = {m: [] for m in SAMPLE_METHODS}
+    for m in SAMPLE_METHODS:
+        for r in range(runs):
+            curve = load_sample_curve(out, dataset, m, r)
+            if curve is None:  # run_tasks wrote every one, or raised
+                raise RuntimeError(f"{dataset} run {r}: no {m} curve was written")
+            curves[m].append(curve)
+    return curves

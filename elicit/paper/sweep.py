@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -25,9 +26,7 @@ from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
-
-# synthetic_problem: tests/conftest.py imports it from here.
-from elicit.paper.problems import RunProblem, synthetic_problem  # noqa: F401
+from elicit.paper.problems import RunProblem
 from elicit.paper.runner import run_tasks
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
@@ -48,7 +47,7 @@ class SweepConfig:
     jobs: int = 1
     snapshots: tuple[int, ...] = ()
     stan_file: str | None = None
-    threshold_mean: float | str | None = None  # None: the problem's own setting
+    threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
 
     def __post_init__(self) -> None:
         bad = [s for s in self.strategies if s not in STRATEGIES]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -98,7 +99,7 @@ def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
                   strategies: Sequence[str] = STRATEGIES, seed: int = 0, jobs: int = 1,
                   n_train: int = 20, engine: str = "auto", utility: str = "fast",
                   refine: int = 10, stan_file: str | None = None,
-                  threshold_mean: float | str | None = None,
+                  threshold_mean: float | Literal["auto"] | None = None,
                   progress: bool = True) -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 

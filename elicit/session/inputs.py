@@ -94,7 +94,7 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dic
         resolve_data_dir,
     )
 
-    ds = load_dataset(name, data_dir)  # type: ignore[arg-type]
+    ds = load_dataset(name, data_dir)
     run = prepare_run(ds, run_seed)
     texts = None
     raw_note = "no example snippets (raw-text reviews not found)"
