@@ -141,7 +141,9 @@ def test_vectorize_texts_rule():
     assert list(ds.counts[:, j]) == [1, 1, 0, 0, 1]
     assert np.all(ds.doc_freq() >= 2)
     assert list(ds.ratings) == [1, 2, 4, 2, 3]
-    with pytest.raises(ElicitError, match="empty after filtering"):
+    with pytest.raises(ElicitError, match=r"empty after filtering.*lower min_df \(e.g. min_df=2\)"):
+        vectorize_texts(texts, [1, 2, 4, 2, 3], STOP, min_df=5)
+    with pytest.raises(ElicitError, match=r"min_df = 6 exceeds the number of texts \(5\)"):
         vectorize_texts(texts, [1, 2, 4, 2, 3], STOP, min_df=6)
 
 
@@ -228,13 +230,14 @@ def test_raw_user_files(tmp_path):
 
     bad = tmp_path / "bad.csv"
     bad.write_text("text,stars\nhello,5\n")
-    with pytest.raises(ElicitError, match=r"line 2: missing field 'rating'"):
+    with pytest.raises(ElicitError, match=r"line 2: no field 'rating'; the fields are 'text', "
+                                          r"'stars'"):
         load_raw_reviews(bad, min_df=1, stopwords=sw)
     bad2 = _write_jsonl(tmp_path / "bad2.jsonl", [recs[0], {"rating": 3}], gz=False)
-    with pytest.raises(ElicitError, match=r"line 2: missing field 'text'"):
+    with pytest.raises(ElicitError, match=r"line 2: no field 'text'; the fields are 'rating'"):
         load_raw_reviews(bad2, min_df=1, stopwords=sw)
     bad3 = _write_jsonl(tmp_path / "bad3.jsonl", [recs[0], {"text": "x", "rating": 4.5}])
-    with pytest.raises(ElicitError, match=r"line 2: rating must be an integer"):
+    with pytest.raises(ElicitError, match=r"line 2, field 'rating': rating must be an integer"):
         load_raw_reviews(bad3, min_df=1, stopwords=sw)
     with pytest.raises(ElicitError, match="empty after filtering"):
         load_raw_reviews(j, min_df=1, stopwords=["great", "blender", "works", "broken",
@@ -246,6 +249,70 @@ def test_raw_user_files(tmp_path):
 def _touch(p: Path) -> Path:
     p.write_text("")
     return p
+
+
+# --------------------------------------------------------------------------------------------
+# the shipped stop list
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def no_data_dir(tmp_path, monkeypatch):
+    """No data directory anywhere: no option, no $ELICIT_DATA, empty defaults."""
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    monkeypatch.setattr(data_files, "default_data_dirs", lambda: [tmp_path / "none"])
+
+
+def test_shipped_stopwords_need_no_data_dir(no_data_dir):
+    sw = load_stopwords()
+    assert len(sw) == 570 and {"would", "a's", "the", "zero"} <= sw and "lot" not in sw
+    assert data.SHIPPED_STOPWORDS.parent == Path(data_files.__file__).resolve().parent
+    lines = data.SHIPPED_STOPWORDS.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 571 and lines.count("would") == 2
+
+
+def test_data_dir_stopwords_must_match_shipped(tmp_path, monkeypatch, no_data_dir):
+    shipped = data.SHIPPED_STOPWORDS.read_text(encoding="utf-8")
+    same = tmp_path / "same"
+    same.mkdir()
+    # Same words with Windows line endings: still the same list.
+    (same / data.STOPWORDS_FILE).write_bytes(shipped.replace("\n", "\r\n").encode())
+    assert load_stopwords(data_dir=same) == load_stopwords()
+    monkeypatch.setenv(DATA_ENV, str(same))
+    assert load_stopwords() == load_stopwords(data_dir=same)
+    monkeypatch.delenv(DATA_ENV)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / data.STOPWORDS_FILE).write_text(shipped + "lot\n", encoding="utf-8")
+    with pytest.raises(ElicitError, match="differs from the SMART list shipped with elicit"):
+        load_stopwords(data_dir=other)
+    monkeypatch.setattr(data_files, "default_data_dirs", lambda: [tmp_path / "none", other])
+    with pytest.raises(ElicitError, match=str(other)):
+        load_stopwords()
+    # An explicit file is used as it is, without comparison.
+    assert "lot" in load_stopwords(other / data.STOPWORDS_FILE)
+    # A data directory without the list: the shipped copy.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert load_stopwords(data_dir=empty) == load_stopwords(same / data.STOPWORDS_FILE)
+    with pytest.raises(ElicitError, match="does not exist"):
+        load_stopwords(data_dir=tmp_path / "missing")
+
+
+@needs_data
+def test_shared_stopwords_identical_to_shipped():
+    assert ((REAL / data.STOPWORDS_FILE).read_bytes()
+            == data.SHIPPED_STOPWORDS.read_bytes())
+    assert load_stopwords(data_dir=REAL) == load_stopwords(data.SHIPPED_STOPWORDS)
+
+
+@needs_data
+def test_paper_matrices_load_without_stop_list_in_data_dir(tmp_path, amazon):
+    d = tmp_path / "d"
+    d.mkdir()
+    for f in PAPER_FILES["amazon"][:2]:
+        (d / f).symlink_to(REAL / f)
+    ds = load_dataset("amazon", d)
+    assert ds.vocabulary == amazon.vocabulary and np.array_equal(ds.counts, amazon.counts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,9 +391,12 @@ def _toy(n=60, p=8, seed=0) -> BowDataset:
     return BowDataset(counts, rng.integers(1, 6, size=n), [f"w{i}" for i in range(p)], "toy")
 
 
-def test_prepare_run_uses_training_stats():
+def test_prepare_run_train_standardisation_uses_training_stats():
+    # standardize="train": the literal reading of the paper (tests/test_standardize.py has
+    # the default, "model").
     ds = _toy()
-    r = prepare_run(ds, seed=7, n_model=40, n_train=15)
+    r = prepare_run(ds, seed=7, n_model=40, n_train=15, standardize="train")
+    assert r.standardize == "train"
     c = ds.counts.astype(float)
     tr = c[r.train_idx]
     mu, sd = tr.mean(0), tr.std(0)

@@ -4,26 +4,32 @@ Two kinds of input are supported (see ``docs/data.md``):
 
 * the paper's exact bag-of-words matrices (``*_paper_bow_*.jsonl.gz`` + a vocabulary JSON):
   one JSON object per review with an integer ``rating`` and a ``bow`` dict keyword -> count;
-* raw-text reviews (the shipped substitutes, or any user JSONL/CSV file, optionally gzipped)
-  with ``text`` and ``rating`` fields; they are turned into counts with scikit-learn's
-  :class:`~sklearn.feature_extraction.text.CountVectorizer`.
+* raw-text reviews (the shipped substitutes, or any user JSONL/CSV file, optionally gzipped,
+  with text and rating fields named by the user: :func:`load_corpus`); they are turned into
+  counts with scikit-learn's :class:`~sklearn.feature_extraction.text.CountVectorizer`.
 
 Both end up as a :class:`BowDataset`. The feature rule (:func:`select_features`) is the paper's:
-drop keywords whose tokens are all SMART stop words and keep keywords that occur in at least
-``min_df`` reviews. :func:`prepare_run` then makes one experimental run: the 100/900 train/test
-split of 1000 random reviews, the remaining reviews as the expert set, standardisation with
-training statistics and the meta-features ``U`` (the transposed raw training counts).
+drop keywords whose tokens are all SMART stop words (the list ships with elicit) and keep
+keywords that occur in at least ``min_df`` reviews. :func:`prepare_run` then makes one
+experimental run: the 100/900 train/test split of 1000 random reviews, the remaining reviews
+as the expert set, standardisation (by default with the statistics of all 1000 model reviews'
+inputs, ``standardize="model"``; ``"train"`` uses the 100 training reviews only) and the
+meta-features ``U`` (the transposed raw training counts).
 
 The package is split by job:
 
 * :mod:`elicit.data.files`: the data directory, the paper's file names, record readers,
   rating parsing, stop words, vocabularies;
 * :mod:`elicit.data.corpora`: :class:`BowDataset`, the feature rule, the paper's matrices,
-  raw-text vectorisation;
+  raw-text vectorisation, :func:`load_corpus`;
 * :mod:`elicit.data.splits`: split indices, standardisation, :class:`RunData`,
-  :func:`prepare_run`.
+  :func:`prepare_run`;
+* :mod:`elicit.data.fetch`: the manifest of the data files and ``fetch`` (``elicit data
+  fetch``), which downloads them; import it from there (it is not re-exported here, so that
+  the name ``elicit.data.fetch`` stays the module).
 
-Every public name is re-exported here, so ``from elicit.data import X`` works for all of them.
+Every public name of the first three is re-exported here, so ``from elicit.data import X``
+works for all of them.
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ from elicit.data.corpora import (
     is_stopword_keyword,
     keyword_tokens,
     load_bow,
+    load_corpus,
     load_dataset,
     load_paper_bow,
     load_raw_reviews,
+    read_reviews,
     select_features,
     vectorize_texts,
 )
@@ -48,6 +56,7 @@ from elicit.data.files import (
     DATA_SOURCE_HINT,
     PAPER_FILES,
     RAW_FILES,
+    SHIPPED_STOPWORDS,
     STOPWORDS_FILE,
     DatasetName,
     data_file,
@@ -61,7 +70,9 @@ from elicit.data.files import (
     resolve_data_dir,
 )
 from elicit.data.splits import (
+    STANDARDIZE_CHOICES,
     RunData,
+    Standardize,
     prepare_run,
     split_indices,
     standardise,
@@ -79,7 +90,10 @@ __all__ = [
     "PAPER_MIN_DF_FRACTION",
     "RAW_FILES",
     "RunData",
+    "SHIPPED_STOPWORDS",
+    "STANDARDIZE_CHOICES",
     "STOPWORDS_FILE",
+    "Standardize",
     "TOKEN_PATTERN",
     "TextDataset",
     "data_file",
@@ -88,6 +102,7 @@ __all__ = [
     "is_stopword_keyword",
     "keyword_tokens",
     "load_bow",
+    "load_corpus",
     "load_dataset",
     "load_paper_bow",
     "load_raw_reviews",
@@ -98,6 +113,7 @@ __all__ = [
     "read_csv_records",
     "read_jsonl",
     "read_records",
+    "read_reviews",
     "resolve_data_dir",
     "select_features",
     "split_indices",

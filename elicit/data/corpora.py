@@ -215,7 +215,7 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
     min_df
         Minimum number of reviews a keyword must occur in.
     stopwords
-        Stop words; default the SMART list of the data directory.
+        Stop words; default the SMART list shipped with elicit (:func:`load_stopwords`).
     """
     ds = load_paper_bow(name, data_dir)
     sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
@@ -274,6 +274,9 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
         raise ElicitError("no texts to vectorise")
     if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
         raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    if min_df > len(texts):
+        raise ElicitError(f"min_df = {min_df} exceeds the number of texts ({len(texts)}), so no "
+                          "keyword can survive; lower min_df")
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
@@ -282,10 +285,11 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
                           min_df=int(min_df), dtype=np.int64)
     try:
         X = vec.fit_transform(texts)
-    except ValueError as e:
-        # sklearn: "empty vocabulary" or "After pruning, no terms remain".
-        raise ElicitError(f"the vocabulary is empty after filtering ({e}); lower min_df "
-                          f"(now {min_df}) or check the texts") from None
+    except ValueError:
+        # sklearn: "empty vocabulary" (no token at all) or "After pruning, no terms remain".
+        raise ElicitError(f"the vocabulary is empty after filtering: no n-gram occurs in >= "
+                          f"{min_df} of {len(texts)} texts; lower min_df (e.g. "
+                          f"min_df={max(1, min_df // 2)}) or check the texts") from None
     vocab = [w.replace(" ", "_") for w in vec.get_feature_names_out()]
     sw = frozenset(stopwords)
     # CountVectorizer has applied min_df already; re-checking it is cheap and keeps this rule
@@ -297,7 +301,8 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(f"the vocabulary is empty after filtering: no n-gram that is not all "
-                          f"stop words occurs in >= {min_df} of {len(texts)} texts; lower min_df")
+                          f"stop words occurs in >= {min_df} of {len(texts)} texts; lower min_df "
+                          f"(e.g. min_df={max(1, min_df // 2)})")
     if max_features is not None and keep.size > max_features:
         order = np.argsort(-df[keep], kind="stable")[:max_features]
         keep = np.sort(keep[order])
@@ -325,7 +330,8 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
     ----------
     path_or_name
         ``"amazon"`` / ``"yelp"`` for the shipped raw-text substitutes, or the path of a
-        JSONL or CSV file (optionally gzipped) with ``text`` and ``rating`` fields.
+        JSONL or CSV file (optionally gzipped) with ``text`` and ``rating`` fields (for other
+        field names use :func:`load_corpus`).
     data_dir
         Where the shipped files and the stop list are looked up.
     min_df
@@ -333,7 +339,7 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
         corpus (:func:`default_min_df`): 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
         reviews. A fixed 100 is too high for such small corpora.
     stopwords
-        Stop words; default the SMART list of the data directory.
+        Stop words; default the SMART list (:func:`~elicit.data.files.load_stopwords`).
     """
     key = str(path_or_name)
     if key in RAW_FILES:
@@ -344,24 +350,105 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
         if not path.is_file():
             raise ElicitError(f"review file {path} not found (or use one of {sorted(RAW_FILES)} "
                               "for the shipped raw-text reviews)")
-        label = path.name.split(".")[0]
+        label = None
+    if stopwords is None:
+        stopwords = load_stopwords(data_dir=data_dir)
+    return load_corpus(path, min_df=min_df, stopwords=stopwords, ngram_range=ngram_range,
+                       max_features=max_features, n_model=None, name=label)
+
+
+def read_reviews(path: str | os.PathLike, text_field: str = "text",
+                 rating_field: str = "rating") -> tuple[list[str], list[int]]:
+    """The texts and integer ratings of a JSONL or CSV review file (optionally gzipped).
+
+    Raises
+    ------
+    ElicitError
+        If the file does not exist or holds no reviews, a field is missing (the message names
+        the fields the file has), a text is not a string, or a rating is not an integer.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ElicitError(f"review file {path} not found")
+    for fld, what in ((text_field, "text_field"), (rating_field, "rating_field")):
+        if not isinstance(fld, str) or not fld:
+            raise ElicitError(f"{what} must be a non-empty field name, got {fld!r}")
     texts: list[str] = []
     ratings: list[int] = []
     for lineno, rec in read_records(path):
         where = f"{path}, line {lineno}"
-        for fld in ("text", "rating"):
-            if fld not in rec or rec[fld] is None:
-                raise ElicitError(f"{where}: missing field {fld!r}")
-        if not isinstance(rec["text"], str):
-            raise ElicitError(f"{where}: field 'text' must be a string")
-        texts.append(rec["text"])
-        ratings.append(parse_rating(rec["rating"], where))
+        for fld in (text_field, rating_field):
+            if fld not in rec:
+                raise ElicitError(f"{where}: no field {fld!r}; the fields are "
+                                  f"{', '.join(repr(k) for k in rec)}")
+            if rec[fld] is None:
+                raise ElicitError(f"{where}: field {fld!r} is empty (null)")
+        if not isinstance(rec[text_field], str):
+            raise ElicitError(f"{where}: field {text_field!r} must be a string, got "
+                              f"{type(rec[text_field]).__name__}")
+        texts.append(rec[text_field])
+        ratings.append(parse_rating(rec[rating_field], f"{where}, field {rating_field!r}"))
     if not texts:
         raise ElicitError(f"{path} holds no reviews")
-    sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
+    return texts, ratings
+
+
+def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field: str = "rating",
+                min_df: int | None = None, stopwords: Iterable[str] | None = None,
+                ngram_range: tuple[int, int] = (1, 2), max_features: int | None = None,
+                n_model: int | None = 1000, name: str | None = None) -> BowDataset:
+    """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
+
+    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``, one object per review) or CSV
+    with a header line (``.csv``), either optionally gzipped (``.gz``). Unigrams and bigrams of
+    the text are counted (:func:`vectorize_texts`); a keyword is kept if not all of its tokens
+    are SMART stop words and it occurs in at least ``min_df`` reviews.
+
+    Parameters
+    ----------
+    path
+        The review file.
+    text_field, rating_field
+        The names of the review-text field and of the integer star-rating field.
+    min_df
+        Minimum number of reviews a keyword must occur in. Default (None): the paper's
+        100-of-5149, scaled to the corpus (:func:`default_min_df`).
+    stopwords
+        Stop words; default the SMART list shipped with elicit.
+    ngram_range, max_features
+        Passed to :func:`vectorize_texts`.
+    n_model
+        The number of model reviews a run takes (:func:`~elicit.data.splits.prepare_run`,
+        default 1000 = 100 training + 900 test); a corpus with fewer reviews is refused
+        early. None skips the check.
+    name
+        A label for the data set; default the file name without its suffixes.
+
+    Returns
+    -------
+    BowDataset
+        Counts of the kept keywords, the ratings, and the keywords (bigrams joined by ``_``).
+
+    Raises
+    ------
+    ElicitError
+        On a missing file or field, a non-integer rating, too few reviews for a run, or no
+        keyword surviving the rule.
+    """
+    if n_model is not None and (isinstance(n_model, bool)
+                                or not isinstance(n_model, (int, np.integer)) or n_model < 1):
+        raise ElicitError(f"n_model must be a positive integer or None, got {n_model!r}")
+    path = Path(path)
+    texts, ratings = read_reviews(path, text_field, rating_field)
+    if n_model is not None and len(texts) < n_model:
+        raise ElicitError(
+            f"{path} has {len(texts)} reviews but a run needs n_model = {n_model} model "
+            "reviews (training + test; the rest go to the expert); use a larger corpus or "
+            "a smaller n_model")
+    sw = frozenset(stopwords) if stopwords is not None else load_stopwords()
     if min_df is None:
         min_df = default_min_df(len(texts))
-    ds = vectorize_texts(texts, ratings, sw, min_df, ngram_range, name=label,
-                         max_features=max_features)
+    ds = vectorize_texts(texts, ratings, sw, min_df, ngram_range,
+                         name=name or path.name.split(".")[0], max_features=max_features)
     ds.source = str(path)
     return ds

@@ -26,8 +26,14 @@ from elicit.errors import ElicitError
 #: Environment variable that points at the data directory.
 DATA_ENV = "ELICIT_DATA"
 
-#: The SMART English stop list (Salton 1971), as shipped in the data directory.
+#: The SMART English stop list (Salton 1971). A copy ships with elicit (see
+#: :data:`SHIPPED_STOPWORDS`); the data directory may hold an identical one.
 STOPWORDS_FILE = "smart_stopwords_english.txt"
+
+#: The shipped SMART stop list, from the GitHub repository igorbrigadir/stopwords, file
+#: en/smart.txt at commit ab85d86c3fac0360020a921b91ccf9d697b54757 (the list's original
+#: distribution was ftp.cs.cornell.edu/pub/smart/english.stop); see elicit/data/README.md.
+SHIPPED_STOPWORDS = Path(__file__).resolve().with_name(STOPWORDS_FILE)
 
 #: The paper's exact matrices: name -> (records file, vocabulary file, vocabulary key).
 #: For Yelp the 828-keyword ``keywords_min50`` vocabulary is the base: it is the column order
@@ -258,18 +264,65 @@ def load_stopwords(path: str | os.PathLike | None = None,
                    data_dir: str | os.PathLike | None = None) -> frozenset[str]:
     """The stop list: one word per line, lower-cased; blank lines ignored.
 
-    By default the SMART list ``smart_stopwords_english.txt`` of the data directory (571 lines,
-    570 distinct words: ``would`` is listed twice).
+    By default the SMART list shipped with elicit (``elicit/data/smart_stopwords_english.txt``,
+    571 lines, 570 distinct words: ``would`` is listed twice), so no data directory is needed.
+    If the data directory (``data_dir``, else as :func:`resolve_data_dir` finds it) also holds
+    ``smart_stopwords_english.txt``, that copy must list the same words in the same order;
+    otherwise the two would silently give different features, so it is an error.
+
+    Parameters
+    ----------
+    path
+        A stop-word file to use instead (one word per line); no comparison is made.
+    data_dir
+        The data directory whose copy is compared with the shipped list.
+
+    Raises
+    ------
+    ElicitError
+        If a file cannot be read or is empty, or the data directory's copy differs from the
+        shipped list.
     """
-    p = Path(path) if path is not None else data_file(STOPWORDS_FILE, data_dir)
+    if path is not None:
+        return frozenset(_read_word_list(Path(path)))
+    if not SHIPPED_STOPWORDS.is_file():
+        raise ElicitError(f"the stop list shipped with elicit is missing ({SHIPPED_STOPWORDS}); "
+                          "reinstall elicit with its package data")
+    shipped = _read_word_list(SHIPPED_STOPWORDS)
+    local = _data_dir_stopwords(data_dir)
+    if local is not None and _read_word_list(local) != shipped:
+        raise ElicitError(
+            f"the stop list {local} differs from the SMART list shipped with elicit "
+            f"({SHIPPED_STOPWORDS}); delete it from the data directory (the shipped copy is used "
+            "then) or pass the file explicitly as the stop list")
+    return frozenset(shipped)
+
+
+def _read_word_list(p: Path) -> list[str]:
+    """The non-blank lines of a word list, stripped and lower-cased, in file order."""
     try:
         with _open_text(p) as fh:
-            words = frozenset(w.strip().lower() for w in fh if w.strip())
+            words = [w.strip().lower() for w in fh if w.strip()]
     except _READ_ERRORS as e:
         raise ElicitError(f"cannot read stop-word file {p}: {e}") from None
     if not words:
         raise ElicitError(f"stop-word file {p} is empty")
     return words
+
+
+def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
+    """The data directory's copy of the stop list, or None if there is none.
+
+    An explicit directory (``data_dir`` or ``$ELICIT_DATA``) must exist, as everywhere else;
+    among the default places the first one that holds the list counts.
+    """
+    if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
+        f = resolve_data_dir(data_dir) / STOPWORDS_FILE
+        return f if f.is_file() else None
+    for d in default_data_dirs():
+        if (d / STOPWORDS_FILE).is_file():
+            return d / STOPWORDS_FILE
+    return None
 
 
 def load_vocabulary(path: str | os.PathLike, key: str | None = None) -> list[str]:

@@ -1,14 +1,23 @@
 """One experimental run: the paper's train/test/expert split and standardisation.
 
 :func:`prepare_run` makes one run from a :class:`~elicit.data.corpora.BowDataset`: the 100/900
-train/test split of 1000 random reviews, the remaining reviews as the expert set,
-standardisation with training statistics and the meta-features ``U`` (the transposed raw
-training counts).
+train/test split of 1000 random reviews, the remaining reviews as the expert set, the
+standardisation of the inputs and the meta-features ``U`` (the transposed raw training counts).
+
+Two standardisations are offered (``standardize=``, see ``docs/data.md``):
+
+* ``"model"`` (the default): column mean and scale of all 1000 *model* reviews, the training
+  and test inputs together, without their ratings. The test inputs are known when the model is
+  built (a transductive set-up), and using them keeps every z-score moderate.
+* ``"train"``: column mean and scale of the 100 training reviews only, the literal reading of
+  the paper. A keyword that occurs in one training review has a tiny training scale, so test
+  rows get z-scores up to about 100 and the no-feedback model predicts worse than the mean.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -49,8 +58,8 @@ def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
 def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Zero mean, unit (population, ddof=0) variance per column.
 
-    A column that is constant (typically a keyword absent from every training review) gets
-    scale 1 instead of 0, so it becomes all zeros rather than NaN.
+    A column that is constant (typically a keyword absent from every row) gets scale 1
+    instead of 0, so it becomes all zeros rather than NaN.
 
     Returns
     -------
@@ -64,6 +73,11 @@ def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (X - mean) / scale, mean, scale
 
 
+#: Where :func:`prepare_run` takes the column mean and scale from.
+Standardize = Literal["model", "train"]
+STANDARDIZE_CHOICES: tuple[str, ...] = get_args(Standardize)
+
+
 @dataclass
 class RunData:
     """Everything one experimental run needs.
@@ -71,7 +85,7 @@ class RunData:
     Attributes
     ----------
     X_train, X_test
-        Standardised with the *training* mean and scale (``x_mean``, ``x_scale``).
+        Counts standardised with ``x_mean`` and ``x_scale``.
     y_train
         Training ratings minus their mean ``y_mean`` (the model has no intercept).
     y_test
@@ -80,12 +94,25 @@ class RunData:
         Meta-features: the transpose of the raw (unnormalised) training counts, ``p x n_train``.
     X_expert, y_expert
         The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
-        own statistics, ``y_expert`` the ratings on the original scale. Only the simulated
-        (LASSO) expert sees them.
+        own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original
+        scale. Only the simulated (LASSO) expert sees them.
     feature_names
         The p keywords.
+    x_mean, x_scale
+        The column mean and scale (population standard deviation, 1 for a constant column)
+        that standardise every model input: training, test, and the expert-set rows that the
+        Table 1 sample-addition loops add as training samples (``(counts - x_mean) /
+        x_scale``). With ``standardize="model"`` they are the statistics of the
+        ``n_model`` model reviews (training and test inputs, no ratings); with ``"train"``
+        those of the ``n_train`` training reviews.
     train_idx, test_idx, expert_idx
         Row indices into the data set.
+    seed
+        The seed of the split.
+    name
+        The data set's name.
+    standardize
+        ``"model"`` or ``"train"``: which rows ``x_mean`` and ``x_scale`` come from.
     """
 
     X_train: np.ndarray
@@ -104,24 +131,65 @@ class RunData:
     expert_idx: np.ndarray
     seed: int | None = None
     name: str = ""
+    standardize: Standardize = "model"
 
     @property
     def p(self) -> int:
         return self.X_train.shape[1]
 
+    def standardize_counts(self, counts: np.ndarray) -> np.ndarray:
+        """Raw counts (rows of the data set) in the run's input coordinates.
+
+        For example the expert-set rows that a sample-addition loop adds to the training
+        data: ``run.standardize_counts(dataset.counts[run.expert_idx])``.
+        """
+        counts = np.asarray(counts, dtype=float)
+        if counts.ndim != 2 or counts.shape[1] != self.p:
+            raise ElicitError(f"counts must have shape (n, {self.p}), got {counts.shape}")
+        return (counts - self.x_mean) / self.x_scale
+
 
 def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
-                n_train: int = 100) -> RunData:
+                n_train: int = 100, standardize: Standardize = "model") -> RunData:
     """Split and standardise one run; deterministic given ``seed``.
 
     The split uses ``np.random.default_rng(seed)`` (:func:`split_indices`).
+
+    Parameters
+    ----------
+    dataset
+        The bag-of-words data set.
+    seed
+        Seed of the split.
+    n_model, n_train
+        Reviews for the model (training + test) and, among them, for training.
+    standardize
+        ``"model"`` (default): column mean and scale of all ``n_model`` model reviews, the
+        training and test inputs together; no rating enters. ``"train"``: those of the
+        ``n_train`` training reviews only (the literal reading of the paper; the arrays are
+        exactly those of earlier versions of elicit). Either way a constant column gets
+        scale 1, and the expert set ``X_expert`` is standardised with its own statistics.
+
+    Raises
+    ------
+    ElicitError
+        If ``standardize`` is not one of the two choices or the split is impossible.
     """
+    if standardize not in STANDARDIZE_CHOICES:
+        raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "
+                          f"'train' (of the training reviews only), got {standardize!r}")
     rng = np.random.default_rng(seed)
     train, test, expert = split_indices(dataset.n, rng, n_model, n_train)
     counts = dataset.counts.astype(float)
     y = dataset.ratings.astype(float)
 
-    X_train, mu, scale = standardise(counts[train])
+    if standardize == "train":
+        # Kept operation for operation as before, so old runs are reproduced bit for bit.
+        X_train, mu, scale = standardise(counts[train])
+    else:
+        # Inputs only: the test ratings never enter, so nothing about y_test leaks.
+        _, mu, scale = standardise(counts[np.concatenate([train, test])])
+        X_train = (counts[train] - mu) / scale
     X_test = (counts[test] - mu) / scale
     y_mean = float(y[train].mean())
     if expert.size:
@@ -132,4 +200,5 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
         X_train=X_train, y_train=y[train] - y_mean, X_test=X_test, y_test=y[test],
         y_mean=y_mean, U=counts[train].T.copy(), X_expert=X_expert, y_expert=y[expert],
         feature_names=list(dataset.vocabulary), x_mean=mu, x_scale=scale,
-        train_idx=train, test_idx=test, expert_idx=expert, seed=seed, name=dataset.name)
+        train_idx=train, test_idx=test, expert_idx=expert, seed=seed, name=dataset.name,
+        standardize=standardize)

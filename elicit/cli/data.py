@@ -1,0 +1,77 @@
+"""The ``elicit data`` command: ``elicit data fetch`` fills the data directory.
+
+Register it in the top-level parser with :func:`add_data_parsers` and dispatch with
+:data:`DATA_COMMANDS` (``args.command == "data"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from elicit.data.fetch import FILE_GROUPS, MANIFEST, MIRROR_ENV, UPSTREAM_ENV, fetch, fetch_dir
+from elicit.data.files import DATA_ENV
+from elicit.errors import ElicitError
+
+
+def _file_list(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [n for n in names if n not in FILE_GROUPS and n not in MANIFEST]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown data file {bad[0] if bad else text!r}; use a group "
+            f"({', '.join(FILE_GROUPS)}) or a file name ({', '.join(MANIFEST)})")
+    return names
+
+
+def add_data_parsers(subparsers) -> None:
+    """Register ``elicit data`` and its sub-command ``fetch`` on the top-level sub-parsers."""
+    p = subparsers.add_parser("data", help="manage the data directory (download the data)")
+    sub = p.add_subparsers(dest="data_command", required=True, metavar="{fetch}")
+    f = sub.add_parser(
+        "fetch", help="download the paper's matrices, the raw-text reviews and the stop list",
+        description="Download the data files into the data directory and verify their SHA-256 "
+                    "sums. Without --mirror the original public sources are downloaded from "
+                    "GitHub and converted; files already present and verified are skipped.")
+    f.add_argument("--data-dir", type=Path, default=None,
+                   help=f"the data directory to fill (default: ${DATA_ENV}, else <repo>/data)")
+    f.add_argument("--files", type=_file_list, default=None, metavar="NAME,...",
+                   help="comma-separated file names or groups (" + ", ".join(FILE_GROUPS)
+                        + "); default all")
+    f.add_argument("--mirror", default=None, metavar="URL",
+                   help="base URL or folder of a copy of a data directory, holding the finished "
+                        f"files as URL/<file name> (default: ${MIRROR_ENV})")
+    f.add_argument("--upstream", default=None, metavar="URL",
+                   help="base URL or folder replacing https://raw.githubusercontent.com for the "
+                        f"original sources (default: ${UPSTREAM_ENV})")
+    f.add_argument("--force", action="store_true",
+                   help="download again even if a file is present and verified, and replace a "
+                        "present file that does not verify")
+    f.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    f.set_defaults(data_func=cmd_data_fetch)
+
+
+def cmd_data_fetch(args: argparse.Namespace) -> None:
+    """Run ``elicit data fetch``; raises :class:`~elicit.errors.ElicitError` on failure."""
+    data_dir = fetch_dir(args.data_dir)
+    results = fetch(data_dir, files=args.files, mirror=args.mirror, force=args.force,
+                    progress=not args.quiet, upstream=args.upstream)
+    if not args.quiet:
+        counts: dict[str, int] = {}
+        for r in results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+        print(f"data directory {data_dir}: {summary}", file=sys.stdout)
+
+
+def cmd_data(args: argparse.Namespace) -> None:
+    """Dispatch ``elicit data <sub-command>``."""
+    func = getattr(args, "data_func", None)
+    if func is None:
+        raise ElicitError("use a data sub-command: elicit data fetch")
+    func(args)
+
+
+#: Entries for the top-level command table of ``elicit.cli.main``.
+DATA_COMMANDS = {"data": cmd_data}

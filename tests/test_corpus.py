@@ -1,0 +1,175 @@
+"""Tests of load_corpus: any JSONL/CSV review file becomes a BowDataset with the paper's rule."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REAL_DATA_DIR, needs_data
+
+from elicit.data import (
+    RAW_FILES,
+    default_min_df,
+    load_corpus,
+    load_raw_reviews,
+    load_stopwords,
+    prepare_run,
+)
+from elicit.errors import ElicitError
+
+GOOD = ["great", "excellent", "sturdy", "love", "perfect"]
+BAD = ["broken", "awful", "leaks", "refund", "flimsy"]
+NEUTRAL = ["blender", "kettle", "toaster", "pan", "lid", "handle"]
+
+
+def _reviews(n: int, seed: int = 0) -> list[tuple[str, int]]:
+    """Short synthetic reviews whose rating follows their good and bad words."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        rating = int(rng.integers(1, 6))
+        pool = GOOD if rating >= 4 else BAD if rating <= 2 else NEUTRAL
+        words = list(rng.choice(pool, 2)) + list(rng.choice(NEUTRAL, 2)) + ["the", "it", "is"]
+        rng.shuffle(words)
+        out.append((" ".join(words).capitalize() + ".", rating))
+    return out
+
+
+def _write_jsonl(path: Path, recs: list[dict], gz: bool = False) -> Path:
+    text = "".join(json.dumps(r) + "\n" for r in recs)
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list], gz: bool = False) -> Path:
+    opener = gzip.open if gz else open
+    with opener(path, "wt", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus_files(tmp_path_factory) -> dict[str, Path]:
+    """The same 1200 reviews as JSONL.gz (fields body/stars) and CSV (columns review/score)."""
+    d = tmp_path_factory.mktemp("corpus")
+    revs = _reviews(1200)
+    j = _write_jsonl(d / "shop.jsonl.gz",
+                     [{"id": k, "body": t, "stars": r, "extra": None}
+                      for k, (t, r) in enumerate(revs)], gz=True)
+    c = _write_csv(d / "shop.csv", ["score", "review"], [[str(r), t] for t, r in revs])
+    return {"jsonl": j, "csv": c}
+
+
+def test_jsonl_and_csv_with_custom_fields(corpus_files):
+    a = load_corpus(corpus_files["jsonl"], text_field="body", rating_field="stars")
+    b = load_corpus(corpus_files["csv"], text_field="review", rating_field="score")
+    assert a.n == b.n == 1200 and a.name == "shop" and a.source.endswith("shop.jsonl.gz")
+    assert a.vocabulary == b.vocabulary and np.array_equal(a.counts, b.counts)
+    assert np.array_equal(a.ratings, b.ratings)
+    # The paper's rule with the default min_df scaled to the corpus (ceil(1200 * 100 / 5149)).
+    assert default_min_df(1200) == 24
+    assert np.all(a.doc_freq() >= 24)
+    sw = load_stopwords()
+    assert not any(all(t in sw for t in w.split("_")) for w in a.vocabulary)
+    assert {"great", "broken", "blender"} <= set(a.vocabulary)
+    assert "the" not in a.vocabulary and "it_is" not in a.vocabulary     # all stop words
+    assert any("_" in w for w in a.vocabulary)                           # bigrams kept
+    # A run can be made from it.
+    r = prepare_run(a, 0)
+    assert r.X_train.shape == (100, a.p) and r.X_test.shape == (900, a.p)
+    assert r.X_expert.shape == (200, a.p)
+
+
+def test_options(corpus_files):
+    kw = dict(text_field="body", rating_field="stars")
+    uni = load_corpus(corpus_files["jsonl"], ngram_range=(1, 1), **kw)
+    assert not any("_" in w for w in uni.vocabulary)
+    capped = load_corpus(corpus_files["jsonl"], max_features=5, **kw)
+    assert capped.p == 5
+    mine = load_corpus(corpus_files["jsonl"], stopwords=["blender", "the"], min_df=2,
+                       name="mine", **kw)
+    assert "blender" not in mine.vocabulary and "it" in mine.vocabulary and mine.name == "mine"
+    small = load_corpus(corpus_files["jsonl"], n_model=None, min_df=300, **kw)
+    assert 0 < small.p < uni.p and np.all(small.doc_freq() >= 300)
+
+
+def test_errors(tmp_path, corpus_files):
+    with pytest.raises(ElicitError, match="review file .*nope.jsonl not found"):
+        load_corpus(tmp_path / "nope.jsonl")
+    # Missing fields name the fields the file has.
+    with pytest.raises(ElicitError, match=r"line 1: no field 'text'; the fields are 'id', "
+                                          r"'body', 'stars', 'extra'"):
+        load_corpus(corpus_files["jsonl"])
+    with pytest.raises(ElicitError, match=r"line 2: no field 'rating'; the fields are "
+                                          r"'score', 'review'"):
+        load_corpus(corpus_files["csv"], text_field="review")
+    with pytest.raises(ElicitError, match="field 'extra' is empty"):
+        load_corpus(corpus_files["jsonl"], text_field="body", rating_field="extra")
+    with pytest.raises(ElicitError, match="text_field must be a non-empty field name"):
+        load_corpus(corpus_files["jsonl"], text_field="")
+    # Non-numeric and fractional ratings.
+    bad = _write_csv(tmp_path / "bad.csv", ["text", "rating"],
+                     [["good blender", "5"], ["bad kettle", "five"]])
+    with pytest.raises(ElicitError, match=r"bad.csv, line 3, field 'rating': rating must be an "
+                                          r"integer, got 'five'"):
+        load_corpus(bad, n_model=None)
+    half = _write_jsonl(tmp_path / "half.jsonl", [{"text": "ok", "rating": 3.5}])
+    with pytest.raises(ElicitError, match="rating must be an integer, got 3.5"):
+        load_corpus(half, n_model=None)
+    num = _write_jsonl(tmp_path / "num.jsonl", [{"text": 12, "rating": 3}])
+    with pytest.raises(ElicitError, match="field 'text' must be a string, got int"):
+        load_corpus(num, n_model=None)
+    # Too few reviews for a run: say how many there are and how many are needed.
+    few = _write_jsonl(tmp_path / "few.jsonl",
+                       [{"text": t, "rating": r} for t, r in _reviews(300)])
+    with pytest.raises(ElicitError, match=r"has 300 reviews but a run needs n_model = 1000"):
+        load_corpus(few)
+    assert load_corpus(few, n_model=200).n == 300
+    with pytest.raises(ElicitError, match="n_model must be a positive integer or None"):
+        load_corpus(few, n_model=0)
+    # No keyword survives the rule: suggest a lower min_df.
+    with pytest.raises(ElicitError, match=r"empty after filtering.*lower min_df \(e.g. "
+                                          r"min_df=150\)"):
+        load_corpus(few, n_model=None, min_df=300)
+    stop = _write_jsonl(tmp_path / "stop.jsonl",
+                        [{"text": "it is the one", "rating": k % 5 + 1} for k in range(20)])
+    with pytest.raises(ElicitError, match=r"no n-gram that is not all stop words occurs in "
+                                          r">= 2 of 20 texts; lower min_df"):
+        load_corpus(stop, n_model=None)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(ElicitError, match="holds no reviews"):
+        load_corpus(empty)
+    with pytest.raises(ElicitError, match="unknown file type"):
+        load_corpus(_write_csv(tmp_path / "x.tsv", ["text"], []))
+    with pytest.raises(ElicitError) as info:
+        load_corpus(few)
+    assert "\n" not in str(info.value)                  # one line
+
+
+@needs_data
+def test_shipped_kitchen_reviews():
+    path = REAL_DATA_DIR / RAW_FILES["amazon"]
+    ds = load_corpus(path)
+    assert ds.n == 2000 and ds.name == "amazon_kitchen_reviews"
+    assert np.bincount(ds.ratings).tolist() == [0, 687, 313, 0, 246, 754]
+    assert default_min_df(2000) == 39 and np.all(ds.doc_freq() >= 39)
+    assert ds.p == 379 and any("_" in w for w in ds.vocabulary)
+    same = load_raw_reviews("amazon", REAL_DATA_DIR)
+    assert same.vocabulary == ds.vocabulary and np.array_equal(same.counts, ds.counts)
+    r = prepare_run(ds, 0)
+    assert r.X_test.shape == (900, 379) and r.X_expert.shape == (1000, 379)
+    assert np.abs(np.vstack([r.X_train, r.X_test])).max() <= np.sqrt(999)
+    # Field names are the user's choice: the title is a text field too.
+    titles = load_corpus(path, text_field="title", min_df=20)
+    assert titles.n == 2000 and 0 < titles.p < ds.p
