@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from elicit.cli.argtypes import nonneg_int, positive_int, strategies, threshold_mean
+from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers, run_session_command
 from elicit.elicitation.strategies import STRATEGIES
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="data directory of the -real sizes (default: $ELICIT_DATA, <repo>/data, "
                         "../shared/data)")
     add_realdata_parsers(sub)
+    add_data_parsers(sub)
     add_session_parsers(sub)
     return parser
 
@@ -91,7 +93,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     print(format_table(res))
 
 
-COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, **REALDATA_COMMANDS}
+COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, **REALDATA_COMMANDS, **DATA_COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -438,7 +438,7 @@ class _Downloader:
                 if isinstance(e, urllib.error.HTTPError):
                     reason = f"HTTP {e.code} {e.reason}"
                 else:
-                    reason = getattr(e, "reason", None) or e
+                    reason = str(getattr(e, "reason", None) or e)
                 raise ElicitError(
                     f"cannot download {url} ({reason}); if the network is not reachable, "
                     f"copy the data files (here {name}) by hand into the data directory "
@@ -572,7 +572,8 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
             data = dl.get(url, spec.name)
             if not verify(data, spec):
                 raise _mismatch(spec, spec.sha256, _sha256(data), url, data_dir)
-            urls, status = (url,), "downloaded"
+            urls: tuple[str, ...] = (url,)
+            status = "downloaded"
         else:
             urls = tuple(s.url(base) for s in spec.sources)
             for u in urls:
@@ -585,7 +586,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
                 status = "downloaded"
             else:
                 content = spec.convert(raw)
-                want = spec.content_sha256 if spec.gzipped else spec.sha256
+                want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
                 if _sha256(content) != want:
                     raise _mismatch(spec, want, _sha256(content), "the conversion of "
                                     + ", ".join(urls), data_dir)
