@@ -12,15 +12,18 @@ earlier passes were interrupted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Any, TypeVar
+
+from elicit.paper.cluster import task_executor
 
 Task = TypeVar("Task", bound=tuple)
 
 
 def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
               desc: str = "", progress: bool = True,
-              left: Callable[[Task], Task | None] | None = None) -> int:
+              left: Callable[[Task], Task | None] | None = None,
+              cluster: str | None = None) -> int:
     """Run ``func(*task)`` for every task not finished yet.
 
     Parameters
@@ -41,6 +44,9 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
         What is left of a task: ``None`` when it is finished (its results exist), else the
         argument tuple to run, possibly narrowed to the unfinished parts (the strategies of
         a run without a result file, say). Default: every task runs.
+    cluster
+        Run the tasks on a Dask cluster instead of local processes: ``"local:N"`` or a
+        scheduler address (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
 
     Returns
     -------
@@ -58,12 +64,12 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
     from tqdm.auto import tqdm
 
     with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
-        if jobs <= 1 or len(todo) == 1:
+        if cluster is None and (jobs <= 1 or len(todo) == 1):
             for t in todo:
                 func(*t)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+            with task_executor(min(jobs, len(todo)), cluster) as pool:
                 futures = [pool.submit(func, *t) for t in todo]
                 try:
                     for fut in as_completed(futures):

@@ -45,6 +45,8 @@ class SweepConfig:
     utility: str = "fast"
     refine: int = 10
     jobs: int = 1
+    #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
+    cluster: str | None = None
     snapshots: tuple[int, ...] = ()
     stan_file: str | None = None
     threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
@@ -114,7 +116,7 @@ def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out:
         A picklable ``make_problem(seed, run)`` (:mod:`elicit.paper.problems`); worker
         processes call it to rebuild each run.
     cfg
-        The settings; ``cfg.jobs`` worker processes share the runs.
+        The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
     out
         The output folder: ``out/parts/<dataset>/<strategy>/runNNN.json`` per finished run
         and strategy, ``out/mse.csv`` with every curve (:data:`MSE_COLUMNS`).
@@ -130,7 +132,8 @@ def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out:
         return (make, cfg_, run, missing, out_) if missing else None
 
     run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, out) for run in range(cfg.runs)],
-              jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left)
+              jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left,
+              cluster=cfg.cluster)
     df = collect(out, cfg)
     df.to_csv(out / "mse.csv", index=False)
     return df

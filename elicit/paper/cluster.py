@@ -1,0 +1,81 @@
+"""Where the experiments' tasks run: local worker processes or a Dask cluster.
+
+A sweep is a list of independent, deterministic tasks (:mod:`elicit.paper.runner`), so it
+runs the same on any executor:
+
+``None`` (the default)
+    ``jobs`` local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`).
+``"local:N"``
+    a :class:`distributed.LocalCluster` with N single-threaded worker processes started here
+    (useful to try the cluster route, and as Dask's dashboard-able local pool).
+``"tcp://host:port"`` (or any address Dask's ``Client`` accepts)
+    an existing Dask scheduler, e.g. one started by ``dask-jobqueue`` on a SLURM cluster
+    (``docs/scaling.md``). Its workers must be able to import the same version of elicit
+    and read the data directory at the same path.
+
+Results do not depend on the executor: every random stream of a task is derived from the
+sweep's seed and the run index. A task whose worker is lost is retried by the scheduler
+(Dask reschedules the tasks of a dead worker), and tasks that failed with an error are
+retried ``RETRIES`` times before the sweep stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+from elicit.errors import ElicitError
+
+#: Resubmissions of a task that raised on a cluster (a worker killed by its host's memory
+#: limit, say); a deterministic error fails every attempt and then stops the sweep.
+RETRIES = 2
+
+
+def parse_cluster(text: str | None) -> str | None:
+    """Check a ``--cluster`` value: ``None``, ``local:N`` (N >= 1) or a scheduler address."""
+    if text is None:
+        return None
+    text = text.strip()
+    if text.startswith("local:"):
+        n = text.removeprefix("local:")
+        if not n.isdigit() or int(n) < 1:
+            raise ElicitError(f"--cluster local:N needs a positive number of workers, got "
+                              f"{text!r} (for example local:2)")
+        return f"local:{int(n)}"
+    if "://" not in text:
+        raise ElicitError(f"--cluster must be local:N or a Dask scheduler address such as "
+                          f"tcp://127.0.0.1:8786, got {text!r}")
+    return text
+
+
+@contextlib.contextmanager
+def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
+    """An executor for the runner's tasks (see the module docstring); closed on exit."""
+    cluster = parse_cluster(cluster)
+    if cluster is None:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            yield pool
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ElicitError("--cluster needs Dask's distributed package: "
+                          "pip install 'dask[distributed]'") from None
+    # Dask logs every worker start and stop at INFO; keep its warnings and errors.
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with contextlib.ExitStack() as stack:
+        if cluster.startswith("local:"):
+            n = int(cluster.removeprefix("local:"))
+            # One thread per worker: the tasks limit BLAS to one thread and hold the GIL.
+            local = stack.enter_context(LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None))
+            client = stack.enter_context(Client(local))
+        else:
+            try:
+                client = stack.enter_context(Client(cluster, timeout="20s"))
+            except (OSError, TimeoutError) as exc:
+                raise ElicitError(f"cannot reach the Dask scheduler at {cluster} ({exc}); "
+                                  "start it (dask scheduler) or check the address") from None
+        yield client.get_executor(retries=RETRIES, pure=False)

@@ -1,0 +1,105 @@
+"""Running the experiments' tasks on a Dask cluster gives what local processes give."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
+from elicit.paper.cluster import parse_cluster
+from elicit.paper.runner import run_tasks
+
+distributed = pytest.importorskip("distributed")
+
+
+def _tasks(out: Path, n: int = 6) -> list[tuple]:
+    # write_json_atomic is importable on any worker: a task of the real runner's shape
+    return [(out / f"run{r:03d}.json", {"run": r, "value": r * r}) for r in range(n)]
+
+
+def _read(out: Path) -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
+
+
+def test_cluster_values_are_checked():
+    assert parse_cluster(None) is None
+    assert parse_cluster(" local:3 ") == "local:3"
+    assert parse_cluster("tcp://127.0.0.1:8786") == "tcp://127.0.0.1:8786"
+    with pytest.raises(ElicitError, match="local:N needs a positive number of workers"):
+        parse_cluster("local:0")
+    with pytest.raises(ElicitError, match="must be local:N or a Dask scheduler address"):
+        parse_cluster("my-cluster")
+
+
+def test_a_local_cluster_runs_what_local_processes_run(tmp_path):
+    local, dask = tmp_path / "local", tmp_path / "dask"
+    assert run_tasks(write_json_atomic, _tasks(local), jobs=2, progress=False) == 6
+    assert run_tasks(write_json_atomic, _tasks(dask), cluster="local:2", progress=False) == 6
+    assert _read(local) == _read(dask) and len(_read(dask)) == 6
+    # resumable: what exists is not run again
+    def done(task):
+        return None if Path(task[0]).exists() else task
+
+    assert run_tasks(write_json_atomic, _tasks(dask, 8), cluster="local:2", progress=False,
+                     left=done) == 2
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path):
+    with pytest.raises(ElicitError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        run_tasks(write_json_atomic, _tasks(tmp_path), cluster="tcp://127.0.0.1:9",
+                  progress=False)
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """A scheduler and two single-threaded workers started by hand on loopback."""
+    bin_dir = Path(sys.executable).parent
+    dask_cli = bin_dir / "dask"
+    if not dask_cli.exists():
+        pytest.skip("the dask command is not installed beside this Python")
+    sched_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([str(dask_cli), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(sched_file)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.time() + 60
+        while not sched_file.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text())["address"]
+        procs.append(subprocess.Popen(
+            [str(dask_cli), "worker", address, "--nworkers", "2", "--nthreads", "1",
+             "--no-dashboard", "--local-directory", str(tmp_path / "workers")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+
+        with Client(address, timeout="30s") as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_scheduler_started_by_hand_runs_the_synthetic_sweep_like_local_processes(
+        scheduler, tmp_path):
+    from elicit.paper.problems import synthetic_problem
+    from elicit.paper.sweep import SweepConfig, sweep
+
+    cfg = dict(dataset="synthetic", runs=4, rounds=4, seed=5, engine="numpy")
+    sweep(synthetic_problem, SweepConfig(**cfg, jobs=2), tmp_path / "local", progress=False)
+    sweep(synthetic_problem, SweepConfig(**cfg, cluster=scheduler), tmp_path / "dask",
+          progress=False)
+    assert (tmp_path / "local" / "mse.csv").read_bytes() == \
+        (tmp_path / "dask" / "mse.csv").read_bytes()
