@@ -4,6 +4,7 @@ from elicit.elicitation.answers import Answer, Expert, GroupOracle
 from elicit.elicitation.elicitor import Elicitor, Query
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
+from elicit.estimator import ElicitRegressor
 from elicit.model.kernel import kernel
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
@@ -22,6 +23,7 @@ def __getattr__(name: str):
 __all__ = [
     "Answer",
     "ElicitError",
+    "ElicitRegressor",
     "Elicitor",
     "Expert",
     "GroupOracle",

@@ -1,0 +1,577 @@
+"""A scikit-learn regressor for the model of Afrabandpey, Peltola & Kaski (IJCAI 2019).
+
+:class:`ElicitRegressor` fits ``y = X beta + eps`` with the prior
+``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` and
+``K_ij = exp(-0.5 sum_l gamma_l (u_il - u_jl)^2)`` over the features' meta-features ``U``
+(p x d). An expert's answers about feature pairs enter through
+``f ~ Bernoulli(logistic(xi - gamma . w_ij))`` with ``w_ij = (u_i - u_j)^2``; the MAP of
+(gamma, xi[, tau2]) comes from an engine (:func:`elicit.engines.get_engine`) and predictions
+from the Normal-Inverse-Gamma posterior (:class:`~elicit.model.posterior.NIGPosterior`).
+
+It works on a user's raw data: X is standardised and y centred and scaled with the training
+statistics, the model is fitted there, and ``coef_``/``intercept_`` are mapped back, so that
+``predict(X) = X @ coef_ + intercept_`` on the original scales. The choice of the default
+tau2 (``"ml"``: type-II maximum likelihood on a grid) and its measurements are in
+``docs/estimator.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from elicit.data.splits import standardise
+from elicit.elicitation.answers import Answer
+from elicit.elicitation.elicitor import fit_no_feedback
+from elicit.engines import get_engine
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError
+from elicit.internal.threads import single_blas_thread
+from elicit.model.density import join_theta, log_density
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper, ModelData, Params, Variant, all_pairs
+from elicit.paper.realdata import cv_tau2
+
+#: tau2 values tried by ``tau2="ml"`` and ``"cv"`` (half-decades, 1e-4 .. 1e2). With
+#: standardised X and y the prior signal variance of one sample is sigma2 tau2 x'Kx, between
+#: sigma2 tau2 p (K = I) and sigma2 tau2 p^2 (K = 1 1'), so this covers signal-to-noise ratios
+#: from 1e-4 p to 1e2 p^2.
+TAU2_GRID: tuple[float, ...] = tuple(float(t) for t in np.logspace(-4, 2, 13))
+#: The ways to set tau2 besides a positive number.
+TAU2_MODES: tuple[str, ...] = ("ml", "cv", "learned")
+#: Folds of ``tau2="cv"`` (fewer when there are fewer samples).
+CV_FOLDS = 5
+
+Feedback = Iterable[tuple[Any, Any, Any]]
+
+
+@single_blas_thread
+def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] = TAU2_GRID,
+            a_sigma: float = 2.0, b_sigma: float = 0.2,
+            engine: str | Engine = "numpy") -> tuple[float, dict[float, float]]:
+    """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
+
+    For each tau^2 of the grid the MAP ``gamma_t`` of the no-feedback model is fitted and
+    scored by
+
+    .. math:: \\ell(\\tau^2) = \\log p(y \\mid \\gamma_t, \\tau^2) + \\log p(\\gamma_t),
+
+    the Student-t marginal of y (:class:`~elicit.model.density.Marginal`) plus gamma's
+    N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
+    on tau^2. Fits are started from the previous grid value's MAP.
+
+    Parameters
+    ----------
+    X, y, U
+        Standardised inputs (n x p), centred targets (n,), meta-features (p x d).
+    grid
+        Candidate tau^2 values (positive).
+    a_sigma, b_sigma
+        The inverse-gamma prior of sigma^2.
+    engine
+        A ``"fixed"``-variant engine or its name.
+
+    Returns
+    -------
+    best, scores
+        The tau^2 with the largest score (ties: the smaller tau^2) and the score of every
+        grid value.
+    """
+    grid = _check_grid(grid)
+    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    scores: dict[float, float] = {}
+    start: Params | None = None
+    for t in grid:
+        # Without answers xi is independent of everything else: its prior mean 1 is a
+        # placeholder, and xi = 1 below makes its prior term exactly 0.
+        data = ModelData(X, y, U, Hyper(tau2=t, a_sigma=a_sigma, b_sigma=b_sigma,
+                                        threshold_mean=1.0))
+        # Params, not the MAPResult: a start point without the engine's warm Newton refit,
+        # whose Hessian costs d n^2 memory (d = n with the default meta-features).
+        fit = eng.fit(data, init=start)
+        start = Params(fit.gamma, 1.0, t)
+        scores[t] = log_density(join_theta(fit.gamma, 1.0, t, data), data)[0]
+    best = max(grid, key=lambda t: (scores[t], -t))
+    return best, scores
+
+
+class ElicitRegressor(RegressorMixin, BaseEstimator):
+    """Linear regression with an expert-elicited feature-similarity prior.
+
+    The model is that of :class:`~elicit.elicitation.elicitor.Elicitor` (see the module
+    docstring); the answers are given up front instead of asked. With no answers it is a
+    Bayesian linear regression whose prior correlations between features are learned from
+    the meta-features (an empirical-Bayes fit of gamma).
+
+    Parameters
+    ----------
+    meta_features : array (p, d), DataFrame or None
+        The meta-features U, one row per feature. A DataFrame is indexed by feature name: with
+        a DataFrame X its rows are matched to X's columns by name (in any order); with an
+        array X its rows are taken in order and its index names the features in
+        ``feedback``. ``None`` (the default) is the paper's generic recipe: the transpose of
+        the training matrix as given to :meth:`fit` (before standardisation), so d = n.
+    feedback : list of (feature_i, feature_j, answer) or None
+        Expert answers. Features are names (columns of a DataFrame X, or the index of a
+        ``meta_features`` DataFrame) or column indices; answers are ``"similar"``,
+        ``"dissimilar"``, ``"dont_know"``, 1 or 0 (see
+        :meth:`~elicit.elicitation.answers.Answer.parse`). "Don't know" leaves the model
+        unchanged. Checked in :meth:`fit`.
+    tau2 : float or {"ml", "cv", "learned"}, default "ml"
+        The prior scale tau^2 on the standardised problem. ``"ml"``: the grid value with the
+        largest maximised log posterior of the no-feedback model (:func:`ml_tau2`); ``"cv"``:
+        the one with the smallest 5-fold cross-validated error of the no-feedback model
+        (:func:`elicit.paper.realdata.cv_tau2`); ``"learned"``: estimated jointly with gamma
+        under ``tau2 ~ InvGamma(a_tau, b_tau)``; a number: fixed. The first two choose tau2
+        before the answers enter (as the paper chose its tau2 = 0.01), so answers move gamma
+        only.
+    tau2_grid : sequence of float or None
+        The grid of ``"ml"`` and ``"cv"`` (default :data:`TAU2_GRID`).
+    a_sigma, b_sigma : float, default 2.0 and 0.2
+        ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` on the scale of the target the model sees
+        (unit variance when ``normalize_y``). The paper's (2, 7) was set for its synthetic
+        data's scale; see ``docs/estimator.md`` for 0.2.
+    a_tau, b_tau : float, default 2.0 and 4.0
+        The prior of tau^2 when ``tau2="learned"`` (the paper's synthetic setting).
+    threshold_mean : "auto" or float, default "auto"
+        Prior mean m of the threshold, ``xi ~ N+(m, m/2)``. ``"auto"``: the mean of
+        ``gamma0 . w_ij`` over *all* p(p-1)/2 feature pairs at the no-feedback MAP gamma0
+        (:func:`~elicit.elicitation.elicitor.fit_no_feedback`, the rule of a session and of
+        :class:`~elicit.elicitation.elicitor.Elicitor`). Used only when there are answers.
+    standardize : bool, default True
+        Scale each column of X to unit variance (and centre it when ``fit_intercept``) with
+        the training statistics before fitting.
+    normalize_y : bool, default True
+        Divide the (centred) target by its root mean square, so that the priors and the tau2
+        grid do not depend on y's units.
+    fit_intercept : bool, default True
+        Centre X and y on their training means; ``intercept_`` restores the level.
+        ``False``: the model has no intercept and ``intercept_ = 0``.
+    engine : str or Engine, default "auto"
+        ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an engine instance of the
+        right variant (``"learned"`` for ``tau2="learned"``, else ``"fixed"``).
+
+    Attributes
+    ----------
+    coef_ : ndarray (p,)
+        Posterior mean of beta on the original scale of X and y.
+    intercept_ : float
+        The level: ``predict(X) = X @ coef_ + intercept_``.
+    gamma_ : ndarray (d,)
+        MAP of the kernel's inverse length scales.
+    xi_ : float
+        MAP of the threshold; ``nan`` when no similar/dissimilar answer was given (then it
+        does not enter the model).
+    threshold_mean_ : float
+        The threshold prior mean used (``nan`` when unused).
+    tau2_ : float
+        The tau^2 used (chosen, learned or given).
+    tau2_scores_ : dict or None
+        ``"ml"``: tau2 -> maximised log posterior; ``"cv"``: tau2 -> held-out MSE on the
+        normalised scale; else None.
+    K_ : ndarray (p, p)
+        The prior correlation matrix K at the MAP.
+    sigma2_ : float
+        Posterior mean of the noise variance, on the original scale of y.
+    meta_features_ : ndarray (p, d)
+        The meta-features used, rows in the order of X's columns.
+    feedback_ : list of (int, int, Answer)
+        The answers as column indices (i < j).
+    posterior_ : NIGPosterior
+        The posterior on the standardised problem.
+    map_ : MAPResult
+        The engine's MAP.
+    x_mean_, x_scale_ : ndarray (p,)
+        The transformation ``(X - x_mean_) / x_scale_`` applied before fitting.
+    y_mean_, y_scale_ : float
+        The target transformation ``(y - y_mean_) / y_scale_``.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+    feature_names_in_ : ndarray of str
+        The column names of a DataFrame X (absent otherwise).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> est = ElicitRegressor(feedback=[("s1", "s2", "similar")]).fit(X[:50], y[:50])
+    >>> est.predict(X[50:52]).shape
+    (2,)
+    """
+
+    def __init__(self, meta_features: Any = None, feedback: Feedback | None = None, *,
+                 tau2: float | str = "ml", tau2_grid: Sequence[float] | None = None,
+                 a_sigma: float = 2.0, b_sigma: float = 0.2, a_tau: float = 2.0,
+                 b_tau: float = 4.0, threshold_mean: float | Literal["auto"] = "auto",
+                 standardize: bool = True, normalize_y: bool = True,
+                 fit_intercept: bool = True, engine: str | Engine = "auto") -> None:
+        # scikit-learn convention: store the parameters untouched; fit() checks them.
+        self.meta_features = meta_features
+        self.feedback = feedback
+        self.tau2 = tau2
+        self.tau2_grid = tau2_grid
+        self.a_sigma = a_sigma
+        self.b_sigma = b_sigma
+        self.a_tau = a_tau
+        self.b_tau = b_tau
+        self.threshold_mean = threshold_mean
+        self.standardize = standardize
+        self.normalize_y = normalize_y
+        self.fit_intercept = fit_intercept
+        self.engine = engine
+
+    # -- building from elicited answers -------------------------------------------------
+    @classmethod
+    def from_answers(cls, meta_features: Any, answers: Feedback, *,
+                     feature_names: Sequence[str] | None = None, hyper: Hyper | None = None,
+                     engine: str | Engine = "auto", **params: Any) -> ElicitRegressor:
+        """The estimator of a model with these answers and hyperparameters (unfitted).
+
+        Built for :meth:`Session.to_estimator <elicit.session.session.Session>`. Unlike the
+        constructor's defaults, X and y are used as given (``standardize``, ``normalize_y``
+        and ``fit_intercept`` are False): ``fit(X, y)`` on the data the answers were
+        elicited on then fits exactly the model of
+        ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``. Any constructor
+        parameter in ``params`` overrides these.
+
+        Parameters
+        ----------
+        meta_features : array (p, d)
+            The meta-features U.
+        answers : list of (i, j, answer)
+            Feature indices (or names) and answers, e.g. ``Session.active_answers()``.
+        feature_names : sequence of str, optional
+            The p feature names. When given, ``meta_features`` becomes a DataFrame indexed by
+            them and the answers name the features, so that the estimator fits a DataFrame X
+            by column name.
+        hyper : Hyper, optional
+            The model's hyperparameters (default ``Hyper()``: the paper's fixed tau2 = 0.01).
+        engine : str or Engine
+            As for the constructor.
+        """
+        hyper = hyper if hyper is not None else Hyper()
+        if not isinstance(hyper, Hyper):
+            raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
+        U = _as_float_2d(meta_features, "meta_features")
+        feedback = list(answers)
+        if feature_names is not None:
+            names = [str(n) for n in feature_names]
+            if len(names) != U.shape[0]:
+                raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
+                                  "meta_features; give one name per feature")
+            meta: Any = pd.DataFrame(U, index=names)
+            feedback = [_named(entry, names) for entry in feedback]
+        else:
+            meta = U
+        kwargs: dict[str, Any] = dict(
+            tau2=hyper.tau2 if hyper.variant == "fixed" else "learned",
+            a_sigma=hyper.a_sigma, b_sigma=hyper.b_sigma, a_tau=hyper.a_tau,
+            b_tau=hyper.b_tau, threshold_mean=hyper.threshold_mean, standardize=False,
+            normalize_y=False, fit_intercept=False, engine=engine)
+        kwargs.update(params)
+        return cls(meta, feedback, **kwargs)
+
+    # -- fitting ---------------------------------------------------------------------------
+    @single_blas_thread
+    def fit(self, X: Any, y: Any) -> ElicitRegressor:
+        """Fit the model to training data.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n, p)
+            Training inputs on their own scale.
+        y : array-like (n,)
+            Targets.
+
+        Returns
+        -------
+        self : ElicitRegressor
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        self._check_params()
+        p = X.shape[1]
+        names = list(getattr(self, "feature_names_in_", [])) or None
+        U, index_names = self._resolve_meta_features(X, names)
+        feedback = _resolve_feedback(self.feedback, p, names or index_names)
+
+        # The priors and the tau2 grid refer to standardised X and y: the training statistics
+        # (a constant column keeps scale 1) map a user's raw data there and back.
+        _, x_mean, x_scale = standardise(X)
+        x_mean = x_mean if self.fit_intercept else np.zeros(p)
+        x_scale = x_scale if self.standardize else np.ones(p)
+        y_mean = float(np.mean(y)) if self.fit_intercept else 0.0
+        rms = float(np.sqrt(np.mean((y - y_mean) ** 2)))
+        y_scale = rms if (self.normalize_y and rms > 0) else 1.0
+        Xs, yz = (X - x_mean) / x_scale, (y - y_mean) / y_scale
+
+        variant: Variant = "learned" if self.tau2 == "learned" else "fixed"
+        eng = self._engine(variant)
+        tau2, scores = self._choose_tau2(Xs, yz, U, eng)
+        hyper = Hyper(variant=variant, a_sigma=float(self.a_sigma),
+                      b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
+                      b_tau=float(self.b_tau), threshold_mean=self.threshold_mean)
+        data, fit, answered = _fit_map(Xs, yz, U, hyper, eng, feedback)
+        post = NIGPosterior.from_map(data, fit)
+
+        # The model's fitted attributes are set only once the fit has succeeded.
+        self.meta_features_, self.feedback_ = U, feedback
+        self.x_mean_, self.x_scale_, self.y_mean_, self.y_scale_ = x_mean, x_scale, y_mean, y_scale
+        self.posterior_, self.map_ = post, fit
+        self.gamma_ = np.array(fit.gamma)
+        # Without a similar/dissimilar answer xi is independent of everything else and does
+        # not enter the model, so its prior is not even resolved.
+        self.xi_ = float(fit.xi) if answered else float("nan")
+        self.threshold_mean_ = data.m if answered else float("nan")
+        self.tau2_, self.tau2_scores_ = float(fit.tau2), scores
+        self.K_ = np.array(post.K)
+        self.sigma2_ = float(post.b_star / (post.a_star - 1.0)) * y_scale**2
+        # beta lives on standardised X and y; undo both transformations.
+        self.coef_ = post.mu * y_scale / x_scale
+        self.intercept_ = float(y_mean - x_mean @ self.coef_)
+        return self
+
+    def _check_params(self) -> None:
+        t = self.tau2
+        if isinstance(t, str):
+            if t not in TAU2_MODES:
+                raise ElicitError(f"tau2 must be a positive number or one of "
+                                  f"{', '.join(TAU2_MODES)}, got {t!r}")
+        elif isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(t) and t > 0):
+            raise ElicitError(f"tau2 must be a positive number or one of "
+                              f"{', '.join(TAU2_MODES)}, got {t!r}")
+        if self.tau2_grid is not None:
+            _check_grid(self.tau2_grid)
+        for name in ("a_sigma", "b_sigma", "a_tau", "b_tau"):
+            v = getattr(self, name)
+            # Hyper checks the values; a string or None must not reach float() first.
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise ElicitError(f"{name} must be a positive number, got {v!r}")
+        for name in ("standardize", "normalize_y", "fit_intercept"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ElicitError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+    def _engine(self, variant: str) -> Engine:
+        if isinstance(self.engine, Engine):
+            if self.engine.variant != variant:
+                raise ElicitError(f"the engine was built for the {self.engine.variant!r} "
+                                  f"variant but tau2={self.tau2!r} needs {variant!r}; pass "
+                                  f"get_engine(name, {variant!r}) or the engine's name")
+            return self.engine
+        if not isinstance(self.engine, str):
+            raise ElicitError(f"engine must be an engine name or an Engine, got {self.engine!r}")
+        return get_engine(self.engine, variant)
+
+    def _resolve_meta_features(self, X: np.ndarray, names: list[str] | None,
+                               ) -> tuple[np.ndarray, list[str] | None]:
+        """U with rows in X's column order, and feature names from its index (if any)."""
+        mf, p = self.meta_features, X.shape[1]
+        if mf is None:
+            # The paper's generic recipe: each feature is described by its training values.
+            return np.array(X.T), None
+        if isinstance(mf, pd.DataFrame):
+            index = [str(k) for k in mf.index]
+            if len(set(index)) != len(index):
+                dup = sorted({k for k in index if index.count(k) > 1})
+                raise ElicitError(f"meta_features index has duplicate names {_few(dup)}; "
+                                  "give one row per feature")
+            if names is not None:
+                have, want = set(index), set(names)
+                missing = [k for k in names if k not in have]
+                extra = [k for k in index if k not in want]
+                if missing or extra:
+                    raise ElicitError(f"meta_features rows do not match X's columns: missing "
+                                      f"{_few(missing)}, extra {_few(extra)}")
+                mf = mf.set_axis(index, axis=0).loc[names]
+            U = _as_float_2d(mf, "meta_features")
+            fb_names: list[str] | None = index
+        else:
+            U = _as_float_2d(mf, "meta_features")
+            fb_names = None
+        if U.shape[0] != p:
+            raise ElicitError(f"meta_features has {U.shape[0]} rows but X has {p} features; "
+                              "give one row of meta-features per column of X")
+        if U.shape[1] == 0:
+            raise ElicitError("meta_features has no columns (d = 0)")
+        return U, fb_names
+
+    def _choose_tau2(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, eng: Engine,
+                     ) -> tuple[float, dict[float, float] | None]:
+        """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
+        model ("ml", "cv")."""
+        grid = TAU2_GRID if self.tau2_grid is None else self.tau2_grid
+        if self.tau2 == "ml":
+            return ml_tau2(X, y, U, grid, float(self.a_sigma), float(self.b_sigma), eng)
+        if self.tau2 == "cv":
+            n = X.shape[0]
+            if n < 2:
+                raise ElicitError(f"tau2='cv' needs at least 2 samples, got n_samples = {n}; "
+                                  "give tau2 a number or use 'ml'")
+            # cv_tau2 builds its models with the paper's sigma prior: with normalised y its
+            # choice of tau2 barely depends on it (docs/estimator.md).
+            return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng)
+        if self.tau2 == "learned":
+            return Hyper().tau2, None  # a placeholder: the learned variant ignores it
+        return float(self.tau2), None
+
+    # -- prediction ------------------------------------------------------------------------
+    def predict(self, X: Any, return_std: bool = False) -> Any:
+        """Posterior predictive mean (and standard deviation) at the rows of X.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (m, p)
+            Inputs on the scale given to :meth:`fit`.
+        return_std : bool
+            Also return the standard deviation of the Student-t predictive (2 a* degrees of
+            freedom, squared scale ``(b*/a*)(1 + x' Sigma* x)``), on y's scale.
+
+        Returns
+        -------
+        mean : ndarray (m,)
+        std : ndarray (m,), only with ``return_std``
+        """
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        mean = X @ self.coef_ + self.intercept_
+        if not return_std:
+            return mean
+        t = self.posterior_.predict((X - self.x_mean_) / self.x_scale_)
+        return mean, np.sqrt(t.var) * self.y_scale_
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags, with what :meth:`fit` accepts stated rather than inherited:
+        a dense, finite X and one target."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        tags.target_tags.multi_output = False
+        return tags
+
+
+def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,
+             feedback: list[tuple[int, int, Answer]]) -> tuple[ModelData, MAPResult, bool]:
+    """The model's data and MAP, and whether any answer entered it."""
+    pairs = np.array([(i, j) for i, j, a in feedback if a.f is not None],
+                     dtype=int).reshape(-1, 2)
+    f = np.array([a.f for _, _, a in feedback if a.f is not None], dtype=int)
+    if len(f) == 0:
+        # xi does not enter the model: a placeholder prior mean saves resolving "auto" (a
+        # refit and the weights of all p(p-1)/2 pairs).
+        m = 1.0 if hyper.threshold_mean == "auto" else hyper.threshold_mean
+        data = ModelData(X, y, U, hyper.with_threshold_mean(m))
+        return data, eng.fit(data), False
+    base, fit0 = fit_no_feedback(eng, X, y, U, hyper, all_pairs(X.shape[1]))
+    data = base.with_feedback(pairs, f)
+    # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
+    # the same MAP, without a second d n^2 Hessian.
+    return data, eng.fit(data, init=fit0.params), True
+
+
+# --------------------------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------------------------
+
+def _resolve_feedback(feedback: Feedback | None, p: int,
+                      names: list[str] | None) -> list[tuple[int, int, Answer]]:
+    """The answers as (i, j, Answer) with column indices i < j; one-line errors otherwise."""
+    if feedback is None:
+        return []
+    if isinstance(feedback, pd.DataFrame):
+        feedback = feedback.itertuples(index=False, name=None)
+    if isinstance(feedback, (str, bytes)) or not isinstance(feedback, Iterable):
+        raise ElicitError("feedback must be a list of (feature_i, feature_j, answer) tuples, "
+                          f"got {type(feedback).__name__}")
+    index = {n: k for k, n in enumerate(names)} if names is not None else {}
+    out: list[tuple[int, int, Answer]] = []
+    seen: dict[tuple[int, int], int] = {}
+    for e, entry in enumerate(feedback):
+        if isinstance(entry, (str, bytes)) \
+                or not isinstance(entry, (Sequence, np.ndarray)) or len(entry) != 3:
+            raise ElicitError(f"feedback entry {e} is {entry!r}; each entry must be a "
+                              "(feature_i, feature_j, answer) tuple")
+        i, j = (_feature_index(f, e, p, names, index) for f in entry[:2])
+        if i == j:
+            raise ElicitError(f"feedback entry {e} pairs feature {entry[0]!r} with itself; an "
+                              "answer is about two different features")
+        try:
+            ans = Answer.parse(entry[2])
+        except ElicitError as err:
+            raise ElicitError(f"feedback entry {e}: {err}") from None
+        key = (min(i, j), max(i, j))
+        if key in seen:
+            raise ElicitError(f"feedback entries {seen[key]} and {e} answer the same pair "
+                              f"({entry[0]!r}, {entry[1]!r}); give one answer per pair")
+        seen[key] = e
+        out.append((*key, ans))
+    return out
+
+
+def _feature_index(f: Any, e: int, p: int, names: list[str] | None,
+                   index: dict[str, int]) -> int:
+    if isinstance(f, str):
+        if names is None:
+            raise ElicitError(f"feedback entry {e} names feature {f!r} but the features have "
+                              "no names: fit a DataFrame X (in a Pipeline, "
+                              "set_output(transform='pandas')), give meta_features as a "
+                              "DataFrame indexed by name, or use column indices")
+        if f not in index:
+            raise ElicitError(f"feedback entry {e} names an unknown feature {f!r}; known "
+                              f"features: {_few(names)}")
+        return index[f]
+    if _is_index(f):
+        if not 0 <= int(f) < p:
+            raise ElicitError(f"feedback entry {e}: feature index {int(f)} is out of range: "
+                              f"X has n_features = {p} (indices 0..{p - 1})")
+        return int(f)
+    raise ElicitError(f"feedback entry {e}: a feature must be a name or a column index, got "
+                      f"{f!r}")
+
+
+def _named(entry: Any, names: list[str]) -> Any:
+    """An answer (i, j, answer) with in-range indices replaced by names; anything else is
+    left for :meth:`ElicitRegressor.fit` to check."""
+    if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
+        return entry
+    i, j = (names[f] if _is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])
+    return (i, j, entry[2])
+
+
+def _is_index(f: Any) -> bool:
+    return isinstance(f, (int, np.integer)) and not isinstance(f, (bool, np.bool_))
+
+
+def _check_grid(grid: Sequence[float]) -> list[float]:
+    try:
+        values = sorted({float(t) for t in grid})
+    except (TypeError, ValueError):
+        raise ElicitError(f"tau2_grid must be a list of positive numbers, got {grid!r}") \
+            from None
+    if not values or any(not (np.isfinite(t) and t > 0) for t in values):
+        raise ElicitError(f"tau2_grid must be a list of positive numbers, got {grid!r}")
+    return values
+
+
+def _as_float_2d(a: Any, name: str) -> np.ndarray:
+    try:
+        arr = np.array(a, dtype=float)
+    except (TypeError, ValueError):
+        raise ElicitError(f"{name} must be numeric (p rows x d columns)") from None
+    if arr.ndim != 2:
+        raise ElicitError(f"{name} must be 2-D (p features x d meta-features), got shape "
+                          f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ElicitError(f"{name} contains NaN or infinite values; remove or impute them")
+    return arr
+
+
+def _few(names: Sequence[Any], k: int = 8) -> str:
+    """At most k names for an error message."""
+    shown = ", ".join(repr(n) for n in names[:k])
+    more = f" and {len(names) - k} more" if len(names) > k else ""
+    return f"[{shown}{more}]" if names else "none"

@@ -1,0 +1,308 @@
+"""ElicitRegressor: the package's own model behind the scikit-learn API.
+
+The reference computations build the model from the package's objects (ModelData, an engine,
+Elicitor, NIGPosterior) on data standardised here with numpy, independently of the estimator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from elicit import ElicitError, Elicitor, ElicitRegressor, GroupOracle, Hyper
+from elicit.engines import get_engine
+from elicit.estimator import TAU2_GRID, ml_tau2
+from elicit.model.density import Marginal
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData, all_pairs
+from elicit.paper.synthetic import make_synthetic
+
+
+@pytest.fixture(scope="module")
+def syn():
+    return make_synthetic(np.random.default_rng(3))
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    X, y = load_diabetes(return_X_y=True, as_frame=True, scaled=False)
+    return X.iloc[:60], y.iloc[:60]
+
+
+def _standardised(X, y):
+    """Standardised X (population sd) and centred, unit-RMS y, computed here."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    mx, sx = X.mean(axis=0), X.std(axis=0)
+    yc = y - y.mean()
+    sy = np.sqrt(np.mean(yc**2))
+    return (X - mx) / sx, yc / sy, mx, sx, y.mean(), sy
+
+
+def _oracle_feedback(syn, k, seed=0):
+    oracle = GroupOracle(syn.groups)
+    pairs = all_pairs(len(syn.groups))
+    pick = pairs[np.random.default_rng(seed).choice(len(pairs), k, replace=False)]
+    return [(int(i), int(j), oracle.answer(i, j)) for i, j in pick]
+
+
+# -- the estimator is the package's model ------------------------------------------------------
+
+def test_matches_engine_and_posterior_without_feedback(syn):
+    est = ElicitRegressor(meta_features=syn.U, tau2=0.5).fit(syn.X, syn.y)
+    Xs, yz, mx, sx, my, sy = _standardised(syn.X, syn.y)
+    data = ModelData(Xs, yz, syn.U, Hyper(tau2=0.5, b_sigma=0.2, threshold_mean=1.0))
+    fit = get_engine("numpy").fit(data)
+    mu = NIGPosterior.from_map(data, fit).mu
+    np.testing.assert_allclose(est.gamma_, fit.gamma, atol=1e-8)
+    np.testing.assert_allclose(est.coef_, mu * sy / sx, rtol=1e-8, atol=1e-10)
+    pred = ((syn.X_test - mx) / sx) @ mu * sy + my
+    np.testing.assert_allclose(est.predict(syn.X_test), pred, rtol=1e-8, atol=1e-8)
+    assert est.tau2_ == 0.5 and np.isnan(est.xi_)
+    assert est.K_.shape == (25, 25) and est.n_features_in_ == 25
+
+
+def test_matches_elicitor_with_feedback(syn):
+    fb = _oracle_feedback(syn, 15)
+    est = ElicitRegressor(meta_features=syn.U, feedback=fb).fit(syn.X, syn.y)
+    Xs, yz, mx, sx, my, sy = _standardised(syn.X, syn.y)
+    el = Elicitor(Xs, yz, syn.U, Hyper(tau2=est.tau2_, b_sigma=0.2), engine="numpy")
+    el.set_answers(fb)
+    np.testing.assert_allclose(est.gamma_, el.fit.gamma, atol=1e-5)
+    assert est.xi_ == pytest.approx(el.fit.xi, rel=1e-5)
+    assert est.threshold_mean_ == pytest.approx(el.hyper.threshold_mean)
+    np.testing.assert_allclose(est.coef_, el.posterior().mu * sy / sx, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(est.predict(syn.X_test),
+                               el.predict((syn.X_test - mx) / sx) * sy + my, rtol=1e-5)
+    assert est.intercept_ == pytest.approx(my - mx @ est.coef_)
+
+
+def test_ml_tau2_is_the_argmax_of_the_profile_posterior(syn):
+    est = ElicitRegressor(meta_features=syn.U).fit(syn.X, syn.y)
+    assert est.tau2_ in TAU2_GRID
+    assert est.tau2_ == max(est.tau2_scores_, key=est.tau2_scores_.get)
+    # The score of the chosen tau2: log p(y | gamma, tau2) + log p(gamma) at a cold MAP.
+    Xs, yz, *_ = _standardised(syn.X, syn.y)
+    data = ModelData(Xs, yz, syn.U, Hyper(tau2=est.tau2_, b_sigma=0.2, threshold_mean=1.0))
+    g = get_engine("numpy").fit(data).gamma
+    score = Marginal.from_data(data, g, est.tau2_).value \
+        - 0.5 * np.sum(((g - GAMMA_MEAN) / GAMMA_SD) ** 2)
+    assert est.tau2_scores_[est.tau2_] == pytest.approx(score, abs=1e-6)
+    best, scores = ml_tau2(Xs, yz, syn.U, grid=[0.01, 1.0])
+    assert set(scores) == {0.01, 1.0} and best == max(scores, key=scores.get)
+
+
+def test_target_units_do_not_matter(syn):
+    a = ElicitRegressor(meta_features=syn.U).fit(syn.X, syn.y)
+    b = ElicitRegressor(meta_features=syn.U).fit(syn.X, 1e-3 * syn.y + 7.0)
+    assert a.tau2_ == b.tau2_
+    np.testing.assert_allclose(b.coef_, 1e-3 * a.coef_, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(b.predict(syn.X_test), 1e-3 * a.predict(syn.X_test) + 7.0,
+                               rtol=1e-6)
+
+
+def test_predict_std_is_the_student_t_predictive(syn):
+    est = ElicitRegressor(meta_features=syn.U, tau2=0.3).fit(syn.X, syn.y)
+    mean, std = est.predict(syn.X_test[:5], return_std=True)
+    Xs, _, mx, sx, _, sy = _standardised(syn.X, syn.y)
+    t = est.posterior_.predict((syn.X_test[:5] - mx) / sx)
+    np.testing.assert_allclose(std, np.sqrt(t.var) * sy)
+    np.testing.assert_allclose(mean, est.predict(syn.X_test[:5]))
+    assert np.all(std > 0) and est.sigma2_ > 0
+
+
+def test_group_oracle_answers_raise_within_group_correlation(syn):
+    same = syn.groups[:, None] == syn.groups[None, :]
+    within = same & ~np.eye(len(syn.groups), dtype=bool)
+    base = ElicitRegressor(meta_features=syn.U, tau2=0.3).fit(syn.X, syn.y)
+    fb = ElicitRegressor(meta_features=syn.U, tau2=0.3,
+                         feedback=_oracle_feedback(syn, 30)).fit(syn.X, syn.y)
+    assert fb.K_[within].mean() > base.K_[within].mean() + 0.2
+    assert fb.K_[~same].mean() < 0.05
+    # The last meta-feature column is pure noise: answers switch it off.
+    assert fb.gamma_[-1] < 0.5 * base.gamma_[-1]
+
+
+def test_feedback_as_a_dataframe_or_an_array(syn):
+    fb = [(0, 3, 1), (12, 20, 0)]
+    ref = ElicitRegressor(meta_features=syn.U, feedback=fb, tau2=0.3).fit(syn.X, syn.y)
+    for other in (np.array(fb), pd.DataFrame(fb, columns=["i", "j", "answer"])):
+        est = ElicitRegressor(meta_features=syn.U, feedback=other, tau2=0.3)
+        np.testing.assert_array_equal(est.fit(syn.X, syn.y).coef_, ref.coef_)
+    assert ref.feedback_ == [(0, 3, "similar"), (12, 20, "dissimilar")]
+
+
+def test_dont_know_leaves_the_model_unchanged(syn):
+    a = ElicitRegressor(meta_features=syn.U, tau2=0.3).fit(syn.X, syn.y)
+    b = ElicitRegressor(meta_features=syn.U, tau2=0.3,
+                        feedback=[(0, 1, "dont_know")]).fit(syn.X, syn.y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert b.feedback_ == [(0, 1, "dont_know")]
+
+
+def test_learned_and_cv_tau2(syn):
+    learned = ElicitRegressor(meta_features=syn.U, tau2="learned").fit(syn.X, syn.y)
+    assert learned.tau2_ not in TAU2_GRID and learned.tau2_scores_ is None
+    cv = ElicitRegressor(meta_features=syn.U, tau2="cv", tau2_grid=[0.01, 0.1, 1.0])
+    cv.fit(syn.X, syn.y)
+    assert set(cv.tau2_scores_) == {0.01, 0.1, 1.0}
+    assert cv.tau2_ == min(cv.tau2_scores_, key=cv.tau2_scores_.get)
+
+
+def test_no_preprocessing_fits_the_raw_model(syn):
+    est = ElicitRegressor(meta_features=syn.U, tau2=0.5, b_sigma=7.0, standardize=False,
+                          normalize_y=False, fit_intercept=False).fit(syn.X, syn.y)
+    data = ModelData(syn.X, syn.y, syn.U, Hyper(tau2=0.5, threshold_mean=1.0))
+    mu = NIGPosterior.from_map(data, get_engine("numpy").fit(data)).mu
+    np.testing.assert_allclose(est.coef_, mu, rtol=1e-8, atol=1e-10)
+    assert est.intercept_ == 0.0
+
+
+# -- scikit-learn integration ----------------------------------------------------------------
+
+def test_clone_and_params_roundtrip(syn):
+    est = ElicitRegressor(meta_features=syn.U, feedback=[(0, 1, "similar")], tau2=0.2,
+                          engine="numpy").fit(syn.X, syn.y)
+    twin = clone(est)
+    assert twin.get_params().keys() == est.get_params().keys()
+    assert twin.get_params()["feedback"] == [(0, 1, "similar")]
+    assert twin.get_params()["tau2"] == 0.2 and not hasattr(twin, "coef_")
+    twin.set_params(tau2=0.7, normalize_y=False)
+    assert twin.tau2 == 0.7 and not twin.normalize_y
+    np.testing.assert_allclose(clone(est).fit(syn.X, syn.y).coef_, est.coef_)
+    assert "tau2=0.2" in repr(est)
+
+
+def test_cross_val_score_and_pipeline(diabetes):
+    X, y = diabetes
+    scores = cross_val_score(ElicitRegressor(), X, y, cv=3)
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+    pipe = make_pipeline(StandardScaler(), ElicitRegressor()).fit(X, y)
+    assert pipe.score(X, y) > 0.3
+    # Names survive a scaler that outputs DataFrames, so feedback can name the columns.
+    named = make_pipeline(StandardScaler().set_output(transform="pandas"),
+                          ElicitRegressor(feedback=[("s1", "s2", "similar")]))
+    named.fit(X, y)
+    assert list(named[-1].feature_names_in_) == list(X.columns)
+
+
+def test_dataframe_meta_features_are_aligned_by_name(syn):
+    names = [f"f{k}" for k in range(25)]
+    X = pd.DataFrame(syn.X, columns=names)
+    order = np.random.default_rng(0).permutation(25)
+    U = pd.DataFrame(syn.U, index=names).iloc[order]
+    fb_names = [("f0", "f3", "similar"), ("f12", "f20", "dissimilar")]
+    by_name = ElicitRegressor(meta_features=U, feedback=fb_names, tau2=0.3).fit(X, syn.y)
+    by_index = ElicitRegressor(meta_features=syn.U, feedback=[(0, 3, 1), (12, 20, 0)],
+                               tau2=0.3).fit(syn.X, syn.y)
+    np.testing.assert_allclose(by_name.coef_, by_index.coef_, rtol=1e-7)
+    np.testing.assert_array_equal(by_name.meta_features_, syn.U)
+    assert list(by_name.feature_names_in_) == names
+    # An array X takes the DataFrame's rows in order, and its index names the features.
+    U_in_order = pd.DataFrame(syn.U, index=names)
+    plain = ElicitRegressor(meta_features=U_in_order, feedback=fb_names, tau2=0.3)
+    np.testing.assert_allclose(plain.fit(syn.X, syn.y).coef_, by_index.coef_, rtol=1e-7)
+    # Predict checks the names, as scikit-learn does.
+    with pytest.raises(ValueError, match="feature names"):
+        by_name.predict(X[names[::-1]])
+
+
+def test_dataframe_mismatch_lists_missing_and_extra_names(syn):
+    names = [f"f{k}" for k in range(25)]
+    X = pd.DataFrame(syn.X, columns=names)
+    U = pd.DataFrame(syn.U, index=names[:-1] + ["zz"])
+    with pytest.raises(ElicitError, match=r"missing \['f24'\], extra \['zz'\]"):
+        ElicitRegressor(meta_features=U).fit(X, syn.y)
+    dup = pd.DataFrame(syn.U, index=names[:-1] + ["f0"])
+    with pytest.raises(ElicitError, match="duplicate names"):
+        ElicitRegressor(meta_features=dup).fit(X, syn.y)
+
+
+def test_from_answers_reproduces_a_session_model(syn):
+    names = [f"f{k}" for k in range(25)]
+    answers = [(int(i), int(j), a.value) for i, j, a in _oracle_feedback(syn, 8, seed=1)]
+    hyper = Hyper(tau2=0.05)
+    el = Elicitor(syn.X, syn.y, syn.U, hyper, engine="numpy")
+    el.set_answers(answers)
+    est = ElicitRegressor.from_answers(syn.U, answers, feature_names=names, hyper=hyper,
+                                       engine="numpy")
+    assert est.feedback[0][0] in names and not hasattr(est, "coef_")
+    est.fit(pd.DataFrame(syn.X, columns=names), syn.y)
+    np.testing.assert_allclose(est.coef_, el.posterior().mu, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(est.predict(pd.DataFrame(syn.X_test, columns=names)),
+                               el.predict(syn.X_test), rtol=1e-5, atol=1e-8)
+    learned = ElicitRegressor.from_answers(syn.U, [], hyper=Hyper(variant="learned"),
+                                           normalize_y=True)
+    assert learned.tau2 == "learned" and learned.normalize_y
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("feedback, match", [
+    ([("f0", "nope", "similar")], "unknown feature 'nope'"),
+    ([("f1", "f1", "similar")], "with itself"),
+    ([(0, 0, 1)], "with itself"),
+    ([("f0", "f1", "maybe")], "entry 0: invalid answer 'maybe'"),
+    ([("f0", "f1", 2)], "invalid answer 2"),
+    ([(0, 1, 1), (1, 0, 0)], "entries 0 and 1 answer the same pair"),
+    ([(0, 99, 1)], "index 99 is out of range"),
+    ([(0, 1.5, 1)], "name or a column index"),
+    ([(0, 1)], r"must be a \(feature_i, feature_j, answer\) tuple"),
+    ("similar", "must be a list"),
+])
+def test_bad_feedback(syn, feedback, match):
+    X = pd.DataFrame(syn.X, columns=[f"f{k}" for k in range(25)])
+    with pytest.raises(ElicitError, match=match):
+        ElicitRegressor(meta_features=syn.U, feedback=feedback, tau2=0.1).fit(X, syn.y)
+
+
+def test_names_need_named_features(syn):
+    with pytest.raises(ElicitError, match="features have no names"):
+        ElicitRegressor(feedback=[("a", "b", "similar")], tau2=0.1).fit(syn.X, syn.y)
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(tau2="big"), "tau2 must be a positive number"),
+    (dict(tau2=-1.0), "tau2 must be a positive number"),
+    (dict(tau2_grid=[0.1, -1]), "tau2_grid must be a list of positive numbers"),
+    (dict(b_sigma=0.0), "b_sigma must be a positive number"),
+    (dict(threshold_mean=-2.0, feedback=[(0, 1, 1)]), "threshold_mean must be"),
+    (dict(standardize="yes"), "standardize must be True or False"),
+    (dict(engine="torch"), "unknown engine 'torch'"),
+    (dict(engine=get_engine("numpy", "learned")), "built for the 'learned' variant"),
+    (dict(meta_features=np.ones((3, 2))), "meta_features has 3 rows but X has 25"),
+    (dict(meta_features=np.full((25, 2), np.nan)), "meta_features contains NaN"),
+])
+def test_bad_parameters(syn, params, match):
+    with pytest.raises(ElicitError, match=match):
+        ElicitRegressor(**{"tau2": 0.1, **params}).fit(syn.X, syn.y)
+
+
+def test_unfitted_and_wrong_width(syn):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        ElicitRegressor().predict(syn.X)
+    est = ElicitRegressor(tau2=0.1).fit(syn.X, syn.y)
+    with pytest.raises(ValueError, match="25 features"):
+        est.predict(syn.X[:, :3])
+
+
+# -- scikit-learn's estimator checks -----------------------------------------------------------
+
+@parametrize_with_checks([ElicitRegressor(), ElicitRegressor(feedback=[(0, 1, "similar")],
+                                                             tau2=0.3)])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@parametrize_with_checks([ElicitRegressor(tau2="cv"), ElicitRegressor(tau2="learned")])
+def test_sklearn_estimator_checks_other_tau2(estimator, check):
+    check(estimator)
