@@ -35,7 +35,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.density import join_theta, log_density
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, Params, Variant, all_pairs
-from elicit.paper.realdata import cv_tau2
+from elicit.paper.tau2 import cv_tau2
 
 #: tau2 values tried by ``tau2="ml"`` and ``"cv"`` (half-decades, 1e-4 .. 1e2). With
 #: standardised X and y the prior signal variance of one sample is sigma2 tau2 x'Kx, between
@@ -126,7 +126,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         The prior scale tau^2 on the standardised problem. ``"ml"``: the grid value with the
         largest maximised log posterior of the no-feedback model (:func:`ml_tau2`); ``"cv"``:
         the one with the smallest 5-fold cross-validated error of the no-feedback model
-        (:func:`elicit.paper.realdata.cv_tau2`); ``"learned"``: estimated jointly with gamma
+        (:func:`elicit.paper.tau2.cv_tau2`); ``"learned"``: estimated jointly with gamma
         under ``tau2 ~ InvGamma(a_tau, b_tau)``; a number: fixed. The first two choose tau2
         before the answers enter (as the paper chose its tau2 = 0.01), so answers move gamma
         only.
