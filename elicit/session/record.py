@@ -160,9 +160,10 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
                          "query_id = ?", (qid,)).fetchone()
         when = f" ({a[1]!r}, answer {a[0]} at {a[2]})" if a else ""
         undone = " and later undone" if a and a[3] else ""
-        raise AnsweredElsewhere(f"query {qid} ({pair}) was already answered{when}{undone}, "
-                                f"perhaps elsewhere (another tab, window or process); cannot "
-                                f"{action} it again. Ask for the next query")
+        raise AnsweredElsewhere(f"query {qid} ({pair}) was already answered{when}{undone}; "
+                                "if not by you here, it was answered elsewhere (another "
+                                f"tab, window or process). Cannot {action} it again; ask "
+                                "for the next query")
     if status == "skipped":
         raise ElicitError(f"query {qid} ({pair}) was skipped; it may come back later. "
                           "Ask for the next query")

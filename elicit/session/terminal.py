@@ -34,8 +34,16 @@ class Interrupted(KeyboardInterrupt):
         self.code = code
 
 
+class StopSignals:
+    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number,
+    or None. (werkzeug's server swallows the KeyboardInterrupt, so ``serve`` reads it here.)
+    """
+
+    code: int | None = None
+
+
 @contextlib.contextmanager
-def stop_signals_as_interrupt() -> Iterator[None]:
+def stop_signals_as_interrupt() -> Iterator[StopSignals]:
     """Within the block, SIGTERM and SIGHUP (a closed terminal) raise :class:`Interrupted`
     like Ctrl-C does, so ``ask`` and ``serve`` close the session cleanly on them too.
 
@@ -43,17 +51,19 @@ def stop_signals_as_interrupt() -> Iterator[None]:
     committed one is never undone, so stopping here loses nothing that was confirmed.
     Only the main thread can install handlers; elsewhere the block changes nothing.
     """
+    caught = StopSignals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield caught
         return
 
     def handler(signum, frame):
+        caught.code = 128 + signum
         raise Interrupted(128 + signum)
 
     sigs = [s for s in ("SIGTERM", "SIGHUP") if hasattr(signal, s)]
     old = {name: signal.signal(getattr(signal, name), handler) for name in sigs}
     try:
-        yield
+        yield caught
     finally:
         for name, h in old.items():
             signal.signal(getattr(signal, name), h)

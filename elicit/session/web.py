@@ -522,13 +522,14 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
               "no accounts", file=sys.stderr, flush=True)
     code = 0
     try:
-        with stop_signals_as_interrupt():
+        with stop_signals_as_interrupt() as caught:
             server.serve_forever()  # werkzeug returns from here on Ctrl-C
     except Interrupted as e:
         code = e.code
     except KeyboardInterrupt:
         pass
     finally:
+        code = caught.code or code
         server.server_close()
         n = sess.progress()["all_answers"]
         sess.close()
