@@ -214,6 +214,14 @@ class Session(SessionState):
         probe = PooledElicitor(cls._scaled(pr.X, pr.x_centre, pr.x_scale), pr.y - pr.y_centre,
                                pr.U, pr.hyper, engine=engine, utility=utility, refine=refine,
                                pool_size=pool_size, candidates=cands)
+        k_max = float(np.max(np.asarray(probe.fit.K)[cands[:, 0], cands[:, 1]]))
+        if k_max < 1e-6:
+            # Meta-features far apart on their scale (raw columns in different units, say)
+            # make K the identity at the start: answers could hardly move the model.
+            pr.summary.append(f"note: at the start K is practically the identity (largest "
+                              f"K_ij {k_max:.2g}): the meta-features differ so much between "
+                              "features that answers can hardly change the model; give "
+                              "meta-features on a common scale (--meta-features)")
         meta = _new_meta(pr, settings, probe, y_offset, description)
         store.create_file(path, meta, pr.X, pr.y, pr.U, pr.texts, overwrite)
         return cls._open(path, engine=engine, elicitor=probe, expert=who)
