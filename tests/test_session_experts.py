@@ -122,6 +122,9 @@ def test_history_exports_and_agreement_carry_the_expert(path, tmp_path, capsys):
     assert cli_main(["history", str(path)]) == 0
     out = capsys.readouterr().out
     assert "3 of 28 pairs answered by alice" in out and "bob" in out
+    assert cli_main(["export", str(path), str(tmp_path / "p.json")]) == 0
+    prior = json.loads((tmp_path / "p.json").read_text())
+    assert [a["expert"] for a in prior["answers"]] == ["alice", "bob"] * 3
     assert cli_main(["export", str(path), str(tmp_path / "h.csv")]) == 0
     assert (tmp_path / "h.csv").read_text().splitlines()[0].startswith(
         "answer_id,query_id,expert,")

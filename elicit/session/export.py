@@ -46,18 +46,20 @@ def to_inferencedata(session: Session):
     fit, post, active = session._snapshot(posterior=True)
     names = session.feature_names
     d = session.U.shape[1]
-    ans_pairs = np.array([[i, j] for i, j, _ in active], dtype=np.int64).reshape(-1, 2)
-    ans_vals = np.array([a for _, _, a in active], dtype=str)
+    ans_pairs = np.array([[i, j] for i, j, _, _ in active], dtype=np.int64).reshape(-1, 2)
+    ans_vals = np.array([a for _, _, a, _ in active], dtype=str)
     constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
     coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
     dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
     if len(active):
         constant["answer_pair"] = ans_pairs
         constant["answer"] = ans_vals
+        constant["answer_expert"] = np.array([e for *_, e in active], dtype=str)
         coords["answer_index"] = np.arange(len(active))
         coords["pair_end"] = ["i", "j"]
         dims["answer_pair"] = ["answer_index", "pair_end"]
         dims["answer"] = ["answer_index"]
+        dims["answer_expert"] = ["answer_index"]
     return az.from_dict(
         posterior={"gamma": np.asarray(fit.gamma)[None, None, :],
                    "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])},
@@ -80,8 +82,8 @@ def prior_dict(session: Session) -> dict[str, Any]:
         "tau2": float(fit.tau2), "K": np.asarray(fit.K).tolist(),
         "hyper": dataclasses.asdict(session.elicitor.hyper),
         "engine": session.elicitor.engine.name,
-        "answers": [{"i": i, "j": j, "feature_i": names[i], "feature_j": names[j], "answer": a}
-                    for i, j, a in active],
+        "answers": [{"i": i, "j": j, "feature_i": names[i], "feature_j": names[j], "answer": a,
+                     "expert": e} for i, j, a, e in active],
         # The level added back to predictions, and the standardisation of X (None: X is
         # used as stored), so the prior can be applied to new data elsewhere.
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),

@@ -172,11 +172,12 @@ class SessionState:
             self._asked_for = expert
 
     def _snapshot(self, posterior: bool = False):
-        """``(fit, posterior or None, active answers (i, j, answer))`` at one state."""
+        """``(fit, posterior or None, active answers (i, j, answer, expert))`` at one
+        state."""
         with self._lock:
             self._sync(self.expert)
             post = self.elicitor.posterior() if posterior else None
-            return self.elicitor.fit, post, [a[:3] for a in self._active]
+            return self.elicitor.fit, post, list(self._active)
 
     def _read(self, query, *args):
         """``query(conn, *args)`` of :mod:`elicit.session.record` at the current state."""
@@ -226,7 +227,7 @@ class SessionState:
     # -- the model -----------------------------------------------------------------------
     def active_answers(self) -> list[tuple[int, int, str]]:
         """The answers the model uses, of every expert: (i, j, answer) in answer order."""
-        return self._snapshot()[2]
+        return [a[:3] for a in self._snapshot()[2]]
 
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP (beta in the model's
