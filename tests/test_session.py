@@ -394,7 +394,7 @@ def test_overwrite_replaces_an_existing_session(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# The terminal commands (elicit.cli_session)
+# The terminal commands (elicit.cli.session)
 # --------------------------------------------------------------------------------------------
 
 def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):

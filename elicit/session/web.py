@@ -311,7 +311,10 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         return render(str(e), error=True, status=status)
 
     def done(code: str, expert: str):
-        return redirect(url_for("index", m=code, expert=expert or None), code=303)
+        # Name the expert in the address unless they are the server's default (an empty
+        # name must stay in it when the default is someone else).
+        named = None if expert == default_expert else expert
+        return redirect(url_for("index", m=code, expert=named), code=303)
 
     def query_id() -> int:
         qid = request.form.get("query_id", "")
