@@ -170,8 +170,8 @@ def _bad_array(p):
 OPEN_CASES = [
     ("truncated", _truncate, r"is truncated"),
     ("corrupted", _corrupt, r"is corrupted"),
-    ("newer format", _newer, r"written by a newer elicit \(format version 2; this elicit "
-                             r"reads up to 1\)"),
+    ("newer format", _newer, r"written by a newer elicit \(format version 3; this elicit "
+                             r"reads up to 2\)"),
     ("other sqlite", _other_sqlite, r"an SQLite database but not an elicit session"),
     ("text file", lambda p: p.write_text("hello\n"), r"is not an elicit session file"),
     ("empty file", lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
@@ -322,7 +322,7 @@ def assert_one_line_error(err: str, message: str) -> None:
     (["session", "new", "--from-npz", "{tmp}/none.npz", "--out", "{tmp}/n.session"],
      r"--from-npz file .*none.npz does not exist"),
     (["session", "new", "--from-npz", "{tmp}/bad.npz", "--out", "{tmp}/n.session"],
-     r"has no array\(s\) y, U"),
+     r"has no array\(s\) y; it must hold X"),
     (["session", "new", "--from-npz", "{tmp}/good.npz", "--out", "{path}"],
      r"already exists; pass overwrite=True \(CLI: --overwrite\)"),
     (["session", "new", "--from-npz", "{tmp}/dup.npz", "--out", "{tmp}/n.session"],
@@ -412,7 +412,7 @@ def _message(resp) -> str:
 @pytest.mark.parametrize("form, status, message", [
     ({"answer": "maybe"}, 400, r"invalid answer &#39;maybe&#39;"),
     ({"answer": ""}, 400, r"invalid answer &#39;&#39;"),
-    ({"query_id": "999", "answer": "similar"}, 400, r"query 999 was not asked in this session"),
+    ({"query_id": "999", "answer": "similar"}, 404, r"query 999 was not asked in this session"),
     ({"query_id": "abc", "answer": "similar"}, 400, r"the form sent no valid query id"),
     ({"query_id": "", "answer": "similar"}, 400, r"the form sent no valid query id"),
 ])

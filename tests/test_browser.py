@@ -58,7 +58,7 @@ def session_inputs() -> dict:
     """The paper's Amazon data when it is available (a realistic screenshot), else a small
     synthetic problem with kitchen-review words as feature names."""
     try:
-        from elicit.session.inputs import dataset_inputs
+        from elicit.session.sources import dataset_inputs
 
         return {**dataset_inputs("amazon", 7), "pool_size": 60}
     except Exception:  # no data directory: fall back to synthetic data
@@ -193,6 +193,63 @@ def test_answer_in_a_real_browser(tmp_path):
     with Session.open(path) as s:
         assert s.progress()["answered"] == 4 and s.progress()["undone"] == 1
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_two_named_experts_in_a_real_browser(tmp_path):
+    """Two experts in two tabs: each answers under their own name, each gets their own next
+    question, and undo withdraws only one's own answer."""
+    from elicit.session.web import make_server
+
+    path = tmp_path / "experts.session"
+    Session.create(path=path, engine="numpy", seed=3, **session_inputs()).close()
+    server, app = make_server(path, port=0)
+    start(server)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            alice = browser.new_page()
+            alice.goto(url)
+            # Alice names herself with the field at the top of the page.
+            alice.fill("#expert", "alice")
+            with alice.expect_navigation():
+                alice.click("#btn-expert")
+            assert "expert=alice" in alice.url
+            bob = browser.new_page()
+            bob.goto(url + "?expert=bob")
+            assert bob.input_value("#expert") == "bob"
+            pair_a, pair_b = shown_names(alice), shown_names(bob)
+            if alice.locator("blockquote").count():
+                assert alice.locator("blockquote mark").count() >= 1  # the keyword marked
+            with alice.expect_navigation():
+                alice.click("#btn-similar")
+            with bob.expect_response(lambda r: r.url.endswith("/answer")) as resp:
+                bob.click("#btn-dissimilar")
+            assert resp.value.status == 303  # bob answers his own question
+            bob.wait_for_load_state()
+            assert bob.inner_text("#message").startswith("Saved")
+            assert "1 of" in alice.inner_text("#progress") and "by alice" in \
+                alice.inner_text("#progress")
+            assert "1 of" in bob.inner_text("#progress") and "by bob" in \
+                bob.inner_text("#progress")
+            assert shown_names(alice) != pair_a and shown_names(bob) != pair_b
+            # Undo is per expert: bob's undo withdraws his answer only.
+            with bob.expect_navigation():
+                bob.click("#btn-undo")
+            assert shown_names(bob) == pair_b
+            alice.reload()
+            assert "1 of" in alice.inner_text("#progress")
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.config["ELICIT_SESSION"].close()
+    with Session.open(path) as s:
+        h = s.history
+        assert list(zip(h["expert"], h["answer"], h["undone"])) == [
+            ("alice", "similar", False), ("bob", "dissimilar", True)]
+        assert (h.loc[0, "feature_i"], h.loc[0, "feature_j"]) == pair_a
+        assert (h.loc[1, "feature_i"], h.loc[1, "feature_j"]) == pair_b
 
 
 def _evil_server(target: str, token: str, qid: str) -> http.server.HTTPServer:

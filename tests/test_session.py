@@ -32,13 +32,14 @@ def sess(tmp_path):
     s.close()
 
 
-def test_create_writes_a_wal_file_with_meta(tmp_path):
+def test_create_writes_a_durable_file_with_meta(tmp_path):
     path = tmp_path / "t.session"
     X, y, U = make_data()
     with Session.create(X, y, U, NAMES, path=path, engine="numpy", seed=3,
                         hyper=Hyper(tau2=0.02), texts={"price": ["the price is right"]}) as s:
-        assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert s.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        # The rollback journal: a commit is in the .session file itself before it returns.
+        assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert s.conn.execute("PRAGMA synchronous").fetchone()[0] == 3  # EXTRA
         assert s.texts("price") == ["the price is right"] and s.texts(1) == []
     raw = sqlite3.connect(path)
     meta = {k: json.loads(v) for k, v in raw.execute("SELECT key, value FROM meta")}
@@ -82,8 +83,8 @@ def test_answer_is_committed_and_visible_to_another_connection(sess):
     assert row == [(q.id, q.i, q.j, "similar", "both about build quality", None)]
     assert rec.id == 1 and rec.query_id == q.id
     h = sess.history
-    assert list(h.columns) == ["answer_id", "query_id", "i", "j", "feature_i", "feature_j",
-                               "answer", "comment", "expected_gain", "shown_at",
+    assert list(h.columns) == ["answer_id", "query_id", "expert", "i", "j", "feature_i",
+                               "feature_j", "answer", "comment", "expected_gain", "shown_at",
                                "answered_at", "undone", "undone_at"]
     assert h.loc[0, "feature_i"] == q.names[0] and not h.loc[0, "undone"]
     assert sess.progress()["answered"] == 1
@@ -95,7 +96,7 @@ def test_model_is_refitted_and_equals_a_fresh_fit(sess):
     for a in ("similar", "dissimilar", "dont_know", "similar"):
         sess.answer(sess.next_query(), a)
     assert not np.allclose(sess.fit.gamma, g0)
-    fresh = Elicitor(X, y, U, Hyper(), engine="numpy")
+    fresh = Elicitor(X, y - y.mean(), U, Hyper(), engine="numpy")  # y is centred inside
     fresh.set_answers(sess.active_answers())
     np.testing.assert_allclose(sess.fit.gamma, fresh.fit.gamma, rtol=1e-12, atol=1e-14)
     assert sess.fit.xi == pytest.approx(fresh.fit.xi, rel=1e-12)
@@ -173,7 +174,7 @@ def test_undo_withdraws_open_queries(sess):
     sess.answer(sess.next_query(), "similar")
     q = sess.next_query()
     sess.undo()
-    with pytest.raises(ElicitError, match="withdrawn by an undo"):
+    with pytest.raises(ElicitError, match="was withdrawn"):
         sess.answer(q, "similar")
 
 
@@ -234,9 +235,12 @@ def test_the_file_itself_refuses_a_second_answer(sess, monkeypatch):
         raw.execute("INSERT INTO answers (query_id, i, j, answer, answered_at) "
                     "VALUES (?, ?, ?, 'similar', 'now')", (q.id, q.i, q.j))
     raw.close()
-    monkeypatch.setattr(Session, "_open_query_row",
-                        lambda self, qid, action: (qid, q.i, q.j, None, 0, "pending"))
-    with pytest.raises(ElicitError, match="already answered"):
+    from elicit.session import record
+
+    monkeypatch.setattr(record, "open_query_row",
+                        lambda conn, qid, *a: (qid, q.i, q.j, None, 0, "pending"))
+    monkeypatch.setattr(record, "active_answer_to", lambda *a: None)
+    with pytest.raises(ElicitError, match="already answered elsewhere"):
         sess.answer(q, "dissimilar")
     assert len(sess.history) == 1
 
@@ -307,7 +311,8 @@ def test_predict_and_posterior(tmp_path):
     with new_session(tmp_path / "s.session", y_offset=3.5) as s:
         s.answer(s.next_query(), "similar")
         el = s.elicitor
-        np.testing.assert_allclose(s.predict(X[:3]), el.predict(X[:3]) + 3.5)
+        # The level added back: y's mean (centred inside) plus the given offset.
+        np.testing.assert_allclose(s.predict(X[:3]), el.predict(X[:3]) + 3.5 + y.mean())
         assert s.posterior().mu.shape == (8,)
 
 
@@ -389,7 +394,7 @@ def test_overwrite_replaces_an_existing_session(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# The terminal commands (elicit.cli_session)
+# The terminal commands (elicit.cli.session)
 # --------------------------------------------------------------------------------------------
 
 def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
@@ -410,7 +415,7 @@ def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
     assert main(["ask", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.count("saved: ") == 3 and "skipped" in out and "undid answer 3" in out
-    assert "Do these two features affect the outcome in the same way?" in out
+    assert "Do these two features affect the outcome y in the same way?" in out
     with Session.open(path) as s:
         h = s.history
         assert list(h["answer"]) == ["similar", "dissimilar", "dont_know"]
@@ -446,9 +451,20 @@ def test_cli_new_from_the_paper_data(tmp_path, capsys):
     path = tmp_path / "amazon.session"
     assert main(["session", "new", "--dataset", "amazon", "--run-seed", "7", "--out",
                  str(path), "--engine", "numpy"]) == 0
-    assert "337 features, 56616 pairs" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # Keywords that never occur in the 100 training reviews (constant columns), keywords
+    # with the same counts as another, and pairs with identical counts are not asked.
+    assert "constant column(s): 'gift'" in out
     with Session.open(path) as s:
         assert s.settings["pool_size"] == 400 and s.X.shape == (100, 337)
+        pairs = s.elicitor.candidates
+        assert f"337 features, {len(pairs)} pairs" in out
+        # every asked pair joins two non-constant columns whose meta-features differ
+        constant = np.flatnonzero(np.ptp(s.X, axis=0) == 0)
+        assert s.feature_names.index("gift") in constant
+        assert not np.isin(pairs, constant).any()
+        assert np.all(np.any(s.U[pairs[:, 0]] != s.U[pairs[:, 1]], axis=1))
+        assert len(pairs) < 337 * 336 // 2
         assert "run seed 7" in s.description
         have = sum(bool(s.texts(k)) for k in range(337))
         assert have > 250  # most keywords have example snippets

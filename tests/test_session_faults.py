@@ -141,7 +141,7 @@ def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
     log_path = tmp_path / "fault.log"
     # refine=2 keeps each question cheap, so a child gets through many answers per trial.
     Session.create(X, y, U, path=path, engine="numpy", seed=11, refine=2).close()
-    fresh = Elicitor(X, y, U, Hyper(), engine="numpy", refine=2)
+    fresh = Elicitor(X, y - y.mean(), U, Hyper(), engine="numpy", refine=2)  # y centred inside
     ctx = multiprocessing.get_context("fork")
     rng = random.Random(2024)
     t0 = time.perf_counter()
@@ -188,7 +188,7 @@ def test_sigkill_of_the_terminal_ui_loses_no_answer(tmp_path):
     X, y, U = make_data()
     path = tmp_path / "cli.session"
     Session.create(X, y, U, path=path, engine="numpy", seed=4).close()
-    fresh = Elicitor(X, y, U, Hyper(), engine="numpy")
+    fresh = Elicitor(X, y - y.mean(), U, Hyper(), engine="numpy")
     rng = random.Random(7)
     for _ in range(CLI_TRIALS):
         proc = subprocess.Popen(
@@ -199,7 +199,7 @@ def test_sigkill_of_the_terminal_ui_loses_no_answer(tmp_path):
 
         def until_prompt(proc=proc) -> str:
             buf = ""
-            while not buf.endswith("> "):
+            while not buf.endswith("\n> "):
                 ch = proc.stdout.read(1)
                 if not ch:
                     break

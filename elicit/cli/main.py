@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from elicit import __version__
 from elicit.cli.argtypes import nonneg_int, positive_int, strategies, threshold_mean
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
@@ -41,6 +42,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
+    parser.add_argument("--version", action="version", version=f"elicit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("synthetic", help="reproduce the paper's synthetic experiment (Figs. 3-4)")

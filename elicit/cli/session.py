@@ -6,7 +6,7 @@ The ``elicit`` CLI registers them with :func:`add_session_parsers`; every sub-co
 (``elicit: error: ...``) and exit with status 2, without a traceback.
 
 This module only parses arguments and calls the library: the session is
-:mod:`elicit.session.session`, its inputs :mod:`elicit.session.inputs` and the terminal front
+:mod:`elicit.session.session`, its inputs :mod:`elicit.session.sources` and the terminal front
 end :mod:`elicit.session.terminal`.
 """
 
@@ -28,67 +28,133 @@ from elicit.model.spec import Hyper
 # --------------------------------------------------------------------------------------------
 
 
+def batch_size(text: str) -> int:
+    """``--batch``: a positive integer up to the session's limit."""
+    from elicit.session.session import MAX_BATCH
+
+    v = positive_int(text)
+    if v > MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"at most {MAX_BATCH} questions at a time, got {v}")
+    return v
+
+
+def column_list(text: str) -> list[str]:
+    """``--features a,b,c``: a comma-separated list of column names."""
+    cols = [c.strip() for c in text.split(",") if c.strip()]
+    if not cols:
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got "
+                                         f"{text!r}")
+    return cols
+
+
+ENGINE_HELP = ("MAP engine: auto (CmdStan if installed, else numpy), numpy, cmdstan or pystan")
+OVERRIDE_ENGINE_HELP = "use this MAP engine instead of the one stored in the session"
+EXPERT_HELP = ("your name: every answer records who gave it, and each expert gets their "
+               "own questions (default: the unnamed expert)")
+
+
 def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI.
 
     Each sub-command sets ``args.session_func``; call :func:`run_session_command` with the
     parsed arguments.
     """
-    p = subparsers.add_parser("session", help="create real-expert sessions")
+    p = subparsers.add_parser("session", help="create real-expert sessions",
+                              description="Create real-expert sessions.")
     ssub = p.add_subparsers(dest="session_command", required=True)
     n = ssub.add_parser("new", help="create a session file",
-                        description="Create a session from the paper's data (--dataset) or "
-                                    "from your own arrays (--from-npz).")
+                        description="Create a session from your own table (--from-csv), "
+                                    "your own arrays (--from-npz) or the paper's data "
+                                    "(--dataset).")
     src = n.add_mutually_exclusive_group(required=True)
+    src.add_argument("--from-csv", type=Path, metavar="FILE",
+                     help="your data as a table: a .csv (or .tsv) file, or a .parquet file "
+                          "(needs pyarrow); pick the outcome with --target")
+    src.add_argument("--from-npz", type=Path, metavar="FILE",
+                     help=".npz with X (n x p), y (n), optional U (p x d) and feature_names")
     src.add_argument("--dataset", choices=("amazon", "yelp"),
                      help="the paper's data set (one run's 100 training reviews)")
-    src.add_argument("--from-npz", type=Path, metavar="FILE",
-                     help=".npz with X (n x p), y (n), U (p x d) and optional feature_names")
+    n.add_argument("--target", metavar="COLUMN",
+                   help="--from-csv: the column to predict (the outcome)")
+    n.add_argument("--features", type=column_list, metavar="COL,COL,...",
+                   help="--from-csv: the feature columns (default: every other column)")
+    n.add_argument("--meta-features", type=Path, metavar="FILE",
+                   help="--from-csv: a .csv/.parquet table of meta-features, one row per "
+                        "feature, the feature's name in the first column (default: the "
+                        "paper's generic recipe, each feature's column of the training "
+                        "data)")
+    n.add_argument("--no-standardize", action="store_true",
+                   help="--from-csv: use the feature columns as they are (default: centre "
+                        "and scale each column inside the model; predictions still take "
+                        "the original units)")
+    n.add_argument("--target-description", metavar="TEXT",
+                   help="how the question names the outcome, e.g. \"the review's star "
+                        "rating\" (default: from the target column or the data set)")
     n.add_argument("--out", type=Path, required=True, help="session file to write")
     n.add_argument("--run-seed", type=nonneg_int, default=0,
                    help="seed of the data split (--dataset; default 0)")
     n.add_argument("--data-dir", default=None, help="data directory (else $ELICIT_DATA, ...)")
     n.add_argument("--seed", type=nonneg_int, default=None,
                    help="seed of the query random stream (default: the run seed)")
-    n.add_argument("--strategy", choices=STRATEGIES, default="sequential")
+    n.add_argument("--strategy", choices=STRATEGIES, default="sequential",
+                   help="how questions are chosen: sequential (default: the best of a fresh "
+                        "pool after every answer), nonsequential (ranked once, before any "
+                        "answer) or random")
     n.add_argument("--pool-size", type=positive_int, default=None,
                    help="candidate pool per round (default: 400 for --dataset, as in the "
                         "paper; else min(#pairs, 10 p))")
-    n.add_argument("--engine", choices=ENGINES, default="auto")
-    n.add_argument("--utility", choices=("fast", "exact"), default="fast")
-    n.add_argument("--refine", type=nonneg_int, default=10)
+    n.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
+    n.add_argument("--utility", choices=("fast", "exact"), default="fast",
+                   help="expected information gain: fast (screen every candidate, re-score "
+                        "the best --refine exactly; default) or exact (a refit per "
+                        "candidate, the paper's procedure)")
+    n.add_argument("--refine", type=nonneg_int, default=10,
+                   help="fast utility: how many screened candidates are re-scored exactly "
+                        "(default 10)")
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
     n.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     n.set_defaults(session_func=cmd_new)
 
-    a = subparsers.add_parser("ask", help="answer questions in the terminal")
+    a = subparsers.add_parser("ask", help="answer questions in the terminal",
+                              description="Answer the session's questions in the terminal.")
     a.add_argument("session", type=Path, help="session file")
-    a.add_argument("--batch", type=positive_int, default=1, metavar="K",
-                   help="choose K questions at a time (feature-disjoint, by expected gain)")
-    a.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
+    a.add_argument("--batch", type=batch_size, default=1, metavar="K",
+                   help="choose K questions at a time (feature-disjoint, by expected gain; "
+                        "at most 50)")
+    a.add_argument("--expert", metavar="NAME", default=None, help=EXPERT_HELP)
+    a.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     a.set_defaults(session_func=cmd_ask)
 
-    s = subparsers.add_parser("serve", help="answer questions in a web page")
+    s = subparsers.add_parser("serve", help="answer questions in a web page",
+                              description="Serve the session's questions as a web page.")
     s.add_argument("session", type=Path, help="session file")
-    s.add_argument("--port", type=port, default=8765)
+    s.add_argument("--port", type=port, default=8765,
+                   help="TCP port to listen on (default 8765; 0 picks a free one)")
     s.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only)")
-    s.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
+    s.add_argument("--expert", metavar="NAME", default=None,
+                   help="the expert of visitors who give no name on the page (default: the "
+                        "unnamed expert)")
+    s.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     s.set_defaults(session_func=cmd_serve)
 
-    h = subparsers.add_parser("history", help="print the answers of a session")
+    h = subparsers.add_parser("history", help="print the answers of a session",
+                              description="Print the answers of a session.")
     h.add_argument("session", type=Path, help="session file")
     h.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    h.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
+    h.add_argument("--agreement", action="store_true",
+                   help="show where the experts agree and disagree instead")
+    h.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     h.set_defaults(session_func=cmd_history)
 
     e = subparsers.add_parser("export", help="export the learned prior (.nc/.json) or the "
-                                             "history (.csv)")
+                                             "history (.csv)",
+                              description="Export the learned prior or the history.")
     e.add_argument("session", type=Path, help="session file")
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
-    e.add_argument("--engine", choices=ENGINES, default=None, help="override the engine")
+    e.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     e.set_defaults(session_func=cmd_export)
 
 
@@ -122,6 +188,7 @@ def run_session_command(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """A stand-alone ``elicit`` with only the session commands (for tests and ``python -m``)."""
     parser = argparse.ArgumentParser(prog="elicit")
+    parser.add_argument("--version", action="version", version=f"elicit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_session_parsers(sub)
     args = parser.parse_args(argv)
@@ -131,28 +198,51 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
 
 
+def _version() -> str:
+    from elicit import __version__
+
+    return __version__
+
+
 # --------------------------------------------------------------------------------------------
 # Commands
 # --------------------------------------------------------------------------------------------
 
-def _open(path: Path, engine: str | None = None):
+def _open(path: Path, engine: str | None = None, expert: str | None = None):
     from elicit.session.session import Session
 
-    return Session.open(path, engine=engine)
+    return Session.open(path, engine=engine, expert=expert)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from elicit.session.inputs import dataset_inputs, npz_inputs, texts_from_json
     from elicit.session.session import Session
+    from elicit.session.sources import (
+        dataset_inputs,
+        npz_inputs,
+        table_inputs,
+        texts_from_json,
+    )
 
+    table_only = [opt for opt, v in (("--target", args.target), ("--features", args.features),
+                                     ("--meta-features", args.meta_features),
+                                     ("--no-standardize", args.no_standardize)) if v]
+    if args.from_csv is None and table_only:
+        raise ElicitError(f"{', '.join(table_only)} go(es) with --from-csv FILE only")
+    pool = args.pool_size
     if args.dataset:
         inputs = dataset_inputs(args.dataset, args.run_seed, args.data_dir)
-        pool = args.pool_size if args.pool_size is not None else 400
-    else:
+        pool = pool if pool is not None else 400
+    elif args.from_npz is not None:
         inputs = npz_inputs(args.from_npz)
-        pool = args.pool_size
+    else:
+        if not args.target:
+            raise ElicitError("--from-csv needs --target COLUMN: the column to predict")
+        inputs = table_inputs(args.from_csv, args.target, args.features, args.meta_features)
+        inputs["standardize"] = not args.no_standardize
     if args.texts is not None:
         inputs["texts"] = texts_from_json(args.texts)
+    if args.target_description is not None:
+        inputs["target_description"] = args.target_description
     hyper = Hyper() if args.tau2 is None else Hyper(tau2=args.tau2)
     seed = args.seed if args.seed is not None else args.run_seed
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
@@ -162,7 +252,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         pr = s.progress()
         print(f"created {args.out}: {len(s.feature_names)} features, {pr['pairs']} pairs, "
               f"engine {s.elicitor.engine.name}")
-        print(f"answer in the terminal:  elicit ask {args.out}")
+        for line in s.summary:
+            print(f"  {line}")
+        print(f"answer in the terminal:  elicit ask {args.out} [--expert NAME]")
         print(f"or in a browser:         elicit serve {args.out}")
     return 0
 
@@ -170,22 +262,25 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from elicit.session.terminal import run_ask
 
-    with _open(args.session, args.engine) as s:
+    with _open(args.session, args.engine, args.expert) as s:
         return run_ask(s, sys.stdin, sys.stdout, args.batch)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from elicit.session.web import serve
 
-    serve(args.session, host=args.host, port=args.port, engine=args.engine)
-    return 0
+    return serve(args.session, host=args.host, port=args.port, engine=args.engine,
+                 expert=args.expert)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from elicit.session.terminal import show_history
+    from elicit.session.terminal import show_agreement, show_history
 
     with _open(args.session, args.engine) as s:
-        show_history(s, csv=args.csv)
+        if args.agreement:
+            show_agreement(s)
+        else:
+            show_history(s, csv=args.csv)
     return 0
 
 

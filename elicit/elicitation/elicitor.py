@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -140,22 +140,40 @@ class Elicitor:
         return self.fit
 
     @single_blas_thread
-    def set_answers(self, answers: list[tuple[int, int, str | Answer]]) -> MAPResult:
-        """Replace all answers (resume, undo): refit once from the no-feedback MAP."""
-        self._asked[:] = False
+    def set_answers(self, answers: Sequence[tuple], *,
+                    asked: Iterable[tuple[int, int]] | None = None) -> MAPResult:
+        """Replace all answers (resume, undo): refit once from the no-feedback MAP.
+
+        Parameters
+        ----------
+        answers
+            ``(i, j, answer, ...)`` in answer order (further items, e.g. who answered, are
+            ignored).
+        asked
+            The pairs not to offer again. Default: the answered pairs, and then a pair may be
+            answered only once. With several experts it is the current expert's pairs, and a
+            pair may repeat in ``answers``: every expert's answer enters the likelihood as its
+            own Bernoulli observation.
+        """
         self.history = []
         pairs, fs = [], []
-        for i, j, a in answers:
+        seen: set[int] = set()
+        for i, j, a, *_ in answers:
             ans = Answer.parse(a)
             k = self._pair_index(i, j)
-            if self._asked[k]:
+            if asked is None and k in seen:
                 raise ElicitError(f"pair ({i}, {j}) appears twice in the answers")
-            self._asked[k] = True
+            seen.add(k)
             i, j = self.candidates[k]
             self.history.append((int(i), int(j), ans))
             if ans.f is not None:
                 pairs.append((i, j))
                 fs.append(ans.f)
+        if asked is None:
+            self._asked[:] = False
+            self._asked[list(seen)] = True
+        else:
+            self.set_asked(asked)
         self.data = self.base.with_feedback(np.array(pairs, dtype=int).reshape(-1, 2),
                                             np.array(fs, dtype=int))
         if fs:
@@ -165,6 +183,13 @@ class Elicitor:
         else:
             self.fit, self._hessian = self.initial_fit, self._initial_hessian
         return self.fit
+
+    def set_asked(self, asked: Iterable[tuple[int, int]]) -> None:
+        """Mark which pairs are not to be offered again (the current expert's), without a
+        refit: the fit depends on the answers, not on who is asked next."""
+        self._asked[:] = False
+        for i, j in asked:
+            self._asked[self._pair_index(i, j)] = True
 
     def reset(self) -> None:
         """Forget every answer and the non-sequential ranking (back to the no-feedback MAP)."""

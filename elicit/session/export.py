@@ -4,7 +4,8 @@ The prior is exported as arviz ``InferenceData`` (netCDF) or plain JSON, both de
 ``docs/session.md``. They hold the current MAP of the kernel parameters (gamma, xi, tau2), the
 kernel matrix K and the answers it was learned from, read at one state of the session (another
 process may be answering meanwhile). The record (answers, queries, events) comes as pandas
-DataFrames (``elicit export my.session history.csv`` writes the first).
+DataFrames (``elicit export my.session history.csv`` writes the first), and
+:func:`agreement` compares the experts' answers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import dataclasses
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.errors import ElicitError
-from elicit.session import store
+from elicit.session import record, store
 
 if TYPE_CHECKING:
     from elicit.session.session import Session
@@ -44,25 +46,28 @@ def to_inferencedata(session: Session):
     fit, post, active = session._snapshot(posterior=True)
     names = session.feature_names
     d = session.U.shape[1]
-    ans_pairs = np.array([[i, j] for i, j, _ in active], dtype=np.int64).reshape(-1, 2)
-    ans_vals = np.array([a for _, _, a in active], dtype=str)
+    ans_pairs = np.array([[i, j] for i, j, _, _ in active], dtype=np.int64).reshape(-1, 2)
+    ans_vals = np.array([a for _, _, a, _ in active], dtype=str)
     constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
     coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
     dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
     if len(active):
         constant["answer_pair"] = ans_pairs
         constant["answer"] = ans_vals
+        constant["answer_expert"] = np.array([e for *_, e in active], dtype=str)
         coords["answer_index"] = np.arange(len(active))
         coords["pair_end"] = ["i", "j"]
         dims["answer_pair"] = ["answer_index", "pair_end"]
         dims["answer"] = ["answer_index"]
+        dims["answer_expert"] = ["answer_index"]
     return az.from_dict(
         posterior={"gamma": np.asarray(fit.gamma)[None, None, :],
                    "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])},
         constant_data=constant, coords=coords, dims=dims,
         attrs={"elicit_session": session.uid, "session_file": str(session.path),
                "data_hash": session.meta["data_hash"], "n_answers": len(active),
-               "point_estimate": "MAP"})
+               "point_estimate": "MAP", "y_offset": session.y_offset,
+               "standardized": int(session.meta.get("x_centre") is not None)})
 
 
 def prior_dict(session: Session) -> dict[str, Any]:
@@ -77,8 +82,12 @@ def prior_dict(session: Session) -> dict[str, Any]:
         "tau2": float(fit.tau2), "K": np.asarray(fit.K).tolist(),
         "hyper": dataclasses.asdict(session.elicitor.hyper),
         "engine": session.elicitor.engine.name,
-        "answers": [{"i": i, "j": j, "feature_i": names[i], "feature_j": names[j], "answer": a}
-                    for i, j, a in active],
+        "answers": [{"i": i, "j": j, "feature_i": names[i], "feature_j": names[j], "answer": a,
+                     "expert": e} for i, j, a, e in active],
+        # The level added back to predictions, and the standardisation of X (None: X is
+        # used as stored), so the prior can be applied to new data elsewhere.
+        "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
+        "x_scale": session.meta.get("x_scale"),
         "exported": store.now(),
     }
 
@@ -121,17 +130,18 @@ def export_prior(session: Session, path: str | os.PathLike) -> Path:
 # --------------------------------------------------------------------------------------------
 
 def history(session: Session) -> pd.DataFrame:
-    """Every answer, oldest first, including undone ones (``undone`` is True).
+    """Every answer of every expert, oldest first, including undone ones (``undone`` is
+    True).
 
-    Columns: answer_id, query_id, i, j, feature_i, feature_j, answer, comment,
+    Columns: answer_id, query_id, expert, i, j, feature_i, feature_j, answer, comment,
     expected_gain, shown_at, answered_at, undone, undone_at.
     """
     names = session.feature_names
-    df = pd.DataFrame(session._read(store.history_rows),
-                      columns=["answer_id", "query_id", "i", "j", "answer", "comment",
+    df = pd.DataFrame(session._read(record.history_rows),
+                      columns=["answer_id", "query_id", "expert", "i", "j", "answer", "comment",
                                "expected_gain", "shown_at", "answered_at", "undone_at"])
-    df.insert(4, "feature_i", [names[i] for i in df["i"]])
-    df.insert(5, "feature_j", [names[j] for j in df["j"]])
+    df.insert(5, "feature_i", [names[i] for i in df["i"]])
+    df.insert(6, "feature_j", [names[j] for j in df["j"]])
     df.insert(len(df.columns) - 1, "undone", df["undone_at"].notna())
     return df
 
@@ -139,11 +149,11 @@ def history(session: Session) -> pd.DataFrame:
 def queries(session: Session) -> pd.DataFrame:
     """Every query shown, with its status."""
     names = session.feature_names
-    df = pd.DataFrame(session._read(store.query_rows),
-                      columns=["query_id", "i", "j", "expected_gain", "exact_gain", "shown_at",
-                               "status", "batch"])
-    df.insert(3, "feature_i", [names[i] for i in df["i"]])
-    df.insert(4, "feature_j", [names[j] for j in df["j"]])
+    df = pd.DataFrame(session._read(record.query_rows),
+                      columns=["query_id", "expert", "i", "j", "expected_gain", "exact_gain",
+                               "shown_at", "status", "batch"])
+    df.insert(4, "feature_i", [names[i] for i in df["i"]])
+    df.insert(5, "feature_j", [names[j] for j in df["j"]])
     df["exact_gain"] = df["exact_gain"].astype(bool)
     return df
 
@@ -151,9 +161,9 @@ def queries(session: Session) -> pd.DataFrame:
 def events(session: Session) -> pd.DataFrame:
     """The append-only event log."""
     with session._lock:
-        rows = store.event_rows(session.conn)
-    return pd.DataFrame(rows, columns=["id", "kind", "query_id", "answer_id", "epoch", "at",
-                                       "detail"])
+        rows = record.event_rows(session.conn)
+    return pd.DataFrame(rows, columns=["id", "kind", "expert", "query_id", "answer_id", "epoch",
+                                       "at", "detail"])
 
 
 def export_history(session: Session, path: str | os.PathLike) -> Path:
@@ -163,3 +173,64 @@ def export_history(session: Session, path: str | os.PathLike) -> Path:
         raise ElicitError(f"directory {path.parent} does not exist")
     history(session).to_csv(path, index=False)
     return path
+
+
+# --------------------------------------------------------------------------------------------
+# Agreement between experts
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Agreement:
+    """How the experts' active answers agree (:func:`agreement`).
+
+    Attributes
+    ----------
+    pairs
+        One row per pair answered by at least two experts: feature_i, feature_j, experts,
+        similar, dissimilar, dont_know (counts), conflict (both similar and dissimilar given)
+        and answers (``"alice: similar; bob: dissimilar"``); conflicts first.
+    compared
+        Pairs with at least two similar/dissimilar answers (don't know is no opinion).
+    agreeing
+        Of those, the pairs on which every such answer is the same.
+    """
+
+    pairs: pd.DataFrame
+    compared: int
+    agreeing: int
+
+    @property
+    def rate(self) -> float | None:
+        """``agreeing / compared`` (None when no pair was compared)."""
+        return self.agreeing / self.compared if self.compared else None
+
+
+def agreement(session: Session) -> Agreement:
+    """Where the experts agree and disagree, over their active answers."""
+    names = session.feature_names
+    by_pair: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    for i, j, a, e in session._read(record.active_answers):
+        by_pair.setdefault((i, j), []).append((e, a))
+    rows = []
+    compared = agreeing = 0
+    for (i, j), given in by_pair.items():
+        if len({e for e, _ in given}) < 2:
+            continue
+        kinds = [a for _, a in given]
+        definite = {a for a in kinds if a != "dont_know"}
+        n_def = sum(a != "dont_know" for a in kinds)
+        if n_def >= 2:
+            compared += 1
+            agreeing += len(definite) == 1
+        rows.append({"feature_i": names[i], "feature_j": names[j], "experts": len(given),
+                     **{k: kinds.count(k) for k in ("similar", "dissimilar", "dont_know")},
+                     "conflict": len(definite) > 1,
+                     "answers": "; ".join(f"{record.expert_label(e).removeprefix('expert ')}: "
+                                          f"{a.replace('_', ' ')}" for e, a in given)})
+    cols = ["feature_i", "feature_j", "experts", "similar", "dissimilar", "dont_know",
+            "conflict", "answers"]
+    df = pd.DataFrame(rows, columns=cols)
+    if len(df):
+        df = df.sort_values(["conflict", "experts"], ascending=False, kind="stable")
+        df = df.reset_index(drop=True)
+    return Agreement(df, compared, agreeing)

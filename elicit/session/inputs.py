@@ -1,19 +1,32 @@
-"""The inputs of a session: where they come from and what makes them valid.
+"""The inputs of a new session: aligning them, checking them, and what the session stores.
 
-:func:`dataset_inputs` (the paper's Amazon and Yelp data) and :func:`npz_inputs` (a user's
-``.npz`` file) return keyword arguments for :meth:`Session.create
-<elicit.session.session.Session.create>`; :func:`keyword_snippets` finds the example snippets
-shown to the expert next to each keyword, and :func:`texts_from_json` reads snippets the user
-wrote. :func:`check_inputs` holds the checks ``Session.create`` applies to its arguments,
-:func:`check_comment` the check of an answer's comment.
+:func:`prepare` is what :meth:`Session.create <elicit.session.session.Session.create>` does
+with its arguments before anything is written:
+
+* **Alignment by name.** A DataFrame ``X`` names the features; a Series ``y`` with the same
+  index labels as a DataFrame ``X`` is put in ``X``'s row order; a DataFrame of
+  meta-features whose index names the features (not 0..p-1) is put in the features' order,
+  and a missing or extra name is an error listing them.
+* **Default meta-features.** Without meta-features the paper's generic recipe is used: the
+  transpose of the (unstandardised) training matrix, one meta-feature per training sample.
+* **Centring.** ``y`` is centred internally; its mean (``y_centre``) is added back in every
+  prediction. ``standardize=True`` also centres and scales the columns of ``X`` and stores
+  the statistics, so predictions take data in the original units.
+* **Features not asked about.** Constant columns and columns identical to an earlier column
+  stay in the model (so ``X``, the names and ``predict`` keep every column) but are left
+  out of the questions: an answer about them cannot teach the model anything the data
+  allows it to use. Pairs with identical meta-features are not asked either
+  (:func:`elicit.session.model.question_pairs`).
+* A plain-text **summary** of all this is stored in the file and shown by ``elicit history``
+  and the web page.
+
+The other functions check single arguments (names, snippets, settings, comments).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,136 +38,180 @@ from elicit.model.spec import Hyper, validate_regression
 
 #: The longest comment an answer may carry, in characters.
 MAX_COMMENT = 10_000
+#: The longest expert name, in characters.
+MAX_EXPERT = 80
 
-# --------------------------------------------------------------------------------------------
-# Loading
-# --------------------------------------------------------------------------------------------
 
-def keyword_snippets(keywords: Sequence[str], texts: Sequence[str], per_keyword: int = 3,
-                     width: int = 70) -> list[list[str]]:
-    """Up to ``per_keyword`` short snippets showing where each keyword occurs in ``texts``.
+@dataclass
+class Prepared:
+    """A new session's inputs as the session stores them (see :func:`prepare`)."""
 
-    A keyword's ``_``-joined tokens (``a_lot``) must occur as consecutive words. Snippets come
-    from different texts, in the texts' order (deterministic), with ``width`` characters of
-    context on each side.
-    """
-    # Index which texts contain each lower-cased word once, so each keyword's regex runs only
-    # on the few texts that can match instead of on the whole corpus.
-    lowered = [t.lower() for t in texts]
-    where: dict[str, list[int]] = {}
-    for k, t in enumerate(lowered):
-        for w in set(re.findall(r"[^\W_]+(?:'[^\W_]+)*", t)):
-            where.setdefault(w, []).append(k)
-    out: list[list[str]] = []
-    for kw in keywords:
-        toks = [t for t in kw.lower().split("_") if t]
-        if not toks:
-            out.append([])
+    X: np.ndarray
+    y: np.ndarray
+    U: np.ndarray
+    names: list[str]
+    hyper: Hyper
+    texts: dict[int, list[str]]
+    y_centre: float
+    x_centre: list[float] | None
+    x_scale: list[float] | None
+    excluded: dict[str, str]
+    target_description: str
+    summary: list[str] = field(default_factory=list)
+
+
+def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
+            hyper: Hyper | None, strategy: str, seed: int, y_offset: float,
+            standardize: bool = False, target_description: str | None = None,
+            meta_source: str | None = None) -> Prepared:
+    """Align, check and summarise the inputs of :meth:`Session.create
+    <elicit.session.session.Session.create>` (see the module docstring)."""
+    if feature_names is None and isinstance(X, pd.DataFrame):
+        feature_names = [str(c) for c in X.columns]
+    y = _align_y(X, y)
+    names_known = feature_names is not None
+    Xa = _as_matrix(X)
+    if meta_features is None:
+        try:
+            U = np.asarray(Xa, dtype=float).T
+        except (TypeError, ValueError):
+            U = np.zeros((0, 1))  # validate_regression reports the problem with X first
+    else:
+        U = _align_meta(meta_features, feature_names if names_known else None)
+    Xf, yf, Uf = validate_regression(Xa, y, U)
+    names = check_feature_names(feature_names, Xf.shape[1])
+    if Xf.shape[1] < 2:
+        raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
+    hyper = hyper or Hyper()
+    check_settings(hyper, strategy, seed, y_offset)
+    if target_description is None:
+        name = getattr(y, "name", None)
+        target_description = f"the outcome {str(name)!r}" if name else "the outcome"
+    target_description = _one_line(target_description, "target description", 200)
+    y_centre = float(np.mean(yf))
+    excluded = excluded_features(Xf, names)
+    x_centre = x_scale = None
+    if standardize:
+        mu, sd = Xf.mean(axis=0), Xf.std(axis=0)
+        x_centre, x_scale = mu.tolist(), np.where(sd > 0, sd, 1.0).tolist()
+    summary = [f"outcome: {target_description}; y is centred internally and its mean "
+               f"{y_centre + y_offset:.6g} is added back in every prediction"]
+    if meta_features is None:
+        summary.append(f"meta-features: none given, so the paper's generic recipe is used: "
+                       f"each feature's column of the unstandardised training matrix (one "
+                       f"meta-feature per training sample, d = {Uf.shape[1]})")
+    else:
+        summary.append(f"meta-features: {Uf.shape[1]} per feature"
+                       + (f", from {meta_source}" if meta_source else ""))
+    if standardize:
+        summary.append("X is standardised internally (each column centred and scaled to unit "
+                       "variance); predictions take data in the original units")
+    constant = [n for n, why in excluded.items() if why == "constant column"]
+    dups = [f"{n!r} = {why.removeprefix('same values as ')}" for n, why in excluded.items()
+            if why != "constant column"]
+    if constant:
+        summary.append(f"left out of the questions, kept in the model: {len(constant)} "
+                       f"constant column(s): {_list(constant)}")
+    if dups:
+        summary.append(f"left out of the questions, kept in the model: {len(dups)} "
+                       f"column(s) equal to an earlier one: {', '.join(dups[:8])}"
+                       + (f" and {len(dups) - 8} more" if len(dups) > 8 else ""))
+    return Prepared(Xf, yf, Uf, names, hyper, check_texts(texts, names), y_centre, x_centre,
+                    x_scale, excluded, target_description, summary)
+
+
+def _as_matrix(X) -> np.ndarray:
+    if isinstance(X, pd.DataFrame):
+        bad = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
+               or pd.api.types.is_bool_dtype(X[c])]
+        if bad:
+            raise ElicitError(f"X must be numeric; column(s) {_list(bad)} are not")
+        return X.to_numpy(dtype=float, na_value=np.nan)
+    return X
+
+
+def _align_y(X, y):
+    """``y`` in the row order of a DataFrame ``X`` when both carry the same index labels."""
+    if not (isinstance(X, pd.DataFrame) and isinstance(y, pd.Series)):
+        return y
+    if y.index.equals(X.index):
+        return y
+    if len(y) == len(X) and set(y.index) == set(X.index) and y.index.is_unique:
+        return y.reindex(X.index)
+    if isinstance(y.index, pd.RangeIndex) or isinstance(X.index, pd.RangeIndex):
+        return y  # one of them is unlabelled: rows match by position
+    missing = [str(k) for k in X.index if k not in set(y.index)]
+    raise ElicitError(f"y's index does not match X's rows: no y for row(s) "
+                      f"{_list(missing)}; give y with the same row labels as X")
+
+
+def _align_meta(U, names: Sequence[str] | None):
+    """Meta-features in the features' order: a DataFrame indexed by feature name is matched
+    by name; anything else is taken in row order."""
+    if not isinstance(U, pd.DataFrame):
+        return U
+    bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]
+    if bad:
+        raise ElicitError(f"meta-features must be numeric; column(s) {_list(bad)} are not")
+    labels = [str(k) for k in U.index]
+    positional = isinstance(U.index, pd.RangeIndex) and list(U.index) == list(range(len(U)))
+    if positional:
+        return U.to_numpy(dtype=float, na_value=np.nan)
+    if names is None:
+        raise ElicitError("the meta-features are indexed by name, but the features have no "
+                          "names; give X as a DataFrame or pass feature_names")
+    dup = sorted({k for k in labels if labels.count(k) > 1})
+    if dup:
+        raise ElicitError(f"the meta-features name feature(s) {_list(dup)} more than once")
+    missing = [n for n in names if n not in set(labels)]
+    extra = [k for k in labels if k not in set(names)]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"no row for feature(s) {_list(missing)}")
+        if extra:
+            parts.append(f"row(s) for unknown feature(s) {_list(extra)}")
+        raise ElicitError("the meta-features do not match the features by name: "
+                          + "; ".join(parts) + " (the first column must be the feature name)")
+    U = U.copy()
+    U.index = labels
+    return U.loc[list(names)].to_numpy(dtype=float, na_value=np.nan)
+
+
+def excluded_features(X: np.ndarray, names: list[str]) -> dict[str, str]:
+    """Features left out of the questions: ``{name: reason}`` for constant columns and for
+    columns identical to an earlier column."""
+    out: dict[str, str] = {}
+    first: dict[bytes, int] = {}
+    for k in range(X.shape[1]):
+        col = np.ascontiguousarray(X[:, k])
+        if np.all(col == col[0]):
+            out[names[k]] = "constant column"
             continue
-        # The paper's vocabulary writes numbers as "<num>" (as in "<num>_years").
-        parts = [r"\d+(?:[.,]\d+)?" if t == "<num>" else re.escape(t) for t in toks]
-        pattern = re.compile(r"(?<![^\W_])" + r"[\W_]+".join(parts) + r"(?![^\W_])")
-        anchor = next((t for t in toks if t != "<num>"), None)
-        cands = where.get(anchor, []) if anchor else range(len(lowered))
-        found: list[str] = []
-        for k in cands:
-            m = pattern.search(lowered[k])
-            if m is None:
-                continue
-            t = texts[k]
-            a, b = max(0, m.start() - width), min(len(t), m.end() + width)
-            snippet = " ".join(t[a:b].split())
-            found.append(("…" if a > 0 else "") + snippet + ("…" if b < len(t) else ""))
-            if len(found) == per_keyword:
-                break
-        out.append(found)
+        key = col.tobytes()
+        if key in first:
+            out[names[k]] = f"same values as {names[first[key]]!r}"
+        else:
+            first[key] = k
     return out
 
 
-def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dict:
-    """The inputs of a session on the paper's Amazon or Yelp data, one run's split.
-
-    Uses :func:`elicit.data.load_dataset` (the paper's bag-of-words matrix and feature rule)
-    and :func:`elicit.data.prepare_run` (100 training reviews, standardised X, centred y,
-    meta-features = raw training counts). The example snippets come from the shipped raw-text
-    reviews of the same corpus when they are present: these are not the same reviews as the
-    paper's matrix (which has no text), but they show how each keyword is used.
-
-    Returns
-    -------
-    dict
-        Keyword arguments for :meth:`Session.create` (X, y, meta_features, feature_names,
-        texts, y_offset, description).
-    """
-    from elicit.data import (
-        RAW_FILES,
-        load_dataset,
-        prepare_run,
-        read_records,
-        resolve_data_dir,
-    )
-
-    ds = load_dataset(name, data_dir)
-    run = prepare_run(ds, run_seed)
-    texts = None
-    raw_note = "no example snippets (raw-text reviews not found)"
-    try:
-        raw = resolve_data_dir(data_dir, required=[RAW_FILES[name]]) / RAW_FILES[name]
-    except ElicitError:
-        raw = None
-    if raw is not None:
-        reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
-        texts = keyword_snippets(run.feature_names, reviews)
-        raw_note = f"example snippets from {raw.name}"
-    return {
-        "X": run.X_train, "y": run.y_train, "meta_features": run.U,
-        "feature_names": run.feature_names, "texts": texts, "y_offset": run.y_mean,
-        "description": (f"{name}: paper bag-of-words matrix, run seed {run_seed} "
-                        f"({run.X_train.shape[0]} training reviews, {run.p} keywords); "
-                        f"{raw_note}"),
-    }
+def _list(items: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(s) for s in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def npz_inputs(path: Path) -> dict:
-    """Inputs from a user ``.npz`` file with arrays ``X``, ``y``, ``U`` (or ``meta_features``)
-    and optionally ``feature_names``."""
-    if not path.is_file():
-        raise ElicitError(f"--from-npz file {path} does not exist")
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ElicitError(f"cannot read {path} as a numpy .npz file: {e}") from None
-    with npz:
-        keys = set(npz.files)
-        ukey = "U" if "U" in keys else "meta_features" if "meta_features" in keys else None
-        missing = [k for k in ("X", "y") if k not in keys] + ([] if ukey else ["U"])
-        if missing:
-            raise ElicitError(f"{path} has no array(s) {', '.join(missing)}; it must hold X "
-                              "(n x p), y (n) and U (p x d, or named meta_features); found "
-                              f"{', '.join(sorted(keys)) or 'nothing'}")
-        try:
-            names = [str(n) for n in npz["feature_names"]] if "feature_names" in keys else None
-            X, y, U = npz["X"], npz["y"], npz[ukey]
-        except ValueError as e:
-            raise ElicitError(f"cannot read arrays from {path}: {e} (object arrays are not "
-                              "supported; save feature_names as a string array)") from None
-    return {"X": X, "y": y, "meta_features": U, "feature_names": names,
-            "description": f"arrays from {path.name}"}
-
-
-def texts_from_json(path: Path) -> Any:
-    """Snippets from a JSON file (feature name -> list of snippets), checked later by
-    :func:`check_texts`."""
-    if not path.is_file():
-        raise ElicitError(f"--texts file {path} does not exist")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ElicitError(f"--texts file {path} is not valid JSON: {e}") from None
+def _one_line(text: Any, what: str, limit: int) -> str:
+    if not isinstance(text, str):
+        raise ElicitError(f"{what} must be text, got {type(text).__name__}")
+    text = " ".join(text.split())
+    if not text or len(text) > limit:
+        raise ElicitError(f"{what} must be 1 to {limit} characters long, got {len(text)}")
+    return text
 
 
 # --------------------------------------------------------------------------------------------
-# Checking
+# Single arguments
 # --------------------------------------------------------------------------------------------
 
 def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
@@ -225,25 +282,6 @@ def _snippet_list(snippets, name: str) -> list[str]:
     return snippets
 
 
-def check_inputs(X, y, meta_features, feature_names: Sequence[str] | None, texts,
-                 hyper: Hyper | None, strategy: str, seed: int, y_offset: float):
-    """The checks of :meth:`Session.create <elicit.session.session.Session.create>`.
-
-    Returns ``(X, y, U, feature_names, hyper, texts)`` as the session stores them: float
-    arrays, one name per feature (a DataFrame ``X`` supplies them), the default
-    hyperparameters for None, and snippets as ``{feature index: [snippet, ...]}``.
-    """
-    if feature_names is None and isinstance(X, pd.DataFrame):
-        feature_names = [str(c) for c in X.columns]
-    X, y, U = validate_regression(X, y, meta_features)
-    names = check_feature_names(feature_names, X.shape[1])
-    if X.shape[1] < 2:
-        raise ElicitError(f"need at least 2 features to ask about pairs, got {X.shape[1]}")
-    hyper = hyper or Hyper()
-    check_settings(hyper, strategy, seed, y_offset)
-    return X, y, U, names, hyper, check_texts(texts, names)
-
-
 def check_settings(hyper: Hyper, strategy: str, seed: int, y_offset: float) -> None:
     """Refuse settings of a new session that are not a :class:`Hyper`, a known strategy, a
     non-negative integer seed and a finite ``y_offset``."""
@@ -269,6 +307,23 @@ def check_comment(comment: str | None) -> str | None:
         raise ElicitError(f"comment is {len(comment)} characters long; the limit is "
                           f"{MAX_COMMENT}")
     return comment
+
+
+def check_expert(expert: str | None) -> str:
+    """An expert's name, stripped (``''`` is the unnamed expert); refuses non-text, overlong
+    names and control characters."""
+    if expert is None:
+        return ""
+    if not isinstance(expert, str):
+        raise ElicitError(f"expert must be a name (text), got {type(expert).__name__}")
+    expert = " ".join(expert.split())
+    if len(expert) > MAX_EXPERT:
+        raise ElicitError(f"expert name is {len(expert)} characters long; the limit is "
+                          f"{MAX_EXPERT}")
+    if any(not ch.isprintable() for ch in expert):
+        raise ElicitError(f"expert name {expert!r} contains control characters; use letters, "
+                          "digits and spaces")
+    return expert
 
 
 def feature_index(names: list[str], feature: int | str) -> int:

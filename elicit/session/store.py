@@ -1,36 +1,37 @@
 """The session file: one SQLite database holding everything a session saw and said.
 
-Every SQL statement of a session is in this module. The file holds the data (so a session
-resumes from the file alone), the settings, every query shown, every answer, skip and undo.
-The format is described in ``docs/session.md``; in short:
+This module holds the SQL of the file as a whole (schema, creation, checks on opening,
+durability, migration of older files); :mod:`elicit.session.record` holds the SQL of the
+record inside it (queries, answers, skips, undos). The format is described in
+``docs/session.md``; in short:
 
 ========== =================================================================================
 table      rows
 ========== =================================================================================
 meta       key -> JSON value: ``format_version``, ``created``, ``session_uid``, ``data_hash``
            (sha256 of X, y, U as float64 bytes with their shapes), ``array_hashes``,
-           ``feature_names``, ``settings`` (hyperparameters, engine, utility, strategy, pool
-           size, seed), ``y_offset``, ``description``
+           ``feature_names``, ``settings``, ``y_offset``, ``description`` and (format 2)
+           ``y_centre``, ``x_centre``/``x_scale``, ``excluded_features``,
+           ``target_description``, ``summary``
 arrays     ``X``, ``y``, ``U`` as ``.npy`` blobs (``numpy.save``, no pickles)
 texts      optional example snippets per feature (shown to the expert)
-queries    every pair shown: ``id, i, j, expected_gain, exact_gain, shown_at, status, batch``
-           with status ``pending | answered | skipped | cancelled``
-answers    ``id, query_id UNIQUE, i, j, answer, comment, answered_at, undone_at``; a partial
-           unique index forbids two active (not undone) answers to one pair
-events     an append-only log: ``create``, ``query``, ``answer``, ``skip``, ``undo``
+queries    every pair shown: ``id, i, j, expected_gain, exact_gain, shown_at, status, batch,
+           expert`` with status ``pending | answered | skipped | cancelled``
+answers    ``id, query_id UNIQUE, i, j, answer, comment, answered_at, undone_at, expert``; a
+           partial unique index forbids two active (not undone) answers of one expert to one
+           pair
+events     an append-only log: ``create``, ``query``, ``answer``, ``skip``, ``undo``,
+           ``cancel``, ``migrate``, each with its ``expert``
 ========== =================================================================================
 
-Durability. The file runs in WAL mode with ``synchronous=FULL``. Every write is one
-``BEGIN IMMEDIATE`` transaction (:func:`write`): an answer checks the query is still pending,
-inserts the answer, marks the query answered and logs the event, all or nothing. Two writers
-(two browser tabs, two processes) cannot both answer one query: the check runs inside the
-write transaction and ``answers.query_id`` is ``UNIQUE``. A new file is built under a
-temporary name and renamed into place, so a crash during creation never leaves half a
-session. Files that are missing, truncated, corrupted or written by a newer version are
-refused before anything is written to them.
-
-The *epoch* of a write is the number of answers and undos logged before it: the model changes
-only at those, and skips are remembered per epoch.
+Durability. The file uses SQLite's rollback journal (``journal_mode=DELETE``) with
+``synchronous=EXTRA``: a commit writes the changed pages into the session file itself and
+syncs it, then deletes the journal and syncs the directory. Once a write has returned, the
+``.session`` file on its own holds it, with no ``-wal`` file that a copy could leave behind,
+and a power cut cannot take it back. Every write is one ``BEGIN IMMEDIATE`` transaction
+(:func:`write`). A new file is built under a temporary name and renamed into place. Files
+that are missing, truncated, corrupted, read-only or written by a newer version are refused
+before anything is written to them.
 """
 
 from __future__ import annotations
@@ -41,23 +42,24 @@ import io
 import json
 import os
 import sqlite3
+import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from elicit.errors import ElicitError
 
-if TYPE_CHECKING:
-    from elicit.elicitation.strategies import Query
-
-#: Version of the file layout written by this module. Files with a larger number are refused.
-FORMAT_VERSION = 1
+#: Version of the file layout written by this module. Files with a larger number are refused;
+#: version 1 files (no experts, WAL journal) are migrated in place when opened.
+FORMAT_VERSION = 2
 #: ``PRAGMA application_id`` of session files ("ELIC"), so ``file(1)``-like tools can tell.
 APPLICATION_ID = 0x454C4943
+#: How long a write waits for another program's lock before giving up, in seconds.
+BUSY_TIMEOUT = 10.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
 
@@ -74,6 +76,7 @@ CREATE TABLE queries (
     shown_at TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'skipped', 'cancelled')),
     batch INTEGER,
+    expert TEXT NOT NULL DEFAULT '',
     CHECK (i < j));
 CREATE TABLE answers (
     id INTEGER PRIMARY KEY,
@@ -82,20 +85,41 @@ CREATE TABLE answers (
     answer TEXT NOT NULL CHECK (answer IN ('similar', 'dissimilar', 'dont_know')),
     comment TEXT,
     answered_at TEXT NOT NULL,
-    undone_at TEXT);
-CREATE UNIQUE INDEX answers_one_active_per_pair ON answers (i, j) WHERE undone_at IS NULL;
+    undone_at TEXT,
+    expert TEXT NOT NULL DEFAULT '');
+CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
+    WHERE undone_at IS NULL;
+CREATE INDEX queries_by_status ON queries (status, expert);
 CREATE TABLE events (
     id INTEGER PRIMARY KEY,
     kind TEXT NOT NULL,
     query_id INTEGER, answer_id INTEGER,
     epoch INTEGER NOT NULL,
     at TEXT NOT NULL,
-    detail TEXT);
+    detail TEXT,
+    expert TEXT NOT NULL DEFAULT '');
 """
+
+# Format 1 -> 2: every row gets an expert ('' = the unnamed expert of the old file), and the
+# one-active-answer-per-pair rule becomes one per pair and expert.
+_MIGRATE_1_TO_2 = """
+ALTER TABLE queries ADD COLUMN expert TEXT NOT NULL DEFAULT '';
+ALTER TABLE answers ADD COLUMN expert TEXT NOT NULL DEFAULT '';
+ALTER TABLE events ADD COLUMN expert TEXT NOT NULL DEFAULT '';
+DROP INDEX IF EXISTS answers_one_active_per_pair;
+CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
+    WHERE undone_at IS NULL;
+CREATE INDEX queries_by_status ON queries (status, expert);
+"""
+
 
 def now() -> str:
     """The current UTC time as ISO 8601 with microseconds (every timestamp in the file)."""
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _statements(script: str) -> list[str]:
+    return [s for s in script.split(";") if s.strip()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,27 +167,46 @@ def connect(path: Path) -> sqlite3.Connection:
     # transaction. check_same_thread=False: the web server calls from worker threads; the
     # Session's lock serialises all use of the connection.
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
-                           timeout=10.0)
-    conn.execute("PRAGMA busy_timeout = 10000")
+                           timeout=BUSY_TIMEOUT)
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
 
-def set_durable(conn: sqlite3.Connection) -> None:
-    """WAL mode with ``synchronous=FULL`` (the first write this module makes to a file)."""
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise ElicitError(f"could not switch the session file to WAL mode (got {mode!r}); "
-                          "is it on a network file system?")
-    # FULL: the WAL is synced at every commit, so a committed answer survives power loss too.
-    conn.execute("PRAGMA synchronous = FULL")
+def set_durable(conn: sqlite3.Connection, path: Path) -> None:
+    """Rollback journal (``DELETE``) with ``synchronous=EXTRA``: every commit is in the
+    session file itself, synced, before it returns.
+
+    Why not WAL: in WAL mode a commit lands in the ``-wal`` file and reaches the session file
+    only at a checkpoint, so a copy of the ``.session`` file alone (the "one file" the docs
+    promise) misses recent answers. A checkpoint after every commit would fix that but can be
+    held back by any reader of another process. With the rollback journal a commit cannot
+    return before the session file holds it. EXTRA (not FULL) also syncs the directory after
+    the journal is deleted, so a power cut right after a commit cannot resurrect the journal
+    and roll the answer back.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        # A format-1 file is in WAL mode; leaving WAL needs every other connection closed.
+        mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
+        if mode == "delete" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if mode != "delete":
+        raise ElicitError(f"session file {path} is open in another program that keeps it in "
+                          f"the older WAL format (journal mode {mode!r}), probably an older "
+                          "elicit; close that program and try again")
+    conn.execute("PRAGMA synchronous = EXTRA")
 
 
 @contextlib.contextmanager
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction. IMMEDIATE takes the write lock up front, so checks made inside
     the transaction cannot be invalidated by another writer before we commit."""
-    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as e:
+        raise _busy_or(e) from None
     try:
         yield conn
     except BaseException:
@@ -171,7 +214,25 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     else:
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _busy_or(e) from None
+
+
+def _busy_or(e: sqlite3.OperationalError) -> Exception:
+    msg = str(e)
+    if "locked" in msg or "busy" in msg:
+        return ElicitError(f"the session file stayed locked by another program for "
+                           f"{BUSY_TIMEOUT:.0f} s ({msg}); nothing was saved. Close programs "
+                           "that hold the file open (a database browser?) and try again")
+    if "readonly" in msg or "read-only" in msg:
+        return ElicitError(f"the session file cannot be written ({msg}); nothing was saved. "
+                           "Make it and its folder writable, or copy the session to a folder "
+                           "you can write to")
+    return e
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,7 +240,8 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 # --------------------------------------------------------------------------------------------
 
 def check_new_path(path: Path, overwrite: bool) -> None:
-    """Refuse a target that is a directory, exists (without ``overwrite``) or has no parent."""
+    """Refuse a target that is a directory, exists (without ``overwrite``), has no parent or
+    lies in a folder we cannot write to."""
     if path.is_dir():
         raise ElicitError(f"{path} is a directory; give a file name for the session")
     if path.exists() and not overwrite:
@@ -187,6 +249,9 @@ def check_new_path(path: Path, overwrite: bool) -> None:
                           "to replace it, or Session.open() to continue it")
     if not path.parent.exists():
         raise ElicitError(f"directory {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise ElicitError(f"cannot create {path}: the folder {path.parent} is read-only; "
+                          "choose a folder you can write to")
 
 
 def create_file(path: Path, meta: dict[str, Any], X: np.ndarray, y: np.ndarray,
@@ -196,35 +261,32 @@ def create_file(path: Path, meta: dict[str, Any], X: np.ndarray, y: np.ndarray,
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         conn = connect(tmp)
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-        set_durable(conn)
-        with write(conn):
-            for stmt in _SCHEMA.split(";"):
-                if stmt.strip():
+        try:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            set_durable(conn, tmp)
+            with write(conn):
+                for stmt in _statements(_SCHEMA):
                     conn.execute(stmt)
-            conn.executemany("INSERT INTO meta VALUES (?, ?)",
-                             [(k, json.dumps(v)) for k, v in meta.items()])
-            conn.executemany("INSERT INTO arrays VALUES (?, ?)",
-                             [("X", _npy_bytes(X)), ("y", _npy_bytes(y)),
-                              ("U", _npy_bytes(U))])
-            conn.executemany("INSERT INTO texts VALUES (?, ?, ?)",
-                             [(f, k, s) for f, ss in texts.items() for k, s in enumerate(ss)])
-            conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
-                         "('create', 0, ?, NULL)", (now(),))
-        # Fold the WAL into the main file before the rename: the renamed file must be
-        # complete on its own (the -wal file keeps the temporary name).
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
-        for suffix in ("-wal", "-shm"):
-            Path(str(tmp) + suffix).unlink(missing_ok=True)
+                conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                                 [(k, json.dumps(v)) for k, v in meta.items()])
+                conn.executemany("INSERT INTO arrays VALUES (?, ?)",
+                                 [("X", _npy_bytes(X)), ("y", _npy_bytes(y)),
+                                  ("U", _npy_bytes(U))])
+                conn.executemany("INSERT INTO texts VALUES (?, ?, ?)",
+                                 [(f, k, s) for f, ss in texts.items()
+                                  for k, s in enumerate(ss)])
+                conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
+                             "('create', 0, ?, NULL)", (now(),))
+        finally:
+            conn.close()
         if overwrite:
-            for suffix in ("-wal", "-shm"):
+            for suffix in ("-wal", "-shm", "-journal"):
                 Path(str(path) + suffix).unlink(missing_ok=True)
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     finally:
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-journal", "-wal", "-shm"):
             Path(str(tmp) + suffix).unlink(missing_ok=True)
 
 
@@ -249,7 +311,7 @@ def _fsync_dir(d: Path) -> None:
 def open_file(path: Path, given: dict[str, Any] | None = None,
               ) -> tuple[sqlite3.Connection, dict[str, Any], dict[str, np.ndarray],
                          dict[int, list[str]]]:
-    """Check and read a session file, then make its connection durable.
+    """Check and read a session file, make its connection durable, migrate an older format.
 
     Nothing is written to a file that fails a check, nor to one whose data differs from the
     arrays ``given`` (``{"X": ..., "y": ..., "U": ...}``, None for those not to check).
@@ -257,6 +319,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None,
     per feature.
     """
     _inspect_file(path)
+    _check_writable(path)
     try:
         conn = connect(path)
     except sqlite3.Error as e:
@@ -265,11 +328,27 @@ def open_file(path: Path, given: dict[str, Any] | None = None,
         meta, arrays, texts = _read_file(conn, path)
         if given and any(v is not None for v in given.values()):
             _check_same_data(path, meta, given)
-        set_durable(conn)
+        set_durable(conn, path)
+        if meta["format_version"] < FORMAT_VERSION:
+            meta = _migrate(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn, meta, arrays, texts
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse a session that cannot be written: every answer is saved into the file, and a
+    commit creates a journal file beside it."""
+    where = path.parent
+    if not os.access(path, os.W_OK):
+        raise ElicitError(f"session file {path} is read-only, and elicit saves every answer "
+                          f"into it; make it writable (chmod u+w {path}) or copy it to a "
+                          "folder you can write to")
+    if not os.access(where, os.W_OK):
+        raise ElicitError(f"session file {path} is in a read-only folder ({where}): elicit "
+                          "needs to create a journal file beside it while it saves an "
+                          "answer; copy the session to a folder you can write to")
 
 
 def _inspect_file(path: Path) -> None:
@@ -301,13 +380,13 @@ def _inspect_file(path: Path) -> None:
     change_counter = header[24:28]
     valid_for = header[92:96]
     # The in-header page count is only trustworthy when it was written by the same
-    # transaction as the change counter (SQLite's own rule). With a non-empty -wal file
-    # beside it, a checkpoint may have been cut short (header written, file not yet grown);
-    # SQLite's recovery finishes it, so leave that case to SQLite and quick_check.
-    wal = Path(str(path) + "-wal")
-    wal_pending = wal.exists() and wal.stat().st_size > 0
+    # transaction as the change counter (SQLite's own rule). A non-empty -wal or -journal
+    # beside the file means a write was cut short (header written, file not yet grown);
+    # SQLite's recovery finishes or undoes it, so leave that case to SQLite and quick_check.
+    pending = any(Path(str(path) + s).exists() and Path(str(path) + s).stat().st_size > 0
+                  for s in ("-wal", "-journal"))
     if (n_pages and change_counter == valid_for and size < n_pages * page_size
-            and not wal_pending):
+            and not pending):
         raise ElicitError(f"session file {path} is truncated: its header promises "
                           f"{n_pages * page_size} bytes but the file has {size}; it was left "
                           "untouched (restore it from a backup)")
@@ -369,12 +448,41 @@ def _read_file(conn: sqlite3.Connection, path: Path):
         for f, _, s in conn.execute("SELECT feature, k, snippet FROM texts ORDER BY feature, k"):
             texts.setdefault(int(f), []).append(str(s))
     except sqlite3.DatabaseError as e:
-        raise ElicitError(f"session file {path} is corrupted or truncated ({e}); it was left "
-                          "untouched (restore it from a backup)") from None
+        msg = str(e)
+        if "readonly" in msg or "unable to open" in msg:
+            raise ElicitError(f"session file {path} cannot be opened for writing ({msg}): "
+                              "make it and its folder writable, or copy the session to a "
+                              "folder you can write to") from None
+        raise ElicitError(f"session file {path} is corrupted or truncated ({msg}); it was "
+                          "left untouched (restore it from a backup)") from None
     if len(meta["feature_names"]) != arrays["X"].shape[1]:
         raise ElicitError(f"session file {path} is corrupted: {len(meta['feature_names'])} "
                           f"feature names for {arrays['X'].shape[1]} features")
     return meta, arrays, texts
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
+    """Bring a format-1 file to the current format, in one transaction, and return its meta.
+
+    The transaction re-reads the version inside the write lock, so two programs opening one
+    old file at once migrate it once.
+    """
+    with write(conn):
+        fv = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'format_version'"
+                                     ).fetchone()[0])
+        if fv == 1:
+            for stmt in _statements(_MIGRATE_1_TO_2):
+                conn.execute(stmt)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
+                         (json.dumps(FORMAT_VERSION),))
+            conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            e = int(conn.execute("SELECT COUNT(*) FROM events WHERE kind IN "
+                                 "('answer', 'undo')").fetchone()[0])
+            conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
+                         "('migrate', ?, ?, ?)",
+                         (e, now(), json.dumps({"from": 1, "to": FORMAT_VERSION})))
+    rows = conn.execute("SELECT key, value FROM meta").fetchall()
+    return {k: json.loads(v) for k, v in rows}
 
 
 def _check_same_data(path: Path, meta: dict, given: dict[str, Any]) -> None:
@@ -400,181 +508,3 @@ def _check_same_data(path: Path, meta: dict, given: dict[str, Any]) -> None:
                 f"(session: shape {tuple(shape) if shape else '?'}, sha256 {str(want)[:12]}; "
                 f"given: shape {arr.shape}, sha256 {got[:12]}). Open it without data to use "
                 "the arrays stored in the file, or create a new session for this data")
-
-
-# --------------------------------------------------------------------------------------------
-# Reading the record
-# --------------------------------------------------------------------------------------------
-
-def data_version(conn: sqlite3.Connection) -> int:
-    """``PRAGMA data_version``: changes when *another* connection commits."""
-    return int(conn.execute("PRAGMA data_version").fetchone()[0])
-
-
-def epoch(conn: sqlite3.Connection) -> int:
-    """The number of answers and undos logged so far."""
-    return int(conn.execute(
-        "SELECT COUNT(*) FROM events WHERE kind IN ('answer', 'undo')").fetchone()[0])
-
-
-def active_answers(conn: sqlite3.Connection) -> list[tuple[int, int, str]]:
-    """The answers not undone, ``(i, j, answer)`` in answer order."""
-    rows = conn.execute("SELECT i, j, answer FROM answers WHERE undone_at IS NULL "
-                        "ORDER BY id").fetchall()
-    return [(int(i), int(j), str(a)) for i, j, a in rows]
-
-
-def last_event(conn: sqlite3.Connection) -> int:
-    """The id of the latest event (0 for none): grows with every recorded event."""
-    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0])
-
-
-def progress(conn: sqlite3.Connection, n_pairs: int) -> dict[str, int]:
-    """Counts of the record: ``answered`` (active answers), ``pairs`` (``n_pairs``), ``left``,
-    ``skipped``, ``undone``, ``pending`` and the active answers per kind."""
-    kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
-                              "GROUP BY answer").fetchall())
-    skipped, pending = conn.execute("SELECT COALESCE(SUM(status = 'skipped'), 0), "
-                                    "COALESCE(SUM(status = 'pending'), 0) FROM queries").fetchone()
-    undone = conn.execute("SELECT COUNT(*) FROM answers WHERE undone_at IS NOT NULL").fetchone()[0]
-    n_ans = sum(kinds.values())
-    return {"answered": n_ans, "pairs": n_pairs, "left": n_pairs - n_ans,
-            "skipped": int(skipped), "undone": int(undone), "pending": int(pending),
-            **{k: int(kinds.get(k, 0)) for k in ("similar", "dissimilar", "dont_know")}}
-
-
-def pending_queries(conn: sqlite3.Connection) -> list[tuple]:
-    """Queries shown and not yet answered or skipped, oldest first: id, i, j, expected_gain,
-    exact_gain."""
-    return conn.execute("SELECT id, i, j, expected_gain, exact_gain FROM queries "
-                        "WHERE status='pending' ORDER BY id").fetchall()
-
-
-def n_queries(conn: sqlite3.Connection) -> int:
-    """How many queries were ever recorded (the round number of the next one)."""
-    return int(conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0])
-
-
-def skipped_pairs(conn: sqlite3.Connection, at_epoch: int) -> set[tuple[int, int]]:
-    """The pairs skipped since the last answer or undo."""
-    return {(int(i), int(j)) for i, j in conn.execute(
-        "SELECT q.i, q.j FROM events e JOIN queries q ON q.id = e.query_id "
-        "WHERE e.kind = 'skip' AND e.epoch = ?", (at_epoch,))}
-
-
-def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str]):
-    """``(id, i, j, expected_gain, exact_gain, status)`` of a pending query; for any other
-    query an error saying what became of it (``action`` is what was refused)."""
-    row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status FROM queries "
-                       "WHERE id = ?", (qid,)).fetchone()
-    if row is None:
-        raise ElicitError(f"query {qid} was not asked in this session; ask for the next "
-                          "query first")
-    status = row[5]
-    pair = f"{names[row[1]]!r} vs {names[row[2]]!r}"
-    if status == "answered":
-        a = conn.execute("SELECT id, answer, answered_at, undone_at FROM answers WHERE "
-                         "query_id = ?", (qid,)).fetchone()
-        when = f" ({a[1]!r}, answer {a[0]} at {a[2]})" if a else ""
-        undone = " and later undone" if a and a[3] else ""
-        raise ElicitError(f"query {qid} ({pair}) was already answered{when}{undone}, "
-                          f"perhaps in another tab or window; cannot {action} it again")
-    if status == "skipped":
-        raise ElicitError(f"query {qid} ({pair}) was skipped; it may come back later. "
-                          "Ask for the next query")
-    if status == "cancelled":
-        raise ElicitError(f"query {qid} ({pair}) was withdrawn by an undo; ask for the "
-                          "next query")
-    return row
-
-
-def history_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every answer with its query's gain and time, oldest first (columns as in
-    :func:`elicit.session.export.history`, without the feature names)."""
-    return conn.execute(
-        "SELECT a.id, a.query_id, a.i, a.j, a.answer, a.comment, q.expected_gain, "
-        "q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q ON "
-        "q.id = a.query_id ORDER BY a.id").fetchall()
-
-
-def query_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every query shown: id, i, j, expected_gain, exact_gain, shown_at, status, batch."""
-    return conn.execute("SELECT id, i, j, expected_gain, exact_gain, shown_at, status, batch "
-                        "FROM queries ORDER BY id").fetchall()
-
-
-def event_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """The event log in order: id, kind, query_id, answer_id, epoch, at, detail."""
-    return conn.execute("SELECT id, kind, query_id, answer_id, epoch, at, detail FROM events "
-                        "ORDER BY id").fetchall()
-
-
-# --------------------------------------------------------------------------------------------
-# Writing the record (each function is, or runs inside, one write transaction)
-# --------------------------------------------------------------------------------------------
-
-def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query]) -> None:
-    """Record chosen queries as pending (one batch if more than one), unless another
-    connection recorded pending queries meanwhile: those win and ``chosen`` is dropped."""
-    at = now()
-    with write(conn):
-        # The queries were chosen without the write lock held, so check again inside it.
-        if conn.execute("SELECT COUNT(*) FROM queries WHERE status='pending'").fetchone()[0]:
-            return
-        e = epoch(conn)
-        batch_id = None
-        if len(chosen) > 1:
-            batch_id = int(conn.execute("SELECT COALESCE(MAX(batch), 0) + 1 FROM queries"
-                                        ).fetchone()[0])
-        for q in chosen:
-            cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, "
-                               "shown_at, status, batch) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
-                               (q.i, q.j, q.expected_gain, int(q.exact_gain), at, batch_id))
-            conn.execute("INSERT INTO events (kind, query_id, epoch, at) VALUES "
-                         "('query', ?, ?, ?)", (cur.lastrowid, e, at))
-
-
-def insert_answer(conn: sqlite3.Connection, qid: int, i: int, j: int, answer: str,
-                  comment: str | None, at: str) -> int:
-    """Inside a write transaction: record an answer to a pending query; returns its id."""
-    e = epoch(conn)
-    cur = conn.execute("INSERT INTO answers (query_id, i, j, answer, comment, answered_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (qid, i, j, answer, comment, at))
-    aid = cur.lastrowid
-    assert aid is not None  # an INSERT always sets it
-    conn.execute("UPDATE queries SET status='answered' WHERE id = ?", (qid,))
-    conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at) "
-                 "VALUES ('answer', ?, ?, ?, ?)", (qid, aid, e, at))
-    return aid
-
-
-def mark_skipped(conn: sqlite3.Connection, qid: int) -> None:
-    """Inside a write transaction: record a skip of a pending query."""
-    conn.execute("UPDATE queries SET status='skipped' WHERE id = ?", (qid,))
-    conn.execute("INSERT INTO events (kind, query_id, epoch, at) VALUES ('skip', ?, ?, ?)",
-                 (qid, epoch(conn), now()))
-
-
-def undo_last(conn: sqlite3.Connection, at: str) -> tuple:
-    """Undo the last active answer in one transaction: mark it undone, withdraw the pending
-    queries and ask its pair again. Returns ``(id, query_id, i, j, answer, comment,
-    answered_at)`` of the undone answer."""
-    with write(conn):
-        row = conn.execute("SELECT a.id, a.query_id, a.i, a.j, a.answer, a.comment, "
-                           "a.answered_at, q.expected_gain, q.exact_gain FROM answers a "
-                           "JOIN queries q ON q.id = a.query_id WHERE a.undone_at IS NULL "
-                           "ORDER BY a.id DESC LIMIT 1").fetchone()
-        if row is None:
-            raise ElicitError("there is no answer to undo")
-        aid, qid, i, j, _, _, _, gain, exact = row
-        e = epoch(conn)
-        conn.execute("UPDATE answers SET undone_at = ? WHERE id = ?", (at, aid))
-        conn.execute("UPDATE queries SET status='cancelled' WHERE status='pending'")
-        # The model is back where it was when this pair was asked, so its stored gain still
-        # applies.
-        cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, shown_at, "
-                           "status) VALUES (?, ?, ?, ?, ?, 'pending')", (i, j, gain, exact, at))
-        conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, detail) "
-                     "VALUES ('undo', ?, ?, ?, ?, ?)",
-                     (qid, aid, e, at, json.dumps({"requeued": cur.lastrowid})))
-    return row[:7]

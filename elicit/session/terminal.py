@@ -1,5 +1,5 @@
-"""The terminal front end of a session (``elicit ask``) and its history table
-(``elicit history``).
+"""The terminal front end of a session (``elicit ask``), its history and agreement tables
+(``elicit history``), and the signal handling both ``ask`` and ``serve`` use.
 
 ``run_ask`` reads one line per key from its input, so it works in a terminal and from a pipe
 alike (``printf 's\\nd\\nq\\n' | elicit ask my.session``).
@@ -7,10 +7,15 @@ alike (``printf 's\\nd\\nq\\n' | elicit ask my.session``).
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from elicit.errors import ElicitError
+from elicit.session.sources import highlight
 
 if TYPE_CHECKING:
     from elicit.session.session import Session, SessionQuery
@@ -20,104 +25,214 @@ KEYS_HELP = ("[s] similar   [d] dissimilar   [?] don't know   [k] skip   [u] und
              "Add a comment after the key, e.g.  s both praise the product")
 
 
-def _show_query(s: Session, q: SessionQuery, out: TextIO) -> None:
-    pr = s.progress()
-    gain = "" if q.expected_gain is None else f" · expected gain {q.expected_gain:.3g}"
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, or SIGTERM / SIGHUP turned into the same clean stop; ``code`` is the exit
+    status (130 for Ctrl-C, 128 + the signal number otherwise)."""
+
+    def __init__(self, code: int = 130) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class StopSignals:
+    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number,
+    or None. (werkzeug's server swallows the KeyboardInterrupt, so ``serve`` reads it here.)
+    """
+
+    code: int | None = None
+
+
+@contextlib.contextmanager
+def stop_signals_as_interrupt() -> Iterator[StopSignals]:
+    """Within the block, SIGTERM and SIGHUP (a closed terminal) raise :class:`Interrupted`
+    like Ctrl-C does, so ``ask`` and ``serve`` close the session cleanly on them too.
+
+    An answer is written in one transaction that a raised exception rolls back, and a
+    committed one is never undone, so stopping here loses nothing that was confirmed.
+    Only the main thread can install handlers; elsewhere the block changes nothing.
+    """
+    caught = StopSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def handler(signum, frame):
+        caught.code = 128 + signum
+        raise Interrupted(128 + signum)
+
+    sigs = [s for s in ("SIGTERM", "SIGHUP") if hasattr(signal, s)]
+    old = {name: signal.signal(getattr(signal, name), handler) for name in sigs}
+    try:
+        yield caught
+    finally:
+        for name, h in old.items():
+            signal.signal(getattr(signal, name), h)
+
+
+def _say(out: TextIO, text: str) -> None:
+    """Print, ignoring a terminal that has gone away (SIGHUP: the answers are safe anyway)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=out, flush=True)
+
+
+def _marked(keyword: str, snippet: str, tty: bool) -> str:
+    """The snippet with the keyword in bold (ANSI) on a terminal, else between ``**``."""
+    on, off = ("\033[1m", "\033[0m") if tty else ("**", "**")
+    return "".join(f"{on}{t}{off}" if hit else t for t, hit in highlight(keyword, snippet))
+
+
+def worth_text(q: SessionQuery) -> str:
+    """``"worth 35% of the first question"`` (empty without expected gains)."""
+    if q.worth is None:
+        return ""
+    pct = q.worth * 100
+    return f"worth {pct:.0f}% of the first question" if pct >= 1 or pct == 0 else \
+        "worth under 1% of the first question"
+
+
+def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
+    pr = s.progress(q.expert)
+    worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
     print(f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} pairs "
-          f"answered{skipped}{gain} ──", file=out)
-    print("Do these two features affect the outcome in the same way?", file=out)
+          f"answered{skipped}{' · ' + worth if worth else ''} ──", file=out)
+    print(f"Do these two features affect {s.target_description} in the same way?", file=out)
     for label, f, name in (("A", q.i, q.names[0]), ("B", q.j, q.names[1])):
         print(f"  {label}: {name}", file=out)
         for snip in s.texts(f)[:2]:
-            print(f"       \"{snip}\"", file=out)
+            print(f"       \"{_marked(name, snip, tty)}\"", file=out)
     print("[s] similar  [d] dissimilar  [?] don't know  [k] skip  [u] undo  [q] quit",
           file=out)
 
 
-def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
+def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
+            expert: str | None = None) -> int:
     """The terminal loop: one line of input per key. Returns the exit status.
 
     Every answer is committed by :meth:`Session.answer` before the next question is chosen,
-    so quitting, Ctrl-C or a killed terminal loses no answer already confirmed.
+    so quitting, Ctrl-C, SIGTERM or a closed terminal loses no answer already confirmed.
     """
-    print(f"elicit session {s.path}", file=out)
+    who = s.expert if expert is None else expert
+    tty = bool(getattr(out, "isatty", lambda: False)())
+    left = s.progress(who)["left"]
+    if batch > 1 and left and batch > left:
+        raise ElicitError(f"--batch {batch} is larger than the {left} pair(s) left to ask; "
+                          f"use --batch {left} or less")
+    print(f"elicit session {s.path}" + (f" · expert {who}" if who else ""), file=out)
     if s.description:
         print(s.description, file=out)
     print(KEYS_HELP, file=out)
-    show = True
+    show, hinted = True, False
     try:
-        while True:
-            if s.done:
-                print(f"\nAll {s.n_pairs} pairs are answered. Type u to undo the last answer "
-                      "or q to quit.", file=out)
-                q = None
-            else:
-                if batch > 1 and not s.pending():
-                    qs = s.batch(batch)
-                    print(f"\nA batch of {len(qs)} questions:", file=out)
-                    for t, bq in enumerate(qs, 1):
-                        print(f"  {t}. {bq.names[0]}  vs  {bq.names[1]}", file=out)
-                q = s.next_query()
-                if show:
-                    _show_query(s, q, out)
-            show = True
-            out.write("> ")
-            out.flush()
-            line = inp.readline()
-            if not line:
-                print(f"\nend of input; {s.progress()['answered']} answers are saved in "
-                      f"{s.path}", file=out)
-                return 0
-            key, _, comment = line.strip().partition(" ")
-            key = key.lower()
-            try:
-                if key in ("q", "quit", "exit"):
-                    print(f"bye: {s.progress()['answered']} answers are saved in {s.path}; "
-                          f"resume with `elicit ask {s.path}`", file=out)
-                    return 0
-                if key in ("u", "undo"):
-                    rec = s.undo()
-                    print(f"undid answer {rec.id}: {s.feature_names[rec.i]} vs "
-                          f"{s.feature_names[rec.j]} ({rec.answer.value})", file=out)
-                elif q is None:
-                    if key:
-                        print(f"nothing left to ask; type u or q (got {key!r})", file=out)
-                elif key in ("k", "skip"):
-                    s.skip(q)
-                    print("skipped; the pair may come back later", file=out)
-                elif key in ("s", "d", "?", "similar", "dissimilar", "dont_know"):
-                    rec = s.answer(q, key, comment=comment or None)
-                    print(f"saved: {q.names[0]} vs {q.names[1]} -> "
-                          f"{rec.answer.value.replace('_', ' ')}", file=out)
-                elif key in ("", "h", "help"):
-                    print(KEYS_HELP, file=out)
+        with stop_signals_as_interrupt():
+            while True:
+                if s.is_done(who):
+                    print(f"\nAll {s.n_pairs} pairs are answered. Type u to undo the last "
+                          "answer or q to quit.", file=out)
+                    q = None
                 else:
-                    print(f"unknown key {key!r}: use s, d, ?, k, u or q", file=out)
-                    show = False
-            except ElicitError as e:
-                # A refused action (nothing to undo, answered elsewhere) is not fatal here.
-                print(f"error: {e}", file=out)
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: {s.progress()['answered']} answers are saved in {s.path}; "
-              f"resume with `elicit ask {s.path}`", file=out)
-        return 130
+                    if batch > 1 and not s.pending(who):
+                        qs = s.batch(min(batch, s.progress(who)["left"]), who)
+                        print(f"\nA batch of {len(qs)} questions:", file=out)
+                        for t, bq in enumerate(qs, 1):
+                            print(f"  {t}. {bq.names[0]}  vs  {bq.names[1]}", file=out)
+                    q = s.next_query(who)
+                    hint = s.stop_hint(who)
+                    if hint and not hinted:
+                        print(f"\nhint: {hint} (type q to stop)", file=out)
+                        hinted = True
+                    if show:
+                        _show_query(s, q, out, tty)
+                show = True
+                out.write("> ")
+                out.flush()
+                line = inp.readline()
+                if not line:
+                    print(f"\nend of input; {s.progress(who)['answered']} answers are saved "
+                          f"in {s.path}", file=out)
+                    return 0
+                key, _, comment = line.strip().partition(" ")
+                key = key.lower()
+                if key in ("q", "quit", "exit"):
+                    print(f"bye: {s.progress(who)['answered']} answers are saved in "
+                          f"{s.path}; resume with `elicit ask {s.path}`", file=out)
+                    return 0
+                show = _handle(s, q, key, comment, out, who)
+    except KeyboardInterrupt as e:
+        code = e.code if isinstance(e, Interrupted) else 130
+        why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
+        _say(out, f"\n{why}: {s.progress(who)['answered']} answers are saved in {s.path}; "
+                  f"resume with `elicit ask {s.path}`")
+        return code
+
+
+def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: TextIO,
+            who: str) -> bool:
+    """Act on one key; returns whether to show the question again."""
+    try:
+        if key in ("u", "undo"):
+            rec = s.undo(who)
+            print(f"undid answer {rec.id}: {s.feature_names[rec.i]} vs "
+                  f"{s.feature_names[rec.j]} ({rec.answer.value})", file=out)
+        elif q is None:
+            if key:
+                print(f"nothing left to ask; type u or q (got {key!r})", file=out)
+        elif key in ("k", "skip"):
+            s.skip(q)
+            print("skipped; the pair may come back later", file=out)
+        elif key in ("s", "d", "?", "similar", "dissimilar", "dont_know"):
+            rec = s.answer(q, key, comment=comment or None)
+            print(f"saved: {q.names[0]} vs {q.names[1]} -> "
+                  f"{rec.answer.value.replace('_', ' ')}", file=out)
+        elif key in ("", "h", "help"):
+            print(KEYS_HELP, file=out)
+        else:
+            print(f"unknown key {key!r}: use s, d, ?, k, u or q", file=out)
+            return False
+    except ElicitError as e:
+        # A refused action (nothing to undo, answered elsewhere) is not fatal here.
+        print(f"error: {e}", file=out)
+    return True
 
 
 def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
-    """Print a session's answers: a summary line and a table, or CSV with ``csv``."""
+    """Print a session's answers: the summary, a line per expert and a table, or CSV."""
     out = sys.stdout if out is None else out
     h = s.history
-    pr = s.progress()
     if csv:
         h.to_csv(out, index=False)
         return
-    print(f"{s.path}: {pr['answered']} of {pr['pairs']} pairs answered "
-          f"({pr['similar']} similar, {pr['dissimilar']} dissimilar, {pr['dont_know']} don't "
-          f"know), {pr['skipped']} skipped, {pr['undone']} undone", file=out)
+    experts = s.experts() or [s.expert]
+    for e in experts:
+        pr = s.progress(e)
+        who = f" by {e}" if e else ""
+        print(f"{s.path}: {pr['answered']} of {pr['pairs']} pairs answered{who} "
+              f"({pr['similar']} similar, {pr['dissimilar']} dissimilar, {pr['dont_know']} "
+              f"don't know), {pr['skipped']} skipped, {pr['undone']} undone", file=out)
+    for line in s.summary:
+        print(f"  {line}", file=out)
     if len(h):
-        view = h[["answer_id", "feature_i", "feature_j", "answer", "expected_gain",
-                  "answered_at", "undone", "comment"]].copy()
+        cols = ["answer_id", "feature_i", "feature_j", "answer", "expected_gain",
+                "answered_at", "undone", "comment"]
+        if len(experts) > 1 or any(experts):
+            cols.insert(1, "expert")
+        view = h[cols].copy()
         view["answered_at"] = view["answered_at"].str.slice(0, 19)
         view["comment"] = view["comment"].fillna("")
         print(view.to_string(index=False), file=out)
+
+
+def show_agreement(s: Session, out: TextIO | None = None) -> None:
+    """Print where the experts agree and disagree (``elicit history --agreement``)."""
+    out = sys.stdout if out is None else out
+    ag = s.agreement()
+    experts = [e or "(unnamed)" for e in s.experts()]
+    print(f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}", file=out)
+    if ag.rate is None:
+        print("no pair has similar/dissimilar answers from two or more experts yet", file=out)
+    else:
+        print(f"agreement: {ag.agreeing} of {ag.compared} pairs answered by two or more "
+              f"experts ({ag.rate:.0%}); {ag.compared - ag.agreeing} with conflicting answers",
+              file=out)
+    if len(ag.pairs):
+        print(ag.pairs.to_string(index=False), file=out)

@@ -27,6 +27,7 @@ import errno
 import hmac
 import io
 import os
+import re
 import secrets
 import socket
 import sys
@@ -34,10 +35,14 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, abort, redirect, render_template_string, request
+from flask import Flask, Response, abort, redirect, render_template_string, request, url_for
 
 from elicit.errors import ElicitError
+from elicit.session.inputs import check_expert
+from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session
+from elicit.session.sources import highlight
+from elicit.session.terminal import stop_signals_as_interrupt, worth_text
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -64,10 +69,17 @@ PAGE = """<!doctype html>
   {% if description %}<p class="desc">{{ description }}</p>{% endif %}
   <div class="progress" id="progress">
     <progress max="{{ pr.pairs }}" value="{{ pr.answered }}"></progress>
-    <span>{{ pr.answered }} of {{ pr.pairs }} pairs answered
+    <span>{{ pr.answered }} of {{ pr.pairs }} pairs answered{% if expert %} by
+    {{ expert }}{% endif %}
     ({{ pr.similar }} similar, {{ pr.dissimilar }} dissimilar, {{ pr.dont_know }} don't know{%
     if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
   </div>
+  <form method="get" action="{{ url_for('index') }}" class="who" id="expert-form">
+    <label for="expert">Your name</label>
+    <input name="expert" id="expert" value="{{ expert }}" maxlength="80"
+      placeholder="(unnamed expert)">
+    <button type="submit" id="btn-expert">Answer as this expert</button>
+  </form>
 </header>
 {% if message %}
 <p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>
@@ -75,18 +87,22 @@ PAGE = """<!doctype html>
 <main>
 <section class="question">
 {% if q %}
-  <p class="lead">Question {{ pr.answered + 1 }}{% if q.expected_gain is not none %}
-  <span class="gain">expected gain {{ '%.3g' % q.expected_gain }}</span>{% endif %}</p>
-  <h2>Do these two features affect the outcome in the same way?</h2>
+  <p class="lead">Question {{ pr.answered + 1 }}{% if worth %}
+  <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
+  {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
+  <h2>Do these two features affect {{ target }} in the same way?</h2>
   <div class="pair">
   {% for name, snippets in feats %}
     <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
-    {% for s in snippets %}<blockquote>{{ s }}</blockquote>{% endfor %}</div>
+    {% for pieces in snippets %}<blockquote>{% for text, hit in pieces %}{%
+      if hit %}<mark>{{ text }}</mark>{% else %}{{ text }}{% endif %}{%
+    endfor %}</blockquote>{% endfor %}</div>
   {% endfor %}
   </div>
   <form method="post" action="{{ url_for('answer') }}" id="answer-form">
     <input type="hidden" name="csrf_token" value="{{ token }}">
     <input type="hidden" name="query_id" value="{{ q.id }}">
+    <input type="hidden" name="expert" value="{{ expert }}">
     <div class="buttons">
       <button type="submit" name="answer" value="similar" class="big similar"
         id="btn-similar">Similar <kbd>s</kbd></button>
@@ -103,20 +119,26 @@ PAGE = """<!doctype html>
     <form method="post" action="{{ url_for('skip') }}">
       <input type="hidden" name="csrf_token" value="{{ token }}">
       <input type="hidden" name="query_id" value="{{ q.id }}">
+      <input type="hidden" name="expert" value="{{ expert }}">
       <button type="submit" id="btn-skip">Skip <kbd>k</kbd></button></form>
     <form method="post" action="{{ url_for('undo') }}">
       <input type="hidden" name="csrf_token" value="{{ token }}">
+      <input type="hidden" name="expert" value="{{ expert }}">
       <button type="submit" id="btn-undo" {{ '' if pr.answered else 'disabled' }}
         >Undo last answer <kbd>u</kbd></button></form>
   </div>
 {% else %}
-  <h2 id="done">All {{ pr.pairs }} pairs are answered. Thank you!</h2>
+  <h2 id="done">All {{ pr.pairs }} pairs are answered{% if expert %} by {{ expert }}{%
+  endif %}. Thank you!</h2>
   <form method="post" action="{{ url_for('undo') }}">
     <input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">
     <button type="submit" id="btn-undo">Undo last answer</button></form>
 {% endif %}
   <p class="note">Every answer is saved in the session file as soon as you click. You can close
   this page at any time and come back later.</p>
+  {% if summary %}<details id="summary"><summary>About this session</summary><ul>
+  {% for line in summary %}<li>{{ line }}</li>{% endfor %}</ul></details>{% endif %}
 </section>
 <aside>
   <h3>Current K (feature similarity)</h3>
@@ -124,11 +146,11 @@ PAGE = """<!doctype html>
     id="kplot">
   <h3>Latest answers</h3>
   {% if hist %}
-  <table id="history"><thead><tr><th>#</th><th>feature A</th><th>feature B</th>
+  <table id="history"><thead><tr><th>#</th><th>expert</th><th>feature A</th><th>feature B</th>
     <th>answer</th><th>comment</th></tr></thead>
   <tbody>{% for r in hist %}
   <tr class="{{ 'undone' if r.undone else '' }}"><td>{{ r.answer_id }}</td>
-  <td>{{ r.feature_i }}</td><td>{{ r.feature_j }}</td>
+  <td>{{ r.expert }}</td><td>{{ r.feature_i }}</td><td>{{ r.feature_j }}</td>
   <td>{{ labels[r.answer] }}{% if r.undone %} (undone){% endif %}</td>
   <td>{{ r.comment }}</td></tr>{% endfor %}</tbody></table>
   {% else %}<p id="history-empty">No answers yet.</p>{% endif %}
@@ -175,6 +197,11 @@ kbd{font-size:.7em;opacity:.75;border:1px solid #fff8;border-radius:3px;padding:
 .msg.ok{background:#e4f4e8}
 .msg.error{background:#fbe3e1;color:#8b1a10;font-weight:bold}
 .note{color:#777;font-size:.8rem;margin-top:1.2rem}
+.who{margin-top:.4rem;font-size:.85rem}
+.who input{font:inherit;padding:.1rem .3rem}
+.hint{background:#fff5d6;border-radius:6px;padding:.4rem .8rem}
+mark{background:#ffe58a;padding:0 .1em}
+details{font-size:.8rem;color:#555}
 table{border-collapse:collapse;font-size:.8rem;width:100%}
 td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
 tr.undone{color:#999;text-decoration:line-through}
@@ -202,7 +229,8 @@ def _host_name(netloc: str) -> str:
 
 
 def create_app(session_path: str | os.PathLike, *, session: Session | None = None,
-               engine: str | None = None, allowed_hosts: set[str] | None = None) -> Flask:
+               engine: str | None = None, allowed_hosts: set[str] | None = None,
+               expert: str | None = None) -> Flask:
     """The Flask application serving one session file.
 
     Parameters
@@ -215,6 +243,9 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         Override the session's engine setting when opening it.
     allowed_hosts
         Host names accepted in the ``Host`` header, in addition to the loopback names.
+    expert
+        The expert of requests that name none (the page's name field and the ``expert``
+        query parameter or form field name one).
 
     Raises
     ------
@@ -222,6 +253,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         If the session file cannot be opened (missing, corrupted, ...).
     """
     sess = session if session is not None else Session.open(session_path, engine=engine)
+    default_expert = check_expert(expert) if expert is not None else sess.expert
     app = Flask("elicit.web")
     token = secrets.token_urlsafe(32)
     hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
@@ -230,22 +262,41 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     png_cache: dict[str, bytes] = {}
     png_lock = threading.Lock()
 
-    def render(message: str | None = None, error: bool = False, status: int = 200) -> Response:
+    def who() -> str:
+        """The request's expert: the form field, else the query parameter, else the
+        server's default."""
+        name = request.form.get("expert") if request.method == "POST" else None
+        if name is None:
+            name = request.args.get("expert")
+        return default_expert if name is None else check_expert(name)
+
+    def render(message: str | None = None, error: bool = False, status: int = 200,
+               expert: str | None = None) -> Response:
         q = None
         try:
-            if not sess.done:
-                q = sess.next_query()
+            expert = who() if expert is None else expert
+        except ElicitError as e:
+            message, error, status, expert = str(e), True, 400, default_expert
+        try:
+            if not sess.is_done(expert):
+                q = sess.next_query(expert)
         except ElicitError as e:  # e.g. everything was answered meanwhile
             message, error = str(e), True
+        if q is None and not error:
+            message = None  # the done page says only that it is done
         feats = []
         if q is not None:
-            feats = [(q.names[0], sess.texts(q.i)[:2]), (q.names[1], sess.texts(q.j)[:2])]
+            feats = [(name, [highlight(name, t) for t in sess.texts(f)[:2]])
+                     for f, name in ((q.i, q.names[0]), (q.j, q.names[1]))]
         hist = sess.history.iloc[::-1].head(10).copy()
         hist["comment"] = [c if isinstance(c, str) else "" for c in hist["comment"]]
         html = render_template_string(
             PAGE, token=token, name=Path(sess.path).name, description=sess.description,
-            pr=sess.progress(), q=q, feats=feats, message=message, error=error,
-            hist=hist.to_dict("records"), labels=ANSWER_LABELS, version=_version())
+            pr=sess.progress(expert), q=q, feats=feats, message=message, error=error,
+            hist=hist.to_dict("records"), labels=ANSWER_LABELS, version=_version(),
+            expert=expert, target=sess.target_description, summary=sess.summary,
+            worth=worth_text(q) if q is not None else "",
+            hint=sess.stop_hint(expert) if q is not None else None)
         resp = Response(html, status=status, mimetype="text/html")
         resp.headers["Cache-Control"] = "no-store"
         return resp
@@ -254,8 +305,24 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         # Changes whenever the model changes, so the browser fetches a fresh K image.
         return str(sess.revision())
 
-    def error_page(e: ElicitError, status: int) -> Response:
+    def error_page(e: ElicitError) -> Response:
+        status = 409 if isinstance(e, AnsweredElsewhere) else \
+            404 if isinstance(e, UnknownQuery) else 400
         return render(str(e), error=True, status=status)
+
+    def done(code: str, expert: str):
+        # Name the expert in the address unless they are the server's default (an empty
+        # name must stay in it when the default is someone else).
+        named = None if expert == default_expert else expert
+        return redirect(url_for("index", m=code, expert=named), code=303)
+
+    def query_id() -> int:
+        qid = request.form.get("query_id", "")
+        # ASCII digits only: str.isdigit() also accepts characters int() cannot read.
+        if not re.fullmatch(r"[0-9]{1,30}", qid.strip()):
+            raise ElicitError(f"the form sent no valid query id ({qid[:40]!r}); reload the "
+                              "page")
+        return int(qid)
 
     @app.before_request
     def check_request():
@@ -309,38 +376,36 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
 
     @app.post("/answer")
     def answer():
-        qid = request.form.get("query_id", "")
         value = request.form.get("answer", "")
         comment = request.form.get("comment") or None
         try:
-            if not qid.strip().isdigit():
-                raise ElicitError(f"the form sent no valid query id ({qid!r}); reload the page")
+            expert = who()
+            qid = query_id()
             if value not in ANSWER_LABELS:
-                raise ElicitError(f"invalid answer {value!r}: use 'similar', 'dissimilar' or "
-                                  "'dont_know'")
-            sess.answer(int(qid), value, comment=comment)
+                raise ElicitError(f"invalid answer {value[:40]!r}: use 'similar', "
+                                  "'dissimilar' or 'dont_know'")
+            sess.answer(qid, value, comment=comment, expert=expert)
         except ElicitError as e:
-            return error_page(e, 409 if "already answered" in str(e) else 400)
-        return redirect("/?m=saved", code=303)
+            return error_page(e)
+        return done("saved", expert)
 
     @app.post("/skip")
     def skip():
-        qid = request.form.get("query_id", "")
         try:
-            if not qid.strip().isdigit():
-                raise ElicitError(f"the form sent no valid query id ({qid!r}); reload the page")
-            sess.skip(int(qid))
+            expert = who()
+            sess.skip(query_id(), expert=expert)
         except ElicitError as e:
-            return error_page(e, 409 if "already answered" in str(e) else 400)
-        return redirect("/?m=skipped", code=303)
+            return error_page(e)
+        return done("skipped", expert)
 
     @app.post("/undo")
     def undo():
         try:
-            sess.undo()
+            expert = who()
+            sess.undo(expert)
         except ElicitError as e:
-            return error_page(e, 400)
-        return redirect("/?m=undone", code=303)
+            return error_page(e)
+        return done("undone", expert)
 
     @app.get("/k.png")
     def k_png():
@@ -385,7 +450,7 @@ def _k_png(sess: Session) -> bytes:
 
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
-                engine: str | None = None):
+                engine: str | None = None, expert: str | None = None):
     """Open the session and bind the server (without serving yet).
 
     Raises
@@ -401,7 +466,7 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
         extra |= {socket.gethostname()}
     sock = _listen(host, port)  # first: a busy port must not cost a session open
     try:
-        app = create_app(session_path, engine=engine, allowed_hosts=extra)
+        app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
         # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
         # itself, while we want one clear ElicitError.
         server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
@@ -440,22 +505,39 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
-          engine: str | None = None) -> None:
-    """Serve the session's web page until Ctrl-C."""
-    server, app = make_server(session_path, host, port, engine)
+          engine: str | None = None, expert: str | None = None) -> int:
+    """Serve the session's web page until Ctrl-C, SIGTERM or SIGHUP; returns the exit status
+    (0 for Ctrl-C, as before; 128 + the signal number for the others).
+
+    On any of them the server stops taking requests, a request being answered finishes (the
+    session's lock), and the file is closed: nothing confirmed is lost.
+    """
+    from elicit.session.terminal import Interrupted
+
+    server, app = make_server(session_path, host, port, engine, expert)
     sess: Session = app.config["ELICIT_SESSION"]
     url_host = f"[{host}]" if ":" in host else host
-    print(f"serving {sess.path} at http://{url_host}:{server.server_port}/  (Ctrl-C to stop)",
-          flush=True)
+    who = f" (default expert: {expert})" if expert else ""
+    print(f"serving {sess.path} at http://{url_host}:{server.server_port}/{who}  (Ctrl-C to "
+          "stop)", flush=True)
     if host not in LOOPBACK_HOSTS:
         print(f"warning: listening on {host}: other machines may reach this page and it has "
               "no accounts", file=sys.stderr, flush=True)
+    code = 0
     try:
-        server.serve_forever()  # werkzeug returns from here on Ctrl-C
+        with stop_signals_as_interrupt() as caught:
+            server.serve_forever()  # werkzeug returns from here on Ctrl-C
+    except Interrupted as e:
+        code = e.code
     except KeyboardInterrupt:
         pass
     finally:
+        code = caught.code or code
         server.server_close()
-        print(f"\nstopped; {sess.progress()['answered']} answers are saved in {sess.path}",
-              flush=True)
+        n = sess.progress()["all_answers"]
         sess.close()
+        try:
+            print(f"\nstopped; {n} answers are saved in {sess.path}", flush=True)
+        except OSError:
+            pass  # the terminal is gone (SIGHUP); the answers are in the file
+    return code

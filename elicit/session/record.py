@@ -1,0 +1,356 @@
+"""The record inside a session file: queries, answers, skips, undos and the event log.
+
+Every SQL statement about the record is here (the file as a whole is
+:mod:`elicit.session.store`). Each writing function is, or runs inside, one
+:func:`~elicit.session.store.write` transaction.
+
+Experts. Every query, answer and event carries the name of the expert it belongs to (``''``
+is the unnamed expert, the only one of a format-1 file). Pending queries, skips and undos are
+per expert: an expert is never shown another expert's pending query and never asked a pair
+they have answered. The model uses the active answers of every expert.
+
+No stuck state. A pending query whose pair the same expert has meanwhile answered (through
+another query, in another tab or process) could never be answered. Such queries are never
+created (:func:`add_queries` checks inside its transaction) and any left by an older elicit
+are cancelled by :func:`cancel_answered_pending`.
+
+The *epoch* of a write is the number of answers and undos logged before it (of all experts).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from elicit.errors import ElicitError
+from elicit.session.store import now, write
+
+if TYPE_CHECKING:
+    from elicit.elicitation.strategies import Query
+
+#: The largest id SQLite can store; larger numbers cannot name a query.
+MAX_ID = 2**63 - 1
+
+
+class AnsweredElsewhere(ElicitError):
+    """The query's pair was answered by the same expert through another tab, window or
+    process before this answer arrived; the answer was not recorded."""
+
+
+class UnknownQuery(ElicitError):
+    """No query with this id was asked in the session."""
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """``PRAGMA data_version``: changes when *another* connection commits."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+
+def epoch(conn: sqlite3.Connection) -> int:
+    """The number of answers and undos logged so far (all experts)."""
+    return int(conn.execute(
+        "SELECT COUNT(*) FROM events WHERE kind IN ('answer', 'undo')").fetchone()[0])
+
+
+def active_answers(conn: sqlite3.Connection) -> list[tuple[int, int, str, str]]:
+    """The answers not undone, ``(i, j, answer, expert)`` in answer order (all experts)."""
+    rows = conn.execute("SELECT i, j, answer, expert FROM answers WHERE undone_at IS NULL "
+                        "ORDER BY id").fetchall()
+    return [(int(i), int(j), str(a), str(e)) for i, j, a, e in rows]
+
+
+def last_event(conn: sqlite3.Connection) -> int:
+    """The id of the latest event (0 for none): grows with every recorded event."""
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0])
+
+
+def experts(conn: sqlite3.Connection) -> list[str]:
+    """The experts with at least one query, in order of their first query."""
+    return [str(e) for (e,) in conn.execute(
+        "SELECT expert FROM queries GROUP BY expert ORDER BY MIN(id)")]
+
+
+def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, int]:
+    """Counts of one expert's record: ``answered`` (active answers), ``pairs``
+    (``n_pairs``), ``left``, ``skipped``, ``undone``, ``pending``, the active answers per
+    kind, and ``all_answers`` / ``experts`` over every expert."""
+    kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
+                              "AND expert = ? GROUP BY answer", (expert,)).fetchall())
+    skipped, pending = conn.execute(
+        "SELECT COALESCE(SUM(status = 'skipped'), 0), COALESCE(SUM(status = 'pending'), 0) "
+        "FROM queries WHERE expert = ?", (expert,)).fetchone()
+    undone = conn.execute("SELECT COUNT(*) FROM answers WHERE undone_at IS NOT NULL "
+                          "AND expert = ?", (expert,)).fetchone()[0]
+    total, n_experts = conn.execute("SELECT COUNT(*), COUNT(DISTINCT expert) FROM answers "
+                                    "WHERE undone_at IS NULL").fetchone()
+    n_ans = sum(kinds.values())
+    return {"answered": n_ans, "pairs": n_pairs, "left": n_pairs - n_ans,
+            "skipped": int(skipped), "undone": int(undone), "pending": int(pending),
+            **{k: int(kinds.get(k, 0)) for k in ("similar", "dissimilar", "dont_know")},
+            "all_answers": int(total), "experts": int(n_experts)}
+
+
+def answered_pairs(conn: sqlite3.Connection, expert: str) -> list[tuple[int, int]]:
+    """The pairs the expert has an active answer to."""
+    return [(int(i), int(j)) for i, j in conn.execute(
+        "SELECT i, j FROM answers WHERE undone_at IS NULL AND expert = ?", (expert,))]
+
+
+def pending_queries(conn: sqlite3.Connection, expert: str) -> list[tuple]:
+    """The expert's queries shown and not yet answered or skipped, oldest first: id, i, j,
+    expected_gain, exact_gain."""
+    return conn.execute("SELECT id, i, j, expected_gain, exact_gain FROM queries "
+                        "WHERE status = 'pending' AND expert = ? ORDER BY id",
+                        (expert,)).fetchall()
+
+
+def n_queries(conn: sqlite3.Connection) -> int:
+    """How many queries were ever recorded (the round number of the next one)."""
+    return int(conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0])
+
+
+def skipped_pairs(conn: sqlite3.Connection, expert: str) -> set[tuple[int, int]]:
+    """The pairs the expert skipped since their last answer or undo."""
+    return {(int(i), int(j)) for i, j in conn.execute(
+        "SELECT q.i, q.j FROM events e JOIN queries q ON q.id = e.query_id "
+        "WHERE e.kind = 'skip' AND e.expert = ? AND e.id > (SELECT COALESCE(MAX(id), 0) "
+        "FROM events WHERE kind IN ('answer', 'undo') AND expert = ?)", (expert, expert))}
+
+
+def first_gain(conn: sqlite3.Connection) -> float | None:
+    """The expected gain of the session's first question (the yardstick of "worth")."""
+    row = conn.execute("SELECT expected_gain FROM queries WHERE expected_gain IS NOT NULL "
+                       "ORDER BY id LIMIT 1").fetchone()
+    return None if row is None else float(row[0])
+
+
+def recent_gains(conn: sqlite3.Connection, expert: str, k: int) -> list[float | None]:
+    """The expected gains of the expert's last ``k`` answered questions, latest first."""
+    return [None if g is None else float(g) for (g,) in conn.execute(
+        "SELECT q.expected_gain FROM answers a JOIN queries q ON q.id = a.query_id "
+        "WHERE a.expert = ? AND a.undone_at IS NULL ORDER BY a.id DESC LIMIT ?",
+        (expert, k))]
+
+
+def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str],
+                   expert: str):
+    """``(id, i, j, expected_gain, exact_gain, status)`` of the expert's pending query; for
+    any other query an error saying what became of it (``action`` is what was refused)."""
+    if not 1 <= qid <= MAX_ID:
+        raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
+                           "query first")
+    row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert FROM "
+                       "queries WHERE id = ?", (qid,)).fetchone()
+    if row is None:
+        raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
+                           "query first")
+    status = row[5]
+    pair = f"{names[row[1]]!r} vs {names[row[2]]!r}"
+    if row[6] != expert:
+        raise ElicitError(f"query {qid} ({pair}) was asked to {expert_label(row[6])}, not to "
+                          f"{expert_label(expert)}; ask for your own next query")
+    if status == "answered":
+        a = conn.execute("SELECT id, answer, answered_at, undone_at FROM answers WHERE "
+                         "query_id = ?", (qid,)).fetchone()
+        when = f" ({a[1]!r}, answer {a[0]} at {a[2]})" if a else ""
+        undone = " and later undone" if a and a[3] else ""
+        raise AnsweredElsewhere(f"query {qid} ({pair}) was already answered{when}{undone}; "
+                                "if not by you here, it was answered elsewhere (another "
+                                f"tab, window or process). Cannot {action} it again; ask "
+                                "for the next query")
+    if status == "skipped":
+        raise ElicitError(f"query {qid} ({pair}) was skipped; it may come back later. "
+                          "Ask for the next query")
+    if status == "cancelled":
+        raise ElicitError(f"query {qid} ({pair}) was withdrawn (by an undo, or because its "
+                          "pair was answered elsewhere); ask for the next query")
+    return row[:6]
+
+
+def active_answer_to(conn: sqlite3.Connection, i: int, j: int, expert: str):
+    """The expert's active answer to pair (i, j): ``(id, answer, answered_at)`` or None."""
+    return conn.execute("SELECT id, answer, answered_at FROM answers WHERE i = ? AND j = ? "
+                        "AND expert = ? AND undone_at IS NULL", (i, j, expert)).fetchone()
+
+
+def history_rows(conn: sqlite3.Connection) -> list[tuple]:
+    """Every answer with its query's gain and time, oldest first (columns as in
+    :func:`elicit.session.export.history`, without the feature names)."""
+    return conn.execute(
+        "SELECT a.id, a.query_id, a.expert, a.i, a.j, a.answer, a.comment, q.expected_gain, "
+        "q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q ON "
+        "q.id = a.query_id ORDER BY a.id").fetchall()
+
+
+def query_rows(conn: sqlite3.Connection) -> list[tuple]:
+    """Every query shown: id, expert, i, j, expected_gain, exact_gain, shown_at, status,
+    batch."""
+    return conn.execute("SELECT id, expert, i, j, expected_gain, exact_gain, shown_at, "
+                        "status, batch FROM queries ORDER BY id").fetchall()
+
+
+def event_rows(conn: sqlite3.Connection) -> list[tuple]:
+    """The event log in order: id, kind, expert, query_id, answer_id, epoch, at, detail."""
+    return conn.execute("SELECT id, kind, expert, query_id, answer_id, epoch, at, detail "
+                        "FROM events ORDER BY id").fetchall()
+
+
+def expert_label(expert: str) -> str:
+    """How an expert is named in messages."""
+    return f"expert {expert!r}" if expert else "the unnamed expert"
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+def _cancel(conn: sqlite3.Connection, qids: Sequence[int], reason: str) -> None:
+    at = now()
+    e = epoch(conn)
+    for qid in qids:
+        (expert,) = conn.execute("SELECT expert FROM queries WHERE id = ?", (qid,)).fetchone()
+        conn.execute("UPDATE queries SET status = 'cancelled' WHERE id = ?", (qid,))
+        conn.execute("INSERT INTO events (kind, query_id, epoch, at, detail, expert) VALUES "
+                     "('cancel', ?, ?, ?, ?, ?)",
+                     (qid, e, at, json.dumps({"reason": reason}), expert))
+
+
+_STALE_PENDING = (
+    "SELECT q.id FROM queries q WHERE q.status = 'pending' AND EXISTS (SELECT 1 FROM "
+    "answers a WHERE a.undone_at IS NULL AND a.i = q.i AND a.j = q.j AND a.expert = q.expert)")
+
+
+def cancel_answered_pending(conn: sqlite3.Connection) -> int:
+    """Cancel every pending query whose pair its expert has already answered (a state an
+    older elicit could leave behind when two processes answered at once). Returns how many
+    were cancelled; costs one read when there are none."""
+    if not conn.execute(_STALE_PENDING + " LIMIT 1").fetchone():
+        return 0
+    with write(conn):
+        stale = [int(q) for (q,) in conn.execute(_STALE_PENDING)]
+        _cancel(conn, stale, "pair answered elsewhere")
+    return len(stale)
+
+
+def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) -> bool:
+    """Record chosen queries of an expert as pending (one batch if more than one).
+
+    The queries were chosen without the write lock held, so the transaction checks again:
+    if another connection recorded pending queries for this expert meanwhile, those win and
+    ``chosen`` is dropped; pairs the expert answered meanwhile are dropped. Returns False
+    when nothing could be recorded and nothing is pending (choose again).
+    """
+    at = now()
+    with write(conn):
+        if conn.execute("SELECT 1 FROM queries WHERE status = 'pending' AND expert = ? "
+                        "LIMIT 1", (expert,)).fetchone():
+            return True
+        fresh = [q for q in chosen if active_answer_to(conn, q.i, q.j, expert) is None]
+        if not fresh:
+            return False
+        e = epoch(conn)
+        batch_id = None
+        if len(fresh) > 1:
+            batch_id = int(conn.execute("SELECT COALESCE(MAX(batch), 0) + 1 FROM queries"
+                                        ).fetchone()[0])
+        for q in fresh:
+            cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, "
+                               "shown_at, status, batch, expert) VALUES "
+                               "(?, ?, ?, ?, ?, 'pending', ?, ?)",
+                               (q.i, q.j, q.expected_gain, int(q.exact_gain), at, batch_id,
+                                expert))
+            conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
+                         "('query', ?, ?, ?, ?)", (cur.lastrowid, e, at, expert))
+    return True
+
+
+def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str | None,
+                 names: list[str], expert: str) -> tuple[int, int, int, str]:
+    """Record an answer to the expert's pending query in one transaction.
+
+    Returns ``(answer id, i, j, answered_at)``. If the expert answered the same pair through
+    another query meanwhile, the query is cancelled (committed) and
+    :class:`AnsweredElsewhere` is raised: the session is never left with a pending query
+    nobody can answer.
+    """
+    at = now()
+    conflict = None
+    with write(conn):
+        # The checks run inside the write transaction: no other writer can slip in between
+        # them and the insert. The unique indexes back them up.
+        row = open_query_row(conn, qid, "answer", names, expert)
+        i, j = int(row[1]), int(row[2])
+        conflict = active_answer_to(conn, i, j, expert)
+        if conflict is not None:
+            _cancel(conn, [qid], "pair answered elsewhere")
+            aid = -1
+        else:
+            e = epoch(conn)
+            cur = conn.execute("INSERT INTO answers (query_id, i, j, answer, comment, "
+                               "answered_at, expert) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (qid, i, j, answer, comment, at, expert))
+            assert cur.lastrowid is not None  # an INSERT always sets it
+            aid = int(cur.lastrowid)
+            conn.execute("UPDATE queries SET status = 'answered' WHERE id = ?", (qid,))
+            conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, expert) "
+                         "VALUES ('answer', ?, ?, ?, ?, ?)", (qid, aid, e, at, expert))
+    if conflict is not None:
+        raise AnsweredElsewhere(
+            f"{names[i]!r} vs {names[j]!r} was already answered elsewhere by "
+            f"{expert_label(expert)} ({conflict[1]!r}, answer {conflict[0]} at {conflict[2]}, "
+            f"in another tab, window or process); query {qid} was withdrawn and this answer "
+            "was not recorded. Ask for the next query")
+    return aid, i, j, at
+
+
+def cancel_query(conn: sqlite3.Connection, qid: int, reason: str) -> None:
+    """Cancel one pending query in its own transaction (used after an unexpected refusal by
+    the file's unique indexes, so the query cannot block the session)."""
+    with write(conn):
+        st = conn.execute("SELECT status FROM queries WHERE id = ?", (qid,)).fetchone()
+        if st is not None and st[0] == "pending":
+            _cancel(conn, [qid], reason)
+
+
+def skip_query(conn: sqlite3.Connection, qid: int, names: list[str], expert: str) -> None:
+    """Record a skip of the expert's pending query."""
+    with write(conn):
+        open_query_row(conn, qid, "skip", names, expert)
+        conn.execute("UPDATE queries SET status = 'skipped' WHERE id = ?", (qid,))
+        conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
+                     "('skip', ?, ?, ?, ?)", (qid, epoch(conn), now(), expert))
+
+
+def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
+    """Undo the expert's last active answer in one transaction: mark it undone, withdraw the
+    expert's pending queries and ask its pair again. Returns ``(id, query_id, i, j, answer,
+    comment, answered_at)`` of the undone answer."""
+    at = now()
+    with write(conn):
+        row = conn.execute("SELECT a.id, a.query_id, a.i, a.j, a.answer, a.comment, "
+                           "a.answered_at, q.expected_gain, q.exact_gain FROM answers a "
+                           "JOIN queries q ON q.id = a.query_id WHERE a.undone_at IS NULL "
+                           "AND a.expert = ? ORDER BY a.id DESC LIMIT 1", (expert,)).fetchone()
+        if row is None:
+            who = "" if not expert else f" by {expert_label(expert)}"
+            raise ElicitError(f"there is no answer{who} to undo")
+        aid, qid, i, j, _, _, _, gain, exact = row
+        e = epoch(conn)
+        conn.execute("UPDATE answers SET undone_at = ? WHERE id = ?", (at, aid))
+        conn.execute("UPDATE queries SET status = 'cancelled' WHERE status = 'pending' "
+                     "AND expert = ?", (expert,))
+        # The model is back where it was when this pair was asked (if nobody else answered
+        # meanwhile), so its stored gain still applies.
+        cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, shown_at, "
+                           "status, expert) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+                           (i, j, gain, exact, at, expert))
+        conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, detail, "
+                     "expert) VALUES ('undo', ?, ?, ?, ?, ?, ?)",
+                     (qid, aid, e, at, json.dumps({"requeued": cur.lastrowid}), expert))
+    return row[:7]

@@ -1,0 +1,286 @@
+"""Where a session's data comes from, and the example snippets shown to the expert.
+
+:func:`table_inputs` (a CSV or Parquet table, ``elicit session new --from-csv``),
+:func:`npz_inputs` (arrays in a ``.npz`` file) and :func:`dataset_inputs` (the paper's Amazon
+and Yelp data) return keyword arguments for :meth:`Session.create
+<elicit.session.session.Session.create>`. :func:`keyword_snippets` finds snippets showing
+each keyword in use, :func:`texts_from_json` reads snippets the user wrote, and
+:func:`highlight` marks the keyword inside a snippet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from elicit.errors import ElicitError
+
+#: Table formats read by :func:`read_table`, by file suffix.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+
+def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
+    """A CSV (``.csv``, ``.tsv``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file as a
+    DataFrame; ``what`` names the option in messages."""
+    path = Path(path)
+    if not path.is_file():
+        raise ElicitError(f"{what} file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet; name it "
+                          f"with one of {', '.join(TABLE_SUFFIXES)}")
+    try:
+        if suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+            if index_col is not None:
+                df = df.set_index(df.columns[index_col])
+        else:
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",",
+                             index_col=index_col)
+    except ImportError:
+        raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
+                          "install it (pip install pyarrow) or save the table as CSV"
+                          ) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
+            ValueError, OSError) as e:
+        detail = " ".join(str(e).split())
+        raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
+                 meta_features: Path | None = None) -> dict[str, Any]:
+    """Inputs from a table: ``target`` is y, ``features`` (default: every other column)
+    are X; optional meta-features from another table whose first column is the feature
+    name. X is standardised inside the session (``standardize=True``)."""
+    df = read_table(path, "--from-csv")
+    cols = list(df.columns)
+    if target not in cols:
+        raise ElicitError(f"--target column {target!r} is not in {Path(path).name}; its "
+                          f"columns are {_names(cols)}")
+    if features is None:
+        feats = [c for c in cols if c != target]
+    else:
+        feats = list(dict.fromkeys(features))
+        missing = [f for f in feats if f not in cols]
+        if missing:
+            raise ElicitError(f"--features names column(s) {_names(missing)} that are not in "
+                              f"{Path(path).name}; its columns are {_names(cols)}")
+        if target in feats:
+            raise ElicitError(f"the target {target!r} is also listed in --features; a column "
+                              "cannot be both")
+    if len(feats) < 2:
+        raise ElicitError(f"need at least 2 feature columns besides the target, got "
+                          f"{len(feats)}")
+    bad = [c for c in [target, *feats] if not pd.api.types.is_numeric_dtype(df[c])
+           or pd.api.types.is_bool_dtype(df[c])]
+    if bad:
+        raise ElicitError(f"column(s) {_names(bad)} of {Path(path).name} are not numeric; "
+                          "encode them as numbers, or choose the feature columns with "
+                          "--features")
+    empty = {c: int(n) for c, n in df[[target, *feats]].isna().sum().items() if n}
+    if empty:
+        raise ElicitError(f"{Path(path).name} has missing values: "
+                          + ", ".join(f"{c!r} ({n} rows)" for c, n in empty.items())
+                          + "; fill them or drop those rows first")
+    U = None
+    if meta_features is not None:
+        U = read_table(meta_features, "--meta-features", index_col=0)
+        U.index = [str(k) for k in U.index]
+    return {"X": df[feats], "y": df[target], "meta_features": U, "standardize": True,
+            "meta_source": None if meta_features is None else Path(meta_features).name,
+            "description": f"table {Path(path).name}: {df.shape[0]} rows, target {target!r}, "
+                           f"{len(feats)} features"}
+
+
+def _names(items: Sequence[str], limit: int = 12) -> str:
+    shown = ", ".join(repr(s) for s in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def npz_inputs(path: Path) -> dict:
+    """Inputs from a user ``.npz`` file with arrays ``X``, ``y``, ``U`` (or ``meta_features``)
+    and optionally ``feature_names``."""
+    if not path.is_file():
+        raise ElicitError(f"--from-npz file {path} does not exist")
+    if not zipfile.is_zipfile(path):
+        hint = (" for a table use --from-csv FILE --target COLUMN"
+                if path.suffix.lower() in TABLE_SUFFIXES else "")
+        raise ElicitError(f"{path} is not a numpy .npz file (made by numpy.savez);{hint}"
+                          .rstrip(";"))
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ElicitError(f"cannot read {path} as a numpy .npz file: {e}") from None
+    with npz:
+        keys = set(npz.files)
+        ukey = "U" if "U" in keys else "meta_features" if "meta_features" in keys else None
+        missing = [k for k in ("X", "y") if k not in keys]
+        if missing:
+            raise ElicitError(f"{path} has no array(s) {', '.join(missing)}; it must hold X "
+                              "(n x p), y (n) and optionally U (p x d, or named "
+                              f"meta_features); found {', '.join(sorted(keys)) or 'nothing'}")
+        try:
+            names = [str(n) for n in npz["feature_names"]] if "feature_names" in keys else None
+            X, y = npz["X"], npz["y"]
+            U = npz[ukey] if ukey else None
+        except ValueError as e:
+            raise ElicitError(f"cannot read arrays from {path}: {e} (object arrays are not "
+                              "supported; save feature_names as a string array)") from None
+    return {"X": X, "y": y, "meta_features": U, "feature_names": names,
+            "description": f"arrays from {path.name}", "target_description": "the outcome y"}
+
+
+def texts_from_json(path: Path) -> Any:
+    """Snippets from a JSON file (feature name -> list of snippets), checked later by
+    :func:`elicit.session.inputs.check_texts`."""
+    if not path.is_file():
+        raise ElicitError(f"--texts file {path} does not exist")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ElicitError(f"--texts file {path} is not valid JSON: {e}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's data
+# --------------------------------------------------------------------------------------------
+
+#: How the outcome of the paper's data sets is named to the expert.
+DATASET_TARGETS = {"amazon": "the review's star rating", "yelp": "the review's star rating"}
+
+
+def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dict:
+    """The inputs of a session on the paper's Amazon or Yelp data, one run's split.
+
+    Uses :func:`elicit.data.load_dataset` (the paper's bag-of-words matrix and feature rule)
+    and :func:`elicit.data.prepare_run` (100 training reviews, standardised X, centred y,
+    meta-features = raw training counts). The example snippets come from the shipped raw-text
+    reviews of the same corpus when they are present: these are not the same reviews as the
+    paper's matrix (which has no text), but they show how each keyword is used.
+
+    Returns
+    -------
+    dict
+        Keyword arguments for :meth:`Session.create` (X, y, meta_features, feature_names,
+        texts, y_offset, description, target_description).
+    """
+    from elicit.data import (
+        RAW_FILES,
+        load_dataset,
+        prepare_run,
+        read_records,
+        resolve_data_dir,
+    )
+
+    ds = load_dataset(name, data_dir)
+    run = prepare_run(ds, run_seed)
+    texts = None
+    raw_note = "no example snippets (raw-text reviews not found)"
+    try:
+        raw = resolve_data_dir(data_dir, required=[RAW_FILES[name]]) / RAW_FILES[name]
+    except ElicitError:
+        raw = None
+    if raw is not None:
+        reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
+        texts = keyword_snippets(run.feature_names, reviews)
+        raw_note = f"example snippets from {raw.name}"
+    return {
+        "X": run.X_train, "y": run.y_train, "meta_features": run.U,
+        "feature_names": run.feature_names, "texts": texts, "y_offset": run.y_mean,
+        "target_description": DATASET_TARGETS.get(name, "the outcome"),
+        "meta_source": f"the raw keyword counts of the {run.X_train.shape[0]} training "
+                       "reviews (the paper's choice)",
+        "description": (f"{name}: paper bag-of-words matrix, run seed {run_seed} "
+                        f"({run.X_train.shape[0]} training reviews, {run.p} keywords); "
+                        f"{raw_note}"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Snippets
+# --------------------------------------------------------------------------------------------
+
+def keyword_pattern(keyword: str) -> re.Pattern[str] | None:
+    """The regular expression of a keyword in lower-cased text: its ``_``-joined tokens
+    (``a_lot``) as consecutive words, ``<num>`` matching any number. None for no tokens."""
+    toks = [t for t in keyword.lower().split("_") if t]
+    if not toks:
+        return None
+    # The paper's vocabulary writes numbers as "<num>" (as in "<num>_years").
+    parts = [r"\d+(?:[.,]\d+)?" if t == "<num>" else re.escape(t) for t in toks]
+    return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(parts) + r"(?![^\W_])")
+
+
+def highlight(keyword: str, text: str) -> list[tuple[str, bool]]:
+    """``text`` cut into ``(piece, is_keyword)`` pieces, in order, so a front end can mark
+    the keyword (matched case-insensitively, as :func:`keyword_snippets` finds it)."""
+    pattern = keyword_pattern(keyword)
+    if pattern is None:
+        return [(text, False)]
+    out: list[tuple[str, bool]] = []
+    at = 0
+    # Lower-casing can change a string's length (e.g. 'İ'); match on the text itself then.
+    low = text.lower()
+    hay = low if len(low) == len(text) else text
+    for m in pattern.finditer(hay):
+        if m.start() > at:
+            out.append((text[at:m.start()], False))
+        out.append((text[m.start():m.end()], True))
+        at = m.end()
+    if at < len(text):
+        out.append((text[at:], False))
+    return out
+
+
+def keyword_snippets(keywords: Sequence[str], texts: Sequence[str], per_keyword: int = 3,
+                     width: int = 70) -> list[list[str]]:
+    """Up to ``per_keyword`` short snippets showing where each keyword occurs in ``texts``.
+
+    A keyword's ``_``-joined tokens (``a_lot``) must occur as consecutive words. Snippets come
+    from different texts, in the texts' order (deterministic), with ``width`` characters of
+    context on each side.
+    """
+    # Index which texts contain each lower-cased word once, so each keyword's regex runs only
+    # on the few texts that can match instead of on the whole corpus.
+    lowered = [t.lower() for t in texts]
+    where: dict[str, list[int]] = {}
+    for k, t in enumerate(lowered):
+        for w in set(re.findall(r"[^\W_]+(?:'[^\W_]+)*", t)):
+            where.setdefault(w, []).append(k)
+    out: list[list[str]] = []
+    for kw in keywords:
+        pattern = keyword_pattern(kw)
+        if pattern is None:
+            out.append([])
+            continue
+        toks = [t for t in kw.lower().split("_") if t]
+        anchor = next((t for t in toks if t != "<num>"), None)
+        cands = where.get(anchor, []) if anchor else range(len(lowered))
+        found: list[str] = []
+        for k in cands:
+            m = pattern.search(lowered[k])
+            if m is None:
+                continue
+            t = texts[k]
+            a, b = max(0, m.start() - width), min(len(t), m.end() + width)
+            snippet = " ".join(t[a:b].split())
+            found.append(("…" if a > 0 else "") + snippet + ("…" if b < len(t) else ""))
+            if len(found) == per_keyword:
+                break
+        out.append(found)
+    return out

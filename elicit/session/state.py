@@ -1,0 +1,274 @@
+"""The state of a session: its file, its model, and what they say now.
+
+:class:`SessionState` opens a session file (:mod:`elicit.session.store`), builds the model of
+every expert's active answers (:class:`~elicit.elicitation.elicitor.Elicitor`) and keeps it in
+step with the file, also when another tab's server or another process writes to it. It
+answers the read-only questions: progress, the current fit, the posterior and predictions.
+:class:`~elicit.session.session.Session` adds the question flow on top.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from elicit.elicitation.elicitor import Elicitor
+from elicit.engines.base import Engine, MAPResult
+from elicit.errors import ElicitError
+from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import Hyper
+from elicit.session import record, store
+from elicit.session.inputs import check_expert, feature_index
+from elicit.session.model import question_pairs
+
+S = TypeVar("S", bound="SessionState")
+
+
+class SessionState:
+    """A session file with its model kept in step (the base of
+    :class:`~elicit.session.session.Session`; see there for the attributes)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, Any],
+                 X: np.ndarray, y: np.ndarray, U: np.ndarray, texts: dict[int, list[str]],
+                 engine: str | Engine | None = None, elicitor: Elicitor | None = None,
+                 expert: str = "") -> None:
+        self.path, self._conn, self._lock = path, conn, threading.RLock()
+        self.meta = meta
+        self.settings: dict[str, Any] = meta["settings"]
+        self.feature_names: list[str] = list(meta["feature_names"])
+        self.uid: str = meta["session_uid"]
+        self.description: str = meta.get("description", "")
+        self.target_description: str = meta.get("target_description") or "the outcome"
+        self.summary: list[str] = list(meta.get("summary", []))
+        self.excluded: dict[str, str] = dict(meta.get("excluded_features", {}))
+        # The level added back to predictions: the centre Session.create subtracted (format
+        # 2) plus the y_offset given by the caller (format 1 stored only the latter).
+        self.y_offset: float = (float(meta.get("y_offset", 0.0))
+                                + float(meta.get("y_centre", 0.0)))
+        self._x_centre = None if meta.get("x_centre") is None else np.asarray(meta["x_centre"])
+        self._x_scale = None if meta.get("x_scale") is None else np.asarray(meta["x_scale"])
+        self.X, self.y, self.U = X, y, U
+        self.expert = expert
+        self._texts = texts
+        if elicitor is None:
+            st = self.settings
+            # Format-1 files have no exclusions: every pair stays a candidate, as before.
+            cands = (question_pairs(U, [self.feature_names.index(n) for n in self.excluded])
+                     if "excluded_features" in meta else None)
+            elicitor = Elicitor(
+                self._model_X(X), y - float(meta.get("y_centre", 0.0)), U,
+                Hyper(**st["hyper"]), engine=engine if engine is not None else st["engine"],
+                utility=st["utility"], refine=st["refine"], pool_size=st["pool_size"],
+                candidates=cands)
+        self.elicitor = elicitor
+        self._data_version = -1
+        self._active: list[tuple[int, int, str, str]] = []
+        self._asked_for: str | None = None
+        self._sync(expert, force=True)
+
+    @classmethod
+    def open(cls: type[S], path: str | os.PathLike, X=None, y=None, meta_features=None, *,
+             engine: str | Engine | None = None, expert: str | None = None) -> S:
+        """Open an existing session and rebuild its model from the recorded answers.
+
+        Parameters
+        ----------
+        path
+            The session file (format 1 files are migrated in place, in one transaction).
+        X, y, meta_features
+            Optional: the data you expect the session to be about. Each one given is
+            compared with the stored array's hash and a mismatch is refused.
+        engine
+            Override the stored engine setting (e.g. ``"numpy"`` where CmdStan is missing).
+        expert
+            The default expert of this object's calls (default: the unnamed expert).
+
+        Raises
+        ------
+        ElicitError
+            A missing, empty, truncated, corrupted, read-only or non-session file, one
+            written by a newer format version, or data that differs from the session's.
+            Such files are never written to.
+        """
+        return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert))
+
+    @classmethod
+    def _open(cls: type[S], path, X=None, y=None, meta_features=None, *, engine=None,
+              elicitor: Elicitor | None = None, expert: str = "") -> S:
+        path = Path(path)
+        conn, meta, arrays, texts = store.open_file(path, {"X": X, "y": y, "U": meta_features})
+        try:
+            # A pending query for a pair its expert already answered (left by an older
+            # elicit) could never be answered: withdraw it before anything else.
+            record.cancel_answered_pending(conn)
+            return cls(path, conn, meta, arrays["X"], arrays["y"], arrays["U"], texts,
+                       engine=engine, elicitor=elicitor, expert=expert)
+        except BaseException:
+            conn.close()
+            raise
+
+    @staticmethod
+    def _scaled(X: np.ndarray, centre, scale) -> np.ndarray:
+        return X if centre is None else (X - np.asarray(centre)) / np.asarray(scale)
+
+    def _model_X(self, X: np.ndarray) -> np.ndarray:
+        return self._scaled(X, self._x_centre, self._x_scale)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the file (idempotent). Everything was already committed."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        pr = self.progress()
+        return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
+                f"{pr['answered']} of {pr['pairs']} pairs answered>")
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ElicitError(f"session {self.path} is closed")
+        return self._conn
+
+    # -- state ---------------------------------------------------------------------------
+    def _who(self, expert: str | None) -> str:
+        return self.expert if expert is None else check_expert(expert)
+
+    def _sync(self, expert: str, force: bool = False, wrote: bool = False) -> None:
+        """Refit when the active answers changed (our own write, or a commit by another
+        connection: another tab's server, another process) and mark the pairs ``expert``
+        answered.
+
+        ``PRAGMA data_version`` changes only when *another* connection commits, so the usual
+        case costs one tiny query. The refit starts from the no-feedback MAP, so the state is
+        a pure function of the active answers.
+        """
+        v = record.data_version(self.conn)
+        if v != self._data_version or force or wrote:
+            self._data_version = v
+            # Re-read the answers rather than patching a list: another process may have
+            # committed between our last sync and our write.
+            active = record.active_answers(self.conn)
+            if force or active != self._active:
+                self.elicitor.set_answers(active, asked=_pairs_of(active, expert))
+                self._active, self._asked_for = active, expert
+        if self._asked_for != expert:
+            self.elicitor.set_asked(_pairs_of(self._active, expert))
+            self._asked_for = expert
+
+    def _snapshot(self, posterior: bool = False):
+        """``(fit, posterior or None, active answers (i, j, answer, expert))`` at one
+        state."""
+        with self._lock:
+            self._sync(self.expert)
+            post = self.elicitor.posterior() if posterior else None
+            return self.elicitor.fit, post, list(self._active)
+
+    def _read(self, query, *args):
+        """``query(conn, *args)`` of :mod:`elicit.session.record` at the current state."""
+        with self._lock:
+            self._sync(self.expert)
+            return query(self.conn, *args)
+
+    @property
+    def fit(self) -> MAPResult:
+        """The current MAP (gamma, xi, tau2, K)."""
+        return self._snapshot()[0]
+
+    def revision(self) -> int:
+        """A number that grows with every recorded event (query, answer, skip, undo)."""
+        with self._lock:
+            return record.last_event(self.conn)
+
+    @property
+    def n_pairs(self) -> int:
+        """How many pairs may be asked (each expert may answer each once)."""
+        return len(self.elicitor.candidates)
+
+    def progress(self, expert: str | None = None) -> dict[str, int]:
+        """Counts of one expert's record (see :func:`elicit.session.record.progress`)."""
+        return self._read(record.progress, self.n_pairs, self._who(expert))
+
+    def experts(self) -> list[str]:
+        """The experts who were asked at least one question, in order of appearance."""
+        return self._read(record.experts)
+
+    @property
+    def done(self) -> bool:
+        """True when the default expert has answered every candidate pair."""
+        return self.is_done()
+
+    def is_done(self, expert: str | None = None) -> bool:
+        """True when ``expert`` has answered every candidate pair."""
+        with self._lock:
+            self._sync(self._who(expert))
+            return len(self.elicitor.unasked()) == 0
+
+    def texts(self, feature: int | str) -> list[str]:
+        """The example snippets stored for a feature (by index or name)."""
+        return list(self._texts.get(feature_index(self.feature_names, feature), []))
+
+
+    # -- the model -----------------------------------------------------------------------
+    def active_answers(self) -> list[tuple[int, int, str]]:
+        """The answers the model uses, of every expert: (i, j, answer) in answer order."""
+        return [a[:3] for a in self._snapshot()[2]]
+
+    def posterior(self) -> NIGPosterior:
+        """The NIG posterior of (beta, sigma^2) at the current MAP (beta in the model's
+        units: for a standardised session, per standard deviation of each column)."""
+        return self._snapshot(posterior=True)[1]
+
+    def predict(self, X_new) -> np.ndarray:
+        """Posterior predictive mean at the rows of ``X_new``, on y's original scale.
+
+        A DataFrame is matched to the features by column name (a missing or unknown column is
+        an error); an array is taken in feature order. For a session created with
+        ``standardize=True`` give data in the original units; otherwise preprocess it like
+        the session's ``X``.
+        """
+        X_new = self._aligned(X_new)
+        with self._lock:
+            self._sync(self.expert)
+            return self.elicitor.predict(self._model_X(X_new)) + self.y_offset
+
+    def _aligned(self, X_new) -> np.ndarray:
+        if isinstance(X_new, pd.DataFrame):
+            cols = [str(c) for c in X_new.columns]
+            missing = [n for n in self.feature_names if n not in set(cols)]
+            unknown = [c for c in cols if c not in set(self.feature_names)]
+            if missing or unknown:
+                parts = ([f"missing column(s) {_short(missing)}"] if missing else []) + (
+                    [f"unknown column(s) {_short(unknown)}"] if unknown else [])
+                raise ElicitError(f"X_new does not match the session's features: "
+                                  f"{'; '.join(parts)}")
+            X_new = X_new.set_axis(cols, axis=1)[self.feature_names]
+        try:
+            return np.asarray(X_new, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ElicitError(f"X_new must be numeric: {e}") from None
+
+
+def _pairs_of(active: Sequence[tuple], expert: str) -> list[tuple[int, int]]:
+    return [(i, j) for i, j, _, e in active if e == expert]
+
+
+def _short(items: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(s) for s in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -1,0 +1,213 @@
+"""Sessions under stress: two processes answering one file, and kills followed by a copy of the
+``.session`` file alone.
+
+Both print a summary line (``STRESS-TEST``, ``COPY-TEST``) that ``docs/reliability.md``
+records. They are slow (about a minute each), so ``make test-fast`` skips them.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from elicit.errors import ElicitError
+from elicit.session import record
+from elicit.session.session import Session
+from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
+
+pytestmark = pytest.mark.slow
+
+ANSWERS = int(os.environ.get("ELICIT_STRESS_ANSWERS", "50"))
+COPY_TRIALS = int(os.environ.get("ELICIT_COPY_TRIALS", "60"))
+
+
+def make_data(p: int, seed: int = 5, n: int = 12, d: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    U = rng.normal(size=(p, d))
+    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
+    return X, y, U
+
+
+def _log(fd: int, line: str) -> None:
+    os.write(fd, (line + "\n").encode())  # one write: a line is all there or not at all
+
+
+def _read_log(path: Path) -> list[list[str]]:
+    if not path.exists():
+        return []
+    return [ln.split() for ln in path.read_text().split("\n")[:-1] if ln]
+
+
+# --------------------------------------------------------------------------------------------
+# Two processes, one file
+# --------------------------------------------------------------------------------------------
+
+def answerer(path: str, log_path: str, expert: str, seed: int, target: int,
+             limit: float) -> None:
+    """Runs in a child: answer ``target`` questions, logging each after it returned."""
+    rng = random.Random(seed)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    t_end = time.monotonic() + limit
+    with Session.open(path, expert=expert) as s:
+        done = 0
+        while done < target:
+            if time.monotonic() > t_end:
+                _log(fd, f"stuck {done}")
+                os._exit(3)
+            q = s.next_query()
+            # A pause, as a person takes to read the question: it lets the other process
+            # pick up the same pending query, so both race to answer it.
+            time.sleep(rng.uniform(0.0, 0.03))
+            t0 = time.perf_counter()
+            try:
+                rec = s.answer(q, rng.choice(["similar", "dissimilar", "dont_know"]))
+            except record.AnsweredElsewhere:
+                _log(fd, f"elsewhere {q.id}")
+                continue
+            _log(fd, f"answer {rec.id} {q.id} {expert or '-'} "
+                     f"{(time.perf_counter() - t0) * 1000:.2f}")
+            done += 1
+    os._exit(0)
+
+
+@pytest.mark.parametrize("experts", [("", ""), ("alice", "bob")],
+                         ids=["one expert", "two experts"])
+def test_two_processes_answer_one_file_without_getting_stuck(tmp_path, experts):
+    # One expert: 2 x 50 answers need 100 of its 120 pairs; two experts: 50 of 66 each.
+    p = 16 if experts[0] == experts[1] else 12
+    X, y, U = make_data(p)
+    path = tmp_path / "stress.session"
+    Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=1).close()
+    ctx = multiprocessing.get_context("fork")
+    logs = [tmp_path / f"p{k}.log" for k in (0, 1)]
+    t0 = time.perf_counter()
+    procs = [ctx.Process(target=answerer, args=(str(path), str(logs[k]), experts[k], k,
+                                                ANSWERS, 300.0)) for k in (0, 1)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(400)
+    seconds = time.perf_counter() - t0
+    codes = [pr.exitcode for pr in procs]
+    entries = [_read_log(lg) for lg in logs]
+    assert codes == [0, 0], f"exit codes {codes}: {[e[-1:] for e in entries]}"
+    logged = [(int(e[1]), int(e[2])) for es in entries for e in es if e[0] == "answer"]
+    assert len(logged) == 2 * ANSWERS
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = {(a, q) for a, q in raw.execute("SELECT id, query_id FROM answers")}
+        stale = raw.execute(record._STALE_PENDING).fetchall()
+    finally:
+        raw.close()
+    assert set(logged) <= rows, "an acknowledged answer is missing"
+    assert len(rows) == 2 * ANSWERS and stale == []
+    with Session.open(path, expert=experts[0]) as s:
+        s.answer(s.next_query(), "similar")  # never stuck: the session goes on
+    ms = [float(e[4]) for es in entries for e in es if e[0] == "answer"]
+    summary = {"experts": list(experts), "answers": len(logged),
+               "answered_elsewhere": sum(e[0] == "elsewhere" for es in entries for e in es),
+               "median_ms_per_answer": round(statistics.median(ms), 1),
+               "seconds": round(seconds, 1)}
+    print("\nSTRESS-TEST", json.dumps(summary))
+
+
+# --------------------------------------------------------------------------------------------
+# Kill, then copy the .session file alone
+# --------------------------------------------------------------------------------------------
+
+def worker(path: str, log_path: str, seed: int) -> None:
+    """Runs in a child until it is killed: answer (mostly), skip or undo, logging each
+    action after it returned. SIGTERM closes the session cleanly (exit status 143)."""
+    rng = random.Random(seed)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    s = Session.open(path)
+    try:
+        with stop_signals_as_interrupt():
+            while True:
+                r = rng.random()
+                if s.done or r < 0.1:
+                    try:
+                        rec = s.undo()
+                        _log(fd, f"undo {rec.id}")
+                        continue
+                    except ElicitError:
+                        pass
+                q = s.next_query()
+                if r > 0.92:
+                    s.skip(q)
+                    continue
+                rec = s.answer(q, rng.choice(["similar", "dissimilar", "dont_know"]))
+                _log(fd, f"answer {rec.id} {q.id} {rec.answer.value}")
+    except Interrupted as e:
+        s.close()
+        os._exit(e.code)
+
+
+def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answer(tmp_path):
+    X, y, U = make_data(8)
+    path = tmp_path / "kill.session"
+    log_path = tmp_path / "kill.log"
+    Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=3).close()
+    ctx = multiprocessing.get_context("fork")
+    rng = random.Random(11)
+    t0 = time.perf_counter()
+    stats = {"SIGKILL": 0, "SIGTERM": 0, "clean_sigterm_exits": 0, "hot_journal_after_kill": 0}
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    checked = 0
+    for trial in range(COPY_TRIALS):
+        sig = signal.SIGKILL if trial % 2 == 0 else signal.SIGTERM
+        child = ctx.Process(target=worker, args=(str(path), str(log_path), trial))
+        child.start()
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.kill(child.pid, sig)
+        child.join(30)
+        stats[sig.name] += 1
+        if sig == signal.SIGTERM:
+            assert child.exitcode in (128 + signal.SIGTERM, -signal.SIGTERM), child.exitcode
+            stats["clean_sigterm_exits"] += child.exitcode == 128 + signal.SIGTERM
+        journal = Path(str(path) + "-journal")
+        stats["hot_journal_after_kill"] += journal.exists() and journal.stat().st_size > 0
+        # The .session file alone, as a user would copy it right now.
+        copy = copies / f"t{trial}.session"
+        shutil.copyfile(path, copy)
+        log = _read_log(log_path)
+        raw = sqlite3.connect(copy)
+        try:
+            assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok", trial
+            rows = dict(raw.execute("SELECT id, query_id || ' ' || answer FROM answers"))
+            undone = {r[0] for r in raw.execute(
+                "SELECT id FROM answers WHERE undone_at IS NOT NULL")}
+        finally:
+            raw.close()
+        for e in log:
+            if e[0] == "answer":
+                assert rows.get(int(e[1])) == f"{e[2]} {e[3]}", f"trial {trial}: {e} lost"
+                checked += 1
+            elif e[0] == "undo":
+                assert int(e[1]) in undone, f"trial {trial}: undo {e[1]} lost"
+        with Session.open(copy) as s:  # the copy is a working session
+            if not s.done:
+                s.next_query()
+        copy.unlink()
+    log = _read_log(log_path)
+    summary = {"trials": COPY_TRIALS, **stats,
+               "acknowledged_answers": sum(e[0] == "answer" for e in log),
+               "acknowledged_undos": sum(e[0] == "undo" for e in log),
+               "answers_missing_from_copies": 0, "answer_checks": checked,
+               "seconds": round(time.perf_counter() - t0, 1)}
+    print("\nCOPY-TEST", json.dumps(summary))
+    assert summary["acknowledged_answers"] >= min(50, COPY_TRIALS)
