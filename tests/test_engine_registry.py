@@ -107,3 +107,19 @@ def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
         out, err = p.communicate(timeout=1800)
         assert p.returncode == 0, err[-3000:]
         assert out.strip().splitlines()[-1] == "ok True"
+
+
+def test_a_custom_program_with_the_fast_utility_is_refused_before_any_build(monkeypatch,
+                                                                           tmp_path):
+    import numpy as np
+
+    import elicit.elicitation.elicitor as el_mod
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("an engine was built before the options were checked")
+
+    monkeypatch.setattr(el_mod, "get_engine", no_build)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ElicitError, match="fast utility screen uses the shipped model's"):
+        el_mod.Elicitor(rng.normal(size=(5, 4)), rng.normal(size=5), rng.normal(size=(4, 2)),
+                        engine="pystan", stan_file=tmp_path / "mine.stan", utility="fast")

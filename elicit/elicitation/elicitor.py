@@ -63,8 +63,7 @@ class Elicitor:
                  candidates: np.ndarray | None = None) -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
-        if utility not in ("fast", "exact"):
-            raise ElicitError(f"utility must be 'fast' or 'exact', got {utility!r}")
+        check_utility(utility, stan_file)  # before the engine: a Stan build takes minutes
         if refine < 0:
             raise ElicitError(f"refine must be >= 0, got {refine}")
         p = X.shape[1]
@@ -79,10 +78,6 @@ class Elicitor:
         self.utility, self.refine = utility, int(refine)
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             engine, hyper.variant, stan_file)
-        if stan_file is not None and utility == "fast":
-            raise ElicitError("the fast utility screen uses the shipped model's analytic "
-                              "Hessian, which a custom Stan file does not have; use exact "
-                              "utilities (--utility exact, or utility='exact' in Python)")
         self._fit_initial(X, y, U, hyper)
 
     def _fit_initial(self, X, y, U, hyper: Hyper) -> None:
@@ -314,6 +309,23 @@ class Elicitor:
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
         return self.posterior().predict(X_new).mean
+
+
+def check_utility(utility: str, stan_file: str | Path | None = None) -> None:
+    """Refuse a utility mode that cannot run (check it before any Stan program is built).
+
+    Raises
+    ------
+    ElicitError
+        For an unknown mode, or the fast mode with a custom Stan file: the fast screen uses
+        the shipped model's analytic Hessian, which a custom program does not have.
+    """
+    if utility not in ("fast", "exact"):
+        raise ElicitError(f"utility must be 'fast' or 'exact', got {utility!r}")
+    if stan_file is not None and utility == "fast":
+        raise ElicitError("the fast utility screen uses the shipped model's analytic "
+                          "Hessian, which a custom Stan file does not have; use exact "
+                          "utilities (--utility exact, or utility='exact' in Python)")
 
 
 @single_blas_thread
