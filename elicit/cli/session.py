@@ -64,8 +64,8 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     ssub = p.add_subparsers(dest="session_command", required=True)
     n = ssub.add_parser("new", help="create a session file",
                         description="Create a session from your own table (--from-csv), "
-                                    "your own arrays (--from-npz) or the paper's data "
-                                    "(--dataset).")
+                                    "your own arrays (--from-npz), a review corpus "
+                                    "(--corpus) or the paper's data (--dataset).")
     src = n.add_mutually_exclusive_group(required=True)
     src.add_argument("--from-csv", type=Path, metavar="FILE",
                      help="your data as a table: a .csv (or .tsv) file, or a .parquet file "
@@ -74,6 +74,17 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
                      help=".npz with X (n x p), y (n), optional U (p x d) and feature_names")
     src.add_argument("--dataset", choices=("amazon", "yelp"),
                      help="the paper's data set (one run's 100 training reviews)")
+    src.add_argument("--corpus", type=Path, metavar="FILE",
+                     help="any review corpus: a JSON-lines or CSV file (optionally gzipped) "
+                          "with a text and a rating field; keywords by the paper's rule, one "
+                          "run's 100 training reviews")
+    n.add_argument("--text-field", default="text",
+                   help="--corpus: the field holding the review text (default: text)")
+    n.add_argument("--rating-field", default="rating",
+                   help="--corpus: the field holding the rating (default: rating)")
+    n.add_argument("--min-df", type=positive_int, default=None,
+                   help="--corpus: keep keywords in at least this many reviews (default: the "
+                        "paper's 100 of 5149, scaled to the corpus)")
     n.add_argument("--target", metavar="COLUMN",
                    help="--from-csv: the column to predict (the outcome)")
     n.add_argument("--features", type=column_list, metavar="COL,COL,...",
@@ -217,6 +228,7 @@ def _open(path: Path, engine: str | None = None, expert: str | None = None):
 def cmd_new(args: argparse.Namespace) -> int:
     from elicit.session.session import Session
     from elicit.session.sources import (
+        corpus_inputs,
         dataset_inputs,
         npz_inputs,
         table_inputs,
@@ -228,9 +240,18 @@ def cmd_new(args: argparse.Namespace) -> int:
                                      ("--no-standardize", args.no_standardize)) if v]
     if args.from_csv is None and table_only:
         raise ElicitError(f"{', '.join(table_only)} go(es) with --from-csv FILE only")
+    corpus_only = [opt for opt, v, default in (
+        ("--text-field", args.text_field, "text"), ("--rating-field", args.rating_field, "rating"),
+        ("--min-df", args.min_df, None)) if v != default]
+    if args.corpus is None and corpus_only:
+        raise ElicitError(f"{', '.join(corpus_only)} go(es) with --corpus FILE only")
     pool = args.pool_size
     if args.dataset:
         inputs = dataset_inputs(args.dataset, args.run_seed, args.data_dir)
+        pool = pool if pool is not None else 400
+    elif args.corpus is not None:
+        inputs = corpus_inputs(args.corpus, args.run_seed, args.text_field, args.rating_field,
+                               args.min_df)
         pool = pool if pool is not None else 400
     elif args.from_npz is not None:
         inputs = npz_inputs(args.from_npz)

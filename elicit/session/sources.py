@@ -179,17 +179,10 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dic
         Keyword arguments for :meth:`Session.create` (X, y, meta_features, feature_names,
         texts, y_offset, description, target_description).
     """
-    from elicit.data import (
-        RAW_FILES,
-        load_dataset,
-        prepare_run,
-        read_records,
-        resolve_data_dir,
-    )
+    from elicit.data import RAW_FILES, load_dataset, read_records, resolve_data_dir
 
     ds = load_dataset(name, data_dir)
-    run = prepare_run(ds, run_seed)
-    texts = None
+    reviews = None
     raw_note = "no example snippets (raw-text reviews not found)"
     try:
         raw = resolve_data_dir(data_dir, required=[RAW_FILES[name]]) / RAW_FILES[name]
@@ -197,17 +190,48 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dic
         raw = None
     if raw is not None:
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
-        texts = keyword_snippets(run.feature_names, reviews)
         raw_note = f"example snippets from {raw.name}"
+    return _run_inputs(ds, run_seed, reviews, DATASET_TARGETS.get(name, "the outcome"),
+                       f"{name}: paper bag-of-words matrix, run seed {run_seed}", raw_note)
+
+
+def corpus_inputs(path: str | Path, run_seed: int, text_field: str = "text",
+                  rating_field: str = "rating", min_df: int | None = None) -> dict:
+    """The inputs of a session on any review corpus, one run's split.
+
+    The keywords follow the paper's rule (:func:`elicit.data.load_corpus`: SMART stop words
+    out, document frequency at least ``min_df``, by default scaled to the corpus size); the
+    run is split and standardised like the paper's data (:func:`elicit.data.prepare_run`),
+    and the snippets come from the corpus itself.
+
+    Returns
+    -------
+    dict
+        Keyword arguments for :meth:`Session.create`, as :func:`dataset_inputs`.
+    """
+    from elicit.data import load_corpus, read_reviews
+
+    ds = load_corpus(path, text_field, rating_field, min_df=min_df)
+    reviews, _ = read_reviews(path, text_field, rating_field)
+    return _run_inputs(ds, run_seed, reviews, "the review's rating",
+                       f"{Path(path).name}: reviews ({text_field!r} text, {rating_field!r} "
+                       f"rating), run seed {run_seed}", f"example snippets from {Path(path).name}")
+
+
+def _run_inputs(ds, run_seed: int, reviews: Sequence[str] | None, target: str, what: str,
+                snippet_note: str) -> dict:
+    from elicit.data import prepare_run
+
+    run = prepare_run(ds, run_seed)
+    texts = None if reviews is None else keyword_snippets(run.feature_names, reviews)
     return {
         "X": run.X_train, "y": run.y_train, "meta_features": run.U,
         "feature_names": run.feature_names, "texts": texts, "y_offset": run.y_mean,
-        "target_description": DATASET_TARGETS.get(name, "the outcome"),
+        "target_description": target,
         "meta_source": f"the raw keyword counts of the {run.X_train.shape[0]} training "
                        "reviews (the paper's choice)",
-        "description": (f"{name}: paper bag-of-words matrix, run seed {run_seed} "
-                        f"({run.X_train.shape[0]} training reviews, {run.p} keywords); "
-                        f"{raw_note}"),
+        "description": (f"{what} ({run.X_train.shape[0]} training reviews, {run.p} "
+                        f"keywords); {snippet_note}"),
     }
 
 
