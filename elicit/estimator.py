@@ -320,8 +320,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         # The model's fitted attributes are set only once the fit has succeeded.
         self.meta_features_, self.feedback_ = U, feedback
-        self.x_mean_, self.x_scale_, self.y_mean_, self.y_scale_ = x_mean, x_scale, y_mean, y_scale
         self.posterior_, self.map_ = post, fit
+        self._set_scales(x_mean, x_scale, y_mean, y_scale)
         self.gamma_ = np.array(fit.gamma)
         # Without a similar/dissimilar answer xi is independent of everything else and does
         # not enter the model, so its prior is not even resolved.
@@ -329,11 +329,20 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.threshold_mean_ = data.m if answered else float("nan")
         self.tau2_, self.tau2_scores_ = float(fit.tau2), scores
         self.K_ = np.array(post.K)
+        return self
+
+    def _set_scales(self, x_mean: np.ndarray, x_scale: np.ndarray, y_mean: float,
+                    y_scale: float = 1.0) -> None:
+        """Map the fitted model back to the data's units: the model was fitted on
+        ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``. (A session's model, fitted
+        on its own preprocessing, is handed over this way: ``Session.to_estimator``.)"""
+        post = self.posterior_
+        self.x_mean_, self.x_scale_ = np.asarray(x_mean, float), np.asarray(x_scale, float)
+        self.y_mean_, self.y_scale_ = float(y_mean), float(y_scale)
         self.sigma2_ = float(post.b_star / (post.a_star - 1.0)) * y_scale**2
         # beta lives on standardised X and y; undo both transformations.
-        self.coef_ = post.mu * y_scale / x_scale
-        self.intercept_ = float(y_mean - x_mean @ self.coef_)
-        return self
+        self.coef_ = post.mu * y_scale / self.x_scale_
+        self.intercept_ = float(y_mean - self.x_mean_ @ self.coef_)
 
     def _check_params(self) -> None:
         t = self.tau2

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,9 @@ from elicit.model.spec import Hyper
 from elicit.session import record, store
 from elicit.session.inputs import check_expert, feature_index
 from elicit.session.model import question_pairs
+
+if TYPE_CHECKING:
+    from elicit.estimator import ElicitRegressor
 
 S = TypeVar("S", bound="SessionState")
 
@@ -247,6 +250,33 @@ class SessionState:
         with self._lock:
             self._sync(self.expert)
             return self.elicitor.predict(self._model_X(X_new)) + self.y_offset
+
+    def to_estimator(self, **params: Any) -> ElicitRegressor:
+        """The session's model as a fitted scikit-learn regressor.
+
+        Every expert's active answers become the estimator's ``feedback``; it is fitted on the
+        session's data with the session's hyperparameters and engine, so its MAP is the
+        session's, and ``predict`` takes data like :meth:`predict` (for a standardised session
+        in the original units) and gives the same numbers. ``params`` set other estimator
+        parameters (``clone`` and refits then use the estimator's own defaults, e.g. its
+        standardisation).
+        """
+        from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
+
+        _, _, active = self._snapshot()
+        est = ElicitRegressor.from_answers(
+            self.U, [a[:3] for a in active], feature_names=self.feature_names,
+            hyper=self.elicitor.hyper, engine=self.elicitor.engine, **params)
+        y_centre = float(self.meta.get("y_centre", 0.0))
+        est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names),
+                self.y - y_centre)
+        p = len(self.feature_names)
+        # The model was fitted on the session's own preprocessing: map it back to the units
+        # the session's predict takes.
+        est._set_scales(np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
+                        np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
+                        self.y_offset)
+        return est
 
     def _aligned(self, X_new) -> np.ndarray:
         if isinstance(X_new, pd.DataFrame):

@@ -1,0 +1,40 @@
+"""``Session.to_estimator()``: a session's model as a scikit-learn regressor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from elicit.session.session import Session
+
+pytest.importorskip("sklearn")
+
+
+def _session(tmp_path, standardize: bool):
+    rng = np.random.default_rng(3)
+    n, p = 40, 8
+    X = pd.DataFrame(rng.normal(5, 3, size=(n, p)), columns=[f"f{i}" for i in range(p)])
+    y = pd.Series(100 + X.to_numpy() @ rng.normal(size=p) + rng.normal(size=n), name="out")
+    s = Session.create(X, y, path=tmp_path / "s.session", engine="numpy",
+                       standardize=standardize)
+    for a in ("similar", "dissimilar", "similar", "dont_know"):
+        s.answer(s.next_query(), a)
+    return s, X, rng
+
+
+@pytest.mark.parametrize("standardize", [True, False])
+def test_the_estimator_is_the_sessions_model(tmp_path, standardize):
+    s, X, rng = _session(tmp_path, standardize)
+    with s:
+        est = s.to_estimator()
+        np.testing.assert_allclose(est.gamma_, s.fit.gamma, rtol=1e-6, atol=1e-8)
+        assert est.tau2_ == s.fit.tau2
+        # every similar/dissimilar answer of the session is the estimator's feedback
+        assert len(est.feedback_) == 4 and len(s.active_answers()) == 4
+        X_new = pd.DataFrame(rng.normal(5, 3, size=(6, X.shape[1])), columns=X.columns)
+        np.testing.assert_allclose(est.predict(X_new), s.predict(X_new), rtol=1e-9, atol=1e-9)
+        if standardize:  # the level of y is in the predictions: centred X predicts its mean
+            assert float(np.mean(est.predict(X))) == pytest.approx(float(np.mean(s.y)))
+        mean, sd = est.predict(X_new, return_std=True)
+        assert np.all(sd > 0) and np.allclose(mean, est.predict(X_new))
