@@ -123,3 +123,41 @@ def test_a_custom_program_with_the_fast_utility_is_refused_before_any_build(monk
     with pytest.raises(ElicitError, match="fast utility screen uses the shipped model's"):
         el_mod.Elicitor(rng.normal(size=(5, 4)), rng.normal(size=5), rng.normal(size=(4, 2)),
                         engine="pystan", stan_file=tmp_path / "mine.stan", utility="fast")
+
+
+def _small_data(n_feedback: int = 3):
+    import numpy as np
+
+    from elicit.model.spec import Hyper, ModelData
+
+    rng = np.random.default_rng(4)
+    X, U = rng.normal(size=(12, 6)), rng.uniform(0, 1, size=(6, 3))
+    y = X @ rng.normal(size=6) + 0.3 * rng.normal(size=12)
+    pairs = np.array([[0, 1], [2, 3], [1, 4]])[:n_feedback]
+    return ModelData(X, y - y.mean(), U, Hyper(threshold_mean=2.0), pairs,
+                     np.array([1, 0, 1])[:n_feedback])
+
+
+@pytest.mark.slow
+def test_check_engine_passes_when_pystan_and_numpy_agree_and_reports_a_disagreement():
+    pytest.importorskip("stan")
+    from elicit.engines.checked import CheckedEngine
+    from elicit.engines.pystan_engine import PyStanEngine
+    from elicit.errors import EngineError
+
+    data = _small_data()
+    checked = get_engine("pystan", "fixed", check=True)
+    fit = checked.fit(data)
+    assert checked.checks == 1 and fit.engine == "pystan"
+    # An engine stopped after two iterations is far from numpy's MAP: reported, with both
+    # log densities.
+    early = CheckedEngine(PyStanEngine("fixed", max_iter=2))
+    with pytest.raises(EngineError, match=r"pystan and its numpy twin disagree on the MAP after "
+                                          r"3 answers: .* log density \(numpy's formula\) "
+                                          r"-?\d+\.\d+ at pystan's MAP, -?\d+\.\d+ at numpy's"):
+        early.fit(data)
+
+
+def test_check_engine_with_a_custom_program_is_refused_before_any_build(tmp_path):
+    with pytest.raises(ElicitError, match="--check-engine compares every fit with the numpy"):
+        get_engine("pystan", "fixed", stan_file=tmp_path / "mine.stan", check=True)

@@ -11,7 +11,7 @@ ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
 
 def get_engine(name: str = "auto", variant: str = "fixed",
-               stan_file: str | Path | None = None) -> Engine:
+               stan_file: str | Path | None = None, check: bool = False) -> Engine:
     """Build an engine by name.
 
     Parameters
@@ -25,7 +25,22 @@ def get_engine(name: str = "auto", variant: str = "fixed",
     stan_file
         A custom Stan program honouring the data/parameter contract (see ``docs/stan.md``);
         only the cmdstan and pystan engines can run one.
+    check
+        Check every fit against the numpy twin (``--check-engine``,
+        :class:`~elicit.engines.checked.CheckedEngine`).
     """
+    if check and stan_file is not None:  # refused before any build
+        raise ElicitError("--check-engine compares every fit with the numpy engine, which runs "
+                          "only the shipped Stan programs, not a custom --stan-file")
+    engine = _build(name, variant, stan_file)
+    if check:
+        from elicit.engines.checked import CheckedEngine
+
+        return CheckedEngine(engine)
+    return engine
+
+
+def _build(name: str, variant: str, stan_file: str | Path | None) -> Engine:
     if name not in ENGINES:
         raise ElicitError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "auto":
