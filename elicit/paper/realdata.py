@@ -95,6 +95,11 @@ def check_config(out: Path, cfg: dict) -> None:
     same files can be found elsewhere (a corpus is compared by its content hash).
     """
     path = out / "config.json"
+    if not path.exists() and any((out / "parts").rglob("*.json")):
+        # Parts are reused by run and strategy alone: without the config that made them they
+        # could silently enter a sweep of other settings.
+        raise ElicitError(f"{out} holds sweep parts but no config.json, so their settings are "
+                          f"unknown; delete {out / 'parts'} or use another output folder (--out)")
     if path.exists():
         old = json.loads(path.read_text())
         diff = {k: (old.get(k, "not recorded"), v) for k, v in cfg.items()

@@ -167,7 +167,8 @@ def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[st
                 per = f"{c / 60 / n:.2f}" if n else "—"
                 lines.append(f"| {k} | {n if n else '—'} | {step_s.get(k, float('nan')) / 60:.1f} "
                              f"| {c / 60:.1f} | {per} |")
-            lines.append("")
+            lines += ["", "CPU per run is the step's CPU time over its runs: it assumes the call "
+                      "computed every run (a resumed call computed fewer).", ""]
     return lines
 
 

@@ -57,7 +57,8 @@ def _no_feedback_claim(d: str, main: Sweep | None, lit: Sweep | None) -> list[st
         if abs(m - paper) <= 2 * se:
             verdict = "reproduces (paper-literal configuration)"
         elif verdict == "not checked":
-            verdict = "does not reproduce"
+            verdict = (f"does not reproduce: the paper-literal configuration gives {m:.2f}, "
+                       f"{'above' if m > paper else 'below'} the paper's {paper:.2f}")
     if main is not None:
         parts.append(f"defaults: {fmt(main.initial())}")
     return [f"No-feedback test MSE {paper:.2f}", "; ".join(parts), verdict]
@@ -89,7 +90,7 @@ def _feedback_claim(main: Sweep | None) -> list[str] | None:
     if main is None:
         return None
     init = main.initial()
-    drops, helped = [], []
+    drops, helped, hurt = [], [], []
     for s in main.strategies:
         w = main.wide(s)
         drop = (w[0] - w[main.last]).dropna()
@@ -97,11 +98,15 @@ def _feedback_claim(main: Sweep | None) -> list[str] | None:
         m, se = mean_se(drop)
         if np.isfinite(se) and m > 2 * se:
             helped.append(LABELS[s])
+        elif np.isfinite(se) and m < -2 * se:
+            hurt.append(LABELS[s])
     ceil = main.per_run("ceiling")
     room = f"; all answers (ceiling): {fmt(init - ceil.reindex(init.index), sign=True)}" \
         if ceil is not None else ""
-    verdict = (f"reproduces for {', '.join(helped)}, by little" if helped
+    verdict = (f"reproduces for {', '.join(helped)}" if helped
                else "does not reproduce: no strategy lowered the MSE beyond 2 s.e.")
+    if hurt:
+        verdict += f"; {', '.join(hurt)} raised it beyond 2 s.e."
     return [f"Expert answers lower the test MSE (Fig. 5); drop after {main.last} answers",
             "defaults, MSE drop per run (initial − final): " + ", ".join(drops) + room, verdict]
 

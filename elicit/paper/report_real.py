@@ -240,8 +240,18 @@ def _tau2_summary(sweep: Sweep) -> str:
     vals, counts = np.unique(sweep.tau2cv.tau2_cv, return_counts=True)
     picks = ", ".join(f"{v:g} in {c} runs" for v, c in zip(vals, counts))
     used = "used" if sweep.cfg.get("tau2") == "cv" else "not used: tau2 is fixed"
+    # A choice on the edge of the grid means the CV optimum may lie beyond it.
+    grid = sorted(float(c.removeprefix("cv_mse_")) for c in sweep.tau2cv.columns
+                  if c.startswith("cv_mse_"))
+    edge = ""
+    if grid:
+        for end, word in ((grid[0], "smallest"), (grid[-1], "largest")):
+            k = int(np.sum(np.isclose(sweep.tau2cv.tau2_cv, end)))
+            if k:
+                edge += (f" In {k} of {len(sweep.tau2cv)} runs the CV chose the {word} grid "
+                         f"value {end:g}, so its optimum may lie beyond the grid.")
     return (f"tau2 chosen by 5-fold CV of the no-feedback model ({sweep.standardize} "
-            f"standardisation; {used}): {picks}.")
+            f"standardisation; {used}): {picks}.{edge}")
 
 
 def sweep_table(sweep: Sweep) -> list[str]:
