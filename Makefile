@@ -33,9 +33,14 @@ bench:
 	$(BIN)/elicit bench --size amazon --rounds 5
 	$(BIN)/elicit bench --size synthetic --rounds 5
 
-# The paper's settings: 50 runs x 100 rounds. Sweeps resume where they stopped.
+# The paper's settings: 100 rounds, 50 runs of the synthetic experiment and REAL_RUNS runs of
+# each of the five real-data sweeps (Amazon, Yelp, the kitchen corpus, Amazon and Yelp with
+# --paper) and of Table 1; REAL_RUNS = 50 is the paper's count. Sweeps resume where they
+# stopped, so a larger REAL_RUNS later only adds runs.
+RUNS      ?= 50
+REAL_RUNS ?= 30
 reproduce:
-	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs 50 --jobs $(JOBS) --seed $(SEED)
+	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs $(RUNS) --real-runs $(REAL_RUNS) --jobs $(JOBS) --seed $(SEED)
 
 # The same pipeline on a few runs, for a quick look (a few minutes).
 reproduce-quick:

@@ -4,14 +4,21 @@ A thin script over the library's experiment functions. The steps, each resumable
 after an interruption continues where it stopped):
 
 1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic`` (:func:`elicit.paper.synthetic.run_synthetic`);
-2. ``amazon``, ``yelp``: Fig. 5 into ``OUT/amazon``, ``OUT/yelp``
-   (:func:`elicit.paper.realdata.run_realdata`);
-3. ``table1``: Table 1 into ``OUT/table1.csv``, reading the two sweeps
+2. ``amazon``, ``yelp``: Fig. 5 into ``OUT/amazon``, ``OUT/yelp`` with the defaults (inputs
+   standardised with all 1000 model reviews' statistics, tau2 by CV;
+   :func:`elicit.paper.realdata.run_realdata`);
+3. ``kitchen``: the same pipeline on the shipped raw Amazon kitchen reviews, a review corpus
+   rather than the paper's matrix, into ``OUT/kitchen``
+   (:func:`elicit.paper.sources.corpus_source`);
+4. ``amazon-paper``, ``yelp-paper``: the paper-literal configuration (``--paper``: training
+   statistics, tau2 = 0.01) into ``OUT/amazon-paper``, ``OUT/yelp-paper``;
+5. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
    (:func:`elicit.paper.table1.run_table1`).
 
 It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole,
 and the CPU time (this process and its workers): on a machine shared with other jobs the wall
-time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine.
+time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine. The
+report also gives each step's CPU time per run, to choose ``--runs`` and ``--real-runs``.
 """
 
 from __future__ import annotations
@@ -27,10 +34,15 @@ from elicit.errors import ElicitError, EngineUnavailable
 from elicit.paper.labels import DATASETS
 from elicit.paper.realdata import run_realdata
 from elicit.paper.report import write_report
+from elicit.paper.sources import corpus_source, shipped_corpus
 from elicit.paper.synthetic import run_synthetic
-from elicit.paper.table1 import run_table1
+from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
 
-STEPS = ("synthetic", *DATASETS, "table1")
+#: The paper-literal sweeps: folder -> data set.
+LITERAL = {f"{d}-paper": d for d in DATASETS}
+STEPS = ("synthetic", *DATASETS, "kitchen", *LITERAL, "table1")
+#: The corpus step's folder and label.
+KITCHEN = "kitchen"
 
 
 def cpu_seconds() -> float:
@@ -45,20 +57,26 @@ def cpu_seconds() -> float:
 def run_step(step: str, args: argparse.Namespace) -> None:
     """One step of the reproduction, printing what it found."""
     progress = not args.quiet
+    real = dict(runs=args.real_runs, rounds=args.rounds, seed=args.seed, jobs=args.jobs,
+                refine=args.refine, progress=progress)
     if step == "synthetic":
         res = run_synthetic(args.out / "synthetic", runs=args.runs, rounds=args.rounds,
                             seed=args.seed, jobs=args.jobs, refine=args.refine,
                             progress=progress)
         print(res.summary())
     elif step in DATASETS:
-        res = run_realdata(step, args.out / step, runs=args.runs, rounds=args.rounds,
-                           seed=args.seed, jobs=args.jobs, data_dir=args.data_dir,
-                           refine=args.refine, progress=progress)
-        print(res.summary())
+        print(run_realdata(step, args.out / step, data_dir=args.data_dir, **real).summary())
+    elif step in LITERAL:
+        print(run_realdata(LITERAL[step], args.out / step, data_dir=args.data_dir, paper=True,
+                           **real).summary())
+    elif step == KITCHEN:
+        path = args.kitchen or shipped_corpus("amazon", args.data_dir)
+        print(run_realdata(corpus_source(path, name=KITCHEN), args.out / KITCHEN,
+                           **real).summary())
     else:
         # The data directory defaults to the one each sweep used (its config.json).
-        table = run_table1(args.out, runs=args.runs, jobs=args.jobs, data_dir=args.data_dir,
-                           progress=progress)
+        table = run_table1(args.out, runs=args.real_runs, datasets=DATASETS, jobs=args.jobs,
+                           samples=args.samples, data_dir=args.data_dir, progress=progress)
         print(table.text, end="")
 
 
@@ -66,12 +84,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results"))
-    ap.add_argument("--runs", type=positive_int, default=50)
+    ap.add_argument("--runs", type=positive_int, default=50, help="runs of every step")
+    ap.add_argument("--real-runs", type=positive_int, default=None,
+                    help="runs of the real-data steps and Table 1 (default: --runs)")
     ap.add_argument("--rounds", type=nonneg_int, default=100)
     ap.add_argument("--jobs", type=positive_int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", type=Path, default=None,
                     help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
+    ap.add_argument("--kitchen", type=Path, default=None,
+                    help="the review corpus of the kitchen step (default: the shipped "
+                         "amazon_kitchen_reviews.jsonl.gz of the data directory)")
+    ap.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES,
+                    help=f"Table 1: cap on the samples rnd/act add (default {DEFAULT_SAMPLES})")
     ap.add_argument("--steps", default=",".join(STEPS),
                     help=f"comma-separated subset of {','.join(STEPS)} (default: all)")
     ap.add_argument("--refine", type=nonneg_int, default=5,
@@ -80,6 +105,7 @@ def main() -> None:
                          "measured in docs/benchmarks.md)")
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
     args = ap.parse_args()
+    args.real_runs = args.real_runs or args.runs
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     bad = [s for s in steps if s not in STEPS]
     if bad:
@@ -106,7 +132,9 @@ def main() -> None:
         print(f"reproduce: step {step} took {walls[step] / 60:.1f} min "
               f"(CPU {cpus[step] / 60:.1f} min)", flush=True)
     wall = time.perf_counter() - t0
-    write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs)
+    runs = {s: args.runs if s == "synthetic" else args.real_runs for s in walls}
+    write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
+                 step_runs=runs)
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))
     print(f"reproduce: wall time {wall / 60:.1f} min, CPU time {sum(cpus.values()) / 60:.1f} "
           f"min (CPU / {args.jobs} jobs = {sum(cpus.values()) / args.jobs / 60:.1f} min); "

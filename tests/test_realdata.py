@@ -1,7 +1,8 @@
 """End-to-end tests of the real-data experiment (elicit realdata / table1) on the paper's data.
 
 They need the data directory (see docs/data.md) and are skipped without it. Kept small: one
-run, a few rounds, Amazon only, about half a minute in all.
+run, a few rounds, Amazon only, about half a minute in all. The reference lines, ``--paper``
+and the report: ``test_realdata_refs.py``; review corpora: ``test_realdata_corpus.py``.
 """
 
 from __future__ import annotations
@@ -49,12 +50,12 @@ def test_realdata_mse_csv(results):
     df = pd.read_csv(results / "amazon" / "mse.csv")
     assert list(df.columns) == ["dataset", "strategy", "run", "n_feedback", "mse"]
     assert set(df.strategy) == {"random", "nonsequential", "sequential", "lasso", "ridge",
-                                "elasticnet"}
+                                "elasticnet", "mean", "ceiling"}
     for s in ("random", "nonsequential", "sequential"):
         g = df[df.strategy == s]
         assert sorted(g.n_feedback) == [0, 1, 2, 3]
-    base = df[df.strategy.isin(["lasso", "ridge", "elasticnet"])]
-    assert len(base) == 3 and (base.n_feedback == 0).all() and (base.run == 0).all()
+    base = df[df.strategy.isin(["lasso", "ridge", "elasticnet", "mean", "ceiling"])]
+    assert len(base) == 5 and (base.n_feedback == 0).all() and (base.run == 0).all()
     assert np.isfinite(df.mse).all() and (df.mse > 0).all()
     # All strategies start from the same no-feedback model.
     assert df[df.n_feedback == 0].query("strategy in ['random','sequential']").mse.nunique() == 1
@@ -79,6 +80,8 @@ def test_problem_matches_setup(run0):
 
     prob = realdata_problem("amazon", 0, 0, REAL)
     _, rd = run0
+    assert rd.standardize == "model" and prob.extra["standardize"] == "model"
+    assert prob.X == pytest.approx(rd.X_train)
     assert prob.X.shape == (100, 337) and prob.U.shape == (337, 100)
     assert prob.hyper.variant == "fixed" and prob.hyper.tau2 == 0.01
     assert prob.pool_size == 400 and prob.y_offset == pytest.approx(rd.y_mean)
@@ -90,7 +93,9 @@ def test_problem_matches_setup(run0):
 
 def test_table1_on_tiny_results(results):
     lines = (results / "table1.csv").read_text().strip().splitlines()
-    assert lines[0].startswith("dataset,mse_level,level_kind,rnd,act,seqelc")
+    assert lines[0] == ("dataset,mse_level,level_kind,rnd,act,seqelc,rnd_reached,act_reached,"
+                        "seqelc_reached,paper_rnd,paper_act,paper_seqelc,mean_reached,"
+                        "ceiling_reached,sweep")
     rows = [ln.split(",") for ln in lines[1:]]
     assert [r[2] for r in rows] == ["paper", "relative", "paper", "relative"]
     for r in rows:
@@ -133,14 +138,22 @@ def test_act_first_pick_maximises_gain(run0):
                                     start=(data, fit)).mse) == 1
 
 
-def test_added_samples_use_training_statistics(run0):
+@pytest.mark.parametrize("standardize", ["model", "train"])
+def test_added_samples_use_the_runs_statistics(standardize):
+    from elicit.paper import problems as P
     from elicit.paper import samples as S
 
-    ds, rd = run0
+    ds = P.cached_dataset("amazon", REAL)
+    rd = P.run_data("amazon", 0, 0, REAL, standardize=standardize)
     X_pool, y_pool = S.expert_pool(rd, ds)
     k = 11
     raw = ds.counts[rd.expert_idx[k]].astype(float)
-    assert X_pool[k] == pytest.approx((raw - rd.x_mean) / rd.x_scale)
+    rows = rd.train_idx if standardize == "train" else np.concatenate([rd.train_idx,
+                                                                       rd.test_idx])
+    mu = ds.counts[rows].mean(axis=0)
+    sd = ds.counts[rows].std(axis=0)
+    sd[sd == 0] = 1.0
+    assert X_pool[k] == pytest.approx((raw - mu) / sd)
     assert y_pool[k] == pytest.approx(ds.ratings[rd.expert_idx[k]] - rd.y_mean)
 
 
@@ -161,12 +174,18 @@ def test_tau2_cv_picks_from_grid(run0):
 
 
 def test_tau2_cv_runinfo(tmp_path):
-    from elicit.paper.realdata import ensure_runinfo
+    from elicit.paper.runinfo import RunSettings, ensure_runinfo
+    from elicit.paper.sources import paper_source
+    from elicit.paper.tau2 import TAU2_GRID
 
-    infos = ensure_runinfo(tmp_path, "amazon", 0, 1, str(REAL), "cv", progress=False)
+    assert 0.003 in TAU2_GRID
+    settings = RunSettings(paper_source("amazon", REAL), 0, "model", "cv", engine="numpy")
+    infos = ensure_runinfo(tmp_path, settings, 1, progress=False)
     info = infos[0]
     assert set(info["baselines"]) == {"lasso", "ridge", "elasticnet"}
-    assert info["tau2"] in {float(k) for k in info["tau2_cv"]}
+    assert {float(k) for k in info["tau2_cv"]} == set(TAU2_GRID)
+    assert info["tau2"] == info["tau2_cv_choice"] == min(
+        TAU2_GRID, key=lambda t: (info["tau2_cv"][repr(t)], t))
     stored = json.loads((tmp_path / "parts" / "amazon" / "runinfo" / "run000.json").read_text())
     assert stored == info
 
@@ -190,11 +209,11 @@ def test_report_on_tiny_results(results):
 
     text = write_report(results, wall_s=60.0, step_s={"amazon": 40.0, "table1": 20.0},
                         cpu_s={"amazon": 70.0, "table1": 30.0}, jobs=2).read_text()
-    assert "![Fig. 5 Amazon](amazon/fig5_amazon.png)" in text
+    assert "![Fig. 5 Amazon, model standardisation, tau2 by CV](amazon/fig5_amazon.png)" in text
     assert "| initial MSE (no feedback) |" in text and "| 2.26 |" in text
     assert "## Table 1" in text and "| Amazon |" in text
-    # The paper's Table 1 counts are unknown here: shown as such, never invented.
-    assert "unknown" in text
+    # The paper's Table 1 counts sit beside ours.
+    assert "| 20 | 14 | 55 |" in text and "| 27 | 17 | 90 |" in text
     assert "CPU time / 2 jobs" in text
 
 
@@ -230,3 +249,10 @@ def test_bench_on_the_real_problem(tmp_path):
     for step in ("map_cold", "map_warm", "round_fast"):
         assert res[f"{step}_s"] > 0 and res[f"{step}_cpu_s"] >= 0
     assert json.loads((tmp_path / "bench.json").read_text()) == res
+    # The real sizes follow the standardisation (same split and expert either way).
+    from elicit.paper.bench import real_problem
+
+    model, train = (real_problem("amazon", 0, 0, REAL, standardize=s) for s in ("model", "train"))
+    assert np.array_equal(model.y, train.y) and np.array_equal(model.pairs, train.pairs)
+    # Training statistics centre the training columns exactly; the model reviews' do not.
+    assert np.abs(train.X.mean(axis=0)).max() < 1e-9 < 0.01 < np.abs(model.X.mean(axis=0)).max()

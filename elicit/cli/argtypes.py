@@ -72,13 +72,9 @@ def tau2(text: str) -> float | str:
     return v
 
 
-def datasets(text: str) -> tuple[str, ...]:
-    """A comma-separated list of the real data sets."""
-    from elicit.paper.labels import DATASETS
-
+def names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names (sweep folders, say); at least one."""
     out = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in out if s not in DATASETS]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(
-            f"unknown data set {bad[0] if bad else text!r}; choose from {', '.join(DATASETS)}")
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return out

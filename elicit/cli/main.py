@@ -18,6 +18,7 @@ from elicit.cli.argtypes import nonneg_int, positive_int, strategies, threshold_
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers, run_session_command
+from elicit.data import STANDARDIZE_CHOICES
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory of the -real sizes (default: $ELICIT_DATA, <repo>/data, "
                         "../shared/data)")
+    p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default="model",
+                   help="the -real sizes: inputs standardised with all 1000 model reviews' "
+                        "statistics (model, default) or the 100 training reviews' (train)")
     add_realdata_parsers(sub)
     add_data_parsers(sub)
     add_session_parsers(sub)
@@ -91,7 +95,7 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
                     refine=args.refine, exact=not args.no_exact, data_dir=args.data_dir,
-                    json_path=args.json)
+                    json_path=args.json, standardize=args.standardize)
     print(format_table(res))
 
 

@@ -1,7 +1,8 @@
 """The ``elicit realdata`` and ``elicit table1`` commands (paper Sec. 4.2, Fig. 5, Table 1).
 
-Argument parsing only: the work is :func:`elicit.paper.realdata.run_realdata` and
-:func:`elicit.paper.table1.run_table1` (their modules describe the output folders).
+Argument parsing only: the work is :func:`elicit.paper.sources.make_source`,
+:func:`elicit.paper.realdata.run_realdata` and :func:`elicit.paper.table1.run_table1` (their
+modules describe the output folders).
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ import argparse
 import time
 from pathlib import Path
 
-from elicit.cli.argtypes import datasets, nonneg_int, positive_int, strategies, tau2
+from elicit.cli.argtypes import names, nonneg_int, positive_int, strategies, tau2
+from elicit.data import STANDARDIZE_CHOICES
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.paper.labels import DATASETS
 from elicit.paper.lasso_expert import RULES
 from elicit.paper.problems import PAPER_TAU2, POOL_SIZE
 from elicit.paper.realdata import run_realdata
+from elicit.paper.sources import make_source
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
 from elicit.paper.tau2 import TAU2_GRID
 
@@ -24,8 +27,20 @@ from elicit.paper.tau2 import TAU2_GRID
 def add_realdata_parsers(subparsers) -> None:
     """Register the ``realdata`` and ``table1`` sub-commands."""
     p = subparsers.add_parser(
-        "realdata", help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert")
-    p.add_argument("--dataset", choices=DATASETS, required=True)
+        "realdata", help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert, "
+                         "or the same on any review corpus")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", choices=DATASETS, help="the paper's bag-of-words matrix")
+    src.add_argument("--corpus", type=Path,
+                     help="a review file: JSON Lines or CSV with a header, optionally gzipped")
+    p.add_argument("--text-field", default=None, help="--corpus: the text field (default text)")
+    p.add_argument("--rating-field", default=None,
+                   help="--corpus: the integer rating field (default rating)")
+    p.add_argument("--min-df", type=positive_int, default=None,
+                   help="--corpus: keep keywords occurring in at least this many reviews "
+                        "(default: the paper's 100 of 5149, scaled to the corpus)")
+    p.add_argument("--name", default=None,
+                   help="--corpus: the data set's label in the outputs (default: file stem)")
     p.add_argument("--runs", type=positive_int, default=50)
     p.add_argument("--rounds", type=nonneg_int, default=100)
     p.add_argument("--strategies", type=strategies, default=STRATEGIES,
@@ -35,10 +50,16 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
-    p.add_argument("--tau2", type=tau2, default=PAPER_TAU2,
-                   help=f"fixed prior scale tau2 (default {PAPER_TAU2}, the paper's) or 'cv': "
-                        "5-fold CV of the no-feedback model per run over "
-                        + ", ".join(f"{t:g}" for t in TAU2_GRID))
+    p.add_argument("--tau2", type=tau2, default=None,
+                   help="'cv' (default): 5-fold CV of the no-feedback model per run over "
+                        + ", ".join(f"{t:g}" for t in TAU2_GRID)
+                        + f"; or a fixed prior scale (the paper's: {PAPER_TAU2})")
+    p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default=None,
+                   help="model (default): inputs standardised with all 1000 model reviews' "
+                        "statistics; train: with the 100 training reviews' (the paper's)")
+    p.add_argument("--paper", action="store_true",
+                   help=f"the paper-literal configuration: --standardize train --tau2 "
+                        f"{PAPER_TAU2}")
     p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
                    help=f"random pairs scored per sequential round (default {POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
@@ -58,8 +79,9 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--runs", type=positive_int, default=50)
     p.add_argument("--out", type=Path, required=True,
                    help="results folder holding the realdata sweeps in OUT/<dataset>/")
-    p.add_argument("--datasets", type=datasets, default=DATASETS,
-                   help="comma-separated data sets (default amazon,yelp)")
+    p.add_argument("--datasets", type=names, default=DATASETS,
+                   help="comma-separated realdata sweep folders under OUT (default "
+                        "amazon,yelp; a corpus sweep's folder works too)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory (default: the one the realdata sweep used)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
@@ -71,12 +93,15 @@ def add_realdata_parsers(subparsers) -> None:
 
 def cmd_realdata(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    res = run_realdata(args.dataset, args.out, runs=args.runs, rounds=args.rounds,
+    source = make_source(args.dataset, args.corpus, data_dir=args.data_dir,
+                         text_field=args.text_field, rating_field=args.rating_field,
+                         min_df=args.min_df, name=args.name)
+    res = run_realdata(source, args.out, runs=args.runs, rounds=args.rounds,
                        strategies=args.strategies, seed=args.seed, jobs=args.jobs,
-                       data_dir=args.data_dir, tau2=args.tau2, pool_size=args.pool_size,
-                       expert_rule=args.expert_rule, expert_nonzero=args.expert_nonzero,
-                       engine=args.engine, utility=args.utility, refine=args.refine,
-                       progress=not args.quiet)
+                       tau2=args.tau2, standardize=args.standardize, paper=args.paper,
+                       pool_size=args.pool_size, expert_rule=args.expert_rule,
+                       expert_nonzero=args.expert_nonzero, engine=args.engine,
+                       utility=args.utility, refine=args.refine, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

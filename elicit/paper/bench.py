@@ -18,9 +18,10 @@ refits the MAP warm. The problems (:data:`SIZES`):
     The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250), answered
     the same way.
 ``amazon-real``, ``yelp-real``
-    Run ``run`` of the real-data setup (:func:`elicit.paper.problems.realdata_problem`): the
-    pool is drawn from the LASSO expert's answerable pairs, the threshold prior is set from
-    them, and the expert answers.
+    Run ``run`` of the real-data setup (:func:`elicit.paper.problems.realdata_problem`, tau2
+    0.01, inputs standardised with all model reviews' statistics or, ``standardize="train"``,
+    the training reviews'): the pool is drawn from the LASSO expert's answerable pairs, the
+    threshold prior is set from them, and the expert answers.
 
 Every step is timed in wall time (``*_s``) and in process CPU time (``*_cpu_s``). BLAS runs on
 one thread here, so CPU time is what the step costs on an idle core; it stays meaningful when
@@ -125,9 +126,11 @@ def synthetic_size(seed: int = 0) -> BenchProblem:
 
 
 def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
-                 data_dir: str | os.PathLike | None = None) -> BenchProblem:
-    """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory)."""
-    prob = realdata_problem(dataset, seed, run, data_dir)
+                 data_dir: str | os.PathLike | None = None,
+                 standardize: str = "model") -> BenchProblem:
+    """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory), inputs
+    standardised as ``standardize`` says (:func:`elicit.data.prepare_run`)."""
+    prob = realdata_problem(dataset, seed, run, data_dir, standardize=standardize)
     assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
@@ -137,15 +140,16 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
 
 
 def bench_problem(size: str, seed: int = 0, run: int = 0,
-                  data_dir: str | os.PathLike | None = None) -> BenchProblem:
-    """The benchmark problem ``size`` (one of :data:`SIZES`); ``run`` and ``data_dir`` only
-    matter for the real ones."""
+                  data_dir: str | os.PathLike | None = None,
+                  standardize: str = "model") -> BenchProblem:
+    """The benchmark problem ``size`` (one of :data:`SIZES`); ``run``, ``data_dir`` and
+    ``standardize`` only matter for the real ones."""
     if size == "amazon":
         return amazon_like(seed)
     if size == "synthetic":
         return synthetic_size(seed)
     if size in ("amazon-real", "yelp-real"):
-        return real_problem(size.removesuffix("-real"), seed, run, data_dir)
+        return real_problem(size.removesuffix("-real"), seed, run, data_dir, standardize)
     raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")
 
 
@@ -256,13 +260,14 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
 def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str = "auto",
               refine: int = 10, exact: bool = True, progress: bool = True, run: int = 0,
               data_dir: str | os.PathLike | None = None,
-              json_path: str | Path | None = None) -> dict:
+              json_path: str | Path | None = None, standardize: str = "model") -> dict:
     """:func:`bench` on the problem ``size`` (:func:`bench_problem`); ``elicit bench``.
 
-    With ``json_path`` the result is also written there (JSON).
+    With ``json_path`` the result is also written there (JSON). ``standardize`` is the real
+    sizes' standardisation (``"model"`` or ``"train"``).
     """
-    res = bench(bench_problem(size, seed, run, data_dir), rounds, engine, refine, exact,
-                progress)
+    res = bench(bench_problem(size, seed, run, data_dir, standardize), rounds, engine,
+                refine, exact, progress)
     if json_path is not None:
         write_json_atomic(json_path, res, indent=1)
     return res

@@ -21,10 +21,17 @@ def _plt():
 
 
 def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
-               baselines: Mapping[str, float] | None = None) -> None:
-    """Mean +/- standard error of test MSE against the number of answers, per strategy."""
+               baselines: Mapping[str, float] | None = None,
+               references: Mapping[str, float] | None = None) -> None:
+    """Mean +/- standard error of test MSE against the number of answers, per strategy.
+
+    ``baselines`` (label -> MSE) are drawn as thin grey horizontal lines; ``references``
+    (label -> MSE: predicting the mean, the all-answers ceiling) as bold black and red ones,
+    so that the room feedback has is visible at once. The legend sits to the right of the
+    axes, where it hides no line.
+    """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8.5, 4))
     for strategy, g in df.groupby("strategy", sort=False):
         if strategy not in STRATEGY_LABELS:  # baselines: horizontal lines, below
             continue
@@ -34,11 +41,14 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
         ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
     for k, (name, value) in enumerate((baselines or {}).items()):
         ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=name)
+    for k, (name, value) in enumerate((references or {}).items()):
+        ax.axhline(value, ls=["--", "-."][k % 2], color=["black", "tab:red"][k % 2], lw=1.8,
+                   label=f"{name} {value:.3f}")
     n_runs = df.run.nunique()
     ax.set_xlabel("number of expert answers")
     ax.set_ylabel("test MSE")
     ax.set_title(title or f"mean ± s.e. over {n_runs} runs")
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     for p in [path] if isinstance(path, (str, Path)) else path:
         fig.savefig(p, dpi=120)

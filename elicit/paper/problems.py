@@ -6,15 +6,18 @@ settings. Two makers:
 
 * :class:`SyntheticMaker`: the paper's synthetic data (Sec. 4.1, :mod:`elicit.paper.synthetic`)
   with learned tau2 and an oracle that knows the feature groups;
-* :class:`RealDataMaker`: Amazon and Yelp review ratings (Sec. 4.2). One run is built from
-  the paper's bag-of-words matrix (:func:`elicit.data.load_dataset`, 337 Amazon / 258 Yelp
-  keywords) by :func:`elicit.data.prepare_run`: 100 training and 900 test reviews, the rest
-  the expert set. The simulated expert is a LASSO fitted on the expert set
+* :class:`RealDataMaker`: Amazon and Yelp review ratings (Sec. 4.2), or any review corpus
+  (:mod:`elicit.paper.sources`). One run is built from the bag-of-words matrix (the paper's:
+  :func:`elicit.data.load_dataset`, 337 Amazon / 258 Yelp keywords) by
+  :func:`elicit.data.prepare_run`: 100 training and 900 test reviews, the rest the expert
+  set, inputs standardised with the statistics of all 1000 model reviews (``"model"``, the
+  default) or of the 100 training reviews (``"train"``, the paper's literal reading). The
+  simulated expert is a LASSO fitted on the expert set
   (:class:`~elicit.paper.lasso_expert.LassoExpert`, rule ``"target"``: about 40 nonzero
-  weights, ~780 answerable pairs). The model has fixed tau2 = 0.01, asks only answerable
-  pairs (the paper drops "don't know" pairs) from a random pool of 400 per sequential round,
-  and its test MSE is on the original rating scale (the training mean is added back to the
-  predictions).
+  weights, ~780 answerable pairs). The model has a fixed tau2 (the paper's 0.01, or a
+  cross-validated one per run), asks only answerable pairs (the paper drops "don't know"
+  pairs) from a random pool of 400 per sequential round, and its test MSE is on the original
+  rating scale (the training mean is added back to the predictions).
 
 Seeds. Run ``r`` of an experiment with seed ``s`` draws its synthetic data from
 ``SeedSequence([s, r])``, and splits the real data with ``SeedSequence([s, r])``
@@ -35,15 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from elicit.data import (
-    PAPER_FILES,
-    STOPWORDS_FILE,
-    BowDataset,
-    RunData,
-    load_dataset,
-    prepare_run,
-    resolve_data_dir,
-)
+from elicit.data import STANDARDIZE_CHOICES, BowDataset, RunData, Standardize, prepare_run
 from elicit.elicitation.answers import Expert, GroupOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.engines import get_engine
@@ -51,8 +46,8 @@ from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
-from elicit.paper.labels import DATASETS
 from elicit.paper.lasso_expert import RULES, LassoExpert
+from elicit.paper.sources import N_MODEL, DataSource, as_source, paper_source
 from elicit.paper.synthetic import make_synthetic
 
 #: The paper's fixed prior scale on real data (found there by cross-validation).
@@ -134,37 +129,20 @@ class SyntheticMaker:
 
 
 # --------------------------------------------------------------------------------------------
-# Real data: Amazon and Yelp
+# Real data: Amazon, Yelp or any review corpus
 # --------------------------------------------------------------------------------------------
 
-# Per-process cache of loaded data sets: a sweep worker builds ~25 runs from the same matrix,
-# and parsing the gzipped JSON Lines file costs ~0.7 s.
-_DATASETS: dict[tuple[str, str], BowDataset] = {}
-
-
-def check_dataset(name: str) -> str:
-    """``name`` if it is a known real data set, else an :class:`ElicitError`."""
-    if name not in DATASETS:
-        raise ElicitError(f"unknown data set {name!r}: use one of {', '.join(DATASETS)}")
-    return name
-
-
 def data_dir_for(dataset: str, data_dir: str | os.PathLike | None = None) -> str:
-    """The resolved, absolute data directory holding ``dataset``'s files, as a string.
-
-    Resolving once in the parent process (and passing the absolute path to workers) means
-    every worker reads the same files whatever its working directory or environment.
-    """
-    rec, voc, _ = PAPER_FILES[check_dataset(dataset)]
-    return str(resolve_data_dir(data_dir, required=[rec, voc, STOPWORDS_FILE]).resolve())
+    """The resolved, absolute data directory holding ``dataset``'s files, as a string."""
+    src = paper_source(dataset, data_dir)
+    assert src.data_dir is not None
+    return src.data_dir
 
 
-def cached_dataset(dataset: str, data_dir: str | os.PathLike | None = None) -> BowDataset:
-    """:func:`elicit.data.load_dataset` (paper feature rule, min_df = 100), once per process."""
-    key = (check_dataset(dataset), data_dir_for(dataset, data_dir))
-    if key not in _DATASETS:
-        _DATASETS[key] = load_dataset(dataset, key[1])
-    return _DATASETS[key]
+def cached_dataset(dataset: str | DataSource, data_dir: str | os.PathLike | None = None,
+                   ) -> BowDataset:
+    """The data set of a source (or of the paper's matrix ``dataset``), once per process."""
+    return as_source(dataset, data_dir).load()
 
 
 def split_seed(seed: int, run: int) -> int:
@@ -172,10 +150,25 @@ def split_seed(seed: int, run: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0])
 
 
-def run_data(dataset: str, seed: int, run: int,
-             data_dir: str | os.PathLike | None = None) -> RunData:
-    """Run ``run``'s split of ``dataset`` (training / test / expert set)."""
-    return prepare_run(cached_dataset(dataset, data_dir), split_seed(seed, run))
+def check_standardize(standardize: str) -> Standardize:
+    """``standardize`` if it is ``"model"`` or ``"train"``, else an :class:`ElicitError`."""
+    if standardize not in STANDARDIZE_CHOICES:
+        raise ElicitError(f"standardize must be 'model' (statistics of all 1000 model reviews) "
+                          f"or 'train' (of the 100 training reviews), got {standardize!r}")
+    return standardize  # type: ignore[return-value]
+
+
+def run_data(dataset: str | DataSource, seed: int, run: int,
+             data_dir: str | os.PathLike | None = None,
+             standardize: str = "model") -> RunData:
+    """Run ``run``'s split of ``dataset`` (training / test / expert set).
+
+    ``standardize`` chooses where the inputs' mean and scale come from
+    (:func:`elicit.data.prepare_run`): all 1000 model reviews (``"model"``, the default) or
+    the 100 training reviews (``"train"``, the paper's literal reading).
+    """
+    return prepare_run(cached_dataset(dataset, data_dir), split_seed(seed, run),
+                       n_model=N_MODEL, standardize=check_standardize(standardize))
 
 
 def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> LassoExpert:
@@ -186,26 +179,29 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> Lasso
                        random_state=int(rd.seed or 0) % (2**31))
 
 
-def realdata_problem(dataset: str, seed: int, run: int,
+def realdata_problem(dataset: str | DataSource, seed: int, run: int,
                      data_dir: str | os.PathLike | None = None, tau2: float = PAPER_TAU2,
                      pool_size: int = POOL_SIZE, expert_rule: str = "target",
-                     n_nonzero: int = 40) -> RunProblem:
+                     n_nonzero: int = 40, standardize: str = "model") -> RunProblem:
     """One run of the real-data elicitation experiment, for :func:`elicit.paper.sweep.sweep`.
 
     Parameters
     ----------
     dataset
-        ``"amazon"`` or ``"yelp"``.
+        ``"amazon"``, ``"yelp"`` or a :class:`~elicit.paper.sources.DataSource` (a corpus).
     seed, run
         The sweep seed and the run index; the split uses :func:`split_seed`.
     data_dir
-        Data directory (else :func:`elicit.data.resolve_data_dir`'s search order).
+        Data directory of the paper's matrices (else :func:`elicit.data.resolve_data_dir`'s
+        search order).
     tau2
         The fixed prior scale tau^2 (paper: 0.01).
     pool_size
         Random candidate pool per sequential round (paper: 400).
     expert_rule, n_nonzero
         How the LASSO expert chooses its penalty (see :mod:`elicit.paper.lasso_expert`).
+    standardize
+        ``"model"`` or ``"train"`` (:func:`run_data`).
 
     Returns
     -------
@@ -214,48 +210,62 @@ def realdata_problem(dataset: str, seed: int, run: int,
         scale with ``y_offset`` = the training mean, the LASSO expert, its answerable pairs as
         the candidates, and ``extra`` with the expert's summary and the run's split seed.
     """
+    src = as_source(dataset, data_dir)
+    return problem_from_run(run_data(src, seed, run, standardize=standardize), tau2,
+                            pool_size, expert_rule, n_nonzero, label=f"{src.name} run {run}")
+
+
+def problem_from_run(rd: RunData, tau2: float = PAPER_TAU2, pool_size: int = POOL_SIZE,
+                     expert_rule: str = "target", n_nonzero: int = 40,
+                     label: str = "the run") -> RunProblem:
+    """The elicitation problem of a prepared run (:func:`realdata_problem`'s second half).
+
+    ``label`` names the run in the error raised when the expert knows too few keywords.
+    """
     if not (np.isfinite(tau2) and tau2 > 0):
         raise ElicitError(f"tau2 must be a positive number, got {tau2!r}")
-    rd = run_data(dataset, seed, run, data_dir)
     expert = make_expert(rd, expert_rule, n_nonzero)
     cands = expert.answerable_pairs()
     if len(cands) == 0:
-        raise ElicitError(f"{dataset} run {run}: the LASSO expert knows fewer than two "
+        raise ElicitError(f"{label}: the LASSO expert knows fewer than two "
                           "keywords, so there is no answerable pair to ask")
     return RunProblem(
         rd.X_train, rd.y_train, rd.U, rd.X_test, rd.y_test, expert,
         Hyper(variant="fixed", tau2=float(tau2)), y_offset=rd.y_mean, candidates=cands,
         pool_size=pool_size,
-        extra={"expert": expert.summary(), "split_seed": rd.seed, "tau2": float(tau2)})
+        extra={"expert": expert.summary(), "split_seed": rd.seed, "tau2": float(tau2),
+               "standardize": rd.standardize})
 
 
 class RealDataMaker:
     """A picklable ``make_problem(seed, run)`` of the real-data experiment.
 
     Sweeps run in worker processes, which rebuild each run from these few settings; the data
-    set itself is loaded once per process (:func:`cached_dataset`).
+    set itself is loaded once per process (:meth:`~elicit.paper.sources.DataSource.load`).
 
     Parameters
     ----------
     dataset
-        ``"amazon"`` or ``"yelp"``.
+        ``"amazon"``, ``"yelp"`` or a :class:`~elicit.paper.sources.DataSource`.
     data_dir
-        The data directory (resolved to an absolute path here, in the parent process).
+        The data directory of the paper's matrices (resolved here, in the parent process).
     tau2
         A fixed tau^2 for every run, or a mapping run -> tau^2 (``--tau2 cv``).
-    pool_size, expert_rule, n_nonzero
+    pool_size, expert_rule, n_nonzero, standardize
         As in :func:`realdata_problem`.
     """
 
-    def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None,
+    def __init__(self, dataset: str | DataSource, data_dir: str | os.PathLike | None = None,
                  tau2: float | Mapping[int, float] = PAPER_TAU2, pool_size: int = POOL_SIZE,
-                 expert_rule: str = "target", n_nonzero: int = 40) -> None:
-        self.dataset = check_dataset(dataset)
-        self.data_dir = data_dir_for(dataset, data_dir)
+                 expert_rule: str = "target", n_nonzero: int = 40,
+                 standardize: str = "model") -> None:
+        self.source = as_source(dataset, data_dir)
+        self.dataset = self.source.name
         self.tau2 = dict(tau2) if isinstance(tau2, Mapping) else float(tau2)
         self.pool_size = int(pool_size)
         self.expert_rule = expert_rule
         self.n_nonzero = int(n_nonzero)
+        self.standardize = check_standardize(standardize)
 
     def tau2_for(self, run: int) -> float:
         """The tau^2 of run ``run``."""
@@ -266,8 +276,9 @@ class RealDataMaker:
         return self.tau2
 
     def __call__(self, seed: int, run: int) -> RunProblem:
-        return realdata_problem(self.dataset, seed, run, self.data_dir, self.tau2_for(run),
-                                self.pool_size, self.expert_rule, self.n_nonzero)
+        return realdata_problem(self.source, seed, run, tau2=self.tau2_for(run),
+                                pool_size=self.pool_size, expert_rule=self.expert_rule,
+                                n_nonzero=self.n_nonzero, standardize=self.standardize)
 
 
 # --------------------------------------------------------------------------------------------

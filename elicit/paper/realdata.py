@@ -1,21 +1,29 @@
-"""The real-data experiment: Amazon and Yelp review ratings (paper Sec. 4.2, Fig. 5).
+"""The real-data experiment: review ratings of Amazon, Yelp or any corpus (paper Sec. 4.2).
 
 :func:`run_realdata` runs the three query strategies on runs of one data set, each answered
-by the run's LASSO expert (the setup of one run: :mod:`elicit.paper.problems`), beside the
-LASSO, ridge and elastic-net baselines of the same run (:mod:`elicit.paper.baselines`).
-Folder layout (what ``make reproduce`` produces under ``results/``)::
+by the run's LASSO expert (the setup of one run: :mod:`elicit.paper.problems`; where the
+reviews come from: :mod:`elicit.paper.sources`), beside the LASSO, ridge and elastic-net
+baselines and two reference lines of the same run (predicting the training mean, and the
+model with every answerable pair answered; :mod:`elicit.paper.runinfo`). Folder layout (what
+``make reproduce`` produces under ``results/``)::
 
     OUT/amazon/            run_realdata("amazon", OUT / "amazon"): elicit realdata
         config.json        the settings of the sweep (a rerun with other settings is refused)
-        mse.csv            dataset,strategy,run,n_feedback,mse (+ lasso/ridge/elasticnet rows)
+        mse.csv            dataset,strategy,run,n_feedback,mse: the strategies' curves, and
+                           rows with n_feedback 0 for lasso/ridge/elasticnet, mean, ceiling
+        runinfo.csv        one row per run: tau2, references, baselines, no-feedback MSEs
+        tau2_cv.csv        the CV choice of tau2 per run and the CV errors
         fig5_amazon.png/.pdf
-        tau2_cv.csv        only with tau2="cv": the tau2 chosen per run and the CV errors
-        parts/amazon/...   resumable per-run results (sweep parts, runinfo = baselines, tau2)
+        parts/amazon/...   resumable per-run results (sweep parts, runinfo)
     OUT/yelp/              the same for Yelp
     OUT/table1.csv         elicit.paper.table1.run_table1(OUT): elicit table1
     OUT/table1/            curves.csv (rnd/act MSE curves) and parts/ (resumable)
 
 Everything is resumable: a rerun with the same settings reuses every finished run.
+
+Defaults: inputs standardised with the statistics of all 1000 model reviews and tau^2 chosen
+per run by 5-fold CV. ``paper=True`` is the paper-literal configuration (training-review
+statistics, tau^2 = 0.01); see ``docs/realdata.md`` for why the defaults differ.
 """
 
 from __future__ import annotations
@@ -32,115 +40,70 @@ import pandas as pd
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
-from elicit.internal.threads import single_blas_thread
-from elicit.paper.baselines import fit_baselines
-from elicit.paper.labels import BASELINE_LABELS, BASELINES, DATASET_LABELS
-from elicit.paper.problems import (
-    PAPER_TAU2,
-    POOL_SIZE,
-    STREAM_BASELINES,
-    STREAM_TAU2_CV,
-    RealDataMaker,
-    check_dataset,
-    data_dir_for,
-    run_data,
-    run_stream,
+from elicit.paper.labels import (
+    BASELINE_LABELS,
+    BASELINES,
+    LABELS,
+    REFERENCE_LABELS,
+    ceiling_label,
 )
-from elicit.paper.runner import run_tasks
-from elicit.paper.sweep import MSE_COLUMNS, SweepConfig, sweep
-from elicit.paper.tau2 import TAU2_GRID, cv_tau2, write_tau2_cv
+from elicit.paper.problems import PAPER_TAU2, POOL_SIZE, RealDataMaker, check_standardize
+from elicit.paper.runinfo import RunSettings, ensure_runinfo, reference_rows, runinfo_frame
+from elicit.paper.sources import DataSource, as_source
+from elicit.paper.sweep import SweepConfig, sweep
+from elicit.paper.tau2 import write_tau2_cv
 
-# --------------------------------------------------------------------------------------------
-# Per-run preparation: the baselines and the CV choice of tau2
-# --------------------------------------------------------------------------------------------
-
-
-def runinfo_path(out: Path, dataset: str, run: int) -> Path:
-    """Where :func:`run_realdata` keeps run ``run``'s baselines and tau2 choice."""
-    return Path(out) / "parts" / dataset / "runinfo" / f"run{run:03d}.json"
-
-
-@single_blas_thread
-def prepare_runinfo(dataset: str, seed: int, run: int, data_dir: str, tau2: float | str,
-                    grid: Sequence[float] = TAU2_GRID) -> dict:
-    """Baselines (and the CV choice of tau^2 when ``tau2 == "cv"``) of one run."""
-    rd = run_data(dataset, seed, run, data_dir)
-    bl_state = int(run_stream(seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
-    info: dict = {"run": run, "split_seed": rd.seed,
-                  "baselines": fit_baselines(rd.X_train, rd.y_train, rd.X_test, rd.y_test,
-                                             rd.y_mean, random_state=bl_state)}
-    if tau2 == "cv":
-        best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
-                               rng=np.random.default_rng(run_stream(seed, run, STREAM_TAU2_CV)))
-        info["tau2"] = best
-        info["tau2_cv"] = {repr(t): v for t, v in scores.items()}
-    else:
-        info["tau2"] = float(tau2)
-    return info
+#: The defaults of ``elicit realdata``: model-review statistics, tau2 by CV.
+DEFAULT_STANDARDIZE = "model"
+DEFAULT_TAU2 = "cv"
+#: ``--paper``: the paper's literal configuration.
+PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
 
 
-def _runinfo_task(out: str, dataset: str, seed: int, run: int, data_dir: str,
-                  tau2: float | str) -> None:
-    write_json_atomic(runinfo_path(Path(out), dataset, run),
-                      prepare_runinfo(dataset, seed, run, data_dir, tau2))
-
-
-def ensure_runinfo(out: str | Path, dataset: str, seed: int, runs: int, data_dir: str,
-                   tau2: float | str, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """Compute (or reuse) the per-run baselines and tau^2 of runs ``0..runs-1``.
+def resolve_settings(paper: bool = False, standardize: str | None = None,
+                     tau2: float | str | None = None) -> tuple[str, float | str]:
+    """The standardisation and tau^2 of a sweep from its options.
 
     Parameters
     ----------
-    out
-        The sweep's folder (records in ``out/parts/<dataset>/runinfo/``).
-    dataset, seed
-        The data set and the sweep seed (runs use :func:`~elicit.paper.problems.split_seed`).
-    runs
-        Runs ``0..runs-1``.
-    data_dir
-        The resolved data directory (:func:`~elicit.paper.problems.data_dir_for`).
-    tau2
-        A fixed tau^2, or ``"cv"`` to choose it per run (:func:`~elicit.paper.tau2.cv_tau2`).
-    jobs, progress
-        Worker processes; show a progress bar.
+    paper
+        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``.
+    standardize, tau2
+        Explicit choices; None takes the default (``"model"``, ``"cv"``) or, with ``paper``,
+        the paper's. With ``paper``, an explicit value other than the paper's is an error.
 
     Returns
     -------
-    list of dict
-        Per run: ``run``, ``split_seed``, ``baselines`` (name -> test MSE), ``tau2`` and,
-        with ``"cv"``, ``tau2_cv`` (grid value -> CV error).
+    standardize, tau2
     """
-    out = Path(out)
-    run_tasks(_runinfo_task, [(str(out), dataset, seed, r, data_dir, tau2) for r in range(runs)],
-              jobs=jobs, desc=f"{dataset}: baselines" + (" + tau2 CV" if tau2 == "cv" else ""),
-              progress=progress,
-              left=lambda task: None if runinfo_path(out, dataset, task[3]).exists() else task)
-    return [json.loads(runinfo_path(out, dataset, r).read_text()) for r in range(runs)]
+    tau2 = None if tau2 is None else check_tau2(tau2)
+    if paper:
+        for key, value in (("standardize", standardize), ("tau2", tau2)):
+            if value is not None and value != PAPER_SETTINGS[key]:
+                raise ElicitError(f"--paper sets --{key} {PAPER_SETTINGS[key]}; drop "
+                                  f"--{key} {value} or --paper")
+        return str(PAPER_SETTINGS["standardize"]), PAPER_SETTINGS["tau2"]
+    return (check_standardize(standardize or DEFAULT_STANDARDIZE),
+            DEFAULT_TAU2 if tau2 is None else tau2)
 
-
-def baseline_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
-    """mse.csv rows of the baselines: n_feedback = 0, one per run and baseline."""
-    rows = [(dataset, b, int(info["run"]), 0, float(info["baselines"][b]))
-            for info in infos for b in BASELINES]
-    return pd.DataFrame(rows, columns=MSE_COLUMNS)
-
-
-# --------------------------------------------------------------------------------------------
-# The pipeline
-# --------------------------------------------------------------------------------------------
 
 def check_config(out: Path, cfg: dict) -> None:
     """Write ``out/config.json``, or refuse if ``out`` holds results of other settings.
 
     The parts of a sweep are reused by run and strategy alone, so results of other settings
-    would otherwise be mixed in silently. ``data_dir`` may differ (the same files can be
-    found elsewhere).
+    would otherwise be mixed in silently. ``data_dir`` and ``corpus`` (paths) may differ: the
+    same files can be found elsewhere (a corpus is compared by its content hash).
     """
     path = out / "config.json"
+    if not path.exists() and any((out / "parts").rglob("*.json")):
+        # Parts are reused by run and strategy alone: without the config that made them they
+        # could silently enter a sweep of other settings.
+        raise ElicitError(f"{out} holds sweep parts but no config.json, so their settings are "
+                          f"unknown; delete {out / 'parts'} or use another output folder (--out)")
     if path.exists():
         old = json.loads(path.read_text())
-        diff = {k: (old.get(k), v) for k, v in cfg.items()
-                if k != "data_dir" and old.get(k) != v}
+        diff = {k: (old.get(k, "not recorded"), v) for k, v in cfg.items()
+                if k not in ("data_dir", "corpus") and old.get(k, "not recorded") != v}
         if diff:
             what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
             raise ElicitError(f"{out} holds results of other settings ({what}); use another "
@@ -148,7 +111,8 @@ def check_config(out: Path, cfg: dict) -> None:
     write_json_atomic(path, cfg, indent=1)
 
 
-def _check_tau2(tau2: float | str) -> float | str:
+def check_tau2(tau2: float | str) -> float | str:
+    """A positive tau^2, or ``"cv"``; else an :class:`ElicitError`."""
     if isinstance(tau2, str):
         if tau2.strip().lower() == "cv":
             return "cv"
@@ -165,43 +129,58 @@ class RealDataResult:
     Attributes
     ----------
     dataset
-        ``"amazon"`` or ``"yelp"``.
+        The data set's label (``"amazon"``, ``"yelp"`` or a corpus name).
     mse
-        The rows of ``mse.csv`` (strategy curves and baselines).
+        The rows of ``mse.csv`` (strategy curves, baselines, reference lines).
     baselines
         Display label -> mean test MSE over runs of each baseline.
+    references
+        ``"mean"`` / ``"ceiling"`` -> mean test MSE over runs.
     tau2
         Run -> the tau^2 it used.
     tau2_cv
-        Whether tau^2 was chosen by cross-validation.
+        Run -> the tau^2 the CV picked (used only with ``tau2="cv"``).
+    tau2_is_cv
+        Whether the runs used the CV choice.
+    standardize
+        ``"model"`` or ``"train"``.
     """
 
     dataset: str
     mse: pd.DataFrame
     baselines: dict[str, float]
+    references: dict[str, float]
     tau2: dict[int, float]
-    tau2_cv: bool
+    tau2_cv: dict[int, float]
+    tau2_is_cv: bool
+    standardize: str
 
     def summary(self) -> str:
-        """The mean initial and final test MSE, the baselines and the CV choices of tau^2."""
+        """Initial, final and reference test MSEs, the baselines and the tau^2 choices."""
         curves = self.mse[self.mse.strategy.isin(STRATEGIES)]
         init = curves[curves.n_feedback == 0].groupby("run").mse.first().mean()
         last = int(curves.n_feedback.max())
         final = curves[curves.n_feedback == last].groupby("strategy").mse.mean()
-        lines = [f"{self.dataset}: mean initial test MSE {init:.3f}; after {last} answers: "
+        ref = self.references
+        lines = [f"{self.dataset} ({self.standardize} standardisation): mean initial test MSE "
+                 f"{init:.3f}; after {last} answers: "
                  + ", ".join(f"{k} {v:.3f}" for k, v in final.items()),
+                 f"reference lines: predict the mean {ref['mean']:.3f}, all answers (ceiling) "
+                 f"{ref['ceiling']:.3f}",
                  "baselines: " + ", ".join(f"{k} {v:.3f}" for k, v in self.baselines.items())]
-        if self.tau2_cv:
-            vals, counts = np.unique(list(self.tau2.values()), return_counts=True)
-            lines.append("tau2 chosen by CV: " + ", ".join(f"{v:g} ({c} runs)" for v, c in
-                                                            zip(vals, counts)))
+        vals, counts = np.unique(list(self.tau2_cv.values()), return_counts=True)
+        cv = ", ".join(f"{v:g} ({c} runs)" for v, c in zip(vals, counts))
+        lines.append(f"tau2 chosen by CV: {cv}" if self.tau2_is_cv
+                     else f"tau2 fixed at {next(iter(self.tau2.values())):g}; the CV would "
+                          f"choose {cv}")
         return "\n".join(lines)
 
 
-def run_realdata(dataset: str, out: str | Path, runs: int = 50, rounds: int = 100,
-                 strategies: Sequence[str] = STRATEGIES, seed: int = 0, jobs: int = 1,
-                 data_dir: str | os.PathLike | None = None, tau2: float | str = PAPER_TAU2,
-                 pool_size: int = POOL_SIZE, expert_rule: str = "target",
+def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
+                 rounds: int = 100, strategies: Sequence[str] = STRATEGIES, seed: int = 0,
+                 jobs: int = 1, data_dir: str | os.PathLike | None = None,
+                 tau2: float | str | None = None, standardize: str | None = None,
+                 paper: bool = False, pool_size: int = POOL_SIZE, expert_rule: str = "target",
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
                  refine: int = 10, progress: bool = True) -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
@@ -209,7 +188,9 @@ def run_realdata(dataset: str, out: str | Path, runs: int = 50, rounds: int = 10
     Parameters
     ----------
     dataset
-        ``"amazon"`` or ``"yelp"``.
+        ``"amazon"``, ``"yelp"`` (the paper's matrices, from ``data_dir``) or a
+        :class:`~elicit.paper.sources.DataSource` (any review corpus:
+        :func:`~elicit.paper.sources.corpus_source`).
     out
         The output folder (layout in the module docstring).
     runs, rounds
@@ -221,10 +202,17 @@ def run_realdata(dataset: str, out: str | Path, runs: int = 50, rounds: int = 10
     jobs
         Worker processes.
     data_dir
-        Data directory (default: :func:`elicit.data.resolve_data_dir`'s search order).
+        Data directory of the paper's matrices (default: :func:`elicit.data.resolve_data_dir`'s
+        search order).
     tau2
-        A fixed prior scale tau^2 (the paper's 0.01), or ``"cv"``: chosen per run by 5-fold
-        CV of the no-feedback model over :data:`~elicit.paper.tau2.TAU2_GRID`.
+        A fixed prior scale tau^2, or ``"cv"`` (default): chosen per run by 5-fold CV of the
+        no-feedback model over :data:`~elicit.paper.tau2.TAU2_GRID`.
+    standardize
+        ``"model"`` (default): inputs standardised with all 1000 model reviews' statistics;
+        ``"train"``: with the 100 training reviews' (:func:`elicit.data.prepare_run`).
+    paper
+        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``
+        (:func:`resolve_settings`).
     pool_size
         Random candidate pairs scored per sequential round.
     expert_rule, expert_nonzero
@@ -237,37 +225,47 @@ def run_realdata(dataset: str, out: str | Path, runs: int = 50, rounds: int = 10
     Returns
     -------
     RealDataResult
-        Also written: ``mse.csv``, ``fig5_<dataset>.png/.pdf``, ``config.json`` and, with
-        ``tau2="cv"``, ``tau2_cv.csv``.
+        Also written: ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``config.json`` and
+        ``fig5_<dataset>.png/.pdf``.
     """
     from elicit.paper.plots import mse_curves
 
     out = Path(out)
-    dataset = check_dataset(dataset)
-    tau2 = _check_tau2(tau2)
-    data_dir = data_dir_for(dataset, data_dir)
-    check_config(out, {"dataset": dataset, "seed": seed, "rounds": rounds, "tau2": tau2,
-                       "pool_size": pool_size, "expert_rule": expert_rule,
+    src = as_source(dataset, data_dir)
+    std, tau2 = resolve_settings(paper, standardize, tau2)
+    # Read the data before config.json is written: a mistake in the input (a wrong field
+    # name, too few reviews) must not leave a folder that refuses the corrected rerun.
+    src.load()
+    check_config(out, {**src.config(), "seed": seed, "rounds": rounds, "standardize": std,
+                       "tau2": tau2, "pool_size": pool_size, "expert_rule": expert_rule,
                        "expert_nonzero": expert_nonzero, "engine": engine, "utility": utility,
-                       "refine": refine, "data_dir": data_dir})
+                       "refine": refine})
 
-    # Per-run baselines (and tau2 by CV): cheap, parallel, resumable; done first so that the
-    # sweep knows each run's tau2.
-    infos = ensure_runinfo(out, dataset, seed, runs, data_dir, tau2, jobs, progress)
+    # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
+    # resumable; done first so that the sweep knows each run's tau2.
+    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine)
+    infos = ensure_runinfo(out, settings, runs, jobs, progress)
     run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
-    if tau2 == "cv":
-        write_tau2_cv(out, infos)
+    write_tau2_cv(out, infos)
+    runinfo_frame(src.name, infos).to_csv(out / "runinfo.csv", index=False)
 
-    cfg = SweepConfig(dataset, runs, rounds, tuple(strategies), seed, engine, utility, refine,
+    cfg = SweepConfig(src.name, runs, rounds, tuple(strategies), seed, engine, utility, refine,
                       jobs)
-    fixed_tau2 = None if tau2 == "cv" else float(tau2)
-    maker = RealDataMaker(dataset, data_dir, run_tau2 if fixed_tau2 is None else fixed_tau2,
-                          pool_size, expert_rule, expert_nonzero)
+    maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
+                          pool_size=pool_size, expert_rule=expert_rule,
+                          n_nonzero=expert_nonzero, standardize=std)
     df = sweep(maker, cfg, out, progress=progress)
-    df = pd.concat([df, baseline_rows(dataset, infos)], ignore_index=True)
+    df = pd.concat([df, reference_rows(src.name, infos)], ignore_index=True)
     df.to_csv(out / "mse.csv", index=False)
 
     bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
-    mse_curves(df, [out / f"fig5_{dataset}.png", out / f"fig5_{dataset}.pdf"],
-               title=f"{DATASET_LABELS[dataset]}: mean ± s.e. over {runs} runs", baselines=bl)
-    return RealDataResult(dataset, df, bl, run_tau2, tau2 == "cv")
+    refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}
+    n_ans = float(np.mean([i["n_answerable"] for i in infos]))
+    label = LABELS.get(src.name, src.name)
+    mse_curves(df, [out / f"fig5_{src.name}.png", out / f"fig5_{src.name}.pdf"],
+               title=f"{label}: mean ± s.e. over {runs} runs ({std} standardisation)",
+               baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
+                                         ceiling_label(n_ans): refs["ceiling"]})
+    return RealDataResult(src.name, df, bl, refs, run_tau2,
+                          {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
+                          tau2 == "cv", std)

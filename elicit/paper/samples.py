@@ -11,12 +11,14 @@ engine, warm-started from the previous MAP) after each addition and recording th
   beta given sigma2 is ``0.5 log(1 + x' Sigma* x)``: sigma2 cancels. It is a monotone
   function of the predictive variance factor ``x' Sigma* x``, so ACT is maximum-variance
   sampling at the current MAP kernel; the gain ignores how the new sample would move gamma.
-* Added reviews are standardised with the *initial* 100 training reviews' mean and scale
-  and their ratings centred on the initial training mean: the test set, the meta-features
-  ``U`` (the initial 100 reviews' counts, so d = 100 and gamma keeps its dimension) and the
-  prior stay exactly those of the elicitation runs, and only the data grows. A review that
-  uses a keyword that is rare in the 100 training reviews gets a large standardised value; ACT
-  favours such reviews because they carry large ``x' Sigma* x``.
+* Added reviews are standardised with the run's input statistics (``RunData.x_mean`` and
+  ``x_scale``: those of all 1000 model reviews by default, of the 100 training reviews with
+  ``standardize="train"``) and their ratings centred on the initial training mean: the test
+  set, the meta-features ``U`` (the initial 100 reviews' counts, so d = 100 and gamma keeps
+  its dimension) and the prior stay exactly those of the elicitation runs, and only the data
+  grows. Under ``"train"`` a review that uses a keyword that is rare in the 100 training
+  reviews gets a large standardised value; ACT favours such reviews because they carry large
+  ``x' Sigma* x``.
 
 :func:`ensure_sample_curves` runs both loops for every run of a real-data sweep (resumable,
 in worker processes); :mod:`elicit.paper.table1` counts how many samples they need.
@@ -33,7 +35,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from elicit.data import BowDataset, RunData, prepare_run
+from elicit.data import BowDataset, RunData
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
@@ -44,14 +46,14 @@ from elicit.model.spec import ModelData
 from elicit.paper.problems import (
     PAPER_TAU2,
     STREAM_SAMPLES,
-    cached_dataset,
     initial_fit,
     no_feedback_data,
     prediction_mse,
+    run_data,
     run_stream,
-    split_seed,
 )
 from elicit.paper.runner import run_tasks
+from elicit.paper.sources import DataSource
 
 #: Methods of the sample-addition loops.
 SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
@@ -60,16 +62,16 @@ Method = Literal["rnd", "act"]
 
 
 def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarray]:
-    """The expert set as extra training samples, in the run's *training* coordinates.
+    """The expert set as extra training samples, in the run's input coordinates.
 
     Returns
     -------
     X_pool, y_pool
-        Counts standardised with the initial training mean and scale, and ratings minus the
-        initial training mean (see the module docstring for why).
+        Counts standardised with the run's ``x_mean`` and ``x_scale`` (whichever
+        standardisation the run uses), and ratings minus the initial training mean (see the
+        module docstring for why).
     """
-    counts = dataset.counts[rd.expert_idx].astype(float)
-    X_pool = (counts - rd.x_mean) / rd.x_scale
+    X_pool = rd.standardize_counts(dataset.counts[rd.expert_idx])
     y_pool = dataset.ratings[rd.expert_idx].astype(float) - rd.y_mean
     return X_pool, y_pool
 
@@ -210,19 +212,21 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
 # The loops of every run, as resumable worker tasks
 # --------------------------------------------------------------------------------------------
 
-def samples_part_path(out: Path, dataset: str, method: str, run: int) -> Path:
-    """Where the Table 1 loops keep run ``run``'s ``method`` curve."""
-    return Path(out) / "parts" / dataset / method / f"run{run:03d}.json"
+def samples_part_path(out: Path, key: str, method: str, run: int) -> Path:
+    """Where the Table 1 loops keep run ``run``'s ``method`` curve (``key``: the sweep's
+    folder name, so that two sweeps of one data set keep their loops apart)."""
+    return Path(out) / "parts" / key / method / f"run{run:03d}.json"
 
 
 class _SamplesTask(NamedTuple):
     """The loops of one run (the arguments of :func:`_samples_task`)."""
 
     out: str
-    dataset: str
+    key: str
+    source: DataSource
+    standardize: str
     seed: int
     run: int
-    data_dir: str
     tau2: float
     max_samples: int
     stop_level: float | None
@@ -230,12 +234,11 @@ class _SamplesTask(NamedTuple):
 
 
 @single_blas_thread
-def _samples_task(out: str, dataset: str, seed: int, run: int, data_dir: str, tau2: float,
-                  max_samples: int, stop_level: float | None,
+def _samples_task(out: str, key: str, source: DataSource, standardize: str, seed: int,
+                  run: int, tau2: float, max_samples: int, stop_level: float | None,
                   methods: Sequence[str]) -> None:
-    ds = cached_dataset(dataset, data_dir)
-    rd = prepare_run(ds, split_seed(seed, run))
-    X_pool, y_pool = expert_pool(rd, ds)
+    rd = run_data(source, seed, run, standardize=standardize)
+    X_pool, y_pool = expert_pool(rd, source.load())
     eng = get_engine("numpy", "fixed")
     data, fit, _ = initial_fit(rd, tau2, eng)
     for method in methods:
@@ -243,43 +246,46 @@ def _samples_task(out: str, dataset: str, seed: int, run: int, data_dir: str, ta
         rng = np.random.default_rng(run_stream(seed, run, STREAM_SAMPLES + m_idx))
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
                                    stop_level, eng, start=(data, fit))
-        write_json_atomic(samples_part_path(Path(out), dataset, method, run), curve.to_json())
+        write_json_atomic(samples_part_path(Path(out), key, method, run), curve.to_json())
 
 
-def load_sample_curve(out: Path, dataset: str, method: str, run: int) -> SampleCurve | None:
+def load_sample_curve(out: Path, key: str, method: str, run: int) -> SampleCurve | None:
     """The stored curve of run ``run`` and ``method``, or None."""
-    path = samples_part_path(out, dataset, method, run)
+    path = samples_part_path(out, key, method, run)
     return SampleCurve.from_json(json.loads(path.read_text())) if path.exists() else None
 
 
-def ensure_sample_curves(out: Path, dataset: str, seed: int, runs: int, data_dir: str,
-                         tau2: Mapping[int, float], max_samples: int,
+def ensure_sample_curves(out: Path, key: str, source: DataSource, standardize: str, seed: int,
+                         runs: int, tau2: Mapping[int, float], max_samples: int,
                          stop_level: Mapping[int, float] | None, jobs: int = 1,
                          progress: bool = True) -> dict[str, list[SampleCurve]]:
     """Compute (or reuse) the rnd/act curves of runs ``0..runs-1``.
 
-    ``stop_level`` maps a run to the MSE at which its loops may stop (None: never stop
-    early). A stored curve is reused when it answers the request
-    (:meth:`SampleCurve.covers`); otherwise it is recomputed.
+    ``key`` names the parts folder (the sweep's folder name), ``source``, ``standardize``
+    and ``seed`` rebuild the sweep's runs, ``tau2`` maps a run to its tau^2, and
+    ``stop_level`` a run to the MSE at which its loops may stop (None: never stop early). A
+    stored curve is reused when it answers the request (:meth:`SampleCurve.covers`);
+    otherwise it is recomputed.
     """
     def left(task: _SamplesTask) -> _SamplesTask | None:
         stale = []
         for m in task.methods:
-            curve = load_sample_curve(out, dataset, m, task.run)
+            curve = load_sample_curve(out, key, m, task.run)
             if curve is None or not curve.covers(task.stop_level, max_samples):
                 stale.append(m)
         return task._replace(methods=tuple(stale)) if stale else None
 
-    tasks = [_SamplesTask(str(out), dataset, seed, r, data_dir, float(tau2[r]), max_samples,
-                          None if stop_level is None else float(stop_level[r]), SAMPLE_METHODS)
+    tasks = [_SamplesTask(str(out), key, source, standardize, seed, r, float(tau2[r]),
+                          max_samples, None if stop_level is None else float(stop_level[r]),
+                          SAMPLE_METHODS)
              for r in range(runs)]
-    run_tasks(_samples_task, tasks, jobs=jobs, desc=f"{dataset}: rnd/act samples",
+    run_tasks(_samples_task, tasks, jobs=jobs, desc=f"{key}: rnd/act samples",
               progress=progress, left=left)
     curves: dict[str, list[SampleCurve]] = {m: [] for m in SAMPLE_METHODS}
     for m in SAMPLE_METHODS:
         for r in range(runs):
-            curve = load_sample_curve(out, dataset, m, r)
+            curve = load_sample_curve(out, key, m, r)
             if curve is None:  # run_tasks wrote every one, or raised
-                raise RuntimeError(f"{dataset} run {r}: no {m} curve was written")
+                raise RuntimeError(f"{key} run {r}: no {m} curve was written")
             curves[m].append(curve)
     return curves

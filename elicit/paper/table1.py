@@ -5,15 +5,21 @@ added training samples or expert answers) into the table: how many samples/answe
 method needs to reach an MSE level. :func:`run_table1` makes the table of finished realdata
 sweeps (:func:`elicit.paper.realdata.run_realdata`)::
 
-    OUT/<dataset>/         the realdata sweeps (config.json, mse.csv, parts/)
+    OUT/<sweep>/           the realdata sweeps (config.json, mse.csv, parts/)
     OUT/table1.csv         the table (:func:`format_table1`)
     OUT/table1/            curves.csv (the rnd/act MSE curves) and parts/ (resumable)
 
-The sweeps' ``config.json`` gives the seed, tau2 setting and data directory (so the
-sample-addition loops of :mod:`elicit.paper.samples` use exactly the same splits and model),
-their ``mse.csv`` the sequential-elicitation curves (the SeqElc column) and the initial MSE
-of each run, from which that run's relative levels are set (the paper's relative reduction
-from the run's own start; the ``mse_level`` of a relative row is the mean over runs).
+The sweeps' ``config.json`` gives the data (the paper's matrix or a corpus), the seed, the
+standardisation, the tau2 setting and the expert (so the sample-addition loops of
+:mod:`elicit.paper.samples` use exactly the same splits and model), their ``mse.csv`` the
+sequential-elicitation curves (the SeqElc column) and the initial MSE of each run, from which
+that run's relative levels are set (the paper's relative reduction from the run's own start;
+the ``mse_level`` of a relative row is the mean over runs), and their runinfo the reference
+lines: the table says in how many runs predicting the mean, or answering every answerable
+pair (the ceiling), is already at or below each level.
+
+A corpus sweep has no paper levels: its rows are the ``relative`` ones, with the reductions
+of the paper's Amazon levels (:data:`CORPUS_LEVELS`).
 """
 
 from __future__ import annotations
@@ -30,16 +36,28 @@ import pandas as pd
 
 from elicit.errors import ElicitError
 from elicit.internal.io import write_text_atomic
-from elicit.paper.labels import DATASETS
-from elicit.paper.problems import data_dir_for
-from elicit.paper.realdata import ensure_runinfo
+from elicit.paper.labels import DATASETS, REFERENCES
+from elicit.paper.runinfo import RunSettings, ensure_runinfo
 from elicit.paper.samples import ensure_sample_curves
+from elicit.paper.sources import source_from_config
 
 #: The paper's Table 1 levels: initial MSE (no added samples/answers) and the MSE levels.
 PAPER_LEVELS: dict[str, dict] = {
     "yelp": {"initial": 1.88, "levels": (1.85, 1.80)},
     "amazon": {"initial": 2.26, "levels": (2.20, 2.18)},
 }
+
+#: The paper's Table 1 counts (means over its 50 runs): samples added at random (RND) or
+#: actively (ACT), and sequential-elicitation answers (SeqElc), to reach each level.
+PAPER_COUNTS: dict[tuple[str, float], dict[str, int]] = {
+    ("yelp", 1.85): {"rnd": 5, "act": 5, "seqelc": 13},
+    ("yelp", 1.80): {"rnd": 15, "act": 9, "seqelc": 60},
+    ("amazon", 2.20): {"rnd": 20, "act": 14, "seqelc": 55},
+    ("amazon", 2.18): {"rnd": 27, "act": 17, "seqelc": 90},
+}
+
+#: Levels of a corpus sweep (relative rows only): the paper's Amazon reductions.
+CORPUS_LEVELS: dict = PAPER_LEVELS["amazon"]
 
 #: Table 1 columns: random and active sample addition, sequential elicitation (answers).
 METHODS: tuple[str, ...] = ("rnd", "act", "seqelc")
@@ -74,7 +92,9 @@ def samples_to_reach(curve, level: float) -> int | None:
 def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[float] | None
                 = None, paper_initial: float | None = None,
                 initial_mse: float | Sequence[float] | None = None,
-                methods: Sequence[str] = METHODS) -> list[dict]:
+                methods: Sequence[str] = METHODS,
+                references: Mapping[str, Sequence[float]] | None = None,
+                kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
     """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
 
     For each paper level L there are two rows:
@@ -103,15 +123,21 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         0"), and the ``mse_level`` of a relative row is the mean of the runs' levels.
     methods
         Columns to produce; each must be a key of ``curves``.
+    references
+        Reference line name (``"mean"``, ``"ceiling"``) -> its test MSE per run; each row
+        then has ``<name>_reached``, the fraction of runs whose reference is at or below the
+        level (the ceiling: whether answering every pair could reach it at all).
+    kinds
+        The row kinds to produce, ``"paper"`` and/or ``"relative"``.
 
     Returns
     -------
     list of dict
-        Keys ``dataset, mse_level, level_kind, reduction`` and, per method m, ``m`` (mean
-        count over the runs that reached the level), ``m_reached`` (fraction of runs that
-        reached it) and ``m_runs``. A run that never reaches a level is left out of the mean
-        and counted in ``m_reached``; a level reached in no run gives ``m = NaN`` (shown as
-        "not reached" by :func:`format_table1`), never a number.
+        Keys ``dataset, mse_level, level_kind, reduction, paper_level`` and, per method m,
+        ``m`` (mean count over the runs that reached the level), ``m_reached`` (fraction of
+        runs that reached it) and ``m_runs``. A run that never reaches a level is left out of
+        the mean and counted in ``m_reached``; a level reached in no run gives ``m = NaN``
+        (shown as "not reached" by :func:`format_table1`), never a number.
     """
     if levels is None or paper_initial is None:
         key = dataset.lower()
@@ -143,13 +169,23 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
             raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
                               f"{len(runs[bad[0]])} runs")
 
+    bad_kinds = [k for k in kinds if k not in ("paper", "relative")]
+    if bad_kinds or not kinds:
+        raise ElicitError(f"row kinds are 'paper' and 'relative', got {list(kinds)!r}")
+    refs = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in (references or {}).items()}
     rows: list[dict] = []
     for L in levels:
         reduction = 1.0 - float(L) / float(paper_initial)
         rel = init * (1.0 - reduction)
         for kind, lv in (("paper", np.array([float(L)])), ("relative", rel)):
+            if kind not in kinds:
+                continue
             row: dict = {"dataset": dataset, "mse_level": float(np.mean(lv)), "level_kind": kind,
-                         "reduction": reduction}
+                         "reduction": reduction, "paper_level": float(L)}
+            for name, vals in refs.items():
+                lvl = lv if lv.size == vals.size else np.full(vals.size, lv.mean())
+                row[f"{name}_reached"] = float(np.mean(vals <= lvl)) if vals.size else np.nan
+                row[f"{name}_runs"] = int(vals.size)
             for m in methods:
                 counts = [samples_to_reach(c, lv[r] if lv.size > 1 else lv[0])
                           for r, c in enumerate(runs[m])]
@@ -161,13 +197,28 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     return rows
 
 
-def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS) -> str:
-    """CSV text of :func:`table1_rows`: ``dataset,mse_level,level_kind,<methods>`` plus the
-    reached fractions; a level reached in no run is written ``not reached``."""
+def paper_counts(row: Mapping) -> dict[str, int] | None:
+    """The paper's Table 1 counts for a row's level (the same for its ``paper`` and
+    ``relative`` rows, both made from one paper level), or None (a corpus, say)."""
+    key = (str(row["dataset"]).lower(), round(float(row.get("paper_level", np.nan)), 2))
+    return PAPER_COUNTS.get(key)
+
+
+def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
+                  references: Sequence[str] = REFERENCES) -> str:
+    """CSV text of :func:`table1_rows`.
+
+    Columns: ``dataset,mse_level,level_kind``, the methods' mean counts (a level reached in
+    no run is ``not reached``), their reached fractions ``k/R``, the paper's counts
+    ``paper_<method>`` (empty where the paper has none), the reference lines' reached
+    fractions ``<reference>_reached`` (empty without them) and ``sweep`` (the sweep's folder,
+    if the row has one).
+    """
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["dataset", "mse_level", "level_kind", *methods,
-                *(f"{m}_reached" for m in methods)])
+                *(f"{m}_reached" for m in methods), *(f"paper_{m}" for m in methods),
+                *(f"{r}_reached" for r in references), "sweep"])
     for r in rows:
         cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
         for m in methods:
@@ -175,6 +226,15 @@ def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS) -> 
             cells.append("not reached" if not np.isfinite(v) else f"{v:.1f}")
         for m in methods:
             cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
+        paper = paper_counts(r)
+        cells += [str(paper[m]) if paper and m in paper else "" for m in methods]
+        for ref in references:
+            if f"{ref}_reached" in r and np.isfinite(r[f"{ref}_reached"]):
+                cells.append(f"{round(r[f'{ref}_reached'] * r[f'{ref}_runs'])}/"
+                             f"{r[f'{ref}_runs']}")
+            else:
+                cells.append("")
+        cells.append(r.get("sweep", ""))
         w.writerow(cells)
     return buf.getvalue()
 
@@ -202,18 +262,19 @@ def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]
     return [seq[seq.run == r].sort_values("n_feedback").mse.to_numpy() for r in range(runs)]
 
 
-def table1_for(out: str | Path, dataset: str, runs: int, samples: int = DEFAULT_SAMPLES,
+def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SAMPLES,
                jobs: int = 1, data_dir: str | Path | None = None, progress: bool = True,
                ) -> tuple[list[dict], pd.DataFrame]:
-    """Table 1 rows of one data set and its rnd/act curves.
+    """Table 1 rows of one sweep and its rnd/act curves.
 
     Parameters
     ----------
     out
-        The results folder holding the realdata sweep in ``out/<dataset>/``; the loops keep
-        their resumable parts in ``out/table1/parts/``.
-    dataset
-        ``"amazon"`` or ``"yelp"``.
+        The results folder holding the realdata sweep in ``out/<sweep>/``; the loops keep
+        their resumable parts in ``out/table1/parts/<sweep>/``.
+    sweep
+        The sweep's folder name (``"amazon"``, ``"yelp"``, a corpus sweep's folder); its
+        ``config.json`` says which data set it is.
     runs
         Runs ``0..runs-1`` of the sweep.
     samples
@@ -221,34 +282,46 @@ def table1_for(out: str | Path, dataset: str, runs: int, samples: int = DEFAULT_
     jobs
         Worker processes.
     data_dir
-        The data directory (default: the one the sweep used).
+        The data directory of the paper's matrices (default: the one the sweep used).
     progress
         Show progress bars.
 
     Returns
     -------
     rows, curves
-        :func:`table1_rows` of the data set, and the rnd/act curves in long format
-        (``dataset, method, run, n_samples, mse``).
+        :func:`table1_rows` of the sweep (with its reference lines), and the rnd/act curves
+        in long format (``dataset, method, run, n_samples, mse``).
     """
     out = Path(out)
-    folder = out / dataset
+    folder = out / sweep
+    cfg_path = folder / "config.json"
+    if not cfg_path.exists():
+        raise ElicitError(f"no realdata sweep in {folder}: run `elicit realdata --dataset "
+                          f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
+                          "(table1 takes the SeqElc column from that sweep)")
+    cfg = json.loads(cfg_path.read_text())
+    dataset = cfg["dataset"]
     seq = sequential_curves(folder, dataset, runs)
-    cfg = json.loads((folder / "config.json").read_text())
-    ddir = data_dir_for(dataset, data_dir if data_dir is not None else cfg.get("data_dir"))
+    src = source_from_config(cfg, data_dir)
+    # Sweeps written before the standardisation was recorded used the training statistics.
+    std = cfg.get("standardize", "train")
+    settings = RunSettings(src, cfg["seed"], std, cfg["tau2"], cfg["expert_rule"],
+                           cfg["expert_nonzero"], cfg["engine"])
     # The same tau2 per run as the sweep (fixed, or its CV choice; runinfo exists already).
-    infos = ensure_runinfo(folder, dataset, cfg["seed"], runs, ddir, cfg["tau2"], jobs, progress)
+    infos = ensure_runinfo(folder, settings, runs, jobs, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
 
     # Relative levels are per run: the paper's relative reduction from each run's own
     # initial MSE (splits vary a lot, so one mean level would count low-starting runs as
     # "reached at 0" and high-starting ones as never reaching it).
     initial = [float(c[0]) for c in seq]
-    paper = PAPER_LEVELS[dataset]
+    paper = PAPER_LEVELS.get(dataset, CORPUS_LEVELS)
+    kinds = ("paper", "relative") if dataset in PAPER_LEVELS else ("relative",)
     # The loops may stop once a run reaches its lowest level: Table 1 needs no more.
-    stop = {r: min(min(paper["levels"]), initial[r] * min(paper["levels"]) / paper["initial"])
-            for r in range(runs)}
-    curves = ensure_sample_curves(out / "table1", dataset, cfg["seed"], runs, ddir, tau2,
+    low = min(paper["levels"])
+    stop = {r: min([initial[r] * low / paper["initial"]]
+                   + ([low] if "paper" in kinds else [])) for r in range(runs)}
+    curves = ensure_sample_curves(out / "table1", sweep, src, std, cfg["seed"], runs, tau2,
                                   samples, stop, jobs, progress)
     for m, cs in curves.items():
         for r, c in enumerate(cs):
@@ -256,17 +329,19 @@ def table1_for(out: str | Path, dataset: str, runs: int, samples: int = DEFAULT_
             # folders come from different settings or data.
             if not np.isclose(c.mse[0], seq[r][0], rtol=1e-5, atol=1e-8):
                 raise ElicitError(
-                    f"{dataset} run {r}: the {m} loop starts at MSE {c.mse[0]:.6f} but the "
+                    f"{sweep} run {r}: the {m} loop starts at MSE {c.mse[0]:.6f} but the "
                     f"sweep in {folder} at {seq[r][0]:.6f}; the table1 parts in "
                     f"{out / 'table1'} come from other settings: delete them and rerun")
+    refs = {k: [float(i["references"][k]) for i in infos] for k in REFERENCES}
     rows = table1_rows(dataset, {"rnd": [c.mse for c in curves["rnd"]],
                                  "act": [c.mse for c in curves["act"]], "seqelc": seq},
-                       initial_mse=initial)
+                       levels=paper["levels"], paper_initial=paper["initial"],
+                       initial_mse=initial, references=refs, kinds=kinds)
+    for row in rows:
+        row["sweep"] = sweep
     long = [(dataset, m, r, t, v) for m, cs in curves.items() for r, c in enumerate(cs)
             for t, v in enumerate(c.mse)]
     return rows, pd.DataFrame(long, columns=["dataset", "method", "run", "n_samples", "mse"])
-
-
 
 
 @dataclass
@@ -281,17 +356,18 @@ class Table1Result:
 def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASETS,
                samples: int = DEFAULT_SAMPLES, jobs: int = 1,
                data_dir: str | Path | None = None, progress: bool = True) -> Table1Result:
-    """Table 1 of the realdata sweeps in ``out/<dataset>/`` (``elicit table1``).
+    """Table 1 of the realdata sweeps in ``out/<sweep>/`` (``elicit table1``).
 
-    Writes ``out/table1.csv`` (:func:`format_table1`) and ``out/table1/curves.csv``; the
-    parameters are those of :func:`table1_for`, for each of ``datasets``.
+    ``datasets`` are the sweeps' folder names under ``out`` (default ``amazon``, ``yelp``;
+    a corpus sweep's folder works too). Writes ``out/table1.csv`` (:func:`format_table1`)
+    and ``out/table1/curves.csv``; the other parameters are those of :func:`table1_for`.
     """
     out = Path(out)
     rows, longs = [], []
-    for dataset in datasets:
-        r, long = table1_for(out, dataset, runs, samples, jobs, data_dir, progress)
+    for name in datasets:
+        r, long = table1_for(out, name, runs, samples, jobs, data_dir, progress)
         rows += r
-        longs.append(long)
+        longs.append(long.assign(sweep=name))
     text = format_table1(rows)
     write_text_atomic(out / "table1.csv", text)
     curves = pd.concat(longs, ignore_index=True)

@@ -1,0 +1,449 @@
+"""The real-data sections of ``results/REPORT.md``, computed from the sweeps' CSV files.
+
+Every number here is read from a sweep folder (:class:`Sweep`: ``config.json``, ``mse.csv``,
+``runinfo.csv``, ``tau2_cv.csv``); nothing is typed in, except the paper's own figures
+(:data:`elicit.paper.table1.PAPER_LEVELS`, :data:`~elicit.paper.table1.PAPER_COUNTS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from elicit.paper.labels import (
+    BASELINES,
+    DATASETS,
+    LABELS,
+    REFERENCE_LABELS,
+    STRATEGY_ORDER,
+    ceiling_label,
+)
+from elicit.paper.runinfo import NO_FEEDBACK_TAU2
+from elicit.paper.table1 import PAPER_LEVELS
+
+#: The paper's feature counts (Sec. 4.2).
+PAPER_FEATURES = {"amazon": 340, "yelp": 241}
+#: The numbers of answers at which strategies are compared (and the sweep's last round).
+CHECKPOINTS: tuple[int, ...] = (20,)
+
+
+@dataclass
+class Sweep:
+    """One realdata sweep folder, as the report reads it.
+
+    Attributes
+    ----------
+    folder
+        The folder's name under the results folder (``amazon``, ``amazon-paper``, ...).
+    cfg
+        Its ``config.json``.
+    mse
+        Its ``mse.csv``.
+    info
+        Its ``runinfo.csv`` (None for sweeps written before the reference lines existed).
+    tau2cv
+        Its ``tau2_cv.csv`` (None if absent).
+    """
+
+    folder: str
+    cfg: dict
+    mse: pd.DataFrame
+    info: pd.DataFrame | None
+    tau2cv: pd.DataFrame | None
+
+    @property
+    def dataset(self) -> str:
+        return str(self.cfg.get("dataset", self.folder))
+
+    @property
+    def label(self) -> str:
+        return LABELS.get(self.dataset, self.dataset)
+
+    @property
+    def standardize(self) -> str:
+        # Sweeps written before the option existed used the training statistics.
+        return str(self.cfg.get("standardize", "train"))
+
+    @property
+    def literal(self) -> bool:
+        """The paper-literal configuration: training statistics, tau2 = 0.01."""
+        return self.standardize == "train" and self.cfg.get("tau2") == 0.01
+
+    @property
+    def settings(self) -> str:
+        tau2 = self.cfg.get("tau2")
+        return f"{self.standardize} standardisation, tau2 " + ("by CV" if tau2 == "cv"
+                                                             else f"{tau2:g}")
+
+    def wide(self, strategy: str) -> pd.DataFrame:
+        """The strategy's MSE, runs x answers."""
+        g = self.mse[self.mse.strategy == strategy]
+        return g.pivot(index="run", columns="n_feedback", values="mse")
+
+    @property
+    def strategies(self) -> list[str]:
+        return [s for s in STRATEGY_ORDER if (self.mse.strategy == s).any()]
+
+    @property
+    def last(self) -> int:
+        return int(self.mse[self.mse.strategy.isin(STRATEGY_ORDER)].n_feedback.max())
+
+    @property
+    def runs(self) -> int:
+        return int(self.mse[self.mse.strategy.isin(STRATEGY_ORDER)].run.nunique())
+
+    def initial(self) -> pd.Series:
+        """Each run's MSE at 0 answers."""
+        return self.wide(self.strategies[0])[0]
+
+    def per_run(self, name: str) -> pd.Series | None:
+        """A baseline's or reference line's MSE per run (None if the sweep has none)."""
+        g = self.mse[self.mse.strategy == name]
+        return g.set_index("run").mse if len(g) else None
+
+    def checkpoints(self) -> list[int]:
+        """The numbers of answers compared: 20 (if reached) and the last round."""
+        return sorted({t for t in CHECKPOINTS if t < self.last} | {self.last})
+
+
+def load_sweep(folder: Path) -> Sweep | None:
+    """The sweep in ``folder``, or None if it holds no finished realdata sweep."""
+    cfg_path, mse_path = folder / "config.json", folder / "mse.csv"
+    if not (cfg_path.exists() and mse_path.exists()):
+        return None
+    cfg = json.loads(cfg_path.read_text())
+    if "expert_rule" not in cfg:  # the synthetic experiment
+        return None
+
+    def opt(name: str) -> pd.DataFrame | None:
+        return pd.read_csv(folder / name) if (folder / name).exists() else None
+
+    return Sweep(folder.name, cfg, pd.read_csv(mse_path), opt("runinfo.csv"), opt("tau2_cv.csv"))
+
+
+def find_sweeps(out: Path) -> list[Sweep]:
+    """Every realdata sweep under ``out``: the paper's data sets first, the paper-literal
+    configuration after the default one, corpora last."""
+    sweeps = [s for d in sorted(Path(out).iterdir()) if d.is_dir()
+              for s in [load_sweep(d)] if s is not None]
+    order = {d: k for k, d in enumerate(DATASETS)}
+    return sorted(sweeps, key=lambda s: (order.get(s.dataset, len(order)), s.dataset,
+                                         s.literal, s.folder != s.dataset, s.folder))
+
+
+def main_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
+    """The sweep of ``dataset`` with the default (non-literal) settings, if any."""
+    return next((s for s in sweeps if s.dataset == dataset and not s.literal), None)
+
+
+def literal_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
+    """The paper-literal sweep of ``dataset``, if any."""
+    return next((s for s in sweeps if s.dataset == dataset and s.literal), None)
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------------------------
+
+def mean_se(x: pd.Series | np.ndarray) -> tuple[float, float]:
+    """Mean and standard error (NaN for fewer than two values) of the finite values."""
+    v = np.asarray(x, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), float("nan")
+    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
+    return float(v.mean()), se
+
+
+def fmt(x: pd.Series | np.ndarray, digits: int = 3, sign: bool = False) -> str:
+    """``mean ± s.e.`` of ``x``."""
+    m, se = mean_se(x)
+    if not np.isfinite(m):
+        return "—"
+    s = f"{m:+.{digits}f}" if sign else f"{m:.{digits}f}"
+    return s + (f" ± {se:.{digits}f}" if np.isfinite(se) else "")
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired comparison of two strategies over runs at one number of answers.
+
+    ``diff`` is a - b per run (negative: a is lower); ``lower`` counts the runs where a's
+    MSE is below b's.
+    """
+
+    a: str
+    b: str
+    t: int
+    mean: float
+    se: float
+    lower: int
+    n: int
+
+    def text(self) -> str:
+        se = f" ± {self.se:.3f}" if np.isfinite(self.se) else ""
+        return f"{self.mean:+.3f}{se}"
+
+    def verdict(self) -> str:
+        """Which is lower, if the mean difference is more than 2 s.e. from 0."""
+        if not (np.isfinite(self.se) and self.se > 0):
+            return "too few runs to tell"
+        if self.mean < -2 * self.se:
+            return f"{LABELS[self.a]} lower"
+        if self.mean > 2 * self.se:
+            return f"{LABELS[self.b]} lower"
+        return "no difference beyond 2 s.e."
+
+
+def paired(sweep: Sweep, a: str, b: str, t: int) -> Paired | None:
+    """Strategy ``a`` minus strategy ``b`` per run after ``t`` answers (both share each run's
+    split and expert), or None if either is missing."""
+    if a not in sweep.strategies or b not in sweep.strategies:
+        return None
+    wa, wb = sweep.wide(a), sweep.wide(b)
+    if t not in wa.columns or t not in wb.columns:
+        return None
+    d = (wa[t] - wb[t]).dropna()
+    m, se = mean_se(d)
+    return Paired(a, b, t, m, se, int(np.sum(d < 0)), int(d.size))
+
+
+def paired_rows(sweep: Sweep) -> list[Paired]:
+    """Sequential and non-sequential minus random at each checkpoint."""
+    out = []
+    for a in ("sequential", "nonsequential"):
+        for t in sweep.checkpoints():
+            p = paired(sweep, a, "random", t)
+            if p is not None:
+                out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------------
+
+def _n_answers(sweep: Sweep) -> float:
+    if sweep.info is None or "n_answerable" not in sweep.info:
+        return float("nan")
+    return float(sweep.info.n_answerable.mean())
+
+
+def _tau2_summary(sweep: Sweep) -> str:
+    if sweep.tau2cv is None or "tau2_cv" not in sweep.tau2cv:
+        return ""
+    vals, counts = np.unique(sweep.tau2cv.tau2_cv, return_counts=True)
+    picks = ", ".join(f"{v:g} in {c} runs" for v, c in zip(vals, counts))
+    used = "used" if sweep.cfg.get("tau2") == "cv" else "not used: tau2 is fixed"
+    # A choice on the edge of the grid means the CV optimum may lie beyond it.
+    grid = sorted(float(c.removeprefix("cv_mse_")) for c in sweep.tau2cv.columns
+                  if c.startswith("cv_mse_"))
+    edge = ""
+    if grid:
+        for end, word in ((grid[0], "smallest"), (grid[-1], "largest")):
+            k = int(np.sum(np.isclose(sweep.tau2cv.tau2_cv, end)))
+            if k:
+                edge += (f" In {k} of {len(sweep.tau2cv)} runs the CV chose the {word} grid "
+                         f"value {end:g}, so its optimum may lie beyond the grid.")
+    return (f"tau2 chosen by 5-fold CV of the no-feedback model ({sweep.standardize} "
+            f"standardisation; {used}): {picks}.{edge}")
+
+
+def sweep_table(sweep: Sweep) -> list[str]:
+    """The table of one sweep: reference lines, curves at the checkpoints, baselines."""
+    paper_init = PAPER_LEVELS.get(sweep.dataset, {}).get("initial")
+    has_paper = sweep.dataset in PAPER_LEVELS
+    lines = ["| quantity | ours | paper |", "|---|---|---|"]
+    init = sweep.initial()
+    mean = sweep.per_run("mean")
+    ceil = sweep.per_run("ceiling")
+    if mean is not None:
+        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | "
+                     f"{'not reported' if has_paper else '—'} |")
+    lines.append(f"| initial MSE (no feedback) | {fmt(init)} | "
+                 f"{f'{paper_init:.2f}' if paper_init else '—'} |")
+    for t in sweep.checkpoints():
+        for s in sweep.strategies:
+            w = sweep.wide(s)
+            if t in w.columns:
+                lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | "
+                             f"{'Fig. 5 only' if has_paper else '—'} |")
+    if ceil is not None:
+        lines.append(f"| **{ceiling_label(_n_answers(sweep))}** (reference) | {fmt(ceil)} | "
+                     f"{'not reported' if has_paper else '—'} |")
+        lines.append(f"| room for feedback: initial − ceiling, per run | "
+                     f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
+    for b in BASELINES:
+        v = sweep.per_run(b)
+        if v is not None:
+            lines.append(f"| {LABELS[b]} (100 training reviews) | {fmt(v)} | "
+                         f"{'Fig. 5 only' if has_paper else '—'} |")
+    for s in sweep.strategies:
+        w = sweep.wide(s)
+        if sweep.last in w.columns:
+            lines.append(f"| runs where {LABELS[s]} lowered the MSE after {sweep.last} answers "
+                         f"| {int(np.sum(w[sweep.last] < w[0]))}/{len(w)} | |")
+    return lines
+
+
+def paired_table(sweep: Sweep) -> list[str]:
+    """Paired differences to random at each checkpoint."""
+    rows = paired_rows(sweep)
+    if not rows:
+        return []
+    lines = ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
+             "lower | verdict |", "|---|---|---|---|---|"]
+    for p in rows:
+        lines.append(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
+                     f"| {p.verdict()} |")
+    return lines
+
+
+def sweep_section(sweep: Sweep, level: str = "###") -> list[str]:
+    """One sweep: its settings, table, paired differences, figure and tau2 choices."""
+    p = ""
+    if sweep.info is not None and "n_features" in sweep.info:
+        p = f"{int(sweep.info.n_features.iloc[0])} keywords"
+        if sweep.dataset in PAPER_FEATURES:
+            p += f" (paper: {PAPER_FEATURES[sweep.dataset]})"
+        p += "; "
+    cfg = sweep.cfg
+    src = ""
+    if cfg.get("corpus"):
+        src = (f"Corpus `{Path(cfg['corpus']).name}` (fields `{cfg.get('text_field')}`, "
+               f"`{cfg.get('rating_field')}`; min_df "
+               f"{cfg.get('min_df') or 'scaled to the corpus'}), not one of the paper's "
+               "matrices. ")
+    lines = [
+        f"{level} {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
+        src + f"{sweep.runs} runs x {sweep.last} answers; {p}LASSO expert rule "
+        f"`{cfg.get('expert_rule', '?')}` ({cfg.get('expert_nonzero', '?')} keywords); pool "
+        f"{cfg.get('pool_size', '?')} pairs per sequential round; utility "
+        f"`{cfg.get('utility', '?')}` (refine {cfg.get('refine', '?')}). Test MSE on 900 test "
+        "reviews, original rating scale, mean ± s.e. over runs.", "",
+        *sweep_table(sweep), "",
+    ]
+    pt = paired_table(sweep)
+    if pt:
+        lines += [*pt, ""]
+    lines += [f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
+              ""]
+    tau = _tau2_summary(sweep)
+    if tau:
+        lines += [tau, ""]
+    return lines
+
+
+def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
+    """The paper-literal configuration beside the defaults, per paper data set."""
+    rows = []
+    for d in DATASETS:
+        for s in (main_sweep(sweeps, d), literal_sweep(sweeps, d)):
+            if s is None:
+                continue
+            cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
+                     s.settings, f"{s.runs}"]
+            mean = s.per_run("mean")
+            cells.append(fmt(mean) if mean is not None else "—")
+            cells.append(fmt(s.initial()))
+            for st in STRATEGY_ORDER:
+                w = s.wide(st) if st in s.strategies else None
+                cells.append(fmt(w[s.last]) if w is not None and s.last in w.columns else "—")
+            ceil = s.per_run("ceiling")
+            cells.append(fmt(ceil) if ceil is not None else "—")
+            lasso = s.per_run("lasso")
+            cells.append(fmt(lasso) if lasso is not None else "—")
+            rows.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    last = max(s.last for s in sweeps)
+    return [
+        "## The paper-literal configuration beside the defaults", "",
+        "The same runs (same seed, hence the same splits and experts) under the defaults "
+        "(inputs standardised with all 1000 model reviews' statistics, tau2 by CV) and under "
+        "the paper's literal reading (`elicit realdata --paper`: the 100 training reviews' "
+        f"statistics, tau2 = 0.01). Strategy columns: MSE after {last} answers.", "",
+        "| data set | configuration | settings | runs | predict the mean | initial | Random | "
+        "Non-sequential | Sequential | all answers (ceiling) | LASSO |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows, "",
+        *[f"![Fig. 5 {s.label}, paper-literal]({s.folder}/fig5_{s.dataset}.png)"
+          for d in DATASETS for s in [literal_sweep(sweeps, d)] if s is not None], "",
+    ]
+
+
+def _common(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    runs = sorted(set(a.run) & set(b.run))
+    return (a.set_index("run").loc[runs], b.set_index("run").loc[runs])
+
+
+def _beside_mean(label: str, model: pd.DataFrame, train: pd.DataFrame) -> str:
+    """How each standardisation's no-feedback model at tau2 = 0.01 compares with predicting
+    the mean (paired over runs)."""
+    parts = []
+    for name, info in (("train", train), ("model", model)):
+        if "nofb_0.01" not in info:
+            continue
+        d = info["nofb_0.01"] - info["mean"]
+        m, se = mean_se(d)
+        word = ("worse than" if m > 2 * se else "better than" if m < -2 * se
+                else "no different from")
+        parts.append(f"with `{name}` statistics and tau2 0.01 the no-feedback model is {word} "
+                     f"predicting the mean ({fmt(d, sign=True)} per run)")
+    return f"- {label}: " + "; ".join(parts) + "."
+
+
+def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
+    """Why the defaults differ: the same runs under both standardisations (runinfo.csv)."""
+    rows, zs, taus, verdicts = [], [], [], []
+    for d in DATASETS:
+        m, t = main_sweep(sweeps, d), literal_sweep(sweeps, d)
+        if (m is None or t is None or m.info is None or t.info is None
+                or m.cfg.get("seed") != t.cfg.get("seed") or m.standardize != "model"):
+            continue
+        im, it = _common(m.info, t.info)
+        if len(im) == 0:
+            continue
+        cells = [m.label, str(len(im)), fmt(im["mean"])]
+        for info in (it, im):
+            for tau in sorted(NO_FEEDBACK_TAU2, reverse=True):
+                col = f"nofb_{tau:g}"
+                cells.append(fmt(info[col]) if col in info else "—")
+        rows.append("| " + " | ".join(cells) + " |")
+        verdicts.append(_beside_mean(m.label, im, it))
+        zs.append(f"| {m.label} | {it.max_test_z.iloc[0]:.1f} | {im.max_test_z.iloc[0]:.1f} | "
+                  f"{it.max_test_z.min():.0f}-{it.max_test_z.max():.0f} | "
+                  f"{im.max_test_z.min():.0f}-{im.max_test_z.max():.0f} |")
+        for s in (t, m):
+            line = _tau2_summary(s)
+            if line:
+                taus.append(f"- {s.label}: {line}")
+    if not rows:
+        return []
+    taus_hdr = " | ".join(f"{s}, tau2 {tau:g}" for s in ("train", "model")
+                          for tau in sorted(NO_FEEDBACK_TAU2, reverse=True))
+    return [
+        "## Standardisation: why the defaults differ from the paper", "",
+        "A run standardises its inputs either with the 100 training reviews' mean and scale "
+        "(`train`, the paper's literal reading) or with those of all 1000 model reviews, the "
+        "training and test inputs together, no rating (`model`, the default). With `train`, "
+        "a keyword that occurs in one or two training reviews gets a tiny scale, and the test "
+        "reviews that use it get huge z-scores, which the predictions inherit. The same runs "
+        "under both (no-feedback test MSE, mean ± s.e. over runs; `runinfo.csv` of the default "
+        "and the paper-literal sweeps):", "",
+        f"| data set | runs | predict the mean | {taus_hdr} |",
+        "|---|---|---|---|---|---|---|",
+        *rows, "",
+        *verdicts, "",
+        "Largest |z| of a test input, in the runs above (`docs/data.md` gives it for "
+        "`prepare_run(dataset, seed)` with seeds 0-4 directly):", "",
+        "| data set | train, run 0 | model, run 0 | train, range over runs | model, range over "
+        "runs |", "|---|---|---|---|---|",
+        *zs, "",
+        *taus, "",
+    ]

@@ -1,0 +1,249 @@
+"""Where a real-data run's reviews come from: the paper's matrices or any review corpus.
+
+A :class:`DataSource` names the reviews of a real-data sweep in a few picklable fields, so
+worker processes rebuild the data set themselves (once per process, :meth:`DataSource.load`):
+
+* the paper's bag-of-words matrices (``"amazon"``, ``"yelp"``; :func:`paper_source`), read
+  with :func:`elicit.data.load_dataset` (the paper's feature rule) from a data directory;
+* any review file, JSON Lines or CSV, optionally gzipped (:func:`corpus_source`), whose
+  keywords follow the document-frequency rule of :func:`elicit.data.load_corpus`.
+
+The source's :attr:`~DataSource.name` labels every output (``mse.csv``'s ``dataset`` column,
+the ``parts/<name>/`` folders, the figure titles); for a corpus it is the file's stem unless
+given. :meth:`DataSource.config` is what a sweep's ``config.json`` records about its data,
+and :func:`source_from_config` rebuilds the source from it (``elicit table1`` does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from elicit.data import (
+    PAPER_FILES,
+    RAW_FILES,
+    STOPWORDS_FILE,
+    BowDataset,
+    data_file,
+    load_corpus,
+    load_dataset,
+    resolve_data_dir,
+)
+from elicit.errors import ElicitError
+from elicit.paper.labels import DATASETS
+
+#: Reviews a run takes for the model (100 training + 900 test, :func:`elicit.data.prepare_run`).
+N_MODEL = 1000
+#: The fewest expert-set reviews a corpus must leave for the simulated LASSO expert: below
+#: this a LASSO on a few hundred keywords has too little data to name 40 of them.
+MIN_EXPERT_REVIEWS = 100
+
+# Safe as a folder name and as a CSV cell: no path separators, no commas or quotes.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """The reviews of a real-data sweep (picklable; hashable, so it keys the cache).
+
+    Attributes
+    ----------
+    name
+        The label of the data set in every output.
+    data_dir
+        Paper matrices: the resolved data directory (absolute). None for a corpus.
+    corpus
+        A corpus: the review file (absolute path). None for the paper matrices.
+    text_field, rating_field, min_df
+        A corpus: the names of its text and rating fields and the minimum document frequency
+        of a keyword (None: the paper's 100-of-5149 scaled to the corpus).
+    """
+
+    name: str
+    data_dir: str | None = None
+    corpus: str | None = None
+    text_field: str = "text"
+    rating_field: str = "rating"
+    min_df: int | None = None
+
+    @property
+    def is_corpus(self) -> bool:
+        """Whether the reviews come from a corpus file rather than the paper's matrices."""
+        return self.corpus is not None
+
+    def load(self) -> BowDataset:
+        """The bag-of-words data set, loaded once per process.
+
+        A sweep worker builds many runs from the same data set; parsing and vectorising the
+        file each time would cost about a second per run.
+        """
+        if self not in _CACHE:
+            _CACHE[self] = _load(self)
+        return _CACHE[self]
+
+    def config(self) -> dict:
+        """What a sweep's ``config.json`` records about its data.
+
+        ``data_dir`` and ``corpus`` (paths) may change between reruns: the same files can be
+        found elsewhere. A corpus is identified by its content (``corpus_sha256``), so a
+        different file under the same name is refused rather than mixed in.
+        """
+        if not self.is_corpus:
+            return {"dataset": self.name, "data_dir": self.data_dir}
+        assert self.corpus is not None
+        return {"dataset": self.name, "corpus": self.corpus,
+                "corpus_sha256": file_sha256(self.corpus), "text_field": self.text_field,
+                "rating_field": self.rating_field, "min_df": self.min_df}
+
+
+_CACHE: dict[DataSource, BowDataset] = {}
+
+
+def _load(src: DataSource) -> BowDataset:
+    if not src.is_corpus:
+        return load_dataset(src.name, src.data_dir)
+    assert src.corpus is not None
+    ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
+                     min_df=src.min_df, n_model=N_MODEL, name=src.name)
+    if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
+        raise ElicitError(
+            f"{src.corpus} has {ds.n} reviews: a run takes {N_MODEL} for the model and the "
+            f"simulated expert needs at least {MIN_EXPERT_REVIEWS} more; use a corpus of at "
+            f"least {N_MODEL + MIN_EXPERT_REVIEWS} reviews")
+    return ds
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes (identifies a corpus in ``config.json``)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_dataset(name: str) -> str:
+    """``name`` if it is one of the paper's data sets, else an :class:`ElicitError`."""
+    if name not in DATASETS:
+        raise ElicitError(f"unknown data set {name!r}: use one of {', '.join(DATASETS)} "
+                          "(or --corpus FILE for a review file of your own)")
+    return name
+
+
+def paper_source(dataset: str, data_dir: str | os.PathLike | None = None) -> DataSource:
+    """The paper's matrix ``dataset`` (``"amazon"``/``"yelp"``) from a data directory.
+
+    The directory is resolved here, in the parent process, so every worker reads the same
+    files whatever its working directory or environment.
+    """
+    rec, voc, _ = PAPER_FILES[check_dataset(dataset)]
+    ddir = resolve_data_dir(data_dir, required=[rec, voc, STOPWORDS_FILE]).resolve()
+    return DataSource(dataset, data_dir=str(ddir))
+
+
+def corpus_name(path: str | os.PathLike, name: str | None = None) -> str:
+    """The label of a corpus: ``name``, or the file name without its suffixes.
+
+    Raises
+    ------
+    ElicitError
+        If the label is not a plain name (letters, digits, ``_ . -``) or is one of the
+        paper's data sets, whose Table 1 levels would then be applied to it.
+    """
+    label = name if name is not None else Path(path).name.split(".")[0]
+    what = "--name" if name is not None else f"the file name of {path}"
+    if not _NAME.match(label or ""):
+        raise ElicitError(f"{what} gives the data set label {label!r}; a label holds letters, "
+                          "digits, '_', '.' and '-' only: give one with --name")
+    if label in DATASETS:
+        raise ElicitError(f"{what} gives the data set label {label!r}, reserved for the "
+                          "paper's matrix: give another one with --name")
+    return label
+
+
+def corpus_source(path: str | os.PathLike, text_field: str = "text",
+                  rating_field: str = "rating", min_df: int | None = None,
+                  name: str | None = None) -> DataSource:
+    """A review file as the data of a real-data sweep.
+
+    Parameters
+    ----------
+    path
+        JSON Lines or CSV (with a header line), optionally gzipped
+        (:func:`elicit.data.load_corpus`).
+    text_field, rating_field
+        The fields holding the review text and its integer star rating.
+    min_df
+        Minimum number of reviews a keyword occurs in (default: scaled to the corpus).
+    name
+        The label of the data set in the outputs (default: the file's stem).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ElicitError(f"review file {p} not found")
+    if min_df is not None and (isinstance(min_df, bool) or int(min_df) != min_df
+                               or min_df < 1):
+        raise ElicitError(f"min_df must be a positive integer, got {min_df!r}")
+    for fld, what in ((text_field, "text field"), (rating_field, "rating field")):
+        if not isinstance(fld, str) or not fld:
+            raise ElicitError(f"the {what} must be a non-empty name, got {fld!r}")
+    return DataSource(corpus_name(p, name), corpus=str(p.resolve()), text_field=text_field,
+                      rating_field=rating_field,
+                      min_df=None if min_df is None else int(min_df))
+
+
+def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = None, *,
+                data_dir: str | os.PathLike | None = None, text_field: str | None = None,
+                rating_field: str | None = None, min_df: int | None = None,
+                name: str | None = None) -> DataSource:
+    """The source of ``elicit realdata``'s options: ``--dataset`` or ``--corpus``, not both.
+
+    The corpus options (``text_field``, ``rating_field``, ``min_df``, ``name``) are refused
+    with ``dataset``, as ``data_dir`` is with ``corpus``: each would be silently ignored.
+    """
+    if (dataset is None) == (corpus is None):
+        raise ElicitError("give either --dataset (the paper's amazon/yelp matrices) or "
+                          "--corpus FILE (a review file), not both")
+    if dataset is not None:
+        given = [o for o, v in (("--text-field", text_field), ("--rating-field", rating_field),
+                                ("--min-df", min_df), ("--name", name)) if v is not None]
+        if given:
+            raise ElicitError(f"{given[0]} applies to --corpus only, not to --dataset")
+        return paper_source(dataset, data_dir)
+    if data_dir is not None:
+        raise ElicitError("--data-dir applies to --dataset only; --corpus names the file itself")
+    assert corpus is not None
+    return corpus_source(corpus, text_field or "text", rating_field or "rating", min_df, name)
+
+
+def as_source(dataset: str | DataSource, data_dir: str | os.PathLike | None = None,
+              ) -> DataSource:
+    """A source as given, or the paper's matrix named ``dataset``."""
+    return dataset if isinstance(dataset, DataSource) else paper_source(dataset, data_dir)
+
+
+def source_from_config(cfg: dict, data_dir: str | os.PathLike | None = None) -> DataSource:
+    """The source a sweep's ``config.json`` recorded (``data_dir`` overrides a paper
+    sweep's data directory; a corpus must still be where it was, with the same content)."""
+    if cfg.get("corpus") is None:
+        return paper_source(cfg["dataset"], data_dir if data_dir is not None
+                            else cfg.get("data_dir"))
+    src = DataSource(cfg["dataset"], corpus=cfg["corpus"], text_field=cfg["text_field"],
+                     rating_field=cfg["rating_field"], min_df=cfg.get("min_df"))
+    if not Path(cfg["corpus"]).is_file():
+        raise ElicitError(f"the sweep's corpus {cfg['corpus']} is no longer there; put it "
+                          "back (table1 rebuilds the runs from it)")
+    if file_sha256(cfg["corpus"]) != cfg.get("corpus_sha256"):
+        raise ElicitError(f"{cfg['corpus']} changed since the sweep ran (its SHA-256 differs); "
+                          "rerun the sweep into a new folder")
+    return src
+
+
+def shipped_corpus(which: str = "amazon", data_dir: str | os.PathLike | None = None) -> Path:
+    """The shipped raw-text review file (``"amazon"``: 2000 kitchen reviews; ``"yelp"``)."""
+    if which not in RAW_FILES:
+        raise ElicitError(f"no shipped corpus {which!r}: use one of {', '.join(RAW_FILES)}")
+    return data_file(RAW_FILES[which], data_dir)

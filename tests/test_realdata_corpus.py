@@ -1,0 +1,155 @@
+"""``elicit realdata --corpus``: the real-data pipeline on any review file.
+
+The tests write their own corpus: 1300 short reviews (1000 for the model, 300 for the
+simulated expert) whose star rating follows a few sentiment words, so the pipeline has
+something to find and runs in seconds. One test runs on the shipped raw kitchen reviews when
+the data directory is there.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REAL_DATA_DIR
+
+from elicit.cli.main import main
+from elicit.errors import ElicitError
+
+POSITIVE = ["great", "excellent", "love", "perfect", "sturdy", "recommend"]
+NEGATIVE = ["broken", "terrible", "waste", "flimsy", "returned", "disappointed"]
+NEUTRAL = ["pan", "lid", "handle", "kettle", "knife", "blender", "pot", "spoon", "bowl", "oven",
+           "toaster", "mixer", "plate", "glass", "steel", "plastic", "color", "size", "box",
+           "price", "gift", "kitchen", "coffee", "water", "heat", "clean", "dishwasher", "cook",
+           "bought", "order", "weeks", "months", "daily", "design", "weight", "cover", "cup",
+           "tea", "bread", "rice"]
+ARGS = ["--runs", "1", "--rounds", "2", "--expert-nonzero", "8", "--engine", "numpy",
+        "--quiet"]
+
+
+def write_corpus(path, n=1300, seed=0, text_field="review", rating_field="stars"):
+    """``n`` JSON-lines reviews, gzipped; rating = 3 + #positive - #negative (+ noise)."""
+    rng = np.random.default_rng(seed)
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for _ in range(n):
+            words = list(rng.choice(NEUTRAL, size=rng.integers(5, 10)))
+            pos = rng.integers(0, 3)
+            neg = rng.integers(0, 3)
+            words += list(rng.choice(POSITIVE, size=pos)) + list(rng.choice(NEGATIVE, size=neg))
+            rng.shuffle(words)
+            stars = int(np.clip(np.rint(3 + pos - neg + 0.5 * rng.standard_normal()), 1, 5))
+            fh.write(json.dumps({text_field: " ".join(words), rating_field: stars}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "shop_reviews.jsonl.gz")
+
+
+@pytest.fixture(scope="module")
+def corpus_sweep(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("corpus_results")
+    assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
+                 "--rating-field", "stars", "--out", str(out / "shop"), "--jobs", "2",
+                 *ARGS[:1], "2", *ARGS[2:]]) == 0
+    return out
+
+
+def test_corpus_sweep_outputs(corpus_sweep, corpus):
+    df = pd.read_csv(corpus_sweep / "shop" / "mse.csv")
+    # The label is the file's stem; workers rebuilt the data set from the path (--jobs 2).
+    assert set(df.dataset) == {"shop_reviews"} and set(df.run) == {0, 1}
+    assert {"random", "nonsequential", "sequential", "mean", "ceiling"} <= set(df.strategy)
+    init = df[(df.strategy == "sequential") & (df.n_feedback == 0)].set_index("run").mse
+    mean = df[df.strategy == "mean"].set_index("run").mse
+    # The ratings follow the words, so the no-feedback model beats predicting the mean.
+    assert (init < mean).all()
+    cfg = json.loads((corpus_sweep / "shop" / "config.json").read_text())
+    assert cfg["corpus"] == str(corpus.resolve()) and cfg["text_field"] == "review"
+    assert cfg["standardize"] == "model" and cfg["tau2"] == "cv" and len(cfg["corpus_sha256"]) == 64
+    assert (corpus_sweep / "shop" / "fig5_shop_reviews.png").stat().st_size > 0
+    info = pd.read_csv(corpus_sweep / "shop" / "runinfo.csv")
+    assert (info.n_expert == 300).all() and info.n_answerable.between(1, 45).all()
+
+
+def test_table1_and_report_on_a_corpus_sweep(corpus_sweep, capsys):
+    from elicit.paper.report import write_report
+
+    assert main(["table1", "--runs", "2", "--out", str(corpus_sweep), "--datasets", "shop",
+                 "--samples", "3", "--quiet"]) == 0
+    t = pd.read_csv(corpus_sweep / "table1.csv", dtype=str, keep_default_na=False)
+    # No paper levels for a corpus: the relative rows only, without paper counts.
+    assert list(t.level_kind) == ["relative", "relative"]
+    assert set(t.dataset) == {"shop_reviews"} and set(t.sweep) == {"shop"}
+    assert set(t.paper_rnd) == {""}
+    text = write_report(corpus_sweep).read_text()
+    assert "## Review corpus: shop_reviews" in text
+    assert "Corpus `shop_reviews.jsonl.gz` (fields `review`, `stars`" in text
+
+
+def test_name_labels_the_outputs(corpus, tmp_path):
+    assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
+                 "--rating-field", "stars", "--name", "shop", "--out", str(tmp_path / "s"),
+                 "--rounds", "0", *ARGS[:2], *ARGS[4:]]) == 0
+    assert set(pd.read_csv(tmp_path / "s" / "mse.csv").dataset) == {"shop"}
+
+
+def test_corpus_errors(corpus, tmp_path, capsys):
+    def err(argv):
+        capsys.readouterr()
+        assert main(argv) == 2
+        e = capsys.readouterr().err
+        assert e.count("\n") == 1, e  # one line
+        return e
+
+    base = ["realdata", "--out", str(tmp_path / "x"), *ARGS]
+    # The default field names are not in this file: the message names the fields it has.
+    e = err([*base, "--corpus", str(corpus)])
+    assert "no field 'text'; the fields are 'review', 'stars'" in e
+    e = err([*base, "--corpus", str(corpus), "--text-field", "review"])
+    assert "no field 'rating'; the fields are 'review', 'stars'" in e
+    e = err([*base, "--corpus", str(tmp_path / "missing.jsonl")])
+    assert "missing.jsonl not found" in e
+    # Corpus options with the paper's matrices, and a reserved or unusable label.
+    e = err([*base, "--dataset", "amazon", "--min-df", "5"])
+    assert "--min-df applies to --corpus only" in e
+    e = err([*base, "--corpus", str(corpus), "--name", "amazon"])
+    assert "reserved for the paper's matrix" in e
+    e = err([*base, "--corpus", str(corpus), "--name", "a/b"])
+    assert "letters, digits" in e
+    # Too few reviews for the model and the expert.
+    small = write_corpus(tmp_path / "small.jsonl.gz", n=1050)
+    e = err([*base, "--corpus", str(small), "--text-field", "review", "--rating-field",
+             "stars"])
+    assert "1050 reviews" in e and "at least 1100" in e
+    # --dataset and --corpus together: argparse's usage error.
+    with pytest.raises(SystemExit):
+        main([*base, "--dataset", "amazon", "--corpus", str(corpus)])
+
+
+def test_a_changed_corpus_is_refused(tmp_path):
+    from elicit.paper.sources import corpus_source, source_from_config
+
+    path = write_corpus(tmp_path / "c.jsonl.gz", n=20)
+    cfg = corpus_source(path, "review", "stars").config()
+    assert source_from_config(cfg).corpus == str(path.resolve())
+    write_corpus(path, n=20, seed=1)
+    with pytest.raises(ElicitError, match="changed since the sweep ran"):
+        source_from_config(cfg)
+
+
+@pytest.mark.skipif(REAL_DATA_DIR is None, reason="no data directory")
+def test_shipped_kitchen_corpus(tmp_path):
+    from elicit.paper.realdata import run_realdata
+    from elicit.paper.sources import corpus_source, shipped_corpus
+
+    src = corpus_source(shipped_corpus("amazon", REAL_DATA_DIR), name="kitchen")
+    res = run_realdata(src, tmp_path / "kitchen", runs=1, rounds=1, engine="numpy",
+                       progress=False)
+    info = pd.read_csv(tmp_path / "kitchen" / "runinfo.csv").iloc[0]
+    assert info.n_features == 379 and info.n_expert == 1000
+    assert res.references["mean"] > info.initial
