@@ -40,7 +40,7 @@ bench:
 RUNS      ?= 50
 REAL_RUNS ?= 30
 reproduce:
-	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs $(RUNS) --real-runs $(REAL_RUNS) --jobs $(JOBS) --seed $(SEED)
+	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs $(RUNS) --real-runs $(REAL_RUNS) --jobs $(JOBS) --seed $(SEED) $(if $(CLUSTER),--cluster $(CLUSTER))
 
 # The same pipeline on a few runs, for a quick look (a few minutes).
 reproduce-quick:

@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 from elicit.cli.argtypes import nonneg_int, positive_int
-from elicit.errors import ElicitError, EngineUnavailable
+from elicit.errors import ElicitError, EngineError, EngineUnavailable
+from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import DATASETS
 from elicit.paper.realdata import run_realdata
 from elicit.paper.report import write_report
@@ -104,6 +105,9 @@ def main() -> None:
                          "the exact best was within the screen's top 4 in every round "
                          "measured in docs/benchmarks.md)")
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
+    ap.add_argument("--cluster", default=None, metavar="ADDRESS",
+                    help="run every step's tasks on a Dask cluster: a scheduler address or "
+                         "local:N (default: --jobs local processes; docs/scaling.md)")
     args = ap.parse_args()
     args.real_runs = args.real_runs or args.runs
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
@@ -114,23 +118,24 @@ def main() -> None:
     t0 = time.perf_counter()
     walls: dict[str, float] = {}
     cpus: dict[str, float] = {}
-    for step in STEPS:
-        if step not in steps:
-            continue
-        print(f"reproduce: step {step}", flush=True)
-        ts, cs = time.perf_counter(), cpu_seconds()
-        try:
-            run_step(step, args)
-        except (ElicitError, EngineUnavailable, FileNotFoundError) as e:
-            print(f"reproduce: error in step {step}: {e}", file=sys.stderr)
-            sys.exit(2)
-        except KeyboardInterrupt:
-            print(f"reproduce: interrupted in step {step}; rerun to continue", file=sys.stderr)
-            sys.exit(130)
-        walls[step] = time.perf_counter() - ts
-        cpus[step] = cpu_seconds() - cs
-        print(f"reproduce: step {step} took {walls[step] / 60:.1f} min "
-              f"(CPU {cpus[step] / 60:.1f} min)", flush=True)
+    try:
+        with cluster_scope(args.cluster):
+            for step in [s for s in STEPS if s in steps]:
+                print(f"reproduce: step {step}", flush=True)
+                ts, cs = time.perf_counter(), cpu_seconds()
+                try:
+                    run_step(step, args)
+                except KeyboardInterrupt:
+                    print(f"reproduce: interrupted in step {step}; rerun to continue",
+                          file=sys.stderr)
+                    sys.exit(130)
+                walls[step] = time.perf_counter() - ts
+                cpus[step] = cpu_seconds() - cs
+                print(f"reproduce: step {step} took {walls[step] / 60:.1f} min "
+                      f"(CPU {cpus[step] / 60:.1f} min)", flush=True)
+    except (ElicitError, EngineUnavailable, EngineError, FileNotFoundError) as e:
+        print(f"reproduce: error: {e}", file=sys.stderr)
+        sys.exit(2)
     wall = time.perf_counter() - t0
     runs = {s: args.runs if s == "synthetic" else args.real_runs for s in walls}
     write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,

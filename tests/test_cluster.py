@@ -94,12 +94,24 @@ def scheduler(tmp_path):
 @pytest.mark.slow
 def test_a_scheduler_started_by_hand_runs_the_synthetic_sweep_like_local_processes(
         scheduler, tmp_path):
-    from elicit.paper.problems import synthetic_problem
-    from elicit.paper.sweep import SweepConfig, sweep
+    """The issue's check: the same mse.csv from --cluster tcp://... as from --jobs 2."""
+    from elicit.cli.main import main
 
-    cfg = dict(dataset="synthetic", runs=4, rounds=4, seed=5, engine="numpy")
-    sweep(synthetic_problem, SweepConfig(**cfg, jobs=2), tmp_path / "local", progress=False)
-    sweep(synthetic_problem, SweepConfig(**cfg, cluster=scheduler), tmp_path / "dask",
-          progress=False)
+    common = ["synthetic", "--runs", "4", "--rounds", "10", "--seed", "5", "--quiet"]
+    assert main(common + ["--jobs", "2", "--out", str(tmp_path / "local")]) == 0
+    assert main(common + ["--cluster", scheduler, "--out", str(tmp_path / "dask")]) == 0
     assert (tmp_path / "local" / "mse.csv").read_bytes() == \
         (tmp_path / "dask" / "mse.csv").read_bytes()
+
+
+def test_a_local_cluster_scope_serves_every_step_of_a_pipeline(tmp_path):
+    from elicit.paper.cluster import cluster_scope, scoped_executor
+
+    with cluster_scope("local:1"):
+        ex = scoped_executor()
+        assert ex is not None
+        run_tasks(write_json_atomic, _tasks(tmp_path / "a"), progress=False)
+        run_tasks(write_json_atomic, _tasks(tmp_path / "b"), progress=False)
+        assert scoped_executor() is ex
+    assert scoped_executor() is None
+    assert _read(tmp_path / "a") == _read(tmp_path / "b")

@@ -78,3 +78,23 @@ def names(text: str) -> tuple[str, ...]:
     if not out:
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return out
+
+
+#: The ``--engine`` help, one text for every command.
+ENGINE_HELP = ("MAP engine: auto (default: numpy for the shipped Stan programs; a --stan-file "
+               "on CmdStan if installed, else PyStan), numpy, cmdstan or pystan")
+
+
+def add_cluster_option(p: argparse.ArgumentParser) -> None:
+    """``--cluster``: run the tasks on a Dask cluster instead of ``--jobs`` local processes."""
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run the tasks on a Dask cluster: a scheduler address such as "
+                        "tcp://host:8786, or local:N to start N local workers (default: "
+                        "--jobs local processes; see docs/scaling.md)")
+
+
+def add_check_engine_option(p: argparse.ArgumentParser) -> None:
+    """``--check-engine``: compare every fit with the numpy twin."""
+    p.add_argument("--check-engine", action="store_true",
+                   help="check every fit of a cmdstan/pystan engine against the numpy engine "
+                        "and stop with both log densities if their MAPs disagree")

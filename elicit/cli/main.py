@@ -14,7 +14,15 @@ import time
 from pathlib import Path
 
 from elicit import __version__
-from elicit.cli.argtypes import nonneg_int, positive_int, strategies, threshold_mean
+from elicit.cli.argtypes import (
+    ENGINE_HELP,
+    add_check_engine_option,
+    add_cluster_option,
+    nonneg_int,
+    positive_int,
+    strategies,
+    threshold_mean,
+)
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers, run_session_command
@@ -28,7 +36,7 @@ from elicit.paper.synthetic import run_synthetic
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help="MAP engine (auto: cmdstan if installed, else numpy)")
+                   help=ENGINE_HELP)
     p.add_argument("--utility", choices=("fast", "exact"), default="fast",
                    help="fast: screen + exact refinement (default); exact: the paper's refits")
     p.add_argument("--refine", type=nonneg_int, default=10,
@@ -57,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-train", type=positive_int, default=20,
                    help="training samples (paper: 20; the authors' code: 15)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_cluster_option(p)
+    add_check_engine_option(p)
     _add_model_options(p)
 
     p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
@@ -65,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "run 0 of the real-data setup (needs the data directory)")
     p.add_argument("--rounds", type=positive_int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=ENGINES, default="auto")
+    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
     p.add_argument("--refine", type=nonneg_int, default=10)
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
@@ -87,7 +97,8 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                         seed=args.seed, jobs=args.jobs, n_train=args.n_train,
                         engine=args.engine, utility=args.utility, refine=args.refine,
                         stan_file=args.stan_file, threshold_mean=args.threshold_mean,
-                        progress=not args.quiet)
+                        progress=not args.quiet, cluster=args.cluster,
+                        check_engine=args.check_engine)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

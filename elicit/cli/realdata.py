@@ -11,7 +11,16 @@ import argparse
 import time
 from pathlib import Path
 
-from elicit.cli.argtypes import names, nonneg_int, positive_int, strategies, tau2
+from elicit.cli.argtypes import (
+    ENGINE_HELP,
+    add_check_engine_option,
+    add_cluster_option,
+    names,
+    nonneg_int,
+    positive_int,
+    strategies,
+    tau2,
+)
 from elicit.data import STANDARDIZE_CHOICES
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
@@ -67,8 +76,9 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--expert-nonzero", type=positive_int, default=40,
                    help="target number of expert keywords for --expert-rule target")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help="MAP engine (auto: cmdstan if installed, else numpy)")
+    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
+    add_cluster_option(p)
+    add_check_engine_option(p)
     p.add_argument("--utility", choices=("fast", "exact"), default="fast",
                    help="fast: screen + exact refinement (default); exact: the paper's refits")
     p.add_argument("--refine", type=nonneg_int, default=10,
@@ -89,6 +99,7 @@ def add_realdata_parsers(subparsers) -> None:
                    help="cap on samples added by rnd/act (they also stop once the MSE reaches "
                         f"the lowest level; default {DEFAULT_SAMPLES})")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_cluster_option(p)
 
 
 def cmd_realdata(args: argparse.Namespace) -> None:
@@ -101,7 +112,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                        tau2=args.tau2, standardize=args.standardize, paper=args.paper,
                        pool_size=args.pool_size, expert_rule=args.expert_rule,
                        expert_nonzero=args.expert_nonzero, engine=args.engine,
-                       utility=args.utility, refine=args.refine, progress=not args.quiet)
+                       utility=args.utility, refine=args.refine, progress=not args.quiet,
+                       cluster=args.cluster, check_engine=args.check_engine)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 
@@ -109,7 +121,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
 def cmd_table1(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     res = run_table1(args.out, runs=args.runs, datasets=args.datasets, samples=args.samples,
-                     jobs=args.jobs, data_dir=args.data_dir, progress=not args.quiet)
+                     jobs=args.jobs, data_dir=args.data_dir, progress=not args.quiet,
+                     cluster=args.cluster)
     print(res.text, end="")
     print(f"wrote {args.out / 'table1.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

@@ -17,7 +17,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from elicit.cli.argtypes import nonneg_int, port, positive_int
+from elicit.cli.argtypes import ENGINE_HELP, nonneg_int, port, positive_int
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError, EngineUnavailable
@@ -47,7 +47,6 @@ def column_list(text: str) -> list[str]:
     return cols
 
 
-ENGINE_HELP = ("MAP engine: auto (CmdStan if installed, else numpy), numpy, cmdstan or pystan")
 OVERRIDE_ENGINE_HELP = "use this MAP engine instead of the one stored in the session"
 EXPERT_HELP = ("your name: every answer records who gave it, and each expert gets their "
                "own questions (default: the unnamed expert)")

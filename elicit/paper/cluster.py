@@ -25,12 +25,15 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
+from contextvars import ContextVar
 
 from elicit.errors import ElicitError
 
 #: Resubmissions of a task that raised on a cluster (a worker killed by its host's memory
 #: limit, say); a deterministic error fails every attempt and then stops the sweep.
 RETRIES = 2
+
+_SCOPE: ContextVar[Executor | None] = ContextVar("elicit_cluster_scope", default=None)
 
 
 def parse_cluster(text: str | None) -> str | None:
@@ -79,3 +82,27 @@ def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
                 raise ElicitError(f"cannot reach the Dask scheduler at {cluster} ({exc}); "
                                   "start it (dask scheduler) or check the address") from None
         yield client.get_executor(retries=RETRIES, pure=False)
+
+
+@contextlib.contextmanager
+def cluster_scope(cluster: str | None) -> Iterator[None]:
+    """Run every :func:`~elicit.paper.runner.run_tasks` call inside the block on ``cluster``.
+
+    One cluster connection (or one local cluster) serves all the steps of a pipeline (the
+    per-run baselines, the sweep, the Table 1 loops) instead of starting one per step.
+    ``None`` changes nothing: the steps use their ``jobs`` local processes.
+    """
+    if parse_cluster(cluster) is None:
+        yield
+        return
+    with task_executor(1, cluster) as executor:
+        token = _SCOPE.set(executor)
+        try:
+            yield
+        finally:
+            _SCOPE.reset(token)
+
+
+def scoped_executor() -> Executor | None:
+    """The executor of the enclosing :func:`cluster_scope`, if any."""
+    return _SCOPE.get()

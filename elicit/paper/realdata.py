@@ -40,6 +40,7 @@ import pandas as pd
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
+from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import (
     BASELINE_LABELS,
     BASELINES,
@@ -182,7 +183,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  tau2: float | str | None = None, standardize: str | None = None,
                  paper: bool = False, pool_size: int = POOL_SIZE, expert_rule: str = "target",
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
-                 refine: int = 10, progress: bool = True) -> RealDataResult:
+                 refine: int = 10, progress: bool = True, cluster: str | None = None,
+                 check_engine: bool = False) -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -221,6 +223,11 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         MAP engine and utility computation, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
     progress
         Show progress bars.
+    cluster
+        Run every step's tasks on a Dask cluster: ``"local:N"`` or a scheduler address
+        (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
+    check_engine
+        Check every fit of the sweep against the numpy engine.
 
     Returns
     -------
@@ -228,9 +235,17 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         Also written: ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``config.json`` and
         ``fig5_<dataset>.png/.pdf``.
     """
+    with cluster_scope(cluster):
+        return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
+                             tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,
+                             engine, utility, refine, progress, check_engine)
+
+
+def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data_dir, tau2,
+                  standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
+                  refine, progress, check_engine) -> RealDataResult:
     from elicit.paper.plots import mse_curves
 
-    out = Path(out)
     src = as_source(dataset, data_dir)
     std, tau2 = resolve_settings(paper, standardize, tau2)
     # Read the data before config.json is written: a mistake in the input (a wrong field
@@ -250,7 +265,7 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
     runinfo_frame(src.name, infos).to_csv(out / "runinfo.csv", index=False)
 
     cfg = SweepConfig(src.name, runs, rounds, tuple(strategies), seed, engine, utility, refine,
-                      jobs)
+                      jobs, check_engine=check_engine)
     maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
                           pool_size=pool_size, expert_rule=expert_rule,
                           n_nonzero=expert_nonzero, standardize=std)

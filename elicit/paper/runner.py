@@ -11,11 +11,12 @@ earlier passes were interrupted.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
 from typing import Any, TypeVar
 
-from elicit.paper.cluster import task_executor
+from elicit.paper.cluster import scoped_executor, task_executor
 
 Task = TypeVar("Task", bound=tuple)
 
@@ -46,7 +47,8 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
         a run without a result file, say). Default: every task runs.
     cluster
         Run the tasks on a Dask cluster instead of local processes: ``"local:N"`` or a
-        scheduler address (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
+        scheduler address (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored. Inside a
+        :func:`~elicit.paper.cluster.cluster_scope` the scope's cluster is used.
 
     Returns
     -------
@@ -64,12 +66,16 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
     from tqdm.auto import tqdm
 
     with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
-        if cluster is None and (jobs <= 1 or len(todo) == 1):
+        scoped = scoped_executor() if cluster is None else None
+        if scoped is None and cluster is None and (jobs <= 1 or len(todo) == 1):
             for t in todo:
                 func(*t)
                 bar.update()
         else:
-            with task_executor(min(jobs, len(todo)), cluster) as pool:
+            with contextlib.ExitStack() as stack:
+                # a scope's executor outlives this call; an own one is closed at its end
+                pool = scoped or stack.enter_context(
+                    task_executor(min(jobs, len(todo)), cluster))
                 futures = [pool.submit(func, *t) for t in todo]
                 try:
                     for fut in as_completed(futures):

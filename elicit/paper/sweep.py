@@ -21,11 +21,13 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.elicitor import Elicitor, check_utility
 from elicit.elicitation.strategies import STRATEGIES
+from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
+from elicit.paper.cluster import parse_cluster
 from elicit.paper.problems import RunProblem
 from elicit.paper.runner import run_tasks
 
@@ -47,6 +49,8 @@ class SweepConfig:
     jobs: int = 1
     #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
     cluster: str | None = None
+    #: check every fit against the numpy twin (``--check-engine``)
+    check_engine: bool = False
     snapshots: tuple[int, ...] = ()
     stan_file: str | None = None
     threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
@@ -59,6 +63,12 @@ class SweepConfig:
             raise ElicitError("runs must be >= 1 and rounds >= 0")
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
+        # Checked here, in the parent, before any worker starts or any Stan program is built.
+        check_utility(self.utility, self.stan_file)
+        parse_cluster(self.cluster)
+        if self.check_engine and self.stan_file is not None:
+            raise ElicitError("--check-engine compares every fit with the numpy engine, which "
+                              "runs only the shipped Stan programs, not a custom --stan-file")
 
 
 def _part_path(out: Path, cfg: SweepConfig, strategy: str, run: int) -> Path:
@@ -72,7 +82,8 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     hyper = problem.hyper
     if cfg.threshold_mean is not None:
         hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
-    el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=cfg.engine,
+    engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
+    el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
                   stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
                   pool_size=problem.pool_size, candidates=problem.candidates)
     mse0 = problem.mse(el)

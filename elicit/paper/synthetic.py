@@ -100,7 +100,8 @@ def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
                   n_train: int = 20, engine: str = "auto", utility: str = "fast",
                   refine: int = 10, stan_file: str | None = None,
                   threshold_mean: float | Literal["auto"] | None = None,
-                  progress: bool = True) -> SyntheticResult:
+                  progress: bool = True, cluster: str | None = None,
+                  check_engine: bool = False) -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
     Parameters
@@ -125,6 +126,11 @@ def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
         Prior mean of the threshold xi: ``"auto"``, a number, or None for the default.
     progress
         Show a progress bar.
+    cluster
+        Run the runs on a Dask cluster: ``"local:N"`` or a scheduler address
+        (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
+    check_engine
+        Check every fit against the numpy engine (for ``engine="cmdstan"`` or ``"pystan"``).
     """
     # Imported here: problems.py builds each run with make_synthetic above, so importing the
     # sweep machinery at module level would be circular.
@@ -135,8 +141,8 @@ def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
     out = Path(out)
     snaps = tuple(t for t in FIG3_ROUNDS if t <= rounds)
     cfg = SweepConfig("synthetic", runs, rounds, tuple(strategies), seed, engine, utility,
-                      refine, jobs, snapshots=snaps, stan_file=stan_file,
-                      threshold_mean=threshold_mean)
+                      refine, jobs, cluster=cluster, check_engine=check_engine,
+                      snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean)
     maker = SyntheticMaker(n_train)
     df = sweep(maker, cfg, out, progress=progress)
     mse_curves(df, out / "fig4_mse.png", title=f"Synthetic data: mean ± s.e. over {runs} runs")

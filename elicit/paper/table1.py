@@ -36,6 +36,7 @@ import pandas as pd
 
 from elicit.errors import ElicitError
 from elicit.internal.io import write_text_atomic
+from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import DATASETS, REFERENCES
 from elicit.paper.runinfo import RunSettings, ensure_runinfo
 from elicit.paper.samples import ensure_sample_curves
@@ -355,19 +356,22 @@ class Table1Result:
 
 def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASETS,
                samples: int = DEFAULT_SAMPLES, jobs: int = 1,
-               data_dir: str | Path | None = None, progress: bool = True) -> Table1Result:
+               data_dir: str | Path | None = None, progress: bool = True,
+               cluster: str | None = None) -> Table1Result:
     """Table 1 of the realdata sweeps in ``out/<sweep>/`` (``elicit table1``).
 
     ``datasets`` are the sweeps' folder names under ``out`` (default ``amazon``, ``yelp``;
     a corpus sweep's folder works too). Writes ``out/table1.csv`` (:func:`format_table1`)
-    and ``out/table1/curves.csv``; the other parameters are those of :func:`table1_for`.
+    and ``out/table1/curves.csv``; ``cluster`` runs the loops on a Dask cluster
+    (:mod:`elicit.paper.cluster`); the other parameters are those of :func:`table1_for`.
     """
     out = Path(out)
     rows, longs = [], []
-    for name in datasets:
-        r, long = table1_for(out, name, runs, samples, jobs, data_dir, progress)
-        rows += r
-        longs.append(long.assign(sweep=name))
+    with cluster_scope(cluster):
+        for name in datasets:
+            r, long = table1_for(out, name, runs, samples, jobs, data_dir, progress)
+            rows += r
+            longs.append(long.assign(sweep=name))
     text = format_table1(rows)
     write_text_atomic(out / "table1.csv", text)
     curves = pd.concat(longs, ignore_index=True)
