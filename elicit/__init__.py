@@ -1,6 +1,6 @@
 """elicit: human-in-the-loop active covariance learning (Afrabandpey et al., IJCAI 2019)."""
 
-from elicit.elicitation.answers import Answer, Expert, GroupOracle
+from elicit.elicitation.answers import Answer, Expert, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor, Query
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
@@ -36,6 +36,7 @@ __all__ = [
     "NIGPosterior",
     "Query",
     "Session",
+    "SignOracle",
     "get_engine",
     "kernel",
 ]

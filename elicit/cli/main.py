@@ -55,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("synthetic", help="reproduce the paper's synthetic experiment (Figs. 3-4)")
-    p.add_argument("--runs", type=positive_int, default=50)
+    p.add_argument("--runs", type=positive_int, default=None,
+                   help="runs (default 50, or one per file with --problems)")
+    p.add_argument("--problems", type=Path, default=None, metavar="DIR",
+                   help="your own simulated problems instead of the built-in generator: one "
+                        ".npz per run with X, y, U, X_test, y_test and groups or beta "
+                        "(docs/simulations.md)")
     p.add_argument("--rounds", type=nonneg_int, default=100)
     p.add_argument("--strategies", type=strategies, default=STRATEGIES,
                    help="comma-separated subset of random,nonsequential,sequential")
@@ -98,7 +103,7 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                         engine=args.engine, utility=args.utility, refine=args.refine,
                         stan_file=args.stan_file, threshold_mean=args.threshold_mean,
                         progress=not args.quiet, cluster=args.cluster,
-                        check_engine=args.check_engine)
+                        check_engine=args.check_engine, problems=args.problems)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

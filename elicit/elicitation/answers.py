@@ -75,3 +75,29 @@ class GroupOracle:
         if gi < 0 or gj < 0:
             return Answer.DONT_KNOW
         return Answer.SIMILAR if gi == gj else Answer.DISSIMILAR
+
+
+class SignOracle:
+    """Answers from known regression weights: similar when the signs agree.
+
+    Parameters
+    ----------
+    beta
+        The true weight of each feature (length p). A pair with a zero weight is answered
+        "don't know" (the feature has no effect to compare).
+    """
+
+    def __init__(self, beta) -> None:
+        self.beta = np.asarray(beta, dtype=float)
+        if self.beta.ndim != 1:
+            raise ElicitError("beta must be a 1-D array of one weight per feature")
+        self.groups = np.sign(self.beta).astype(int)
+
+    def answer(self, i: int, j: int) -> Answer:
+        p = len(self.beta)
+        if not (0 <= i < p and 0 <= j < p):
+            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
+        si, sj = self.groups[i], self.groups[j]
+        if si == 0 or sj == 0:
+            return Answer.DONT_KNOW
+        return Answer.SIMILAR if si == sj else Answer.DISSIMILAR

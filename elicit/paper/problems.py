@@ -35,11 +35,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from elicit.data import STANDARDIZE_CHOICES, BowDataset, RunData, Standardize, prepare_run
-from elicit.elicitation.answers import Expert, GroupOracle
+from elicit.elicitation.answers import Expert, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
@@ -126,6 +127,59 @@ class SyntheticMaker:
 
     def __call__(self, seed: int, run: int) -> RunProblem:
         return synthetic_problem(seed, run, n_train=self.n_train)
+
+
+#: Arrays every problem file of ``elicit synthetic --problems DIR`` holds.
+PROBLEM_ARRAYS = ("X", "y", "U", "X_test", "y_test")
+
+
+class ProblemsDir:
+    """A picklable ``make_problem(seed, run)`` over a user's simulated problems.
+
+    ``folder`` holds one ``.npz`` per run, taken in file-name order: ``X`` (n x p), ``y`` (n),
+    ``U`` (p x d), ``X_test``, ``y_test`` and either ``groups`` (the oracle's feature groups,
+    :class:`~elicit.elicitation.answers.GroupOracle`; a negative group is "don't know") or
+    ``beta`` (similar when the signs agree, :class:`~elicit.elicitation.answers.SignOracle`).
+    The model is the synthetic experiment's (learned tau2); ``seed`` only seeds the query
+    streams, since the data are the files'.
+    """
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = os.fspath(folder)
+        self.files = sorted(str(f) for f in Path(self.folder).glob("*.npz"))
+        if not Path(self.folder).is_dir():
+            raise ElicitError(f"--problems {self.folder}: no such folder")
+        if not self.files:
+            raise ElicitError(f"--problems {self.folder}: no .npz files; give one per run with "
+                              f"{', '.join(PROBLEM_ARRAYS)} and groups or beta")
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        if not 0 <= run < len(self.files):
+            raise ElicitError(f"--problems {self.folder} holds {len(self.files)} problems; "
+                              f"run {run} has none (use --runs {len(self.files)} or fewer)")
+        path = self.files[run]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: np.asarray(z[k]) for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise ElicitError(f"{path}: not a numpy .npz file ({exc})") from None
+        missing = [k for k in PROBLEM_ARRAYS if k not in arrays]
+        if missing or not ({"groups", "beta"} & set(arrays)):
+            need = missing + ([] if {"groups", "beta"} & set(arrays) else ["groups or beta"])
+            raise ElicitError(f"{path} lacks {', '.join(need)} (it has "
+                              f"{', '.join(sorted(arrays)) or 'nothing'})")
+        labels = arrays["groups"] if "groups" in arrays else arrays["beta"]
+        p = np.shape(arrays["X"])[1] if np.ndim(arrays["X"]) == 2 else -1
+        if np.size(labels) != p:
+            raise ElicitError(f"{path}: {'groups' if 'groups' in arrays else 'beta'} has "
+                              f"{np.size(labels)} entries but X has {p} features")
+        expert: Expert = (GroupOracle(labels) if "groups" in arrays else SignOracle(labels))
+        return RunProblem(arrays["X"], arrays["y"], arrays["U"], arrays["X_test"],
+                          arrays["y_test"], expert, Hyper(variant="learned"),
+                          extra={"file": Path(path).name})
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.strategies import STRATEGIES
+from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
@@ -95,13 +96,14 @@ class SyntheticResult:
 FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
 
 
-def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
+def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
                   strategies: Sequence[str] = STRATEGIES, seed: int = 0, jobs: int = 1,
                   n_train: int = 20, engine: str = "auto", utility: str = "fast",
                   refine: int = 10, stan_file: str | None = None,
                   threshold_mean: float | Literal["auto"] | None = None,
                   progress: bool = True, cluster: str | None = None,
-                  check_engine: bool = False) -> SyntheticResult:
+                  check_engine: bool = False,
+                  problems: str | Path | None = None) -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
     Parameters
@@ -111,11 +113,13 @@ def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
         (K_opt beside the learned kernel of run 0 after :data:`FIG3_ROUNDS` sequential
         answers; only with the sequential strategy) and ``parts/`` (resumable).
     runs, rounds
-        Runs ``0..runs-1``, each with ``rounds`` questions per strategy.
+        Runs ``0..runs-1``, each with ``rounds`` questions per strategy (default: 50 runs, or
+        one per problem file with ``problems``).
     strategies
         Query strategies to run.
     seed
-        The sweep seed (run r's data come from ``SeedSequence([seed, r])``).
+        The sweep seed (run r's data come from ``SeedSequence([seed, r])``; with ``problems``
+        it seeds only the query streams).
     jobs
         Worker processes.
     n_train
@@ -131,22 +135,36 @@ def run_synthetic(out: str | Path, runs: int = 50, rounds: int = 100,
         (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit against the numpy engine (for ``engine="cmdstan"`` or ``"pystan"``).
+    problems
+        A folder of the user's own simulated problems instead of the built-in generator:
+        one ``.npz`` per run (:class:`~elicit.paper.problems.ProblemsDir`). The outputs are
+        the same, but for ``fig3_K.png`` (it needs the generator's true kernel).
     """
     # Imported here: problems.py builds each run with make_synthetic above, so importing the
     # sweep machinery at module level would be circular.
     from elicit.paper.plots import kernel_panels, mse_curves
-    from elicit.paper.problems import SyntheticMaker
+    from elicit.paper.problems import ProblemsDir, SyntheticMaker
     from elicit.paper.sweep import SweepConfig, load_part, sweep
 
     out = Path(out)
     snaps = tuple(t for t in FIG3_ROUNDS if t <= rounds)
-    cfg = SweepConfig("synthetic", runs, rounds, tuple(strategies), seed, engine, utility,
+    maker: SyntheticMaker | ProblemsDir = SyntheticMaker(n_train)
+    name = "synthetic"
+    if problems is not None:
+        maker = ProblemsDir(problems)
+        name = Path(problems).resolve().name or "problems"
+        if runs is not None and runs > len(maker):
+            raise ElicitError(f"--problems {problems} holds {len(maker)} problems, fewer than "
+                              f"--runs {runs}; give --runs {len(maker)} or more files")
+        runs = len(maker) if runs is None else runs
+    runs = 50 if runs is None else runs
+    cfg = SweepConfig(name, runs, rounds, tuple(strategies), seed, engine, utility,
                       refine, jobs, cluster=cluster, check_engine=check_engine,
                       snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean)
-    maker = SyntheticMaker(n_train)
     df = sweep(maker, cfg, out, progress=progress)
-    mse_curves(df, out / "fig4_mse.png", title=f"Synthetic data: mean ± s.e. over {runs} runs")
-    if "sequential" in cfg.strategies:
+    label = "Synthetic data" if problems is None else f"Problems in {name}"
+    mse_curves(df, out / "fig4_mse.png", title=f"{label}: mean ± s.e. over {runs} runs")
+    if "sequential" in cfg.strategies and problems is None:
         prob = maker(seed, 0)
         gammas = load_part(out, cfg, "sequential", 0)["gammas"]
         panels = {"K_opt": prob.extra["K_opt"]}

@@ -1,0 +1,76 @@
+"""``elicit synthetic --problems DIR``: the sweep on a researcher's own simulated problems."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from elicit import GroupOracle, SignOracle
+from elicit.cli.main import main
+from elicit.errors import ElicitError
+from elicit.model.spec import Hyper
+from elicit.paper import ProblemsDir, RunProblem, SweepConfig, sweep
+from elicit.paper.synthetic import make_synthetic
+
+
+def _write(folder, n: int = 3):
+    folder.mkdir()
+    problems = []
+    for r in range(n):
+        sd = make_synthetic(np.random.default_rng(100 + r), n_train=15, n_test=200)
+        label = {"groups": sd.groups} if r % 2 == 0 else {"beta": sd.beta}
+        np.savez(folder / f"p{r:02d}.npz", X=sd.X, y=sd.y, U=sd.U, X_test=sd.X_test,
+                 y_test=sd.y_test, **label)
+        problems.append((sd, label))
+    return problems
+
+
+class _InTest:
+    """The same problems built in the test, for the reference sweep."""
+
+    def __init__(self, problems):
+        self.problems = problems
+
+    def __call__(self, seed, run):
+        sd, label = self.problems[run]
+        expert = GroupOracle(label["groups"]) if "groups" in label else SignOracle(label["beta"])
+        return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, expert,
+                          Hyper(variant="learned"))
+
+
+def test_the_sweep_on_a_folder_of_problems_is_the_sweep_on_those_problems(tmp_path):
+    problems = _write(tmp_path / "mine")
+    out = tmp_path / "out"
+    assert main(["synthetic", "--problems", str(tmp_path / "mine"), "--rounds", "3",
+                 "--engine", "numpy", "--out", str(out), "--quiet"]) == 0
+    got = pd.read_csv(out / "mse.csv")
+    assert set(got.dataset) == {"mine"} and sorted(got.run.unique()) == [0, 1, 2]
+    assert (out / "fig4_mse.png").exists() and not (out / "fig3_K.png").exists()
+    ref = sweep(_InTest(problems), SweepConfig("mine", 3, 3, engine="numpy"),
+                tmp_path / "ref", progress=False)
+    pd.testing.assert_frame_equal(got, ref)
+
+
+def test_the_sign_oracle_answers_by_the_signs_of_beta():
+    o = SignOracle([1.5, -2.0, 0.3, 0.0])
+    assert o.answer(0, 2).value == "similar" and o.answer(0, 1).value == "dissimilar"
+    assert o.answer(0, 3).value == "dont_know"
+
+
+def test_problem_folders_are_checked_with_one_line_errors(tmp_path, capsys):
+    with pytest.raises(ElicitError, match="no .npz files"):
+        ProblemsDir(tmp_path)
+    _write(tmp_path / "two", n=2)
+    assert main(["synthetic", "--problems", str(tmp_path / "two"), "--runs", "5",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "holds 2 problems, fewer than --runs 5" in capsys.readouterr().err
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    np.savez(bad / "a.npz", X=np.zeros((3, 4)), y=np.zeros(3))
+    with pytest.raises(ElicitError, match=r"a.npz lacks U, X_test, y_test, groups or beta"):
+        ProblemsDir(bad)(0, 0)
+    np.savez(bad / "a.npz", X=np.zeros((3, 4)), y=np.zeros(3), U=np.zeros((4, 2)),
+             X_test=np.zeros((2, 4)), y_test=np.zeros(2), groups=np.zeros(5))
+    with pytest.raises(ElicitError, match="groups has 5 entries but X has 4 features"):
+        ProblemsDir(bad)(0, 0)
