@@ -122,6 +122,50 @@ def test_warm_start_without_hessian_equals_cold_fit(variant):
                                _scaled(_theta(cold, data1), data1), rtol=1e-5, atol=1e-7)
 
 
+def _count_kernel_evaluations(monkeypatch) -> list:
+    """Count the marginals the density builds (one per kernel evaluation)."""
+    from elicit.model import density
+
+    calls = []
+    orig = density.Marginal.from_data.__func__
+
+    def counted(cls, *args, **kwargs):
+        calls.append(1)
+        return orig(cls, *args, **kwargs)
+
+    monkeypatch.setattr(density.Marginal, "from_data", classmethod(counted))
+    return calls
+
+
+@pytest.mark.parametrize("f_new", [0, 1])
+def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new, monkeypatch):
+    """Each Newton iteration solves the local model with the feedback terms exact, so one
+    new answer costs one or two evaluations of the kernel part (plain Newton on the frozen
+    quadratic needed four to seven); the start point's comes from the y-part cache, which a
+    query round fills."""
+    from elicit.model.density import Marginal, y_part_cache
+
+    data0 = make_small_data(variant, n_feedback=4)
+    engine = NumpyEngine(variant)
+    fit0 = engine.fit(data0)
+    H = _base_hessian(fit0, data0)
+    data1 = _add_answers(data0, [0, 7], f_new)
+    cold = engine.fit(data1)
+    y_part_cache.clear()
+    calls = _count_kernel_evaluations(monkeypatch)
+    warm = engine.fit(data1, init=fit0, hessian=H)
+    n_uncached = len(calls)
+    y_part_cache.remember(data0, Marginal.from_data(data0, fit0.gamma, fit0.tau2))
+    calls.clear()
+    warm2 = engine.fit(data1, init=fit0, hessian=H)
+    assert "Newton" in warm.message and warm.converged
+    assert len(calls) == n_uncached - 1 and len(calls) <= 3
+    assert np.array_equal(warm.gamma, warm2.gamma)
+    np.testing.assert_allclose(_scaled(_theta(warm, data1), data1),
+                               _scaled(_theta(cold, data1), data1), rtol=1e-5, atol=1e-7)
+    y_part_cache.clear()
+
+
 # -- bounds --------------------------------------------------------------------------------
 
 

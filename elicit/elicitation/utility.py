@@ -29,10 +29,15 @@ Two modes:
     2. *Batched Newton*: the screen's best candidates, as many as a floating-point budget
        (:attr:`UtilityScorer.batch_flops`) allows, are refitted by projected Newton with the
        log density evaluated for all of them in stacked numpy operations
-       (:mod:`elicit.batch`). On the paper's synthetic problem this covers every candidate;
-       at Amazon size it covers none, and the screen alone ranks.
-    3. *Exact refinement*: the ``refine`` best are refitted with the engine in use and
-       scored exactly, and the query is chosen among those.
+       (:mod:`elicit.model.batch`). Like the engine's refit, each iteration solves a local
+       model with the feedback terms exact, so the batch finds the optimum the engine finds.
+       On the paper's synthetic problem this covers every candidate; at Amazon size it
+       covers none, and the screen alone ranks.
+    3. *Exact refinement*: the screen's best are refitted with the engine in use and scored
+       exactly, best first, at most ``refine`` of them; the query is chosen among those.
+       Re-scoring stops early once the winner is certain (see :meth:`UtilityScorer.score`);
+       on small problems, where re-scores are cheap, all ``refine`` are always made
+       (:attr:`UtilityScorer.refine_flops`).
 
     Stage 1 alone ranks well but misjudges magnitudes, and its top pick can be far from the
     best: on small problems a surprising answer moves gamma far beyond the quadratic
@@ -57,6 +62,7 @@ from elicit.model.density import (
     hessian_base,
     join_theta,
     lower_bounds,
+    y_part_cache,
 )
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
@@ -119,6 +125,12 @@ class UtilityScorer:
 
     #: floating-point budget of the batched Newton stage of the fast mode, per round
     batch_flops: float = 7e7
+    #: floating-point budget of the exact re-scores that the fast mode always makes (on small
+    #: problems all ``refine`` of them); beyond it, re-scoring stops once the winner is certain
+    refine_flops: float = 3e7
+    #: how much the screen may underestimate an unscored candidate beyond the worst
+    #: underestimate seen among the re-scored ones (and beyond none at all), for stopping early
+    certainty_margin: float = 0.3
 
     def __init__(self, data: ModelData, fit: MAPResult, engine: Engine) -> None:
         self.data, self.fit, self.engine = data, fit, engine
@@ -136,10 +148,22 @@ class UtilityScorer:
         if self._hessian is None:
             theta = join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, self.data)
             self._hessian = hessian_base(theta, self.data, self.marginal)
+            # The refits of this round start at this MAP: let them reuse its y-likelihood.
+            y_part_cache.remember(self.data, self.marginal)
         return self._hessian
 
     @single_blas_thread
     def score(self, pairs: np.ndarray, mode: Mode = "fast", refine: int = 10) -> Scores:
+        """Expected utilities of ``pairs`` (k x 2).
+
+        In ``fast`` mode the screen's best are re-scored exactly, best first: at most
+        ``refine`` of them. The first ones, as many as :attr:`refine_flops` pays for (on small
+        problems, all ``refine``), always; after those, re-scoring stops as soon as the winner
+        is certain: when the best exact utility exceeds every remaining candidate's screen
+        utility times ``(1 + certainty_margin)`` times the largest factor by which the screen
+        underestimated a re-scored candidate (at least 1). A ``refine`` covering all
+        candidates therefore scores them all exactly only where the budget allows.
+        """
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)
         s = answer_probability(self.fit, w)
@@ -152,26 +176,46 @@ class UtilityScorer:
         self._newton_stage(u, w, s)
         exact = np.zeros(len(pairs), bool)
         if refine > 0 and len(pairs):
-            top = np.argsort(-u)[:refine]
-            u[top] = self.exact(pairs[top], s[top])
-            exact[top] = True
+            self._refine(pairs, s, u, exact, refine)
         return Scores(pairs, u, exact, s, self._hessian)
+
+    def _refine(self, pairs: np.ndarray, s: np.ndarray, u: np.ndarray, exact: np.ndarray,
+                refine: int) -> None:
+        """Replace screen utilities by exact ones, best first, until the winner is certain."""
+        order = np.argsort(-u)[:refine]
+        screen = u.copy()
+        per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
+        always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
+        best, under = -np.inf, 1.0
+        for k, c in enumerate(order):
+            u[c] = self._exact_one(pairs[c], s[c])
+            exact[c] = True
+            best = max(best, u[c])
+            if screen[c] > 0:
+                under = max(under, u[c] / screen[c])
+            elif u[c] > 0:
+                under = np.inf
+            if k + 1 < always or k + 1 == len(order):
+                continue
+            bound = (1.0 + self.certainty_margin) * under * max(screen[order[k + 1]], 0.0)
+            if best >= bound:      # never true for an infinite bound
+                break
 
     # -- exact ---------------------------------------------------------------------------
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each pair."""
+        return np.array([self._exact_one(pair, s[c]) for c, pair in enumerate(pairs)])
+
+    def _exact_one(self, pair: np.ndarray, s: float) -> float:
         H = self.hessian if self.engine.uses_hessian else None
-        out = np.empty(len(pairs))
-        base_pairs, base_f = self.data.pairs, self.data.f
-        for c, pair in enumerate(pairs):
-            kl = np.empty(2)
-            for f in (0, 1):
-                d2 = self.data.with_feedback(np.vstack([base_pairs, pair]), np.append(base_f, f))
-                fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
-                mf, vf = Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
-                kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
-            out[c] = s[c] * kl[1] + (1.0 - s[c]) * kl[0]
-        return out
+        kl = np.empty(2)
+        for f in (0, 1):
+            d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
+                                         np.append(self.data.f, f))
+            fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
+            mf, vf = Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
+            kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
+        return float(s * kl[1] + (1.0 - s) * kl[0])
 
     # -- fast screen ---------------------------------------------------------------------
     def _newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray) -> None:
@@ -181,7 +225,7 @@ class UtilityScorer:
         the screen's blind spot, the large moves after surprising answers; on Amazon-size
         problems one batched evaluation costs as much as a refit and the stage is skipped.
         """
-        per_candidate = 2 * 6 * flops_per_eval(self.data)
+        per_candidate = 2 * 2 * flops_per_eval(self.data)     # two answers, ~2 evaluations
         m = min(len(u), int(self.batch_flops // per_candidate))
         if m == 0:
             return
@@ -190,7 +234,8 @@ class UtilityScorer:
         lb = lower_bounds(self.data)
         out = np.zeros(m)
         for f in (0, 1):
-            _, mf, vf = batched_refit(self.data, theta, self.hessian, lb, w[top], f)
+            _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, lb, w[top], f,
+                                         marginal=self.marginal)
             kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
             out += (s[top] if f == 1 else 1.0 - s[top]) * kl
         u[top] = out
