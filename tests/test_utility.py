@@ -334,22 +334,20 @@ def test_adaptive_refinement_stops_only_when_the_winner_is_certain():
     fast = sc.score(pool, "fast", refine=10)
     exact = sc.score(pool, "exact")
     order = np.argsort(-screen)
-    k = int(fast.exact.sum())
-    assert 1 <= k < 10
-    # the re-scored candidates are the screen's best k, and their values are exact
-    assert set(np.flatnonzero(fast.exact)) == set(order[:k])
-    np.testing.assert_allclose(fast.utility[fast.exact], exact.utility[fast.exact], rtol=1e-12)
-    # the stopping rule held when it stopped...
-    done = order[:k]
-    under = max(1.0, np.max(exact.utility[done] / screen[done]))
-    bound = (1 + sc.certainty_margin) * under * screen[order[k]]
-    assert np.max(exact.utility[done]) >= bound
-    # ...and not one candidate earlier
-    prev = order[:k - 1]
-    if k > 1:
-        under = max(1.0, np.max(exact.utility[prev] / screen[prev]))
-        bound = (1 + sc.certainty_margin) * under * screen[order[k - 1]]
-        assert np.max(exact.utility[prev]) < bound
+    # pass A (first Newton iterates) covered a prefix of the screen's order...
+    touched = np.flatnonzero(fast.utility != screen)
+    m = len(touched)
+    assert 1 <= m < 10 and set(touched) == set(order[:m])
+    # ...whose near-exact utilities are within 1% of exact (after one answer, far closer)
+    np.testing.assert_allclose(fast.utility[touched], exact.utility[touched], rtol=1e-2)
+    # pass B finished some of them: exactly the values of the exact mode
+    done = np.flatnonzero(fast.exact)
+    assert 1 <= len(done) <= m and set(done) <= set(touched)
+    np.testing.assert_allclose(fast.utility[done], exact.utility[done], rtol=1e-12)
+    # pass A stopped when the screen's margin made the winner certain (its near-exact
+    # values are within 1e-3 of these)
+    bound = (1 + sc.certainty_margin) * screen[order[m]]
+    assert np.max(exact.utility[order[:m]]) > 0.999 * bound
     # and the pick is exact's best
     assert fast.best == exact.best
 
@@ -357,9 +355,11 @@ def test_adaptive_refinement_stops_only_when_the_winner_is_certain():
 def test_refinement_without_early_stop_rescores_all_requested():
     data, fit, engine, pool = _amazon_scorer()
     sc = UtilityScorer(data, fit, engine)
-    sc.certainty_margin = np.inf
+    sc.certainty_margin = sc.completion_margin = np.inf
     fast = sc.score(pool, "fast", refine=6)
     assert fast.exact.sum() == 6
+    exact = sc.score(pool, "exact")
+    assert np.array_equal(fast.utility[fast.exact], exact.utility[fast.exact])
     sc2 = UtilityScorer(data, fit, engine)
     sc2.refine_flops = np.inf
     assert sc2.score(pool, "fast", refine=6).exact.sum() == 6

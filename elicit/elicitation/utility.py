@@ -54,6 +54,7 @@ from scipy.linalg import cho_solve
 from scipy.special import expit
 
 from elicit.engines.base import Engine, MAPResult
+from elicit.engines.numpy_engine import NumpyEngine
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import batched_refit, flops_per_eval
 from elicit.model.density import (
@@ -131,6 +132,8 @@ class UtilityScorer:
     #: how much the screen may underestimate an unscored candidate beyond the worst
     #: underestimate seen among the re-scored ones (and beyond none at all), for stopping early
     certainty_margin: float = 0.3
+    #: the same for the near-exact utilities of first Newton iterates
+    completion_margin: float = 0.05
 
     def __init__(self, data: ModelData, fit: MAPResult, engine: Engine) -> None:
         self.data, self.fit, self.engine = data, fit, engine
@@ -181,25 +184,103 @@ class UtilityScorer:
 
     def _refine(self, pairs: np.ndarray, s: np.ndarray, u: np.ndarray, exact: np.ndarray,
                 refine: int) -> None:
-        """Replace screen utilities by exact ones, best first, until the winner is certain."""
+        """Replace screen utilities by exact ones, best first, until the winner is certain.
+
+        Where the budget covers all ``refine`` candidates, each is refitted in screen order.
+        Otherwise in two passes over the screen's best:
+
+        A. the first Newton iteration of both refits of each candidate (one evaluation each),
+           in screen order, until the best of these near-exact utilities beats every
+           remaining screen value with :attr:`certainty_margin`: after one answer that
+           iterate is within ~1e-4 of the refit, and so is its utility;
+        B. the refits are finished: those whose first iterate was far from converged
+           (Newton decrement above 1e-6) always, the others best near-exact utility first
+           until the best exact utility beats every remaining near-exact one with
+           :attr:`completion_margin`.
+        """
         order = np.argsort(-u)[:refine]
         screen = u.copy()
         per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
         always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
+        if always >= len(order):
+            for c in order:
+                u[c] = self._exact_one(pairs[c], s[c])
+                exact[c] = True
+            return
+        # A: first iterates, in screen order.
+        runs, approx, sure = {}, {}, {}
         best, under = -np.inf, 1.0
         for k, c in enumerate(order):
-            u[c] = self._exact_one(pairs[c], s[c])
-            exact[c] = True
-            best = max(best, u[c])
-            if screen[c] > 0:
-                under = max(under, u[c] / screen[c])
-            elif u[c] > 0:
-                under = np.inf
+            runs[c], approx[c], sure[c] = self._first_iterates(pairs[c], s[c])
+            u[c] = approx[c]
+            best = max(best, approx[c])
+            under = _worst_underestimate(under, approx[c], screen[c])
             if k + 1 < always or k + 1 == len(order):
                 continue
-            bound = (1.0 + self.certainty_margin) * under * max(screen[order[k + 1]], 0.0)
-            if best >= bound:      # never true for an infinite bound
+            if best >= (1.0 + self.certainty_margin) * under * max(screen[order[k + 1]], 0.0):
                 break
+        # B: finish the refits: those whose first iterate was far from converged, then the
+        # others best first while one of them could still win.
+        started = sorted(runs, key=lambda c: -approx[c])
+        best, under, n_done = -np.inf, 1.0, 0
+        for c in [c for c in started if not sure[c]] + [c for c in started if sure[c]]:
+            if (sure[c] and n_done >= always
+                    and best >= (1.0 + self.completion_margin) * under * max(approx[c], 0.0)):
+                break
+            u[c] = self._finish(runs[c], s[c])
+            exact[c] = True
+            n_done += 1
+            best = max(best, u[c])
+            if sure[c]:
+                under = _worst_underestimate(under, u[c], approx[c])
+
+    def _start(self, d2: ModelData) -> np.ndarray:
+        # exactly the start point the engine's warm refit uses
+        return np.maximum(join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, d2),
+                          lower_bounds(d2))
+
+    def _first_iterates(self, pair: np.ndarray, s: float):
+        """Both refits of ``pair`` advanced by one Newton iteration: the runs, the utility of
+        their first iterates, and whether both iterates were close to converged."""
+        stepper = self.engine if isinstance(self.engine, NumpyEngine) else self._stepper
+        runs, kl, sure = [], np.empty(2), True
+        for f in (0, 1):
+            d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
+                                         np.append(self.data.f, f))
+            run = stepper.newton_run(d2, self._start(d2), self.hessian, keep_predictive=True)
+            run.step()
+            if run.status == "converged":      # the start was the optimum already
+                mf, vf = self._predictive_at(d2, run.result())
+            elif run.predictive is not None:
+                mf, vf = run.predictive
+                sure = sure and run.status == "running" and run.decrement() < 1e-6
+            else:                              # no step accepted yet
+                mf, vf = self.m0, self.v0
+                sure = False
+            kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
+            runs.append((d2, run))
+        return runs, float(s * kl[1] + (1.0 - s) * kl[0]), sure
+
+    def _finish(self, runs, s: float) -> float:
+        """The exact utility from the started refits (as :meth:`exact` computes it)."""
+        kl = np.empty(2)
+        for f, (d2, run) in enumerate(runs):
+            if isinstance(self.engine, NumpyEngine):
+                fit_f = self.engine.finish(run)
+            else:
+                H = self.hessian if self.engine.uses_hessian else None
+                fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
+            kl[f] = kl_gauss(*self._predictive_at(d2, fit_f), self.m0, self.v0)
+        return float(s * kl[1] + (1.0 - s) * kl[0])
+
+    @staticmethod
+    def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
+        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
+
+    @property
+    def _stepper(self) -> NumpyEngine:
+        # Newton iterations for the near-exact pass when the engine is not the numpy one
+        return NumpyEngine(self.data.hyper.variant)
 
     # -- exact ---------------------------------------------------------------------------
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -213,8 +294,7 @@ class UtilityScorer:
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
                                          np.append(self.data.f, f))
             fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
-            mf, vf = Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
-            kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
+            kl[f] = kl_gauss(*self._predictive_at(d2, fit_f), self.m0, self.v0)
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     # -- fast screen ---------------------------------------------------------------------
@@ -273,6 +353,13 @@ class UtilityScorer:
             kl = kl_gauss(mf, vf, self.m0[:, None], self.v0[:, None])
             u += (s if f == 1 else 1.0 - s) * kl
         return u
+
+
+def _worst_underestimate(under: float, value: float, estimate: float) -> float:
+    """max(under, value / estimate), infinite when a non-positive estimate was exceeded."""
+    if estimate > 0:
+        return max(under, value / estimate)
+    return np.inf if value > 0 else under
 
 
 def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, iters: int = 60) -> np.ndarray:

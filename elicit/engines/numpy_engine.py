@@ -9,6 +9,7 @@ from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.density import (
+    Marginal,
     feedback_terms,
     hessian_base,
     join_theta,
@@ -70,10 +71,27 @@ class NumpyEngine(Engine):
             H = hessian if hessian is not None else warm.warm_hessian
             if H is None or H.shape != (len(theta0), len(theta0)):
                 H = hessian_base(theta0, data)
-            res = self._newton(theta0, data, H, lb)
-            if res is not None:
-                return res
+            run = self.newton_run(data, theta0, H)
+            while run.status == "running":
+                run.step()
+            if run.status == "converged":
+                return run.result()
         return self._lbfgs(theta0, data, lb)
+
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                   keep_predictive: bool = False) -> NewtonRun:
+        """A warm Newton refit from ``theta`` that the caller advances step by step
+        (:class:`NewtonRun`); :meth:`fit` runs one to the end."""
+        return NewtonRun(self, data, theta, hess_base, keep_predictive)
+
+    def finish(self, run: NewtonRun) -> MAPResult:
+        """The result of a :class:`NewtonRun` advanced to its end, as :meth:`fit` returns it
+        (a failed run falls back to L-BFGS-B from the run's start)."""
+        while run.status == "running":
+            run.step()
+        if run.status == "converged":
+            return run.result()
+        return self._lbfgs(run.theta_start, run.data, run.lb)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
@@ -114,66 +132,110 @@ class NumpyEngine(Engine):
                 break
         return self._result(theta, value, data, ok, n_iter, f"L-BFGS-B: {res.message}")
 
-    def _newton(self, theta: np.ndarray, data: ModelData, hess_base: np.ndarray,
-                lb: np.ndarray) -> MAPResult | None:
-        """Projected Newton from a warm start; None when it cannot make progress.
 
-        Each iteration maximises a local model of the log density: the base part (the
-        y-likelihood and the priors) by its gradient and the frozen base Hessian, the
-        feedback terms exactly. The feedback terms cost O(N_f d) against the base part's
-        kernel products, and they carry what makes a refit after a new answer non-quadratic:
-        the logistic term of that answer. Solving the model (projected Newton on d + 1
-        parameters, no kernel work) therefore takes the step plain Newton would take in
-        several iterations, and a refit after one answer converges in one or two
-        evaluations of the log density (plain Newton needed four to seven).
 
-        The base Hessian starts frozen at the previous MAP. When a step fails, or convergence
-        is slow (a far move after a surprising answer), it is recomputed once at the current
-        iterate. The log density at the start comes from the y-part cache when the query
-        round has stored it there (:class:`~elicit.model.density.YPartCache`).
-        """
-        value, g = log_density(theta, data, cached=True)
-        refreshed = False
+class NewtonRun:
+    """Projected Newton from a warm start, one iteration per :meth:`step`.
 
-        def done(it: int) -> MAPResult:
-            return self._result(theta, value, data, True, it, "Newton (warm start)",
-                                warm_hessian=hess_base)
+    Each iteration maximises a local model of the log density: the base part (the
+    y-likelihood and the priors) by its gradient and the frozen base Hessian, the feedback
+    terms exactly. The feedback terms cost O(N_f d) against the base part's kernel products,
+    and they carry what makes a refit after a new answer non-quadratic: the logistic term of
+    that answer. Solving the model (projected Newton on d + 1 parameters, no kernel work)
+    therefore takes the step plain Newton would take in several iterations, and a refit after
+    one answer converges in one or two evaluations of the log density (plain Newton needed
+    four to seven).
 
-        for it in range(1, self.max_newton + 1):
-            if not refreshed and it == 8:
-                hess_base, refreshed = hessian_base(theta, data), True
-            _, fg, fH = feedback_terms(theta, data, True)
-            step, decrement = _projected_newton_step(hess_base + fH, g, theta, lb)
-            if decrement < self.gtol:
-                # Take the last (tiny) step too: it moves the parameters by ~sqrt(decrement),
-                # the log density by only ~decrement / 2.
-                theta = np.maximum(theta + step, lb)
-                return done(it)
-            direction = _model_step(theta, g - fg, hess_base, data, lb, step, decrement,
-                                    tol=1e-3 * self.gtol)
-            slope = float(g @ direction)
-            if not (np.isfinite(slope) and slope > 0):
-                direction, slope = step, decrement
-            t = 1.0
-            while True:
-                cand = np.maximum(theta + t * direction, lb)
-                cval, cg = log_density(cand, data)
-                if cval >= value + 1e-4 * t * slope:
-                    break
-                t *= 0.5
-                if t < 1e-4:
-                    break
+    The base Hessian starts frozen at the previous MAP. When a step fails, or convergence is
+    slow (a far move after a surprising answer), it is recomputed once at the current
+    iterate. The log density at the start comes from the y-part cache when the query round
+    has stored it there (:class:`~elicit.model.density.YPartCache`).
+
+    ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
+    to L-BFGS-B). With ``keep_predictive``, ``predictive`` holds the Gaussian predictive at
+    the training inputs of the last evaluated iterate (the query round's near-exact screen).
+    """
+
+    def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
+                 hess_base: np.ndarray, keep_predictive: bool = False) -> None:
+        self.engine, self.data = engine, data
+        self.lb = lower_bounds(data)
+        self.theta_start = theta
+        self.theta = theta
+        self.hess_base = hess_base
+        self.keep_predictive = keep_predictive
+        self.value, self.g = log_density(theta, data, cached=True)
+        self.predictive: tuple[np.ndarray, np.ndarray] | None = None
+        self.it = 0
+        self.refreshed = False
+        self.status = "running"
+        self._next: tuple | None = None
+
+    def decrement(self) -> float:
+        """Newton decrement at the current iterate (the convergence measure)."""
+        return self._direction()[1]
+
+    def _direction(self) -> tuple:
+        if self._next is None:
+            if not self.refreshed and self.it + 1 == 8:
+                self.hess_base, self.refreshed = hessian_base(self.theta, self.data), True
+            _, fg, fH = feedback_terms(self.theta, self.data, True)
+            step, decrement = _projected_newton_step(self.hess_base + fH, self.g, self.theta,
+                                                     self.lb)
+            self._next = (step, decrement, fg)
+        return self._next
+
+    def step(self) -> str:
+        """One Newton iteration; returns the new status."""
+        if self.status != "running":
+            return self.status
+        step, decrement, fg = self._direction()
+        self._next = None
+        self.it += 1
+        if decrement < self.engine.gtol:
+            # Take the last (tiny) step too: it moves the parameters by ~sqrt(decrement),
+            # the log density by only ~decrement / 2.
+            self.theta = np.maximum(self.theta + step, self.lb)
+            self.status = "converged"
+            return self.status
+        theta, data, lb = self.theta, self.data, self.lb
+        direction = _model_step(theta, self.g - fg, self.hess_base, data, lb, step, decrement,
+                                tol=1e-3 * self.engine.gtol)
+        slope = float(self.g @ direction)
+        if not (np.isfinite(slope) and slope > 0):
+            direction, slope = step, decrement
+        t = 1.0
+        while True:
+            cand = np.maximum(theta + t * direction, lb)
+            gamma, _, tau2 = split_theta(cand, data)
+            mg = Marginal.from_data(data, gamma, tau2)
+            cval, cg = log_density(cand, data, mg)
+            if cval >= self.value + 1e-4 * t * slope:
+                break
+            t *= 0.5
             if t < 1e-4:
-                # No ascent along this direction: the optimum up to rounding when the
-                # decrement is tiny; otherwise a stale Hessian, so refresh it once.
-                if decrement < 1e-8:
-                    return done(it)
-                if refreshed:
-                    return None
-                hess_base, refreshed = hessian_base(theta, data), True
-                continue
-            theta, value, g = cand, cval, cg
-        return None
+                break
+        if t < 1e-4:
+            # No ascent along this direction: the optimum up to rounding when the
+            # decrement is tiny; otherwise a stale Hessian, so refresh it once.
+            if decrement < 1e-8:
+                self.status = "converged"
+            elif self.refreshed:
+                self.status = "failed"
+            else:
+                self.hess_base = hessian_base(theta, data)
+                self.refreshed = True
+        else:
+            self.theta, self.value, self.g = cand, cval, cg
+            if self.keep_predictive:
+                self.predictive = mg.predictive()
+        if self.status == "running" and self.it >= self.engine.max_newton:
+            self.status = "failed"
+        return self.status
+
+    def result(self) -> MAPResult:
+        return self.engine._result(self.theta, self.value, self.data, True, self.it,
+                                   "Newton (warm start)", warm_hessian=self.hess_base)
 
 
 def _projected_newton_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray,
