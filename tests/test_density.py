@@ -289,6 +289,10 @@ def test_y_part_cache_serves_exact_values_and_never_stale_ones(variant):
                threshold_mean=data.m)
     assert cache.lookup(ModelData(data.X, data.y, data.U, h2, data.pairs, data.f),
                         gamma, tau2) is None
+    other_variant = "fixed" if data.hyper.variant == "learned" else "learned"
+    h3 = Hyper(variant=other_variant, tau2=tau2, threshold_mean=data.m)
+    assert cache.lookup(ModelData(data.X, data.y, data.U, h3, data.pairs, data.f),
+                        gamma, tau2) is None
 
     # log_density(cached=True) gives the uncached value exactly, on a hit and on a miss
     y_part_cache.clear()

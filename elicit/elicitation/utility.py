@@ -160,12 +160,12 @@ class UtilityScorer:
         """Expected utilities of ``pairs`` (k x 2).
 
         In ``fast`` mode the screen's best are re-scored exactly, best first: at most
-        ``refine`` of them. The first ones, as many as :attr:`refine_flops` pays for (on small
-        problems, all ``refine``), always; after those, re-scoring stops as soon as the winner
-        is certain: when the best exact utility exceeds every remaining candidate's screen
-        utility times ``(1 + certainty_margin)`` times the largest factor by which the screen
-        underestimated a re-scored candidate (at least 1). A ``refine`` covering all
-        candidates therefore scores them all exactly only where the budget allows.
+        ``refine`` of them. As many as :attr:`refine_flops` pays for (on small problems, all
+        ``refine``) always; beyond those, re-scoring stops as soon as the winner is certain
+        (:meth:`_refine`): when the best re-scored utility exceeds every remaining
+        candidate's estimate times ``(1 + margin)`` times the largest factor by which the
+        estimates underestimated a re-scored candidate (at least 1). ``Scores.exact`` marks
+        the exact utilities; the other re-scored candidates carry near-exact ones.
         """
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import zlib
+from collections import OrderedDict
+
 import numpy as np
 from scipy.optimize import minimize
 
@@ -10,6 +14,7 @@ from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.density import (
     Marginal,
+    data_fingerprint,
     feedback_terms,
     hessian_base,
     join_theta,
@@ -58,6 +63,8 @@ class NumpyEngine(Engine):
         super().__init__(variant)
         self.gtol = gtol
         self.max_newton = max_newton
+        self._memo: OrderedDict = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     @single_blas_thread
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
@@ -71,11 +78,10 @@ class NumpyEngine(Engine):
             H = hessian if hessian is not None else warm.warm_hessian
             if H is None or H.shape != (len(theta0), len(theta0)):
                 H = hessian_base(theta0, data)
-            run = self.newton_run(data, theta0, H)
-            while run.status == "running":
-                run.step()
-            if run.status == "converged":
-                return run.result()
+            hit = self._memo_get(self._memo_key(data, theta0, H))
+            if hit is not None:
+                return hit
+            return self.finish(self.newton_run(data, theta0, H))
         return self._lbfgs(theta0, data, lb)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
@@ -86,12 +92,53 @@ class NumpyEngine(Engine):
 
     def finish(self, run: NewtonRun) -> MAPResult:
         """The result of a :class:`NewtonRun` advanced to its end, as :meth:`fit` returns it
-        (a failed run falls back to L-BFGS-B from the run's start)."""
+        (a failed run falls back to L-BFGS-B from the run's start).
+
+        The result is remembered: a query round finishes the refits of its best candidates,
+        and the caller's refit after the expert answers one of them (same data, start and
+        base Hessian) is then returned at once.
+        """
         while run.status == "running":
             run.step()
         if run.status == "converged":
-            return run.result()
-        return self._lbfgs(run.theta_start, run.data, run.lb)
+            res = run.result()
+        else:
+            res = self._lbfgs(run.theta_start, run.data, run.lb)
+        self._memo_put(self._memo_key(run.data, run.theta_start, run.hess_start), res, run.data)
+        return res
+
+    # -- memo of warm refits -------------------------------------------------------------
+    _memo_size = 8
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_memo", None)
+        state.pop("_memo_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._memo = OrderedDict()
+        self._memo_lock = threading.Lock()
+
+    def _memo_key(self, data: ModelData, theta0: np.ndarray, H: np.ndarray) -> tuple:
+        H = np.ascontiguousarray(H, dtype=float)
+        return (id(data.X), id(data.y), id(data.U), data_fingerprint(data), data.hyper,
+                data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
+                zlib.crc32(H), self.gtol, self.max_newton)
+
+    def _memo_get(self, key: tuple) -> MAPResult | None:
+        with self._memo_lock:
+            entry = self._memo.get(key)
+        return None if entry is None else entry[1]
+
+    def _memo_put(self, key: tuple, res: MAPResult, data: ModelData) -> None:
+        with self._memo_lock:
+            # the arrays are kept with the entry, so that their ids in the key stay theirs
+            self._memo[key] = ((data.X, data.y, data.U), res)
+            self._memo.move_to_end(key)
+            while len(self._memo) > self._memo_size:
+                self._memo.popitem(last=False)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
@@ -163,6 +210,7 @@ class NewtonRun:
         self.theta_start = theta
         self.theta = theta
         self.hess_base = hess_base
+        self.hess_start = hess_base
         self.keep_predictive = keep_predictive
         self.value, self.g = log_density(theta, data, cached=True)
         self.predictive: tuple[np.ndarray, np.ndarray] | None = None

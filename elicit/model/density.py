@@ -295,6 +295,12 @@ def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
     return val, grad, H
 
 
+def data_fingerprint(data: ModelData) -> tuple[int, ...]:
+    """CRC32 checksums of X, y and U: caches keyed by the arrays' identity check them, so
+    that an array modified in place never serves stale results."""
+    return tuple(zlib.crc32(np.ascontiguousarray(a)) for a in (data.X, data.y, data.U))
+
+
 class YPartCache:
     """The y-likelihood's value and gradient at a few recent points, for warm refits.
 
@@ -304,9 +310,9 @@ class YPartCache:
     y-likelihood part (which does not depend on the answers) and :func:`log_density` with
     ``cached=True`` reuses it.
 
-    Entries are keyed by the identity of the data arrays (X, y, U), the hyperparameters of the
-    y-likelihood and the exact bytes of (gamma, tau2), and are checked against a CRC32 of the
-    arrays, so an array modified in place is never served stale values.
+    Entries are keyed by the identity of the data arrays (X, y, U), the variant and the
+    hyperparameters of the y-likelihood and the exact bytes of (gamma, tau2), and are checked
+    against a CRC32 of the arrays, so an array modified in place is never served stale values.
     """
 
     def __init__(self, size: int = 4) -> None:
@@ -317,12 +323,10 @@ class YPartCache:
     @staticmethod
     def _key(data: ModelData, gamma: np.ndarray, tau2: float) -> tuple:
         h = data.hyper
-        return (id(data.X), id(data.y), id(data.U), float(h.a_sigma), float(h.b_sigma),
-                float(tau2), np.asarray(gamma, dtype=float).tobytes())
+        return (id(data.X), id(data.y), id(data.U), h.variant, float(h.a_sigma),
+                float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes())
 
-    @staticmethod
-    def _fingerprint(data: ModelData) -> tuple[int, ...]:
-        return tuple(zlib.crc32(np.ascontiguousarray(a)) for a in (data.X, data.y, data.U))
+    _fingerprint = staticmethod(lambda data: data_fingerprint(data))
 
     def remember(self, data: ModelData, mg: Marginal) -> None:
         """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
@@ -331,9 +335,10 @@ class YPartCache:
         learned = data.hyper.variant == "learned"
         entry = ((data.X, data.y, data.U), self._fingerprint(data), mg.value,
                  mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0)
+        key = self._key(data, mg.gamma, mg.tau2)
         with self._lock:
-            self._entries[self._key(data, mg.gamma, mg.tau2)] = entry
-            self._entries.move_to_end(self._key(data, mg.gamma, mg.tau2))
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
