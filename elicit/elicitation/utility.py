@@ -305,7 +305,7 @@ class UtilityScorer:
         the screen's blind spot, the large moves after surprising answers; on Amazon-size
         problems one batched evaluation costs as much as a refit and the stage is skipped.
         """
-        per_candidate = 2 * 2 * flops_per_eval(self.data)     # two answers, ~2 evaluations
+        per_candidate = 2 * 6 * flops_per_eval(self.data)
         m = min(len(u), int(self.batch_flops // per_candidate))
         if m == 0:
             return

@@ -125,7 +125,7 @@ def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.nd
         V = np.zeros((C, Wall.shape[1], k))
         V[:, :, :d] = -Wall
         V[:, :, d] = 1.0
-        H = -np.einsum("cf,cfi,cfj->cij", c, V, V, optimize=True)
+        H = -np.matmul(V.transpose(0, 2, 1) * c[:, None, :], V)
     return value, grad, H
 
 
