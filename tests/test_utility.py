@@ -329,25 +329,25 @@ def test_adaptive_refinement_stops_only_when_the_winner_is_certain():
     data, fit, engine, pool = _amazon_scorer()
     sc = UtilityScorer(data, fit, engine)
     sc.batch_flops = 0.0                    # the Laplace screen alone, as at Amazon size
-    assert sc.refine_flops < 10 * flops_per_eval(data)        # only the first is guaranteed
+    assert sc.refine_flops < 10 * flops_per_eval(data)        # only one is guaranteed
     screen = sc.score(pool, "fast", refine=0).utility
     fast = sc.score(pool, "fast", refine=10)
     exact = sc.score(pool, "exact")
-    order = np.argsort(-screen)
-    # pass A (first Newton iterates) covered a prefix of the screen's order...
-    touched = np.flatnonzero(fast.utility != screen)
-    m = len(touched)
-    assert 1 <= m < 10 and set(touched) == set(order[:m])
-    # ...whose near-exact utilities are within 1% of exact (after one answer, far closer)
-    np.testing.assert_allclose(fast.utility[touched], exact.utility[touched], rtol=1e-2)
-    # pass B finished some of them: exactly the values of the exact mode
+    # the refined estimates (model steps, first iterates) are within a few per cent...
+    refined = np.flatnonzero(fast.utility != screen)
+    assert 1 <= len(refined) < len(pool)
+    np.testing.assert_allclose(fast.utility[refined], exact.utility[refined], rtol=0.05)
+    # ...and tighter than the screen's
+    err = np.abs(fast.utility[refined] / exact.utility[refined] - 1)
+    assert np.max(err) < np.max(np.abs(screen[refined] / exact.utility[refined] - 1))
+    # the exact ones are the exact mode's values, and few were needed
     done = np.flatnonzero(fast.exact)
-    assert 1 <= len(done) <= m and set(done) <= set(touched)
+    assert 1 <= len(done) < 10
     np.testing.assert_allclose(fast.utility[done], exact.utility[done], rtol=1e-12)
-    # pass A stopped when the screen's margin made the winner certain (its near-exact
-    # values are within 1e-3 of these)
-    bound = (1 + sc.certainty_margin) * screen[order[m]]
-    assert np.max(exact.utility[order[:m]]) > 0.999 * bound
+    # when it stopped, the best exact value was beyond the bound of every other estimate
+    others = np.setdiff1d(np.arange(len(pool)), done)
+    worst = max(1 + sc.certainty_margin, 1 + sc.screen_margin)
+    assert np.max(exact.utility[done]) >= np.max(fast.utility[others]) / worst
     # and the pick is exact's best
     assert fast.best == exact.best
 
@@ -355,7 +355,7 @@ def test_adaptive_refinement_stops_only_when_the_winner_is_certain():
 def test_refinement_without_early_stop_rescores_all_requested():
     data, fit, engine, pool = _amazon_scorer()
     sc = UtilityScorer(data, fit, engine)
-    sc.certainty_margin = sc.completion_margin = np.inf
+    sc.certainty_margin = sc.screen_margin = sc.completion_margin = np.inf
     fast = sc.score(pool, "fast", refine=6)
     assert fast.exact.sum() == 6
     exact = sc.score(pool, "exact")

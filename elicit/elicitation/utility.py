@@ -56,12 +56,13 @@ from scipy.special import expit
 from elicit.engines.base import Engine, MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.internal.threads import single_blas_thread
-from elicit.model.batch import batched_refit, flops_per_eval
+from elicit.model.batch import batched_refit, flops_per_eval, model_step_screen
 from elicit.model.density import (
     Marginal,
     feedback_terms,
     hessian_base,
     join_theta,
+    log_density,
     lower_bounds,
     y_part_cache,
 )
@@ -132,6 +133,8 @@ class UtilityScorer:
     #: how much the screen may underestimate an unscored candidate beyond the worst
     #: underestimate seen among the re-scored ones (and beyond none at all), for stopping early
     certainty_margin: float = 0.3
+    #: the same for the model-step utilities (see :meth:`_refine`)
+    screen_margin: float = 0.1
     #: the same for the near-exact utilities of first Newton iterates
     completion_margin: float = 0.05
 
@@ -179,27 +182,26 @@ class UtilityScorer:
         self._newton_stage(u, w, s)
         exact = np.zeros(len(pairs), bool)
         if refine > 0 and len(pairs):
-            self._refine(pairs, s, u, exact, refine)
+            self._refine(pairs, w, s, u, exact, refine)
         return Scores(pairs, u, exact, s, self._hessian)
 
-    def _refine(self, pairs: np.ndarray, s: np.ndarray, u: np.ndarray, exact: np.ndarray,
-                refine: int) -> None:
+    def _refine(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
+                exact: np.ndarray, refine: int) -> None:
         """Replace screen utilities by exact ones, best first, until the winner is certain.
 
-        Where the budget covers all ``refine`` candidates, each is refitted in screen order.
-        Otherwise in two passes over the screen's best:
-
-        A. the first Newton iteration of both refits of each candidate (one evaluation each),
-           in screen order, until the best of these near-exact utilities beats every
-           remaining screen value with :attr:`certainty_margin`: after one answer that
-           iterate is within ~1e-4 of the refit, and so is its utility;
-        B. the refits are finished: those whose first iterate was far from converged
-           (Newton decrement above 1e-6) always, the others best near-exact utility first
-           until the best exact utility beats every remaining near-exact one with
-           :attr:`completion_margin`.
+        Where the budget (:attr:`refine_flops`) covers all ``refine`` candidates, the
+        screen's ``refine`` best are refitted in screen order. Otherwise each candidate's
+        estimate is refined one level at a time, always the candidate whose estimate could
+        be highest: the screen's value; the *model-step* value (the first step of the refit
+        solved without kernel work, the predictive moved to first order: within a few per
+        cent of exact); the utility of the refits' first Newton iterates (one evaluation per
+        answer: within ~1e-3); the exact utility (the refits finished). A candidate's
+        estimate could be as high as itself times the level's margin (:attr:`certainty_margin`,
+        :attr:`screen_margin`, :attr:`completion_margin`) times the worst underestimate
+        seen at that level (at least 1); refining stops when the best exact utility reaches
+        every other candidate's bound. At most ``refine`` candidates get Newton iterations.
         """
         order = np.argsort(-u)[:refine]
-        screen = u.copy()
         per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
         always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
         if always >= len(order):
@@ -207,32 +209,67 @@ class UtilityScorer:
                 u[c] = self._exact_one(pairs[c], s[c])
                 exact[c] = True
             return
-        # A: first iterates, in screen order.
-        runs, approx, sure = {}, {}, {}
-        best, under = -np.inf, 1.0
-        for k, c in enumerate(order):
-            runs[c], approx[c], sure[c] = self._first_iterates(pairs[c], s[c])
-            u[c] = approx[c]
-            best = max(best, approx[c])
-            under = _worst_underestimate(under, approx[c], screen[c])
-            if k + 1 < always or k + 1 == len(order):
-                continue
-            if best >= (1.0 + self.certainty_margin) * under * max(screen[order[k + 1]], 0.0):
+        level = np.zeros(len(u), int)     # 0 screen, 1 model step, 2 first iterate, 3 exact
+        margin = np.array([1.0 + self.certainty_margin, 1.0 + self.screen_margin,
+                           1.0 + self.completion_margin, 1.0])
+        under = np.ones(4)
+        # level 1 at once for the candidates the screen cannot rule out
+        top = np.flatnonzero(u * margin[0] ** 2 >= np.max(u))
+        top = top[np.argsort(-u[top])][:3 * refine]
+        for c, v in zip(top, self._model_step_utilities(w[top], s[top])):
+            under[0] = _worst_underestimate(under[0], v, u[c])
+            u[c], level[c] = v, 1
+        runs: dict = {}
+        n_started, capped = 0, False
+        while True:
+            open_ = np.flatnonzero((level == 2) if capped else (level < 3))
+            if len(open_) == 0:
                 break
-        # B: finish the refits: those whose first iterate was far from converged, then the
-        # others best first while one of them could still win.
-        started = sorted(runs, key=lambda c: -approx[c])
-        best, under, n_done = -np.inf, 1.0, 0
-        for c in [c for c in started if not sure[c]] + [c for c in started if sure[c]]:
-            if (sure[c] and n_done >= always
-                    and best >= (1.0 + self.completion_margin) * under * max(approx[c], 0.0)):
+            bound = u[open_] * margin[level[open_]] * under[level[open_]]
+            bound[np.isin(open_, [c for c, (_, sure) in runs.items() if not sure])] = np.inf
+            j = open_[int(np.argmax(bound))]
+            if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):
                 break
-            u[c] = self._finish(runs[c], s[c])
-            exact[c] = True
-            n_done += 1
-            best = max(best, u[c])
-            if sure[c]:
-                under = _worst_underestimate(under, u[c], approx[c])
+            if level[j] == 0:
+                v = self._model_step_utilities(w[[j]], s[[j]])[0]
+                under[0] = _worst_underestimate(under[0], v, u[j])
+            elif level[j] == 1:
+                if n_started >= refine:
+                    capped = True
+                    continue
+                started, v, sure = self._first_iterates(pairs[j], s[j])
+                runs[j] = (started, sure)
+                n_started += 1
+                under[1] = _worst_underestimate(under[1], v, u[j])
+            else:
+                started, sure = runs.pop(j)
+                v = self._finish(started, s[j])
+                if sure:
+                    under[2] = _worst_underestimate(under[2], v, u[j])
+                exact[j] = True
+            u[j] = v
+            level[j] += 1
+
+    def _model_step_utilities(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """Utilities with each answer's first refit step solved exactly on the local model
+        (no kernel work) and the predictive moved to first order along it."""
+        data, fit = self.data, self.fit
+        learned = data.hyper.variant == "learned"
+        d = data.d
+        theta = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+        lb = lower_bounds(data)
+        g0 = log_density(theta, data, self.marginal)[1]
+        Jm, Jv = self.marginal.predictive_jacobian(learned)
+        kern_idx = list(range(d)) + ([d + 1] if learned else [])
+        u = np.zeros(len(w))
+        for f in (0, 1):
+            step = model_step_screen(data, theta, g0, self.hessian, lb, w, f).T
+            dk = step[kern_idx]
+            mf = self.m0[:, None] + Jm @ dk
+            vf = np.maximum(self.v0[:, None] + Jv @ dk, 1e-3 * self.v0[:, None])
+            u += (s if f == 1 else 1.0 - s) * kl_gauss(mf, vf, self.m0[:, None],
+                                                         self.v0[:, None])
+        return u
 
     def _start(self, d2: ModelData) -> np.ndarray:
         # exactly the start point the engine's warm refit uses

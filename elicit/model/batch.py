@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
-from elicit.model.density import Marginal, log_density, split_theta
+from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
 
@@ -153,18 +153,18 @@ def _projected_steps(H: np.ndarray, g: np.ndarray, theta: np.ndarray,
     return step, dec
 
 
-def _model_steps(bd: BatchDensity, idx: np.ndarray, theta: np.ndarray, g_base: np.ndarray,
-                 H_base: np.ndarray, lb: np.ndarray, step0: np.ndarray, dec0: np.ndarray,
-                 tol: float, max_iter: int = 30) -> np.ndarray:
-    """Batched version of the numpy engine's model step: for each candidate, the maximiser s
-    of ``g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)`` over ``theta + s >= lb``, F
-    the feedback terms (exact), by projected Newton from s = 0 (first step ``step0``)."""
+def model_steps(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
+                g_base: np.ndarray, H_base: np.ndarray, lb: np.ndarray, step0: np.ndarray,
+                dec0: np.ndarray, tol: float, max_iter: int = 30) -> np.ndarray:
+    """Batched version of the numpy engine's model step: for each row c (a candidate's new
+    answer ``w_new[c]``, ``f_new``), the maximiser s of
+    ``g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)`` over ``theta + s >= lb``, F the
+    feedback terms (exact), by projected Newton from s = 0 (first step ``step0``)."""
     C = len(theta)
-    w_new = bd.w_new[idx]
-    F0 = _feedback_terms(bd.data, w_new, bd.f_new, theta, False)[0]
+    F0 = _feedback_terms(data, w_new, f_new, theta, False)[0]
 
     def model(rows: np.ndarray, s: np.ndarray) -> np.ndarray:
-        Fs = _feedback_terms(bd.data, w_new[rows], bd.f_new, theta[rows] + s, False)[0]
+        Fs = _feedback_terms(data, w_new[rows], f_new, theta[rows] + s, False)[0]
         return (np.einsum("ci,ci->c", g_base[rows], s)
                 + 0.5 * np.einsum("ci,ij,cj->c", s, H_base, s) + Fs - F0[rows])
 
@@ -194,13 +194,32 @@ def _model_steps(bd: BatchDensity, idx: np.ndarray, theta: np.ndarray, g_base: n
         if len(rows) == 0:
             break
         x = theta[rows] + s[rows]
-        _, fg, fH = _feedback_terms(bd.data, w_new[rows], bd.f_new, x, True)
+        _, fg, fH = _feedback_terms(data, w_new[rows], f_new, x, True)
         st[rows], dec[rows] = _projected_steps(H_base[None] + fH,
                                                g_base[rows] + s[rows] @ H_base + fg, x, lb)
         fin = rows[~(dec[rows] >= tol)]
         ok = np.isfinite(dec[fin])
         s[fin[ok]] = np.maximum(theta[fin[ok]] + s[fin[ok]] + st[fin[ok]], lb) - theta[fin[ok]]
         active[fin] = False
+    return s
+
+
+def model_step_screen(data: ModelData, theta0: np.ndarray, g0: np.ndarray,
+                      hess_base: np.ndarray, lb: np.ndarray, w_new: np.ndarray, f_new: int,
+                      tol: float = 1e-10) -> np.ndarray:
+    """The first step of each candidate's warm refit, without any kernel work: the maximiser
+    of the local model at ``theta0`` (gradient ``g0`` of the log density without the new
+    answer, base Hessian ``hess_base``) with the new answer added; shape (C, k)."""
+    C = len(w_new)
+    theta = np.repeat(theta0[None, :], C, axis=0)
+    _, fg, fH = _feedback_terms(data, w_new, f_new, theta, True)
+    fg_old = feedback_terms(theta0, data, False)[1]       # the answers so far
+    g = g0[None, :] + (fg - fg_old[None, :])              # plus the new answer's gradient
+    g_base = g - fg
+    step, dec = _projected_steps(hess_base[None] + fH, g, theta, lb)
+    s = model_steps(data, w_new, f_new, theta, g_base, hess_base, lb, step, dec, tol)
+    done = ~(dec >= tol)
+    s[done] = np.maximum(theta[done] + step[done], lb) - theta[done]
     return s
 
 
@@ -253,8 +272,8 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
         idx, step, dec, fg = idx[keep], step[keep], dec[keep], fg[keep]
         if len(idx) == 0:
             break
-        direction = _model_steps(bd, idx, theta[idx], grad[idx] - fg, hess_base, lb, step, dec,
-                                 tol=1e-3 * tol)
+        direction = model_steps(data, w_new[idx], f_new, theta[idx], grad[idx] - fg, hess_base,
+                                lb, step, dec, tol=1e-3 * tol)
         slope = np.einsum("ci,ci->c", grad[idx], direction)
         bad = ~(np.isfinite(slope) & (slope > 0))
         direction[bad], slope[bad] = step[bad], dec[bad]
