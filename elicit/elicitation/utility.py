@@ -34,10 +34,12 @@ Two modes:
        On the paper's synthetic problem this covers every candidate; at Amazon size it
        covers none, and the screen alone ranks.
     3. *Exact refinement*: the screen's best are refitted with the engine in use and scored
-       exactly, best first, at most ``refine`` of them; the query is chosen among those.
-       Re-scoring stops early once the winner is certain (see :meth:`UtilityScorer.score`);
-       on small problems, where re-scores are cheap, all ``refine`` are always made
-       (:attr:`UtilityScorer.refine_flops`).
+       exactly; the query is chosen among those. On small problems, where refits are cheap
+       (:attr:`UtilityScorer.refine_flops`), the ``refine`` best are. On larger ones the
+       estimates are refined best first, each one level at a time (model step without
+       kernel work, first Newton iterates, finished refits), until the best exact utility
+       beats what any other candidate could still reach (:meth:`UtilityScorer._refine`):
+       at Amazon size that is usually one candidate's two refits.
 
     Stage 1 alone ranks well but misjudges magnitudes, and its top pick can be far from the
     best: on small problems a surprising answer moves gamma far beyond the quadratic
@@ -162,13 +164,12 @@ class UtilityScorer:
     def score(self, pairs: np.ndarray, mode: Mode = "fast", refine: int = 10) -> Scores:
         """Expected utilities of ``pairs`` (k x 2).
 
-        In ``fast`` mode the screen's best are re-scored exactly, best first: at most
-        ``refine`` of them. As many as :attr:`refine_flops` pays for (on small problems, all
-        ``refine``) always; beyond those, re-scoring stops as soon as the winner is certain
-        (:meth:`_refine`): when the best re-scored utility exceeds every remaining
-        candidate's estimate times ``(1 + margin)`` times the largest factor by which the
-        estimates underestimated a re-scored candidate (at least 1). ``Scores.exact`` marks
-        the exact utilities; the other re-scored candidates carry near-exact ones.
+        In ``fast`` mode the screen's best are re-scored exactly, best first, at most
+        ``refine`` of them: as many as :attr:`refine_flops` pays for (on small problems, all
+        ``refine``) always; beyond those, refining stops as soon as the winner is certain
+        (:meth:`_refine`): when the best exact utility exceeds what every other candidate's
+        estimate could still reach. ``Scores.exact`` marks the exact utilities; other
+        refined candidates carry their refined estimates.
         """
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)

@@ -37,7 +37,8 @@ class NumpyEngine(Engine):
     feedback terms *exactly* (they are cheap and carry the new answer's nonlinearity), so
     after one new answer the fit converges in one or two evaluations of the log density. If
     Newton stalls it falls back to L-BFGS-B, as prophet falls back to Newton when L-BFGS
-    fails.
+    fails. The last few warm refits are remembered (:meth:`finish`): the refit after the
+    expert's answer is usually one the query round has already made.
 
     Parameters
     ----------
