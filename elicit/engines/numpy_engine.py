@@ -126,7 +126,7 @@ class NumpyEngine(Engine):
         H = np.ascontiguousarray(H, dtype=float)
         return (id(data.X), id(data.y), id(data.U), data_fingerprint(data), data.hyper,
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                zlib.crc32(H), self.gtol, self.max_newton)
+                zlib.crc32(np.ascontiguousarray(H).data), self.gtol, self.max_newton)
 
     def _memo_get(self, key: tuple) -> MAPResult | None:
         with self._memo_lock:

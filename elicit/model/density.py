@@ -296,7 +296,7 @@ def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
 def data_fingerprint(data: ModelData) -> tuple[int, ...]:
     """CRC32 checksums of X, y and U: caches keyed by the arrays' identity check them, so
     that an array modified in place never serves stale results."""
-    return tuple(zlib.crc32(np.ascontiguousarray(a)) for a in (data.X, data.y, data.U))
+    return tuple(zlib.crc32(np.ascontiguousarray(a).data) for a in (data.X, data.y, data.U))
 
 
 class YPartCache:
