@@ -32,6 +32,7 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8.5, 4))
+    lo, hi = np.inf, -np.inf
     for strategy, g in df.groupby("strategy", sort=False):
         if strategy not in STRATEGY_LABELS:  # baselines: horizontal lines, below
             continue
@@ -39,11 +40,24 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
         se = stats["std"].fillna(0) / np.sqrt(stats["count"])
         ax.plot(stats.index, stats["mean"], label=STRATEGY_LABELS[strategy])
         ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
+        lo = min(lo, float((stats["mean"] - se).min()))
+        hi = max(hi, float((stats["mean"] + se).max()))
+    lines = list((baselines or {}).values()) + list((references or {}).values())
+    # A reference far from the curves (predicting the mean on the synthetic data is ~5x the
+    # model's MSE) would squash them: keep the axis on the curves and the value in the legend.
+    span = hi - lo if np.isfinite(hi - lo) and hi > lo else 1.0
+    keep = [v for v in lines if lo - 2 * span <= v <= hi + 2 * span]
+    off = "" if len(keep) == len(lines) else " (off the axis)"
     for k, (name, value) in enumerate((baselines or {}).items()):
-        ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=name)
+        ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1,
+                   label=name + ("" if value in keep else off))
     for k, (name, value) in enumerate((references or {}).items()):
         ax.axhline(value, ls=["--", "-."][k % 2], color=["black", "tab:red"][k % 2], lw=1.8,
-                   label=f"{name} {value:.3f}")
+                   label=f"{name} {value:.3f}" + ("" if value in keep else off))
+    if np.isfinite(lo) and off:
+        shown = [lo, hi] + keep
+        pad = 0.05 * (max(shown) - min(shown) or 1.0)
+        ax.set_ylim(min(shown) - pad, max(shown) + pad)
     n_runs = df.run.nunique()
     ax.set_xlabel("number of expert answers")
     ax.set_ylabel("test MSE")

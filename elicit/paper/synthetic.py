@@ -24,6 +24,7 @@ import pandas as pd
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
+from elicit.paper.labels import REFERENCE_LABELS
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
 GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)
@@ -87,9 +88,11 @@ class SyntheticResult:
     def summary(self) -> str:
         """The mean test MSE of each strategy after the last round."""
         df = self.mse
-        final = df[df.n_feedback == df.n_feedback.max()].groupby("strategy").mse.mean()
-        return (f"mean test MSE after {int(df.n_feedback.max())} answers: "
-                + ", ".join(f"{k} {v:.3f}" for k, v in final.items()))
+        curves = df[df.strategy.isin(STRATEGIES)]
+        final = curves[curves.n_feedback == curves.n_feedback.max()].groupby("strategy").mse
+        return (f"mean test MSE after {int(curves.n_feedback.max())} answers: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in final.mean().items())
+                + f"; predicting the mean: {df[df.strategy == 'mean'].mse.mean():.3f}")
 
 
 #: Rounds after which the kernel of Fig. 3 is shown (those within the sweep's rounds).
@@ -162,8 +165,18 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
                       refine, jobs, cluster=cluster, check_engine=check_engine,
                       snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean)
     df = sweep(maker, cfg, out, progress=progress)
+    # The reference line every MSE figure carries: predicting the training mean.
+    mean_rows = []
+    for run in range(runs):
+        prob = maker(seed, run)
+        mean_rows.append((name, "mean", run, 0, float(np.mean(
+            (np.asarray(prob.y_test) - (float(np.mean(prob.y)) + prob.y_offset)) ** 2))))
+    df = pd.concat([df, pd.DataFrame(mean_rows, columns=df.columns)], ignore_index=True)
+    df.to_csv(out / "mse.csv", index=False)
     label = "Synthetic data" if problems is None else f"Problems in {name}"
-    mse_curves(df, out / "fig4_mse.png", title=f"{label}: mean ± s.e. over {runs} runs")
+    mean_mse = float(df[df.strategy == "mean"].mse.mean())
+    mse_curves(df, out / "fig4_mse.png", title=f"{label}: mean ± s.e. over {runs} runs",
+               references={REFERENCE_LABELS["mean"]: mean_mse})
     if "sequential" in cfg.strategies and problems is None:
         prob = maker(seed, 0)
         gammas = load_part(out, cfg, "sequential", 0)["gammas"]
