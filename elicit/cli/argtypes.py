@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 
 def _int(text: str, what: str) -> int:
@@ -98,3 +99,17 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-engine", action="store_true",
                    help="check every fit of a cmdstan/pystan engine against the numpy engine "
                         "and stop with both log densities if their MAPs disagree")
+
+
+def add_sweep_options(p: argparse.ArgumentParser) -> None:
+    """The options every sweep command shares: rounds, strategies, seed, output, jobs."""
+    from elicit.elicitation.strategies import STRATEGIES
+
+    p.add_argument("--rounds", type=nonneg_int, default=100,
+                   help="questions per run and strategy (default 100)")
+    p.add_argument("--strategies", type=strategies, default=STRATEGIES,
+                   help="comma-separated subset of random,nonsequential,sequential")
+    p.add_argument("--seed", type=int, default=0,
+                   help="sweep seed: every run's data and random streams derive from it")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")

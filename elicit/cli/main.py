@@ -18,16 +18,15 @@ from elicit.cli.argtypes import (
     ENGINE_HELP,
     add_check_engine_option,
     add_cluster_option,
+    add_sweep_options,
     nonneg_int,
     positive_int,
-    strategies,
     threshold_mean,
 )
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers, run_session_command
 from elicit.data import STANDARDIZE_CHOICES
-from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.paper.bench import SIZES, format_table, run_bench
@@ -61,12 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="your own simulated problems instead of the built-in generator: one "
                         ".npz per run with X, y, U, X_test, y_test and groups or beta "
                         "(docs/simulations.md)")
-    p.add_argument("--rounds", type=nonneg_int, default=100)
-    p.add_argument("--strategies", type=strategies, default=STRATEGIES,
-                   help="comma-separated subset of random,nonsequential,sequential")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_sweep_options(p)
     p.add_argument("--n-train", type=positive_int, default=20,
                    help="training samples (paper: 20; the authors' code: 15)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

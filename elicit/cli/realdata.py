@@ -15,14 +15,13 @@ from elicit.cli.argtypes import (
     ENGINE_HELP,
     add_check_engine_option,
     add_cluster_option,
+    add_sweep_options,
     names,
     nonneg_int,
     positive_int,
-    strategies,
     tau2,
 )
 from elicit.data import STANDARDIZE_CHOICES
-from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.paper.labels import DATASETS
 from elicit.paper.lasso_expert import RULES
@@ -51,12 +50,7 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--name", default=None,
                    help="--corpus: the data set's label in the outputs (default: file stem)")
     p.add_argument("--runs", type=positive_int, default=50)
-    p.add_argument("--rounds", type=nonneg_int, default=100)
-    p.add_argument("--strategies", type=strategies, default=STRATEGIES,
-                   help="comma-separated subset of random,nonsequential,sequential")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_sweep_options(p)
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
     p.add_argument("--tau2", type=tau2, default=None,
