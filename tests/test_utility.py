@@ -188,7 +188,8 @@ def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
     fast = sc.score(cands, "fast", refine=0)
     w = (el.data.U[cands[:, 0]] - el.data.U[cands[:, 1]]) ** 2
     screen = sc.screen(w, fast.p_similar)
-    return screen, fast.utility, sc.score(cands, "exact").utility
+    refined_pick = sc.score(cands, "fast").best
+    return screen, fast.utility, sc.score(cands, "exact").utility, refined_pick
 
 
 def _logcorr(a, b):
@@ -212,7 +213,7 @@ def test_laplace_screen_ranks_like_exact(synthetic_scores):
     was always within the screen's top 10 (at worst 9th).
     """
     rhos = []
-    for seed, (screen, _, exact) in synthetic_scores.items():
+    for seed, (screen, _, exact, _) in synthetic_scores.items():
         assert np.all(screen >= -1e-12) and np.all(exact >= -1e-12)
         rhos.append(stats.spearmanr(screen, exact)[0])
         assert _logcorr(screen, exact) > 0.6, seed
@@ -221,17 +222,23 @@ def test_laplace_screen_ranks_like_exact(synthetic_scores):
 
 
 def test_fast_mode_ranks_like_exact(synthetic_scores):
-    """The fast mode before exact refinement (screen + batched Newton refits) picks what
-    exact scoring picks, or nearly, and orders the candidates that matter as exact does.
+    """The fast mode before exact refinement (screen + batched Newton refits) passes the
+    exact best on to refinement and orders the candidates that matter as exact does; with
+    its refinement the fast mode picks what exact scoring picks.
 
     Per seed (measured here for seeds 0, 1, 2):
 
-    * its pick is among the exact top 3 (measured 1st, 2nd, 1st) and has at least 75% of
-      the best exact utility (it lost 0%, 4.8% and 0%);
-    * the exact best is within its top 10, which refinement re-scores (1st, 5th, 1st);
+    * its pick before refinement is among the exact top 3 (measured 1st, 2nd, 3rd);
+    * the exact best is within its top 10, which refinement re-scores (1st, 3rd, 2nd), so
+      the refined fast mode picks the exact best on every seed;
     * Spearman's rho over the candidates whose exact utility is at least 1e-6 of the best
-      (8, 13 and 16 of the 30) exceeds 0.7 (measured 1.00, 0.91, 1.00; a random order of
+      (8, 13 and 10 of the 30) exceeds 0.7 (measured 1.00, 0.98, 0.94; a random order of
       8 exceeds 0.7 with probability 0.03).
+
+    The pick before refinement is not required to be near the best in utility: a surprising
+    answer can move the MAP to another local mode, which the batched refits (8 iterations,
+    a screen) need not reach; on seed 1 the pick had 34% of the best exact utility. The
+    exact re-scores settle it.
 
     Rho over the whole pool is no guarantee: about half of each pool has utilities at the
     rounding level (|u| < 1e-15), whose order is that of rounding errors. It was 0.94-0.99
@@ -239,11 +246,11 @@ def test_fast_mode_ranks_like_exact(synthetic_scores):
     absolute moves it down to 0.41. Over the resolved candidates the same perturbation
     leaves rho unchanged.
     """
-    for seed, (_, fast, exact) in synthetic_scores.items():
+    for seed, (_, fast, exact, refined_pick) in synthetic_scores.items():
         best, pick = exact.max(), np.argmax(fast)
         assert pick in np.argsort(-exact)[:3], seed
-        assert exact[pick] >= 0.75 * best, (seed, exact[pick] / best)
         assert np.argmax(exact) in np.argsort(-fast)[:10], seed
+        assert exact[refined_pick] == best, (seed, exact[refined_pick] / best)
         resolved = exact >= 1e-6 * best
         assert resolved.sum() >= 8, seed
         rho = stats.spearmanr(fast[resolved], exact[resolved])[0]
@@ -331,7 +338,7 @@ def _amazon_scorer(p: int = 120, n_answers: int = 2):
     fit = engine.fit(data)
     rng = np.random.default_rng(0)
     for i, j in all_pairs(p)[rng.choice(p * (p - 1) // 2, n_answers, replace=False)]:
-        f = int(np.sign(prob.beta[i]) == np.sign(prob.beta[j]))
+        f = prob.answer(i, j)
         data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
         fit = engine.fit(data, init=fit)
     asked = {tuple(q) for q in data.pairs}
