@@ -122,6 +122,11 @@ class NumpyEngine(Engine):
         self._memo = OrderedDict()
         self._memo_lock = threading.Lock()
 
+    def clear_memo(self) -> None:
+        """Forget the remembered warm refits (benchmarks time a refit from scratch so)."""
+        with self._memo_lock:
+            self._memo.clear()
+
     def _memo_key(self, data: ModelData, theta0: np.ndarray, H: np.ndarray) -> tuple:
         H = np.ascontiguousarray(H, dtype=float)
         return (id(data.X), id(data.y), id(data.U), data_fingerprint(data), data.hyper,
