@@ -123,16 +123,18 @@ def test_feedback_curvature_matches_feedback_hessian(variant, n_feedback, f_new)
     cands = _candidates(data)
     bd = BatchDensity(data, pair_weights(data.U, cands), f_new)
     theta = _random_thetas(data, N_CAND, seed=20 + n_feedback)
-    H = bd.feedback_curvature(theta, np.arange(N_CAND))
+    value, grad, H = bd.feedback(theta)
     k = theta.shape[1]
     assert H.shape == (N_CAND, k, k)
     for c in range(N_CAND):
-        _, _, H_ref = feedback_terms(theta[c], _with_answer(data, cands[c], f_new), hess=True)
+        v_ref, g_ref, H_ref = feedback_terms(theta[c], _with_answer(data, cands[c], f_new),
+                                             hess=True)
         # measured: 7e-16 of the largest entry
         np.testing.assert_allclose(H[c], H_ref, rtol=0, atol=1e-12 * np.abs(H_ref).max())
+        assert value[c] == pytest.approx(v_ref, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(grad[c], g_ref, rtol=1e-12, atol=1e-12)
     # The Hessian of a log-logistic term does not depend on the answer.
-    H_other = BatchDensity(data, bd.w_new, 1 - f_new).feedback_curvature(theta,
-                                                                         np.arange(N_CAND))
+    H_other = BatchDensity(data, bd.w_new, 1 - f_new).feedback(theta)[2]
     np.testing.assert_array_equal(H, H_other)
 
 
@@ -175,8 +177,10 @@ def test_batched_refit_reaches_the_engine_refit(variant, f_new, start):
     scale = np.ones_like(theta0)
     scale[data.d] = data.m
 
-    theta, mean, var = batched_refit(data, theta0, H0, lb, w, f_new, max_iter=50, tol=1e-14)
-    default, _, _ = batched_refit(data, theta0, H0, lb, w, f_new)
+    theta, mean, var, converged = batched_refit(data, theta0, H0, lb, w, f_new, max_iter=50,
+                                                tol=1e-14)
+    assert converged.all()
+    default, _, _, _ = batched_refit(data, theta0, H0, lb, w, f_new)
     moved = 0.0
     for c in range(len(cands)):
         d2 = _with_answer(data, cands[c], f_new)

@@ -227,3 +227,88 @@ def test_predictive_jacobian_matches_finite_differences(learned, kind):
     J_fd = _fd_grad(pred, t0, rel=1e-6)
     np.testing.assert_allclose(Jm, J_fd[: data.n], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jm)))
     np.testing.assert_allclose(Jv, J_fd[data.n:], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jv)))
+
+
+# -- large-p code paths: row-blocked kernel passes and the y-part cache ---------------------
+
+
+def test_kernel_over_several_row_blocks_is_symmetric_and_exact():
+    """p = 600 spans several row blocks of the in-place kernel passes; the result must equal
+    the direct formula and be exactly symmetric."""
+    from elicit.model.kernel import BLOCK_ELEMS, row_blocks, sq_dists
+
+    rng = np.random.default_rng(2)
+    p, d = 600, 7
+    U = rng.poisson(0.4, size=(p, d)).astype(float)
+    U[:50] = U[50:100]  # duplicate rows: distance exactly 0 off the diagonal
+    gamma = rng.uniform(0.0, 2.0, d)
+    assert len(list(row_blocks(p))) > 1 and p * p > BLOCK_ELEMS
+    D_ref = ((U[:, None, :] - U[None, :, :]) ** 2) @ gamma
+    D = sq_dists(U, gamma)
+    np.testing.assert_allclose(D, D_ref, rtol=1e-12, atol=1e-12)
+    assert np.all(D >= 0) and np.array_equal(D, D.T) and np.all(np.diag(D) == 0)
+    K = kernel(U, gamma)
+    np.testing.assert_allclose(K, np.exp(-0.5 * D_ref), rtol=1e-12, atol=1e-15)
+    assert np.array_equal(K, K.T) and np.all(np.diag(K) == 1.0) and np.all(K <= 1.0)
+
+
+def test_derivatives_over_several_row_blocks_match_finite_differences(variant):
+    """With p = 400 the p x p work of the gradient runs in several row blocks."""
+    data = make_small_data(variant, n=9, p=400, d=3)
+    theta = _theta(data)
+    _, g = log_density(theta, data)
+    g_fd = _fd_grad(lambda t: log_density(t, data)[0], theta)
+    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
+    H = hessian(theta, data)
+    H_fd = _fd_grad(lambda t: log_density(t, data)[1], theta)
+    np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))
+
+
+def test_y_part_cache_serves_exact_values_and_never_stale_ones(variant):
+    from elicit.model.density import YPartCache, y_part_cache
+
+    data = make_small_data(variant)
+    theta = _theta(data)
+    gamma, _, tau2 = split_theta(theta, data)
+    v_ref, g_ref = log_density(theta, data)
+    cache = YPartCache(size=2)
+    assert cache.lookup(data, gamma, tau2) is None
+    cache.remember(data, Marginal.from_data(data, gamma, tau2))
+    hit = cache.lookup(data, gamma, tau2)
+    assert hit is not None
+    # another answer set shares X, y, U: the y-part is the same
+    other = data.with_feedback(data.pairs[:2], data.f[:2])
+    assert cache.lookup(other, gamma, tau2) is not None
+    # a different point, different arrays, or different hyperparameters miss
+    g2 = gamma.copy()
+    g2[0] = np.nextafter(g2[0], 2.0)
+    assert cache.lookup(data, g2, tau2) is None
+    copy = ModelData(data.X.copy(), data.y, data.U, data.hyper, data.pairs, data.f)
+    assert cache.lookup(copy, gamma, tau2) is None
+    h2 = Hyper(variant=data.hyper.variant, a_sigma=3.0, tau2=data.hyper.tau2,
+               threshold_mean=data.m)
+    assert cache.lookup(ModelData(data.X, data.y, data.U, h2, data.pairs, data.f),
+                        gamma, tau2) is None
+    other_variant = "fixed" if data.hyper.variant == "learned" else "learned"
+    h3 = Hyper(variant=other_variant, tau2=tau2, threshold_mean=data.m)
+    assert cache.lookup(ModelData(data.X, data.y, data.U, h3, data.pairs, data.f),
+                        gamma, tau2) is None
+
+    # log_density(cached=True) gives the uncached value exactly, on a hit and on a miss
+    y_part_cache.clear()
+    v_miss, g_miss = log_density(theta, data, cached=True)
+    y_part_cache.remember(data, Marginal.from_data(data, gamma, tau2))
+    v_hit, g_hit = log_density(theta, data, cached=True)
+    assert v_miss == v_ref and v_hit == v_ref
+    assert np.array_equal(g_miss, g_ref) and np.array_equal(g_hit, g_ref)
+
+    # an array modified in place is detected by its checksum
+    X = data.X.copy()
+    mutable = ModelData(X, data.y, data.U, data.hyper, data.pairs, data.f)
+    y_part_cache.remember(mutable, Marginal.from_data(mutable, gamma, tau2))
+    assert y_part_cache.lookup(mutable, gamma, tau2) is not None
+    X[0, 0] += 1.0
+    assert y_part_cache.lookup(mutable, gamma, tau2) is None
+    np.testing.assert_allclose(log_density(theta, mutable, cached=True)[1],
+                               log_density(theta, mutable)[1], rtol=1e-15)
+    y_part_cache.clear()

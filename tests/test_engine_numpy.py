@@ -122,6 +122,106 @@ def test_warm_start_without_hessian_equals_cold_fit(variant):
                                _scaled(_theta(cold, data1), data1), rtol=1e-5, atol=1e-7)
 
 
+def _count_kernel_evaluations(monkeypatch) -> list:
+    """Count the marginals the density builds (one per kernel evaluation)."""
+    from elicit.model import density
+
+    calls = []
+    orig = density.Marginal.from_data.__func__
+
+    def counted(cls, *args, **kwargs):
+        calls.append(1)
+        return orig(cls, *args, **kwargs)
+
+    monkeypatch.setattr(density.Marginal, "from_data", classmethod(counted))
+    return calls
+
+
+@pytest.mark.parametrize("f_new", [0, 1])
+def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new, monkeypatch):
+    """Each Newton iteration solves the local model with the feedback terms exact, so one
+    new answer costs one or two evaluations of the kernel part (plain Newton on the frozen
+    quadratic needed four to seven); the start point's comes from the y-part cache, which a
+    query round fills."""
+    from elicit.model.density import Marginal, y_part_cache
+
+    data0 = make_small_data(variant, n_feedback=4)
+    engine = NumpyEngine(variant)
+    fit0 = engine.fit(data0)
+    H = _base_hessian(fit0, data0)
+    data1 = _add_answers(data0, [0, 7], f_new)
+    cold = engine.fit(data1)
+    y_part_cache.clear()
+    calls = _count_kernel_evaluations(monkeypatch)
+    warm = engine.fit(data1, init=fit0, hessian=H)
+    n_uncached = len(calls)
+    y_part_cache.remember(data0, Marginal.from_data(data0, fit0.gamma, fit0.tau2))
+    calls.clear()
+    warm2 = NumpyEngine(variant).fit(data1, init=fit0, hessian=H)  # (no memo of the first)
+    assert "Newton" in warm.message and warm.converged
+    assert len(calls) == n_uncached - 1 and len(calls) <= 3
+    assert np.array_equal(warm.gamma, warm2.gamma)
+    np.testing.assert_allclose(_scaled(_theta(warm, data1), data1),
+                               _scaled(_theta(cold, data1), data1), rtol=1e-5, atol=1e-7)
+    y_part_cache.clear()
+
+
+def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
+    """A query round finishes the refits of its best candidates; the refit after the answer
+    is the same computation, and the engine returns its result at once. Any difference in
+    the data, the start or the base Hessian is a new refit."""
+    data0 = make_small_data(variant, n_feedback=4)
+    engine = NumpyEngine(variant)
+    fit0 = engine.fit(data0)
+    H = _base_hessian(fit0, data0)
+    data1 = _add_answers(data0, [0, 7], 1)
+    first = engine.fit(data1, init=fit0, hessian=H)
+    calls = _count_kernel_evaluations(monkeypatch)
+    again = engine.fit(data0.with_feedback(data1.pairs.copy(), data1.f.copy()), init=fit0,
+                       hessian=H.copy())
+    assert again is first and len(calls) == 0
+    other_answer = engine.fit(_add_answers(data0, [0, 7], 0), init=fit0, hessian=H)
+    other_hessian = engine.fit(data1, init=fit0, hessian=1.01 * H)
+    assert len(calls) > 0 and other_answer is not first and other_hessian is not first
+    np.testing.assert_allclose(_theta(other_hessian, data1), _theta(first, data1), rtol=1e-6)
+    # an array changed in place is noticed
+    X = data1.X.copy()
+    d_mut = ModelData(X, data1.y, data1.U, data1.hyper, data1.pairs, data1.f)
+    r1 = engine.fit(d_mut, init=fit0, hessian=H)
+    X[0, 0] += 0.5
+    r2 = engine.fit(d_mut, init=fit0, hessian=H)
+    assert r2 is not r1 and not np.array_equal(r2.gamma, r1.gamma)
+    # engines are picklable (sweeps run in processes); the memo is not carried along
+    import pickle
+
+    clone = pickle.loads(pickle.dumps(engine))
+    assert clone.gtol == engine.gtol and len(clone._memo) == 0
+
+
+@pytest.mark.parametrize("f_new", [0, 1])
+def test_batched_model_step_is_the_engines_first_step(variant, f_new):
+    """The fast utility's model-step estimates solve the same local model as the first
+    iteration of the engine's warm refit, for many candidates at once."""
+    from elicit.model.batch import model_step_screen
+    from elicit.model.kernel import pair_weights
+
+    data0 = make_small_data(variant, n_feedback=4)
+    engine = NumpyEngine(variant)
+    fit0 = engine.fit(data0)
+    H = _base_hessian(fit0, data0)
+    theta0, lb = _theta(fit0, data0), lower_bounds(data0)
+    pairs = np.array([[0, 7], [2, 9], [1, 4], [3, 8]])
+    steps = model_step_screen(data0, theta0, log_density(theta0, data0)[1], H, lb,
+                              pair_weights(data0.U, pairs), f_new)
+    for pair, step in zip(pairs, steps):
+        run = engine.newton_run(_add_answers(data0, pair, f_new), theta0, H)
+        run.step()
+        assert run.status == "running"
+        np.testing.assert_allclose(run.theta, np.maximum(theta0 + step, lb), rtol=1e-6,
+                                   atol=1e-9)
+        assert np.max(np.abs(run.theta - theta0)) > 1e-4     # a real move
+
+
 # -- bounds --------------------------------------------------------------------------------
 
 

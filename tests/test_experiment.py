@@ -255,14 +255,46 @@ def test_bench_reports_wall_and_cpu_times():
     import elicit.paper.bench as bench
 
     res = bench.run_bench("synthetic", rounds=2, engine="numpy", exact=False, progress=False)
-    for step in ("map_cold", "map_warm", "round_fast"):
+    for step in ("map_cold", "map_warm", "map_refit", "round_fast"):
         assert res[f"{step}_s"] > 0 and res[f"{step}_cpu_s"] >= 0
     assert "round_exact_s" not in res
     assert (res["p"], res["n"], res["d"], res["n_candidates"]) == (25, 20, 9, 300)
     assert [set(r) for r in res["per_round"]] == [
-        {"round_fast_s", "round_fast_cpu_s", "map_warm_s", "map_warm_cpu_s"}] * 2
+        {"round_fast_s", "round_fast_cpu_s", "map_warm_s", "map_warm_cpu_s", "map_refit_s",
+         "map_refit_cpu_s"}] * 2
+    # the interpreter alone takes tens of MB; a figure in bytes or GB would be off by 1000s
+    assert 20 < res["peak_rss_mb"] < 20_000
     with pytest.raises(ElicitError, match="unknown benchmark size"):
         bench.bench_problem("huge")
+
+
+def test_scaling_sizes_are_the_amazon_problem_with_more_features():
+    import elicit.paper.bench as bench
+
+    prob = bench.bench_problem("p1000")
+    assert prob.size == "p1000"
+    assert (prob.X.shape, prob.U.shape, prob.pool_size) == ((100, 1000), (1000, 100), 400)
+    assert len(prob.pairs) == 1000 * 999 // 2
+    # the first 340 features' rates are not those of the amazon size (p enters the draws),
+    # but the construction is: count-like meta-features, about 85% zeros
+    assert 0.75 < np.mean(prob.U == 0) < 0.95
+    assert set(bench.SCALING_P) <= set(bench.SIZES)
+
+
+def test_auto_threshold_mean_in_chunks_equals_the_one_pass_mean(monkeypatch):
+    from elicit.model import spec
+
+    rng = np.random.default_rng(0)
+    U = rng.poisson(0.3, size=(60, 7)).astype(float)
+    gamma0 = rng.uniform(0.5, 1.5, 7)
+    pairs = spec.all_pairs(60)                     # 1770 pairs
+    one_pass = spec.auto_threshold_mean(U, gamma0, pairs)
+    monkeypatch.setattr(spec, "_PAIR_CHUNK", 100)  # 18 chunks, the last one partial
+    chunked = spec.auto_threshold_mean(U, gamma0, pairs)
+    # independent formula: a double loop
+    brute = np.mean([gamma0 @ (U[i] - U[j]) ** 2 for i, j in pairs])
+    assert chunked == pytest.approx(brute, rel=1e-12)
+    assert one_pass == pytest.approx(brute, rel=1e-12)
 
 
 def test_labels_are_written_once():

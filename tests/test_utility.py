@@ -18,8 +18,9 @@ from elicit.elicitation.utility import (
 )
 from elicit.engines.base import MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
+from elicit.model.batch import flops_per_eval
 from elicit.model.posterior import NIGPosterior
-from elicit.model.spec import Hyper, all_pairs
+from elicit.model.spec import Hyper, ModelData, all_pairs
 from elicit.paper.synthetic import make_synthetic
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -187,7 +188,8 @@ def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
     fast = sc.score(cands, "fast", refine=0)
     w = (el.data.U[cands[:, 0]] - el.data.U[cands[:, 1]]) ** 2
     screen = sc.screen(w, fast.p_similar)
-    return screen, fast.utility, sc.score(cands, "exact").utility
+    refined_pick = sc.score(cands, "fast").best
+    return screen, fast.utility, sc.score(cands, "exact").utility, refined_pick
 
 
 def _logcorr(a, b):
@@ -211,7 +213,7 @@ def test_laplace_screen_ranks_like_exact(synthetic_scores):
     was always within the screen's top 10 (at worst 9th).
     """
     rhos = []
-    for seed, (screen, _, exact) in synthetic_scores.items():
+    for seed, (screen, _, exact, _) in synthetic_scores.items():
         assert np.all(screen >= -1e-12) and np.all(exact >= -1e-12)
         rhos.append(stats.spearmanr(screen, exact)[0])
         assert _logcorr(screen, exact) > 0.6, seed
@@ -220,17 +222,23 @@ def test_laplace_screen_ranks_like_exact(synthetic_scores):
 
 
 def test_fast_mode_ranks_like_exact(synthetic_scores):
-    """The fast mode before exact refinement (screen + batched Newton refits) picks what
-    exact scoring picks, or nearly, and orders the candidates that matter as exact does.
+    """The fast mode before exact refinement (screen + batched Newton refits) passes the
+    exact best on to refinement and orders the candidates that matter as exact does; with
+    its refinement the fast mode picks what exact scoring picks.
 
     Per seed (measured here for seeds 0, 1, 2):
 
-    * its pick is among the exact top 3 (measured 1st, 2nd, 1st) and has at least 75% of
-      the best exact utility (it lost 0%, 4.8% and 0%);
-    * the exact best is within its top 10, which refinement re-scores (1st, 5th, 1st);
+    * its pick before refinement is among the exact top 3 (measured 1st, 2nd, 3rd);
+    * the exact best is within its top 10, which refinement re-scores (1st, 3rd, 2nd), so
+      the refined fast mode picks the exact best on every seed;
     * Spearman's rho over the candidates whose exact utility is at least 1e-6 of the best
-      (8, 13 and 16 of the 30) exceeds 0.7 (measured 1.00, 0.91, 1.00; a random order of
+      (8, 13 and 10 of the 30) exceeds 0.7 (measured 1.00, 0.98, 0.94; a random order of
       8 exceeds 0.7 with probability 0.03).
+
+    The pick before refinement is not required to be near the best in utility: a surprising
+    answer can move the MAP to another local mode, which the batched refits (8 iterations,
+    a screen) need not reach; on seed 1 the pick had 34% of the best exact utility. The
+    exact re-scores settle it.
 
     Rho over the whole pool is no guarantee: about half of each pool has utilities at the
     rounding level (|u| < 1e-15), whose order is that of rounding errors. It was 0.94-0.99
@@ -238,11 +246,11 @@ def test_fast_mode_ranks_like_exact(synthetic_scores):
     absolute moves it down to 0.41. Over the resolved candidates the same perturbation
     leaves rho unchanged.
     """
-    for seed, (_, fast, exact) in synthetic_scores.items():
+    for seed, (_, fast, exact, refined_pick) in synthetic_scores.items():
         best, pick = exact.max(), np.argmax(fast)
         assert pick in np.argsort(-exact)[:3], seed
-        assert exact[pick] >= 0.75 * best, (seed, exact[pick] / best)
         assert np.argmax(exact) in np.argsort(-fast)[:10], seed
+        assert exact[refined_pick] == best, (seed, exact[refined_pick] / best)
         resolved = exact >= 1e-6 * best
         assert resolved.sum() >= 8, seed
         rho = stats.spearmanr(fast[resolved], exact[resolved])[0]
@@ -297,3 +305,83 @@ def test_fast_screen_survives_a_fit_reported_converged(stalled_chain):
     engine = NumpyEngine("learned")
     sc = UtilityScorer(data, fit, engine).score(pool, "fast", refine=0)
     assert np.all(np.isfinite(sc.utility))
+
+
+# -- the batched Newton stage and the adaptive refinement ---------------------------------
+
+
+def test_batched_newton_stage_finds_the_engines_refits(variant):
+    """Stage 2 solves the same local model as the engine's warm refit, so it lands on the
+    same optimum: its utilities equal the exact ones up to its looser tolerance (it stops
+    on a Newton decrement of 1e-7 without the last step: up to ~1% here; another optimum
+    would differ by orders of magnitude)."""
+    data = make_small_data(variant)
+    engine = NumpyEngine(variant)
+    fit = engine.fit(data)
+    asked = {tuple(p) for p in data.pairs}
+    pairs = np.array([p for p in all_pairs(data.p) if tuple(p) not in asked])[::3]
+    sc = UtilityScorer(data, fit, engine)
+    fast = sc.score(pairs, "fast", refine=0)      # stage 2 covers all on this small problem
+    exact = sc.score(pairs, "exact")
+    np.testing.assert_allclose(fast.utility, exact.utility, rtol=2e-2,
+                               atol=1e-6 * np.max(exact.utility))
+
+
+def _amazon_scorer(p: int = 120, n_answers: int = 2):
+    """A small Amazon-like problem (n = 100, p = 120, d = 100): too large for the refinement
+    budget, so the fast mode stops adaptively."""
+    from elicit.paper.bench import amazon_like
+
+    prob = amazon_like(0, p=p)
+    data = ModelData(prob.X, prob.y, prob.U, prob.hyper.with_threshold_mean(30.0))
+    engine = NumpyEngine("fixed")
+    fit = engine.fit(data)
+    rng = np.random.default_rng(0)
+    for i, j in all_pairs(p)[rng.choice(p * (p - 1) // 2, n_answers, replace=False)]:
+        f = prob.answer(i, j)
+        data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
+        fit = engine.fit(data, init=fit)
+    asked = {tuple(q) for q in data.pairs}
+    pool = np.array([q for q in all_pairs(p) if tuple(q) not in asked])
+    pool = pool[rng.choice(len(pool), 60, replace=False)]
+    return data, fit, engine, pool
+
+
+def test_adaptive_refinement_stops_only_when_the_winner_is_certain():
+    data, fit, engine, pool = _amazon_scorer()
+    sc = UtilityScorer(data, fit, engine)
+    sc.batch_flops = 0.0                    # the Laplace screen alone, as at Amazon size
+    assert sc.refine_flops < 10 * flops_per_eval(data)        # only one is guaranteed
+    screen = sc.score(pool, "fast", refine=0).utility
+    fast = sc.score(pool, "fast", refine=10)
+    exact = sc.score(pool, "exact")
+    # the refined estimates (model steps, first iterates) are within a few per cent...
+    refined = np.flatnonzero(fast.utility != screen)
+    assert 1 <= len(refined) < len(pool)
+    np.testing.assert_allclose(fast.utility[refined], exact.utility[refined], rtol=0.05)
+    # ...and tighter than the screen's
+    err = np.abs(fast.utility[refined] / exact.utility[refined] - 1)
+    assert np.max(err) < np.max(np.abs(screen[refined] / exact.utility[refined] - 1))
+    # the exact ones are the exact mode's values, and few were needed
+    done = np.flatnonzero(fast.exact)
+    assert 1 <= len(done) < 10
+    np.testing.assert_allclose(fast.utility[done], exact.utility[done], rtol=1e-12)
+    # when it stopped, the best exact value was beyond the bound of every other estimate
+    others = np.setdiff1d(np.arange(len(pool)), done)
+    worst = max(1 + sc.certainty_margin, 1 + sc.screen_margin)
+    assert np.max(exact.utility[done]) >= np.max(fast.utility[others]) / worst
+    # and the pick is exact's best
+    assert fast.best == exact.best
+
+
+def test_refinement_without_early_stop_rescores_all_requested():
+    data, fit, engine, pool = _amazon_scorer()
+    sc = UtilityScorer(data, fit, engine)
+    sc.certainty_margin = sc.screen_margin = sc.completion_margin = np.inf
+    fast = sc.score(pool, "fast", refine=6)
+    assert fast.exact.sum() == 6
+    exact = sc.score(pool, "exact")
+    assert np.array_equal(fast.utility[fast.exact], exact.utility[fast.exact])
+    sc2 = UtilityScorer(data, fit, engine)
+    sc2.refine_flops = np.inf
+    assert sc2.score(pool, "fast", refine=6).exact.sum() == 6

@@ -29,10 +29,17 @@ Two modes:
     2. *Batched Newton*: the screen's best candidates, as many as a floating-point budget
        (:attr:`UtilityScorer.batch_flops`) allows, are refitted by projected Newton with the
        log density evaluated for all of them in stacked numpy operations
-       (:mod:`elicit.batch`). On the paper's synthetic problem this covers every candidate;
-       at Amazon size it covers none, and the screen alone ranks.
-    3. *Exact refinement*: the ``refine`` best are refitted with the engine in use and
-       scored exactly, and the query is chosen among those.
+       (:mod:`elicit.model.batch`). Like the engine's refit, each iteration solves a local
+       model with the feedback terms exact, so the batch finds the optimum the engine finds.
+       On the paper's synthetic problem this covers every candidate; at Amazon size it
+       covers none, and the screen alone ranks.
+    3. *Exact refinement*: the screen's best are refitted with the engine in use and scored
+       exactly; the query is chosen among those. On small problems, where refits are cheap
+       (:attr:`UtilityScorer.refine_flops`), the ``refine`` best are. On larger ones the
+       estimates are refined best first, each one level at a time (model step without
+       kernel work, first Newton iterates, finished refits), until the best exact utility
+       beats what any other candidate could still reach (:meth:`UtilityScorer._refine`):
+       at Amazon size that is usually one candidate's two refits.
 
     Stage 1 alone ranks well but misjudges magnitudes, and its top pick can be far from the
     best: on small problems a surprising answer moves gamma far beyond the quadratic
@@ -49,14 +56,17 @@ from scipy.linalg import cho_solve
 from scipy.special import expit
 
 from elicit.engines.base import Engine, MAPResult
+from elicit.engines.numpy_engine import NumpyEngine
 from elicit.internal.threads import single_blas_thread
-from elicit.model.batch import batched_refit, flops_per_eval
+from elicit.model.batch import batched_refit, flops_per_eval, model_step_screen
 from elicit.model.density import (
     Marginal,
     feedback_terms,
     hessian_base,
     join_theta,
+    log_density,
     lower_bounds,
+    y_part_cache,
 )
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
@@ -119,6 +129,16 @@ class UtilityScorer:
 
     #: floating-point budget of the batched Newton stage of the fast mode, per round
     batch_flops: float = 7e7
+    #: floating-point budget of the exact re-scores that the fast mode always makes (on small
+    #: problems all ``refine`` of them); beyond it, re-scoring stops once the winner is certain
+    refine_flops: float = 3e7
+    #: how much the screen may underestimate an unscored candidate beyond the worst
+    #: underestimate seen among the re-scored ones (and beyond none at all), for stopping early
+    certainty_margin: float = 0.3
+    #: the same for the model-step utilities (see :meth:`_refine`)
+    screen_margin: float = 0.1
+    #: the same for the near-exact utilities of first Newton iterates
+    completion_margin: float = 0.05
 
     def __init__(self, data: ModelData, fit: MAPResult, engine: Engine) -> None:
         self.data, self.fit, self.engine = data, fit, engine
@@ -136,10 +156,21 @@ class UtilityScorer:
         if self._hessian is None:
             theta = join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, self.data)
             self._hessian = hessian_base(theta, self.data, self.marginal)
+            # The refits of this round start at this MAP: let them reuse its y-likelihood.
+            y_part_cache.remember(self.data, self.marginal)
         return self._hessian
 
     @single_blas_thread
     def score(self, pairs: np.ndarray, mode: Mode = "fast", refine: int = 10) -> Scores:
+        """Expected utilities of ``pairs`` (k x 2).
+
+        In ``fast`` mode the screen's best are re-scored exactly, best first, at most
+        ``refine`` of them: as many as :attr:`refine_flops` pays for (on small problems, all
+        ``refine``) always; beyond those, refining stops as soon as the winner is certain
+        (:meth:`_refine`): when the best exact utility exceeds what every other candidate's
+        estimate could still reach. ``Scores.exact`` marks the exact utilities; other
+        refined candidates carry their refined estimates.
+        """
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)
         s = answer_probability(self.fit, w)
@@ -152,26 +183,157 @@ class UtilityScorer:
         self._newton_stage(u, w, s)
         exact = np.zeros(len(pairs), bool)
         if refine > 0 and len(pairs):
-            top = np.argsort(-u)[:refine]
-            u[top] = self.exact(pairs[top], s[top])
-            exact[top] = True
+            self._refine(pairs, w, s, u, exact, refine)
         return Scores(pairs, u, exact, s, self._hessian)
+
+    def _refine(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
+                exact: np.ndarray, refine: int) -> None:
+        """Replace screen utilities by exact ones, best first, until the winner is certain.
+
+        Where the budget (:attr:`refine_flops`) covers all ``refine`` candidates, the
+        screen's ``refine`` best are refitted in screen order. Otherwise each candidate's
+        estimate is refined one level at a time, always the candidate whose estimate could
+        be highest: the screen's value; the *model-step* value (the first step of the refit
+        solved without kernel work, the predictive moved to first order: within a few per
+        cent of exact); the utility of the refits' first Newton iterates (one evaluation per
+        answer: within ~1e-3); the exact utility (the refits finished). A candidate's
+        estimate could be as high as itself times the level's margin (:attr:`certainty_margin`,
+        :attr:`screen_margin`, :attr:`completion_margin`) times the worst underestimate
+        seen at that level (at least 1); refining stops when the best exact utility reaches
+        every other candidate's bound. At most ``refine`` candidates get Newton iterations.
+        """
+        order = np.argsort(-u)[:refine]
+        per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
+        always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
+        if always >= len(order):
+            for c in order:
+                u[c] = self._exact_one(pairs[c], s[c])
+                exact[c] = True
+            return
+        level = np.zeros(len(u), int)     # 0 screen, 1 model step, 2 first iterate, 3 exact
+        margin = np.array([1.0 + self.certainty_margin, 1.0 + self.screen_margin,
+                           1.0 + self.completion_margin, 1.0])
+        under = np.ones(4)
+        # level 1 at once for the candidates the screen cannot rule out
+        top = np.flatnonzero(u * margin[0] ** 2 >= np.max(u))
+        top = top[np.argsort(-u[top])][:3 * refine]
+        for c, v in zip(top, self._model_step_utilities(w[top], s[top])):
+            under[0] = _worst_underestimate(under[0], v, u[c])
+            u[c], level[c] = v, 1
+        runs: dict = {}
+        n_started, capped = 0, False
+        while True:
+            open_ = np.flatnonzero((level == 2) if capped else (level < 3))
+            if len(open_) == 0:
+                break
+            bound = u[open_] * margin[level[open_]] * under[level[open_]]
+            bound[np.isin(open_, [c for c, (_, sure) in runs.items() if not sure])] = np.inf
+            j = open_[int(np.argmax(bound))]
+            if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):
+                break
+            if level[j] == 0:
+                v = self._model_step_utilities(w[[j]], s[[j]])[0]
+                under[0] = _worst_underestimate(under[0], v, u[j])
+            elif level[j] == 1:
+                if n_started >= refine:
+                    capped = True
+                    continue
+                started, v, sure = self._first_iterates(pairs[j], s[j])
+                runs[j] = (started, sure)
+                n_started += 1
+                under[1] = _worst_underestimate(under[1], v, u[j])
+            else:
+                started, sure = runs.pop(j)
+                v = self._finish(started, s[j])
+                if sure:
+                    under[2] = _worst_underestimate(under[2], v, u[j])
+                exact[j] = True
+            u[j] = v
+            level[j] += 1
+
+    def _model_step_utilities(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """Utilities with each answer's first refit step solved exactly on the local model
+        (no kernel work) and the predictive moved to first order along it."""
+        data, fit = self.data, self.fit
+        learned = data.hyper.variant == "learned"
+        d = data.d
+        theta = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+        lb = lower_bounds(data)
+        g0 = log_density(theta, data, self.marginal)[1]
+        Jm, Jv = self.marginal.predictive_jacobian(learned)
+        kern_idx = list(range(d)) + ([d + 1] if learned else [])
+        u = np.zeros(len(w))
+        for f in (0, 1):
+            step = model_step_screen(data, theta, g0, self.hessian, lb, w, f).T
+            dk = step[kern_idx]
+            mf = self.m0[:, None] + Jm @ dk
+            vf = np.maximum(self.v0[:, None] + Jv @ dk, 1e-3 * self.v0[:, None])
+            u += (s if f == 1 else 1.0 - s) * kl_gauss(mf, vf, self.m0[:, None],
+                                                         self.v0[:, None])
+        return u
+
+    def _start(self, d2: ModelData) -> np.ndarray:
+        # exactly the start point the engine's warm refit uses
+        return np.maximum(join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, d2),
+                          lower_bounds(d2))
+
+    def _first_iterates(self, pair: np.ndarray, s: float):
+        """Both refits of ``pair`` advanced by one Newton iteration: the runs, the utility of
+        their first iterates, and whether both iterates were close to converged."""
+        stepper = self.engine if isinstance(self.engine, NumpyEngine) else self._stepper
+        runs, kl, sure = [], np.empty(2), True
+        for f in (0, 1):
+            d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
+                                         np.append(self.data.f, f))
+            run = stepper.newton_run(d2, self._start(d2), self.hessian, keep_predictive=True)
+            run.step()
+            if run.status == "converged":      # the start was the optimum already
+                mf, vf = self._predictive_at(d2, run.result())
+            elif run.predictive is not None:
+                mf, vf = run.predictive
+                sure = sure and run.status == "running" and run.decrement() < 1e-6
+            else:                              # no step accepted yet
+                mf, vf = self.m0, self.v0
+                sure = False
+            kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
+            runs.append((d2, run))
+        return runs, float(s * kl[1] + (1.0 - s) * kl[0]), sure
+
+    def _finish(self, runs, s: float) -> float:
+        """The exact utility from the started refits (as :meth:`exact` computes it)."""
+        kl = np.empty(2)
+        for f, (d2, run) in enumerate(runs):
+            if isinstance(self.engine, NumpyEngine):
+                fit_f = self.engine.finish(run)
+            else:
+                H = self.hessian if self.engine.uses_hessian else None
+                fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
+            kl[f] = kl_gauss(*self._predictive_at(d2, fit_f), self.m0, self.v0)
+        return float(s * kl[1] + (1.0 - s) * kl[0])
+
+    @staticmethod
+    def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
+        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
+
+    @property
+    def _stepper(self) -> NumpyEngine:
+        # Newton iterations for the near-exact pass when the engine is not the numpy one
+        return NumpyEngine(self.data.hyper.variant)
 
     # -- exact ---------------------------------------------------------------------------
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each pair."""
+        return np.array([self._exact_one(pair, s[c]) for c, pair in enumerate(pairs)])
+
+    def _exact_one(self, pair: np.ndarray, s: float) -> float:
         H = self.hessian if self.engine.uses_hessian else None
-        out = np.empty(len(pairs))
-        base_pairs, base_f = self.data.pairs, self.data.f
-        for c, pair in enumerate(pairs):
-            kl = np.empty(2)
-            for f in (0, 1):
-                d2 = self.data.with_feedback(np.vstack([base_pairs, pair]), np.append(base_f, f))
-                fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
-                mf, vf = Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
-                kl[f] = kl_gauss(mf, vf, self.m0, self.v0)
-            out[c] = s[c] * kl[1] + (1.0 - s[c]) * kl[0]
-        return out
+        kl = np.empty(2)
+        for f in (0, 1):
+            d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
+                                         np.append(self.data.f, f))
+            fit_f = self.engine.fit(d2, init=self.fit, hessian=H)
+            kl[f] = kl_gauss(*self._predictive_at(d2, fit_f), self.m0, self.v0)
+        return float(s * kl[1] + (1.0 - s) * kl[0])
 
     # -- fast screen ---------------------------------------------------------------------
     def _newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray) -> None:
@@ -190,7 +352,8 @@ class UtilityScorer:
         lb = lower_bounds(self.data)
         out = np.zeros(m)
         for f in (0, 1):
-            _, mf, vf = batched_refit(self.data, theta, self.hessian, lb, w[top], f)
+            _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, lb, w[top], f,
+                                         marginal=self.marginal)
             kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
             out += (s[top] if f == 1 else 1.0 - s[top]) * kl
         u[top] = out
@@ -228,6 +391,13 @@ class UtilityScorer:
             kl = kl_gauss(mf, vf, self.m0[:, None], self.v0[:, None])
             u += (s if f == 1 else 1.0 - s) * kl
         return u
+
+
+def _worst_underestimate(under: float, value: float, estimate: float) -> float:
+    """max(under, value / estimate), infinite when a non-positive estimate was exceeded."""
+    if estimate > 0:
+        return max(under, value / estimate)
+    return np.inf if value > 0 else under
 
 
 def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, iters: int = 60) -> np.ndarray:

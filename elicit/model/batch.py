@@ -6,8 +6,9 @@ Gaussian. Refitting each candidate separately is exact but pays Python's overhea
 candidate. Here the log density and gradient of :mod:`elicit.density` are evaluated for a
 whole batch of parameter vectors (one per candidate and answer, each with its own extra
 feedback term) with stacked numpy operations, and projected Newton runs on all of them
-together: the base Hessian is frozen at the current MAP, the feedback curvature is exact at
-every iterate, and each candidate has its own backtracking step and active set.
+together, as in the numpy engine's warm refit: the base Hessian is frozen at the current MAP,
+each iteration maximises the local model whose feedback terms are exact, and each candidate
+has its own backtracking step and active set.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
+from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
 
@@ -96,76 +98,196 @@ class BatchDensity:
         var = (b_star / (a_star - 1.0))[:, None] * (2.0 - np.einsum("cii->ci", Sinv))
         return value, grad, (mean, var)
 
-    def feedback_curvature(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Hessian of all feedback terms (old + the candidate's new one): (C, k, k)."""
-        data = self.data
-        d = data.d
-        th = theta[idx]
-        gamma, xi = th[:, :d], th[:, d]
-        k = th.shape[1]
-        Wall = np.concatenate([np.broadcast_to(data.W_f, (len(th), len(data.f), d)),
-                               self.w_new[idx][:, None, :]], axis=1)  # (C, N_f + 1, d)
-        z = xi[:, None] - np.einsum("cfl,cl->cf", Wall, gamma)
-        s = expit(z)
-        c = s * (1.0 - s)
-        V = np.zeros((len(th), Wall.shape[1], k))
+    def feedback(self, theta: np.ndarray, hess: bool = True):
+        """Value (C,), gradient (C, k) and Hessian (C, k, k) of all feedback terms (the
+        answers so far plus each candidate's new one) at the rows of ``theta``."""
+        return _feedback_terms(self.data, self.w_new, self.f_new, theta, hess)
+
+
+def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
+                    hess: bool):
+    d = data.d
+    C, k = theta.shape
+    gamma, xi = theta[:, :d], theta[:, d]
+    Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
+                           w_new[:, None, :]], axis=1)                 # (C, N_f + 1, d)
+    fall = np.append(data.f, f_new).astype(float)
+    z = xi[:, None] - np.einsum("cfl,cl->cf", Wall, gamma)
+    value = np.sum(fall * log_expit(z) + (1.0 - fall) * log_expit(-z), axis=1)
+    sig = expit(z)
+    res = fall - sig
+    grad = np.zeros((C, k))
+    grad[:, :d] = -np.einsum("cf,cfl->cl", res, Wall)
+    grad[:, d] = res.sum(axis=1)
+    H = None
+    if hess:
+        c = sig * (1.0 - sig)
+        V = np.zeros((C, Wall.shape[1], k))
         V[:, :, :d] = -Wall
         V[:, :, d] = 1.0
-        return -np.einsum("cf,cfi,cfj->cij", c, V, V, optimize=True)
+        H = -np.matmul(V.transpose(0, 2, 1) * c[:, None, :], V)
+    return value, grad, H
+
+
+def _projected_steps(H: np.ndarray, g: np.ndarray, theta: np.ndarray,
+                     lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Newton steps of concave quadratic models (Hessians H (C, k, k), gradients g (C, k)),
+    parameters on their bounds held there where the gradient pushes them out; decrements."""
+    k = g.shape[1]
+    eye = np.eye(k)
+    A = -H
+    free = ~((theta <= lb) & (g < 0))
+    # Clamp the parameters on their bounds: identity rows/columns, zero gradient.
+    mask = free[:, :, None] & free[:, None, :]
+    A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
+    g = np.where(free, g, 0.0)
+    # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
+    scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
+    A = A + (1e-9 * scale)[:, None, None] * eye[None]
+    step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+    dec = np.einsum("ci,ci->c", g, step)
+    bad = ~np.isfinite(dec) | (dec < 0)
+    # A non-ascent direction (indefinite stale Hessian): fall back to a gradient step.
+    step[bad] = g[bad] / scale[bad, None]
+    dec[bad] = np.einsum("ci,ci->c", g[bad], step[bad])
+    return step, dec
+
+
+def model_steps(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
+                g_base: np.ndarray, H_base: np.ndarray, lb: np.ndarray, step0: np.ndarray,
+                dec0: np.ndarray, tol: float, max_iter: int = 30) -> np.ndarray:
+    """Batched version of the numpy engine's model step: for each row c (a candidate's new
+    answer ``w_new[c]``, ``f_new``), the maximiser s of
+    ``g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)`` over ``theta + s >= lb``, F the
+    feedback terms (exact), by projected Newton from s = 0 (first step ``step0``)."""
+    C = len(theta)
+    F0 = _feedback_terms(data, w_new, f_new, theta, False)[0]
+
+    def model(rows: np.ndarray, s: np.ndarray) -> np.ndarray:
+        Fs = _feedback_terms(data, w_new[rows], f_new, theta[rows] + s, False)[0]
+        return (np.einsum("ci,ci->c", g_base[rows], s)
+                + 0.5 * np.einsum("ci,ij,cj->c", s, H_base, s) + Fs - F0[rows])
+
+    s = np.zeros_like(theta)
+    m = np.zeros(C)
+    st, dec = step0.copy(), dec0.copy()
+    active = np.ones(C, bool)
+    for _ in range(max_iter):
+        rows = np.flatnonzero(active)
+        if len(rows) == 0:
+            break
+        t = np.ones(len(rows))
+        pending = np.ones(len(rows), bool)
+        for _ls in range(30):
+            if not pending.any():
+                break
+            sub = rows[pending]
+            trial = np.maximum(theta[sub] + s[sub] + t[pending, None] * st[sub], lb) - theta[sub]
+            mt = model(sub, trial)
+            ok = mt >= m[sub] + 1e-4 * t[pending] * dec[sub]
+            s[sub[ok]], m[sub[ok]] = trial[ok], mt[ok]
+            pos = np.flatnonzero(pending)
+            pending[pos[ok]] = False
+            t[pending] *= 0.5
+        active[rows[pending]] = False          # no model ascent left: keep s
+        rows = rows[~pending]
+        if len(rows) == 0:
+            break
+        x = theta[rows] + s[rows]
+        _, fg, fH = _feedback_terms(data, w_new[rows], f_new, x, True)
+        st[rows], dec[rows] = _projected_steps(H_base[None] + fH,
+                                               g_base[rows] + s[rows] @ H_base + fg, x, lb)
+        fin = rows[~(dec[rows] >= tol)]
+        ok = np.isfinite(dec[fin])
+        s[fin[ok]] = np.maximum(theta[fin[ok]] + s[fin[ok]] + st[fin[ok]], lb) - theta[fin[ok]]
+        active[fin] = False
+    return s
+
+
+def model_step_screen(data: ModelData, theta0: np.ndarray, g0: np.ndarray,
+                      hess_base: np.ndarray, lb: np.ndarray, w_new: np.ndarray, f_new: int,
+                      tol: float = 1e-10) -> np.ndarray:
+    """The first step of each candidate's warm refit, without any kernel work: the maximiser
+    of the local model at ``theta0`` (gradient ``g0`` of the log density without the new
+    answer, base Hessian ``hess_base``) with the new answer added; shape (C, k)."""
+    C = len(w_new)
+    theta = np.repeat(theta0[None, :], C, axis=0)
+    _, fg, fH = _feedback_terms(data, w_new, f_new, theta, True)
+    fg_old = feedback_terms(theta0, data, False)[1]       # the answers so far
+    g = g0[None, :] + (fg - fg_old[None, :])              # plus the new answer's gradient
+    g_base = g - fg
+    step, dec = _projected_steps(hess_base[None] + fH, g, theta, lb)
+    s = model_steps(data, w_new, f_new, theta, g_base, hess_base, lb, step, dec, tol)
+    done = ~(dec >= tol)
+    s[done] = np.maximum(theta[done] + step[done], lb) - theta[done]
+    return s
 
 
 def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   lb: np.ndarray, w_new: np.ndarray, f_new: int, max_iter: int = 8,
-                  tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  tol: float = 1e-7, marginal: Marginal | None = None,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``.
 
-    Returns the final thetas (C, k) and the Gaussian predictive mean and variance at the
-    training inputs (C, n) for each. Candidates that have not converged after ``max_iter``
-    iterations keep their last iterate (this is a screen; the best candidates are refitted
-    exactly afterwards).
+    Like the numpy engine's warm refit, each iteration maximises a local model (the base part
+    quadratic with the frozen ``hess_base``, the feedback terms exact), so that the batch
+    converges to the optimum the engine's refit finds, in one or two evaluations.
+
+    Returns the final thetas (C, k), the Gaussian predictive mean and variance at the
+    training inputs (C, n) for each, and which candidates converged (C,). Candidates that have
+    not converged after ``max_iter`` iterations, or whose line search failed, keep their last
+    iterate (this is a screen; the best candidates are refitted exactly afterwards).
+
+    At the start all candidates share the kernel part: it is evaluated once (from
+    ``marginal``, the marginal at ``theta0``, when given) and only the new answer's term
+    differs.
     """
     C = len(w_new)
-    k = len(theta0)
     bd = BatchDensity(data, w_new, f_new)
     theta = np.repeat(theta0[None, :], C, axis=0)
-    all_idx = np.arange(C)
-    value, grad, (mean, var) = bd(theta, all_idx)
+    gamma0, _, tau2_0 = split_theta(theta0, data)
+    mg = marginal if marginal is not None else Marginal.from_data(data, gamma0, tau2_0)
+    v0, g0 = log_density(theta0, data, mg)
+    zn = theta0[data.d] - w_new @ gamma0
+    value = v0 + (log_expit(zn) if f_new == 1 else log_expit(-zn))
+    rn = f_new - expit(zn)
+    grad = np.repeat(g0[None, :], C, axis=0)
+    grad[:, :data.d] -= rn[:, None] * w_new
+    grad[:, data.d] += rn
+    m0, var0 = mg.predictive()
+    mean = np.repeat(m0[None, :], C, axis=0)
+    var = np.repeat(var0[None, :], C, axis=0)
     active = np.ones(C, bool)
-    eye = np.eye(k)
+    converged = np.zeros(C, bool)
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
         if len(idx) == 0:
             break
-        A = -(hess_base[None] + bd.feedback_curvature(theta, idx))
-        g = grad[idx]
-        free = ~((theta[idx] <= lb) & (g < 0))
-        # Clamp the parameters on their bounds: identity rows/columns, zero gradient.
-        mask = free[:, :, None] & free[:, None, :]
-        A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
-        g = np.where(free, g, 0.0)
-        # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
-        scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
-        A = A + (1e-9 * scale)[:, None, None] * eye[None]
-        step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
-        dec = np.einsum("ci,ci->c", g, step)
+        _, fg, fH = _feedback_terms(data, w_new[idx], f_new, theta[idx], True)
+        step, dec = _projected_steps(hess_base[None] + fH, grad[idx], theta[idx], lb)
         done = dec < tol
-        bad = ~np.isfinite(dec) | (dec < 0)
-        # A non-ascent direction (indefinite stale Hessian): fall back to a gradient step.
-        step[bad] = g[bad] / scale[bad, None]
-        dec[bad] = np.einsum("ci,ci->c", g[bad], step[bad])
         active[idx[done]] = False
-        idx, step, dec = idx[~done], step[~done], dec[~done]
+        converged[idx[done]] = True
+        keep = ~done
+        idx, step, dec, fg = idx[keep], step[keep], dec[keep], fg[keep]
+        if len(idx) == 0:
+            break
+        direction = model_steps(data, w_new[idx], f_new, theta[idx], grad[idx] - fg, hess_base,
+                                lb, step, dec, tol=1e-3 * tol)
+        slope = np.einsum("ci,ci->c", grad[idx], direction)
+        bad = ~(np.isfinite(slope) & (slope > 0))
+        direction[bad], slope[bad] = step[bad], dec[bad]
         t = np.ones(len(idx))
         pending = np.ones(len(idx), bool)
         for _ls in range(12):
             if not pending.any():
                 break
             sub = idx[pending]
-            trial = np.maximum(theta[sub] + t[pending, None] * step[pending], lb)
+            trial = np.maximum(theta[sub] + t[pending, None] * direction[pending], lb)
             saved = theta[sub].copy()
             theta[sub] = trial
             v, gr, (mn, vr) = bd(theta, sub)
-            ok = v >= value[sub] + 1e-4 * t[pending] * dec[pending]
+            ok = v >= value[sub] + 1e-4 * t[pending] * slope[pending]
             acc = sub[ok]
             value[acc], grad[acc], mean[acc], var[acc] = v[ok], gr[ok], mn[ok], vr[ok]
             theta[sub[~ok]] = saved[~ok]
@@ -174,4 +296,4 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
             t[pending] *= 0.5
         # Candidates whose line search failed stop where they are.
         active[idx[pending]] = False
-    return theta, mean, var
+    return theta, mean, var, converged

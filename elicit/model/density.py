@@ -20,12 +20,16 @@ p x p x d array is ever formed.
 
 from __future__ import annotations
 
+import threading
+import zlib
+from collections import OrderedDict
 from functools import cached_property
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.special import expit, gammaln, log_expit
 
-from elicit.model.kernel import kernel
+from elicit.model.kernel import kernel, row_blocks
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
 
@@ -102,15 +106,33 @@ class Marginal:
 
     @cached_property
     def _R(self) -> np.ndarray:
-        # R = (X' G X) o K: contracting it with D_l gives tr(G X (K o D_l) X').
-        P = self.X.T @ (self.G @ self.X)
-        return P * self.K
+        # R = (X' G X) o K: contracting it with D_l gives tr(G X (K o D_l) X'). With
+        # G = (omega alpha alpha' - S^-1) / 2 and S^-1 = L^-T L^-1, X' G X is a symmetric
+        # rank-n product (W = L^-1 X) plus a rank-one term; built in place, no p x p temporary.
+        W = solve_triangular(self.L, self.X, lower=True, check_finite=False)
+        xa = self.X.T @ self.alpha
+        R = W.T @ W
+        c = 0.5 * self.omega
+        for blk in row_blocks(len(xa)):
+            Rb = R[blk]
+            Rb *= -0.5
+            Rb += (c * xa[blk])[:, None] * xa[None, :]
+            Rb *= self.K[blk]
+        return R
+
+    @cached_property
+    def _r(self) -> np.ndarray:
+        # Row sums of R: r_i = x_i' G (X K)_i, an n x p product instead of a p x p pass.
+        return np.einsum("ai,ai->i", self.G @ self.X, self.XK)
+
+    @cached_property
+    def _RU(self) -> np.ndarray:
+        return self._R @ self.U
 
     def grad_gamma(self) -> np.ndarray:
-        R, U = self._R, self.U
-        r = R.sum(axis=1)
+        U = self.U
         # sum_ij R_ij D_l,ij = 2 (r . u_l^2 - u_l' R u_l)
-        return -self.tau2 * ((U * U).T @ r - np.einsum("il,il->l", U, R @ U))
+        return -self.tau2 * ((U * U).T @ self._r - np.einsum("il,il->l", U, self._RU))
 
     def grad_tau2(self) -> float:
         return float(np.sum(self.G * self.B)) / self.tau2
@@ -126,10 +148,14 @@ class Marginal:
         n = X.shape[0]
         d = U.shape[1]
         Bd = np.empty((d + learned, n, n))
+        # Row gathers of contiguous transposes, and take() rather than fancy indexing:
+        # gathering the support blocks of K costs as much as the products themselves.
+        XT = np.ascontiguousarray(X.T)
+        XKT = np.ascontiguousarray(self.XK.T)
         for l, (S, u) in enumerate(self._supports):
-            Y = X[:, S] * u
-            A = (Y * u) @ self.XK[:, S].T
-            Bd[l] = A + A.T - 2.0 * (Y @ K[np.ix_(S, S)]) @ Y.T
+            Yt = XT[S] * u[:, None]                       # Y_l' restricted to S
+            A = XKT[S].T @ (Yt * u[:, None])
+            Bd[l] = A + A.T - 2.0 * Yt.T @ (K.take(S, 0).take(S, 1) @ Yt)
         Bd[:d] *= -0.5 * tau2
         if learned:
             Bd[d] = self.B / tau2
@@ -193,16 +219,15 @@ class Marginal:
             - self.omega * (V @ self.Sinv @ V.T) + 0.5 * trCC
         # tr(G B_ab): second kernel derivatives, d^2 K / dgamma_a dgamma_b = K o D_a o D_b / 4
         U2 = U * U
-        r = R.sum(axis=1)
-        RU = R @ U
+        r, RU = self._r, self._RU
         T = 2.0 * (U2.T * r) @ U2 + 2.0 * U2.T @ (R @ U2)
         M3 = U2.T @ (U * RU)
         T -= 4.0 * (M3 + M3.T)
         # sum_ij R_ij U_ia U_ja U_ib U_jb, again over the support of u_a only
         E_full = np.empty((d, d))
         for a, (S, u) in enumerate(self._supports):
-            Ua = U[S]
-            E_full[a] = np.einsum("ib,ib->b", Ua, (R[np.ix_(S, S)] * np.outer(u, u)) @ Ua)
+            Ua = U[S] * u[:, None]                        # rows u_i o u_ia
+            E_full[a] = np.einsum("ib,ib->b", Ua, R.take(S, 0).take(S, 1) @ Ua)
         T += 4.0 * E_full
         H[:d, :d] += 0.25 * self.tau2 * T
         if learned:
@@ -268,18 +293,98 @@ def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
     return val, grad, H
 
 
-def log_density(theta: np.ndarray, data: ModelData,
-                marginal: Marginal | None = None) -> tuple[float, np.ndarray]:
-    """Log posterior density (no Jacobian, up to a constant) and its gradient in theta."""
+def data_fingerprint(data: ModelData) -> tuple[int, ...]:
+    """CRC32 checksums of X, y and U: caches keyed by the arrays' identity check them, so
+    that an array modified in place never serves stale results."""
+    return tuple(zlib.crc32(np.ascontiguousarray(a).data) for a in (data.X, data.y, data.U))
+
+
+class YPartCache:
+    """The y-likelihood's value and gradient at a few recent points, for warm refits.
+
+    A query round computes the marginal at the current MAP anyway (for the Hessian and the
+    screen); every warm refit of that round starts at the same MAP, and would otherwise
+    rebuild the kernel and its derivatives there first. :meth:`remember` stores the
+    y-likelihood part (which does not depend on the answers) and :func:`log_density` with
+    ``cached=True`` reuses it.
+
+    Entries are keyed by the identity of the data arrays (X, y, U), the variant and the
+    hyperparameters of the y-likelihood and the exact bytes of (gamma, tau2), and are checked
+    against a CRC32 of the arrays, so an array modified in place is never served stale values.
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(data: ModelData, gamma: np.ndarray, tau2: float) -> tuple:
+        h = data.hyper
+        return (id(data.X), id(data.y), id(data.U), h.variant, float(h.a_sigma),
+                float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes())
+
+    _fingerprint = staticmethod(lambda data: data_fingerprint(data))
+
+    def remember(self, data: ModelData, mg: Marginal) -> None:
+        """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
+        if mg.X is not data.X or mg.y is not data.y or mg.U is not data.U:
+            return
+        learned = data.hyper.variant == "learned"
+        entry = ((data.X, data.y, data.U), self._fingerprint(data), mg.value,
+                 mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0)
+        key = self._key(data, mg.gamma, mg.tau2)
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float):
+        """(value, grad_gamma, grad_tau2) of the y-likelihood, or None."""
+        key = self._key(data, gamma, tau2)
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None:
+            return None
+        arrays, fp, value, g_gamma, g_tau2 = entry
+        if (arrays[0] is not data.X or arrays[1] is not data.y or arrays[2] is not data.U
+                or fp != self._fingerprint(data)):
+            return None
+        return value, g_gamma, g_tau2
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+#: the process-wide cache of y-likelihood parts (see :class:`YPartCache`)
+y_part_cache = YPartCache()
+
+
+def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = None, *,
+                cached: bool = False) -> tuple[float, np.ndarray]:
+    """Log posterior density (no Jacobian, up to a constant) and its gradient in theta.
+
+    With ``cached``, the y-likelihood part is taken from :data:`y_part_cache` when a query
+    round has stored it for this point.
+    """
     theta = np.asarray(theta, dtype=float)
     gamma, _, tau2 = split_theta(theta, data)
-    mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
+    learned = data.hyper.variant == "learned"
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
     d = data.d
-    grad[:d] += mg.grad_gamma()
-    if data.hyper.variant == "learned":
-        grad[d + 1] += mg.grad_tau2()
-    return mg.value + val, grad
+    hit = y_part_cache.lookup(data, gamma, tau2) if cached and marginal is None else None
+    if hit is not None:
+        y_val, g_gamma, g_tau2 = hit
+    else:
+        mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
+        y_val, g_gamma = mg.value, mg.grad_gamma()
+        g_tau2 = mg.grad_tau2() if learned else 0.0
+    grad[:d] += g_gamma
+    if learned:
+        grad[d + 1] += g_tau2
+    return y_val + val, grad
 
 
 def hessian_base(theta: np.ndarray, data: ModelData,

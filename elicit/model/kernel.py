@@ -8,22 +8,48 @@ from __future__ import annotations
 
 import numpy as np
 
+#: elements per block of the row-blocked passes over p x p arrays (fits in cache)
+BLOCK_ELEMS = 1 << 17
+
+
+def row_blocks(p: int, ncols: int | None = None):
+    """Slices of consecutive rows, each block holding about :data:`BLOCK_ELEMS` elements."""
+    step = max(1, BLOCK_ELEMS // max(1, p if ncols is None else ncols))
+    for i0 in range(0, p, step):
+        yield slice(i0, min(p, i0 + step))
+
+
+def _kernel_inplace(U: np.ndarray, gamma: np.ndarray, exp: bool) -> np.ndarray:
+    """-0.5 * sum_l gamma_l (U_il - U_jl)^2, clipped at 0 (or its exp when ``exp``).
+
+    One symmetric product (``Z Z'`` runs as a rank-k update) and then, block by block of rows
+    while the block is in cache, the row/column offsets, the clip and the exp: no p x p
+    temporaries. ``h_i + h_j`` is added as one term, so the result is exactly symmetric.
+    """
+    Z = U * np.sqrt(gamma)
+    h = 0.5 * np.einsum("ij,ij->i", Z, Z)
+    M = Z @ Z.T
+    for blk in row_blocks(len(h)):
+        Mb = M[blk]
+        Mb -= h[blk, None] + h[None, :]
+        np.minimum(Mb, 0.0, out=Mb)
+        if exp:
+            np.exp(Mb, out=Mb)
+    np.fill_diagonal(M, 1.0 if exp else 0.0)
+    return M
+
 
 def sq_dists(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """sum_l gamma_l (U_il - U_jl)^2 for all feature pairs (p x p), clipped at 0."""
-    Z = U * np.sqrt(gamma)
-    s = np.einsum("ij,ij->i", Z, Z)
-    D = s[:, None] + s[None, :] - 2.0 * (Z @ Z.T)
-    np.maximum(D, 0.0, out=D)
-    np.fill_diagonal(D, 0.0)
-    return D
-
+    M = _kernel_inplace(U, np.asarray(gamma, dtype=float), exp=False)
+    M *= -2.0
+    np.fill_diagonal(M, 0.0)
+    return M
 
 
 def kernel(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)."""
-    return np.exp(-0.5 * sq_dists(U, np.asarray(gamma, dtype=float)))
-
+    return _kernel_inplace(U, np.asarray(gamma, dtype=float), exp=True)
 
 
 def pair_weights(U: np.ndarray, pairs: np.ndarray) -> np.ndarray:

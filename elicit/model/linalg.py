@@ -26,5 +26,14 @@ def damped_cho_factor(A: np.ndarray):
 
 
 def damped_solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve A x = g with :func:`damped_cho_factor`."""
-    return cho_solve(damped_cho_factor(A), g, check_finite=False)
+    """Solve A x = g with :func:`damped_cho_factor`.
+
+    When A is positive definite (the common case) numpy's own calls are used: on the small
+    systems of Newton steps (d + 1 ~ 10-100 parameters) scipy's per-call overhead would cost
+    more than the factorisation.
+    """
+    try:
+        np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return cho_solve(damped_cho_factor(A), g, check_finite=False)
+    return np.linalg.solve(A, g)

@@ -246,9 +246,24 @@ def all_pairs(p: int) -> np.ndarray:
     return np.column_stack([i, j])
 
 
+#: pairs per chunk of :func:`auto_threshold_mean`
+_PAIR_CHUNK = 1 << 16
+
+
 def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray) -> float:
-    """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``."""
-    m = float(np.mean(pair_weights(U, pairs) @ gamma0))
+    """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``.
+
+    Large candidate sets (all 2 million pairs of 2000 features) are summed in chunks: their
+    w alone would take ``len(pairs) * d`` floats (1.6 GB at d = 100).
+    """
+    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    if len(pairs) <= _PAIR_CHUNK:
+        # one expression, as always, so that results stay bit for bit those of earlier versions
+        m = float(np.mean(pair_weights(U, pairs) @ gamma0))
+    else:
+        total = sum(float(np.sum(pair_weights(U, pairs[k:k + _PAIR_CHUNK]) @ gamma0))
+                    for k in range(0, len(pairs), _PAIR_CHUNK))
+        m = total / len(pairs)
     if not (np.isfinite(m) and m > 0):
         raise ElicitError("cannot set threshold_mean='auto': all candidate pairs have identical "
                           "meta-features; give threshold_mean explicitly")

@@ -14,6 +14,10 @@ refits the MAP warm. The problems (:data:`SIZES`):
     gamma (10 informative meta-features), unit noise, fixed tau2 = 0.01, and a 400-pair pool
     over all pairs. The simulated expert calls a pair similar when the true weights share a
     sign.
+``p1000``, ``p2000``, ``p4000``
+    The same random problem with p = 1000, 2000 or 4000 features (n = 100, d = 100, a
+    400-pair pool over all p(p-1)/2 pairs): the scaling benchmarks. The feature rates, and
+    so the sparsity of the meta-features, are drawn as for ``amazon``.
 ``synthetic``
     The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250), answered
     the same way.
@@ -25,7 +29,8 @@ refits the MAP warm. The problems (:data:`SIZES`):
 
 Every step is timed in wall time (``*_s``) and in process CPU time (``*_cpu_s``). BLAS runs on
 one thread here, so CPU time is what the step costs on an idle core; it stays meaningful when
-other jobs share the machine and inflate the wall times.
+other jobs share the machine and inflate the wall times. ``peak_rss_mb`` is the process's
+peak resident memory at the end (the interpreter and its imports included, about 150 MB).
 """
 
 from __future__ import annotations
@@ -53,7 +58,10 @@ from elicit.paper.problems import STREAM_BENCH, realdata_problem, run_stream
 from elicit.paper.synthetic import make_synthetic
 
 #: The benchmark problems of ``elicit bench --size``.
-SIZES: tuple[str, ...] = ("amazon", "synthetic", "amazon-real", "yelp-real")
+SIZES: tuple[str, ...] = ("amazon", "p1000", "p2000", "p4000", "synthetic", "amazon-real",
+                          "yelp-real")
+#: p of the random scaling sizes
+SCALING_P = {"p1000": 1000, "p2000": 2000, "p4000": 4000}
 
 
 @dataclass
@@ -146,6 +154,10 @@ def bench_problem(size: str, seed: int = 0, run: int = 0,
     ``standardize`` only matter for the real ones."""
     if size == "amazon":
         return amazon_like(seed)
+    if size in SCALING_P:
+        prob = amazon_like(seed, p=SCALING_P[size])
+        prob.size = size
+        return prob
     if size == "synthetic":
         return synthetic_size(seed)
     if size in ("amazon-real", "yelp-real"):
@@ -189,7 +201,10 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
         ``size, engine, rounds, refine, p, n, d, n_candidates``; ``map_cold_s`` (the
         no-feedback set-up, :func:`~elicit.elicitation.elicitor.fit_no_feedback`: a fit, the
         threshold prior, a refit); the medians over rounds of ``map_warm_s`` (the refit after
-        an answer) and ``round_fast_s``; with ``exact``, ``round_exact_s``, the top-1
+        an answer, as an elicitation makes it: with the numpy engine usually remembered from
+        the round's re-scores), ``map_refit_s`` (numpy engine: the same refit computed from
+        scratch, as when the expert answers a pair the round did not refine) and
+        ``round_fast_s``; with ``exact``, ``round_exact_s``, the top-1
         agreement of the fast pick with the exact best, the mean relative utility lost when
         they differ (``exact_regret``), the median Spearman correlation of the screen with the
         exact utilities and the largest rank of the exact best in the screen. Each time also
@@ -231,7 +246,15 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
         with _timed(row, "map_warm"):
             # The refit starts from the Hessian the round computed, as in an elicitation.
-            fit = eng.fit(data, init=fit, hessian=fast.hessian)
+            new_fit = eng.fit(data, init=fit, hessian=fast.hessian)
+        clear = getattr(eng, "clear_memo", None)
+        if clear is not None:
+            # The refit above is usually remembered from the round's re-scores; time it again
+            # from scratch, which is what it costs when the expert picks another pair.
+            clear()
+            with _timed(row, "map_refit"):
+                eng.fit(data, init=fit, hessian=fast.hessian)
+        fit = new_fit
         rows.append(row)
 
     def med(key: str) -> float:
@@ -240,7 +263,9 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
     out = {"size": prob.size, "engine": eng.name, "rounds": rounds, "refine": refine,
            "p": int(prob.X.shape[1]), "n": int(prob.X.shape[0]), "d": int(prob.U.shape[1]),
            "n_candidates": int(len(pairs)), **cold}
-    for step in ("map_warm", "round_fast") + (("round_exact",) if exact else ()):
+    steps = ("map_warm",) + (("map_refit",) if any("map_refit_s" in r for r in rows) else ()) + \
+        ("round_fast",) + (("round_exact",) if exact else ())
+    for step in steps:
         out[f"{step}_s"] = med(f"{step}_s")
         out[f"{step}_cpu_s"] = med(f"{step}_cpu_s")
     if exact:
@@ -250,8 +275,19 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             "spearman_screen": med("spearman_screen"),
             "rank_of_best_in_screen_max": int(max(r["rank_of_best_in_screen"] for r in rows)),
         })
+    out["peak_rss_mb"] = peak_rss_mb()
     out["per_round"] = rows
     return out
+
+
+def peak_rss_mb() -> float:
+    """The peak resident set size of this process so far, in MB (``getrusage``)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kilobytes, macOS bytes.
+    return float(peak) / (1024.0**2 if sys.platform == "darwin" else 1024.0)
 
 
 # The problem is built with one BLAS thread too: the last digits of a matrix product (the
