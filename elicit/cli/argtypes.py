@@ -113,3 +113,48 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
                    help="sweep seed: every run's data and random streams derive from it")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+
+
+def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "") -> None:
+    """``--meta-features counts|ppmi|lsa|FILE`` and ``--meta-dim K``.
+
+    Both are parsed as text and checked by :func:`meta_options`, so that a mistake is one
+    ``elicit: error:`` line like the library's other errors.
+    """
+    from elicit.data.metafeatures import DEFAULT_META_DIM
+
+    p.add_argument("--meta-features", default=None, metavar="counts|ppmi|lsa|FILE",
+                   help=f"{where}: the keywords' meta-features: counts (default, the paper's: "
+                        "each keyword's training counts), ppmi or lsa (an embedding of the "
+                        "keywords learned from the reviews outside the model, no ratings), or "
+                        "a CSV/Parquet file with the keyword in the first column"
+                        + file_help + " (see docs/metafeatures.md)")
+    p.add_argument("--meta-dim", default=None, metavar="K",
+                   help=f"dimensions of the ppmi/lsa embedding (default {DEFAULT_META_DIM})")
+
+
+def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
+    """The checked ``--meta-features`` and ``--meta-dim``: ``(kind or path, dimensions)``.
+
+    Raises :class:`~elicit.errors.ElicitError` for a ``--meta-dim`` that is not a positive
+    integer or that comes without ``ppmi``/``lsa``.
+    """
+    from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, META_FEATURES
+    from elicit.errors import ElicitError
+
+    kind = "counts" if kind is None else kind
+    if kind not in META_FEATURES and not Path(kind).is_file():
+        raise ElicitError(f"--meta-features {kind!r} is neither one of "
+                          f"{', '.join(META_FEATURES)} nor an existing file")
+    if dim is None:
+        return kind, DEFAULT_META_DIM
+    if kind not in EMBEDDINGS:
+        raise ElicitError(f"--meta-dim goes with --meta-features ppmi or lsa only (the "
+                          f"dimensions of the embedding), not with {kind!r}")
+    try:
+        value = int(dim)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ElicitError(f"--meta-dim must be a positive integer, got {dim!r}")
+    return kind, value

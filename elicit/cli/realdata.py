@@ -15,7 +15,9 @@ from elicit.cli.argtypes import (
     ENGINE_HELP,
     add_check_engine_option,
     add_cluster_option,
+    add_meta_options,
     add_sweep_options,
+    meta_options,
     names,
     nonneg_int,
     positive_int,
@@ -63,6 +65,7 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--paper", action="store_true",
                    help=f"the paper-literal configuration: --standardize train --tau2 "
                         f"{PAPER_TAU2}")
+    add_meta_options(p, "--dataset/--corpus")
     p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
                    help=f"random pairs scored per sequential round (default {POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
@@ -98,6 +101,7 @@ def add_realdata_parsers(subparsers) -> None:
 
 def cmd_realdata(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
+    meta_features, meta_dim = meta_options(args.meta_features, args.meta_dim)
     source = make_source(args.dataset, args.corpus, data_dir=args.data_dir,
                          text_field=args.text_field, rating_field=args.rating_field,
                          min_df=args.min_df, name=args.name)
@@ -107,7 +111,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                        pool_size=args.pool_size, expert_rule=args.expert_rule,
                        expert_nonzero=args.expert_nonzero, engine=args.engine,
                        utility=args.utility, refine=args.refine, progress=not args.quiet,
-                       cluster=args.cluster, check_engine=args.check_engine)
+                       cluster=args.cluster, check_engine=args.check_engine,
+                       meta_features=meta_features, meta_dim=meta_dim)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

@@ -17,7 +17,14 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from elicit.cli.argtypes import ENGINE_HELP, nonneg_int, port, positive_int
+from elicit.cli.argtypes import (
+    ENGINE_HELP,
+    add_meta_options,
+    meta_options,
+    nonneg_int,
+    port,
+    positive_int,
+)
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError, EngineUnavailable
@@ -88,11 +95,9 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
                    help="--from-csv: the column to predict (the outcome)")
     n.add_argument("--features", type=column_list, metavar="COL,COL,...",
                    help="--from-csv: the feature columns (default: every other column)")
-    n.add_argument("--meta-features", type=Path, metavar="FILE",
-                   help="--from-csv: a .csv/.parquet table of meta-features, one row per "
-                        "feature, the feature's name in the first column (default: the "
-                        "paper's generic recipe, each feature's column of the training "
-                        "data)")
+    add_meta_options(n, "--dataset/--corpus/--from-csv",
+                     "; --from-csv takes only a FILE (default: the paper's generic recipe, "
+                     "each feature's column of the training data)")
     n.add_argument("--no-standardize", action="store_true",
                    help="--from-csv: use the feature columns as they are (default: centre "
                         "and scale each column inside the model; predictions still take "
@@ -235,10 +240,16 @@ def cmd_new(args: argparse.Namespace) -> int:
     )
 
     table_only = [opt for opt, v in (("--target", args.target), ("--features", args.features),
-                                     ("--meta-features", args.meta_features),
                                      ("--no-standardize", args.no_standardize)) if v]
     if args.from_csv is None and table_only:
         raise ElicitError(f"{', '.join(table_only)} go(es) with --from-csv FILE only")
+    if args.from_npz is not None and (args.meta_features or args.meta_dim):
+        raise ElicitError("--meta-features/--meta-dim do not go with --from-npz: put the "
+                          "meta-features in the .npz file as U")
+    meta_kind, meta_dim = meta_options(args.meta_features, args.meta_dim)
+    if args.from_csv is not None and meta_kind in ("ppmi", "lsa"):
+        raise ElicitError(f"--meta-features {meta_kind} learns from review text: use it with "
+                          "--dataset or --corpus; with --from-csv give a FILE")
     corpus_only = [opt for opt, v, default in (
         ("--text-field", args.text_field, "text"), ("--rating-field", args.rating_field, "rating"),
         ("--min-df", args.min_df, None)) if v != default]
@@ -246,18 +257,21 @@ def cmd_new(args: argparse.Namespace) -> int:
         raise ElicitError(f"{', '.join(corpus_only)} go(es) with --corpus FILE only")
     pool = args.pool_size
     if args.dataset:
-        inputs = dataset_inputs(args.dataset, args.run_seed, args.data_dir)
+        inputs = dataset_inputs(args.dataset, args.run_seed, args.data_dir,
+                                meta_features=meta_kind, meta_dim=meta_dim)
         pool = pool if pool is not None else 400
     elif args.corpus is not None:
         inputs = corpus_inputs(args.corpus, args.run_seed, args.text_field, args.rating_field,
-                               args.min_df)
+                               args.min_df, meta_features=meta_kind, meta_dim=meta_dim)
         pool = pool if pool is not None else 400
     elif args.from_npz is not None:
         inputs = npz_inputs(args.from_npz)
     else:
         if not args.target:
             raise ElicitError("--from-csv needs --target COLUMN: the column to predict")
-        inputs = table_inputs(args.from_csv, args.target, args.features, args.meta_features)
+        # "counts" for a table is its default: the paper's generic recipe.
+        table_meta = None if meta_kind == "counts" else Path(meta_kind)
+        inputs = table_inputs(args.from_csv, args.target, args.features, table_meta)
         inputs["standardize"] = not args.no_standardize
     if args.texts is not None:
         inputs["texts"] = texts_from_json(args.texts)

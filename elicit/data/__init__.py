@@ -24,6 +24,8 @@ The package is split by job:
   raw-text vectorisation, :func:`load_corpus`;
 * :mod:`elicit.data.splits`: split indices, standardisation, :class:`RunData`,
   :func:`prepare_run`;
+* :mod:`elicit.data.metafeatures`: the meta-features ``U`` of a run (the paper's training
+  counts, PPMI or LSA embeddings of the unlabelled reviews, a file) and their polarity AUC;
 * :mod:`elicit.data.fetch`: the manifest of the data files and ``fetch`` (``elicit data
   fetch``), which downloads them; import it from there (it is not re-exported here, so that
   the name ``elicit.data.fetch`` stays the module).
@@ -69,6 +71,13 @@ from elicit.data.files import (
     read_records,
     resolve_data_dir,
 )
+from elicit.data.metafeatures import (
+    DEFAULT_META_DIM,
+    META_FEATURES,
+    TYPICAL_SQ_DISTANCE,
+    meta_features,
+    polarity_auc,
+)
 from elicit.data.splits import (
     STANDARDIZE_CHOICES,
     RunData,
@@ -84,8 +93,10 @@ from elicit.data.splits import (
 __all__ = [
     "BowDataset",
     "DATA_ENV",
+    "DEFAULT_META_DIM",
     "DATA_SOURCE_HINT",
     "DatasetName",
+    "META_FEATURES",
     "PAPER_FILES",
     "PAPER_MIN_DF_FRACTION",
     "RAW_FILES",
@@ -95,6 +106,7 @@ __all__ = [
     "STOPWORDS_FILE",
     "Standardize",
     "TOKEN_PATTERN",
+    "TYPICAL_SQ_DISTANCE",
     "TextDataset",
     "data_file",
     "default_data_dirs",
@@ -108,7 +120,9 @@ __all__ = [
     "load_raw_reviews",
     "load_stopwords",
     "load_vocabulary",
+    "meta_features",
     "parse_rating",
+    "polarity_auc",
     "prepare_run",
     "read_csv_records",
     "read_jsonl",

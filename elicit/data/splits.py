@@ -2,7 +2,9 @@
 
 :func:`prepare_run` makes one run from a :class:`~elicit.data.corpora.BowDataset`: the 100/900
 train/test split of 1000 random reviews, the remaining reviews as the expert set, the
-standardisation of the inputs and the meta-features ``U`` (the transposed raw training counts).
+standardisation of the inputs and the meta-features ``U`` (by default the transposed raw training
+counts, the paper's choice; or an embedding of the keywords learned from the expert set's
+unlabelled text, or a file: ``meta_features=``, :mod:`elicit.data.metafeatures`).
 
 Two standardisations are offered (``standardize=``, see ``docs/data.md``):
 
@@ -16,12 +18,14 @@ Two standardisations are offered (``standardize=``, see ``docs/data.md``):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
 
 from elicit.data.corpora import BowDataset
+from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, meta_features
 from elicit.errors import ElicitError
 
 
@@ -91,7 +95,9 @@ class RunData:
     y_test
         Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
     U
-        Meta-features: the transpose of the raw (unnormalised) training counts, ``p x n_train``.
+        Meta-features, ``p x d``: by default (``meta_features="counts"``) the transpose of the
+        raw (unnormalised) training counts, ``p x n_train``; else see
+        :func:`elicit.data.metafeatures.meta_features`.
     X_expert, y_expert
         The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
         own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original
@@ -113,6 +119,9 @@ class RunData:
         The data set's name.
     standardize
         ``"model"`` or ``"train"``: which rows ``x_mean`` and ``x_scale`` come from.
+    meta_features, meta_dim
+        How ``U`` was built: ``"counts"``, ``"ppmi"``, ``"lsa"`` or a file's path, and the
+        embedding dimensions (None unless ``"ppmi"`` or ``"lsa"``).
     """
 
     X_train: np.ndarray
@@ -132,6 +141,8 @@ class RunData:
     seed: int | None = None
     name: str = ""
     standardize: Standardize = "model"
+    meta_features: str = "counts"
+    meta_dim: int | None = None
 
     @property
     def p(self) -> int:
@@ -150,7 +161,9 @@ class RunData:
 
 
 def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
-                n_train: int = 100, standardize: Standardize = "model") -> RunData:
+                n_train: int = 100, standardize: Standardize = "model",
+                meta_features: str | os.PathLike = "counts",
+                meta_dim: int = DEFAULT_META_DIM) -> RunData:
     """Split and standardise one run; deterministic given ``seed``.
 
     The split uses ``np.random.default_rng(seed)`` (:func:`split_indices`).
@@ -169,15 +182,25 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
         ``n_train`` training reviews only (the literal reading of the paper; the arrays are
         exactly those of earlier versions of elicit). Either way a constant column gets
         scale 1, and the expert set ``X_expert`` is standardised with its own statistics.
+    meta_features
+        ``"counts"`` (default: the transposed raw training counts, exactly as before),
+        ``"ppmi"`` or ``"lsa"`` (an embedding of the keywords learned from the expert set's
+        counts, never its ratings), or the path of a CSV/Parquet table indexed by keyword
+        (:func:`elicit.data.metafeatures.meta_features`).
+    meta_dim
+        Embedding dimensions of ``"ppmi"`` and ``"lsa"`` (ignored otherwise).
 
     Raises
     ------
     ElicitError
-        If ``standardize`` is not one of the two choices or the split is impossible.
+        If ``standardize`` is not one of the two choices, the split is impossible or the
+        meta-features cannot be built (e.g. an embedding without expert-set reviews).
     """
     if standardize not in STANDARDIZE_CHOICES:
         raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "
                           f"'train' (of the training reviews only), got {standardize!r}")
+    embedded = isinstance(meta_features, str) and meta_features in EMBEDDINGS
+    dim = check_meta_dim(meta_dim) if embedded else None
     rng = np.random.default_rng(seed)
     train, test, expert = split_indices(dataset.n, rng, n_model, n_train)
     counts = dataset.counts.astype(float)
@@ -196,9 +219,24 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
         X_expert, _, _ = standardise(counts[expert])
     else:
         X_expert = np.zeros((0, dataset.p))
+    if embedded and expert.size < 2:
+        raise ElicitError(f"meta-features {meta_features!r} are learned from the reviews outside "
+                          f"the model's {n_model}, but {dataset.name} leaves {expert.size}; "
+                          "use a larger data set or --meta-features counts")
+    # The embeddings read only the expert set's inputs (its ratings are the simulated
+    # expert's, and the model's own reviews are what the prior is for).
+    U = meta_features_of(meta_features, counts, train, expert, dim, dataset.vocabulary)
     return RunData(
         X_train=X_train, y_train=y[train] - y_mean, X_test=X_test, y_test=y[test],
-        y_mean=y_mean, U=counts[train].T.copy(), X_expert=X_expert, y_expert=y[expert],
+        y_mean=y_mean, U=U, X_expert=X_expert, y_expert=y[expert],
         feature_names=list(dataset.vocabulary), x_mean=mu, x_scale=scale,
         train_idx=train, test_idx=test, expert_idx=expert, seed=seed, name=dataset.name,
-        standardize=standardize)
+        standardize=standardize, meta_features=os.fspath(meta_features), meta_dim=dim)
+
+
+def meta_features_of(kind: str | os.PathLike, counts: np.ndarray, train: np.ndarray,
+                     expert: np.ndarray, dim: int | None, names: list[str]) -> np.ndarray:
+    """The run's ``U``: :func:`~elicit.data.metafeatures.meta_features` of the training
+    counts (``"counts"``), the expert set's counts (embeddings) or a file."""
+    return meta_features(kind, counts[expert], dim=dim or DEFAULT_META_DIM,
+                         train_counts=counts[train], feature_names=names)

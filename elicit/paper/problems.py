@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from elicit.data import STANDARDIZE_CHOICES, BowDataset, RunData, Standardize, prepare_run
+from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.elicitation.answers import Expert, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.engines import get_engine
@@ -214,15 +215,19 @@ def check_standardize(standardize: str) -> Standardize:
 
 def run_data(dataset: str | DataSource, seed: int, run: int,
              data_dir: str | os.PathLike | None = None,
-             standardize: str = "model") -> RunData:
+             standardize: str = "model", meta_features: str | os.PathLike = "counts",
+             meta_dim: int = DEFAULT_META_DIM) -> RunData:
     """Run ``run``'s split of ``dataset`` (training / test / expert set).
 
     ``standardize`` chooses where the inputs' mean and scale come from
     (:func:`elicit.data.prepare_run`): all 1000 model reviews (``"model"``, the default) or
-    the 100 training reviews (``"train"``, the paper's literal reading).
+    the 100 training reviews (``"train"``, the paper's literal reading). ``meta_features``
+    and ``meta_dim`` choose the meta-features U (:mod:`elicit.data.metafeatures`; default
+    the paper's transposed training counts).
     """
     return prepare_run(cached_dataset(dataset, data_dir), split_seed(seed, run),
-                       n_model=N_MODEL, standardize=check_standardize(standardize))
+                       n_model=N_MODEL, standardize=check_standardize(standardize),
+                       meta_features=meta_features, meta_dim=meta_dim)
 
 
 def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> LassoExpert:
@@ -236,7 +241,9 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> Lasso
 def realdata_problem(dataset: str | DataSource, seed: int, run: int,
                      data_dir: str | os.PathLike | None = None, tau2: float = PAPER_TAU2,
                      pool_size: int = POOL_SIZE, expert_rule: str = "target",
-                     n_nonzero: int = 40, standardize: str = "model") -> RunProblem:
+                     n_nonzero: int = 40, standardize: str = "model",
+                     meta_features: str | os.PathLike = "counts",
+                     meta_dim: int = DEFAULT_META_DIM) -> RunProblem:
     """One run of the real-data elicitation experiment, for :func:`elicit.paper.sweep.sweep`.
 
     Parameters
@@ -256,6 +263,9 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
         How the LASSO expert chooses its penalty (see :mod:`elicit.paper.lasso_expert`).
     standardize
         ``"model"`` or ``"train"`` (:func:`run_data`).
+    meta_features, meta_dim
+        The meta-features U: ``"counts"`` (default, the paper's), ``"ppmi"``, ``"lsa"`` or a
+        file, and the embedding dimensions (:func:`run_data`).
 
     Returns
     -------
@@ -265,7 +275,9 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
         the candidates, and ``extra`` with the expert's summary and the run's split seed.
     """
     src = as_source(dataset, data_dir)
-    return problem_from_run(run_data(src, seed, run, standardize=standardize), tau2,
+    rd = run_data(src, seed, run, standardize=standardize, meta_features=meta_features,
+                  meta_dim=meta_dim)
+    return problem_from_run(rd, tau2,
                             pool_size, expert_rule, n_nonzero, label=f"{src.name} run {run}")
 
 
@@ -288,7 +300,8 @@ def problem_from_run(rd: RunData, tau2: float = PAPER_TAU2, pool_size: int = POO
         Hyper(variant="fixed", tau2=float(tau2)), y_offset=rd.y_mean, candidates=cands,
         pool_size=pool_size,
         extra={"expert": expert.summary(), "split_seed": rd.seed, "tau2": float(tau2),
-               "standardize": rd.standardize})
+               "standardize": rd.standardize, "meta_features": rd.meta_features,
+               "meta_dim": rd.meta_dim})
 
 
 class RealDataMaker:
@@ -305,14 +318,15 @@ class RealDataMaker:
         The data directory of the paper's matrices (resolved here, in the parent process).
     tau2
         A fixed tau^2 for every run, or a mapping run -> tau^2 (``--tau2 cv``).
-    pool_size, expert_rule, n_nonzero, standardize
+    pool_size, expert_rule, n_nonzero, standardize, meta_features, meta_dim
         As in :func:`realdata_problem`.
     """
 
     def __init__(self, dataset: str | DataSource, data_dir: str | os.PathLike | None = None,
                  tau2: float | Mapping[int, float] = PAPER_TAU2, pool_size: int = POOL_SIZE,
                  expert_rule: str = "target", n_nonzero: int = 40,
-                 standardize: str = "model") -> None:
+                 standardize: str = "model", meta_features: str | os.PathLike = "counts",
+                 meta_dim: int = DEFAULT_META_DIM) -> None:
         self.source = as_source(dataset, data_dir)
         self.dataset = self.source.name
         self.tau2 = dict(tau2) if isinstance(tau2, Mapping) else float(tau2)
@@ -320,6 +334,8 @@ class RealDataMaker:
         self.expert_rule = expert_rule
         self.n_nonzero = int(n_nonzero)
         self.standardize = check_standardize(standardize)
+        self.meta_features = os.fspath(meta_features)
+        self.meta_dim = int(meta_dim)
 
     def tau2_for(self, run: int) -> float:
         """The tau^2 of run ``run``."""
@@ -332,7 +348,8 @@ class RealDataMaker:
     def __call__(self, seed: int, run: int) -> RunProblem:
         return realdata_problem(self.source, seed, run, tau2=self.tau2_for(run),
                                 pool_size=self.pool_size, expert_rule=self.expert_rule,
-                                n_nonzero=self.n_nonzero, standardize=self.standardize)
+                                n_nonzero=self.n_nonzero, standardize=self.standardize,
+                                meta_features=self.meta_features, meta_dim=self.meta_dim)
 
 
 # --------------------------------------------------------------------------------------------

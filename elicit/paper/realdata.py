@@ -21,8 +21,10 @@ model with every answerable pair answered; :mod:`elicit.paper.runinfo`). Folder 
 
 Everything is resumable: a rerun with the same settings reuses every finished run.
 
-Defaults: inputs standardised with the statistics of all 1000 model reviews and tau^2 chosen
-per run by 5-fold CV. ``paper=True`` is the paper-literal configuration (training-review
+Defaults: inputs standardised with the statistics of all 1000 model reviews, tau^2 chosen
+per run by 5-fold CV, and the paper's meta-features (the transposed training counts;
+``meta_features=`` picks a PPMI or LSA embedding or a file, :mod:`elicit.data.metafeatures`).
+``paper=True`` is the paper-literal configuration (training-review
 statistics, tau^2 = 0.01); see ``docs/realdata.md`` for why the defaults differ.
 """
 
@@ -31,12 +33,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, is_builtin
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
@@ -50,7 +53,7 @@ from elicit.paper.labels import (
 )
 from elicit.paper.problems import PAPER_TAU2, POOL_SIZE, RealDataMaker, check_standardize
 from elicit.paper.runinfo import RunSettings, ensure_runinfo, reference_rows, runinfo_frame
-from elicit.paper.sources import DataSource, as_source
+from elicit.paper.sources import DataSource, as_source, file_sha256
 from elicit.paper.sweep import SweepConfig, sweep
 from elicit.paper.tau2 import write_tau2_cv
 
@@ -88,12 +91,39 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
             DEFAULT_TAU2 if tau2 is None else tau2)
 
 
+#: Settings that config.json files written before they existed lack, and the value those
+#: sweeps used: an old folder stays valid for a rerun with these values.
+LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None}
+#: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
+#: a meta-features file is compared by its content hash).
+PATH_KEYS = ("data_dir", "corpus", "meta_features_file")
+
+
+def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
+    """What ``config.json`` records about the meta-features.
+
+    ``meta_dim`` only for an embedding (None otherwise); a file by its content hash, its
+    path beside it (a path may change between reruns).
+    """
+    if is_builtin(meta_features):
+        kind = str(meta_features)
+        return {"meta_features": kind,
+                "meta_dim": check_meta_dim(meta_dim) if kind in EMBEDDINGS else None}
+    path = Path(meta_features)
+    if not path.is_file():
+        raise ElicitError(f"--meta-features {str(meta_features)!r} is neither one of counts, "
+                          "ppmi, lsa nor an existing file")
+    return {"meta_features": "file", "meta_features_file": str(path.resolve()),
+            "meta_features_sha256": file_sha256(path), "meta_dim": None}
+
+
 def check_config(out: Path, cfg: dict) -> None:
     """Write ``out/config.json``, or refuse if ``out`` holds results of other settings.
 
     The parts of a sweep are reused by run and strategy alone, so results of other settings
-    would otherwise be mixed in silently. ``data_dir`` and ``corpus`` (paths) may differ: the
-    same files can be found elsewhere (a corpus is compared by its content hash).
+    would otherwise be mixed in silently. The paths of :data:`PATH_KEYS` may differ: the
+    same files can be found elsewhere (a corpus is compared by its content hash). A key an
+    old config lacks counts as its :data:`LEGACY_CONFIG` value (what those sweeps used).
     """
     path = out / "config.json"
     if not path.exists() and any((out / "parts").rglob("*.json")):
@@ -103,8 +133,10 @@ def check_config(out: Path, cfg: dict) -> None:
                           f"unknown; delete {out / 'parts'} or use another output folder (--out)")
     if path.exists():
         old = json.loads(path.read_text())
-        diff = {k: (old.get(k, "not recorded"), v) for k, v in cfg.items()
-                if k not in ("data_dir", "corpus") and old.get(k, "not recorded") != v}
+        def was(k: str) -> object:
+            return old.get(k, LEGACY_CONFIG.get(k, "not recorded"))
+
+        diff = {k: (was(k), v) for k, v in cfg.items() if k not in PATH_KEYS and was(k) != v}
         if diff:
             what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
             raise ElicitError(f"{out} holds results of other settings ({what}); use another "
@@ -145,6 +177,11 @@ class RealDataResult:
         Whether the runs used the CV choice.
     standardize
         ``"model"`` or ``"train"``.
+    auc
+        Run -> the polarity AUC of its meta-features by its LASSO expert's groups (NaN when
+        the expert has keywords of one sign only).
+    meta_features
+        What the meta-features were: ``"counts"``, ``"ppmi 10"``, ``"lsa 25"``, a file name.
     """
 
     dataset: str
@@ -155,6 +192,8 @@ class RealDataResult:
     tau2_cv: dict[int, float]
     tau2_is_cv: bool
     standardize: str
+    auc: dict[int, float] = field(default_factory=dict)
+    meta_features: str = "counts"
 
     def summary(self) -> str:
         """Initial, final and reference test MSEs, the baselines and the tau^2 choices."""
@@ -174,6 +213,11 @@ class RealDataResult:
         lines.append(f"tau2 chosen by CV: {cv}" if self.tau2_is_cv
                      else f"tau2 fixed at {next(iter(self.tau2.values())):g}; the CV would "
                           f"choose {cv}")
+        aucs = np.array([v for v in self.auc.values() if np.isfinite(v)])
+        if aucs.size:
+            lines.append(f"meta-features {self.meta_features}: mean polarity AUC {aucs.mean():.3f} "
+                         f"over {aucs.size} runs (0.5 = no signal; groups: the LASSO expert's "
+                         "signs)")
         return "\n".join(lines)
 
 
@@ -184,7 +228,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  paper: bool = False, pool_size: int = POOL_SIZE, expert_rule: str = "target",
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
                  refine: int = 10, progress: bool = True, cluster: str | None = None,
-                 check_engine: bool = False) -> RealDataResult:
+                 check_engine: bool = False, meta_features: str | os.PathLike = "counts",
+                 meta_dim: int = DEFAULT_META_DIM) -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -228,6 +273,12 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit of the sweep against the numpy engine.
+    meta_features, meta_dim
+        The meta-features U: ``"counts"`` (default: the paper's transposed training counts),
+        ``"ppmi"`` or ``"lsa"`` (a ``meta_dim``-dimensional embedding of the keywords learned
+        from each run's expert-set text, no ratings), or a CSV/Parquet file indexed by
+        keyword (:mod:`elicit.data.metafeatures`). Recorded in ``config.json``; each run's
+        polarity AUC of U is in ``runinfo.csv`` (``auc``).
 
     Returns
     -------
@@ -238,12 +289,13 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
     with cluster_scope(cluster):
         return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
                              tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,
-                             engine, utility, refine, progress, check_engine)
+                             engine, utility, refine, progress, check_engine, meta_features,
+                             meta_dim)
 
 
 def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data_dir, tau2,
                   standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
-                  refine, progress, check_engine) -> RealDataResult:
+                  refine, progress, check_engine, meta_features, meta_dim) -> RealDataResult:
     from elicit.paper.plots import mse_curves
 
     src = as_source(dataset, data_dir)
@@ -251,14 +303,20 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     # Read the data before config.json is written: a mistake in the input (a wrong field
     # name, too few reviews) must not leave a folder that refuses the corrected rerun.
     src.load()
+    meta = meta_config(meta_features, meta_dim)
+    mf = os.fspath(meta_features)
+    dim = meta["meta_dim"] or DEFAULT_META_DIM
+    # Build run 0's meta-features now: a file that does not match the keywords, or too few
+    # expert-set reviews for an embedding, is reported before config.json is written.
+    RunSettings(src, seed, std, meta_features=mf, meta_dim=dim).run_data(0)
     check_config(out, {**src.config(), "seed": seed, "rounds": rounds, "standardize": std,
                        "tau2": tau2, "pool_size": pool_size, "expert_rule": expert_rule,
                        "expert_nonzero": expert_nonzero, "engine": engine, "utility": utility,
-                       "refine": refine})
+                       "refine": refine, **meta})
 
     # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
     # resumable; done first so that the sweep knows each run's tau2.
-    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine)
+    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine, mf, dim)
     infos = ensure_runinfo(out, settings, runs, jobs, progress)
     run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
     write_tau2_cv(out, infos)
@@ -268,7 +326,8 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
                       jobs, check_engine=check_engine)
     maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
                           pool_size=pool_size, expert_rule=expert_rule,
-                          n_nonzero=expert_nonzero, standardize=std)
+                          n_nonzero=expert_nonzero, standardize=std, meta_features=mf,
+                          meta_dim=dim)
     df = sweep(maker, cfg, out, progress=progress)
     df = pd.concat([df, reference_rows(src.name, infos)], ignore_index=True)
     df.to_csv(out / "mse.csv", index=False)
@@ -281,6 +340,9 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
                title=f"{label}: mean ± s.e. over {runs} runs ({std} standardisation)",
                baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                          ceiling_label(n_ans): refs["ceiling"]})
+    label_mf = (f"{mf} {dim}" if meta["meta_dim"] else
+                Path(mf).name if meta["meta_features"] == "file" else mf)
     return RealDataResult(src.name, df, bl, refs, run_tau2,
                           {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
-                          tau2 == "cv", std)
+                          tau2 == "cv", std, {int(i["run"]): float(i["auc"]) for i in infos},
+                          label_mf)

@@ -18,7 +18,11 @@ computed in worker processes like the sweep itself):
 
 * the no-feedback test MSE at tau^2 = 0.003 and 0.01 and the largest test |z| (what the
   report's section on standardisation compares), and the no-feedback MSE at the run's own
-  tau^2 (``initial``, the sweep's MSE at 0 answers).
+  tau^2 (``initial``, the sweep's MSE at 0 answers);
+* ``auc``: the polarity AUC of the run's meta-features U
+  (:func:`elicit.data.metafeatures.polarity_auc`) with the groups of the run's LASSO expert
+  (positive vs negative weight): how well U alone puts same-polarity keywords closer.
+  Records written before it existed get it added (cheaply) when they are read.
 
 ``OUT/runinfo.csv`` (:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
 the CV errors.
@@ -34,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.data import RunData
+from elicit.data.metafeatures import DEFAULT_META_DIM, polarity_auc
 from elicit.elicitation.elicitor import fit_no_feedback
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
@@ -43,11 +49,13 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.paper.baselines import fit_baselines
 from elicit.paper.labels import BASELINES, REFERENCES
+from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.problems import (
     STREAM_BASELINES,
     STREAM_TAU2_CV,
     RunProblem,
     initial_fit,
+    make_expert,
     prediction_mse,
     problem_from_run,
     run_data,
@@ -130,7 +138,8 @@ def runinfo_path(out: Path, dataset: str, run: int) -> Path:
 class RunSettings:
     """The settings of a sweep that a run's record depends on (picklable).
 
-    ``tau2`` is a fixed number or ``"cv"``.
+    ``tau2`` is a fixed number or ``"cv"``; ``meta_features`` and ``meta_dim`` choose the
+    meta-features U (:func:`elicit.data.prepare_run`).
     """
 
     source: DataSource
@@ -140,6 +149,13 @@ class RunSettings:
     expert_rule: str = "target"
     expert_nonzero: int = 40
     engine: str = "auto"
+    meta_features: str = "counts"
+    meta_dim: int = DEFAULT_META_DIM
+
+    def run_data(self, run: int) -> RunData:
+        """Run ``run``'s split, standardisation and meta-features."""
+        return run_data(self.source, self.seed, run, standardize=self.standardize,
+                        meta_features=self.meta_features, meta_dim=self.meta_dim)
 
 
 @single_blas_thread
@@ -147,16 +163,17 @@ def prepare_runinfo(settings: RunSettings, run: int,
                     grid: Sequence[float] = TAU2_GRID) -> dict:
     """The record of one run (see the module docstring for what it holds)."""
     s = settings
-    rd = run_data(s.source, s.seed, run, standardize=s.standardize)
+    rd = s.run_data(run)
     bl_state = int(run_stream(s.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
                            rng=np.random.default_rng(run_stream(s.seed, run, STREAM_TAU2_CV)))
     tau2 = best if s.tau2 == "cv" else float(s.tau2)
     eng = get_engine("numpy", "fixed")
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
-    ceil = ceiling(problem_from_run(rd, tau2, expert_rule=s.expert_rule,
-                                    n_nonzero=s.expert_nonzero,
-                                    label=f"{s.source.name} run {run}"), s.engine)
+    problem = problem_from_run(rd, tau2, expert_rule=s.expert_rule, n_nonzero=s.expert_nonzero,
+                               label=f"{s.source.name} run {run}")
+    ceil = ceiling(problem, s.engine)
+    assert isinstance(problem.expert, LassoExpert)  # problem_from_run's expert
     return {
         "version": RUNINFO_VERSION, "run": run, "split_seed": rd.seed,
         "standardize": rd.standardize, "n_features": rd.p, "n_train": len(rd.train_idx),
@@ -170,7 +187,16 @@ def prepare_runinfo(settings: RunSettings, run: int,
         "n_answerable": ceil.n_answers, "n_similar": ceil.n_similar,
         "no_feedback": no_fb,
         "max_test_z": float(np.max(np.abs(rd.X_test))),
+        "meta_features": rd.meta_features, "meta_dim": rd.meta_dim,
+        "auc": polarity_auc(rd.U, problem.expert.groups),
     }
+
+
+def run_auc(settings: RunSettings, run: int) -> float:
+    """The polarity AUC of run ``run``'s meta-features by its LASSO expert's groups."""
+    rd = settings.run_data(run)
+    expert = make_expert(rd, settings.expert_rule, settings.expert_nonzero)
+    return polarity_auc(rd.U, expert.groups)
 
 
 def _runinfo_task(out: str, settings: RunSettings, run: int) -> None:
@@ -210,7 +236,17 @@ def ensure_runinfo(out: str | Path, settings: RunSettings, runs: int, jobs: int 
     run_tasks(_runinfo_task, [(str(out), settings, r) for r in range(runs)], jobs=jobs,
               desc=f"{name}: baselines, references, tau2 CV", progress=progress,
               left=lambda t: None if _current(runinfo_path(out, name, t[2])) else t)
-    return [json.loads(runinfo_path(out, name, r).read_text()) for r in range(runs)]
+    infos = []
+    for r in range(runs):
+        path = runinfo_path(out, name, r)
+        info = json.loads(path.read_text())
+        if "auc" not in info:
+            # A record from before the AUC existed: add it (one LASSO fit) rather than
+            # recompute the whole record, so old results folders stay valid as they are.
+            info["auc"] = run_auc(settings, r)
+            write_json_atomic(path, info)
+        infos.append(info)
+    return infos
 
 
 def reference_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
@@ -224,7 +260,8 @@ def reference_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
 
 def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
     """One flat row per run (``OUT/runinfo.csv``): settings, references, baselines,
-    no-feedback MSEs (``nofb_<tau2>``) and the largest test |z|."""
+    no-feedback MSEs (``nofb_<tau2>``), the largest test |z| and the polarity ``auc`` of
+    the meta-features."""
     rows = []
     for i in infos:
         row = {"dataset": dataset, "run": i["run"], "split_seed": i["split_seed"],
@@ -233,6 +270,6 @@ def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
                "initial": i["initial"], **i["references"], "n_answerable": i["n_answerable"],
                "n_similar": i["n_similar"], **i["baselines"],
                **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
-               "max_test_z": i["max_test_z"]}
+               "max_test_z": i["max_test_z"], "auc": i.get("auc", float("nan"))}
         rows.append(row)
     return pd.DataFrame(rows)

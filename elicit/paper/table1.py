@@ -301,6 +301,11 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
                           f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
                           "(table1 takes the SeqElc column from that sweep)")
     cfg = json.loads(cfg_path.read_text())
+    if cfg.get("meta_features", "counts") != "counts":
+        # The sample loops grow the training set, and with it the paper's count
+        # meta-features; other meta-features are not wired into them yet.
+        raise ElicitError(f"{folder} is a sweep with --meta-features {cfg['meta_features']}; "
+                          "table1 supports only the paper's counts meta-features so far")
     dataset = cfg["dataset"]
     seq = sequential_curves(folder, dataset, runs)
     src = source_from_config(cfg, data_dir)

@@ -77,7 +77,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
         except (TypeError, ValueError):
             U = np.zeros((0, 1))  # validate_regression reports the problem with X first
     else:
-        U = _align_meta(meta_features, feature_names if names_known else None)
+        U = align_meta(meta_features, feature_names if names_known else None)
     Xf, yf, Uf = validate_regression(Xa, y, U)
     names = check_feature_names(feature_names, Xf.shape[1])
     if Xf.shape[1] < 2:
@@ -145,9 +145,12 @@ def _align_y(X, y):
                       f"{_list(missing)}; give y with the same row labels as X")
 
 
-def _align_meta(U, names: Sequence[str] | None):
+def align_meta(U, names: Sequence[str] | None):
     """Meta-features in the features' order: a DataFrame indexed by feature name is matched
-    by name; anything else is taken in row order."""
+    by name; anything else is taken in row order.
+
+    Also used for the ``--meta-features FILE`` of real-data runs
+    (:func:`elicit.data.metafeatures.read_meta_file`)."""
     if not isinstance(U, pd.DataFrame):
         return U
     bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]

@@ -11,6 +11,7 @@ each keyword in use, :func:`texts_from_json` reads snippets the user wrote, and
 from __future__ import annotations
 
 import json
+import os
 import re
 import zipfile
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.errors import ElicitError
 
 #: Table formats read by :func:`read_table`, by file suffix.
@@ -164,7 +166,9 @@ def texts_from_json(path: Path) -> Any:
 DATASET_TARGETS = {"amazon": "the review's star rating", "yelp": "the review's star rating"}
 
 
-def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dict:
+def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None,
+                   meta_features: str | os.PathLike = "counts",
+                   meta_dim: int = DEFAULT_META_DIM) -> dict:
     """The inputs of a session on the paper's Amazon or Yelp data, one run's split.
 
     Uses :func:`elicit.data.load_dataset` (the paper's bag-of-words matrix and feature rule)
@@ -172,6 +176,11 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dic
     meta-features = raw training counts). The example snippets come from the shipped raw-text
     reviews of the same corpus when they are present: these are not the same reviews as the
     paper's matrix (which has no text), but they show how each keyword is used.
+
+    ``meta_features`` and ``meta_dim`` choose the meta-features (:func:`elicit.data.prepare_run`):
+    ``"counts"`` (default, the raw training counts), ``"ppmi"`` or ``"lsa"`` (an embedding of
+    the keywords learned from the text of the reviews not used for the model, no ratings), or
+    a CSV/Parquet file indexed by keyword.
 
     Returns
     -------
@@ -192,17 +201,21 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None) -> dic
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
         raw_note = f"example snippets from {raw.name}"
     return _run_inputs(ds, run_seed, reviews, DATASET_TARGETS.get(name, "the outcome"),
-                       f"{name}: paper bag-of-words matrix, run seed {run_seed}", raw_note)
+                       f"{name}: paper bag-of-words matrix, run seed {run_seed}", raw_note,
+                       meta_features, meta_dim)
 
 
 def corpus_inputs(path: str | Path, run_seed: int, text_field: str = "text",
-                  rating_field: str = "rating", min_df: int | None = None) -> dict:
+                  rating_field: str = "rating", min_df: int | None = None,
+                  meta_features: str | os.PathLike = "counts",
+                  meta_dim: int = DEFAULT_META_DIM) -> dict:
     """The inputs of a session on any review corpus, one run's split.
 
     The keywords follow the paper's rule (:func:`elicit.data.load_corpus`: SMART stop words
     out, document frequency at least ``min_df``, by default scaled to the corpus size); the
     run is split and standardised like the paper's data (:func:`elicit.data.prepare_run`),
-    and the snippets come from the corpus itself.
+    and the snippets come from the corpus itself. ``meta_features`` and ``meta_dim`` as in
+    :func:`dataset_inputs`.
 
     Returns
     -------
@@ -215,24 +228,38 @@ def corpus_inputs(path: str | Path, run_seed: int, text_field: str = "text",
     reviews, _ = read_reviews(path, text_field, rating_field)
     return _run_inputs(ds, run_seed, reviews, "the review's rating",
                        f"{Path(path).name}: reviews ({text_field!r} text, {rating_field!r} "
-                       f"rating), run seed {run_seed}", f"example snippets from {Path(path).name}")
+                       f"rating), run seed {run_seed}", f"example snippets from {Path(path).name}",
+                       meta_features, meta_dim)
 
 
 def _run_inputs(ds, run_seed: int, reviews: Sequence[str] | None, target: str, what: str,
-                snippet_note: str) -> dict:
+                snippet_note: str, meta_features: str | os.PathLike = "counts",
+                meta_dim: int = DEFAULT_META_DIM) -> dict:
     from elicit.data import prepare_run
 
-    run = prepare_run(ds, run_seed)
+    run = prepare_run(ds, run_seed, meta_features=meta_features, meta_dim=meta_dim)
     texts = None if reviews is None else keyword_snippets(run.feature_names, reviews)
     return {
         "X": run.X_train, "y": run.y_train, "meta_features": run.U,
         "feature_names": run.feature_names, "texts": texts, "y_offset": run.y_mean,
         "target_description": target,
-        "meta_source": f"the raw keyword counts of the {run.X_train.shape[0]} training "
-                       "reviews (the paper's choice)",
+        "meta_source": _meta_source(run),
         "description": (f"{what} ({run.X_train.shape[0]} training reviews, {run.p} "
                         f"keywords); {snippet_note}"),
     }
+
+
+def _meta_source(run) -> str:
+    """How the session summary names the run's meta-features."""
+    n_other = len(run.expert_idx)
+    if run.meta_features == "counts":
+        return (f"the raw keyword counts of the {run.X_train.shape[0]} training reviews (the "
+                "paper's choice)")
+    if run.meta_features in ("ppmi", "lsa"):
+        what = "a PPMI" if run.meta_features == "ppmi" else "an LSA (tf-idf SVD)"
+        return (f"{what} embedding of the keywords in the {n_other} reviews not used for the "
+                "model (their text only, no ratings)")
+    return f"the file {Path(run.meta_features).name}"
 
 
 # --------------------------------------------------------------------------------------------
