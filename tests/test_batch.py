@@ -204,3 +204,30 @@ def test_batched_refit_reaches_the_engine_refit(variant, f_new, start):
     # Not a comparison of start points: the answer moves the MAP 1000 times further than
     # the tolerance (measured: 0.03-0.24).
     assert moved > 1000 * 3e-5
+
+
+def test_trial_points_without_a_density_are_rejected_not_fatal():
+    """Bug (synthetic sweep, seed 0, run 7): a line-search trial at an extreme tau2 made
+    S = I + tau2 X K X' numerically indefinite, and the stacked Cholesky factorisation
+    raised LinAlgError for the whole batch. Such a point has no density: it must get -inf
+    (so the line search rejects it) while the other candidates keep their values."""
+    from elicit.model.spec import Hyper
+
+    rng = np.random.default_rng(0)
+    n, p, d = 20, 25, 3
+    X, y, U = rng.standard_normal((n, p)), rng.standard_normal(n), rng.standard_normal((p, d))
+    data = ModelData(X, y, U, Hyper(variant="learned", threshold_mean=5.0))
+    pair = np.array([0, 1])
+    w = np.repeat(pair_weights(U, pair), 3, axis=0)
+    theta = np.zeros((3, d + 2))
+    theta[:, :d] = 1e-12                  # K is all ones to rounding: X K X' has rank one
+    theta[:, d] = 5.0
+    theta[:, d + 1] = [1.0, 1e20, 2.0]
+    S = theta[1, d + 1] * X @ np.ones((p, p)) @ X.T + np.eye(n)
+    with pytest.raises(np.linalg.LinAlgError):   # the point really has no factorisation
+        np.linalg.cholesky(S)
+    value, grad, _ = BatchDensity(data, w, 1)(theta, np.arange(3))
+    assert value[1] == -np.inf and np.all(np.isfinite(grad))
+    for c in (0, 2):
+        expected = log_density(theta[c], _with_answer(data, pair, 1))[0]
+        assert value[c] == pytest.approx(expected, rel=1e-10)

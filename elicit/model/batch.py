@@ -54,7 +54,8 @@ class BatchDensity:
         XK = X @ K                                                 # (C, n, p)
         B = tau2[:, None, None] * (XK @ X.T)
         S = B + np.eye(n)
-        L = np.linalg.cholesky(S)
+        L, pd = _stacked_cholesky(S)
+        S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
         logdet = 2.0 * np.sum(np.log(np.einsum("cii->ci", L)), axis=1)
         Sinv = np.linalg.inv(S)
         alpha = np.einsum("cij,j->ci", Sinv, y)
@@ -96,12 +97,34 @@ class BatchDensity:
         grad[:, d] += rn
         mean = y[None, :] - alpha
         var = (b_star / (a_star - 1.0))[:, None] * (2.0 - np.einsum("cii->ci", Sinv))
+        # A trial point where S = I + tau2 X K X' is not numerically positive definite (a
+        # line-search step to an extreme tau2 or gamma) has no density: -inf makes the line
+        # search reject it, as the engine's refit does.
+        value[~pd] = -np.inf
+        grad[~pd] = 0.0
         return value, grad, (mean, var)
 
     def feedback(self, theta: np.ndarray, hess: bool = True):
         """Value (C,), gradient (C, k) and Hessian (C, k, k) of all feedback terms (the
         answers so far plus each candidate's new one) at the rows of ``theta``."""
         return _feedback_terms(self.data, self.w_new, self.f_new, theta, hess)
+
+
+def _stacked_cholesky(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky factors of a stack of matrices (C, n, n) and which of them are positive
+    definite; a failed one gets the identity as its factor."""
+    try:
+        return np.linalg.cholesky(S), np.ones(len(S), bool)
+    except np.linalg.LinAlgError:
+        pass
+    L = np.empty_like(S)
+    pd = np.ones(len(S), bool)
+    for c in range(len(S)):
+        try:
+            L[c] = np.linalg.cholesky(S[c])
+        except np.linalg.LinAlgError:
+            L[c], pd[c] = np.eye(S.shape[1]), False
+    return L, pd
 
 
 def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
