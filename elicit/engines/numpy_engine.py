@@ -262,8 +262,13 @@ class NewtonRun:
         while True:
             cand = np.maximum(theta + t * direction, lb)
             gamma, _, tau2 = split_theta(cand, data)
-            mg = Marginal.from_data(data, gamma, tau2)
-            cval, cg = log_density(cand, data, mg)
+            try:
+                mg = Marginal.from_data(data, gamma, tau2)
+            except np.linalg.LinAlgError:
+                # S numerically indefinite (an extreme tau2 or gamma): no density there
+                cval = -np.inf
+            else:
+                cval, cg = log_density(cand, data, mg)
             if cval >= self.value + 1e-4 * t * slope:
                 break
             t *= 0.5
