@@ -340,9 +340,9 @@ class YPartCache:
         """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
         if mg.X is not data.X or mg.y is not data.y or mg.U is not data.U:
             return
-        mask = data.kernel_mask
-        if (mg.coupled is None) != (mask is None) or (
-                mask is not None and not np.array_equal(mg.coupled, mask)):
+        mask, mine = data.kernel_mask, mg.coupled
+        if not (mask is None and mine is None
+                or mask is not None and mine is not None and np.array_equal(mine, mask)):
             return  # a marginal of another kernel
         learned = data.hyper.variant == "learned"
         entry = ((data.X, data.y, data.U), self._fingerprint(data), mg.value,

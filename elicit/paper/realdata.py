@@ -40,6 +40,7 @@ import pandas as pd
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
+from elicit.model.variants import PAPER, get_model
 from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import (
     BASELINE_LABELS,
@@ -88,6 +89,10 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
             DEFAULT_TAU2 if tau2 is None else tau2)
 
 
+#: config.json keys newer than some result folders, with the value the older folders used
+CONFIG_DEFAULTS = {"model": PAPER}
+
+
 def check_config(out: Path, cfg: dict) -> None:
     """Write ``out/config.json``, or refuse if ``out`` holds results of other settings.
 
@@ -103,6 +108,8 @@ def check_config(out: Path, cfg: dict) -> None:
                           f"unknown; delete {out / 'parts'} or use another output folder (--out)")
     if path.exists():
         old = json.loads(path.read_text())
+        # A key added after a folder was written has the value those results were made with.
+        old = {**CONFIG_DEFAULTS, **old}
         diff = {k: (old.get(k, "not recorded"), v) for k, v in cfg.items()
                 if k not in ("data_dir", "corpus") and old.get(k, "not recorded") != v}
         if diff:
@@ -184,7 +191,7 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  paper: bool = False, pool_size: int = POOL_SIZE, expert_rule: str = "target",
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
                  refine: int = 10, progress: bool = True, cluster: str | None = None,
-                 check_engine: bool = False) -> RealDataResult:
+                 check_engine: bool = False, model: str = PAPER) -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -228,6 +235,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit of the sweep against the numpy engine.
+    model
+        The named model (:mod:`elicit.model.variants`); ``paper`` with ``paper=True``.
 
     Returns
     -------
@@ -238,14 +247,17 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
     with cluster_scope(cluster):
         return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
                              tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,
-                             engine, utility, refine, progress, check_engine)
+                             engine, utility, refine, progress, check_engine, model)
 
 
 def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data_dir, tau2,
                   standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
-                  refine, progress, check_engine) -> RealDataResult:
+                  refine, progress, check_engine, model=PAPER) -> RealDataResult:
     from elicit.paper.plots import mse_curves
 
+    get_model(model)  # before any data are read
+    if paper and model != PAPER:
+        raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
     src = as_source(dataset, data_dir)
     std, tau2 = resolve_settings(paper, standardize, tau2)
     # Read the data before config.json is written: a mistake in the input (a wrong field
@@ -254,18 +266,18 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     check_config(out, {**src.config(), "seed": seed, "rounds": rounds, "standardize": std,
                        "tau2": tau2, "pool_size": pool_size, "expert_rule": expert_rule,
                        "expert_nonzero": expert_nonzero, "engine": engine, "utility": utility,
-                       "refine": refine})
+                       "refine": refine, "model": model})
 
     # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
     # resumable; done first so that the sweep knows each run's tau2.
-    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine)
+    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine, model)
     infos = ensure_runinfo(out, settings, runs, jobs, progress)
     run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
     write_tau2_cv(out, infos)
     runinfo_frame(src.name, infos).to_csv(out / "runinfo.csv", index=False)
 
     cfg = SweepConfig(src.name, runs, rounds, tuple(strategies), seed, engine, utility, refine,
-                      jobs, check_engine=check_engine)
+                      jobs, check_engine=check_engine, model=model)
     maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
                           pool_size=pool_size, expert_rule=expert_rule,
                           n_nonzero=expert_nonzero, standardize=std)

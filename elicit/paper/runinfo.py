@@ -26,6 +26,7 @@ the CV errors.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,6 +141,7 @@ class RunSettings:
     expert_rule: str = "target"
     expert_nonzero: int = 40
     engine: str = "auto"
+    model: str = "paper"
 
 
 @single_blas_thread
@@ -154,9 +156,11 @@ def prepare_runinfo(settings: RunSettings, run: int,
     tau2 = best if s.tau2 == "cv" else float(s.tau2)
     eng = get_engine("numpy", "fixed")
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
-    ceil = ceiling(problem_from_run(rd, tau2, expert_rule=s.expert_rule,
-                                    n_nonzero=s.expert_nonzero,
-                                    label=f"{s.source.name} run {run}"), s.engine)
+    prob = problem_from_run(rd, tau2, expert_rule=s.expert_rule, n_nonzero=s.expert_nonzero,
+                            label=f"{s.source.name} run {run}")
+    # The reference ceiling of the sweep's model (the problem carries the paper's).
+    prob = dataclasses.replace(prob, hyper=dataclasses.replace(prob.hyper, model=s.model))
+    ceil = ceiling(prob, s.engine)
     return {
         "version": RUNINFO_VERSION, "run": run, "split_seed": rd.seed,
         "standardize": rd.standardize, "n_features": rd.p, "n_train": len(rd.train_idx),
