@@ -212,6 +212,14 @@ def test_elicitor_couples_the_features_of_its_candidates():
     assert abs(el.fit.xi - el.data.m) < 0.05 * el.data.m
 
 
+def test_estimator_refuses_a_model_it_would_drop():
+    from elicit.estimator import ElicitRegressor
+
+    with pytest.raises(ElicitError, match="ElicitRegressor fits the paper's model only, not "
+                                          "'tied-threshold'"):
+        ElicitRegressor.from_answers(np.ones((3, 2)), [], hyper=Hyper(model="tied-threshold"))
+
+
 # -- the command line and sweeps -----------------------------------------------------------
 
 def test_models_command_lists_every_model_and_its_programs(capsys):
