@@ -257,6 +257,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         hyper = hyper if hyper is not None else Hyper()
         if not isinstance(hyper, Hyper):
             raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
+        if hyper.model != "paper":
+            # The estimator has no model parameter (yet): refuse rather than drop it silently.
+            raise ElicitError(f"ElicitRegressor fits the paper's model only, not "
+                              f"{hyper.model!r}; use Elicitor(..., hyper=Hyper(model=...)) "
+                              "and its posterior")
         U = _as_float_2d(meta_features, "meta_features")
         feedback = list(answers)
         if feature_names is not None:

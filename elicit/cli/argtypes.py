@@ -101,9 +101,21 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
                         "and stop with both log densities if their MAPs disagree")
 
 
+def add_model_option(p: argparse.ArgumentParser) -> None:
+    """``--model NAME``: the named model (checked by the library, so a wrong name gives the
+    same one-line error from the command line and from Python)."""
+    from elicit.model.variants import MODELS, PAPER
+
+    p.add_argument("--model", default=PAPER, metavar="NAME",
+                   help=f"the model: {', '.join(MODELS)} (default {PAPER}; `elicit models` "
+                        "says what each assumes)")
+
+
 def add_sweep_options(p: argparse.ArgumentParser) -> None:
-    """The options every sweep command shares: rounds, strategies, seed, output, jobs."""
+    """The options every sweep command shares: rounds, strategies, seed, output, jobs, model."""
     from elicit.elicitation.strategies import STRATEGIES
+
+    add_model_option(p)
 
     p.add_argument("--rounds", type=nonneg_int, default=100,
                    help="questions per run and strategy (default 100)")

@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default="model",
                    help="the -real sizes: inputs standardised with all 1000 model reviews' "
                         "statistics (model, default) or the 100 training reviews' (train)")
+    sub.add_parser("models", help="list the named models (--model), what each assumes and its "
+                                  "Stan programs")
     add_realdata_parsers(sub)
     add_data_parsers(sub)
     add_session_parsers(sub)
@@ -97,7 +99,8 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                         engine=args.engine, utility=args.utility, refine=args.refine,
                         stan_file=args.stan_file, threshold_mean=args.threshold_mean,
                         progress=not args.quiet, cluster=args.cluster,
-                        check_engine=args.check_engine, problems=args.problems)
+                        check_engine=args.check_engine, problems=args.problems,
+                        model=args.model)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 
@@ -109,7 +112,17 @@ def cmd_bench(args: argparse.Namespace) -> None:
     print(format_table(res))
 
 
-COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, **REALDATA_COMMANDS, **DATA_COMMANDS}
+def cmd_models(args: argparse.Namespace) -> None:
+    from elicit.model.variants import MODELS
+
+    for m in MODELS.values():
+        print(f"{m.name}: {m.assumes}")
+        print(f"    stan/{m.stan_name('fixed')}, stan/{m.stan_name('learned')}"
+              + (f" (extra data: {', '.join(m.extra_data)})" if m.extra_data else ""))
+
+
+COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, "models": cmd_models,
+            **REALDATA_COMMANDS, **DATA_COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from elicit.cli.argtypes import (
     ENGINE_HELP,
     add_meta_options,
+    add_model_option,
     meta_options,
     nonneg_int,
     port,
@@ -127,6 +128,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
                    help="fast utility: how many screened candidates are re-scored exactly "
                         "(default 10)")
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
+    add_model_option(n)
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
     n.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -277,7 +279,8 @@ def cmd_new(args: argparse.Namespace) -> int:
         inputs["texts"] = texts_from_json(args.texts)
     if args.target_description is not None:
         inputs["target_description"] = args.target_description
-    hyper = Hyper() if args.tau2 is None else Hyper(tau2=args.tau2)
+    hyper = Hyper(model=args.model) if args.tau2 is None else Hyper(tau2=args.tau2,
+                                                                     model=args.model)
     seed = args.seed if args.seed is not None else args.run_seed
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
                        refine=args.refine, strategy=args.strategy, pool_size=pool, seed=seed,

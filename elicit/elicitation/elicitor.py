@@ -34,6 +34,7 @@ from elicit.model.spec import (
     auto_threshold_mean,
     validate_regression,
 )
+from elicit.model.variants import coupled_features
 
 
 class Elicitor:
@@ -45,6 +46,8 @@ class Elicitor:
         Training inputs (n x p), targets (n,) and feature meta-features (p x d).
     hyper
         Model hyperparameters; ``threshold_mean="auto"`` is resolved at the no-feedback MAP.
+        ``hyper.model`` names the model (:mod:`elicit.model.variants`); the known-coupling
+        models couple the features of ``candidates``.
     engine
         ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`.
     stan_file
@@ -338,14 +341,19 @@ def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarra
     (:func:`~elicit.model.spec.auto_threshold_mean`). With no feedback xi is independent of
     everything else, so gamma0 does not depend on the placeholder mean 1 of the first fit, and
     the second fit only moves xi.
+
+    This is also the one place where the coupled set J of the known-coupling models is
+    derived: the features that occur in the candidate pairs, i.e. those the expert can be
+    asked about (:func:`~elicit.model.variants.coupled_features`; the other models ignore it).
     """
+    coupled = coupled_features(np.shape(X)[1], candidates)
     if hyper.threshold_mean != "auto":
-        data = ModelData(X, y, U, hyper)
+        data = ModelData(X, y, U, hyper, coupled=coupled)
         return data, engine.fit(data)
-    probe = ModelData(X, y, U, hyper.with_threshold_mean(1.0))
+    probe = ModelData(X, y, U, hyper.with_threshold_mean(1.0), coupled=coupled)
     fit0 = engine.fit(probe)
     data = ModelData(X, y, U, hyper.with_threshold_mean(
-        auto_threshold_mean(U, fit0.gamma, candidates)))
+        auto_threshold_mean(U, fit0.gamma, candidates)), coupled=coupled)
     fit = engine.fit(data, init=fit0)
     # The Hessian that refit used belongs to the placeholder threshold prior: later refits
     # from this MAP must not be preconditioned with it.

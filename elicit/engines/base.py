@@ -7,7 +7,7 @@ of the engines that run a Stan program (cmdstan, pystan). Each engine implements
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from elicit.engines.contract import check_stan_contract
 from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
 from elicit.model.spec import ModelData, Params
+from elicit.model.variants import get_model
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class MAPResult:
         and serves as a preconditioner for the next warm refit. ``None`` for other engines.
     U
         The meta-features, from which :attr:`K` is rebuilt (Stan does not emit K).
+    coupled
+        The coupled set of a known-coupling model (``ModelData.kernel_mask``; ``None``: the
+        full kernel), which :attr:`K` applies; :meth:`Engine.fit` sets it.
     """
 
     gamma: np.ndarray
@@ -53,6 +57,7 @@ class MAPResult:
     message: str = ""
     warm_hessian: np.ndarray | None = field(default=None, repr=False, compare=False)
     U: np.ndarray | None = field(default=None, repr=False, compare=False)
+    coupled: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Read-only arrays: a result can be shared (the session's initial fit, a sweep's
@@ -74,7 +79,7 @@ class MAPResult:
         """The kernel matrix at the MAP, rebuilt from gamma and the meta-features."""
         if self.U is None:
             raise RuntimeError("this MAPResult was built without meta-features")
-        K = kernel(self.U, self.gamma)
+        K = kernel(self.U, self.gamma, self.coupled)
         K.setflags(write=False)
         return K
 
@@ -128,7 +133,12 @@ class Engine(ABC):
             raise ElicitError(f"the start point has {k} gamma values; the data has "
                               f"d = {data.d} meta-features")
         warm = init if isinstance(init, MAPResult) else None
-        return self._fit(data, start, warm, hessian)
+        res = self._fit(data, start, warm, hessian)
+        mask = data.kernel_mask
+        if mask is not None and res.coupled is not mask:
+            # Here rather than in each engine: the result's K must be the model's K.
+            res = replace(res, coupled=mask)
+        return res
 
     @abstractmethod
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
@@ -139,34 +149,54 @@ class Engine(ABC):
 class StanProgramEngine(Engine):
     """An engine that runs a Stan program: the shipped one of a variant or a user's file.
 
+    The shipped program is chosen per fit from the data's model (``data.hyper.model``), so one
+    engine serves every named model (:meth:`program`).
+
     Parameters
     ----------
     variant
         ``"fixed"`` or ``"learned"`` tau2.
     stan_file
         A custom Stan program honouring the contract (``docs/stan.md``); ``None`` runs the
-        shipped program of ``variant``.
+        shipped program of ``variant`` and the data's model.
     """
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
         super().__init__(variant)
+        self.custom = stan_file is not None
         if stan_file is None:
             self.stan_file = shipped_stan_file(variant)
         else:
             self.stan_file = Path(stan_file)
             check_stan_contract(self.stan_file, variant)
         self.program_code = self.stan_file.read_text()
+        self._programs: dict[str, tuple[Path, str]] = {}
+
+    def program(self, data: ModelData) -> tuple[Path, str]:
+        """(path, text) of the Stan program that fits ``data``: the custom file, else the
+        shipped program of the data's model."""
+        model = data.hyper.model
+        if model not in self._programs:
+            if self.custom:
+                # A custom file must take the model's extra data (e.g. coupled) too.
+                check_stan_contract(self.stan_file, self.variant, model)
+                path = self.stan_file
+            else:
+                path = shipped_stan_file(self.variant, model)
+            self._programs[model] = (path, path.read_text())
+        return self._programs[model]
 
 
-def shipped_stan_file(variant: str) -> Path:
-    """Path of the shipped Stan program of a variant (``fixed`` or ``learned``).
+def shipped_stan_file(variant: str, model: str = "paper") -> Path:
+    """Path of the shipped Stan program of a variant (``fixed`` or ``learned``) and a named
+    model (:mod:`elicit.model.variants`).
 
     Installed, the programs are package data in ``elicit/stan/``; in a source checkout (and an
     editable install) they are the top-level ``stan/`` folder. That folder has no
     ``__init__.py`` on purpose: a regular package named ``stan`` at the repository root would
     shadow PyStan's ``stan`` whenever the root is on ``sys.path``.
     """
-    name = f"elicit_{variant}_tau.stan"
+    name = get_model(model).stan_name(variant)
     pkg = Path(__file__).resolve().parents[1]  # the elicit package folder
     for folder in (pkg / "stan", pkg.parent / "stan"):
         if (folder / name).is_file():

@@ -8,6 +8,7 @@ import os
 import shutil
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,28 +72,37 @@ class CmdStanEngine(StanProgramEngine):
                  max_iter: int = 5000, seed: int = 1) -> None:
         if not cmdstan_available():
             raise EngineUnavailable(_INSTALL_HELP)
+        super().__init__(variant, stan_file)
+        self.max_iter = max_iter
+        self.seed = seed
+        # cmdstanpy logs two INFO lines per fit (thousands in a sweep); keep its warnings.
+        logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
+        self._models: dict[str, Any] = {}
+        # The paper's (or the custom) program is compiled now, so that a broken installation
+        # shows at construction; another model's program when its first fit needs it.
+        self._compile(self.stan_file, self.program_code)
+
+    def _compile(self, src: Path, code: str):
         from cmdstanpy import CmdStanModel
 
-        super().__init__(variant, stan_file)
-        src = self.stan_file
-        digest = hashlib.sha256(self.program_code.encode()).hexdigest()[:12]
+        digest = hashlib.sha256(code.encode()).hexdigest()[:12]
+        if digest in self._models:
+            return self._models[digest]
         target = _cache_dir() / f"{src.stem}_{digest}.stan"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".{os.getpid()}.tmp")
             shutil.copyfile(src, tmp)
             os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
-        self.max_iter = max_iter
-        self.seed = seed
-        # cmdstanpy logs two INFO lines per fit (thousands in a sweep); keep its warnings.
-        logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
         try:
             # Compile under a lock: a second process waits, then finds the executable up to
             # date instead of rebuilding it while the first one writes it.
             with file_lock(f"cmdstan-{target.stem}.lock"):
-                self._model = CmdStanModel(stan_file=str(target))
+                model = CmdStanModel(stan_file=str(target))
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"CmdStan could not compile {src}: {exc}") from exc
+        self._models[digest] = model
+        return model
 
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
@@ -103,6 +113,7 @@ class CmdStanEngine(StanProgramEngine):
         if learned:
             inits["tau"] = max(float(start.tau2), _INIT_FLOOR)
         stan_data = data.to_stan()
+        model = self._compile(*self.program(data))
 
         fit, used, errors = None, "", []
         # As prophet does: L-BFGS first, Newton when L-BFGS fails.
@@ -111,7 +122,7 @@ class CmdStanEngine(StanProgramEngine):
                 with warnings.catch_warnings():
                     # cmdstanpy's FutureWarnings about its own API, twice per fit
                     warnings.simplefilter("ignore", FutureWarning)
-                    attempt = self._model.optimize(
+                    attempt = model.optimize(
                         data=stan_data, inits=inits, jacobian=False, algorithm=algorithm,
                         iter=self.max_iter, seed=self.seed, save_iterations=True,
                         require_converged=False, show_console=False)

@@ -2,8 +2,9 @@
 
 The engines pass data by name (``ModelData.to_stan``) and read the MAP by name, so a custom
 program must declare every data and parameter name of ``elicit.model.CONTRACT_DATA`` and
-``CONTRACT_PARAMS``. (Extra data names are not caught here: Stan itself refuses to build a
-program whose data the engine does not supply.)
+``CONTRACT_PARAMS``, plus the extra data of the model it is used for
+(:func:`~elicit.model.spec.contract_data`). (Extra data names are not caught here: Stan itself
+refuses to build a program whose data the engine does not supply.)
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import re
 from pathlib import Path
 
 from elicit.errors import ElicitError
-from elicit.model.spec import CONTRACT_DATA, CONTRACT_PARAMS
+from elicit.model.spec import CONTRACT_DATA, CONTRACT_PARAMS, contract_data
+from elicit.model.variants import PAPER
 
 _BLOCK = re.compile(r"\b(functions|transformed\s+data|data|transformed\s+parameters|parameters|"
                     r"model|generated\s+quantities)\s*\{")
@@ -72,7 +74,7 @@ def detect_variant(path: str | Path) -> str:
     return "learned" if "tau" in _declared(blocks.get("parameters", "")) else "fixed"
 
 
-def check_stan_contract(path: str | Path, variant: str) -> None:
+def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> None:
     """Raise :class:`~elicit.model.ElicitError` unless ``path`` declares the contract names.
 
     Parameters
@@ -81,6 +83,9 @@ def check_stan_contract(path: str | Path, variant: str) -> None:
         A ``.stan`` file.
     variant
         ``"fixed"`` or ``"learned"``.
+    model
+        The named model (:mod:`elicit.model.variants`) whose extra data the program must
+        also declare (``coupled`` for the known-coupling models).
 
     Raises
     ------
@@ -92,7 +97,7 @@ def check_stan_contract(path: str | Path, variant: str) -> None:
     path, blocks = _read(path)
     data = _declared(blocks.get("data", ""))
     params = _declared(blocks.get("parameters", ""))
-    missing_data = [n for n in CONTRACT_DATA[variant] if n not in data]
+    missing_data = [n for n in contract_data(variant, model) if n not in data]
     missing_params = [n for n in CONTRACT_PARAMS[variant] if n not in params]
     if not (missing_data or missing_params):
         return
@@ -106,5 +111,6 @@ def check_stan_contract(path: str | Path, variant: str) -> None:
         hint = " (tau is a parameter there: is this a learned-tau2 program? use variant 'learned')"
     elif variant == "learned" and "tau" in data:
         hint = " (tau is data there: is this a fixed-tau2 program? use variant 'fixed')"
-    raise ElicitError(f"{path} does not follow the elicit Stan contract of the {variant}-tau2 "
-                      f"variant: {'; '.join(parts)}{hint}. See docs/stan.md for the names.")
+    of = f"the {variant}-tau2 variant" + ("" if model == PAPER else f" of model {model!r}")
+    raise ElicitError(f"{path} does not follow the elicit Stan contract of {of}: "
+                      f"{'; '.join(parts)}{hint}. See docs/stan.md for the names.")

@@ -138,7 +138,7 @@ class PyStanEngine(StanProgramEngine):
         self.max_iter = max_iter
         self.cache_size = cache_size
         self._models: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
-        self._compiled = False
+        self._compiled: set[str] = set()
 
     # -- model binding -------------------------------------------------------------------
 
@@ -148,30 +148,31 @@ class PyStanEngine(StanProgramEngine):
         Returns ``(model, order)`` with ``u = log(theta[order])`` the unconstrained vector of
         ``theta = (gamma, xi[, tau2])``.
         """
+        path, code = self.program(data)
         stan_data = data.to_stan()
-        key = _data_key(self.program_code, stan_data)
+        key = _data_key(code, stan_data)
         if key in self._models:
             self._models.move_to_end(key)
             return self._models[key]
+        digest = hashlib.sha256(code.encode()).hexdigest()[:16]
         try:
-            if self._compiled:
-                model = build_pystan_model(self.program_code, stan_data, quiet=True)
+            if digest in self._compiled:
+                model = build_pystan_model(code, stan_data, quiet=True)
             else:
                 # The first build may compile into httpstan's shared cache: under a lock, so a
                 # second process waits and then reuses the build instead of breaking it.
-                digest = hashlib.sha256(self.program_code.encode()).hexdigest()[:16]
                 with file_lock(f"pystan-{digest}.lock"):
-                    model = build_pystan_model(self.program_code, stan_data)
+                    model = build_pystan_model(code, stan_data)
         except (ValueError, RuntimeError) as exc:
-            raise ElicitError(f"PyStan could not build {self.stan_file}: {exc}") from exc
-        self._compiled = True
-        order = self._parameter_order(model, data)
+            raise ElicitError(f"PyStan could not build {path}: {exc}") from exc
+        self._compiled.add(digest)
+        order = self._parameter_order(model, data, path)
         self._models[key] = (model, order)
         while len(self._models) > self.cache_size:
             self._models.popitem(last=False)
         return model, order
 
-    def _parameter_order(self, model: Any, data: ModelData) -> np.ndarray:
+    def _parameter_order(self, model: Any, data: ModelData, path: Path) -> np.ndarray:
         # Unconstrain a point with distinct coordinates: this both finds where each of gamma,
         # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
         # order) and checks that every transform is the lower=0 one, u = log(x), that the
@@ -185,12 +186,12 @@ class PyStanEngine(StanProgramEngine):
         try:
             u = np.asarray(_sync(model.unconstrain_pars, pars), dtype=float)
         except (RuntimeError, KeyError, ValueError) as exc:
-            raise ElicitError(f"{self.stan_file}: the pystan engine needs the parameters to be "
+            raise ElicitError(f"{path}: the pystan engine needs the parameters to be "
                               f"exactly {names}: {exc}") from exc
         order = np.array([int(np.argmin(np.abs(np.log(probe) - ui))) for ui in u], dtype=int)
         if (len(u) != len(probe) or sorted(order) != list(range(len(probe)))
                 or not np.allclose(u, np.log(probe[order]), rtol=0, atol=1e-12)):
-            raise ElicitError(f"{self.stan_file}: the pystan engine needs exactly the "
+            raise ElicitError(f"{path}: the pystan engine needs exactly the "
                               f"parameters {names}, each declared <lower=0> and nothing else")
         return order
 

@@ -35,6 +35,9 @@ class BatchDensity:
         self.f_new = f_new
         self.learned = data.hyper.variant == "learned"
         self.U2 = data.U * data.U
+        # Known-coupling models: K_ij survives only when i, j are both coupled (diagonal kept).
+        c = data.kernel_mask
+        self.K_mask = None if c is None else (np.outer(c, c) | np.eye(len(c), dtype=bool))
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
@@ -51,6 +54,8 @@ class BatchDensity:
         cross = (U[None, :, :] * gamma[:, None, :]) @ U.T
         D = sq.T[:, :, None] + sq.T[:, None, :] - 2.0 * cross
         K = np.exp(-0.5 * np.maximum(D, 0.0))
+        if self.K_mask is not None:
+            K *= self.K_mask
         XK = X @ K                                                 # (C, n, p)
         B = tau2[:, None, None] * (XK @ X.T)
         S = B + np.eye(n)
@@ -75,9 +80,9 @@ class BatchDensity:
         # priors
         value += -0.5 * np.sum((gamma - GAMMA_MEAN) ** 2, axis=1) / GAMMA_SD**2
         grad[:, :d] += -(gamma - GAMMA_MEAN) / GAMMA_SD**2
-        m = data.m
-        value += -0.5 * (xi - m) ** 2 / (m / 2) ** 2
-        grad[:, d] += -(xi - m) / (m / 2) ** 2
+        m, sd = data.m, data.m * h.xi_sd
+        value += -0.5 * (xi - m) ** 2 / sd**2
+        grad[:, d] += -(xi - m) / sd**2
         if self.learned:
             value += -(h.a_tau + 1.0) * np.log(tau2) - h.b_tau / tau2
             grad[:, d + 1] += -(h.a_tau + 1.0) / tau2 + h.b_tau / tau2**2

@@ -1,7 +1,9 @@
 """Analytic log density of the shipped Stan programs, with gradient and Hessian.
 
 This is the numpy mirror of ``stan/elicit_{fixed,learned}_tau.stan`` (the single specification
-of the model); tests check it against Stan through PyStan.
+of the model) and of the other named models' programs (:mod:`elicit.model.variants`: a
+different prior sd of xi, ``data.hyper.xi_sd``, and a masked K, ``data.kernel_mask``); tests
+check it against Stan through PyStan.
 
 The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2])``. With
 ``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
@@ -61,13 +63,17 @@ class Marginal:
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
-                 tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None):
+                 tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
+                 coupled: np.ndarray | None = None):
         self.X, self.y, self.U = X, y, U
         self.gamma = np.asarray(gamma, dtype=float)
         self.tau2 = float(tau2)
         self.a_sigma, self.b_sigma = float(a_sigma), float(b_sigma)
         n = X.shape[0]
-        self.K = kernel(U, self.gamma) if K is None else K
+        # Everything below (value, gradient, Hessian, predictive) reads K only, so a K masked
+        # to the coupled set gets the masked derivatives: D_l enters as K o D_l.
+        self.coupled = coupled
+        self.K = kernel(U, self.gamma, coupled) if K is None else K
         self.XK = X @ self.K
         B = self.tau2 * (self.XK @ X.T)
         self.B = 0.5 * (B + B.T)
@@ -87,7 +93,8 @@ class Marginal:
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
                   K: np.ndarray | None = None) -> Marginal:
         h = data.hyper
-        return cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K)
+        return cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
+                   coupled=data.kernel_mask)
 
     @cached_property
     def logdet_S(self) -> float:
@@ -245,10 +252,11 @@ def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
     learned = h.variant == "learned"
     k = len(theta)
     grad = np.zeros(k)
-    # gamma ~ N+(1, 0.5); xi ~ N+(m, m/2); tau2 ~ InvGamma(a_tau, b_tau) (constants dropped)
+    # gamma ~ N+(1, 0.5); xi ~ N+(m, c m) (c = 1/2 in the paper's model, smaller when the
+    # threshold is tied); tau2 ~ InvGamma(a_tau, b_tau) (constants dropped)
     val = -0.5 * np.sum((gamma - GAMMA_MEAN) ** 2) / GAMMA_SD**2
     grad[:d] = -(gamma - GAMMA_MEAN) / GAMMA_SD**2
-    sd_xi = m / 2.0
+    sd_xi = m * h.xi_sd
     val += -0.5 * (xi - m) ** 2 / sd_xi**2
     grad[d] = -(xi - m) / sd_xi**2
     if learned:
@@ -321,8 +329,10 @@ class YPartCache:
     @staticmethod
     def _key(data: ModelData, gamma: np.ndarray, tau2: float) -> tuple:
         h = data.hyper
+        mask = data.kernel_mask
         return (id(data.X), id(data.y), id(data.U), h.variant, float(h.a_sigma),
-                float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes())
+                float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
+                b"" if mask is None else np.packbits(mask).tobytes())
 
     _fingerprint = staticmethod(lambda data: data_fingerprint(data))
 
@@ -330,6 +340,10 @@ class YPartCache:
         """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
         if mg.X is not data.X or mg.y is not data.y or mg.U is not data.U:
             return
+        mask, mine = data.kernel_mask, mg.coupled
+        if not (mask is None and mine is None
+                or mask is not None and mine is not None and np.array_equal(mine, mask)):
+            return  # a marginal of another kernel
         learned = data.hyper.variant == "learned"
         entry = ((data.X, data.y, data.U), self._fingerprint(data), mg.value,
                  mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0)

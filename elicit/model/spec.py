@@ -28,7 +28,14 @@ data name                 meaning
 ``tau``                   (fixed-tau2 variant) the prior variance scale tau^2
 ``a_tau``, ``b_tau``      (learned-tau2 variant) inverse-gamma prior of tau^2
 ``threshold_mean``        prior mean m of the threshold xi ~ N+(m, m/2)
+``coupled``               (known-coupling models only) ``array[M] int<lower=0, upper=1>``,
+                          1 = the feature is in the coupled set J
 ========================  ==================================================================
+
+The named models (:mod:`elicit.model.variants`, ``Hyper(model=...)``) each have one program per
+tau2 variant; ``CONTRACT_DATA`` is what every program takes and :func:`contract_data` adds
+the model's extra data (``coupled``). The tied-threshold models keep the names and change
+only the prior sd of xi to ``0.02 m``.
 
 Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
 xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2). As in the authors' Stan code
@@ -44,6 +51,7 @@ import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.model.kernel import pair_weights
+from elicit.model.variants import PAPER, get_model
 
 Variant = Literal["fixed", "learned"]
 
@@ -59,6 +67,11 @@ CONTRACT_DATA = {
                 "a_tau", "b_tau", "threshold_mean"),
 }
 CONTRACT_PARAMS = {"fixed": ("gamma", "threshold"), "learned": ("gamma", "threshold", "tau")}
+
+
+def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
+    """Data names the program of ``model`` and tau2 ``variant`` must declare."""
+    return CONTRACT_DATA[variant] + get_model(model).extra_data
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,9 @@ class Hyper:
         mean of gamma0 . w over the candidate pairs at the no-feedback MAP gamma0, as in the
         authors' public code; unlike the paper's fixed 20 this follows the scale of the
         meta-features (raw word counts with d = 100 give gamma . w far above 20).
+    model
+        The named model (:data:`elicit.model.variants.MODELS`): ``"paper"`` (the default),
+        ``"tied-threshold"``, ``"known-coupling"`` or ``"known-coupling-tied"``.
     """
 
     variant: Variant = "fixed"
@@ -90,8 +106,10 @@ class Hyper:
     a_tau: float = 2.0
     b_tau: float = 4.0
     threshold_mean: float | Literal["auto"] = "auto"
+    model: str = PAPER
 
     def __post_init__(self) -> None:
+        get_model(self.model)  # the one place a model name is checked
         if self.variant not in ("fixed", "learned"):
             raise ElicitError(f"variant must be 'fixed' or 'learned', got {self.variant!r}")
         for name in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau"):
@@ -104,6 +122,11 @@ class Hyper:
 
     def with_threshold_mean(self, m: float) -> Hyper:
         return replace(self, threshold_mean=float(m))
+
+    @property
+    def xi_sd(self) -> float:
+        """Prior sd of xi relative to its mean m (``xi ~ N+(m, xi_sd * m)``)."""
+        return get_model(self.model).threshold_sd
 
 
 @dataclass(frozen=True)
@@ -121,6 +144,10 @@ class ModelData:
 
     ``pairs`` holds the (i, j) feature indices of the answered questions and ``f`` their
     answers (1 = similar, 0 = dissimilar); "don't know" answers never reach the model.
+
+    ``coupled`` is the coupled set J of the known-coupling models (a boolean mask of length p,
+    ``None`` = all features); the other models ignore it. :attr:`kernel_mask` is what a fit
+    uses.
     """
 
     X: np.ndarray
@@ -129,6 +156,7 @@ class ModelData:
     hyper: Hyper
     pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
     f: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    coupled: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.X, self.y, self.U = validate_regression(self.X, self.y, self.U)
@@ -144,6 +172,26 @@ class ModelData:
         if self.hyper.threshold_mean == "auto":
             raise ElicitError("resolve threshold_mean='auto' before building ModelData "
                               "(see elicit.model.auto_threshold_mean)")
+        if self.coupled is not None:
+            c = np.asarray(self.coupled)
+            if c.shape != (p,) or c.dtype.kind not in "bi" or not np.isin(c, (0, 1)).all():
+                raise ElicitError(f"coupled must be a boolean mask of the {p} features, got "
+                                  f"shape {c.shape}")
+            c = c.astype(bool)
+            c.setflags(write=False)
+            self.coupled = c
+
+    @property
+    def kernel_mask(self) -> np.ndarray | None:
+        """The coupled set J when the model masks K (``None``: K is the full kernel).
+
+        ``None`` also when J holds every feature, so that a known-coupling fit with all pairs
+        as candidates runs exactly the paper's arithmetic.
+        """
+        c = self.coupled
+        if c is None or not get_model(self.hyper.model).known_coupling or c.all():
+            return None
+        return c
 
     @property
     def n(self) -> int:
@@ -196,6 +244,9 @@ class ModelData:
             "f": self.f.astype(int), "W_f": self.W_f.reshape(len(self.f), self.d),
             "a_sigma": h.a_sigma, "b_sigma": h.b_sigma, "threshold_mean": self.m,
         }
+        if get_model(h.model).known_coupling:
+            c = self.coupled
+            out["coupled"] = np.ones(self.p, dtype=int) if c is None else c.astype(int)
         if h.variant == "fixed":
             out["tau"] = h.tau2
         else:

@@ -43,6 +43,7 @@ from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_di
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
+from elicit.model.variants import PAPER, get_model
 from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import (
     BASELINE_LABELS,
@@ -93,7 +94,8 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
 
 #: Settings that config.json files written before they existed lack, and the value those
 #: sweeps used: an old folder stays valid for a rerun with these values.
-LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None}
+LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
+                                     "model": PAPER}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
 #: a meta-features file is compared by its content hash).
 PATH_KEYS = ("data_dir", "corpus", "meta_features_file")
@@ -229,7 +231,7 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
                  refine: int = 10, progress: bool = True, cluster: str | None = None,
                  check_engine: bool = False, meta_features: str | os.PathLike = "counts",
-                 meta_dim: int = DEFAULT_META_DIM) -> RealDataResult:
+                 meta_dim: int = DEFAULT_META_DIM, model: str = PAPER) -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -279,6 +281,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         from each run's expert-set text, no ratings), or a CSV/Parquet file indexed by
         keyword (:mod:`elicit.data.metafeatures`). Recorded in ``config.json``; each run's
         polarity AUC of U is in ``runinfo.csv`` (``auc``).
+    model
+        The named model (:mod:`elicit.model.variants`); ``paper`` with ``paper=True``.
 
     Returns
     -------
@@ -290,14 +294,18 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
                              tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,
                              engine, utility, refine, progress, check_engine, meta_features,
-                             meta_dim)
+                             meta_dim, model)
 
 
 def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data_dir, tau2,
                   standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
-                  refine, progress, check_engine, meta_features, meta_dim) -> RealDataResult:
+                  refine, progress, check_engine, meta_features, meta_dim,
+                  model=PAPER) -> RealDataResult:
     from elicit.paper.plots import mse_curves
 
+    get_model(model)  # before any data are read
+    if paper and model != PAPER:
+        raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
     src = as_source(dataset, data_dir)
     std, tau2 = resolve_settings(paper, standardize, tau2)
     # Read the data before config.json is written: a mistake in the input (a wrong field
@@ -312,18 +320,19 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     check_config(out, {**src.config(), "seed": seed, "rounds": rounds, "standardize": std,
                        "tau2": tau2, "pool_size": pool_size, "expert_rule": expert_rule,
                        "expert_nonzero": expert_nonzero, "engine": engine, "utility": utility,
-                       "refine": refine, **meta})
+                       "refine": refine, "model": model, **meta})
 
     # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
     # resumable; done first so that the sweep knows each run's tau2.
-    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine, mf, dim)
+    settings = RunSettings(src, seed, std, tau2, expert_rule, expert_nonzero, engine, mf, dim,
+                           model)
     infos = ensure_runinfo(out, settings, runs, jobs, progress)
     run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
     write_tau2_cv(out, infos)
     runinfo_frame(src.name, infos).to_csv(out / "runinfo.csv", index=False)
 
     cfg = SweepConfig(src.name, runs, rounds, tuple(strategies), seed, engine, utility, refine,
-                      jobs, check_engine=check_engine)
+                      jobs, check_engine=check_engine, model=model)
     maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
                           pool_size=pool_size, expert_rule=expert_rule,
                           n_nonzero=expert_nonzero, standardize=std, meta_features=mf,

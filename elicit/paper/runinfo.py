@@ -30,6 +30,7 @@ the CV errors.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -151,6 +152,7 @@ class RunSettings:
     engine: str = "auto"
     meta_features: str = "counts"
     meta_dim: int = DEFAULT_META_DIM
+    model: str = "paper"
 
     def run_data(self, run: int) -> RunData:
         """Run ``run``'s split, standardisation and meta-features."""
@@ -172,6 +174,9 @@ def prepare_runinfo(settings: RunSettings, run: int,
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
     problem = problem_from_run(rd, tau2, expert_rule=s.expert_rule, n_nonzero=s.expert_nonzero,
                                label=f"{s.source.name} run {run}")
+    # The reference ceiling of the sweep's model (the problem carries the paper's).
+    problem = dataclasses.replace(problem,
+                                  hyper=dataclasses.replace(problem.hyper, model=s.model))
     ceil = ceiling(problem, s.engine)
     assert isinstance(problem.expert, LassoExpert)  # problem_from_run's expert
     return {

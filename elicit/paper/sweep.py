@@ -27,6 +27,7 @@ from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
+from elicit.model.variants import PAPER, get_model
 from elicit.paper.cluster import parse_cluster
 from elicit.paper.problems import RunProblem
 from elicit.paper.runner import run_tasks
@@ -54,6 +55,8 @@ class SweepConfig:
     snapshots: tuple[int, ...] = ()
     stan_file: str | None = None
     threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
+    #: the named model (:mod:`elicit.model.variants`) every run is fitted with
+    model: str = PAPER
 
     def __post_init__(self) -> None:
         bad = [s for s in self.strategies if s not in STRATEGIES]
@@ -66,6 +69,7 @@ class SweepConfig:
         # Checked here, in the parent, before any worker starts or any Stan program is built.
         check_utility(self.utility, self.stan_file)
         parse_cluster(self.cluster)
+        get_model(self.model)
         if self.check_engine and self.stan_file is not None:
             raise ElicitError("--check-engine compares every fit with the numpy engine, which "
                               "runs only the shipped Stan programs, not a custom --stan-file")
@@ -82,6 +86,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     hyper = problem.hyper
     if cfg.threshold_mean is not None:
         hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
+    hyper = dataclasses.replace(hyper, model=cfg.model)
     engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
     el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
                   stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
@@ -106,7 +111,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             if t in cfg.snapshots:
                 gammas[t] = el.fit.gamma.tolist()
         results[strategy] = {"mse": mse, "gammas": gammas, "asked": asked,
-                             "threshold_mean": el.hyper.threshold_mean}
+                             "threshold_mean": el.hyper.threshold_mean, "model": cfg.model}
     return results
 
 
@@ -136,6 +141,7 @@ def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out:
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    _check_parts_model(out, cfg)
 
     def left(task: tuple) -> tuple | None:
         make, cfg_, run, strategies, out_ = task
@@ -148,6 +154,17 @@ def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out:
     df = collect(out, cfg)
     df.to_csv(out / "mse.csv", index=False)
     return df
+
+
+def _check_parts_model(out: Path, cfg: SweepConfig) -> None:
+    """Refuse to resume parts of another model: parts are reused by run and strategy alone.
+    Parts written before models had names carry no ``model`` and are the paper's."""
+    for path in sorted((out / "parts" / cfg.dataset).glob("*/run*.json")):
+        had = json.loads(path.read_text()).get("model", PAPER)
+        if had != cfg.model:
+            raise ElicitError(f"{out} holds results of model {had!r} ({path.name} of "
+                              f"{path.parent.name}), not {cfg.model!r}; use another output "
+                              "folder (--out) or delete this one")
 
 
 def load_part(out: Path, cfg: SweepConfig, strategy: str, run: int) -> dict:

@@ -306,6 +306,11 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         # meta-features; other meta-features are not wired into them yet.
         raise ElicitError(f"{folder} is a sweep with --meta-features {cfg['meta_features']}; "
                           "table1 supports only the paper's counts meta-features so far")
+    if cfg.get("model", "paper") != "paper":
+        # The sample loops refit the paper's model; mixing them with another model's
+        # curves would compare two models.
+        raise ElicitError(f"{folder} is a sweep with --model {cfg['model']}; table1 "
+                          "supports only the paper's model so far")
     dataset = cfg["dataset"]
     seq = sequential_curves(folder, dataset, runs)
     src = source_from_config(cfg, data_dir)
