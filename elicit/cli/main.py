@@ -97,7 +97,8 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                         engine=args.engine, utility=args.utility, refine=args.refine,
                         stan_file=args.stan_file, threshold_mean=args.threshold_mean,
                         progress=not args.quiet, cluster=args.cluster,
-                        check_engine=args.check_engine, problems=args.problems)
+                        check_engine=args.check_engine, problems=args.problems,
+                        utility_target=args.utility_target)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

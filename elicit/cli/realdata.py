@@ -107,7 +107,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                        pool_size=args.pool_size, expert_rule=args.expert_rule,
                        expert_nonzero=args.expert_nonzero, engine=args.engine,
                        utility=args.utility, refine=args.refine, progress=not args.quiet,
-                       cluster=args.cluster, check_engine=args.check_engine)
+                       cluster=args.cluster, check_engine=args.check_engine,
+                       utility_target=args.utility_target)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

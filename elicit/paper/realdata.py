@@ -103,6 +103,8 @@ def check_config(out: Path, cfg: dict) -> None:
                           f"unknown; delete {out / 'parts'} or use another output folder (--out)")
     if path.exists():
         old = json.loads(path.read_text())
+        # Sweeps made before the utility target existed used the predictive one.
+        old.setdefault("utility_target", "predictive")
         diff = {k: (old.get(k, "not recorded"), v) for k, v in cfg.items()
                 if k not in ("data_dir", "corpus") and old.get(k, "not recorded") != v}
         if diff:
@@ -184,7 +186,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  paper: bool = False, pool_size: int = POOL_SIZE, expert_rule: str = "target",
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
                  refine: int = 10, progress: bool = True, cluster: str | None = None,
-                 check_engine: bool = False) -> RealDataResult:
+                 check_engine: bool = False,
+                 utility_target: str = "predictive") -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -228,6 +231,9 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit of the sweep against the numpy engine.
+    utility_target
+        ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`); recorded in
+        ``config.json`` (a folder without the key was made with ``"predictive"``).
 
     Returns
     -------
@@ -238,12 +244,13 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
     with cluster_scope(cluster):
         return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
                              tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,
-                             engine, utility, refine, progress, check_engine)
+                             engine, utility, refine, progress, check_engine,
+                             utility_target)
 
 
 def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data_dir, tau2,
                   standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
-                  refine, progress, check_engine) -> RealDataResult:
+                  refine, progress, check_engine, utility_target) -> RealDataResult:
     from elicit.paper.plots import mse_curves
 
     src = as_source(dataset, data_dir)
@@ -254,7 +261,7 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     check_config(out, {**src.config(), "seed": seed, "rounds": rounds, "standardize": std,
                        "tau2": tau2, "pool_size": pool_size, "expert_rule": expert_rule,
                        "expert_nonzero": expert_nonzero, "engine": engine, "utility": utility,
-                       "refine": refine})
+                       "refine": refine, "utility_target": utility_target})
 
     # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
     # resumable; done first so that the sweep knows each run's tau2.
@@ -265,7 +272,7 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     runinfo_frame(src.name, infos).to_csv(out / "runinfo.csv", index=False)
 
     cfg = SweepConfig(src.name, runs, rounds, tuple(strategies), seed, engine, utility, refine,
-                      jobs, check_engine=check_engine)
+                      jobs, check_engine=check_engine, utility_target=utility_target)
     maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
                           pool_size=pool_size, expert_rule=expert_rule,
                           n_nonzero=expert_nonzero, standardize=std)

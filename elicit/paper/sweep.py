@@ -54,6 +54,8 @@ class SweepConfig:
     snapshots: tuple[int, ...] = ()
     stan_file: str | None = None
     threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
+    #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
+    utility_target: str = "predictive"
 
     def __post_init__(self) -> None:
         bad = [s for s in self.strategies if s not in STRATEGIES]
@@ -64,7 +66,7 @@ class SweepConfig:
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
         # Checked here, in the parent, before any worker starts or any Stan program is built.
-        check_utility(self.utility, self.stan_file)
+        check_utility(self.utility, self.stan_file, self.utility_target)
         parse_cluster(self.cluster)
         if self.check_engine and self.stan_file is not None:
             raise ElicitError("--check-engine compares every fit with the numpy engine, which "
@@ -85,7 +87,8 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
     el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
                   stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
-                  pool_size=problem.pool_size, candidates=problem.candidates)
+                  pool_size=problem.pool_size, candidates=problem.candidates,
+                  target=cfg.utility_target)
     mse0 = problem.mse(el)
     results = {}
     for strategy in strategies:

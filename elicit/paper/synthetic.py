@@ -106,7 +106,8 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
                   threshold_mean: float | Literal["auto"] | None = None,
                   progress: bool = True, cluster: str | None = None,
                   check_engine: bool = False,
-                  problems: str | Path | None = None) -> SyntheticResult:
+                  problems: str | Path | None = None,
+                  utility_target: str = "predictive") -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
     Parameters
@@ -142,6 +143,10 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
         A folder of the user's own simulated problems instead of the built-in generator:
         one ``.npz`` per run (:class:`~elicit.paper.problems.ProblemsDir`). The outputs are
         the same, but for ``fig3_K.png`` (it needs the generator's true kernel).
+    utility_target
+        ``"predictive"`` or ``"params"``: what the utility is about
+        (:mod:`elicit.elicitation.utility`). The parts in ``out`` are reused by run and
+        strategy alone: give each target its own folder.
     """
     # Imported here: problems.py builds each run with make_synthetic above, so importing the
     # sweep machinery at module level would be circular.
@@ -163,7 +168,8 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     runs = 50 if runs is None else runs
     cfg = SweepConfig(name, runs, rounds, tuple(strategies), seed, engine, utility,
                       refine, jobs, cluster=cluster, check_engine=check_engine,
-                      snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean)
+                      snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean,
+                      utility_target=utility_target)
     df = sweep(maker, cfg, out, progress=progress)
     # The reference line every MSE figure carries: predicting the training mean.
     mean_rows = []
