@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 
 import numpy as np
 import pytest
@@ -298,3 +299,35 @@ def test_realdata_config_without_a_target_was_predictive(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ElicitError, match="utility_target: 'predictive' there, 'params' now"):
         check_config(tmp_path, {**cfg, "utility_target": "params"})
+
+
+def test_session_keeps_the_target_and_old_files_read_as_predictive(tmp_path):
+    from conftest import SESSION_NAMES, make_session_data
+
+    from elicit.session.session import Session
+
+    X, y, U = make_session_data()
+    path = tmp_path / "t.session"
+    with Session.create(X, y, U, SESSION_NAMES, path=path, engine="numpy",
+                        utility_target="params") as s:
+        assert s.settings["utility_target"] == "params"
+        assert s.elicitor.target == "params"
+    with Session.open(path) as s:
+        assert s.elicitor.target == "params"
+        q = s.next_query()
+        assert q.exact_gain and q.expected_gain is not None
+    # a file written before the target existed has no key: it was predictive
+    with sqlite3.connect(path) as conn:
+        (raw,) = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        settings = json.loads(raw)
+        del settings["utility_target"]
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps(settings),))
+    conn.close()
+    with Session.open(path) as s:
+        assert s.elicitor.target == "predictive"
+
+
+def test_cli_session_new_takes_the_target():
+    args = build_parser().parse_args(["session", "new", "--from-npz", "x.npz", "--out", "o",
+                                      "--utility-target", "params"])
+    assert args.utility_target == "params"

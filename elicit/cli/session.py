@@ -17,7 +17,13 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from elicit.cli.argtypes import ENGINE_HELP, nonneg_int, port, positive_int
+from elicit.cli.argtypes import (
+    ENGINE_HELP,
+    add_utility_target_option,
+    nonneg_int,
+    port,
+    positive_int,
+)
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError, EngineUnavailable
@@ -121,6 +127,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--refine", type=nonneg_int, default=10,
                    help="fast utility: how many screened candidates are re-scored exactly "
                         "(default 10)")
+    add_utility_target_option(n)
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
@@ -267,7 +274,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else args.run_seed
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
                        refine=args.refine, strategy=args.strategy, pool_size=pool, seed=seed,
-                       overwrite=args.overwrite, **inputs)
+                       overwrite=args.overwrite, utility_target=args.utility_target, **inputs)
     with s:
         pr = s.progress()
         print(f"created {args.out}: {len(s.feature_names)} features, {pr['pairs']} pairs, "
