@@ -125,6 +125,7 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
                    help="sweep seed: every run's data and random streams derive from it")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_utility_target_option(p)
 
 
 def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "") -> None:
@@ -170,3 +171,14 @@ def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
     if value < 1:
         raise ElicitError(f"--meta-dim must be a positive integer, got {dim!r}")
     return kind, value
+
+
+def add_utility_target_option(p: argparse.ArgumentParser) -> None:
+    """``--utility-target``: what a question's expected gain is about."""
+    from elicit.elicitation.utility import TARGETS
+
+    p.add_argument("--utility-target", choices=TARGETS, default="predictive",
+                   help="predictive: the answer's expected change of the predictive "
+                        "distribution (the paper's, default); params: its information about "
+                        "gamma and xi under the Laplace approximation (BALD; --utility and "
+                        "--refine then do not apply; docs/utility-targets.md)")

@@ -100,7 +100,7 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                         stan_file=args.stan_file, threshold_mean=args.threshold_mean,
                         progress=not args.quiet, cluster=args.cluster,
                         check_engine=args.check_engine, problems=args.problems,
-                        model=args.model)
+                        model=args.model, utility_target=args.utility_target)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

@@ -112,7 +112,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                        expert_nonzero=args.expert_nonzero, engine=args.engine,
                        utility=args.utility, refine=args.refine, progress=not args.quiet,
                        cluster=args.cluster, check_engine=args.check_engine,
-                       meta_features=meta_features, meta_dim=meta_dim, model=args.model)
+                       meta_features=meta_features, meta_dim=meta_dim, model=args.model,
+                       utility_target=args.utility_target)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

@@ -21,6 +21,7 @@ from elicit.cli.argtypes import (
     ENGINE_HELP,
     add_meta_options,
     add_model_option,
+    add_utility_target_option,
     meta_options,
     nonneg_int,
     port,
@@ -127,6 +128,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--refine", type=nonneg_int, default=10,
                    help="fast utility: how many screened candidates are re-scored exactly "
                         "(default 10)")
+    add_utility_target_option(n)
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     add_model_option(n)
     n.add_argument("--texts", type=Path, default=None,
@@ -284,7 +286,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else args.run_seed
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
                        refine=args.refine, strategy=args.strategy, pool_size=pool, seed=seed,
-                       overwrite=args.overwrite, **inputs)
+                       overwrite=args.overwrite, utility_target=args.utility_target, **inputs)
     with s:
         pr = s.progress()
         print(f"created {args.out}: {len(s.feature_names)} features, {pr['pairs']} pairs, "

@@ -21,7 +21,7 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.strategies import Query, Ranking, Strategy, choose, draw_pool
-from elicit.elicitation.utility import Scores, UtilityScorer
+from elicit.elicitation.utility import TARGETS, Scores, UtilityScorer
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
@@ -54,6 +54,11 @@ class Elicitor:
         A custom Stan program (cmdstan/pystan engines only).
     utility
         ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``.
+    target
+        What a question's gain is about: ``"predictive"`` (the paper's expected change of the
+        predictive distribution) or ``"params"`` (the information about gamma and xi under
+        the Laplace approximation; ``utility`` and ``refine`` then do not apply). See
+        :mod:`elicit.elicitation.utility`.
     pool_size
         Size of the random candidate pool per sequential round; default ``min(#pairs, 10 p)``.
     candidates
@@ -63,10 +68,10 @@ class Elicitor:
     def __init__(self, X, y, U, hyper: Hyper | None = None, *, engine: str | Engine = "auto",
                  stan_file: str | Path | None = None, utility: str = "fast",
                  refine: int = 10, pool_size: int | None = None,
-                 candidates: np.ndarray | None = None) -> None:
+                 candidates: np.ndarray | None = None, target: str = "predictive") -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
-        check_utility(utility, stan_file)  # before the engine: a Stan build takes minutes
+        check_utility(utility, stan_file, target)  # before the engine: a Stan build takes minutes
         if refine < 0:
             raise ElicitError(f"refine must be >= 0, got {refine}")
         p = X.shape[1]
@@ -78,7 +83,7 @@ class Elicitor:
             raise ElicitError(f"pool_size must be positive, got {pool_size}")
         self.pool_size = default_pool if pool_size is None else int(pool_size)
         self._pool_explicit = pool_size is not None
-        self.utility, self.refine = utility, int(refine)
+        self.utility, self.refine, self.target = utility, int(refine), target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             engine, hyper.variant, stan_file)
         self._fit_initial(X, y, U, hyper)
@@ -210,7 +215,8 @@ class Elicitor:
     def _score(self, data: ModelData, fit: MAPResult, pairs: np.ndarray,
                refine: int | None = None) -> Scores:
         sc = UtilityScorer(data, fit, self.engine).score(
-            pairs, self.utility, self.refine if refine is None else refine)  # type: ignore[arg-type]
+            pairs, self.utility, self.refine if refine is None else refine,  # type: ignore[arg-type]
+            self.target)  # type: ignore[arg-type]
         # Keep the base Hessian the round computed: the next warm refit from that MAP
         # starts from it.
         if sc.hessian is not None:
@@ -314,17 +320,27 @@ class Elicitor:
         return self.posterior().predict(X_new).mean
 
 
-def check_utility(utility: str, stan_file: str | Path | None = None) -> None:
-    """Refuse a utility mode that cannot run (check it before any Stan program is built).
+def check_utility(utility: str, stan_file: str | Path | None = None,
+                  target: str = "predictive") -> None:
+    """Refuse a utility mode or target that cannot run (check before any Stan program is built).
+
+    The one place both are validated: the Elicitor, the sweeps and the command line call it.
 
     Raises
     ------
     ElicitError
-        For an unknown mode, or the fast mode with a custom Stan file: the fast screen uses
-        the shipped model's analytic Hessian, which a custom program does not have.
+        For an unknown mode or target, or for the fast mode or the ``params`` target with a
+        custom Stan file: both use the shipped model's analytic Hessian, which a custom
+        program does not have.
     """
+    if target not in TARGETS:
+        raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, got {target!r}")
     if utility not in ("fast", "exact"):
         raise ElicitError(f"utility must be 'fast' or 'exact', got {utility!r}")
+    if stan_file is not None and target == "params":
+        raise ElicitError("the params utility target uses the shipped model's analytic "
+                          "Hessian, which a custom Stan file does not have; use the "
+                          "predictive target with exact utilities")
     if stan_file is not None and utility == "fast":
         raise ElicitError("the fast utility screen uses the shipped model's analytic "
                           "Hessian, which a custom Stan file does not have; use exact "

@@ -55,7 +55,8 @@ class Query:
     """A question to ask: features ``i`` and ``j`` and its expected information gain.
 
     ``expected_gain`` is None for the random strategy; ``exact_gain`` is True when the gain is
-    an exact refit value and False for a fast-screen estimate.
+    an exact refit value (or, for the ``params`` target, the Laplace-approximation value) and
+    False for a fast-screen estimate.
     """
 
     i: int
@@ -89,6 +90,8 @@ class ElicitationState(Protocol):
     engine: Engine
     utility: str
     refine: int
+    #: what the gains are about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
+    target: str
     pool_size: int
 
     def score(self, pairs: np.ndarray, refine: int | None = None) -> Scores:

@@ -95,7 +95,7 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
 #: Settings that config.json files written before they existed lack, and the value those
 #: sweeps used: an old folder stays valid for a rerun with these values.
 LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
-                                     "model": PAPER}
+                                     "model": PAPER, "utility_target": "predictive"}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
 #: a meta-features file is compared by its content hash).
 PATH_KEYS = ("data_dir", "corpus", "meta_features_file")
@@ -231,7 +231,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  expert_nonzero: int = 40, engine: str = "auto", utility: str = "fast",
                  refine: int = 10, progress: bool = True, cluster: str | None = None,
                  check_engine: bool = False, meta_features: str | os.PathLike = "counts",
-                 meta_dim: int = DEFAULT_META_DIM, model: str = PAPER) -> RealDataResult:
+                 meta_dim: int = DEFAULT_META_DIM, model: str = PAPER,
+                 utility_target: str = "predictive") -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -283,6 +284,9 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         polarity AUC of U is in ``runinfo.csv`` (``auc``).
     model
         The named model (:mod:`elicit.model.variants`); ``paper`` with ``paper=True``.
+    utility_target
+        ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`); recorded in
+        ``config.json`` (a folder without the key was made with ``"predictive"``).
 
     Returns
     -------
@@ -294,13 +298,13 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
                              tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,
                              engine, utility, refine, progress, check_engine, meta_features,
-                             meta_dim, model)
+                             meta_dim, model, utility_target)
 
 
 def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data_dir, tau2,
                   standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
                   refine, progress, check_engine, meta_features, meta_dim,
-                  model=PAPER) -> RealDataResult:
+                  model=PAPER, utility_target="predictive") -> RealDataResult:
     from elicit.paper.plots import mse_curves
 
     get_model(model)  # before any data are read
@@ -320,7 +324,8 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     check_config(out, {**src.config(), "seed": seed, "rounds": rounds, "standardize": std,
                        "tau2": tau2, "pool_size": pool_size, "expert_rule": expert_rule,
                        "expert_nonzero": expert_nonzero, "engine": engine, "utility": utility,
-                       "refine": refine, "model": model, **meta})
+                       "refine": refine, "model": model,
+                       "utility_target": utility_target, **meta})
 
     # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
     # resumable; done first so that the sweep knows each run's tau2.
@@ -332,7 +337,8 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
     runinfo_frame(src.name, infos).to_csv(out / "runinfo.csv", index=False)
 
     cfg = SweepConfig(src.name, runs, rounds, tuple(strategies), seed, engine, utility, refine,
-                      jobs, check_engine=check_engine, model=model)
+                      jobs, check_engine=check_engine, model=model,
+                      utility_target=utility_target)
     maker = RealDataMaker(src, tau2=run_tau2 if tau2 == "cv" else float(tau2),
                           pool_size=pool_size, expert_rule=expert_rule,
                           n_nonzero=expert_nonzero, standardize=std, meta_features=mf,

@@ -57,6 +57,8 @@ class SweepConfig:
     threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
     #: the named model (:mod:`elicit.model.variants`) every run is fitted with
     model: str = PAPER
+    #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
+    utility_target: str = "predictive"
 
     def __post_init__(self) -> None:
         bad = [s for s in self.strategies if s not in STRATEGIES]
@@ -67,7 +69,7 @@ class SweepConfig:
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
         # Checked here, in the parent, before any worker starts or any Stan program is built.
-        check_utility(self.utility, self.stan_file)
+        check_utility(self.utility, self.stan_file, self.utility_target)
         parse_cluster(self.cluster)
         get_model(self.model)
         if self.check_engine and self.stan_file is not None:
@@ -90,7 +92,8 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
     el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
                   stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
-                  pool_size=problem.pool_size, candidates=problem.candidates)
+                  pool_size=problem.pool_size, candidates=problem.candidates,
+                  target=cfg.utility_target)
     mse0 = problem.mse(el)
     results = {}
     for strategy in strategies:

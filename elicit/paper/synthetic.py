@@ -106,7 +106,8 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
                   threshold_mean: float | Literal["auto"] | None = None,
                   progress: bool = True, cluster: str | None = None,
                   check_engine: bool = False,
-                  problems: str | Path | None = None, model: str = "paper") -> SyntheticResult:
+                  problems: str | Path | None = None, model: str = "paper",
+                  utility_target: str = "predictive") -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
     Parameters
@@ -145,6 +146,10 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     model
         The named model (:mod:`elicit.model.variants`); a folder holding results of another
         model is refused.
+    utility_target
+        ``"predictive"`` or ``"params"``: what the utility is about
+        (:mod:`elicit.elicitation.utility`). The parts in ``out`` are reused by run and
+        strategy alone: give each target its own folder.
     """
     # Imported here: problems.py builds each run with make_synthetic above, so importing the
     # sweep machinery at module level would be circular.
@@ -167,7 +172,7 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     cfg = SweepConfig(name, runs, rounds, tuple(strategies), seed, engine, utility,
                       refine, jobs, cluster=cluster, check_engine=check_engine,
                       snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean,
-                      model=model)
+                      model=model, utility_target=utility_target)
     df = sweep(maker, cfg, out, progress=progress)
     # The reference line every MSE figure carries: predicting the training mean.
     mean_rows = []

@@ -148,7 +148,8 @@ class Session(SessionState):
                texts: Mapping[str, Sequence[str]] | Sequence[Sequence[str]] | None = None,
                y_offset: float = 0.0, description: str = "", standardize: bool = False,
                target_description: str | None = None, expert: str | None = None,
-               meta_source: str | None = None, overwrite: bool = False) -> Session:
+               meta_source: str | None = None, overwrite: bool = False,
+               utility_target: str = "predictive") -> Session:
         """Create a new session file and return the open session.
 
         Parameters
@@ -188,6 +189,9 @@ class Session(SessionState):
             Where the meta-features came from (shown in the summary).
         overwrite
             Replace an existing file at ``path``; otherwise an existing file is an error.
+        utility_target
+            What a question's gain is about, ``"predictive"`` or ``"params"`` (the
+            Elicitor's ``target``); files without it were made with ``"predictive"``.
 
         Constant columns and columns equal to an earlier one stay in the model but are left
         out of the questions; :attr:`summary` says which.
@@ -205,7 +209,8 @@ class Session(SessionState):
         settings = {"hyper": dataclasses.asdict(pr.hyper),
                     "engine": engine.name if isinstance(engine, Engine) else str(engine),
                     "utility": utility, "refine": int(refine), "strategy": strategy,
-                    "pool_size": pool_size, "seed": int(seed)}
+                    "pool_size": pool_size, "seed": int(seed),
+                    "utility_target": utility_target}
         cands = question_pairs(pr.U, [pr.names.index(n) for n in pr.excluded])
         dropped = len(pr.names) * (len(pr.names) - 1) // 2 - len(cands)
         if dropped:
@@ -214,6 +219,7 @@ class Session(SessionState):
         # Build the model once before writing anything: bad settings fail here, not on open.
         probe = Elicitor(cls._scaled(pr.X, pr.x_centre, pr.x_scale), pr.y - pr.y_centre,
                                pr.U, pr.hyper, engine=engine, utility=utility, refine=refine,
+                               target=utility_target,
                                pool_size=pool_size, candidates=cands)
         k_max = float(np.max(np.asarray(probe.fit.K)[cands[:, 0], cands[:, 1]]))
         if k_max < 1e-6:

@@ -69,7 +69,7 @@ class SessionState:
                 self._model_X(X), y - float(meta.get("y_centre", 0.0)), U,
                 Hyper(**st["hyper"]), engine=engine if engine is not None else st["engine"],
                 utility=st["utility"], refine=st["refine"], pool_size=st["pool_size"],
-                candidates=cands)
+                candidates=cands, target=st.get("utility_target", "predictive"))
         self.elicitor = elicitor
         self._data_version = -1
         self._active: list[tuple[int, int, str, str]] = []
