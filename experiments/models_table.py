@@ -1,16 +1,20 @@
 """No-feedback and all-answers ("ceiling") test MSE of each named model on real-data runs.
 
     python experiments/models_table.py [--dataset amazon] [--runs 10] [--tau2 cv|NUMBER]
+        [--meta-features counts|ppmi|lsa] [--meta-dim K]
 
-For every run r < --runs of the default real-data setup (seed 0, inputs standardised with the
-model reviews' statistics, the default counts meta-features, the LASSO expert), and every model
-of elicit.model.variants: the test MSE of the no-feedback MAP and after all answerable
-candidate pairs are answered at once (elicit.paper.runinfo.ceiling, the sweep's reference
-line). tau^2 is the run's 5-fold CV choice (as `elicit realdata` does by default) or a number.
-The "masked control" row is the issue's control: the paper model's all-answers MAP, with every
-entry of K that couples a feature outside the candidates' features set to 0 afterwards (not a
-model: gamma was fitted with the full K). Prints a markdown table of means (and standard
-errors) over runs; single process.
+For every run r < --runs of the default real-data setup (seed 0, inputs standardised with
+the model reviews' statistics, the given meta-features, default counts; the LASSO expert),
+and every model of elicit.model.variants: the test MSE of the no-feedback MAP and after all
+answerable candidate pairs are answered at once (elicit.paper.runinfo.ceiling, the sweep's
+reference line). tau^2 is the run's 5-fold CV choice (as `elicit realdata` does by default)
+or a number.
+tau^2 is chosen per model (the CV fits that model). The "ideal kernel" row is the issue's
+yardstick, K = I + 0.9 on same-group pairs of the expert's features, at the paper model's
+tau^2. The "masked control" row is the issue's control: the paper model's all-answers MAP,
+with every entry of K that couples a feature outside the candidates' features set to 0
+afterwards (not a model: gamma was fitted with the full K). Prints a markdown table of means
+(and standard errors) over runs; single process.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.density import Marginal
 from elicit.model.kernel import kernel
 from elicit.model.posterior import NIGPosterior
+from elicit.model.spec import ModelData
 from elicit.model.variants import MODELS, coupled_features
 from elicit.paper.problems import (
     STREAM_TAU2_CV,
@@ -35,6 +40,7 @@ from elicit.paper.problems import (
     run_stream,
 )
 from elicit.paper.runinfo import ceiling
+from elicit.paper.sources import corpus_source, shipped_corpus
 from elicit.paper.tau2 import TAU2_GRID, cv_tau2
 
 
@@ -53,39 +59,67 @@ def masked_control(prob) -> float:
     return prediction_mse(post, prob.X_test, prob.y_test, prob.y_offset)
 
 
+def ideal_control(prob, rho: float = 0.9) -> float:
+    """Test MSE with the issue's ideal kernel at the paper model's tau2: K = I plus ``rho``
+    for every pair of features the expert puts in the same group (a yardstick: it uses the
+    expert's groups themselves). PSD for rho <= 1 (each group's block is
+    (1 - rho) I + rho 11')."""
+    g = np.asarray(prob.expert.groups)
+    same = (g[:, None] == g[None, :]) & (g >= 0)[:, None] & (g >= 0)[None, :]
+    K = np.where(same, rho, 0.0)
+    np.fill_diagonal(K, 1.0)
+    md = ModelData(prob.X, prob.y, prob.U, prob.hyper.with_threshold_mean(1.0))
+    eng = NumpyEngine("fixed")
+    fit = eng.fit(md)
+    post = NIGPosterior(Marginal.from_data(md, fit.gamma, fit.tau2, K=K))
+    return prediction_mse(post, prob.X_test, prob.y_test, prob.y_offset)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="amazon")
+    ap.add_argument("--dataset", default="amazon", help="amazon, yelp, or kitchen (the shipped "
+                    "raw Amazon kitchen reviews as a corpus)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tau2", default="cv")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--meta-features", default="counts", choices=("counts", "ppmi", "lsa"))
+    ap.add_argument("--meta-dim", type=int, default=10)
     args = ap.parse_args()
     rows: dict[str, list[tuple[float, float]]] = {m: [] for m in MODELS}
-    control = []
+    control: list[float] = []
+    ideal: list[float] = []
     n_coupled = []
     t0 = time.perf_counter()
+    source = (corpus_source(shipped_corpus("amazon"), name="kitchen")
+              if args.dataset == "kitchen" else args.dataset)
     for run in range(args.runs):
-        rd = run_data(args.dataset, args.seed, run)
-        if args.tau2 == "cv":
-            # The CV stream of the sweep's runinfo, so tau2 is the one `elicit realdata` uses.
-            tau2, _ = cv_tau2(rd.X_train, rd.y_train, rd.U, TAU2_GRID,
-                              rng=np.random.default_rng(run_stream(args.seed, run,
-                                                                   STREAM_TAU2_CV)))
-        else:
-            tau2 = float(args.tau2)
-        prob = problem_from_run(rd, tau2)
-        n_coupled.append(len(np.unique(prob.candidates)))
+        rd = run_data(source, args.seed, run, meta_features=args.meta_features,
+                      meta_dim=args.meta_dim)
+        prob0 = problem_from_run(rd)
+        n_coupled.append(len(np.unique(prob0.candidates)))
         line = []
         for name in MODELS:
+            if args.tau2 == "cv":
+                # The CV of the sweep's runinfo: same stream, the model's own no-feedback fit.
+                tau2, _ = cv_tau2(rd.X_train, rd.y_train, rd.U, TAU2_GRID,
+                                  rng=np.random.default_rng(run_stream(args.seed, run,
+                                                                       STREAM_TAU2_CV)),
+                                  model=name, candidates=prob0.candidates)
+            else:
+                tau2 = float(args.tau2)
+            prob = problem_from_run(rd, tau2)
             p = dataclasses.replace(prob, hyper=dataclasses.replace(prob.hyper, model=name))
             c = ceiling(p, "numpy")
             rows[name].append((c.initial, c.ceiling))
-            line.append(f"{name} {c.initial:.3f}->{c.ceiling:.3f}")
-        control.append(masked_control(prob))
-        line.append(f"masked control {control[-1]:.3f}")
-        print(f"run {run} (tau2 {tau2:g}, {n_coupled[-1]} coupled of {rd.p}, "
+            line.append(f"{name} (tau2 {tau2:g}) {c.initial:.3f}->{c.ceiling:.3f}")
+            if name == "paper":
+                control.append(masked_control(prob))
+                ideal.append(ideal_control(prob))
+        line.append(f"masked control {control[-1]:.3f}, ideal {ideal[-1]:.3f}")
+        print(f"run {run} ({n_coupled[-1]} coupled of {rd.p}, "
               f"{c.n_answers} answers): " + "; ".join(line), flush=True)
     print(f"\n{args.dataset}, {args.runs} runs, seed {args.seed}, tau2 {args.tau2}, "
+          f"meta-features {args.meta_features} ({rd.U.shape[1]} dims), "
           f"coupled features {np.mean(n_coupled):.1f} on average; "
           f"{time.perf_counter() - t0:.0f} s\n")
     print("| model | no feedback | all answers (ceiling) | gain |")
@@ -99,6 +133,9 @@ def main() -> None:
     c = np.array(control)
     se_c = c.std(ddof=1) / np.sqrt(len(c)) if len(c) > 1 else 0.0
     print(f"| masked control | | {c.mean():.3f} ± {se_c:.3f} | |")
+    c = np.array(ideal)
+    se_c = c.std(ddof=1) / np.sqrt(len(c)) if len(c) > 1 else 0.0
+    print(f"| ideal kernel (yardstick) | | {c.mean():.3f} ± {se_c:.3f} | |")
 
 
 if __name__ == "__main__":

@@ -256,3 +256,56 @@ def test_bench_on_the_real_problem(tmp_path):
     assert np.array_equal(model.y, train.y) and np.array_equal(model.pairs, train.pairs)
     # Training statistics centre the training columns exactly; the model reviews' do not.
     assert np.abs(train.X.mean(axis=0)).max() < 1e-9 < 0.01 < np.abs(model.X.mean(axis=0)).max()
+
+
+def test_tau2_cv_fits_the_sweeps_model(run0):
+    """The CV of tau2 fits the model the sweep uses. Known coupling with every feature in
+    the coupled set is the paper's model, so it chooses the same to the last digit; with the
+    expert's ~40 features coupled, K differs and so do the CV errors."""
+    from elicit.paper.problems import problem_from_run
+    from elicit.paper.tau2 import cv_tau2
+
+    _, rd = run0
+    grid = (1e-3, 3e-3, 1e-2)
+    args = (rd.X_train, rd.y_train, rd.U, grid)
+    paper = cv_tau2(*args, folds=3, rng=np.random.default_rng(0))
+    p = rd.X_train.shape[1]
+    everything = np.array([[i, i + 1] for i in range(p - 1)])
+    same = cv_tau2(*args, folds=3, rng=np.random.default_rng(0), model="known-coupling",
+                   candidates=everything)
+    assert same == paper
+    cands = problem_from_run(rd).candidates
+    known = cv_tau2(*args, folds=3, rng=np.random.default_rng(0), model="known-coupling",
+                    candidates=cands)
+    assert len(np.unique(cands)) < p
+    assert all(abs(known[1][t] - paper[1][t]) > 1e-6 for t in grid)
+
+
+def test_recommended_configuration(tmp_path, capsys):
+    from elicit.paper.realdata import RECOMMENDED, resolve_recommended
+
+    given = dict(meta_features="counts", meta_dim=10, model="paper",
+                 utility_target="predictive")
+    assert resolve_recommended(False, False, **given) == given
+    assert resolve_recommended(True, False, **given) == RECOMMENDED
+    # the recommended value itself may be repeated; another one is refused
+    assert resolve_recommended(True, False, **{**given, "model": RECOMMENDED["model"]}) \
+        == RECOMMENDED
+    with pytest.raises(ElicitError, match="--recommended sets --model known-coupling-tied; "
+                                          "drop --model tied-threshold or --recommended"):
+        resolve_recommended(True, False, **{**given, "model": "tied-threshold"})
+    with pytest.raises(ElicitError, match="--recommended and --paper"):
+        resolve_recommended(True, True, **given)
+    # on the command line: one line, before anything is written
+    out = tmp_path / "rec"
+    assert main(["realdata", "--dataset", "amazon", "--recommended", "--paper", "--runs", "1",
+                 "--rounds", "1", "--out", str(out), "--data-dir", str(REAL), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--recommended and --paper" in err
+    assert not out.exists()
+    # and a sweep records the recommended settings
+    assert main(["realdata", "--dataset", "amazon", "--recommended", "--runs", "1",
+                 "--rounds", "2", "--strategies", "sequential", "--out", str(out),
+                 "--data-dir", str(REAL), "--quiet"]) == 0
+    cfg = json.loads((out / "config.json").read_text())
+    assert {k: cfg[k] for k in RECOMMENDED} == RECOMMENDED

@@ -28,7 +28,7 @@ from elicit.engines import ENGINES
 from elicit.paper.labels import DATASETS
 from elicit.paper.lasso_expert import RULES
 from elicit.paper.problems import PAPER_TAU2, POOL_SIZE
-from elicit.paper.realdata import run_realdata
+from elicit.paper.realdata import RECOMMENDED, run_realdata
 from elicit.paper.sources import make_source
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
 from elicit.paper.tau2 import TAU2_GRID
@@ -65,6 +65,10 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--paper", action="store_true",
                    help=f"the paper-literal configuration: --standardize train --tau2 "
                         f"{PAPER_TAU2}")
+    p.add_argument("--recommended", action="store_true",
+                   help="the best label-free configuration found (docs/beyond-the-paper.md): "
+                        + " ".join(f"--{k.replace('_', '-')} {v}"
+                                   for k, v in RECOMMENDED.items()))
     add_meta_options(p, "--dataset/--corpus")
     p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
                    help=f"random pairs scored per sequential round (default {POOL_SIZE})")
@@ -113,7 +117,7 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                        utility=args.utility, refine=args.refine, progress=not args.quiet,
                        cluster=args.cluster, check_engine=args.check_engine,
                        meta_features=meta_features, meta_dim=meta_dim, model=args.model,
-                       utility_target=args.utility_target)
+                       utility_target=args.utility_target, recommended=args.recommended)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

@@ -356,11 +356,13 @@ class RealDataMaker:
 # The no-feedback model of a real-data run
 # --------------------------------------------------------------------------------------------
 
-def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, tau2: float) -> ModelData:
-    """The model data without answers, fixed tau^2."""
+def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, tau2: float,
+                     model: str = "paper", coupled: np.ndarray | None = None) -> ModelData:
+    """The model data without answers, fixed tau^2 (of ``model``, coupled set ``coupled``)."""
     # Without answers the threshold xi is independent of everything else, so its prior mean
     # does not change gamma's MAP or any prediction; 1.0 is a placeholder.
-    return ModelData(X, y, U, Hyper(variant="fixed", tau2=float(tau2), threshold_mean=1.0))
+    return ModelData(X, y, U, Hyper(variant="fixed", tau2=float(tau2), threshold_mean=1.0,
+                                    model=model), coupled=coupled)
 
 
 def prediction_mse(post: NIGPosterior, X_test: np.ndarray, y_test: np.ndarray,

@@ -63,6 +63,31 @@ DEFAULT_STANDARDIZE = "model"
 DEFAULT_TAU2 = "cv"
 #: ``--paper``: the paper's literal configuration.
 PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
+#: ``--recommended``: the best label-free configuration of the study in
+#: ``docs/beyond-the-paper.md`` (PPMI keyword embeddings of the expert-set text, only the
+#: features the expert can judge coupled, the threshold tied to the distance scale).
+RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 25,
+                                  "model": "known-coupling-tied",
+                                  "utility_target": "predictive"}
+#: what the options of RECOMMENDED are when not given
+_OPTION_DEFAULTS: dict[str, object] = {"meta_features": "counts", "meta_dim": DEFAULT_META_DIM,
+                                       "model": PAPER, "utility_target": "predictive"}
+
+
+def resolve_recommended(recommended: bool, paper: bool, **given: object) -> dict[str, object]:
+    """The meta-features, model and utility target of a sweep: ``given`` as they are, or with
+    ``recommended`` the :data:`RECOMMENDED` ones; an explicit other value is an error."""
+    if not recommended:
+        return given
+    if paper:
+        raise ElicitError("--recommended and --paper are two different configurations; "
+                          "give one of them")
+    for key, value in given.items():
+        if value != _OPTION_DEFAULTS[key] and value != RECOMMENDED[key]:
+            opt = "--" + key.replace("_", "-")
+            raise ElicitError(f"--recommended sets {opt} {RECOMMENDED[key]}; drop {opt} "
+                              f"{value} or --recommended")
+    return dict(RECOMMENDED)
 
 
 def resolve_settings(paper: bool = False, standardize: str | None = None,
@@ -232,7 +257,8 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
                  refine: int = 10, progress: bool = True, cluster: str | None = None,
                  check_engine: bool = False, meta_features: str | os.PathLike = "counts",
                  meta_dim: int = DEFAULT_META_DIM, model: str = PAPER,
-                 utility_target: str = "predictive") -> RealDataResult:
+                 utility_target: str = "predictive",
+                 recommended: bool = False) -> RealDataResult:
     """The paper's real-data experiment on one data set (``elicit realdata``).
 
     Parameters
@@ -287,6 +313,9 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
     utility_target
         ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`); recorded in
         ``config.json`` (a folder without the key was made with ``"predictive"``).
+    recommended
+        Use the :data:`RECOMMENDED` meta-features, model and utility target (the best
+        label-free configuration found, ``docs/beyond-the-paper.md``); not with ``paper``.
 
     Returns
     -------
@@ -294,6 +323,10 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         Also written: ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``config.json`` and
         ``fig5_<dataset>.png/.pdf``.
     """
+    chosen = resolve_recommended(recommended, paper, meta_features=meta_features,
+                                 meta_dim=meta_dim, model=model, utility_target=utility_target)
+    meta_features, meta_dim = chosen["meta_features"], chosen["meta_dim"]  # type: ignore
+    model, utility_target = str(chosen["model"]), str(chosen["utility_target"])
     with cluster_scope(cluster):
         return _run_realdata(dataset, Path(out), runs, rounds, strategies, seed, jobs, data_dir,
                              tau2, standardize, paper, pool_size, expert_rule, expert_nonzero,

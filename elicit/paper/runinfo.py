@@ -48,6 +48,7 @@ from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
+from elicit.model.variants import get_model
 from elicit.paper.baselines import fit_baselines
 from elicit.paper.labels import BASELINES, REFERENCES
 from elicit.paper.lasso_expert import LassoExpert
@@ -64,7 +65,7 @@ from elicit.paper.problems import (
 )
 from elicit.paper.runner import run_tasks
 from elicit.paper.sources import DataSource
-from elicit.paper.sweep import MSE_COLUMNS
+from elicit.paper.sweep import MSE_COLUMNS, RUNINFO_DIR
 from elicit.paper.tau2 import TAU2_GRID, cv_tau2
 
 #: The runinfo records' layout; an older record is recomputed.
@@ -132,7 +133,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto") -> Ceiling:
 
 def runinfo_path(out: Path, dataset: str, run: int) -> Path:
     """Where :func:`ensure_runinfo` keeps run ``run``'s record."""
-    return Path(out) / "parts" / dataset / "runinfo" / f"run{run:03d}.json"
+    return Path(out) / "parts" / dataset / RUNINFO_DIR / f"run{run:03d}.json"
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,14 @@ def prepare_runinfo(settings: RunSettings, run: int,
     s = settings
     rd = s.run_data(run)
     bl_state = int(run_stream(s.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
+    # The CV fits the sweep's model; the known-coupling models need the expert's candidate
+    # pairs for it (their coupled set J).
+    cands = (make_expert(rd, s.expert_rule, s.expert_nonzero).answerable_pairs()
+             if get_model(s.model).known_coupling else None)
     best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
-                           rng=np.random.default_rng(run_stream(s.seed, run, STREAM_TAU2_CV)))
+                           rng=np.random.default_rng(run_stream(s.seed, run, STREAM_TAU2_CV)),
+                           model=s.model,
+                           candidates=cands if cands is not None and len(cands) else None)
     tau2 = best if s.tau2 == "cv" else float(s.tau2)
     eng = get_engine("numpy", "fixed")
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}

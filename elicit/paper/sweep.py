@@ -159,10 +159,16 @@ def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out:
     return df
 
 
+#: the folder of the per-run records (:mod:`elicit.paper.runinfo`) beside the strategies' parts
+RUNINFO_DIR = "runinfo"
+
+
 def _check_parts_model(out: Path, cfg: SweepConfig) -> None:
     """Refuse to resume parts of another model: parts are reused by run and strategy alone.
     Parts written before models had names carry no ``model`` and are the paper's."""
     for path in sorted((out / "parts" / cfg.dataset).glob("*/run*.json")):
+        if path.parent.name == RUNINFO_DIR:
+            continue    # the per-run reference records (checked through config.json)
         had = json.loads(path.read_text()).get("model", PAPER)
         if had != cfg.model:
             raise ElicitError(f"{out} holds results of model {had!r} ({path.name} of "
