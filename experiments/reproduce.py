@@ -12,7 +12,11 @@ after an interruption continues where it stopped):
    (:func:`elicit.paper.sources.corpus_source`);
 4. ``amazon-paper``, ``yelp-paper``: the paper-literal configuration (``--paper``: training
    statistics, tau2 = 0.01) into ``OUT/amazon-paper``, ``OUT/yelp-paper``;
-5. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
+5. ``amazon-recommended``, ``yelp-recommended``: beyond the paper, the recommended
+   configuration (``--recommended``: :data:`elicit.paper.realdata.RECOMMENDED`, PPMI keyword
+   embeddings, the known-coupling-tied model; ``docs/beyond-the-paper.md``) into
+   ``OUT/amazon-recommended``, ``OUT/yelp-recommended``;
+6. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
    (:func:`elicit.paper.table1.run_table1`).
 
 It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole,
@@ -41,7 +45,9 @@ from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
 
 #: The paper-literal sweeps: folder -> data set.
 LITERAL = {f"{d}-paper": d for d in DATASETS}
-STEPS = ("synthetic", *DATASETS, "kitchen", *LITERAL, "table1")
+#: The sweeps of the recommended configuration: folder -> data set.
+RECOMMENDED_STEPS = {f"{d}-recommended": d for d in DATASETS}
+STEPS = ("synthetic", *DATASETS, "kitchen", *LITERAL, *RECOMMENDED_STEPS, "table1")
 #: The corpus step's folder and label.
 KITCHEN = "kitchen"
 
@@ -70,6 +76,9 @@ def run_step(step: str, args: argparse.Namespace) -> None:
     elif step in LITERAL:
         print(run_realdata(LITERAL[step], args.out / step, data_dir=args.data_dir, paper=True,
                            **real).summary())
+    elif step in RECOMMENDED_STEPS:
+        print(run_realdata(RECOMMENDED_STEPS[step], args.out / step, data_dir=args.data_dir,
+                           recommended=True, **real).summary())
     elif step == KITCHEN:
         path = args.kitchen or shipped_corpus("amazon", args.data_dir)
         print(run_realdata(corpus_source(path, name=KITCHEN), args.out / KITCHEN,
@@ -81,7 +90,9 @@ def run_step(step: str, args: argparse.Namespace) -> None:
         print(table.text, end="")
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """The options, and the steps to run in the order of :data:`STEPS` (an unknown step is
+    an argparse error)."""
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results"))
@@ -108,19 +119,23 @@ def main() -> None:
     ap.add_argument("--cluster", default=None, metavar="ADDRESS",
                     help="run every step's tasks on a Dask cluster: a scheduler address or "
                          "local:N (default: --jobs local processes; docs/scaling.md)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     args.real_runs = args.real_runs or args.runs
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     bad = [s for s in steps if s not in STEPS]
     if bad:
         ap.error(f"unknown step {bad[0]!r}; choose from {', '.join(STEPS)}")
+    return args, [s for s in STEPS if s in steps]
 
+
+def main() -> None:
+    args, steps = parse_args()
     t0 = time.perf_counter()
     walls: dict[str, float] = {}
     cpus: dict[str, float] = {}
     try:
         with cluster_scope(args.cluster):
-            for step in [s for s in STEPS if s in steps]:
+            for step in steps:
                 print(f"reproduce: step {step}", flush=True)
                 ts, cs = time.perf_counter(), cpu_seconds()
                 try:

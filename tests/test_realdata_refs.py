@@ -152,13 +152,16 @@ def test_table1_has_the_papers_counts_and_the_reference_columns(sweep):
 # The report, on fake sweeps whose numbers are known
 # --------------------------------------------------------------------------------------------
 
-def _fake_sweep(folder, dataset, standardize, tau2, runs=6, rounds=20, seed=1, shift=0.0):
-    """A sweep folder with made-up but internally consistent CSV files."""
+def _fake_sweep(folder, dataset, standardize, tau2, runs=6, rounds=20, seed=1, shift=0.0,
+                extra=None):
+    """A sweep folder with made-up but internally consistent CSV files (``extra``: more
+    config.json settings)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     cfg = {"dataset": dataset, "data_dir": "/nowhere", "seed": 0, "rounds": rounds,
            "standardize": standardize, "tau2": tau2, "pool_size": 400, "expert_rule": "target",
-           "expert_nonzero": 40, "engine": "numpy", "utility": "fast", "refine": 5}
+           "expert_nonzero": 40, "engine": "numpy", "utility": "fast", "refine": 5,
+           **(extra or {})}
     (folder / "config.json").write_text(json.dumps(cfg))
     rows, infos = [], []
     for r in range(runs):
@@ -266,3 +269,28 @@ def test_claims_verdicts(fake):
     text = write_report(fake).read_text()
     assert "## The paper's claims against ours" in text
     assert "## Standardisation" not in text
+
+
+def test_a_recommended_sweep_leaves_the_paper_sections_alone(fake):
+    """A recommended sweep beside the default one (named so that it sorts first) changes
+    nothing above its own section, whose comparison line is paired per run."""
+    from elicit.paper.realdata import RECOMMENDED
+    from elicit.paper.report import write_report
+
+    before = write_report(fake).read_text()
+    _fake_sweep(fake / "a-recommended", "amazon", "model", "cv", seed=3, shift=-0.1,
+                extra=RECOMMENDED)
+    after = write_report(fake).read_text()
+    head = "## Beyond the paper: the recommended configuration"
+    assert head not in before and after.index(head) > 0
+    assert after[:after.index(head)].rstrip() == before.rstrip()
+    rec, dflt = (pd.read_csv(fake / f / "mse.csv") for f in ("a-recommended", "amazon"))
+    r0, d0 = (df[(df.strategy == "random") & (df.n_feedback == 0)].mse.to_numpy()
+              for df in (rec, dflt))
+    w = {s: rec[rec.strategy == s].pivot(index="run", columns="n_feedback", values="mse")
+         for s in ("sequential", "random")}
+    d = (w["sequential"][20] - w["random"][20]).to_numpy()
+    assert (f"no-feedback MSE {_mean_se_text(r0)} against {_mean_se_text(d0)} "
+            f"({_mean_se_text(r0 - d0, sign=True)} per run)") in after
+    assert (f"Sequential − Random per run after 20 answers {_mean_se_text(d, sign=True)} "
+            f"(lower in {int(np.sum(d < 0))}/6 runs)") in after

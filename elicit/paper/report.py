@@ -2,7 +2,9 @@
 
 The report is written from whatever the results folder holds (``make reproduce`` layout):
 ``synthetic/``, every realdata sweep folder (``amazon/``, ``yelp/``, ``amazon-paper/``,
-``yelp-paper/``, a corpus such as ``kitchen/``; :mod:`elicit.paper.report_real`) and
+``yelp-paper/``, ``amazon-recommended/``, ``yelp-recommended/``, a corpus such as
+``kitchen/``; :mod:`elicit.paper.report_real`, which tells them apart by their
+``config.json``) and
 ``table1.csv`` (``elicit table1``); a missing part is left out. Every number is computed from
 those files; the only figures typed in are the paper's own.
 """
@@ -18,10 +20,11 @@ from elicit.paper.labels import DATASETS, LABELS
 from elicit.paper.report_claims import claims_section
 from elicit.paper.report_real import (
     Sweep,
+    beyond_section,
+    default_sweep,
     find_sweeps,
     fmt,
     literal_section,
-    main_sweep,
     standardisation_section,
     sweep_section,
 )
@@ -59,8 +62,9 @@ def _synthetic_section(out: Path) -> list[str]:
 
 def _real_sections(sweeps: Sequence[Sweep]) -> list[str]:
     """The default sweeps of the paper's data sets, then the corpora (the paper-literal
-    sweeps have their own section)."""
-    paper = [s for s in sweeps if s.dataset in DATASETS and not s.literal]
+    sweeps and those of other meta-features, models or utility targets have their own
+    sections)."""
+    paper = [s for s in sweeps if s.dataset in DATASETS and s.default]
     corpora = [s for s in sweeps if s.dataset not in DATASETS]
     lines: list[str] = []
     if paper:
@@ -112,7 +116,7 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
                      f"| {r['level_kind']} | " + " | ".join(cells + pcells + refs) + " |")
     lines.append("")
     for s in sweeps:
-        if s.literal or s.folder not in set(t.get("sweep", t["dataset"])):
+        if not s.default or s.folder not in set(t.get("sweep", t["dataset"])):
             continue
         mean, ceil = s.per_run("mean"), s.per_run("ceiling")
         if mean is not None and ceil is not None:
@@ -135,7 +139,7 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
         "configuration (training statistics, tau2 = 0.01). See the two sections above.",
     ]
     for d in DATASETS:
-        m = main_sweep(sweeps, d)
+        m = default_sweep(sweeps, d)
         if m is None:
             continue
         init = m.initial()
@@ -208,6 +212,7 @@ def write_report(out: Path, wall_s: float | None = None,
     lines += claims_section(sweeps, out)
     if sweeps:
         lines += _differences(sweeps)
+    lines += beyond_section(sweeps, out)
     path = out / "REPORT.md"
     path.write_text("\n".join(lines))
     return path

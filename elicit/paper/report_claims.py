@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.paper.labels import DATASETS, LABELS
-from elicit.paper.report_real import Sweep, fmt, literal_sweep, main_sweep, mean_se, paired
+from elicit.paper.report_real import Sweep, default_sweep, fmt, literal_sweep, mean_se, paired
 from elicit.paper.table1 import PAPER_COUNTS, PAPER_LEVELS
 
 
@@ -190,7 +190,7 @@ def claims_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
     t1 = pd.read_csv(path, dtype=str) if path.exists() else None
     lines = []
     for d in DATASETS:
-        main, lit = main_sweep(sweeps, d), literal_sweep(sweeps, d)
+        main, lit = default_sweep(sweeps, d), literal_sweep(sweeps, d)
         found = [_no_feedback_claim(d, main, lit), _levels_claim(d, main),
                  _feedback_claim(main), _strategy_claim(main, "random"),
                  _strategy_claim(main, "nonsequential"), *_table1_claims(d, t1)]

@@ -8,6 +8,7 @@ Every number here is read from a sweep folder (:class:`Sweep`: ``config.json``, 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from elicit.paper.labels import (
     STRATEGY_ORDER,
     ceiling_label,
 )
+from elicit.paper.realdata import LEGACY_CONFIG, RECOMMENDED
 from elicit.paper.runinfo import NO_FEEDBACK_TAU2
 from elicit.paper.table1 import PAPER_LEVELS
 
@@ -60,9 +62,44 @@ class Sweep:
     def dataset(self) -> str:
         return str(self.cfg.get("dataset", self.folder))
 
+    def option(self, key: str) -> object:
+        """A setting of ``config.json``; one an older folder lacks is the value those sweeps
+        used (:data:`~elicit.paper.realdata.LEGACY_CONFIG`)."""
+        return self.cfg.get(key, LEGACY_CONFIG.get(key))
+
+    @property
+    def config_label(self) -> str:
+        """The meta-features, model and utility target where they are not the paper's
+        (``"ppmi 25, known-coupling-tied"``); empty for the paper's."""
+        parts = []
+        mf, dim = self.option("meta_features"), self.option("meta_dim")
+        if mf == "file":
+            parts.append(Path(str(self.cfg.get("meta_features_file", "file"))).name)
+        elif mf != LEGACY_CONFIG["meta_features"]:
+            parts.append(f"{mf} {dim}" if dim else str(mf))
+        if self.option("model") != LEGACY_CONFIG["model"]:
+            parts.append(str(self.option("model")))
+        if self.option("utility_target") != LEGACY_CONFIG["utility_target"]:
+            parts.append(f"utility target {self.option('utility_target')}")
+        return ", ".join(parts)
+
+    @property
+    def recommended(self) -> bool:
+        """The recommended configuration (``--recommended``,
+        :data:`~elicit.paper.realdata.RECOMMENDED`)."""
+        return all(self.option(k) == v for k, v in RECOMMENDED.items())
+
+    @property
+    def default(self) -> bool:
+        """The paper's meta-features, model and utility target, not the paper-literal
+        standardisation and tau2: the sweep the paper's claims are checked on."""
+        return not self.literal and not self.config_label
+
     @property
     def label(self) -> str:
-        return LABELS.get(self.dataset, self.dataset)
+        """The data set, with :attr:`config_label` if there is one."""
+        name = LABELS.get(self.dataset, self.dataset)
+        return f"{name}, {self.config_label}" if self.config_label else name
 
     @property
     def standardize(self) -> str:
@@ -133,17 +170,19 @@ def find_sweeps(out: Path) -> list[Sweep]:
               for s in [load_sweep(d)] if s is not None]
     order = {d: k for k, d in enumerate(DATASETS)}
     return sorted(sweeps, key=lambda s: (order.get(s.dataset, len(order)), s.dataset,
-                                         s.literal, s.folder != s.dataset, s.folder))
+                                         s.literal, bool(s.config_label), not s.recommended,
+                                         s.folder != s.dataset, s.folder))
 
 
-def main_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
-    """The sweep of ``dataset`` with the default (non-literal) settings, if any."""
-    return next((s for s in sweeps if s.dataset == dataset and not s.literal), None)
+def default_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
+    """The sweep of ``dataset`` with the default settings (:attr:`Sweep.default`), if any."""
+    return next((s for s in sweeps if s.dataset == dataset and s.default), None)
 
 
 def literal_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
-    """The paper-literal sweep of ``dataset``, if any."""
-    return next((s for s in sweeps if s.dataset == dataset and s.literal), None)
+    """The paper-literal sweep of ``dataset`` (with the paper's model), if any."""
+    return next((s for s in sweeps if s.dataset == dataset and s.literal
+                 and not s.config_label), None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,11 +380,12 @@ def sweep_section(sweep: Sweep, level: str = "###") -> list[str]:
 
 def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
     """The paper-literal configuration beside the defaults, per paper data set."""
-    rows = []
+    rows, shown = [], []
     for d in DATASETS:
-        for s in (main_sweep(sweeps, d), literal_sweep(sweeps, d)):
+        for s in (default_sweep(sweeps, d), literal_sweep(sweeps, d)):
             if s is None:
                 continue
+            shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
                      s.settings, f"{s.runs}"]
             mean = s.per_run("mean")
@@ -361,7 +401,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
         return []
-    last = max(s.last for s in sweeps)
+    last = max(s.last for s in shown)
     return [
         "## The paper-literal configuration beside the defaults", "",
         "The same runs (same seed, hence the same splits and experts) under the defaults "
@@ -402,7 +442,7 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
     """Why the defaults differ: the same runs under both standardisations (runinfo.csv)."""
     rows, zs, taus, verdicts = [], [], [], []
     for d in DATASETS:
-        m, t = main_sweep(sweeps, d), literal_sweep(sweeps, d)
+        m, t = default_sweep(sweeps, d), literal_sweep(sweeps, d)
         if (m is None or t is None or m.info is None or t.info is None
                 or m.cfg.get("seed") != t.cfg.get("seed") or m.standardize != "model"):
             continue
@@ -447,3 +487,65 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
         *zs, "",
         *taus, "",
     ]
+
+
+#: The document on the configurations beyond the paper, relative to the repository.
+BEYOND_DOC = Path("docs") / "beyond-the-paper.md"
+
+
+def _doc_link(out: Path, doc: Path) -> str:
+    """A Markdown link to the repository's ``doc`` from a report in ``out``."""
+    repo = Path(__file__).resolve().parents[2]
+    rel = Path(os.path.relpath(repo / doc, Path(out).resolve()))
+    return f"[{doc.as_posix()}]({rel.as_posix()})"
+
+
+def versus_default(sweep: Sweep, default: Sweep) -> str:
+    """One line setting ``sweep`` beside the default sweep of its data set: the no-feedback
+    MSE, the ceiling and Sequential − Random at the checkpoints both reach. Over the same
+    seed (the same splits and experts), the first two also as a difference per run."""
+    same = sweep.cfg.get("seed") == default.cfg.get("seed")
+    parts = []
+    for name, a, b in (("no-feedback MSE", sweep.initial(), default.initial()),
+                       ("all answers (ceiling)", sweep.per_run("ceiling"),
+                        default.per_run("ceiling"))):
+        if a is None or b is None:
+            continue
+        txt = f"{name} {fmt(a)} against {fmt(b)}"
+        if same:
+            txt += f" ({fmt((a - b.reindex(a.index)).dropna(), sign=True)} per run)"
+        parts.append(txt)
+    for t in sorted(set(sweep.checkpoints()) & set(default.checkpoints())):
+        pa = paired(sweep, "sequential", "random", t)
+        pb = paired(default, "sequential", "random", t)
+        if pa is not None and pb is not None:
+            parts.append(f"{LABELS['sequential']} − {LABELS['random']} per run after {t} "
+                         f"answers {pa.text()} (lower in {pa.lower}/{pa.n} runs) against "
+                         f"{pb.text()} ({pb.lower}/{pb.n})")
+    return (f"Beside the default sweep (folder `{default.folder}`"
+            + (", same seed: the same splits and experts" if same else ", another seed")
+            + "), this sweep against the default: " + "; ".join(parts) + ".")
+
+
+def beyond_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
+    """The sweeps of the paper's data sets with other meta-features, model or utility target
+    (the recommended configuration first), each beside the default sweep of its data set."""
+    beyond = [s for s in sweeps if s.dataset in DATASETS and s.config_label]
+    if not beyond:
+        return []
+    rec = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in RECOMMENDED.items())
+    lines = ["## Beyond the paper: the recommended configuration", "",
+             f"The recommended configuration (`elicit realdata --recommended`: {rec}) is the "
+             "best label-free configuration found beyond the paper's model; "
+             f"{_doc_link(out, BEYOND_DOC)} has the study. Each sweep has the same table as "
+             "the default sweeps, then a line that sets it beside the default sweep of its "
+             "data set (mean ± s.e. over runs).", ""]
+    for s in sorted(beyond, key=lambda s: not s.recommended):
+        sec = sweep_section(s)
+        if not s.recommended:
+            sec[0] += " — not the recommended configuration"
+        lines += sec
+        d = default_sweep(sweeps, s.dataset)
+        if d is not None:
+            lines += [versus_default(s, d), ""]
+    return lines

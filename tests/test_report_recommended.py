@@ -1,0 +1,148 @@
+"""The recommended configuration in ``make reproduce`` and in ``REPORT.md``.
+
+A results folder with a default Amazon sweep and an ``amazon-recommended`` sweep (one run x
+two rounds each, all three strategies, numpy engine): the report must tell them apart by
+their ``config.json`` and print the recommended sweep's numbers, which are checked against an
+independent computation from the ``mse.csv`` files. ``experiments/reproduce.py`` is checked
+by parsing its options and running its new steps with the sweep replaced by a stub.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REAL_DATA_DIR, needs_data
+
+from elicit.errors import ElicitError
+
+REPRODUCE = Path(__file__).resolve().parents[1] / "experiments" / "reproduce.py"
+
+
+def _reproduce():
+    spec = importlib.util.spec_from_file_location("reproduce_under_test", REPRODUCE)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    from elicit.paper.realdata import run_realdata
+
+    out = tmp_path_factory.mktemp("results")
+    common = dict(runs=1, rounds=2, seed=0, engine="numpy", data_dir=REAL_DATA_DIR,
+                  strategies=("random", "nonsequential", "sequential"), progress=False)
+    run_realdata("amazon", out / "amazon", **common)
+    run_realdata("amazon", out / "amazon-recommended", recommended=True, **common)
+    return out
+
+
+def _wide(folder: Path, strategy: str) -> pd.DataFrame:
+    df = pd.read_csv(folder / "mse.csv")
+    return df[df.strategy == strategy].pivot(index="run", columns="n_feedback", values="mse")
+
+
+@needs_data
+def test_sweeps_know_their_configuration(results):
+    from elicit.paper.realdata import RECOMMENDED
+    from elicit.paper.report_real import default_sweep, find_sweeps, literal_sweep
+
+    sweeps = find_sweeps(results)
+    by = {s.folder: s for s in sweeps}
+    assert by["amazon"].default and not by["amazon"].recommended
+    assert by["amazon"].config_label == "" and by["amazon"].label == "Amazon"
+    rec = by["amazon-recommended"]
+    assert rec.recommended and not rec.default and not rec.literal
+    assert rec.config_label == (f"{RECOMMENDED['meta_features']} {RECOMMENDED['meta_dim']}, "
+                                f"{RECOMMENDED['model']}")
+    # Found either way round: the default sweep is the default one, not the first one.
+    for order in (sweeps, sweeps[::-1]):
+        assert default_sweep(order, "amazon") is by["amazon"]
+    assert literal_sweep(sweeps, "amazon") is None
+    # An old folder without the new keys is the default configuration.
+    cfg = json.loads((results / "amazon" / "config.json").read_text())
+    for k in RECOMMENDED:
+        cfg.pop(k, None)
+    old = type(rec)("old", cfg, rec.mse, None, None)
+    assert old.default and old.config_label == ""
+
+
+@needs_data
+def test_report_has_the_recommended_section(results):
+    from elicit.paper.report import write_report
+
+    text = write_report(results).read_text()
+    head = "## Beyond the paper: the recommended configuration"
+    assert "## Real data: Amazon and Yelp reviews" in text and head in text
+    real, beyond = text[:text.index(head)], text[text.index(head):]
+    # The default sweep in the paper's sections, the recommended one only in its own.
+    assert "folder `amazon`)" in real and "amazon-recommended" not in real
+    assert ("### Amazon, ppmi 25, known-coupling-tied (model standardisation, tau2 by CV; "
+            "folder `amazon-recommended`)") in beyond
+    assert "beyond-the-paper.md" in beyond
+    # The numbers, computed here from the two mse.csv files (one run: no s.e.).
+    rec, dflt = results / "amazon-recommended", results / "amazon"
+    r0, d0 = _wide(rec, "random")[0].iloc[0], _wide(dflt, "random")[0].iloc[0]
+    assert f"| initial MSE (no feedback) | {r0:.3f} |" in beyond
+    for s, name in (("sequential", "Sequential"), ("nonsequential", "Non-sequential")):
+        assert f"| MSE after 2 answers, {name} | {_wide(rec, s)[2].iloc[0]:.3f} |" in beyond
+    mse = {f: pd.read_csv(f / "mse.csv") for f in (rec, dflt)}
+    rc, dc = (mse[f][mse[f].strategy == "ceiling"].mse.iloc[0] for f in (rec, dflt))
+    ds = [(_wide(f, "sequential")[2] - _wide(f, "random")[2]).iloc[0] for f in (rec, dflt)]
+    line = next(ln for ln in beyond.splitlines() if ln.startswith("Beside the default sweep"))
+    assert line == (
+        "Beside the default sweep (folder `amazon`, same seed: the same splits and experts), "
+        f"this sweep against the default: no-feedback MSE {r0:.3f} against {d0:.3f} "
+        f"({r0 - d0:+.3f} per run); all answers (ceiling) {rc:.3f} against {dc:.3f} "
+        f"({rc - dc:+.3f} per run); Sequential − Random per run after 2 answers "
+        f"{ds[0]:+.3f} (lower in {int(ds[0] < 0)}/1 runs) against {ds[1]:+.3f} "
+        f"({int(ds[1] < 0)}/1).")
+    # The claims are those of the default sweep.
+    claims = text[text.index("## The paper's claims against ours"):text.index(head)]
+    assert f"defaults: initial {d0:.3f}" in claims
+
+
+@needs_data
+def test_table1_reads_only_the_default_sweep(results):
+    from elicit.paper.table1 import table1_for
+
+    with pytest.raises(ElicitError, match="--meta-features ppmi"):
+        table1_for(results, "amazon-recommended", runs=1, samples=2, progress=False)
+
+
+def test_reproduce_steps(tmp_path, monkeypatch, capsys):
+    mod = _reproduce()
+    names = ("amazon-recommended", "yelp-recommended")
+    assert all(n in mod.STEPS for n in names)
+    order = list(mod.STEPS)
+    assert order.index("yelp-paper") < order.index("amazon-recommended") \
+        < order.index("yelp-recommended") < order.index("table1")
+    # Given in any order, run in the order of STEPS.
+    args, steps = mod.parse_args(["--out", str(tmp_path), "--steps",
+                                  "table1,yelp-recommended,amazon-recommended"])
+    assert steps == ["amazon-recommended", "yelp-recommended", "table1"]
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--steps", "amazon-recomended"])
+    assert "unknown step 'amazon-recomended'" in capsys.readouterr().err
+
+    calls = []
+
+    class Done:
+        def summary(self):
+            return "done"
+
+    def fake(dataset, out, **kw):
+        calls.append((dataset, Path(out), kw))
+        return Done()
+
+    monkeypatch.setattr(mod, "run_realdata", fake)
+    for step in names:
+        mod.run_step(step, args)
+    assert [(d, o) for d, o, _ in calls] == [("amazon", tmp_path / "amazon-recommended"),
+                                             ("yelp", tmp_path / "yelp-recommended")]
+    assert all(kw["recommended"] and not kw.get("paper") for _, _, kw in calls)
