@@ -24,6 +24,7 @@ alpha is the ``rule``:
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 import numpy as np
@@ -213,11 +214,17 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
 
 def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> np.ndarray:
     """Coefficients along ``alphas`` (rows), with an intercept (centred data)."""
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import lasso_path
 
     Xc = X - X.mean(axis=0)
     yc = y - y.mean()
-    _, coefs, _ = lasso_path(Xc, yc, alphas=alphas, max_iter=_MAX_ITER, tol=_TOL)
+    # With many keywords (e.g. --min-df 20: ~960) the small-alpha end of the path may stop
+    # short of tol; the expert's alpha keeps ~40 keywords, far from that end, and the
+    # warnings (hundreds per sweep) would only bury the progress output.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _, coefs, _ = lasso_path(Xc, yc, alphas=alphas, max_iter=_MAX_ITER, tol=_TOL)
     return coefs.T
 
 
