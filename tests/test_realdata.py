@@ -291,7 +291,7 @@ def test_recommended_configuration(tmp_path, capsys):
     # the recommended value itself may be repeated; another one is refused
     assert resolve_recommended(True, False, **{**given, "model": RECOMMENDED["model"]}) \
         == RECOMMENDED
-    with pytest.raises(ElicitError, match="--recommended sets --model known-coupling-tied; "
+    with pytest.raises(ElicitError, match="--recommended sets --model known-coupling; "
                                           "drop --model tied-threshold or --recommended"):
         resolve_recommended(True, False, **{**given, "model": "tied-threshold"})
     with pytest.raises(ElicitError, match="--recommended and --paper"):
