@@ -82,7 +82,7 @@ def test_report_has_the_recommended_section(results):
     real, beyond = text[:text.index(head)], text[text.index(head):]
     # The default sweep in the paper's sections, the recommended one only in its own.
     assert "folder `amazon`)" in real and "amazon-recommended" not in real
-    assert ("### Amazon, ppmi 25, known-coupling (model standardisation, tau2 by CV; "
+    assert ("### Amazon, ppmi 10, known-coupling (model standardisation, tau2 by CV; "
             "folder `amazon-recommended`)") in beyond
     assert "beyond-the-paper.md" in beyond
     # The numbers, computed here from the two mse.csv files (one run: no s.e.).
