@@ -220,7 +220,10 @@ def test_serve_command_in_a_real_process(path):
         with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=30) as r:
             assert r.status == 200 and "Do these two features" in r.read().decode()
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        # About 2 s on its own; once, under a CI run sharing the 2 cores with a C++ compile and
+        # a reproduction, the stop took over 30 s (not understood; see the closing note of
+        # 2026-11-26). The test is about stopping cleanly, so it waits long before failing.
+        out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
