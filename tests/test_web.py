@@ -210,9 +210,12 @@ def test_serve_command_in_a_real_process(path):
     import sys
     import urllib.request
 
+    # Bug (CI, 2026-11-26): started with SIGINT ignored, as a test runner or job launcher
+    # may leave it, the server ignored Ctrl-C and never stopped. The child starts so here.
     proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         line = proc.stdout.readline()
         m = re.search(r"at http://127.0.0.1:(\d+)/", line)
@@ -220,10 +223,7 @@ def test_serve_command_in_a_real_process(path):
         with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=30) as r:
             assert r.status == 200 and "Do these two features" in r.read().decode()
         proc.send_signal(signal.SIGINT)
-        # About 2 s on its own; once, under a CI run sharing the 2 cores with a C++ compile and
-        # a reproduction, the stop took over 30 s (not understood; see the closing note of
-        # 2026-11-26). The test is about stopping cleanly, so it waits long before failing.
-        out, _ = proc.communicate(timeout=120)
+        out, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()

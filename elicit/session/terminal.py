@@ -62,6 +62,10 @@ def stop_signals_as_interrupt() -> Iterator[StopSignals]:
 
     sigs = [s for s in ("SIGTERM", "SIGHUP") if hasattr(signal, s)]
     old = {name: signal.signal(getattr(signal, name), handler) for name in sigs}
+    # A process started with SIGINT ignored (inherited from its parent, as under some test
+    # runners and job launchers) gets no KeyboardInterrupt from Python, and Ctrl-C (or
+    # kill -INT) would be ignored: make it stop the session as Ctrl-C does.
+    old["SIGINT"] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield caught
     finally:
