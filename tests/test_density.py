@@ -254,7 +254,12 @@ def test_kernel_over_several_row_blocks_is_symmetric_and_exact():
 
 def test_derivatives_over_several_row_blocks_match_finite_differences(variant):
     """With p = 400 the p x p work of the gradient runs in several row blocks."""
-    data = make_small_data(variant, n=9, p=400, d=3)
+    assert_derivatives_match_finite_differences(make_small_data(variant, n=9, p=400, d=3))
+
+
+def assert_derivatives_match_finite_differences(data) -> None:
+    """The analytic gradient and Hessian of ``log_density`` at a typical point against
+    central finite differences (shared with ``test_models.py``)."""
     theta = _theta(data)
     _, g = log_density(theta, data)
     g_fd = _fd_grad(lambda t: log_density(t, data)[0], theta)

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 from conftest import make_small_data
-from test_density import _fd_grad, _theta
+from test_density import _theta, assert_derivatives_match_finite_differences
 from test_stan_engines import make_data, rel_diff
 
 from elicit.cli.main import main
@@ -21,7 +21,7 @@ from elicit.engines.contract import check_stan_contract, detect_variant
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.batch import BatchDensity
-from elicit.model.density import hessian, log_density
+from elicit.model.density import log_density
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.variants import MODELS, PAPER, TIED_THRESHOLD_SD, coupled_features, get_model
@@ -110,14 +110,8 @@ def test_masked_kernel_is_block_plus_identity():
 @pytest.mark.parametrize("n_feedback", [0, 6])
 def test_new_models_gradient_and_hessian_match_finite_differences(variant, model, n_feedback):
     base = make_small_data(variant, n_feedback=n_feedback)
-    data = with_model(base, model, coupled=some_coupled(base.p))
-    theta = _theta(data)
-    _, g = log_density(theta, data)
-    g_fd = _fd_grad(lambda t: log_density(t, data)[0], theta)
-    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
-    H = hessian(theta, data)
-    H_fd = _fd_grad(lambda t: log_density(t, data)[1], theta)
-    np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))
+    assert_derivatives_match_finite_differences(
+        with_model(base, model, coupled=some_coupled(base.p)))
 
 
 @pytest.mark.parametrize("model", NEW_MODELS)
