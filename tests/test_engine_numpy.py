@@ -91,10 +91,12 @@ def test_cold_fit_beats_scipy_from_several_starts(variant, n_feedback):
 # -- warm Newton refits --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("local_model", [True, False])
 @pytest.mark.parametrize("new_answers", [([[0, 7]], [1]), ([[0, 7], [2, 9], [3, 5]], [1, 0, 0])])
-def test_warm_newton_equals_cold_fit(variant, new_answers):
+def test_warm_newton_equals_cold_fit(variant, new_answers, local_model):
+    """Both kinds of warm step, the local model's and plain Newton's, reach the cold MAP."""
     data0 = make_small_data(variant, n_feedback=4)
-    engine = NumpyEngine(variant)
+    engine = NumpyEngine(variant, local_model=local_model)
     fit0 = engine.fit(data0)
     data1 = _add_answers(data0, *new_answers)
     warm = engine.fit(data1, init=fit0, hessian=_base_hessian(fit0, data0))
@@ -146,7 +148,7 @@ def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new
     from elicit.model.density import Marginal, y_part_cache
 
     data0 = make_small_data(variant, n_feedback=4)
-    engine = NumpyEngine(variant)
+    engine = NumpyEngine(variant, local_model=True)
     fit0 = engine.fit(data0)
     H = _base_hessian(fit0, data0)
     data1 = _add_answers(data0, [0, 7], f_new)
@@ -157,7 +159,8 @@ def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new
     n_uncached = len(calls)
     y_part_cache.remember(data0, Marginal.from_data(data0, fit0.gamma, fit0.tau2))
     calls.clear()
-    warm2 = NumpyEngine(variant).fit(data1, init=fit0, hessian=H)  # (no memo of the first)
+    # (a new engine: no memo of the first)
+    warm2 = NumpyEngine(variant, local_model=True).fit(data1, init=fit0, hessian=H)
     assert "Newton" in warm.message and warm.converged
     assert len(calls) == n_uncached - 1 and len(calls) <= 3
     assert np.array_equal(warm.gamma, warm2.gamma)
@@ -198,6 +201,23 @@ def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
     assert clone.gtol == engine.gtol and len(clone._memo) == 0
 
 
+def test_local_model_by_problem_size():
+    """Plain Newton steps on the synthetic experiment's size, the local model at Amazon's."""
+    from elicit.model.batch import uses_local_model
+    from elicit.paper.bench import amazon_like
+    from elicit.paper.problems import synthetic_problem
+
+    syn = synthetic_problem(0, 0)
+    small = ModelData(syn.X, syn.y, syn.U, Hyper(variant="learned", threshold_mean=1.0))
+    assert not uses_local_model(small)
+    big = amazon_like(seed=0)
+    assert uses_local_model(ModelData(big.X, big.y, big.U,
+                                      Hyper(variant="fixed", tau2=0.01, threshold_mean=1.0)))
+    engine = NumpyEngine("learned")
+    assert engine.newton_run(small, _theta(engine.fit(small), small),
+                             np.eye(small.d + 2)).local_model is False
+
+
 @pytest.mark.parametrize("f_new", [0, 1])
 def test_batched_model_step_is_the_engines_first_step(variant, f_new):
     """The fast utility's model-step estimates solve the same local model as the first
@@ -206,7 +226,8 @@ def test_batched_model_step_is_the_engines_first_step(variant, f_new):
     from elicit.model.kernel import pair_weights
 
     data0 = make_small_data(variant, n_feedback=4)
-    engine = NumpyEngine(variant)
+    # the test problem is small enough for plain Newton steps by default: ask for the model
+    engine = NumpyEngine(variant, local_model=True)
     fit0 = engine.fit(data0)
     H = _base_hessian(fit0, data0)
     theta0, lb = _theta(fit0, data0), lower_bounds(data0)

@@ -91,6 +91,16 @@ def test_predict_is_student_t_with_direct_scale(n, p):
 
 
 @pytest.mark.parametrize("n,p", SHAPES)
+def test_predict_mean_is_the_direct_posterior_mean(n, p):
+    """The mean-only shortcut the sweeps' test MSE uses, against the direct mu*."""
+    data, fit = _problem(n, p)
+    _, mu, _, _ = _direct(data, fit)
+    X_new = np.random.default_rng(11).normal(size=(9, p))
+    np.testing.assert_allclose(NIGPosterior.from_map(data, fit).predict_mean(X_new),
+                               X_new @ mu, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("n,p", SHAPES)
 def test_train_predictive_is_the_gaussian_approximation(n, p):
     """Mean x'mu*, variance b*/(a*-1) (1 + x' Sigma* x) at the training inputs (appendix A)."""
     data, fit = _problem(n, p)
@@ -123,5 +133,8 @@ def test_from_map_uses_the_fitted_gamma_and_tau2():
 ])
 def test_predict_rejects_bad_input(bad, match):
     data, fit = _problem(8, 6)
+    post = NIGPosterior.from_map(data, fit)
     with pytest.raises(ElicitError, match=match):
-        NIGPosterior.from_map(data, fit).predict(bad)
+        post.predict(bad)
+    with pytest.raises(ElicitError, match=match):
+        post.predict_mean(bad)

@@ -317,7 +317,7 @@ class Elicitor:
 
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
-        return self.posterior().predict(X_new).mean
+        return self.posterior().predict_mean(X_new)
 
 
 def check_utility(utility: str, stan_file: str | Path | None = None,

@@ -12,6 +12,7 @@ from scipy.optimize import minimize
 from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
+from elicit.model.batch import uses_local_model
 from elicit.model.density import (
     Marginal,
     data_fingerprint,
@@ -49,13 +50,17 @@ class NumpyEngine(Engine):
         engines able to run it.
     gtol
         Convergence tolerance on the Newton decrement (log-density units).
+    local_model
+        Whether warm refits solve the local model with exact feedback terms (True) or take
+        plain projected Newton steps (False); None (default) decides by problem size
+        (:func:`elicit.model.batch.uses_local_model`). Both converge to the same MAP.
     """
 
     name = "numpy"
     uses_hessian = True
 
     def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
-                 max_newton: int = 30) -> None:
+                 max_newton: int = 30, local_model: bool | None = None) -> None:
         if stan_file is not None:
             raise ElicitError(
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
@@ -64,6 +69,7 @@ class NumpyEngine(Engine):
         super().__init__(variant)
         self.gtol = gtol
         self.max_newton = max_newton
+        self.local_model = local_model
         self._memo: OrderedDict = OrderedDict()
         self._memo_lock = threading.Lock()
 
@@ -131,7 +137,8 @@ class NumpyEngine(Engine):
         H = np.ascontiguousarray(H, dtype=float)
         return (id(data.X), id(data.y), id(data.U), data_fingerprint(data), data.hyper,
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                zlib.crc32(np.ascontiguousarray(H).data), self.gtol, self.max_newton)
+                zlib.crc32(np.ascontiguousarray(H).data), self.gtol, self.max_newton,
+                self.local_model)
 
     def _memo_get(self, key: tuple) -> MAPResult | None:
         with self._memo_lock:
@@ -197,7 +204,9 @@ class NewtonRun:
     that answer. Solving the model (projected Newton on d + 1 parameters, no kernel work)
     therefore takes the step plain Newton would take in several iterations, and a refit after
     one answer converges in one or two evaluations of the log density (plain Newton needed
-    four to seven).
+    four to seven). On small problems, where a density evaluation costs less than the
+    Python overhead of solving the model, plain projected Newton steps are taken instead
+    (``NumpyEngine(local_model=...)``, :data:`elicit.model.batch.LOCAL_MODEL_MIN_FLOPS`).
 
     The base Hessian starts frozen at the previous MAP. When a step fails, or convergence is
     slow (a far move after a surprising answer), it is recomputed once at the current
@@ -224,6 +233,9 @@ class NewtonRun:
         self.refreshed = False
         self.status = "running"
         self._next: tuple | None = None
+        # Small problems take plain Newton steps (batch.LOCAL_MODEL_MIN_FLOPS says why).
+        self.local_model = (uses_local_model(data) if engine.local_model is None
+                            else bool(engine.local_model))
 
     def decrement(self) -> float:
         """Newton decrement at the current iterate (the convergence measure)."""
@@ -253,8 +265,9 @@ class NewtonRun:
             self.status = "converged"
             return self.status
         theta, data, lb = self.theta, self.data, self.lb
-        direction = _model_step(theta, self.g - fg, self.hess_base, data, lb, step, decrement,
-                                tol=1e-3 * self.engine.gtol)
+        direction = (_model_step(theta, self.g - fg, self.hess_base, data, lb, step, decrement,
+                                 tol=1e-3 * self.engine.gtol)
+                     if self.local_model else step)
         slope = float(self.g @ direction)
         if not (np.isfinite(slope) and slope > 0):
             direction, slope = step, decrement

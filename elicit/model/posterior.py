@@ -72,14 +72,23 @@ class NIGPosterior:
         KXt = m.XK.T
         return m.tau2 * m.K - m.tau2**2 * KXt @ m.Sinv @ KXt.T
 
-    def predict(self, X_new: np.ndarray) -> StudentT:
-        """Student-t predictive at the rows of ``X_new``."""
+    def _check_rows(self, X_new: np.ndarray) -> np.ndarray:
         X_new = np.asarray(X_new, dtype=float)
         p = self.K.shape[0]
         if X_new.ndim != 2 or X_new.shape[1] != p:
             raise ElicitError(f"X_new must have shape (m, {p}), got {X_new.shape}")
         if not np.all(np.isfinite(X_new)):
             raise ElicitError("X_new contains NaN or infinite values")
+        return X_new
+
+    def predict_mean(self, X_new: np.ndarray) -> np.ndarray:
+        """The predictive mean ``X_new mu*`` alone: :meth:`predict` also forms the variances
+        (an m x p by p x p product), which a test MSE after every answer does not need."""
+        return self._check_rows(X_new) @ self.mu
+
+    def predict(self, X_new: np.ndarray) -> StudentT:
+        """Student-t predictive at the rows of ``X_new``."""
+        X_new = self._check_rows(X_new)
         m = self._m
         mean = X_new @ self.mu
         # x' Sigma* x = tau2 x'Kx - tau2^2 (XKx)' S^-1 (XKx)

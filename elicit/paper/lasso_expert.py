@@ -172,13 +172,27 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     A 200-point path from alpha_max down to 1e-4 alpha_max is scanned first; the nonzero count
     is not exactly monotone in alpha, so we then bisect (in log alpha) between the best path
     point and its neighbour on the side of the target, keeping the best alpha seen.
+
+    The path is computed in chunks and stops once a whole chunk keeps at least twice the
+    target: the small-alpha end (nearly unpenalised fits, most of the path's cost) cannot
+    come back to the target there. Each chunk is warm-started from the previous one's last
+    coefficients, so the points computed are exactly those of the whole path.
     """
     a_max = _alpha_max(X, y)
     if a_max <= 0:
         raise ElicitError("the expert-set ratings are constant or uncorrelated with every "
                           "feature: the LASSO keeps no feature at any alpha")
     alphas = np.geomspace(a_max, a_max * 1e-4, 200)
-    nnz = np.array([np.count_nonzero(c) for c in _path(X, y, alphas)])
+    counts: list[int] = []
+    coef = None
+    for start in range(0, len(alphas), _PATH_CHUNK):
+        chunk = _path(X, y, alphas[start:start + _PATH_CHUNK], coef_init=coef)
+        counts += [int(np.count_nonzero(c)) for c in chunk]
+        coef = chunk[-1]
+        if min(counts[-len(chunk):]) >= 2 * target:
+            break
+    alphas = alphas[:len(counts)]
+    nnz = np.array(counts)
 
     def better(a: float, k: int, best_a: float, best_k: int) -> bool:
         d, bd = abs(k - target), abs(best_k - target)
@@ -212,8 +226,14 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     return best_a
 
 
-def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> np.ndarray:
-    """Coefficients along ``alphas`` (rows), with an intercept (centred data)."""
+#: Points of the LASSO path computed at a time by :func:`_target_alpha`.
+_PATH_CHUNK = 25
+
+
+def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray,
+          coef_init: np.ndarray | None = None) -> np.ndarray:
+    """Coefficients along ``alphas`` (rows), with an intercept (centred data), starting the
+    coordinate descent from ``coef_init`` (default zeros)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import lasso_path
 
@@ -224,7 +244,8 @@ def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> np.ndarray:
     # warnings (hundreds per sweep) would only bury the progress output.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        _, coefs, _ = lasso_path(Xc, yc, alphas=alphas, max_iter=_MAX_ITER, tol=_TOL)
+        _, coefs, _ = lasso_path(Xc, yc, alphas=alphas, max_iter=_MAX_ITER, tol=_TOL,
+                                 coef_init=coef_init)
     return coefs.T
 
 

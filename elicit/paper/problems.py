@@ -283,14 +283,16 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
 
 def problem_from_run(rd: RunData, tau2: float = PAPER_TAU2, pool_size: int = POOL_SIZE,
                      expert_rule: str = "target", n_nonzero: int = 40,
-                     label: str = "the run") -> RunProblem:
+                     label: str = "the run", expert: LassoExpert | None = None) -> RunProblem:
     """The elicitation problem of a prepared run (:func:`realdata_problem`'s second half).
 
     ``label`` names the run in the error raised when the expert knows too few keywords.
+    ``expert`` is the run's :func:`make_expert` if the caller has fitted it already.
     """
     if not (np.isfinite(tau2) and tau2 > 0):
         raise ElicitError(f"tau2 must be a positive number, got {tau2!r}")
-    expert = make_expert(rd, expert_rule, n_nonzero)
+    if expert is None:
+        expert = make_expert(rd, expert_rule, n_nonzero)
     cands = expert.answerable_pairs()
     if len(cands) == 0:
         raise ElicitError(f"{label}: the LASSO expert knows fewer than two "

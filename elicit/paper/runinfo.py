@@ -170,8 +170,8 @@ def prepare_runinfo(settings: RunSettings, run: int,
     bl_state = int(run_stream(s.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     # The CV fits the sweep's model; the known-coupling models need the expert's candidate
     # pairs for it (their coupled set J).
-    cands = (make_expert(rd, s.expert_rule, s.expert_nonzero).answerable_pairs()
-             if get_model(s.model).known_coupling else None)
+    expert = make_expert(rd, s.expert_rule, s.expert_nonzero)
+    cands = expert.answerable_pairs() if get_model(s.model).known_coupling else None
     best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
                            rng=np.random.default_rng(run_stream(s.seed, run, STREAM_TAU2_CV)),
                            model=s.model,
@@ -180,7 +180,7 @@ def prepare_runinfo(settings: RunSettings, run: int,
     eng = get_engine("numpy", "fixed")
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
     problem = problem_from_run(rd, tau2, expert_rule=s.expert_rule, n_nonzero=s.expert_nonzero,
-                               label=f"{s.source.name} run {run}")
+                               label=f"{s.source.name} run {run}", expert=expert)
     # The reference ceiling of the sweep's model (the problem carries the paper's).
     problem = dataclasses.replace(problem,
                                   hyper=dataclasses.replace(problem.hyper, model=s.model))
