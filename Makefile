@@ -36,8 +36,8 @@ bench:
 # The paper's settings: 100 rounds, 50 runs of the synthetic experiment and REAL_RUNS runs of
 # each of the seven real-data sweeps (Amazon, Yelp, the kitchen corpus, Amazon and Yelp with
 # --paper, Amazon and Yelp with --recommended) and of Table 1. REAL_RUNS = 50 is the paper's
-# count; 12 keeps the whole within 15 minutes of two idle cores (20 take about 19). Sweeps
-# resume where they stopped, so a larger REAL_RUNS later only adds runs.
+# count; 12 keeps the whole within 15 minutes of two idle cores (13.3 measured; 20 runs take
+# about 20). Sweeps resume where they stopped, so a larger REAL_RUNS later only adds runs.
 RUNS      ?= 50
 REAL_RUNS ?= 12
 reproduce:

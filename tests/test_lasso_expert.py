@@ -98,3 +98,39 @@ def test_target_rule_on_real_data(name):
     assert e.answer(i, j) in (S, D)
     z = int(np.flatnonzero(e.coef_ == 0)[0])
     assert e.answer(z, i) is U
+
+
+def test_path_in_chunks_is_the_whole_path():
+    """Chunks warm-started from the previous chunk's last point are the whole path's points."""
+    from elicit.paper.lasso_expert import _alpha_max, _path
+
+    X, y, _ = _synthetic(seed=3)
+    a = np.geomspace(_alpha_max(X, y), 1e-3 * _alpha_max(X, y), 60)
+    whole = _path(X, y, a)
+    first = _path(X, y, a[:25])
+    rest = _path(X, y, a[25:], coef_init=first[-1])
+    np.testing.assert_array_equal(np.vstack([first, rest]), whole)
+
+
+@pytest.mark.parametrize("seed,target", [(0, 20), (4, 8), (5, 30)])
+def test_target_alpha_stops_early_without_changing_the_choice(seed, target):
+    """The target search stops the path once a chunk keeps twice the target; a scan of the
+    whole 200-point path (written out here) picks the same path point to bisect from."""
+    from sklearn.linear_model import lasso_path
+
+    from elicit.paper.lasso_expert import _alpha_max, _target_alpha
+
+    X, y, _ = _synthetic(seed=seed)
+    alphas = np.geomspace(_alpha_max(X, y), 1e-4 * _alpha_max(X, y), 200)
+    _, coefs, _ = lasso_path(X - X.mean(0), y - y.mean(), alphas=alphas, max_iter=20_000,
+                             tol=1e-6)
+    nnz = np.count_nonzero(coefs, axis=0)
+    dist = np.abs(nnz - target)
+    best = alphas[np.flatnonzero(dist == dist.min())[0]]     # closest; ties: largest alpha
+    chosen = _target_alpha(X, y, target)
+    # the bisection only ever moves between the best point and its neighbour
+    i = int(np.flatnonzero(alphas == best)[0])
+    lo, hi = alphas[min(i + 1, 199)], alphas[max(i - 1, 0)]
+    assert lo <= chosen <= hi
+    if nnz[i] == target:
+        assert chosen == best
