@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from elicit.cli.argtypes import nonneg_int, positive_int
+from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import DATASETS
@@ -93,8 +93,7 @@ def run_step(step: str, args: argparse.Namespace) -> None:
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """The options, and the steps to run in the order of :data:`STEPS` (an unknown step is
     an argparse error)."""
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("results"))
     ap.add_argument("--runs", type=positive_int, default=50, help="runs of every step")
     ap.add_argument("--real-runs", type=positive_int, default=None,

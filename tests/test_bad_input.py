@@ -448,3 +448,29 @@ def test_web_missing_session_file(tmp_path):
 
     with pytest.raises(ElicitError, match=r"does not exist"):
         create_app(tmp_path / "nope.session")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["synthetic", "--out", "x", "--runs", "abc"],
+     "elicit synthetic: error: argument --runs: expected a positive integer, got 'abc'"),
+    (["synthetic", "--out", "x", "--utility-target", "kl"],
+     "elicit synthetic: error: argument --utility-target: invalid choice: 'kl'"),
+    (["realdata", "--dataset", "amazon", "--out", "x", "--tau2", "-1"],
+     "elicit realdata: error: argument --tau2: --tau2 must be a positive number or 'cv'"),
+    (["realdata", "--out", "x"],
+     "elicit realdata: error: one of the arguments --dataset --corpus is required"),
+    (["bench", "--size", "huge"], "elicit bench: error: argument --size: invalid choice"),
+    (["no-such-command"], "elicit: error: argument command: invalid choice"),
+])
+def test_cli_option_errors_are_one_line(capsys, argv, message):
+    """argparse's own errors (types, choices, missing options) are one line too, naming the
+    option and where to look, without the usage block."""
+    from elicit.cli.main import main as elicit_main
+
+    with pytest.raises(SystemExit) as e:
+        elicit_main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(message), err
+    assert "--help" in err and "usage:" not in err

@@ -286,7 +286,7 @@ def test_cli_bad_utility_target(capsys):
         cli_main(["synthetic", "--out", "x", "--utility-target", "kl"])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    # argparse's own report (as for every other choice option): usage, then one error line
+    # argparse's own report (as for every other choice option), on one line
     assert err[-1].startswith("elicit synthetic: error: argument --utility-target: invalid "
                               "choice: 'kl'")
 

@@ -5,6 +5,17 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors are one line,
+    ``elicit CMD: error: MESSAGE (see elicit CMD --help)``, exit status 2, like the library's
+    errors (argparse would print the whole usage block first). Sub-command parsers inherit it.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _int(text: str, what: str) -> int:

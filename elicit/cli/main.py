@@ -16,6 +16,7 @@ from pathlib import Path
 from elicit import __version__
 from elicit.cli.argtypes import (
     ENGINE_HELP,
+    OneLineParser,
     add_check_engine_option,
     add_cluster_option,
     add_sweep_options,
@@ -48,7 +49,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
     parser.add_argument("--version", action="version", version=f"elicit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from elicit.cli.argtypes import (
     ENGINE_HELP,
+    OneLineParser,
     add_meta_options,
     add_model_option,
     add_utility_target_option,
@@ -206,7 +207,7 @@ def run_session_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """A stand-alone ``elicit`` with only the session commands (for tests and ``python -m``)."""
-    parser = argparse.ArgumentParser(prog="elicit")
+    parser = OneLineParser(prog="elicit")
     parser.add_argument("--version", action="version", version=f"elicit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_session_parsers(sub)
