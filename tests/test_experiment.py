@@ -239,7 +239,8 @@ def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, caps
     res = run_synthetic(tmp_path / "lib", runs=2, rounds=3, seed=1, engine="numpy",
                         progress=False)
     assert {p.name for p in (tmp_path / "lib").iterdir()} == {"mse.csv", "fig4_mse.png",
-                                                              "fig3_K.png", "parts"}
+                                                              "fig3_K.png", "parts",
+                                                              "config.json"}
     assert res.mse.equals(pd.read_csv(tmp_path / "lib" / "mse.csv"))
     assert res.summary().startswith("mean test MSE after 3 answers: ")
     assert main(["synthetic", "--runs", "2", "--rounds", "3", "--seed", "1", "--engine",
@@ -247,6 +248,31 @@ def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, caps
     assert res.summary() in capsys.readouterr().out
     assert (tmp_path / "cli" / "mse.csv").read_bytes() == \
         (tmp_path / "lib" / "mse.csv").read_bytes()
+
+
+def test_synthetic_folder_refuses_other_settings(tmp_path):
+    """A synthetic sweep's parts are reused by run and strategy alone: a rerun with other
+    settings must be refused, not mixed in (as realdata sweeps do through config.json)."""
+    from elicit.paper.synthetic import run_synthetic
+
+    out = tmp_path / "syn"
+    kw = dict(runs=1, rounds=2, seed=1, engine="numpy", progress=False,
+              strategies=("random",))
+    run_synthetic(out, refine=3, **kw)
+    assert json.loads((out / "config.json").read_text())["refine"] == 3
+    before = (out / "mse.csv").read_bytes()
+    for other, what in ((dict(refine=4), "refine: 3 there, 4 now"),
+                        (dict(refine=3, utility="exact"), "utility: 'fast' there, 'exact' now"),
+                        (dict(refine=3, n_train=15), "n_train: 20 there, 15 now")):
+        with pytest.raises(ElicitError, match=what):
+            run_synthetic(out, **{**kw, **other})
+    assert (out / "mse.csv").read_bytes() == before
+    # the same settings resume; more runs only add runs
+    run_synthetic(out, refine=3, **{**kw, "runs": 2})
+    # parts without the config that made them are refused
+    (out / "config.json").unlink()
+    with pytest.raises(ElicitError, match="no config.json"):
+        run_synthetic(out, refine=3, **kw)
 
 
 # -- the benchmark ---------------------------------------------------------------------------

@@ -256,8 +256,16 @@ def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
     part = json.loads((out / "parts" / "synthetic" / "random" / "run000.json").read_text())
     assert part["model"] == "tied-threshold"
     assert main(args) == 2
-    assert ("holds results of model 'tied-threshold' (run000.json of random), not 'paper'"
+    # config.json names the difference before any part is read
+    assert ("holds results of other settings (model: 'tied-threshold' there, 'paper' now)"
             in capsys.readouterr().err)
+    # and the parts themselves carry their model: the sweep refuses them without the config
+    from elicit.paper.sweep import SweepConfig, sweep
+
+    with pytest.raises(ElicitError, match="holds results of model 'tied-threshold' "
+                                          r"\(run000.json of random\), not 'paper'"):
+        sweep(None, SweepConfig("synthetic", 1, 1, ("random",), engine="numpy"), out,
+              progress=False)
 
 
 def test_config_without_model_key_counts_as_paper(tmp_path):

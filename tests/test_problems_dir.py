@@ -57,6 +57,23 @@ def test_the_sweep_on_a_folder_of_problems_is_the_sweep_on_those_problems(tmp_pa
         assert mean[r] == pytest.approx(np.mean((sd.y_test - sd.y.mean()) ** 2), rel=1e-12)
 
 
+def test_other_problems_in_the_same_folder_are_refused(tmp_path, capsys):
+    """The results of one set of problems are not resumed with another one's."""
+    _write(tmp_path / "mine")
+    args = ["synthetic", "--problems", str(tmp_path / "mine"), "--rounds", "1",
+            "--strategies", "random", "--engine", "numpy", "--out", str(tmp_path / "out"),
+            "--quiet"]
+    assert main(args) == 0
+    assert main(args) == 0                                    # the same problems resume
+    capsys.readouterr()
+    sd = make_synthetic(np.random.default_rng(7), n_train=15, n_test=200)
+    np.savez(tmp_path / "mine" / "p01.npz", X=sd.X, y=sd.y, U=sd.U, X_test=sd.X_test,
+             y_test=sd.y_test, groups=sd.groups)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "holds results of other settings (problems_sha256:" in err and err.count("\n") == 1
+
+
 def test_the_sign_oracle_answers_by_the_signs_of_beta():
     o = SignOracle([1.5, -2.0, 0.3, 0.0])
     assert o.answer(0, 2).value == "similar" and o.answer(0, 1).value == "dissimilar"

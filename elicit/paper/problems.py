@@ -32,6 +32,7 @@ the start of the tau2 cross-validation and of the Table 1 loops.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
 from elicit.paper.lasso_expert import RULES, LassoExpert
-from elicit.paper.sources import N_MODEL, DataSource, as_source, paper_source
+from elicit.paper.sources import N_MODEL, DataSource, as_source, file_sha256, paper_source
 from elicit.paper.synthetic import make_synthetic
 
 #: The paper's fixed prior scale on real data (found there by cross-validation).
@@ -156,6 +157,14 @@ class ProblemsDir:
 
     def __len__(self) -> int:
         return len(self.files)
+
+    def sha256(self) -> str:
+        """One SHA-256 of the files' names and contents, in run order (a sweep's
+        ``config.json`` records it: other problems in the folder are other runs)."""
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(f"{Path(f).name}\0{file_sha256(f)}\0".encode())
+        return h.hexdigest()
 
     def __call__(self, seed: int, run: int) -> RunProblem:
         if not 0 <= run < len(self.files):

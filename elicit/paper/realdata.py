@@ -124,7 +124,7 @@ LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
                                      "model": PAPER, "utility_target": "predictive"}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
 #: a meta-features file is compared by its content hash).
-PATH_KEYS = ("data_dir", "corpus", "meta_features_file")
+PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")
 
 
 def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:

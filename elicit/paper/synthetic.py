@@ -155,6 +155,8 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     # sweep machinery at module level would be circular.
     from elicit.paper.plots import kernel_panels, mse_curves
     from elicit.paper.problems import ProblemsDir, SyntheticMaker
+    from elicit.paper.realdata import check_config
+    from elicit.paper.sources import file_sha256
     from elicit.paper.sweep import SweepConfig, load_part, sweep
 
     out = Path(out)
@@ -173,6 +175,17 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
                       refine, jobs, cluster=cluster, check_engine=check_engine,
                       snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean,
                       model=model, utility_target=utility_target)
+    # The parts are reused by run and strategy alone: config.json refuses a rerun with other
+    # settings (runs and strategies may change: they only add parts).
+    check_config(out, {"experiment": "synthetic", "seed": seed, "rounds": rounds,
+                       "n_train": None if problems is not None else n_train,
+                       "problems": None if problems is None else str(Path(problems).resolve()),
+                       "problems_sha256": None if problems is None else maker.sha256(),
+                       "engine": engine, "utility": utility, "refine": refine,
+                       "stan_file": None if stan_file is None else str(Path(stan_file).resolve()),
+                       "stan_file_sha256": None if stan_file is None else file_sha256(stan_file),
+                       "threshold_mean": threshold_mean, "model": model,
+                       "utility_target": utility_target})
     df = sweep(maker, cfg, out, progress=progress)
     # The reference line every MSE figure carries: predicting the training mean.
     mean_rows = []
