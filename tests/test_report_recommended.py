@@ -146,3 +146,18 @@ def test_reproduce_steps(tmp_path, monkeypatch, capsys):
     assert [(d, o) for d, o, _ in calls] == [("amazon", tmp_path / "amazon-recommended"),
                                              ("yelp", tmp_path / "yelp-recommended")]
     assert all(kw["recommended"] and not kw.get("paper") for _, _, kw in calls)
+
+
+def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):
+    """results/ inside the checkout links relatively (the link survives a clone); a report
+    written elsewhere links to the file itself (a relative path would leave the checkout)."""
+    from pathlib import Path
+
+    from elicit.paper.report_real import BEYOND_DOC, _doc_link
+
+    repo = Path(__file__).resolve().parents[1]
+    assert _doc_link(repo / "results", BEYOND_DOC) == \
+        "[docs/beyond-the-paper.md](../docs/beyond-the-paper.md)"
+    outside = _doc_link(tmp_path / "out", BEYOND_DOC)
+    target = Path(outside[outside.index("](") + 2:-1])
+    assert target.is_absolute() and target == repo / BEYOND_DOC and target.exists()

@@ -494,10 +494,14 @@ BEYOND_DOC = Path("docs") / "beyond-the-paper.md"
 
 
 def _doc_link(out: Path, doc: Path) -> str:
-    """A Markdown link to the repository's ``doc`` from a report in ``out``."""
+    """A Markdown link to the repository's ``doc`` from a report in ``out``: relative when
+    ``out`` is inside the checkout (``results/``: the link survives a clone), else the file's
+    absolute path (a relative one would climb out of a folder that may be moved)."""
     repo = Path(__file__).resolve().parents[2]
-    rel = Path(os.path.relpath(repo / doc, Path(out).resolve()))
-    return f"[{doc.as_posix()}]({rel.as_posix()})"
+    out = Path(out).resolve()
+    target = repo / doc
+    link = Path(os.path.relpath(target, out)) if out.is_relative_to(repo) else target
+    return f"[{doc.as_posix()}]({link.as_posix()})"
 
 
 def versus_default(sweep: Sweep, default: Sweep) -> str:
