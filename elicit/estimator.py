@@ -35,6 +35,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.density import join_theta, log_density
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, Params, Variant, all_pairs
+from elicit.model.variants import PAPER, coupled_features, get_model
 from elicit.paper.tau2 import cv_tau2
 
 #: tau2 values tried by ``tau2="ml"`` and ``"cv"`` (half-decades, 1e-4 .. 1e2). With
@@ -52,8 +53,9 @@ Feedback = Iterable[tuple[Any, Any, Any]]
 
 @single_blas_thread
 def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] = TAU2_GRID,
-            a_sigma: float = 2.0, b_sigma: float = 0.2,
-            engine: str | Engine = "numpy") -> tuple[float, dict[float, float]]:
+            a_sigma: float = 2.0, b_sigma: float = 0.2, engine: str | Engine = "numpy",
+            model: str = PAPER, coupled: np.ndarray | None = None,
+            ) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
 
     For each tau^2 of the grid the MAP ``gamma_t`` of the no-feedback model is fitted and
@@ -75,6 +77,9 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] =
         The inverse-gamma prior of sigma^2.
     engine
         A ``"fixed"``-variant engine or its name.
+    model, coupled
+        The named model (:mod:`elicit.model.variants`) and, for the known-coupling models,
+        the coupled set J as a boolean mask: tau^2 is chosen for the model that is fitted.
 
     Returns
     -------
@@ -90,7 +95,7 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] =
         # Without answers xi is independent of everything else: its prior mean 1 is a
         # placeholder, and xi = 1 below makes its prior term exactly 0.
         data = ModelData(X, y, U, Hyper(tau2=t, a_sigma=a_sigma, b_sigma=b_sigma,
-                                        threshold_mean=1.0))
+                                        threshold_mean=1.0, model=model), coupled=coupled)
         # Params, not the MAPResult: a start point without the engine's warm Newton refit,
         # whose Hessian costs d n^2 memory (d = n with the default meta-features).
         fit = eng.fit(data, init=start)
@@ -155,6 +160,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
     engine : str or Engine, default "auto"
         ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an engine instance of the
         right variant (``"learned"`` for ``tau2="learned"``, else ``"fixed"``).
+    model : str, default "paper"
+        The named model (:mod:`elicit.model.variants`, ``elicit models``): ``"paper"``,
+        ``"tied-threshold"``, ``"known-coupling"`` or ``"known-coupling-tied"``. tau2
+        (``"ml"``, ``"cv"``) is chosen for this model.
+    coupled : sequence of feature names or indices, or None
+        The coupled set J of the known-coupling models: ``K = blockdiag(K_gamma on J, I)``.
+        None (the default): the features of the similar/dissimilar answers, i.e. those the
+        expert could judge; with ``threshold_mean="auto"`` the threshold prior is then set
+        over the pairs within J. Only for the known-coupling models.
 
     Attributes
     ----------
@@ -176,6 +190,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         normalised scale; else None.
     K_ : ndarray (p, p)
         The prior correlation matrix K at the MAP.
+    coupled_ : ndarray of bool (p,) or None
+        The coupled set J used (known-coupling models; None for the others).
     sigma2_ : float
         Posterior mean of the noise variance, on the original scale of y.
     meta_features_ : ndarray (p, d)
@@ -209,7 +225,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                  a_sigma: float = 2.0, b_sigma: float = 0.2, a_tau: float = 2.0,
                  b_tau: float = 4.0, threshold_mean: float | Literal["auto"] = "auto",
                  standardize: bool = True, normalize_y: bool = True,
-                 fit_intercept: bool = True, engine: str | Engine = "auto") -> None:
+                 fit_intercept: bool = True, engine: str | Engine = "auto",
+                 model: str = PAPER, coupled: Sequence[Any] | None = None) -> None:
         # scikit-learn convention: store the parameters untouched; fit() checks them.
         self.meta_features = meta_features
         self.feedback = feedback
@@ -224,6 +241,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.normalize_y = normalize_y
         self.fit_intercept = fit_intercept
         self.engine = engine
+        self.model = model
+        self.coupled = coupled
 
     # -- building from elicited answers -------------------------------------------------
     @classmethod
@@ -250,18 +269,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             them and the answers name the features, so that the estimator fits a DataFrame X
             by column name.
         hyper : Hyper, optional
-            The model's hyperparameters (default ``Hyper()``: the paper's fixed tau2 = 0.01).
+            The model's hyperparameters (default ``Hyper()``: the paper's fixed tau2 = 0.01),
+            its named model included (a known-coupling model's J can be given as
+            ``coupled=`` in ``params``).
         engine : str or Engine
             As for the constructor.
         """
         hyper = hyper if hyper is not None else Hyper()
         if not isinstance(hyper, Hyper):
             raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
-        if hyper.model != "paper":
-            # The estimator has no model parameter (yet): refuse rather than drop it silently.
-            raise ElicitError(f"ElicitRegressor fits the paper's model only, not "
-                              f"{hyper.model!r}; use Elicitor(..., hyper=Hyper(model=...)) "
-                              "and its posterior")
         U = _as_float_2d(meta_features, "meta_features")
         feedback = list(answers)
         if feature_names is not None:
@@ -277,7 +293,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             tau2=hyper.tau2 if hyper.variant == "fixed" else "learned",
             a_sigma=hyper.a_sigma, b_sigma=hyper.b_sigma, a_tau=hyper.a_tau,
             b_tau=hyper.b_tau, threshold_mean=hyper.threshold_mean, standardize=False,
-            normalize_y=False, fit_intercept=False, engine=engine)
+            normalize_y=False, fit_intercept=False, engine=engine, model=hyper.model)
         kwargs.update(params)
         return cls(meta, feedback, **kwargs)
 
@@ -316,11 +332,14 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         variant: Variant = "learned" if self.tau2 == "learned" else "fixed"
         eng = self._engine(variant)
-        tau2, scores = self._choose_tau2(Xs, yz, U, eng)
+        cands = self._candidates(p, feedback, names or index_names)
+        coupled = coupled_features(p, cands) if get_model(self.model).known_coupling else None
+        tau2, scores = self._choose_tau2(Xs, yz, U, eng, coupled)
         hyper = Hyper(variant=variant, a_sigma=float(self.a_sigma),
                       b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
-                      b_tau=float(self.b_tau), threshold_mean=self.threshold_mean)
-        data, fit, answered = _fit_map(Xs, yz, U, hyper, eng, feedback)
+                      b_tau=float(self.b_tau), threshold_mean=self.threshold_mean,
+                      model=self.model)
+        data, fit, answered = _fit_map(Xs, yz, U, hyper, eng, feedback, cands)
         post = NIGPosterior.from_map(data, fit)
 
         # The model's fitted attributes are set only once the fit has succeeded.
@@ -334,6 +353,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.threshold_mean_ = data.m if answered else float("nan")
         self.tau2_, self.tau2_scores_ = float(fit.tau2), scores
         self.K_ = np.array(post.K)
+        self.coupled_ = coupled
         return self
 
     def _set_scales(self, x_mean: np.ndarray, x_scale: np.ndarray, y_mean: float,
@@ -369,6 +389,41 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         for name in ("standardize", "normalize_y", "fit_intercept"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ElicitError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        model = get_model(self.model)              # an unknown name: one line naming them
+        if self.coupled is not None and not model.known_coupling:
+            raise ElicitError(f"coupled is the coupled set of the known-coupling models; "
+                              f"model={self.model!r} has none: drop coupled or choose "
+                              "model='known-coupling'")
+
+    def _candidates(self, p: int, feedback: list[tuple[int, int, Answer]],
+                    names: list[str] | None) -> np.ndarray:
+        """The candidate pairs the model is set up with (as in a session, the pairs the expert
+        could be asked about): every pair, or for the known-coupling models the pairs within
+        J (``coupled``, else the features of the similar/dissimilar answers)."""
+        if not get_model(self.model).known_coupling:
+            return all_pairs(p)
+        if self.coupled is None:
+            J = sorted({k for i, j, a in feedback if a.f is not None for k in (i, j)})
+        else:
+            if isinstance(self.coupled, (str, bytes)) or not isinstance(self.coupled, Iterable):
+                raise ElicitError("coupled must be a list of feature names or indices, got "
+                                  f"{type(self.coupled).__name__}")
+            index = {n: k for k, n in enumerate(names)} if names is not None else {}
+            try:
+                J = sorted({_feature_index(f, e, p, names, index)
+                            for e, f in enumerate(self.coupled)})
+            except ElicitError as err:
+                raise ElicitError(str(err).replace("feedback entry", "coupled entry")) from None
+            inside = set(J)
+            for e, (i, j, a) in enumerate(feedback):
+                if a.f is not None and not {i, j} <= inside:
+                    raise ElicitError(f"feedback entry {e} is about a feature outside the "
+                                      "coupled set: an answer can only be about features the "
+                                      "expert judges (add them to coupled, or leave coupled "
+                                      "unset to take the answered features)")
+        J_arr = np.asarray(J, dtype=int)
+        i, j = np.triu_indices(len(J_arr), k=1)
+        return np.column_stack([J_arr[i], J_arr[j]])
 
     def _engine(self, variant: str) -> Engine:
         if isinstance(self.engine, Engine):
@@ -415,12 +470,14 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return U, fb_names
 
     def _choose_tau2(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, eng: Engine,
+                     coupled: np.ndarray | None = None,
                      ) -> tuple[float, dict[float, float] | None]:
         """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
-        model ("ml", "cv")."""
+        model ("ml", "cv") of the estimator's model (coupled set ``coupled``)."""
         grid = TAU2_GRID if self.tau2_grid is None else self.tau2_grid
         if self.tau2 == "ml":
-            return ml_tau2(X, y, U, grid, float(self.a_sigma), float(self.b_sigma), eng)
+            return ml_tau2(X, y, U, grid, float(self.a_sigma), float(self.b_sigma), eng,
+                           model=self.model, coupled=coupled)
         if self.tau2 == "cv":
             n = X.shape[0]
             if n < 2:
@@ -428,7 +485,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                                   "give tau2 a number or use 'ml'")
             # cv_tau2 builds its models with the paper's sigma prior: with normalised y its
             # choice of tau2 barely depends on it (docs/estimator.md).
-            return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng)
+            return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng, model=self.model,
+                           candidates=None if coupled is None else _pairs_within(coupled))
         if self.tau2 == "learned":
             return Hyper().tau2, None  # a placeholder: the learned variant ignores it
         return float(self.tau2), None
@@ -468,9 +526,20 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
+def _pairs_within(mask: np.ndarray) -> np.ndarray:
+    """All pairs (i < j) of the features in ``mask``."""
+    J = np.flatnonzero(mask)
+    i, j = np.triu_indices(len(J), k=1)
+    return np.column_stack([J[i], J[j]])
+
+
 def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,
-             feedback: list[tuple[int, int, Answer]]) -> tuple[ModelData, MAPResult, bool]:
-    """The model's data and MAP, and whether any answer entered it."""
+             feedback: list[tuple[int, int, Answer]], candidates: np.ndarray | None = None,
+             ) -> tuple[ModelData, MAPResult, bool]:
+    """The model's data and MAP, and whether any answer entered it. ``candidates`` (default
+    all pairs) set the coupled set J of a known-coupling model and the pairs over which
+    ``threshold_mean="auto"`` averages."""
+    candidates = all_pairs(X.shape[1]) if candidates is None else candidates
     pairs = np.array([(i, j) for i, j, a in feedback if a.f is not None],
                      dtype=int).reshape(-1, 2)
     f = np.array([a.f for _, _, a in feedback if a.f is not None], dtype=int)
@@ -478,9 +547,10 @@ def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Eng
         # xi does not enter the model: a placeholder prior mean saves resolving "auto" (a
         # refit and the weights of all p(p-1)/2 pairs).
         m = 1.0 if hyper.threshold_mean == "auto" else hyper.threshold_mean
-        data = ModelData(X, y, U, hyper.with_threshold_mean(m))
+        data = ModelData(X, y, U, hyper.with_threshold_mean(m),
+                         coupled=coupled_features(X.shape[1], candidates))
         return data, eng.fit(data), False
-    base, fit0 = fit_no_feedback(eng, X, y, U, hyper, all_pairs(X.shape[1]))
+    base, fit0 = fit_no_feedback(eng, X, y, U, hyper, candidates)
     data = base.with_feedback(pairs, f)
     # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
     # the same MAP, without a second d n^2 Hessian.

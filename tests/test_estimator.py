@@ -306,3 +306,90 @@ def test_sklearn_estimator_checks(estimator, check):
 @parametrize_with_checks([ElicitRegressor(tau2="cv"), ElicitRegressor(tau2="learned")])
 def test_sklearn_estimator_checks_other_tau2(estimator, check):
     check(estimator)
+
+
+# -- the named models --------------------------------------------------------------------------
+
+def _pairs_in(J):
+    J = np.asarray(sorted(J))
+    i, j = np.triu_indices(len(J), k=1)
+    return np.column_stack([J[i], J[j]])
+
+
+@pytest.mark.parametrize("model", ["tied-threshold", "known-coupling", "known-coupling-tied"])
+def test_named_model_matches_the_elicitors(syn, model):
+    """The estimator fits the named model: the Elicitor with the same answers, the same
+    model and the same candidate pairs (for known coupling: those within the answered
+    features, which make up J) reaches the same MAP."""
+    from elicit.elicitation.answers import Answer
+
+    fb = _oracle_feedback(syn, 12, seed=2) + [(0, 24, Answer.DONT_KNOW)]
+    est = ElicitRegressor(meta_features=syn.U, feedback=fb, tau2=0.5, model=model,
+                          engine="numpy").fit(syn.X, syn.y)
+    Xs, yz, mx, sx, my, sy = _standardised(syn.X, syn.y)
+    J = {k for i, j, a in fb if a.f is not None for k in (i, j)}
+    cands = _pairs_in(J) if model.startswith("known") else None
+    el = Elicitor(Xs, yz, syn.U, Hyper(tau2=0.5, b_sigma=0.2, model=model), engine="numpy",
+                  candidates=cands)
+    el.set_answers([e for e in fb if e[2].f is not None])  # (a pair outside J is no candidate)
+    np.testing.assert_allclose(est.gamma_, el.fit.gamma, atol=1e-5)
+    assert est.xi_ == pytest.approx(el.fit.xi, rel=1e-5)
+    assert est.threshold_mean_ == pytest.approx(el.hyper.threshold_mean)
+    np.testing.assert_allclose(est.predict(syn.X_test),
+                               el.predict((syn.X_test - mx) / sx) * sy + my, rtol=1e-5)
+    if model.startswith("known"):
+        mask = np.zeros(25, bool)
+        mask[sorted(J)] = True
+        np.testing.assert_array_equal(est.coupled_, mask)
+        off = np.flatnonzero(~mask)                   # uncoupled: K = I there
+        assert len(off) > 0
+        K = est.K_
+        np.testing.assert_array_equal(K[np.ix_(off, off)], np.eye(len(off)))
+        assert np.all(K[off][:, sorted(J)] == 0)
+    else:
+        assert est.coupled_ is None
+    # and it is not the paper's model
+    paper = ElicitRegressor(meta_features=syn.U, feedback=fb, tau2=0.5,
+                            engine="numpy").fit(syn.X, syn.y)
+    assert np.max(np.abs(paper.gamma_ - est.gamma_)) > 1e-3
+
+
+def test_ml_tau2_is_chosen_for_the_model(syn):
+    """tau2="ml" scores the no-feedback fit of the estimator's own model: with known coupling
+    (K = I outside J) the scores differ from the paper model's and match ml_tau2 there."""
+    fb = _oracle_feedback(syn, 6, seed=4)
+    kc = ElicitRegressor(meta_features=syn.U, feedback=fb, model="known-coupling",
+                         engine="numpy").fit(syn.X, syn.y)
+    paper = ElicitRegressor(meta_features=syn.U, feedback=fb, engine="numpy").fit(syn.X, syn.y)
+    assert kc.tau2_scores_ != paper.tau2_scores_
+    Xs, yz, *_ = _standardised(syn.X, syn.y)
+    best, scores = ml_tau2(Xs, yz, syn.U, TAU2_GRID, 2.0, 0.2, "numpy",
+                           model="known-coupling", coupled=kc.coupled_)
+    assert best == kc.tau2_ and scores == pytest.approx(kc.tau2_scores_)
+
+
+def test_known_coupling_with_a_given_coupled_set(diabetes):
+    X, y = diabetes
+    fb = [("s1", "s2", "similar"), ("bmi", "bp", "similar")]
+    est = ElicitRegressor(feedback=fb, model="known-coupling", tau2=0.1,
+                          coupled=["s1", "s2", "bmi", "bp", "s5"], engine="numpy").fit(X, y)
+    assert list(X.columns[est.coupled_]) == ["bmi", "bp", "s1", "s2", "s5"]
+    default = ElicitRegressor(feedback=fb, model="known-coupling", tau2=0.1,
+                              engine="numpy").fit(X, y)
+    assert list(X.columns[default.coupled_]) == ["bmi", "bp", "s1", "s2"]
+
+
+@pytest.mark.parametrize("params,message", [
+    (dict(model="bogus"), "unknown model 'bogus'; choose one of paper, tied-threshold"),
+    (dict(coupled=["s1", "s2"]), "coupled is the coupled set of the known-coupling models; "
+                                 "model='paper' has none"),
+    (dict(model="known-coupling", coupled=["s1", "age"]),
+     "feedback entry 0 is about a feature outside the coupled set"),
+    (dict(model="known-coupling", coupled=["s1", "nope"]),
+     "coupled entry 1 names an unknown feature 'nope'"),
+    (dict(model="known-coupling", coupled="s1"), "coupled must be a list of feature names"),
+])
+def test_model_and_coupled_errors(diabetes, params, message):
+    X, y = diabetes
+    with pytest.raises(ElicitError, match=message):
+        ElicitRegressor(feedback=[("s1", "s2", "similar")], **params).fit(X, y)

@@ -206,12 +206,11 @@ def test_elicitor_couples_the_features_of_its_candidates():
     assert abs(el.fit.xi - el.data.m) < 0.05 * el.data.m
 
 
-def test_estimator_refuses_a_model_it_would_drop():
+def test_estimator_from_answers_keeps_the_model():
     from elicit.estimator import ElicitRegressor
 
-    with pytest.raises(ElicitError, match="ElicitRegressor fits the paper's model only, not "
-                                          "'tied-threshold'"):
-        ElicitRegressor.from_answers(np.ones((3, 2)), [], hyper=Hyper(model="tied-threshold"))
+    est = ElicitRegressor.from_answers(np.ones((3, 2)), [], hyper=Hyper(model="tied-threshold"))
+    assert est.model == "tied-threshold"
 
 
 # -- the command line and sweeps -----------------------------------------------------------

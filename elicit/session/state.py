@@ -24,6 +24,7 @@ from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper
+from elicit.model.variants import coupled_features, get_model
 from elicit.session import record, store
 from elicit.session.inputs import check_expert, feature_index
 from elicit.session.model import question_pairs
@@ -264,6 +265,10 @@ class SessionState:
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
         _, _, active = self._snapshot()
+        if get_model(self.elicitor.hyper.model).known_coupling and "coupled" not in params:
+            # J of a known-coupling session: the features its questions are about
+            J = np.flatnonzero(coupled_features(len(self.feature_names), self.elicitor.candidates))
+            params["coupled"] = [self.feature_names[k] for k in J]
         est = ElicitRegressor.from_answers(
             self.U, [a[:3] for a in active], feature_names=self.feature_names,
             hyper=self.elicitor.hyper, engine=self.elicitor.engine, **params)
