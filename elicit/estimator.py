@@ -421,9 +421,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                                       "coupled set: an answer can only be about features the "
                                       "expert judges (add them to coupled, or leave coupled "
                                       "unset to take the answered features)")
-        J_arr = np.asarray(J, dtype=int)
-        i, j = np.triu_indices(len(J_arr), k=1)
-        return np.column_stack([J_arr[i], J_arr[j]])
+        mask = np.zeros(p, dtype=bool)
+        mask[J] = True
+        return _pairs_within(mask)
 
     def _engine(self, variant: str) -> Engine:
         if isinstance(self.engine, Engine):

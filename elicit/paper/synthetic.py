@@ -163,8 +163,10 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     snaps = tuple(t for t in FIG3_ROUNDS if t <= rounds)
     maker: SyntheticMaker | ProblemsDir = SyntheticMaker(n_train)
     name = "synthetic"
+    problems_sha256 = None
     if problems is not None:
         maker = ProblemsDir(problems)
+        problems_sha256 = maker.sha256()
         name = Path(problems).resolve().name or "problems"
         if runs is not None and runs > len(maker):
             raise ElicitError(f"--problems {problems} holds {len(maker)} problems, fewer than "
@@ -180,7 +182,7 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     check_config(out, {"experiment": "synthetic", "seed": seed, "rounds": rounds,
                        "n_train": None if problems is not None else n_train,
                        "problems": None if problems is None else str(Path(problems).resolve()),
-                       "problems_sha256": None if problems is None else maker.sha256(),
+                       "problems_sha256": problems_sha256,
                        "engine": engine, "utility": utility, "refine": refine,
                        "stan_file": None if stan_file is None else str(Path(stan_file).resolve()),
                        "stan_file_sha256": None if stan_file is None else file_sha256(stan_file),
