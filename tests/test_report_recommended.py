@@ -108,11 +108,24 @@ def test_report_has_the_recommended_section(results):
 
 
 @needs_data
-def test_table1_reads_only_the_default_sweep(results):
+def test_table1_of_the_recommended_sweep_refits_its_model(results):
+    """Table 1's sample loops on a recommended sweep refit that sweep's model (PPMI
+    meta-features, known coupling with the expert's J): they start at its no-feedback MSE,
+    not at the default sweep's."""
     from elicit.paper.table1 import table1_for
 
-    with pytest.raises(ElicitError, match="--meta-features ppmi"):
-        table1_for(results, "amazon-recommended", runs=1, samples=2, progress=False)
+    rows, curves = table1_for(results, "amazon-recommended", runs=1, samples=2,
+                              progress=False)
+    rec0 = _wide(results / "amazon-recommended", "sequential")[0].iloc[0]
+    dflt0 = _wide(results / "amazon", "sequential")[0].iloc[0]
+    start = curves[(curves.n_samples == 0)].set_index("method").mse
+    assert start["rnd"] == pytest.approx(rec0, rel=1e-9)
+    assert start["act"] == pytest.approx(rec0, rel=1e-9)
+    assert abs(rec0 - dflt0) > 0.05
+    assert curves.n_samples.max() == 2 and rows
+    # each added sample refits: the curve moves
+    rnd = curves[curves.method == "rnd"].sort_values("n_samples").mse.to_numpy()
+    assert len(rnd) == 3 and rnd[1] != rnd[0]
 
 
 def test_reproduce_steps(tmp_path, monkeypatch, capsys):

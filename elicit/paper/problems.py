@@ -385,10 +385,12 @@ def prediction_mse(post: NIGPosterior, X_test: np.ndarray, y_test: np.ndarray,
 
 
 def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "numpy",
+                model: str = "paper", coupled: np.ndarray | None = None,
                 ) -> tuple[ModelData, MAPResult, float]:
-    """The no-feedback model of a run: its data, MAP and test MSE."""
+    """The no-feedback model of a run (``model``, coupled set ``coupled``): its data, MAP and
+    test MSE."""
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
-    data = no_feedback_data(rd.X_train, rd.y_train, rd.U, tau2)
+    data = no_feedback_data(rd.X_train, rd.y_train, rd.U, tau2, model, coupled)
     fit = eng.fit(data)
     post = NIGPosterior.from_map(data, fit)
     return data, fit, prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean)
