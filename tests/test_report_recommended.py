@@ -17,8 +17,6 @@ import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
-from elicit.errors import ElicitError
-
 REPRODUCE = Path(__file__).resolve().parents[1] / "experiments" / "reproduce.py"
 
 
