@@ -160,18 +160,25 @@ class RunSettings:
         return run_data(self.source, self.seed, run, standardize=self.standardize,
                         meta_features=self.meta_features, meta_dim=self.meta_dim)
 
+    def setup(self, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
+        """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the
+        candidate pairs that make up the coupled set J (the expert's answerable pairs, as in
+        the sweep; None for the other models)."""
+        rd = self.run_data(run)
+        expert = make_expert(rd, self.expert_rule, self.expert_nonzero)
+        cands = expert.answerable_pairs() if get_model(self.model).known_coupling else None
+        return rd, expert, cands
+
 
 @single_blas_thread
 def prepare_runinfo(settings: RunSettings, run: int,
                     grid: Sequence[float] = TAU2_GRID) -> dict:
     """The record of one run (see the module docstring for what it holds)."""
     s = settings
-    rd = s.run_data(run)
-    bl_state = int(run_stream(s.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     # The CV fits the sweep's model; the known-coupling models need the expert's candidate
     # pairs for it (their coupled set J).
-    expert = make_expert(rd, s.expert_rule, s.expert_nonzero)
-    cands = expert.answerable_pairs() if get_model(s.model).known_coupling else None
+    rd, expert, cands = s.setup(run)
+    bl_state = int(run_stream(s.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
                            rng=np.random.default_rng(run_stream(s.seed, run, STREAM_TAU2_CV)),
                            model=s.model,

@@ -36,7 +36,6 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from elicit.data import BowDataset, RunData
-from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
@@ -44,19 +43,17 @@ from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import ModelData
-from elicit.model.variants import PAPER, coupled_features, get_model
+from elicit.model.variants import PAPER, coupled_features
 from elicit.paper.problems import (
     PAPER_TAU2,
     STREAM_SAMPLES,
     initial_fit,
-    make_expert,
     no_feedback_data,
     prediction_mse,
-    run_data,
     run_stream,
 )
+from elicit.paper.runinfo import RunSettings
 from elicit.paper.runner import run_tasks
-from elicit.paper.sources import DataSource
 
 #: Methods of the sample-addition loops.
 SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
@@ -230,53 +227,29 @@ class _SamplesTask(NamedTuple):
 
     out: str
     key: str
-    source: DataSource
-    standardize: str
-    seed: int
+    settings: RunSettings
     run: int
     tau2: float
     max_samples: int
     stop_level: float | None
     methods: tuple[str, ...]
-    model: RunModel
-
-
-class RunModel(NamedTuple):
-    """The model of a sweep's runs that the loops refit: its meta-features U, the named
-    model and the expert that sets a known-coupling model's J (the sweep's ``config.json``)."""
-
-    meta_features: str = "counts"
-    meta_dim: int = DEFAULT_META_DIM
-    model: str = PAPER
-    expert_rule: str = "target"
-    expert_nonzero: int = 40
-
-    def setup(self, source: DataSource, seed: int, run: int, standardize: str,
-              ) -> tuple[RunData, np.ndarray | None]:
-        """Run ``run``'s data (with these meta-features) and the coupled set J (None for the
-        models without one): the features of the run's LASSO expert's answerable pairs, as
-        in the sweep (:func:`~elicit.elicitation.elicitor.fit_no_feedback`)."""
-        rd = run_data(source, seed, run, standardize=standardize,
-                      meta_features=self.meta_features, meta_dim=self.meta_dim)
-        if not get_model(self.model).known_coupling:
-            return rd, None
-        pairs = make_expert(rd, self.expert_rule, self.expert_nonzero).answerable_pairs()
-        return rd, coupled_features(rd.p, pairs)
 
 
 @single_blas_thread
-def _samples_task(out: str, key: str, source: DataSource, standardize: str, seed: int,
-                  run: int, tau2: float, max_samples: int, stop_level: float | None,
-                  methods: Sequence[str], model: RunModel) -> None:
-    rd, coupled = model.setup(source, seed, run, standardize)
-    X_pool, y_pool = expert_pool(rd, source.load())
+def _samples_task(out: str, key: str, settings: RunSettings, run: int, tau2: float,
+                  max_samples: int, stop_level: float | None, methods: Sequence[str]) -> None:
+    # The sweep's run: its meta-features, model and (known coupling) coupled set J.
+    rd, _, cands = settings.setup(run)
+    coupled = None if cands is None else coupled_features(rd.p, cands)
+    X_pool, y_pool = expert_pool(rd, settings.source.load())
     eng = get_engine("numpy", "fixed")
-    data, fit, _ = initial_fit(rd, tau2, eng, model.model, coupled)
+    model = settings.model
+    data, fit, _ = initial_fit(rd, tau2, eng, model, coupled)
     for method in methods:
         m_idx = SAMPLE_METHODS.index(method)
-        rng = np.random.default_rng(run_stream(seed, run, STREAM_SAMPLES + m_idx))
+        rng = np.random.default_rng(run_stream(settings.seed, run, STREAM_SAMPLES + m_idx))
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
-                                   stop_level, eng, start=(data, fit), model=model.model,
+                                   stop_level, eng, start=(data, fit), model=model,
                                    coupled=coupled)
         write_json_atomic(samples_part_path(Path(out), key, method, run), curve.to_json())
 
@@ -287,21 +260,18 @@ def load_sample_curve(out: Path, key: str, method: str, run: int) -> SampleCurve
     return SampleCurve.from_json(json.loads(path.read_text())) if path.exists() else None
 
 
-def ensure_sample_curves(out: Path, key: str, source: DataSource, standardize: str, seed: int,
-                         runs: int, tau2: Mapping[int, float], max_samples: int,
+def ensure_sample_curves(out: Path, key: str, settings: RunSettings, runs: int,
+                         tau2: Mapping[int, float], max_samples: int,
                          stop_level: Mapping[int, float] | None, jobs: int = 1,
-                         progress: bool = True, model: RunModel | None = None,
-                         ) -> dict[str, list[SampleCurve]]:
+                         progress: bool = True) -> dict[str, list[SampleCurve]]:
     """Compute (or reuse) the rnd/act curves of runs ``0..runs-1``.
 
-    ``key`` names the parts folder (the sweep's folder name), ``source``, ``standardize``
-    and ``seed`` rebuild the sweep's runs, ``tau2`` maps a run to its tau^2, and
-    ``stop_level`` a run to the MSE at which its loops may stop (None: never stop early). A
-    stored curve is reused when it answers the request (:meth:`SampleCurve.covers`);
-    otherwise it is recomputed. ``model`` is the sweep's meta-features, model and expert
-    (default: the paper's counts and model).
+    ``key`` names the parts folder (the sweep's folder name), ``settings`` rebuild the
+    sweep's runs (data, seed, standardisation, meta-features, model and expert: the loops
+    refit the sweep's own model), ``tau2`` maps a run to its tau^2, and ``stop_level`` a run
+    to the MSE at which its loops may stop (None: never stop early). A stored curve is reused
+    when it answers the request (:meth:`SampleCurve.covers`); otherwise it is recomputed.
     """
-    model = RunModel() if model is None else model
     def left(task: _SamplesTask) -> _SamplesTask | None:
         stale = []
         for m in task.methods:
@@ -310,9 +280,9 @@ def ensure_sample_curves(out: Path, key: str, source: DataSource, standardize: s
                 stale.append(m)
         return task._replace(methods=tuple(stale)) if stale else None
 
-    tasks = [_SamplesTask(str(out), key, source, standardize, seed, r, float(tau2[r]),
-                          max_samples, None if stop_level is None else float(stop_level[r]),
-                          SAMPLE_METHODS, model)
+    tasks = [_SamplesTask(str(out), key, settings, r, float(tau2[r]), max_samples,
+                          None if stop_level is None else float(stop_level[r]),
+                          SAMPLE_METHODS)
              for r in range(runs)]
     run_tasks(_samples_task, tasks, jobs=jobs, desc=f"{key}: rnd/act samples",
               progress=progress, left=left)

@@ -41,7 +41,7 @@ from elicit.model.variants import PAPER
 from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import DATASETS, REFERENCES
 from elicit.paper.runinfo import RunSettings, ensure_runinfo
-from elicit.paper.samples import RunModel, ensure_sample_curves
+from elicit.paper.samples import ensure_sample_curves
 from elicit.paper.sources import source_from_config
 
 #: The paper's Table 1 levels: initial MSE (no added samples/answers) and the MSE levels.
@@ -307,19 +307,17 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"{folder} is a sweep with meta-features from a file; table1 "
                           "rebuilds runs from config.json, which records only the file's "
                           "hash: use counts, ppmi or lsa meta-features")
-    # The loops refit the sweep's own model on its meta-features (the same no-feedback start,
-    # checked below), so that samples and answers are compared within one model.
-    run_model = RunModel(cfg.get("meta_features", "counts"),
-                         cfg.get("meta_dim") or DEFAULT_META_DIM, cfg.get("model", PAPER),
-                         cfg["expert_rule"], cfg["expert_nonzero"])
     dataset = cfg["dataset"]
     seq = sequential_curves(folder, dataset, runs)
     src = source_from_config(cfg, data_dir)
     # Sweeps written before the standardisation was recorded used the training statistics.
     std = cfg.get("standardize", "train")
+    # The loops refit the sweep's own model on its meta-features (the same no-feedback start,
+    # checked below), so that samples and answers are compared within one model.
     settings = RunSettings(src, cfg["seed"], std, cfg["tau2"], cfg["expert_rule"],
-                           cfg["expert_nonzero"], cfg["engine"], run_model.meta_features,
-                           run_model.meta_dim, run_model.model)
+                           cfg["expert_nonzero"], cfg["engine"],
+                           cfg.get("meta_features", "counts"),
+                           cfg.get("meta_dim") or DEFAULT_META_DIM, cfg.get("model", PAPER))
     # The same tau2 per run as the sweep (fixed, or its CV choice; runinfo exists already).
     infos = ensure_runinfo(folder, settings, runs, jobs, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
@@ -334,8 +332,8 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     low = min(paper["levels"])
     stop = {r: min([initial[r] * low / paper["initial"]]
                    + ([low] if "paper" in kinds else [])) for r in range(runs)}
-    curves = ensure_sample_curves(out / "table1", sweep, src, std, cfg["seed"], runs, tau2,
-                                  samples, stop, jobs, progress, run_model)
+    curves = ensure_sample_curves(out / "table1", sweep, settings, runs, tau2, samples, stop,
+                                  jobs, progress)
     for m, cs in curves.items():
         for r, c in enumerate(cs):
             # Both loops start from the sweep's no-feedback model: a mismatch means the
