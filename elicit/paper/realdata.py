@@ -30,7 +30,6 @@ statistics, tau^2 = 0.01); see ``docs/realdata.md`` for why the defaults differ.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,6 @@ import pandas as pd
 from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, is_builtin
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.internal.io import write_json_atomic
 from elicit.model.variants import PAPER, get_model
 from elicit.paper.cluster import cluster_scope
 from elicit.paper.labels import (
@@ -55,7 +53,7 @@ from elicit.paper.labels import (
 from elicit.paper.problems import PAPER_TAU2, POOL_SIZE, RealDataMaker, check_standardize
 from elicit.paper.runinfo import RunSettings, ensure_runinfo, reference_rows, runinfo_frame
 from elicit.paper.sources import DataSource, as_source, file_sha256
-from elicit.paper.sweep import SweepConfig, sweep
+from elicit.paper.sweep import SweepConfig, check_config, sweep
 from elicit.paper.tau2 import write_tau2_cv
 
 #: The defaults of ``elicit realdata``: model-review statistics, tau2 by CV.
@@ -118,15 +116,6 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
             DEFAULT_TAU2 if tau2 is None else tau2)
 
 
-#: Settings that config.json files written before they existed lack, and the value those
-#: sweeps used: an old folder stays valid for a rerun with these values.
-LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
-                                     "model": PAPER, "utility_target": "predictive"}
-#: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
-#: a meta-features file is compared by its content hash).
-PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")
-
-
 def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
     """What ``config.json`` records about the meta-features.
 
@@ -143,33 +132,6 @@ def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
                           "ppmi, lsa nor an existing file")
     return {"meta_features": "file", "meta_features_file": str(path.resolve()),
             "meta_features_sha256": file_sha256(path), "meta_dim": None}
-
-
-def check_config(out: Path, cfg: dict) -> None:
-    """Write ``out/config.json``, or refuse if ``out`` holds results of other settings.
-
-    The parts of a sweep are reused by run and strategy alone, so results of other settings
-    would otherwise be mixed in silently. The paths of :data:`PATH_KEYS` may differ: the
-    same files can be found elsewhere (a corpus is compared by its content hash). A key an
-    old config lacks counts as its :data:`LEGACY_CONFIG` value (what those sweeps used).
-    """
-    path = out / "config.json"
-    if not path.exists() and any((out / "parts").rglob("*.json")):
-        # Parts are reused by run and strategy alone: without the config that made them they
-        # could silently enter a sweep of other settings.
-        raise ElicitError(f"{out} holds sweep parts but no config.json, so their settings are "
-                          f"unknown; delete {out / 'parts'} or use another output folder (--out)")
-    if path.exists():
-        old = json.loads(path.read_text())
-        def was(k: str) -> object:
-            return old.get(k, LEGACY_CONFIG.get(k, "not recorded"))
-
-        diff = {k: (was(k), v) for k, v in cfg.items() if k not in PATH_KEYS and was(k) != v}
-        if diff:
-            what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
-            raise ElicitError(f"{out} holds results of other settings ({what}); use another "
-                              "output folder (--out) or delete this one")
-    write_json_atomic(path, cfg, indent=1)
 
 
 def check_tau2(tau2: float | str) -> float | str:

@@ -24,8 +24,9 @@ from elicit.paper.labels import (
     STRATEGY_ORDER,
     ceiling_label,
 )
-from elicit.paper.realdata import LEGACY_CONFIG, RECOMMENDED
+from elicit.paper.realdata import RECOMMENDED
 from elicit.paper.runinfo import NO_FEEDBACK_TAU2
+from elicit.paper.sweep import LEGACY_CONFIG
 from elicit.paper.table1 import PAPER_LEVELS
 
 #: The paper's feature counts (Sec. 4.2).
@@ -64,7 +65,7 @@ class Sweep:
 
     def option(self, key: str) -> object:
         """A setting of ``config.json``; one an older folder lacks is the value those sweeps
-        used (:data:`~elicit.paper.realdata.LEGACY_CONFIG`)."""
+        used (:data:`~elicit.paper.sweep.LEGACY_CONFIG`)."""
         return self.cfg.get(key, LEGACY_CONFIG.get(key))
 
     @property

@@ -6,7 +6,8 @@ expert, and records the test MSE after 0..rounds answers. It is
 * deterministic: run r's data and each strategy's random stream derive from
   ``SeedSequence([seed, r, ...])``, so results do not depend on ``jobs``;
 * resumable: each finished (run, strategy) is written to ``DIR/parts/`` and skipped when the
-  sweep is started again.
+  sweep is started again; ``DIR/config.json`` (:func:`check_config`, written by the synthetic
+  and real-data experiments) keeps a rerun with other settings from reusing those parts.
 """
 
 from __future__ import annotations
@@ -75,6 +76,42 @@ class SweepConfig:
         if self.check_engine and self.stan_file is not None:
             raise ElicitError("--check-engine compares every fit with the numpy engine, which "
                               "runs only the shipped Stan programs, not a custom --stan-file")
+
+
+#: Settings that config.json files written before they existed lack, and the value those
+#: sweeps used: an old folder stays valid for a rerun with these values.
+LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
+                                     "model": PAPER, "utility_target": "predictive"}
+#: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
+#: a meta-features file is compared by its content hash).
+PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")
+
+
+def check_config(out: Path, cfg: dict) -> None:
+    """Write ``out/config.json``, or refuse if ``out`` holds results of other settings.
+
+    The parts of a sweep are reused by run and strategy alone, so results of other settings
+    would otherwise be mixed in silently. The paths of :data:`PATH_KEYS` may differ: the
+    same files can be found elsewhere (a corpus is compared by its content hash). A key an
+    old config lacks counts as its :data:`LEGACY_CONFIG` value (what those sweeps used).
+    """
+    path = out / "config.json"
+    if not path.exists() and any((out / "parts").rglob("*.json")):
+        # Parts are reused by run and strategy alone: without the config that made them they
+        # could silently enter a sweep of other settings.
+        raise ElicitError(f"{out} holds sweep parts but no config.json, so their settings are "
+                          f"unknown; delete {out / 'parts'} or use another output folder (--out)")
+    if path.exists():
+        old = json.loads(path.read_text())
+        def was(k: str) -> object:
+            return old.get(k, LEGACY_CONFIG.get(k, "not recorded"))
+
+        diff = {k: (was(k), v) for k, v in cfg.items() if k not in PATH_KEYS and was(k) != v}
+        if diff:
+            what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
+            raise ElicitError(f"{out} holds results of other settings ({what}); use another "
+                              "output folder (--out) or delete this one")
+    write_json_atomic(path, cfg, indent=1)
 
 
 def _part_path(out: Path, cfg: SweepConfig, strategy: str, run: int) -> Path:

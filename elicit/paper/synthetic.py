@@ -155,9 +155,8 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     # sweep machinery at module level would be circular.
     from elicit.paper.plots import kernel_panels, mse_curves
     from elicit.paper.problems import ProblemsDir, SyntheticMaker
-    from elicit.paper.realdata import check_config
     from elicit.paper.sources import file_sha256
-    from elicit.paper.sweep import SweepConfig, load_part, sweep
+    from elicit.paper.sweep import SweepConfig, check_config, load_part, sweep
 
     out = Path(out)
     snaps = tuple(t for t in FIG3_ROUNDS if t <= rounds)
