@@ -17,7 +17,7 @@ tau2 (``"ml"``: type-II maximum likelihood on a grid) and its measurements are i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -31,6 +31,14 @@ from elicit.elicitation.elicitor import fit_no_feedback
 from elicit.engines import get_engine
 from elicit.engines.base import Engine, MAPResult
 from elicit.errors import ElicitError
+from elicit.internal.feedback import (
+    Feedback,
+    as_float_2d,
+    few,
+    named,
+    resolve_features,
+    resolve_feedback,
+)
 from elicit.internal.threads import single_blas_thread
 from elicit.model.density import join_theta, log_density
 from elicit.model.posterior import NIGPosterior
@@ -48,7 +56,6 @@ TAU2_MODES: tuple[str, ...] = ("ml", "cv", "learned")
 #: Folds of ``tau2="cv"`` (fewer when there are fewer samples).
 CV_FOLDS = 5
 
-Feedback = Iterable[tuple[Any, Any, Any]]
 
 
 @single_blas_thread
@@ -278,7 +285,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         hyper = hyper if hyper is not None else Hyper()
         if not isinstance(hyper, Hyper):
             raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
-        U = _as_float_2d(meta_features, "meta_features")
+        U = as_float_2d(meta_features, "meta_features")
         feedback = list(answers)
         if feature_names is not None:
             names = [str(n) for n in feature_names]
@@ -286,7 +293,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
                                   "meta_features; give one name per feature")
             meta: Any = pd.DataFrame(U, index=names)
-            feedback = [_named(entry, names) for entry in feedback]
+            feedback = [named(entry, names) for entry in feedback]
         else:
             meta = U
         kwargs: dict[str, Any] = dict(
@@ -318,7 +325,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
         U, index_names = self._resolve_meta_features(X, names)
-        feedback = _resolve_feedback(self.feedback, p, names or index_names)
+        feedback = resolve_feedback(self.feedback, p, names or index_names)
 
         # The priors and the tau2 grid refer to standardised X and y: the training statistics
         # (a constant column keeps scale 1) map a user's raw data there and back.
@@ -333,8 +340,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         variant: Variant = "learned" if self.tau2 == "learned" else "fixed"
         eng = self._engine(variant)
         cands = self._candidates(p, feedback, names or index_names)
-        coupled = coupled_features(p, cands) if get_model(self.model).known_coupling else None
-        tau2, scores = self._choose_tau2(Xs, yz, U, eng, coupled)
+        known = get_model(self.model).known_coupling
+        coupled = coupled_features(p, cands) if known else None
+        tau2, scores = self._choose_tau2(Xs, yz, U, eng, cands if known else None)
         hyper = Hyper(variant=variant, a_sigma=float(self.a_sigma),
                       b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
                       b_tau=float(self.b_tau), threshold_mean=self.threshold_mean,
@@ -405,15 +413,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         if self.coupled is None:
             J = sorted({k for i, j, a in feedback if a.f is not None for k in (i, j)})
         else:
-            if isinstance(self.coupled, (str, bytes)) or not isinstance(self.coupled, Iterable):
-                raise ElicitError("coupled must be a list of feature names or indices, got "
-                                  f"{type(self.coupled).__name__}")
-            index = {n: k for k, n in enumerate(names)} if names is not None else {}
-            try:
-                J = sorted({_feature_index(f, e, p, names, index)
-                            for e, f in enumerate(self.coupled)})
-            except ElicitError as err:
-                raise ElicitError(str(err).replace("feedback entry", "coupled entry")) from None
+            J = resolve_features(self.coupled, "coupled", p, names)
             inside = set(J)
             for e, (i, j, a) in enumerate(feedback):
                 if a.f is not None and not {i, j} <= inside:
@@ -421,9 +421,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                                       "coupled set: an answer can only be about features the "
                                       "expert judges (add them to coupled, or leave coupled "
                                       "unset to take the answered features)")
-        mask = np.zeros(p, dtype=bool)
-        mask[J] = True
-        return _pairs_within(mask)
+        J_idx = np.asarray(J, dtype=int)
+        return J_idx[all_pairs(len(J_idx))]
 
     def _engine(self, variant: str) -> Engine:
         if isinstance(self.engine, Engine):
@@ -447,7 +446,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             index = [str(k) for k in mf.index]
             if len(set(index)) != len(index):
                 dup = sorted({k for k in index if index.count(k) > 1})
-                raise ElicitError(f"meta_features index has duplicate names {_few(dup)}; "
+                raise ElicitError(f"meta_features index has duplicate names {few(dup)}; "
                                   "give one row per feature")
             if names is not None:
                 have, want = set(index), set(names)
@@ -455,12 +454,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                 extra = [k for k in index if k not in want]
                 if missing or extra:
                     raise ElicitError(f"meta_features rows do not match X's columns: missing "
-                                      f"{_few(missing)}, extra {_few(extra)}")
+                                      f"{few(missing)}, extra {few(extra)}")
                 mf = mf.set_axis(index, axis=0).loc[names]
-            U = _as_float_2d(mf, "meta_features")
+            U = as_float_2d(mf, "meta_features")
             fb_names: list[str] | None = index
         else:
-            U = _as_float_2d(mf, "meta_features")
+            U = as_float_2d(mf, "meta_features")
             fb_names = None
         if U.shape[0] != p:
             raise ElicitError(f"meta_features has {U.shape[0]} rows but X has {p} features; "
@@ -470,12 +469,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return U, fb_names
 
     def _choose_tau2(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, eng: Engine,
-                     coupled: np.ndarray | None = None,
+                     candidates: np.ndarray | None = None,
                      ) -> tuple[float, dict[float, float] | None]:
         """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
-        model ("ml", "cv") of the estimator's model (coupled set ``coupled``)."""
+        model ("ml", "cv") of the estimator's model (a known-coupling model's J: the
+        features of ``candidates``)."""
         grid = TAU2_GRID if self.tau2_grid is None else self.tau2_grid
         if self.tau2 == "ml":
+            coupled = (None if candidates is None
+                       else coupled_features(X.shape[1], candidates))
             return ml_tau2(X, y, U, grid, float(self.a_sigma), float(self.b_sigma), eng,
                            model=self.model, coupled=coupled)
         if self.tau2 == "cv":
@@ -486,7 +488,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             # cv_tau2 builds its models with the paper's sigma prior: with normalised y its
             # choice of tau2 barely depends on it (docs/estimator.md).
             return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng, model=self.model,
-                           candidates=None if coupled is None else _pairs_within(coupled))
+                           candidates=candidates)
         if self.tau2 == "learned":
             return Hyper().tau2, None  # a placeholder: the learned variant ignores it
         return float(self.tau2), None
@@ -526,13 +528,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return tags
 
 
-def _pairs_within(mask: np.ndarray) -> np.ndarray:
-    """All pairs (i < j) of the features in ``mask``."""
-    J = np.flatnonzero(mask)
-    i, j = np.triu_indices(len(J), k=1)
-    return np.column_stack([J[i], J[j]])
-
-
 def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,
              feedback: list[tuple[int, int, Answer]], candidates: np.ndarray | None = None,
              ) -> tuple[ModelData, MAPResult, bool]:
@@ -561,75 +556,6 @@ def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Eng
 # Checks
 # --------------------------------------------------------------------------------------------
 
-def _resolve_feedback(feedback: Feedback | None, p: int,
-                      names: list[str] | None) -> list[tuple[int, int, Answer]]:
-    """The answers as (i, j, Answer) with column indices i < j; one-line errors otherwise."""
-    if feedback is None:
-        return []
-    if isinstance(feedback, pd.DataFrame):
-        feedback = feedback.itertuples(index=False, name=None)
-    if isinstance(feedback, (str, bytes)) or not isinstance(feedback, Iterable):
-        raise ElicitError("feedback must be a list of (feature_i, feature_j, answer) tuples, "
-                          f"got {type(feedback).__name__}")
-    index = {n: k for k, n in enumerate(names)} if names is not None else {}
-    out: list[tuple[int, int, Answer]] = []
-    seen: dict[tuple[int, int], int] = {}
-    for e, entry in enumerate(feedback):
-        if isinstance(entry, (str, bytes)) \
-                or not isinstance(entry, (Sequence, np.ndarray)) or len(entry) != 3:
-            raise ElicitError(f"feedback entry {e} is {entry!r}; each entry must be a "
-                              "(feature_i, feature_j, answer) tuple")
-        i, j = (_feature_index(f, e, p, names, index) for f in entry[:2])
-        if i == j:
-            raise ElicitError(f"feedback entry {e} pairs feature {entry[0]!r} with itself; an "
-                              "answer is about two different features")
-        try:
-            ans = Answer.parse(entry[2])
-        except ElicitError as err:
-            raise ElicitError(f"feedback entry {e}: {err}") from None
-        key = (min(i, j), max(i, j))
-        if key in seen:
-            raise ElicitError(f"feedback entries {seen[key]} and {e} answer the same pair "
-                              f"({entry[0]!r}, {entry[1]!r}); give one answer per pair")
-        seen[key] = e
-        out.append((*key, ans))
-    return out
-
-
-def _feature_index(f: Any, e: int, p: int, names: list[str] | None,
-                   index: dict[str, int]) -> int:
-    if isinstance(f, str):
-        if names is None:
-            raise ElicitError(f"feedback entry {e} names feature {f!r} but the features have "
-                              "no names: fit a DataFrame X (in a Pipeline, "
-                              "set_output(transform='pandas')), give meta_features as a "
-                              "DataFrame indexed by name, or use column indices")
-        if f not in index:
-            raise ElicitError(f"feedback entry {e} names an unknown feature {f!r}; known "
-                              f"features: {_few(names)}")
-        return index[f]
-    if _is_index(f):
-        if not 0 <= int(f) < p:
-            raise ElicitError(f"feedback entry {e}: feature index {int(f)} is out of range: "
-                              f"X has n_features = {p} (indices 0..{p - 1})")
-        return int(f)
-    raise ElicitError(f"feedback entry {e}: a feature must be a name or a column index, got "
-                      f"{f!r}")
-
-
-def _named(entry: Any, names: list[str]) -> Any:
-    """An answer (i, j, answer) with in-range indices replaced by names; anything else is
-    left for :meth:`ElicitRegressor.fit` to check."""
-    if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
-        return entry
-    i, j = (names[f] if _is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])
-    return (i, j, entry[2])
-
-
-def _is_index(f: Any) -> bool:
-    return isinstance(f, (int, np.integer)) and not isinstance(f, (bool, np.bool_))
-
-
 def _check_grid(grid: Sequence[float]) -> list[float]:
     try:
         values = sorted({float(t) for t in grid})
@@ -639,23 +565,3 @@ def _check_grid(grid: Sequence[float]) -> list[float]:
     if not values or any(not (np.isfinite(t) and t > 0) for t in values):
         raise ElicitError(f"tau2_grid must be a list of positive numbers, got {grid!r}")
     return values
-
-
-def _as_float_2d(a: Any, name: str) -> np.ndarray:
-    try:
-        arr = np.array(a, dtype=float)
-    except (TypeError, ValueError):
-        raise ElicitError(f"{name} must be numeric (p rows x d columns)") from None
-    if arr.ndim != 2:
-        raise ElicitError(f"{name} must be 2-D (p features x d meta-features), got shape "
-                          f"{arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ElicitError(f"{name} contains NaN or infinite values; remove or impute them")
-    return arr
-
-
-def _few(names: Sequence[Any], k: int = 8) -> str:
-    """At most k names for an error message."""
-    shown = ", ".join(repr(n) for n in names[:k])
-    more = f" and {len(names) - k} more" if len(names) > k else ""
-    return f"[{shown}{more}]" if names else "none"

@@ -1,0 +1,122 @@
+"""What a user hands the estimator, resolved to indices: answers and features named by
+column name or given by column index, and numeric tables, each with one-line errors.
+
+Used by :class:`elicit.estimator.ElicitRegressor` (its ``feedback``, ``coupled`` and
+``meta_features``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from elicit.elicitation.answers import Answer
+from elicit.errors import ElicitError
+
+Feedback = Iterable[tuple[Any, Any, Any]]
+
+
+def resolve_feedback(feedback: Feedback | None, p: int,
+                     names: list[str] | None) -> list[tuple[int, int, Answer]]:
+    """The answers as (i, j, Answer) with column indices i < j; one-line errors otherwise."""
+    if feedback is None:
+        return []
+    if isinstance(feedback, pd.DataFrame):
+        feedback = feedback.itertuples(index=False, name=None)
+    if isinstance(feedback, (str, bytes)) or not isinstance(feedback, Iterable):
+        raise ElicitError("feedback must be a list of (feature_i, feature_j, answer) tuples, "
+                          f"got {type(feedback).__name__}")
+    index = {n: k for k, n in enumerate(names)} if names is not None else {}
+    out: list[tuple[int, int, Answer]] = []
+    seen: dict[tuple[int, int], int] = {}
+    for e, entry in enumerate(feedback):
+        if isinstance(entry, (str, bytes)) \
+                or not isinstance(entry, (Sequence, np.ndarray)) or len(entry) != 3:
+            raise ElicitError(f"feedback entry {e} is {entry!r}; each entry must be a "
+                              "(feature_i, feature_j, answer) tuple")
+        i, j = (feature_index(f, f"feedback entry {e}", p, names, index) for f in entry[:2])
+        if i == j:
+            raise ElicitError(f"feedback entry {e} pairs feature {entry[0]!r} with itself; an "
+                              "answer is about two different features")
+        try:
+            ans = Answer.parse(entry[2])
+        except ElicitError as err:
+            raise ElicitError(f"feedback entry {e}: {err}") from None
+        key = (min(i, j), max(i, j))
+        if key in seen:
+            raise ElicitError(f"feedback entries {seen[key]} and {e} answer the same pair "
+                              f"({entry[0]!r}, {entry[1]!r}); give one answer per pair")
+        seen[key] = e
+        out.append((*key, ans))
+    return out
+
+
+def resolve_features(features: Any, what: str, p: int, names: list[str] | None) -> list[int]:
+    """A list of features (names or column indices) as sorted distinct column indices;
+    ``what`` names the list in errors (e.g. ``"coupled"``)."""
+    if isinstance(features, (str, bytes)) or not isinstance(features, Iterable):
+        raise ElicitError(f"{what} must be a list of feature names or indices, got "
+                          f"{type(features).__name__}")
+    index = {n: k for k, n in enumerate(names)} if names is not None else {}
+    return sorted({feature_index(f, f"{what} entry {e}", p, names, index)
+                   for e, f in enumerate(features)})
+
+
+def feature_index(f: Any, where: str, p: int, names: list[str] | None,
+                  index: dict[str, int]) -> int:
+    """The column index of feature ``f`` (a name or an index); ``where`` starts the error
+    message (e.g. ``"feedback entry 3"``)."""
+    if isinstance(f, str):
+        if names is None:
+            raise ElicitError(f"{where} names feature {f!r} but the features have "
+                              "no names: fit a DataFrame X (in a Pipeline, "
+                              "set_output(transform='pandas')), give meta_features as a "
+                              "DataFrame indexed by name, or use column indices")
+        if f not in index:
+            raise ElicitError(f"{where} names an unknown feature {f!r}; known "
+                              f"features: {few(names)}")
+        return index[f]
+    if is_index(f):
+        if not 0 <= int(f) < p:
+            raise ElicitError(f"{where}: feature index {int(f)} is out of range: "
+                              f"X has n_features = {p} (indices 0..{p - 1})")
+        return int(f)
+    raise ElicitError(f"{where}: a feature must be a name or a column index, got {f!r}")
+
+
+def named(entry: Any, names: list[str]) -> Any:
+    """An answer (i, j, answer) with in-range indices replaced by names; anything else is
+    left for :meth:`ElicitRegressor.fit <elicit.estimator.ElicitRegressor.fit>` to check."""
+    if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
+        return entry
+    i, j = (names[f] if is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])
+    return (i, j, entry[2])
+
+
+def is_index(f: Any) -> bool:
+    """Whether ``f`` is an integer column index (not a bool)."""
+    return isinstance(f, (int, np.integer)) and not isinstance(f, (bool, np.bool_))
+
+
+def as_float_2d(a: Any, name: str) -> np.ndarray:
+    """``a`` as a finite 2-D float array (p features x d meta-features)."""
+    try:
+        arr = np.array(a, dtype=float)
+    except (TypeError, ValueError):
+        raise ElicitError(f"{name} must be numeric (p rows x d columns)") from None
+    if arr.ndim != 2:
+        raise ElicitError(f"{name} must be 2-D (p features x d meta-features), got shape "
+                          f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ElicitError(f"{name} contains NaN or infinite values; remove or impute them")
+    return arr
+
+
+def few(names: Sequence[Any], k: int = 8) -> str:
+    """At most k names for an error message."""
+    shown = ", ".join(repr(n) for n in names[:k])
+    more = f" and {len(names) - k} more" if len(names) > k else ""
+    return f"[{shown}{more}]" if names else "none"
