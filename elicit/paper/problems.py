@@ -94,8 +94,7 @@ class RunProblem:
 
     def mse(self, elicitor: Elicitor) -> float:
         """Test MSE of the elicitor's current posterior predictive mean."""
-        pred = elicitor.predict(self.X_test) + self.y_offset
-        return float(np.mean((pred - self.y_test) ** 2))
+        return prediction_mse(elicitor.posterior(), self.X_test, self.y_test, self.y_offset)
 
 
 def run_stream(seed: int, run: int, tag: int) -> np.random.SeedSequence:
