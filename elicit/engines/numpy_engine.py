@@ -234,8 +234,7 @@ class NewtonRun:
         self.status = "running"
         self._next: tuple | None = None
         # Small problems take plain Newton steps (batch.LOCAL_MODEL_MIN_FLOPS says why).
-        self.local_model = (uses_local_model(data) if engine.local_model is None
-                            else bool(engine.local_model))
+        self.local_model = uses_local_model(data, engine.local_model)
 
     def decrement(self) -> float:
         """Newton decrement at the current iterate (the convergence measure)."""

@@ -35,8 +35,11 @@ def flops_per_eval(data: ModelData) -> float:
 LOCAL_MODEL_MIN_FLOPS = 1e6
 
 
-def uses_local_model(data: ModelData) -> bool:
-    """Whether warm refits of ``data`` solve the local model (see :data:`LOCAL_MODEL_MIN_FLOPS`)."""
+def uses_local_model(data: ModelData, override: bool | None = None) -> bool:
+    """Whether warm refits of ``data`` solve the local model: ``override`` if given, else by
+    size (see :data:`LOCAL_MODEL_MIN_FLOPS`)."""
+    if override is not None:
+        return bool(override)
     return flops_per_eval(data) >= LOCAL_MODEL_MIN_FLOPS
 
 
@@ -302,7 +305,7 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     var = np.repeat(var0[None, :], C, axis=0)
     active = np.ones(C, bool)
     converged = np.zeros(C, bool)
-    local = uses_local_model(data) if local_model is None else bool(local_model)
+    local = uses_local_model(data, local_model)
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
         if len(idx) == 0:

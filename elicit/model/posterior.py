@@ -82,8 +82,8 @@ class NIGPosterior:
         return X_new
 
     def predict_mean(self, X_new: np.ndarray) -> np.ndarray:
-        """The predictive mean ``X_new mu*`` alone: :meth:`predict` also forms the variances
-        (an m x p by p x p product), which a test MSE after every answer does not need."""
+        """The predictive mean ``X_new mu*`` alone, without the variances :meth:`predict`
+        also forms (an m x p by p x p product)."""
         return self._check_rows(X_new) @ self.mu
 
     def predict(self, X_new: np.ndarray) -> StudentT:
