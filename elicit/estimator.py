@@ -27,9 +27,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from elicit.data.splits import standardise
 from elicit.elicitation.answers import Answer
-from elicit.elicitation.elicitor import fit_no_feedback
 from elicit.engines import get_engine
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.feedback import (
     Feedback,
@@ -40,76 +39,16 @@ from elicit.internal.feedback import (
     resolve_feedback,
 )
 from elicit.internal.threads import single_blas_thread
-from elicit.model.density import join_theta, log_density
 from elicit.model.posterior import NIGPosterior
-from elicit.model.spec import Hyper, ModelData, Params, Variant, all_pairs
-from elicit.model.variants import PAPER, coupled_features, get_model
-from elicit.paper.tau2 import cv_tau2
+from elicit.model.result import MAPResult
+from elicit.model.spec import Hyper, ModelData, Variant, all_pairs
+from elicit.model.variants import PAPER, get_model
+from elicit.prior.setup import coupled_features, fit_no_feedback, no_feedback_data
+from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID, TAU2_MODES, check_grid, cv_tau2, ml_tau2
 
-#: tau2 values tried by ``tau2="ml"`` and ``"cv"`` (half-decades, 1e-4 .. 1e2). With
-#: standardised X and y the prior signal variance of one sample is sigma2 tau2 x'Kx, between
-#: sigma2 tau2 p (K = I) and sigma2 tau2 p^2 (K = 1 1'), so this covers signal-to-noise ratios
-#: from 1e-4 p to 1e2 p^2.
-TAU2_GRID: tuple[float, ...] = tuple(float(t) for t in np.logspace(-4, 2, 13))
-#: The ways to set tau2 besides a positive number.
-TAU2_MODES: tuple[str, ...] = ("ml", "cv", "learned")
 #: Folds of ``tau2="cv"`` (fewer when there are fewer samples).
 CV_FOLDS = 5
 
-
-
-@single_blas_thread
-def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray, grid: Sequence[float] = TAU2_GRID,
-            a_sigma: float = 2.0, b_sigma: float = 0.2, engine: str | Engine = "numpy",
-            model: str = PAPER, coupled: np.ndarray | None = None,
-            ) -> tuple[float, dict[float, float]]:
-    """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
-
-    For each tau^2 of the grid the MAP ``gamma_t`` of the no-feedback model is fitted and
-    scored by
-
-    .. math:: \\ell(\\tau^2) = \\log p(y \\mid \\gamma_t, \\tau^2) + \\log p(\\gamma_t),
-
-    the Student-t marginal of y (:class:`~elicit.model.density.Marginal`) plus gamma's
-    N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
-    on tau^2. Fits are started from the previous grid value's MAP.
-
-    Parameters
-    ----------
-    X, y, U
-        Standardised inputs (n x p), centred targets (n,), meta-features (p x d).
-    grid
-        Candidate tau^2 values (positive).
-    a_sigma, b_sigma
-        The inverse-gamma prior of sigma^2.
-    engine
-        A ``"fixed"``-variant engine or its name.
-    model, coupled
-        The named model (:mod:`elicit.model.variants`) and, for the known-coupling models,
-        the coupled set J as a boolean mask: tau^2 is chosen for the model that is fitted.
-
-    Returns
-    -------
-    best, scores
-        The tau^2 with the largest score (ties: the smaller tau^2) and the score of every
-        grid value.
-    """
-    grid = _check_grid(grid)
-    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
-    scores: dict[float, float] = {}
-    start: Params | None = None
-    for t in grid:
-        # Without answers xi is independent of everything else: its prior mean 1 is a
-        # placeholder, and xi = 1 below makes its prior term exactly 0.
-        data = ModelData(X, y, U, Hyper(tau2=t, a_sigma=a_sigma, b_sigma=b_sigma,
-                                        threshold_mean=1.0, model=model), coupled=coupled)
-        # Params, not the MAPResult: a start point without the engine's warm Newton refit,
-        # whose Hessian costs d n^2 memory (d = n with the default meta-features).
-        fit = eng.fit(data, init=start)
-        start = Params(fit.gamma, 1.0, t)
-        scores[t] = log_density(join_theta(fit.gamma, 1.0, t, data), data)[0]
-    best = max(grid, key=lambda t: (scores[t], -t))
-    return best, scores
 
 
 class ElicitRegressor(RegressorMixin, BaseEstimator):
@@ -136,14 +75,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         unchanged. Checked in :meth:`fit`.
     tau2 : float or {"ml", "cv", "learned"}, default "ml"
         The prior scale tau^2 on the standardised problem. ``"ml"``: the grid value with the
-        largest maximised log posterior of the no-feedback model (:func:`ml_tau2`); ``"cv"``:
-        the one with the smallest 5-fold cross-validated error of the no-feedback model
-        (:func:`elicit.paper.tau2.cv_tau2`); ``"learned"``: estimated jointly with gamma
+        largest maximised log posterior of the no-feedback model
+        (:func:`elicit.prior.tau2.ml_tau2`); ``"cv"``: the one with the smallest 5-fold
+        cross-validated error of the no-feedback model
+        (:func:`elicit.prior.tau2.cv_tau2`); ``"learned"``: estimated jointly with gamma
         under ``tau2 ~ InvGamma(a_tau, b_tau)``; a number: fixed. The first two choose tau2
         before the answers enter (as the paper chose its tau2 = 0.01), so answers move gamma
         only.
     tau2_grid : sequence of float or None
-        The grid of ``"ml"`` and ``"cv"`` (default :data:`TAU2_GRID`).
+        The grid of ``"ml"`` and ``"cv"`` (default :data:`elicit.prior.tau2.ESTIMATOR_TAU2_GRID`).
     a_sigma, b_sigma : float, default 2.0 and 0.2
         ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` on the scale of the target the model sees
         (unit variance when ``normalize_y``). The paper's (2, 7) was set for its synthetic
@@ -153,7 +93,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
     threshold_mean : "auto" or float, default "auto"
         Prior mean m of the threshold, ``xi ~ N+(m, m/2)``. ``"auto"``: the mean of
         ``gamma0 . w_ij`` over *all* p(p-1)/2 feature pairs at the no-feedback MAP gamma0
-        (:func:`~elicit.elicitation.elicitor.fit_no_feedback`, the rule of a session and of
+        (:func:`~elicit.prior.setup.fit_no_feedback`, the rule of a session and of
         :class:`~elicit.elicitation.elicitor.Elicitor`). Used only when there are answers.
     standardize : bool, default True
         Scale each column of X to unit variance (and centre it when ``fit_intercept``) with
@@ -388,7 +328,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"tau2 must be a positive number or one of "
                               f"{', '.join(TAU2_MODES)}, got {t!r}")
         if self.tau2_grid is not None:
-            _check_grid(self.tau2_grid)
+            check_grid(self.tau2_grid)
         for name in ("a_sigma", "b_sigma", "a_tau", "b_tau"):
             v = getattr(self, name)
             # Hyper checks the values; a string or None must not reach float() first.
@@ -474,7 +414,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
         model ("ml", "cv") of the estimator's model (a known-coupling model's J: the
         features of ``candidates``)."""
-        grid = TAU2_GRID if self.tau2_grid is None else self.tau2_grid
+        grid = ESTIMATOR_TAU2_GRID if self.tau2_grid is None else self.tau2_grid
         if self.tau2 == "ml":
             coupled = (None if candidates is None
                        else coupled_features(X.shape[1], candidates))
@@ -539,29 +479,12 @@ def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Eng
                      dtype=int).reshape(-1, 2)
     f = np.array([a.f for _, _, a in feedback if a.f is not None], dtype=int)
     if len(f) == 0:
-        # xi does not enter the model: a placeholder prior mean saves resolving "auto" (a
+        # xi does not enter the model: the placeholder prior mean saves resolving "auto" (a
         # refit and the weights of all p(p-1)/2 pairs).
-        m = 1.0 if hyper.threshold_mean == "auto" else hyper.threshold_mean
-        data = ModelData(X, y, U, hyper.with_threshold_mean(m),
-                         coupled=coupled_features(X.shape[1], candidates))
+        data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates))
         return data, eng.fit(data), False
     base, fit0 = fit_no_feedback(eng, X, y, U, hyper, candidates)
     data = base.with_feedback(pairs, f)
     # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
     # the same MAP, without a second d n^2 Hessian.
     return data, eng.fit(data, init=fit0.params), True
-
-
-# --------------------------------------------------------------------------------------------
-# Checks
-# --------------------------------------------------------------------------------------------
-
-def _check_grid(grid: Sequence[float]) -> list[float]:
-    try:
-        values = sorted({float(t) for t in grid})
-    except (TypeError, ValueError):
-        raise ElicitError(f"tau2_grid must be a list of positive numbers, got {grid!r}") \
-            from None
-    if not values or any(not (np.isfinite(t) and t > 0) for t in values):
-        raise ElicitError(f"tau2_grid must be a list of positive numbers, got {grid!r}")
-    return values

@@ -25,23 +25,21 @@ import time
 
 import numpy as np
 
-from elicit.elicitation.elicitor import fit_no_feedback
+from elicit.data.sources import as_source, corpus_source, shipped_corpus
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.density import Marginal
 from elicit.model.kernel import kernel
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import ModelData
-from elicit.model.variants import MODELS, coupled_features
+from elicit.model.variants import MODELS
 from elicit.paper.problems import (
     STREAM_TAU2_CV,
-    prediction_mse,
     problem_from_run,
-    run_data,
     run_stream,
 )
 from elicit.paper.runinfo import ceiling
-from elicit.paper.sources import corpus_source, shipped_corpus
-from elicit.paper.tau2 import TAU2_GRID, cv_tau2
+from elicit.prior.setup import coupled_features, fit_no_feedback
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 
 
 def masked_control(prob) -> float:
@@ -56,7 +54,7 @@ def masked_control(prob) -> float:
     fit = eng.fit(data, init=fit0)
     K = kernel(prob.U, fit.gamma, coupled_features(prob.X.shape[1], cands))
     post = NIGPosterior(Marginal.from_data(data, fit.gamma, fit.tau2, K=K))
-    return prediction_mse(post, prob.X_test, prob.y_test, prob.y_offset)
+    return post.mse(prob.X_test, prob.y_test, prob.y_offset)
 
 
 def ideal_control(prob, rho: float = 0.9) -> float:
@@ -72,7 +70,7 @@ def ideal_control(prob, rho: float = 0.9) -> float:
     eng = NumpyEngine("fixed")
     fit = eng.fit(md)
     post = NIGPosterior(Marginal.from_data(md, fit.gamma, fit.tau2, K=K))
-    return prediction_mse(post, prob.X_test, prob.y_test, prob.y_offset)
+    return post.mse(prob.X_test, prob.y_test, prob.y_offset)
 
 
 def main() -> None:
@@ -93,15 +91,15 @@ def main() -> None:
     source = (corpus_source(shipped_corpus("amazon"), name="kitchen")
               if args.dataset == "kitchen" else args.dataset)
     for run in range(args.runs):
-        rd = run_data(source, args.seed, run, meta_features=args.meta_features,
-                      meta_dim=args.meta_dim)
+        rd = as_source(source).run(args.seed, run, meta_features=args.meta_features,
+                                   meta_dim=args.meta_dim)
         prob0 = problem_from_run(rd)
         n_coupled.append(len(np.unique(prob0.candidates)))
         line = []
         for name in MODELS:
             if args.tau2 == "cv":
                 # The CV of the sweep's runinfo: same stream, the model's own no-feedback fit.
-                tau2, _ = cv_tau2(rd.X_train, rd.y_train, rd.U, TAU2_GRID,
+                tau2, _ = cv_tau2(rd.X_train, rd.y_train, rd.U, SWEEP_TAU2_GRID,
                                   rng=np.random.default_rng(run_stream(args.seed, run,
                                                                        STREAM_TAU2_CV)),
                                   model=name, candidates=prob0.candidates)

@@ -34,12 +34,11 @@ import time
 from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
+from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.paper.cluster import cluster_scope
-from elicit.paper.labels import DATASETS
 from elicit.paper.realdata import run_realdata
 from elicit.paper.report import write_report
-from elicit.paper.sources import corpus_source, shipped_corpus
 from elicit.paper.synthetic import run_synthetic
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
 

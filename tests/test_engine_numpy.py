@@ -8,10 +8,10 @@ from conftest import make_small_data
 from scipy.optimize import minimize
 
 from elicit.engines import get_engine
-from elicit.engines.base import MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.density import hessian, hessian_base, join_theta, log_density, lower_bounds
+from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")

@@ -18,11 +18,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from elicit import ElicitError, Elicitor, ElicitRegressor, GroupOracle, Hyper
 from elicit.engines import get_engine
-from elicit.estimator import TAU2_GRID, ml_tau2
 from elicit.model.density import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData, all_pairs
 from elicit.paper.synthetic import make_synthetic
+from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID as TAU2_GRID
+from elicit.prior.tau2 import ml_tau2
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,10 @@ from elicit.model.batch import BatchDensity
 from elicit.model.density import log_density
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
-from elicit.model.variants import MODELS, PAPER, TIED_THRESHOLD_SD, coupled_features, get_model
+from elicit.model.variants import MODELS, PAPER, TIED_THRESHOLD_SD, get_model
 from elicit.paper.realdata import check_config
 from elicit.paper.sweep import SweepConfig
+from elicit.prior.setup import coupled_features
 
 NEW_MODELS = [m for m in MODELS if m != PAPER]
 VARIANTS = ("fixed", "learned")

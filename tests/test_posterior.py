@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elicit.engines.base import MAPResult
 from elicit.errors import ElicitError
 from elicit.model.density import Marginal
 from elicit.model.kernel import kernel
 from elicit.model.posterior import NIGPosterior
+from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData
 
 

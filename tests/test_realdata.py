@@ -39,11 +39,10 @@ def results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run0():
-    from elicit.paper import problems as P
+    from elicit.data.sources import paper_source
 
-    ds = P.cached_dataset("amazon", REAL)
-    rd = P.run_data("amazon", 0, 0, REAL)
-    return ds, rd
+    src = paper_source("amazon", REAL)
+    return src.load(), src.run(0, 0)
 
 
 def test_realdata_mse_csv(results):
@@ -140,11 +139,11 @@ def test_act_first_pick_maximises_gain(run0):
 
 @pytest.mark.parametrize("standardize", ["model", "train"])
 def test_added_samples_use_the_runs_statistics(standardize):
-    from elicit.paper import problems as P
+    from elicit.data.sources import paper_source
     from elicit.paper import samples as S
 
-    ds = P.cached_dataset("amazon", REAL)
-    rd = P.run_data("amazon", 0, 0, REAL, standardize=standardize)
+    src = paper_source("amazon", REAL)
+    ds, rd = src.load(), src.run(0, 0, standardize=standardize)
     X_pool, y_pool = S.expert_pool(rd, ds)
     k = 11
     raw = ds.counts[rd.expert_idx[k]].astype(float)
@@ -158,7 +157,7 @@ def test_added_samples_use_the_runs_statistics(standardize):
 
 
 def test_tau2_cv_picks_from_grid(run0):
-    from elicit.paper.tau2 import cv_tau2
+    from elicit.prior.tau2 import cv_tau2
 
     _, rd = run0
     grid = (1e-3, 1e-2, 1e-1)
@@ -167,16 +166,17 @@ def test_tau2_cv_picks_from_grid(run0):
     assert best in grid and set(scores) == set(grid)
     assert scores[best] == min(scores.values())
     assert all(np.isfinite(v) and v > 0 for v in scores.values())
-    with pytest.raises(ElicitError, match=r"tau2 grid must hold positive numbers, got \[0.01, -1"):
+    with pytest.raises(ElicitError,
+                       match=r"tau2 grid must be a list of positive numbers, got \(0.01, -1"):
         cv_tau2(rd.X_train, rd.y_train, rd.U, (0.01, -1.0))
     with pytest.raises(ElicitError, match=r"folds must lie in 2\.\.\d+ .*got 1"):
         cv_tau2(rd.X_train, rd.y_train, rd.U, grid, folds=1)
 
 
 def test_tau2_cv_runinfo(tmp_path):
+    from elicit.data.sources import paper_source
     from elicit.paper.runinfo import RunSettings, ensure_runinfo
-    from elicit.paper.sources import paper_source
-    from elicit.paper.tau2 import TAU2_GRID
+    from elicit.prior.tau2 import SWEEP_TAU2_GRID as TAU2_GRID
 
     assert 0.003 in TAU2_GRID
     settings = RunSettings(paper_source("amazon", REAL), 0, "model", "cv", engine="numpy")
@@ -263,7 +263,7 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
     the coupled set is the paper's model, so it chooses the same to the last digit; with the
     expert's ~40 features coupled, K differs and so do the CV errors."""
     from elicit.paper.problems import problem_from_run
-    from elicit.paper.tau2 import cv_tau2
+    from elicit.prior.tau2 import cv_tau2
 
     _, rd = run0
     grid = (1e-3, 3e-3, 1e-2)

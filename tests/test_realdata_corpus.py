@@ -132,7 +132,7 @@ def test_corpus_errors(corpus, tmp_path, capsys):
 
 
 def test_a_changed_corpus_is_refused(tmp_path):
-    from elicit.paper.sources import corpus_source, source_from_config
+    from elicit.data.sources import corpus_source, source_from_config
 
     path = write_corpus(tmp_path / "c.jsonl.gz", n=20)
     cfg = corpus_source(path, "review", "stars").config()
@@ -144,8 +144,8 @@ def test_a_changed_corpus_is_refused(tmp_path):
 
 @pytest.mark.skipif(REAL_DATA_DIR is None, reason="no data directory")
 def test_shipped_kitchen_corpus(tmp_path):
+    from elicit.data.sources import corpus_source, shipped_corpus
     from elicit.paper.realdata import run_realdata
-    from elicit.paper.sources import corpus_source, shipped_corpus
 
     src = corpus_source(shipped_corpus("amazon", REAL_DATA_DIR), name="kitchen")
     res = run_realdata(src, tmp_path / "kitchen", runs=1, rounds=1, engine="numpy",

@@ -34,7 +34,7 @@ def sweep(tmp_path_factory):
 @needs_data
 def test_mean_row_is_the_training_mean_predictor(sweep):
     from elicit.data import load_dataset, prepare_run
-    from elicit.paper.problems import split_seed
+    from elicit.data.sources import split_seed
 
     df = pd.read_csv(sweep / "mse.csv")
     row = df[(df.strategy == "mean") & (df.run == 0)]

@@ -14,11 +14,12 @@ import sys
 import numpy as np
 import pytest
 
-from elicit.engines.base import MAPResult, shipped_stan_file
+from elicit.engines.base import shipped_stan_file
 from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_available
 from elicit.engines.contract import check_stan_contract, detect_variant
 from elicit.engines.pystan_engine import PyStanEngine
 from elicit.errors import ElicitError, EngineUnavailable
+from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 
 VARIANTS = ("fixed", "learned")

@@ -16,10 +16,10 @@ from elicit.elicitation.utility import (
     answer_probability,
     kl_gauss,
 )
-from elicit.engines.base import MAPResult
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.batch import flops_per_eval
 from elicit.model.posterior import NIGPosterior
+from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs
 from elicit.paper.synthetic import make_synthetic
 

@@ -24,14 +24,13 @@ from elicit.cli.argtypes import (
     tau2,
 )
 from elicit.data import STANDARDIZE_CHOICES
+from elicit.data.sources import DATASETS, make_source
 from elicit.engines import ENGINES
-from elicit.paper.labels import DATASETS
 from elicit.paper.lasso_expert import RULES
 from elicit.paper.problems import PAPER_TAU2, POOL_SIZE
 from elicit.paper.realdata import RECOMMENDED, run_realdata
-from elicit.paper.sources import make_source
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
-from elicit.paper.tau2 import TAU2_GRID
+from elicit.prior.tau2 import SWEEP_TAU2_GRID
 
 
 def add_realdata_parsers(subparsers) -> None:
@@ -57,7 +56,7 @@ def add_realdata_parsers(subparsers) -> None:
                    help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
     p.add_argument("--tau2", type=tau2, default=None,
                    help="'cv' (default): 5-fold CV of the no-feedback model per run over "
-                        + ", ".join(f"{t:g}" for t in TAU2_GRID)
+                        + ", ".join(f"{t:g}" for t in SWEEP_TAU2_GRID)
                         + f"; or a fixed prior scale (the paper's: {PAPER_TAU2})")
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default=None,
                    help="model (default): inputs standardised with all 1000 model reviews' "

@@ -75,6 +75,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.data.tables import align_meta, read_table
 from elicit.errors import ElicitError
 
 #: The built-in meta-feature choices; anything else given to :func:`meta_features` is a file.
@@ -273,13 +274,10 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
 
     The table (CSV, TSV or Parquet) has the feature name in its first column and one
     numeric column per meta-feature. Reading and alignment are those of ``elicit session
-    new --from-csv --meta-features`` (:func:`elicit.session.sources.read_table`,
-    :func:`elicit.session.inputs.align_meta`); every mistake is a one-line
+    new --from-csv --meta-features`` (:func:`elicit.data.tables.read_table`,
+    :func:`elicit.data.tables.align_meta`); every mistake is a one-line
     :class:`ElicitError`.
     """
-    from elicit.session.inputs import align_meta
-    from elicit.session.sources import read_table
-
     df = read_table(Path(path), "--meta-features", index_col=0)
     df.index = pd.Index([str(k) for k in df.index])
     U = np.asarray(align_meta(df, list(feature_names)), dtype=float)

@@ -12,7 +12,6 @@ removes the pair from the candidates.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -23,18 +22,18 @@ from elicit.elicitation.answers import Answer
 from elicit.elicitation.strategies import Query, Ranking, Strategy, choose, draw_pool
 from elicit.elicitation.utility import TARGETS, Scores, UtilityScorer
 from elicit.engines import get_engine
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
+from elicit.model.result import MAPResult
 from elicit.model.spec import (
     Hyper,
     ModelData,
     all_pairs,
-    auto_threshold_mean,
     validate_regression,
 )
-from elicit.model.variants import coupled_features
+from elicit.prior.setup import fit_no_feedback
 
 
 class Elicitor:
@@ -345,35 +344,6 @@ def check_utility(utility: str, stan_file: str | Path | None = None,
         raise ElicitError("the fast utility screen uses the shipped model's analytic "
                           "Hessian, which a custom Stan file does not have; use exact "
                           "utilities (--utility exact, or utility='exact' in Python)")
-
-
-@single_blas_thread
-def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray,
-                    ) -> tuple[ModelData, MAPResult]:
-    """The no-feedback model: its data (threshold prior resolved) and its MAP.
-
-    ``threshold_mean="auto"`` is the authors' rule: the mean of ``gamma0 . w`` over the
-    candidate pairs at the no-feedback MAP ``gamma0``
-    (:func:`~elicit.model.spec.auto_threshold_mean`). With no feedback xi is independent of
-    everything else, so gamma0 does not depend on the placeholder mean 1 of the first fit, and
-    the second fit only moves xi.
-
-    This is also the one place where the coupled set J of the known-coupling models is
-    derived: the features that occur in the candidate pairs, i.e. those the expert can be
-    asked about (:func:`~elicit.model.variants.coupled_features`; the other models ignore it).
-    """
-    coupled = coupled_features(np.shape(X)[1], candidates)
-    if hyper.threshold_mean != "auto":
-        data = ModelData(X, y, U, hyper, coupled=coupled)
-        return data, engine.fit(data)
-    probe = ModelData(X, y, U, hyper.with_threshold_mean(1.0), coupled=coupled)
-    fit0 = engine.fit(probe)
-    data = ModelData(X, y, U, hyper.with_threshold_mean(
-        auto_threshold_mean(U, fit0.gamma, candidates)), coupled=coupled)
-    fit = engine.fit(data, init=fit0)
-    # The Hessian that refit used belongs to the placeholder threshold prior: later refits
-    # from this MAP must not be preconditioned with it.
-    return data, dataclasses.replace(fit, warm_hessian=None)
 
 
 def _check_pairs(pairs, p: int) -> np.ndarray:

@@ -42,8 +42,9 @@ from typing import Literal, Protocol
 import numpy as np
 
 from elicit.elicitation.utility import Scores
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
 Strategy = Literal["random", "nonsequential", "sequential"]

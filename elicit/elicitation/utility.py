@@ -67,7 +67,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 from scipy.special import expit, log_expit, ndtr, xlogy
 
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import batched_refit, flops_per_eval, model_step_screen
@@ -82,6 +82,7 @@ from elicit.model.density import (
 )
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
 Mode = Literal["fast", "exact"]

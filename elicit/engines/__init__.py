@@ -4,8 +4,9 @@
 ``.stan`` file CmdStan when an installation is found, else PyStan.
 """
 
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.engines.registry import ENGINES, get_engine
 from elicit.errors import EngineUnavailable
+from elicit.model.result import MAPResult
 
 __all__ = ["ENGINES", "Engine", "EngineUnavailable", "MAPResult", "get_engine"]

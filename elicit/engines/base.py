@@ -7,81 +7,16 @@ of the engines that run a Stan program (cmdstan, pystan). Each engine implements
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from elicit.engines.contract import check_stan_contract
 from elicit.errors import ElicitError
-from elicit.model.kernel import kernel
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 from elicit.model.variants import get_model
-
-
-@dataclass(frozen=True)
-class MAPResult:
-    """The MAP of (gamma, xi[, tau2]) found by an engine; immutable.
-
-    Attributes
-    ----------
-    gamma, xi, tau2
-        The MAP (``tau2`` is the fixed value in the fixed-tau2 variant).
-    log_density
-        The log posterior density without the Jacobian of Stan's constraining transforms
-        (``jacobian=False``), up to a constant that depends on the engine.
-    converged
-        Whether the optimiser met its convergence test.
-    engine, n_iter, message
-        Which engine, how many iterations, and what the optimiser said.
-    warm_hessian
-        The Hessian of the non-feedback part of the log density (the y-likelihood and the
-        priors) that the numpy engine's Newton iterations used, in the order
-        (gamma, xi[, tau2]). It was computed at an earlier point, not necessarily at this MAP,
-        and serves as a preconditioner for the next warm refit. ``None`` for other engines.
-    U
-        The meta-features, from which :attr:`K` is rebuilt (Stan does not emit K).
-    coupled
-        The coupled set of a known-coupling model (``ModelData.kernel_mask``; ``None``: the
-        full kernel), which :attr:`K` applies; :meth:`Engine.fit` sets it.
-    """
-
-    gamma: np.ndarray
-    xi: float
-    tau2: float
-    log_density: float
-    converged: bool
-    engine: str
-    n_iter: int = 0
-    message: str = ""
-    warm_hessian: np.ndarray | None = field(default=None, repr=False, compare=False)
-    U: np.ndarray | None = field(default=None, repr=False, compare=False)
-    coupled: np.ndarray | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # Read-only arrays: a result can be shared (the session's initial fit, a sweep's
-        # strategies) without any caller changing it for the others.
-        gamma = np.array(self.gamma, dtype=float)
-        gamma.setflags(write=False)
-        object.__setattr__(self, "gamma", gamma)
-        if self.warm_hessian is not None:
-            H = np.array(self.warm_hessian, dtype=float)
-            H.setflags(write=False)
-            object.__setattr__(self, "warm_hessian", H)
-
-    @property
-    def params(self) -> Params:
-        return Params(self.gamma, self.xi, self.tau2)
-
-    @cached_property
-    def K(self) -> np.ndarray:
-        """The kernel matrix at the MAP, rebuilt from gamma and the meta-features."""
-        if self.U is None:
-            raise RuntimeError("this MAPResult was built without meta-features")
-        K = kernel(self.U, self.gamma, self.coupled)
-        K.setflags(write=False)
-        return K
 
 
 class Engine(ABC):

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import EngineError
 from elicit.model.density import join_theta, log_density
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from elicit.engines.base import MAPResult, StanProgramEngine
+from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 #: CmdStan starts from the unconstrained u = log(x), so a start on the boundary x = 0 (which

@@ -9,7 +9,7 @@ from collections import OrderedDict
 import numpy as np
 from scipy.optimize import minimize
 
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import uses_local_model
@@ -24,6 +24,7 @@ from elicit.model.density import (
     split_theta,
 )
 from elicit.model.linalg import damped_solve
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from elicit.engines.base import MAPResult, StanProgramEngine
+from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.internal.locks import file_lock
+from elicit.model.result import MAPResult
 from elicit.model.spec import CONTRACT_PARAMS, ModelData, Params
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary

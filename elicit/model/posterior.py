@@ -19,16 +19,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.model.density import Marginal
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
-if TYPE_CHECKING:  # the model does not depend on the engines; an engine's result is read
-    from elicit.engines.base import MAPResult
+
+def squared_errors(pred: np.ndarray | float, y: np.ndarray) -> np.ndarray:
+    """``(pred - y)^2`` elementwise: the one formula behind every test MSE elicit reports
+    (a scalar ``pred`` is a constant prediction, e.g. the training mean)."""
+    return (np.asarray(pred, dtype=float) - np.asarray(y, dtype=float)) ** 2
+
+
+def mean_squared_error(pred: np.ndarray | float, y: np.ndarray) -> float:
+    """The mean of :func:`squared_errors`."""
+    return float(np.mean(squared_errors(pred, y)))
 
 
 @dataclass
@@ -85,6 +93,11 @@ class NIGPosterior:
         """The predictive mean ``X_new mu*`` alone, without the variances :meth:`predict`
         also forms (an m x p by p x p product)."""
         return self._check_rows(X_new) @ self.mu
+
+    def mse(self, X_test: np.ndarray, y_test: np.ndarray, offset: float = 0.0) -> float:
+        """Test MSE of the predictive mean, ``offset`` added back (real data: the training
+        mean of a centred y). No input checks: a sweep calls this after every answer."""
+        return mean_squared_error(X_test @ self.mu + offset, y_test)
 
     def predict(self, X_new: np.ndarray) -> StudentT:
         """Student-t predictive at the rows of ``X_new``."""

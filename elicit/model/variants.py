@@ -26,7 +26,8 @@ i.e. ``K = blockdiag(K_gamma[J, J], I)`` up to a permutation: a principal block 
 matrix plus an identity block, so K stays positive semi-definite. J is data (the Stan
 programs' ``coupled`` indicator, :attr:`~elicit.model.spec.ModelData.coupled`); by default
 it is the set of features that appear in the candidate pairs
-(:func:`coupled_features`, applied in :func:`elicit.elicitation.elicitor.fit_no_feedback`),
+(:func:`elicit.prior.setup.coupled_features`, applied in
+:func:`elicit.prior.setup.fit_no_feedback`),
 so with all pairs as candidates the variant equals the paper's model. The numpy twin masks K
 where it is built (:func:`elicit.model.kernel.kernel`); its derivatives contract
 ``(X'GX) o K`` with the squared differences, so the masked entries drop out of them too.
@@ -37,11 +38,10 @@ the one place a name is validated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from elicit.errors import ElicitError
+from elicit.model.link import LOGISTIC, Link
 
 #: prior sd of xi relative to its mean m in the paper's model: xi ~ N+(m, m/2)
 PAPER_THRESHOLD_SD = 0.5
@@ -67,6 +67,9 @@ class ModelVariant:
     stem
         The Stan programs are ``stan/<stem>_fixed_tau.stan`` and
         ``stan/<stem>_learned_tau.stan``.
+    link
+        How an answer depends on ``z = xi - gamma . w`` (:mod:`elicit.model.link`; the
+        paper's logistic link by default).
     """
 
     name: str
@@ -74,6 +77,7 @@ class ModelVariant:
     threshold_sd: float
     known_coupling: bool
     stem: str
+    link: Link = field(default=LOGISTIC, compare=False)
 
     def stan_name(self, variant: str) -> str:
         """File name of the Stan program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
@@ -114,11 +118,3 @@ def get_model(name: str) -> ModelVariant:
         return MODELS[name]
     raise ElicitError(f"unknown model {name!r}; choose one of {', '.join(MODELS)} "
                       "(`elicit models` describes them)")
-
-
-def coupled_features(p: int, pairs: np.ndarray) -> np.ndarray:
-    """The coupled set J as a boolean mask of length p: the features that occur in ``pairs``
-    (the candidate pairs, i.e. what the expert can be asked about)."""
-    mask = np.zeros(p, dtype=bool)
-    mask[np.asarray(pairs, dtype=int).reshape(-1)] = True
-    return mask

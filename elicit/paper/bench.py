@@ -46,7 +46,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from elicit.elicitation.elicitor import fit_no_feedback
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
@@ -56,6 +55,7 @@ from elicit.model.kernel import kernel
 from elicit.model.spec import Hyper, all_pairs
 from elicit.paper.problems import STREAM_BENCH, realdata_problem, run_stream
 from elicit.paper.synthetic import make_synthetic
+from elicit.prior.setup import fit_no_feedback
 
 #: The benchmark problems of ``elicit bench --size``.
 SIZES: tuple[str, ...] = ("amazon", "p1000", "p2000", "p4000", "synthetic", "amazon-real",

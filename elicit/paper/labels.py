@@ -32,7 +32,6 @@ def ceiling_label(n_answers: float) -> str:
 
 
 #: The real data sets (paper Sec. 4.2).
-DATASETS: tuple[str, ...] = ("amazon", "yelp")
 DATASET_LABELS: dict[str, str] = {"amazon": "Amazon", "yelp": "Yelp"}
 
 #: Every label above, by name.

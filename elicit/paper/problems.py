@@ -21,10 +21,11 @@ settings. Two makers:
 
 Seeds. Run ``r`` of an experiment with seed ``s`` draws its synthetic data from
 ``SeedSequence([s, r])``, and splits the real data with ``SeedSequence([s, r])``
-(:func:`split_seed`), so the sweep, the baselines, the tau2 cross-validation, the Table 1
-sample-addition loops and the benchmark all see the same split. Every other random choice of
-a run has its own stream ``SeedSequence([s, r, tag])`` (:func:`run_stream`, tags below), so
-no result depends on what else ran before it in the same process.
+(:func:`elicit.data.sources.split_seed`), so the sweep, the baselines, the tau2
+cross-validation, the Table 1 sample-addition loops and the benchmark all see the same
+split. Every other random choice of a run has its own stream ``SeedSequence([s, r, tag])``
+(:func:`run_stream`, tags below), so no result depends on what else ran before it in the same
+process.
 
 This module also fits a real-data run's *no-feedback model* (no expert answers, fixed tau2),
 the start of the tau2 cross-validation and of the Table 1 loops.
@@ -40,18 +41,20 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.data import STANDARDIZE_CHOICES, BowDataset, RunData, Standardize, prepare_run
+from elicit.data import RunData
 from elicit.data.metafeatures import DEFAULT_META_DIM
+from elicit.data.sources import DataSource, as_source, check_standardize, file_sha256
 from elicit.elicitation.answers import Expert, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.engines import get_engine
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
+from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData
 from elicit.paper.lasso_expert import RULES, LassoExpert
-from elicit.paper.sources import N_MODEL, DataSource, as_source, file_sha256, paper_source
 from elicit.paper.synthetic import make_synthetic
+from elicit.prior.setup import fixed_hyper, no_feedback_data
 
 #: The paper's fixed prior scale on real data (found there by cross-validation).
 PAPER_TAU2 = 0.01
@@ -94,7 +97,7 @@ class RunProblem:
 
     def mse(self, elicitor: Elicitor) -> float:
         """Test MSE of the elicitor's current posterior predictive mean."""
-        return prediction_mse(elicitor.posterior(), self.X_test, self.y_test, self.y_offset)
+        return elicitor.posterior().mse(self.X_test, self.y_test, self.y_offset)
 
 
 def run_stream(seed: int, run: int, tag: int) -> np.random.SeedSequence:
@@ -195,49 +198,6 @@ class ProblemsDir:
 # Real data: Amazon, Yelp or any review corpus
 # --------------------------------------------------------------------------------------------
 
-def data_dir_for(dataset: str, data_dir: str | os.PathLike | None = None) -> str:
-    """The resolved, absolute data directory holding ``dataset``'s files, as a string."""
-    src = paper_source(dataset, data_dir)
-    assert src.data_dir is not None
-    return src.data_dir
-
-
-def cached_dataset(dataset: str | DataSource, data_dir: str | os.PathLike | None = None,
-                   ) -> BowDataset:
-    """The data set of a source (or of the paper's matrix ``dataset``), once per process."""
-    return as_source(dataset, data_dir).load()
-
-
-def split_seed(seed: int, run: int) -> int:
-    """The integer seed of run ``run``'s split (see the module docstring)."""
-    return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0])
-
-
-def check_standardize(standardize: str) -> Standardize:
-    """``standardize`` if it is ``"model"`` or ``"train"``, else an :class:`ElicitError`."""
-    if standardize not in STANDARDIZE_CHOICES:
-        raise ElicitError(f"standardize must be 'model' (statistics of all 1000 model reviews) "
-                          f"or 'train' (of the 100 training reviews), got {standardize!r}")
-    return standardize  # type: ignore[return-value]
-
-
-def run_data(dataset: str | DataSource, seed: int, run: int,
-             data_dir: str | os.PathLike | None = None,
-             standardize: str = "model", meta_features: str | os.PathLike = "counts",
-             meta_dim: int = DEFAULT_META_DIM) -> RunData:
-    """Run ``run``'s split of ``dataset`` (training / test / expert set).
-
-    ``standardize`` chooses where the inputs' mean and scale come from
-    (:func:`elicit.data.prepare_run`): all 1000 model reviews (``"model"``, the default) or
-    the 100 training reviews (``"train"``, the paper's literal reading). ``meta_features``
-    and ``meta_dim`` choose the meta-features U (:mod:`elicit.data.metafeatures`; default
-    the paper's transposed training counts).
-    """
-    return prepare_run(cached_dataset(dataset, data_dir), split_seed(seed, run),
-                       n_model=N_MODEL, standardize=check_standardize(standardize),
-                       meta_features=meta_features, meta_dim=meta_dim)
-
-
 def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> LassoExpert:
     """The LASSO expert of a run (fitted on its expert set)."""
     if rule not in RULES:
@@ -259,7 +219,7 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
     dataset
         ``"amazon"``, ``"yelp"`` or a :class:`~elicit.paper.sources.DataSource` (a corpus).
     seed, run
-        The sweep seed and the run index; the split uses :func:`split_seed`.
+        The sweep seed and the run index; the split uses :func:`elicit.data.sources.split_seed`.
     data_dir
         Data directory of the paper's matrices (else :func:`elicit.data.resolve_data_dir`'s
         search order).
@@ -270,10 +230,10 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
     expert_rule, n_nonzero
         How the LASSO expert chooses its penalty (see :mod:`elicit.paper.lasso_expert`).
     standardize
-        ``"model"`` or ``"train"`` (:func:`run_data`).
+        ``"model"`` or ``"train"`` (:meth:`elicit.data.sources.DataSource.run`).
     meta_features, meta_dim
         The meta-features U: ``"counts"`` (default, the paper's), ``"ppmi"``, ``"lsa"`` or a
-        file, and the embedding dimensions (:func:`run_data`).
+        file, and the embedding dimensions (:meth:`elicit.data.sources.DataSource.run`).
 
     Returns
     -------
@@ -283,7 +243,7 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
         the candidates, and ``extra`` with the expert's summary and the run's split seed.
     """
     src = as_source(dataset, data_dir)
-    rd = run_data(src, seed, run, standardize=standardize, meta_features=meta_features,
+    rd = src.run(seed, run, standardize=standardize, meta_features=meta_features,
                   meta_dim=meta_dim)
     return problem_from_run(rd, tau2,
                             pool_size, expert_rule, n_nonzero, label=f"{src.name} run {run}")
@@ -366,30 +326,12 @@ class RealDataMaker:
 # The no-feedback model of a real-data run
 # --------------------------------------------------------------------------------------------
 
-def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, tau2: float,
-                     model: str = "paper", coupled: np.ndarray | None = None) -> ModelData:
-    """The model data without answers, fixed tau^2 (of ``model``, coupled set ``coupled``)."""
-    # Without answers the threshold xi is independent of everything else, so its prior mean
-    # does not change gamma's MAP or any prediction; 1.0 is a placeholder.
-    return ModelData(X, y, U, Hyper(variant="fixed", tau2=float(tau2), threshold_mean=1.0,
-                                    model=model), coupled=coupled)
-
-
-def prediction_mse(post: NIGPosterior, X_test: np.ndarray, y_test: np.ndarray,
-             y_offset: float) -> float:
-    """Test MSE of the posterior predictive mean, ``y_offset`` added back."""
-    # The predictive mean is x' mu*; the Student-t variance is not needed for the MSE.
-    pred = X_test @ post.mu + y_offset
-    return float(np.mean((pred - y_test) ** 2))
-
-
 def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "numpy",
                 model: str = "paper", coupled: np.ndarray | None = None,
                 ) -> tuple[ModelData, MAPResult, float]:
     """The no-feedback model of a run (``model``, coupled set ``coupled``): its data, MAP and
     test MSE."""
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
-    data = no_feedback_data(rd.X_train, rd.y_train, rd.U, tau2, model, coupled)
+    data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
     fit = eng.fit(data)
-    post = NIGPosterior.from_map(data, fit)
-    return data, fit, prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean)
+    return data, fit, NIGPosterior.from_map(data, fit).mse(rd.X_test, rd.y_test, rd.y_mean)

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, is_builtin
+from elicit.data.sources import DataSource, as_source, check_standardize, file_sha256
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.model.variants import PAPER, get_model
@@ -50,9 +51,8 @@ from elicit.paper.labels import (
     REFERENCE_LABELS,
     ceiling_label,
 )
-from elicit.paper.problems import PAPER_TAU2, POOL_SIZE, RealDataMaker, check_standardize
+from elicit.paper.problems import PAPER_TAU2, POOL_SIZE, RealDataMaker
 from elicit.paper.runinfo import RunSettings, ensure_runinfo, reference_rows, runinfo_frame
-from elicit.paper.sources import DataSource, as_source, file_sha256
 from elicit.paper.sweep import SweepConfig, check_config, sweep
 from elicit.paper.tau2 import write_tau2_cv
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from elicit.paper.labels import DATASETS, LABELS
+from elicit.data.sources import DATASETS
+from elicit.paper.labels import LABELS
 from elicit.paper.report_claims import claims_section
 from elicit.paper.report_real import (
     Sweep,

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.paper.labels import DATASETS, LABELS
+from elicit.data.sources import DATASETS
+from elicit.paper.labels import LABELS
 from elicit.paper.report_real import Sweep, default_sweep, fmt, literal_sweep, mean_se, paired
 from elicit.paper.table1 import PAPER_COUNTS, PAPER_LEVELS
 

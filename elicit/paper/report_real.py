@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.data.sources import DATASETS
 from elicit.paper.labels import (
     BASELINES,
-    DATASETS,
     LABELS,
     REFERENCE_LABELS,
     STRATEGY_ORDER,

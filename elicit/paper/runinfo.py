@@ -5,7 +5,7 @@ Before a real-data sweep asks any question, each run gets one *runinfo* record
 computed in worker processes like the sweep itself):
 
 * the regression baselines (LASSO, ridge, elastic net; :mod:`elicit.paper.baselines`);
-* the 5-fold CV choice of tau^2 (:func:`~elicit.paper.tau2.cv_tau2`), computed whether or
+* the 5-fold CV choice of tau^2 (:func:`~elicit.prior.tau2.cv_tau2`), computed whether or
   not the sweep uses it, so a sweep with a fixed tau^2 still shows what the CV would pick;
 * two **reference lines** that show how much room expert feedback has:
 
@@ -41,13 +41,13 @@ import pandas as pd
 
 from elicit.data import RunData
 from elicit.data.metafeatures import DEFAULT_META_DIM, polarity_auc
-from elicit.elicitation.elicitor import fit_no_feedback
+from elicit.data.sources import DataSource
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
-from elicit.model.posterior import NIGPosterior
+from elicit.model.posterior import NIGPosterior, mean_squared_error
 from elicit.model.variants import get_model
 from elicit.paper.baselines import fit_baselines
 from elicit.paper.labels import BASELINES, REFERENCES
@@ -58,26 +58,19 @@ from elicit.paper.problems import (
     RunProblem,
     initial_fit,
     make_expert,
-    prediction_mse,
     problem_from_run,
-    run_data,
     run_stream,
 )
 from elicit.paper.runner import run_tasks
-from elicit.paper.sources import DataSource
 from elicit.paper.sweep import MSE_COLUMNS, RUNINFO_DIR
-from elicit.paper.tau2 import TAU2_GRID, cv_tau2
+from elicit.prior.setup import fit_no_feedback
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 
 #: The runinfo records' layout; an older record is recomputed.
 RUNINFO_VERSION = 2
 #: tau^2 values at which every run's no-feedback test MSE is recorded (the report compares
 #: them across standardisations): the paper's 0.01 and 0.003, near the CV choices.
 NO_FEEDBACK_TAU2: tuple[float, ...] = (0.003, 0.01)
-
-
-def mean_predictor_mse(y_test: np.ndarray, y_mean: float) -> float:
-    """Test MSE of predicting the training mean ``y_mean`` for every test review."""
-    return float(np.mean((np.asarray(y_test, dtype=float) - float(y_mean)) ** 2))
 
 
 @dataclass(frozen=True)
@@ -107,7 +100,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto") -> Ceiling:
     """Answer every candidate pair of ``problem`` at once and refit; return both test MSEs.
 
     The no-feedback model is set up as in a sweep
-    (:func:`~elicit.elicitation.elicitor.fit_no_feedback` with the candidates, so the
+    (:func:`~elicit.prior.setup.fit_no_feedback` with the candidates, so the
     threshold prior is the sweep's); then one fit with all answers (``"don't know"`` ones left
     out), warm from the no-feedback MAP.
     """
@@ -120,14 +113,14 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto") -> Ceiling:
     keep = np.array([v is not None for v in f], dtype=bool)
     pairs = cands[keep]
     outcomes = np.array([v for v in f if v is not None], dtype=int)
-    mse0 = prediction_mse(NIGPosterior.from_map(data0, fit0), problem.X_test, problem.y_test,
-                          problem.y_offset)
+    mse0 = NIGPosterior.from_map(data0, fit0).mse(problem.X_test, problem.y_test,
+                                                  problem.y_offset)
     if len(pairs) == 0:
         return Ceiling(mse0, mse0, 0, 0)
     data = data0.with_feedback(pairs, outcomes)
     fit = eng.fit(data, init=fit0)
-    mse = prediction_mse(NIGPosterior.from_map(data, fit), problem.X_test, problem.y_test,
-                         problem.y_offset)
+    mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test,
+                                               problem.y_offset)
     return Ceiling(mse0, mse, int(len(pairs)), int(outcomes.sum()))
 
 
@@ -157,8 +150,8 @@ class RunSettings:
 
     def run_data(self, run: int) -> RunData:
         """Run ``run``'s split, standardisation and meta-features."""
-        return run_data(self.source, self.seed, run, standardize=self.standardize,
-                        meta_features=self.meta_features, meta_dim=self.meta_dim)
+        return self.source.run(self.seed, run, standardize=self.standardize,
+                               meta_features=self.meta_features, meta_dim=self.meta_dim)
 
     def setup(self, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
         """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the
@@ -172,7 +165,7 @@ class RunSettings:
 
 @single_blas_thread
 def prepare_runinfo(settings: RunSettings, run: int,
-                    grid: Sequence[float] = TAU2_GRID) -> dict:
+                    grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
     """The record of one run (see the module docstring for what it holds)."""
     s = settings
     # The CV fits the sweep's model; the known-coupling models need the expert's candidate
@@ -201,7 +194,7 @@ def prepare_runinfo(settings: RunSettings, run: int,
                                    random_state=bl_state),
         "tau2": tau2, "tau2_cv_choice": best, "tau2_cv": {repr(t): v for t, v in scores.items()},
         "initial": ceil.initial,
-        "references": {"mean": mean_predictor_mse(rd.y_test, rd.y_mean),
+        "references": {"mean": mean_squared_error(rd.y_mean, rd.y_test),
                        "ceiling": ceil.ceiling},
         "n_answerable": ceil.n_answers, "n_similar": ceil.n_similar,
         "no_feedback": no_fb,

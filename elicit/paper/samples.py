@@ -37,23 +37,23 @@ import numpy as np
 
 from elicit.data import BowDataset, RunData
 from elicit.engines import get_engine
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
-from elicit.model.variants import PAPER, coupled_features
+from elicit.model.variants import PAPER
 from elicit.paper.problems import (
     PAPER_TAU2,
     STREAM_SAMPLES,
     initial_fit,
-    no_feedback_data,
-    prediction_mse,
     run_stream,
 )
 from elicit.paper.runinfo import RunSettings
 from elicit.paper.runner import run_tasks
+from elicit.prior.setup import coupled_features, fixed_hyper, no_feedback_data
 
 #: Methods of the sample-addition loops.
 SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
@@ -175,12 +175,12 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
     t0 = time.perf_counter()
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     if start is None:
-        data = no_feedback_data(rd.X_train, rd.y_train, rd.U, tau2, model, coupled)
+        data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
         fit = eng.fit(data)
     else:
         data, fit = start
     post = NIGPosterior.from_map(data, fit)
-    mse = [prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean)]
+    mse = [post.mse(rd.X_test, rd.y_test, rd.y_mean)]
     left = np.ones(len(X_pool), bool)
     order = (rng.permutation(len(X_pool)) if method == "rnd" and rng is not None
              else np.arange(0))
@@ -204,10 +204,10 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
         added.append(k)
         X = np.vstack([X, X_pool[k]])
         y = np.append(y, y_pool[k])
-        data = no_feedback_data(X, y, rd.U, tau2, model, coupled)
+        data = no_feedback_data(X, y, rd.U, fixed_hyper(tau2, model), coupled)
         fit = eng.fit(data, init=fit)
         post = NIGPosterior.from_map(data, fit)
-        mse.append(prediction_mse(post, rd.X_test, rd.y_test, rd.y_mean))
+        mse.append(post.mse(rd.X_test, rd.y_test, rd.y_mean))
     return SampleCurve(method, mse, added, gains, stop_level, int(max_samples),
                        not left.any(), time.perf_counter() - t0)
 

@@ -153,9 +153,9 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     """
     # Imported here: problems.py builds each run with make_synthetic above, so importing the
     # sweep machinery at module level would be circular.
+    from elicit.data.sources import file_sha256
     from elicit.paper.plots import kernel_panels, mse_curves
     from elicit.paper.problems import ProblemsDir, SyntheticMaker
-    from elicit.paper.sources import file_sha256
     from elicit.paper.sweep import SweepConfig, check_config, load_part, sweep
 
     out = Path(out)

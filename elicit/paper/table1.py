@@ -35,14 +35,14 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.metafeatures import DEFAULT_META_DIM
+from elicit.data.sources import DATASETS, source_from_config
 from elicit.errors import ElicitError
 from elicit.internal.io import write_text_atomic
 from elicit.model.variants import PAPER
 from elicit.paper.cluster import cluster_scope
-from elicit.paper.labels import DATASETS, REFERENCES
+from elicit.paper.labels import REFERENCES
 from elicit.paper.runinfo import RunSettings, ensure_runinfo
 from elicit.paper.samples import ensure_sample_curves
-from elicit.paper.sources import source_from_config
 
 #: The paper's Table 1 levels: initial MSE (no added samples/answers) and the MSE levels.
 PAPER_LEVELS: dict[str, dict] = {

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elicit.data.tables import align_meta
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper, validate_regression
@@ -143,42 +144,6 @@ def _align_y(X, y):
     missing = [str(k) for k in X.index if k not in set(y.index)]
     raise ElicitError(f"y's index does not match X's rows: no y for row(s) "
                       f"{_list(missing)}; give y with the same row labels as X")
-
-
-def align_meta(U, names: Sequence[str] | None):
-    """Meta-features in the features' order: a DataFrame indexed by feature name is matched
-    by name; anything else is taken in row order.
-
-    Also used for the ``--meta-features FILE`` of real-data runs
-    (:func:`elicit.data.metafeatures.read_meta_file`)."""
-    if not isinstance(U, pd.DataFrame):
-        return U
-    bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]
-    if bad:
-        raise ElicitError(f"meta-features must be numeric; column(s) {_list(bad)} are not")
-    labels = [str(k) for k in U.index]
-    positional = isinstance(U.index, pd.RangeIndex) and list(U.index) == list(range(len(U)))
-    if positional:
-        return U.to_numpy(dtype=float, na_value=np.nan)
-    if names is None:
-        raise ElicitError("the meta-features are indexed by name, but the features have no "
-                          "names; give X as a DataFrame or pass feature_names")
-    dup = sorted({k for k in labels if labels.count(k) > 1})
-    if dup:
-        raise ElicitError(f"the meta-features name feature(s) {_list(dup)} more than once")
-    missing = [n for n in names if n not in set(labels)]
-    extra = [k for k in labels if k not in set(names)]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"no row for feature(s) {_list(missing)}")
-        if extra:
-            parts.append(f"row(s) for unknown feature(s) {_list(extra)}")
-        raise ElicitError("the meta-features do not match the features by name: "
-                          + "; ".join(parts) + " (the first column must be the feature name)")
-    U = U.copy()
-    U.index = labels
-    return U.loc[list(names)].to_numpy(dtype=float, na_value=np.nan)
 
 
 def excluded_features(X: np.ndarray, names: list[str]) -> dict[str, str]:

@@ -22,46 +22,8 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.metafeatures import DEFAULT_META_DIM
+from elicit.data.tables import TABLE_SUFFIXES, read_table
 from elicit.errors import ElicitError
-
-#: Table formats read by :func:`read_table`, by file suffix.
-TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
-
-# --------------------------------------------------------------------------------------------
-# Tables
-# --------------------------------------------------------------------------------------------
-
-
-def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
-    """A CSV (``.csv``, ``.tsv``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file as a
-    DataFrame; ``what`` names the option in messages."""
-    path = Path(path)
-    if not path.is_file():
-        raise ElicitError(f"{what} file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix not in TABLE_SUFFIXES:
-        raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet; name it "
-                          f"with one of {', '.join(TABLE_SUFFIXES)}")
-    try:
-        if suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(path)
-            if index_col is not None:
-                df = df.set_index(df.columns[index_col])
-        else:
-            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",",
-                             index_col=index_col)
-    except ImportError:
-        raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
-                          "install it (pip install pyarrow) or save the table as CSV"
-                          ) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
-            ValueError, OSError) as e:
-        detail = " ".join(str(e).split())
-        raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
-    df.columns = [str(c) for c in df.columns]
-    return df
 
 
 def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,

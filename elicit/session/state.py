@@ -20,11 +20,13 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.engines.base import Engine, MAPResult
+from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
+from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper
-from elicit.model.variants import coupled_features, get_model
+from elicit.model.variants import get_model
+from elicit.prior.setup import coupled_features
 from elicit.session import record, store
 from elicit.session.inputs import check_expert, feature_index
 from elicit.session.model import question_pairs

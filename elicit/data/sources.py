@@ -1,7 +1,8 @@
 """Where a real-data run's reviews come from: the paper's matrices or any review corpus.
 
-A :class:`DataSource` names the reviews of a real-data sweep in a few picklable fields, so
-worker processes rebuild the data set themselves (once per process, :meth:`DataSource.load`):
+A :class:`DataSource` names the reviews of a real-data sweep or session in a few picklable
+fields, so worker processes rebuild the data set themselves (once per process,
+:meth:`DataSource.load`):
 
 * the paper's bag-of-words matrices (``"amazon"``, ``"yelp"``; :func:`paper_source`), read
   with :func:`elicit.data.load_dataset` (the paper's feature rule) from a data directory;
@@ -12,6 +13,10 @@ The source's :attr:`~DataSource.name` labels every output (``mse.csv``'s ``datas
 the ``parts/<name>/`` folders, the figure titles); for a corpus it is the file's stem unless
 given. :meth:`DataSource.config` is what a sweep's ``config.json`` records about its data,
 and :func:`source_from_config` rebuilds the source from it (``elicit table1`` does).
+
+**One run of a data set** is :meth:`DataSource.run`: run ``r`` of seed ``s`` is split with
+:func:`split_seed` ``(s, r)``, whoever asks (a sweep, its reference lines, Table 1, a session
+with ``--seed s --run r``).
 """
 
 from __future__ import annotations
@@ -22,18 +27,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from elicit.data import (
-    PAPER_FILES,
-    RAW_FILES,
-    STOPWORDS_FILE,
-    BowDataset,
-    data_file,
-    load_corpus,
-    load_dataset,
-    resolve_data_dir,
-)
+import numpy as np
+
+from elicit.data.corpora import BowDataset, load_corpus, load_dataset
+from elicit.data.files import PAPER_FILES, RAW_FILES, STOPWORDS_FILE, data_file, resolve_data_dir
+from elicit.data.metafeatures import DEFAULT_META_DIM
+from elicit.data.splits import STANDARDIZE_CHOICES, RunData, Standardize, prepare_run
 from elicit.errors import ElicitError
-from elicit.paper.labels import DATASETS
+
+#: The paper's two bag-of-words data sets.
+DATASETS: tuple[str, ...] = tuple(PAPER_FILES)
 
 #: Reviews a run takes for the model (100 training + 900 test, :func:`elicit.data.prepare_run`).
 N_MODEL = 1000
@@ -84,6 +87,22 @@ class DataSource:
             _CACHE[self] = _load(self)
         return _CACHE[self]
 
+    def run(self, seed: int, run: int, standardize: str = "model",
+            meta_features: str | os.PathLike = "counts",
+            meta_dim: int = DEFAULT_META_DIM) -> RunData:
+        """Run ``run`` of seed ``seed``: its split (training / test / expert set), the
+        standardised inputs and the meta-features U.
+
+        ``standardize`` chooses where the inputs' mean and scale come from
+        (:func:`elicit.data.prepare_run`): all 1000 model reviews (``"model"``, the default)
+        or the 100 training reviews (``"train"``, the paper's literal reading).
+        ``meta_features`` and ``meta_dim`` choose U (:mod:`elicit.data.metafeatures`; default
+        the paper's transposed training counts).
+        """
+        return prepare_run(self.load(), split_seed(seed, run), n_model=N_MODEL,
+                           standardize=check_standardize(standardize),
+                           meta_features=meta_features, meta_dim=meta_dim)
+
     def config(self) -> dict:
         """What a sweep's ``config.json`` records about its data.
 
@@ -114,6 +133,19 @@ def _load(src: DataSource) -> BowDataset:
             f"simulated expert needs at least {MIN_EXPERT_REVIEWS} more; use a corpus of at "
             f"least {N_MODEL + MIN_EXPERT_REVIEWS} reviews")
     return ds
+
+
+def split_seed(seed: int, run: int) -> int:
+    """The integer seed of run ``run``'s split under the sweep seed ``seed``."""
+    return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0])
+
+
+def check_standardize(standardize: str) -> Standardize:
+    """``standardize`` if it is ``"model"`` or ``"train"``, else an :class:`ElicitError`."""
+    if standardize not in STANDARDIZE_CHOICES:
+        raise ElicitError(f"standardize must be 'model' (statistics of all 1000 model reviews) "
+                          f"or 'train' (of the 100 training reviews), got {standardize!r}")
+    return standardize  # type: ignore[return-value]
 
 
 def file_sha256(path: str | os.PathLike) -> str:

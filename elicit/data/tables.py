@@ -1,0 +1,97 @@
+"""Reading a user's tables: CSV or Parquet files, and meta-features matched by feature name.
+
+One reader serves every table a user hands to elicit: ``elicit session new --from-csv`` (and
+its ``--meta-features``), and the ``--meta-features FILE`` of real-data runs
+(:func:`elicit.data.metafeatures.read_meta_file`). Every mistake is a one-line
+:class:`~elicit.errors.ElicitError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from elicit.errors import ElicitError
+
+#: Table formats read by :func:`read_table`, by file suffix.
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+
+def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
+    """A CSV (``.csv``, ``.tsv``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file as a
+    DataFrame; ``what`` names the option in messages."""
+    path = Path(path)
+    if not path.is_file():
+        raise ElicitError(f"{what} file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet; name it "
+                          f"with one of {', '.join(TABLE_SUFFIXES)}")
+    try:
+        if suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+            if index_col is not None:
+                df = df.set_index(df.columns[index_col])
+        else:
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",",
+                             index_col=index_col)
+    except ImportError:
+        raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
+                          "install it (pip install pyarrow) or save the table as CSV"
+                          ) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
+            ValueError, OSError) as e:
+        detail = " ".join(str(e).split())
+        raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def align_meta(U, names: Sequence[str] | None):
+    """Meta-features in the features' order: a DataFrame indexed by feature name is matched
+    by name; anything else is taken in row order.
+
+    Used by sessions and for the ``--meta-features FILE`` of real-data runs
+    (:func:`elicit.data.metafeatures.read_meta_file`)."""
+    if not isinstance(U, pd.DataFrame):
+        return U
+    bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]
+    if bad:
+        raise ElicitError(f"meta-features must be numeric; column(s) {_few(bad)} are not")
+    labels = [str(k) for k in U.index]
+    positional = isinstance(U.index, pd.RangeIndex) and list(U.index) == list(range(len(U)))
+    if positional:
+        return U.to_numpy(dtype=float, na_value=np.nan)
+    if names is None:
+        raise ElicitError("the meta-features are indexed by name, but the features have no "
+                          "names; give X as a DataFrame or pass feature_names")
+    dup = sorted({k for k in labels if labels.count(k) > 1})
+    if dup:
+        raise ElicitError(f"the meta-features name feature(s) {_few(dup)} more than once")
+    missing = [n for n in names if n not in set(labels)]
+    extra = [k for k in labels if k not in set(names)]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"no row for feature(s) {_few(missing)}")
+        if extra:
+            parts.append(f"row(s) for unknown feature(s) {_few(extra)}")
+        raise ElicitError("the meta-features do not match the features by name: "
+                          + "; ".join(parts) + " (the first column must be the feature name)")
+    U = U.copy()
+    U.index = labels
+    return U.loc[list(names)].to_numpy(dtype=float, na_value=np.nan)
+
+
+def _few(items: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(s) for s in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

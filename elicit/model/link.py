@@ -1,0 +1,68 @@
+"""Feedback links: how an answer f depends on the logit-like score z = xi - gamma . w.
+
+The paper's answers are ``f ~ Bernoulli(logistic(z))`` (:data:`LOGISTIC`). A link states the
+answer's log likelihood and its first two derivatives in z; the log density (scalar and
+batched), the utilities' answer probabilities, the Laplace screen and the parameter-BALD gain
+read them from the model variant (:attr:`elicit.model.variants.ModelVariant.link`), so a new
+link is one new object here and one Stan program that states the same likelihood.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+
+class Link(Protocol):
+    """The likelihood of a binary answer ``f`` (1 = similar) given the score ``z``.
+
+    Every method is elementwise and broadcasts ``z`` against ``f``.
+    """
+
+    #: short name (shown by ``elicit models``)
+    name: str
+
+    def prob(self, z: np.ndarray) -> np.ndarray:
+        """p(f = 1 | z)."""
+        ...
+
+    def log_lik(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        """log p(f | z)."""
+        ...
+
+    def score(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        """d log p(f | z) / dz."""
+        ...
+
+    def curvature(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        """-d^2 log p(f | z) / dz^2 (non-negative for a log-concave link)."""
+        ...
+
+
+class Logistic:
+    """The paper's link: ``p(f = 1 | z) = 1 / (1 + exp(-z))``."""
+
+    name = "logistic"
+
+    def prob(self, z: np.ndarray) -> np.ndarray:
+        return expit(z)
+
+    def log_lik(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        # log_expit of both signs: no log(0) at saturated z
+        return f * log_expit(z) + (1 - f) * log_expit(-z)
+
+    def score(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        return f - expit(z)
+
+    def curvature(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        s = expit(z)
+        return s * (1.0 - s)
+
+    def __repr__(self) -> str:
+        return "Logistic()"
+
+
+#: the paper's link
+LOGISTIC = Logistic()

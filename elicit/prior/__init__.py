@@ -1,0 +1,39 @@
+"""The prior set-up: everything decided before the expert's first answer.
+
+:mod:`elicit.prior.setup` holds the coupled set J, the threshold prior and the no-feedback
+MAP; :mod:`elicit.prior.tau2` the choice of tau^2 (marginal likelihood or cross-validation)
+and its grids. The elicitation, the estimator and the experiments all call these; none of
+them states the rules again.
+"""
+
+from elicit.prior.setup import (
+    PLACEHOLDER_THRESHOLD_MEAN,
+    coupled_features,
+    fit_no_feedback,
+    fixed_hyper,
+    no_feedback_data,
+)
+from elicit.prior.tau2 import (
+    ESTIMATOR_TAU2_GRID,
+    SWEEP_TAU2_GRID,
+    TAU2_MODES,
+    check_grid,
+    check_tau2,
+    cv_tau2,
+    ml_tau2,
+)
+
+__all__ = [
+    "ESTIMATOR_TAU2_GRID",
+    "PLACEHOLDER_THRESHOLD_MEAN",
+    "SWEEP_TAU2_GRID",
+    "TAU2_MODES",
+    "check_grid",
+    "check_tau2",
+    "coupled_features",
+    "cv_tau2",
+    "fit_no_feedback",
+    "fixed_hyper",
+    "ml_tau2",
+    "no_feedback_data",
+]
