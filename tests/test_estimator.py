@@ -225,6 +225,32 @@ def test_dataframe_mismatch_lists_missing_and_extra_names(syn):
         ElicitRegressor(meta_features=dup).fit(X, syn.y)
 
 
+def test_set_units_maps_a_model_fitted_on_preprocessed_data_back(syn):
+    """A model fitted on data standardised before fit, then told the transformation by
+    set_units, predicts on raw data exactly as the estimator that standardised itself."""
+    fb = _oracle_feedback(syn, 6, seed=5)
+    own = ElicitRegressor(meta_features=syn.U, feedback=fb, tau2=0.1,
+                          engine="numpy").fit(syn.X, syn.y)
+    Xs, yz, mx, sx, my, sy = _standardised(syn.X, syn.y)
+    pre = ElicitRegressor(meta_features=syn.U, feedback=fb, tau2=0.1, standardize=False,
+                          normalize_y=False, fit_intercept=False, engine="numpy").fit(Xs, yz)
+    assert pre.set_units(mx, sx, my, sy) is pre
+    np.testing.assert_allclose(pre.predict(syn.X_test), own.predict(syn.X_test), rtol=1e-9)
+    m1, s1 = pre.predict(syn.X_test, return_std=True)
+    m2, s2 = own.predict(syn.X_test, return_std=True)
+    np.testing.assert_allclose(s1, s2, rtol=1e-9)
+    assert pre.sigma2_ == pytest.approx(own.sigma2_, rel=1e-9)
+    assert pre.intercept_ == pytest.approx(own.intercept_, rel=1e-9)
+    with pytest.raises(ElicitError, match="x_mean and x_scale of length 25"):
+        pre.set_units(mx[:3], sx, my)
+    with pytest.raises(ElicitError, match="positive finite scales"):
+        pre.set_units(mx, np.zeros(25), my)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        ElicitRegressor().set_units(mx, sx, my)
+
+
 def test_from_answers_reproduces_a_session_model(syn):
     names = [f"f{k}" for k in range(25)]
     answers = [(int(i), int(j), a.value) for i, j, a in _oracle_feedback(syn, 8, seed=1)]

@@ -8,6 +8,7 @@ them states the rules again.
 
 from elicit.prior.setup import (
     PLACEHOLDER_THRESHOLD_MEAN,
+    coupled_candidates,
     coupled_features,
     fit_no_feedback,
     fixed_hyper,
@@ -30,6 +31,7 @@ __all__ = [
     "TAU2_MODES",
     "check_grid",
     "check_tau2",
+    "coupled_candidates",
     "coupled_features",
     "cv_tau2",
     "fit_no_feedback",

@@ -6,7 +6,9 @@ experiments, and the tau2 choices of :mod:`elicit.prior.tau2`. Three rules are s
 
 * **The coupled set J** of the known-coupling models is the set of features that occur in
   the candidate pairs, i.e. those the expert can be asked about (:func:`coupled_features`).
-  The other models ignore it.
+  The other models ignore it. When the answers come first and no question set exists (the
+  estimator), the candidates are the pairs within J, and J defaults to the features the
+  expert judged: those of the similar/dissimilar answers (:func:`coupled_candidates`).
 * **The threshold placeholder.** Without answers the threshold xi is independent of
   everything else, so its prior mean changes neither gamma's MAP nor any prediction; a fit
   with no answers uses :data:`PLACEHOLDER_THRESHOLD_MEAN` where ``threshold_mean`` is
@@ -19,13 +21,14 @@ experiments, and the tau2 choices of :mod:`elicit.prior.tau2`. Three rules are s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
 from elicit.engines.base import Engine
 from elicit.internal.threads import single_blas_thread
 from elicit.model.result import MAPResult
-from elicit.model.spec import Hyper, ModelData, auto_threshold_mean
+from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 
 #: The threshold prior mean of a fit without answers (see the module docstring).
 PLACEHOLDER_THRESHOLD_MEAN = 1.0
@@ -37,6 +40,20 @@ def coupled_features(p: int, pairs: np.ndarray) -> np.ndarray:
     mask = np.zeros(p, dtype=bool)
     mask[np.asarray(pairs, dtype=int).reshape(-1)] = True
     return mask
+
+
+def coupled_candidates(answered: np.ndarray, coupled: Sequence[int] | None = None,
+                       ) -> np.ndarray:
+    """The candidate pairs of a known-coupling model whose answers are given up front (no
+    question set to take J from): every pair within J.
+
+    J is ``coupled`` (column indices) or, when None, the features of the ``answered`` pairs
+    (those with a similar/dissimilar answer), i.e. the features the expert could judge.
+    :func:`coupled_features` of the result gives J back whenever J holds two features or more.
+    """
+    features = np.asarray(answered if coupled is None else coupled, dtype=int).reshape(-1)
+    J = np.unique(features)
+    return J[all_pairs(len(J))]
 
 
 def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper,

@@ -280,10 +280,10 @@ class SessionState:
         p = len(self.feature_names)
         # The model was fitted on the session's own preprocessing: map it back to the units
         # the session's predict takes.
-        est._set_scales(np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
-                        np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
-                        self.y_offset)
-        return est
+        return est.set_units(
+            np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
+            np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
+            self.y_offset)
 
     def _aligned(self, X_new) -> np.ndarray:
         if isinstance(X_new, pd.DataFrame):

@@ -1,8 +1,8 @@
 """What a user hands the estimator, resolved to indices: answers and features named by
 column name or given by column index, and numeric tables, each with one-line errors.
 
-Used by :class:`elicit.estimator.ElicitRegressor` (its ``feedback``, ``coupled`` and
-``meta_features``).
+Used by :class:`~elicit.estimator.regressor.ElicitRegressor` (its ``feedback``, ``coupled``
+and ``meta_features``).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def feature_index(f: Any, where: str, p: int, names: list[str] | None,
 
 def named(entry: Any, names: list[str]) -> Any:
     """An answer (i, j, answer) with in-range indices replaced by names; anything else is
-    left for :meth:`ElicitRegressor.fit <elicit.estimator.ElicitRegressor.fit>` to check."""
+    left for :meth:`ElicitRegressor.fit <elicit.estimator.regressor.ElicitRegressor.fit>` to
+    check."""
     if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
         return entry
     i, j = (names[f] if is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])

@@ -30,7 +30,7 @@ from elicit.elicitation.answers import Answer
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
-from elicit.internal.feedback import (
+from elicit.estimator.feedback import (
     Feedback,
     as_float_2d,
     few,
@@ -43,12 +43,23 @@ from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Variant, all_pairs
 from elicit.model.variants import PAPER, get_model
-from elicit.prior.setup import coupled_features, fit_no_feedback, no_feedback_data
-from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID, TAU2_MODES, check_grid, cv_tau2, ml_tau2
+from elicit.prior.setup import (
+    coupled_candidates,
+    coupled_features,
+    fit_no_feedback,
+    no_feedback_data,
+)
+from elicit.prior.tau2 import (
+    ESTIMATOR_TAU2_GRID,
+    TAU2_MODES,
+    check_grid,
+    check_tau2,
+    cv_tau2,
+    ml_tau2,
+)
 
 #: Folds of ``tau2="cv"`` (fewer when there are fewer samples).
 CV_FOLDS = 5
-
 
 
 class ElicitRegressor(RegressorMixin, BaseEstimator):
@@ -198,7 +209,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                      engine: str | Engine = "auto", **params: Any) -> ElicitRegressor:
         """The estimator of a model with these answers and hyperparameters (unfitted).
 
-        Built for :meth:`Session.to_estimator <elicit.session.session.Session>`. Unlike the
+        Built for :meth:`Session.to_estimator
+        <elicit.session.state.SessionState.to_estimator>`. Unlike the
         constructor's defaults, X and y are used as given (``standardize``, ``normalize_y``
         and ``fit_intercept`` are False): ``fit(X, y)`` on the data the answers were
         elicited on then fits exactly the model of
@@ -261,7 +273,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self : ElicitRegressor
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        self._check_params()
+        tau2, grid = self._check_params()
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
         U, index_names = self._resolve_meta_features(X, names)
@@ -277,12 +289,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         y_scale = rms if (self.normalize_y and rms > 0) else 1.0
         Xs, yz = (X - x_mean) / x_scale, (y - y_mean) / y_scale
 
-        variant: Variant = "learned" if self.tau2 == "learned" else "fixed"
+        variant: Variant = "learned" if tau2 == "learned" else "fixed"
         eng = self._engine(variant)
         cands = self._candidates(p, feedback, names or index_names)
         known = get_model(self.model).known_coupling
         coupled = coupled_features(p, cands) if known else None
-        tau2, scores = self._choose_tau2(Xs, yz, U, eng, cands if known else None)
+        tau2, scores = self._choose_tau2(tau2, grid, Xs, yz, U, eng, cands if known else None)
         hyper = Hyper(variant=variant, a_sigma=float(self.a_sigma),
                       b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
                       b_tau=float(self.b_tau), threshold_mean=self.threshold_mean,
@@ -293,7 +305,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         # The model's fitted attributes are set only once the fit has succeeded.
         self.meta_features_, self.feedback_ = U, feedback
         self.posterior_, self.map_ = post, fit
-        self._set_scales(x_mean, x_scale, y_mean, y_scale)
+        self.set_units(x_mean, x_scale, y_mean, y_scale)
         self.gamma_ = np.array(fit.gamma)
         # Without a similar/dissimilar answer xi is independent of everything else and does
         # not enter the model, so its prior is not even resolved.
@@ -304,31 +316,58 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.coupled_ = coupled
         return self
 
-    def _set_scales(self, x_mean: np.ndarray, x_scale: np.ndarray, y_mean: float,
-                    y_scale: float = 1.0) -> None:
-        """Map the fitted model back to the data's units: the model was fitted on
-        ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``. (A session's model, fitted
-        on its own preprocessing, is handed over this way: ``Session.to_estimator``.)"""
+    def set_units(self, x_mean: Any, x_scale: Any, y_mean: float,
+                  y_scale: float = 1.0) -> ElicitRegressor:
+        """State the units of the data the fitted model refers to.
+
+        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``;
+        this sets ``x_mean_``, ``x_scale_``, ``y_mean_``, ``y_scale_`` and maps ``coef_``,
+        ``intercept_`` and ``sigma2_`` back, so that :meth:`predict` takes X in the original
+        units and returns y in them. :meth:`fit` calls it with its own training statistics.
+        Call it after :meth:`fit` when X and y were preprocessed *before* fit, by a
+        transformation the estimator did not see (fit with ``standardize``,
+        ``normalize_y`` and ``fit_intercept`` False): a session hands its model over this
+        way (:meth:`Session.to_estimator <elicit.session.state.SessionState.to_estimator>`).
+        It replaces the transformation of the last fit; a refit replaces it in turn.
+
+        Parameters
+        ----------
+        x_mean, x_scale : array (p,)
+            The centre and scale of each column of X.
+        y_mean : float
+            The level of y (added to every prediction).
+        y_scale : float
+            The scale of y.
+
+        Returns
+        -------
+        self : ElicitRegressor
+        """
+        check_is_fitted(self, "posterior_")
+        p = self.n_features_in_
+        x_mean, x_scale = np.array(x_mean, dtype=float), np.array(x_scale, dtype=float)
+        y_mean, y_scale = float(y_mean), float(y_scale)
+        if x_mean.shape != (p,) or x_scale.shape != (p,):
+            raise ElicitError(f"set_units needs x_mean and x_scale of length {p} (one per "
+                              f"feature), got shapes {x_mean.shape} and {x_scale.shape}")
+        if not (np.all(np.isfinite(x_mean)) and np.isfinite(y_mean)
+                and np.all(np.isfinite(x_scale) & (x_scale > 0))
+                and np.isfinite(y_scale) and y_scale > 0):
+            raise ElicitError("set_units needs finite centres and positive finite scales")
         post = self.posterior_
-        self.x_mean_, self.x_scale_ = np.asarray(x_mean, float), np.asarray(x_scale, float)
-        self.y_mean_, self.y_scale_ = float(y_mean), float(y_scale)
+        self.x_mean_, self.x_scale_ = x_mean, x_scale
+        self.y_mean_, self.y_scale_ = y_mean, y_scale
         self.sigma2_ = float(post.b_star / (post.a_star - 1.0)) * y_scale**2
         # beta lives on standardised X and y; undo both transformations.
-        self.coef_ = post.mu * y_scale / self.x_scale_
-        self.intercept_ = float(y_mean - self.x_mean_ @ self.coef_)
+        self.coef_ = post.mu * y_scale / x_scale
+        self.intercept_ = float(y_mean - x_mean @ self.coef_)
+        return self
 
-    def _check_params(self) -> None:
-        t = self.tau2
-        if isinstance(t, str):
-            if t not in TAU2_MODES:
-                raise ElicitError(f"tau2 must be a positive number or one of "
-                                  f"{', '.join(TAU2_MODES)}, got {t!r}")
-        elif isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) \
-                or not (np.isfinite(t) and t > 0):
-            raise ElicitError(f"tau2 must be a positive number or one of "
-                              f"{', '.join(TAU2_MODES)}, got {t!r}")
-        if self.tau2_grid is not None:
-            check_grid(self.tau2_grid)
+    def _check_params(self) -> tuple[float | str, list[float]]:
+        """Check the parameters (one-line errors); return tau2 (a number or a mode of
+        :data:`~elicit.prior.tau2.TAU2_MODES`) and the grid of ``"ml"``/``"cv"``."""
+        tau2 = check_tau2(self.tau2, TAU2_MODES)
+        grid = check_grid(ESTIMATOR_TAU2_GRID if self.tau2_grid is None else self.tau2_grid)
         for name in ("a_sigma", "b_sigma", "a_tau", "b_tau"):
             v = getattr(self, name)
             # Hyper checks the values; a string or None must not reach float() first.
@@ -342,27 +381,29 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"coupled is the coupled set of the known-coupling models; "
                               f"model={self.model!r} has none: drop coupled or choose "
                               "model='known-coupling'")
+        return tau2, grid
 
     def _candidates(self, p: int, feedback: list[tuple[int, int, Answer]],
                     names: list[str] | None) -> np.ndarray:
         """The candidate pairs the model is set up with (as in a session, the pairs the expert
         could be asked about): every pair, or for the known-coupling models the pairs within
-        J (``coupled``, else the features of the similar/dissimilar answers)."""
+        J (:func:`~elicit.prior.setup.coupled_candidates`: ``coupled``, else the features of
+        the similar/dissimilar answers)."""
         if not get_model(self.model).known_coupling:
             return all_pairs(p)
+        answered = np.array([(i, j) for i, j, a in feedback if a.f is not None],
+                            dtype=int).reshape(-1, 2)
         if self.coupled is None:
-            J = sorted({k for i, j, a in feedback if a.f is not None for k in (i, j)})
-        else:
-            J = resolve_features(self.coupled, "coupled", p, names)
-            inside = set(J)
-            for e, (i, j, a) in enumerate(feedback):
-                if a.f is not None and not {i, j} <= inside:
-                    raise ElicitError(f"feedback entry {e} is about a feature outside the "
-                                      "coupled set: an answer can only be about features the "
-                                      "expert judges (add them to coupled, or leave coupled "
-                                      "unset to take the answered features)")
-        J_idx = np.asarray(J, dtype=int)
-        return J_idx[all_pairs(len(J_idx))]
+            return coupled_candidates(answered)
+        J = resolve_features(self.coupled, "coupled", p, names)
+        inside = set(J)
+        for e, (i, j, a) in enumerate(feedback):
+            if a.f is not None and not {i, j} <= inside:
+                raise ElicitError(f"feedback entry {e} is about a feature outside the "
+                                  "coupled set: an answer can only be about features the "
+                                  "expert judges (add them to coupled, or leave coupled "
+                                  "unset to take the answered features)")
+        return coupled_candidates(answered, J)
 
     def _engine(self, variant: str) -> Engine:
         if isinstance(self.engine, Engine):
@@ -408,19 +449,18 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError("meta_features has no columns (d = 0)")
         return U, fb_names
 
-    def _choose_tau2(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, eng: Engine,
-                     candidates: np.ndarray | None = None,
+    def _choose_tau2(self, tau2: float | str, grid: list[float], X: np.ndarray, y: np.ndarray,
+                     U: np.ndarray, eng: Engine, candidates: np.ndarray | None = None,
                      ) -> tuple[float, dict[float, float] | None]:
         """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
         model ("ml", "cv") of the estimator's model (a known-coupling model's J: the
         features of ``candidates``)."""
-        grid = ESTIMATOR_TAU2_GRID if self.tau2_grid is None else self.tau2_grid
-        if self.tau2 == "ml":
+        if tau2 == "ml":
             coupled = (None if candidates is None
                        else coupled_features(X.shape[1], candidates))
             return ml_tau2(X, y, U, grid, float(self.a_sigma), float(self.b_sigma), eng,
                            model=self.model, coupled=coupled)
-        if self.tau2 == "cv":
+        if tau2 == "cv":
             n = X.shape[0]
             if n < 2:
                 raise ElicitError(f"tau2='cv' needs at least 2 samples, got n_samples = {n}; "
@@ -429,9 +469,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             # choice of tau2 barely depends on it (docs/estimator.md).
             return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng, model=self.model,
                            candidates=candidates)
-        if self.tau2 == "learned":
+        if tau2 == "learned":
             return Hyper().tau2, None  # a placeholder: the learned variant ignores it
-        return float(self.tau2), None
+        return float(tau2), None
 
     # -- prediction ------------------------------------------------------------------------
     def predict(self, X: Any, return_std: bool = False) -> Any:
