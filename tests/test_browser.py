@@ -58,7 +58,7 @@ def session_inputs() -> dict:
     """The paper's Amazon data when it is available (a realistic screenshot), else a small
     synthetic problem with kitchen-review words as feature names."""
     try:
-        from elicit.session.sources import dataset_inputs
+        from elicit.session.loaders import dataset_inputs
 
         return {**dataset_inputs("amazon", 7), "pool_size": 60}
     except Exception:  # no data directory: fall back to synthetic data

@@ -316,6 +316,26 @@ def test_predict_and_posterior(tmp_path):
         assert s.posterior().mu.shape == (8,)
 
 
+def test_snapshot_reads_model_and_answers_at_one_state(sess):
+    """The public read API that export and figures use: one state's MAP, posterior and
+    answers (with their experts), and the record as rows."""
+    q1 = sess.next_query()
+    sess.answer(q1, "similar")
+    q2 = sess.next_query(expert="bob")
+    sess.answer(q2, "dissimilar")
+    snap = sess.snapshot(posterior=True)
+    assert snap.answers == [(q1.i, q1.j, "similar", ""), (q2.i, q2.j, "dissimilar", "bob")]
+    el = Elicitor(sess.X, sess.y - sess.y.mean(), sess.U, sess.elicitor.hyper,
+                  engine="numpy", candidates=sess.elicitor.candidates)
+    el.set_answers([(q1.i, q1.j, "similar"), (q2.i, q2.j, "dissimilar")])
+    np.testing.assert_allclose(snap.fit.gamma, el.fit.gamma, rtol=1e-6)
+    np.testing.assert_allclose(snap.posterior.mu, el.posterior().mu, rtol=1e-6)
+    assert sess.snapshot().posterior is None
+    assert [r[2] for r in sess.answer_rows()] == ["", "bob"]
+    assert [r[-2] for r in sess.query_rows()] == ["answered", "answered"]
+    assert [r[1] for r in sess.event_rows()].count("answer") == 2
+
+
 def test_inferencedata_and_exports(sess, tmp_path):
     for a in ("similar", "dissimilar"):
         sess.answer(sess.next_query(), a)

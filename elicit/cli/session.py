@@ -6,7 +6,7 @@ The ``elicit`` CLI registers them with :func:`add_session_parsers`; every sub-co
 (``elicit: error: ...``) and exit with status 2, without a traceback.
 
 This module only parses arguments and calls the library: the session is
-:mod:`elicit.session.session`, its inputs :mod:`elicit.session.sources` and the terminal front
+:mod:`elicit.session.session`, its inputs :mod:`elicit.session.loaders` and the terminal front
 end :mod:`elicit.session.terminal`.
 """
 
@@ -235,14 +235,14 @@ def _open(path: Path, engine: str | None = None, expert: str | None = None):
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from elicit.session.session import Session
-    from elicit.session.sources import (
+    from elicit.session.loaders import (
         corpus_inputs,
         dataset_inputs,
         npz_inputs,
         table_inputs,
         texts_from_json,
     )
+    from elicit.session.session import Session
 
     table_only = [opt for opt, v in (("--target", args.target), ("--features", args.features),
                                      ("--no-standardize", args.no_standardize)) if v]

@@ -6,6 +6,10 @@ kernel matrix K and the answers it was learned from, read at one state of the se
 process may be answering meanwhile). The record (answers, queries, events) comes as pandas
 DataFrames (``elicit export my.session history.csv`` writes the first), and
 :func:`agreement` compares the experts' answers.
+
+Everything here reads a session through its public methods
+(:class:`~elicit.session.state.SessionState`); :class:`~elicit.session.session.Session`
+offers these functions as its methods and properties.
 """
 
 from __future__ import annotations
@@ -25,14 +29,14 @@ from elicit.errors import ElicitError
 from elicit.session import record, store
 
 if TYPE_CHECKING:
-    from elicit.session.session import Session
+    from elicit.session.state import SessionState
 
 
 # --------------------------------------------------------------------------------------------
 # The learned prior
 # --------------------------------------------------------------------------------------------
 
-def to_inferencedata(session: Session):
+def to_inferencedata(session: SessionState):
     """The current MAP as an :class:`arviz.InferenceData`.
 
     ``posterior`` holds ``gamma`` (dim ``meta_feature``), ``xi`` and ``tau2`` as one chain
@@ -43,7 +47,9 @@ def to_inferencedata(session: Session):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
         import arviz as az
-    fit, post, active = session._snapshot(posterior=True)
+    snap = session.snapshot(posterior=True)
+    fit, post, active = snap.fit, snap.posterior, snap.answers
+    assert post is not None
     names = session.feature_names
     d = session.U.shape[1]
     ans_pairs = np.array([[i, j] for i, j, _, _ in active], dtype=np.int64).reshape(-1, 2)
@@ -70,9 +76,10 @@ def to_inferencedata(session: Session):
                "standardized": int(session.meta.get("x_centre") is not None)})
 
 
-def prior_dict(session: Session) -> dict[str, Any]:
+def prior_dict(session: SessionState) -> dict[str, Any]:
     """The learned prior as plain Python values (the JSON export format)."""
-    fit, _, active = session._snapshot()
+    snap = session.snapshot()
+    fit, active = snap.fit, snap.answers
     names = session.feature_names
     return {
         "format": "elicit-prior", "format_version": 1,
@@ -92,7 +99,7 @@ def prior_dict(session: Session) -> dict[str, Any]:
     }
 
 
-def export_prior(session: Session, path: str | os.PathLike) -> Path:
+def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
     """Write the learned prior: ``.nc`` (netCDF via arviz) or ``.json``.
 
     The netCDF file is :func:`to_inferencedata` saved with ``InferenceData.to_netcdf``
@@ -129,7 +136,7 @@ def export_prior(session: Session, path: str | os.PathLike) -> Path:
 # The record as tables
 # --------------------------------------------------------------------------------------------
 
-def history(session: Session) -> pd.DataFrame:
+def history(session: SessionState) -> pd.DataFrame:
     """Every answer of every expert, oldest first, including undone ones (``undone`` is
     True).
 
@@ -137,7 +144,7 @@ def history(session: Session) -> pd.DataFrame:
     expected_gain, shown_at, answered_at, undone, undone_at.
     """
     names = session.feature_names
-    df = pd.DataFrame(session._read(record.history_rows),
+    df = pd.DataFrame(session.answer_rows(),
                       columns=["answer_id", "query_id", "expert", "i", "j", "answer", "comment",
                                "expected_gain", "shown_at", "answered_at", "undone_at"])
     df.insert(5, "feature_i", [names[i] for i in df["i"]])
@@ -146,10 +153,10 @@ def history(session: Session) -> pd.DataFrame:
     return df
 
 
-def queries(session: Session) -> pd.DataFrame:
+def queries(session: SessionState) -> pd.DataFrame:
     """Every query shown, with its status."""
     names = session.feature_names
-    df = pd.DataFrame(session._read(record.query_rows),
+    df = pd.DataFrame(session.query_rows(),
                       columns=["query_id", "expert", "i", "j", "expected_gain", "exact_gain",
                                "shown_at", "status", "batch"])
     df.insert(4, "feature_i", [names[i] for i in df["i"]])
@@ -158,15 +165,13 @@ def queries(session: Session) -> pd.DataFrame:
     return df
 
 
-def events(session: Session) -> pd.DataFrame:
+def events(session: SessionState) -> pd.DataFrame:
     """The append-only event log."""
-    with session._lock:
-        rows = record.event_rows(session.conn)
-    return pd.DataFrame(rows, columns=["id", "kind", "expert", "query_id", "answer_id", "epoch",
-                                       "at", "detail"])
+    return pd.DataFrame(session.event_rows(), columns=["id", "kind", "expert", "query_id",
+                                                       "answer_id", "epoch", "at", "detail"])
 
 
-def export_history(session: Session, path: str | os.PathLike) -> Path:
+def export_history(session: SessionState, path: str | os.PathLike) -> Path:
     """Write :func:`history` as a CSV file."""
     path = Path(path)
     if not path.parent.exists():
@@ -205,11 +210,11 @@ class Agreement:
         return self.agreeing / self.compared if self.compared else None
 
 
-def agreement(session: Session) -> Agreement:
+def agreement(session: SessionState) -> Agreement:
     """Where the experts agree and disagree, over their active answers."""
     names = session.feature_names
     by_pair: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for i, j, a, e in session._read(record.active_answers):
+    for i, j, a, e in session.snapshot().answers:
         by_pair.setdefault((i, j), []).append((e, a))
     rows = []
     compared = agreeing = 0

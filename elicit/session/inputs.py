@@ -16,7 +16,7 @@ with its arguments before anything is written:
   stay in the model (so ``X``, the names and ``predict`` keep every column) but are left
   out of the questions: an answer about them cannot teach the model anything the data
   allows it to use. Pairs with identical meta-features are not asked either
-  (:func:`elicit.session.model.question_pairs`).
+  (:func:`elicit.session.questions.question_pairs`).
 * A plain-text **summary** of all this is stored in the file and shown by ``elicit history``
   and the web page.
 

@@ -96,12 +96,6 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
             "all_answers": int(total), "experts": int(n_experts)}
 
 
-def answered_pairs(conn: sqlite3.Connection, expert: str) -> list[tuple[int, int]]:
-    """The pairs the expert has an active answer to."""
-    return [(int(i), int(j)) for i, j in conn.execute(
-        "SELECT i, j FROM answers WHERE undone_at IS NULL AND expert = ?", (expert,))]
-
-
 def pending_queries(conn: sqlite3.Connection, expert: str) -> list[tuple]:
     """The expert's queries shown and not yet answered or skipped, oldest first: id, i, j,
     expected_gain, exact_gain."""

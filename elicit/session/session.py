@@ -5,9 +5,9 @@ record of everything the experts saw and said (the file's SQL is in
 :mod:`elicit.session.store` and :mod:`elicit.session.record`; the format is described there
 and in ``docs/session.md``). The other modules of this package hold what is built on a
 session: :mod:`~elicit.session.export` (the learned prior, the record as tables, the experts'
-agreement), :mod:`~elicit.session.plots`, :mod:`~elicit.session.terminal` and
+agreement), :mod:`~elicit.session.figures`, :mod:`~elicit.session.terminal` and
 :mod:`~elicit.session.web` (the expert's two front ends), :mod:`~elicit.session.inputs` and
-:mod:`~elicit.session.sources` (a new session's data).
+:mod:`~elicit.session.loaders` (a new session's data).
 
 Durability. An answer is written in one transaction and committed into the session file
 itself *before* the model is refitted and before the next query is chosen, so a crash or
@@ -45,9 +45,9 @@ from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
-from elicit.session import export, plots, record, store
+from elicit.session import export, figures, record, store
 from elicit.session.inputs import check_comment, check_expert, prepare
-from elicit.session.model import question_pairs
+from elicit.session.questions import question_pairs
 from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
 from elicit.session.state import SessionState
 
@@ -418,9 +418,9 @@ class Session(SessionState):
     to_inferencedata = export.to_inferencedata
     prior_dict = export.prior_dict
     export_prior = export.export_prior
-    plot_features = plots.plot_features
-    plot_K = plots.plot_K
-    plot_gains = plots.plot_gains
+    plot_features = figures.plot_features
+    plot_K = figures.plot_K
+    plot_gains = figures.plot_gains
 
 
 def _by(expert: str) -> str:

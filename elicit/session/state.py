@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,12 +30,34 @@ from elicit.model.variants import get_model
 from elicit.prior.setup import coupled_features
 from elicit.session import record, store
 from elicit.session.inputs import check_expert, feature_index
-from elicit.session.model import question_pairs
+from elicit.session.questions import question_pairs
 
 if TYPE_CHECKING:
     from elicit.estimator import ElicitRegressor
 
 S = TypeVar("S", bound="SessionState")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The model and the answers of a session at one state (:meth:`SessionState.snapshot`).
+
+    Another process may answer at any moment; what is read from one snapshot belongs
+    together.
+
+    Attributes
+    ----------
+    fit
+        The MAP (gamma, xi, tau2, K).
+    posterior
+        The NIG posterior at that MAP (None unless asked for).
+    answers
+        The active answers of every expert, ``(i, j, answer, expert)`` in answer order.
+    """
+
+    fit: MAPResult
+    posterior: NIGPosterior | None
+    answers: list[tuple[int, int, str, str]]
 
 
 class SessionState:
@@ -178,13 +201,13 @@ class SessionState:
             self.elicitor.set_asked(_pairs_of(self._active, expert))
             self._asked_for = expert
 
-    def _snapshot(self, posterior: bool = False):
-        """``(fit, posterior or None, active answers (i, j, answer, expert))`` at one
-        state."""
+    def snapshot(self, posterior: bool = False) -> Snapshot:
+        """The current MAP and the active answers (and the posterior if ``posterior``), read
+        at one state of the file."""
         with self._lock:
             self._sync(self.expert)
             post = self.elicitor.posterior() if posterior else None
-            return self.elicitor.fit, post, list(self._active)
+            return Snapshot(self.elicitor.fit, post, list(self._active))
 
     def _read(self, query, *args):
         """``query(conn, *args)`` of :mod:`elicit.session.record` at the current state."""
@@ -195,7 +218,7 @@ class SessionState:
     @property
     def fit(self) -> MAPResult:
         """The current MAP (gamma, xi, tau2, K)."""
-        return self._snapshot()[0]
+        return self.snapshot().fit
 
     def revision(self) -> int:
         """A number that grows with every recorded event (query, answer, skip, undo)."""
@@ -230,16 +253,35 @@ class SessionState:
         """The example snippets stored for a feature (by index or name)."""
         return list(self._texts.get(feature_index(self.feature_names, feature), []))
 
+    # -- the record as rows (:mod:`elicit.session.export` makes the tables) -----------------
+    def answer_rows(self) -> list[tuple]:
+        """Every answer of every expert, undone ones included, oldest first: answer_id,
+        query_id, expert, i, j, answer, comment, expected_gain, shown_at, answered_at,
+        undone_at."""
+        return self._read(record.history_rows)
+
+    def query_rows(self) -> list[tuple]:
+        """Every query shown, oldest first: query_id, expert, i, j, expected_gain,
+        exact_gain, shown_at, status, batch."""
+        return self._read(record.query_rows)
+
+    def event_rows(self) -> list[tuple]:
+        """The append-only event log: id, kind, expert, query_id, answer_id, epoch, at,
+        detail."""
+        with self._lock:
+            return record.event_rows(self.conn)
 
     # -- the model -----------------------------------------------------------------------
     def active_answers(self) -> list[tuple[int, int, str]]:
         """The answers the model uses, of every expert: (i, j, answer) in answer order."""
-        return [a[:3] for a in self._snapshot()[2]]
+        return [a[:3] for a in self.snapshot().answers]
 
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP (beta in the model's
         units: for a standardised session, per standard deviation of each column)."""
-        return self._snapshot(posterior=True)[1]
+        post = self.snapshot(posterior=True).posterior
+        assert post is not None
+        return post
 
     def predict(self, X_new) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``, on y's original scale.
@@ -266,7 +308,7 @@ class SessionState:
         """
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
-        _, _, active = self._snapshot()
+        active = self.snapshot().answers
         if get_model(self.elicitor.hyper.model).known_coupling and "coupled" not in params:
             # J of a known-coupling session: the features its questions are about
             J = np.flatnonzero(coupled_features(len(self.feature_names), self.elicitor.candidates))

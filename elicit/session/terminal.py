@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from elicit.errors import ElicitError
-from elicit.session.sources import highlight
+from elicit.session.loaders import highlight
 
 if TYPE_CHECKING:
     from elicit.session.session import Session, SessionQuery

@@ -39,9 +39,9 @@ from flask import Flask, Response, abort, redirect, render_template_string, requ
 
 from elicit.errors import ElicitError
 from elicit.session.inputs import check_expert
+from elicit.session.loaders import highlight
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session
-from elicit.session.sources import highlight
 from elicit.session.terminal import stop_signals_as_interrupt, worth_text
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -1,6 +1,8 @@
-"""The session's plots: the kernel matrix K and the expected gains of the questions asked.
+"""The session's figures: the kernel matrix K and the expected gains of the questions asked.
 
-matplotlib is imported only when a plot is drawn.
+They read a session through its public methods; :class:`~elicit.session.session.Session`
+offers them as ``plot_K``, ``plot_gains`` and ``plot_features``. matplotlib is imported only
+when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from elicit.errors import ElicitError
+from elicit.session.export import history
 from elicit.session.inputs import feature_index
 
 if TYPE_CHECKING:
-    from elicit.session.session import Session
+    from elicit.session.state import SessionState
 
 
-def plot_features(session: Session, max_features: int = 30) -> np.ndarray:
+def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
     """Which features :func:`plot_K` shows when there are more than ``max_features``: those
     in answered pairs (most recent first), then the largest |posterior mean|."""
     p = len(session.feature_names)
@@ -37,7 +40,7 @@ def plot_features(session: Session, max_features: int = 30) -> np.ndarray:
     return np.array(sorted(chosen))
 
 
-def plot_K(session: Session, ax=None, features: Sequence[int | str] | None = None,
+def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None = None,
            max_features: int = 30):
     """Heatmap of the current kernel matrix K, labelled with feature names.
 
@@ -69,12 +72,12 @@ def plot_K(session: Session, ax=None, features: Sequence[int | str] | None = Non
     return ax
 
 
-def plot_gains(session: Session, ax=None):
+def plot_gains(session: SessionState, ax=None):
     """Expected information gain of each answered question, in answer order (undone answers
     as hollow markers). Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt
 
-    h = session.history
+    h = history(session)
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     x = np.arange(1, len(h) + 1)
