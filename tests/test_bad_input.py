@@ -344,6 +344,71 @@ def test_cli_errors(capsys, tmp_path, path, argv, message):
     assert_one_line_error(err, message)
 
 
+def test_every_one_line_error_is_an_elicit_error():
+    """The CLI catches one class: the engines' errors are ElicitErrors too (and stay
+    RuntimeErrors for code that caught them as such)."""
+    from elicit.errors import EngineError, EngineUnavailable
+
+    for cls in (EngineError, EngineUnavailable):
+        assert issubclass(cls, ElicitError) and issubclass(cls, RuntimeError)
+    assert issubclass(ElicitError, ValueError)
+
+
+@pytest.mark.parametrize("exc, line, status", [
+    ("EngineError", "elicit: error: CmdStan optimisation failed: lbfgs: x", 2),
+    ("EngineUnavailable", "elicit: error: no CmdStan (choose another engine with --engine "
+                          "numpy)", 2),
+    ("FileExistsError", "elicit: error: File exists: out.csv", 2),
+    ("KeyboardInterrupt", "elicit: interrupted", 130),
+])
+def test_cli_reports_each_error_in_one_line(capsys, exc, line, status):
+    """Whatever a command raises that elicit can state in one line is one line and status 2,
+    for the session and the experiment commands alike (one handler)."""
+    import elicit.errors
+    from elicit.cli.oneline import run_command
+
+    raised = {"EngineError": lambda: elicit.errors.EngineError(
+                  "CmdStan optimisation failed: lbfgs: x"),
+              "EngineUnavailable": lambda: elicit.errors.EngineUnavailable("no CmdStan"),
+              "FileExistsError": lambda: FileExistsError(17, "File exists", "out.csv"),
+              "KeyboardInterrupt": KeyboardInterrupt}[exc]
+
+    def command(args):
+        raise raised()
+
+    assert run_command(command, None) == status
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_cli_keeps_the_traceback_of_a_bug():
+    from elicit.cli.oneline import run_command
+
+    def command(args):
+        return 1 / 0
+
+    with pytest.raises(ZeroDivisionError):
+        run_command(command, None)
+
+
+def test_cli_engine_unavailable_names_the_way_out(capsys, tmp_path, monkeypatch):
+    """No CmdStan: the experiment commands give the session commands' hint too."""
+    from elicit.cli.main import main as elicit_main
+
+    monkeypatch.setenv("CMDSTAN", str(tmp_path / "no-cmdstan"))
+    X, y, U = make_data()
+    np.savez(tmp_path / "good.npz", X=X, y=y, U=U)
+    for argv in (["session", "new", "--from-npz", str(tmp_path / "good.npz"), "--out",
+                  str(tmp_path / "n.session"), "--engine", "cmdstan"],
+                 ["bench", "--size", "synthetic", "--rounds", "1", "--no-exact", "--engine",
+                  "cmdstan"]):
+        assert elicit_main(argv) == 2
+        out, err = capsys.readouterr()
+        assert_one_line_error(err, r"^elicit: error: the cmdstan engine needs a CmdStan "
+                                   r"installation.*\(choose another engine with --engine "
+                                   r"numpy\)$")
+    assert not (tmp_path / "n.session").exists()
+
+
 def test_cli_bad_option_values(capsys, path):
     with pytest.raises(SystemExit, match="^2$") as e:
         cli_main(["serve", str(path), "--port", "70000"])

@@ -25,11 +25,11 @@ from elicit.cli.argtypes import (
     threshold_mean,
 )
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
+from elicit.cli.oneline import run_command
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
-from elicit.cli.session import add_session_parsers, run_session_command
+from elicit.cli.session import add_session_parsers
 from elicit.data import STANDARDIZE_CHOICES
 from elicit.engines import ENGINES
-from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.paper.bench import SIZES, format_table, run_bench
 from elicit.paper.synthetic import run_synthetic
 
@@ -130,23 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``elicit`` command ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if hasattr(args, "session_func"):
-        # Session commands report their own errors (one line, exit 2).
-        try:
-            return run_session_command(args)
-        except SystemExit as e:
-            return int(e.code or 0)
-    # The one error handler of the experiment commands: the library raises, the command line
-    # reports one line and exits 2.
-    try:
-        COMMANDS[args.command](args)
-    except (ElicitError, EngineUnavailable, EngineError, FileNotFoundError) as e:
-        print(f"elicit: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("elicit: interrupted", file=sys.stderr)
-        return 130
-    return 0
+    # The library raises; run_command reports one line and returns 2 (elicit.cli.oneline).
+    return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
 
 
 if __name__ == "__main__":

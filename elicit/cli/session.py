@@ -2,8 +2,8 @@
 ``history`` and ``export``.
 
 The ``elicit`` CLI registers them with :func:`add_session_parsers`; every sub-command sets
-``args.session_func``, and :func:`run_session_command` runs it. Errors print one line
-(``elicit: error: ...``) and exit with status 2, without a traceback.
+``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs. Errors print one
+line (``elicit: error: ...``) and exit with status 2, without a traceback.
 
 This module only parses arguments and calls the library: the session is
 :mod:`elicit.session.session`, its inputs :mod:`elicit.session.loaders` and the terminal front
@@ -13,7 +13,6 @@ end :mod:`elicit.session.terminal`.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -28,9 +27,10 @@ from elicit.cli.argtypes import (
     port,
     positive_int,
 )
+from elicit.cli.oneline import run_command
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
-from elicit.errors import ElicitError, EngineUnavailable
+from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
 
 # --------------------------------------------------------------------------------------------
@@ -65,8 +65,8 @@ EXPERT_HELP = ("your name: every answer records who gave it, and each expert get
 def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI.
 
-    Each sub-command sets ``args.session_func``; call :func:`run_session_command` with the
-    parsed arguments.
+    Each sub-command sets ``args.session_func``; run it with
+    :func:`elicit.cli.oneline.run_command`.
     """
     p = subparsers.add_parser("session", help="create real-expert sessions",
                               description="Create real-expert sessions.")
@@ -178,44 +178,15 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     e.set_defaults(session_func=cmd_export)
 
 
-def run_session_command(args: argparse.Namespace) -> int:
-    """Run the sub-command chosen by :func:`add_session_parsers`.
-
-    Returns 0 on success. Errors print ``elicit: error: ...`` on stderr and raise
-    ``SystemExit(2)``; an interrupted ``ask`` raises ``SystemExit(130)``.
-    """
-    try:
-        code = args.session_func(args)
-    except ElicitError as e:
-        print(f"elicit: error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except sqlite3.Error as e:
-        print(f"elicit: error: session file problem: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except EngineUnavailable as e:
-        print(f"elicit: error: {e} (choose another engine with --engine numpy)",
-              file=sys.stderr)
-        raise SystemExit(2) from None
-    except OSError as e:
-        print(f"elicit: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
-              file=sys.stderr)
-        raise SystemExit(2) from None
-    if code:
-        raise SystemExit(code)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    """A stand-alone ``elicit`` with only the session commands (for tests and ``python -m``)."""
+    """A stand-alone ``elicit`` with only the session commands (for tests and ``python -m``);
+    returns the exit status."""
     parser = OneLineParser(prog="elicit")
     parser.add_argument("--version", action="version", version=f"elicit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_session_parsers(sub)
     args = parser.parse_args(argv)
-    try:
-        return run_session_command(args)
-    except SystemExit as e:
-        return int(e.code or 0)
+    return run_command(args.session_func, args)
 
 
 def _version() -> str:
