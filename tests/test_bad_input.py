@@ -331,6 +331,10 @@ def assert_one_line_error(err: str, message: str) -> None:
       "{tmp}/n.session"], r"data directory .*nodata .*does not exist"),
     (["session", "new", "--from-npz", "{tmp}/good.npz", "--texts", "{tmp}/t.json", "--out",
       "{tmp}/n.session"], r"--texts file .*t.json is not valid JSON"),
+    (["session", "new", "--dataset", "amazon", "--run-seed", "7", "--out", "{tmp}/n.session"],
+     r"--run-seed is gone: use --run 7 \(and --seed S\) for run 7 of the sweep with seed S"),
+    (["session", "new", "--from-npz", "{tmp}/good.npz", "--run", "3", "--out",
+      "{tmp}/n.session"], r"--run goes with --dataset or --corpus only"),
 ])
 def test_cli_errors(capsys, tmp_path, path, argv, message):
     X, y, U = make_data()

@@ -60,7 +60,7 @@ def session_inputs() -> dict:
     try:
         from elicit.session.loaders import dataset_inputs
 
-        return {**dataset_inputs("amazon", 7), "pool_size": 60}
+        return {**dataset_inputs("amazon", run=7), "pool_size": 60}
     except Exception:  # no data directory: fall back to synthetic data
         words = ["great", "love", "easy", "return", "broke", "waste", "sturdy", "cheap",
                  "price", "quality", "disappointed", "recommend"]

@@ -459,32 +459,61 @@ def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
     assert json.loads((tmp_path / "prior.json").read_text())["feature_names"] == NAMES
 
 
-def test_cli_new_from_the_paper_data(tmp_path, capsys):
-    from elicit.cli.session import main
-
+def _need_amazon() -> None:
     try:
         from elicit.data import PAPER_FILES, resolve_data_dir
 
         resolve_data_dir(required=[PAPER_FILES["amazon"][0]])
     except ElicitError:
         pytest.skip("the paper's Amazon data is not in the data directory")
+
+
+def test_dataset_inputs_take_the_sweeps_run():
+    """A session's run R of seed S is the sweep's run R of seed S (DataSource.run: the split
+    seeded by split_seed(S, R)), not a split seeded by R alone."""
+    _need_amazon()
+    from elicit.data import load_dataset, prepare_run
+    from elicit.data.sources import paper_source, split_seed
+    from elicit.session.loaders import dataset_inputs
+
+    got = dataset_inputs("amazon", run=7, seed=3)
+    run = paper_source("amazon").run(3, 7)
+    assert run.seed == split_seed(3, 7)
+    np.testing.assert_array_equal(got["X"], run.X_train)
+    np.testing.assert_array_equal(got["y"], run.y_train)
+    np.testing.assert_array_equal(got["meta_features"], run.U)
+    assert got["feature_names"] == run.feature_names and got["y_offset"] == run.y_mean
+    assert "seed 3, run 7" in got["description"]
+    # not the split seeded by the run number alone (what --run-seed 7 took)
+    assert set(prepare_run(load_dataset("amazon"), 7).train_idx) != set(run.train_idx)
+    with pytest.raises(TypeError):
+        dataset_inputs("amazon", 7)  # type: ignore[misc]  # run and seed are keyword-only
+
+
+def test_cli_new_from_the_paper_data(tmp_path, capsys):
+    from elicit.cli.session import main
+    from elicit.data.sources import paper_source
+
+    _need_amazon()
     path = tmp_path / "amazon.session"
-    assert main(["session", "new", "--dataset", "amazon", "--run-seed", "7", "--out",
+    assert main(["session", "new", "--dataset", "amazon", "--run", "7", "--out",
                  str(path), "--engine", "numpy"]) == 0
     out = capsys.readouterr().out
     # Keywords that never occur in the 100 training reviews (constant columns), keywords
     # with the same counts as another, and pairs with identical counts are not asked.
-    assert "constant column(s): 'gift'" in out
+    assert "18 constant column(s): 'lot_of'" in out
     with Session.open(path) as s:
         assert s.settings["pool_size"] == 400 and s.X.shape == (100, 337)
         pairs = s.elicitor.candidates
         assert f"337 features, {len(pairs)} pairs" in out
         # every asked pair joins two non-constant columns whose meta-features differ
         constant = np.flatnonzero(np.ptp(s.X, axis=0) == 0)
-        assert s.feature_names.index("gift") in constant
+        assert s.feature_names.index("lot_of") in constant and len(constant) == 18
         assert not np.isin(pairs, constant).any()
         assert np.all(np.any(s.U[pairs[:, 0]] != s.U[pairs[:, 1]], axis=1))
         assert len(pairs) < 337 * 336 // 2
-        assert "run seed 7" in s.description
+        assert "seed 0, run 7" in s.description
+        np.testing.assert_array_equal(s.X, paper_source("amazon").run(0, 7).X_train)
+        assert s.settings["seed"] == 0  # the query stream's seed is --seed (default 0)
         have = sum(bool(s.texts(k)) for k in range(337))
         assert have > 250  # most keywords have example snippets

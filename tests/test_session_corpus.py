@@ -39,10 +39,27 @@ def test_a_session_on_a_corpus_with_its_own_field_names(tmp_path, capsys):
         assert s.X.shape[0] == 100
         assert {"great", "broken", "kettle"} <= set(s.feature_names)
         assert f"{len(s.feature_names)} features" in printed
-        assert "kettles.jsonl" in s.description and "run seed 0" in s.description
+        assert "kettles.jsonl" in s.description and "seed 0, run 0" in s.description
         # the snippets come from the corpus itself
         assert any("great" in t for t in s.texts("great"))
         assert s.settings["pool_size"] == 400
+
+
+def test_a_corpus_sessions_run_is_the_sweeps_run(tmp_path):
+    """--corpus F --run R --seed S takes run R of a sweep on F with seed S."""
+    from elicit.data.sources import corpus_source
+
+    corpus = tmp_path / "kettles.jsonl"
+    _corpus(corpus)
+    out = tmp_path / "k.session"
+    assert main(["session", "new", "--corpus", str(corpus), "--text-field", "body",
+                 "--rating-field", "stars", "--min-df", "20", "--run", "2", "--seed", "5",
+                 "--out", str(out), "--engine", "numpy"]) == 0
+    run = corpus_source(corpus, "body", "stars", 20).run(5, 2)
+    with Session.open(out) as s:
+        np.testing.assert_array_equal(s.X, run.X_train)
+        assert s.feature_names == run.feature_names
+        assert "seed 5, run 2" in s.description and s.settings["seed"] == 5
 
 
 def test_corpus_options_and_errors_are_one_line(tmp_path, capsys):

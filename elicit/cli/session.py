@@ -82,7 +82,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     src.add_argument("--from-npz", type=Path, metavar="FILE",
                      help=".npz with X (n x p), y (n), optional U (p x d) and feature_names")
     src.add_argument("--dataset", choices=("amazon", "yelp"),
-                     help="the paper's data set (one run's 100 training reviews)")
+                     help="the paper's data set (one run's 100 training reviews: --run, --seed)")
     src.add_argument("--corpus", type=Path, metavar="FILE",
                      help="any review corpus: a JSON-lines or CSV file (optionally gzipped) "
                           "with a text and a rating field; keywords by the paper's rule, one "
@@ -109,11 +109,16 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
                    help="how the question names the outcome, e.g. \"the review's star "
                         "rating\" (default: from the target column or the data set)")
     n.add_argument("--out", type=Path, required=True, help="session file to write")
-    n.add_argument("--run-seed", type=nonneg_int, default=0,
-                   help="seed of the data split (--dataset; default 0)")
+    n.add_argument("--run", type=nonneg_int, default=None, metavar="R",
+                   help="--dataset/--corpus: take run R (default 0) of a real-data sweep with "
+                        "--seed S: the same 100 training reviews as `elicit realdata --seed S` "
+                        "uses in run R")
+    # Replaced by --run/--seed; kept only to say so (cmd_new).
+    n.add_argument("--run-seed", type=nonneg_int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--data-dir", default=None, help="data directory (else $ELICIT_DATA, ...)")
-    n.add_argument("--seed", type=nonneg_int, default=None,
-                   help="seed of the query random stream (default: the run seed)")
+    n.add_argument("--seed", type=nonneg_int, default=0, metavar="S",
+                   help="seed of the questions' random stream (default 0); with "
+                        "--dataset/--corpus also the sweep seed whose run --run is taken")
     n.add_argument("--strategy", choices=STRATEGIES, default="sequential",
                    help="how questions are chosen: sequential (default: the best of a fresh "
                         "pool after every answer), nonsequential (ranked once, before any "
@@ -215,6 +220,14 @@ def cmd_new(args: argparse.Namespace) -> int:
     )
     from elicit.session.session import Session
 
+    if args.run_seed is not None:
+        raise ElicitError(f"--run-seed is gone: use --run {args.run_seed} (and --seed S) for run "
+                          f"{args.run_seed} of the sweep with seed S, as `elicit realdata --seed "
+                          "S` splits it (sessions made with --run-seed keep their data)")
+    if args.run is not None and args.dataset is None and args.corpus is None:
+        raise ElicitError("--run goes with --dataset or --corpus only: it picks one run of "
+                          "their reviews")
+    run = 0 if args.run is None else args.run
     table_only = [opt for opt, v in (("--target", args.target), ("--features", args.features),
                                      ("--no-standardize", args.no_standardize)) if v]
     if args.from_csv is None and table_only:
@@ -233,12 +246,13 @@ def cmd_new(args: argparse.Namespace) -> int:
         raise ElicitError(f"{', '.join(corpus_only)} go(es) with --corpus FILE only")
     pool = args.pool_size
     if args.dataset:
-        inputs = dataset_inputs(args.dataset, args.run_seed, args.data_dir,
+        inputs = dataset_inputs(args.dataset, run=run, seed=args.seed, data_dir=args.data_dir,
                                 meta_features=meta_kind, meta_dim=meta_dim)
         pool = pool if pool is not None else 400
     elif args.corpus is not None:
-        inputs = corpus_inputs(args.corpus, args.run_seed, args.text_field, args.rating_field,
-                               args.min_df, meta_features=meta_kind, meta_dim=meta_dim)
+        inputs = corpus_inputs(args.corpus, run=run, seed=args.seed,
+                               text_field=args.text_field, rating_field=args.rating_field,
+                               min_df=args.min_df, meta_features=meta_kind, meta_dim=meta_dim)
         pool = pool if pool is not None else 400
     elif args.from_npz is not None:
         inputs = npz_inputs(args.from_npz)
@@ -255,10 +269,10 @@ def cmd_new(args: argparse.Namespace) -> int:
         inputs["target_description"] = args.target_description
     hyper = Hyper(model=args.model) if args.tau2 is None else Hyper(tau2=args.tau2,
                                                                      model=args.model)
-    seed = args.seed if args.seed is not None else args.run_seed
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
-                       refine=args.refine, strategy=args.strategy, pool_size=pool, seed=seed,
-                       overwrite=args.overwrite, utility_target=args.utility_target, **inputs)
+                       refine=args.refine, strategy=args.strategy, pool_size=pool,
+                       seed=args.seed, overwrite=args.overwrite,
+                       utility_target=args.utility_target, **inputs)
     with s:
         pr = s.progress()
         print(f"created {args.out}: {len(s.feature_names)} features, {pr['pairs']} pairs, "

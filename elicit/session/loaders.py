@@ -1,11 +1,12 @@
 """Where a session's data comes from, and the example snippets shown to the expert.
 
 :func:`table_inputs` (a CSV or Parquet table, ``elicit session new --from-csv``),
-:func:`npz_inputs` (arrays in a ``.npz`` file) and :func:`dataset_inputs` (the paper's Amazon
-and Yelp data) return keyword arguments for :meth:`Session.create
-<elicit.session.session.Session.create>`. :func:`keyword_snippets` finds snippets showing
-each keyword in use, :func:`texts_from_json` reads snippets the user wrote, and
-:func:`highlight` marks the keyword inside a snippet.
+:func:`npz_inputs` (arrays in a ``.npz`` file), :func:`dataset_inputs` (the paper's Amazon
+and Yelp data) and :func:`corpus_inputs` (any review corpus) return keyword arguments for
+:meth:`Session.create <elicit.session.session.Session.create>`; the last two take run R of
+seed S exactly as a real-data sweep does (:meth:`elicit.data.sources.DataSource.run`).
+:func:`keyword_snippets` finds snippets showing each keyword in use, :func:`texts_from_json`
+reads snippets the user wrote, and :func:`highlight` marks the keyword inside a snippet.
 """
 
 from __future__ import annotations
@@ -128,16 +129,19 @@ def texts_from_json(path: Path) -> Any:
 DATASET_TARGETS = {"amazon": "the review's star rating", "yelp": "the review's star rating"}
 
 
-def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None,
+def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | None = None,
                    meta_features: str | os.PathLike = "counts",
                    meta_dim: int = DEFAULT_META_DIM) -> dict:
-    """The inputs of a session on the paper's Amazon or Yelp data, one run's split.
+    """The inputs of a session on the paper's Amazon or Yelp data: run ``run`` of seed
+    ``seed``, the same run as a real-data sweep's (``elicit realdata --seed``).
 
-    Uses :func:`elicit.data.load_dataset` (the paper's bag-of-words matrix and feature rule)
-    and :func:`elicit.data.prepare_run` (100 training reviews, standardised X, centred y,
-    meta-features = raw training counts). The example snippets come from the shipped raw-text
-    reviews of the same corpus when they are present: these are not the same reviews as the
-    paper's matrix (which has no text), but they show how each keyword is used.
+    The run is :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
+    :func:`~elicit.data.sources.paper_source`: the paper's bag-of-words matrix and feature
+    rule, 100 training reviews split with :func:`~elicit.data.sources.split_seed`
+    ``(seed, run)``, X standardised with the statistics of the run's 1000 model reviews,
+    centred y, meta-features = the raw training counts. The example snippets come from the
+    shipped raw-text reviews of the same corpus when they are present: these are not the same
+    reviews as the paper's matrix (which has no text), but they show how each keyword is used.
 
     ``meta_features`` and ``meta_dim`` choose the meta-features (:func:`elicit.data.prepare_run`):
     ``"counts"`` (default, the raw training counts), ``"ppmi"`` or ``"lsa"`` (an embedding of
@@ -147,12 +151,15 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None,
     Returns
     -------
     dict
-        Keyword arguments for :meth:`Session.create` (X, y, meta_features, feature_names,
-        texts, y_offset, description, target_description).
+        Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`
+        (X, y, meta_features, feature_names, texts, y_offset, description,
+        target_description, meta_source); the seed of the session's questions is
+        ``Session.create``'s own ``seed``.
     """
-    from elicit.data import RAW_FILES, load_dataset, read_records, resolve_data_dir
+    from elicit.data import RAW_FILES, read_records, resolve_data_dir
+    from elicit.data.sources import paper_source
 
-    ds = load_dataset(name, data_dir)
+    src = paper_source(name, data_dir)
     reviews = None
     raw_note = "no example snippets (raw-text reviews not found)"
     try:
@@ -162,66 +169,76 @@ def dataset_inputs(name: str, run_seed: int, data_dir: str | None = None,
     if raw is not None:
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
         raw_note = f"example snippets from {raw.name}"
-    return _run_inputs(ds, run_seed, reviews, DATASET_TARGETS.get(name, "the outcome"),
-                       f"{name}: paper bag-of-words matrix, run seed {run_seed}", raw_note,
-                       meta_features, meta_dim)
+    return _run_inputs(src, run, seed, reviews, DATASET_TARGETS.get(name, "the outcome"),
+                       f"{name}: paper bag-of-words matrix", raw_note, meta_features, meta_dim)
 
 
-def corpus_inputs(path: str | Path, run_seed: int, text_field: str = "text",
+#: The label of a session's corpus source. A sweep's outputs are named by it, so a sweep
+#: refuses file names that are not plain labels; a session's are not, so any file name goes.
+_SESSION_CORPUS = "corpus"
+
+
+def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: str = "text",
                   rating_field: str = "rating", min_df: int | None = None,
                   meta_features: str | os.PathLike = "counts",
                   meta_dim: int = DEFAULT_META_DIM) -> dict:
-    """The inputs of a session on any review corpus, one run's split.
+    """The inputs of a session on any review corpus: run ``run`` of seed ``seed``, the same
+    run as a real-data sweep's on that corpus (``elicit realdata --corpus FILE --seed``).
 
     The keywords follow the paper's rule (:func:`elicit.data.load_corpus`: SMART stop words
     out, document frequency at least ``min_df``, by default scaled to the corpus size); the
-    run is split and standardised like the paper's data (:func:`elicit.data.prepare_run`),
-    and the snippets come from the corpus itself. ``meta_features`` and ``meta_dim`` as in
-    :func:`dataset_inputs`.
+    run is :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
+    :func:`~elicit.data.sources.corpus_source` (so the corpus needs the reviews a sweep
+    needs), and the snippets come from the corpus itself. ``meta_features`` and ``meta_dim``
+    as in :func:`dataset_inputs`.
 
     Returns
     -------
     dict
-        Keyword arguments for :meth:`Session.create`, as :func:`dataset_inputs`.
+        Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`,
+        as :func:`dataset_inputs`.
     """
-    from elicit.data import load_corpus, read_reviews
+    from elicit.data import read_reviews
+    from elicit.data.sources import corpus_source
 
-    ds = load_corpus(path, text_field, rating_field, min_df=min_df)
+    src = corpus_source(path, text_field, rating_field, min_df, name=_SESSION_CORPUS)
     reviews, _ = read_reviews(path, text_field, rating_field)
-    return _run_inputs(ds, run_seed, reviews, "the review's rating",
+    return _run_inputs(src, run, seed, reviews, "the review's rating",
                        f"{Path(path).name}: reviews ({text_field!r} text, {rating_field!r} "
-                       f"rating), run seed {run_seed}", f"example snippets from {Path(path).name}",
+                       "rating)", f"example snippets from {Path(path).name}",
                        meta_features, meta_dim)
 
 
-def _run_inputs(ds, run_seed: int, reviews: Sequence[str] | None, target: str, what: str,
-                snippet_note: str, meta_features: str | os.PathLike = "counts",
+def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target: str,
+                what: str, snippet_note: str, meta_features: str | os.PathLike = "counts",
                 meta_dim: int = DEFAULT_META_DIM) -> dict:
-    from elicit.data import prepare_run
-
-    run = prepare_run(ds, run_seed, meta_features=meta_features, meta_dim=meta_dim)
-    texts = None if reviews is None else keyword_snippets(run.feature_names, reviews)
+    for value, label in ((run, "run"), (seed, "seed")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ElicitError(f"{label} must be a non-negative integer, got {value!r}")
+    rd = src.run(int(seed), int(run), meta_features=meta_features, meta_dim=meta_dim)
+    texts = None if reviews is None else keyword_snippets(rd.feature_names, reviews)
     return {
-        "X": run.X_train, "y": run.y_train, "meta_features": run.U,
-        "feature_names": run.feature_names, "texts": texts, "y_offset": run.y_mean,
+        "X": rd.X_train, "y": rd.y_train, "meta_features": rd.U,
+        "feature_names": rd.feature_names, "texts": texts, "y_offset": rd.y_mean,
         "target_description": target,
-        "meta_source": _meta_source(run),
-        "description": (f"{what} ({run.X_train.shape[0]} training reviews, {run.p} "
-                        f"keywords); {snippet_note}"),
+        "meta_source": _meta_source(rd),
+        "description": (f"{what}, seed {seed}, run {run}, the run of a sweep with --seed "
+                        f"{seed} ({rd.X_train.shape[0]} training reviews, {rd.p} keywords); "
+                        f"{snippet_note}"),
     }
 
 
-def _meta_source(run) -> str:
+def _meta_source(rd) -> str:
     """How the session summary names the run's meta-features."""
-    n_other = len(run.expert_idx)
-    if run.meta_features == "counts":
-        return (f"the raw keyword counts of the {run.X_train.shape[0]} training reviews (the "
+    n_other = len(rd.expert_idx)
+    if rd.meta_features == "counts":
+        return (f"the raw keyword counts of the {rd.X_train.shape[0]} training reviews (the "
                 "paper's choice)")
-    if run.meta_features in ("ppmi", "lsa"):
-        what = "a PPMI" if run.meta_features == "ppmi" else "an LSA (tf-idf SVD)"
+    if rd.meta_features in ("ppmi", "lsa"):
+        what = "a PPMI" if rd.meta_features == "ppmi" else "an LSA (tf-idf SVD)"
         return (f"{what} embedding of the keywords in the {n_other} reviews not used for the "
                 "model (their text only, no ratings)")
-    return f"the file {Path(run.meta_features).name}"
+    return f"the file {Path(rd.meta_features).name}"
 
 
 # --------------------------------------------------------------------------------------------
