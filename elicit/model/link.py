@@ -3,8 +3,10 @@
 The paper's answers are ``f ~ Bernoulli(logistic(z))`` (:data:`LOGISTIC`). A link states the
 answer's log likelihood and its first two derivatives in z; the log density (scalar and
 batched), the utilities' answer probabilities, the Laplace screen and the parameter-BALD gain
-read them from the model variant (:attr:`elicit.model.variants.ModelVariant.link`), so a new
-link is one new object here and one Stan program that states the same likelihood.
+(which also need the answer's entropy, the derivative of p(f = 1 | z) and the residual of the
+screen's step equation) read them from the model variant
+(:attr:`elicit.model.variants.ModelVariant.link`), so a new link is one new object here and
+one Stan program that states the same likelihood.
 """
 
 from __future__ import annotations
@@ -40,6 +42,24 @@ class Link(Protocol):
         """-d^2 log p(f | z) / dz^2 (non-negative for a log-concave link)."""
         ...
 
+    def density(self, z: np.ndarray) -> np.ndarray:
+        """d p(f = 1 | z) / dz (the density of the latent variable whose CDF :meth:`prob` is)."""
+        ...
+
+    def entropy(self, z: np.ndarray) -> np.ndarray:
+        """Entropy (nats) of the answer given z: ``-p log p - (1 - p) log(1 - p)``,
+        ``p = prob(z)``, finite where p saturates."""
+        ...
+
+    def step_residual(self, t: np.ndarray, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        """``t - score(z, f)``: the residual of the Laplace step ``t = score(z0 + q t, f)``
+        that the utility screen solves (``elicit.elicitation.utility._scalar_step``).
+
+        Its own method so that each link fixes the rounding order of this sum: the screen
+        bisects on its sign.
+        """
+        ...
+
 
 class Logistic:
     """The paper's link: ``p(f = 1 | z) = 1 / (1 + exp(-z))``."""
@@ -59,6 +79,16 @@ class Logistic:
     def curvature(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
         s = expit(z)
         return s * (1.0 - s)
+
+    def density(self, z: np.ndarray) -> np.ndarray:
+        return expit(z) * expit(-z)
+
+    def entropy(self, z: np.ndarray) -> np.ndarray:
+        # from the logit, both signs: no log(0) at saturated z
+        return -(expit(z) * log_expit(z) + expit(-z) * log_expit(-z))
+
+    def step_residual(self, t: np.ndarray, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
+        return t - f + expit(z)
 
     def __repr__(self) -> str:
         return "Logistic()"
