@@ -20,6 +20,7 @@ from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.elicitation.utility import answer_probability
 from elicit.model.kernel import pair_weights
+from elicit.model.variants import get_model
 from elicit.paper.problems import realdata_problem
 
 
@@ -47,7 +48,7 @@ def main() -> None:
     for _ in range(args.rounds):
         q = el.next_query(args.strategy, rng)
         w = pair_weights(prob.U, np.array([[q.i, q.j]]))
-        p_sim.append(float(answer_probability(el.fit, w)[0]))
+        p_sim.append(float(answer_probability(el.fit, w, get_model(el.hyper.model).link)[0]))
         a = prob.expert.answer(q.i, q.j)
         similar.append(a.f == 1)
         el.answer(q.i, q.j, a)

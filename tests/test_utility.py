@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-from conftest import make_small_data
+from conftest import make_small_data, small_arrays
 from scipy import integrate, stats
-from scipy.special import expit
+from scipy.special import entr, expit, log_ndtr, ndtr
 
+from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.utility import (
+    OPTIONS,
+    PREDICTIVE_EXACT,
+    SAMPLE_GAIN,
+    UTILITIES,
+    PairUtility,
     Scores,
+    UtilityArgs,
     UtilityScorer,
+    WarmNewton,
     _scalar_step,
     answer_probability,
+    bald_gain,
+    get_utility,
     kl_gauss,
+    register_utility,
+    unregister_utility,
 )
+from elicit.engines.base import Engine
 from elicit.engines.numpy_engine import NumpyEngine
+from elicit.errors import ElicitError
+from elicit.model import variants
 from elicit.model.batch import flops_per_eval
+from elicit.model.link import LOGISTIC
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs
@@ -114,7 +132,7 @@ def test_answer_probability_uses_fitted_threshold(variant):
     # Moving only xi moves the probabilities: they follow the fit, not the prior mean m.
     shifted = MAPResult(fit.gamma, fit.xi + 0.5 * data.m, fit.tau2, fit.log_density, True,
                         "test", U=data.U)
-    np.testing.assert_allclose(answer_probability(shifted, w),
+    np.testing.assert_allclose(answer_probability(shifted, w, LOGISTIC),
                                expit(fit.xi + 0.5 * data.m - w @ fit.gamma), rtol=1e-12)
     sc2 = UtilityScorer(data, shifted, engine).score(pairs, "fast", refine=0)
     assert np.all(sc2.p_similar > sc.p_similar)
@@ -274,7 +292,8 @@ def test_unknown_mode_is_an_error():
     data = make_small_data()
     engine = NumpyEngine("fixed")
     fit = engine.fit(data)
-    with pytest.raises(ValueError, match="unknown utility mode 'slow': use 'fast' or 'exact'"):
+    with pytest.raises(ElicitError, match=r"^utility must be 'fast' or 'exact' \(or a registered "
+                                          r"utility: predictive-fast, .*\), got 'slow'$"):
         UtilityScorer(data, fit, engine).score(all_pairs(data.p)[:2], "slow")
 
 
@@ -385,3 +404,275 @@ def test_refinement_without_early_stop_rescores_all_requested():
     sc2 = UtilityScorer(data, fit, engine)
     sc2.refine_flops = np.inf
     assert sc2.score(pool, "fast", refine=6).exact.sum() == 6
+
+
+# -- utilities as registered objects -------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerEntropy(PairUtility):
+    """A toy utility defined outside the package: uncertainty sampling, the entropy of the
+    predicted answer."""
+
+    def score(self, scorer, pairs, refine=10):
+        pairs, w, s = scorer.prepare(pairs)
+        return Scores(pairs, entr(s) + entr(1.0 - s), np.ones(len(pairs), bool), s)
+
+
+@pytest.fixture
+def toy_utility():
+    utility = register_utility(AnswerEntropy("test-answer-entropy", "answer"))
+    yield utility
+    unregister_utility(utility.name)
+
+
+def test_a_utility_registered_from_outside_chooses_the_elicitors_questions(toy_utility):
+    a = small_arrays()
+    el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", utility=toy_utility.name,
+                  pool_size=12)
+    expert = GroupOracle(a.groups)
+    for _ in range(3):
+        # the sequential strategy's pool, drawn again from the same seed, scored by hand
+        pool = el.draw_pool(np.random.default_rng(5))
+        w = (a.U[pool[:, 0]] - a.U[pool[:, 1]]) ** 2
+        p = expit(el.fit.xi - w @ el.fit.gamma)
+        h = -(p * np.log(p) + (1 - p) * np.log(1 - p))
+        q = el.next_query("sequential", np.random.default_rng(5))
+        assert (q.i, q.j) == tuple(pool[np.argmax(h)])
+        assert q.expected_gain == pytest.approx(np.max(h), rel=1e-12) and q.exact_gain
+        el.answer(q.i, q.j, expert.answer(q.i, q.j))
+    # the non-sequential ranking is made by the same object, at the no-feedback MAP
+    c = el.candidates
+    w = (a.U[c[:, 0]] - a.U[c[:, 1]]) ** 2
+    p = expit(el.initial_fit.xi - w @ el.initial_fit.gamma)
+    h = -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    ranking = el.nonsequential_ranking()
+    np.testing.assert_array_equal(ranking.index, np.argsort(-h, kind="stable"))
+    np.testing.assert_allclose(ranking.gain, np.sort(h)[::-1], rtol=1e-12)
+
+
+def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
+    with pytest.raises(ElicitError, match=r"^a utility named 'test-answer-entropy' is already "
+                                          r"registered; choose another name$"):
+        register_utility(AnswerEntropy("test-answer-entropy", "other"))
+    with pytest.raises(ElicitError, match=r"^a utility named 'predictive-fast' is already "):
+        register_utility(AnswerEntropy("predictive-fast", "answer"))
+    with pytest.raises(ElicitError, match=r"^'exact' is a utility mode"):
+        register_utility(AnswerEntropy("exact", "answer"))
+    with pytest.raises(ElicitError, match=r"^register_utility takes a PairUtility or "
+                                          r"SampleUtility object, got str$"):
+        register_utility("entropy")  # type: ignore[arg-type]
+    with pytest.raises(ElicitError, match=r"^unknown utility 'nope'; registered: "
+                                          r"predictive-fast, predictive-exact, params-bald, "
+                                          r"sample-gain, test-answer-entropy$"):
+        get_utility("nope")
+    assert UTILITIES["test-answer-entropy"] is toy_utility
+
+
+@pytest.mark.parametrize("mode, target, name", [
+    ("fast", "predictive", "predictive-fast"), ("exact", "predictive", "predictive-exact"),
+    ("fast", "params", "params-bald"), ("exact", "params", "params-bald")])
+def test_the_user_facing_options_name_registered_utilities(mode, target, name):
+    assert OPTIONS[mode, target] == name
+    assert UtilityArgs(mode, target).validate() is get_utility(name)
+    # a registered name works as the utility option too, with its own target or the default
+    assert UtilityArgs(name, target).validate() is get_utility(name)
+    assert UtilityArgs(name).validate() is get_utility(name)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"utility": "sample-gain"}, r"^utility 'sample-gain' scores samples, not questions about "
+                                 r"feature pairs; use 'fast' or 'exact'$"),
+    ({"utility": "predictive-exact", "target": "params"},
+     r"^utility 'predictive-exact' is about 'predictive', not 'params'; "),
+    ({"refine": -1}, r"^refine must be >= 0, got -1$"),
+    ({"refine": True}, r"^refine must be >= 0, got True$"),
+    ({"refine": 2.5}, r"^refine must be >= 0, got 2.5$"),
+    ({"utility": "params-bald", "stan_file": "my.stan"},
+     r"^the params utility target uses the shipped model's analytic Hessian"),
+    ({"utility": "fast", "stan_file": "my.stan"},
+     r"^the fast utility screen uses the shipped model's analytic Hessian, which a custom Stan "
+     r"file does not have; use exact utilities \(--utility exact, or utility='exact' in "
+     r"Python\)$"),
+])
+def test_utility_args_refuse_what_cannot_run_in_one_line(kw, message):
+    with pytest.raises(ElicitError, match=message):
+        UtilityArgs(**kw).validate()
+
+
+def test_utility_args_accept_a_custom_stan_file_where_the_utility_allows_it(toy_utility):
+    assert UtilityArgs("exact", stan_file="my.stan").validate() is PREDICTIVE_EXACT
+    assert UtilityArgs(toy_utility.name, stan_file="my.stan").validate() is toy_utility
+
+
+def test_the_sample_gain_is_the_mutual_information_of_a_new_observation():
+    """0.5 log(1 + x' Sigma* x) against the Gaussian mutual information of (beta, y) from
+    log-determinants of their joint covariance (sigma^2 = 1, which cancels)."""
+    data = make_small_data()
+    fit = NumpyEngine("fixed").fit(data)
+    post = NIGPosterior.from_map(data, fit)
+    X = np.random.default_rng(3).normal(size=(5, data.p))
+    gain = SAMPLE_GAIN.score(post, X)
+    S = post.Sigma
+    for c, x in enumerate(X):
+        joint = np.block([[S, (S @ x)[:, None]], [(x @ S)[None, :], 1.0 + x @ S @ x]])
+        mi = 0.5 * (np.linalg.slogdet(S)[1] + np.log(1.0 + x @ S @ x)
+                    - np.linalg.slogdet(joint)[1])
+        assert gain[c] == pytest.approx(mi, rel=1e-7)
+    assert get_utility("sample-gain") is SAMPLE_GAIN and SAMPLE_GAIN.candidates == "samples"
+
+
+# -- the engine capability the refinement asks for -----------------------------------------
+
+
+class _Delegating(Engine):
+    """An engine that is not a NumpyEngine: its fits are a numpy engine's."""
+
+    name = "delegating"
+    uses_hessian = True
+
+    def __init__(self, variant: str) -> None:
+        super().__init__(variant)
+        self.inner = NumpyEngine(variant)
+        self.calls = {"newton_run": 0, "finish": 0, "fit": 0}
+
+    def _fit(self, data, start, warm, hessian):
+        self.calls["fit"] += 1
+        return self.inner.fit(data, warm if warm is not None else start, hessian=hessian)
+
+
+class _Stepping(_Delegating):
+    """The same engine offering warm Newton steps (the numpy engine's, delegated)."""
+
+    def newton_run(self, data, theta, hess_base, keep_predictive=False):
+        self.calls["newton_run"] += 1
+        return self.inner.newton_run(data, theta, hess_base, keep_predictive)
+
+    def finish(self, run):
+        self.calls["finish"] += 1
+        return self.inner.finish(run)
+
+
+def test_the_refinement_asks_for_warm_newton_steps_not_for_the_engine_class(variant):
+    data = make_small_data(variant)
+    fit = NumpyEngine(variant).fit(data)
+    asked = {tuple(p) for p in data.pairs}
+    pairs = np.array([p for p in all_pairs(data.p) if tuple(p) not in asked])[::2]
+
+    def scores(engine):
+        sc = UtilityScorer(data, fit, engine)
+        # no batched stage and no guaranteed re-scores: the refinement goes level by level,
+        # through the refits' first Newton iterates
+        sc.batch_flops = sc.refine_flops = 0.0
+        return sc.score(pairs, "fast", refine=4)
+
+    ref = scores(NumpyEngine(variant))
+    stepping, fitting = _Stepping(variant), _Delegating(variant)
+    assert isinstance(stepping, WarmNewton) and not isinstance(fitting, WarmNewton)
+    got = scores(stepping)
+    # the engine that offers the steps makes them, whatever its class
+    assert stepping.calls["newton_run"] >= 2 and stepping.calls["finish"] >= 2
+    assert stepping.calls["fit"] == 0
+    np.testing.assert_array_equal(got.utility, ref.utility)
+    np.testing.assert_array_equal(got.exact, ref.exact)
+    # one without them finishes the refits with its own fits
+    other = scores(fitting)
+    assert fitting.calls["fit"] == 2 * ref.exact.sum() >= 2
+    np.testing.assert_array_equal(other.exact, ref.exact)
+    np.testing.assert_allclose(other.utility, ref.utility, rtol=1e-9)
+
+
+# -- the feedback link ---------------------------------------------------------------------
+
+
+class _Probit:
+    """A second link, defined here: p(f = 1 | z) = Phi(z)."""
+
+    name = "probit"
+
+    def prob(self, z):
+        return ndtr(z)
+
+    def log_lik(self, z, f):
+        return f * log_ndtr(z) + (1 - f) * log_ndtr(-z)
+
+    def score(self, z, f):
+        # d/dz log Phi(+-z) = +-phi(z) / Phi(+-z), from logs (no 0/0 in the tails)
+        lphi = stats.norm.logpdf(z)
+        return f * np.exp(lphi - log_ndtr(z)) - (1 - f) * np.exp(lphi - log_ndtr(-z))
+
+    def curvature(self, z, f):
+        r = self.score(z, f)
+        return r * (z + r)
+
+    def density(self, z):
+        return stats.norm.pdf(z)
+
+    def entropy(self, z):
+        return entr(ndtr(z)) + entr(ndtr(-z))
+
+    def step_residual(self, t, z, f):
+        return t - self.score(z, f)
+
+
+PROBIT = _Probit()
+
+
+@pytest.mark.parametrize("f", [0, 1])
+@pytest.mark.parametrize("z0, q", [(0.0, 1.0), (3.0, 40.0), (-6.0, 0.5), (8.0, 1e3),
+                                   (-2.0, 0.0)])
+def test_the_screen_step_solves_the_links_own_equation(f, z0, q):
+    t = float(_scalar_step(f, np.array([z0]), np.array([q]), PROBIT)[0])
+    assert t == pytest.approx(float(PROBIT.score(z0 + q * t, f)), abs=1e-10)
+    assert abs(t) <= abs(float(PROBIT.score(z0, f))) + 1e-15   # within the bracket
+
+
+@pytest.mark.parametrize("mu", [0.0, 1.2, -3.0])
+@pytest.mark.parametrize("s", [0.2, 0.9, 1.0, 4.0, 30.0])
+def test_bald_gain_of_another_link_matches_adaptive_integration(mu, s):
+    def dens(z):
+        return stats.norm.pdf(z, mu, s)
+
+    lo, hi = mu - 12 * s, mu + 12 * s
+    kw = dict(limit=500, epsabs=1e-14, epsrel=1e-12)
+    p = integrate.quad(lambda z: ndtr(z) * dens(z), lo, hi, **kw)[0]
+    eh = integrate.quad(lambda z: (entr(ndtr(z)) + entr(ndtr(-z))) * dens(z), lo, hi, **kw)[0]
+    ref = entr(p) + entr(1 - p) - eh
+    assert float(bald_gain(mu, s * s, PROBIT)) == pytest.approx(ref, abs=1e-9)
+
+
+def test_the_scorer_reads_the_link_of_the_data_model(monkeypatch):
+    monkeypatch.setitem(variants.MODELS, "test-probit",
+                        dataclasses.replace(variants.get_model("paper"), name="test-probit",
+                                            link=PROBIT))
+    data = make_small_data()
+    fit = NumpyEngine("fixed").fit(data)
+    probit_data = dataclasses.replace(data, hyper=dataclasses.replace(data.hyper,
+                                                                      model="test-probit"))
+    pairs = all_pairs(data.p)[:7]
+    w = (data.U[pairs[:, 0]] - data.U[pairs[:, 1]]) ** 2
+    z = fit.xi - w @ fit.gamma
+    sc = UtilityScorer(probit_data, fit, NumpyEngine("fixed"))
+    assert sc.link is PROBIT
+    np.testing.assert_allclose(sc.prepare(pairs)[2], ndtr(z), rtol=1e-14)
+    np.testing.assert_allclose(sc.score(pairs, "exact").p_similar, ndtr(z), rtol=1e-14)
+    logistic = UtilityScorer(data, fit, NumpyEngine("fixed"))
+    g_probit, g_logistic = sc.param_gain(w), logistic.param_gain(w)
+    assert not np.allclose(g_probit, g_logistic, rtol=1e-3)
+
+
+def test_the_logistic_link_keeps_the_screen_step_bit_for_bit():
+    """The bisection as it was written before the link became an object: the screen's
+    decisions, and so the paper's results, must not move by a rounding."""
+    rng = np.random.default_rng(4)
+    z0, q = rng.normal(0.0, 6.0, 500), rng.exponential(30.0, 500)
+    for f in (0, 1):
+        t0 = f - expit(z0)
+        lo, hi = np.minimum(0.0, t0), np.maximum(0.0, t0)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            up = mid - f + expit(z0 + q * mid) > 0
+            hi = np.where(up, mid, hi)
+            lo = np.where(up, lo, mid)
+        np.testing.assert_array_equal(_scalar_step(f, z0, q), 0.5 * (lo + hi))
+        np.testing.assert_array_equal(_scalar_step(f, z0, q, LOGISTIC), 0.5 * (lo + hi))

@@ -20,7 +20,7 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.strategies import Query, Ranking, Strategy, choose, draw_pool
-from elicit.elicitation.utility import TARGETS, Scores, UtilityScorer
+from elicit.elicitation.utility import Scores, UtilityArgs, UtilityScorer
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -52,12 +52,14 @@ class Elicitor:
     stan_file
         A custom Stan program (cmdstan/pystan engines only).
     utility
-        ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``.
+        ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``, or the
+        name of a registered pair utility (:func:`~elicit.elicitation.utility.register_utility`).
     target
         What a question's gain is about: ``"predictive"`` (the paper's expected change of the
         predictive distribution) or ``"params"`` (the information about gamma and xi under
         the Laplace approximation; ``utility`` and ``refine`` then do not apply). See
-        :mod:`elicit.elicitation.utility`.
+        :mod:`elicit.elicitation.utility`; both are checked by
+        :meth:`~elicit.elicitation.utility.UtilityArgs.validate`.
     pool_size
         Size of the random candidate pool per sequential round; default ``min(#pairs, 10 p)``.
     candidates
@@ -70,9 +72,8 @@ class Elicitor:
                  candidates: np.ndarray | None = None, target: str = "predictive") -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
-        check_utility(utility, stan_file, target)  # before the engine: a Stan build takes minutes
-        if refine < 0:
-            raise ElicitError(f"refine must be >= 0, got {refine}")
+        # before the engine: a Stan build takes minutes
+        self._utility = UtilityArgs(utility, target, refine, stan_file).validate()
         p = X.shape[1]
         self.candidates = all_pairs(p) if candidates is None else _check_pairs(candidates, p)
         if len(self.candidates) == 0:
@@ -213,9 +214,8 @@ class Elicitor:
     @single_blas_thread
     def _score(self, data: ModelData, fit: MAPResult, pairs: np.ndarray,
                refine: int | None = None) -> Scores:
-        sc = UtilityScorer(data, fit, self.engine).score(
-            pairs, self.utility, self.refine if refine is None else refine,  # type: ignore[arg-type]
-            self.target)  # type: ignore[arg-type]
+        sc = self._utility.score(UtilityScorer(data, fit, self.engine), pairs,
+                                 self.refine if refine is None else refine)
         # Keep the base Hessian the round computed: the next warm refit from that MAP
         # starts from it.
         if sc.hessian is not None:
@@ -317,33 +317,6 @@ class Elicitor:
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
         return self.posterior().predict_mean(X_new)
-
-
-def check_utility(utility: str, stan_file: str | Path | None = None,
-                  target: str = "predictive") -> None:
-    """Refuse a utility mode or target that cannot run (check before any Stan program is built).
-
-    The one place both are validated: the Elicitor, the sweeps and the command line call it.
-
-    Raises
-    ------
-    ElicitError
-        For an unknown mode or target, or for the fast mode or the ``params`` target with a
-        custom Stan file: both use the shipped model's analytic Hessian, which a custom
-        program does not have.
-    """
-    if target not in TARGETS:
-        raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, got {target!r}")
-    if utility not in ("fast", "exact"):
-        raise ElicitError(f"utility must be 'fast' or 'exact', got {utility!r}")
-    if stan_file is not None and target == "params":
-        raise ElicitError("the params utility target uses the shipped model's analytic "
-                          "Hessian, which a custom Stan file does not have; use the "
-                          "predictive target with exact utilities")
-    if stan_file is not None and utility == "fast":
-        raise ElicitError("the fast utility screen uses the shipped model's analytic "
-                          "Hessian, which a custom Stan file does not have; use exact "
-                          "utilities (--utility exact, or utility='exact' in Python)")
 
 
 def _check_pairs(pairs, p: int) -> np.ndarray:

@@ -1,6 +1,26 @@
-"""Expected information gain of a pairwise question (Afrabandpey et al. 2019, Sec. 3.2).
+"""Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2).
 
-Two *targets* say what the gain is about (``target=`` of :meth:`UtilityScorer.score`):
+A *utility* is a small registered object with one scoring method, in the style of BoTorch's
+acquisition functions: :class:`PairUtility` scores candidate questions (feature pairs) at one
+MAP, given the round's :class:`UtilityScorer`; :class:`SampleUtility` scores candidate new
+training samples at a posterior. Choosing among the scored candidates is the strategies' job
+(:mod:`elicit.elicitation.strategies`). The registered utilities (:data:`UTILITIES`,
+:func:`get_utility`, :func:`register_utility`):
+
+=====================  ==========  ======================================================
+name                   target      what it scores
+=====================  ==========  ======================================================
+``predictive-fast``    predictive  expected KL of the predictive, fast mode (below)
+``predictive-exact``   predictive  the same, a refit per candidate and answer
+``params-bald``        params      information about (gamma, xi), Laplace at the MAP
+``sample-gain``        beta        ``0.5 log(1 + x' Sigma* x)`` of a new sample (Table 1)
+=====================  ==========  ======================================================
+
+The user-facing options ``utility="fast" | "exact"`` and ``target="predictive" | "params"``
+(``Elicitor``, ``--utility``, ``--utility-target``) name the first three through
+:data:`OPTIONS`, and :meth:`UtilityArgs.validate` is the one place they are checked.
+
+Two *targets* say what the gain is about:
 
 ``predictive`` (default)
     the paper's: how much the answer moves the predictive distribution at the training
@@ -18,8 +38,9 @@ The predictive utility of asking about pair (i, j) is
 
 where ``N_0`` is the Gaussian approximation (paper, appendix A) of the current predictive,
 mean ``x' mu*`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``, ``N_f`` the same after adding the
-answer f and refitting the MAP, and ``p(f = 1) = logistic(xi - gamma . w_ij)`` with the
-*fitted* threshold xi.
+answer f and refitting the MAP, and ``p(f = 1) = link.prob(xi - gamma . w_ij)`` with the
+*fitted* threshold xi and the model variant's feedback link (:mod:`elicit.model.link`; the
+paper's is logistic).
 
 Two modes:
 
@@ -32,10 +53,11 @@ Two modes:
 
     1. *Laplace screen*, all candidates at once. Under a quadratic approximation of the
        current log posterior (its Hessian ``-A`` at the MAP), adding the answer's term
-       ``log sigma(+-(xi - w.gamma))`` moves the MAP along ``A^-1 v`` with
-       ``v = (-w, 1[, 0])``, by the root t of the scalar equation ``t = f - sigma(z0 + q t)``,
-       ``q = v' A^-1 v`` (its first Newton iterate is the Sherman-Morrison Newton step
-       ``(f - s) A^-1 v / (1 + s(1-s) q)``). Parameters on their bounds stay there and the
+       ``log p(f | xi - w.gamma)`` moves the MAP along ``A^-1 v`` with
+       ``v = (-w, 1[, 0])``, by the root t of the scalar equation
+       ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (for the logistic link
+       ``t = f - sigma(z0 + q t)``, whose first Newton iterate is the Sherman-Morrison Newton
+       step ``(f - s) A^-1 v / (1 + s(1-s) q)``). Parameters on their bounds stay there and the
        step is clipped back onto gamma >= 0. The predictive mean and variance move to first
        order along the step.
     2. *Batched Newton*: the screen's best candidates, as many as a floating-point budget
@@ -50,25 +72,35 @@ Two modes:
        (:attr:`UtilityScorer.refine_flops`), the ``refine`` best are. On larger ones the
        estimates are refined best first, each one level at a time (model step without
        kernel work, first Newton iterates, finished refits), until the best exact utility
-       beats what any other candidate could still reach (:meth:`UtilityScorer._refine`):
+       beats what any other candidate could still reach (:meth:`UtilityScorer.refine_best`):
        at Amazon size that is usually one candidate's two refits.
 
     Stage 1 alone ranks well but misjudges magnitudes, and its top pick can be far from the
     best: on small problems a surprising answer moves gamma far beyond the quadratic
     approximation. ``docs/benchmarks.md`` measures the decisions against ``exact``.
+
+    The first Newton iterates of the refinement come from the engine when it can advance a
+    warm refit step by step (the :class:`WarmNewton` capability, which the numpy engine
+    offers), else from a numpy engine beside it; the finished refits always come from the
+    engine in use.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 from scipy.linalg import cho_solve
-from scipy.special import expit, log_expit, ndtr, xlogy
+from scipy.special import ndtr, xlogy
 
 from elicit.engines.base import Engine
-from elicit.engines.numpy_engine import NumpyEngine
+from elicit.engines.registry import get_engine
+from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import batched_refit, flops_per_eval, model_step_screen
 from elicit.model.density import (
@@ -82,13 +114,24 @@ from elicit.model.density import (
 )
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
+from elicit.model.link import LOGISTIC, Link
+from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
+from elicit.model.variants import get_model
 
-Mode = Literal["fast", "exact"]
-Target = Literal["predictive", "params"]
-#: the utility targets (see the module docstring)
+#: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)
+MODES: tuple[str, ...] = ("fast", "exact")
+#: the user-facing utility targets (``Elicitor(target=...)``, ``--utility-target``)
 TARGETS: tuple[str, ...] = ("predictive", "params")
+#: the one place the user-facing options meet the registered utilities:
+#: (mode, target) -> the name in :data:`UTILITIES` (the params target has no modes)
+OPTIONS: Mapping[tuple[str, str], str] = MappingProxyType({
+    ("fast", "predictive"): "predictive-fast",
+    ("exact", "predictive"): "predictive-exact",
+    ("fast", "params"): "params-bald",
+    ("exact", "params"): "params-bald",
+})
 
 
 def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> np.ndarray:
@@ -96,9 +139,13 @@ def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> 
     return 0.5 * np.sum(np.log(v0 / v1) + (v1 + (m1 - m0) ** 2) / v0 - 1.0, axis=0)
 
 
-def answer_probability(fit: MAPResult, w: np.ndarray) -> np.ndarray:
-    """p(similar) = logistic(xi - gamma . w) at the fitted MAP, for rows of ``w``."""
-    return expit(fit.xi - w @ fit.gamma)
+def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
+    """p(similar) = ``link.prob(xi - gamma . w)`` at the fitted MAP, for rows of ``w``.
+
+    ``link`` is the model variant's (``get_model(data.hyper.model).link``; the paper's is
+    :data:`~elicit.model.link.LOGISTIC`).
+    """
+    return link.prob(fit.xi - w @ fit.gamma)
 
 
 @dataclass
@@ -130,8 +177,32 @@ class Scores:
         return np.lexsort((-self.utility, -key))
 
 
+@runtime_checkable
+class WarmNewton(Protocol):
+    """An engine that can advance a warm refit one Newton iteration at a time.
+
+    The fast utility's refinement asks an engine for this capability, not for its class: it
+    scores the refits' first iterates before deciding which to finish. The numpy engine
+    offers it (:meth:`~elicit.engines.numpy_engine.NumpyEngine.newton_run`, whose run has
+    ``step()``, ``status``, ``predictive``, ``decrement()`` and ``result()``).
+    """
+
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                   keep_predictive: bool = False) -> Any:
+        """A warm refit from ``theta`` that the caller advances with ``step()``."""
+        ...
+
+    def finish(self, run: Any) -> MAPResult:
+        """The run advanced to its end, as the engine's ``fit`` returns it."""
+        ...
+
+
 class UtilityScorer:
-    """Scores candidate pairs at one MAP; one object per query round.
+    """One query round: the MAP the candidates are scored at, and the pieces that score them.
+
+    The registered :class:`PairUtility` objects compose these pieces (:meth:`screen`,
+    :meth:`newton_stage`, :meth:`refine_best`, :meth:`exact`, :meth:`param_gain`);
+    :meth:`score` runs the utility that the user-facing options name.
 
     Parameters
     ----------
@@ -151,13 +222,15 @@ class UtilityScorer:
     #: how much the screen may underestimate an unscored candidate beyond the worst
     #: underestimate seen among the re-scored ones (and beyond none at all), for stopping early
     certainty_margin: float = 0.3
-    #: the same for the model-step utilities (see :meth:`_refine`)
+    #: the same for the model-step utilities (see :meth:`refine_best`)
     screen_margin: float = 0.1
     #: the same for the near-exact utilities of first Newton iterates
     completion_margin: float = 0.05
 
     def __init__(self, data: ModelData, fit: MAPResult, engine: Engine) -> None:
         self.data, self.fit, self.engine = data, fit, engine
+        #: how an answer depends on xi - gamma . w (the model variant's feedback link)
+        self.link: Link = get_model(data.hyper.model).link
         self.marginal = Marginal.from_data(data, fit.gamma, fit.tau2, K=fit.K)
         self.m0, self.v0 = self.marginal.predictive()
         self._hessian: np.ndarray | None = None
@@ -176,44 +249,46 @@ class UtilityScorer:
             y_part_cache.remember(self.data, self.marginal)
         return self._hessian
 
-    @single_blas_thread
-    def score(self, pairs: np.ndarray, mode: Mode = "fast", refine: int = 10,
-              target: Target = "predictive") -> Scores:
-        """Expected utilities of ``pairs`` (k x 2).
+    @property
+    def computed_hessian(self) -> np.ndarray | None:
+        """The base Hessian if this round has computed it (:attr:`Scores.hessian`), else None."""
+        return self._hessian
 
-        With ``target="params"`` the utility is the information the answer gives about
-        (gamma, xi) (:meth:`param_gain`); it is exact under the Laplace approximation, so
-        ``mode`` and ``refine`` do not apply and every candidate is marked exact.
-
-        In ``fast`` mode the screen's best are re-scored exactly, best first, at most
-        ``refine`` of them: as many as :attr:`refine_flops` pays for (on small problems, all
-        ``refine``) always; beyond those, refining stops as soon as the winner is certain
-        (:meth:`_refine`): when the best exact utility exceeds what every other candidate's
-        estimate could still reach. ``Scores.exact`` marks the exact utilities; other
-        refined candidates carry their refined estimates.
-        """
+    def prepare(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``pairs`` as a (k x 2) integer array, their meta-feature differences ``w`` and
+        p(similar) at the MAP: what every pair utility starts from."""
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)
-        s = answer_probability(self.fit, w)
-        if target == "params":
-            return Scores(pairs, self.param_gain(w), np.ones(len(pairs), bool), s,
-                          self.hessian)
-        if target != "predictive":
-            raise ValueError(f"unknown utility target {target!r}: use 'predictive' or 'params'")
-        if mode == "exact":
-            u = self.exact(pairs, s)
-            return Scores(pairs, u, np.ones(len(pairs), bool), s, self._hessian)
-        if mode != "fast":
-            raise ValueError(f"unknown utility mode {mode!r}: use 'fast' or 'exact'")
-        u = self.screen(w, s)
-        self._newton_stage(u, w, s)
-        exact = np.zeros(len(pairs), bool)
-        if refine > 0 and len(pairs):
-            self._refine(pairs, w, s, u, exact, refine)
-        return Scores(pairs, u, exact, s, self._hessian)
+        return pairs, w, answer_probability(self.fit, w, self.link)
 
-    def _refine(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
-                exact: np.ndarray, refine: int) -> None:
+    @single_blas_thread
+    def score(self, pairs: np.ndarray, utility: str | PairUtility = "fast", refine: int = 10,
+              target: str = "predictive") -> Scores:
+        """Expected utilities of ``pairs`` (k x 2) under a registered utility.
+
+        Parameters
+        ----------
+        pairs
+            The candidate pairs.
+        utility
+            ``"fast"`` or ``"exact"`` (with ``target``, mapped by :data:`OPTIONS`), the name
+            of a registered utility, or a :class:`PairUtility` object.
+        refine
+            How many of the screen's best the fast mode re-scores exactly (at most): as many
+            as :attr:`refine_flops` pays for always, the rest until the winner is certain
+            (:meth:`refine_best`). ``Scores.exact`` marks the exact utilities.
+        target
+            ``"predictive"`` or ``"params"``. With ``"params"`` the utility is the
+            information the answer gives about (gamma, xi) (:meth:`param_gain`); it is exact
+            under the Laplace approximation, so the mode and ``refine`` do not apply and
+            every candidate is marked exact.
+        """
+        gain = (utility if isinstance(utility, PairUtility)
+                else UtilityArgs(utility, target, refine).validate())
+        return gain.score(self, pairs, refine)
+
+    def refine_best(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
+                    exact: np.ndarray, refine: int) -> None:
         """Replace screen utilities by exact ones, best first, until the winner is certain.
 
         Where the budget (:attr:`refine_flops`) covers all ``refine`` candidates, the
@@ -306,7 +381,9 @@ class UtilityScorer:
     def _first_iterates(self, pair: np.ndarray, s: float):
         """Both refits of ``pair`` advanced by one Newton iteration: the runs, the utility of
         their first iterates, and whether both iterates were close to converged."""
-        stepper = self.engine if isinstance(self.engine, NumpyEngine) else self._stepper
+        # Ask for the capability, not the engine's class: any engine that advances warm
+        # refits step by step serves (the numpy engine does).
+        stepper = self.engine if isinstance(self.engine, WarmNewton) else self._stepper
         runs, kl, sure = [], np.empty(2), True
         for f in (0, 1):
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
@@ -329,7 +406,7 @@ class UtilityScorer:
         """The exact utility from the started refits (as :meth:`exact` computes it)."""
         kl = np.empty(2)
         for f, (d2, run) in enumerate(runs):
-            if isinstance(self.engine, NumpyEngine):
+            if isinstance(self.engine, WarmNewton):
                 fit_f = self.engine.finish(run)
             else:
                 H = self.hessian if self.engine.uses_hessian else None
@@ -342,9 +419,9 @@ class UtilityScorer:
         return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
 
     @property
-    def _stepper(self) -> NumpyEngine:
-        # Newton iterations for the near-exact pass when the engine is not the numpy one
-        return NumpyEngine(self.data.hyper.variant)
+    def _stepper(self) -> WarmNewton:
+        # Newton iterations for the near-exact pass when the engine cannot make them
+        return cast(WarmNewton, get_engine("numpy", self.data.hyper.variant))
 
     # -- the parameter target --------------------------------------------------------------
     def param_gain(self, w: np.ndarray) -> np.ndarray:
@@ -381,7 +458,7 @@ class UtilityScorer:
         else:
             s2 = np.einsum("ic,ic->c", A, cho_solve(damped_cho_factor(-H[np.ix_(free, free)]),
                                                     A, check_finite=False))
-        return bald_gain(fit.xi - w @ fit.gamma, np.maximum(s2, 0.0))
+        return bald_gain(fit.xi - w @ fit.gamma, np.maximum(s2, 0.0), self.link)
 
     # -- exact ---------------------------------------------------------------------------
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -399,7 +476,7 @@ class UtilityScorer:
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     # -- fast screen ---------------------------------------------------------------------
-    def _newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray) -> None:
+    def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray) -> None:
         """Re-score the screen's best candidates by batched Newton refits, within a budget.
 
         On small problems (the paper's synthetic one) this covers every candidate and fixes
@@ -446,7 +523,7 @@ class UtilityScorer:
         u = np.zeros(len(w))
         for f in (0, 1):
             step = np.zeros((k, len(w)))
-            step[free] = Y * _scalar_step(f, z0, q)
+            step[free] = Y * _scalar_step(f, z0, q, self.link)
             step = np.maximum(step, (lb - theta)[:, None])
             dk = step[kern_idx]
             mf = self.m0[:, None] + Jm @ dk
@@ -456,22 +533,22 @@ class UtilityScorer:
         return u
 
 
-def _binary_entropy_logit(z: np.ndarray) -> np.ndarray:
-    """Binary entropy (nats) of sigma(z), from the logit: no log(0) at saturated z."""
-    return -(expit(z) * log_expit(z) + expit(-z) * log_expit(-z))
-
-
 #: Gauss-Hermite nodes (probabilists', weight exp(-x^2/2)) for narrow z-distributions
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(32)
 _GH_WEIGHTS = _GH_WEIGHTS / np.sqrt(2.0 * np.pi)
-#: the fixed z-grid for wide ones: h(sigma(z)) and sigma'(z) are below 1e-17 beyond |z| = 45
+#: the fixed z-grid for wide ones: for the logistic link h(sigma(z)) and sigma'(z) are below
+#: 1e-17 beyond |z| = 45 (a link with heavier tails needs a wider grid)
 _Z_GRID = np.linspace(-45.0, 45.0, 361)
 #: s at and above which the z-grid is used
 _GRID_FROM = 1.0
 
 
-def bald_gain(mu: np.ndarray, s2: np.ndarray) -> np.ndarray:
-    """Mutual information between a logistic answer and its logit z ~ N(mu, s2), in nats.
+def bald_gain(mu: np.ndarray, s2: np.ndarray, link: Link = LOGISTIC) -> np.ndarray:
+    """Mutual information between an answer and its score z ~ N(mu, s2), in nats.
+
+    Written here for the paper's logistic link, ``sigma = link.prob``; any link whose
+    :meth:`~elicit.model.link.Link.prob` is a CDF in z (with :meth:`~elicit.model.link.Link.density`
+    its derivative) is integrated the same way.
 
     For ``f ~ Bernoulli(sigma(z))`` and ``z ~ N(mu, s^2)``,
 
@@ -500,6 +577,8 @@ def bald_gain(mu: np.ndarray, s2: np.ndarray) -> np.ndarray:
     ----------
     mu, s2
         Means and variances of z, broadcast together (s2 >= 0).
+    link
+        The feedback link (default the paper's logistic one).
 
     Returns
     -------
@@ -513,16 +592,16 @@ def bald_gain(mu: np.ndarray, s2: np.ndarray) -> np.ndarray:
     narrow = s < _GRID_FROM
     if narrow.any():
         z = mu[narrow][..., None] + s[narrow][..., None] * _GH_NODES
-        p[narrow] = expit(z) @ _GH_WEIGHTS
-        eh[narrow] = _binary_entropy_logit(z) @ _GH_WEIGHTS
+        p[narrow] = link.prob(z) @ _GH_WEIGHTS
+        eh[narrow] = link.entropy(z) @ _GH_WEIGHTS
     wide = ~narrow
     if wide.any():
         m, sd = mu[wide][..., None], s[wide][..., None]
         step = _Z_GRID[1] - _Z_GRID[0]
         dens = np.exp(-0.5 * ((_Z_GRID - m) / sd) ** 2) / (sd * np.sqrt(2.0 * np.pi))
         # Both integrands are ~0 at the grid's ends, so the trapezoid is the plain sum.
-        eh[wide] = step * np.sum(_binary_entropy_logit(_Z_GRID) * dens, axis=-1)
-        bump = expit(_Z_GRID) * expit(-_Z_GRID)
+        eh[wide] = step * np.sum(link.entropy(_Z_GRID) * dens, axis=-1)
+        bump = link.density(_Z_GRID)
         p[wide] = step * np.sum(bump * ndtr((m - _Z_GRID) / sd), axis=-1)
     p = np.clip(p, 0.0, 1.0)
     h_mean = -(xlogy(p, p) + xlogy(1.0 - p, 1.0 - p))
@@ -536,23 +615,268 @@ def _worst_underestimate(under: float, value: float, estimate: float) -> float:
     return np.inf if value > 0 else under
 
 
-def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, iters: int = 60) -> np.ndarray:
-    """Solve ``t = f - sigma(z0 + q t)`` for each candidate.
+def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, link: Link = LOGISTIC,
+                 iters: int = 60) -> np.ndarray:
+    """Solve ``t = link.score(z0 + q t, f)`` for each candidate (logistic:
+    ``t = f - sigma(z0 + q t)``).
 
     Under the quadratic (Laplace) approximation of the current posterior, the MAP after one
-    new logistic term moves along ``A^-1 v`` by the root t of this monotone scalar equation.
-    Its first Newton iterate from t = 0 is the plain Sherman-Morrison Newton step
+    new answer term ``log p(f | z)`` moves along ``A^-1 v`` by the root t of this scalar
+    equation, monotone for a log-concave link. For the logistic link its first Newton
+    iterate from t = 0 is the plain Sherman-Morrison Newton step
     ``(f - s) / (1 + q s (1 - s))``; iterating matters when the answer is surprising and the
-    logistic term is far from quadratic. Newton oscillates between the ends of the bracket
+    answer's term is far from quadratic. Newton oscillates between the ends of the bracket
     when q is large (a steep residual), so the root is found by bisection: it lies between 0
-    and ``f - sigma(z0)`` (length < 1), and 60 halvings reach machine precision for every
-    candidate at once.
+    and ``score(z0, f)`` (logistic: ``f - sigma(z0)``, length < 1), and 60 halvings reach
+    machine precision for every candidate at once.
     """
-    t0 = f - expit(z0)
+    t0 = link.score(z0, f)
     lo, hi = np.minimum(0.0, t0), np.maximum(0.0, t0)
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
-        up = mid - f + expit(z0 + q * mid) > 0      # the residual increases with t
+        up = link.step_residual(mid, z0 + q * mid, f) > 0      # it increases with t
         hi = np.where(up, mid, hi)
         lo = np.where(up, lo, mid)
     return 0.5 * (lo + hi)
+
+
+# -- the registered utilities ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Utility(ABC):
+    """A registered expected utility: what asking a candidate is expected to teach.
+
+    Subclass :class:`PairUtility` (questions about feature pairs, what an
+    :class:`~elicit.elicitation.elicitor.Elicitor` asks) or :class:`SampleUtility` (new
+    training samples), give the instance a unique ``name`` and register it
+    (:func:`register_utility`).
+
+    Attributes
+    ----------
+    name
+        The registry key; also accepted as ``Elicitor(utility=name)``.
+    target
+        What the gain is about (for example ``"predictive"`` or ``"params"``).
+    custom_stan_refusal
+        None when the utility works with a custom Stan file; otherwise the one-line error
+        that says why not and what to use instead (the fast screen and the parameter gain
+        use the shipped model's analytic Hessian).
+    """
+
+    name: str
+    target: str
+    custom_stan_refusal: str | None = None
+
+    #: what the candidates are: "pairs" or "samples"
+    candidates: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class PairUtility(Utility):
+    """A utility of questions about feature pairs, scored at one MAP."""
+
+    candidates: ClassVar[str] = "pairs"
+
+    @abstractmethod
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+        """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
+
+        Parameters
+        ----------
+        scorer
+            The round: data, MAP, engine, the model's link and the scoring pieces.
+        pairs
+            The candidate pairs.
+        refine
+            How many candidates an approximate utility may re-score exactly (the others
+            ignore it).
+        """
+
+
+@dataclass(frozen=True)
+class SampleUtility(Utility):
+    """A utility of new training samples (rows of inputs), scored at a posterior."""
+
+    candidates: ClassVar[str] = "samples"
+
+    @abstractmethod
+    def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
+        """The gain of observing y at each row of ``X`` under ``posterior``."""
+
+
+@dataclass(frozen=True)
+class PredictiveFast(PairUtility):
+    """Expected KL of the predictive, fast: Laplace screen, batched Newton, exact refinement
+    of the best (the module docstring)."""
+
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+        pairs, w, s = scorer.prepare(pairs)
+        u = scorer.screen(w, s)
+        scorer.newton_stage(u, w, s)
+        exact = np.zeros(len(pairs), bool)
+        if refine > 0 and len(pairs):
+            scorer.refine_best(pairs, w, s, u, exact, refine)
+        return Scores(pairs, u, exact, s, scorer.computed_hessian)
+
+
+@dataclass(frozen=True)
+class PredictiveExact(PairUtility):
+    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer."""
+
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+        pairs, w, s = scorer.prepare(pairs)
+        u = scorer.exact(pairs, s)
+        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
+
+
+@dataclass(frozen=True)
+class ParamsBald(PairUtility):
+    """Information the answer gives about (gamma, xi), Laplace at the MAP (BALD)."""
+
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+        pairs, w, s = scorer.prepare(pairs)
+        return Scores(pairs, scorer.param_gain(w), np.ones(len(pairs), bool), s,
+                      scorer.hessian)
+
+
+@dataclass(frozen=True)
+class SampleGain(SampleUtility):
+    """``0.5 log(1 + x' Sigma* x)``: the information a new observation at x gives about beta.
+
+    The mutual information between y at x and beta, given sigma^2, under
+    ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels): the
+    gain by which Table 1's ``act`` method adds training samples.
+    """
+
+    def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
+        quad = np.einsum("ij,ij->i", X @ posterior.Sigma, X)
+        return 0.5 * np.log1p(np.maximum(quad, 0.0))
+
+
+_HESSIAN_NOTE = ("uses the shipped model's analytic Hessian, which a custom Stan file does "
+                 "not have; ")
+_U = TypeVar("_U", bound=Utility)
+_utilities: dict[str, Utility] = {}
+#: the registered utilities by name (read-only; add with :func:`register_utility`)
+UTILITIES: Mapping[str, Utility] = MappingProxyType(_utilities)
+
+
+def register_utility(utility: _U) -> _U:
+    """Register ``utility`` under its name and return it.
+
+    Raises
+    ------
+    ElicitError
+        If it is not a :class:`Utility`, its name is empty, a mode name (``fast``,
+        ``exact``) or already registered.
+    """
+    if not isinstance(utility, Utility):
+        raise ElicitError(f"register_utility takes a PairUtility or SampleUtility object, got "
+                          f"{type(utility).__name__}")
+    name = utility.name
+    if not isinstance(name, str) or not name.strip():
+        raise ElicitError(f"a utility needs a non-empty name, got {name!r}")
+    if name in MODES:
+        raise ElicitError(f"{name!r} is a utility mode (utility='{name}'), not a free name; "
+                          "register the utility under another name")
+    if name in _utilities:
+        raise ElicitError(f"a utility named {name!r} is already registered; choose another "
+                          "name")
+    _utilities[name] = utility
+    return utility
+
+
+def unregister_utility(name: str) -> None:
+    """Remove the utility called ``name`` (a utility registered for a test, say)."""
+    if name not in _utilities:
+        raise ElicitError(f"no utility named {name!r} is registered")
+    del _utilities[name]
+
+
+def get_utility(name: str) -> Utility:
+    """The registered utility called ``name``.
+
+    Raises
+    ------
+    ElicitError
+        One line listing the registered names, if ``name`` is not one of them.
+    """
+    if isinstance(name, str) and name in _utilities:
+        return _utilities[name]
+    raise ElicitError(f"unknown utility {name!r}; registered: {', '.join(_utilities)}")
+
+
+PREDICTIVE_FAST = register_utility(PredictiveFast(
+    "predictive-fast", "predictive",
+    "the fast utility screen " + _HESSIAN_NOTE
+    + "use exact utilities (--utility exact, or utility='exact' in Python)"))
+PREDICTIVE_EXACT = register_utility(PredictiveExact("predictive-exact", "predictive"))
+PARAMS_BALD = register_utility(ParamsBald(
+    "params-bald", "params",
+    "the params utility target " + _HESSIAN_NOTE
+    + "use the predictive target with exact utilities"))
+SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
+
+
+# -- the user-facing options -----------------------------------------------------------------
+@dataclass(frozen=True)
+class UtilityArgs:
+    """The utility settings of an elicitation, checked in one place (:meth:`validate`).
+
+    The Elicitor, the sweeps and the command line build one; the check runs before any Stan
+    program is built (a build takes minutes).
+
+    Parameters
+    ----------
+    utility
+        ``"fast"`` or ``"exact"`` (the mode of the ``target``), or the name of a registered
+        :class:`PairUtility`.
+    target
+        ``"predictive"`` or ``"params"``; with a registered name it must be the default
+        ``"predictive"`` or that utility's own target.
+    refine
+        How many candidates the fast mode re-scores exactly (>= 0).
+    stan_file
+        The custom Stan program in use, if any.
+    """
+
+    utility: str = "fast"
+    target: str = "predictive"
+    refine: int = 10
+    stan_file: str | Path | None = None
+
+    def validate(self) -> PairUtility:
+        """Check the settings and return the utility they name.
+
+        Raises
+        ------
+        ElicitError
+            One line for an unknown target or utility, a utility that does not score pairs,
+            a target that contradicts a named utility's, a negative ``refine``, or a utility
+            that cannot serve a custom Stan file.
+        """
+        utility, target = self.utility, self.target
+        if target not in TARGETS:
+            raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, "
+                              f"got {target!r}")
+        if isinstance(utility, str) and utility in MODES:
+            chosen = _utilities[OPTIONS[utility, target]]
+        elif isinstance(utility, str) and utility in _utilities:
+            chosen = _utilities[utility]
+            if target not in ("predictive", chosen.target):
+                raise ElicitError(f"utility {utility!r} is about {chosen.target!r}, not "
+                                  f"{target!r}; leave the target out or use utility='fast' "
+                                  "or 'exact'")
+        else:
+            others = [n for n, u in _utilities.items() if isinstance(u, PairUtility)]
+            raise ElicitError(f"utility must be 'fast' or 'exact' (or a registered utility: "
+                              f"{', '.join(others)}), got {utility!r}")
+        if not isinstance(chosen, PairUtility):
+            raise ElicitError(f"utility {chosen.name!r} scores {chosen.candidates}, not "
+                              "questions about feature pairs; use 'fast' or 'exact'")
+        refine = self.refine
+        if (isinstance(refine, bool) or not isinstance(refine, (int, np.integer))
+                or refine < 0):
+            raise ElicitError(f"refine must be >= 0, got {refine!r}")
+        if self.stan_file is not None and chosen.custom_stan_refusal is not None:
+            raise ElicitError(chosen.custom_stan_refusal)
+        return chosen

@@ -36,6 +36,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from elicit.data import BowDataset, RunData
+from elicit.elicitation.utility import SAMPLE_GAIN
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -82,8 +83,7 @@ def information_gain(post: NIGPosterior, X_cand: np.ndarray) -> np.ndarray:
     The mutual information between a new observation at x and beta, given sigma^2, under
     ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels).
     """
-    quad = np.einsum("ij,ij->i", X_cand @ post.Sigma, X_cand)
-    return 0.5 * np.log1p(np.maximum(quad, 0.0))
+    return SAMPLE_GAIN.score(post, X_cand)
 
 
 @dataclass

@@ -22,8 +22,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from elicit.elicitation.elicitor import Elicitor, check_utility
+from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
@@ -70,7 +71,7 @@ class SweepConfig:
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
         # Checked here, in the parent, before any worker starts or any Stan program is built.
-        check_utility(self.utility, self.stan_file, self.utility_target)
+        UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file).validate()
         parse_cluster(self.cluster)
         get_model(self.model)
         if self.check_engine and self.stan_file is not None:
