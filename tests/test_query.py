@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -10,12 +11,21 @@ from conftest import small_arrays
 
 from elicit.elicitation.answers import Answer, GroupOracle
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.strategies import (
+    STRATEGIES,
+    STRATEGY_REGISTRY,
+    Query,
+    Strategy,
+    get_strategy,
+    register_strategy,
+    unregister_strategy,
+)
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.model.density import join_theta
 from elicit.model.spec import Hyper, all_pairs
+from elicit.paper.sweep import SweepConfig
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -395,3 +405,93 @@ def test_group_oracle_drives_the_model_towards_the_groups():
 
     assert 0 < f.sum() < len(f)
     assert loglik(el.fit) > loglik(el.initial_fit)
+
+
+# -- strategies as registered objects ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LastAllowed(Strategy):
+    """A toy strategy defined outside the package: the allowed pairs last first."""
+
+    def choose(self, state, allowed, rng, k):
+        return [Query(*map(int, state.candidates[t])) for t in allowed[::-1][:k]]
+
+
+@dataclasses.dataclass(frozen=True)
+class LowestRanked(Strategy):
+    """A toy that reads the no-feedback ranking: its worst allowed pairs first."""
+
+    def choose(self, state, allowed, rng, k):
+        ok = set(allowed.tolist())
+        index = [t for t in state.nonsequential_ranking().index[::-1] if t in ok]
+        return [Query(*map(int, state.candidates[t])) for t in index[:k]]
+
+
+@pytest.fixture
+def toy_strategy():
+    strategy = register_strategy(LastAllowed("test-last-allowed", "Last allowed", stream_id=90))
+    yield strategy
+    unregister_strategy(strategy.name)
+
+
+def test_the_paper_strategies_keep_their_random_streams_and_labels():
+    assert STRATEGIES == ("random", "nonsequential", "sequential")
+    got = [(get_strategy(s).stream_id, get_strategy(s).label) for s in STRATEGIES]
+    assert got == [(0, "Random"), (1, "Non-sequential"), (2, "Sequential")]
+    assert [get_strategy(s).needs_ranking for s in STRATEGIES] == [False, True, False]
+    assert [get_strategy(s).draws_pool for s in STRATEGIES] == [False, False, True]
+
+
+def test_a_strategy_registered_from_outside_is_asked_through_the_elicitor(toy_strategy):
+    el = make_elicitor()
+    rng = np.random.default_rng(0)
+    cands = [tuple(map(int, c)) for c in el.candidates]
+    name = toy_strategy.name
+    q = el.next_query(name, rng)
+    assert (q.i, q.j) == cands[-1]
+    el.answer(q.i, q.j, "similar")
+    q = el.next_query(name, rng, exclude=[cands[-2]])
+    assert (q.i, q.j) == cands[-3]
+    assert [(b.i, b.j) for b in el.next_batch(name, rng, 3)] == cands[-2:-5:-1]
+    assert STRATEGY_REGISTRY[name] is toy_strategy
+    # the sweeps take it by name too, beside the paper's
+    assert SweepConfig("synthetic", 1, 1, strategies=("random", name)).strategies[1] == name
+
+
+def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_strategy):
+    with pytest.raises(ElicitError, match=r"^a strategy named 'sequential' is already "
+                                          r"registered; choose another name$"):
+        register_strategy(LastAllowed("sequential", "Mine", stream_id=91))
+    with pytest.raises(ElicitError, match=r"^stream id 2 is taken by strategy 'sequential'; "
+                                          r"give 'mine' an unused one \(taken: "
+                                          r"\[0, 1, 2, 90\]\)$"):
+        register_strategy(LastAllowed("mine", "Mine", stream_id=2))
+    with pytest.raises(ElicitError, match=r"^the stream id of strategy 'mine' must be a "
+                                          r"non-negative integer, got -1$"):
+        register_strategy(LastAllowed("mine", "Mine", stream_id=-1))
+    with pytest.raises(ElicitError, match=r"^register_strategy takes a Strategy object, "
+                                          r"got str$"):
+        register_strategy("mine")  # type: ignore[arg-type]
+    assert "mine" not in STRATEGY_REGISTRY
+    with pytest.raises(ElicitError, match=r"^unknown strategy 'mine'; choose one of random, "
+                                          r"nonsequential, sequential, test-last-allowed$"):
+        get_strategy("mine")
+
+
+def test_the_elicitor_reads_a_strategys_needs_not_its_name():
+    ranked = register_strategy(LowestRanked("test-lowest", "Lowest", stream_id=91,
+                                            needs_ranking=True, draws_pool=True))
+    try:
+        el = make_elicitor(utility="exact", pool_size=1000)
+        el.answer(0, 1, "similar")
+        # it reads the no-feedback ranking, which answers given before it was made forbid
+        with pytest.raises(ElicitError, match="the non-sequential ranking is made before any"):
+            el.next_query("test-lowest", np.random.default_rng(0))
+        el.reset()
+        with pytest.warns(UserWarning, match="pool size 1000 is larger than the 45 unasked"):
+            q = el.next_query("test-lowest", np.random.default_rng(0))
+        ranking = el.nonsequential_ranking()
+        assert (q.i, q.j) == tuple(el.candidates[ranking.index[-1]])
+    finally:
+        unregister_strategy(ranked.name)

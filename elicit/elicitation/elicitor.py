@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from elicit.elicitation.answers import Answer
-from elicit.elicitation.strategies import Query, Ranking, Strategy, choose, draw_pool
+from elicit.elicitation.strategies import Query, Ranking, choose, draw_pool, get_strategy
 from elicit.elicitation.utility import Scores, UtilityArgs, UtilityScorer
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
@@ -259,15 +259,16 @@ class Elicitor:
             self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
         return self._ranking
 
-    def next_query(self, strategy: Strategy | str, rng: np.random.Generator, *,
+    def next_query(self, strategy: str, rng: np.random.Generator, *,
                    exclude: Iterable[tuple[int, int]] | None = None) -> Query:
         """The next pair to ask under ``strategy``.
 
         Parameters
         ----------
         strategy
-            ``"random"``, ``"nonsequential"`` or ``"sequential"``
-            (:mod:`elicit.elicitation.strategies`).
+            The name of a registered strategy: ``"random"``, ``"nonsequential"``,
+            ``"sequential"`` or one added with
+            :func:`~elicit.elicitation.strategies.register_strategy`.
         rng
             The random stream of the round.
         exclude
@@ -276,16 +277,17 @@ class Elicitor:
         Raises
         ------
         ElicitError
-            When every pair has been asked or excluded, for an unknown strategy, or for the
-            non-sequential strategy after answers given before its ranking was made (rank
-            first with :meth:`nonsequential_ranking` to continue from answers).
+            For an unknown strategy, when every pair has been asked or excluded, or for a
+            strategy that reads the no-feedback ranking (the non-sequential one) after
+            answers given before the ranking was made (rank first with
+            :meth:`nonsequential_ranking` to continue from answers).
         """
         allowed = self._allowed_for(strategy, exclude)
-        if strategy == "sequential":
+        if get_strategy(strategy).draws_pool:
             self._warn_if_pool_capped(len(allowed))
         return choose(strategy, self, allowed, rng)[0]
 
-    def next_batch(self, strategy: Strategy | str, rng: np.random.Generator, k: int, *,
+    def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable[tuple[int, int]] | None = None) -> list[Query]:
         """``k`` pairs to ask together under ``strategy``, best first.
 
@@ -301,10 +303,11 @@ class Elicitor:
         return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))
 
     def _allowed_for(self, strategy: str, exclude) -> np.ndarray:
+        needs_ranking = get_strategy(strategy).needs_ranking   # an unknown name fails first
         if not (~self._asked).any():
             raise ElicitError("every candidate pair has been asked")
         allowed = self._allowed(exclude)
-        if strategy == "nonsequential" and self._ranking is None and self.n_answers:
+        if needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
                               "nonsequential_ranking() to rank at the no-feedback MAP anyway")
         return allowed

@@ -12,11 +12,25 @@ The paper's three strategies (Afrabandpey et al. 2019, Sec. 4), each choosing am
     a fresh random pool R_p of allowed pairs is scored at the current MAP, and the best is
     asked (pool size ``min(#pairs, 10 p)`` by default; the paper uses 400 on real data).
 
-This module is the only place a strategy is written. The
-:class:`~elicit.elicitation.elicitor.Elicitor` owns the state they read (the data, the current
-MAP, the engine, the utility settings, the cached non-sequential ranking) and decides which
-pairs are allowed; :func:`choose` picks among them. The sweeps of the paper and real-expert
-sessions both ask through it.
+Each strategy is a small registered object (:class:`Strategy`): its name, its display label,
+whether it reads the no-feedback ranking, whether it draws a pool, and a fixed random-stream
+id. Sweeps seed each strategy's questions by that id, so a strategy registered later never
+re-seeds the stored results of the others. :func:`get_strategy` and
+:func:`register_strategy` are the registry; :data:`STRATEGIES` names the paper's three, the
+defaults of sweeps and sessions. A new strategy is a subclass with a ``choose`` method,
+registered from anywhere (no edit in this package)::
+
+    class FirstAllowed(Strategy):
+        def choose(self, state, allowed, rng, k):
+            return [Query(*map(int, state.candidates[t])) for t in allowed[:k]]
+
+    register_strategy(FirstAllowed("first", "First allowed", stream_id=10))
+
+The :class:`~elicit.elicitation.elicitor.Elicitor` owns the state they read (the data, the
+current MAP, the engine, the utility settings, the cached non-sequential ranking) and decides
+which pairs are allowed; a strategy chooses among them, and scores candidates only through
+the state (``state.score``, ``state.nonsequential_ranking``): choosing is separate from
+scoring. The sweeps of the paper and real-expert sessions both ask through :func:`choose`.
 
 Asking ``k`` questions at once (a batch) adds one rule, :func:`disjoint_greedy`: the ranked
 pairs are walked best first and a pair is taken only if it shares no feature with a pair
@@ -36,8 +50,11 @@ questions):
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from types import MappingProxyType
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -47,7 +64,7 @@ from elicit.errors import ElicitError
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
-Strategy = Literal["random", "nonsequential", "sequential"]
+#: the paper's three strategies, in the order of their random-stream ids (the defaults)
 STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
 
@@ -105,6 +122,144 @@ class ElicitationState(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Strategy(ABC):
+    """A registered query strategy: which of the allowed pairs to ask next.
+
+    Attributes
+    ----------
+    name
+        The registry key (``next_query(name, ...)``, ``--strategies``).
+    label
+        How figures and reports show it (``"Sequential"``).
+    stream_id
+        The fixed id of its random stream: sweeps seed run r of a strategy with
+        ``SeedSequence([seed, r, stream_id, 7])``. Unique among the registered strategies
+        and never changed once results exist (the paper's: random 0, nonsequential 1,
+        sequential 2).
+    needs_ranking
+        Whether it reads the no-feedback ranking (``state.nonsequential_ranking()``), which
+        is made before any answer.
+    draws_pool
+        Whether it scores a random pool of ``state.pool_size`` pairs (``Elicitor.next_query``
+        warns when a pool size the user chose exceeds the allowed pairs).
+    """
+
+    name: str
+    label: str
+    stream_id: int
+    needs_ranking: bool = False
+    draws_pool: bool = False
+
+    @abstractmethod
+    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+               k: int) -> list[Query]:
+        """The ``k`` pairs to ask, best first (``1 <= k <= len(allowed)``).
+
+        Parameters
+        ----------
+        state
+            The elicitation state (candidates, data, MAP, scoring).
+        allowed
+            Increasing indices into ``state.candidates`` of the pairs that may be asked.
+        rng
+            The strategy's random stream; a seed must keep asking the same questions.
+        k
+            How many pairs.
+        """
+
+
+@dataclass(frozen=True)
+class RandomStrategy(Strategy):
+    """Uniformly random allowed pairs (:func:`random_queries`)."""
+
+    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+               k: int) -> list[Query]:
+        return random_queries(state.candidates, allowed, rng, k)
+
+
+@dataclass(frozen=True)
+class NonSequentialStrategy(Strategy):
+    """The no-feedback ranking, asked in order (:func:`nonsequential_queries`)."""
+
+    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+               k: int) -> list[Query]:
+        return nonsequential_queries(state.candidates, state.nonsequential_ranking(), allowed,
+                                     k)
+
+
+@dataclass(frozen=True)
+class SequentialStrategy(Strategy):
+    """The best of a fresh random pool, scored at the current MAP (:func:`sequential_queries`)."""
+
+    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+               k: int) -> list[Query]:
+        return sequential_queries(state, allowed, rng, k)
+
+
+_S = TypeVar("_S", bound=Strategy)
+_strategies: dict[str, Strategy] = {}
+#: the registered strategies by name (read-only; add with :func:`register_strategy`)
+STRATEGY_REGISTRY: Mapping[str, Strategy] = MappingProxyType(_strategies)
+
+
+def register_strategy(strategy: _S) -> _S:
+    """Register ``strategy`` under its name and return it.
+
+    Raises
+    ------
+    ElicitError
+        If it is not a :class:`Strategy`, or its name is empty or taken, or its stream id is
+        not a non-negative integer or is taken (a shared stream would correlate two
+        strategies' questions; a changed one would re-seed stored results).
+    """
+    if not isinstance(strategy, Strategy):
+        raise ElicitError(f"register_strategy takes a Strategy object, got "
+                          f"{type(strategy).__name__}")
+    name, sid = strategy.name, strategy.stream_id
+    if not isinstance(name, str) or not name.strip():
+        raise ElicitError(f"a strategy needs a non-empty name, got {name!r}")
+    if name in _strategies:
+        raise ElicitError(f"a strategy named {name!r} is already registered; choose another "
+                          "name")
+    if isinstance(sid, bool) or not isinstance(sid, (int, np.integer)) or sid < 0:
+        raise ElicitError(f"the stream id of strategy {name!r} must be a non-negative "
+                          f"integer, got {sid!r}")
+    taken = {int(s.stream_id): s.name for s in _strategies.values()}
+    if int(sid) in taken:
+        raise ElicitError(f"stream id {sid} is taken by strategy {taken[int(sid)]!r}; give "
+                          f"{name!r} an unused one (taken: {sorted(taken)})")
+    _strategies[name] = strategy
+    return strategy
+
+
+def unregister_strategy(name: str) -> None:
+    """Remove the strategy called ``name`` (a strategy registered for a test, say)."""
+    if name not in _strategies:
+        raise ElicitError(f"no strategy named {name!r} is registered")
+    del _strategies[name]
+
+
+def get_strategy(name: str) -> Strategy:
+    """The registered strategy called ``name``.
+
+    Raises
+    ------
+    ElicitError
+        One line listing the registered names, if ``name`` is not one of them.
+    """
+    if isinstance(name, str) and name in _strategies:
+        return _strategies[name]
+    raise ElicitError(f"unknown strategy {name!r}; choose one of {', '.join(_strategies)}")
+
+
+RANDOM = register_strategy(RandomStrategy("random", "Random", stream_id=0))
+NONSEQUENTIAL = register_strategy(NonSequentialStrategy(
+    "nonsequential", "Non-sequential", stream_id=1, needs_ranking=True))
+SEQUENTIAL = register_strategy(SequentialStrategy(
+    "sequential", "Sequential", stream_id=2, draws_pool=True))
+
+
 def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
     """The pairs to ask next under ``strategy``, best first.
@@ -112,7 +267,8 @@ def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
     Parameters
     ----------
     strategy
-        ``"random"``, ``"nonsequential"`` or ``"sequential"``.
+        The name of a registered strategy (:func:`get_strategy`): ``"random"``,
+        ``"nonsequential"``, ``"sequential"`` or one registered later.
     state
         The elicitation state the strategy reads.
     allowed
@@ -128,17 +284,12 @@ def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
     list of Query
         ``min(k, len(allowed))`` pairs.
     """
-    if strategy not in STRATEGIES:
-        raise ElicitError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    chosen = get_strategy(strategy)
     allowed = np.asarray(allowed, dtype=np.int64)
     if len(allowed) == 0:
         raise ElicitError("no candidate pair is left to ask")
     k = min(int(k), len(allowed))
-    if strategy == "random":
-        return random_queries(state.candidates, allowed, rng, k)
-    if strategy == "sequential":
-        return sequential_queries(state, allowed, rng, k)
-    return nonsequential_queries(state.candidates, state.nonsequential_ranking(), allowed, k)
+    return chosen.choose(state, allowed, rng, k)
 
 
 def random_queries(candidates: np.ndarray, allowed: np.ndarray, rng: np.random.Generator,

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
@@ -63,9 +63,10 @@ class SweepConfig:
     utility_target: str = "predictive"
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.strategies if s not in STRATEGIES]
+        bad = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
         if bad:
-            raise ElicitError(f"unknown strategy {bad[0]!r}; choose from {', '.join(STRATEGIES)}")
+            raise ElicitError(f"unknown strategy {bad[0]!r}; choose from "
+                              f"{', '.join(STRATEGY_REGISTRY)}")
         if self.runs < 1 or self.rounds < 0:
             raise ElicitError("runs must be >= 1 and rounds >= 0")
         if self.jobs < 1:
@@ -135,7 +136,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     mse0 = problem.mse(el)
     results = {}
     for strategy in strategies:
-        s_idx = STRATEGIES.index(strategy)
+        s_idx = get_strategy(strategy).stream_id
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, run, s_idx, 7]))
         el.reset()
         mse, gammas, asked = [mse0], {}, []
