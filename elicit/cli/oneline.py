@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 
 from elicit.errors import ElicitError, EngineUnavailable
+from elicit.internal.text import printable
 
 #: The exit status of a reported error (argparse's, for the option errors).
 ERROR_STATUS = 2
@@ -49,5 +50,5 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
         line = error_line(e)
         if line is None:
             raise
-        print(f"elicit: error: {line}", file=sys.stderr)
+        print(f"elicit: error: {printable(line)}", file=sys.stderr)
         return ERROR_STATUS

@@ -31,6 +31,7 @@ from elicit.cli.oneline import run_command
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
+from elicit.internal.text import printable
 from elicit.model.spec import Hyper
 
 # --------------------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         print(f"created {args.out}: {len(s.feature_names)} features, {pr['pairs']} pairs, "
               f"engine {s.elicitor.engine.name}")
         for line in s.summary:
-            print(f"  {line}")
+            print(f"  {printable(line)}")  # it names the data's columns
         print(f"answer in the terminal:  elicit ask {args.out} [--expert NAME]")
         print(f"or in a browser:         elicit serve {args.out}")
     return 0

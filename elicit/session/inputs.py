@@ -35,6 +35,7 @@ import pandas as pd
 from elicit.data.tables import align_meta
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
+from elicit.internal.text import has_control
 from elicit.model.spec import Hyper, validate_regression
 
 #: The longest comment an answer may carry, in characters.
@@ -197,6 +198,10 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
             raise ElicitError(f"feature name {k} must be a string, got {type(n).__name__} {n!r}")
         if not n.strip():
             raise ElicitError(f"feature name {k} is empty; every feature needs a visible name")
+        if has_control(n):
+            # It would be shown to experts in terminals, where such characters act.
+            raise ElicitError(f"feature name {k} ({n!r}) contains control characters; "
+                              "rename it with visible characters only")
     seen: dict[str, int] = {}
     for k, n in enumerate(names):
         if n in seen:

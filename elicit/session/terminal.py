@@ -3,6 +3,10 @@
 
 ``run_ask`` reads one line per key from its input, so it works in a terminal and from a pipe
 alike (``printf 's\\nd\\nq\\n' | elicit ask my.session``).
+
+Everything printed here goes through :func:`elicit.internal.text.printable`: comments,
+snippets, names and descriptions are stored as written, and a control character among them is
+shown as a visible escape instead of acting on the terminal.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
+import pandas as pd
+
 from elicit.errors import ElicitError
+from elicit.internal.text import printable
 from elicit.session.loaders import highlight
 
 if TYPE_CHECKING:
@@ -73,16 +80,31 @@ def stop_signals_as_interrupt() -> Iterator[StopSignals]:
             signal.signal(getattr(signal, name), h)
 
 
+def _line(text: str) -> str:
+    """One line of output: its control characters escaped, except the blank lines it
+    starts with (the layout's own)."""
+    body = text.lstrip("\n")
+    return "\n" * (len(text) - len(body)) + printable(body)
+
+
 def _say(out: TextIO, text: str) -> None:
     """Print, ignoring a terminal that has gone away (SIGHUP: the answers are safe anyway)."""
     with contextlib.suppress(OSError, ValueError):
-        print(text, file=out, flush=True)
+        print(_line(text), file=out, flush=True)
+
+
+def _put(out: TextIO, *lines: str) -> None:
+    """Print lines that hold stored or computed text (see :func:`_line`)."""
+    for line in lines:
+        print(_line(line), file=out)
 
 
 def _marked(keyword: str, snippet: str, tty: bool) -> str:
-    """The snippet with the keyword in bold (ANSI) on a terminal, else between ``**``."""
+    """The snippet with the keyword in bold (ANSI) on a terminal, else between ``**``; the
+    snippet's own control characters escaped (only ours reach the terminal)."""
     on, off = ("\033[1m", "\033[0m") if tty else ("**", "**")
-    return "".join(f"{on}{t}{off}" if hit else t for t, hit in highlight(keyword, snippet))
+    return "".join(f"{on}{printable(t)}{off}" if hit else printable(t)
+                   for t, hit in highlight(keyword, snippet))
 
 
 def worth_text(q: SessionQuery) -> str:
@@ -98,13 +120,13 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
-    print(f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} pairs "
-          f"answered{skipped}{' · ' + worth if worth else ''} ──", file=out)
-    print(f"Do these two features affect {s.target_description} in the same way?", file=out)
+    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} pairs "
+              f"answered{skipped}{' · ' + worth if worth else ''} ──",
+         f"Do these two features affect {s.target_description} in the same way?")
     for label, f, name in (("A", q.i, q.names[0]), ("B", q.j, q.names[1])):
-        print(f"  {label}: {name}", file=out)
+        _put(out, f"  {label}: {name}")
         for snip in s.texts(f)[:2]:
-            print(f"       \"{_marked(name, snip, tty)}\"", file=out)
+            print(f"       \"{_marked(name, snip, tty)}\"", file=out)  # escaped inside
     print("[s] similar  [d] dissimilar  [?] don't know  [k] skip  [u] undo  [q] quit",
           file=out)
 
@@ -122,44 +144,46 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
     if batch > 1 and left and batch > left:
         raise ElicitError(f"--batch {batch} is larger than the {left} pair(s) left to ask; "
                           f"use --batch {left} or less")
-    print(f"elicit session {s.path}" + (f" · expert {who}" if who else ""), file=out)
+    _put(out, f"elicit session {s.path}" + (f" · expert {who}" if who else ""))
     if s.description:
-        print(s.description, file=out)
+        _put(out, s.description)
     print(KEYS_HELP, file=out)
     show, hinted = True, False
     try:
         with stop_signals_as_interrupt():
             while True:
                 if s.is_done(who):
-                    print(f"\nAll {s.n_pairs} pairs are answered. Type u to undo the last "
-                          "answer or q to quit.", file=out)
                     q = None
+                    lines = [f"\nAll {s.n_pairs} pairs are answered. Type u to undo the last "
+                             "answer or q to quit."]
                 else:
+                    lines = []
                     if batch > 1 and not s.pending(who):
                         qs = s.batch(min(batch, s.progress(who)["left"]), who)
-                        print(f"\nA batch of {len(qs)} questions:", file=out)
-                        for t, bq in enumerate(qs, 1):
-                            print(f"  {t}. {bq.names[0]}  vs  {bq.names[1]}", file=out)
+                        lines += [f"\nA batch of {len(qs)} questions:"] + [
+                            f"  {t}. {bq.names[0]}  vs  {bq.names[1]}"
+                            for t, bq in enumerate(qs, 1)]
                     q = s.next_query(who)
                     hint = s.stop_hint(who)
                     if hint and not hinted:
-                        print(f"\nhint: {hint} (type q to stop)", file=out)
+                        lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
-                    if show:
-                        _show_query(s, q, out, tty)
+                _put(out, *lines)
+                if show and q is not None:
+                    _show_query(s, q, out, tty)
                 show = True
                 out.write("> ")
                 out.flush()
                 line = inp.readline()
                 if not line:
-                    print(f"\nend of input; {s.progress(who)['answered']} answers are saved "
-                          f"in {s.path}", file=out)
+                    _put(out, f"\nend of input; {s.progress(who)['answered']} answers are "
+                              f"saved in {s.path}")
                     return 0
                 key, _, comment = line.strip().partition(" ")
                 key = key.lower()
                 if key in ("q", "quit", "exit"):
-                    print(f"bye: {s.progress(who)['answered']} answers are saved in "
-                          f"{s.path}; resume with `elicit ask {s.path}`", file=out)
+                    _put(out, f"bye: {s.progress(who)['answered']} answers are saved in "
+                              f"{s.path}; resume with `elicit ask {s.path}`")
                     return 0
                 show = _handle(s, q, key, comment, out, who)
     except KeyboardInterrupt as e:
@@ -176,8 +200,8 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
     try:
         if key in ("u", "undo"):
             rec = s.undo(who)
-            print(f"undid answer {rec.id}: {s.feature_names[rec.i]} vs "
-                  f"{s.feature_names[rec.j]} ({rec.answer.value})", file=out)
+            _put(out, f"undid answer {rec.id}: {s.feature_names[rec.i]} vs "
+                      f"{s.feature_names[rec.j]} ({rec.answer.value})")
         elif q is None:
             if key:
                 print(f"nothing left to ask; type u or q (got {key!r})", file=out)
@@ -186,8 +210,8 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             print("skipped; the pair may come back later", file=out)
         elif key in ("s", "d", "?", "similar", "dissimilar", "dont_know"):
             rec = s.answer(q, key, comment=comment or None)
-            print(f"saved: {q.names[0]} vs {q.names[1]} -> "
-                  f"{rec.answer.value.replace('_', ' ')}", file=out)
+            _put(out, f"saved: {q.names[0]} vs {q.names[1]} -> "
+                      f"{rec.answer.value.replace('_', ' ')}")
         elif key in ("", "h", "help"):
             print(KEYS_HELP, file=out)
         else:
@@ -195,26 +219,37 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             return False
     except ElicitError as e:
         # A refused action (nothing to undo, answered elsewhere) is not fatal here.
-        print(f"error: {e}", file=out)
+        _put(out, f"error: {e}")
     return True
 
 
+def _escaped(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the control characters of its text cells escaped (for printing)."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
+            out[col] = [printable(v) if isinstance(v, str) else v for v in out[col]]
+    return out
+
+
 def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
-    """Print a session's answers: the summary, a line per expert and a table, or CSV."""
+    """Print a session's answers: the summary, a line per expert and a table, or CSV.
+
+    Comments are printed with their control characters escaped, also as CSV (``elicit
+    export FILE.csv`` writes them exactly as they were written)."""
     out = sys.stdout if out is None else out
     h = s.history
     if csv:
-        h.to_csv(out, index=False)
+        _escaped(h).to_csv(out, index=False)
         return
     experts = s.experts() or [s.expert]
     for e in experts:
         pr = s.progress(e)
         who = f" by {e}" if e else ""
-        print(f"{s.path}: {pr['answered']} of {pr['pairs']} pairs answered{who} "
-              f"({pr['similar']} similar, {pr['dissimilar']} dissimilar, {pr['dont_know']} "
-              f"don't know), {pr['skipped']} skipped, {pr['undone']} undone", file=out)
-    for line in s.summary:
-        print(f"  {line}", file=out)
+        _put(out, f"{s.path}: {pr['answered']} of {pr['pairs']} pairs answered{who} "
+                  f"({pr['similar']} similar, {pr['dissimilar']} dissimilar, {pr['dont_know']} "
+                  f"don't know), {pr['skipped']} skipped, {pr['undone']} undone")
+    _put(out, *(f"  {line}" for line in s.summary))
     if len(h):
         cols = ["answer_id", "feature_i", "feature_j", "answer", "expected_gain",
                 "answered_at", "undone", "comment"]
@@ -223,7 +258,7 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
         view = h[cols].copy()
         view["answered_at"] = view["answered_at"].str.slice(0, 19)
         view["comment"] = view["comment"].fillna("")
-        print(view.to_string(index=False), file=out)
+        print(_escaped(view).to_string(index=False), file=out)
 
 
 def show_agreement(s: Session, out: TextIO | None = None) -> None:
@@ -231,7 +266,7 @@ def show_agreement(s: Session, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out
     ag = s.agreement()
     experts = [e or "(unnamed)" for e in s.experts()]
-    print(f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}", file=out)
+    _put(out, f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}")
     if ag.rate is None:
         print("no pair has similar/dissimilar answers from two or more experts yet", file=out)
     else:
@@ -239,4 +274,4 @@ def show_agreement(s: Session, out: TextIO | None = None) -> None:
               f"experts ({ag.rate:.0%}); {ag.compared - ag.agreeing} with conflicting answers",
               file=out)
     if len(ag.pairs):
-        print(ag.pairs.to_string(index=False), file=out)
+        print(_escaped(ag.pairs).to_string(index=False), file=out)

@@ -1,0 +1,49 @@
+"""Text that reaches a terminal: never a raw control character.
+
+Sessions store what experts and data files wrote (comments, snippets, descriptions, the
+names in files made by older versions), and that text may hold escape sequences: ``ESC ]0;...
+BEL`` retitles a terminal, ``ESC [2J`` clears it, a newline forges an extra line of output,
+U+202E reverses what follows. Everything elicit prints to a terminal goes through
+:func:`printable`, which shows such characters as visible escapes (``\\x1b``, ``\\n``,
+``\\u202e``) and leaves every other character, accents, CJK and emoji included, as it is.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+#: Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates and
+#: marks): they reorder how the text after them is displayed.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def is_control(ch: str) -> bool:
+    """True for a character a terminal would act on rather than show: the C0 and C1 control
+    characters and DEL (category Cc), the line and paragraph separators (Zl, Zp) and the
+    bidirectional formatting characters."""
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in BIDI_CONTROLS
+
+
+def has_control(text: str) -> bool:
+    """True if ``text`` holds any character :func:`is_control` refuses to print raw."""
+    return any(is_control(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    if ch in _SHORT:
+        return _SHORT[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """``str(text)`` with every control character (see :func:`is_control`) written as a
+    visible escape, the way Python's ``repr`` writes it: ``"ok\\x1b[2J"`` prints as
+    ``ok\\x1b[2J``. Backslashes are left alone, so ordinary text prints unchanged."""
+    text = str(text)
+    if not has_control(text):
+        return text
+    return "".join(_escape(ch) if is_control(ch) else ch for ch in text)

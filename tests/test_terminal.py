@@ -1,0 +1,152 @@
+"""The terminal front end (``elicit ask``, ``elicit history``): what reaches the terminal.
+
+Control characters that an expert, a data file or an older session file put into stored text
+are kept as written but never printed raw (issue 17: a comment with escape codes, posted
+through the web form, retitled and cleared the terminal of whoever ran ``elicit history``);
+feature names with control characters are refused when a session is created.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sqlite3
+
+import pandas as pd
+import pytest
+from conftest import SESSION_NAMES as NAMES
+from conftest import make_session_data as make_data
+
+from elicit.cli.session import main as cli_main
+from elicit.errors import ElicitError
+from elicit.internal.text import has_control, printable
+from elicit.session.session import Session
+from elicit.session.terminal import run_ask
+
+#: The comment of the issue: sets the terminal's title, rings the bell, clears the screen.
+HOSTILE = "ok\x1b]0;pwned\x07\x1b[2J"
+SAME = {"Origin": "http://localhost"}
+
+
+def raw_controls(text: str) -> list[str]:
+    """The control characters in ``text`` other than the newlines between lines."""
+    return [c for c in text if has_control(c) and c != "\n"]
+
+
+def new(path, **kw) -> Session:
+    X, y, U = make_data()
+    kw.setdefault("engine", "numpy")
+    return Session.create(X, y, U, NAMES, path=path, **kw)
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    try:
+        code = cli_main([str(a) for a in argv])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------------------------
+# The escaping helper
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, shown", [
+    (HOSTILE, r"ok\x1b]0;pwned\x07\x1b[2J"),
+    ("two\nlines\r\tand a tab", r"two\nlines\r\tand a tab"),
+    ("del \x7f and C1 \x9b31m", r"del \x7f and C1 \x9b31m"),
+    ("bidi \u202egnp.exe\u202c", r"bidi \u202egnp.exe\u202c"),
+    ("line sep \u2028 para sep \u2029", r"line sep \u2028 para sep \u2029"),
+    ("plain: café, 東京, emoji 👩‍🔬, nbsp\u00a0ok", "plain: café, 東京, emoji 👩‍🔬, nbsp\u00a0ok"),
+])
+def test_printable_escapes_control_characters_visibly(text, shown):
+    assert printable(text) == shown
+    assert not raw_controls(printable(text))
+    assert has_control(text) == (text != shown)
+
+
+# --------------------------------------------------------------------------------------------
+# Stored text is printed escaped
+# --------------------------------------------------------------------------------------------
+
+def test_a_hostile_comment_from_the_web_form_is_stored_but_printed_escaped(tmp_path, capsys):
+    """Bug: `elicit history` printed the comment's raw escape codes."""
+    pytest.importorskip("flask")
+    from elicit.session.web import create_app
+
+    path = tmp_path / "c.session"
+    new(path).close()
+    app = create_app(path)
+    c = app.test_client()
+    html = c.get("/").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
+    r = c.post("/answer", data={"csrf_token": token, "query_id": qid, "answer": "similar",
+                                "comment": HOSTILE}, headers=SAME)
+    assert r.status_code == 303
+    app.config["ELICIT_SESSION"].close()
+    raw = sqlite3.connect(path)
+    assert raw.execute("SELECT comment FROM answers").fetchall() == [(HOSTILE,)]  # as written
+    raw.close()
+    for extra in ([], ["--csv"], ["--agreement"]):
+        code, out, err = cli(capsys, "history", path, *extra)
+        assert code == 0 and not raw_controls(out + err), (extra, out)
+        if extra != ["--agreement"]:
+            assert r"ok\x1b]0;pwned\x07\x1b[2J" in out
+    # The export keeps exactly what the expert wrote.
+    code, _, _ = cli(capsys, "export", path, tmp_path / "h.csv")
+    assert code == 0 and pd.read_csv(tmp_path / "h.csv")["comment"].tolist() == [HOSTILE]
+
+
+def test_ask_prints_names_snippets_and_descriptions_escaped(tmp_path):
+    """Bug: feature names with ESC or a newline were printed raw by `elicit ask`. New sessions
+    refuse such names; files made before keep them, and every stored text is escaped."""
+    path = tmp_path / "a.session"
+    X, y, U = make_data()
+    texts = {n: [f"a \x1b[31m{n}\x1b[0m here\nand\u202e there"] for n in NAMES}
+    Session.create(X, y, U, NAMES, path=path, engine="numpy", texts=texts,
+                   description="made by \x1b]0;x\x07 someone",
+                   target_description="the \x1b[5m outcome").close()
+    evil = [f"{n}\x1b[2J" if k % 2 else f"{n}\nline" for k, n in enumerate(NAMES)]
+    raw = sqlite3.connect(path)  # as a file made by an elicit that accepted such names
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'feature_names'", (json.dumps(evil),))
+    raw.commit()
+    raw.close()
+    out = io.StringIO()
+    with Session.open(path) as s:
+        run_ask(s, io.StringIO("s a \x1b[2J comment\nu\nq\n"), out)
+    text = out.getvalue()
+    assert not raw_controls(text), [c for c in text if has_control(c) and c != "\n"]
+    assert r"made by \x1b]0;x\x07 someone" in text and r"the \x1b[5m outcome" in text
+    assert r"\x1b[2J" in text and r"\nline" in text and r"\x1b[31m" in text
+    assert "saved: " in text and "undid answer" in text
+
+
+@pytest.mark.parametrize("bad", ["price\x1b[31m", "two\nlines", "tab\there", "bell\x07",
+                                 "rtl\u202eoverride"])
+def test_feature_names_with_control_characters_are_refused(tmp_path, bad):
+    X, y, U = make_data()
+    with pytest.raises(ElicitError) as e:
+        Session.create(X, y, U, [bad, *NAMES[1:]], path=tmp_path / "n.session",
+                       engine="numpy")
+    msg = str(e.value)
+    assert "feature name 0" in msg and "control character" in msg and "\n" not in msg
+    assert not raw_controls(msg)
+    assert not (tmp_path / "n.session").exists()
+
+
+def test_a_csv_header_with_an_escape_code_is_one_clear_line(tmp_path, capsys):
+    X, y, _ = make_data()
+    df = pd.DataFrame(X, columns=[f"c{k}" for k in range(X.shape[1])])
+    df = df.rename(columns={"c2": "c2\x1b]0;pwned\x07"})
+    df["target"] = y
+    df.to_csv(tmp_path / "t.csv", index=False)
+    code, out, err = cli(capsys, "session", "new", "--from-csv", tmp_path / "t.csv",
+                         "--target", "target", "--out", tmp_path / "t.session",
+                         "--engine", "numpy")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "control character" in lines[0] and not raw_controls(err + out)
+    assert not (tmp_path / "t.session").exists()
