@@ -3,15 +3,20 @@
 Control characters that an expert, a data file or an older session file put into stored text
 are kept as written but never printed raw (issue 17: a comment with escape codes, posted
 through the web form, retitled and cleared the terminal of whoever ran ``elicit history``);
-feature names with control characters are refused when a session is created.
+feature names with control characters are refused when a session is created; keys typed
+before a question is shown do not answer it; a feature without a snippet says why.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import select
 import sqlite3
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -150,3 +155,96 @@ def test_a_csv_header_with_an_escape_code_is_one_clear_line(tmp_path, capsys):
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert "control character" in lines[0] and not raw_controls(err + out)
     assert not (tmp_path / "t.session").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Type-ahead
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path):
+    """Bug: a type-ahead `s` (typed while the model was choosing the question) saved an
+    answer to a question the expert never saw. Here the key is in the terminal's input
+    before `elicit ask` even starts; it must be dropped, and a key typed after the question
+    is shown must still work."""
+    import pty
+
+    path = tmp_path / "t.session"
+    new(path).close()
+    master, slave = pty.openpty()
+    os.write(master, b"s\n")  # typed ahead: waiting in the terminal's input queue
+    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    seen, pos = b"", 0
+
+    def read_until(marker: bytes) -> None:
+        """Read the terminal until ``marker`` appears after the previous marker found."""
+        nonlocal seen, pos
+        while marker not in seen[pos:]:
+            ready, _, _ = select.select([master], [], [], 600)  # a hang guard
+            assert ready, seen.decode(errors="replace")
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the child closed the terminal
+                chunk = b""
+            assert chunk, seen.decode(errors="replace")
+            seen += chunk
+        pos = seen.index(marker, pos) + len(marker)
+
+    try:
+        read_until(b"\n> ")  # the first question and its prompt
+        assert b"saved:" not in seen and b"ignored" in seen, seen.decode(errors="replace")
+        os.write(master, b"d\n")
+        read_until(b"saved:")
+        read_until(b"\n> ")  # the second question: a key typed now is for it
+        os.write(master, b"q\n")
+        read_until(b"bye:")
+        assert proc.wait(timeout=600) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    with Session.open(path) as s:
+        assert list(s.history["answer"]) == ["dissimilar"]
+
+
+def test_piped_keys_are_all_used(tmp_path):
+    """A script feeding keys through a pipe is not a type-ahead: every line counts."""
+    path = tmp_path / "p.session"
+    new(path).close()
+    r = subprocess.run([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+                       input="s\nd\n?\nq\n", capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.count("saved:") == 3 and "ignored" not in r.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# A feature without a snippet
+# --------------------------------------------------------------------------------------------
+
+def _snippet_session(tmp_path) -> Session:
+    X, y, U = make_data(p=3)
+    names = ["price", "<fraction>", "lid"]
+    texts = {"price": ["the price is right"]}  # 'lid' and '<fraction>' occur in no text
+    return Session.create(X, y, U, names, path=tmp_path / "f.session", engine="numpy",
+                          texts=texts)
+
+
+def _ask_all(s: Session) -> str:
+    out = io.StringIO()
+    run_ask(s, io.StringIO("s\ns\ns\nq\n"), out)
+    return out.getvalue()
+
+
+def test_a_feature_without_a_snippet_says_why_in_the_terminal(tmp_path):
+    with _snippet_session(tmp_path) as s:
+        text = _ask_all(s)
+    assert re.search(r"no example: '<fraction>' is a placeholder", text)
+    assert re.search(r"no example: the example texts do not contain 'lid'", text)
+    assert '"the **price** is right"' in text
+
+
+def test_a_session_without_any_snippets_says_so_once(tmp_path):
+    with new(tmp_path / "n.session") as s:
+        text = _ask_all(s)
+    assert text.count("no example snippets") == 1 and "no example:" not in text

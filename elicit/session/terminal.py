@@ -2,7 +2,10 @@
 (``elicit history``), and the signal handling both ``ask`` and ``serve`` use.
 
 ``run_ask`` reads one line per key from its input, so it works in a terminal and from a pipe
-alike (``printf 's\\nd\\nq\\n' | elicit ask my.session``).
+alike (``printf 's\\nd\\nq\\n' | elicit ask my.session``). On a terminal, what was typed before
+a question is shown is dropped: a key pressed while the model chose the question must not
+answer it unseen. From a pipe every line counts (a script's keys are meant for the questions
+in order).
 
 Everything printed here goes through :func:`elicit.internal.text.printable`: comments,
 snippets, names and descriptions are stored as written, and a control character among them is
@@ -12,7 +15,9 @@ shown as a visible escape instead of acting on the terminal.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import struct
 import sys
 import threading
 from collections.abc import Iterator
@@ -107,6 +112,49 @@ def _marked(keyword: str, snippet: str, tty: bool) -> str:
                    for t, hit in highlight(keyword, snippet))
 
 
+def _drop_typeahead(inp: TextIO) -> int:
+    """Discard what was typed on the terminal ``inp`` and not read yet; returns how many
+    bytes that was. Input that is not a terminal (a pipe, a file) is left alone."""
+    try:
+        fd = inp.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 0  # e.g. io.StringIO
+    if not os.isatty(fd):
+        return 0
+    try:
+        import fcntl
+        import termios
+    except ImportError:  # pragma: no cover - Windows has no termios
+        return 0
+    try:
+        waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except OSError:
+        return 0
+    return int(waiting)
+
+
+def no_snippets_note(s: Session) -> str | None:
+    """Why no question of this session shows example snippets (None when some feature has
+    one)."""
+    if any(s.texts(k) for k in range(len(s.feature_names))):
+        return None
+    return "no example snippets in this session: none were given when it was created"
+
+
+def snippet_note(s: Session, feature: int) -> str | None:
+    """Why ``feature`` shows no example snippet when others do (None when it has one, or
+    when the session has none at all: :func:`no_snippets_note` says that once)."""
+    if s.texts(feature) or no_snippets_note(s) is not None:
+        return None
+    name = s.feature_names[feature]
+    if any(t.startswith("<") and t.endswith(">") for t in name.split("_")):
+        return (f"no example: {name!r} is a placeholder token made by the data's "
+                "preprocessing (it stands for text such as numbers), so no snippet of the "
+                "example texts shows it")
+    return f"no example: the example texts do not contain {name!r}"
+
+
 def worth_text(q: SessionQuery) -> str:
     """``"worth 35% of the first question"`` (empty without expected gains)."""
     if q.worth is None:
@@ -127,6 +175,9 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
         _put(out, f"  {label}: {name}")
         for snip in s.texts(f)[:2]:
             print(f"       \"{_marked(name, snip, tty)}\"", file=out)  # escaped inside
+        why = snippet_note(s, f)
+        if why:
+            _put(out, f"       ({why})")
     print("[s] similar  [d] dissimilar  [?] don't know  [k] skip  [u] undo  [q] quit",
           file=out)
 
@@ -147,6 +198,8 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
     _put(out, f"elicit session {s.path}" + (f" · expert {who}" if who else ""))
     if s.description:
         _put(out, s.description)
+    if no_snippets_note(s):
+        _put(out, f"({no_snippets_note(s)})")
     print(KEYS_HELP, file=out)
     show, hinted = True, False
     try:
@@ -168,6 +221,13 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                     if hint and not hinted:
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
+                if show:
+                    # Keys typed while the model chose what comes next were typed before the
+                    # expert saw it: drop them (on a terminal) rather than let them answer.
+                    dropped = _drop_typeahead(inp)
+                    if dropped:
+                        print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
+                              "typed before this question appeared)", file=out)
                 _put(out, *lines)
                 if show and q is not None:
                     _show_query(s, q, out, tty)
