@@ -239,15 +239,7 @@ class Session(SessionState):
         :data:`STOP_WINDOW` answered questions were each worth less than
         :data:`STOP_FRACTION` of the session's first question."""
         with self._lock:
-            first = record.first_gain(self.conn)
-            gains = record.recent_gains(self.conn, self._who(expert), STOP_WINDOW)
-        if not first or first <= 0 or len(gains) < STOP_WINDOW:
-            return None
-        if all(g is not None and g < STOP_FRACTION * first for g in gains):
-            return (f"Your last {STOP_WINDOW} questions were each worth less than "
-                    f"{STOP_FRACTION:.0%} of the first one: further answers will change the "
-                    "model little, so this is a good point to stop.")
-        return None
+            return read_stop_hint(self.conn, self._who(expert))
 
     def pending(self, expert: str | None = None) -> list[SessionQuery]:
         """The expert's queries shown and not yet answered or skipped, oldest first."""
@@ -257,12 +249,7 @@ class Session(SessionState):
             return self._pending(who)
 
     def _pending(self, expert: str) -> list[SessionQuery]:
-        first = record.first_gain(self.conn)
-        names = self.feature_names
-        return [SessionQuery(int(q), int(i), int(j), (names[i], names[j]),
-                             None if g is None else float(g), bool(exact), self.uid, expert,
-                             None if g is None or not first or first <= 0 else g / first)
-                for q, i, j, g, exact in record.pending_queries(self.conn, expert)]
+        return read_pending(self.conn, self.feature_names, self.uid, expert)
 
     def next_query(self, expert: str | None = None) -> SessionQuery:
         """The question to ask the expert now.
@@ -421,6 +408,33 @@ class Session(SessionState):
     plot_features = figures.plot_features
     plot_K = figures.plot_K
     plot_gains = figures.plot_gains
+
+
+# Reading the record on any connection, also on the web page's read-only one (which must never
+# wait for the session's lock while the model is busy).
+
+def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
+                 expert: str) -> list[SessionQuery]:
+    """The expert's pending queries, oldest first, read on ``conn`` (see
+    :meth:`Session.pending`; this does not bring the model up to date)."""
+    first = record.first_gain(conn)
+    return [SessionQuery(int(q), int(i), int(j), (names[i], names[j]),
+                         None if g is None else float(g), bool(exact), uid, expert,
+                         None if g is None or not first or first <= 0 else g / first)
+            for q, i, j, g, exact in record.pending_queries(conn, expert)]
+
+
+def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:
+    """:meth:`Session.stop_hint` read on ``conn``."""
+    first = record.first_gain(conn)
+    gains = record.recent_gains(conn, expert, STOP_WINDOW)
+    if not first or first <= 0 or len(gains) < STOP_WINDOW:
+        return None
+    if all(g is not None and g < STOP_FRACTION * first for g in gains):
+        return (f"Your last {STOP_WINDOW} questions were each worth less than "
+                f"{STOP_FRACTION:.0%} of the first one: further answers will change the "
+                "model little, so this is a good point to stop.")
+    return None
 
 
 def _by(expert: str) -> str:

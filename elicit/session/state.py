@@ -9,10 +9,11 @@ answers the read-only questions: progress, the current fit, the posterior and pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -168,6 +169,18 @@ class SessionState:
         pr = self.progress()
         return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
                 f"{pr['answered']} of {pr['pairs']} pairs answered>")
+
+    @contextlib.contextmanager
+    def unless_busy(self) -> Iterator[bool]:
+        """Hold the session's lock if no other thread holds it (yields True), else yield False
+        at once: for a front end that must not wait while another thread refits the model or
+        chooses a question."""
+        got = self._lock.acquire(blocking=False)
+        try:
+            yield got
+        finally:
+            if got:
+                self._lock.release()
 
     @property
     def conn(self) -> sqlite3.Connection:
