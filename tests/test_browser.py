@@ -3,7 +3,8 @@
 The test serves a session with ``elicit.web.make_server`` (the server ``elicit serve`` runs),
 clicks through several answers, reloads, opens a second tab on the same question, undoes, and
 checks the session file after each step. A page on another origin then submits a form to the
-server (with the right token even) and must get 403. The screenshot of the page is saved to
+server (with the right token even) and must get 403, and fires GETs at it with ``<img>`` tags,
+which must leave the session file untouched. The screenshot of the page is saved to
 ``docs/img/web.png`` for the README.
 
 Needs ``pip install playwright`` and ``apt-get install chromium``; without them the test is
@@ -131,11 +132,15 @@ def test_answer_in_a_real_browser(tmp_path):
                 h = s.history
             assert list(zip(h.feature_i, h.feature_j)) == asked
 
-            # A keyboard shortcut answers too.
+            # A keyboard shortcut answers too, once: a second key pressed while the next
+            # question is being chosen is not sent (it would answer this question again).
             before = shown_names(page)
             with page.expect_navigation():
                 page.keyboard.press("s")
+                page.keyboard.press("d")
+            assert page.inner_text("#message").startswith("Saved")
             assert len(file_answers(path)) == 4 and shown_names(page) != before
+            assert file_answers(path)[-1][1] == "similar"
 
             # Reload: the same open question comes back, and the progress is right.
             current = shown_names(page)
@@ -181,6 +186,13 @@ def test_answer_in_a_real_browser(tmp_path):
             bad.wait_for_load_state()
             assert "cross-site request refused" in bad.inner_text("body")
             assert len(file_answers(path)) == 5
+
+            # A page on another origin fires GETs at the server with <img src> (with new
+            # expert names): the session file is not touched.
+            before = path.read_bytes()
+            bad.goto(f"http://127.0.0.1:{evil.server_address[1]}/img")
+            bad.wait_for_function("() => Array.from(document.images).every(i => i.complete)")
+            assert path.read_bytes() == before
             browser.close()
     finally:
         server.shutdown()
@@ -216,8 +228,10 @@ def test_two_named_experts_in_a_real_browser(tmp_path):
                 alice.click("#btn-expert")
             assert "expert=alice" in alice.url
             bob = browser.new_page()
-            bob.goto(url + "?expert=bob")
-            assert bob.input_value("#expert") == "bob"
+            bob.goto(url + "?expert=bob")  # an address: it shows a button, records nothing
+            assert bob.input_value("#expert") == "bob" and bob.locator("#btn-next").count()
+            with bob.expect_navigation():
+                bob.keyboard.press("n")
             pair_a, pair_b = shown_names(alice), shown_names(bob)
             if alice.locator("blockquote").count():
                 assert alice.locator("blockquote mark").count() >= 1  # the keyword marked
@@ -258,13 +272,17 @@ def _evil_server(target: str, token: str, qid: str) -> http.server.HTTPServer:
             "<input name='answer' value='similar'></form>"
             "<script>document.getElementById('f').submit()</script>").encode()
 
+    images = "".join(f"<img src='{target}?expert=mallory{k}&m=saved'>" for k in range(5))
+    img_page = f"<!doctype html>{images}".encode()
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's naming
+            body = img_page if self.path == "/img" else page
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(page)))
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(page)
+            self.wfile.write(body)
 
         def log_message(self, *args):
             pass

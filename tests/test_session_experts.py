@@ -156,7 +156,11 @@ def test_web_page_answers_as_the_named_expert(path):
                                 "expert": "dora"}, headers=SAME)
     # The server's default expert needs no name in the address; anyone else keeps theirs.
     assert r.status_code == 303 and "expert" not in r.headers["Location"]
-    html = c.get("/?expert=erik").get_data(as_text=True)
+    # A new name gets its first question through a POST (a GET never writes).
+    assert 'id="next-form"' in c.get("/?expert=erik").get_data(as_text=True)
+    r = c.post("/next", data={"csrf_token": token, "expert": "erik"}, headers=SAME)
+    assert r.status_code == 303 and "expert=erik" in r.headers["Location"]
+    html = c.get(r.headers["Location"]).get_data(as_text=True)
     assert 'name="expert" value="erik"' in html and "0 of 28 pairs answered by" in html
     token, qid2 = state(html)
     r = c.post("/answer", data={"csrf_token": token, "query_id": qid2, "answer": "dissimilar",

@@ -248,3 +248,27 @@ def test_a_session_without_any_snippets_says_so_once(tmp_path):
     with new(tmp_path / "n.session") as s:
         text = _ask_all(s)
     assert text.count("no example snippets") == 1 and "no example:" not in text
+
+
+def test_a_feature_without_a_snippet_says_why_on_the_web_page(tmp_path):
+    pytest.importorskip("flask")
+    from elicit.session.web import create_app
+
+    _snippet_session(tmp_path).close()
+    app = create_app(tmp_path / "f.session")
+    c = app.test_client()
+    seen: set[str] = set()
+    for _ in range(3):
+        html = c.get("/").get_data(as_text=True)
+        shown = re.findall(r'id="feature-\d">([^<]+)<', html)
+        seen |= set(shown)
+        if "&lt;fraction&gt;" in shown:
+            assert "no example: &#39;&lt;fraction&gt;&#39; is a placeholder" in html
+        if "lid" in shown:
+            assert "no example: the example texts do not contain &#39;lid&#39;" in html
+        token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+        qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
+        assert c.post("/answer", data={"csrf_token": token, "query_id": qid,
+                                       "answer": "similar"}, headers=SAME).status_code == 303
+    app.config["ELICIT_SESSION"].close()
+    assert seen == {"price", "&lt;fraction&gt;", "lid"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 
 import pytest
 
@@ -228,3 +229,188 @@ def test_serve_command_in_a_real_process(path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and "stopped; 0 answers are saved" in out
+
+
+# --------------------------------------------------------------------------------------------
+# Security of `elicit serve` (issue 17): GETs never write, every state change is a checked
+# POST, no request waits on the model, stalled connections time out, SIGTERM finishes requests
+# --------------------------------------------------------------------------------------------
+
+EVIL = {"Referer": "http://evil.example/page.html"}
+
+
+def file_state(path) -> tuple:
+    """The session file's bytes and its record, to show that nothing was written."""
+    raw = sqlite3.connect(path)
+    try:
+        rows = tuple(raw.execute(f"SELECT * FROM {t} ORDER BY id").fetchall()
+                     for t in ("queries", "answers", "events"))
+    finally:
+        raw.close()
+    return path.read_bytes(), rows
+
+
+def test_five_cross_site_gets_write_nothing(app, path):
+    """Bug: `GET /?expert=NAME` recorded an expert and a pending query; any page could fire it
+    with <img src>. 40 such GETs added 40 experts."""
+    before = file_state(path)
+    c = app.test_client()
+    for k in range(5):
+        r = c.get(f"/?expert=mallory{k}", headers=EVIL)
+        assert r.status_code == 200
+        assert f'value="mallory{k}"' in r.get_data(as_text=True)
+    assert file_state(path) == before
+    with Session.open(path) as s:
+        assert s.experts() == [""]
+
+
+def _route_url(rule) -> str:
+    return rule.build({a: "x" for a in rule.arguments}, append_unknown=False)[1]
+
+
+def test_every_state_changing_route_refuses_a_foreign_origin(app, path):
+    """Every route of the app, enumerated, so that a new one cannot escape: GET (and HEAD)
+    routes write nothing, whatever they are sent; every other route is a POST that refuses a
+    foreign Origin even with the right token."""
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    form = {"csrf_token": st["token"], "query_id": st["qid"], "answer": "similar",
+            "expert": "mallory", "comment": "x"}
+    before = file_state(path)
+    rules = list(app.url_map.iter_rules())
+    posts = [r for r in rules if "POST" in r.methods]
+    assert {"/answer", "/skip", "/undo", "/next"} <= {r.rule for r in posts}
+    assert not any(r.rule.startswith("/static") for r in rules)  # no files of the cwd
+    for rule in rules:
+        methods = rule.methods - {"HEAD", "OPTIONS"}
+        assert methods in ({"GET"}, {"POST"}), (rule.rule, methods)
+        url = _route_url(rule)
+        if methods == {"GET"}:
+            for headers in (EVIL, {}, SAME):
+                c.get(url, query_string={"expert": "mallory", "m": "saved", "v": "1"},
+                      headers=headers)
+            assert file_state(path) == before, f"GET {rule.rule} wrote to the session file"
+        else:
+            for origin in ("http://evil.example", "null", "http://localhost:1"):
+                r = c.post(url, data=form, headers={"Origin": origin})
+                assert r.status_code == 403, (rule.rule, origin, r.status_code)
+            r = c.post(url, data=form, headers=EVIL)
+            assert r.status_code == 403, (rule.rule, "Referer")
+            assert file_state(path) == before, f"POST {rule.rule} wrote from a foreign page"
+
+
+def test_no_files_of_the_working_directory_are_served(path, tmp_path, monkeypatch):
+    """Bug: Flask's default static route served ./static of the directory `elicit serve`
+    was started in (its root path for the name 'elicit.web')."""
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "notes.txt").write_text("private\n")
+    monkeypatch.chdir(tmp_path)
+    a = create_app(path)
+    try:
+        r = a.test_client().get("/static/notes.txt")
+        assert r.status_code == 404 and b"private" not in r.data
+    finally:
+        a.config["ELICIT_SESSION"].close()
+
+
+def test_a_new_expert_starts_with_a_post(app, path):
+    """A GET for an expert without a question shows a button (a checked POST), not a
+    question: the page never records one by itself."""
+    c = app.test_client()
+    html = c.get("/?expert=bob").get_data(as_text=True)
+    assert 'id="next-form"' in html and 'name="query_id"' not in html
+    token = page_state(html)["token"]
+    r = c.post("/next", data={"csrf_token": token, "expert": "bob"}, headers=SAME)
+    assert r.status_code == 303 and "expert=bob" in r.headers["Location"]
+    html = c.get(r.headers["Location"]).get_data(as_text=True)
+    assert page_state(html)["qid"] is not None and re.search(r"answered by\s+bob", html)
+    with Session.open(path) as s:
+        assert s.experts() == ["", "bob"] and len(s.pending("bob")) == 1
+
+
+def _serve(path, **kw):
+    server, app = make_server(path, port=0, **kw)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    return server, app, f"http://127.0.0.1:{server.server_port}"
+
+
+def _stop(server, app):
+    server.shutdown()
+    server.server_close()
+    app.config["ELICIT_SESSION"].close()
+
+
+def test_a_slow_question_does_not_block_another_tabs_page(path, monkeypatch):
+    """Bug: choosing a question ran inside the request that asked for it, holding the model,
+    and four such requests kept the expert's page from loading for more than 300 s. Here the
+    question computation of one expert is blocked on purpose; meanwhile the page, the K image
+    and another expert's page still load."""
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+    choose = Session._choose
+
+    def blocked_choose(self, k, expert):
+        if expert == "alice":
+            entered.set()
+            # Released by the test; the bound only turns a stall into a failure, not a hang.
+            release.wait(120)
+            finished.set()
+        return choose(self, k, expert)
+
+    monkeypatch.setattr(Session, "_choose", blocked_choose)
+    server, app, url = _serve(path)
+    try:
+        st = page_state(urlopen(url + "/").read().decode())
+        first_png = urlopen(url + "/k.png").read()
+        # An answer changes the model, so the K image drawn above is out of date.
+        assert post(url + "/answer", {"csrf_token": st["token"], "query_id": st["qid"],
+                                      "answer": "similar"}) == 200
+        alice = threading.Thread(target=post, args=(url + "/next", {"csrf_token": st["token"],
+                                                                    "expert": "alice"}))
+        alice.start()
+        assert entered.wait(120), "alice's question computation never started"
+        # While it is blocked: the default expert's page with their next question, the K
+        # image (the last one drawn: the model is busy), a new expert's page.
+        html = urlopen(url + "/").read().decode()
+        png = urlopen(url + "/k.png").read()
+        bob = urlopen(url + "/?expert=bob").read().decode()
+        assert not finished.is_set(), "a page waited for another expert's question"
+        assert page_state(html)["qid"] not in (None, st["qid"]) and "1 of 28" in html
+        assert png == first_png
+        assert 'id="next-form"' in bob
+        release.set()
+        alice.join()
+        # Once the model is free the image is redrawn.
+        assert urlopen(url + "/k.png").read() != first_png
+    finally:
+        release.set()
+        _stop(server, app)
+    with Session.open(path) as s:
+        assert len(s.pending("alice")) == 1
+
+
+def urlopen(url: str):
+    import urllib.request
+
+    return urllib.request.urlopen(url, timeout=600)  # a hang guard, not a speed limit
+
+
+def post(url: str, data: dict, follow: bool = True) -> int:
+    """POST a form from the server's own page; the status (of the page redirected to)."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(*([] if follow else [NoRedirect()]))
+    origin = "/".join(url.split("/")[:3])
+    req = urllib.request.Request(url, data=urllib.parse.urlencode(data).encode(),
+                                 headers={"Origin": origin}, method="POST")
+    try:
+        with opener.open(req, timeout=600) as r:  # a hang guard, not a speed limit
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code

@@ -3,18 +3,28 @@
 One question at a time with three big buttons (similar / dissimilar / don't know), a comment
 box, skip, undo and progress, the current kernel matrix K as a labelled heatmap (a PNG drawn by
 matplotlib on the server) and the latest answers. It is a Flask application; ``elicit serve``
-runs it on werkzeug's threaded WSGI server, which is adequate for a local tool used by one
-expert (it is not meant to face the internet).
+runs it on werkzeug's threaded WSGI server, which is adequate for a local tool used by a few
+experts (it is not meant to face the internet).
 
-Security for a local, account-less tool:
+Security for a local, account-less tool that any page the expert opens can reach:
 
 * it binds 127.0.0.1 by default;
 * every request must carry a ``Host`` of this machine (``localhost``, ``127.0.0.1``, ``[::1]``
   or the address it was started on), which defeats DNS-rebinding pages;
-* every POST must come from the page itself: its ``Origin`` (or, without one, its ``Referer``)
-  must be this server, and it must carry the CSRF token embedded in the page (a random token
-  made when the server starts). Anything else gets 403;
+* **a GET never writes**: it reads the session file on a read-only SQLite connection of its
+  own. Only POSTs change the session (answer, skip, undo, and ``/next``, which records the
+  next question of an expert who has none), and every POST must come from the page itself:
+  its ``Origin`` (or, without one, its ``Referer``) must be this server, and it must carry
+  the CSRF token embedded in the page (a random token made when the server starts).
+  Anything else gets 403;
 * responses forbid framing and inline scripts (Content-Security-Policy).
+
+What one request can cost. Choosing a question refits the model and scores candidate pairs:
+seconds on a large session. Only a checked POST does that work, for its own expert, under the
+session's lock, so at most one such computation runs at a time. A page (GET) never waits for
+it: it reads the file, not the model, and shows the expert's pending question or, for an
+expert without one, a button that asks for it (a POST). The K image is redrawn only when the
+model is free; otherwise the last one drawn is served. A request body is limited to 64 KiB.
 
 Two tabs showing the same question cannot both answer it: the session checks and records the
 answer in one write transaction and the file's ``UNIQUE(query_id)`` constraint refuses a
@@ -30,21 +40,35 @@ import os
 import re
 import secrets
 import socket
+import sqlite3
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, abort, redirect, render_template_string, request, url_for
+from werkzeug.wrappers import Response as ResponseBase
 
 from elicit.errors import ElicitError
+from elicit.session import record
 from elicit.session.inputs import check_expert
 from elicit.session.loaders import highlight
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
-from elicit.session.session import Session
-from elicit.session.terminal import stop_signals_as_interrupt, worth_text
+from elicit.session.session import Session, SessionQuery, read_pending, read_stop_hint
+from elicit.session.store import BUSY_TIMEOUT
+from elicit.session.terminal import (
+    no_snippets_note,
+    snippet_note,
+    stop_signals_as_interrupt,
+    worth_text,
+)
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+#: How many of the latest answers the page lists.
+HISTORY_ROWS = 10
 
 #: Messages after a successful POST (redirect target ``/?m=<code>``); a fixed set so that no
 #: request text is ever echoed into the page.
@@ -53,6 +77,8 @@ MESSAGES = {
     "skipped": "Skipped; that pair may come back later.",
     "undone": "Undone: the last answer was withdrawn; you can answer that question again.",
 }
+#: The first words of those messages, for when the next question could not be chosen.
+DONE_WORDS = {"saved": "Saved", "skipped": "Skipped", "undone": "Undone", None: "Sorry"}
 
 ANSWER_LABELS = {"similar": "Similar", "dissimilar": "Dissimilar", "dont_know": "Don't know"}
 
@@ -74,7 +100,8 @@ PAGE = """<!doctype html>
     ({{ pr.similar }} similar, {{ pr.dissimilar }} dissimilar, {{ pr.dont_know }} don't know{%
     if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
   </div>
-  <form method="get" action="{{ url_for('index') }}" class="who" id="expert-form">
+  <form method="post" action="{{ url_for('next_question') }}" class="who" id="expert-form">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
     <label for="expert">Your name</label>
     <input name="expert" id="expert" value="{{ expert }}" maxlength="80"
       placeholder="(unnamed expert)">
@@ -92,13 +119,15 @@ PAGE = """<!doctype html>
   {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
   <h2>Do these two features affect {{ target }} in the same way?</h2>
   <div class="pair">
-  {% for name, snippets in feats %}
+  {% for name, snippets, why in feats %}
     <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
     {% for pieces in snippets %}<blockquote>{% for text, hit in pieces %}{%
       if hit %}<mark>{{ text }}</mark>{% else %}{{ text }}{% endif %}{%
-    endfor %}</blockquote>{% endfor %}</div>
+    endfor %}</blockquote>{% endfor %}
+    {% if why %}<p class="nosnip">({{ why }})</p>{% endif %}</div>
   {% endfor %}
   </div>
+  {% if no_snippets %}<p class="nosnip" id="no-snippets">({{ no_snippets }})</p>{% endif %}
   <form method="post" action="{{ url_for('answer') }}" id="answer-form">
     <input type="hidden" name="csrf_token" value="{{ token }}">
     <input type="hidden" name="query_id" value="{{ q.id }}">
@@ -127,14 +156,25 @@ PAGE = """<!doctype html>
       <button type="submit" id="btn-undo" {{ '' if pr.answered else 'disabled' }}
         >Undo last answer <kbd>u</kbd></button></form>
   </div>
-{% else %}
+{% elif done %}
   <h2 id="done">All {{ pr.pairs }} pairs are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
   <form method="post" action="{{ url_for('undo') }}">
     <input type="hidden" name="csrf_token" value="{{ token }}">
     <input type="hidden" name="expert" value="{{ expert }}">
     <button type="submit" id="btn-undo">Undo last answer</button></form>
+{% else %}
+  <h2 id="no-question">No question is waiting{% if expert %} for {{ expert }}{% endif %}.</h2>
+  <form method="post" action="{{ url_for('next_question') }}" id="next-form">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">
+    <button type="submit" class="big similar" id="btn-next" autofocus>Show the next question
+      <kbd>n</kbd></button>
+  </form>
+  <p class="note">The model chooses the question that teaches it most; on a large session
+  that takes a few seconds.</p>
 {% endif %}
+  <p class="working" id="working" role="status">Saving and choosing the next question…</p>
   <p class="note">Every answer is saved in the session file as soon as you click. You can close
   this page at any time and come back later.</p>
   {% if summary %}<details id="summary"><summary>About this session</summary><ul>
@@ -205,18 +245,35 @@ details{font-size:.8rem;color:#555}
 table{border-collapse:collapse;font-size:.8rem;width:100%}
 td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
 tr.undone{color:#999;text-decoration:line-through}
+.nosnip{font-size:.8rem;color:#888;font-style:italic;margin:.3rem 0}
+.working{display:none;color:#24364b;font-weight:bold}
+body.busy .working{display:block}
+body.busy .question form button{opacity:.6;cursor:progress}
 """
 
 # Keyboard shortcuts; served as a file because the Content-Security-Policy forbids inline code.
+# Once a form is sent the page takes no more keys or clicks: a key typed while the next question
+# is being chosen must not answer it unseen, nor send this question's answer twice.
 JS = """
-document.addEventListener('keydown', function (e) {
-  if (e.target && (e.target.tagName === 'TEXTAREA' || e.target.tagName === 'INPUT')) return;
-  if (e.ctrlKey || e.metaKey || e.altKey) return;
-  var ids = {'s': 'btn-similar', 'd': 'btn-dissimilar', '?': 'btn-dont_know',
-             'k': 'btn-skip', 'u': 'btn-undo'};
-  var b = ids[e.key] && document.getElementById(ids[e.key]);
-  if (b && !b.disabled) { e.preventDefault(); b.click(); }
-});
+(function () {
+  var busy = false;
+  window.addEventListener('pageshow', function () {  // back to a page kept in memory
+    busy = false; document.body.classList.remove('busy');
+  });
+  document.addEventListener('submit', function (e) {
+    if (busy) { e.preventDefault(); return; }
+    busy = true; document.body.classList.add('busy');
+  }, true);
+  document.addEventListener('keydown', function (e) {
+    if (busy || e.repeat) return;
+    if (e.target && (e.target.tagName === 'TEXTAREA' || e.target.tagName === 'INPUT')) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var ids = {'s': 'btn-similar', 'd': 'btn-dissimilar', '?': 'btn-dont_know',
+               'k': 'btn-skip', 'u': 'btn-undo', 'n': 'btn-next'};
+    var b = ids[e.key] && document.getElementById(ids[e.key]);
+    if (b && !b.disabled) { e.preventDefault(); b.click(); }
+  });
+})();
 """
 
 
@@ -228,10 +285,71 @@ def _host_name(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
+# --------------------------------------------------------------------------------------------
+# Reading for a page: the file, never the model
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class PageState:
+    """What a page shows of one expert, read at one moment of the session file."""
+
+    progress: dict[str, int]
+    query: SessionQuery | None
+    hint: str | None
+    history: list[dict[str, Any]]
+    revision: int
+
+
+class FileReader:
+    """Reads the session file for pages on a read-only SQLite connection per call, so that a
+    GET cannot write and never waits for the session's lock (held while the model works)."""
+
+    def __init__(self, sess: Session) -> None:
+        self._uri = Path(sess.path).resolve().as_uri() + "?mode=ro"
+        self.names, self.uid, self.n_pairs = list(sess.feature_names), sess.uid, sess.n_pairs
+
+    def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
+        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
+                               timeout=BUSY_TIMEOUT)
+        try:
+            conn.execute("BEGIN")  # one snapshot for everything the page shows
+            try:
+                return read(conn)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def page(self, expert: str) -> PageState:
+        """The expert's progress, pending question, stopping hint, the latest answers."""
+        def read(c: sqlite3.Connection) -> PageState:
+            pending = read_pending(c, self.names, self.uid, expert)
+            rows = record.history_rows(c)[-HISTORY_ROWS:][::-1]
+            hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[3]],
+                     "feature_j": self.names[r[4]], "answer": r[5], "comment": r[6] or "",
+                     "undone": r[10] is not None} for r in rows]
+            return PageState(record.progress(c, self.n_pairs, expert),
+                             pending[0] if pending else None,
+                             read_stop_hint(c, expert) if pending else None, hist,
+                             record.last_event(c))
+        return self._run(read)
+
+    def revision(self) -> int:
+        """The session's latest event id (grows with every query, answer, skip, undo)."""
+        return self._run(record.last_event)
+
+
+# --------------------------------------------------------------------------------------------
+# The application
+# --------------------------------------------------------------------------------------------
+
 def create_app(session_path: str | os.PathLike, *, session: Session | None = None,
                engine: str | None = None, allowed_hosts: set[str] | None = None,
                expert: str | None = None) -> Flask:
     """The Flask application serving one session file.
+
+    The default expert's next question is chosen here, before any request, so that the first
+    page shows it at once.
 
     Parameters
     ----------
@@ -254,13 +372,16 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     """
     sess = session if session is not None else Session.open(session_path, engine=engine)
     default_expert = check_expert(expert) if expert is not None else sess.expert
-    app = Flask("elicit.web")
+    reader = FileReader(sess)
+    # No static folder: Flask would otherwise serve the files of ./static (its root path for
+    # this import name is the working directory) to anyone who can reach the server.
+    app = Flask("elicit.web", static_folder=None)
     token = secrets.token_urlsafe(32)
     hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
     app.config.update(ELICIT_SESSION=sess, ELICIT_CSRF_TOKEN=token, ELICIT_HOSTS=hosts,
                       MAX_CONTENT_LENGTH=64 * 1024)
-    png_cache: dict[str, bytes] = {}
-    png_lock = threading.Lock()
+    k_image: dict[str, Any] = {"revision": None, "png": None}
+    k_drawing = threading.Lock()
 
     def who() -> str:
         """The request's expert: the form field, else the query parameter, else the
@@ -270,47 +391,60 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
             name = request.args.get("expert")
         return default_expert if name is None else check_expert(name)
 
+    def prepare(expert: str) -> str | None:
+        """Choose and record the expert's next question unless one is waiting (the model's
+        work: only checked POSTs call this). Returns why it could not, or None."""
+        try:
+            if not sess.is_done(expert):
+                sess.next_query(expert)
+        except ElicitError as e:
+            return str(e)
+        return None
+
     def render(message: str | None = None, error: bool = False, status: int = 200,
                expert: str | None = None) -> Response:
-        q = None
         try:
             expert = who() if expert is None else expert
         except ElicitError as e:
             message, error, status, expert = str(e), True, 400, default_expert
         try:
-            if not sess.is_done(expert):
-                q = sess.next_query(expert)
-        except ElicitError as e:  # e.g. everything was answered meanwhile
-            message, error = str(e), True
+            st = reader.page(expert)
+        except sqlite3.Error as e:
+            return Response(f"503: the session file cannot be read just now ({e}); reload "
+                            "the page\n", status=503, mimetype="text/plain")
+        q = st.query
         if q is None and not error:
             message = None  # the done page says only that it is done
         feats = []
         if q is not None:
-            feats = [(name, [highlight(name, t) for t in sess.texts(f)[:2]])
+            feats = [(name, [highlight(name, t) for t in sess.texts(f)[:2]],
+                      snippet_note(sess, f))
                      for f, name in ((q.i, q.names[0]), (q.j, q.names[1]))]
-        hist = sess.history.iloc[::-1].head(10).copy()
-        hist["comment"] = [c if isinstance(c, str) else "" for c in hist["comment"]]
         html = render_template_string(
             PAGE, token=token, name=Path(sess.path).name, description=sess.description,
-            pr=sess.progress(expert), q=q, feats=feats, message=message, error=error,
-            hist=hist.to_dict("records"), labels=ANSWER_LABELS, version=_version(),
-            expert=expert, target=sess.target_description, summary=sess.summary,
-            worth=worth_text(q) if q is not None else "",
-            hint=sess.stop_hint(expert) if q is not None else None)
+            pr=st.progress, q=q, feats=feats, message=message, error=error,
+            done=q is None and st.progress["left"] <= 0, hist=st.history,
+            labels=ANSWER_LABELS, version=st.revision, expert=expert,
+            target=sess.target_description, summary=sess.summary,
+            no_snippets=no_snippets_note(sess) if q is not None else None,
+            worth=worth_text(q) if q is not None else "", hint=st.hint)
         resp = Response(html, status=status, mimetype="text/html")
         resp.headers["Cache-Control"] = "no-store"
         return resp
 
-    def _version() -> str:
-        # Changes whenever the model changes, so the browser fetches a fresh K image.
-        return str(sess.revision())
-
-    def error_page(e: ElicitError) -> Response:
+    def error_page(e: ElicitError, expert: str) -> Response:
         status = 409 if isinstance(e, AnsweredElsewhere) else \
             404 if isinstance(e, UnknownQuery) else 400
-        return render(str(e), error=True, status=status)
+        prepare(expert)  # e.g. the question was answered in another tab: show the next one
+        return render(str(e), error=True, status=status, expert=expert)
 
-    def done(code: str, expert: str):
+    def done(code: str | None, expert: str) -> ResponseBase:
+        """After a change: choose the expert's next question, then redirect to the page."""
+        why = prepare(expert)
+        if why is not None:
+            return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
+                          f"{why}", error=True, status=503 if code is None else 200,
+                          expert=expert)
         # Name the expert in the address unless they are the server's default (an empty
         # name must stay in it when the default is someone else).
         named = None if expert == default_expert else expert
@@ -330,7 +464,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         if host not in hosts:
             abort(403, f"unexpected Host {request.host!r}: this server answers only on "
                        "localhost")
-        if request.method == "POST":
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
             _check_same_origin()
             sent = request.form.get("csrf_token", "")
             if not hmac.compare_digest(sent.encode(), token.encode()):
@@ -376,46 +510,75 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
 
     @app.post("/answer")
     def answer():
+        try:
+            expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
         value = request.form.get("answer", "")
         comment = request.form.get("comment") or None
         try:
-            expert = who()
             qid = query_id()
             if value not in ANSWER_LABELS:
                 raise ElicitError(f"invalid answer {value[:40]!r}: use 'similar', "
                                   "'dissimilar' or 'dont_know'")
             sess.answer(qid, value, comment=comment, expert=expert)
         except ElicitError as e:
-            return error_page(e)
+            return error_page(e, expert)
         return done("saved", expert)
 
     @app.post("/skip")
     def skip():
         try:
             expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        try:
             sess.skip(query_id(), expert=expert)
         except ElicitError as e:
-            return error_page(e)
+            return error_page(e, expert)
         return done("skipped", expert)
 
     @app.post("/undo")
     def undo():
         try:
             expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        try:
             sess.undo(expert)
         except ElicitError as e:
-            return error_page(e)
+            return error_page(e, expert)
         return done("undone", expert)
+
+    @app.post("/next")
+    def next_question():
+        """The expert's next question (recorded): from the name field at the top, and the
+        button shown to an expert who has none waiting."""
+        try:
+            expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        return done(None, expert)
 
     @app.get("/k.png")
     def k_png():
-        key = _version()
-        with png_lock:
-            if key not in png_cache:
-                png_cache.clear()
-                png_cache[key] = _k_png(sess)
-            data = png_cache[key]
-        resp = Response(data, mimetype="image/png")
+        # Redrawn when the session changed and the model is free; while another request is
+        # choosing a question (or drawing), the last image is served rather than waiting.
+        try:
+            revision = reader.revision()
+        except sqlite3.Error:
+            revision = None
+        if k_image["revision"] != revision and k_drawing.acquire(blocking=False):
+            try:
+                with sess.unless_busy() as free:
+                    if free:
+                        k_image.update(png=_k_png(sess), revision=revision)
+            finally:
+                k_drawing.release()
+        if k_image["png"] is None:
+            return Response("503: the model is busy; reload the page for the K image\n",
+                            status=503, mimetype="text/plain", headers={"Retry-After": "2"})
+        resp = Response(k_image["png"], mimetype="image/png")
         resp.headers["Cache-Control"] = "no-cache"
         return resp
 
@@ -427,6 +590,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     def js():
         return Response(JS, mimetype="text/javascript")
 
+    prepare(default_expert)  # before any request: the first page shows a question at once
     return app
 
 
@@ -448,6 +612,10 @@ def _k_png(sess: Session) -> bytes:
     fig.savefig(buf, format="png")
     return buf.getvalue()
 
+
+# --------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
                 engine: str | None = None, expert: str | None = None):
