@@ -24,7 +24,12 @@ seconds on a large session. Only a checked POST does that work, for its own expe
 session's lock, so at most one such computation runs at a time. A page (GET) never waits for
 it: it reads the file, not the model, and shows the expert's pending question or, for an
 expert without one, a button that asks for it (a POST). The K image is redrawn only when the
-model is free; otherwise the last one drawn is served. A request body is limited to 64 KiB.
+model is free; otherwise the last one drawn is served. A request body is limited to 64 KiB,
+and a connection that stops sending is closed after ``timeout`` seconds (30 by default), so a
+stalled client cannot hold a thread for ever.
+
+Stopping. Ctrl-C, SIGTERM and SIGHUP stop the server from taking requests; the requests in
+progress finish (a question being chosen included) and only then is the session closed.
 
 Two tabs showing the same question cannot both answer it: the session checks and records the
 answer in one write transaction and the file's ``UNIQUE(query_id)`` constraint refuses a
@@ -43,7 +48,7 @@ import socket
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,7 @@ from flask import Flask, Response, abort, redirect, render_template_string, requ
 from werkzeug.wrappers import Response as ResponseBase
 
 from elicit.errors import ElicitError
+from elicit.internal.text import printable
 from elicit.session import record
 from elicit.session.inputs import check_expert
 from elicit.session.loaders import highlight
@@ -67,6 +73,8 @@ from elicit.session.terminal import (
 )
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+#: Seconds a connection may stay silent (request line, headers or body) before it is closed.
+IDLE_TIMEOUT = 30.0
 #: How many of the latest answers the page lists.
 HISTORY_ROWS = 10
 
@@ -340,6 +348,57 @@ class FileReader:
 
 
 # --------------------------------------------------------------------------------------------
+# Requests in progress: finished before the session is closed
+# --------------------------------------------------------------------------------------------
+
+class InFlight:
+    """Counts the requests being answered; :meth:`close` refuses new ones (503) and waits for
+    those in progress, so that a stopping server closes the session only after them."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._n = 0
+        self._closing = False
+
+    @property
+    def count(self) -> int:
+        with self._cond:
+            return self._n
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._n -= 1
+            self._cond.notify_all()
+
+    def wrap(self, app: Callable) -> Callable:
+        """The WSGI application ``app``, counted (until its response is fully sent)."""
+        from werkzeug.wsgi import ClosingIterator
+
+        def counted(environ: dict, start_response: Callable) -> Iterable[bytes]:
+            with self._cond:
+                if self._closing:
+                    start_response("503 Service Unavailable",
+                                   [("Content-Type", "text/plain; charset=utf-8")])
+                    return [b"503: the server is stopping\n"]
+                self._n += 1
+            try:
+                result = app(environ, start_response)
+            except BaseException:
+                self._leave()
+                raise
+            return ClosingIterator(result, [self._leave])
+
+        return counted
+
+    def close(self) -> None:
+        """Take no new requests and wait until those in progress are done."""
+        with self._cond:
+            self._closing = True
+            while self._n:
+                self._cond.wait()
+
+
+# --------------------------------------------------------------------------------------------
 # The application
 # --------------------------------------------------------------------------------------------
 
@@ -373,13 +432,15 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     sess = session if session is not None else Session.open(session_path, engine=engine)
     default_expert = check_expert(expert) if expert is not None else sess.expert
     reader = FileReader(sess)
+    inflight = InFlight()
     # No static folder: Flask would otherwise serve the files of ./static (its root path for
     # this import name is the working directory) to anyone who can reach the server.
     app = Flask("elicit.web", static_folder=None)
+    app.wsgi_app = inflight.wrap(app.wsgi_app)  # type: ignore[method-assign]
     token = secrets.token_urlsafe(32)
     hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
     app.config.update(ELICIT_SESSION=sess, ELICIT_CSRF_TOKEN=token, ELICIT_HOSTS=hosts,
-                      MAX_CONTENT_LENGTH=64 * 1024)
+                      ELICIT_IN_FLIGHT=inflight, MAX_CONTENT_LENGTH=64 * 1024)
     k_image: dict[str, Any] = {"revision": None, "png": None}
     k_drawing = threading.Lock()
 
@@ -618,16 +679,23 @@ def _k_png(sess: Session) -> bytes:
 # --------------------------------------------------------------------------------------------
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
-                engine: str | None = None, expert: str | None = None):
+                engine: str | None = None, expert: str | None = None,
+                timeout: float = IDLE_TIMEOUT):
     """Open the session and bind the server (without serving yet).
+
+    ``timeout`` is how many seconds a connection may stay silent before it is closed (a
+    request line, headers or a body that stop arriving).
 
     Raises
     ------
     ElicitError
         A session that cannot be opened, or a port that is in use or not allowed.
     """
+    from werkzeug.serving import WSGIRequestHandler
     from werkzeug.serving import make_server as wz_make_server
 
+    if not timeout > 0:
+        raise ElicitError(f"timeout must be a positive number of seconds, got {timeout!r}")
     extra = set() if host in ("0.0.0.0", "::", "") else {host}
     if host in ("0.0.0.0", "::"):
         # Listening on every interface: accept this machine's own name in the Host header.
@@ -635,10 +703,13 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
     sock = _listen(host, port)  # first: a busy port must not cost a session open
     try:
         app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
+        # socketserver sets this timeout on every accepted connection: a read that waits
+        # longer raises, and the connection's thread is freed.
+        handler = type("ElicitRequestHandler", (WSGIRequestHandler,), {"timeout": timeout})
         # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
         # itself, while we want one clear ElicitError.
         server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
-                                fd=sock.fileno())
+                                fd=sock.fileno(), request_handler=handler)
     finally:
         sock.close()  # werkzeug holds its own duplicate of the descriptor
     # With a ready socket werkzeug skips http.server's bind, which sets these two.
@@ -672,40 +743,58 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _say(text: str, err: bool = False) -> None:
+    """Print a line, ignoring a terminal that has gone away (SIGHUP)."""
+    try:
+        print(printable(text), file=sys.stderr if err else sys.stdout, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
           engine: str | None = None, expert: str | None = None) -> int:
     """Serve the session's web page until Ctrl-C, SIGTERM or SIGHUP; returns the exit status
     (0 for Ctrl-C, as before; 128 + the signal number for the others).
 
-    On any of them the server stops taking requests, a request being answered finishes (the
-    session's lock), and the file is closed: nothing confirmed is lost.
+    On any of them the server stops taking requests, the requests in progress finish (a
+    question being chosen included), and then the file is closed: nothing confirmed is lost.
+    A second signal while they finish stops at once (still losing nothing committed).
     """
     from elicit.session.terminal import Interrupted
 
     server, app = make_server(session_path, host, port, engine, expert)
     sess: Session = app.config["ELICIT_SESSION"]
+    inflight: InFlight = app.config["ELICIT_IN_FLIGHT"]
     url_host = f"[{host}]" if ":" in host else host
     who = f" (default expert: {expert})" if expert else ""
-    print(f"serving {sess.path} at http://{url_host}:{server.server_port}/{who}  (Ctrl-C to "
-          "stop)", flush=True)
+    _say(f"serving {sess.path} at http://{url_host}:{server.server_port}/{who}  (Ctrl-C to "
+         "stop)")
     if host not in LOOPBACK_HOSTS:
-        print(f"warning: listening on {host}: other machines may reach this page and it has "
-              "no accounts", file=sys.stderr, flush=True)
+        _say(f"warning: listening on {host}: other machines may reach this page and it has "
+             "no accounts", err=True)
+    # The server loop runs in its own thread; the main thread only waits for a signal, so a
+    # signal can never land inside the loop and drop a connection it has just accepted.
+    loop = threading.Thread(target=server.serve_forever, name="elicit-serve", daemon=True)
     code = 0
     try:
-        with stop_signals_as_interrupt() as caught:
-            server.serve_forever()  # werkzeug returns from here on Ctrl-C
-    except Interrupted as e:
-        code = e.code
-    except KeyboardInterrupt:
-        pass
+        with stop_signals_as_interrupt():
+            loop.start()
+            loop.join()
+    except KeyboardInterrupt as e:
+        code = e.code if isinstance(e, Interrupted) else 0
     finally:
-        code = caught.code or code
+        if loop.ident is not None:
+            server.shutdown()  # no new connections; returns once the loop has stopped
+        busy = inflight.count
+        if busy:
+            _say(f"stopping: waiting for {busy} request{'s' if busy > 1 else ''} in progress "
+                 "to finish")
+        try:
+            inflight.close()
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: stop now; every committed answer is in the file
         server.server_close()
         n = sess.progress()["all_answers"]
         sess.close()
-        try:
-            print(f"\nstopped; {n} answers are saved in {sess.path}", flush=True)
-        except OSError:
-            pass  # the terminal is gone (SIGHUP); the answers are in the file
+        _say(f"\nstopped; {n} answers are saved in {sess.path}")
     return code
