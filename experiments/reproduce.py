@@ -36,11 +36,11 @@ from pathlib import Path
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
-from elicit.paper.cluster import cluster_scope
+from elicit.harness.cluster import cluster_scope
 from elicit.paper.realdata import run_realdata
-from elicit.paper.report import write_report
 from elicit.paper.synthetic import run_synthetic
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
+from elicit.report.writer import write_report
 
 #: The paper-literal sweeps: folder -> data set.
 LITERAL = {f"{d}-paper": d for d in DATASETS}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from elicit.paper.report_real import fmt, load_sweep, paired
+from elicit.report.realdata import fmt, load_sweep, paired
 
 
 def row(folder: Path, at: int) -> str:

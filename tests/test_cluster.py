@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from elicit.errors import ElicitError
+from elicit.harness.cluster import parse_cluster
+from elicit.harness.runner import run_tasks
 from elicit.internal.io import write_json_atomic
-from elicit.paper.cluster import parse_cluster
-from elicit.paper.runner import run_tasks
 
 distributed = pytest.importorskip("distributed")
 
@@ -105,7 +105,7 @@ def test_a_scheduler_started_by_hand_runs_the_synthetic_sweep_like_local_process
 
 
 def test_a_local_cluster_scope_serves_every_step_of_a_pipeline(tmp_path):
-    from elicit.paper.cluster import cluster_scope, scoped_executor
+    from elicit.harness.cluster import cluster_scope, scoped_executor
 
     with cluster_scope("local:1"):
         ex = scoped_executor()

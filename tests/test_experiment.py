@@ -14,8 +14,8 @@ import pytest
 
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
+from elicit.harness.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 from elicit.paper.problems import synthetic_problem
-from elicit.paper.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 
 TINY = dict(dataset="synthetic", runs=2, rounds=5, engine="numpy", seed=3)
 
@@ -99,7 +99,7 @@ def test_resume_recomputes_only_missing_parts(tiny_sweep, tmp_path):
 
 def test_resume_of_a_finished_sweep_computes_nothing(tiny_sweep, tmp_path, monkeypatch):
     out = _copy(tiny_sweep, tmp_path / "done")
-    import elicit.paper.sweep as ex
+    import elicit.harness.sweep as ex
 
     def boom(*a, **k):
         raise AssertionError("a finished sweep must not run anything")
@@ -182,7 +182,7 @@ def _write_square(folder: str, k: int, fail_on: int = -1) -> None:
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_runner_runs_what_is_left_and_skips_finished_tasks(tmp_path, jobs):
-    from elicit.paper.runner import run_tasks
+    from elicit.harness.runner import run_tasks
 
     def left(task):
         return None if (tmp_path / f"{task[1]}.json").exists() else task
@@ -199,7 +199,7 @@ def test_runner_runs_what_is_left_and_skips_finished_tasks(tmp_path, jobs):
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_runner_reports_a_failed_task(tmp_path, jobs):
-    from elicit.paper.runner import run_tasks
+    from elicit.harness.runner import run_tasks
 
     tasks = [(str(tmp_path), k, 1) for k in range(3)]
     with pytest.raises(ElicitError, match="task 1 failed"):
@@ -324,7 +324,9 @@ def test_auto_threshold_mean_in_chunks_equals_the_one_pass_mean(monkeypatch):
 
 
 def test_labels_are_written_once():
-    from elicit.paper import labels, plots, report
+    from elicit.harness import figures as plots
+    from elicit.harness import labels
+    from elicit.report import writer as report
 
     assert report.LABELS is labels.LABELS
     assert plots.STRATEGY_LABELS is labels.STRATEGY_LABELS

@@ -20,13 +20,13 @@ from elicit.engines.base import shipped_stan_file
 from elicit.engines.contract import check_stan_contract, detect_variant
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
+from elicit.harness.sweep import SweepConfig
 from elicit.model.batch import BatchDensity
 from elicit.model.density import log_density
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.variants import MODELS, PAPER, TIED_THRESHOLD_SD, get_model
 from elicit.paper.realdata import check_config
-from elicit.paper.sweep import SweepConfig
 from elicit.prior.setup import coupled_features
 
 NEW_MODELS = [m for m in MODELS if m != PAPER]
@@ -260,7 +260,7 @@ def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
     assert ("holds results of other settings (model: 'tied-threshold' there, 'paper' now)"
             in capsys.readouterr().err)
     # and the parts themselves carry their model: the sweep refuses them without the config
-    from elicit.paper.sweep import SweepConfig, sweep
+    from elicit.harness.sweep import SweepConfig, sweep
 
     with pytest.raises(ElicitError, match="holds results of model 'tied-threshold' "
                                           r"\(run000.json of random\), not 'paper'"):

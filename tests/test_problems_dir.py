@@ -9,9 +9,9 @@ import pytest
 from elicit import GroupOracle, SignOracle
 from elicit.cli.main import main
 from elicit.errors import ElicitError
+from elicit.harness.sweep import SweepConfig, sweep
 from elicit.model.spec import Hyper
-from elicit.paper import ProblemsDir, RunProblem, SweepConfig
-from elicit.paper.sweep import sweep
+from elicit.paper import ProblemsDir, RunProblem
 from elicit.paper.synthetic import make_synthetic
 
 

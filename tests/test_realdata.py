@@ -205,7 +205,7 @@ def test_bad_input_errors(tmp_path, capsys):
 
 
 def test_report_on_tiny_results(results):
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     text = write_report(results, wall_s=60.0, step_s={"amazon": 40.0, "table1": 20.0},
                         cpu_s={"amazon": 70.0, "table1": 30.0}, jobs=2).read_text()

@@ -77,7 +77,7 @@ def test_corpus_sweep_outputs(corpus_sweep, corpus):
 
 
 def test_table1_and_report_on_a_corpus_sweep(corpus_sweep, capsys):
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     assert main(["table1", "--runs", "2", "--out", str(corpus_sweep), "--datasets", "shop",
                  "--samples", "3", "--quiet"]) == 0

@@ -204,7 +204,7 @@ def _mean_se_text(x, sign=False):
 
 
 def test_report_sections_and_their_numbers(fake):
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     text = write_report(fake).read_text()
     for heading in ("## Real data: Amazon and Yelp reviews", "### Amazon (model "
@@ -241,7 +241,7 @@ def test_report_sections_and_their_numbers(fake):
 
 
 def test_report_follows_the_csv_files(fake):
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     before = write_report(fake).read_text()
     df = pd.read_csv(fake / "amazon" / "mse.csv")
@@ -254,7 +254,7 @@ def test_report_follows_the_csv_files(fake):
 
 
 def test_claims_verdicts(fake):
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     text = write_report(fake).read_text()
     claims = text[text.index("## The paper's claims against ours"):]
@@ -275,7 +275,7 @@ def test_a_recommended_sweep_leaves_the_paper_sections_alone(fake):
     """A recommended sweep beside the default one (named so that it sorts first) changes
     nothing above its own section, whose comparison line is paired per run."""
     from elicit.paper.realdata import RECOMMENDED
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     before = write_report(fake).read_text()
     _fake_sweep(fake / "a-recommended", "amazon", "model", "cv", seed=3, shift=-0.1,

@@ -48,7 +48,7 @@ def _wide(folder: Path, strategy: str) -> pd.DataFrame:
 @needs_data
 def test_sweeps_know_their_configuration(results):
     from elicit.paper.realdata import RECOMMENDED
-    from elicit.paper.report_real import default_sweep, find_sweeps, literal_sweep
+    from elicit.report.realdata import default_sweep, find_sweeps, literal_sweep
 
     sweeps = find_sweeps(results)
     by = {s.folder: s for s in sweeps}
@@ -72,7 +72,7 @@ def test_sweeps_know_their_configuration(results):
 
 @needs_data
 def test_report_has_the_recommended_section(results):
-    from elicit.paper.report import write_report
+    from elicit.report.writer import write_report
 
     text = write_report(results).read_text()
     head = "## Beyond the paper: the recommended configuration"
@@ -164,7 +164,7 @@ def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):
     written elsewhere links to the file itself (a relative path would leave the checkout)."""
     from pathlib import Path
 
-    from elicit.paper.report_real import BEYOND_DOC, _doc_link
+    from elicit.report.realdata import BEYOND_DOC, _doc_link
 
     repo = Path(__file__).resolve().parents[1]
     assert _doc_link(repo / "results", BEYOND_DOC) == \

@@ -19,11 +19,11 @@ from elicit.elicitation import utility as utility_module
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.utility import UtilityScorer, bald_gain
 from elicit.errors import ElicitError
+from elicit.harness.sweep import SweepConfig
 from elicit.model.density import feedback_terms, join_theta, lower_bounds
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
 from elicit.paper.realdata import check_config
-from elicit.paper.sweep import SweepConfig
 from elicit.paper.synthetic import make_synthetic
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")

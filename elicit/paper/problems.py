@@ -1,6 +1,6 @@
 """What one run of an experiment is: its data, model settings and simulated expert.
 
-A sweep (:mod:`elicit.paper.sweep`) asks a picklable *maker* ``make_problem(seed, run)`` for
+A sweep (:mod:`elicit.harness.sweep`) asks a picklable *maker* ``make_problem(seed, run)`` for
 each run's :class:`RunProblem`; worker processes rebuild the runs from the maker's few
 settings. Two makers:
 
@@ -212,7 +212,7 @@ def realdata_problem(dataset: str | DataSource, seed: int, run: int,
                      n_nonzero: int = 40, standardize: str = "model",
                      meta_features: str | os.PathLike = "counts",
                      meta_dim: int = DEFAULT_META_DIM) -> RunProblem:
-    """One run of the real-data elicitation experiment, for :func:`elicit.paper.sweep.sweep`.
+    """One run of the real-data elicitation experiment, for :func:`elicit.harness.sweep.sweep`.
 
     Parameters
     ----------

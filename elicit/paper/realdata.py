@@ -42,18 +42,18 @@ from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_di
 from elicit.data.sources import DataSource, as_source, check_standardize, file_sha256
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.model.variants import PAPER, get_model
-from elicit.paper.cluster import cluster_scope
-from elicit.paper.labels import (
+from elicit.harness.cluster import cluster_scope
+from elicit.harness.labels import (
     BASELINE_LABELS,
     BASELINES,
     LABELS,
     REFERENCE_LABELS,
     ceiling_label,
 )
+from elicit.harness.sweep import SweepConfig, check_config, sweep
+from elicit.model.variants import PAPER, get_model
 from elicit.paper.problems import PAPER_TAU2, POOL_SIZE, RealDataMaker
 from elicit.paper.runinfo import RunSettings, ensure_runinfo, reference_rows, runinfo_frame
-from elicit.paper.sweep import SweepConfig, check_config, sweep
 from elicit.paper.tau2 import write_tau2_cv
 
 #: The defaults of ``elicit realdata``: model-review statistics, tau2 by CV.
@@ -262,7 +262,7 @@ def run_realdata(dataset: str | DataSource, out: str | Path, runs: int = 50,
         Show progress bars.
     cluster
         Run every step's tasks on a Dask cluster: ``"local:N"`` or a scheduler address
-        (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
+        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit of the sweep against the numpy engine.
     meta_features, meta_dim
@@ -301,7 +301,7 @@ def _run_realdata(dataset, out: Path, runs, rounds, strategies, seed, jobs, data
                   standardize, paper, pool_size, expert_rule, expert_nonzero, engine, utility,
                   refine, progress, check_engine, meta_features, meta_dim,
                   model=PAPER, utility_target="predictive") -> RealDataResult:
-    from elicit.paper.plots import mse_curves
+    from elicit.harness.figures import mse_curves
 
     get_model(model)  # before any data are read
     if paper and model != PAPER:

@@ -45,12 +45,14 @@ from elicit.data.sources import DataSource
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.harness.labels import BASELINES, REFERENCES
+from elicit.harness.runner import run_tasks
+from elicit.harness.sweep import MSE_COLUMNS, RUNINFO_DIR
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior, mean_squared_error
 from elicit.model.variants import get_model
 from elicit.paper.baselines import fit_baselines
-from elicit.paper.labels import BASELINES, REFERENCES
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.problems import (
     STREAM_BASELINES,
@@ -61,8 +63,6 @@ from elicit.paper.problems import (
     problem_from_run,
     run_stream,
 )
-from elicit.paper.runner import run_tasks
-from elicit.paper.sweep import MSE_COLUMNS, RUNINFO_DIR
 from elicit.prior.setup import fit_no_feedback
 from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 

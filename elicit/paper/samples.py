@@ -40,6 +40,7 @@ from elicit.elicitation.utility import SAMPLE_GAIN
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.harness.runner import run_tasks
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
@@ -53,7 +54,6 @@ from elicit.paper.problems import (
     run_stream,
 )
 from elicit.paper.runinfo import RunSettings
-from elicit.paper.runner import run_tasks
 from elicit.prior.setup import coupled_features, fixed_hyper, no_feedback_data
 
 #: Methods of the sample-addition loops.

@@ -23,8 +23,8 @@ import pandas as pd
 
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
+from elicit.harness.labels import REFERENCE_LABELS
 from elicit.model.kernel import kernel
-from elicit.paper.labels import REFERENCE_LABELS
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
 GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)
@@ -136,7 +136,7 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
         Show a progress bar.
     cluster
         Run the runs on a Dask cluster: ``"local:N"`` or a scheduler address
-        (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored.
+        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit against the numpy engine (for ``engine="cmdstan"`` or ``"pystan"``).
     problems
@@ -154,9 +154,9 @@ def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
     # Imported here: problems.py builds each run with make_synthetic above, so importing the
     # sweep machinery at module level would be circular.
     from elicit.data.sources import file_sha256
-    from elicit.paper.plots import kernel_panels, mse_curves
+    from elicit.harness.figures import kernel_panels, mse_curves
+    from elicit.harness.sweep import SweepConfig, check_config, load_part, sweep
     from elicit.paper.problems import ProblemsDir, SyntheticMaker
-    from elicit.paper.sweep import SweepConfig, check_config, load_part, sweep
 
     out = Path(out)
     snaps = tuple(t for t in FIG3_ROUNDS if t <= rounds)

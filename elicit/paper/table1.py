@@ -37,10 +37,10 @@ import pandas as pd
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS, source_from_config
 from elicit.errors import ElicitError
+from elicit.harness.cluster import cluster_scope
+from elicit.harness.labels import REFERENCES
 from elicit.internal.io import write_text_atomic
 from elicit.model.variants import PAPER
-from elicit.paper.cluster import cluster_scope
-from elicit.paper.labels import REFERENCES
 from elicit.paper.runinfo import RunSettings, ensure_runinfo
 from elicit.paper.samples import ensure_sample_curves
 
@@ -373,7 +373,7 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     ``datasets`` are the sweeps' folder names under ``out`` (default ``amazon``, ``yelp``;
     a corpus sweep's folder works too). Writes ``out/table1.csv`` (:func:`format_table1`)
     and ``out/table1/curves.csv``; ``cluster`` runs the loops on a Dask cluster
-    (:mod:`elicit.paper.cluster`); the other parameters are those of :func:`table1_for`.
+    (:mod:`elicit.harness.cluster`); the other parameters are those of :func:`table1_for`.
     """
     out = Path(out)
     rows, longs = [], []

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
 from typing import Any, TypeVar
 
-from elicit.paper.cluster import scoped_executor, task_executor
+from elicit.harness.cluster import scoped_executor, task_executor
 
 Task = TypeVar("Task", bound=tuple)
 
@@ -47,8 +47,8 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
         a run without a result file, say). Default: every task runs.
     cluster
         Run the tasks on a Dask cluster instead of local processes: ``"local:N"`` or a
-        scheduler address (:mod:`elicit.paper.cluster`); ``jobs`` is then ignored. Inside a
-        :func:`~elicit.paper.cluster.cluster_scope` the scope's cluster is used.
+        scheduler address (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored. Inside a
+        :func:`~elicit.harness.cluster.cluster_scope` the scope's cluster is used.
 
     Returns
     -------

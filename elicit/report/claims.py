@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.sources import DATASETS
-from elicit.paper.labels import LABELS
-from elicit.paper.report_real import Sweep, default_sweep, fmt, literal_sweep, mean_se, paired
+from elicit.harness.labels import LABELS
 from elicit.paper.table1 import PAPER_COUNTS, PAPER_LEVELS
+from elicit.report.realdata import Sweep, default_sweep, fmt, literal_sweep, mean_se, paired
 
 
 def _kr(cell: str) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """Where the experiments' tasks run: local worker processes or a Dask cluster.
 
-A sweep is a list of independent, deterministic tasks (:mod:`elicit.paper.runner`), so it
+A sweep is a list of independent, deterministic tasks (:mod:`elicit.harness.runner`), so it
 runs the same on any executor:
 
 ``None`` (the default)
@@ -86,7 +86,7 @@ def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
 
 @contextlib.contextmanager
 def cluster_scope(cluster: str | None) -> Iterator[None]:
-    """Run every :func:`~elicit.paper.runner.run_tasks` call inside the block on ``cluster``.
+    """Run every :func:`~elicit.harness.runner.run_tasks` call inside the block on ``cluster``.
 
     One cluster connection (or one local cluster) serves all the steps of a pipeline (the
     per-run baselines, the sweep, the Table 1 loops) instead of starting one per step.

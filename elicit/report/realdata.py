@@ -17,16 +17,16 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.sources import DATASETS
-from elicit.paper.labels import (
+from elicit.harness.labels import (
     BASELINES,
     LABELS,
     REFERENCE_LABELS,
     STRATEGY_ORDER,
     ceiling_label,
 )
+from elicit.harness.sweep import LEGACY_CONFIG
 from elicit.paper.realdata import RECOMMENDED
 from elicit.paper.runinfo import NO_FEEDBACK_TAU2
-from elicit.paper.sweep import LEGACY_CONFIG
 from elicit.paper.table1 import PAPER_LEVELS
 
 #: The paper's feature counts (Sec. 4.2).
@@ -65,7 +65,7 @@ class Sweep:
 
     def option(self, key: str) -> object:
         """A setting of ``config.json``; one an older folder lacks is the value those sweeps
-        used (:data:`~elicit.paper.sweep.LEGACY_CONFIG`)."""
+        used (:data:`~elicit.harness.sweep.LEGACY_CONFIG`)."""
         return self.cfg.get(key, LEGACY_CONFIG.get(key))
 
     @property

@@ -3,7 +3,7 @@
 The report is written from whatever the results folder holds (``make reproduce`` layout):
 ``synthetic/``, every realdata sweep folder (``amazon/``, ``yelp/``, ``amazon-paper/``,
 ``yelp-paper/``, ``amazon-recommended/``, ``yelp-recommended/``, a corpus such as
-``kitchen/``; :mod:`elicit.paper.report_real`, which tells them apart by their
+``kitchen/``; :mod:`elicit.report.realdata`, which tells them apart by their
 ``config.json``) and
 ``table1.csv`` (``elicit table1``); a missing part is left out. Every number is computed from
 those files; the only figures typed in are the paper's own.
@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from elicit.data.sources import DATASETS
-from elicit.paper.labels import LABELS
-from elicit.paper.report_claims import claims_section
-from elicit.paper.report_real import (
+from elicit.harness.labels import LABELS
+from elicit.report.claims import claims_section
+from elicit.report.realdata import (
     Sweep,
     beyond_section,
     default_sweep,

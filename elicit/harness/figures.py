@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.paper.labels import STRATEGY_LABELS
+from elicit.harness.labels import STRATEGY_LABELS
 
 
 def _plt():

@@ -27,12 +27,12 @@ from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_str
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
+from elicit.harness.cluster import parse_cluster
+from elicit.harness.runner import run_tasks
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.variants import PAPER, get_model
-from elicit.paper.cluster import parse_cluster
 from elicit.paper.problems import RunProblem
-from elicit.paper.runner import run_tasks
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 
