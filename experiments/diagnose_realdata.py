@@ -21,7 +21,8 @@ from elicit.elicitation.strategies import STRATEGIES
 from elicit.elicitation.utility import answer_probability
 from elicit.model.kernel import pair_weights
 from elicit.model.variants import get_model
-from elicit.paper.problems import realdata_problem
+from elicit.paper.configs import RealDataConfig
+from elicit.paper.real_problem import realdata_problem
 
 
 def main() -> None:
@@ -37,8 +38,9 @@ def main() -> None:
     ap.add_argument("--tau2", type=float, default=0.01)
     args = ap.parse_args()
 
-    prob = realdata_problem(args.dataset, args.seed, args.run, tau2=args.tau2,
-                            standardize=args.standardize)
+    cfg = RealDataConfig(args.dataset, seed=args.seed, tau2=args.tau2,
+                         standardize=args.standardize)
+    prob = realdata_problem(cfg, args.run)
     el = Elicitor(prob.X, prob.y, prob.U, prob.hyper, engine="numpy", refine=args.refine,
                   pool_size=prob.pool_size, candidates=prob.candidates)
     rng = np.random.default_rng([args.seed, args.run, 1])

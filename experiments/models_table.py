@@ -25,18 +25,16 @@ import time
 
 import numpy as np
 
-from elicit.data.sources import as_source, corpus_source, shipped_corpus
+from elicit.data.sources import corpus_source, shipped_corpus
 from elicit.engines.numpy_engine import NumpyEngine
+from elicit.harness.problem import STREAM_TAU2_CV, run_stream
 from elicit.model.density import Marginal
 from elicit.model.kernel import kernel
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import ModelData
 from elicit.model.variants import MODELS
-from elicit.paper.problems import (
-    STREAM_TAU2_CV,
-    problem_from_run,
-    run_stream,
-)
+from elicit.paper.configs import PAPER_TAU2, RealDataConfig
+from elicit.paper.real_problem import problem_from_run
 from elicit.paper.runinfo import ceiling
 from elicit.prior.setup import coupled_features, fit_no_feedback
 from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
@@ -90,10 +88,11 @@ def main() -> None:
     t0 = time.perf_counter()
     source = (corpus_source(shipped_corpus("amazon"), name="kitchen")
               if args.dataset == "kitchen" else args.dataset)
+    cfg = RealDataConfig(source, seed=args.seed, tau2=PAPER_TAU2,
+                         meta_features=args.meta_features, meta_dim=args.meta_dim)
     for run in range(args.runs):
-        rd = as_source(source).run(args.seed, run, meta_features=args.meta_features,
-                                   meta_dim=args.meta_dim)
-        prob0 = problem_from_run(rd)
+        rd = cfg.run_data(run)
+        prob0 = problem_from_run(rd, cfg, run)
         n_coupled.append(len(np.unique(prob0.candidates)))
         line = []
         for name in MODELS:
@@ -105,7 +104,7 @@ def main() -> None:
                                   model=name, candidates=prob0.candidates)
             else:
                 tau2 = float(args.tau2)
-            prob = problem_from_run(rd, tau2)
+            prob = problem_from_run(rd, cfg, run, tau2)
             p = dataclasses.replace(prob, hyper=dataclasses.replace(prob.hyper, model=name))
             c = ceiling(p, "numpy")
             rows[name].append((c.initial, c.ceiling))

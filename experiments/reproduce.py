@@ -3,17 +3,18 @@
 A thin script over the library's experiment functions. The steps, each resumable (a rerun
 after an interruption continues where it stopped):
 
-1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic`` (:func:`elicit.paper.synthetic.run_synthetic`);
+1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic`` (:func:`elicit.paper.synthetic.run_synthetic`
+   of a :class:`~elicit.paper.configs.SyntheticConfig`);
 2. ``amazon``, ``yelp``: Fig. 5 into ``OUT/amazon``, ``OUT/yelp`` with the defaults (inputs
    standardised with all 1000 model reviews' statistics, tau2 by CV;
-   :func:`elicit.paper.realdata.run_realdata`);
+   :func:`elicit.paper.realdata.run_realdata` of a :class:`~elicit.paper.configs.RealDataConfig`);
 3. ``kitchen``: the same pipeline on the shipped raw Amazon kitchen reviews, a review corpus
    rather than the paper's matrix, into ``OUT/kitchen``
-   (:func:`elicit.paper.sources.corpus_source`);
+   (:func:`elicit.data.sources.corpus_source`);
 4. ``amazon-paper``, ``yelp-paper``: the paper-literal configuration (``--paper``: training
    statistics, tau2 = 0.01) into ``OUT/amazon-paper``, ``OUT/yelp-paper``;
 5. ``amazon-recommended``, ``yelp-recommended``: beyond the paper, the recommended
-   configuration (``--recommended``: :data:`elicit.paper.realdata.RECOMMENDED`, PPMI keyword
+   configuration (``--recommended``: :data:`elicit.paper.configs.RECOMMENDED`, PPMI keyword
    embeddings, the known-coupling-tied model; ``docs/beyond-the-paper.md``) into
    ``OUT/amazon-recommended``, ``OUT/yelp-recommended``;
 6. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
@@ -37,10 +38,11 @@ from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.harness.cluster import cluster_scope
+from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.realdata import run_realdata
 from elicit.paper.synthetic import run_synthetic
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
-from elicit.report.writer import write_report
+from elicit.report import write_report
 
 #: The paper-literal sweeps: folder -> data set.
 LITERAL = {f"{d}-paper": d for d in DATASETS}
@@ -64,29 +66,29 @@ def run_step(step: str, args: argparse.Namespace) -> None:
     """One step of the reproduction, printing what it found."""
     progress = not args.quiet
     real = dict(runs=args.real_runs, rounds=args.rounds, seed=args.seed, jobs=args.jobs,
-                refine=args.refine, progress=progress)
+                refine=args.refine)
     if step == "synthetic":
-        res = run_synthetic(args.out / "synthetic", runs=args.runs, rounds=args.rounds,
-                            seed=args.seed, jobs=args.jobs, refine=args.refine,
-                            progress=progress)
-        print(res.summary())
-    elif step in DATASETS:
-        print(run_realdata(step, args.out / step, data_dir=args.data_dir, **real).summary())
+        cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, seed=args.seed,
+                              jobs=args.jobs, refine=args.refine)
+        print(run_synthetic(cfg, args.out / "synthetic", progress).summary())
+        return
+    if step in DATASETS:
+        real_cfg = RealDataConfig(step, data_dir=args.data_dir, **real)
     elif step in LITERAL:
-        print(run_realdata(LITERAL[step], args.out / step, data_dir=args.data_dir, paper=True,
-                           **real).summary())
+        real_cfg = RealDataConfig(LITERAL[step], data_dir=args.data_dir, paper=True, **real)
     elif step in RECOMMENDED_STEPS:
-        print(run_realdata(RECOMMENDED_STEPS[step], args.out / step, data_dir=args.data_dir,
-                           recommended=True, **real).summary())
+        real_cfg = RealDataConfig(RECOMMENDED_STEPS[step], data_dir=args.data_dir,
+                                  recommended=True, **real)
     elif step == KITCHEN:
         path = args.kitchen or shipped_corpus("amazon", args.data_dir)
-        print(run_realdata(corpus_source(path, name=KITCHEN), args.out / KITCHEN,
-                           **real).summary())
+        real_cfg = RealDataConfig(corpus_source(path, name=KITCHEN), **real)
     else:
         # The data directory defaults to the one each sweep used (its config.json).
         table = run_table1(args.out, runs=args.real_runs, datasets=DATASETS, jobs=args.jobs,
                            samples=args.samples, data_dir=args.data_dir, progress=progress)
         print(table.text, end="")
+        return
+    print(run_realdata(real_cfg, args.out / step, progress).summary())
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:

@@ -111,7 +111,7 @@ def stalled_fit_chain():
     from threadpoolctl import threadpool_limits
 
     from elicit.engines.numpy_engine import NumpyEngine
-    from elicit.paper.problems import synthetic_problem
+    from elicit.paper.synthetic import synthetic_problem
 
     problem = synthetic_problem(1, 3)
     f = np.array([problem.expert.answer(i, j).f for i, j in STALL_PAIRS])

@@ -205,7 +205,7 @@ def test_local_model_by_problem_size():
     """Plain Newton steps on the synthetic experiment's size, the local model at Amazon's."""
     from elicit.model.batch import uses_local_model
     from elicit.paper.bench import amazon_like
-    from elicit.paper.problems import synthetic_problem
+    from elicit.paper.synthetic import synthetic_problem
 
     syn = synthetic_problem(0, 0)
     small = ModelData(syn.X, syn.y, syn.U, Hyper(variant="learned", threshold_mean=1.0))

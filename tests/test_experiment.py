@@ -14,8 +14,10 @@ import pytest
 
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
+from elicit.harness.store import SweepStore
 from elicit.harness.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
-from elicit.paper.problems import synthetic_problem
+from elicit.paper.configs import SyntheticConfig
+from elicit.paper.synthetic import synthetic_problem
 
 TINY = dict(dataset="synthetic", runs=2, rounds=5, engine="numpy", seed=3)
 
@@ -48,10 +50,19 @@ def test_jobs_do_not_change_the_result(tiny_sweep, tmp_path):
 
 
 def test_mse_table_layout(tiny_sweep):
-    df = pd.read_csv(tiny_sweep / "mse.csv")
-    assert list(df.columns) == MSE_COLUMNS
-    assert set(df.dataset) == {"synthetic"}
-    assert set(df.strategy) == set(STRATEGIES)
+    table = pd.read_csv(tiny_sweep / "mse.csv")
+    assert list(table.columns) == MSE_COLUMNS
+    assert set(table.dataset) == {"synthetic"}
+    assert set(table.strategy) == set(STRATEGIES) | {"mean"}
+    # the reference line: predicting each run's training mean, computed here independently
+    mean = table[table.strategy == "mean"]
+    assert mean.run.tolist() == [0, 1] and (mean.n_feedback == 0).all()
+    for run, value in zip(mean.run, mean.mse):
+        prob = synthetic_problem(TINY["seed"], run)
+        y_test, y = np.asarray(prob.y_test), np.asarray(prob.y)
+        assert value == pytest.approx(np.sum((y_test - y.sum() / len(y)) ** 2) / len(y_test),
+                                      rel=1e-12)
+    df = table[table.strategy != "mean"]
     assert set(df.run) == {0, 1}
     for (_, _), g in df.groupby(["strategy", "run"]):
         assert g.n_feedback.tolist() == list(range(TINY["rounds"] + 1))
@@ -67,7 +78,7 @@ def test_parts_record_distinct_queries_and_answers(tiny_sweep):
     cfg = SweepConfig(**TINY)
     for strategy in STRATEGIES:
         for run in range(cfg.runs):
-            part = load_part(tiny_sweep, cfg, strategy, run)
+            part = load_part(SweepStore.find(tiny_sweep), cfg, strategy, run)
             asked = part["asked"]
             assert len(asked) == cfg.rounds == len(part["mse"]) - 1
             pairs = {(i, j) for i, j, _ in asked}
@@ -236,8 +247,8 @@ def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, caps
     from elicit.cli.main import main
     from elicit.paper.synthetic import run_synthetic
 
-    res = run_synthetic(tmp_path / "lib", runs=2, rounds=3, seed=1, engine="numpy",
-                        progress=False)
+    res = run_synthetic(SyntheticConfig(runs=2, rounds=3, seed=1, engine="numpy"),
+                        tmp_path / "lib", progress=False)
     assert {p.name for p in (tmp_path / "lib").iterdir()} == {"mse.csv", "fig4_mse.png",
                                                               "fig3_K.png", "parts",
                                                               "config.json"}
@@ -256,23 +267,22 @@ def test_synthetic_folder_refuses_other_settings(tmp_path):
     from elicit.paper.synthetic import run_synthetic
 
     out = tmp_path / "syn"
-    kw = dict(runs=1, rounds=2, seed=1, engine="numpy", progress=False,
-              strategies=("random",))
-    run_synthetic(out, refine=3, **kw)
+    kw = dict(runs=1, rounds=2, seed=1, engine="numpy", strategies=("random",))
+    run_synthetic(SyntheticConfig(refine=3, **kw), out, progress=False)
     assert json.loads((out / "config.json").read_text())["refine"] == 3
     before = (out / "mse.csv").read_bytes()
     for other, what in ((dict(refine=4), "refine: 3 there, 4 now"),
                         (dict(refine=3, utility="exact"), "utility: 'fast' there, 'exact' now"),
                         (dict(refine=3, n_train=15), "n_train: 20 there, 15 now")):
         with pytest.raises(ElicitError, match=what):
-            run_synthetic(out, **{**kw, **other})
+            run_synthetic(SyntheticConfig(**{**kw, **other}), out, progress=False)
     assert (out / "mse.csv").read_bytes() == before
     # the same settings resume; more runs only add runs
-    run_synthetic(out, refine=3, **{**kw, "runs": 2})
+    run_synthetic(SyntheticConfig(refine=3, **{**kw, "runs": 2}), out, progress=False)
     # parts without the config that made them are refused
     (out / "config.json").unlink()
     with pytest.raises(ElicitError, match="no config.json"):
-        run_synthetic(out, refine=3, **kw)
+        run_synthetic(SyntheticConfig(refine=3, **kw), out, progress=False)
 
 
 # -- the benchmark ---------------------------------------------------------------------------
@@ -324,11 +334,98 @@ def test_auto_threshold_mean_in_chunks_equals_the_one_pass_mean(monkeypatch):
 
 
 def test_labels_are_written_once():
-    from elicit.harness import figures as plots
-    from elicit.harness import labels
-    from elicit.report import writer as report
+    from elicit.harness import figures, labels
+    from elicit.report import writer
 
-    assert report.LABELS is labels.LABELS
-    assert plots.STRATEGY_LABELS is labels.STRATEGY_LABELS
+    assert writer.LABELS is labels.LABELS
+    assert figures.STRATEGY_LABELS is labels.STRATEGY_LABELS
     assert set(labels.STRATEGY_LABELS) == set(STRATEGIES)
     assert labels.LABELS["elasticnet"] == "Elastic net" and labels.LABELS["yelp"] == "Yelp"
+
+
+# -- the documented Python path (docs/simulations.md) -----------------------------------------
+
+def test_python_sweep_refuses_a_rerun_with_other_settings(tmp_path):
+    """``sweep(make_problem, cfg, out)`` records its settings in ``out/config.json``, draws
+    the figure, and refuses a rerun with other settings instead of returning the old curves."""
+    import dataclasses
+
+    out = tmp_path / "mine"
+    cfg = SweepConfig("mine", runs=2, rounds=1, engine="numpy", strategies=("random",))
+    first = sweep(synthetic_problem, cfg, out, progress=False)
+    assert (out / "config.json").exists() and (out / "fig4_mse.png").stat().st_size > 0
+    assert first[first.strategy == "random"].n_feedback.max() == 1
+    with pytest.raises(ElicitError, match=r"holds results of other settings \(rounds: 1 there, "
+                                          r"3 now; seed: 0 there, 5 now\)"):
+        sweep(synthetic_problem, dataclasses.replace(cfg, rounds=3, seed=5), out,
+              progress=False)
+
+
+def test_python_sweep_resumes_with_the_same_settings(tmp_path, monkeypatch):
+    """The same settings reuse every part (nothing runs) and give the same table."""
+    import elicit.harness.sweep as ex
+
+    cfg = SweepConfig("mine", runs=2, rounds=2, engine="numpy", strategies=("random",))
+    first = sweep(synthetic_problem, cfg, tmp_path / "mine", progress=False)
+    before = (tmp_path / "mine" / "mse.csv").read_bytes()
+
+    def boom(*a, **k):
+        raise AssertionError("a finished sweep must not run anything")
+
+    monkeypatch.setattr(ex, "run_one", boom)
+    again = sweep(synthetic_problem, cfg, tmp_path / "mine", progress=False)
+    assert again.equals(first) and (tmp_path / "mine" / "mse.csv").read_bytes() == before
+    recorded = json.loads((tmp_path / "mine" / "config.json").read_text())
+    assert recorded == {**cfg.to_json(), "maker": "elicit.paper.synthetic.synthetic_problem"}
+
+
+def test_python_sweep_and_the_command_share_a_folder_only_with_the_same_settings(tmp_path):
+    """The synthetic command's folder is refused to a Python sweep of another maker, and a
+    Python sweep's folder to the command: each records what made its parts."""
+    from elicit.cli.main import main
+
+    out = tmp_path / "syn"
+    assert main(["synthetic", "--runs", "1", "--rounds", "1", "--strategies", "random",
+                 "--engine", "numpy", "--quiet", "--out", str(out)]) == 0
+    cfg = SweepConfig("synthetic", runs=1, rounds=1, engine="numpy", strategies=("random",))
+    with pytest.raises(ElicitError, match="holds results of other settings"):
+        sweep(synthetic_problem, cfg, out, progress=False)
+    mine = tmp_path / "mine"
+    sweep(synthetic_problem, cfg, mine, progress=False)
+    assert main(["synthetic", "--runs", "1", "--rounds", "1", "--strategies", "random",
+                 "--engine", "numpy", "--quiet", "--out", str(mine)]) == 2
+
+
+def test_legacy_synthetic_folder_resumes(tmp_path, monkeypatch):
+    """A synthetic folder of the layout and config.json keys before the store existed (the
+    repository's results/synthetic/config.json) is resumed by the same settings, computing
+    nothing."""
+    import elicit.harness.sweep as ex
+    from elicit.paper.synthetic import run_synthetic
+
+    repo = Path(__file__).resolve().parents[1]
+    legacy = json.loads((repo / "results" / "synthetic" / "config.json").read_text())
+    cfg = SyntheticConfig.from_json(legacy, runs=1, rounds=2, engine="numpy",
+                                    strategies=("random",))
+    assert list(cfg.to_json()) == list(legacy)       # the same keys, in the same order
+    out = tmp_path / "old"
+    run_synthetic(cfg, out, progress=False)
+    # as an old version wrote it: the recorded settings of the same sweep, and its parts
+    (out / "config.json").write_text(json.dumps({**legacy, "rounds": 2, "engine": "numpy"}))
+    before = (out / "mse.csv").read_bytes()
+    monkeypatch.setattr(ex, "run_one", lambda *a, **k: pytest.fail("recomputed a part"))
+    run_synthetic(cfg, out, progress=False)
+    assert (out / "mse.csv").read_bytes() == before
+
+
+def test_synthetic_config_round_trip_and_checks(tmp_path):
+    cfg = SyntheticConfig(runs=3, rounds=7, seed=4, n_train=15, refine=2, model="tied-threshold")
+    assert SyntheticConfig.from_json(cfg.to_json(), runs=3) == cfg
+    assert cfg.sweep_config().snapshots == (0,)
+    for kw, match in (({"n_train": 0}, "n_train must be a positive integer"),
+                      ({"model": "bogus"}, "unknown model 'bogus'"),
+                      ({"engine": "bogus"}, "unknown engine 'bogus'"),
+                      ({"threshold_mean": -1.0}, "threshold mean must be 'auto' or a positive"),
+                      ({"problems": tmp_path / "none"}, "no such folder")):
+        with pytest.raises(ElicitError, match=match):
+            SyntheticConfig(**kw)

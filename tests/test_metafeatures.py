@@ -273,7 +273,10 @@ def test_session_corpus_with_ppmi(capsys, tmp_path):
 # --------------------------------------------------------------------------------------------
 
 def test_old_config_stays_valid_and_other_meta_features_are_refused(tmp_path):
-    from elicit.paper.realdata import check_config, meta_config
+    from elicit.harness.store import SweepStore
+    from elicit.paper.configs import meta_config
+
+    check_config = SweepStore.open
 
     old = {"dataset": "amazon", "data_dir": "/x", "seed": 0, "standardize": "model"}
     (tmp_path / "config.json").write_text(json.dumps(old))
@@ -290,7 +293,7 @@ def test_old_config_stays_valid_and_other_meta_features_are_refused(tmp_path):
 
 
 def test_meta_config_of_a_file_is_its_hash(tmp_path):
-    from elicit.paper.realdata import meta_config
+    from elicit.paper.configs import meta_config
 
     (tmp_path / "m.csv").write_text("keyword,a\nk0,1\n")
     cfg = meta_config(tmp_path / "m.csv", 10)

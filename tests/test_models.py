@@ -20,13 +20,13 @@ from elicit.engines.base import shipped_stan_file
 from elicit.engines.contract import check_stan_contract, detect_variant
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
+from elicit.harness.store import SweepStore
 from elicit.harness.sweep import SweepConfig
 from elicit.model.batch import BatchDensity
 from elicit.model.density import log_density
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.variants import MODELS, PAPER, TIED_THRESHOLD_SD, get_model
-from elicit.paper.realdata import check_config
 from elicit.prior.setup import coupled_features
 
 NEW_MODELS = [m for m in MODELS if m != PAPER]
@@ -259,11 +259,10 @@ def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
     # config.json names the difference before any part is read
     assert ("holds results of other settings (model: 'tied-threshold' there, 'paper' now)"
             in capsys.readouterr().err)
-    # and the parts themselves carry their model: the sweep refuses them without the config
+    # the Python sweep gets the same refusal from the folder's config.json
     from elicit.harness.sweep import SweepConfig, sweep
 
-    with pytest.raises(ElicitError, match="holds results of model 'tied-threshold' "
-                                          r"\(run000.json of random\), not 'paper'"):
+    with pytest.raises(ElicitError, match="model: 'tied-threshold' there, 'paper' now"):
         sweep(None, SweepConfig("synthetic", 1, 1, ("random",), engine="numpy"), out,
               progress=False)
 
@@ -271,9 +270,9 @@ def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
 def test_config_without_model_key_counts_as_paper(tmp_path):
     cfg = {"seed": 0, "rounds": 5}
     (tmp_path / "config.json").write_text(json.dumps(cfg))   # a folder of before --model
-    check_config(tmp_path, {**cfg, "model": PAPER})
+    SweepStore.open(tmp_path, {**cfg, "model": PAPER})
     with pytest.raises(ElicitError, match=r"model: 'paper' there, 'tied-threshold' now"):
-        check_config(tmp_path, {**cfg, "model": "tied-threshold"})
+        SweepStore.open(tmp_path, {**cfg, "model": "tied-threshold"})
 
 
 # -- the Stan programs through PyStan (slow) -------------------------------------------------

@@ -23,9 +23,9 @@ from elicit.elicitation.strategies import (
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
+from elicit.harness.sweep import SweepConfig
 from elicit.model.density import join_theta
 from elicit.model.spec import Hyper, all_pairs
-from elicit.paper.sweep import SweepConfig
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

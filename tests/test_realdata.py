@@ -75,9 +75,10 @@ def test_realdata_resume_and_settings_guard(results, capsys):
 
 
 def test_problem_matches_setup(run0):
-    from elicit.paper.problems import realdata_problem
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.real_problem import realdata_problem
 
-    prob = realdata_problem("amazon", 0, 0, REAL)
+    prob = realdata_problem(RealDataConfig("amazon", data_dir=REAL, tau2=0.01), 0)
     _, rd = run0
     assert rd.standardize == "model" and prob.extra["standardize"] == "model"
     assert prob.X == pytest.approx(rd.X_train)
@@ -110,7 +111,7 @@ def test_table1_on_tiny_results(results):
 
 def test_act_first_pick_maximises_gain(run0):
     from elicit.paper import samples as S
-    from elicit.paper.problems import initial_fit
+    from elicit.paper.real_problem import initial_fit
 
     ds, rd = run0
     X_pool, y_pool = S.expert_pool(rd, ds)
@@ -174,13 +175,14 @@ def test_tau2_cv_picks_from_grid(run0):
 
 
 def test_tau2_cv_runinfo(tmp_path):
-    from elicit.data.sources import paper_source
-    from elicit.paper.runinfo import RunSettings, ensure_runinfo
+    from elicit.harness.store import SweepStore
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.runinfo import ensure_runinfo
     from elicit.prior.tau2 import SWEEP_TAU2_GRID as TAU2_GRID
 
     assert 0.003 in TAU2_GRID
-    settings = RunSettings(paper_source("amazon", REAL), 0, "model", "cv", engine="numpy")
-    infos = ensure_runinfo(tmp_path, settings, 1, progress=False)
+    cfg = RealDataConfig("amazon", runs=1, data_dir=REAL, engine="numpy")
+    infos = ensure_runinfo(SweepStore.open(tmp_path, cfg.to_json()), cfg, progress=False)
     info = infos[0]
     assert set(info["baselines"]) == {"lasso", "ridge", "elasticnet"}
     assert {float(k) for k in info["tau2_cv"]} == set(TAU2_GRID)
@@ -205,7 +207,7 @@ def test_bad_input_errors(tmp_path, capsys):
 
 
 def test_report_on_tiny_results(results):
-    from elicit.report.writer import write_report
+    from elicit.report import write_report
 
     text = write_report(results, wall_s=60.0, step_s={"amazon": 40.0, "table1": 20.0},
                         cpu_s={"amazon": 70.0, "table1": 30.0}, jobs=2).read_text()
@@ -229,14 +231,14 @@ def test_table1_library_call_matches_the_command(results):
 
 
 def test_realdata_library_refuses_other_settings(results):
+    from elicit.paper.configs import RealDataConfig
     from elicit.paper.realdata import run_realdata
 
     with pytest.raises(ElicitError, match="pool_size: 400 there, 50 now"):
-        run_realdata("amazon", results / "amazon", runs=1, rounds=3, engine="numpy",
-                     pool_size=50, progress=False)
+        run_realdata(RealDataConfig("amazon", runs=1, rounds=3, engine="numpy", pool_size=50),
+                     results / "amazon", progress=False)
     with pytest.raises(ElicitError, match="tau2 must be a positive number or 'cv'"):
-        run_realdata("amazon", results / "amazon", runs=1, rounds=3, tau2=-1.0,
-                     progress=False)
+        RealDataConfig("amazon", runs=1, rounds=3, tau2=-1.0)
 
 
 def test_bench_on_the_real_problem(tmp_path):
@@ -262,7 +264,7 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
     """The CV of tau2 fits the model the sweep uses. Known coupling with every feature in
     the coupled set is the paper's model, so it chooses the same to the last digit; with the
     expert's ~40 features coupled, K differs and so do the CV errors."""
-    from elicit.paper.problems import problem_from_run
+    from elicit.paper.real_problem import make_expert
     from elicit.prior.tau2 import cv_tau2
 
     _, rd = run0
@@ -274,7 +276,7 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
     same = cv_tau2(*args, folds=3, rng=np.random.default_rng(0), model="known-coupling",
                    candidates=everything)
     assert same == paper
-    cands = problem_from_run(rd).candidates
+    cands = make_expert(rd).answerable_pairs()
     known = cv_tau2(*args, folds=3, rng=np.random.default_rng(0), model="known-coupling",
                     candidates=cands)
     assert len(np.unique(cands)) < p
@@ -282,7 +284,7 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
 
 
 def test_recommended_configuration(tmp_path, capsys):
-    from elicit.paper.realdata import RECOMMENDED, resolve_recommended
+    from elicit.paper.configs import RECOMMENDED, resolve_recommended
 
     given = dict(meta_features="counts", meta_dim=10, model="paper",
                  utility_target="predictive")

@@ -77,7 +77,7 @@ def test_corpus_sweep_outputs(corpus_sweep, corpus):
 
 
 def test_table1_and_report_on_a_corpus_sweep(corpus_sweep, capsys):
-    from elicit.report.writer import write_report
+    from elicit.report import write_report
 
     assert main(["table1", "--runs", "2", "--out", str(corpus_sweep), "--datasets", "shop",
                  "--samples", "3", "--quiet"]) == 0
@@ -145,11 +145,12 @@ def test_a_changed_corpus_is_refused(tmp_path):
 @pytest.mark.skipif(REAL_DATA_DIR is None, reason="no data directory")
 def test_shipped_kitchen_corpus(tmp_path):
     from elicit.data.sources import corpus_source, shipped_corpus
+    from elicit.paper.configs import RealDataConfig
     from elicit.paper.realdata import run_realdata
 
     src = corpus_source(shipped_corpus("amazon", REAL_DATA_DIR), name="kitchen")
-    res = run_realdata(src, tmp_path / "kitchen", runs=1, rounds=1, engine="numpy",
-                       progress=False)
+    res = run_realdata(RealDataConfig(src, runs=1, rounds=1, engine="numpy"),
+                       tmp_path / "kitchen", progress=False)
     info = pd.read_csv(tmp_path / "kitchen" / "runinfo.csv").iloc[0]
     assert info.n_features == 379 and info.n_expert == 1000
     assert res.references["mean"] > info.initial

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -50,11 +51,12 @@ def test_mean_row_is_the_training_mean_predictor(sweep):
 @needs_data
 def test_ceiling_row_is_the_fit_with_every_answer(sweep):
     from elicit.elicitation.elicitor import Elicitor
-    from elicit.paper.problems import realdata_problem
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.real_problem import realdata_problem
 
     df = pd.read_csv(sweep / "mse.csv")
     info = pd.read_csv(sweep / "runinfo.csv").iloc[0]
-    prob = realdata_problem("amazon", 0, 0, REAL, tau2=float(info.tau2))
+    prob = realdata_problem(RealDataConfig("amazon", data_dir=REAL), 0, tau2=float(info.tau2))
     el = Elicitor(prob.X, prob.y, prob.U, prob.hyper, engine="numpy",
                   candidates=prob.candidates, pool_size=prob.pool_size)
     # The sweep's start is this fit without answers.
@@ -94,7 +96,7 @@ def test_paper_flag_is_train_standardisation_with_tau2_001(sweep, tmp_path, caps
 
 
 def test_resolve_settings():
-    from elicit.paper.realdata import resolve_settings
+    from elicit.paper.configs import resolve_settings
 
     assert resolve_settings() == ("model", "cv")
     assert resolve_settings(paper=True) == ("train", 0.01)
@@ -106,6 +108,82 @@ def test_resolve_settings():
         resolve_settings(paper=True, standardize="model")
     with pytest.raises(ElicitError, match="standardize must be 'model'"):
         resolve_settings(standardize="both")
+
+
+def test_options_are_checked_before_the_data_are_looked_for(tmp_path, capsys):
+    """A wrong option is reported as itself, not as a missing data directory (the source is
+    made last), on the command line and in Python."""
+    from elicit.paper.configs import RealDataConfig
+
+    for extra, message in ((["--model", "bogus"], "unknown model 'bogus'"),
+                           (["--recommended", "--model", "tied-threshold"],
+                            "--recommended sets --model known-coupling"),
+                           (["--paper", "--model", "known-coupling"],
+                            "--paper runs the paper's model")):
+        assert main(["realdata", "--dataset", "amazon", "--data-dir", str(tmp_path / "none"),
+                     "--out", str(tmp_path / "o"), *extra, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "o").exists()
+
+    def no_data():
+        raise AssertionError("the source was made before the options were checked")
+
+    with pytest.raises(ElicitError, match="unknown LASSO expert rule 'cv'"):
+        RealDataConfig(no_data, expert_rule="cv")
+    with pytest.raises(ElicitError, match="pool_size must be a positive integer, got 0"):
+        RealDataConfig(no_data, pool_size=0)
+    # and with every option right, the missing data are the error
+    assert main(["realdata", "--dataset", "amazon", "--data-dir", str(tmp_path / "none"),
+                 "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "data" in capsys.readouterr().err
+
+
+def test_realdata_config_json_round_trip(tmp_path):
+    from elicit.data.sources import DataSource, corpus_source
+    from elicit.paper.configs import RealDataConfig
+
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text,rating\ngood,5\n")
+    meta = tmp_path / "m.csv"
+    meta.write_text("keyword,a\ngood,1\n")
+    cfg = RealDataConfig(corpus_source(corpus), runs=3, paper=True, pool_size=50,
+                         expert_rule="cv-1se", meta_features=meta, seed=7)
+    assert (cfg.standardize, cfg.tau2, cfg.fixed_tau2) == ("train", 0.01, 0.01)
+    d = cfg.to_json()
+    assert d["meta_features"] == "file" and d["corpus_sha256"] and d["pool_size"] == 50
+    back = RealDataConfig.from_json(json.loads(json.dumps(d)), runs=3)
+    assert back.to_json() == d and back.sweep_config() == cfg.sweep_config()
+    meta.write_text("keyword,a\ngood,2\n")
+    with pytest.raises(ElicitError, match="meta-features file .* is gone or changed"):
+        RealDataConfig.from_json(d)
+    # a recommended configuration records the recommended settings, not the flag
+    rec = RealDataConfig(DataSource("amazon", data_dir="/nowhere"), recommended=True)
+    assert (rec.model, rec.meta_features, rec.meta_dim) == ("known-coupling", "ppmi", 10)
+    assert "recommended" not in rec.to_json() and rec.fixed_tau2 is None
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+@needs_data
+@pytest.mark.parametrize("folder", sorted(
+    p.parent.name for p in RESULTS.glob("*/config.json")
+    if "expert_rule" in json.loads(p.read_text())))
+def test_committed_results_keep_their_settings(folder):
+    """Every real-data folder of results/ (config.json of the layout before the typed
+    configuration) is read back as a configuration that records exactly the same settings,
+    so that a rerun of those settings resumes it."""
+    from elicit.harness.store import settings_difference
+    from elicit.paper.configs import RealDataConfig
+
+    recorded = json.loads((RESULTS / folder / "config.json").read_text())
+    if recorded.get("corpus") and not Path(recorded["corpus"]).exists():
+        pytest.skip(f"the corpus {recorded['corpus']} is not on this machine")
+    cfg = RealDataConfig.from_json(recorded, None if recorded.get("corpus") else REAL)
+    again = cfg.to_json()
+    assert list(again) == list(recorded)
+    assert settings_difference(recorded, again) == ""
 
 
 @needs_data
@@ -204,7 +282,7 @@ def _mean_se_text(x, sign=False):
 
 
 def test_report_sections_and_their_numbers(fake):
-    from elicit.report.writer import write_report
+    from elicit.report import write_report
 
     text = write_report(fake).read_text()
     for heading in ("## Real data: Amazon and Yelp reviews", "### Amazon (model "
@@ -241,7 +319,7 @@ def test_report_sections_and_their_numbers(fake):
 
 
 def test_report_follows_the_csv_files(fake):
-    from elicit.report.writer import write_report
+    from elicit.report import write_report
 
     before = write_report(fake).read_text()
     df = pd.read_csv(fake / "amazon" / "mse.csv")
@@ -254,7 +332,7 @@ def test_report_follows_the_csv_files(fake):
 
 
 def test_claims_verdicts(fake):
-    from elicit.report.writer import write_report
+    from elicit.report import write_report
 
     text = write_report(fake).read_text()
     claims = text[text.index("## The paper's claims against ours"):]
@@ -274,8 +352,8 @@ def test_claims_verdicts(fake):
 def test_a_recommended_sweep_leaves_the_paper_sections_alone(fake):
     """A recommended sweep beside the default one (named so that it sorts first) changes
     nothing above its own section, whose comparison line is paired per run."""
-    from elicit.paper.realdata import RECOMMENDED
-    from elicit.report.writer import write_report
+    from elicit.paper.configs import RECOMMENDED
+    from elicit.report import write_report
 
     before = write_report(fake).read_text()
     _fake_sweep(fake / "a-recommended", "amazon", "model", "cv", seed=3, shift=-0.1,

@@ -30,13 +30,15 @@ def _reproduce():
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
+    from elicit.paper.configs import RealDataConfig
     from elicit.paper.realdata import run_realdata
 
     out = tmp_path_factory.mktemp("results")
     common = dict(runs=1, rounds=2, seed=0, engine="numpy", data_dir=REAL_DATA_DIR,
-                  strategies=("random", "nonsequential", "sequential"), progress=False)
-    run_realdata("amazon", out / "amazon", **common)
-    run_realdata("amazon", out / "amazon-recommended", recommended=True, **common)
+                  strategies=("random", "nonsequential", "sequential"))
+    run_realdata(RealDataConfig("amazon", **common), out / "amazon", progress=False)
+    run_realdata(RealDataConfig("amazon", recommended=True, **common),
+                 out / "amazon-recommended", progress=False)
     return out
 
 
@@ -47,7 +49,7 @@ def _wide(folder: Path, strategy: str) -> pd.DataFrame:
 
 @needs_data
 def test_sweeps_know_their_configuration(results):
-    from elicit.paper.realdata import RECOMMENDED
+    from elicit.paper.configs import RECOMMENDED
     from elicit.report.realdata import default_sweep, find_sweeps, literal_sweep
 
     sweeps = find_sweeps(results)
@@ -72,7 +74,7 @@ def test_sweeps_know_their_configuration(results):
 
 @needs_data
 def test_report_has_the_recommended_section(results):
-    from elicit.report.writer import write_report
+    from elicit.report import write_report
 
     text = write_report(results).read_text()
     head = "## Beyond the paper: the recommended configuration"
@@ -126,6 +128,7 @@ def test_table1_of_the_recommended_sweep_refits_its_model(results):
     assert len(rnd) == 3 and rnd[1] != rnd[0]
 
 
+@needs_data
 def test_reproduce_steps(tmp_path, monkeypatch, capsys):
     mod = _reproduce()
     names = ("amazon-recommended", "yelp-recommended")
@@ -147,16 +150,21 @@ def test_reproduce_steps(tmp_path, monkeypatch, capsys):
         def summary(self):
             return "done"
 
-    def fake(dataset, out, **kw):
-        calls.append((dataset, Path(out), kw))
+    def fake(cfg, out, progress=True):
+        calls.append((cfg, Path(out)))
         return Done()
 
     monkeypatch.setattr(mod, "run_realdata", fake)
+    args.data_dir = REAL_DATA_DIR
     for step in names:
         mod.run_step(step, args)
-    assert [(d, o) for d, o, _ in calls] == [("amazon", tmp_path / "amazon-recommended"),
-                                             ("yelp", tmp_path / "yelp-recommended")]
-    assert all(kw["recommended"] and not kw.get("paper") for _, _, kw in calls)
+    assert [(c.name, o) for c, o in calls] == [("amazon", tmp_path / "amazon-recommended"),
+                                               ("yelp", tmp_path / "yelp-recommended")]
+    from elicit.paper.configs import RECOMMENDED
+
+    for cfg, _ in calls:
+        assert cfg.recommended and not cfg.paper
+        assert {k: getattr(cfg, k) for k in RECOMMENDED} == RECOMMENDED
 
 
 def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):

@@ -19,11 +19,11 @@ from elicit.elicitation import utility as utility_module
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.utility import UtilityScorer, bald_gain
 from elicit.errors import ElicitError
+from elicit.harness.store import SweepStore
 from elicit.harness.sweep import SweepConfig
 from elicit.model.density import feedback_terms, join_theta, lower_bounds
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
-from elicit.paper.realdata import check_config
 from elicit.paper.synthetic import make_synthetic
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -296,11 +296,11 @@ def test_cli_bad_utility_target(capsys):
 def test_realdata_config_without_a_target_was_predictive(tmp_path):
     cfg = {"dataset": "amazon", "seed": 0, "utility": "fast"}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    check_config(tmp_path, {**cfg, "utility_target": "predictive"})
+    SweepStore.open(tmp_path, {**cfg, "utility_target": "predictive"})
     assert json.loads((tmp_path / "config.json").read_text())["utility_target"] == "predictive"
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ElicitError, match="utility_target: 'predictive' there, 'params' now"):
-        check_config(tmp_path, {**cfg, "utility_target": "params"})
+        SweepStore.open(tmp_path, {**cfg, "utility_target": "params"})
 
 
 def test_session_keeps_the_target_and_old_files_read_as_predictive(tmp_path):

@@ -1,9 +1,10 @@
 """The ``elicit`` command line: parses arguments and calls the library.
 
-The experiment commands are thin: ``synthetic`` calls
-:func:`elicit.paper.synthetic.run_synthetic`, ``bench`` :func:`elicit.paper.bench.run_bench`,
-``realdata`` and ``table1`` (:mod:`elicit.cli.realdata`) the real-data pipeline; the session
-commands live in :mod:`elicit.cli.session`.
+The experiment commands are thin: ``synthetic`` builds a
+:class:`~elicit.paper.configs.SyntheticConfig` and calls
+:func:`elicit.paper.synthetic.run_synthetic`, ``bench`` calls
+:func:`elicit.paper.bench.run_bench`, ``realdata`` and ``table1`` (:mod:`elicit.cli.realdata`)
+the real-data pipeline; the session commands live in :mod:`elicit.cli.session`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from elicit.cli.session import add_session_parsers
 from elicit.data import STANDARDIZE_CHOICES
 from elicit.engines import ENGINES
 from elicit.paper.bench import SIZES, format_table, run_bench
+from elicit.paper.configs import SyntheticConfig
 from elicit.paper.synthetic import run_synthetic
 
 
@@ -95,13 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    res = run_synthetic(args.out, runs=args.runs, rounds=args.rounds, strategies=args.strategies,
-                        seed=args.seed, jobs=args.jobs, n_train=args.n_train,
-                        engine=args.engine, utility=args.utility, refine=args.refine,
-                        stan_file=args.stan_file, threshold_mean=args.threshold_mean,
-                        progress=not args.quiet, cluster=args.cluster,
-                        check_engine=args.check_engine, problems=args.problems,
-                        model=args.model, utility_target=args.utility_target)
+    cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, strategies=args.strategies,
+                          seed=args.seed, jobs=args.jobs, n_train=args.n_train,
+                          engine=args.engine, utility=args.utility, refine=args.refine,
+                          stan_file=args.stan_file, threshold_mean=args.threshold_mean,
+                          cluster=args.cluster, check_engine=args.check_engine,
+                          problems=args.problems, model=args.model,
+                          utility_target=args.utility_target)
+    res = run_synthetic(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

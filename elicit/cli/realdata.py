@@ -1,13 +1,15 @@
 """The ``elicit realdata`` and ``elicit table1`` commands (paper Sec. 4.2, Fig. 5, Table 1).
 
-Argument parsing only: the work is :func:`elicit.paper.sources.make_source`,
-:func:`elicit.paper.realdata.run_realdata` and :func:`elicit.paper.table1.run_table1` (their
-modules describe the output folders).
+Argument parsing only: the options become one :class:`~elicit.paper.configs.RealDataConfig`
+(which checks them, then makes the data source with :func:`elicit.data.sources.make_source`)
+for :func:`elicit.paper.realdata.run_realdata`; ``table1`` calls
+:func:`elicit.paper.table1.run_table1` (their modules describe the output folders).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 
@@ -26,9 +28,9 @@ from elicit.cli.argtypes import (
 from elicit.data import STANDARDIZE_CHOICES
 from elicit.data.sources import DATASETS, make_source
 from elicit.engines import ENGINES
+from elicit.paper.configs import PAPER_TAU2, POOL_SIZE, RECOMMENDED, RealDataConfig
 from elicit.paper.lasso_expert import RULES
-from elicit.paper.problems import PAPER_TAU2, POOL_SIZE
-from elicit.paper.realdata import RECOMMENDED, run_realdata
+from elicit.paper.realdata import run_realdata
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
 from elicit.prior.tau2 import SWEEP_TAU2_GRID
 
@@ -105,18 +107,21 @@ def add_realdata_parsers(subparsers) -> None:
 def cmd_realdata(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     meta_features, meta_dim = meta_options(args.meta_features, args.meta_dim)
-    source = make_source(args.dataset, args.corpus, data_dir=args.data_dir,
-                         text_field=args.text_field, rating_field=args.rating_field,
-                         min_df=args.min_df, name=args.name)
-    res = run_realdata(source, args.out, runs=args.runs, rounds=args.rounds,
-                       strategies=args.strategies, seed=args.seed, jobs=args.jobs,
-                       tau2=args.tau2, standardize=args.standardize, paper=args.paper,
-                       pool_size=args.pool_size, expert_rule=args.expert_rule,
-                       expert_nonzero=args.expert_nonzero, engine=args.engine,
-                       utility=args.utility, refine=args.refine, progress=not args.quiet,
-                       cluster=args.cluster, check_engine=args.check_engine,
-                       meta_features=meta_features, meta_dim=meta_dim, model=args.model,
-                       utility_target=args.utility_target, recommended=args.recommended)
+    # The source is made once the configuration has checked the other options: a wrong
+    # option is reported before the data are looked for.
+    source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,
+                               text_field=args.text_field, rating_field=args.rating_field,
+                               min_df=args.min_df, name=args.name)
+    cfg = RealDataConfig(source, runs=args.runs, rounds=args.rounds,
+                         strategies=args.strategies, seed=args.seed, jobs=args.jobs,
+                         tau2=args.tau2, standardize=args.standardize, paper=args.paper,
+                         recommended=args.recommended, pool_size=args.pool_size,
+                         expert_rule=args.expert_rule, expert_nonzero=args.expert_nonzero,
+                         engine=args.engine, utility=args.utility, refine=args.refine,
+                         cluster=args.cluster, check_engine=args.check_engine,
+                         meta_features=meta_features, meta_dim=meta_dim, model=args.model,
+                         utility_target=args.utility_target)
+    res = run_realdata(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 

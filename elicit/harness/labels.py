@@ -1,8 +1,8 @@
-"""Names and display labels of the paper's strategies, baselines and data sets.
+"""Names and display labels of the strategies, baselines, reference lines and data sets.
 
 The orders are those of the figures, tables and ``mse.csv``: the ``strategy`` column of an
-``mse.csv`` holds a query strategy, a baseline or a reference line, and reports list them in
-these orders. A review corpus of the user's is labelled by its own name.
+``mse.csv`` holds a query strategy, a baseline or a reference line, and figures and reports
+list them in these orders. A data set of the user's is labelled by its own name.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ STRATEGY_ORDER: tuple[str, ...] = STRATEGIES
 STRATEGY_LABELS: dict[str, str] = {"random": "Random", "nonsequential": "Non-sequential",
                                    "sequential": "Sequential"}
 
-#: Regression baselines of the real-data figures (no expert; :mod:`elicit.paper.baselines`).
+#: Regression baselines of the real-data figures (no expert; the paper's real-data runs).
 BASELINES: tuple[str, ...] = ("lasso", "ridge", "elasticnet")
 BASELINE_LABELS: dict[str, str] = {"lasso": "LASSO", "ridge": "Ridge",
                                    "elasticnet": "Elastic net"}
 
-#: Reference lines of the real-data figures and tables (:mod:`elicit.paper.runinfo`): what
-#: predicting the training mean achieves, and the model with every answerable pair answered.
+#: Reference lines of the figures and tables: what predicting the training mean achieves
+#: (every sweep), and the model with every answerable pair answered (the real-data runs).
 REFERENCES: tuple[str, ...] = ("mean", "ceiling")
 REFERENCE_LABELS: dict[str, str] = {"mean": "predict the mean",
                                     "ceiling": "all answers (ceiling)"}
@@ -31,8 +31,9 @@ def ceiling_label(n_answers: float) -> str:
     return f"all ~{n_answers:.0f} answers (ceiling)"
 
 
-#: The real data sets (paper Sec. 4.2).
-DATASET_LABELS: dict[str, str] = {"amazon": "Amazon", "yelp": "Yelp"}
+#: The paper's data sets (Sec. 4.1 and 4.2).
+DATASET_LABELS: dict[str, str] = {"synthetic": "Synthetic data", "amazon": "Amazon",
+                                  "yelp": "Yelp"}
 
 #: Every label above, by name.
 LABELS: dict[str, str] = {**STRATEGY_LABELS, **BASELINE_LABELS, **REFERENCE_LABELS,

@@ -5,7 +5,7 @@ Every long computation of the paper's pipeline is a list of independent tasks, o
 writing its result files atomically (:mod:`elicit.internal.io`). :func:`run_tasks` runs the
 unfinished ones, inline or in worker processes, with a progress bar. Because a task's result
 depends only on its arguments (every random stream is derived from the seed and the run, see
-:mod:`elicit.paper.problems`), the outcome does not depend on ``jobs`` nor on how many
+:mod:`elicit.harness.problem`), the outcome does not depend on ``jobs`` nor on how many
 earlier passes were interrupted.
 """
 

@@ -3,66 +3,85 @@
 A sweep runs, for every run r and strategy, ``rounds`` questions answered by a simulated
 expert, and records the test MSE after 0..rounds answers. It is
 
-* deterministic: run r's data and each strategy's random stream derive from
-  ``SeedSequence([seed, r, ...])``, so results do not depend on ``jobs``;
-* resumable: each finished (run, strategy) is written to ``DIR/parts/`` and skipped when the
-  sweep is started again; ``DIR/config.json`` (:func:`check_config`, written by the synthetic
-  and real-data experiments) keeps a rerun with other settings from reusing those parts.
+* deterministic: run r's data and each strategy's random stream derive from the seed and the
+  run (:mod:`elicit.harness.problem`), so results do not depend on ``jobs``;
+* resumable and guarded: each finished (run, strategy) is a record of the sweep's
+  :class:`~elicit.harness.store.SweepStore`, reused when the sweep is started again with the
+  same settings; other settings are refused (the store's ``config.json``).
+
+:func:`sweep` is the whole of it for a maker of one's own (``docs/simulations.md``): settings,
+curves, the reference line of predicting the mean, ``mse.csv`` and the figure. The paper's
+experiments (:mod:`elicit.paper`) open the store with their own configuration and call
+:func:`run_sweep` for the curves.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from elicit.data.sources import file_sha256
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
 from elicit.elicitation.utility import UtilityArgs
-from elicit.engines import get_engine
+from elicit.engines import ENGINES, get_engine
 from elicit.errors import ElicitError
 from elicit.harness.cluster import parse_cluster
+from elicit.harness.config import Recorded, option, setting
+from elicit.harness.figures import mse_curves
+from elicit.harness.labels import LABELS, REFERENCE_LABELS
+from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, strategy_stream
 from elicit.harness.runner import run_tasks
-from elicit.internal.io import write_json_atomic
+from elicit.harness.store import SweepStore
 from elicit.internal.threads import single_blas_thread
 from elicit.model.variants import PAPER, get_model
-from elicit.paper.problems import RunProblem
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
+#: The figure of a sweep's MSE curves (the paper's Fig. 4 on the synthetic data).
+CURVES_FIGURE = "fig4_mse.png"
 
 
 @dataclass(frozen=True)
-class SweepConfig:
-    """The settings of a sweep; ``snapshots`` are the rounds whose gamma is stored."""
+class SweepConfig(Recorded):
+    """The settings of a sweep, checked when it is made.
 
-    dataset: str
-    runs: int
-    rounds: int
-    strategies: tuple[str, ...] = STRATEGIES
-    seed: int = 0
-    engine: str = "auto"
-    utility: str = "fast"
-    refine: int = 10
-    jobs: int = 1
+    ``snapshots`` are the rounds whose gamma is stored in the parts. The settings
+    (:func:`~elicit.harness.config.setting`) are what the sweep's ``config.json`` records
+    (:meth:`~elicit.harness.config.Recorded.to_json`); ``runs``, ``strategies``, ``jobs``,
+    ``cluster`` and ``check_engine`` may change between reruns.
+    """
+
+    dataset: str = setting(MISSING)
+    runs: int = option(MISSING)
+    rounds: int = setting(MISSING)
+    strategies: tuple[str, ...] = option(STRATEGIES)
+    seed: int = setting(0)
+    engine: str = setting("auto")
+    utility: str = setting("fast")
+    refine: int = setting(10)
+    jobs: int = option(1)
     #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
-    cluster: str | None = None
+    cluster: str | None = option(None)
     #: check every fit against the numpy twin (``--check-engine``)
-    check_engine: bool = False
-    snapshots: tuple[int, ...] = ()
-    stan_file: str | None = None
-    threshold_mean: float | Literal["auto"] | None = None  # None: the problem's own setting
+    check_engine: bool = option(False)
+    snapshots: tuple[int, ...] = setting((), record=lambda c: {"snapshots": list(c.snapshots)})
+    stan_file: str | None = setting(None, record=lambda c: c.stan_settings())
+    #: None: the problem's own setting
+    threshold_mean: float | Literal["auto"] | None = setting(None)
     #: the named model (:mod:`elicit.model.variants`) every run is fitted with
-    model: str = PAPER
+    model: str = setting(PAPER)
     #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
-    utility_target: str = "predictive"
+    utility_target: str = setting("predictive")
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "strategies", tuple(self.strategies))
+        object.__setattr__(self, "snapshots", tuple(int(t) for t in self.snapshots))
         bad = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
         if bad:
             raise ElicitError(f"unknown strategy {bad[0]!r}; choose from "
@@ -71,6 +90,13 @@ class SweepConfig:
             raise ElicitError("runs must be >= 1 and rounds >= 0")
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
+        if self.engine not in ENGINES:
+            raise ElicitError(f"unknown engine {self.engine!r}; choose from {', '.join(ENGINES)}")
+        tm = self.threshold_mean
+        if tm is not None and tm != "auto" and (isinstance(tm, (bool, str))
+                                                 or not np.isfinite(tm) or not tm > 0):
+            raise ElicitError(f"the threshold mean must be 'auto' or a positive number, "
+                              f"got {tm!r}")
         # Checked here, in the parent, before any worker starts or any Stan program is built.
         UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file).validate()
         parse_cluster(self.cluster)
@@ -79,45 +105,12 @@ class SweepConfig:
             raise ElicitError("--check-engine compares every fit with the numpy engine, which "
                               "runs only the shipped Stan programs, not a custom --stan-file")
 
-
-#: Settings that config.json files written before they existed lack, and the value those
-#: sweeps used: an old folder stays valid for a rerun with these values.
-LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
-                                     "model": PAPER, "utility_target": "predictive"}
-#: Paths that may differ between reruns (the same files can be found elsewhere; a corpus or
-#: a meta-features file is compared by its content hash).
-PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")
-
-
-def check_config(out: Path, cfg: dict) -> None:
-    """Write ``out/config.json``, or refuse if ``out`` holds results of other settings.
-
-    The parts of a sweep are reused by run and strategy alone, so results of other settings
-    would otherwise be mixed in silently. The paths of :data:`PATH_KEYS` may differ: the
-    same files can be found elsewhere (a corpus is compared by its content hash). A key an
-    old config lacks counts as its :data:`LEGACY_CONFIG` value (what those sweeps used).
-    """
-    path = out / "config.json"
-    if not path.exists() and any((out / "parts").rglob("*.json")):
-        # Parts are reused by run and strategy alone: without the config that made them they
-        # could silently enter a sweep of other settings.
-        raise ElicitError(f"{out} holds sweep parts but no config.json, so their settings are "
-                          f"unknown; delete {out / 'parts'} or use another output folder (--out)")
-    if path.exists():
-        old = json.loads(path.read_text())
-        def was(k: str) -> object:
-            return old.get(k, LEGACY_CONFIG.get(k, "not recorded"))
-
-        diff = {k: (was(k), v) for k, v in cfg.items() if k not in PATH_KEYS and was(k) != v}
-        if diff:
-            what = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
-            raise ElicitError(f"{out} holds results of other settings ({what}); use another "
-                              "output folder (--out) or delete this one")
-    write_json_atomic(path, cfg, indent=1)
-
-
-def _part_path(out: Path, cfg: SweepConfig, strategy: str, run: int) -> Path:
-    return out / "parts" / cfg.dataset / strategy / f"run{run:03d}.json"
+    def stan_settings(self) -> dict:
+        """The Stan program, by path and content hash (None for the shipped ones)."""
+        if self.stan_file is None:
+            return {"stan_file": None, "stan_file_sha256": None}
+        return {"stan_file": str(Path(self.stan_file).resolve()),
+                "stan_file_sha256": file_sha256(self.stan_file)}
 
 
 @single_blas_thread
@@ -136,8 +129,8 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     mse0 = problem.mse(el)
     results = {}
     for strategy in strategies:
-        s_idx = get_strategy(strategy).stream_id
-        rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, run, s_idx, 7]))
+        rng = np.random.default_rng(strategy_stream(cfg.seed, run,
+                                                    get_strategy(strategy).stream_id))
         el.reset()
         mse, gammas, asked = [mse0], {}, []
         if 0 in cfg.snapshots:
@@ -157,74 +150,104 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     return results
 
 
-def _task(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, run: int,
-          strategies: Sequence[str], out: Path) -> None:
+def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Sequence[str],
+          store: SweepStore) -> None:
     for strategy, r in run_one(make_problem(cfg.seed, run), cfg, run, strategies).items():
-        # Atomic: a killed sweep never leaves half a result for the next pass to reuse.
-        write_json_atomic(_part_path(out, cfg, strategy, run), r)
+        store.write(store.part_path(cfg.dataset, strategy, run), r)
 
 
-def sweep(make_problem: Callable[[int, int], RunProblem], cfg: SweepConfig, out: str | Path,
-          progress: bool = True) -> pd.DataFrame:
-    """Run (or resume) a sweep and write ``out/mse.csv``; return its rows.
+def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
+              progress: bool = True) -> pd.DataFrame:
+    """Run (or resume) the curves of a sweep into an open store; return their rows.
 
     Parameters
     ----------
     make_problem
-        A picklable ``make_problem(seed, run)`` (:mod:`elicit.paper.problems`); worker
-        processes call it to rebuild each run.
+        A picklable ``make_problem(seed, run)``; worker processes call it to rebuild each run.
     cfg
         The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
-    out
-        The output folder: ``out/parts/<dataset>/<strategy>/runNNN.json`` per finished run
-        and strategy, ``out/mse.csv`` with every curve (:data:`MSE_COLUMNS`).
+    store
+        The sweep's store, opened (:meth:`SweepStore.open`) with settings that include
+        ``cfg``'s: a finished run and strategy is read, not recomputed.
     progress
         Show a progress bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The curves (:data:`MSE_COLUMNS`), strategy by strategy, run by run.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _check_parts_model(out, cfg)
-
     def left(task: tuple) -> tuple | None:
-        make, cfg_, run, strategies, out_ = task
-        missing = [s for s in strategies if not _part_path(out_, cfg_, s, run).exists()]
-        return (make, cfg_, run, missing, out_) if missing else None
+        make, cfg_, run, strategies, store_ = task
+        todo = store_.missing({s: store_.part_path(cfg_.dataset, s, run) for s in strategies})
+        return (make, cfg_, run, todo, store_) if todo else None
 
-    run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, out) for run in range(cfg.runs)],
+    run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, store) for run in range(cfg.runs)],
               jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left,
               cluster=cfg.cluster)
-    df = collect(out, cfg)
-    df.to_csv(out / "mse.csv", index=False)
-    return df
+    return collect(store, cfg)
 
 
-#: the folder of the per-run records (:mod:`elicit.paper.runinfo`) beside the strategies' parts
-RUNINFO_DIR = "runinfo"
-
-
-def _check_parts_model(out: Path, cfg: SweepConfig) -> None:
-    """Refuse to resume parts of another model: parts are reused by run and strategy alone.
-    Parts written before models had names carry no ``model`` and are the paper's."""
-    for path in sorted((out / "parts" / cfg.dataset).glob("*/run*.json")):
-        if path.parent.name == RUNINFO_DIR:
-            continue    # the per-run reference records (checked through config.json)
-        had = json.loads(path.read_text()).get("model", PAPER)
-        if had != cfg.model:
-            raise ElicitError(f"{out} holds results of model {had!r} ({path.name} of "
-                              f"{path.parent.name}), not {cfg.model!r}; use another output "
-                              "folder (--out) or delete this one")
-
-
-def load_part(out: Path, cfg: SweepConfig, strategy: str, run: int) -> dict:
+def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> dict:
     """The stored result of one run and strategy: ``mse``, ``gammas``, ``asked``, ...."""
-    return json.loads(_part_path(out, cfg, strategy, run).read_text())
+    part = store.load(store.part_path(cfg.dataset, strategy, run))
+    if part is None:
+        raise ElicitError(f"{store.folder} has no result of {strategy} run {run}; run the "
+                          "sweep first")
+    return part
 
 
-def collect(out: Path, cfg: SweepConfig) -> pd.DataFrame:
-    """The ``mse.csv`` rows of a finished sweep, from its parts."""
+def collect(store: SweepStore, cfg: SweepConfig) -> pd.DataFrame:
+    """The curve rows of a finished sweep, from its parts."""
     rows = []
     for strategy in cfg.strategies:
         for run in range(cfg.runs):
-            mse = load_part(out, cfg, strategy, run)["mse"]
+            mse = load_part(store, cfg, strategy, run)["mse"]
             rows += [(cfg.dataset, strategy, run, t, v) for t, v in enumerate(mse)]
     return pd.DataFrame(rows, columns=MSE_COLUMNS)
+
+
+def mean_rows(make_problem: ProblemMaker, cfg: SweepConfig) -> pd.DataFrame:
+    """The reference rows of predicting each run's training mean (``strategy`` ``mean``,
+    ``n_feedback`` 0), from the runs' problems."""
+    rows = [(cfg.dataset, "mean", run, 0, make_problem(cfg.seed, run).mean_mse())
+            for run in range(cfg.runs)]
+    return pd.DataFrame(rows, columns=MSE_COLUMNS)
+
+
+def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
+          progress: bool = True) -> pd.DataFrame:
+    """Run (or resume) a sweep: its settings, curves, reference line, table and figure.
+
+    Parameters
+    ----------
+    make_problem
+        A picklable ``make_problem(seed, run)`` (:class:`~elicit.harness.problem.ProblemMaker`);
+        worker processes call it to rebuild each run. A ``settings()`` method, if it has one,
+        is recorded in ``config.json`` (:func:`~elicit.harness.problem.maker_settings`).
+    cfg
+        The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
+    out
+        The output folder, or a store an experiment opened with its own settings. The
+        folder gets ``config.json`` (``cfg``'s settings and the maker's; a rerun with other
+        settings is refused), ``parts/<dataset>/<strategy>/runNNN.json`` per finished run
+        and strategy, ``mse.csv`` with every curve and the ``mean`` reference rows
+        (:data:`MSE_COLUMNS`), and ``fig4_mse.png``.
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``mse.csv``.
+    """
+    store = out if isinstance(out, SweepStore) else SweepStore.open(
+        out, {**cfg.to_json(), **maker_settings(make_problem)})
+    df = pd.concat([run_sweep(make_problem, cfg, store, progress), mean_rows(make_problem, cfg)],
+                   ignore_index=True)
+    df.to_csv(store.folder / "mse.csv", index=False)
+    mean_mse = float(df[df.strategy == "mean"].mse.mean())
+    mse_curves(df, store.folder / CURVES_FIGURE,
+               title=f"{LABELS.get(cfg.dataset, cfg.dataset)}: mean ± s.e. over {cfg.runs} runs",
+               references={REFERENCE_LABELS["mean"]: mean_mse})
+    return df

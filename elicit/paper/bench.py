@@ -22,7 +22,7 @@ refits the MAP warm. The problems (:data:`SIZES`):
     The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250), answered
     the same way.
 ``amazon-real``, ``yelp-real``
-    Run ``run`` of the real-data setup (:func:`elicit.paper.problems.realdata_problem`, tau2
+    Run ``run`` of the real-data setup (:func:`elicit.paper.real_problem.realdata_problem`, tau2
     0.01, inputs standardised with all model reviews' statistics or, ``standardize="train"``,
     the training reviews'): the pool is drawn from the LASSO expert's answerable pairs, the
     threshold prior is set from them, and the expert answers.
@@ -49,11 +49,13 @@ from scipy.stats import spearmanr
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
+from elicit.harness.problem import STREAM_BENCH, run_stream
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.kernel import kernel
 from elicit.model.spec import Hyper, all_pairs
-from elicit.paper.problems import STREAM_BENCH, realdata_problem, run_stream
+from elicit.paper.configs import PAPER_TAU2, RealDataConfig
+from elicit.paper.real_problem import realdata_problem
 from elicit.paper.synthetic import make_synthetic
 from elicit.prior.setup import fit_no_feedback
 
@@ -138,7 +140,8 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
                  standardize: str = "model") -> BenchProblem:
     """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory), inputs
     standardised as ``standardize`` says (:func:`elicit.data.prepare_run`)."""
-    prob = realdata_problem(dataset, seed, run, data_dir, standardize=standardize)
+    prob = realdata_problem(RealDataConfig(dataset, seed=seed, data_dir=data_dir,
+                                           standardize=standardize, tau2=PAPER_TAU2), run)
     assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
@@ -199,7 +202,7 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
     -------
     dict
         ``size, engine, rounds, refine, p, n, d, n_candidates``; ``map_cold_s`` (the
-        no-feedback set-up, :func:`~elicit.elicitation.elicitor.fit_no_feedback`: a fit, the
+        no-feedback set-up, :func:`~elicit.prior.setup.fit_no_feedback`: a fit, the
         threshold prior, a refit); the medians over rounds of ``map_warm_s`` (the refit after
         an answer, as an elicitation makes it: with the numpy engine usually remembered from
         the round's re-scores), ``map_refit_s`` (numpy engine: the same refit computed from

@@ -1,8 +1,9 @@
 """What a real-data run is measured against: baselines, reference lines and the tau2 CV.
 
 Before a real-data sweep asks any question, each run gets one *runinfo* record
-(:func:`prepare_runinfo`, kept in ``OUT/parts/<dataset>/runinfo/runNNN.json``; resumable and
-computed in worker processes like the sweep itself):
+(:func:`prepare_runinfo`, a record of the sweep's store,
+``OUT/parts/<dataset>/runinfo/runNNN.json``; resumable and computed in worker processes like
+the sweep itself):
 
 * the regression baselines (LASSO, ridge, elastic net; :mod:`elicit.paper.baselines`);
 * the 5-fold CV choice of tau^2 (:func:`~elicit.prior.tau2.cv_tau2`), computed whether or
@@ -25,44 +26,34 @@ computed in worker processes like the sweep itself):
   Records written before it existed get it added (cheaply) when they are read.
 
 ``OUT/runinfo.csv`` (:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
-the CV errors.
+(:func:`tau2_cv_frame`) the CV errors: the paper fixes tau2 = 0.01 on real data, found there by
+cross-validation, and ``tau2="cv"`` (the default) repeats such a choice per run
+(:func:`~elicit.prior.tau2.cv_tau2` over :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`), on the
+run's 100 training reviews and without any expert answer.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from elicit.data import RunData
-from elicit.data.metafeatures import DEFAULT_META_DIM, polarity_auc
-from elicit.data.sources import DataSource
+from elicit.data.metafeatures import polarity_auc
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.harness.labels import BASELINES, REFERENCES
+from elicit.harness.problem import STREAM_BASELINES, STREAM_TAU2_CV, RunProblem, run_stream
 from elicit.harness.runner import run_tasks
-from elicit.harness.sweep import MSE_COLUMNS, RUNINFO_DIR
-from elicit.internal.io import write_json_atomic
+from elicit.harness.store import SweepStore
+from elicit.harness.sweep import MSE_COLUMNS
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior, mean_squared_error
-from elicit.model.variants import get_model
 from elicit.paper.baselines import fit_baselines
-from elicit.paper.lasso_expert import LassoExpert
-from elicit.paper.problems import (
-    STREAM_BASELINES,
-    STREAM_TAU2_CV,
-    RunProblem,
-    initial_fit,
-    make_expert,
-    problem_from_run,
-    run_stream,
-)
+from elicit.paper.configs import RealDataConfig
+from elicit.paper.real_problem import initial_fit, make_expert, problem_from_run, run_setup
 from elicit.prior.setup import fit_no_feedback
 from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 
@@ -124,68 +115,24 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto") -> Ceiling:
     return Ceiling(mse0, mse, int(len(pairs)), int(outcomes.sum()))
 
 
-def runinfo_path(out: Path, dataset: str, run: int) -> Path:
-    """Where :func:`ensure_runinfo` keeps run ``run``'s record."""
-    return Path(out) / "parts" / dataset / RUNINFO_DIR / f"run{run:03d}.json"
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The settings of a sweep that a run's record depends on (picklable).
-
-    ``tau2`` is a fixed number or ``"cv"``; ``meta_features`` and ``meta_dim`` choose the
-    meta-features U (:func:`elicit.data.prepare_run`).
-    """
-
-    source: DataSource
-    seed: int
-    standardize: str = "model"
-    tau2: float | str = "cv"
-    expert_rule: str = "target"
-    expert_nonzero: int = 40
-    engine: str = "auto"
-    meta_features: str = "counts"
-    meta_dim: int = DEFAULT_META_DIM
-    model: str = "paper"
-
-    def run_data(self, run: int) -> RunData:
-        """Run ``run``'s split, standardisation and meta-features."""
-        return self.source.run(self.seed, run, standardize=self.standardize,
-                               meta_features=self.meta_features, meta_dim=self.meta_dim)
-
-    def setup(self, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
-        """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the
-        candidate pairs that make up the coupled set J (the expert's answerable pairs, as in
-        the sweep; None for the other models)."""
-        rd = self.run_data(run)
-        expert = make_expert(rd, self.expert_rule, self.expert_nonzero)
-        cands = expert.answerable_pairs() if get_model(self.model).known_coupling else None
-        return rd, expert, cands
-
-
 @single_blas_thread
-def prepare_runinfo(settings: RunSettings, run: int,
+def prepare_runinfo(cfg: RealDataConfig, run: int,
                     grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
     """The record of one run (see the module docstring for what it holds)."""
-    s = settings
     # The CV fits the sweep's model; the known-coupling models need the expert's candidate
     # pairs for it (their coupled set J).
-    rd, expert, cands = s.setup(run)
-    bl_state = int(run_stream(s.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
+    rd, expert, cands = run_setup(cfg, run)
+    bl_state = int(run_stream(cfg.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
-                           rng=np.random.default_rng(run_stream(s.seed, run, STREAM_TAU2_CV)),
-                           model=s.model,
+                           rng=np.random.default_rng(run_stream(cfg.seed, run, STREAM_TAU2_CV)),
+                           model=cfg.model,
                            candidates=cands if cands is not None and len(cands) else None)
-    tau2 = best if s.tau2 == "cv" else float(s.tau2)
+    tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
     eng = get_engine("numpy", "fixed")
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
-    problem = problem_from_run(rd, tau2, expert_rule=s.expert_rule, n_nonzero=s.expert_nonzero,
-                               label=f"{s.source.name} run {run}", expert=expert)
-    # The reference ceiling of the sweep's model (the problem carries the paper's).
-    problem = dataclasses.replace(problem,
-                                  hyper=dataclasses.replace(problem.hyper, model=s.model))
-    ceil = ceiling(problem, s.engine)
-    assert isinstance(problem.expert, LassoExpert)  # problem_from_run's expert
+    # The reference ceiling of the sweep's model, tau2, expert and candidates.
+    problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
+    ceil = ceiling(problem, cfg.engine)
     return {
         "version": RUNINFO_VERSION, "run": run, "split_seed": rd.seed,
         "standardize": rd.standardize, "n_features": rd.p, "n_train": len(rd.train_idx),
@@ -200,63 +147,59 @@ def prepare_runinfo(settings: RunSettings, run: int,
         "no_feedback": no_fb,
         "max_test_z": float(np.max(np.abs(rd.X_test))),
         "meta_features": rd.meta_features, "meta_dim": rd.meta_dim,
-        "auc": polarity_auc(rd.U, problem.expert.groups),
+        "auc": polarity_auc(rd.U, expert.groups),
     }
 
 
-def run_auc(settings: RunSettings, run: int) -> float:
+def run_auc(cfg: RealDataConfig, run: int) -> float:
     """The polarity AUC of run ``run``'s meta-features by its LASSO expert's groups."""
-    rd = settings.run_data(run)
-    expert = make_expert(rd, settings.expert_rule, settings.expert_nonzero)
+    rd = cfg.run_data(run)
+    expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
     return polarity_auc(rd.U, expert.groups)
 
 
-def _runinfo_task(out: str, settings: RunSettings, run: int) -> None:
-    write_json_atomic(runinfo_path(Path(out), settings.source.name, run),
-                      prepare_runinfo(settings, run))
+def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:
+    store.write(store.runinfo_path(cfg.name, run), prepare_runinfo(cfg, run))
 
 
-def _current(path: Path) -> bool:
-    """Whether ``path`` holds a record of the current layout."""
-    if not path.exists():
-        return False
-    return int(json.loads(path.read_text()).get("version", 1)) >= RUNINFO_VERSION
+def _current(record: dict) -> bool:
+    """Whether a record has the current layout."""
+    return int(record.get("version", 1)) >= RUNINFO_VERSION
 
 
-def ensure_runinfo(out: str | Path, settings: RunSettings, runs: int, jobs: int = 1,
-                   progress: bool = True) -> list[dict]:
-    """Compute (or reuse) the records of runs ``0..runs-1``.
+def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True) -> list[dict]:
+    """Compute (or reuse) the records of runs ``0..cfg.runs-1`` in ``cfg.jobs`` processes.
 
     Parameters
     ----------
-    out
-        The sweep's folder (records in ``out/parts/<dataset>/runinfo/``).
-    settings
-        The sweep's data, seed, standardisation, tau^2 setting, expert and engine.
-    runs
-        Runs ``0..runs-1``.
-    jobs, progress
-        Worker processes; show a progress bar.
+    store
+        The sweep's store (records in ``parts/<dataset>/runinfo/``).
+    cfg
+        The sweep's data, seed, standardisation, tau^2 setting, expert, engine and model.
+    progress
+        Show a progress bar.
 
     Returns
     -------
     list of dict
         One record per run (:func:`prepare_runinfo`).
     """
-    out = Path(out)
-    name = settings.source.name
-    run_tasks(_runinfo_task, [(str(out), settings, r) for r in range(runs)], jobs=jobs,
+    name = cfg.name
+    run_tasks(_runinfo_task, [(store, cfg, r) for r in range(cfg.runs)], jobs=cfg.jobs,
               desc=f"{name}: baselines, references, tau2 CV", progress=progress,
-              left=lambda t: None if _current(runinfo_path(out, name, t[2])) else t)
+              left=lambda t: t if store.missing({"": store.runinfo_path(name, t[2])},
+                                                _current) else None)
     infos = []
-    for r in range(runs):
-        path = runinfo_path(out, name, r)
-        info = json.loads(path.read_text())
+    for r in range(cfg.runs):
+        path = store.runinfo_path(name, r)
+        info = store.load(path)
+        if info is None:  # run_tasks wrote every one, or raised
+            raise ElicitError(f"{name} run {r}: no runinfo record was written")
         if "auc" not in info:
             # A record from before the AUC existed: add it (one LASSO fit) rather than
             # recompute the whole record, so old results folders stay valid as they are.
-            info["auc"] = run_auc(settings, r)
-            write_json_atomic(path, info)
+            info["auc"] = run_auc(cfg, r)
+            store.write(path, info)
         infos.append(info)
     return infos
 
@@ -283,5 +226,20 @@ def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
                "n_similar": i["n_similar"], **i["baselines"],
                **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
                "max_test_z": i["max_test_z"], "auc": i.get("auc", float("nan"))}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tau2_cv_frame(infos: Sequence[dict]) -> pd.DataFrame:
+    """``OUT/tau2_cv.csv``: per run the tau^2 used, the CV choice and every grid value's CV
+    error.
+
+    The CV runs whether or not the sweep uses its choice (``tau2`` equals ``tau2_cv`` with
+    ``tau2="cv"``), so a sweep with a fixed tau^2 shows what the CV would have picked.
+    """
+    rows = []
+    for info in infos:
+        row = {"run": info["run"], "tau2": info["tau2"], "tau2_cv": info["tau2_cv_choice"]}
+        row.update({f"cv_mse_{float(k):g}": v for k, v in info["tau2_cv"].items()})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -26,11 +26,9 @@ in worker processes); :mod:`elicit.paper.table1` counts how many samples they ne
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -40,20 +38,16 @@ from elicit.elicitation.utility import SAMPLE_GAIN
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.harness.problem import STREAM_SAMPLES, run_stream
 from elicit.harness.runner import run_tasks
-from elicit.internal.io import write_json_atomic
+from elicit.harness.store import SweepStore
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 from elicit.model.variants import PAPER
-from elicit.paper.problems import (
-    PAPER_TAU2,
-    STREAM_SAMPLES,
-    initial_fit,
-    run_stream,
-)
-from elicit.paper.runinfo import RunSettings
+from elicit.paper.configs import PAPER_TAU2, RealDataConfig
+from elicit.paper.real_problem import initial_fit, run_setup
 from elicit.prior.setup import coupled_features, fixed_hyper, no_feedback_data
 
 #: Methods of the sample-addition loops.
@@ -216,18 +210,11 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
 # The loops of every run, as resumable worker tasks
 # --------------------------------------------------------------------------------------------
 
-def samples_part_path(out: Path, key: str, method: str, run: int) -> Path:
-    """Where the Table 1 loops keep run ``run``'s ``method`` curve (``key``: the sweep's
-    folder name, so that two sweeps of one data set keep their loops apart)."""
-    return Path(out) / "parts" / key / method / f"run{run:03d}.json"
-
-
 class _SamplesTask(NamedTuple):
     """The loops of one run (the arguments of :func:`_samples_task`)."""
 
-    out: str
-    key: str
-    settings: RunSettings
+    store: SweepStore
+    cfg: RealDataConfig
     run: int
     tau2: float
     max_samples: int
@@ -236,60 +223,61 @@ class _SamplesTask(NamedTuple):
 
 
 @single_blas_thread
-def _samples_task(out: str, key: str, settings: RunSettings, run: int, tau2: float,
+def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
                   max_samples: int, stop_level: float | None, methods: Sequence[str]) -> None:
     # The sweep's run: its meta-features, model and (known coupling) coupled set J.
-    rd, _, cands = settings.setup(run)
+    rd, _, cands = run_setup(cfg, run)
     coupled = None if cands is None else coupled_features(rd.p, cands)
-    X_pool, y_pool = expert_pool(rd, settings.source.load())
+    X_pool, y_pool = expert_pool(rd, cfg.data.load())
     eng = get_engine("numpy", "fixed")
-    model = settings.model
-    data, fit, _ = initial_fit(rd, tau2, eng, model, coupled)
+    data, fit, _ = initial_fit(rd, tau2, eng, cfg.model, coupled)
     for method in methods:
         m_idx = SAMPLE_METHODS.index(method)
-        rng = np.random.default_rng(run_stream(settings.seed, run, STREAM_SAMPLES + m_idx))
+        rng = np.random.default_rng(run_stream(cfg.seed, run, STREAM_SAMPLES + m_idx))
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
-                                   stop_level, eng, start=(data, fit), model=model,
+                                   stop_level, eng, start=(data, fit), model=cfg.model,
                                    coupled=coupled)
-        write_json_atomic(samples_part_path(Path(out), key, method, run), curve.to_json())
+        store.write(store.samples_path(method, run), curve.to_json())
 
 
-def load_sample_curve(out: Path, key: str, method: str, run: int) -> SampleCurve | None:
+def load_sample_curve(store: SweepStore, method: str, run: int) -> SampleCurve | None:
     """The stored curve of run ``run`` and ``method``, or None."""
-    path = samples_part_path(out, key, method, run)
-    return SampleCurve.from_json(json.loads(path.read_text())) if path.exists() else None
+    record = store.load(store.samples_path(method, run))
+    return None if record is None else SampleCurve.from_json(record)
 
 
-def ensure_sample_curves(out: Path, key: str, settings: RunSettings, runs: int,
-                         tau2: Mapping[int, float], max_samples: int,
-                         stop_level: Mapping[int, float] | None, jobs: int = 1,
+def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],
+                         max_samples: int, stop_level: Mapping[int, float] | None,
                          progress: bool = True) -> dict[str, list[SampleCurve]]:
-    """Compute (or reuse) the rnd/act curves of runs ``0..runs-1``.
+    """Compute (or reuse) the rnd/act curves of runs ``0..cfg.runs-1`` in ``cfg.jobs``
+    processes.
 
-    ``key`` names the parts folder (the sweep's folder name), ``settings`` rebuild the
-    sweep's runs (data, seed, standardisation, meta-features, model and expert: the loops
-    refit the sweep's own model), ``tau2`` maps a run to its tau^2, and ``stop_level`` a run
-    to the MSE at which its loops may stop (None: never stop early). A stored curve is reused
-    when it answers the request (:meth:`SampleCurve.covers`); otherwise it is recomputed.
+    ``store`` is the sweep's (the curves are its records in the ``table1`` folder beside it,
+    :meth:`~elicit.harness.store.SweepStore.samples_path`) and ``cfg`` its configuration,
+    which rebuilds its runs (data, seed, standardisation, meta-features, model and expert:
+    the loops refit the sweep's own model); ``tau2`` maps a run to its tau^2, and
+    ``stop_level`` a run to the MSE at which its loops may stop (None: never stop early). A
+    stored curve is reused when it answers the request (:meth:`SampleCurve.covers`);
+    otherwise it is recomputed.
     """
-    def left(task: _SamplesTask) -> _SamplesTask | None:
-        stale = []
-        for m in task.methods:
-            curve = load_sample_curve(out, key, m, task.run)
-            if curve is None or not curve.covers(task.stop_level, max_samples):
-                stale.append(m)
-        return task._replace(methods=tuple(stale)) if stale else None
+    key = store.folder.name
 
-    tasks = [_SamplesTask(str(out), key, settings, r, float(tau2[r]), max_samples,
+    def left(task: _SamplesTask) -> _SamplesTask | None:
+        stale = store.missing(
+            {m: store.samples_path(m, task.run) for m in task.methods},
+            lambda record: SampleCurve.from_json(record).covers(task.stop_level, max_samples))
+        return task._replace(methods=stale) if stale else None
+
+    tasks = [_SamplesTask(store, cfg, r, float(tau2[r]), max_samples,
                           None if stop_level is None else float(stop_level[r]),
                           SAMPLE_METHODS)
-             for r in range(runs)]
-    run_tasks(_samples_task, tasks, jobs=jobs, desc=f"{key}: rnd/act samples",
+             for r in range(cfg.runs)]
+    run_tasks(_samples_task, tasks, jobs=cfg.jobs, desc=f"{key}: rnd/act samples",
               progress=progress, left=left)
     curves: dict[str, list[SampleCurve]] = {m: [] for m in SAMPLE_METHODS}
     for m in SAMPLE_METHODS:
-        for r in range(runs):
-            curve = load_sample_curve(out, key, m, r)
+        for r in range(cfg.runs):
+            curve = load_sample_curve(store, m, r)
             if curve is None:  # run_tasks wrote every one, or raised
                 raise RuntimeError(f"{key} run {r}: no {m} curve was written")
             curves[m].append(curve)

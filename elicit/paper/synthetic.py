@@ -7,24 +7,28 @@ gamma_opt = [1,1,0,1,0,1,0,0,0] the kernel K_opt = K(gamma_opt) is near 1 within
 near 0 across them. beta ~ N(0, sigma2 tau2 K_opt) with sigma2 = 5, tau2 = 1, and
 y = X beta + N(0, sigma2) (:func:`make_synthetic`, as in the authors' code).
 
-:func:`run_synthetic` is the experiment: the three query strategies on runs of such data,
-answered by an oracle that knows the groups (similar = same group).
+:func:`run_synthetic` is the experiment (settings: :class:`~elicit.paper.configs.SyntheticConfig`):
+the three query strategies on runs of such data (:class:`SyntheticMaker`), answered by an
+oracle that knows the groups (similar = same group).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.strategies import STRATEGIES
-from elicit.errors import ElicitError
-from elicit.harness.labels import REFERENCE_LABELS
+from elicit.harness.figures import kernel_panels
+from elicit.harness.problem import ProblemsDir, RunProblem
+from elicit.harness.store import SweepStore
+from elicit.harness.sweep import load_part, sweep
 from elicit.model.kernel import kernel
+from elicit.model.spec import Hyper
+from elicit.paper.configs import SyntheticConfig
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
 GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)
@@ -76,6 +80,39 @@ def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 10
 
 
 # --------------------------------------------------------------------------------------------
+# One run
+# --------------------------------------------------------------------------------------------
+
+def synthetic_problem(seed: int, run: int, n_train: int = 20) -> RunProblem:
+    """Run ``run`` of the synthetic experiment (learned tau2, group oracle); its data come
+    from ``SeedSequence([seed, run])``."""
+    sd = make_synthetic(np.random.default_rng(np.random.SeedSequence([seed, run])),
+                        n_train=n_train)
+    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
+                      Hyper(variant="learned"), extra={"K_opt": sd.K_opt})
+
+
+class SyntheticMaker:
+    """A picklable ``make_problem(seed, run)`` of the synthetic experiment.
+
+    Parameters
+    ----------
+    n_train
+        Training samples per run (paper: 20; the authors' code: 15).
+    """
+
+    def __init__(self, n_train: int = 20) -> None:
+        self.n_train = int(n_train)
+
+    def settings(self) -> dict:
+        """What a sweep's ``config.json`` records about the problems."""
+        return {"n_train": self.n_train}
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        return synthetic_problem(seed, run, n_train=self.n_train)
+
+
+# --------------------------------------------------------------------------------------------
 # The experiment (Figs. 3-4)
 # --------------------------------------------------------------------------------------------
 
@@ -95,117 +132,34 @@ class SyntheticResult:
                 + f"; predicting the mean: {df[df.strategy == 'mean'].mse.mean():.3f}")
 
 
-#: Rounds after which the kernel of Fig. 3 is shown (those within the sweep's rounds).
-FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
-
-
-def run_synthetic(out: str | Path, runs: int | None = None, rounds: int = 100,
-                  strategies: Sequence[str] = STRATEGIES, seed: int = 0, jobs: int = 1,
-                  n_train: int = 20, engine: str = "auto", utility: str = "fast",
-                  refine: int = 10, stan_file: str | None = None,
-                  threshold_mean: float | Literal["auto"] | None = None,
-                  progress: bool = True, cluster: str | None = None,
-                  check_engine: bool = False,
-                  problems: str | Path | None = None, model: str = "paper",
-                  utility_target: str = "predictive") -> SyntheticResult:
+def run_synthetic(cfg: SyntheticConfig, out: str | Path,
+                  progress: bool = True) -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
     Parameters
     ----------
+    cfg
+        The settings (:class:`~elicit.paper.configs.SyntheticConfig`).
     out
-        The output folder: ``mse.csv``, ``fig4_mse.png`` (the MSE curves), ``fig3_K.png``
-        (K_opt beside the learned kernel of run 0 after :data:`FIG3_ROUNDS` sequential
-        answers; only with the sequential strategy) and ``parts/`` (resumable).
-    runs, rounds
-        Runs ``0..runs-1``, each with ``rounds`` questions per strategy (default: 50 runs, or
-        one per problem file with ``problems``).
-    strategies
-        Query strategies to run.
-    seed
-        The sweep seed (run r's data come from ``SeedSequence([seed, r])``; with ``problems``
-        it seeds only the query streams).
-    jobs
-        Worker processes.
-    n_train
-        Training samples per run (paper: 20; the authors' code: 15).
-    engine, utility, refine, stan_file
-        MAP engine and utility computation, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
-    threshold_mean
-        Prior mean of the threshold xi: ``"auto"``, a number, or None for the default.
+        The output folder: ``config.json`` (the settings: a rerun with other ones is
+        refused), ``mse.csv``, ``fig4_mse.png`` (the MSE curves and predicting the mean),
+        ``fig3_K.png`` (K_opt beside the learned kernel of run 0 after
+        :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; only with the
+        sequential strategy and the built-in generator) and ``parts/`` (resumable).
     progress
         Show a progress bar.
-    cluster
-        Run the runs on a Dask cluster: ``"local:N"`` or a scheduler address
-        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
-    check_engine
-        Check every fit against the numpy engine (for ``engine="cmdstan"`` or ``"pystan"``).
-    problems
-        A folder of the user's own simulated problems instead of the built-in generator:
-        one ``.npz`` per run (:class:`~elicit.paper.problems.ProblemsDir`). The outputs are
-        the same, but for ``fig3_K.png`` (it needs the generator's true kernel).
-    model
-        The named model (:mod:`elicit.model.variants`); a folder holding results of another
-        model is refused.
-    utility_target
-        ``"predictive"`` or ``"params"``: what the utility is about
-        (:mod:`elicit.elicitation.utility`). The parts in ``out`` are reused by run and
-        strategy alone: give each target its own folder.
     """
-    # Imported here: problems.py builds each run with make_synthetic above, so importing the
-    # sweep machinery at module level would be circular.
-    from elicit.data.sources import file_sha256
-    from elicit.harness.figures import kernel_panels, mse_curves
-    from elicit.harness.sweep import SweepConfig, check_config, load_part, sweep
-    from elicit.paper.problems import ProblemsDir, SyntheticMaker
-
-    out = Path(out)
-    snaps = tuple(t for t in FIG3_ROUNDS if t <= rounds)
-    maker: SyntheticMaker | ProblemsDir = SyntheticMaker(n_train)
-    name = "synthetic"
-    problems_sha256 = None
-    if problems is not None:
-        maker = ProblemsDir(problems)
-        problems_sha256 = maker.sha256()
-        name = Path(problems).resolve().name or "problems"
-        if runs is not None and runs > len(maker):
-            raise ElicitError(f"--problems {problems} holds {len(maker)} problems, fewer than "
-                              f"--runs {runs}; give --runs {len(maker)} or more files")
-        runs = len(maker) if runs is None else runs
-    runs = 50 if runs is None else runs
-    cfg = SweepConfig(name, runs, rounds, tuple(strategies), seed, engine, utility,
-                      refine, jobs, cluster=cluster, check_engine=check_engine,
-                      snapshots=snaps, stan_file=stan_file, threshold_mean=threshold_mean,
-                      model=model, utility_target=utility_target)
-    # The parts are reused by run and strategy alone: config.json refuses a rerun with other
-    # settings (runs and strategies may change: they only add parts).
-    check_config(out, {"experiment": "synthetic", "seed": seed, "rounds": rounds,
-                       "n_train": None if problems is not None else n_train,
-                       "problems": None if problems is None else str(Path(problems).resolve()),
-                       "problems_sha256": problems_sha256,
-                       "engine": engine, "utility": utility, "refine": refine,
-                       "stan_file": None if stan_file is None else str(Path(stan_file).resolve()),
-                       "stan_file_sha256": None if stan_file is None else file_sha256(stan_file),
-                       "threshold_mean": threshold_mean, "model": model,
-                       "utility_target": utility_target})
-    df = sweep(maker, cfg, out, progress=progress)
-    # The reference line every MSE figure carries: predicting the training mean.
-    mean_rows = []
-    for run in range(runs):
-        prob = maker(seed, run)
-        mean_rows.append((name, "mean", run, 0, float(np.mean(
-            (np.asarray(prob.y_test) - (float(np.mean(prob.y)) + prob.y_offset)) ** 2))))
-    df = pd.concat([df, pd.DataFrame(mean_rows, columns=df.columns)], ignore_index=True)
-    df.to_csv(out / "mse.csv", index=False)
-    label = "Synthetic data" if problems is None else f"Problems in {name}"
-    mean_mse = float(df[df.strategy == "mean"].mse.mean())
-    mse_curves(df, out / "fig4_mse.png", title=f"{label}: mean ± s.e. over {runs} runs",
-               references={REFERENCE_LABELS["mean"]: mean_mse})
-    if "sequential" in cfg.strategies and problems is None:
-        prob = maker(seed, 0)
-        gammas = load_part(out, cfg, "sequential", 0)["gammas"]
+    maker: SyntheticMaker | ProblemsDir = (SyntheticMaker(cfg.n_train) if cfg.problems is None
+                                           else ProblemsDir(cfg.problems))
+    store = SweepStore.open(out, cfg.to_json())
+    sweep_cfg = cfg.sweep_config()
+    df = sweep(maker, sweep_cfg, store, progress=progress)
+    if "sequential" in sweep_cfg.strategies and cfg.problems is None:
+        prob = maker(cfg.seed, 0)
+        gammas = load_part(store, sweep_cfg, "sequential", 0)["gammas"]
         panels = {"K_opt": prob.extra["K_opt"]}
-        for t in snaps:
+        for t in sweep_cfg.snapshots:
             if str(t) in gammas:
                 panels[f"{t} answers"] = kernel(prob.U, gammas[str(t)])
-        kernel_panels(panels, out / "fig3_K.png")
+        kernel_panels(panels, store.folder / "fig3_K.png")
     return SyntheticResult(df)

@@ -9,9 +9,11 @@ sweeps (:func:`elicit.paper.realdata.run_realdata`)::
     OUT/table1.csv         the table (:func:`format_table1`)
     OUT/table1/            curves.csv (the rnd/act MSE curves) and parts/ (resumable)
 
-The sweeps' ``config.json`` gives the data (the paper's matrix or a corpus), the seed, the
-standardisation, the tau2 setting and the expert (so the sample-addition loops of
-:mod:`elicit.paper.samples` use exactly the same splits and model), their ``mse.csv`` the
+Each sweep's configuration (its ``config.json``, read back as a
+:class:`~elicit.paper.configs.RealDataConfig`) gives the data (the paper's matrix or a
+corpus), the seed, the standardisation, the tau2 setting, the meta-features, the expert and
+the model (so the sample-addition loops of :mod:`elicit.paper.samples` use exactly the same
+splits and model), their ``mse.csv`` the
 sequential-elicitation curves (the SeqElc column) and the initial MSE of each run, from which
 that run's relative levels are set (the paper's relative reduction from the run's own start;
 the ``mse_level`` of a relative row is the mean over runs), and their runinfo the reference
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,14 +35,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.data.metafeatures import DEFAULT_META_DIM
-from elicit.data.sources import DATASETS, source_from_config
+from elicit.data.sources import DATASETS
 from elicit.errors import ElicitError
 from elicit.harness.cluster import cluster_scope
 from elicit.harness.labels import REFERENCES
+from elicit.harness.store import SweepStore
 from elicit.internal.io import write_text_atomic
-from elicit.model.variants import PAPER
-from elicit.paper.runinfo import RunSettings, ensure_runinfo
+from elicit.paper.configs import RealDataConfig
+from elicit.paper.runinfo import ensure_runinfo
 from elicit.paper.samples import ensure_sample_curves
 
 #: The paper's Table 1 levels: initial MSE (no added samples/answers) and the MSE levels.
@@ -297,29 +298,22 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     """
     out = Path(out)
     folder = out / sweep
-    cfg_path = folder / "config.json"
-    if not cfg_path.exists():
+    store = SweepStore.find(folder)
+    if store is None:
         raise ElicitError(f"no realdata sweep in {folder}: run `elicit realdata --dataset "
                           f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
                           "(table1 takes the SeqElc column from that sweep)")
-    cfg = json.loads(cfg_path.read_text())
-    if cfg.get("meta_features") == "file":
+    if store.settings.get("meta_features") == "file":
         raise ElicitError(f"{folder} is a sweep with meta-features from a file; table1 "
-                          "rebuilds runs from config.json, which records only the file's "
-                          "hash: use counts, ppmi or lsa meta-features")
-    dataset = cfg["dataset"]
+                          "refits the sweep's runs, so use counts, ppmi or lsa meta-features")
+    dataset = str(store.settings["dataset"])
     seq = sequential_curves(folder, dataset, runs)
-    src = source_from_config(cfg, data_dir)
-    # Sweeps written before the standardisation was recorded used the training statistics.
-    std = cfg.get("standardize", "train")
-    # The loops refit the sweep's own model on its meta-features (the same no-feedback start,
-    # checked below), so that samples and answers are compared within one model.
-    settings = RunSettings(src, cfg["seed"], std, cfg["tau2"], cfg["expert_rule"],
-                           cfg["expert_nonzero"], cfg["engine"],
-                           cfg.get("meta_features", "counts"),
-                           cfg.get("meta_dim") or DEFAULT_META_DIM, cfg.get("model", PAPER))
+    # The sweep's own configuration: the loops use exactly its splits, meta-features,
+    # expert and model (the same no-feedback start, checked below), so that samples and
+    # answers are compared within one model.
+    cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs)
     # The same tau2 per run as the sweep (fixed, or its CV choice; runinfo exists already).
-    infos = ensure_runinfo(folder, settings, runs, jobs, progress)
+    infos = ensure_runinfo(store, cfg, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
 
     # Relative levels are per run: the paper's relative reduction from each run's own
@@ -332,8 +326,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     low = min(paper["levels"])
     stop = {r: min([initial[r] * low / paper["initial"]]
                    + ([low] if "paper" in kinds else [])) for r in range(runs)}
-    curves = ensure_sample_curves(out / "table1", sweep, settings, runs, tau2, samples, stop,
-                                  jobs, progress)
+    curves = ensure_sample_curves(store, cfg, tau2, samples, stop, progress)
     for m, cs in curves.items():
         for r, c in enumerate(cs):
             # Both loops start from the sweep's no-feedback model: a mismatch means the

@@ -7,7 +7,6 @@ Every number here is read from a sweep folder (:class:`Sweep`: ``config.json``, 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from elicit.harness.labels import (
     STRATEGY_ORDER,
     ceiling_label,
 )
-from elicit.harness.sweep import LEGACY_CONFIG
-from elicit.paper.realdata import RECOMMENDED
+from elicit.harness.store import LEGACY_CONFIG, SweepStore
+from elicit.paper.configs import RECOMMENDED
 from elicit.paper.runinfo import NO_FEEDBACK_TAU2
 from elicit.paper.table1 import PAPER_LEVELS
 
@@ -65,7 +64,7 @@ class Sweep:
 
     def option(self, key: str) -> object:
         """A setting of ``config.json``; one an older folder lacks is the value those sweeps
-        used (:data:`~elicit.harness.sweep.LEGACY_CONFIG`)."""
+        used (:data:`~elicit.harness.store.LEGACY_CONFIG`)."""
         return self.cfg.get(key, LEGACY_CONFIG.get(key))
 
     @property
@@ -87,7 +86,7 @@ class Sweep:
     @property
     def recommended(self) -> bool:
         """The recommended configuration (``--recommended``,
-        :data:`~elicit.paper.realdata.RECOMMENDED`)."""
+        :data:`~elicit.paper.configs.RECOMMENDED`)."""
         return all(self.option(k) == v for k, v in RECOMMENDED.items())
 
     @property
@@ -151,11 +150,11 @@ class Sweep:
 
 def load_sweep(folder: Path) -> Sweep | None:
     """The sweep in ``folder``, or None if it holds no finished realdata sweep."""
-    cfg_path, mse_path = folder / "config.json", folder / "mse.csv"
-    if not (cfg_path.exists() and mse_path.exists()):
+    store, mse_path = SweepStore.find(folder), folder / "mse.csv"
+    if store is None or not mse_path.exists():
         return None
-    cfg = json.loads(cfg_path.read_text())
-    if "expert_rule" not in cfg:  # the synthetic experiment
+    cfg = store.settings
+    if "expert_rule" not in cfg:  # the synthetic experiment, or a sweep of one's own
         return None
 
     def opt(name: str) -> pd.DataFrame | None:

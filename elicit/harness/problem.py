@@ -1,0 +1,183 @@
+"""One run of a simulated-expert experiment, and where its random numbers come from.
+
+A sweep (:func:`elicit.harness.sweep.sweep`) asks a picklable *maker* (:class:`ProblemMaker`)
+``make_problem(seed, run)`` for each run's :class:`RunProblem`: training and test data,
+meta-features, the simulated expert and the model settings. Worker processes rebuild each run
+from the maker's few settings. Makers:
+
+* :class:`ProblemsDir`: a folder of the user's own problems (``elicit synthetic --problems``);
+* the paper's experiments: :class:`elicit.paper.synthetic.SyntheticMaker` and
+  :class:`elicit.paper.real_problem.RealDataMaker`;
+* any picklable callable of the user's (``docs/simulations.md``).
+
+A maker may describe itself with a ``settings()`` method (a JSON-able dict): a sweep's
+``config.json`` records it, so that a rerun with other problems is refused
+(:func:`maker_settings`).
+
+Seeds. Run ``r`` of an experiment with seed ``s`` draws its data from
+``SeedSequence([s, r])`` (the synthetic generator; the real data's split,
+:func:`elicit.data.sources.split_seed`). Every other random choice of a run has its own
+stream, so no result depends on what else ran before it in the same process: a query
+strategy's (:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
+(:func:`run_stream`, tags below). The values are part of every stored result: they never
+change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from elicit.data.sources import file_sha256
+from elicit.elicitation.answers import Expert, GroupOracle, SignOracle
+from elicit.elicitation.elicitor import Elicitor
+from elicit.errors import ElicitError
+from elicit.model.posterior import mean_squared_error
+from elicit.model.spec import Hyper
+
+# Tags of the per-run streams SeedSequence([seed, run, tag]). They stay >= 1000 to keep clear
+# of the strategies' SeedSequence([seed, run, stream_id, 7]).
+#: Table 1 sample loops: ``STREAM_SAMPLES + k`` for method k of its sample methods.
+STREAM_SAMPLES = 1000
+#: The fold split of the tau2 cross-validation.
+STREAM_TAU2_CV = 2000
+#: The CV folds of the regression baselines.
+STREAM_BASELINES = 3000
+#: The candidate pools of ``elicit bench`` on a real problem.
+STREAM_BENCH = 4000
+#: The last entry of a query strategy's stream (:func:`strategy_stream`).
+STREAM_STRATEGY = 7
+
+
+@dataclass
+class RunProblem:
+    """One run's data: training and test sets, meta-features and the simulated expert.
+
+    ``y_offset`` is added to the predictions before the test MSE (real data: the training
+    mean, as ``y`` is centred); ``candidates`` are the pairs that may be asked (default all)
+    and ``pool_size`` the sequential strategy's random pool (default the elicitor's).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    U: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    expert: Expert
+    hyper: Hyper
+    y_offset: float = 0.0
+    candidates: np.ndarray | None = None
+    pool_size: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def mse(self, elicitor: Elicitor) -> float:
+        """Test MSE of the elicitor's current posterior predictive mean."""
+        return elicitor.posterior().mse(self.X_test, self.y_test, self.y_offset)
+
+    def mean_mse(self) -> float:
+        """Test MSE of predicting the training mean: the reference line of every MSE
+        figure."""
+        return mean_squared_error(float(np.mean(self.y)) + self.y_offset, self.y_test)
+
+
+class ProblemMaker(Protocol):
+    """``make_problem(seed, run) -> RunProblem``; picklable (worker processes call it)."""
+
+    def __call__(self, seed: int, run: int) -> RunProblem: ...
+
+
+def maker_settings(make_problem: ProblemMaker) -> dict:
+    """What a sweep's ``config.json`` records about its maker: the maker's ``settings()`` if
+    it has one, else its class (a maker whose parameters are not recorded is told apart from
+    another maker, not from itself with other parameters)."""
+    settings = getattr(make_problem, "settings", None)
+    if callable(settings):
+        return dict(settings())
+    obj = make_problem if isinstance(make_problem, types.FunctionType) else type(make_problem)
+    return {"maker": f"{obj.__module__}.{obj.__qualname__}"}
+
+
+def run_stream(seed: int, run: int, tag: int) -> np.random.SeedSequence:
+    """The random stream ``tag`` of run ``run`` (see the module docstring)."""
+    return np.random.SeedSequence([int(seed), int(run), int(tag)])
+
+
+def strategy_stream(seed: int, run: int, stream_id: int) -> np.random.SeedSequence:
+    """The random stream of the query strategy with ``stream_id`` in run ``run``."""
+    return np.random.SeedSequence([seed, run, stream_id, STREAM_STRATEGY])
+
+
+#: Arrays every problem file of ``elicit synthetic --problems DIR`` holds.
+PROBLEM_ARRAYS = ("X", "y", "U", "X_test", "y_test")
+
+
+class ProblemsDir:
+    """A picklable ``make_problem(seed, run)`` over a user's simulated problems.
+
+    ``folder`` holds one ``.npz`` per run, taken in file-name order: ``X`` (n x p), ``y`` (n),
+    ``U`` (p x d), ``X_test``, ``y_test`` and either ``groups`` (the oracle's feature groups,
+    :class:`~elicit.elicitation.answers.GroupOracle`; a negative group is "don't know") or
+    ``beta`` (similar when the signs agree, :class:`~elicit.elicitation.answers.SignOracle`).
+    The model is the synthetic experiment's (learned tau2); ``seed`` only seeds the query
+    streams, since the data are the files'.
+    """
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = os.fspath(folder)
+        self.files = sorted(str(f) for f in Path(self.folder).glob("*.npz"))
+        if not Path(self.folder).is_dir():
+            raise ElicitError(f"--problems {self.folder}: no such folder")
+        if not self.files:
+            raise ElicitError(f"--problems {self.folder}: no .npz files; give one per run with "
+                              f"{', '.join(PROBLEM_ARRAYS)} and groups or beta")
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @property
+    def name(self) -> str:
+        """The folder's name: the ``dataset`` of the sweep's outputs."""
+        return Path(self.folder).resolve().name or "problems"
+
+    def sha256(self) -> str:
+        """One SHA-256 of the files' names and contents, in run order (a sweep's
+        ``config.json`` records it: other problems in the folder are other runs)."""
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(f"{Path(f).name}\0{file_sha256(f)}\0".encode())
+        return h.hexdigest()
+
+    def settings(self) -> dict:
+        """The folder and its content hash (:func:`maker_settings`)."""
+        return {"problems": str(Path(self.folder).resolve()), "problems_sha256": self.sha256()}
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        if not 0 <= run < len(self.files):
+            raise ElicitError(f"--problems {self.folder} holds {len(self.files)} problems; "
+                              f"run {run} has none (use --runs {len(self.files)} or fewer)")
+        path = self.files[run]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: np.asarray(z[k]) for k in z.files}
+        except (OSError, ValueError) as exc:
+            raise ElicitError(f"{path}: not a numpy .npz file ({exc})") from None
+        missing = [k for k in PROBLEM_ARRAYS if k not in arrays]
+        if missing or not ({"groups", "beta"} & set(arrays)):
+            need = missing + ([] if {"groups", "beta"} & set(arrays) else ["groups or beta"])
+            raise ElicitError(f"{path} lacks {', '.join(need)} (it has "
+                              f"{', '.join(sorted(arrays)) or 'nothing'})")
+        labels = arrays["groups"] if "groups" in arrays else arrays["beta"]
+        p = np.shape(arrays["X"])[1] if np.ndim(arrays["X"]) == 2 else -1
+        if np.size(labels) != p:
+            raise ElicitError(f"{path}: {'groups' if 'groups' in arrays else 'beta'} has "
+                              f"{np.size(labels)} entries but X has {p} features")
+        expert: Expert = (GroupOracle(labels) if "groups" in arrays else SignOracle(labels))
+        return RunProblem(arrays["X"], arrays["y"], arrays["U"], arrays["X_test"],
+                          arrays["y_test"], expert, Hyper(variant="learned"),
+                          extra={"file": Path(path).name})

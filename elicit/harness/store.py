@@ -1,0 +1,158 @@
+"""A sweep's results folder, which owns the settings its results were made with.
+
+Every experiment of simulated experts keeps its results in one folder::
+
+    OUT/config.json                          the settings (written when the store is opened)
+    OUT/parts/<dataset>/<strategy>/runNNN.json   one run of one query strategy
+    OUT/parts/<dataset>/runinfo/runNNN.json      a run's reference record (real data)
+    OUT/../table1/parts/<OUT's name>/<method>/runNNN.json
+                                             a run's Table 1 sample curve (real data)
+
+Records are reused by where they lie (data set, strategy or method, run) alone, so a rerun
+must not mix in records made with other settings. :meth:`SweepStore.open` therefore compares
+the settings it is given with the folder's ``config.json`` and **refuses** a difference in one
+line that names it (``seed: 0 there, 5 now``); it does not recompute, because a results folder
+may hold hours of work that a typo should not delete. The same settings reuse every record,
+whichever path made them (``elicit synthetic``, ``experiments/reproduce.py``, a Python
+``sweep(...)``), so an interrupted sweep resumes.
+
+Settings that only say how much or how to run (the number of runs, the strategies, the worker
+processes, a cluster) are not recorded: more runs or strategies only add records. Paths
+(:data:`PATH_KEYS`) are recorded but not compared, since the same files may be found
+elsewhere; their content is compared by hash. A folder made before a setting existed lacks
+its key and counts as the value those sweeps used (:data:`LEGACY_CONFIG`), so old results
+folders stay valid for a rerun with those values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
+
+#: The settings file of a sweep folder.
+CONFIG_FILE = "config.json"
+#: The folder of a sweep's records.
+PARTS = "parts"
+#: The folder of the per-run reference records beside the strategies' parts.
+RUNINFO_DIR = "runinfo"
+#: The folder, beside a sweep's, that keeps the Table 1 sample curves of every sweep.
+TABLE1_DIR = "table1"
+
+#: Settings that config.json files written before they existed lack, and the value those
+#: sweeps used: an old folder stays valid for a rerun with these values.
+LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
+                                     "model": "paper", "utility_target": "predictive"}
+#: Paths that may differ between reruns (the same files can be found elsewhere; a corpus, a
+#: meta-features file, a Stan program or a folder of problems is compared by its content hash).
+PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")
+
+
+def settings_difference(old: Mapping[str, object], new: Mapping[str, object]) -> str:
+    """``"k: a there, b now; ..."`` for every setting of ``new`` that ``old`` records
+    otherwise (paths excepted; a key ``old`` lacks counts as its :data:`LEGACY_CONFIG`
+    value, else as ``'not recorded'``); empty when they agree."""
+    def was(k: str) -> object:
+        return old.get(k, LEGACY_CONFIG.get(k, "not recorded"))
+
+    return "; ".join(f"{k}: {was(k)!r} there, {v!r} now" for k, v in new.items()
+                     if k not in PATH_KEYS and was(k) != v)
+
+
+class SweepStore:
+    """The results folder of one sweep: its settings and every record the sweep reuses.
+
+    Open one with :meth:`open` (to write: checks and records the settings) or :meth:`find`
+    (to read a finished sweep as it was recorded). The object is small and picklable: worker
+    processes write their records through it.
+
+    Attributes
+    ----------
+    folder
+        The sweep's folder.
+    settings
+        Its settings, as in ``config.json``.
+    """
+
+    def __init__(self, folder: Path, settings: Mapping[str, object]) -> None:
+        # Use open() or find(): a store made here has not checked its folder.
+        self.folder = Path(folder)
+        self.settings = dict(settings)
+
+    @classmethod
+    def open(cls, folder: str | Path, settings: Mapping[str, object]) -> SweepStore:
+        """The store of ``folder`` for a sweep with ``settings`` (JSON-able), which are
+        written to ``config.json``.
+
+        Raises
+        ------
+        ElicitError
+            If the folder holds records of other settings (one line naming each
+            difference), or records without the ``config.json`` that says how they were
+            made.
+        """
+        folder = Path(folder)
+        path = folder / CONFIG_FILE
+        if not path.exists() and any((folder / PARTS).rglob("*.json")):
+            raise ElicitError(f"{folder} holds sweep parts but no {CONFIG_FILE}, so their "
+                              f"settings are unknown; delete {folder / PARTS} or use another "
+                              "output folder (--out)")
+        if path.exists():
+            diff = settings_difference(json.loads(path.read_text()), settings)
+            if diff:
+                raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
+                                  "another output folder (--out) or delete this one")
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, dict(settings), indent=1)
+        return cls(folder, settings)
+
+    @classmethod
+    def find(cls, folder: str | Path) -> SweepStore | None:
+        """The store of the sweep in ``folder`` with its recorded settings, or None if the
+        folder has no ``config.json``."""
+        path = Path(folder) / CONFIG_FILE
+        if not path.exists():
+            return None
+        return cls(Path(folder), json.loads(path.read_text()))
+
+    # -- where the records lie --------------------------------------------------------------
+
+    def part_path(self, dataset: str, strategy: str, run: int) -> Path:
+        """Run ``run`` of query strategy ``strategy``: its MSE curve, questions, answers."""
+        return self.folder / PARTS / dataset / strategy / f"run{run:03d}.json"
+
+    def runinfo_path(self, dataset: str, run: int) -> Path:
+        """Run ``run``'s reference record (baselines, reference lines, tau2 CV)."""
+        return self.part_path(dataset, RUNINFO_DIR, run)
+
+    def samples_path(self, method: str, run: int) -> Path:
+        """Run ``run``'s Table 1 sample curve of ``method``, in the ``table1`` folder beside
+        the sweep's (one folder keeps the curves of every sweep, by the sweep's name)."""
+        return (self.folder.parent / TABLE1_DIR / PARTS / self.folder.name / method
+                / f"run{run:03d}.json")
+
+    # -- one loader, one writer, one "what is left" for every kind of record ----------------
+
+    @staticmethod
+    def load(path: Path) -> dict | None:
+        """The record at ``path``, or None if there is none."""
+        return json.loads(path.read_text()) if path.exists() else None
+
+    @staticmethod
+    def write(path: Path, record: Mapping) -> None:
+        """Write a record atomically: a killed sweep never leaves half a record for the next
+        pass to reuse."""
+        write_json_atomic(path, record)
+
+    def missing(self, paths: Mapping[str, Path],
+                current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:
+        """The keys of ``paths`` whose record is missing or, by ``current``, out of date."""
+        out = []
+        for key, path in paths.items():
+            record = self.load(path)
+            if record is None or (current is not None and not current(record)):
+                out.append(key)
+        return tuple(out)

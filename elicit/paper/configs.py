@@ -1,0 +1,427 @@
+"""One typed configuration per experiment of the paper: :class:`SyntheticConfig` and
+:class:`RealDataConfig`.
+
+A configuration is a frozen dataclass, checked once when it is made (a wrong value is a
+one-line :class:`~elicit.errors.ElicitError` before any data are read or any worker starts)
+and passed down whole: to the sweep (:meth:`~RealDataConfig.sweep_config`), to the runs'
+problems, to the per-run records and to Table 1. The command line and Python callers build
+the same object; a new option is one field here, declared as a
+:func:`~elicit.harness.config.setting` (the results depend on it) or an
+:func:`~elicit.harness.config.option` (how much or how to run).
+
+:meth:`~RealDataConfig.to_json` is what the results folder's ``config.json`` records (the
+settings the results depend on; :class:`~elicit.harness.store.SweepStore` refuses a rerun
+with other ones) and :meth:`~RealDataConfig.from_json` rebuilds the configuration from it,
+which is how ``elicit table1`` finds the settings of a finished sweep. How much and how to
+run (``runs``, ``strategies``, ``jobs``, ``cluster``, ``check_engine``) is not recorded:
+``from_json`` takes those as options.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import KW_ONLY, MISSING, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, is_builtin
+from elicit.data.sources import (
+    DataSource,
+    check_standardize,
+    file_sha256,
+    paper_source,
+    source_from_config,
+)
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.errors import ElicitError
+from elicit.harness.config import Recorded, option, setting
+from elicit.harness.problem import ProblemsDir
+from elicit.harness.sweep import SweepConfig
+from elicit.model.variants import PAPER
+from elicit.paper.lasso_expert import RULES
+from elicit.prior.tau2 import check_tau2
+
+#: The paper's fixed prior scale on real data (found there by cross-validation).
+PAPER_TAU2 = 0.01
+#: The paper's random pool of candidate pairs per sequential round.
+POOL_SIZE = 400
+#: Rounds after which the synthetic experiment's kernel is shown (Fig. 3; those within the
+#: sweep's rounds): the sweep stores gamma at these rounds.
+FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
+
+#: The defaults of ``elicit realdata``: model-review statistics, tau2 by CV.
+DEFAULT_STANDARDIZE = "model"
+DEFAULT_TAU2 = "cv"
+#: ``--paper``: the paper's literal configuration.
+PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
+#: ``--recommended``: the best label-free configuration of the study in
+#: ``docs/beyond-the-paper.md`` (the lowest test MSE with and without answers on Amazon, Yelp
+#: and the kitchen corpus): 10-dimensional PPMI keyword embeddings of the expert-set text,
+#: and only the features the expert can judge coupled. Tying the threshold too lowers the
+#: real-data ceilings by about 0.01 but doubles the synthetic experiment's MSE.
+RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
+                                  "model": "known-coupling", "utility_target": "predictive"}
+#: what the options of RECOMMENDED are when not given
+_OPTION_DEFAULTS: dict[str, object] = {"meta_features": "counts", "meta_dim": DEFAULT_META_DIM,
+                                       "model": PAPER, "utility_target": "predictive"}
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ElicitError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# The synthetic experiment
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SyntheticConfig(Recorded):
+    """The settings of the synthetic experiment (``elicit synthetic``; Figs. 3 and 4).
+
+    Parameters
+    ----------
+    runs
+        Runs ``0..runs-1`` (default 50, or one per problem file with ``problems``).
+    rounds
+        Questions per run and strategy.
+    strategies
+        Query strategies to run.
+    seed
+        The sweep seed (run r's data come from ``SeedSequence([seed, r])``; with ``problems``
+        it seeds only the query streams).
+    jobs
+        Worker processes.
+    n_train
+        Training samples per run (paper: 20; the authors' code: 15).
+    engine, utility, refine, stan_file
+        MAP engine and utility computation, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
+    threshold_mean
+        Prior mean of the threshold xi: ``"auto"``, a number, or None for the default.
+    cluster
+        Run the runs on a Dask cluster: ``"local:N"`` or a scheduler address
+        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
+    check_engine
+        Check every fit against the numpy engine (for ``engine="cmdstan"`` or ``"pystan"``).
+    problems
+        A folder of the user's own simulated problems instead of the built-in generator:
+        one ``.npz`` per run (:class:`~elicit.harness.problem.ProblemsDir`).
+    model
+        The named model (:mod:`elicit.model.variants`).
+    utility_target
+        ``"predictive"`` or ``"params"``: what the utility is about
+        (:mod:`elicit.elicitation.utility`).
+    """
+
+    RECORD_HEAD: ClassVar[dict[str, object]] = {"experiment": "synthetic"}
+
+    _: KW_ONLY
+    seed: int = setting(0)
+    rounds: int = setting(100)
+    n_train: int = setting(20, record=lambda c: {
+        "n_train": None if c.problems is not None else c.n_train})
+    problems: str | None = setting(None, record=lambda c: (
+        ProblemsDir(c.problems).settings() if c.problems is not None
+        else {"problems": None, "problems_sha256": None}))
+    engine: str = setting("auto")
+    utility: str = setting("fast")
+    refine: int = setting(10)
+    stan_file: str | None = setting(None, record=lambda c: c.sweep_config().stan_settings())
+    threshold_mean: float | Literal["auto"] | None = setting(None)
+    model: str = setting(PAPER)
+    utility_target: str = setting("predictive")
+    runs: int | None = option(None)
+    strategies: tuple[str, ...] = option(STRATEGIES)
+    jobs: int = option(1)
+    cluster: str | None = option(None)
+    check_engine: bool = option(False)
+
+    def __post_init__(self) -> None:
+        runs = self.runs
+        if self.problems is not None:
+            object.__setattr__(self, "problems", os.fspath(self.problems))
+            n = len(ProblemsDir(self.problems))
+            if runs is not None and runs > n:
+                raise ElicitError(f"--problems {self.problems} holds {n} problems, fewer than "
+                                  f"--runs {runs}; give --runs {n} or more files")
+            runs = n if runs is None else runs
+        object.__setattr__(self, "runs", 50 if runs is None else runs)
+        if self.stan_file is not None:
+            object.__setattr__(self, "stan_file", os.fspath(self.stan_file))
+        _positive_int(self.n_train, "n_train")
+        self.sweep_config()  # checks the sweep's settings
+
+    @property
+    def name(self) -> str:
+        """The data set's label: ``synthetic``, or the problem folder's name."""
+        return "synthetic" if self.problems is None else ProblemsDir(self.problems).name
+
+    def sweep_config(self) -> SweepConfig:
+        """The settings of the experiment's sweep (gamma stored at :data:`FIG3_ROUNDS`)."""
+        assert self.runs is not None  # set in __post_init__
+        return SweepConfig(self.name, self.runs, self.rounds, tuple(self.strategies), self.seed,
+                           self.engine, self.utility, self.refine, self.jobs,
+                           cluster=self.cluster, check_engine=self.check_engine,
+                           snapshots=tuple(t for t in FIG3_ROUNDS if t <= self.rounds),
+                           stan_file=self.stan_file, threshold_mean=self.threshold_mean,
+                           model=self.model, utility_target=self.utility_target)
+
+    @classmethod
+    def from_json(cls, d: dict, **options: Any) -> SyntheticConfig:
+        """The configuration a ``config.json`` records; ``options`` give the settings it does
+        not record (``runs``, ``jobs``, ...) or override it."""
+        recorded = cls.recorded(d)
+        if recorded["n_train"] is None:  # problems from files: n_train is not used
+            del recorded["n_train"]
+        return cls(**{**recorded, **options})
+
+
+# --------------------------------------------------------------------------------------------
+# The real-data experiment
+# --------------------------------------------------------------------------------------------
+
+def resolve_recommended(recommended: bool, paper: bool, **given: object) -> dict[str, object]:
+    """The meta-features, model and utility target of a sweep: ``given`` as they are, or with
+    ``recommended`` the :data:`RECOMMENDED` ones; an explicit other value is an error (a value
+    equal to the option's default counts as not given)."""
+    if not recommended:
+        return given
+    if paper:
+        raise ElicitError("--recommended and --paper are two different configurations; "
+                          "give one of them")
+    for key, value in given.items():
+        if value != _OPTION_DEFAULTS[key] and value != RECOMMENDED[key]:
+            opt = "--" + key.replace("_", "-")
+            raise ElicitError(f"--recommended sets {opt} {RECOMMENDED[key]}; drop {opt} "
+                              f"{value} or --recommended")
+    return dict(RECOMMENDED)
+
+
+def resolve_settings(paper: bool = False, standardize: str | None = None,
+                     tau2: float | str | None = None) -> tuple[str, float | str]:
+    """The standardisation and tau^2 of a sweep from its options.
+
+    Parameters
+    ----------
+    paper
+        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``.
+    standardize, tau2
+        Explicit choices; None takes the default (``"model"``, ``"cv"``) or, with ``paper``,
+        the paper's. With ``paper``, an explicit value other than the paper's is an error.
+
+    Returns
+    -------
+    standardize, tau2
+    """
+    tau2 = None if tau2 is None else check_tau2(tau2)
+    if paper:
+        for key, value in (("standardize", standardize), ("tau2", tau2)):
+            if value is not None and value != PAPER_SETTINGS[key]:
+                raise ElicitError(f"--paper sets --{key} {PAPER_SETTINGS[key]}; drop "
+                                  f"--{key} {value} or --paper")
+        return str(PAPER_SETTINGS["standardize"]), PAPER_SETTINGS["tau2"]
+    return (check_standardize(standardize or DEFAULT_STANDARDIZE),
+            DEFAULT_TAU2 if tau2 is None else tau2)
+
+
+def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
+    """What ``config.json`` records about the meta-features.
+
+    ``meta_dim`` only for an embedding (None otherwise); a file by its content hash, its
+    path beside it (a path may change between reruns).
+    """
+    if is_builtin(meta_features):
+        kind = str(meta_features)
+        return {"meta_features": kind,
+                "meta_dim": check_meta_dim(meta_dim) if kind in EMBEDDINGS else None}
+    path = Path(meta_features)
+    if not path.is_file():
+        raise ElicitError(f"--meta-features {str(meta_features)!r} is neither one of counts, "
+                          "ppmi, lsa nor an existing file")
+    return {"meta_features": "file", "meta_features_file": str(path.resolve()),
+            "meta_features_sha256": file_sha256(path), "meta_dim": None}
+
+
+#: A real-data sweep's reviews: a :class:`~elicit.data.sources.DataSource`, the name of one of
+#: the paper's matrices, or a function that makes the source (called once the other options
+#: are checked, so that a wrong option is reported before any data are read).
+SourceSpec = str | DataSource | Callable[[], DataSource]
+
+
+@dataclass(frozen=True)
+class RealDataConfig(Recorded):
+    """The settings of the real-data experiment on one data set (``elicit realdata``).
+
+    Made, every option is checked and the presets are resolved: ``standardize``, ``tau2``,
+    ``meta_features``, ``meta_dim``, ``model`` and ``utility_target`` hold the values the
+    sweep uses, and ``source`` is a :class:`~elicit.data.sources.DataSource`.
+
+    Parameters
+    ----------
+    source
+        ``"amazon"``, ``"yelp"`` (the paper's matrices, from ``data_dir``), a
+        :class:`~elicit.data.sources.DataSource` (any review corpus:
+        :func:`~elicit.data.sources.corpus_source`), or a function that makes one
+        (:data:`SourceSpec`).
+    runs, rounds
+        Runs ``0..runs-1``, each with ``rounds`` questions per strategy.
+    strategies
+        Query strategies to run.
+    seed
+        The sweep seed (every run's split and random streams derive from it).
+    jobs
+        Worker processes.
+    data_dir
+        Data directory of the paper's matrices (default: :func:`elicit.data.resolve_data_dir`'s
+        search order).
+    tau2
+        A fixed prior scale tau^2, or ``"cv"`` (default): chosen per run by 5-fold CV of the
+        no-feedback model over :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`.
+    standardize
+        ``"model"`` (default): inputs standardised with all 1000 model reviews' statistics;
+        ``"train"``: with the 100 training reviews' (:func:`elicit.data.prepare_run`).
+    paper
+        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``
+        (:func:`resolve_settings`), the paper's model.
+    recommended
+        The :data:`RECOMMENDED` meta-features, model and utility target (the best label-free
+        configuration found, ``docs/beyond-the-paper.md``); not with ``paper``.
+    pool_size
+        Random candidate pairs scored per sequential round (paper: 400).
+    expert_rule, expert_nonzero
+        How the LASSO expert picks its penalty (:mod:`elicit.paper.lasso_expert`).
+    engine, utility, refine
+        MAP engine and utility computation, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
+    cluster
+        Run every step's tasks on a Dask cluster: ``"local:N"`` or a scheduler address
+        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
+    check_engine
+        Check every fit of the sweep against the numpy engine.
+    meta_features, meta_dim
+        The meta-features U: ``"counts"`` (default: the paper's transposed training counts),
+        ``"ppmi"`` or ``"lsa"`` (a ``meta_dim``-dimensional embedding of the keywords learned
+        from each run's expert-set text, no ratings), or a CSV/Parquet file indexed by
+        keyword (:mod:`elicit.data.metafeatures`).
+    model
+        The named model (:mod:`elicit.model.variants`).
+    utility_target
+        ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`).
+    """
+
+    source: SourceSpec = setting(MISSING, record=lambda c: c.data.config())
+    _: KW_ONLY
+    seed: int = setting(0)
+    rounds: int = setting(100)
+    # Sweeps written before the standardisation was recorded used the training statistics.
+    standardize: str | None = setting(None, legacy="train")
+    tau2: float | str | None = setting(None)
+    pool_size: int = setting(POOL_SIZE)
+    expert_rule: str = setting("target")
+    expert_nonzero: int = setting(40)
+    engine: str = setting("auto")
+    utility: str = setting("fast")
+    refine: int = setting(10)
+    model: str = setting(PAPER)
+    utility_target: str = setting("predictive")
+    meta_features: str | os.PathLike = setting(
+        "counts", record=lambda c: meta_config(c.meta_features, c.meta_dim))
+    meta_dim: int = setting(DEFAULT_META_DIM, record=lambda c: {})  # with meta_features
+    runs: int = option(50)
+    strategies: tuple[str, ...] = option(STRATEGIES)
+    jobs: int = option(1)
+    data_dir: str | os.PathLike | None = option(None)  # recorded by the source
+    paper: bool = option(False)                        # recorded as the values it sets
+    recommended: bool = option(False)
+    cluster: str | None = option(None)
+    check_engine: bool = option(False)
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: object) -> None:
+            object.__setattr__(self, key, value)
+
+        # The presets, resolved into the values the sweep uses.
+        chosen = resolve_recommended(self.recommended, self.paper,
+                                     meta_features=self.meta_features, meta_dim=self.meta_dim,
+                                     model=self.model, utility_target=self.utility_target)
+        for key, value in chosen.items():
+            put(key, value)
+        std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)
+        put("standardize", std)
+        put("tau2", tau2)
+        if self.paper and self.model != PAPER:
+            raise ElicitError(f"--paper runs the paper's model; drop --model {self.model} or "
+                              "--paper")
+        # The other options.
+        _positive_int(self.pool_size, "pool_size")
+        _positive_int(self.expert_nonzero, "expert_nonzero")
+        if self.expert_rule not in RULES:
+            raise ElicitError(f"unknown LASSO expert rule {self.expert_rule!r}: use one of "
+                              f"{', '.join(RULES)}")
+        put("meta_features", os.fspath(self.meta_features))
+        meta_config(self.meta_features, self.meta_dim)
+        if self.meta_features in EMBEDDINGS:
+            check_meta_dim(self.meta_dim)
+        self._sweep_config("")  # checks the sweep's settings
+        # The data, last: a wrong option is reported before any data are read.
+        src = self.source
+        if isinstance(src, str):
+            src = paper_source(src, self.data_dir)
+        elif not isinstance(src, DataSource):
+            src = src()
+        put("source", src)
+
+    @property
+    def data(self) -> DataSource:
+        """The reviews (``source``, resolved when the configuration was made)."""
+        assert isinstance(self.source, DataSource)
+        return self.source
+
+    @property
+    def name(self) -> str:
+        """The data set's label in every output (``amazon``, a corpus name)."""
+        return self.data.name
+
+    @property
+    def fixed_tau2(self) -> float | None:
+        """The fixed tau^2 of every run, or None when each run's is chosen by CV."""
+        return None if self.tau2 == "cv" else float(self.tau2)  # type: ignore[arg-type]
+
+    def _sweep_config(self, name: str) -> SweepConfig:
+        return SweepConfig(name, self.runs, self.rounds, tuple(self.strategies), self.seed,
+                           self.engine, self.utility, self.refine, self.jobs,
+                           cluster=self.cluster, check_engine=self.check_engine,
+                           model=self.model, utility_target=self.utility_target)
+
+    def sweep_config(self) -> SweepConfig:
+        """The settings of the experiment's sweep of query strategies."""
+        return self._sweep_config(self.name)
+
+    def run_data(self, run: int):  # -> elicit.data.RunData
+        """Run ``run``'s split, standardisation and meta-features
+        (:meth:`elicit.data.sources.DataSource.run`)."""
+        return self.data.run(self.seed, run, standardize=str(self.standardize),
+                             meta_features=self.meta_features, meta_dim=self.meta_dim)
+
+    @classmethod
+    def from_json(cls, d: dict, data_dir: str | os.PathLike | None = None,
+                  **options: Any) -> RealDataConfig:
+        """The configuration a sweep's ``config.json`` records.
+
+        ``data_dir`` overrides a paper sweep's data directory (a corpus, or a meta-features
+        file, must still be where it was, with the same content); ``options`` give the
+        settings ``config.json`` does not record (``runs``, ``jobs``, ...). A setting an old
+        folder lacks is the value those sweeps used: training statistics for the
+        standardisation, :data:`~elicit.harness.store.LEGACY_CONFIG` for the others.
+        """
+        recorded = cls.recorded(d)
+        recorded["source"] = source_from_config(d, data_dir)
+        recorded["meta_dim"] = recorded["meta_dim"] or DEFAULT_META_DIM  # None: no embedding
+        if recorded["meta_features"] == "file":
+            path = d["meta_features_file"]
+            if not Path(path).is_file() or file_sha256(path) != d.get("meta_features_sha256"):
+                raise ElicitError(f"the sweep's meta-features file {path} is gone or changed "
+                                  "since the sweep ran; put it back")
+            recorded["meta_features"] = path
+        return cls(**{**recorded, **options})
