@@ -429,3 +429,47 @@ def test_synthetic_config_round_trip_and_checks(tmp_path):
                       ({"problems": tmp_path / "none"}, "no such folder")):
         with pytest.raises(ElicitError, match=match):
             SyntheticConfig(**kw)
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "simulations.md"
+
+
+@pytest.mark.slow
+def test_the_simulation_docs_examples_run(tmp_path, monkeypatch):
+    """docs/simulations.md as a user runs it: the problem files, the command on them (fewer
+    runs and rounds) and the Python study as a script (fewer runs and rounds), whose folder
+    then refuses a rerun with another seed."""
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    from elicit.cli.main import main
+
+    text = DOC.read_text()
+    write, study = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    (command,) = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(write, str(DOC), "exec"), {"__name__": "doc"})
+    assert len(list(Path("my_problems").glob("*.npz"))) == 50
+    argv = shlex.split(command)[1:]
+    argv[argv.index("--rounds") + 1] = "1"
+    assert main([*argv, "--runs", "2", "--quiet"]) == 0
+    assert pd.read_csv("results/mine/mse.csv").run.nunique() == 2
+
+    small = study.replace("runs, rounds = 50, 100", "runs, rounds = 2, 3")
+    assert small != study
+    Path("study.py").write_text(small)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(DOC.parents[1]), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "study.py"], check=True, env=env)
+    out = Path("results/my-study")
+    df = pd.read_csv(out / "mse.csv")
+    assert set(df.strategy) == set(STRATEGIES) | {"mean"} and df.n_feedback.max() == 3
+    assert json.loads((out / "config.json").read_text())["n_train"] == 20
+    assert (out / "fig4_mse.png").stat().st_size > 0
+    Path("study.py").write_text(small.replace('SweepConfig("mine", ',
+                                              'SweepConfig("mine", seed=5, '))
+    rerun = subprocess.run([sys.executable, "study.py"], env=env, capture_output=True, text=True)
+    assert rerun.returncode != 0
+    assert "holds results of other settings (seed: 0 there, 5 now)" in rerun.stderr
