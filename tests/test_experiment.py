@@ -338,8 +338,22 @@ def test_labels_are_written_once():
     from elicit.report import writer
 
     assert writer.LABELS is labels.LABELS
-    assert figures.STRATEGY_LABELS is labels.STRATEGY_LABELS
-    assert set(labels.STRATEGY_LABELS) == set(STRATEGIES)
+    assert figures.strategy_label is labels.strategy_label
+    # a strategy's label is its registered object's, for the paper's and for one of ours
+    from elicit.elicitation.strategies import (
+        RandomStrategy,
+        get_strategy,
+        register_strategy,
+        unregister_strategy,
+    )
+
+    assert [labels.LABELS[s] for s in STRATEGIES] == [get_strategy(s).label for s in STRATEGIES]
+    assert labels.strategy_label("lasso") is None
+    register_strategy(RandomStrategy("coin", "Coin flips", stream_id=99))
+    try:
+        assert labels.strategy_label("coin") == "Coin flips"
+    finally:
+        unregister_strategy("coin")
     assert labels.LABELS["elasticnet"] == "Elastic net" and labels.LABELS["yelp"] == "Yelp"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.harness.labels import STRATEGY_LABELS
+from elicit.harness.labels import strategy_label
 
 
 def _plt():
@@ -34,11 +34,12 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     fig, ax = plt.subplots(figsize=(8.5, 4))
     lo, hi = np.inf, -np.inf
     for strategy, g in df.groupby("strategy", sort=False):
-        if strategy not in STRATEGY_LABELS:  # baselines: horizontal lines, below
+        label = strategy_label(str(strategy))
+        if label is None:  # baselines and reference lines: horizontal lines, below
             continue
         stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
         se = stats["std"].fillna(0) / np.sqrt(stats["count"])
-        ax.plot(stats.index, stats["mean"], label=STRATEGY_LABELS[strategy])
+        ax.plot(stats.index, stats["mean"], label=label)
         ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
         lo = min(lo, float((stats["mean"] - se).min()))
         hi = max(hi, float((stats["mean"] + se).max()))

@@ -2,17 +2,25 @@
 
 The orders are those of the figures, tables and ``mse.csv``: the ``strategy`` column of an
 ``mse.csv`` holds a query strategy, a baseline or a reference line, and figures and reports
-list them in these orders. A data set of the user's is labelled by its own name.
+list them in these orders. A query strategy's label is its registered object's
+(:mod:`elicit.elicitation.strategies`, also for a strategy registered from outside); a data
+set of the user's is labelled by its own name.
 """
 
 from __future__ import annotations
 
-from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY
 
 #: Query strategies, in the order of the paper's figures.
 STRATEGY_ORDER: tuple[str, ...] = STRATEGIES
-STRATEGY_LABELS: dict[str, str] = {"random": "Random", "nonsequential": "Non-sequential",
-                                   "sequential": "Sequential"}
+
+
+def strategy_label(name: str) -> str | None:
+    """The display label of the registered query strategy ``name``, or None if ``name`` is no
+    query strategy (a baseline or a reference line)."""
+    strategy = STRATEGY_REGISTRY.get(name)
+    return None if strategy is None else strategy.label
+
 
 #: Regression baselines of the real-data figures (no expert; the paper's real-data runs).
 BASELINES: tuple[str, ...] = ("lasso", "ridge", "elasticnet")
@@ -35,6 +43,6 @@ def ceiling_label(n_answers: float) -> str:
 DATASET_LABELS: dict[str, str] = {"synthetic": "Synthetic data", "amazon": "Amazon",
                                   "yelp": "Yelp"}
 
-#: Every label above, by name.
-LABELS: dict[str, str] = {**STRATEGY_LABELS, **BASELINE_LABELS, **REFERENCE_LABELS,
-                          **DATASET_LABELS}
+#: Every label above by name, the paper's strategies' from their objects.
+LABELS: dict[str, str] = {**{s: STRATEGY_REGISTRY[s].label for s in STRATEGY_ORDER},
+                          **BASELINE_LABELS, **REFERENCE_LABELS, **DATASET_LABELS}

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.strategies import STRATEGY_REGISTRY
 from elicit.harness.cluster import cluster_scope
 from elicit.harness.figures import mse_curves
 from elicit.harness.labels import (
@@ -97,7 +97,7 @@ class RealDataResult:
 
     def summary(self) -> str:
         """Initial, final and reference test MSEs, the baselines and the tau^2 choices."""
-        curves = self.mse[self.mse.strategy.isin(STRATEGIES)]
+        curves = self.mse[self.mse.strategy.isin(list(STRATEGY_REGISTRY))]
         init = curves[curves.n_feedback == 0].groupby("run").mse.first().mean()
         last = int(curves.n_feedback.max())
         final = curves[curves.n_feedback == last].groupby("strategy").mse.mean()

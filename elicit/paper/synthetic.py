@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.answers import GroupOracle
-from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.strategies import STRATEGY_REGISTRY
 from elicit.harness.figures import kernel_panels
 from elicit.harness.problem import ProblemsDir, RunProblem
 from elicit.harness.store import SweepStore
@@ -125,7 +125,7 @@ class SyntheticResult:
     def summary(self) -> str:
         """The mean test MSE of each strategy after the last round."""
         df = self.mse
-        curves = df[df.strategy.isin(STRATEGIES)]
+        curves = df[df.strategy.isin(list(STRATEGY_REGISTRY))]
         final = curves[curves.n_feedback == curves.n_feedback.max()].groupby("strategy").mse
         return (f"mean test MSE after {int(curves.n_feedback.max())} answers: "
                 + ", ".join(f"{k} {v:.3f}" for k, v in final.mean().items())
