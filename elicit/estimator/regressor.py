@@ -41,7 +41,7 @@ from elicit.estimator.feedback import (
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
-from elicit.model.spec import Hyper, ModelData, Variant, all_pairs
+from elicit.model.spec import Hyper, ModelData, Variant, all_pairs, validate_regression
 from elicit.model.variants import PAPER, get_model
 from elicit.prior.setup import (
     coupled_candidates,
@@ -277,6 +277,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
         U, index_names = self._resolve_meta_features(X, names)
+        # Values whose squares overflow, and data whose model cannot fit in memory: refused in
+        # one line, by the check every model's data passes (ModelData), on the raw data.
+        mf = self.meta_features
+        validate_regression(X, y, U, feature_names=names or index_names,
+                            meta_names=[str(c) for c in mf.columns]
+                            if isinstance(mf, pd.DataFrame) else None)
         feedback = resolve_feedback(self.feedback, p, names or index_names)
 
         # The priors and the tau2 grid refer to standardised X and y: the training statistics

@@ -44,12 +44,14 @@ the name ``tau`` holds the *variance* tau^2.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
 
 from elicit.errors import ElicitError
+from elicit.internal.memory import memory_limit
 from elicit.model.kernel import pair_weights
 from elicit.model.variants import PAPER, get_model
 
@@ -254,11 +256,23 @@ class ModelData:
         return out
 
 
-def validate_regression(X, y, U) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Check shapes and values of (X, y, U); return them as float arrays."""
-    X = _as_float(X, "X")
-    y = _as_float(y, "y")
-    U = _as_float(U, "meta-features U")
+def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
+                        row_names: Sequence[str] | None = None,
+                        meta_names: Sequence[str] | None = None,
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check shapes, values and size of (X, y, U); return them as float arrays.
+
+    The optional names only word the messages: ``feature_names`` (X's columns, U's rows),
+    ``row_names`` (X's and y's rows, e.g. ``"line 5"`` of a file) and ``meta_names`` (U's
+    columns). Refused: NaN, infinities, values whose squares overflow (:func:`check_magnitude`)
+    and data whose model cannot fit in memory (:func:`check_size`).
+    """
+    cols = None if feature_names is None else [f"column {n!r}" for n in feature_names]
+    feats = None if feature_names is None else [f"feature {n!r}" for n in feature_names]
+    metas = None if meta_names is None else [f"meta-feature {n!r}" for n in meta_names]
+    X = _as_float(X, "X", row_names, cols)
+    y = _as_float(y, "y", row_names)
+    U = _as_float(U, "meta-features U", feats, metas, ("feature", "meta-feature"))
     if X.ndim != 2:
         raise ElicitError(f"X must be a 2-D array (n samples x p features), got shape {X.shape}")
     if y.ndim == 2 and 1 in y.shape:
@@ -277,10 +291,13 @@ def validate_regression(X, y, U) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                           "there must be one meta-feature row per feature (column of X)")
     if U.shape[1] == 0:
         raise ElicitError("meta-features have no columns (d = 0)")
+    check_size(n, p, U.shape[1])
     return X, y, U
 
 
-def _as_float(a, name: str) -> np.ndarray:
+def _as_float(a, name: str, rows: Sequence[str] | None = None,
+              columns: Sequence[str] | None = None,
+              words: tuple[str, str] = ("row", "column")) -> np.ndarray:
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:
@@ -288,7 +305,89 @@ def _as_float(a, name: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
+    check_magnitude(arr, name, rows, columns, words)
     return arr
+
+
+#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
+#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
+#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
+MAX_ABS = 1e150
+
+
+def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
+                    columns: Sequence[str] | None = None,
+                    words: tuple[str, str] = ("row", "column")) -> None:
+    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place.
+
+    A single 1e300 used to pass as a finite number, overflow inside the kernel and the
+    marginal likelihood (numpy warnings, NaN predictions), and end in a message about
+    something else. ``rows`` and ``columns`` describe the places (``"line 5"``, ``"column
+    'price'"``); without them the places are ``row k`` and ``column k`` (``words``).
+    """
+    big = np.abs(a) > MAX_ABS
+    if not big.any():
+        return
+    if rows is not None and len(rows) != a.shape[0]:
+        rows = None  # names of other rows (a shape error follows): positions then
+    if columns is not None and (a.ndim != 2 or len(columns) != a.shape[1]):
+        columns = None
+    at = tuple(int(k) for k in np.argwhere(big)[0])
+    where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"]
+    if len(at) == 2:
+        where.append(columns[at[1]] if columns is not None else f"{words[1]} {at[1]}")
+    more = int(big.sum()) - 1
+    raise ElicitError(f"{what} has {a[at]:.3g} at {', '.join(where)}"
+                      + (f" (and {more} more such value(s))" if more else "")
+                      + f": values beyond ±{MAX_ABS:.0e} overflow when squared; rescale "
+                      + ("that column" if len(at) == 2 else what)
+                      + " (e.g. other units) or correct the value")
+
+
+def model_bytes(n: int, p: int, d: int) -> int:
+    """About the most memory a fit and a question round hold at once, in bytes.
+
+    Measured with tracemalloc on sessions (numpy engine, fast utility): the d + 1 kernel
+    derivatives and their products with S^-1 (each n x n, three copies at the peak) and a
+    few more n x n arrays; K, the gradient's R, the utility's p x p arrays and the candidate
+    pairs' weights (p(p-1)/2 x d); the n x p products. Checked at n = 20..800, p = 5..800,
+    d = 3..800 (ten sizes): the peak was 0.59 to 1.0 times this.
+    """
+    return 8 * ((3 * (d + 1) + 8) * n * n + (d + 25) * p * p + 4 * n * p + 4 * p * d)
+
+
+def check_size(n: int, p: int, d: int) -> None:
+    """Refuse data whose model cannot fit in this machine's memory, saying what fits.
+
+    Meta-features with one column per sample (the default, U = X') grow with the rows, and
+    so does d in the answer.
+    """
+    limit = memory_limit()
+    need = model_bytes(n, p, d)
+    if limit is None or need <= limit:
+        return
+    grows = d == n
+
+    def fits(m: int) -> bool:
+        return model_bytes(m, p, m if grows else d) <= limit
+
+    gib = 2.0**30
+    if n >= p:
+        what = (f"the model holds about {3 * (d + 1) + 8:,} n x n arrays at once (with d = "
+                f"{d:,} meta-features{', one per row' if grows else ''})")
+    else:
+        what = (f"the model holds about {d + 25:,} p x p arrays at once (with d = "
+                f"{d:,} meta-features)")
+    head = (f"{n:,} rows and {p:,} features are too many for this machine: {what}, about "
+            f"{need / gib:,.0f} GiB, and this machine has {limit / gib:,.1f} GiB")
+    if not fits(1):
+        raise ElicitError(f"{head}: use fewer features or fewer meta-features")
+    lo, hi = 1, n  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    raise ElicitError(f"{head}: use at most {lo:,} rows (a random sample of them)"
+                      + (", or fewer meta-features" if not grows else ""))
 
 
 def all_pairs(p: int) -> np.ndarray:

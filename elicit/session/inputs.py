@@ -80,7 +80,12 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
             U = np.zeros((0, 1))  # validate_regression reports the problem with X first
     else:
         U = align_meta(meta_features, feature_names if names_known else None)
-    Xf, yf, Uf = validate_regression(Xa, y, U)
+    meta_names = ([str(c) for c in meta_features.columns]
+                  if isinstance(meta_features, pd.DataFrame) else None)
+    Xf, yf, Uf = validate_regression(
+        Xa, y, U, meta_names=meta_names,
+        feature_names=None if feature_names is None else [str(n) for n in feature_names],
+        row_names=_RowNames(X.index) if isinstance(X, pd.DataFrame) else None)
     names = check_feature_names(feature_names, Xf.shape[1])
     if Xf.shape[1] < 2:
         raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
@@ -130,6 +135,20 @@ def _as_matrix(X) -> np.ndarray:
             raise ElicitError(f"X must be numeric; column(s) {_list(bad)} are not")
         return X.to_numpy(dtype=float, na_value=np.nan)
     return X
+
+
+class _RowNames(Sequence):
+    """How messages name the rows of a DataFrame: ``row 4`` (its index label), or
+    ``line 5`` when the index is named ``line`` (a table read from a file)."""
+
+    def __init__(self, index: pd.Index) -> None:
+        self.labels, self.word = index, str(index.name or "row")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, k):
+        return f"{self.word} {self.labels[k]}"
 
 
 def _align_y(X, y):

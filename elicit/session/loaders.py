@@ -66,6 +66,10 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     if meta_features is not None:
         U = read_table(meta_features, "--meta-features", index_col=0)
         U.index = [str(k) for k in U.index]
+    # Messages about a value name its place in the file: data row k is line k + 2 of a text
+    # table (after the header line), row k of a Parquet file.
+    text = Path(path).suffix.lower() not in (".parquet", ".pq")
+    df.index = pd.RangeIndex(2, len(df) + 2, name="line") if text else pd.RangeIndex(len(df))
     return {"X": df[feats], "y": df[target], "meta_features": U, "standardize": True,
             "meta_source": None if meta_features is None else Path(meta_features).name,
             "description": f"table {Path(path).name}: {df.shape[0]} rows, target {target!r}, "
