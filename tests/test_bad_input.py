@@ -636,6 +636,38 @@ def test_a_huge_value_in_the_api_is_refused_naming_column_and_row(tmp_path):
         ElicitRegressor(meta_features=Ub).fit(X, y)
 
 
+@pytest.mark.parametrize("argv", [
+    ["synthetic", "--runs", "1", "--rounds", "1", "--quiet"],
+    ["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "1", "--quiet"],
+    ["table1", "--runs", "1", "--quiet"],
+])
+def test_an_output_folder_that_is_a_file_is_refused_before_any_work(capsys, tmp_path, argv):
+    from elicit.cli.main import main as elicit_main
+
+    afile = tmp_path / "afile"
+    afile.write_text("keep me\n")
+    code = elicit_main([*argv, "--out", str(afile)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert_one_line_error(err, r"--out .*afile is a file, not a folder: give the name of a "
+                               r"new folder .*or of an earlier run's folder")
+    assert afile.read_text() == "keep me\n"
+    code = elicit_main([*argv, "--out", str(afile / "sub")])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, r"--out .*afile/sub: .*afile is a file")
+
+
+def test_bench_json_in_a_folder_that_is_a_file_is_refused_before_the_bench(capsys, tmp_path):
+    from elicit.cli.main import main as elicit_main
+
+    (tmp_path / "afile").write_text("")
+    code = elicit_main(["bench", "--size", "synthetic", "--rounds", "1", "--no-exact",
+                        "--json", str(tmp_path / "afile" / "b.json")])
+    out, err = capsys.readouterr()
+    assert code == 2 and "bench synthetic" not in out + err
+    assert_one_line_error(err, r"--json .*afile/b\.json: .*afile is a file")
+
+
 def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path):
     """200,000 rows once gave a numpy MemoryError traceback (a 298 GiB n x n array)."""
     path, _ = _table(tmp_path, "long.csv", n=120_000)

@@ -31,6 +31,7 @@ from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers
 from elicit.data import STANDARDIZE_CHOICES
 from elicit.engines import ENGINES
+from elicit.internal.paths import check_output_file, check_output_folder
 from elicit.paper.bench import SIZES, format_table, run_bench
 from elicit.paper.configs import SyntheticConfig
 from elicit.paper.synthetic import run_synthetic
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
+    check_output_folder(args.out)
     t0 = time.perf_counter()
     cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, strategies=args.strategies,
                           seed=args.seed, jobs=args.jobs, n_train=args.n_train,
@@ -110,6 +112,8 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    if args.json is not None:
+        check_output_file(args.json, "--json")
     res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
                     refine=args.refine, exact=not args.no_exact, data_dir=args.data_dir,
                     json_path=args.json, standardize=args.standardize)

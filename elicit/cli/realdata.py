@@ -28,6 +28,7 @@ from elicit.cli.argtypes import (
 from elicit.data import STANDARDIZE_CHOICES
 from elicit.data.sources import DATASETS, make_source
 from elicit.engines import ENGINES
+from elicit.internal.paths import check_output_folder
 from elicit.paper.configs import PAPER_TAU2, POOL_SIZE, RECOMMENDED, RealDataConfig
 from elicit.paper.lasso_expert import RULES
 from elicit.paper.realdata import run_realdata
@@ -105,6 +106,7 @@ def add_realdata_parsers(subparsers) -> None:
 
 
 def cmd_realdata(args: argparse.Namespace) -> None:
+    check_output_folder(args.out)
     t0 = time.perf_counter()
     meta_features, meta_dim = meta_options(args.meta_features, args.meta_dim)
     # The source is made once the configuration has checked the other options: a wrong
@@ -127,6 +129,7 @@ def cmd_realdata(args: argparse.Namespace) -> None:
 
 
 def cmd_table1(args: argparse.Namespace) -> None:
+    check_output_folder(args.out)
     t0 = time.perf_counter()
     res = run_table1(args.out, runs=args.runs, datasets=args.datasets, samples=args.samples,
                      jobs=args.jobs, data_dir=args.data_dir, progress=not args.quiet,
