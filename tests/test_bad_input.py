@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import socket
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -686,3 +688,100 @@ def test_the_estimator_refuses_too_many_rows_up_front():
     X = rng.normal(size=(120_000, 3))
     with pytest.raises(ElicitError, match=r"120,000 rows .*at most [0-9,]+ rows"):
         ElicitRegressor(meta_features=np.eye(3)).fit(X, X[:, 0])
+
+
+def _answered(path, k=2):
+    with Session.open(path) as s:
+        for a in ("similar", "dissimilar")[:k]:
+            s.answer(s.next_query(), a, comment="c")
+
+
+def test_history_and_export_read_a_read_only_session(tmp_path):
+    """They were refused ("read-only, and elicit saves every answer into it")."""
+    from test_session_issues import _read_only_run
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    X, y, U = make_data()
+    p = folder / "s.session"
+    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
+    _answered(p)
+    before = p.read_bytes()
+    r = _read_only_run(folder, ["history", str(p)])
+    if r is None:
+        pytest.skip("cannot make a read-only folder here")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "" and "2 of 28 pairs answered" in r.stdout
+    for out in ("prior.json", "prior.nc", "history.csv"):
+        r = _read_only_run(folder, ["export", str(p), str(tmp_path / out)])
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / out).stat().st_size > 0
+    assert json.loads((tmp_path / "prior.json").read_text())["answers"][1]["answer"] == \
+        "dissimilar"
+    r = _read_only_run(folder, ["history", str(p), "--agreement"])
+    assert r.returncode == 0, r.stderr
+    r = _read_only_run(folder, ["ask", str(p)])  # writing still says why it cannot
+    assert r.returncode == 2 and "read-only" in r.stderr
+    assert p.read_bytes() == before and sorted(os.listdir(folder)) == ["s.session"]
+
+
+def test_a_read_only_session_object_refuses_writes_in_one_line(path):
+    before = path.read_bytes()
+    with Session.open(path, read_only=True) as s:
+        assert s.progress()["answered"] == 0 and len(s.history) == 0
+        with pytest.raises(ElicitError, match=r"opened read-only.*nothing was saved"):
+            s.next_query()
+    assert path.read_bytes() == before
+
+
+def test_a_read_only_open_sees_a_format_1_file_without_changing_it(tmp_path):
+    import shutil
+
+    from test_session_experts import FORMAT1
+
+    p = tmp_path / "old.session"
+    shutil.copyfile(FORMAT1, p)
+    before = p.read_bytes()
+    with Session.open(p, read_only=True) as s:
+        assert list(s.history["answer"]) == ["similar", "dissimilar", "dont_know", "similar"]
+    assert p.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["old.session"]
+
+
+def _cut_write(path):
+    """Leave a "hot" journal beside ``path``: a child starts a write that spills pages into
+    the file and dies before committing."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            c = sqlite3.connect(path, isolation_level=None)
+            c.execute("PRAGMA cache_size = 1")
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("UPDATE arrays SET npy = zeroblob(200000)")
+        finally:
+            os._exit(9)
+    os.waitpid(pid, 0)
+    assert Path(str(path) + "-journal").stat().st_size > 0
+
+
+def test_a_read_only_open_after_a_cut_write(tmp_path):
+    """A write cut short is undone first when the file may be written (as by any opener);
+    in a read-only folder the one line says how to get it undone."""
+    from test_session_issues import _read_only_run
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    X, y, U = make_data()
+    p = folder / "s.session"
+    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
+    _answered(p)
+    _cut_write(p)
+    r = _read_only_run(folder, ["history", str(p)])
+    if r is None:
+        pytest.skip("cannot make a read-only folder here")
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, r"has an unfinished write \(its journal s\.session-journal "
+                                    r"is beside it\).*make it and its folder writable")
+    with Session.open(p, read_only=True) as s:
+        assert len(s.history) == 2
+    assert sorted(os.listdir(folder)) == ["s.session"]

@@ -205,10 +205,11 @@ def _version() -> str:
 # Commands
 # --------------------------------------------------------------------------------------------
 
-def _open(path: Path, engine: str | None = None, expert: str | None = None):
+def _open(path: Path, engine: str | None = None, expert: str | None = None,
+          read_only: bool = False):
     from elicit.session.session import Session
 
-    return Session.open(path, engine=engine, expert=expert)
+    return Session.open(path, engine=engine, expert=expert, read_only=read_only)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -302,7 +303,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from elicit.session.terminal import show_agreement, show_history
 
-    with _open(args.session, args.engine) as s:
+    with _open(args.session, args.engine, read_only=True) as s:
         if args.agreement:
             show_agreement(s)
         else:
@@ -314,7 +315,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from elicit.session.export import export_history, export_prior
 
     path: Path = args.path
-    with _open(args.session, args.engine) as s:
+    with _open(args.session, args.engine, read_only=True) as s:
         if path.suffix.lower() == ".csv":
             export_history(s, path)
         else:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from elicit.errors import ElicitError
-from elicit.session.store import now, write
+from elicit.session.store import is_read_only, now, write
 
 if TYPE_CHECKING:
     from elicit.elicitation.strategies import Query
@@ -224,8 +224,8 @@ def cancel_answered_pending(conn: sqlite3.Connection) -> int:
     """Cancel every pending query whose pair its expert has already answered (a state an
     older elicit could leave behind when two processes answered at once). Returns how many
     were cancelled; costs one read when there are none."""
-    if not conn.execute(_STALE_PENDING + " LIMIT 1").fetchone():
-        return 0
+    if is_read_only(conn) or not conn.execute(_STALE_PENDING + " LIMIT 1").fetchone():
+        return 0  # a read-only session leaves them: its readers never ask
     with write(conn):
         stale = [int(q) for (q,) in conn.execute(_STALE_PENDING)]
         _cancel(conn, stale, "pair answered elsewhere")

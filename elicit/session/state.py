@@ -105,7 +105,8 @@ class SessionState:
 
     @classmethod
     def open(cls: type[S], path: str | os.PathLike, X=None, y=None, meta_features=None, *,
-             engine: str | Engine | None = None, expert: str | None = None) -> S:
+             engine: str | Engine | None = None, expert: str | None = None,
+             read_only: bool = False) -> S:
         """Open an existing session and rebuild its model from the recorded answers.
 
         Parameters
@@ -119,21 +120,27 @@ class SessionState:
             Override the stored engine setting (e.g. ``"numpy"`` where CmdStan is missing).
         expert
             The default expert of this object's calls (default: the unnamed expert).
+        read_only
+            Never write to the file (``elicit history`` and ``export`` open it so): a
+            read-only file or folder is fine, an older format is read as if migrated, and
+            asking, answering or undoing is refused.
 
         Raises
         ------
         ElicitError
-            A missing, empty, truncated, corrupted, read-only or non-session file, one
-            written by a newer format version, or data that differs from the session's.
-            Such files are never written to.
+            A missing, empty, truncated, corrupted or non-session file, a read-only one
+            (unless ``read_only``), one written by a newer format version, or data that
+            differs from the session's. Such files are never written to.
         """
-        return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert))
+        return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert),
+                         read_only=read_only)
 
     @classmethod
     def _open(cls: type[S], path, X=None, y=None, meta_features=None, *, engine=None,
-              elicitor: Elicitor | None = None, expert: str = "") -> S:
+              elicitor: Elicitor | None = None, expert: str = "", read_only: bool = False) -> S:
         path = Path(path)
-        conn, meta, arrays, texts = store.open_file(path, {"X": X, "y": y, "U": meta_features})
+        conn, meta, arrays, texts = store.open_file(path, {"X": X, "y": y, "U": meta_features},
+                                                    read_only)
         try:
             # A pending query for a pair its expert already answered (left by an older
             # elicit) could never be answered: withdraw it before anything else.

@@ -31,7 +31,9 @@ syncs it, then deletes the journal and syncs the directory. Once a write has ret
 and a power cut cannot take it back. Every write is one ``BEGIN IMMEDIATE`` transaction
 (:func:`write`). A new file is built under a temporary name and renamed into place. Files
 that are missing, truncated, corrupted, read-only or written by a newer version are refused
-before anything is written to them.
+before anything is written to them. Reading needs no write access: a file opened with
+``read_only`` (``elicit history``, ``export``) is read through SQLite's ``mode=ro`` and
+never written.
 """
 
 from __future__ import annotations
@@ -161,16 +163,30 @@ def _npy_load(blob: bytes) -> np.ndarray:
 # Connections and transactions
 # --------------------------------------------------------------------------------------------
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection on which every write is an explicit :func:`write` transaction."""
+def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
+    """A connection on which every write is an explicit :func:`write` transaction.
+
+    ``read_only``: SQLite opens the file read-only (``mode=ro``: no write, no journal, so a
+    read-only file or folder is fine) and the connection refuses writes (``query_only``). It
+    still takes SQLite's shared lock for each read, so it never sees half of a writer's
+    commit, and a writer's commit waits only for the moment of one read.
+    """
     # isolation_level=None: we issue BEGIN/COMMIT ourselves so every write is one explicit
     # transaction. check_same_thread=False: the web server calls from worker threads; the
     # Session's lock serialises all use of the connection.
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
-                           timeout=BUSY_TIMEOUT)
+    target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only else str(path)
+    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
+                           timeout=BUSY_TIMEOUT, uri=read_only)
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
+    if read_only:
+        conn.execute("PRAGMA query_only = ON")
     return conn
+
+
+def is_read_only(conn: sqlite3.Connection) -> bool:
+    """True for a connection made by ``connect(path, read_only=True)``."""
+    return bool(conn.execute("PRAGMA query_only").fetchone()[0])
 
 
 def set_durable(conn: sqlite3.Connection, path: Path) -> None:
@@ -203,6 +219,10 @@ def set_durable(conn: sqlite3.Connection, path: Path) -> None:
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction. IMMEDIATE takes the write lock up front, so checks made inside
     the transaction cannot be invalidated by another writer before we commit."""
+    if is_read_only(conn):
+        raise ElicitError("the session was opened read-only (read_only=True, as `elicit "
+                          "history` and `export` open it); nothing was saved. Open it without "
+                          "read_only to answer")
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as e:
@@ -308,33 +328,105 @@ def _fsync_dir(d: Path) -> None:
 # Opening a file safely
 # --------------------------------------------------------------------------------------------
 
-def open_file(path: Path, given: dict[str, Any] | None = None,
+def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool = False,
               ) -> tuple[sqlite3.Connection, dict[str, Any], dict[str, np.ndarray],
                          dict[int, list[str]]]:
     """Check and read a session file, make its connection durable, migrate an older format.
 
     Nothing is written to a file that fails a check, nor to one whose data differs from the
     arrays ``given`` (``{"X": ..., "y": ..., "U": ...}``, None for those not to check).
+    ``read_only``: nothing is ever written (:func:`connect`), so a read-only file or folder
+    is fine; an older format is migrated in a copy in memory, the file stays as it is.
     Returns the connection, the meta data, the arrays ``X``, ``y``, ``U`` and the snippets
     per feature.
     """
     _inspect_file(path)
-    _check_writable(path)
+    if not read_only:
+        _check_writable(path)
+    else:
+        _finish_cut_write(path)
     try:
-        conn = connect(path)
+        conn = _wal_file_in_memory(path) if read_only else None
+        conn = conn or connect(path, read_only)
     except sqlite3.Error as e:
         raise ElicitError(f"cannot open session file {path}: {e}") from None
     try:
-        meta, arrays, texts = _read_file(conn, path)
+        meta, arrays, texts = _read_file(conn, path, read_only)
         if given and any(v is not None for v in given.values()):
             _check_same_data(path, meta, given)
-        set_durable(conn, path)
-        if meta["format_version"] < FORMAT_VERSION:
-            meta = _migrate(conn, path)
+        if read_only:
+            if meta["format_version"] < FORMAT_VERSION:
+                conn, meta = _migrated_copy(conn, path)
+        else:
+            set_durable(conn, path)
+            if meta["format_version"] < FORMAT_VERSION:
+                meta = _migrate(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn, meta, arrays, texts
+
+
+def _finish_cut_write(path: Path) -> None:
+    """Before a read-only open: let SQLite undo a write that was cut short (a "hot" journal
+    beside the file), when the file and its folder may be written. A read-only connection
+    cannot, and would refuse the file; any other opener of the file would undo it the same
+    way. Without that permission the read-only open says what to do."""
+    journal = Path(str(path) + "-journal")
+    if not (journal.exists() and journal.stat().st_size > 0):
+        return
+    try:
+        _check_writable(path)
+    except ElicitError:
+        return
+    conn = connect(path)
+    try:
+        # Any read makes SQLite check the journal; if no writer holds the file, it is hot
+        # and rolled back. A live writer's journal is left alone (the read waits for it).
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        pass  # open_file reports what is wrong with the file
+    finally:
+        conn.close()
+
+
+def _wal_file_in_memory(path: Path) -> sqlite3.Connection | None:
+    """A format-1 file (WAL mode) with no write pending, read into memory; None for any
+    other file.
+
+    SQLite reads a WAL database only through a ``-shm`` file beside it, which a read-only
+    connection creates and cannot remove; without a ``-wal`` file the session file alone is
+    the whole database, so reading its bytes leaves the folder exactly as it was.
+    """
+    wal = Path(str(path) + "-wal")
+    if not hasattr(sqlite3.Connection, "deserialize") or (wal.exists()
+                                                         and wal.stat().st_size > 0):
+        return None  # Python 3.10, or answers in the -wal file: SQLite must read them
+    with open(path, "rb") as fh:
+        data = bytearray(fh.read())
+    if data[18:20] != b"\x02\x02":
+        return None
+    data[18:20] = b"\x01\x01"  # the header's journal mode: rollback, as a copy in memory has
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.deserialize(bytes(data))  # type: ignore[attr-defined]  # Python 3.11+, checked above
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def _migrated_copy(conn: sqlite3.Connection, path: Path
+                   ) -> tuple[sqlite3.Connection, dict[str, Any]]:
+    """An older file read without writing to it: a copy in memory, migrated there, and as
+    read-only as the file (closes ``conn``)."""
+    mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    try:
+        conn.backup(mem)
+        conn.close()
+        meta = _migrate(mem, path)
+        mem.execute("PRAGMA query_only = ON")
+    except BaseException:
+        mem.close()
+        raise
+    return mem, meta
 
 
 def _check_writable(path: Path) -> None:
@@ -392,8 +484,9 @@ def _inspect_file(path: Path) -> None:
                           "untouched (restore it from a backup)")
 
 
-def _read_file(conn: sqlite3.Connection, path: Path):
-    """Validate the file's structure and read meta, arrays and texts (read-only)."""
+def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
+    """Validate the file's structure and record, and read meta, arrays and texts (only
+    reads)."""
     try:
         check = conn.execute("PRAGMA quick_check").fetchall()
         if [r[0] for r in check] != ["ok"]:
@@ -449,6 +542,12 @@ def _read_file(conn: sqlite3.Connection, path: Path):
             texts.setdefault(int(f), []).append(str(s))
     except sqlite3.DatabaseError as e:
         msg = str(e)
+        if read_only and "readonly" in msg:
+            raise ElicitError(f"session file {path} has an unfinished write (its journal "
+                              f"{path.name}-journal is beside it) that only a program allowed "
+                              "to write the file can finish; make it and its folder writable "
+                              "and open it once, or copy both files to a folder you can write "
+                              "to") from None
         if "readonly" in msg or "unable to open" in msg:
             raise ElicitError(f"session file {path} cannot be opened for writing ({msg}): "
                               "make it and its folder writable, or copy the session to a "
