@@ -748,6 +748,30 @@ def test_a_read_only_open_sees_a_format_1_file_without_changing_it(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["old.session"]
 
 
+@pytest.mark.parametrize("edit, message", [
+    ("UPDATE answers SET i = 1000 WHERE id = 1", r"answer 1 is about features \(1000, \d\)"),
+    ("UPDATE answers SET i = j, j = i WHERE id = 2", r"answer 2 is about features \(\d, \d\)"),
+    ("UPDATE answers SET j = -1 WHERE id = 1", r"answer 1 is about features \(\d, -1\)"),
+    ("UPDATE answers SET i = 'x' WHERE id = 1", r"answer 1 is about features \('x', \d\)"),
+    ("UPDATE queries SET j = 99 WHERE id = 1", r"query 1 is about features \(\d, 99\)"),
+])
+def test_an_edited_answer_row_is_reported_as_a_damaged_file(capsys, path, edit, message):
+    """It said "(1000, 2) is not a candidate pair"."""
+    _answered(path)
+    raw = sqlite3.connect(path)
+    raw.execute(edit)
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    with pytest.raises(ElicitError, match=r"session file .* is damaged: " + message +
+                       r", but the session has 8 features \(0\.\.7\).*restore it from a backup"):
+        Session.open(path)
+    code, _, err = run_cli(capsys, "history", str(path))
+    assert code == 2
+    assert_one_line_error(err, "is damaged")
+    assert path.read_bytes() == before
+
+
 def _cut_write(path):
     """Leave a "hot" journal beside ``path``: a child starts a write that spills pages into
     the file and dies before committing."""

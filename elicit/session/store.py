@@ -540,6 +540,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         texts: dict[int, list[str]] = {}
         for f, _, s in conn.execute("SELECT feature, k, snippet FROM texts ORDER BY feature, k"):
             texts.setdefault(int(f), []).append(str(s))
+        _check_record(conn, path, int(arrays["X"].shape[1]) if arrays["X"].ndim == 2 else 0)
     except sqlite3.DatabaseError as e:
         msg = str(e)
         if read_only and "readonly" in msg:
@@ -558,6 +559,21 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         raise ElicitError(f"session file {path} is corrupted: {len(meta['feature_names'])} "
                           f"feature names for {arrays['X'].shape[1]} features")
     return meta, arrays, texts
+
+
+def _check_record(conn: sqlite3.Connection, path: Path, p: int) -> None:
+    """Refuse a record whose questions or answers name no pair of the session's features
+    (an edited or damaged file): no model can be built from it, and saying "not a candidate
+    pair" later would blame the wrong thing."""
+    for table, label in (("answers", "answer"), ("queries", "query")):
+        bad = conn.execute(
+            f"SELECT id, i, j FROM {table} WHERE NOT (typeof(i) = 'integer' AND typeof(j) = "
+            "'integer' AND 0 <= i AND i < j AND j < ?) ORDER BY id LIMIT 1", (p,)).fetchone()
+        if bad is not None:
+            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
+                              f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
+                              f"features (0..{p - 1}) and a pair is written i < j; it was "
+                              "left untouched (restore it from a backup)")
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
