@@ -690,6 +690,40 @@ def test_the_estimator_refuses_too_many_rows_up_front():
         ElicitRegressor(meta_features=np.eye(3)).fit(X, X[:, 0])
 
 
+@pytest.mark.parametrize("which", ["--from-csv", "--meta-features", "--texts", "link"])
+def test_the_output_is_never_an_input_file_even_with_overwrite(capsys, tmp_path, which):
+    """--out equal to the input CSV with --overwrite replaced the data by the session."""
+    path, _ = _table(tmp_path)
+    meta, _ = _meta(tmp_path)
+    texts = tmp_path / "t.json"
+    texts.write_text(json.dumps({"a": ["an a"]}))
+    target = {"--from-csv": path, "--meta-features": meta, "--texts": texts}.get(which)
+    if which == "link":
+        target = tmp_path / "link.csv"
+        target.symlink_to(path)
+        which = "--from-csv"
+    before = {p: p.read_bytes() for p in (path, meta, texts)}
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--texts", str(texts),
+                           "--out", str(target), "--overwrite", "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"--out .* is the {which} file: elicit never overwrites an "
+                               r"input; choose another name for the output")
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_export_never_overwrites_its_session(capsys, tmp_path):
+    X, y, U = make_data()
+    p = tmp_path / "s.csv"
+    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
+    before = p.read_bytes()
+    code, _, err = run_cli(capsys, "export", str(p), str(p))
+    assert code == 2
+    assert_one_line_error(err, r"export .* is the session file: elicit never overwrites an "
+                               r"input; choose another name")
+    assert p.read_bytes() == before
+
+
 def _answered(path, k=2):
     with Session.open(path) as s:
         for a in ("similar", "dissimilar")[:k]:

@@ -31,6 +31,7 @@ from elicit.cli.oneline import run_command
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
+from elicit.internal.paths import check_not_input
 from elicit.internal.text import printable
 from elicit.model.spec import Hyper
 
@@ -246,6 +247,10 @@ def cmd_new(args: argparse.Namespace) -> int:
         ("--min-df", args.min_df, None)) if v != default]
     if args.corpus is None and corpus_only:
         raise ElicitError(f"{', '.join(corpus_only)} go(es) with --corpus FILE only")
+    # Before reading anything: the session must not replace one of its own inputs.
+    check_not_input(args.out, {"--from-csv": args.from_csv, "--from-npz": args.from_npz,
+                               "--corpus": args.corpus, "--texts": args.texts,
+                               "--meta-features": args.meta_features})
     pool = args.pool_size
     if args.dataset:
         inputs = dataset_inputs(args.dataset, run=run, seed=args.seed, data_dir=args.data_dir,
@@ -314,7 +319,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from elicit.session.export import export_history, export_prior
 
-    path: Path = args.path
+    path = check_not_input(args.path, {"session": args.session}, "export")
     with _open(args.session, args.engine, read_only=True) as s:
         if path.suffix.lower() == ".csv":
             export_history(s, path)
