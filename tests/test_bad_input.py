@@ -806,6 +806,19 @@ def test_an_edited_answer_row_is_reported_as_a_damaged_file(capsys, path, edit, 
     assert path.read_bytes() == before
 
 
+def test_history_into_a_closed_pipe_exits_quietly(path):
+    """`elicit history x | head -1` ended with "elicit: error: Broken pipe" and exit 2."""
+    _answered(path)
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "history", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141  # 128 + SIGPIPE, as a shell reports `yes | head`
+    assert err == ""
+
+
 def _cut_write(path):
     """Leave a "hot" journal beside ``path``: a child starts a write that spills pages into
     the file and dies before committing."""

@@ -4,12 +4,14 @@ The library raises an :class:`~elicit.errors.ElicitError` (engines included:
 :class:`~elicit.errors.EngineUnavailable`, :class:`~elicit.errors.EngineError`) for every
 problem it can state in one line. A session file's SQLite errors and the operating system's
 errors (a missing, unreadable or unwritable file) are reported the same way. Anything else is
-a bug and keeps its traceback.
+a bug and keeps its traceback. Output into a pipe whose reader has gone (``elicit history S |
+head -1``) ends the command quietly, as it ends other Unix tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -21,6 +23,9 @@ from elicit.internal.text import printable
 ERROR_STATUS = 2
 #: The exit status after Ctrl-C (128 + SIGINT).
 INTERRUPTED_STATUS = 130
+#: The exit status when the reader of the output has gone (128 + SIGPIPE, what a shell
+#: reports for a tool that SIGPIPE ended).
+BROKEN_PIPE_STATUS = 141
 
 
 def error_line(exc: BaseException) -> str | None:
@@ -42,6 +47,9 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
     after printing the one-line error of a failure, 130 after Ctrl-C."""
     try:
         return int(func(args) or 0)
+    except BrokenPipeError:
+        _drop_stdout()
+        return BROKEN_PIPE_STATUS
     except KeyboardInterrupt as e:
         # A front end that stops on a signal carries its own status (128 + the signal).
         print("elicit: interrupted", file=sys.stderr)
@@ -52,3 +60,14 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
             raise
         print(f"elicit: error: {printable(line)}", file=sys.stderr)
         return ERROR_STATUS
+
+
+def _drop_stdout() -> None:
+    """Point standard output at the null device: the reader is gone, and the interpreter's
+    final flush of what is still buffered would otherwise print a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # no real file descriptor (a captured stream): nothing will be flushed to it
