@@ -819,6 +819,58 @@ def test_history_into_a_closed_pipe_exits_quietly(path):
     assert err == ""
 
 
+def test_a_y_series_with_other_row_labels_is_refused(tmp_path):
+    """It was used by position although the docs say "aligned by index"."""
+    import pandas as pd
+
+    X, y, U = make_data()
+    Xd = pd.DataFrame(X, columns=NAMES)                      # rows 0..11
+    ys = pd.Series(y, index=range(100, 112))                  # rows 100..111
+    with pytest.raises(ElicitError, match=r"y's index does not match X's rows: no y for "
+                                          r"row\(s\) 0, 1, .*give y with X's row labels "
+                                          r"\(or y\.to_numpy\(\) to match by position\)"):
+        Session.create(Xd, ys, U, path=tmp_path / "x.session", engine="numpy")
+    # the same labels in another order are aligned, as documented
+    shuffled = pd.Series(y, index=range(12)).iloc[::-1]
+    with Session.create(Xd, shuffled, U, path=tmp_path / "x.session", engine="numpy") as s:
+        np.testing.assert_array_equal(s.y, y)
+
+
+@pytest.mark.parametrize("table", ["data", "meta"])
+def test_duplicate_csv_headers_are_refused(capsys, tmp_path, table):
+    """They were silently renamed (f0, f0.1)."""
+    path, df = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    if table == "data":
+        path.write_text(path.read_text().replace("a,b,c", "a,b,a", 1))
+    else:
+        meta.write_text(meta.read_text().replace("m0,m1", "m0,m0", 1))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    col = "a" if table == "data" else "m0"
+    assert code == 2
+    assert_one_line_error(err, rf"{name} names column '{col}' twice \(columns \d and \d\); "
+                               r"give every column its own name")
+
+
+def test_predicting_from_an_array_warns_that_its_columns_are_taken_by_position():
+    import pandas as pd
+
+    from elicit.estimator import ElicitRegressor
+
+    X, y, U = make_data()
+    Xd = pd.DataFrame(X, columns=NAMES)
+    est = ElicitRegressor(tau2=0.5).fit(Xd, y)
+    with pytest.warns(UserWarning, match=r"X has no column names: its columns are taken by "
+                                         r"position, as \['price', 'quality', .*pass a "
+                                         r"DataFrame"
+                      ) as rec:
+        est.predict(X[:, ::-1])
+    assert len(rec) == 1  # one warning, not scikit-learn's as well
+
+
 def _cut_write(path):
     """Leave a "hot" journal beside ``path``: a child starts a write that spills pages into
     the file and dies before committing."""

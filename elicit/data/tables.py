@@ -52,8 +52,23 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
         raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
+    if suffix not in (".parquet", ".pq"):
+        _refuse_duplicate_header(path, what, "\t" if suffix == ".tsv" else ",")
     df.columns = [str(c) for c in df.columns]
     return df
+
+
+def _refuse_duplicate_header(path: Path, what: str, sep: str) -> None:
+    """pandas silently renames a repeated column name (``a``, ``a.1``); refuse it instead,
+    since the renamed column would be matched and reported under a name the file lacks."""
+    header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str)
+              .iloc[0].tolist()]
+    first: dict[str, int] = {}
+    for k, name in enumerate(header):
+        if name in first and name != "nan":
+            raise ElicitError(f"{what} file {path.name} names column {name!r} twice (columns "
+                              f"{first[name] + 1} and {k + 1}); give every column its own name")
+        first.setdefault(name, k)
 
 
 def align_meta(U, names: Sequence[str] | None):

@@ -17,6 +17,7 @@ tau2 (``"ml"``: type-II maximum likelihood on a grid) and its measurements are i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -497,7 +498,17 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         std : ndarray (m,), only with ``return_std``
         """
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and not hasattr(X, "columns"):
+            # scikit-learn's own warning does not say what happens: say it, once.
+            warnings.warn("X has no column names: its columns are taken by position, as "
+                          f"{few(list(names))} (the order of fit); pass a DataFrame to have "
+                          "them checked by name", UserWarning, stacklevel=2)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "X does not have valid feature names")
+                X = validate_data(self, X, reset=False, dtype=np.float64)
+        else:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
         mean = X @ self.coef_ + self.intercept_
         if not return_std:
             return mean

@@ -4,9 +4,14 @@
 with its arguments before anything is written:
 
 * **Alignment by name.** A DataFrame ``X`` names the features; a Series ``y`` with the same
-  index labels as a DataFrame ``X`` is put in ``X``'s row order; a DataFrame of
-  meta-features whose index names the features (not 0..p-1) is put in the features' order,
-  and a missing or extra name is an error listing them.
+  index labels as a DataFrame ``X`` is put in ``X``'s row order, and one with other labels is
+  refused (an array ``y`` matches by position); a DataFrame of meta-features whose index
+  names the features (not 0..p-1) is put in the features' order, and a missing or extra
+  name is an error listing them.
+* **Values and size** are checked by :func:`elicit.model.spec.validate_regression`, with the
+  places named: a DataFrame's row labels (``line 5`` for a table read by
+  :func:`elicit.session.loaders.table_inputs`), the feature names, the meta-features'
+  column names.
 * **Default meta-features.** Without meta-features the paper's generic recipe is used: the
   transpose of the (unstandardised) training matrix, one meta-feature per training sample.
 * **Centring.** ``y`` is centred internally; its mean (``y_centre``) is added back in every
@@ -152,18 +157,24 @@ class _RowNames(Sequence):
 
 
 def _align_y(X, y):
-    """``y`` in the row order of a DataFrame ``X`` when both carry the same index labels."""
+    """``y`` in the row order of a DataFrame ``X``, matched by index label; a Series whose
+    labels are not X's is refused (arrays match by position)."""
     if not (isinstance(X, pd.DataFrame) and isinstance(y, pd.Series)):
         return y
     if y.index.equals(X.index):
         return y
     if len(y) == len(X) and set(y.index) == set(X.index) and y.index.is_unique:
         return y.reindex(X.index)
-    if isinstance(y.index, pd.RangeIndex) or isinstance(X.index, pd.RangeIndex):
-        return y  # one of them is unlabelled: rows match by position
-    missing = [str(k) for k in X.index if k not in set(y.index)]
-    raise ElicitError(f"y's index does not match X's rows: no y for row(s) "
-                      f"{_list(missing)}; give y with the same row labels as X")
+    if not y.index.is_unique:
+        dup = list(y.index[y.index.duplicated()].unique())
+        raise ElicitError(f"y's index names row(s) {_list(dup)} more than once; give y one "
+                          "entry per row of X")
+    labels = set(y.index)
+    missing = [k for k in X.index if k not in labels]
+    what = (f"no y for row(s) {_list(missing)}" if missing else
+            f"y has {len(y)} entries for {len(X)} rows")
+    raise ElicitError(f"y's index does not match X's rows: {what}; give y with X's row labels "
+                      "(or y.to_numpy() to match by position)")
 
 
 def excluded_features(X: np.ndarray, names: list[str]) -> dict[str, str]:
