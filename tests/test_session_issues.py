@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from conftest import needs_data
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -529,3 +530,40 @@ def test_serve_closes_cleanly_on_sigterm(tmp_path):
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "stopped; 0 answers are saved" in out and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# What the docs said and the code did not
+# --------------------------------------------------------------------------------------------
+
+def test_the_posterior_group_says_it_is_the_map(tmp_path):
+    """docs/session.md puts point_estimate = "MAP" on the posterior; it was on constant_data
+    only."""
+    pytest.importorskip("arviz")
+    import arviz as az
+
+    with new(tmp_path / "s.session") as s:
+        s.answer(s.next_query(), "similar")
+        s.export_prior(tmp_path / "p.nc")
+        idata = s.to_inferencedata()
+    for data in (idata, az.from_netcdf(tmp_path / "p.nc")):
+        for group in (data.posterior, data.constant_data):
+            assert group.attrs["point_estimate"] == "MAP"
+            assert group.attrs["n_answers"] == 1
+
+
+@needs_data
+@pytest.mark.slow
+def test_the_pair_counts_docs_session_states_for_amazon_run_7(tmp_path, capsys):
+    """docs/session.md's counts for `--dataset amazon --run 7` are what the command prints."""
+    text = (ROOT / "docs" / "session.md").read_text()
+    m = re.search(r"`--dataset\s+amazon\s+--run\s+7`:\s+(\d+)\s+keywords\s+are\s+constant,\s+"
+                  r"and\s+(\d+)\s+of\s+the\s+(\d+)\s+pairs\s+are\s+asked", text)
+    assert m, "the sentence with the counts moved; update this test"
+    constant, asked, total = map(int, m.groups())
+    code, out, _ = cli(capsys, "session", "new", "--dataset", "amazon", "--run", "7",
+                       "--out", tmp_path / "a.session", "--engine", "numpy")
+    assert code == 0
+    assert f"{asked} pairs," in out and f"{constant} constant column(s)" in out
+    assert f"{asked} pairs can be asked about; {total - asked} are not" in out
+    assert f"2 of {asked} pairs answered" in text  # the terminal example

@@ -66,14 +66,17 @@ def to_inferencedata(session: SessionState):
         dims["answer_pair"] = ["answer_index", "pair_end"]
         dims["answer"] = ["answer_index"]
         dims["answer_expert"] = ["answer_index"]
-    return az.from_dict(
+    attrs = {"elicit_session": session.uid, "session_file": str(session.path),
+             "data_hash": session.meta["data_hash"], "n_answers": len(active),
+             "point_estimate": "MAP", "y_offset": session.y_offset,
+             "standardized": int(session.meta.get("x_centre") is not None)}
+    idata = az.from_dict(
         posterior={"gamma": np.asarray(fit.gamma)[None, None, :],
                    "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])},
-        constant_data=constant, coords=coords, dims=dims,
-        attrs={"elicit_session": session.uid, "session_file": str(session.path),
-               "data_hash": session.meta["data_hash"], "n_answers": len(active),
-               "point_estimate": "MAP", "y_offset": session.y_offset,
-               "standardized": int(session.meta.get("x_centre") is not None)})
+        constant_data=constant, coords=coords, dims=dims, attrs=attrs)
+    # from_dict puts attrs on its last group only; the MAP is what the posterior group holds.
+    idata.posterior.attrs.update(attrs)
+    return idata
 
 
 def prior_dict(session: SessionState) -> dict[str, Any]:
