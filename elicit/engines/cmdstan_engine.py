@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import hashlib
 import logging
 import os
 import shutil
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,46 @@ def cmdstan_available() -> bool:
     except Exception:  # ImportError, or ValueError from a missing/invalid installation
         return False
     return True
+
+
+#: True while this thread (or task) runs one of the engine's optimiser calls
+_IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_fit",
+                                                              default=False)
+
+
+class _QuietFits(logging.Filter):
+    """Drop cmdstanpy's INFO and DEBUG records while the engine runs a fit.
+
+    cmdstanpy logs "Chain [1] start processing" and "... done processing" at INFO for every
+    run, two lines per fit and thousands in a sweep. A filter on cmdstanpy's logger, rather
+    than its level: cmdstanpy's own ``get_logger()`` resets the level to DEBUG (and adds its
+    INFO handler) the first time it runs, whenever that is, but leaves filters alone. Only
+    records of the engine's own fits are dropped, so the one-off "compiling stan file" notice
+    and everything a user runs through cmdstanpy directly still show, and warnings and
+    errors (a failed run, a rejected start) always pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not _IN_FIT.get()
+
+
+@functools.cache
+def _install_log_filter() -> None:
+    logging.getLogger("cmdstanpy").addFilter(_QuietFits())
+
+
+@contextlib.contextmanager
+def _quiet_fit() -> Iterator[None]:
+    """Silence cmdstanpy's per-run INFO lines and FutureWarnings for one optimiser call."""
+    _install_log_filter()
+    token = _IN_FIT.set(True)
+    try:
+        with warnings.catch_warnings():
+            # cmdstanpy's FutureWarnings about its own API, twice per fit
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        _IN_FIT.reset(token)
 
 
 def _cache_dir() -> Path:
@@ -76,8 +120,6 @@ class CmdStanEngine(StanProgramEngine):
         super().__init__(variant, stan_file)
         self.max_iter = max_iter
         self.seed = seed
-        # cmdstanpy logs two INFO lines per fit (thousands in a sweep); keep its warnings.
-        logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
         self._models: dict[str, Any] = {}
         # The paper's (or the custom) program is compiled now, so that a broken installation
         # shows at construction; another model's program when its first fit needs it.
@@ -120,9 +162,7 @@ class CmdStanEngine(StanProgramEngine):
         # As prophet does: L-BFGS first, Newton when L-BFGS fails.
         for algorithm in ("lbfgs", "newton"):
             try:
-                with warnings.catch_warnings():
-                    # cmdstanpy's FutureWarnings about its own API, twice per fit
-                    warnings.simplefilter("ignore", FutureWarning)
+                with _quiet_fit():
                     attempt = model.optimize(
                         data=stan_data, inits=inits, jacobian=False, algorithm=algorithm,
                         iter=self.max_iter, seed=self.seed, save_iterations=True,
@@ -139,15 +179,18 @@ class CmdStanEngine(StanProgramEngine):
         if fit is None:
             raise EngineError("CmdStan optimisation failed: " + " | ".join(errors))
 
-        gamma = np.atleast_1d(np.asarray(fit.stan_variable("gamma", warn=False), dtype=float))
+        # The estimates by column name ("gamma[1]", "threshold", ...): stan_variable() logs a
+        # warning for every scalar it returns (its return type is to change).
+        est = fit.optimized_params_dict
+        gamma = np.array([est[f"gamma[{k}]"] for k in range(1, data.d + 1)], dtype=float)
         iters = fit.optimized_iterations_np
         message = f"CmdStan optimize ({used})"
         if errors:
             message += "; earlier attempts: " + " | ".join(errors)
         return MAPResult(
-            gamma=gamma.copy(), xi=float(fit.stan_variable("threshold", warn=False)),
-            tau2=float(fit.stan_variable("tau", warn=False)) if learned else data.hyper.tau2,
-            log_density=float(fit.optimized_params_dict["lp__"]),
+            gamma=gamma, xi=float(est["threshold"]),
+            tau2=float(est["tau"]) if learned else data.hyper.tau2,
+            log_density=float(est["lp__"]),
             converged=bool(fit.converged), engine=self.name,
             n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
             message=message, U=data.U)
