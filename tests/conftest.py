@@ -1,10 +1,24 @@
-"""Shared fixtures: a small random problem (n = 12, p = 10, d = 3) in both model variants.
+"""Shared fixtures, and what a test needs from the machine.
 
-Everything here is cheap to build (no fitting), so tests get fresh, unshared objects.
+Fixtures: a small random problem (n = 12, p = 10, d = 3) in both model variants; everything
+here is cheap to build (no fitting), so tests get fresh, unshared objects.
+
+Markers (``pyproject.toml``) say what a test needs, and this file skips it, with the reason,
+when that is missing: ``data`` (the paper's files in the data directory), ``cmdstan`` (a
+CmdStan installation), ``pystan`` (PyStan). ``ELICIT_TEST_REQUIRE=cmdstan,pystan,data`` turns
+those skips into failures (CI sets it, so a missing CmdStan cannot pass as a skip).
+
+Stan builds happen once per session, before the first test that needs them: the session
+fixtures :func:`_pystan_builds` and :func:`cmdstan_engines` have the engines compile every
+shipped program (under the engines' inter-process build lock, with no client timeout), so no
+test pays for, or times out on, a compile of a shipped program.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,7 +179,172 @@ def _real_data_dir():
 
 #: the data directory holding the paper's files, or None (tests that need it then skip)
 REAL_DATA_DIR = _real_data_dir()
-needs_data = pytest.mark.skipif(
-    REAL_DATA_DIR is None,
-    reason="real data directory not found (set ELICIT_DATA or provide <repo>/data or "
-           "<repo>/../shared/data with the paper's files)")
+#: marks a test that reads the paper's files (skipped, with the reason, when they are missing)
+needs_data = pytest.mark.data
+
+
+# -- what a marked test needs, and skipping it when that is missing ---------------------------
+
+def _pystan_missing() -> str | None:
+    # Found, not imported: importing PyStan costs a second and prints marshmallow warnings.
+    import importlib.util
+
+    spec = importlib.util.find_spec("stan")
+    if spec is None or spec.origin in (None, "namespace"):  # the repository's stan/ folder
+        return "PyStan is not installed (pip install 'elicit[pystan]')"
+    return None
+
+
+def _cmdstan_missing() -> str | None:
+    from elicit.engines.cmdstan_engine import cmdstan_available
+
+    if cmdstan_available():
+        return None
+    return ("CmdStan is not installed (cmdstanpy.cmdstan_path() failed): set CMDSTAN to an "
+            "installation, see docs/stan.md")
+
+
+def _data_missing() -> str | None:
+    if REAL_DATA_DIR is not None:
+        return None
+    return ("real data directory not found (set ELICIT_DATA or provide <repo>/data or "
+            "<repo>/../shared/data with the paper's files)")
+
+
+#: marker -> function returning why the machine cannot run such a test (None: it can)
+_NEEDS = {"data": _data_missing, "cmdstan": _cmdstan_missing, "pystan": _pystan_missing}
+
+
+@functools.cache
+def missing(marker: str) -> str | None:
+    """Why tests marked ``marker`` cannot run here, or None."""
+    return _NEEDS[marker]()
+
+
+def _required() -> set[str]:
+    return {m.strip() for m in os.environ.get("ELICIT_TEST_REQUIRE", "").split(",") if m.strip()}
+
+
+def pytest_configure(config):
+    unknown = _required() - set(_NEEDS)
+    if unknown:
+        raise pytest.UsageError(f"ELICIT_TEST_REQUIRE names unknown markers {sorted(unknown)}; "
+                                f"choose among {', '.join(_NEEDS)}")
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: check only what will run
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for marker in _NEEDS:
+            if (item.get_closest_marker(marker) is not None and marker not in _required()
+                    and (why := missing(marker))):
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+def pytest_runtest_setup(item):
+    for marker in _required():
+        if item.get_closest_marker(marker) is not None and (why := missing(marker)):
+            pytest.fail(f"ELICIT_TEST_REQUIRE has {marker}, but {why}", pytrace=False)
+
+
+def pytest_report_header(config):
+    lines = []
+    for marker in _NEEDS:
+        why = missing(marker)
+        required = " (required)" if marker in _required() else ""
+        lines.append(f"{marker} tests{required}: {'skipped: ' + why if why else 'run'}")
+    if missing("cmdstan") is None:
+        import cmdstanpy
+
+        lines.append(f"cmdstan: {cmdstanpy.cmdstan_path()}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per marker: how its tests ended (so a CI log shows the CmdStan tests ran)."""
+    counts: dict[str, dict[str, int]] = {m: {} for m in _NEEDS}
+    for outcome in ("passed", "failed", "skipped", "error", "xfailed", "xpassed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if getattr(report, "when", "call") != "call" and outcome == "passed":
+                continue
+            for marker in _NEEDS:
+                if marker in getattr(report, "keywords", {}):
+                    counts[marker][outcome] = counts[marker].get(outcome, 0) + 1
+    shown = {m: c for m, c in counts.items() if c}
+    if shown:
+        terminalreporter.section("tests by requirement")
+        for marker, c in shown.items():
+            terminalreporter.write_line(
+                f"{marker}: " + ", ".join(f"{n} {outcome}" for outcome, n in c.items()))
+
+
+# -- Stan builds: once per session, before the tests that need them ---------------------------
+
+def _session_needs(request, marker: str) -> bool:
+    return (any(item.get_closest_marker(marker) for item in request.session.items)
+            and missing(marker) is None)
+
+
+def _announce(request, line: str) -> None:
+    """Print ``line`` past pytest's output capture (a build can take minutes)."""
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    with capman.global_and_fixture_disabled():
+        print(f"\n[{line}]", flush=True)
+
+
+def stan_data(variant: str = "fixed", model: str = "paper", n: int = 6, p: int = 4,
+              d: int = 2, seed: int = 0):
+    """A tiny :class:`ModelData` of a variant and named model (to pick and build programs)."""
+    from elicit.model.spec import Hyper, ModelData
+
+    rng = np.random.default_rng(seed)
+    X, U = rng.normal(size=(n, p)), rng.uniform(0.1, 1.0, size=(p, d))
+    y = X @ rng.normal(size=p) + 0.3 * rng.normal(size=n)
+    hyper = Hyper(variant=variant, threshold_mean=1.0, model=model)
+    return ModelData(X, y, U, hyper, np.array([[0, 1], [1, 2]]), np.array([1, 0]))
+
+
+def _build_every_program(request, engines: dict, use, what: str) -> None:
+    """``use(engine, data)`` for every variant and named model, so that each engine picks,
+    and compiles, the program of every model (:data:`elicit.model.variants.MODELS`).
+
+    The engines compile each program once, under their inter-process build lock and without
+    a client timeout.
+    """
+    import time
+
+    from elicit.model.variants import MODELS
+
+    t = time.perf_counter()
+    for variant, engine in engines.items():
+        for model in MODELS:
+            use(engine, stan_data(variant, model))
+    if (elapsed := time.perf_counter() - t) > 5:
+        _announce(request, f"{what} builds of the shipped programs: {elapsed:.0f} s")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _pystan_builds(request) -> None:
+    """Compile the shipped programs for PyStan once, if the session has ``pystan`` tests."""
+    if _session_needs(request, "pystan"):
+        from elicit.engines.pystan_engine import PyStanEngine
+
+        engines = {v: PyStanEngine(v) for v in ("fixed", "learned")}
+        _build_every_program(request, engines, lambda e, data: e.model(data), "PyStan")
+
+
+@pytest.fixture(scope="session")
+def cmdstan_engines(request) -> Iterator[dict]:
+    """One :class:`CmdStanEngine` per tau2 variant, with every shipped program compiled.
+
+    The engines pick each model's program from the data; a tiny fit per variant and model
+    compiles the ones not compiled yet (CmdStan's compile has no timeout; the engine's lock
+    makes a concurrent process wait for it).
+    """
+    if (why := missing("cmdstan")) is not None:
+        pytest.skip(why)
+    from elicit.engines.cmdstan_engine import CmdStanEngine
+
+    engines = {v: CmdStanEngine(v) for v in ("fixed", "learned")}
+    _build_every_program(request, engines, lambda e, data: e.fit(data), "CmdStan")
+    yield engines
