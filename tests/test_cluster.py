@@ -38,6 +38,7 @@ def test_cluster_values_are_checked():
         parse_cluster("my-cluster")
 
 
+@pytest.mark.slow
 def test_a_local_cluster_runs_what_local_processes_run(tmp_path):
     local, dask = tmp_path / "local", tmp_path / "dask"
     assert run_tasks(write_json_atomic, _tasks(local), jobs=2, progress=False) == 6
@@ -104,6 +105,7 @@ def test_a_scheduler_started_by_hand_runs_the_synthetic_sweep_like_local_process
         (tmp_path / "dask" / "mse.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_a_local_cluster_scope_serves_every_step_of_a_pipeline(tmp_path):
     from elicit.harness.cluster import cluster_scope, scoped_executor
 

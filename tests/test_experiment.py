@@ -40,6 +40,7 @@ def _copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_jobs_do_not_change_the_result(tiny_sweep, tmp_path):
     out2 = tmp_path / "jobs2"
     sweep(synthetic_problem, SweepConfig(**TINY, jobs=2), out2, progress=False)
@@ -243,6 +244,7 @@ def test_atomic_write_replaces_whole_files_only(tmp_path):
 
 # -- the synthetic experiment as a library call and as a command ---------------------------
 
+@pytest.mark.slow
 def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, capsys):
     from elicit.cli.main import main
     from elicit.paper.synthetic import run_synthetic

@@ -319,6 +319,7 @@ def upstream(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_convert_from_original_sources(tmp_path, upstream):
     d = tmp_path / "data"
     res = fetch(d, upstream=str(upstream), progress=False)

@@ -40,6 +40,7 @@ class _InTest:
                           Hyper(variant="learned"))
 
 
+@pytest.mark.slow
 def test_the_sweep_on_a_folder_of_problems_is_the_sweep_on_those_problems(tmp_path):
     problems = _write(tmp_path / "mine")
     out = tmp_path / "out"

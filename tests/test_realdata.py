@@ -45,6 +45,7 @@ def run0():
     return src.load(), src.run(0, 0)
 
 
+@pytest.mark.slow
 def test_realdata_mse_csv(results):
     df = pd.read_csv(results / "amazon" / "mse.csv")
     assert list(df.columns) == ["dataset", "strategy", "run", "n_feedback", "mse"]
@@ -62,6 +63,7 @@ def test_realdata_mse_csv(results):
         assert (results / "amazon" / f"fig5_amazon.{ext}").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_realdata_resume_and_settings_guard(results, capsys):
     # A rerun with the same settings reuses every part; other settings are refused.
     before = (results / "amazon" / "mse.csv").read_text()
@@ -91,6 +93,7 @@ def test_problem_matches_setup(run0):
     assert len(prob.candidates) == prob.expert.n_answerable
 
 
+@pytest.mark.slow
 def test_table1_on_tiny_results(results):
     lines = (results / "table1.csv").read_text().strip().splitlines()
     assert lines[0] == ("dataset,mse_level,level_kind,rnd,act,seqelc,rnd_reached,act_reached,"
@@ -174,6 +177,7 @@ def test_tau2_cv_picks_from_grid(run0):
         cv_tau2(rd.X_train, rd.y_train, rd.U, grid, folds=1)
 
 
+@pytest.mark.slow
 def test_tau2_cv_runinfo(tmp_path):
     from elicit.harness.store import SweepStore
     from elicit.paper.configs import RealDataConfig
@@ -206,6 +210,7 @@ def test_bad_input_errors(tmp_path, capsys):
     assert "--tau2 must be a positive number or 'cv', got -1.0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_report_on_tiny_results(results):
     from elicit.report import write_report
 
@@ -219,6 +224,7 @@ def test_report_on_tiny_results(results):
     assert "CPU time / 2 jobs" in text
 
 
+@pytest.mark.slow
 def test_table1_library_call_matches_the_command(results):
     from elicit.paper.table1 import run_table1
 
@@ -230,6 +236,7 @@ def test_table1_library_call_matches_the_command(results):
     assert [r["level_kind"] for r in res.rows] == ["paper", "relative", "paper", "relative"]
 
 
+@pytest.mark.slow
 def test_realdata_library_refuses_other_settings(results):
     from elicit.paper.configs import RealDataConfig
     from elicit.paper.realdata import run_realdata
@@ -283,6 +290,7 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
     assert all(abs(known[1][t] - paper[1][t]) > 1e-6 for t in grid)
 
 
+@pytest.mark.slow
 def test_recommended_configuration(tmp_path, capsys):
     from elicit.paper.configs import RECOMMENDED, resolve_recommended
 

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REAL_DATA_DIR
+from conftest import REAL_DATA_DIR, needs_data
 
 from elicit.cli.main import main
 from elicit.errors import ElicitError
@@ -59,6 +59,7 @@ def corpus_sweep(corpus, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_corpus_sweep_outputs(corpus_sweep, corpus):
     df = pd.read_csv(corpus_sweep / "shop" / "mse.csv")
     # The label is the file's stem; workers rebuilt the data set from the path (--jobs 2).
@@ -76,6 +77,7 @@ def test_corpus_sweep_outputs(corpus_sweep, corpus):
     assert (info.n_expert == 300).all() and info.n_answerable.between(1, 45).all()
 
 
+@pytest.mark.slow
 def test_table1_and_report_on_a_corpus_sweep(corpus_sweep, capsys):
     from elicit.report import write_report
 
@@ -142,7 +144,8 @@ def test_a_changed_corpus_is_refused(tmp_path):
         source_from_config(cfg)
 
 
-@pytest.mark.skipif(REAL_DATA_DIR is None, reason="no data directory")
+@needs_data
+@pytest.mark.slow
 def test_shipped_kitchen_corpus(tmp_path):
     from elicit.data.sources import corpus_source, shipped_corpus
     from elicit.paper.configs import RealDataConfig

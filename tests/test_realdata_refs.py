@@ -33,6 +33,7 @@ def sweep(tmp_path_factory):
 
 
 @needs_data
+@pytest.mark.slow
 def test_mean_row_is_the_training_mean_predictor(sweep):
     from elicit.data import load_dataset, prepare_run
     from elicit.data.sources import split_seed
@@ -49,6 +50,7 @@ def test_mean_row_is_the_training_mean_predictor(sweep):
 
 
 @needs_data
+@pytest.mark.slow
 def test_ceiling_row_is_the_fit_with_every_answer(sweep):
     from elicit.elicitation.elicitor import Elicitor
     from elicit.paper.configs import RealDataConfig
@@ -71,6 +73,7 @@ def test_ceiling_row_is_the_fit_with_every_answer(sweep):
 
 
 @needs_data
+@pytest.mark.slow
 def test_paper_flag_is_train_standardisation_with_tau2_001(sweep, tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["realdata", "--dataset", "amazon", "--paper", "--out", str(a), *ARGS]) == 0
@@ -187,6 +190,7 @@ def test_committed_results_keep_their_settings(folder):
 
 
 @needs_data
+@pytest.mark.slow
 def test_other_settings_are_refused(sweep, tmp_path, capsys):
     capsys.readouterr()
     assert main(["realdata", "--dataset", "amazon", "--standardize", "train",
@@ -210,6 +214,7 @@ def test_other_settings_are_refused(sweep, tmp_path, capsys):
 
 
 @needs_data
+@pytest.mark.slow
 def test_table1_has_the_papers_counts_and_the_reference_columns(sweep):
     from elicit.paper.table1 import run_table1
 

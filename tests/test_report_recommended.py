@@ -48,6 +48,7 @@ def _wide(folder: Path, strategy: str) -> pd.DataFrame:
 
 
 @needs_data
+@pytest.mark.slow
 def test_sweeps_know_their_configuration(results):
     from elicit.paper.configs import RECOMMENDED
     from elicit.report.realdata import default_sweep, find_sweeps, literal_sweep
@@ -73,6 +74,7 @@ def test_sweeps_know_their_configuration(results):
 
 
 @needs_data
+@pytest.mark.slow
 def test_report_has_the_recommended_section(results):
     from elicit.report import write_report
 
@@ -108,6 +110,7 @@ def test_report_has_the_recommended_section(results):
 
 
 @needs_data
+@pytest.mark.slow
 def test_table1_of_the_recommended_sweep_refits_its_model(results):
     """Table 1's sample loops on a recommended sweep refit that sweep's model (PPMI
     meta-features, known coupling with the expert's J): they start at its no-feedback MSE,
