@@ -87,6 +87,7 @@ _BUILD = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
     """The compile race: two processes build the same program into an empty httpstan cache.
 
@@ -139,6 +140,7 @@ def _small_data(n_feedback: int = 3):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_check_engine_passes_when_pystan_and_numpy_agree_and_reports_a_disagreement():
     pytest.importorskip("stan")
     from elicit.engines.checked import CheckedEngine

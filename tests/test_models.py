@@ -293,6 +293,7 @@ def _stan_data(variant: str, model: str, n_f: int, seed: int, **shape) -> ModelD
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 @pytest.mark.parametrize("model", NEW_MODELS)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_stan_density_of_new_models_matches_numpy(pystan_engines, variant, model):
@@ -317,6 +318,7 @@ def test_stan_density_of_new_models_matches_numpy(pystan_engines, variant, model
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 @pytest.mark.parametrize("model", NEW_MODELS)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_pystan_map_of_new_models_matches_numpy(pystan_engines, variant, model):

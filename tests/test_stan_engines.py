@@ -77,6 +77,7 @@ def test_shipped_programs_follow_contract(variant):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 @pytest.mark.parametrize("n_f", [0, 5])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_stan_density_matches_numpy(engines, variant, n_f):
@@ -106,6 +107,7 @@ def test_stan_density_matches_numpy(engines, variant, n_f):
 # -- the PyStan engine -------------------------------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.pystan
 @pytest.mark.parametrize("n_f", [0, 40])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_pystan_map_matches_numpy(engines, variant, n_f):
@@ -121,6 +123,7 @@ def test_pystan_map_matches_numpy(engines, variant, n_f):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_pystan_warm_start_and_model_cache(engines):
     data = make_data("learned", n=20, p=25, d=9, n_f=0, seed=4)
     eng = engines["learned"]
@@ -138,6 +141,7 @@ def test_pystan_warm_start_and_model_cache(engines):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_pystan_build_leaves_cwd_clean(engines, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     engines["fixed"].model(make_data("fixed", n=15, p=12, d=4, n_f=1, seed=99))
@@ -146,6 +150,7 @@ def test_pystan_build_leaves_cwd_clean(engines, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_pystan_fit_inside_running_event_loop(engines):
     data = make_data("fixed", n=15, p=12, d=4, n_f=2, seed=5)
     plain = engines["fixed"].fit(data)
@@ -160,6 +165,7 @@ def test_pystan_fit_inside_running_event_loop(engines):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_pystan_rejects_wrong_variant(engines):
     with pytest.raises(ElicitError, match="the 'fixed' variant got data of the 'learned'"):
         engines["fixed"].fit(make_data("learned", n=15, p=12, d=4, n_f=0, seed=1))
@@ -194,6 +200,7 @@ def test_contract_names_every_missing_name(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.pystan
 def test_custom_stan_file_runs_in_pystan(engines, tmp_path):
     # A contract-honouring program that declares the parameters in another order and with
     # a block comment: the engine must find where each parameter sits.
