@@ -11,6 +11,7 @@ from elicit.engines import get_engine
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.density import hessian, hessian_base, join_theta, log_density, lower_bounds
+from elicit.model.kernel import kernel
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params
 
@@ -201,6 +202,28 @@ def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
     assert clone.gtol == engine.gtol and len(clone._memo) == 0
 
 
+def test_remembered_refit_is_not_served_for_another_coupled_set():
+    """Bug: the memo's key left out the coupled set J, so a known-coupling refit with another
+    J (same arrays, answers, start and Hessian) got the result made with the first J."""
+    base = make_small_data("fixed", n_feedback=4)
+    h = Hyper(**{**base.hyper.__dict__, "model": "known-coupling"})
+    J1 = np.ones(base.p, bool)
+    J1[-3:] = False
+    J2 = np.ones(base.p, bool)
+    J2[:3] = False
+    d1, d2 = (ModelData(base.X, base.y, base.U, h, base.pairs, base.f, coupled=J)
+              for J in (J1, J2))
+    engine = NumpyEngine("fixed")
+    fit0 = engine.fit(d1.with_feedback(base.pairs[:2], base.f[:2]))
+    H = _base_hessian(fit0, d1)
+    r1 = engine.fit(d1, init=fit0, hessian=H)
+    r2 = engine.fit(d2, init=fit0, hessian=H)
+    fresh = NumpyEngine("fixed").fit(d2, init=fit0, hessian=H)
+    assert r2 is not r1
+    np.testing.assert_array_equal(r2.gamma, fresh.gamma)
+    np.testing.assert_array_equal(r2.K, kernel(base.U, fresh.gamma, J2))
+
+
 def test_local_model_by_problem_size():
     """Plain Newton steps on the synthetic experiment's size, the local model at Amazon's."""
     from elicit.model.batch import uses_local_model
@@ -326,8 +349,6 @@ def test_variant_mismatch_is_an_error(engine_variant, data_variant):
 
 
 def test_result_kernel_is_rebuilt_from_gamma(variant):
-    from elicit.model.kernel import kernel
-
     data = make_small_data(variant)
     r = NumpyEngine(variant).fit(data)
     np.testing.assert_allclose(r.K, kernel(data.U, r.gamma), rtol=1e-14)
@@ -354,3 +375,26 @@ def test_lbfgs_converged_means_stationary_on_synthetic_run(stalled_chain):
     data, fit = stalled_chain[-1]
     cold = NumpyEngine("learned").fit(data)
     assert fit.log_density > cold.log_density - 1e-3
+
+
+def test_cache_helper_drops_the_entry_stored_longest_ago():
+    """The one LRU helper behind the engine's memo and the y-part cache."""
+    import pickle
+
+    from elicit.internal.cache import LRUCache, arrays_key
+
+    cache = LRUCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1            # a lookup does not refresh "a"...
+    cache.put("c", 3)                     # ...so "a", stored longest ago, goes
+    assert cache.get("a") is None and cache.get("b") == 2 and cache.get("c") == 3
+    cache.put("b", 20)                    # storing again refreshes "b"
+    cache.put("d", 4)
+    assert cache.get("c") is None and cache.get("b") == 20 and len(cache) == 2
+    assert len(pickle.loads(pickle.dumps(cache))) == 0
+    X = np.zeros(3)
+    k = arrays_key(X)
+    assert arrays_key(X) == k and arrays_key(X.copy()) != k   # identity...
+    X[0] = 1.0
+    assert arrays_key(X) != k                                # ...and content

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 import zlib
-from collections import OrderedDict
 
 import numpy as np
 from scipy.optimize import minimize
 
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.internal.cache import LRUCache, arrays_key
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import uses_local_model
 from elicit.model.density import (
     Marginal,
-    data_fingerprint,
     feedback_terms,
     hessian_base,
     join_theta,
@@ -71,8 +69,7 @@ class NumpyEngine(Engine):
         self.gtol = gtol
         self.max_newton = max_newton
         self.local_model = local_model
-        self._memo: OrderedDict = OrderedDict()
-        self._memo_lock = threading.Lock()
+        self._memo = LRUCache(self._memo_size)
 
     @single_blas_thread
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
@@ -86,7 +83,7 @@ class NumpyEngine(Engine):
             H = hessian if hessian is not None else warm.warm_hessian
             if H is None or H.shape != (len(theta0), len(theta0)):
                 H = hessian_base(theta0, data)
-            hit = self._memo_get(self._memo_key(data, theta0, H))
+            hit = self._memo.get(self._memo_key(data, theta0, H))
             if hit is not None:
                 return hit
             return self.finish(self.newton_run(data, theta0, H))
@@ -112,47 +109,24 @@ class NumpyEngine(Engine):
             res = run.result()
         else:
             res = self._lbfgs(run.theta_start, run.data, run.lb)
-        self._memo_put(self._memo_key(run.data, run.theta_start, run.hess_start), res, run.data)
+        self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), res,
+                       pin=(run.data.X, run.data.y, run.data.U))
         return res
 
     # -- memo of warm refits -------------------------------------------------------------
     _memo_size = 8
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_memo", None)
-        state.pop("_memo_lock", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._memo = OrderedDict()
-        self._memo_lock = threading.Lock()
-
     def clear_memo(self) -> None:
         """Forget the remembered warm refits (benchmarks time a refit from scratch so)."""
-        with self._memo_lock:
-            self._memo.clear()
+        self._memo.clear()
 
     def _memo_key(self, data: ModelData, theta0: np.ndarray, H: np.ndarray) -> tuple:
         H = np.ascontiguousarray(H, dtype=float)
-        return (id(data.X), id(data.y), id(data.U), data_fingerprint(data), data.hyper,
+        mask = data.kernel_mask
+        return (arrays_key(data.X, data.y, data.U), data.hyper,
+                b"" if mask is None else np.packbits(mask).tobytes(),
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                zlib.crc32(np.ascontiguousarray(H).data), self.gtol, self.max_newton,
-                self.local_model)
-
-    def _memo_get(self, key: tuple) -> MAPResult | None:
-        with self._memo_lock:
-            entry = self._memo.get(key)
-        return None if entry is None else entry[1]
-
-    def _memo_put(self, key: tuple, res: MAPResult, data: ModelData) -> None:
-        with self._memo_lock:
-            # the arrays are kept with the entry, so that their ids in the key stay theirs
-            self._memo[key] = ((data.X, data.y, data.U), res)
-            self._memo.move_to_end(key)
-            while len(self._memo) > self._memo_size:
-                self._memo.popitem(last=False)
+                zlib.crc32(H.data), self.gtol, self.max_newton, self.local_model)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:

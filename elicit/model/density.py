@@ -22,15 +22,13 @@ p x p x d array is ever formed.
 
 from __future__ import annotations
 
-import threading
-import zlib
-from collections import OrderedDict
 from functools import cached_property
 
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import expit, gammaln, log_expit
 
+from elicit.internal.cache import LRUCache, arrays_key
 from elicit.model.kernel import kernel, row_blocks
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
@@ -301,12 +299,6 @@ def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
     return val, grad, H
 
 
-def data_fingerprint(data: ModelData) -> tuple[int, ...]:
-    """CRC32 checksums of X, y and U: caches keyed by the arrays' identity check them, so
-    that an array modified in place never serves stale results."""
-    return tuple(zlib.crc32(np.ascontiguousarray(a).data) for a in (data.X, data.y, data.U))
-
-
 class YPartCache:
     """The y-likelihood's value and gradient at a few recent points, for warm refits.
 
@@ -316,25 +308,22 @@ class YPartCache:
     y-likelihood part (which does not depend on the answers) and :func:`log_density` with
     ``cached=True`` reuses it.
 
-    Entries are keyed by the identity of the data arrays (X, y, U), the variant and the
-    hyperparameters of the y-likelihood and the exact bytes of (gamma, tau2), and are checked
-    against a CRC32 of the arrays, so an array modified in place is never served stale values.
+    Entries are keyed by the data arrays (X, y, U: their identity and a checksum,
+    :func:`~elicit.internal.cache.arrays_key`, so an array modified in place is never served
+    stale values), the variant and the hyperparameters of the y-likelihood, the kernel's
+    mask and the exact bytes of (gamma, tau2).
     """
 
     def __init__(self, size: int = 4) -> None:
-        self.size = size
-        self._entries: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = LRUCache(size)
 
     @staticmethod
     def _key(data: ModelData, gamma: np.ndarray, tau2: float) -> tuple:
         h = data.hyper
         mask = data.kernel_mask
-        return (id(data.X), id(data.y), id(data.U), h.variant, float(h.a_sigma),
+        return (arrays_key(data.X, data.y, data.U), h.variant, float(h.a_sigma),
                 float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
                 b"" if mask is None else np.packbits(mask).tobytes())
-
-    _fingerprint = staticmethod(lambda data: data_fingerprint(data))
 
     def remember(self, data: ModelData, mg: Marginal) -> None:
         """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
@@ -345,31 +334,15 @@ class YPartCache:
                 or mask is not None and mine is not None and np.array_equal(mine, mask)):
             return  # a marginal of another kernel
         learned = data.hyper.variant == "learned"
-        entry = ((data.X, data.y, data.U), self._fingerprint(data), mg.value,
-                 mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0)
-        key = self._key(data, mg.gamma, mg.tau2)
-        with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        value = (mg.value, mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0)
+        self._cache.put(self._key(data, mg.gamma, mg.tau2), value, pin=(data.X, data.y, data.U))
 
     def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float):
         """(value, grad_gamma, grad_tau2) of the y-likelihood, or None."""
-        key = self._key(data, gamma, tau2)
-        with self._lock:
-            entry = self._entries.get(key)
-        if entry is None:
-            return None
-        arrays, fp, value, g_gamma, g_tau2 = entry
-        if (arrays[0] is not data.X or arrays[1] is not data.y or arrays[2] is not data.U
-                or fp != self._fingerprint(data)):
-            return None
-        return value, g_gamma, g_tau2
+        return self._cache.get(self._key(data, gamma, tau2))
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self._cache.clear()
 
 
 #: the process-wide cache of y-likelihood parts (see :class:`YPartCache`)
