@@ -317,3 +317,29 @@ def test_y_part_cache_serves_exact_values_and_never_stale_ones(variant):
     np.testing.assert_allclose(log_density(theta, mutable, cached=True)[1],
                                log_density(theta, mutable)[1], rtol=1e-15)
     y_part_cache.clear()
+
+
+# -- the parameter layout ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_parameter_layout_names_the_blocks_of_theta(learned):
+    from elicit.model.layout import TAU2_FLOOR, param_layout
+
+    lay = param_layout(3, learned)
+    assert lay.names == (("gamma", "xi", "tau2") if learned else ("gamma", "xi"))
+    assert lay.size == 4 + learned and lay["gamma"] == slice(0, 3) and lay.index("xi") == 3
+    assert ("tau2" in lay) == learned
+    theta = lay.join({"gamma": [0.5, 1.5, 2.5], "xi": 7.0, "tau2": 0.3})
+    np.testing.assert_array_equal(theta, [0.5, 1.5, 2.5, 7.0, 0.3][:lay.size])
+    np.testing.assert_array_equal(lay.lower_bounds(),
+                                  [0.0, 0.0, 0.0, 0.0, TAU2_FLOOR][:lay.size])
+    assert lay.labels() == ["gamma[0]", "gamma[1]", "gamma[2]", "xi", "tau2"][:lay.size]
+    # the Stan programs' names, both ways
+    stan = lay.to_stan(theta)
+    assert stan == {"gamma": [0.5, 1.5, 2.5], "threshold": 7.0, **({"tau": 0.3} if learned else {})}
+    np.testing.assert_array_equal(lay.from_stan(stan), theta)
+    # the y-likelihood's parameters, in the order of Marginal's derivatives
+    np.testing.assert_array_equal(lay.marginal_index, [0, 1, 2, 4][:3 + learned])
+    with pytest.raises(ValueError, match="block gamma has 3 entries"):
+        lay.index("gamma")

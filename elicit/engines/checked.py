@@ -53,13 +53,15 @@ class CheckedEngine(Engine):
         ref = self.twin.fit(data, init, hessian=hessian if self.twin.uses_hessian else None)
         a = join_theta(res.gamma, res.xi, res.tau2, data)
         b = join_theta(ref.gamma, ref.xi, ref.tau2, data)
+        lay = data.layout
         scale = np.maximum(1.0, np.abs(b))
-        scale[data.d] = max(scale[data.d], data.m)
+        xi = lay.index("xi")
+        scale[xi] = max(scale[xi], data.m)
         self.checks += 1
         if np.all(np.abs(a - b) <= self.rtol * scale):
             return res
         worst = int(np.argmax(np.abs(a - b) / scale))
-        names = [f"gamma[{i}]" for i in range(data.d)] + ["xi", "tau2"]
+        names = lay.labels()
         la, lb = log_density(a, data)[0], log_density(b, data)[0]
         raise EngineError(
             f"--check-engine: {self.engine.name} and its numpy twin disagree on the MAP after "

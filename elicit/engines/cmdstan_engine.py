@@ -19,6 +19,7 @@ import numpy as np
 from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
+from elicit.model.density import join_theta, split_theta
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
@@ -150,11 +151,9 @@ class CmdStanEngine(StanProgramEngine):
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
         """MAP of (gamma, xi[, tau2]) from ``start`` (CmdStan needs no Hessian)."""
-        learned = self.variant == "learned"
-        inits = {"gamma": np.maximum(np.asarray(start.gamma, dtype=float), _INIT_FLOOR),
-                 "threshold": max(float(start.xi), _INIT_FLOOR)}
-        if learned:
-            inits["tau"] = max(float(start.tau2), _INIT_FLOOR)
+        lay = data.layout
+        inits = lay.to_stan(np.maximum(join_theta(start.gamma, start.xi, start.tau2, data),
+                                       _INIT_FLOOR))
         stan_data = data.to_stan()
         model = self._compile(*self.program(data))
 
@@ -182,15 +181,15 @@ class CmdStanEngine(StanProgramEngine):
         # The estimates by column name ("gamma[1]", "threshold", ...): stan_variable() logs a
         # warning for every scalar it returns (its return type is to change).
         est = fit.optimized_params_dict
-        gamma = np.array([est[f"gamma[{k}]"] for k in range(1, data.d + 1)], dtype=float)
+        gamma, xi, tau2 = split_theta(lay.from_stan({
+            b.stan: [est[f"{b.stan}[{k}]"] for k in range(1, b.size + 1)] if b.vector
+            else est[b.stan] for b in lay.blocks}), data)
         iters = fit.optimized_iterations_np
         message = f"CmdStan optimize ({used})"
         if errors:
             message += "; earlier attempts: " + " | ".join(errors)
         return MAPResult(
-            gamma=gamma, xi=float(est["threshold"]),
-            tau2=float(est["tau"]) if learned else data.hyper.tau2,
-            log_density=float(est["lp__"]),
+            gamma=gamma, xi=xi, tau2=tau2, log_density=float(est["lp__"]),
             converged=bool(fit.converged), engine=self.name,
             n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
             message=message, U=data.U)

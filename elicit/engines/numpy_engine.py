@@ -138,10 +138,12 @@ class NumpyEngine(Engine):
     def _lbfgs(self, theta0: np.ndarray, data: ModelData, lb: np.ndarray) -> MAPResult:
         # Work in scaled coordinates so that xi (prior mean m, possibly in the thousands) and
         # tau2 (possibly 1e-2) are of order one, like gamma.
+        lay = data.layout
         scale = np.maximum(np.abs(theta0), 1.0)
-        scale[: data.d] = 1.0
-        if data.hyper.variant == "learned":
-            scale[-1] = max(theta0[-1], 1e-3)
+        scale[lay["gamma"]] = 1.0
+        if "tau2" in lay:
+            t = lay.index("tau2")
+            scale[t] = max(theta0[t], 1e-3)
 
         def negf(z):
             v, g = log_density(z * scale, data)

@@ -25,7 +25,8 @@ from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.internal.locks import file_lock
 from elicit.model.result import MAPResult
-from elicit.model.spec import CONTRACT_PARAMS, ModelData, Params
+from elicit.model.density import join_theta, split_theta
+from elicit.model.spec import ModelData, Params
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
 #: itself is unreachable; 1e-10 is far below any scale that changes the density.
@@ -178,12 +179,10 @@ class PyStanEngine(StanProgramEngine):
         # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
         # order) and checks that every transform is the lower=0 one, u = log(x), that the
         # Jacobian correction of the optimiser assumes.
-        d = data.d
-        probe = 1.0 + 0.37 * np.arange(d + 1 + (self.variant == "learned"))
-        pars = {"gamma": probe[:d].tolist(), "threshold": float(probe[d])}
-        if self.variant == "learned":
-            pars["tau"] = float(probe[d + 1])
-        names = ", ".join(CONTRACT_PARAMS[self.variant])
+        lay = data.layout
+        probe = 1.0 + 0.37 * np.arange(lay.size)
+        pars = lay.to_stan(probe)
+        names = ", ".join(b.stan for b in lay.blocks)
         try:
             u = np.asarray(_sync(model.unconstrain_pars, pars), dtype=float)
         except (RuntimeError, KeyError, ValueError) as exc:
@@ -202,15 +201,11 @@ class PyStanEngine(StanProgramEngine):
              hessian: np.ndarray | None) -> MAPResult:
         """MAP of (gamma, xi[, tau2]) from ``start`` (L-BFGS-B needs no Hessian)."""
         model, order = self.model(data)
-        learned = self.variant == "learned"
-        d, m = data.d, data.m
-        extra = [start.xi, start.tau2] if learned else [start.xi]
-        theta0 = np.concatenate([np.asarray(start.gamma, dtype=float),
-                                 np.asarray(extra, dtype=float)])
+        theta0 = join_theta(start.gamma, start.xi, start.tau2, data)
         # xi lives on the scale of the prior mean m (thousands for raw word counts), gamma on
         # the scale of 1: optimise xi / m so that all coordinates are of order one.
         scale = np.ones_like(theta0)
-        scale[d] = m
+        scale[data.layout.index("xi")] = data.m
         lb = np.full_like(theta0, _FLOOR)
         z0 = np.maximum(theta0, lb) / scale
 
@@ -240,10 +235,9 @@ class PyStanEngine(StanProgramEngine):
         # stops progress: accept it when the projected gradient vanishes.
         pg = np.where((x <= lb * (1 + 1e-9)) & (g > 0), 0.0, g)
         converged = bool(np.isfinite(fval) and (res.success or np.max(np.abs(pg)) < 1e-5))
+        gamma, xi, tau2 = split_theta(x, data)
         return MAPResult(
-            gamma=x[:d].copy(), xi=float(x[d]),
-            tau2=float(x[d + 1]) if learned else data.hyper.tau2,
-            log_density=-float(fval), converged=converged, engine=self.name,
-            n_iter=int(res.nit), message=f"L-BFGS-B on PyStan log_prob: {res.message}",
+            gamma=gamma, xi=xi, tau2=tau2, log_density=-float(fval), converged=converged,
+            engine=self.name, n_iter=int(res.nit), message=f"L-BFGS-B on PyStan log_prob: {res.message}",
             U=data.U,
         )

@@ -35,22 +35,19 @@ from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
 
 def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:
     """(gamma, xi, tau2) from a parameter vector (tau2 is the fixed value if not learned)."""
-    d = data.d
-    tau2 = float(theta[d + 1]) if data.hyper.variant == "learned" else data.hyper.tau2
-    return theta[:d], float(theta[d]), tau2
+    lay = data.layout
+    tau2 = float(theta[lay.index("tau2")]) if "tau2" in lay else data.hyper.tau2
+    return theta[lay["gamma"]], float(theta[lay.index("xi")]), tau2
 
 
 def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData) -> np.ndarray:
-    extra = [xi, tau2] if data.hyper.variant == "learned" else [xi]
-    return np.concatenate([np.asarray(gamma, dtype=float), np.asarray(extra, dtype=float)])
+    """The parameter vector of (gamma, xi, tau2) (tau2 left out unless it is learned)."""
+    return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2})
 
 
 def lower_bounds(data: ModelData) -> np.ndarray:
     """Lower bounds of theta: gamma, xi >= 0 and tau2 kept strictly positive."""
-    lb = np.zeros(data.d + 1 + (data.hyper.variant == "learned"))
-    if data.hyper.variant == "learned":
-        lb[-1] = 1e-10
-    return lb
+    return data.layout.lower_bounds()
 
 
 class Marginal:
@@ -360,7 +357,6 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
     gamma, _, tau2 = split_theta(theta, data)
     learned = data.hyper.variant == "learned"
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
-    d = data.d
     hit = y_part_cache.lookup(data, gamma, tau2) if cached and marginal is None else None
     if hit is not None:
         y_val, g_gamma, g_tau2 = hit
@@ -368,9 +364,10 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
         mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
         y_val, g_gamma = mg.value, mg.grad_gamma()
         g_tau2 = mg.grad_tau2() if learned else 0.0
-    grad[:d] += g_gamma
+    lay = data.layout
+    grad[lay["gamma"]] += g_gamma
     if learned:
-        grad[d + 1] += g_tau2
+        grad[lay.index("tau2")] += g_tau2
     return y_val + val, grad
 
 
@@ -382,14 +379,9 @@ def hessian_base(theta: np.ndarray, data: ModelData,
     mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
     no_fb = data.with_feedback(np.zeros((0, 2), dtype=int), np.zeros(0, dtype=int))
     _, _, H = _prior_and_feedback(theta, no_fb, hess=True)
-    learned = data.hyper.variant == "learned"
-    Hy = mg.hessian(learned)
-    d = data.d
-    H[:d, :d] += Hy[:d, :d]
-    if learned:
-        H[:d, d + 1] += Hy[:d, d]
-        H[d + 1, :d] += Hy[d, :d]
-        H[d + 1, d + 1] += Hy[d, d]
+    Hy = mg.hessian(data.hyper.variant == "learned")
+    idx = data.layout.marginal_index
+    H[np.ix_(idx, idx)] += Hy
     return H
 
 

@@ -53,6 +53,7 @@ import numpy as np
 from elicit.errors import ElicitError
 from elicit.internal.memory import memory_limit
 from elicit.model.kernel import pair_weights
+from elicit.model.layout import ParamLayout, param_layout
 from elicit.model.variants import PAPER, get_model
 
 Variant = Literal["fixed", "learned"]
@@ -194,6 +195,11 @@ class ModelData:
         if c is None or not get_model(self.hyper.model).known_coupling or c.all():
             return None
         return c
+
+    @property
+    def layout(self) -> ParamLayout:
+        """The blocks of this fit's parameter vector theta (:mod:`elicit.model.layout`)."""
+        return param_layout(self.d, self.hyper.variant == "learned")
 
     @property
     def n(self) -> int:

@@ -1,0 +1,131 @@
+"""The parameter vector theta of a fit and its named blocks.
+
+Every engine and every numpy code path works on one flat vector
+
+    theta = (gamma_1..gamma_d, xi[, tau2])
+
+(tau2 only when it is learned). :class:`ParamLayout` names its blocks, where each one sits,
+its lower bound and its name in the Stan programs, so that code reads ``theta[lay["gamma"]]``
+instead of ``theta[:d]`` and a new block (say, per-feature relevance scales) is one new
+:class:`Block` in :func:`param_layout` plus the code that uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+#: tau2 is kept strictly positive: S = I + tau2 X K X' and the InvGamma prior need tau2 > 0
+TAU2_FLOOR = 1e-10
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of theta.
+
+    Attributes
+    ----------
+    name
+        The paper's symbol (``gamma``, ``xi``, ``tau2``).
+    stan
+        The parameter's name in the Stan programs (``gamma``, ``threshold``, ``tau``).
+    size
+        Number of entries.
+    lower
+        Lower bound of every entry.
+    vector
+        Whether the Stan program declares a vector (else a real: ``size`` is 1).
+    """
+
+    name: str
+    stan: str
+    size: int
+    lower: float
+    vector: bool = False
+
+
+class ParamLayout:
+    """The blocks of theta, in order; see the module docstring.
+
+    ``lay[name]`` is the slice of a block, :meth:`index` the position of a one-entry block.
+    """
+
+    def __init__(self, blocks: tuple[Block, ...]) -> None:
+        self.blocks = tuple(blocks)
+        self._slices: dict[str, slice] = {}
+        start = 0
+        for b in self.blocks:
+            self._slices[b.name] = slice(start, start + b.size)
+            start += b.size
+        #: length of theta
+        self.size = start
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._slices
+
+    def __getitem__(self, name: str) -> slice:
+        return self._slices[name]
+
+    def index(self, name: str) -> int:
+        """Position of the one-entry block ``name`` (``xi``, ``tau2``)."""
+        sl = self._slices[name]
+        if sl.stop - sl.start != 1:
+            raise ValueError(f"block {name} has {sl.stop - sl.start} entries, not one")
+        return sl.start
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.blocks)
+
+    def lower_bounds(self) -> np.ndarray:
+        """Lower bounds of theta (a new array)."""
+        lb = np.zeros(self.size)
+        for b in self.blocks:
+            lb[self._slices[b.name]] = b.lower
+        return lb
+
+    def join(self, values: Mapping[str, np.ndarray | float]) -> np.ndarray:
+        """theta from one value per block."""
+        theta = np.empty(self.size)
+        for b in self.blocks:
+            theta[self._slices[b.name]] = values[b.name]
+        return theta
+
+    def to_stan(self, theta: np.ndarray) -> dict[str, list[float] | float]:
+        """theta as the Stan programs' named parameters (a vector block as a list)."""
+        return {b.stan: theta[self[b.name]].tolist() if b.vector else float(theta[self[b.name]][0])
+                for b in self.blocks}
+
+    def from_stan(self, values: Mapping[str, np.ndarray | float]) -> np.ndarray:
+        """theta from the Stan programs' named parameters."""
+        return self.join({b.name: values[b.stan] for b in self.blocks})
+
+    def labels(self) -> list[str]:
+        """One label per entry (``gamma[0]``, ..., ``xi``, ``tau2``), for messages."""
+        return [f"{b.name}[{i}]" if b.vector else b.name
+                for b in self.blocks for i in range(b.size)]
+
+    @cached_property
+    def marginal_index(self) -> np.ndarray:
+        """Positions of the parameters the marginal likelihood of y depends on, in the order
+        of :class:`~elicit.model.density.Marginal`'s derivatives: gamma, then tau2 if it is
+        learned."""
+        idx = list(range(self.size))[self["gamma"]]
+        if "tau2" in self:
+            idx.append(self.index("tau2"))
+        return np.array(idx, dtype=int)
+
+    def __repr__(self) -> str:
+        return f"ParamLayout({', '.join(f'{b.name}[{b.size}]' for b in self.blocks)})"
+
+
+@lru_cache(maxsize=64)
+def param_layout(d: int, learned: bool) -> ParamLayout:
+    """The layout of theta with ``d`` meta-features: ``(gamma, xi[, tau2])``."""
+    blocks = [Block("gamma", "gamma", d, 0.0, vector=True), Block("xi", "threshold", 1, 0.0)]
+    if learned:
+        blocks.append(Block("tau2", "tau", 1, TAU2_FLOOR))
+    return ParamLayout(tuple(blocks))
