@@ -11,22 +11,32 @@ import json
 import numpy as np
 import pytest
 from conftest import make_small_data
+from scipy import special, stats
 from test_density import _theta, assert_derivatives_match_finite_differences
 from test_stan_engines import make_data, rel_diff
 
 from elicit.cli.main import main
 from elicit.elicitation.elicitor import Elicitor
 from elicit.engines.base import shipped_stan_file
-from elicit.engines.contract import check_stan_contract, detect_variant
+from elicit.engines.contract import check_stan_contract
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import SweepConfig
 from elicit.model.batch import BatchDensity
-from elicit.model.density import log_density
+from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
-from elicit.model.variants import MODELS, PAPER, TIED_THRESHOLD_SD, get_model
+from elicit.model.priors import ThresholdPrior
+from elicit.model.variants import (
+    GENERAL_PROGRAMS,
+    MODELS,
+    PAPER,
+    TIED_THRESHOLD_SD,
+    ModelVariant,
+    get_model,
+    register_model,
+)
 from elicit.prior.setup import coupled_features
 
 NEW_MODELS = [m for m in MODELS if m != PAPER]
@@ -63,20 +73,39 @@ def test_shipped_programs_follow_their_contract(model, variant):
     path = shipped_stan_file(variant, model)
     assert path.name == get_model(model).stan_name(variant)
     check_stan_contract(path, variant, model)
-    assert detect_variant(path) == variant
+    other = "learned" if variant == "fixed" else "fixed"
+    with pytest.raises(ElicitError, match=f"is this a {variant}-tau2 program"):
+        check_stan_contract(path, other, model)
     code = path.read_text()
-    # The prior sd of xi in the program is the registry's (the numpy twin reads the registry).
-    if get_model(model).threshold_sd == TIED_THRESHOLD_SD:
-        assert f"threshold_mean * {TIED_THRESHOLD_SD:g})" in code
+    # The paper's program states m/2; the others take the prior sd of xi as data, which
+    # to_stan fills from the registry (as the numpy twin reads it).
+    if model == PAPER:
+        assert "threshold ~ normal(threshold_mean, threshold_mean / 2);" in code
+        assert "threshold_sd" not in code and "coupled" not in code
     else:
-        assert "threshold_mean / 2)" in code
+        assert "threshold ~ normal(threshold_mean, threshold_mean * threshold_sd);" in code
+        data = with_model(make_small_data(variant), model, coupled=some_coupled(10)).to_stan()
+        assert data["threshold_sd"] == get_model(model).threshold_sd
+        assert data["coupled"].tolist() == ([1] * 7 + [0] * 3 if get_model(model).known_coupling
+                                            else [1] * 10)
+
+
+def test_one_general_program_per_tau2_variant():
+    # the named variants other than the paper's share one program per tau2 variant
+    files = {shipped_stan_file(v, m) for m in MODELS for v in VARIANTS}
+    assert sorted(f.name for f in files) == [
+        "elicit_fixed_tau.stan", "elicit_general_fixed_tau.stan",
+        "elicit_general_learned_tau.stan", "elicit_learned_tau.stan"]
+    assert get_model("tied-threshold").threshold_sd == TIED_THRESHOLD_SD
 
 
 def test_contract_check_asks_for_the_models_extra_data():
     paper_file = shipped_stan_file("fixed")
-    with pytest.raises(ElicitError, match=r"of model 'known-coupling': data block lacks coupled"):
-        check_stan_contract(paper_file, "fixed", "known-coupling")
-    check_stan_contract(paper_file, "fixed", "tied-threshold")  # no extra data
+    for model in NEW_MODELS:
+        with pytest.raises(ElicitError, match=f"of model '{model}': data block lacks "
+                                              "threshold_sd, coupled"):
+            check_stan_contract(paper_file, "fixed", model)
+    check_stan_contract(shipped_stan_file("fixed", "tied-threshold"), "fixed", PAPER)
 
 
 def test_coupled_mask_is_validated():
@@ -214,6 +243,132 @@ def test_estimator_from_answers_keeps_the_model():
     assert est.model == "tied-threshold"
 
 
+# -- a variant registered from outside the package ------------------------------------------
+
+
+class Probit:
+    """A toy link: ``p(f = 1 | z) = Phi(z)``, the standard normal cdf (not in elicit)."""
+
+    name = "probit"
+
+    @staticmethod
+    def _mills(z):
+        # phi(z) / Phi(z), from logs: no 0/0 far in the lower tail
+        return np.exp(stats.norm.logpdf(z) - special.log_ndtr(z))
+
+    def prob(self, z):
+        return special.ndtr(z)
+
+    def log_lik(self, z, f):
+        return f * special.log_ndtr(z) + (1 - f) * special.log_ndtr(-z)
+
+    def score(self, z, f):
+        return f * self._mills(z) - (1 - f) * self._mills(-z)
+
+    def curvature(self, z, f):
+        m1, m0 = self._mills(z), self._mills(-z)
+        return f * m1 * (z + m1) + (1 - f) * m0 * (m0 - z)
+
+
+@pytest.fixture
+def probit_model():
+    """A probit variant registered as a user would, removed again afterwards."""
+    variant = register_model(ModelVariant("probit-test", "answers follow a probit link",
+                                          link=Probit()))
+    yield variant
+    MODELS.pop(variant.name)
+
+
+def test_registered_probit_variant_density_matches_independent_formula(probit_model, variant):
+    base = make_small_data(variant, n_feedback=6)
+    data = with_model(base, probit_model.name)
+    assert data.variant is probit_model and data.link is probit_model.link
+    # derivatives of the whole log density against finite differences
+    assert_derivatives_match_finite_differences(data)
+    # the value: the paper's density with the logistic feedback terms swapped for probit
+    # ones, evaluated with scipy.stats
+    theta = _theta(data)
+    gamma, xi = theta[:data.d], theta[data.d]
+    z = xi - pair_weights(data.U, data.pairs) @ gamma
+    logit_terms = stats.bernoulli(special.expit(z)).logpmf(data.f).sum()
+    probit_terms = np.where(data.f == 1, stats.norm.logcdf(z), stats.norm.logsf(z)).sum()
+    np.testing.assert_allclose(log_density(theta, data)[0],
+                               log_density(theta, with_model(base, PAPER))[0]
+                               - logit_terms + probit_terms, rtol=1e-12)
+    # the batched density (the utility's refits) reads the same link
+    new_pairs = np.array([[0, 8], [1, 2]])
+    thetas = np.stack([_theta(data, 1), _theta(data, 2)])
+    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 0)(thetas, np.arange(2))
+    for c in range(2):
+        dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 0))
+        v, g = log_density(thetas[c], dc)
+        np.testing.assert_allclose(val[c], v, rtol=1e-10)
+        np.testing.assert_allclose(grad[c], g, rtol=1e-8, atol=1e-8 * np.max(np.abs(g)))
+
+
+def test_numpy_engine_fits_a_registered_probit_variant(probit_model, variant):
+    base = make_small_data(variant, n_feedback=6)
+    data = with_model(base, probit_model.name)
+    engine = NumpyEngine(variant)
+    cold = engine.fit(data)
+    assert cold.converged
+    theta = join_theta(cold.gamma, cold.xi, cold.tau2, data)
+    lb = lower_bounds(data)
+    v, g = log_density(theta, data)
+    pg = np.where((theta <= lb) & (g < 0), 0.0, g)
+    pg[data.d] *= data.m                          # xi on the scale of its prior mean
+    assert np.max(np.abs(pg)) < 1e-4
+    assert cold.log_density == v
+    # the link matters: the probit MAP is not the logistic one
+    paper = NumpyEngine(variant).fit(with_model(base, PAPER))
+    assert np.max(np.abs(cold.gamma - paper.gamma)) > 1e-3
+    # a warm Newton refit after one more answer reaches the cold fit of the new data
+    more = data.with_feedback(np.vstack([data.pairs, [0, 9]]), np.append(data.f, 1))
+    warm = engine.fit(more, init=cold, hessian=hessian_base(theta, data))
+    again = NumpyEngine(variant).fit(more)
+    assert "Newton" in warm.message and warm.converged and again.converged
+    scale = np.ones(len(theta))
+    scale[data.d] = data.m
+    np.testing.assert_allclose(join_theta(warm.gamma, warm.xi, warm.tau2, more) / scale,
+                               join_theta(again.gamma, again.xi, again.tau2, more) / scale,
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_registered_variant_without_programs_is_refused_by_stan_engines(probit_model):
+    from elicit.engines.pystan_engine import PyStanEngine
+
+    data = with_model(make_small_data(), probit_model.name)
+    with pytest.raises(ElicitError, match="model 'probit-test' has no shipped Stan program; "
+                                          "fit it with the numpy engine"):
+        PyStanEngine("fixed").fit(data)
+    assert "probit-test: answers follow a probit link" in probit_model.describe()
+
+
+def test_register_model_refuses_what_it_cannot_run(probit_model):
+    with pytest.raises(ElicitError, match="model 'probit-test' is already registered"):
+        register_model(ModelVariant("probit-test", "again", link=Probit()))
+    class NoCurvature(Probit):
+        curvature = None
+
+    with pytest.raises(ElicitError, match=r"'no-curvature': its link lacks curvature \(see "):
+        register_model(ModelVariant("no-curvature", "x", link=NoCurvature()))
+    # the general Stan program states the logistic link only
+    with pytest.raises(ElicitError, match="cannot state it .*set programs=None"):
+        register_model(ModelVariant("probit-stan", "x", link=Probit(),
+                                    programs=GENERAL_PROGRAMS))
+    with pytest.raises(ElicitError, match="register_model takes a ModelVariant"):
+        register_model("probit")
+    assert "no-curvature" not in MODELS and "probit-stan" not in MODELS
+    # a variant the general program can state may use it
+    wide = register_model(ModelVariant("wide-threshold", "xi ~ N+(m, m)",
+                                       xi_prior=ThresholdPrior(1.0), programs=GENERAL_PROGRAMS))
+    try:
+        d = with_model(make_small_data(), wide.name).to_stan()
+        assert d["threshold_sd"] == 1.0 and shipped_stan_file("fixed", wide.name).is_file()
+    finally:
+        MODELS.pop(wide.name)
+
+
 # -- the command line and sweeps -----------------------------------------------------------
 
 def test_models_command_lists_every_model_and_its_programs(capsys):
@@ -222,7 +377,8 @@ def test_models_command_lists_every_model_and_its_programs(capsys):
     for m in MODELS.values():
         assert f"{m.name}: {m.assumes}" in out
         assert f"stan/{m.stan_name('fixed')}, stan/{m.stan_name('learned')}" in out
-    assert "(extra data: coupled)" in out
+    assert "(data: threshold_sd = 0.02, coupled)" in out
+    assert "(data: threshold_sd = 0.5, coupled)" in out    # known-coupling
 
 
 @pytest.mark.parametrize("argv", [

@@ -124,9 +124,7 @@ def cmd_models(args: argparse.Namespace) -> None:
     from elicit.model.variants import MODELS
 
     for m in MODELS.values():
-        print(f"{m.name}: {m.assumes}")
-        print(f"    stan/{m.stan_name('fixed')}, stan/{m.stan_name('learned')}"
-              + (f" (extra data: {', '.join(m.extra_data)})" if m.extra_data else ""))
+        print(m.describe())
 
 
 COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, "models": cmd_models,

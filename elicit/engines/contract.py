@@ -62,18 +62,6 @@ def _read(path: str | Path) -> tuple[Path, dict[str, str]]:
     return path, blocks
 
 
-def detect_variant(path: str | Path) -> str:
-    """``"learned"`` if the program declares ``tau`` as a parameter, else ``"fixed"``.
-
-    Raises
-    ------
-    ElicitError
-        If the file does not exist.
-    """
-    _, blocks = _read(path)
-    return "learned" if "tau" in _declared(blocks.get("parameters", "")) else "fixed"
-
-
 def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> None:
     """Raise :class:`~elicit.model.ElicitError` unless ``path`` declares the contract names.
 
@@ -85,7 +73,8 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> N
         ``"fixed"`` or ``"learned"``.
     model
         The named model (:mod:`elicit.model.variants`) whose extra data the program must
-        also declare (``coupled`` for the known-coupling models).
+        also declare (its knobs ``threshold_sd`` and ``coupled``, for every model but the
+        paper's).
 
     Raises
     ------

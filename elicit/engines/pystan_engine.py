@@ -24,8 +24,8 @@ from scipy.optimize import minimize
 from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.result import MAPResult
 from elicit.model.density import join_theta, split_theta
+from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
@@ -238,6 +238,6 @@ class PyStanEngine(StanProgramEngine):
         gamma, xi, tau2 = split_theta(x, data)
         return MAPResult(
             gamma=gamma, xi=xi, tau2=tau2, log_density=-float(fval), converged=converged,
-            engine=self.name, n_iter=int(res.nit), message=f"L-BFGS-B on PyStan log_prob: {res.message}",
-            U=data.U,
+            engine=self.name, n_iter=int(res.nit),
+            message=f"L-BFGS-B on PyStan log_prob: {res.message}", U=data.U,
         )

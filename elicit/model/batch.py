@@ -14,10 +14,13 @@ has its own backtracking step and active set.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, gammaln, log_expit
+from scipy.special import gammaln
 
+from elicit.model import terms
 from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
-from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
+from elicit.model.kernel import coupling_matrix, kernel_stack
+from elicit.model.spec import ModelData
+from elicit.model.terms import prior_terms
 
 
 def flops_per_eval(data: ModelData) -> float:
@@ -52,27 +55,19 @@ class BatchDensity:
         self.f_new = f_new
         self.learned = data.hyper.variant == "learned"
         self.U2 = data.U * data.U
-        # Known-coupling models: K_ij survives only when i, j are both coupled (diagonal kept).
-        c = data.kernel_mask
-        self.K_mask = None if c is None else (np.outer(c, c) | np.eye(len(c), dtype=bool))
+        self.keep = coupling_matrix(data.kernel_mask)
+        self.f_new_arr = np.array([f_new])
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
         data = self.data
         X, y, U = data.X, data.y, data.U
-        n, d = data.n, data.d
-        h = data.hyper
+        n = data.n
+        h, lay = data.hyper, data.layout
         th = theta[idx]
-        gamma = th[:, :d]
-        xi = th[:, d]
-        tau2 = th[:, d + 1] if self.learned else np.full(len(th), h.tau2)
-        # kernel (C, p, p)
-        sq = self.U2 @ gamma.T                                     # (p, C)
-        cross = (U[None, :, :] * gamma[:, None, :]) @ U.T
-        D = sq.T[:, :, None] + sq.T[:, None, :] - 2.0 * cross
-        K = np.exp(-0.5 * np.maximum(D, 0.0))
-        if self.K_mask is not None:
-            K *= self.K_mask
+        gamma = th[:, lay["gamma"]]
+        tau2 = th[:, lay.index("tau2")] if self.learned else np.full(len(th), h.tau2)
+        K = kernel_stack(U, gamma, self.keep, self.U2)
         XK = X @ K                                                 # (C, n, p)
         B = tau2[:, None, None] * (XK @ X.T)
         S = B + np.eye(n)
@@ -91,32 +86,21 @@ class BatchDensity:
         r = R.sum(axis=2)
         RU = R @ U
         grad = np.zeros_like(th)
-        grad[:, :d] = -tau2[:, None] * (r @ self.U2 - np.einsum("pl,cpl->cl", U, RU))
+        grad[:, lay["gamma"]] = -tau2[:, None] * (r @ self.U2 - np.einsum("pl,cpl->cl", U, RU))
         if self.learned:
-            grad[:, d + 1] = np.einsum("cij,cij->c", G, B) / tau2
-        # priors
-        value += -0.5 * np.sum((gamma - GAMMA_MEAN) ** 2, axis=1) / GAMMA_SD**2
-        grad[:, :d] += -(gamma - GAMMA_MEAN) / GAMMA_SD**2
-        m, sd = data.m, data.m * h.xi_sd
-        value += -0.5 * (xi - m) ** 2 / sd**2
-        grad[:, d] += -(xi - m) / sd**2
-        if self.learned:
-            value += -(h.a_tau + 1.0) * np.log(tau2) - h.b_tau / tau2
-            grad[:, d + 1] += -(h.a_tau + 1.0) / tau2 + h.b_tau / tau2**2
+            grad[:, lay.index("tau2")] = np.einsum("cij,cij->c", G, B) / tau2
+        for name, v, g, _ in prior_terms(th, data):
+            value += v
+            grad[:, lay.at(name)] += g
         # feedback: the answers so far plus this candidate's hypothetical one
-        W, f = data.W_f, data.f
-        if len(f):
-            z = xi[:, None] - gamma @ W.T                           # (C, N_f)
-            value += np.sum(f * log_expit(z) + (1 - f) * log_expit(-z), axis=1)
-            res = f - expit(z)
-            grad[:, :d] -= res @ W
-            grad[:, d] += res.sum(axis=1)
-        wn = self.w_new[idx]
-        zn = xi - np.einsum("cl,cl->c", gamma, wn)
-        value += log_expit(zn) if self.f_new == 1 else log_expit(-zn)
-        rn = self.f_new - expit(zn)
-        grad[:, :d] -= rn[:, None] * wn
-        grad[:, d] += rn
+        if len(data.f):
+            v, g, _ = terms.feedback_terms(data.link, data.W_f, data.f, th, lay, hess=False)
+            value += v
+            grad += g
+        v, g, _ = terms.feedback_terms(data.link, self.w_new[idx][:, None, :], self.f_new_arr,
+                                       th, lay, hess=False)
+        value += v
+        grad += g
         mean = y[None, :] - alpha
         var = (b_star / (a_star - 1.0))[:, None] * (2.0 - np.einsum("cii->ci", Sinv))
         # A trial point where S = I + tau2 X K X' is not numerically positive definite (a
@@ -151,27 +135,12 @@ def _stacked_cholesky(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
                     hess: bool):
-    d = data.d
-    C, k = theta.shape
-    gamma, xi = theta[:, :d], theta[:, d]
+    """The feedback terms of each row c of ``theta``: the answers so far and ``w_new[c]``."""
+    C, d = len(theta), data.d
     Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
                            w_new[:, None, :]], axis=1)                 # (C, N_f + 1, d)
     fall = np.append(data.f, f_new).astype(float)
-    z = xi[:, None] - np.einsum("cfl,cl->cf", Wall, gamma)
-    value = np.sum(fall * log_expit(z) + (1.0 - fall) * log_expit(-z), axis=1)
-    sig = expit(z)
-    res = fall - sig
-    grad = np.zeros((C, k))
-    grad[:, :d] = -np.einsum("cf,cfl->cl", res, Wall)
-    grad[:, d] = res.sum(axis=1)
-    H = None
-    if hess:
-        c = sig * (1.0 - sig)
-        V = np.zeros((C, Wall.shape[1], k))
-        V[:, :, :d] = -Wall
-        V[:, :, d] = 1.0
-        H = -np.matmul(V.transpose(0, 2, 1) * c[:, None, :], V)
-    return value, grad, H
+    return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess)
 
 
 def _projected_steps(H: np.ndarray, g: np.ndarray, theta: np.ndarray,
@@ -291,15 +260,17 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     C = len(w_new)
     bd = BatchDensity(data, w_new, f_new)
     theta = np.repeat(theta0[None, :], C, axis=0)
-    gamma0, _, tau2_0 = split_theta(theta0, data)
+    gamma0, xi0, tau2_0 = split_theta(theta0, data)
     mg = marginal if marginal is not None else Marginal.from_data(data, gamma0, tau2_0)
     v0, g0 = log_density(theta0, data, mg)
-    zn = theta0[data.d] - w_new @ gamma0
-    value = v0 + (log_expit(zn) if f_new == 1 else log_expit(-zn))
-    rn = f_new - expit(zn)
+    # the start is shared: only each candidate's new answer term differs
+    zn = xi0 - w_new @ gamma0
+    value = v0 + data.link.log_lik(zn, f_new)
+    rn = data.link.score(zn, f_new)
+    lay = data.layout
     grad = np.repeat(g0[None, :], C, axis=0)
-    grad[:, :data.d] -= rn[:, None] * w_new
-    grad[:, data.d] += rn
+    grad[:, lay["gamma"]] -= rn[:, None] * w_new
+    grad[:, lay.index("xi")] += rn
     m0, var0 = mg.predictive()
     mean = np.repeat(m0[None, :], C, axis=0)
     var = np.repeat(var0[None, :], C, axis=0)

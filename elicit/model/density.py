@@ -26,11 +26,13 @@ from functools import cached_property
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import expit, gammaln, log_expit
+from scipy.special import gammaln
 
 from elicit.internal.cache import LRUCache, arrays_key
+from elicit.model import terms
 from elicit.model.kernel import kernel, row_blocks
-from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData
+from elicit.model.spec import ModelData
+from elicit.model.terms import prior_terms
 
 
 def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:
@@ -242,28 +244,18 @@ class Marginal:
 
 def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
     """Log prior + feedback log likelihood, its gradient and (optionally) Hessian."""
-    gamma, xi, tau2 = split_theta(theta, data)
-    d, m, h = data.d, data.m, data.hyper
-    learned = h.variant == "learned"
+    lay = data.layout
     k = len(theta)
     grad = np.zeros(k)
-    # gamma ~ N+(1, 0.5); xi ~ N+(m, c m) (c = 1/2 in the paper's model, smaller when the
-    # threshold is tied); tau2 ~ InvGamma(a_tau, b_tau) (constants dropped)
-    val = -0.5 * np.sum((gamma - GAMMA_MEAN) ** 2) / GAMMA_SD**2
-    grad[:d] = -(gamma - GAMMA_MEAN) / GAMMA_SD**2
-    sd_xi = m * h.xi_sd
-    val += -0.5 * (xi - m) ** 2 / sd_xi**2
-    grad[d] = -(xi - m) / sd_xi**2
-    if learned:
-        val += -(h.a_tau + 1.0) * np.log(tau2) - h.b_tau / tau2
-        grad[d + 1] = -(h.a_tau + 1.0) / tau2 + h.b_tau / tau2**2
-    H = None
-    if hess:
-        H = np.zeros((k, k))
-        H[np.arange(d), np.arange(d)] = -1.0 / GAMMA_SD**2
-        H[d, d] = -1.0 / sd_xi**2
-        if learned:
-            H[d + 1, d + 1] = (h.a_tau + 1.0) / tau2**2 - 2.0 * h.b_tau / tau2**3
+    H = np.zeros((k, k)) if hess else None
+    val = None
+    for name, v, g, c in prior_terms(theta, data):
+        val = v if val is None else val + v
+        sl = lay[name]
+        grad[sl] = g
+        if H is not None:
+            i = np.arange(sl.start, sl.stop)
+            H[i, i] = c
     fb_val, fb_grad, fb_H = feedback_terms(theta, data, hess)
     grad += fb_grad
     if hess:
@@ -272,28 +264,9 @@ def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
 
 
 def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
-    """sum_k log Bernoulli-logit(f_k | xi - w_k . gamma), its gradient and Hessian."""
-    k = len(theta)
-    d = data.d
-    grad = np.zeros(k)
-    H = np.zeros((k, k)) if hess else None
-    if len(data.f) == 0:
-        return 0.0, grad, H
-    gamma, xi, _ = split_theta(theta, data)
-    W = data.W_f
-    z = xi - W @ gamma
-    f = data.f
-    val = float(np.sum(f * log_expit(z) + (1 - f) * log_expit(-z)))
-    s = expit(z)
-    r = f - s
-    grad[:d] = -W.T @ r
-    grad[d] = np.sum(r)
-    if H is not None:
-        c = s * (1.0 - s)
-        H[:d, :d] = -(W.T * c) @ W
-        H[:d, d] = H[d, :d] = W.T @ c
-        H[d, d] = -np.sum(c)
-    return val, grad, H
+    """The feedback log likelihood ``sum_k log p(f_k | xi - w_k . gamma)`` under the model's
+    link, its gradient and Hessian (:func:`elicit.model.terms.feedback_terms`)."""
+    return terms.feedback_terms(data.link, data.W_f, data.f, theta, data.layout, hess)
 
 
 class YPartCache:

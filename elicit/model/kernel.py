@@ -63,6 +63,33 @@ def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) 
     return K
 
 
+def coupling_matrix(coupled: np.ndarray | None) -> np.ndarray | None:
+    """The entries of K a coupled set J keeps, as a p x p boolean matrix: i and j both in J,
+    or i = j (``None`` for ``None``: every entry)."""
+    if coupled is None:
+        return None
+    return np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
+
+
+def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None = None,
+                 U2: np.ndarray | None = None) -> np.ndarray:
+    """:func:`kernel` for each row of ``gammas`` (C, d): shape (C, p, p).
+
+    ``keep`` is :func:`coupling_matrix` of the coupled set (the same K as :func:`kernel` with
+    ``coupled``), ``U2`` the squared meta-features when the caller has them. All C kernels
+    are formed at once, for the batched refits of small problems.
+    """
+    if U2 is None:
+        U2 = U * U
+    sq = U2 @ gammas.T                                         # (p, C)
+    cross = (U[None, :, :] * gammas[:, None, :]) @ U.T
+    D = sq.T[:, :, None] + sq.T[:, None, :] - 2.0 * cross
+    K = np.exp(-0.5 * np.maximum(D, 0.0))
+    if keep is not None:
+        K *= keep
+    return K
+
+
 def pair_weights(U: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """w_ij = (u_i - u_j)^2 (elementwise) for each pair: shape (len(pairs), d)."""
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)

@@ -56,6 +56,7 @@ class ParamLayout:
     def __init__(self, blocks: tuple[Block, ...]) -> None:
         self.blocks = tuple(blocks)
         self._slices: dict[str, slice] = {}
+        self._blocks = {b.name: b for b in self.blocks}
         start = 0
         for b in self.blocks:
             self._slices[b.name] = slice(start, start + b.size)
@@ -68,6 +69,13 @@ class ParamLayout:
 
     def __getitem__(self, name: str) -> slice:
         return self._slices[name]
+
+    def at(self, name: str) -> slice | int:
+        """Where block ``name`` sits: its slice for a vector block, its position for a
+        one-entry block (so ``grad[..., lay.at("xi")]`` has one axis fewer than
+        ``grad[..., lay["xi"]]``)."""
+        b = self._blocks[name]
+        return self._slices[name] if b.vector else self._slices[name].start
 
     def index(self, name: str) -> int:
         """Position of the one-entry block ``name`` (``xi``, ``tau2``)."""

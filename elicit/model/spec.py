@@ -1,4 +1,4 @@
-"""The model: hyperparameters, the Stan data/parameter contract, the kernel.
+"""The model: hyperparameters, the data of a fit, and the Stan data contract.
 
 Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019), "Human-in-the-loop Active
 Covariance Learning for Improving Prediction in Small Data Sets":
@@ -9,44 +9,23 @@ Covariance Learning for Improving Prediction in Small Data Sets":
 * feedback ``f ~ Bernoulli(logistic(xi - gamma . w))`` with ``w = (u_i - u_j)^2``;
   ``f = 1`` means *similar*.
 
-The Stan programs in ``stan/`` are the single specification of the model. Their data and
-parameter names (the *contract*) are:
-
-========================  ==================================================================
-data name                 meaning
-========================  ==================================================================
-``N``                     number of training samples n
-``M``                     number of features p
-``d``                     number of meta-features
-``N_f``                   number of feedback answers (0 is allowed)
-``y``                     ``vector[N]`` targets
-``X``                     ``matrix[N, M]`` inputs
-``FD``                    ``matrix[M, d]`` meta-features U
-``f``                     ``array[N_f] int`` answers, 1 = similar, 0 = dissimilar
-``W_f``                   ``matrix[N_f, d]`` squared meta-feature differences of asked pairs
-``a_sigma``, ``b_sigma``  inverse-gamma prior of sigma^2
-``tau``                   (fixed-tau2 variant) the prior variance scale tau^2
-``a_tau``, ``b_tau``      (learned-tau2 variant) inverse-gamma prior of tau^2
-``threshold_mean``        prior mean m of the threshold xi ~ N+(m, m/2)
-``coupled``               (known-coupling models only) ``array[M] int<lower=0, upper=1>``,
-                          1 = the feature is in the coupled set J
-========================  ==================================================================
-
-The named models (:mod:`elicit.model.variants`, ``Hyper(model=...)``) each have one program per
-tau2 variant; ``CONTRACT_DATA`` is what every program takes and :func:`contract_data` adds
-the model's extra data (``coupled``). The tied-threshold models keep the names and change
-only the prior sd of xi to ``0.02 m``.
+The Stan programs in ``stan/`` are the single specification of the model. The engines pass
+them their data by name, and :class:`StanData` is that contract, stated once: one field per
+data name, with its Stan type and meaning. ``CONTRACT_DATA`` lists what every program of a
+tau2 variant takes; :func:`contract_data` adds a named model's knobs (``threshold_sd``,
+``coupled``: every model but the paper's, whose programs state the paper's values).
 
 Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
-xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2). As in the authors' Stan code
-the name ``tau`` holds the *variance* tau^2.
+xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2): the Stan names of the
+blocks of theta (:mod:`elicit.model.layout`). As in the authors' Stan code the name ``tau``
+holds the *variance* tau^2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
 
 import numpy as np
 
@@ -54,22 +33,76 @@ from elicit.errors import ElicitError
 from elicit.internal.memory import memory_limit
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import ParamLayout, param_layout
-from elicit.model.variants import PAPER, get_model
+from elicit.model.link import Link
+from elicit.model.priors import GAMMA_MEAN, GAMMA_SD  # noqa: F401  (GAMMA_SD: re-exported)
+from elicit.model.variants import PAPER, ModelVariant, get_model
 
 Variant = Literal["fixed", "learned"]
 
-#: gamma ~ N+(GAMMA_MEAN, GAMMA_SD), as in the paper's Stan code.
-GAMMA_MEAN = 1.0
-GAMMA_SD = 0.5
 
-#: Data names every Stan program must declare, per variant (the contract).
-CONTRACT_DATA = {
-    "fixed": ("N", "M", "d", "N_f", "y", "X", "FD", "f", "W_f", "a_sigma", "b_sigma", "tau",
-              "threshold_mean"),
-    "learned": ("N", "M", "d", "N_f", "y", "X", "FD", "f", "W_f", "a_sigma", "b_sigma",
-                "a_tau", "b_tau", "threshold_mean"),
-}
-CONTRACT_PARAMS = {"fixed": ("gamma", "threshold"), "learned": ("gamma", "threshold", "tau")}
+def _data(stan_type: str, meaning: str, only: str | None = None) -> Any:
+    # ``only``: "fixed" / "learned" (programs of that tau2 variant), "knobs" (the programs
+    # of the models other than the paper's); None: every program
+    return field(metadata={"type": stan_type, "meaning": meaning, "only": only})
+
+
+@dataclass(frozen=True)
+class StanData:
+    """The data block of elicit's Stan programs: one field per data name, in the programs'
+    order. :meth:`of` builds it from :class:`ModelData`, :meth:`names` lists the names a
+    program declares; a custom program must declare them too (``docs/stan.md``).
+    """
+
+    N: int = _data("int", "number of training samples n")
+    M: int = _data("int", "number of features p")
+    d: int = _data("int", "number of meta-features")
+    N_f: int = _data("int", "number of feedback answers (0 is allowed)")
+    y: np.ndarray = _data("vector[N]", "targets")
+    X: np.ndarray = _data("matrix[N, M]", "inputs")
+    FD: np.ndarray = _data("matrix[M, d]", "meta-features U, one row per feature")
+    f: np.ndarray = _data("array[N_f] int", "answers, 1 = similar, 0 = dissimilar")
+    W_f: np.ndarray = _data("matrix[N_f, d]",
+                            "squared meta-feature differences of the asked pairs")
+    a_sigma: float = _data("real", "inverse-gamma prior of sigma^2: shape (paper: 2)")
+    b_sigma: float = _data("real", "inverse-gamma prior of sigma^2: scale (paper: 7)")
+    tau: float | None = _data("real", "tau^2 (a variance, as in the authors' code)", "fixed")
+    a_tau: float | None = _data("real", "inverse-gamma prior of tau^2: shape", "learned")
+    b_tau: float | None = _data("real", "inverse-gamma prior of tau^2: scale", "learned")
+    threshold_mean: float = _data("real", "prior mean m of the threshold xi")
+    threshold_sd: float | None = _data(
+        "real", "prior sd of xi relative to m: xi ~ N+(m, threshold_sd m)", "knobs")
+    coupled: np.ndarray | None = _data(
+        "array[M] int<lower=0, upper=1>", "1 = the feature is in the coupled set J", "knobs")
+
+    @classmethod
+    def names(cls, variant: str, knobs: bool = False) -> tuple[str, ...]:
+        """Data names of the programs of tau2 ``variant`` (with the models' knobs)."""
+        keep = {None, variant} | ({"knobs"} if knobs else set())
+        return tuple(f.name for f in fields(cls) if f.metadata["only"] in keep)
+
+    @classmethod
+    def of(cls, data: ModelData) -> StanData:
+        """The Stan data of ``data``."""
+        h, mask = data.hyper, data.kernel_mask
+        fixed = h.variant == "fixed"
+        return cls(
+            N=data.n, M=data.p, d=data.d, N_f=len(data.f), y=data.y, X=data.X, FD=data.U,
+            f=data.f.astype(int), W_f=data.W_f.reshape(len(data.f), data.d),
+            a_sigma=h.a_sigma, b_sigma=h.b_sigma, tau=h.tau2 if fixed else None,
+            a_tau=None if fixed else h.a_tau, b_tau=None if fixed else h.b_tau,
+            threshold_mean=data.m, threshold_sd=data.variant.threshold_sd,
+            coupled=np.ones(data.p, dtype=int) if mask is None else mask.astype(int))
+
+    def to_dict(self, names: tuple[str, ...]) -> dict:
+        """The data dictionary of ``names`` (see :meth:`names`)."""
+        return {n: getattr(self, n) for n in names}
+
+
+#: Data names every Stan program of a tau2 variant must declare (the contract).
+CONTRACT_DATA = {v: StanData.names(v) for v in ("fixed", "learned")}
+#: Parameter names, per tau2 variant (the Stan names of the blocks of theta).
+CONTRACT_PARAMS = {v: tuple(b.stan for b in param_layout(1, v == "learned").blocks)
+                   for v in ("fixed", "learned")}
 
 
 def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
@@ -185,16 +218,20 @@ class ModelData:
             self.coupled = c
 
     @property
-    def kernel_mask(self) -> np.ndarray | None:
-        """The coupled set J when the model masks K (``None``: K is the full kernel).
+    def variant(self) -> ModelVariant:
+        """The named model (:mod:`elicit.model.variants`) of :attr:`hyper`."""
+        return get_model(self.hyper.model)
 
-        ``None`` also when J holds every feature, so that a known-coupling fit with all pairs
-        as candidates runs exactly the paper's arithmetic.
-        """
-        c = self.coupled
-        if c is None or not get_model(self.hyper.model).known_coupling or c.all():
-            return None
-        return c
+    @property
+    def link(self) -> Link:
+        """The model's feedback link."""
+        return self.variant.link
+
+    @property
+    def kernel_mask(self) -> np.ndarray | None:
+        """The coupled set J that K applies (``None``: K is the full kernel), as the model's
+        covariance decides it (:mod:`elicit.model.covariance`)."""
+        return self.variant.covariance.mask(self.coupled)
 
     @property
     def layout(self) -> ParamLayout:
@@ -244,22 +281,9 @@ class ModelData:
         return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2)
 
     def to_stan(self) -> dict:
-        """The data dictionary of the Stan contract."""
-        h = self.hyper
-        out = {
-            "N": self.n, "M": self.p, "d": self.d, "N_f": len(self.f),
-            "y": self.y, "X": self.X, "FD": self.U,
-            "f": self.f.astype(int), "W_f": self.W_f.reshape(len(self.f), self.d),
-            "a_sigma": h.a_sigma, "b_sigma": h.b_sigma, "threshold_mean": self.m,
-        }
-        if get_model(h.model).known_coupling:
-            c = self.coupled
-            out["coupled"] = np.ones(self.p, dtype=int) if c is None else c.astype(int)
-        if h.variant == "fixed":
-            out["tau"] = h.tau2
-        else:
-            out["a_tau"], out["b_tau"] = h.a_tau, h.b_tau
-        return out
+        """The data dictionary of the Stan contract (:class:`StanData`) for the model's
+        programs."""
+        return StanData.of(self).to_dict(contract_data(self.hyper.variant, self.hyper.model))
 
 
 def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,

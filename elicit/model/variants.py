@@ -1,39 +1,40 @@
-"""Named model variants: which assumptions a fit makes, and the Stan programs that state them.
+"""Model variants: which assumptions a fit makes, as registered objects.
 
 Every variant shares the paper's regression ``y = X beta + eps``,
-``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``gamma ~ N+(1, 0.5)`` and feedback
-``f ~ Bernoulli(logistic(xi - gamma . w_ij))``, ``w_ij = (u_i - u_j)^2``. They differ in two
-places, each a separate assumption:
+``beta | sigma2 ~ N(0, sigma2 tau2 K)`` and ``gamma ~ N+(1, 0.5)``. A :class:`ModelVariant`
+supplies the three parts that may change, each an object:
 
-**The threshold prior.** The paper has ``xi ~ N+(m, m/2)``: the threshold is learned with
-gamma. On real reviews the answers then mostly move xi (raising it toward m) instead of
-gamma, and predictions barely change. A *tied* threshold assumes that the similarity
-threshold is set by the meta-features' distance scale, which ``m`` already measures (the
-mean of ``gamma0 . w`` over the candidate pairs), so ``xi ~ N+(m, c m)`` with the small
-:data:`TIED_THRESHOLD_SD` ``c = 0.02``: xi stays within a few percent of m and an answer
-can only be explained by moving gamma. The parameter vector keeps its layout
-``(gamma, xi[, tau2])``; only the prior sd of xi changes, so every numpy code path (batched
-refits, the utility screen, the Hessian) serves it unchanged.
+* **the threshold prior** (:class:`~elicit.model.priors.ThresholdPrior`): ``xi ~ N+(m, c m)``.
+  The paper has c = 1/2: the threshold is learned with gamma. On real reviews the answers
+  then mostly move xi (raising it toward m) instead of gamma, and predictions barely change.
+  A *tied* threshold assumes that the similarity threshold is set by the meta-features'
+  distance scale, which m already measures (the mean of ``gamma0 . w`` over the candidate
+  pairs), so c = :data:`TIED_THRESHOLD_SD` = 0.02: xi stays within a few percent of m and an
+  answer can only be explained by moving gamma.
+* **the covariance** (:mod:`elicit.model.covariance`): the paper couples every pair of
+  features through one gamma. If the expert can judge only a set J of features (on Amazon
+  about 43 of 340 keywords), the same gamma also couples the unjudged features to their
+  neighbours, and whatever the answers teach about J is cancelled outside it. *Known
+  coupling* keeps K_ij only when i and j are both in J (``K = blockdiag(K_gamma[J, J], I)``);
+  J is data (:attr:`~elicit.model.spec.ModelData.coupled`), by default the features of the
+  candidate pairs (:func:`elicit.prior.setup.coupled_features`), so with all pairs as
+  candidates the variant equals the paper's model.
+* **the feedback link** (:mod:`elicit.model.link`): ``f ~ Bernoulli(logistic(xi - gamma . w))``
+  in the paper.
 
-**The coupling.** The paper couples every pair of features through one gamma. If the expert
-can judge only a set J of features (on Amazon about 43 of 340 keywords), the same gamma also
-couples the unjudged features to their neighbours, and whatever the answers teach about J is
-cancelled outside it. *Known coupling* assumes that only the features in J are coupled::
+The parameter vector keeps its layout ``(gamma, xi[, tau2])`` (:mod:`elicit.model.layout`), so
+every numpy code path (the density, batched refits, the utility screen, the Hessian) reads
+the variant's objects and serves any variant unchanged.
 
-    K_ij = k_ij   if i and j are both in J,     K_ij = delta_ij   otherwise,
+The Stan programs (:class:`StanPrograms`) state each named variant for the Stan engines: the
+paper's model in ``stan/elicit_{fixed,learned}_tau.stan``, written as the paper states it, and
+the other named variants in ``stan/elicit_general_{fixed,learned}_tau.stan``, which take the
+variant's two knobs as data (``threshold_sd`` = c and the ``coupled`` indicator of J, all ones
+for the full kernel). A variant with another link has no shipped program: it runs on the numpy
+engine (or a Stan engine with a ``stan_file`` of one's own).
 
-i.e. ``K = blockdiag(K_gamma[J, J], I)`` up to a permutation: a principal block of a kernel
-matrix plus an identity block, so K stays positive semi-definite. J is data (the Stan
-programs' ``coupled`` indicator, :attr:`~elicit.model.spec.ModelData.coupled`); by default
-it is the set of features that appear in the candidate pairs
-(:func:`elicit.prior.setup.coupled_features`, applied in
-:func:`elicit.prior.setup.fit_no_feedback`),
-so with all pairs as candidates the variant equals the paper's model. The numpy twin masks K
-where it is built (:func:`elicit.model.kernel.kernel`); its derivatives contract
-``(X'GX) o K`` with the squared differences, so the masked entries drop out of them too.
-
-The registry :data:`MODELS` maps each name to a :class:`ModelVariant`; :func:`get_model` is
-the one place a name is validated.
+The registry :data:`MODELS` maps each name to its variant; :func:`register_model` adds one
+from outside the package, :func:`get_model` is the one place a name is validated.
 """
 
 from __future__ import annotations
@@ -41,12 +42,49 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elicit.errors import ElicitError
-from elicit.model.link import LOGISTIC, Link
+from elicit.model.covariance import FULL, KNOWN_COUPLING, Covariance, FullKernel, KnownCoupling
+from elicit.model.link import LOGISTIC, Link, Logistic
+from elicit.model.priors import PAPER_THRESHOLD, ThresholdPrior
 
 #: prior sd of xi relative to its mean m in the paper's model: xi ~ N+(m, m/2)
-PAPER_THRESHOLD_SD = 0.5
+PAPER_THRESHOLD_SD = PAPER_THRESHOLD.sd
 #: prior sd of xi relative to m when the threshold is tied to the distance scale
 TIED_THRESHOLD_SD = 0.02
+#: the Stan data of a variant's two knobs: the prior sd of xi relative to m, the coupled set J
+KNOBS = ("threshold_sd", "coupled")
+
+
+@dataclass(frozen=True)
+class StanPrograms:
+    """The shipped Stan programs of a variant: ``stan/<stem>_{fixed,learned}_tau.stan``.
+
+    Attributes
+    ----------
+    stem
+        File name stem.
+    knobs
+        Whether the programs take the variant's knobs as data (``threshold_sd``, the prior sd
+        of xi relative to m, and ``coupled``, the coupled set J); else they state the paper's
+        values themselves.
+    """
+
+    stem: str
+    knobs: bool
+
+    def file_name(self, variant: str) -> str:
+        """File name of the program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
+        return f"{self.stem}_{variant}_tau.stan"
+
+    @property
+    def extra_data(self) -> tuple[str, ...]:
+        """Data names these programs take beyond the paper's contract."""
+        return KNOBS if self.knobs else ()
+
+
+#: the paper's programs, as the paper states the model
+PAPER_PROGRAMS = StanPrograms("elicit", knobs=False)
+#: the programs of every other named variant (logistic link, Gaussian kernel on a coupled set)
+GENERAL_PROGRAMS = StanPrograms("elicit_general", knobs=True)
 
 
 @dataclass(frozen=True)
@@ -59,51 +97,127 @@ class ModelVariant:
         The name used by ``--model`` and ``Hyper(model=...)``.
     assumes
         One line: what the model assumes beyond the shared regression.
-    threshold_sd
-        Prior sd of xi relative to its mean m (``xi ~ N+(m, threshold_sd * m)``).
-    known_coupling
-        Whether only the features of the coupled set J are coupled (the programs then take
-        the extra data ``coupled``).
-    stem
-        The Stan programs are ``stan/<stem>_fixed_tau.stan`` and
-        ``stan/<stem>_learned_tau.stan``.
+    xi_prior
+        The threshold prior ``xi ~ N+(m, sd m)`` (:class:`~elicit.model.priors.ThresholdPrior`).
+    covariance
+        Which features K couples (:mod:`elicit.model.covariance`).
     link
-        How an answer depends on ``z = xi - gamma . w`` (:mod:`elicit.model.link`; the
-        paper's logistic link by default).
+        How an answer depends on ``z = xi - gamma . w`` (:mod:`elicit.model.link`).
+    programs
+        The shipped Stan programs that state this variant (:data:`GENERAL_PROGRAMS` can state
+        any variant with the logistic link); ``None`` (the default): the numpy engine only,
+        or a Stan engine given a ``stan_file`` of one's own.
     """
 
     name: str
     assumes: str
-    threshold_sd: float
-    known_coupling: bool
-    stem: str
+    xi_prior: ThresholdPrior = PAPER_THRESHOLD
+    covariance: Covariance = field(default=FULL)
     link: Link = field(default=LOGISTIC, compare=False)
+    programs: StanPrograms | None = None
+
+    @property
+    def threshold_sd(self) -> float:
+        """Prior sd of xi relative to its mean m (``xi ~ N+(m, threshold_sd * m)``)."""
+        return self.xi_prior.sd
+
+    @property
+    def known_coupling(self) -> bool:
+        """Whether K depends on the coupled set J (the model sets J up from the candidates)."""
+        return self.covariance.uses_coupled_set
 
     def stan_name(self, variant: str) -> str:
         """File name of the Stan program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
-        return f"{self.stem}_{variant}_tau.stan"
+        if self.programs is None:
+            raise ElicitError(f"model {self.name!r} has no shipped Stan program; fit it with "
+                              "the numpy engine, or give a Stan engine a stan_file of your own")
+        return self.programs.file_name(variant)
 
     @property
     def extra_data(self) -> tuple[str, ...]:
-        """Data names this model's programs take beyond the paper's contract."""
-        return ("coupled",) if self.known_coupling else ()
+        """Data names this model's programs take beyond the paper's contract: the knobs
+        (:data:`KNOBS`), unless its shipped programs state the paper's values themselves. A
+        custom program for a variant without shipped programs gets the knobs too."""
+        return self.programs.extra_data if self.programs is not None else KNOBS
+
+    def describe(self) -> str:
+        """Two lines for ``elicit models``: the assumption, then the Stan programs."""
+        if self.programs is None:
+            where = f"no Stan program (link: {self.link.name}; numpy engine)"
+        else:
+            where = f"stan/{self.stan_name('fixed')}, stan/{self.stan_name('learned')}"
+            if self.programs.knobs:
+                where += f" (data: threshold_sd = {self.threshold_sd:g}, coupled)"
+        return f"{self.name}: {self.assumes}\n    {where}"
 
 
 PAPER = "paper"
 
 MODELS: dict[str, ModelVariant] = {m.name: m for m in (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "
-                 "couples all features", PAPER_THRESHOLD_SD, False, "elicit"),
+                 "couples all features", programs=PAPER_PROGRAMS),
     ModelVariant("tied-threshold", "the similarity threshold is set by the meta-features' "
                  f"distance scale: xi ~ N+(m, {TIED_THRESHOLD_SD:g} m), so answers move gamma",
-                 TIED_THRESHOLD_SD, False, "tied_threshold"),
+                 xi_prior=ThresholdPrior(TIED_THRESHOLD_SD), programs=GENERAL_PROGRAMS),
     ModelVariant("known-coupling", "only features the expert can judge (those in the candidate "
                  "pairs) are coupled: K = blockdiag(K_gamma on them, I)",
-                 PAPER_THRESHOLD_SD, True, "known_coupling"),
+                 covariance=KNOWN_COUPLING, programs=GENERAL_PROGRAMS),
     ModelVariant("known-coupling-tied", "both: a tied threshold and coupling only among the "
-                 "features the expert can judge", TIED_THRESHOLD_SD, True,
-                 "known_coupling_tied"),
+                 "features the expert can judge", xi_prior=ThresholdPrior(TIED_THRESHOLD_SD),
+                 covariance=KNOWN_COUPLING, programs=GENERAL_PROGRAMS),
 )}
+
+
+def _check(variant: ModelVariant) -> None:
+    """Refuse a variant whose parts are not objects of the right kind, or whose Stan programs
+    cannot state it (the numpy twin and the Stan engines must fit the same model)."""
+    if not isinstance(variant, ModelVariant):
+        raise ElicitError(f"register_model takes a ModelVariant, got {type(variant).__name__}")
+    if not (isinstance(variant.name, str) and variant.name.strip() == variant.name
+            and variant.name):
+        raise ElicitError(f"a model name must be a non-empty string without surrounding "
+                          f"spaces, got {variant.name!r}")
+    missing = [m for m in ("prob", "log_lik", "score", "curvature")
+               if not callable(getattr(variant.link, m, None))]
+    if missing:
+        raise ElicitError(f"model {variant.name!r}: its link lacks {', '.join(missing)} "
+                          "(see elicit.model.link.Link)")
+    if not callable(getattr(variant.xi_prior, "at", None)):
+        raise ElicitError(f"model {variant.name!r}: xi_prior must be a ThresholdPrior")
+    if not (callable(getattr(variant.covariance, "mask", None))
+            and isinstance(getattr(variant.covariance, "uses_coupled_set", None), bool)):
+        raise ElicitError(f"model {variant.name!r}: covariance must be a Covariance "
+                          "(elicit.model.covariance)")
+    progs = variant.programs
+    if progs is None:
+        return
+    states = (isinstance(variant.link, Logistic) and isinstance(variant.xi_prior, ThresholdPrior)
+              and isinstance(variant.covariance, (FullKernel, KnownCoupling)))
+    if progs.knobs:
+        ok = states and progs == GENERAL_PROGRAMS
+    else:
+        ok = (states and progs == PAPER_PROGRAMS and variant.xi_prior == PAPER_THRESHOLD
+              and isinstance(variant.covariance, FullKernel))
+    if not ok:
+        raise ElicitError(f"model {variant.name!r}: the shipped Stan programs {progs.stem}_*.stan "
+                          "cannot state it (they have the logistic link and the threshold "
+                          "prior and covariance of elicit.model); set programs=None")
+
+
+def register_model(variant: ModelVariant) -> ModelVariant:
+    """Add ``variant`` to :data:`MODELS`, so that ``Hyper(model=variant.name)`` and
+    ``--model`` accept it; returns it.
+
+    Raises
+    ------
+    ElicitError
+        One line, if the name is taken or the variant's parts are not what a fit needs.
+    """
+    _check(variant)
+    if variant.name in MODELS:
+        raise ElicitError(f"model {variant.name!r} is already registered; choose another name")
+    MODELS[variant.name] = variant
+    return variant
 
 
 def get_model(name: str) -> ModelVariant:
@@ -118,3 +232,7 @@ def get_model(name: str) -> ModelVariant:
         return MODELS[name]
     raise ElicitError(f"unknown model {name!r}; choose one of {', '.join(MODELS)} "
                       "(`elicit models` describes them)")
+
+
+for _m in MODELS.values():
+    _check(_m)

@@ -1,0 +1,78 @@
+"""The priors of (gamma, xi, tau2): each one's log density and its first two derivatives.
+
+As in the paper's Stan code, ``gamma ~ N+(1, 0.5)`` (:data:`GAMMA_PRIOR`), the threshold
+``xi ~ N+(m, c m)`` with the prior mean m set from the data and c from the model variant
+(:class:`ThresholdPrior`: c = 1/2 in the paper), and, when tau2 is learned,
+``tau2 ~ InvGamma(a_tau, b_tau)``. Constants are dropped (the normalisers, including that of
+the truncation at 0: all parameters are bounded below by 0 anyway).
+
+Every method works on one value (a Python float, or a vector block summed over its entries)
+and on a stack of them (arrays with a leading batch axis), with the same formula, so that the
+scalar log density and the batched one share it (:mod:`elicit.model.terms`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: gamma ~ N+(GAMMA_MEAN, GAMMA_SD), as in the paper's Stan code.
+GAMMA_MEAN = 1.0
+GAMMA_SD = 0.5
+
+
+@dataclass(frozen=True)
+class HalfNormal:
+    """``N+(mean, sd)`` on [0, inf), up to a constant."""
+
+    mean: float
+    sd: float
+
+    def terms(self, x, summed: bool = False):
+        """(log density, gradient, second derivative) at ``x``.
+
+        With ``summed`` the last axis of ``x`` is one vector block (gamma) and the value is
+        summed over it; otherwise every entry of ``x`` is one value (xi of each row).
+        """
+        r = x - self.mean
+        sq = np.sum(r ** 2, axis=-1) if summed else r ** 2
+        return -0.5 * sq / self.sd**2, -r / self.sd**2, -1.0 / self.sd**2
+
+
+@dataclass(frozen=True)
+class ThresholdPrior:
+    """``xi ~ N+(m, sd m)``: the threshold's prior, relative to its mean m.
+
+    m is data (``threshold_mean``, by default the mean of gamma0 . w over the candidate
+    pairs); ``sd`` is the model variant's assumption about how far the answers may move xi
+    from it.
+    """
+
+    sd: float
+
+    def at(self, m: float) -> HalfNormal:
+        """The prior for the prior mean ``m``."""
+        return HalfNormal(m, m * self.sd)
+
+
+@dataclass(frozen=True)
+class InvGamma:
+    """``InvGamma(a, b)`` (shape a, scale b), up to a constant."""
+
+    a: float
+    b: float
+
+    def terms(self, x, summed: bool = False):
+        """(log density, gradient, second derivative) at ``x`` (see :meth:`HalfNormal.terms`)."""
+        a, b = self.a, self.b
+        value = -(a + 1.0) * np.log(x) - b / x
+        if summed:
+            value = np.sum(value, axis=-1)
+        return value, -(a + 1.0) / x + b / x**2, (a + 1.0) / x**2 - 2.0 * b / x**3
+
+
+#: the prior of every gamma_l
+GAMMA_PRIOR = HalfNormal(GAMMA_MEAN, GAMMA_SD)
+#: the paper's threshold prior, xi ~ N+(m, m/2)
+PAPER_THRESHOLD = ThresholdPrior(0.5)

@@ -1,0 +1,112 @@
+"""The log prior and the feedback log likelihood, for one parameter vector and for a stack.
+
+The scalar log density (:mod:`elicit.model.density`) evaluates them at one theta ``(k,)``,
+the batched refits (:mod:`elicit.model.batch`) at a stack of thetas ``(C, k)``; both read the
+formulas here (the priors of :mod:`elicit.model.priors`, the variant's link) and assemble the
+blocks of theta through :mod:`elicit.model.layout`.
+
+One vector and a stack run the same formulas with the operations each has always used (a
+matrix-vector product for one theta, ``einsum`` / ``matmul`` for a stack, Python floats for
+the one-entry blocks xi and tau2 of one theta), so that results stay bit for bit those of
+earlier versions: a different order of the same sums changes the last bits, and refits on a
+multimodal posterior can amplify that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from elicit.model.layout import ParamLayout
+from elicit.model.link import Link
+from elicit.model.priors import GAMMA_PRIOR, InvGamma
+from elicit.model.spec import ModelData
+
+
+def block(theta: np.ndarray, lay: ParamLayout, name: str):
+    """Block ``name`` of one theta or of each row of a stack: a vector block as an array, a
+    one-entry block as a Python float (one theta) or a (C,) array (a stack)."""
+    at = lay.at(name)
+    if isinstance(at, slice):
+        return theta[..., at]
+    return float(theta[at]) if theta.ndim == 1 else theta[:, at]
+
+
+def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, object, object,
+                                                                      float]]:
+    """The log prior of each block of theta: ``(name, value, gradient, curvature)``.
+
+    In the layout's order (gamma, xi, tau2); the value of the vector block gamma is summed
+    over its entries; the curvature (the diagonal of the prior's Hessian) is per entry.
+    Callers add the values in this order, as the log density always has.
+    """
+    lay, h = data.layout, data.hyper
+    priors = {"gamma": GAMMA_PRIOR, "xi": data.variant.xi_prior.at(data.m),
+              "tau2": InvGamma(h.a_tau, h.b_tau)}
+    for b in lay.blocks:
+        yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))
+
+
+def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
+                   lay: ParamLayout, hess: bool = True):
+    """``sum_k log p(f_k | z_k)``, ``z_k = xi - gamma . w_k``, with its gradient and Hessian
+    in theta.
+
+    Parameters
+    ----------
+    link
+        The model's link (:mod:`elicit.model.link`).
+    W, f
+        Squared meta-feature differences of the answered pairs and the answers: ``W``
+        (N_f, d) for one theta or shared by every row of a stack, or (C, N_f, d), each row of
+        the stack its own answers.
+    theta
+        One parameter vector (k,) or a stack (C, k).
+    lay
+        The layout of theta.
+    hess
+        Whether to return the Hessian (else None).
+
+    Returns
+    -------
+    value, grad, H
+        Shapes ``()``, ``(k,)``, ``(k, k)`` for one theta; ``(C,)``, ``(C, k)``,
+        ``(C, k, k)`` for a stack.
+    """
+    gs, ix = lay["gamma"], lay.index("xi")
+    gamma, xi = block(theta, lay, "gamma"), block(theta, lay, "xi")
+    if theta.ndim == 1:
+        k = len(theta)
+        grad = np.zeros(k)
+        H = np.zeros((k, k)) if hess else None
+        if len(f) == 0:
+            return 0.0, grad, H
+        z = xi - W @ gamma
+        value = float(np.sum(link.log_lik(z, f)))
+        r = link.score(z, f)
+        grad[gs] = -W.T @ r
+        grad[ix] = np.sum(r)
+        if H is not None:
+            c = link.curvature(z, f)
+            H[gs, gs] = -(W.T * c) @ W
+            H[gs, ix] = H[ix, gs] = W.T @ c
+            H[ix, ix] = -np.sum(c)
+        return value, grad, H
+    C, k = theta.shape
+    shared = W.ndim == 2
+    z = xi[:, None] - (gamma @ W.T if shared else np.einsum("cfl,cl->cf", W, gamma))
+    value = np.sum(link.log_lik(z, f), axis=1)
+    r = link.score(z, f)
+    grad = np.zeros((C, k))
+    grad[:, gs] = -(r @ W) if shared else -np.einsum("cf,cfl->cl", r, W)
+    grad[:, ix] = r.sum(axis=1)
+    H = None
+    if hess:
+        # z = a' theta with a = (-w, 1) on (gamma, xi): H = -sum_k c_k a_k a_k'
+        c = link.curvature(z, f)
+        V = np.zeros((C, z.shape[1], k))
+        V[:, :, gs] = -W
+        V[:, :, ix] = 1.0
+        H = -np.matmul(V.transpose(0, 2, 1) * c[:, None, :], V)
+    return value, grad, H
