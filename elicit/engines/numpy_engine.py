@@ -1,4 +1,6 @@
-"""The numpy engine: the analytic density of :mod:`elicit.density`, optimised with bounds."""
+"""The numpy engine: the analytic density of :mod:`elicit.model.density`, optimised with
+bounds (cold fits by L-BFGS-B, warm refits by the projected Newton of
+:mod:`elicit.model.newton`)."""
 
 from __future__ import annotations
 
@@ -12,30 +14,24 @@ from elicit.errors import ElicitError
 from elicit.internal.cache import LRUCache, arrays_key
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import uses_local_model
-from elicit.model.density import (
-    Marginal,
-    feedback_terms,
-    hessian_base,
-    join_theta,
-    log_density,
-    lower_bounds,
-    split_theta,
-)
-from elicit.model.linalg import damped_solve
+from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds, split_theta
+from elicit.model.newton import NewtonRun, NewtonSettings, OneRefit
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 
 class NumpyEngine(Engine):
-    """MAP of the shipped Stan variants with numpy and scipy.
+    """MAP of any model variant (:mod:`elicit.model.variants`) with numpy and scipy: the
+    analytic twin of the shipped Stan programs.
 
     A cold fit runs L-BFGS-B with bounds (gamma, xi >= 0, tau2 > 0). A warm fit from a
-    previous MAP runs projected Newton iterations instead, from the base Hessian (the Hessian
-    of the y-likelihood and priors) that the caller hands over (the utility scorer computes
-    it anyway) or else the one the previous fit used. The base Hessian is frozen; each
-    iteration maximises the local model made of the base part's quadratic expansion and the
-    feedback terms *exactly* (they are cheap and carry the new answer's nonlinearity), so
-    after one new answer the fit converges in one or two evaluations of the log density. If
+    previous MAP runs projected Newton iterations instead (:class:`WarmRefit`), from the base
+    Hessian (the Hessian of the y-likelihood and priors) that the caller hands over (the
+    utility scorer computes it anyway) or else the one the previous fit used. The base
+    Hessian is frozen; each iteration maximises the local model made of the base part's
+    quadratic expansion and the feedback terms *exactly* (they are cheap and carry the new
+    answer's nonlinearity), so after one new answer the fit converges in one or two
+    evaluations of the log density. If
     Newton stalls it falls back to L-BFGS-B, as prophet falls back to Newton when L-BFGS
     fails. The last few warm refits are remembered (:meth:`finish`): the refit after the
     expert's answer is usually one the query round has already made.
@@ -49,6 +45,8 @@ class NumpyEngine(Engine):
         engines able to run it.
     gtol
         Convergence tolerance on the Newton decrement (log-density units).
+    max_newton
+        Newton iterations before a warm refit falls back to L-BFGS-B.
     local_model
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None (default) decides by problem size
@@ -89,14 +87,21 @@ class NumpyEngine(Engine):
             return self.finish(self.newton_run(data, theta0, H))
         return self._lbfgs(theta0, data, lb)
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
-                   keep_predictive: bool = False) -> NewtonRun:
-        """A warm Newton refit from ``theta`` that the caller advances step by step
-        (:class:`NewtonRun`); :meth:`fit` runs one to the end."""
-        return NewtonRun(self, data, theta, hess_base, keep_predictive)
+    def newton_settings(self, data: ModelData) -> NewtonSettings:
+        """The settings of a warm refit of ``data``: this engine's tolerance, iteration limit
+        and local-model choice (by problem size unless set), the other defaults of
+        :class:`~elicit.model.newton.NewtonSettings`."""
+        return NewtonSettings(tol=self.gtol, max_iter=self.max_newton,
+                              local_model=uses_local_model(data, self.local_model))
 
-    def finish(self, run: NewtonRun) -> MAPResult:
-        """The result of a :class:`NewtonRun` advanced to its end, as :meth:`fit` returns it
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                   keep_predictive: bool = False) -> WarmRefit:
+        """A warm Newton refit from ``theta`` that the caller advances step by step
+        (:class:`WarmRefit`); :meth:`fit` runs one to the end."""
+        return WarmRefit(self, data, theta, hess_base, keep_predictive)
+
+    def finish(self, run: WarmRefit) -> MAPResult:
+        """The result of a :class:`WarmRefit` advanced to its end, as :meth:`fit` returns it
         (a failed run falls back to L-BFGS-B from the run's start).
 
         The result is remembered: a query round finishes the refits of its best candidates,
@@ -170,20 +175,10 @@ class NumpyEngine(Engine):
         return self._result(theta, value, data, ok, n_iter, f"L-BFGS-B: {res.message}")
 
 
-
-class NewtonRun:
-    """Projected Newton from a warm start, one iteration per :meth:`step`.
-
-    Each iteration maximises a local model of the log density: the base part (the
-    y-likelihood and the priors) by its gradient and the frozen base Hessian, the feedback
-    terms exactly. The feedback terms cost O(N_f d) against the base part's kernel products,
-    and they carry what makes a refit after a new answer non-quadratic: the logistic term of
-    that answer. Solving the model (projected Newton on d + 1 parameters, no kernel work)
-    therefore takes the step plain Newton would take in several iterations, and a refit after
-    one answer converges in one or two evaluations of the log density (plain Newton needed
-    four to seven). On small problems, where a density evaluation costs less than the
-    Python overhead of solving the model, plain projected Newton steps are taken instead
-    (``NumpyEngine(local_model=...)``, :data:`elicit.model.batch.LOCAL_MODEL_MIN_FLOPS`).
+class WarmRefit:
+    """A warm refit of one :class:`ModelData` that the caller advances step by step: the
+    projected Newton of :mod:`elicit.model.newton` on a stack of one, with the engine's
+    settings (:meth:`NumpyEngine.newton_settings`).
 
     The base Hessian starts frozen at the previous MAP. When a step fails, or convergence is
     slow (a far move after a surprising answer), it is recomputed once at the current
@@ -192,7 +187,7 @@ class NewtonRun:
 
     ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
     to L-BFGS-B). With ``keep_predictive``, ``predictive`` holds the Gaussian predictive at
-    the training inputs of the last evaluated iterate (the query round's near-exact screen).
+    the training inputs of the last accepted iterate (the query round's near-exact screen).
     """
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
@@ -200,138 +195,54 @@ class NewtonRun:
         self.engine, self.data = engine, data
         self.lb = lower_bounds(data)
         self.theta_start = theta
-        self.theta = theta
-        self.hess_base = hess_base
         self.hess_start = hess_base
-        self.keep_predictive = keep_predictive
-        self.value, self.g = log_density(theta, data, cached=True)
-        self.predictive: tuple[np.ndarray, np.ndarray] | None = None
-        self.it = 0
-        self.refreshed = False
-        self.status = "running"
-        self._next: tuple | None = None
-        # Small problems take plain Newton steps (batch.LOCAL_MODEL_MIN_FLOPS says why).
-        self.local_model = uses_local_model(data, engine.local_model)
+        value, g = log_density(theta, data, cached=True)
+        settings = engine.newton_settings(data)
+        self.local_model = settings.local_model
+        self._run = NewtonRun(OneRefit(data, keep_predictive), theta[None, :].copy(),
+                              np.array([value]), g[None, :], hess_base, settings)
+
+    @property
+    def status(self) -> str:
+        return self._run.status[0]
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self._run.theta[0]
+
+    @property
+    def value(self) -> float:
+        return self._run.value[0]
+
+    @property
+    def g(self) -> np.ndarray:
+        return self._run.grad[0]
+
+    @property
+    def it(self) -> int:
+        return self._run.it
+
+    @property
+    def hess_base(self) -> np.ndarray:
+        return self._run.hess_base
+
+    @property
+    def predictive(self) -> tuple[np.ndarray, np.ndarray] | None:
+        run = self._run
+        if not run.moved[0] or run.extras is None:
+            return None
+        # copies: the run overwrites its extras in place at the next accepted step
+        return run.extras[0][0].copy(), run.extras[1][0].copy()
 
     def decrement(self) -> float:
         """Newton decrement at the current iterate (the convergence measure)."""
-        return self._direction()[1]
-
-    def _direction(self) -> tuple:
-        if self._next is None:
-            if not self.refreshed and self.it + 1 == 8:
-                self.hess_base, self.refreshed = hessian_base(self.theta, self.data), True
-            _, fg, fH = feedback_terms(self.theta, self.data, True)
-            step, decrement = _projected_newton_step(self.hess_base + fH, self.g, self.theta,
-                                                     self.lb)
-            self._next = (step, decrement, fg)
-        return self._next
+        return float(self._run.direction()[2][0])
 
     def step(self) -> str:
         """One Newton iteration; returns the new status."""
-        if self.status != "running":
-            return self.status
-        step, decrement, fg = self._direction()
-        self._next = None
-        self.it += 1
-        if decrement < self.engine.gtol:
-            # Take the last (tiny) step too: it moves the parameters by ~sqrt(decrement),
-            # the log density by only ~decrement / 2.
-            self.theta = np.maximum(self.theta + step, self.lb)
-            self.status = "converged"
-            return self.status
-        theta, data, lb = self.theta, self.data, self.lb
-        direction = (_model_step(theta, self.g - fg, self.hess_base, data, lb, step, decrement,
-                                 tol=1e-3 * self.engine.gtol)
-                     if self.local_model else step)
-        slope = float(self.g @ direction)
-        if not (np.isfinite(slope) and slope > 0):
-            direction, slope = step, decrement
-        t = 1.0
-        while True:
-            cand = np.maximum(theta + t * direction, lb)
-            gamma, _, tau2 = split_theta(cand, data)
-            try:
-                mg = Marginal.from_data(data, gamma, tau2)
-            except np.linalg.LinAlgError:
-                # S numerically indefinite (an extreme tau2 or gamma): no density there
-                cval = -np.inf
-            else:
-                cval, cg = log_density(cand, data, mg)
-            if cval >= self.value + 1e-4 * t * slope:
-                break
-            t *= 0.5
-            if t < 1e-4:
-                break
-        if t < 1e-4:
-            # No ascent along this direction: the optimum up to rounding when the
-            # decrement is tiny; otherwise a stale Hessian, so refresh it once.
-            if decrement < 1e-8:
-                self.status = "converged"
-            elif self.refreshed:
-                self.status = "failed"
-            else:
-                self.hess_base = hessian_base(theta, data)
-                self.refreshed = True
-        else:
-            self.theta, self.value, self.g = cand, cval, cg
-            if self.keep_predictive:
-                self.predictive = mg.predictive()
-        if self.status == "running" and self.it >= self.engine.max_newton:
-            self.status = "failed"
+        self._run.step()
         return self.status
 
     def result(self) -> MAPResult:
         return self.engine._result(self.theta, self.value, self.data, True, self.it,
                                    "Newton (warm start)", warm_hessian=self.hess_base)
-
-
-def _projected_newton_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray,
-                           lb: np.ndarray) -> tuple[np.ndarray, float]:
-    """Newton step of a concave quadratic model (Hessian H, gradient g) with the parameters
-    on their lower bounds held there when the gradient pushes them out; and its decrement."""
-    free = ~((theta <= lb) & (g < 0))
-    step = np.zeros_like(theta)
-    step[free] = damped_solve(-H[np.ix_(free, free)], g[free])
-    return step, float(g @ step)
-
-
-def _model_step(theta: np.ndarray, g_base: np.ndarray, H_base: np.ndarray, data: ModelData,
-                lb: np.ndarray, step0: np.ndarray, dec0: float, tol: float,
-                max_iter: int = 50) -> np.ndarray:
-    """Maximiser s of the local model over theta + s >= lb,
-
-        m(s) = g_base' s + s' H_base s / 2 + F(theta + s) - F(theta),
-
-    with F the feedback log likelihood (exact), by projected Newton with backtracking from
-    s = 0, whose first step ``step0`` (decrement ``dec0``) the caller has computed. The model
-    is concave when -H_base is positive definite; where it is not, the damped solves still
-    give ascent steps and the outer line search guards the result.
-    """
-    F0 = feedback_terms(theta, data, False)[0]
-
-    def model(s: np.ndarray) -> float:
-        return float(g_base @ s + 0.5 * s @ (H_base @ s)
-                     + feedback_terms(theta + s, data, False)[0] - F0)
-
-    s = np.zeros_like(theta)
-    m = 0.0
-    st, dec = step0, dec0
-    for _ in range(max_iter):
-        t = 1.0
-        while True:
-            s_new = np.maximum(theta + s + t * st, lb) - theta
-            m_new = model(s_new)
-            if m_new >= m + 1e-4 * t * dec:
-                break
-            t *= 0.5
-            if t < 1e-8:
-                return s
-        s, m = s_new, m_new
-        _, fg, fH = feedback_terms(theta + s, data, True)
-        st, dec = _projected_newton_step(H_base + fH, g_base + H_base @ s + fg, theta + s, lb)
-        if not dec >= tol:
-            if np.isfinite(dec):
-                s = np.maximum(theta + s + st, lb) - theta
-            break
-    return s

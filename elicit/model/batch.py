@@ -1,17 +1,21 @@
 """Batched warm refits: many hypothetical answers refitted at once.
 
-The fast utility's Laplace screen (:mod:`elicit.utility`) cannot foresee the large moves a
-surprising answer causes on small problems, where the posterior of gamma is far from
+The fast utility's Laplace screen (:mod:`elicit.elicitation.utility`) cannot foresee the large
+moves a surprising answer causes on small problems, where the posterior of gamma is far from
 Gaussian. Refitting each candidate separately is exact but pays Python's overhead per
-candidate. Here the log density and gradient of :mod:`elicit.density` are evaluated for a
-whole batch of parameter vectors (one per candidate and answer, each with its own extra
-feedback term) with stacked numpy operations, and projected Newton runs on all of them
-together, as in the numpy engine's warm refit: the base Hessian is frozen at the current MAP,
-each iteration maximises the local model whose feedback terms are exact, and each candidate
-has its own backtracking step and active set.
+candidate. Here the log density and gradient of :mod:`elicit.model.density` are evaluated for
+a whole batch of parameter vectors (one per candidate and answer, each with its own extra
+feedback term) with stacked numpy operations (:class:`BatchDensity`; the prior and feedback
+terms of :mod:`elicit.model.terms`, the kernel of :func:`elicit.model.kernel.kernel_stack`),
+and the numpy engine's projected Newton (:mod:`elicit.model.newton`) runs on all of them
+together: the base Hessian is frozen at the current MAP, each iteration maximises the local
+model whose feedback terms are exact, and each candidate has its own backtracking step and
+active set.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import gammaln
@@ -19,6 +23,13 @@ from scipy.special import gammaln
 from elicit.model import terms
 from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
 from elicit.model.kernel import coupling_matrix, kernel_stack
+from elicit.model.newton import (
+    CONVERGED,
+    NewtonRun,
+    NewtonSettings,
+    projected_step,
+    solve_local_model,
+)
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
 
@@ -60,11 +71,14 @@ class BatchDensity:
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
+        return self.at(theta[idx], idx)
+
+    def at(self, th: np.ndarray, idx: np.ndarray):
+        """As :meth:`__call__`, at the thetas ``th`` (one per row of ``idx``)."""
         data = self.data
         X, y, U = data.X, data.y, data.U
         n = data.n
         h, lay = data.hyper, data.layout
-        th = theta[idx]
         gamma = th[:, lay["gamma"]]
         tau2 = th[:, lay.index("tau2")] if self.learned else np.full(len(th), h.tau2)
         K = kernel_stack(U, gamma, self.keep, self.U2)
@@ -143,79 +157,33 @@ def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.nd
     return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess)
 
 
-def _projected_steps(H: np.ndarray, g: np.ndarray, theta: np.ndarray,
-                     lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Newton steps of concave quadratic models (Hessians H (C, k, k), gradients g (C, k)),
-    parameters on their bounds held there where the gradient pushes them out; decrements."""
-    k = g.shape[1]
-    eye = np.eye(k)
-    A = -H
-    free = ~((theta <= lb) & (g < 0))
-    # Clamp the parameters on their bounds: identity rows/columns, zero gradient.
-    mask = free[:, :, None] & free[:, None, :]
-    A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
-    g = np.where(free, g, 0.0)
-    # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
-    scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
-    A = A + (1e-9 * scale)[:, None, None] * eye[None]
-    step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
-    dec = np.einsum("ci,ci->c", g, step)
-    bad = ~np.isfinite(dec) | (dec < 0)
-    # A non-ascent direction (indefinite stale Hessian): fall back to a gradient step.
-    step[bad] = g[bad] / scale[bad, None]
-    dec[bad] = np.einsum("ci,ci->c", g[bad], step[bad])
-    return step, dec
+class CandidateRefits:
+    """The refits of candidate answers as a stack (:class:`~elicit.model.newton.NewtonProblem`):
+    row c is ``data`` with one more answer, ``w_new[c]`` answered ``f_new``."""
+
+    single = False
+
+    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int, lb: np.ndarray) -> None:
+        self.data, self.w_new, self.f_new, self.lb = data, w_new, f_new, lb
+        self.density = BatchDensity(data, w_new, f_new)
+
+    def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
+        return _feedback_terms(self.data, self.w_new[rows], self.f_new, theta, hess)
+
+    def evaluate(self, rows: np.ndarray, theta: np.ndarray):
+        value, grad, predictive = self.density.at(theta, rows)
+        return value, grad, predictive
+
+    def hessian_base(self, theta: np.ndarray) -> np.ndarray:
+        raise NotImplementedError("candidate refits share one frozen base Hessian")
 
 
-def model_steps(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
-                g_base: np.ndarray, H_base: np.ndarray, lb: np.ndarray, step0: np.ndarray,
-                dec0: np.ndarray, tol: float, max_iter: int = 30) -> np.ndarray:
-    """Batched version of the numpy engine's model step: for each row c (a candidate's new
-    answer ``w_new[c]``, ``f_new``), the maximiser s of
-    ``g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)`` over ``theta + s >= lb``, F the
-    feedback terms (exact), by projected Newton from s = 0 (first step ``step0``)."""
-    C = len(theta)
-    F0 = _feedback_terms(data, w_new, f_new, theta, False)[0]
-
-    def model(rows: np.ndarray, s: np.ndarray) -> np.ndarray:
-        Fs = _feedback_terms(data, w_new[rows], f_new, theta[rows] + s, False)[0]
-        return (np.einsum("ci,ci->c", g_base[rows], s)
-                + 0.5 * np.einsum("ci,ij,cj->c", s, H_base, s) + Fs - F0[rows])
-
-    s = np.zeros_like(theta)
-    m = np.zeros(C)
-    st, dec = step0.copy(), dec0.copy()
-    active = np.ones(C, bool)
-    for _ in range(max_iter):
-        rows = np.flatnonzero(active)
-        if len(rows) == 0:
-            break
-        t = np.ones(len(rows))
-        pending = np.ones(len(rows), bool)
-        for _ls in range(30):
-            if not pending.any():
-                break
-            sub = rows[pending]
-            trial = np.maximum(theta[sub] + s[sub] + t[pending, None] * st[sub], lb) - theta[sub]
-            mt = model(sub, trial)
-            ok = mt >= m[sub] + 1e-4 * t[pending] * dec[sub]
-            s[sub[ok]], m[sub[ok]] = trial[ok], mt[ok]
-            pos = np.flatnonzero(pending)
-            pending[pos[ok]] = False
-            t[pending] *= 0.5
-        active[rows[pending]] = False          # no model ascent left: keep s
-        rows = rows[~pending]
-        if len(rows) == 0:
-            break
-        x = theta[rows] + s[rows]
-        _, fg, fH = _feedback_terms(data, w_new[rows], f_new, x, True)
-        st[rows], dec[rows] = _projected_steps(H_base[None] + fH,
-                                               g_base[rows] + s[rows] @ H_base + fg, x, lb)
-        fin = rows[~(dec[rows] >= tol)]
-        ok = np.isfinite(dec[fin])
-        s[fin[ok]] = np.maximum(theta[fin[ok]] + s[fin[ok]] + st[fin[ok]], lb) - theta[fin[ok]]
-        active[fin] = False
-    return s
+#: the settings of the candidates' refits: a fixed ridge for the stacked solves, no refresh
+#: of the base Hessian (one for all candidates), and a candidate whose line search fails
+#: stops where it is (this is a screen: the best candidates are refitted exactly afterwards)
+CANDIDATE_REFIT = NewtonSettings(tol=1e-7, max_iter=8, ridge=1e-9, final_step=False,
+                                 line_search_trials=12, refresh_at=None, stall_tol=None,
+                                 model_max_iter=30, model_trials=30)
 
 
 def model_step_screen(data: ModelData, theta0: np.ndarray, g0: np.ndarray,
@@ -225,13 +193,17 @@ def model_step_screen(data: ModelData, theta0: np.ndarray, g0: np.ndarray,
     of the local model at ``theta0`` (gradient ``g0`` of the log density without the new
     answer, base Hessian ``hess_base``) with the new answer added; shape (C, k)."""
     C = len(w_new)
+    problem = CandidateRefits(data, w_new, f_new, lb)
+    rows = np.arange(C)
     theta = np.repeat(theta0[None, :], C, axis=0)
-    _, fg, fH = _feedback_terms(data, w_new, f_new, theta, True)
+    _, fg, fH = problem.feedback(rows, theta, True)
     fg_old = feedback_terms(theta0, data, False)[1]       # the answers so far
     g = g0[None, :] + (fg - fg_old[None, :])              # plus the new answer's gradient
     g_base = g - fg
-    step, dec = _projected_steps(hess_base[None] + fH, g, theta, lb)
-    s = model_steps(data, w_new, f_new, theta, g_base, hess_base, lb, step, dec, tol)
+    ridge = CANDIDATE_REFIT.ridge
+    step, dec = projected_step(hess_base[None] + fH, g, theta, lb, ridge)
+    s = solve_local_model(problem, rows, theta, g_base, hess_base, step, dec, tol,
+                          CANDIDATE_REFIT)
     done = ~(dec >= tol)
     s[done] = np.maximum(theta[done] + step[done], lb) - theta[done]
     return s
@@ -244,9 +216,10 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``.
 
-    Like the numpy engine's warm refit, each iteration maximises a local model (the base part
-    quadratic with the frozen ``hess_base``, the feedback terms exact), so that the batch
-    converges to the optimum the engine's refit finds, in one or two evaluations.
+    Like the numpy engine's warm refit (the same :class:`~elicit.model.newton.NewtonRun`,
+    with :data:`CANDIDATE_REFIT`'s settings), each iteration maximises a local model (the
+    base part quadratic with the frozen ``hess_base``, the feedback terms exact), so that the
+    batch converges to the optimum the engine's refit finds, in one or two evaluations.
 
     Returns the final thetas (C, k), the Gaussian predictive mean and variance at the
     training inputs (C, n) for each, and which candidates converged (C,). Candidates that have
@@ -258,7 +231,6 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     differs. ``local_model`` as for the numpy engine (None: by :func:`uses_local_model`).
     """
     C = len(w_new)
-    bd = BatchDensity(data, w_new, f_new)
     theta = np.repeat(theta0[None, :], C, axis=0)
     gamma0, xi0, tau2_0 = split_theta(theta0, data)
     mg = marginal if marginal is not None else Marginal.from_data(data, gamma0, tau2_0)
@@ -274,47 +246,11 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     m0, var0 = mg.predictive()
     mean = np.repeat(m0[None, :], C, axis=0)
     var = np.repeat(var0[None, :], C, axis=0)
-    active = np.ones(C, bool)
-    converged = np.zeros(C, bool)
-    local = uses_local_model(data, local_model)
-    for _ in range(max_iter):
-        idx = np.flatnonzero(active)
-        if len(idx) == 0:
-            break
-        _, fg, fH = _feedback_terms(data, w_new[idx], f_new, theta[idx], True)
-        step, dec = _projected_steps(hess_base[None] + fH, grad[idx], theta[idx], lb)
-        done = dec < tol
-        active[idx[done]] = False
-        converged[idx[done]] = True
-        keep = ~done
-        idx, step, dec, fg = idx[keep], step[keep], dec[keep], fg[keep]
-        if len(idx) == 0:
-            break
-        if local:
-            direction = model_steps(data, w_new[idx], f_new, theta[idx], grad[idx] - fg,
-                                    hess_base, lb, step, dec, tol=1e-3 * tol)
-        else:
-            direction = step
-        slope = np.einsum("ci,ci->c", grad[idx], direction)
-        bad = ~(np.isfinite(slope) & (slope > 0))
-        direction[bad], slope[bad] = step[bad], dec[bad]
-        t = np.ones(len(idx))
-        pending = np.ones(len(idx), bool)
-        for _ls in range(12):
-            if not pending.any():
-                break
-            sub = idx[pending]
-            trial = np.maximum(theta[sub] + t[pending, None] * direction[pending], lb)
-            saved = theta[sub].copy()
-            theta[sub] = trial
-            v, gr, (mn, vr) = bd(theta, sub)
-            ok = v >= value[sub] + 1e-4 * t[pending] * slope[pending]
-            acc = sub[ok]
-            value[acc], grad[acc], mean[acc], var[acc] = v[ok], gr[ok], mn[ok], vr[ok]
-            theta[sub[~ok]] = saved[~ok]
-            pos = np.flatnonzero(pending)
-            pending[pos[ok]] = False
-            t[pending] *= 0.5
-        # Candidates whose line search failed stop where they are.
-        active[idx[pending]] = False
-    return theta, mean, var, converged
+    settings = replace(CANDIDATE_REFIT, tol=tol, max_iter=max_iter,
+                       local_model=uses_local_model(data, local_model))
+    run = NewtonRun(CandidateRefits(data, w_new, f_new, lb), theta, value, grad, hess_base,
+                    settings, extras=(mean, var))
+    while len(run.running()):
+        run.step()
+    mean, var = run.extras
+    return run.theta, mean, var, run.status == CONVERGED

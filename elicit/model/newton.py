@@ -1,0 +1,399 @@
+"""Projected Newton with a frozen base Hessian: the numpy engine's warm refits, one problem or
+many at once.
+
+After one new answer the MAP moves a little, and a warm refit from the previous MAP converges
+in a few Newton iterations. Each iteration here
+
+1. takes the projected Newton step of the quadratic model made of the *base* part of the log
+   density (the y-likelihood and the priors: its gradient and a base Hessian frozen at the
+   previous MAP) and the feedback terms (exact gradient and Hessian): parameters on their
+   lower bound stay there where the gradient pushes them out (:func:`projected_step`);
+2. stops when the Newton decrement ``g' step`` is below ``tol``;
+3. optionally (``local_model``) replaces that step by the maximiser of the *local model*, the
+   base part's quadratic plus the feedback terms kept exact (:func:`solve_local_model`): the
+   feedback terms cost O(N_f d) against the base part's kernel products, and they carry what
+   makes a refit after a new answer non-quadratic, that answer's link term. Solving the model
+   (projected Newton on theta alone, no kernel work) takes the step plain Newton would take
+   in several iterations;
+4. backtracks along the direction until the log density rises enough (Armijo, 1e-4).
+
+:class:`NewtonRun` runs this on a stack of C problems at once, each row with its own theta,
+its own answers, its own line search and its own status; the numpy engine's refit is a stack
+of one (:class:`OneRefit`), the utility's batched refits of candidate answers
+(:func:`elicit.model.batch.batched_refit`) a stack of many. :class:`NewtonSettings` holds
+what differs between them: tolerances, iteration and step limits, the ridge policy, whether
+the base Hessian is refreshed and what a failed line search means.
+
+A stack of one evaluates its products with the operations of a single vector (a dot product,
+a matrix-vector product) and a stack with ``einsum``: the same formulas in the order each
+has always used, so that results stay bit for bit those of earlier versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from elicit.model.density import Marginal, feedback_terms, hessian_base, log_density, split_theta
+from elicit.model.linalg import damped_solve
+from elicit.model.spec import ModelData
+
+RUNNING, CONVERGED, FAILED = "running", "converged", "failed"
+
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """Settings of :class:`NewtonRun`.
+
+    Attributes
+    ----------
+    tol
+        Convergence: the Newton decrement (log-density units) below which a row stops.
+    max_iter
+        Iterations; a row still running after them has failed.
+    local_model
+        Solve the local model with exact feedback terms at each iteration (step 3 of the
+        module docstring) instead of taking the plain projected Newton step.
+    ridge
+        ``None``: solve the free block of each row's system, damped (Levenberg) only if it
+        is not positive definite (:func:`~elicit.model.linalg.damped_solve`). A number: add
+        that ridge, relative to the largest diagonal entry, to every system of the stack,
+        solve them at once, and fall back to a gradient step where the result is no ascent
+        direction (for a stack of many).
+    final_step
+        On convergence, take the last (tiny) step too: it moves theta by ~sqrt(decrement).
+    line_search_trials
+        Step lengths tried: 1, 1/2, ..., 2^-(trials - 1).
+    refresh_at
+        Recompute the base Hessian once, at the current iterate: before this iteration, or
+        earlier when a line search fails. ``None``: never (a failed line search ends the row).
+    stall_tol
+        A failed line search with a decrement below this is convergence up to rounding.
+    model_tol
+        The local model is solved to a decrement of ``model_tol * tol``.
+    model_max_iter, model_trials
+        Iterations and step lengths of the local model's projected Newton.
+    """
+
+    tol: float = 1e-10
+    max_iter: int = 30
+    local_model: bool = False
+    ridge: float | None = None
+    final_step: bool = True
+    line_search_trials: int = 14
+    refresh_at: int | None = 8
+    stall_tol: float | None = 1e-8
+    model_tol: float = 1e-3
+    model_max_iter: int = 50
+    model_trials: int = 27
+
+
+class NewtonProblem(Protocol):
+    """The rows of a stack of refits, as :class:`NewtonRun` sees them."""
+
+    #: lower bounds of theta (k,)
+    lb: np.ndarray
+    #: a stack of one: products by single-vector operations (see the module docstring)
+    single: bool
+
+    def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
+        """Feedback terms of ``rows`` at ``theta`` (r, k): value (r,), gradient (r, k) and
+        Hessian (r, k, k) (or None)."""
+        ...
+
+    def evaluate(self, rows: np.ndarray, theta: np.ndarray):
+        """Log density (r,) (-inf where it has none) and gradient (r, k) of ``rows`` at
+        ``theta``, and per-row extras to keep with an accepted point (a tuple of arrays with
+        a leading axis r, or None)."""
+        ...
+
+    def hessian_base(self, theta: np.ndarray) -> np.ndarray:
+        """The base Hessian at one theta (only needed with ``refresh_at``)."""
+        ...
+
+
+# -- products of a stack ----------------------------------------------------------------------
+
+def _dot(a: np.ndarray, b: np.ndarray, single: bool) -> np.ndarray:
+    """a_c' b_c for each row."""
+    if single:
+        return np.array([float(a[0] @ b[0])])
+    return np.einsum("ci,ci->c", a, b)
+
+
+def _quad(s: np.ndarray, H: np.ndarray, single: bool) -> np.ndarray:
+    """s_c' H s_c for each row (H shared)."""
+    if single:
+        return np.array([s[0] @ (H @ s[0])])
+    return np.einsum("ci,ij,cj->c", s, H, s)
+
+
+def _times(s: np.ndarray, H: np.ndarray, single: bool) -> np.ndarray:
+    """H s_c for each row (H shared and symmetric)."""
+    if single:
+        return (H @ s[0])[None, :]
+    return s @ H
+
+
+# -- steps ------------------------------------------------------------------------------------
+
+def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarray,
+                   ridge: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Newton steps (C, k) of concave quadratic models (Hessians ``H`` (C, k, k), gradients
+    ``g`` (C, k)) and their decrements (C,); parameters on their lower bounds are held there
+    where the gradient pushes them out. ``ridge`` as in :class:`NewtonSettings`."""
+    free = ~((theta <= lb) & (g < 0))
+    if ridge is None:
+        step = np.zeros_like(theta)
+        dec = np.empty(len(theta))
+        for c in range(len(theta)):
+            fc = free[c]
+            step[c, fc] = damped_solve(-H[c][np.ix_(fc, fc)], g[c, fc])
+            dec[c] = float(g[c] @ step[c])
+        return step, dec
+    k = g.shape[1]
+    eye = np.eye(k)
+    A = -H
+    # Clamp the parameters on their bounds: identity rows/columns, zero gradient.
+    mask = free[:, :, None] & free[:, None, :]
+    A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
+    g = np.where(free, g, 0.0)
+    # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
+    scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
+    A = A + (ridge * scale)[:, None, None] * eye[None]
+    step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+    dec = np.einsum("ci,ci->c", g, step)
+    bad = ~np.isfinite(dec) | (dec < 0)
+    # A non-ascent direction (indefinite stale Hessian): fall back to a gradient step.
+    step[bad] = g[bad] / scale[bad, None]
+    dec[bad] = np.einsum("ci,ci->c", g[bad], step[bad])
+    return step, dec
+
+
+def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarray,
+                      g_base: np.ndarray, H_base: np.ndarray, step0: np.ndarray,
+                      dec0: np.ndarray, tol: float, settings: NewtonSettings) -> np.ndarray:
+    """For each row c (problem row ``rows[c]``), the maximiser s of the local model
+
+        m(s) = g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)
+
+    over ``theta + s >= lb``, F the row's feedback terms (exact), by projected Newton with
+    backtracking from s = 0, whose first step ``step0`` (decrement ``dec0``) the caller has
+    computed; shape (C, k). The model is concave when -H_base is positive definite; where it
+    is not, the damped solves still give ascent steps and the caller's line search guards the
+    result.
+    """
+    lb, single = problem.lb, problem.single
+    F0 = problem.feedback(rows, theta, False)[0]
+
+    def model(sub: np.ndarray, s: np.ndarray) -> np.ndarray:
+        Fs = problem.feedback(rows[sub], theta[sub] + s, False)[0]
+        return (_dot(g_base[sub], s, single) + 0.5 * _quad(s, H_base, single) + Fs - F0[sub])
+
+    C = len(theta)
+    s = np.zeros_like(theta)
+    m = np.zeros(C)
+    st, dec = step0.copy(), dec0.copy()
+    active = np.ones(C, bool)
+    for _ in range(settings.model_max_iter):
+        live = np.flatnonzero(active)
+        if len(live) == 0:
+            break
+        t = np.ones(len(live))
+        pending = np.ones(len(live), bool)
+        for _ls in range(settings.model_trials):
+            if not pending.any():
+                break
+            sub = live[pending]
+            trial = np.maximum(theta[sub] + s[sub] + t[pending, None] * st[sub], lb) - theta[sub]
+            mt = model(sub, trial)
+            ok = mt >= m[sub] + 1e-4 * t[pending] * dec[sub]
+            s[sub[ok]], m[sub[ok]] = trial[ok], mt[ok]
+            pos = np.flatnonzero(pending)
+            pending[pos[ok]] = False
+            t[pending] *= 0.5
+        active[live[pending]] = False          # no model ascent left: keep s
+        live = live[~pending]
+        if len(live) == 0:
+            break
+        x = theta[live] + s[live]
+        _, fg, fH = problem.feedback(rows[live], x, True)
+        st[live], dec[live] = projected_step(
+            H_base[None] + fH, g_base[live] + _times(s[live], H_base, single) + fg, x, lb,
+            settings.ridge)
+        fin = live[~(dec[live] >= tol)]
+        ok = np.isfinite(dec[fin])
+        s[fin[ok]] = np.maximum(theta[fin[ok]] + s[fin[ok]] + st[fin[ok]], lb) - theta[fin[ok]]
+        active[fin] = False
+    return s
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+class NewtonRun:
+    """Projected Newton on a stack of problems, one iteration of every running row per
+    :meth:`step`.
+
+    Parameters
+    ----------
+    problem
+        The rows (:class:`NewtonProblem`).
+    theta, value, grad
+        Start points (C, k), their log densities (C,) and gradients (C, k).
+    hess_base
+        The base Hessian (k, k), shared by every row.
+    settings
+        :class:`NewtonSettings`.
+    extras
+        Per-row extras at the start (see :meth:`NewtonProblem.evaluate`), or None.
+
+    ``status`` holds each row's ``"running"``, ``"converged"`` or ``"failed"``; ``moved``
+    whether a step of the row has been accepted; ``extras`` the extras of each row's last
+    accepted point.
+    """
+
+    def __init__(self, problem: NewtonProblem, theta: np.ndarray, value: np.ndarray,
+                 grad: np.ndarray, hess_base: np.ndarray, settings: NewtonSettings,
+                 extras: tuple[np.ndarray, ...] | None = None) -> None:
+        self.problem, self.settings = problem, settings
+        self.lb = problem.lb
+        self.theta, self.value, self.grad = theta, value, grad
+        self.hess_base = hess_base
+        self.extras = extras
+        C = len(theta)
+        self.status = np.full(C, RUNNING, dtype=object)
+        self.moved = np.zeros(C, bool)
+        self.it = 0
+        self.refreshed = False
+        self._next: tuple | None = None
+
+    def running(self) -> np.ndarray:
+        return np.flatnonzero(self.status == RUNNING)
+
+    def direction(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, projected Newton steps, decrements, feedback gradients) of the running rows
+        at their current iterates (computed once per iteration)."""
+        if self._next is None:
+            st = self.settings
+            if st.refresh_at is not None and not self.refreshed and self.it + 1 == st.refresh_at:
+                self._refresh()
+            rows = self.running()
+            _, fg, fH = self.problem.feedback(rows, self.theta[rows], True)
+            step, dec = projected_step(self.hess_base[None] + fH, self.grad[rows],
+                                       self.theta[rows], self.lb, st.ridge)
+            self._next = (rows, step, dec, fg)
+        return self._next
+
+    def _refresh(self) -> None:
+        # one base Hessian for the stack: only a stack of one refreshes it
+        if len(self.theta) != 1:
+            raise ValueError("only a single refit can refresh its base Hessian")
+        self.hess_base, self.refreshed = self.problem.hessian_base(self.theta[0]), True
+
+    def step(self) -> None:
+        """One iteration of every running row."""
+        if not (self.status == RUNNING).any():
+            return
+        st, problem, lb = self.settings, self.problem, self.lb
+        rows, step, dec, fg = self.direction()
+        self._next = None
+        self.it += 1
+        done = dec < st.tol
+        if done.any():
+            conv = rows[done]
+            if st.final_step:
+                # The last (tiny) step: it moves the parameters by ~sqrt(decrement), the log
+                # density by only ~decrement / 2.
+                self.theta[conv] = np.maximum(self.theta[conv] + step[done], lb)
+            self.status[conv] = CONVERGED
+        keep = ~done
+        rows, step, dec, fg = rows[keep], step[keep], dec[keep], fg[keep]
+        if len(rows):
+            theta = self.theta[rows]
+            if st.local_model:
+                direction = solve_local_model(problem, rows, theta, self.grad[rows] - fg,
+                                              self.hess_base, step, dec, st.model_tol * st.tol,
+                                              st)
+            else:
+                direction = step
+            slope = _dot(self.grad[rows], direction, problem.single)
+            bad = ~(np.isfinite(slope) & (slope > 0))
+            direction[bad], slope[bad] = step[bad], dec[bad]
+            pending = self._line_search(rows, theta, direction, slope)
+            for j in np.flatnonzero(pending):
+                # No ascent along this direction: the optimum up to rounding when the
+                # decrement is tiny; otherwise a stale Hessian, refreshed once if allowed.
+                if st.stall_tol is not None and dec[j] < st.stall_tol:
+                    self.status[rows[j]] = CONVERGED
+                elif st.refresh_at is None or self.refreshed:
+                    self.status[rows[j]] = FAILED
+                else:
+                    self._refresh()
+        if self.it >= st.max_iter:
+            self.status[self.status == RUNNING] = FAILED
+
+    def _line_search(self, rows: np.ndarray, theta: np.ndarray, direction: np.ndarray,
+                     slope: np.ndarray) -> np.ndarray:
+        """Backtrack each row from step length 1; accept the first point whose log density
+        rises by 1e-4 of the linear prediction. Returns which rows found none."""
+        t = np.ones(len(rows))
+        pending = np.ones(len(rows), bool)
+        for _ls in range(self.settings.line_search_trials):
+            if not pending.any():
+                break
+            sub = rows[pending]
+            cand = np.maximum(theta[pending] + t[pending, None] * direction[pending], self.lb)
+            v, g, extras = self.problem.evaluate(sub, cand)
+            ok = v >= self.value[sub] + 1e-4 * t[pending] * slope[pending]
+            acc = sub[ok]
+            self.theta[acc], self.value[acc], self.grad[acc] = cand[ok], v[ok], g[ok]
+            self.moved[acc] = True
+            if extras is not None:
+                if self.extras is None:
+                    self.extras = tuple(np.zeros((len(self.theta), *e.shape[1:])) for e in extras)
+                for mine, e in zip(self.extras, extras):
+                    mine[acc] = e[ok]
+            pos = np.flatnonzero(pending)
+            pending[pos[ok]] = False
+            t[pending] *= 0.5
+        return pending
+
+
+class OneRefit:
+    """A warm refit of one :class:`ModelData` as a stack of one (:class:`NewtonProblem`).
+
+    The log density comes from :func:`~elicit.model.density.log_density`; with
+    ``keep_predictive`` the extras of a point are the Gaussian predictive at the training
+    inputs (:meth:`Marginal.predictive`).
+    """
+
+    single = True
+
+    def __init__(self, data: ModelData, keep_predictive: bool = False) -> None:
+        self.data = data
+        self.lb = data.layout.lower_bounds()
+        self.keep_predictive = keep_predictive
+
+    def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
+        v, g, H = feedback_terms(theta[0], self.data, hess)
+        return np.array([v]), g[None], None if H is None else H[None]
+
+    def evaluate(self, rows: np.ndarray, theta: np.ndarray):
+        data = self.data
+        gamma, _, tau2 = split_theta(theta[0], data)
+        try:
+            mg = Marginal.from_data(data, gamma, tau2)
+        except np.linalg.LinAlgError:
+            # S numerically indefinite (an extreme tau2 or gamma): no density there
+            return np.array([-np.inf]), np.zeros_like(theta), None
+        v, g = log_density(theta[0], data, mg)
+        extras = None
+        if self.keep_predictive:
+            mean, var = mg.predictive()
+            extras = (mean[None], var[None])
+        return np.array([v]), g[None], extras
+
+    def hessian_base(self, theta: np.ndarray) -> np.ndarray:
+        return hessian_base(theta, self.data)
