@@ -26,8 +26,8 @@ from elicit.harness.sweep import SweepConfig
 from elicit.model.batch import BatchDensity
 from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds
 from elicit.model.kernel import kernel, pair_weights
-from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.priors import ThresholdPrior
+from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.variants import (
     GENERAL_PROGRAMS,
     MODELS,
@@ -367,6 +367,22 @@ def test_register_model_refuses_what_it_cannot_run(probit_model):
         assert d["threshold_sd"] == 1.0 and shipped_stan_file("fixed", wide.name).is_file()
     finally:
         MODELS.pop(wide.name)
+
+
+def test_docs_example_of_a_model_of_ones_own_runs(capsys):
+    """The example of docs/models.md, run as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "models.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 1
+    try:
+        exec(compile(blocks[0], "docs/models.md", "exec"), {})
+        assert MODELS["probit"].link.name == "probit"
+    finally:
+        MODELS.pop("probit", None)
+    assert capsys.readouterr().out.startswith("True [")
 
 
 # -- the command line and sweeps -----------------------------------------------------------

@@ -16,7 +16,7 @@ from elicit.engines.contract import check_stan_contract
 from elicit.errors import ElicitError
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.variants import get_model
+from elicit.model.variants import PAPER, get_model
 
 
 class Engine(ABC):
@@ -113,7 +113,7 @@ class StanProgramEngine(Engine):
         model = data.hyper.model
         if model not in self._programs:
             if self.custom:
-                # A custom file must take the model's extra data (e.g. coupled) too.
+                # A custom file must take the model's extra data (its knobs) too.
                 check_stan_contract(self.stan_file, self.variant, model)
                 path = self.stan_file
             else:
@@ -122,9 +122,10 @@ class StanProgramEngine(Engine):
         return self._programs[model]
 
 
-def shipped_stan_file(variant: str, model: str = "paper") -> Path:
+def shipped_stan_file(variant: str, model: str = PAPER) -> Path:
     """Path of the shipped Stan program of a variant (``fixed`` or ``learned``) and a named
-    model (:mod:`elicit.model.variants`).
+    model (:mod:`elicit.model.variants`); an :class:`~elicit.errors.ElicitError` for a model
+    without shipped programs.
 
     Installed, the programs are package data in ``elicit/stan/``; in a source checkout (and an
     editable install) they are the top-level ``stan/`` folder. That folder has no

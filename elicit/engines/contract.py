@@ -1,8 +1,9 @@
 """Check that a user's Stan program declares the names of the elicit contract.
 
-The engines pass data by name (``ModelData.to_stan``) and read the MAP by name, so a custom
-program must declare every data and parameter name of ``elicit.model.CONTRACT_DATA`` and
-``CONTRACT_PARAMS``, plus the extra data of the model it is used for
+The engines pass data by name (``ModelData.to_stan``, the fields of
+:class:`~elicit.model.spec.StanData`) and read the MAP by name, so a custom program must
+declare every data and parameter name of ``CONTRACT_DATA`` and ``CONTRACT_PARAMS``
+(:mod:`elicit.model.spec`), plus the extra data of the model it is used for
 (:func:`~elicit.model.spec.contract_data`). (Extra data names are not caught here: Stan itself
 refuses to build a program whose data the engine does not supply.)
 """
@@ -63,7 +64,7 @@ def _read(path: str | Path) -> tuple[Path, dict[str, str]]:
 
 
 def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> None:
-    """Raise :class:`~elicit.model.ElicitError` unless ``path`` declares the contract names.
+    """Raise :class:`~elicit.errors.ElicitError` unless ``path`` declares the contract names.
 
     Parameters
     ----------

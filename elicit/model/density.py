@@ -1,11 +1,13 @@
 """Analytic log density of the shipped Stan programs, with gradient and Hessian.
 
 This is the numpy mirror of ``stan/elicit_{fixed,learned}_tau.stan`` (the single specification
-of the model) and of the other named models' programs (:mod:`elicit.model.variants`: a
-different prior sd of xi, ``data.hyper.xi_sd``, and a masked K, ``data.kernel_mask``); tests
-check it against Stan through PyStan.
+of the model) and of ``stan/elicit_general_{fixed,learned}_tau.stan``, the other named models
+(:mod:`elicit.model.variants`). The parts a model variant supplies are read from it: the
+threshold prior and the feedback link through :mod:`elicit.model.terms`, the coupled set of
+the kernel as ``data.kernel_mask``; tests check the density against Stan through PyStan.
 
-The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2])``. With
+The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2])``
+(:mod:`elicit.model.layout`). With
 ``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
 ``b* = b_sigma + y' alpha / 2``, the marginal multivariate Student-t likelihood of y
 (Afrabandpey et al. 2019, eq. 3, with nu = 2 a_sigma and scale (b_sigma/a_sigma) S) is
@@ -56,7 +58,7 @@ class Marginal:
     """The marginal likelihood of y at (gamma, tau2) and the quantities derived from it.
 
     One factorisation of S serves the log density, its gradient and Hessian, and the
-    posterior (:mod:`elicit.posterior`), so nothing is computed twice in a query round.
+    posterior (:mod:`elicit.model.posterior`), so nothing is computed twice in a query round.
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,

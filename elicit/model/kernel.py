@@ -19,8 +19,8 @@ def row_blocks(p: int, ncols: int | None = None):
         yield slice(i0, min(p, i0 + step))
 
 
-def _kernel_inplace(U: np.ndarray, gamma: np.ndarray, exp: bool) -> np.ndarray:
-    """-0.5 * sum_l gamma_l (U_il - U_jl)^2, clipped at 0 (or its exp when ``exp``).
+def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2), the exponent clipped at 0.
 
     One symmetric product (``Z Z'`` runs as a rank-k update) and then, block by block of rows
     while the block is in cache, the row/column offsets, the clip and the exp: no p x p
@@ -33,17 +33,8 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray, exp: bool) -> np.ndarray:
         Mb = M[blk]
         Mb -= h[blk, None] + h[None, :]
         np.minimum(Mb, 0.0, out=Mb)
-        if exp:
-            np.exp(Mb, out=Mb)
-    np.fill_diagonal(M, 1.0 if exp else 0.0)
-    return M
-
-
-def sq_dists(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """sum_l gamma_l (U_il - U_jl)^2 for all feature pairs (p x p), clipped at 0."""
-    M = _kernel_inplace(U, np.asarray(gamma, dtype=float), exp=False)
-    M *= -2.0
-    np.fill_diagonal(M, 0.0)
+        np.exp(Mb, out=Mb)
+    np.fill_diagonal(M, 1.0)
     return M
 
 
@@ -56,10 +47,10 @@ def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) 
     """
     gamma = np.asarray(gamma, dtype=float)
     if coupled is None:
-        return _kernel_inplace(U, gamma, exp=True)
+        return _kernel_inplace(U, gamma)
     J = np.flatnonzero(coupled)
     K = np.eye(U.shape[0])
-    K[np.ix_(J, J)] = _kernel_inplace(U[J], gamma, exp=True)
+    K[np.ix_(J, J)] = _kernel_inplace(U[J], gamma)
     return K
 
 

@@ -206,8 +206,9 @@ class ModelData:
         if self.pairs.size and (self.pairs.min() < 0 or self.pairs.max() >= p):
             raise ElicitError(f"pair indices must lie in 0..{p - 1}")
         if self.hyper.threshold_mean == "auto":
-            raise ElicitError("resolve threshold_mean='auto' before building ModelData "
-                              "(see elicit.model.auto_threshold_mean)")
+            raise ElicitError("resolve threshold_mean='auto' before building ModelData: "
+                              "elicit.prior.setup.fit_no_feedback does, with "
+                              "elicit.model.spec.auto_threshold_mean")
         if self.coupled is not None:
             c = np.asarray(self.coupled)
             if c.shape != (p,) or c.dtype.kind not in "bi" or not np.isin(c, (0, 1)).all():

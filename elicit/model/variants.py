@@ -199,9 +199,10 @@ def _check(variant: ModelVariant) -> None:
         ok = (states and progs == PAPER_PROGRAMS and variant.xi_prior == PAPER_THRESHOLD
               and isinstance(variant.covariance, FullKernel))
     if not ok:
-        raise ElicitError(f"model {variant.name!r}: the shipped Stan programs {progs.stem}_*.stan "
-                          "cannot state it (they have the logistic link and the threshold "
-                          "prior and covariance of elicit.model); set programs=None")
+        raise ElicitError(f"model {variant.name!r}: the shipped Stan programs "
+                          f"{progs.stem}_*.stan cannot state it (they have the logistic link, "
+                          "a ThresholdPrior and the full or known-coupling covariance); set "
+                          "programs=None")
 
 
 def register_model(variant: ModelVariant) -> ModelVariant:
