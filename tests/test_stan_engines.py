@@ -21,6 +21,7 @@ from elicit.engines.pystan_engine import PyStanEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.model.variants import MODELS, get_model
 
 VARIANTS = ("fixed", "learned")
 needs_cmdstan = pytest.mark.skipif(
@@ -77,24 +78,34 @@ def test_shipped_programs_follow_contract(variant):
 
 @pytest.mark.slow
 @pytest.mark.pystan
+@pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("n_f", [0, 5])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_stan_density_matches_numpy(engines, variant, n_f):
+def test_stan_density_matches_numpy(engines, variant, n_f, model):
+    """The numpy twin against Stan's log density and gradient, for every named model (the
+    paper's program, or the general one with the model's knobs)."""
     from elicit.model.density import log_density
 
-    data = make_data(variant, n=15, p=12, d=4, n_f=n_f, seed=10 + n_f)
-    model, order = engines[variant].model(data)
+    base = make_data(variant, n=15, p=12, d=4, n_f=n_f, seed=10 + n_f)
+    coupled = np.ones(base.p, dtype=bool)
+    coupled[[0, 1, 9]] = False      # answered pairs both inside and outside J
+    data = ModelData(base.X, base.y, base.U, Hyper(variant=variant, threshold_mean=base.m,
+                                                   model=model),
+                     base.pairs, base.f, coupled=coupled)
+    stan_model, order = engines[variant].model(data)
     rng = np.random.default_rng(3)
     k = data.d + 1 + (variant == "learned")
+    # xi within the bulk of its prior (a tied threshold's is 0.02 m wide)
+    lo, hi = (0.3, 2.0) if get_model(model).threshold_sd >= 0.5 else (0.9, 1.1)
     lps, lps_np = [], []
     for _ in range(4):
-        theta = np.concatenate([rng.uniform(0.05, 2.0, data.d), [rng.uniform(0.3, 2) * data.m],
+        theta = np.concatenate([rng.uniform(0.05, 2.0, data.d), [rng.uniform(lo, hi) * data.m],
                                 rng.uniform(0.2, 3.0, k - data.d - 1)])
         u = np.log(theta[order]).tolist()
-        lp = model.log_prob(u, adjust_transform=False)
+        lp = stan_model.log_prob(u, adjust_transform=False)
         # grad_log_prob includes the log-Jacobian sum(u) of x = exp(u); undo it.
         g = np.empty(k)
-        g[order] = (np.asarray(model.grad_log_prob(u)) - 1.0) / theta[order]
+        g[order] = (np.asarray(stan_model.grad_log_prob(u)) - 1.0) / theta[order]
         v_np, g_np = log_density(theta, data)
         np.testing.assert_allclose(g, g_np, rtol=1e-7, atol=1e-8)
         lps.append(lp)
@@ -207,6 +218,31 @@ def test_pystan_fit_inside_running_event_loop(engines):
 def test_pystan_rejects_wrong_variant(engines):
     with pytest.raises(ElicitError, match="the 'fixed' variant got data of the 'learned'"):
         engines["fixed"].fit(make_data("learned", n=15, p=12, d=4, n_f=0, seed=1))
+
+
+def test_pystan_build_has_no_client_timeout(monkeypatch):
+    """Bug: PyStan's HTTP client gave up on a compile after aiohttp's default 5 minutes, which
+    a loaded machine exceeds; a build then failed with a TimeoutError. During a build the
+    client session has no total timeout; afterwards PyStan's module is as it was."""
+    import stan.common
+
+    import stan
+    from elicit.engines.pystan_engine import build_pystan_model
+
+    seen = {}
+
+    async def session_timeout():
+        async with stan.common.aiohttp.ClientSession() as session:
+            return session.timeout.total
+
+    def fake_build(program_code, data):          # stands in for the compile
+        seen["total"] = asyncio.run(session_timeout())
+        return "model"
+
+    monkeypatch.setattr(stan, "build", fake_build)
+    assert build_pystan_model("program", {}) == "model"
+    assert seen["total"] is None
+    assert asyncio.run(session_timeout()) == 300        # aiohttp's default, restored
 
 
 def test_pystan_unavailable_message(monkeypatch):

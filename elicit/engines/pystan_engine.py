@@ -69,6 +69,36 @@ def _sync(fn, *args, **kwargs):
         asyncio.set_event_loop(outer)  # asyncio.run cleared the thread's current loop
 
 
+@contextlib.contextmanager
+def _without_client_timeout():
+    """Let PyStan's HTTP client wait for a compile as long as it takes.
+
+    PyStan talks to its in-process httpstan server through an aiohttp session with aiohttp's
+    default total timeout of 5 minutes. A first compile takes 1-2 minutes on an idle machine
+    and more than 5 on a loaded one, and the build then fails with a TimeoutError although
+    nothing is wrong. During a build the session is created without a total timeout (the
+    server runs in this process: no request can hang on a network).
+    """
+    import stan.common
+
+    real = stan.common.aiohttp
+
+    class _Aiohttp:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def ClientSession(*args: Any, **kwargs: Any) -> Any:  # noqa: N802  (aiohttp's name)
+            kwargs.setdefault("timeout", real.ClientTimeout(total=None))
+            return real.ClientSession(*args, **kwargs)
+
+    stan.common.aiohttp = _Aiohttp()
+    try:
+        yield
+    finally:
+        stan.common.aiohttp = real
+
+
 def build_pystan_model(program_code: str, data: dict, quiet: bool = False) -> Any:
     """Compile (or fetch from httpstan's cache) a Stan program and bind ``data`` to it.
 
@@ -94,6 +124,7 @@ def build_pystan_model(program_code: str, data: dict, quiet: bool = False) -> An
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="elicit-pystan-") as tmp, \
             contextlib.ExitStack() as stack:
+        stack.enter_context(_without_client_timeout())
         if quiet:  # PyStan reports progress on both streams
             stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
             stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
