@@ -90,7 +90,7 @@ class StanData:
             f=data.f.astype(int), W_f=data.W_f.reshape(len(data.f), data.d),
             a_sigma=h.a_sigma, b_sigma=h.b_sigma, tau=h.tau2 if fixed else None,
             a_tau=None if fixed else h.a_tau, b_tau=None if fixed else h.b_tau,
-            threshold_mean=data.m, threshold_sd=data.variant.threshold_sd,
+            threshold_mean=data.m, threshold_sd=data.model.threshold_sd,
             coupled=np.ones(data.p, dtype=int) if mask is None else mask.astype(int))
 
     def to_dict(self, names: tuple[str, ...]) -> dict:
@@ -219,20 +219,20 @@ class ModelData:
             self.coupled = c
 
     @property
-    def variant(self) -> ModelVariant:
-        """The named model (:mod:`elicit.model.variants`) of :attr:`hyper`."""
+    def model(self) -> ModelVariant:
+        """The model variant (:mod:`elicit.model.variants`) named by ``hyper.model``."""
         return get_model(self.hyper.model)
 
     @property
     def link(self) -> Link:
         """The model's feedback link."""
-        return self.variant.link
+        return self.model.link
 
     @property
     def kernel_mask(self) -> np.ndarray | None:
         """The coupled set J that K applies (``None``: K is the full kernel), as the model's
         covariance decides it (:mod:`elicit.model.covariance`)."""
-        return self.variant.covariance.mask(self.coupled)
+        return self.model.covariance.mask(self.coupled)
 
     @property
     def layout(self) -> ParamLayout:

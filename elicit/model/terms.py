@@ -42,7 +42,7 @@ def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, objec
     Callers add the values in this order, as the log density always has.
     """
     lay, h = data.layout, data.hyper
-    priors = {"gamma": GAMMA_PRIOR, "xi": data.variant.xi_prior.at(data.m),
+    priors = {"gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
               "tau2": InvGamma(h.a_tau, h.b_tau)}
     for b in lay.blocks:
         yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))

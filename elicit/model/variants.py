@@ -147,7 +147,8 @@ class ModelVariant:
         else:
             where = f"stan/{self.stan_name('fixed')}, stan/{self.stan_name('learned')}"
             if self.programs.knobs:
-                where += f" (data: threshold_sd = {self.threshold_sd:g}, coupled)"
+                J = "J" if self.known_coupling else "all 1"
+                where += f" (data: threshold_sd = {self.threshold_sd:g}, coupled = {J})"
         return f"{self.name}: {self.assumes}\n    {where}"
 
 
