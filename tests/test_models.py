@@ -270,6 +270,15 @@ class Probit:
         m1, m0 = self._mills(z), self._mills(-z)
         return f * m1 * (z + m1) + (1 - f) * m0 * (m0 - z)
 
+    def density(self, z):
+        return stats.norm.pdf(z)
+
+    def entropy(self, z):
+        return -(special.ndtr(z) * special.log_ndtr(z) + special.ndtr(-z) * special.log_ndtr(-z))
+
+    def step_residual(self, t, z, f):
+        return t - self.score(z, f)
+
 
 @pytest.fixture
 def probit_model():
@@ -335,6 +344,23 @@ def test_numpy_engine_fits_a_registered_probit_variant(probit_model, variant):
                                rtol=1e-5, atol=1e-7)
 
 
+def test_elicitor_runs_a_registered_probit_variant(probit_model):
+    """A query round (the fast utility reads the variant's link) and a refit after the
+    answer, with the registered variant."""
+    base = make_small_data(n_feedback=0)
+    el = Elicitor(base.X, base.y, base.U, Hyper(tau2=0.5, model=probit_model.name),
+                  engine="numpy")
+    assert el.data.link is probit_model.link
+    q = el.next_query("sequential", np.random.default_rng(0))
+    assert q.expected_gain is not None and q.expected_gain > 0
+    fit = el.answer(q.i, q.j, "similar")
+    assert fit.converged and len(el.data.f) == 1
+    # the same answer under the paper's logistic link moves the MAP elsewhere
+    paper = Elicitor(base.X, base.y, base.U, Hyper(tau2=0.5), engine="numpy")
+    other = paper.answer(q.i, q.j, "similar")
+    assert np.max(np.abs(fit.gamma - other.gamma)) > 1e-4
+
+
 def test_registered_variant_without_programs_is_refused_by_stan_engines(probit_model):
     from elicit.engines.pystan_engine import PyStanEngine
 
@@ -350,8 +376,10 @@ def test_register_model_refuses_what_it_cannot_run(probit_model):
         register_model(ModelVariant("probit-test", "again", link=Probit()))
     class NoCurvature(Probit):
         curvature = None
+        entropy = None
 
-    with pytest.raises(ElicitError, match=r"'no-curvature': its link lacks curvature \(see "):
+    with pytest.raises(ElicitError, match=r"'no-curvature': its link lacks curvature, entropy "
+                                          r"\(see "):
         register_model(ModelVariant("no-curvature", "x", link=NoCurvature()))
     # the general Stan program states the logistic link only
     with pytest.raises(ElicitError, match="cannot state it .*set programs=None"):

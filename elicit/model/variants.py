@@ -169,6 +169,10 @@ MODELS: dict[str, ModelVariant] = {m.name: m for m in (
 )}
 
 
+#: what a link must do (the methods of the Link protocol)
+_LINK_METHODS = tuple(n for n, v in vars(Link).items() if callable(v) and not n.startswith("_"))
+
+
 def _check(variant: ModelVariant) -> None:
     """Refuse a variant whose parts are not objects of the right kind, or whose Stan programs
     cannot state it (the numpy twin and the Stan engines must fit the same model)."""
@@ -178,8 +182,7 @@ def _check(variant: ModelVariant) -> None:
             and variant.name):
         raise ElicitError(f"a model name must be a non-empty string without surrounding "
                           f"spaces, got {variant.name!r}")
-    missing = [m for m in ("prob", "log_lik", "score", "curvature")
-               if not callable(getattr(variant.link, m, None))]
+    missing = [m for m in _LINK_METHODS if not callable(getattr(variant.link, m, None))]
     if missing:
         raise ElicitError(f"model {variant.name!r}: its link lacks {', '.join(missing)} "
                           "(see elicit.model.link.Link)")
