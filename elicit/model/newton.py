@@ -241,9 +241,11 @@ class NewtonRun:
     problem
         The rows (:class:`NewtonProblem`).
     theta, value, grad
-        Start points (C, k), their log densities (C,) and gradients (C, k).
+        Start points (C, k), their log densities (C,) and gradients (C, k); the run updates
+        these arrays in place.
     hess_base
-        The base Hessian (k, k), shared by every row.
+        The base Hessian (k, k), shared by every row (so only a stack of one may refresh it,
+        ``settings.refresh_at``).
     settings
         :class:`NewtonSettings`.
     extras
@@ -263,6 +265,9 @@ class NewtonRun:
         self.hess_base = hess_base
         self.extras = extras
         C = len(theta)
+        if settings.refresh_at is not None and C != 1:
+            raise ValueError("a stack of several refits shares its base Hessian: it cannot "
+                             "refresh it (set refresh_at=None)")
         self.status = np.full(C, RUNNING, dtype=object)
         self.moved = np.zeros(C, bool)
         self.it = 0
@@ -287,9 +292,6 @@ class NewtonRun:
         return self._next
 
     def _refresh(self) -> None:
-        # one base Hessian for the stack: only a stack of one refreshes it
-        if len(self.theta) != 1:
-            raise ValueError("only a single refit can refresh its base Hessian")
         self.hess_base, self.refreshed = self.problem.hessian_base(self.theta[0]), True
 
     def step(self) -> None:
