@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
-REPRODUCE = Path(__file__).resolve().parents[1] / "experiments" / "reproduce.py"
+REPRODUCE = Path(__file__).resolve().parents[2] / "experiments" / "reproduce.py"
 
 
 def _reproduce():
@@ -177,7 +177,7 @@ def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):
 
     from elicit.report.realdata import BEYOND_DOC, _doc_link
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     assert _doc_link(repo / "results", BEYOND_DOC) == \
         "[docs/beyond-the-paper.md](../docs/beyond-the-paper.md)"
     outside = _doc_link(tmp_path / "out", BEYOND_DOC)

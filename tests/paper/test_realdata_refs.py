@@ -166,7 +166,7 @@ def test_realdata_config_json_round_trip(tmp_path):
     assert "recommended" not in rec.to_json() and rec.fixed_tau2 is None
 
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 @needs_data

@@ -67,7 +67,7 @@ def scheduler(tmp_path):
         pytest.skip("the dask command is not installed beside this Python")
     sched_file = tmp_path / "scheduler.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+        [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([str(dask_cli), "scheduler", "--host", "127.0.0.1", "--port", "0",
                                "--no-dashboard", "--scheduler-file", str(sched_file)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]

@@ -419,7 +419,7 @@ def test_legacy_synthetic_folder_resumes(tmp_path, monkeypatch):
     import elicit.harness.sweep as ex
     from elicit.paper.synthetic import run_synthetic
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     legacy = json.loads((repo / "results" / "synthetic" / "config.json").read_text())
     cfg = SyntheticConfig.from_json(legacy, runs=1, rounds=2, engine="numpy",
                                     strategies=("random",))
@@ -447,7 +447,7 @@ def test_synthetic_config_round_trip_and_checks(tmp_path):
             SyntheticConfig(**kw)
 
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "simulations.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "simulations.md"
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
 from elicit.session.session import Session
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAME = {"Origin": "http://localhost"}
 
 

@@ -12,9 +12,8 @@ import json
 import numpy as np
 import pytest
 from conftest import make_small_data
+from helpers import assert_derivatives_match_finite_differences, make_data, rel_diff, theta_point
 from scipy import special, stats
-from test_density import _theta, assert_derivatives_match_finite_differences
-from test_stan_engines import make_data, rel_diff
 
 from elicit.cli.main import main
 from elicit.elicitation.elicitor import Elicitor
@@ -149,7 +148,7 @@ def test_new_models_gradient_and_hessian_match_finite_differences(variant, model
 def test_new_models_change_the_density(model):
     # The variants must not silently fall back to the paper's density.
     base = make_small_data(n_feedback=6)
-    theta = _theta(base)
+    theta = theta_point(base)
     paper = log_density(theta, with_model(base, PAPER, coupled=some_coupled(base.p)))[0]
     other = log_density(theta, with_model(base, model, coupled=some_coupled(base.p)))[0]
     assert abs(paper - other) > 1e-3
@@ -161,7 +160,7 @@ def test_batched_density_is_the_models(model):
     base = make_small_data("learned", n_feedback=4)
     data = with_model(base, model, coupled=some_coupled(base.p))
     new_pairs = np.array([[0, 8], [1, 2]])
-    thetas = np.stack([_theta(data, 1), _theta(data, 2)])
+    thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
     val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 1)(thetas, np.arange(2))
     for c in range(2):
         dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 1))
@@ -297,7 +296,7 @@ def test_registered_probit_variant_density_matches_independent_formula(probit_mo
     assert_derivatives_match_finite_differences(data)
     # the value: the paper's density with the logistic feedback terms swapped for probit
     # ones, evaluated with scipy.stats
-    theta = _theta(data)
+    theta = theta_point(data)
     gamma, xi = theta[:data.d], theta[data.d]
     z = xi - pair_weights(data.U, data.pairs) @ gamma
     logit_terms = stats.bernoulli(special.expit(z)).logpmf(data.f).sum()
@@ -307,7 +306,7 @@ def test_registered_probit_variant_density_matches_independent_formula(probit_mo
                                - logit_terms + probit_terms, rtol=1e-12)
     # the batched density (the utility's refits) reads the same link
     new_pairs = np.array([[0, 8], [1, 2]])
-    thetas = np.stack([_theta(data, 1), _theta(data, 2)])
+    thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
     val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 0)(thetas, np.arange(2))
     for c in range(2):
         dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 0))
@@ -403,7 +402,7 @@ def test_docs_example_of_a_model_of_ones_own_runs(capsys):
     import re
     from pathlib import Path
 
-    text = (Path(__file__).parents[1] / "docs" / "models.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "models.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert len(blocks) == 1
     try:

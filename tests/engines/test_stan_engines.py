@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import make_data, rel_diff
 
 from elicit.engines.base import shipped_stan_file
 from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_available
@@ -20,42 +21,13 @@ from elicit.engines.contract import check_stan_contract
 from elicit.engines.pystan_engine import PyStanEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.model.result import MAPResult
-from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.model.spec import Hyper, ModelData
 from elicit.model.variants import MODELS, get_model
 
 VARIANTS = ("fixed", "learned")
 needs_cmdstan = pytest.mark.skipif(
     not cmdstan_available(),
     reason="CmdStan is not installed (cmdstanpy.cmdstan_path() failed); see README")
-
-
-def make_data(variant: str, n: int, p: int, d: int, n_f: int, seed: int,
-              counts: bool = True) -> ModelData:
-    """Random data in which the first two meta-features matter.
-
-    The answers call a pair similar when it is close in those two meta-features, so enough
-    of them move gamma well away from its prior mean (some components towards 0).
-    """
-    rng = np.random.default_rng(seed)
-    U = rng.poisson(0.5, size=(p, d)).astype(float) if counts else rng.normal(size=(p, d))
-    X = rng.normal(size=(n, p))
-    y = X @ (np.sin(2 * U[:, 0]) + U[:, 1]) + 0.5 * rng.normal(size=n)
-    pairs = all_pairs(p)
-    m = auto_threshold_mean(U, np.ones(d), pairs)
-    asked = pairs[rng.choice(len(pairs), n_f, replace=False)]
-    f = (4 * ((U[asked[:, 0], :2] - U[asked[:, 1], :2]) ** 2).sum(axis=1) < m).astype(int)
-    return ModelData(X, y, U, Hyper(variant=variant, threshold_mean=m), asked, f)
-
-
-def theta_of(r: MAPResult, data: ModelData) -> np.ndarray:
-    """MAP as a vector with xi divided by its prior mean, so all coordinates weigh alike."""
-    extra = [r.tau2] if data.hyper.variant == "learned" else []
-    return np.concatenate([r.gamma, [r.xi / data.m], extra])
-
-
-def rel_diff(a: MAPResult, b: MAPResult, data: ModelData) -> float:
-    ta, tb = theta_of(a, data), theta_of(b, data)
-    return float(np.linalg.norm(ta - tb) / np.linalg.norm(tb))
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +94,7 @@ def test_docs_contract_table_is_stan_data():
 
     from elicit.model.spec import StanData
 
-    text = (Path(__file__).parents[1] / "docs" / "stan.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "stan.md").read_text()
     table = text.split("| data name | type | meaning |", 1)[1].split("\n\n", 1)[0]
     documented = {}
     for names, stan_type in re.findall(r"^\| (`[^|]*`) \| `([^`]*)` \|", table, flags=re.M):

@@ -21,7 +21,7 @@ from elicit.model.spec import Hyper
 from elicit.session.session import Session
 from elicit.session.store import FORMAT_VERSION
 
-FORMAT1 = Path(__file__).resolve().parent / "data" / "format1.session"
+FORMAT1 = Path(__file__).resolve().parents[2] / "fixtures" / "format1.session"
 SAME = {"Origin": "http://localhost"}
 
 
@@ -177,7 +177,7 @@ def test_web_page_answers_as_the_named_expert(path):
 
 
 # --------------------------------------------------------------------------------------------
-# Format 1 files (written by the code before experts; tests/data/format1.session was made by
+# Format 1 files (written by the code before experts; tests/fixtures/format1.session was made by
 # it: 4 answers of which one undone, a skip, a pending query, WAL journal)
 # --------------------------------------------------------------------------------------------
 

@@ -10,25 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import make_small_data
+from helpers import assert_derivatives_match_finite_differences, fd_grad, theta_point
 from scipy import stats
 
 from elicit.model.density import (
     Marginal,
     hessian,
     hessian_base,
-    join_theta,
     log_density,
     split_theta,
 )
 from elicit.model.kernel import kernel
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, Hyper, ModelData
-
-
-def _theta(data: ModelData, seed: int = 1) -> np.ndarray:
-    """An interior point away from the prior means, so that no term is at a stationary point."""
-    rng = np.random.default_rng(seed)
-    gamma = rng.uniform(0.3, 2.0, data.d)
-    return join_theta(gamma, 1.3 * data.m, 0.7, data)
 
 
 def _with_U(data: ModelData, U: np.ndarray) -> ModelData:
@@ -46,17 +39,6 @@ def _u_variants(U: np.ndarray) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(5)
     out["dense_signed"] = rng.normal(size=U.shape)  # negative values, no zeros
     return out
-
-
-def _fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
-    """Central differences of a scalar (or vector) function, one column per coordinate."""
-    cols = []
-    for a in range(len(theta)):
-        h = rel * max(1.0, abs(theta[a]))
-        e = np.zeros_like(theta)
-        e[a] = h
-        cols.append((np.asarray(fun(theta + e)) - np.asarray(fun(theta - e))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 # -- the kernel ----------------------------------------------------------------------------
@@ -86,9 +68,9 @@ def test_kernel_matches_double_loop(kind):
 def test_gradient_matches_finite_differences(variant, n_feedback, kind):
     base = make_small_data(variant, n_feedback=n_feedback)
     data = _with_U(base, _u_variants(base.U)[kind])
-    theta = _theta(data)
+    theta = theta_point(data)
     _, g = log_density(theta, data)
-    g_fd = _fd_grad(lambda t: log_density(t, data)[0], theta)
+    g_fd = fd_grad(lambda t: log_density(t, data)[0], theta)
     np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
 
 
@@ -97,9 +79,9 @@ def test_gradient_matches_finite_differences(variant, n_feedback, kind):
 def test_hessian_matches_finite_differences(variant, n_feedback, kind):
     base = make_small_data(variant, n_feedback=n_feedback)
     data = _with_U(base, _u_variants(base.U)[kind])
-    theta = _theta(data)
+    theta = theta_point(data)
     H = hessian(theta, data)
-    H_fd = _fd_grad(lambda t: log_density(t, data)[1], theta)
+    H_fd = fd_grad(lambda t: log_density(t, data)[1], theta)
     scale = np.max(np.abs(H))
     np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * scale)
     np.testing.assert_allclose(H, H.T, rtol=1e-14, atol=1e-14 * scale)
@@ -112,9 +94,9 @@ def test_hessian_base_is_hessian_without_feedback(variant, kind):
     data = _with_U(base, _u_variants(base.U)[kind])
     assert len(data.f) == 4
     no_fb = data.with_feedback(np.zeros((0, 2), int), np.zeros(0, int))
-    theta = _theta(data, seed=2)
+    theta = theta_point(data, seed=2)
     Hb = hessian_base(theta, data)
-    H_fd = _fd_grad(lambda t: log_density(t, no_fb)[1], theta)
+    H_fd = fd_grad(lambda t: log_density(t, no_fb)[1], theta)
     np.testing.assert_allclose(Hb, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(Hb)))
     # and the feedback terms do matter here, so the comparison above is not vacuous
     assert np.max(np.abs(hessian(theta, data) - Hb)) > 1e-3 * np.max(np.abs(Hb))
@@ -124,7 +106,7 @@ def test_marginal_reuse_gives_the_same_derivatives(variant):
     """Passing a precomputed :class:`Marginal` must not change the result (one is reused
     across a query round)."""
     data = make_small_data(variant)
-    theta = _theta(data)
+    theta = theta_point(data)
     gamma, _, tau2 = split_theta(theta, data)
     mg = Marginal.from_data(data, gamma, tau2)
     v1, g1 = log_density(theta, data)
@@ -179,7 +161,7 @@ def _reference_log_density(theta: np.ndarray, data: ModelData) -> float:
 
 def test_log_density_matches_scipy_up_to_a_constant(variant):
     data = make_small_data(variant)
-    thetas = [_theta(data, seed=s) for s in range(4)]
+    thetas = [theta_point(data, seed=s) for s in range(4)]
     # also move xi and tau2, which _theta keeps fixed
     thetas[1][data.d] = 0.6 * data.m
     if variant == "learned":
@@ -194,7 +176,7 @@ def test_log_density_matches_scipy_up_to_a_constant(variant):
 
 def test_fixed_variant_ignores_tau2_prior_and_uses_hyper_tau2():
     data = make_small_data("fixed", tau2=0.3)
-    theta = _theta(data)
+    theta = theta_point(data)
     assert len(theta) == data.d + 1
     _, _, tau2 = split_theta(theta, data)
     assert tau2 == 0.3
@@ -224,7 +206,7 @@ def test_predictive_jacobian_matches_finite_differences(learned, kind):
         return np.concatenate([m, v])
 
     t0 = np.append(gamma0, tau20)[:k]
-    J_fd = _fd_grad(pred, t0, rel=1e-6)
+    J_fd = fd_grad(pred, t0, rel=1e-6)
     np.testing.assert_allclose(Jm, J_fd[: data.n], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jm)))
     np.testing.assert_allclose(Jv, J_fd[data.n:], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jv)))
 
@@ -254,23 +236,11 @@ def test_derivatives_over_several_row_blocks_match_finite_differences(variant):
     assert_derivatives_match_finite_differences(make_small_data(variant, n=9, p=400, d=3))
 
 
-def assert_derivatives_match_finite_differences(data) -> None:
-    """The analytic gradient and Hessian of ``log_density`` at a typical point against
-    central finite differences (shared with ``test_models.py``)."""
-    theta = _theta(data)
-    _, g = log_density(theta, data)
-    g_fd = _fd_grad(lambda t: log_density(t, data)[0], theta)
-    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
-    H = hessian(theta, data)
-    H_fd = _fd_grad(lambda t: log_density(t, data)[1], theta)
-    np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))
-
-
 def test_y_part_cache_serves_exact_values_and_never_stale_ones(variant):
     from elicit.model.density import YPartCache, y_part_cache
 
     data = make_small_data(variant)
-    theta = _theta(data)
+    theta = theta_point(data)
     gamma, _, tau2 = split_theta(theta, data)
     v_ref, g_ref = log_density(theta, data)
     cache = YPartCache(size=2)

@@ -26,7 +26,7 @@ import pytest
 
 from elicit.session.session import Session
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The README's screenshot is refreshed only on request (ELICIT_UPDATE_SCREENSHOT=1), so that
 # a test run leaves the tracked file alone; otherwise it goes to a temporary file.
 SCREENSHOT = (ROOT / "docs" / "img" / "web.png" if os.environ.get("ELICIT_UPDATE_SCREENSHOT")

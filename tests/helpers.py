@@ -1,0 +1,70 @@
+"""Checks shared by tests of several layers: finite differences of the log density, random
+model data with answers, and the distance between two MAPs. Only the model layer is imported
+here, so a test of any layer may use them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from elicit.model.density import hessian, join_theta, log_density
+from elicit.model.result import MAPResult
+from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+
+
+def theta_point(data: ModelData, seed: int = 1) -> np.ndarray:
+    """An interior point away from the prior means, so that no term is at a stationary point."""
+    rng = np.random.default_rng(seed)
+    gamma = rng.uniform(0.3, 2.0, data.d)
+    return join_theta(gamma, 1.3 * data.m, 0.7, data)
+
+
+def fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
+    """Central differences of a scalar (or vector) function, one column per coordinate."""
+    cols = []
+    for a in range(len(theta)):
+        h = rel * max(1.0, abs(theta[a]))
+        e = np.zeros_like(theta)
+        e[a] = h
+        cols.append((np.asarray(fun(theta + e)) - np.asarray(fun(theta - e))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
+def assert_derivatives_match_finite_differences(data) -> None:
+    """The analytic gradient and Hessian of ``log_density`` at a typical point against
+    central finite differences (shared with ``test_models.py``)."""
+    theta = theta_point(data)
+    _, g = log_density(theta, data)
+    g_fd = fd_grad(lambda t: log_density(t, data)[0], theta)
+    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
+    H = hessian(theta, data)
+    H_fd = fd_grad(lambda t: log_density(t, data)[1], theta)
+    np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))
+
+
+def make_data(variant: str, n: int, p: int, d: int, n_f: int, seed: int,
+              counts: bool = True) -> ModelData:
+    """Random data in which the first two meta-features matter.
+
+    The answers call a pair similar when it is close in those two meta-features, so enough
+    of them move gamma well away from its prior mean (some components towards 0).
+    """
+    rng = np.random.default_rng(seed)
+    U = rng.poisson(0.5, size=(p, d)).astype(float) if counts else rng.normal(size=(p, d))
+    X = rng.normal(size=(n, p))
+    y = X @ (np.sin(2 * U[:, 0]) + U[:, 1]) + 0.5 * rng.normal(size=n)
+    pairs = all_pairs(p)
+    m = auto_threshold_mean(U, np.ones(d), pairs)
+    asked = pairs[rng.choice(len(pairs), n_f, replace=False)]
+    f = (4 * ((U[asked[:, 0], :2] - U[asked[:, 1], :2]) ** 2).sum(axis=1) < m).astype(int)
+    return ModelData(X, y, U, Hyper(variant=variant, threshold_mean=m), asked, f)
+
+
+def theta_of(r: MAPResult, data: ModelData) -> np.ndarray:
+    """MAP as a vector with xi divided by its prior mean, so all coordinates weigh alike."""
+    extra = [r.tau2] if data.hyper.variant == "learned" else []
+    return np.concatenate([r.gamma, [r.xi / data.m], extra])
+
+
+def rel_diff(a: MAPResult, b: MAPResult, data: ModelData) -> float:
+    ta, tb = theta_of(a, data), theta_of(b, data)
+    return float(np.linalg.norm(ta - tb) / np.linalg.norm(tb))
