@@ -125,17 +125,19 @@ def stalled_fit_chain():
     from threadpoolctl import threadpool_limits
 
     from elicit.engines.numpy_engine import NumpyEngine
-    from elicit.paper.synthetic import synthetic_problem
+    from elicit.model.simulate import make_synthetic
 
-    problem = synthetic_problem(1, 3)
-    f = np.array([problem.expert.answer(i, j).f for i, j in STALL_PAIRS])
+    # the data of the synthetic experiment's run 3 with seed 1; similar = same group
+    problem = make_synthetic(np.random.default_rng(np.random.SeedSequence([1, 3])))
+    g = problem.groups
+    f = np.array([int(g[i] == g[j]) for i, j in STALL_PAIRS])
+    hyper = Hyper(variant="learned")
     engine = NumpyEngine("learned")
     with threadpool_limits(limits=1, user_api="blas"):
-        probe = ModelData(problem.X, problem.y, problem.U,
-                          problem.hyper.with_threshold_mean(1.0))
+        probe = ModelData(problem.X, problem.y, problem.U, hyper.with_threshold_mean(1.0))
         m = auto_threshold_mean(problem.U, engine.fit(probe).gamma,
                                 all_pairs(problem.X.shape[1]))
-        base = ModelData(problem.X, problem.y, problem.U, problem.hyper.with_threshold_mean(m))
+        base = ModelData(problem.X, problem.y, problem.U, hyper.with_threshold_mean(m))
         fit = engine.fit(base)
         for k in range(1, len(STALL_PAIRS) + 1):
             data = base.with_feedback(STALL_PAIRS[:k], f[:k])

@@ -68,3 +68,52 @@ def theta_of(r: MAPResult, data: ModelData) -> np.ndarray:
 def rel_diff(a: MAPResult, b: MAPResult, data: ModelData) -> float:
     ta, tb = theta_of(a, data), theta_of(b, data)
     return float(np.linalg.norm(ta - tb) / np.linalg.norm(tb))
+
+
+def assert_png(path, width: int | None = None, height: int | None = None) -> None:
+    """``path`` is a PNG image (of the given pixel size) with something drawn on it: more
+    than a handful of distinct colours, not a blank canvas."""
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(str(path))
+    assert img.ndim == 3, f"{path} is not a colour image"
+    if width is not None:
+        assert img.shape[1] == width, (path, img.shape)
+    if height is not None:
+        assert img.shape[0] == height, (path, img.shape)
+    colours = np.unique(img.reshape(-1, img.shape[2]), axis=0)
+    assert len(colours) > 16, f"{path} has only {len(colours)} colours: nothing drawn"
+
+
+def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
+                      coupled: np.ndarray | None) -> float:
+    """The log posterior density of the shipped models written out directly (an independent
+    formula): dense K with the known-coupling mask applied entrywise, the Student-t marginal
+    of y by ``slogdet`` and ``solve``, the priors and the logistic answers term by term.
+    Constants are those of ``log_density`` (which drops the truncation normalisers)."""
+    from scipy.special import gammaln
+
+    d, n = data.d, data.n
+    gamma, xi = theta[:d], theta[d]
+    learned = data.hyper.variant == "learned"
+    tau2 = theta[d + 1] if learned else data.hyper.tau2
+    U = data.U
+    K = np.exp(-0.5 * np.einsum("ijl,l->ij", (U[:, None, :] - U[None, :, :]) ** 2, gamma))
+    if coupled is not None:
+        keep = np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
+        K = np.where(keep, K, 0.0)
+    S = np.eye(n) + tau2 * data.X @ K @ data.X.T
+    a, b = data.hyper.a_sigma, data.hyper.b_sigma
+    a_star = a + n / 2
+    b_star = b + 0.5 * data.y @ np.linalg.solve(S, data.y)
+    value = (gammaln(a_star) - gammaln(a) - 0.5 * n * np.log(2 * np.pi * b)
+             - 0.5 * np.linalg.slogdet(S)[1] - a_star * np.log(b_star / b))
+    value += -0.5 * np.sum((gamma - 1.0) ** 2) / 0.5 ** 2
+    m = data.m
+    value += -0.5 * (xi - m) ** 2 / (threshold_sd * m) ** 2
+    if learned:
+        value += -(data.hyper.a_tau + 1.0) * np.log(tau2) - data.hyper.b_tau / tau2
+    for (i, j), f in zip(data.pairs, data.f):
+        z = xi - gamma @ (U[i] - U[j]) ** 2
+        value += -np.log1p(np.exp(-z)) if f == 1 else -np.log1p(np.exp(z))
+    return float(value)

@@ -22,17 +22,24 @@ def _plt():
 
 def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
                baselines: Mapping[str, float] | None = None,
-               references: Mapping[str, float] | None = None) -> None:
+               references: Mapping[str, float] | None = None) -> dict[str, dict]:
     """Mean +/- standard error of test MSE against the number of answers, per strategy.
 
     ``baselines`` (label -> MSE) are drawn as thin grey horizontal lines; ``references``
     (label -> MSE: predicting the mean, the all-answers ceiling) as bold black and red ones,
     so that the room feedback has is visible at once. The legend sits to the right of the
     axes, where it hides no line.
+
+    Returns
+    -------
+    dict
+        What was drawn: ``"curves"`` maps each strategy's label to its (answers, mean, s.e.)
+        arrays and ``"lines"`` each horizontal line's legend entry to its value.
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8.5, 4))
     lo, hi = np.inf, -np.inf
+    drawn: dict[str, dict] = {"curves": {}, "lines": {}}
     for strategy, g in df.groupby("strategy", sort=False):
         label = strategy_label(str(strategy))
         if label is None:  # baselines and reference lines: horizontal lines, below
@@ -40,6 +47,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
         stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
         se = stats["std"].fillna(0) / np.sqrt(stats["count"])
         ax.plot(stats.index, stats["mean"], label=label)
+        drawn["curves"][label] = (stats.index.to_numpy(), stats["mean"].to_numpy(),
+                                  se.to_numpy())
         ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
         lo = min(lo, float((stats["mean"] - se).min()))
         hi = max(hi, float((stats["mean"] + se).max()))
@@ -50,11 +59,14 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     keep = [v for v in lines if lo - 2 * span <= v <= hi + 2 * span]
     off = "" if len(keep) == len(lines) else " (off the axis)"
     for k, (name, value) in enumerate((baselines or {}).items()):
-        ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1,
-                   label=name + ("" if value in keep else off))
+        entry = name + ("" if value in keep else off)
+        ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=entry)
+        drawn["lines"][entry] = value
     for k, (name, value) in enumerate((references or {}).items()):
+        entry = f"{name} {value:.3f}" + ("" if value in keep else off)
         ax.axhline(value, ls=["--", "-."][k % 2], color=["black", "tab:red"][k % 2], lw=1.8,
-                   label=f"{name} {value:.3f}" + ("" if value in keep else off))
+                   label=entry)
+        drawn["lines"][entry] = value
     if np.isfinite(lo) and off:
         shown = [lo, hi] + keep
         pad = 0.05 * (max(shown) - min(shown) or 1.0)
@@ -68,6 +80,7 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     for p in [path] if isinstance(path, (str, Path)) else path:
         fig.savefig(p, dpi=120)
     plt.close(fig)
+    return drawn
 
 
 def kernel_panels(panels: Mapping[str, np.ndarray], path: str | Path) -> None:

@@ -52,11 +52,10 @@ from elicit.errors import ElicitError
 from elicit.harness.problem import STREAM_BENCH, run_stream
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
-from elicit.model.kernel import kernel
+from elicit.model.simulate import make_synthetic, random_problem
 from elicit.model.spec import Hyper, all_pairs
 from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.real_problem import realdata_problem
-from elicit.paper.synthetic import make_synthetic
 from elicit.prior.setup import fit_no_feedback
 
 #: The benchmark problems of ``elicit bench --size``.
@@ -111,17 +110,7 @@ def _same_sign(beta: np.ndarray) -> Callable[[int, int], int]:
 
 def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> BenchProblem:
     """The documented Amazon-size random problem (see the module docstring)."""
-    rng = np.random.default_rng(seed)
-    rate = np.exp(rng.uniform(np.log(0.02), np.log(0.5), size=p))
-    U = rng.poisson(rate[:, None], size=(p, d)).astype(float)
-    gamma_true = np.zeros(d)
-    gamma_true[rng.choice(d, 10, replace=False)] = 1.0
-    K = kernel(U, gamma_true)
-    L = np.linalg.cholesky(0.01 * K + 1e-8 * np.eye(p))
-    beta = 10.0 * (L @ rng.standard_normal(p))
-    X = rng.standard_normal((n, p))
-    y = X @ beta + rng.standard_normal(n)
-    y -= y.mean()
+    X, y, U, beta = random_problem(seed, n, p, d)
     return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
                         pool_size=400, answer=_same_sign(beta),
                         rng=np.random.default_rng(seed + 1))

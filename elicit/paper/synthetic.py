@@ -1,11 +1,7 @@
-"""The paper's synthetic data and experiment (Afrabandpey et al. 2019, Sec. 4.1, Figs. 3-4).
+"""The paper's synthetic experiment (Afrabandpey et al. 2019, Sec. 4.1, Figs. 3-4).
 
-p = 25 features in four groups {1-10}, {11-15}, {16-20}, {21-25}; d = 9 meta-feature columns.
-Column l describes one group (group entries ~ U(0, 0.25) or U(1, 10)) and gives every other
-feature U(2, 2.25); the last column is pure noise, U(1, 10) for all features. With
-gamma_opt = [1,1,0,1,0,1,0,0,0] the kernel K_opt = K(gamma_opt) is near 1 within groups and
-near 0 across them. beta ~ N(0, sigma2 tau2 K_opt) with sigma2 = 5, tau2 = 1, and
-y = X beta + N(0, sigma2) (:func:`make_synthetic`, as in the authors' code).
+The data are drawn by :func:`elicit.model.simulate.make_synthetic` (p = 25 features in four
+groups, d = 9 meta-features, beta from the kernel of gamma_opt).
 
 :func:`run_synthetic` is the experiment (settings: :class:`~elicit.paper.configs.SyntheticConfig`):
 the three query strategies on runs of such data (:class:`SyntheticMaker`), answered by an
@@ -27,57 +23,9 @@ from elicit.harness.problem import ProblemsDir, RunProblem
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, sweep
 from elicit.model.kernel import kernel
+from elicit.model.simulate import make_synthetic
 from elicit.model.spec import Hyper
 from elicit.paper.configs import SyntheticConfig
-
-GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
-GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)
-# (group described by the column, distribution of the group's entries); None = all U(1, 10)
-_COLUMNS = [(0, "near"), (1, "near"), (0, "far"), (2, "near"), (1, "far"), (3, "near"),
-            (2, "far"), (3, "far"), (None, "far")]
-
-
-@dataclass
-class SyntheticData:
-    X: np.ndarray
-    y: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    U: np.ndarray
-    beta: np.ndarray
-    groups: np.ndarray
-    K_opt: np.ndarray
-
-
-def meta_features(rng: np.random.Generator) -> np.ndarray:
-    """The 25 x 9 meta-feature matrix U."""
-    p = len(GROUPS)
-    U = rng.uniform(2.0, 2.25, size=(p, len(_COLUMNS)))
-    for col, (group, kind) in enumerate(_COLUMNS):
-        rows = np.arange(p) if group is None else np.flatnonzero(GROUPS == group)
-        lo, hi = (0.0, 0.25) if kind == "near" else (1.0, 10.0)
-        U[rows, col] = rng.uniform(lo, hi, size=len(rows))
-    return U
-
-
-def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 1000,
-                   sigma2: float = 5.0, tau2: float = 1.0) -> SyntheticData:
-    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15)."""
-    if n_train < 1 or n_test < 1:
-        raise ValueError("n_train and n_test must be positive")
-    U = meta_features(rng)
-    p = U.shape[0]
-    K_opt = kernel(U, GAMMA_OPT)
-    # A tiny jitter: K_opt is near-singular within groups.
-    L = np.linalg.cholesky(sigma2 * tau2 * K_opt + 1e-9 * np.eye(p))
-    beta = L @ rng.standard_normal(p)
-    X = rng.standard_normal((n_train, p))
-    X_test = rng.standard_normal((n_test, p))
-    noise = np.sqrt(sigma2)
-    y = X @ beta + noise * rng.standard_normal(n_train)
-    y_test = X_test @ beta + noise * rng.standard_normal(n_test)
-    return SyntheticData(X, y, X_test, y_test, U, beta, GROUPS.copy(), K_opt)
-
 
 # --------------------------------------------------------------------------------------------
 # One run

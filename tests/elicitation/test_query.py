@@ -23,7 +23,6 @@ from elicit.elicitation.strategies import (
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
-from elicit.harness.sweep import SweepConfig
 from elicit.model.density import join_theta
 from elicit.model.spec import Hyper, all_pairs
 
@@ -455,8 +454,6 @@ def test_a_strategy_registered_from_outside_is_asked_through_the_elicitor(toy_st
     assert (q.i, q.j) == cands[-3]
     assert [(b.i, b.j) for b in el.next_batch(name, rng, 3)] == cands[-2:-5:-1]
     assert STRATEGY_REGISTRY[name] is toy_strategy
-    # the sweeps take it by name too, beside the paper's
-    assert SweepConfig("synthetic", 1, 1, strategies=("random", name)).strategies[1] == name
 
 
 def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_strategy):

@@ -4,8 +4,6 @@ approximation (:func:`elicit.elicitation.utility.bald_gain`, ``UtilityScorer.par
 from __future__ import annotations
 
 import dataclasses
-import json
-import sqlite3
 
 import numpy as np
 import pytest
@@ -13,18 +11,14 @@ from scipy import integrate
 from scipy.linalg import cho_solve
 from scipy.special import entr, expit
 
-from elicit.cli.main import build_parser
-from elicit.cli.main import main as cli_main
 from elicit.elicitation import utility as utility_module
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.utility import UtilityScorer, bald_gain
 from elicit.errors import ElicitError
-from elicit.harness.store import SweepStore
-from elicit.harness.sweep import SweepConfig
 from elicit.model.density import feedback_terms, join_theta, lower_bounds
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
-from elicit.paper.synthetic import make_synthetic
+from elicit.model.simulate import make_synthetic
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -264,72 +258,3 @@ def test_elicitor_with_the_params_target_asks_valid_unasked_pairs(strategy):
     assert not any((q.i, q.j) in asked for q in batch)
 
 
-def test_a_bad_target_is_a_one_line_error():
-    sd = make_synthetic(np.random.default_rng(0))
-    with pytest.raises(ElicitError, match=r"^utility target must be one of predictive, params, "
-                                          r"got 'kl'$"):
-        Elicitor(sd.X, sd.y, sd.U, target="kl")
-    with pytest.raises(ElicitError, match="utility target must be one of"):
-        SweepConfig("synthetic", 1, 1, utility_target="kl")
-    with pytest.raises(ElicitError, match="params utility target uses the shipped model"):
-        SweepConfig("synthetic", 1, 1, engine="cmdstan", utility="exact",
-                    stan_file="my.stan", utility_target="params")
-
-
-def test_cli_utility_target_option():
-    parser = build_parser()
-    for cmd in (["synthetic", "--out", "x"], ["realdata", "--dataset", "amazon", "--out", "x"]):
-        assert parser.parse_args(cmd).utility_target == "predictive"
-        assert parser.parse_args([*cmd, "--utility-target", "params"]).utility_target == "params"
-
-
-def test_cli_bad_utility_target(capsys):
-    with pytest.raises(SystemExit) as e:
-        cli_main(["synthetic", "--out", "x", "--utility-target", "kl"])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    # argparse's own report (as for every other choice option), on one line
-    assert err[-1].startswith("elicit synthetic: error: argument --utility-target: invalid "
-                              "choice: 'kl'")
-
-
-def test_realdata_config_without_a_target_was_predictive(tmp_path):
-    cfg = {"dataset": "amazon", "seed": 0, "utility": "fast"}
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    SweepStore.open(tmp_path, {**cfg, "utility_target": "predictive"})
-    assert json.loads((tmp_path / "config.json").read_text())["utility_target"] == "predictive"
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ElicitError, match="utility_target: 'predictive' there, 'params' now"):
-        SweepStore.open(tmp_path, {**cfg, "utility_target": "params"})
-
-
-def test_session_keeps_the_target_and_old_files_read_as_predictive(tmp_path):
-    from conftest import SESSION_NAMES, make_session_data
-
-    from elicit.session.session import Session
-
-    X, y, U = make_session_data()
-    path = tmp_path / "t.session"
-    with Session.create(X, y, U, SESSION_NAMES, path=path, engine="numpy",
-                        utility_target="params") as s:
-        assert s.settings["utility_target"] == "params"
-        assert s.elicitor.target == "params"
-    with Session.open(path) as s:
-        assert s.elicitor.target == "params"
-        q = s.next_query()
-        assert q.exact_gain and q.expected_gain is not None
-    # a file written before the target existed has no key: it was predictive
-    with sqlite3.connect(path) as conn:
-        (raw,) = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        settings = json.loads(raw)
-        del settings["utility_target"]
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps(settings),))
-    conn.close()
-    with Session.open(path) as s:
-        assert s.elicitor.target == "predictive"
-
-
-def test_cli_session_new_takes_the_target():
-    args = build_parser().parse_args(["session", "new", "--from-npz", "x.npz", "--out", "o",
-                                      "--utility-target", "params"])
-    assert args.utility_target == "params"

@@ -227,14 +227,13 @@ def test_remembered_refit_is_not_served_for_another_coupled_set():
 def test_local_model_by_problem_size():
     """Plain Newton steps on the synthetic experiment's size, the local model at Amazon's."""
     from elicit.model.batch import uses_local_model
-    from elicit.paper.bench import amazon_like
-    from elicit.paper.synthetic import synthetic_problem
+    from elicit.model.simulate import make_synthetic, random_problem
 
-    syn = synthetic_problem(0, 0)
+    syn = make_synthetic(np.random.default_rng(np.random.SeedSequence([0, 0])))
     small = ModelData(syn.X, syn.y, syn.U, Hyper(variant="learned", threshold_mean=1.0))
     assert not uses_local_model(small)
-    big = amazon_like(seed=0)
-    assert uses_local_model(ModelData(big.X, big.y, big.U,
+    X, y, U, _ = random_problem(seed=0)
+    assert uses_local_model(ModelData(X, y, U,
                                       Hyper(variant="fixed", tau2=0.01, threshold_mean=1.0)))
     engine = NumpyEngine("learned")
     assert engine.newton_run(small, _theta(engine.fit(small), small),

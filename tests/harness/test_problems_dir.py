@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import assert_png
 
 from elicit import GroupOracle, SignOracle
 from elicit.cli.main import main
 from elicit.errors import ElicitError
 from elicit.harness import ProblemsDir, RunProblem, SweepConfig
 from elicit.harness.sweep import sweep
+from elicit.model.simulate import make_synthetic
 from elicit.model.spec import Hyper
-from elicit.paper.synthetic import make_synthetic
 
 
 def _write(folder, n: int = 3):
@@ -48,7 +49,8 @@ def test_the_sweep_on_a_folder_of_problems_is_the_sweep_on_those_problems(tmp_pa
                  "--engine", "numpy", "--out", str(out), "--quiet"]) == 0
     got = pd.read_csv(out / "mse.csv")
     assert set(got.dataset) == {"mine"} and sorted(got.run.unique()) == [0, 1, 2]
-    assert (out / "fig4_mse.png").exists() and not (out / "fig3_K.png").exists()
+    assert_png(out / "fig4_mse.png")
+    assert not (out / "fig3_K.png").exists()
     ref = sweep(_InTest(problems), SweepConfig("mine", 3, 3, engine="numpy"),
                 tmp_path / "ref", progress=False)
     pd.testing.assert_frame_equal(got, ref)

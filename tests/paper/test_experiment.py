@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import assert_png
 
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
@@ -369,7 +370,8 @@ def test_python_sweep_refuses_a_rerun_with_other_settings(tmp_path):
     out = tmp_path / "mine"
     cfg = SweepConfig("mine", runs=2, rounds=1, engine="numpy", strategies=("random",))
     first = sweep(synthetic_problem, cfg, out, progress=False)
-    assert (out / "config.json").exists() and (out / "fig4_mse.png").stat().st_size > 0
+    assert (out / "config.json").exists()
+    assert_png(out / "fig4_mse.png")
     assert first[first.strategy == "random"].n_feedback.max() == 1
     with pytest.raises(ElicitError, match=r"holds results of other settings \(rounds: 1 there, "
                                           r"3 now; seed: 0 there, 5 now\)"):
@@ -483,7 +485,7 @@ def test_the_simulation_docs_examples_run(tmp_path, monkeypatch):
     df = pd.read_csv(out / "mse.csv")
     assert set(df.strategy) == set(STRATEGIES) | {"mean"} and df.n_feedback.max() == 3
     assert json.loads((out / "config.json").read_text())["n_train"] == 20
-    assert (out / "fig4_mse.png").stat().st_size > 0
+    assert_png(out / "fig4_mse.png")
     Path("study.py").write_text(small.replace('SweepConfig("mine", ',
                                               'SweepConfig("mine", seed=5, '))
     rerun = subprocess.run([sys.executable, "study.py"], env=env, capture_output=True, text=True)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import assert_png
 
 from elicit.cli.main import main
 from elicit.errors import ElicitError
@@ -72,7 +73,7 @@ def test_corpus_sweep_outputs(corpus_sweep, corpus):
     cfg = json.loads((corpus_sweep / "shop" / "config.json").read_text())
     assert cfg["corpus"] == str(corpus.resolve()) and cfg["text_field"] == "review"
     assert cfg["standardize"] == "model" and cfg["tau2"] == "cv" and len(cfg["corpus_sha256"]) == 64
-    assert (corpus_sweep / "shop" / "fig5_shop_reviews.png").stat().st_size > 0
+    assert_png(corpus_sweep / "shop" / "fig5_shop_reviews.png")
     info = pd.read_csv(corpus_sweep / "shop" / "runinfo.csv")
     assert (info.n_expert == 300).all() and info.n_answerable.between(1, 45).all()
 

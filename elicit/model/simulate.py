@@ -1,0 +1,94 @@
+"""Data drawn from the model: the paper's synthetic problem and Amazon-size random problems.
+
+Both draw the true weights from the model's own prior, beta ~ N(0, sigma2 tau2 K(gamma_true)),
+so they are the model layer's business: the experiments (:mod:`elicit.paper.synthetic`), the
+benchmarks (:mod:`elicit.paper.bench`) and the tests of every layer use them.
+
+The paper's synthetic data (Afrabandpey et al. 2019, Sec. 4.1): p = 25 features in four groups
+{1-10}, {11-15}, {16-20}, {21-25}; d = 9 meta-feature columns. Column l describes one group
+(group entries ~ U(0, 0.25) or U(1, 10)) and gives every other feature U(2, 2.25); the last
+column is pure noise, U(1, 10) for all features. With gamma_opt = [1,1,0,1,0,1,0,0,0] the
+kernel K_opt = K(gamma_opt) is near 1 within groups and near 0 across them.
+beta ~ N(0, sigma2 tau2 K_opt) with sigma2 = 5, tau2 = 1, and y = X beta + N(0, sigma2)
+(:func:`make_synthetic`, as in the authors' code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from elicit.model.kernel import kernel
+
+GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
+GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)
+# (group described by the column, distribution of the group's entries); None = all U(1, 10)
+_COLUMNS = [(0, "near"), (1, "near"), (0, "far"), (2, "near"), (1, "far"), (3, "near"),
+            (2, "far"), (3, "far"), (None, "far")]
+
+
+@dataclass
+class SyntheticData:
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    U: np.ndarray
+    beta: np.ndarray
+    groups: np.ndarray
+    K_opt: np.ndarray
+
+
+def meta_features(rng: np.random.Generator) -> np.ndarray:
+    """The 25 x 9 meta-feature matrix U."""
+    p = len(GROUPS)
+    U = rng.uniform(2.0, 2.25, size=(p, len(_COLUMNS)))
+    for col, (group, kind) in enumerate(_COLUMNS):
+        rows = np.arange(p) if group is None else np.flatnonzero(GROUPS == group)
+        lo, hi = (0.0, 0.25) if kind == "near" else (1.0, 10.0)
+        U[rows, col] = rng.uniform(lo, hi, size=len(rows))
+    return U
+
+
+def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 1000,
+                   sigma2: float = 5.0, tau2: float = 1.0) -> SyntheticData:
+    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15)."""
+    if n_train < 1 or n_test < 1:
+        raise ValueError("n_train and n_test must be positive")
+    U = meta_features(rng)
+    p = U.shape[0]
+    K_opt = kernel(U, GAMMA_OPT)
+    # A tiny jitter: K_opt is near-singular within groups.
+    L = np.linalg.cholesky(sigma2 * tau2 * K_opt + 1e-9 * np.eye(p))
+    beta = L @ rng.standard_normal(p)
+    X = rng.standard_normal((n_train, p))
+    X_test = rng.standard_normal((n_test, p))
+    noise = np.sqrt(sigma2)
+    y = X @ beta + noise * rng.standard_normal(n_train)
+    y_test = X_test @ beta + noise * rng.standard_normal(n_test)
+    return SyntheticData(X, y, X_test, y_test, U, beta, GROUPS.copy(), K_opt)
+
+
+def random_problem(seed: int = 0, n: int = 100, p: int = 340, d: int = 100,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """An Amazon-size random problem: word-count-like meta-features (Poisson, sparse), ten
+    meta-features that matter, beta from the kernel they define, standard normal inputs.
+
+    Returns
+    -------
+    X, y, U, beta
+        Inputs (n x p), centred targets, meta-features (p x d) and the true weights.
+    """
+    rng = np.random.default_rng(seed)
+    rate = np.exp(rng.uniform(np.log(0.02), np.log(0.5), size=p))
+    U = rng.poisson(rate[:, None], size=(p, d)).astype(float)
+    gamma_true = np.zeros(d)
+    gamma_true[rng.choice(d, 10, replace=False)] = 1.0
+    K = kernel(U, gamma_true)
+    L = np.linalg.cholesky(0.01 * K + 1e-8 * np.eye(p))
+    beta = 10.0 * (L @ rng.standard_normal(p))
+    X = rng.standard_normal((n, p))
+    y = X @ beta + rng.standard_normal(n)
+    y -= y.mean()
+    return X, y, U, beta

@@ -1,0 +1,85 @@
+"""The meta-feature options on the command line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from elicit.data import BowDataset
+
+
+def corpus(n: int = 60, seed: int = 0) -> BowDataset:
+    """Two keyword groups that co-occur only within the group, plus one absent keyword."""
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((n, 9), dtype=int)
+    for r in range(n):
+        group = [0, 1, 2, 3] if r % 2 == 0 else [4, 5, 6, 7]
+        words = rng.choice(group, size=2, replace=False)
+        counts[r, words] = rng.integers(1, 4, size=2)
+    ratings = rng.integers(1, 6, size=n)
+    return BowDataset(counts, ratings, [f"w{k}" for k in range(9)], name="toy")
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from elicit.cli.main import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_realdata_parser_accepts_meta_options():
+    from elicit.cli.main import build_parser
+
+    args = build_parser().parse_args(["realdata", "--dataset", "amazon", "--out", "x",
+                                      "--meta-features", "ppmi", "--meta-dim", "25"])
+    assert args.meta_features == "ppmi" and args.meta_dim == "25"
+    args = build_parser().parse_args(["realdata", "--dataset", "amazon", "--out", "x"])
+    assert args.meta_features is None and args.meta_dim is None
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--meta-features", "tfidf"], r"^elicit: error: --meta-features 'tfidf' is neither one "
+                                   r"of counts, ppmi, lsa nor an existing file$"),
+    (["--meta-features", "ppmi", "--meta-dim", "0"],
+     r"^elicit: error: --meta-dim must be a positive integer, got '0'$"),
+    (["--meta-features", "lsa", "--meta-dim", "ten"],
+     r"^elicit: error: --meta-dim must be a positive integer, got 'ten'$"),
+    (["--meta-dim", "5"], r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+])
+def test_realdata_cli_bad_meta_options(capsys, tmp_path, extra, message):
+    code, _, err = cli(capsys, "realdata", "--dataset", "amazon", "--out",
+                       str(tmp_path / "o"), "--data-dir", str(tmp_path / "nodata"), *extra)
+    assert code == 2
+    assert re.search(message, error_line(err))
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--from-csv", "{tmp}/t.csv", "--target", "y", "--meta-features", "ppmi"],
+     r"^elicit: error: --meta-features ppmi learns from review text: use it with --dataset "
+     r"or --corpus"),
+    (["--corpus", "{tmp}/c.jsonl", "--meta-features", "counts", "--meta-dim", "4"],
+     r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+    (["--from-csv", "{tmp}/t.csv", "--target", "y", "--meta-dim", "4"],
+     r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+    (["--corpus", "{tmp}/c.jsonl", "--meta-features", "nope"],
+     r"^elicit: error: --meta-features 'nope' is neither one of counts, ppmi, lsa nor"),
+])
+def test_session_new_bad_meta_options(capsys, tmp_path, argv, message):
+    pd.DataFrame({"a": [1.0, 2, 3], "b": [3.0, 1, 2], "y": [1.0, 0, 1]}).to_csv(
+        tmp_path / "t.csv", index=False)
+    (tmp_path / "c.jsonl").write_text("")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, _, err = cli(capsys, "session", "new", *argv, "--out", str(tmp_path / "s.session"))
+    assert code == 2
+    assert re.search(message, error_line(err))

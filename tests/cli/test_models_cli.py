@@ -1,0 +1,58 @@
+"""The named models on the command line: one-line errors and elicit models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elicit.cli.main import main
+from elicit.errors import ElicitError
+from elicit.harness.sweep import SweepConfig
+from elicit.model.spec import Hyper
+from elicit.model.variants import (
+    MODELS,
+    PAPER,
+    get_model,
+)
+
+
+def test_unknown_model_is_one_line_error_listing_names():
+    with pytest.raises(ElicitError, match=r"unknown model 'bogus'; choose one of paper, "
+                                          r"tied-threshold, known-coupling, known-coupling-tied"):
+        Hyper(model="bogus")
+    with pytest.raises(ElicitError, match="unknown model 'Paper'"):
+        SweepConfig("x", 1, 1, model="Paper")
+    assert Hyper().model == PAPER and get_model(PAPER).threshold_sd == 0.5
+
+
+def test_models_command_lists_every_model_and_its_programs(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for m in MODELS.values():
+        assert f"{m.name}: {m.assumes}" in out
+        assert f"stan/{m.stan_name('fixed')}, stan/{m.stan_name('learned')}" in out
+    assert "(data: threshold_sd = 0.02, coupled = all 1)" in out    # tied-threshold
+    assert "(data: threshold_sd = 0.5, coupled = J)" in out         # known-coupling
+
+
+@pytest.mark.parametrize("argv", [
+    ["synthetic", "--runs", "1", "--rounds", "1"],
+    ["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "1"],
+])
+def test_bogus_model_is_a_one_line_cli_error(argv, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "o"), "--model", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("elicit: error: unknown model 'bogus'; choose one of paper,")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "o" / "config.json").exists()
+
+
+def test_session_new_bogus_model_is_a_one_line_error(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    npz = tmp_path / "p.npz"
+    np.savez(npz, X=rng.normal(size=(8, 4)), y=rng.normal(size=8),
+             U=rng.poisson(1.0, (4, 2)).astype(float))
+    assert main(["session", "new", "--from-npz", str(npz), "--out", str(tmp_path / "s.json"),
+                 "--model", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("elicit: error: unknown model 'bogus'") and err.count("\n") == 1

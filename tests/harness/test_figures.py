@@ -1,0 +1,50 @@
+"""The figures draw what the results say: the curves' means and standard errors and every
+reference line, with the value in its legend entry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from helpers import assert_png
+
+from elicit.harness.figures import kernel_panels, mse_curves
+
+
+def _results() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = []
+    for strategy in ("random", "sequential"):
+        for run in range(4):
+            for t in range(6):
+                rows.append(("d", strategy, run, t, 2.0 - 0.05 * t * (strategy == "sequential")
+                             + 0.1 * rng.normal()))
+    rows += [("d", "mean", run, 0, 2.5) for run in range(4)]
+    return pd.DataFrame(rows, columns=["dataset", "strategy", "run", "n_feedback", "mse"])
+
+
+def test_mse_curves_draw_the_mean_and_standard_error_of_every_strategy(tmp_path):
+    df = _results()
+    drawn = mse_curves(df, tmp_path / "f.png", baselines={"Ridge": 1.9},
+                       references={"predict the mean": 2.5})
+    assert set(drawn["curves"]) == {"Random", "Sequential"}
+    for label, strategy in (("Random", "random"), ("Sequential", "sequential")):
+        x, mean, se = drawn["curves"][label]
+        g = df[df.strategy == strategy]
+        want = np.array([g[g.n_feedback == t].mse.mean() for t in range(6)])
+        want_se = np.array([g[g.n_feedback == t].mse.std(ddof=1) / 2.0 for t in range(6)])
+        np.testing.assert_array_equal(x, np.arange(6))
+        np.testing.assert_allclose(mean, want, rtol=1e-12)
+        np.testing.assert_allclose(se, want_se, rtol=1e-12)
+    assert drawn["lines"] == {"Ridge": 1.9, "predict the mean 2.500": 2.5}
+    assert_png(tmp_path / "f.png", width=1020, height=480)
+
+
+def test_a_reference_far_from_the_curves_stays_in_the_legend(tmp_path):
+    drawn = mse_curves(_results(), tmp_path / "f.png", references={"predict the mean": 50.0})
+    assert drawn["lines"] == {"predict the mean 50.000 (off the axis)": 50.0}
+
+
+def test_kernel_panels_draw_one_image_per_kernel(tmp_path):
+    K = np.eye(5)
+    kernel_panels({"a": K, "b": 0.5 * np.ones((5, 5))}, tmp_path / "k.png")
+    assert_png(tmp_path / "k.png")
