@@ -4,23 +4,8 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
-
-from elicit.data import BowDataset
-
-
-def corpus(n: int = 60, seed: int = 0) -> BowDataset:
-    """Two keyword groups that co-occur only within the group, plus one absent keyword."""
-    rng = np.random.default_rng(seed)
-    counts = np.zeros((n, 9), dtype=int)
-    for r in range(n):
-        group = [0, 1, 2, 3] if r % 2 == 0 else [4, 5, 6, 7]
-        words = rng.choice(group, size=2, replace=False)
-        counts[r, words] = rng.integers(1, 4, size=2)
-    ratings = rng.integers(1, 6, size=n)
-    return BowDataset(counts, ratings, [f"w{k}" for k in range(9)], name="toy")
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
