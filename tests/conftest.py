@@ -20,6 +20,7 @@ import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,6 +150,10 @@ def stalled_fit_chain():
 def stalled_chain() -> list:
     """The (data, fit) pairs of :func:`stalled_fit_chain`, computed once per session."""
     return list(stalled_fit_chain())
+
+
+#: a session file written by the format-1 code (before several experts), for the migration tests
+FORMAT1_SESSION = Path(__file__).resolve().parent / "fixtures" / "format1.session"
 
 
 # -- sessions: a tiny data set with readable feature names ---------------------------------

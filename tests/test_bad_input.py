@@ -771,7 +771,7 @@ def test_a_read_only_session_object_refuses_writes_in_one_line(path):
 def test_a_read_only_open_sees_a_format_1_file_without_changing_it(tmp_path):
     import shutil
 
-    from test_session_experts import FORMAT1
+    from conftest import FORMAT1_SESSION as FORMAT1
 
     p = tmp_path / "old.session"
     shutil.copyfile(FORMAT1, p)

@@ -7,10 +7,10 @@ import json
 import re
 import shutil
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FORMAT1_SESSION
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 
@@ -21,7 +21,6 @@ from elicit.model.spec import Hyper
 from elicit.session.session import Session
 from elicit.session.store import FORMAT_VERSION
 
-FORMAT1 = Path(__file__).resolve().parents[2] / "fixtures" / "format1.session"
 SAME = {"Origin": "http://localhost"}
 
 
@@ -183,7 +182,7 @@ def test_web_page_answers_as_the_named_expert(path):
 
 def test_a_format_1_file_opens_migrates_in_place_and_continues(tmp_path):
     path = tmp_path / "old.session"
-    shutil.copyfile(FORMAT1, path)
+    shutil.copyfile(FORMAT1_SESSION, path)
     raw = sqlite3.connect(path)
     assert json.loads(raw.execute("SELECT value FROM meta WHERE key = 'format_version'"
                                   ).fetchone()[0]) == 1
@@ -216,7 +215,7 @@ def test_a_format_1_file_opens_migrates_in_place_and_continues(tmp_path):
 
 def test_a_format_1_file_with_a_stuck_query_is_healed(tmp_path):
     path = tmp_path / "old.session"
-    shutil.copyfile(FORMAT1, path)
+    shutil.copyfile(FORMAT1_SESSION, path)
     raw = sqlite3.connect(path)
     i, j = raw.execute("SELECT i, j FROM answers WHERE undone_at IS NULL LIMIT 1").fetchone()
     raw.execute("UPDATE queries SET status = 'cancelled' WHERE status = 'pending'")
