@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,3 +358,24 @@ def cmdstan_engines(request) -> Iterator[dict]:
     engines = {v: CmdStanEngine(v) for v in ("fixed", "learned")}
     _build_every_program(request, engines, lambda e, data: e.fit(data), "CmdStan")
     yield engines
+
+
+def read_only_run(folder: Path, argv: list[str]) -> subprocess.CompletedProcess | None:
+    """Run the CLI with ``folder`` read-only: a read-only bind mount (as root, where
+    permission bits do not stop writes), else plain permission bits."""
+    cmd = [sys.executable, "-m", "elicit.cli.session", *argv]
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        if shutil.which("unshare") is None:
+            return None
+        script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+        r = subprocess.run(["unshare", "-m", "sh", "-c", script, str(folder), *cmd],
+                           capture_output=True, text=True, env=env, timeout=600)
+        if "mount:" in r.stderr or "unshare:" in r.stderr:
+            return None  # no privilege for a mount namespace here
+        return r
+    folder.chmod(0o555)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    finally:
+        folder.chmod(0o755)

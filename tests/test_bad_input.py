@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from conftest import read_only_run
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -732,7 +733,6 @@ def _answered(path, k=2):
 
 def test_history_and_export_read_a_read_only_session(tmp_path):
     """They were refused ("read-only, and elicit saves every answer into it")."""
-    from test_session_issues import _read_only_run
 
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -741,20 +741,20 @@ def test_history_and_export_read_a_read_only_session(tmp_path):
     Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
     _answered(p)
     before = p.read_bytes()
-    r = _read_only_run(folder, ["history", str(p)])
+    r = read_only_run(folder, ["history", str(p)])
     if r is None:
         pytest.skip("cannot make a read-only folder here")
     assert r.returncode == 0, r.stderr
     assert r.stderr == "" and "2 of 28 pairs answered" in r.stdout
     for out in ("prior.json", "prior.nc", "history.csv"):
-        r = _read_only_run(folder, ["export", str(p), str(tmp_path / out)])
+        r = read_only_run(folder, ["export", str(p), str(tmp_path / out)])
         assert r.returncode == 0, r.stderr
         assert (tmp_path / out).stat().st_size > 0
     assert json.loads((tmp_path / "prior.json").read_text())["answers"][1]["answer"] == \
         "dissimilar"
-    r = _read_only_run(folder, ["history", str(p), "--agreement"])
+    r = read_only_run(folder, ["history", str(p), "--agreement"])
     assert r.returncode == 0, r.stderr
-    r = _read_only_run(folder, ["ask", str(p)])  # writing still says why it cannot
+    r = read_only_run(folder, ["ask", str(p)])  # writing still says why it cannot
     assert r.returncode == 2 and "read-only" in r.stderr
     assert p.read_bytes() == before and sorted(os.listdir(folder)) == ["s.session"]
 
@@ -890,7 +890,6 @@ def _cut_write(path):
 def test_a_read_only_open_after_a_cut_write(tmp_path):
     """A write cut short is undone first when the file may be written (as by any opener);
     in a read-only folder the one line says how to get it undone."""
-    from test_session_issues import _read_only_run
 
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -899,7 +898,7 @@ def test_a_read_only_open_after_a_cut_write(tmp_path):
     Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
     _answered(p)
     _cut_write(p)
-    r = _read_only_run(folder, ["history", str(p)])
+    r = read_only_run(folder, ["history", str(p)])
     if r is None:
         pytest.skip("cannot make a read-only folder here")
     assert r.returncode == 2

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
 import signal
@@ -24,7 +23,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from conftest import needs_data
+from conftest import needs_data, read_only_run
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -289,32 +288,12 @@ def test_constant_and_duplicate_columns_are_reported_and_never_asked(tmp_path):
 # Messages that said the wrong thing
 # --------------------------------------------------------------------------------------------
 
-def _read_only_run(folder: Path, argv: list[str]) -> subprocess.CompletedProcess | None:
-    """Run the CLI with ``folder`` read-only: a read-only bind mount (as root, where
-    permission bits do not stop writes), else plain permission bits."""
-    cmd = [sys.executable, "-m", "elicit.cli.session", *argv]
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        if shutil.which("unshare") is None:
-            return None
-        script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
-        r = subprocess.run(["unshare", "-m", "sh", "-c", script, str(folder), *cmd],
-                           capture_output=True, text=True, env=env, timeout=120)
-        if "mount:" in r.stderr or "unshare:" in r.stderr:
-            return None  # no privilege for a mount namespace here
-        return r
-    folder.chmod(0o555)
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
-    finally:
-        folder.chmod(0o755)
-
 
 def test_a_session_in_a_read_only_folder_is_called_read_only(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     new(folder / "s.session").close()
-    r = _read_only_run(folder, ["ask", str(folder / "s.session")])
+    r = read_only_run(folder, ["ask", str(folder / "s.session")])
     if r is None:
         pytest.skip("cannot make a read-only folder here")
     assert r.returncode == 2
