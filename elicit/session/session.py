@@ -56,6 +56,9 @@ MAX_BATCH = 50
 #: The stopping hint: shown once the expert's last ``STOP_WINDOW`` answered questions were
 #: each worth less than ``STOP_FRACTION`` of the session's first question.
 STOP_WINDOW, STOP_FRACTION = 5, 0.05
+#: A start kernel whose median K_ij over the questions' pairs is below ``K_IDENTITY``
+#: (practically the identity) or above ``K_ONES`` (practically all ones) gets a note.
+K_IDENTITY, K_ONES = 1e-6, 0.999
 
 __all__ = ["AnswerRecord", "AnsweredElsewhere", "Session", "SessionQuery", "UnknownQuery"]
 
@@ -221,17 +224,19 @@ class Session(SessionState):
                                pr.U, pr.hyper, engine=engine, utility=utility, refine=refine,
                                target=utility_target,
                                pool_size=pool_size, candidates=cands)
-        k_max = float(np.max(np.asarray(probe.fit.K)[cands[:, 0], cands[:, 1]]))
-        if k_max < 1e-6:
-            # Meta-features far apart on their scale (raw columns in different units, say)
-            # make K the identity at the start: answers could hardly move the model.
-            pr.summary.append(f"note: at the start K is practically the identity (largest "
-                              f"K_ij {k_max:.2g}): the meta-features differ so much between "
-                              "features that answers can hardly change the model; give "
-                              "meta-features on a common scale (--meta-features)")
+        note = kernel_note(probe.fit.K, cands)
+        if note is not None:
+            pr.summary.append(note)
         meta = _new_meta(pr, settings, probe, y_offset, description)
         store.create_file(path, meta, pr.X, pr.y, pr.U, pr.texts, overwrite)
         return cls._open(path, engine=engine, elicitor=probe, expert=who)
+
+    @property
+    def notes(self) -> list[str]:
+        """The summary's warnings (its lines starting with ``note:``, e.g. a kernel that is
+        practically the identity at the start): the front ends show them beside the
+        question, not only in the summary."""
+        return [line for line in self.summary if line.startswith("note:")]
 
     # -- queries -------------------------------------------------------------------------
     def stop_hint(self, expert: str | None = None) -> str | None:
@@ -434,6 +439,28 @@ def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:
         return (f"Your last {STOP_WINDOW} questions were each worth less than "
                 f"{STOP_FRACTION:.0%} of the first one: further answers will change the "
                 "model little, so this is a good point to stop.")
+    return None
+
+
+def kernel_note(K: np.ndarray, pairs: np.ndarray) -> str | None:
+    """A note when the start kernel is practically the identity, or practically all ones, for
+    most of the questions' ``pairs`` (its median K_ij): the meta-features are on a scale
+    where answers can hardly move the model (and refits are slow), which the expert should
+    hear (None otherwise)."""
+    k = np.asarray(K)[pairs[:, 0], pairs[:, 1]]
+    med = float(np.median(k))
+    if med < K_IDENTITY:
+        return (f"note: at the start K is practically the identity for most pairs (median "
+                f"K_ij {med:.2g}, largest {float(np.max(k)):.2g}): the meta-features differ "
+                "so much between features that answers can hardly change the model; give "
+                "meta-features on a common scale, or none for the default "
+                "(docs/metafeatures.md)")
+    if med > K_ONES:
+        return (f"note: at the start K is practically all ones for most pairs (median K_ij "
+                f"{med:.4g}, smallest {float(np.min(k)):.4g}): the meta-features are so close "
+                "together that every feature's weight is tied to the others; give "
+                "meta-features on a larger scale, or none for the default "
+                "(docs/metafeatures.md)")
     return None
 
 

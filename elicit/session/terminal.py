@@ -200,6 +200,8 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
         _put(out, s.description)
     if no_snippets_note(s):
         _put(out, f"({no_snippets_note(s)})")
+    for line in s.notes:
+        _put(out, line)
     print(KEYS_HELP, file=out)
     show, hinted = True, False
     try:

@@ -125,6 +125,7 @@ PAGE = """<!doctype html>
   <p class="lead">Question {{ pr.answered + 1 }}{% if worth %}
   <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
   {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
+  {% for line in notes %}<p class="hint kernel-note">{{ line }}</p>{% endfor %}
   <h2>Do these two features affect {{ target }} in the same way?</h2>
   <div class="pair">
   {% for name, snippets, why in feats %}
@@ -486,7 +487,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
             pr=st.progress, q=q, feats=feats, message=message, error=error,
             done=q is None and st.progress["left"] <= 0, hist=st.history,
             labels=ANSWER_LABELS, version=st.revision, expert=expert,
-            target=sess.target_description, summary=sess.summary,
+            target=sess.target_description, summary=sess.summary, notes=sess.notes,
             no_snippets=no_snippets_note(sess) if q is not None else None,
             worth=worth_text(q) if q is not None else "", hint=st.hint)
         resp = Response(html, status=status, mimetype="text/html")
