@@ -101,8 +101,8 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--features", type=column_list, metavar="COL,COL,...",
                    help="--from-csv: the feature columns (default: every other column)")
     add_meta_options(n, "--dataset/--corpus/--from-csv",
-                     "; --from-csv takes only a FILE (default: the paper's generic recipe, "
-                     "each feature's column of the training data)")
+                     "; --from-csv takes only a FILE (default: how the columns correlate, "
+                     "see docs/metafeatures.md)")
     n.add_argument("--no-standardize", action="store_true",
                    help="--from-csv: use the feature columns as they are (default: centre "
                         "and scale each column inside the model; predictions still take "
@@ -266,7 +266,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     else:
         if not args.target:
             raise ElicitError("--from-csv needs --target COLUMN: the column to predict")
-        # "counts" for a table is its default: the paper's generic recipe.
+        # "counts" for a table is its default: the columns' correlation structure.
         table_meta = None if meta_kind == "counts" else Path(meta_kind)
         inputs = table_inputs(args.from_csv, args.target, args.features, table_meta)
         inputs["standardize"] = not args.no_standardize

@@ -63,6 +63,10 @@ every row is equal the embedding is left as it is. For unit rows 2 is also the d
 two orthogonal directions (cosine 0), so the scaling changes ``ppmi`` and ``lsa`` little.
 ``counts`` stays unscaled, as in the paper.
 
+A plain table without meta-features (a researcher's own data in a session) gets
+:func:`table_meta_features`: each column's correlations with the first principal components
+of the standardised table, scaled to a median pair distance of :data:`TABLE_SQ_DISTANCE`.
+
 :func:`polarity_auc` measures how well a ``U`` separates the keywords of known polarity.
 """
 
@@ -87,6 +91,10 @@ DEFAULT_META_DIM = 10
 #: The median squared distance between keyword pairs that embeddings are scaled to (see the
 #: module docstring: ``K = exp(-1)`` for a typical pair at the prior mean of gamma).
 TYPICAL_SQ_DISTANCE = 2.0
+#: The median squared distance of the default meta-features of a plain table
+#: (:func:`table_meta_features`): ``K = exp(-2)`` for a typical pair at the prior mean of
+#: gamma, so that uncorrelated columns start loosely tied and correlated ones closely.
+TABLE_SQ_DISTANCE = 4.0
 
 
 def check_meta_dim(dim: object) -> int:
@@ -267,6 +275,67 @@ def scale_to_typical(U: np.ndarray, target: float = TYPICAL_SQ_DISTANCE) -> np.n
             return U
         med = float(np.median(pos))
     return U * np.sqrt(target / med)
+
+
+def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
+                        target: float = TABLE_SQ_DISTANCE) -> np.ndarray:
+    r"""Default meta-features of a plain table's columns: how they correlate.
+
+    The columns of ``X`` (``n x p``) are standardised (centred, divided by their standard
+    deviation; a constant column becomes zeros), giving :math:`Z`. With the thin SVD
+    :math:`Z / \sqrt{n} = A S V^\top` the correlation matrix of the columns is
+    :math:`R = V S^2 V^\top`: the rows of :math:`V S` have unit length and inner products
+    :math:`r_{ij}`, so :math:`\lVert u_i - u_j \rVert^2 = 2 (1 - r_{ij})`. Feature *i* is
+    described by its first :math:`k` coordinates :math:`u_i = (V S)_{i, 1..k}` (its
+    correlations with the first k principal components), :math:`k` = ``dim`` capped at the
+    rank of Z, and the squared distances approximate :math:`2 (1 - r_{ij})` (exactly when k
+    reaches the rank): correlated columns sit close, uncorrelated ones at about 2, opposite
+    ones at about 4. Finally U is multiplied by one constant (:func:`scale_to_typical`) so
+    that the median pair distance is ``target`` (:data:`TABLE_SQ_DISTANCE` = 4): at the
+    prior mean ``gamma = 1`` a typical pair starts at ``K = exp(-2) = 0.14``, closer
+    (correlated) pairs clearly higher, and every pair is coupled enough for an answer to
+    move the model.
+
+    Nothing depends on the columns' units (each is standardised) or on the outcome (y is
+    not read). Columns equal up to scale and shift get identical rows (the same
+    measurement; a session does not ask about such pairs). Each singular vector's sign is
+    fixed (largest-magnitude entry positive), so U is deterministic.
+    ``docs/metafeatures.md`` gives the measurements behind ``dim`` and ``target``.
+
+    Parameters
+    ----------
+    X
+        ``(n, p)`` training inputs, finite.
+    dim
+        The most principal directions to keep (default :data:`DEFAULT_META_DIM`).
+    target
+        The median squared pair distance of the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(p, k)`` floats, ``1 <= k <= dim``; zeros of shape ``(p, 1)`` when every column is
+        constant.
+    """
+    dim = check_meta_dim(dim)
+    # C order: LAPACK's rounding depends on the layout (a DataFrame's values are in F order).
+    X = np.ascontiguousarray(X, dtype=float)
+    n, p = X.shape
+    # Each column divided by its largest magnitude first: squares of huge entries (1e300)
+    # would overflow, and correlations do not change.
+    top = np.max(np.abs(X), axis=0)
+    Z = X / np.where(top > 0, top, 1.0)
+    Z = Z - Z.mean(axis=0)
+    sd = np.sqrt(np.mean(Z * Z, axis=0))
+    # A spread at the rounding level of the column's values counts as constant.
+    flat = sd <= 1e-13
+    Z = np.where(flat, 0.0, Z / np.where(flat, 1.0, sd)) / np.sqrt(n)
+    if not np.any(Z):
+        return np.zeros((p, 1))
+    _, s, Vt = np.linalg.svd(Z, full_matrices=False)
+    rank = int(np.sum(s > s[0] * max(n, p) * np.finfo(float).eps))
+    k = max(1, min(dim, rank))
+    return scale_to_typical(_fix_signs(Vt[:k].T) * s[:k], target)
 
 
 def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.ndarray:

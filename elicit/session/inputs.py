@@ -12,8 +12,11 @@ with its arguments before anything is written:
   places named: a DataFrame's row labels (``line 5`` for a table read by
   :func:`elicit.session.loaders.table_inputs`), the feature names, the meta-features'
   column names.
-* **Default meta-features.** Without meta-features the paper's generic recipe is used: the
-  transpose of the (unstandardised) training matrix, one meta-feature per training sample.
+* **Default meta-features.** Without meta-features each feature is described by its
+  correlations with the first principal components of the standardised training matrix
+  (:func:`elicit.data.metafeatures.table_meta_features`): free of the columns' units, with
+  correlated columns close, and scaled so that the kernel couples a typical pair at the
+  start (``K = exp(-2)`` at ``gamma = 1``).
 * **Centring.** ``y`` is centred internally; its mean (``y_centre``) is added back in every
   prediction. ``standardize=True`` also centres and scales the columns of ``X`` and stores
   the statistics, so predictions take data in the original units.
@@ -37,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elicit.data.metafeatures import TABLE_SQ_DISTANCE, table_meta_features
 from elicit.data.tables import align_meta
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
@@ -80,9 +84,13 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     Xa = _as_matrix(X)
     if meta_features is None:
         try:
-            U = np.asarray(Xa, dtype=float).T
+            Xd = np.asarray(Xa, dtype=float)
         except (TypeError, ValueError):
-            U = np.zeros((0, 1))  # validate_regression reports the problem with X first
+            Xd = None
+        # The columns' correlation structure, on the kernel's scale (docs/metafeatures.md);
+        # a placeholder when X is unusable: validate_regression reports the problem with X.
+        U = (table_meta_features(Xd) if Xd is not None and Xd.ndim == 2 and Xd.size
+             and np.all(np.isfinite(Xd)) else np.zeros((0, 1)))
     else:
         U = align_meta(meta_features, feature_names if names_known else None)
     meta_names = ([str(c) for c in meta_features.columns]
@@ -109,9 +117,11 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     summary = [f"outcome: {target_description}; y is centred internally and its mean "
                f"{y_centre + y_offset:.6g} is added back in every prediction"]
     if meta_features is None:
-        summary.append(f"meta-features: none given, so the paper's generic recipe is used: "
-                       f"each feature's column of the unstandardised training matrix (one "
-                       f"meta-feature per training sample, d = {Uf.shape[1]})")
+        summary.append(f"meta-features: none given, so each feature is described by how it "
+                       f"correlates with the others: its coordinates on the first "
+                       f"{Uf.shape[1]} principal directions of the standardised training "
+                       f"matrix, scaled so that a typical pair starts at K = "
+                       f"{np.exp(-TABLE_SQ_DISTANCE / 2):.2f} (docs/metafeatures.md)")
     else:
         summary.append(f"meta-features: {Uf.shape[1]} per feature"
                        + (f", from {meta_source}" if meta_source else ""))

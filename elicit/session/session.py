@@ -163,8 +163,8 @@ class Session(SessionState):
             centred internally; its mean is added back in every prediction.
         meta_features
             The features' meta-features U (p x d); a DataFrame indexed by feature name is
-            matched by name. None: the paper's generic recipe, ``X`` transposed (one
-            meta-feature per training sample).
+            matched by name. None: how the columns of ``X`` correlate
+            (:func:`~elicit.data.metafeatures.table_meta_features`).
         feature_names
             One unique, non-empty name per feature (default: ``X``'s columns or x0, x1, ...).
         path

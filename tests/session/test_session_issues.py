@@ -217,21 +217,23 @@ def test_meta_feature_names_that_do_not_match_are_listed(tmp_path):
         Session.create(Xdf, y, Udf, path=tmp_path / "m.session", engine="numpy")
 
 
-def test_meta_features_default_to_the_transposed_training_matrix(tmp_path):
+def test_meta_features_default_to_the_columns_correlation_structure(tmp_path):
+    from elicit.data.metafeatures import table_meta_features
+
     X, y, _ = make_data()
     with Session.create(pd.DataFrame(X, columns=NAMES), y, path=tmp_path / "a.session",
                         engine="numpy") as s:
-        np.testing.assert_array_equal(s.U, X.T)
-        assert any("generic recipe" in line for line in s.summary)
+        np.testing.assert_array_equal(s.U, table_meta_features(X))
+        assert any("principal directions" in line for line in s.summary)
         s.answer(s.next_query(), "similar")
     with Session.create(X, y, None, NAMES, path=tmp_path / "b.session", engine="numpy") as s:
-        assert s.U.shape == (8, 12)
+        assert s.U.shape == (8, 8)  # 8 columns of rank 8: fewer than the 10 directions
     out = io.StringIO()
     with Session.open(tmp_path / "a.session") as s:
         from elicit.session.terminal import show_history
 
         show_history(s, out=out)
-    assert "generic recipe" in out.getvalue()
+    assert "principal directions" in out.getvalue()
 
 
 def test_meta_features_indexed_by_name_are_aligned_not_taken_in_row_order(tmp_path):

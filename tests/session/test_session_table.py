@@ -36,6 +36,114 @@ def mixed_unit_table(n: int = 60, p: int = 30, seed: int = 0) -> pd.DataFrame:
     return df
 
 
+def table_session(path, **kw) -> Session:
+    """A session as ``elicit session new --from-csv mine.csv --target response`` makes it."""
+    from elicit.session.loaders import table_inputs
+
+    csv = path.with_suffix(".csv")
+    mixed_unit_table().to_csv(csv, index=False)
+    kw.setdefault("engine", "numpy")
+    return Session.create(path=path, **table_inputs(csv, "response"), **kw)
+
+
+def sign_expert(q) -> str:
+    """Similar when both features' true weights have the same sign (0 counts as a sign)."""
+    sign = np.zeros(30)
+    sign[:3], sign[3:6] = 1, -1
+    return "similar" if sign[q.i] == sign[q.j] else "dissimilar"
+
+
+# --------------------------------------------------------------------------------------------
+# Default meta-features of a plain table
+# --------------------------------------------------------------------------------------------
+
+def test_a_mixed_unit_table_gets_informative_questions_not_column_order(tmp_path):
+    with table_session(tmp_path / "t.session") as s:
+        qs = []
+        for _ in range(3):
+            q = s.next_query()
+            qs.append(q)
+            s.answer(q, sign_expert(q))
+    # ~1e-3 nats with the default meta-features; ~1e-8 with the transposed raw table
+    assert all(q.expected_gain > 1e-5 for q in qs), [q.expected_gain for q in qs]
+    assert (qs[0].i, qs[0].j) != (0, 1)
+    assert [(q.i, q.j) for q in qs] != [(0, 1), (0, 2), (0, 3)]
+
+
+def test_answers_plus_questions_need_no_lbfgs_fallbacks(tmp_path, monkeypatch):
+    """The cause of the seconds per click: on the raw-unit meta-features the warm Newton
+    refits failed and fell back to L-BFGS-B (about 7,500 evaluations per answer plus
+    question). With the default meta-features they converge; count the evaluations."""
+    import elicit.engines.numpy_engine as ne
+
+    with table_session(tmp_path / "t.session") as s:
+        evals = []
+        original = ne.minimize
+
+        def counted(*args, **kwargs):
+            res = original(*args, **kwargs)
+            evals.append(int(res.nfev))
+            return res
+
+        monkeypatch.setattr(ne, "minimize", counted)
+        for _ in range(5):
+            q = s.next_query()
+            s.answer(q, sign_expert(q))
+        s.next_query()
+    assert sum(evals) < 100, f"{len(evals)} L-BFGS-B runs, {sum(evals)} evaluations"
+
+
+def test_table_meta_features_are_unit_free_correlation_distances():
+    from elicit.data.metafeatures import TABLE_SQ_DISTANCE, pair_sq_distances, table_meta_features
+
+    X = mixed_unit_table().drop(columns="response").to_numpy()
+    U = table_meta_features(X)
+    assert U.shape == (30, 10)
+    d = pair_sq_distances(U)
+    assert np.median(d) == pytest.approx(TABLE_SQ_DISTANCE, rel=1e-12)
+    # units and offsets do not matter (a negative unit flips a column: not the same)
+    rng = np.random.default_rng(3)
+    rescaled = X * rng.uniform(1e-6, 1e6, size=30) + rng.normal(size=30) * 1e5
+    np.testing.assert_allclose(table_meta_features(rescaled), U, atol=1e-9)
+    # with every direction kept, the distances are c * 2 (1 - r_ij), r from np.corrcoef
+    full = table_meta_features(X, dim=30)
+    i, j = np.triu_indices(30, k=1)
+    two_one_minus_r = 2.0 * (1.0 - np.corrcoef(X.T)[i, j])
+    ratio = pair_sq_distances(full) / two_one_minus_r
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-9)
+    assert ratio[0] == pytest.approx(TABLE_SQ_DISTANCE / np.median(two_one_minus_r), rel=1e-9)
+    # ten directions keep the order of the correlations
+    assert np.corrcoef(d, two_one_minus_r)[0, 1] > 0.99
+
+
+def test_table_meta_features_edge_cases():
+    from elicit.data.metafeatures import table_meta_features
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5, 7))
+    X[:, 2] = 7.0                                   # constant: the origin
+    X = np.column_stack([X, 3 * X[:, 0] + 1])       # the same measurement as column 0
+    U = table_meta_features(X, dim=10)
+    assert U.shape == (8, 4)                        # 5 centred rows have rank 4: k <= rank
+    np.testing.assert_allclose(U[2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(U[7], U[0], atol=1e-12)
+    assert table_meta_features(X, dim=2).shape == (8, 2)
+    big = X.copy()
+    big[1, 1] = 1e300                               # squares would overflow
+    assert np.all(np.isfinite(table_meta_features(big)))
+    assert np.array_equal(table_meta_features(np.ones((4, 3))), np.zeros((3, 1)))
+    # bit for bit the same whatever the memory layout (a DataFrame's values are in F order)
+    assert np.array_equal(table_meta_features(X), table_meta_features(np.asfortranarray(X)))
+
+
+def test_the_summary_says_what_the_default_is(tmp_path):
+    with table_session(tmp_path / "t.session") as s:
+        line = next(x for x in s.summary if x.startswith("meta-features"))
+        assert not s.notes  # the default meta-features couple the features
+    assert "principal directions of the standardised training matrix" in line
+    assert "K = 0.14" in line
+
+
 # --------------------------------------------------------------------------------------------
 # The kernel note out of hiding
 # --------------------------------------------------------------------------------------------
