@@ -117,17 +117,21 @@ def skipped_pairs(conn: sqlite3.Connection, expert: str) -> set[tuple[int, int]]
         "FROM events WHERE kind IN ('answer', 'undo') AND expert = ?)", (expert, expert))}
 
 
-def first_gain(conn: sqlite3.Connection) -> float | None:
-    """The expected gain of the session's first question (the yardstick of "worth")."""
-    row = conn.execute("SELECT expected_gain FROM queries WHERE expected_gain IS NOT NULL "
-                       "ORDER BY id LIMIT 1").fetchone()
-    return None if row is None else float(row[0])
+def best_gain(conn: sqlite3.Connection, upto: int) -> float | None:
+    """The largest expected gain of the session's questions up to query ``upto`` (all
+    experts): the yardstick of a question's "worth" (None before any question with a
+    gain)."""
+    row = conn.execute("SELECT MAX(expected_gain) FROM queries WHERE id <= ?",
+                       (upto,)).fetchone()
+    return None if row[0] is None else float(row[0])
 
 
-def recent_gains(conn: sqlite3.Connection, expert: str, k: int) -> list[float | None]:
-    """The expected gains of the expert's last ``k`` answered questions, latest first."""
-    return [None if g is None else float(g) for (g,) in conn.execute(
-        "SELECT q.expected_gain FROM answers a JOIN queries q ON q.id = a.query_id "
+def recent_answered(conn: sqlite3.Connection, expert: str,
+                    k: int) -> list[tuple[int, float | None]]:
+    """``(query id, expected gain)`` of the expert's last ``k`` answered questions (answers
+    not undone), latest first."""
+    return [(int(q), None if g is None else float(g)) for q, g in conn.execute(
+        "SELECT q.id, q.expected_gain FROM answers a JOIN queries q ON q.id = a.query_id "
         "WHERE a.expert = ? AND a.undone_at IS NULL ORDER BY a.id DESC LIMIT ?",
         (expert, k))]
 

@@ -156,12 +156,13 @@ def snippet_note(s: Session, feature: int) -> str | None:
 
 
 def worth_text(q: SessionQuery) -> str:
-    """``"worth 35% of the first question"`` (empty without expected gains)."""
+    """``"worth 35% of the best question so far"`` (:func:`~elicit.session.session.worth`;
+    empty without expected gains)."""
     if q.worth is None:
         return ""
     pct = q.worth * 100
-    return f"worth {pct:.0f}% of the first question" if pct >= 1 or pct == 0 else \
-        "worth under 1% of the first question"
+    return f"worth {pct:.0f}% of the best question so far" if pct >= 1 or pct == 0 else \
+        "worth under 1% of the best question so far"
 
 
 def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:

@@ -368,7 +368,7 @@ def test_the_terminal_names_the_outcome_shows_worth_and_marks_the_keyword(tmp_pa
         run_ask(s, io.StringIO("s\nq\n"), out)
     text = out.getvalue()
     assert "Do these two features affect the blender's star rating in the same way?" in text
-    assert "worth 100% of the first question" in text and "expected gain" not in text
+    assert "worth 100% of the best question so far" in text and "expected gain" not in text
     q = re.search(r"A: (\w+)", text).group(1)
     assert f"the **{q.upper()}** was fine, a fair **{q}**" in text
 
@@ -382,7 +382,8 @@ def test_a_stopping_hint_once_recent_questions_are_worth_little(tmp_path):
         raw.execute("UPDATE queries SET expected_gain = expected_gain * 0.001 WHERE id > 1")
         raw.commit()
         raw.close()
-        assert "last 5 questions were each worth less than 5% of the first" in s.stop_hint()
+        assert ("last 5 questions were each worth less than 5% of the best question so far"
+                in s.stop_hint())
 
 
 def test_the_web_page_names_the_outcome_marks_keywords_and_the_done_page_is_plain(tmp_path):
@@ -398,7 +399,7 @@ def test_the_web_page_names_the_outcome_marks_keywords_and_the_done_page_is_plai
     c = app.test_client()
     html = c.get("/").get_data(as_text=True)
     assert "affect the star rating in the same way?" in html
-    assert "worth 100% of the first question" in html and "expected gain" not in html
+    assert "worth 100% of the best question so far" in html and "expected gain" not in html
     if "price" in re.findall(r'id="feature-\d">([^<]+)<', html):
         assert "&lt;b&gt;the <mark>price</mark>&lt;/b&gt; is right" in html
     for _ in range(3):

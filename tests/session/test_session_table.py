@@ -145,6 +145,82 @@ def test_the_summary_says_what_the_default_is(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
+# Worth and the stop hint
+# --------------------------------------------------------------------------------------------
+
+def test_worth_is_the_gain_over_the_best_so_far_and_the_stop_hint_comes(tmp_path):
+    """Worth never exceeds 100%, and a scripted expert reaches the stop hint before the
+    pairs run out (gains fall as the answers accumulate). Under the old yardstick, the first
+    question, later questions of this session were worth more than 100%."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 8))
+    beta = rng.choice([-1.0, 0.0, 1.0], 8)
+    y = X @ beta + 0.3 * rng.normal(size=12)
+    gains, worths, hint_at = [], [], None
+    with Session.create(X, y, path=tmp_path / "w.session", engine="numpy", seed=2) as s:
+        while not s.done:
+            q = s.next_query()
+            gains.append(q.expected_gain)
+            worths.append(q.worth)
+            s.answer(q, "similar" if np.sign(beta[q.i]) == np.sign(beta[q.j]) else "dissimilar")
+            if hint_at is None and s.stop_hint() is not None:
+                hint_at = len(gains)
+                assert "worth less than 5% of the best question so far" in s.stop_hint()
+        n_pairs = s.n_pairs
+    g = np.array(gains)
+    expected = np.maximum(g, 0) / np.maximum.accumulate(g)
+    np.testing.assert_allclose(worths, expected, rtol=1e-12)
+    assert max(worths) <= 1.0 and worths[0] == 1.0
+    assert hint_at is not None and hint_at < n_pairs
+
+
+def test_worth_over_a_session_with_rising_gains_stays_at_most_one(tmp_path):
+    """Gains that rise after the first question (as on the Amazon data) gave worths of
+    several hundred per cent; now a new best question is worth 100%."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 8))
+    beta = rng.choice([-1.0, 0.0, 1.0], 8)
+    y = X @ beta + 0.3 * rng.normal(size=12)
+    gains, worths = [], []
+    with Session.create(X, y, path=tmp_path / "r.session", engine="numpy", seed=0) as s:
+        for _ in range(6):
+            q = s.next_query()
+            gains.append(q.expected_gain)
+            worths.append(q.worth)
+            s.answer(q, "similar" if np.sign(beta[q.i]) == np.sign(beta[q.j]) else "dissimilar")
+    assert max(gains[1:]) > gains[0]          # the situation of the report
+    assert all(0.0 <= w <= 1.0 for w in worths), worths
+    assert worths[int(np.argmax(gains))] == 1.0
+
+
+def test_the_stop_hint_needs_five_answers_under_five_percent(tmp_path):
+    import sqlite3
+
+    from elicit.session.session import STOP_FRACTION, STOP_WINDOW, worth
+
+    assert worth(None, 1.0) is None and worth(0.5, None) is None and worth(0.5, 0.0) is None
+    assert worth(-1e-16, 2.0) == 0.0 and worth(1.0, 4.0) == 0.25
+    X, y = np.random.default_rng(1).normal(size=(12, 8)), np.arange(12.0)
+    with Session.create(X, y, path=tmp_path / "h.session", engine="numpy") as s:
+        for _ in range(STOP_WINDOW + 1):
+            s.answer(s.next_query(), "similar")
+        best = max(g for (g,) in sqlite3.connect(s.path).execute(
+            "SELECT expected_gain FROM queries"))
+        raw = sqlite3.connect(s.path)
+        # the first question is the best; the later ones worth just under / over 5% of it
+        raw.execute("UPDATE queries SET expected_gain = ? WHERE id = 1", (best,))
+        raw.execute("UPDATE queries SET expected_gain = ? WHERE id > 1",
+                    (0.99 * STOP_FRACTION * best,))
+        raw.commit()
+        assert s.stop_hint() is not None
+        raw.execute("UPDATE queries SET expected_gain = ? WHERE id = 3",
+                    (1.01 * STOP_FRACTION * best,))
+        raw.commit()
+        raw.close()
+        assert s.stop_hint() is None
+
+
+# --------------------------------------------------------------------------------------------
 # The kernel note out of hiding
 # --------------------------------------------------------------------------------------------
 
