@@ -61,7 +61,7 @@ def test_file_lock_excludes_other_processes(tmp_path):
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
     spans = []
     for p in procs:
-        out, _ = p.communicate(timeout=60)
+        out, _ = p.communicate(timeout=600)
         assert p.returncode == 0
         start, end = map(float, out.split())
         spans.append((start, end))

@@ -72,7 +72,7 @@ def scheduler(tmp_path):
                                "--no-dashboard", "--scheduler-file", str(sched_file)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # a hang guard, not a speed limit
         while not sched_file.exists() and time.time() < deadline:
             time.sleep(0.2)
         address = json.loads(sched_file.read_text())["address"]
@@ -82,14 +82,14 @@ def scheduler(tmp_path):
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         from distributed import Client
 
-        with Client(address, timeout="30s") as c:
-            c.wait_for_workers(2, timeout=60)
+        with Client(address, timeout="600s") as c:  # hang guards, not speed limits
+            c.wait_for_workers(2, timeout=600)
         yield address
     finally:
         for p in reversed(procs):
             p.terminate()
         for p in procs:
-            p.wait(timeout=30)
+            p.wait(timeout=600)
 
 
 @pytest.mark.slow

@@ -480,7 +480,7 @@ def test_ask_closes_cleanly_on_sigterm_and_sighup(tmp_path, sig):
             proc.stdin.flush()
             saved += _until(proc.stdout, "\n> ").count("saved: ")
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -503,10 +503,10 @@ def test_serve_closes_cleanly_on_sigterm(tmp_path):
     try:
         m = re.search(r"at http://127.0.0.1:(\d+)/", proc.stdout.readline())
         assert m
-        with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=30) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=600) as r:
             assert r.status == 200
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()

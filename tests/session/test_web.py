@@ -223,10 +223,10 @@ def test_serve_command_in_a_real_process(path):
         line = proc.stdout.readline()
         m = re.search(r"at http://127.0.0.1:(\d+)/", line)
         assert m, line
-        with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=30) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/", timeout=600) as r:
             assert r.status == 200 and "Do these two features" in r.read().decode()
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
