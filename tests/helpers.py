@@ -12,10 +12,18 @@ from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 
 
 def theta_point(data: ModelData, seed: int = 1) -> np.ndarray:
-    """An interior point away from the prior means, so that no term is at a stationary point."""
+    """An interior point away from the prior means, so that no term is at a stationary point
+    (zeta, if the model has it, at -0.7: a share of relevant features of 0.33)."""
     rng = np.random.default_rng(seed)
     gamma = rng.uniform(0.3, 2.0, data.d)
-    return join_theta(gamma, 1.3 * data.m, 0.7, data)
+    return join_theta(gamma, 1.3 * data.m, 0.7, data,
+                      zeta=-0.7 if "zeta" in data.layout else None)
+
+
+def some_relevance(p: int) -> np.ndarray:
+    """Relevance classes with every kind: features 0, 4, 8, ... relevant, 1, 5, ... irrelevant,
+    the others not judged."""
+    return np.array([(1, 0, -1, -1)[j % 4] for j in range(p)])
 
 
 def fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
@@ -62,6 +70,8 @@ def make_data(variant: str, n: int, p: int, d: int, n_f: int, seed: int,
 def theta_of(r: MAPResult, data: ModelData) -> np.ndarray:
     """MAP as a vector with xi divided by its prior mean, so all coordinates weigh alike."""
     extra = [r.tau2] if data.hyper.variant == "learned" else []
+    if r.zeta is not None:
+        extra.append(r.zeta)
     return np.concatenate([r.gamma, [r.xi / data.m], extra])
 
 
@@ -86,11 +96,15 @@ def assert_png(path, width: int | None = None, height: int | None = None) -> Non
 
 
 def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
-                      coupled: np.ndarray | None) -> float:
+                      coupled: np.ndarray | None, relevance: np.ndarray | None = None) -> float:
     """The log posterior density of the shipped models written out directly (an independent
     formula): dense K with the known-coupling mask applied entrywise, the Student-t marginal
     of y by ``slogdet`` and ``solve``, the priors and the logistic answers term by term.
-    Constants are those of ``log_density`` (which drops the truncation normalisers)."""
+    Constants are those of ``log_density`` (which drops the truncation normalisers).
+
+    With ``relevance`` (classes 1/0/-1) the relevance model: zeta is theta's last entry, the
+    prior covariance ``tau2 diag(h) K diag(h)`` with h^2 = 1, 0.01 or s + (1 - s) 0.01,
+    s = logistic(zeta), and zeta ~ N(logit(0.1), 1)."""
     from scipy.special import gammaln
 
     d, n = data.d, data.n
@@ -102,7 +116,14 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     if coupled is not None:
         keep = np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
         K = np.where(keep, K, 0.0)
-    S = np.eye(n) + tau2 * data.X @ K @ data.X.T
+    X = data.X
+    if relevance is not None:
+        zeta = theta[-1]
+        s = 1.0 / (1.0 + np.exp(-zeta))
+        lam = np.where(relevance == 1, 1.0, np.where(relevance == 0, 0.01,
+                                                     s + (1 - s) * 0.01))
+        X = X * np.sqrt(lam)
+    S = np.eye(n) + tau2 * X @ K @ X.T
     a, b = data.hyper.a_sigma, data.hyper.b_sigma
     a_star = a + n / 2
     b_star = b + 0.5 * data.y @ np.linalg.solve(S, data.y)
@@ -113,6 +134,8 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     value += -0.5 * (xi - m) ** 2 / (threshold_sd * m) ** 2
     if learned:
         value += -(data.hyper.a_tau + 1.0) * np.log(tau2) - data.hyper.b_tau / tau2
+    if relevance is not None:
+        value += -0.5 * (theta[-1] - np.log(0.1 / 0.9)) ** 2
     for (i, j), f in zip(data.pairs, data.f):
         z = xi - gamma @ (U[i] - U[j]) ** 2
         value += -np.log1p(np.exp(-z)) if f == 1 else -np.log1p(np.exp(z))

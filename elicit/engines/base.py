@@ -67,12 +67,19 @@ class Engine(ABC):
         if k != data.d:
             raise ElicitError(f"the start point has {k} gamma values; the data has "
                               f"d = {data.d} meta-features")
+        if data.model.relevance and start.zeta is None:
+            # a start point of a model without zeta (e.g. the paper model's MAP): zeta
+            # starts at its prior mean
+            start = replace(start, zeta=data.initial_params().zeta)
         warm = init if isinstance(init, MAPResult) else None
         res = self._fit(data, start, warm, hessian)
         mask = data.kernel_mask
         if mask is not None and res.coupled is not mask:
             # Here rather than in each engine: the result's K must be the model's K.
             res = replace(res, coupled=mask)
+        if data.model.relevance:
+            # and its scales the model's scales (the prior covariance tau2 diag(h) K diag(h))
+            res = replace(res, scales=data.model.covariance.scales(data.relevance, res.zeta).h)
         return res
 
     @abstractmethod

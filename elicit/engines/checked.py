@@ -15,7 +15,7 @@ import numpy as np
 
 from elicit.engines.base import Engine
 from elicit.errors import EngineError
-from elicit.model.density import join_theta, log_density
+from elicit.model.density import log_density, theta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
@@ -51,8 +51,7 @@ class CheckedEngine(Engine):
         init = warm if warm is not None else start
         res = self.engine.fit(data, init, hessian=hessian)
         ref = self.twin.fit(data, init, hessian=hessian if self.twin.uses_hessian else None)
-        a = join_theta(res.gamma, res.xi, res.tau2, data)
-        b = join_theta(ref.gamma, ref.xi, ref.tau2, data)
+        a, b = theta_of(res, data), theta_of(ref, data)
         lay = data.layout
         scale = np.maximum(1.0, np.abs(b))
         xi = lay.index("xi")

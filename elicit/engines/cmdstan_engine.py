@@ -19,12 +19,12 @@ import numpy as np
 from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.density import join_theta, split_theta
+from elicit.model.density import split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 #: CmdStan starts from the unconstrained u = log(x), so a start on the boundary x = 0 (which
-#: the numpy engine can return) is moved inside.
+#: the numpy engine can return) is moved inside (an unbounded zeta is left as it is).
 _INIT_FLOOR = 1e-8
 
 _INSTALL_HELP = (
@@ -152,8 +152,8 @@ class CmdStanEngine(StanProgramEngine):
              hessian: np.ndarray | None) -> MAPResult:
         """MAP of (gamma, xi[, tau2]) from ``start`` (CmdStan needs no Hessian)."""
         lay = data.layout
-        inits = lay.to_stan(np.maximum(join_theta(start.gamma, start.xi, start.tau2, data),
-                                       _INIT_FLOOR))
+        inits = lay.to_stan(np.maximum(theta_of(start, data),
+                                       np.where(lay.bounded(), _INIT_FLOOR, -np.inf)))
         stan_data = data.to_stan()
         model = self._compile(*self.program(data))
 
@@ -181,9 +181,10 @@ class CmdStanEngine(StanProgramEngine):
         # The estimates by column name ("gamma[1]", "threshold", ...): stan_variable() logs a
         # warning for every scalar it returns (its return type is to change).
         est = fit.optimized_params_dict
-        gamma, xi, tau2 = split_theta(lay.from_stan({
+        theta = lay.from_stan({
             b.stan: [est[f"{b.stan}[{k}]"] for k in range(1, b.size + 1)] if b.vector
-            else est[b.stan] for b in lay.blocks}), data)
+            else est[b.stan] for b in lay.blocks})
+        gamma, xi, tau2 = split_theta(theta, data)
         iters = fit.optimized_iterations_np
         message = f"CmdStan optimize ({used})"
         if errors:
@@ -192,4 +193,4 @@ class CmdStanEngine(StanProgramEngine):
             gamma=gamma, xi=xi, tau2=tau2, log_density=float(est["lp__"]),
             converged=bool(fit.converged), engine=self.name,
             n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
-            message=message, U=data.U)
+            message=message, U=data.U, zeta=zeta_of(theta, data))

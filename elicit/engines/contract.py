@@ -3,9 +3,10 @@
 The engines pass data by name (``ModelData.to_stan``, the fields of
 :class:`~elicit.model.spec.StanData`) and read the MAP by name, so a custom program must
 declare every data and parameter name of ``CONTRACT_DATA`` and ``CONTRACT_PARAMS``
-(:mod:`elicit.model.spec`), plus the extra data of the model it is used for
-(:func:`~elicit.model.spec.contract_data`). (Extra data names are not caught here: Stan itself
-refuses to build a program whose data the engine does not supply.)
+(:mod:`elicit.model.spec`), plus the extra data and parameters of the model it is used for
+(:func:`~elicit.model.spec.contract_data`, :func:`~elicit.model.spec.contract_params`).
+(Extra data names are not caught here: Stan itself refuses to build a program whose data the
+engine does not supply.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from pathlib import Path
 
 from elicit.errors import ElicitError
-from elicit.model.spec import CONTRACT_DATA, CONTRACT_PARAMS, contract_data
+from elicit.model.spec import CONTRACT_DATA, contract_data, contract_params
 from elicit.model.variants import PAPER
 
 _BLOCK = re.compile(r"\b(functions|transformed\s+data|data|transformed\s+parameters|parameters|"
@@ -74,8 +75,8 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> N
         ``"fixed"`` or ``"learned"``.
     model
         The named model (:mod:`elicit.model.variants`) whose extra data the program must
-        also declare (its knobs ``threshold_sd`` and ``coupled``, for every model but the
-        paper's).
+        also declare (the knobs ``threshold_sd`` and ``coupled`` of the threshold and
+        coupling variants; the relevance model's data and its parameter ``zeta``).
 
     Raises
     ------
@@ -88,7 +89,7 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> N
     data = _declared(blocks.get("data", ""))
     params = _declared(blocks.get("parameters", ""))
     missing_data = [n for n in contract_data(variant, model) if n not in data]
-    missing_params = [n for n in CONTRACT_PARAMS[variant] if n not in params]
+    missing_params = [n for n in contract_params(variant, model) if n not in params]
     if not (missing_data or missing_params):
         return
     parts = []

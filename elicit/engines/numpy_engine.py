@@ -14,7 +14,14 @@ from elicit.errors import ElicitError
 from elicit.internal.cache import LRUCache, arrays_key
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import uses_local_model
-from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds, split_theta
+from elicit.model.density import (
+    hessian_base,
+    log_density,
+    lower_bounds,
+    split_theta,
+    theta_of,
+    zeta_of,
+)
 from elicit.model.newton import NewtonRun, NewtonSettings, OneRefit
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
@@ -73,7 +80,7 @@ class NumpyEngine(Engine):
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
         lb = lower_bounds(data)
-        theta0 = np.maximum(join_theta(start.gamma, start.xi, start.tau2, data), lb)
+        theta0 = np.maximum(theta_of(start, data), lb)
         if warm is not None:
             # A warm start from a previous MAP: Newton from a base Hessian (computing one
             # costs less than the L-BFGS-B iterations it saves, at every problem size). The
@@ -131,14 +138,16 @@ class NumpyEngine(Engine):
         return (arrays_key(data.X, data.y, data.U), data.hyper,
                 b"" if mask is None else np.packbits(mask).tobytes(),
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                zlib.crc32(H.data), self.gtol, self.max_newton, self.local_model)
+                zlib.crc32(H.data), self.gtol, self.max_newton, self.local_model,
+                data.relevance.tobytes() if data.model.relevance else b"")
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
         gamma, xi, tau2 = split_theta(theta, data)
         return MAPResult(gamma=gamma.copy(), xi=xi, tau2=tau2, log_density=float(value),
                          converged=converged, engine=self.name, n_iter=n_iter,
-                         message=message, warm_hessian=warm_hessian, U=data.U)
+                         message=message, warm_hessian=warm_hessian, U=data.U,
+                         zeta=zeta_of(theta, data))
 
     def _lbfgs(self, theta0: np.ndarray, data: ModelData, lb: np.ndarray) -> MAPResult:
         # Work in scaled coordinates so that xi (prior mean m, possibly in the thousands) and
@@ -149,6 +158,8 @@ class NumpyEngine(Engine):
         if "tau2" in lay:
             t = lay.index("tau2")
             scale[t] = max(theta0[t], 1e-3)
+        if "zeta" in lay:
+            scale[lay.index("zeta")] = 1.0   # a logit: of order one already, and of any sign
 
         def negf(z):
             v, g = log_density(z * scale, data)

@@ -3,7 +3,8 @@
 PyStan 3 has no optimiser, but its models expose Stan's ``log_prob`` and ``grad_log_prob``.
 The engine optimises over the *constrained* parameters with box bounds, so it finds the same
 mode as ``optimize(jacobian=False)`` in CmdStan and as the numpy engine, and it can start at
-(or stay on) the boundary gamma_l = 0 up to a tiny positive floor.
+(or stay on) the boundary gamma_l = 0 up to a tiny positive floor. An unbounded parameter
+(the relevance model's zeta) is its own unconstrained value.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scipy.optimize import minimize
 from elicit.engines.base import StanProgramEngine
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.density import join_theta, split_theta
+from elicit.model.density import split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
@@ -179,7 +180,7 @@ class PyStanEngine(StanProgramEngine):
         """The PyStan model bound to ``data`` and the permutation to Stan's parameter order.
 
         Returns ``(model, order)`` with ``u = log(theta[order])`` the unconstrained vector of
-        ``theta = (gamma, xi[, tau2])``.
+        ``theta = (gamma, xi[, tau2])`` (an unbounded entry, zeta, as it is).
         """
         path, code = self.program(data)
         stan_data = data.to_stan()
@@ -209,9 +210,12 @@ class PyStanEngine(StanProgramEngine):
         # Unconstrain a point with distinct coordinates: this both finds where each of gamma,
         # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
         # order) and checks that every transform is the lower=0 one, u = log(x), that the
-        # Jacobian correction of the optimiser assumes.
+        # Jacobian correction of the optimiser assumes (an unbounded zeta: u = x; probed at
+        # negative values, which no log of the others' probes reaches).
         lay = data.layout
-        probe = 1.0 + 0.37 * np.arange(lay.size)
+        bounded = lay.bounded()
+        probe = np.where(bounded, 1.0, -1.0) * (1.0 + 0.37 * np.arange(lay.size))
+        want = np.where(bounded, np.log(np.abs(probe)), probe)
         pars = lay.to_stan(probe)
         names = ", ".join(b.stan for b in lay.blocks)
         try:
@@ -219,11 +223,13 @@ class PyStanEngine(StanProgramEngine):
         except (RuntimeError, KeyError, ValueError) as exc:
             raise ElicitError(f"{path}: the pystan engine needs the parameters to be "
                               f"exactly {names}: {exc}") from exc
-        order = np.array([int(np.argmin(np.abs(np.log(probe) - ui))) for ui in u], dtype=int)
+        order = np.array([int(np.argmin(np.abs(want - ui))) for ui in u], dtype=int)
         if (len(u) != len(probe) or sorted(order) != list(range(len(probe)))
-                or not np.allclose(u, np.log(probe[order]), rtol=0, atol=1e-12)):
+                or not np.allclose(u, want[order], rtol=0, atol=1e-12)):
+            kinds = "each declared <lower=0>" + (" (zeta unbounded)" if not bounded.all()
+                                                 else "")
             raise ElicitError(f"{path}: the pystan engine needs exactly the "
-                              f"parameters {names}, each declared <lower=0> and nothing else")
+                              f"parameters {names}, {kinds} and nothing else")
         return order
 
     # -- fit -------------------------------------------------------------------------------
@@ -232,17 +238,20 @@ class PyStanEngine(StanProgramEngine):
              hessian: np.ndarray | None) -> MAPResult:
         """MAP of (gamma, xi[, tau2]) from ``start`` (L-BFGS-B needs no Hessian)."""
         model, order = self.model(data)
-        theta0 = join_theta(start.gamma, start.xi, start.tau2, data)
+        theta0 = theta_of(start, data)
         # xi lives on the scale of the prior mean m (thousands for raw word counts), gamma on
         # the scale of 1: optimise xi / m so that all coordinates are of order one.
         scale = np.ones_like(theta0)
         scale[data.layout.index("xi")] = data.m
-        lb = np.full_like(theta0, _FLOOR)
+        bounded = data.layout.bounded()
+        lb = np.where(bounded, _FLOOR, -np.inf)
         z0 = np.maximum(theta0, lb) / scale
+        b_ord = bounded[order]
 
         def negf(z: np.ndarray) -> tuple[float, np.ndarray]:
             x = np.maximum(z * scale, lb)
-            u = np.log(x[order]).tolist()
+            xo = x[order]
+            u = np.where(b_ord, np.log(np.where(b_ord, xo, 1.0)), xo).tolist()
             try:
                 lp = float(_sync(model.log_prob, u, adjust_transform=False))
                 gu = np.asarray(_sync(model.grad_log_prob, u), dtype=float)
@@ -251,13 +260,14 @@ class PyStanEngine(StanProgramEngine):
                 # after overflow): make the line search back off.
                 return np.inf, np.zeros_like(z)
             # grad_log_prob includes the Jacobian log|dx/du| = sum(u) of x = exp(u): remove
-            # it (d/du = 1 each) and apply the chain rule d/dx = (d/du) / x.
+            # it (d/du = 1 each) and apply the chain rule d/dx = (d/du) / x (an unbounded
+            # entry: u = x, no Jacobian).
             gx = np.empty_like(x)
-            gx[order] = (gu - 1.0) / x[order]
+            gx[order] = np.where(b_ord, (gu - 1.0) / xo, gu)
             return -lp, -gx * scale
 
         res = minimize(negf, z0, jac=True, method="L-BFGS-B",
-                       bounds=[(b, None) for b in lb / scale],
+                       bounds=[(b if np.isfinite(b) else None, None) for b in lb / scale],
                        options={"maxiter": self.max_iter, "ftol": 1e-15, "gtol": 1e-9,
                                 "maxcor": 20})
         x = np.maximum(res.x * scale, lb)
@@ -271,4 +281,5 @@ class PyStanEngine(StanProgramEngine):
             gamma=gamma, xi=xi, tau2=tau2, log_density=-float(fval), converged=converged,
             engine=self.name, n_iter=int(res.nit),
             message=f"L-BFGS-B on PyStan log_prob: {res.message}", U=data.U,
+            zeta=zeta_of(x, data),
         )

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from elicit.model import terms
+from elicit.model.covariance import unasked_lambda
 from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
 from elicit.model.kernel import coupling_matrix, kernel_stack
 from elicit.model.newton import (
@@ -68,6 +69,8 @@ class BatchDensity:
         self.U2 = data.U * data.U
         self.keep = coupling_matrix(data.kernel_mask)
         self.f_new_arr = np.array([f_new])
+        #: the relevance model's covariance (per-feature scales that depend on zeta), or None
+        self.relevance = data.model.covariance if data.model.relevance else None
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
@@ -82,8 +85,17 @@ class BatchDensity:
         gamma = th[:, lay["gamma"]]
         tau2 = th[:, lay.index("tau2")] if self.learned else np.full(len(th), h.tau2)
         K = kernel_stack(U, gamma, self.keep, self.U2)
+        rel = self.relevance
+        if rel is not None:
+            # each row its own scales: X diag(h_c) (module density, "Per-feature scales")
+            zeta = th[:, lay.index("zeta")]
+            lam_u, dlam, _ = unasked_lambda(zeta, rel.irrelevant_scale)
+            X = X[None, :, :] * np.sqrt(rel.lambdas(data.relevance, zeta))[:, None, :]
+            XT = X.transpose(0, 2, 1)
+        else:
+            XT = X.T
         XK = X @ K                                                 # (C, n, p)
-        B = tau2[:, None, None] * (XK @ X.T)
+        B = tau2[:, None, None] * (XK @ XT)
         S = B + np.eye(n)
         L, pd = _stacked_cholesky(S)
         S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
@@ -96,13 +108,17 @@ class BatchDensity:
         value = (gammaln(a_star) - gammaln(h.a_sigma) - 0.5 * n * np.log(2 * np.pi * h.b_sigma)
                  - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma))
         G = 0.5 * (omega[:, None, None] * alpha[:, :, None] * alpha[:, None, :] - Sinv)
-        R = (X.T @ G @ X) * K
+        R = (XT @ G @ X) * K
         r = R.sum(axis=2)
         RU = R @ U
         grad = np.zeros_like(th)
         grad[:, lay["gamma"]] = -tau2[:, None] * (r @ self.U2 - np.einsum("pl,cpl->cl", U, RU))
         if self.learned:
             grad[:, lay.index("tau2")] = np.einsum("cij,cij->c", G, B) / tau2
+        if rel is not None:
+            # 2 g tau2 sum_{unjudged} r_i, g = d log h_u / d zeta = lambda_u' / (2 lambda_u)
+            unasked = data.relevance < 0
+            grad[:, lay.index("zeta")] = (dlam / lam_u) * tau2 * r[:, unasked].sum(axis=1)
         for name, v, g, _ in prior_terms(th, data):
             value += v
             grad[:, lay.at(name)] += g
@@ -232,8 +248,8 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     """
     C = len(w_new)
     theta = np.repeat(theta0[None, :], C, axis=0)
-    gamma0, xi0, tau2_0 = split_theta(theta0, data)
-    mg = marginal if marginal is not None else Marginal.from_data(data, gamma0, tau2_0)
+    gamma0, xi0, _ = split_theta(theta0, data)
+    mg = marginal if marginal is not None else Marginal.at(theta0, data)
     v0, g0 = log_density(theta0, data, mg)
     # the start is shared: only each candidate's new answer term differs
     zn = xi0 - w_new @ gamma0

@@ -1,12 +1,14 @@
 """Analytic log density of the shipped Stan programs, with gradient and Hessian.
 
 This is the numpy mirror of ``stan/elicit_{fixed,learned}_tau.stan`` (the single specification
-of the model) and of ``stan/elicit_general_{fixed,learned}_tau.stan``, the other named models
+of the model), of ``stan/elicit_general_{fixed,learned}_tau.stan`` and of
+``stan/elicit_relevance_{fixed,learned}_tau.stan``, the other named models
 (:mod:`elicit.model.variants`). The parts a model variant supplies are read from it: the
 threshold prior and the feedback link through :mod:`elicit.model.terms`, the coupled set of
-the kernel as ``data.kernel_mask``; tests check the density against Stan through PyStan.
+the kernel as ``data.kernel_mask``, the per-feature scales h of the relevance model from its
+covariance; tests check the density against Stan through PyStan.
 
-The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2])``
+The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2][, zeta])``
 (:mod:`elicit.model.layout`). With
 ``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
 ``b* = b_sigma + y' alpha / 2``, the marginal multivariate Student-t likelihood of y
@@ -20,11 +22,27 @@ Its derivative along a direction with ``dB`` is ``tr(G dB)`` with
 ``t_a = alpha' B_a alpha``. Kernel derivatives use ``dK/dgamma_l = -K o D_l / 2`` where
 ``D_l[i, j] = (U_il - U_jl)^2``, expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'`` so that no
 p x p x d array is ever formed.
+
+**Per-feature scales** (the relevance model): the prior covariance of beta is
+``sigma2 tau2 diag(h) K diag(h)``, so everything above holds with X replaced by
+``Xt = X diag(h)`` (:class:`Marginal` keeps the data's X as ``X_data`` and works on ``X = Xt``).
+Only the unjudged features' scales depend on zeta, all through one lambda_u(zeta); with
+``g = d log h_u / d zeta``, E the diagonal indicator of the unjudged features and
+``P = Xt E K Xt'``, the new direction is ``B_zeta = g tau2 (P + P')``; with
+``R = (Xt' G Xt) o K``, its row sums r and ``q = h_u'' / h_u`` the new terms are
+
+    d/dzeta log p(y)       = 2 g tau2 sum_{i in E} r_i,
+    tr(G B_{zeta, zeta})   = 2 tau2 (q sum_{i in E} r_i + g^2 sum_{i, j in E} R_ij),
+    tr(G B_{gamma_l, zeta}) = -g tau2 sum_{i in E} sum_j R_ij D_l,ij
+                           = -g tau2 (sum_{i in E} (u_il^2 r_i - 2 u_il (R U)_il)
+                                      + sum_j u_jl^2 (R 1_E)_j),
+    tr(G B_{tau2, zeta})   = (d/dzeta log p(y)) / tau2.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -32,39 +50,90 @@ from scipy.special import gammaln
 
 from elicit.internal.cache import LRUCache, arrays_key
 from elicit.model import terms
+from elicit.model.covariance import Scales
 from elicit.model.kernel import kernel, row_blocks
-from elicit.model.spec import ModelData
+from elicit.model.spec import ModelData, Params
 from elicit.model.terms import prior_terms
 
 
 def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:
-    """(gamma, xi, tau2) from a parameter vector (tau2 is the fixed value if not learned)."""
+    """(gamma, xi, tau2) from a parameter vector (tau2 is the fixed value if not learned);
+    zeta, if the model has it: :func:`zeta_of`."""
     lay = data.layout
     tau2 = float(theta[lay.index("tau2")]) if "tau2" in lay else data.hyper.tau2
     return theta[lay["gamma"]], float(theta[lay.index("xi")]), tau2
 
 
-def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData) -> np.ndarray:
-    """The parameter vector of (gamma, xi, tau2) (tau2 left out unless it is learned)."""
-    return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2})
+def zeta_of(theta: np.ndarray, data: ModelData) -> float | None:
+    """zeta from a parameter vector (``None`` if the model has no zeta)."""
+    lay = data.layout
+    return float(theta[lay.index("zeta")]) if "zeta" in lay else None
+
+
+def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
+               zeta: float | None = None) -> np.ndarray:
+    """The parameter vector of (gamma, xi, tau2[, zeta]) (tau2 left out unless it is
+    learned, zeta unless the model has it; a model with zeta needs it)."""
+    if zeta is None and "zeta" in data.layout:
+        raise ValueError(f"model {data.hyper.model!r} has the parameter zeta: pass zeta= "
+                         "(or use theta_of with a fit or Params)")
+    return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2, "zeta": zeta})
+
+
+def theta_of(point, data: ModelData) -> np.ndarray:
+    """The parameter vector of a fit (:class:`~elicit.model.result.MAPResult`) or a
+    :class:`~elicit.model.spec.Params` point for ``data``'s layout (a point without zeta, for
+    a model with zeta, gets zeta's prior mean: :meth:`ModelData.initial_params`)."""
+    zeta = getattr(point, "zeta", None)
+    if zeta is None and "zeta" in data.layout:
+        zeta = data.initial_params().zeta
+    return join_theta(point.gamma, point.xi, point.tau2, data, zeta)
+
+
+def params_of(theta: np.ndarray, data: ModelData) -> Params:
+    """The :class:`~elicit.model.spec.Params` of a parameter vector."""
+    gamma, xi, tau2 = split_theta(theta, data)
+    return Params(gamma, xi, tau2, zeta_of(theta, data))
 
 
 def lower_bounds(data: ModelData) -> np.ndarray:
-    """Lower bounds of theta: gamma, xi >= 0 and tau2 kept strictly positive."""
+    """Lower bounds of theta: gamma, xi >= 0, tau2 kept strictly positive, zeta unbounded
+    (``-inf``)."""
     return data.layout.lower_bounds()
 
 
+def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
+    """The per-feature scales of ``data``'s model at ``zeta`` (``None``: the model has none)."""
+    if not data.model.relevance:
+        return None
+    if zeta is None:
+        raise ValueError(f"model {data.hyper.model!r} scales the features by zeta: pass zeta")
+    return data.model.covariance.scales(data.relevance, zeta)
+
+
 class Marginal:
-    """The marginal likelihood of y at (gamma, tau2) and the quantities derived from it.
+    """The marginal likelihood of y at (gamma, tau2[, zeta]) and the quantities derived from it.
 
     One factorisation of S serves the log density, its gradient and Hessian, and the
     posterior (:mod:`elicit.model.posterior`), so nothing is computed twice in a query round.
+
+    With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
+    :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
+    scales).
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
                  tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
-                 coupled: np.ndarray | None = None):
-        self.X, self.y, self.U = X, y, U
+                 coupled: np.ndarray | None = None, scales: Scales | None = None):
+        self.X_data = X
+        self.scales = scales
+        #: zeta of the scales, when :meth:`from_data` built them (else None)
+        self.zeta: float | None = None
+        #: the per-feature scales h (None: all 1)
+        self.h = None if scales is None else scales.h
+        self.X = X if scales is None else X * scales.h
+        self.y, self.U = y, U
+        X = self.X
         self.gamma = np.asarray(gamma, dtype=float)
         self.tau2 = float(tau2)
         self.a_sigma, self.b_sigma = float(a_sigma), float(b_sigma)
@@ -90,10 +159,26 @@ class Marginal:
 
     @classmethod
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
-                  K: np.ndarray | None = None) -> Marginal:
+                  K: np.ndarray | None = None, zeta: float | None = None) -> Marginal:
+        """The marginal of ``data`` at (gamma, tau2[, zeta]); ``K`` the kernel at gamma if
+        the caller has it. A model with zeta needs it (see also :meth:`at`, :meth:`of_fit`)."""
         h = data.hyper
-        return cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
-                   coupled=data.kernel_mask)
+        mg = cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
+                 coupled=data.kernel_mask, scales=data_scales(data, zeta))
+        mg.zeta = None if mg.scales is None else float(zeta)
+        return mg
+
+    @classmethod
+    def at(cls, theta: np.ndarray, data: ModelData, K: np.ndarray | None = None) -> Marginal:
+        """The marginal of ``data`` at the parameter vector ``theta``."""
+        gamma, _, tau2 = split_theta(theta, data)
+        return cls.from_data(data, gamma, tau2, K=K, zeta=zeta_of(theta, data))
+
+    @classmethod
+    def of_fit(cls, data: ModelData, fit) -> Marginal:
+        """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`: its
+        gamma, tau2, zeta and kernel K)."""
+        return cls.from_data(data, fit.gamma, fit.tau2, K=fit.K, zeta=getattr(fit, "zeta", None))
 
     @cached_property
     def logdet_S(self) -> float:
@@ -143,8 +228,20 @@ class Marginal:
     def grad_tau2(self) -> float:
         return float(np.sum(self.G * self.B)) / self.tau2
 
+    def grad_zeta(self) -> float:
+        """d value / d zeta (0.0 without scales): ``2 g tau2 sum_{i unjudged} r_i``."""
+        sc = self.scales
+        if sc is None or not sc.unasked.any():
+            return 0.0
+        return float(2.0 * sc.dlog_h * self.tau2 * np.sum(self._r[sc.unasked]))
+
+    @property
+    def n_dirs(self) -> int:
+        """Number of parameters :meth:`directions` covers without tau2 (d, plus zeta)."""
+        return self.U.shape[1] + (self.scales is not None)
+
     def _B_dirs(self, learned: bool) -> np.ndarray:
-        """B_a = dB/dtheta_a for each gamma_l (and tau2): shape (k, n, n).
+        """B_a = dB/dtheta_a for each gamma_l (and tau2, and zeta): shape (k, n, n).
 
         X (K o D_l) X' = A_l + A_l' - 2 Y_l K Y_l' with A_l = (X o u_l^2') K X' and
         Y_l = X o u_l'. Only the features where u_l != 0 contribute, and meta-features of word
@@ -153,7 +250,8 @@ class Marginal:
         X, U, K, tau2 = self.X, self.U, self.K, self.tau2
         n = X.shape[0]
         d = U.shape[1]
-        Bd = np.empty((d + learned, n, n))
+        sc = self.scales
+        Bd = np.empty((d + learned + (sc is not None), n, n))
         # Row gathers of contiguous transposes, and take() rather than fancy indexing:
         # gathering the support blocks of K costs as much as the products themselves.
         XT = np.ascontiguousarray(X.T)
@@ -165,6 +263,11 @@ class Marginal:
         Bd[:d] *= -0.5 * tau2
         if learned:
             Bd[d] = self.B / tau2
+        if sc is not None:
+            # B_zeta = g tau2 (P + P'), P = Xt E K Xt' = Xt[:, E] (Xt K)[:, E]'
+            u = sc.unasked
+            P = X[:, u] @ self.XK[:, u].T
+            Bd[-1] = (sc.dlog_h * tau2) * (P + P.T)
         return Bd
 
     @cached_property
@@ -177,7 +280,8 @@ class Marginal:
         return out
 
     def directions(self, learned: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part.
+        """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part
+        (gamma, tau2 if ``learned``, zeta with scales: the order of ``layout.marginal_index``).
 
         Cached: the Hessian and the predictive Jacobian of one query round share them.
         """
@@ -214,7 +318,7 @@ class Marginal:
         return Jm, Jv
 
     def hessian(self, learned: bool) -> np.ndarray:
-        """Hessian of ``value`` in (gamma[, tau2])."""
+        """Hessian of ``value`` in (gamma[, tau2][, zeta])."""
         U, R = self.U, self._R
         d = U.shape[1]
         n = self.X.shape[0]
@@ -241,7 +345,84 @@ class Marginal:
             g = self.grad_gamma() / self.tau2
             H[:d, d] += g
             H[d, :d] += g
+        sc = self.scales
+        if sc is not None and sc.unasked.any():
+            # tr(G B_ab) of zeta (module docstring)
+            z, u = k - 1, sc.unasked
+            Ru = R[:, u].sum(axis=1)
+            w = U2.T @ (np.where(u, r, 0.0) + Ru) - 2.0 * (U[u] * RU[u]).sum(axis=0)
+            cross = -sc.dlog_h * self.tau2 * w
+            H[:d, z] += cross
+            H[z, :d] += cross
+            if learned:
+                gz = self.grad_zeta() / self.tau2
+                H[d, z] += gz
+                H[z, d] += gz
+            H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h * np.sum(r[u])
+                                          + sc.dlog_h**2 * np.sum(Ru[u]))
         return 0.5 * (H + H.T)
+
+    def scale_change(self, features, lam) -> ScaleChange:
+        """What if feature j's prior variance scale lambda_j were ``lam``: for each j of
+        ``features`` (all else fixed, one at a time), the Gaussian predictive at the training
+        inputs (as :meth:`predictive`) and the change of :attr:`value`.
+
+        With ``x = X[:, j]``, ``v = (Xt K)[:, j]`` and ``dh = sqrt(lam) - h_j`` the change is
+        rank two, ``S' = S + tau2 [x v] M [x v]'`` with ``M = [[dh^2 K_jj, dh], [dh, 0]]``;
+        Woodbury and the matrix determinant lemma give S'^-1 and log|S'| per candidate from
+        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: all candidates at
+        once, O(n^2) each.
+
+        Parameters
+        ----------
+        features
+            Feature indices (c,).
+        lam
+            The new scale lambda (a number, or one per feature); 1 and
+            :data:`~elicit.model.covariance.IRRELEVANT_SCALE` are the relevance model's
+            "relevant" and "irrelevant".
+        """
+        j = np.asarray(features, dtype=int).reshape(-1)
+        lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
+        h_j = np.ones(len(j)) if self.h is None else self.h[j]
+        dh = np.sqrt(lam) - h_j
+        x = self.X_data[:, j]
+        v = self.XK[:, j]
+        Kjj = np.diag(self.K)[j]
+        Si = self.Sinv
+        Sx, Sv = Si @ x, Si @ v
+        A11 = np.einsum("ic,ic->c", x, Sx)
+        A12 = np.einsum("ic,ic->c", x, Sv)
+        A22 = np.einsum("ic,ic->c", v, Sv)
+        t = self.tau2
+        M11, M12 = dh**2 * Kjj, dh                      # M22 = 0
+        T11, T12 = 1.0 + t * (M11 * A11 + M12 * A12), t * (M11 * A12 + M12 * A22)
+        T21, T22 = t * M12 * A11, 1.0 + t * M12 * A12
+        det = T11 * T22 - T12 * T21
+        # C = T^-1 tau2 M (symmetric): S'^-1 = S^-1 - S^-1 [x v] C [x v]' S^-1
+        C11 = t * (T22 * M11 - T12 * M12) / det
+        C12 = t * T22 * M12 / det
+        C22 = -t * T21 * M12 / det
+        ux, uv = x.T @ self.alpha, v.T @ self.alpha
+        c1, c2 = C11 * ux + C12 * uv, C12 * ux + C22 * uv
+        alpha = self.alpha[:, None] - (Sx * c1 + Sv * c2)
+        diag = np.diag(Si)[:, None] - (Sx**2 * C11 + 2.0 * Sx * Sv * C12 + Sv**2 * C22)
+        b_star = self.b_sigma + 0.5 * (self.y @ alpha)
+        mean = self.y[:, None] - alpha
+        var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)
+        dvalue = -0.5 * np.log(det) - self.a_star * np.log(b_star / self.b_star)
+        return ScaleChange(mean, var, dvalue)
+
+
+class ScaleChange(NamedTuple):
+    """:meth:`Marginal.scale_change` of c candidate features."""
+
+    #: Gaussian predictive mean at the n training inputs, one column per candidate (n, c)
+    mean: np.ndarray
+    #: its variance (n, c)
+    var: np.ndarray
+    #: the change of the log marginal likelihood of y (c,)
+    dvalue: np.ndarray
 
 
 def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
@@ -283,35 +464,46 @@ class YPartCache:
     Entries are keyed by the data arrays (X, y, U: their identity and a checksum,
     :func:`~elicit.internal.cache.arrays_key`, so an array modified in place is never served
     stale values), the variant and the hyperparameters of the y-likelihood, the kernel's
-    mask and the exact bytes of (gamma, tau2).
+    mask, the relevance classes and the exact bytes of (gamma, tau2[, zeta]).
     """
 
     def __init__(self, size: int = 4) -> None:
         self._cache = LRUCache(size)
 
     @staticmethod
-    def _key(data: ModelData, gamma: np.ndarray, tau2: float) -> tuple:
+    def _key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None) -> tuple:
         h = data.hyper
         mask = data.kernel_mask
-        return (arrays_key(data.X, data.y, data.U), h.variant, float(h.a_sigma),
-                float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
-                b"" if mask is None else np.packbits(mask).tobytes())
+        key = (arrays_key(data.X, data.y, data.U), h.variant, float(h.a_sigma),
+               float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
+               b"" if mask is None else np.packbits(mask).tobytes())
+        if data.model.relevance:
+            key += (h.model, float(zeta), data.relevance.tobytes())
+        return key
 
     def remember(self, data: ModelData, mg: Marginal) -> None:
         """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
-        if mg.X is not data.X or mg.y is not data.y or mg.U is not data.U:
+        if mg.X_data is not data.X or mg.y is not data.y or mg.U is not data.U:
             return
         mask, mine = data.kernel_mask, mg.coupled
         if not (mask is None and mine is None
                 or mask is not None and mine is not None and np.array_equal(mine, mask)):
             return  # a marginal of another kernel
+        if data.model.relevance:
+            if mg.zeta is None or not np.array_equal(mg.h, data_scales(data, mg.zeta).h):
+                return  # a marginal of other scales
+        elif mg.scales is not None:
+            return
         learned = data.hyper.variant == "learned"
-        value = (mg.value, mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0)
-        self._cache.put(self._key(data, mg.gamma, mg.tau2), value, pin=(data.X, data.y, data.U))
+        value = (mg.value, mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0,
+                 mg.grad_zeta())
+        self._cache.put(self._key(data, mg.gamma, mg.tau2, mg.zeta), value,
+                        pin=(data.X, data.y, data.U))
 
-    def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float):
-        """(value, grad_gamma, grad_tau2) of the y-likelihood, or None."""
-        return self._cache.get(self._key(data, gamma, tau2))
+    def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float,
+               zeta: float | None = None):
+        """(value, grad_gamma, grad_tau2, grad_zeta) of the y-likelihood, or None."""
+        return self._cache.get(self._key(data, gamma, tau2, zeta))
 
     def clear(self) -> None:
         self._cache.clear()
@@ -330,19 +522,24 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
     """
     theta = np.asarray(theta, dtype=float)
     gamma, _, tau2 = split_theta(theta, data)
+    zeta = zeta_of(theta, data)
     learned = data.hyper.variant == "learned"
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
-    hit = y_part_cache.lookup(data, gamma, tau2) if cached and marginal is None else None
+    hit = y_part_cache.lookup(data, gamma, tau2, zeta) if cached and marginal is None else None
     if hit is not None:
-        y_val, g_gamma, g_tau2 = hit
+        y_val, g_gamma, g_tau2, g_zeta = hit
     else:
-        mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
+        mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2,
+                                                                      zeta=zeta)
         y_val, g_gamma = mg.value, mg.grad_gamma()
         g_tau2 = mg.grad_tau2() if learned else 0.0
+        g_zeta = mg.grad_zeta() if zeta is not None else 0.0
     lay = data.layout
     grad[lay["gamma"]] += g_gamma
     if learned:
         grad[lay.index("tau2")] += g_tau2
+    if zeta is not None:
+        grad[lay.index("zeta")] += g_zeta
     return y_val + val, grad
 
 
@@ -350,8 +547,7 @@ def hessian_base(theta: np.ndarray, data: ModelData,
                  marginal: Marginal | None = None) -> np.ndarray:
     """Hessian of the y-likelihood and the priors (everything but the feedback terms)."""
     theta = np.asarray(theta, dtype=float)
-    gamma, _, tau2 = split_theta(theta, data)
-    mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2)
+    mg = marginal if marginal is not None else Marginal.at(theta, data)
     no_fb = data.with_feedback(np.zeros((0, 2), dtype=int), np.zeros(0, dtype=int))
     _, _, H = _prior_and_feedback(theta, no_fb, hess=True)
     Hy = mg.hessian(data.hyper.variant == "learned")

@@ -2,11 +2,13 @@
 
 Every engine and every numpy code path works on one flat vector
 
-    theta = (gamma_1..gamma_d, xi[, tau2])
+    theta = (gamma_1..gamma_d, xi[, tau2][, zeta])
 
-(tau2 only when it is learned). :class:`ParamLayout` names its blocks, where each one sits,
-its lower bound and its name in the Stan programs, so that code reads ``theta[lay["gamma"]]``
-instead of ``theta[:d]`` and a new block (say, per-feature relevance scales) is one new
+(tau2 only when it is learned; zeta, the logit of the share of relevant features among the
+unjudged ones, only in a model whose covariance scales the features:
+:mod:`elicit.model.covariance`). :class:`ParamLayout` names its blocks, where each one sits,
+its lower bound (zeta is unbounded: ``-inf``) and its name in the Stan programs, so that code
+reads ``theta[lay["gamma"]]`` instead of ``theta[:d]`` and a new block is one new
 :class:`Block` in :func:`param_layout` plus the code that uses it.
 """
 
@@ -35,7 +37,7 @@ class Block:
     size
         Number of entries.
     lower
-        Lower bound of every entry.
+        Lower bound of every entry (``-inf``: unbounded, declared without a bound in Stan).
     vector
         Whether the Stan program declares a vector (else a real: ``size`` is 1).
     """
@@ -88,6 +90,11 @@ class ParamLayout:
     def names(self) -> tuple[str, ...]:
         return tuple(b.name for b in self.blocks)
 
+    def bounded(self) -> np.ndarray:
+        """Which entries of theta have a lower bound (Stan's ``<lower=0>``: the unconstrained
+        value is ``log(x)``); the others are unconstrained as they are."""
+        return np.isfinite(self.lower_bounds())
+
     def lower_bounds(self) -> np.ndarray:
         """Lower bounds of theta (a new array)."""
         lb = np.zeros(self.size)
@@ -119,11 +126,13 @@ class ParamLayout:
     @cached_property
     def marginal_index(self) -> np.ndarray:
         """Positions of the parameters the marginal likelihood of y depends on, in the order
-        of :class:`~elicit.model.density.Marginal`'s derivatives: gamma, then tau2 if it is
-        learned."""
+        of :class:`~elicit.model.density.Marginal`'s derivatives (its Hessian, its
+        ``directions`` and ``predictive_jacobian``): gamma, then tau2 if it is learned, then
+        zeta if the model has it."""
         idx = list(range(self.size))[self["gamma"]]
-        if "tau2" in self:
-            idx.append(self.index("tau2"))
+        for name in ("tau2", "zeta"):
+            if name in self:
+                idx.append(self.index(name))
         return np.array(idx, dtype=int)
 
     def __repr__(self) -> str:
@@ -131,9 +140,11 @@ class ParamLayout:
 
 
 @lru_cache(maxsize=64)
-def param_layout(d: int, learned: bool) -> ParamLayout:
-    """The layout of theta with ``d`` meta-features: ``(gamma, xi[, tau2])``."""
+def param_layout(d: int, learned: bool, zeta: bool = False) -> ParamLayout:
+    """The layout of theta with ``d`` meta-features: ``(gamma, xi[, tau2][, zeta])``."""
     blocks = [Block("gamma", "gamma", d, 0.0, vector=True), Block("xi", "threshold", 1, 0.0)]
     if learned:
         blocks.append(Block("tau2", "tau", 1, TAU2_FLOOR))
+    if zeta:
+        blocks.append(Block("zeta", "zeta", 1, -np.inf))
     return ParamLayout(tuple(blocks))

@@ -36,7 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from elicit.model.density import Marginal, feedback_terms, hessian_base, log_density, split_theta
+from elicit.model.density import Marginal, feedback_terms, hessian_base, log_density
 from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
 
@@ -384,9 +384,8 @@ class OneRefit:
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         data = self.data
-        gamma, _, tau2 = split_theta(theta[0], data)
         try:
-            mg = Marginal.from_data(data, gamma, tau2)
+            mg = Marginal.at(theta[0], data)
         except np.linalg.LinAlgError:
             # S numerically indefinite (an extreme tau2 or gamma): no density there
             return np.array([-np.inf]), np.zeros_like(theta), None

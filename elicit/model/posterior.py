@@ -13,6 +13,11 @@ With n < p the p x p inverse is never formed. With ``B = tau2 X K X'`` and ``S =
 Woodbury gives ``Sigma* = tau2 K - tau2^2 K X' S^-1 X K``, ``mu* = tau2 K X' S^-1 y``,
 ``X Sigma* X' = B S^-1``, ``X mu* = B S^-1 y`` and ``b* = b_sigma + y' S^-1 y / 2``; everything
 below costs O(n^2 p + n p^2).
+
+With per-feature scales h (the relevance model, prior covariance ``tau2 diag(h) K diag(h)``)
+the formulas hold for ``beta~ = beta / h`` with ``X diag(h)`` in place of X
+(:class:`~elicit.model.density.Marginal`), and map back: ``mu* = h o mu~*``,
+``Sigma* = diag(h) Sigma~* diag(h)``.
 """
 
 from __future__ import annotations
@@ -61,24 +66,30 @@ class NIGPosterior:
         self.a_star = marginal.a_star
         self.b_star = marginal.b_star
         self.tau2 = marginal.tau2
+        #: the prior correlation of beta: the kernel K (the prior covariance is
+        #: ``sigma2 tau2 diag(h) K diag(h)``)
         self.K = marginal.K
+        #: the per-feature prior scales h (``None``: all 1)
+        self.scales = marginal.h
 
     @classmethod
     def from_map(cls, data: ModelData, fit: MAPResult) -> NIGPosterior:
-        return cls(Marginal.from_data(data, fit.gamma, fit.tau2, K=fit.K))
+        return cls(Marginal.of_fit(data, fit))
 
     @cached_property
     def mu(self) -> np.ndarray:
         """Posterior mean mu* of beta (p,)."""
         m = self._m
-        return m.tau2 * (m.K @ (m.X.T @ m.alpha))
+        mu = m.tau2 * (m.K @ (m.X.T @ m.alpha))
+        return mu if m.h is None else m.h * mu
 
     @cached_property
     def Sigma(self) -> np.ndarray:
         """Sigma* (p x p); beta's covariance is sigma^2 Sigma*. Built only when asked for."""
         m = self._m
         KXt = m.XK.T
-        return m.tau2 * m.K - m.tau2**2 * KXt @ m.Sinv @ KXt.T
+        Sigma = m.tau2 * m.K - m.tau2**2 * KXt @ m.Sinv @ KXt.T
+        return Sigma if m.h is None else m.h[:, None] * Sigma * m.h[None, :]
 
     def _check_rows(self, X_new: np.ndarray) -> np.ndarray:
         X_new = np.asarray(X_new, dtype=float)
@@ -104,6 +115,8 @@ class NIGPosterior:
         X_new = self._check_rows(X_new)
         m = self._m
         mean = X_new @ self.mu
+        if m.h is not None:
+            X_new = X_new * m.h      # x' Sigma* x = (x o h)' Sigma~* (x o h)
         # x' Sigma* x = tau2 x'Kx - tau2^2 (XKx)' S^-1 (XKx)
         XnK = X_new @ m.K
         quad = m.tau2 * np.einsum("ij,ij->i", XnK, X_new)

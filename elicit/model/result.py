@@ -18,7 +18,7 @@ from elicit.model.spec import Params
 
 @dataclass(frozen=True)
 class MAPResult:
-    """The MAP of (gamma, xi[, tau2]) found by an engine; immutable.
+    """The MAP of (gamma, xi[, tau2][, zeta]) found by an engine; immutable.
 
     Attributes
     ----------
@@ -41,6 +41,13 @@ class MAPResult:
     coupled
         The coupled set of a known-coupling model (``ModelData.kernel_mask``; ``None``: the
         full kernel), which :attr:`K` applies; :meth:`Engine.fit` sets it.
+    zeta
+        The relevance model's zeta at the MAP (the logit of the share of relevant features
+        among the unjudged ones); ``None`` for the other models.
+    scales
+        The relevance model's per-feature prior scales h = sqrt(lambda) at the MAP (the prior
+        covariance of beta is ``sigma2 tau2 diag(h) K diag(h)``; :attr:`K` stays the prior
+        correlation); ``None`` (all 1) for the other models. :meth:`Engine.fit` sets it.
     """
 
     gamma: np.ndarray
@@ -54,6 +61,8 @@ class MAPResult:
     warm_hessian: np.ndarray | None = field(default=None, repr=False, compare=False)
     U: np.ndarray | None = field(default=None, repr=False, compare=False)
     coupled: np.ndarray | None = field(default=None, repr=False, compare=False)
+    zeta: float | None = None
+    scales: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Read-only arrays: a result can be shared (the session's initial fit, a sweep's
@@ -65,14 +74,21 @@ class MAPResult:
             H = np.array(self.warm_hessian, dtype=float)
             H.setflags(write=False)
             object.__setattr__(self, "warm_hessian", H)
+        if self.zeta is not None:
+            object.__setattr__(self, "zeta", float(self.zeta))
+        if self.scales is not None:
+            h = np.array(self.scales, dtype=float)
+            h.setflags(write=False)
+            object.__setattr__(self, "scales", h)
 
     @property
     def params(self) -> Params:
-        return Params(self.gamma, self.xi, self.tau2)
+        return Params(self.gamma, self.xi, self.tau2, self.zeta)
 
     @cached_property
     def K(self) -> np.ndarray:
-        """The kernel matrix at the MAP, rebuilt from gamma and the meta-features."""
+        """The kernel matrix at the MAP, rebuilt from gamma and the meta-features: the prior
+        correlation of beta in every model (see :attr:`scales`)."""
         if self.U is None:
             raise RuntimeError("this MAPResult was built without meta-features")
         K = kernel(self.U, self.gamma, self.coupled)

@@ -12,13 +12,15 @@ Covariance Learning for Improving Prediction in Small Data Sets":
 The Stan programs in ``stan/`` are the single specification of the model. The engines pass
 them their data by name, and :class:`StanData` is that contract, stated once: one field per
 data name, with its Stan type and meaning. ``CONTRACT_DATA`` lists what every program of a
-tau2 variant takes; :func:`contract_data` adds a named model's knobs (``threshold_sd``,
-``coupled``: every model but the paper's, whose programs state the paper's values).
+tau2 variant takes; :func:`contract_data` adds a named model's extra data (the knobs
+``threshold_sd`` and ``coupled`` of the threshold and coupling variants; the relevance
+model's ``relevance``, ``irrelevant_scale``, ``zeta_prior_mean`` and ``zeta_prior_sd``).
 
 Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
-xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2): the Stan names of the
-blocks of theta (:mod:`elicit.model.layout`). As in the authors' Stan code the name ``tau``
-holds the *variance* tau^2.
+xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2); the relevance model adds
+``zeta`` (``real``, unbounded): the Stan names of the blocks of theta
+(:mod:`elicit.model.layout`, :func:`contract_params`). As in the authors' Stan code the name
+``tau`` holds the *variance* tau^2.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.internal.memory import memory_limit
+from elicit.model.covariance import IRRELEVANT, RELEVANT, UNASKED
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import ParamLayout, param_layout
 from elicit.model.link import Link
-from elicit.model.priors import GAMMA_MEAN, GAMMA_SD  # noqa: F401  (GAMMA_SD: re-exported)
+from elicit.model.priors import GAMMA_MEAN, GAMMA_SD, ZETA_PRIOR  # noqa: F401  (GAMMA_SD: re-exported)
 from elicit.model.variants import PAPER, ModelVariant, get_model
 
 Variant = Literal["fixed", "learned"]
@@ -42,7 +45,8 @@ Variant = Literal["fixed", "learned"]
 
 def _data(stan_type: str, meaning: str, only: str | None = None) -> Any:
     # ``only``: "fixed" / "learned" (programs of that tau2 variant), "knobs" (the programs
-    # of the models other than the paper's); None: every program
+    # of the threshold and coupling variants), "relevance" (the relevance model's programs);
+    # None: every program
     return field(metadata={"type": stan_type, "meaning": meaning, "only": only})
 
 
@@ -73,11 +77,22 @@ class StanData:
         "real", "prior sd of xi relative to m: xi ~ N+(m, threshold_sd m)", "knobs")
     coupled: np.ndarray | None = _data(
         "array[M] int<lower=0, upper=1>", "1 = the feature is in the coupled set J", "knobs")
+    relevance: np.ndarray | None = _data(
+        "array[M] int<lower=-1, upper=1>",
+        "relevance class: 1 relevant, 0 irrelevant, -1 not judged", "relevance")
+    irrelevant_scale: float | None = _data(
+        "real", "prior variance scale lambda of an irrelevant feature (eps)", "relevance")
+    zeta_prior_mean: float | None = _data("real", "zeta ~ N(zeta_prior_mean, zeta_prior_sd)",
+                                          "relevance")
+    zeta_prior_sd: float | None = _data("real", "prior sd of zeta", "relevance")
 
     @classmethod
-    def names(cls, variant: str, knobs: bool = False) -> tuple[str, ...]:
-        """Data names of the programs of tau2 ``variant`` (with the models' knobs)."""
-        keep = {None, variant} | ({"knobs"} if knobs else set())
+    def names(cls, variant: str, knobs: bool = False, relevance: bool = False,
+              ) -> tuple[str, ...]:
+        """Data names of the programs of tau2 ``variant`` (with the models' knobs, with the
+        relevance model's data)."""
+        keep = ({None, variant} | ({"knobs"} if knobs else set())
+                | ({"relevance"} if relevance else set()))
         return tuple(f.name for f in fields(cls) if f.metadata["only"] in keep)
 
     @classmethod
@@ -91,7 +106,10 @@ class StanData:
             a_sigma=h.a_sigma, b_sigma=h.b_sigma, tau=h.tau2 if fixed else None,
             a_tau=None if fixed else h.a_tau, b_tau=None if fixed else h.b_tau,
             threshold_mean=data.m, threshold_sd=data.model.threshold_sd,
-            coupled=np.ones(data.p, dtype=int) if mask is None else mask.astype(int))
+            coupled=np.ones(data.p, dtype=int) if mask is None else mask.astype(int),
+            relevance=data.relevance.astype(int),
+            irrelevant_scale=getattr(data.model.covariance, "irrelevant_scale", None),
+            zeta_prior_mean=ZETA_PRIOR.mean, zeta_prior_sd=ZETA_PRIOR.sd)
 
     def to_dict(self, names: tuple[str, ...]) -> dict:
         """The data dictionary of ``names`` (see :meth:`names`)."""
@@ -108,6 +126,13 @@ CONTRACT_PARAMS = {v: tuple(b.stan for b in param_layout(1, v == "learned").bloc
 def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
     """Data names the program of ``model`` and tau2 ``variant`` must declare."""
     return CONTRACT_DATA[variant] + get_model(model).extra_data
+
+
+def contract_params(variant: str, model: str = PAPER) -> tuple[str, ...]:
+    """Parameter names the program of ``model`` and tau2 ``variant`` must declare
+    (``CONTRACT_PARAMS``, and ``zeta`` for the relevance model)."""
+    lay = param_layout(1, variant == "learned", get_model(model).relevance)
+    return tuple(b.stan for b in lay.blocks)
 
 
 @dataclass(frozen=True)
@@ -132,7 +157,8 @@ class Hyper:
         meta-features (raw word counts with d = 100 give gamma . w far above 20).
     model
         The named model (:data:`elicit.model.variants.MODELS`): ``"paper"`` (the default),
-        ``"tied-threshold"``, ``"known-coupling"`` or ``"known-coupling-tied"``.
+        ``"tied-threshold"``, ``"known-coupling"``, ``"known-coupling-tied"`` or
+        ``"relevance"``.
     """
 
     variant: Variant = "fixed"
@@ -167,11 +193,14 @@ class Hyper:
 
 @dataclass(frozen=True)
 class Params:
-    """A point in parameter space; ``tau2`` is the fixed value in the fixed variant."""
+    """A point in parameter space; ``tau2`` is the fixed value in the fixed variant, ``zeta``
+    the relevance model's parameter (``None`` for the other models; a start point without it
+    starts zeta at its prior mean)."""
 
     gamma: np.ndarray
     xi: float
     tau2: float
+    zeta: float | None = None
 
 
 @dataclass
@@ -184,6 +213,11 @@ class ModelData:
     ``coupled`` is the coupled set J of the known-coupling models (a boolean mask of length p,
     ``None`` = all features); the other models ignore it. :attr:`kernel_mask` is what a fit
     uses.
+
+    ``relevance`` holds the expert's relevance answers, one class per feature: 1 relevant,
+    0 irrelevant, -1 not asked or "don't know" (:data:`~elicit.model.covariance.RELEVANT`,
+    ``IRRELEVANT``, ``UNASKED``); ``None`` (the default) is all -1. Only the relevance model
+    reads it; :meth:`with_relevance` is a copy with other classes.
     """
 
     X: np.ndarray
@@ -193,6 +227,7 @@ class ModelData:
     pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
     f: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     coupled: np.ndarray | None = None
+    relevance: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.X, self.y, self.U = validate_regression(self.X, self.y, self.U)
@@ -217,6 +252,7 @@ class ModelData:
             c = c.astype(bool)
             c.setflags(write=False)
             self.coupled = c
+        self.relevance = check_relevance(self.relevance, p)
 
     @property
     def model(self) -> ModelVariant:
@@ -237,7 +273,7 @@ class ModelData:
     @property
     def layout(self) -> ParamLayout:
         """The blocks of this fit's parameter vector theta (:mod:`elicit.model.layout`)."""
-        return param_layout(self.d, self.hyper.variant == "learned")
+        return param_layout(self.d, self.hyper.variant == "learned", self.model.relevance)
 
     @property
     def n(self) -> int:
@@ -275,16 +311,42 @@ class ModelData:
             raise ElicitError(f"{len(new.pairs)} pairs but {len(new.f)} answers")
         return new
 
+    def with_relevance(self, classes: np.ndarray) -> ModelData:
+        """A copy with other relevance classes (1 relevant, 0 irrelevant, -1 not judged;
+        the regression data and the pair answers are shared, not copied)."""
+        new = object.__new__(ModelData)
+        new.__dict__.update(self.__dict__)
+        new.relevance = check_relevance(classes, self.p)
+        return new
+
     def initial_params(self) -> Params:
         """The start of a cold fit: prior means (prior mode of tau^2 when it is learned)."""
         h = self.hyper
         tau2 = h.tau2 if h.variant == "fixed" else h.b_tau / (h.a_tau + 1.0)
-        return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2)
+        zeta = ZETA_PRIOR.mean if self.model.relevance else None
+        return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2, zeta)
 
     def to_stan(self) -> dict:
         """The data dictionary of the Stan contract (:class:`StanData`) for the model's
         programs."""
         return StanData.of(self).to_dict(contract_data(self.hyper.variant, self.hyper.model))
+
+
+def check_relevance(classes, p: int) -> np.ndarray:
+    """Relevance classes as a read-only int array of length ``p`` with values in {1, 0, -1}
+    (``None``: all -1, nothing judged), or a one-line error."""
+    if classes is None:
+        c = np.full(p, UNASKED, dtype=int)
+    else:
+        c = np.asarray(classes)
+        if c.shape != (p,) or c.dtype.kind not in "biuf" or not np.isin(
+                c, (RELEVANT, IRRELEVANT, UNASKED)).all():
+            raise ElicitError(f"relevance must hold one class per feature ({p}), each 1 "
+                              f"(relevant), 0 (irrelevant) or -1 (not judged); got shape "
+                              f"{c.shape}")
+        c = c.astype(int)
+    c.setflags(write=False)
+    return c
 
 
 def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,

@@ -20,7 +20,7 @@ import numpy as np
 
 from elicit.model.layout import ParamLayout
 from elicit.model.link import Link
-from elicit.model.priors import GAMMA_PRIOR, InvGamma
+from elicit.model.priors import GAMMA_PRIOR, ZETA_PRIOR, InvGamma
 from elicit.model.spec import ModelData
 
 
@@ -37,13 +37,13 @@ def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, objec
                                                                       float]]:
     """The log prior of each block of theta: ``(name, value, gradient, curvature)``.
 
-    In the layout's order (gamma, xi, tau2); the value of the vector block gamma is summed
+    In the layout's order (gamma, xi, tau2, zeta); the value of the vector block gamma is summed
     over its entries; the curvature (the diagonal of the prior's Hessian) is per entry.
     Callers add the values in this order, as the log density always has.
     """
     lay, h = data.layout, data.hyper
     priors = {"gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
-              "tau2": InvGamma(h.a_tau, h.b_tau)}
+              "tau2": InvGamma(h.a_tau, h.b_tau), "zeta": ZETA_PRIOR}
     for b in lay.blocks:
         yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))
 

@@ -19,19 +19,31 @@ supplies the three parts that may change, each an object:
   J is data (:attr:`~elicit.model.spec.ModelData.coupled`), by default the features of the
   candidate pairs (:func:`elicit.prior.setup.coupled_features`), so with all pairs as
   candidates the variant equals the paper's model.
+  *Relevance* (:data:`~elicit.model.covariance.RELEVANCE`) keeps the full kernel as the prior
+  correlation and scales each feature by the expert's relevance answers:
+  ``beta ~ N(0, sigma2 tau2 L^(1/2) K L^(1/2))`` with ``lambda_j`` 1 (relevant), eps
+  (irrelevant) or ``lambda_u(zeta)`` (not judged), zeta ~ N(logit(0.1), 1) a parameter (the
+  logit of the share of relevant features among the unjudged ones). The answers are data
+  (:attr:`~elicit.model.spec.ModelData.relevance`), not a likelihood on zeta: the features a
+  utility asks about are chosen for being likely relevant, so the answered share overstates
+  the unasked one.
 * **the feedback link** (:mod:`elicit.model.link`): ``f ~ Bernoulli(logistic(xi - gamma . w))``
   in the paper.
 
-The parameter vector keeps its layout ``(gamma, xi[, tau2])`` (:mod:`elicit.model.layout`), so
-every numpy code path (the density, batched refits, the utility screen, the Hessian) reads
-the variant's objects and serves any variant unchanged.
+The parameter vector has the layout ``(gamma, xi[, tau2][, zeta])``
+(:mod:`elicit.model.layout`; zeta only when the covariance scales the features), so every
+numpy code path (the density, batched refits, the utility screen, the Hessian) reads the
+variant's objects and serves any variant unchanged.
 
 The Stan programs (:class:`StanPrograms`) state each named variant for the Stan engines: the
 paper's model in ``stan/elicit_{fixed,learned}_tau.stan``, written as the paper states it, and
-the other named variants in ``stan/elicit_general_{fixed,learned}_tau.stan``, which take the
-variant's two knobs as data (``threshold_sd`` = c and the ``coupled`` indicator of J, all ones
-for the full kernel). A variant with another link has no shipped program: it runs on the numpy
-engine (or a Stan engine with a ``stan_file`` of one's own).
+the threshold and coupling variants in ``stan/elicit_general_{fixed,learned}_tau.stan``, which
+take the variant's two knobs as data (``threshold_sd`` = c and the ``coupled`` indicator of J,
+all ones for the full kernel), and the relevance model in
+``stan/elicit_relevance_{fixed,learned}_tau.stan`` (data: the classes ``relevance``,
+``irrelevant_scale`` and zeta's prior; parameter ``zeta``). A variant with another link has
+no shipped program: it runs on the numpy engine (or a Stan engine with a ``stan_file`` of
+one's own).
 
 The registry :data:`MODELS` maps each name to its variant; :func:`register_model` adds one
 from outside the package, :func:`get_model` is the one place a name is validated.
@@ -42,7 +54,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elicit.errors import ElicitError
-from elicit.model.covariance import FULL, KNOWN_COUPLING, Covariance, FullKernel, KnownCoupling
+from elicit.model.covariance import (
+    FULL,
+    KNOWN_COUPLING,
+    RELEVANCE,
+    Covariance,
+    FullKernel,
+    KnownCoupling,
+    RelevanceScales,
+    has_scales,
+)
 from elicit.model.link import LOGISTIC, Link, Logistic
 from elicit.model.priors import PAPER_THRESHOLD, ThresholdPrior
 
@@ -52,6 +73,9 @@ PAPER_THRESHOLD_SD = PAPER_THRESHOLD.sd
 TIED_THRESHOLD_SD = 0.02
 #: the Stan data of a variant's two knobs: the prior sd of xi relative to m, the coupled set J
 KNOBS = ("threshold_sd", "coupled")
+#: the Stan data of the relevance model: the classes, the scale of an irrelevant feature and
+#: zeta's prior
+RELEVANCE_DATA = ("relevance", "irrelevant_scale", "zeta_prior_mean", "zeta_prior_sd")
 
 
 @dataclass(frozen=True)
@@ -66,10 +90,14 @@ class StanPrograms:
         Whether the programs take the variant's knobs as data (``threshold_sd``, the prior sd
         of xi relative to m, and ``coupled``, the coupled set J); else they state the paper's
         values themselves.
+    relevance
+        Whether the programs are the relevance model's (data :data:`RELEVANCE_DATA`,
+        parameter ``zeta``).
     """
 
     stem: str
     knobs: bool
+    relevance: bool = False
 
     def file_name(self, variant: str) -> str:
         """File name of the program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
@@ -78,13 +106,16 @@ class StanPrograms:
     @property
     def extra_data(self) -> tuple[str, ...]:
         """Data names these programs take beyond the paper's contract."""
-        return KNOBS if self.knobs else ()
+        return (KNOBS if self.knobs else ()) + (RELEVANCE_DATA if self.relevance else ())
 
 
 #: the paper's programs, as the paper states the model
 PAPER_PROGRAMS = StanPrograms("elicit", knobs=False)
 #: the programs of every other named variant (logistic link, Gaussian kernel on a coupled set)
 GENERAL_PROGRAMS = StanPrograms("elicit_general", knobs=True)
+#: the relevance model's programs (the paper's threshold prior and full kernel, per-feature
+#: relevance scales)
+RELEVANCE_PROGRAMS = StanPrograms("elicit_relevance", knobs=False, relevance=True)
 
 
 @dataclass(frozen=True)
@@ -126,6 +157,12 @@ class ModelVariant:
         """Whether K depends on the coupled set J (the model sets J up from the candidates)."""
         return self.covariance.uses_coupled_set
 
+    @property
+    def relevance(self) -> bool:
+        """Whether the covariance scales the features by their relevance classes (the
+        model has the parameter zeta and reads ``ModelData.relevance``)."""
+        return has_scales(self.covariance)
+
     def stan_name(self, variant: str) -> str:
         """File name of the Stan program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
         if self.programs is None:
@@ -149,10 +186,14 @@ class ModelVariant:
             if self.programs.knobs:
                 J = "J" if self.known_coupling else "all 1"
                 where += f" (data: threshold_sd = {self.threshold_sd:g}, coupled = {J})"
+            if self.programs.relevance:
+                where += " (data: the relevance classes; parameter zeta)"
         return f"{self.name}: {self.assumes}\n    {where}"
 
 
 PAPER = "paper"
+#: the name of the relevance model
+RELEVANCE_MODEL = "relevance"
 
 MODELS: dict[str, ModelVariant] = {m.name: m for m in (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "
@@ -166,6 +207,10 @@ MODELS: dict[str, ModelVariant] = {m.name: m for m in (
     ModelVariant("known-coupling-tied", "both: a tied threshold and coupling only among the "
                  "features the expert can judge", xi_prior=ThresholdPrior(TIED_THRESHOLD_SD),
                  covariance=KNOWN_COUPLING, programs=GENERAL_PROGRAMS),
+    ModelVariant(RELEVANCE_MODEL, "features the expert called relevant keep the prior scale 1, "
+                 f"irrelevant ones {RELEVANCE.irrelevant_scale:g}, the others a scale learned "
+                 "from the data (zeta: the share of relevant features among them)",
+                 covariance=RELEVANCE, programs=RELEVANCE_PROGRAMS),
 )}
 
 
@@ -192,12 +237,20 @@ def _check(variant: ModelVariant) -> None:
             and isinstance(getattr(variant.covariance, "uses_coupled_set", None), bool)):
         raise ElicitError(f"model {variant.name!r}: covariance must be a Covariance "
                           "(elicit.model.covariance)")
+    if has_scales(variant.covariance) and not callable(getattr(variant.covariance, "scales",
+                                                                  None)):
+        raise ElicitError(f"model {variant.name!r}: a covariance with has_scales needs a "
+                          "scales(classes, zeta) method (elicit.model.covariance)")
     progs = variant.programs
     if progs is None:
         return
     states = (isinstance(variant.link, Logistic) and isinstance(variant.xi_prior, ThresholdPrior)
               and isinstance(variant.covariance, (FullKernel, KnownCoupling)))
-    if progs.knobs:
+    if progs.relevance:
+        ok = (progs == RELEVANCE_PROGRAMS and isinstance(variant.link, Logistic)
+              and variant.xi_prior == PAPER_THRESHOLD
+              and isinstance(variant.covariance, RelevanceScales))
+    elif progs.knobs:
         ok = states and progs == GENERAL_PROGRAMS
     else:
         ok = (states and progs == PAPER_PROGRAMS and variant.xi_prior == PAPER_THRESHOLD
@@ -205,7 +258,8 @@ def _check(variant: ModelVariant) -> None:
     if not ok:
         raise ElicitError(f"model {variant.name!r}: the shipped Stan programs "
                           f"{progs.stem}_*.stan cannot state it (they have the logistic link, "
-                          "a ThresholdPrior and the full or known-coupling covariance); set "
+                          "a ThresholdPrior and the full or known-coupling covariance, or the "
+                          "relevance scales with the paper's threshold prior); set "
                           "programs=None")
 
 

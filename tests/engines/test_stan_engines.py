@@ -61,23 +61,29 @@ def test_stan_density_matches_numpy(engines, variant, n_f, model):
     base = make_data(variant, n=15, p=12, d=4, n_f=n_f, seed=10 + n_f)
     coupled = np.ones(base.p, dtype=bool)
     coupled[[0, 1, 9]] = False      # answered pairs both inside and outside J
+    relevance = np.array([1, 0, -1, -1] * 3)   # every class (the relevance model reads it)
     data = ModelData(base.X, base.y, base.U, Hyper(variant=variant, threshold_mean=base.m,
                                                    model=model),
-                     base.pairs, base.f, coupled=coupled)
+                     base.pairs, base.f, coupled=coupled, relevance=relevance)
     stan_model, order = engines[variant].model(data)
     rng = np.random.default_rng(3)
-    k = data.d + 1 + (variant == "learned")
+    lay = data.layout
+    k = lay.size
+    bounded = lay.bounded()[order]
     # xi within the bulk of its prior (a tied threshold's is 0.02 m wide)
     lo, hi = (0.3, 2.0) if get_model(model).threshold_sd >= 0.5 else (0.9, 1.1)
     lps, lps_np = [], []
     for _ in range(4):
-        theta = np.concatenate([rng.uniform(0.05, 2.0, data.d), [rng.uniform(lo, hi) * data.m],
-                                rng.uniform(0.2, 3.0, k - data.d - 1)])
-        u = np.log(theta[order]).tolist()
+        theta = lay.join({"gamma": rng.uniform(0.05, 2.0, data.d),
+                          "xi": rng.uniform(lo, hi) * data.m, "tau2": rng.uniform(0.2, 3.0),
+                          "zeta": rng.uniform(-3.0, 1.0)})
+        # bounded parameters: u = log(x); the relevance model's zeta: u = x
+        u = np.where(bounded, np.log(np.abs(theta[order])), theta[order]).tolist()
         lp = stan_model.log_prob(u, adjust_transform=False)
         # grad_log_prob includes the log-Jacobian sum(u) of x = exp(u); undo it.
         g = np.empty(k)
-        g[order] = (np.asarray(stan_model.grad_log_prob(u)) - 1.0) / theta[order]
+        gu = np.asarray(stan_model.grad_log_prob(u))
+        g[order] = np.where(bounded, (gu - 1.0) / theta[order], gu)
         v_np, g_np = log_density(theta, data)
         np.testing.assert_allclose(g, g_np, rtol=1e-7, atol=1e-8)
         lps.append(lp)

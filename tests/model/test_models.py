@@ -15,6 +15,7 @@ from helpers import (
     dense_log_density,
     make_data,
     rel_diff,
+    some_relevance,
     theta_point,
 )
 from scipy import special, stats
@@ -25,14 +26,16 @@ from elicit.engines.contract import check_stan_contract
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.batch import BatchDensity
+from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds
 from elicit.model.kernel import kernel, pair_weights
-from elicit.model.priors import ThresholdPrior
+from elicit.model.priors import ZETA_PRIOR, ThresholdPrior
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.variants import (
     GENERAL_PROGRAMS,
     MODELS,
     PAPER,
+    RELEVANCE_MODEL,
     TIED_THRESHOLD_SD,
     ModelVariant,
     get_model,
@@ -41,13 +44,19 @@ from elicit.model.variants import (
 from elicit.prior.setup import coupled_features
 
 NEW_MODELS = [m for m in MODELS if m != PAPER]
+#: the models of the general programs (the threshold and coupling knobs)
+KNOB_MODELS = [m for m in NEW_MODELS if MODELS[m].programs is GENERAL_PROGRAMS]
 VARIANTS = ("fixed", "learned")
 
 
-def with_model(data: ModelData, model: str, coupled=None) -> ModelData:
-    """``data`` under another model (and coupled set)."""
+def with_model(data: ModelData, model: str, coupled=None, relevance="mixed") -> ModelData:
+    """``data`` under another model (and coupled set, and relevance classes: by default
+    :func:`some_relevance`, which only the relevance model reads)."""
     h = Hyper(**{**data.hyper.__dict__, "model": model})
-    return ModelData(data.X, data.y, data.U, h, data.pairs, data.f, coupled=coupled)
+    if isinstance(relevance, str):
+        relevance = some_relevance(data.p)
+    return ModelData(data.X, data.y, data.U, h, data.pairs, data.f, coupled=coupled,
+                     relevance=relevance)
 
 
 def some_coupled(p: int) -> np.ndarray:
@@ -72,10 +81,16 @@ def test_shipped_programs_follow_their_contract(model, variant):
     code = path.read_text()
     # The paper's program states m/2; the others take the prior sd of xi as data, which
     # to_stan fills from the registry (as the numpy twin reads it).
-    if model == PAPER:
+    if model in (PAPER, RELEVANCE_MODEL):
         assert "threshold ~ normal(threshold_mean, threshold_mean / 2);" in code
         assert "threshold_sd" not in code and "coupled" not in code
-    else:
+    if model == RELEVANCE_MODEL:
+        data = with_model(make_small_data(variant), model).to_stan()
+        assert data["relevance"].tolist() == some_relevance(10).tolist()
+        assert data["irrelevant_scale"] == IRRELEVANT_SCALE
+        assert (data["zeta_prior_mean"], data["zeta_prior_sd"]) == (ZETA_PRIOR.mean,
+                                                                    ZETA_PRIOR.sd)
+    elif model != PAPER:
         assert "threshold ~ normal(threshold_mean, threshold_mean * threshold_sd);" in code
         data = with_model(make_small_data(variant), model, coupled=some_coupled(10)).to_stan()
         assert data["threshold_sd"] == get_model(model).threshold_sd
@@ -84,21 +99,28 @@ def test_shipped_programs_follow_their_contract(model, variant):
 
 
 def test_one_general_program_per_tau2_variant():
-    # the named variants other than the paper's share one program per tau2 variant
+    # the threshold and coupling variants share one program per tau2 variant; the relevance
+    # model has its own
     files = {shipped_stan_file(v, m) for m in MODELS for v in VARIANTS}
     assert sorted(f.name for f in files) == [
         "elicit_fixed_tau.stan", "elicit_general_fixed_tau.stan",
-        "elicit_general_learned_tau.stan", "elicit_learned_tau.stan"]
+        "elicit_general_learned_tau.stan", "elicit_learned_tau.stan",
+        "elicit_relevance_fixed_tau.stan", "elicit_relevance_learned_tau.stan"]
     assert get_model("tied-threshold").threshold_sd == TIED_THRESHOLD_SD
 
 
 def test_contract_check_asks_for_the_models_extra_data():
     paper_file = shipped_stan_file("fixed")
-    for model in NEW_MODELS:
+    for model in KNOB_MODELS:
         with pytest.raises(ElicitError, match=f"of model '{model}': data block lacks "
                                               "threshold_sd, coupled"):
             check_stan_contract(paper_file, "fixed", model)
+    with pytest.raises(ElicitError, match="of model 'relevance': data block lacks relevance, "
+                       "irrelevant_scale, zeta_prior_mean, zeta_prior_sd; parameters block "
+                       "lacks zeta"):
+        check_stan_contract(paper_file, "fixed", RELEVANCE_MODEL)
     check_stan_contract(shipped_stan_file("fixed", "tied-threshold"), "fixed", PAPER)
+    check_stan_contract(shipped_stan_file("learned", RELEVANCE_MODEL), "learned", PAPER)
 
 
 def test_coupled_mask_is_validated():
@@ -140,14 +162,17 @@ def test_new_models_gradient_and_hessian_match_finite_differences(variant, model
 @pytest.mark.parametrize("model", MODELS)
 def test_each_model_has_its_own_density(variant, model):
     """Each named model's density is its own formula written out directly (dense K, the mask
-    of J applied entrywise, its xi prior), not the paper's: a variant that silently fell back
-    to the paper's density would match the paper's formula instead."""
+    of J applied entrywise, its xi prior, the relevance scales and zeta's prior), not the
+    paper's: a variant that silently fell back to the paper's density would match the
+    paper's formula instead."""
     base = make_small_data(variant, n_feedback=6)
-    theta = theta_point(base)
     J = some_coupled(base.p)
-    got = log_density(theta, with_model(base, model, coupled=J))[0]
+    data = with_model(base, model, coupled=J)
+    theta = theta_point(data)
+    got = log_density(theta, data)[0]
     spec = get_model(model)
-    own = dense_log_density(theta, base, spec.threshold_sd, J if spec.known_coupling else None)
+    own = dense_log_density(theta, base, spec.threshold_sd, J if spec.known_coupling else None,
+                            relevance=data.relevance if spec.relevance else None)
     paper = dense_log_density(theta, base, get_model(PAPER).threshold_sd, None)
     assert got == pytest.approx(own, rel=1e-10, abs=1e-9)
     if model != PAPER:
