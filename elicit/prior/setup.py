@@ -57,12 +57,14 @@ def coupled_candidates(answered: np.ndarray, coupled: Sequence[int] | None = Non
 
 
 def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper,
-                     coupled: np.ndarray | None = None) -> ModelData:
-    """The model data without answers; ``threshold_mean="auto"`` becomes the placeholder
-    :data:`PLACEHOLDER_THRESHOLD_MEAN` (xi does not enter a fit without answers)."""
+                     coupled: np.ndarray | None = None, relevance: np.ndarray | None = None,
+                     ) -> ModelData:
+    """The model data without pair answers; ``threshold_mean="auto"`` becomes the placeholder
+    :data:`PLACEHOLDER_THRESHOLD_MEAN` (xi does not enter a fit without pair answers).
+    ``relevance``: the relevance model's classes (default: nothing judged)."""
     if hyper.threshold_mean == "auto":
         hyper = hyper.with_threshold_mean(PLACEHOLDER_THRESHOLD_MEAN)
-    return ModelData(X, y, U, hyper, coupled=coupled)
+    return ModelData(X, y, U, hyper, coupled=coupled, relevance=relevance)
 
 
 def fixed_hyper(tau2: float, model: str = "paper", **priors: float) -> Hyper:
@@ -73,7 +75,7 @@ def fixed_hyper(tau2: float, model: str = "paper", **priors: float) -> Hyper:
 
 @single_blas_thread
 def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray,
-                    ) -> tuple[ModelData, MAPResult]:
+                    relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult]:
     """The no-feedback model an elicitation starts from: its data (threshold prior resolved,
     coupled set J from ``candidates``) and its MAP.
 
@@ -81,15 +83,19 @@ def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarra
     candidate pairs at the no-feedback MAP ``gamma0``. With no feedback xi is independent of
     everything else, so gamma0 does not depend on the placeholder mean of the first fit, and
     the second fit only moves xi.
+
+    The relevance model's start has no relevance answers either (``relevance``: its classes,
+    default nothing judged); zeta is fitted with gamma (its MAP: the share of relevant
+    features the data suggest).
     """
     coupled = coupled_features(np.shape(X)[1], candidates)
     if hyper.threshold_mean != "auto":
-        data = ModelData(X, y, U, hyper, coupled=coupled)
+        data = ModelData(X, y, U, hyper, coupled=coupled, relevance=relevance)
         return data, engine.fit(data)
-    probe = no_feedback_data(X, y, U, hyper, coupled)
+    probe = no_feedback_data(X, y, U, hyper, coupled, relevance)
     fit0 = engine.fit(probe)
     data = ModelData(X, y, U, hyper.with_threshold_mean(
-        auto_threshold_mean(U, fit0.gamma, candidates)), coupled=coupled)
+        auto_threshold_mean(U, fit0.gamma, candidates)), coupled=coupled, relevance=relevance)
     fit = engine.fit(data, init=fit0)
     # The Hessian that refit used belongs to the placeholder threshold prior: later refits
     # from this MAP must not be preconditioned with it.

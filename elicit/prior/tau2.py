@@ -7,6 +7,13 @@ One module states the grids, their check and the check of a tau^2 setting:
 * :func:`ml_tau2`: type-II maximum likelihood (the estimator's default, ``tau2="ml"``);
 * :func:`cv_tau2`: K-fold cross-validated test error (the real-data sweeps' default,
   ``--tau2 cv``, and the estimator's ``tau2="cv"``).
+
+Both work for every named model, the relevance model included: tau2 is then the prior scale
+of a feature called relevant and ``tau2 lambda_u(zeta)`` that of an unjudged one. Without
+relevance answers the data determine only the product (the prior variance of every feature),
+and the prior share of relevant features (:data:`~elicit.model.priors.RELEVANT_SHARE`)
+splits it: :func:`ml_tau2` profiles over gamma and zeta (zeta's prior decides the split),
+:func:`cv_tau2` holds zeta at its prior mean (see there why).
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
-from elicit.model.density import join_theta, log_density
+from elicit.model.density import log_density, theta_of
 from elicit.model.posterior import NIGPosterior, squared_errors
+from elicit.model.priors import ZETA_PRIOR
 from elicit.model.result import MAPResult
-from elicit.model.spec import Params
+from elicit.model.spec import Params, check_relevance
+from elicit.model.variants import PAPER, get_model
 from elicit.prior.setup import (
     PLACEHOLDER_THRESHOLD_MEAN,
     coupled_features,
@@ -73,7 +82,8 @@ def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2")
 def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             grid: Sequence[float] = ESTIMATOR_TAU2_GRID, a_sigma: float = 2.0,
             b_sigma: float = 0.2, engine: str | Engine = "numpy", model: str = "paper",
-            coupled: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
+            coupled: np.ndarray | None = None, relevance: np.ndarray | None = None,
+            ) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
 
     For each tau^2 of the grid the MAP ``gamma_t`` of the no-feedback model is fitted and
@@ -83,7 +93,8 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
 
     the Student-t marginal of y (:class:`~elicit.model.density.Marginal`) plus gamma's
     N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
-    on tau^2. Fits are started from the previous grid value's MAP.
+    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Fits are
+    started from the previous grid value's MAP.
 
     Parameters
     ----------
@@ -95,9 +106,10 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         The inverse-gamma prior of sigma^2.
     engine
         A ``"fixed"``-variant engine or its name.
-    model, coupled
+    model, coupled, relevance
         The named model (:mod:`elicit.model.variants`) and, for the known-coupling models,
-        the coupled set J as a boolean mask: tau^2 is chosen for the model that is fitted.
+        the coupled set J as a boolean mask, for the relevance model its classes (default
+        nothing judged): tau^2 is chosen for the model that is fitted.
 
     Returns
     -------
@@ -112,13 +124,13 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     xi = PLACEHOLDER_THRESHOLD_MEAN
     for t in grid:
         data = no_feedback_data(X, y, U, fixed_hyper(t, model, a_sigma=a_sigma,
-                                                     b_sigma=b_sigma), coupled)
+                                                     b_sigma=b_sigma), coupled, relevance)
         # Params, not the MAPResult: a start point without the engine's warm Newton refit,
         # whose Hessian costs d n^2 memory (d = n with the default meta-features).
         fit = eng.fit(data, init=start)
-        start = Params(fit.gamma, xi, t)
+        start = Params(fit.gamma, xi, t, fit.zeta)
         # xi at its prior mean makes the threshold's prior term exactly 0
-        scores[t] = log_density(join_theta(fit.gamma, xi, t, data), data)[0]
+        scores[t] = log_density(theta_of(start, data), data)[0]
     best = max(grid, key=lambda t: (scores[t], -t))
     return best, scores
 
@@ -128,7 +140,7 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
             rng: np.random.Generator | None = None, engine: str | Engine = "numpy",
             model: str = "paper", candidates: np.ndarray | None = None,
-            ) -> tuple[float, dict[float, float]]:
+            relevance: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by K-fold cross-validation of the no-feedback model.
 
     The training samples are split into ``folds`` shuffled folds. For each fold and each
@@ -157,6 +169,17 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         model: on Amazon with PPMI meta-features the paper's model picks 0.001 in most runs,
         and known coupling fitted with that choice predicts worse (1.97) than at 0.003
         (1.86), because K = I outside J shrinks differently.
+    relevance
+        The relevance model's classes (default: nothing judged, its start). Its CV holds zeta
+        at its prior mean ``logit(pi0)``: with fixed scales h0 the relevance model is the
+        paper's model on ``X diag(h0)`` (predictions ``X_te diag(h0) mu~``), so that is what
+        is cross-validated. With zeta at each fold's MAP instead, the marginal likelihood
+        (which sets zeta) and the held-out error (which sets tau2) pull the start's prior
+        variance apart: where the CV prefers less signal than the marginal likelihood, zeta
+        undoes every smaller tau2 until lambda_u reaches 1, and the choice falls to the
+        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's
+        2.48). Held at the prior mean it is the paper model's CV choice divided by
+        ``lambda_u(logit pi0)`` (runs 0-5: a start of 1.926 against 2.024).
 
     Returns
     -------
@@ -174,6 +197,11 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     rng = rng if rng is not None else np.random.default_rng(0)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
+    cov = get_model(model).covariance
+    if get_model(model).relevance:
+        # zeta held at its prior mean (see the docstring): the paper model on X diag(h0)
+        X = X * cov.scales(check_relevance(relevance, X.shape[1]), ZETA_PRIOR.mean).h
+        model, relevance = PAPER, None
     fold_of = rng.permutation(n) % folds
     sse = np.zeros(len(grid))
     for k in range(folds):
@@ -182,7 +210,8 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         mean = float(y_tr.mean())
         fit: MAPResult | None = None
         for g, t in enumerate(grid):
-            data = no_feedback_data(X[tr], y_tr - mean, U, fixed_hyper(t, model), coupled)
+            data = no_feedback_data(X[tr], y_tr - mean, U, fixed_hyper(t, model), coupled,
+                                    relevance)
             fit = eng.fit(data, init=fit)
             post = NIGPosterior.from_map(data, fit)
             sse[g] += float(np.sum(squared_errors(X[te] @ post.mu + mean, y[te])))
