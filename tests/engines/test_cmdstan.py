@@ -60,11 +60,14 @@ def problem(variant: str, model: str, n_f: int, seed: int = 20) -> ModelData:
     if n_f:
         coupled[asked[:2, 0]] = False
     hyper = Hyper(variant=variant, threshold_mean=m, model=model)
-    return ModelData(X, y, U, hyper, asked, f, coupled=coupled)
+    # relevance classes of every kind (only the relevance model reads them)
+    relevance = np.array([(1, 0, -1, -1, -1)[j % 5] for j in range(p)])
+    return ModelData(X, y, U, hyper, asked, f, coupled=coupled, relevance=relevance)
 
 
 def theta_of(r: MAPResult, variant: str) -> np.ndarray:
-    return np.concatenate([r.gamma, [r.xi], [r.tau2] if variant == "learned" else []])
+    return np.concatenate([r.gamma, [r.xi], [r.tau2] if variant == "learned" else [],
+                           [] if r.zeta is None else [r.zeta]])
 
 
 def stan_log_prob(engine: CmdStanEngine, data: ModelData, theta: np.ndarray):
@@ -74,13 +77,12 @@ def stan_log_prob(engine: CmdStanEngine, data: ModelData, theta: np.ndarray):
     ``CmdStanModel``), with all 18 significant digits (CmdStan writes 6 by default).
     """
     model = engine._compile(*engine.program(data))
-    d = data.d
-    params = {"gamma": theta[:d].tolist(), "threshold": float(theta[d])}
-    if data.hyper.variant == "learned":
-        params["tau"] = float(theta[d + 1])
+    lay = data.layout
+    params = lay.to_stan(theta)
     row = model.log_prob(params, data.to_stan(), jacobian=False, sig_figs=18).iloc[0]
-    grad = np.array([row[f"g_gamma.{k}"] for k in range(1, d + 1)] + [row["g_threshold"]]
-                    + ([row["g_tau"]] if "tau" in params else []))
+    grad = np.array([row[f"g_{b.stan}.{k}"] for b in lay.blocks if b.vector
+                     for k in range(1, b.size + 1)]
+                    + [row[f"g_{b.stan}"] for b in lay.blocks if not b.vector])
     return float(row["lp__"]), grad
 
 
@@ -116,9 +118,11 @@ def test_map_and_log_density_match_the_numpy_twin(cmdstan_engines, variant, mode
     twin = [log_density(t, data) for t in points]
     lp_stan, lp_twin = np.array([s[0] for s in stan]), np.array([v for v, _ in twin])
     np.testing.assert_allclose(np.diff(lp_stan), np.diff(lp_twin), rtol=1e-9, atol=1e-7)
+    bounded = data.layout.bounded()
     for t, (_, g_stan), (_, g_twin) in zip(points, stan, twin):
-        # d/du = theta d/dx for x = exp(u)
-        np.testing.assert_allclose(g_stan, t * g_twin, rtol=1e-6, atol=1e-6)
+        # d/du = theta d/dx for x = exp(u); d/du = d/dx for the unbounded zeta (u = x)
+        np.testing.assert_allclose(g_stan, np.where(bounded, t, 1.0) * g_twin, rtol=1e-6,
+                                   atol=1e-6)
 
     # The same MAP: CmdStan stops on its own tolerances (and writes 6 significant digits),
     # so its point is close to the twin's and at most a little lower in density, never
