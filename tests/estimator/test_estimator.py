@@ -96,7 +96,9 @@ def test_ml_tau2_is_the_argmax_of_the_profile_posterior(syn):
         - 0.5 * np.sum(((g - GAMMA_MEAN) / GAMMA_SD) ** 2)
     assert est.tau2_scores_[est.tau2_] == pytest.approx(score, abs=1e-6)
     best, scores = ml_tau2(Xs, yz, syn.U, grid=[0.01, 1.0])
-    assert set(scores) == {0.01, 1.0} and best == max(scores, key=scores.get)
+    # the grid policy extends a grid whose best value is on its edge (elicit.prior.tau2)
+    assert set(scores) >= {0.01, 1.0} and best == max(scores, key=scores.get)
+    assert min(scores) < best < max(scores)
 
 
 def test_target_units_do_not_matter(syn):
@@ -152,7 +154,7 @@ def test_learned_and_cv_tau2(syn):
     assert learned.tau2_ not in TAU2_GRID and learned.tau2_scores_ is None
     cv = ElicitRegressor(meta_features=syn.U, tau2="cv", tau2_grid=[0.01, 0.1, 1.0])
     cv.fit(syn.X, syn.y)
-    assert set(cv.tau2_scores_) == {0.01, 0.1, 1.0}
+    assert set(cv.tau2_scores_) >= {0.01, 0.1, 1.0}
     assert cv.tau2_ == min(cv.tau2_scores_, key=cv.tau2_scores_.get)
 
 

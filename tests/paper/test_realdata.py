@@ -168,7 +168,8 @@ def test_tau2_cv_picks_from_grid(run0):
     grid = (1e-3, 1e-2, 1e-1)
     best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid, folds=3,
                            rng=np.random.default_rng(0))
-    assert best in grid and set(scores) == set(grid)
+    # the grid policy extends a grid whose best value is on its edge (elicit.prior.tau2)
+    assert set(scores) >= set(grid) and min(scores) < best < max(scores)
     assert scores[best] == min(scores.values())
     assert all(np.isfinite(v) and v > 0 for v in scores.values())
     with pytest.raises(ElicitError,
@@ -190,9 +191,9 @@ def test_tau2_cv_runinfo(tmp_path):
     infos = ensure_runinfo(SweepStore.open(tmp_path, cfg.to_json()), cfg, progress=False)
     info = infos[0]
     assert set(info["baselines"]) == {"lasso", "ridge", "elasticnet"}
-    assert {float(k) for k in info["tau2_cv"]} == set(TAU2_GRID)
-    assert info["tau2"] == info["tau2_cv_choice"] == min(
-        TAU2_GRID, key=lambda t: (info["tau2_cv"][repr(t)], t))
+    tried = {float(k): v for k, v in info["tau2_cv"].items()}
+    assert set(tried) >= set(TAU2_GRID)
+    assert info["tau2"] == info["tau2_cv_choice"] == min(tried, key=lambda t: (tried[t], t))
     stored = json.loads((tmp_path / "parts" / "amazon" / "runinfo" / "run000.json").read_text())
     assert stored == info
 

@@ -1,0 +1,74 @@
+"""One grid policy for every tau2 choice (elicit.prior.tau2.next_grid_value): while the best
+value sits on an edge of the values tried, the next half-decade beyond that edge is tried too,
+within TAU2_BOUNDS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import small_arrays
+
+from elicit.prior.tau2 import TAU2_BOUNDS, cv_tau2, ml_tau2, next_grid_value
+
+
+def test_next_value_steps_half_decades_on_the_lattice_and_stops_at_the_bounds():
+    assert next_grid_value([1e-3, 0.1], 1e-3) == 3.16e-4
+    assert next_grid_value([3.16e-4, 1e-3, 0.1], 3.16e-4) == 1e-4       # no drift
+    assert next_grid_value([1e-3, 0.1], 0.1) == 0.316
+    assert next_grid_value([1e-3, 0.01, 0.1], 0.01) is None              # inside
+    assert next_grid_value([0.03, 0.1], 0.03) == 0.00949                  # off the lattice
+    assert next_grid_value([0.01], 0.01) == 0.00316                       # one value: down first
+    lo, hi = TAU2_BOUNDS
+    assert next_grid_value([lo, 1.0], lo) is None
+    assert next_grid_value([1.0, hi], hi) is None
+    assert next_grid_value([1e-7, 1.0], 1e-7) is None                     # a user's value beyond
+    # walking down from 1e-3 reaches the bound in half-decades
+    values, best = [1e-3, 0.1], 1e-3
+    while (t := next_grid_value(values, best)) is not None:
+        values.append(t)
+        best = t
+    assert sorted(values)[:7] == [1e-6, 3.16e-6, 1e-5, 3.16e-5, 1e-4, 3.16e-4, 1e-3]
+
+
+@pytest.fixture
+def arrays():
+    return small_arrays(seed=4, n=20, p=12, d=3)
+
+
+@pytest.mark.parametrize("edge", ["low", "high"])
+def test_cv_extends_the_grid_until_the_optimum_is_inside(arrays, edge):
+    a = arrays
+    best0, full = cv_tau2(a.X, a.y, a.U, [1e-3, 1e-2, 0.1, 1.0, 10.0], folds=4)
+    assert min(full) < best0 < max(full)           # an interior optimum on the wide grid
+    # a grid entirely above (below) the optimum
+    grid = [t for t in full if t > best0 * 3] if edge == "low" else [t for t in full
+                                                                      if t < best0 / 3]
+    best, scores = cv_tau2(a.X, a.y, a.U, grid, folds=4)
+    assert set(grid) < set(scores)
+    assert min(scores) < best < max(scores)
+    assert best == min(scores, key=lambda t: (scores[t], t))
+    # half-decade steps from the edge
+    added = sorted(set(scores) - set(grid))
+    chain = added + [min(grid)] if edge == "low" else [max(grid)] + added
+    np.testing.assert_allclose(np.diff(np.log10(chain)), 0.5, atol=2e-3)
+
+
+def test_ml_extends_the_grid_until_the_optimum_is_inside(arrays):
+    a = arrays
+    best0, full = ml_tau2(a.X, a.y, a.U, [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0])
+    assert min(full) < best0 < max(full)
+    grid = [t for t in full if t > 3 * best0]
+    best, scores = ml_tau2(a.X, a.y, a.U, grid)
+    assert set(grid) < set(scores) and min(scores) < best < max(scores)
+    assert best == max(scores, key=lambda t: (scores[t], -t))
+
+
+def test_an_optimum_beyond_the_bounds_stops_at_them():
+    """Pure noise: the CV wants no signal at all, the choice stops at the lower bound."""
+    rng = np.random.default_rng(0)
+    X, U = rng.normal(size=(20, 6)), rng.normal(size=(6, 2))
+    y = rng.normal(size=20)
+    best, scores = cv_tau2(X, y - y.mean(), U, [1.0, 10.0], folds=4)
+    if best == min(scores):
+        assert best == TAU2_BOUNDS[0]
+    assert TAU2_BOUNDS[0] <= min(scores) and max(scores) <= TAU2_BOUNDS[1]
