@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from elicit.elicitation.answers import Answer
+from elicit.elicitation.scorer import Scores, UtilityScorer
 from elicit.elicitation.strategies import Query, Ranking, choose, draw_pool, get_strategy
-from elicit.elicitation.utility import Scores, UtilityArgs, UtilityScorer
+from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError

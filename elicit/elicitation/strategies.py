@@ -58,7 +58,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from elicit.elicitation.utility import Scores
+from elicit.elicitation.scorer import Scores
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.result import MAPResult

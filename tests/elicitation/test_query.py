@@ -11,6 +11,7 @@ from conftest import small_arrays
 
 from elicit.elicitation.answers import Answer, GroupOracle
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.strategies import (
     STRATEGIES,
     STRATEGY_REGISTRY,
@@ -20,7 +21,6 @@ from elicit.elicitation.strategies import (
     register_strategy,
     unregister_strategy,
 )
-from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.model.density import join_theta

@@ -12,21 +12,23 @@ from scipy.special import entr, expit, log_ndtr, ndtr
 
 from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.quadrature import bald_gain
+from elicit.elicitation.scorer import (
+    Scores,
+    UtilityScorer,
+    WarmNewton,
+    _scalar_step,
+    answer_probability,
+    kl_gauss,
+)
 from elicit.elicitation.utility import (
     OPTIONS,
     PREDICTIVE_EXACT,
     SAMPLE_GAIN,
     UTILITIES,
     PairUtility,
-    Scores,
     UtilityArgs,
-    UtilityScorer,
-    WarmNewton,
-    _scalar_step,
-    answer_probability,
-    bald_gain,
     get_utility,
-    kl_gauss,
     register_utility,
     unregister_utility,
 )

@@ -1,5 +1,5 @@
 """The ``params`` utility target: BALD information about (gamma, xi) under the Laplace
-approximation (:func:`elicit.elicitation.utility.bald_gain`, ``UtilityScorer.param_gain``)."""
+approximation (:func:`elicit.elicitation.quadrature.bald_gain`, ``UtilityScorer.param_gain``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from scipy import integrate
 from scipy.linalg import cho_solve
 from scipy.special import entr, expit
 
-from elicit.elicitation import utility as utility_module
+from elicit.elicitation import quadrature as quadrature_module
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.utility import UtilityScorer, bald_gain
+from elicit.elicitation.quadrature import bald_gain
+from elicit.elicitation.scorer import UtilityScorer
 from elicit.errors import ElicitError
 from elicit.model.density import feedback_terms, join_theta, lower_bounds
 from elicit.model.kernel import pair_weights
@@ -57,9 +58,9 @@ def test_quadrature_regimes_agree_where_they_meet(monkeypatch):
     mu = np.array([0.0, 0.7, -2.0, 6.0])
     for s in (0.5, 0.75, 1.0):     # both rules are exact to ~1e-15 here
         grid = bald_gain(mu, np.full(4, s * s))
-        monkeypatch.setattr(utility_module, "_GRID_FROM", np.inf)    # Gauss-Hermite only
+        monkeypatch.setattr(quadrature_module, "_GRID_FROM", np.inf)    # Gauss-Hermite only
         gh = bald_gain(mu, np.full(4, s * s))
-        monkeypatch.setattr(utility_module, "_GRID_FROM", 0.0)      # z-grid only
+        monkeypatch.setattr(quadrature_module, "_GRID_FROM", 0.0)      # z-grid only
         zg = bald_gain(mu, np.full(4, s * s))
         monkeypatch.undo()
         np.testing.assert_allclose(gh, zg, atol=1e-10)
