@@ -4,7 +4,9 @@ The paper simulates the human on Amazon/Yelp with a LASSO fitted to the reviews 
 used by the model (the *expert set*): two keywords "affect the rating in the same way" if
 their LASSO weights have the same sign, and differently if the signs differ. Keywords with a
 zero weight are not known to the expert ("don't know"); the paper discards those pairs, which
-leaves about 20 positive and 20 negative keywords, i.e. about 40 * 39 / 2 = 780 pairs.
+leaves about 20 positive and 20 negative keywords, i.e. about 40 * 39 / 2 = 780 pairs. Asked
+"does this keyword affect the rating?", the expert says relevant for a nonzero weight and
+irrelevant for a zero one.
 
 How strong the LASSO penalty is decides how many keywords the expert knows, so the choice of
 alpha is the ``rule``:
@@ -41,7 +43,8 @@ _TOL = 1e-6
 
 
 class LassoExpert:
-    """Answers pairwise questions from the signs of LASSO weights fitted on the expert set.
+    """Answers pairwise questions from the signs of LASSO weights fitted on the expert set,
+    and feature questions from whether a weight is nonzero.
 
     Parameters
     ----------
@@ -133,6 +136,12 @@ class LassoExpert:
         if si == 0 or sj == 0:
             return Answer.DONT_KNOW
         return Answer.SIMILAR if si == sj else Answer.DISSIMILAR
+
+    def relevance(self, k: int) -> Answer:
+        """Nonzero weight: RELEVANT; zero weight: IRRELEVANT."""
+        if not (0 <= int(k) < self.p):
+            raise ElicitError(f"feature index out of range 0..{self.p - 1}: {k}")
+        return Answer.RELEVANT if self.signs_[int(k)] != 0 else Answer.IRRELEVANT
 
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""

@@ -1,0 +1,141 @@
+"""Answers of both kinds of question, the questions as rows and queries, and the experts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elicit.elicitation.answers import (
+    Answer,
+    Expert,
+    GroupOracle,
+    RelevanceExpert,
+    SignOracle,
+    ask,
+    check_expert,
+)
+from elicit.elicitation.questions import NO_FEATURE, Query, kind_of, question_key
+from elicit.errors import ElicitError
+from elicit.paper.lasso_expert import LassoExpert
+
+
+@pytest.mark.parametrize("raw,kind,expected", [
+    ("relevant", "feature", Answer.RELEVANT), ("r", "feature", Answer.RELEVANT),
+    (" Relevant", None, Answer.RELEVANT), ("irrelevant", "feature", Answer.IRRELEVANT),
+    ("i", "feature", Answer.IRRELEVANT), ("not relevant", None, Answer.IRRELEVANT),
+    ("?", "feature", Answer.DONT_KNOW), ("don't know", "feature", Answer.DONT_KNOW),
+    (1, "feature", Answer.RELEVANT), (np.int64(0), "feature", Answer.IRRELEVANT),
+    (True, "feature", Answer.RELEVANT), (1, "pair", Answer.SIMILAR), (0, None, Answer.DISSIMILAR),
+    ("s", "pair", Answer.SIMILAR), ("?", "pair", Answer.DONT_KNOW),
+    (Answer.RELEVANT, "feature", Answer.RELEVANT),
+])
+def test_answer_parsing_of_both_kinds(raw, kind, expected):
+    assert Answer.parse(raw, kind) is expected
+
+
+@pytest.mark.parametrize("raw,kind,message", [
+    ("similar", "feature", r"^'similar' answers a pair question \(do features i and j affect "
+     r"the outcome in the same way\?\), not a feature question \(does feature k affect the "
+     r"outcome\?\): use 'relevant', 'irrelevant' or 'dont_know'$"),
+    ("d", "feature", r"^'dissimilar' answers a pair question .*: use 'relevant', "),
+    ("r", "pair", r"^'relevant' answers a feature question \(does feature k affect the "
+     r"outcome\?\), not a pair question .*: use 'similar', 'dissimilar' or 'dont_know'$"),
+    (Answer.IRRELEVANT, "pair", r"^'irrelevant' answers a feature question"),
+    ("maybe", "feature", r"^invalid answer 'maybe': use 'relevant', 'irrelevant' or "
+     r"'dont_know'$"),
+    ("maybe", None, r"^invalid answer 'maybe': use 'similar', 'dissimilar', 'relevant', "
+     r"'irrelevant' or 'dont_know'$"),
+    (2, "feature", r"^invalid answer 2"),
+    ("r", "triple", r"^a question is of kind 'pair' or 'feature', got 'triple'$"),
+])
+def test_an_answer_to_the_other_kind_of_question_is_a_one_line_error(raw, kind, message):
+    with pytest.raises(ElicitError, match=message):
+        Answer.parse(raw, kind)
+
+
+def test_what_an_answer_means_to_the_model():
+    assert [(a.kind, a.f, a.relevance) for a in Answer] == [
+        ("pair", 1, None), ("pair", 0, None), (None, None, None), ("feature", None, 1),
+        ("feature", None, 0)]
+
+
+def test_questions_as_rows_and_queries():
+    assert question_key(3, 1) == (1, 3)
+    assert question_key(np.int64(4), None) == (4, NO_FEATURE)
+    assert question_key(4, NO_FEATURE) == (4, NO_FEATURE)
+    assert kind_of(question_key(4, None)) == "feature" and kind_of((1, 3)) == "pair"
+    with pytest.raises(ElicitError, match=r"^a question is \(i, j\) for a pair or \(k, None\) "
+                                          r"for a feature, with integer feature indices; got "
+                                          r"\(1.5, 2\)$"):
+        question_key(1.5, 2)
+    q = Query.feature_question(7, 0.25, True)
+    assert (q.kind, q.feature, q.features, q.row, q.j) == ("feature", 7, (7,), (7, -1), None)
+    p = Query.of_row(np.array([2, 5]), np.float64(0.5))
+    assert (p.kind, p.features, p.row, p.expected_gain, p.exact_gain) == (
+        "pair", (2, 5), (2, 5), 0.5, False)
+    assert Query.of_row((7, NO_FEATURE), 0.25, True) == q
+    with pytest.raises(ElicitError, match=r"^\(2, 5\) is a pair question; it names two "):
+        _ = p.feature
+
+
+def test_the_oracles_answer_relevance():
+    groups = GroupOracle([0, 1, -1, 0])
+    assert [groups.relevance(k) for k in range(4)] == [
+        Answer.RELEVANT, Answer.RELEVANT, Answer.IRRELEVANT, Answer.RELEVANT]
+    signs = SignOracle([0.5, 0.0, -2.0])
+    assert [signs.relevance(k) for k in range(3)] == [
+        Answer.RELEVANT, Answer.IRRELEVANT, Answer.RELEVANT]
+    lasso = LassoExpert.from_coef([0.0, 0.3, -0.1, 0.0])
+    assert [lasso.relevance(k) for k in range(4)] == [
+        Answer.IRRELEVANT, Answer.RELEVANT, Answer.RELEVANT, Answer.IRRELEVANT]
+    for expert, p in ((groups, 4), (signs, 3), (lasso, 4)):
+        assert isinstance(expert, RelevanceExpert)
+        with pytest.raises(ElicitError, match=rf"^feature index out of range 0..{p - 1}: {p}$"):
+            expert.relevance(p)
+
+
+class PairsOnly:
+    """An expert of the paper: pair questions only."""
+
+    def answer(self, i, j):
+        return "similar"
+
+
+class Mumbler:
+    """An expert whose relevance answers are pair answers."""
+
+    def answer(self, i, j):
+        return Answer.SIMILAR
+
+    def relevance(self, k):
+        return "same"
+
+
+def test_an_expert_without_relevance_is_refused_up_front_in_one_line():
+    expert = PairsOnly()
+    assert isinstance(expert, Expert) and not isinstance(expert, RelevanceExpert)
+    check_expert(expert, "pairs")
+    for questions in ("relevance", "both"):
+        with pytest.raises(ElicitError, match=rf"^questions='{questions}' asks feature "
+                                              r"questions, and the expert \(PairsOnly\) has no "
+                                              r"relevance\(k\) method to answer them; use "
+                                              r"questions='pairs' or an expert with "
+                                              r"relevance\(k\)$"):
+            check_expert(expert, questions)
+    check_expert(GroupOracle([0, 1]), "both")
+    with pytest.raises(ElicitError, match=r"^questions must be one of pairs, relevance, both, "
+                                          r"got 'all'$"):
+        check_expert(GroupOracle([0, 1]), "all")
+
+
+def test_ask_puts_either_kind_of_question_and_checks_the_answer():
+    expert = GroupOracle([0, 1, -1, 0])
+    assert ask(expert, Query(0, 3)) is Answer.SIMILAR
+    assert ask(expert, Query(0, 1)) is Answer.DISSIMILAR
+    assert ask(expert, Query.feature_question(2)) is Answer.IRRELEVANT
+    assert ask(PairsOnly(), Query(0, 1)) is Answer.SIMILAR
+    with pytest.raises(ElicitError, match=r"^the expert \(PairsOnly\) cannot answer feature "
+                                          r"questions: it has no relevance\(k\) method$"):
+        ask(PairsOnly(), Query.feature_question(0))
+    with pytest.raises(ElicitError, match=r"^'similar' answers a pair question"):
+        ask(Mumbler(), Query.feature_question(0))
