@@ -103,19 +103,32 @@ def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
 
 @dataclass
 class Scores:
-    """Expected utilities of candidate pairs.
+    """Expected utilities of candidate questions.
 
-    ``utility`` holds the exact value where ``exact`` is True (refined or exact mode) and the
-    screen's approximation elsewhere; ``best`` indexes the chosen candidate. ``hessian`` is the
-    base Hessian at the MAP when this round computed it: hand it to the engine's refit after the
-    answer (``Engine.fit(..., hessian=)``) so that the refit starts from it.
+    ``questions`` are the scored rows: pairs ``(i, j)`` and feature questions
+    ``(k, NO_FEATURE)`` (:mod:`elicit.elicitation.questions`). ``utility`` holds the exact
+    value where ``exact`` is True (refined or exact mode) and the screen's approximation
+    elsewhere; ``best`` indexes the chosen candidate. ``p_answer`` is the probability of the
+    first answer at the MAP: similar for a pair, relevant for a feature question. ``hessian``
+    is the base Hessian at the MAP when this round computed it: hand it to the engine's refit
+    after a pair answer (``Engine.fit(..., hessian=)``) so that the refit starts from it.
     """
 
-    pairs: np.ndarray
+    questions: np.ndarray
     utility: np.ndarray
     exact: np.ndarray
-    p_similar: np.ndarray
+    p_answer: np.ndarray
     hessian: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """:attr:`questions`, under its name in rounds of pair questions only."""
+        return self.questions
+
+    @property
+    def p_similar(self) -> np.ndarray:
+        """:attr:`p_answer`, under its name in rounds of pair questions only."""
+        return self.p_answer
 
     @property
     def best(self) -> int:
@@ -246,7 +259,7 @@ class UtilityScorer:
         return gain.score(self, pairs, refine)
 
     def refine_best(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
-                    exact: np.ndarray, refine: int) -> None:
+                    exact: np.ndarray, refine: int, weight: np.ndarray | None = None) -> None:
         """Replace screen utilities by exact ones, best first, until the winner is certain.
 
         Where the budget (:attr:`refine_flops`) covers all ``refine`` candidates, the
@@ -260,13 +273,20 @@ class UtilityScorer:
         :attr:`screen_margin`, :attr:`completion_margin`) times the worst underestimate
         seen at that level (at least 1); refining stops when the best exact utility reaches
         every other candidate's bound. At most ``refine`` candidates get Newton iterations.
+
+        ``weight``, if given, multiplies each candidate's gain (``u`` holds weighted gains,
+        and every re-score is weighted alike): the probability that the pair is answerable at
+        all, in the relevance model (:mod:`elicit.elicitation.features`).
         """
+        def wt(c, v):
+            return v if weight is None else weight[c] * v
+
         order = np.argsort(-u)[:refine]
         per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
         always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
         if always >= len(order):
             for c in order:
-                u[c] = self._exact_one(pairs[c], s[c])
+                u[c] = wt(c, self._exact_one(pairs[c], s[c]))
                 exact[c] = True
             return
         level = np.zeros(len(u), int)     # 0 screen, 1 model step, 2 first iterate, 3 exact
@@ -276,7 +296,7 @@ class UtilityScorer:
         # level 1 at once for the candidates the screen cannot rule out
         top = np.flatnonzero(u * margin[0] ** 2 >= np.max(u))
         top = top[np.argsort(-u[top])][:3 * refine]
-        for c, v in zip(top, self._model_step_utilities(w[top], s[top])):
+        for c, v in zip(top, wt(top, self._model_step_utilities(w[top], s[top]))):
             under[0] = _worst_underestimate(under[0], v, u[c])
             u[c], level[c] = v, 1
         runs: dict = {}
@@ -291,19 +311,20 @@ class UtilityScorer:
             if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):
                 break
             if level[j] == 0:
-                v = self._model_step_utilities(w[[j]], s[[j]])[0]
+                v = wt(j, self._model_step_utilities(w[[j]], s[[j]])[0])
                 under[0] = _worst_underestimate(under[0], v, u[j])
             elif level[j] == 1:
                 if n_started >= refine:
                     capped = True
                     continue
                 started, v, sure = self._first_iterates(pairs[j], s[j])
+                v = wt(j, v)
                 runs[j] = (started, sure)
                 n_started += 1
                 under[1] = _worst_underestimate(under[1], v, u[j])
             else:
                 started, sure = runs.pop(j)
-                v = self._finish(started, s[j])
+                v = wt(j, self._finish(started, s[j]))
                 if sure:
                     under[2] = _worst_underestimate(under[2], v, u[j])
                 exact[j] = True
@@ -434,8 +455,10 @@ class UtilityScorer:
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     # -- fast screen ---------------------------------------------------------------------
-    def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray) -> None:
-        """Re-score the screen's best candidates by batched Newton refits, within a budget.
+    def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray,
+                     weight: np.ndarray | None = None) -> None:
+        """Re-score the screen's best candidates by batched Newton refits, within a budget
+        (``weight``: as for :meth:`refine_best`).
 
         On small problems (the paper's synthetic one) this covers every candidate and fixes
         the screen's blind spot, the large moves after surprising answers; on Amazon-size
@@ -454,7 +477,7 @@ class UtilityScorer:
                                          marginal=self.marginal)
             kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
             out += (s[top] if f == 1 else 1.0 - s[top]) * kl
-        u[top] = out
+        u[top] = out if weight is None else weight[top] * out
 
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
         """One Sherman-Morrison Newton step per candidate and answer, first-order predictive."""

@@ -1,30 +1,40 @@
 """Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2).
 
 A *utility* is a small registered object with one scoring method, in the style of BoTorch's
-acquisition functions: :class:`PairUtility` scores candidate questions (feature pairs) at one
-MAP, given the round's :class:`UtilityScorer`; :class:`SampleUtility` scores candidate new
-training samples at a posterior. Choosing among the scored candidates is the strategies' job
-(:mod:`elicit.elicitation.strategies`). The registered utilities (:data:`UTILITIES`,
-:func:`get_utility`, :func:`register_utility`):
+acquisition functions: :class:`PairUtility` scores pair questions at one MAP, given the
+round's :class:`~elicit.elicitation.scorer.UtilityScorer`; :class:`FeatureUtility` scores
+feature questions ("does feature k affect the outcome?") in a model with relevance classes,
+given the round's :class:`~elicit.elicitation.features.FeatureScorer`;
+:class:`SampleUtility` scores candidate new training samples at a posterior. Choosing among
+the scored candidates is the strategies' job (:mod:`elicit.elicitation.strategies`). The
+registered utilities (:data:`UTILITIES`, :func:`get_utility`, :func:`register_utility`):
 
 =====================  ==========  ======================================================
 name                   target      what it scores
 =====================  ==========  ======================================================
-``predictive-fast``    predictive  expected KL of the predictive, fast mode (below)
+``predictive-fast``    predictive  pairs: expected KL of the predictive, fast mode
 ``predictive-exact``   predictive  the same, a refit per candidate and answer
-``params-bald``        params      information about (gamma, xi), Laplace at the MAP
+``params-bald``        params      pairs: information about (gamma, xi), Laplace at the MAP
+``relevance-fast``     predictive  features: expected KL of the predictive, rank-two screen
+                                   and warm refits of the best
+``relevance-exact``    predictive  the same, a refit per candidate and answer
 ``sample-gain``        beta        ``0.5 log(1 + x' Sigma* x)`` of a new sample (Table 1)
 =====================  ==========  ======================================================
 
-The user-facing options ``utility="fast" | "exact"`` and ``target="predictive" | "params"``
-(``Elicitor``, ``--utility``, ``--utility-target``) name the first three through
-:data:`OPTIONS`, and :meth:`UtilityArgs.validate` is the one place they are checked.
+The user-facing options ``utility="fast" | "exact"``, ``target="predictive" | "params"`` and
+``questions="pairs" | "relevance" | "both"`` (``Elicitor``, ``--utility``,
+``--utility-target``, ``--questions``) name them through :data:`OPTIONS` and
+:data:`FEATURE_OPTIONS`, and :meth:`UtilityArgs.validate` is the one place they are checked.
+In the paper's models (pair questions only) it returns the named :class:`PairUtility`; in a
+model with relevance classes, a :class:`QuestionUtility`: the pair and feature utilities of
+the mode on one scale, a pair's gain weighted by the chance that the expert can answer it
+(:mod:`elicit.elicitation.features`).
 
 Two *targets* say what the gain is about:
 
 ``predictive`` (default)
     the paper's: how much the answer moves the predictive distribution at the training
-    inputs (below, and its two modes);
+    inputs (below, and its two modes); the one target of feature questions;
 ``params``
     how much the answer tells about the feedback parameters theta_f = (gamma, xi): the
     mutual information between the answer and theta_f under the Laplace approximation at
@@ -32,9 +42,10 @@ Two *targets* say what the gain is about:
     It is closed-form up to a one-dimensional quadrature, so every candidate is scored
     exactly (under the approximation) at once, and the modes do not apply.
 
-The predictive utility and its ``fast`` and ``exact`` modes are computed by the round's
-:class:`~elicit.elicitation.scorer.UtilityScorer` (:mod:`elicit.elicitation.scorer`, where
-the modes are described); the params target's quadrature is
+The predictive utility of pairs and its ``fast`` and ``exact`` modes are computed by the
+round's :class:`~elicit.elicitation.scorer.UtilityScorer` (:mod:`elicit.elicitation.scorer`,
+where the modes are described), that of feature questions by its
+:class:`~elicit.elicitation.features.FeatureScorer`; the params target's quadrature is
 :func:`~elicit.elicitation.quadrature.bald_gain`.
 """
 
@@ -45,11 +56,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 
 from elicit.elicitation.quadrature import bald_gain  # noqa: F401  (re-exported)
+from elicit.elicitation.questions import check_questions, feature_rows, is_feature_row
 from elicit.elicitation.scorer import (  # noqa: F401  (re-exported: the scoring pieces)
     Scores,
     UtilityScorer,
@@ -60,6 +72,10 @@ from elicit.elicitation.scorer import (  # noqa: F401  (re-exported: the scoring
 )
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
+from elicit.model.variants import PAPER, get_model
+
+if TYPE_CHECKING:
+    from elicit.elicitation.features import FeatureScorer
 
 #: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)
 MODES: tuple[str, ...] = ("fast", "exact")
@@ -112,7 +128,8 @@ class PairUtility(Utility):
     candidates: ClassVar[str] = "pairs"
 
     @abstractmethod
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
         """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
 
         Parameters
@@ -124,6 +141,10 @@ class PairUtility(Utility):
         refine
             How many candidates an approximate utility may re-score exactly (the others
             ignore it).
+        weight
+            The probability that each pair can be answered at all (in the relevance model,
+            :mod:`elicit.elicitation.features`): a pair's gain is its weight times the gain
+            of an answer. None: every pair can be (the paper's models).
         """
 
 
@@ -139,17 +160,42 @@ class SampleUtility(Utility):
 
 
 @dataclass(frozen=True)
+class FeatureUtility(Utility):
+    """A utility of feature questions ("does feature k affect the outcome?"), scored at one
+    MAP of a model with relevance classes (:mod:`elicit.elicitation.features`)."""
+
+    candidates: ClassVar[str] = "features"
+
+    @abstractmethod
+    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
+        """Expected utilities of asking about ``features`` (feature indices) at the MAP.
+
+        Parameters
+        ----------
+        scorer
+            The round's feature pieces (screen, exact refits, p(relevant)).
+        features
+            The candidate features.
+        refine
+            How many candidates an approximate utility may re-score exactly.
+        """
+
+
+@dataclass(frozen=True)
 class PredictiveFast(PairUtility):
     """Expected KL of the predictive, fast: Laplace screen, batched Newton, exact refinement
     of the best (the module docstring)."""
 
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
         u = scorer.screen(w, s)
-        scorer.newton_stage(u, w, s)
+        if weight is not None:
+            u = weight * u
+        scorer.newton_stage(u, w, s, weight)
         exact = np.zeros(len(pairs), bool)
         if refine > 0 and len(pairs):
-            scorer.refine_best(pairs, w, s, u, exact, refine)
+            scorer.refine_best(pairs, w, s, u, exact, refine, weight)
         return Scores(pairs, u, exact, s, scorer.computed_hessian)
 
 
@@ -157,9 +203,12 @@ class PredictiveFast(PairUtility):
 class PredictiveExact(PairUtility):
     """Expected KL of the predictive, exact: the paper's refit for each candidate and answer."""
 
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
         u = scorer.exact(pairs, s)
+        if weight is not None:
+            u = weight * u
         return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
 
 
@@ -167,10 +216,39 @@ class PredictiveExact(PairUtility):
 class ParamsBald(PairUtility):
     """Information the answer gives about (gamma, xi), Laplace at the MAP (BALD)."""
 
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10) -> Scores:
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
-        return Scores(pairs, scorer.param_gain(w), np.ones(len(pairs), bool), s,
-                      scorer.hessian)
+        u = scorer.param_gain(w)
+        if weight is not None:
+            u = weight * u
+        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.hessian)
+
+
+@dataclass(frozen=True)
+class RelevanceFast(FeatureUtility):
+    """Expected KL of the predictive after a feature answer, fast: the rank-two screen of
+    every candidate, the ``refine`` best re-scored by warm refits."""
+
+    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
+        features = np.asarray(features, dtype=int).reshape(-1)
+        u, p = scorer.screen(features)
+        exact = np.zeros(len(features), bool)
+        if refine > 0 and len(features):
+            scorer.refine_best(features, p, u, exact, refine)
+        return Scores(feature_rows(features), u, exact, p)
+
+
+@dataclass(frozen=True)
+class RelevanceExact(FeatureUtility):
+    """Expected KL of the predictive after a feature answer, exact: a warm refit for each
+    candidate and answer."""
+
+    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
+        features = np.asarray(features, dtype=int).reshape(-1)
+        p = scorer.p_relevant(features)
+        return Scores(feature_rows(features), scorer.exact(features, p),
+                      np.ones(len(features), bool), p)
 
 
 @dataclass(frozen=True)
@@ -205,8 +283,8 @@ def register_utility(utility: _U) -> _U:
         ``exact``) or already registered.
     """
     if not isinstance(utility, Utility):
-        raise ElicitError(f"register_utility takes a PairUtility or SampleUtility object, got "
-                          f"{type(utility).__name__}")
+        raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
+                          f"SampleUtility object, got {type(utility).__name__}")
     name = utility.name
     if not isinstance(name, str) or not name.strip():
         raise ElicitError(f"a utility needs a non-empty name, got {name!r}")
@@ -250,9 +328,80 @@ PARAMS_BALD = register_utility(ParamsBald(
     "the params utility target " + _HESSIAN_NOTE
     + "use the predictive target with exact utilities"))
 SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
+_RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
+                   "the shipped relevance model's analytic marginal, which a custom Stan file "
+                   "does not have; use the shipped programs (no stan_file)")
+RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
+                                                _RELEVANCE_NOTE))
+RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
+                                                  _RELEVANCE_NOTE))
+
+
+@dataclass(frozen=True)
+class QuestionUtility:
+    """The one utility of an elicitation in a model with relevance classes: pair and feature
+    questions on one scale (the expected KL of the predictive), compared directly.
+
+    Not registered itself: it composes a registered :class:`PairUtility` (``pairs``; None
+    when no pair is asked) and a registered :class:`FeatureUtility` (``features``; None when
+    no feature question is asked). A pair's gain is weighted by the probability that the
+    expert can answer it, ``r_i r_j``
+    (:meth:`~elicit.elicitation.features.FeatureScorer.answerable`).
+    :meth:`UtilityArgs.validate` builds it.
+    """
+
+    pairs: PairUtility | None
+    features: FeatureUtility | None
+
+    @property
+    def name(self) -> str:
+        return " + ".join(u.name for u in (self.pairs, self.features) if u is not None)
+
+    def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10) -> Scores:
+        """Expected utilities of the question rows ``questions`` (pairs ``(i, j)``, feature
+        questions ``(k, NO_FEATURE)``), each kind refining up to ``refine`` of its own."""
+        # the feature pieces need the relevance model's numerics: imported when asked for
+        from elicit.elicitation.features import FeatureScorer
+
+        rows = np.asarray(questions, dtype=int).reshape(-1, 2)
+        feature = is_feature_row(rows)
+        fs = FeatureScorer(scorer)
+        u = np.zeros(len(rows))
+        exact = np.zeros(len(rows), bool)
+        p = np.zeros(len(rows))
+        for mask, part in ((feature, self._features(fs, rows[feature, 0], refine)),
+                           (~feature, self._pairs(scorer, fs, rows[~feature], refine))):
+            if part is not None:
+                u[mask], exact[mask], p[mask] = part.utility, part.exact, part.p_answer
+        return Scores(rows, u, exact, p, scorer.computed_hessian)
+
+    def _features(self, fs: FeatureScorer, features: np.ndarray, refine: int) -> Scores | None:
+        if len(features) == 0:
+            return None
+        if self.features is None:
+            raise ElicitError("this utility scores no feature questions")
+        return self.features.score(fs, features, refine)
+
+    def _pairs(self, scorer: UtilityScorer, fs: FeatureScorer, pairs: np.ndarray,
+               refine: int) -> Scores | None:
+        if len(pairs) == 0:
+            return None
+        if self.pairs is None:
+            raise ElicitError("this utility scores no pair questions")
+        return self.pairs.score(scorer, pairs, refine, weight=fs.answerable(pairs))
 
 
 # -- the user-facing options -----------------------------------------------------------------
+#: the feature utility of each mode (``utility="fast" | "exact"`` with feature questions)
+FEATURE_OPTIONS: Mapping[str, str] = MappingProxyType({"fast": "relevance-fast",
+                                                       "exact": "relevance-exact"})
+
+
+def model_has_relevance(model: str) -> bool:
+    """Whether the named model has relevance classes (and so can take feature questions)."""
+    return bool(getattr(get_model(model), "relevance", False))
+
+
 @dataclass(frozen=True)
 class UtilityArgs:
     """The utility settings of an elicitation, checked in one place (:meth:`validate`).
@@ -264,7 +413,8 @@ class UtilityArgs:
     ----------
     utility
         ``"fast"`` or ``"exact"`` (the mode of the ``target``), or the name of a registered
-        :class:`PairUtility`.
+        :class:`PairUtility` or :class:`FeatureUtility` (the other kind, if asked, then takes
+        the ``fast`` mode's).
     target
         ``"predictive"`` or ``"params"``; with a registered name it must be the default
         ``"predictive"`` or that utility's own target.
@@ -272,27 +422,49 @@ class UtilityArgs:
         How many candidates the fast mode re-scores exactly (>= 0).
     stan_file
         The custom Stan program in use, if any.
+    questions
+        Which questions are asked: ``"pairs"`` (the paper), ``"relevance"`` or ``"both"``
+        (:data:`~elicit.elicitation.questions.QUESTIONS`).
+    model
+        The named model (:mod:`elicit.model.variants`); feature questions need one with
+        relevance classes (``"relevance"``).
     """
 
     utility: str = "fast"
     target: str = "predictive"
     refine: int = 10
     stan_file: str | Path | None = None
+    questions: str = "pairs"
+    model: str = PAPER
 
-    def validate(self) -> PairUtility:
-        """Check the settings and return the utility they name.
+    def validate(self) -> PairUtility | QuestionUtility:
+        """Check the settings and return the utility that scores the questions.
+
+        That is the named :class:`PairUtility` for pair questions in a model without
+        relevance classes (the paper's case), else a :class:`QuestionUtility` of the pair and
+        feature utilities the settings name.
 
         Raises
         ------
         ElicitError
-            One line for an unknown target or utility, a utility that does not score pairs,
-            a target that contradicts a named utility's, a negative ``refine``, or a utility
-            that cannot serve a custom Stan file.
+            One line for an unknown target, utility, question kind or model, a utility that
+            does not score the questions asked, a target that contradicts a named utility's,
+            feature questions without a relevance model or with the params target, a
+            negative ``refine``, or a utility that cannot serve a custom Stan file.
         """
-        utility, target = self.utility, self.target
+        utility, target, questions = self.utility, self.target, self.questions
         if target not in TARGETS:
             raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, "
                               f"got {target!r}")
+        check_questions(questions)
+        relevance = model_has_relevance(self.model)
+        if questions != "pairs" and not relevance:
+            raise ElicitError(f"questions={questions!r} asks feature questions, which need a "
+                              f"model with relevance classes: use model='relevance' (the "
+                              f"model is {self.model!r})")
+        if questions != "pairs" and target != "predictive":
+            raise ElicitError(f"the {target!r} utility target scores pair questions only; use "
+                              f"target='predictive' with questions={questions!r}")
         if isinstance(utility, str) and utility in MODES:
             chosen = _utilities[OPTIONS[utility, target]]
         elif isinstance(utility, str) and utility in _utilities:
@@ -302,16 +474,37 @@ class UtilityArgs:
                                   f"{target!r}; leave the target out or use utility='fast' "
                                   "or 'exact'")
         else:
-            others = [n for n, u in _utilities.items() if isinstance(u, PairUtility)]
+            others = [n for n, u in _utilities.items()
+                      if isinstance(u, (PairUtility, FeatureUtility))]
             raise ElicitError(f"utility must be 'fast' or 'exact' (or a registered utility: "
                               f"{', '.join(others)}), got {utility!r}")
-        if not isinstance(chosen, PairUtility):
+        if isinstance(chosen, FeatureUtility):
+            if questions == "pairs":
+                raise ElicitError(f"utility {chosen.name!r} scores feature questions; ask "
+                                  "them with questions='relevance' or 'both', or use 'fast' "
+                                  "or 'exact'")
+        elif not isinstance(chosen, PairUtility):
             raise ElicitError(f"utility {chosen.name!r} scores {chosen.candidates}, not "
                               "questions about feature pairs; use 'fast' or 'exact'")
+        elif questions == "relevance" and utility not in MODES:
+            raise ElicitError(f"utility {chosen.name!r} scores pair questions, and "
+                              "questions='relevance' asks none; use 'fast' or 'exact', or a "
+                              "feature utility (relevance-fast, relevance-exact)")
         refine = self.refine
         if (isinstance(refine, bool) or not isinstance(refine, (int, np.integer))
                 or refine < 0):
             raise ElicitError(f"refine must be >= 0, got {refine!r}")
         if self.stan_file is not None and chosen.custom_stan_refusal is not None:
             raise ElicitError(chosen.custom_stan_refusal)
-        return chosen
+        if not relevance:
+            assert isinstance(chosen, PairUtility)
+            return chosen
+        if self.stan_file is not None:
+            raise ElicitError(_RELEVANCE_NOTE)
+        mode = utility if utility in MODES else "fast"
+        pairs = (None if questions == "relevance" else
+                 chosen if isinstance(chosen, PairUtility) else _utilities[OPTIONS[mode, target]])
+        features = (None if questions == "pairs" else
+                    chosen if isinstance(chosen, FeatureUtility)
+                    else _utilities[FEATURE_OPTIONS[mode]])
+        return QuestionUtility(pairs, features)  # type: ignore[arg-type]

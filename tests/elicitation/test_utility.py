@@ -278,10 +278,10 @@ def test_fast_mode_ranks_like_exact(synthetic_scores):
 
 
 def test_scores_best_prefers_exact_and_ranking_puts_exact_first():
-    sc = Scores(pairs=np.array([[0, 1], [0, 2], [1, 2], [2, 3]]),
+    sc = Scores(questions=np.array([[0, 1], [0, 2], [1, 2], [2, 3]]),
                 utility=np.array([5.0, 1.0, 3.0, 0.5]),
                 exact=np.array([False, True, True, False]),
-                p_similar=np.full(4, 0.5))
+                p_answer=np.full(4, 0.5))
     # The screen's 5.0 is on another scale and must not beat the exact 3.0.
     assert sc.best == 2
     assert sc.ranking().tolist() == [2, 1, 0, 3]
@@ -422,9 +422,10 @@ class AnswerEntropy(PairUtility):
     """A toy utility defined outside the package: uncertainty sampling, the entropy of the
     predicted answer."""
 
-    def score(self, scorer, pairs, refine=10):
+    def score(self, scorer, pairs, refine=10, weight=None):
         pairs, w, s = scorer.prepare(pairs)
-        return Scores(pairs, entr(s) + entr(1.0 - s), np.ones(len(pairs), bool), s)
+        u = entr(s) + entr(1.0 - s)
+        return Scores(pairs, u if weight is None else weight * u, np.ones(len(pairs), bool), s)
 
 
 @pytest.fixture
@@ -467,12 +468,13 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
         register_utility(AnswerEntropy("predictive-fast", "answer"))
     with pytest.raises(ElicitError, match=r"^'exact' is a utility mode"):
         register_utility(AnswerEntropy("exact", "answer"))
-    with pytest.raises(ElicitError, match=r"^register_utility takes a PairUtility or "
-                                          r"SampleUtility object, got str$"):
+    with pytest.raises(ElicitError, match=r"^register_utility takes a PairUtility, "
+                                          r"FeatureUtility or SampleUtility object, got str$"):
         register_utility("entropy")  # type: ignore[arg-type]
     with pytest.raises(ElicitError, match=r"^unknown utility 'nope'; registered: "
                                           r"predictive-fast, predictive-exact, params-bald, "
-                                          r"sample-gain, test-answer-entropy$"):
+                                          r"sample-gain, relevance-fast, relevance-exact, "
+                                          r"test-answer-entropy$"):
         get_utility("nope")
     assert UTILITIES["test-answer-entropy"] is toy_utility
 
