@@ -3,15 +3,25 @@
 One round is fit -> posterior -> utilities -> query -> answer -> refit. :class:`Elicitor`
 holds the state of one elicitation (the data, the answers so far, the current MAP, the cached
 non-sequential ranking); the strategies of :mod:`elicit.elicitation.strategies` decide which
-pair to ask next, among the candidate pairs not asked yet and not excluded by the caller (a
-session excludes the pairs the expert skipped).
+question to ask next, among the questions not asked yet and not excluded by the caller (a
+session excludes the questions the expert skipped).
 
-A pair is never asked twice. A "don't know" answer is recorded, leaves the model unchanged and
-removes the pair from the candidates.
+Two kinds of question (:mod:`elicit.elicitation.questions`): pairs, "do features i and j
+affect the outcome in the same way?", and, in a model with relevance classes
+(``model="relevance"``), feature questions, "does feature k affect the outcome?".
+``questions="pairs" | "relevance" | "both"`` says which are asked.
+
+A question is never asked twice. A "don't know" answer is recorded, leaves the model unchanged
+and removes the question from the candidates. A feature answer sets the feature's relevance
+class in the model's data (:attr:`~elicit.model.spec.ModelData.relevance`) and refits; from
+then on no pair with a feature called irrelevant is offered (the expert cannot judge how a
+feature that does not matter affects the outcome), whether the pairs are all pairs or
+candidates the caller gave.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,9 +29,18 @@ from pathlib import Path
 import numpy as np
 
 from elicit.elicitation.answers import Answer
+from elicit.elicitation.questions import (
+    NO_FEATURE,
+    Query,
+    check_questions,
+    feature_rows,
+    is_feature_row,
+    kind_of,
+    question_key,
+)
 from elicit.elicitation.scorer import Scores, UtilityScorer
-from elicit.elicitation.strategies import Query, Ranking, choose, draw_pool, get_strategy
-from elicit.elicitation.utility import UtilityArgs
+from elicit.elicitation.strategies import Ranking, choose, get_strategy, round_pool
+from elicit.elicitation.utility import UtilityArgs, model_has_relevance
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -36,6 +55,14 @@ from elicit.model.spec import (
 )
 from elicit.prior.setup import fit_no_feedback
 
+__all__ = ["Elicitor", "Query"]
+
+#: the relevance classes of a feature (:attr:`~elicit.model.spec.ModelData.relevance`)
+_RELEVANT, _IRRELEVANT, _UNJUDGED = 1, 0, -1
+#: the seed of the first round's pool that a mixed non-sequential ranking scores when no
+#: random stream is given (a session ranks so, and must rank alike when it is reopened)
+RANKING_POOL_SEED = 0
+
 
 class Elicitor:
     """The state of one elicitation.
@@ -47,38 +74,56 @@ class Elicitor:
     hyper
         Model hyperparameters; ``threshold_mean="auto"`` is resolved at the no-feedback MAP.
         ``hyper.model`` names the model (:mod:`elicit.model.variants`); the known-coupling
-        models couple the features of ``candidates``.
+        models couple the features of ``candidates``; feature questions need the relevance
+        model (``model="relevance"``).
     engine
         ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`.
     stan_file
         A custom Stan program (cmdstan/pystan engines only).
     utility
         ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``, or the
-        name of a registered pair utility (:func:`~elicit.elicitation.utility.register_utility`).
+        name of a registered utility (:func:`~elicit.elicitation.utility.register_utility`).
     target
         What a question's gain is about: ``"predictive"`` (the paper's expected change of the
         predictive distribution) or ``"params"`` (the information about gamma and xi under
-        the Laplace approximation; ``utility`` and ``refine`` then do not apply). See
-        :mod:`elicit.elicitation.utility`; both are checked by
+        the Laplace approximation; ``utility`` and ``refine`` then do not apply; pair
+        questions only). See :mod:`elicit.elicitation.utility`; both are checked by
         :meth:`~elicit.elicitation.utility.UtilityArgs.validate`.
     pool_size
-        Size of the random candidate pool per sequential round; default ``min(#pairs, 10 p)``.
+        Size of the random pool of pairs per round; default ``min(#pairs, 10 p)``. With
+        feature questions a round's pool also holds every allowed feature question.
     candidates
         The pairs that may be asked (default: all p(p-1)/2 pairs).
+    questions
+        ``"pairs"`` (the paper's, the default), ``"relevance"`` (feature questions only) or
+        ``"both"``.
     """
 
     def __init__(self, X, y, U, hyper: Hyper | None = None, *, engine: str | Engine = "auto",
                  stan_file: str | Path | None = None, utility: str = "fast",
                  refine: int = 10, pool_size: int | None = None,
-                 candidates: np.ndarray | None = None, target: str = "predictive") -> None:
+                 candidates: np.ndarray | None = None, target: str = "predictive",
+                 questions: str = "pairs") -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
         # before the engine: a Stan build takes minutes
-        self._utility = UtilityArgs(utility, target, refine, stan_file).validate()
+        self._utility = UtilityArgs(utility, target, refine, stan_file, questions,
+                                    hyper.model).validate()
         p = X.shape[1]
         self.candidates = all_pairs(p) if candidates is None else _check_pairs(candidates, p)
         if len(self.candidates) == 0:
             raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
+        #: which kinds of question are asked: "pairs", "relevance" or "both"
+        self.questions = check_questions(questions)
+        #: the features that feature questions may ask about (none with pairs only)
+        self.features = np.arange(p) if questions != "pairs" else np.zeros(0, dtype=int)
+        #: every question, as rows (:mod:`elicit.elicitation.questions`): the candidate pairs,
+        #: then one ``(k, NO_FEATURE)`` row per feature question; the strategies' indices and
+        #: the non-sequential ranking point into it
+        self.question_rows = {"pairs": self.candidates,
+                              "relevance": feature_rows(self.features),
+                              "both": np.vstack([self.candidates,
+                                                 feature_rows(self.features)])}[questions]
         default_pool = min(len(self.candidates), 10 * p)
         if pool_size is not None and pool_size < 1:
             raise ElicitError(f"pool_size must be positive, got {pool_size}")
@@ -87,16 +132,19 @@ class Elicitor:
         self.utility, self.refine, self.target = utility, int(refine), target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             engine, hyper.variant, stan_file)
+        self._relevance = model_has_relevance(hyper.model)
         self._fit_initial(X, y, U, hyper)
 
     def _fit_initial(self, X, y, U, hyper: Hyper) -> None:
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
                                                       self.candidates)
-        self.history: list[tuple[int, int, Answer]] = []
+        #: the answers in answer order: ``(i, j, answer)`` for a pair, ``(k, None, answer)``
+        #: for a feature question
+        self.history: list[tuple[int, int | None, Answer]] = []
         self.data = self.base
         self.fit = self.initial_fit
-        self._index = {(int(i), int(j)): k for k, (i, j) in enumerate(self.candidates)}
-        self._asked = np.zeros(len(self.candidates), bool)
+        self._index = {(int(i), int(j)): k for k, (i, j) in enumerate(self.question_rows)}
+        self._asked = np.zeros(len(self.question_rows), bool)
         self._ranking: Ranking | None = None
         # Base Hessians at the current and at the no-feedback MAP, when a utility round has
         # computed them: the engine's next warm refit from that MAP starts from them.
@@ -112,75 +160,152 @@ class Elicitor:
     def n_answers(self) -> int:
         return len(self.history)
 
+    @property
+    def relevance(self) -> np.ndarray | None:
+        """The relevance class of each feature in the model's data (1 relevant, 0 irrelevant,
+        -1 not judged); None for a model without relevance classes."""
+        return self.data.relevance if self._relevance else None  # type: ignore[attr-defined]
+
     def unasked(self) -> np.ndarray:
-        """Candidate pairs not asked yet."""
-        return self.candidates[~self._asked]
+        """The questions that may still be asked, as rows: not asked yet, and no pair with a
+        feature called irrelevant. With pair questions only, the unasked candidate pairs."""
+        return self.question_rows[self._open()]
 
-    def is_asked(self, i: int, j: int) -> bool:
-        return bool(self._asked[self._pair_index(i, j)])
+    def is_asked(self, i: int, j: int | None) -> bool:
+        """Whether the question ``(i, j)`` (a pair, or ``(k, None)`` a feature) was asked."""
+        return bool(self._asked[self._question_index(i, j)])
 
-    def _pair_index(self, i: int, j: int) -> int:
-        key = (min(int(i), int(j)), max(int(i), int(j)))
-        if key not in self._index:
+    def _question_index(self, i, j) -> int:
+        key = question_key(i, j)
+        if key in self._index:
+            return self._index[key]
+        if key[1] != NO_FEATURE:
+            if self.questions == "relevance":
+                raise ElicitError(f"({i}, {j}) is a pair question, and this elicitation asks "
+                                  "feature questions only (questions='relevance')")
             raise ElicitError(f"({i}, {j}) is not a candidate pair")
-        return self._index[key]
+        if self.questions == "pairs":
+            raise ElicitError(f"({i}, {j}) is not a candidate pair (a feature question, "
+                              "'does feature k affect the outcome?', is asked only with "
+                              "questions='relevance' or 'both')")
+        raise ElicitError(f"feature index out of range 0..{len(self.features) - 1}: {i}")
+
+    def _open(self) -> np.ndarray:
+        """Which questions may still be asked: unasked, and no pair with a feature the
+        expert called irrelevant."""
+        ok = ~self._asked
+        if self._relevance:
+            irrelevant = self.data.relevance == _IRRELEVANT  # type: ignore[attr-defined]
+            if irrelevant.any():
+                rows = self.question_rows
+                pair = rows[:, 1] != NO_FEATURE
+                ok &= ~(pair & (irrelevant[rows[:, 0]] | irrelevant[np.maximum(rows[:, 1], 0)]))
+        return ok
+
+    @property
+    def _noun(self) -> str:
+        return "pair" if self.questions == "pairs" else "question"
 
     # -- answers -------------------------------------------------------------------------
     @single_blas_thread
-    def answer(self, i: int, j: int, answer: str | Answer) -> MAPResult:
-        """Record an answer about pair (i, j) and refit (unless it is "don't know")."""
-        ans = Answer.parse(answer)
-        k = self._pair_index(i, j)
+    def answer(self, i: int, j: int | None, answer: str | Answer) -> MAPResult:
+        """Record an answer and refit (unless it is "don't know").
+
+        Parameters
+        ----------
+        i, j
+            The question: features ``i`` and ``j`` of a pair question, or feature ``i`` and
+            ``j=None`` of a feature question.
+        answer
+            ``"similar"`` / ``"dissimilar"`` to a pair question, ``"relevant"`` /
+            ``"irrelevant"`` to a feature question, ``"dont_know"`` to either (or their
+            aliases, :meth:`~elicit.elicitation.answers.Answer.parse`).
+        """
+        kind = kind_of(question_key(i, j))
+        ans = Answer.parse(answer, kind)
+        k = self._question_index(i, j)
         if self._asked[k]:
+            if kind == "feature":
+                raise ElicitError(f"feature {i} was already answered; a question is asked once")
             raise ElicitError(f"pair ({i}, {j}) was already answered; a pair is asked once")
         self._asked[k] = True
-        i, j = self.candidates[k]
-        self.history.append((int(i), int(j), ans))
+        a, b = (int(v) for v in self.question_rows[k])
+        self.history.append((a, None if kind == "feature" else b, ans))
         if ans.f is not None:
-            self.data = self.data.with_feedback(np.vstack([self.data.pairs, [i, j]]),
+            self.data = self.data.with_feedback(np.vstack([self.data.pairs, [a, b]]),
                                                 np.append(self.data.f, ans.f))
             self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
+            self._hessian = None
+        elif ans.relevance is not None:
+            classes = np.array(self.data.relevance)  # type: ignore[attr-defined]
+            classes[a] = ans.relevance
+            self.data = self.data.with_relevance(classes)  # type: ignore[attr-defined]
+            # The base Hessian belongs to the old classes' y-likelihood: the engine makes a
+            # new one (as the utility's refits of this answer did).
+            self.fit = self.engine.fit(self.data, init=_without_hessian(self.fit))
             self._hessian = None
         return self.fit
 
     @single_blas_thread
     def set_answers(self, answers: Sequence[tuple], *,
-                    asked: Iterable[tuple[int, int]] | None = None) -> MAPResult:
+                    asked: Iterable[tuple] | None = None) -> MAPResult:
         """Replace all answers (resume, undo): refit once from the no-feedback MAP.
 
         Parameters
         ----------
         answers
-            ``(i, j, answer, ...)`` in answer order (further items, e.g. who answered, are
-            ignored).
+            ``(i, j, answer, ...)`` in answer order, ``j`` None for a feature question
+            (further items, e.g. who answered, are ignored).
         asked
-            The pairs not to offer again. Default: the answered pairs, and then a pair may be
-            answered only once. With several experts it is the current expert's pairs, and a
-            pair may repeat in ``answers``: every expert's answer enters the likelihood as its
-            own Bernoulli observation.
+            The questions not to offer again. Default: the answered ones, and then a question
+            may be answered only once. With several experts it is the current expert's
+            questions, and a question may repeat in ``answers``: every expert's pair answer
+            enters the likelihood as its own Bernoulli observation, and a feature takes the
+            class its experts agree on (none, i.e. not judged, when they disagree).
+
+        Raises
+        ------
+        ElicitError
+            For an invalid question or answer, or (without ``asked``) a question answered
+            twice; the state is then unchanged.
         """
-        self.history = []
+        history: list[tuple[int, int | None, Answer]] = []
         pairs, fs = [], []
+        votes: dict[int, set[int]] = {}
         seen: set[int] = set()
         for i, j, a, *_ in answers:
-            ans = Answer.parse(a)
-            k = self._pair_index(i, j)
+            kind = kind_of(question_key(i, j))
+            ans = Answer.parse(a, kind)
+            k = self._question_index(i, j)
             if asked is None and k in seen:
-                raise ElicitError(f"pair ({i}, {j}) appears twice in the answers")
+                what = f"feature {i}" if kind == "feature" else f"pair ({i}, {j})"
+                raise ElicitError(f"{what} appears twice in the answers")
             seen.add(k)
-            i, j = self.candidates[k]
-            self.history.append((int(i), int(j), ans))
+            r, c = (int(v) for v in self.question_rows[k])
+            history.append((r, None if kind == "feature" else c, ans))
             if ans.f is not None:
-                pairs.append((i, j))
+                pairs.append((r, c))
                 fs.append(ans.f)
+            elif ans.relevance is not None:
+                votes.setdefault(r, set()).add(ans.relevance)
         if asked is None:
             self._asked[:] = False
             self._asked[list(seen)] = True
         else:
             self.set_asked(asked)
-        self.data = self.base.with_feedback(np.array(pairs, dtype=int).reshape(-1, 2),
-                                            np.array(fs, dtype=int))
-        if fs:
+        self.history = history
+        data = self.base.with_feedback(np.array(pairs, dtype=int).reshape(-1, 2),
+                                       np.array(fs, dtype=int))
+        if votes:
+            classes = np.array(self.base.relevance)  # type: ignore[attr-defined]
+            for feature, v in votes.items():
+                classes[feature] = v.pop() if len(v) == 1 else _UNJUDGED
+            data = data.with_relevance(classes)  # type: ignore[attr-defined]
+        self.data = data
+        if votes:
+            self.fit = self.engine.fit(self.data, init=_without_hessian(self.initial_fit))
+            self._hessian = None
+        elif fs:
             self.fit = self.engine.fit(self.data, init=self.initial_fit,
                                        hessian=self._initial_hessian)
             self._hessian = None
@@ -188,12 +313,13 @@ class Elicitor:
             self.fit, self._hessian = self.initial_fit, self._initial_hessian
         return self.fit
 
-    def set_asked(self, asked: Iterable[tuple[int, int]]) -> None:
-        """Mark which pairs are not to be offered again (the current expert's), without a
-        refit: the fit depends on the answers, not on who is asked next."""
+    def set_asked(self, asked: Iterable[tuple]) -> None:
+        """Mark which questions are not to be offered again (the current expert's: pairs
+        ``(i, j)``, feature questions ``(k, None)``), without a refit: the fit depends on the
+        answers, not on who is asked next."""
+        index = [self._question_index(*q) for q in asked]
         self._asked[:] = False
-        for i, j in asked:
-            self._asked[self._pair_index(i, j)] = True
+        self._asked[index] = True
 
     def reset(self) -> None:
         """Forget every answer and the non-sequential ranking (back to the no-feedback MAP)."""
@@ -205,17 +331,19 @@ class Elicitor:
         self._ranking = None
 
     # -- scoring and selection -----------------------------------------------------------
-    def score(self, pairs: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected information gain of ``pairs`` at the current MAP.
+    def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
+        """Expected information gain of ``questions`` at the current MAP.
 
-        ``refine`` overrides the number of candidates the fast mode re-scores exactly.
+        ``questions`` are rows: pairs ``(i, j)`` and, with feature questions, ``(k,
+        NO_FEATURE)`` (:mod:`elicit.elicitation.questions`). ``refine`` overrides the number
+        of candidates the fast mode re-scores exactly (of each kind).
         """
-        return self._score(self.data, self.fit, pairs, refine)
+        return self._score(self.data, self.fit, questions, refine)
 
     @single_blas_thread
-    def _score(self, data: ModelData, fit: MAPResult, pairs: np.ndarray,
+    def _score(self, data: ModelData, fit: MAPResult, questions: np.ndarray,
                refine: int | None = None) -> Scores:
-        sc = self._utility.score(UtilityScorer(data, fit, self.engine), pairs,
+        sc = self._utility.score(UtilityScorer(data, fit, self.engine), questions,
                                  self.refine if refine is None else refine)
         # Keep the base Hessian the round computed: the next warm refit from that MAP
         # starts from it.
@@ -227,42 +355,60 @@ class Elicitor:
         return sc
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
-        """A random pool of unasked pairs (capped, with a warning, at what is left): the pool
-        the sequential strategy scores."""
+        """A round's pool of questions, as rows (capped, with a warning, at the pairs left):
+        the pool the sequential strategy scores
+        (:func:`~elicit.elicitation.strategies.round_pool`)."""
         allowed = self._allowed()
-        self._warn_if_pool_capped(len(allowed))
-        return self.candidates[draw_pool(allowed, self.pool_size, rng)]
+        self._warn_if_pool_capped(allowed)
+        return self.question_rows[round_pool(self, allowed, rng)]
 
-    def _warn_if_pool_capped(self, n_allowed: int) -> None:
+    def _warn_if_pool_capped(self, allowed: np.ndarray) -> None:
         # Only a pool size the user chose is worth a warning; the default is capped silently.
-        if self._pool_explicit and self.pool_size > n_allowed:
-            warnings.warn(f"pool size {self.pool_size} is larger than the {n_allowed} unasked "
-                          f"pairs; using {n_allowed}", stacklevel=3)
+        if not self._pool_explicit or self.questions == "relevance":
+            return
+        n = len(allowed)
+        if self.questions == "both":
+            n -= int(is_feature_row(self.question_rows[allowed]).sum())
+        if self.pool_size > n:
+            warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
+                          f"pairs; using {n}", stacklevel=3)
 
-    def _allowed(self, exclude: Iterable[tuple[int, int]] | None = None) -> np.ndarray:
-        """Indices of the candidate pairs that may be asked: unasked and not in ``exclude``."""
-        ok = ~self._asked
+    def _allowed(self, exclude: Iterable[tuple] | None = None) -> np.ndarray:
+        """Indices of the questions that may be asked: open (:meth:`unasked`) and not in
+        ``exclude``."""
+        ok = self._open()
         if exclude is not None:
-            for i, j in exclude:
-                ok[self._pair_index(i, j)] = False
+            for q in exclude:
+                ok[self._question_index(*q)] = False
             if not ok.any():
-                raise ElicitError("every unasked pair is excluded; nothing is left to ask")
+                raise ElicitError(f"every unasked {self._noun} is excluded; nothing is left "
+                                  "to ask")
         return np.flatnonzero(ok)
 
-    def nonsequential_ranking(self) -> Ranking:
-        """Every candidate pair ranked by expected gain at the no-feedback MAP.
+    def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
+        """The questions ranked by expected gain at the no-feedback MAP.
 
-        Computed once and cached until :meth:`reset`; it does not depend on the answers, so it
-        can also be made after some (a resumed session does).
+        With pair questions only, every candidate pair. With feature questions, the first
+        round's pool (:func:`~elicit.elicitation.strategies.round_pool`: every feature
+        question and ``pool_size`` pairs), drawn with ``rng`` (default: a fixed seed,
+        :data:`RANKING_POOL_SEED`) among all questions. Computed once and cached until
+        :meth:`reset`; it does not depend on the answers, so it can also be made after some
+        (a resumed session does).
         """
         if self._ranking is None:
-            sc = self._score(self.base, self.initial_fit, self.candidates)
-            self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
+            if self.questions == "pairs":
+                sc = self._score(self.base, self.initial_fit, self.candidates)
+                self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
+            else:
+                rng = np.random.default_rng(RANKING_POOL_SEED) if rng is None else rng
+                pool = round_pool(self, np.arange(len(self.question_rows)), rng)
+                sc = self._score(self.base, self.initial_fit, self.question_rows[pool])
+                self._ranking = Ranking.from_scores(sc, pool)
         return self._ranking
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
-                   exclude: Iterable[tuple[int, int]] | None = None) -> Query:
-        """The next pair to ask under ``strategy``.
+                   exclude: Iterable[tuple] | None = None) -> Query:
+        """The next question to ask under ``strategy``.
 
         Parameters
         ----------
@@ -273,31 +419,38 @@ class Elicitor:
         rng
             The random stream of the round.
         exclude
-            Pairs ``(i, j)`` not to ask now (for example the pairs an expert skipped).
+            Questions not to ask now (for example those an expert skipped): pairs ``(i, j)``,
+            feature questions ``(k, None)``.
+
+        Returns
+        -------
+        Query
+            A pair question (``q.kind == "pair"``, features ``q.i`` and ``q.j``) or a feature
+            question (``q.kind == "feature"``, feature ``q.i``, ``q.j`` None).
 
         Raises
         ------
         ElicitError
-            For an unknown strategy, when every pair has been asked or excluded, or for a
+            For an unknown strategy, when every question has been asked or excluded, or for a
             strategy that reads the no-feedback ranking (the non-sequential one) after
             answers given before the ranking was made (rank first with
             :meth:`nonsequential_ranking` to continue from answers).
         """
         allowed = self._allowed_for(strategy, exclude)
         if get_strategy(strategy).draws_pool:
-            self._warn_if_pool_capped(len(allowed))
+            self._warn_if_pool_capped(allowed)
         return choose(strategy, self, allowed, rng)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
-                   exclude: Iterable[tuple[int, int]] | None = None) -> list[Query]:
-        """``k`` pairs to ask together under ``strategy``, best first.
+                   exclude: Iterable[tuple] | None = None) -> list[Query]:
+        """``k`` questions to ask together under ``strategy``, best first.
 
-        The pairs share no feature where possible (see
+        The questions share no feature where possible (see
         :func:`~elicit.elicitation.strategies.disjoint_greedy`). With ``k = 1`` this is the
-        question :meth:`next_query` asks, from the same random draws. Fewer than ``k`` pairs
-        are returned when fewer are allowed. A pool larger than the allowed pairs is capped
-        silently: a session's allowed pairs shrink with every answer and skip, and the expert
-        need not hear about it. Parameters and errors as for :meth:`next_query`.
+        question :meth:`next_query` asks, from the same random draws. Fewer than ``k``
+        questions are returned when fewer are allowed. A pool larger than the allowed pairs
+        is capped silently: a session's allowed pairs shrink with every answer and skip, and
+        the expert need not hear about it. Parameters and errors as for :meth:`next_query`.
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
@@ -305,8 +458,8 @@ class Elicitor:
 
     def _allowed_for(self, strategy: str, exclude) -> np.ndarray:
         needs_ranking = get_strategy(strategy).needs_ranking   # an unknown name fails first
-        if not (~self._asked).any():
-            raise ElicitError("every candidate pair has been asked")
+        if not self._open().any():
+            raise ElicitError(f"every candidate {self._noun} has been asked")
         allowed = self._allowed(exclude)
         if needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
@@ -336,3 +489,9 @@ def _check_pairs(pairs, p: int) -> np.ndarray:
     if len(uniq) != len(pairs):
         raise ElicitError("candidate pairs contain duplicates")
     return uniq
+
+
+def _without_hessian(fit: MAPResult) -> MAPResult:
+    """``fit`` as a warm start without its base Hessian (for data whose y-likelihood changed:
+    other relevance classes)."""
+    return dataclasses.replace(fit, warm_hessian=None)

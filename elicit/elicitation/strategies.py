@@ -1,16 +1,30 @@
-"""Query strategies: which pairs to ask next.
+"""Query strategies: which questions to ask next.
 
 The paper's three strategies (Afrabandpey et al. 2019, Sec. 4), each choosing among the
-*allowed* candidate pairs (not asked yet, not excluded by the caller):
+*allowed* questions (not asked yet, not excluded by the caller, and no pair with a feature the
+expert called irrelevant):
 
 ``random``
-    uniformly random allowed pairs;
+    uniformly random allowed questions;
 ``nonsequential``
-    the expected information gain (:mod:`elicit.elicitation.utility`) of every candidate pair
-    is computed once, at the no-feedback MAP, and the pairs are asked in that ranked order;
+    the expected information gain (:mod:`elicit.elicitation.utility`) of every candidate is
+    computed once, at the no-feedback MAP, and the questions are asked in that ranked order;
 ``sequential``
-    a fresh random pool R_p of allowed pairs is scored at the current MAP, and the best is
+    a fresh random pool of allowed questions is scored at the current MAP, and the best is
     asked (pool size ``min(#pairs, 10 p)`` by default; the paper uses 400 on real data).
+
+Which questions a round chooses among depends on what the elicitation asks
+(``questions``, :mod:`elicit.elicitation.questions`):
+
+``"pairs"`` (the paper)
+    random draws among all allowed pairs, sequential scores a random pool R_p of
+    ``pool_size`` of them, non-sequential ranks every candidate pair;
+``"relevance"``, ``"both"``
+    a round's *mixed pool* (:func:`round_pool`) is every allowed feature question plus a
+    random sample of ``pool_size`` allowed pairs (none in ``"relevance"``): sequential scores
+    it and asks the best, random draws uniformly from it, non-sequential ranks the first
+    round's pool once, at the no-feedback MAP, and asks down that ranking, skipping what is
+    no longer allowed.
 
 Each strategy is a small registered object (:class:`Strategy`): its name, its display label,
 whether it reads the no-feedback ranking, whether it draws a pool, and a fixed random-stream
@@ -22,30 +36,35 @@ registered from anywhere (no edit in this package)::
 
     class FirstAllowed(Strategy):
         def choose(self, state, allowed, rng, k):
-            return [Query(*map(int, state.candidates[t])) for t in allowed[:k]]
+            return [Query.of_row(state.question_rows[t]) for t in allowed[:k]]
 
     register_strategy(FirstAllowed("first", "First allowed", stream_id=10))
 
 The :class:`~elicit.elicitation.elicitor.Elicitor` owns the state they read (the data, the
 current MAP, the engine, the utility settings, the cached non-sequential ranking) and decides
-which pairs are allowed; a strategy chooses among them, and scores candidates only through
-the state (``state.score``, ``state.nonsequential_ranking``): choosing is separate from
-scoring. The sweeps of the paper and real-expert sessions both ask through :func:`choose`.
+which questions are allowed; a strategy chooses among them, and scores candidates only
+through the state (``state.score``, ``state.nonsequential_ranking``): choosing is separate
+from scoring. The sweeps of the paper and real-expert sessions both ask through
+:func:`choose`.
 
 Asking ``k`` questions at once (a batch) adds one rule, :func:`disjoint_greedy`: the ranked
-pairs are walked best first and a pair is taken only if it shares no feature with a pair
-already taken, then the best remaining pairs fill up the batch. Pairs that share a feature
-have correlated meta-feature differences, so their answers tell the model much the same
-thing. For a batch the fast utility refines the ``max(refine, 2k)`` best screened pairs
-exactly, so the batch is ranked on exact gains where possible.
+questions are walked best first and a question is taken only if it shares no feature with a
+question already taken, then the best remaining ones fill up the batch. Pairs that share a
+feature have correlated meta-feature differences, so their answers tell the model much the
+same thing. For a batch the fast utility refines the ``max(refine, 2k)`` best screened
+questions exactly, so the batch is ranked on exact gains where possible.
 
 Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
 questions):
 
-* random: ``rng.choice(n, size=k, replace=False)`` over the ``n`` allowed pairs in candidate
-  order, asked in the order drawn;
-* sequential: the pool ``sort(rng.choice(n, size=min(pool_size, n), replace=False))``;
-* nonsequential: no draws.
+* the pool of a round: ``sort(rng.choice(n, size=min(pool_size, n), replace=False))`` over
+  the ``n`` allowed pairs (no draw when there are none);
+* random: with pairs only, ``rng.choice(n, size=k, replace=False)`` over the ``n`` allowed
+  pairs in candidate order, asked in the order drawn; with feature questions the same over
+  the round's mixed pool, drawn first;
+* sequential: the pool;
+* nonsequential: with pairs only no draws; with feature questions the first round's pool
+  (:meth:`~elicit.elicitation.elicitor.Elicitor.nonsequential_ranking`).
 """
 
 from __future__ import annotations
@@ -58,6 +77,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from elicit.elicitation.questions import NO_FEATURE, Query, is_feature_row
 from elicit.elicitation.scorer import Scores
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -67,25 +87,16 @@ from elicit.model.spec import ModelData
 #: the paper's three strategies, in the order of their random-stream ids (the defaults)
 STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
-
-@dataclass(frozen=True)
-class Query:
-    """A question to ask: features ``i`` and ``j`` and its expected information gain.
-
-    ``expected_gain`` is None for the random strategy; ``exact_gain`` is True when the gain is
-    an exact refit value (or, for the ``params`` target, the Laplace-approximation value) and
-    False for a fast-screen estimate.
-    """
-
-    i: int
-    j: int
-    expected_gain: float | None = None
-    exact_gain: bool = False
+__all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "ElicitationState", "Query", "Ranking",
+           "Strategy", "choose", "disjoint_greedy", "draw_pool", "get_strategy",
+           "nonsequential_queries", "random_queries", "register_strategy", "round_pool",
+           "sequential_queries", "unregister_strategy"]
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Candidate pairs best first: their indices into the candidates, gains and exactness."""
+    """Questions best first: their indices into the question table
+    (``state.question_rows``), gains and exactness."""
 
     index: np.ndarray
     gain: np.ndarray
@@ -93,7 +104,7 @@ class Ranking:
 
     @classmethod
     def from_scores(cls, scores: Scores, index: np.ndarray) -> Ranking:
-        """Rank scored pairs (``index`` maps the scored rows to candidate indices)."""
+        """Rank scored questions (``index`` maps the scored rows to question indices)."""
         order = scores.ranking()
         return cls(np.asarray(index)[order], scores.utility[order], scores.exact[order])
 
@@ -102,7 +113,13 @@ class ElicitationState(Protocol):
     """What a strategy reads of an elicitation (an
     :class:`~elicit.elicitation.elicitor.Elicitor` provides it)."""
 
+    #: the candidate pairs (k x 2)
     candidates: np.ndarray
+    #: every question that may be asked, as rows: the candidate pairs in pair-only
+    #: elicitations, else the pairs then one ``(k, NO_FEATURE)`` row per feature question
+    question_rows: np.ndarray
+    #: which kinds of question are asked: "pairs", "relevance" or "both"
+    questions: str
     data: ModelData
     fit: MAPResult
     engine: Engine
@@ -112,19 +129,20 @@ class ElicitationState(Protocol):
     target: str
     pool_size: int
 
-    def score(self, pairs: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected gains of ``pairs`` at the current MAP (refining ``refine`` of them, by
-        default the state's own ``refine``)."""
+    def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
+        """Expected gains of the question rows ``questions`` at the current MAP (refining
+        ``refine`` of them, by default the state's own ``refine``)."""
         ...
 
-    def nonsequential_ranking(self) -> Ranking:
-        """All candidates ranked at the no-feedback MAP (computed once, then cached)."""
+    def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
+        """The candidates ranked at the no-feedback MAP (computed once, then cached; ``rng``
+        draws the first round's pool of a mixed elicitation)."""
         ...
 
 
 @dataclass(frozen=True)
 class Strategy(ABC):
-    """A registered query strategy: which of the allowed pairs to ask next.
+    """A registered query strategy: which of the allowed questions to ask next.
 
     Attributes
     ----------
@@ -154,28 +172,32 @@ class Strategy(ABC):
     @abstractmethod
     def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` pairs to ask, best first (``1 <= k <= len(allowed)``).
+        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``).
 
         Parameters
         ----------
         state
-            The elicitation state (candidates, data, MAP, scoring).
+            The elicitation state (questions, data, MAP, scoring).
         allowed
-            Increasing indices into ``state.candidates`` of the pairs that may be asked.
+            Increasing indices into ``state.question_rows`` of the questions that may be
+            asked (with pair questions only, the rows are ``state.candidates``).
         rng
             The strategy's random stream; a seed must keep asking the same questions.
         k
-            How many pairs.
+            How many questions.
         """
 
 
 @dataclass(frozen=True)
 class RandomStrategy(Strategy):
-    """Uniformly random allowed pairs (:func:`random_queries`)."""
+    """Uniformly random allowed questions (:func:`random_queries`): among all allowed pairs,
+    or, with feature questions, among the round's mixed pool (:func:`round_pool`)."""
 
     def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
                k: int) -> list[Query]:
-        return random_queries(state.candidates, allowed, rng, k)
+        if state.questions != "pairs":
+            allowed = round_pool(state, allowed, rng)
+        return random_queries(state.question_rows, allowed, rng, k)
 
 
 @dataclass(frozen=True)
@@ -184,8 +206,8 @@ class NonSequentialStrategy(Strategy):
 
     def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
                k: int) -> list[Query]:
-        return nonsequential_queries(state.candidates, state.nonsequential_ranking(), allowed,
-                                     k)
+        return nonsequential_queries(state.question_rows, state.nonsequential_ranking(rng),
+                                     allowed, k)
 
 
 @dataclass(frozen=True)
@@ -262,7 +284,7 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
 
 def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
-    """The pairs to ask next under ``strategy``, best first.
+    """The questions to ask next under ``strategy``, best first.
 
     Parameters
     ----------
@@ -272,34 +294,35 @@ def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
     state
         The elicitation state the strategy reads.
     allowed
-        Increasing indices into ``state.candidates`` of the pairs that may be asked.
+        Increasing indices into ``state.question_rows`` of the questions that may be asked.
     rng
         The random stream (see the module docstring for what each strategy draws).
     k
-        How many pairs; more than one are chosen feature-disjoint where possible
+        How many questions; more than one are chosen feature-disjoint where possible
         (:func:`disjoint_greedy`). Capped at ``len(allowed)``.
 
     Returns
     -------
     list of Query
-        ``min(k, len(allowed))`` pairs.
+        ``min(k, len(allowed))`` questions.
     """
     chosen = get_strategy(strategy)
     allowed = np.asarray(allowed, dtype=np.int64)
     if len(allowed) == 0:
-        raise ElicitError("no candidate pair is left to ask")
+        raise ElicitError("no question is left to ask")
     k = min(int(k), len(allowed))
     return chosen.choose(state, allowed, rng, k)
 
 
-def random_queries(candidates: np.ndarray, allowed: np.ndarray, rng: np.random.Generator,
+def random_queries(rows: np.ndarray, allowed: np.ndarray, rng: np.random.Generator,
                    k: int) -> list[Query]:
-    """``k`` distinct allowed pairs drawn uniformly, in the order drawn."""
+    """``k`` distinct questions of ``allowed`` (indices into the question ``rows``) drawn
+    uniformly, in the order drawn."""
     # With k = 1 this consumes rng exactly as rng.choice(n) does (NumPy's sampler without
     # replacement draws one bounded integer, as integers(0, n) does), so asking one question
     # at a time and asking a batch of one give the same question.
     drawn = rng.choice(len(allowed), size=k, replace=False)
-    return [_query(candidates[allowed[t]]) for t in drawn]
+    return [Query.of_row(rows[allowed[t]]) for t in drawn]
 
 
 def draw_pool(allowed: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -309,46 +332,76 @@ def draw_pool(allowed: np.ndarray, size: int, rng: np.random.Generator) -> np.nd
     return allowed[np.sort(rng.choice(len(allowed), size=size, replace=False))]
 
 
+def round_pool(state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+               ) -> np.ndarray:
+    """The questions one round chooses among, as increasing indices into
+    ``state.question_rows``.
+
+    With pair questions only, a random pool R_p of ``state.pool_size`` allowed pairs
+    (:func:`draw_pool`, the paper's). With feature questions, the *mixed pool*: every allowed
+    feature question plus such a pool of the allowed pairs (no draw when no pair is allowed,
+    as when only feature questions are asked).
+    """
+    if state.questions == "pairs":
+        return draw_pool(allowed, state.pool_size, rng)
+    feature = is_feature_row(state.question_rows[allowed])
+    pairs = allowed[~feature]
+    drawn = draw_pool(pairs, state.pool_size, rng) if len(pairs) else pairs
+    return np.sort(np.concatenate([drawn, allowed[feature]]))
+
+
 def sequential_queries(state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
                        k: int) -> list[Query]:
-    """The best ``k`` pairs of a fresh random pool, scored at the current MAP."""
-    pool = state.candidates[draw_pool(allowed, state.pool_size, rng)]
+    """The best ``k`` questions of a fresh random pool (:func:`round_pool`), scored at the
+    current MAP."""
+    pool = state.question_rows[round_pool(state, allowed, rng)]
     # Rank a batch on exact gains where possible: refine at least two per question.
     scores = state.score(pool, refine=None if k == 1 else max(state.refine, 2 * k))
-    picked = disjoint_greedy(scores.pairs, scores.ranking(), k)
-    return [_query(scores.pairs[t], scores.utility[t], scores.exact[t]) for t in picked]
+    picked = disjoint_greedy(scores.questions, scores.ranking(), k)
+    return [Query.of_row(scores.questions[t], scores.utility[t], scores.exact[t])
+            for t in picked]
 
 
-def nonsequential_queries(candidates: np.ndarray, ranking: Ranking, allowed: np.ndarray,
+def nonsequential_queries(rows: np.ndarray, ranking: Ranking, allowed: np.ndarray,
                           k: int) -> list[Query]:
-    """The first ``k`` allowed pairs of the no-feedback ranking (feature-disjoint if k > 1)."""
+    """The first ``k`` allowed questions of the no-feedback ranking (feature-disjoint if
+    k > 1); ``rows`` is the question table the ranking indexes.
+
+    Raises
+    ------
+    ElicitError
+        When no question of the ranking is allowed any more (a mixed elicitation ranks only
+        its first round's pool).
+    """
     keep = np.isin(ranking.index, allowed)
+    if not keep.any():
+        raise ElicitError(f"every question of the non-sequential ranking has been asked (it "
+                          f"ranks the {len(ranking.index)} questions of the first round's "
+                          "pool); continue with another strategy")
     index, gain, exact = ranking.index[keep], ranking.gain[keep], ranking.exact[keep]
-    pairs = candidates[index]
-    picked = disjoint_greedy(pairs, np.arange(len(index)), k)
-    return [_query(pairs[t], gain[t], exact[t]) for t in picked]
+    questions = rows[index]
+    picked = disjoint_greedy(questions, np.arange(len(index)), k)
+    return [Query.of_row(questions[t], gain[t], exact[t]) for t in picked]
 
 
-def disjoint_greedy(pairs: np.ndarray, order: np.ndarray, k: int) -> list[int]:
-    """Walk ``order`` (best first) taking pairs that share no feature with those taken; fill
-    up with the best remaining pairs if that gives fewer than ``k``. Returns row indices of
-    ``pairs``; with ``k = 1`` simply ``order[0]``."""
+def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[int]:
+    """Walk ``order`` (best first) taking questions that share no feature with those taken
+    (a pair is about two features, a feature question about one); fill up with the best
+    remaining questions if that gives fewer than ``k``. Returns row indices of
+    ``questions``; with ``k = 1`` simply ``order[0]``."""
     picked: list[int] = []
     used: set[int] = set()
     for t in order:
         if len(picked) == k:
             return picked
-        a, b = int(pairs[t, 0]), int(pairs[t, 1])
-        if a not in used and b not in used:
+        a, b = int(questions[t, 0]), int(questions[t, 1])
+        about = (a,) if b == NO_FEATURE else (a, b)
+        if used.isdisjoint(about):
             picked.append(int(t))
-            used.update((a, b))
+            used.update(about)
     for t in order:
         if len(picked) == k:
             break
         if int(t) not in picked:
             picked.append(int(t))
     return picked
-
-
-def _query(pair, gain=None, exact=False) -> Query:
-    return Query(int(pair[0]), int(pair[1]), None if gain is None else float(gain), bool(exact))

@@ -1,0 +1,362 @@
+"""Feature questions beside pair questions: asking, answering, resuming, pools, the utility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import small_arrays
+from scipy import stats
+
+from elicit.elicitation.answers import Answer, GroupOracle, ask
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.features import FeatureScorer
+from elicit.elicitation.questions import NO_FEATURE, QUESTIONS, Query
+from elicit.elicitation.scorer import UtilityScorer
+from elicit.elicitation.strategies import STRATEGIES, round_pool
+from elicit.elicitation.utility import QuestionUtility, UtilityArgs
+from elicit.errors import ElicitError
+from elicit.model.density import theta_of
+from elicit.model.spec import Hyper, all_pairs
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def make_elicitor(questions: str = "both", variant: str = "fixed", **kw) -> Elicitor:
+    a = small_arrays()
+    kw.setdefault("engine", "numpy")
+    return Elicitor(a.X, a.y, a.U, Hyper(variant=variant, tau2=0.5, model="relevance"),
+                    questions=questions, **kw)
+
+
+def oracle() -> GroupOracle:
+    """The small problem's groups, features 0 and 5 without a group: irrelevant."""
+    groups = small_arrays().groups.copy()
+    groups[[0, 5]] = -1
+    return GroupOracle(groups)
+
+
+def _rows(a) -> set[tuple[int, int]]:
+    return {(int(i), int(j)) for i, j in np.asarray(a).reshape(-1, 2)}
+
+
+def _theta(el: Elicitor) -> np.ndarray:
+    t = theta_of(el.fit, el.data)
+    t[el.data.d] /= el.hyper.threshold_mean
+    return t
+
+
+# -- asking and answering both kinds ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_both_kinds_are_asked_once_and_no_pair_with_an_irrelevant_feature(strategy):
+    el = make_elicitor(refine=1, pool_size=6)
+    expert = oracle()
+    rng = np.random.default_rng(1)
+    p = el.data.p
+    asked: list[tuple[int, int]] = []
+    kinds = set()
+    while len(el.unasked()):
+        try:
+            q = el.next_query(strategy, rng)
+        except ElicitError as e:                  # the non-sequential ranking ran out
+            assert strategy == "nonsequential" and "non-sequential ranking" in str(e)
+            break
+        assert q.row not in asked and q.row in _rows(el.unasked())
+        irrelevant = set(np.flatnonzero(el.relevance == 0).tolist())
+        assert q.kind == "feature" or not irrelevant & set(q.features)
+        el.answer(q.i, q.j, ask(expert, q))
+        asked.append(q.row)
+        kinds.add(q.kind)
+    assert kinds == {"pair", "feature"}
+    # the feature answers are the model's data
+    for i, j, a in el.history:
+        if j is None:
+            assert el.relevance[i] == a.relevance
+    n_feature = sum(j is None for _, j, _ in el.history)
+    assert np.sum(el.relevance != -1) == n_feature
+    assert len(el.data.f) == sum(a.f is not None for *_, a in el.history)
+    if strategy != "nonsequential":
+        # all feature questions, and every pair among the features not called irrelevant
+        # (besides pairs asked before one of their features was called irrelevant)
+        assert n_feature == p
+        relevant = np.flatnonzero(el.relevance == 1)
+        assert _rows(relevant[all_pairs(len(relevant))]) <= set(asked)
+        with pytest.raises(ElicitError, match="^every candidate question has been asked$"):
+            el.next_query(strategy, rng)
+
+
+def test_a_feature_answer_refits_and_dont_know_leaves_the_model_unchanged():
+    el = make_elicitor()
+    before = el.fit
+    out = el.answer(3, None, "r")
+    assert out is el.fit and el.fit is not before
+    assert el.relevance[3] == 1 and el.data.relevance[3] == 1
+    assert el.fit.zeta != before.zeta
+    fit, data = el.fit, el.data
+    assert el.answer(4, None, "?") is fit and el.data is data
+    assert el.relevance[4] == -1
+    assert el.history[-2:] == [(3, None, Answer.RELEVANT), (4, None, Answer.DONT_KNOW)]
+    assert el.is_asked(4, None) and not el.is_asked(5, None)
+    assert (4, NO_FEATURE) not in _rows(el.unasked())
+    with pytest.raises(ElicitError, match=r"^feature 4 was already answered; a question is "
+                                          r"asked once$"):
+        el.answer(4, None, "irrelevant")
+    # an irrelevant feature closes its pairs, whoever asks
+    el.answer(0, None, "irrelevant")
+    assert not any(0 in (i, j) for i, j in el.unasked() if j != NO_FEATURE)
+
+
+ANSWERS = [(0, None, "irrelevant"), (1, 2, "similar"), (3, None, "relevant"),
+           (4, None, "dont_know"), (2, 7, "dissimilar"), (6, None, 1), (8, 9, "?")]
+
+
+@pytest.mark.parametrize("variant", ["fixed", "learned"])
+def test_set_answers_of_both_kinds_rebuilds_the_same_fit_and_undo_reopens(variant):
+    one = make_elicitor(variant=variant)
+    for i, j, a in ANSWERS:
+        one.answer(i, j, a)
+    batch = make_elicitor(variant=variant)
+    batch.answer(5, None, "relevant")             # replaced by set_answers
+    batch.set_answers(ANSWERS)
+    assert batch.history == one.history
+    assert np.array_equal(batch.relevance, one.relevance)
+    assert np.array_equal(batch.data.pairs, one.data.pairs)
+    assert np.array_equal(batch.unasked(), one.unasked())
+    assert not batch.is_asked(5, None)
+    if variant == "fixed":
+        # (with tau2 learned the small problem has two optima on these answers, and the
+        # one-by-one refits follow another path to the other)
+        np.testing.assert_allclose(_theta(batch), _theta(one), rtol=1e-5, atol=1e-7)
+    # undo the last feature answer: the feature is open again and its pairs too
+    batch.set_answers(ANSWERS[:-2] + ANSWERS[-1:])
+    assert batch.relevance[6] == -1 and not batch.is_asked(6, None)
+    # undo the irrelevant answer: its pairs come back
+    batch.set_answers(ANSWERS[1:])
+    assert (0, 5) in _rows(batch.unasked()) and batch.relevance[0] == -1
+    # no feature or pair answer left: the no-feedback fit
+    batch.set_answers([(4, None, "dont_know")])
+    assert batch.fit is batch.initial_fit
+
+
+def test_several_experts_set_a_class_only_where_they_agree():
+    el = make_elicitor()
+    el.set_answers([(1, None, "relevant", "ann"), (1, None, "relevant", "bob"),
+                    (2, None, "relevant", "ann"), (2, None, "irrelevant", "bob"),
+                    (3, None, "irrelevant", "bob")], asked=[(1, None), (2, None)])
+    assert el.relevance[[1, 2, 3]].tolist() == [1, -1, 0]
+    assert el.is_asked(2, None) and not el.is_asked(3, None)
+    with pytest.raises(ElicitError, match=r"^feature 1 appears twice in the answers$"):
+        el.set_answers([(1, None, "relevant"), (1, None, "irrelevant")])
+    # a rejected call changes nothing
+    assert el.relevance[[1, 2, 3]].tolist() == [1, -1, 0]
+
+
+# -- pools ---------------------------------------------------------------------------------
+
+
+def test_explicit_candidates_are_honoured_and_closed_by_an_irrelevant_feature():
+    cands = [(0, 1), (1, 2), (2, 3), (3, 4)]
+    el = make_elicitor(candidates=cands, refine=1)
+    pairs = {r for r in _rows(el.unasked()) if r[1] != NO_FEATURE}
+    assert pairs == set(cands)
+    features = {r[0] for r in _rows(el.unasked()) if r[1] == NO_FEATURE}
+    assert features == set(range(el.data.p))
+    el.answer(2, None, "irrelevant")
+    assert {r for r in _rows(el.unasked()) if r[1] != NO_FEATURE} == {(0, 1), (3, 4)}
+    rng = np.random.default_rng(0)
+    for strategy in ("random", "sequential"):
+        for _ in range(5):
+            q = el.next_query(strategy, rng)
+            assert q.kind == "feature" or q.row in {(0, 1), (3, 4)}
+    with pytest.raises(ElicitError, match=r"^\(1, 5\) is not a candidate pair$"):
+        el.answer(1, 5, "similar")
+
+
+def test_random_nonsequential_and_sequential_draw_from_the_same_mixed_pool():
+    el = make_elicitor(utility="exact", pool_size=5)
+    el.answer(0, None, "irrelevant")
+    el.answer(1, 2, "similar")
+    el.answer(3, None, "dont_know")
+    allowed = np.flatnonzero([r in _rows(el.unasked()) for r in map(tuple, el.question_rows)])
+    pool = el.draw_pool(np.random.default_rng(5))
+    assert np.array_equal(pool, el.question_rows[round_pool(el, allowed,
+                                                            np.random.default_rng(5))])
+    kinds = np.where(pool[:, 1] == NO_FEATURE, "feature", "pair")
+    # every allowed feature question and pool_size pairs, none with feature 0
+    assert _rows(pool[kinds == "feature"]) == {(k, NO_FEATURE) for k in range(10)} - {
+        (0, NO_FEATURE), (3, NO_FEATURE)}
+    assert (kinds == "pair").sum() == 5 and not any(0 in r for r in _rows(pool[kinds == "pair"]))
+    # random: uniformly from the pool drawn with the same stream
+    rng = np.random.default_rng(5)
+    q = el.next_query("random", rng)
+    assert q.row in _rows(pool)
+    seen = {el.next_query("random", np.random.default_rng(s)).row for s in range(300)}
+    assert seen <= _rows(el.unasked()) and {r[1] == NO_FEATURE for r in seen} == {True, False}
+    # sequential: the best of that pool
+    q = el.next_query("sequential", np.random.default_rng(5))
+    sc = el.score(pool)
+    assert q.row == tuple(pool[sc.best]) and q.expected_gain == pytest.approx(sc.utility[sc.best])
+    # non-sequential: the start's pool (drawn among all questions) ranked once
+    el.reset()
+    ranking = el.nonsequential_ranking(np.random.default_rng(5))
+    start = el.question_rows[round_pool(el, np.arange(len(el.question_rows)),
+                                        np.random.default_rng(5))]
+    assert _rows(el.question_rows[ranking.index]) == _rows(start)
+    assert len(start) == 10 + 5
+    first = el.next_query("nonsequential", np.random.default_rng(99))
+    assert first.row == tuple(el.question_rows[ranking.index[0]])
+
+
+def test_a_mixed_ranking_without_a_stream_is_the_same_after_reopening():
+    a, b = make_elicitor(refine=1), make_elicitor(refine=1)
+    b.answer(2, None, "relevant")                  # a resumed session ranks after answers
+    ra, rb = a.nonsequential_ranking(), b.nonsequential_ranking()
+    assert np.array_equal(ra.index, rb.index)
+
+
+@pytest.mark.parametrize("questions", QUESTIONS)
+def test_the_rows_of_each_kind_of_elicitation(questions):
+    el = make_elicitor(questions)
+    kinds = el.question_rows[:, 1] == NO_FEATURE
+    assert kinds.sum() == (0 if questions == "pairs" else el.data.p)
+    assert (~kinds).sum() == (0 if questions == "relevance" else len(el.candidates))
+    q = el.next_query("random", np.random.default_rng(0))
+    assert q.kind == {"pairs": "pair", "relevance": "feature"}.get(questions, q.kind)
+
+
+# -- the utility ---------------------------------------------------------------------------
+
+
+def test_the_feature_screen_ranks_like_exact_refits():
+    el = make_elicitor(questions="relevance")
+    el.answer(4, None, "relevant")
+    el.answer(0, None, "irrelevant")
+    features = np.flatnonzero(el.relevance == -1)
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    screen, p = scorer.screen(features)
+    exact = scorer.exact(features, p)
+    assert np.all(exact >= 0) and np.all((0 < p) & (p < 1))
+    rho = stats.spearmanr(screen, exact).statistic
+    assert rho > 0.8
+    # the screen's best is among the exact best two
+    assert np.argmax(screen) in np.argsort(-exact)[:2]
+    # the fast utility re-scores the screen's best exactly, and so picks the exact best of them
+    sc = el.score(np.column_stack([features, np.full(len(features), NO_FEATURE)]), refine=3)
+    assert sc.exact.sum() == 3
+    top3 = np.argsort(-screen, kind="stable")[:3]
+    np.testing.assert_allclose(sc.utility[top3], exact[top3], rtol=1e-6)
+
+
+def test_the_probability_of_relevant_is_the_bayes_factor_posterior():
+    el = make_elicitor(questions="relevance")
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    k = 6
+    # independent: the log marginal at the MAP's parameters with lambda_k = 1 and = eps
+    from elicit.model.density import Marginal
+
+    def logml(c):
+        d2 = scorer.with_class(k, c)
+        return Marginal.from_data(d2, el.fit.gamma, el.fit.tau2, zeta=el.fit.zeta).value
+
+    p = 1.0 / (1.0 + np.exp(-(el.fit.zeta + logml(1) - logml(0))))
+    assert scorer.p_relevant([k])[0] == pytest.approx(p, rel=1e-9)
+
+
+def test_pair_gains_are_weighted_by_the_chance_that_the_pair_is_answerable():
+    el = make_elicitor(utility="exact")
+    el.answer(3, None, "relevant")
+    pairs = np.array([[1, 3], [1, 2], [3, 6]])
+    sc = el.score(pairs)
+    scorer = UtilityScorer(el.data, el.fit, el.engine)
+    plain = UtilityArgs("exact").validate().score(scorer, pairs)
+    r = FeatureScorer(scorer).p_relevant(np.arange(el.data.p))
+    r[3] = 1.0
+    np.testing.assert_allclose(sc.utility, plain.utility * r[pairs[:, 0]] * r[pairs[:, 1]],
+                               rtol=1e-9)
+
+
+# -- one-line errors -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"questions": "both", "model": "paper"},
+     r"^questions='both' asks feature questions, which need a model with relevance classes: "
+     r"use model='relevance' \(the model is 'paper'\)$"),
+    ({"questions": "everything"}, r"^questions must be one of pairs, relevance, both, got "
+                                  r"'everything'$"),
+    ({"questions": "relevance", "target": "params"},
+     r"^the 'params' utility target scores pair questions only; use target='predictive' with "
+     r"questions='relevance'$"),
+    ({"questions": "pairs", "utility": "relevance-fast"},
+     r"^utility 'relevance-fast' scores feature questions; ask them with "
+     r"questions='relevance' or 'both', or use 'fast' or 'exact'$"),
+    ({"questions": "relevance", "utility": "predictive-exact"},
+     r"^utility 'predictive-exact' scores pair questions, and questions='relevance' asks "
+     r"none; use 'fast' or 'exact', or a feature utility \(relevance-fast, relevance-exact\)$"),
+    ({"questions": "both", "utility": "exact", "stan_file": "my.stan"},
+     r"^feature questions and the relevance model's pair weights are scored with the shipped "
+     r"relevance model's analytic marginal"),
+])
+def test_utility_settings_that_cannot_run_are_one_line_errors(kw, message):
+    kw.setdefault("model", "relevance")
+    with pytest.raises(ElicitError, match=message):
+        UtilityArgs(**kw).validate()
+
+
+@pytest.mark.parametrize("questions, utility, parts", [
+    ("pairs", "fast", ("predictive-fast", None)),
+    ("both", "fast", ("predictive-fast", "relevance-fast")),
+    ("both", "exact", ("predictive-exact", "relevance-exact")),
+    ("relevance", "exact", (None, "relevance-exact")),
+    ("both", "relevance-exact", ("predictive-fast", "relevance-exact")),
+    ("both", "predictive-exact", ("predictive-exact", "relevance-fast")),
+])
+def test_the_relevance_model_scores_with_one_utility_of_the_named_parts(questions, utility,
+                                                                         parts):
+    got = UtilityArgs(utility, questions=questions, model="relevance").validate()
+    assert isinstance(got, QuestionUtility)
+    assert tuple(None if u is None else u.name for u in (got.pairs, got.features)) == parts
+
+
+def test_feature_questions_need_the_relevance_model_in_one_line():
+    a = small_arrays()
+    with pytest.raises(ElicitError, match=r"^questions='relevance' asks feature questions, "
+                                          r"which need a model with relevance classes: use "
+                                          r"model='relevance' \(the model is 'paper'\)$"):
+        Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), questions="relevance", engine="numpy")
+
+
+@pytest.mark.parametrize("questions, i, j, answer, message", [
+    ("both", 3, None, "similar", r"^'similar' answers a pair question .*not a feature question"),
+    ("both", 1, 3, "relevant", r"^'relevant' answers a feature question .*not a pair question"),
+    ("both", 10, None, "relevant", r"^feature index out of range 0..9: 10$"),
+    ("pairs", 3, None, "relevant", r"^\(3, None\) is not a candidate pair \(a feature "
+                                   r"question, 'does feature k affect the outcome\?', is asked "
+                                   r"only with questions='relevance' or 'both'\)$"),
+    ("relevance", 1, 3, "similar", r"^\(1, 3\) is a pair question, and this elicitation asks "
+                                   r"feature questions only \(questions='relevance'\)$"),
+])
+def test_answers_to_the_wrong_question_are_one_line_errors(questions, i, j, answer, message):
+    el = make_elicitor(questions)
+    with pytest.raises(ElicitError, match=message):
+        el.answer(i, j, answer)
+    assert el.n_answers == 0 and el.fit is el.initial_fit
+
+
+def test_an_exhausted_mixed_ranking_says_so():
+    el = make_elicitor(questions="both", pool_size=1, refine=0)
+    rng = np.random.default_rng(0)
+    for _ in range(11):
+        q = el.next_query("nonsequential", rng)
+        el.answer(q.i, q.j, "dont_know")
+    with pytest.raises(ElicitError, match=r"^every question of the non-sequential ranking has "
+                                          r"been asked \(it ranks the 11 questions of the first "
+                                          r"round's pool\); continue with another strategy$"):
+        el.next_query("nonsequential", rng)
+
+
+def test_query_kinds_reach_the_caller():
+    el = make_elicitor(questions="relevance")
+    q = el.next_query("sequential", np.random.default_rng(0))
+    assert isinstance(q, Query) and q.kind == "feature" and q.j is None and q.exact_gain
