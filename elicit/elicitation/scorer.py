@@ -71,9 +71,9 @@ from elicit.model.density import (
     Marginal,
     feedback_terms,
     hessian_base,
-    join_theta,
     log_density,
     lower_bounds,
+    theta_of,
     y_part_cache,
 )
 from elicit.model.kernel import pair_weights
@@ -198,7 +198,7 @@ class UtilityScorer:
         self.data, self.fit, self.engine = data, fit, engine
         #: how an answer depends on xi - gamma . w (the model variant's feedback link)
         self.link: Link = get_model(data.hyper.model).link
-        self.marginal = Marginal.from_data(data, fit.gamma, fit.tau2, K=fit.K)
+        self.marginal = Marginal.of_fit(data, fit)
         self.m0, self.v0 = self.marginal.predictive()
         self._hessian: np.ndarray | None = None
 
@@ -210,7 +210,7 @@ class UtilityScorer:
         re-scores here, and the refit after the expert's answer: :attr:`Scores.hessian`).
         """
         if self._hessian is None:
-            theta = join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, self.data)
+            theta = theta_of(self.fit, self.data)
             self._hessian = hessian_base(theta, self.data, self.marginal)
             # The refits of this round start at this MAP: let them reuse its y-likelihood.
             y_part_cache.remember(self.data, self.marginal)
@@ -336,12 +336,11 @@ class UtilityScorer:
         (no kernel work) and the predictive moved to first order along it."""
         data, fit = self.data, self.fit
         learned = data.hyper.variant == "learned"
-        d = data.d
-        theta = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+        theta = theta_of(fit, data)
         lb = lower_bounds(data)
         g0 = log_density(theta, data, self.marginal)[1]
         Jm, Jv = self.marginal.predictive_jacobian(learned)
-        kern_idx = list(range(d)) + ([d + 1] if learned else [])
+        kern_idx = data.layout.marginal_index
         u = np.zeros(len(w))
         for f in (0, 1):
             step = model_step_screen(data, theta, g0, self.hessian, lb, w, f).T
@@ -354,7 +353,7 @@ class UtilityScorer:
 
     def _start(self, d2: ModelData) -> np.ndarray:
         # exactly the start point the engine's warm refit uses
-        return np.maximum(join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, d2),
+        return np.maximum(theta_of(self.fit, d2),
                           lower_bounds(d2))
 
     def _first_iterates(self, pair: np.ndarray, s: float):
@@ -395,7 +394,7 @@ class UtilityScorer:
 
     @staticmethod
     def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
-        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2).predictive()
+        return Marginal.of_fit(d2, fit_f).predictive()
 
     @property
     def _stepper(self) -> WarmNewton:
@@ -425,7 +424,7 @@ class UtilityScorer:
         (a MAP an optimiser left early) is damped (:func:`~elicit.model.linalg.damped_cho_factor`).
         """
         data, fit = self.data, self.fit
-        theta = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+        theta = theta_of(fit, data)
         H = self.hessian + feedback_terms(theta, data, True)[2]
         free = theta > lower_bounds(data)
         A = np.zeros((len(theta), len(w)))
@@ -469,7 +468,7 @@ class UtilityScorer:
         if m == 0:
             return
         top = np.argsort(-u)[:m]
-        theta = join_theta(self.fit.gamma, self.fit.xi, self.fit.tau2, self.data)
+        theta = theta_of(self.fit, self.data)
         lb = lower_bounds(self.data)
         out = np.zeros(m)
         for f in (0, 1):
@@ -484,7 +483,7 @@ class UtilityScorer:
         data, fit = self.data, self.fit
         learned = data.hyper.variant == "learned"
         d = data.d
-        theta = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+        theta = theta_of(fit, data)
         lb = lower_bounds(data)
         H = self.hessian + feedback_terms(theta, data, True)[2]
         # Parameters sitting on a bound stay there (the projected Newton step of the engine).
@@ -500,7 +499,7 @@ class UtilityScorer:
         z0 = fit.xi - w @ fit.gamma
         Jm, Jv = self.marginal.predictive_jacobian(learned)
         # Only gamma (and tau2) move the predictive; xi does not.
-        kern_idx = list(range(d)) + ([d + 1] if learned else [])
+        kern_idx = data.layout.marginal_index
         u = np.zeros(len(w))
         for f in (0, 1):
             step = np.zeros((k, len(w)))
