@@ -394,7 +394,8 @@ class UtilityScorer:
 
     @staticmethod
     def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
-        return Marginal.of_fit(d2, fit_f).predictive()
+        # the kernel recomputed from gamma, not fit.K: the results stay bit for bit as before
+        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta).predictive()
 
     @property
     def _stepper(self) -> WarmNewton:
