@@ -70,9 +70,7 @@ questions):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -81,6 +79,7 @@ from elicit.elicitation.questions import NO_FEATURE, Query, is_feature_row
 from elicit.elicitation.scorer import Scores
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.internal.registry import Registry
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
@@ -220,9 +219,8 @@ class SequentialStrategy(Strategy):
 
 
 _S = TypeVar("_S", bound=Strategy)
-_strategies: dict[str, Strategy] = {}
-#: the registered strategies by name (read-only; add with :func:`register_strategy`)
-STRATEGY_REGISTRY: Mapping[str, Strategy] = MappingProxyType(_strategies)
+#: the registered strategies by name (a read-only mapping; add with :func:`register_strategy`)
+STRATEGY_REGISTRY: Registry[Strategy] = Registry("strategy")
 
 
 def register_strategy(strategy: _S) -> _S:
@@ -239,27 +237,19 @@ def register_strategy(strategy: _S) -> _S:
         raise ElicitError(f"register_strategy takes a Strategy object, got "
                           f"{type(strategy).__name__}")
     name, sid = strategy.name, strategy.stream_id
-    if not isinstance(name, str) or not name.strip():
-        raise ElicitError(f"a strategy needs a non-empty name, got {name!r}")
-    if name in _strategies:
-        raise ElicitError(f"a strategy named {name!r} is already registered; choose another "
-                          "name")
     if isinstance(sid, bool) or not isinstance(sid, (int, np.integer)) or sid < 0:
         raise ElicitError(f"the stream id of strategy {name!r} must be a non-negative "
                           f"integer, got {sid!r}")
-    taken = {int(s.stream_id): s.name for s in _strategies.values()}
+    taken = {int(s.stream_id): s.name for s in STRATEGY_REGISTRY.values() if s.name != name}
     if int(sid) in taken:
         raise ElicitError(f"stream id {sid} is taken by strategy {taken[int(sid)]!r}; give "
                           f"{name!r} an unused one (taken: {sorted(taken)})")
-    _strategies[name] = strategy
-    return strategy
+    return STRATEGY_REGISTRY.add(name, strategy)
 
 
 def unregister_strategy(name: str) -> None:
     """Remove the strategy called ``name`` (a strategy registered for a test, say)."""
-    if name not in _strategies:
-        raise ElicitError(f"no strategy named {name!r} is registered")
-    del _strategies[name]
+    STRATEGY_REGISTRY.remove(name)
 
 
 def get_strategy(name: str) -> Strategy:
@@ -270,9 +260,7 @@ def get_strategy(name: str) -> Strategy:
     ElicitError
         One line listing the registered names, if ``name`` is not one of them.
     """
-    if isinstance(name, str) and name in _strategies:
-        return _strategies[name]
-    raise ElicitError(f"unknown strategy {name!r}; choose one of {', '.join(_strategies)}")
+    return STRATEGY_REGISTRY.lookup(name)
 
 
 RANDOM = register_strategy(RandomStrategy("random", "Random", stream_id=0))

@@ -71,6 +71,7 @@ from elicit.elicitation.scorer import (  # noqa: F401  (re-exported: the scoring
     kl_gauss,
 )
 from elicit.errors import ElicitError
+from elicit.internal.registry import Registry
 from elicit.model.posterior import NIGPosterior
 from elicit.model.variants import PAPER, get_model
 
@@ -268,9 +269,8 @@ class SampleGain(SampleUtility):
 _HESSIAN_NOTE = ("uses the shipped model's analytic Hessian, which a custom Stan file does "
                  "not have; ")
 _U = TypeVar("_U", bound=Utility)
-_utilities: dict[str, Utility] = {}
-#: the registered utilities by name (read-only; add with :func:`register_utility`)
-UTILITIES: Mapping[str, Utility] = MappingProxyType(_utilities)
+#: the registered utilities by name (a read-only mapping; add with :func:`register_utility`)
+UTILITIES: Registry[Utility] = Registry("utility")
 
 
 def register_utility(utility: _U) -> _U:
@@ -285,24 +285,15 @@ def register_utility(utility: _U) -> _U:
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")
-    name = utility.name
-    if not isinstance(name, str) or not name.strip():
-        raise ElicitError(f"a utility needs a non-empty name, got {name!r}")
-    if name in MODES:
-        raise ElicitError(f"{name!r} is a utility mode (utility='{name}'), not a free name; "
-                          "register the utility under another name")
-    if name in _utilities:
-        raise ElicitError(f"a utility named {name!r} is already registered; choose another "
-                          "name")
-    _utilities[name] = utility
-    return utility
+    if utility.name in MODES:
+        raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
+                          "a free name; register the utility under another name")
+    return UTILITIES.add(utility.name, utility)
 
 
 def unregister_utility(name: str) -> None:
     """Remove the utility called ``name`` (a utility registered for a test, say)."""
-    if name not in _utilities:
-        raise ElicitError(f"no utility named {name!r} is registered")
-    del _utilities[name]
+    UTILITIES.remove(name)
 
 
 def get_utility(name: str) -> Utility:
@@ -313,9 +304,7 @@ def get_utility(name: str) -> Utility:
     ElicitError
         One line listing the registered names, if ``name`` is not one of them.
     """
-    if isinstance(name, str) and name in _utilities:
-        return _utilities[name]
-    raise ElicitError(f"unknown utility {name!r}; registered: {', '.join(_utilities)}")
+    return UTILITIES.lookup(name)
 
 
 PREDICTIVE_FAST = register_utility(PredictiveFast(
@@ -466,15 +455,15 @@ class UtilityArgs:
             raise ElicitError(f"the {target!r} utility target scores pair questions only; use "
                               f"target='predictive' with questions={questions!r}")
         if isinstance(utility, str) and utility in MODES:
-            chosen = _utilities[OPTIONS[utility, target]]
-        elif isinstance(utility, str) and utility in _utilities:
-            chosen = _utilities[utility]
+            chosen = UTILITIES[OPTIONS[utility, target]]
+        elif isinstance(utility, str) and utility in UTILITIES:
+            chosen = UTILITIES[utility]
             if target not in ("predictive", chosen.target):
                 raise ElicitError(f"utility {utility!r} is about {chosen.target!r}, not "
                                   f"{target!r}; leave the target out or use utility='fast' "
                                   "or 'exact'")
         else:
-            others = [n for n, u in _utilities.items()
+            others = [n for n, u in UTILITIES.items()
                       if isinstance(u, (PairUtility, FeatureUtility))]
             raise ElicitError(f"utility must be 'fast' or 'exact' (or a registered utility: "
                               f"{', '.join(others)}), got {utility!r}")
@@ -503,8 +492,8 @@ class UtilityArgs:
             raise ElicitError(_RELEVANCE_NOTE)
         mode = utility if utility in MODES else "fast"
         pairs = (None if questions == "relevance" else
-                 chosen if isinstance(chosen, PairUtility) else _utilities[OPTIONS[mode, target]])
+                 chosen if isinstance(chosen, PairUtility) else UTILITIES[OPTIONS[mode, target]])
         features = (None if questions == "pairs" else
                     chosen if isinstance(chosen, FeatureUtility)
-                    else _utilities[FEATURE_OPTIONS[mode]])
+                    else UTILITIES[FEATURE_OPTIONS[mode]])
         return QuestionUtility(pairs, features)  # type: ignore[arg-type]

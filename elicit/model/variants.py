@@ -54,6 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elicit.errors import ElicitError
+from elicit.internal.registry import Registry
 from elicit.model.covariance import (
     FULL,
     KNOWN_COUPLING,
@@ -195,7 +196,7 @@ PAPER = "paper"
 #: the name of the relevance model
 RELEVANCE_MODEL = "relevance"
 
-MODELS: dict[str, ModelVariant] = {m.name: m for m in (
+_SHIPPED = (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "
                  "couples all features", programs=PAPER_PROGRAMS),
     ModelVariant("tied-threshold", "the similarity threshold is set by the meta-features' "
@@ -211,7 +212,9 @@ MODELS: dict[str, ModelVariant] = {m.name: m for m in (
                  f"irrelevant ones {RELEVANCE.irrelevant_scale:g}, the others a scale learned "
                  "from the data (zeta: the share of relevant features among them)",
                  covariance=RELEVANCE, programs=RELEVANCE_PROGRAMS),
-)}
+)
+#: the registered model variants by name (a read-only mapping; add with :func:`register_model`)
+MODELS: Registry[ModelVariant] = Registry("model", " (`elicit models` describes them)")
 
 
 #: what a link must do (the methods of the Link protocol)
@@ -273,10 +276,12 @@ def register_model(variant: ModelVariant) -> ModelVariant:
         One line, if the name is taken or the variant's parts are not what a fit needs.
     """
     _check(variant)
-    if variant.name in MODELS:
-        raise ElicitError(f"model {variant.name!r} is already registered; choose another name")
-    MODELS[variant.name] = variant
-    return variant
+    return MODELS.add(variant.name, variant)
+
+
+def unregister_model(name: str) -> None:
+    """Remove the model called ``name`` (a variant registered for a test, say)."""
+    MODELS.remove(name)
 
 
 def get_model(name: str) -> ModelVariant:
@@ -287,11 +292,8 @@ def get_model(name: str) -> ModelVariant:
     ElicitError
         One line listing the valid names, if ``name`` is not one of them.
     """
-    if isinstance(name, str) and name in MODELS:
-        return MODELS[name]
-    raise ElicitError(f"unknown model {name!r}; choose one of {', '.join(MODELS)} "
-                      "(`elicit models` describes them)")
+    return MODELS.lookup(name)
 
 
-for _m in MODELS.values():
-    _check(_m)
+for _m in _SHIPPED:
+    register_model(_m)

@@ -471,7 +471,7 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
     with pytest.raises(ElicitError, match=r"^register_utility takes a PairUtility, "
                                           r"FeatureUtility or SampleUtility object, got str$"):
         register_utility("entropy")  # type: ignore[arg-type]
-    with pytest.raises(ElicitError, match=r"^unknown utility 'nope'; registered: "
+    with pytest.raises(ElicitError, match=r"^unknown utility 'nope'; choose one of "
                                           r"predictive-fast, predictive-exact, params-bald, "
                                           r"sample-gain, relevance-fast, relevance-exact, "
                                           r"test-answer-entropy$"):
@@ -651,10 +651,17 @@ def test_bald_gain_of_another_link_matches_adaptive_integration(mu, s):
     assert float(bald_gain(mu, s * s, PROBIT)) == pytest.approx(ref, abs=1e-9)
 
 
-def test_the_scorer_reads_the_link_of_the_data_model(monkeypatch):
-    monkeypatch.setitem(variants.MODELS, "test-probit",
-                        dataclasses.replace(variants.get_model("paper"), name="test-probit",
-                                            link=PROBIT))
+@pytest.fixture
+def test_probit_model():
+    """The paper's model with the probit link, registered for one test (no Stan program
+    states it: programs=None)."""
+    variants.register_model(dataclasses.replace(variants.get_model("paper"), name="test-probit",
+                                                link=PROBIT, programs=None))
+    yield "test-probit"
+    variants.unregister_model("test-probit")
+
+
+def test_the_scorer_reads_the_link_of_the_data_model(test_probit_model):
     data = make_small_data()
     fit = NumpyEngine("fixed").fit(data)
     probit_data = dataclasses.replace(data, hyper=dataclasses.replace(data.hyper,

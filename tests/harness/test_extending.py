@@ -31,7 +31,8 @@ def namespace():
             unregister_strategy(name)
     if "answer-entropy" in UTILITIES:
         unregister_utility("answer-entropy")
-    variants.MODELS.pop("semi-tied", None)
+    if "semi-tied" in variants.MODELS:
+        variants.unregister_model("semi-tied")
 
 
 def test_the_page_has_the_four_examples():

@@ -1,0 +1,85 @@
+"""One registry of named objects, shared by the model variants, the strategies and the
+utilities (each registers its own kind with its own checks; the bookkeeping is written here
+once).
+
+A :class:`Registry` reads like a read-only mapping from name to object (``name in R``,
+``R[name]``, ``list(R)`` in registration order, ``R.get(name)`` with a default), so the
+modules that only look things up treat it as a dict. Adding and removing go through
+:meth:`Registry.add` and :meth:`Registry.remove`, and :meth:`Registry.lookup` is the lookup
+whose failure is a one-line :class:`~elicit.errors.ElicitError` that lists the valid names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
+
+from elicit.errors import ElicitError
+
+T = TypeVar("T")
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Named objects of one kind, in registration order.
+
+    Parameters
+    ----------
+    kind
+        What the objects are, for the error messages ("model", "strategy", "utility").
+    hint
+        Appended to the unknown-name message (say, where the names are described).
+    """
+
+    def __init__(self, kind: str, hint: str = "") -> None:
+        self.kind = kind
+        self.hint = hint
+        self._items: dict[str, T] = {}
+
+    # -- the read-only mapping -----------------------------------------------------------
+    def __getitem__(self, name: str) -> T:
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self._items)})"
+
+    # -- changes ---------------------------------------------------------------------------
+    def add(self, name: object, obj: T) -> T:
+        """Register ``obj`` under ``name`` and return it.
+
+        Raises
+        ------
+        ElicitError
+            If ``name`` is not a non-empty string or is taken.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ElicitError(f"a {self.kind} needs a non-empty name, got {name!r}")
+        if name in self._items:
+            raise ElicitError(f"a {self.kind} named {name!r} is already registered; choose "
+                              "another name")
+        self._items[name] = obj
+        return obj
+
+    def remove(self, name: str) -> None:
+        """Remove the object called ``name`` (one registered for a test, say)."""
+        if name not in self._items:
+            raise ElicitError(f"no {self.kind} named {name!r} is registered")
+        del self._items[name]
+
+    def lookup(self, name: object) -> T:
+        """The object called ``name``.
+
+        Raises
+        ------
+        ElicitError
+            One line listing the registered names, if ``name`` is not one of them.
+        """
+        if isinstance(name, str) and name in self._items:
+            return self._items[name]
+        raise ElicitError(f"unknown {self.kind} {name!r}; choose one of "
+                          f"{', '.join(self._items)}{self.hint}")
