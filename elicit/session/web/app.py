@@ -1,0 +1,423 @@
+"""The Flask application of ``elicit serve``: reading the file for a page, counting the
+requests in progress, the POST checks and the routes (see :mod:`elicit.session.web`)."""
+
+from __future__ import annotations
+
+import hmac
+import io
+import os
+import re
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, abort, redirect, render_template_string, request, url_for
+from werkzeug.wrappers import Response as ResponseBase
+
+from elicit.errors import ElicitError
+from elicit.session import record
+from elicit.session.inputs import check_expert
+from elicit.session.loaders import highlight
+from elicit.session.record import AnsweredElsewhere, UnknownQuery
+from elicit.session.session import Session, SessionQuery, read_pending, read_stop_hint
+from elicit.session.store import BUSY_TIMEOUT
+from elicit.session.terminal import no_snippets_note, snippet_note, worth_text
+from elicit.session.web.page import ANSWER_LABELS, CSS, DONE_WORDS, JS, MESSAGES, PAGE
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+#: How many of the latest answers the page lists.
+HISTORY_ROWS = 10
+
+
+def _host_name(netloc: str) -> str:
+    """The host of ``host[:port]`` / ``[v6]:port``, lower-cased, without brackets."""
+    netloc = netloc.strip().lower()
+    if netloc.startswith("["):
+        return netloc[1:].split("]", 1)[0]
+    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
+
+
+# --------------------------------------------------------------------------------------------
+# Reading for a page: the file, never the model
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class PageState:
+    """What a page shows of one expert, read at one moment of the session file."""
+
+    progress: dict[str, int]
+    query: SessionQuery | None
+    hint: str | None
+    history: list[dict[str, Any]]
+    revision: int
+
+
+class FileReader:
+    """Reads the session file for pages on a read-only SQLite connection per call, so that a
+    GET cannot write and never waits for the session's lock (held while the model works)."""
+
+    def __init__(self, sess: Session) -> None:
+        self._uri = Path(sess.path).resolve().as_uri() + "?mode=ro"
+        self.names, self.uid, self.n_pairs = list(sess.feature_names), sess.uid, sess.n_pairs
+
+    def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
+        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
+                               timeout=BUSY_TIMEOUT)
+        try:
+            conn.execute("BEGIN")  # one snapshot for everything the page shows
+            try:
+                return read(conn)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def page(self, expert: str) -> PageState:
+        """The expert's progress, pending question, stopping hint, the latest answers."""
+        def read(c: sqlite3.Connection) -> PageState:
+            pending = read_pending(c, self.names, self.uid, expert)
+            rows = record.history_rows(c)[-HISTORY_ROWS:][::-1]
+            hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[3]],
+                     "feature_j": self.names[r[4]], "answer": r[5], "comment": r[6] or "",
+                     "undone": r[10] is not None} for r in rows]
+            return PageState(record.progress(c, self.n_pairs, expert),
+                             pending[0] if pending else None,
+                             read_stop_hint(c, expert) if pending else None, hist,
+                             record.last_event(c))
+        return self._run(read)
+
+    def revision(self) -> int:
+        """The session's latest event id (grows with every query, answer, skip, undo)."""
+        return self._run(record.last_event)
+
+
+# --------------------------------------------------------------------------------------------
+# Requests in progress: finished before the session is closed
+# --------------------------------------------------------------------------------------------
+
+class InFlight:
+    """Counts the requests being answered; :meth:`close` refuses new ones (503) and waits for
+    those in progress, so that a stopping server closes the session only after them."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._n = 0
+        self._closing = False
+
+    @property
+    def count(self) -> int:
+        with self._cond:
+            return self._n
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._n -= 1
+            self._cond.notify_all()
+
+    def wrap(self, app: Callable) -> Callable:
+        """The WSGI application ``app``, counted (until its response is fully sent)."""
+        from werkzeug.wsgi import ClosingIterator
+
+        def counted(environ: dict, start_response: Callable) -> Iterable[bytes]:
+            with self._cond:
+                if self._closing:
+                    start_response("503 Service Unavailable",
+                                   [("Content-Type", "text/plain; charset=utf-8")])
+                    return [b"503: the server is stopping\n"]
+                self._n += 1
+            try:
+                result = app(environ, start_response)
+            except BaseException:
+                self._leave()
+                raise
+            return ClosingIterator(result, [self._leave])
+
+        return counted
+
+    def close(self) -> None:
+        """Take no new requests and wait until those in progress are done."""
+        with self._cond:
+            self._closing = True
+            while self._n:
+                self._cond.wait()
+
+
+# --------------------------------------------------------------------------------------------
+# The application
+# --------------------------------------------------------------------------------------------
+
+def create_app(session_path: str | os.PathLike, *, session: Session | None = None,
+               engine: str | None = None, allowed_hosts: set[str] | None = None,
+               expert: str | None = None) -> Flask:
+    """The Flask application serving one session file.
+
+    The default expert's next question is chosen here, before any request, so that the first
+    page shows it at once.
+
+    Parameters
+    ----------
+    session_path
+        The session file (opened here unless ``session`` is given).
+    session
+        An already open :class:`Session` on that file (tests, notebooks).
+    engine
+        Override the session's engine setting when opening it.
+    allowed_hosts
+        Host names accepted in the ``Host`` header, in addition to the loopback names.
+    expert
+        The expert of requests that name none (the page's name field and the ``expert``
+        query parameter or form field name one).
+
+    Raises
+    ------
+    ElicitError
+        If the session file cannot be opened (missing, corrupted, ...).
+    """
+    sess = session if session is not None else Session.open(session_path, engine=engine)
+    default_expert = check_expert(expert) if expert is not None else sess.expert
+    reader = FileReader(sess)
+    inflight = InFlight()
+    # No static folder: Flask would otherwise serve the files of ./static (its root path for
+    # this import name is the working directory) to anyone who can reach the server.
+    app = Flask("elicit.web", static_folder=None)
+    app.wsgi_app = inflight.wrap(app.wsgi_app)  # type: ignore[method-assign]
+    token = secrets.token_urlsafe(32)
+    hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
+    app.config.update(ELICIT_SESSION=sess, ELICIT_CSRF_TOKEN=token, ELICIT_HOSTS=hosts,
+                      ELICIT_IN_FLIGHT=inflight, MAX_CONTENT_LENGTH=64 * 1024)
+    k_image: dict[str, Any] = {"revision": None, "png": None}
+    k_drawing = threading.Lock()
+
+    def who() -> str:
+        """The request's expert: the form field, else the query parameter, else the
+        server's default."""
+        name = request.form.get("expert") if request.method == "POST" else None
+        if name is None:
+            name = request.args.get("expert")
+        return default_expert if name is None else check_expert(name)
+
+    def prepare(expert: str) -> str | None:
+        """Choose and record the expert's next question unless one is waiting (the model's
+        work: only checked POSTs call this). Returns why it could not, or None."""
+        try:
+            if not sess.is_done(expert):
+                sess.next_query(expert)
+        except ElicitError as e:
+            return str(e)
+        return None
+
+    def render(message: str | None = None, error: bool = False, status: int = 200,
+               expert: str | None = None) -> Response:
+        try:
+            expert = who() if expert is None else expert
+        except ElicitError as e:
+            message, error, status, expert = str(e), True, 400, default_expert
+        try:
+            st = reader.page(expert)
+        except sqlite3.Error as e:
+            return Response(f"503: the session file cannot be read just now ({e}); reload "
+                            "the page\n", status=503, mimetype="text/plain")
+        q = st.query
+        if q is None and not error:
+            message = None  # the done page says only that it is done
+        feats = []
+        if q is not None:
+            feats = [(name, [highlight(name, t) for t in sess.texts(f)[:2]],
+                      snippet_note(sess, f))
+                     for f, name in ((q.i, q.names[0]), (q.j, q.names[1]))]
+        html = render_template_string(
+            PAGE, token=token, name=Path(sess.path).name, description=sess.description,
+            pr=st.progress, q=q, feats=feats, message=message, error=error,
+            done=q is None and st.progress["left"] <= 0, hist=st.history,
+            labels=ANSWER_LABELS, version=st.revision, expert=expert,
+            target=sess.target_description, summary=sess.summary, notes=sess.notes,
+            no_snippets=no_snippets_note(sess) if q is not None else None,
+            worth=worth_text(q) if q is not None else "", hint=st.hint)
+        resp = Response(html, status=status, mimetype="text/html")
+        resp.headers["Cache-Control"] = "no-store"
+        return resp
+
+    def error_page(e: ElicitError, expert: str) -> Response:
+        status = 409 if isinstance(e, AnsweredElsewhere) else \
+            404 if isinstance(e, UnknownQuery) else 400
+        prepare(expert)  # e.g. the question was answered in another tab: show the next one
+        return render(str(e), error=True, status=status, expert=expert)
+
+    def done(code: str | None, expert: str) -> ResponseBase:
+        """After a change: choose the expert's next question, then redirect to the page."""
+        why = prepare(expert)
+        if why is not None:
+            return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
+                          f"{why}", error=True, status=503 if code is None else 200,
+                          expert=expert)
+        # Name the expert in the address unless they are the server's default (an empty
+        # name must stay in it when the default is someone else).
+        named = None if expert == default_expert else expert
+        return redirect(url_for("index", m=code, expert=named), code=303)
+
+    def query_id() -> int:
+        qid = request.form.get("query_id", "")
+        # ASCII digits only: str.isdigit() also accepts characters int() cannot read.
+        if not re.fullmatch(r"[0-9]{1,30}", qid.strip()):
+            raise ElicitError(f"the form sent no valid query id ({qid[:40]!r}); reload the "
+                              "page")
+        return int(qid)
+
+    @app.before_request
+    def check_request():
+        host = _host_name(request.host)
+        if host not in hosts:
+            abort(403, f"unexpected Host {request.host!r}: this server answers only on "
+                       "localhost")
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            _check_same_origin()
+            sent = request.form.get("csrf_token", "")
+            if not hmac.compare_digest(sent.encode(), token.encode()):
+                abort(403, "missing or wrong CSRF token: reload the page and try again")
+
+    def _check_same_origin() -> None:
+        origin = request.headers.get("Origin")
+        if origin is not None:
+            parts = urlsplit(origin)
+            if origin == "null" or parts.netloc.lower() != request.host.lower():
+                abort(403, f"cross-site request refused (Origin {origin!r})")
+            return
+        referer = request.headers.get("Referer")
+        if referer is None:
+            abort(403, "request refused: it has neither an Origin nor a Referer header, so "
+                       "it cannot be shown to come from this page")
+        if urlsplit(referer).netloc.lower() != request.host.lower():
+            abort(403, "cross-site request refused (Referer from another site)")
+
+    @app.after_request
+    def security_headers(resp: Response) -> Response:
+        resp.headers["Content-Security-Policy"] = (
+            "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+        resp.headers["X-Frame-Options"] = "DENY"
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers["Referrer-Policy"] = "same-origin"
+        return resp
+
+    @app.errorhandler(403)
+    def forbidden(e):
+        return Response(f"403 Forbidden: {e.description}\n", status=403, mimetype="text/plain")
+
+    @app.errorhandler(413)
+    def too_large(e):
+        return Response("413: request too large (comments are limited to 10,000 characters)\n",
+                        status=413, mimetype="text/plain")
+
+    @app.get("/")
+    def index():
+        code = request.args.get("m", "")
+        return render(MESSAGES.get(code))
+
+    @app.post("/answer")
+    def answer():
+        try:
+            expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        value = request.form.get("answer", "")
+        comment = request.form.get("comment") or None
+        try:
+            qid = query_id()
+            if value not in ANSWER_LABELS:
+                raise ElicitError(f"invalid answer {value[:40]!r}: use 'similar', "
+                                  "'dissimilar' or 'dont_know'")
+            sess.answer(qid, value, comment=comment, expert=expert)
+        except ElicitError as e:
+            return error_page(e, expert)
+        return done("saved", expert)
+
+    @app.post("/skip")
+    def skip():
+        try:
+            expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        try:
+            sess.skip(query_id(), expert=expert)
+        except ElicitError as e:
+            return error_page(e, expert)
+        return done("skipped", expert)
+
+    @app.post("/undo")
+    def undo():
+        try:
+            expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        try:
+            sess.undo(expert)
+        except ElicitError as e:
+            return error_page(e, expert)
+        return done("undone", expert)
+
+    @app.post("/next")
+    def next_question():
+        """The expert's next question (recorded): from the name field at the top, and the
+        button shown to an expert who has none waiting."""
+        try:
+            expert = who()
+        except ElicitError as e:
+            return render(str(e), error=True, status=400, expert=default_expert)
+        return done(None, expert)
+
+    @app.get("/k.png")
+    def k_png():
+        # Redrawn when the session changed and the model is free; while another request is
+        # choosing a question (or drawing), the last image is served rather than waiting.
+        try:
+            revision = reader.revision()
+        except sqlite3.Error:
+            revision = None
+        if k_image["revision"] != revision and k_drawing.acquire(blocking=False):
+            try:
+                with sess.unless_busy() as free:
+                    if free:
+                        k_image.update(png=_k_png(sess), revision=revision)
+            finally:
+                k_drawing.release()
+        if k_image["png"] is None:
+            return Response("503: the model is busy; reload the page for the K image\n",
+                            status=503, mimetype="text/plain", headers={"Retry-After": "2"})
+        resp = Response(k_image["png"], mimetype="image/png")
+        resp.headers["Cache-Control"] = "no-cache"
+        return resp
+
+    @app.get("/app.css")
+    def css():
+        return Response(CSS, mimetype="text/css")
+
+    @app.get("/app.js")
+    def js():
+        return Response(JS, mimetype="text/javascript")
+
+    prepare(default_expert)  # before any request: the first page shows a question at once
+    return app
+
+
+def _k_png(sess: Session) -> bytes:
+    """The K heatmap as PNG bytes. Uses matplotlib's object API (no pyplot state), which is
+    safe in the server's worker threads."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    # At most 20 features: the image sits in a narrow column and labels must stay legible.
+    n = min(len(sess.feature_names), 20)
+    size = min(7.5, 2.8 + 0.22 * n)
+    fig = Figure(figsize=(size + 1.0, size), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    sess.plot_K(ax=ax, max_features=20)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

@@ -1,0 +1,209 @@
+"""What the expert sees: the page template, its style sheet and its keyboard shortcuts, and
+the fixed texts the application puts into it (:mod:`elicit.session.web.app` renders it)."""
+
+#: Messages after a successful POST (redirect target ``/?m=<code>``); a fixed set so that no
+#: request text is ever echoed into the page.
+MESSAGES = {
+    "saved": "Saved. Here is the next question.",
+    "skipped": "Skipped; that pair may come back later.",
+    "undone": "Undone: the last answer was withdrawn; you can answer that question again.",
+}
+#: The first words of those messages, for when the next question could not be chosen.
+DONE_WORDS = {"saved": "Saved", "skipped": "Skipped", "undone": "Undone", None: "Sorry"}
+
+ANSWER_LABELS = {"similar": "Similar", "dissimilar": "Dissimilar", "dont_know": "Don't know"}
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csrf-token" content="{{ token }}">
+<title>elicit · {{ name }}</title>
+<link rel="stylesheet" href="{{ url_for('css') }}">
+<script src="{{ url_for('js') }}" defer></script>
+</head><body>
+<header>
+  <h1>elicit <span class="file">{{ name }}</span></h1>
+  {% if description %}<p class="desc">{{ description }}</p>{% endif %}
+  <div class="progress" id="progress">
+    <progress max="{{ pr.pairs }}" value="{{ pr.answered }}"></progress>
+    <span>{{ pr.answered }} of {{ pr.pairs }} pairs answered{% if expert %} by
+    {{ expert }}{% endif %}
+    ({{ pr.similar }} similar, {{ pr.dissimilar }} dissimilar, {{ pr.dont_know }} don't know{%
+    if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
+  </div>
+  <form method="post" action="{{ url_for('next_question') }}" class="who" id="expert-form">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
+    <label for="expert">Your name</label>
+    <input name="expert" id="expert" value="{{ expert }}" maxlength="80"
+      placeholder="(unnamed expert)">
+    <button type="submit" id="btn-expert">Answer as this expert</button>
+  </form>
+</header>
+{% if message %}
+<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>
+{% endif %}
+<main>
+<section class="question">
+{% if q %}
+  <p class="lead">Question {{ pr.answered + 1 }}{% if worth %}
+  <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
+  {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
+  {% for line in notes %}<p class="hint kernel-note">{{ line }}</p>{% endfor %}
+  <h2>Do these two features affect {{ target }} in the same way?</h2>
+  <div class="pair">
+  {% for name, snippets, why in feats %}
+    <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
+    {% for pieces in snippets %}<blockquote>{% for text, hit in pieces %}{%
+      if hit %}<mark>{{ text }}</mark>{% else %}{{ text }}{% endif %}{%
+    endfor %}</blockquote>{% endfor %}
+    {% if why %}<p class="nosnip">({{ why }})</p>{% endif %}</div>
+  {% endfor %}
+  </div>
+  {% if no_snippets %}<p class="nosnip" id="no-snippets">({{ no_snippets }})</p>{% endif %}
+  <form method="post" action="{{ url_for('answer') }}" id="answer-form">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="query_id" value="{{ q.id }}">
+    <input type="hidden" name="expert" value="{{ expert }}">
+    <div class="buttons">
+      <button type="submit" name="answer" value="similar" class="big similar"
+        id="btn-similar">Similar <kbd>s</kbd></button>
+      <button type="submit" name="answer" value="dissimilar" class="big dissimilar"
+        id="btn-dissimilar">Dissimilar <kbd>d</kbd></button>
+      <button type="submit" name="answer" value="dont_know" class="big dontknow"
+        id="btn-dont_know">Don't know <kbd>?</kbd></button>
+    </div>
+    <label for="comment">Comment (optional)</label>
+    <textarea name="comment" id="comment" rows="2" maxlength="10000"
+      placeholder="Why? (saved with the answer)"></textarea>
+  </form>
+  <div class="small-actions">
+    <form method="post" action="{{ url_for('skip') }}">
+      <input type="hidden" name="csrf_token" value="{{ token }}">
+      <input type="hidden" name="query_id" value="{{ q.id }}">
+      <input type="hidden" name="expert" value="{{ expert }}">
+      <button type="submit" id="btn-skip">Skip <kbd>k</kbd></button></form>
+    <form method="post" action="{{ url_for('undo') }}">
+      <input type="hidden" name="csrf_token" value="{{ token }}">
+      <input type="hidden" name="expert" value="{{ expert }}">
+      <button type="submit" id="btn-undo" {{ '' if pr.answered else 'disabled' }}
+        >Undo last answer <kbd>u</kbd></button></form>
+  </div>
+{% elif done %}
+  <h2 id="done">All {{ pr.pairs }} pairs are answered{% if expert %} by {{ expert }}{%
+  endif %}. Thank you!</h2>
+  <form method="post" action="{{ url_for('undo') }}">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">
+    <button type="submit" id="btn-undo">Undo last answer</button></form>
+{% else %}
+  <h2 id="no-question">No question is waiting{% if expert %} for {{ expert }}{% endif %}.</h2>
+  <form method="post" action="{{ url_for('next_question') }}" id="next-form">
+    <input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">
+    <button type="submit" class="big similar" id="btn-next" autofocus>Show the next question
+      <kbd>n</kbd></button>
+  </form>
+  <p class="note">The model chooses the question that teaches it most; on a large session
+  that takes a few seconds.</p>
+{% endif %}
+  <p class="working" id="working" role="status">Saving and choosing the next question…</p>
+  <p class="note">Every answer is saved in the session file as soon as you click. You can close
+  this page at any time and come back later.</p>
+  {% if summary %}<details id="summary"><summary>About this session</summary><ul>
+  {% for line in summary %}<li>{{ line }}</li>{% endfor %}</ul></details>{% endif %}
+</section>
+<aside>
+  <h3>Current K (feature similarity)</h3>
+  <img src="{{ url_for('k_png', v=version) }}" alt="heatmap of the current kernel matrix K"
+    id="kplot">
+  <h3>Latest answers</h3>
+  {% if hist %}
+  <table id="history"><thead><tr><th>#</th><th>expert</th><th>feature A</th><th>feature B</th>
+    <th>answer</th><th>comment</th></tr></thead>
+  <tbody>{% for r in hist %}
+  <tr class="{{ 'undone' if r.undone else '' }}"><td>{{ r.answer_id }}</td>
+  <td>{{ r.expert }}</td><td>{{ r.feature_i }}</td><td>{{ r.feature_j }}</td>
+  <td>{{ labels[r.answer] }}{% if r.undone %} (undone){% endif %}</td>
+  <td>{{ r.comment }}</td></tr>{% endfor %}</tbody></table>
+  {% else %}<p id="history-empty">No answers yet.</p>{% endif %}
+</aside>
+</main>
+</body></html>
+"""
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;
+  background:#f6f7f9}
+header{background:#24364b;color:#fff;padding:.8rem 1.5rem}
+header h1{margin:0;font-size:1.3rem}
+.file{font-weight:normal;opacity:.8;font-size:1rem;margin-left:.5rem}
+.desc{margin:.3rem 0;opacity:.85;font-size:.85rem}
+.progress{display:flex;align-items:center;gap:.8rem;font-size:.9rem}
+progress{width:14rem}
+main{display:flex;flex-wrap:wrap;gap:1.5rem;padding:1.2rem 1.5rem}
+.question{flex:1 1 34rem;background:#fff;border-radius:8px;padding:1rem 1.5rem;
+  box-shadow:0 1px 3px #0002}
+aside{flex:0 1 30rem;background:#fff;border-radius:8px;padding:1rem;box-shadow:0 1px 3px #0002}
+aside img{max-width:100%}
+.lead{color:#666;margin:0}
+.gain{float:right;font-size:.85rem}
+h2{font-size:1.2rem;margin:.4rem 0 1rem}
+.pair{display:flex;gap:1rem}
+.feature{flex:1;border:1px solid #dde;border-radius:6px;padding:.6rem}
+.fname{font-size:1.6rem;font-weight:bold;text-align:center;margin-bottom:.4rem;
+  word-break:break-word}
+blockquote{margin:.3rem 0;font-size:.85rem;color:#555;border-left:3px solid #ccd;
+  padding-left:.5rem}
+.buttons{display:flex;gap:1rem;margin:1.2rem 0}
+button.big{flex:1;font-size:1.3rem;padding:1.1rem .5rem;border:0;border-radius:8px;color:#fff;
+  cursor:pointer}
+.similar{background:#2e8b57}
+.dissimilar{background:#c0392b}
+.dontknow{background:#7f8c8d}
+button.big:hover{filter:brightness(1.1)}
+textarea{width:100%;box-sizing:border-box;font:inherit}
+.small-actions{display:flex;gap:1rem;margin-top:.8rem}
+.small-actions button{padding:.4rem .9rem}
+kbd{font-size:.7em;opacity:.75;border:1px solid #fff8;border-radius:3px;padding:0 .25em}
+.msg{margin:.8rem 1.5rem 0;padding:.6rem 1rem;border-radius:6px}
+.msg.ok{background:#e4f4e8}
+.msg.error{background:#fbe3e1;color:#8b1a10;font-weight:bold}
+.note{color:#777;font-size:.8rem;margin-top:1.2rem}
+.who{margin-top:.4rem;font-size:.85rem}
+.who input{font:inherit;padding:.1rem .3rem}
+.hint{background:#fff5d6;border-radius:6px;padding:.4rem .8rem}
+mark{background:#ffe58a;padding:0 .1em}
+details{font-size:.8rem;color:#555}
+table{border-collapse:collapse;font-size:.8rem;width:100%}
+td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
+tr.undone{color:#999;text-decoration:line-through}
+.nosnip{font-size:.8rem;color:#888;font-style:italic;margin:.3rem 0}
+.working{display:none;color:#24364b;font-weight:bold}
+body.busy .working{display:block}
+body.busy .question form button{opacity:.6;cursor:progress}
+"""
+
+# Keyboard shortcuts; served as a file because the Content-Security-Policy forbids inline code.
+# Once a form is sent the page takes no more keys or clicks: a key typed while the next question
+# is being chosen must not answer it unseen, nor send this question's answer twice.
+JS = """
+(function () {
+  var busy = false;
+  window.addEventListener('pageshow', function () {  // back to a page kept in memory
+    busy = false; document.body.classList.remove('busy');
+  });
+  document.addEventListener('submit', function (e) {
+    if (busy) { e.preventDefault(); return; }
+    busy = true; document.body.classList.add('busy');
+  }, true);
+  document.addEventListener('keydown', function (e) {
+    if (busy || e.repeat) return;
+    if (e.target && (e.target.tagName === 'TEXTAREA' || e.target.tagName === 'INPUT')) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var ids = {'s': 'btn-similar', 'd': 'btn-dissimilar', '?': 'btn-dont_know',
+               'k': 'btn-skip', 'u': 'btn-undo', 'n': 'btn-next'};
+    var b = ids[e.key] && document.getElementById(ids[e.key]);
+    if (b && !b.disabled) { e.preventDefault(); b.click(); }
+  });
+})();
+"""

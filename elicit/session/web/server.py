@@ -1,0 +1,144 @@
+"""Serving the application: binding the port, the server's threads and a clean stop on
+Ctrl-C, SIGTERM and SIGHUP (see :mod:`elicit.session.web`)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import sys
+import threading
+
+from elicit.errors import ElicitError
+from elicit.internal.text import printable
+from elicit.session.session import Session
+from elicit.session.terminal import stop_signals_as_interrupt
+from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
+
+#: Seconds a connection may stay silent (request line, headers or body) before it is closed.
+IDLE_TIMEOUT = 30.0
+
+# --------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------
+
+def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
+                engine: str | None = None, expert: str | None = None,
+                timeout: float = IDLE_TIMEOUT):
+    """Open the session and bind the server (without serving yet).
+
+    ``timeout`` is how many seconds a connection may stay silent before it is closed (a
+    request line, headers or a body that stop arriving).
+
+    Raises
+    ------
+    ElicitError
+        A session that cannot be opened, or a port that is in use or not allowed.
+    """
+    from werkzeug.serving import WSGIRequestHandler
+    from werkzeug.serving import make_server as wz_make_server
+
+    if not timeout > 0:
+        raise ElicitError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    extra = set() if host in ("0.0.0.0", "::", "") else {host}
+    if host in ("0.0.0.0", "::"):
+        # Listening on every interface: accept this machine's own name in the Host header.
+        extra |= {socket.gethostname()}
+    sock = _listen(host, port)  # first: a busy port must not cost a session open
+    try:
+        app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
+        # socketserver sets this timeout on every accepted connection: a read that waits
+        # longer raises, and the connection's thread is freed.
+        handler = type("ElicitRequestHandler", (WSGIRequestHandler,), {"timeout": timeout})
+        # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
+        # itself, while we want one clear ElicitError.
+        server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
+                                fd=sock.fileno(), request_handler=handler)
+    finally:
+        sock.close()  # werkzeug holds its own duplicate of the descriptor
+    # With a ready socket werkzeug skips http.server's bind, which sets these two.
+    server.server_name, server.server_port = host, server.socket.getsockname()[1]
+    return server, app
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port), or an ElicitError saying why not."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise ElicitError(f"cannot listen on {host!r}: unknown host ({e.strerror})") from None
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # Like every server: allow a restart while old connections sit in TIME_WAIT. (On
+        # Linux this does not allow two listeners on one port.)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        if e.errno in (errno.EADDRINUSE, 10048):
+            raise ElicitError(f"port {port} on {host} is already in use; stop the program using "
+                              "it or choose another port with --port") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ElicitError(f"not allowed to listen on port {port} on {host} (ports below 1024 "
+                              "need privileges); choose another port with --port") from None
+        raise ElicitError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
+def _say(text: str, err: bool = False) -> None:
+    """Print a line, ignoring a terminal that has gone away (SIGHUP)."""
+    try:
+        print(printable(text), file=sys.stderr if err else sys.stdout, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
+          engine: str | None = None, expert: str | None = None) -> int:
+    """Serve the session's web page until Ctrl-C, SIGTERM or SIGHUP; returns the exit status
+    (0 for Ctrl-C, as before; 128 + the signal number for the others).
+
+    On any of them the server stops taking requests, the requests in progress finish (a
+    question being chosen included), and then the file is closed: nothing confirmed is lost.
+    A second signal while they finish stops at once (still losing nothing committed).
+    """
+    from elicit.session.terminal import Interrupted
+
+    server, app = make_server(session_path, host, port, engine, expert)
+    sess: Session = app.config["ELICIT_SESSION"]
+    inflight: InFlight = app.config["ELICIT_IN_FLIGHT"]
+    url_host = f"[{host}]" if ":" in host else host
+    who = f" (default expert: {expert})" if expert else ""
+    _say(f"serving {sess.path} at http://{url_host}:{server.server_port}/{who}  (Ctrl-C to "
+         "stop)")
+    if host not in LOOPBACK_HOSTS:
+        _say(f"warning: listening on {host}: other machines may reach this page and it has "
+             "no accounts", err=True)
+    # The server loop runs in its own thread; the main thread only waits for a signal, so a
+    # signal can never land inside the loop and drop a connection it has just accepted.
+    loop = threading.Thread(target=server.serve_forever, name="elicit-serve", daemon=True)
+    code = 0
+    try:
+        with stop_signals_as_interrupt():
+            loop.start()
+            loop.join()
+    except KeyboardInterrupt as e:
+        code = e.code if isinstance(e, Interrupted) else 0
+    finally:
+        if loop.ident is not None:
+            server.shutdown()  # no new connections; returns once the loop has stopped
+        busy = inflight.count
+        if busy:
+            _say(f"stopping: waiting for {busy} request{'s' if busy > 1 else ''} in progress "
+                 "to finish")
+        try:
+            inflight.close()
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: stop now; every committed answer is in the file
+        server.server_close()
+        n = sess.progress()["all_answers"]
+        sess.close()
+        _say(f"\nstopped; {n} answers are saved in {sess.path}")
+    return code
