@@ -29,7 +29,7 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper
 from elicit.model.variants import get_model
 from elicit.prior.setup import coupled_features
-from elicit.session import record, store
+from elicit.session import opening, record
 from elicit.session.inputs import check_expert, feature_index
 from elicit.session.questions import question_pairs
 
@@ -139,7 +139,7 @@ class SessionState:
     def _open(cls: type[S], path, X=None, y=None, meta_features=None, *, engine=None,
               elicitor: Elicitor | None = None, expert: str = "", read_only: bool = False) -> S:
         path = Path(path)
-        conn, meta, arrays, texts = store.open_file(path, {"X": X, "y": y, "U": meta_features},
+        conn, meta, arrays, texts = opening.open_file(path, {"X": X, "y": y, "U": meta_features},
                                                     read_only)
         try:
             # A pending query for a pair its expert already answered (left by an older

@@ -1,8 +1,9 @@
 """The session file: one SQLite database holding everything a session saw and said.
 
-This module holds the SQL of the file as a whole (schema, creation, checks on opening,
-durability, migration of older files); :mod:`elicit.session.record` holds the SQL of the
-record inside it (queries, answers, skips, undos). The format is described in
+This module holds the SQL of the file as a whole (schema, connections, durability, creation);
+:mod:`elicit.session.opening` the checks on opening and the migration of older files, and
+:mod:`elicit.session.record` the SQL of the record inside it (queries, answers, skips,
+undos). The format is described in
 ``docs/session.md``; in short:
 
 ========== =================================================================================
@@ -62,8 +63,7 @@ FORMAT_VERSION = 2
 APPLICATION_ID = 0x454C4943
 #: How long a write waits for another program's lock before giving up, in seconds.
 BUSY_TIMEOUT = 10.0
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
+TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -104,7 +104,7 @@ CREATE TABLE events (
 
 # Format 1 -> 2: every row gets an expert ('' = the unnamed expert of the old file), and the
 # one-active-answer-per-pair rule becomes one per pair and expert.
-_MIGRATE_1_TO_2 = """
+MIGRATE_1_TO_2 = """
 ALTER TABLE queries ADD COLUMN expert TEXT NOT NULL DEFAULT '';
 ALTER TABLE answers ADD COLUMN expert TEXT NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN expert TEXT NOT NULL DEFAULT '';
@@ -120,7 +120,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     return [s for s in script.split(";") if s.strip()]
 
 
@@ -155,7 +155,7 @@ def _npy_bytes(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _npy_load(blob: bytes) -> np.ndarray:
+def npy_load(blob: bytes) -> np.ndarray:
     return np.load(io.BytesIO(blob), allow_pickle=False)
 
 
@@ -286,7 +286,7 @@ def create_file(path: Path, meta: dict[str, Any], X: np.ndarray, y: np.ndarray,
             conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
             set_durable(conn, tmp)
             with write(conn):
-                for stmt in _statements(_SCHEMA):
+                for stmt in statements(_SCHEMA):
                     conn.execute(stmt)
                 conn.executemany("INSERT INTO meta VALUES (?, ?)",
                                  [(k, json.dumps(v)) for k, v in meta.items()])
@@ -322,304 +322,3 @@ def _fsync_dir(d: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-# --------------------------------------------------------------------------------------------
-# Opening a file safely
-# --------------------------------------------------------------------------------------------
-
-def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool = False,
-              ) -> tuple[sqlite3.Connection, dict[str, Any], dict[str, np.ndarray],
-                         dict[int, list[str]]]:
-    """Check and read a session file, make its connection durable, migrate an older format.
-
-    Nothing is written to a file that fails a check, nor to one whose data differs from the
-    arrays ``given`` (``{"X": ..., "y": ..., "U": ...}``, None for those not to check).
-    ``read_only``: nothing is ever written (:func:`connect`), so a read-only file or folder
-    is fine; an older format is migrated in a copy in memory, the file stays as it is.
-    Returns the connection, the meta data, the arrays ``X``, ``y``, ``U`` and the snippets
-    per feature.
-    """
-    _inspect_file(path)
-    if not read_only:
-        _check_writable(path)
-    else:
-        _finish_cut_write(path)
-    try:
-        conn = _wal_file_in_memory(path) if read_only else None
-        conn = conn or connect(path, read_only)
-    except sqlite3.Error as e:
-        raise ElicitError(f"cannot open session file {path}: {e}") from None
-    try:
-        meta, arrays, texts = _read_file(conn, path, read_only)
-        if given and any(v is not None for v in given.values()):
-            _check_same_data(path, meta, given)
-        if read_only:
-            if meta["format_version"] < FORMAT_VERSION:
-                conn, meta = _migrated_copy(conn, path)
-        else:
-            set_durable(conn, path)
-            if meta["format_version"] < FORMAT_VERSION:
-                meta = _migrate(conn, path)
-    except BaseException:
-        conn.close()
-        raise
-    return conn, meta, arrays, texts
-
-
-def _finish_cut_write(path: Path) -> None:
-    """Before a read-only open: let SQLite undo a write that was cut short (a "hot" journal
-    beside the file), when the file and its folder may be written. A read-only connection
-    cannot, and would refuse the file; any other opener of the file would undo it the same
-    way. Without that permission the read-only open says what to do."""
-    journal = Path(str(path) + "-journal")
-    if not (journal.exists() and journal.stat().st_size > 0):
-        return
-    try:
-        _check_writable(path)
-    except ElicitError:
-        return
-    conn = connect(path)
-    try:
-        # Any read makes SQLite check the journal; if no writer holds the file, it is hot
-        # and rolled back. A live writer's journal is left alone (the read waits for it).
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error:
-        pass  # open_file reports what is wrong with the file
-    finally:
-        conn.close()
-
-
-def _wal_file_in_memory(path: Path) -> sqlite3.Connection | None:
-    """A format-1 file (WAL mode) with no write pending, read into memory; None for any
-    other file.
-
-    SQLite reads a WAL database only through a ``-shm`` file beside it, which a read-only
-    connection creates and cannot remove; without a ``-wal`` file the session file alone is
-    the whole database, so reading its bytes leaves the folder exactly as it was.
-    """
-    wal = Path(str(path) + "-wal")
-    if not hasattr(sqlite3.Connection, "deserialize") or (wal.exists()
-                                                         and wal.stat().st_size > 0):
-        return None  # Python 3.10, or answers in the -wal file: SQLite must read them
-    with open(path, "rb") as fh:
-        data = bytearray(fh.read())
-    if data[18:20] != b"\x02\x02":
-        return None
-    data[18:20] = b"\x01\x01"  # the header's journal mode: rollback, as a copy in memory has
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.deserialize(bytes(data))  # type: ignore[attr-defined]  # Python 3.11+, checked above
-    conn.execute("PRAGMA query_only = ON")
-    return conn
-
-
-def _migrated_copy(conn: sqlite3.Connection, path: Path
-                   ) -> tuple[sqlite3.Connection, dict[str, Any]]:
-    """An older file read without writing to it: a copy in memory, migrated there, and as
-    read-only as the file (closes ``conn``)."""
-    mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    try:
-        conn.backup(mem)
-        conn.close()
-        meta = _migrate(mem, path)
-        mem.execute("PRAGMA query_only = ON")
-    except BaseException:
-        mem.close()
-        raise
-    return mem, meta
-
-
-def _check_writable(path: Path) -> None:
-    """Refuse a session that cannot be written: every answer is saved into the file, and a
-    commit creates a journal file beside it."""
-    where = path.parent
-    if not os.access(path, os.W_OK):
-        raise ElicitError(f"session file {path} is read-only, and elicit saves every answer "
-                          f"into it; make it writable (chmod u+w {path}) or copy it to a "
-                          "folder you can write to")
-    if not os.access(where, os.W_OK):
-        raise ElicitError(f"session file {path} is in a read-only folder ({where}): elicit "
-                          "needs to create a journal file beside it while it saves an "
-                          "answer; copy the session to a folder you can write to")
-
-
-def _inspect_file(path: Path) -> None:
-    """Refuse files that are missing, empty, not SQLite or visibly truncated, before SQLite
-    touches them (so nothing is ever written to such a file)."""
-    if not path.exists():
-        raise ElicitError(f"session file {path} does not exist (create one with "
-                          "Session.create or `elicit session new`)")
-    if path.is_dir():
-        raise ElicitError(f"{path} is a directory, not a session file")
-    size = path.stat().st_size
-    if size == 0:
-        raise ElicitError(f"session file {path} is empty (0 bytes): it is truncated or was "
-                          "never written; it was left untouched")
-    with open(path, "rb") as fh:
-        header = fh.read(100)
-    if not header.startswith(_SQLITE_MAGIC):
-        if len(header) < len(_SQLITE_MAGIC) and _SQLITE_MAGIC.startswith(header):
-            raise ElicitError(f"session file {path} is truncated ({size} bytes); it was left "
-                              "untouched")
-        raise ElicitError(f"{path} is not an elicit session file (not an SQLite database); it "
-                          "was left untouched")
-    if len(header) < 100:
-        raise ElicitError(f"session file {path} is truncated ({size} bytes, shorter than the "
-                          "100-byte SQLite header); it was left untouched")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    n_pages = int.from_bytes(header[28:32], "big")
-    change_counter = header[24:28]
-    valid_for = header[92:96]
-    # The in-header page count is only trustworthy when it was written by the same
-    # transaction as the change counter (SQLite's own rule). A non-empty -wal or -journal
-    # beside the file means a write was cut short (header written, file not yet grown);
-    # SQLite's recovery finishes or undoes it, so leave that case to SQLite and quick_check.
-    pending = any(Path(str(path) + s).exists() and Path(str(path) + s).stat().st_size > 0
-                  for s in ("-wal", "-journal"))
-    if (n_pages and change_counter == valid_for and size < n_pages * page_size
-            and not pending):
-        raise ElicitError(f"session file {path} is truncated: its header promises "
-                          f"{n_pages * page_size} bytes but the file has {size}; it was left "
-                          "untouched (restore it from a backup)")
-
-
-def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
-    """Validate the file's structure and record, and read meta, arrays and texts (only
-    reads)."""
-    try:
-        check = conn.execute("PRAGMA quick_check").fetchall()
-        if [r[0] for r in check] != ["ok"]:
-            detail = "; ".join(str(r[0]) for r in check[:3])
-            raise ElicitError(f"session file {path} is corrupted ({detail}); it was left "
-                              "untouched (restore it from a backup)")
-        tables = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "meta" not in tables:
-            raise ElicitError(f"{path} is an SQLite database but not an elicit session (it "
-                              "has no meta table); it was left untouched")
-        meta_rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if "format_version" not in meta_rows or "session_uid" not in meta_rows:
-            raise ElicitError(f"{path} is an SQLite database but not an elicit session (no "
-                              "format_version in its meta table); it was left untouched")
-        try:
-            meta = {k: json.loads(v) for k, v in meta_rows.items()}
-        except (TypeError, ValueError) as e:
-            raise ElicitError(f"session file {path} is corrupted (unreadable meta data: {e})"
-                              ) from None
-        fv = meta["format_version"]
-        if isinstance(fv, bool) or not isinstance(fv, int) or fv < 1:
-            raise ElicitError(f"session file {path} is corrupted (format_version {fv!r})")
-        if fv > FORMAT_VERSION:
-            raise ElicitError(f"session file {path} was written by a newer elicit (format "
-                              f"version {fv}; this elicit reads up to {FORMAT_VERSION}). "
-                              "Upgrade elicit to open it; the file was left untouched")
-        missing = [t for t in _TABLES if t not in tables]
-        if missing:
-            raise ElicitError(f"session file {path} is corrupted or incomplete: missing "
-                              f"table(s) {', '.join(missing)}")
-        for key in ("feature_names", "settings", "data_hash", "array_hashes"):
-            if key not in meta:
-                raise ElicitError(f"session file {path} is corrupted: meta has no {key!r}")
-        blobs = dict(conn.execute("SELECT name, npy FROM arrays").fetchall())
-        arrays = {}
-        for name in ("X", "y", "U"):
-            if name not in blobs:
-                raise ElicitError(f"session file {path} is corrupted: array {name} is missing")
-            try:
-                arrays[name] = _npy_load(blobs[name])
-            except (ValueError, OSError, EOFError) as e:
-                raise ElicitError(f"session file {path} is corrupted: array {name} cannot be "
-                                  f"read ({e})") from None
-        combined, per = data_hashes(arrays["X"], arrays["y"], arrays["U"])
-        if combined != meta["data_hash"]:
-            bad = [k for k in per if per[k] != meta["array_hashes"].get(k)]
-            raise ElicitError(f"session file {path} is corrupted: stored array(s) "
-                              f"{', '.join(bad) or 'X, y, U'} do not match the data hash "
-                              "recorded at creation")
-        texts: dict[int, list[str]] = {}
-        for f, _, s in conn.execute("SELECT feature, k, snippet FROM texts ORDER BY feature, k"):
-            texts.setdefault(int(f), []).append(str(s))
-        _check_record(conn, path, int(arrays["X"].shape[1]) if arrays["X"].ndim == 2 else 0)
-    except sqlite3.DatabaseError as e:
-        msg = str(e)
-        if read_only and "readonly" in msg:
-            raise ElicitError(f"session file {path} has an unfinished write (its journal "
-                              f"{path.name}-journal is beside it) that only a program allowed "
-                              "to write the file can finish; make it and its folder writable "
-                              "and open it once, or copy both files to a folder you can write "
-                              "to") from None
-        if "readonly" in msg or "unable to open" in msg:
-            raise ElicitError(f"session file {path} cannot be opened for writing ({msg}): "
-                              "make it and its folder writable, or copy the session to a "
-                              "folder you can write to") from None
-        raise ElicitError(f"session file {path} is corrupted or truncated ({msg}); it was "
-                          "left untouched (restore it from a backup)") from None
-    if len(meta["feature_names"]) != arrays["X"].shape[1]:
-        raise ElicitError(f"session file {path} is corrupted: {len(meta['feature_names'])} "
-                          f"feature names for {arrays['X'].shape[1]} features")
-    return meta, arrays, texts
-
-
-def _check_record(conn: sqlite3.Connection, path: Path, p: int) -> None:
-    """Refuse a record whose questions or answers name no pair of the session's features
-    (an edited or damaged file): no model can be built from it, and saying "not a candidate
-    pair" later would blame the wrong thing."""
-    for table, label in (("answers", "answer"), ("queries", "query")):
-        bad = conn.execute(
-            f"SELECT id, i, j FROM {table} WHERE NOT (typeof(i) = 'integer' AND typeof(j) = "
-            "'integer' AND 0 <= i AND i < j AND j < ?) ORDER BY id LIMIT 1", (p,)).fetchone()
-        if bad is not None:
-            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
-                              f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
-                              f"features (0..{p - 1}) and a pair is written i < j; it was "
-                              "left untouched (restore it from a backup)")
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """Bring a format-1 file to the current format, in one transaction, and return its meta.
-
-    The transaction re-reads the version inside the write lock, so two programs opening one
-    old file at once migrate it once.
-    """
-    with write(conn):
-        fv = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'format_version'"
-                                     ).fetchone()[0])
-        if fv == 1:
-            for stmt in _statements(_MIGRATE_1_TO_2):
-                conn.execute(stmt)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
-                         (json.dumps(FORMAT_VERSION),))
-            conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-            e = int(conn.execute("SELECT COUNT(*) FROM events WHERE kind IN "
-                                 "('answer', 'undo')").fetchone()[0])
-            conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
-                         "('migrate', ?, ?, ?)",
-                         (e, now(), json.dumps({"from": 1, "to": FORMAT_VERSION})))
-    rows = conn.execute("SELECT key, value FROM meta").fetchall()
-    return {k: json.loads(v) for k, v in rows}
-
-
-def _check_same_data(path: Path, meta: dict, given: dict[str, Any]) -> None:
-    """Refuse to open a session with data that differs from the stored data."""
-    labels = {"X": "X", "y": "y", "U": "meta_features"}
-    try:
-        full = {k: np.asarray(v, dtype=float) if v is not None else None
-                for k, v in given.items()}
-    except (TypeError, ValueError) as e:
-        raise ElicitError(f"the data given to check {path} against is not numeric: {e}"
-                          ) from None
-    if full["y"] is not None and full["y"].ndim == 2 and 1 in full["y"].shape:
-        full["y"] = full["y"].reshape(-1)
-    for k, arr in full.items():
-        if arr is None:
-            continue
-        got = hash_array(k, arr)
-        want = meta["array_hashes"].get(k)
-        if got != want:
-            shape = meta.get("shapes", {}).get(k)
-            raise ElicitError(
-                f"session file {path} was created for different data: {labels[k]} differs "
-                f"(session: shape {tuple(shape) if shape else '?'}, sha256 {str(want)[:12]}; "
-                f"given: shape {arr.shape}, sha256 {got[:12]}). Open it without data to use "
-                "the arrays stored in the file, or create a new session for this data")
