@@ -16,8 +16,10 @@ import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.session.store import (
+    FEATURE_J,
     FORMAT_VERSION,
     MIGRATE_1_TO_2,
+    MIGRATE_2_TO_3,
     TABLES,
     connect,
     data_hashes,
@@ -265,40 +267,68 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
 
 
 def _check_record(conn: sqlite3.Connection, path: Path, p: int) -> None:
-    """Refuse a record whose questions or answers name no pair of the session's features
+    """Refuse a record whose questions or answers name no pair or feature of the session
     (an edited or damaged file): no model can be built from it, and saying "not a candidate
     pair" later would blame the wrong thing."""
-    for table, label in (("answers", "answer"), ("queries", "query")):
+    # A question is a pair (i < j) or a feature (j = FEATURE_J), and an answer is one its
+    # question's kind allows.
+    pair = "(i < j AND j < ?{})"
+    feature = "(j = ?{})"
+    kinds = {"queries": ("query", pair.format(""), feature.format("")),
+             "answers": ("answer", pair.format(" AND answer IN ('similar', 'dissimilar', "
+                                               "'dont_know')"),
+                         feature.format(" AND answer IN ('relevant', 'irrelevant', "
+                                        "'dont_know')"))}
+    for table, (label, pair_ok, feature_ok) in kinds.items():
         bad = conn.execute(
             f"SELECT id, i, j FROM {table} WHERE NOT (typeof(i) = 'integer' AND typeof(j) = "
-            "'integer' AND 0 <= i AND i < j AND j < ?) ORDER BY id LIMIT 1", (p,)).fetchone()
+            f"'integer' AND 0 <= i AND i < ? AND ({pair_ok} OR {feature_ok})) ORDER BY id "
+            "LIMIT 1", (p, p, FEATURE_J)).fetchone()
         if bad is not None:
             raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
                               f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
-                              f"features (0..{p - 1}) and a pair is written i < j; it was "
-                              "left untouched (restore it from a backup)")
+                              f"features (0..{p - 1}), a pair is written i < j and answered "
+                              f"similar, dissimilar or dont_know, and a feature question "
+                              f"(i, {FEATURE_J}) relevant, irrelevant or dont_know; it was left "
+                              "untouched (restore it from a backup)")
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """Bring a format-1 file to the current format, in one transaction, and return its meta.
+    """Bring an older file to the current format, in one transaction, and return its meta.
 
-    The transaction re-reads the version inside the write lock, so two programs opening one
-    old file at once migrate it once.
+    Format 1 gains the experts' columns (:data:`~elicit.session.store.MIGRATE_1_TO_2`), format
+    2 the feature questions' constraints (:data:`~elicit.session.store.MIGRATE_2_TO_3`). The
+    transaction re-reads the version inside the write lock, so two programs opening one old
+    file at once migrate it once.
     """
-    with write(conn):
-        fv = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'format_version'"
-                                     ).fetchone()[0])
-        if fv == 1:
-            for stmt in statements(MIGRATE_1_TO_2):
-                conn.execute(stmt)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
-                         (json.dumps(FORMAT_VERSION),))
-            conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-            e = int(conn.execute("SELECT COUNT(*) FROM events WHERE kind IN "
-                                 "('answer', 'undo')").fetchone()[0])
-            conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
-                         "('migrate', ?, ?, ?)",
-                         (e, now(), json.dumps({"from": 1, "to": FORMAT_VERSION})))
+    # The rebuild of format 3 drops the queries table that answers refer to; SQLite checks
+    # foreign keys per statement and changes that setting only outside a transaction.
+    keys = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with write(conn):
+            fv = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'format_version'"
+                                         ).fetchone()[0])
+            if fv < FORMAT_VERSION:
+                if fv == 1:
+                    for stmt in statements(MIGRATE_1_TO_2):
+                        conn.execute(stmt)
+                for stmt in statements(MIGRATE_2_TO_3):
+                    conn.execute(stmt)
+                if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                    raise ElicitError(f"session file {path} is damaged: an answer refers to a "
+                                      "query it does not hold; it was left untouched (restore "
+                                      "it from a backup)")
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
+                             (json.dumps(FORMAT_VERSION),))
+                conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+                e = int(conn.execute("SELECT COUNT(*) FROM events WHERE kind IN "
+                                     "('answer', 'undo')").fetchone()[0])
+                conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
+                             "('migrate', ?, ?, ?)",
+                             (e, now(), json.dumps({"from": fv, "to": FORMAT_VERSION})))
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
     rows = conn.execute("SELECT key, value FROM meta").fetchall()
     return {k: json.loads(v) for k, v in rows}
 

@@ -1,4 +1,11 @@
-"""Which pairs a session may ask about.
+"""Which questions a session may ask, and how a question is named.
+
+A session asks pair questions ("do features i and j affect the outcome in the same way?")
+and, with ``questions="relevance"`` or ``"both"``, feature questions ("does feature i affect
+the outcome?"). In the session file and in the record's rows a feature question is ``(i,
+FEATURE_J)``; the objects a session hands out (:class:`~elicit.session.session.SessionQuery`,
+:class:`~elicit.session.session.AnswerRecord`) write it with ``j = None``, as the Elicitor's
+:class:`~elicit.elicitation.questions.Query` does.
 
 Every expert's answers enter one feedback likelihood:
 :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers` with ``asked=`` the current
@@ -12,12 +19,13 @@ model) are not asked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.model.spec import all_pairs
+from elicit.session.store import FEATURE_J
 
 
 def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
@@ -43,3 +51,28 @@ def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
                           "meta-features (identical rows of U), so no answer could change "
                           "the model; give meta-features that differ between features")
     return pairs[differ]
+
+
+def public_j(j: int | None) -> int | None:
+    """The second feature of a question as a session hands it out: None for a feature
+    question (stored as :data:`~elicit.session.store.FEATURE_J`)."""
+    return None if j is None or int(j) == FEATURE_J else int(j)
+
+
+def stored_j(j: int | None) -> int:
+    """The second feature of a question as the session file stores it."""
+    return FEATURE_J if j is None else int(j)
+
+
+def question_names(names: Sequence[str], i: int, j: int | None) -> tuple[str, ...]:
+    """The names of the features a question is about: two for a pair, one for a feature."""
+    j = public_j(j)
+    return (names[i],) if j is None else (names[i], names[j])
+
+
+def question_label(names: Sequence[str], i: int, j: int | None) -> str:
+    """A question in messages: ``'price' vs 'quality'``, or ``feature 'price'``."""
+    named = question_names(names, i, j)
+    if len(named) == 1:
+        return f"feature {named[0]!r}"
+    return f"{named[0]!r} vs {named[1]!r}"

@@ -4,6 +4,10 @@ Every SQL statement about the record is here (the file as a whole is
 :mod:`elicit.session.store`). Each writing function is, or runs inside, one
 :func:`~elicit.session.store.write` transaction.
 
+Questions. A row of the queries and answers tables is a pair question ``(i, j)``, ``i < j``, or
+a feature question ``(i, FEATURE_J)`` (:mod:`elicit.session.questions`); everything below
+treats both alike, keyed by ``(i, j)``.
+
 Experts. Every query, answer and event carries the name of the expert it belongs to (``''``
 is the unnamed expert, the only one of a format-1 file). Pending queries, skips and undos are
 per expert: an expert is never shown another expert's pending query and never asked a pair
@@ -24,7 +28,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from elicit.elicitation.answers import Answer
 from elicit.errors import ElicitError
+from elicit.session.questions import public_j, question_label, stored_j
 from elicit.session.store import is_read_only, now, write
 
 if TYPE_CHECKING:
@@ -77,9 +83,11 @@ def experts(conn: sqlite3.Connection) -> list[str]:
 
 
 def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, int]:
-    """Counts of one expert's record: ``answered`` (active answers), ``pairs``
-    (``n_pairs``), ``left``, ``skipped``, ``undone``, ``pending``, the active answers per
-    kind, and ``all_answers`` / ``experts`` over every expert."""
+    """Counts of one expert's record: ``answered`` (active answers), ``pairs`` and
+    ``questions`` (both ``n_pairs``: the questions that may be asked, pairs and, in a session
+    with feature questions, features), ``left``, ``skipped``, ``undone``, ``pending``, the
+    active answers per kind (similar, dissimilar, dont_know, relevant, irrelevant), and
+    ``all_answers`` / ``experts`` over every expert."""
     kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
                               "AND expert = ? GROUP BY answer", (expert,)).fetchall())
     skipped, pending = conn.execute(
@@ -90,9 +98,9 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
     total, n_experts = conn.execute("SELECT COUNT(*), COUNT(DISTINCT expert) FROM answers "
                                     "WHERE undone_at IS NULL").fetchone()
     n_ans = sum(kinds.values())
-    return {"answered": n_ans, "pairs": n_pairs, "left": n_pairs - n_ans,
-            "skipped": int(skipped), "undone": int(undone), "pending": int(pending),
-            **{k: int(kinds.get(k, 0)) for k in ("similar", "dissimilar", "dont_know")},
+    return {"answered": n_ans, "pairs": n_pairs, "questions": n_pairs,
+            "left": n_pairs - n_ans, "skipped": int(skipped), "undone": int(undone),
+            "pending": int(pending), **{a.value: int(kinds.get(a.value, 0)) for a in Answer},
             "all_answers": int(total), "experts": int(n_experts)}
 
 
@@ -149,7 +157,7 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
         raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
                            "query first")
     status = row[5]
-    pair = f"{names[row[1]]!r} vs {names[row[2]]!r}"
+    pair = question_label(names, row[1], row[2])
     if row[6] != expert:
         raise ElicitError(f"query {qid} ({pair}) was asked to {expert_label(row[6])}, not to "
                           f"{expert_label(expert)}; ask for your own next query")
@@ -249,7 +257,8 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
         if conn.execute("SELECT 1 FROM queries WHERE status = 'pending' AND expert = ? "
                         "LIMIT 1", (expert,)).fetchone():
             return True
-        fresh = [q for q in chosen if active_answer_to(conn, q.i, q.j, expert) is None]
+        fresh = [q for q in chosen
+                 if active_answer_to(conn, q.i, stored_j(q.j), expert) is None]
         if not fresh:
             return False
         e = epoch(conn)
@@ -261,8 +270,8 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
             cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, "
                                "shown_at, status, batch, expert) VALUES "
                                "(?, ?, ?, ?, ?, 'pending', ?, ?)",
-                               (q.i, q.j, q.expected_gain, int(q.exact_gain), at, batch_id,
-                                expert))
+                               (q.i, stored_j(q.j), q.expected_gain, int(q.exact_gain), at,
+                                batch_id, expert))
             conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
                          "('query', ?, ?, ?, ?)", (cur.lastrowid, e, at, expert))
     return True
@@ -272,10 +281,11 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
                  names: list[str], expert: str) -> tuple[int, int, int, str]:
     """Record an answer to the expert's pending query in one transaction.
 
-    Returns ``(answer id, i, j, answered_at)``. If the expert answered the same pair through
-    another query meanwhile, the query is cancelled (committed) and
-    :class:`AnsweredElsewhere` is raised: the session is never left with a pending query
-    nobody can answer.
+    Returns ``(answer id, i, j, answered_at)``. An answer of the other kind of question
+    (similar to a feature question, relevant to a pair) is refused in one line and nothing is
+    written. If the expert answered the same question through another query meanwhile, the
+    query is cancelled (committed) and :class:`AnsweredElsewhere` is raised: the session is
+    never left with a pending query nobody can answer.
     """
     at = now()
     conflict = None
@@ -284,6 +294,10 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
         # them and the insert. The unique indexes back them up.
         row = open_query_row(conn, qid, "answer", names, expert)
         i, j = int(row[1]), int(row[2])
+        try:
+            Answer.parse(answer, "pair" if public_j(j) is not None else "feature")
+        except ElicitError as err:
+            raise ElicitError(f"query {qid} ({question_label(names, i, j)}): {err}") from None
         conflict = active_answer_to(conn, i, j, expert)
         if conflict is not None:
             _cancel(conn, [qid], "pair answered elsewhere")
@@ -300,7 +314,7 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
                          "VALUES ('answer', ?, ?, ?, ?, ?)", (qid, aid, e, at, expert))
     if conflict is not None:
         raise AnsweredElsewhere(
-            f"{names[i]!r} vs {names[j]!r} was already answered elsewhere by "
+            f"{question_label(names, i, j)} was already answered elsewhere by "
             f"{expert_label(expert)} ({conflict[1]!r}, answer {conflict[0]} at {conflict[2]}, "
             f"in another tab, window or process); query {qid} was withdrawn and this answer "
             "was not recorded. Ask for the next query")

@@ -11,16 +11,19 @@ table      rows
 ========== =================================================================================
 meta       key -> JSON value: ``format_version``, ``created``, ``session_uid``, ``data_hash``
            (sha256 of X, y, U as float64 bytes with their shapes), ``array_hashes``,
-           ``feature_names``, ``settings``, ``y_offset``, ``description`` and (format 2)
-           ``y_centre``, ``x_centre``/``x_scale``, ``excluded_features``,
-           ``target_description``, ``summary``
+           ``feature_names``, ``settings`` (format 3: with ``questions``; without it a
+           session asks pairs), ``y_offset``, ``description`` and (format 2) ``y_centre``,
+           ``x_centre``/``x_scale``, ``excluded_features``, ``target_description``,
+           ``summary``
 arrays     ``X``, ``y``, ``U`` as ``.npy`` blobs (``numpy.save``, no pickles)
 texts      optional example snippets per feature (shown to the expert)
-queries    every pair shown: ``id, i, j, expected_gain, exact_gain, shown_at, status, batch,
-           expert`` with status ``pending | answered | skipped | cancelled``
+queries    every question shown: ``id, i, j, expected_gain, exact_gain, shown_at, status,
+           batch, expert`` with status ``pending | answered | skipped | cancelled``; a pair
+           question has ``i < j``, a feature question (format 3) ``j = -1``
 answers    ``id, query_id UNIQUE, i, j, answer, comment, answered_at, undone_at, expert``; a
            partial unique index forbids two active (not undone) answers of one expert to one
-           pair
+           question; a pair is answered similar / dissimilar / dont_know, a feature
+           relevant / irrelevant / dont_know
 events     an append-only log: ``create``, ``query``, ``answer``, ``skip``, ``undo``,
            ``cancel``, ``migrate``, each with its ``expert``
 ========== =================================================================================
@@ -54,24 +57,28 @@ from typing import Any
 
 import numpy as np
 
+from elicit.elicitation.questions import NO_FEATURE
 from elicit.errors import ElicitError
 
 #: Version of the file layout written by this module. Files with a larger number are refused;
-#: version 1 files (no experts, WAL journal) are migrated in place when opened.
-FORMAT_VERSION = 2
+#: older files are migrated in place when opened (version 1: no experts, WAL journal; version
+#: 2: pair questions only).
+FORMAT_VERSION = 3
 #: ``PRAGMA application_id`` of session files ("ELIC"), so ``file(1)``-like tools can tell.
 APPLICATION_ID = 0x454C4943
 #: How long a write waits for another program's lock before giving up, in seconds.
 BUSY_TIMEOUT = 10.0
 TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
+#: The ``j`` of a feature question ("does feature i affect the outcome?") in the queries and
+#: answers tables: the Elicitor's row of it, ``(i, NO_FEATURE)``.
+FEATURE_J = NO_FEATURE
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE arrays (name TEXT PRIMARY KEY, npy BLOB NOT NULL);
-CREATE TABLE texts (
-    feature INTEGER NOT NULL, k INTEGER NOT NULL, snippet TEXT NOT NULL,
-    PRIMARY KEY (feature, k));
-CREATE TABLE queries (
+# The two tables of the record, written once: the schema creates them, and the migration from
+# format 2 rebuilds them under a temporary name (SQLite cannot change a CHECK in place). A
+# question is a pair (i < j) or a feature (j = FEATURE_J); that an answer suits its question's
+# kind is checked where it is written (record.answer_query) and when a file is opened.
+_QUERIES = f"""
+CREATE TABLE {{name}} (
     id INTEGER PRIMARY KEY,
     i INTEGER NOT NULL, j INTEGER NOT NULL,
     expected_gain REAL, exact_gain INTEGER NOT NULL DEFAULT 0,
@@ -79,19 +86,33 @@ CREATE TABLE queries (
     status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'skipped', 'cancelled')),
     batch INTEGER,
     expert TEXT NOT NULL DEFAULT '',
-    CHECK (i < j));
-CREATE TABLE answers (
+    CHECK (i < j OR (j = {FEATURE_J} AND i >= 0)))"""
+_ANSWERS = """
+CREATE TABLE {name} (
     id INTEGER PRIMARY KEY,
     query_id INTEGER NOT NULL UNIQUE REFERENCES queries(id),
     i INTEGER NOT NULL, j INTEGER NOT NULL,
-    answer TEXT NOT NULL CHECK (answer IN ('similar', 'dissimilar', 'dont_know')),
+    answer TEXT NOT NULL CHECK (answer IN ('similar', 'dissimilar', 'dont_know', 'relevant',
+                                           'irrelevant')),
     comment TEXT,
     answered_at TEXT NOT NULL,
     undone_at TEXT,
-    expert TEXT NOT NULL DEFAULT '');
+    expert TEXT NOT NULL DEFAULT '')"""
+_RECORD_INDEXES = """
 CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
     WHERE undone_at IS NULL;
 CREATE INDEX queries_by_status ON queries (status, expert);
+"""
+
+_SCHEMA = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE arrays (name TEXT PRIMARY KEY, npy BLOB NOT NULL);
+CREATE TABLE texts (
+    feature INTEGER NOT NULL, k INTEGER NOT NULL, snippet TEXT NOT NULL,
+    PRIMARY KEY (feature, k));
+{_QUERIES.format(name="queries")};
+{_ANSWERS.format(name="answers")};
+{_RECORD_INDEXES}
 CREATE TABLE events (
     id INTEGER PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -112,6 +133,26 @@ DROP INDEX IF EXISTS answers_one_active_per_pair;
 CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
     WHERE undone_at IS NULL;
 CREATE INDEX queries_by_status ON queries (status, expert);
+"""
+
+# Format 2 -> 3: feature questions. The queries and answers tables are rebuilt with the CHECKs
+# above (SQLite's documented way of changing a constraint: a new table, the rows copied, the
+# old one dropped and the new one renamed); run with foreign keys off.
+_RECORD_COLUMNS = {
+    "queries": "id, i, j, expected_gain, exact_gain, shown_at, status, batch, expert",
+    "answers": "id, query_id, i, j, answer, comment, answered_at, undone_at, expert"}
+MIGRATE_2_TO_3 = f"""
+{_QUERIES.format(name="queries_3")};
+{_ANSWERS.format(name="answers_3")};
+INSERT INTO queries_3 ({_RECORD_COLUMNS["queries"]}) SELECT {_RECORD_COLUMNS["queries"]}
+    FROM queries;
+INSERT INTO answers_3 ({_RECORD_COLUMNS["answers"]}) SELECT {_RECORD_COLUMNS["answers"]}
+    FROM answers;
+DROP TABLE answers;
+DROP TABLE queries;
+ALTER TABLE queries_3 RENAME TO queries;
+ALTER TABLE answers_3 RENAME TO answers;
+{_RECORD_INDEXES}
 """
 
 
