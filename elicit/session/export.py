@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.errors import ElicitError
+from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
 
 if TYPE_CHECKING:
@@ -42,12 +43,20 @@ def to_inferencedata(session: SessionState):
     ``posterior`` holds ``gamma`` (dim ``meta_feature``), ``xi`` and ``tau2`` as one chain
     with one draw (the MAP, not a sample); ``constant_data`` holds ``K`` with dims
     ``(feature, feature_)`` labelled by the feature names, ``mu`` (posterior mean of beta) and
-    the answers used. Attributes record the session and the answer count.
+    the answers used (``answer_pair``: a feature question's second entry is -1). Attributes
+    record the session and the answer count.
+
+    The relevance model adds its relevance posterior: ``zeta`` in ``posterior`` (the logit of
+    the share of relevant features among those not judged) and, in ``constant_data`` with
+    dim ``feature``, ``relevance_class`` (1 relevant, 0 irrelevant, -1 not judged: what the
+    experts' answers set), ``p_relevant`` (the probability that the feature affects the
+    outcome at the MAP) and ``prior_scale`` (h = sqrt(lambda): beta's prior covariance is
+    ``sigma2 tau2 diag(h) K diag(h)``); each variable's ``description`` attribute says so.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
         import arviz as az
-    snap = session.snapshot(posterior=True)
+    snap = session.snapshot(posterior=True, p_relevant=True)
     fit, post, active = snap.fit, snap.posterior, snap.answers
     assert post is not None
     names = session.feature_names
@@ -70,13 +79,43 @@ def to_inferencedata(session: SessionState):
              "data_hash": session.meta["data_hash"], "n_answers": len(active),
              "point_estimate": "MAP", "y_offset": session.y_offset,
              "standardized": int(session.meta.get("x_centre") is not None)}
-    idata = az.from_dict(
-        posterior={"gamma": np.asarray(fit.gamma)[None, None, :],
-                   "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])},
-        constant_data=constant, coords=coords, dims=dims, attrs=attrs)
+    posterior = {"gamma": np.asarray(fit.gamma)[None, None, :],
+                 "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])}
+    described: dict[str, str] = {}
+    if snap.relevance is not None:
+        assert snap.p_relevant is not None and fit.zeta is not None
+        posterior["zeta"] = np.array([[fit.zeta]])
+        p = len(names)
+        h = np.ones(p) if fit.scales is None else np.asarray(fit.scales)
+        constant.update(relevance_class=snap.relevance.astype(np.int64),
+                        p_relevant=snap.p_relevant, prior_scale=h)
+        dims.update(relevance_class=["feature"], p_relevant=["feature"],
+                    prior_scale=["feature"])
+        described = _RELEVANCE_DESCRIPTIONS
+        attrs.update(questions=session.questions, irrelevant_scale=IRRELEVANT_SCALE)
+    idata = az.from_dict(posterior=posterior, constant_data=constant, coords=coords,
+                         dims=dims, attrs=attrs)
     # from_dict puts attrs on its last group only; the MAP is what the posterior group holds.
     idata.posterior.attrs.update(attrs)
+    for name, text in described.items():
+        group = idata.posterior if name == "zeta" else idata.constant_data
+        group[name].attrs["description"] = text
     return idata
+
+
+#: What the relevance model's variables of the netCDF export mean (their ``description``).
+_RELEVANCE_DESCRIPTIONS = {
+    "zeta": "MAP of zeta, the logit of the share of relevant features among those not judged; "
+            "an unjudged feature's prior variance scale is lambda_u = s(zeta) + (1 - s(zeta)) "
+            "irrelevant_scale",
+    "relevance_class": "the experts' answer about the feature: 1 relevant, 0 irrelevant, -1 "
+                       "not judged (not asked, don't know, or the experts disagree)",
+    "p_relevant": "probability that the feature affects the outcome at the MAP: 1 or 0 for a "
+                  "judged feature, else s(zeta + log BF), BF = p(y | lambda = 1) / "
+                  "p(y | lambda = irrelevant_scale)",
+    "prior_scale": "h = sqrt(lambda) at the MAP: the prior covariance of beta is sigma2 tau2 "
+                   "diag(h) K diag(h)",
+}
 
 
 def prior_dict(session: SessionState) -> dict[str, Any]:
@@ -92,13 +131,19 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "tau2": float(fit.tau2), "K": np.asarray(fit.K).tolist(),
         "hyper": dataclasses.asdict(session.elicitor.hyper),
         "engine": session.elicitor.engine.name,
-        "answers": [{"i": i, "j": j, "feature_i": names[i], "feature_j": names[j], "answer": a,
-                     "expert": e} for i, j, a, e in active],
+        "answers": [{"i": i, "j": j, "feature_i": names[i],
+                     "feature_j": _names_or_blank(names)[j], "answer": a, "expert": e}
+                    for i, j, a, e in active],
         # The level added back to predictions, and the standardisation of X (None: X is
         # used as stored), so the prior can be applied to new data elsewhere.
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
         "x_scale": session.meta.get("x_scale"),
         "exported": store.now(),
+        # the relevance model: the class each feature's answers set and zeta at the MAP
+        **({} if snap.relevance is None else {
+            "questions": session.questions, "zeta": fit.zeta,
+            "relevance_class": snap.relevance.astype(int).tolist(),
+            "prior_scale": None if fit.scales is None else np.asarray(fit.scales).tolist()}),
     }
 
 
@@ -144,9 +189,10 @@ def history(session: SessionState) -> pd.DataFrame:
     True).
 
     Columns: answer_id, query_id, expert, i, j, feature_i, feature_j, answer, comment,
-    expected_gain, shown_at, answered_at, undone, undone_at.
+    expected_gain, shown_at, answered_at, undone, undone_at. A feature question ("does
+    feature_i affect the outcome?") has ``j = -1`` and an empty ``feature_j``.
     """
-    names = session.feature_names
+    names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.answer_rows(),
                       columns=["answer_id", "query_id", "expert", "i", "j", "answer", "comment",
                                "expected_gain", "shown_at", "answered_at", "undone_at"])
@@ -157,8 +203,9 @@ def history(session: SessionState) -> pd.DataFrame:
 
 
 def queries(session: SessionState) -> pd.DataFrame:
-    """Every query shown, with its status."""
-    names = session.feature_names
+    """Every query shown, with its status (a feature question: ``j = -1``, ``feature_j``
+    empty)."""
+    names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.query_rows(),
                       columns=["query_id", "expert", "i", "j", "expected_gain", "exact_gain",
                                "shown_at", "status", "batch"])
@@ -166,6 +213,12 @@ def queries(session: SessionState) -> pd.DataFrame:
     df.insert(5, "feature_j", [names[j] for j in df["j"]])
     df["exact_gain"] = df["exact_gain"].astype(bool)
     return df
+
+
+def _names_or_blank(names: list[str]) -> dict[int, str]:
+    """Feature name by index, and ``""`` for the missing second feature of a feature
+    question (:data:`~elicit.session.store.FEATURE_J`)."""
+    return {**dict(enumerate(names)), store.FEATURE_J: ""}
 
 
 def events(session: SessionState) -> pd.DataFrame:
@@ -194,13 +247,15 @@ class Agreement:
     Attributes
     ----------
     pairs
-        One row per pair answered by at least two experts: feature_i, feature_j, experts,
-        similar, dissimilar, dont_know (counts), conflict (both similar and dissimilar given)
-        and answers (``"alice: similar; bob: dissimilar"``); conflicts first.
+        One row per question answered by at least two experts: feature_i, feature_j (empty
+        for a feature question), experts, similar, dissimilar, (with feature questions:
+        relevant, irrelevant,) dont_know (counts), conflict (two different answers other than
+        don't know given) and answers (``"alice: similar; bob: dissimilar"``); conflicts
+        first.
     compared
-        Pairs with at least two similar/dissimilar answers (don't know is no opinion).
+        Questions with at least two answers other than don't know (no opinion).
     agreeing
-        Of those, the pairs on which every such answer is the same.
+        Of those, the questions on which every such answer is the same.
     """
 
     pairs: pd.DataFrame
@@ -214,8 +269,11 @@ class Agreement:
 
 
 def agreement(session: SessionState) -> Agreement:
-    """Where the experts agree and disagree, over their active answers."""
-    names = session.feature_names
+    """Where the experts agree and disagree, over their active answers (pair and feature
+    questions alike)."""
+    names = _names_or_blank(session.feature_names)
+    counted = ["similar", "dissimilar"] + (
+        ["relevant", "irrelevant"] if session.questions != "pairs" else []) + ["dont_know"]
     by_pair: dict[tuple[int, int], list[tuple[str, str]]] = {}
     for i, j, a, e in session.snapshot().answers:
         by_pair.setdefault((i, j), []).append((e, a))
@@ -231,12 +289,11 @@ def agreement(session: SessionState) -> Agreement:
             compared += 1
             agreeing += len(definite) == 1
         rows.append({"feature_i": names[i], "feature_j": names[j], "experts": len(given),
-                     **{k: kinds.count(k) for k in ("similar", "dissimilar", "dont_know")},
+                     **{k: kinds.count(k) for k in counted},
                      "conflict": len(definite) > 1,
                      "answers": "; ".join(f"{record.expert_label(e).removeprefix('expert ')}: "
                                           f"{a.replace('_', ' ')}" for e, a in given)})
-    cols = ["feature_i", "feature_j", "experts", "similar", "dissimilar", "dont_know",
-            "conflict", "answers"]
+    cols = ["feature_i", "feature_j", "experts", *counted, "conflict", "answers"]
     df = pd.DataFrame(rows, columns=cols)
     if len(df):
         df = df.sort_values(["conflict", "experts"], ascending=False, kind="stable")

@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 
 def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
     """Which features :func:`plot_K` shows when there are more than ``max_features``: those
-    in answered pairs (most recent first), then the largest |posterior mean|."""
+    of the answered questions (most recent first), then the largest |posterior mean|."""
     p = len(session.feature_names)
     if p <= max_features:
         return np.arange(p)
     chosen: list[int] = []
     for i, j, _ in reversed(session.active_answers()):
-        for f in (i, j):
+        for f in (i,) if j is None else (i, j):       # j None: a feature question
             if f not in chosen and len(chosen) < max_features:
                 chosen.append(f)
     mu = np.abs(session.posterior().mu)
@@ -82,7 +82,8 @@ def plot_gains(session: SessionState, ax=None):
         _, ax = plt.subplots(figsize=(6, 3.5))
     x = np.arange(1, len(h) + 1)
     g = h["expected_gain"].astype(float).to_numpy()
-    colours = {"similar": "tab:green", "dissimilar": "tab:red", "dont_know": "tab:gray"}
+    colours = {"similar": "tab:green", "dissimilar": "tab:red", "relevant": "tab:blue",
+               "irrelevant": "tab:orange", "dont_know": "tab:gray"}
     for kind, colour in colours.items():
         for undone in (False, True):
             m = ((h["answer"] == kind) & (h["undone"] == undone)).to_numpy()

@@ -14,9 +14,16 @@ itself *before* the model is refitted and before the next query is chosen, so a 
 kill at any point loses no committed answer and never leaves half of one, and a copy of the
 ``.session`` file alone holds every answer that was confirmed.
 
+Questions. A session asks pair questions (``questions="pairs"``, the paper's and the default),
+feature questions ("does feature i affect the outcome?", ``"relevance"``) or both
+(``"both"``); feature questions need the relevance model, which is then the default model.
+A :class:`SessionQuery` says which kind it is (``q.kind``: ``"pair"`` or ``"feature"``).
+
 Experts. Each query, answer, skip and undo belongs to one expert (``expert=`` on
 :meth:`Session.open` sets the default; ``''`` is the unnamed expert). Every expert's active
-answers enter the model; an expert is never asked a pair they have answered.
+answers enter the model; an expert is never asked a question they have answered. Several
+experts' feature answers set a feature's relevance class where they agree (as
+:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers` does).
 
 Determinism. The model state is a pure function of the active answers: after every answer,
 undo or resume the MAP is refitted from the no-feedback MAP. The random stream of round r is
@@ -40,14 +47,16 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.questions import Kind, check_questions
 from elicit.elicitation.strategies import Query
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
+from elicit.model.variants import RELEVANCE_MODEL
 from elicit.session import export, figures, record, store
 from elicit.session.inputs import check_comment, check_expert, prepare
-from elicit.session.questions import question_pairs
+from elicit.session.questions import public_j, question_names, question_pairs
 from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
 from elicit.session.state import SessionState
 
@@ -65,16 +74,18 @@ __all__ = ["AnswerRecord", "AnsweredElsewhere", "Session", "SessionQuery", "Unkn
 
 @dataclass(frozen=True)
 class SessionQuery:
-    """A question recorded in a session.
+    """A question recorded in a session: a pair question ("do features i and j affect the
+    outcome in the same way?") or a feature question ("does feature i affect the
+    outcome?").
 
     Attributes
     ----------
     id
         The query's row id in the session file (what :meth:`Session.answer` checks).
     i, j
-        Feature indices, ``i < j``.
+        Feature indices, ``i < j``, of a pair question; ``j`` is None for a feature question.
     names
-        The two feature names.
+        The feature names: two for a pair question, one for a feature question.
     expected_gain
         Expected information gain when the query was chosen (None for the random strategy).
     exact_gain
@@ -91,27 +102,47 @@ class SessionQuery:
 
     id: int
     i: int
-    j: int
-    names: tuple[str, str]
+    j: int | None
+    names: tuple[str, ...]
     expected_gain: float | None
     exact_gain: bool
     session_uid: str
     expert: str = ""
     worth: float | None = None
 
+    @property
+    def kind(self) -> Kind:
+        """``"pair"`` or ``"feature"``."""
+        return "feature" if self.j is None else "pair"
+
+    @property
+    def features(self) -> tuple[int, ...]:
+        """The features the question is about: two for a pair, one for a feature question."""
+        return (self.i,) if self.j is None else (self.i, self.j)
+
+    @property
+    def feature(self) -> int:
+        """The feature a feature question asks about."""
+        if self.j is not None:
+            raise ElicitError(f"query {self.id} is a pair question; it names two features")
+        return self.i
+
     def __str__(self) -> str:
         worth = "" if self.worth is None else f", worth {self.worth:.0%} of the best so far"
+        if self.j is None:
+            return f"query {self.id}: does {self.names[0]!r} matter{worth}"
         return f"query {self.id}: {self.names[0]!r} vs {self.names[1]!r}{worth}"
 
 
 @dataclass(frozen=True)
 class AnswerRecord:
-    """A committed answer (returned by :meth:`Session.answer` once it is durable)."""
+    """A committed answer (returned by :meth:`Session.answer` once it is durable); ``j`` is
+    None for an answer to a feature question."""
 
     id: int
     query_id: int
     i: int
-    j: int
+    j: int | None
     answer: Answer
     comment: str | None
     answered_at: str
@@ -153,7 +184,7 @@ class Session(SessionState):
                y_offset: float = 0.0, description: str = "", standardize: bool = False,
                target_description: str | None = None, expert: str | None = None,
                meta_source: str | None = None, overwrite: bool = False,
-               utility_target: str = "predictive") -> Session:
+               utility_target: str = "predictive", questions: str = "pairs") -> Session:
         """Create a new session file and return the open session.
 
         Parameters
@@ -172,6 +203,8 @@ class Session(SessionState):
             The session file to write (built under a temporary name, renamed into place).
         hyper, engine, utility, refine, pool_size
             Model and utility settings, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
+            Without ``hyper`` the model is the paper's, or with feature questions the
+            relevance model (``Hyper(model="relevance")``).
         strategy
             ``"sequential"`` (default), ``"nonsequential"`` or ``"random"``.
         seed
@@ -196,6 +229,11 @@ class Session(SessionState):
         utility_target
             What a question's gain is about, ``"predictive"`` or ``"params"`` (the
             Elicitor's ``target``); files without it were made with ``"predictive"``.
+        questions
+            Which questions are asked: ``"pairs"`` (the paper's, the default), ``"relevance"``
+            (feature questions: "does feature i affect the outcome?") or ``"both"``. Feature
+            questions need a model with relevance classes (``model="relevance"``); files
+            without the setting ask pairs.
 
         Constant columns and columns equal to an earlier one stay in the model but are left
         out of the questions; :attr:`summary` says which.
@@ -207,6 +245,9 @@ class Session(SessionState):
         """
         path = Path(path)
         who = check_expert(expert)
+        check_questions(questions)
+        if hyper is None and questions != "pairs":
+            hyper = Hyper(model=RELEVANCE_MODEL)
         pr = prepare(X, y, meta_features, feature_names, texts, hyper, strategy, seed, y_offset,
                      standardize, target_description, meta_source)
         store.check_new_path(path, overwrite)
@@ -214,7 +255,7 @@ class Session(SessionState):
                     "engine": engine.name if isinstance(engine, Engine) else str(engine),
                     "utility": utility, "refine": int(refine), "strategy": strategy,
                     "pool_size": pool_size, "seed": int(seed),
-                    "utility_target": utility_target}
+                    "utility_target": utility_target, "questions": questions}
         cands = question_pairs(pr.U, [pr.names.index(n) for n in pr.excluded])
         dropped = len(pr.names) * (len(pr.names) - 1) // 2 - len(cands)
         if dropped:
@@ -223,7 +264,7 @@ class Session(SessionState):
         # Build the model once before writing anything: bad settings fail here, not on open.
         probe = Elicitor(cls._scaled(pr.X, pr.x_centre, pr.x_scale), pr.y - pr.y_centre,
                                pr.U, pr.hyper, engine=engine, utility=utility, refine=refine,
-                               target=utility_target,
+                               target=utility_target, questions=questions,
                                pool_size=pool_size, candidates=cands)
         note = kernel_note(probe.fit.K, cands)
         if note is not None:
@@ -294,13 +335,14 @@ class Session(SessionState):
                 if pend:
                     return pend
                 left = len(self.elicitor.unasked())
+                noun = self.question_noun
                 if left == 0:
-                    raise ElicitError(f"every one of the {self.n_pairs} pairs has been answered"
-                                      f"{_by(who)}; nothing is left to ask (undo an answer to "
-                                      "revise it)")
+                    raise ElicitError(f"every one of the {self.n_pairs} {noun}s has been "
+                                      f"answered{_by(who)}; nothing is left to ask (undo an "
+                                      "answer to revise it)")
                 if k > left:
-                    raise ElicitError(f"batch size {k} is larger than the {left} pair(s) left "
-                                      f"to ask{_by(who)}; ask for {left} or fewer")
+                    raise ElicitError(f"batch size {k} is larger than the {left} {noun}(s) "
+                                      f"left to ask{_by(who)}; ask for {left} or fewer")
                 # False: another process answered a chosen pair meanwhile; choose again.
                 record.add_queries(self.conn, self._choose(int(k), who), who)
                 self._sync(who, wrote=True)
@@ -333,7 +375,9 @@ class Session(SessionState):
         query
             A query from :meth:`next_query` / :meth:`batch`, or its id.
         answer
-            ``"similar"``, ``"dissimilar"`` or ``"dont_know"`` (also ``s``, ``d``, ``?``).
+            To a pair question ``"similar"``, ``"dissimilar"`` or ``"dont_know"`` (also ``s``,
+            ``d``, ``?``); to a feature question ``"relevant"``, ``"irrelevant"`` or
+            ``"dont_know"`` (also ``r``, ``i``, ``?``).
         comment
             Optional free text, stored with the answer.
         expert
@@ -350,10 +394,10 @@ class Session(SessionState):
             The query, or its pair, was already answered by this expert (another tab,
             window or process); the query is withdrawn, so the next query is a fresh one.
         ElicitError
-            An invalid answer or comment, a query not asked in this session or to another
-            expert, or one skipped or withdrawn.
+            An invalid answer or comment (an answer of the other kind of question included), a
+            query not asked in this session or to another expert, or one skipped or withdrawn.
         """
-        ans = Answer.parse(answer)
+        ans = Answer.parse(answer, self.answer_kind)
         comment = check_comment(comment)
         with self._lock:
             qid = _query_id(query, self)
@@ -374,7 +418,7 @@ class Session(SessionState):
             finally:
                 # Committed (or withdrawn). Only now refit; a crash from here loses nothing.
                 self._sync(who, wrote=True)
-            return AnswerRecord(aid, qid, i, j, ans, comment, at, who)
+            return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who)
 
     def skip(self, query: SessionQuery | int, expert: str | None = None) -> None:
         """Skip a pending query. Not an answer: the pair is not asked again until the
@@ -401,7 +445,8 @@ class Session(SessionState):
             who = self._who(expert)
             aid, qid, i, j, a, comment, at = record.undo_last(self.conn, who)
             self._sync(who, wrote=True)
-            return AnswerRecord(int(aid), int(qid), int(i), int(j), Answer(a), comment, at, who)
+            return AnswerRecord(int(aid), int(qid), int(i), public_j(j), Answer(a), comment, at,
+                                who)
 
     # -- records, exports and plots: functions of a session in their own modules -----------
     history = property(export.history)
@@ -423,7 +468,7 @@ def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
                  expert: str) -> list[SessionQuery]:
     """The expert's pending queries, oldest first, read on ``conn`` (see
     :meth:`Session.pending`; this does not bring the model up to date)."""
-    return [SessionQuery(int(q), int(i), int(j), (names[i], names[j]),
+    return [SessionQuery(int(q), int(i), public_j(j), question_names(names, i, j),
                          None if g is None else float(g), bool(exact), uid, expert,
                          worth(g, record.best_gain(conn, q)))
             for q, i, j, g, exact in record.pending_queries(conn, expert)]

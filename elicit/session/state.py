@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.questions import Kind
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
@@ -31,7 +32,7 @@ from elicit.model.variants import get_model
 from elicit.prior.setup import coupled_features
 from elicit.session import opening, record
 from elicit.session.inputs import check_expert, feature_index
-from elicit.session.questions import question_pairs
+from elicit.session.questions import public_j, question_pairs
 
 if TYPE_CHECKING:
     from elicit.estimator import ElicitRegressor
@@ -53,12 +54,23 @@ class Snapshot:
     posterior
         The NIG posterior at that MAP (None unless asked for).
     answers
-        The active answers of every expert, ``(i, j, answer, expert)`` in answer order.
+        The active answers of every expert, ``(i, j, answer, expert)`` in answer order (as
+        stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a feature question).
+    relevance
+        The relevance class of each feature in the model (1 relevant, 0 irrelevant, -1 not
+        judged); None for a model without relevance classes.
+    p_relevant
+        The probability that each feature affects the outcome at the MAP (1 or 0 for a
+        feature judged, the spike-and-slab posterior s(zeta + log BF) of
+        :mod:`elicit.elicitation.features` for the others); None unless asked for, or for a
+        model without relevance classes.
     """
 
     fit: MAPResult
     posterior: NIGPosterior | None
     answers: list[tuple[int, int, str, str]]
+    relevance: np.ndarray | None = None
+    p_relevant: np.ndarray | None = None
 
 
 class SessionState:
@@ -96,7 +108,9 @@ class SessionState:
                 self._model_X(X), y - float(meta.get("y_centre", 0.0)), U,
                 Hyper(**st["hyper"]), engine=engine if engine is not None else st["engine"],
                 utility=st["utility"], refine=st["refine"], pool_size=st["pool_size"],
-                candidates=cands, target=st.get("utility_target", "predictive"))
+                candidates=cands, target=st.get("utility_target", "predictive"),
+                # files made before feature questions ask pairs
+                questions=st.get("questions", "pairs"))
         self.elicitor = elicitor
         self._data_version = -1
         self._active: list[tuple[int, int, str, str]] = []
@@ -175,7 +189,7 @@ class SessionState:
     def __repr__(self) -> str:
         pr = self.progress()
         return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
-                f"{pr['answered']} of {pr['pairs']} pairs answered>")
+                f"{pr['answered']} of {pr['pairs']} {self.question_noun}s answered>")
 
     @contextlib.contextmanager
     def unless_busy(self) -> Iterator[bool]:
@@ -221,13 +235,17 @@ class SessionState:
             self.elicitor.set_asked(_pairs_of(self._active, expert))
             self._asked_for = expert
 
-    def snapshot(self, posterior: bool = False) -> Snapshot:
-        """The current MAP and the active answers (and the posterior if ``posterior``), read
-        at one state of the file."""
+    def snapshot(self, posterior: bool = False, p_relevant: bool = False) -> Snapshot:
+        """The current MAP and the active answers (and the posterior if ``posterior``, the
+        features' probabilities of being relevant if ``p_relevant``), read at one state of
+        the file."""
         with self._lock:
             self._sync(self.expert)
-            post = self.elicitor.posterior() if posterior else None
-            return Snapshot(self.elicitor.fit, post, list(self._active))
+            el = self.elicitor
+            post = el.posterior() if posterior else None
+            rel = None if el.relevance is None else np.array(el.relevance)
+            prob = _p_relevant(el) if p_relevant and rel is not None else None
+            return Snapshot(el.fit, post, list(self._active), rel, prob)
 
     def _read(self, query, *args):
         """``query(conn, *args)`` of :mod:`elicit.session.record` at the current state."""
@@ -247,8 +265,33 @@ class SessionState:
 
     @property
     def n_pairs(self) -> int:
-        """How many pairs may be asked (each expert may answer each once)."""
-        return len(self.elicitor.candidates)
+        """How many questions may be asked (each expert may answer each once): the candidate
+        pairs and, with feature questions, the features."""
+        return len(self.elicitor.question_rows)
+
+    @property
+    def questions(self) -> str:
+        """Which questions the session asks: ``"pairs"``, ``"relevance"`` or ``"both"``."""
+        return self.elicitor.questions
+
+    @property
+    def question_noun(self) -> str:
+        """How the front ends count the questions: ``"pair"``, or ``"question"`` when feature
+        questions are asked."""
+        return "pair" if self.questions == "pairs" else "question"
+
+    @property
+    def answer_kind(self) -> Kind | None:
+        """The kind of every question of the session (``"pair"`` or ``"feature"``), or None
+        when it asks both."""
+        return {"pairs": "pair", "relevance": "feature"}.get(self.questions)  # type: ignore
+
+    @property
+    def relevance(self) -> np.ndarray | None:
+        """The relevance class of each feature in the current model (1 relevant, 0
+        irrelevant, -1 not judged, or the experts disagree); None for a model without
+        relevance classes."""
+        return self.snapshot().relevance
 
     def progress(self, expert: str | None = None) -> dict[str, int]:
         """Counts of one expert's record (see :func:`elicit.session.record.progress`)."""
@@ -292,9 +335,10 @@ class SessionState:
             return record.event_rows(self.conn)
 
     # -- the model -----------------------------------------------------------------------
-    def active_answers(self) -> list[tuple[int, int, str]]:
-        """The answers the model uses, of every expert: (i, j, answer) in answer order."""
-        return [a[:3] for a in self.snapshot().answers]
+    def active_answers(self) -> list[tuple[int, int | None, str]]:
+        """The answers the model uses, of every expert: (i, j, answer) in answer order (j
+        None for a feature question)."""
+        return [(i, public_j(j), a) for i, j, a, _ in self.snapshot().answers]
 
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP (beta in the model's
@@ -319,16 +363,24 @@ class SessionState:
     def to_estimator(self, **params: Any) -> ElicitRegressor:
         """The session's model as a fitted scikit-learn regressor.
 
-        Every expert's active answers become the estimator's ``feedback``; it is fitted on the
-        session's data with the session's hyperparameters and engine, so its MAP is the
-        session's, and ``predict`` takes data like :meth:`predict` (for a standardised session
-        in the original units) and gives the same numbers. ``params`` set other estimator
+        Every expert's active pair answers become the estimator's ``feedback`` and, with
+        feature questions, the relevance classes they set its ``relevant`` and
+        ``irrelevant``; it is fitted on the session's data with the session's hyperparameters
+        and engine, so its MAP is the session's, and ``predict`` takes data like
+        :meth:`predict` (for a standardised session in the original units) and gives the same
+        numbers. ``params`` set other estimator
         parameters (``clone`` and refits then use the estimator's own defaults, e.g. its
         standardisation).
         """
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
-        active = self.snapshot().answers
+        snap = self.snapshot()
+        active = [a for a in snap.answers if public_j(a[1]) is not None]
+        if snap.relevance is not None:
+            # the classes the experts' feature answers set (where they agree)
+            for key, c in (("relevant", 1), ("irrelevant", 0)):
+                params.setdefault(key, [self.feature_names[k]
+                                        for k in np.flatnonzero(snap.relevance == c)])
         if get_model(self.elicitor.hyper.model).known_coupling and "coupled" not in params:
             # J of a known-coupling session: the features its questions are about
             J = np.flatnonzero(coupled_features(len(self.feature_names), self.elicitor.candidates))
@@ -362,6 +414,18 @@ class SessionState:
             return np.asarray(X_new, dtype=float)
         except (TypeError, ValueError) as e:
             raise ElicitError(f"X_new must be numeric: {e}") from None
+
+
+def _p_relevant(el: Elicitor) -> np.ndarray:
+    """p(relevant) of every feature at the elicitor's MAP: the class of a judged feature,
+    s(zeta + log BF_k) (:class:`~elicit.elicitation.features.FeatureScorer`) of the others."""
+    from elicit.elicitation.features import FeatureScorer
+    from elicit.elicitation.scorer import UtilityScorer
+
+    classes = np.asarray(el.data.relevance)
+    p = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine)).p_relevant(
+        np.arange(el.data.p))
+    return np.where(classes == 1, 1.0, np.where(classes == 0, 0.0, p))
 
 
 def _pairs_of(active: Sequence[tuple], expert: str) -> list[tuple[int, int]]:
