@@ -28,12 +28,14 @@ from elicit.cli.argtypes import (
     positive_int,
 )
 from elicit.cli.oneline import run_command
+from elicit.elicitation.questions import QUESTIONS
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_not_input
 from elicit.internal.text import printable
 from elicit.model.spec import Hyper
+from elicit.model.variants import PAPER, RELEVANCE_MODEL
 
 # --------------------------------------------------------------------------------------------
 # Argument parsing
@@ -137,8 +139,15 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
                    help="fast utility: how many screened candidates are re-scored exactly "
                         "(default 10)")
     add_utility_target_option(n)
+    n.add_argument("--questions", choices=QUESTIONS, default="pairs",
+                   help="which questions are asked: pairs (\"do features i and j affect the "
+                        "outcome in the same way?\", the paper's; default), relevance "
+                        "(\"does feature i affect the outcome?\") or both; feature questions "
+                        "need the relevance model, the default --model with them")
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     add_model_option(n)
+    # None: the default of --questions (the paper's model, or the relevance model)
+    n.set_defaults(model=None)
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
     n.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -274,16 +283,23 @@ def cmd_new(args: argparse.Namespace) -> int:
         inputs["texts"] = texts_from_json(args.texts)
     if args.target_description is not None:
         inputs["target_description"] = args.target_description
-    hyper = Hyper(model=args.model) if args.tau2 is None else Hyper(tau2=args.tau2,
-                                                                     model=args.model)
+    model = args.model if args.model is not None else (
+        PAPER if args.questions == "pairs" else RELEVANCE_MODEL)
+    hyper = Hyper(model=model) if args.tau2 is None else Hyper(tau2=args.tau2, model=model)
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
                        refine=args.refine, strategy=args.strategy, pool_size=pool,
                        seed=args.seed, overwrite=args.overwrite,
-                       utility_target=args.utility_target, **inputs)
+                       utility_target=args.utility_target, questions=args.questions,
+                       **inputs)
     with s:
         pr = s.progress()
-        print(f"created {args.out}: {len(s.feature_names)} features, {pr['pairs']} pairs, "
-              f"engine {s.elicitor.engine.name}")
+        asked = (f"{pr['pairs']} pairs" if s.questions == "pairs" else
+                 f"{pr['questions']} questions ({len(s.elicitor.candidates)} pairs, "
+                 f"{len(s.elicitor.features)} features)" if s.questions == "both" else
+                 f"{pr['questions']} feature questions")
+        model = "" if s.questions == "pairs" else f", model {s.elicitor.hyper.model}"
+        print(f"created {args.out}: {len(s.feature_names)} features, {asked}, "
+              f"engine {s.elicitor.engine.name}{model}")
         for line in s.summary:
             print(f"  {printable(line)}")  # it names the data's columns
         print(f"answer in the terminal:  elicit ask {args.out} [--expert NAME]")

@@ -35,6 +35,16 @@ if TYPE_CHECKING:
 #: Keys of the terminal UI.
 KEYS_HELP = ("[s] similar   [d] dissimilar   [?] don't know   [k] skip   [u] undo   [q] quit\n"
              "Add a comment after the key, e.g.  s both praise the product")
+#: The keys of a session with feature questions only, and of one that asks both kinds.
+FEATURE_KEYS_HELP = ("[r] relevant   [i] irrelevant   [?] don't know   [k] skip   [u] undo   "
+                     "[q] quit\nAdd a comment after the key, e.g.  r customers mention it")
+BOTH_KEYS_HELP = ("pair questions:    [s] similar   [d] dissimilar   [?] don't know\n"
+                  "feature questions: [r] relevant  [i] irrelevant   [?] don't know\n"
+                  "any question:      [k] skip   [u] undo   [q] quit\n"
+                  "Add a comment after the key, e.g.  s both praise the product")
+#: The answer keys of each kind of question (what the key line under a question shows).
+ANSWER_KEYS = {"pair": {"s": "similar", "d": "dissimilar", "?": "don't know"},
+               "feature": {"r": "relevant", "i": "irrelevant", "?": "don't know"}}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -165,22 +175,34 @@ def worth_text(q: SessionQuery) -> str:
         "worth under 1% of the best question so far"
 
 
+def question_text(s: Session, q: SessionQuery) -> str:
+    """The question as the expert reads it."""
+    if q.kind == "feature":
+        return f"Does {q.names[0]} affect {s.target_description}?"
+    return f"Do these two features affect {s.target_description} in the same way?"
+
+
+def label(q: SessionQuery) -> str:
+    """A question in one line: ``A vs B``, or the feature's name."""
+    return " vs ".join(q.names)
+
+
 def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
-    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} pairs "
-              f"answered{skipped}{' · ' + worth if worth else ''} ──",
-         f"Do these two features affect {s.target_description} in the same way?")
-    for label, f, name in (("A", q.i, q.names[0]), ("B", q.j, q.names[1])):
-        _put(out, f"  {label}: {name}")
+    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} "
+              f"{s.question_noun}s answered{skipped}{' · ' + worth if worth else ''} ──",
+         question_text(s, q))
+    for tag, f, name in zip("AB", q.features, q.names):
+        _put(out, f"  {name}" if q.kind == "feature" else f"  {tag}: {name}")
         for snip in s.texts(f)[:2]:
             print(f"       \"{_marked(name, snip, tty)}\"", file=out)  # escaped inside
         why = snippet_note(s, f)
         if why:
             _put(out, f"       ({why})")
-    print("[s] similar  [d] dissimilar  [?] don't know  [k] skip  [u] undo  [q] quit",
-          file=out)
+    keys = "  ".join(f"[{k}] {v}" for k, v in ANSWER_KEYS[q.kind].items())
+    print(f"{keys}  [k] skip  [u] undo  [q] quit", file=out)
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
@@ -194,8 +216,8 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
     tty = bool(getattr(out, "isatty", lambda: False)())
     left = s.progress(who)["left"]
     if batch > 1 and left and batch > left:
-        raise ElicitError(f"--batch {batch} is larger than the {left} pair(s) left to ask; "
-                          f"use --batch {left} or less")
+        raise ElicitError(f"--batch {batch} is larger than the {left} {s.question_noun}(s) "
+                          f"left to ask; use --batch {left} or less")
     _put(out, f"elicit session {s.path}" + (f" · expert {who}" if who else ""))
     if s.description:
         _put(out, s.description)
@@ -203,21 +225,21 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
         _put(out, f"({no_snippets_note(s)})")
     for line in s.notes:
         _put(out, line)
-    print(KEYS_HELP, file=out)
+    print(keys_help(s), file=out)
     show, hinted = True, False
     try:
         with stop_signals_as_interrupt():
             while True:
                 if s.is_done(who):
                     q = None
-                    lines = [f"\nAll {s.n_pairs} pairs are answered. Type u to undo the last "
-                             "answer or q to quit."]
+                    lines = [f"\nAll {s.n_pairs} {s.question_noun}s are answered. Type u to "
+                             "undo the last answer or q to quit."]
                 else:
                     lines = []
                     if batch > 1 and not s.pending(who):
                         qs = s.batch(min(batch, s.progress(who)["left"]), who)
                         lines += [f"\nA batch of {len(qs)} questions:"] + [
-                            f"  {t}. {bq.names[0]}  vs  {bq.names[1]}"
+                            f"  {t}. {'  vs  '.join(bq.names)}"
                             for t, bq in enumerate(qs, 1)]
                     q = s.next_query(who)
                     hint = s.stop_hint(who)
@@ -257,28 +279,45 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
         return code
 
 
+def keys_help(s: Session) -> str:
+    """The keys of the session's kinds of question."""
+    return {"pairs": KEYS_HELP, "relevance": FEATURE_KEYS_HELP}.get(s.questions,
+                                                                   BOTH_KEYS_HELP)
+
+
+#: The answer keys and words of both kinds (a key of the other kind gets a one-line error).
+_ANSWER_WORDS = {"pair": ("s", "d", "similar", "dissimilar"),
+                 "feature": ("r", "i", "relevant", "irrelevant")}
+
+
 def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: TextIO,
             who: str) -> bool:
     """Act on one key; returns whether to show the question again."""
     try:
         if key in ("u", "undo"):
             rec = s.undo(who)
-            _put(out, f"undid answer {rec.id}: {s.feature_names[rec.i]} vs "
-                      f"{s.feature_names[rec.j]} ({rec.answer.value})")
+            names = [s.feature_names[rec.i]] + ([] if rec.j is None else
+                                                 [s.feature_names[rec.j]])
+            _put(out, f"undid answer {rec.id}: {' vs '.join(names)} ({rec.answer.value})")
         elif q is None:
             if key:
                 print(f"nothing left to ask; type u or q (got {key!r})", file=out)
         elif key in ("k", "skip"):
             s.skip(q)
-            print("skipped; the pair may come back later", file=out)
-        elif key in ("s", "d", "?", "similar", "dissimilar", "dont_know"):
+            print(f"skipped; the {s.question_noun} may come back later", file=out)
+        elif key in ("?", "dont_know", *_ANSWER_WORDS[q.kind]):
             rec = s.answer(q, key, comment=comment or None)
-            _put(out, f"saved: {q.names[0]} vs {q.names[1]} -> "
-                      f"{rec.answer.value.replace('_', ' ')}")
+            _put(out, f"saved: {label(q)} -> {rec.answer.value.replace('_', ' ')}")
+        elif key in _ANSWER_WORDS["feature" if q.kind == "pair" else "pair"]:
+            keys = ", ".join(ANSWER_KEYS[q.kind])
+            print(f"{key!r} answers a {'feature' if q.kind == 'pair' else 'pair'} question; "
+                  f"this is a {q.kind} question: use {keys} (or k, u, q)", file=out)
+            return False
         elif key in ("", "h", "help"):
-            print(KEYS_HELP, file=out)
+            print(keys_help(s), file=out)
         else:
-            print(f"unknown key {key!r}: use s, d, ?, k, u or q", file=out)
+            keys = ", ".join(ANSWER_KEYS[q.kind])
+            print(f"unknown key {key!r}: use {keys}, k, u or q", file=out)
             return False
     except ElicitError as e:
         # A refused action (nothing to undo, answered elsewhere) is not fatal here.
@@ -295,6 +334,9 @@ def _escaped(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+_COUNTED = {"dont_know": "don't know"}
+
+
 def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
     """Print a session's answers: the summary, a line per expert and a table, or CSV.
 
@@ -309,9 +351,11 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
     for e in experts:
         pr = s.progress(e)
         who = f" by {e}" if e else ""
-        _put(out, f"{s.path}: {pr['answered']} of {pr['pairs']} pairs answered{who} "
-                  f"({pr['similar']} similar, {pr['dissimilar']} dissimilar, {pr['dont_know']} "
-                  f"don't know), {pr['skipped']} skipped, {pr['undone']} undone")
+        kinds = ["similar", "dissimilar"] + (
+            ["relevant", "irrelevant"] if s.questions != "pairs" else []) + ["dont_know"]
+        counts = ", ".join(f"{pr[k]} {_COUNTED.get(k, k)}" for k in kinds)
+        _put(out, f"{s.path}: {pr['answered']} of {pr['pairs']} {s.question_noun}s "
+                  f"answered{who} ({counts}), {pr['skipped']} skipped, {pr['undone']} undone")
     _put(out, *(f"  {line}" for line in s.summary))
     if len(h):
         cols = ["answer_id", "feature_i", "feature_j", "answer", "expected_gain",
@@ -331,9 +375,12 @@ def show_agreement(s: Session, out: TextIO | None = None) -> None:
     experts = [e or "(unnamed)" for e in s.experts()]
     _put(out, f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}")
     if ag.rate is None:
-        print("no pair has similar/dissimilar answers from two or more experts yet", file=out)
+        print("no pair has similar/dissimilar answers from two or more experts yet"
+              if s.questions == "pairs" else "no question has answers (other than don't "
+              "know) from two or more experts yet", file=out)
     else:
-        print(f"agreement: {ag.agreeing} of {ag.compared} pairs answered by two or more "
+        print(f"agreement: {ag.agreeing} of {ag.compared} {s.question_noun}s answered by two "
+              "or more "
               f"experts ({ag.rate:.0%}); {ag.compared - ag.agreeing} with conflicting answers",
               file=out)
     if len(ag.pairs):
