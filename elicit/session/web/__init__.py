@@ -1,6 +1,7 @@
 """A web page for answering a session's questions: ``elicit serve my.session``.
 
-One question at a time with three big buttons (similar / dissimilar / don't know), a comment
+One question at a time with three big buttons (similar / dissimilar / don't know; relevant /
+irrelevant / don't know for a feature question, "does <feature> affect <outcome>?"), a comment
 box, skip, undo and progress, the current kernel matrix K as a labelled heatmap (a PNG drawn by
 matplotlib on the server) and the latest answers. It is a Flask application; ``elicit serve``
 runs it on werkzeug's threaded WSGI server, which is adequate for a local tool used by a few

@@ -23,11 +23,20 @@ from elicit.errors import ElicitError
 from elicit.session import record
 from elicit.session.inputs import check_expert
 from elicit.session.loaders import highlight
+from elicit.session.questions import public_j
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session, SessionQuery, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT
 from elicit.session.terminal import no_snippets_note, snippet_note, worth_text
-from elicit.session.web.page import ANSWER_LABELS, CSS, DONE_WORDS, JS, MESSAGES, PAGE
+from elicit.session.web.page import (
+    ANSWER_LABELS,
+    ANSWER_WORDS,
+    CSS,
+    DONE_WORDS,
+    JS,
+    MESSAGES,
+    PAGE,
+)
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
@@ -83,7 +92,8 @@ class FileReader:
             pending = read_pending(c, self.names, self.uid, expert)
             rows = record.history_rows(c)[-HISTORY_ROWS:][::-1]
             hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[3]],
-                     "feature_j": self.names[r[4]], "answer": r[5], "comment": r[6] or "",
+                     "feature_j": "" if public_j(r[4]) is None else self.names[r[4]],
+                     "answer": r[5], "comment": r[6] or "",
                      "undone": r[10] is not None} for r in rows]
             return PageState(record.progress(c, self.n_pairs, expert),
                              pending[0] if pending else None,
@@ -229,12 +239,12 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         if q is not None:
             feats = [(name, [highlight(name, t) for t in sess.texts(f)[:2]],
                       snippet_note(sess, f))
-                     for f, name in ((q.i, q.names[0]), (q.j, q.names[1]))]
+                     for f, name in zip(q.features, q.names)]
         html = render_template_string(
             PAGE, token=token, name=Path(sess.path).name, description=sess.description,
             pr=st.progress, q=q, feats=feats, message=message, error=error,
-            done=q is None and st.progress["left"] <= 0, hist=st.history,
-            labels=ANSWER_LABELS, version=st.revision, expert=expert,
+            done=q is None and _done(sess, st, expert), hist=st.history,
+            labels=ANSWER_LABELS, version=st.revision, expert=expert, noun=sess.question_noun,
             target=sess.target_description, summary=sess.summary, notes=sess.notes,
             no_snippets=no_snippets_note(sess) if q is not None else None,
             worth=worth_text(q) if q is not None else "", hint=st.hint)
@@ -329,8 +339,8 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         try:
             qid = query_id()
             if value not in ANSWER_LABELS:
-                raise ElicitError(f"invalid answer {value[:40]!r}: use 'similar', "
-                                  "'dissimilar' or 'dont_know'")
+                raise ElicitError(f"invalid answer {value[:40]!r}: use "
+                                  f"{ANSWER_WORDS[sess.answer_kind]}")
             sess.answer(qid, value, comment=comment, expert=expert)
         except ElicitError as e:
             return error_page(e, expert)
@@ -402,6 +412,17 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
 
     prepare(default_expert)  # before any request: the first page shows a question at once
     return app
+
+
+def _done(sess: Session, st: PageState, expert: str) -> bool:
+    """Whether the expert has nothing left to answer. With feature questions the file's count
+    does not say it (a feature called irrelevant closes its pairs unanswered): the model
+    does, asked only when it is free, as a page must not wait for it (a busy model: not
+    done, and the page offers the next question)."""
+    if st.progress["left"] <= 0 or sess.questions == "pairs":
+        return st.progress["left"] <= 0
+    with sess.unless_busy() as free:
+        return bool(free) and sess.is_done(expert)
 
 
 def _k_png(sess: Session) -> bytes:

@@ -11,7 +11,12 @@ MESSAGES = {
 #: The first words of those messages, for when the next question could not be chosen.
 DONE_WORDS = {"saved": "Saved", "skipped": "Skipped", "undone": "Undone", None: "Sorry"}
 
-ANSWER_LABELS = {"similar": "Similar", "dissimilar": "Dissimilar", "dont_know": "Don't know"}
+ANSWER_LABELS = {"similar": "Similar", "dissimilar": "Dissimilar", "dont_know": "Don't know",
+                 "relevant": "Relevant", "irrelevant": "Irrelevant"}
+#: The answers a session takes, by the kind of its questions (None: both kinds), for messages.
+ANSWER_WORDS = {"pair": "'similar', 'dissimilar' or 'dont_know'",
+                "feature": "'relevant', 'irrelevant' or 'dont_know'",
+                None: "'similar', 'dissimilar', 'relevant', 'irrelevant' or 'dont_know'"}
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -26,10 +31,11 @@ PAGE = """<!doctype html>
   {% if description %}<p class="desc">{{ description }}</p>{% endif %}
   <div class="progress" id="progress">
     <progress max="{{ pr.pairs }}" value="{{ pr.answered }}"></progress>
-    <span>{{ pr.answered }} of {{ pr.pairs }} pairs answered{% if expert %} by
+    <span>{{ pr.answered }} of {{ pr.pairs }} {{ noun }}s answered{% if expert %} by
     {{ expert }}{% endif %}
-    ({{ pr.similar }} similar, {{ pr.dissimilar }} dissimilar, {{ pr.dont_know }} don't know{%
-    if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
+    ({{ pr.similar }} similar, {{ pr.dissimilar }} dissimilar, {% if noun != 'pair' %}{{
+    pr.relevant }} relevant, {{ pr.irrelevant }} irrelevant, {% endif %}{{ pr.dont_know }}
+    don't know{% if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
   </div>
   <form method="post" action="{{ url_for('next_question') }}" class="who" id="expert-form">
     <input type="hidden" name="csrf_token" value="{{ token }}">
@@ -49,7 +55,11 @@ PAGE = """<!doctype html>
   <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
   {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
   {% for line in notes %}<p class="hint kernel-note">{{ line }}</p>{% endfor %}
+  {% if q.kind == 'feature' %}
+  <h2 id="feature-question">Does {{ q.names[0] }} affect {{ target }}?</h2>
+  {% else %}
   <h2>Do these two features affect {{ target }} in the same way?</h2>
+  {% endif %}
   <div class="pair">
   {% for name, snippets, why in feats %}
     <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
@@ -65,10 +75,17 @@ PAGE = """<!doctype html>
     <input type="hidden" name="query_id" value="{{ q.id }}">
     <input type="hidden" name="expert" value="{{ expert }}">
     <div class="buttons">
+    {% if q.kind == 'feature' %}
+      <button type="submit" name="answer" value="relevant" class="big similar"
+        id="btn-relevant">Relevant <kbd>r</kbd></button>
+      <button type="submit" name="answer" value="irrelevant" class="big dissimilar"
+        id="btn-irrelevant">Irrelevant <kbd>i</kbd></button>
+    {% else %}
       <button type="submit" name="answer" value="similar" class="big similar"
         id="btn-similar">Similar <kbd>s</kbd></button>
       <button type="submit" name="answer" value="dissimilar" class="big dissimilar"
         id="btn-dissimilar">Dissimilar <kbd>d</kbd></button>
+    {% endif %}
       <button type="submit" name="answer" value="dont_know" class="big dontknow"
         id="btn-dont_know">Don't know <kbd>?</kbd></button>
     </div>
@@ -89,7 +106,7 @@ PAGE = """<!doctype html>
         >Undo last answer <kbd>u</kbd></button></form>
   </div>
 {% elif done %}
-  <h2 id="done">All {{ pr.pairs }} pairs are answered{% if expert %} by {{ expert }}{%
+  <h2 id="done">All {{ pr.pairs }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
   <form method="post" action="{{ url_for('undo') }}">
     <input type="hidden" name="csrf_token" value="{{ token }}">
@@ -201,6 +218,7 @@ JS = """
     if (e.target && (e.target.tagName === 'TEXTAREA' || e.target.tagName === 'INPUT')) return;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     var ids = {'s': 'btn-similar', 'd': 'btn-dissimilar', '?': 'btn-dont_know',
+               'r': 'btn-relevant', 'i': 'btn-irrelevant',
                'k': 'btn-skip', 'u': 'btn-undo', 'n': 'btn-next'};
     var b = ids[e.key] && document.getElementById(ids[e.key]);
     if (b && !b.disabled) { e.preventDefault(); b.click(); }
