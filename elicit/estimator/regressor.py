@@ -6,7 +6,10 @@
 (p x d). An expert's answers about feature pairs enter through
 ``f ~ Bernoulli(logistic(xi - gamma . w_ij))`` with ``w_ij = (u_i - u_j)^2``; the MAP of
 (gamma, xi[, tau2]) comes from an engine (:func:`elicit.engines.get_engine`) and predictions
-from the Normal-Inverse-Gamma posterior (:class:`~elicit.model.posterior.NIGPosterior`).
+from the Normal-Inverse-Gamma posterior (:class:`~elicit.model.posterior.NIGPosterior`). In the
+relevance model (``model="relevance"``) the expert may also say which features affect the
+outcome (``relevant``) and which do not (``irrelevant``): their prior scales become 1 and
+eps = 0.01, the others' a scale learned from the data (:mod:`elicit.model.covariance`).
 
 It works on a user's raw data: X is standardised and y centred and scaled with the training
 statistics, the model is fitted there, and ``coef_``/``intercept_`` are mapped back, so that
@@ -128,6 +131,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         None (the default): the features of the similar/dissimilar answers, i.e. those the
         expert could judge; with ``threshold_mean="auto"`` the threshold prior is then set
         over the pairs within J. Only for the known-coupling models.
+    relevant, irrelevant : sequence of feature names or indices, or None
+        Relevance feedback: the features the expert says affect the outcome, and those they
+        say do not (a feature in neither is not judged). Only for ``model="relevance"``:
+        a relevant feature's prior variance is ``tau2``, an irrelevant one's ``tau2 eps``
+        (eps = 0.01), so its coefficient is pulled toward 0. Checked in :meth:`fit`.
 
     Attributes
     ----------
@@ -151,6 +159,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         The prior correlation matrix K at the MAP.
     coupled_ : ndarray of bool (p,) or None
         The coupled set J used (known-coupling models; None for the others).
+    relevance_ : ndarray of int (p,) or None
+        The relevance class of each feature (1 relevant, 0 irrelevant, -1 not judged) in the
+        relevance model; None for the others.
+    zeta_ : float
+        The relevance model's MAP of zeta, the logit of the share of relevant features among
+        those not judged (``nan`` for the other models).
     sigma2_ : float
         Posterior mean of the noise variance, on the original scale of y.
     meta_features_ : ndarray (p, d)
@@ -185,7 +199,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                  b_tau: float = 4.0, threshold_mean: float | Literal["auto"] = "auto",
                  standardize: bool = True, normalize_y: bool = True,
                  fit_intercept: bool = True, engine: str | Engine = "auto",
-                 model: str = PAPER, coupled: Sequence[Any] | None = None) -> None:
+                 model: str = PAPER, coupled: Sequence[Any] | None = None,
+                 relevant: Sequence[Any] | None = None,
+                 irrelevant: Sequence[Any] | None = None) -> None:
         # scikit-learn convention: store the parameters untouched; fit() checks them.
         self.meta_features = meta_features
         self.feedback = feedback
@@ -202,6 +218,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.engine = engine
         self.model = model
         self.coupled = coupled
+        self.relevant = relevant
+        self.irrelevant = irrelevant
 
     # -- building from elicited answers -------------------------------------------------
     @classmethod
@@ -285,6 +303,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                             meta_names=[str(c) for c in mf.columns]
                             if isinstance(mf, pd.DataFrame) else None)
         feedback = resolve_feedback(self.feedback, p, names or index_names)
+        relevance = self._relevance(p, names or index_names)
 
         # The priors and the tau2 grid refer to standardised X and y: the training statistics
         # (a constant column keeps scale 1) map a user's raw data there and back.
@@ -306,7 +325,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                       b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
                       b_tau=float(self.b_tau), threshold_mean=self.threshold_mean,
                       model=self.model)
-        data, fit, answered = _fit_map(Xs, yz, U, hyper, eng, feedback, cands)
+        data, fit, answered = _fit_map(Xs, yz, U, hyper, eng, feedback, cands, relevance)
         post = NIGPosterior.from_map(data, fit)
 
         # The model's fitted attributes are set only once the fit has succeeded.
@@ -321,6 +340,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.tau2_, self.tau2_scores_ = float(fit.tau2), scores
         self.K_ = np.array(post.K)
         self.coupled_ = coupled
+        self.relevance_ = relevance
+        self.zeta_ = float("nan") if fit.zeta is None else float(fit.zeta)
         return self
 
     def set_units(self, x_mean: Any, x_scale: Any, y_mean: float,
@@ -388,7 +409,30 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"coupled is the coupled set of the known-coupling models; "
                               f"model={self.model!r} has none: drop coupled or choose "
                               "model='known-coupling'")
+        if (self.relevant is not None or self.irrelevant is not None) \
+                and not getattr(model, "relevance", False):
+            raise ElicitError(f"relevant/irrelevant feedback needs the relevance model; "
+                              f"model={self.model!r} has no relevance classes: add "
+                              "model='relevance'")
         return tau2, grid
+
+    def _relevance(self, p: int, names: list[str] | None) -> np.ndarray | None:
+        """The relevance classes of the relevance model (1 relevant, 0 irrelevant, -1 not
+        judged) from ``relevant`` and ``irrelevant``; None for the other models."""
+        if not getattr(get_model(self.model), "relevance", False):
+            return None
+        classes = np.full(p, -1, dtype=int)
+        given = {}
+        for what, c in (("relevant", 1), ("irrelevant", 0)):
+            value = getattr(self, what)
+            given[what] = [] if value is None else resolve_features(value, what, p, names)
+            classes[given[what]] = c
+        both = sorted(set(given["relevant"]) & set(given["irrelevant"]))
+        if both:
+            label = [names[k] if names is not None else k for k in both]
+            raise ElicitError(f"feature(s) {few(label)} are both relevant and irrelevant; "
+                              "give each feature one answer")
+        return classes
 
     def _candidates(self, p: int, feedback: list[tuple[int, int, Answer]],
                     names: list[str] | None) -> np.ndarray:
@@ -527,10 +571,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
 def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,
              feedback: list[tuple[int, int, Answer]], candidates: np.ndarray | None = None,
-             ) -> tuple[ModelData, MAPResult, bool]:
-    """The model's data and MAP, and whether any answer entered it. ``candidates`` (default
-    all pairs) set the coupled set J of a known-coupling model and the pairs over which
-    ``threshold_mean="auto"`` averages."""
+             relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult, bool]:
+    """The model's data and MAP, and whether any pair answer entered it. ``candidates``
+    (default all pairs) set the coupled set J of a known-coupling model and the pairs over
+    which ``threshold_mean="auto"`` averages; ``relevance`` are the relevance model's classes
+    (as an Elicitor's answers set them: the threshold prior is resolved at the start without
+    them, then the answers of both kinds enter together)."""
     candidates = all_pairs(X.shape[1]) if candidates is None else candidates
     pairs = np.array([(i, j) for i, j, a in feedback if a.f is not None],
                      dtype=int).reshape(-1, 2)
@@ -538,10 +584,13 @@ def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Eng
     if len(f) == 0:
         # xi does not enter the model: the placeholder prior mean saves resolving "auto" (a
         # refit and the weights of all p(p-1)/2 pairs).
-        data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates))
+        data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates),
+                                relevance)
         return data, eng.fit(data), False
     base, fit0 = fit_no_feedback(eng, X, y, U, hyper, candidates)
     data = base.with_feedback(pairs, f)
+    if relevance is not None:
+        data = data.with_relevance(relevance)
     # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
     # the same MAP, without a second d n^2 Hessian.
     return data, eng.fit(data, init=fit0.params), True
