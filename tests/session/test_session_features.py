@@ -1,0 +1,413 @@
+"""Sessions that ask feature questions ("does feature i affect the outcome?") beside pairs:
+asking, storing, wrong-kind answers, undo, reopening, several experts, a killed process, the
+file format (3) and its migration, export, and the command line."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import SESSION_NAMES as NAMES
+from conftest import make_session_data as make_data
+
+from elicit.errors import ElicitError
+from elicit.model.spec import Hyper
+from elicit.session.session import Session
+from elicit.session.store import FEATURE_J, FORMAT_VERSION
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def new_session(path, questions: str = "both", **kw) -> Session:
+    X, y, U = make_data()
+    kw.setdefault("engine", "numpy")
+    kw.setdefault("refine", 2)
+    return Session.create(X, y, U, NAMES, path=path, questions=questions, **kw)
+
+
+def answer_for(q, rng: random.Random | None = None) -> str:
+    """A fitting answer to ``q``: relevant/irrelevant to a feature question, similar/
+    dissimilar to a pair (the first one without ``rng``)."""
+    words = ("relevant", "irrelevant") if q.kind == "feature" else ("similar", "dissimilar")
+    return words[0] if rng is None else rng.choice(words)
+
+
+def test_a_both_session_asks_feature_questions_stores_undoes_and_reopens(tmp_path):
+    path = tmp_path / "f.session"
+    s = new_session(path)
+    assert s.settings["questions"] == "both" and s.elicitor.hyper.model == "relevance"
+    p = len(NAMES)
+    assert s.n_pairs == p * (p - 1) // 2 + p           # every pair and every feature
+    # Feature questions come first here (an unjudged feature's answer teaches the most).
+    kinds, recs = [], []
+    for k in range(4):
+        q = s.next_query()
+        kinds.append(q.kind)
+        if q.kind == "feature":
+            assert q.j is None and q.names == (NAMES[q.i],) and q.feature == q.i
+        recs.append(s.answer(q, "r" if k % 2 else "i", comment=f"c{k}"))
+    assert "feature" in kinds
+    feats = [r for r in recs if r.j is None]
+    assert feats and all(r.answer.value in ("relevant", "irrelevant") for r in feats)
+    # The model's classes are the answers.
+    classes = s.relevance
+    for r in feats:
+        assert classes[r.i] == r.answer.relevance
+    assert int(np.sum(classes != -1)) == len(feats)
+    # Stored as (i, FEATURE_J) rows.
+    raw = sqlite3.connect(path)
+    rows = raw.execute("SELECT i, j, answer FROM answers ORDER BY id").fetchall()
+    meta = dict(raw.execute("SELECT key, value FROM meta"))
+    raw.close()
+    assert json.loads(meta["format_version"]) == FORMAT_VERSION == 3
+    assert [(r.i, FEATURE_J if r.j is None else r.j, r.answer.value) for r in recs] == rows
+    h = s.history
+    assert list(h.loc[h["j"] == FEATURE_J, "feature_j"]) == [""] * len(feats)
+    assert s.progress()["relevant"] + s.progress()["irrelevant"] == len(feats)
+    # Undo the last answer: its feature is unjudged again and asked next.
+    last = recs[-1]
+    undone = s.undo()
+    assert undone.id == last.id and undone.j == last.j
+    if last.j is None:
+        assert s.relevance[last.i] == -1
+    q = s.next_query()
+    assert (q.i, q.j) == (last.i, last.j)
+    before = (s.active_answers(), s.relevance.copy(), s.fit.zeta, s.fit.gamma.copy())
+    s.close()
+    # Reopened: the same answers, classes and MAP, the same pending question.
+    with Session.open(path) as s2:
+        assert s2.questions == "both"
+        assert s2.active_answers() == before[0]
+        assert np.array_equal(s2.relevance, before[1])
+        assert s2.fit.zeta == pytest.approx(before[2], rel=1e-10)
+        np.testing.assert_allclose(s2.fit.gamma, before[3], rtol=1e-10)
+        assert [(x.i, x.j) for x in s2.pending()] == [(q.i, q.j)]
+
+
+def test_an_answer_of_the_other_kind_is_a_one_line_error_and_writes_nothing(tmp_path):
+    with new_session(tmp_path / "f.session") as s:
+        q = s.next_query()
+        wrong = "similar" if q.kind == "feature" else "relevant"
+        with pytest.raises(ElicitError, match=f"^query {q.id} .*'{wrong}' answers a "):
+            s.answer(q, wrong)
+        assert s.progress()["answered"] == 0 and s.pending() == [q]
+        s.answer(q, answer_for(q))
+    with new_session(tmp_path / "p.session", questions="pairs") as s:
+        q = s.next_query()
+        assert q.kind == "pair"
+        with pytest.raises(ElicitError, match="^'relevant' answers a feature question"):
+            s.answer(q, "r")
+    with new_session(tmp_path / "r.session", questions="relevance") as s:
+        q = s.next_query()
+        assert q.kind == "feature"
+        with pytest.raises(ElicitError, match="^'similar' answers a pair question"):
+            s.answer(q, "s")
+
+
+def test_feature_questions_need_the_relevance_model_and_pairs_stay_the_default(tmp_path):
+    with pytest.raises(ElicitError, match="^questions='both' asks feature questions, which "
+                                          "need a model with relevance classes"):
+        new_session(tmp_path / "x.session", hyper=Hyper(model="paper"))
+    assert not (tmp_path / "x.session").exists()
+    with pytest.raises(ElicitError, match="^questions must be one of pairs, relevance, both"):
+        new_session(tmp_path / "y.session", questions="features")
+    with new_session(tmp_path / "r.session", questions="relevance",
+                     hyper=Hyper(tau2=0.5, model="relevance")) as s:
+        assert s.elicitor.hyper.tau2 == 0.5 and s.n_pairs == len(NAMES)
+    with new_session(tmp_path / "p.session", questions="pairs") as s:
+        assert s.elicitor.hyper.model == "paper" and s.settings["questions"] == "pairs"
+
+
+def test_a_file_without_the_questions_setting_asks_pairs(tmp_path):
+    path = tmp_path / "old.session"
+    new_session(path, questions="pairs").close()
+    raw = sqlite3.connect(path)
+    settings = json.loads(raw.execute("SELECT value FROM meta WHERE key = 'settings'"
+                                      ).fetchone()[0])
+    del settings["questions"]
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps(settings),))
+    raw.commit()
+    raw.close()
+    with Session.open(path) as s:
+        assert s.questions == "pairs" and s.next_query().kind == "pair"
+
+
+# Format 2 (pairs only): the record's tables as they were, without feature questions.
+_FORMAT2_TABLES = """
+CREATE TABLE queries_2 (id INTEGER PRIMARY KEY, i INTEGER NOT NULL, j INTEGER NOT NULL,
+    expected_gain REAL, exact_gain INTEGER NOT NULL DEFAULT 0, shown_at TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'skipped', 'cancelled')),
+    batch INTEGER, expert TEXT NOT NULL DEFAULT '', CHECK (i < j));
+CREATE TABLE answers_2 (id INTEGER PRIMARY KEY,
+    query_id INTEGER NOT NULL UNIQUE REFERENCES queries(id), i INTEGER NOT NULL,
+    j INTEGER NOT NULL,
+    answer TEXT NOT NULL CHECK (answer IN ('similar', 'dissimilar', 'dont_know')),
+    comment TEXT, answered_at TEXT NOT NULL, undone_at TEXT, expert TEXT NOT NULL DEFAULT '');
+INSERT INTO queries_2 SELECT * FROM queries;
+INSERT INTO answers_2 SELECT * FROM answers;
+DROP TABLE answers;
+DROP TABLE queries;
+ALTER TABLE queries_2 RENAME TO queries;
+ALTER TABLE answers_2 RENAME TO answers;
+CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
+    WHERE undone_at IS NULL;
+CREATE INDEX queries_by_status ON queries (status, expert);
+UPDATE meta SET value = '2' WHERE key = 'format_version';
+"""
+
+
+def test_a_format_2_file_is_migrated_and_keeps_its_answers(tmp_path):
+    path = tmp_path / "two.session"
+    with new_session(path, questions="pairs") as s:
+        for a in ("similar", "dissimilar", "dont_know"):
+            s.answer(s.next_query(), a)
+        s.undo()
+        s.next_query()
+        before = (s.history.drop(columns=["undone_at"]), s.active_answers(), s.fit.gamma)
+    raw = sqlite3.connect(path)
+    raw.executescript(_FORMAT2_TABLES)
+    raw.close()
+    copy = tmp_path / "copy.session"
+    copy.write_bytes(path.read_bytes())
+    # read-only: migrated in memory, the file unchanged
+    with Session.open(copy, read_only=True) as s:
+        assert s.meta["format_version"] == FORMAT_VERSION and len(s.history) == 3
+    assert copy.read_bytes() == path.read_bytes()
+    with Session.open(path) as s:
+        assert s.meta["format_version"] == FORMAT_VERSION
+        assert s.history.drop(columns=["undone_at"]).equals(before[0])
+        assert s.active_answers() == before[1]
+        np.testing.assert_array_equal(s.fit.gamma, before[2])
+        assert s.events["kind"].iloc[-1] == "migrate"
+        s.answer(s.next_query(), "similar")          # and goes on
+    raw = sqlite3.connect(path)
+    schema = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'queries'").fetchone()[0]
+    assert raw.execute("PRAGMA foreign_key_check").fetchall() == []
+    raw.close()
+    assert f"j = {FEATURE_J}" in schema
+
+
+def test_several_experts_set_a_class_where_they_agree(tmp_path):
+    path = tmp_path / "f.session"
+    new_session(path, questions="relevance").close()
+    votes = {"ann": {}, "bob": {}}
+    for who, answers in (("ann", ("relevant", "relevant", "irrelevant")),
+                         ("bob", ("relevant", "irrelevant", "irrelevant"))):
+        with Session.open(path, expert=who) as s:
+            for a in answers:
+                q = s.next_query()
+                votes[who][q.i] = a
+                s.answer(q, a)
+    with Session.open(path) as s:
+        classes = s.relevance
+        for k in range(len(NAMES)):
+            given = {v[k] for v in votes.values() if k in v}
+            want = -1 if len(given) != 1 else (1 if given == {"relevant"} else 0)
+            assert classes[k] == want, (k, given)
+        ag = s.agreement()
+        shared = set(votes["ann"]) & set(votes["bob"])
+        assert ag.compared == len(shared)
+        assert ag.agreeing == sum(votes["ann"][k] == votes["bob"][k] for k in shared)
+        assert "relevant" in ag.pairs.columns and set(ag.pairs["feature_j"]) <= {""}
+
+
+def test_export_holds_the_relevance_posterior(tmp_path):
+    pytest.importorskip("arviz")
+    path = tmp_path / "f.session"
+    with new_session(path) as s:
+        for _ in range(3):
+            q = s.next_query()
+            s.answer(q, answer_for(q))
+        q = s.next_query()
+        if q.kind == "feature":
+            s.answer(q, "irrelevant")
+        classes, fit = s.relevance, s.fit
+        s.export_prior(tmp_path / "prior.nc")
+        s.export_prior(tmp_path / "prior.json")
+    import xarray as xr
+
+    const = xr.open_dataset(tmp_path / "prior.nc", group="constant_data")
+    post = xr.open_dataset(tmp_path / "prior.nc", group="posterior")
+    assert list(const["relevance_class"].values) == list(classes)
+    assert list(const["relevance_class"].coords["feature"].values) == NAMES
+    p = const["p_relevant"].values
+    assert np.all(p[classes == 1] == 1.0) and np.all(p[classes == 0] == 0.0)
+    unjudged = p[classes == -1]
+    assert np.all((unjudged > 0) & (unjudged < 1))
+    np.testing.assert_allclose(const["prior_scale"].values, fit.scales)
+    assert const["prior_scale"].values[classes == 0] == pytest.approx(0.1)  # sqrt(eps)
+    assert float(post["zeta"].values.ravel()[0]) == pytest.approx(fit.zeta)
+    for name in ("relevance_class", "p_relevant", "prior_scale"):
+        assert const[name].attrs["description"]
+    assert post["zeta"].attrs["description"] and post.attrs["questions"] == "both"
+    const.close()
+    post.close()
+    doc = json.loads((tmp_path / "prior.json").read_text())
+    assert doc["relevance_class"] == list(classes) and doc["zeta"] == pytest.approx(fit.zeta)
+    assert all(a["feature_j"] == "" for a in doc["answers"] if a["j"] == FEATURE_J)
+
+
+def test_to_estimator_carries_the_relevance_answers(tmp_path):
+    pytest.importorskip("sklearn")
+    with new_session(tmp_path / "f.session", questions="relevance") as s:
+        for a in ("relevant", "irrelevant", "irrelevant"):
+            s.answer(s.next_query(), a)
+        est = s.to_estimator()
+        np.testing.assert_array_equal(est.relevance_, s.relevance)
+        X = pd.DataFrame(s.X, columns=NAMES)
+        np.testing.assert_allclose(est.predict(X), s.predict(X), rtol=1e-6, atol=1e-8)
+
+
+# -- a killed process loses no confirmed feature answer ------------------------------------------
+
+def _child(path: str, log_path: str, seed: int) -> None:
+    rng = random.Random(seed)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    s = Session.open(path)
+    while True:
+        if s.done or rng.random() < 0.1:
+            try:
+                rec = s.undo()
+                os.write(fd, f"undo {rec.id}\n".encode())
+                continue
+            except ElicitError:
+                pass
+        q = s.next_query()
+        ans = answer_for(q, rng) if rng.random() < 0.85 else "dont_know"
+        rec = s.answer(q, ans)
+        os.write(fd, f"answer {rec.id} {q.id} {ans}\n".encode())  # one write per line
+
+
+def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
+    path, log_path = tmp_path / "k.session", tmp_path / "k.log"
+    new_session(path).close()
+    ctx = multiprocessing.get_context("fork")
+    rng = random.Random(7)
+    logged = 0
+    for trial in range(5):
+        child = ctx.Process(target=_child, args=(str(path), str(log_path), trial))
+        child.start()
+        time.sleep(rng.uniform(0.5, 1.5))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(60)
+        lines = [ln.split() for ln in log_path.read_text().split("\n")[:-1] if ln] \
+            if log_path.exists() else []
+        raw = sqlite3.connect(path)
+        rows = {r[0]: r[1:] for r in raw.execute("SELECT id, query_id, answer, undone_at, i, j "
+                                                 "FROM answers")}
+        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        raw.close()
+        for e in lines:
+            if e[0] == "answer":
+                assert rows[int(e[1])][:2] == (int(e[2]), e[3])
+            else:
+                assert rows[int(e[1])][2] is not None
+        logged = sum(e[0] == "answer" for e in lines)
+        with Session.open(path) as s:             # the classes are the active answers'
+            want = np.full(len(NAMES), -1)
+            for i, j, a in s.active_answers():
+                if j is None and a != "dont_know":
+                    want[i] = 1 if a == "relevant" else 0
+            assert np.array_equal(s.relevance, want)
+    assert logged > 0
+
+
+# -- the command line --------------------------------------------------------------------------
+
+def assert_one_line_error(err: str, message: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert message in lines[0], lines[0]
+
+
+def _elicit(*args, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "elicit", *args], input=stdin,
+                          capture_output=True, text=True)
+
+
+def test_cli_new_with_questions_both_and_ask_with_r_i_and_dont_know(tmp_path):
+    X, y, U = make_data()
+    npz = tmp_path / "d.npz"
+    np.savez(npz, X=X, y=y, U=U, feature_names=np.array(NAMES))
+    out = tmp_path / "c.session"
+    r = _elicit("session", "new", "--from-npz", str(npz), "--out", str(out), "--questions",
+                "both", "--engine", "numpy", "--refine", "2")
+    assert r.returncode == 0, r.stderr
+    assert "36 questions (28 pairs, 8 features)" in r.stdout and "model relevance" in r.stdout
+    # s to a feature question is refused in one line; r, i and ? are saved.
+    r = _elicit("ask", str(out), stdin="s\nr\ni\n?\nq\n")
+    assert r.returncode == 0, r.stderr
+    assert "'s' answers a pair question; this is a feature question: use r, i, ?" in r.stdout
+    assert "[r] relevant  [i] irrelevant  [?] don't know" in r.stdout
+    saved = [ln for ln in r.stdout.splitlines() if "saved:" in ln]
+    assert [ln.rsplit("-> ", 1)[1] for ln in saved] == ["relevant", "irrelevant", "dont know"]
+    r = _elicit("history", str(out))
+    assert r.returncode == 0 and "1 relevant, 1 irrelevant, 1 don't know" in r.stdout
+    with Session.open(out) as s:
+        assert [a for _, j, a in s.active_answers() if j is None] == [
+            "relevant", "irrelevant", "dont_know"]
+    # A feature question with a model without relevance classes: one line.
+    r = _elicit("session", "new", "--from-npz", str(npz), "--out", str(tmp_path / "x.session"),
+                "--questions", "relevance", "--model", "paper", "--engine", "numpy")
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, "need a model with relevance classes")
+
+
+# -- the web page ------------------------------------------------------------------------------
+
+def test_web_feature_question_is_answered_by_a_checked_post_only(tmp_path):
+    pytest.importorskip("flask")
+    import re
+
+    from elicit.session.web import create_app
+
+    path = tmp_path / "w.session"
+    new_session(path, questions="relevance",
+                texts={n: [f"the <b>{n}</b> was fair"] for n in NAMES}).close()
+    app = create_app(path)
+    try:
+        c = app.test_client()
+        html = c.get("/").get_data(as_text=True)
+        q = Session.open(path, read_only=True)
+        pend = q.pending()[0]
+        q.close()
+        name = NAMES[pend.i]
+        assert f"Does {name} affect the outcome?" in html
+        for needle in ('id="btn-relevant"', 'id="btn-irrelevant"', 'id="btn-dont_know"',
+                       "0 of 8 questions answered", "&lt;b&gt;"):
+            assert needle in html, needle
+        assert 'id="btn-similar"' not in html and "<b>" not in html
+        token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+        qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
+        form = {"csrf_token": token, "query_id": qid, "answer": "relevant"}
+        # another site's page cannot answer, even with the token
+        r = c.post("/answer", data=form, headers={"Origin": "http://evil.example"})
+        assert r.status_code == 403 and "cross-site request refused" in r.get_data(as_text=True)
+        # an answer of the other kind: a 400 page, nothing written
+        r = c.post("/answer", data={**form, "answer": "similar"},
+                   headers={"Origin": "http://localhost"})
+        assert r.status_code == 400 and "answers a pair question" in r.get_data(as_text=True)
+        raw = sqlite3.connect(path)
+        assert raw.execute("SELECT COUNT(*) FROM answers").fetchone()[0] == 0
+        raw.close()
+        r = c.post("/answer", data=form, headers={"Origin": "http://localhost"})
+        assert r.status_code == 303
+        raw = sqlite3.connect(path)
+        assert raw.execute("SELECT query_id, i, j, answer FROM answers").fetchall() == [
+            (int(qid), pend.i, FEATURE_J, "relevant")]
+        raw.close()
+        html = c.get("/?m=saved").get_data(as_text=True)
+        assert "1 of 8 questions answered" in html and "1 relevant" in html
+        assert re.search(rf"<td>{name}</td><td></td>\s*<td>Relevant", html)
+    finally:
+        app.config["ELICIT_SESSION"].close()
