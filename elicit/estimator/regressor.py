@@ -38,6 +38,7 @@ from elicit.estimator.feedback import (
     Feedback,
     as_float_2d,
     few,
+    is_index,
     named,
     resolve_features,
     resolve_feedback,
@@ -241,7 +242,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         meta_features : array (p, d)
             The meta-features U.
         answers : list of (i, j, answer)
-            Feature indices (or names) and answers, e.g. ``Session.active_answers()``.
+            Feature indices (or names) and answers, e.g. ``Session.active_answers()``. An
+            answer with ``j`` None is about feature ``i`` alone (a feature question): relevant
+            and irrelevant ones become ``relevant`` and ``irrelevant`` (unless ``params``
+            give those), don't know ones are dropped.
         feature_names : sequence of str, optional
             The p feature names. When given, ``meta_features`` becomes a DataFrame indexed by
             them and the answers name the features, so that the estimator fits a DataFrame X
@@ -257,7 +261,13 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         if not isinstance(hyper, Hyper):
             raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
         U = as_float_2d(meta_features, "meta_features")
-        feedback = list(answers)
+        answers = list(answers)
+        feedback = [a for a in answers if not _is_feature_answer(a)]
+        for word in ("relevant", "irrelevant"):
+            said = [a[0] for a in answers if _is_feature_answer(a)
+                    and Answer.parse(a[2], "feature").value == word]
+            if said and word not in params:
+                params[word] = said
         if feature_names is not None:
             names = [str(n) for n in feature_names]
             if len(names) != U.shape[0]:
@@ -265,6 +275,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                                   "meta_features; give one name per feature")
             meta: Any = pd.DataFrame(U, index=names)
             feedback = [named(entry, names) for entry in feedback]
+            for word in ("relevant", "irrelevant"):
+                if params.get(word) is not None:
+                    params[word] = [names[f] if is_index(f) and 0 <= int(f) < len(names) else f
+                                    for f in params[word]]
         else:
             meta = U
         kwargs: dict[str, Any] = dict(
@@ -567,6 +581,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = False
         tags.target_tags.multi_output = False
         return tags
+
+
+def _is_feature_answer(entry: Any) -> bool:
+    """Whether ``entry`` is ``(k, None, answer)``: an answer to a feature question."""
+    return isinstance(entry, (tuple, list)) and len(entry) == 3 and entry[1] is None
 
 
 def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,

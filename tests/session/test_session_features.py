@@ -411,3 +411,22 @@ def test_web_feature_question_is_answered_by_a_checked_post_only(tmp_path):
         assert re.search(rf"<td>{name}</td><td></td>\s*<td>Relevant", html)
     finally:
         app.config["ELICIT_SESSION"].close()
+
+
+def test_from_answers_takes_a_sessions_feature_answers(tmp_path):
+    pytest.importorskip("sklearn")
+    from elicit.estimator import ElicitRegressor
+
+    with new_session(tmp_path / "f.session", questions="both") as s:
+        for _ in range(3):
+            q = s.next_query()
+            s.answer(q, answer_for(q) if q.kind == "pair" else "irrelevant")
+        answers = s.active_answers()
+        est = ElicitRegressor.from_answers(s.U, answers, feature_names=s.feature_names,
+                                           hyper=s.elicitor.hyper)
+        assert est.irrelevant == [NAMES[i] for i, j, a in answers if j is None]
+        X = pd.DataFrame(s.X, columns=NAMES)
+        est.fit(X, s.y - s.meta["y_centre"])
+        np.testing.assert_array_equal(est.relevance_, s.relevance)
+        np.testing.assert_allclose(est.predict(X) + s.y_offset, s.predict(X), rtol=1e-6,
+                                   atol=1e-8)
