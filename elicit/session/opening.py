@@ -245,7 +245,8 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         texts: dict[int, list[str]] = {}
         for f, _, s in conn.execute("SELECT feature, k, snippet FROM texts ORDER BY feature, k"):
             texts.setdefault(int(f), []).append(str(s))
-        _check_record(conn, path, int(arrays["X"].shape[1]) if arrays["X"].ndim == 2 else 0)
+        _check_record(conn, path, int(arrays["X"].shape[1]) if arrays["X"].ndim == 2 else 0,
+                      meta["settings"].get("questions", "pairs"))
     except sqlite3.DatabaseError as e:
         msg = str(e)
         if read_only and "readonly" in msg:
@@ -266,10 +267,11 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
     return meta, arrays, texts
 
 
-def _check_record(conn: sqlite3.Connection, path: Path, p: int) -> None:
-    """Refuse a record whose questions or answers name no pair or feature of the session
-    (an edited or damaged file): no model can be built from it, and saying "not a candidate
-    pair" later would blame the wrong thing."""
+def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: str) -> None:
+    """Refuse a record whose questions or answers name no pair or feature of the session, or
+    a kind of question the session does not ask (``questions``; an edited or damaged file):
+    no model can be built from it, and saying "not a candidate pair" later would blame the
+    wrong thing."""
     # A question is a pair (i < j) or a feature (j = FEATURE_J), and an answer is one its
     # question's kind allows.
     pair = "(i < j AND j < ?{})"
@@ -291,6 +293,18 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int) -> None:
                               f"similar, dissimilar or dont_know, and a feature question "
                               f"(i, {FEATURE_J}) relevant, irrelevant or dont_know; it was left "
                               "untouched (restore it from a backup)")
+    # Files without the setting ask pairs (no feature question was ever written to them).
+    unasked = {"pairs": ("feature", "j = ?"), "relevance": ("pair", "j <> ?")}.get(questions)
+    for table, label in (("answers", "answer"), ("queries", "query")):
+        if unasked is None:
+            break
+        bad = conn.execute(f"SELECT id FROM {table} WHERE {unasked[1]} ORDER BY id LIMIT 1",
+                           (FEATURE_J,)).fetchone()
+        if bad is not None:
+            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is a "
+                              f"{unasked[0]} question, but the session asks "
+                              f"questions={questions!r}; it was left untouched (restore it "
+                              "from a backup)")
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:

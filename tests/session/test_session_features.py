@@ -430,3 +430,18 @@ def test_from_answers_takes_a_sessions_feature_answers(tmp_path):
         np.testing.assert_array_equal(est.relevance_, s.relevance)
         np.testing.assert_allclose(est.predict(X) + s.y_offset, s.predict(X), rtol=1e-6,
                                    atol=1e-8)
+
+
+def test_a_question_of_a_kind_the_session_does_not_ask_is_a_damaged_file(tmp_path):
+    path = tmp_path / "p.session"
+    with new_session(path, questions="pairs") as s:
+        s.answer(s.next_query(), "dont_know")
+    raw = sqlite3.connect(path)
+    raw.execute(f"UPDATE answers SET j = {FEATURE_J} WHERE id = 1")  # a "feature" don't know
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    with pytest.raises(ElicitError, match=r"is damaged: answer 1 is a feature question, but "
+                                          r"the session asks questions='pairs'"):
+        Session.open(path)
+    assert path.read_bytes() == before

@@ -326,7 +326,10 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     @app.get("/")
     def index():
         code = request.args.get("m", "")
-        return render(MESSAGES.get(code))
+        message = MESSAGES.get(code)
+        if message is not None and sess.questions != "pairs":
+            message = message.replace("that pair", "that question")
+        return render(message)
 
     @app.post("/answer")
     def answer():
