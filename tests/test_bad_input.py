@@ -173,8 +173,8 @@ def _bad_array(p):
 OPEN_CASES = [
     ("truncated", _truncate, r"is truncated"),
     ("corrupted", _corrupt, r"is corrupted"),
-    ("newer format", _newer, r"written by a newer elicit \(format version 3; this elicit "
-                             r"reads up to 2\)"),
+    ("newer format", _newer, rf"written by a newer elicit \(format version {FORMAT_VERSION + 1}; "
+                             rf"this elicit reads up to {FORMAT_VERSION}\)"),
     ("other sqlite", _other_sqlite, r"an SQLite database but not an elicit session"),
     ("text file", lambda p: p.write_text("hello\n"), r"is not an elicit session file"),
     ("empty file", lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
