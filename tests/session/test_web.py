@@ -465,6 +465,26 @@ sys.exit(main(["serve", path, "--port", "0"]))
 """
 
 
+def _release(fifo, guard: float = 600.0) -> None:
+    """Write to the named pipe the blocked server reads. The server prints its line before
+    it opens the pipe, so on a loaded machine the pipe may have no reader yet (ENXIO): wait
+    for one (``guard`` is a hang guard, not a speed limit)."""
+    import errno
+    import time
+
+    deadline = time.monotonic() + guard
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as e:
+            if e.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    os.write(fd, b"go\n")
+    os.close(fd)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
 def test_sigterm_finishes_the_request_in_flight(path, tmp_path):
     """Bug: SIGTERM during a request gave HTTP 500 and a "session ... is closed" traceback,
@@ -498,9 +518,7 @@ def test_sigterm_finishes_the_request_in_flight(path, tmp_path):
         line = events.get(timeout=600)
         assert "waiting for 1 request" in str(line), line  # it stops taking new ones
         # The computation goes on; the request finishes before the session is closed.
-        fd = os.open(release, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, b"go\n")
-        os.close(fd)
+        _release(release)
         t.join()
         proc.wait(timeout=600)
         for r in readers:
