@@ -8,7 +8,8 @@ import functools
 import hashlib
 import logging
 import os
-import shutil
+import re
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +24,19 @@ from elicit.model.density import split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
-#: CmdStan starts from the unconstrained u = log(x), so a start on the boundary x = 0 (which
-#: the numpy engine can return) is moved inside (an unbounded zeta is left as it is).
-_INIT_FLOOR = 1e-8
+#: CmdStan optimises the unconstrained u = log(x), so a start on the boundary x = 0 (which the
+#: numpy engine returns for a gamma the data switch off) must be moved inside, far enough
+#: that the gradient in u, x * d/dx, is not already below CmdStan's tolerance (``tol_grad``
+#: 1e-8): a start at 1e-8 stayed there and reported convergence. The floor is relative to
+#: each parameter's scale (1 for gamma, the prior mean m for xi, :func:`_scale`); from it
+#: the optimiser moves back to the boundary when the MAP is there. An unbounded entry (zeta)
+#: is left as it is.
+_INIT_FLOOR = 1e-3
+
+#: where the optimiser's full output goes when it fails (the error says which file)
+_LOG_FOLDER = "logs"
+
+logger = logging.getLogger(__name__)
 
 _INSTALL_HELP = (
     "the cmdstan engine needs a CmdStan installation, and cmdstanpy found none. Install it "
@@ -90,6 +101,93 @@ def _cache_dir() -> Path:
     return Path(base) / "elicit" / "stan"
 
 
+def installation_id() -> str:
+    """The CmdStan installation cmdstanpy uses: its resolved path and version.
+
+    A compiled program links to its installation's libraries (TBB) by absolute path, so an
+    executable is valid only for the installation that built it: a moved or deleted tree
+    gives "libtbb.so.2: cannot open shared object file" at the first fit.
+    """
+    import cmdstanpy
+
+    path = os.path.realpath(cmdstanpy.cmdstan_path())
+    version = cmdstanpy.utils.cmdstan_version()
+    return f"{path} {'.'.join(map(str, version)) if version else 'unknown'}"
+
+
+def cached_program(src: Path, code: str) -> Path:
+    """The copy of the program ``code`` (read from ``src``) that is compiled for this
+    installation, in ``~/.cache/elicit/stan/``; written if missing.
+
+    The name carries a hash of the program text *and* of :func:`installation_id`, so
+    another CmdStan (or the same one moved) compiles its own executable instead of running
+    one linked to a tree that is gone.
+    """
+    digest = hashlib.sha256(f"{code}\0{installation_id()}".encode()).hexdigest()[:12]
+    target = _cache_dir() / f"{src.stem}_{digest}.stan"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(code)
+        os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
+    return target
+
+
+#: the one lock of every CmdStan compile (see :func:`compile_lock`)
+COMPILE_LOCK = "cmdstan-compile.lock"
+
+
+@contextlib.contextmanager
+def compile_lock() -> Iterator[None]:
+    """Hold the machine-wide CmdStan compile lock (one per user's cache, every program).
+
+    Two processes compiling one program at once break each other's build ("Text file
+    busy"); two compiling *different* programs into a fresh installation both build its
+    precompiled header, which they share. So every compile (and cmdstanpy's check whether
+    the executable is up to date) holds one lock; a process that has to wait says so.
+    """
+    def waiting(path: Path) -> None:
+        logger.warning("waiting for a CmdStan compile in another process to finish "
+                       "(lock %s)", path)
+
+    with file_lock(COMPILE_LOCK, on_wait=waiting):
+        yield
+
+
+#: lines of CmdStan's console output that carry no information of their own
+_NOISE = re.compile(r"Stan can't start|Initialization (between|failed)|Try specifying|"
+                    r"^Optimization terminated|^\s*$")
+
+
+def console_summary(text: str) -> str:
+    """The informative line of a failed CmdStan run's console output.
+
+    cmdstanpy's error repeats the command and CmdStan's whole argument listing (about 30
+    lines) before what went wrong; this returns the program's own exception if there is
+    one, else the first lines after the listing, on one line.
+    """
+    _, _, out = text.partition("console log output:")
+    lines = [ln.strip() for ln in (out or text).splitlines()]
+    # the argument listing ends with "num_threads = ..." (CmdStan >= 2.28)
+    last = max((k for k, ln in enumerate(lines) if ln.startswith("num_threads")), default=-1)
+    tail = [ln for ln in lines[last + 1:] if not _NOISE.search(ln)]
+    exc = [ln for ln in tail if ln.startswith("Exception:")]
+    words = " ".join(exc[:1] or tail[:2]) or (out or text).strip().splitlines()[0]
+    return words if len(words) <= 300 else words[:297] + "..."
+
+
+def _write_log(stem: str, text: str) -> Path | None:
+    """Save a failed run's full output; its path, or None if it cannot be written."""
+    folder = _cache_dir() / _LOG_FOLDER
+    path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError:
+        return None
+    return path
+
+
 class CmdStanEngine(StanProgramEngine):
     """MAP with CmdStan's ``optimize`` (``jacobian=False``), L-BFGS then Newton on failure.
 
@@ -109,7 +207,11 @@ class CmdStanEngine(StanProgramEngine):
     -----
     cmdstanpy writes the executable beside the ``.stan`` file, and the shipped programs may
     sit in a read-only site-packages, so the program is copied to ``~/.cache/elicit/stan/``
-    under a name that includes a hash of its text; each program is compiled once per machine.
+    under a name that includes a hash of its text and of the CmdStan installation
+    (:func:`cached_program`); each program is compiled once per machine and installation,
+    under one compile lock (:func:`compile_lock`). A failed optimisation is an
+    :class:`~elicit.errors.EngineError` of one line; CmdStan's full output is saved to a log
+    file that the message names (its ``log_file`` attribute).
     """
 
     name = "cmdstan"
@@ -121,7 +223,7 @@ class CmdStanEngine(StanProgramEngine):
         super().__init__(variant, stan_file)
         self.max_iter = max_iter
         self.seed = seed
-        self._models: dict[str, Any] = {}
+        self._models: dict[Path, Any] = {}
         # The paper's (or the custom) program is compiled now, so that a broken installation
         # shows at construction; another model's program when its first fit needs it.
         self._compile(self.stan_file, self.program_code)
@@ -129,54 +231,81 @@ class CmdStanEngine(StanProgramEngine):
     def _compile(self, src: Path, code: str):
         from cmdstanpy import CmdStanModel
 
-        digest = hashlib.sha256(code.encode()).hexdigest()[:12]
-        if digest in self._models:
-            return self._models[digest]
-        target = _cache_dir() / f"{src.stem}_{digest}.stan"
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".{os.getpid()}.tmp")
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
+        target = cached_program(src, code)
+        if target in self._models:
+            return self._models[target]
         try:
-            # Compile under a lock: a second process waits, then finds the executable up to
-            # date instead of rebuilding it while the first one writes it.
-            with file_lock(f"cmdstan-{target.stem}.lock"):
+            # Under the compile lock: a second process waits, then finds the executable up
+            # to date instead of rebuilding it (or CmdStan's shared header) at the same time.
+            with compile_lock():
                 model = CmdStanModel(stan_file=str(target))
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"CmdStan could not compile {src}: {exc}") from exc
-        self._models[digest] = model
+        self._models[target] = model
         return model
+
+    def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The program's log density (Jacobian-free, CmdStan's constants: those of the fits'
+        ``lp__``) and its gradient in theta at the point ``theta`` (bounded entries > 0), through
+        CmdStan's ``log_prob`` method. ``--check-engine`` compares them with the twin's."""
+        lay = data.layout
+        model = self._compile(*self.program(data))
+        theta = np.asarray(theta, dtype=float)
+        try:
+            with _quiet_fit():
+                row = model.log_prob(lay.to_stan(theta), data.to_stan(), jacobian=False,
+                                     sig_figs=18).iloc[0]
+        except RuntimeError as exc:
+            raise EngineError(f"CmdStan's log_prob failed after {len(data.f)} answers: "
+                              f"{console_summary(str(exc))}") from exc
+        # gradient columns g_<name>[.k] of the unconstrained u: u = log(x) for a bounded
+        # entry, d/dx = (d/du) / x; u = x for an unbounded one (zeta)
+        gu = lay.from_stan({
+            b.stan: [row[f"g_{b.stan}.{k}"] for k in range(1, b.size + 1)] if b.vector
+            else row[f"g_{b.stan}"] for b in lay.blocks})
+        return float(row["lp__"]), gu / np.where(lay.bounded(), theta, 1.0)
 
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
         """MAP of (gamma, xi[, tau2]) from ``start`` (CmdStan needs no Hessian)."""
         lay = data.layout
         inits = lay.to_stan(np.maximum(theta_of(start, data),
-                                       np.where(lay.bounded(), _INIT_FLOOR, -np.inf)))
+                                       np.where(lay.bounded(), _INIT_FLOOR * _scale(data),
+                                                -np.inf)))
         stan_data = data.to_stan()
-        model = self._compile(*self.program(data))
+        path, code = self.program(data)
+        model = self._compile(path, code)
 
-        fit, used, errors = None, "", []
+        fit, used, details = None, "", []
+        errors: dict[str, list[str]] = {}  # what went wrong -> the algorithms it happened to
         # As prophet does: L-BFGS first, Newton when L-BFGS fails.
         for algorithm in ("lbfgs", "newton"):
             try:
                 with _quiet_fit():
+                    # sig_figs=18: CmdStan writes 6 significant digits by default, which
+                    # rounds the MAP and lp__ (by up to 5e-5 in log density).
                     attempt = model.optimize(
                         data=stan_data, inits=inits, jacobian=False, algorithm=algorithm,
                         iter=self.max_iter, seed=self.seed, save_iterations=True,
-                        require_converged=False, show_console=False)
+                        require_converged=False, show_console=False, sig_figs=18)
             except RuntimeError as exc:
-                errors.append(f"{algorithm}: {exc}")
+                errors.setdefault(console_summary(str(exc)), []).append(algorithm)
+                details.append(f"--- {algorithm}\n{exc}")
                 continue
             # An unconverged run (line search failed) is kept only until a better one exists.
             if fit is None or attempt.converged:
                 fit, used = attempt, algorithm
             if attempt.converged:
                 break
-            errors.append(f"{algorithm}: line search failed")
+            errors.setdefault("line search failed", []).append(algorithm)
         if fit is None:
-            raise EngineError("CmdStan optimisation failed: " + " | ".join(errors))
+            log = _write_log(path.stem, "\n\n".join(details))
+            where = (f"CmdStan's output: {log}" if log is not None
+                     else "CmdStan's output could not be saved")
+            err = EngineError(f"CmdStan optimisation failed: {_attempts(errors)} ({where})")
+            err.log_file = log  # type: ignore[attr-defined]
+            err.details = "\n\n".join(details)  # type: ignore[attr-defined]
+            raise err
 
         # The estimates by column name ("gamma[1]", "threshold", ...): stan_variable() logs a
         # warning for every scalar it returns (its return type is to change).
@@ -188,9 +317,21 @@ class CmdStanEngine(StanProgramEngine):
         iters = fit.optimized_iterations_np
         message = f"CmdStan optimize ({used})"
         if errors:
-            message += "; earlier attempts: " + " | ".join(errors)
+            message += "; earlier attempts: " + _attempts(errors)
         return MAPResult(
             gamma=gamma, xi=xi, tau2=tau2, log_density=float(est["lp__"]),
             converged=bool(fit.converged), engine=self.name,
             n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
             message=message, U=data.U, zeta=zeta_of(theta, data))
+
+
+def _scale(data: ModelData) -> np.ndarray:
+    """The scale of each parameter: 1, but the prior mean m for xi."""
+    scale = np.ones(data.layout.size)
+    scale[data.layout.index("xi")] = data.m
+    return scale
+
+
+def _attempts(errors: dict[str, list[str]]) -> str:
+    """"lbfgs, newton: what went wrong | ...", one entry per distinct failure."""
+    return " | ".join(f"{', '.join(algs)}: {what}" for what, algs in errors.items())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -23,28 +23,44 @@ def lock_dir() -> Path:
 
 
 @contextlib.contextmanager
-def file_lock(name: str) -> Iterator[Path]:
+def file_lock(name: str, on_wait: Callable[[Path], None] | None = None) -> Iterator[Path]:
     """Hold an exclusive lock on ``lock_dir() / name`` (blocking) for the ``with`` block.
 
     The lock is released when the block ends or the process dies (the operating system
     drops it with the file descriptor), so a killed build never leaves a stale lock.
+    ``on_wait(path)`` is called once, before blocking, if another holder makes this one wait
+    (to tell the user why nothing happens).
     """
     path = lock_dir() / name
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _lock(fd)
+        if not _lock(fd, blocking=False):
+            if on_wait is not None:
+                on_wait(path)
+            _lock(fd, blocking=True)
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _lock(fd: int) -> None:
+def _lock(fd: int, blocking: bool) -> bool:
+    """Lock ``fd``; without ``blocking``, return False at once if another holder has it."""
     try:
         import fcntl
     except ImportError:  # Windows
         import msvcrt
 
-        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
-        return
-    fcntl.flock(fd, fcntl.LOCK_EX)
+        mode = msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK  # type: ignore[attr-defined]
+        try:
+            msvcrt.locking(fd, mode, 1)  # type: ignore[attr-defined]
+        except OSError:
+            if blocking:
+                raise
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

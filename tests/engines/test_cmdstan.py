@@ -12,10 +12,13 @@ them: docs/stan.md, "Running the CmdStan tests".
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,11 +138,10 @@ def test_map_and_log_density_match_the_numpy_twin(cmdstan_engines, variant, mode
     assert lp_twin[1] - 1e-3 <= lp_twin[0] <= lp_twin[1] + 1e-6, lp_twin[:2]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CmdStan started at gamma = 0 (moved to 1e-8) stays there and reports convergence: in "
-    "u = log(gamma) the gradient is gamma * d/dgamma, about 1e-8 (the engine's start floor)"))
 def test_a_warm_start_on_the_boundary_gamma_0_reaches_the_map(cmdstan_engines):
-    # The numpy engine can return gamma_l = 0 exactly; a refit may start there.
+    # The numpy engine can return gamma_l = 0 exactly; a refit may start there. CmdStan
+    # optimises u = log(gamma), where the gradient is gamma * d/dgamma: from a start moved
+    # to only 1e-8 it was below CmdStan's tolerance at once, and the fit "converged" there.
     data = problem("fixed", "paper", 4, seed=8)
     ref = NumpyEngine("fixed").fit(data)
     start = MAPResult(np.zeros(data.d), data.m, data.hyper.tau2, 0.0, True, "test")
@@ -153,24 +155,129 @@ def test_a_warm_start_on_the_boundary_gamma_0_reaches_the_map(cmdstan_engines):
 SMALL = (4, 12, 6, 3)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CmdStan optimises u = log(gamma) and stops short of a MAP with gamma_l = 0 while "
-    "reporting convergence (gamma_2 = 0.23 here, 0.12 lower in log density)"))
-def test_a_map_on_the_boundary_gamma_0(cmdstan_engines):
+def _two_modes(cmdstan_engines):
+    """A small problem whose posterior has a MAP with gamma_2 = 0 and, 0.12 lower, an
+    interior local maximum that CmdStan's cold fit reaches: (data, the twin's fit, CmdStan's
+    cold fit)."""
     from conftest import make_session_data
 
     from elicit.elicitation.elicitor import Elicitor
 
     X, y, U = make_session_data(*SMALL)
-    mine = Elicitor(X, y, U, Hyper(variant="learned"), engine=cmdstan_engines["learned"])
     twin = Elicitor(X, y, U, Hyper(variant="learned"), engine="numpy")
-    for el in (mine, twin):
-        el.answer(0, 1, "similar")
-        el.answer(2, 5, "dissimilar")
-    assert twin.fit.gamma.min() <= 1e-8, twin.fit.gamma  # the MAP is on the boundary
-    assert mine.fit.converged
-    lp = log_density(theta_of(mine.fit, "learned"), twin.data)[0]
-    assert lp >= twin.fit.log_density - 1e-3, (lp, twin.fit.log_density, mine.fit.gamma)
+    twin.answer(0, 1, "similar")
+    twin.answer(2, 5, "dissimilar")
+    return twin.data, twin.fit, cmdstan_engines["learned"].fit(twin.data)
+
+
+def test_a_map_on_the_boundary_gamma_0_and_a_second_mode(cmdstan_engines):
+    """CmdStan's cold fit does not stop short of the boundary MAP: it ends in another local
+    maximum of the same density, which the numpy twin's L-BFGS-B (from the same start) steps
+    over. From a start in the boundary mode's basin CmdStan reaches that mode."""
+    from elicit.model.density import feedback_terms, hessian_base
+
+    data, ref, cold = _two_modes(cmdstan_engines)
+    assert ref.gamma.min() <= 1e-8, ref.gamma  # the MAP is on the boundary
+    t = theta_of(cold, "learned")
+    lp, g = log_density(t, data)
+    assert cold.converged and cold.gamma.min() > 0.1, cold.gamma
+    # a stationary point of the twin's density, with a negative definite Hessian: a mode
+    assert np.max(np.abs(g * np.maximum(t, 1.0))) < 1e-3, g
+    H = hessian_base(t, data) + feedback_terms(t, data, True)[2]
+    assert np.linalg.eigvalsh(H).max() < 0, np.linalg.eigvalsh(H)
+    assert ref.log_density - 0.2 < lp < ref.log_density - 0.05, (lp, ref.log_density)
+
+    warm = cmdstan_engines["learned"].fit(data, init=ref)
+    assert warm.converged and warm.gamma.min() < 1e-6, warm.gamma
+    lp_warm = log_density(theta_of(warm, "learned"), data)[0]
+    assert lp_warm >= ref.log_density - 1e-6, (lp_warm, ref.log_density)
+
+
+def test_the_map_and_lp_are_not_rounded_to_six_digits(cmdstan_engines):
+    # CmdStan writes 6 significant digits unless told otherwise: the MAP and lp__ were
+    # rounded (lp__ by up to 5e-5 here). The fit's lp__ must be the program's log density at
+    # the MAP it reports, to rounding.
+    data = problem("learned", "paper", 40)
+    engine = cmdstan_engines["learned"]
+    got = engine.fit(data)
+    t = theta_of(got, "learned")
+    lp_u, grad_u = stan_log_prob(engine, data, t)
+    assert got.log_density == pytest.approx(lp_u, rel=0, abs=1e-9)
+    # the engine's own log_prob (--check-engine's): the gradient in theta, CmdStan's in
+    # u = log(theta) divided by theta
+    lp, grad = engine.log_prob(data, t)
+    assert lp == pytest.approx(lp_u, rel=0, abs=1e-12)
+    np.testing.assert_allclose(grad * t, grad_u, rtol=1e-9, atol=1e-12)
+
+
+# -- the compiled programs: one per program text and CmdStan installation, one lock ----------
+
+def _cmdstan_tree_copy(root: Path) -> Path:
+    """Another valid CmdStan installation: a folder of links to the real one's entries."""
+    import cmdstanpy
+
+    real = Path(cmdstanpy.cmdstan_path())
+    copy = root / "cmdstan-copy"
+    copy.mkdir()
+    for entry in real.iterdir():
+        (copy / entry.name).symlink_to(entry)
+    return copy
+
+
+def test_compiled_programs_are_keyed_by_the_cmdstan_installation(cmdstan_engines, tmp_path,
+                                                                 monkeypatch):
+    # An executable links to its installation's TBB by absolute path: one compiled by a
+    # tree that was moved or deleted fails with "libtbb.so.2: cannot open shared object
+    # file". Each installation must compile its own.
+    import cmdstanpy
+
+    compiled: list[Path] = []
+
+    class Recorder:  # stands in for the compiler: which .stan file would it compile?
+        def __init__(self, stan_file: str) -> None:
+            compiled.append(Path(stan_file))
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cmdstanpy, "CmdStanModel", Recorder)
+    CmdStanEngine("fixed")
+    CmdStanEngine("fixed")  # the same installation: the same program file
+    monkeypatch.setenv("CMDSTAN", str(_cmdstan_tree_copy(tmp_path)))
+    CmdStanEngine("fixed")
+    assert compiled[0] == compiled[1]
+    assert compiled[2] != compiled[0], compiled
+    assert compiled[2].read_text() == compiled[0].read_text()
+
+
+def test_every_compile_waits_for_the_one_compile_lock(cmdstan_engines, caplog):
+    # CmdStan's precompiled header is shared by every program: two first compiles of
+    # *different* programs in a fresh installation both built it. So one lock serves every
+    # program: while it is held, another program's engine waits (and says so).
+    from elicit.engines.cmdstan_engine import compile_lock
+
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            CmdStanEngine("learned")  # the learned-tau2 program; the holder's is none
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            failed.append(exc)
+        done.set()
+
+    caplog.set_level(logging.WARNING, logger="elicit.engines.cmdstan_engine")
+    with compile_lock():
+        worker = threading.Thread(target=build)
+        worker.start()
+        # until the builder reports that it waits, or (wrongly) finishes
+        deadline = time.monotonic() + 600
+        while not done.is_set() and "waiting for a CmdStan compile" not in caplog.text:
+            assert time.monotonic() < deadline, "the builder neither waited nor finished"
+            time.sleep(0.05)
+        finished_while_held = done.is_set()
+    worker.join()
+    assert not failed, failed
+    assert not finished_while_held, "a compile ran while another held the compile lock"
+    assert "waiting for a CmdStan compile" in caplog.text
 
 
 # -- a user's program: compiled by two workers at once, then fitted -------------------------
@@ -198,8 +305,8 @@ def user_program(cmdstan_engines, tmp_path_factory) -> UserProgram:
     """A user's Stan file, compiled by two worker processes started together into an empty
     cache: the engine's compile lock must make one wait for the other's build.
 
-    Depends on ``cmdstan_engines`` so that CmdStan's precompiled header exists: the lock is
-    per program, and two first-ever compiles of different programs would both build it.
+    Depends on ``cmdstan_engines``, so that the workers' wait is for this program, not for
+    the shipped ones.
     """
     code = cmdstan_engines["learned"].program(stan_data("learned"))[1]
     assert code.count("model {") == 1
@@ -274,6 +381,28 @@ def test_a_users_stan_file_on_the_command_line(user_program, tmp_path):
     _assert_quiet(res.stderr)
     config = json.loads((out / "config.json").read_text())
     assert Path(config["stan_file"]).name == "my_model.stan" and config["utility"] == "exact"
+
+
+def test_a_failed_fit_is_one_line_and_its_output_goes_to_a_log_file(user_program,
+                                                                    monkeypatch):
+    # The error used to embed CmdStan's whole console output, twice (about 60 lines): the
+    # command, its argument listing and, at the end, what went wrong.
+    from elicit.errors import EngineError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user_program.cache))
+    engine = CmdStanEngine("learned", stan_file=user_program.path)
+    data = stan_data("learned")
+    bad = ModelData(data.X, data.y, data.U, data.hyper.with_threshold_mean(1e7))
+    with pytest.raises(EngineError) as err:
+        engine.fit(bad)
+    msg = str(err.value)
+    assert "\n" not in msg and len(msg) < 600, msg
+    assert "threshold_mean 1e+07 is too large" in msg, msg
+    log = err.value.log_file
+    assert log is not None and log.is_file() and str(log) in msg, msg
+    text = log.read_text()
+    for what in ("--- lbfgs", "--- newton", "method = optimize", "threshold_mean 1e+07"):
+        assert what in text, what
 
 
 # -- cmdstanpy's logging -------------------------------------------------------------------
