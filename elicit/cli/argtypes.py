@@ -107,9 +107,12 @@ def add_cluster_option(p: argparse.ArgumentParser) -> None:
 
 def add_check_engine_option(p: argparse.ArgumentParser) -> None:
     """``--check-engine``: compare every fit with the numpy twin."""
-    p.add_argument("--check-engine", action="store_true",
-                   help="check every fit of a cmdstan/pystan engine against the numpy engine "
-                        "and stop with both log densities if their MAPs disagree")
+    p.add_argument("--check-engine", nargs="?", const="higher", default=False,
+                   choices=("higher", "stop"),
+                   help="check every fit of a cmdstan/pystan engine against the numpy engine: "
+                        "stop if the two disagree at the same point or a reported MAP is not "
+                        "stationary; when they report different stationary points, continue "
+                        "from the higher one (default) or stop (--check-engine stop)")
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from elicit.engines.base import StanProgramEngine
-from elicit.errors import ElicitError, EngineUnavailable
+from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
 from elicit.model.density import split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
@@ -232,6 +232,36 @@ class PyStanEngine(StanProgramEngine):
                               f"parameters {names}, {kinds} and nothing else")
         return order
 
+    # -- the density ---------------------------------------------------------------------
+
+    @staticmethod
+    def _log_prob(model: Any, order: np.ndarray, bounded: np.ndarray,
+                  x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Stan's Jacobian-free log density at theta = x (``bounded`` entries > 0) and its
+        gradient in x; a RuntimeError where Stan rejects the point."""
+        xo, b_ord = x[order], bounded[order]
+        u = np.where(b_ord, np.log(np.where(b_ord, xo, 1.0)), xo).tolist()
+        lp = float(_sync(model.log_prob, u, adjust_transform=False))
+        gu = np.asarray(_sync(model.grad_log_prob, u), dtype=float)
+        # grad_log_prob includes the Jacobian log|dx/du| = sum(u) of x = exp(u): remove it
+        # (d/du = 1 each) and apply the chain rule d/dx = (d/du) / x (an unbounded entry:
+        # u = x, no Jacobian).
+        gx = np.empty_like(x)
+        gx[order] = np.where(b_ord, (gu - 1.0) / xo, gu)
+        return lp, gx
+
+    def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The program's log density (Jacobian-free, the constants of the fits'
+        ``log_density``) and its gradient in theta at the point ``theta`` (bounded entries
+        > 0). ``--check-engine`` compares them with the twin's."""
+        model, order = self.model(data)
+        try:
+            return self._log_prob(model, order, data.layout.bounded(),
+                                  np.asarray(theta, dtype=float))
+        except RuntimeError as exc:
+            raise EngineError(f"PyStan's log_prob failed after {len(data.f)} answers: "
+                              f"{exc}") from exc
+
     # -- fit -------------------------------------------------------------------------------
 
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
@@ -246,24 +276,14 @@ class PyStanEngine(StanProgramEngine):
         bounded = data.layout.bounded()
         lb = np.where(bounded, _FLOOR, -np.inf)
         z0 = np.maximum(theta0, lb) / scale
-        b_ord = bounded[order]
 
         def negf(z: np.ndarray) -> tuple[float, np.ndarray]:
-            x = np.maximum(z * scale, lb)
-            xo = x[order]
-            u = np.where(b_ord, np.log(np.where(b_ord, xo, 1.0)), xo).tolist()
             try:
-                lp = float(_sync(model.log_prob, u, adjust_transform=False))
-                gu = np.asarray(_sync(model.grad_log_prob, u), dtype=float)
+                lp, gx = self._log_prob(model, order, bounded, np.maximum(z * scale, lb))
             except RuntimeError:
                 # Stan rejected the point (e.g. a covariance that is not positive definite
                 # after overflow): make the line search back off.
                 return np.inf, np.zeros_like(z)
-            # grad_log_prob includes the Jacobian log|dx/du| = sum(u) of x = exp(u): remove
-            # it (d/du = 1 each) and apply the chain rule d/dx = (d/du) / x (an unbounded
-            # entry: u = x, no Jacobian).
-            gx = np.empty_like(x)
-            gx[order] = np.where(b_ord, (gu - 1.0) / xo, gu)
             return -lp, -gx * scale
 
         res = minimize(negf, z0, jac=True, method="L-BFGS-B",

@@ -11,7 +11,7 @@ ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
 
 def get_engine(name: str = "auto", variant: str = "fixed",
-               stan_file: str | Path | None = None, check: bool = False) -> Engine:
+               stan_file: str | Path | None = None, check: bool | str = False) -> Engine:
     """Build an engine by name.
 
     Parameters
@@ -27,16 +27,24 @@ def get_engine(name: str = "auto", variant: str = "fixed",
         only the cmdstan and pystan engines can run one.
     check
         Check every fit against the numpy twin (``--check-engine``,
-        :class:`~elicit.engines.checked.CheckedEngine`).
+        :class:`~elicit.engines.checked.CheckedEngine`): ``True`` or ``"higher"`` continues
+        from the higher point when the two report different stationary points, ``"stop"``
+        stops there.
     """
     if check and stan_file is not None:  # refused before any build
         raise ElicitError("--check-engine compares every fit with the numpy engine, which runs "
                           "only the shipped Stan programs, not a custom --stan-file")
+    modes = "higher" if check is True else check
+    if modes:
+        from elicit.engines.checked import MODES
+
+        if modes not in MODES:  # before any build
+            raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
     engine = _build(name, variant, stan_file)
-    if check:
+    if modes:
         from elicit.engines.checked import CheckedEngine
 
-        return CheckedEngine(engine)
+        return CheckedEngine(engine, modes=modes)
     return engine
 
 

@@ -68,8 +68,8 @@ class SweepConfig(Recorded):
     jobs: int = option(1)
     #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
     cluster: str | None = option(None)
-    #: check every fit against the numpy twin (``--check-engine``)
-    check_engine: bool = option(False)
+    #: check every fit against the numpy twin (``--check-engine``: True or "higher", "stop")
+    check_engine: bool | str = option(False)
     snapshots: tuple[int, ...] = setting((), record=lambda c: {"snapshots": list(c.snapshots)})
     stan_file: str | None = setting(None, record=lambda c: c.stan_settings())
     #: None: the problem's own setting

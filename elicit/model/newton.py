@@ -36,7 +36,13 @@ from typing import Protocol
 
 import numpy as np
 
-from elicit.model.density import Marginal, feedback_terms, hessian_base, log_density
+from elicit.model.density import (
+    Marginal,
+    feedback_terms,
+    hessian_base,
+    log_density,
+    lower_bounds,
+)
 from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
 
@@ -398,3 +404,39 @@ class OneRefit:
 
     def hessian_base(self, theta: np.ndarray) -> np.ndarray:
         return hessian_base(theta, self.data)
+
+
+# -- how far from stationary ------------------------------------------------------------------
+
+def local_gain(theta: np.ndarray, data: ModelData) -> tuple[float, np.ndarray, float]:
+    """How much the log density can still rise near ``theta``: (log density, gradient, gain).
+
+    ``gain`` is what the projected Newton model at ``theta`` (exact gradient and Hessian)
+    promises: ``g' s / 2`` for the Newton step ``s`` of the free parameters, plus, for each
+    parameter held at its lower bound because the gradient pushes it out, the first-order
+    gain ``(theta_i - lb_i) |g_i|`` of moving it there. A parameter is held when it is on
+    the bound or when the Newton step would take it across (an active set, grown until the
+    step stays feasible), so a point a hair above the boundary (an optimiser working in
+    log(x), which cannot reach x = 0) counts as on it. Near 0 at a stationary point of the
+    bounded problem, in log-density units at any point; independent of the parameters'
+    scales.
+    """
+    theta = np.asarray(theta, dtype=float)
+    lb = lower_bounds(data)
+    value, g = log_density(theta, data)
+    H = hessian_base(theta, data) + feedback_terms(theta, data, True)[2]
+    room = theta - lb
+    held = (room <= 0) & (g < 0)
+    for _ in range(len(theta)):
+        free = ~held
+        if not free.any():
+            s = np.zeros(0)
+            break
+        s = damped_solve(-H[np.ix_(free, free)], g[free])
+        across = np.zeros_like(held)
+        across[free] = (theta[free] + s < lb[free]) & (g[free] < 0)
+        if not across.any():
+            break
+        held |= across
+    gain = 0.5 * float(g[free] @ s) + float(np.sum(room[held] * np.maximum(-g[held], 0.0)))
+    return float(value), g, max(gain, 0.0)

@@ -136,7 +136,7 @@ class SyntheticConfig(Recorded):
     strategies: tuple[str, ...] = option(STRATEGIES)
     jobs: int = option(1)
     cluster: str | None = option(None)
-    check_engine: bool = option(False)
+    check_engine: bool | str = option(False)
 
     def __post_init__(self) -> None:
         runs = self.runs
@@ -335,7 +335,7 @@ class RealDataConfig(Recorded):
     paper: bool = option(False)                        # recorded as the values it sets
     recommended: bool = option(False)
     cluster: str | None = option(None)
-    check_engine: bool = option(False)
+    check_engine: bool | str = option(False)
 
     def __post_init__(self) -> None:
         def put(key: str, value: object) -> None:

@@ -473,16 +473,38 @@ def test_a_cmdstan_sweep_with_two_workers_prints_no_chain_lines(cmdstan_engines,
     assert len(parts) == 6, parts  # 2 runs x 3 strategies
 
 
-class CheckEngineStopped(AssertionError):
-    """--check-engine stopped the run."""
-
-
-@pytest.mark.xfail(raises=CheckEngineStopped, strict=True,
-                   reason="check-engine compares different stationary points (issue 18 item 3)")
 def test_check_engine_run_finishes(cmdstan_engines, tmp_path):
+    # The multimodal synthetic problem: CmdStan's warm refits and the twin's end in
+    # different stationary points after some answers (every run used to stop there).
     res = _elicit(["synthetic", "--engine", "cmdstan", "--check-engine", "--runs", "2",
                    "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "out")])
-    _assert_quiet(res.stderr)  # a plain failure, not the expected one
-    if res.returncode != 0:
-        raise CheckEngineStopped(res.stderr[-2000:])
+    assert res.returncode == 0, res.stderr[-3000:]
+    _assert_quiet(res.stderr)
+    assert "is not a stationary point" not in res.stderr
 
+
+def test_check_engine_continues_from_the_higher_of_two_modes(cmdstan_engines):
+    # The problem of test_a_map_on_the_boundary_gamma_0_and_a_second_mode: after the second
+    # answer CmdStan's warm refit ends in the interior mode, the twin's in the boundary mode,
+    # 0.12 higher. Checked, the fit is the twin's point, as a result of the cmdstan engine
+    # with CmdStan's lp__ there.
+    from conftest import make_session_data
+
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.engines.checked import CheckedEngine
+
+    engine = cmdstan_engines["learned"]
+    checked = CheckedEngine(engine)
+    el = Elicitor(*make_session_data(*SMALL), Hyper(variant="learned"), engine=checked)
+    el.answer(0, 1, "similar")
+    assert checked.records == []
+    el.answer(2, 5, "dissimilar")
+    rec = checked.records[-1]
+    assert rec.n_answers == 2 and rec.kept == "twin"
+    assert rec.lp_twin - rec.lp_engine == pytest.approx(0.117, abs=0.01)
+    got = el.fit
+    assert got.engine == "cmdstan" and got.gamma.min() == 0.0, got
+    t = theta_of(got, "learned")
+    assert log_density(t, el.data)[0] == pytest.approx(rec.lp_twin, abs=1e-9)
+    lp = engine.log_prob(el.data, np.maximum(t, 1e-12))[0]
+    assert got.log_density == pytest.approx(lp, abs=1e-6)
