@@ -5,6 +5,8 @@ bounds (cold fits by L-BFGS-B, warm refits by the projected Newton of
 from __future__ import annotations
 
 import zlib
+from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import minimize
@@ -22,7 +24,14 @@ from elicit.model.density import (
     theta_of,
     zeta_of,
 )
-from elicit.model.newton import NewtonRun, NewtonSettings, OneRefit
+from elicit.model.newton import (
+    DEFAULT_COLD_START,
+    ColdStartPolicy,
+    NewtonRun,
+    NewtonSettings,
+    OneRefit,
+    new_answers_loglik,
+)
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
@@ -40,8 +49,12 @@ class NumpyEngine(Engine):
     answer's nonlinearity), so after one new answer the fit converges in one or two
     evaluations of the log density. If
     Newton stalls it falls back to L-BFGS-B, as prophet falls back to Newton when L-BFGS
-    fails. The last few warm refits are remembered (:meth:`finish`): the refit after the
-    expert's answer is usually one the query round has already made.
+    fails. A warm refit that may have ended in the wrong one of several local maxima (a
+    gamma on its bound after an unlikely answer, or lower than it started) is repeated from
+    the start of a cold fit and the higher density kept (``cold_start``,
+    :class:`~elicit.model.newton.ColdStartPolicy`). The last few warm refits are remembered
+    (:meth:`finish`): the refit after the expert's answer is usually one the query round has
+    already made.
 
     Parameters
     ----------
@@ -58,13 +71,23 @@ class NumpyEngine(Engine):
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None (default) decides by problem size
         (:func:`elicit.model.batch.uses_local_model`). Both converge to the same MAP.
+    cold_start
+        When a warm refit is checked by a cold fit
+        (:class:`~elicit.model.newton.ColdStartPolicy`); None: never.
+
+    Attributes
+    ----------
+    cold_starts
+        Counts of the warm refits finished (``"warm"``), checked by a cold fit
+        (``"tried"``) and replaced by it (``"kept"``).
     """
 
     name = "numpy"
     uses_hessian = True
 
     def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
-                 max_newton: int = 30, local_model: bool | None = None) -> None:
+                 max_newton: int = 30, local_model: bool | None = None,
+                 cold_start: ColdStartPolicy | None = DEFAULT_COLD_START) -> None:
         if stan_file is not None:
             raise ElicitError(
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
@@ -74,6 +97,8 @@ class NumpyEngine(Engine):
         self.gtol = gtol
         self.max_newton = max_newton
         self.local_model = local_model
+        self.cold_start = cold_start
+        self.cold_starts: Counter[str] = Counter()
         self._memo = LRUCache(self._memo_size)
 
     @single_blas_thread
@@ -91,7 +116,10 @@ class NumpyEngine(Engine):
             hit = self._memo.get(self._memo_key(data, theta0, H))
             if hit is not None:
                 return hit
-            return self.finish(self.newton_run(data, theta0, H))
+            # The previous fit's log density, when it is on this engine's scale: the new
+            # answers' log likelihood at the start is the difference (ColdStartPolicy).
+            prev = warm.log_density if warm.engine == self.name else None
+            return self.finish(self.newton_run(data, theta0, H, prev_value=prev))
         return self._lbfgs(theta0, data, lb)
 
     def newton_settings(self, data: ModelData) -> NewtonSettings:
@@ -102,14 +130,18 @@ class NumpyEngine(Engine):
                               local_model=uses_local_model(data, self.local_model))
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
-                   keep_predictive: bool = False) -> WarmRefit:
+                   keep_predictive: bool = False, prev_value: float | None = None,
+                   ) -> WarmRefit:
         """A warm Newton refit from ``theta`` that the caller advances step by step
-        (:class:`WarmRefit`); :meth:`fit` runs one to the end."""
-        return WarmRefit(self, data, theta, hess_base, keep_predictive)
+        (:class:`WarmRefit`); :meth:`fit` runs one to the end. ``prev_value``: the log
+        density of the previous fit at ``theta`` (default: the data's last answer is the new
+        one)."""
+        return WarmRefit(self, data, theta, hess_base, keep_predictive, prev_value)
 
     def finish(self, run: WarmRefit) -> MAPResult:
         """The result of a :class:`WarmRefit` advanced to its end, as :meth:`fit` returns it
-        (a failed run falls back to L-BFGS-B from the run's start).
+        (a failed run falls back to L-BFGS-B from the run's start), checked by a cold fit
+        where :attr:`cold_start` asks for one.
 
         The result is remembered: a query round finishes the refits of its best candidates,
         and the caller's refit after the expert answers one of them (same data, start and
@@ -121,9 +153,33 @@ class NumpyEngine(Engine):
             res = run.result()
         else:
             res = self._lbfgs(run.theta_start, run.data, run.lb)
+        res = self._check_cold(run, res)
         self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), res,
                        pin=(run.data.X, run.data.y, run.data.U))
         return res
+
+    def _check_cold(self, run: WarmRefit, res: MAPResult) -> MAPResult:
+        """``res``, or the cold fit of ``run.data`` if the policy asks for one and it ends
+        higher."""
+        self.cold_starts["warm"] += 1
+        if self.cold_start is None:
+            return res
+        data = run.data
+        theta = theta_of(res, data)
+        why = self.cold_start.reason(data, theta, res.log_density, run.start_value,
+                                     run.new_loglik)
+        if why is None:
+            return res
+        self.cold_starts["tried"] += 1
+        cold = self._lbfgs(np.maximum(theta_of(data.initial_params(), data),
+                                      run.lb), data, run.lb)
+        if not cold.log_density > res.log_density + 1e-9 * max(1.0, abs(res.log_density)):
+            return replace(res, message=f"{res.message}; {why}: a cold start ended at "
+                                        f"{cold.log_density - res.log_density:+.3g}, not kept")
+        self.cold_starts["kept"] += 1
+        return replace(cold, message=f"{cold.message}; cold start kept ({why}): "
+                                     f"{cold.log_density - res.log_density:+.3g} in log "
+                                     f"density over the warm refit")
 
     # -- memo of warm refits -------------------------------------------------------------
     _memo_size = 8
@@ -139,7 +195,7 @@ class NumpyEngine(Engine):
                 b"" if mask is None else np.packbits(mask).tobytes(),
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
                 zlib.crc32(H.data), self.gtol, self.max_newton, self.local_model,
-                data.relevance.tobytes() if data.model.relevance else b"")
+                data.relevance.tobytes() if data.model.relevance else b"", self.cold_start)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
@@ -199,15 +255,21 @@ class WarmRefit:
     ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
     to L-BFGS-B). With ``keep_predictive``, ``predictive`` holds the Gaussian predictive at
     the training inputs of the last accepted iterate (the query round's near-exact screen).
+    ``start_value`` is the log density at the start, ``new_loglik`` the log likelihood there
+    of the answers new since the previous fit (``prev_value``: that fit's log density; see
+    :func:`~elicit.model.newton.new_answers_loglik`).
     """
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
-                 hess_base: np.ndarray, keep_predictive: bool = False) -> None:
+                 hess_base: np.ndarray, keep_predictive: bool = False,
+                 prev_value: float | None = None) -> None:
         self.engine, self.data = engine, data
         self.lb = lower_bounds(data)
         self.theta_start = theta
         self.hess_start = hess_base
         value, g = log_density(theta, data, cached=True)
+        self.start_value = value
+        self.new_loglik = new_answers_loglik(data, theta, value, prev_value)
         settings = engine.newton_settings(data)
         self.local_model = settings.local_model
         self._run = NewtonRun(OneRefit(data, keep_predictive), theta[None, :].copy(),

@@ -27,15 +27,20 @@ the base Hessian is refreshed and what a failed line search means.
 A stack of one evaluates its products with the operations of a single vector (a dot product,
 a matrix-vector product) and a stack with ``einsum``: the same formulas in the order each
 has always used, so that results stay bit for bit those of earlier versions.
+
+:class:`ColdStartPolicy` says when a warm refit may have ended in the wrong one of several
+local maxima and is to be checked by a cold fit (the numpy engine runs the check).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from elicit.model import terms
 from elicit.model.density import (
     Marginal,
     feedback_terms,
@@ -404,6 +409,73 @@ class OneRefit:
 
     def hessian_base(self, theta: np.ndarray) -> np.ndarray:
         return hessian_base(theta, self.data)
+
+
+# -- when a warm refit is repeated from a cold start --------------------------------------------
+
+@dataclass(frozen=True)
+class ColdStartPolicy:
+    """When a warm refit is checked by a cold fit, so that the MAP does not depend on luck.
+
+    The posterior of gamma can have several local maxima: a gamma switched off on its lower
+    bound 0, or not. After an answer the old MAP did not expect, a warm refit moves far, and
+    where it lands depends on the path (projected Newton steps onto the boundary where
+    L-BFGS-B from the same start stays inside, or the other way round). So a warm refit is
+    repeated from the start of a cold fit (the prior means; tau2's prior mode), and the
+    higher of the two kept, when
+
+    * it ends with a gamma on its bound after *unlikely* answers: the answers new since the
+      previous fit had probability below ``unlikely`` under it; or
+    * it ends lower than it started: below the previous fit's log density plus the new
+      answers' log likelihood there (the log density of the start under the new answers).
+      A refit that ascends from the previous MAP cannot lose more than that; one that does
+      (a fallback that ended elsewhere, an engine working on other tolerances) is suspect.
+
+    Attributes
+    ----------
+    unlikely
+        The probability below which the new answers are unlikely (0.05).
+    slack
+        Log density a refit may lose to rounding before the second test applies.
+    """
+
+    unlikely: float = 0.05
+    slack: float = 1e-6
+
+    def reason(self, data: ModelData, theta: np.ndarray, value: float, start_value: float,
+               new_loglik: float) -> str | None:
+        """Why the warm refit ending at ``theta`` (log density ``value``), which started at
+        log density ``start_value`` after new answers of log likelihood ``new_loglik`` (at
+        the start), is to be checked by a cold fit; None if it is not."""
+        lay = data.layout
+        gamma = theta[lay["gamma"]]
+        on_bound = gamma <= lay.lower_bounds()[lay["gamma"]]
+        if on_bound.any() and new_loglik < math.log(self.unlikely):
+            return (f"gamma on its bound after an unlikely answer "
+                    f"(p = {math.exp(new_loglik):.2g})")
+        if value < start_value - self.slack:
+            return f"the refit lost {start_value - value:.3g} in log density"
+        return None
+
+
+#: the numpy engine's default policy
+DEFAULT_COLD_START = ColdStartPolicy()
+
+
+def new_answers_loglik(data: ModelData, theta: np.ndarray, start_value: float,
+                       prev_value: float | None) -> float:
+    """Log likelihood at ``theta`` (the previous MAP) of the answers new since the previous
+    fit: the log density of the start under ``data`` minus the previous fit's log density
+    ``prev_value`` (the same formula, the answers it saw; after a feature answer of the
+    relevance model, the change its new classes make), or, when that is unknown (a refit the
+    caller advances itself, a start from another engine's fit), the last pair answer's term:
+    the query round's refits add one pair answer at a time."""
+    if prev_value is not None:
+        return float(start_value - prev_value)
+    if len(data.f) == 0:
+        return 0.0
+    return float(terms.feedback_terms(data.link, data.W_f[-1:], data.f[-1:], theta,
+                                      data.layout, hess=False)[0])
 
 
 # -- how far from stationary ------------------------------------------------------------------

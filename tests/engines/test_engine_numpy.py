@@ -397,3 +397,100 @@ def test_cache_helper_drops_the_entry_stored_longest_ago():
     assert arrays_key(X) == k and arrays_key(X.copy()) != k   # identity...
     X[0] = 1.0
     assert arrays_key(X) != k                                # ...and content
+
+
+# -- refits that do not depend on luck (ColdStartPolicy) -------------------------------------
+
+def _two_modes_after_one_answer():
+    """A small problem (n 12, p 8, d 3, learned tau2) whose first answer, (0, 1) similar, had
+    probability 0.00046 under the no-feedback MAP. The warm refit switches gamma_3 off (a
+    local maximum on the boundary); a cold fit finds an interior maximum 0.458 higher."""
+    from elicit.elicitation.elicitor import Elicitor
+
+    rng = np.random.default_rng(88)
+    X, U = rng.normal(size=(12, 8)), rng.normal(size=(8, 3))
+    y = X @ rng.normal(size=8) + 0.3 * rng.normal(size=12)
+    return lambda engine: Elicitor(X, y, U, Hyper(variant="learned"), engine=engine)
+
+
+def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_start():
+    from elicit.model.newton import ColdStartPolicy
+
+    elicitor = _two_modes_after_one_answer()
+    luck, checked = NumpyEngine("learned", cold_start=None), NumpyEngine("learned")
+    assert checked.cold_start == ColdStartPolicy()  # the default
+    before, after = elicitor(luck), elicitor(checked)
+    for el in (before, after):
+        el.answer(0, 1, "similar")
+    assert before.fit.gamma[2] == 0.0
+    assert after.fit.gamma.min() > 0.3, after.fit.gamma
+    assert after.fit.log_density == pytest.approx(before.fit.log_density + 0.458, abs=1e-3)
+    assert "cold start kept (gamma on its bound after an unlikely answer (p = 0.00046))" \
+        in after.fit.message
+    assert checked.cold_starts["tried"] == checked.cold_starts["kept"] == 1
+    # the cold fit's maximum, a stationary one
+    cold = NumpyEngine("learned").fit(after.data)
+    np.testing.assert_allclose(_theta(after.fit, after.data), _theta(cold, after.data),
+                               rtol=1e-6)
+    assert np.max(np.abs(_projected_grad(_theta(after.fit, after.data), after.data))) < 1e-4
+
+
+def test_no_cold_start_after_a_likely_answer_or_off_the_boundary():
+    elicitor = _two_modes_after_one_answer()
+    engine = NumpyEngine("learned")
+    el = elicitor(engine)
+    el.answer(0, 1, "dissimilar")  # the likely answer
+    el.answer(2, 3, "similar")
+    el.answer(4, 5, "dissimilar")
+    assert engine.cold_starts["tried"] == 0, [el.fit.message]
+    assert engine.cold_starts["warm"] >= 3
+
+
+def test_the_cold_start_policy_reasons():
+    from elicit.model.newton import ColdStartPolicy, new_answers_loglik
+
+    data = make_small_data("learned", n_feedback=3)
+    policy = ColdStartPolicy()
+    theta = np.ones(data.layout.size)
+    on_bound = theta.copy()
+    on_bound[1] = 0.0
+    unlikely, likely = np.log(0.01), np.log(0.5)
+    assert policy.reason(data, theta, -10.0, -10.0, unlikely) is None
+    assert policy.reason(data, on_bound, -10.0, -10.0, likely) is None
+    assert "p = 0.01" in policy.reason(data, on_bound, -10.0, -10.0, unlikely)
+    assert policy.reason(data, theta, -10.0 - 1e-9, -10.0, likely) is None  # rounding
+    assert "lost 0.5 in log density" in policy.reason(data, theta, -10.5, -10.0, likely)
+    # The new answers' log likelihood at the previous MAP: the difference of the log
+    # densities with and without them, or the last answer's term.
+    prev = data.with_feedback(data.pairs[:-1], data.f[:-1])
+    v_prev, v = log_density(theta, prev)[0], log_density(theta, data)[0]
+    assert new_answers_loglik(data, theta, v, v_prev) == pytest.approx(
+        new_answers_loglik(data, theta, v, None), abs=1e-10)
+
+
+def test_the_cold_start_of_the_relevance_model_starts_zeta_at_its_prior_mean():
+    """zeta is one more entry of theta: a checked refit after a feature answer compares the
+    warm refit with the cold fit from the prior means (zeta's too) and keeps the higher."""
+    import dataclasses
+
+    from elicit.model.density import theta_of
+    from elicit.model.newton import ColdStartPolicy
+
+    small = make_small_data("learned", n_feedback=3)
+    hyper = dataclasses.replace(small.hyper, model="relevance")
+    before = ModelData(small.X, small.y, small.U, hyper, small.pairs[:2], small.f[:2])
+    classes = np.full(small.X.shape[1], -1)
+    classes[0], classes[3] = 1, 0
+    after = before.with_feedback(small.pairs, small.f).with_relevance(classes)
+    always = NumpyEngine("learned", cold_start=ColdStartPolicy(slack=-np.inf))  # checks all
+    plain = NumpyEngine("learned", cold_start=None)
+    prev = plain.fit(before)
+    res = always.fit(after, init=prev)
+    assert always.cold_starts["tried"] == 1 and "a cold start" in res.message
+    warm, cold = plain.fit(after, init=prev), plain.fit(after)
+    assert res.zeta is not None
+    # the higher of the two, the warm refit's unless the cold fit is higher beyond rounding
+    assert res.log_density in (warm.log_density, cold.log_density)
+    assert res.log_density >= max(warm.log_density, cold.log_density) - 1e-8
+    np.testing.assert_allclose(theta_of(res, after), theta_of(cold, after), rtol=1e-5,
+                               atol=1e-8)
