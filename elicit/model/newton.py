@@ -424,8 +424,10 @@ class ColdStartPolicy:
     repeated from the start of a cold fit (the prior means; tau2's prior mode), and the
     higher of the two kept, when
 
-    * it ends with a gamma on its bound after *unlikely* answers: the answers new since the
-      previous fit had probability below ``unlikely`` under it; or
+    * it ends with a gamma on (or within ``near`` of) its bound after *unlikely* answers: the
+      answers new since the previous fit had probability below ``unlikely`` under it. The
+      boundary mode need not be on the bound itself: a refit after an answer of p = 0.0005
+      ended at gamma = 0.00048 (an interior maximum, 1.37 below the cold fit's); or
     * it ends lower than it started: below the previous fit's log density plus the new
       answers' log likelihood there (the log density of the start under the new answers).
       A refit that ascends from the previous MAP cannot lose more than that; one that does
@@ -434,12 +436,17 @@ class ColdStartPolicy:
     Attributes
     ----------
     unlikely
-        The probability below which the new answers are unlikely (0.05).
+        The probability below which the new answers are unlikely (0.05); 1 checks every
+        refit that ends with a gamma at its bound.
+    near
+        How close to its lower bound 0 a gamma counts as on it (0.01; gamma's prior mean is
+        1).
     slack
         Log density a refit may lose to rounding before the second test applies.
     """
 
     unlikely: float = 0.05
+    near: float = 1e-2
     slack: float = 1e-6
 
     def reason(self, data: ModelData, theta: np.ndarray, value: float, start_value: float,
@@ -449,9 +456,9 @@ class ColdStartPolicy:
         the start), is to be checked by a cold fit; None if it is not."""
         lay = data.layout
         gamma = theta[lay["gamma"]]
-        on_bound = gamma <= lay.lower_bounds()[lay["gamma"]]
+        on_bound = gamma <= lay.lower_bounds()[lay["gamma"]] + self.near
         if on_bound.any() and new_loglik < math.log(self.unlikely):
-            return (f"gamma on its bound after an unlikely answer "
+            return (f"gamma at its bound after an unlikely answer "
                     f"(p = {math.exp(new_loglik):.2g})")
         if value < start_value - self.slack:
             return f"the refit lost {start_value - value:.3g} in log density"

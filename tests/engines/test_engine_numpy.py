@@ -425,7 +425,7 @@ def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_s
     assert before.fit.gamma[2] == 0.0
     assert after.fit.gamma.min() > 0.3, after.fit.gamma
     assert after.fit.log_density == pytest.approx(before.fit.log_density + 0.458, abs=1e-3)
-    assert "cold start kept (gamma on its bound after an unlikely answer (p = 0.00046))" \
+    assert "cold start kept (gamma at its bound after an unlikely answer (p = 0.00046))" \
         in after.fit.message
     assert checked.cold_starts["tried"] == checked.cold_starts["kept"] == 1
     # the cold fit's maximum, a stationary one
@@ -458,6 +458,10 @@ def test_the_cold_start_policy_reasons():
     assert policy.reason(data, theta, -10.0, -10.0, unlikely) is None
     assert policy.reason(data, on_bound, -10.0, -10.0, likely) is None
     assert "p = 0.01" in policy.reason(data, on_bound, -10.0, -10.0, unlikely)
+    near, off = theta.copy(), theta.copy()
+    near[1], off[1] = 0.009, 0.011  # within 0.01 of the bound counts as on it
+    assert "p = 0.01" in policy.reason(data, near, -10.0, -10.0, unlikely)
+    assert policy.reason(data, off, -10.0, -10.0, unlikely) is None
     assert policy.reason(data, theta, -10.0 - 1e-9, -10.0, likely) is None  # rounding
     assert "lost 0.5 in log density" in policy.reason(data, theta, -10.5, -10.0, likely)
     # The new answers' log likelihood at the previous MAP: the difference of the log
