@@ -68,6 +68,19 @@ class ModeRecord:
     kept: str
 
 
+def _scale(b: np.ndarray, data: ModelData) -> np.ndarray:
+    scale = np.maximum(1.0, np.abs(b))
+    xi = data.layout.index("xi")
+    scale[xi] = max(scale[xi], data.m)
+    return scale
+
+
+def same_point(a: np.ndarray, b: np.ndarray, data: ModelData, rtol: float = 1e-3) -> bool:
+    """Whether parameter vectors ``a`` and ``b`` are one point: each parameter within ``rtol``
+    relative to max(1, |b|), xi relative to its prior mean m (the scale it lives on)."""
+    return bool(np.all(np.abs(a - b) <= rtol * _scale(b, data)))
+
+
 class CheckedEngine(Engine):
     """Fit with ``engine``; check each fit against ``twin`` (default: the numpy engine).
 
@@ -146,7 +159,7 @@ class CheckedEngine(Engine):
             return res
         kept = "engine" if c.log_density >= lb else "twin"
         self.records.append(ModeRecord(n, la, lb, kept))
-        worst = int(np.argmax(np.abs(a - b) / self._scale(b, data)))
+        worst = int(np.argmax(np.abs(a - b) / _scale(b, data)))
         label = data.layout.labels()[worst]
         what = (f"--check-engine: after {n} answers {name} and the numpy twin report different "
                 f"stationary points of the same density ({label} = {a[worst]:.6g} vs "
@@ -164,15 +177,8 @@ class CheckedEngine(Engine):
                        message=f"{ref.message}; the numpy twin's MAP, higher than {name}'s "
                                f"by {lb - la:.3g} (--check-engine)", warm_hessian=None)
 
-    @staticmethod
-    def _scale(b: np.ndarray, data: ModelData) -> np.ndarray:
-        scale = np.maximum(1.0, np.abs(b))
-        xi = data.layout.index("xi")
-        scale[xi] = max(scale[xi], data.m)
-        return scale
-
     def _same_point(self, a: np.ndarray, b: np.ndarray, data: ModelData) -> bool:
-        return bool(np.all(np.abs(a - b) <= self.rtol * self._scale(b, data)))
+        return same_point(a, b, data, self.rtol)
 
     def _same_density(self, data: ModelData, a: np.ndarray, b: np.ndarray) -> None:
         """The engine's program and the twin must agree at a and b: the gradients at each,
