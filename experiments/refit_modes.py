@@ -22,7 +22,7 @@ policy a wider one is measured: a cold start whenever a refit ends with a gamma 
 Usage::
 
     python experiments/refit_modes.py results/synthetic [results/amazon ...] [--runs N]
-        [--rounds T] [--jobs 2] [--json modes.json]
+        [--rounds T] [--data-dir DIR] [--jobs 2] [--json modes.json]
 """
 
 from __future__ import annotations
@@ -56,13 +56,14 @@ POLICIES = {"before": None, "after": ColdStartPolicy(),
             "every-bound": ColdStartPolicy(unlikely=1.0)}
 
 
-def maker_of(folder: Path):
-    """(name, cfg, make_problem) of the finished sweep in ``folder``."""
+def maker_of(folder: Path, data_dir: Path | None = None):
+    """(name, cfg, make_problem) of the sweep in ``folder`` (``data_dir``: where the paper's
+    data are, if not where the sweep found them)."""
     d = json.loads((folder / "config.json").read_text())
     if d.get("experiment") == "synthetic":
         cfg = SyntheticConfig.from_json(d, runs=1)
         return "synthetic", cfg, SyntheticMaker(cfg.n_train)
-    cfg = RealDataConfig.from_json(d, runs=1)
+    cfg = RealDataConfig.from_json(d, data_dir, runs=1)
     info = pd.read_csv(folder / "runinfo.csv")
     tau2 = {int(r): float(t) for r, t in zip(info.run, info.tau2)}
     return cfg.name, cfg, RealDataMaker(cfg, tau2 if cfg.fixed_tau2 is None else None)
@@ -73,10 +74,11 @@ def _theta(fit, data) -> np.ndarray:
 
 
 @single_blas_thread
-def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None) -> dict:
+def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None,
+              data_dir: Path | None = None) -> dict:
     """One run, every strategy of the sweep, under one policy: the counts, the CPU and wall
     time of the rounds, the questions and the MSE curves (``rounds``: the sweep's if None)."""
-    name, cfg, make = maker_of(folder)
+    name, cfg, make = maker_of(folder, data_dir)
     cfg = cfg.sweep_config()
     if rounds is not None:
         cfg = dataclasses.replace(cfg, rounds=rounds)
@@ -192,6 +194,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=None,
                     help="runs 0..N-1 (default: the runs of the sweep's stored parts)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default: the sweep's)")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="the paper's data (default: where the real-data sweep found them)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None, help="write the summary here")
     args = ap.parse_args()
@@ -200,7 +204,8 @@ def main() -> None:
         n = args.runs or len(list((folder / "parts").glob("*/random/run*.json")))
         if n == 0:
             ap.error(f"{folder} has no stored runs: give --runs")
-        tasks += [(folder, run, policy, args.rounds) for run in range(n) for policy in POLICIES]
+        tasks += [(folder, run, policy, args.rounds, args.data_dir)
+                  for run in range(n) for policy in POLICIES]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(pool.map(audit_run, *zip(*tasks)))
