@@ -11,6 +11,12 @@ column is pure noise, U(1, 10) for all features. With gamma_opt = [1,1,0,1,0,1,0
 kernel K_opt = K(gamma_opt) is near 1 within groups and near 0 across them.
 beta ~ N(0, sigma2 tau2 K_opt) with sigma2 = 5, tau2 = 1, and y = X beta + N(0, sigma2)
 (:func:`make_synthetic`, as in the authors' code).
+
+Beyond the paper, ``make_synthetic(..., irrelevant=N)`` sets the true weight of N randomly
+chosen features to 0 (their group label becomes -1: an oracle calls them irrelevant and
+cannot compare them with another feature), so that knowing which features matter is worth
+something on these data too. With N = 0 (the default) no extra number is drawn: the paper's
+data, bit for bit.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import numpy as np
 from elicit.model.kernel import kernel
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
+#: The number of features p of the paper's synthetic data.
+N_FEATURES = len(GROUPS)
 GAMMA_OPT = np.array([1, 1, 0, 1, 0, 1, 0, 0, 0], dtype=float)
 # (group described by the column, distribution of the group's entries); None = all U(1, 10)
 _COLUMNS = [(0, "near"), (1, "near"), (0, "far"), (2, "near"), (1, "far"), (3, "near"),
@@ -30,6 +38,9 @@ _COLUMNS = [(0, "near"), (1, "near"), (0, "far"), (2, "near"), (1, "far"), (3, "
 
 @dataclass
 class SyntheticData:
+    """One synthetic data set: training and test data, meta-features U, the true weights,
+    each feature's group (-1: an irrelevant feature, weight 0) and the kernel K_opt."""
+
     X: np.ndarray
     y: np.ndarray
     X_test: np.ndarray
@@ -52,22 +63,35 @@ def meta_features(rng: np.random.Generator) -> np.ndarray:
 
 
 def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 1000,
-                   sigma2: float = 5.0, tau2: float = 1.0) -> SyntheticData:
-    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15)."""
+                   sigma2: float = 5.0, tau2: float = 1.0, irrelevant: int = 0,
+                   ) -> SyntheticData:
+    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15).
+
+    ``irrelevant`` features, drawn uniformly without replacement right after beta, get the
+    true weight 0 and the group -1 (none are drawn for 0, so the other draws stay the
+    paper's).
+    """
     if n_train < 1 or n_test < 1:
         raise ValueError("n_train and n_test must be positive")
+    if not 0 <= irrelevant <= len(GROUPS):
+        raise ValueError(f"irrelevant must lie in 0..{len(GROUPS)}, got {irrelevant}")
     U = meta_features(rng)
     p = U.shape[0]
     K_opt = kernel(U, GAMMA_OPT)
     # A tiny jitter: K_opt is near-singular within groups.
     L = np.linalg.cholesky(sigma2 * tau2 * K_opt + 1e-9 * np.eye(p))
     beta = L @ rng.standard_normal(p)
+    groups = GROUPS.copy()
+    if irrelevant:
+        off = rng.choice(p, size=irrelevant, replace=False)
+        beta[off] = 0.0
+        groups[off] = -1
     X = rng.standard_normal((n_train, p))
     X_test = rng.standard_normal((n_test, p))
     noise = np.sqrt(sigma2)
     y = X @ beta + noise * rng.standard_normal(n_train)
     y_test = X_test @ beta + noise * rng.standard_normal(n_test)
-    return SyntheticData(X, y, X_test, y_test, U, beta, GROUPS.copy(), K_opt)
+    return SyntheticData(X, y, X_test, y_test, U, beta, groups, K_opt)
 
 
 def random_problem(seed: int = 0, n: int = 100, p: int = 340, d: int = 100,
