@@ -45,7 +45,8 @@ TABLE1_DIR = "table1"
 #: Settings that config.json files written before they existed lack, and the value those
 #: sweeps used: an old folder stays valid for a rerun with these values.
 LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
-                                     "model": "paper", "utility_target": "predictive"}
+                                     "model": "paper", "utility_target": "predictive",
+                                     "questions": "pairs", "pool": "paper", "irrelevant": 0}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus, a
 #: meta-features file, a Stan program or a folder of problems is compared by its content hash).
 PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")

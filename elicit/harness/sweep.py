@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.sources import file_sha256
+from elicit.elicitation.answers import ask, check_expert
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.questions import check_questions, kind_of, question_key
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import ENGINES, get_engine
@@ -40,11 +42,18 @@ from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, str
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.threads import single_blas_thread
-from elicit.model.variants import PAPER, get_model
+from elicit.model.variants import PAPER, RELEVANCE_MODEL, get_model
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 #: The figure of a sweep's MSE curves (the paper's Fig. 4 on the synthetic data).
 CURVES_FIGURE = "fig4_mse.png"
+
+
+def default_model(questions: str) -> str:
+    """The model a sweep fits when none is named: the paper's for pair questions, the
+    relevance model (:data:`~elicit.model.variants.RELEVANCE_MODEL`, the only one with
+    relevance classes) when feature questions are asked."""
+    return PAPER if check_questions(questions) == "pairs" else RELEVANCE_MODEL
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,11 @@ class SweepConfig(Recorded):
     (:func:`~elicit.harness.config.setting`) are what the sweep's ``config.json`` records
     (:meth:`~elicit.harness.config.Recorded.to_json`); ``runs``, ``strategies``, ``jobs``,
     ``cluster`` and ``check_engine`` may change between reruns.
+
+    ``questions`` says which questions the simulated expert is asked: ``"pairs"`` (the
+    paper's), ``"relevance"`` or ``"both"`` (:mod:`elicit.elicitation.questions`); with
+    feature questions the model defaults to the relevance model (:func:`default_model`) and
+    every run's expert must answer ``relevance(k)``.
     """
 
     dataset: str = setting(MISSING)
@@ -74,12 +88,18 @@ class SweepConfig(Recorded):
     stan_file: str | None = setting(None, record=lambda c: c.stan_settings())
     #: None: the problem's own setting
     threshold_mean: float | Literal["auto"] | None = setting(None)
-    #: the named model (:mod:`elicit.model.variants`) every run is fitted with
-    model: str = setting(PAPER)
+    #: the named model (:mod:`elicit.model.variants`) every run is fitted with; None: the
+    #: default of the questions (:func:`default_model`)
+    model: str | None = setting(None)
     #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
     utility_target: str = setting("predictive")
+    #: which questions are asked: "pairs", "relevance" or "both"
+    questions: str = setting("pairs")
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "questions", check_questions(self.questions))
+        if self.model is None:
+            object.__setattr__(self, "model", default_model(self.questions))
         object.__setattr__(self, "strategies", tuple(self.strategies))
         object.__setattr__(self, "snapshots", tuple(int(t) for t in self.snapshots))
         bad = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
@@ -98,9 +118,10 @@ class SweepConfig(Recorded):
             raise ElicitError(f"the threshold mean must be 'auto' or a positive number, "
                               f"got {tm!r}")
         # Checked here, in the parent, before any worker starts or any Stan program is built.
-        UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file).validate()
+        get_model(str(self.model))
+        UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file,
+                    self.questions, str(self.model)).validate()
         parse_cluster(self.cluster)
-        get_model(self.model)
         if self.check_engine and self.stan_file is not None:
             raise ElicitError("--check-engine compares every fit with the numpy engine, which "
                               "runs only the shipped Stan programs, not a custom --stan-file")
@@ -116,38 +137,77 @@ class SweepConfig(Recorded):
 @single_blas_thread
 def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequence[str],
             ) -> dict[str, dict]:
-    """All ``strategies`` of one run; they share the no-feedback fit."""
+    """All ``strategies`` of one run; they share the no-feedback fit.
+
+    Each strategy's record (:func:`load_part`) holds ``mse`` (the test MSE after 0..rounds
+    answers), ``asked`` (``[i, j, answer]`` per round, ``j`` None for a feature question),
+    ``gammas`` (gamma at the snapshot rounds), ``threshold_mean`` and ``model``; a sweep
+    with feature questions adds ``questions``, ``kinds`` (``"pair"`` or ``"feature"`` per
+    round, :func:`part_kinds`) and ``zeta`` (the relevance model's zeta after 0..rounds
+    answers).
+    """
     hyper = problem.hyper
     if cfg.threshold_mean is not None:
         hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
     hyper = dataclasses.replace(hyper, model=cfg.model)
+    check_expert(problem.expert, cfg.questions)
     engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
     el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
                   stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
                   pool_size=problem.pool_size, candidates=problem.candidates,
-                  target=cfg.utility_target)
+                  target=cfg.utility_target, questions=cfg.questions)
     mse0 = problem.mse(el)
+    mixed = cfg.questions != "pairs"
     results = {}
     for strategy in strategies:
         rng = np.random.default_rng(strategy_stream(cfg.seed, run,
                                                     get_strategy(strategy).stream_id))
         el.reset()
         mse, gammas, asked = [mse0], {}, []
+        zeta = [el.fit.zeta]
         if 0 in cfg.snapshots:
             gammas[0] = el.fit.gamma.tolist()
         for t in range(1, cfg.rounds + 1):
-            if len(el.unasked()) == 0:
+            if _nothing_left(el, strategy):
                 break
             q = el.next_query(strategy, rng)
-            a = problem.expert.answer(q.i, q.j)
+            a = ask(problem.expert, q)
             el.answer(q.i, q.j, a)
             asked.append([q.i, q.j, a.value])
             mse.append(problem.mse(el))
+            zeta.append(el.fit.zeta)
             if t in cfg.snapshots:
                 gammas[t] = el.fit.gamma.tolist()
         results[strategy] = {"mse": mse, "gammas": gammas, "asked": asked,
                              "threshold_mean": el.hyper.threshold_mean, "model": cfg.model}
+        if mixed:
+            results[strategy].update(
+                questions=cfg.questions, kinds=part_kinds({"asked": asked}),
+                zeta=None if zeta[0] is None else [float(z) for z in zeta])
     return results
+
+
+def _nothing_left(el: Elicitor, strategy: str) -> bool:
+    """Whether the run of ``strategy`` has no question left to ask: every question was asked
+    (or closed by an irrelevant answer), or, for a strategy that walks the no-feedback
+    ranking of a mixed elicitation, every question of that ranking (it ranks the first
+    round's pool only)."""
+    unasked = el.unasked()
+    if len(unasked) == 0:
+        return True
+    if el.questions == "pairs" or not el.n_answers or not get_strategy(strategy).needs_ranking:
+        return False
+    ranked = el.question_rows[el.nonsequential_ranking().index]
+    return not {tuple(r) for r in ranked.tolist()} & {tuple(r) for r in unasked.tolist()}
+
+
+def part_kinds(part: dict) -> list[str]:
+    """The kind of each question of a stored run, in answer order: ``"pair"`` or
+    ``"feature"`` (records of pair-only sweeps, which do not store ``kinds``, are read from
+    their ``asked`` rows)."""
+    if "kinds" in part:
+        return list(part["kinds"])
+    return [kind_of(question_key(i, j)) for i, j, *_ in part["asked"]]
 
 
 def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Sequence[str],

@@ -1,0 +1,125 @@
+"""Sweeps that ask feature questions beside pairs: the settings, the records, the stops."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from elicit.elicitation.answers import GroupOracle
+from elicit.errors import ElicitError
+from elicit.harness.problem import RunProblem
+from elicit.harness.store import SweepStore
+from elicit.harness.sweep import SweepConfig, default_model, load_part, part_kinds, sweep
+from elicit.model.simulate import make_synthetic
+from elicit.model.spec import Hyper
+from elicit.model.variants import PAPER, RELEVANCE_MODEL
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+class IrrelevantMaker:
+    """Synthetic problems with ``k`` irrelevant features (weight 0, group -1)."""
+
+    def __init__(self, k: int = 6) -> None:
+        self.k = k
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        sd = make_synthetic(np.random.default_rng([seed, run]), n_train=20,
+                            irrelevant=self.k)
+        return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
+                          Hyper(variant="fixed", tau2=1.0), pool_size=20)
+
+
+def test_questions_set_the_default_model_and_a_pair_model_is_refused():
+    assert SweepConfig("x", 1, 1).model == PAPER
+    assert SweepConfig("x", 1, 1).questions == "pairs"
+    for q in ("relevance", "both"):
+        assert SweepConfig("x", 1, 1, questions=q).model == default_model(q) == RELEVANCE_MODEL
+    with pytest.raises(ElicitError, match=r"^questions='both' asks feature questions, which "
+                                          r"need a model with relevance classes: use "
+                                          r"model='relevance' \(the model is 'paper'\)$"):
+        SweepConfig("x", 1, 1, questions="both", model=PAPER)
+    with pytest.raises(ElicitError, match=r"^questions must be one of pairs, relevance, both, "
+                                          r"got 'features'$"):
+        SweepConfig("x", 1, 1, questions="features")
+    recorded = SweepConfig("x", 1, 1, questions="both").to_json()
+    assert recorded["questions"] == "both" and recorded["model"] == RELEVANCE_MODEL
+
+
+def test_an_expert_without_relevance_answers_is_refused_before_any_question(tmp_path):
+    def pairs_only(seed: int, run: int) -> RunProblem:
+        prob = IrrelevantMaker()(seed, run)
+        groups = prob.expert.groups
+
+        class PairExpert:
+            def answer(self, i, j):
+                return GroupOracle(groups).answer(i, j)
+
+        return dataclasses.replace(prob, expert=PairExpert())
+
+    cfg = SweepConfig("x", 1, 2, engine="numpy", questions="both", strategies=("random",))
+    with pytest.raises(ElicitError, match="has no relevance\\(k\\) method"):
+        sweep(pairs_only, cfg, tmp_path / "o", progress=False)
+    assert not list((tmp_path / "o").rglob("run000.json"))
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mixed") / "sweep"
+    cfg = SweepConfig("mixed", runs=1, rounds=14, engine="numpy", questions="both", seed=2,
+                      refine=2)
+    sweep(IrrelevantMaker(), cfg, out, progress=False)
+    return out, cfg
+
+
+def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixed):
+    out, cfg = mixed
+    prob = IrrelevantMaker()(cfg.seed, 0)
+    groups = prob.expert.groups
+    kinds_seen = set()
+    for strategy in cfg.strategies:
+        part = load_part(SweepStore(out, {}), cfg, strategy, 0)
+        kinds = part_kinds(part)
+        assert part["kinds"] == kinds and len(kinds) == len(part["asked"]) == cfg.rounds
+        assert part["questions"] == "both" and part["model"] == RELEVANCE_MODEL
+        assert len(part["zeta"]) == len(part["mse"]) == cfg.rounds + 1
+        assert all(np.isfinite(part["zeta"]))
+        called_irrelevant: set[int] = set()
+        for (i, j, a), kind in zip(part["asked"], kinds):
+            assert (kind == "feature") == (j is None)
+            if j is None:
+                # the oracle's answer: relevant exactly when the feature has a group
+                assert a == ("relevant" if groups[i] >= 0 else "irrelevant")
+                if a == "irrelevant":
+                    called_irrelevant.add(i)
+            else:
+                assert not {i, j} & called_irrelevant
+                assert a in ("similar", "dissimilar", "dont_know")
+        kinds_seen |= set(kinds)
+        # zeta moves with feature answers only: unchanged after a pair or don't know
+        z = np.array(part["zeta"])
+        for t, (kind, (_, _, a)) in enumerate(zip(kinds, part["asked"]), start=1):
+            if kind == "pair" and a == "dont_know":
+                assert z[t] == z[t - 1]
+    assert kinds_seen == {"pair", "feature"}
+
+
+def test_part_kinds_of_a_pair_only_record_read_from_its_questions():
+    part = {"asked": [[0, 3, "similar"], [2, None, "relevant"], [1, 4, "dont_know"]]}
+    assert part_kinds(part) == ["pair", "feature", "pair"]
+
+
+def test_nonsequential_run_stops_when_its_ranking_is_used_up(tmp_path):
+    """A mixed non-sequential run ranks the first round's pool only; once every question of
+    it is asked (or closed by an irrelevant answer) the run stops instead of failing."""
+    cfg = SweepConfig("x", 1, 200, engine="numpy", questions="both", refine=0,
+                      strategies=("nonsequential",))
+    sweep(IrrelevantMaker(k=10), cfg, tmp_path / "o", progress=False)
+    part = json.loads((tmp_path / "o" / "parts" / "x" / "nonsequential" / "run000.json")
+                      .read_text())
+    # 25 features and a pool of 20 pairs: far fewer than 200 rounds
+    assert 0 < len(part["asked"]) <= 25 + 20
+    assert len(part["mse"]) == len(part["asked"]) + 1
