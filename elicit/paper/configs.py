@@ -33,11 +33,13 @@ from elicit.data.sources import (
     paper_source,
     source_from_config,
 )
+from elicit.elicitation.questions import check_questions
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, option, setting
 from elicit.harness.problem import ProblemsDir
-from elicit.harness.sweep import SweepConfig
+from elicit.harness.sweep import SweepConfig, default_model
+from elicit.model.simulate import N_FEATURES
 from elicit.model.variants import PAPER
 from elicit.paper.lasso_expert import RULES
 from elicit.prior.tau2 import check_tau2
@@ -65,6 +67,39 @@ RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
 #: what the options of RECOMMENDED are when not given
 _OPTION_DEFAULTS: dict[str, object] = {"meta_features": "counts", "meta_dim": DEFAULT_META_DIM,
                                        "model": PAPER, "utility_target": "predictive"}
+
+
+#: Where a sweep's pair questions come from (``pool``):
+#:
+#: ``"paper"``
+#:     the simulated expert's answerable pairs (real data: both keywords with a nonzero LASSO
+#:     weight; the synthetic generator with irrelevant features: both features relevant), as
+#:     in the paper. It leaks the expert's relevance knowledge into the question set (and
+#:     into the start: the threshold prior and, for the known-coupling models, the coupled
+#:     set J come from the candidate pairs), so with feature questions it is the *best
+#:     case* and is used only when asked for by name.
+#: ``"open"``
+#:     every pair; the elicitation offers those among the features not called irrelevant so
+#:     far. The start uses no expert input. The default with feature questions.
+POOLS: tuple[str, ...] = ("paper", "open")
+#: How tables and figures name a pool (``"paper"`` with feature questions is the best case).
+POOL_LABELS: dict[str, str] = {"paper": "best case: the expert's answerable pairs",
+                               "open": "pairs among the features not called irrelevant"}
+
+
+def default_pool(questions: str) -> str:
+    """The pool of a sweep that names none: the paper's with pair questions only (the
+    paper's method), the open one with feature questions."""
+    return "paper" if check_questions(questions) == "pairs" else "open"
+
+
+def check_pool(pool: str | None, questions: str) -> str:
+    """``pool``, or :func:`default_pool` for None; a one-line error for another value."""
+    if pool is None:
+        return default_pool(questions)
+    if isinstance(pool, str) and pool in POOLS:
+        return pool
+    raise ElicitError(f"pool must be one of {', '.join(POOLS)}, got {pool!r}")
 
 
 def _positive_int(value: object, what: str) -> int:
@@ -109,10 +144,23 @@ class SyntheticConfig(Recorded):
         A folder of the user's own simulated problems instead of the built-in generator:
         one ``.npz`` per run (:class:`~elicit.harness.problem.ProblemsDir`).
     model
-        The named model (:mod:`elicit.model.variants`).
+        The named model (:mod:`elicit.model.variants`); default the paper's, or the relevance
+        model with feature questions.
     utility_target
         ``"predictive"`` or ``"params"``: what the utility is about
         (:mod:`elicit.elicitation.utility`).
+    questions
+        ``"pairs"`` (the paper's), ``"relevance"`` or ``"both"``: which questions the oracle
+        is asked (:mod:`elicit.elicitation.questions`).
+    pool
+        Where the pair questions come from (:data:`POOLS`): ``"paper"`` (the oracle's
+        answerable pairs; all pairs without irrelevant features, as in the paper) or
+        ``"open"`` (all pairs, those among the features not called irrelevant offered);
+        default :func:`default_pool`.
+    irrelevant
+        The built-in generator: how many of the p features get the true weight 0; the
+        oracle calls them irrelevant and answers "don't know" to their pairs
+        (:func:`elicit.model.simulate.make_synthetic`). 0 (default) is the paper's data.
     """
 
     RECORD_HEAD: ClassVar[dict[str, object]] = {"experiment": "synthetic"}
@@ -130,8 +178,11 @@ class SyntheticConfig(Recorded):
     refine: int = setting(10)
     stan_file: str | None = setting(None, record=lambda c: c.sweep_config().stan_settings())
     threshold_mean: float | Literal["auto"] | None = setting(None)
-    model: str = setting(PAPER)
+    model: str | None = setting(None)
     utility_target: str = setting("predictive")
+    questions: str = setting("pairs")
+    pool: str | None = setting(None)
+    irrelevant: int = setting(0)
     runs: int | None = option(None)
     strategies: tuple[str, ...] = option(STRATEGIES)
     jobs: int = option(1)
@@ -139,6 +190,19 @@ class SyntheticConfig(Recorded):
     check_engine: bool | str = option(False)
 
     def __post_init__(self) -> None:
+        questions = check_questions(self.questions)
+        object.__setattr__(self, "pool", check_pool(self.pool, questions))
+        if self.model is None:
+            object.__setattr__(self, "model", default_model(questions))
+        n_irr = self.irrelevant
+        if isinstance(n_irr, bool) or not isinstance(n_irr, int) \
+                or not 0 <= n_irr <= N_FEATURES - 2:
+            raise ElicitError(f"irrelevant must be an integer from 0 to {N_FEATURES - 2} (the "
+                              f"generator has {N_FEATURES} features), got {n_irr!r}")
+        if n_irr and self.problems is not None:
+            raise ElicitError("--irrelevant sets up the built-in generator; a --problems "
+                              "folder marks irrelevant features by a negative group or a "
+                              "zero beta instead")
         runs = self.runs
         if self.problems is not None:
             object.__setattr__(self, "problems", os.fspath(self.problems))
@@ -166,7 +230,8 @@ class SyntheticConfig(Recorded):
                            cluster=self.cluster, check_engine=self.check_engine,
                            snapshots=tuple(t for t in FIG3_ROUNDS if t <= self.rounds),
                            stan_file=self.stan_file, threshold_mean=self.threshold_mean,
-                           model=self.model, utility_target=self.utility_target)
+                           model=self.model, utility_target=self.utility_target,
+                           questions=self.questions)
 
     @classmethod
     def from_json(cls, d: dict, **options: Any) -> SyntheticConfig:
@@ -305,9 +370,20 @@ class RealDataConfig(Recorded):
         from each run's expert-set text, no ratings), or a CSV/Parquet file indexed by
         keyword (:mod:`elicit.data.metafeatures`).
     model
-        The named model (:mod:`elicit.model.variants`).
+        The named model (:mod:`elicit.model.variants`); default the paper's, or the relevance
+        model with feature questions.
     utility_target
         ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`).
+    questions
+        ``"pairs"`` (the paper's), ``"relevance"`` ("does this keyword affect the rating?",
+        answered from whether the LASSO weight is nonzero) or ``"both"``
+        (:mod:`elicit.elicitation.questions`).
+    pool
+        Where the pair questions come from (:data:`POOLS`): ``"paper"``, the LASSO expert's
+        answerable pairs (the paper's; with feature questions the *best case*, as it leaks
+        the expert's relevance knowledge), or ``"open"``, every pair, those among the
+        keywords not called irrelevant offered. Default :func:`default_pool`: ``"paper"``
+        with pair questions only, ``"open"`` with feature questions.
     """
 
     source: SourceSpec = setting(MISSING, record=lambda c: c.data.config())
@@ -323,8 +399,10 @@ class RealDataConfig(Recorded):
     engine: str = setting("auto")
     utility: str = setting("fast")
     refine: int = setting(10)
-    model: str = setting(PAPER)
+    model: str | None = setting(None)
     utility_target: str = setting("predictive")
+    questions: str = setting("pairs")
+    pool: str | None = setting(None)
     meta_features: str | os.PathLike = setting(
         "counts", record=lambda c: meta_config(c.meta_features, c.meta_dim))
     meta_dim: int = setting(DEFAULT_META_DIM, record=lambda c: {})  # with meta_features
@@ -341,10 +419,19 @@ class RealDataConfig(Recorded):
         def put(key: str, value: object) -> None:
             object.__setattr__(self, key, value)
 
+        # The questions first: they decide the default model and pool.
+        questions = check_questions(self.questions)
+        put("pool", check_pool(self.pool, questions))
+        if questions != "pairs" and (self.paper or self.recommended):
+            preset = "--paper" if self.paper else "--recommended"
+            raise ElicitError(f"{preset} asks pair questions only; drop {preset} or "
+                              f"--questions {questions}")
         # The presets, resolved into the values the sweep uses.
         chosen = resolve_recommended(self.recommended, self.paper,
                                      meta_features=self.meta_features, meta_dim=self.meta_dim,
-                                     model=self.model, utility_target=self.utility_target)
+                                     model=default_model(questions) if self.model is None
+                                     else self.model,
+                                     utility_target=self.utility_target)
         for key, value in chosen.items():
             put(key, value)
         std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)
@@ -392,7 +479,8 @@ class RealDataConfig(Recorded):
         return SweepConfig(name, self.runs, self.rounds, tuple(self.strategies), self.seed,
                            self.engine, self.utility, self.refine, self.jobs,
                            cluster=self.cluster, check_engine=self.check_engine,
-                           model=self.model, utility_target=self.utility_target)
+                           model=self.model, utility_target=self.utility_target,
+                           questions=self.questions)
 
     def sweep_config(self) -> SweepConfig:
         """The settings of the experiment's sweep of query strategies."""

@@ -9,8 +9,14 @@ reading). The simulated expert is a LASSO fitted on the expert set
 (:class:`~elicit.paper.lasso_expert.LassoExpert`, rule ``"target"``: about 40 nonzero
 weights, ~780 answerable pairs). The model has a fixed tau2 (the paper's 0.01, or a
 cross-validated one per run), asks only answerable pairs (the paper drops "don't know"
-pairs) from a random pool of 400 per sequential round, and its test MSE is on the original
-rating scale (the training mean is added back to the predictions).
+pairs; ``pool="paper"``) from a random pool of 400 per sequential round, and its test MSE is
+on the original rating scale (the training mean is added back to the predictions).
+
+With feature questions (``questions="relevance"`` or ``"both"``) the pair questions come by
+default from every pair (``pool="open"``): the elicitation offers those among the keywords
+not called irrelevant so far, and the start (its threshold prior, tau2's CV, any coupled set)
+uses no expert input. The expert's answerable pairs stay available as ``pool="paper"``, the
+best case.
 
 :class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep;
 :func:`initial_fit` the run's *no-feedback model* (no expert answers, fixed tau2), the start
@@ -44,13 +50,19 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> Lasso
                        random_state=int(rd.seed or 0) % (2**31))
 
 
+def pool_candidates(cfg: RealDataConfig, expert: LassoExpert) -> np.ndarray | None:
+    """The candidate pairs of a run with ``cfg.pool``: the expert's answerable pairs
+    (``"paper"``), or None, every pair (``"open"``)."""
+    return expert.answerable_pairs() if cfg.pool == "paper" else None
+
+
 def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
     """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the candidate
-    pairs that make up the coupled set J (the expert's answerable pairs, as in the sweep;
-    None for the other models)."""
+    pairs that make up the coupled set J (the sweep's: the expert's answerable pairs with the
+    paper's pool, None = every feature with the open one; None for the other models)."""
     rd = cfg.run_data(run)
     expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
-    cands = expert.answerable_pairs() if get_model(cfg.model).known_coupling else None
+    cands = pool_candidates(cfg, expert) if get_model(cfg.model).known_coupling else None
     return rd, expert, cands
 
 
@@ -75,8 +87,8 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
         expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
-    cands = expert.answerable_pairs()
-    if len(cands) == 0:
+    cands = pool_candidates(cfg, expert)
+    if cands is not None and len(cands) == 0:
         raise ElicitError(f"{cfg.name} run {run}: the LASSO expert knows fewer than two "
                           "keywords, so there is no answerable pair to ask")
     return RunProblem(
@@ -105,8 +117,9 @@ def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -
     -------
     RunProblem
         Training data (standardised X, centred y), meta-features U, test set on the original
-        scale with ``y_offset`` = the training mean, the LASSO expert, its answerable pairs as
-        the candidates, and ``extra`` with the expert's summary and the run's split seed.
+        scale with ``y_offset`` = the training mean, the LASSO expert, the candidate pairs of
+        ``cfg.pool`` (:func:`pool_candidates`), and ``extra`` with the expert's summary and
+        the run's split seed.
     """
     return problem_from_run(cfg.run_data(run), cfg, run, tau2)
 

@@ -50,7 +50,7 @@ from elicit.harness.labels import (
 )
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import run_sweep
-from elicit.paper.configs import RealDataConfig
+from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, tau2_cv_frame
 
@@ -82,6 +82,9 @@ class RealDataResult:
         the expert has keywords of one sign only).
     meta_features
         What the meta-features were: ``"counts"``, ``"ppmi 10"``, ``"lsa 25"``, a file name.
+    questions
+        ``"questions both, pool: ..."`` when the sweep asked feature questions or used another
+        pool than the paper's, else empty.
     """
 
     dataset: str
@@ -94,6 +97,8 @@ class RealDataResult:
     standardize: str
     auc: dict[int, float] = field(default_factory=dict)
     meta_features: str = "counts"
+    #: which questions were asked and from which pool, when not the paper's pairs
+    questions: str = ""
 
     def summary(self) -> str:
         """Initial, final and reference test MSEs, the baselines and the tau^2 choices."""
@@ -102,8 +107,9 @@ class RealDataResult:
         last = int(curves.n_feedback.max())
         final = curves[curves.n_feedback == last].groupby("strategy").mse.mean()
         ref = self.references
-        lines = [f"{self.dataset} ({self.standardize} standardisation): mean initial test MSE "
-                 f"{init:.3f}; after {last} answers: "
+        asked = f"; {self.questions}" if self.questions else ""
+        lines = [f"{self.dataset} ({self.standardize} standardisation{asked}): mean initial "
+                 f"test MSE {init:.3f}; after {last} answers: "
                  + ", ".join(f"{k} {v:.3f}" for k, v in final.items()),
                  f"reference lines: predict the mean {ref['mean']:.3f}, all answers (ceiling) "
                  f"{ref['ceiling']:.3f}",
@@ -166,11 +172,11 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
 
     bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
     refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}
-    n_ans = float(np.mean([i["n_answerable"] for i in infos]))
+    n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
     name = cfg.name
     mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
                title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
-                     f"({cfg.standardize} standardisation)",
+                     f"({cfg.standardize} standardisation{questions_note(cfg)})",
                baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                          ceiling_label(n_ans): refs["ceiling"]})
     meta = store.settings
@@ -180,4 +186,14 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
     return RealDataResult(name, df, bl, refs, run_tau2,
                           {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
                           cfg.fixed_tau2 is None, str(cfg.standardize),
-                          {int(i["run"]): float(i["auc"]) for i in infos}, label_mf)
+                          {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
+                          questions_note(cfg).lstrip("; "))
+
+
+def questions_note(cfg: RealDataConfig) -> str:
+    """``"; questions both, pool: ..."`` for a sweep with feature questions or another pool
+    than the paper's (the pool's label says "best case" where it leaks the expert's
+    relevance knowledge), else empty."""
+    if cfg.questions == "pairs" and cfg.pool == "paper":
+        return ""
+    return f"; questions {cfg.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

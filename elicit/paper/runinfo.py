@@ -15,7 +15,9 @@ the sweep itself):
     one fit (:func:`ceiling`): the no-feedback fit with the answerable pairs as candidates
     (which sets the threshold prior as in the sweep), then one engine fit with all answers
     ("don't know" pairs left out), warm from the no-feedback MAP; same tau^2, standardisation
-    and engine as the run;
+    and engine as the run. With feature questions it is every answer the expert can give:
+    every keyword's relevance (``n_feature_answers`` of them, ``n_relevant`` relevant) and
+    every pair of two relevant keywords, from the sweep's start (its pool's candidates);
 
 * the no-feedback test MSE at tau^2 = 0.003 and 0.01 and the largest test |z| (what the
   report's section on standardisation compares), and the no-feedback MSE at the run's own
@@ -34,6 +36,7 @@ run's 100 training reviews and without any expert answer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +44,8 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.metafeatures import polarity_auc
+from elicit.elicitation.answers import ask
+from elicit.elicitation.questions import Query
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -51,6 +56,7 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import MSE_COLUMNS
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior, mean_squared_error
+from elicit.model.spec import all_pairs
 from elicit.paper.baselines import fit_baselines
 from elicit.paper.configs import RealDataConfig
 from elicit.paper.real_problem import initial_fit, make_expert, problem_from_run, run_setup
@@ -84,35 +90,58 @@ class Ceiling:
     ceiling: float
     n_answers: int
     n_similar: int
+    #: feature answers used (all p with feature questions, else 0) and how many "relevant"
+    n_feature_answers: int = 0
+    n_relevant: int = 0
 
 
 @single_blas_thread
-def ceiling(problem: RunProblem, engine: str | Engine = "auto") -> Ceiling:
-    """Answer every candidate pair of ``problem`` at once and refit; return both test MSEs.
+def ceiling(problem: RunProblem, engine: str | Engine = "auto",
+            questions: str = "pairs") -> Ceiling:
+    """Give every answer the expert can give at once and refit; return both test MSEs.
 
     The no-feedback model is set up as in a sweep
-    (:func:`~elicit.prior.setup.fit_no_feedback` with the candidates, so the
-    threshold prior is the sweep's); then one fit with all answers (``"don't know"`` ones left
-    out), warm from the no-feedback MAP.
+    (:func:`~elicit.prior.setup.fit_no_feedback` with the problem's candidates, all pairs
+    when it has none, so the threshold prior is the sweep's); then one fit with all answers
+    (``"don't know"`` ones left out), warm from the no-feedback MAP. With pair questions
+    (``questions`` ``"pairs"`` or ``"both"``) every candidate pair is answered; with feature
+    questions (``"relevance"`` or ``"both"``) every feature's relevance, and then no pair
+    with a feature called irrelevant is asked (as in an elicitation).
     """
     eng = engine if isinstance(engine, Engine) else get_engine(engine, problem.hyper.variant)
-    if problem.candidates is None:
+    if problem.candidates is None and questions == "pairs":
         raise ElicitError("the ceiling needs the problem's candidate pairs")
-    cands = problem.candidates
+    p = problem.X.shape[1]
+    cands = problem.candidates if problem.candidates is not None else all_pairs(p)
     data0, fit0 = fit_no_feedback(eng, problem.X, problem.y, problem.U, problem.hyper, cands)
+    mse0 = NIGPosterior.from_map(data0, fit0).mse(problem.X_test, problem.y_test,
+                                                  problem.y_offset)
+    classes = None
+    if questions != "pairs":
+        classes = np.array([ask(problem.expert, Query.feature_question(k)).relevance
+                            for k in range(p)], dtype=int)
+        # the elicitation asks no pair with a feature called irrelevant
+        cands = cands[(classes[cands[:, 0]] != 0) & (classes[cands[:, 1]] != 0)]
+    if questions == "relevance":
+        cands = cands[:0]
     f = [problem.expert.answer(int(i), int(j)).f for i, j in cands]
     keep = np.array([v is not None for v in f], dtype=bool)
     pairs = cands[keep]
     outcomes = np.array([v for v in f if v is not None], dtype=int)
-    mse0 = NIGPosterior.from_map(data0, fit0).mse(problem.X_test, problem.y_test,
-                                                  problem.y_offset)
-    if len(pairs) == 0:
-        return Ceiling(mse0, mse0, 0, 0)
-    data = data0.with_feedback(pairs, outcomes)
-    fit = eng.fit(data, init=fit0)
+    if classes is None:
+        if len(pairs) == 0:
+            return Ceiling(mse0, mse0, 0, 0)
+        data = data0.with_feedback(pairs, outcomes)
+        fit = eng.fit(data, init=fit0)
+    else:
+        data = data0.with_feedback(pairs, outcomes).with_relevance(classes)
+        # the base Hessian of the start belongs to its classes' y-likelihood
+        fit = eng.fit(data, init=dataclasses.replace(fit0, warm_hessian=None))
     mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test,
                                                problem.y_offset)
-    return Ceiling(mse0, mse, int(len(pairs)), int(outcomes.sum()))
+    n_rel = 0 if classes is None else int(np.sum(classes == 1))
+    return Ceiling(mse0, mse, int(len(pairs)), int(outcomes.sum()),
+                   0 if classes is None else p, n_rel)
 
 
 @single_blas_thread
@@ -132,7 +161,10 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
     # The reference ceiling of the sweep's model, tau2, expert and candidates.
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
-    ceil = ceiling(problem, cfg.engine)
+    ceil = ceiling(problem, cfg.engine, cfg.questions)
+    mixed = {} if cfg.questions == "pairs" else {
+        "questions": cfg.questions, "pool": cfg.pool,
+        "n_feature_answers": ceil.n_feature_answers, "n_relevant": ceil.n_relevant}
     return {
         "version": RUNINFO_VERSION, "run": run, "split_seed": rd.seed,
         "standardize": rd.standardize, "n_features": rd.p, "n_train": len(rd.train_idx),
@@ -148,6 +180,7 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
         "max_test_z": float(np.max(np.abs(rd.X_test))),
         "meta_features": rd.meta_features, "meta_dim": rd.meta_dim,
         "auc": polarity_auc(rd.U, expert.groups),
+        **mixed,
     }
 
 

@@ -1,7 +1,8 @@
 """The paper's synthetic experiment (Afrabandpey et al. 2019, Sec. 4.1, Figs. 3-4).
 
 The data are drawn by :func:`elicit.model.simulate.make_synthetic` (p = 25 features in four
-groups, d = 9 meta-features, beta from the kernel of gamma_opt).
+groups, d = 9 meta-features, beta from the kernel of gamma_opt; beyond the paper, optionally
+with ``irrelevant`` features of true weight 0, which the oracle calls irrelevant).
 
 :func:`run_synthetic` is the experiment (settings: :class:`~elicit.paper.configs.SyntheticConfig`):
 the three query strategies on runs of such data (:class:`SyntheticMaker`), answered by an
@@ -24,20 +25,32 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, sweep
 from elicit.model.kernel import kernel
 from elicit.model.simulate import make_synthetic
-from elicit.model.spec import Hyper
-from elicit.paper.configs import SyntheticConfig
+from elicit.model.spec import Hyper, all_pairs
+from elicit.paper.configs import SyntheticConfig, check_pool
 
 # --------------------------------------------------------------------------------------------
 # One run
 # --------------------------------------------------------------------------------------------
 
-def synthetic_problem(seed: int, run: int, n_train: int = 20) -> RunProblem:
+def synthetic_problem(seed: int, run: int, n_train: int = 20, irrelevant: int = 0,
+                      pool: str = "paper") -> RunProblem:
     """Run ``run`` of the synthetic experiment (learned tau2, group oracle); its data come
-    from ``SeedSequence([seed, run])``."""
+    from ``SeedSequence([seed, run])``.
+
+    ``irrelevant`` features have the true weight 0 (the oracle calls them irrelevant). The
+    candidate pairs (``pool``, :data:`~elicit.paper.configs.POOLS`) are, for ``"paper"``,
+    the oracle's answerable pairs (all pairs when every feature is relevant, the paper's
+    case) and, for ``"open"``, all pairs.
+    """
     sd = make_synthetic(np.random.default_rng(np.random.SeedSequence([seed, run])),
-                        n_train=n_train)
+                        n_train=n_train, irrelevant=irrelevant)
+    candidates = None
+    if pool == "paper" and np.any(sd.groups < 0):
+        relevant = np.flatnonzero(sd.groups >= 0)
+        candidates = relevant[all_pairs(len(relevant))]
     return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
-                      Hyper(variant="learned"), extra={"K_opt": sd.K_opt})
+                      Hyper(variant="learned"), candidates=candidates,
+                      extra={"K_opt": sd.K_opt, "beta": sd.beta})
 
 
 class SyntheticMaker:
@@ -47,17 +60,24 @@ class SyntheticMaker:
     ----------
     n_train
         Training samples per run (paper: 20; the authors' code: 15).
+    irrelevant
+        Features with the true weight 0 (default 0, the paper's data).
+    pool
+        ``"paper"`` (default: the oracle's answerable pairs) or ``"open"`` (all pairs).
     """
 
-    def __init__(self, n_train: int = 20) -> None:
+    def __init__(self, n_train: int = 20, irrelevant: int = 0, pool: str = "paper") -> None:
         self.n_train = int(n_train)
+        self.irrelevant = int(irrelevant)
+        self.pool = check_pool(pool, "pairs")
 
     def settings(self) -> dict:
         """What a sweep's ``config.json`` records about the problems."""
-        return {"n_train": self.n_train}
+        return {"n_train": self.n_train, "irrelevant": self.irrelevant, "pool": self.pool}
 
     def __call__(self, seed: int, run: int) -> RunProblem:
-        return synthetic_problem(seed, run, n_train=self.n_train)
+        return synthetic_problem(seed, run, n_train=self.n_train, irrelevant=self.irrelevant,
+                                 pool=self.pool)
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,8 +117,9 @@ def run_synthetic(cfg: SyntheticConfig, out: str | Path,
     progress
         Show a progress bar.
     """
-    maker: SyntheticMaker | ProblemsDir = (SyntheticMaker(cfg.n_train) if cfg.problems is None
-                                           else ProblemsDir(cfg.problems))
+    maker: SyntheticMaker | ProblemsDir = (
+        SyntheticMaker(cfg.n_train, cfg.irrelevant, str(cfg.pool)) if cfg.problems is None
+        else ProblemsDir(cfg.problems))
     store = SweepStore.open(out, cfg.to_json())
     sweep_cfg = cfg.sweep_config()
     df = sweep(maker, sweep_cfg, store, progress=progress)

@@ -15,7 +15,7 @@ from helpers import assert_png
 
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.harness.store import SweepStore
+from elicit.harness.store import LEGACY_CONFIG, SweepStore
 from elicit.harness.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 from elicit.paper.configs import SyntheticConfig
 from elicit.paper.synthetic import synthetic_problem
@@ -425,7 +425,12 @@ def test_legacy_synthetic_folder_resumes(tmp_path, monkeypatch):
     legacy = json.loads((repo / "results" / "synthetic" / "config.json").read_text())
     cfg = SyntheticConfig.from_json(legacy, runs=1, rounds=2, engine="numpy",
                                     strategies=("random",))
-    assert list(cfg.to_json()) == list(legacy)       # the same keys, in the same order
+    # the same keys in the same order, and settings added since, which an old folder lacks
+    # and which count as the values those sweeps used (the store's LEGACY_CONFIG)
+    keys = list(cfg.to_json())
+    assert [k for k in keys if k in legacy] == list(legacy)
+    added = {k: cfg.to_json()[k] for k in keys if k not in legacy}
+    assert added == {k: LEGACY_CONFIG[k] for k in added}
     out = tmp_path / "old"
     run_synthetic(cfg, out, progress=False)
     # as an old version wrote it: the recorded settings of the same sweep, and its parts
