@@ -115,21 +115,26 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
                         "from the higher one (default) or stop (--check-engine stop)")
 
 
-def add_model_option(p: argparse.ArgumentParser) -> None:
+def add_model_option(p: argparse.ArgumentParser, by_questions: bool = False) -> None:
     """``--model NAME``: the named model (checked by the library, so a wrong name gives the
-    same one-line error from the command line and from Python)."""
-    from elicit.model.variants import MODELS, PAPER
+    same one-line error from the command line and from Python). ``by_questions``: the
+    default (None) is left to the library, which picks it by ``--questions``."""
+    from elicit.model.variants import MODELS, PAPER, RELEVANCE_MODEL
 
-    p.add_argument("--model", default=PAPER, metavar="NAME",
-                   help=f"the model: {', '.join(MODELS)} (default {PAPER}; `elicit models` "
-                        "says what each assumes)")
+    default = (f"{PAPER}; {RELEVANCE_MODEL} with --questions relevance or both"
+               if by_questions else PAPER)
+    p.add_argument("--model", default=None if by_questions else PAPER, metavar="NAME",
+                   help=f"the model: {', '.join(MODELS)} (default {default}; `elicit "
+                        "models` says what each assumes)")
 
 
 def add_sweep_options(p: argparse.ArgumentParser) -> None:
-    """The options every sweep command shares: rounds, strategies, seed, output, jobs, model."""
+    """The options every sweep command shares: rounds, strategies, seed, output, jobs, model,
+    questions and pool."""
     from elicit.elicitation.strategies import STRATEGIES
 
-    add_model_option(p)
+    add_model_option(p, by_questions=True)
+    add_questions_options(p)
 
     p.add_argument("--rounds", type=nonneg_int, default=100,
                    help="questions per run and strategy (default 100)")
@@ -140,6 +145,23 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     add_utility_target_option(p)
+
+
+def add_questions_options(p: argparse.ArgumentParser) -> None:
+    """``--questions pairs|relevance|both`` and ``--pool paper|open`` of a sweep."""
+    from elicit.elicitation.questions import QUESTIONS
+    from elicit.paper.configs import POOLS
+
+    p.add_argument("--questions", choices=QUESTIONS, default="pairs",
+                   help="what the simulated expert is asked: pairs (default, the paper's: do "
+                        "two features affect the outcome in the same way?), relevance (does "
+                        "a feature affect it?) or both, chosen by one utility")
+    p.add_argument("--pool", choices=POOLS, default=None,
+                   help="where pair questions come from: paper (the expert's answerable "
+                        "pairs; with feature questions the best case, as it leaks the "
+                        "expert's relevance knowledge) or open (every pair, those among the "
+                        "features not called irrelevant so far offered); default paper with "
+                        "--questions pairs, open otherwise")
 
 
 def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "") -> None:

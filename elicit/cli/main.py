@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_options(p)
     p.add_argument("--n-train", type=positive_int, default=20,
                    help="training samples (paper: 20; the authors' code: 15)")
+    p.add_argument("--irrelevant", type=nonneg_int, default=0, metavar="N",
+                   help="N of the 25 features get the true weight 0, and the oracle calls "
+                        "them irrelevant (default 0: the paper's data)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_cluster_option(p)
     add_check_engine_option(p)
@@ -105,7 +108,8 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                           stan_file=args.stan_file, threshold_mean=args.threshold_mean,
                           cluster=args.cluster, check_engine=args.check_engine,
                           problems=args.problems, model=args.model,
-                          utility_target=args.utility_target)
+                          utility_target=args.utility_target, questions=args.questions,
+                          pool=args.pool, irrelevant=args.irrelevant)
     res = run_synthetic(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")

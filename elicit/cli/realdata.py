@@ -122,7 +122,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                          engine=args.engine, utility=args.utility, refine=args.refine,
                          cluster=args.cluster, check_engine=args.check_engine,
                          meta_features=meta_features, meta_dim=meta_dim, model=args.model,
-                         utility_target=args.utility_target)
+                         utility_target=args.utility_target, questions=args.questions,
+                         pool=args.pool)
     res = run_realdata(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")

@@ -1,0 +1,92 @@
+"""``--questions``, ``--pool`` and ``--irrelevant`` of the sweep commands: parsed into the
+configuration the library runs, and one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REAL_DATA_DIR, needs_data
+
+import elicit.cli.main as cli_main
+import elicit.cli.realdata as cli_realdata
+from elicit.cli.main import main
+
+
+class _Captured(Exception):
+    pass
+
+
+def _capture(monkeypatch, module, name: str) -> list:
+    """Replace the library call ``module.name`` by one that keeps its configuration."""
+    seen: list = []
+
+    def run(cfg, out, progress=True):
+        seen.append(cfg)
+        raise _Captured
+
+    monkeypatch.setattr(module, name, run)
+    return seen
+
+
+@pytest.mark.parametrize("argv,expect", [
+    ([], dict(questions="pairs", pool="paper", model="paper", irrelevant=0)),
+    (["--questions", "both"], dict(questions="both", pool="open", model="relevance")),
+    (["--questions", "relevance", "--pool", "paper", "--irrelevant", "7"],
+     dict(questions="relevance", pool="paper", model="relevance", irrelevant=7)),
+    (["--questions", "pairs", "--pool", "open", "--model", "tied-threshold"],
+     dict(questions="pairs", pool="open", model="tied-threshold")),
+])
+def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path):
+    seen = _capture(monkeypatch, cli_main, "run_synthetic")
+    with pytest.raises(_Captured):
+        cli_main.cmd_synthetic(cli_main.build_parser().parse_args(
+            ["synthetic", "--runs", "1", "--out", str(tmp_path / "o"), *argv]))
+    cfg = seen[0]
+    assert {k: getattr(cfg, k) for k in expect} == expect
+
+
+@needs_data
+@pytest.mark.parametrize("argv,expect", [
+    ([], dict(questions="pairs", pool="paper", model="paper")),
+    (["--questions", "both", "--meta-features", "ppmi"],
+     dict(questions="both", pool="open", model="relevance", meta_features="ppmi")),
+    (["--questions", "both", "--pool", "paper"],
+     dict(questions="both", pool="paper", model="relevance")),
+])
+def test_realdata_options_become_the_config(argv, expect, monkeypatch, tmp_path):
+    seen = _capture(monkeypatch, cli_realdata, "run_realdata")
+    with pytest.raises(_Captured):
+        cli_realdata.cmd_realdata(cli_main.build_parser().parse_args(
+            ["realdata", "--dataset", "amazon", "--runs", "1", "--data-dir",
+             str(REAL_DATA_DIR), "--out", str(tmp_path / "o"), *argv]))
+    cfg = seen[0]
+    assert {k: getattr(cfg, k) for k in expect} == expect
+    assert cfg.sweep_config().questions == expect["questions"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["synthetic", "--questions", "both", "--model", "paper"],
+     "elicit: error: questions='both' asks feature questions, which need a model with "
+     "relevance classes: use model='relevance' (the model is 'paper')"),
+    (["synthetic", "--irrelevant", "30"],
+     "elicit: error: irrelevant must be an integer from 0 to 23 (the generator has 25 "
+     "features), got 30"),
+    (["realdata", "--dataset", "amazon", "--questions", "both", "--recommended"],
+     "elicit: error: --recommended asks pair questions only; drop --recommended or "
+     "--questions both"),
+    (["realdata", "--dataset", "amazon", "--questions", "relevance", "--paper"],
+     "elicit: error: --paper asks pair questions only; drop --paper or --questions relevance"),
+])
+def test_mixed_option_mistakes_are_one_line(argv, message, tmp_path, capsys):
+    assert main([*argv, "--runs", "1", "--rounds", "1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err == message + "\n"
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv", [["--questions", "features"], ["--pool", "best"]])
+def test_unknown_choices_are_usage_errors(argv, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["synthetic", *argv, "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid choice" in err
