@@ -90,7 +90,7 @@ class SweepConfig(Recorded):
     threshold_mean: float | Literal["auto"] | None = setting(None)
     #: the named model (:mod:`elicit.model.variants`) every run is fitted with; None: the
     #: default of the questions (:func:`default_model`)
-    model: str | None = setting(None)
+    model: str = setting(None)
     #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
     utility_target: str = setting("predictive")
     #: which questions are asked: "pairs", "relevance" or "both"
@@ -178,12 +178,14 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             zeta.append(el.fit.zeta)
             if t in cfg.snapshots:
                 gammas[t] = el.fit.gamma.tolist()
-        results[strategy] = {"mse": mse, "gammas": gammas, "asked": asked,
-                             "threshold_mean": el.hyper.threshold_mean, "model": cfg.model}
+        record: dict[str, object] = {"mse": mse, "gammas": gammas, "asked": asked,
+                                     "threshold_mean": el.hyper.threshold_mean,
+                                     "model": cfg.model}
         if mixed:
-            results[strategy].update(
-                questions=cfg.questions, kinds=part_kinds({"asked": asked}),
-                zeta=None if zeta[0] is None else [float(z) for z in zeta])
+            # zeta is None throughout for a model without relevance classes
+            record.update(questions=cfg.questions, kinds=part_kinds({"asked": asked}),
+                          zeta=[float(z) for z in zeta if z is not None] or None)
+        results[strategy] = record
     return results
 
 
