@@ -49,7 +49,7 @@ from elicit.harness.labels import (
     ceiling_label,
 )
 from elicit.harness.store import SweepStore
-from elicit.harness.sweep import run_sweep
+from elicit.harness.sweep import load_part, part_kinds, run_sweep
 from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, tau2_cv_frame
@@ -85,6 +85,9 @@ class RealDataResult:
     questions
         ``"questions both, pool: ..."`` when the sweep asked feature questions or used another
         pool than the paper's, else empty.
+    feature_questions
+        With feature questions: strategy -> the mean number of feature questions per run
+        (the summary then also shows each strategy's MSE averaged over answers 1..rounds).
     """
 
     dataset: str
@@ -99,6 +102,8 @@ class RealDataResult:
     meta_features: str = "counts"
     #: which questions were asked and from which pool, when not the paper's pairs
     questions: str = ""
+    #: with feature questions: strategy -> mean number of feature questions per run
+    feature_questions: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """Initial, final and reference test MSEs, the baselines and the tau^2 choices."""
@@ -119,6 +124,14 @@ class RealDataResult:
         lines.append(f"tau2 chosen by CV: {cv}" if self.tau2_is_cv
                      else f"tau2 fixed at {next(iter(self.tau2.values())):g}; the CV would "
                           f"choose {cv}")
+        if self.feature_questions:
+            # the whole curve, not only its end: a strategy that helps early counts
+            mean = curves[curves.n_feedback > 0].groupby("strategy").mse.mean()
+            lines.append(f"averaged over answers 1..{last}: "
+                         + ", ".join(f"{k} {v:.3f}" for k, v in mean.items()))
+            lines.append("feature questions asked (mean per run): "
+                         + ", ".join(f"{k} {v:.1f}"
+                                     for k, v in self.feature_questions.items()))
         aucs = np.array([v for v in self.auc.values() if np.isfinite(v)])
         if aucs.size:
             lines.append(f"meta-features {self.meta_features}: mean polarity AUC {aucs.mean():.3f} "
@@ -166,7 +179,8 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
     runinfo_frame(cfg.name, infos).to_csv(out / "runinfo.csv", index=False)
 
     maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
-    df = run_sweep(maker, cfg.sweep_config(), store, progress)
+    sweep_cfg = cfg.sweep_config()
+    df = run_sweep(maker, sweep_cfg, store, progress)
     df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
     df.to_csv(out / "mse.csv", index=False)
 
@@ -179,6 +193,10 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
                      f"({cfg.standardize} standardisation{questions_note(cfg)})",
                baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                          ceiling_label(n_ans): refs["ceiling"]})
+    features = {} if cfg.questions == "pairs" else {
+        s: float(np.mean([part_kinds(load_part(store, sweep_cfg, s, r)).count("feature")
+                          for r in range(cfg.runs)]))
+        for s in sweep_cfg.strategies}
     meta = store.settings
     label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
                 Path(cfg.meta_features).name if meta["meta_features"] == "file"
@@ -187,7 +205,7 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
                           {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
                           cfg.fixed_tau2 is None, str(cfg.standardize),
                           {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
-                          questions_note(cfg).lstrip("; "))
+                          questions_note(cfg).lstrip("; "), features)
 
 
 def questions_note(cfg: RealDataConfig) -> str:

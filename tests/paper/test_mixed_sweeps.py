@@ -205,3 +205,25 @@ def test_the_open_pool_start_does_not_depend_on_the_expert():
     best = RealDataConfig("amazon", pool="paper", expert_nonzero=60, **kw)
     prob = problem_from_run(best.run_data(0), best, 0, a["tau2"])
     assert len(np.unique(prob.candidates)) == a["n_relevant"]
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_mixed_realdata_sweep_from_the_command_line(tmp_path, capsys):
+    from elicit.cli.main import main
+
+    out = tmp_path / "amazon"
+    assert main(["realdata", "--dataset", "amazon", "--questions", "both", "--meta-features",
+                 "ppmi", "--runs", "1", "--rounds", "3", "--engine", "numpy", "--out",
+                 str(out), "--data-dir", str(REAL_DATA_DIR), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "questions both, pool: pairs among the features not called irrelevant" in text
+    assert "averaged over answers 1..3: " in text and "feature questions asked" in text
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["questions"], cfg["pool"], cfg["model"]) == ("both", "open", "relevance")
+    info = json.loads((out / "parts" / "amazon" / "runinfo" / "run000.json").read_text())
+    assert info["n_feature_answers"] == info["n_features"] and info["pool"] == "open"
+    assert info["n_answerable"] == info["n_relevant"] * (info["n_relevant"] - 1) // 2
+    seq = json.loads((out / "parts" / "amazon" / "sequential" / "run000.json").read_text())
+    assert len(seq["kinds"]) == 3 and len(seq["zeta"]) == 4
+    assert seq["mse"][0] == pytest.approx(info["initial"], rel=1e-9)
