@@ -154,9 +154,9 @@ class SyntheticConfig(Recorded):
         is asked (:mod:`elicit.elicitation.questions`).
     pool
         Where the pair questions come from (:data:`POOLS`): ``"paper"`` (the oracle's
-        answerable pairs; all pairs without irrelevant features, as in the paper) or
-        ``"open"`` (all pairs, those among the features not called irrelevant offered);
-        default :func:`default_pool`.
+        answerable pairs; all pairs without irrelevant features, as in the paper, and for a
+        ``problems`` folder, as before) or ``"open"`` (all pairs, those among the features
+        not called irrelevant offered); default :func:`default_pool`.
     irrelevant
         The built-in generator: how many of the p features get the true weight 0; the
         oracle calls them irrelevant and answers "don't know" to their pairs
