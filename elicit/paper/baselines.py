@@ -1,17 +1,31 @@
-"""Non-Bayesian baselines of the real-data figures: LASSO, ridge and elastic net.
+"""What a real-data run is measured against besides the strategies' curves.
 
-:func:`fit_baselines` gives the test MSE of cross-validated LASSO, ridge and elastic net on one
-run, on the original rating scale: what a regression of the 100 training reviews achieves
-without any expert (the horizontal lines of Fig. 5).
+* :func:`fit_baselines`: the test MSE of cross-validated LASSO, ridge and elastic net on one
+  run, on the original rating scale: what a regression of the 100 training reviews achieves
+  without any expert (the grey horizontal lines of Fig. 5).
+* :func:`expert_yardstick`: the yardstick of the expert's full knowledge, the test MSE of the
+  posterior mean under the prior ``beta ~ N(0, sigma^2 tau^2 L^(1/2) K L^(1/2))`` with
+  *perfect relevance* (``L_jj = 1`` for the keywords the run's LASSO expert weights,
+  :data:`~elicit.model.covariance.IRRELEVANT_SCALE` for the others) and the *ideal sign
+  kernel* (``K_ij = 0.9`` for two relevant keywords of the same sign, 1 on the diagonal, 0
+  otherwise). It uses everything the expert knows, put straight into the prior: no model of
+  the package is given that much, so it is a reference line, not a method. Its tau^2 is
+  chosen by the same 5-fold CV as the sweep's (the same folds and grid policy,
+  :func:`yardstick_cv_tau2`), not the best value on the test set.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from elicit.errors import ElicitError
+from elicit.model.covariance import IRRELEVANT_SCALE
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, check_grid, next_grid_value
 
 #: Ridge penalties: wide enough for n = 100 standardised samples and p ~ 250-350 features.
 RIDGE_ALPHAS = np.logspace(-2, 5, 60)
@@ -91,3 +105,165 @@ def _n_alphas_kw(n: int) -> dict:
 
     major, minor = (int(x) for x in sklearn.__version__.split(".")[:2])
     return {"alphas": n} if (major, minor) >= (1, 7) else {"n_alphas": n}
+
+
+# --------------------------------------------------------------------------------------------
+# The yardstick of the expert's full knowledge
+# --------------------------------------------------------------------------------------------
+
+#: The ideal sign kernel's correlation of two relevant keywords of the same sign (PSD: each
+#: sign group's block is ``0.1 I + 0.9 11'``).
+SIGN_COUPLING = 0.9
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    """The yardstick of one run (:func:`expert_yardstick`).
+
+    Attributes
+    ----------
+    mse
+        Test MSE of the posterior mean, on the original rating scale.
+    tau2
+        The tau^2 the CV chose.
+    n_relevant
+        Keywords the expert weights (prior scale 1).
+    cv
+        The CV error of every tau^2 scored (the grid and its extension).
+    """
+
+    mse: float
+    tau2: float
+    n_relevant: int
+    cv: dict[float, float]
+
+
+def yardstick_prior(coef: Sequence[float] | np.ndarray,
+                    irrelevant_scale: float = IRRELEVANT_SCALE,
+                    coupling: float = SIGN_COUPLING) -> np.ndarray:
+    """The yardstick's prior correlation ``L^(1/2) K L^(1/2)`` (p x p) from expert weights.
+
+    Parameters
+    ----------
+    coef
+        The expert's weights (``LassoExpert.coef_``): nonzero = relevant, the sign its group.
+    irrelevant_scale
+        ``L_jj`` of a keyword with a zero weight (relevant ones have 1).
+    coupling
+        ``K_ij`` of two relevant keywords of the same sign; 1 on the diagonal, 0 elsewhere.
+    """
+    sign = np.sign(np.asarray(coef, dtype=float).reshape(-1))
+    if not (0.0 < irrelevant_scale <= 1.0):
+        raise ElicitError(f"irrelevant_scale must lie in (0, 1], got {irrelevant_scale!r}")
+    if not (0.0 <= coupling < 1.0):
+        raise ElicitError(f"coupling must lie in [0, 1), got {coupling!r}")
+    same = (sign[:, None] == sign[None, :]) & (sign[:, None] != 0)
+    K = np.where(same, coupling, 0.0)
+    np.fill_diagonal(K, 1.0)
+    h = np.sqrt(np.where(sign != 0, 1.0, irrelevant_scale))
+    return h[:, None] * K * h[None, :]
+
+
+def prior_posterior_mean(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
+                         tau2: float) -> np.ndarray:
+    """The posterior mean of beta under ``beta | sigma^2 ~ N(0, sigma^2 tau2 prior)``,
+    ``y = X beta + e``, ``e ~ N(0, sigma^2 I)``.
+
+    In the n x n form ``tau2 prior X' (tau2 X prior X' + I)^-1 y``, which needs no inverse of
+    ``prior`` (n = 100 against p ~ 340); it does not depend on sigma^2 or its prior.
+    """
+    S = tau2 * (X @ prior @ X.T)
+    S[np.diag_indices_from(S)] += 1.0
+    alpha = cho_solve(cho_factor(S, lower=True), y)
+    return tau2 * (prior @ (X.T @ alpha))
+
+
+def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
+                      grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
+                      rng: np.random.Generator | None = None,
+                      ) -> tuple[float, dict[float, float]]:
+    """tau^2 of a fixed prior correlation by the sweeps' K-fold CV.
+
+    The same procedure as :func:`~elicit.prior.tau2.cv_tau2` for the sweep's model: the
+    same fold assignment from ``rng`` (``rng.permutation(n) % folds``; the run's CV stream
+    gives the sweep's folds), each fold's training targets centred on their own mean, the
+    held-out squared errors summed, the grid extended by
+    :func:`~elicit.prior.tau2.next_grid_value` while the optimum sits on an edge, ties to the
+    smaller tau^2. Returns the choice and the mean held-out MSE of every tau^2 scored.
+    """
+    grid = check_grid(grid, "the tau2 grid")
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float).reshape(-1)
+    n = X.shape[0]
+    if not (2 <= folds <= n):
+        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
+                          f"got {folds}")
+    rng = rng if rng is not None else np.random.default_rng(0)
+    fold_of = rng.permutation(n) % folds
+
+    def score(t: float) -> float:
+        sse = 0.0
+        for k in range(folds):
+            tr, te = fold_of != k, fold_of == k
+            mean = float(y[tr].mean())
+            mu = prior_posterior_mean(X[tr], y[tr] - mean, prior, t)
+            sse += float(np.sum((X[te] @ mu + mean - y[te]) ** 2))
+        return sse / n
+
+    scores = {t: score(t) for t in grid}
+
+    def best() -> float:
+        return min(scores, key=lambda t: (scores[t], t))
+
+    while (t := next_grid_value(list(scores), best())) is not None:
+        scores[t] = score(t)
+    return best(), dict(sorted(scores.items()))
+
+
+def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
+                     rng: np.random.Generator | None = None,
+                     grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
+                     irrelevant_scale: float = IRRELEVANT_SCALE,
+                     coupling: float = SIGN_COUPLING) -> Yardstick:
+    """The yardstick of the expert's full knowledge on one run (module docstring).
+
+    Parameters
+    ----------
+    X_train, y_train
+        Standardised training inputs and centred targets (``RunData``).
+    X_test, y_test
+        Test inputs (the run's standardisation) and targets on the original scale.
+    y_mean
+        The training mean subtracted from ``y_train``; added back to the predictions.
+    coef
+        The run's LASSO expert's weights (``LassoExpert.coef_``).
+    rng
+        Shuffles the CV folds: the run's tau^2-CV stream gives the sweep's own folds.
+    grid, folds
+        The CV's starting grid and number of folds (the sweep's).
+    irrelevant_scale, coupling
+        The prior (:func:`yardstick_prior`).
+
+    Returns
+    -------
+    Yardstick
+    """
+    X_train = np.asarray(X_train, dtype=float)
+    X_test = np.asarray(X_test, dtype=float)
+    y_train = np.asarray(y_train, dtype=float).reshape(-1)
+    y_test = np.asarray(y_test, dtype=float).reshape(-1)
+    coef = np.asarray(coef, dtype=float).reshape(-1)
+    if X_train.ndim != 2 or X_train.shape[0] != y_train.shape[0]:
+        raise ElicitError(f"X_train {X_train.shape} and y_train {y_train.shape} do not match")
+    if X_test.ndim != 2 or X_test.shape[0] != y_test.shape[0] \
+            or X_test.shape[1] != X_train.shape[1]:
+        raise ElicitError(f"X_test {X_test.shape} / y_test {y_test.shape} do not match the "
+                          f"training data {X_train.shape}")
+    if coef.shape[0] != X_train.shape[1]:
+        raise ElicitError(f"the expert has {coef.shape[0]} weights for "
+                          f"{X_train.shape[1]} features")
+    prior = yardstick_prior(coef, irrelevant_scale, coupling)
+    tau2, cv = yardstick_cv_tau2(X_train, y_train, prior, grid, folds, rng)
+    mu = prior_posterior_mean(X_train, y_train, prior, tau2)
+    mse = float(np.mean((X_test @ mu + float(y_mean) - y_test) ** 2))
+    return Yardstick(mse, float(tau2), int(np.count_nonzero(coef)), cv)
