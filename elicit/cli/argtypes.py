@@ -164,8 +164,10 @@ def add_questions_options(p: argparse.ArgumentParser) -> None:
                         "--questions pairs, open otherwise")
 
 
-def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "") -> None:
-    """``--meta-features counts|ppmi|lsa|FILE`` and ``--meta-dim K``.
+def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "",
+                     default: str = "counts") -> None:
+    """``--meta-features counts|ppmi|lsa|FILE`` and ``--meta-dim K`` (``default``: the kind
+    :func:`meta_options` gives when ``--meta-features`` is not given).
 
     Both are parsed as text and checked by :func:`meta_options`, so that a mistake is one
     ``elicit: error:`` line like the library's other errors.
@@ -173,17 +175,19 @@ def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = ""
     from elicit.data.metafeatures import DEFAULT_META_DIM
 
     p.add_argument("--meta-features", default=None, metavar="counts|ppmi|lsa|FILE",
-                   help=f"{where}: the keywords' meta-features: counts (default, the paper's: "
+                   help=f"{where}: the keywords' meta-features: counts (the paper's: "
                         "each keyword's training counts), ppmi or lsa (an embedding of the "
                         "keywords learned from the reviews outside the model, no ratings), or "
                         "a CSV/Parquet file with the keyword in the first column"
-                        + file_help + " (see docs/metafeatures.md)")
+                        + file_help + f"; default {default} (see docs/metafeatures.md)")
     p.add_argument("--meta-dim", default=None, metavar="K",
                    help=f"dimensions of the ppmi/lsa embedding (default {DEFAULT_META_DIM})")
 
 
-def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
-    """The checked ``--meta-features`` and ``--meta-dim``: ``(kind or path, dimensions)``.
+def meta_options(kind: str | None, dim: str | None, default: str = "counts",
+                 ) -> tuple[str, int]:
+    """The checked ``--meta-features`` and ``--meta-dim``: ``(kind or path, dimensions)``;
+    ``default`` when ``kind`` is None.
 
     Raises :class:`~elicit.errors.ElicitError` for a ``--meta-dim`` that is not a positive
     integer or that comes without ``ppmi``/``lsa``.
@@ -191,7 +195,7 @@ def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
     from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, META_FEATURES
     from elicit.errors import ElicitError
 
-    kind = "counts" if kind is None else kind
+    kind = default if kind is None else kind
     if kind not in META_FEATURES and not Path(kind).is_file():
         raise ElicitError(f"--meta-features {kind!r} is neither one of "
                           f"{', '.join(META_FEATURES)} nor an existing file")

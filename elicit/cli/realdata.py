@@ -29,7 +29,14 @@ from elicit.data import STANDARDIZE_CHOICES
 from elicit.data.sources import DATASETS, make_source
 from elicit.engines import ENGINES
 from elicit.internal.paths import check_output_folder
-from elicit.paper.configs import PAPER_TAU2, POOL_SIZE, RECOMMENDED, RealDataConfig
+from elicit.paper.configs import (
+    DEFAULT_META_FEATURES,
+    PAPER_META_FEATURES,
+    PAPER_TAU2,
+    POOL_SIZE,
+    RECOMMENDED,
+    RealDataConfig,
+)
 from elicit.paper.lasso_expert import RULES
 from elicit.paper.realdata import run_realdata
 from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
@@ -66,12 +73,12 @@ def add_realdata_parsers(subparsers) -> None:
                         "statistics; train: with the 100 training reviews' (the paper's)")
     p.add_argument("--paper", action="store_true",
                    help=f"the paper-literal configuration: --standardize train --tau2 "
-                        f"{PAPER_TAU2}")
+                        f"{PAPER_TAU2} --meta-features {PAPER_META_FEATURES}")
     p.add_argument("--recommended", action="store_true",
                    help="the best label-free configuration found (docs/beyond-the-paper.md): "
                         + " ".join(f"--{k.replace('_', '-')} {v}"
                                    for k, v in RECOMMENDED.items()))
-    add_meta_options(p, "--dataset/--corpus")
+    add_meta_options(p, "--dataset/--corpus", default=DEFAULT_META_FEATURES)
     p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
                    help=f"random pairs scored per sequential round (default {POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
@@ -108,7 +115,8 @@ def add_realdata_parsers(subparsers) -> None:
 def cmd_realdata(args: argparse.Namespace) -> None:
     check_output_folder(args.out)
     t0 = time.perf_counter()
-    meta_features, meta_dim = meta_options(args.meta_features, args.meta_dim)
+    meta_features, meta_dim = meta_options(args.meta_features, args.meta_dim,
+                                           default=DEFAULT_META_FEATURES)
     # The source is made once the configuration has checked the other options: a wrong
     # option is reported before the data are looked for.
     source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,

@@ -64,8 +64,16 @@ PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_
 #: real-data ceilings by about 0.01 but doubles the synthetic experiment's MSE.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
                                   "model": "known-coupling", "utility_target": "predictive"}
-#: what the options of RECOMMENDED are when not given
-_OPTION_DEFAULTS: dict[str, object] = {"meta_features": "counts", "meta_dim": DEFAULT_META_DIM,
+#: The meta-features of ``elicit realdata`` (with ``--paper``: the paper's counts): 10-dimensional
+#: PPMI keyword embeddings of the expert-set text. With the counts the start (no answers)
+#: predicts worse than ridge regression on the same runs (Amazon 2.157 against 2.100), with
+#: PPMI 10 better (docs/realdata.md, "The default meta-features").
+DEFAULT_META_FEATURES = "ppmi"
+#: ``--paper``'s meta-features: the paper's transposed training counts.
+PAPER_META_FEATURES = "counts"
+#: what the options of RECOMMENDED and --paper are when not given
+_OPTION_DEFAULTS: dict[str, object] = {"meta_features": DEFAULT_META_FEATURES,
+                                       "meta_dim": DEFAULT_META_DIM,
                                        "model": PAPER, "utility_target": "predictive"}
 
 
@@ -264,6 +272,20 @@ def resolve_recommended(recommended: bool, paper: bool, **given: object) -> dict
     return dict(RECOMMENDED)
 
 
+def resolve_paper_meta(paper: bool, meta_features: str | os.PathLike,
+                       meta_dim: int) -> tuple[str | os.PathLike, int]:
+    """The meta-features of a sweep: as given, or with ``paper`` the paper's counts (a value
+    equal to the default counts as not given; another one is an error)."""
+    if not paper:
+        return meta_features, meta_dim
+    given = (meta_features, meta_dim)
+    if given != (PAPER_META_FEATURES, meta_dim) and given != (
+            _OPTION_DEFAULTS["meta_features"], _OPTION_DEFAULTS["meta_dim"]):
+        raise ElicitError(f"--paper sets --meta-features {PAPER_META_FEATURES}; drop "
+                          f"--meta-features {os.fspath(meta_features)} or --paper")
+    return PAPER_META_FEATURES, DEFAULT_META_DIM
+
+
 def resolve_settings(paper: bool = False, standardize: str | None = None,
                      tau2: float | str | None = None) -> tuple[str, float | str]:
     """The standardisation and tau^2 of a sweep from its options.
@@ -349,7 +371,8 @@ class RealDataConfig(Recorded):
         ``"train"``: with the 100 training reviews' (:func:`elicit.data.prepare_run`).
     paper
         The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``
-        (:func:`resolve_settings`), the paper's model.
+        (:func:`resolve_settings`), the paper's counts as meta-features
+        (:func:`resolve_paper_meta`), the paper's model.
     recommended
         The :data:`RECOMMENDED` meta-features, model and utility target (the best label-free
         configuration found, ``docs/beyond-the-paper.md``); not with ``paper``.
@@ -365,9 +388,10 @@ class RealDataConfig(Recorded):
     check_engine
         Check every fit of the sweep against the numpy engine.
     meta_features, meta_dim
-        The meta-features U: ``"counts"`` (default: the paper's transposed training counts),
-        ``"ppmi"`` or ``"lsa"`` (a ``meta_dim``-dimensional embedding of the keywords learned
-        from each run's expert-set text, no ratings), or a CSV/Parquet file indexed by
+        The meta-features U: ``"ppmi"`` (default, :data:`DEFAULT_META_FEATURES`) or ``"lsa"``
+        (a ``meta_dim``-dimensional embedding of the keywords learned from each run's
+        expert-set text, no ratings; default 10 dimensions), ``"counts"`` (the paper's
+        transposed training counts; ``paper`` sets them), or a CSV/Parquet file indexed by
         keyword (:mod:`elicit.data.metafeatures`).
     model
         The named model (:mod:`elicit.model.variants`); default the paper's, or the relevance
@@ -404,7 +428,7 @@ class RealDataConfig(Recorded):
     questions: str = setting("pairs")
     pool: str = setting(None)       # None: by the questions (default_pool)
     meta_features: str | os.PathLike = setting(
-        "counts", record=lambda c: meta_config(c.meta_features, c.meta_dim))
+        DEFAULT_META_FEATURES, record=lambda c: meta_config(c.meta_features, c.meta_dim))
     meta_dim: int = setting(DEFAULT_META_DIM, record=lambda c: {})  # with meta_features
     runs: int = option(50)
     strategies: tuple[str, ...] = option(STRATEGIES)
@@ -434,6 +458,9 @@ class RealDataConfig(Recorded):
                                      utility_target=self.utility_target)
         for key, value in chosen.items():
             put(key, value)
+        mf, dim = resolve_paper_meta(self.paper, self.meta_features, self.meta_dim)
+        put("meta_features", mf)
+        put("meta_dim", dim)
         std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)
         put("standardize", std)
         put("tau2", tau2)
