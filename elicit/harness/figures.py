@@ -26,7 +26,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     """Mean +/- standard error of test MSE against the number of answers, per strategy.
 
     ``baselines`` (label -> MSE) are drawn as thin grey horizontal lines; ``references``
-    (label -> MSE: predicting the mean, the all-answers ceiling) as bold black and red ones,
+    (label -> MSE: predicting the mean, all answers given, the yardstick) as bold black, red
+and green ones,
     so that the room feedback has is visible at once. The legend sits to the right of the
     axes, where it hides no line.
 
@@ -64,8 +65,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
         drawn["lines"][entry] = value
     for k, (name, value) in enumerate((references or {}).items()):
         entry = f"{name} {value:.3f}" + ("" if value in keep else off)
-        ax.axhline(value, ls=["--", "-."][k % 2], color=["black", "tab:red"][k % 2], lw=1.8,
-                   label=entry)
+        ax.axhline(value, ls=["--", "-.", ":"][k % 3],
+                   color=["black", "tab:red", "tab:green"][k % 3], lw=1.8, label=entry)
         drawn["lines"][entry] = value
     if np.isfinite(lo) and off:
         shown = [lo, hi] + keep

@@ -3,8 +3,9 @@
 :func:`run_realdata` runs the three query strategies on runs of one data set, each answered
 by the run's LASSO expert (one run: :mod:`elicit.paper.real_problem`; where the reviews come
 from: :mod:`elicit.data.sources`), beside the LASSO, ridge and elastic-net baselines and two
-reference lines of the same run (predicting the training mean, and the model with every
-answerable pair answered; :mod:`elicit.paper.runinfo`). Its settings are one
+reference lines of the same run (predicting the training mean, the model with every
+answerable pair answered, and the yardstick of the expert's full knowledge;
+:mod:`elicit.paper.runinfo`). Its settings are one
 :class:`~elicit.paper.configs.RealDataConfig`. Folder layout (what ``make reproduce``
 produces under ``results/``)::
 
@@ -68,7 +69,7 @@ class RealDataResult:
     baselines
         Display label -> mean test MSE over runs of each baseline.
     references
-        ``"mean"`` / ``"ceiling"`` -> mean test MSE over runs.
+        ``"mean"`` / ``"ceiling"`` / ``"yardstick"`` -> mean test MSE over runs.
     tau2
         Run -> the tau^2 it used.
     tau2_cv
@@ -116,8 +117,8 @@ class RealDataResult:
         lines = [f"{self.dataset} ({self.standardize} standardisation{asked}): mean initial "
                  f"test MSE {init:.3f}; after {last} answers: "
                  + ", ".join(f"{k} {v:.3f}" for k, v in final.items()),
-                 f"reference lines: predict the mean {ref['mean']:.3f}, all answers (ceiling) "
-                 f"{ref['ceiling']:.3f}",
+                 "reference lines: " + ", ".join(f"{REFERENCE_LABELS[k]} {v:.3f}"
+                                                 for k, v in ref.items()),
                  "baselines: " + ", ".join(f"{k} {v:.3f}" for k, v in self.baselines.items())]
         vals, counts = np.unique(list(self.tau2_cv.values()), return_counts=True)
         cv = ", ".join(f"{v:g} ({c} runs)" for v, c in zip(vals, counts))
@@ -192,7 +193,8 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
                title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
                      f"({cfg.standardize} standardisation{questions_note(cfg)})",
                baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
-                                         ceiling_label(n_ans): refs["ceiling"]})
+                                         ceiling_label(n_ans): refs["ceiling"],
+                                         REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
     features = {} if cfg.questions == "pairs" else {
         s: float(np.mean([part_kinds(load_part(store, sweep_cfg, s, r)).count("feature")
                           for r in range(cfg.runs)]))

@@ -19,6 +19,10 @@ the sweep itself):
     every keyword's relevance (``n_feature_answers`` of them, ``n_relevant`` relevant) and
     every pair of two relevant keywords, from the sweep's start (its pool's candidates);
 
+* ``yardstick``: the yardstick of the expert's full knowledge
+  (:func:`~elicit.paper.baselines.expert_yardstick`: perfect relevance and the ideal sign
+  kernel from the run's LASSO expert, tau^2 by the same CV folds as the sweep's), a third
+  reference line. Records written before it existed get it added when they are read;
 * the no-feedback test MSE at tau^2 = 0.003 and 0.01 and the largest test |z| (what the
   report's section on standardisation compares), and the no-feedback MSE at the run's own
   tau^2 (``initial``, the sweep's MSE at 0 answers);
@@ -57,7 +61,7 @@ from elicit.harness.sweep import MSE_COLUMNS
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior, mean_squared_error
 from elicit.model.spec import all_pairs
-from elicit.paper.baselines import fit_baselines
+from elicit.paper.baselines import expert_yardstick, fit_baselines
 from elicit.paper.configs import RealDataConfig
 from elicit.paper.real_problem import initial_fit, make_expert, problem_from_run, run_setup
 from elicit.prior.setup import fit_no_feedback
@@ -162,6 +166,7 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
     # The reference ceiling of the sweep's model, tau2, expert and candidates.
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
     ceil = ceiling(problem, cfg.engine, cfg.questions)
+    yard = _yardstick(cfg, run, rd, expert, grid)
     mixed = {} if cfg.questions == "pairs" else {
         "questions": cfg.questions, "pool": cfg.pool,
         "n_feature_answers": ceil.n_feature_answers, "n_relevant": ceil.n_relevant}
@@ -174,7 +179,8 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
         "tau2": tau2, "tau2_cv_choice": best, "tau2_cv": {repr(t): v for t, v in scores.items()},
         "initial": ceil.initial,
         "references": {"mean": mean_squared_error(rd.y_mean, rd.y_test),
-                       "ceiling": ceil.ceiling},
+                       "ceiling": ceil.ceiling, "yardstick": yard.mse},
+        "yardstick_tau2": yard.tau2,
         "n_answerable": ceil.n_answers, "n_similar": ceil.n_similar,
         "no_feedback": no_fb,
         "max_test_z": float(np.max(np.abs(rd.X_test))),
@@ -182,6 +188,14 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
         "auc": polarity_auc(rd.U, expert.groups),
         **mixed,
     }
+
+
+def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
+               grid: Sequence[float] = SWEEP_TAU2_GRID):
+    # the CV's folds are the sweep's: the same stream as the run's tau2 CV
+    rng = np.random.default_rng(run_stream(cfg.seed, run, STREAM_TAU2_CV))
+    return expert_yardstick(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
+                            expert.coef_, rng=rng, grid=grid)
 
 
 def run_auc(cfg: RealDataConfig, run: int) -> float:
@@ -232,6 +246,13 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
             # A record from before the AUC existed: add it (one LASSO fit) rather than
             # recompute the whole record, so old results folders stay valid as they are.
             info["auc"] = run_auc(cfg, r)
+            store.write(path, info)
+        if "yardstick" not in info["references"]:
+            # likewise the yardstick (one LASSO fit and a CV of closed forms)
+            rd = cfg.run_data(r)
+            yard = _yardstick(cfg, r, rd, make_expert(rd, cfg.expert_rule, cfg.expert_nonzero))
+            info["references"]["yardstick"] = yard.mse
+            info["yardstick_tau2"] = yard.tau2
             store.write(path, info)
         infos.append(info)
     return infos

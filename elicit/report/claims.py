@@ -87,7 +87,7 @@ def _levels_claim(d: str, main: Sweep | None) -> list[str] | None:
 
 def _feedback_claim(main: Sweep | None) -> list[str] | None:
     # Rule: feedback helps if a strategy's per-run drop after the last round is more than
-    # 2 s.e. above zero; the ceiling shows how much room there was.
+    # 2 s.e. above zero; all answers given show how much room there was.
     if main is None:
         return None
     init = main.initial()
@@ -102,7 +102,7 @@ def _feedback_claim(main: Sweep | None) -> list[str] | None:
         elif np.isfinite(se) and m < -2 * se:
             hurt.append(LABELS[s])
     ceil = main.per_run("ceiling")
-    room = f"; all answers (ceiling): {fmt(init - ceil.reindex(init.index), sign=True)}" \
+    room = f"; all answers given: {fmt(init - ceil.reindex(init.index), sign=True)}" \
         if ceil is not None else ""
     verdict = (f"reproduces for {', '.join(helped)}" if helped
                else "does not reproduce: no strategy lowered the MSE beyond 2 s.e.")
@@ -172,7 +172,7 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
         reach.append(k > n / 2)
         extra = ""
         if "ceiling_reached" in r and isinstance(r.ceiling_reached, str):
-            extra = f"; the ceiling is at or below it in {r.ceiling_reached} runs"
+            extra = f"; all answers given are at or below it in {r.ceiling_reached} runs"
         seq.append(f"{float(r.mse_level):.3f}: SeqElc "
                    f"{_reached_text(r.seqelc, r.seqelc_reached)}{extra}")
     paper = "; ".join(f"{lv:.2f}: {c['seqelc']}" for (pd_, lv), c in PAPER_COUNTS.items()
@@ -205,5 +205,6 @@ def claims_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
             "Each verdict is computed from the results above: a difference counts when it is "
             "more than 2 standard errors from zero, and Table 1 comparisons use the relative "
             "levels (the paper's relative reduction from each run's own initial MSE). "
-            "'Defaults' are the sweeps with model-review standardisation and tau2 by CV.", "",
+            "'Defaults' are the sweeps with model-review standardisation, tau2 by CV and "
+            "PPMI-10 meta-features.", "",
             *lines]

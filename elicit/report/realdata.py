@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.sources import DATASETS
+from elicit.errors import ElicitError
 from elicit.harness.labels import (
     BASELINES,
     LABELS,
@@ -23,8 +24,10 @@ from elicit.harness.labels import (
     STRATEGY_ORDER,
     ceiling_label,
 )
+from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.harness.store import LEGACY_CONFIG, SweepStore
-from elicit.paper.configs import RECOMMENDED
+from elicit.model.variants import PAPER, RELEVANCE_MODEL, get_model
+from elicit.paper.configs import DEFAULT_META_FEATURES, PAPER_META_FEATURES, RECOMMENDED
 from elicit.paper.runinfo import NO_FEEDBACK_TAU2
 from elicit.paper.table1 import PAPER_LEVELS
 
@@ -32,6 +35,9 @@ from elicit.paper.table1 import PAPER_LEVELS
 PAPER_FEATURES = {"amazon": 340, "yelp": 241}
 #: The numbers of answers at which strategies are compared (and the sweep's last round).
 CHECKPOINTS: tuple[int, ...] = (20,)
+#: Settings that folders written before the questions existed lack: pair questions from the
+#: expert's answerable pairs (the paper's).
+_LEGACY_QUESTIONS: dict[str, object] = {"questions": "pairs", "pool": "paper"}
 
 
 @dataclass
@@ -50,6 +56,8 @@ class Sweep:
         Its ``runinfo.csv`` (None for sweeps written before the reference lines existed).
     tau2cv
         Its ``tau2_cv.csv`` (None if absent).
+    path
+        The folder itself (None for a sweep made in memory): where the per-run records are.
     """
 
     folder: str
@@ -57,6 +65,7 @@ class Sweep:
     mse: pd.DataFrame
     info: pd.DataFrame | None
     tau2cv: pd.DataFrame | None
+    path: Path | None = None
 
     @property
     def dataset(self) -> str:
@@ -65,19 +74,68 @@ class Sweep:
     def option(self, key: str) -> object:
         """A setting of ``config.json``; one an older folder lacks is the value those sweeps
         used (:data:`~elicit.harness.store.LEGACY_CONFIG`)."""
-        return self.cfg.get(key, LEGACY_CONFIG.get(key))
+        return self.cfg.get(key, LEGACY_CONFIG.get(key, _LEGACY_QUESTIONS.get(key)))
+
+    @property
+    def questions(self) -> str:
+        """Which questions the expert was asked: ``"pairs"``, ``"relevance"`` or ``"both"``."""
+        return str(self.option("questions"))
+
+    @property
+    def pool(self) -> str:
+        """Where the pair questions came from: ``"paper"`` (the expert's answerable pairs)
+        or ``"open"`` (pairs among the features not called irrelevant)."""
+        return str(self.option("pool"))
+
+    @property
+    def mixed(self) -> bool:
+        """A sweep with feature questions (the section "Relevance and pair questions")."""
+        return self.questions != "pairs"
+
+    @property
+    def best_case(self) -> bool:
+        """Feature questions beside the expert's answerable pairs: the pool leaks the
+        expert's relevance knowledge (``--pool paper``)."""
+        return self.mixed and self.pool == "paper"
+
+    @property
+    def uses_judgeable_set(self) -> bool:
+        """Whether the start uses the expert's judgeable set J (a known-coupling model couples
+        only the features of the pool of answerable pairs)."""
+        model = str(self.option("model"))
+        try:
+            return get_model(model).known_coupling and self.pool == "paper"
+        except ElicitError:  # a model of one's own, not registered here
+            return False
+
+    @property
+    def default_meta(self) -> tuple[object, object]:
+        """The meta-features the sweep's configuration has by default: the paper's counts
+        for the paper-literal one, else ``elicit realdata``'s default."""
+        if self.literal:
+            return PAPER_META_FEATURES, None
+        return DEFAULT_META_FEATURES, DEFAULT_META_DIM
+
+    @property
+    def meta_label(self) -> str:
+        """The meta-features: ``"counts"``, ``"ppmi 10"``, a file name."""
+        mf, dim = self.option("meta_features"), self.option("meta_dim")
+        if mf == "file":
+            return Path(str(self.cfg.get("meta_features_file", "file"))).name
+        return f"{mf} {dim}" if dim else str(mf)
 
     @property
     def config_label(self) -> str:
-        """The meta-features, model and utility target where they are not the paper's
-        (``"ppmi 25, known-coupling-tied"``); empty for the paper's."""
+        """The meta-features, model and utility target where they are not the defaults of
+        the sweep's configuration (``"ppmi 25, known-coupling-tied"``; the paper-literal
+        configuration's meta-features are the paper's counts); empty for the defaults."""
         parts = []
         mf, dim = self.option("meta_features"), self.option("meta_dim")
-        if mf == "file":
-            parts.append(Path(str(self.cfg.get("meta_features_file", "file"))).name)
-        elif mf != LEGACY_CONFIG["meta_features"]:
-            parts.append(f"{mf} {dim}" if dim else str(mf))
-        if self.option("model") != LEGACY_CONFIG["model"]:
+        want_mf, want_dim = self.default_meta
+        if mf != want_mf or (want_dim is not None and dim != want_dim):
+            parts.append(self.meta_label)
+        default_model = RELEVANCE_MODEL if self.mixed else PAPER
+        if self.option("model") != default_model:
             parts.append(str(self.option("model")))
         if self.option("utility_target") != LEGACY_CONFIG["utility_target"]:
             parts.append(f"utility target {self.option('utility_target')}")
@@ -91,9 +149,10 @@ class Sweep:
 
     @property
     def default(self) -> bool:
-        """The paper's meta-features, model and utility target, not the paper-literal
-        standardisation and tau2: the sweep the paper's claims are checked on."""
-        return not self.literal and not self.config_label
+        """The defaults of ``elicit realdata`` (meta-features, model, utility target, pair
+        questions), not the paper-literal standardisation and tau2: the sweep the paper's
+        claims are checked on."""
+        return not self.literal and not self.config_label and not self.mixed
 
     @property
     def label(self) -> str:
@@ -160,7 +219,8 @@ def load_sweep(folder: Path) -> Sweep | None:
     def opt(name: str) -> pd.DataFrame | None:
         return pd.read_csv(folder / name) if (folder / name).exists() else None
 
-    return Sweep(folder.name, cfg, pd.read_csv(mse_path), opt("runinfo.csv"), opt("tau2_cv.csv"))
+    return Sweep(folder.name, cfg, pd.read_csv(mse_path), opt("runinfo.csv"), opt("tau2_cv.csv"),
+                 folder)
 
 
 def find_sweeps(out: Path) -> list[Sweep]:
@@ -267,10 +327,22 @@ def paired_rows(sweep: Sweep) -> list[Paired]:
 # Sections
 # --------------------------------------------------------------------------------------------
 
-def _n_answers(sweep: Sweep) -> float:
+def n_answers(sweep: Sweep) -> float:
+    """The mean number of answers of the all-answers line (pairs, and feature answers when
+    the sweep asked feature questions)."""
     if sweep.info is None or "n_answerable" not in sweep.info:
         return float("nan")
-    return float(sweep.info.n_answerable.mean())
+    n = sweep.info.n_answerable.astype(float)
+    if "n_feature_answers" in sweep.info:
+        n = n + sweep.info.n_feature_answers.fillna(0).astype(float)
+    return float(n.mean())
+
+
+def start_label(sweep: Sweep) -> str:
+    """The label of the start (0 answers): whether it uses expert input."""
+    if sweep.uses_judgeable_set:
+        return "initial MSE (no answers; uses the expert's judgeable set J)"
+    return "initial MSE (no feedback)"
 
 
 def _tau2_summary(sweep: Sweep) -> str:
@@ -304,7 +376,7 @@ def sweep_table(sweep: Sweep) -> list[str]:
     if mean is not None:
         lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | "
                      f"{'not reported' if has_paper else '—'} |")
-    lines.append(f"| initial MSE (no feedback) | {fmt(init)} | "
+    lines.append(f"| {start_label(sweep)} | {fmt(init)} | "
                  f"{f'{paper_init:.2f}' if paper_init else '—'} |")
     for t in sweep.checkpoints():
         for s in sweep.strategies:
@@ -313,10 +385,14 @@ def sweep_table(sweep: Sweep) -> list[str]:
                 lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | "
                              f"{'Fig. 5 only' if has_paper else '—'} |")
     if ceil is not None:
-        lines.append(f"| **{ceiling_label(_n_answers(sweep))}** (reference) | {fmt(ceil)} | "
+        lines.append(f"| **{ceiling_label(n_answers(sweep))}** (reference) | {fmt(ceil)} | "
                      f"{'not reported' if has_paper else '—'} |")
-        lines.append(f"| room for feedback: initial − ceiling, per run | "
+        lines.append(f"| initial − all answers given, per run | "
                      f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
+    yard = sweep.per_run("yardstick")
+    if yard is not None:
+        lines.append(f"| **{REFERENCE_LABELS['yardstick']}** (reference) | {fmt(yard)} | "
+                     f"{'not reported' if has_paper else '—'} |")
     for b in BASELINES:
         v = sweep.per_run(b)
         if v is not None:
@@ -405,11 +481,12 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
     return [
         "## The paper-literal configuration beside the defaults", "",
         "The same runs (same seed, hence the same splits and experts) under the defaults "
-        "(inputs standardised with all 1000 model reviews' statistics, tau2 by CV) and under "
-        "the paper's literal reading (`elicit realdata --paper`: the 100 training reviews' "
-        f"statistics, tau2 = 0.01). Strategy columns: MSE after {last} answers.", "",
+        "(inputs standardised with all 1000 model reviews' statistics, tau2 by CV, PPMI-10 "
+        "meta-features) and under the paper's literal reading (`elicit realdata --paper`: the "
+        "100 training reviews' statistics, tau2 = 0.01, the paper's counts as meta-features). "
+        f"Strategy columns: MSE after {last} answers.", "",
         "| data set | configuration | settings | runs | predict the mean | initial | Random | "
-        "Non-sequential | Sequential | all answers (ceiling) | LASSO |",
+        "Non-sequential | Sequential | all answers given | LASSO |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         *rows, "",
         *[f"![Fig. 5 {s.label}, paper-literal]({s.folder}/fig5_{s.dataset}.png)"
@@ -506,12 +583,12 @@ def _doc_link(out: Path, doc: Path) -> str:
 
 def versus_default(sweep: Sweep, default: Sweep) -> str:
     """One line setting ``sweep`` beside the default sweep of its data set: the no-feedback
-    MSE, the ceiling and Sequential − Random at the checkpoints both reach. Over the same
+    MSE, all answers given and Sequential − Random at the checkpoints both reach. Over the same
     seed (the same splits and experts), the first two also as a difference per run."""
     same = sweep.cfg.get("seed") == default.cfg.get("seed")
     parts = []
     for name, a, b in (("no-feedback MSE", sweep.initial(), default.initial()),
-                       ("all answers (ceiling)", sweep.per_run("ceiling"),
+                       (REFERENCE_LABELS["ceiling"], sweep.per_run("ceiling"),
                         default.per_run("ceiling"))):
         if a is None or b is None:
             continue
@@ -534,16 +611,20 @@ def versus_default(sweep: Sweep, default: Sweep) -> str:
 def beyond_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
     """The sweeps of the paper's data sets with other meta-features, model or utility target
     (the recommended configuration first), each beside the default sweep of its data set."""
-    beyond = [s for s in sweeps if s.dataset in DATASETS and s.config_label]
+    beyond = [s for s in sweeps if s.dataset in DATASETS and s.config_label and not s.mixed]
     if not beyond:
         return []
     rec = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in RECOMMENDED.items())
     lines = ["## Beyond the paper: the recommended configuration", "",
              f"The recommended configuration (`elicit realdata --recommended`: {rec}) is the "
-             "best label-free configuration found beyond the paper's model; "
-             f"{_doc_link(out, BEYOND_DOC)} has the study. Each sweep has the same table as "
-             "the default sweeps, then a line that sets it beside the default sweep of its "
-             "data set (mean ± s.e. over runs).", ""]
+             "best configuration found beyond the paper's model with pair questions only; "
+             f"{_doc_link(out, BEYOND_DOC)} has the study. It is not free of expert input: "
+             "known coupling couples only the set J of keywords the expert can judge (those "
+             "of its answerable pairs, the pool of questions), which is the expert's "
+             "relevance knowledge entering through the pool, so its start (0 answers) "
+             "already uses it. Each sweep has the same table as the default sweeps, then a "
+             "line that sets it beside the default sweep of its data set (mean ± s.e. over "
+             "runs).", ""]
     for s in sorted(beyond, key=lambda s: not s.recommended):
         sec = sweep_section(s)
         if not s.recommended:
@@ -552,4 +633,25 @@ def beyond_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
         d = default_sweep(sweeps, s.dataset)
         if d is not None:
             lines += [versus_default(s, d), ""]
+            if s.uses_judgeable_set:
+                lines += [without_judgeable_set(s, d), ""]
     return lines
+
+
+def without_judgeable_set(sweep: Sweep, default: Sweep) -> str:
+    """One line: the start of a sweep whose model couples the expert's judgeable set J,
+    beside the start of the same meta-features with J = all features (the default sweep, when
+    its meta-features are the sweep's: known coupling with every feature coupled is the
+    paper's model)."""
+    a, b = sweep.initial(), default.initial()
+    if sweep.meta_label != default.meta_label:
+        return (f"Its start uses the expert's judgeable set J; the default sweep has other "
+                f"meta-features ({default.meta_label}), so the start without J is not "
+                "measured here.")
+    txt = f"{fmt(a)} with J against {fmt(b)} with J = all features"
+    if sweep.cfg.get("seed") == default.cfg.get("seed"):
+        txt += f" ({fmt((a - b.reindex(a.index)).dropna(), sign=True)} per run)"
+    return (f"Its start uses the expert's judgeable set J: {txt}, the default sweep (folder "
+            f"`{default.folder}`, the same meta-features {sweep.meta_label}; known coupling "
+            "with every feature coupled is the paper's model). The difference is what the "
+            "expert's relevance knowledge is worth before any answer.")

@@ -51,12 +51,12 @@ def test_realdata_mse_csv(results):
     df = pd.read_csv(results / "amazon" / "mse.csv")
     assert list(df.columns) == ["dataset", "strategy", "run", "n_feedback", "mse"]
     assert set(df.strategy) == {"random", "nonsequential", "sequential", "lasso", "ridge",
-                                "elasticnet", "mean", "ceiling"}
+                                "elasticnet", "mean", "ceiling", "yardstick"}
     for s in ("random", "nonsequential", "sequential"):
         g = df[df.strategy == s]
         assert sorted(g.n_feedback) == [0, 1, 2, 3]
-    base = df[df.strategy.isin(["lasso", "ridge", "elasticnet", "mean", "ceiling"])]
-    assert len(base) == 5 and (base.n_feedback == 0).all() and (base.run == 0).all()
+    base = df[df.strategy.isin(["lasso", "ridge", "elasticnet", "mean", "ceiling", "yardstick"])]
+    assert len(base) == 6 and (base.n_feedback == 0).all() and (base.run == 0).all()
     assert np.isfinite(df.mse).all() and (df.mse > 0).all()
     # All strategies start from the same no-feedback model.
     assert df[df.n_feedback == 0].query("strategy in ['random','sequential']").mse.nunique() == 1

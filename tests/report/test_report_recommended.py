@@ -65,12 +65,13 @@ def test_sweeps_know_their_configuration(results):
     for order in (sweeps, sweeps[::-1]):
         assert default_sweep(order, "amazon") is by["amazon"]
     assert literal_sweep(sweeps, "amazon") is None
-    # An old folder without the new keys is the default configuration.
+    # An old folder without the new keys had the paper's counts and model: no longer the
+    # default configuration, and labelled as what it is.
     cfg = json.loads((results / "amazon" / "config.json").read_text())
     for k in RECOMMENDED:
         cfg.pop(k, None)
     old = type(rec)("old", cfg, rec.mse, None, None)
-    assert old.default and old.config_label == ""
+    assert not old.default and old.config_label == "counts"
 
 
 @needs_data
@@ -100,10 +101,15 @@ def test_report_has_the_recommended_section(results):
     assert line == (
         "Beside the default sweep (folder `amazon`, same seed: the same splits and experts), "
         f"this sweep against the default: no-feedback MSE {r0:.3f} against {d0:.3f} "
-        f"({r0 - d0:+.3f} per run); all answers (ceiling) {rc:.3f} against {dc:.3f} "
+        f"({r0 - d0:+.3f} per run); all answers given {rc:.3f} against {dc:.3f} "
         f"({rc - dc:+.3f} per run); Sequential − Random per run after 2 answers "
         f"{ds[0]:+.3f} (lower in {int(ds[0] < 0)}/1 runs) against {ds[1]:+.3f} "
         f"({int(ds[1] < 0)}/1).")
+    # Its start uses the expert's judgeable set J; the default sweep has the same
+    # meta-features and J = all features.
+    line = next(ln for ln in beyond.splitlines() if ln.startswith("Its start uses"))
+    assert line.startswith(f"Its start uses the expert's judgeable set J: {r0:.3f} with J "
+                           f"against {d0:.3f} with J = all features ({r0 - d0:+.3f} per run)")
     # The claims are those of the default sweep.
     claims = text[text.index("## The paper's claims against ours"):text.index(head)]
     assert f"defaults: initial {d0:.3f}" in claims
