@@ -1,0 +1,196 @@
+"""The section "Relevance and pair questions" of ``results/REPORT.md``.
+
+The sweeps with feature questions (``elicit realdata --questions both``; :attr:`Sweep.mixed
+<elicit.report.realdata.Sweep.mixed>`): the simulated expert is also asked "does this keyword
+affect the rating?", and one utility chooses between feature and pair questions. One table
+sets the data sets side by side, with the four reference lines of every mixed sweep in a
+fixed order (:data:`REFERENCE_ORDER`): predicting the mean, the start without expert input
+(the curves at 0 answers with the open pool), all answers given, and the yardstick of the
+expert's full knowledge. A sweep whose pair questions come from the expert's answerable pairs
+(``--pool paper``, which leaks the expert's relevance knowledge) is shown only as a "best case"
+line, and only when it was run.
+
+Every number is read from the sweep folders: ``mse.csv`` (curves, baselines, reference lines),
+``runinfo.csv`` (the answers behind "all answers given") and the per-run records of the
+questions asked (``parts/<dataset>/<strategy>/runNNN.json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import numpy as np
+import pandas as pd
+
+from elicit.harness.labels import LABELS, REFERENCE_LABELS, STRATEGY_ORDER
+from elicit.harness.store import SweepStore
+from elicit.report.realdata import Sweep, fmt, mean_se, n_answers
+
+#: The reference lines of a mixed sweep's table, in the order they are printed: name in
+#: ``mse.csv`` (``start``: the curves at 0 answers) -> label.
+REFERENCE_ORDER: dict[str, str] = {
+    "mean": REFERENCE_LABELS["mean"],
+    "start": "no expert input (the start, 0 answers)",
+    "ceiling": REFERENCE_LABELS["ceiling"],
+    "yardstick": REFERENCE_LABELS["yardstick"],
+}
+#: The section's heading.
+HEADING = "## Relevance and pair questions"
+
+
+def question_kinds(sweep: Sweep, strategy: str) -> list[list[str]] | None:
+    """The kind of every question a strategy asked (``"pair"`` or ``"feature"``), run by
+    run, from the sweep's per-run records; None when the records are not there."""
+    store = SweepStore.find(sweep.path) if sweep.path is not None else None
+    if store is None:
+        return None
+    out = []
+    for run in range(sweep.runs):
+        part = store.load(store.part_path(sweep.dataset, strategy, run))
+        if part is None:
+            return None
+        if "kinds" in part:
+            out.append([str(k) for k in part["kinds"]])
+        else:  # a feature question is stored as [k, None, answer]
+            out.append(["feature" if row[1] is None else "pair" for row in part["asked"]])
+    return out
+
+
+def feature_questions(sweep: Sweep, strategy: str) -> np.ndarray | None:
+    """Per run, how many of the strategy's questions were feature questions."""
+    kinds = question_kinds(sweep, strategy)
+    if kinds is None:
+        return None
+    return np.array([sum(k == "feature" for k in run) for run in kinds], dtype=float)
+
+
+def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
+    """Per run, the strategy's mean test MSE after 1..N answers (N the sweep's last round):
+    the area under its curve, which rewards an early drop as much as the last value."""
+    w = sweep.wide(strategy)
+    cols = [t for t in w.columns if 1 <= t <= sweep.last]
+    return w[cols].mean(axis=1)
+
+
+def reference_values(sweep: Sweep) -> dict[str, pd.Series | None]:
+    """Each reference line of :data:`REFERENCE_ORDER`, per run (None where the sweep has
+    none)."""
+    return {"mean": sweep.per_run("mean"), "start": sweep.initial(),
+            "ceiling": sweep.per_run("ceiling"), "yardstick": sweep.per_run("yardstick")}
+
+
+def _paired(a: pd.Series, b: pd.Series) -> str:
+    d = (a - b.reindex(a.index)).dropna()
+    if d.empty:
+        return "—"
+    return f"{fmt(d, sign=True)} ({int(np.sum(d < 0))}/{d.size} lower)"
+
+
+def _count(x: np.ndarray | None, of: int) -> str:
+    if x is None or x.size == 0:
+        return "—"
+    m, _ = mean_se(x)
+    return f"{m:.1f} of {of} (runs: {x.min():.0f}-{x.max():.0f})"
+
+
+def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
+    """The table: one column per open-pool mixed sweep; ``best`` maps a column's data set to
+    its best-case sweep (``--pool paper``), if one was run."""
+    head = "| | " + " | ".join(s.label for s in columns) + " |"
+    rows = [head, "|---|" + "---|" * len(columns)]
+
+    def row(label: str, cells: Sequence[str]) -> None:
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row("runs × answers per strategy", [f"{s.runs} × {s.last}" for s in columns])
+    lasts = {s.last for s in columns}
+    after = f"after {lasts.pop()} answers" if len(lasts) == 1 else "after the last answer"
+    refs = [reference_values(s) for s in columns]
+    for key, label in REFERENCE_ORDER.items():
+        row(f"**{label}** (reference)",
+            [fmt(r[key]) if r[key] is not None else "—" for r in refs])
+    row("answers in the line 'all answers given' (per run)",
+        [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
+    ridge = [s.per_run("ridge") for s in columns]
+    row(f"{LABELS['ridge']} (100 training reviews, no expert)",
+        [fmt(r) if r is not None else "—" for r in ridge])
+    for st in STRATEGY_ORDER:
+        row(f"{LABELS[st]}, {after}",
+            [fmt(s.wide(st)[s.last]) if st in s.strategies else "—" for s in columns])
+    for st in STRATEGY_ORDER:
+        row(f"{LABELS[st]}, averaged over the rounds",
+            [fmt(rounds_average(s, st)) if st in s.strategies else "—" for s in columns])
+    seq, rnd = "sequential", "random"
+
+    def has(s: Sweep, *names: str) -> bool:
+        return all(n in s.strategies for n in names)
+
+    row(f"{LABELS[seq]} − {LABELS[rnd]} per run, {after}",
+        [_paired(s.wide(seq)[s.last], s.wide(rnd)[s.last]) if has(s, seq, rnd) else "—"
+         for s in columns])
+    row(f"{LABELS[seq]} − {LABELS[rnd]} per run, averaged over the rounds",
+        [_paired(rounds_average(s, seq), rounds_average(s, rnd)) if has(s, seq, rnd) else "—"
+         for s in columns])
+    row(f"{LABELS[seq]} − the start per run, {after}",
+        [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
+    for st in STRATEGY_ORDER:
+        row(f"feature questions among {LABELS[st]}'s answers",
+            [_count(feature_questions(s, st), s.last) if st in s.strategies else "—"
+             for s in columns])
+    if any(s.dataset in best for s in columns):
+        for st in (seq, rnd):
+            cells = []
+            for s in columns:
+                b = best.get(s.dataset)
+                cells.append(fmt(b.wide(st)[b.last]) + f" (after {b.last})"
+                             if b is not None and st in b.strategies else "—")
+            row(f"best case (pool: the expert's answerable pairs), {LABELS[st]}", cells)
+    return rows
+
+
+def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
+    """The section, or nothing when no sweep asked feature questions."""
+    mixed = [s for s in sweeps if s.mixed]
+    columns = [s for s in mixed if not s.best_case]
+    best: dict[str, Sweep] = {}
+    for s in mixed:
+        if s.best_case:
+            best.setdefault(s.dataset, s)
+    if not mixed:
+        return []
+    if not columns:  # only best-case sweeps: shown, but labelled as what they are
+        columns = list(best.values())
+        best = {}
+    qs = sorted({s.questions for s in mixed})
+    lines = [
+        HEADING, "",
+        "Beside the pair-only sweeps above: the simulated expert is also asked \"does this "
+        "keyword affect the rating?\" (relevant or irrelevant, from whether its LASSO weight "
+        "is nonzero), and one utility chooses between feature and pair questions "
+        f"(`elicit realdata --questions {'/'.join(qs)}`, the relevance model). Pair "
+        "questions come from the pairs among the keywords not called irrelevant so far "
+        "(pool `open`): the start uses no expert input. The reference lines: predicting the "
+        "training mean; the start; all answers given (every keyword's relevance and every "
+        "pair of two relevant keywords, in one fit: a reference, not a bound); and the "
+        "yardstick of the expert's full knowledge, the posterior mean under a prior with "
+        "perfect relevance (scale 0.01 for the keywords the expert's LASSO leaves out) and "
+        "the ideal sign kernel (0.9 between two relevant keywords of the same sign), whose "
+        "tau2 is chosen by the same 5-fold CV as the sweep's, not as the best value on the "
+        "test set. Test MSE, mean ± s.e. over runs; 'averaged over the rounds' is each "
+        "run's mean MSE after 1..N answers; paired differences are per run (negative: the "
+        "first is lower; `k/R lower`: runs where it is).",
+        "",
+    ]
+    if best and columns and not columns[0].best_case:
+        lines += ["The best-case lines ask the same questions with the pair questions drawn "
+                  "from the expert's answerable pairs (`--pool paper`): that pool tells the "
+                  "model which keywords the expert knows, so it is not a method.", ""]
+    elif columns and columns[0].best_case:
+        lines += ["Only best-case sweeps were run (`--pool paper`: the pair questions come "
+                  "from the expert's answerable pairs, which leaks its relevance knowledge): "
+                  "their start is still without expert input, their curves are not.", ""]
+    lines += [*mixed_table(columns, best), ""]
+    for s in columns + list(best.values()):
+        lines.append(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
+                     f"({s.folder}/fig5_{s.dataset}.png)")
+    lines.append("")
+    return lines

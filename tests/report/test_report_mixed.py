@@ -1,0 +1,161 @@
+"""The report's section "Relevance and pair questions" (``elicit.report.mixed``).
+
+Sweep folders with made-up but consistent files (``config.json``, ``mse.csv``,
+``runinfo.csv`` and the per-run records of the questions asked): every number the section
+prints is recomputed here from those files, the four reference lines must be there in their
+order, and a best-case sweep (``--pool paper``) appears only as its own line and only when it
+was run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+STRATEGIES = ("random", "nonsequential", "sequential")
+
+
+def _mean_se(x, sign=False):
+    x = np.asarray(x, dtype=float)
+    m, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
+    return (f"{m:+.3f}" if sign else f"{m:.3f}") + f" ± {se:.3f}"
+
+
+def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
+                 rounds: int = 10, seed: int = 0, shift: float = 0.0) -> None:
+    """A mixed sweep: curves that fall, feature questions first for sequential."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    cfg = {"dataset": dataset, "data_dir": "/nowhere", "seed": 0, "rounds": rounds,
+           "standardize": "model", "tau2": "cv", "pool_size": 400, "expert_rule": "target",
+           "expert_nonzero": 40, "engine": "numpy", "utility": "fast", "refine": 5,
+           "meta_features": "ppmi", "meta_dim": 10, "model": "relevance",
+           "utility_target": "predictive", "questions": "both", "pool": pool}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    rows, infos = [], []
+    slopes = {"random": -0.003, "nonsequential": -0.005, "sequential": -0.012}
+    n_feature = {"random": 3, "nonsequential": 6, "sequential": 8}
+    for r in range(runs):
+        init = 2.0 + shift + 0.05 * rng.standard_normal()
+        for s, k in slopes.items():
+            noise = 0.004 * rng.standard_normal(rounds + 1)
+            noise[0] = 0.0
+            rows += [(dataset, s, r, t, init + k * t + noise[t]) for t in range(rounds + 1)]
+            nf = n_feature[s] - (r % 2)
+            kinds = ["feature"] * nf + ["pair"] * (rounds - nf)
+            asked = [[t, None, "relevant"] if kd == "feature" else [t, t + 1, "similar"]
+                     for t, kd in enumerate(kinds)]
+            part = folder / "parts" / dataset / s / f"run{r:03d}.json"
+            part.parent.mkdir(parents=True, exist_ok=True)
+            rec = {"mse": [init + k * t for t in range(rounds + 1)], "asked": asked}
+            if r % 2 == 0:  # records with and without the kinds list
+                rec["kinds"] = kinds
+            part.write_text(json.dumps(rec))
+        mean, ceil, yard = 2.5 + 0.01 * r, init - 0.2, init - 0.3 - 0.01 * r
+        rows += [(dataset, "lasso", r, 0, 2.2), (dataset, "ridge", r, 0, 2.1 + 0.01 * r),
+                 (dataset, "elasticnet", r, 0, 2.15), (dataset, "mean", r, 0, mean),
+                 (dataset, "ceiling", r, 0, ceil), (dataset, "yardstick", r, 0, yard)]
+        infos.append({"dataset": dataset, "run": r, "n_features": 337, "initial": init,
+                      "mean": mean, "ceiling": ceil, "yardstick": yard,
+                      "n_answerable": 700 + r, "n_feature_answers": 337})
+    pd.DataFrame(rows, columns=["dataset", "strategy", "run", "n_feedback", "mse"]).to_csv(
+        folder / "mse.csv", index=False)
+    pd.DataFrame(infos).to_csv(folder / "runinfo.csv", index=False)
+
+
+def _section(text: str) -> str:
+    from elicit.report.mixed import HEADING
+
+    assert HEADING in text
+    rest = text[text.index(HEADING):]
+    nxt = rest.find("\n## ", 1)
+    return rest if nxt < 0 else rest[:nxt]
+
+
+def _row(section: str, label: str) -> list[str]:
+    line = next(ln for ln in section.splitlines() if ln.startswith(f"| {label} |"))
+    return [c.strip() for c in line.strip().strip("|").split("|")][1:]
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    _mixed_sweep(tmp_path / "amazon-mixed", "amazon")
+    _mixed_sweep(tmp_path / "yelp-mixed", "yelp", seed=1, shift=-0.8)
+    return tmp_path
+
+
+def test_reference_lines_present_and_ordered(mixed):
+    from elicit.report import write_report
+
+    sec = _section(write_report(mixed).read_text())
+    order = ["**predict the mean** (reference)",
+             "**no expert input (the start, 0 answers)** (reference)",
+             "**all answers given** (reference)",
+             "**expert's full knowledge (yardstick)** (reference)"]
+    lines = sec.splitlines()
+    at = [next(k for k, ln in enumerate(lines) if ln.startswith(f"| {lab} |")) for lab in order]
+    assert at == sorted(at) and at[-1] - at[0] == 3
+    # the columns are the data sets, Amazon first
+    assert lines[lines.index(next(ln for ln in lines if ln.startswith("| | ")))] \
+        == "| | Amazon | Yelp |"
+    # the values, from the files
+    for k, name in enumerate(("amazon-mixed", "yelp-mixed")):
+        df = pd.read_csv(mixed / name / "mse.csv")
+        for key, label in (("mean", order[0]), ("ceiling", order[2]), ("yardstick", order[3])):
+            assert _row(sec, label)[k] == _mean_se(df[df.strategy == key].mse)
+        start = df[(df.strategy == "random") & (df.n_feedback == 0)].mse
+        assert _row(sec, order[1])[k] == _mean_se(start)
+        assert _row(sec, "Ridge (100 training reviews, no expert)")[k] == \
+            _mean_se(df[df.strategy == "ridge"].mse)
+    assert _row(sec, "answers in the line 'all answers given' (per run)") == ["1038", "1038"]
+    assert "not as the best value on the test set" in sec
+
+
+def test_strategies_rounds_and_feature_questions(mixed):
+    from elicit.report import write_report
+
+    sec = _section(write_report(mixed).read_text())
+    df = pd.read_csv(mixed / "amazon-mixed" / "mse.csv")
+    w = {s: df[df.strategy == s].pivot(index="run", columns="n_feedback", values="mse")
+         for s in STRATEGIES}
+    assert _row(sec, "Sequential, after 10 answers")[0] == _mean_se(w["sequential"][10])
+    avg = {s: w[s][list(range(1, 11))].mean(axis=1) for s in STRATEGIES}
+    assert _row(sec, "Random, averaged over the rounds")[0] == _mean_se(avg["random"])
+    d = avg["sequential"] - avg["random"]
+    assert _row(sec, "Sequential − Random per run, averaged over the rounds")[0] == \
+        f"{_mean_se(d, sign=True)} ({int(np.sum(d < 0))}/4 lower)"
+    d = w["sequential"][10] - w["sequential"][0]
+    assert _row(sec, "Sequential − the start per run, after 10 answers")[0] == \
+        f"{_mean_se(d, sign=True)} (4/4 lower)"
+    # feature questions: 8, 7, 8, 7 of 10 (runs 1 and 3 without the kinds list)
+    assert _row(sec, "feature questions among Sequential's answers")[0] == \
+        "7.5 of 10 (runs: 7-8)"
+    assert _row(sec, "feature questions among Random's answers")[1] == "2.5 of 10 (runs: 2-3)"
+
+
+def test_mixed_sweeps_stay_out_of_the_pair_sections_and_best_case_only_if_run(mixed):
+    from elicit.report import write_report
+
+    text = write_report(mixed).read_text()
+    assert "## Real data: Amazon and Yelp reviews" not in text
+    assert "## Beyond the paper" not in text
+    assert "best case" not in _section(text)
+    _mixed_sweep(mixed / "amazon-mixed-paper", "amazon", pool="paper", seed=5, shift=-0.1)
+    sec = _section(write_report(mixed).read_text())
+    df = pd.read_csv(mixed / "amazon-mixed-paper" / "mse.csv")
+    seq = df[(df.strategy == "sequential") & (df.n_feedback == 10)].mse
+    row = _row(sec, "best case (pool: the expert's answerable pairs), Sequential")
+    assert row == [f"{_mean_se(seq)} (after 10)", "—"]
+    # still one column per open-pool sweep: the best case is a line, not a column
+    assert "| | Amazon | Yelp |" in sec
+
+
+def test_no_mixed_sweep_no_section(tmp_path):
+    from elicit.report import write_report
+    from elicit.report.mixed import HEADING
+
+    assert HEADING not in write_report(tmp_path).read_text()
