@@ -6,24 +6,33 @@ after an interruption continues where it stopped):
 1. ``synthetic``: Figs. 3-4 into ``OUT/synthetic`` (:func:`elicit.paper.synthetic.run_synthetic`
    of a :class:`~elicit.paper.configs.SyntheticConfig`);
 2. ``amazon``, ``yelp``: Fig. 5 into ``OUT/amazon``, ``OUT/yelp`` with the defaults (inputs
-   standardised with all 1000 model reviews' statistics, tau2 by CV;
+   standardised with all 1000 model reviews' statistics, tau2 by CV, PPMI-10 meta-features;
    :func:`elicit.paper.realdata.run_realdata` of a :class:`~elicit.paper.configs.RealDataConfig`);
 3. ``kitchen``: the same pipeline on the shipped raw Amazon kitchen reviews, a review corpus
    rather than the paper's matrix, into ``OUT/kitchen``
    (:func:`elicit.data.sources.corpus_source`);
 4. ``amazon-paper``, ``yelp-paper``: the paper-literal configuration (``--paper``: training
-   statistics, tau2 = 0.01) into ``OUT/amazon-paper``, ``OUT/yelp-paper``;
+   statistics, tau2 = 0.01, the paper's counts as meta-features) into ``OUT/amazon-paper``,
+   ``OUT/yelp-paper``;
 5. ``amazon-recommended``, ``yelp-recommended``: beyond the paper, the recommended
    configuration (``--recommended``: :data:`elicit.paper.configs.RECOMMENDED`, PPMI keyword
    embeddings, the known-coupling-tied model; ``docs/beyond-the-paper.md``) into
    ``OUT/amazon-recommended``, ``OUT/yelp-recommended``;
-6. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
+6. ``amazon-mixed``, ``yelp-mixed``, ``kitchen-mixed``: relevance and pair questions
+   (``--questions both``: feature questions beside pair questions, one utility, the relevance
+   model; pair questions among the keywords not called irrelevant, the open pool, so the start
+   uses no expert input) into ``OUT/<data set>-mixed``, with ``--mixed-runs`` runs x
+   ``--mixed-rounds`` answers (a sequential round scores every feature question and 400
+   pairs: it costs several times a pair-only round, so these sweeps are shorter than the
+   others; see :data:`MIXED_RUNS`);
+7. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
    (:func:`elicit.paper.table1.run_table1`).
 
 It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole,
 and the CPU time (this process and its workers): on a machine shared with other jobs the wall
 time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine. The
-report also gives each step's CPU time per run, to choose ``--runs`` and ``--real-runs``.
+report gives both for the whole call and each step's CPU time per run, to choose ``--runs``,
+``--real-runs`` and ``--mixed-runs``.
 """
 
 from __future__ import annotations
@@ -48,9 +57,19 @@ from elicit.report import write_report
 LITERAL = {f"{d}-paper": d for d in DATASETS}
 #: The sweeps of the recommended configuration: folder -> data set.
 RECOMMENDED_STEPS = {f"{d}-recommended": d for d in DATASETS}
-STEPS = ("synthetic", *DATASETS, "kitchen", *LITERAL, *RECOMMENDED_STEPS, "table1")
 #: The corpus step's folder and label.
 KITCHEN = "kitchen"
+#: The sweeps with relevance and pair questions: folder -> data set.
+MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
+STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
+#: Runs and answers of the mixed sweeps. A mixed sequential round scores every feature
+#: question beside the pool of pairs (CPU per round: Amazon 0.58 s over 100 rounds, Yelp
+#: 0.54 s and kitchen 0.91 s over 30, against 0.05-0.1 s with pairs only), so these sweeps
+#: get fewer runs and rounds than the pair-only ones: 6 x 30, about 10 CPU-minutes for the
+#: three, keeps the whole reproduction at the default REAL_RUNS within 20 minutes of two idle
+#: cores (estimate: docs/realdata.md; REPORT.md has the measured time).
+MIXED_RUNS = 6
+MIXED_ROUNDS = 30
 
 
 def cpu_seconds() -> float:
@@ -80,8 +99,13 @@ def run_step(step: str, args: argparse.Namespace) -> None:
         real_cfg = RealDataConfig(RECOMMENDED_STEPS[step], data_dir=args.data_dir,
                                   recommended=True, **real)
     elif step == KITCHEN:
-        path = args.kitchen or shipped_corpus("amazon", args.data_dir)
-        real_cfg = RealDataConfig(corpus_source(path, name=KITCHEN), **real)
+        real_cfg = RealDataConfig(_kitchen(args), **real)
+    elif step in MIXED_STEPS:
+        data = MIXED_STEPS[step]
+        mixed = {**real, "runs": args.mixed_runs, "rounds": args.mixed_rounds}
+        source = _kitchen(args) if data == KITCHEN else data
+        real_cfg = RealDataConfig(source, questions="both", pool="open",
+                                  data_dir=None if data == KITCHEN else args.data_dir, **mixed)
     else:
         # The data directory defaults to the one each sweep used (its config.json).
         table = run_table1(args.out, runs=args.real_runs, datasets=DATASETS, jobs=args.jobs,
@@ -89,6 +113,11 @@ def run_step(step: str, args: argparse.Namespace) -> None:
         print(table.text, end="")
         return
     print(run_realdata(real_cfg, args.out / step, progress).summary())
+
+
+def _kitchen(args: argparse.Namespace):  # -> elicit.data.sources.DataSource
+    path = args.kitchen or shipped_corpus("amazon", args.data_dir)
+    return corpus_source(path, name=KITCHEN)
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
@@ -107,6 +136,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     ap.add_argument("--kitchen", type=Path, default=None,
                     help="the review corpus of the kitchen step (default: the shipped "
                          "amazon_kitchen_reviews.jsonl.gz of the data directory)")
+    ap.add_argument("--mixed-runs", type=positive_int, default=MIXED_RUNS,
+                    help=f"runs of the mixed-question steps (default {MIXED_RUNS})")
+    ap.add_argument("--mixed-rounds", type=nonneg_int, default=MIXED_ROUNDS,
+                    help=f"answers per run of the mixed-question steps (default "
+                         f"{MIXED_ROUNDS})")
     ap.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES,
                     help=f"Table 1: cap on the samples rnd/act add (default {DEFAULT_SAMPLES})")
     ap.add_argument("--steps", default=",".join(STEPS),
@@ -152,7 +186,8 @@ def main() -> None:
         print(f"reproduce: error: {e}", file=sys.stderr)
         sys.exit(2)
     wall = time.perf_counter() - t0
-    runs = {s: args.runs if s == "synthetic" else args.real_runs for s in walls}
+    runs = {s: args.runs if s == "synthetic" else args.mixed_runs if s in MIXED_STEPS
+            else args.real_runs for s in walls}
     write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
                  step_runs=runs)
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))

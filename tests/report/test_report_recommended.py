@@ -189,3 +189,39 @@ def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):
     outside = _doc_link(tmp_path / "out", BEYOND_DOC)
     target = Path(outside[outside.index("](") + 2:-1])
     assert target.is_absolute() and target == repo / BEYOND_DOC and target.exists()
+
+
+@needs_data
+def test_reproduce_mixed_steps(tmp_path, monkeypatch):
+    """The mixed-question steps: Amazon, Yelp and the kitchen corpus with feature and pair
+    questions from the open pool, with their own runs and rounds, before Table 1."""
+    mod = _reproduce()
+    names = ("amazon-mixed", "yelp-mixed", "kitchen-mixed")
+    order = list(mod.STEPS)
+    assert [order.index(n) for n in names] == sorted(order.index(n) for n in names)
+    assert order.index("yelp-recommended") < order.index("amazon-mixed") \
+        and order.index("kitchen-mixed") < order.index("table1")
+    args, steps = mod.parse_args(["--out", str(tmp_path), "--steps", ",".join(names),
+                                  "--real-runs", "9", "--mixed-runs", "3",
+                                  "--mixed-rounds", "7"])
+    assert steps == list(names)
+    calls = []
+
+    class Done:
+        def summary(self):
+            return "done"
+
+    monkeypatch.setattr(mod, "run_realdata",
+                        lambda cfg, out, progress=True: calls.append((cfg, Path(out))) or Done())
+    args.data_dir = REAL_DATA_DIR
+    for step in steps:
+        mod.run_step(step, args)
+    assert [(c.name, o.name) for c, o in calls] == [("amazon", "amazon-mixed"),
+                                                    ("yelp", "yelp-mixed"),
+                                                    ("kitchen", "kitchen-mixed")]
+    for cfg, _ in calls:
+        assert (cfg.questions, cfg.pool, cfg.runs, cfg.rounds) == ("both", "open", 3, 7)
+        assert cfg.model == "relevance" and not cfg.recommended and not cfg.paper
+    # the defaults: MIXED_RUNS x MIXED_ROUNDS
+    args, _ = mod.parse_args(["--out", str(tmp_path)])
+    assert (args.mixed_runs, args.mixed_rounds) == (mod.MIXED_RUNS, mod.MIXED_ROUNDS)
