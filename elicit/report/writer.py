@@ -102,6 +102,7 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
         return []
     t = pd.read_csv(path, dtype=str, keep_default_na=False)
     has_refs = "ceiling_reached" in t.columns
+    has_yard = has_refs and "yardstick_reached" in t.columns
     lines = [
         "## Table 1: more samples instead of answers", "",
         "Mean number of added training reviews (RND: random, ACT: maximum information gain "
@@ -112,17 +113,21 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
         "level shown is their mean over runs. SeqElc stops at the sweep's last round, RND/ACT "
         "at the `--samples` cap. The paper's counts are means over its 50 runs (its initial "
         "MSE: Yelp 1.88, Amazon 2.26)."
-        + (" The reference columns count the runs where predicting the mean, or the model "
-           "with every answerable pair answered (all answers given), is already at or below "
-           "the level." if has_refs else ""), "",
+        + (" The reference columns count the runs where predicting the mean, the model "
+           "with every answerable pair answered (all answers given)"
+           + (", or the yardstick of the expert's full knowledge" if has_yard else "")
+           + ", is already at or below the level." if has_refs else ""), "",
         "| data set | level | kind | RND | ACT | SeqElc | paper RND | paper ACT | paper SeqElc"
-        + (" | predict the mean | all answers given |" if has_refs else " |"),
-        "|---|---|---|---|---|---|---|---|---" + ("|---|---|" if has_refs else "|"),
+        + (" | predict the mean | all answers given |" if has_refs else " |")
+        + (" yardstick |" if has_yard else ""),
+        "|---|---|---|---|---|---|---|---|---" + ("|---|---|" if has_refs else "|")
+        + ("---|" if has_yard else ""),
     ]
     for _, r in t.iterrows():
         cells = [f"{r[m]} ({r[m + '_reached']})" for m in ("rnd", "act", "seqelc")]
         pcells = [r.get(f"paper_{m}", "") or "—" for m in ("rnd", "act", "seqelc")]
         refs = [r["mean_reached"] or "—", r["ceiling_reached"] or "—"] if has_refs else []
+        refs += [r["yardstick_reached"] or "—"] if has_yard else []
         lines.append(f"| {LABELS.get(r['dataset'], r['dataset'])} | {float(r['mse_level']):.3f} "
                      f"| {r['level_kind']} | " + " | ".join(cells + pcells + refs) + " |")
     lines.append("")

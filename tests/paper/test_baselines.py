@@ -159,23 +159,25 @@ def test_table1_paper_counts_and_reference_columns():
     # reaches the paper levels in run 0 only.
     c = [[2.30, 2.25, 2.19], [2.40, 2.35, 2.30]]
     rows = table1_rows("amazon", {"rnd": c, "act": c, "seqelc": c}, initial_mse=[2.30, 2.40],
-                       references={"mean": [2.5, 2.6], "ceiling": [2.10, 2.34]})
+                       references={"mean": [2.5, 2.6], "ceiling": [2.10, 2.34],
+                                   "yardstick": [1.9, 2.0]})
     r = rows[0]                                  # paper level 2.20
     assert r["mean_reached"] == 0.0 and r["ceiling_reached"] == 0.5
+    assert r["yardstick_reached"] == 1.0
     # Relative: per-run levels 2.30 * 2.20/2.26 = 2.239 and 2.40 * 2.20/2.26 = 2.336.
     assert rows[1]["ceiling_reached"] == 0.5     # 2.10 <= 2.239; 2.34 > 2.336
     lines = format_table1(rows).strip().splitlines()
     header = lines[0].split(",")
     assert header[9:] == ["paper_rnd", "paper_act", "paper_seqelc", "mean_reached",
-                          "ceiling_reached", "sweep"]
+                          "ceiling_reached", "yardstick_reached", "sweep"]
     cells = [ln.split(",") for ln in lines[1:]]
     assert [c[9:12] for c in cells] == [["20", "14", "55"]] * 2 + [["27", "17", "90"]] * 2
-    assert cells[0][12:14] == ["0/2", "1/2"]
+    assert cells[0][12:15] == ["0/2", "1/2", "2/2"]
     # A data set without paper counts leaves those cells empty; the relative kind alone.
     other = table1_rows("mine", {"rnd": c, "act": c, "seqelc": c}, levels=[2.2],
                         paper_initial=2.26, initial_mse=[2.30, 2.40], kinds=("relative",))
     assert [r["level_kind"] for r in other] == ["relative"]
-    assert format_table1(other).strip().splitlines()[1].split(",")[9:] == [""] * 6
+    assert format_table1(other).strip().splitlines()[1].split(",")[9:] == [""] * 7
 
 
 # --------------------------------------------------------------------------------------------
