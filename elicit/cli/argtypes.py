@@ -184,10 +184,9 @@ def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = ""
                    help=f"dimensions of the ppmi/lsa embedding (default {DEFAULT_META_DIM})")
 
 
-def meta_options(kind: str | None, dim: str | None, default: str = "counts",
-                 ) -> tuple[str, int]:
+def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
     """The checked ``--meta-features`` and ``--meta-dim``: ``(kind or path, dimensions)``;
-    ``default`` when ``kind`` is None.
+    ``counts`` when ``kind`` is None.
 
     Raises :class:`~elicit.errors.ElicitError` for a ``--meta-dim`` that is not a positive
     integer or that comes without ``ppmi``/``lsa``.
@@ -195,7 +194,7 @@ def meta_options(kind: str | None, dim: str | None, default: str = "counts",
     from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, META_FEATURES
     from elicit.errors import ElicitError
 
-    kind = default if kind is None else kind
+    kind = "counts" if kind is None else kind
     if kind not in META_FEATURES and not Path(kind).is_file():
         raise ElicitError(f"--meta-features {kind!r} is neither one of "
                           f"{', '.join(META_FEATURES)} nor an existing file")
@@ -204,13 +203,28 @@ def meta_options(kind: str | None, dim: str | None, default: str = "counts",
     if kind not in EMBEDDINGS:
         raise ElicitError(f"--meta-dim goes with --meta-features ppmi or lsa only (the "
                           f"dimensions of the embedding), not with {kind!r}")
+    return kind, _positive_dim(dim)
+
+
+def sweep_meta_options(kind: str | None, dim: str | None) -> tuple[str | None, int | None]:
+    """:func:`meta_options` for ``elicit realdata``, where what was not given stays None: the
+    configuration resolves it (its default meta-features depend on ``--paper``,
+    :func:`elicit.paper.configs.resolve_meta_features`)."""
+    if kind is None:
+        return None, None if dim is None else _positive_dim(dim)
+    return meta_options(kind, dim)
+
+
+def _positive_dim(dim: str) -> int:
+    from elicit.errors import ElicitError
+
     try:
         value = int(dim)
     except ValueError:
         value = 0
     if value < 1:
         raise ElicitError(f"--meta-dim must be a positive integer, got {dim!r}")
-    return kind, value
+    return value
 
 
 def add_utility_target_option(p: argparse.ArgumentParser) -> None:

@@ -19,10 +19,10 @@ from elicit.cli.argtypes import (
     add_cluster_option,
     add_meta_options,
     add_sweep_options,
-    meta_options,
     names,
     nonneg_int,
     positive_int,
+    sweep_meta_options,
     tau2,
 )
 from elicit.data import STANDARDIZE_CHOICES
@@ -78,7 +78,8 @@ def add_realdata_parsers(subparsers) -> None:
                    help="the best label-free configuration found (docs/beyond-the-paper.md): "
                         + " ".join(f"--{k.replace('_', '-')} {v}"
                                    for k, v in RECOMMENDED.items()))
-    add_meta_options(p, "--dataset/--corpus", default=DEFAULT_META_FEATURES)
+    add_meta_options(p, "--dataset/--corpus",
+                     default=f"{DEFAULT_META_FEATURES}, with --paper {PAPER_META_FEATURES}")
     p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
                    help=f"random pairs scored per sequential round (default {POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
@@ -115,8 +116,8 @@ def add_realdata_parsers(subparsers) -> None:
 def cmd_realdata(args: argparse.Namespace) -> None:
     check_output_folder(args.out)
     t0 = time.perf_counter()
-    meta_features, meta_dim = meta_options(args.meta_features, args.meta_dim,
-                                           default=DEFAULT_META_FEATURES)
+    # not given: the configuration's meta-features (the paper's counts with --paper)
+    meta_features, meta_dim = sweep_meta_options(args.meta_features, args.meta_dim)
     # The source is made once the configuration has checked the other options: a wrong
     # option is reported before the data are looked for.
     source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,

@@ -71,9 +71,9 @@ RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
 DEFAULT_META_FEATURES = "ppmi"
 #: ``--paper``'s meta-features: the paper's transposed training counts.
 PAPER_META_FEATURES = "counts"
-#: what the options of RECOMMENDED and --paper are when not given
-_OPTION_DEFAULTS: dict[str, object] = {"meta_features": DEFAULT_META_FEATURES,
-                                       "meta_dim": DEFAULT_META_DIM,
+#: what the options of RECOMMENDED are when not given (None: the meta-features of the
+#: configuration, resolve_meta_features)
+_OPTION_DEFAULTS: dict[str, object] = {"meta_features": None, "meta_dim": None,
                                        "model": PAPER, "utility_target": "predictive"}
 
 
@@ -272,18 +272,19 @@ def resolve_recommended(recommended: bool, paper: bool, **given: object) -> dict
     return dict(RECOMMENDED)
 
 
-def resolve_paper_meta(paper: bool, meta_features: str | os.PathLike,
-                       meta_dim: int) -> tuple[str | os.PathLike, int]:
-    """The meta-features of a sweep: as given, or with ``paper`` the paper's counts (a value
-    equal to the default counts as not given; another one is an error)."""
-    if not paper:
-        return meta_features, meta_dim
-    given = (meta_features, meta_dim)
-    if given != (PAPER_META_FEATURES, meta_dim) and given != (
-            _OPTION_DEFAULTS["meta_features"], _OPTION_DEFAULTS["meta_dim"]):
-        raise ElicitError(f"--paper sets --meta-features {PAPER_META_FEATURES}; drop "
-                          f"--meta-features {os.fspath(meta_features)} or --paper")
-    return PAPER_META_FEATURES, DEFAULT_META_DIM
+def resolve_meta_features(paper: bool, meta_features: str | os.PathLike | None,
+                          meta_dim: int | None) -> tuple[str | os.PathLike, int]:
+    """The meta-features of a sweep and their dimensions: as given, or when not given (None)
+    :data:`DEFAULT_META_FEATURES` with :data:`~elicit.data.metafeatures.DEFAULT_META_DIM`
+    dimensions, and with ``paper`` the paper's counts. Dimensions given alone where the
+    configuration's meta-features have none (``paper``) are an error."""
+    kind = meta_features
+    if kind is None:
+        kind = PAPER_META_FEATURES if paper else DEFAULT_META_FEATURES
+        if meta_dim is not None and kind not in EMBEDDINGS:
+            raise ElicitError(f"--meta-dim goes with --meta-features ppmi or lsa only (the "
+                              f"dimensions of the embedding), not with {kind!r}")
+    return kind, DEFAULT_META_DIM if meta_dim is None else meta_dim
 
 
 def resolve_settings(paper: bool = False, standardize: str | None = None,
@@ -372,7 +373,7 @@ class RealDataConfig(Recorded):
     paper
         The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``
         (:func:`resolve_settings`), the paper's counts as meta-features
-        (:func:`resolve_paper_meta`), the paper's model.
+        (:func:`resolve_meta_features`, unless others are given), the paper's model.
     recommended
         The :data:`RECOMMENDED` meta-features, model and utility target (the best label-free
         configuration found, ``docs/beyond-the-paper.md``); not with ``paper``.
@@ -427,9 +428,10 @@ class RealDataConfig(Recorded):
     utility_target: str = setting("predictive")
     questions: str = setting("pairs")
     pool: str = setting(None)       # None: by the questions (default_pool)
-    meta_features: str | os.PathLike = setting(
-        DEFAULT_META_FEATURES, record=lambda c: meta_config(c.meta_features, c.meta_dim))
-    meta_dim: int = setting(DEFAULT_META_DIM, record=lambda c: {})  # with meta_features
+    # None: not given (resolve_meta_features)
+    meta_features: str | os.PathLike | None = setting(
+        None, record=lambda c: meta_config(c.meta_features, c.meta_dim))
+    meta_dim: int | None = setting(None, record=lambda c: {})  # with meta_features
     runs: int = option(50)
     strategies: tuple[str, ...] = option(STRATEGIES)
     jobs: int = option(1)
@@ -458,7 +460,7 @@ class RealDataConfig(Recorded):
                                      utility_target=self.utility_target)
         for key, value in chosen.items():
             put(key, value)
-        mf, dim = resolve_paper_meta(self.paper, self.meta_features, self.meta_dim)
+        mf, dim = resolve_meta_features(self.paper, self.meta_features, self.meta_dim)
         put("meta_features", mf)
         put("meta_dim", dim)
         std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)

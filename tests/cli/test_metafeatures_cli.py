@@ -39,7 +39,12 @@ def test_realdata_parser_accepts_meta_options():
      r"^elicit: error: --meta-dim must be a positive integer, got '0'$"),
     (["--meta-features", "lsa", "--meta-dim", "ten"],
      r"^elicit: error: --meta-dim must be a positive integer, got 'ten'$"),
-    (["--meta-dim", "5"], r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+    (["--meta-features", "counts", "--meta-dim", "5"],
+     r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+    # --paper's meta-features are the paper's counts, which have no dimensions
+    (["--paper", "--meta-dim", "5"],
+     r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa only \(the "
+     r"dimensions of the embedding\), not with 'counts'$"),
 ])
 def test_realdata_cli_bad_meta_options(capsys, tmp_path, extra, message):
     code, _, err = cli(capsys, "realdata", "--dataset", "amazon", "--out",

@@ -42,3 +42,32 @@ def test_meta_config_of_a_file_is_its_hash(tmp_path):
     assert cfg["meta_features"] == "file" and cfg["meta_dim"] is None
     assert len(cfg["meta_features_sha256"]) == 64
     assert meta_config("counts", 25) == {"meta_features": "counts", "meta_dim": None}
+
+
+def test_realdata_meta_features_default_to_ppmi_10_and_paper_to_counts(tmp_path):
+    """elicit realdata's meta-features: PPMI-10 by default, the paper's counts with --paper
+    (unless others are given), on the command line and in Python."""
+    from elicit.cli.argtypes import sweep_meta_options
+    from elicit.cli.main import build_parser
+    from elicit.data.sources import corpus_source
+    from elicit.paper.configs import RealDataConfig
+
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text,rating\ngood,5\n")
+    src = corpus_source(corpus)
+    for given, paper, want in [((None, None), False, ("ppmi", 10)),
+                               ((None, None), True, ("counts", None)),
+                               ((None, 25), False, ("ppmi", 25)),
+                               (("lsa", None), True, ("lsa", 10)),
+                               (("counts", None), False, ("counts", None))]:
+        cfg = RealDataConfig(src, meta_features=given[0], meta_dim=given[1], paper=paper)
+        rec = cfg.to_json()
+        assert (rec["meta_features"], rec["meta_dim"]) == want, (given, paper)
+        back = RealDataConfig.from_json(rec)
+        assert back.to_json() == rec
+    with pytest.raises(ElicitError, match="--meta-dim goes with --meta-features ppmi or lsa"):
+        RealDataConfig(src, meta_dim=5, paper=True)
+    args = build_parser().parse_args(["realdata", "--dataset", "amazon", "--out", "x"])
+    assert sweep_meta_options(args.meta_features, args.meta_dim) == (None, None)
+    assert sweep_meta_options(None, "25") == (None, 25)
+    assert sweep_meta_options("ppmi", None) == ("ppmi", 10)
