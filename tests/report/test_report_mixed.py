@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REAL_DATA_DIR, needs_data
 
 STRATEGIES = ("random", "nonsequential", "sequential")
 
@@ -159,3 +160,36 @@ def test_no_mixed_sweep_no_section(tmp_path):
     from elicit.report.mixed import HEADING
 
     assert HEADING not in write_report(tmp_path).read_text()
+
+
+@needs_data
+@pytest.mark.slow
+def test_section_of_a_tiny_real_sweep(tmp_path):
+    """One Amazon run x 3 answers with feature and pair questions, written by the sweep
+    itself: the section's numbers are those of its mse.csv and its per-run records."""
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.realdata import run_realdata
+    from elicit.report import write_report
+
+    cfg = RealDataConfig("amazon", runs=1, rounds=3, questions="both", engine="numpy",
+                         data_dir=REAL_DATA_DIR)
+    run_realdata(cfg, tmp_path / "amazon-mixed", progress=False)
+    sec = _section(write_report(tmp_path).read_text())
+    df = pd.read_csv(tmp_path / "amazon-mixed" / "mse.csv")
+    one = {s: float(df[(df.strategy == s)].sort_values("n_feedback").mse.iloc[k])
+           for s, k in (("mean", 0), ("ceiling", 0), ("yardstick", 0), ("sequential", 0))}
+    assert _row(sec, "**predict the mean** (reference)") == [f"{one['mean']:.3f}"]
+    assert _row(sec, "**no expert input (the start, 0 answers)** (reference)") == \
+        [f"{one['sequential']:.3f}"]
+    assert _row(sec, "**all answers given** (reference)") == [f"{one['ceiling']:.3f}"]
+    assert _row(sec, "**expert's full knowledge (yardstick)** (reference)") == \
+        [f"{one['yardstick']:.3f}"]
+    seq = df[(df.strategy == "sequential") & (df.n_feedback == 3)].mse.iloc[0]
+    assert _row(sec, "Sequential, after 3 answers") == [f"{seq:.3f}"]
+    part = json.loads((tmp_path / "amazon-mixed" / "parts" / "amazon" / "sequential"
+                       / "run000.json").read_text())
+    n_feature = sum(j is None for _, j, _ in part["asked"])
+    assert _row(sec, "feature questions among Sequential's answers") == \
+        [f"{n_feature:.1f} of 3 (runs: {n_feature}-{n_feature})"]
+    assert "| | Amazon |" in sec and "## Real data: Amazon and Yelp reviews" not in \
+        write_report(tmp_path).read_text()
