@@ -153,6 +153,10 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
         "- Standardisation and tau2: the defaults standardise with all 1000 model reviews' "
         "statistics and choose tau2 by 5-fold CV per run; `--paper` is the paper's literal "
         "configuration (training statistics, tau2 = 0.01). See the two sections above.",
+        "- Meta-features: the defaults use 10-dimensional PPMI embeddings of the expert-set "
+        "text (no ratings) instead of the paper's training counts, with which the start "
+        "predicts worse than ridge regression (`docs/realdata.md`); `--paper` keeps the "
+        "counts.",
     ]
     for d in DATASETS:
         m = default_sweep(sweeps, d)
