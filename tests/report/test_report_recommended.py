@@ -59,8 +59,8 @@ def test_sweeps_know_their_configuration(results):
     assert by["amazon"].config_label == "" and by["amazon"].label == "Amazon"
     rec = by["amazon-recommended"]
     assert rec.recommended and not rec.default and not rec.literal
-    assert rec.config_label == (f"{RECOMMENDED['meta_features']} {RECOMMENDED['meta_dim']}, "
-                                f"{RECOMMENDED['model']}")
+    # the recommended meta-features are the defaults now: only the model is named
+    assert rec.config_label == RECOMMENDED["model"]
     # Found either way round: the default sweep is the default one, not the first one.
     for order in (sweeps, sweeps[::-1]):
         assert default_sweep(order, "amazon") is by["amazon"]
@@ -85,13 +85,14 @@ def test_report_has_the_recommended_section(results):
     real, beyond = text[:text.index(head)], text[text.index(head):]
     # The default sweep in the paper's sections, the recommended one only in its own.
     assert "folder `amazon`)" in real and "amazon-recommended" not in real
-    assert ("### Amazon, ppmi 10, known-coupling (model standardisation, tau2 by CV; "
+    assert ("### Amazon, known-coupling (model standardisation, tau2 by CV; "
             "folder `amazon-recommended`)") in beyond
     assert "beyond-the-paper.md" in beyond
     # The numbers, computed here from the two mse.csv files (one run: no s.e.).
     rec, dflt = results / "amazon-recommended", results / "amazon"
     r0, d0 = _wide(rec, "random")[0].iloc[0], _wide(dflt, "random")[0].iloc[0]
-    assert f"| initial MSE (no feedback) | {r0:.3f} |" in beyond
+    assert f"| initial MSE (no answers; uses the expert's judgeable set J) | {r0:.3f} |" \
+        in beyond
     for s, name in (("sequential", "Sequential"), ("nonsequential", "Non-sequential")):
         assert f"| MSE after 2 answers, {name} | {_wide(rec, s)[2].iloc[0]:.3f} |" in beyond
     mse = {f: pd.read_csv(f / "mse.csv") for f in (rec, dflt)}
