@@ -85,7 +85,8 @@ def test_problem_matches_setup(run0):
     _, rd = run0
     assert rd.standardize == "model" and prob.extra["standardize"] == "model"
     assert prob.X == pytest.approx(rd.X_train)
-    assert prob.X.shape == (100, 337) and prob.U.shape == (337, 100)
+    # the default meta-features of elicit realdata: a 10-dimensional PPMI embedding
+    assert prob.X.shape == (100, 337) and prob.U.shape == (337, 10)
     assert prob.hyper.variant == "fixed" and prob.hyper.tau2 == 0.01
     assert prob.pool_size == 400 and prob.y_offset == pytest.approx(rd.y_mean)
     # Candidates are exactly the expert's answerable pairs: never a don't-know pair.
