@@ -475,10 +475,10 @@ class RealDataConfig(Recorded):
         if self.expert_rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {self.expert_rule!r}: use one of "
                               f"{', '.join(RULES)}")
-        put("meta_features", os.fspath(self.meta_features))
-        meta_config(self.meta_features, self.meta_dim)
-        if self.meta_features in EMBEDDINGS:
-            check_meta_dim(self.meta_dim)
+        put("meta_features", os.fspath(mf))
+        meta_config(mf, dim)
+        if mf in EMBEDDINGS:
+            check_meta_dim(dim)
         self._sweep_config("")  # checks the sweep's settings
         # The data, last: a wrong option is reported before any data are read.
         src = self.source
@@ -518,6 +518,7 @@ class RealDataConfig(Recorded):
     def run_data(self, run: int):  # -> elicit.data.RunData
         """Run ``run``'s split, standardisation and meta-features
         (:meth:`elicit.data.sources.DataSource.run`)."""
+        assert self.meta_features is not None and self.meta_dim is not None  # resolved
         return self.data.run(self.seed, run, standardize=str(self.standardize),
                              meta_features=self.meta_features, meta_dim=self.meta_dim)
 

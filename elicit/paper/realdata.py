@@ -201,7 +201,7 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
         for s in sweep_cfg.strategies}
     meta = store.settings
     label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
-                Path(cfg.meta_features).name if meta["meta_features"] == "file"
+                Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"
                 else str(cfg.meta_features))
     return RealDataResult(name, df, bl, refs, run_tau2,
                           {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},

@@ -18,6 +18,7 @@ questions asked (``parts/<dataset>/<strategy>/runNNN.json``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 

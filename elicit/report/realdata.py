@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS
 from elicit.errors import ElicitError
 from elicit.harness.labels import (
@@ -24,7 +25,6 @@ from elicit.harness.labels import (
     STRATEGY_ORDER,
     ceiling_label,
 )
-from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.harness.store import LEGACY_CONFIG, SweepStore
 from elicit.model.variants import PAPER, RELEVANCE_MODEL, get_model
 from elicit.paper.configs import DEFAULT_META_FEATURES, PAPER_META_FEATURES, RECOMMENDED
