@@ -100,7 +100,7 @@ def test_table1_on_tiny_results(results):
     lines = (results / "table1.csv").read_text().strip().splitlines()
     assert lines[0] == ("dataset,mse_level,level_kind,rnd,act,seqelc,rnd_reached,act_reached,"
                         "seqelc_reached,paper_rnd,paper_act,paper_seqelc,mean_reached,"
-                        "ceiling_reached,sweep")
+                        "ceiling_reached,yardstick_reached,sweep")
     rows = [ln.split(",") for ln in lines[1:]]
     assert [r[2] for r in rows] == ["paper", "relative", "paper", "relative"]
     for r in rows:
@@ -297,7 +297,8 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
 def test_recommended_configuration(tmp_path, capsys):
     from elicit.paper.configs import RECOMMENDED, resolve_recommended
 
-    given = dict(meta_features="counts", meta_dim=10, model="paper",
+    # not given: None (the configuration's own meta-features)
+    given = dict(meta_features=None, meta_dim=None, model="paper",
                  utility_target="predictive")
     assert resolve_recommended(False, False, **given) == given
     assert resolve_recommended(True, False, **given) == RECOMMENDED

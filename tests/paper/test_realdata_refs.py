@@ -78,7 +78,7 @@ def test_paper_flag_is_train_standardisation_with_tau2_001(sweep, tmp_path, caps
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["realdata", "--dataset", "amazon", "--paper", "--out", str(a), *ARGS]) == 0
     assert main(["realdata", "--dataset", "amazon", "--standardize", "train", "--tau2", "0.01",
-                 "--out", str(b), *ARGS]) == 0
+                 "--meta-features", "counts", "--out", str(b), *ARGS]) == 0
     ca, cb = (json.loads((d / "config.json").read_text()) for d in (a, b))
     assert ca == cb and ca["standardize"] == "train" and ca["tau2"] == 0.01
     assert (a / "mse.csv").read_text() == (b / "mse.csv").read_text()
