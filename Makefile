@@ -52,7 +52,7 @@ bench:
 RUNS         ?= 50
 REAL_RUNS    ?= 12
 MIXED_RUNS   ?= 6
-MIXED_ROUNDS ?= 30
+MIXED_ROUNDS ?= 40
 reproduce:
 	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs $(RUNS) --real-runs $(REAL_RUNS) --mixed-runs $(MIXED_RUNS) --mixed-rounds $(MIXED_ROUNDS) --jobs $(JOBS) --seed $(SEED) $(if $(CLUSTER),--cluster $(CLUSTER))
 

@@ -65,11 +65,12 @@ STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_S
 #: Runs and answers of the mixed sweeps. A mixed sequential round scores every feature
 #: question beside the pool of pairs (CPU per round: Amazon 0.58 s over 100 rounds, Yelp
 #: 0.54 s and kitchen 0.91 s over 30, against 0.05-0.1 s with pairs only), so these sweeps
-#: get fewer runs and rounds than the pair-only ones: 6 x 30, about 10 CPU-minutes for the
-#: three, keeps the whole reproduction at the default REAL_RUNS within 20 minutes of two idle
-#: cores (estimate: docs/realdata.md; REPORT.md has the measured time).
+#: get fewer runs and rounds than the pair-only ones. One run x 30 answers of each step took
+#: 0.5, 0.3 and 0.5 CPU-minutes: 6 x 40, about 10 CPU-minutes for the three, keeps the whole
+#: reproduction at the default REAL_RUNS within 20 minutes of two idle cores (an estimate:
+#: docs/realdata.md; REPORT.md has the measured time).
 MIXED_RUNS = 6
-MIXED_ROUNDS = 30
+MIXED_ROUNDS = 40
 
 
 def cpu_seconds() -> float:
