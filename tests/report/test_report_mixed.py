@@ -191,5 +191,10 @@ def test_section_of_a_tiny_real_sweep(tmp_path):
     n_feature = sum(j is None for _, j, _ in part["asked"])
     assert _row(sec, "feature questions among Sequential's answers") == \
         [f"{n_feature:.1f} of 3 (runs: {n_feature}-{n_feature})"]
+    rec = json.loads((tmp_path / "amazon-mixed" / "parts" / "amazon" / "runinfo"
+                      / "run000.json").read_text())
+    assert rec["n_feature_answers"] == 337          # every keyword's relevance
+    assert _row(sec, "answers in the line 'all answers given' (per run)") == \
+        [f"{rec['n_answerable'] + rec['n_feature_answers']}"]
     assert "| | Amazon |" in sec and "## Real data: Amazon and Yelp reviews" not in \
         write_report(tmp_path).read_text()
