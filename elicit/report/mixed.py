@@ -24,6 +24,7 @@ import pandas as pd
 
 from elicit.harness.labels import LABELS, REFERENCE_LABELS, STRATEGY_ORDER
 from elicit.harness.store import SweepStore
+from elicit.harness.sweep import part_kinds
 from elicit.report.realdata import Sweep, fmt, mean_se, n_answers
 
 #: The reference lines of a mixed sweep's table, in the order they are printed: name in
@@ -49,10 +50,7 @@ def question_kinds(sweep: Sweep, strategy: str) -> list[list[str]] | None:
         part = store.load(store.part_path(sweep.dataset, strategy, run))
         if part is None:
             return None
-        if "kinds" in part:
-            out.append([str(k) for k in part["kinds"]])
-        else:  # a feature question is stored as [k, None, answer]
-            out.append(["feature" if row[1] is None else "pair" for row in part["asked"]])
+        out.append(part_kinds(part))
     return out
 
 
