@@ -124,10 +124,22 @@ class InFlight:
         with self._cond:
             return self._n
 
-    def _leave(self) -> None:
-        with self._cond:
-            self._n -= 1
-            self._cond.notify_all()
+    #: the WSGI environ key of a counted request's release (see :meth:`release`)
+    RELEASE_KEY = "elicit.in_flight.release"
+
+    def _release_once(self) -> Callable[[], None]:
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            with self._cond:
+                if done:
+                    return
+                done = True
+                self._n -= 1
+                self._cond.notify_all()
+
+        return release
 
     def wrap(self, app: Callable) -> Callable:
         """The WSGI application ``app``, counted (until its response is fully sent)."""
@@ -140,14 +152,29 @@ class InFlight:
                                    [("Content-Type", "text/plain; charset=utf-8")])
                     return [b"503: the server is stopping\n"]
                 self._n += 1
+            release = environ[self.RELEASE_KEY] = self._release_once()
             try:
                 result = app(environ, start_response)
             except BaseException:
-                self._leave()
+                release()
                 raise
-            return ClosingIterator(result, [self._leave])
+            return ClosingIterator(result, [release])
 
         return counted
+
+    @classmethod
+    def release(cls, environ: dict | None) -> None:
+        """Release the request of ``environ`` if it is still counted (once only).
+
+        The server calls this when its handler is done with a request whatever happened:
+        werkzeug closes the response iterator (which releases it) in a ``finally`` block that
+        first drains the socket, and a client that resets the connection makes that drain
+        raise, so the iterator is never closed and the request would stay counted: a stop
+        would then wait for it forever.
+        """
+        release = (environ or {}).get(cls.RELEASE_KEY)
+        if release is not None:
+            release()
 
     def close(self) -> None:
         """Take no new requests and wait until those in progress are done."""

@@ -49,7 +49,16 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
         app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
         # socketserver sets this timeout on every accepted connection: a read that waits
         # longer raises, and the connection's thread is freed.
-        handler = type("ElicitRequestHandler", (WSGIRequestHandler,), {"timeout": timeout})
+        class ElicitRequestHandler(WSGIRequestHandler):
+            def run_wsgi(self) -> None:
+                try:
+                    super().run_wsgi()
+                finally:
+                    # a request whose connection broke is not counted as in progress forever
+                    InFlight.release(getattr(self, "environ", None))
+
+        ElicitRequestHandler.timeout = timeout  # type: ignore[assignment]
+        handler = ElicitRequestHandler
         # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
         # itself, while we want one clear ElicitError.
         server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
