@@ -64,4 +64,6 @@ class LRUCache:
         return {"size": self.size}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["size"])
+        # The class's __init__, looked up as self.__init__ would be (no instance has its
+        # own), spelt so that the type checker accepts the call on an instance.
+        type(self).__init__(self, state["size"])

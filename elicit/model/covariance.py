@@ -33,11 +33,18 @@ from scipy.special import expit
 class Covariance(Protocol):
     """Which features the kernel couples."""
 
-    #: short name (shown by ``elicit models``)
-    name: str
-    #: whether K depends on the data's coupled set J (``ModelData.coupled``); such models set
-    #: J up from the candidate pairs and take the extra Stan data ``coupled``
-    uses_coupled_set: bool
+    # Read-only properties, not plain attributes: the implementations are frozen dataclasses,
+    # whose fields a Protocol must not require to be settable.
+    @property
+    def name(self) -> str:
+        """Short name (shown by ``elicit models``)."""
+        ...
+
+    @property
+    def uses_coupled_set(self) -> bool:
+        """Whether K depends on the data's coupled set J (``ModelData.coupled``); such models
+        set J up from the candidate pairs and take the extra Stan data ``coupled``."""
+        ...
 
     def mask(self, coupled: np.ndarray | None) -> np.ndarray | None:
         """The coupled set the kernel applies, a boolean mask of the p features, given the
