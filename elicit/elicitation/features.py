@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from scipy.special import expit
 
 from elicit.elicitation.scorer import kl_gauss
-from elicit.model.covariance import IRRELEVANT, RELEVANT
+from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance
 from elicit.model.density import Marginal
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
@@ -68,7 +68,8 @@ class FeatureScorer:
         self.data: ModelData = scorer.data
         self.fit: MAPResult = scorer.fit
         #: the scale lambda of an irrelevant feature (eps)
-        self.eps = float(self.data.model.covariance.irrelevant_scale)
+        # the data is of a model with relevance classes (see above), so a scaled covariance
+        self.eps = float(cast(ScaledCovariance, self.data.model.covariance).irrelevant_scale)
 
     @cached_property
     def _screen_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from elicit.engines.contract import check_stan_contract
 from elicit.errors import ElicitError
+from elicit.model.covariance import ScaledCovariance
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 from elicit.model.variants import PAPER, get_model
@@ -79,7 +81,10 @@ class Engine(ABC):
             res = replace(res, coupled=mask)
         if data.model.relevance:
             # and its scales the model's scales (the prior covariance tau2 diag(h) K diag(h))
-            res = replace(res, scales=data.model.covariance.scales(data.relevance, res.zeta).h)
+            cov = cast(ScaledCovariance, data.model.covariance)
+            # ModelData.__post_init__ makes relevance an array; a relevance fit has a zeta
+            classes, zeta = cast(np.ndarray, data.relevance), cast(float, res.zeta)
+            res = replace(res, scales=cov.scales(classes, zeta).h)
         return res
 
     @abstractmethod

@@ -16,12 +16,13 @@ active set.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 from scipy.special import gammaln
 
 from elicit.model import terms
-from elicit.model.covariance import unasked_lambda
+from elicit.model.covariance import ScaledCovariance, unasked_lambda
 from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
 from elicit.model.kernel import coupling_matrix, kernel_stack
 from elicit.model.newton import (
@@ -70,7 +71,8 @@ class BatchDensity:
         self.keep = coupling_matrix(data.kernel_mask)
         self.f_new_arr = np.array([f_new])
         #: the relevance model's covariance (per-feature scales that depend on zeta), or None
-        self.relevance = data.model.covariance if data.model.relevance else None
+        self.relevance: ScaledCovariance | None = (
+            cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
@@ -90,7 +92,8 @@ class BatchDensity:
             # each row its own scales: X diag(h_c) (module density, "Per-feature scales")
             zeta = th[:, lay.index("zeta")]
             lam_u, dlam, _ = unasked_lambda(zeta, rel.irrelevant_scale)
-            X = X[None, :, :] * np.sqrt(rel.lambdas(data.relevance, zeta))[:, None, :]
+            classes = cast(np.ndarray, data.relevance)  # an array after ModelData.__post_init__
+            X = X[None, :, :] * np.sqrt(rel.lambdas(classes, zeta))[:, None, :]
             XT = X.transpose(0, 2, 1)
         else:
             XT = X.T

@@ -52,8 +52,9 @@ class Covariance(Protocol):
         ...
 
     # A covariance that scales the features also has ``has_scales = True`` and a method
-    # ``scales(classes, zeta) -> Scales`` (see :class:`RelevanceScales`); the model then has
-    # the parameter block zeta. Covariances without them (the default) leave h = 1.
+    # ``scales(classes, zeta) -> Scales`` (see :class:`RelevanceScales` and
+    # :class:`ScaledCovariance`); the model then has the parameter block zeta. Covariances
+    # without them (the default) leave h = 1.
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,22 @@ class RelevanceScales:
         dlog_h = 0.5 * dl / lam_u
         return Scales(np.sqrt(self.lambdas(classes, float(zeta))), classes == UNASKED,
                       float(dlog_h), float(0.5 * d2l / lam_u - dlog_h**2))
+
+
+class ScaledCovariance(Covariance, Protocol):
+    """What the code reads of a covariance that scales the features (:func:`has_scales`):
+    the members :class:`RelevanceScales` provides. Type-level only: callers ``cast`` a
+    covariance to it after checking :func:`has_scales` (``ModelVariant.relevance``)."""
+
+    @property
+    def has_scales(self) -> bool: ...
+
+    @property
+    def irrelevant_scale(self) -> float: ...
+
+    def lambdas(self, classes: np.ndarray, zeta) -> np.ndarray: ...
+
+    def scales(self, classes: np.ndarray, zeta: float) -> Scales: ...
 
 
 #: the paper's covariance

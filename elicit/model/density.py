@@ -42,7 +42,7 @@ Only the unjudged features' scales depend on zeta, all through one lambda_u(zeta
 from __future__ import annotations
 
 from functools import cached_property
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -50,7 +50,7 @@ from scipy.special import gammaln
 
 from elicit.internal.cache import LRUCache, arrays_key
 from elicit.model import terms
-from elicit.model.covariance import Scales
+from elicit.model.covariance import ScaledCovariance, Scales
 from elicit.model.kernel import kernel, row_blocks
 from elicit.model.spec import ModelData, Params
 from elicit.model.terms import prior_terms
@@ -108,7 +108,10 @@ def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
         return None
     if zeta is None:
         raise ValueError(f"model {data.hyper.model!r} scales the features by zeta: pass zeta")
-    return data.model.covariance.scales(data.relevance, zeta)
+    # model.relevance above: the covariance scales the features; ModelData.__post_init__
+    # makes relevance an array
+    cov = cast(ScaledCovariance, data.model.covariance)
+    return cov.scales(cast(np.ndarray, data.relevance), zeta)
 
 
 class Marginal:

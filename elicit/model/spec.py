@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -107,7 +107,8 @@ class StanData:
             a_tau=None if fixed else h.a_tau, b_tau=None if fixed else h.b_tau,
             threshold_mean=data.m, threshold_sd=data.model.threshold_sd,
             coupled=np.ones(data.p, dtype=int) if mask is None else mask.astype(int),
-            relevance=data.relevance.astype(int),
+            # an array after ModelData.__post_init__
+            relevance=cast(np.ndarray, data.relevance).astype(int),
             irrelevant_scale=getattr(data.model.covariance, "irrelevant_scale", None),
             zeta_prior_mean=ZETA_PRIOR.mean, zeta_prior_sd=ZETA_PRIOR.sd)
 

@@ -26,6 +26,7 @@ splits it: :func:`ml_tau2` profiles over gamma and zeta (zeta's prior decides th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
+from elicit.model.covariance import ScaledCovariance
 from elicit.model.density import log_density, theta_of
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
@@ -254,7 +256,8 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     cov = get_model(model).covariance
     if get_model(model).relevance:
         # zeta held at its prior mean (see the docstring): the paper model on X diag(h0)
-        X = X * cov.scales(check_relevance(relevance, X.shape[1]), ZETA_PRIOR.mean).h
+        X = X * cast(ScaledCovariance, cov).scales(check_relevance(relevance, X.shape[1]),
+                                                   ZETA_PRIOR.mean).h
         model, relevance = PAPER, None
     fold_of = rng.permutation(n) % folds
     # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the
