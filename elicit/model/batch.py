@@ -120,7 +120,7 @@ class BatchDensity:
             grad[:, lay.index("tau2")] = np.einsum("cij,cij->c", G, B) / tau2
         if rel is not None:
             # 2 g tau2 sum_{unjudged} r_i, g = d log h_u / d zeta = lambda_u' / (2 lambda_u)
-            unasked = data.relevance < 0
+            unasked = cast(np.ndarray, data.relevance) < 0
             grad[:, lay.index("zeta")] = (dlam / lam_u) * tau2 * r[:, unasked].sum(axis=1)
         for name, v, g, _ in prior_terms(th, data):
             value += v
@@ -271,5 +271,6 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                     settings, extras=(mean, var))
     while len(run.running()):
         run.step()
-    mean, var = run.extras
+    # given at the start (extras=...), so never None
+    mean, var = cast(tuple[np.ndarray, ...], run.extras)
     return run.theta, mean, var, run.status == CONVERGED

@@ -77,7 +77,10 @@ def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
     if zeta is None and "zeta" in data.layout:
         raise ValueError(f"model {data.hyper.model!r} has the parameter zeta: pass zeta= "
                          "(or use theta_of with a fit or Params)")
-    return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2, "zeta": zeta})
+    # zeta is None only when the layout has no zeta block (above), and join reads only the
+    # layout's blocks
+    return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2,
+                             "zeta": cast(float, zeta)})
 
 
 def theta_of(point, data: ModelData) -> np.ndarray:
@@ -168,7 +171,8 @@ class Marginal:
         h = data.hyper
         mg = cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
                  coupled=data.kernel_mask, scales=data_scales(data, zeta))
-        mg.zeta = None if mg.scales is None else float(zeta)
+        # scales only when zeta was given (data_scales raises otherwise)
+        mg.zeta = None if mg.scales is None else float(cast(float, zeta))
         return mg
 
     @classmethod
@@ -477,11 +481,14 @@ class YPartCache:
     def _key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None) -> tuple:
         h = data.hyper
         mask = data.kernel_mask
-        key = (arrays_key(data.X, data.y, data.U), h.variant, float(h.a_sigma),
-               float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
-               b"" if mask is None else np.packbits(mask).tobytes())
+        key: tuple = (arrays_key(data.X, data.y, data.U), h.variant, float(h.a_sigma),
+                      float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
+                      b"" if mask is None else np.packbits(mask).tobytes())
         if data.model.relevance:
-            key += (h.model, float(zeta), data.relevance.tobytes())
+            # a relevance model's points have a zeta; relevance is an array after
+            # ModelData.__post_init__
+            key += (h.model, float(cast(float, zeta)),
+                    cast(np.ndarray, data.relevance).tobytes())
         return key
 
     def remember(self, data: ModelData, mg: Marginal) -> None:
@@ -493,7 +500,10 @@ class YPartCache:
                 or mask is not None and mine is not None and np.array_equal(mine, mask)):
             return  # a marginal of another kernel
         if data.model.relevance:
-            if mg.zeta is None or not np.array_equal(mg.h, data_scales(data, mg.zeta).h):
+            # mg.zeta is set exactly when mg has scales (from_data), and data_scales of a
+            # relevance model at a zeta returns scales
+            if mg.zeta is None or not np.array_equal(cast(np.ndarray, mg.h),
+                                                     cast(Scales, data_scales(data, mg.zeta)).h):
                 return  # a marginal of other scales
         elif mg.scales is not None:
             return

@@ -15,12 +15,13 @@ multimodal posterior can amplify that.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from elicit.model.layout import ParamLayout
 from elicit.model.link import Link
-from elicit.model.priors import GAMMA_PRIOR, ZETA_PRIOR, InvGamma
+from elicit.model.priors import GAMMA_PRIOR, ZETA_PRIOR, HalfNormal, InvGamma, Normal
 from elicit.model.spec import ModelData
 
 
@@ -33,8 +34,9 @@ def block(theta: np.ndarray, lay: ParamLayout, name: str):
     return float(theta[at]) if theta.ndim == 1 else theta[:, at]
 
 
-def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, object, object,
-                                                                      float]]:
+# value, gradient and curvature are each a Python float or an array (see :func:`block`),
+# hence Any
+def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, Any, Any]]:
     """The log prior of each block of theta: ``(name, value, gradient, curvature)``.
 
     In the layout's order (gamma, xi, tau2, zeta); the value of the vector block gamma is summed
@@ -42,8 +44,9 @@ def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, objec
     Callers add the values in this order, as the log density always has.
     """
     lay, h = data.layout, data.hyper
-    priors = {"gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
-              "tau2": InvGamma(h.a_tau, h.b_tau), "zeta": ZETA_PRIOR}
+    priors: dict[str, HalfNormal | Normal | InvGamma] = {
+        "gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
+        "tau2": InvGamma(h.a_tau, h.b_tau), "zeta": ZETA_PRIOR}
     for b in lay.blocks:
         yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))
 
