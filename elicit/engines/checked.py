@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -43,6 +44,12 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
 logger = logging.getLogger(__name__)
+
+class _HasLogProb(Protocol):
+    """An engine that evaluates its own program's log density (the Stan engines)."""
+
+    def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]: ...
+
 
 #: what ``--check-engine`` does when the engines report different stationary points
 MODES = ("higher", "stop")
@@ -196,7 +203,8 @@ class CheckedEngine(Engine):
             x = np.maximum(x, floor)
             lp_twin, g_twin = log_density(x, data)
             try:
-                lp_stan, g_stan = self.engine.log_prob(data, x)
+                # only called for an engine that has log_prob (check)
+                lp_stan, g_stan = cast(_HasLogProb, self.engine).log_prob(data, x)
             except EngineError as exc:
                 raise EngineError(f"--check-engine: after {n} answers {name}'s program has "
                                   f"no log density at {who}: {exc}") from exc

@@ -7,6 +7,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 from scipy.optimize import minimize
@@ -195,7 +196,9 @@ class NumpyEngine(Engine):
                 b"" if mask is None else np.packbits(mask).tobytes(),
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
                 zlib.crc32(H.data), self.gtol, self.max_newton, self.local_model,
-                data.relevance.tobytes() if data.model.relevance else b"", self.cold_start)
+                # relevance is an array after ModelData.__post_init__
+                cast(np.ndarray, data.relevance).tobytes() if data.model.relevance else b"",
+                self.cold_start)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:

@@ -14,7 +14,7 @@ reads ``theta[lay["gamma"]]`` instead of ``theta[:d]`` and a new block is one ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -102,7 +102,8 @@ class ParamLayout:
             lb[self._slices[b.name]] = b.lower
         return lb
 
-    def join(self, values: Mapping[str, np.ndarray | float]) -> np.ndarray:
+    # a vector block may come as a list (the Stan engines read one entry at a time)
+    def join(self, values: Mapping[str, np.ndarray | Sequence[float] | float]) -> np.ndarray:
         """theta from one value per block."""
         theta = np.empty(self.size)
         for b in self.blocks:
@@ -114,7 +115,8 @@ class ParamLayout:
         return {b.stan: theta[self[b.name]].tolist() if b.vector else float(theta[self[b.name]][0])
                 for b in self.blocks}
 
-    def from_stan(self, values: Mapping[str, np.ndarray | float]) -> np.ndarray:
+    def from_stan(self, values: Mapping[str, np.ndarray | Sequence[float] | float],
+                  ) -> np.ndarray:
         """theta from the Stan programs' named parameters."""
         return self.join({b.name: values[b.stan] for b in self.blocks})
 
