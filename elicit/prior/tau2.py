@@ -176,6 +176,7 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         return at
 
     start: Params | None = None
+    t: float | None  # a grid value, then next_grid_value's (None: the choice is final)
     for t in grid:
         start = starts[t] = score(t, start)
     while (t := next_grid_value(list(scores), _ml_best(scores))) is not None:
@@ -275,6 +276,7 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         return float(np.sum(squared_errors(X[te] @ post.mu + mean, y[te]))), fit
 
     sse = np.zeros(len(grid))
+    t: float | None  # a grid value, then next_grid_value's (None: the choice is final)
     for k in range(folds):
         fit: MAPResult | None = None
         for g, t in enumerate(grid):
