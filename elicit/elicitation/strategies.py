@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -244,7 +244,8 @@ def register_strategy(strategy: _S) -> _S:
     if int(sid) in taken:
         raise ElicitError(f"stream id {sid} is taken by strategy {taken[int(sid)]!r}; give "
                           f"{name!r} an unused one (taken: {sorted(taken)})")
-    return STRATEGY_REGISTRY.add(name, strategy)
+    # add returns its argument, typed as the registry's item type
+    return cast(_S, STRATEGY_REGISTRY.add(name, strategy))
 
 
 def unregister_strategy(name: str) -> None:

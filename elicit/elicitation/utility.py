@@ -56,7 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 import numpy as np
 
@@ -288,7 +288,8 @@ def register_utility(utility: _U) -> _U:
     if utility.name in MODES:
         raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
                           "a free name; register the utility under another name")
-    return UTILITIES.add(utility.name, utility)
+    # add returns its argument, typed as the registry's item type
+    return cast(_U, UTILITIES.add(utility.name, utility))
 
 
 def unregister_utility(name: str) -> None:
