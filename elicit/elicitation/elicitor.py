@@ -25,6 +25,7 @@ import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -164,7 +165,7 @@ class Elicitor:
     def relevance(self) -> np.ndarray | None:
         """The relevance class of each feature in the model's data (1 relevant, 0 irrelevant,
         -1 not judged); None for a model without relevance classes."""
-        return self.data.relevance if self._relevance else None  # type: ignore[attr-defined]
+        return self.data.relevance if self._relevance else None
 
     def unasked(self) -> np.ndarray:
         """The questions that may still be asked, as rows: not asked yet, and no pair with a
@@ -195,7 +196,8 @@ class Elicitor:
         expert called irrelevant."""
         ok = ~self._asked
         if self._relevance:
-            irrelevant = self.data.relevance == _IRRELEVANT  # type: ignore[attr-defined]
+            # an array after ModelData.__post_init__
+            irrelevant = cast(np.ndarray, self.data.relevance) == _IRRELEVANT
             if irrelevant.any():
                 rows = self.question_rows
                 pair = rows[:, 1] != NO_FEATURE
@@ -237,9 +239,9 @@ class Elicitor:
             self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
             self._hessian = None
         elif ans.relevance is not None:
-            classes = np.array(self.data.relevance)  # type: ignore[attr-defined]
+            classes = np.array(self.data.relevance)
             classes[a] = ans.relevance
-            self.data = self.data.with_relevance(classes)  # type: ignore[attr-defined]
+            self.data = self.data.with_relevance(classes)
             # The base Hessian belongs to the old classes' y-likelihood: the engine makes a
             # new one (as the utility's refits of this answer did).
             self.fit = self.engine.fit(self.data, init=_without_hessian(self.fit))
@@ -297,10 +299,10 @@ class Elicitor:
         data = self.base.with_feedback(np.array(pairs, dtype=int).reshape(-1, 2),
                                        np.array(fs, dtype=int))
         if votes:
-            classes = np.array(self.base.relevance)  # type: ignore[attr-defined]
+            classes = np.array(self.base.relevance)
             for feature, v in votes.items():
                 classes[feature] = v.pop() if len(v) == 1 else _UNJUDGED
-            data = data.with_relevance(classes)  # type: ignore[attr-defined]
+            data = data.with_relevance(classes)
         self.data = data
         if votes:
             self.fit = self.engine.fit(self.data, init=_without_hessian(self.initial_fit))

@@ -57,7 +57,7 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
                     # a request whose connection broke is not counted as in progress forever
                     InFlight.release(getattr(self, "environ", None))
 
-        ElicitRequestHandler.timeout = timeout  # type: ignore[assignment]
+        ElicitRequestHandler.timeout = timeout
         handler = ElicitRequestHandler
         # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
         # itself, while we want one clear ElicitError.
