@@ -328,13 +328,21 @@ class Session(SessionState):
                               "at a time")
         with self._lock:
             who = self._who(expert)
-            for _ in range(20):
+            # Another process may answer what was just chosen (with the same expert it takes
+            # the new pending question itself), so choose again; that is progress, not a
+            # failure, however long a loaded machine makes each choice. Give up only when a
+            # round ends with no fewer questions left than the one before.
+            before = None
+            while True:
                 self._sync(who)
                 record.cancel_answered_pending(self.conn)
                 pend = self._pending(who)
                 if pend:
                     return pend
                 left = len(self.elicitor.unasked())
+                if before is not None and left >= before:
+                    break
+                before = left
                 noun = self.question_noun
                 if left == 0:
                     raise ElicitError(f"every one of the {self.n_pairs} {noun}s has been "
