@@ -66,16 +66,7 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
     from sklearn.linear_model import ElasticNetCV, LassoCV, RidgeCV
     from sklearn.model_selection import KFold
 
-    X_train = np.asarray(X_train, dtype=float)
-    X_test = np.asarray(X_test, dtype=float)
-    y_train = np.asarray(y_train, dtype=float).reshape(-1)
-    y_test = np.asarray(y_test, dtype=float).reshape(-1)
-    if X_train.ndim != 2 or X_train.shape[0] != y_train.shape[0]:
-        raise ElicitError(f"X_train {X_train.shape} and y_train {y_train.shape} do not match")
-    if X_test.ndim != 2 or X_test.shape[0] != y_test.shape[0] \
-            or X_test.shape[1] != X_train.shape[1]:
-        raise ElicitError(f"X_test {X_test.shape} / y_test {y_test.shape} do not match the "
-                          f"training data {X_train.shape}")
+    X_train, y_train, X_test, y_test = _split_arrays(X_train, y_train, X_test, y_test)
     if X_train.shape[0] < cv:
         raise ElicitError(f"{X_train.shape[0]} training samples are too few for {cv}-fold CV")
 
@@ -248,17 +239,8 @@ def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
     -------
     Yardstick
     """
-    X_train = np.asarray(X_train, dtype=float)
-    X_test = np.asarray(X_test, dtype=float)
-    y_train = np.asarray(y_train, dtype=float).reshape(-1)
-    y_test = np.asarray(y_test, dtype=float).reshape(-1)
+    X_train, y_train, X_test, y_test = _split_arrays(X_train, y_train, X_test, y_test)
     coef = np.asarray(coef, dtype=float).reshape(-1)
-    if X_train.ndim != 2 or X_train.shape[0] != y_train.shape[0]:
-        raise ElicitError(f"X_train {X_train.shape} and y_train {y_train.shape} do not match")
-    if X_test.ndim != 2 or X_test.shape[0] != y_test.shape[0] \
-            or X_test.shape[1] != X_train.shape[1]:
-        raise ElicitError(f"X_test {X_test.shape} / y_test {y_test.shape} do not match the "
-                          f"training data {X_train.shape}")
     if coef.shape[0] != X_train.shape[1]:
         raise ElicitError(f"the expert has {coef.shape[0]} weights for "
                           f"{X_train.shape[1]} features")
@@ -267,3 +249,19 @@ def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
     mu = prior_posterior_mean(X_train, y_train, prior, tau2)
     mse = float(np.mean((X_test @ mu + float(y_mean) - y_test) ** 2))
     return Yardstick(mse, float(tau2), int(np.count_nonzero(coef)), cv)
+
+
+def _split_arrays(X_train, y_train, X_test, y_test):
+    """The training and test arrays as floats (targets flat), or a one-line error when their
+    shapes do not fit together."""
+    X_train = np.asarray(X_train, dtype=float)
+    X_test = np.asarray(X_test, dtype=float)
+    y_train = np.asarray(y_train, dtype=float).reshape(-1)
+    y_test = np.asarray(y_test, dtype=float).reshape(-1)
+    if X_train.ndim != 2 or X_train.shape[0] != y_train.shape[0]:
+        raise ElicitError(f"X_train {X_train.shape} and y_train {y_train.shape} do not match")
+    if X_test.ndim != 2 or X_test.shape[0] != y_test.shape[0] \
+            or X_test.shape[1] != X_train.shape[1]:
+        raise ElicitError(f"X_test {X_test.shape} / y_test {y_test.shape} do not match the "
+                          f"training data {X_train.shape}")
+    return X_train, y_train, X_test, y_test
