@@ -19,11 +19,11 @@ import pandas as pd
 
 from elicit.data.sources import DATASETS
 from elicit.harness.labels import LABELS
+from elicit.report.beyond import beyond_section
 from elicit.report.claims import claims_section
 from elicit.report.mixed import mixed_section
 from elicit.report.realdata import (
     Sweep,
-    beyond_section,
     default_sweep,
     find_sweeps,
     fmt,

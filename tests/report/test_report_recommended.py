@@ -182,7 +182,7 @@ def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):
     written elsewhere links to the file itself (a relative path would leave the checkout)."""
     from pathlib import Path
 
-    from elicit.report.realdata import BEYOND_DOC, _doc_link
+    from elicit.report.beyond import BEYOND_DOC, _doc_link
 
     repo = Path(__file__).resolve().parents[2]
     assert _doc_link(repo / "results", BEYOND_DOC) == \
