@@ -114,13 +114,20 @@ class NumpyEngine(Engine):
             H = hessian if hessian is not None else warm.warm_hessian
             if H is None or H.shape != (len(theta0), len(theta0)):
                 H = hessian_base(theta0, data)
-            hit = self._memo.get(self._memo_key(data, theta0, H))
-            if hit is not None:
-                return hit
             # The previous fit's log density, when it is on this engine's scale: the new
             # answers' log likelihood at the start is the difference (ColdStartPolicy).
             prev = warm.log_density if warm.engine == self.name else None
-            return self.finish(self.newton_run(data, theta0, H, prev_value=prev))
+            hit = self._memo.get(self._memo_key(data, theta0, H))
+            if hit is None:
+                run = self.newton_run(data, theta0, H, prev_value=prev)
+                res, start_value = self.finish(run), run.start_value
+            else:
+                res, start_value = hit
+            # Only a fit the caller makes is checked for another mode, not the hypothetical
+            # refits of a query round (finish): those are many, and a check of each cost
+            # more than the rest of the round (docs/benchmarks.md, "Refit modes").
+            return self._check_cold(data, theta0, lb, res, start_value,
+                                    new_answers_loglik(data, theta0, start_value, prev))
         return self._lbfgs(theta0, data, lb)
 
     def newton_settings(self, data: ModelData) -> NewtonSettings:
@@ -140,9 +147,9 @@ class NumpyEngine(Engine):
         return WarmRefit(self, data, theta, hess_base, keep_predictive, prev_value)
 
     def finish(self, run: WarmRefit) -> MAPResult:
-        """The result of a :class:`WarmRefit` advanced to its end, as :meth:`fit` returns it
-        (a failed run falls back to L-BFGS-B from the run's start), checked by a cold fit
-        where :attr:`cold_start` asks for one.
+        """The result of a :class:`WarmRefit` advanced to its end (a failed run falls back to
+        L-BFGS-B from the run's start): a hypothetical refit of a query round, not checked
+        for another mode (:meth:`fit` checks the refits a caller makes).
 
         The result is remembered: a query round finishes the refits of its best candidates,
         and the caller's refit after the expert answers one of them (same data, start and
@@ -154,26 +161,24 @@ class NumpyEngine(Engine):
             res = run.result()
         else:
             res = self._lbfgs(run.theta_start, run.data, run.lb)
-        res = self._check_cold(run, res)
-        self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), res,
-                       pin=(run.data.X, run.data.y, run.data.U))
+        self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start),
+                       (res, run.start_value), pin=(run.data.X, run.data.y, run.data.U))
         return res
 
-    def _check_cold(self, run: WarmRefit, res: MAPResult) -> MAPResult:
-        """``res``, or the cold fit of ``run.data`` if the policy asks for one and it ends
-        higher."""
+    def _check_cold(self, data: ModelData, theta0: np.ndarray, lb: np.ndarray,
+                    res: MAPResult, start_value: float, new_loglik: float) -> MAPResult:
+        """``res``, the warm refit of ``data`` from ``theta0`` (log density ``start_value``
+        there, ``new_loglik`` of it the new answers'), or the cold fit of ``data`` if the
+        policy asks for one and it ends higher."""
         self.cold_starts["warm"] += 1
         if self.cold_start is None:
             return res
-        data = run.data
         theta = theta_of(res, data)
-        why = self.cold_start.reason(data, theta, res.log_density, run.start_value,
-                                     run.new_loglik)
+        why = self.cold_start.reason(data, theta, res.log_density, start_value, new_loglik)
         if why is None:
             return res
         self.cold_starts["tried"] += 1
-        cold = self._lbfgs(np.maximum(theta_of(data.initial_params(), data),
-                                      run.lb), data, run.lb)
+        cold = self._lbfgs(np.maximum(theta_of(data.initial_params(), data), lb), data, lb)
         if not cold.log_density > res.log_density + 1e-9 * max(1.0, abs(res.log_density)):
             return replace(res, message=f"{res.message}; {why}: a cold start ended at "
                                         f"{cold.log_density - res.log_density:+.3g}, not kept")
