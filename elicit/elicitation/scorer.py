@@ -74,7 +74,6 @@ from elicit.model.density import (
     log_density,
     lower_bounds,
     theta_of,
-    y_part_cache,
 )
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
@@ -212,8 +211,6 @@ class UtilityScorer:
         if self._hessian is None:
             theta = theta_of(self.fit, self.data)
             self._hessian = hessian_base(theta, self.data, self.marginal)
-            # The refits of this round start at this MAP: let them reuse its y-likelihood.
-            y_part_cache.remember(self.data, self.marginal)
         return self._hessian
 
     @property

@@ -88,7 +88,8 @@ class NumpyEngine(Engine):
 
     def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
                  max_newton: int = 30, local_model: bool | None = None,
-                 cold_start: ColdStartPolicy | None = DEFAULT_COLD_START) -> None:
+                 cold_start: ColdStartPolicy | None = DEFAULT_COLD_START,
+                 secant: bool = True) -> None:
         if stan_file is not None:
             raise ElicitError(
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
@@ -99,6 +100,7 @@ class NumpyEngine(Engine):
         self.max_newton = max_newton
         self.local_model = local_model
         self.cold_start = cold_start
+        self.secant = secant
         self.cold_starts: Counter[str] = Counter()
         self._memo = LRUCache(self._memo_size)
 
@@ -132,10 +134,14 @@ class NumpyEngine(Engine):
 
     def newton_settings(self, data: ModelData) -> NewtonSettings:
         """The settings of a warm refit of ``data``: this engine's tolerance, iteration limit
-        and local-model choice (by problem size unless set), the other defaults of
+        and local-model choice (by problem size unless set), no final step, the other defaults of
         :class:`~elicit.model.newton.NewtonSettings`."""
-        return NewtonSettings(tol=self.gtol, max_iter=self.max_newton,
-                              local_model=uses_local_model(data, self.local_model))
+        # No final step on convergence: the result is the last point evaluated, whose
+        # marginal (the predictive, the posterior after the answer, the next round's start)
+        # is then in the marginal cache; the step would move the log density by < tol / 2.
+        return NewtonSettings(tol=self.gtol, max_iter=self.max_newton, final_step=False,
+                              local_model=uses_local_model(data, self.local_model),
+                              secant=self.secant)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
                    keep_predictive: bool = False, prev_value: float | None = None,
@@ -257,8 +263,8 @@ class WarmRefit:
 
     The base Hessian starts frozen at the previous MAP. When a step fails, or convergence is
     slow (a far move after a surprising answer), it is recomputed once at the current
-    iterate. The log density at the start comes from the y-part cache when the query round
-    has stored it there (:class:`~elicit.model.density.YPartCache`).
+    iterate. The marginal at the start comes from the cache of recent marginals when the query
+    round computed it (:class:`~elicit.model.density.MarginalCache`).
 
     ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
     to L-BFGS-B). With ``keep_predictive``, ``predictive`` holds the Gaussian predictive at
@@ -275,7 +281,7 @@ class WarmRefit:
         self.lb = lower_bounds(data)
         self.theta_start = theta
         self.hess_start = hess_base
-        value, g = log_density(theta, data, cached=True)
+        value, g = log_density(theta, data)
         self.start_value = value
         self.new_loglik = new_answers_loglik(data, theta, value, prev_value)
         settings = engine.newton_settings(data)

@@ -27,7 +27,7 @@ def arrays_key(*arrays: np.ndarray) -> tuple[int, ...]:
 
 class LRUCache:
     """A thread-safe map of at most ``size`` entries; storing beyond that drops the entry
-    stored longest ago. A lookup does not refresh an entry.
+    stored longest ago. A lookup does not refresh an entry unless asked to.
 
     A pickled cache arrives empty (engines travel to worker processes; the ids in the keys
     would mean nothing there).
@@ -38,19 +38,22 @@ class LRUCache:
         self._entries: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> Any | None:
-        """The value stored under ``key``, or None."""
+    def get(self, key: Hashable, refresh: bool = False) -> Any | None:
+        """The value stored under ``key``, or None; ``refresh`` makes it the newest entry."""
         with self._lock:
             entry = self._entries.get(key)
+            if refresh and entry is not None:
+                self._entries.move_to_end(key)
         return None if entry is None else entry[1]
 
-    def put(self, key: Hashable, value: Any, pin: Any = None) -> None:
+    def put(self, key: Hashable, value: Any, pin: Any = None, limit: int | None = None) -> None:
         """Store ``value`` under ``key``, keeping ``pin`` (the arrays whose ids the key holds)
-        alive with it."""
+        alive with it; ``limit`` (at most :attr:`size`) caps the entries kept this time."""
+        keep = self.size if limit is None else min(self.size, int(limit))
         with self._lock:
             self._entries[key] = (pin, value)
             self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
+            while len(self._entries) > keep:
                 self._entries.popitem(last=False)
 
     def clear(self) -> None:

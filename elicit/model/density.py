@@ -167,12 +167,17 @@ class Marginal:
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
                   K: np.ndarray | None = None, zeta: float | None = None) -> Marginal:
         """The marginal of ``data`` at (gamma, tau2[, zeta]); ``K`` the kernel at gamma if
-        the caller has it. A model with zeta needs it (see also :meth:`at`, :meth:`of_fit`)."""
+        the caller has it. A model with zeta needs it (see also :meth:`at`, :meth:`of_fit`).
+        A point computed lately is served from :data:`marginal_cache`."""
+        hit = marginal_cache.lookup(data, gamma, tau2, zeta)
+        if hit is not None and type(hit) is cls:
+            return hit
         h = data.hyper
         mg = cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
                  coupled=data.kernel_mask, scales=data_scales(data, zeta))
         # scales only when zeta was given (data_scales raises otherwise)
         mg.zeta = None if mg.scales is None else float(cast(float, zeta))
+        marginal_cache.remember(data, mg)
         return mg
 
     @classmethod
@@ -185,7 +190,11 @@ class Marginal:
     def of_fit(cls, data: ModelData, fit) -> Marginal:
         """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`: its
         gamma, tau2, zeta and kernel K)."""
-        return cls.from_data(data, fit.gamma, fit.tau2, K=fit.K, zeta=getattr(fit, "zeta", None))
+        zeta = getattr(fit, "zeta", None)
+        hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta)
+        if hit is not None and type(hit) is cls:
+            return hit    # before fit.K, which would build the kernel
+        return cls.from_data(data, fit.gamma, fit.tau2, K=fit.K, zeta=zeta)
 
     @cached_property
     def logdet_S(self) -> float:
@@ -263,10 +272,23 @@ class Marginal:
         # gathering the support blocks of K costs as much as the products themselves.
         XT = np.ascontiguousarray(X.T)
         XKT = np.ascontiguousarray(self.XK.T)
-        for l, (S, u) in enumerate(self._supports):
+        sparse, dense = self._support_split
+        for l in sparse:
+            S, u = self._supports[l]
             Yt = XT[S] * u[:, None]                       # Y_l' restricted to S
             A = XKT[S].T @ (Yt * u[:, None])
             Bd[l] = A + A.T - 2.0 * Yt.T @ (K.take(S, 0).take(S, 1) @ Yt)
+        if len(dense):
+            # Columns without much sparsity (embeddings): every Y_l' side by side, so that
+            # the two products with K and X K are one matrix product each.
+            Ud = U[:, dense]
+            Yt = (XT[:, None, :] * Ud[:, :, None]).reshape(len(XT), -1)   # (p, m n)
+            KY = (K @ Yt).reshape(len(XT), len(dense), n)
+            A = (self.XK @ (Yt.reshape(len(XT), len(dense), n) * Ud[:, :, None])
+                 .reshape(len(XT), -1)).reshape(n, len(dense), n)
+            Yt = Yt.reshape(len(XT), len(dense), n)
+            for m, l in enumerate(dense):
+                Bd[l] = A[:, m] + A[:, m].T - 2.0 * Yt[:, m].T @ KY[:, m]
         Bd[:d] *= -0.5 * tau2
         if learned:
             Bd[d] = self.B / tau2
@@ -276,6 +298,15 @@ class Marginal:
             P = X[:, u] @ self.XK[:, u].T
             Bd[-1] = (sc.dlog_h * tau2) * (P + P.T)
         return Bd
+
+    @cached_property
+    def _support_split(self) -> tuple[list[int], list[int]]:
+        """The meta-feature columns whose products run over their support alone (zero in
+        at least a third of the features: word counts) and the others (embeddings), which
+        are stacked into one product."""
+        p = self.U.shape[0]
+        sparse = [l for l, (S, _) in enumerate(self._supports) if 3 * len(S) <= 2 * p]
+        return sparse, [l for l in range(self.U.shape[1]) if l not in set(sparse)]
 
     @cached_property
     def _supports(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -342,9 +373,15 @@ class Marginal:
         T -= 4.0 * (M3 + M3.T)
         # sum_ij R_ij U_ia U_ja U_ib U_jb, again over the support of u_a only
         E_full = np.empty((d, d))
-        for a, (S, u) in enumerate(self._supports):
+        sparse, dense = self._support_split
+        for a in sparse:
+            S, u = self._supports[a]
             Ua = U[S] * u[:, None]                        # rows u_i o u_ia
             E_full[a] = np.einsum("ib,ib->b", Ua, R.take(S, 0).take(S, 1) @ Ua)
+        if len(dense):
+            Ua = (U[:, None, :] * U[:, dense, None]).reshape(len(U), -1)  # (p, m d)
+            RUa = (R @ Ua).reshape(len(U), len(dense), d)
+            E_full[dense] = np.einsum("iab,iab->ab", Ua.reshape(len(U), len(dense), d), RUa)
         T += 4.0 * E_full
         H[:d, :d] += 0.25 * self.tau2 * T
         if learned:
@@ -459,29 +496,35 @@ def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
     return terms.feedback_terms(data.link, data.W_f, data.f, theta, data.layout, hess)
 
 
-class YPartCache:
-    """The y-likelihood's value and gradient at a few recent points, for warm refits.
+class MarginalCache:
+    """The marginals at the last few points, shared by everyone who asks for one.
 
-    A query round computes the marginal at the current MAP anyway (for the Hessian and the
-    screen); every warm refit of that round starts at the same MAP, and would otherwise
-    rebuild the kernel and its derivatives there first. :meth:`remember` stores the
-    y-likelihood part (which does not depend on the answers) and :func:`log_density` with
-    ``cached=True`` reuses it.
+    A query round computes the marginal at the current MAP (for the Hessian and the screen),
+    every warm refit of the round starts there, the refits' last points are where the
+    predictive of each hypothetical answer is read, the refit after the expert's answer is
+    one of them, and the posterior after it (the test MSE, the next round) is the marginal
+    at that point again. :meth:`Marginal.from_data` looks each point up here first, so each
+    of those is computed once; the derived quantities a :class:`Marginal` caches (G, R, the
+    Hessian's directions) come along.
 
     Entries are keyed by the data arrays (X, y, U: their identity and a checksum,
-    :func:`~elicit.internal.cache.arrays_key`, so an array modified in place is never served
-    stale values), the variant and the hyperparameters of the y-likelihood, the kernel's
-    mask, the relevance classes and the exact bytes of (gamma, tau2[, zeta]).
+    :func:`~elicit.internal.cache.arrays_key`, so an array modified in place never serves a
+    stale value), the hyperparameters of the y-likelihood, the kernel's mask, the
+    relevance classes and the exact bytes of (gamma, tau2[, zeta]): two points that differ
+    in the last bit are two entries. A marginal holds a few p x p arrays, so the cache holds
+    at most ``max_bytes`` of them by the size :func:`marginal_bytes` estimates (none above
+    it: at p = 10,000 one kernel alone is 800 MB).
     """
 
-    def __init__(self, size: int = 4) -> None:
-        self._cache = LRUCache(size)
+    def __init__(self, size: int = 8, max_bytes: float = 256e6) -> None:
+        self.size, self.max_bytes = int(size), float(max_bytes)
+        self._cache = LRUCache(self.size)
 
     @staticmethod
     def _key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None) -> tuple:
         h = data.hyper
         mask = data.kernel_mask
-        key: tuple = (arrays_key(data.X, data.y, data.U), h.variant, float(h.a_sigma),
+        key: tuple = (arrays_key(data.X, data.y, data.U), float(h.a_sigma),
                       float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
                       b"" if mask is None else np.packbits(mask).tobytes())
         if data.model.relevance:
@@ -491,8 +534,16 @@ class YPartCache:
                     cast(np.ndarray, data.relevance).tobytes())
         return key
 
+    def entries_for(self, data: ModelData) -> int:
+        """How many marginals of ``data``'s size the cache keeps."""
+        return min(self.size, int(self.max_bytes // marginal_bytes(data.n, data.p, data.d)))
+
     def remember(self, data: ModelData, mg: Marginal) -> None:
-        """Store the y-part of ``mg`` (a marginal of ``data``'s X, y, U)."""
+        """Store ``mg``, a marginal of ``data`` (of its X, y, U and kernel mask, and with the
+        relevance model, of its classes' scales at ``mg.zeta``)."""
+        keep = self.entries_for(data)
+        if keep == 0:
+            return
         if mg.X_data is not data.X or mg.y is not data.y or mg.U is not data.U:
             return
         mask, mine = data.kernel_mask, mg.coupled
@@ -507,46 +558,43 @@ class YPartCache:
                 return  # a marginal of other scales
         elif mg.scales is not None:
             return
-        learned = data.hyper.variant == "learned"
-        value = (mg.value, mg.grad_gamma().copy(), mg.grad_tau2() if learned else 0.0,
-                 mg.grad_zeta())
-        self._cache.put(self._key(data, mg.gamma, mg.tau2, mg.zeta), value,
-                        pin=(data.X, data.y, data.U))
+        self._cache.put(self._key(data, mg.gamma, mg.tau2, mg.zeta), mg,
+                        pin=(data.X, data.y, data.U), limit=keep)
 
     def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float,
-               zeta: float | None = None):
-        """(value, grad_gamma, grad_tau2, grad_zeta) of the y-likelihood, or None."""
-        return self._cache.get(self._key(data, gamma, tau2, zeta))
+               zeta: float | None = None) -> Marginal | None:
+        """The marginal of ``data`` at (gamma, tau2[, zeta]) if it is stored, else None."""
+        if self.entries_for(data) == 0:
+            return None
+        return self._cache.get(self._key(data, gamma, tau2, zeta), refresh=True)
 
     def clear(self) -> None:
         self._cache.clear()
 
 
-#: the process-wide cache of y-likelihood parts (see :class:`YPartCache`)
-y_part_cache = YPartCache()
+def marginal_bytes(n: int, p: int, d: int) -> float:
+    """Rough memory of a :class:`Marginal` with its derived quantities: K, X K and R (p x p
+    and n x p each), the n x n factors, and the Hessian's directions (d x n x n, twice)."""
+    return 8.0 * (2 * p * p + 2 * n * p + 6 * n * n + 2 * (d + 3) * n * n)
 
 
-def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = None, *,
-                cached: bool = False) -> tuple[float, np.ndarray]:
-    """Log posterior density (no Jacobian, up to a constant) and its gradient in theta.
+#: the process-wide cache of marginals (see :class:`MarginalCache`)
+marginal_cache = MarginalCache()
 
-    With ``cached``, the y-likelihood part is taken from :data:`y_part_cache` when a query
-    round has stored it for this point.
-    """
+
+def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = None,
+                ) -> tuple[float, np.ndarray]:
+    """Log posterior density (no Jacobian, up to a constant) and its gradient in theta
+    (``marginal``: the marginal at theta, if the caller has it)."""
     theta = np.asarray(theta, dtype=float)
     gamma, _, tau2 = split_theta(theta, data)
     zeta = zeta_of(theta, data)
     learned = data.hyper.variant == "learned"
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
-    hit = y_part_cache.lookup(data, gamma, tau2, zeta) if cached and marginal is None else None
-    if hit is not None:
-        y_val, g_gamma, g_tau2, g_zeta = hit
-    else:
-        mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2,
-                                                                      zeta=zeta)
-        y_val, g_gamma = mg.value, mg.grad_gamma()
-        g_tau2 = mg.grad_tau2() if learned else 0.0
-        g_zeta = mg.grad_zeta() if zeta is not None else 0.0
+    mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2, zeta=zeta)
+    y_val, g_gamma = mg.value, mg.grad_gamma()
+    g_tau2 = mg.grad_tau2() if learned else 0.0
+    g_zeta = mg.grad_zeta() if zeta is not None else 0.0
     lay = data.layout
     grad[lay["gamma"]] += g_gamma
     if learned:

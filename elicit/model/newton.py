@@ -86,6 +86,12 @@ class NewtonSettings:
         The local model is solved to a decrement of ``model_tol * tol``.
     model_max_iter, model_trials
         Iterations and step lengths of the local model's projected Newton.
+    secant
+        After each accepted step of a stack of one, correct the frozen base Hessian along the
+        step (a BFGS update of ``-H`` from the change of the base part's gradient, skipped
+        when the curvature along the step is not positive): the base Hessian is frozen at the
+        previous MAP, and where the y-likelihood is not quadratic over the step (a refit
+        after a surprising answer), the next step then lands closer.
     """
 
     tol: float = 1e-10
@@ -99,6 +105,7 @@ class NewtonSettings:
     model_tol: float = 1e-3
     model_max_iter: int = 50
     model_trials: int = 27
+    secant: bool = False
 
 
 class NewtonProblem(Protocol):
@@ -302,6 +309,21 @@ class NewtonRun:
             self._next = (rows, step, dec, fg)
         return self._next
 
+    def _secant_update(self, theta_old: np.ndarray, g_base_old: np.ndarray) -> None:
+        """BFGS update of ``-hess_base`` along the accepted step of a stack of one
+        (``settings.secant``)."""
+        theta = self.theta[0]
+        s = theta - theta_old
+        fg = self.problem.feedback(np.zeros(1, int), theta[None, :], False)[1][0]
+        y = -((self.grad[0] - fg) - g_base_old)         # the change of -gradient
+        A = -self.hess_base
+        As = A @ s
+        sAs, ys = float(s @ As), float(y @ s)
+        if not (sAs > 0 and ys > 1e-12 * max(sAs, 1e-300)):
+            return
+        A = A + np.outer(y, y) / ys - np.outer(As, As) / sAs
+        self.hess_base = -0.5 * (A + A.T)
+
     def _refresh(self) -> None:
         self.hess_base, self.refreshed = self.problem.hessian_base(self.theta[0]), True
 
@@ -334,7 +356,10 @@ class NewtonRun:
             slope = _dot(self.grad[rows], direction, problem.single)
             bad = ~(np.isfinite(slope) & (slope > 0))
             direction[bad], slope[bad] = step[bad], dec[bad]
+            g_base = self.grad[rows] - fg
             pending = self._line_search(rows, theta, direction, slope)
+            if st.secant and problem.single and not pending[0]:
+                self._secant_update(theta[0], g_base[0])
             for j in np.flatnonzero(pending):
                 # No ascent along this direction: the optimum up to rounding when the
                 # decrement is tiny; otherwise a stale Hessian, refreshed once if allowed.

@@ -31,11 +31,16 @@ def _scaled(theta: np.ndarray, data: ModelData) -> np.ndarray:
 
 def _projected_grad(theta: np.ndarray, data: ModelData) -> np.ndarray:
     """Gradient with the components that push against an active lower bound zeroed (KKT),
-    in the scaled coordinates of :func:`_scaled`."""
+    in the scaled coordinates of :func:`_scaled`, and a learned tau2's in log tau2 (tau2 is
+    often ~1e-3: its raw gradient is a thousand times its gradient on the scale it moves
+    on)."""
     _, g = log_density(theta, data)
     lb = lower_bounds(data)
     g = np.where((theta <= lb) & (g < 0), 0.0, g)
     g[data.d] *= data.m
+    if "tau2" in data.layout:
+        t = data.layout.index("tau2")
+        g[t] *= theta[t]
     return g
 
 
@@ -126,17 +131,18 @@ def test_warm_start_without_hessian_equals_cold_fit(variant):
 
 
 def _count_kernel_evaluations(monkeypatch) -> list:
-    """Count the marginals the density builds (one per kernel evaluation)."""
+    """Count the marginals the density builds (one per kernel evaluation; a marginal served
+    from the cache of recent ones is not built)."""
     from elicit.model import density
 
     calls = []
-    orig = density.Marginal.from_data.__func__
+    orig = density.Marginal.__init__
 
-    def counted(cls, *args, **kwargs):
+    def counted(self, *args, **kwargs):
         calls.append(1)
-        return orig(cls, *args, **kwargs)
+        orig(self, *args, **kwargs)
 
-    monkeypatch.setattr(density.Marginal, "from_data", classmethod(counted))
+    monkeypatch.setattr(density.Marginal, "__init__", counted)
     return calls
 
 
@@ -144,9 +150,9 @@ def _count_kernel_evaluations(monkeypatch) -> list:
 def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new, monkeypatch):
     """Each Newton iteration solves the local model with the feedback terms exact, so one
     new answer costs one or two evaluations of the kernel part (plain Newton on the frozen
-    quadratic needed four to seven); the start point's comes from the y-part cache, which a
+    quadratic needed four to seven); the start point's comes from the marginal cache, which a
     query round fills."""
-    from elicit.model.density import Marginal, y_part_cache
+    from elicit.model.density import Marginal, marginal_cache
 
     data0 = make_small_data(variant, n_feedback=4)
     engine = NumpyEngine(variant, local_model=True)
@@ -154,11 +160,12 @@ def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new
     H = _base_hessian(fit0, data0)
     data1 = _add_answers(data0, [0, 7], f_new)
     cold = engine.fit(data1)
-    y_part_cache.clear()
+    marginal_cache.clear()
     calls = _count_kernel_evaluations(monkeypatch)
     warm = engine.fit(data1, init=fit0, hessian=H)
     n_uncached = len(calls)
-    y_part_cache.remember(data0, Marginal.from_data(data0, fit0.gamma, fit0.tau2))
+    marginal_cache.clear()
+    marginal_cache.remember(data0, Marginal.from_data(data0, fit0.gamma, fit0.tau2))
     calls.clear()
     # (a new engine: no memo of the first)
     warm2 = NumpyEngine(variant, local_model=True).fit(data1, init=fit0, hessian=H)
@@ -167,7 +174,7 @@ def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new
     assert np.array_equal(warm.gamma, warm2.gamma)
     np.testing.assert_allclose(_scaled(_theta(warm, data1), data1),
                                _scaled(_theta(cold, data1), data1), rtol=1e-5, atol=1e-7)
-    y_part_cache.clear()
+    marginal_cache.clear()
 
 
 def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
@@ -187,7 +194,9 @@ def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
     other_answer = engine.fit(_add_answers(data0, [0, 7], 0), init=fit0, hessian=H)
     other_hessian = engine.fit(data1, init=fit0, hessian=1.01 * H)
     assert len(calls) > 0 and other_answer is not first and other_hessian is not first
-    np.testing.assert_allclose(_theta(other_hessian, data1), _theta(first, data1), rtol=1e-6)
+    # the same stationary point up to the refits' tolerance (a Newton decrement of 1e-10
+    # leaves the parameters within about its square root of the maximum)
+    np.testing.assert_allclose(_theta(other_hessian, data1), _theta(first, data1), rtol=1e-5)
     # an array changed in place is noticed
     X = data1.X.copy()
     d_mut = ModelData(X, data1.y, data1.U, data1.hyper, data1.pairs, data1.f)

@@ -236,54 +236,80 @@ def test_derivatives_over_several_row_blocks_match_finite_differences(variant):
     assert_derivatives_match_finite_differences(make_small_data(variant, n=9, p=400, d=3))
 
 
-def test_y_part_cache_serves_exact_values_and_never_stale_ones(variant):
-    from elicit.model.density import YPartCache, y_part_cache
+def test_marginal_cache_serves_exact_values_and_never_stale_ones(variant):
+    from elicit.model.density import MarginalCache, marginal_cache
 
     data = make_small_data(variant)
     theta = theta_point(data)
     gamma, _, tau2 = split_theta(theta, data)
     v_ref, g_ref = log_density(theta, data)
-    cache = YPartCache(size=2)
+    cache = MarginalCache(size=2)
     assert cache.lookup(data, gamma, tau2) is None
-    cache.remember(data, Marginal.from_data(data, gamma, tau2))
-    hit = cache.lookup(data, gamma, tau2)
-    assert hit is not None
-    # another answer set shares X, y, U: the y-part is the same
+    mg = Marginal(data.X, data.y, data.U, gamma, tau2, data.hyper.a_sigma, data.hyper.b_sigma)
+    cache.remember(data, mg)
+    assert cache.lookup(data, gamma, tau2) is mg
+    # another answer set, or the other tau2 variant, shares X, y, U: the marginal is the same
     other = data.with_feedback(data.pairs[:2], data.f[:2])
-    assert cache.lookup(other, gamma, tau2) is not None
-    # a different point, different arrays, or different hyperparameters miss
+    assert cache.lookup(other, gamma, tau2) is mg
+    other_variant = "fixed" if data.hyper.variant == "learned" else "learned"
+    h3 = Hyper(variant=other_variant, tau2=tau2, threshold_mean=data.m)
+    assert cache.lookup(ModelData(data.X, data.y, data.U, h3, data.pairs, data.f),
+                        gamma, tau2) is mg
+    # a different point, different arrays, or other hyperparameters of y miss
     g2 = gamma.copy()
     g2[0] = np.nextafter(g2[0], 2.0)
     assert cache.lookup(data, g2, tau2) is None
+    assert cache.lookup(data, gamma, np.nextafter(tau2, 1.0)) is None
     copy = ModelData(data.X.copy(), data.y, data.U, data.hyper, data.pairs, data.f)
     assert cache.lookup(copy, gamma, tau2) is None
     h2 = Hyper(variant=data.hyper.variant, a_sigma=3.0, tau2=data.hyper.tau2,
                threshold_mean=data.m)
     assert cache.lookup(ModelData(data.X, data.y, data.U, h2, data.pairs, data.f),
                         gamma, tau2) is None
-    other_variant = "fixed" if data.hyper.variant == "learned" else "learned"
-    h3 = Hyper(variant=other_variant, tau2=tau2, threshold_mean=data.m)
-    assert cache.lookup(ModelData(data.X, data.y, data.U, h3, data.pairs, data.f),
-                        gamma, tau2) is None
+    # a marginal of other data is not stored under this data's key
+    cache.remember(copy, mg)
+    assert cache.lookup(copy, gamma, tau2) is None
+    # at most `size` entries: the oldest goes
+    for k in range(3):
+        gk = gamma + k + 1.0
+        cache.remember(data, Marginal(data.X, data.y, data.U, gk, tau2, data.hyper.a_sigma,
+                                      data.hyper.b_sigma))
+    assert cache.lookup(data, gamma, tau2) is None and len(cache._cache) == 2
 
-    # log_density(cached=True) gives the uncached value exactly, on a hit and on a miss
-    y_part_cache.clear()
-    v_miss, g_miss = log_density(theta, data, cached=True)
-    y_part_cache.remember(data, Marginal.from_data(data, gamma, tau2))
-    v_hit, g_hit = log_density(theta, data, cached=True)
+    # log_density gives the same value on a hit and on a miss
+    marginal_cache.clear()
+    v_miss, g_miss = log_density(theta, data)
+    assert marginal_cache.lookup(data, gamma, tau2) is not None
+    v_hit, g_hit = log_density(theta, data)
     assert v_miss == v_ref and v_hit == v_ref
     assert np.array_equal(g_miss, g_ref) and np.array_equal(g_hit, g_ref)
 
     # an array modified in place is detected by its checksum
     X = data.X.copy()
     mutable = ModelData(X, data.y, data.U, data.hyper, data.pairs, data.f)
-    y_part_cache.remember(mutable, Marginal.from_data(mutable, gamma, tau2))
-    assert y_part_cache.lookup(mutable, gamma, tau2) is not None
+    log_density(theta, mutable)
+    assert marginal_cache.lookup(mutable, gamma, tau2) is not None
     X[0, 0] += 1.0
-    assert y_part_cache.lookup(mutable, gamma, tau2) is None
-    np.testing.assert_allclose(log_density(theta, mutable, cached=True)[1],
-                               log_density(theta, mutable)[1], rtol=1e-15)
-    y_part_cache.clear()
+    assert marginal_cache.lookup(mutable, gamma, tau2) is None
+    fresh = ModelData(X.copy(), data.y, data.U, data.hyper, data.pairs, data.f)
+    np.testing.assert_allclose(log_density(theta, mutable)[1], log_density(theta, fresh)[1],
+                               rtol=1e-15)
+    marginal_cache.clear()
+
+
+def test_marginal_cache_keeps_no_marginal_larger_than_its_budget():
+    from elicit.model.density import MarginalCache, marginal_bytes
+
+    data = make_small_data("fixed")
+    theta = theta_point(data)
+    gamma, _, tau2 = split_theta(theta, data)
+    one = marginal_bytes(data.n, data.p, data.d)
+    mg = Marginal.at(theta, data)
+    small = MarginalCache(size=8, max_bytes=2.5 * one)
+    assert small.entries_for(data) == 2
+    none = MarginalCache(size=8, max_bytes=0.5 * one)
+    none.remember(data, mg)
+    assert none.entries_for(data) == 0 and none.lookup(data, gamma, tau2) is None
 
 
 # -- the parameter layout ------------------------------------------------------------------

@@ -40,7 +40,6 @@ from elicit.model.density import (
     log_density,
     lower_bounds,
     theta_of,
-    y_part_cache,
     zeta_of,
 )
 from elicit.model.kernel import kernel, pair_weights
@@ -306,24 +305,25 @@ def test_batched_refit_reaches_the_engine_refit(variant):
             np.testing.assert_allclose(var[c], v_ref, rtol=1e-12)
 
 
-def test_y_part_cache_keys_the_classes_and_zeta():
+def test_marginal_cache_keys_the_classes_and_zeta():
+    from elicit.model.density import marginal_cache
+
     data = relevance_data("learned")
     theta = theta_point(data)
+    marginal_cache.clear()
     mg = Marginal.at(theta, data)
-    y_part_cache.clear()
-    y_part_cache.remember(data, mg)
-    (v0, g0), (v1, g1) = log_density(theta, data), log_density(theta, data, cached=True)
+    zeta = zeta_of(theta, data)
+    assert marginal_cache.lookup(data, mg.gamma, mg.tau2, zeta) is mg
+    (v0, g0), (v1, g1) = log_density(theta, data, mg), log_density(theta, data)
     assert v1 == v0 and np.array_equal(g1, g0)
-    hit = y_part_cache.lookup(data, mg.gamma, mg.tau2, zeta_of(theta, data))
-    assert hit is not None and hit[3] == mg.grad_zeta()
     other = data.with_relevance(np.ones(data.p, int))
-    assert y_part_cache.lookup(other, mg.gamma, mg.tau2, zeta_of(theta, data)) is None
-    assert y_part_cache.lookup(data, mg.gamma, mg.tau2, 0.5) is None
+    assert marginal_cache.lookup(other, mg.gamma, mg.tau2, zeta) is None
+    assert marginal_cache.lookup(data, mg.gamma, mg.tau2, 0.5) is None
     # a marginal of other scales is not stored under this data's key
-    y_part_cache.clear()
-    y_part_cache.remember(other, mg)
-    assert y_part_cache.lookup(other, mg.gamma, mg.tau2, zeta_of(theta, data)) is None
-    y_part_cache.clear()
+    marginal_cache.clear()
+    marginal_cache.remember(other, mg)
+    assert marginal_cache.lookup(other, mg.gamma, mg.tau2, zeta) is None
+    marginal_cache.clear()
 
 
 def test_a_start_without_zeta_starts_at_its_prior_mean():
