@@ -119,12 +119,10 @@ class NumpyEngine(Engine):
             # The previous fit's log density, when it is on this engine's scale: the new
             # answers' log likelihood at the start is the difference (ColdStartPolicy).
             prev = warm.log_density if warm.engine == self.name else None
-            hit = self._memo.get(self._memo_key(data, theta0, H))
-            if hit is None:
-                run = self.newton_run(data, theta0, H, prev_value=prev)
-                res, start_value = self.finish(run), run.start_value
-            else:
-                res, start_value = hit
+            key = self._memo_key(data, theta0, H)
+            if self._memo.get(key) is None:
+                self.finish(self.newton_run(data, theta0, H, prev_value=prev))
+            _, res, start_value = self._memo.get(key)
             # Only a fit the caller makes is checked for another mode, not the hypothetical
             # refits of a query round (finish): those are many, and a check of each cost
             # more than the rest of the round (docs/benchmarks.md, "Refit modes").
@@ -136,9 +134,9 @@ class NumpyEngine(Engine):
         """The settings of a warm refit of ``data``: this engine's tolerance, iteration limit
         and local-model choice (by problem size unless set), no final step, the other defaults of
         :class:`~elicit.model.newton.NewtonSettings`."""
-        # No final step on convergence: the result is the last point evaluated, whose
-        # marginal (the predictive, the posterior after the answer, the next round's start)
-        # is then in the marginal cache; the step would move the log density by < tol / 2.
+        # No final step in the run: a query round's hypothetical refit is the last point
+        # evaluated, whose marginal (the predictive) is then in the marginal cache; fit()
+        # takes the step the run computed there (WarmRefit.result).
         return NewtonSettings(tol=self.gtol, max_iter=self.max_newton, final_step=False,
                               local_model=uses_local_model(data, self.local_model),
                               secant=self.secant)
@@ -154,21 +152,25 @@ class NumpyEngine(Engine):
 
     def finish(self, run: WarmRefit) -> MAPResult:
         """The result of a :class:`WarmRefit` advanced to its end (a failed run falls back to
-        L-BFGS-B from the run's start): a hypothetical refit of a query round, not checked
-        for another mode (:meth:`fit` checks the refits a caller makes).
+        L-BFGS-B from the run's start): a hypothetical refit of a query round, at the last
+        point the run evaluated, not checked for another mode.
 
-        The result is remembered: a query round finishes the refits of its best candidates,
+        The run is remembered: a query round finishes the refits of its best candidates,
         and the caller's refit after the expert answers one of them (same data, start and
-        base Hessian) is then returned at once.
+        base Hessian) is then returned at once. :meth:`fit` returns the run's point after
+        its last Newton step (which moves the parameters by about the square root of the
+        tolerance, the log density by less than it: a hypothetical refit only needs the
+        predictive at the point evaluated, whose marginal is cached), checked by a cold fit
+        where :attr:`cold_start` asks for one.
         """
         while run.status == "running":
             run.step()
         if run.status == "converged":
-            res = run.result()
+            res, final = run.result(), run.result(final=True)
         else:
-            res = self._lbfgs(run.theta_start, run.data, run.lb)
+            res = final = self._lbfgs(run.theta_start, run.data, run.lb)
         self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start),
-                       (res, run.start_value), pin=(run.data.X, run.data.y, run.data.U))
+                       (res, final, run.start_value), pin=(run.data.X, run.data.y, run.data.U))
         return res
 
     def _check_cold(self, data: ModelData, theta0: np.ndarray, lb: np.ndarray,
@@ -311,7 +313,7 @@ class WarmRefit:
 
     @property
     def hess_base(self) -> np.ndarray:
-        return self._run.hess_base
+        return self._run.hess_base[0]
 
     @property
     def predictive(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -330,6 +332,9 @@ class WarmRefit:
         self._run.step()
         return self.status
 
-    def result(self) -> MAPResult:
-        return self.engine._result(self.theta, self.value, self.data, True, self.it,
+    def result(self, final: bool = False) -> MAPResult:
+        """The converged run's point (``final``: after the last Newton step, computed at
+        convergence but not evaluated; the log density is the point's before it)."""
+        theta = self.theta + self._run.final[0] if final else self.theta
+        return self.engine._result(theta, self.value, self.data, True, self.it,
                                    "Newton (warm start)", warm_hessian=self.hess_base)

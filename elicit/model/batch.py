@@ -23,7 +23,13 @@ from scipy.special import gammaln
 
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
-from elicit.model.density import Marginal, feedback_terms, log_density, split_theta
+from elicit.model.density import (
+    Marginal,
+    feedback_terms,
+    hessian_base,
+    log_density,
+    split_theta,
+)
 from elicit.model.kernel import coupling_matrix, kernel_stack
 from elicit.model.newton import (
     CONVERGED,
@@ -193,8 +199,9 @@ class CandidateRefits:
         value, grad, predictive = self.density.at(theta, rows)
         return value, grad, predictive
 
-    def hessian_base(self, theta: np.ndarray) -> np.ndarray:
-        raise NotImplementedError("candidate refits share one frozen base Hessian")
+    def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
+        # the base part (y-likelihood and priors) does not depend on the answers
+        return hessian_base(theta, self.data)
 
 
 #: the settings of the candidates' refits: a fixed ridge for the stacked solves, no refresh

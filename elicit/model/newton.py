@@ -127,8 +127,8 @@ class NewtonProblem(Protocol):
         a leading axis r, or None)."""
         ...
 
-    def hessian_base(self, theta: np.ndarray) -> np.ndarray:
-        """The base Hessian at one theta (only needed with ``refresh_at``)."""
+    def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
+        """The base Hessian of row ``row`` at ``theta`` (only needed with ``refresh_at``)."""
         ...
 
 
@@ -142,17 +142,17 @@ def _dot(a: np.ndarray, b: np.ndarray, single: bool) -> np.ndarray:
 
 
 def _quad(s: np.ndarray, H: np.ndarray, single: bool) -> np.ndarray:
-    """s_c' H s_c for each row (H shared)."""
+    """s_c' H_c s_c for each row (H (C, k, k), one per row)."""
     if single:
-        return np.array([s[0] @ (H @ s[0])])
-    return np.einsum("ci,ij,cj->c", s, H, s)
+        return np.array([s[0] @ (H[0] @ s[0])])
+    return np.einsum("ci,cij,cj->c", s, H, s)
 
 
 def _times(s: np.ndarray, H: np.ndarray, single: bool) -> np.ndarray:
-    """H s_c for each row (H shared and symmetric)."""
+    """H_c s_c for each row (H (C, k, k), one per row)."""
     if single:
-        return (H @ s[0])[None, :]
-    return s @ H
+        return (H[0] @ s[0])[None, :]
+    return np.einsum("cij,cj->ci", H, s)
 
 
 # -- steps ------------------------------------------------------------------------------------
@@ -163,21 +163,26 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     ``g`` (C, k)) and their decrements (C,); parameters on their lower bounds are held there
     where the gradient pushes them out. ``ridge`` as in :class:`NewtonSettings`."""
     free = ~((theta <= lb) & (g < 0))
-    if ridge is None:
-        step = np.zeros_like(theta)
-        dec = np.empty(len(theta))
-        for c in range(len(theta)):
-            fc = free[c]
-            step[c, fc] = damped_solve(-H[c][np.ix_(fc, fc)], g[c, fc])
-            dec[c] = float(g[c] @ step[c])
-        return step, dec
     k = g.shape[1]
     eye = np.eye(k)
     A = -H
-    # Clamp the parameters on their bounds: identity rows/columns, zero gradient.
+    # Clamp the parameters on their bounds: identity rows/columns, zero gradient. The free
+    # block's solution is that of the free block alone, and every row is solved at once.
     mask = free[:, :, None] & free[:, None, :]
     A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
     g = np.where(free, g, 0.0)
+    if ridge is None:
+        try:
+            np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            # some row's free block is not positive definite: that row is damped alone
+            step = np.zeros_like(theta)
+            for c in range(len(theta)):
+                fc = free[c]
+                step[c, fc] = damped_solve(A[c][np.ix_(fc, fc)], g[c, fc])
+        else:
+            step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+        return step, np.einsum("ci,ci->c", g, step)
     # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
     scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
     A = A + (ridge * scale)[:, None, None] * eye[None]
@@ -199,16 +204,19 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
 
     over ``theta + s >= lb``, F the row's feedback terms (exact), by projected Newton with
     backtracking from s = 0, whose first step ``step0`` (decrement ``dec0``) the caller has
-    computed; shape (C, k). The model is concave when -H_base is positive definite; where it
-    is not, the damped solves still give ascent steps and the caller's line search guards the
-    result.
+    computed; shape (C, k). ``H_base`` is (C, k, k), each row's own, or (k, k), shared. The
+    model is concave when -H_base is positive definite; where it is not, the damped solves
+    still give ascent steps and the caller's line search guards the result.
     """
+    if H_base.ndim == 2:
+        H_base = np.broadcast_to(H_base, (len(theta), *H_base.shape))
     lb, single = problem.lb, problem.single
     F0 = problem.feedback(rows, theta, False)[0]
 
     def model(sub: np.ndarray, s: np.ndarray) -> np.ndarray:
         Fs = problem.feedback(rows[sub], theta[sub] + s, False)[0]
-        return (_dot(g_base[sub], s, single) + 0.5 * _quad(s, H_base, single) + Fs - F0[sub])
+        return (_dot(g_base[sub], s, single) + 0.5 * _quad(s, H_base[sub], single) + Fs
+                - F0[sub])
 
     C = len(theta)
     s = np.zeros_like(theta)
@@ -239,8 +247,8 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
         x = theta[live] + s[live]
         _, fg, fH = problem.feedback(rows[live], x, True)
         st[live], dec[live] = projected_step(
-            H_base[None] + fH, g_base[live] + _times(s[live], H_base, single) + fg, x, lb,
-            settings.ridge)
+            H_base[live] + fH, g_base[live] + _times(s[live], H_base[live], single) + fg, x,
+            lb, settings.ridge)
         fin = live[~(dec[live] >= tol)]
         ok = np.isfinite(dec[fin])
         s[fin[ok]] = np.maximum(theta[fin[ok]] + s[fin[ok]] + st[fin[ok]], lb) - theta[fin[ok]]
@@ -262,8 +270,9 @@ class NewtonRun:
         Start points (C, k), their log densities (C,) and gradients (C, k); the run updates
         these arrays in place.
     hess_base
-        The base Hessian (k, k), shared by every row (so only a stack of one may refresh it,
-        ``settings.refresh_at``).
+        The base Hessian at the start, (k, k) shared by every row or (C, k, k) one per row.
+        Each row keeps its own copy from then on (refreshed, ``settings.refresh_at``, and
+        corrected along its steps, ``settings.secant``): :attr:`hess_base` (C, k, k).
     settings
         :class:`NewtonSettings`.
     extras
@@ -271,7 +280,11 @@ class NewtonRun:
 
     ``status`` holds each row's ``"running"``, ``"converged"`` or ``"failed"``; ``moved``
     whether a step of the row has been accepted; ``extras`` the extras of each row's last
-    accepted point.
+    accepted point; ``final`` the last step of each converged row (its Newton step where it
+    converged: zero until then), taken only with ``settings.final_step``.
+
+    Every row follows the same iterations whatever else is in the stack (its own step, line
+    search, Hessian and status), so a stack of C refits ends where C runs of one would.
     """
 
     def __init__(self, problem: NewtonProblem, theta: np.ndarray, value: np.ndarray,
@@ -280,16 +293,14 @@ class NewtonRun:
         self.problem, self.settings = problem, settings
         self.lb = problem.lb
         self.theta, self.value, self.grad = theta, value, grad
-        self.hess_base = hess_base
-        self.extras = extras
         C = len(theta)
-        if settings.refresh_at is not None and C != 1:
-            raise ValueError("a stack of several refits shares its base Hessian: it cannot "
-                             "refresh it (set refresh_at=None)")
+        self.hess_base = np.array(np.broadcast_to(hess_base, (C, *hess_base.shape[-2:])))
+        self.extras = extras
         self.status = np.full(C, RUNNING, dtype=object)
         self.moved = np.zeros(C, bool)
+        self.final = np.zeros_like(theta)
         self.it = 0
-        self.refreshed = False
+        self.refreshed = np.zeros(C, bool)
         self._next: tuple | None = None
 
     def running(self) -> np.ndarray:
@@ -300,32 +311,39 @@ class NewtonRun:
         at their current iterates (computed once per iteration)."""
         if self._next is None:
             st = self.settings
-            if st.refresh_at is not None and not self.refreshed and self.it + 1 == st.refresh_at:
-                self._refresh()
+            if st.refresh_at is not None and self.it + 1 == st.refresh_at:
+                for c in self.running():
+                    if not self.refreshed[c]:
+                        self._refresh(c)
             rows = self.running()
             _, fg, fH = self.problem.feedback(rows, self.theta[rows], True)
-            step, dec = projected_step(self.hess_base[None] + fH, self.grad[rows],
+            step, dec = projected_step(self.hess_base[rows] + fH, self.grad[rows],
                                        self.theta[rows], self.lb, st.ridge)
             self._next = (rows, step, dec, fg)
         return self._next
 
-    def _secant_update(self, theta_old: np.ndarray, g_base_old: np.ndarray) -> None:
-        """BFGS update of ``-hess_base`` along the accepted step of a stack of one
+    def _secant_update(self, rows: np.ndarray, theta_old: np.ndarray,
+                       g_base_old: np.ndarray) -> None:
+        """BFGS update of each row's ``-hess_base`` along its accepted step
         (``settings.secant``)."""
-        theta = self.theta[0]
+        theta = self.theta[rows]
         s = theta - theta_old
-        fg = self.problem.feedback(np.zeros(1, int), theta[None, :], False)[1][0]
-        y = -((self.grad[0] - fg) - g_base_old)         # the change of -gradient
-        A = -self.hess_base
-        As = A @ s
-        sAs, ys = float(s @ As), float(y @ s)
-        if not (sAs > 0 and ys > 1e-12 * max(sAs, 1e-300)):
+        fg = self.problem.feedback(rows, theta, False)[1]
+        y = -((self.grad[rows] - fg) - g_base_old)          # the change of -gradient
+        A = -self.hess_base[rows]
+        As = np.einsum("cij,cj->ci", A, s)
+        sAs, ys = np.einsum("ci,ci->c", s, As), np.einsum("ci,ci->c", y, s)
+        ok = (sAs > 0) & (ys > 1e-12 * np.maximum(sAs, 1e-300))
+        if not ok.any():
             return
-        A = A + np.outer(y, y) / ys - np.outer(As, As) / sAs
-        self.hess_base = -0.5 * (A + A.T)
+        A, As, y = A[ok], As[ok], y[ok]
+        A = A + y[:, :, None] * (y / ys[ok, None])[:, None, :] \
+            - As[:, :, None] * (As / sAs[ok, None])[:, None, :]
+        self.hess_base[rows[ok]] = -0.5 * (A + A.transpose(0, 2, 1))
 
-    def _refresh(self) -> None:
-        self.hess_base, self.refreshed = self.problem.hessian_base(self.theta[0]), True
+    def _refresh(self, c: int) -> None:
+        self.hess_base[c] = self.problem.hessian_base(c, self.theta[c])
+        self.refreshed[c] = True
 
     def step(self) -> None:
         """One iteration of every running row."""
@@ -338,10 +356,11 @@ class NewtonRun:
         done = dec < st.tol
         if done.any():
             conv = rows[done]
+            # The last (tiny) step: it moves the parameters by ~sqrt(decrement), the log
+            # density by only ~decrement / 2.
+            self.final[conv] = np.maximum(self.theta[conv] + step[done], lb) - self.theta[conv]
             if st.final_step:
-                # The last (tiny) step: it moves the parameters by ~sqrt(decrement), the log
-                # density by only ~decrement / 2.
-                self.theta[conv] = np.maximum(self.theta[conv] + step[done], lb)
+                self.theta[conv] += self.final[conv]
             self.status[conv] = CONVERGED
         keep = ~done
         rows, step, dec, fg = rows[keep], step[keep], dec[keep], fg[keep]
@@ -349,8 +368,8 @@ class NewtonRun:
             theta = self.theta[rows]
             if st.local_model:
                 direction = solve_local_model(problem, rows, theta, self.grad[rows] - fg,
-                                              self.hess_base, step, dec, st.model_tol * st.tol,
-                                              st)
+                                              self.hess_base[rows], step, dec,
+                                              st.model_tol * st.tol, st)
             else:
                 direction = step
             slope = _dot(self.grad[rows], direction, problem.single)
@@ -358,17 +377,18 @@ class NewtonRun:
             direction[bad], slope[bad] = step[bad], dec[bad]
             g_base = self.grad[rows] - fg
             pending = self._line_search(rows, theta, direction, slope)
-            if st.secant and problem.single and not pending[0]:
-                self._secant_update(theta[0], g_base[0])
+            if st.secant and (~pending).any():
+                self._secant_update(rows[~pending], theta[~pending], g_base[~pending])
             for j in np.flatnonzero(pending):
                 # No ascent along this direction: the optimum up to rounding when the
                 # decrement is tiny; otherwise a stale Hessian, refreshed once if allowed.
+                c = rows[j]
                 if st.stall_tol is not None and dec[j] < st.stall_tol:
-                    self.status[rows[j]] = CONVERGED
-                elif st.refresh_at is None or self.refreshed:
-                    self.status[rows[j]] = FAILED
+                    self.status[c] = CONVERGED
+                elif st.refresh_at is None or self.refreshed[c]:
+                    self.status[c] = FAILED
                 else:
-                    self._refresh()
+                    self._refresh(c)
         if self.it >= st.max_iter:
             self.status[self.status == RUNNING] = FAILED
 
@@ -432,7 +452,7 @@ class OneRefit:
             extras = (mean[None], var[None])
         return np.array([v]), g[None], extras
 
-    def hessian_base(self, theta: np.ndarray) -> np.ndarray:
+    def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
         return hessian_base(theta, self.data)
 
 

@@ -592,7 +592,10 @@ def test_the_refinement_asks_for_warm_newton_steps_not_for_the_engine_class(vari
     other = scores(fitting)
     assert fitting.calls["fit"] == 2 * ref.exact.sum() >= 2
     np.testing.assert_array_equal(other.exact, ref.exact)
-    np.testing.assert_allclose(other.utility, ref.utility, rtol=1e-9)
+    # the same refits up to their tolerance: a finished run's utility is read at the last
+    # point it evaluated, an engine's fit is that point moved by its last Newton step
+    # (about the square root of a 1e-10 decrement)
+    np.testing.assert_allclose(other.utility, ref.utility, rtol=1e-4)
 
 
 # -- the feedback link ---------------------------------------------------------------------
