@@ -78,6 +78,7 @@ from elicit.model.density import (
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
 from elicit.model.link import LOGISTIC, Link
+from elicit.model.newton import CONVERGED
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 from elicit.model.variants import get_model
@@ -162,6 +163,27 @@ class WarmNewton(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchRefits(Protocol):
+    """An engine that refits many candidate answers at once, each row as its own refit
+    would go (the numpy engine: :meth:`~elicit.engines.numpy_engine.NumpyEngine.refit_candidates`).
+
+    The fast utility's batched stage then gives exact utilities: on small problems one stack
+    of a hundred refits costs a few single ones.
+    """
+
+    def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
+                         theta: np.ndarray, hess_base: np.ndarray,
+                         marginal: Marginal | None = None) -> Any:
+        """A finished stack of refits (``status``, ``extras``: each row's predictive)."""
+        ...
+
+    def remember_candidate(self, data: ModelData, run: Any, row: int, theta: np.ndarray,
+                           hess_base: np.ndarray) -> None:
+        """Let the engine's ``fit`` of ``data`` return row ``row``'s refit."""
+        ...
+
+
 class UtilityScorer:
     """One query round: the MAP the candidates are scored at, and the pieces that score them.
 
@@ -185,6 +207,9 @@ class UtilityScorer:
     #: floating-point budget of the exact re-scores that the fast mode always makes (on small
     #: problems all ``refine`` of them); beyond it, re-scoring stops once the winner is certain
     refine_flops: float = 3e7
+    #: iterations of every refit of the batched stage before only those of the candidates
+    #: that may win go on (with an engine that refits candidates exactly, BatchRefits)
+    stage_iterations: int = 7
     #: how much the screen may underestimate an unscored candidate beyond the worst
     #: underestimate seen among the re-scored ones (and beyond none at all), for stopping early
     certainty_margin: float = 0.3
@@ -283,8 +308,9 @@ class UtilityScorer:
         always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
         if always >= len(order):
             for c in order:
-                u[c] = wt(c, self._exact_one(pairs[c], s[c]))
-                exact[c] = True
+                if not exact[c]:    # the batched stage's converged refits are exact already
+                    u[c] = wt(c, self._exact_one(pairs[c], s[c]))
+                    exact[c] = True
             return
         level = np.zeros(len(u), int)     # 0 screen, 1 model step, 2 first iterate, 3 exact
         margin = np.array([1.0 + self.certainty_margin, 1.0 + self.screen_margin,
@@ -461,13 +487,21 @@ class UtilityScorer:
 
     # -- fast screen ---------------------------------------------------------------------
     def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray,
-                     weight: np.ndarray | None = None) -> None:
+                     weight: np.ndarray | None = None, exact: np.ndarray | None = None,
+                     pairs: np.ndarray | None = None, remember: int = 0) -> None:
         """Re-score the screen's best candidates by batched Newton refits, within a budget
         (``weight``: as for :meth:`refine_best`).
 
         On small problems (the paper's synthetic one) this covers every candidate and fixes
         the screen's blind spot, the large moves after surprising answers; on Amazon-size
         problems one batched evaluation costs as much as a refit and the stage is skipped.
+
+        With an engine that refits candidates in a stack (:class:`BatchRefits`), the stage
+        is the engine's own refits, run to convergence: a candidate whose two refits
+        converged is marked in ``exact``, and the engine remembers the refits of the
+        ``remember`` best of those (``pairs``: the candidates), so that its refit after the
+        expert's answer is one of them. Otherwise the stage is a screen (a few batched
+        iterations), and the refinement refits its best.
         """
         per_candidate = 2 * 6 * flops_per_eval(self.data)
         m = min(len(u), int(self.batch_flops // per_candidate))
@@ -475,6 +509,38 @@ class UtilityScorer:
             return
         top = np.argsort(-u)[:m]
         theta = theta_of(self.fit, self.data)
+        if isinstance(self.engine, BatchRefits) and exact is not None and pairs is not None:
+            # both answers of every candidate in one stack: rows 0..m-1 f = 0, m..2m-1 f = 1
+            run = self.engine.refit_candidates(
+                self.data, np.concatenate([w[top], w[top]]), np.repeat([0.0, 1.0], m),
+                theta, self.hessian, self.marginal)
+
+            def rescore() -> np.ndarray:
+                mf, vf = run.extras
+                kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
+                out = (1.0 - s[top]) * kl[:m] + s[top] * kl[m:]
+                u[top] = out if weight is None else weight[top] * out
+                return (run.status[:m] == CONVERGED) & (run.status[m:] == CONVERGED)
+
+            # Most refits converge in a few iterations; the few that go far (after a
+            # surprising answer) are finished only for the candidates that may win.
+            run.advance(self.stage_iterations)
+            done = rescore()
+            if not done.all():
+                cut = np.sort(u[top])[::-1][min(m, max(1, remember)) - 1]
+                go = np.flatnonzero(~done & (u[top] >= cut / (1.0 + self.certainty_margin)))
+                run.hold(np.setdiff1d(np.arange(2 * m), np.r_[go, m + go]))
+                run.advance()
+                done = rescore()
+            exact[top[done]] = True
+            for c in top[done][np.argsort(-u[top[done]])][:remember]:
+                j = int(np.flatnonzero(top == c)[0])
+                for f, row in ((0, j), (1, m + j)):
+                    d2 = self.data.with_feedback(np.vstack([self.data.pairs, pairs[c]]),
+                                                 np.append(self.data.f, f))
+                    self.engine.remember_candidate(d2, run, row, self._start(d2),
+                                                   self.hessian)
+            return
         lb = lower_bounds(self.data)
         out = np.zeros(m)
         for f in (0, 1):

@@ -193,8 +193,8 @@ class PredictiveFast(PairUtility):
         u = scorer.screen(w, s)
         if weight is not None:
             u = weight * u
-        scorer.newton_stage(u, w, s, weight)
         exact = np.zeros(len(pairs), bool)
+        scorer.newton_stage(u, w, s, weight, exact, pairs, remember=max(1, refine))
         if refine > 0 and len(pairs):
             scorer.refine_best(pairs, w, s, u, exact, refine, weight)
         return Scores(pairs, u, exact, s, scorer.computed_hessian)

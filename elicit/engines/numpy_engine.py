@@ -16,8 +16,9 @@ from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.cache import LRUCache, arrays_key
 from elicit.internal.threads import single_blas_thread
-from elicit.model.batch import uses_local_model
+from elicit.model.batch import candidate_run, uses_local_model
 from elicit.model.density import (
+    Marginal,
     hessian_base,
     log_density,
     lower_bounds,
@@ -26,6 +27,7 @@ from elicit.model.density import (
     zeta_of,
 )
 from elicit.model.newton import (
+    CONVERGED,
     DEFAULT_COLD_START,
     ColdStartPolicy,
     NewtonRun,
@@ -150,6 +152,39 @@ class NumpyEngine(Engine):
         one)."""
         return WarmRefit(self, data, theta, hess_base, keep_predictive, prev_value)
 
+    def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
+                         theta: np.ndarray, hess_base: np.ndarray,
+                         marginal: Marginal | None = None) -> NewtonRun:
+        """The hypothetical refits of ``data`` with one more answer each (``w_new[c]``, the
+        pair's squared meta-feature differences, answered ``f_new[c]``), all warm from
+        ``theta`` with the base Hessian ``hess_base``, as one stack with this engine's
+        settings (:func:`~elicit.model.batch.candidate_run`), for the caller to advance
+        (:meth:`~elicit.model.newton.NewtonRun.advance`).
+
+        Every row takes the iterations its refit alone would take (its own step, line
+        search and Hessian), so a converged row is the refit :meth:`finish` makes of that
+        data, at stacked numpy's rounding: on small problems one stack of a hundred refits
+        costs a few single ones. :meth:`remember_candidate` lets :meth:`fit` return a row's
+        refit at once.
+        """
+        return candidate_run(data, theta, hess_base, w_new, f_new, self.newton_settings(data),
+                             marginal)
+
+    def remember_candidate(self, data: ModelData, run: NewtonRun, row: int,
+                           theta: np.ndarray, hess_base: np.ndarray) -> None:
+        """Remember row ``row`` of a converged :meth:`refit_candidates` stack (``data`` is
+        that row's data: the stack's data with the row's answer appended) as the refit of
+        ``data`` from ``theta`` with ``hess_base``, as :meth:`finish` remembers a run."""
+        if run.status[row] != CONVERGED:
+            raise ValueError(f"row {row} of the stack did not converge")
+        t = run.theta[row]
+        args = (float(run.value[row]), data, True, int(run.iters[row]), "Newton (warm start)")
+        res = self._result(t, *args, warm_hessian=run.hess_base[row])
+        final = self._result(t + run.final[row], *args, warm_hessian=run.hess_base[row])
+        self._memo.put(self._memo_key(data, theta, hess_base),
+                       (res, final, float(run.start_value[row])),
+                       pin=(data.X, data.y, data.U))
+
     def finish(self, run: WarmRefit) -> MAPResult:
         """The result of a :class:`WarmRefit` advanced to its end (a failed run falls back to
         L-BFGS-B from the run's start): a hypothetical refit of a query round, at the last
@@ -196,7 +231,8 @@ class NumpyEngine(Engine):
                                      f"density over the warm refit")
 
     # -- memo of warm refits -------------------------------------------------------------
-    _memo_size = 8
+    #: a query round remembers the refits of its best candidates, both answers each
+    _memo_size = 32
 
     def clear_memo(self) -> None:
         """Forget the remembered warm refits (benchmarks time a refit from scratch so)."""

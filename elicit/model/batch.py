@@ -66,16 +66,16 @@ def uses_local_model(data: ModelData, override: bool | None = None) -> bool:
 
 
 class BatchDensity:
-    """Log density + gradient for a batch of thetas, each with one extra answer (w_c, f)."""
+    """Log density + gradient for a batch of thetas, each with one extra answer (w_c, f_c)."""
 
-    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int) -> None:
+    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray) -> None:
         self.data = data
         self.w_new = w_new            # (C, d)
-        self.f_new = f_new
+        #: each row's new answer (C,)
+        self.f_new = np.broadcast_to(np.asarray(f_new, dtype=float), (len(w_new),))
         self.learned = data.hyper.variant == "learned"
         self.U2 = data.U * data.U
         self.keep = coupling_matrix(data.kernel_mask)
-        self.f_new_arr = np.array([f_new])
         #: the relevance model's covariance (per-feature scales that depend on zeta), or None
         self.relevance: ScaledCovariance | None = (
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
@@ -136,8 +136,8 @@ class BatchDensity:
             v, g, _ = terms.feedback_terms(data.link, data.W_f, data.f, th, lay, hess=False)
             value += v
             grad += g
-        v, g, _ = terms.feedback_terms(data.link, self.w_new[idx][:, None, :], self.f_new_arr,
-                                       th, lay, hess=False)
+        v, g, _ = terms.feedback_terms(data.link, self.w_new[idx][:, None, :],
+                                       self.f_new[idx][:, None], th, lay, hess=False)
         value += v
         grad += g
         mean = y[None, :] - alpha
@@ -172,28 +172,32 @@ def _stacked_cholesky(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return L, pd
 
 
-def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: int, theta: np.ndarray,
-                    hess: bool):
-    """The feedback terms of each row c of ``theta``: the answers so far and ``w_new[c]``."""
+def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
+                    theta: np.ndarray, hess: bool):
+    """The feedback terms of each row c of ``theta``: the answers so far and ``w_new[c]``
+    answered ``f_new[c]``."""
     C, d = len(theta), data.d
     Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
                            w_new[:, None, :]], axis=1)                 # (C, N_f + 1, d)
-    fall = np.append(data.f, f_new).astype(float)
+    fall = np.concatenate([np.broadcast_to(data.f.astype(float), (C, len(data.f))),
+                           np.asarray(f_new, dtype=float).reshape(C, 1)], axis=1)
     return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess)
 
 
 class CandidateRefits:
     """The refits of candidate answers as a stack (:class:`~elicit.model.newton.NewtonProblem`):
-    row c is ``data`` with one more answer, ``w_new[c]`` answered ``f_new``."""
+    row c is ``data`` with one more answer, ``w_new[c]`` answered ``f_new[c]`` (or ``f_new``
+    for every row)."""
 
     single = False
 
-    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int, lb: np.ndarray) -> None:
-        self.data, self.w_new, self.f_new, self.lb = data, w_new, f_new, lb
+    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray,
+                 lb: np.ndarray) -> None:
         self.density = BatchDensity(data, w_new, f_new)
+        self.data, self.w_new, self.f_new, self.lb = data, w_new, self.density.f_new, lb
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        return _feedback_terms(self.data, self.w_new[rows], self.f_new, theta, hess)
+        return _feedback_terms(self.data, self.w_new[rows], self.f_new[rows], theta, hess)
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         value, grad, predictive = self.density.at(theta, rows)
@@ -235,36 +239,28 @@ def model_step_screen(data: ModelData, theta0: np.ndarray, g0: np.ndarray,
     return s
 
 
-def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
-                  lb: np.ndarray, w_new: np.ndarray, f_new: int, max_iter: int = 8,
-                  tol: float = 1e-7, marginal: Marginal | None = None,
-                  local_model: bool | None = None,
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``.
+def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
+                  w_new: np.ndarray, f_new: int | np.ndarray, settings: NewtonSettings,
+                  marginal: Marginal | None = None) -> NewtonRun:
+    """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``),
+    all from ``theta0`` with the base Hessian ``hess_base``, as one stack
+    (:class:`~elicit.model.newton.NewtonRun` with ``settings``) at its start.
 
-    Like the numpy engine's warm refit (the same :class:`~elicit.model.newton.NewtonRun`,
-    with :data:`CANDIDATE_REFIT`'s settings), each iteration maximises a local model (the
-    base part quadratic with the frozen ``hess_base``, the feedback terms exact), so that the
-    batch converges to the optimum the engine's refit finds, in one or two evaluations.
-
-    Returns the final thetas (C, k), the Gaussian predictive mean and variance at the
-    training inputs (C, n) for each, and which candidates converged (C,). Candidates that have
-    not converged after ``max_iter`` iterations, or whose line search failed, keep their last
-    iterate (this is a screen; the best candidates are refitted exactly afterwards).
-
-    At the start all candidates share the kernel part: it is evaluated once (from
-    ``marginal``, the marginal at ``theta0``, when given) and only the new answer's term
-    differs. ``local_model`` as for the numpy engine (None: by :func:`uses_local_model`).
+    At the start all rows share the kernel part: it is evaluated once (from ``marginal``,
+    the marginal at ``theta0``, when given) and only each row's new answer term differs.
+    The run's ``extras`` hold each row's Gaussian predictive at the training inputs, mean and
+    variance (C, n), at its last accepted point (the start's for a row that never moved).
     """
     C = len(w_new)
+    lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
     gamma0, xi0, _ = split_theta(theta0, data)
     mg = marginal if marginal is not None else Marginal.at(theta0, data)
     v0, g0 = log_density(theta0, data, mg)
-    # the start is shared: only each candidate's new answer term differs
+    problem = CandidateRefits(data, w_new, f_new, lb)
     zn = xi0 - w_new @ gamma0
-    value = v0 + data.link.log_lik(zn, f_new)
-    rn = data.link.score(zn, f_new)
+    value = v0 + data.link.log_lik(zn, problem.f_new)
+    rn = data.link.score(zn, problem.f_new)
     lay = data.layout
     grad = np.repeat(g0[None, :], C, axis=0)
     grad[:, lay["gamma"]] -= rn[:, None] * w_new
@@ -272,12 +268,29 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     m0, var0 = mg.predictive()
     mean = np.repeat(m0[None, :], C, axis=0)
     var = np.repeat(var0[None, :], C, axis=0)
+    return NewtonRun(problem, theta, value, grad, hess_base, settings, extras=(mean, var))
+
+
+def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
+                  lb: np.ndarray, w_new: np.ndarray, f_new: int, max_iter: int = 8,
+                  tol: float = 1e-7, marginal: Marginal | None = None,
+                  local_model: bool | None = None,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``, a screen
+    (:data:`CANDIDATE_REFIT`'s settings, with ``tol`` and ``max_iter``; :func:`candidate_run`).
+
+    Like the numpy engine's warm refit, each iteration solves the local model where the
+    engine would (``local_model``, None: by :func:`uses_local_model`), so that the batch
+    heads for the optimum the engine's refit finds. Returns the final thetas (C, k), the
+    Gaussian predictive mean and variance at the training inputs (C, n) for each, and which
+    candidates converged (C,). Candidates that have not converged after ``max_iter``
+    iterations, or whose line search failed, keep their last iterate (this is a screen; the
+    best candidates are refitted exactly afterwards). ``lb`` must be the data's lower bounds.
+    """
     settings = replace(CANDIDATE_REFIT, tol=tol, max_iter=max_iter,
                        local_model=uses_local_model(data, local_model))
-    run = NewtonRun(CandidateRefits(data, w_new, f_new, lb), theta, value, grad, hess_base,
-                    settings, extras=(mean, var))
-    while len(run.running()):
-        run.step()
+    run = candidate_run(data, theta0, hess_base, w_new, f_new, settings, marginal)
+    run.advance()
     # given at the start (extras=...), so never None
     mean, var = cast(tuple[np.ndarray, ...], run.extras)
     return run.theta, mean, var, run.status == CONVERGED

@@ -51,7 +51,7 @@ from elicit.model.density import (
 from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
 
-RUNNING, CONVERGED, FAILED = "running", "converged", "failed"
+RUNNING, CONVERGED, FAILED, HELD = "running", "converged", "failed", "held"
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,9 @@ class NewtonSettings:
     refresh_at
         Recompute the base Hessian once, at the current iterate: before this iteration, or
         earlier when a line search fails. ``None``: never (a failed line search ends the row).
+        With the secant corrections a refit that goes far still converges; refreshing at
+        iteration 8 instead of 16 made the synthetic query rounds 15% slower (a Hessian for
+        each refit still running there) and changed no MAP.
     stall_tol
         A failed line search with a decrement below this is convergence up to rounding.
     model_tol
@@ -100,7 +103,7 @@ class NewtonSettings:
     ridge: float | None = None
     final_step: bool = True
     line_search_trials: int = 14
-    refresh_at: int | None = 8
+    refresh_at: int | None = 16
     stall_tol: float | None = 1e-8
     model_tol: float = 1e-3
     model_max_iter: int = 50
@@ -172,16 +175,14 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
     g = np.where(free, g, 0.0)
     if ridge is None:
-        try:
-            np.linalg.cholesky(A)
-        except np.linalg.LinAlgError:
-            # some row's free block is not positive definite: that row is damped alone
-            step = np.zeros_like(theta)
-            for c in range(len(theta)):
-                fc = free[c]
-                step[c, fc] = damped_solve(A[c][np.ix_(fc, fc)], g[c, fc])
-        else:
-            step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+        pd = _positive_definite(A)
+        step = np.zeros_like(theta)
+        if pd.any():
+            step[pd] = np.linalg.solve(A[pd], g[pd][:, :, None])[:, :, 0]
+        for c in np.flatnonzero(~pd):
+            # this row's free block is not positive definite: damped alone
+            fc = free[c]
+            step[c, fc] = damped_solve(A[c][np.ix_(fc, fc)], g[c, fc])
         return step, np.einsum("ci,ci->c", g, step)
     # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
     scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
@@ -193,6 +194,23 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     step[bad] = g[bad] / scale[bad, None]
     dec[bad] = np.einsum("ci,ci->c", g[bad], step[bad])
     return step, dec
+
+
+def _positive_definite(A: np.ndarray) -> np.ndarray:
+    """Which matrices of the stack A (C, k, k) have a Cholesky factor: all at once when all
+    do (the common case), else one by one."""
+    try:
+        np.linalg.cholesky(A)
+        return np.ones(len(A), bool)
+    except np.linalg.LinAlgError:
+        pass
+    out = np.ones(len(A), bool)
+    for c in range(len(A)):
+        try:
+            np.linalg.cholesky(A[c])
+        except np.linalg.LinAlgError:
+            out[c] = False
+    return out
 
 
 def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarray,
@@ -278,10 +296,12 @@ class NewtonRun:
     extras
         Per-row extras at the start (see :meth:`NewtonProblem.evaluate`), or None.
 
-    ``status`` holds each row's ``"running"``, ``"converged"`` or ``"failed"``; ``moved``
+    ``status`` holds each row's ``"running"``, ``"converged"``, ``"failed"`` or ``"held"``
+    (:meth:`hold`); ``moved``
     whether a step of the row has been accepted; ``extras`` the extras of each row's last
     accepted point; ``final`` the last step of each converged row (its Newton step where it
-    converged: zero until then), taken only with ``settings.final_step``.
+    converged: zero until then), taken only with ``settings.final_step``; ``start_value``
+    each row's log density at the start and ``iters`` its iterations.
 
     Every row follows the same iterations whatever else is in the stack (its own step, line
     search, Hessian and status), so a stack of C refits ends where C runs of one would.
@@ -299,12 +319,26 @@ class NewtonRun:
         self.status = np.full(C, RUNNING, dtype=object)
         self.moved = np.zeros(C, bool)
         self.final = np.zeros_like(theta)
+        #: each row's log density at the start, and its iterations
+        self.start_value = value.copy()
+        self.iters = np.zeros(C, int)
         self.it = 0
         self.refreshed = np.zeros(C, bool)
         self._next: tuple | None = None
 
     def running(self) -> np.ndarray:
         return np.flatnonzero(self.status == RUNNING)
+
+    def advance(self, until: int | None = None) -> None:
+        """Step while rows are running, up to iteration ``until`` (default: to the end)."""
+        while len(self.running()) and (until is None or self.it < until):
+            self.step()
+
+    def hold(self, rows: np.ndarray) -> None:
+        """Stop the running ones of ``rows`` where they are (status ``"held"``): the caller
+        needs only the others to go on."""
+        rows = np.asarray(rows, dtype=int)
+        self.status[rows[self.status[rows] == RUNNING]] = HELD
 
     def direction(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(rows, projected Newton steps, decrements, feedback gradients) of the running rows
@@ -353,6 +387,7 @@ class NewtonRun:
         rows, step, dec, fg = self.direction()
         self._next = None
         self.it += 1
+        self.iters[rows] += 1
         done = dec < st.tol
         if done.any():
             conv = rows[done]

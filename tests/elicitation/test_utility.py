@@ -188,7 +188,9 @@ def test_refine_covering_all_candidates_equals_exact(variant):
     exact = UtilityScorer(data, fit, engine).score(pairs, "exact")
     fast = UtilityScorer(data, fit, engine).score(pairs, "fast", refine=len(pairs) + 3)
     assert fast.exact.all()
-    assert np.array_equal(fast.utility, exact.utility)
+    # the same refits: on this small problem the fast mode's come from the engine's stacked
+    # refits (numpy's stacked arithmetic: the last digits differ), the exact mode's one by one
+    np.testing.assert_allclose(fast.utility, exact.utility, rtol=1e-8)
     assert fast.best == exact.best
     assert np.array_equal(fast.p_similar, exact.p_similar)
 
