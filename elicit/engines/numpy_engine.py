@@ -124,7 +124,7 @@ class NumpyEngine(Engine):
             key = self._memo_key(data, theta0, H)
             if self._memo.get(key) is None:
                 self.finish(self.newton_run(data, theta0, H, prev_value=prev))
-            _, res, start_value = self._memo.get(key)
+            _, res, start_value = cast(tuple, self._memo.get(key))
             # Only a fit the caller makes is checked for another mode, not the hypothetical
             # refits of a query round (finish): those are many, and a check of each cost
             # more than the rest of the round (docs/benchmarks.md, "Refit modes").
@@ -144,13 +144,12 @@ class NumpyEngine(Engine):
                               secant=self.secant)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
-                   keep_predictive: bool = False, prev_value: float | None = None,
-                   ) -> WarmRefit:
+                   prev_value: float | None = None) -> WarmRefit:
         """A warm Newton refit from ``theta`` that the caller advances step by step
         (:class:`WarmRefit`); :meth:`fit` runs one to the end. ``prev_value``: the log
         density of the previous fit at ``theta`` (default: the data's last answer is the new
         one)."""
-        return WarmRefit(self, data, theta, hess_base, keep_predictive, prev_value)
+        return WarmRefit(self, data, theta, hess_base, prev_value)
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
@@ -305,16 +304,13 @@ class WarmRefit:
     round computed it (:class:`~elicit.model.density.MarginalCache`).
 
     ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
-    to L-BFGS-B). With ``keep_predictive``, ``predictive`` holds the Gaussian predictive at
-    the training inputs of the last accepted iterate (the query round's near-exact screen).
-    ``start_value`` is the log density at the start, ``new_loglik`` the log likelihood there
-    of the answers new since the previous fit (``prev_value``: that fit's log density; see
-    :func:`~elicit.model.newton.new_answers_loglik`).
+    to L-BFGS-B). ``start_value`` is the log density at the start, ``new_loglik`` the log
+    likelihood there of the answers new since the previous fit (``prev_value``: that fit's
+    log density; see :func:`~elicit.model.newton.new_answers_loglik`).
     """
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
-                 hess_base: np.ndarray, keep_predictive: bool = False,
-                 prev_value: float | None = None) -> None:
+                 hess_base: np.ndarray, prev_value: float | None = None) -> None:
         self.engine, self.data = engine, data
         self.lb = lower_bounds(data)
         self.theta_start = theta
@@ -324,7 +320,7 @@ class WarmRefit:
         self.new_loglik = new_answers_loglik(data, theta, value, prev_value)
         settings = engine.newton_settings(data)
         self.local_model = settings.local_model
-        self._run = NewtonRun(OneRefit(data, keep_predictive), theta[None, :].copy(),
+        self._run = NewtonRun(OneRefit(data), theta[None, :].copy(),
                               np.array([value]), g[None, :], hess_base, settings)
 
     @property
@@ -350,14 +346,6 @@ class WarmRefit:
     @property
     def hess_base(self) -> np.ndarray:
         return self._run.hess_base[0]
-
-    @property
-    def predictive(self) -> tuple[np.ndarray, np.ndarray] | None:
-        run = self._run
-        if not run.moved[0] or run.extras is None:
-            return None
-        # copies: the run overwrites its extras in place at the next accepted step
-        return run.extras[0][0].copy(), run.extras[1][0].copy()
 
     def decrement(self) -> float:
         """Newton decrement at the current iterate (the convergence measure)."""

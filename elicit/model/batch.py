@@ -25,7 +25,6 @@ from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
 from elicit.model.density import (
     Marginal,
-    feedback_terms,
     hessian_base,
     log_density,
     split_theta,
@@ -35,8 +34,6 @@ from elicit.model.newton import (
     CONVERGED,
     NewtonRun,
     NewtonSettings,
-    projected_step,
-    solve_local_model,
 )
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
@@ -214,29 +211,6 @@ class CandidateRefits:
 CANDIDATE_REFIT = NewtonSettings(tol=1e-7, max_iter=8, ridge=1e-9, final_step=False,
                                  line_search_trials=12, refresh_at=None, stall_tol=None,
                                  model_max_iter=30, model_trials=30)
-
-
-def model_step_screen(data: ModelData, theta0: np.ndarray, g0: np.ndarray,
-                      hess_base: np.ndarray, lb: np.ndarray, w_new: np.ndarray, f_new: int,
-                      tol: float = 1e-10) -> np.ndarray:
-    """The first step of each candidate's warm refit, without any kernel work: the maximiser
-    of the local model at ``theta0`` (gradient ``g0`` of the log density without the new
-    answer, base Hessian ``hess_base``) with the new answer added; shape (C, k)."""
-    C = len(w_new)
-    problem = CandidateRefits(data, w_new, f_new, lb)
-    rows = np.arange(C)
-    theta = np.repeat(theta0[None, :], C, axis=0)
-    _, fg, fH = problem.feedback(rows, theta, True)
-    fg_old = feedback_terms(theta0, data, False)[1]       # the answers so far
-    g = g0[None, :] + (fg - fg_old[None, :])              # plus the new answer's gradient
-    g_base = g - fg
-    ridge = CANDIDATE_REFIT.ridge
-    step, dec = projected_step(hess_base[None] + fH, g, theta, lb, ridge)
-    s = solve_local_model(problem, rows, theta, g_base, hess_base, step, dec, tol,
-                          CANDIDATE_REFIT)
-    done = ~(dec >= tol)
-    s[done] = np.maximum(theta[done] + step[done], lb) - theta[done]
-    return s
 
 
 def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,

@@ -457,17 +457,16 @@ class NewtonRun:
 class OneRefit:
     """A warm refit of one :class:`ModelData` as a stack of one (:class:`NewtonProblem`).
 
-    The log density comes from :func:`~elicit.model.density.log_density`; with
-    ``keep_predictive`` the extras of a point are the Gaussian predictive at the training
-    inputs (:meth:`Marginal.predictive`).
+    The log density comes from :func:`~elicit.model.density.log_density` (the marginal of
+    each point evaluated stays in the cache of recent marginals, where the predictive at the
+    refit's end is read).
     """
 
     single = True
 
-    def __init__(self, data: ModelData, keep_predictive: bool = False) -> None:
+    def __init__(self, data: ModelData) -> None:
         self.data = data
         self.lb = data.layout.lower_bounds()
-        self.keep_predictive = keep_predictive
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
         v, g, H = feedback_terms(theta[0], self.data, hess)
@@ -481,11 +480,7 @@ class OneRefit:
             # S numerically indefinite (an extreme tau2 or gamma): no density there
             return np.array([-np.inf]), np.zeros_like(theta), None
         v, g = log_density(theta[0], data, mg)
-        extras = None
-        if self.keep_predictive:
-            mean, var = mg.predictive()
-            extras = (mean[None], var[None])
-        return np.array([v]), g[None], extras
+        return np.array([v]), g[None], None
 
     def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
         return hessian_base(theta, self.data)

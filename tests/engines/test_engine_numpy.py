@@ -242,31 +242,6 @@ def test_local_model_by_problem_size():
                              np.eye(small.d + 2)).local_model is False
 
 
-@pytest.mark.parametrize("f_new", [0, 1])
-def test_batched_model_step_is_the_engines_first_step(variant, f_new):
-    """The fast utility's model-step estimates solve the same local model as the first
-    iteration of the engine's warm refit, for many candidates at once."""
-    from elicit.model.batch import model_step_screen
-    from elicit.model.kernel import pair_weights
-
-    data0 = make_small_data(variant, n_feedback=4)
-    # the test problem is small enough for plain Newton steps by default: ask for the model
-    engine = NumpyEngine(variant, local_model=True)
-    fit0 = engine.fit(data0)
-    H = _base_hessian(fit0, data0)
-    theta0, lb = _theta(fit0, data0), lower_bounds(data0)
-    pairs = np.array([[0, 7], [2, 9], [1, 4], [3, 8]])
-    steps = model_step_screen(data0, theta0, log_density(theta0, data0)[1], H, lb,
-                              pair_weights(data0.U, pairs), f_new)
-    for pair, step in zip(pairs, steps):
-        run = engine.newton_run(_add_answers(data0, pair, f_new), theta0, H)
-        run.step()
-        assert run.status == "running"
-        np.testing.assert_allclose(run.theta, np.maximum(theta0 + step, lb), rtol=1e-6,
-                                   atol=1e-9)
-        assert np.max(np.abs(run.theta - theta0)) > 1e-4     # a real move
-
-
 # -- bounds --------------------------------------------------------------------------------
 
 
