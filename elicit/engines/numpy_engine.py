@@ -4,7 +4,6 @@ bounds (cold fits by L-BFGS-B, warm refits by the projected Newton of
 
 from __future__ import annotations
 
-import zlib
 from collections import Counter
 from dataclasses import replace
 from typing import cast
@@ -14,7 +13,7 @@ from scipy.optimize import minimize
 
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
-from elicit.internal.cache import LRUCache, arrays_key
+from elicit.internal.cache import LRUCache, arrays_key, checksum
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import candidate_run, uses_local_model
 from elicit.model.density import (
@@ -243,7 +242,7 @@ class NumpyEngine(Engine):
         return (arrays_key(data.X, data.y, data.U), data.hyper,
                 b"" if mask is None else np.packbits(mask).tobytes(),
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                zlib.crc32(H.data), self.gtol, self.max_newton, self.local_model,
+                checksum(H), self.gtol, self.max_newton, self.local_model,
                 # relevance is an array after ModelData.__post_init__
                 cast(np.ndarray, data.relevance).tobytes() if data.model.relevance else b"",
                 self.cold_start)

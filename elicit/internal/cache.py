@@ -2,8 +2,8 @@
 
 The numpy engine remembers its last warm refits and the query round the y-likelihood at the
 current MAP; both key an entry by the *identity* of the data arrays (hashing megabytes of X
-at every lookup would cost more than some of the results) plus a CRC32 checksum of their
-bytes (:func:`arrays_key`), so that an array modified in place never serves a stale result.
+at every lookup would cost more than some of the results) plus a checksum of their bytes
+(:func:`arrays_key`), so that an array modified in place never serves a stale result.
 An entry keeps its arrays alive (``pin``): while it exists, no other array can take over
 their ids.
 """
@@ -20,9 +20,32 @@ import numpy as np
 
 
 def arrays_key(*arrays: np.ndarray) -> tuple[int, ...]:
-    """The ids of ``arrays`` followed by a CRC32 checksum of each one's bytes."""
-    return (*(id(a) for a in arrays),
-            *(zlib.crc32(np.ascontiguousarray(a).data) for a in arrays))
+    """The ids of ``arrays`` followed by a checksum of each one's bytes
+    (:func:`checksum`)."""
+    return (*(id(a) for a in arrays), *(checksum(a) for a in arrays))
+
+
+#: the random odd weights of :func:`checksum` (fixed: a key means the same in every process)
+_WEIGHTS = np.random.default_rng(20261127).integers(1, 2**63, size=1 << 16,
+                                                     dtype=np.uint64) | np.uint64(1)
+
+
+def checksum(a: np.ndarray) -> int:
+    """A checksum of the bytes of ``a``: the sum, modulo 2^64, of its 8-byte words times fixed
+    random odd weights (repeated along the array), and its length. Any change of one word
+    changes it, and so does any exchange of two words that differ (their weights differ unless
+    the words are 65,536 apart); it reads the array once, four times faster than CRC32 (a
+    query round computes a few dozen of these)."""
+    b = np.ascontiguousarray(a).view(np.uint8).ravel()
+    n = len(b) // 8
+    words = b[:8 * n].view(np.uint64)
+    w = _WEIGHTS
+    total = 0
+    for i0 in range(0, n, len(w)):
+        chunk = words[i0:i0 + len(w)]
+        total += int(np.dot(chunk, w[:len(chunk)]))
+    tail = zlib.crc32(b[8 * n:].tobytes())
+    return (total + tail * 0x9E3779B97F4A7C15 + len(b)) % (1 << 64)
 
 
 class LRUCache:

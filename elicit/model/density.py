@@ -169,7 +169,8 @@ class Marginal:
         """The marginal of ``data`` at (gamma, tau2[, zeta]); ``K`` the kernel at gamma if
         the caller has it. A model with zeta needs it (see also :meth:`at`, :meth:`of_fit`).
         A point computed lately is served from :data:`marginal_cache`."""
-        hit = marginal_cache.lookup(data, gamma, tau2, zeta)
+        key = marginal_cache.key(data, gamma, tau2, zeta)
+        hit = marginal_cache.lookup(data, gamma, tau2, zeta, key=key)
         if hit is not None and type(hit) is cls:
             return hit
         h = data.hyper
@@ -177,7 +178,7 @@ class Marginal:
                  coupled=data.kernel_mask, scales=data_scales(data, zeta))
         # scales only when zeta was given (data_scales raises otherwise)
         mg.zeta = None if mg.scales is None else float(cast(float, zeta))
-        marginal_cache.remember(data, mg)
+        marginal_cache.remember(data, mg, key=key)
         return mg
 
     @classmethod
@@ -191,9 +192,11 @@ class Marginal:
         """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`: its
         gamma, tau2, zeta and kernel K)."""
         zeta = getattr(fit, "zeta", None)
-        hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta)
-        if hit is not None and type(hit) is cls:
-            return hit    # before fit.K, which would build the kernel
+        if marginal_cache.entries_for(data) and "K" not in fit.__dict__:
+            # a cached marginal saves building the kernel that fit.K would build
+            hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta)
+            if hit is not None and type(hit) is cls:
+                return hit
         return cls.from_data(data, fit.gamma, fit.tau2, K=fit.K, zeta=zeta)
 
     @cached_property
@@ -521,7 +524,8 @@ class MarginalCache:
         self._cache = LRUCache(self.size)
 
     @staticmethod
-    def _key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None) -> tuple:
+    def key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None) -> tuple:
+        """The key of ``data``'s marginal at (gamma, tau2[, zeta])."""
         h = data.hyper
         mask = data.kernel_mask
         key: tuple = (arrays_key(data.X, data.y, data.U), float(h.a_sigma),
@@ -538,9 +542,10 @@ class MarginalCache:
         """How many marginals of ``data``'s size the cache keeps."""
         return min(self.size, int(self.max_bytes // marginal_bytes(data.n, data.p, data.d)))
 
-    def remember(self, data: ModelData, mg: Marginal) -> None:
+    def remember(self, data: ModelData, mg: Marginal, key: tuple | None = None) -> None:
         """Store ``mg``, a marginal of ``data`` (of its X, y, U and kernel mask, and with the
-        relevance model, of its classes' scales at ``mg.zeta``)."""
+        relevance model, of its classes' scales at ``mg.zeta``); ``key``: its :meth:`key`, if
+        the caller has it."""
         keep = self.entries_for(data)
         if keep == 0:
             return
@@ -558,15 +563,19 @@ class MarginalCache:
                 return  # a marginal of other scales
         elif mg.scales is not None:
             return
-        self._cache.put(self._key(data, mg.gamma, mg.tau2, mg.zeta), mg,
-                        pin=(data.X, data.y, data.U), limit=keep)
+        if key is None:
+            key = self.key(data, mg.gamma, mg.tau2, mg.zeta)
+        self._cache.put(key, mg, pin=(data.X, data.y, data.U), limit=keep)
 
     def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float,
-               zeta: float | None = None) -> Marginal | None:
-        """The marginal of ``data`` at (gamma, tau2[, zeta]) if it is stored, else None."""
+               zeta: float | None = None, key: tuple | None = None) -> Marginal | None:
+        """The marginal of ``data`` at (gamma, tau2[, zeta]) if it is stored, else None
+        (``key``: its :meth:`key`, if the caller has it)."""
         if self.entries_for(data) == 0:
             return None
-        return self._cache.get(self._key(data, gamma, tau2, zeta), refresh=True)
+        if key is None:
+            key = self.key(data, gamma, tau2, zeta)
+        return self._cache.get(key, refresh=True)
 
     def clear(self) -> None:
         self._cache.clear()

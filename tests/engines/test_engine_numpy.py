@@ -374,6 +374,43 @@ def test_cache_helper_drops_the_entry_stored_longest_ago():
     assert arrays_key(X) == k and arrays_key(X.copy()) != k   # identity...
     X[0] = 1.0
     assert arrays_key(X) != k                                # ...and content
+    # a refresh on lookup, when asked for, and a smaller limit when storing
+    cache.get("b", refresh=True)
+    cache.put("e", 5)
+    assert cache.get("d") is None and cache.get("b") == 20
+    cache.put("f", 6, limit=1)
+    assert len(cache) == 1 and cache.get("f") == 6
+
+
+def test_checksum_sees_every_change_of_content():
+    from elicit.internal.cache import checksum
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 337))
+    c = checksum(X)
+    assert checksum(X.copy()) == c
+    changes = []
+    Y = X.copy()
+    Y[3, 4] = np.nextafter(Y[3, 4], 10.0)                  # the last bit of one value
+    changes.append(Y)
+    Y = X.copy()
+    Y[[0, 1]] = Y[[1, 0]]                                   # two rows exchanged
+    changes.append(Y)
+    Y = X.copy()
+    Y[5, 6], Y[7, 8] = Y[7, 8], Y[5, 6]                     # two values exchanged
+    changes.append(Y)
+    changes.append(X[:, :-1].copy())                        # shorter
+    assert all(checksum(Y) != c for Y in changes)
+    # arrays whose size is not a multiple of 8 bytes: the tail counts too
+    b = np.zeros(13, np.uint8)
+    cb = checksum(b)
+    b[12] = 1
+    assert checksum(b) != cb
+    # beyond the 65,536 weights (a larger array wraps around them)
+    big = rng.standard_normal(70_000)
+    cbig = checksum(big)
+    big[69_999] += 1.0
+    assert checksum(big) != cbig
 
 
 # -- refits that do not depend on luck (ColdStartPolicy) -------------------------------------
