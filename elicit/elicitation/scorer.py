@@ -215,6 +215,8 @@ class UtilityScorer:
     #: iterations of every refit of the batched stage before only those of the candidates
     #: that may win go on (with an engine that refits candidates exactly, BatchRefits)
     stage_iterations: int = 7
+    #: the Newton decrement below which a refit of the batched stage waits to be finished
+    stage_tol: float = 1e-7
     #: how far (relative) below the best estimate a candidate of the batched stage may be
     #: and still have its refits finished
     certainty_margin: float = 0.3
@@ -418,14 +420,20 @@ class UtilityScorer:
                 u[top] = out if weight is None else weight[top] * out
                 return (run.status[:m] == CONVERGED) & (run.status[m:] == CONVERGED)
 
-            # Most refits converge in a few iterations; the few that go far (after a
-            # surprising answer) are finished only for the candidates that may win.
+            # Every refit goes a few iterations, to a screen's tolerance; those of the
+            # candidates that may win then go on to convergence (each row on the path it
+            # would have taken alone), the others stop there. Most refits converge in a few
+            # iterations; those that go far (after a surprising answer) cost many.
+            run.hold_below = self.stage_tol
             run.advance(self.stage_iterations)
             done = rescore()
             if not done.all():
                 cut = np.sort(u[top])[::-1][min(m, max(1, remember)) - 1]
                 go = np.flatnonzero(~done & (u[top] >= cut / (1.0 + self.certainty_margin)))
-                run.hold(np.setdiff1d(np.arange(2 * m), np.r_[go, m + go]))
+                rows = np.r_[go, m + go]
+                run.hold(np.setdiff1d(np.arange(2 * m), rows))
+                run.hold_below = None
+                run.resume(rows)
                 run.advance()
                 done = rescore()
             exact[top[done]] = True

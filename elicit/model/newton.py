@@ -319,6 +319,9 @@ class NewtonRun:
         self.status = np.full(C, RUNNING, dtype=object)
         self.moved = np.zeros(C, bool)
         self.final = np.zeros_like(theta)
+        #: rows whose decrement falls below this (but not below the tolerance) are held
+        #: instead of stepped (None: none): a screen's tolerance, the rest left for later
+        self.hold_below: float | None = None
         #: each row's log density at the start, and its iterations
         self.start_value = value.copy()
         self.iters = np.zeros(C, int)
@@ -339,6 +342,12 @@ class NewtonRun:
         needs only the others to go on."""
         rows = np.asarray(rows, dtype=int)
         self.status[rows[self.status[rows] == RUNNING]] = HELD
+
+    def resume(self, rows: np.ndarray) -> None:
+        """Let the held ones of ``rows`` go on: each takes the step it would have taken."""
+        rows = np.asarray(rows, dtype=int)
+        self.status[rows[self.status[rows] == HELD]] = RUNNING
+        self._next = None
 
     def direction(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(rows, projected Newton steps, decrements, feedback gradients) of the running rows
@@ -398,6 +407,10 @@ class NewtonRun:
                 self.theta[conv] += self.final[conv]
             self.status[conv] = CONVERGED
         keep = ~done
+        if self.hold_below is not None:
+            held = keep & (dec < self.hold_below)
+            self.status[rows[held]] = HELD
+            keep &= ~held
         rows, step, dec, fg = rows[keep], step[keep], dec[keep], fg[keep]
         if len(rows):
             theta = self.theta[rows]

@@ -501,7 +501,13 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray) ->
     w alone would take ``len(pairs) * d`` floats (1.6 GB at d = 100).
     """
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
-    if len(pairs) <= _PAIR_CHUNK:
+    p = len(U)
+    if len(pairs) > _PAIR_CHUNK and len(pairs) == p * (p - 1) // 2 and np.array_equal(
+            pairs, all_pairs(p)):
+        # every pair: sum_{i<j} (u_i - u_j)^2 = p sum_i u_i^2 - (sum_i u_i)^2, per column
+        Uc = U - U.mean(axis=0)                 # the same sum, without cancellation
+        m = float(p * np.sum(Uc * Uc, axis=0) @ gamma0) / len(pairs)
+    elif len(pairs) <= _PAIR_CHUNK:
         # one expression, as always, so that results stay bit for bit those of earlier versions
         m = float(np.mean(pair_weights(U, pairs) @ gamma0))
     else:

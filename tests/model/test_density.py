@@ -353,3 +353,23 @@ def test_unresolved_threshold_mean_error_names_functions_that_exist():
     for name in names:
         module, attr = name.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), attr)), name
+
+
+def test_threshold_mean_over_every_pair_is_the_sum_over_the_pairs():
+    """With every pair of many features as candidates the mean of gamma . w comes from a
+    closed form (p sum u^2 - (sum u)^2 per column), not from the millions of pairs; it is
+    the mean over the pairs, and a subset of pairs is still summed pair by pair."""
+    from elicit.model.kernel import pair_weights
+    from elicit.model.spec import _PAIR_CHUNK, auto_threshold_mean
+
+    rng = np.random.default_rng(3)
+    p = 400
+    assert p * (p - 1) // 2 > _PAIR_CHUNK
+    U = rng.poisson(0.3, size=(p, 12)).astype(float) + 100.0   # offset: cancellation
+    gamma = rng.uniform(0.1, 2.0, 12)
+    pairs = all_pairs(p)
+    direct = float(np.mean(pair_weights(U, pairs) @ gamma))
+    assert auto_threshold_mean(U, gamma, pairs) == pytest.approx(direct, rel=1e-12)
+    some = pairs[::3]
+    assert auto_threshold_mean(U, gamma, some) == pytest.approx(
+        float(np.mean(pair_weights(U, some) @ gamma)), rel=1e-12)
