@@ -360,7 +360,7 @@ def test_threshold_mean_over_every_pair_is_the_sum_over_the_pairs():
     closed form (p sum u^2 - (sum u)^2 per column), not from the millions of pairs; it is
     the mean over the pairs, and a subset of pairs is still summed pair by pair."""
     from elicit.model.kernel import pair_weights
-    from elicit.model.spec import _PAIR_CHUNK, auto_threshold_mean
+    from elicit.model.spec import _PAIR_CHUNK, all_pairs, auto_threshold_mean
 
     rng = np.random.default_rng(3)
     p = 400
