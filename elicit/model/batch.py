@@ -100,8 +100,15 @@ class BatchDensity:
             XT = X.transpose(0, 2, 1)
         else:
             XT = X.T
-        XK = X @ K                                                 # (C, n, p)
-        B = tau2[:, None, None] * (XK @ XT)
+        C, p = len(th), data.p
+        if rel is None:
+            # one matrix product for every row: K is symmetric, so (X K_c)' = K_c X'
+            XK = (K.reshape(C * p, p) @ XT).reshape(C, p, n).transpose(0, 2, 1)  # (C, n, p)
+            B = (XK.reshape(C * n, p) @ XT).reshape(C, n, n)
+        else:
+            XK = X @ K                                             # (C, n, p)
+            B = XK @ XT
+        B *= tau2[:, None, None]
         S = B + np.eye(n)
         L, pd = _stacked_cholesky(S)
         S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
@@ -114,9 +121,14 @@ class BatchDensity:
         value = (gammaln(a_star) - gammaln(h.a_sigma) - 0.5 * n * np.log(2 * np.pi * h.b_sigma)
                  - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma))
         G = 0.5 * (omega[:, None, None] * alpha[:, :, None] * alpha[:, None, :] - Sinv)
-        R = (XT @ G @ X) * K
+        if rel is None:
+            GX = (G.reshape(C * n, n) @ X).reshape(C, n, p)
+            R = XT @ GX
+        else:
+            R = XT @ G @ X
+        R *= K
         r = R.sum(axis=2)
-        RU = R @ U
+        RU = (R.reshape(C * p, p) @ U).reshape(C, p, -1)
         grad = np.zeros_like(th)
         grad[:, lay["gamma"]] = -tau2[:, None] * (r @ self.U2 - np.einsum("pl,cpl->cl", U, RU))
         if self.learned:

@@ -72,10 +72,14 @@ def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None = No
     """
     if U2 is None:
         U2 = U * U
-    sq = U2 @ gammas.T                                         # (p, C)
-    cross = (U[None, :, :] * gammas[:, None, :]) @ U.T
-    D = sq.T[:, :, None] + sq.T[:, None, :] - 2.0 * cross
-    K = np.exp(-0.5 * np.maximum(D, 0.0))
+    C, (p, d) = len(gammas), U.shape
+    sq = (U2 @ gammas.T).T                                     # (C, p)
+    # -D/2 = cross - sq_i/2 - sq_j/2, built in place: one product for every row
+    K = ((U[None, :, :] * gammas[:, None, :]).reshape(C * p, d) @ U.T).reshape(C, p, p)
+    K -= 0.5 * sq[:, :, None]
+    K -= 0.5 * sq[:, None, :]
+    np.minimum(K, 0.0, out=K)
+    np.exp(K, out=K)
     if keep is not None:
         K *= keep
     return K
