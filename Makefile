@@ -41,18 +41,15 @@ bench:
 	$(BIN)/elicit bench --size amazon --rounds 5
 	$(BIN)/elicit bench --size synthetic --rounds 5
 
-# The paper's settings: 100 rounds, 50 runs of the synthetic experiment and REAL_RUNS runs of
-# each of the seven pair-question sweeps (Amazon, Yelp, the kitchen corpus, Amazon and Yelp
-# with --paper, Amazon and Yelp with --recommended) and of Table 1; then MIXED_RUNS runs x
-# MIXED_ROUNDS answers of the three sweeps with relevance and pair questions
-# (--questions both; a mixed round costs several pair-only rounds). REAL_RUNS = 50 is the
-# paper's count; the defaults aim at 20 minutes of two idle cores for the whole (estimated
-# from timed runs: docs/realdata.md; REPORT.md gives the measured wall and CPU time). Sweeps
-# resume where they stopped, so larger runs later only add runs.
+# The paper's settings: 100 answers per run, 50 runs of every step: the synthetic experiment,
+# the seven pair-question sweeps (Amazon, Yelp, the kitchen corpus, Amazon and Yelp with
+# --paper, Amazon and Yelp with --recommended), the three sweeps with relevance and pair
+# questions (--questions both) and Table 1. REPORT.md gives the measured wall and CPU time
+# of every step. Sweeps resume where they stopped, so a rerun with more runs only adds runs.
 RUNS         ?= 50
-REAL_RUNS    ?= 12
-MIXED_RUNS   ?= 6
-MIXED_ROUNDS ?= 40
+REAL_RUNS    ?= $(RUNS)
+MIXED_RUNS   ?= $(RUNS)
+MIXED_ROUNDS ?= 100
 reproduce:
 	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs $(RUNS) --real-runs $(REAL_RUNS) --mixed-runs $(MIXED_RUNS) --mixed-rounds $(MIXED_ROUNDS) --jobs $(JOBS) --seed $(SEED) $(if $(CLUSTER),--cluster $(CLUSTER))
 

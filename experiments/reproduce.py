@@ -22,9 +22,7 @@ after an interruption continues where it stopped):
    (``--questions both``: feature questions beside pair questions, one utility, the relevance
    model; pair questions among the keywords not called irrelevant, the open pool, so the start
    uses no expert input) into ``OUT/<data set>-mixed``, with ``--mixed-runs`` runs x
-   ``--mixed-rounds`` answers (a sequential round scores every feature question and 400
-   pairs: it costs several times a pair-only round, so these sweeps are shorter than the
-   others; see :data:`MIXED_RUNS`);
+   ``--mixed-rounds`` answers (default the paper's 50 x 100, :data:`MIXED_RUNS`);
 7. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
    (:func:`elicit.paper.table1.run_table1`).
 
@@ -32,13 +30,14 @@ It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and 
 and the CPU time (this process and its workers): on a machine shared with other jobs the wall
 time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine. The
 report gives both for the whole call and each step's CPU time per run, to choose ``--runs``,
-``--real-runs`` and ``--mixed-runs``.
+``--real-runs`` and ``--mixed-runs``, and the commit that made it.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,15 +61,10 @@ KITCHEN = "kitchen"
 #: The sweeps with relevance and pair questions: folder -> data set.
 MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
 STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
-#: Runs and answers of the mixed sweeps. A mixed sequential round scores every feature
-#: question beside the pool of pairs (CPU per round: Amazon 0.58 s over 100 rounds, Yelp
-#: 0.54 s and kitchen 0.91 s over 30, against 0.05-0.1 s with pairs only), so these sweeps
-#: get fewer runs and rounds than the pair-only ones. One run x 30 answers of each step took
-#: 0.5, 0.3 and 0.5 CPU-minutes: 6 x 40, about 10 CPU-minutes for the three, keeps the whole
-#: reproduction at the default REAL_RUNS within 20 minutes of two idle cores (an estimate:
-#: docs/realdata.md; REPORT.md has the measured time).
-MIXED_RUNS = 6
-MIXED_ROUNDS = 40
+#: Runs and answers of the mixed sweeps: the paper's 50 runs x 100 answers, as every other
+#: step (a mixed round scores every feature question beside the pool of pairs).
+MIXED_RUNS = 50
+MIXED_ROUNDS = 100
 
 
 def cpu_seconds() -> float:
@@ -80,6 +74,24 @@ def cpu_seconds() -> float:
         ru = resource.getrusage(who)
         total += ru.ru_utime + ru.ru_stime
     return total
+
+
+def source_commit() -> str | None:
+    """The commit of this checkout (``abc1234``, ``abc1234+changes`` when the code differs
+    from it: elicit/, stan/, experiments/, pyproject.toml), or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short=10", "HEAD")
+        dirty = git("status", "--porcelain", "--", "elicit", "stan", "experiments",
+                    "pyproject.toml")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
 
 
 def run_step(step: str, args: argparse.Namespace) -> None:
@@ -190,7 +202,7 @@ def main() -> None:
     runs = {s: args.runs if s == "synthetic" else args.mixed_runs if s in MIXED_STEPS
             else args.real_runs for s in walls}
     write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
-                 step_runs=runs)
+                 step_runs=runs, commit=source_commit())
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))
     print(f"reproduce: wall time {wall / 60:.1f} min, CPU time {sum(cpus.values()) / 60:.1f} "
           f"min (CPU / {args.jobs} jobs = {sum(cpus.values()) / args.jobs / 60:.1f} min); "

@@ -175,8 +175,10 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
 
 
 def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[str, float] | None,
-            jobs: int | None, step_runs: Mapping[str, int] | None) -> list[str]:
-    lines = [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
+            jobs: int | None, step_runs: Mapping[str, int] | None,
+            commit: str | None = None) -> list[str]:
+    lines = [f"Made by commit `{commit}`.", ""] if commit else []
+    lines += [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
              + (" (" + ", ".join(f"{k} {v / 60:.1f} min" for k, v in step_s.items()) + ")"
                 if step_s else "") + ".", ""]
     if cpu_s:
@@ -202,7 +204,8 @@ def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[st
 def write_report(out: Path, wall_s: float | None = None,
                  step_s: Mapping[str, float] | None = None,
                  cpu_s: Mapping[str, float] | None = None, jobs: int | None = None,
-                 step_runs: Mapping[str, int] | None = None) -> Path:
+                 step_runs: Mapping[str, int] | None = None,
+                 commit: str | None = None) -> Path:
     """Write ``out/REPORT.md`` from the sweeps found under ``out``.
 
     Parameters
@@ -218,11 +221,14 @@ def write_report(out: Path, wall_s: float | None = None,
         processes: CPU / jobs estimates the wall time on an idle machine.
     step_runs
         Runs of each step: the report then gives the CPU time per run.
+    commit
+        The commit of the code that made the results (``abc1234``, ``+changes`` appended
+        when the checkout differed from it).
     """
     out = Path(out)
     lines = ["# elicit: reproduction report", ""]
     if wall_s is not None:
-        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs)
+        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit)
     sweeps = find_sweeps(out)
     lines += _synthetic_section(out)
     lines += _real_sections(sweeps)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -226,3 +227,29 @@ def test_reproduce_mixed_steps(tmp_path, monkeypatch):
     # the defaults: MIXED_RUNS x MIXED_ROUNDS
     args, _ = mod.parse_args(["--out", str(tmp_path)])
     assert (args.mixed_runs, args.mixed_rounds) == (mod.MIXED_RUNS, mod.MIXED_ROUNDS)
+
+
+def test_reproduce_runs_the_papers_50_runs_of_every_step_by_default(tmp_path):
+    mod = _reproduce()
+    args, steps = mod.parse_args(["--out", str(tmp_path)])
+    assert steps == list(mod.STEPS)
+    assert (args.runs, args.real_runs, args.mixed_runs) == (50, 50, 50)
+    assert (args.rounds, args.mixed_rounds) == (100, 100)
+    # and so does `make reproduce`: its variables default to the same
+    make = (Path(mod.__file__).parents[1] / "Makefile").read_text()
+    assert re.search(r"^RUNS\s*\?=\s*50$", make, re.M)
+    for var in ("REAL_RUNS", "MIXED_RUNS"):
+        assert re.search(rf"^{var}\s*\?=\s*\$\(RUNS\)$", make, re.M)
+    assert re.search(r"^MIXED_ROUNDS\s*\?=\s*100$", make, re.M)
+
+
+def test_the_report_names_the_commit_that_made_it(tmp_path):
+    from elicit.report import write_report
+
+    mod = _reproduce()
+    commit = mod.source_commit()
+    assert commit is not None and re.fullmatch(r"[0-9a-f]{10}(\+changes)?", commit)
+    text = write_report(tmp_path, wall_s=60.0, step_s={"synthetic": 60.0},
+                        cpu_s={"synthetic": 100.0}, jobs=2, step_runs={"synthetic": 50},
+                        commit=commit).read_text()
+    assert f"Made by commit `{commit}`." in text
