@@ -273,10 +273,28 @@ class NumpyEngine(Engine):
 
         z = theta0 / scale
         bounds = [(b / s, None) for b, s in zip(lb, scale)]
+        # L-BFGS-B to a loose tolerance, then Newton from the base Hessian there: its last
+        # iterations polish at a few evaluations what L-BFGS-B takes dozens for (synthetic
+        # problem: 61 -> 37 evaluations per cold fit; the same optima, within 1e-10 in log
+        # density, in 70 fits of the synthetic and Amazon problems). If Newton fails,
+        # L-BFGS-B goes on to its own tolerance.
+        res = minimize(negf, z, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": 5000, "ftol": 1e-12, "gtol": 1e-2, "maxcor": 20})
+        n_iter = int(res.nit)
+        z = res.x
+        theta = np.maximum(z * scale, lb)
+        run = self.newton_run(data, theta, hessian_base(theta, data))
+        while run.status == "running":
+            run.step()
+        if run.status == "converged":
+            # after the last Newton step, evaluated: the reported log density is the point's
+            out = run.result(final=True)
+            out = replace(out, log_density=float(log_density(theta_of(out, data), data)[0]))
+            return replace(out, n_iter=n_iter + run.it,
+                           message=f"L-BFGS-B ({res.message}), then Newton", warm_hessian=None)
         # L-BFGS-B can stop on "relative reduction of f" far from a maximum (a flat stretch
         # of a multimodal posterior); convergence is judged by the projected gradient alone,
         # restarting from where it stopped while that is large.
-        n_iter = 0
         for _restart in range(5):
             res = minimize(negf, z, jac=True, method="L-BFGS-B", bounds=bounds,
                            options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-9,
