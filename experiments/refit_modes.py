@@ -164,6 +164,11 @@ def summarize(results: list[dict]) -> dict:
                          "engine_warm_refits": sum(r["engine"].get("warm", 0) for r in rs),
                          "engine_cold_tried": sum(r["engine"].get("tried", 0) for r in rs),
                          "engine_cold_kept": sum(r["engine"].get("kept", 0) for r in rs),
+                         # the CPU of those cold fits, per round and as a share of the rounds'
+                         "cold_cpu_per_round_ms": sum(r["engine"].get("cpu_ms", 0)
+                                                      for r in rs) / max(rounds, 1),
+                         "cold_cpu_share": sum(r["engine"].get("cpu_ms", 0) for r in rs)
+                         / max(1e3 * sum(r["cpu"] for r in rs), 1e-9),
                          # the mean MSE over runs after the last round, per strategy
                          "last_mse": {st: float(np.mean([r["mse"][st][-1] for r in rs]))
                                       for st in rs[0]["mse"]}}

@@ -4,6 +4,7 @@ bounds (cold fits by L-BFGS-B, warm refits by the projected Newton of
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import replace
 from typing import cast
@@ -80,8 +81,8 @@ class NumpyEngine(Engine):
     Attributes
     ----------
     cold_starts
-        Counts of the warm refits finished (``"warm"``), checked by a cold fit
-        (``"tried"``) and replaced by it (``"kept"``).
+        Counts of the refits checked (``"warm"``), checked by a cold fit (``"tried"``) and
+        replaced by it (``"kept"``), and the CPU time of those cold fits (``"cpu_ms"``).
     """
 
     name = "numpy"
@@ -219,7 +220,9 @@ class NumpyEngine(Engine):
         if why is None:
             return res
         self.cold_starts["tried"] += 1
+        t0 = time.process_time()
         cold = self._lbfgs(np.maximum(theta_of(data.initial_params(), data), lb), data, lb)
+        self.cold_starts["cpu_ms"] += round(1e3 * (time.process_time() - t0))
         if not cold.log_density > res.log_density + 1e-9 * max(1.0, abs(res.log_density)):
             return replace(res, message=f"{res.message}; {why}: a cold start ended at "
                                         f"{cold.log_density - res.log_density:+.3g}, not kept")
