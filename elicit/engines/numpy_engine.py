@@ -53,8 +53,8 @@ class NumpyEngine(Engine):
     evaluations of the log density. If
     Newton stalls it falls back to L-BFGS-B, as prophet falls back to Newton when L-BFGS
     fails. A warm refit that may have ended in the wrong one of several local maxima (a
-    gamma on its bound after an unlikely answer, or lower than it started) is repeated from
-    the start of a cold fit and the higher density kept (``cold_start``,
+    gamma moved onto its bound, or lower than it started) is repeated from the start of a
+    cold fit and the higher density kept (``cold_start``,
     :class:`~elicit.model.newton.ColdStartPolicy`). The last few warm refits are remembered
     (:meth:`finish`): the refit after the expert's answer is usually one the query round has
     already made.
