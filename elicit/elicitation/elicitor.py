@@ -170,7 +170,7 @@ class Elicitor:
     def unasked(self) -> np.ndarray:
         """The questions that may still be asked, as rows: not asked yet, and no pair with a
         feature called irrelevant. With pair questions only, the unasked candidate pairs."""
-        return self.question_rows[self._open()]
+        return self.question_rows[self.open_mask()]
 
     def is_asked(self, i: int, j: int | None) -> bool:
         """Whether the question ``(i, j)`` (a pair, or ``(k, None)`` a feature) was asked."""
@@ -191,9 +191,10 @@ class Elicitor:
                               "questions='relevance' or 'both')")
         raise ElicitError(f"feature index out of range 0..{len(self.features) - 1}: {i}")
 
-    def _open(self) -> np.ndarray:
-        """Which questions may still be asked: unasked, and no pair with a feature the
-        expert called irrelevant."""
+    def open_mask(self) -> np.ndarray:
+        """Which questions may still be asked, as a mask over :attr:`question_rows`:
+        unasked, and no pair with a feature the expert called irrelevant (:meth:`unasked`
+        are its rows)."""
         ok = ~self._asked
         if self._relevance:
             # an array after ModelData.__post_init__
@@ -378,7 +379,7 @@ class Elicitor:
     def _allowed(self, exclude: Iterable[tuple] | None = None) -> np.ndarray:
         """Indices of the questions that may be asked: open (:meth:`unasked`) and not in
         ``exclude``."""
-        ok = self._open()
+        ok = self.open_mask()
         if exclude is not None:
             for q in exclude:
                 ok[self._question_index(*q)] = False
@@ -460,7 +461,7 @@ class Elicitor:
 
     def _allowed_for(self, strategy: str, exclude) -> np.ndarray:
         needs_ranking = get_strategy(strategy).needs_ranking   # an unknown name fails first
-        if not self._open().any():
+        if not self.open_mask().any():
             raise ElicitError(f"every candidate {self._noun} has been asked")
         allowed = self._allowed(exclude)
         if needs_ranking and self._ranking is None and self.n_answers:
