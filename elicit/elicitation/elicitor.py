@@ -234,19 +234,21 @@ class Elicitor:
         self._asked[k] = True
         a, b = (int(v) for v in self.question_rows[k])
         self.history.append((a, None if kind == "feature" else b, ans))
+        if ans.f is None and ans.relevance is None:
+            return self.fit
         if ans.f is not None:
             self.data = self.data.with_feedback(np.vstack([self.data.pairs, [a, b]]),
                                                 np.append(self.data.f, ans.f))
-            self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
-            self._hessian = None
-        elif ans.relevance is not None:
+        else:
             classes = np.array(self.data.relevance)
             classes[a] = ans.relevance
             self.data = self.data.with_relevance(classes)
-            # The base Hessian belongs to the old classes' y-likelihood: the engine makes a
-            # new one (as the utility's refits of this answer did).
-            self.fit = self.engine.fit(self.data, init=_without_hessian(self.fit))
-            self._hessian = None
+        # Warm from the MAP and the round's base Hessian there, as the utility's refits of
+        # this answer started (after a feature answer that Hessian is the old classes': a
+        # start, not the optimum's; FeatureScorer.start_hessian), so that the engine can
+        # return the refit the round made.
+        self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
+        self._hessian = None
         return self.fit
 
     @single_blas_thread

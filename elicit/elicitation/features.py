@@ -23,7 +23,8 @@ Bayes factor of the data,
 (:meth:`~elicit.model.density.Marginal.scale_change`), which gives both answers' predictives
 and the log marginal changes (hence ``p_k``). **The exact gain** (:meth:`FeatureScorer.exact`)
 refits the MAP (gamma, xi[, tau2], zeta) with feature k's class changed, warm-started from the
-current MAP, with the engine in use; the ``fast`` utility re-scores the screen's ``refine`` best
+current MAP and the round's base Hessian (:attr:`FeatureScorer.start_hessian`), with the
+engine in use; the ``fast`` utility re-scores the screen's ``refine`` best
 so (:meth:`FeatureScorer.refine_best`). The answer probability stays the screen's ``p_k``.
 
 **A pair is answerable** only about two relevant features (an expert cannot say whether two
@@ -35,7 +36,6 @@ irrelevant, ``p_k`` for one not judged.
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cached_property
 from typing import TYPE_CHECKING, cast
 
@@ -111,13 +111,22 @@ class FeatureScorer:
         classes[int(k)] = c
         return self.data.with_relevance(classes)
 
-    @cached_property
-    def warm_start(self) -> MAPResult:
-        """The MAP as the start of a refit with changed classes: without its base Hessian,
-        which belongs to the old classes (their y-likelihood), so that the engine computes
-        the new one. The elicitor's refit after the answer starts the same way, and the numpy
-        engine then serves it from its memo of this round's refits."""
-        return dataclasses.replace(self.fit, warm_hessian=None)
+    @property
+    def start_hessian(self) -> np.ndarray | None:
+        """The base Hessian the refits with changed classes start from: the round's, at the
+        MAP (:attr:`~elicit.elicitation.scorer.UtilityScorer.hessian`), for an engine that
+        uses one (None otherwise).
+
+        It belongs to the old classes' y-likelihood, a rank-two change of S away from the new
+        ones (:meth:`~elicit.model.density.Marginal.scale_change`); the projected Newton of a
+        warm refit converges from it to the same MAP, in about as many iterations as from a
+        fresh one, and a fresh one would cost more than the refit itself (it is one Hessian
+        per round instead of one per refit). The elicitor's refit after the answer starts the
+        same way, from the MAP and the Hessian the round hands over
+        (:attr:`~elicit.elicitation.scorer.Scores.hessian`), and the numpy engine then serves
+        it from its memo of this round's refits.
+        """
+        return self.scorer.hessian if self.scorer.engine.uses_hessian else None
 
     def exact(self, features: np.ndarray, p: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each feature."""
@@ -128,7 +137,7 @@ class FeatureScorer:
         kl = {}
         for c in (RELEVANT, IRRELEVANT):
             d2 = self.with_class(k, c)
-            fit_c = self.scorer.engine.fit(d2, init=self.warm_start)
+            fit_c = self.scorer.engine.fit(d2, init=self.fit, hessian=self.start_hessian)
             kl[c] = kl_gauss(*Marginal.of_fit(d2, fit_c).predictive(), m0, v0)
         return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
 

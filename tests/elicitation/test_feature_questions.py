@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import small_arrays
@@ -14,6 +16,7 @@ from elicit.elicitation.questions import NO_FEATURE, QUESTIONS, Query
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.strategies import STRATEGIES, round_pool
 from elicit.elicitation.utility import QuestionUtility, UtilityArgs
+from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.model.density import theta_of
 from elicit.model.spec import Hyper, all_pairs
@@ -246,6 +249,22 @@ def test_the_feature_screen_ranks_like_exact_refits():
     assert sc.exact.sum() == 3
     top3 = np.argsort(-screen, kind="stable")[:3]
     np.testing.assert_allclose(sc.utility[top3], exact[top3], rtol=1e-6)
+
+
+def test_the_refit_after_a_feature_answer_is_the_rounds():
+    el = make_elicitor(questions="relevance", refine=2)
+    el.answer(4, None, "relevant")
+    q = el.next_query("sequential", np.random.default_rng(0))
+    before, finished = el.fit, el.engine.cold_starts["warm"]
+    fit = el.answer(q.i, q.j, ask(oracle(), q))
+    # served from the engine's memo of the round's refits: no refit finished
+    assert el.engine.cold_starts["warm"] == finished
+    # and it is the MAP of the new classes: a warm refit from the old MAP with the new
+    # classes' own base Hessian there (as before the round's Hessian served) finds the same
+    again = get_engine("numpy", "fixed").fit(
+        el.data, init=dataclasses.replace(before, warm_hessian=None))
+    np.testing.assert_allclose(theta_of(fit, el.data), theta_of(again, el.data), rtol=1e-6,
+                               atol=1e-8)
 
 
 def test_the_probability_of_relevant_is_the_bayes_factor_posterior():
