@@ -240,7 +240,8 @@ class FeatureScorer:
         kl = {}
         for c in (RELEVANT, IRRELEVANT):
             d2 = self.with_class(k, c)
-            g = log_density(theta, d2)[1]
+            # the kernel at the MAP is the round's: only the scales differ
+            g = log_density(theta, d2, Marginal.at(theta, d2, K=self.scorer.marginal.K))[1]
             step = projected_step(H[None], g[None], theta[None], lb, None)[0][0]
             try:
                 mg = Marginal.at(np.maximum(theta + step, lb), d2)
