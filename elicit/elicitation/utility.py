@@ -210,8 +210,8 @@ class PredictiveFast(PairUtility):
         # The refinement looks at the candidates whose screened gain is within
         # (1 + certainty_margin)^2 of the best (UtilityScorer.refine_best): when even the best
         # is that far below what another question reaches exactly, no pair is chosen, and
-        # refining them would be wasted (with feature questions at Amazon size the pairs'
-        # gains are a hundredth of the best feature's).
+        # refining them would be wasted (on Amazon and Yelp, runs 0-2 and 30 rounds, the
+        # best pair's exact gain is a median 0.5% and at most 19% of the best feature's).
         if (refine > 0 and len(pairs)
                 and np.max(u) * (1.0 + scorer.certainty_margin) ** 2 >= reach):
             scorer.refine_best(pairs, w, s, u, exact, refine, weight)
