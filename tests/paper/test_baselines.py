@@ -35,6 +35,28 @@ def test_baselines_finite_better_than_mean_and_deterministic():
     assert fit_baselines(Xtr, ytr, Xte, yte, ym, random_state=0) == out
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lasso_baseline_is_lasso_cv(seed):
+    """The LASSO baseline, taken from the elastic net's l1_ratio = 1 paths, is LassoCV on the
+    same folds and path: the same alpha (a grid value) and its test MSE."""
+    from sklearn.linear_model import LassoCV
+    from sklearn.model_selection import KFold
+
+    from elicit.paper.baselines import CV_EPS, N_ALPHAS, _n_alphas_kw
+
+    Xtr, ytr, Xte, yte, ym = _synthetic(seed=seed, p=120)
+    out = fit_baselines(Xtr, ytr, Xte, yte, ym, random_state=seed)
+    ref = LassoCV(cv=KFold(n_splits=5, shuffle=True, random_state=seed), eps=CV_EPS,
+                  max_iter=5000, **_n_alphas_kw(N_ALPHAS)).fit(Xtr, ytr)
+    mse = float(np.mean((yte - ref.predict(Xte) - ym) ** 2))
+    # rel 1e-9: two fits at one alpha agree to the solver's rounding; another alpha of the
+    # path (a factor 1.1 apart) moves this MSE by more than 1e-4
+    assert out["lasso"] == pytest.approx(mse, rel=1e-9, abs=0)
+    other = LassoCV(cv=KFold(n_splits=5, shuffle=True, random_state=seed), eps=CV_EPS,
+                    max_iter=5000, alphas=[ref.alpha_ * 1.1]).fit(Xtr, ytr)
+    assert abs(float(np.mean((yte - other.predict(Xte) - ym) ** 2)) - mse) > 1e-4 * mse
+
+
 def test_baselines_original_scale():
     # MSE is on the original scale: y_mean is added back to the predictions.
     Xtr, ytr, Xte, yte, ym = _synthetic(seed=1)
