@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from elicit.elicitation.utility import UtilityScorer
 from elicit.engines import get_engine
@@ -230,6 +229,9 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             row["top1"] = float(pick == best)
             row["regret"] = float((u[best] - u[pick]) / u[best]) if u[best] > 0 else 0.0
             screen = scorer.score(pairs[pool], "fast", refine=0)
+            # here, not at the top: scipy.stats costs every command line start ~0.3 s
+            from scipy.stats import spearmanr
+
             row["spearman_screen"] = float(spearmanr(screen.utility, u)[0])
             row["rank_of_best_in_screen"] = int(np.sum(screen.utility > screen.utility[best]))
             pick = best
