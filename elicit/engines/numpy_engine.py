@@ -125,9 +125,12 @@ class NumpyEngine(Engine):
             if self._memo.get(key) is None:
                 self.finish(self.newton_run(data, theta0, H, prev_value=prev))
             _, res, start_value = cast(tuple, self._memo.get(key))
-            # Only a fit the caller makes is checked for another mode, not the hypothetical
-            # refits of a query round (finish): those are many, and a check of each cost
-            # more than the rest of the round (docs/benchmarks.md, "Refit modes").
+            # Only a refit the caller makes after answers of the same problem is checked for
+            # another mode: not the hypothetical refits of a query round (finish), which are
+            # many (docs/benchmarks.md, "Refit modes"), nor a warm start for another tau2 or
+            # other data (tau2's cross-validation), where no answer came in.
+            if warm.problem is None or warm.problem != res.problem:
+                return res
             return self._check_cold(data, theta0, lb, res, start_value,
                                     new_answers_loglik(data, theta0, start_value, prev))
         return self._lbfgs(theta0, data, lb)
@@ -257,7 +260,7 @@ class NumpyEngine(Engine):
         return MAPResult(gamma=gamma.copy(), xi=xi, tau2=tau2, log_density=float(value),
                          converged=converged, engine=self.name, n_iter=n_iter,
                          message=message, warm_hessian=warm_hessian, U=data.U,
-                         zeta=zeta_of(theta, data))
+                         zeta=zeta_of(theta, data), problem=problem_key(data))
 
     def _lbfgs(self, theta0: np.ndarray, data: ModelData, lb: np.ndarray) -> MAPResult:
         # Work in scaled coordinates so that xi (prior mean m, possibly in the thousands) and
@@ -312,6 +315,17 @@ class NumpyEngine(Engine):
             if ok:
                 break
         return self._result(theta, value, data, ok, n_iter, f"L-BFGS-B: {res.message}")
+
+
+def problem_key(data: ModelData) -> tuple:
+    """What a fit of ``data`` is a fit of, but for the answers: the data arrays (identity and
+    checksum), the hyperparameters without the threshold's prior mean (set from the data at
+    the no-feedback fit) and the kernel's mask."""
+    mask = data.kernel_mask
+    h = data.hyper
+    return (arrays_key(data.X, data.y, data.U), h.variant, h.model, float(h.tau2),
+            float(h.a_sigma), float(h.b_sigma), float(h.a_tau), float(h.b_tau),
+            b"" if mask is None else np.packbits(mask).tobytes())
 
 
 class WarmRefit:
