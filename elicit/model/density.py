@@ -517,6 +517,8 @@ class Marginal:
     def hessian(self, learned: bool) -> np.ndarray:
         """Hessian of ``value`` in (gamma[, tau2][, zeta])."""
         U = self.U
+        # the dense path's R (p x p) first, as it always was: the peak memory stays where it was
+        R = self._R if self.structure is None else None
         d = U.shape[1]
         n = self.X.shape[0]
         _, V, t, C = self.directions(learned)
@@ -528,7 +530,7 @@ class Marginal:
         if self.structure is not None:
             T = self._second_structured()
         else:
-            T = _second_terms(self._R, self._r, self._RU, U, self._supports,
+            T = _second_terms(cast(np.ndarray, R), self._r, self._RU, U, self._supports,
                               self._support_split)
         H[:d, :d] += 0.25 * self.tau2 * T
         if learned:
@@ -540,7 +542,7 @@ class Marginal:
         if sc is not None and sc.unasked.any():
             # tr(G B_ab) of zeta (module docstring)
             z, u = k - 1, sc.unasked
-            R, r, RU, U2 = self._R, self._r, self._RU, U * U
+            R, r, RU, U2 = self._R, self._r, self._RU, U * U   # scales: the dense path
             Ru = R[:, u].sum(axis=1)
             w = U2.T @ (np.where(u, r, 0.0) + Ru) - 2.0 * (U[u] * RU[u]).sum(axis=0)
             cross = -sc.dlog_h * self.tau2 * w
