@@ -69,10 +69,12 @@ def _exponent_factors(U: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice) -> np.ndarray:
-    """The kernel block ``K[I, J]`` from :func:`_exponent_factors` (exponent clipped at 0 and
-    the diagonal exactly 1, as :func:`kernel`)."""
+    """The kernel block ``K[I, J]`` from :func:`_exponent_factors`, the diagonal exactly 1.
+
+    Unlike :func:`kernel` the exponent is not clipped at 0: it is positive only by rounding
+    (rows that coincide, ~1e-16 of their squared length), which moves K by as much, and the
+    clip took 12% of a structured marginal's time."""
     E = P[I] @ Q[J].T
-    np.minimum(E, 0.0, out=E)
     np.exp(E, out=E)
     lo, hi = max(I.start, J.start), min(I.stop, J.stop)
     if lo < hi:
