@@ -125,14 +125,15 @@ class Marginal:
     One factorisation of S serves the log density, its gradient and Hessian, and the
     posterior (:mod:`elicit.model.posterior`), so nothing is computed twice in a query round.
 
-    **Sparse-plus-offset inputs** (``structured``; by default whenever
+    **Sparse-plus-offset inputs** (``structured``: None, the default, takes the path whenever
     :func:`~elicit.model.structure.structure_of` finds that it pays: thousands of features,
-    inputs like standardised word counts, a few meta-features): with ``X = S + 1 b'`` every
-    quantity is computed without a p x p array. The kernel enters only through ``K b`` and
-    ``K (b o u_l)`` (one streamed pass over K, :func:`~elicit.model.kernel.kernel_apply`), the
-    rows of K on the columns S touches (``S K`` and that block ``K_AA``), and, for the
-    Hessian, ``K (b o u_a u_b)``; the results equal the dense path's up to rounding. :attr:`K`
-    is then built only when read.
+    inputs like standardised word counts, a few meta-features; True forces it, False keeps the
+    dense path): with ``X = S + 1 b'`` every quantity is computed without a p x p array. The
+    kernel enters only through ``K b``, the quadratic forms ``(b o u_l)' K (b o u_l)`` and the
+    rows of K on the columns A that S touches (``S K``, the block ``K_AA``), all from one
+    streamed pass over K's tiles (:func:`~elicit.model.kernel.kernel_tiles`), and, for the
+    Hessian, ``K (b o u_a u_b)`` (:func:`~elicit.model.kernel.kernel_apply`); the results
+    equal the dense path's up to rounding. :attr:`K` is then built only when read.
 
     With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
     :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
@@ -560,8 +561,9 @@ class Marginal:
         """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` on the structured path: the block on A as the
         dense path, plus ``sum_ij w_i b_j K_ij D_a D_b`` (:attr:`_rank_parts`). Expanding
         ``D_a D_b`` gives nine sums ``(w o f)' K (b o g)``; each is read with the monomial of
-        degree <= 2 on the side of K's product: ``K (b o [1, u_a, u_a u_b])`` (one streamed
-        pass over K) and ``K w``, ``K (w o u_a)`` (with ``K c`` from the rows of K on A)."""
+        degree <= 2 on the side of K's product: ``K (b o [1, u_a, u_a u_b])``, ``K w`` and
+        ``K (w o u_a)`` (``w = 2c + g0 b``: ``K (c o u_a)`` comes from the same streamed pass
+        over K)."""
         st = cast(OffsetSparse, self.structure)
         U, b, A = self.U, st.b, st.cols
         p, d = U.shape

@@ -454,11 +454,11 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
     With ``support`` (sparse-plus-offset inputs, :mod:`elicit.model.structure`: the number
     of columns the sparse part touches) no p x p array is held: the blocks of K and R on
     those columns, the n x p products, the Hessian's ``K (b o u_a u_b)`` (p x d x d, twice)
-    and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: p^2 bytes).
+    and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: 8 p^2 bytes).
     """
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
-                    + 3 * p * d * d + p * p // 8 + 2 * 256 * p)
+                    + 3 * p * d * d + p * p + 2 * 512 * p)
     return 8 * ((3 * (d + 1) + 8) * n * n + (d + 25) * p * p + 4 * n * p + 4 * p * d)
 
 
