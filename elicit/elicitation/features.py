@@ -211,7 +211,7 @@ class FeatureScorer:
         kl = {}
         for c in (RELEVANT, IRRELEVANT):
             d2 = self.with_class(k, c)
-            fit_c = self.scorer.engine.fit(d2, init=self.fit, hessian=self.start_hessian)
+            fit_c = self.scorer.refit(d2)
             kl[c] = kl_gauss(*Marginal.of_fit(d2, fit_c).predictive(), m0, v0)
         return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
 

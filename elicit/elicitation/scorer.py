@@ -370,14 +370,16 @@ class UtilityScorer:
         for f in (0, 1):
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
                                          np.append(self.data.f, f))
-            kl[f] = kl_gauss(*self._predictive_at(d2, self._refit(d2)), self.m0, self.v0)
+            kl[f] = kl_gauss(*self._predictive_at(d2, self.refit(d2)), self.m0, self.v0)
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
-    def _refit(self, d2: ModelData) -> MAPResult:
-        """The hypothetical refit of ``d2`` (this round's data and one more answer), warm from
-        the round's MAP and base Hessian, as the caller's refit after that answer starts. An
-        engine that advances refits step by step finishes it without checking it for another
-        mode: only the refit after the expert's real answer is checked (``Engine.fit``)."""
+    def refit(self, d2: ModelData) -> MAPResult:
+        """The hypothetical refit of ``d2`` (this round's data and one more answer, or other
+        relevance classes), warm from the round's MAP and base Hessian, as the caller's refit
+        after that answer starts. An engine with the :class:`WarmNewton` capability finishes
+        it to its scoring tolerance without checking it for another mode: only the refit after
+        the expert's real answer goes on to the engine's tolerance and is checked
+        (``Engine.fit``)."""
         if isinstance(self.engine, WarmNewton):
             return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
         H = self.hessian if self.engine.uses_hessian else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import cast
 
 import numpy as np
@@ -78,6 +78,12 @@ class NumpyEngine(Engine):
         When a warm refit is checked by a cold fit
         (:class:`~elicit.model.newton.ColdStartPolicy`); None: never.
 
+    score_tol
+        The Newton decrement to which a query round's hypothetical refits go (1e-8: their
+        predictive within ~1e-4 relative of the converged one's, far inside the fast
+        utility's margins); the refit a caller makes goes on from there to ``gtol`` and
+        takes the last Newton step.
+
     Attributes
     ----------
     cold_starts
@@ -91,7 +97,7 @@ class NumpyEngine(Engine):
     def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
                  max_newton: int = 30, local_model: bool | None = None,
                  cold_start: ColdStartPolicy | None = DEFAULT_COLD_START,
-                 secant: bool = True) -> None:
+                 secant: bool = True, score_tol: float = 1e-8) -> None:
         if stan_file is not None:
             raise ElicitError(
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
@@ -99,6 +105,7 @@ class NumpyEngine(Engine):
                 "to fit a custom .stan file")
         super().__init__(variant)
         self.gtol = gtol
+        self.score_tol = max(score_tol, gtol)
         self.max_newton = max_newton
         self.local_model = local_model
         self.cold_start = cold_start
@@ -124,7 +131,8 @@ class NumpyEngine(Engine):
             key = self._memo_key(data, theta0, H)
             if self._memo.get(key) is None:
                 self.finish(self.newton_run(data, theta0, H, prev_value=prev))
-            _, res, start_value = cast(tuple, self._memo.get(key))
+            entry = cast(_Remembered, self._memo.get(key))
+            res, start_value = self._final(entry), entry.start_value
             # Only a refit the caller makes after answers of the same problem is checked for
             # another mode: not the hypothetical refits of a query round (finish), which are
             # many (docs/benchmarks.md, "Refit modes"), nor a warm start for another tau2 or
@@ -135,24 +143,26 @@ class NumpyEngine(Engine):
                                     new_answers_loglik(data, theta0, start_value, prev))
         return self._lbfgs(theta0, data, lb)
 
-    def newton_settings(self, data: ModelData) -> NewtonSettings:
-        """The settings of a warm refit of ``data``: this engine's tolerance, iteration limit
-        and local-model choice (by problem size unless set), no final step, the other defaults of
+    def newton_settings(self, data: ModelData, tol: float | None = None) -> NewtonSettings:
+        """The settings of a warm refit of ``data``: the tolerance ``tol`` (default this
+        engine's, :attr:`gtol`), its iteration limit and local-model choice (by problem size
+        unless set), no final step, the other defaults of
         :class:`~elicit.model.newton.NewtonSettings`."""
         # No final step in the run: a query round's hypothetical refit is the last point
         # evaluated, whose marginal (the predictive) is then in the marginal cache; fit()
         # takes the step the run computed there (WarmRefit.result).
-        return NewtonSettings(tol=self.gtol, max_iter=self.max_newton, final_step=False,
+        return NewtonSettings(tol=self.gtol if tol is None else tol, max_iter=self.max_newton,
+                              final_step=False,
                               local_model=uses_local_model(data, self.local_model),
                               secant=self.secant)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
                    prev_value: float | None = None) -> WarmRefit:
-        """A warm Newton refit from ``theta`` that the caller advances step by step
-        (:class:`WarmRefit`); :meth:`fit` runs one to the end. ``prev_value``: the log
-        density of the previous fit at ``theta`` (default: the data's last answer is the new
-        one)."""
-        return WarmRefit(self, data, theta, hess_base, prev_value)
+        """A hypothetical warm Newton refit from ``theta`` that the caller advances step by
+        step (:class:`WarmRefit`), to the scoring tolerance :attr:`score_tol`; :meth:`fit`
+        goes on from it to :attr:`gtol`. ``prev_value``: the log density of the previous fit
+        at ``theta`` (default: the data's last answer is the new one)."""
+        return WarmRefit(self, data, theta, hess_base, prev_value, tol=self.score_tol)
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
@@ -160,8 +170,8 @@ class NumpyEngine(Engine):
         """The hypothetical refits of ``data`` with one more answer each (``w_new[c]``, the
         pair's squared meta-feature differences, answered ``f_new[c]``), all warm from
         ``theta`` with the base Hessian ``hess_base``, as one stack with this engine's
-        settings (:func:`~elicit.model.batch.candidate_run`), for the caller to advance
-        (:meth:`~elicit.model.newton.NewtonRun.advance`).
+        settings and its scoring tolerance (:func:`~elicit.model.batch.candidate_run`), for
+        the caller to advance (:meth:`~elicit.model.newton.NewtonRun.advance`).
 
         Every row takes the iterations its refit alone would take (its own step, line
         search and Hessian), so a converged row is the refit :meth:`finish` makes of that
@@ -169,8 +179,8 @@ class NumpyEngine(Engine):
         costs a few single ones. :meth:`remember_candidate` lets :meth:`fit` return a row's
         refit at once.
         """
-        return candidate_run(data, theta, hess_base, w_new, f_new, self.newton_settings(data),
-                             marginal)
+        return candidate_run(data, theta, hess_base, w_new, f_new,
+                             self.newton_settings(data, self.score_tol), marginal)
 
     def remember_candidate(self, data: ModelData, run: NewtonRun, row: int,
                            theta: np.ndarray, hess_base: np.ndarray) -> None:
@@ -184,7 +194,7 @@ class NumpyEngine(Engine):
         res = self._result(t, *args, warm_hessian=run.hess_base[row])
         final = self._result(t + run.final[row], *args, warm_hessian=run.hess_base[row])
         self._memo.put(self._memo_key(data, theta, hess_base),
-                       (res, final, float(run.start_value[row])),
+                       _Remembered(float(run.start_value[row]), res, final=final),
                        pin=(data.X, data.y, data.U))
 
     def finish(self, run: WarmRefit) -> MAPResult:
@@ -203,12 +213,26 @@ class NumpyEngine(Engine):
         while run.status == "running":
             run.step()
         if run.status == "converged":
-            res, final = run.result(), run.result(final=True)
+            entry = _Remembered(run.start_value, run.result(), run=run)
         else:
-            res = final = self._lbfgs(run.theta_start, run.data, run.lb)
-        self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start),
-                       (res, final, run.start_value), pin=(run.data.X, run.data.y, run.data.U))
-        return res
+            res = self._lbfgs(run.theta_start, run.data, run.lb)
+            entry = _Remembered(run.start_value, res, final=res)
+        self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), entry,
+                       pin=(run.data.X, run.data.y, run.data.U))
+        return entry.hypothetical
+
+    def _final(self, entry: _Remembered) -> MAPResult:
+        """A remembered refit as :meth:`fit` returns it: its run gone on from the scoring
+        tolerance to :attr:`gtol`, after the last Newton step (once, then remembered)."""
+        if entry.final is None:
+            run = cast(WarmRefit, entry.run)
+            run.tighten(self.gtol)
+            while run.status == "running":
+                run.step()
+            entry.final = (run.result(final=True) if run.status == "converged"
+                           else self._lbfgs(run.theta_start, run.data, run.lb))
+            entry.run = None
+        return entry.final
 
     def _check_cold(self, data: ModelData, theta0: np.ndarray, lb: np.ndarray,
                     res: MAPResult, start_value: float, new_loglik: float) -> MAPResult:
@@ -317,6 +341,18 @@ class NumpyEngine(Engine):
         return self._result(theta, value, data, ok, n_iter, f"L-BFGS-B: {res.message}")
 
 
+@dataclass
+class _Remembered:
+    """A refit the engine remembers: the log density at its start, the hypothetical refit (to
+    the scoring tolerance, at the last point evaluated), and the refit a caller gets (to the
+    engine's tolerance, after the last Newton step), or the run to make it from."""
+
+    start_value: float
+    hypothetical: MAPResult
+    run: WarmRefit | None = None
+    final: MAPResult | None = None
+
+
 def problem_key(data: ModelData) -> tuple:
     """What a fit of ``data`` is a fit of, but for the answers: the data arrays (identity and
     checksum), the hyperparameters without the threshold's prior mean (set from the data at
@@ -345,7 +381,8 @@ class WarmRefit:
     """
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
-                 hess_base: np.ndarray, prev_value: float | None = None) -> None:
+                 hess_base: np.ndarray, prev_value: float | None = None,
+                 tol: float | None = None) -> None:
         self.engine, self.data = engine, data
         self.lb = lower_bounds(data)
         self.theta_start = theta
@@ -353,7 +390,7 @@ class WarmRefit:
         value, g = log_density(theta, data)
         self.start_value = value
         self.new_loglik = new_answers_loglik(data, theta, value, prev_value)
-        settings = engine.newton_settings(data)
+        settings = engine.newton_settings(data, tol)
         self.local_model = settings.local_model
         self._run = NewtonRun(OneRefit(data), theta[None, :].copy(),
                               np.array([value]), g[None, :], hess_base, settings)
@@ -390,6 +427,11 @@ class WarmRefit:
         """One Newton iteration; returns the new status."""
         self._run.step()
         return self.status
+
+    def tighten(self, tol: float) -> None:
+        """Go on to the decrement ``tol`` (from where the run stopped, if it converged to a
+        looser one)."""
+        self._run.tighten(tol)
 
     def result(self, final: bool = False) -> MAPResult:
         """The converged run's point (``final``: after the last Newton step, computed at

@@ -35,7 +35,7 @@ local maxima and is to be checked by a cold fit (the numpy engine runs the check
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -342,6 +342,14 @@ class NewtonRun:
         needs only the others to go on."""
         rows = np.asarray(rows, dtype=int)
         self.status[rows[self.status[rows] == RUNNING]] = HELD
+
+    def tighten(self, tol: float) -> None:
+        """Go on to the decrement ``tol``: rows that converged to a looser tolerance run
+        again from where they stopped (each takes the step it would have taken)."""
+        self.settings = replace(self.settings, tol=tol)
+        self.status[self.status == CONVERGED] = RUNNING
+        self.final[:] = 0.0
+        self._next = None
 
     def resume(self, rows: np.ndarray) -> None:
         """Let the held ones of ``rows`` go on: each takes the step it would have taken."""
