@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the -real sizes: inputs standardised with all 1000 model reviews' "
                         "statistics (model, default) or the 100 training reviews' (train)")
     sub.add_parser("models", help="list the named models (--model), what each assumes and its "
-                                  "Stan programs")
+                                  "Stan program")
     add_realdata_parsers(sub)
     add_data_parsers(sub)
     add_session_parsers(sub)
