@@ -37,7 +37,7 @@ import numpy as np
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.model.layout import ParamLayout
 from elicit.model.spec import contract_data, contract_params
-from elicit.model.stan_data import part_fields
+from elicit.model.stan_data import Declared, declared, part_fields
 from elicit.model.variants import PAPER, get_model
 
 
@@ -148,15 +148,6 @@ def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
 # -- a program as stanc describes it ---------------------------------------------------------
 
 @dataclass(frozen=True)
-class Declared:
-    """One data or parameter declaration: its type (``int`` or ``real``) and number of
-    dimensions (a vector or a one-dimensional array: 1, a matrix: 2)."""
-
-    type: str
-    dims: int
-
-
-@dataclass(frozen=True)
 class StanProgramFile:
     """A Stan program as the engines use it.
 
@@ -254,23 +245,6 @@ def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile
 
 # -- the contract ----------------------------------------------------------------------------
 
-#: a Stan type of the contract (``array[N_f] int<...>``, ``matrix[N, M]``, ``real``): its
-#: array brackets and its element type
-_TYPE = re.compile(r"(?:array\[(?P<dims>[^\]]*)\]\s*)?(?P<base>\w+)")
-
-
-def contract_declaration(stan_type: str) -> Declared:
-    """The declaration a contract type (a part's field, :mod:`elicit.model.stan_data`)
-    stands for: ``int`` or ``real`` and its number of dimensions."""
-    m = _TYPE.match(stan_type)
-    if m is None:
-        raise ValueError(f"not a Stan type: {stan_type!r}")
-    arrays = m.group("dims").count(",") + 1 if m.group("dims") is not None else 0
-    base = m.group("base")
-    inner = {"int": 0, "real": 0, "vector": 1, "row_vector": 1, "matrix": 2}[base]
-    return Declared("int" if base == "int" else "real", arrays + inner)
-
-
 def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
     """The program's data that elicit cannot pass it, each with why."""
     m = get_model(model)
@@ -282,7 +256,7 @@ def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
         if f is None:
             bad.append(f"{name} (elicit supplies no such data)")
             continue
-        want = contract_declaration(f.metadata["type"])
+        want = declared(f.metadata["type"])
         if decl.dims == 0 and f.metadata["scalar"]:
             # a scalar for a one-entry array of the shipped program: there only when used
             if name not in required:

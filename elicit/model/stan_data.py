@@ -26,8 +26,9 @@ block of theta in :mod:`elicit.model.layout` if it has a parameter.
 
 from __future__ import annotations
 
+import re
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -46,7 +47,8 @@ def stan_field(stan_type: str, meaning: str, *, flag: bool = False,
     Parameters
     ----------
     stan_type
-        Its declaration in ``stan/elicit.stan`` (``docs/stan.md`` lists them).
+        Its declaration in the Stan program (``docs/stan.md`` lists those of
+        ``stan/elicit.stan``).
     meaning
         One line: what it holds.
     flag
@@ -96,11 +98,6 @@ class StanPart:
         if not cls.uses(model, learned):
             return ()
         return tuple(f.name for f in fields(cls) if not f.metadata["flag"])
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """Every data name of the part, flags included, in the program's order."""
-        return tuple(f.name for f in fields(cls))
 
     def to_dict(self) -> dict[str, Any]:
         """The part's data by Stan name."""
@@ -257,7 +254,7 @@ class RelevanceData(StanPart):
         if not cls.uses(data.model, data.hyper.variant == "learned"):
             return cls(has_relevance=0, relevance=_array([], int), irrelevant_scale=_array([]),
                        zeta_prior_mean=_array([]), zeta_prior_sd=_array([]))
-        cov: ScaledCovariance = data.model.covariance  # type: ignore[assignment]
+        cov = cast(ScaledCovariance, data.model.covariance)
         # ModelData.__post_init__ makes relevance an array
         return cls(has_relevance=1, relevance=np.asarray(data.relevance).astype(int),
                    irrelevant_scale=_array([cov.irrelevant_scale]),
@@ -274,15 +271,61 @@ SHIPPED_PARTS: tuple[type[StanPart], ...] = (RegressionData, AnswersData, Thresh
                                              TauData, CouplingData, RelevanceData)
 
 
+@dataclass(frozen=True)
+class Declared:
+    """What a Stan declaration holds: its element type (``int`` or ``real``) and number of
+    dimensions (a vector or a one-dimensional array: 1, a matrix: 2)."""
+
+    type: str
+    dims: int
+
+
+#: a Stan type (``array[N_f] int<...>``, ``matrix[N, M]``, ``real``): its array brackets and
+#: its element type
+_TYPE = re.compile(r"\s*(?:array\[(?P<dims>[^\]]*)\]\s*)?(?P<base>\w+)")
+#: dimensions of Stan's element types
+_BASE_DIMS = {"int": 0, "real": 0, "vector": 1, "row_vector": 1, "simplex": 1,
+              "unit_vector": 1, "ordered": 1, "positive_ordered": 1, "sum_to_zero_vector": 1,
+              "matrix": 2, "cov_matrix": 2, "corr_matrix": 2, "cholesky_factor_cov": 2,
+              "cholesky_factor_corr": 2}
+
+
+def declared(stan_type: str) -> Declared:
+    """What the Stan type ``stan_type`` (a part's field) holds.
+
+    Raises
+    ------
+    ValueError
+        If it is no Stan type this reads.
+    """
+    m = _TYPE.match(stan_type)
+    if m is None or m.group("base") not in _BASE_DIMS:
+        raise ValueError(f"not a Stan data type: {stan_type!r}")
+    arrays = m.group("dims").count(",") + 1 if m.group("dims") is not None else 0
+    base = m.group("base")
+    return Declared("int" if base == "int" else "real", arrays + _BASE_DIMS[base])
+
+
 def part_fields(parts: tuple[type[StanPart], ...]) -> dict[str, Any]:
     """The fields of ``parts`` by data name (``dataclasses.Field``: its metadata has the
-    Stan type, the meaning and whether it is a flag)."""
+    Stan type, the meaning, and whether it is a flag or may be a scalar).
+
+    Raises
+    ------
+    ValueError
+        If a name is in two parts, or a field is not a :func:`stan_field` of a Stan type
+        without a default.
+    """
     out: dict[str, Any] = {}
     for part in parts:
         for f in fields(part):
+            where = f"{part.__name__}.{f.name}"
             if f.name in out:
                 raise ValueError(f"data name {f.name} is in two parts")
-            if f.default is not MISSING:
-                raise ValueError(f"{part.__name__}.{f.name}: a part's fields have no default")
+            if "type" not in f.metadata:
+                raise ValueError(f"{where}: declare it with stan_field(stan_type, meaning)")
+            if f.default is not MISSING or f.default_factory is not MISSING:
+                raise ValueError(f"{where}: a part's fields have no default")
+            declared(f.metadata["type"])
             out[f.name] = f
     return out

@@ -57,12 +57,11 @@ def test_the_programs_data_block_is_the_composition_of_the_parts():
     theta the parts declare, in theta's order."""
     from dataclasses import fields
 
-    from elicit.engines.contract import Declared, contract_declaration
     from elicit.model.layout import BLOCKS
-    from elicit.model.stan_data import SHIPPED_PARTS
+    from elicit.model.stan_data import SHIPPED_PARTS, Declared, declared
 
     prog = check_stan_contract(shipped_stan_file(), "fixed")
-    want = {f.name: contract_declaration(f.metadata["type"])
+    want = {f.name: declared(f.metadata["type"])
             for part in SHIPPED_PARTS for f in fields(part)}
     assert list(prog.data.items()) == list(want.items())
     params = [BLOCKS[n] for part in SHIPPED_PARTS for n in part.params]

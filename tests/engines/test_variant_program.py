@@ -90,8 +90,9 @@ def check_engine(engine, data: ModelData, tol: float) -> None:
 
 @pytest.mark.pystan
 def test_the_docs_example_fits_through_pystan(sloped):
-    """The example prints that PyStan's fit of the variant's program is its twin's."""
-    assert sloped["printed"].split() == ["True", "True"]
+    """The example prints that PyStan's fit of the variant's program is its twin's (after
+    PyStan's progress dots, when it compiled the program)."""
+    assert sloped["printed"].rstrip().endswith("True True"), sloped["printed"]
     assert MODELS["sloped"].link.slope == 0.5
 
 

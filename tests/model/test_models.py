@@ -450,6 +450,19 @@ def test_register_model_checks_a_program_of_its_own(tmp_path):
     with pytest.raises(ElicitError, match="'own': data name N is in two parts"):
         register_model(ModelVariant("own", "x", program=StanProgram(path, (*SHIPPED_PARTS,
                                                                             Twice))))
+
+    @dataclass(frozen=True)
+    class Plain(StanPart):
+        slope: float
+
+    @dataclass(frozen=True)
+    class Odd(StanPart):
+        slope: float = stan_field("tuple(real, int)", "not read")
+
+    for part, why in ((Plain, "Plain.slope: declare it with stan_field"),
+                      (Odd, r"not a Stan data type: 'tuple\(real, int\)'")):
+        with pytest.raises(ElicitError, match=f"'own': {why}"):
+            register_model(ModelVariant("own", "x", program=StanProgram(path, (part,))))
     assert "own" not in MODELS
     own = register_model(ModelVariant("own", "probit answers", link=Probit(),
                                       program=StanProgram(path, (*SHIPPED_PARTS, Slope))))
