@@ -20,6 +20,7 @@ import ast
 import re
 import shlex
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def examples(doc: str) -> list[tuple[int, str, str]]:
 def _imports_only(code: str, name: str):
     tree = ast.parse(code, name)
     tree.body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    return compile(tree, name, "exec")
+    return compile(tree, name, "exec", dont_inherit=True)
 
 
 @pytest.mark.parametrize("doc", [pytest.param(d, marks=m, id=d) for d, m in DOCS])
@@ -65,7 +66,12 @@ def test_the_python_examples_of_a_doc_run_as_written(doc, tmp_path, monkeypatch,
     monkeypatch.setattr(sys, "argv", [doc])
     blocks = examples(doc)
     assert blocks, f"{doc} has no Python example any more; drop it from DOCS"
-    namespace: dict = {"__name__": "__docs__"}
+    # The examples' namespace is a module's, and their code does not inherit this file's
+    # `from __future__ import annotations`: a dataclass defined there resolves its string
+    # annotations through sys.modules, as in a user's script.
+    module = types.ModuleType("__docs__")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     skipped: list[str] = []
     registered = set(MODELS)
     try:
@@ -95,5 +101,5 @@ def _run(doc, blocks, namespace, skipped, monkeypatch, tmp_path) -> None:
             monkeypatch.setattr(sys, "argv", [doc, *(a.format(tmp=tmp_path) for a in args)])
         else:
             assert not mark, f"{name}: unknown docs-test marker {mark!r}"
-        exec(compile(code, name, "exec"), namespace)
+        exec(compile(code, name, "exec", dont_inherit=True), namespace)
 
