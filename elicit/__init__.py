@@ -1,28 +1,56 @@
 """elicit: human-in-the-loop active covariance learning (Afrabandpey et al., IJCAI 2019)."""
 
-from elicit.elicitation.answers import Answer, Expert, GroupOracle, SignOracle
-from elicit.elicitation.elicitor import Elicitor, Query
-from elicit.engines import get_engine
-from elicit.errors import ElicitError
-from elicit.model.kernel import kernel
-from elicit.model.posterior import NIGPosterior
-from elicit.model.spec import Hyper, ModelData
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
+#: Where each name of the facade lives. They are imported when first asked for (PEP 562), so
+#: that ``import elicit`` (and so every command line start, ``elicit --help`` included) does
+#: not load the model, the engines, scipy, sqlite or scikit-learn before a command needs them.
+_EXPORTS: dict[str, str] = {
+    "Answer": "elicit.elicitation.answers",
+    "Expert": "elicit.elicitation.answers",
+    "GroupOracle": "elicit.elicitation.answers",
+    "SignOracle": "elicit.elicitation.answers",
+    "Elicitor": "elicit.elicitation.elicitor",
+    "Query": "elicit.elicitation.elicitor",
+    "get_engine": "elicit.engines",
+    "ElicitError": "elicit.errors",
+    "kernel": "elicit.model.kernel",
+    "NIGPosterior": "elicit.model.posterior",
+    "Hyper": "elicit.model.spec",
+    "ModelData": "elicit.model.spec",
+    "Session": "elicit.session.session",
+    "ElicitRegressor": "elicit.estimator",
+}
+
+if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from elicit.elicitation.answers import Answer, Expert, GroupOracle, SignOracle
+    from elicit.elicitation.elicitor import Elicitor, Query
+    from elicit.engines import get_engine
+    from elicit.errors import ElicitError
+    from elicit.estimator import ElicitRegressor
+    from elicit.model.kernel import kernel
+    from elicit.model.posterior import NIGPosterior
+    from elicit.model.spec import Hyper, ModelData
+    from elicit.session.session import Session
+
 
 def __getattr__(name: str):
-    # Session pulls in sqlite and the web stack's helpers, ElicitRegressor scikit-learn (about
-    # a second): import them only when asked for, so that every command starts fast.
-    if name == "Session":
-        from elicit.session.session import Session
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'elicit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value     # the next access is a plain attribute
+    return value
 
-        return Session
-    if name == "ElicitRegressor":
-        from elicit.estimator import ElicitRegressor
 
-        return ElicitRegressor
-    raise AttributeError(f"module 'elicit' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "Answer",

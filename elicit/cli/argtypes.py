@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Collection
 from pathlib import Path
 from typing import NoReturn
 
@@ -16,6 +17,18 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def with_options(command: str, commands: Collection[str] | None) -> bool:
+    """Whether the parser of ``command`` gets its options: every parser when ``commands`` is
+    None, else those named in it.
+
+    A command line parses one command, so :func:`elicit.cli.main.main` builds only that one's
+    options; the others are listed by name and help line. Their options need the library's
+    constants (engines, models, data sets), whose modules load scipy, pandas and the model:
+    built for every command they cost ``elicit --help`` about a second.
+    """
+    return commands is None or command in commands
 
 
 def _int(text: str, what: str) -> int:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
-from elicit.data.fetch import FILE_GROUPS, MANIFEST, MIRROR_ENV, UPSTREAM_ENV, fetch, fetch_dir
-from elicit.data.files import DATA_ENV
+from elicit.cli.argtypes import with_options
 from elicit.errors import ElicitError
 
 
 def _file_list(text: str) -> list[str]:
+    from elicit.data.fetch import FILE_GROUPS, MANIFEST
+
     names = [s.strip() for s in text.split(",") if s.strip()]
     bad = [n for n in names if n not in FILE_GROUPS and n not in MANIFEST]
     if bad or not names:
@@ -25,9 +27,18 @@ def _file_list(text: str) -> list[str]:
     return names
 
 
-def add_data_parsers(subparsers) -> None:
-    """Register ``elicit data`` and its sub-command ``fetch`` on the top-level sub-parsers."""
+def add_data_parsers(subparsers, commands: Collection[str] | None = None) -> None:
+    """Register ``elicit data`` and its sub-command ``fetch`` on the top-level sub-parsers
+    (with its options when :func:`~elicit.cli.argtypes.with_options` says so)."""
     p = subparsers.add_parser("data", help="manage the data directory (download the data)")
+    if with_options("data", commands):
+        _data_options(p)
+
+
+def _data_options(p: argparse.ArgumentParser) -> None:
+    from elicit.data.fetch import FILE_GROUPS, MIRROR_ENV, UPSTREAM_ENV
+    from elicit.data.files import DATA_ENV
+
     sub = p.add_subparsers(dest="data_command", required=True, metavar="{fetch}")
     f = sub.add_parser(
         "fetch", help="download the paper's matrices, the raw-text reviews and the stop list",
@@ -54,6 +65,8 @@ def add_data_parsers(subparsers) -> None:
 
 def cmd_data_fetch(args: argparse.Namespace) -> None:
     """Run ``elicit data fetch``; raises :class:`~elicit.errors.ElicitError` on failure."""
+    from elicit.data.fetch import fetch, fetch_dir
+
     data_dir = fetch_dir(args.data_dir)
     results = fetch(data_dir, files=args.files, mirror=args.mirror, force=args.force,
                     progress=not args.quiet, upstream=args.upstream)

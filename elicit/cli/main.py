@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from elicit import __version__
@@ -24,20 +25,21 @@ from elicit.cli.argtypes import (
     nonneg_int,
     positive_int,
     threshold_mean,
+    with_options,
 )
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.oneline import run_command
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers
-from elicit.data import STANDARDIZE_CHOICES
-from elicit.engines import ENGINES
 from elicit.internal.paths import check_output_file, check_output_folder
-from elicit.paper.bench import SIZES, format_table, run_bench
-from elicit.paper.configs import SyntheticConfig
-from elicit.paper.synthetic import run_synthetic
+
+# The library is imported where a command needs it (in the option builders and the command
+# functions): `elicit --help` and every command's start load only what they use.
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
+    from elicit.engines import ENGINES
+
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help=ENGINE_HELP)
     p.add_argument("--utility", choices=("fast", "exact"), default="fast",
@@ -51,13 +53,30 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The ``elicit`` parser; with ``commands``, only those sub-commands get their options
+    (the others are listed with their help line), see
+    :func:`~elicit.cli.argtypes.with_options`."""
     parser = OneLineParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
     parser.add_argument("--version", action="version", version=f"elicit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("synthetic", help="reproduce the paper's synthetic experiment (Figs. 3-4)")
+    if with_options("synthetic", commands):
+        _synthetic_options(p)
+    p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
+    if with_options("bench", commands):
+        _bench_options(p)
+    sub.add_parser("models", help="list the named models (--model), what each assumes and its "
+                                  "Stan program")
+    add_realdata_parsers(sub, commands)
+    add_data_parsers(sub, commands)
+    add_session_parsers(sub, commands)
+    return parser
+
+
+def _synthetic_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=positive_int, default=None,
                    help="runs (default 50, or one per file with --problems)")
     p.add_argument("--problems", type=Path, default=None, metavar="DIR",
@@ -75,7 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_engine_option(p)
     _add_model_options(p)
 
-    p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
+
+def _bench_options(p: argparse.ArgumentParser) -> None:
+    from elicit.data import STANDARDIZE_CHOICES
+    from elicit.engines import ENGINES
+    from elicit.paper.bench import SIZES
+
     p.add_argument("--size", choices=SIZES, default="amazon",
                    help="amazon/synthetic: documented random problems; amazon-real/yelp-real: "
                         "run 0 of the real-data setup (needs the data directory)")
@@ -91,15 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default="model",
                    help="the -real sizes: inputs standardised with all 1000 model reviews' "
                         "statistics (model, default) or the 100 training reviews' (train)")
-    sub.add_parser("models", help="list the named models (--model), what each assumes and its "
-                                  "Stan program")
-    add_realdata_parsers(sub)
-    add_data_parsers(sub)
-    add_session_parsers(sub)
-    return parser
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
+    from elicit.paper.configs import SyntheticConfig
+    from elicit.paper.synthetic import run_synthetic
+
     check_output_folder(args.out)
     t0 = time.perf_counter()
     cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, strategies=args.strategies,
@@ -116,6 +137,8 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    from elicit.paper.bench import format_table, run_bench
+
     if args.json is not None:
         check_output_file(args.json, "--json")
     res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
@@ -137,10 +160,17 @@ COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, "models": cmd_models
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``elicit`` command ``argv`` (default ``sys.argv[1:]``); return the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command_of(argv)).parse_args(argv)
     # The library raises; run_command reports one line and returns 2 (elicit.cli.oneline).
     return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
+
+
+def _command_of(argv: Sequence[str]) -> set[str]:
+    """The sub-command of ``argv`` (none for ``elicit --help``): its first word that is not
+    an option (the top-level options, --help and --version, take no value)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return set() if first is None else {first}
 
 
 if __name__ == "__main__":

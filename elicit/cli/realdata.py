@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from elicit.cli.argtypes import (
@@ -24,30 +25,39 @@ from elicit.cli.argtypes import (
     positive_int,
     sweep_meta_options,
     tau2,
+    with_options,
 )
-from elicit.data import STANDARDIZE_CHOICES
-from elicit.data.sources import DATASETS, make_source
-from elicit.engines import ENGINES
 from elicit.internal.paths import check_output_folder
-from elicit.paper.configs import (
-    DEFAULT_META_FEATURES,
-    PAPER_META_FEATURES,
-    PAPER_TAU2,
-    POOL_SIZE,
-    RECOMMENDED,
-    RealDataConfig,
-)
-from elicit.paper.lasso_expert import RULES
-from elicit.paper.realdata import run_realdata
-from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
-from elicit.prior.tau2 import SWEEP_TAU2_GRID
 
 
-def add_realdata_parsers(subparsers) -> None:
-    """Register the ``realdata`` and ``table1`` sub-commands."""
+def add_realdata_parsers(subparsers, commands: Collection[str] | None = None) -> None:
+    """Register the ``realdata`` and ``table1`` sub-commands (with their options when
+    :func:`~elicit.cli.argtypes.with_options` says so)."""
     p = subparsers.add_parser(
         "realdata", help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert, "
                          "or the same on any review corpus")
+    if with_options("realdata", commands):
+        _realdata_options(p)
+    p = subparsers.add_parser(
+        "table1", help="Table 1: samples (random/active) vs answers to reach MSE levels")
+    if with_options("table1", commands):
+        _table1_options(p)
+
+
+def _realdata_options(p: argparse.ArgumentParser) -> None:
+    from elicit.data import STANDARDIZE_CHOICES
+    from elicit.data.sources import DATASETS
+    from elicit.engines import ENGINES
+    from elicit.paper.configs import (
+        DEFAULT_META_FEATURES,
+        PAPER_META_FEATURES,
+        PAPER_TAU2,
+        POOL_SIZE,
+        RECOMMENDED,
+    )
+    from elicit.paper.lasso_expert import RULES
+    from elicit.prior.tau2 import SWEEP_TAU2_GRID
+
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", choices=DATASETS, help="the paper's bag-of-words matrix")
     src.add_argument("--corpus", type=Path,
@@ -95,8 +105,11 @@ def add_realdata_parsers(subparsers) -> None:
     p.add_argument("--refine", type=nonneg_int, default=10,
                    help="fast mode: candidates re-scored exactly after the screen (default 10)")
 
-    p = subparsers.add_parser(
-        "table1", help="Table 1: samples (random/active) vs answers to reach MSE levels")
+
+def _table1_options(p: argparse.ArgumentParser) -> None:
+    from elicit.data.sources import DATASETS
+    from elicit.paper.table1 import DEFAULT_SAMPLES
+
     p.add_argument("--runs", type=positive_int, default=50)
     p.add_argument("--out", type=Path, required=True,
                    help="results folder holding the realdata sweeps in OUT/<dataset>/")
@@ -114,6 +127,10 @@ def add_realdata_parsers(subparsers) -> None:
 
 
 def cmd_realdata(args: argparse.Namespace) -> None:
+    from elicit.data.sources import make_source
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.realdata import run_realdata
+
     check_output_folder(args.out)
     t0 = time.perf_counter()
     # not given: the configuration's meta-features (the paper's counts with --paper)
@@ -139,6 +156,8 @@ def cmd_realdata(args: argparse.Namespace) -> None:
 
 
 def cmd_table1(args: argparse.Namespace) -> None:
+    from elicit.paper.table1 import run_table1
+
     check_output_folder(args.out)
     t0 = time.perf_counter()
     res = run_table1(args.out, runs=args.runs, datasets=args.datasets, samples=args.samples,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 from elicit.cli.argtypes import (
@@ -26,16 +27,12 @@ from elicit.cli.argtypes import (
     nonneg_int,
     port,
     positive_int,
+    with_options,
 )
 from elicit.cli.oneline import run_command
-from elicit.elicitation.questions import QUESTIONS
-from elicit.elicitation.strategies import STRATEGIES
-from elicit.engines import ENGINES
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_not_input
 from elicit.internal.text import printable
-from elicit.model.spec import Hyper
-from elicit.model.variants import PAPER, RELEVANCE_MODEL
 
 # --------------------------------------------------------------------------------------------
 # Argument parsing
@@ -66,14 +63,42 @@ EXPERT_HELP = ("your name: every answer records who gave it, and each expert get
                "own questions (default: the unnamed expert)")
 
 
-def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
+def add_session_parsers(subparsers: argparse._SubParsersAction,
+                        commands: Collection[str] | None = None) -> None:
     """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI.
 
     Each sub-command sets ``args.session_func``; run it with
-    :func:`elicit.cli.oneline.run_command`.
+    :func:`elicit.cli.oneline.run_command`. With ``commands``, only those get their options
+    (:func:`~elicit.cli.argtypes.with_options`).
     """
     p = subparsers.add_parser("session", help="create real-expert sessions",
                               description="Create real-expert sessions.")
+    if with_options("session", commands):
+        _session_options(p)
+    a = subparsers.add_parser("ask", help="answer questions in the terminal",
+                              description="Answer the session's questions in the terminal.")
+    if with_options("ask", commands):
+        _ask_options(a)
+    s = subparsers.add_parser("serve", help="answer questions in a web page",
+                              description="Serve the session's questions as a web page.")
+    if with_options("serve", commands):
+        _serve_options(s)
+    h = subparsers.add_parser("history", help="print the answers of a session",
+                              description="Print the answers of a session.")
+    if with_options("history", commands):
+        _history_options(h)
+    e = subparsers.add_parser("export", help="export the learned prior (.nc/.json) or the "
+                                             "history (.csv)",
+                              description="Export the learned prior or the history.")
+    if with_options("export", commands):
+        _export_options(e)
+
+
+def _session_options(p: argparse.ArgumentParser) -> None:
+    from elicit.elicitation.questions import QUESTIONS
+    from elicit.elicitation.strategies import STRATEGIES
+    from elicit.engines import ENGINES
+
     ssub = p.add_subparsers(dest="session_command", required=True)
     n = ssub.add_parser("new", help="create a session file",
                         description="Create a session from your own table (--from-csv), "
@@ -153,8 +178,10 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     n.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     n.set_defaults(session_func=cmd_new)
 
-    a = subparsers.add_parser("ask", help="answer questions in the terminal",
-                              description="Answer the session's questions in the terminal.")
+
+def _ask_options(a: argparse.ArgumentParser) -> None:
+    from elicit.engines import ENGINES
+
     a.add_argument("session", type=Path, help="session file")
     a.add_argument("--batch", type=batch_size, default=1, metavar="K",
                    help="choose K questions at a time (feature-disjoint, by expected gain; "
@@ -163,8 +190,10 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     a.set_defaults(session_func=cmd_ask)
 
-    s = subparsers.add_parser("serve", help="answer questions in a web page",
-                              description="Serve the session's questions as a web page.")
+
+def _serve_options(s: argparse.ArgumentParser) -> None:
+    from elicit.engines import ENGINES
+
     s.add_argument("session", type=Path, help="session file")
     s.add_argument("--port", type=port, default=8765,
                    help="TCP port to listen on (default 8765; 0 picks a free one)")
@@ -176,8 +205,10 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     s.set_defaults(session_func=cmd_serve)
 
-    h = subparsers.add_parser("history", help="print the answers of a session",
-                              description="Print the answers of a session.")
+
+def _history_options(h: argparse.ArgumentParser) -> None:
+    from elicit.engines import ENGINES
+
     h.add_argument("session", type=Path, help="session file")
     h.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     h.add_argument("--agreement", action="store_true",
@@ -185,9 +216,10 @@ def add_session_parsers(subparsers: argparse._SubParsersAction) -> None:
     h.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     h.set_defaults(session_func=cmd_history)
 
-    e = subparsers.add_parser("export", help="export the learned prior (.nc/.json) or the "
-                                             "history (.csv)",
-                              description="Export the learned prior or the history.")
+
+def _export_options(e: argparse.ArgumentParser) -> None:
+    from elicit.engines import ENGINES
+
     e.add_argument("session", type=Path, help="session file")
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
     e.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
@@ -283,6 +315,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         inputs["texts"] = texts_from_json(args.texts)
     if args.target_description is not None:
         inputs["target_description"] = args.target_description
+    from elicit.model.spec import Hyper
+    from elicit.model.variants import PAPER, RELEVANCE_MODEL
+
     model = args.model if args.model is not None else (
         PAPER if args.questions == "pairs" else RELEVANCE_MODEL)
     hyper = Hyper(model=model) if args.tau2 is None else Hyper(tau2=args.tau2, model=model)

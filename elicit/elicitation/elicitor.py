@@ -170,7 +170,7 @@ class Elicitor:
     def unasked(self) -> np.ndarray:
         """The questions that may still be asked, as rows: not asked yet, and no pair with a
         feature called irrelevant. With pair questions only, the unasked candidate pairs."""
-        return self.question_rows[self._open()]
+        return self.question_rows[self.open_mask()]
 
     def is_asked(self, i: int, j: int | None) -> bool:
         """Whether the question ``(i, j)`` (a pair, or ``(k, None)`` a feature) was asked."""
@@ -191,9 +191,10 @@ class Elicitor:
                               "questions='relevance' or 'both')")
         raise ElicitError(f"feature index out of range 0..{len(self.features) - 1}: {i}")
 
-    def _open(self) -> np.ndarray:
-        """Which questions may still be asked: unasked, and no pair with a feature the
-        expert called irrelevant."""
+    def open_mask(self) -> np.ndarray:
+        """Which questions may still be asked, as a mask over :attr:`question_rows`:
+        unasked, and no pair with a feature the expert called irrelevant (:meth:`unasked`
+        are its rows)."""
         ok = ~self._asked
         if self._relevance:
             # an array after ModelData.__post_init__
@@ -233,19 +234,21 @@ class Elicitor:
         self._asked[k] = True
         a, b = (int(v) for v in self.question_rows[k])
         self.history.append((a, None if kind == "feature" else b, ans))
+        if ans.f is None and ans.relevance is None:
+            return self.fit
         if ans.f is not None:
             self.data = self.data.with_feedback(np.vstack([self.data.pairs, [a, b]]),
                                                 np.append(self.data.f, ans.f))
-            self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
-            self._hessian = None
-        elif ans.relevance is not None:
+        else:
             classes = np.array(self.data.relevance)
             classes[a] = ans.relevance
             self.data = self.data.with_relevance(classes)
-            # The base Hessian belongs to the old classes' y-likelihood: the engine makes a
-            # new one (as the utility's refits of this answer did).
-            self.fit = self.engine.fit(self.data, init=_without_hessian(self.fit))
-            self._hessian = None
+        # Warm from the MAP and the round's base Hessian there, as the utility's refits of
+        # this answer started (after a feature answer that Hessian is the old classes': a
+        # start, not the optimum's; FeatureScorer.start_hessian), so that the engine can
+        # return the refit the round made.
+        self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
+        self._hessian = None
         return self.fit
 
     @single_blas_thread
@@ -378,7 +381,7 @@ class Elicitor:
     def _allowed(self, exclude: Iterable[tuple] | None = None) -> np.ndarray:
         """Indices of the questions that may be asked: open (:meth:`unasked`) and not in
         ``exclude``."""
-        ok = self._open()
+        ok = self.open_mask()
         if exclude is not None:
             for q in exclude:
                 ok[self._question_index(*q)] = False
@@ -460,7 +463,7 @@ class Elicitor:
 
     def _allowed_for(self, strategy: str, exclude) -> np.ndarray:
         needs_ranking = get_strategy(strategy).needs_ranking   # an unknown name fails first
-        if not self._open().any():
+        if not self.open_mask().any():
             raise ElicitError(f"every candidate {self._noun} has been asked")
         allowed = self._allowed(exclude)
         if needs_ranking and self._ranking is None and self.n_answers:

@@ -23,8 +23,12 @@ Bayes factor of the data,
 (:meth:`~elicit.model.density.Marginal.scale_change`), which gives both answers' predictives
 and the log marginal changes (hence ``p_k``). **The exact gain** (:meth:`FeatureScorer.exact`)
 refits the MAP (gamma, xi[, tau2], zeta) with feature k's class changed, warm-started from the
-current MAP, with the engine in use; the ``fast`` utility re-scores the screen's ``refine`` best
-so (:meth:`FeatureScorer.refine_best`). The answer probability stays the screen's ``p_k``.
+current MAP and the round's base Hessian (:attr:`FeatureScorer.start_hessian`), with the
+engine in use. The ``fast`` utility ranks by the **zeta-line screen**
+(:meth:`FeatureScorer.zeta_screen`: the screen with zeta, which moves most in a refit,
+refitted along a line) and re-scores the best exactly until the winner is certain, at most
+``refine`` of them (:meth:`FeatureScorer.refine_best`). The answer probability stays the
+screen's ``p_k``.
 
 **A pair is answerable** only about two relevant features (an expert cannot say whether two
 keywords affect the rating in the same way if one of them does not affect it), so in the
@@ -35,7 +39,6 @@ irrelevant, ``p_k`` for one not judged.
 
 from __future__ import annotations
 
-import dataclasses
 from functools import cached_property
 from typing import TYPE_CHECKING, cast
 
@@ -43,10 +46,13 @@ import numpy as np
 from scipy.special import expit
 
 from elicit.elicitation.scorer import kl_gauss
+from elicit.model.batch import flops_per_eval
 from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance
-from elicit.model.density import Marginal
+from elicit.model.density import Marginal, feedback_terms, log_density, lower_bounds, theta_of
+from elicit.model.newton import projected_step
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
+from elicit.model.terms import prior_terms
 
 if TYPE_CHECKING:
     from elicit.elicitation.scorer import UtilityScorer
@@ -71,19 +77,36 @@ class FeatureScorer:
         # the data is of a model with relevance classes (see above), so a scaled covariance
         self.eps = float(cast(ScaledCovariance, self.data.model.covariance).irrelevant_scale)
 
+    #: the step in zeta between the points of the zeta-line screen (:meth:`zeta_screen`)
+    zeta_step: float = 0.1
+    #: how many steps from the MAP the zeta-line screen's quadratics are followed at most
+    zeta_steps: float = 5.0
+    #: how much the zeta-line screen may underestimate a candidate's gain beyond the worst
+    #: underestimate seen this round (for stopping early, :meth:`refine_best`)
+    screen_margin: float = 0.1
+    #: the same for the first Newton steps (:meth:`model_step_one`)
+    step_margin: float = 0.02
+
+    def _changes(self, mg: Marginal) -> tuple[np.ndarray, np.ndarray]:
+        """For lambda = 1 and lambda = eps (rows), the change of the log marginal and the KL
+        of the predictive from the round's, every feature (columns) changed alone at the
+        parameters of ``mg``: one rank-two pass each."""
+        m0, v0 = self.scorer.m0[:, None], self.scorer.v0[:, None]
+        every = np.arange(self.data.p)
+        passes = [mg.scale_change(every, lam) for lam in (1.0, self.eps)]
+        return (np.array([c.dvalue for c in passes]),
+                np.array([kl_gauss(c.mean, c.var, m0, v0) for c in passes]))
+
+    @cached_property
+    def _changes_at_map(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._changes(self.scorer.marginal)
+
     @cached_property
     def _screen_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(p_k, KL if relevant, KL if irrelevant) of every feature: one rank-two pass each
-        for lambda = 1 and lambda = eps."""
-        mg, m0, v0 = self.scorer.marginal, self.scorer.m0, self.scorer.v0
-        every = np.arange(self.data.p)
-        up = mg.scale_change(every, 1.0)
-        down = mg.scale_change(every, self.eps)
-        kl1 = kl_gauss(up.mean, up.var, m0[:, None], v0[:, None])
-        kl0 = kl_gauss(down.mean, down.var, m0[:, None], v0[:, None])
-        zeta = self.fit.zeta
-        p = expit(zeta + up.dvalue - down.dvalue)
-        return p, kl1, kl0
+        """(p_k, KL if relevant, KL if irrelevant) of every feature at the MAP."""
+        dvalue, kl = self._changes_at_map
+        p = expit(self.fit.zeta + dvalue[0] - dvalue[1])
+        return p, kl[0], kl[1]
 
     def p_relevant(self, features: np.ndarray) -> np.ndarray:
         """p_k = s(zeta + log BF_k) of each of ``features`` at the MAP."""
@@ -95,6 +118,57 @@ class FeatureScorer:
         k = np.asarray(features, dtype=int)
         p, kl1, kl0 = (a[k] for a in self._screen_all)
         return p * kl1 + (1.0 - p) * kl0, p
+
+    def zeta_screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The expected gains of ``features`` with zeta refitted along a line, and their p_k.
+
+        After a feature answer the refit moves zeta most (the share of relevant features
+        among the unjudged ones changes, and with it the scale of every unjudged feature);
+        gamma and xi move by about a per cent. The zeta line holds them at the MAP: the log
+        density along zeta after the answer is the current one (the marginal and zeta's
+        prior) plus the rank-two change of :meth:`screen`, both evaluated at zeta and
+        zeta +- :attr:`zeta_step` for every candidate at once (two more marginals and four
+        rank-two passes). A quadratic through the three points gives each candidate's
+        optimum zeta (at most :attr:`zeta_steps` steps away), and a quadratic through the KLs
+        its KL there.
+
+        On Amazon and Yelp (runs 0-2, 30 rounds, the ten best per round: 1800 candidates)
+        this is within -12%/+2% of the exact gain (1st-99th percentile -6.5%/+1.6%), where
+        the screen at fixed parameters is within -32%/+5% (-18%/+4%).
+        """
+        k = np.asarray(features, dtype=int)
+        return self._zeta_line[k], self._screen_all[0][k]
+
+    @cached_property
+    def _zeta_line(self) -> np.ndarray:
+        fit, data, h = self.fit, self.data, self.zeta_step
+        theta = theta_of(fit, data)
+        z = data.layout.index("zeta")
+        logp, kl = [], []
+        for step in (-1.0, 0.0, 1.0):
+            at = theta.copy()
+            at[z] += step * h
+            if step == 0.0:
+                mg = self.scorer.marginal
+                dvalue, kl_at = self._changes_at_map
+            else:
+                mg = Marginal.from_data(data, fit.gamma, fit.tau2, K=self.scorer.marginal.K,
+                                        zeta=float(at[z]))
+                dvalue, kl_at = self._changes(mg)
+            # what depends on zeta with gamma and xi held: the marginal and zeta's prior
+            prior = next(v for name, v, *_ in prior_terms(at, data) if name == "zeta")
+            logp.append(mg.value + prior + dvalue)
+            kl.append(kl_at)
+        lo, mid, hi = logp
+        slope, curv = 0.5 * (hi - lo), hi - 2.0 * mid + lo        # per step, per step^2
+        # the quadratic's maximum, or as far uphill as it is trusted where it has none
+        reach = self.zeta_steps
+        t = np.where(curv < 0, -slope / np.where(curv < 0, curv, -1.0), reach * np.sign(slope))
+        t = np.clip(t, -reach, reach)
+        lo, mid, hi = kl
+        kl_t = np.maximum(mid + 0.5 * t * (hi - lo) + 0.5 * t**2 * (hi - 2.0 * mid + lo), 0.0)
+        p = self._screen_all[0]
+        return p * kl_t[0] + (1.0 - p) * kl_t[1]
 
     def answerable(self, pairs: np.ndarray) -> np.ndarray:
         """P(answerable) = r_i r_j of each pair (r: 1 relevant, 0 irrelevant, p_k unjudged)."""
@@ -111,13 +185,22 @@ class FeatureScorer:
         classes[int(k)] = c
         return self.data.with_relevance(classes)
 
-    @cached_property
-    def warm_start(self) -> MAPResult:
-        """The MAP as the start of a refit with changed classes: without its base Hessian,
-        which belongs to the old classes (their y-likelihood), so that the engine computes
-        the new one. The elicitor's refit after the answer starts the same way, and the numpy
-        engine then serves it from its memo of this round's refits."""
-        return dataclasses.replace(self.fit, warm_hessian=None)
+    @property
+    def start_hessian(self) -> np.ndarray | None:
+        """The base Hessian the refits with changed classes start from: the round's, at the
+        MAP (:attr:`~elicit.elicitation.scorer.UtilityScorer.hessian`), for an engine that
+        uses one (None otherwise).
+
+        It belongs to the old classes' y-likelihood, a rank-two change of S away from the new
+        ones (:meth:`~elicit.model.density.Marginal.scale_change`); the projected Newton of a
+        warm refit converges from it to the same MAP, in about as many iterations as from a
+        fresh one, and a fresh one would cost more than the refit itself (it is one Hessian
+        per round instead of one per refit). The elicitor's refit after the answer starts the
+        same way, from the MAP and the Hessian the round hands over
+        (:attr:`~elicit.elicitation.scorer.Scores.hessian`), and the numpy engine then serves
+        it from its memo of this round's refits.
+        """
+        return self.scorer.hessian if self.scorer.engine.uses_hessian else None
 
     def exact(self, features: np.ndarray, p: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each feature."""
@@ -128,13 +211,97 @@ class FeatureScorer:
         kl = {}
         for c in (RELEVANT, IRRELEVANT):
             d2 = self.with_class(k, c)
-            fit_c = self.scorer.engine.fit(d2, init=self.warm_start)
+            fit_c = self.scorer.engine.fit(d2, init=self.fit, hessian=self.start_hessian)
             kl[c] = kl_gauss(*Marginal.of_fit(d2, fit_c).predictive(), m0, v0)
+        return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
+
+    @cached_property
+    def _step_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(theta, lower bounds, full Hessian): where the refits start and the Hessian of
+        their first Newton step (the round's base Hessian plus the answers' terms, which a
+        feature answer does not change)."""
+        lb = lower_bounds(self.data)
+        theta = np.maximum(theta_of(self.fit, self.data), lb)
+        return theta, lb, self.scorer.hessian + feedback_terms(theta, self.data, True)[2]
+
+    def model_step_one(self, k: int, p: float) -> float:
+        """The expected gain with each answer's refit replaced by its first Newton step.
+
+        The step is the projected Newton step from the MAP with the new classes' gradient
+        and the round's Hessian (:attr:`start_hessian` plus the answers' terms), the
+        predictive is evaluated where it lands: one evaluation of the log density and one of
+        the marginal per answer instead of a refit's four or five. It is the point a warm
+        refit's first iteration accepts (its local model adds nothing: a feature answer does
+        not change the answers' terms), within -4%/+3% of the exact gain on Amazon and Yelp
+        (the candidates of :meth:`zeta_screen`; 1st-99th percentile -1.2%/+0.6%).
+        ``nan`` where the step leaves the marginal undefined.
+        """
+        theta, lb, H = self._step_start
+        kl = {}
+        for c in (RELEVANT, IRRELEVANT):
+            d2 = self.with_class(k, c)
+            # the kernel at the MAP is the round's: only the scales differ
+            g = log_density(theta, d2, Marginal.at(theta, d2, K=self.scorer.marginal.K))[1]
+            step = projected_step(H[None], g[None], theta[None], lb, None)[0][0]
+            try:
+                mg = Marginal.at(np.maximum(theta + step, lb), d2)
+            except np.linalg.LinAlgError:
+                return float("nan")
+            kl[c] = kl_gauss(*mg.predictive(), self.scorer.m0, self.scorer.v0)
         return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
 
     def refine_best(self, features: np.ndarray, p: np.ndarray, u: np.ndarray,
                     exact: np.ndarray, refine: int) -> None:
-        """Replace the screen's ``refine`` best gains by exact ones (in place)."""
-        for c in np.argsort(-u, kind="stable")[:refine]:
-            u[c] = self.exact_one(features[c], p[c])
-            exact[c] = True
+        """Replace estimated gains ``u`` by exact ones (in place), best first, until the
+        winner is certain; at most the ``refine`` best are re-scored.
+
+        Where exact re-scores are cheap (the budget of
+        :attr:`~elicit.elicitation.scorer.UtilityScorer.refine_flops` covers ``refine`` of
+        them: small problems) all ``refine`` are. Otherwise each estimate is refined one
+        level at a time, always the candidate whose estimate could be highest: the
+        zeta-line screen (:meth:`zeta_screen`), the first Newton steps
+        (:meth:`model_step_one`), the exact gain (:meth:`exact_one`). A candidate's estimate
+        could be as high as itself times ``1 +`` its level's margin (:attr:`screen_margin`,
+        :attr:`step_margin`) times the worst underestimate of an estimate of that level seen
+        so far (at least 1). The first exact re-scores, as many as the budget pays for (one
+        or more), are made at once; then refining stops when the best exact gain reaches
+        every other candidate's bound. At Amazon size that is one or two exact re-scores per
+        round and a step or two.
+        """
+        order = np.argsort(-u, kind="stable")[:refine]
+        if len(order) == 0:
+            return
+        per_rescore = 10 * flops_per_eval(self.data)   # two refits of a few evaluations each
+        always = max(1.0, min(float(len(order)), self.scorer.refine_flops / per_rescore))
+        if always >= len(order):
+            for c in order:
+                u[c], exact[c] = self.exact_one(features[c], p[c]), True
+            return
+        level = np.zeros(len(u), int)       # 0 zeta line, 1 first Newton steps, 2 exact
+        margin = np.array([1.0 + self.screen_margin, 1.0 + self.step_margin])
+        under = np.ones(2)
+        while True:
+            open_ = order[level[order] < 2]
+            if len(open_) == 0:
+                break
+            bound = u[open_] * margin[level[open_]] * under[level[open_]]
+            c = open_[int(np.argmax(bound))]
+            if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):
+                break
+            # the first exact re-scores are made anyway: no step before them
+            if level[c] == 0 and exact.sum() >= always:
+                v = self.model_step_one(features[c], p[c])
+                if not np.isnan(v):
+                    under[0] = _worst_underestimate(under[0], v, u[c])
+                    u[c], level[c] = v, 1
+                    continue
+            v = self.exact_one(features[c], p[c])
+            under[level[c]] = _worst_underestimate(under[level[c]], v, u[c])
+            u[c], level[c], exact[c] = v, 2, True
+
+
+def _worst_underestimate(under: float, value: float, estimate: float) -> float:
+    """max(under, value / estimate), infinite when a non-positive estimate was exceeded."""
+    if estimate > 0:
+        return max(under, value / estimate)
+    return np.inf if value > 0 else under

@@ -489,13 +489,6 @@ class UtilityScorer:
         return u
 
 
-def _worst_underestimate(under: float, value: float, estimate: float) -> float:
-    """max(under, value / estimate), infinite when a non-positive estimate was exceeded."""
-    if estimate > 0:
-        return max(under, value / estimate)
-    return np.inf if value > 0 else under
-
-
 def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, link: Link = LOGISTIC,
                  iters: int = 60) -> np.ndarray:
     """Solve ``t = link.score(z0 + q t, f)`` for each candidate (logistic:

@@ -194,13 +194,14 @@ def _nothing_left(el: Elicitor, strategy: str) -> bool:
     (or closed by an irrelevant answer), or, for a strategy that walks the no-feedback
     ranking of a mixed elicitation, every question of that ranking (it ranks the first
     round's pool only)."""
-    unasked = el.unasked()
-    if len(unasked) == 0:
+    # Masks over the question table, not sets of rows: this runs every round, and the
+    # table holds every pair (tens of thousands of rows at Amazon size).
+    open_ = el.open_mask()
+    if not open_.any():
         return True
     if el.questions == "pairs" or not el.n_answers or not get_strategy(strategy).needs_ranking:
         return False
-    ranked = el.question_rows[el.nonsequential_ranking().index]
-    return not {tuple(r) for r in ranked.tolist()} & {tuple(r) for r in unasked.tolist()}
+    return not open_[el.nonsequential_ranking().index].any()
 
 
 def part_kinds(part: dict) -> list[str]:

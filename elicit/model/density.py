@@ -44,14 +44,16 @@ from functools import cached_property
 from typing import NamedTuple, cast
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.linalg.lapack import dtrtri
 from scipy.special import gammaln
 
 from elicit.internal.cache import LRUCache, arrays_key
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, Scales
-from elicit.model.kernel import kernel, row_blocks
+from elicit.model.kernel import kernel, kernel_apply, kernel_tiles, row_blocks
 from elicit.model.spec import ModelData, Params
+from elicit.model.structure import OffsetSparse, offset_sparse, structure_of
 from elicit.model.terms import prior_terms
 
 
@@ -122,6 +124,16 @@ class Marginal:
     One factorisation of S serves the log density, its gradient and Hessian, and the
     posterior (:mod:`elicit.model.posterior`), so nothing is computed twice in a query round.
 
+    **Sparse-plus-offset inputs** (``structured``: None, the default, takes the path whenever
+    :func:`~elicit.model.structure.structure_of` finds that it pays: thousands of features,
+    inputs like standardised word counts, a few meta-features; True forces it, False keeps the
+    dense path): with ``X = S + 1 b'`` every quantity is computed without a p x p array. The
+    kernel enters only through ``K b``, the quadratic forms ``(b o u_l)' K (b o u_l)`` and the
+    rows of K on the columns A that S touches (``S K``, the block ``K_AA``), all from one
+    streamed pass over K's tiles (:func:`~elicit.model.kernel.kernel_tiles`), and, for the
+    Hessian, ``K (b o u_a u_b)`` (:func:`~elicit.model.kernel.kernel_apply`); the results
+    equal the dense path's up to rounding. :attr:`K` is then built only when read.
+
     With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
     :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
     scales).
@@ -129,7 +141,8 @@ class Marginal:
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
                  tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
-                 coupled: np.ndarray | None = None, scales: Scales | None = None):
+                 coupled: np.ndarray | None = None, scales: Scales | None = None,
+                 structured: bool | None = None):
         self.X_data = X
         self.scales = scales
         #: zeta of the scales, when :meth:`from_data` built them (else None)
@@ -146,8 +159,21 @@ class Marginal:
         # Everything below (value, gradient, Hessian, predictive) reads K only, so a K masked
         # to the coupled set gets the masked derivatives: D_l enters as K o D_l.
         self.coupled = coupled
-        self.K = kernel(U, self.gamma, coupled) if K is None else K
-        self.XK = X @ self.K
+        #: the sparse-plus-offset structure of X when the structured path is taken, else None
+        #: (:mod:`elicit.model.structure`; never with a coupled set or per-feature scales)
+        self.structure: OffsetSparse | None = None
+        if structured and (coupled is not None or scales is not None):
+            raise ValueError("the structured path takes no coupled set or feature scales")
+        if structured is not False and coupled is None and scales is None:
+            # structured=True forces the path (the tests compare it with the dense one)
+            self.structure = structure_of(X, U.shape[1]) or (offset_sparse(X) if structured
+                                                             else None)
+        if self.structure is not None:
+            self._K = K
+            self.XK = self._structured_products()
+        else:
+            self._K = kernel(U, self.gamma, coupled) if K is None else K
+            self.XK = X @ self._K
         B = self.tau2 * (self.XK @ X.T)
         self.B = 0.5 * (B + B.T)
         S = self.B + np.eye(n)
@@ -162,6 +188,74 @@ class Marginal:
         self.b_star = self.b_sigma + 0.5 * float(y @ self.alpha)
         self.omega = self.a_star / self.b_star
         self._dir_cache: dict = {}
+
+    @property
+    def K(self) -> np.ndarray:
+        """The kernel matrix at gamma (p x p; on the structured path built when first read)."""
+        if self._K is None:
+            self._K = kernel(self.U, self.gamma, self.coupled)
+        return self._K
+
+    def _structured_products(self) -> np.ndarray:
+        """X K from ``X = S + 1 b'`` (the structured path) in one streamed pass over the
+        kernel's tiles (:func:`~elicit.model.kernel.kernel_tiles`), with the columns A that S
+        touches first, keeping what the gradient and the Hessian's directions need:
+        ``K b``, the quadratic forms ``q_l = (b o u_l)' K (b o u_l)``, the block ``K_AA`` and
+        ``(K [b o U, b o U^2])_A``. The rows of K on A (the first tiles' rows, and by symmetry
+        the first columns of the others) give ``S K``."""
+        st = cast(OffsetSparse, self.structure)
+        U, b, A = self.U, st.b, st.cols
+        n, p = st.shape
+        d, a = U.shape[1], len(A)
+        rest = np.ones(p, dtype=bool)
+        rest[A] = False
+        order = np.concatenate([A, np.flatnonzero(rest)])
+        Uo, bo = U[order], b[order]
+        bU = bo[:, None] * Uo
+        V = np.hstack([bo[:, None], bU])                          # [b, b o U]
+        W = np.hstack([bU, bU * Uo])                              # [b o U, b o U^2]
+        Kb = np.zeros(p)
+        q = np.zeros(d)
+        SK = np.zeros((n, p))                                     # columns in `order`
+        K_AA = np.empty((a, a))
+        KA_W = np.zeros((a, 2 * d))
+        S = st.S_cols
+        S_of: dict[int, sp.csc_matrix] = {}                       # S's columns of a tile row
+        for I, J, E in kernel_tiles(U, self.gamma, order):
+            M = E @ V[J]
+            Kb[I] += M[:, 0]
+            mirror = J.start != I.start
+            q += (2.0 if mirror else 1.0) * np.einsum("il,il->l", bU[I], M[:, 1:])
+            if mirror:
+                Kb[J] += E.T @ bo[I]
+            if I.start < a:                                       # rows of K on A
+                m = min(I.stop, a) - I.start
+                Ia = slice(I.start, I.start + m)
+                if I.start not in S_of:
+                    S_of[I.start] = S[:, Ia]
+                Ea = E[:m]
+                SK[:, J] += S_of[I.start] @ Ea
+                KA_W[Ia] += Ea @ W[J]
+                if J.start < a:
+                    ja = min(J.stop, a) - J.start
+                    K_AA[Ia, J.start:J.start + ja] = Ea[:, :ja]
+                    if mirror:
+                        K_AA[J.start:J.start + ja, Ia] = Ea[:, :ja].T
+            if mirror and J.start < a:                            # K[J, I] = E' on A
+                ja = min(J.stop, a) - J.start
+                Ja = slice(J.start, J.start + ja)
+                if J.start not in S_of:
+                    S_of[J.start] = S[:, Ja]
+                Eb = E[:, :ja].T
+                SK[:, I] += S_of[J.start] @ Eb
+                KA_W[Ja] += Eb @ W[I]
+        back = np.empty(p, dtype=int)
+        back[order] = np.arange(p)
+        self._Kb = Kb[back]
+        self._q = q
+        self._K_AA = K_AA
+        self._KA_bU, self._KA_bU2 = KA_W[:, :d], KA_W[:, d:]
+        return SK[:, back] + self._Kb
 
     @classmethod
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
@@ -197,7 +291,9 @@ class Marginal:
             hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta)
             if hit is not None and type(hit) is cls:
                 return hit
-        return cls.from_data(data, fit.gamma, fit.tau2, K=fit.K, zeta=zeta)
+        # the structured path never needs the p x p kernel: build it only for the dense one
+        K = fit.K if "K" in fit.__dict__ or not takes_structure(data) else None
+        return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta)
 
     @cached_property
     def logdet_S(self) -> float:
@@ -239,10 +335,48 @@ class Marginal:
     def _RU(self) -> np.ndarray:
         return self._R @ self.U
 
+    @cached_property
+    def _R_AA(self) -> np.ndarray:
+        # The structured path's R on the columns A that S touches: (S_A' G S_A) o K_AA.
+        S = cast(OffsetSparse, self.structure).S_cols
+        return (S.T @ (S.T @ self.G).T) * self._K_AA
+
+    @cached_property
+    def _rank_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rest of X'GX on the structured path: ``c b' + b c' + g0 b b'`` with
+        ``c = S'G1`` and ``g0 = 1'G1``; every sum over it weighted by the symmetric
+        ``K o D`` is one over ``w b'``, ``w = 2c + g0 b``. Returns (w, K w, c on A), with
+        ``K c = (S K)' G 1 = (X K)' G 1 - g0 K b``."""
+        st = cast(OffsetSparse, self.structure)
+        G1 = self.G.sum(axis=1)
+        g0 = float(G1.sum())
+        c_A = st.S_cols.T @ G1
+        w = g0 * st.b
+        w[st.cols] += 2.0 * c_A
+        Kw = 2.0 * (self.XK.T @ G1) - g0 * self._Kb
+        return w, Kw, c_A
+
     def grad_gamma(self) -> np.ndarray:
+        if self.structure is not None:
+            return self._grad_gamma_structured()
         U = self.U
         # sum_ij R_ij D_l,ij = 2 (r . u_l^2 - u_l' R u_l)
         return -self.tau2 * ((U * U).T @ self._r - np.einsum("il,il->l", U, self._RU))
+
+    def _grad_gamma_structured(self) -> np.ndarray:
+        # sum_ij R_ij D_l,ij over the block on A (as the dense path) and over the rank part:
+        # sum_ij w_i b_j K_ij D_l,ij = (w o u^2)' K b + (b o u^2)' K w - 2 (w o u)' K (b o u)
+        st = cast(OffsetSparse, self.structure)
+        U = self.U
+        UA = U[st.cols]
+        R1 = self._R_AA
+        block = (UA * UA).T @ R1.sum(axis=1) - np.einsum("il,il->l", UA, R1 @ UA)
+        w, Kw, c_A = self._rank_parts
+        g0 = float(self.G.sum())
+        # (w o u)' K (b o u) = 2 (c o u)_A' (K (b o u))_A + g0 q
+        wKbU = 2.0 * np.einsum("i,il,il->l", c_A, UA, self._KA_bU) + g0 * self._q
+        rank = (U * U).T @ (w * self._Kb + st.b * Kw) - 2.0 * wKbU
+        return -self.tau2 * (block + 0.5 * rank)
 
     def grad_tau2(self) -> float:
         return float(np.sum(self.G * self.B)) / self.tau2
@@ -266,6 +400,8 @@ class Marginal:
         Y_l = X o u_l'. Only the features where u_l != 0 contribute, and meta-features of word
         counts are mostly zero, so each product runs over that support alone.
         """
+        if self.structure is not None:
+            return self._B_dirs_structured(learned)
         X, U, K, tau2 = self.X, self.U, self.K, self.tau2
         n = X.shape[0]
         d = U.shape[1]
@@ -302,23 +438,43 @@ class Marginal:
             Bd[-1] = (sc.dlog_h * tau2) * (P + P.T)
         return Bd
 
+    def _B_dirs_structured(self, learned: bool) -> np.ndarray:
+        """:meth:`_B_dirs` from ``X = S + 1 b'``: ``X (K o D_l) X'`` is
+        ``S_A (K_AA o D_l) S_A' + v 1' + 1 v' + s 1 1'`` with ``v = S (K o D_l) b`` and
+        ``s = b' (K o D_l) b``; the first term is ``A + A' - 2 Y K_AA Y'`` with
+        ``A = (S diag(u^2)) K_AA S'`` and ``Y = S diag(u)``, sparse products on A."""
+        st = cast(OffsetSparse, self.structure)
+        U, tau2, b = self.U, self.tau2, st.b
+        S = st.S_cols
+        n, d = self.X.shape[0], U.shape[1]
+        UA = U[st.cols]
+        Kb = self._Kb
+        Kb_A = Kb[st.cols]
+        KS = (S @ self._K_AA).T                                 # K_AA S_A'
+        Bd = np.empty((d + learned, n, n))
+        for l in range(d):
+            u = UA[:, l]
+            Y = S @ sp.diags(u)
+            A = (S @ sp.diags(u * u)) @ KS
+            YKY = Y @ (Y @ self._K_AA).T
+            v = S @ (u * u * Kb_A + self._KA_bU2[:, l] - 2.0 * u * self._KA_bU[:, l])
+            s_l = 2.0 * ((b * U[:, l] ** 2) @ Kb - self._q[l])
+            Bd[l] = A + A.T - 2.0 * YKY + v[:, None] + v[None, :] + s_l
+        Bd[:d] *= -0.5 * tau2
+        if learned:
+            Bd[d] = self.B / tau2
+        return Bd
+
     @cached_property
     def _support_split(self) -> tuple[list[int], list[int]]:
         """The meta-feature columns whose products run over their support alone (zero in
         at least a third of the features: word counts) and the others (embeddings), which
         are stacked into one product."""
-        p = self.U.shape[0]
-        sparse = [l for l, (S, _) in enumerate(self._supports) if 3 * len(S) <= 2 * p]
-        return sparse, [l for l in range(self.U.shape[1]) if l not in set(sparse)]
+        return _support_split(self.U, self._supports)
 
     @cached_property
     def _supports(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        # Nonzero pattern of each meta-feature column (computed once per U).
-        out = []
-        for l in range(self.U.shape[1]):
-            S = np.flatnonzero(self.U[:, l])
-            out.append((S, self.U[S, l]))
-        return out
+        return _column_supports(self.U)
 
     def directions(self, learned: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part
@@ -360,7 +516,9 @@ class Marginal:
 
     def hessian(self, learned: bool) -> np.ndarray:
         """Hessian of ``value`` in (gamma[, tau2][, zeta])."""
-        U, R = self.U, self._R
+        U = self.U
+        # the dense path's R (p x p) first, as it always was: the peak memory stays where it was
+        R = self._R if self.structure is None else None
         d = U.shape[1]
         n = self.X.shape[0]
         _, V, t, C = self.directions(learned)
@@ -369,23 +527,11 @@ class Marginal:
         H = (self.omega / (4 * self.b_star)) * np.outer(t, t) \
             - self.omega * (V @ self.Sinv @ V.T) + 0.5 * trCC
         # tr(G B_ab): second kernel derivatives, d^2 K / dgamma_a dgamma_b = K o D_a o D_b / 4
-        U2 = U * U
-        r, RU = self._r, self._RU
-        T = 2.0 * (U2.T * r) @ U2 + 2.0 * U2.T @ (R @ U2)
-        M3 = U2.T @ (U * RU)
-        T -= 4.0 * (M3 + M3.T)
-        # sum_ij R_ij U_ia U_ja U_ib U_jb, again over the support of u_a only
-        E_full = np.empty((d, d))
-        sparse, dense = self._support_split
-        for a in sparse:
-            S, u = self._supports[a]
-            Ua = U[S] * u[:, None]                        # rows u_i o u_ia
-            E_full[a] = np.einsum("ib,ib->b", Ua, R.take(S, 0).take(S, 1) @ Ua)
-        if len(dense):
-            Ua = (U[:, None, :] * U[:, dense, None]).reshape(len(U), -1)  # (p, m d)
-            RUa = (R @ Ua).reshape(len(U), len(dense), d)
-            E_full[dense] = np.einsum("iab,iab->ab", Ua.reshape(len(U), len(dense), d), RUa)
-        T += 4.0 * E_full
+        if self.structure is not None:
+            T = self._second_structured()
+        else:
+            T = _second_terms(cast(np.ndarray, R), self._r, self._RU, U, self._supports,
+                              self._support_split)
         H[:d, :d] += 0.25 * self.tau2 * T
         if learned:
             # B_{gamma_l, tau2} = B_l / tau2 and B_{tau2, tau2} = 0.
@@ -396,6 +542,7 @@ class Marginal:
         if sc is not None and sc.unasked.any():
             # tr(G B_ab) of zeta (module docstring)
             z, u = k - 1, sc.unasked
+            R, r, RU, U2 = self._R, self._r, self._RU, U * U   # scales: the dense path
             Ru = R[:, u].sum(axis=1)
             w = U2.T @ (np.where(u, r, 0.0) + Ru) - 2.0 * (U[u] * RU[u]).sum(axis=0)
             cross = -sc.dlog_h * self.tau2 * w
@@ -408,6 +555,42 @@ class Marginal:
             H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h * np.sum(r[u])
                                           + sc.dlog_h**2 * np.sum(Ru[u]))
         return 0.5 * (H + H.T)
+
+    def _second_structured(self) -> np.ndarray:
+        """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` on the structured path: the block on A as the
+        dense path, plus ``sum_ij w_i b_j K_ij D_a D_b`` (:attr:`_rank_parts`). Expanding
+        ``D_a D_b`` gives nine sums ``(w o f)' K (b o g)``; each is read with the monomial of
+        degree <= 2 on the side of K's product: ``K (b o [1, u_a, u_a u_b])``, ``K w`` and
+        ``K (w o u_a)`` (``w = 2c + g0 b``: ``K (c o u_a)`` comes from the same streamed pass
+        over K)."""
+        st = cast(OffsetSparse, self.structure)
+        U, b, A = self.U, st.b, st.cols
+        p, d = U.shape
+        UA = U[A]
+        R1 = self._R_AA
+        T = _second_terms(R1, R1.sum(axis=1), R1 @ UA, UA, *_supports_of(UA))
+        w, Kw, c_A = self._rank_parts
+        # one pass: K (b o u_a), K (b o u_a u_b) for a <= b, and K (c o u_a)
+        ia, ib = np.triu_indices(d)
+        cU = np.zeros((p, d))
+        cU[A] = c_A[:, None] * UA
+        P = kernel_apply(U, self.gamma, np.hstack([b[:, None] * U,
+                                                   b[:, None] * U[:, ia] * U[:, ib], cU]))
+        KbU, KcU = P[:, :d], P[:, -d:]
+        KbUU = np.empty((p, d, d))
+        KbUU[:, ia, ib] = P[:, d:-d]
+        KbUU[:, ib, ia] = KbUU[:, ia, ib]
+        KbSq = KbUU[:, np.arange(d), np.arange(d)]               # K (b o u_a^2)
+        Kb = self._Kb
+        g0 = float(self.G.sum())
+        KwU = g0 * KbU + 2.0 * KcU
+        U2 = U * U
+        wU2, bU2 = w[:, None] * U2, b[:, None] * U2
+        t1 = (U2 * (w * Kb + b * Kw)[:, None]).T @ U2
+        t2 = wU2.T @ KbSq
+        t3 = -2.0 * wU2.T @ (U * KbU) - 2.0 * bU2.T @ (U * KwU)
+        t4 = 4.0 * np.einsum("ia,ib,iab->ab", w[:, None] * U, U, KbUU)
+        return T + t1 + t2 + t2.T + t3 + t3.T + t4
 
     def scale_change(self, features, lam) -> ScaleChange:
         """What if feature j's prior variance scale lambda_j were ``lam``: for each j of
@@ -435,7 +618,7 @@ class Marginal:
         dh = np.sqrt(lam) - h_j
         x = self.X_data[:, j]
         v = self.XK[:, j]
-        Kjj = np.diag(self.K)[j]
+        Kjj = np.ones(len(j))          # the kernel's diagonal (exactly 1, also when masked)
         Si = self.Sinv
         Sx, Sv = Si @ x, Si @ v
         A11 = np.einsum("ic,ic->c", x, Sx)
@@ -459,6 +642,69 @@ class Marginal:
         var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)
         dvalue = -0.5 * np.log(det) - self.a_star * np.log(b_star / self.b_star)
         return ScaleChange(mean, var, dvalue)
+
+
+def data_structure(data: ModelData) -> OffsetSparse | None:
+    """The structure of X with which the marginals of ``data`` take the structured path
+    (sparse plus offset: see :class:`Marginal`), or None (the dense path)."""
+    if data.kernel_mask is not None or data.model.relevance:
+        return None
+    return structure_of(data.X, data.d)
+
+
+def takes_structure(data: ModelData) -> bool:
+    """Whether the marginals of ``data`` take the structured path (:func:`data_structure`)."""
+    return data_structure(data) is not None
+
+
+def _column_supports(U: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The nonzero pattern of each meta-feature column and its values there."""
+    out = []
+    for l in range(U.shape[1]):
+        S = np.flatnonzero(U[:, l])
+        out.append((S, U[S, l]))
+    return out
+
+
+def _support_split(U: np.ndarray, supports: list) -> tuple[list[int], list[int]]:
+    """The meta-feature columns whose products run over their support alone (zero in at least
+    a third of the features: word counts) and the others (embeddings), which are stacked into
+    one product."""
+    p = U.shape[0]
+    sparse = [l for l, (S, _) in enumerate(supports) if 3 * len(S) <= 2 * p]
+    return sparse, [l for l in range(U.shape[1]) if l not in set(sparse)]
+
+
+def _supports_of(U: np.ndarray) -> tuple[list, tuple[list[int], list[int]]]:
+    """:func:`_column_supports` of U and :func:`_support_split` of them."""
+    sup = _column_supports(U)
+    return sup, _support_split(U, sup)
+
+
+def _second_terms(R: np.ndarray, r: np.ndarray, RU: np.ndarray, U: np.ndarray,
+                  supports: list, split: tuple[list[int], list[int]]) -> np.ndarray:
+    """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` (d x d) for a symmetric R with row sums r and
+    ``RU = R U``: expanding ``D_a D_b`` gives
+    ``2 (u_a^2 u_b^2)' r + 2 u_a^2' R u_b^2 - 4 (u_a^2 u_b)' R u_b - 4 (u_b^2 u_a)' R u_a
+    + 4 (u_a u_b)' R (u_a u_b)``."""
+    d = U.shape[1]
+    U2 = U * U
+    T = 2.0 * (U2.T * r) @ U2 + 2.0 * U2.T @ (R @ U2)
+    M3 = U2.T @ (U * RU)
+    T -= 4.0 * (M3 + M3.T)
+    # sum_ij R_ij U_ia U_ja U_ib U_jb, again over the support of u_a only
+    E_full = np.empty((d, d))
+    sparse, dense = split
+    for a in sparse:
+        S, u = supports[a]
+        Ua = U[S] * u[:, None]                        # rows u_i o u_ia
+        E_full[a] = np.einsum("ib,ib->b", Ua, R.take(S, 0).take(S, 1) @ Ua)
+    if len(dense):
+        Ua = (U[:, None, :] * U[:, dense, None]).reshape(len(U), -1)  # (p, m d)
+        RUa = (R @ Ua).reshape(len(U), len(dense), d)
+        E_full[dense] = np.einsum("iab,iab->ab", Ua.reshape(len(U), len(dense), d), RUa)
+    T += 4.0 * E_full
+    return T
 
 
 def _lower_inverse(L: np.ndarray) -> np.ndarray:
@@ -524,7 +770,8 @@ class MarginalCache:
     relevance classes and the exact bytes of (gamma, tau2[, zeta]): two points that differ
     in the last bit are two entries. A marginal holds a few p x p arrays, so the cache holds
     at most ``max_bytes`` of them by the size :func:`marginal_bytes` estimates (none above
-    it: at p = 10,000 one kernel alone is 800 MB).
+    it: at p = 10,000 one kernel alone is 800 MB, but a marginal on the structured path holds
+    no p x p array).
     """
 
     def __init__(self, size: int = 8, max_bytes: float = 256e6) -> None:
@@ -548,7 +795,9 @@ class MarginalCache:
 
     def entries_for(self, data: ModelData) -> int:
         """How many marginals of ``data``'s size the cache keeps."""
-        return min(self.size, int(self.max_bytes // marginal_bytes(data.n, data.p, data.d)))
+        st = data_structure(data)
+        one = marginal_bytes(data.n, data.p, data.d, None if st is None else len(st.cols))
+        return min(self.size, int(self.max_bytes // one))
 
     def remember(self, data: ModelData, mg: Marginal, key: tuple | None = None) -> None:
         """Store ``mg``, a marginal of ``data`` (of its X, y, U and kernel mask, and with the
@@ -589,10 +838,13 @@ class MarginalCache:
         self._cache.clear()
 
 
-def marginal_bytes(n: int, p: int, d: int) -> float:
+def marginal_bytes(n: int, p: int, d: int, support: int | None = None) -> float:
     """Rough memory of a :class:`Marginal` with its derived quantities: K, X K and R (p x p
-    and n x p each), the n x n factors, and the Hessian's directions (d x n x n, twice)."""
-    return 8.0 * (2 * p * p + 2 * n * p + 6 * n * n + 2 * (d + 3) * n * n)
+    and n x p each), the n x n factors, and the Hessian's directions (d x n x n, twice).
+    On the structured path (``support``: the number of columns the sparse part of X touches)
+    the p x p arrays are the blocks of K and R on those columns instead."""
+    square = 2 * p * p if support is None else 2 * support * support
+    return 8.0 * (square + 2 * n * p + 6 * n * n + 2 * (d + 3) * n * n)
 
 
 #: the process-wide cache of marginals (see :class:`MarginalCache`)

@@ -29,6 +29,7 @@ import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.model.density import Marginal
+from elicit.model.kernel import kernel_apply
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
@@ -66,11 +67,15 @@ class NIGPosterior:
         self.a_star = marginal.a_star
         self.b_star = marginal.b_star
         self.tau2 = marginal.tau2
-        #: the prior correlation of beta: the kernel K (the prior covariance is
-        #: ``sigma2 tau2 diag(h) K diag(h)``)
-        self.K = marginal.K
         #: the per-feature prior scales h (``None``: all 1)
         self.scales = marginal.h
+
+    @property
+    def K(self) -> np.ndarray:
+        """The prior correlation of beta: the kernel K (the prior covariance is
+        ``sigma2 tau2 diag(h) K diag(h)``; p x p, built when first read if the marginal took
+        the structured path)."""
+        return self._m.K
 
     @classmethod
     def from_map(cls, data: ModelData, fit: MAPResult) -> NIGPosterior:
@@ -80,7 +85,10 @@ class NIGPosterior:
     def mu(self) -> np.ndarray:
         """Posterior mean mu* of beta (p,)."""
         m = self._m
-        mu = m.tau2 * (m.K @ (m.X.T @ m.alpha))
+        if m.structure is not None:
+            mu = m.tau2 * (m.XK.T @ m.alpha)          # K X' alpha = (X K)' alpha, K symmetric
+        else:
+            mu = m.tau2 * (m.K @ (m.X.T @ m.alpha))
         return mu if m.h is None else m.h * mu
 
     @cached_property
@@ -93,7 +101,7 @@ class NIGPosterior:
 
     def _check_rows(self, X_new: np.ndarray) -> np.ndarray:
         X_new = np.asarray(X_new, dtype=float)
-        p = self.K.shape[0]
+        p = self._m.U.shape[0]
         if X_new.ndim != 2 or X_new.shape[1] != p:
             raise ElicitError(f"X_new must have shape (m, {p}), got {X_new.shape}")
         if not np.all(np.isfinite(X_new)):
@@ -118,7 +126,10 @@ class NIGPosterior:
         if m.h is not None:
             X_new = X_new * m.h      # x' Sigma* x = (x o h)' Sigma~* (x o h)
         # x' Sigma* x = tau2 x'Kx - tau2^2 (XKx)' S^-1 (XKx)
-        XnK = X_new @ m.K
+        if m.structure is not None:
+            XnK = kernel_apply(m.U, m.gamma, X_new.T).T        # K never formed
+        else:
+            XnK = X_new @ m.K
         quad = m.tau2 * np.einsum("ij,ij->i", XnK, X_new)
         V = m.X @ XnK.T
         quad -= m.tau2**2 * np.einsum("ji,ji->i", V, m.Sinv @ V)

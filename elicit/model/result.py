@@ -48,6 +48,12 @@ class MAPResult:
         The relevance model's per-feature prior scales h = sqrt(lambda) at the MAP (the prior
         covariance of beta is ``sigma2 tau2 diag(h) K diag(h)``; :attr:`K` stays the prior
         correlation); ``None`` (all 1) for the other models. :meth:`Engine.fit` sets it.
+    problem
+        What the numpy engine fitted, but for the answers (its data arrays and the
+        hyperparameters): a warm refit from this result is checked for another mode only
+        when it is a refit of the same problem after answers, not a start for another
+        tau2 or other data (:class:`~elicit.model.newton.ColdStartPolicy`). ``None`` for
+        other engines.
     """
 
     gamma: np.ndarray
@@ -63,6 +69,7 @@ class MAPResult:
     coupled: np.ndarray | None = field(default=None, repr=False, compare=False)
     zeta: float | None = None
     scales: np.ndarray | None = field(default=None, repr=False, compare=False)
+    problem: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Read-only arrays: a result can be shared (the session's initial fit, a sweep's

@@ -36,6 +36,7 @@ from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
 from elicit.model.priors import GAMMA_MEAN, GAMMA_SD, ZETA_PRIOR  # noqa: F401  (GAMMA_SD: re-exported)
+from elicit.model.structure import structure_of
 from elicit.model.variants import PAPER, ModelVariant, get_model
 
 Variant = Literal["fixed", "learned"]
@@ -173,6 +174,9 @@ class ModelData:
             c.setflags(write=False)
             self.coupled = c
         self.relevance = check_relevance(self.relevance, p)
+        if self.kernel_mask is not None or self.model.relevance:
+            # a coupled set or feature scales keep the dense path (model.density.Marginal)
+            check_size(self.n, p, self.d)
 
     @property
     def model(self) -> ModelVariant:
@@ -313,7 +317,7 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
                           "there must be one meta-feature row per feature (column of X)")
     if U.shape[1] == 0:
         raise ElicitError("meta-features have no columns (d = 0)")
-    check_size(n, p, U.shape[1])
+    check_size(n, p, U.shape[1], X)
     return X, y, U
 
 
@@ -366,7 +370,7 @@ def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
                       + " (e.g. other units) or correct the value")
 
 
-def model_bytes(n: int, p: int, d: int) -> int:
+def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
     """About the most memory a fit and a question round hold at once, in bytes.
 
     Measured with tracemalloc on sessions (numpy engine, fast utility): the d + 1 kernel
@@ -374,24 +378,35 @@ def model_bytes(n: int, p: int, d: int) -> int:
     few more n x n arrays; K, the gradient's R, the utility's p x p arrays and the candidate
     pairs' weights (p(p-1)/2 x d); the n x p products. Checked at n = 20..800, p = 5..800,
     d = 3..800 (ten sizes): the peak was 0.59 to 1.0 times this.
+
+    With ``support`` (sparse-plus-offset inputs, :mod:`elicit.model.structure`: the number
+    of columns the sparse part touches) no p x p array is held: the blocks of K and R on
+    those columns, the n x p products, the Hessian's ``K (b o u_a u_b)`` (p x d x d, twice)
+    and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: 8 p^2 bytes).
     """
+    if support is not None:
+        return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
+                    + 3 * p * d * d + p * p + 2 * 512 * p)
     return 8 * ((3 * (d + 1) + 8) * n * n + (d + 25) * p * p + 4 * n * p + 4 * p * d)
 
 
-def check_size(n: int, p: int, d: int) -> None:
+def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
     """Refuse data whose model cannot fit in this machine's memory, saying what fits.
 
     Meta-features with one column per sample (the default, U = X') grow with the rows, and
-    so does d in the answer.
+    so does d in the answer. Inputs ``X`` that take the structured path (sparse plus a
+    rank-one offset, :func:`~elicit.model.structure.structure_of`) need no p x p array.
     """
     limit = memory_limit()
-    need = model_bytes(n, p, d)
+    found = None if X is None else structure_of(X, d)
+    need = model_bytes(n, p, d, None if found is None else len(found.cols))
     if limit is None or need <= limit:
         return
     grows = d == n
 
     def fits(m: int) -> bool:
-        return model_bytes(m, p, m if grows else d) <= limit
+        return model_bytes(m, p, m if grows else d,
+                           None if found is None else len(found.cols)) <= limit
 
     gib = 2.0**30
     if n >= p:
@@ -413,9 +428,33 @@ def check_size(n: int, p: int, d: int) -> None:
 
 
 def all_pairs(p: int) -> np.ndarray:
-    """All p(p-1)/2 unordered pairs (i < j) in a fixed order."""
-    i, j = np.triu_indices(p, k=1)
-    return np.column_stack([i, j])
+    """All p(p-1)/2 unordered pairs (i < j) in a fixed order (by i, then j).
+
+    Filled row by row in place: at p = 10,000 the 50 million pairs take 800 MB, and building
+    them from index arrays took twice that again in temporaries."""
+    out = np.empty((p * (p - 1) // 2, 2), dtype=int)
+    js = np.arange(p)
+    k = 0
+    for i in range(p - 1):
+        m = p - 1 - i
+        out[k:k + m, 0] = i
+        out[k:k + m, 1] = js[i + 1:]
+        k += m
+    return out
+
+
+def is_all_pairs(pairs: np.ndarray, p: int) -> bool:
+    """Whether ``pairs`` is :func:`all_pairs` of p, checked row by row without building it."""
+    if pairs.shape != (p * (p - 1) // 2, 2):
+        return False
+    js = np.arange(p)
+    k = 0
+    for i in range(p - 1):
+        m = p - 1 - i
+        if not (np.all(pairs[k:k + m, 0] == i) and np.array_equal(pairs[k:k + m, 1], js[i + 1:])):
+            return False
+        k += m
+    return True
 
 
 #: pairs per chunk of :func:`auto_threshold_mean`
@@ -430,8 +469,7 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray) ->
     """
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
     p = len(U)
-    if len(pairs) > _PAIR_CHUNK and len(pairs) == p * (p - 1) // 2 and np.array_equal(
-            pairs, all_pairs(p)):
+    if len(pairs) > _PAIR_CHUNK and is_all_pairs(pairs, p):
         # every pair: sum_{i<j} (u_i - u_j)^2 = p sum_i u_i^2 - (sum_i u_i)^2, per column
         Uc = U - U.mean(axis=0)                 # the same sum, without cancellation
         m = float(p * np.sum(Uc * Uc, axis=0) @ gamma0) / len(pairs)

@@ -182,6 +182,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
     gains: list[float] = []
     X, y = data.X, data.y
     n_steps = min(int(max_samples), len(X_pool))
+    quad: _PoolQuadForms | None = None
     for t in range(n_steps):
         if stop_level is not None and mse[-1] <= stop_level:
             break
@@ -189,11 +190,14 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
             k = int(order[t])
             gains.append(float("nan"))
         else:
-            idx = np.flatnonzero(left)
-            g = information_gain(post, X_pool[idx])
-            b = int(np.argmax(g))
-            k = int(idx[b])
-            gains.append(float(g[b]))
+            if quad is None:
+                quad = _PoolQuadForms(X_pool, rd.standardize_counts(np.zeros((1, rd.p)))[0])
+            # the gain is increasing in x' Sigma* x: the largest form is the largest gain
+            # (ties to the lowest row, as before)
+            q = quad(post.Sigma)
+            q[~left] = -np.inf
+            k = int(np.argmax(q))
+            gains.append(float(information_gain(post, X_pool[k:k + 1])[0]))
         left[k] = False
         added.append(k)
         X = np.vstack([X, X_pool[k]])
@@ -204,6 +208,45 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
         mse.append(post.mse(rd.X_test, rd.y_test, rd.y_mean))
     return SampleCurve(method, mse, added, gains, stop_level, int(max_samples),
                        not left.any(), time.perf_counter() - t0)
+
+
+class _PoolQuadForms:
+    """``x' A x`` for every row x of a sample pool whose rows are one common row plus a
+    sparse one, for any symmetric p x p matrix A (``Sigma*`` at each step of ``act``).
+
+    A review's inputs are its standardised counts, ``x = zero + r`` with ``zero`` the
+    standardised zero count and r nonzero only at the keywords the review uses (14 of 337 on
+    average in Amazon's expert set). So ``x' A x = r' A r + 2 r' A zero + zero' A zero`` costs
+    the pairs of each row's keywords (0.66 M products for Amazon's 4149 reviews, set up once)
+    instead of the dense ``X A`` (4149 x 337 x 337): 3.4 ms instead of 18 ms a step. The two
+    agree to rounding (measured 6e-13 relative at worst); a row with many nonzeros costs more
+    but is still exact.
+    """
+
+    def __init__(self, X_pool: np.ndarray, zero: np.ndarray) -> None:
+        R = np.asarray(X_pool, dtype=float) - zero
+        self.m, p = R.shape
+        self.zero = zero
+        self.rows, self.cols = np.nonzero(R)        # row-major: each row's keywords in order
+        self.vals = R[self.rows, self.cols]
+        # every pair (e, f) of nonzeros of one row with f at or after e: entry e pairs with
+        # the rest of its row, cnt[e] = (its row's count) - (its place in the row)
+        per_row = np.bincount(self.rows, minlength=self.m)
+        place = np.arange(len(self.rows)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+        cnt = per_row[self.rows] - place
+        first = np.repeat(np.arange(len(self.rows)), cnt)
+        second = first + np.arange(len(first)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        self.pair_row = self.rows[first]
+        self.pair_at = self.cols[first] * p + self.cols[second]
+        # off-diagonal pairs stand for (e, f) and (f, e)
+        self.pair_w = self.vals[first] * self.vals[second] * np.where(first == second, 1.0, 2.0)
+
+    def __call__(self, A: np.ndarray) -> np.ndarray:
+        Az = A @ self.zero
+        quad = np.bincount(self.pair_row, minlength=self.m,
+                           weights=self.pair_w * np.take(A.ravel(), self.pair_at))
+        lin = np.bincount(self.rows, weights=self.vals * Az[self.cols], minlength=self.m)
+        return quad + 2.0 * lin + float(self.zero @ Az)
 
 
 # --------------------------------------------------------------------------------------------

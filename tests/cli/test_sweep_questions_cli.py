@@ -8,6 +8,8 @@ from conftest import REAL_DATA_DIR, needs_data
 
 import elicit.cli.main as cli_main
 import elicit.cli.realdata as cli_realdata
+import elicit.paper.realdata
+import elicit.paper.synthetic
 from elicit.cli.main import main
 
 
@@ -16,7 +18,8 @@ class _Captured(Exception):
 
 
 def _capture(monkeypatch, module, name: str) -> list:
-    """Replace the library call ``module.name`` by one that keeps its configuration."""
+    """Replace the library call ``module.name`` by one that keeps its configuration (the
+    command imports it from its module when it runs)."""
     seen: list = []
 
     def run(cfg, out, progress=True):
@@ -36,7 +39,7 @@ def _capture(monkeypatch, module, name: str) -> list:
      dict(questions="pairs", pool="open", model="tied-threshold")),
 ])
 def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, cli_main, "run_synthetic")
+    seen = _capture(monkeypatch, elicit.paper.synthetic, "run_synthetic")
     with pytest.raises(_Captured):
         cli_main.cmd_synthetic(cli_main.build_parser().parse_args(
             ["synthetic", "--runs", "1", "--out", str(tmp_path / "o"), *argv]))
@@ -53,7 +56,7 @@ def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path
      dict(questions="both", pool="paper", model="relevance")),
 ])
 def test_realdata_options_become_the_config(argv, expect, monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, cli_realdata, "run_realdata")
+    seen = _capture(monkeypatch, elicit.paper.realdata, "run_realdata")
     with pytest.raises(_Captured):
         cli_realdata.cmd_realdata(cli_main.build_parser().parse_args(
             ["realdata", "--dataset", "amazon", "--runs", "1", "--data-dir",

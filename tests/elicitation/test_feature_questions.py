@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import small_arrays
 from scipy import stats
+from scipy.optimize import minimize_scalar
 
 from elicit.elicitation.answers import Answer, GroupOracle, ask
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.features import FeatureScorer
-from elicit.elicitation.questions import NO_FEATURE, QUESTIONS, Query
-from elicit.elicitation.scorer import UtilityScorer
+from elicit.elicitation.questions import NO_FEATURE, QUESTIONS, Query, feature_rows, is_feature_row
+from elicit.elicitation.scorer import UtilityScorer, kl_gauss
 from elicit.elicitation.strategies import STRATEGIES, round_pool
-from elicit.elicitation.utility import QuestionUtility, UtilityArgs
+from elicit.elicitation.utility import (
+    PREDICTIVE_EXACT,
+    PREDICTIVE_FAST,
+    QuestionUtility,
+    UtilityArgs,
+)
+from elicit.engines import get_engine
 from elicit.errors import ElicitError
-from elicit.model.density import theta_of
+from elicit.model.density import Marginal, log_density, theta_of
 from elicit.model.spec import Hyper, all_pairs
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -241,11 +250,152 @@ def test_the_feature_screen_ranks_like_exact_refits():
     assert rho > 0.8
     # the screen's best is among the exact best two
     assert np.argmax(screen) in np.argsort(-exact)[:2]
-    # the fast utility re-scores the screen's best exactly, and so picks the exact best of them
-    sc = el.score(np.column_stack([features, np.full(len(features), NO_FEATURE)]), refine=3)
+    # the fast utility re-scores the best of its zeta-line screen exactly (all three: on a
+    # small problem the budget pays for them), and so picks the exact best of them
+    sc = el.score(feature_rows(features), refine=3)
     assert sc.exact.sum() == 3
-    top3 = np.argsort(-screen, kind="stable")[:3]
+    top3 = np.argsort(-scorer.zeta_screen(features)[0], kind="stable")[:3]
     np.testing.assert_allclose(sc.utility[top3], exact[top3], rtol=1e-6)
+
+
+def _after_two_answers() -> tuple[Elicitor, np.ndarray]:
+    el = make_elicitor(questions="relevance")
+    el.answer(4, None, "relevant")
+    el.answer(0, None, "irrelevant")
+    return el, np.flatnonzero(el.relevance == -1)
+
+
+def test_the_zeta_line_screen_finds_the_refit_of_zeta_alone():
+    """Independent: for each candidate and answer, maximise the log density over zeta alone
+    (gamma and xi held at the MAP) by a scalar optimiser, and take the KL there."""
+    el, features = _after_two_answers()
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    theta = theta_of(el.fit, el.data)
+    z = el.data.layout.index("zeta")
+    alone = []
+    for k in features:
+        kl = {}
+        for c in (1, 0):
+            d2 = scorer.with_class(k, c)
+
+            def neg(zeta, d2=d2):
+                t = theta.copy()
+                t[z] = zeta
+                return -log_density(t, d2)[0]
+
+            t = theta.copy()
+            t[z] = minimize_scalar(neg, bracket=(theta[z] - 0.1, theta[z] + 0.1),
+                                   tol=1e-10).x
+            kl[c] = kl_gauss(*Marginal.at(t, d2).predictive(), scorer.scorer.m0,
+                             scorer.scorer.v0)
+        p = scorer.p_relevant([k])[0]
+        alone.append(p * kl[1] + (1 - p) * kl[0])
+    line, p = scorer.zeta_screen(features)
+    np.testing.assert_array_equal(p, scorer.p_relevant(features))
+    # quadratics through three points 0.1 apart, followed up to 0.5 away (zeta moves by up
+    # to 0.58 here, a tenth of the feature classes changing)
+    np.testing.assert_allclose(line, alone, rtol=0.05)
+    # and nearer the exact gains than the screen at the MAP's parameters
+    exact = scorer.exact(features, p)
+    held = scorer.screen(features)[0]
+    assert np.abs(np.log(line / exact)).max() < np.abs(np.log(held / exact)).max()
+
+
+def test_fast_feature_rounds_stop_refining_when_the_winner_is_certain(monkeypatch):
+    el, features = _after_two_answers()
+    # as at Amazon size: the budget pays for one exact re-score, the rest must be earned
+    monkeypatch.setattr(UtilityScorer, "refine_flops", 0.0)
+    refine = 5
+    sc = el.score(feature_rows(features), refine=refine)
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    line, p = scorer.zeta_screen(features)
+    # utility="exact" at the same MAP, with an engine of its own (no memo shared)
+    exact = UtilityArgs("exact", questions="relevance", model="relevance").validate()
+    truth = exact.score(UtilityScorer(el.data, el.fit, get_engine("numpy", "fixed")),
+                        feature_rows(features), refine).utility
+    done = sc.exact
+    assert 1 <= done.sum() < refine          # stopped early
+    # the re-scores are the exact utility's values, the others the zeta line's or the first
+    # Newton steps' estimates, all among the zeta line's best
+    np.testing.assert_allclose(sc.utility[done], truth[done], rtol=1e-9)
+    top = np.argsort(-line, kind="stable")[:refine]
+    stepped = []
+    for c in np.flatnonzero(~done):
+        if sc.utility[c] != line[c]:
+            assert c in top
+            assert sc.utility[c] == scorer.model_step_one(features[c], p[c])
+            stepped.append(c)
+    assert set(np.flatnonzero(done)) <= set(top)
+    # the rule that stopped: the best exact gain beats every other estimate of the refine
+    # best, raised by its level's margin (and by the worst underestimate, >= 1)
+    best = sc.utility[done].max()
+    for c in set(top) - set(np.flatnonzero(done)):
+        margin = scorer.step_margin if c in stepped else scorer.screen_margin
+        assert best >= sc.utility[c] * (1 + margin)
+    # the pick is the exact utility's
+    assert sc.best == np.argmax(truth)
+
+
+def test_the_first_newton_steps_are_the_warm_refits_first_iterates():
+    """Independent: the engine's own warm refit from the MAP, advanced one iteration."""
+    el, features = _after_two_answers()
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    engine = get_engine("numpy", "fixed")
+    theta = np.maximum(theta_of(el.fit, el.data), el.data.layout.lower_bounds())
+    for k in features[:4]:
+        p = scorer.p_relevant([k])[0]
+        kl = {}
+        for c in (1, 0):
+            d2 = scorer.with_class(k, c)
+            run = engine.newton_run(d2, theta, scorer.start_hessian)
+            run.step()
+            kl[c] = kl_gauss(*Marginal.at(run.theta, d2).predictive(), scorer.scorer.m0,
+                             scorer.scorer.v0)
+        np.testing.assert_allclose(scorer.model_step_one(k, p), p * kl[1] + (1 - p) * kl[0],
+                                   rtol=1e-9)
+
+
+def test_the_refit_after_a_feature_answer_is_the_rounds():
+    el = make_elicitor(questions="relevance", refine=2)
+    el.answer(4, None, "relevant")
+    q = el.next_query("sequential", np.random.default_rng(0))
+    before = el.fit
+    runs = []
+    newton_run = el.engine.newton_run
+    el.engine.newton_run = lambda *a, **k: runs.append(1) or newton_run(*a, **k)
+    fit = el.answer(q.i, q.j, ask(oracle(), q))
+    # served from the engine's memo of the round's refits: no refit started
+    assert runs == []
+    # and it is the MAP of the new classes: a warm refit from the old MAP with the new
+    # classes' own base Hessian there (as before the round's Hessian served) finds the same
+    again = get_engine("numpy", "fixed").fit(
+        el.data, init=dataclasses.replace(before, warm_hessian=None))
+    np.testing.assert_allclose(theta_of(fit, el.data), theta_of(again, el.data), rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_pairs_that_cannot_reach_the_best_feature_are_not_refined(monkeypatch):
+    el = make_elicitor(refine=3)
+    el.answer(4, None, "relevant")
+    # as at Amazon size: no batched stage, no guaranteed re-scores
+    monkeypatch.setattr(UtilityScorer, "refine_flops", 0.0)
+    monkeypatch.setattr(UtilityScorer, "batch_flops", 0.0)
+    pool = el.draw_pool(np.random.default_rng(0))
+    sc = el.score(pool)
+    pair = ~is_feature_row(pool)
+    best_feature = sc.utility[~pair & sc.exact].max()
+    scorer = UtilityScorer(el.data, el.fit, el.engine)
+    weight = FeatureScorer(scorer).answerable(pool[pair])
+    margin = (1 + scorer.certainty_margin) ** 2
+    # here no pair's screened gain comes near the best feature's: none is refined
+    assert sc.utility[pair].max() * margin < best_feature and not sc.exact[pair].any()
+    # and refining them would not have changed the pick
+    refined = PREDICTIVE_FAST.score(scorer, pool[pair], 3, weight)
+    assert refined.exact.any() and refined.utility.max() < best_feature
+    # pair utilities that do not refine (the exact one) score as they would alone
+    plain = PREDICTIVE_EXACT.score(scorer, pool[pair], 3, weight)
+    beside = PREDICTIVE_EXACT.score_beside(scorer, pool[pair], 3, weight, best_feature)
+    np.testing.assert_array_equal(plain.utility, beside.utility)
 
 
 def test_the_probability_of_relevant_is_the_bayes_factor_posterior():

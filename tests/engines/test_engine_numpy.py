@@ -439,7 +439,7 @@ def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_s
     assert before.fit.gamma[2] == 0.0
     assert after.fit.gamma.min() > 0.3, after.fit.gamma
     assert after.fit.log_density == pytest.approx(before.fit.log_density + 0.458, abs=1e-3)
-    assert "cold start kept (gamma at its bound after an unlikely answer (p = 0.00046))" \
+    assert "cold start kept (gamma moved onto its bound (new answers' p = 0.00046))" \
         in after.fit.message
     assert checked.cold_starts["tried"] == checked.cold_starts["kept"] == 1
     # the cold fit's maximum, a stationary one
@@ -450,8 +450,10 @@ def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_s
 
 
 def test_no_cold_start_after_a_likely_answer_or_off_the_boundary():
+    from elicit.model.newton import ColdStartPolicy
+
     elicitor = _two_modes_after_one_answer()
-    engine = NumpyEngine("learned")
+    engine = NumpyEngine("learned", cold_start=ColdStartPolicy(unlikely=0.05))
     el = elicitor(engine)
     el.answer(0, 1, "dissimilar")  # the likely answer
     el.answer(2, 3, "similar")
@@ -464,7 +466,8 @@ def test_the_cold_start_policy_reasons():
     from elicit.model.newton import ColdStartPolicy, new_answers_loglik
 
     data = make_small_data("learned", n_feedback=3)
-    policy = ColdStartPolicy()
+    policy = ColdStartPolicy(unlikely=0.05)
+    assert ColdStartPolicy().unlikely == 1.0     # the default trusts no switch
     theta = np.ones(data.layout.size)
     on_bound = theta.copy()
     on_bound[1] = 0.0
@@ -476,6 +479,10 @@ def test_the_cold_start_policy_reasons():
     near[1], off[1] = 0.009, 0.011  # within 0.01 of the bound counts as on it
     assert "p = 0.01" in policy.reason(data, near, -10.0, -10.0, unlikely)
     assert policy.reason(data, off, -10.0, -10.0, unlikely) is None
+    # a gamma that was on its bound at the start already is no switch of mode
+    assert "p = 0.01" in policy.reason(data, on_bound, -10.0, -10.0, unlikely, theta)
+    assert policy.reason(data, on_bound, -10.0, -10.0, unlikely, on_bound) is None
+    assert policy.reason(data, on_bound, -10.0, -10.0, unlikely, near) is None
     assert policy.reason(data, theta, -10.0 - 1e-9, -10.0, likely) is None  # rounding
     assert "lost 0.5 in log density" in policy.reason(data, theta, -10.5, -10.0, likely)
     # The new answers' log likelihood at the previous MAP: the difference of the log

@@ -9,10 +9,20 @@ import numpy as np
 import pytest
 
 from elicit.elicitation.answers import GroupOracle
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.questions import NO_FEATURE
+from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem
 from elicit.harness.store import SweepStore
-from elicit.harness.sweep import SweepConfig, default_model, load_part, part_kinds, sweep
+from elicit.harness.sweep import (
+    SweepConfig,
+    _nothing_left,
+    default_model,
+    load_part,
+    part_kinds,
+    sweep,
+)
 from elicit.model.simulate import make_synthetic
 from elicit.model.spec import Hyper
 from elicit.model.variants import PAPER, RELEVANCE_MODEL
@@ -123,3 +133,44 @@ def test_nonsequential_run_stops_when_its_ranking_is_used_up(tmp_path):
     # 25 features and a pool of 20 pairs: far fewer than 200 rounds
     assert 0 < len(part["asked"]) <= 25 + 20
     assert len(part["mse"]) == len(part["asked"]) + 1
+
+
+def _nothing_left_by_rows(el, strategy: str) -> bool:
+    """The definition by rows (what the sweep checked before it used masks): no unasked
+    question, or, for a ranking strategy after answers, no unasked question of the ranking."""
+    unasked = {tuple(r) for r in el.unasked().tolist()}
+    if not unasked:
+        return True
+    if el.questions == "pairs" or not el.n_answers or not get_strategy(strategy).needs_ranking:
+        return False
+    return not {tuple(r) for r in el.question_rows[el.nonsequential_ranking().index].tolist()
+                } & unasked
+
+
+@pytest.mark.parametrize("questions", ["pairs", "relevance", "both"])
+def test_nothing_left_agrees_with_the_definition_by_rows_on_random_states(questions):
+    prob = IrrelevantMaker()(0, 0)
+    el = Elicitor(prob.X, prob.y, prob.U, dataclasses.replace(prob.hyper, model=RELEVANCE_MODEL),
+                  engine="numpy", questions=questions, refine=0, pool_size=8)
+    el.nonsequential_ranking()
+    rng = np.random.default_rng(5)
+    rows = el.question_rows
+    ranked = el.nonsequential_ranking().index
+    seen = {True: 0, False: 0}
+    for trial in range(60):
+        # random answers (irrelevant feature answers close pairs) and random asked sets,
+        # biased towards asking every question of the ranking, where the two cases split
+        answers = []
+        for k in rng.choice(el.data.p, size=rng.integers(0, 4), replace=False):
+            if questions != "pairs":
+                answers.append((int(k), None, rng.choice(["relevant", "irrelevant"])))
+        asked = [tuple(r) for r in rows[rng.random(len(rows)) < rng.random()]]
+        if trial % 2:
+            asked += [tuple(r) for r in rows[ranked]]
+        asked = [(int(i), None if j == NO_FEATURE else int(j)) for i, j in set(asked)]
+        el.set_answers(answers, asked=asked + [(k, None) for k, _, _ in answers])
+        for strategy in ("random", "nonsequential", "sequential"):
+            left = _nothing_left(el, strategy)
+            assert left == _nothing_left_by_rows(el, strategy)
+            seen[left] += 1
+    assert seen[True] and seen[False]

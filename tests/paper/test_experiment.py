@@ -320,6 +320,31 @@ def test_scaling_sizes_are_the_amazon_problem_with_more_features():
     assert set(bench.SCALING_P) <= set(bench.SIZES)
 
 
+def test_review_like_size_is_sparse_plus_offset_with_unit_embeddings():
+    """The p10000 size's construction, at a size a test can afford (p = 1500)."""
+    import elicit.paper.bench as bench
+    from elicit.model.density import data_structure
+    from elicit.model.spec import ModelData, is_all_pairs
+    from elicit.model.structure import offset_sparse
+
+    prob = bench.review_like(seed=2, n=40, p=1500, d=10, n_model=300)
+    again = bench.review_like(seed=2, n=40, p=1500, d=10, n_model=300)
+    assert np.array_equal(prob.X, again.X) and np.array_equal(prob.y, again.y)
+    assert (prob.X.shape, prob.U.shape, prob.pool_size) == ((40, 1500), (1500, 10), 400)
+    assert is_all_pairs(prob.pairs, 1500) and prob.hyper.threshold_mean == "auto"
+    st = offset_sparse(prob.X)
+    # Zipf-like frequencies: most keywords absent from most reviews; the zero count of every
+    # column maps to -mean/sd < 0, so the offset is nonzero everywhere
+    assert st.density < 0.02 and np.all(st.b < 0)
+    assert len(st.cols) < 1500
+    np.testing.assert_allclose(np.linalg.norm(prob.U, axis=1), 1.0, rtol=1e-12)
+    assert abs(prob.y.mean()) < 1e-12
+    data = ModelData(prob.X, prob.y, prob.U, prob.hyper.with_threshold_mean(1.0))
+    assert data_structure(data) is not None        # the structured path at this size
+    assert {prob.answer(0, j) for j in range(1, 60)} == {0, 1}
+    assert "p10000" in bench.SIZES and "p10000" not in bench.SCALING_P
+
+
 def test_auto_threshold_mean_in_chunks_equals_the_one_pass_mean(monkeypatch):
     from elicit.model import spec
 

@@ -1,0 +1,71 @@
+"""The command line starts without the library: ``elicit --help`` and the import of
+``elicit.cli.main`` load neither the model nor scipy, pandas or scikit-learn (the command's
+own options and work load what they need)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import elicit
+
+ROOT = Path(elicit.__file__).resolve().parent.parent
+#: what a start without a command must not load: each costs 0.1-0.3 s
+HEAVY = ("scipy", "pandas", "sklearn", "matplotlib", "elicit.model", "elicit.engines",
+         "elicit.data", "elicit.paper", "elicit.session")
+
+PROBE = """
+import json, sys
+{code}
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def _loaded(code: str) -> list[str]:
+    """The modules loaded by ``code`` in a fresh interpreter that imports this checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+        "PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-c", PROBE.format(code=code)], env=env,
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return json.loads(res.stderr.strip().splitlines()[-1])
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+
+
+def test_importing_the_command_line_loads_no_library():
+    mods = _loaded("import elicit.cli.main")
+    assert "elicit.cli.main" in mods
+    assert _heavy(mods) == []
+
+
+def test_help_loads_no_library():
+    mods = _loaded("from elicit.cli.main import main\n"
+                   "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert _heavy(mods) == []
+
+
+@pytest.mark.parametrize("command", [["realdata", "--help"], ["session", "new", "--help"]])
+def test_a_command_builds_its_own_options(command):
+    """The probe can fail: a command's own help does load what its options name (engines,
+    models, data sets), and prints them."""
+    mods = _loaded("from elicit.cli.main import main\n"
+                   f"try:\n    main({command!r})\nexcept SystemExit:\n    pass")
+    assert "elicit.engines" in mods
+
+
+def test_the_facade_names_load_when_asked_for():
+    mods = _loaded("import elicit")
+    assert _heavy(mods) == []
+    mods = _loaded("import elicit\nelicit.Elicitor")
+    assert "elicit.elicitation.elicitor" in mods
+    assert elicit.Elicitor.__module__ == "elicit.elicitation.elicitor"
+    assert {"Elicitor", "Session", "ElicitRegressor", "get_engine"} <= set(dir(elicit))
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        _ = elicit.nothing
