@@ -26,7 +26,7 @@ test-fast:
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The CmdStan engine against the numpy twin, the compile lock, cmdstanpy's logging and the
-# command line (docs/stan.md): needs CMDSTAN; the first run compiles every shipped program.
+# command line (docs/stan.md): needs CMDSTAN; the first run compiles the shipped program.
 test-cmdstan:
 	$(BIN)/python -m pytest -q -m cmdstan
 

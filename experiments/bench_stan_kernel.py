@@ -1,18 +1,24 @@
 """Benchmark the Stan formulations of the kernel K_ij = exp(-0.5 sum_l gamma_l (U_il - U_jl)^2).
 
-Each formulation is swapped into the shipped fixed-tau^2 program between the ``// kernel:
-begin`` and ``// kernel: end`` markers, compiled through PyStan, and timed on one
+The kernel is one function, ``kernel(U, gamma)``, in its own file ``stan/elicit_kernel.stan``,
+which the shipped program includes. Each formulation is a file of that name in a folder of
+its own, beside a copy of the shipped program: the program's own folder comes first on the
+include path (``elicit.engines.contract.include_paths``), so that file replaces the shipped
+kernel and nothing else changes. Each program is compiled through PyStan and timed on one
 ``log_prob`` + ``grad_log_prob`` evaluation (what one step of the PyStan engine's optimiser
-costs) at random parameter points, on Amazon-size data (n=100, p=340, d=100, Poisson(0.3)
-count meta-features) and on synthetic-size data (n=20, p=25, d=9).
+costs) at random parameter points of the paper's model (fixed tau^2), on Amazon-size data
+(n=100, p=340, d=100, Poisson(0.3) count meta-features) and on synthetic-size data (n=20,
+p=25, d=9).
 
 Two timings are reported: through PyStan's public API (each call is an HTTP round trip to
 httpstan that re-sends the data, so it includes JSON and model-instantiation overhead) and
 through httpstan's compiled extension module directly (the Stan C++ cost alone, including
-the model's construction from the data, which every call repeats). Figures are medians
-over ``--reps`` random points; the formulations take turns at each point.
+the model's construction from the data, which every call repeats). Figures are medians of
+CPU time (``time.process_time``: this process and its threads, httpstan's server included,
+so that other load on the machine does not count) over ``--reps`` random points; the
+formulations take turns at each point.
 
-Run from anywhere (builds happen in a temporary directory)::
+Run from anywhere (the programs and builds go to a temporary directory)::
 
     .venv/bin/python experiments/bench_stan_kernel.py [--reps 30]
 
@@ -22,76 +28,82 @@ The first run compiles each program (about a minute each); later runs hit httpst
 from __future__ import annotations
 
 import argparse
-import re
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from elicit.engines.base import shipped_stan_file
+from elicit.engines.contract import read_program
 from elicit.engines.pystan_engine import build_pystan_model
+from elicit.model.spec import Hyper, ModelData
 
-#: Kernel formulations; each fills the local ``matrix[M, M] K`` of the model block.
+#: Kernel formulations: each the function kernel(U, gamma) of stan/elicit_kernel.stan.
 FORMULATIONS = {
     # The paper's (authors') formulation: K entrywise, gamma dotted with squared differences.
     "entrywise": """
-  for (i in 1:M) {
-    K[i, i] = 1;
-    for (j in (i + 1):M) {
-      K[i, j] = exp(-0.5 * dot_product(gamma, square(FD[i] - FD[j])));
-      K[j, i] = K[i, j];
+  matrix kernel(matrix U, vector gamma) {
+    int M = rows(U);
+    matrix[M, M] K;
+    for (i in 1:M) {
+      K[i, i] = 1;
+      for (j in (i + 1):M) {
+        K[i, j] = exp(-0.5 * dot_product(gamma, square(U[i] - U[j])));
+        K[j, i] = K[i, j];
+      }
     }
+    return K;
   }
 """,
     # Stan's built-in squared-exponential kernel on sqrt(gamma)-scaled meta-features.
     "gp_exp_quad_cov": """
-  {
-    matrix[M, d] Z = FD .* rep_matrix(sqrt(gamma)', M);
-    array[M] vector[d] z;
+  matrix kernel(matrix U, vector gamma) {
+    int M = rows(U);
+    matrix[M, cols(U)] Z = U .* rep_matrix(sqrt(gamma)', M);
+    array[M] vector[cols(U)] z;
     for (i in 1:M) {
       z[i] = Z[i]';
     }
-    K = gp_exp_quad_cov(z, 1.0, 1.0);
+    return gp_exp_quad_cov(z, 1.0, 1.0);
   }
 """,
-    # Gram form: sum_l gamma_l (U_il - U_jl)^2 = s_i + s_j - 2 (U diag(gamma) U')_ij, with
-    # s = (U .* U) gamma; one var-by-data matrix product instead of p^2 / 2 dot products.
-    "gram": """
-  {
-    vector[M] s = square(FD) * gamma;
-    K = exp(-0.5 * (rep_matrix(s, M) + rep_matrix(s', M)
-                    - 2 * diag_post_multiply(FD, gamma) * FD'));
-  }
-""",
+    # Gram form (shipped): sum_l gamma_l (U_il - U_jl)^2 = s_i + s_j - 2 (U diag(gamma) U')_ij
+    # with s = (U .* U) gamma; one var-by-data matrix product instead of p^2 / 2 dot products.
+    "gram": None,
 }
 
-_KERNEL_BLOCK = re.compile(r"(  // kernel: begin\n).*?(  // kernel: end\n)", re.S)
 
-
-def program(formulation: str) -> str:
-    """The shipped fixed-tau^2 program with the kernel block replaced by ``formulation``."""
-    code = shipped_stan_file("fixed").read_text()
-    if not _KERNEL_BLOCK.search(code):
-        raise RuntimeError("kernel markers not found in the shipped Stan program")
-    body = FORMULATIONS[formulation].strip("\n") + "\n"
-    return _KERNEL_BLOCK.sub(lambda m: m.group(1) + body + m.group(2), code)
+def program(formulation: str, root: Path) -> str:
+    """The shipped program with the kernel ``formulation``, inlined: a copy of the program in
+    a folder of its own, where a file ``elicit_kernel.stan`` (the formulation's, or none: the
+    shipped one) comes first on the include path."""
+    folder = root / formulation
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / "elicit.stan"
+    shutil.copyfile(shipped_stan_file(), copy)
+    if FORMULATIONS[formulation] is not None:
+        (folder / "elicit_kernel.stan").write_text(FORMULATIONS[formulation].lstrip("\n"))
+    return read_program(copy).code
 
 
 def random_data(n: int, p: int, d: int, n_f: int, rng: np.random.Generator) -> dict:
-    """Contract data with count-like meta-features (most entries 0, as word counts)."""
+    """The data of the paper's model (fixed tau^2 = 0.01) with count-like meta-features (most
+    entries 0, as word counts), as the engines build it."""
     U = rng.poisson(0.3, size=(p, d)).astype(float)
     pairs = np.array([rng.choice(p, 2, replace=False) for _ in range(n_f)]).reshape(-1, 2)
     W = (U[pairs[:, 0]] - U[pairs[:, 1]]) ** 2
-    return {
-        "N": n, "M": p, "d": d, "N_f": n_f, "y": rng.normal(size=n), "X": rng.normal(size=(n, p)),
-        "FD": U, "f": rng.integers(0, 2, n_f), "W_f": W.reshape(n_f, d),
-        "a_sigma": 2.0, "b_sigma": 7.0, "tau": 0.01,
-        "threshold_mean": float(np.mean(W @ np.ones(d))) if n_f else 5.0,
-    }
+    m = float(np.mean(W @ np.ones(d))) if n_f else 5.0
+    data = ModelData(rng.normal(size=(n, p)), rng.normal(size=n), U,
+                     Hyper(variant="fixed", threshold_mean=m), pairs, rng.integers(0, 2, n_f))
+    return data.to_stan()
 
 
 def time_models(models: dict, d: int, reps: int, seed: int) -> dict[str, tuple[float, float]]:
-    """Median seconds per log_prob + gradient for each model: (public API, extension module).
+    """Median CPU seconds per log_prob + gradient for each model: (public API, extension
+    module).
 
     The formulations take turns at every point, so a change in machine load hits them alike.
     """
@@ -107,13 +119,13 @@ def time_models(models: dict, d: int, reps: int, seed: int) -> dict[str, tuple[f
     direct: dict[str, list[float]] = {k: [] for k in models}
     for u in points:
         for name, model in models.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             model.log_prob(u, adjust_transform=False)
             model.grad_log_prob(u)
-            t1 = time.perf_counter()
+            t1 = time.process_time()
             mods[name].log_prob(model.data, u, False)
             mods[name].log_prob_grad(model.data, u, False)
-            t2 = time.perf_counter()
+            t2 = time.process_time()
             api[name].append(t1 - t0)
             direct[name].append(t2 - t1)
     return {k: (float(np.median(api[k])), float(np.median(direct[k]))) for k in models}
@@ -131,8 +143,9 @@ def main() -> None:
         data = random_data(n, p, d, n_f, np.random.default_rng(args.seed))
         print(f"building {len(FORMULATIONS)} programs for {label} (a minute each if not cached)",
               file=sys.stderr, flush=True)
-        models = {name: build_pystan_model(program(name), data, quiet=True)
-                  for name in FORMULATIONS}
+        with tempfile.TemporaryDirectory(prefix="elicit-kernels-") as tmp:
+            models = {name: build_pystan_model(program(name, Path(tmp)), data, quiet=True)
+                      for name in FORMULATIONS}
         # All formulations must agree on the density before their speed means anything.
         u = np.log(np.concatenate([np.full(d, 0.7), [5.0]])).tolist()
         lps = {k: m.log_prob(u, adjust_transform=False) for k, m in models.items()}

@@ -221,6 +221,23 @@ def _data_missing() -> str | None:
             "<repo>/../shared/data with the paper's files)")
 
 
+def _stanc_missing() -> str | None:
+    from elicit.engines.contract import find_stanc
+    from elicit.errors import EngineUnavailable
+
+    try:
+        find_stanc()
+    except EngineUnavailable as exc:
+        return str(exc)
+    return None
+
+
+#: marks a test that reads Stan programs with stanc (which PyStan and CmdStan ship) but
+#: builds none (skipped, with the reason, without either)
+needs_stanc = pytest.mark.skipif(_stanc_missing() is not None,
+                                 reason="no stanc: neither PyStan nor CmdStan is installed")
+
+
 #: marker -> function returning why the machine cannot run such a test (None: it can)
 _NEEDS = {"data": _data_missing, "cmdstan": _cmdstan_missing, "pystan": _pystan_missing}
 

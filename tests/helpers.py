@@ -140,3 +140,39 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
         z = xi - gamma @ (U[i] - U[j]) ** 2
         value += -np.log1p(np.exp(-z)) if f == 1 else -np.log1p(np.exp(z))
     return float(value)
+
+
+def own_program(learned: bool, *, reorder: bool = False) -> str:
+    """A Stan program of one's own for the paper's model, as a user would write it: one tau2
+    variant only, its one-entry data (``tau_fixed``, ``a_tau``, ``b_tau``) and ``tau`` declared
+    as scalars, the kernel included from the shipped ``elicit_kernel.stan`` (found in the
+    shipped folder whatever folder the program is in). ``reorder`` declares the parameters in
+    another order, after a block comment."""
+    tau_data = ("  real<lower=0> a_tau;\n  real<lower=0> b_tau;\n" if learned
+                else "  real<lower=0> tau_fixed;\n")
+    params = ["  vector<lower=0>[d] gamma;\n", "  real<lower=0> threshold;\n"]
+    if learned:
+        params.append("  real<lower=0> tau;\n")
+    if reorder:
+        params = ["  /* reordered */\n", *params[::-1]]
+    tau = "tau" if learned else "tau_fixed"
+    return (
+        "// a program of one's own: the paper's model, tau^2 "
+        + ("learned" if learned else "fixed") + "\n"
+        "functions {\n#include elicit_kernel.stan\n}\n"
+        "data {\n"
+        "  int<lower=1> N;\n  int<lower=1> M;\n  int<lower=1> d;\n  int<lower=0> N_f;\n"
+        "  vector[N] y;\n  matrix[N, M] X;\n  matrix[M, d] FD;\n"
+        "  array[N_f] int<lower=0, upper=1> f;\n  matrix[N_f, d] W_f;\n"
+        "  real<lower=0> a_sigma;\n  real<lower=0> b_sigma;\n  real<lower=0> threshold_mean;\n"
+        + tau_data + "}\n"
+        "parameters {\n" + "".join(params) + "}\n"
+        "model {\n"
+        "  matrix[M, M] K = kernel(FD, gamma);\n"
+        "  gamma ~ normal(1, 0.5);\n"
+        "  threshold ~ normal(threshold_mean, threshold_mean / 2);\n"
+        + ("  tau ~ inv_gamma(a_tau, b_tau);\n" if learned else "")
+        + "  y ~ multi_student_t(2 * a_sigma, rep_vector(0, N),\n"
+        f"                      (b_sigma / a_sigma) * add_diag({tau} * quad_form_sym(K, X'), 1));\n"
+        "  f ~ bernoulli_logit(threshold - W_f * gamma);\n"
+        "}\n")

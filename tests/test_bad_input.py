@@ -907,3 +907,46 @@ def test_a_read_only_open_after_a_cut_write(tmp_path):
     with Session.open(p, read_only=True) as s:
         assert len(s.history) == 2
     assert sorted(os.listdir(folder)) == ["s.session"]
+
+
+#: the data a learned-tau2 program of the paper's model declares, but W_f
+_PROGRAM_DATA = "".join(f"  {decl};\n" for decl in (
+    "int<lower=1> N", "int<lower=1> M", "int<lower=1> d", "vector[N] y", "matrix[N, M] X",
+    "matrix[M, d] FD", "real<lower=0> a_sigma", "real<lower=0> b_sigma", "int<lower=0> N_f",
+    "array[N_f] int<lower=0, upper=1> f", "real<lower=0> threshold_mean"))
+
+
+@pytest.mark.pystan
+@pytest.mark.parametrize("program, message", [
+    # a valid program that ignores the pairs' W_f and calls the threshold xi
+    ("data {\n" + _PROGRAM_DATA + "  real a_tau;\n  real b_tau;\n}\nparameters {\n"
+     "  vector<lower=0>[d] gamma;\n  real<lower=0> xi;\n  real<lower=0> tau;\n}\n"
+     "model {\n  gamma ~ normal(1, 0.5);\n}\n",
+     r"^elicit: error: .*bad.stan does not follow the elicit Stan contract of the learned-tau2 "
+     r"variant: data block lacks W_f; parameters block lacks threshold\. See docs/stan.md for "
+     r"the names\.$"),
+    # a program of the fixed tau2 variant
+    ("data {\n" + _PROGRAM_DATA + "  matrix[N_f, d] W_f;\n  real tau_fixed;\n}\n"
+     "parameters {\n  vector<lower=0>[d] gamma;\n  real<lower=0> threshold;\n}\n"
+     "model {\n}\n",
+     r"^elicit: error: .*bad.stan does not follow the elicit Stan contract of the learned-tau2 "
+     r"variant: data block lacks a_tau, b_tau; parameters block lacks tau; data block declares "
+     r"tau_fixed as a scalar \(the learned-tau2 variant of model 'paper' has none\) "
+     r"\(tau_fixed is data there: is this a fixed-tau2 program\? use variant 'fixed'\)\. "
+     r"See docs/stan.md for the names\.$"),
+    ("data {\n" + _PROGRAM_DATA + "  real a_tau\n}\nmodel {\n}\n",
+     r"^elicit: error: .*bad.stan is not a valid Stan program: Syntax error in '.*bad.stan', "
+     r"line \d+, column \d+ to column \d+, parsing error: \";\" expected after variable "
+     r"declaration\.$"),
+], ids=["missing names", "a fixed-tau2 program", "stanc's error"])
+def test_cli_custom_stan_file_errors_are_one_line(capsys, tmp_path, program, message):
+    """A --stan-file that breaks the contract, or that stanc refuses, is one line naming what
+    to fix, before any build."""
+    from elicit.cli.main import main as elicit_main
+
+    bad = tmp_path / "bad.stan"
+    bad.write_text(program)
+    assert elicit_main(["synthetic", "--runs", "1", "--rounds", "1", "--engine", "pystan",
+                        "--utility", "exact", "--quiet", "--stan-file", str(bad),
+                        "--out", str(tmp_path / "out")]) == 2
+    assert_one_line_error(capsys.readouterr().err, message)

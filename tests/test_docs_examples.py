@@ -8,9 +8,10 @@ caught. ``<!-- docs-test: argv ARG ... -->`` gives a script its command-line arg
 (``{tmp}`` is the working folder).
 
 The documents of :data:`DOCS` are covered; docs/models.md's example runs in
-tests/test_models.py. The other documents' Python blocks (stan.md, data.md, simulations.md,
-metafeatures.md, scaling.md) are fragments that need a data set, a Stan model or a cluster,
-and are not run yet: add them here with markers once they can be.
+tests/test_models.py, docs/extending.md's in tests/harness/test_extending.py. The other
+documents' Python blocks (data.md, simulations.md, metafeatures.md, scaling.md) are fragments
+that need a data set or a cluster, and are not run yet: add them here with markers once they
+can be. A model an example registers is unregistered afterwards.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import ast
 import re
 import shlex
 import sys
+import types
 from pathlib import Path
 
 import pytest
+
+from elicit.model.variants import MODELS, unregister_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +36,9 @@ DOCS = [
     ("docs/estimator.md", ()),
     # the durability script times 1000 answers with fsync: slow on a busy disk
     ("docs/reliability.md", (pytest.mark.slow,)),
+    # a program of one's own and a variant's own program, fitted through PyStan (compiled
+    # once per machine)
+    ("docs/stan.md", (pytest.mark.slow, pytest.mark.pystan)),
 ]
 
 _BLOCK = re.compile(r"(?:<!--\s*docs-test:\s*(?P<mark>.*?)\s*-->\s*\n)?"
@@ -48,7 +55,7 @@ def examples(doc: str) -> list[tuple[int, str, str]]:
 def _imports_only(code: str, name: str):
     tree = ast.parse(code, name)
     tree.body = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    return compile(tree, name, "exec")
+    return compile(tree, name, "exec", dont_inherit=True)
 
 
 @pytest.mark.parametrize("doc", [pytest.param(d, marks=m, id=d) for d, m in DOCS])
@@ -59,8 +66,29 @@ def test_the_python_examples_of_a_doc_run_as_written(doc, tmp_path, monkeypatch,
     monkeypatch.setattr(sys, "argv", [doc])
     blocks = examples(doc)
     assert blocks, f"{doc} has no Python example any more; drop it from DOCS"
-    namespace: dict = {"__name__": "__docs__"}
-    skipped = []
+    # The examples' namespace is a module's, and their code does not inherit this file's
+    # `from __future__ import annotations`: a dataclass defined there resolves its string
+    # annotations through sys.modules, as in a user's script.
+    module = types.ModuleType("__docs__")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
+    skipped: list[str] = []
+    registered = set(MODELS)
+    try:
+        _run(doc, blocks, namespace, skipped, monkeypatch, tmp_path)
+    finally:
+        for name in set(MODELS) - registered:
+            unregister_model(name)
+    out = capsys.readouterr().out
+    # Examples that print a check print True (and never False).
+    assert "False" not in out, out
+    if skipped:
+        print(f"{doc}: imports only for {', '.join(skipped)}")
+
+
+def _run(doc, blocks, namespace, skipped, monkeypatch, tmp_path) -> None:
+    """Run ``blocks`` of ``doc`` in ``namespace`` (an imports-only block's name goes to
+    ``skipped``)."""
     for line, mark, code in blocks:
         name = f"{doc}:{line}"
         if mark.startswith("skip"):
@@ -73,10 +101,5 @@ def test_the_python_examples_of_a_doc_run_as_written(doc, tmp_path, monkeypatch,
             monkeypatch.setattr(sys, "argv", [doc, *(a.format(tmp=tmp_path) for a in args)])
         else:
             assert not mark, f"{name}: unknown docs-test marker {mark!r}"
-        exec(compile(code, name, "exec"), namespace)
-    out = capsys.readouterr().out
-    # Examples that print a check print True (and never False).
-    assert "False" not in out, out
-    if skipped:
-        print(f"{doc}: imports only for {', '.join(skipped)}")
+        exec(compile(code, name, "exec", dont_inherit=True), namespace)
 

@@ -69,7 +69,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     if with_options("bench", commands):
         _bench_options(p)
     sub.add_parser("models", help="list the named models (--model), what each assumes and its "
-                                  "Stan programs")
+                                  "Stan program")
     add_realdata_parsers(sub, commands)
     add_data_parsers(sub, commands)
     add_session_parsers(sub, commands)

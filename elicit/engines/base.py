@@ -13,12 +13,17 @@ from typing import cast
 
 import numpy as np
 
-from elicit.engines.contract import check_stan_contract
+from elicit.engines.contract import (
+    StanProgramFile,
+    check_stan_contract,
+    find_stanc,
+    stan_folder,
+)
 from elicit.errors import ElicitError
 from elicit.model.covariance import ScaledCovariance
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.variants import PAPER, get_model
+from elicit.model.variants import PAPER, SHIPPED_PROGRAM, get_model
 
 
 class Engine(ABC):
@@ -94,10 +99,11 @@ class Engine(ABC):
 
 
 class StanProgramEngine(Engine):
-    """An engine that runs a Stan program: the shipped one of a variant or a user's file.
+    """An engine that runs a Stan program: the program of the data's model (the shipped one,
+    or a variant's own) or a user's file.
 
-    The shipped program is chosen per fit from the data's model (``data.hyper.model``), so one
-    engine serves every named model (:meth:`program`).
+    The program is chosen per fit from the data's model (``data.hyper.model``), so one
+    engine serves every named model (:meth:`program`); the shipped models share one program.
 
     Parameters
     ----------
@@ -105,49 +111,47 @@ class StanProgramEngine(Engine):
         ``"fixed"`` or ``"learned"`` tau2.
     stan_file
         A custom Stan program honouring the contract (``docs/stan.md``); ``None`` runs the
-        shipped program of ``variant`` and the data's model.
+        program of the data's model.
     """
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
         super().__init__(variant)
         self.custom = stan_file is not None
-        if stan_file is None:
-            self.stan_file = shipped_stan_file(variant)
-        else:
-            self.stan_file = Path(stan_file)
-            check_stan_contract(self.stan_file, variant)
-        self.program_code = self.stan_file.read_text()
-        self._programs: dict[str, tuple[Path, str]] = {}
+        self.stan_file = Path(stan_file) if stan_file is not None else shipped_stan_file()
+        # The paper model's program is read now, so that a wrong file is refused at once.
+        self._programs: dict[str, StanProgramFile] = {PAPER: self._read(PAPER)}
 
-    def program(self, data: ModelData) -> tuple[Path, str]:
-        """(path, text) of the Stan program that fits ``data``: the custom file, else the
-        shipped program of the data's model."""
+    @property
+    def stanc(self) -> Path:
+        """The Stan compiler that reads programs for this engine
+        (:func:`~elicit.engines.contract.find_stanc`)."""
+        return find_stanc(self.name)
+
+    def _read(self, model: str) -> StanProgramFile:
+        path = self.stan_file if self.custom else model_stan_file(model)
+        return check_stan_contract(path, self.variant, model, stanc=self.stanc)
+
+    def program(self, data: ModelData) -> StanProgramFile:
+        """The Stan program that fits ``data``, as read and checked against the contract of
+        the data's model: the custom file, else the program of the data's model."""
         model = data.hyper.model
         if model not in self._programs:
-            if self.custom:
-                # A custom file must take the model's extra data (its knobs) too.
-                check_stan_contract(self.stan_file, self.variant, model)
-                path = self.stan_file
-            else:
-                path = shipped_stan_file(self.variant, model)
-            self._programs[model] = (path, path.read_text())
+            self._programs[model] = self._read(model)
         return self._programs[model]
 
 
-def shipped_stan_file(variant: str, model: str = PAPER) -> Path:
-    """Path of the shipped Stan program of a variant (``fixed`` or ``learned``) and a named
-    model (:mod:`elicit.model.variants`); an :class:`~elicit.errors.ElicitError` for a model
-    without shipped programs.
+def shipped_stan_file() -> Path:
+    """Path of the shipped Stan program ``elicit.stan`` (in ``elicit/stan/`` installed, in
+    the top-level ``stan/`` folder of a checkout: :func:`~elicit.engines.contract.stan_folder`)."""
+    return stan_folder() / str(SHIPPED_PROGRAM.file)
 
-    Installed, the programs are package data in ``elicit/stan/``; in a source checkout (and an
-    editable install) they are the top-level ``stan/`` folder. That folder has no
-    ``__init__.py`` on purpose: a regular package named ``stan`` at the repository root would
-    shadow PyStan's ``stan`` whenever the root is on ``sys.path``.
-    """
-    name = get_model(model).stan_name(variant)
-    pkg = Path(__file__).resolve().parents[1]  # the elicit package folder
-    for folder in (pkg / "stan", pkg.parent / "stan"):
-        if (folder / name).is_file():
-            return folder / name
-    raise FileNotFoundError(f"the shipped Stan program {name} is missing from {pkg / 'stan'}; "
-                            "reinstall elicit")
+
+def model_stan_file(model: str = PAPER) -> Path:
+    """Path of the Stan program of a named model (:mod:`elicit.model.variants`): the shipped
+    one or the variant's own; an :class:`~elicit.errors.ElicitError` for a model without
+    one."""
+    prog = get_model(model).program
+    if prog is None:
+        raise ElicitError(f"model {model!r} has no Stan program; fit it with the numpy engine, "
+                          "or give a Stan engine a stan_file of your own")
+    return shipped_stan_file() if prog.shipped else Path(prog.file)

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from elicit.engines.base import StanProgramEngine
+from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
 from elicit.model.density import split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
+from elicit.model.variants import PAPER
 
 #: CmdStan optimises the unconstrained u = log(x), so a start on the boundary x = 0 (which the
 #: numpy engine returns for a gamma the data switch off) must be moved inside, far enough
@@ -197,7 +199,7 @@ class CmdStanEngine(StanProgramEngine):
         ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
     stan_file
         A custom Stan program honouring the contract (see ``docs/stan.md``); ``None`` runs
-        the shipped program of ``variant``.
+        the program of the data's model.
     max_iter
         Iteration limit of each optimiser run.
     seed
@@ -224,14 +226,16 @@ class CmdStanEngine(StanProgramEngine):
         self.max_iter = max_iter
         self.seed = seed
         self._models: dict[Path, Any] = {}
-        # The paper's (or the custom) program is compiled now, so that a broken installation
-        # shows at construction; another model's program when its first fit needs it.
-        self._compile(self.stan_file, self.program_code)
+        # The program of the paper's model (the shipped one, or the custom file) is compiled
+        # now, so that a broken installation shows at construction; a variant's own program
+        # when its first fit needs it.
+        self._compile(self._programs[PAPER])
 
-    def _compile(self, src: Path, code: str):
+    def _compile(self, program: StanProgramFile):
         from cmdstanpy import CmdStanModel
 
-        target = cached_program(src, code)
+        src = program.path
+        target = cached_program(src, program.code)
         if target in self._models:
             return self._models[target]
         try:
@@ -249,32 +253,32 @@ class CmdStanEngine(StanProgramEngine):
         ``lp__``) and its gradient in theta at the point ``theta`` (bounded entries > 0), through
         CmdStan's ``log_prob`` method. ``--check-engine`` compares them with the twin's."""
         lay = data.layout
-        model = self._compile(*self.program(data))
+        program = self.program(data)
+        model = self._compile(program)
         theta = np.asarray(theta, dtype=float)
         try:
             with _quiet_fit():
-                row = model.log_prob(lay.to_stan(theta), data.to_stan(), jacobian=False,
+                row = model.log_prob(program.params_to_stan(lay, theta),
+                                     program.stan_data(data.to_stan()), jacobian=False,
                                      sig_figs=18).iloc[0]
         except RuntimeError as exc:
             raise EngineError(f"CmdStan's log_prob failed after {len(data.f)} answers: "
                               f"{console_summary(str(exc))}") from exc
         # gradient columns g_<name>[.k] of the unconstrained u: u = log(x) for a bounded
         # entry, d/dx = (d/du) / x; u = x for an unbounded one (zeta)
-        gu = lay.from_stan({
-            b.stan: [row[f"g_{b.stan}.{k}"] for k in range(1, b.size + 1)] if b.vector
-            else row[f"g_{b.stan}"] for b in lay.blocks})
+        gu = np.array([row[f"g_{n}.{k}" if k else f"g_{n}"] for n, k in program.entries(lay)])
         return float(row["lp__"]), gu / np.where(lay.bounded(), theta, 1.0)
 
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
         """MAP of (gamma, xi[, tau2]) from ``start`` (CmdStan needs no Hessian)."""
         lay = data.layout
-        inits = lay.to_stan(np.maximum(theta_of(start, data),
-                                       np.where(lay.bounded(), _INIT_FLOOR * _scale(data),
-                                                -np.inf)))
-        stan_data = data.to_stan()
-        path, code = self.program(data)
-        model = self._compile(path, code)
+        program = self.program(data)
+        inits = program.params_to_stan(lay, np.maximum(
+            theta_of(start, data), np.where(lay.bounded(), _INIT_FLOOR * _scale(data), -np.inf)))
+        stan_data = program.stan_data(data.to_stan())
+        path = program.path
+        model = self._compile(program)
 
         fit, used, details = None, "", []
         errors: dict[str, list[str]] = {}  # what went wrong -> the algorithms it happened to
@@ -307,12 +311,11 @@ class CmdStanEngine(StanProgramEngine):
             err.details = "\n\n".join(details)  # type: ignore[attr-defined]
             raise err
 
-        # The estimates by column name ("gamma[1]", "threshold", ...): stan_variable() logs a
-        # warning for every scalar it returns (its return type is to change).
+        # The estimates by column name ("gamma[1]", "threshold", "tau[1]", ...):
+        # stan_variable() logs a warning for every scalar it returns (its return type is to
+        # change).
         est = fit.optimized_params_dict
-        theta = lay.from_stan({
-            b.stan: [est[f"{b.stan}[{k}]"] for k in range(1, b.size + 1)] if b.vector
-            else est[b.stan] for b in lay.blocks})
+        theta = np.array([est[f"{n}[{k}]" if k else n] for n, k in program.entries(lay)])
         gamma, xi, tau2 = split_theta(theta, data)
         iters = fit.optimized_iterations_np
         message = f"CmdStan optimize ({used})"

@@ -1,71 +1,278 @@
-"""Check that a user's Stan program declares the names of the elicit contract.
+"""A Stan program as the engines read it, and the contract a program must honour.
 
-The engines pass data by name (``ModelData.to_stan``, the fields of
-:class:`~elicit.model.spec.StanData`) and read the MAP by name, so a custom program must
-declare every data and parameter name of ``CONTRACT_DATA`` and ``CONTRACT_PARAMS``
-(:mod:`elicit.model.spec`), plus the extra data and parameters of the model it is used for
-(:func:`~elicit.model.spec.contract_data`, :func:`~elicit.model.spec.contract_params`).
-(Extra data names are not caught here: Stan itself refuses to build a program whose data the
-engine does not supply.)
+The engines pass a program its data by name (:meth:`~elicit.model.spec.ModelData.to_stan`,
+the composition of the model's parts, :mod:`elicit.model.stan_data`) and read the MAP by
+parameter name, so a program must declare the data names of the parts its model uses
+(:func:`~elicit.model.spec.contract_data`) and the parameters of its model
+(:func:`~elicit.model.spec.contract_params`), and nothing elicit does not supply.
+
+What a program declares is the Stan compiler's own description of it: ``stanc --info``
+prints its data and parameters as JSON, each with its type (int or real) and number of
+dimensions. :func:`read_program` runs it (the stanc that PyStan's httpstan ships, or
+CmdStan's) and :func:`check_stan_contract` compares the answer with the contract, naming
+every missing name in one line.
+
+``#include`` lines are resolved from the program's own folder, then from the shipped
+programs' folder (so a program of one's own can include ``elicit_kernel.stan`` and
+``elicit_functions.stan``), as stanc's ``--include-paths`` does, and inlined: PyStan has no
+include path, and the inlined text is what every engine compiles and hashes.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
+import os
 import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
-from elicit.errors import ElicitError
-from elicit.model.spec import CONTRACT_DATA, contract_data, contract_params
-from elicit.model.variants import PAPER
+import numpy as np
 
-_BLOCK = re.compile(r"\b(functions|transformed\s+data|data|transformed\s+parameters|parameters|"
-                    r"model|generated\s+quantities)\s*\{")
-_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-
-
-def _strip_comments(code: str) -> str:
-    code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
-    return re.sub(r"(//|#).*", "", code)
+from elicit.errors import ElicitError, EngineUnavailable
+from elicit.model.layout import ParamLayout
+from elicit.model.spec import contract_data, contract_params
+from elicit.model.stan_data import Declared, declared, part_fields
+from elicit.model.variants import PAPER, get_model
 
 
-def _blocks(code: str) -> dict[str, str]:
-    """Top-level program blocks by normalised name ("data", "transformed data", ...)."""
-    out: dict[str, str] = {}
-    pos = 0
-    while (m := _BLOCK.search(code, pos)) is not None:
-        depth, i = 1, m.end()
-        while i < len(code) and depth:
-            depth += {"{": 1, "}": -1}.get(code[i], 0)
-            i += 1
-        out[" ".join(m.group(1).split())] = code[m.end():i - 1]
-        pos = i
-    return out
+def stan_folder() -> Path:
+    """The folder of the shipped Stan program and its include files.
+
+    Installed, they are package data in ``elicit/stan/``; in a source checkout (and an
+    editable install) they are the top-level ``stan/`` folder. That folder has no
+    ``__init__.py`` on purpose: a regular package named ``stan`` at the repository root would
+    shadow PyStan's ``stan`` whenever the root is on ``sys.path``.
+    """
+    pkg = Path(__file__).resolve().parents[1]  # the elicit package folder
+    for folder in (pkg / "stan", pkg.parent / "stan"):
+        if (folder / "elicit.stan").is_file():
+            return folder
+    raise FileNotFoundError(f"the shipped Stan program is missing from {pkg / 'stan'}; "
+                            "reinstall elicit")
 
 
-def _declared(block: str) -> set[str]:
-    """Names declared at the top level of a block, old or new array syntax."""
-    names = set()
-    for stmt in block.split(";"):
-        # Drop bounds and sizes, innermost first: "array[N_f] int<lower=0, upper=1> f".
-        prev = None
-        while prev != stmt:
-            prev, stmt = stmt, re.sub(r"\[[^\[\]]*\]|<[^<>]*>|\([^()]*\)", " ", stmt)
-        idents = _IDENT.findall(stmt.split("=")[0])
-        if len(idents) >= 2:  # type and name
-            names.add(idents[-1])
-    return names
+# -- the compiler --------------------------------------------------------------------------
+
+_NO_STANC = ("reading a Stan program needs the Stan compiler stanc, which comes with PyStan "
+             "(pip install 'elicit[pystan]') and with CmdStan; neither was found")
 
 
-def _read(path: str | Path) -> tuple[Path, dict[str, str]]:
+def _httpstan_stanc() -> Path | None:
+    # Found, not imported: importing httpstan starts its web framework.
+    spec = importlib.util.find_spec("httpstan")
+    if spec is None or spec.origin is None:
+        return None
+    stanc = Path(spec.origin).parent / "stanc"
+    return stanc if stanc.is_file() else None
+
+
+def _cmdstan_stanc() -> Path | None:
+    try:
+        import cmdstanpy
+
+        stanc = Path(cmdstanpy.cmdstan_path()) / "bin" / "stanc"
+    except Exception:  # ImportError, or ValueError without a valid installation
+        return None
+    return stanc if stanc.is_file() else None
+
+
+def find_stanc(engine: str | None = None) -> Path:
+    """The stanc executable of an engine's Stan: ``"pystan"`` (httpstan's), ``"cmdstan"``
+    (CmdStan's ``bin/stanc``), or ``None``: whichever is installed, CmdStan's first.
+
+    Raises
+    ------
+    EngineUnavailable
+        One line, if there is none.
+    """
+    finders = {"pystan": (_httpstan_stanc,), "cmdstan": (_cmdstan_stanc,),
+               None: (_cmdstan_stanc, _httpstan_stanc)}[engine]
+    for find in finders:
+        if (stanc := find()) is not None:
+            return stanc
+    raise EngineUnavailable(_NO_STANC)
+
+
+def _one_line(message: str) -> str:
+    """stanc's error as one line: its first line (where) and its last paragraph (what);
+    the excerpt of the program between them is dropped."""
+    lines = [ln.strip() for ln in message.strip().splitlines()]
+    if not lines:
+        return "stanc failed without a message"
+    last_rule = max((k for k, ln in enumerate(lines) if ln.startswith("---")), default=0)
+    what = " ".join(ln for ln in lines[last_rule + 1:] if ln)
+    head = lines[0].rstrip(":")
+    return f"{head}: {what}" if what and what != head else head
+
+
+# -- includes ------------------------------------------------------------------------------
+
+#: an include directive, as stanc accepts it: ``#include file``, ``"file"`` or ``<file>``
+_INCLUDE = re.compile(r'^[ \t]*#include[ \t]+["<]?([^"<>\s]+)[">]?[ \t]*$', re.M)
+
+
+def include_paths(path: Path) -> tuple[Path, ...]:
+    """Where the includes of the program ``path`` are found: its own folder, then the
+    shipped programs' folder."""
+    own = path.resolve().parent
+    shipped = stan_folder()
+    return (own,) if own == shipped else (own, shipped)
+
+
+def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
+    """The text of the program ``path`` with every ``#include`` line replaced by the
+    (likewise inlined) file it names, found in ``paths``."""
+
+    def expand(text: str, chain: tuple[Path, ...]) -> str:
+        def one(m: re.Match) -> str:
+            name = m.group(1)
+            found = next((p / name for p in paths if (p / name).is_file()), None)
+            if found is None:
+                raise ElicitError(f"{path}: #include {name} is in none of "
+                                  f"{', '.join(map(str, paths))}")
+            if found in chain:
+                raise ElicitError(f"{path}: #include {name} includes itself")
+            return expand(found.read_text(), (*chain, found)).rstrip("\n")
+
+        return _INCLUDE.sub(one, text)
+
+    return expand(path.read_text(), (path.resolve(),))
+
+
+# -- a program as stanc describes it ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class StanProgramFile:
+    """A Stan program as the engines use it.
+
+    Attributes
+    ----------
+    path
+        The file.
+    code
+        Its text with the includes inlined (what is compiled).
+    data, params
+        Its data and parameter declarations by name (``stanc --info``), in its order.
+    """
+
+    path: Path
+    code: str
+    data: Mapping[str, Declared]
+    params: Mapping[str, Declared]
+
+    def stan_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The data ``data`` (:meth:`~elicit.model.spec.ModelData.to_stan`) as the program
+        declares it: the names it declares, and a one-entry array of the shipped program as
+        a scalar where it declares a scalar."""
+        out = {}
+        for name, decl in self.data.items():
+            value = data[name]
+            if decl.dims == 0 and np.ndim(value) == 1 and np.size(value) == 1:
+                value = np.asarray(value).item()
+            out[name] = value
+        return out
+
+    def _as_array(self, name: str) -> bool:
+        return self.params[name].dims > 0
+
+    def params_to_stan(self, lay: ParamLayout, theta: np.ndarray) -> dict[str, Any]:
+        """theta as the program's named parameters: a vector block, or a one-entry block
+        the program declares as an array (the shipped program's ``array[tau_learned] real
+        tau``), as a list."""
+        return {b.stan: (theta[lay[b.name]].tolist() if b.vector or self._as_array(b.stan)
+                         else float(theta[lay[b.name]][0]))
+                for b in lay.blocks}
+
+    def entries(self, lay: ParamLayout) -> list[tuple[str, int | None]]:
+        """The Stan name of each entry of theta, with its index (from 1) in an array or
+        vector, or ``None`` for a scalar: CmdStan's columns ``name[k]`` and ``name``."""
+        out: list[tuple[str, int | None]] = []
+        for b in lay.blocks:
+            if b.vector or self._as_array(b.stan):
+                out += [(b.stan, k) for k in range(1, b.size + 1)]
+            else:
+                out.append((b.stan, None))
+        return out
+
+
+def _declarations(section: dict) -> Mapping[str, Declared]:
+    return MappingProxyType({name: Declared(d["type"], int(d["dimensions"]))
+                             for name, d in section.items()})
+
+
+@functools.lru_cache(maxsize=64)
+def _info(stanc: str, path: str, paths: tuple[Path, ...], code: str) -> dict:
+    # keyed by the inlined text too: an edit of an included file is a new program
+    run = subprocess.run([stanc, "--info", "--include-paths=" + ",".join(map(str, paths)), path],
+                         capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    if run.returncode != 0:
+        raise ElicitError(f"{path} is not a valid Stan program: "
+                          f"{_one_line(run.stderr or run.stdout)}")
+    return json.loads(run.stdout)
+
+
+def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile:
+    """Read the Stan program ``path``: its inlined text and, from ``stanc --info``, its
+    declarations.
+
+    Parameters
+    ----------
+    path
+        A ``.stan`` file.
+    stanc
+        The compiler to ask (:func:`find_stanc`; by default whichever is installed).
+
+    Raises
+    ------
+    ElicitError
+        One line, if the file does not exist or stanc refuses it (its message).
+    """
     path = Path(path)
     if not path.is_file():
         raise ElicitError(f"Stan file {path} does not exist")
-    blocks = _blocks(_strip_comments(path.read_text()))
-    return path, blocks
+    paths = include_paths(path)
+    code = inline_includes(path, paths)
+    info = _info(str(stanc or find_stanc()), str(path), paths, code)
+    return StanProgramFile(path, code, _declarations(info["inputs"]),
+                           _declarations(info["parameters"]))
 
 
-def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> None:
-    """Raise :class:`~elicit.errors.ElicitError` unless ``path`` declares the contract names.
+# -- the contract ----------------------------------------------------------------------------
+
+def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
+    """The program's data that elicit cannot pass it, each with why."""
+    m = get_model(model)
+    fields = part_fields(m.parts)
+    required = set(contract_data(variant, model))
+    bad = []
+    for name, decl in prog.data.items():
+        f = fields.get(name)
+        if f is None:
+            bad.append(f"{name} (elicit supplies no such data)")
+            continue
+        want = declared(f.metadata["type"])
+        if decl.dims == 0 and f.metadata["scalar"]:
+            # a scalar for a one-entry array of the shipped program: there only when used
+            if name not in required:
+                bad.append(f"{name} as a scalar (the {variant}-tau2 variant of model "
+                           f"{model!r} has none)")
+        elif decl.dims != want.dims or (decl.type == "int" and want.type == "real"):
+            shape = (f"a scalar {decl.type}" if decl.dims == 0
+                     else f"{decl.type} with {decl.dims} dimension(s)")
+            bad.append(f"{name} as {shape} (elicit supplies {f.metadata['type']})")
+    return bad
+
+
+def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
+                        stanc: Path | None = None) -> StanProgramFile:
+    """Raise :class:`~elicit.errors.ElicitError` unless the program ``path`` honours the
+    contract of ``model`` and tau2 ``variant``; else return it as read.
 
     Parameters
     ----------
@@ -74,34 +281,44 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER) -> N
     variant
         ``"fixed"`` or ``"learned"``.
     model
-        The named model (:mod:`elicit.model.variants`) whose extra data the program must
-        also declare (the knobs ``threshold_sd`` and ``coupled`` of the threshold and
-        coupling variants; the relevance model's data and its parameter ``zeta``).
+        The named model (:mod:`elicit.model.variants`), whose parts say which data names the
+        program must declare (:func:`~elicit.model.spec.contract_data`: the prior sd of xi
+        of a model with another threshold prior, the coupled set of the known-coupling
+        models, the relevance model's data, and its parameter ``zeta``).
+    stanc
+        The compiler to ask (:func:`find_stanc`).
 
     Raises
     ------
     ElicitError
-        If the file does not exist, or naming every missing data and parameter name.
+        One line: the file does not exist, stanc refuses it, or every missing data and
+        parameter name and every data declaration elicit cannot supply.
     """
-    if variant not in CONTRACT_DATA:
+    if variant not in ("fixed", "learned"):
         raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
-    path, blocks = _read(path)
-    data = _declared(blocks.get("data", ""))
-    params = _declared(blocks.get("parameters", ""))
-    missing_data = [n for n in contract_data(variant, model) if n not in data]
-    missing_params = [n for n in contract_params(variant, model) if n not in params]
-    if not (missing_data or missing_params):
-        return
+    prog = read_program(path, stanc)
+    missing_data = [n for n in contract_data(variant, model) if n not in prog.data]
+    missing_params = [n for n in contract_params(variant, model) if n not in prog.params]
+    unsuppliable = _unsuppliable(prog, variant, model)
+    if not (missing_data or missing_params or unsuppliable):
+        return prog
     parts = []
     if missing_data:
         parts.append("data block lacks " + ", ".join(missing_data))
     if missing_params:
         parts.append("parameters block lacks " + ", ".join(missing_params))
+    if unsuppliable:
+        parts.append("data block declares " + ", ".join(unsuppliable))
     hint = ""
-    if variant == "fixed" and "tau" in params:
+    tau = prog.params.get("tau")
+    fixed_tau = prog.data.get("tau_fixed")
+    if variant == "fixed" and tau is not None and tau.dims == 0:
         hint = " (tau is a parameter there: is this a learned-tau2 program? use variant 'learned')"
-    elif variant == "learned" and "tau" in data:
-        hint = " (tau is data there: is this a fixed-tau2 program? use variant 'fixed')"
+    elif variant == "learned" and fixed_tau is not None and fixed_tau.dims == 0:
+        hint = (" (tau_fixed is data there: is this a fixed-tau2 program? use variant "
+                "'fixed')")
+    elif "tau" in prog.data:
+        hint = " (tau^2 of the fixed variant is the data tau_fixed)"
     of = f"the {variant}-tau2 variant" + ("" if model == PAPER else f" of model {model!r}")
-    raise ElicitError(f"{path} does not follow the elicit Stan contract of {of}: "
+    raise ElicitError(f"{prog.path} does not follow the elicit Stan contract of {of}: "
                       f"{'; '.join(parts)}{hint}. See docs/stan.md for the names.")

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from elicit.engines.base import StanProgramEngine
+from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
 from elicit.model.density import split_theta, theta_of, zeta_of
@@ -154,8 +155,9 @@ class PyStanEngine(StanProgramEngine):
         ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
     stan_file
         A custom Stan program honouring the contract (see ``docs/stan.md``); ``None`` runs
-        the shipped program of ``variant``. Its parameters must be exactly ``gamma``,
-        ``threshold`` (and ``tau``), all declared ``<lower=0>``.
+        the program of the data's model. Its parameters must be exactly ``gamma``,
+        ``threshold`` (and ``tau``), all declared ``<lower=0>`` (and the relevance model's
+        ``zeta``, unbounded), besides parameters of size 0.
     max_iter
         Iteration limit of L-BFGS-B.
     cache_size
@@ -182,8 +184,9 @@ class PyStanEngine(StanProgramEngine):
         Returns ``(model, order)`` with ``u = log(theta[order])`` the unconstrained vector of
         ``theta = (gamma, xi[, tau2])`` (an unbounded entry, zeta, as it is).
         """
-        path, code = self.program(data)
-        stan_data = data.to_stan()
+        program = self.program(data)
+        path, code = program.path, program.code
+        stan_data = program.stan_data(data.to_stan())
         key = _data_key(code, stan_data)
         if key in self._models:
             self._models.move_to_end(key)
@@ -200,13 +203,14 @@ class PyStanEngine(StanProgramEngine):
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"PyStan could not build {path}: {exc}") from exc
         self._compiled.add(digest)
-        order = self._parameter_order(model, data, path)
+        order = self._parameter_order(model, data, program)
         self._models[key] = (model, order)
         while len(self._models) > self.cache_size:
             self._models.popitem(last=False)
         return model, order
 
-    def _parameter_order(self, model: Any, data: ModelData, path: Path) -> np.ndarray:
+    def _parameter_order(self, model: Any, data: ModelData,
+                         program: StanProgramFile) -> np.ndarray:
         # Unconstrain a point with distinct coordinates: this both finds where each of gamma,
         # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
         # order) and checks that every transform is the lower=0 one, u = log(x), that the
@@ -216,8 +220,9 @@ class PyStanEngine(StanProgramEngine):
         bounded = lay.bounded()
         probe = np.where(bounded, 1.0, -1.0) * (1.0 + 0.37 * np.arange(lay.size))
         want = np.where(bounded, np.log(np.abs(probe)), probe)
-        pars = lay.to_stan(probe)
+        pars = program.params_to_stan(lay, probe)
         names = ", ".join(b.stan for b in lay.blocks)
+        path = program.path
         try:
             u = np.asarray(_sync(model.unconstrain_pars, pars), dtype=float)
         except (RuntimeError, KeyError, ValueError) as exc:

@@ -1,8 +1,7 @@
-"""Analytic log density of the shipped Stan programs, with gradient and Hessian.
+"""Analytic log density of the shipped Stan program, with gradient and Hessian.
 
-This is the numpy mirror of ``stan/elicit_{fixed,learned}_tau.stan`` (the single specification
-of the model), of ``stan/elicit_general_{fixed,learned}_tau.stan`` and of
-``stan/elicit_relevance_{fixed,learned}_tau.stan``, the other named models
+This is the numpy mirror of ``stan/elicit.stan`` (the single specification of the model), for
+every named model
 (:mod:`elicit.model.variants`). The parts a model variant supplies are read from it: the
 threshold prior and the feedback link through :mod:`elicit.model.terms`, the coupled set of
 the kernel as ``data.kernel_mask``, the per-feature scales h of the relevance model from its

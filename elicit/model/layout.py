@@ -7,15 +7,16 @@ Every engine and every numpy code path works on one flat vector
 (tau2 only when it is learned; zeta, the logit of the share of relevant features among the
 unjudged ones, only in a model whose covariance scales the features:
 :mod:`elicit.model.covariance`). :class:`ParamLayout` names its blocks, where each one sits,
-its lower bound (zeta is unbounded: ``-inf``) and its name in the Stan programs, so that code
-reads ``theta[lay["gamma"]]`` instead of ``theta[:d]`` and a new block is one new
-:class:`Block` in :func:`param_layout` plus the code that uses it.
+its lower bound (zeta is unbounded: ``-inf``) and its name in the Stan program, so that code
+reads ``theta[lay["gamma"]]`` instead of ``theta[:d]``. Which blocks a fit has is said by the
+parts of its model (:mod:`elicit.model.stan_data`); a new block is one new :class:`Block` in
+:data:`BLOCKS`, named by the part that adds it, plus the code that uses it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -141,12 +142,23 @@ class ParamLayout:
         return f"ParamLayout({', '.join(f'{b.name}[{b.size}]' for b in self.blocks)})"
 
 
+#: every block theta may have, by name. The parts of a model (:mod:`elicit.model.stan_data`)
+#: say which blocks a fit has (``StanPart.params``); a vector block has one entry per
+#: meta-feature (its ``size`` here is a placeholder).
+BLOCKS = {b.name: b for b in (Block("gamma", "gamma", 0, 0.0, vector=True),
+                              Block("xi", "threshold", 1, 0.0),
+                              Block("tau2", "tau", 1, TAU2_FLOOR),
+                              Block("zeta", "zeta", 1, -np.inf))}
+
+
 @lru_cache(maxsize=64)
+def layout_of(d: int, names: tuple[str, ...]) -> ParamLayout:
+    """The layout of theta with the blocks ``names`` (of :data:`BLOCKS`, in this order) and
+    ``d`` meta-features."""
+    return ParamLayout(tuple(replace(BLOCKS[n], size=d) if BLOCKS[n].vector else BLOCKS[n]
+                             for n in names))
+
+
 def param_layout(d: int, learned: bool, zeta: bool = False) -> ParamLayout:
     """The layout of theta with ``d`` meta-features: ``(gamma, xi[, tau2][, zeta])``."""
-    blocks = [Block("gamma", "gamma", d, 0.0, vector=True), Block("xi", "threshold", 1, 0.0)]
-    if learned:
-        blocks.append(Block("tau2", "tau", 1, TAU2_FLOOR))
-    if zeta:
-        blocks.append(Block("zeta", "zeta", 1, -np.inf))
-    return ParamLayout(tuple(blocks))
+    return layout_of(d, ("gamma", "xi") + ("tau2",) * learned + ("zeta",) * zeta)

@@ -9,25 +9,23 @@ Covariance Learning for Improving Prediction in Small Data Sets":
 * feedback ``f ~ Bernoulli(logistic(xi - gamma . w))`` with ``w = (u_i - u_j)^2``;
   ``f = 1`` means *similar*.
 
-The Stan programs in ``stan/`` are the single specification of the model. The engines pass
-them their data by name, and :class:`StanData` is that contract, stated once: one field per
-data name, with its Stan type and meaning. ``CONTRACT_DATA`` lists what every program of a
-tau2 variant takes; :func:`contract_data` adds a named model's extra data (the knobs
-``threshold_sd`` and ``coupled`` of the threshold and coupling variants; the relevance
-model's ``relevance``, ``irrelevant_scale``, ``zeta_prior_mean`` and ``zeta_prior_sd``).
+The Stan program ``stan/elicit.stan`` is the single specification of the model. The engines
+pass it its data by name: :meth:`ModelData.to_stan` builds them, the composition of the data
+of the model's parts (:mod:`elicit.model.stan_data`, one dataclass per part: the contract).
+:func:`contract_data` lists the data names a program of a model must declare,
+:func:`contract_params` its parameter names.
 
 Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
-xi) and, in the learned variant, ``tau`` (``real<lower=0>``, tau^2); the relevance model adds
-``zeta`` (``real``, unbounded): the Stan names of the blocks of theta
-(:mod:`elicit.model.layout`, :func:`contract_params`). As in the authors' Stan code the name
-``tau`` holds the *variance* tau^2.
+xi) and, in the learned variant, ``tau`` (tau^2); the relevance model adds ``zeta``
+(unbounded): the Stan names of the blocks of theta (:mod:`elicit.model.layout`). As in the
+authors' Stan code the name ``tau`` holds the *variance* tau^2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, cast
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
@@ -35,7 +33,7 @@ from elicit.errors import ElicitError
 from elicit.internal.memory import memory_limit
 from elicit.model.covariance import IRRELEVANT, RELEVANT, UNASKED
 from elicit.model.kernel import pair_weights
-from elicit.model.layout import ParamLayout, param_layout
+from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
 from elicit.model.priors import GAMMA_MEAN, GAMMA_SD, ZETA_PRIOR  # noqa: F401  (GAMMA_SD: re-exported)
 from elicit.model.structure import structure_of
@@ -44,97 +42,18 @@ from elicit.model.variants import PAPER, ModelVariant, get_model
 Variant = Literal["fixed", "learned"]
 
 
-def _data(stan_type: str, meaning: str, only: str | None = None) -> Any:
-    # ``only``: "fixed" / "learned" (programs of that tau2 variant), "knobs" (the programs
-    # of the threshold and coupling variants), "relevance" (the relevance model's programs);
-    # None: every program
-    return field(metadata={"type": stan_type, "meaning": meaning, "only": only})
-
-
-@dataclass(frozen=True)
-class StanData:
-    """The data block of elicit's Stan programs: one field per data name, in the programs'
-    order. :meth:`of` builds it from :class:`ModelData`, :meth:`names` lists the names a
-    program declares; a custom program must declare them too (``docs/stan.md``).
-    """
-
-    N: int = _data("int", "number of training samples n")
-    M: int = _data("int", "number of features p")
-    d: int = _data("int", "number of meta-features")
-    N_f: int = _data("int", "number of feedback answers (0 is allowed)")
-    y: np.ndarray = _data("vector[N]", "targets")
-    X: np.ndarray = _data("matrix[N, M]", "inputs")
-    FD: np.ndarray = _data("matrix[M, d]", "meta-features U, one row per feature")
-    f: np.ndarray = _data("array[N_f] int", "answers, 1 = similar, 0 = dissimilar")
-    W_f: np.ndarray = _data("matrix[N_f, d]",
-                            "squared meta-feature differences of the asked pairs")
-    a_sigma: float = _data("real", "inverse-gamma prior of sigma^2: shape (paper: 2)")
-    b_sigma: float = _data("real", "inverse-gamma prior of sigma^2: scale (paper: 7)")
-    tau: float | None = _data("real", "tau^2 (a variance, as in the authors' code)", "fixed")
-    a_tau: float | None = _data("real", "inverse-gamma prior of tau^2: shape", "learned")
-    b_tau: float | None = _data("real", "inverse-gamma prior of tau^2: scale", "learned")
-    threshold_mean: float = _data("real", "prior mean m of the threshold xi")
-    threshold_sd: float | None = _data(
-        "real", "prior sd of xi relative to m: xi ~ N+(m, threshold_sd m)", "knobs")
-    coupled: np.ndarray | None = _data(
-        "array[M] int<lower=0, upper=1>", "1 = the feature is in the coupled set J", "knobs")
-    relevance: np.ndarray | None = _data(
-        "array[M] int<lower=-1, upper=1>",
-        "relevance class: 1 relevant, 0 irrelevant, -1 not judged", "relevance")
-    irrelevant_scale: float | None = _data(
-        "real", "prior variance scale lambda of an irrelevant feature (eps)", "relevance")
-    zeta_prior_mean: float | None = _data("real", "zeta ~ N(zeta_prior_mean, zeta_prior_sd)",
-                                          "relevance")
-    zeta_prior_sd: float | None = _data("real", "prior sd of zeta", "relevance")
-
-    @classmethod
-    def names(cls, variant: str, knobs: bool = False, relevance: bool = False,
-              ) -> tuple[str, ...]:
-        """Data names of the programs of tau2 ``variant`` (with the models' knobs, with the
-        relevance model's data)."""
-        keep = ({None, variant} | ({"knobs"} if knobs else set())
-                | ({"relevance"} if relevance else set()))
-        return tuple(f.name for f in fields(cls) if f.metadata["only"] in keep)
-
-    @classmethod
-    def of(cls, data: ModelData) -> StanData:
-        """The Stan data of ``data``."""
-        h, mask = data.hyper, data.kernel_mask
-        fixed = h.variant == "fixed"
-        return cls(
-            N=data.n, M=data.p, d=data.d, N_f=len(data.f), y=data.y, X=data.X, FD=data.U,
-            f=data.f.astype(int), W_f=data.W_f.reshape(len(data.f), data.d),
-            a_sigma=h.a_sigma, b_sigma=h.b_sigma, tau=h.tau2 if fixed else None,
-            a_tau=None if fixed else h.a_tau, b_tau=None if fixed else h.b_tau,
-            threshold_mean=data.m, threshold_sd=data.model.threshold_sd,
-            coupled=np.ones(data.p, dtype=int) if mask is None else mask.astype(int),
-            # an array after ModelData.__post_init__
-            relevance=cast(np.ndarray, data.relevance).astype(int),
-            irrelevant_scale=getattr(data.model.covariance, "irrelevant_scale", None),
-            zeta_prior_mean=ZETA_PRIOR.mean, zeta_prior_sd=ZETA_PRIOR.sd)
-
-    def to_dict(self, names: tuple[str, ...]) -> dict:
-        """The data dictionary of ``names`` (see :meth:`names`)."""
-        return {n: getattr(self, n) for n in names}
-
-
-#: Data names every Stan program of a tau2 variant must declare (the contract).
-CONTRACT_DATA = {v: StanData.names(v) for v in ("fixed", "learned")}
-#: Parameter names, per tau2 variant (the Stan names of the blocks of theta).
-CONTRACT_PARAMS = {v: tuple(b.stan for b in param_layout(1, v == "learned").blocks)
-                   for v in ("fixed", "learned")}
-
-
 def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
-    """Data names the program of ``model`` and tau2 ``variant`` must declare."""
-    return CONTRACT_DATA[variant] + get_model(model).extra_data
+    """Data names a Stan program of ``model`` and tau2 ``variant`` must declare: those of
+    the parts the model uses (:meth:`~elicit.model.stan_data.StanPart.required`)."""
+    m = get_model(model)
+    return tuple(n for part in m.parts for n in part.required(m, variant == "learned"))
 
 
 def contract_params(variant: str, model: str = PAPER) -> tuple[str, ...]:
-    """Parameter names the program of ``model`` and tau2 ``variant`` must declare
-    (``CONTRACT_PARAMS``, and ``zeta`` for the relevance model)."""
-    lay = param_layout(1, variant == "learned", get_model(model).relevance)
-    return tuple(b.stan for b in lay.blocks)
+    """Parameter names a Stan program of ``model`` and tau2 ``variant`` must declare: the
+    Stan names of theta's blocks (``gamma``, ``threshold``, ``tau`` when tau2 is learned,
+    ``zeta`` in the relevance model)."""
+    return tuple(BLOCKS[n].stan for n in get_model(model).params(variant == "learned"))
 
 
 @dataclass(frozen=True)
@@ -277,8 +196,13 @@ class ModelData:
 
     @property
     def layout(self) -> ParamLayout:
-        """The blocks of this fit's parameter vector theta (:mod:`elicit.model.layout`)."""
-        return param_layout(self.d, self.hyper.variant == "learned", self.model.relevance)
+        """The blocks of this fit's parameter vector theta (:mod:`elicit.model.layout`), as
+        the parts of its model say (cached: the density reads it at every evaluation)."""
+        lay = self.__dict__.get("_layout")
+        if lay is None:
+            names = self.model.params(self.hyper.variant == "learned")
+            lay = self.__dict__["_layout"] = layout_of(self.d, names)
+        return lay
 
     @property
     def n(self) -> int:
@@ -332,9 +256,13 @@ class ModelData:
         return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2, zeta)
 
     def to_stan(self) -> dict:
-        """The data dictionary of the Stan contract (:class:`StanData`) for the model's
-        programs."""
-        return StanData.of(self).to_dict(contract_data(self.hyper.variant, self.hyper.model))
+        """The data of the model's Stan program by name: the composition of the data of
+        its parts (:attr:`~elicit.model.variants.ModelVariant.parts`); the one place the
+        engines' data is built."""
+        out: dict = {}
+        for part in self.model.parts:
+            out.update(part.of(self).to_dict())
+        return out
 
 
 def check_relevance(classes, p: int) -> np.ndarray:

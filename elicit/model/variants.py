@@ -35,15 +35,14 @@ The parameter vector has the layout ``(gamma, xi[, tau2][, zeta])``
 numpy code path (the density, batched refits, the utility screen, the Hessian) reads the
 variant's objects and serves any variant unchanged.
 
-The Stan programs (:class:`StanPrograms`) state each named variant for the Stan engines: the
-paper's model in ``stan/elicit_{fixed,learned}_tau.stan``, written as the paper states it, and
-the threshold and coupling variants in ``stan/elicit_general_{fixed,learned}_tau.stan``, which
-take the variant's two knobs as data (``threshold_sd`` = c and the ``coupled`` indicator of J,
-all ones for the full kernel), and the relevance model in
-``stan/elicit_relevance_{fixed,learned}_tau.stan`` (data: the classes ``relevance``,
-``irrelevant_scale`` and zeta's prior; parameter ``zeta``). A variant with another link has
-no shipped program: it runs on the numpy engine (or a Stan engine with a ``stan_file`` of
-one's own).
+The Stan program (:class:`StanProgram`) states a variant for the Stan engines: the shipped
+program ``stan/elicit.stan`` (:data:`SHIPPED_PROGRAM`) states every variant with the logistic
+link, a :class:`~elicit.model.priors.ThresholdPrior` and the full, known-coupling or relevance
+covariance, taking what they change as data (the parts of :mod:`elicit.model.stan_data`: the
+prior sd of xi, the coupled set J, the relevance classes). A variant may ship a program of its
+own instead (``StanProgram(path, parts)``), whose data are the parts it lists. A variant
+without a program (``program=None``, the default) runs on the numpy engine, or on a Stan
+engine given a ``stan_file`` of one's own.
 
 The registry :data:`MODELS` maps each name to its variant; :func:`register_model` adds one
 from outside the package, :func:`get_model` is the one place a name is validated.
@@ -51,7 +50,8 @@ from outside the package, :func:`get_model` is the one place a name is validated
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
+from pathlib import Path
 
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
@@ -67,56 +67,49 @@ from elicit.model.covariance import (
 )
 from elicit.model.link import LOGISTIC, Link, Logistic
 from elicit.model.priors import PAPER_THRESHOLD, ThresholdPrior
+from elicit.model.stan_data import SHIPPED_PARTS, StanPart, part_fields
 
 #: prior sd of xi relative to its mean m in the paper's model: xi ~ N+(m, m/2)
 PAPER_THRESHOLD_SD = PAPER_THRESHOLD.sd
 #: prior sd of xi relative to m when the threshold is tied to the distance scale
 TIED_THRESHOLD_SD = 0.02
-#: the Stan data of a variant's two knobs: the prior sd of xi relative to m, the coupled set J
-KNOBS = ("threshold_sd", "coupled")
-#: the Stan data of the relevance model: the classes, the scale of an irrelevant feature and
-#: zeta's prior
-RELEVANCE_DATA = ("relevance", "irrelevant_scale", "zeta_prior_mean", "zeta_prior_sd")
 
 
 @dataclass(frozen=True)
-class StanPrograms:
-    """The shipped Stan programs of a variant: ``stan/<stem>_{fixed,learned}_tau.stan``.
+class StanProgram:
+    """The Stan program that states a model variant for the Stan engines, and its data.
 
     Attributes
     ----------
-    stem
-        File name stem.
-    knobs
-        Whether the programs take the variant's knobs as data (``threshold_sd``, the prior sd
-        of xi relative to m, and ``coupled``, the coupled set J); else they state the paper's
-        values themselves.
-    relevance
-        Whether the programs are the relevance model's (data :data:`RELEVANCE_DATA`,
-        parameter ``zeta``).
+    file
+        The shipped program's file name in ``stan/`` (:data:`SHIPPED_PROGRAM`), or the path
+        of a program of one's own (made absolute when the variant is registered).
+    parts
+        The parts of the program's data (:mod:`elicit.model.stan_data`), in its data block's
+        order: each part's dataclass is its data contract, and the data a fit passes is
+        their composition (:meth:`~elicit.model.spec.ModelData.to_stan`). A program of
+        one's own takes the shipped parts and may add parts of its own.
+    shipped
+        Whether this is the shipped program (``stan/elicit.stan``).
     """
 
-    stem: str
-    knobs: bool
-    relevance: bool = False
+    file: str | Path
+    parts: tuple[type[StanPart], ...] = SHIPPED_PARTS
+    shipped: bool = False
 
-    def file_name(self, variant: str) -> str:
-        """File name of the program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
-        return f"{self.stem}_{variant}_tau.stan"
+    def __post_init__(self) -> None:
+        if not self.shipped:
+            object.__setattr__(self, "file", Path(self.file).resolve())
 
     @property
-    def extra_data(self) -> tuple[str, ...]:
-        """Data names these programs take beyond the paper's contract."""
-        return (KNOBS if self.knobs else ()) + (RELEVANCE_DATA if self.relevance else ())
+    def name(self) -> str:
+        """How ``elicit models`` names the program."""
+        return f"stan/{self.file}" if self.shipped else str(self.file)
 
 
-#: the paper's programs, as the paper states the model
-PAPER_PROGRAMS = StanPrograms("elicit", knobs=False)
-#: the programs of every other named variant (logistic link, Gaussian kernel on a coupled set)
-GENERAL_PROGRAMS = StanPrograms("elicit_general", knobs=True)
-#: the relevance model's programs (the paper's threshold prior and full kernel, per-feature
-#: relevance scales)
-RELEVANCE_PROGRAMS = StanPrograms("elicit_relevance", knobs=False, relevance=True)
+#: the shipped program ``stan/elicit.stan``: every part of :data:`SHIPPED_PARTS`, switched
+#: on and off by data
+SHIPPED_PROGRAM = StanProgram("elicit.stan", SHIPPED_PARTS, shipped=True)
 
 
 @dataclass(frozen=True)
@@ -135,10 +128,12 @@ class ModelVariant:
         Which features K couples (:mod:`elicit.model.covariance`).
     link
         How an answer depends on ``z = xi - gamma . w`` (:mod:`elicit.model.link`).
-    programs
-        The shipped Stan programs that state this variant (:data:`GENERAL_PROGRAMS` can state
-        any variant with the logistic link); ``None`` (the default): the numpy engine only,
-        or a Stan engine given a ``stan_file`` of one's own.
+    program
+        The Stan program that states this variant (:class:`StanProgram`): the shipped one
+        (:data:`SHIPPED_PROGRAM`, which states any variant with the logistic link, a
+        ThresholdPrior and the full, known-coupling or relevance covariance) or one of its
+        own; ``None`` (the default): the numpy engine only, or a Stan engine given a
+        ``stan_file`` of one's own.
     """
 
     name: str
@@ -146,7 +141,7 @@ class ModelVariant:
     xi_prior: ThresholdPrior = PAPER_THRESHOLD
     covariance: Covariance = field(default=FULL)
     link: Link = field(default=LOGISTIC, compare=False)
-    programs: StanPrograms | None = None
+    program: StanProgram | None = None
 
     @property
     def threshold_sd(self) -> float:
@@ -164,31 +159,32 @@ class ModelVariant:
         model has the parameter zeta and reads ``ModelData.relevance``)."""
         return has_scales(self.covariance)
 
-    def stan_name(self, variant: str) -> str:
-        """File name of the Stan program of the ``"fixed"`` or ``"learned"`` tau2 variant."""
-        if self.programs is None:
-            raise ElicitError(f"model {self.name!r} has no shipped Stan program; fit it with "
-                              "the numpy engine, or give a Stan engine a stan_file of your own")
-        return self.programs.file_name(variant)
-
     @property
-    def extra_data(self) -> tuple[str, ...]:
-        """Data names this model's programs take beyond the paper's contract: the knobs
-        (:data:`KNOBS`), unless its shipped programs state the paper's values themselves. A
-        custom program for a variant without shipped programs gets the knobs too."""
-        return self.programs.extra_data if self.programs is not None else KNOBS
+    def parts(self) -> tuple[type[StanPart], ...]:
+        """The parts of the model's Stan data (:mod:`elicit.model.stan_data`): its program's,
+        else the shipped ones (the data a user's ``stan_file`` gets)."""
+        return self.program.parts if self.program is not None else SHIPPED_PARTS
+
+    def params(self, learned: bool) -> tuple[str, ...]:
+        """The blocks of theta (:mod:`elicit.model.layout`) of a fit, as the parts say."""
+        return tuple(n for part in self.parts for n in part.params_of(self, learned))
 
     def describe(self) -> str:
-        """Two lines for ``elicit models``: the assumption, then the Stan programs."""
-        if self.programs is None:
-            where = f"no Stan program (link: {self.link.name}; numpy engine)"
+        """Two lines for ``elicit models``: the assumption, then the Stan program."""
+        prog = self.program
+        if prog is None:
+            return (f"{self.name}: {self.assumes}\n    no Stan program (link: {self.link.name}; "
+                    "numpy engine)")
+        if prog.shipped:
+            data = ([f"threshold_sd = {self.threshold_sd:g}"]
+                    if self.threshold_sd != PAPER_THRESHOLD_SD else [])
+            if self.known_coupling:
+                data.append("coupled = J")
+            if self.relevance:
+                data.append("the relevance classes; parameter zeta")
+            where = prog.name + (f" (data: {', '.join(data)})" if data else "")
         else:
-            where = f"stan/{self.stan_name('fixed')}, stan/{self.stan_name('learned')}"
-            if self.programs.knobs:
-                J = "J" if self.known_coupling else "all 1"
-                where += f" (data: threshold_sd = {self.threshold_sd:g}, coupled = {J})"
-            if self.programs.relevance:
-                where += " (data: the relevance classes; parameter zeta)"
+            where = f"{prog.name} (its own program)"
         return f"{self.name}: {self.assumes}\n    {where}"
 
 
@@ -198,20 +194,20 @@ RELEVANCE_MODEL = "relevance"
 
 _SHIPPED = (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "
-                 "couples all features", programs=PAPER_PROGRAMS),
+                 "couples all features", program=SHIPPED_PROGRAM),
     ModelVariant("tied-threshold", "the similarity threshold is set by the meta-features' "
                  f"distance scale: xi ~ N+(m, {TIED_THRESHOLD_SD:g} m), so answers move gamma",
-                 xi_prior=ThresholdPrior(TIED_THRESHOLD_SD), programs=GENERAL_PROGRAMS),
+                 xi_prior=ThresholdPrior(TIED_THRESHOLD_SD), program=SHIPPED_PROGRAM),
     ModelVariant("known-coupling", "only features the expert can judge (those in the candidate "
                  "pairs) are coupled: K = blockdiag(K_gamma on them, I)",
-                 covariance=KNOWN_COUPLING, programs=GENERAL_PROGRAMS),
+                 covariance=KNOWN_COUPLING, program=SHIPPED_PROGRAM),
     ModelVariant("known-coupling-tied", "both: a tied threshold and coupling only among the "
                  "features the expert can judge", xi_prior=ThresholdPrior(TIED_THRESHOLD_SD),
-                 covariance=KNOWN_COUPLING, programs=GENERAL_PROGRAMS),
+                 covariance=KNOWN_COUPLING, program=SHIPPED_PROGRAM),
     ModelVariant(RELEVANCE_MODEL, "features the expert called relevant keep the prior scale 1, "
                  f"irrelevant ones {RELEVANCE.irrelevant_scale:g}, the others a scale learned "
                  "from the data (zeta: the share of relevant features among them)",
-                 covariance=RELEVANCE, programs=RELEVANCE_PROGRAMS),
+                 covariance=RELEVANCE, program=SHIPPED_PROGRAM),
 )
 #: the registered model variants by name (a read-only mapping; add with :func:`register_model`)
 MODELS: Registry[ModelVariant] = Registry("model", " (`elicit models` describes them)")
@@ -222,8 +218,11 @@ _LINK_METHODS = tuple(n for n, v in vars(Link).items() if callable(v) and not n.
 
 
 def _check(variant: ModelVariant) -> None:
-    """Refuse a variant whose parts are not objects of the right kind, or whose Stan programs
-    cannot state it (the numpy twin and the Stan engines must fit the same model)."""
+    """Refuse a variant whose parts are not objects of the right kind, or whose Stan program
+    cannot state it (the numpy twin and the Stan engines must fit the same model): the
+    shipped program for a variant it cannot state, a program of its own that does not exist
+    or whose data parts are not StanPart dataclasses. (What a program of one's own declares
+    is checked when a Stan engine first reads it: that needs the Stan compiler.)"""
     if not isinstance(variant, ModelVariant):
         raise ElicitError(f"register_model takes a ModelVariant, got {type(variant).__name__}")
     if not (isinstance(variant.name, str) and variant.name.strip() == variant.name
@@ -244,26 +243,35 @@ def _check(variant: ModelVariant) -> None:
                                                                   None)):
         raise ElicitError(f"model {variant.name!r}: a covariance with has_scales needs a "
                           "scales(classes, zeta) method (elicit.model.covariance)")
-    progs = variant.programs
-    if progs is None:
+    prog = variant.program
+    if prog is None:
         return
-    states = (isinstance(variant.link, Logistic) and isinstance(variant.xi_prior, ThresholdPrior)
-              and isinstance(variant.covariance, (FullKernel, KnownCoupling)))
-    if progs.relevance:
-        ok = (progs == RELEVANCE_PROGRAMS and isinstance(variant.link, Logistic)
-              and variant.xi_prior == PAPER_THRESHOLD
-              and isinstance(variant.covariance, RelevanceScales))
-    elif progs.knobs:
-        ok = states and progs == GENERAL_PROGRAMS
-    else:
-        ok = (states and progs == PAPER_PROGRAMS and variant.xi_prior == PAPER_THRESHOLD
-              and isinstance(variant.covariance, FullKernel))
-    if not ok:
-        raise ElicitError(f"model {variant.name!r}: the shipped Stan programs "
-                          f"{progs.stem}_*.stan cannot state it (they have the logistic link, "
-                          "a ThresholdPrior and the full or known-coupling covariance, or the "
-                          "relevance scales with the paper's threshold prior); set "
-                          "programs=None")
+    if not isinstance(prog, StanProgram):
+        raise ElicitError(f"model {variant.name!r}: program must be a StanProgram or None, got "
+                          f"{type(prog).__name__}")
+    bad = [p for p in prog.parts
+           if not (isinstance(p, type) and issubclass(p, StanPart) and is_dataclass(p))]
+    if bad:
+        raise ElicitError(f"model {variant.name!r}: the parts of its Stan program must be "
+                          f"StanPart dataclasses (elicit.model.stan_data), got {bad[0]!r}")
+    try:
+        part_fields(prog.parts)
+    except ValueError as exc:
+        raise ElicitError(f"model {variant.name!r}: {exc}") from None
+    if not prog.shipped:
+        if not Path(prog.file).is_file():
+            raise ElicitError(f"model {variant.name!r}: its Stan program {prog.file} does not "
+                              "exist")
+        return
+    states = (prog == SHIPPED_PROGRAM and isinstance(variant.link, Logistic)
+              and isinstance(variant.xi_prior, ThresholdPrior)
+              and isinstance(variant.covariance, (FullKernel, KnownCoupling, RelevanceScales)))
+    if not states:
+        raise ElicitError(f"model {variant.name!r}: the shipped Stan program {prog.name} "
+                          "cannot state it (it has the shipped parts, the logistic link, a "
+                          "ThresholdPrior and the full, known-coupling or relevance "
+                          "covariance); give it a program of its own, "
+                          "program=StanProgram(path), or set program=None")
 
 
 def register_model(variant: ModelVariant) -> ModelVariant:

@@ -25,14 +25,16 @@ def test_unknown_model_is_one_line_error_listing_names():
     assert Hyper().model == PAPER and get_model(PAPER).threshold_sd == 0.5
 
 
-def test_models_command_lists_every_model_and_its_programs(capsys):
+def test_models_command_lists_every_model_and_its_program(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
     for m in MODELS.values():
-        assert f"{m.name}: {m.assumes}" in out
-        assert f"stan/{m.stan_name('fixed')}, stan/{m.stan_name('learned')}" in out
-    assert "(data: threshold_sd = 0.02, coupled = all 1)" in out    # tied-threshold
-    assert "(data: threshold_sd = 0.5, coupled = J)" in out         # known-coupling
+        at = lines.index(f"{m.name}: {m.assumes}")
+        assert lines[at + 1].startswith("    stan/elicit.stan"), lines[at + 1]
+    assert "    stan/elicit.stan (data: threshold_sd = 0.02)\n" in out      # tied-threshold
+    assert "    stan/elicit.stan (data: coupled = J)\n" in out              # known-coupling
+    assert "(data: threshold_sd = 0.02, coupled = J)" in out           # known-coupling-tied
 
 
 @pytest.mark.parametrize("argv", [

@@ -662,9 +662,9 @@ def test_bald_gain_of_another_link_matches_adaptive_integration(mu, s):
 @pytest.fixture
 def test_probit_model():
     """The paper's model with the probit link, registered for one test (no Stan program
-    states it: programs=None)."""
+    states it: program=None)."""
     variants.register_model(dataclasses.replace(variants.get_model("paper"), name="test-probit",
-                                                link=PROBIT, programs=None))
+                                                link=PROBIT, program=None))
     yield "test-probit"
     variants.unregister_model("test-probit")
 

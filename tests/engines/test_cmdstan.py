@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import stan_data
+from helpers import own_program
 
 from elicit.engines.cmdstan_engine import CmdStanEngine
 from elicit.engines.numpy_engine import NumpyEngine
@@ -79,26 +80,28 @@ def stan_log_prob(engine: CmdStanEngine, data: ModelData, theta: np.ndarray):
     Through the engine's compiled program of ``data`` (``_compile`` returns the cached
     ``CmdStanModel``), with all 18 significant digits (CmdStan writes 6 by default).
     """
-    model = engine._compile(*engine.program(data))
+    program = engine.program(data)
+    model = engine._compile(program)
     lay = data.layout
-    params = lay.to_stan(theta)
-    row = model.log_prob(params, data.to_stan(), jacobian=False, sig_figs=18).iloc[0]
-    grad = np.array([row[f"g_{b.stan}.{k}"] for b in lay.blocks if b.vector
-                     for k in range(1, b.size + 1)]
-                    + [row[f"g_{b.stan}"] for b in lay.blocks if not b.vector])
+    params = program.params_to_stan(lay, theta)
+    row = model.log_prob(params, program.stan_data(data.to_stan()), jacobian=False,
+                         sig_figs=18).iloc[0]
+    grad = np.array([row[f"g_{n}.{k}" if k else f"g_{n}"] for n, k in program.entries(lay)])
     return float(row["lp__"]), grad
 
 
 # -- the shipped programs and every named model against the numpy twin ---------------------
 
-def test_the_cases_cover_every_shipped_program(cmdstan_engines):
-    # Each shipped program must be reached by some variant and named model, so the tests
-    # below, which go through the engines' own program choice, cover all of them.
+def test_the_cases_run_the_one_shipped_program(cmdstan_engines):
+    # Every variant and named model runs the one shipped program (the other files of its
+    # folder are its includes), so the tests below, which go through the engines' own
+    # program choice, cover it for every model.
     from elicit.engines.base import shipped_stan_file
 
-    chosen = {cmdstan_engines[v].program(stan_data(v, m))[0].resolve() for v, m in CASES}
-    shipped = {p.resolve() for p in shipped_stan_file("fixed").parent.glob("*.stan")}
-    assert chosen == shipped
+    chosen = {cmdstan_engines[v].program(stan_data(v, m)).path.resolve() for v, m in CASES}
+    assert chosen == {shipped_stan_file().resolve()}
+    folder = {p.name for p in shipped_stan_file().parent.glob("*.stan")}
+    assert folder == {"elicit.stan", "elicit_kernel.stan", "elicit_functions.stan"}
 
 
 @pytest.mark.parametrize("n_f", [0, 40])
@@ -282,7 +285,8 @@ def test_every_compile_waits_for_the_one_compile_lock(cmdstan_engines, caplog):
 
 # -- a user's program: compiled by two workers at once, then fitted -------------------------
 
-#: a user's program: the shipped learned-tau2 paper program with a guard of its own
+#: a user's program: a learned-tau2 program of the paper's model (tau and its one-entry data
+#: declared as scalars) with a guard of its own
 GUARD = 'if (threshold_mean > 1e6) reject("threshold_mean ", threshold_mean, " is too large");'
 
 _WORKER = textwrap.dedent("""
@@ -308,7 +312,7 @@ def user_program(cmdstan_engines, tmp_path_factory) -> UserProgram:
     Depends on ``cmdstan_engines``, so that the workers' wait is for this program, not for
     the shipped ones.
     """
-    code = cmdstan_engines["learned"].program(stan_data("learned"))[1]
+    code = own_program(learned=True)
     assert code.count("model {") == 1
     code = code.replace("model {", "model {\n  " + GUARD, 1)
     root = tmp_path_factory.mktemp("user_program")

@@ -33,7 +33,7 @@ def test_auto_runs_a_custom_program_on_pystan_without_cmdstan(monkeypatch, tmp_p
 
     monkeypatch.setattr(ce, "cmdstan_available", lambda: False)
     custom = tmp_path / "mine.stan"
-    custom.write_text(shipped_stan_file("fixed").read_text())
+    custom.write_text(shipped_stan_file().read_text())
     eng = get_engine("auto", "fixed", stan_file=custom)
     assert isinstance(eng, PyStanEngine) and eng.stan_file == custom
 
@@ -99,7 +99,7 @@ def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
 
     # A program no other test builds (a comment changes its hash), so the cache is cold.
     program = tmp_path / "race.stan"
-    program.write_text(f"// race test {time.time_ns()}\n" + shipped_stan_file("fixed").read_text())
+    program.write_text(f"// race test {time.time_ns()}\n" + shipped_stan_file().read_text())
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     procs = [subprocess.Popen([sys.executable, "-c", _BUILD, str(program)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 
 import numpy as np
 import pytest
-from helpers import make_data, rel_diff
+from conftest import needs_stanc
+from helpers import make_data, own_program, rel_diff
 
 from elicit.engines.base import shipped_stan_file
 from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_available
@@ -36,16 +38,35 @@ def engines() -> dict[str, PyStanEngine]:
     return {v: PyStanEngine(v) for v in VARIANTS}
 
 
-# -- the Stan programs ---------------------------------------------------------------------
+# -- the Stan program ----------------------------------------------------------------------
 
+@needs_stanc
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_shipped_programs_follow_contract(variant):
-    path = shipped_stan_file(variant)
-    check_stan_contract(path, variant)
-    code = path.read_text()
+def test_the_shipped_program_follows_the_contract(variant):
+    prog = check_stan_contract(shipped_stan_file(), variant)
     # K must stay local to the model block (a transformed parameter would put p^2 columns
     # into CmdStan's output CSV).
-    assert "transformed parameters" not in code
+    assert not re.search(r"transformed parameters\s*{", prog.code)
+    assert "#include" not in prog.code  # inlined: what PyStan and CmdStan compile
+
+
+@needs_stanc
+def test_the_programs_data_block_is_the_composition_of_the_parts():
+    """stan/elicit.stan declares the fields of SHIPPED_PARTS, in their order, each with the
+    type (int or real) and dimensions of its contract type; its parameters are the blocks of
+    theta the parts declare, in theta's order."""
+    from dataclasses import fields
+
+    from elicit.model.layout import BLOCKS
+    from elicit.model.stan_data import SHIPPED_PARTS, Declared, declared
+
+    prog = check_stan_contract(shipped_stan_file(), "fixed")
+    want = {f.name: declared(f.metadata["type"])
+            for part in SHIPPED_PARTS for f in fields(part)}
+    assert list(prog.data.items()) == list(want.items())
+    params = [BLOCKS[n] for part in SHIPPED_PARTS for n in part.params]
+    assert list(prog.params) == [b.stan for b in params]
+    assert prog.params["gamma"] == Declared("real", 1)
 
 
 @pytest.mark.slow
@@ -92,43 +113,24 @@ def test_stan_density_matches_numpy(engines, variant, n_f, model):
     np.testing.assert_allclose(np.diff(lps), np.diff(lps_np), rtol=1e-9, atol=1e-8)
 
 
-def test_docs_contract_table_is_stan_data():
-    """docs/stan.md's table of data names is the StanData dataclass (the contract)."""
+def test_docs_contract_table_is_the_parts():
+    """docs/stan.md's table of data names is the parts' dataclasses (the contract), part by
+    part in the program's order."""
     import re
     from dataclasses import fields
     from pathlib import Path
 
-    from elicit.model.spec import StanData
+    from elicit.model.stan_data import SHIPPED_PARTS
 
     text = (Path(__file__).parents[2] / "docs" / "stan.md").read_text()
-    table = text.split("| data name | type | meaning |", 1)[1].split("\n\n", 1)[0]
-    documented = {}
-    for names, stan_type in re.findall(r"^\| (`[^|]*`) \| `([^`]*)` \|", table, flags=re.M):
-        for name in re.findall(r"`(\w+)`", names):
-            documented[name] = stan_type
-    want = {f.name: f.metadata["type"] for f in fields(StanData)}
+    table = text.split("| part | data name | type | meaning |", 1)[1].split("\n\n", 1)[0]
+    documented = []
+    part = None
+    for row in re.findall(r"^\|([^|]*)\| `(\w+)` \| `([^`]*)` \|", table, flags=re.M):
+        part = row[0].strip().strip("`") or part
+        documented.append((part, row[1], row[2]))
+    want = [(p.__name__, f.name, f.metadata["type"]) for p in SHIPPED_PARTS for f in fields(p)]
     assert documented == want
-
-
-@pytest.mark.slow
-def test_general_program_with_the_papers_knobs_is_the_papers_program():
-    """elicit_general_*.stan with threshold_sd = 0.5 and every feature coupled gives the log
-    density and gradient of the paper's elicit_*.stan at random points."""
-    from elicit.engines.pystan_engine import build_pystan_model
-
-    for variant in VARIANTS:
-        data = make_data(variant, n=15, p=12, d=4, n_f=5, seed=31)
-        paper = build_pystan_model(shipped_stan_file(variant).read_text(), data.to_stan())
-        general = build_pystan_model(
-            shipped_stan_file(variant, "tied-threshold").read_text(),
-            {**data.to_stan(), "threshold_sd": 0.5, "coupled": np.ones(data.p, dtype=int)})
-        rng = np.random.default_rng(5)
-        k = data.d + 1 + (variant == "learned")
-        for _ in range(4):
-            u = rng.normal(size=k).tolist()
-            assert general.log_prob(u) == pytest.approx(paper.log_prob(u), rel=1e-13, abs=1e-11)
-            np.testing.assert_allclose(general.grad_log_prob(u), paper.grad_log_prob(u),
-                                       rtol=1e-12, atol=1e-11)
 
 
 # -- the PyStan engine -------------------------------------------------------------------
@@ -231,41 +233,116 @@ def test_pystan_unavailable_message(monkeypatch):
 
 # -- custom Stan files -------------------------------------------------------------------
 
+@needs_stanc
 def test_contract_names_every_missing_name(tmp_path):
-    code = shipped_stan_file("learned").read_text()
-    code = code.replace("  matrix[N_f, d] W_f;", "").replace("  real<lower=0> b_tau;", "")
-    code = code.replace("real<lower=0> threshold;", "real<lower=0> xi;")
+    # a valid program (stanc reads it) that lacks W_f, b_tau and threshold (it calls xi so)
     bad = tmp_path / "bad.stan"
-    bad.write_text(code)
+    bad.write_text("data {\n  int<lower=1> N;\n  int<lower=1> M;\n  int<lower=1> d;\n"
+                   "  vector[N] y;\n  matrix[N, M] X;\n  matrix[M, d] FD;\n"
+                   "  real<lower=0> a_sigma;\n  real<lower=0> b_sigma;\n  int<lower=0> N_f;\n"
+                   "  array[N_f] int<lower=0, upper=1> f;\n  real<lower=0> threshold_mean;\n"
+                   "  real<lower=0> a_tau;\n}\n"
+                   "parameters {\n  vector<lower=0>[d] gamma;\n  real<lower=0> xi;\n"
+                   "  real<lower=0> tau;\n}\nmodel {\n  gamma ~ normal(1, 0.5);\n}\n")
     with pytest.raises(ElicitError, match="does not follow the elicit Stan contract") as err:
         check_stan_contract(bad, "learned")
     msg = str(err.value)
-    for name in ("W_f", "b_tau", "threshold"):
-        assert name in msg
-    assert "gamma" not in msg.split("lacks", 1)[1]  # present names are not reported
-    with pytest.raises(ElicitError, match="is this a learned-tau2 program"):
-        check_stan_contract(shipped_stan_file("learned"), "fixed")  # tau is a parameter
-    with pytest.raises(ElicitError, match=r"Stan file .*missing.stan does not exist"):
-        check_stan_contract(tmp_path / "missing.stan", "fixed")
+    assert "\n" not in msg
+    assert "data block lacks W_f, b_tau; parameters block lacks threshold." in msg
     with pytest.raises(ElicitError, match="parameters block lacks threshold"):
         PyStanEngine("learned", stan_file=bad)
+    with pytest.raises(ElicitError, match=r"Stan file .*missing.stan does not exist"):
+        check_stan_contract(tmp_path / "missing.stan", "fixed")
+
+
+@needs_stanc
+def test_contract_knows_the_tau2_variant_of_a_program(tmp_path):
+    """A program of one's own states one tau2 variant: checked as the other, the error says
+    which it is; the shipped program states both."""
+    learned, fixed = tmp_path / "learned.stan", tmp_path / "fixed.stan"
+    learned.write_text(own_program(learned=True))
+    fixed.write_text(own_program(learned=False))
+    check_stan_contract(learned, "learned")
+    check_stan_contract(fixed, "fixed")
+    with pytest.raises(ElicitError, match=r"data block lacks tau_fixed; data block declares "
+                                          r"a_tau as a scalar \(the fixed-tau2 variant of model "
+                                          r"'paper' has none\), b_tau as a scalar .*is this a "
+                                          r"learned-tau2 program\? use variant 'learned'"):
+        check_stan_contract(learned, "fixed")
+    with pytest.raises(ElicitError, match=r"data block lacks a_tau, b_tau; parameters block "
+                                          r"lacks tau; data block declares tau_fixed as a "
+                                          r"scalar \(the learned-tau2 variant of model 'paper' "
+                                          r"has none\) \(tau_fixed is data there: is this a "
+                                          r"fixed-tau2 program\? use variant 'fixed'\)"):
+        check_stan_contract(fixed, "learned")
+    for variant in VARIANTS:
+        check_stan_contract(shipped_stan_file(), variant)
+
+
+@needs_stanc
+def test_contract_refuses_data_elicit_cannot_supply(tmp_path):
+    """Data elicit does not supply, or supplies in another shape, is named up front (not at
+    the build); the old name of the fixed tau^2 gets a hint."""
+    old = tmp_path / "old.stan"
+    old.write_text(own_program(learned=False)
+                   .replace("real<lower=0> tau_fixed;", "real<lower=0> tau;\n  real extra;")
+                   .replace("add_diag(tau_fixed", "add_diag(tau")
+                   .replace("array[N_f] int<lower=0, upper=1> f;", "array[N_f] real f_real;\n"
+                            "  array[N_f] int<lower=0, upper=1> f;\n  vector[M] coupled;")
+                   .replace("real<lower=0> a_sigma;", "int<lower=1> a_sigma;"))
+    with pytest.raises(ElicitError) as err:
+        check_stan_contract(old, "fixed")
+    msg = str(err.value)
+    # (a vector of reals takes the ints of coupled, as Stan reads them)
+    assert ("data block lacks tau_fixed; data block declares f_real (elicit supplies no such "
+            "data), a_sigma as a scalar int (elicit supplies real<lower=0>), tau (elicit "
+            "supplies no such data), extra (elicit supplies no such data) (tau^2 of the fixed "
+            "variant is the data tau_fixed)") in msg, msg
+
+
+@needs_stanc
+def test_a_program_stanc_refuses_is_one_line(tmp_path):
+    broken = tmp_path / "broken.stan"
+    broken.write_text(own_program(learned=True).replace("real<lower=0> b_sigma;",
+                                                        "real<lower=0> b_sigma"))
+    with pytest.raises(ElicitError) as err:
+        check_stan_contract(broken, "learned")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{broken} is not a valid Stan program: Syntax error in "), msg
+    assert msg.endswith('";" expected after variable declaration.'), msg
+    nowhere = tmp_path / "nowhere.stan"
+    nowhere.write_text("functions {\n#include not_there.stan\n}\nmodel {\n}\n")
+    with pytest.raises(ElicitError, match=f"{nowhere}: #include not_there.stan is in none of "
+                                          f"{tmp_path}, "):
+        check_stan_contract(nowhere, "fixed")
+
+
+@needs_stanc
+def test_includes_are_found_beside_the_program_then_in_the_shipped_folder(tmp_path):
+    """A program's includes come from its own folder first (a file there replaces the
+    shipped one of that name), then from the shipped folder; the engines compile the
+    inlined text."""
+    from elicit.engines.contract import read_program, stan_folder
+
+    mine = tmp_path / "mine.stan"
+    mine.write_text(own_program(learned=False))
+    kernel = (stan_folder() / "elicit_kernel.stan").read_text()
+    assert kernel.strip() in read_program(mine).code
+    (tmp_path / "elicit_kernel.stan").write_text(
+        "  // my kernel\n" + kernel.replace("-0.5 *", "-0.25 *"))
+    code = read_program(mine).code
+    assert "// my kernel" in code and "-0.25 *" in code and "#include" not in code
 
 
 @pytest.mark.slow
 @pytest.mark.pystan
 def test_custom_stan_file_runs_in_pystan(engines, tmp_path):
-    # A contract-honouring program that declares the parameters in another order and with
-    # a block comment: the engine must find where each parameter sits.
-    code = shipped_stan_file("learned").read_text()
-    block = ("  vector<lower=0>[d] gamma;                  // inverse squared length scales\n"
-             "  real<lower=0> threshold;                   // the paper's xi\n"
-             "  real<lower=0> tau;                         // tau^2 (a variance, as in the "
-             "authors' code)\n")
-    assert block in code
-    code = code.replace(block, "  /* reordered */ real<lower=0> tau;\n  real<lower=0> threshold;\n"
-                               "  vector<lower=0>[d] gamma;\n")
+    # A program of one's own: the learned variant only, the parameters declared in another
+    # order after a block comment (the engine must find where each one sits), tau and the
+    # one-entry data as scalars, the kernel included from the shipped folder.
     custom = tmp_path / "my_model.stan"
-    custom.write_text(code)
+    custom.write_text(own_program(learned=True, reorder=True))
     check_stan_contract(custom, "learned")
     data = make_data("learned", n=20, p=25, d=9, n_f=20, seed=7, counts=False)
     got = PyStanEngine("learned", stan_file=custom).fit(data)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_small_data
+from conftest import make_small_data, needs_stanc
 from helpers import (
     assert_derivatives_match_finite_differences,
     dense_log_density,
     make_data,
+    own_program,
     rel_diff,
     some_relevance,
     theta_point,
@@ -21,7 +22,7 @@ from helpers import (
 from scipy import special, stats
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.engines.base import shipped_stan_file
+from elicit.engines.base import model_stan_file, shipped_stan_file
 from elicit.engines.contract import check_stan_contract
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
@@ -32,10 +33,10 @@ from elicit.model.kernel import kernel, pair_weights
 from elicit.model.priors import ZETA_PRIOR, ThresholdPrior
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.variants import (
-    GENERAL_PROGRAMS,
     MODELS,
     PAPER,
     RELEVANCE_MODEL,
+    SHIPPED_PROGRAM,
     TIED_THRESHOLD_SD,
     ModelVariant,
     get_model,
@@ -45,8 +46,9 @@ from elicit.model.variants import (
 from elicit.prior.setup import coupled_features
 
 NEW_MODELS = [m for m in MODELS if m != PAPER]
-#: the models of the general programs (the threshold and coupling knobs)
-KNOB_MODELS = [m for m in NEW_MODELS if MODELS[m].programs is GENERAL_PROGRAMS]
+#: the models with another threshold prior or coupled set than the paper's (the knobs)
+KNOB_MODELS = [m for m in NEW_MODELS if MODELS[m].threshold_sd != 0.5
+               or MODELS[m].known_coupling]
 VARIANTS = ("fixed", "learned")
 
 
@@ -70,58 +72,54 @@ def some_coupled(p: int) -> np.ndarray:
 # -- the registry --------------------------------------------------------------------------
 
 
+@needs_stanc
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_shipped_programs_follow_their_contract(model, variant):
-    path = shipped_stan_file(variant, model)
-    assert path.name == get_model(model).stan_name(variant)
+def test_the_shipped_program_follows_every_models_contract(model, variant):
+    path = model_stan_file(model)
+    assert path == shipped_stan_file() and path.name == "elicit.stan"
     check_stan_contract(path, variant, model)
-    other = "learned" if variant == "fixed" else "fixed"
-    with pytest.raises(ElicitError, match=f"is this a {variant}-tau2 program"):
-        check_stan_contract(path, other, model)
-    code = path.read_text()
-    # The paper's program states m/2; the others take the prior sd of xi as data, which
-    # to_stan fills from the registry (as the numpy twin reads it).
-    if model in (PAPER, RELEVANCE_MODEL):
-        assert "threshold ~ normal(threshold_mean, threshold_mean / 2);" in code
-        assert "threshold_sd" not in code and "coupled" not in code
+    # what the parts take from the registry, as the numpy twin reads it
+    data = with_model(make_small_data(variant), model, coupled=some_coupled(10)).to_stan()
+    m = get_model(model)
+    assert data["threshold_sd"] == m.threshold_sd
+    assert data["coupled"].tolist() == ([1] * 7 + [0] * 3 if m.known_coupling else [1] * 10)
+    assert data["tau_learned"] == (variant == "learned")
+    assert len(data["tau_fixed"]) == (variant == "fixed") == 1 - len(data["a_tau"])
+    assert data["has_relevance"] == (model == RELEVANCE_MODEL)
     if model == RELEVANCE_MODEL:
-        data = with_model(make_small_data(variant), model).to_stan()
         assert data["relevance"].tolist() == some_relevance(10).tolist()
-        assert data["irrelevant_scale"] == IRRELEVANT_SCALE
-        assert (data["zeta_prior_mean"], data["zeta_prior_sd"]) == (ZETA_PRIOR.mean,
-                                                                    ZETA_PRIOR.sd)
-    elif model != PAPER:
-        assert "threshold ~ normal(threshold_mean, threshold_mean * threshold_sd);" in code
-        data = with_model(make_small_data(variant), model, coupled=some_coupled(10)).to_stan()
-        assert data["threshold_sd"] == get_model(model).threshold_sd
-        assert data["coupled"].tolist() == ([1] * 7 + [0] * 3 if get_model(model).known_coupling
-                                            else [1] * 10)
+        assert data["irrelevant_scale"].tolist() == [IRRELEVANT_SCALE]
+        assert (data["zeta_prior_mean"].tolist(), data["zeta_prior_sd"].tolist()) == (
+            [ZETA_PRIOR.mean], [ZETA_PRIOR.sd])
+    else:
+        assert all(len(data[n]) == 0 for n in ("relevance", "irrelevant_scale",
+                                               "zeta_prior_mean", "zeta_prior_sd"))
 
 
-def test_one_general_program_per_tau2_variant():
-    # the threshold and coupling variants share one program per tau2 variant; the relevance
-    # model has its own
-    files = {shipped_stan_file(v, m) for m in MODELS for v in VARIANTS}
-    assert sorted(f.name for f in files) == [
-        "elicit_fixed_tau.stan", "elicit_general_fixed_tau.stan",
-        "elicit_general_learned_tau.stan", "elicit_learned_tau.stan",
-        "elicit_relevance_fixed_tau.stan", "elicit_relevance_learned_tau.stan"]
+def test_one_program_states_every_shipped_model():
+    # one program, one build: its parts switched on and off by data
+    assert {MODELS[m].program for m in MODELS} == {SHIPPED_PROGRAM}
     assert get_model("tied-threshold").threshold_sd == TIED_THRESHOLD_SD
 
 
-def test_contract_check_asks_for_the_models_extra_data():
-    paper_file = shipped_stan_file("fixed")
+@needs_stanc
+def test_contract_check_asks_for_the_models_extra_data(tmp_path):
+    paper_file = tmp_path / "paper_only.stan"
+    paper_file.write_text(own_program(learned=False))
+    check_stan_contract(paper_file, "fixed", PAPER)
     for model in KNOB_MODELS:
-        with pytest.raises(ElicitError, match=f"of model '{model}': data block lacks "
-                                              "threshold_sd, coupled"):
+        m = get_model(model)
+        lacks = ", ".join(["threshold_sd"] * (m.threshold_sd != 0.5)
+                          + ["coupled"] * m.known_coupling)
+        with pytest.raises(ElicitError, match=f"of model '{model}': data block lacks {lacks}\\."):
             check_stan_contract(paper_file, "fixed", model)
     with pytest.raises(ElicitError, match="of model 'relevance': data block lacks relevance, "
                        "irrelevant_scale, zeta_prior_mean, zeta_prior_sd; parameters block "
                        "lacks zeta"):
         check_stan_contract(paper_file, "fixed", RELEVANCE_MODEL)
-    check_stan_contract(shipped_stan_file("fixed", "tied-threshold"), "fixed", PAPER)
-    check_stan_contract(shipped_stan_file("learned", RELEVANCE_MODEL), "learned", PAPER)
+    # the shipped program declares every model's data, of which the paper's model uses some
+    check_stan_contract(shipped_stan_file(), "learned", PAPER)
 
 
 def test_coupled_mask_is_validated():
@@ -130,7 +128,9 @@ def test_coupled_mask_is_validated():
         ModelData(base.X, base.y, base.U, base.hyper, coupled=np.ones(3, bool))
     d = with_model(base, "known-coupling", coupled=some_coupled(base.p))
     assert d.to_stan()["coupled"].tolist() == [1] * 7 + [0] * 3
-    assert "coupled" not in with_model(base, PAPER, coupled=some_coupled(base.p)).to_stan()
+    # the paper's model couples every feature whatever the data's coupled set
+    paper = with_model(base, PAPER, coupled=some_coupled(base.p)).to_stan()
+    assert paper["coupled"].tolist() == [1] * base.p
     # All features coupled: the full kernel, so the paper's arithmetic.
     assert with_model(base, "known-coupling", coupled=np.ones(base.p, bool)).kernel_mask is None
 
@@ -384,7 +384,7 @@ def test_registered_variant_without_programs_is_refused_by_stan_engines(probit_m
     from elicit.engines.pystan_engine import PyStanEngine
 
     data = with_model(make_small_data(), probit_model.name)
-    with pytest.raises(ElicitError, match="model 'probit-test' has no shipped Stan program; "
+    with pytest.raises(ElicitError, match="model 'probit-test' has no Stan program; "
                                           "fit it with the numpy engine"):
         PyStanEngine("fixed").fit(data)
     assert "probit-test: answers follow a probit link" in probit_model.describe()
@@ -400,21 +400,79 @@ def test_register_model_refuses_what_it_cannot_run(probit_model):
     with pytest.raises(ElicitError, match=r"'no-curvature': its link lacks curvature, entropy "
                                           r"\(see "):
         register_model(ModelVariant("no-curvature", "x", link=NoCurvature()))
-    # the general Stan program states the logistic link only
-    with pytest.raises(ElicitError, match="cannot state it .*set programs=None"):
+    # the shipped Stan program states the logistic link only
+    with pytest.raises(ElicitError, match="cannot state it .*program=StanProgram\\(path\\), "
+                                          "or set program=None"):
         register_model(ModelVariant("probit-stan", "x", link=Probit(),
-                                    programs=GENERAL_PROGRAMS))
+                                    program=SHIPPED_PROGRAM))
     with pytest.raises(ElicitError, match="register_model takes a ModelVariant"):
         register_model("probit")
     assert "no-curvature" not in MODELS and "probit-stan" not in MODELS
-    # a variant the general program can state may use it
+    # a variant the shipped program can state may use it
     wide = register_model(ModelVariant("wide-threshold", "xi ~ N+(m, m)",
-                                       xi_prior=ThresholdPrior(1.0), programs=GENERAL_PROGRAMS))
+                                       xi_prior=ThresholdPrior(1.0), program=SHIPPED_PROGRAM))
     try:
         d = with_model(make_small_data(), wide.name).to_stan()
-        assert d["threshold_sd"] == 1.0 and shipped_stan_file("fixed", wide.name).is_file()
+        assert d["threshold_sd"] == 1.0 and model_stan_file(wide.name) == shipped_stan_file()
     finally:
         unregister_model(wide.name)
+
+
+def test_register_model_checks_a_program_of_its_own(tmp_path):
+    """A variant may ship its own program (and parts of its own): refused in one line when
+    the file is missing or a part is no StanPart dataclass; accepted otherwise, its data the
+    composition of its parts."""
+    from dataclasses import dataclass
+
+    from elicit.model.stan_data import SHIPPED_PARTS, StanPart, stan_field
+    from elicit.model.variants import StanProgram
+
+    @dataclass(frozen=True)
+    class Slope(StanPart):
+        slope: float = stan_field("real<lower=0>", "the probit link's slope")
+
+        @classmethod
+        def of(cls, data):
+            return cls(slope=2.0)
+
+    missing = tmp_path / "missing.stan"
+    with pytest.raises(ElicitError, match=f"'own': its Stan program {missing} does not exist"):
+        register_model(ModelVariant("own", "x", link=Probit(), program=StanProgram(missing)))
+    path = tmp_path / "own.stan"
+    path.write_text("// a program of its own\n")
+    with pytest.raises(ElicitError, match="must be StanPart dataclasses"):
+        register_model(ModelVariant("own", "x", program=StanProgram(path, (dict,))))
+
+    @dataclass(frozen=True)
+    class Twice(StanPart):
+        N: int = stan_field("int", "again")
+
+    with pytest.raises(ElicitError, match="'own': data name N is in two parts"):
+        register_model(ModelVariant("own", "x", program=StanProgram(path, (*SHIPPED_PARTS,
+                                                                            Twice))))
+
+    @dataclass(frozen=True)
+    class Plain(StanPart):
+        slope: float
+
+    @dataclass(frozen=True)
+    class Odd(StanPart):
+        slope: float = stan_field("tuple(real, int)", "not read")
+
+    for part, why in ((Plain, "Plain.slope: declare it with stan_field"),
+                      (Odd, r"not a Stan data type: 'tuple\(real, int\)'")):
+        with pytest.raises(ElicitError, match=f"'own': {why}"):
+            register_model(ModelVariant("own", "x", program=StanProgram(path, (part,))))
+    assert "own" not in MODELS
+    own = register_model(ModelVariant("own", "probit answers", link=Probit(),
+                                      program=StanProgram(path, (*SHIPPED_PARTS, Slope))))
+    try:
+        assert model_stan_file("own") == path.resolve()
+        d = with_model(make_small_data(), "own").to_stan()
+        assert d["slope"] == 2.0 and d["N"] == 12
+        assert f"{path.resolve()} (its own program)" in own.describe()
+    finally:
+        unregister_model("own")
 
 
 def test_docs_example_of_a_model_of_ones_own_runs(capsys):
