@@ -18,7 +18,8 @@
 //   CouplingData   the coupled set J: K = K .* coupling_mask, skipped when J holds every
 //                  feature (the paper's K)
 //   RelevanceData  every feature's prior scaled by the expert's relevance answers
-//                  (has_relevance = 1): X becomes X diag(h), with the parameter zeta
+//                  (has_relevance = 1): X becomes X diag(h), with the parameter zeta and
+//                  each unjudged feature's share moved by its neighbours' answers
 //
 // The numpy twin (elicit.model.density) mirrors this program; tests check that both give the
 // same log density and gradient for every named model.
@@ -56,6 +57,8 @@ data {
   array[has_relevance] real<lower=0, upper=1> irrelevant_scale;   // lambda of an irrelevant one
   array[has_relevance] real zeta_prior_mean;                      // zeta ~ normal(mean, sd)
   array[has_relevance] real<lower=0> zeta_prior_sd;
+  vector[has_relevance ? M : 0] relevance_signal;   // neighbours' weighted mean answer
+  array[has_relevance] real relevance_spread;       // how far an answer reaches
 }
 transformed data {
   int all_coupled = min(coupled) == 1;       // the paper's K: no mask to apply
@@ -77,7 +80,8 @@ model {
     K = K .* mask;
   }
   if (has_relevance) {
-    vector[M] h = relevance_scales(relevance, irrelevant_scale[1], zeta[1]);
+    vector[M] h = relevance_scales(relevance, irrelevant_scale[1], zeta[1],
+                                   relevance_signal, relevance_spread[1]);
     XKX = quad_form_sym(K, diag_post_multiply(X, h)');
   } else {
     XKX = quad_form_sym(K, X');

@@ -14,20 +14,22 @@
   // The relevance scales (RelevanceData): the prior sd of each feature's weight relative to
   // tau, h_j = sqrt(lambda_j), with lambda_j = 1 if the expert called feature j relevant
   // (class 1), irrelevant_scale if irrelevant (0), and otherwise (-1, not judged)
-  // lambda_u = s + (1 - s) irrelevant_scale, s = inv_logit(zeta): the variance of a feature
-  // that is relevant with probability s.
-  vector relevance_scales(array[] int relevance, real irrelevant_scale, real zeta) {
+  // lambda_j = s_j + (1 - s_j) irrelevant_scale, s_j = inv_logit(zeta + spread * signal_j):
+  // the variance of a feature that is relevant with probability s_j, where signal_j is the
+  // weighted mean answer about j's neighbours in meta-feature space (data, computed by elicit
+  // from the answers: elicit.model.covariance.RelevanceScales.signal).
+  vector relevance_scales(array[] int relevance, real irrelevant_scale, real zeta,
+                          vector signal, real spread) {
     int M = size(relevance);
     vector[M] h;
-    real share = inv_logit(zeta);
-    real lambda_u = share + (1 - share) * irrelevant_scale;
     for (j in 1:M) {
       if (relevance[j] == 1) {
         h[j] = 1;
       } else if (relevance[j] == 0) {
         h[j] = sqrt(irrelevant_scale);
       } else {
-        h[j] = sqrt(lambda_u);
+        real share = inv_logit(zeta + spread * signal[j]);
+        h[j] = sqrt(share + (1 - share) * irrelevant_scale);
       }
     }
     return h;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from elicit.model.covariance import RELEVANCE
 from elicit.model.density import hessian, join_theta, log_density
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
@@ -95,6 +96,27 @@ def assert_png(path, width: int | None = None, height: int | None = None) -> Non
     assert len(colours) > 16, f"{path} has only {len(colours)} colours: nothing drawn"
 
 
+def signal_direct(classes: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """The relevance model's neighbours' weighted mean answer of each feature, written out
+    from its design (:class:`~elicit.model.covariance.RelevanceScales`): a loop over the
+    judged neighbours, weights exp(-|u_j - u_k|^2 / (2 bandwidth median)), shrunk by
+    ``shrink``."""
+    p = len(U)
+    dist = [((U[i] - U[j]) ** 2).sum() for i in range(p) for j in range(i + 1, p)]
+    med = float(np.median(dist))
+    out = []
+    for j in range(p):
+        num, den = 0.0, RELEVANCE.shrink
+        for k in range(p):
+            if k == j or classes[k] == -1:
+                continue
+            w = np.exp(-0.5 * ((U[j] - U[k]) ** 2).sum() / (RELEVANCE.bandwidth * med))
+            num += w * (1.0 if classes[k] == 1 else -1.0)
+            den += w
+        out.append(num / den)
+    return np.array(out)
+
+
 def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
                       coupled: np.ndarray | None, relevance: np.ndarray | None = None) -> float:
     """The log posterior density of the shipped models written out directly (an independent
@@ -104,7 +126,8 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
 
     With ``relevance`` (classes 1/0/-1) the relevance model: zeta is theta's last entry, the
     prior covariance ``tau2 diag(h) K diag(h)`` with h^2 = 1, 0.01 or s + (1 - s) 0.01,
-    s = logistic(zeta), and zeta ~ N(logit(0.1), 1)."""
+    s = logistic(zeta + spread a_j) (a_j: :func:`signal_direct`), and zeta ~ N(logit(0.1),
+    1)."""
     from scipy.special import gammaln
 
     d, n = data.d, data.n
@@ -119,7 +142,7 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     X = data.X
     if relevance is not None:
         zeta = theta[-1]
-        s = 1.0 / (1.0 + np.exp(-zeta))
+        s = 1.0 / (1.0 + np.exp(-(zeta + RELEVANCE.spread * signal_direct(relevance, U))))
         lam = np.where(relevance == 1, 1.0, np.where(relevance == 0, 0.01,
                                                      s + (1 - s) * 0.01))
         X = X * np.sqrt(lam)

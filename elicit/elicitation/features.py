@@ -47,7 +47,7 @@ from scipy.special import expit
 
 from elicit.elicitation.scorer import kl_gauss
 from elicit.model.batch import flops_per_eval
-from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance
+from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance, unasked_lambda
 from elicit.model.density import Marginal, feedback_terms, log_density, lower_bounds, theta_of
 from elicit.model.newton import projected_step
 from elicit.model.result import MAPResult
@@ -87,29 +87,93 @@ class FeatureScorer:
     #: the same for the first Newton steps (:meth:`model_step_one`)
     step_margin: float = 0.02
 
-    def _changes(self, mg: Marginal) -> tuple[np.ndarray, np.ndarray]:
-        """For lambda = 1 and lambda = eps (rows), the change of the log marginal and the KL
-        of the predictive from the round's, every feature (columns) changed alone at the
-        parameters of ``mg``: one rank-two pass each."""
+    def _changes(self, mg: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the answers relevant and irrelevant (rows), for every feature k (columns)
+        answered so at the parameters of ``mg``: the change of the log marginal from k's own
+        scale alone (a rank-two pass each), the change with the neighbours' scales too, and
+        the KL of the predictive from the round's.
+
+        An answer about k moves the share of every unjudged neighbour of k in meta-feature
+        space (:meth:`~elicit.model.covariance.RelevanceScales.signal`): their changes of
+        log h enter to first order (:meth:`_neighbour_steps`, :meth:`_jacobians`), k's own
+        exactly."""
         m0, v0 = self.scorer.m0[:, None], self.scorer.v0[:, None]
         every = np.arange(self.data.p)
-        passes = [mg.scale_change(every, lam) for lam in (1.0, self.eps)]
-        return (np.array([c.dvalue for c in passes]),
-                np.array([kl_gauss(c.mean, c.var, m0, v0) for c in passes]))
+        own, total, kl = [], [], []
+        Jm, Jv, dval = self._jacobians(mg)
+        for c, lam in ((RELEVANT, 1.0), (IRRELEVANT, self.eps)):
+            ch = mg.scale_change(every, lam)
+            step = self._neighbour_steps(c, cast(float, mg.zeta))     # (k, j)
+            mean, var = ch.mean + Jm @ step.T, ch.var + Jv @ step.T
+            var = np.maximum(var, 1e-3 * ch.var)
+            own.append(ch.dvalue)
+            total.append(ch.dvalue + step @ dval)
+            kl.append(kl_gauss(mean, var, m0, v0))
+        return np.array(own), np.array(total), np.array(kl)
+
+    def _neighbour_steps(self, c: int, zeta: float) -> np.ndarray:
+        """(p x p): row k, the change of log h_j of every unjudged feature j != k when k is
+        answered ``c`` (1 relevant, 0 irrelevant), at ``zeta``."""
+        cov = cast(ScaledCovariance, self.data.model.covariance)
+        classes = cast(np.ndarray, self.data.relevance)
+        p = self.data.p
+        if cov.spread == 0.0:
+            return np.zeros((p, p))
+        W = cov.neighbours(self.data.U)
+        judged = classes != -1
+        num = W[:, judged] @ np.where(classes[judged] == RELEVANT, 1.0, -1.0)
+        den = cov.shrink + W[:, judged].sum(axis=1)
+        a = 1.0 if c == RELEVANT else -1.0
+        sig = self.data.relevance_signal
+        new = (num[None, :] + W * a) / (den[None, :] + W)          # row k: k answered
+        lam0 = cov.lambdas(classes, zeta, sig)
+        lam1 = unasked_lambda(zeta + cov.spread * new, self.eps)[0]
+        step = 0.5 * (np.log(lam1) - np.log(lam0)[None, :])
+        step[:, judged] = 0.0
+        np.fill_diagonal(step, 0.0)                    # k's own change is exact elsewhere
+        return step
+
+    @staticmethod
+    def _jacobians(mg: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """d(mean)/d log h_j and d(var)/d log h_j of the predictive at the training inputs
+        (n x p each) and d(log marginal)/d log h_j (p,), at the parameters of ``mg``.
+
+        With ``dS/d log h_j = tau2 (x_j v_j' + v_j x_j')`` (x_j = Xt[:, j], v_j = (Xt K)[:, j],
+        Xt = X diag(h)): d alpha = -S^-1 dS alpha, so d mean = tau2 (S^-1 x_j v_j'alpha +
+        S^-1 v_j x_j'alpha); d b* = -tau2 (x_j'alpha)(v_j'alpha); d (S^-1)_ii =
+        -2 tau2 (S^-1 x_j)_i (S^-1 v_j)_i; and d log p / d log h_j = 2 tau2 r_j."""
+        t = mg.tau2
+        Sx, Sv = mg.Sinv @ mg.X, mg.Sinv @ mg.XK
+        c1, c2 = mg.XK.T @ mg.alpha, mg.X.T @ mg.alpha
+        Jm = t * (Sx * c1[None, :] + Sv * c2[None, :])
+        db = -t * c1 * c2
+        scale = 1.0 / (mg.a_star - 1.0)
+        Jv = scale * (db[None, :] * (2.0 - np.diag(mg.Sinv))[:, None]
+                      + mg.b_star * 2.0 * t * Sx * Sv)
+        return Jm, Jv, 2.0 * t * mg._r
 
     @cached_property
-    def _changes_at_map(self) -> tuple[np.ndarray, np.ndarray]:
+    def _changes_at_map(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._changes(self.scorer.marginal)
 
     @cached_property
     def _screen_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(p_k, KL if relevant, KL if irrelevant) of every feature at the MAP."""
-        dvalue, kl = self._changes_at_map
-        p = expit(self.fit.zeta + dvalue[0] - dvalue[1])
+        own, _, kl = self._changes_at_map
+        p = expit(self._prior_logit + own[0] - own[1])
         return p, kl[0], kl[1]
 
+    @cached_property
+    def _prior_logit(self) -> np.ndarray:
+        """Each feature's prior logit of being relevant at the MAP: zeta plus the spread of
+        its neighbours' answers (:meth:`~elicit.model.covariance.RelevanceScales.logits`)."""
+        cov = cast(ScaledCovariance, self.data.model.covariance)
+        return cov.logits(cast(np.ndarray, self.data.relevance), cast(float, self.fit.zeta),
+                          self.data.relevance_signal)
+
     def p_relevant(self, features: np.ndarray) -> np.ndarray:
-        """p_k = s(zeta + log BF_k) of each of ``features`` at the MAP."""
+        """p_k = s(logit_k + log BF_k) of each of ``features`` at the MAP: k's prior logit
+        (zeta and its neighbours' answers) and the Bayes factor of its own scale."""
         return self._screen_all[0][np.asarray(features, dtype=int)]
 
     def screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,11 +214,11 @@ class FeatureScorer:
             at[z] += step * h
             if step == 0.0:
                 mg = self.scorer.marginal
-                dvalue, kl_at = self._changes_at_map
+                _, dvalue, kl_at = self._changes_at_map
             else:
                 mg = Marginal.from_data(data, fit.gamma, fit.tau2, K=self.scorer.marginal.K,
                                         zeta=float(at[z]))
-                dvalue, kl_at = self._changes(mg)
+                _, dvalue, kl_at = self._changes(mg)
             # what depends on zeta with gamma and xi held: the marginal and zeta's prior
             prior = next(v for name, v, *_ in prior_terms(at, data) if name == "zeta")
             logp.append(mg.value + prior + dvalue)

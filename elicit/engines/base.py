@@ -89,7 +89,7 @@ class Engine(ABC):
             cov = cast(ScaledCovariance, data.model.covariance)
             # ModelData.__post_init__ makes relevance an array; a relevance fit has a zeta
             classes, zeta = cast(np.ndarray, data.relevance), cast(float, res.zeta)
-            res = replace(res, scales=cov.scales(classes, zeta).h)
+            res = replace(res, scales=cov.scales(classes, zeta, data.relevance_signal).h)
         return res
 
     @abstractmethod

@@ -94,9 +94,11 @@ class BatchDensity:
         if rel is not None:
             # each row its own scales: X diag(h_c) (module density, "Per-feature scales")
             zeta = th[:, lay.index("zeta")]
-            lam_u, dlam, _ = unasked_lambda(zeta, rel.irrelevant_scale)
             classes = cast(np.ndarray, data.relevance)  # an array after ModelData.__post_init__
-            X = X[None, :, :] * np.sqrt(rel.lambdas(classes, zeta))[:, None, :]
+            signal = data.relevance_signal
+            lam_u, dlam, _ = unasked_lambda(rel.logits(classes, zeta, signal),
+                                            rel.irrelevant_scale)
+            X = X[None, :, :] * np.sqrt(rel.lambdas(classes, zeta, signal))[:, None, :]
             XT = X.transpose(0, 2, 1)
         else:
             XT = X.T
@@ -134,9 +136,10 @@ class BatchDensity:
         if self.learned:
             grad[:, lay.index("tau2")] = np.einsum("cij,cij->c", G, B) / tau2
         if rel is not None:
-            # 2 g tau2 sum_{unjudged} r_i, g = d log h_u / d zeta = lambda_u' / (2 lambda_u)
+            # 2 tau2 sum_{unjudged j} g_j r_j, g_j = d log h_j / d zeta = lambda_j' / (2 lambda_j)
             unasked = cast(np.ndarray, data.relevance) < 0
-            grad[:, lay.index("zeta")] = (dlam / lam_u) * tau2 * r[:, unasked].sum(axis=1)
+            grad[:, lay.index("zeta")] = tau2 * np.einsum(
+                "cj,cj->c", np.where(unasked, dlam / lam_u, 0.0), r)
         for name, v, g, _ in prior_terms(th, data):
             value += v
             grad[:, lay.at(name)] += g

@@ -25,16 +25,17 @@ p x p x d array is ever formed.
 **Per-feature scales** (the relevance model): the prior covariance of beta is
 ``sigma2 tau2 diag(h) K diag(h)``, so everything above holds with X replaced by
 ``Xt = X diag(h)`` (:class:`Marginal` keeps the data's X as ``X_data`` and works on ``X = Xt``).
-Only the unjudged features' scales depend on zeta, all through one lambda_u(zeta); with
-``g = d log h_u / d zeta``, E the diagonal indicator of the unjudged features and
-``P = Xt E K Xt'``, the new direction is ``B_zeta = g tau2 (P + P')``; with
-``R = (Xt' G Xt) o K``, its row sums r and ``q = h_u'' / h_u`` the new terms are
+Only the unjudged features' scales depend on zeta, each through its own logit (the
+relevance answers of its neighbours move it: :class:`~elicit.model.covariance.RelevanceScales`);
+with ``g_j = d log h_j / d zeta`` (0 for the judged features), ``G_d = diag(g)`` and
+``P = Xt G_d K Xt'``, the new direction is ``B_zeta = tau2 (P + P')``; with
+``R = (Xt' G Xt) o K``, its row sums r and ``q_j = h_j'' / h_j`` the new terms are
 
-    d/dzeta log p(y)       = 2 g tau2 sum_{i in E} r_i,
-    tr(G B_{zeta, zeta})   = 2 tau2 (q sum_{i in E} r_i + g^2 sum_{i, j in E} R_ij),
-    tr(G B_{gamma_l, zeta}) = -g tau2 sum_{i in E} sum_j R_ij D_l,ij
-                           = -g tau2 (sum_{i in E} (u_il^2 r_i - 2 u_il (R U)_il)
-                                      + sum_j u_jl^2 (R 1_E)_j),
+    d/dzeta log p(y)       = 2 tau2 sum_j g_j r_j,
+    tr(G B_{zeta, zeta})   = 2 tau2 (sum_j q_j r_j + g' R g),
+    tr(G B_{gamma_l, zeta}) = -tau2 sum_ij g_i R_ij D_l,ij
+                           = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (R U)_il)
+                                    + sum_j u_jl^2 (R g)_j),
     tr(G B_{tau2, zeta})   = (d/dzeta log p(y)) / tau2.
 """
 
@@ -115,7 +116,7 @@ def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
     # model.relevance above: the covariance scales the features; ModelData.__post_init__
     # makes relevance an array
     cov = cast(ScaledCovariance, data.model.covariance)
-    return cov.scales(cast(np.ndarray, data.relevance), zeta)
+    return cov.scales(cast(np.ndarray, data.relevance), zeta, data.relevance_signal)
 
 
 class Marginal:
@@ -382,11 +383,12 @@ class Marginal:
         return float(np.sum(self.G * self.B)) / self.tau2
 
     def grad_zeta(self) -> float:
-        """d value / d zeta (0.0 without scales): ``2 g tau2 sum_{i unjudged} r_i``."""
+        """d value / d zeta (0.0 without scales): ``2 tau2 sum_j g_j r_j``, g_j = d log h_j /
+        d zeta (0 for the judged features)."""
         sc = self.scales
         if sc is None or not sc.unasked.any():
             return 0.0
-        return float(2.0 * sc.dlog_h * self.tau2 * np.sum(self._r[sc.unasked]))
+        return float(2.0 * self.tau2 * (sc.dlog_h @ self._r))
 
     @property
     def n_dirs(self) -> int:
@@ -432,10 +434,10 @@ class Marginal:
         if learned:
             Bd[d] = self.B / tau2
         if sc is not None:
-            # B_zeta = g tau2 (P + P'), P = Xt E K Xt' = Xt[:, E] (Xt K)[:, E]'
+            # B_zeta = tau2 (P + P'), P = Xt diag(g) K Xt' = (Xt o g') (Xt K)'
             u = sc.unasked
-            P = X[:, u] @ self.XK[:, u].T
-            Bd[-1] = (sc.dlog_h * tau2) * (P + P.T)
+            P = (X[:, u] * sc.dlog_h[u]) @ self.XK[:, u].T
+            Bd[-1] = tau2 * (P + P.T)
         return Bd
 
     def _B_dirs_structured(self, learned: bool) -> np.ndarray:
@@ -541,19 +543,21 @@ class Marginal:
         sc = self.scales
         if sc is not None and sc.unasked.any():
             # tr(G B_ab) of zeta (module docstring)
-            z, u = k - 1, sc.unasked
+            # with g = d log h / d zeta (per feature) and Rg = R g:
+            #   tr(G B_{gamma_l, zeta}) = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (RU)_il)
+            #                                    + sum_j u_jl^2 (Rg)_j),
+            #   tr(G B_{zeta, zeta})    = 2 tau2 (sum_j (h''/h)_j r_j + g' R g)
+            z, g = k - 1, sc.dlog_h
             R, r, RU, U2 = self._R, self._r, self._RU, U * U   # scales: the dense path
-            Ru = R[:, u].sum(axis=1)
-            w = U2.T @ (np.where(u, r, 0.0) + Ru) - 2.0 * (U[u] * RU[u]).sum(axis=0)
-            cross = -sc.dlog_h * self.tau2 * w
+            Rg = R @ g
+            cross = -self.tau2 * (U2.T @ (g * r + Rg) - 2.0 * (U * RU).T @ g)
             H[:d, z] += cross
             H[z, :d] += cross
             if learned:
                 gz = self.grad_zeta() / self.tau2
                 H[d, z] += gz
                 H[z, d] += gz
-            H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h * np.sum(r[u])
-                                          + sc.dlog_h**2 * np.sum(Ru[u]))
+            H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h @ r + g @ Rg)
         return 0.5 * (H + H.T)
 
     def _second_structured(self) -> np.ndarray:

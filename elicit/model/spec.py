@@ -25,13 +25,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
 from elicit.errors import ElicitError
 from elicit.internal.memory import memory_limit
-from elicit.model.covariance import IRRELEVANT, RELEVANT, UNASKED
+from elicit.model.covariance import (
+    IRRELEVANT,
+    RELEVANT,
+    UNASKED,
+    ScaledCovariance,
+    has_scales,
+)
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
@@ -245,8 +251,25 @@ class ModelData:
         the regression data and the pair answers are shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_signal", None)
         new.relevance = check_relevance(classes, self.p)
         return new
+
+    @property
+    def relevance_signal(self) -> np.ndarray:
+        """What the relevance answers say about each feature's neighbours in meta-feature
+        space (the relevance model's :meth:`~elicit.model.covariance.RelevanceScales.signal`;
+        all zeros for other models or without answers). Cached: a fit reads it at every
+        density evaluation."""
+        sig = self.__dict__.get("_signal")
+        if sig is None:
+            cov = self.model.covariance
+            # relevance is an array after __post_init__; a covariance with scales has signal
+            sig = (cast(ScaledCovariance, cov).signal(cast(np.ndarray, self.relevance), self.U)
+                   if has_scales(cov) else np.zeros(self.p))
+            sig.setflags(write=False)
+            self.__dict__["_signal"] = sig
+        return sig
 
     def initial_params(self) -> Params:
         """The start of a cold fit: prior means (prior mode of tau^2 when it is learned)."""

@@ -248,18 +248,27 @@ class RelevanceData(StanPart):
                                              scalar=True)
     zeta_prior_sd: np.ndarray = stan_field("array[has_relevance] real<lower=0>",
                                            "prior sd of zeta", scalar=True)
+    relevance_signal: np.ndarray = stan_field(
+        "vector[has_relevance ? M : 0]",
+        "each feature's neighbours' weighted mean answer (+1 relevant, -1 irrelevant)")
+    relevance_spread: np.ndarray = stan_field(
+        "array[has_relevance] real", "how far an answer reaches: logit share += spread x "
+        "signal", scalar=True)
 
     @classmethod
     def of(cls, data: ModelData) -> RelevanceData:
         if not cls.uses(data.model, data.hyper.variant == "learned"):
             return cls(has_relevance=0, relevance=_array([], int), irrelevant_scale=_array([]),
-                       zeta_prior_mean=_array([]), zeta_prior_sd=_array([]))
+                       zeta_prior_mean=_array([]), zeta_prior_sd=_array([]),
+                       relevance_signal=_array([]), relevance_spread=_array([]))
         cov = cast(ScaledCovariance, data.model.covariance)
         # ModelData.__post_init__ makes relevance an array
         return cls(has_relevance=1, relevance=np.asarray(data.relevance).astype(int),
                    irrelevant_scale=_array([cov.irrelevant_scale]),
                    zeta_prior_mean=_array([ZETA_PRIOR.mean]),
-                   zeta_prior_sd=_array([ZETA_PRIOR.sd]))
+                   zeta_prior_sd=_array([ZETA_PRIOR.sd]),
+                   relevance_signal=np.array(data.relevance_signal, dtype=float),
+                   relevance_spread=_array([cov.spread]))
 
     @classmethod
     def uses(cls, model: ModelVariant, learned: bool) -> bool:

@@ -257,8 +257,9 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     cov = get_model(model).covariance
     if get_model(model).relevance:
         # zeta held at its prior mean (see the docstring): the paper model on X diag(h0)
-        X = X * cast(ScaledCovariance, cov).scales(check_relevance(relevance, X.shape[1]),
-                                                   ZETA_PRIOR.mean).h
+        scaled = cast(ScaledCovariance, cov)
+        classes = check_relevance(relevance, X.shape[1])
+        X = X * scaled.scales(classes, ZETA_PRIOR.mean, scaled.signal(classes, U)).h
         model, relevance = PAPER, None
     fold_of = rng.permutation(n) % folds
     # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the

@@ -45,7 +45,8 @@ def test_cold_fit_is_a_stationary_maximum(variant):
     assert free[z]              # unbounded: never held
     H = hessian_base(theta, data)
     assert np.linalg.eigvalsh(-H[np.ix_(free, free)]).min() > 0
-    np.testing.assert_allclose(fit.scales ** 2, RELEVANCE.lambdas(data.relevance, fit.zeta))
+    np.testing.assert_allclose(fit.scales ** 2, RELEVANCE.lambdas(data.relevance, fit.zeta,
+                                                                  data.relevance_signal))
 
 
 @pytest.mark.parametrize("change", ["class", "pair", "both"])

@@ -27,7 +27,7 @@ from elicit.engines.contract import check_stan_contract
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.batch import BatchDensity
-from elicit.model.covariance import IRRELEVANT_SCALE
+from elicit.model.covariance import IRRELEVANT_SCALE, RELEVANCE
 from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.priors import ZETA_PRIOR, ThresholdPrior
@@ -92,9 +92,14 @@ def test_the_shipped_program_follows_every_models_contract(model, variant):
         assert data["irrelevant_scale"].tolist() == [IRRELEVANT_SCALE]
         assert (data["zeta_prior_mean"].tolist(), data["zeta_prior_sd"].tolist()) == (
             [ZETA_PRIOR.mean], [ZETA_PRIOR.sd])
+        md = with_model(make_small_data(variant, n_feedback=3), model)
+        np.testing.assert_array_equal(data["relevance_signal"], md.relevance_signal)
+        assert np.any(md.relevance_signal != 0) and data["relevance_spread"].tolist() == [
+            RELEVANCE.spread]
     else:
         assert all(len(data[n]) == 0 for n in ("relevance", "irrelevant_scale",
-                                               "zeta_prior_mean", "zeta_prior_sd"))
+                                               "zeta_prior_mean", "zeta_prior_sd",
+                                               "relevance_signal", "relevance_spread"))
 
 
 def test_one_program_states_every_shipped_model():
@@ -115,8 +120,8 @@ def test_contract_check_asks_for_the_models_extra_data(tmp_path):
         with pytest.raises(ElicitError, match=f"of model '{model}': data block lacks {lacks}\\."):
             check_stan_contract(paper_file, "fixed", model)
     with pytest.raises(ElicitError, match="of model 'relevance': data block lacks relevance, "
-                       "irrelevant_scale, zeta_prior_mean, zeta_prior_sd; parameters block "
-                       "lacks zeta"):
+                       "irrelevant_scale, zeta_prior_mean, zeta_prior_sd, relevance_signal, "
+                       "relevance_spread; parameters block lacks zeta"):
         check_stan_contract(paper_file, "fixed", RELEVANCE_MODEL)
     # the shipped program declares every model's data, of which the paper's model uses some
     check_stan_contract(shipped_stan_file(), "learned", PAPER)

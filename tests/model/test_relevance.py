@@ -15,6 +15,7 @@ from conftest import make_small_data
 from helpers import (
     assert_derivatives_match_finite_differences,
     fd_grad,
+    signal_direct,
     some_relevance,
     theta_point,
 )
@@ -30,7 +31,6 @@ from elicit.model.covariance import (
     RELEVANT,
     UNASKED,
     Scales,
-    unasked_lambda,
 )
 from elicit.model.density import (
     Marginal,
@@ -59,11 +59,12 @@ def relevance_data(variant: str = "fixed", classes="mixed", n_feedback: int = 4,
     return ModelData(base.X, base.y, base.U, h, base.pairs, base.f, relevance=cls)
 
 
-def lambdas_direct(classes: np.ndarray, zeta: float) -> np.ndarray:
+def lambdas_direct(classes: np.ndarray, zeta: float, signal=None) -> np.ndarray:
     """lambda per feature, written out from the design."""
-    s = 1.0 / (1.0 + np.exp(-zeta))
+    signal = np.zeros(len(classes)) if signal is None else signal
     out = []
-    for c in classes:
+    for c, a in zip(classes, signal):
+        s = 1.0 / (1.0 + np.exp(-(zeta + RELEVANCE.spread * a)))
         out.append(1.0 if c == 1 else IRRELEVANT_SCALE if c == 0
                    else s + (1 - s) * IRRELEVANT_SCALE)
     return np.array(out)
@@ -107,24 +108,54 @@ def test_layout_and_registry():
 
 def test_lambdas_follow_the_design():
     cls = np.array([1, 0, -1, -1, 1])
-    for zeta in (-3.0, -0.2, 2.5):
-        np.testing.assert_allclose(RELEVANCE.lambdas(cls, zeta), lambdas_direct(cls, zeta),
+    unasked = cls == -1
+    for signal in (np.zeros(5), np.array([0.3, -0.2, 0.6, -0.4, 0.1])):
+        for zeta in (-3.0, -0.2, 2.5):
+            np.testing.assert_allclose(RELEVANCE.lambdas(cls, zeta, signal),
+                                       lambdas_direct(cls, zeta, signal), rtol=1e-15)
+            sc = RELEVANCE.scales(cls, zeta, signal)
+            np.testing.assert_allclose(sc.h ** 2, lambdas_direct(cls, zeta, signal),
+                                       rtol=1e-14)
+            # the derivatives of log h by finite differences in zeta, feature by feature
+            def log_h(z, signal=signal):
+                return 0.5 * np.log(lambdas_direct(cls, z, signal))
+            e = 1e-5
+            np.testing.assert_allclose(sc.dlog_h, (log_h(zeta + e) - log_h(zeta - e)) / (2 * e),
+                                       rtol=1e-7, atol=1e-12)
+            assert np.all(sc.dlog_h[~unasked] == 0.0)
+            # h''/h = (h'/h)' + (h'/h)^2, the derivative of dlog_h by finite differences
+            ddlog = (RELEVANCE.scales(cls, zeta + e, signal).dlog_h
+                     - RELEVANCE.scales(cls, zeta - e, signal).dlog_h) / (2 * e)
+            np.testing.assert_allclose(sc.d2h_over_h[unasked],
+                                       (ddlog + sc.dlog_h**2)[unasked], rtol=1e-6, atol=1e-10)
+        zetas = np.array([-1.0, 0.5])
+        np.testing.assert_allclose(RELEVANCE.lambdas(cls, zetas, signal),
+                                   np.stack([lambdas_direct(cls, z, signal) for z in zetas]),
                                    rtol=1e-15)
-        sc = RELEVANCE.scales(cls, zeta)
-        np.testing.assert_allclose(sc.h ** 2, lambdas_direct(cls, zeta), rtol=1e-14)
-        # the derivatives of log h_u by finite differences
-        def log_h(z):
-            return 0.5 * np.log(unasked_lambda(z)[0])
-        e = 1e-5
-        assert sc.dlog_h == pytest.approx((log_h(zeta + e) - log_h(zeta - e)) / (2 * e),
-                                          rel=1e-8)
-        # h''/h = (h'/h)' + (h'/h)^2, the derivative of dlog_h by finite differences
-        ddlog = (RELEVANCE.scales(cls, zeta + e).dlog_h
-                 - RELEVANCE.scales(cls, zeta - e).dlog_h) / (2 * e)
-        assert sc.d2h_over_h == pytest.approx(ddlog + sc.dlog_h**2, rel=1e-7, abs=1e-10)
-    zetas = np.array([-1.0, 0.5])
-    np.testing.assert_allclose(RELEVANCE.lambdas(cls, zetas),
-                               np.stack([lambdas_direct(cls, z) for z in zetas]), rtol=1e-15)
+
+
+def test_an_answer_moves_the_neighbours_share():
+    """The neighbours' weighted mean answer against its definition, and what it does: an
+    answer "relevant" raises the lambda of the unjudged features near it in meta-feature
+    space (more than those far from it), "irrelevant" lowers it, no answer changes nothing."""
+    rng = np.random.default_rng(5)
+    U = rng.normal(size=(12, 3))
+    U[1] = U[0] + 0.05                       # feature 1 is feature 0's close neighbour
+    cls = np.full(12, -1)
+    np.testing.assert_array_equal(RELEVANCE.signal(cls, U), np.zeros(12))
+    cls[[0, 5, 7]] = [1, 0, 1]
+    np.testing.assert_allclose(RELEVANCE.signal(cls, U), signal_direct(cls, U), rtol=1e-12,
+                               atol=1e-15)
+    base = RELEVANCE.lambdas(np.full(12, -1), -2.0, np.zeros(12))
+    for answer, sign in ((1, 1.0), (0, -1.0)):
+        one = np.full(12, -1)
+        one[0] = answer
+        lam = RELEVANCE.lambdas(one, -2.0, RELEVANCE.signal(one, U))
+        moved = sign * (lam - base)
+        assert moved[1] > 0 and moved[1] == pytest.approx(moved[2:].max(), rel=0) or \
+            moved[1] >= moved[2:].max()
+        assert np.all(moved[2:] >= 0)
+    assert RELEVANCE.signal(cls, U) is not RELEVANCE.signal(cls, U)   # a fresh array
 
 
 # -- the density against independent formulas ----------------------------------------------
@@ -137,7 +168,7 @@ def test_marginal_is_the_multivariate_t_with_scaled_covariance(classes):
     data = relevance_data(classes=cls)
     gamma, tau2, zeta = np.array([0.4, 1.1, 0.7]), 0.6, -1.2
     h = data.hyper
-    lam = lambdas_direct(cls, zeta)
+    lam = lambdas_direct(cls, zeta, signal_direct(cls, data.U))
     Sigma_beta = tau2 * np.sqrt(lam)[:, None] * kernel(data.U, gamma) * np.sqrt(lam)[None, :]
     cov = (h.b_sigma / h.a_sigma) * (np.eye(data.n) + data.X @ Sigma_beta @ data.X.T)
     ref = stats.multivariate_t(loc=np.zeros(data.n), shape=cov, df=2 * h.a_sigma).logpdf(data.y)
@@ -201,7 +232,7 @@ def test_posterior_matches_the_direct_formulas(n, p):
                   model=RELEVANCE_MODEL)
     data = ModelData(X, y, U, hyper, relevance=cls)
     gamma, zeta = np.array([1.5, 2.0]), 0.3
-    lam = lambdas_direct(cls, zeta)
+    lam = lambdas_direct(cls, zeta, signal_direct(cls, U))
     h = np.sqrt(lam)
     fit = MAPResult(gamma=gamma, xi=1.0, tau2=0.8, log_density=0.0, converged=True,
                     engine="test", U=U, zeta=zeta, scales=h)
@@ -335,7 +366,8 @@ def test_a_start_without_zeta_starts_at_its_prior_mean():
     b = eng.fit(data, init=Params(np.ones(data.d), data.m, data.hyper.tau2))
     c = eng.fit(data, init=Params(np.ones(data.d), data.m, data.hyper.tau2, ZETA_PRIOR.mean))
     assert a.zeta == b.zeta == c.zeta
-    np.testing.assert_allclose(a.scales, np.sqrt(RELEVANCE.lambdas(data.relevance, a.zeta)))
+    np.testing.assert_allclose(a.scales, np.sqrt(RELEVANCE.lambdas(data.relevance, a.zeta,
+                                                                   data.relevance_signal)))
 
 
 def test_naming_the_relevant_features_lowers_the_share_of_the_unjudged():
