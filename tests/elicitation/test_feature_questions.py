@@ -404,9 +404,8 @@ def test_the_probability_of_relevant_is_the_bayes_factor_posterior():
     scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
     k = 6
     # independent: the log marginal at the MAP's parameters with lambda_k = 1 and = eps
-    from elicit.model.density import Marginal
-
     from elicit.model.covariance import RELEVANCE
+    from elicit.model.density import Marginal
 
     data = el.data
     sig = data.relevance_signal
