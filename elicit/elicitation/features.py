@@ -95,21 +95,31 @@ class FeatureScorer:
 
         An answer about k moves the share of every unjudged neighbour of k in meta-feature
         space (:meth:`~elicit.model.covariance.RelevanceScales.signal`): their changes of
-        log h enter to first order (:meth:`_neighbour_steps`, :meth:`_jacobians`), k's own
-        exactly."""
+        log h enter to first order, as at the MAP (:attr:`_neighbours`), k's own exactly."""
         m0, v0 = self.scorer.m0[:, None], self.scorer.v0[:, None]
         every = np.arange(self.data.p)
         own, total, kl = [], [], []
-        Jm, Jv, dval = self._jacobians(mg)
         for c, lam in ((RELEVANT, 1.0), (IRRELEVANT, self.eps)):
             ch = mg.scale_change(every, lam)
-            step = self._neighbour_steps(c, cast(float, mg.zeta))     # (k, j)
-            mean, var = ch.mean + Jm @ step.T, ch.var + Jv @ step.T
-            var = np.maximum(var, 1e-3 * ch.var)
+            dmean, dvar, dvalue = self._neighbours[c]
+            var = np.maximum(ch.var + dvar, 1e-3 * ch.var)
             own.append(ch.dvalue)
-            total.append(ch.dvalue + step @ dval)
-            kl.append(kl_gauss(mean, var, m0, v0))
+            total.append(ch.dvalue + dvalue)
+            kl.append(kl_gauss(ch.mean + dmean, var, m0, v0))
         return np.array(own), np.array(total), np.array(kl)
+
+    @cached_property
+    def _neighbours(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """For each answer (1 relevant, 0 irrelevant): the changes of the predictive mean and
+        variance (n x p: column k, feature k answered so) and of the log marginal (p,) that
+        the neighbours' scales make, to first order at the MAP (:meth:`_neighbour_steps`,
+        :meth:`_jacobians`); the zeta-line screen adds them at every zeta it tries."""
+        Jm, Jv, dval = self._jacobians(self.scorer.marginal)
+        out = {}
+        for c in (RELEVANT, IRRELEVANT):
+            step = self._neighbour_steps(c, cast(float, self.fit.zeta))     # (k, j)
+            out[c] = (Jm @ step.T, Jv @ step.T, step @ dval)
+        return out
 
     def _neighbour_steps(self, c: int, zeta: float) -> np.ndarray:
         """(p x p): row k, the change of log h_j of every unjudged feature j != k when k is

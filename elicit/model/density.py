@@ -506,6 +506,38 @@ class Marginal:
         var = (self.b_star / (self.a_star - 1.0)) * (2.0 - np.diag(self.Sinv))
         return mean, var
 
+    def _apply_K(self, V: np.ndarray) -> np.ndarray:
+        """``K V`` (p x m): the matrix product on the dense path, one streamed pass over the
+        kernel's tiles on the structured path (no p x p array)."""
+        if self.structure is None:
+            return self.K @ V
+        return kernel_apply(self.U, self.gamma, V)
+
+    def mean_jacobian(self, learned: bool) -> np.ndarray:
+        """d(mean)/d theta_a of :meth:`predictive` (n x k): ``S^-1 B_a alpha``, with each
+        ``B_a alpha`` from products of K with a few vectors (no B_a, no Hessian): with
+        ``z = Xt' alpha``, ``(K o D_l) z = u_l^2 o K z + K (u_l^2 o z) - 2 u_l o K (u_l o z)``,
+        ``B_tau2 alpha = B alpha / tau2`` and ``B_zeta alpha = tau2 Xt (g o K z + K (g o z))``.
+        The same columns as :meth:`predictive_jacobian`'s first (a test checks them), in the
+        order of ``layout.marginal_index``."""
+        X, U, t = self.X, self.U, self.tau2
+        z = X.T @ self.alpha
+        U2 = U * U
+        cols = [z[:, None], U2 * z[:, None], U * z[:, None]]
+        sc = self.scales
+        if sc is not None:
+            cols.append((sc.dlog_h * z)[:, None])
+        KM = self._apply_K(np.hstack(cols))
+        d = U.shape[1]
+        Kz, KU2z, KUz = KM[:, 0], KM[:, 1:1 + d], KM[:, 1 + d:1 + 2 * d]
+        inner = U2 * Kz[:, None] + KU2z - 2.0 * U * KUz              # (K o D_l) z, (p, d)
+        V = [-0.5 * t * (X @ inner)]                                  # B_l alpha, (n, d)
+        if learned:
+            V.append((self.B @ self.alpha / t)[:, None])
+        if sc is not None:
+            V.append((t * X @ (sc.dlog_h * Kz + KM[:, -1]))[:, None])
+        return self.Sinv @ np.hstack(V)
+
     def predictive_jacobian(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
         """d(mean)/d theta_a and d(var)/d theta_a of :meth:`predictive` (n x k each)."""
         _, V, t, C = self.directions(learned)

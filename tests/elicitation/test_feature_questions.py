@@ -294,8 +294,8 @@ def test_the_zeta_line_screen_finds_the_refit_of_zeta_alone():
     np.testing.assert_array_equal(p, scorer.p_relevant(features))
     # quadratics through three points 0.1 apart, followed up to 0.5 away (zeta moves by up
     # to 0.58 here, a tenth of the feature classes changing), and the neighbours' scales to
-    # first order in their change of log h (exact here: within 6.3%)
-    np.testing.assert_allclose(line, alone, rtol=0.08)
+    # first order in their change of log h at the MAP (exact here: within 9.3%)
+    np.testing.assert_allclose(line, alone, rtol=0.1)
     # and nearer the exact gains than the screen at the MAP's parameters
     exact = scorer.exact(features, p)
     held = scorer.screen(features)[0]
@@ -308,7 +308,8 @@ def test_fast_feature_rounds_stop_refining_when_the_winner_is_certain(monkeypatc
     monkeypatch.setattr(UtilityScorer, "refine_flops", 0.0)
     refine = 5
     sc = el.score(feature_rows(features), refine=refine)
-    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    # the round's pieces, from the base Hessian the round used
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine, hessian=sc.hessian))
     line, p = scorer.zeta_screen(features)
     # utility="exact" at the same MAP, with an engine of its own (no memo shared)
     exact = UtilityArgs("exact", questions="relevance", model="relevance").validate()
@@ -316,9 +317,11 @@ def test_fast_feature_rounds_stop_refining_when_the_winner_is_certain(monkeypatc
                         feature_rows(features), refine).utility
     done = sc.exact
     assert 1 <= done.sum() < refine          # stopped early
-    # the re-scores are the exact utility's values, the others the zeta line's or the first
+    # the re-scores are the exact utility's values (the elicitor's round starts its refits
+    # from the last refit's base Hessian, this scorer from a fresh one: they end within the
+    # refits' scoring tolerance of each other), the others the zeta line's or the first
     # Newton steps' estimates, all among the zeta line's best
-    np.testing.assert_allclose(sc.utility[done], truth[done], rtol=1e-9)
+    np.testing.assert_allclose(sc.utility[done], truth[done], rtol=2e-4)
     top = np.argsort(-line, kind="stable")[:refine]
     stepped = []
     for c in np.flatnonzero(~done):
@@ -433,8 +436,10 @@ def test_pair_gains_are_weighted_by_the_chance_that_the_pair_is_answerable():
     plain = UtilityArgs("exact").validate().score(scorer, pairs)
     r = FeatureScorer(scorer).p_relevant(np.arange(el.data.p))
     r[3] = 1.0
+    # (the elicitor's refits start from the last refit's base Hessian, these from a fresh
+    # one: the same refits within their scoring tolerance)
     np.testing.assert_allclose(sc.utility, plain.utility * r[pairs[:, 0]] * r[pairs[:, 1]],
-                               rtol=1e-9)
+                               rtol=2e-4)
 
 
 # -- one-line errors -----------------------------------------------------------------------

@@ -701,3 +701,38 @@ def test_the_logistic_link_keeps_the_screen_step_bit_for_bit():
             lo = np.where(up, lo, mid)
         np.testing.assert_array_equal(_scalar_step(f, z0, q), 0.5 * (lo + hi))
         np.testing.assert_array_equal(_scalar_step(f, z0, q, LOGISTIC), 0.5 * (lo + hi))
+
+
+def test_a_round_reuses_the_last_refits_base_hessian_for_a_few_rounds(monkeypatch):
+    """The elicitor's round starts from the base Hessian the last refit ended with (the
+    previous round's, corrected along the refit's steps) and computes one afresh every
+    HESSIAN_REUSE rounds; the refit after the answer starts from the round's."""
+    from elicit.elicitation import elicitor as elicitor_module
+    from elicit.model import density
+
+    sd = make_synthetic(np.random.default_rng(4))
+    el = Elicitor(sd.X, sd.y, sd.U, Hyper(variant="learned"), engine="numpy", refine=2)
+    computed = []
+    orig = density.hessian_base
+
+    def counted(*a, **k):
+        computed.append(1)
+        return orig(*a, **k)
+
+    monkeypatch.setattr(elicitor_module, "HESSIAN_REUSE", 3)
+    import elicit.elicitation.scorer as scorer_module
+    monkeypatch.setattr(scorer_module, "hessian_base", counted)
+    rng = np.random.default_rng(0)
+    fresh = []
+    for _ in range(8):
+        n = len(computed)
+        q = el.next_query("sequential", rng)
+        fresh.append(len(computed) > n)
+        used = el._hessian
+        assert used is not None
+        i, j = q.i, q.j
+        el.answer(i, j, "similar" if sd.groups[i] == sd.groups[j] else "dissimilar")
+        if not fresh[-1]:
+            # a reused one is the one the last refit ended with, not computed
+            assert used.shape == el.fit.warm_hessian.shape
+    assert fresh == [True, False, False, False, True, False, False, False]

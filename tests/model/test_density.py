@@ -209,6 +209,9 @@ def test_predictive_jacobian_matches_finite_differences(learned, kind):
     J_fd = fd_grad(pred, t0, rel=1e-6)
     np.testing.assert_allclose(Jm, J_fd[: data.n], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jm)))
     np.testing.assert_allclose(Jv, J_fd[data.n:], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jv)))
+    # the mean's Jacobian without the Hessian's directions (products of K with vectors)
+    np.testing.assert_allclose(mg.mean_jacobian(learned), J_fd[: data.n], rtol=1e-6,
+                               atol=1e-7 * np.max(np.abs(Jm)))
 
 
 # -- large-p code paths: row-blocked kernel passes and the y-part cache ---------------------

@@ -218,6 +218,8 @@ def test_predictive_jacobian_matches_finite_differences(variant):
     J = fd_grad(pred, theta, rel=1e-6)[:, idx]
     np.testing.assert_allclose(Jm, J[:data.n], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jm)))
     np.testing.assert_allclose(Jv, J[data.n:], rtol=1e-6, atol=1e-7 * np.max(np.abs(Jv)))
+    np.testing.assert_allclose(mg.mean_jacobian(learned), J[:data.n], rtol=1e-6,
+                               atol=1e-7 * np.max(np.abs(Jm)))
 
 
 # -- the posterior mapped back ---------------------------------------------------------------
