@@ -27,11 +27,13 @@ from elicit.model.spec import ModelData
 
 def block(theta: np.ndarray, lay: ParamLayout, name: str):
     """Block ``name`` of one theta or of each row of a stack: a vector block as an array, a
-    one-entry block as a Python float (one theta) or a (C,) array (a stack)."""
+    one-entry block as a numpy float (one theta) or a (C,) array (a stack). A numpy float,
+    not a Python one: at a line search's trial point far out its square overflows to inf
+    (the point is rejected) instead of raising OverflowError."""
     at = lay.at(name)
     if isinstance(at, slice):
         return theta[..., at]
-    return float(theta[at]) if theta.ndim == 1 else theta[:, at]
+    return np.float64(theta[at]) if theta.ndim == 1 else theta[:, at]
 
 
 # value, gradient and curvature are each a Python float or an array (see :func:`block`),

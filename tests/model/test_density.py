@@ -376,3 +376,23 @@ def test_threshold_mean_over_every_pair_is_the_sum_over_the_pairs():
     some = pairs[::3]
     assert auto_threshold_mean(U, gamma, some) == pytest.approx(
         float(np.mean(pair_weights(U, some) @ gamma)), rel=1e-12)
+
+
+def test_a_trial_point_far_out_has_no_density_but_raises_nothing():
+    """Bug (make reproduce, kitchen corpus): a Newton line search tried a point whose xi was
+    so large that the prior's square overflowed a Python float: OverflowError ended the
+    sweep. The line search's evaluation of such a point gives log density -inf (or a finite,
+    far lower one), so the point is rejected."""
+    from elicit.model.newton import OneRefit
+
+    data = make_small_data("learned", n_feedback=3)
+    theta = theta_point(data)
+    problem = OneRefit(data)
+    rows = np.array([0])
+    base = problem.evaluate(rows, theta[None])[0][0]
+    for name, value in (("xi", 1e200), ("tau2", 1e-320), ("tau2", 1e200)):
+        t = theta.copy()
+        t[data.layout.index(name)] = value
+        with np.errstate(all="ignore"):
+            v = problem.evaluate(rows, t[None])[0][0]
+        assert not np.isfinite(v) or v < base - 1e3, (name, v)
