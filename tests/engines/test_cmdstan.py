@@ -361,9 +361,12 @@ def test_a_users_stan_file_with_the_exact_utility(user_program, monkeypatch):
     pairs = twin.unasked()
     got, ref = mine.score(pairs), twin.score(pairs)
     assert got.exact.all() and ref.exact.all()
-    # Every candidate's expected gain, from two refits each on the user's program (they
-    # agree to 0.3% here; CmdStan stops on its own tolerances).
-    np.testing.assert_allclose(got.utility, ref.utility, rtol=2e-2)
+    # Every candidate's expected gain, from two refits each on the user's program. CmdStan
+    # stops on its own tolerances, so a gain is known to a share of the largest one: gains
+    # 1e4 times below it (4.5e-8 against 4e-4) differed by 2% on one CI machine.
+    np.testing.assert_allclose(got.utility, ref.utility, rtol=2e-2,
+                               atol=1e-3 * np.abs(ref.utility).max())
+    assert np.argmax(got.utility) == np.argmax(ref.utility)
 
 
 def test_a_users_stan_file_on_the_command_line(user_program, tmp_path):
