@@ -119,7 +119,7 @@ class Utility(ABC):
     target: str
     custom_stan_refusal: str | None = None
 
-    #: what the candidates are: "pairs" or "samples"
+    #: what the candidates are: "pair questions", "feature questions" or "samples"
     candidates: ClassVar[str] = ""
 
 
@@ -127,7 +127,7 @@ class Utility(ABC):
 class PairUtility(Utility):
     """A utility of questions about feature pairs, scored at one MAP."""
 
-    candidates: ClassVar[str] = "pairs"
+    candidates: ClassVar[str] = "pair questions"
 
     @abstractmethod
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
@@ -174,7 +174,7 @@ class FeatureUtility(Utility):
     """A utility of feature questions ("does feature k affect the outcome?"), scored at one
     MAP of a model with relevance classes (:mod:`elicit.elicitation.features`)."""
 
-    candidates: ClassVar[str] = "features"
+    candidates: ClassVar[str] = "feature questions"
 
     @abstractmethod
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:

@@ -85,9 +85,9 @@ def experts(conn: sqlite3.Connection) -> list[str]:
 
 
 def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, int]:
-    """Counts of one expert's record: ``answered`` (active answers), ``pairs`` and
-    ``questions`` (both ``n_pairs``: the questions that may be asked, pairs and, in a session
-    with feature questions, features), ``left``, ``skipped``, ``undone``, ``pending``, the
+    """Counts of one expert's record: ``answered`` (active answers), ``questions`` (``n_pairs``:
+    the questions of every kind that may be asked; also under its older name ``pairs``),
+    ``left``, ``skipped``, ``undone``, ``pending``, the
     active answers per kind (similar, dissimilar, dont_know, relevant, irrelevant), and
     ``all_answers`` / ``experts`` over every expert."""
     kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "

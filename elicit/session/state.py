@@ -194,7 +194,7 @@ class SessionState:
     def __repr__(self) -> str:
         pr = self.progress()
         return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
-                f"{pr['answered']} of {pr['pairs']} {self.question_noun}s answered>")
+                f"{pr['answered']} of {pr['questions']} {self.question_noun}s answered>")
 
     @contextlib.contextmanager
     def unless_busy(self) -> Iterator[bool]:

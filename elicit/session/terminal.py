@@ -185,7 +185,7 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
-    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} "
+    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['questions']} "
               f"{s.question_noun}s answered{skipped}{' · ' + worth if worth else ''} ──",
          question_text(s, q))
     for tag, f, name in zip("AB", q.features, q.names):
@@ -357,7 +357,7 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
         who = f" by {e}" if e else ""
         counted = [a.value for k in s.kinds for a in k.answers] + [DONT_KNOW.value]
         counts = ", ".join(f"{pr[k]} {_COUNTED.get(k, k)}" for k in counted)
-        _put(out, f"{s.path}: {pr['answered']} of {pr['pairs']} {s.question_noun}s "
+        _put(out, f"{s.path}: {pr['answered']} of {pr['questions']} {s.question_noun}s "
                   f"answered{who} ({counts}), {pr['skipped']} skipped, {pr['undone']} undone")
     _put(out, *(f"  {line}" for line in s.summary))
     if len(h):

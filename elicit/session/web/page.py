@@ -24,8 +24,8 @@ PAGE = """<!doctype html>
   <h1>elicit <span class="file">{{ name }}</span></h1>
   {% if description %}<p class="desc">{{ description }}</p>{% endif %}
   <div class="progress" id="progress">
-    <progress max="{{ pr.pairs }}" value="{{ pr.answered }}"></progress>
-    <span>{{ pr.answered }} of {{ pr.pairs }} {{ noun }}s answered{% if expert %} by
+    <progress max="{{ pr.questions }}" value="{{ pr.answered }}"></progress>
+    <span>{{ pr.answered }} of {{ pr.questions }} {{ noun }}s answered{% if expert %} by
     {{ expert }}{% endif %}
     ({% for a in counted %}{{ pr[a.value] }} {{ a.label|lower }}, {% endfor %}{{
     pr.dont_know }} don't know{% if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
@@ -87,7 +87,7 @@ PAGE = """<!doctype html>
         >Undo last answer <kbd>u</kbd></button></form>
   </div>
 {% elif done %}
-  <h2 id="done">All {{ pr.pairs }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
+  <h2 id="done">All {{ pr.questions }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
   <form method="post" action="{{ url_for('undo') }}">
     <input type="hidden" name="csrf_token" value="{{ token }}">
