@@ -30,6 +30,9 @@ DOCS = [
     ("README.md", ()),
     ("docs/session.md", ()),
     ("docs/estimator.md", ()),
+    # registers a model, a strategy, a utility and a kind of question (removed afterwards),
+    # then runs a two-run sweep with them; tests/harness/test_extending.py checks what it made
+    ("docs/extending.md", ()),
     # the durability script times 1000 answers with fsync: slow on a busy disk
     ("docs/reliability.md", (pytest.mark.slow,)),
 ]
@@ -52,6 +55,7 @@ def _imports_only(code: str, name: str):
 
 
 @pytest.mark.parametrize("doc", [pytest.param(d, marks=m, id=d) for d, m in DOCS])
+@pytest.mark.usefixtures("registries_restored")
 def test_the_python_examples_of_a_doc_run_as_written(doc, tmp_path, monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     monkeypatch.chdir(tmp_path)
@@ -73,7 +77,7 @@ def test_the_python_examples_of_a_doc_run_as_written(doc, tmp_path, monkeypatch,
             monkeypatch.setattr(sys, "argv", [doc, *(a.format(tmp=tmp_path) for a in args)])
         else:
             assert not mark, f"{name}: unknown docs-test marker {mark!r}"
-        exec(compile(code, name, "exec"), namespace)
+        exec(compile(code, name, "exec", dont_inherit=True), namespace)
     out = capsys.readouterr().out
     # Examples that print a check print True (and never False).
     assert "False" not in out, out
