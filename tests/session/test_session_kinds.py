@@ -6,8 +6,11 @@ not know is refused in one line."""
 from __future__ import annotations
 
 import io
+import json
 import re
+import shutil
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,3 +170,76 @@ def test_a_session_with_the_paper_model_takes_a_kind_that_needs_none(toy, tmp_pa
         feats = [f for q in qs for f in q.features]
         assert len(set(feats)) == len(feats)
         assert np.isfinite(s.fit.gamma).all()
+
+
+# -- the file format: kinds by name (format 4), older files migrated -------------------------------
+
+FORMAT3 = Path(__file__).resolve().parents[1] / "fixtures" / "format3.session"
+
+
+def _table_sql(path, name: str) -> str:
+    raw = sqlite3.connect(path)
+    sql = raw.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
+    raw.close()
+    return sql
+
+
+def test_a_format_3_file_is_migrated_to_kinds_by_name_and_keeps_its_model(tmp_path):
+    """tests/fixtures/format3.session was made by the elicit before kinds had names
+    (questions="both", random strategy, seed 5): three pair answers (one don't know), a
+    feature answer undone, a skipped feature question, expert ann's feature answer, a pending
+    pair."""
+    path = tmp_path / "old.session"
+    shutil.copyfile(FORMAT3, path)
+    raw = sqlite3.connect(path)
+    assert raw.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("3",)
+    assert json.loads(raw.execute("SELECT value FROM meta WHERE key = 'settings'"
+                                  ).fetchone()[0])["questions"] == "both"
+    assert "kind" not in [r[1] for r in raw.execute("PRAGMA table_info(answers)")]
+    raw.close()
+    assert "answer IN ('similar'" in _table_sql(path, "answers")
+    before = path.read_bytes()
+    want = [("pairs", 3, 5, "similar", False, ""), ("pairs", 3, 6, "dissimilar", False, ""),
+            ("pairs", 1, 5, "dont_know", False, ""), ("relevance", 2, -1, "relevant", True, ""),
+            ("relevance", 2, -1, "irrelevant", False, "ann")]
+
+    def history(s):
+        h = s.history
+        return list(zip(h["kind"], h["i"], h["j"], h["answer"], h["undone"], h["expert"]))
+
+    with Session.open(path, read_only=True) as s:     # migrated in memory only
+        assert s.meta["format_version"] == 4 and history(s) == want
+    assert path.read_bytes() == before
+    X, y, U = make_data()
+    with Session.open(path) as s:
+        assert s.meta["format_version"] == 4
+        assert s.settings["questions"] == ["pairs", "relevance"]
+        assert s.questions == ("pairs", "relevance") and s.elicitor.hyper.model == "relevance"
+        assert history(s) == want
+        assert list(s.queries["kind"]) == ["pairs"] * 3 + ["relevance"] * 3 + ["pairs"]
+        assert [(q.kind, q.i, q.j) for q in s.pending()] == [("pairs", 4, 6)]
+        assert s.relevance[2] == 0 and s.relevance.tolist().count(-1) == len(NAMES) - 1
+        ev = s.events
+        assert ev["kind"].iloc[-1] == "migrate"
+        assert json.loads(ev["detail"].iloc[-1]) == {"from": 3, "to": 4}
+        # the same model as the answers give an Elicitor directly
+        from elicit.elicitation.elicitor import Elicitor
+        from elicit.model.spec import Hyper
+
+        el = Elicitor(X, y - y.mean(), U, Hyper(**s.settings["hyper"]), engine="numpy",
+                      questions="both", candidates=s.elicitor.candidates)
+        el.set_answers([a[:3] for a in s.active_answers()],
+                       asked=[(k, i, j) for k, i, j, *_ in s.snapshot().answers])
+        np.testing.assert_allclose(s.fit.gamma, el.fit.gamma, rtol=1e-10)
+        assert s.fit.zeta == pytest.approx(el.fit.zeta, rel=1e-10)
+        s.answer(s.pending()[0], "similar")               # and goes on
+    assert rows(path)[-1] == ("pairs", 4, 6, "similar", 0)
+    sql = _table_sql(path, "answers")
+    assert "kind TEXT NOT NULL" in sql and "answer IN" not in sql
+    assert "(kind, i, j, expert)" in _table_sql(path, "answers_one_active_per_expert_question")
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone() == (4,)
+    assert raw.execute("PRAGMA foreign_key_check").fetchall() == []
+    raw.close()
+    with Session.open(path) as s:                         # migrated once
+        assert list(s.events["kind"]).count("migrate") == 1
