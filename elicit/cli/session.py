@@ -157,7 +157,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                         "registered by your own code")
     n.add_argument("--pool-size", type=positive_int, default=None,
                    help="candidate pool per round (default: 400 for --dataset, as in the "
-                        "paper; else min(#pairs, 10 p))")
+                        "paper; else min(#pairs, 10 p, 4000))")
     n.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
     n.add_argument("--utility", choices=("fast", "exact"), default="fast",
                    help="expected information gain: fast (screen every candidate, re-score "

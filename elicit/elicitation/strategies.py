@@ -11,7 +11,7 @@ expert called irrelevant):
     computed once, at the no-feedback MAP, and the questions are asked in that ranked order;
 ``sequential``
     a fresh random pool of allowed questions is scored at the current MAP, and the best is
-    asked (pool size ``min(#pairs, 10 p)`` by default; the paper uses 400 on real data).
+    asked (pool size ``min(#pairs, 10 p, 4000)`` by default; the paper uses 400 on real data).
 
 Which questions a round chooses among depends on the kinds of question asked
 (:mod:`elicit.elicitation.kinds`):
