@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 _ANSWERS: dict[str, Answer] = {}
 #: every alias (and word) of an answer -> the answer
 _ALIASES: dict[str, Answer] = {}
+#: keys no answer may take: the front ends' own (skip, undo, quit, next, help)
+RESERVED_KEYS = ("k", "u", "q", "n", "h")
 
 
 def _key(text: str) -> str:
@@ -116,6 +118,10 @@ class Answer(str, metaclass=_AnswerType):
         """
         if not isinstance(word, str) or _key(word) != word or not word:
             raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
+        if key in RESERVED_KEYS or len(key) != 1:
+            raise ElicitError(f"the key of answer {word!r} is one character and none of "
+                              f"{', '.join(RESERVED_KEYS)} (the front ends' skip, undo, quit, "
+                              f"next and help), got {key!r}")
         for name in (word, key, *aliases):
             if _key(name) in _ALIASES:
                 taken = _ALIASES[_key(name)]

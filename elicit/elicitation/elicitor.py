@@ -432,8 +432,8 @@ class Elicitor:
         if questions.ndim == 1:
             index = questions.astype(np.int64)
             questions = self.table.rows(index)
-            kinds = [s.kind.name for s in self.table.segments]
-            kinds = [kinds[s] for s in self.table.segment_of(index)]
+            names = np.array([s.kind.name for s in self.table.segments], dtype=object)
+            kinds = names[self.table.segment_of(index)]
         sc = self._utility.score(UtilityScorer(data, fit, self.engine), questions,
                                  self.refine if refine is None else refine, kinds)
         # Keep the base Hessian the round computed: the next warm refit from that MAP

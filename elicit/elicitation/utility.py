@@ -422,6 +422,8 @@ class QuestionUtility:
         if kinds is None:
             kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]
         kind_of = np.asarray(kinds, dtype=object).reshape(-1)
+        if len(kind_of) != len(rows):
+            raise ElicitError(f"{len(kind_of)} kinds for {len(rows)} questions")
         unknown = set(kind_of.tolist()) - set(self.kinds)
         if unknown:
             raise ElicitError(f"this utility scores no {get_kind(sorted(unknown)[0]).label}")

@@ -233,3 +233,11 @@ def test_a_sweep_records_the_toy_questions_by_kind(toy, tmp_path):
                 assert a == want
         kinds |= set(part["kinds"])
     assert kinds == {"pairs", TOY}
+
+
+def test_an_answer_key_is_one_character_the_front_ends_do_not_use(toy):
+    for key in ("u", "k", "q", "n", "h", "up"):
+        with pytest.raises(ElicitError, match=r"^the key of answer 'level' is one character "
+                                              r"and none of k, u, q, n, h"):
+            Answer.define("level", TOY, 1, "Level", key)
+    assert "level" not in [a.value for a in Answer]
