@@ -52,7 +52,7 @@ def main() -> None:
         w = pair_weights(prob.U, np.array([[q.i, q.j]]))
         p_sim.append(float(answer_probability(el.fit, w, get_model(el.hyper.model).link)[0]))
         a = prob.expert.answer(q.i, q.j)
-        similar.append(a.f == 1)
+        similar.append(a.outcome == 1)
         el.answer(q.i, q.j, a)
     print(f"{args.strategy}: test MSE {mse0:.3f} -> {prob.mse(el):.3f} after {args.rounds} "
           f"answers; mean gamma {fit0.gamma.mean():.3f} -> {el.fit.gamma.mean():.3f}; "

@@ -45,7 +45,7 @@ def masked_control(prob) -> float:
     eng = NumpyEngine("fixed")
     cands = prob.candidates
     data0, fit0 = fit_no_feedback(eng, prob.X, prob.y, prob.U, prob.hyper, cands)
-    ans = [(i, j, prob.expert.answer(int(i), int(j)).f) for i, j in cands]
+    ans = [(i, j, prob.expert.answer(int(i), int(j)).outcome) for i, j in cands]
     ans = [(i, j, f) for i, j, f in ans if f is not None]
     data = data0.with_feedback(np.array([(i, j) for i, j, _ in ans]),
                                np.array([f for _, _, f in ans]))

@@ -117,6 +117,31 @@ def one_blas_thread():
         yield
 
 
+@pytest.fixture
+def registries_restored():
+    """Whatever the test registers (models, strategies, utilities, kinds of question and their
+    answers) is removed afterwards: the registries are global, and a doc's example registers
+    from its own code, as a user would."""
+    from elicit.elicitation import kinds, strategies, utility
+    from elicit.elicitation.answers import Answer
+    from elicit.model import variants
+
+    before = {"kinds": set(kinds.KINDS), "strategies": set(strategies.STRATEGY_REGISTRY),
+              "utilities": set(utility.UTILITIES), "models": set(variants.MODELS),
+              "answers": {a.value for a in Answer}}
+    yield
+    for name in set(kinds.KINDS) - before["kinds"]:
+        kinds.unregister_kind(name)
+    for a in [a for a in Answer if a.value not in before["answers"]]:
+        Answer.forget(a)
+    for name in set(strategies.STRATEGY_REGISTRY) - before["strategies"]:
+        strategies.unregister_strategy(name)
+    for name in set(utility.UTILITIES) - before["utilities"]:
+        utility.unregister_utility(name)
+    for name in set(variants.MODELS) - before["models"]:
+        variants.unregister_model(name)
+
+
 # Ten answers of a synthetic run (seed 1, run 3) after which a warm L-BFGS-B refit of the
 # numpy engine stops far from the optimum yet reports convergence (see test_engine_numpy).
 STALL_PAIRS = np.array([(13, 16), (20, 22), (0, 16), (10, 19), (16, 18), (13, 18), (7, 13),

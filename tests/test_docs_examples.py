@@ -34,6 +34,9 @@ DOCS = [
     ("README.md", ()),
     ("docs/session.md", ()),
     ("docs/estimator.md", ()),
+    # registers a model, a strategy, a utility and a kind of question (removed afterwards),
+    # then runs a two-run sweep with them; tests/harness/test_extending.py checks what it made
+    ("docs/extending.md", ()),
     # the durability script times 1000 answers with fsync: slow on a busy disk
     ("docs/reliability.md", (pytest.mark.slow,)),
     # a program of one's own and a variant's own program, fitted through PyStan (compiled
@@ -59,6 +62,7 @@ def _imports_only(code: str, name: str):
 
 
 @pytest.mark.parametrize("doc", [pytest.param(d, marks=m, id=d) for d, m in DOCS])
+@pytest.mark.usefixtures("registries_restored")
 def test_the_python_examples_of_a_doc_run_as_written(doc, tmp_path, monkeypatch, capsys):
     pytest.importorskip("matplotlib")
     monkeypatch.chdir(tmp_path)

@@ -60,14 +60,45 @@ def port(text: str) -> int:
 
 
 def strategies(text: str) -> tuple[str, ...]:
-    from elicit.elicitation.strategies import STRATEGIES
+    """``--strategies``: registered strategies, comma-separated (a strategy registered by a
+    module imported before the command line runs is one of them)."""
+    from elicit.elicitation.strategies import STRATEGY_REGISTRY
 
     out = tuple(s.strip() for s in text.split(",") if s.strip())
-    bad = [s for s in out if s not in STRATEGIES]
+    bad = [s for s in out if s not in STRATEGY_REGISTRY]
     if bad or not out:
         raise argparse.ArgumentTypeError(
-            f"unknown strategy {bad[0] if bad else text!r}; choose from {', '.join(STRATEGIES)}")
+            f"unknown strategy {bad[0] if bad else text!r}; choose from "
+            f"{', '.join(STRATEGY_REGISTRY)}")
     return out
+
+
+def strategy(text: str) -> str:
+    """``--strategy``: one registered strategy."""
+    out = strategies(text)
+    if len(out) != 1:
+        raise argparse.ArgumentTypeError(f"give one strategy, got {text!r}")
+    return out[0]
+
+
+def questions(text: str) -> tuple[str, ...]:
+    """``--questions``: kinds of question, comma-separated (``pairs,relevance``), ``all``, or
+    ``both`` (pairs and relevance); one line for an unknown kind or one named twice."""
+    from elicit.elicitation.kinds import parse_questions
+    from elicit.errors import ElicitError
+
+    try:
+        return parse_questions(text)
+    except ElicitError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def questions_help() -> str:
+    """What ``--questions`` takes: the registered kinds, ``all`` and the groups' names."""
+    from elicit.elicitation.kinds import KINDS, groups
+
+    kinds = ", ".join(f"{k.name} ({k.meaning})" for k in KINDS.values())
+    return kinds + "; all" + "".join(f"; {g} = {','.join(m)}" for g, m in groups().items())
 
 
 def threshold_mean(text: str) -> float | str:
@@ -134,8 +165,8 @@ def add_model_option(p: argparse.ArgumentParser, by_questions: bool = False) -> 
     default (None) is left to the library, which picks it by ``--questions``."""
     from elicit.model.variants import MODELS, PAPER, RELEVANCE_MODEL
 
-    default = (f"{PAPER}; {RELEVANCE_MODEL} with --questions relevance or both"
-               if by_questions else PAPER)
+    default = (f"{PAPER}, or the model the --questions need: {RELEVANCE_MODEL} with "
+               "feature questions" if by_questions else PAPER)
     p.add_argument("--model", default=None if by_questions else PAPER, metavar="NAME",
                    help=f"the model: {', '.join(MODELS)} (default {default}; `elicit "
                         "models` says what each assumes)")
@@ -152,7 +183,8 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=nonneg_int, default=100,
                    help="questions per run and strategy (default 100)")
     p.add_argument("--strategies", type=strategies, default=STRATEGIES,
-                   help="comma-separated subset of random,nonsequential,sequential")
+                   help=f"comma-separated registered strategies (default "
+                        f"{','.join(STRATEGIES)})")
     p.add_argument("--seed", type=int, default=0,
                    help="sweep seed: every run's data and random streams derive from it")
     p.add_argument("--out", type=Path, required=True, help="output directory")
@@ -161,14 +193,15 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_questions_options(p: argparse.ArgumentParser) -> None:
-    """``--questions pairs|relevance|both`` and ``--pool paper|open`` of a sweep."""
-    from elicit.elicitation.questions import QUESTIONS
+    """``--questions KIND,KIND`` and ``--pool paper|open`` of a sweep."""
+    from elicit.elicitation.kinds import PAPER_QUESTIONS
     from elicit.paper.configs import POOLS
 
-    p.add_argument("--questions", choices=QUESTIONS, default="pairs",
-                   help="what the simulated expert is asked: pairs (default, the paper's: do "
-                        "two features affect the outcome in the same way?), relevance (does "
-                        "a feature affect it?) or both, chosen by one utility")
+    p.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
+                   metavar="KIND[,KIND...]",
+                   help="the kinds of question the simulated expert is asked, comma-separated: "
+                        f"{questions_help()}; default {','.join(PAPER_QUESTIONS)} (the "
+                        "paper's); several are chosen among by one utility")
     p.add_argument("--pool", choices=POOLS, default=None,
                    help="where pair questions come from: paper (the expert's answerable "
                         "pairs; with feature questions the best case, as it leaks the "

@@ -27,6 +27,9 @@ from elicit.cli.argtypes import (
     nonneg_int,
     port,
     positive_int,
+    questions,
+    questions_help,
+    strategy,
     with_options,
 )
 from elicit.cli.oneline import run_command
@@ -95,8 +98,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:
-    from elicit.elicitation.questions import QUESTIONS
-    from elicit.elicitation.strategies import STRATEGIES
+    from elicit.elicitation.kinds import PAPER_QUESTIONS
     from elicit.engines import ENGINES
 
     ssub = p.add_subparsers(dest="session_command", required=True)
@@ -148,13 +150,14 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     n.add_argument("--seed", type=nonneg_int, default=0, metavar="S",
                    help="seed of the questions' random stream (default 0); with "
                         "--dataset/--corpus also the sweep seed whose run --run is taken")
-    n.add_argument("--strategy", choices=STRATEGIES, default="sequential",
-                   help="how questions are chosen: sequential (default: the best of a fresh "
-                        "pool after every answer), nonsequential (ranked once, before any "
-                        "answer) or random")
+    n.add_argument("--strategy", type=strategy, default="sequential",
+                   help="how questions are chosen, a registered strategy: sequential "
+                        "(default: the best of a fresh pool after every answer), "
+                        "nonsequential (ranked once, before any answer), random, or one "
+                        "registered by your own code")
     n.add_argument("--pool-size", type=positive_int, default=None,
                    help="candidate pool per round (default: 400 for --dataset, as in the "
-                        "paper; else min(#pairs, 10 p))")
+                        "paper; else min(#pairs, 10 p, 4000))")
     n.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
     n.add_argument("--utility", choices=("fast", "exact"), default="fast",
                    help="expected information gain: fast (screen every candidate, re-score "
@@ -164,11 +167,12 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                    help="fast utility: how many screened candidates are re-scored exactly "
                         "(default 10)")
     add_utility_target_option(n)
-    n.add_argument("--questions", choices=QUESTIONS, default="pairs",
-                   help="which questions are asked: pairs (\"do features i and j affect the "
-                        "outcome in the same way?\", the paper's; default), relevance "
-                        "(\"does feature i affect the outcome?\") or both; feature questions "
-                        "need the relevance model, the default --model with them")
+    n.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
+                   metavar="KIND[,KIND...]",
+                   help=f"the kinds of question asked, comma-separated: {questions_help()}; "
+                        f"default {','.join(PAPER_QUESTIONS)} (the paper's); a kind that "
+                        "needs a model (feature questions: relevance) makes it the default "
+                        "--model")
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     add_model_option(n)
     # None: the default of --questions (the paper's model, or the relevance model)
@@ -315,11 +319,11 @@ def cmd_new(args: argparse.Namespace) -> int:
         inputs["texts"] = texts_from_json(args.texts)
     if args.target_description is not None:
         inputs["target_description"] = args.target_description
+    from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for
     from elicit.model.spec import Hyper
-    from elicit.model.variants import PAPER, RELEVANCE_MODEL
+    from elicit.model.variants import PAPER
 
-    model = args.model if args.model is not None else (
-        PAPER if args.questions == "pairs" else RELEVANCE_MODEL)
+    model = args.model if args.model is not None else (model_for(args.questions) or PAPER)
     hyper = Hyper(model=model) if args.tau2 is None else Hyper(tau2=args.tau2, model=model)
     s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
                        refine=args.refine, strategy=args.strategy, pool_size=pool,
@@ -328,11 +332,11 @@ def cmd_new(args: argparse.Namespace) -> int:
                        **inputs)
     with s:
         pr = s.progress()
-        asked = (f"{pr['pairs']} pairs" if s.questions == "pairs" else
-                 f"{pr['questions']} questions ({len(s.elicitor.candidates)} pairs, "
-                 f"{len(s.elicitor.features)} features)" if s.questions == "both" else
-                 f"{pr['questions']} feature questions")
-        model = "" if s.questions == "pairs" else f", model {s.elicitor.hyper.model}"
+        table = s.elicitor.table
+        count = [f"{len(seg)} {seg.kind.plural}" for seg in table.segments]
+        asked = count[0] if len(count) == 1 else \
+            f"{pr['questions']} questions ({', '.join(count)})"
+        model = "" if s.questions == PAPER_QUESTIONS else f", model {s.elicitor.hyper.model}"
         print(f"created {args.out}: {len(s.feature_names)} features, {asked}, "
               f"engine {s.elicitor.engine.name}{model}")
         for line in s.summary:

@@ -1,115 +1,230 @@
 """Answers, and the experts who give them.
 
-Two kinds of question (:mod:`elicit.elicitation.questions`) have their own answers:
+Every kind of question (:mod:`elicit.elicitation.kinds`) defines its own answers: "do features
+i and j affect the outcome in the same way?" is answered similar / dissimilar, "does feature k
+affect the outcome?" relevant / irrelevant; "don't know" (:data:`DONT_KNOW`) answers every
+kind. An :class:`Answer` is one of these words: a string that knows the kind it answers and
+what it tells the model (:attr:`Answer.outcome`). ``Answer.SIMILAR`` names a registered answer
+by its word, and ``Answer.parse`` reads an answer from its word, an alias or 1/0.
 
-* "do features i and j affect the outcome in the same way?": similar / dissimilar;
-* "does feature k affect the outcome?": relevant / irrelevant;
-
-and "don't know" answers either. An expert is anything with an ``answer(i, j) -> Answer``
-method (:class:`Expert`); one that also has ``relevance(k) -> Answer``
-(:class:`RelevanceExpert`) answers feature questions too. :func:`ask` puts a
-:class:`~elicit.elicitation.questions.Query` of either kind to an expert, and
+An expert is anything with the method each kind of question calls: ``answer(i, j) -> Answer``
+for a pair question (:class:`Expert`), ``relevance(k) -> Answer`` for a feature question
+(:class:`RelevanceExpert`). :func:`ask` puts a
+:class:`~elicit.elicitation.questions.Query` of any kind to an expert, and
 :func:`check_expert` says up front whether an expert can answer what an elicitation asks.
 The simulated experts here stand in for a human in the paper's experiments.
 """
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from elicit.elicitation.questions import Kind, Query, check_questions
 from elicit.errors import ElicitError
 
-#: what each kind of question may be answered (the words of the messages)
-_WORDS = {"pair": "'similar', 'dissimilar' or 'dont_know'",
-          "feature": "'relevant', 'irrelevant' or 'dont_know'",
-          None: "'similar', 'dissimilar', 'relevant', 'irrelevant' or 'dont_know'"}
-#: how each kind of question is put, for messages
-_QUESTION = {"pair": "a pair question (do features i and j affect the outcome in the same "
-                     "way?)",
-             "feature": "a feature question (does feature k affect the outcome?)"}
+if TYPE_CHECKING:
+    from elicit.elicitation.kinds.base import QuestionKind
+    from elicit.elicitation.questions import Query
+
+#: every answer by its word, in the order they were defined
+_ANSWERS: dict[str, Answer] = {}
+#: every alias (and word) of an answer -> the answer
+_ALIASES: dict[str, Answer] = {}
+#: keys no answer may take: the front ends' own (skip, undo, quit, next, help)
+RESERVED_KEYS = ("k", "u", "q", "n", "h")
 
 
-class Answer(str, Enum):
-    """The answers an expert can give: similar / dissimilar to a pair question, relevant /
-    irrelevant to a feature question, don't know to either."""
+def _key(text: str) -> str:
+    """An answer as typed, normalised: ``"Don't know"`` -> ``"dont_know"``."""
+    return text.strip().lower().replace("'", "").replace(" ", "_").replace("-", "_")
 
-    SIMILAR = "similar"
-    DISSIMILAR = "dissimilar"
-    DONT_KNOW = "dont_know"
-    RELEVANT = "relevant"
-    IRRELEVANT = "irrelevant"
+
+def _shipped_kinds() -> None:
+    # The shipped kinds define their answers when their modules load; the registry imports them.
+    import elicit.elicitation.kinds  # noqa: F401
+
+
+class _AnswerType(type):
+    """``Answer.SIMILAR``: a defined answer by its word in capitals; ``for a in Answer``: every
+    defined answer (the class reads like the enum it was)."""
+
+    def __getattr__(cls, name: str) -> Answer:
+        if name.startswith("_") or not name.isupper():
+            raise AttributeError(name)
+        if name.lower() not in _ANSWERS:
+            _shipped_kinds()
+        try:
+            return _ANSWERS[name.lower()]
+        except KeyError:
+            raise AttributeError(f"no answer {name.lower()!r} is defined") from None
+
+    def __iter__(cls) -> Iterator[Answer]:
+        _shipped_kinds()
+        return iter(list(_ANSWERS.values()))
+
+    def __len__(cls) -> int:
+        _shipped_kinds()
+        return len(_ANSWERS)
+
+
+class Answer(str, metaclass=_AnswerType):
+    """An answer an expert can give: a word defined by a kind of question (:meth:`define`),
+    or "don't know" (:data:`DONT_KNOW`), which answers every kind.
+
+    An answer is its word (``Answer.SIMILAR == "similar"``); ``Answer("similar")`` is the
+    defined answer of that word.
+
+    Attributes
+    ----------
+    kind
+        The name of the kind of question it answers (None for don't know).
+    outcome
+        What it tells the model: 1 or 0 (similar / dissimilar, relevant / irrelevant), None
+        for don't know, which leaves the model unchanged.
+    label
+        How the front ends show it ("Similar").
+    key
+        Its key in the terminal and on the web page ("s").
+    """
+
+    kind: str | None
+    outcome: int | None
+    label: str
+    key: str
+
+    def __new__(cls, value: object) -> Answer:
+        if isinstance(value, Answer):
+            return value
+        if isinstance(value, str) and value not in _ANSWERS:
+            _shipped_kinds()
+        if isinstance(value, str) and value in _ANSWERS:
+            return _ANSWERS[value]
+        raise ElicitError(f"{value!r} is not a defined answer; use one of "
+                          f"{_quoted(list(_ANSWERS))}")
 
     @classmethod
-    def parse(cls, value: str | Answer | int | bool, kind: Kind | None = None) -> Answer:
-        """Accept the enum, its value, an alias or 1/0; reject anything else in one line.
+    def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
+               aliases: Sequence[str] = ()) -> Answer:
+        """Define the answer ``word`` of the kind of question named ``kind`` (a kind's module
+        does, once; :mod:`elicit.elicitation.kinds`).
 
-        Aliases: ``s``, ``same`` (similar); ``d``, ``different`` (dissimilar); ``r``
-        (relevant); ``i``, ``not_relevant`` (irrelevant); ``?``, ``don't know``, ``unknown``
-        (don't know). 1/0 mean similar/dissimilar, or relevant/irrelevant when ``kind`` is
-        ``"feature"``.
+        Raises
+        ------
+        ElicitError
+            If the word or one of its aliases is taken: an answer word says which kind of
+            question it answers, wherever it is stored.
+        """
+        if not isinstance(word, str) or _key(word) != word or not word:
+            raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
+        if key in RESERVED_KEYS or len(key) != 1:
+            raise ElicitError(f"the key of answer {word!r} is one character and none of "
+                              f"{', '.join(RESERVED_KEYS)} (the front ends' skip, undo, quit, "
+                              f"next and help), got {key!r}")
+        for name in (word, key, *aliases):
+            if _key(name) in _ALIASES:
+                taken = _ALIASES[_key(name)]
+                raise ElicitError(f"{name!r} already means {taken.value!r} (an answer of "
+                                  f"{taken.kind or 'every kind'}); give {word!r} other words")
+        ans = str.__new__(cls, word)
+        ans.kind, ans.outcome, ans.label, ans.key = kind, outcome, label, key
+        _ANSWERS[word] = ans
+        for name in (word, key, *aliases):
+            _ALIASES[_key(name)] = ans
+        return ans
+
+    @classmethod
+    def forget(cls, answer: Answer) -> None:
+        """Undo :meth:`define` (for a kind registered by a test)."""
+        _ANSWERS.pop(answer.value, None)
+        for name in [n for n, a in _ALIASES.items() if a is answer]:
+            del _ALIASES[name]
+
+    @property
+    def value(self) -> str:
+        """The word, as stored in session files and sweep records."""
+        return str.__str__(self)
+
+    @property
+    def name(self) -> str:
+        """The word in capitals: ``Answer.SIMILAR.name == "SIMILAR"``."""
+        return self.value.upper()
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<Answer.{self.name}: {self.value!r}>"
+
+    def __reduce__(self) -> tuple:
+        # one object per word: unpickled (in a worker process, say) it is the defined answer
+        return (Answer, (self.value,))
+
+    def __copy__(self) -> Answer:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Answer:
+        return self
+
+    @classmethod
+    def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
+              ) -> Answer:
+        """Accept an answer, its word, an alias or 1/0; reject anything else in one line.
+
+        Aliases are the kinds' (``s``, ``same``, ``d``, ``different`` for the pair answers;
+        ``r``, ``i``, ``not_relevant`` for the feature answers) and ``?``, ``don't know``,
+        ``unknown`` for don't know. 1/0 are the outcomes of ``kind``'s answers (similar /
+        dissimilar for pairs, relevant / irrelevant for features), of the first registered
+        kind's when no kind is given.
 
         Parameters
         ----------
         value
             The answer.
         kind
-            The kind of the question answered (``"pair"`` or ``"feature"``): an answer to
-            the other kind is an error. None accepts every answer.
+            The kind of the question answered, by name (or a name it had in older records) or
+            as the object: an answer to another kind of question is an error. None accepts
+            every answer.
         """
-        if kind not in (None, "pair", "feature"):
-            raise ElicitError(f"a question is of kind 'pair' or 'feature', got {kind!r}")
+        from elicit.elicitation.kinds import KINDS, get_kind
+
+        k = None if kind is None else get_kind(kind)
         ans: Answer | None = None
         if isinstance(value, Answer):
             ans = value
         elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
-            if kind == "feature":
-                ans = cls.RELEVANT if int(value) == 1 else cls.IRRELEVANT
-            else:
-                ans = cls.SIMILAR if int(value) == 1 else cls.DISSIMILAR
+            by = k if k is not None else next(iter(KINDS.values()))
+            ans = next((a for a in by.answers if a.outcome == int(value)), None)
         elif isinstance(value, str):
-            key = value.strip().lower().replace("'", "").replace(" ", "_").replace("-", "_")
-            ans = _ALIASES.get(key)
+            ans = _ALIASES.get(_key(value))
         if ans is None:
-            raise ElicitError(f"invalid answer {value!r}: use {_WORDS[kind]}")
-        if kind is not None and ans.kind not in (None, kind):
-            raise ElicitError(f"{ans.value!r} answers {_QUESTION[ans.kind]}, not "
-                              f"{_QUESTION[kind]}: use {_WORDS[kind]}")
+            raise ElicitError(f"invalid answer {value!r}: use {words(k)}")
+        if k is not None and ans.kind not in (None, k.name):
+            other = get_kind(ans.kind)
+            raise ElicitError(f"{ans.value!r} answers {other.question} ({other.meaning}), not "
+                              f"{k.question} ({k.meaning}): use {words(k)}")
         return ans
 
-    @property
-    def kind(self) -> Kind | None:
-        """The kind of question this answers: ``"pair"``, ``"feature"``, or None for don't
-        know (which answers either)."""
-        if self in (Answer.SIMILAR, Answer.DISSIMILAR):
-            return "pair"
-        if self in (Answer.RELEVANT, Answer.IRRELEVANT):
-            return "feature"
-        return None
 
-    @property
-    def f(self) -> int | None:
-        """The model's Bernoulli outcome of a pair answer: 1 similar, 0 dissimilar, None
-        otherwise."""
-        return {Answer.SIMILAR: 1, Answer.DISSIMILAR: 0}.get(self)
-
-    @property
-    def relevance(self) -> int | None:
-        """The relevance class of a feature answer: 1 relevant, 0 irrelevant, None
-        otherwise."""
-        return {Answer.RELEVANT: 1, Answer.IRRELEVANT: 0}.get(self)
+def _quoted(names: Sequence[str]) -> str:
+    q = [f"'{n}'" for n in names]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
 
 
-_ALIASES = {"similar": Answer.SIMILAR, "s": Answer.SIMILAR, "same": Answer.SIMILAR,
-            "dissimilar": Answer.DISSIMILAR, "d": Answer.DISSIMILAR,
-            "different": Answer.DISSIMILAR, "dont_know": Answer.DONT_KNOW,
-            "do_not_know": Answer.DONT_KNOW, "?": Answer.DONT_KNOW,
-            "unknown": Answer.DONT_KNOW, "relevant": Answer.RELEVANT, "r": Answer.RELEVANT,
-            "irrelevant": Answer.IRRELEVANT, "i": Answer.IRRELEVANT,
-            "not_relevant": Answer.IRRELEVANT}
+def words(kind: QuestionKind | Sequence[QuestionKind] | None = None) -> str:
+    """The answers of ``kind`` (or of several kinds, or of every kind for None) and don't
+    know, for messages: ``'similar', 'dissimilar' or 'dont_know'``."""
+    from elicit.elicitation.kinds import KINDS
+
+    kinds = (list(KINDS.values()) if kind is None
+             else [kind] if not isinstance(kind, Sequence) else list(kind))
+    return _quoted([a.value for k in kinds for a in k.answers] + [DONT_KNOW.value])
+
+
+#: "don't know": the answer every kind of question takes; the model is left unchanged
+DONT_KNOW = Answer.define("dont_know", None, None, "Don't know", "?",
+                          aliases=("do_not_know", "unknown"))
 
 
 @runtime_checkable
@@ -126,45 +241,47 @@ class RelevanceExpert(Expert, Protocol):
     def relevance(self, k: int) -> Answer: ...
 
 
-def can_answer_features(expert: object) -> bool:
-    """Whether ``expert`` answers feature questions (has a ``relevance(k)`` method)."""
-    return callable(getattr(expert, "relevance", None))
+def can_answer(expert: object, kind: str | QuestionKind) -> bool:
+    """Whether ``expert`` has the method that questions of ``kind`` call."""
+    from elicit.elicitation.kinds import get_kind
+
+    return callable(getattr(expert, get_kind(kind).expert_method, None))
 
 
-def check_expert(expert: object, questions: str) -> None:
+def check_expert(expert: object, questions: Any) -> None:
     """Refuse, in one line, an expert who cannot answer what ``questions`` asks.
 
     Parameters
     ----------
     expert
-        The expert: an :class:`Expert`, and a :class:`RelevanceExpert` when ``questions``
-        is ``"relevance"`` or ``"both"``.
+        The expert: it needs the method of every kind asked (``answer(i, j)`` for pairs,
+        ``relevance(k)`` for feature questions).
     questions
-        One of ``"pairs"``, ``"relevance"``, ``"both"``
-        (:data:`~elicit.elicitation.questions.QUESTIONS`).
+        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`:
+        ``"pairs"``, ``"pairs,relevance"``, ``["relevance"]``, ...).
     """
-    check_questions(questions)
-    if questions != "pairs" and not can_answer_features(expert):
-        raise ElicitError(f"questions={questions!r} asks feature questions, and the expert "
-                          f"({type(expert).__name__}) has no relevance(k) method to answer "
-                          "them; use questions='pairs' or an expert with relevance(k)")
-    if questions != "relevance" and not callable(getattr(expert, "answer", None)):
-        raise ElicitError(f"questions={questions!r} asks pair questions, and the expert "
-                          f"({type(expert).__name__}) has no answer(i, j) method to answer "
-                          "them")
+    from elicit.elicitation.kinds import get_kind, parse_questions, spell_questions
+
+    kinds = parse_questions(questions)
+    for name in kinds:
+        kind = get_kind(name)
+        if not can_answer(expert, kind):
+            raise ElicitError(f"questions={spell_questions(kinds)!r} asks {kind.label}, and "
+                              f"the expert ({type(expert).__name__}) has no "
+                              f"{kind.expert_call} method to answer them; ask other questions "
+                              f"or use an expert with {kind.expert_call}")
 
 
-def ask(expert: Expert, query: Query) -> Answer:
-    """``expert``'s answer to ``query`` (a pair question or a feature question), checked to
-    answer that kind of question."""
-    if query.kind == "feature":
-        if not can_answer_features(expert):
-            raise ElicitError(f"the expert ({type(expert).__name__}) cannot answer feature "
-                              "questions: it has no relevance(k) method")
-        raw = expert.relevance(query.feature)  # type: ignore[attr-defined]
-    else:
-        raw = expert.answer(query.i, query.j)  # type: ignore[arg-type]
-    return Answer.parse(raw, query.kind)
+def ask(expert: object, query: Query) -> Answer:
+    """``expert``'s answer to ``query`` (a question of any kind), checked to answer that kind
+    of question."""
+    from elicit.elicitation.kinds import get_kind
+
+    kind = get_kind(query.kind)
+    if not can_answer(expert, kind):
+        raise ElicitError(f"the expert ({type(expert).__name__}) cannot answer {kind.label}: "
+                          f"it has no {kind.expert_call} method")
+    return Answer.parse(getattr(expert, kind.expert_method)(*query.features), kind)
 
 
 class GroupOracle:

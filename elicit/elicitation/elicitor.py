@@ -6,17 +6,19 @@ non-sequential ranking); the strategies of :mod:`elicit.elicitation.strategies` 
 question to ask next, among the questions not asked yet and not excluded by the caller (a
 session excludes the questions the expert skipped).
 
-Two kinds of question (:mod:`elicit.elicitation.questions`): pairs, "do features i and j
-affect the outcome in the same way?", and, in a model with relevance classes
-(``model="relevance"``), feature questions, "does feature k affect the outcome?".
-``questions="pairs" | "relevance" | "both"`` says which are asked.
+The questions are of the kinds ``questions=`` names (:mod:`elicit.elicitation.kinds`): the
+paper's pairs, "do features i and j affect the outcome in the same way?", by default, and, in
+a model with relevance classes (``model="relevance"``), feature questions, "does feature k
+affect the outcome?". They form the elicitation's question table
+(:mod:`elicit.elicitation.table`), which lists no pair when every pair may be asked.
 
 A question is never asked twice. A "don't know" answer is recorded, leaves the model unchanged
-and removes the question from the candidates. A feature answer sets the feature's relevance
-class in the model's data (:attr:`~elicit.model.spec.ModelData.relevance`) and refits; from
-then on no pair with a feature called irrelevant is offered (the expert cannot judge how a
-feature that does not matter affects the outcome), whether the pairs are all pairs or
-candidates the caller gave.
+and removes the question from the candidates. Any other answer enters the model's data the
+way its kind says (a pair answer as a feedback observation, a feature answer as the feature's
+relevance class) and the model is refitted; a kind's answers may close the other kinds'
+questions about a feature (no pair with a feature called irrelevant is offered: the expert
+cannot judge how a feature that does not matter affects the outcome), whether the pairs are
+all pairs or candidates the caller gave.
 """
 
 from __future__ import annotations
@@ -25,22 +27,21 @@ import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 
 from elicit.elicitation.answers import Answer
-from elicit.elicitation.questions import (
-    NO_FEATURE,
-    Query,
-    check_questions,
-    feature_rows,
-    is_feature_row,
-    kind_of,
-    question_key,
+from elicit.elicitation.kinds import (
+    PAPER_QUESTIONS,
+    QuestionKind,
+    get_kind,
+    parse_questions,
+    spell_questions,
 )
+from elicit.elicitation.questions import NO_FEATURE, Query, question_key
 from elicit.elicitation.scorer import Scores, UtilityScorer
 from elicit.elicitation.strategies import Ranking, choose, get_strategy, round_pool
+from elicit.elicitation.table import QuestionSet, QuestionTable, n_pairs
 from elicit.elicitation.utility import UtilityArgs, model_has_relevance
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
@@ -48,24 +49,37 @@ from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
-from elicit.model.spec import (
-    Hyper,
-    ModelData,
-    all_pairs,
-    validate_regression,
-)
+from elicit.model.spec import Hyper, ModelData, all_pairs, validate_regression
 from elicit.prior.setup import fit_no_feedback
 
-__all__ = ["Elicitor", "Query"]
+__all__ = ["AnsweredQuestion", "Elicitor", "Query"]
 
-#: the relevance classes of a feature (:attr:`~elicit.model.spec.ModelData.relevance`)
-_RELEVANT, _IRRELEVANT, _UNJUDGED = 1, 0, -1
 #: how many rounds in a row the base Hessian may be the one the last refit ended with before
 #: it is computed afresh (see ``Elicitor._score``)
 HESSIAN_REUSE = 10
 #: the seed of the first round's pool that a mixed non-sequential ranking scores when no
 #: random stream is given (a session ranks so, and must rank alike when it is reopened)
 RANKING_POOL_SEED = 0
+#: the largest default pool of a round's sampled questions (``pool_size``): 10 p grows with
+#: p, but the chance that a pool misses the best questions does not (a pool of m holds one of
+#: the best 0.1% with probability 1 - 0.999^m: 98% at m = 4000), while a round's screen costs
+#: time in proportion to m; and a pool this small among many pairs is drawn in O(m) memory
+POOL_CAP = 4000
+
+
+class AnsweredQuestion(tuple):
+    """An entry of :attr:`Elicitor.history`: ``(i, j, answer)`` (``j`` None for a question
+    about one feature), with the question's kind as :attr:`kind`."""
+
+    kind: str
+
+    def __new__(cls, i: int, j: int | None, answer: Answer, kind: str) -> AnsweredQuestion:
+        new = super().__new__(cls, (i, j, answer))
+        new.kind = kind
+        return new
+
+    def __reduce__(self) -> tuple:
+        return (AnsweredQuestion, (*self, self.kind))
 
 
 class Elicitor:
@@ -94,44 +108,46 @@ class Elicitor:
         questions only). See :mod:`elicit.elicitation.utility`; both are checked by
         :meth:`~elicit.elicitation.utility.UtilityArgs.validate`.
     pool_size
-        Size of the random pool of pairs per round; default ``min(#pairs, 10 p)``. With
-        feature questions a round's pool also holds every allowed feature question.
+        How many of a round's open questions of a sampled kind (pairs) the round scores;
+        default ``min(#pairs, 10 p, 4000)`` (:data:`POOL_CAP`). The questions of a kind about
+        one feature all enter every round's pool.
     candidates
-        The pairs that may be asked (default: all p(p-1)/2 pairs).
+        The pairs that may be asked (default: all p(p-1)/2 pairs, which are then not listed).
     questions
-        ``"pairs"`` (the paper's, the default), ``"relevance"`` (feature questions only) or
-        ``"both"``.
+        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
+        ``"pairs"`` (the paper's, the default), ``"relevance"`` (feature questions only),
+        ``"pairs,relevance"`` (or ``"both"``), ``"all"``, or a list of kind names.
     """
 
     def __init__(self, X, y, U, hyper: Hyper | None = None, *, engine: str | Engine = "auto",
                  stan_file: str | Path | None = None, utility: str = "fast",
                  refine: int = 10, pool_size: int | None = None,
                  candidates: np.ndarray | None = None, target: str = "predictive",
-                 questions: str = "pairs") -> None:
+                 questions: object = PAPER_QUESTIONS) -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
+        #: the names of the kinds of question asked, in registration order
+        self.questions: tuple[str, ...] = parse_questions(questions)
+        #: the kinds of question asked (:mod:`elicit.elicitation.kinds`)
+        self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
         # before the engine: a Stan build takes minutes
-        self._utility = UtilityArgs(utility, target, refine, stan_file, questions,
+        self._utility = UtilityArgs(utility, target, refine, stan_file, self.questions,
                                     hyper.model).validate()
         p = X.shape[1]
-        self.candidates = all_pairs(p) if candidates is None else _check_pairs(candidates, p)
-        if len(self.candidates) == 0:
+        given = None if candidates is None else _check_pairs(candidates, p)
+        if p < 2 or (given is not None and len(given) == 0):
             raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
-        #: which kinds of question are asked: "pairs", "relevance" or "both"
-        self.questions = check_questions(questions)
-        #: the features that feature questions may ask about (none with pairs only)
-        self.features = np.arange(p) if questions != "pairs" else np.zeros(0, dtype=int)
-        #: every question, as rows (:mod:`elicit.elicitation.questions`): the candidate pairs,
-        #: then one ``(k, NO_FEATURE)`` row per feature question; the strategies' indices and
-        #: the non-sequential ranking point into it
-        self.question_rows = {"pairs": self.candidates,
-                              "relevance": feature_rows(self.features),
-                              "both": np.vstack([self.candidates,
-                                                 feature_rows(self.features)])}[questions]
-        default_pool = min(len(self.candidates), 10 * p)
+        # None: every pair, never listed (the question table computes them)
+        self._candidates = given
+        self._all_pairs: np.ndarray | None = None
+        #: every question, by index: one segment per kind (:mod:`elicit.elicitation.table`);
+        #: the strategies' indices and the non-sequential ranking point into it
+        self.table = QuestionTable([k.segment(p, given) for k in self.kinds])
+        n_candidates = n_pairs(p) if given is None else len(given)
         if pool_size is not None and pool_size < 1:
             raise ElicitError(f"pool_size must be positive, got {pool_size}")
-        self.pool_size = default_pool if pool_size is None else int(pool_size)
+        self.pool_size = (min(n_candidates, 10 * p, POOL_CAP) if pool_size is None
+                          else int(pool_size))
         self._pool_explicit = pool_size is not None
         self.utility, self.refine, self.target = utility, int(refine), target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
@@ -141,14 +157,13 @@ class Elicitor:
 
     def _fit_initial(self, X, y, U, hyper: Hyper) -> None:
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
-                                                      self.candidates)
+                                                      self._candidates)
         #: the answers in answer order: ``(i, j, answer)`` for a pair, ``(k, None, answer)``
-        #: for a feature question
-        self.history: list[tuple[int, int | None, Answer]] = []
+        #: for a question about one feature (:class:`AnsweredQuestion`, with its kind)
+        self.history: list[AnsweredQuestion] = []
         self.data = self.base
         self.fit = self.initial_fit
-        self._index = {(int(i), int(j)): k for k, (i, j) in enumerate(self.question_rows)}
-        self._asked = np.zeros(len(self.question_rows), bool)
+        self._asked: set[int] = set()
         self._ranking: Ranking | None = None
         # Base Hessians at the current and at the no-feedback MAP, when a utility round has
         # computed them: the engine's next warm refit from that MAP starts from them.
@@ -167,87 +182,154 @@ class Elicitor:
         return len(self.history)
 
     @property
+    def candidates(self) -> np.ndarray:
+        """The candidate pairs (k x 2): the ones given, else all p(p-1)/2 pairs, listed when
+        first asked for (800 MB at p = 10,000: the elicitation itself never lists them)."""
+        if self._candidates is not None:
+            return self._candidates
+        if self._all_pairs is None:
+            self._all_pairs = all_pairs(self.base.p)
+        return self._all_pairs
+
+    @property
+    def features(self) -> np.ndarray:
+        """The features that questions about one feature may ask about (none when no such
+        kind is asked)."""
+        one = any(k.arity == 1 for k in self.kinds)
+        return np.arange(self.base.p) if one else np.zeros(0, dtype=int)
+
+    @property
+    def question_rows(self) -> np.ndarray:
+        """Every question as a row, in table order (listed: for small tables)."""
+        return self.table.all_rows()
+
+    @property
+    def noun(self) -> str:
+        """How the questions are counted: the kind's noun (``"pair"``) when one kind is
+        asked, else ``"question"``."""
+        return self.kinds[0].noun if len(self.kinds) == 1 else "question"
+
+    @property
     def relevance(self) -> np.ndarray | None:
         """The relevance class of each feature in the model's data (1 relevant, 0 irrelevant,
         -1 not judged); None for a model without relevance classes."""
         return self.data.relevance if self._relevance else None
 
-    def unasked(self) -> np.ndarray:
-        """The questions that may still be asked, as rows: not asked yet, and no pair with a
-        feature called irrelevant. With pair questions only, the unasked candidate pairs."""
-        return self.question_rows[self.open_mask()]
+    def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
+        """The question at ``index`` of the table, as a :class:`Query`."""
+        return Query.of_row(self.table.rows([index])[0], gain, exact,
+                            self.table.kind_of(index).name)
 
-    def is_asked(self, i: int, j: int | None) -> bool:
-        """Whether the question ``(i, j)`` (a pair, or ``(k, None)`` a feature) was asked."""
-        return bool(self._asked[self._question_index(i, j)])
-
-    def _question_index(self, i, j) -> int:
-        key = question_key(i, j)
-        if key in self._index:
-            return self._index[key]
-        if key[1] != NO_FEATURE:
-            if self.questions == "relevance":
-                raise ElicitError(f"({i}, {j}) is a pair question, and this elicitation asks "
-                                  "feature questions only (questions='relevance')")
-            raise ElicitError(f"({i}, {j}) is not a candidate pair")
-        if self.questions == "pairs":
-            raise ElicitError(f"({i}, {j}) is not a candidate pair (a feature question, "
-                              "'does feature k affect the outcome?', is asked only with "
-                              "questions='relevance' or 'both')")
-        raise ElicitError(f"feature index out of range 0..{len(self.features) - 1}: {i}")
+    def open_questions(self, exclude: Iterable | None = None) -> QuestionSet:
+        """The questions that may still be asked (table indices, not listed): not asked, not
+        in ``exclude``, and about no feature another kind's answers closed (no pair with a
+        feature called irrelevant)."""
+        removed = set(self._asked)
+        if exclude is not None:
+            removed.update(self._question_index(q) for q in exclude)
+        closes = [k.closes(self.data) for k in self.kinds]
+        closed = []
+        for kind in self.kinds:
+            masks = [c for k, c in zip(self.kinds, closes) if k is not kind and c is not None]
+            closed.append(np.logical_or.reduce(masks) if masks else None)
+        return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)),
+                                   closed)
 
     def open_mask(self) -> np.ndarray:
-        """Which questions may still be asked, as a mask over :attr:`question_rows`:
-        unasked, and no pair with a feature the expert called irrelevant (:meth:`unasked`
-        are its rows)."""
-        ok = ~self._asked
-        if self._relevance:
-            # an array after ModelData.__post_init__
-            irrelevant = cast(np.ndarray, self.data.relevance) == _IRRELEVANT
-            if irrelevant.any():
-                rows = self.question_rows
-                pair = rows[:, 1] != NO_FEATURE
-                ok &= ~(pair & (irrelevant[rows[:, 0]] | irrelevant[np.maximum(rows[:, 1], 0)]))
+        """Which questions may still be asked, as a mask over the table (listed: for small
+        tables; :meth:`open_questions` lists nothing)."""
+        ok = np.zeros(len(self.table), bool)
+        ok[self.open_questions().indices()] = True
         return ok
 
-    @property
-    def _noun(self) -> str:
-        return "pair" if self.questions == "pairs" else "question"
+    def unasked(self) -> np.ndarray:
+        """The questions that may still be asked, as rows (:meth:`open_questions`)."""
+        return self.table.rows(self.open_questions().indices())
+
+    def open_keys(self) -> set[tuple[str, int, int]]:
+        """The questions that may still be asked as ``(kind, i, j)`` (``j`` is
+        :data:`~elicit.elicitation.questions.NO_FEATURE` for a question about one feature;
+        listed: for small tables)."""
+        index = self.open_questions().indices()
+        names = [s.kind.name for s in self.table.segments]
+        return {(names[s], int(i), int(j)) for s, (i, j)
+                in zip(self.table.segment_of(index), self.table.rows(index))}
+
+    def is_asked(self, i: int, j: int | None, kind: str | None = None) -> bool:
+        """Whether the question ``(i, j)`` (a pair, or ``(k, None)`` about one feature; of
+        ``kind`` where two kinds could ask it) was asked."""
+        return self._question_index((kind, i, j) if kind else (i, j)) in self._asked
+
+    def _kind_of(self, row: tuple[int, int], kind: object = None,
+                 answer: Answer | None = None) -> QuestionKind:
+        """The kind of the question ``row`` here: ``kind`` if given, else the one kind of its
+        arity asked here (the kind ``answer`` answers, where several are)."""
+        arity = 1 if row[1] == NO_FEATURE else 2
+        shown = (row[0], None if arity == 1 else row[1])
+        if kind is not None:
+            k = get_kind(kind)  # type: ignore[arg-type]
+            if k not in self.kinds:
+                raise ElicitError(f"this elicitation asks no {k.label} "
+                                  f"(questions={spell_questions(self.questions)!r})")
+            if k.arity != arity:
+                raise ElicitError(f"{shown} is not a question of kind {k.name!r}, which is "
+                                  f"about {k.arity} feature(s)")
+            return k
+        fit = [k for k in self.kinds if k.arity == arity]
+        if answer is not None and answer.kind in [k.name for k in fit]:
+            return next(k for k in fit if k.name == answer.kind)
+        if len(fit) == 1:
+            return fit[0]
+        what = "a pair" if arity == 2 else "one feature"
+        if not fit:
+            raise ElicitError(f"{shown} is a question about {what}, which this elicitation "
+                              f"does not ask (questions={spell_questions(self.questions)!r})")
+        raise ElicitError(f"{shown} is a question about {what}, which kinds "
+                          f"{', '.join(k.name for k in fit)} ask here; say which: "
+                          f"(kind, i, j)")
+
+    def _question_index(self, question, answer: Answer | None = None) -> int:
+        """The table index of ``question``: ``(i, j)``, ``(kind, i, j)`` or a :class:`Query`."""
+        kind, i, j = _unpack(question)
+        row = question_key(i, j)
+        k = self._kind_of(row, kind, answer)
+        t = int(self.table.locate(k, np.array([row]))[0])
+        if t < 0:
+            raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
+        return t
 
     # -- answers -------------------------------------------------------------------------
     @single_blas_thread
-    def answer(self, i: int, j: int | None, answer: str | Answer) -> MAPResult:
+    def answer(self, i: int, j: int | None, answer: str | Answer,
+               kind: str | None = None) -> MAPResult:
         """Record an answer and refit (unless it is "don't know").
 
         Parameters
         ----------
         i, j
             The question: features ``i`` and ``j`` of a pair question, or feature ``i`` and
-            ``j=None`` of a feature question.
+            ``j=None`` of a question about one feature.
         answer
-            ``"similar"`` / ``"dissimilar"`` to a pair question, ``"relevant"`` /
-            ``"irrelevant"`` to a feature question, ``"dont_know"`` to either (or their
-            aliases, :meth:`~elicit.elicitation.answers.Answer.parse`).
+            An answer of the question's kind (``"similar"`` / ``"dissimilar"`` to a pair
+            question, ``"relevant"`` / ``"irrelevant"`` to a feature question), or
+            ``"dont_know"`` (or their aliases, :meth:`~elicit.elicitation.answers.Answer.parse`).
+        kind
+            The question's kind, where the elicitation asks two kinds of that arity.
         """
-        kind = kind_of(question_key(i, j))
-        ans = Answer.parse(answer, kind)
-        k = self._question_index(i, j)
-        if self._asked[k]:
-            if kind == "feature":
+        row = question_key(i, j)
+        k = self._kind_of(row, kind, _said(answer))
+        ans = Answer.parse(answer, k)
+        t = self._question_index((k.name, *row), ans)
+        if t in self._asked:
+            if k.arity == 1:
                 raise ElicitError(f"feature {i} was already answered; a question is asked once")
             raise ElicitError(f"pair ({i}, {j}) was already answered; a pair is asked once")
-        self._asked[k] = True
-        a, b = (int(v) for v in self.question_rows[k])
-        self.history.append((a, None if kind == "feature" else b, ans))
-        if ans.f is None and ans.relevance is None:
+        self._asked.add(t)
+        a, b = (int(v) for v in self.table.rows([t])[0])
+        self.history.append(AnsweredQuestion(a, None if k.arity == 1 else b, ans, k.name))
+        if ans.outcome is None:
             return self.fit
-        if ans.f is not None:
-            self.data = self.data.with_feedback(np.vstack([self.data.pairs, [a, b]]),
-                                                np.append(self.data.f, ans.f))
-        else:
-            classes = np.array(self.data.relevance)
-            classes[a] = ans.relevance
-            self.data = self.data.with_relevance(classes)
+        self.data = k.add(self.data, (a, b), ans)
         # Warm from the MAP and the round's base Hessian there, as the utility's refits of
         # this answer started (after a feature answer that Hessian is the old classes': a
         # start, not the optimum's; FeatureScorer.start_hessian), so that the engine can
@@ -264,14 +346,16 @@ class Elicitor:
         Parameters
         ----------
         answers
-            ``(i, j, answer, ...)`` in answer order, ``j`` None for a feature question
-            (further items, e.g. who answered, are ignored).
+            ``(i, j, answer, ...)`` in answer order, ``j`` None for a question about one
+            feature, or ``(kind, i, j, answer, ...)`` where two kinds could ask it (further
+            items, e.g. who answered, are ignored).
         asked
-            The questions not to offer again. Default: the answered ones, and then a question
-            may be answered only once. With several experts it is the current expert's
-            questions, and a question may repeat in ``answers``: every expert's pair answer
-            enters the likelihood as its own Bernoulli observation, and a feature takes the
-            class its experts agree on (none, i.e. not judged, when they disagree).
+            The questions not to offer again (``(i, j)`` or ``(kind, i, j)``). Default: the
+            answered ones, and then a question may be answered only once. With several
+            experts it is the current expert's questions, and a question may repeat in
+            ``answers``: the kinds say how (every expert's pair answer enters the likelihood
+            as its own Bernoulli observation, and a feature takes the class its experts agree
+            on, none, i.e. not judged, when they disagree).
 
         Raises
         ------
@@ -279,43 +363,39 @@ class Elicitor:
             For an invalid question or answer, or (without ``asked``) a question answered
             twice; the state is then unchanged.
         """
-        history: list[tuple[int, int | None, Answer]] = []
-        pairs, fs = [], []
-        votes: dict[int, set[int]] = {}
+        history: list[AnsweredQuestion] = []
+        given: dict[str, tuple[list, list]] = {k.name: ([], []) for k in self.kinds}
         seen: set[int] = set()
-        for i, j, a, *_ in answers:
-            kind = kind_of(question_key(i, j))
-            ans = Answer.parse(a, kind)
-            k = self._question_index(i, j)
-            if asked is None and k in seen:
-                what = f"feature {i}" if kind == "feature" else f"pair ({i}, {j})"
+        for item in answers:
+            kind, i, j = _unpack(item)
+            a = item[3] if isinstance(item[0], str) else item[2]
+            row = question_key(i, j)
+            k = self._kind_of(row, kind, _said(a))
+            ans = Answer.parse(a, k)
+            t = self._question_index((k.name, *row), ans)
+            if asked is None and t in seen:
+                what = f"feature {i}" if k.arity == 1 else f"pair ({i}, {j})"
                 raise ElicitError(f"{what} appears twice in the answers")
-            seen.add(k)
-            r, c = (int(v) for v in self.question_rows[k])
-            history.append((r, None if kind == "feature" else c, ans))
-            if ans.f is not None:
-                pairs.append((r, c))
-                fs.append(ans.f)
-            elif ans.relevance is not None:
-                votes.setdefault(r, set()).add(ans.relevance)
+            seen.add(t)
+            r, c = (int(v) for v in self.table.rows([t])[0])
+            history.append(AnsweredQuestion(r, None if k.arity == 1 else c, ans, k.name))
+            if ans.outcome is not None:
+                given[k.name][0].append((r, c))
+                given[k.name][1].append(ans)
         if asked is None:
-            self._asked[:] = False
-            self._asked[list(seen)] = True
+            self._asked = seen
         else:
             self.set_asked(asked)
         self.history = history
-        data = self.base.with_feedback(np.array(pairs, dtype=int).reshape(-1, 2),
-                                       np.array(fs, dtype=int))
-        if votes:
-            classes = np.array(self.base.relevance)
-            for feature, v in votes.items():
-                classes[feature] = v.pop() if len(v) == 1 else _UNJUDGED
-            data = data.with_relevance(classes)
+        data = self.base
+        for k in self.kinds:
+            data = k.enter(data, *given[k.name])
         self.data = data
-        if votes:
+        if any(k.resets_hessian and given[k.name][0] for k in self.kinds):
+            # the likelihood of y changed: the start's base Hessian does not apply
             self.fit = self.engine.fit(self.data, init=_without_hessian(self.initial_fit))
             self._hessian = None
-        elif fs:
+        elif any(given[k.name][0] for k in self.kinds):
             self.fit = self.engine.fit(self.data, init=self.initial_fit,
                                        hessian=self._initial_hessian)
             self._hessian = None
@@ -323,17 +403,15 @@ class Elicitor:
             self.fit, self._hessian = self.initial_fit, self._initial_hessian
         return self.fit
 
-    def set_asked(self, asked: Iterable[tuple]) -> None:
+    def set_asked(self, asked: Iterable) -> None:
         """Mark which questions are not to be offered again (the current expert's: pairs
-        ``(i, j)``, feature questions ``(k, None)``), without a refit: the fit depends on the
-        answers, not on who is asked next."""
-        index = [self._question_index(*q) for q in asked]
-        self._asked[:] = False
-        self._asked[index] = True
+        ``(i, j)``, questions about one feature ``(k, None)``, either as ``(kind, i, j)``),
+        without a refit: the fit depends on the answers, not on who is asked next."""
+        self._asked = {self._question_index(q) for q in asked}
 
     def reset(self) -> None:
         """Forget every answer and the non-sequential ranking (back to the no-feedback MAP)."""
-        self._asked[:] = False
+        self._asked = set()
         self.history = []
         self.data = self.base
         self.fit = self.initial_fit
@@ -344,15 +422,23 @@ class Elicitor:
     def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
         """Expected information gain of ``questions`` at the current MAP.
 
-        ``questions`` are rows: pairs ``(i, j)`` and, with feature questions, ``(k,
-        NO_FEATURE)`` (:mod:`elicit.elicitation.questions`). ``refine`` overrides the number
-        of candidates the fast mode re-scores exactly (of each kind).
+        ``questions`` are table indices (a 1-D integer array, as the strategies choose among)
+        or rows: pairs ``(i, j)`` and ``(k, NO_FEATURE)`` for a question about one feature
+        (:mod:`elicit.elicitation.questions`; by rows, one kind per arity). ``refine``
+        overrides the number of candidates the fast mode re-scores exactly (of each kind).
         """
         return self._score(self.data, self.fit, questions, refine)
 
     @single_blas_thread
     def _score(self, data: ModelData, fit: MAPResult, questions: np.ndarray,
                refine: int | None = None) -> Scores:
+        questions = np.asarray(questions)
+        kinds = None
+        if questions.ndim == 1:
+            index = questions.astype(np.int64)
+            questions = self.table.rows(index)
+            names = np.array([s.kind.name for s in self.table.segments], dtype=object)
+            kinds = names[self.table.segment_of(index)]
         # The round's base Hessian: the one the refit that made this MAP ended with (the
         # previous round's, corrected by the refit's secant steps: within 0.5% of a fresh one
         # on the real Amazon problem, and the refinement's picks the same in 72 rounds) for
@@ -362,7 +448,8 @@ class Elicitor:
                  and self._hessian_age < HESSIAN_REUSE)
         scorer = UtilityScorer(data, fit, self.engine,
                                hessian=fit.warm_hessian if reuse else None)
-        sc = self._utility.score(scorer, questions, self.refine if refine is None else refine)
+        sc = self._utility.score(scorer, questions, self.refine if refine is None else refine,
+                                 kinds)
         # Keep the base Hessian the round used: the next warm refit from that MAP
         # starts from it.
         if sc.hessian is not None:
@@ -374,59 +461,53 @@ class Elicitor:
         return sc
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
-        """A round's pool of questions, as rows (capped, with a warning, at the pairs left):
-        the pool the sequential strategy scores
+        """A round's pool of questions, as rows (capped, with a warning, at the questions
+        left): the pool the sequential strategy scores
         (:func:`~elicit.elicitation.strategies.round_pool`)."""
         allowed = self._allowed()
         self._warn_if_pool_capped(allowed)
-        return self.question_rows[round_pool(self, allowed, rng)]
+        return self.table.rows(round_pool(self, allowed, rng))
 
-    def _warn_if_pool_capped(self, allowed: np.ndarray) -> None:
+    def _warn_if_pool_capped(self, allowed: QuestionSet) -> None:
         # Only a pool size the user chose is worth a warning; the default is capped silently.
-        if not self._pool_explicit or self.questions == "relevance":
+        if not self._pool_explicit:
             return
-        n = len(allowed)
-        if self.questions == "both":
-            n -= int(is_feature_row(self.question_rows[allowed]).sum())
-        if self.pool_size > n:
-            warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
-                          f"pairs; using {n}", stacklevel=3)
+        for kind, members in allowed.by_kind():
+            n = len(members)
+            if kind.pool == "sample" and self.pool_size > n:
+                warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
+                              f"{kind.plural}; using {n}", stacklevel=3)
 
-    def _allowed(self, exclude: Iterable[tuple] | None = None) -> np.ndarray:
-        """Indices of the questions that may be asked: open (:meth:`unasked`) and not in
+    def _allowed(self, exclude: Iterable | None = None) -> QuestionSet:
+        """The questions that may be asked: open (:meth:`open_questions`) and not in
         ``exclude``."""
-        ok = self.open_mask()
-        if exclude is not None:
-            for q in exclude:
-                ok[self._question_index(*q)] = False
-            if not ok.any():
-                raise ElicitError(f"every unasked {self._noun} is excluded; nothing is left "
-                                  "to ask")
-        return np.flatnonzero(ok)
+        ok = self.open_questions(exclude)
+        if exclude is not None and len(ok) == 0:
+            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
+        return ok
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
         """The questions ranked by expected gain at the no-feedback MAP.
 
-        With pair questions only, every candidate pair. With feature questions, the first
-        round's pool (:func:`~elicit.elicitation.strategies.round_pool`: every feature
-        question and ``pool_size`` pairs), drawn with ``rng`` (default: a fixed seed,
-        :data:`RANKING_POOL_SEED`) among all questions. Computed once and cached until
+        With one kind of question, every question of the table. With several, the first
+        round's pool (:func:`~elicit.elicitation.strategies.round_pool`: every question of a
+        kind about one feature and ``pool_size`` pairs), drawn with ``rng`` (default: a fixed
+        seed, :data:`RANKING_POOL_SEED`) among all questions. Computed once and cached until
         :meth:`reset`; it does not depend on the answers, so it can also be made after some
         (a resumed session does).
         """
         if self._ranking is None:
-            if self.questions == "pairs":
-                sc = self._score(self.base, self.initial_fit, self.candidates)
-                self._ranking = Ranking.from_scores(sc, np.arange(len(self.candidates)))
+            if len(self.kinds) == 1:
+                pool = np.arange(len(self.table), dtype=np.int64)
             else:
                 rng = np.random.default_rng(RANKING_POOL_SEED) if rng is None else rng
-                pool = round_pool(self, np.arange(len(self.question_rows)), rng)
-                sc = self._score(self.base, self.initial_fit, self.question_rows[pool])
-                self._ranking = Ranking.from_scores(sc, pool)
+                pool = round_pool(self, self.table.everything(), rng)
+            sc = self._score(self.base, self.initial_fit, pool)
+            self._ranking = Ranking.from_scores(sc, pool)
         return self._ranking
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
-                   exclude: Iterable[tuple] | None = None) -> Query:
+                   exclude: Iterable | None = None) -> Query:
         """The next question to ask under ``strategy``.
 
         Parameters
@@ -439,13 +520,14 @@ class Elicitor:
             The random stream of the round.
         exclude
             Questions not to ask now (for example those an expert skipped): pairs ``(i, j)``,
-            feature questions ``(k, None)``.
+            questions about one feature ``(k, None)``, either as ``(kind, i, j)`` or a
+            :class:`Query`.
 
         Returns
         -------
         Query
-            A pair question (``q.kind == "pair"``, features ``q.i`` and ``q.j``) or a feature
-            question (``q.kind == "feature"``, feature ``q.i``, ``q.j`` None).
+            The question: its kind (``q.kind``, e.g. ``"pairs"``), its features ``q.i`` and
+            ``q.j`` (``q.j`` None for a question about one feature).
 
         Raises
         ------
@@ -461,7 +543,7 @@ class Elicitor:
         return choose(strategy, self, allowed, rng)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
-                   exclude: Iterable[tuple] | None = None) -> list[Query]:
+                   exclude: Iterable | None = None) -> list[Query]:
         """``k`` questions to ask together under ``strategy``, best first.
 
         The questions share no feature where possible (see
@@ -475,10 +557,10 @@ class Elicitor:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
         return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))
 
-    def _allowed_for(self, strategy: str, exclude) -> np.ndarray:
+    def _allowed_for(self, strategy: str, exclude) -> QuestionSet:
         needs_ranking = get_strategy(strategy).needs_ranking   # an unknown name fails first
-        if not self.open_mask().any():
-            raise ElicitError(f"every candidate {self._noun} has been asked")
+        if len(self.open_questions()) == 0:
+            raise ElicitError(f"every candidate {self.noun} has been asked")
         allowed = self._allowed(exclude)
         if needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
@@ -493,6 +575,29 @@ class Elicitor:
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
         return self.posterior().predict_mean(X_new)
+
+
+def _said(answer: object) -> Answer | None:
+    """The answer ``answer`` names by its word (which tells its kind), None for another value
+    (a number means an outcome of whichever kind is asked) or a word of no answer."""
+    if isinstance(answer, Answer):
+        return answer
+    if isinstance(answer, str):
+        try:
+            return Answer.parse(answer)
+        except ElicitError:
+            return None  # parsed again once the kind is known, for the kind's own message
+    return None
+
+
+def _unpack(question) -> tuple[str | None, object, object]:
+    """``(kind or None, i, j)`` of a question given as a :class:`Query`, ``(i, j, ...)`` or
+    ``(kind, i, j, ...)``."""
+    if isinstance(question, Query):
+        return question.kind, question.i, question.j
+    if len(question) >= 3 and isinstance(question[0], str):
+        return question[0], question[1], question[2]
+    return None, question[0], question[1]
 
 
 def _check_pairs(pairs, p: int) -> np.ndarray:

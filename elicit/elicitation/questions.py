@@ -1,50 +1,37 @@
-"""The two kinds of question an elicitation asks, and how they are written down.
+"""A question, and how it is written down.
 
-* A **pair question**, the paper's: "do features i and j affect the outcome in the same way?"
-  (answers similar / dissimilar / don't know).
-* A **feature question**: "does feature k affect the outcome?" (answers relevant /
-  irrelevant / don't know). It needs a model with relevance classes (``model="relevance"``).
+A question is of one registered kind (:mod:`elicit.elicitation.kinds`): the paper's pair
+question "do features i and j affect the outcome in the same way?", the feature question
+"does feature k affect the outcome?", or one registered later. ``questions=`` says which kinds
+an elicitation asks (:func:`~elicit.elicitation.kinds.parse_questions`).
 
-``questions="pairs" | "relevance" | "both"`` (:data:`QUESTIONS`) says which kinds an
-elicitation asks; ``"pairs"`` is the paper's.
-
-In arrays a question is a row ``(i, j)``: a pair with ``i < j``, or a feature question
-``(k, NO_FEATURE)``. Public objects (:class:`Query`, the answer tuples ``(i, j, answer)``
-of :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) write the missing second
-feature as ``None``; both spellings are accepted where a question is given.
+In arrays a question is a row ``(i, j)``: a pair with ``i < j``, or a question about one
+feature ``(k, NO_FEATURE)``. Public objects (:class:`Query`, the answer tuples ``(i, j,
+answer)`` of :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) write the missing
+second feature as ``None``; both spellings are accepted where a question is given. A
+:class:`Query` also names its kind, which tells two kinds about one feature apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from elicit.errors import ElicitError
 
-#: which kinds of question an elicitation asks (``Elicitor(questions=...)``); "pairs" is the
-#: paper's and the default
-QUESTIONS: tuple[str, ...] = ("pairs", "relevance", "both")
-#: the second entry of a feature question's row in a question array
+#: the second entry of a one-feature question's row in a question array
 NO_FEATURE = -1
-
-Kind = Literal["pair", "feature"]
-
-
-def check_questions(questions: str) -> str:
-    """``questions`` if it is one of :data:`QUESTIONS`, else a one-line error."""
-    if isinstance(questions, str) and questions in QUESTIONS:
-        return questions
-    raise ElicitError(f"questions must be one of {', '.join(QUESTIONS)}, got {questions!r}")
 
 
 @dataclass(frozen=True)
 class Query:
     """A question to ask, and its expected information gain.
 
-    A pair question names features ``i`` and ``j``; a feature question names one feature,
-    ``i``, and has ``j = None`` (:meth:`feature_question`).
+    A pair question names features ``i`` and ``j``; a question about one feature names
+    ``i`` and has ``j = None`` (:meth:`feature_question`). ``kind`` is the name of its
+    registered kind; left out, it is the kind of the question's arity when only one is
+    registered (``"pairs"`` for two features, ``"relevance"`` for one).
 
     ``expected_gain`` is None for the random strategy; ``exact_gain`` is True when the gain is
     an exact refit value (or, for the ``params`` target, the Laplace-approximation value) and
@@ -55,28 +42,34 @@ class Query:
     j: int | None
     expected_gain: float | None = None
     exact_gain: bool = False
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        from elicit.elicitation.kinds import get_kind, kind_for
+
+        kind = get_kind(self.kind) if self.kind else kind_for(self.i, self.j)
+        if kind.arity != len(self.features):
+            raise ElicitError(f"a question of kind {kind.name!r} is about {kind.arity} "
+                              f"feature(s), not ({self.i}, {self.j})")
+        object.__setattr__(self, "kind", kind.name)
 
     @classmethod
     def feature_question(cls, k: int, expected_gain: float | None = None,
-                         exact_gain: bool = False) -> Query:
-        """The question "does feature ``k`` affect the outcome?"."""
-        return cls(int(k), None, expected_gain, exact_gain)
+                         exact_gain: bool = False, kind: str = "") -> Query:
+        """The question about feature ``k`` (by default "does feature ``k`` affect the
+        outcome?")."""
+        return cls(int(k), None, expected_gain, exact_gain, kind)
 
     @classmethod
-    def of_row(cls, row, gain=None, exact=False) -> Query:
+    def of_row(cls, row, gain=None, exact=False, kind: str = "") -> Query:
         """The query of a question row ``(i, j)`` or ``(k, NO_FEATURE)``."""
         i, j = int(row[0]), int(row[1])
         return cls(i, None if j == NO_FEATURE else j, None if gain is None else float(gain),
-                   bool(exact))
-
-    @property
-    def kind(self) -> Kind:
-        """``"pair"`` or ``"feature"``."""
-        return "feature" if self.j is None else "pair"
+                   bool(exact), kind)
 
     @property
     def feature(self) -> int:
-        """The feature a feature question asks about."""
+        """The feature a question about one feature asks about."""
         if self.j is not None:
             raise ElicitError(f"({self.i}, {self.j}) is a pair question; it names two features")
         return self.i
@@ -93,7 +86,7 @@ class Query:
 
 
 def question_key(i, j=None) -> tuple[int, int]:
-    """The row of the question ``(i, j)``: a pair sorted ``i < j``, a feature question
+    """The row of the question ``(i, j)``: a pair sorted ``i < j``, a one-feature question
     ``(k, NO_FEATURE)`` for ``j`` None or :data:`NO_FEATURE`. Indices must be integers (a
     one-line error otherwise); whether the question may be asked is the caller's check."""
     try:
@@ -107,23 +100,13 @@ def question_key(i, j=None) -> tuple[int, int]:
     return (min(a, b), max(a, b))
 
 
-def kind_of(row) -> Kind:
-    """The kind of the question row ``(i, j)`` / ``(k, NO_FEATURE)``."""
-    return "feature" if row[1] == NO_FEATURE else "pair"
-
-
 def _index(v) -> int:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError
     return int(v)
 
 
-def is_feature_row(rows: np.ndarray) -> np.ndarray:
-    """Which rows of a question array are feature questions."""
-    return np.asarray(rows).reshape(-1, 2)[:, 1] == NO_FEATURE
-
-
 def feature_rows(features) -> np.ndarray:
-    """Feature questions as rows ``(k, NO_FEATURE)`` of a question array."""
+    """Questions about one feature each as rows ``(k, NO_FEATURE)`` of a question array."""
     k = np.asarray(features, dtype=int).reshape(-1)
     return np.column_stack([k, np.full(len(k), NO_FEATURE)])

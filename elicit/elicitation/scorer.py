@@ -271,8 +271,8 @@ class UtilityScorer:
         pairs
             The candidate pairs.
         utility
-            ``"fast"`` or ``"exact"`` (with ``target``, mapped by :data:`OPTIONS`), the name
-            of a registered utility, or a
+            ``"fast"`` or ``"exact"`` (with ``target``: the pair questions' utility of that
+            mode), the name of a registered utility, or a
             :class:`~elicit.elicitation.utility.PairUtility` object.
         refine
             How many of the screen's best the fast mode re-scores exactly (at most): as many
@@ -288,7 +288,8 @@ class UtilityScorer:
         from elicit.elicitation.utility import PairUtility, UtilityArgs
 
         gain = (utility if isinstance(utility, PairUtility)
-                else UtilityArgs(utility, target, refine).validate())
+                else UtilityArgs(utility, target, refine).validate().only)
+        assert isinstance(gain, PairUtility)
         return gain.score(self, pairs, refine)
 
     def refine_best(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,

@@ -11,20 +11,21 @@ expert called irrelevant):
     computed once, at the no-feedback MAP, and the questions are asked in that ranked order;
 ``sequential``
     a fresh random pool of allowed questions is scored at the current MAP, and the best is
-    asked (pool size ``min(#pairs, 10 p)`` by default; the paper uses 400 on real data).
+    asked (pool size ``min(#pairs, 10 p, 4000)`` by default; the paper uses 400 on real data).
 
-Which questions a round chooses among depends on what the elicitation asks
-(``questions``, :mod:`elicit.elicitation.questions`):
+Which questions a round chooses among depends on the kinds of question asked
+(:mod:`elicit.elicitation.kinds`):
 
-``"pairs"`` (the paper)
-    random draws among all allowed pairs, sequential scores a random pool R_p of
-    ``pool_size`` of them, non-sequential ranks every candidate pair;
-``"relevance"``, ``"both"``
-    a round's *mixed pool* (:func:`round_pool`) is every allowed feature question plus a
-    random sample of ``pool_size`` allowed pairs (none in ``"relevance"``): sequential scores
-    it and asks the best, random draws uniformly from it, non-sequential ranks the first
-    round's pool once, at the no-feedback MAP, and asks down that ranking, skipping what is
-    no longer allowed.
+one kind (the paper: pairs)
+    random draws among all allowed questions, sequential scores a random pool R_p of
+    ``pool_size`` allowed pairs, non-sequential ranks every question;
+several kinds
+    a round's *mixed pool* (:func:`round_pool`) holds, of each kind, a random sample of
+    ``pool_size`` allowed questions (a kind whose ``pool`` is ``"sample"``: pairs) or every
+    allowed one (``"all"``: a kind about one feature): sequential scores it and asks the
+    best, random draws uniformly from it (so that 337 feature questions are not drowned by
+    56,616 pairs), non-sequential ranks the first round's pool once, at the no-feedback MAP,
+    and asks down that ranking, skipping what is no longer allowed.
 
 Each strategy is a small registered object (:class:`Strategy`): its name, its display label,
 whether it reads the no-feedback ranking, whether it draws a pool, and a fixed random-stream
@@ -36,7 +37,7 @@ registered from anywhere (no edit in this package)::
 
     class FirstAllowed(Strategy):
         def choose(self, state, allowed, rng, k):
-            return [Query.of_row(state.question_rows[t]) for t in allowed[:k]]
+            return [state.query(t) for t in allowed[:k]]
 
     register_strategy(FirstAllowed("first", "First allowed", stream_id=10))
 
@@ -57,45 +58,55 @@ questions exactly, so the batch is ranked on exact gains where possible.
 Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
 questions):
 
-* the pool of a round: ``sort(rng.choice(n, size=min(pool_size, n), replace=False))`` over
-  the ``n`` allowed pairs (no draw when there are none);
-* random: with pairs only, ``rng.choice(n, size=k, replace=False)`` over the ``n`` allowed
-  pairs in candidate order, asked in the order drawn; with feature questions the same over
-  the round's mixed pool, drawn first;
+* the pool of a round: for each sampled kind in turn,
+  ``sort(rng.choice(n, size=min(pool_size, n), replace=False))`` over its ``n`` allowed
+  questions in table order (no draw when there are none);
+* random: with one kind, ``rng.choice(n, size=k, replace=False)`` over the ``n`` allowed
+  questions in table order, asked in the order drawn; with several the same over the round's
+  mixed pool, drawn first;
 * sequential: the pool;
-* nonsequential: with pairs only no draws; with feature questions the first round's pool
+* nonsequential: with one kind no draws; with several the first round's pool
   (:meth:`~elicit.elicitation.elicitor.Elicitor.nonsequential_ranking`).
+
+The allowed questions are a :class:`~elicit.elicitation.table.QuestionSet`: table indices that
+are counted and drawn from without being listed (all pairs of 10,000 features are 50 million),
+with the same draws as from the list.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import numpy as np
 
-from elicit.elicitation.questions import NO_FEATURE, Query, is_feature_row
+from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import Scores
+from elicit.elicitation.table import ArraySet, QuestionSet, QuestionTable
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 
+if TYPE_CHECKING:
+    from elicit.elicitation.kinds import QuestionKind
+
 #: the paper's three strategies, in the order of their random-stream ids (the defaults)
 STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
 __all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "ElicitationState", "Query", "Ranking",
-           "Strategy", "choose", "disjoint_greedy", "draw_pool", "get_strategy",
+           "Strategy", "answer_probabilities", "choose", "disjoint_greedy", "draw_pool",
+           "get_strategy",
            "nonsequential_queries", "random_queries", "register_strategy", "round_pool",
            "sequential_queries", "unregister_strategy"]
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Questions best first: their indices into the question table
-    (``state.question_rows``), gains and exactness."""
+    """Questions best first: their indices into the question table (``state.table``),
+    gains and exactness."""
 
     index: np.ndarray
     gain: np.ndarray
@@ -112,13 +123,10 @@ class ElicitationState(Protocol):
     """What a strategy reads of an elicitation (an
     :class:`~elicit.elicitation.elicitor.Elicitor` provides it)."""
 
-    #: the candidate pairs (k x 2)
-    candidates: np.ndarray
-    #: every question that may be asked, as rows: the candidate pairs in pair-only
-    #: elicitations, else the pairs then one ``(k, NO_FEATURE)`` row per feature question
-    question_rows: np.ndarray
-    #: which kinds of question are asked: "pairs", "relevance" or "both"
-    questions: str
+    #: every question that may be asked, by index (:mod:`elicit.elicitation.table`)
+    table: QuestionTable
+    #: the kinds of question asked (:mod:`elicit.elicitation.kinds`)
+    kinds: tuple[QuestionKind, ...]
     data: ModelData
     fit: MAPResult
     engine: Engine
@@ -128,9 +136,13 @@ class ElicitationState(Protocol):
     target: str
     pool_size: int
 
+    def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
+        """The question at table index ``index``."""
+        ...
+
     def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected gains of the question rows ``questions`` at the current MAP (refining
-        ``refine`` of them, by default the state's own ``refine``)."""
+        """Expected gains of the questions ``questions`` (table indices) at the current MAP
+        (refining ``refine`` of them, by default the state's own ``refine``)."""
         ...
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
@@ -160,6 +172,11 @@ class Strategy(ABC):
     draws_pool
         Whether it scores a random pool of ``state.pool_size`` pairs (``Elicitor.next_query``
         warns when a pool size the user chose exceeds the allowed pairs).
+
+    A strategy that scores or ranks questions reads the kinds' API, whatever the kinds
+    asked: ``state.score(index)`` (expected gains), ``state.query(index)`` (the question),
+    and the kinds' :meth:`~elicit.elicitation.kinds.QuestionKind.answer_probability`
+    through :func:`answer_probabilities`.
     """
 
     name: str
@@ -169,7 +186,7 @@ class Strategy(ABC):
     draws_pool: bool = False
 
     @abstractmethod
-    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``).
 
@@ -178,8 +195,9 @@ class Strategy(ABC):
         state
             The elicitation state (questions, data, MAP, scoring).
         allowed
-            Increasing indices into ``state.question_rows`` of the questions that may be
-            asked (with pair questions only, the rows are ``state.candidates``).
+            The questions that may be asked: increasing table indices
+            (:class:`~elicit.elicitation.table.QuestionSet`, which reads like an array of
+            them: ``len``, ``allowed[t]``, ``np.asarray``).
         rng
             The strategy's random stream; a seed must keep asking the same questions.
         k
@@ -189,31 +207,32 @@ class Strategy(ABC):
 
 @dataclass(frozen=True)
 class RandomStrategy(Strategy):
-    """Uniformly random allowed questions (:func:`random_queries`): among all allowed pairs,
-    or, with feature questions, among the round's mixed pool (:func:`round_pool`)."""
+    """Uniformly random allowed questions (:func:`random_queries`): among all allowed
+    questions of the one kind asked, or, with several kinds, among the round's mixed pool
+    (:func:`round_pool`)."""
 
-    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        if state.questions != "pairs":
-            allowed = round_pool(state, allowed, rng)
-        return random_queries(state.question_rows, allowed, rng, k)
+        among: QuestionSet | np.ndarray = allowed
+        if len(state.kinds) > 1:
+            among = round_pool(state, allowed, rng)
+        return random_queries(state, among, rng, k)
 
 
 @dataclass(frozen=True)
 class NonSequentialStrategy(Strategy):
     """The no-feedback ranking, asked in order (:func:`nonsequential_queries`)."""
 
-    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        return nonsequential_queries(state.question_rows, state.nonsequential_ranking(rng),
-                                     allowed, k)
+        return nonsequential_queries(state, state.nonsequential_ranking(rng), allowed, k)
 
 
 @dataclass(frozen=True)
 class SequentialStrategy(Strategy):
     """The best of a fresh random pool, scored at the current MAP (:func:`sequential_queries`)."""
 
-    def choose(self, state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         return sequential_queries(state, allowed, rng, k)
 
@@ -271,7 +290,7 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
     "sequential", "Sequential", stream_id=2, draws_pool=True))
 
 
-def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
+def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
     """The questions to ask next under ``strategy``, best first.
 
@@ -283,7 +302,8 @@ def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
     state
         The elicitation state the strategy reads.
     allowed
-        Increasing indices into ``state.question_rows`` of the questions that may be asked.
+        The questions that may be asked, as increasing table indices (a
+        :class:`~elicit.elicitation.table.QuestionSet` or an array).
     rng
         The random stream (see the module docstring for what each strategy draws).
     k
@@ -296,65 +316,85 @@ def choose(strategy: str, state: ElicitationState, allowed: np.ndarray,
         ``min(k, len(allowed))`` questions.
     """
     chosen = get_strategy(strategy)
-    allowed = np.asarray(allowed, dtype=np.int64)
+    if not isinstance(allowed, QuestionSet):
+        allowed = _as_set(state, np.asarray(allowed, dtype=np.int64))
     if len(allowed) == 0:
         raise ElicitError("no question is left to ask")
     k = min(int(k), len(allowed))
     return chosen.choose(state, allowed, rng, k)
 
 
-def random_queries(rows: np.ndarray, allowed: np.ndarray, rng: np.random.Generator,
-                   k: int) -> list[Query]:
-    """``k`` distinct questions of ``allowed`` (indices into the question ``rows``) drawn
-    uniformly, in the order drawn."""
+def random_queries(state: ElicitationState, allowed: QuestionSet | np.ndarray,
+                   rng: np.random.Generator, k: int) -> list[Query]:
+    """``k`` distinct questions of ``allowed`` (table indices) drawn uniformly, in the order
+    drawn."""
     # With k = 1 this consumes rng exactly as rng.choice(n) does (NumPy's sampler without
     # replacement draws one bounded integer, as integers(0, n) does), so asking one question
     # at a time and asking a batch of one give the same question.
     drawn = rng.choice(len(allowed), size=k, replace=False)
-    return [Query.of_row(rows[allowed[t]]) for t in drawn]
+    return [state.query(int(allowed[int(t)])) for t in drawn]
 
 
-def draw_pool(allowed: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
+              rng: np.random.Generator) -> np.ndarray:
     """``min(size, len(allowed))`` of the ``allowed`` indices, uniformly without replacement,
     in increasing order (the sequential strategy's pool R_p)."""
     size = min(int(size), len(allowed))
-    return allowed[np.sort(rng.choice(len(allowed), size=size, replace=False))]
+    return np.asarray(allowed[np.sort(rng.choice(len(allowed), size=size, replace=False))],
+                      dtype=np.int64)
 
 
-def round_pool(state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
+def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
-    """The questions one round chooses among, as increasing indices into
-    ``state.question_rows``.
+    """The questions one round chooses among, as increasing table indices.
 
-    With pair questions only, a random pool R_p of ``state.pool_size`` allowed pairs
-    (:func:`draw_pool`, the paper's). With feature questions, the *mixed pool*: every allowed
-    feature question plus such a pool of the allowed pairs (no draw when no pair is allowed,
-    as when only feature questions are asked).
+    Of each kind in the table's order: a random pool of ``state.pool_size`` of its allowed
+    questions (:func:`draw_pool`; a kind whose ``pool`` is ``"sample"``, the paper's R_p of
+    pairs; no draw when none is allowed) or every allowed one (``"all"``).
     """
-    if state.questions == "pairs":
-        return draw_pool(allowed, state.pool_size, rng)
-    feature = is_feature_row(state.question_rows[allowed])
-    pairs = allowed[~feature]
-    drawn = draw_pool(pairs, state.pool_size, rng) if len(pairs) else pairs
-    return np.sort(np.concatenate([drawn, allowed[feature]]))
+    parts = []
+    for kind, members in allowed.by_kind():
+        if len(members) == 0:
+            continue
+        parts.append(draw_pool(members, state.pool_size, rng) if kind.pool == "sample"
+                     else members.indices())
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
-def sequential_queries(state: ElicitationState, allowed: np.ndarray, rng: np.random.Generator,
-                       k: int) -> list[Query]:
+def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.ndarray:
+    """The model's probability of each question's first answer (similar, relevant, ...) at
+    the current MAP, each from its kind
+    (:meth:`~elicit.elicitation.kinds.QuestionKind.answer_probability`); ``questions`` are
+    table indices."""
+    from elicit.elicitation.utility import ScoringRound, UtilityScorer
+
+    index = np.asarray(questions, dtype=np.int64).reshape(-1)
+    round_ = ScoringRound(UtilityScorer(state.data, state.fit, state.engine))
+    seg = state.table.segment_of(index)
+    out = np.empty(len(index))
+    for s, segment in enumerate(state.table.segments):
+        here = seg == s
+        if here.any():
+            out[here] = segment.kind.answer_probability(
+                round_, state.table.rows(index[here]))
+    return out
+
+
+def sequential_queries(state: ElicitationState, allowed: QuestionSet,
+                       rng: np.random.Generator, k: int) -> list[Query]:
     """The best ``k`` questions of a fresh random pool (:func:`round_pool`), scored at the
     current MAP."""
-    pool = state.question_rows[round_pool(state, allowed, rng)]
+    pool = round_pool(state, allowed, rng)
     # Rank a batch on exact gains where possible: refine at least two per question.
     scores = state.score(pool, refine=None if k == 1 else max(state.refine, 2 * k))
     picked = disjoint_greedy(scores.questions, scores.ranking(), k)
-    return [Query.of_row(scores.questions[t], scores.utility[t], scores.exact[t])
-            for t in picked]
+    return [state.query(int(pool[t]), scores.utility[t], scores.exact[t]) for t in picked]
 
 
-def nonsequential_queries(rows: np.ndarray, ranking: Ranking, allowed: np.ndarray,
-                          k: int) -> list[Query]:
+def nonsequential_queries(state: ElicitationState, ranking: Ranking,
+                          allowed: QuestionSet, k: int) -> list[Query]:
     """The first ``k`` allowed questions of the no-feedback ranking (feature-disjoint if
-    k > 1); ``rows`` is the question table the ranking indexes.
+    k > 1).
 
     Raises
     ------
@@ -362,15 +402,14 @@ def nonsequential_queries(rows: np.ndarray, ranking: Ranking, allowed: np.ndarra
         When no question of the ranking is allowed any more (a mixed elicitation ranks only
         its first round's pool).
     """
-    keep = np.isin(ranking.index, allowed)
+    keep = allowed.contains(ranking.index)
     if not keep.any():
         raise ElicitError(f"every question of the non-sequential ranking has been asked (it "
                           f"ranks the {len(ranking.index)} questions of the first round's "
                           "pool); continue with another strategy")
     index, gain, exact = ranking.index[keep], ranking.gain[keep], ranking.exact[keep]
-    questions = rows[index]
-    picked = disjoint_greedy(questions, np.arange(len(index)), k)
-    return [Query.of_row(questions[t], gain[t], exact[t]) for t in picked]
+    picked = disjoint_greedy(state.table.rows(index), np.arange(len(index)), k)
+    return [state.query(int(index[t]), gain[t], exact[t]) for t in picked]
 
 
 def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[int]:
@@ -394,3 +433,10 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
         if int(t) not in picked:
             picked.append(int(t))
     return picked
+
+
+def _as_set(state: ElicitationState, index: np.ndarray) -> QuestionSet:
+    """Table indices given as an array, as a :class:`QuestionSet` of the state's table."""
+    seg = state.table.segment_of(index)
+    return QuestionSet(state.table, [ArraySet(np.sort(index[seg == s]) - state.table.offsets[s])
+                                     for s in range(len(state.table.segments))])

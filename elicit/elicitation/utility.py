@@ -22,12 +22,12 @@ name                   target      what it scores
 =====================  ==========  ======================================================
 
 The user-facing options ``utility="fast" | "exact"``, ``target="predictive" | "params"`` and
-``questions="pairs" | "relevance" | "both"`` (``Elicitor``, ``--utility``,
-``--utility-target``, ``--questions``) name them through :data:`OPTIONS` and
-:data:`FEATURE_OPTIONS`, and :meth:`UtilityArgs.validate` is the one place they are checked.
-In the paper's models (pair questions only) it returns the named :class:`PairUtility`; in a
-model with relevance classes, a :class:`QuestionUtility`: the pair and feature utilities of
-the mode on one scale, a pair's gain weighted by the chance that the expert can answer it
+``questions=`` (``Elicitor``, ``--utility``, ``--utility-target``, ``--questions``) name them:
+each kind of question asked (:mod:`elicit.elicitation.kinds`) names its utility of each mode
+and target (:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`), and
+:meth:`UtilityArgs.validate` is the one place they are checked. It returns a
+:class:`QuestionUtility`: the utilities of the kinds asked, on one scale; in a model with
+relevance classes a pair's gain is weighted by the chance that the expert can answer it
 (:mod:`elicit.elicitation.features`).
 
 Two *targets* say what the gain is about:
@@ -52,16 +52,25 @@ where the modes are described), that of feature questions by its
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 import numpy as np
 
+from elicit.elicitation.kinds import (
+    KINDS,
+    PAPER_QUESTIONS,
+    QuestionKind,
+    get_kind,
+    kind_for,
+    kinds_of,
+    spell_questions,
+)
 from elicit.elicitation.quadrature import bald_gain  # noqa: F401  (re-exported)
-from elicit.elicitation.questions import check_questions, feature_rows, is_feature_row
+from elicit.elicitation.questions import NO_FEATURE, feature_rows  # noqa: F401
 from elicit.elicitation.scorer import (  # noqa: F401  (re-exported: the scoring pieces)
     Scores,
     UtilityScorer,
@@ -82,14 +91,6 @@ if TYPE_CHECKING:
 MODES: tuple[str, ...] = ("fast", "exact")
 #: the user-facing utility targets (``Elicitor(target=...)``, ``--utility-target``)
 TARGETS: tuple[str, ...] = ("predictive", "params")
-#: the one place the user-facing options meet the registered utilities:
-#: (mode, target) -> the name in :data:`UTILITIES` (the params target has no modes)
-OPTIONS: Mapping[tuple[str, str], str] = MappingProxyType({
-    ("fast", "predictive"): "predictive-fast",
-    ("exact", "predictive"): "predictive-exact",
-    ("fast", "params"): "params-bald",
-    ("exact", "params"): "params-bald",
-})
 
 
 # -- the registered utilities ----------------------------------------------------------------
@@ -118,7 +119,7 @@ class Utility(ABC):
     target: str
     custom_stan_refusal: str | None = None
 
-    #: what the candidates are: "pairs" or "samples"
+    #: what the candidates are: "pair questions", "feature questions" or "samples"
     candidates: ClassVar[str] = ""
 
 
@@ -126,7 +127,7 @@ class Utility(ABC):
 class PairUtility(Utility):
     """A utility of questions about feature pairs, scored at one MAP."""
 
-    candidates: ClassVar[str] = "pairs"
+    candidates: ClassVar[str] = "pair questions"
 
     @abstractmethod
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
@@ -173,7 +174,7 @@ class FeatureUtility(Utility):
     """A utility of feature questions ("does feature k affect the outcome?"), scored at one
     MAP of a model with relevance classes (:mod:`elicit.elicitation.features`)."""
 
-    candidates: ClassVar[str] = "features"
+    candidates: ClassVar[str] = "feature questions"
 
     @abstractmethod
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
@@ -346,74 +347,101 @@ RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive
                                                   _RELEVANCE_NOTE))
 
 
+def model_has_relevance(model: str) -> bool:
+    """Whether the named model has relevance classes (and so can take feature questions)."""
+    return bool(get_model(model).relevance)
+
+
+class ScoringRound:
+    """One round's scoring pieces, shared by the kinds of question it scores: the round's
+    :class:`~elicit.elicitation.scorer.UtilityScorer` and, in a model with relevance classes,
+    its :class:`~elicit.elicitation.features.FeatureScorer` (made when first asked for)."""
+
+    def __init__(self, scorer: UtilityScorer) -> None:
+        self.scorer = scorer
+
+    @cached_property
+    def relevance(self) -> FeatureScorer | None:
+        """The relevance model's pieces (p(relevant), a pair's chance of being answerable);
+        None for a model without relevance classes."""
+        if not model_has_relevance(self.scorer.data.hyper.model):
+            return None
+        # the relevance model's numerics: imported when asked for
+        from elicit.elicitation.features import FeatureScorer
+
+        return FeatureScorer(self.scorer)
+
+
 @dataclass(frozen=True)
 class QuestionUtility:
-    """The one utility of an elicitation in a model with relevance classes: pair and feature
-    questions on one scale (the expected KL of the predictive), compared directly.
+    """The one utility of an elicitation: the registered utility of each kind of question it
+    asks, all on one scale (the expected KL of the predictive, or the params target's
+    information), compared directly.
 
-    Not registered itself: it composes a registered :class:`PairUtility` (``pairs``; None
-    when no pair is asked) and a registered :class:`FeatureUtility` (``features``; None when
-    no feature question is asked). A pair's gain is weighted by the probability that the
-    expert can answer it, ``r_i r_j``
-    (:meth:`~elicit.elicitation.features.FeatureScorer.answerable`).
-    :meth:`UtilityArgs.validate` builds it.
+    Not registered itself: :meth:`UtilityArgs.validate` builds it from the kinds' utilities
+    (:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`). The kinds are scored in
+    their order (:attr:`~elicit.elicitation.kinds.QuestionKind.order`), each told the best
+    exact gain of those before it.
     """
 
-    pairs: PairUtility | None
-    features: FeatureUtility | None
+    parts: tuple[tuple[QuestionKind, Utility], ...]
 
     @property
     def name(self) -> str:
-        return " + ".join(u.name for u in (self.pairs, self.features) if u is not None)
+        return " + ".join(u.name for _, u in self.parts)
 
-    def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10) -> Scores:
-        """Expected utilities of the question rows ``questions`` (pairs ``(i, j)``, feature
-        questions ``(k, NO_FEATURE)``), each kind refining up to ``refine`` of its own."""
-        # the feature pieces need the relevance model's numerics: imported when asked for
-        from elicit.elicitation.features import FeatureScorer
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The names of the kinds it scores."""
+        return tuple(k.name for k, _ in self.parts)
 
+    def part(self, kind: str | QuestionKind) -> Utility:
+        """The utility that scores ``kind``."""
+        name = get_kind(kind).name
+        for k, u in self.parts:
+            if k.name == name:
+                return u
+        raise ElicitError(f"this utility scores no {get_kind(kind).label}")
+
+    @property
+    def only(self) -> Utility:
+        """The utility of the one kind scored (pair questions, in the paper)."""
+        if len(self.parts) != 1:
+            raise ElicitError(f"this utility scores {len(self.parts)} kinds of question")
+        return self.parts[0][1]
+
+    def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10,
+              kinds: Sequence[str] | np.ndarray | None = None) -> Scores:
+        """Expected utilities of the question rows ``questions`` (pairs ``(i, j)``, questions
+        about one feature ``(k, NO_FEATURE)``), each kind refining up to ``refine`` of its own.
+
+        ``kinds`` names the kind of each row; by default it is told by the row's arity (one
+        kind per arity must be scored then).
+        """
         rows = np.asarray(questions, dtype=int).reshape(-1, 2)
-        feature = is_feature_row(rows)
-        fs = FeatureScorer(scorer)
+        if kinds is None:
+            kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]
+        kind_of = np.asarray(kinds, dtype=object).reshape(-1)
+        if len(kind_of) != len(rows):
+            raise ElicitError(f"{len(kind_of)} kinds for {len(rows)} questions")
+        unknown = set(kind_of.tolist()) - set(self.kinds)
+        if unknown:
+            raise ElicitError(f"this utility scores no {get_kind(sorted(unknown)[0]).label}")
+        round_ = ScoringRound(scorer)
         u = np.zeros(len(rows))
         exact = np.zeros(len(rows), bool)
         p = np.zeros(len(rows))
-        # the feature questions first: the best exact gain among them is what a pair must
-        # reach to be chosen (PairUtility.score_beside)
-        features = self._features(fs, rows[feature, 0], refine)
-        reach = (float(np.max(features.utility[features.exact]))
-                 if features is not None and features.exact.any() else -np.inf)
-        for mask, part in ((feature, features),
-                           (~feature, self._pairs(scorer, fs, rows[~feature], refine, reach))):
-            if part is not None:
-                u[mask], exact[mask], p[mask] = part.utility, part.exact, part.p_answer
+        # what a kind scored later must reach to be chosen (PairUtility.score_beside)
+        reach = -np.inf
+        for kind, utility in self.parts:
+            mask = kind_of == kind.name
+            if not mask.any():
+                continue
+            part = kind.score(utility, round_, rows[mask], refine, reach)
+            u[mask], exact[mask], p[mask] = part.utility, part.exact, part.p_answer
+            if part.exact.any():
+                reach = max(reach, float(np.max(part.utility[part.exact])))
         return Scores(rows, u, exact, p, scorer.computed_hessian)
-
-    def _features(self, fs: FeatureScorer, features: np.ndarray, refine: int) -> Scores | None:
-        if len(features) == 0:
-            return None
-        if self.features is None:
-            raise ElicitError("this utility scores no feature questions")
-        return self.features.score(fs, features, refine)
-
-    def _pairs(self, scorer: UtilityScorer, fs: FeatureScorer, pairs: np.ndarray,
-               refine: int, reach: float) -> Scores | None:
-        if len(pairs) == 0:
-            return None
-        if self.pairs is None:
-            raise ElicitError("this utility scores no pair questions")
-        return self.pairs.score_beside(scorer, pairs, refine, fs.answerable(pairs), reach)
-
-
-# -- the user-facing options -----------------------------------------------------------------
-#: the feature utility of each mode (``utility="fast" | "exact"`` with feature questions)
-FEATURE_OPTIONS: Mapping[str, str] = MappingProxyType({"fast": "relevance-fast",
-                                                       "exact": "relevance-exact"})
-
-
-def model_has_relevance(model: str) -> bool:
-    """Whether the named model has relevance classes (and so can take feature questions)."""
-    return bool(getattr(get_model(model), "relevance", False))
 
 
 @dataclass(frozen=True)
@@ -426,9 +454,9 @@ class UtilityArgs:
     Parameters
     ----------
     utility
-        ``"fast"`` or ``"exact"`` (the mode of the ``target``), or the name of a registered
-        :class:`PairUtility` or :class:`FeatureUtility` (the other kind, if asked, then takes
-        the ``fast`` mode's).
+        ``"fast"`` or ``"exact"`` (the mode of the ``target``: each kind of question's own
+        utility of that mode), or the name of a registered utility of a kind asked (the
+        other kinds then take the ``fast`` mode's).
     target
         ``"predictive"`` or ``"params"``; with a registered name it must be the default
         ``"predictive"`` or that utility's own target.
@@ -437,88 +465,85 @@ class UtilityArgs:
     stan_file
         The custom Stan program in use, if any.
     questions
-        Which questions are asked: ``"pairs"`` (the paper), ``"relevance"`` or ``"both"``
-        (:data:`~elicit.elicitation.questions.QUESTIONS`).
+        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
+        ``"pairs"`` (the paper), ``"relevance"``, ``"pairs,relevance"``, ...
     model
-        The named model (:mod:`elicit.model.variants`); feature questions need one with
-        relevance classes (``"relevance"``).
+        The named model (:mod:`elicit.model.variants`); a kind may need one (feature questions
+        need relevance classes: ``"relevance"``).
     """
 
     utility: str = "fast"
     target: str = "predictive"
     refine: int = 10
     stan_file: str | Path | None = None
-    questions: str = "pairs"
+    questions: object = PAPER_QUESTIONS
     model: str = PAPER
 
-    def validate(self) -> PairUtility | QuestionUtility:
+    def validate(self) -> QuestionUtility:
         """Check the settings and return the utility that scores the questions.
-
-        That is the named :class:`PairUtility` for pair questions in a model without
-        relevance classes (the paper's case), else a :class:`QuestionUtility` of the pair and
-        feature utilities the settings name.
 
         Raises
         ------
         ElicitError
-            One line for an unknown target, utility, question kind or model, a utility that
-            does not score the questions asked, a target that contradicts a named utility's,
-            feature questions without a relevance model or with the params target, a
-            negative ``refine``, or a utility that cannot serve a custom Stan file.
+            One line for an unknown target, utility, kind of question or model, a model a
+            kind asked cannot take, a utility that scores no kind asked, a target that
+            contradicts a named utility's or that a kind asked has no utility of, a negative
+            ``refine``, or a utility that cannot serve a custom Stan file.
         """
-        utility, target, questions = self.utility, self.target, self.questions
+        utility, target = self.utility, self.target
         if target not in TARGETS:
             raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, "
                               f"got {target!r}")
-        check_questions(questions)
-        relevance = model_has_relevance(self.model)
-        if questions != "pairs" and not relevance:
-            raise ElicitError(f"questions={questions!r} asks feature questions, which need a "
-                              f"model with relevance classes: use model='relevance' (the "
-                              f"model is {self.model!r})")
-        if questions != "pairs" and target != "predictive":
-            raise ElicitError(f"the {target!r} utility target scores pair questions only; use "
-                              f"target='predictive' with questions={questions!r}")
+        kinds = kinds_of(self.questions)
+        spelled = spell_questions(kinds)
+        get_model(self.model)
+        for kind in kinds:
+            why = kind.model_refusal(self.model)
+            if why is not None:
+                raise ElicitError(f"questions={spelled!r} asks {kind.label}, which {why}")
+        chosen: Utility | None = None
         if isinstance(utility, str) and utility in MODES:
-            chosen = UTILITIES[OPTIONS[utility, target]]
+            mode = utility
         elif isinstance(utility, str) and utility in UTILITIES:
-            chosen = UTILITIES[utility]
+            chosen, mode = UTILITIES[utility], "fast"
             if target not in ("predictive", chosen.target):
                 raise ElicitError(f"utility {utility!r} is about {chosen.target!r}, not "
                                   f"{target!r}; leave the target out or use utility='fast' "
                                   "or 'exact'")
         else:
             others = [n for n, u in UTILITIES.items()
-                      if isinstance(u, (PairUtility, FeatureUtility))]
+                      if any(k.takes(u) for k in KINDS.values())]
             raise ElicitError(f"utility must be 'fast' or 'exact' (or a registered utility: "
                               f"{', '.join(others)}), got {utility!r}")
-        if isinstance(chosen, FeatureUtility):
-            if questions == "pairs":
-                raise ElicitError(f"utility {chosen.name!r} scores feature questions; ask "
-                                  "them with questions='relevance' or 'both', or use 'fast' "
-                                  "or 'exact'")
-        elif not isinstance(chosen, PairUtility):
-            raise ElicitError(f"utility {chosen.name!r} scores {chosen.candidates}, not "
-                              "questions about feature pairs; use 'fast' or 'exact'")
-        elif questions == "relevance" and utility not in MODES:
-            raise ElicitError(f"utility {chosen.name!r} scores pair questions, and "
-                              "questions='relevance' asks none; use 'fast' or 'exact', or a "
-                              "feature utility (relevance-fast, relevance-exact)")
+        if chosen is not None and not any(k.takes(chosen) for k in kinds):
+            takers = [k for k in KINDS.values() if k.takes(chosen)]
+            if not takers:
+                raise ElicitError(f"utility {chosen.name!r} scores {chosen.candidates}, not "
+                                  "questions of any kind; use 'fast' or 'exact'")
+            raise ElicitError(f"utility {chosen.name!r} scores "
+                              f"{' and '.join(k.label for k in takers)}, which "
+                              f"questions={spelled!r} does not ask; ask them "
+                              f"(questions={spell_questions([*kinds, *takers])!r}) or use "
+                              "'fast' or 'exact'")
+        parts = []
+        for kind in sorted(kinds, key=lambda k: k.order):
+            if chosen is not None and kind.takes(chosen):
+                parts.append((kind, chosen))
+                continue
+            name = kind.utilities.get((mode, target))
+            if name is None:
+                raise ElicitError(f"the {target!r} utility target does not score "
+                                  f"{kind.label}; use target='predictive' with "
+                                  f"questions={spelled!r}")
+            parts.append((kind, UTILITIES[name]))
         refine = self.refine
         if (isinstance(refine, bool) or not isinstance(refine, (int, np.integer))
                 or refine < 0):
             raise ElicitError(f"refine must be >= 0, got {refine!r}")
-        if self.stan_file is not None and chosen.custom_stan_refusal is not None:
-            raise ElicitError(chosen.custom_stan_refusal)
-        if not relevance:
-            assert isinstance(chosen, PairUtility)
-            return chosen
         if self.stan_file is not None:
-            raise ElicitError(_RELEVANCE_NOTE)
-        mode = utility if utility in MODES else "fast"
-        pairs = (None if questions == "relevance" else
-                 chosen if isinstance(chosen, PairUtility) else UTILITIES[OPTIONS[mode, target]])
-        features = (None if questions == "pairs" else
-                    chosen if isinstance(chosen, FeatureUtility)
-                    else UTILITIES[FEATURE_OPTIONS[mode]])
-        return QuestionUtility(pairs, features)  # type: ignore[arg-type]
+            for _, u in parts:
+                if u.custom_stan_refusal is not None:
+                    raise ElicitError(u.custom_stan_refusal)
+            if model_has_relevance(self.model):
+                raise ElicitError(_RELEVANCE_NOTE)
+        return QuestionUtility(tuple(parts))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.answers import Answer
+from elicit.elicitation.kinds.pairs import PAIRS
 from elicit.errors import ElicitError
 
 Feedback = Iterable[tuple[Any, Any, Any]]
@@ -42,7 +43,7 @@ def resolve_feedback(feedback: Feedback | None, p: int,
             raise ElicitError(f"feedback entry {e} pairs feature {entry[0]!r} with itself; an "
                               "answer is about two different features")
         try:
-            ans = Answer.parse(entry[2])
+            ans = Answer.parse(entry[2], PAIRS)
         except ElicitError as err:
             raise ElicitError(f"feedback entry {e}: {err}") from None
         key = (min(i, j), max(i, j))

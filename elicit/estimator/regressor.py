@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from elicit.data.splits import standardise
 from elicit.elicitation.answers import Answer
+from elicit.elicitation.kinds.relevance import RELEVANCE
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -263,11 +264,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         U = as_float_2d(meta_features, "meta_features")
         answers = list(answers)
         feedback = [a for a in answers if not _is_feature_answer(a)]
-        for word in ("relevant", "irrelevant"):
+        # the relevance answers are the parameters of the same names
+        for answer in RELEVANCE.answers:
             said = [a[0] for a in answers if _is_feature_answer(a)
-                    and Answer.parse(a[2], "feature").value == word]
-            if said and word not in params:
-                params[word] = said
+                    and Answer.parse(a[2], RELEVANCE) is answer]
+            if said and answer.value not in params:
+                params[answer.value] = said
         if feature_names is not None:
             names = [str(n) for n in feature_names]
             if len(names) != U.shape[0]:
@@ -424,7 +426,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                               f"model={self.model!r} has none: drop coupled or choose "
                               "model='known-coupling'")
         if (self.relevant is not None or self.irrelevant is not None) \
-                and not getattr(model, "relevance", False):
+                and not model.relevance:
             raise ElicitError(f"relevant/irrelevant feedback needs the relevance model; "
                               f"model={self.model!r} has no relevance classes: add "
                               "model='relevance'")
@@ -433,7 +435,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
     def _relevance(self, p: int, names: list[str] | None) -> np.ndarray | None:
         """The relevance classes of the relevance model (1 relevant, 0 irrelevant, -1 not
         judged) from ``relevant`` and ``irrelevant``; None for the other models."""
-        if not getattr(get_model(self.model), "relevance", False):
+        if not get_model(self.model).relevance:
             return None
         classes = np.full(p, -1, dtype=int)
         given = {}
@@ -456,14 +458,14 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         the similar/dissimilar answers)."""
         if not get_model(self.model).known_coupling:
             return all_pairs(p)
-        answered = np.array([(i, j) for i, j, a in feedback if a.f is not None],
+        answered = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
                             dtype=int).reshape(-1, 2)
         if self.coupled is None:
             return coupled_candidates(answered)
         J = resolve_features(self.coupled, "coupled", p, names)
         inside = set(J)
         for e, (i, j, a) in enumerate(feedback):
-            if a.f is not None and not {i, j} <= inside:
+            if a.outcome is not None and not {i, j} <= inside:
                 raise ElicitError(f"feedback entry {e} is about a feature outside the "
                                   "coupled set: an answer can only be about features the "
                                   "expert judges (add them to coupled, or leave coupled "
@@ -597,9 +599,9 @@ def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Eng
     (as an Elicitor's answers set them: the threshold prior is resolved at the start without
     them, then the answers of both kinds enter together)."""
     candidates = all_pairs(X.shape[1]) if candidates is None else candidates
-    pairs = np.array([(i, j) for i, j, a in feedback if a.f is not None],
+    pairs = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
                      dtype=int).reshape(-1, 2)
-    f = np.array([a.f for _, _, a in feedback if a.f is not None], dtype=int)
+    f = np.array([a.outcome for _, _, a in feedback if a.outcome is not None], dtype=int)
     if len(f) == 0:
         # xi does not enter the model: the placeholder prior mean saves resolving "auto" (a
         # refit and the weights of all p(p-1)/2 pairs).

@@ -30,6 +30,7 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from elicit.elicitation.kinds import PAPER_QUESTIONS, spell_questions
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 
@@ -46,7 +47,8 @@ TABLE1_DIR = "table1"
 #: sweeps used: an old folder stays valid for a rerun with these values.
 LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
                                      "model": "paper", "utility_target": "predictive",
-                                     "questions": "pairs", "pool": "paper", "irrelevant": 0}
+                                     "questions": spell_questions(PAPER_QUESTIONS),
+                                     "pool": "paper", "irrelevant": 0}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus, a
 #: meta-features file, a Stan program or a folder of problems is compared by its content hash).
 PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")

@@ -29,7 +29,14 @@ import pandas as pd
 from elicit.data.sources import file_sha256
 from elicit.elicitation.answers import ask, check_expert
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.questions import check_questions, kind_of, question_key
+from elicit.elicitation.kinds import (
+    PAPER_QUESTIONS,
+    get_kind,
+    kind_for,
+    model_for,
+    parse_questions,
+    spell_questions,
+)
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import ENGINES, get_engine
@@ -42,18 +49,18 @@ from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, str
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.threads import single_blas_thread
-from elicit.model.variants import PAPER, RELEVANCE_MODEL, get_model
+from elicit.model.variants import PAPER, get_model
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 #: The figure of a sweep's MSE curves (the paper's Fig. 4 on the synthetic data).
 CURVES_FIGURE = "fig4_mse.png"
 
 
-def default_model(questions: str) -> str:
-    """The model a sweep fits when none is named: the paper's for pair questions, the
-    relevance model (:data:`~elicit.model.variants.RELEVANCE_MODEL`, the only one with
-    relevance classes) when feature questions are asked."""
-    return PAPER if check_questions(questions) == "pairs" else RELEVANCE_MODEL
+def default_model(questions: object) -> str:
+    """The model a sweep fits when none is named: the one the kinds asked need
+    (:attr:`~elicit.elicitation.kinds.QuestionKind.model`: the relevance model for feature
+    questions), else the paper's."""
+    return model_for(questions) or PAPER
 
 
 @dataclass(frozen=True)
@@ -65,10 +72,13 @@ class SweepConfig(Recorded):
     (:meth:`~elicit.harness.config.Recorded.to_json`); ``runs``, ``strategies``, ``jobs``,
     ``cluster`` and ``check_engine`` may change between reruns.
 
-    ``questions`` says which questions the simulated expert is asked: ``"pairs"`` (the
-    paper's), ``"relevance"`` or ``"both"`` (:mod:`elicit.elicitation.questions`); with
-    feature questions the model defaults to the relevance model (:func:`default_model`) and
-    every run's expert must answer ``relevance(k)``.
+    ``questions`` says which kinds of question the simulated expert is asked
+    (:func:`~elicit.elicitation.kinds.parse_questions`: ``"pairs"``, the paper's,
+    ``"relevance"``, ``"pairs,relevance"``, ...; recorded as
+    :func:`~elicit.elicitation.kinds.spell_questions` writes it, ``"both"`` for pairs and
+    relevance); the model defaults to the one the kinds need (:func:`default_model`) and
+    every run's expert must have the method of each kind (``relevance(k)`` for feature
+    questions).
     """
 
     dataset: str = setting(MISSING)
@@ -93,11 +103,11 @@ class SweepConfig(Recorded):
     model: str = setting(None)
     #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
     utility_target: str = setting("predictive")
-    #: which questions are asked: "pairs", "relevance" or "both"
-    questions: str = setting("pairs")
+    #: which kinds of question are asked (spelled as spell_questions writes them)
+    questions: str = setting(spell_questions(PAPER_QUESTIONS))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "questions", check_questions(self.questions))
+        object.__setattr__(self, "questions", spell_questions(self.questions))
         if self.model is None:
             object.__setattr__(self, "model", default_model(self.questions))
         object.__setattr__(self, "strategies", tuple(self.strategies))
@@ -142,9 +152,9 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     Each strategy's record (:func:`load_part`) holds ``mse`` (the test MSE after 0..rounds
     answers), ``asked`` (``[i, j, answer]`` per round, ``j`` None for a feature question),
     ``gammas`` (gamma at the snapshot rounds), ``threshold_mean`` and ``model``; a sweep
-    with feature questions adds ``questions``, ``kinds`` (``"pair"`` or ``"feature"`` per
-    round, :func:`part_kinds`) and ``zeta`` (the relevance model's zeta after 0..rounds
-    answers).
+    with other questions than the paper's adds ``questions``, ``kinds`` (the kind of each
+    round's question, :func:`part_kinds`) and ``zeta`` (the relevance model's zeta after
+    0..rounds answers).
     """
     hyper = problem.hyper
     if cfg.threshold_mean is not None:
@@ -157,13 +167,13 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
                   pool_size=problem.pool_size, candidates=problem.candidates,
                   target=cfg.utility_target, questions=cfg.questions)
     mse0 = problem.mse(el)
-    mixed = cfg.questions != "pairs"
+    mixed = parse_questions(cfg.questions) != PAPER_QUESTIONS
     results = {}
     for strategy in strategies:
         rng = np.random.default_rng(strategy_stream(cfg.seed, run,
                                                     get_strategy(strategy).stream_id))
         el.reset()
-        mse, gammas, asked = [mse0], {}, []
+        mse, gammas, asked, kinds = [mse0], {}, [], []
         zeta = [el.fit.zeta]
         if 0 in cfg.snapshots:
             gammas[0] = el.fit.gamma.tolist()
@@ -174,6 +184,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             a = ask(problem.expert, q)
             el.answer(q.i, q.j, a)
             asked.append([q.i, q.j, a.value])
+            kinds.append(q.kind)
             mse.append(problem.mse(el))
             zeta.append(el.fit.zeta)
             if t in cfg.snapshots:
@@ -183,7 +194,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
                                      "model": cfg.model}
         if mixed:
             # zeta is None throughout for a model without relevance classes
-            record.update(questions=cfg.questions, kinds=part_kinds({"asked": asked}),
+            record.update(questions=cfg.questions, kinds=kinds,
                           zeta=[float(z) for z in zeta if z is not None] or None)
         results[strategy] = record
     return results
@@ -194,23 +205,23 @@ def _nothing_left(el: Elicitor, strategy: str) -> bool:
     (or closed by an irrelevant answer), or, for a strategy that walks the no-feedback
     ranking of a mixed elicitation, every question of that ranking (it ranks the first
     round's pool only)."""
-    # Masks over the question table, not sets of rows: this runs every round, and the
-    # table holds every pair (tens of thousands of rows at Amazon size).
-    open_ = el.open_mask()
-    if not open_.any():
+    # The open questions as a set that is counted, not listed: this runs every round, and the
+    # table holds every pair (tens of thousands at Amazon size, 50 million at p = 10,000).
+    open_ = el.open_questions()
+    if len(open_) == 0:
         return True
-    if el.questions == "pairs" or not el.n_answers or not get_strategy(strategy).needs_ranking:
+    if len(el.kinds) == 1 or not el.n_answers or not get_strategy(strategy).needs_ranking:
         return False
-    return not open_[el.nonsequential_ranking().index].any()
+    return not open_.contains(el.nonsequential_ranking().index).any()
 
 
 def part_kinds(part: dict) -> list[str]:
-    """The kind of each question of a stored run, in answer order: ``"pair"`` or
-    ``"feature"`` (records of pair-only sweeps, which do not store ``kinds``, are read from
-    their ``asked`` rows)."""
+    """The kind of each question of a stored run, in answer order, by name (``"pairs"``,
+    ``"relevance"``, ...). Older records wrote ``"pair"`` and ``"feature"``; records of
+    pair-only sweeps store no kinds and are read from their ``asked`` rows."""
     if "kinds" in part:
-        return list(part["kinds"])
-    return [kind_of(question_key(i, j)) for i, j, *_ in part["asked"]]
+        return [get_kind(k).name for k in part["kinds"]]
+    return [kind_for(i, j, a).name for i, j, a, *_ in part["asked"]]
 
 
 def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Sequence[str],

@@ -484,18 +484,22 @@ def is_all_pairs(pairs: np.ndarray, p: int) -> bool:
 _PAIR_CHUNK = 1 << 16
 
 
-def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray) -> float:
-    """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``.
+def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | None) -> float:
+    """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``
+    (None: all pairs, which are then not listed unless there are few).
 
     Large candidate sets (all 2 million pairs of 2000 features) are summed in chunks: their
     w alone would take ``len(pairs) * d`` floats (1.6 GB at d = 100).
     """
-    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
     p = len(U)
-    if len(pairs) > _PAIR_CHUNK and is_all_pairs(pairs, p):
+    if pairs is None and p * (p - 1) // 2 <= _PAIR_CHUNK:
+        pairs = all_pairs(p)    # few: the one-expression sum below, as always
+    if pairs is not None:
+        pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    if pairs is None or (len(pairs) > _PAIR_CHUNK and is_all_pairs(pairs, p)):
         # every pair: sum_{i<j} (u_i - u_j)^2 = p sum_i u_i^2 - (sum_i u_i)^2, per column
         Uc = U - U.mean(axis=0)                 # the same sum, without cancellation
-        m = float(p * np.sum(Uc * Uc, axis=0) @ gamma0) / len(pairs)
+        m = float(p * np.sum(Uc * Uc, axis=0) @ gamma0) / (p * (p - 1) // 2)
     elif len(pairs) <= _PAIR_CHUNK:
         # one expression, as always, so that results stay bit for bit those of earlier versions
         m = float(np.mean(pair_weights(U, pairs) @ gamma0))

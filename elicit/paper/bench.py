@@ -201,7 +201,7 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
     assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
-                        answer=lambda i, j: prob.expert.answer(i, j).f,
+                        answer=lambda i, j: prob.expert.answer(i, j).outcome,
                         rng=np.random.default_rng(run_stream(seed, run, STREAM_BENCH)),
                         sort_pool=True)
 

@@ -33,7 +33,7 @@ from elicit.data.sources import (
     paper_source,
     source_from_config,
 )
-from elicit.elicitation.questions import check_questions
+from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, option, setting
@@ -95,13 +95,13 @@ POOL_LABELS: dict[str, str] = {"paper": "best case: the expert's answerable pair
                                "open": "pairs among the features not called irrelevant"}
 
 
-def default_pool(questions: str) -> str:
-    """The pool of a sweep that names none: the paper's with pair questions only (the
-    paper's method), the open one with feature questions."""
-    return "paper" if check_questions(questions) == "pairs" else "open"
+def default_pool(questions: object) -> str:
+    """The pool of a sweep that names none: the paper's with the paper's questions (pairs
+    only: the paper's method), the open one with other questions."""
+    return "paper" if parse_questions(questions) == PAPER_QUESTIONS else "open"
 
 
-def check_pool(pool: str | None, questions: str) -> str:
+def check_pool(pool: str | None, questions: object) -> str:
     """``pool``, or :func:`default_pool` for None; a one-line error for another value."""
     if pool is None:
         return default_pool(questions)
@@ -158,8 +158,9 @@ class SyntheticConfig(Recorded):
         ``"predictive"`` or ``"params"``: what the utility is about
         (:mod:`elicit.elicitation.utility`).
     questions
-        ``"pairs"`` (the paper's), ``"relevance"`` or ``"both"``: which questions the oracle
-        is asked (:mod:`elicit.elicitation.questions`).
+        The kinds of question the oracle is asked
+        (:func:`~elicit.elicitation.kinds.parse_questions`: ``"pairs"``, the paper's,
+        ``"relevance"``, ``"pairs,relevance"`` or ``"both"``, ``"all"``).
     pool
         Where the pair questions come from (:data:`POOLS`): ``"paper"`` (the oracle's
         answerable pairs; all pairs without irrelevant features, as in the paper, and for a
@@ -188,7 +189,7 @@ class SyntheticConfig(Recorded):
     threshold_mean: float | Literal["auto"] | None = setting(None)
     model: str = setting(None)      # None: by the questions (default_model)
     utility_target: str = setting("predictive")
-    questions: str = setting("pairs")
+    questions: str = setting(spell_questions(PAPER_QUESTIONS))
     pool: str = setting(None)       # None: by the questions (default_pool)
     irrelevant: int = setting(0)
     runs: int | None = option(None)
@@ -198,7 +199,8 @@ class SyntheticConfig(Recorded):
     check_engine: bool | str = option(False)
 
     def __post_init__(self) -> None:
-        questions = check_questions(self.questions)
+        questions = spell_questions(self.questions)
+        object.__setattr__(self, "questions", questions)
         object.__setattr__(self, "pool", check_pool(self.pool, questions))
         if self.model is None:
             object.__setattr__(self, "model", default_model(questions))
@@ -400,9 +402,10 @@ class RealDataConfig(Recorded):
     utility_target
         ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`).
     questions
+        The kinds of question (:func:`~elicit.elicitation.kinds.parse_questions`):
         ``"pairs"`` (the paper's), ``"relevance"`` ("does this keyword affect the rating?",
-        answered from whether the LASSO weight is nonzero) or ``"both"``
-        (:mod:`elicit.elicitation.questions`).
+        answered from whether the LASSO weight is nonzero), ``"pairs,relevance"`` (or
+        ``"both"``), ``"all"``.
     pool
         Where the pair questions come from (:data:`POOLS`): ``"paper"``, the LASSO expert's
         answerable pairs (the paper's; with feature questions the *best case*, as it leaks
@@ -426,7 +429,7 @@ class RealDataConfig(Recorded):
     refine: int = setting(10)
     model: str = setting(None)      # None: by the questions (default_model)
     utility_target: str = setting("predictive")
-    questions: str = setting("pairs")
+    questions: str = setting(spell_questions(PAPER_QUESTIONS))
     pool: str = setting(None)       # None: by the questions (default_pool)
     # None: not given (resolve_meta_features)
     meta_features: str | os.PathLike | None = setting(
@@ -446,9 +449,10 @@ class RealDataConfig(Recorded):
             object.__setattr__(self, key, value)
 
         # The questions first: they decide the default model and pool.
-        questions = check_questions(self.questions)
+        questions = spell_questions(self.questions)
+        put("questions", questions)
         put("pool", check_pool(self.pool, questions))
-        if questions != "pairs" and (self.paper or self.recommended):
+        if parse_questions(questions) != PAPER_QUESTIONS and (self.paper or self.recommended):
             preset = "--paper" if self.paper else "--recommended"
             raise ElicitError(f"{preset} asks pair questions only; drop {preset} or "
                               f"--questions {questions}")

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
 from elicit.elicitation.strategies import STRATEGY_REGISTRY
 from elicit.harness.cluster import cluster_scope
 from elicit.harness.figures import mse_curves
@@ -195,8 +196,11 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
                baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                          ceiling_label(n_ans): refs["ceiling"],
                                          REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
-    features = {} if cfg.questions == "pairs" else {
-        s: float(np.mean([part_kinds(load_part(store, sweep_cfg, s, r)).count("feature")
+    paper = parse_questions(cfg.questions) == PAPER_QUESTIONS
+    # per strategy, the mean number of questions of the kinds beside the paper's pairs
+    features = {} if paper else {
+        s: float(np.mean([sum(k not in PAPER_QUESTIONS
+                              for k in part_kinds(load_part(store, sweep_cfg, s, r)))
                           for r in range(cfg.runs)]))
         for s in sweep_cfg.strategies}
     meta = store.settings
@@ -214,6 +218,6 @@ def questions_note(cfg: RealDataConfig) -> str:
     """``"; questions both, pool: ..."`` for a sweep with feature questions or another pool
     than the paper's (the pool's label says "best case" where it leaks the expert's
     relevance knowledge), else empty."""
-    if cfg.questions == "pairs" and cfg.pool == "paper":
+    if parse_questions(cfg.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
     return f"; questions {cfg.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

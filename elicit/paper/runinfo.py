@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.metafeatures import polarity_auc
-from elicit.elicitation.answers import ask
+from elicit.elicitation.kinds import PAPER_QUESTIONS, kinds_of, parse_questions
 from elicit.elicitation.questions import Query
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
@@ -60,7 +60,6 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import MSE_COLUMNS
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior, mean_squared_error
-from elicit.model.spec import all_pairs
 from elicit.paper.baselines import expert_yardstick, fit_baselines
 from elicit.paper.configs import RealDataConfig
 from elicit.paper.real_problem import initial_fit, make_expert, problem_from_run, run_setup
@@ -76,7 +75,7 @@ NO_FEEDBACK_TAU2: tuple[float, ...] = (0.003, 0.01)
 
 @dataclass(frozen=True)
 class Ceiling:
-    """The no-feedback model and the model with every answerable pair answered.
+    """The no-feedback model and the model with every answer the expert can give.
 
     Attributes
     ----------
@@ -84,68 +83,81 @@ class Ceiling:
         Test MSE of the no-feedback model (the sweep's MSE at 0 answers).
     ceiling
         Test MSE after all answers.
-    n_answers
-        Answers used (the candidates minus "don't know").
-    n_similar
-        Of which "similar".
+    counts
+        Per kind of question asked: the answers used (its questions minus "don't know" and
+        those closed by another kind's answers) and how many of them have outcome 1 (similar,
+        relevant).
     """
 
     initial: float
     ceiling: float
-    n_answers: int
-    n_similar: int
-    #: feature answers used (all p with feature questions, else 0) and how many "relevant"
-    n_feature_answers: int = 0
-    n_relevant: int = 0
+    counts: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def n_answers(self) -> int:
+        """Answers to the paper's questions (pairs) used."""
+        return sum(self.counts.get(k, (0, 0))[0] for k in PAPER_QUESTIONS)
+
+    @property
+    def n_similar(self) -> int:
+        """Of which outcome 1 ("similar")."""
+        return sum(self.counts.get(k, (0, 0))[1] for k in PAPER_QUESTIONS)
+
+    @property
+    def n_feature_answers(self) -> int:
+        """Answers to the other kinds of question (every feature's relevance)."""
+        return sum(n for k, (n, _) in self.counts.items() if k not in PAPER_QUESTIONS)
+
+    @property
+    def n_relevant(self) -> int:
+        """Of which outcome 1 ("relevant")."""
+        return sum(n for k, (_, n) in self.counts.items() if k not in PAPER_QUESTIONS)
 
 
 @single_blas_thread
 def ceiling(problem: RunProblem, engine: str | Engine = "auto",
-            questions: str = "pairs") -> Ceiling:
+            questions: object = PAPER_QUESTIONS) -> Ceiling:
     """Give every answer the expert can give at once and refit; return both test MSEs.
 
     The no-feedback model is set up as in a sweep
     (:func:`~elicit.prior.setup.fit_no_feedback` with the problem's candidates, all pairs
     when it has none, so the threshold prior is the sweep's); then one fit with all answers
-    (``"don't know"`` ones left out), warm from the no-feedback MAP. With pair questions
-    (``questions`` ``"pairs"`` or ``"both"``) every candidate pair is answered; with feature
-    questions (``"relevance"`` or ``"both"``) every feature's relevance, and then no pair
-    with a feature called irrelevant is asked (as in an elicitation).
+    (``"don't know"`` ones left out), warm from the no-feedback MAP. Every question of each
+    kind asked is answered (:mod:`elicit.elicitation.kinds`: every candidate pair, every
+    feature's relevance), the kinds in their scoring order, and no question about a feature
+    that an earlier kind's answers closed is asked (no pair with a feature called
+    irrelevant), as in an elicitation.
     """
     eng = engine if isinstance(engine, Engine) else get_engine(engine, problem.hyper.variant)
-    if problem.candidates is None and questions == "pairs":
+    kinds = sorted(kinds_of(questions), key=lambda k: k.order)
+    if problem.candidates is None and parse_questions(questions) == PAPER_QUESTIONS:
         raise ElicitError("the ceiling needs the problem's candidate pairs")
     p = problem.X.shape[1]
-    cands = problem.candidates if problem.candidates is not None else all_pairs(p)
-    data0, fit0 = fit_no_feedback(eng, problem.X, problem.y, problem.U, problem.hyper, cands)
+    data0, fit0 = fit_no_feedback(eng, problem.X, problem.y, problem.U, problem.hyper,
+                                  problem.candidates)
     mse0 = NIGPosterior.from_map(data0, fit0).mse(problem.X_test, problem.y_test,
                                                   problem.y_offset)
-    classes = None
-    if questions != "pairs":
-        classes = np.array([ask(problem.expert, Query.feature_question(k)).relevance
-                            for k in range(p)], dtype=int)
-        # the elicitation asks no pair with a feature called irrelevant
-        cands = cands[(classes[cands[:, 0]] != 0) & (classes[cands[:, 1]] != 0)]
-    if questions == "relevance":
-        cands = cands[:0]
-    f = [problem.expert.answer(int(i), int(j)).f for i, j in cands]
-    keep = np.array([v is not None for v in f], dtype=bool)
-    pairs = cands[keep]
-    outcomes = np.array([v for v in f if v is not None], dtype=int)
-    if classes is None:
-        if len(pairs) == 0:
-            return Ceiling(mse0, mse0, 0, 0)
-        data = data0.with_feedback(pairs, outcomes)
-        fit = eng.fit(data, init=fit0)
-    else:
-        data = data0.with_feedback(pairs, outcomes).with_relevance(classes)
-        # the base Hessian of the start belongs to its classes' y-likelihood
-        fit = eng.fit(data, init=dataclasses.replace(fit0, warm_hessian=None))
+    data, closed, counts = data0, np.zeros(p, bool), {}
+    for kind in kinds:
+        segment = kind.segment(p, problem.candidates)
+        rows = segment.rows(np.arange(len(segment)))
+        rows = rows[~closed[segment.features(rows)].any(axis=1)]
+        said = [((int(r[0]), int(r[1])),
+                 kind.ask(problem.expert, Query.of_row(r, kind=kind.name))) for r in rows]
+        said = [(r, a) for r, a in said if a.outcome is not None]
+        data = kind.enter(data, [r for r, _ in said], [a for _, a in said])
+        counts[kind.name] = (len(said), sum(a.outcome == 1 for _, a in said))
+        shut = kind.closes(data)
+        if shut is not None:
+            closed |= shut
+    if not any(n for n, _ in counts.values()):
+        return Ceiling(mse0, mse0, counts)
+    # the base Hessian of the start belongs to its likelihood of y, which some answers change
+    resets = any(k.resets_hessian and counts[k.name][0] for k in kinds)
+    fit = eng.fit(data, init=dataclasses.replace(fit0, warm_hessian=None) if resets else fit0)
     mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test,
                                                problem.y_offset)
-    n_rel = 0 if classes is None else int(np.sum(classes == 1))
-    return Ceiling(mse0, mse, int(len(pairs)), int(outcomes.sum()),
-                   0 if classes is None else p, n_rel)
+    return Ceiling(mse0, mse, counts)
 
 
 @single_blas_thread
@@ -167,7 +179,7 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
     ceil = ceiling(problem, cfg.engine, cfg.questions)
     yard = _yardstick(cfg, run, rd, expert, grid)
-    mixed = {} if cfg.questions == "pairs" else {
+    mixed = {} if parse_questions(cfg.questions) == PAPER_QUESTIONS else {
         "questions": cfg.questions, "pool": cfg.pool,
         "n_feature_answers": ceil.n_feature_answers, "n_relevant": ceil.n_relevant}
     return {

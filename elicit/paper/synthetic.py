@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.answers import GroupOracle
+from elicit.elicitation.kinds import PAPER_QUESTIONS
 from elicit.elicitation.strategies import STRATEGY_REGISTRY
 from elicit.harness.figures import kernel_panels
 from elicit.harness.problem import ProblemsDir, RunProblem
@@ -69,7 +70,7 @@ class SyntheticMaker:
     def __init__(self, n_train: int = 20, irrelevant: int = 0, pool: str = "paper") -> None:
         self.n_train = int(n_train)
         self.irrelevant = int(irrelevant)
-        self.pool = check_pool(pool, "pairs")
+        self.pool = check_pool(pool, PAPER_QUESTIONS)
 
     def settings(self) -> dict:
         """What a sweep's ``config.json`` records about the problems."""

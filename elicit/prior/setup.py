@@ -34,9 +34,11 @@ from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 PLACEHOLDER_THRESHOLD_MEAN = 1.0
 
 
-def coupled_features(p: int, pairs: np.ndarray) -> np.ndarray:
+def coupled_features(p: int, pairs: np.ndarray | None) -> np.ndarray:
     """The coupled set J as a boolean mask of length p: the features that occur in ``pairs``
-    (the candidate pairs, i.e. what the expert can be asked about)."""
+    (the candidate pairs, i.e. what the expert can be asked about; None: all pairs)."""
+    if pairs is None:
+        return np.full(p, p >= 2)
     mask = np.zeros(p, dtype=bool)
     mask[np.asarray(pairs, dtype=int).reshape(-1)] = True
     return mask
@@ -74,10 +76,11 @@ def fixed_hyper(tau2: float, model: str = "paper", **priors: float) -> Hyper:
 
 
 @single_blas_thread
-def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray,
+def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray | None,
                     relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult]:
     """The no-feedback model an elicitation starts from: its data (threshold prior resolved,
-    coupled set J from ``candidates``) and its MAP.
+    coupled set J from ``candidates``, None for all pairs, which are then not listed) and
+    its MAP.
 
     ``threshold_mean="auto"`` is the authors' rule: the mean of ``gamma0 . w`` over the
     candidate pairs at the no-feedback MAP ``gamma0``. With no feedback xi is independent of

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from elicit.elicitation.kinds import KINDS, PAPER_QUESTIONS
 from elicit.harness.labels import LABELS, REFERENCE_LABELS, STRATEGY_ORDER
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import part_kinds
@@ -40,8 +41,9 @@ HEADING = "## Relevance and pair questions"
 
 
 def question_kinds(sweep: Sweep, strategy: str) -> list[list[str]] | None:
-    """The kind of every question a strategy asked (``"pair"`` or ``"feature"``), run by
-    run, from the sweep's per-run records; None when the records are not there."""
+    """The kind of every question a strategy asked (by name: ``"pairs"``, ``"relevance"``,
+    ...), run by run, from the sweep's per-run records; None when the records are not
+    there."""
     store = SweepStore.find(sweep.path) if sweep.path is not None else None
     if store is None:
         return None
@@ -54,12 +56,12 @@ def question_kinds(sweep: Sweep, strategy: str) -> list[list[str]] | None:
     return out
 
 
-def feature_questions(sweep: Sweep, strategy: str) -> np.ndarray | None:
-    """Per run, how many of the strategy's questions were feature questions."""
+def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
+    """Per run, how many of the strategy's questions were of ``kind``."""
     kinds = question_kinds(sweep, strategy)
     if kinds is None:
         return None
-    return np.array([sum(k == "feature" for k in run) for run in kinds], dtype=float)
+    return np.array([sum(k == kind for k in run) for run in kinds], dtype=float)
 
 
 def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
@@ -131,10 +133,13 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
          for s in columns])
     row(f"{LABELS[seq]} − the start per run, {after}",
         [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
-    for st in STRATEGY_ORDER:
-        row(f"feature questions among {LABELS[st]}'s answers",
-            [_count(feature_questions(s, st), s.last) if st in s.strategies else "—"
-             for s in columns])
+    # how often each kind beside the paper's pairs was asked
+    for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
+                 and any(k in s.kinds for s in columns)]:
+        for st in STRATEGY_ORDER:
+            row(f"{KINDS[kind].label} among {LABELS[st]}'s answers",
+                [_count(questions_of_kind(s, st, kind), s.last)
+                 if st in s.strategies and kind in s.kinds else "—" for s in columns])
     if any(s.dataset in best for s in columns):
         for st in (seq, rnd):
             cells = []

@@ -16,6 +16,7 @@ import pandas as pd
 
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS
+from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
 from elicit.errors import ElicitError
 from elicit.harness.labels import (
     BASELINES,
@@ -36,7 +37,8 @@ PAPER_FEATURES = {"amazon": 340, "yelp": 241}
 CHECKPOINTS: tuple[int, ...] = (20,)
 #: Settings that folders written before the questions existed lack: pair questions from the
 #: expert's answerable pairs (the paper's).
-_LEGACY_QUESTIONS: dict[str, object] = {"questions": "pairs", "pool": "paper"}
+_LEGACY_QUESTIONS: dict[str, object] = {"questions": spell_questions(PAPER_QUESTIONS),
+                                        "pool": "paper"}
 
 
 @dataclass
@@ -77,8 +79,14 @@ class Sweep:
 
     @property
     def questions(self) -> str:
-        """Which questions the expert was asked: ``"pairs"``, ``"relevance"`` or ``"both"``."""
+        """Which kinds of question the expert was asked, as recorded (``"pairs"``,
+        ``"both"``, ...: :func:`~elicit.elicitation.kinds.spell_questions`)."""
         return str(self.option("questions"))
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The names of the kinds of question the expert was asked."""
+        return parse_questions(self.questions)
 
     @property
     def pool(self) -> str:
@@ -88,8 +96,9 @@ class Sweep:
 
     @property
     def mixed(self) -> bool:
-        """A sweep with feature questions (the section "Relevance and pair questions")."""
-        return self.questions != "pairs"
+        """A sweep with other questions than the paper's pairs (the section "Relevance and
+        pair questions")."""
+        return self.kinds != PAPER_QUESTIONS
 
     @property
     def best_case(self) -> bool:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
 from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
@@ -61,8 +62,8 @@ def to_inferencedata(session: SessionState):
     assert post is not None
     names = session.feature_names
     d = session.U.shape[1]
-    ans_pairs = np.array([[i, j] for i, j, _, _ in active], dtype=np.int64).reshape(-1, 2)
-    ans_vals = np.array([a for _, _, a, _ in active], dtype=str)
+    ans_pairs = np.array([[i, j] for _, i, j, _, _ in active], dtype=np.int64).reshape(-1, 2)
+    ans_vals = np.array([a for *_, a, _ in active], dtype=str)
     constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
     coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
     dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
@@ -70,11 +71,13 @@ def to_inferencedata(session: SessionState):
         constant["answer_pair"] = ans_pairs
         constant["answer"] = ans_vals
         constant["answer_expert"] = np.array([e for *_, e in active], dtype=str)
+        constant["answer_kind"] = np.array([k for k, *_ in active], dtype=str)
         coords["answer_index"] = np.arange(len(active))
         coords["pair_end"] = ["i", "j"]
         dims["answer_pair"] = ["answer_index", "pair_end"]
         dims["answer"] = ["answer_index"]
         dims["answer_expert"] = ["answer_index"]
+        dims["answer_kind"] = ["answer_index"]
     attrs = {"elicit_session": session.uid, "session_file": str(session.path),
              "data_hash": session.meta["data_hash"], "n_answers": len(active),
              "point_estimate": "MAP", "y_offset": session.y_offset,
@@ -92,7 +95,7 @@ def to_inferencedata(session: SessionState):
         dims.update(relevance_class=["feature"], p_relevant=["feature"],
                     prior_scale=["feature"])
         described = _RELEVANCE_DESCRIPTIONS
-        attrs.update(questions=session.questions, irrelevant_scale=IRRELEVANT_SCALE)
+        attrs.update(questions=",".join(session.questions), irrelevant_scale=IRRELEVANT_SCALE)
     idata = az.from_dict(posterior=posterior, constant_data=constant, coords=coords,
                          dims=dims, attrs=attrs)
     # from_dict puts attrs on its last group only; the MAP is what the posterior group holds.
@@ -131,9 +134,9 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "tau2": float(fit.tau2), "K": np.asarray(fit.K).tolist(),
         "hyper": dataclasses.asdict(session.elicitor.hyper),
         "engine": session.elicitor.engine.name,
-        "answers": [{"i": i, "j": j, "feature_i": names[i],
+        "answers": [{"kind": k, "i": i, "j": j, "feature_i": names[i],
                      "feature_j": _names_or_blank(names)[j], "answer": a, "expert": e}
-                    for i, j, a, e in active],
+                    for k, i, j, a, e in active],
         # The level added back to predictions, and the standardisation of X (None: X is
         # used as stored), so the prior can be applied to new data elsewhere.
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
@@ -141,7 +144,7 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "exported": store.now(),
         # the relevance model: the class each feature's answers set and zeta at the MAP
         **({} if snap.relevance is None else {
-            "questions": session.questions, "zeta": fit.zeta,
+            "questions": list(session.questions), "zeta": fit.zeta,
             "relevance_class": snap.relevance.astype(int).tolist(),
             "prior_scale": None if fit.scales is None else np.asarray(fit.scales).tolist()}),
     }
@@ -188,29 +191,31 @@ def history(session: SessionState) -> pd.DataFrame:
     """Every answer of every expert, oldest first, including undone ones (``undone`` is
     True).
 
-    Columns: answer_id, query_id, expert, i, j, feature_i, feature_j, answer, comment,
-    expected_gain, shown_at, answered_at, undone, undone_at. A feature question ("does
-    feature_i affect the outcome?") has ``j = -1`` and an empty ``feature_j``.
+    Columns: answer_id, query_id, expert, kind, i, j, feature_i, feature_j, answer, comment,
+    expected_gain, shown_at, answered_at, undone, undone_at. ``kind`` names the question's
+    kind (:mod:`elicit.elicitation.kinds`); a question about one feature ("does feature_i
+    affect the outcome?") has ``j = -1`` and an empty ``feature_j``.
     """
     names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.answer_rows(),
-                      columns=["answer_id", "query_id", "expert", "i", "j", "answer", "comment",
-                               "expected_gain", "shown_at", "answered_at", "undone_at"])
-    df.insert(5, "feature_i", [names[i] for i in df["i"]])
-    df.insert(6, "feature_j", [names[j] for j in df["j"]])
+                      columns=["answer_id", "query_id", "expert", "kind", "i", "j", "answer",
+                               "comment", "expected_gain", "shown_at", "answered_at",
+                               "undone_at"])
+    df.insert(6, "feature_i", [names[i] for i in df["i"]])
+    df.insert(7, "feature_j", [names[j] for j in df["j"]])
     df.insert(len(df.columns) - 1, "undone", df["undone_at"].notna())
     return df
 
 
 def queries(session: SessionState) -> pd.DataFrame:
-    """Every query shown, with its status (a feature question: ``j = -1``, ``feature_j``
-    empty)."""
+    """Every query shown, with its kind and status (a question about one feature: ``j = -1``,
+    ``feature_j`` empty)."""
     names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.query_rows(),
-                      columns=["query_id", "expert", "i", "j", "expected_gain", "exact_gain",
-                               "shown_at", "status", "batch"])
-    df.insert(4, "feature_i", [names[i] for i in df["i"]])
-    df.insert(5, "feature_j", [names[j] for j in df["j"]])
+                      columns=["query_id", "expert", "kind", "i", "j", "expected_gain",
+                               "exact_gain", "shown_at", "status", "batch"])
+    df.insert(5, "feature_i", [names[i] for i in df["i"]])
+    df.insert(6, "feature_j", [names[j] for j in df["j"]])
     df["exact_gain"] = df["exact_gain"].astype(bool)
     return df
 
@@ -247,11 +252,11 @@ class Agreement:
     Attributes
     ----------
     pairs
-        One row per question answered by at least two experts: feature_i, feature_j (empty
-        for a feature question), experts, similar, dissimilar, (with feature questions:
-        relevant, irrelevant,) dont_know (counts), conflict (two different answers other than
-        don't know given) and answers (``"alice: similar; bob: dissimilar"``); conflicts
-        first.
+        One row per question answered by at least two experts: kind, feature_i, feature_j
+        (empty for a question about one feature), experts, the count of each answer of the
+        session's kinds (similar, dissimilar; with feature questions relevant, irrelevant) and
+        of dont_know, conflict (two different answers other than don't know given) and answers
+        (``"alice: similar; bob: dissimilar"``); conflicts first.
     compared
         Questions with at least two answers other than don't know (no opinion).
     agreeing
@@ -269,17 +274,16 @@ class Agreement:
 
 
 def agreement(session: SessionState) -> Agreement:
-    """Where the experts agree and disagree, over their active answers (pair and feature
-    questions alike)."""
+    """Where the experts agree and disagree, over their active answers (every kind of
+    question alike)."""
     names = _names_or_blank(session.feature_names)
-    counted = ["similar", "dissimilar"] + (
-        ["relevant", "irrelevant"] if session.questions != "pairs" else []) + ["dont_know"]
-    by_pair: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for i, j, a, e in session.snapshot().answers:
-        by_pair.setdefault((i, j), []).append((e, a))
+    counted = [a.value for k in session.kinds for a in k.answers] + [DONT_KNOW.value]
+    by_question: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
+    for k, i, j, a, e in session.snapshot().answers:
+        by_question.setdefault((k, i, j), []).append((e, a))
     rows = []
     compared = agreeing = 0
-    for (i, j), given in by_pair.items():
+    for (k, i, j), given in by_question.items():
         if len({e for e, _ in given}) < 2:
             continue
         kinds = [a for _, a in given]
@@ -288,12 +292,13 @@ def agreement(session: SessionState) -> Agreement:
         if n_def >= 2:
             compared += 1
             agreeing += len(definite) == 1
-        rows.append({"feature_i": names[i], "feature_j": names[j], "experts": len(given),
+        rows.append({"kind": k, "feature_i": names[i], "feature_j": names[j],
+                     "experts": len(given),
                      **{k: kinds.count(k) for k in counted},
                      "conflict": len(definite) > 1,
                      "answers": "; ".join(f"{record.expert_label(e).removeprefix('expert ')}: "
                                           f"{a.replace('_', ' ')}" for e, a in given)})
-    cols = ["feature_i", "feature_j", "experts", *counted, "conflict", "answers"]
+    cols = ["kind", "feature_i", "feature_j", "experts", *counted, "conflict", "answers"]
     df = pd.DataFrame(rows, columns=cols)
     if len(df):
         df = df.sort_values(["conflict", "experts"], ascending=False, kind="stable")

@@ -42,7 +42,7 @@ import pandas as pd
 
 from elicit.data.metafeatures import TABLE_SQ_DISTANCE, table_meta_features
 from elicit.data.tables import align_meta
-from elicit.elicitation.strategies import STRATEGIES
+from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
 from elicit.internal.text import has_control
 from elicit.model.spec import Hyper, validate_regression
@@ -296,13 +296,12 @@ def _snippet_list(snippets, name: str) -> list[str]:
 
 
 def check_settings(hyper: Hyper, strategy: str, seed: int, y_offset: float) -> None:
-    """Refuse settings of a new session that are not a :class:`Hyper`, a known strategy, a
-    non-negative integer seed and a finite ``y_offset``."""
+    """Refuse settings of a new session that are not a :class:`Hyper`, a registered strategy
+    (:func:`~elicit.elicitation.strategies.get_strategy`), a non-negative integer seed and a
+    finite ``y_offset``."""
     if not isinstance(hyper, Hyper):
         raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
-    if strategy not in STRATEGIES:
-        raise ElicitError(f"unknown strategy {strategy!r}; choose one of "
-                          f"{', '.join(STRATEGIES)}")
+    get_strategy(strategy)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
     if not np.isfinite(y_offset):

@@ -14,12 +14,23 @@ from typing import Any
 
 import numpy as np
 
+from elicit.elicitation.answers import DONT_KNOW
+from elicit.elicitation.kinds import (
+    BEFORE_KINDS,
+    KINDS,
+    PAPER_QUESTIONS,
+    QuestionKind,
+    get_kind,
+    kinds_of,
+    parse_questions,
+    spell_questions,
+)
 from elicit.errors import ElicitError
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
     MIGRATE_1_TO_2,
-    MIGRATE_2_TO_3,
+    MIGRATE_TO_4,
     TABLES,
     connect,
     data_hashes,
@@ -246,7 +257,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         for f, _, s in conn.execute("SELECT feature, k, snippet FROM texts ORDER BY feature, k"):
             texts.setdefault(int(f), []).append(str(s))
         _check_record(conn, path, int(arrays["X"].shape[1]) if arrays["X"].ndim == 2 else 0,
-                      meta["settings"].get("questions", "pairs"))
+                      meta["settings"].get("questions", PAPER_QUESTIONS), fv)
     except sqlite3.DatabaseError as e:
         msg = str(e)
         if read_only and "readonly" in msg:
@@ -267,56 +278,88 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
     return meta, arrays, texts
 
 
-def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: str) -> None:
-    """Refuse a record whose questions or answers name no pair or feature of the session, or
-    a kind of question the session does not ask (``questions``; an edited or damaged file):
-    no model can be built from it, and saying "not a candidate pair" later would blame the
-    wrong thing."""
-    # A question is a pair (i < j) or a feature (j = FEATURE_J), and an answer is one its
-    # question's kind allows.
-    pair = "(i < j AND j < ?{})"
-    feature = "(j = ?{})"
-    kinds = {"queries": ("query", pair.format(""), feature.format("")),
-             "answers": ("answer", pair.format(" AND answer IN ('similar', 'dissimilar', "
-                                               "'dont_know')"),
-                         feature.format(" AND answer IN ('relevant', 'irrelevant', "
-                                        "'dont_know')"))}
-    for table, (label, pair_ok, feature_ok) in kinds.items():
-        bad = conn.execute(
-            f"SELECT id, i, j FROM {table} WHERE NOT (typeof(i) = 'integer' AND typeof(j) = "
-            f"'integer' AND 0 <= i AND i < ? AND ({pair_ok} OR {feature_ok})) ORDER BY id "
-            "LIMIT 1", (p, p, FEATURE_J)).fetchone()
-        if bad is not None:
-            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
-                              f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
-                              f"features (0..{p - 1}), a pair is written i < j and answered "
-                              f"similar, dissimilar or dont_know, and a feature question "
-                              f"(i, {FEATURE_J}) relevant, irrelevant or dont_know; it was left "
-                              "untouched (restore it from a backup)")
-    # Files without the setting ask pairs (no feature question was ever written to them).
-    unasked = {"pairs": ("feature", "j = ?"), "relevance": ("pair", "j <> ?")}.get(questions)
+def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: object,
+                  version: int) -> None:
+    """Refuse a record whose questions or answers name no question or answer of the
+    session, or a kind of question the session does not ask (``questions``; an edited or
+    damaged file): no model can be built from it, and saying "not a candidate pair" later
+    would blame the wrong thing. A file of format ``version`` < 4 is read as it will be
+    migrated (a row's kind told by its ``j``)."""
+    old = _old_kinds()
+    kind_sql, params = (("kind", ()) if version >= 4
+                        else (_OLD_KIND_SQL, (old["one"], old["two"])))
+    for table, label in (("queries", "query"), ("answers", "answer")):
+        unknown = conn.execute(
+            f"SELECT id, {kind_sql} AS k FROM {table} WHERE k NOT IN "
+            f"({', '.join('?' * len(KINDS))}) ORDER BY id LIMIT 1",
+            (*params, *KINDS)).fetchone()
+        if unknown is not None:
+            raise ElicitError(f"session file {path} holds {label} {unknown[0]} of the kind of "
+                              f"question {unknown[1]!r}, which this elicit does not know; "
+                              "import the module that registers that kind before opening it "
+                              "(the file was left untouched)")
+    # A question is about a pair (i < j) or one feature (j = FEATURE_J) as its kind says, and
+    # an answer is one its question's kind allows.
+    for table, label in (("queries", "query"), ("answers", "answer")):
+        for kind in KINDS.values():
+            shape = ("i < j AND j < ?" if kind.arity == 2 else "j = ?",
+                     (p,) if kind.arity == 2 else (FEATURE_J,))
+            said = ""
+            words = [a.value for a in kind.answers] + [DONT_KNOW.value]
+            if table == "answers":
+                said = f" AND answer IN ({', '.join('?' * len(words))})"
+            bad = conn.execute(
+                f"SELECT id, i, j FROM {table} WHERE {kind_sql} = ? AND NOT (typeof(i) = "
+                f"'integer' AND typeof(j) = 'integer' AND 0 <= i AND i < ? AND {shape[0]}"
+                f"{said}) ORDER BY id LIMIT 1",
+                (*params, kind.name, p, *shape[1], *(words if said else ()))).fetchone()
+            if bad is not None:
+                raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
+                                  f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
+                                  f"features (0..{p - 1}) and {_forms(kind)}; it was left "
+                                  "untouched (restore it from a backup)")
+    asked = parse_questions(questions)
     for table, label in (("answers", "answer"), ("queries", "query")):
-        if unasked is None:
-            break
-        bad = conn.execute(f"SELECT id FROM {table} WHERE {unasked[1]} ORDER BY id LIMIT 1",
-                           (FEATURE_J,)).fetchone()
+        bad = conn.execute(
+            f"SELECT id, {kind_sql} AS k FROM {table} WHERE k NOT IN "
+            f"({', '.join('?' * len(asked))}) ORDER BY id LIMIT 1",
+            (*params, *asked)).fetchone()
         if bad is not None:
-            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is a "
-                              f"{unasked[0]} question, but the session asks "
-                              f"questions={questions!r}; it was left untouched (restore it "
-                              "from a backup)")
+            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is one of the "
+                              f"{get_kind(bad[1]).label}, but the session asks "
+                              f"questions={spell_questions(asked)!r}; it was left untouched "
+                              "(restore it from a backup)")
+
+
+#: a row's kind in a file of format 3 or older, told by its j (the parameters: _old_kinds)
+_OLD_KIND_SQL = f"(CASE WHEN j = {FEATURE_J} THEN ? ELSE ? END)"
+
+
+def _old_kinds() -> dict[str, str]:
+    """The kinds the rows of a file of format 3 or older are of: ``one`` (about one
+    feature) and ``two`` (about a pair), of the kinds such files could hold."""
+    return {("one" if k.arity == 1 else "two"): k.name for k in kinds_of(BEFORE_KINDS)}
+
+
+def _forms(kind: QuestionKind) -> str:
+    """How ``kind``'s rows are written and answered, for messages."""
+    words = ", ".join([a.value for a in kind.answers] + [DONT_KNOW.value])
+    form = "i < j" if kind.arity == 2 else f"(i, {FEATURE_J})"
+    return f"{kind.question} is written {form} and answered {words}"
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
     """Bring an older file to the current format, in one transaction, and return its meta.
 
-    Format 1 gains the experts' columns (:data:`~elicit.session.store.MIGRATE_1_TO_2`), format
-    2 the feature questions' constraints (:data:`~elicit.session.store.MIGRATE_2_TO_3`). The
-    transaction re-reads the version inside the write lock, so two programs opening one old
-    file at once migrate it once.
+    Format 1 gains the experts' columns (:data:`~elicit.session.store.MIGRATE_1_TO_2`);
+    formats 1 to 3 the kind of every question by name and the record's tables without the
+    CHECKs that fixed the kinds' answers (:data:`~elicit.session.store.MIGRATE_TO_4`), and
+    the settings' ``questions`` as the names of the kinds asked. The transaction re-reads the
+    version inside the write lock, so two programs opening one old file at once migrate it
+    once.
     """
-    # The rebuild of format 3 drops the queries table that answers refer to; SQLite checks
-    # foreign keys per statement and changes that setting only outside a transaction.
+    # The rebuild drops the queries table that answers refer to; SQLite checks foreign keys
+    # per statement and changes that setting only outside a transaction.
     keys = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
@@ -327,8 +370,16 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                 if fv == 1:
                     for stmt in statements(MIGRATE_1_TO_2):
                         conn.execute(stmt)
-                for stmt in statements(MIGRATE_2_TO_3):
-                    conn.execute(stmt)
+                if fv <= 3:
+                    for stmt in statements(MIGRATE_TO_4):
+                        conn.execute(stmt, _old_kinds() if ":one" in stmt else ())
+                    settings = json.loads(conn.execute(
+                        "SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
+                    # files without the setting ask pairs
+                    settings["questions"] = list(parse_questions(
+                        settings.get("questions", PAPER_QUESTIONS)))
+                    conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'",
+                                 (json.dumps(settings),))
                 if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
                     raise ElicitError(f"session file {path} is damaged: an answer refers to a "
                                       "query it does not hold; it was left untouched (restore "

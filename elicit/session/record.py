@@ -4,9 +4,10 @@ Every SQL statement about the record is here (the file as a whole is
 :mod:`elicit.session.store`). Each writing function is, or runs inside, one
 :func:`~elicit.session.store.write` transaction.
 
-Questions. A row of the queries and answers tables is a pair question ``(i, j)``, ``i < j``, or
-a feature question ``(i, FEATURE_J)`` (:mod:`elicit.session.questions`); everything below
-treats both alike, keyed by ``(i, j)``.
+Questions. A row of the queries and answers tables is a question of a registered kind
+(:mod:`elicit.elicitation.kinds`, by name in the ``kind`` column) about a pair ``(i, j)``,
+``i < j``, or one feature ``(i, FEATURE_J)`` (:mod:`elicit.session.questions`); everything
+below treats every kind alike, keyed by ``(kind, i, j)``.
 
 Experts. Every query, answer and event carries the name of the expert it belongs to (``''``
 is the unnamed expert, the only one of a format-1 file). Pending queries, skips and undos are
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from elicit.elicitation.answers import Answer
 from elicit.errors import ElicitError
-from elicit.session.questions import public_j, question_label, stored_j
+from elicit.session.questions import question_label, stored_j
 from elicit.session.store import is_read_only, now, write
 
 if TYPE_CHECKING:
@@ -64,11 +65,12 @@ def epoch(conn: sqlite3.Connection) -> int:
         "SELECT COUNT(*) FROM events WHERE kind IN ('answer', 'undo')").fetchone()[0])
 
 
-def active_answers(conn: sqlite3.Connection) -> list[tuple[int, int, str, str]]:
-    """The answers not undone, ``(i, j, answer, expert)`` in answer order (all experts)."""
-    rows = conn.execute("SELECT i, j, answer, expert FROM answers WHERE undone_at IS NULL "
-                        "ORDER BY id").fetchall()
-    return [(int(i), int(j), str(a), str(e)) for i, j, a, e in rows]
+def active_answers(conn: sqlite3.Connection) -> list[tuple[str, int, int, str, str]]:
+    """The answers not undone, ``(kind, i, j, answer, expert)`` in answer order (all
+    experts)."""
+    rows = conn.execute("SELECT kind, i, j, answer, expert FROM answers WHERE undone_at IS "
+                        "NULL ORDER BY id").fetchall()
+    return [(str(k), int(i), int(j), str(a), str(e)) for k, i, j, a, e in rows]
 
 
 def last_event(conn: sqlite3.Connection) -> int:
@@ -83,9 +85,9 @@ def experts(conn: sqlite3.Connection) -> list[str]:
 
 
 def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, int]:
-    """Counts of one expert's record: ``answered`` (active answers), ``pairs`` and
-    ``questions`` (both ``n_pairs``: the questions that may be asked, pairs and, in a session
-    with feature questions, features), ``left``, ``skipped``, ``undone``, ``pending``, the
+    """Counts of one expert's record: ``answered`` (active answers), ``questions`` (``n_pairs``:
+    the questions of every kind that may be asked; also under its older name ``pairs``),
+    ``left``, ``skipped``, ``undone``, ``pending``, the
     active answers per kind (similar, dissimilar, dont_know, relevant, irrelevant), and
     ``all_answers`` / ``experts`` over every expert."""
     kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
@@ -105,9 +107,9 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
 
 
 def pending_queries(conn: sqlite3.Connection, expert: str) -> list[tuple]:
-    """The expert's queries shown and not yet answered or skipped, oldest first: id, i, j,
-    expected_gain, exact_gain."""
-    return conn.execute("SELECT id, i, j, expected_gain, exact_gain FROM queries "
+    """The expert's queries shown and not yet answered or skipped, oldest first: id, kind,
+    i, j, expected_gain, exact_gain."""
+    return conn.execute("SELECT id, kind, i, j, expected_gain, exact_gain FROM queries "
                         "WHERE status = 'pending' AND expert = ? ORDER BY id",
                         (expert,)).fetchall()
 
@@ -117,10 +119,10 @@ def n_queries(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0])
 
 
-def skipped_pairs(conn: sqlite3.Connection, expert: str) -> set[tuple[int, int]]:
-    """The pairs the expert skipped since their last answer or undo."""
-    return {(int(i), int(j)) for i, j in conn.execute(
-        "SELECT q.i, q.j FROM events e JOIN queries q ON q.id = e.query_id "
+def skipped_questions(conn: sqlite3.Connection, expert: str) -> set[tuple[str, int, int]]:
+    """The questions ``(kind, i, j)`` the expert skipped since their last answer or undo."""
+    return {(str(k), int(i), int(j)) for k, i, j in conn.execute(
+        "SELECT q.kind, q.i, q.j FROM events e JOIN queries q ON q.id = e.query_id "
         "WHERE e.kind = 'skip' AND e.expert = ? AND e.id > (SELECT COALESCE(MAX(id), 0) "
         "FROM events WHERE kind IN ('answer', 'undo') AND expert = ?)", (expert, expert))}
 
@@ -146,13 +148,14 @@ def recent_answered(conn: sqlite3.Connection, expert: str,
 
 def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str],
                    expert: str):
-    """``(id, i, j, expected_gain, exact_gain, status)`` of the expert's pending query; for
-    any other query an error saying what became of it (``action`` is what was refused)."""
+    """``(id, i, j, expected_gain, exact_gain, status, kind)`` of the expert's pending query;
+    for any other query an error saying what became of it (``action`` is what was
+    refused)."""
     if not 1 <= qid <= MAX_ID:
         raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
                            "query first")
-    row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert FROM "
-                       "queries WHERE id = ?", (qid,)).fetchone()
+    row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert, kind "
+                       "FROM queries WHERE id = ?", (qid,)).fetchone()
     if row is None:
         raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
                            "query first")
@@ -176,28 +179,31 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
     if status == "cancelled":
         raise ElicitError(f"query {qid} ({pair}) was withdrawn (by an undo, or because its "
                           "pair was answered elsewhere); ask for the next query")
-    return row[:6]
+    return (*row[:6], row[7])
 
 
-def active_answer_to(conn: sqlite3.Connection, i: int, j: int, expert: str):
-    """The expert's active answer to pair (i, j): ``(id, answer, answered_at)`` or None."""
-    return conn.execute("SELECT id, answer, answered_at FROM answers WHERE i = ? AND j = ? "
-                        "AND expert = ? AND undone_at IS NULL", (i, j, expert)).fetchone()
+def active_answer_to(conn: sqlite3.Connection, kind: str, i: int, j: int, expert: str):
+    """The expert's active answer to the question ``(kind, i, j)``: ``(id, answer,
+    answered_at)`` or None."""
+    return conn.execute("SELECT id, answer, answered_at FROM answers WHERE kind = ? AND i = ? "
+                        "AND j = ? AND expert = ? AND undone_at IS NULL",
+                        (kind, i, j, expert)).fetchone()
 
 
 def history_rows(conn: sqlite3.Connection) -> list[tuple]:
     """Every answer with its query's gain and time, oldest first (columns as in
     :func:`elicit.session.export.history`, without the feature names)."""
     return conn.execute(
-        "SELECT a.id, a.query_id, a.expert, a.i, a.j, a.answer, a.comment, q.expected_gain, "
+        "SELECT a.id, a.query_id, a.expert, a.kind, a.i, a.j, a.answer, a.comment, "
+        "q.expected_gain, "
         "q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q ON "
         "q.id = a.query_id ORDER BY a.id").fetchall()
 
 
 def query_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every query shown: id, expert, i, j, expected_gain, exact_gain, shown_at, status,
-    batch."""
-    return conn.execute("SELECT id, expert, i, j, expected_gain, exact_gain, shown_at, "
+    """Every query shown: id, expert, kind, i, j, expected_gain, exact_gain, shown_at,
+    status, batch."""
+    return conn.execute("SELECT id, expert, kind, i, j, expected_gain, exact_gain, shown_at, "
                         "status, batch FROM queries ORDER BY id").fetchall()
 
 
@@ -229,7 +235,8 @@ def _cancel(conn: sqlite3.Connection, qids: Sequence[int], reason: str) -> None:
 
 _STALE_PENDING = (
     "SELECT q.id FROM queries q WHERE q.status = 'pending' AND EXISTS (SELECT 1 FROM "
-    "answers a WHERE a.undone_at IS NULL AND a.i = q.i AND a.j = q.j AND a.expert = q.expert)")
+    "answers a WHERE a.undone_at IS NULL AND a.kind = q.kind AND a.i = q.i AND a.j = q.j "
+    "AND a.expert = q.expert)")
 
 
 def cancel_answered_pending(conn: sqlite3.Connection) -> int:
@@ -258,7 +265,7 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
                         "LIMIT 1", (expert,)).fetchone():
             return True
         fresh = [q for q in chosen
-                 if active_answer_to(conn, q.i, stored_j(q.j), expert) is None]
+                 if active_answer_to(conn, q.kind, q.i, stored_j(q.j), expert) is None]
         if not fresh:
             return False
         e = epoch(conn)
@@ -267,21 +274,21 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
             batch_id = int(conn.execute("SELECT COALESCE(MAX(batch), 0) + 1 FROM queries"
                                         ).fetchone()[0])
         for q in fresh:
-            cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, "
+            cur = conn.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, "
                                "shown_at, status, batch, expert) VALUES "
-                               "(?, ?, ?, ?, ?, 'pending', ?, ?)",
-                               (q.i, stored_j(q.j), q.expected_gain, int(q.exact_gain), at,
-                                batch_id, expert))
+                               "(?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                               (q.kind, q.i, stored_j(q.j), q.expected_gain,
+                                int(q.exact_gain), at, batch_id, expert))
             conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
                          "('query', ?, ?, ?, ?)", (cur.lastrowid, e, at, expert))
     return True
 
 
 def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str | None,
-                 names: list[str], expert: str) -> tuple[int, int, int, str]:
+                 names: list[str], expert: str) -> tuple[int, int, int, str, str]:
     """Record an answer to the expert's pending query in one transaction.
 
-    Returns ``(answer id, i, j, answered_at)``. An answer of the other kind of question
+    Returns ``(answer id, i, j, answered_at, kind)``. An answer of another kind of question
     (similar to a feature question, relevant to a pair) is refused in one line and nothing is
     written. If the expert answered the same question through another query meanwhile, the
     query is cancelled (committed) and :class:`AnsweredElsewhere` is raised: the session is
@@ -293,20 +300,20 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
         # The checks run inside the write transaction: no other writer can slip in between
         # them and the insert. The unique indexes back them up.
         row = open_query_row(conn, qid, "answer", names, expert)
-        i, j = int(row[1]), int(row[2])
+        i, j, kind = int(row[1]), int(row[2]), str(row[6])
         try:
-            Answer.parse(answer, "pair" if public_j(j) is not None else "feature")
+            Answer.parse(answer, kind)
         except ElicitError as err:
             raise ElicitError(f"query {qid} ({question_label(names, i, j)}): {err}") from None
-        conflict = active_answer_to(conn, i, j, expert)
+        conflict = active_answer_to(conn, kind, i, j, expert)
         if conflict is not None:
             _cancel(conn, [qid], "pair answered elsewhere")
             aid = -1
         else:
             e = epoch(conn)
-            cur = conn.execute("INSERT INTO answers (query_id, i, j, answer, comment, "
-                               "answered_at, expert) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               (qid, i, j, answer, comment, at, expert))
+            cur = conn.execute("INSERT INTO answers (query_id, kind, i, j, answer, comment, "
+                               "answered_at, expert) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               (qid, kind, i, j, answer, comment, at, expert))
             assert cur.lastrowid is not None  # an INSERT always sets it
             aid = int(cur.lastrowid)
             conn.execute("UPDATE queries SET status = 'answered' WHERE id = ?", (qid,))
@@ -318,7 +325,7 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
             f"{expert_label(expert)} ({conflict[1]!r}, answer {conflict[0]} at {conflict[2]}, "
             f"in another tab, window or process); query {qid} was withdrawn and this answer "
             "was not recorded. Ask for the next query")
-    return aid, i, j, at
+    return aid, i, j, at, kind
 
 
 def cancel_query(conn: sqlite3.Connection, qid: int, reason: str) -> None:
@@ -341,28 +348,28 @@ def skip_query(conn: sqlite3.Connection, qid: int, names: list[str], expert: str
 
 def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
     """Undo the expert's last active answer in one transaction: mark it undone, withdraw the
-    expert's pending queries and ask its pair again. Returns ``(id, query_id, i, j, answer,
-    comment, answered_at)`` of the undone answer."""
+    expert's pending queries and ask its question again. Returns ``(id, query_id, i, j,
+    answer, comment, answered_at, kind)`` of the undone answer."""
     at = now()
     with write(conn):
         row = conn.execute("SELECT a.id, a.query_id, a.i, a.j, a.answer, a.comment, "
-                           "a.answered_at, q.expected_gain, q.exact_gain FROM answers a "
+                           "a.answered_at, a.kind, q.expected_gain, q.exact_gain FROM answers a "
                            "JOIN queries q ON q.id = a.query_id WHERE a.undone_at IS NULL "
                            "AND a.expert = ? ORDER BY a.id DESC LIMIT 1", (expert,)).fetchone()
         if row is None:
             who = "" if not expert else f" by {expert_label(expert)}"
             raise ElicitError(f"there is no answer{who} to undo")
-        aid, qid, i, j, _, _, _, gain, exact = row
+        aid, qid, i, j, _, _, _, kind, gain, exact = row
         e = epoch(conn)
         conn.execute("UPDATE answers SET undone_at = ? WHERE id = ?", (at, aid))
         conn.execute("UPDATE queries SET status = 'cancelled' WHERE status = 'pending' "
                      "AND expert = ?", (expert,))
         # The model is back where it was when this pair was asked (if nobody else answered
         # meanwhile), so its stored gain still applies.
-        cur = conn.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, shown_at, "
-                           "status, expert) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
-                           (i, j, gain, exact, at, expert))
+        cur = conn.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, "
+                           "shown_at, status, expert) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                           (kind, i, j, gain, exact, at, expert))
         conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, detail, "
                      "expert) VALUES ('undo', ?, ?, ?, ?, ?, ?)",
                      (qid, aid, e, at, json.dumps({"requeued": cur.lastrowid}), expert))
-    return row[:7]
+    return row[:8]

@@ -14,10 +14,13 @@ itself *before* the model is refitted and before the next query is chosen, so a 
 kill at any point loses no committed answer and never leaves half of one, and a copy of the
 ``.session`` file alone holds every answer that was confirmed.
 
-Questions. A session asks pair questions (``questions="pairs"``, the paper's and the default),
-feature questions ("does feature i affect the outcome?", ``"relevance"``) or both
-(``"both"``); feature questions need the relevance model, which is then the default model.
-A :class:`SessionQuery` says which kind it is (``q.kind``: ``"pair"`` or ``"feature"``).
+Questions. A session asks the kinds of question ``questions=`` names
+(:mod:`elicit.elicitation.kinds`): pair questions (``"pairs"``, the paper's and the default),
+feature questions ("does feature i affect the outcome?", ``"relevance"``), both
+(``"pairs,relevance"``) or any registered kind; a kind that needs a model (feature questions
+need the relevance model) makes it the default model. A :class:`SessionQuery` says which kind
+it is (``q.kind``: the kind's name, ``"pairs"`` or ``"relevance"``), and the file stores every
+question's kind by name.
 
 Experts. Each query, answer, skip and undo belongs to one expert (``expert=`` on
 :meth:`Session.open` sets the default; ``''`` is the unnamed expert). Every expert's active
@@ -47,13 +50,18 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.questions import Kind, check_questions
-from elicit.elicitation.strategies import Query
+from elicit.elicitation.kinds import (
+    PAPER_QUESTIONS,
+    QuestionKind,
+    get_kind,
+    model_for,
+    parse_questions,
+)
+from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
-from elicit.model.variants import RELEVANCE_MODEL
 from elicit.session import export, figures, record, store
 from elicit.session.inputs import check_comment, check_expert, prepare
 from elicit.session.questions import public_j, question_names, question_pairs
@@ -74,18 +82,19 @@ __all__ = ["AnswerRecord", "AnsweredElsewhere", "Session", "SessionQuery", "Unkn
 
 @dataclass(frozen=True)
 class SessionQuery:
-    """A question recorded in a session: a pair question ("do features i and j affect the
-    outcome in the same way?") or a feature question ("does feature i affect the
-    outcome?").
+    """A question recorded in a session, of any kind: a pair question ("do features i and j
+    affect the outcome in the same way?"), a feature question ("does feature i affect the
+    outcome?"), ...
 
     Attributes
     ----------
     id
         The query's row id in the session file (what :meth:`Session.answer` checks).
     i, j
-        Feature indices, ``i < j``, of a pair question; ``j`` is None for a feature question.
+        Feature indices, ``i < j``, of a pair question; ``j`` is None for a question about
+        one feature.
     names
-        The feature names: two for a pair question, one for a feature question.
+        The feature names: two for a pair question, one for a question about one feature.
     expected_gain
         Expected information gain when the query was chosen (None for the random strategy).
     exact_gain
@@ -98,6 +107,8 @@ class SessionQuery:
         What the question is worth: its expected gain as a fraction of the largest expected
         gain of any question the session had offered up to it (:func:`worth`; None without
         gains).
+    kind
+        The name of the question's kind (:mod:`elicit.elicitation.kinds`).
     """
 
     id: int
@@ -109,20 +120,28 @@ class SessionQuery:
     session_uid: str
     expert: str = ""
     worth: float | None = None
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        from elicit.elicitation.kinds import kind_for
+
+        object.__setattr__(self, "kind", get_kind(self.kind).name if self.kind
+                           else kind_for(self.i, self.j).name)
 
     @property
-    def kind(self) -> Kind:
-        """``"pair"`` or ``"feature"``."""
-        return "feature" if self.j is None else "pair"
+    def question_kind(self) -> QuestionKind:
+        """The kind of the question, as the registered object."""
+        return get_kind(self.kind)
 
     @property
     def features(self) -> tuple[int, ...]:
-        """The features the question is about: two for a pair, one for a feature question."""
+        """The features the question is about: two for a pair, one for a question about one
+        feature."""
         return (self.i,) if self.j is None else (self.i, self.j)
 
     @property
     def feature(self) -> int:
-        """The feature a feature question asks about."""
+        """The feature a question about one feature asks about."""
         if self.j is not None:
             raise ElicitError(f"query {self.id} is a pair question; it names two features")
         return self.i
@@ -137,7 +156,7 @@ class SessionQuery:
 @dataclass(frozen=True)
 class AnswerRecord:
     """A committed answer (returned by :meth:`Session.answer` once it is durable); ``j`` is
-    None for an answer to a feature question."""
+    None for an answer to a question about one feature, ``kind`` the question's kind."""
 
     id: int
     query_id: int
@@ -147,6 +166,7 @@ class AnswerRecord:
     comment: str | None
     answered_at: str
     expert: str = ""
+    kind: str = ""
 
 
 class Session(SessionState):
@@ -184,7 +204,8 @@ class Session(SessionState):
                y_offset: float = 0.0, description: str = "", standardize: bool = False,
                target_description: str | None = None, expert: str | None = None,
                meta_source: str | None = None, overwrite: bool = False,
-               utility_target: str = "predictive", questions: str = "pairs") -> Session:
+               utility_target: str = "predictive",
+               questions: object = PAPER_QUESTIONS) -> Session:
         """Create a new session file and return the open session.
 
         Parameters
@@ -203,10 +224,12 @@ class Session(SessionState):
             The session file to write (built under a temporary name, renamed into place).
         hyper, engine, utility, refine, pool_size
             Model and utility settings, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
-            Without ``hyper`` the model is the paper's, or with feature questions the
-            relevance model (``Hyper(model="relevance")``).
+            Without ``hyper`` the model is the one the kinds asked need (with feature
+            questions the relevance model, ``Hyper(model="relevance")``), else the paper's.
         strategy
-            ``"sequential"`` (default), ``"nonsequential"`` or ``"random"``.
+            A registered strategy: ``"sequential"`` (default), ``"nonsequential"``,
+            ``"random"`` or one added with
+            :func:`~elicit.elicitation.strategies.register_strategy`.
         seed
             Seeds the query random stream (see the module docstring).
         texts
@@ -230,10 +253,11 @@ class Session(SessionState):
             What a question's gain is about, ``"predictive"`` or ``"params"`` (the
             Elicitor's ``target``); files without it were made with ``"predictive"``.
         questions
-            Which questions are asked: ``"pairs"`` (the paper's, the default), ``"relevance"``
-            (feature questions: "does feature i affect the outcome?") or ``"both"``. Feature
-            questions need a model with relevance classes (``model="relevance"``); files
-            without the setting ask pairs.
+            The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
+            ``"pairs"`` (the paper's, the default), ``"relevance"`` (feature questions: "does
+            feature i affect the outcome?"), ``"pairs,relevance"`` (or ``"both"``), ``"all"``
+            or a list of registered kinds. Feature questions need a model with relevance
+            classes (``model="relevance"``); files without the setting ask pairs.
 
         Constant columns and columns equal to an earlier one stay in the model but are left
         out of the questions; :attr:`summary` says which.
@@ -245,9 +269,10 @@ class Session(SessionState):
         """
         path = Path(path)
         who = check_expert(expert)
-        check_questions(questions)
-        if hyper is None and questions != "pairs":
-            hyper = Hyper(model=RELEVANCE_MODEL)
+        kinds = parse_questions(questions)
+        needs = model_for(kinds)
+        if hyper is None and needs is not None:
+            hyper = Hyper(model=needs)
         pr = prepare(X, y, meta_features, feature_names, texts, hyper, strategy, seed, y_offset,
                      standardize, target_description, meta_source)
         store.check_new_path(path, overwrite)
@@ -255,7 +280,7 @@ class Session(SessionState):
                     "engine": engine.name if isinstance(engine, Engine) else str(engine),
                     "utility": utility, "refine": int(refine), "strategy": strategy,
                     "pool_size": pool_size, "seed": int(seed),
-                    "utility_target": utility_target, "questions": questions}
+                    "utility_target": utility_target, "questions": list(kinds)}
         cands = question_pairs(pr.U, [pr.names.index(n) for n in pr.excluded])
         dropped = len(pr.names) * (len(pr.names) - 1) // 2 - len(cands)
         if dropped:
@@ -264,7 +289,7 @@ class Session(SessionState):
         # Build the model once before writing anything: bad settings fail here, not on open.
         probe = Elicitor(cls._scaled(pr.X, pr.x_centre, pr.x_scale), pr.y - pr.y_centre,
                                pr.U, pr.hyper, engine=engine, utility=utility, refine=refine,
-                               target=utility_target, questions=questions,
+                               target=utility_target, questions=kinds,
                                pool_size=pool_size, candidates=cands)
         note = kernel_note(probe.fit.K, cands)
         if note is not None:
@@ -339,7 +364,7 @@ class Session(SessionState):
                 pend = self._pending(who)
                 if pend:
                     return pend
-                left = len(self.elicitor.unasked())
+                left = len(self.elicitor.open_questions())
                 if before is not None and left >= before:
                     break
                 before = left
@@ -359,17 +384,17 @@ class Session(SessionState):
 
     @single_blas_thread
     def _choose(self, k: int, expert: str) -> list[Query]:
-        """The next ``k`` questions: the stored strategy, the expert's skipped pairs
+        """The next ``k`` questions: the stored strategy, the expert's skipped questions
         excluded."""
         el, c = self.elicitor, self.conn
-        skipped = record.skipped_pairs(c, expert)
-        left = {(int(i), int(j)) for i, j in el.unasked()}
-        # When everything left was skipped, the skipped pairs come back.
+        skipped = record.skipped_questions(c, expert)
+        left = el.open_keys()
+        # When everything left was skipped, the skipped questions come back.
         exclude = skipped & left if left - skipped else None
         rng = np.random.default_rng(np.random.SeedSequence([self.settings["seed"],
                                                             record.n_queries(c)]))
         strategy = self.settings["strategy"]
-        if strategy == "nonsequential":
+        if get_strategy(strategy).needs_ranking:
             el.nonsequential_ranking()  # made at the no-feedback MAP, also after answers
         return el.next_batch(strategy, rng, k, exclude=exclude)
 
@@ -413,8 +438,8 @@ class Session(SessionState):
                             else expert)
             self._sync(who)
             try:
-                aid, i, j, at = record.answer_query(self.conn, qid, ans.value, comment,
-                                                    self.feature_names, who)
+                aid, i, j, at, kind = record.answer_query(self.conn, qid, ans.value, comment,
+                                                          self.feature_names, who)
             except sqlite3.IntegrityError as e:
                 # The checks above make this unreachable; if the file's indexes refuse all
                 # the same, withdraw the query so it cannot block the session.
@@ -426,7 +451,7 @@ class Session(SessionState):
             finally:
                 # Committed (or withdrawn). Only now refit; a crash from here loses nothing.
                 self._sync(who, wrote=True)
-            return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who)
+            return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who, kind)
 
     def skip(self, query: SessionQuery | int, expert: str | None = None) -> None:
         """Skip a pending query. Not an answer: the pair is not asked again until the
@@ -451,10 +476,10 @@ class Session(SessionState):
         """
         with self._lock:
             who = self._who(expert)
-            aid, qid, i, j, a, comment, at = record.undo_last(self.conn, who)
+            aid, qid, i, j, a, comment, at, kind = record.undo_last(self.conn, who)
             self._sync(who, wrote=True)
             return AnswerRecord(int(aid), int(qid), int(i), public_j(j), Answer(a), comment, at,
-                                who)
+                                who, kind)
 
     # -- records, exports and plots: functions of a session in their own modules -----------
     history = property(export.history)
@@ -478,8 +503,8 @@ def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
     :meth:`Session.pending`; this does not bring the model up to date)."""
     return [SessionQuery(int(q), int(i), public_j(j), question_names(names, i, j),
                          None if g is None else float(g), bool(exact), uid, expert,
-                         worth(g, record.best_gain(conn, q)))
-            for q, i, j, g, exact in record.pending_queries(conn, expert)]
+                         worth(g, record.best_gain(conn, q)), str(kind))
+            for q, kind, i, j, g, exact in record.pending_queries(conn, expert)]
 
 
 def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.questions import Kind
+from elicit.elicitation.kinds import PAPER_QUESTIONS, QuestionKind, get_kind
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
@@ -54,8 +54,9 @@ class Snapshot:
     posterior
         The NIG posterior at that MAP (None unless asked for).
     answers
-        The active answers of every expert, ``(i, j, answer, expert)`` in answer order (as
-        stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a feature question).
+        The active answers of every expert, ``(kind, i, j, answer, expert)`` in answer order
+        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a question about
+        one feature).
     relevance
         The relevance class of each feature in the model (1 relevant, 0 irrelevant, -1 not
         judged); None for a model without relevance classes.
@@ -68,7 +69,7 @@ class Snapshot:
 
     fit: MAPResult
     posterior: NIGPosterior | None
-    answers: list[tuple[int, int, str, str]]
+    answers: list[tuple[str, int, int, str, str]]
     relevance: np.ndarray | None = None
     p_relevant: np.ndarray | None = None
 
@@ -104,16 +105,20 @@ class SessionState:
             # Format-1 files have no exclusions: every pair stays a candidate, as before.
             cands = (question_pairs(U, [self.feature_names.index(n) for n in self.excluded])
                      if "excluded_features" in meta else None)
+            # The pool the session was made with: a default one is recorded as resolved, so
+            # that a later default (capped at large p) does not change its questions.
+            pool = st["pool_size"] if st["pool_size"] is not None else \
+                meta.get("resolved", {}).get("pool_size")
             elicitor = Elicitor(
                 self._model_X(X), y - float(meta.get("y_centre", 0.0)), U,
                 Hyper(**st["hyper"]), engine=engine if engine is not None else st["engine"],
-                utility=st["utility"], refine=st["refine"], pool_size=st["pool_size"],
+                utility=st["utility"], refine=st["refine"], pool_size=pool,
                 candidates=cands, target=st.get("utility_target", "predictive"),
                 # files made before feature questions ask pairs
-                questions=st.get("questions", "pairs"))
+                questions=st.get("questions", PAPER_QUESTIONS))
         self.elicitor = elicitor
         self._data_version = -1
-        self._active: list[tuple[int, int, str, str]] = []
+        self._active: list[tuple[str, int, int, str, str]] = []
         self._asked_for: str | None = None
         self._sync(expert, force=True)
 
@@ -189,7 +194,7 @@ class SessionState:
     def __repr__(self) -> str:
         pr = self.progress()
         return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
-                f"{pr['answered']} of {pr['pairs']} {self.question_noun}s answered>")
+                f"{pr['answered']} of {pr['questions']} {self.question_noun}s answered>")
 
     @contextlib.contextmanager
     def unless_busy(self) -> Iterator[bool]:
@@ -229,10 +234,10 @@ class SessionState:
             # committed between our last sync and our write.
             active = record.active_answers(self.conn)
             if force or active != self._active:
-                self.elicitor.set_answers(active, asked=_pairs_of(active, expert))
+                self.elicitor.set_answers(active, asked=_asked_by(active, expert))
                 self._active, self._asked_for = active, expert
         if self._asked_for != expert:
-            self.elicitor.set_asked(_pairs_of(self._active, expert))
+            self.elicitor.set_asked(_asked_by(self._active, expert))
             self._asked_for = expert
 
     def snapshot(self, posterior: bool = False, p_relevant: bool = False) -> Snapshot:
@@ -265,26 +270,31 @@ class SessionState:
 
     @property
     def n_pairs(self) -> int:
-        """How many questions may be asked (each expert may answer each once): the candidate
-        pairs and, with feature questions, the features."""
-        return len(self.elicitor.question_rows)
+        """How many questions may be asked (each expert may answer each once): the questions
+        of every kind asked (the candidate pairs and, with feature questions, the
+        features)."""
+        return len(self.elicitor.table)
 
     @property
-    def questions(self) -> str:
-        """Which questions the session asks: ``"pairs"``, ``"relevance"`` or ``"both"``."""
+    def questions(self) -> tuple[str, ...]:
+        """The names of the kinds of question the session asks (:mod:`elicit.elicitation.kinds`)."""
         return self.elicitor.questions
 
     @property
-    def question_noun(self) -> str:
-        """How the front ends count the questions: ``"pair"``, or ``"question"`` when feature
-        questions are asked."""
-        return "pair" if self.questions == "pairs" else "question"
+    def kinds(self) -> tuple[QuestionKind, ...]:
+        """The kinds of question the session asks."""
+        return self.elicitor.kinds
 
     @property
-    def answer_kind(self) -> Kind | None:
-        """The kind of every question of the session (``"pair"`` or ``"feature"``), or None
-        when it asks both."""
-        return {"pairs": "pair", "relevance": "feature"}.get(self.questions)  # type: ignore
+    def question_noun(self) -> str:
+        """How the front ends count the questions: the kind's noun (``"pair"``) when one kind
+        is asked, else ``"question"``."""
+        return self.elicitor.noun
+
+    @property
+    def answer_kind(self) -> QuestionKind | None:
+        """The kind of every question of the session, or None when it asks several."""
+        return self.kinds[0] if len(self.kinds) == 1 else None
 
     @property
     def relevance(self) -> np.ndarray | None:
@@ -310,7 +320,7 @@ class SessionState:
         """True when ``expert`` has answered every candidate pair."""
         with self._lock:
             self._sync(self._who(expert))
-            return len(self.elicitor.unasked()) == 0
+            return len(self.elicitor.open_questions()) == 0
 
     def texts(self, feature: int | str) -> list[str]:
         """The example snippets stored for a feature (by index or name)."""
@@ -337,8 +347,8 @@ class SessionState:
     # -- the model -----------------------------------------------------------------------
     def active_answers(self) -> list[tuple[int, int | None, str]]:
         """The answers the model uses, of every expert: (i, j, answer) in answer order (j
-        None for a feature question)."""
-        return [(i, public_j(j), a) for i, j, a, _ in self.snapshot().answers]
+        None for a question about one feature)."""
+        return [(i, public_j(j), a) for _, i, j, a, _ in self.snapshot().answers]
 
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP (beta in the model's
@@ -375,7 +385,8 @@ class SessionState:
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
         snap = self.snapshot()
-        active = [a for a in snap.answers if public_j(a[1]) is not None]
+        # the answers about pairs are the estimator's feedback
+        active = [(i, j, a) for k, i, j, a, _ in snap.answers if get_kind(k).arity == 2]
         if snap.relevance is not None:
             # the classes the experts' feature answers set (where they agree)
             for key, c in (("relevant", 1), ("irrelevant", 0)):
@@ -386,7 +397,7 @@ class SessionState:
             J = np.flatnonzero(coupled_features(len(self.feature_names), self.elicitor.candidates))
             params["coupled"] = [self.feature_names[k] for k in J]
         est = ElicitRegressor.from_answers(
-            self.U, [a[:3] for a in active], feature_names=self.feature_names,
+            self.U, active, feature_names=self.feature_names,
             hyper=self.elicitor.hyper, engine=self.elicitor.engine, **params)
         y_centre = float(self.meta.get("y_centre", 0.0))
         est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names),
@@ -428,8 +439,9 @@ def _p_relevant(el: Elicitor) -> np.ndarray:
     return np.where(classes == 1, 1.0, np.where(classes == 0, 0.0, p))
 
 
-def _pairs_of(active: Sequence[tuple], expert: str) -> list[tuple[int, int]]:
-    return [(i, j) for i, j, _, e in active if e == expert]
+def _asked_by(active: Sequence[tuple], expert: str) -> list[tuple[str, int, int]]:
+    """The questions ``(kind, i, j)`` of ``expert``'s active answers."""
+    return [(k, i, j) for k, i, j, _, e in active if e == expert]
 
 
 def _short(items: Sequence[str], limit: int = 8) -> str:

@@ -11,19 +11,23 @@ table      rows
 ========== =================================================================================
 meta       key -> JSON value: ``format_version``, ``created``, ``session_uid``, ``data_hash``
            (sha256 of X, y, U as float64 bytes with their shapes), ``array_hashes``,
-           ``feature_names``, ``settings`` (format 3: with ``questions``; without it a
-           session asks pairs), ``y_offset``, ``description`` and (format 2) ``y_centre``,
+           ``feature_names``, ``settings`` (``questions``: the names of the kinds of question
+           asked, format 4; a name or ``"both"`` in format 3; without it a session asks
+           pairs), ``y_offset``, ``description`` and (format 2) ``y_centre``,
            ``x_centre``/``x_scale``, ``excluded_features``, ``target_description``,
            ``summary``
 arrays     ``X``, ``y``, ``U`` as ``.npy`` blobs (``numpy.save``, no pickles)
 texts      optional example snippets per feature (shown to the expert)
-queries    every question shown: ``id, i, j, expected_gain, exact_gain, shown_at, status,
-           batch, expert`` with status ``pending | answered | skipped | cancelled``; a pair
-           question has ``i < j``, a feature question (format 3) ``j = -1``
-answers    ``id, query_id UNIQUE, i, j, answer, comment, answered_at, undone_at, expert``; a
-           partial unique index forbids two active (not undone) answers of one expert to one
-           question; a pair is answered similar / dissimilar / dont_know, a feature
-           relevant / irrelevant / dont_know
+queries    every question shown: ``id, kind, i, j, expected_gain, exact_gain, shown_at,
+           status, batch, expert`` with status ``pending | answered | skipped | cancelled``;
+           ``kind`` is the name of the question's kind (format 4,
+           :mod:`elicit.elicitation.kinds`); a question about a pair has ``i < j``, one about
+           one feature (format 3) ``j = -1``
+answers    ``id, query_id UNIQUE, kind, i, j, answer, comment, answered_at, undone_at,
+           expert``; a partial unique index forbids two active (not undone) answers of one
+           expert to one question; the answer is one of its kind's words or dont_know
+           (checked when written and when the file is opened: the kinds are registered
+           objects, not a list fixed in the file)
 events     an append-only log: ``create``, ``query``, ``answer``, ``skip``, ``undo``,
            ``cancel``, ``migrate``, each with its ``expert``
 ========== =================================================================================
@@ -62,24 +66,27 @@ from elicit.errors import ElicitError
 
 #: Version of the file layout written by this module. Files with a larger number are refused;
 #: older files are migrated in place when opened (version 1: no experts, WAL journal; version
-#: 2: pair questions only).
-FORMAT_VERSION = 3
+#: 2: pair questions only; version 3: pair and feature questions told apart by ``j``, their
+#: answers fixed by CHECK constraints).
+FORMAT_VERSION = 4
 #: ``PRAGMA application_id`` of session files ("ELIC"), so ``file(1)``-like tools can tell.
 APPLICATION_ID = 0x454C4943
 #: How long a write waits for another program's lock before giving up, in seconds.
 BUSY_TIMEOUT = 10.0
 TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
-#: The ``j`` of a feature question ("does feature i affect the outcome?") in the queries and
-#: answers tables: the Elicitor's row of it, ``(i, NO_FEATURE)``.
+#: The ``j`` of a question about one feature ("does feature i affect the outcome?") in the
+#: queries and answers tables: the Elicitor's row of it, ``(i, NO_FEATURE)``.
 FEATURE_J = NO_FEATURE
 
-# The two tables of the record, written once: the schema creates them, and the migration from
-# format 2 rebuilds them under a temporary name (SQLite cannot change a CHECK in place). A
-# question is a pair (i < j) or a feature (j = FEATURE_J); that an answer suits its question's
-# kind is checked where it is written (record.answer_query) and when a file is opened.
+# The two tables of the record, written once: the schema creates them, and the migrations
+# rebuild them under a temporary name (SQLite cannot change a CHECK in place). A question is
+# of a registered kind, about a pair (i < j) or one feature (j = FEATURE_J); that the kind is
+# registered, that its arity fits and that an answer is one of its words are checked where
+# it is written (record.answer_query) and when a file is opened (opening._check_record).
 _QUERIES = f"""
 CREATE TABLE {{name}} (
     id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
     i INTEGER NOT NULL, j INTEGER NOT NULL,
     expected_gain REAL, exact_gain INTEGER NOT NULL DEFAULT 0,
     shown_at TEXT NOT NULL,
@@ -91,15 +98,15 @@ _ANSWERS = """
 CREATE TABLE {name} (
     id INTEGER PRIMARY KEY,
     query_id INTEGER NOT NULL UNIQUE REFERENCES queries(id),
+    kind TEXT NOT NULL,
     i INTEGER NOT NULL, j INTEGER NOT NULL,
-    answer TEXT NOT NULL CHECK (answer IN ('similar', 'dissimilar', 'dont_know', 'relevant',
-                                           'irrelevant')),
+    answer TEXT NOT NULL,
     comment TEXT,
     answered_at TEXT NOT NULL,
     undone_at TEXT,
     expert TEXT NOT NULL DEFAULT '')"""
 _RECORD_INDEXES = """
-CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
+CREATE UNIQUE INDEX answers_one_active_per_expert_question ON answers (kind, i, j, expert)
     WHERE undone_at IS NULL;
 CREATE INDEX queries_by_status ON queries (status, expert);
 """
@@ -135,23 +142,27 @@ CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
 CREATE INDEX queries_by_status ON queries (status, expert);
 """
 
-# Format 2 -> 3: feature questions. The queries and answers tables are rebuilt with the CHECKs
-# above (SQLite's documented way of changing a constraint: a new table, the rows copied, the
-# old one dropped and the new one renamed); run with foreign keys off.
+# Formats 1 to 3 -> 4: kinds of question by name. The queries and answers tables are rebuilt
+# with the kind column and without the CHECKs that fixed the answers (SQLite's documented way
+# of changing a constraint: a new table, the rows copied, the old one dropped and the new one
+# renamed); run with foreign keys off. Older files told the two kinds they could hold apart by
+# j: the kind of one-feature rows is :one, that of pair rows :two (opening._migrate). This also
+# did the work of the format 2 -> 3 migration (feature questions allowed).
 _RECORD_COLUMNS = {
     "queries": "id, i, j, expected_gain, exact_gain, shown_at, status, batch, expert",
     "answers": "id, query_id, i, j, answer, comment, answered_at, undone_at, expert"}
-MIGRATE_2_TO_3 = f"""
-{_QUERIES.format(name="queries_3")};
-{_ANSWERS.format(name="answers_3")};
-INSERT INTO queries_3 ({_RECORD_COLUMNS["queries"]}) SELECT {_RECORD_COLUMNS["queries"]}
-    FROM queries;
-INSERT INTO answers_3 ({_RECORD_COLUMNS["answers"]}) SELECT {_RECORD_COLUMNS["answers"]}
-    FROM answers;
+_OLD_KIND = f"CASE WHEN j = {FEATURE_J} THEN :one ELSE :two END"
+MIGRATE_TO_4 = f"""
+{_QUERIES.format(name="queries_4")};
+{_ANSWERS.format(name="answers_4")};
+INSERT INTO queries_4 (kind, {_RECORD_COLUMNS["queries"]})
+    SELECT {_OLD_KIND}, {_RECORD_COLUMNS["queries"]} FROM queries;
+INSERT INTO answers_4 (kind, {_RECORD_COLUMNS["answers"]})
+    SELECT {_OLD_KIND}, {_RECORD_COLUMNS["answers"]} FROM answers;
 DROP TABLE answers;
 DROP TABLE queries;
-ALTER TABLE queries_3 RENAME TO queries;
-ALTER TABLE answers_3 RENAME TO answers;
+ALTER TABLE queries_4 RENAME TO queries;
+ALTER TABLE answers_4 RENAME TO answers;
 {_RECORD_INDEXES}
 """
 

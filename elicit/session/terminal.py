@@ -25,26 +25,17 @@ from typing import TYPE_CHECKING, TextIO
 
 import pandas as pd
 
+from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
 from elicit.internal.text import printable
 from elicit.session.loaders import highlight
 
 if TYPE_CHECKING:
+    from elicit.elicitation.kinds import QuestionKind
     from elicit.session.session import Session, SessionQuery
 
-#: Keys of the terminal UI.
-KEYS_HELP = ("[s] similar   [d] dissimilar   [?] don't know   [k] skip   [u] undo   [q] quit\n"
-             "Add a comment after the key, e.g.  s both praise the product")
-#: The keys of a session with feature questions only, and of one that asks both kinds.
-FEATURE_KEYS_HELP = ("[r] relevant   [i] irrelevant   [?] don't know   [k] skip   [u] undo   "
-                     "[q] quit\nAdd a comment after the key, e.g.  r customers mention it")
-BOTH_KEYS_HELP = ("pair questions:    [s] similar   [d] dissimilar   [?] don't know\n"
-                  "feature questions: [r] relevant  [i] irrelevant   [?] don't know\n"
-                  "any question:      [k] skip   [u] undo   [q] quit\n"
-                  "Add a comment after the key, e.g.  s both praise the product")
-#: The answer keys of each kind of question (what the key line under a question shows).
-ANSWER_KEYS = {"pair": {"s": "similar", "d": "dissimilar", "?": "don't know"},
-               "feature": {"r": "relevant", "i": "irrelevant", "?": "don't know"}}
+#: The keys of every question, whatever its kind (the answer keys are the kinds').
+ACTION_KEYS = ("[k] skip", "[u] undo", "[q] quit")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -176,10 +167,13 @@ def worth_text(q: SessionQuery) -> str:
 
 
 def question_text(s: Session, q: SessionQuery) -> str:
-    """The question as the expert reads it."""
-    if q.kind == "feature":
-        return f"Does {q.names[0]} affect {s.target_description}?"
-    return f"Do these two features affect {s.target_description} in the same way?"
+    """The question as the expert reads it (its kind's text)."""
+    return q.question_kind.render(q.names, s.target_description)
+
+
+def answer_keys(kind: QuestionKind) -> list[str]:
+    """The answer keys of ``kind``'s questions as shown: ``["[s] similar", ...]``."""
+    return [f"[{k}] {a.label.lower()}" for k, a in kind.keys.items()]
 
 
 def label(q: SessionQuery) -> str:
@@ -191,18 +185,17 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
-    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['pairs']} "
+    _put(out, f"\n── Question {pr['answered'] + 1} · {pr['answered']} of {pr['questions']} "
               f"{s.question_noun}s answered{skipped}{' · ' + worth if worth else ''} ──",
          question_text(s, q))
     for tag, f, name in zip("AB", q.features, q.names):
-        _put(out, f"  {name}" if q.kind == "feature" else f"  {tag}: {name}")
+        _put(out, f"  {name}" if len(q.features) == 1 else f"  {tag}: {name}")
         for snip in s.texts(f)[:2]:
             print(f"       \"{_marked(name, snip, tty)}\"", file=out)  # escaped inside
         why = snippet_note(s, f)
         if why:
             _put(out, f"       ({why})")
-    keys = "  ".join(f"[{k}] {v}" for k, v in ANSWER_KEYS[q.kind].items())
-    print(f"{keys}  [k] skip  [u] undo  [q] quit", file=out)
+    print("  ".join([*answer_keys(q.question_kind), *ACTION_KEYS]), file=out)
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
@@ -280,14 +273,24 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
 
 
 def keys_help(s: Session) -> str:
-    """The keys of the session's kinds of question."""
-    return {"pairs": KEYS_HELP, "relevance": FEATURE_KEYS_HELP}.get(s.questions,
-                                                                   BOTH_KEYS_HELP)
+    """The keys of the session's kinds of question: one line of keys, or with several kinds
+    one line per kind (the columns aligned) and one of the keys of any question."""
+    example = f"Add a comment after the key, e.g.  {s.kinds[0].comment_example}"
+    if len(s.kinds) == 1:
+        return "   ".join([*answer_keys(s.kinds[0]), *ACTION_KEYS]) + "\n" + example
+    rows = [answer_keys(k) for k in s.kinds]
+    widths = [max(len(r[c]) for r in rows if c < len(r)) + 2 for c in range(max(map(len, rows)))]
+    heads = [f"{k.label}:" for k in s.kinds] + ["any question:"]
+    pad = max(map(len, heads)) + 1
+    lines = [heads[t].ljust(pad) + "".join(key.ljust(w) for key, w in zip(r, widths)).rstrip()
+             for t, r in enumerate(rows)]
+    lines.append(heads[-1].ljust(pad) + "   ".join(ACTION_KEYS))
+    return "\n".join([*lines, example])
 
 
-#: The answer keys and words of both kinds (a key of the other kind gets a one-line error).
-_ANSWER_WORDS = {"pair": ("s", "d", "similar", "dissimilar"),
-                 "feature": ("r", "i", "relevant", "irrelevant")}
+def _words(kind: QuestionKind) -> set[str]:
+    """The keys and words that answer ``kind``'s questions (don't know excluded)."""
+    return {w for a in kind.answers for w in (a.key, a.value)}
 
 
 def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: TextIO,
@@ -305,18 +308,19 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
         elif key in ("k", "skip"):
             s.skip(q)
             print(f"skipped; the {s.question_noun} may come back later", file=out)
-        elif key in ("?", "dont_know", *_ANSWER_WORDS[q.kind]):
+        elif key in (DONT_KNOW.key, DONT_KNOW.value, *_words(q.question_kind)):
             rec = s.answer(q, key, comment=comment or None)
             _put(out, f"saved: {label(q)} -> {rec.answer.value.replace('_', ' ')}")
-        elif key in _ANSWER_WORDS["feature" if q.kind == "pair" else "pair"]:
-            keys = ", ".join(ANSWER_KEYS[q.kind])
-            print(f"{key!r} answers a {'feature' if q.kind == 'pair' else 'pair'} question; "
-                  f"this is a {q.kind} question: use {keys} (or k, u, q)", file=out)
+        elif any(key in _words(k) for k in s.kinds):
+            other = next(k for k in s.kinds if key in _words(k))
+            keys = ", ".join(q.question_kind.keys)
+            print(f"{key!r} answers {other.question}; this is {q.question_kind.question}: use "
+                  f"{keys} (or k, u, q)", file=out)
             return False
         elif key in ("", "h", "help"):
             print(keys_help(s), file=out)
         else:
-            keys = ", ".join(ANSWER_KEYS[q.kind])
+            keys = ", ".join(q.question_kind.keys)
             print(f"unknown key {key!r}: use {keys}, k, u or q", file=out)
             return False
     except ElicitError as e:
@@ -351,15 +355,16 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
     for e in experts:
         pr = s.progress(e)
         who = f" by {e}" if e else ""
-        kinds = ["similar", "dissimilar"] + (
-            ["relevant", "irrelevant"] if s.questions != "pairs" else []) + ["dont_know"]
-        counts = ", ".join(f"{pr[k]} {_COUNTED.get(k, k)}" for k in kinds)
-        _put(out, f"{s.path}: {pr['answered']} of {pr['pairs']} {s.question_noun}s "
+        counted = [a.value for k in s.kinds for a in k.answers] + [DONT_KNOW.value]
+        counts = ", ".join(f"{pr[k]} {_COUNTED.get(k, k)}" for k in counted)
+        _put(out, f"{s.path}: {pr['answered']} of {pr['questions']} {s.question_noun}s "
                   f"answered{who} ({counts}), {pr['skipped']} skipped, {pr['undone']} undone")
     _put(out, *(f"  {line}" for line in s.summary))
     if len(h):
         cols = ["answer_id", "feature_i", "feature_j", "answer", "expected_gain",
                 "answered_at", "undone", "comment"]
+        if len(s.kinds) > 1:
+            cols.insert(1, "kind")
         if len(experts) > 1 or any(experts):
             cols.insert(1, "expert")
         view = h[cols].copy()
@@ -375,9 +380,10 @@ def show_agreement(s: Session, out: TextIO | None = None) -> None:
     experts = [e or "(unnamed)" for e in s.experts()]
     _put(out, f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}")
     if ag.rate is None:
-        print("no pair has similar/dissimilar answers from two or more experts yet"
-              if s.questions == "pairs" else "no question has answers (other than don't "
-              "know) from two or more experts yet", file=out)
+        words = "/".join(a.value for a in s.kinds[0].answers)
+        print(f"no {s.question_noun} has {words} answers from two or more experts yet"
+              if len(s.kinds) == 1 else "no question has answers (other than don't know) "
+              "from two or more experts yet", file=out)
     else:
         print(f"agreement: {ag.agreeing} of {ag.compared} {s.question_noun}s answered by two "
               "or more "

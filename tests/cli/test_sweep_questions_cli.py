@@ -37,6 +37,10 @@ def _capture(monkeypatch, module, name: str) -> list:
      dict(questions="relevance", pool="paper", model="relevance", irrelevant=7)),
     (["--questions", "pairs", "--pool", "open", "--model", "tied-threshold"],
      dict(questions="pairs", pool="open", model="tied-threshold")),
+    # a list of kinds in any order, or all: recorded as older sweeps wrote it ("both")
+    (["--questions", "relevance,pairs"], dict(questions="both", pool="open", model="relevance")),
+    (["--questions", "pairs, relevance"], dict(questions="both", model="relevance")),
+    (["--questions", "all"], dict(questions="both", model="relevance")),
 ])
 def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path):
     seen = _capture(monkeypatch, elicit.paper.synthetic, "run_synthetic")
@@ -78,6 +82,9 @@ def test_realdata_options_become_the_config(argv, expect, monkeypatch, tmp_path)
      "--questions both"),
     (["realdata", "--dataset", "amazon", "--questions", "relevance", "--paper"],
      "elicit: error: --paper asks pair questions only; drop --paper or --questions relevance"),
+    (["synthetic", "--questions", "relevance", "--model", "tied-threshold"],
+     "elicit: error: questions='relevance' asks feature questions, which need a model with "
+     "relevance classes: use model='relevance' (the model is 'tied-threshold')"),
 ])
 def test_mixed_option_mistakes_are_one_line(argv, message, tmp_path, capsys):
     assert main([*argv, "--runs", "1", "--rounds", "1", "--out", str(tmp_path / "o")]) == 2
@@ -86,10 +93,27 @@ def test_mixed_option_mistakes_are_one_line(argv, message, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("argv", [["--questions", "features"], ["--pool", "best"]])
-def test_unknown_choices_are_usage_errors(argv, tmp_path, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["synthetic", *argv, "--out", str(tmp_path / "o")])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "invalid choice" in err
+@pytest.mark.parametrize("argv,says", [
+    (["--pool", "best"], "invalid choice"),
+    (["--questions", "features"], "argument --questions: unknown question kind 'features' in "
+                                  "questions='features'; name kinds from pairs, relevance "
+                                  "(comma-separated), or all, or both (= pairs,relevance)"),
+    (["--questions", "pairs,directions"], "unknown question kind 'directions' in "
+                                          "questions='pairs,directions'"),
+    (["--questions", "pairs,relevance,pairs"], "argument --questions: question kind 'pairs' "
+                                               "is named twice in "
+                                               "questions='pairs,relevance,pairs'; name each "
+                                               "kind once"),
+    (["--questions", "both,relevance"], "question kind 'relevance' is named twice"),
+    (["--questions", ","], "questions=',' names no kind of question"),
+])
+def test_unknown_choices_are_usage_errors(argv, says, tmp_path, capsys):
+    # --questions reads alike for the sweeps and for a session
+    commands = [["synthetic"]] + ([["session", "new", "--from-npz", "x.npz"]]
+                                  if argv[0] == "--questions" else [])
+    for command in commands:
+        with pytest.raises(SystemExit) as exc:
+            main([*command, *argv, "--out", str(tmp_path / "o")])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err

@@ -1,6 +1,8 @@
-"""Answers of both kinds of question, the questions as rows and queries, and the experts."""
+"""Answers of every kind of question, the questions as rows and queries, and the experts."""
 
 from __future__ import annotations
+
+import pickle
 
 import numpy as np
 import pytest
@@ -14,39 +16,42 @@ from elicit.elicitation.answers import (
     ask,
     check_expert,
 )
-from elicit.elicitation.questions import NO_FEATURE, Query, kind_of, question_key
+from elicit.elicitation.kinds import kind_for
+from elicit.elicitation.questions import NO_FEATURE, Query, question_key
 from elicit.errors import ElicitError
 from elicit.paper.lasso_expert import LassoExpert
 
 
 @pytest.mark.parametrize("raw,kind,expected", [
-    ("relevant", "feature", Answer.RELEVANT), ("r", "feature", Answer.RELEVANT),
-    (" Relevant", None, Answer.RELEVANT), ("irrelevant", "feature", Answer.IRRELEVANT),
-    ("i", "feature", Answer.IRRELEVANT), ("not relevant", None, Answer.IRRELEVANT),
-    ("?", "feature", Answer.DONT_KNOW), ("don't know", "feature", Answer.DONT_KNOW),
-    (1, "feature", Answer.RELEVANT), (np.int64(0), "feature", Answer.IRRELEVANT),
-    (True, "feature", Answer.RELEVANT), (1, "pair", Answer.SIMILAR), (0, None, Answer.DISSIMILAR),
-    ("s", "pair", Answer.SIMILAR), ("?", "pair", Answer.DONT_KNOW),
-    (Answer.RELEVANT, "feature", Answer.RELEVANT),
+    ("relevant", "relevance", Answer.RELEVANT), ("r", "relevance", Answer.RELEVANT),
+    (" Relevant", None, Answer.RELEVANT), ("irrelevant", "relevance", Answer.IRRELEVANT),
+    ("i", "relevance", Answer.IRRELEVANT), ("not relevant", None, Answer.IRRELEVANT),
+    ("?", "relevance", Answer.DONT_KNOW), ("don't know", "relevance", Answer.DONT_KNOW),
+    (1, "relevance", Answer.RELEVANT), (np.int64(0), "relevance", Answer.IRRELEVANT),
+    (True, "relevance", Answer.RELEVANT), (1, "pairs", Answer.SIMILAR),
+    (0, None, Answer.DISSIMILAR), ("s", "pairs", Answer.SIMILAR), ("?", "pairs", Answer.DONT_KNOW),
+    (Answer.RELEVANT, "relevance", Answer.RELEVANT),
+    # the names older records gave the kinds
+    ("r", "feature", Answer.RELEVANT), (0, "pair", Answer.DISSIMILAR),
 ])
 def test_answer_parsing_of_both_kinds(raw, kind, expected):
     assert Answer.parse(raw, kind) is expected
 
 
 @pytest.mark.parametrize("raw,kind,message", [
-    ("similar", "feature", r"^'similar' answers a pair question \(do features i and j affect "
+    ("similar", "relevance", r"^'similar' answers a pair question \(do features i and j affect "
      r"the outcome in the same way\?\), not a feature question \(does feature k affect the "
      r"outcome\?\): use 'relevant', 'irrelevant' or 'dont_know'$"),
-    ("d", "feature", r"^'dissimilar' answers a pair question .*: use 'relevant', "),
-    ("r", "pair", r"^'relevant' answers a feature question \(does feature k affect the "
+    ("d", "relevance", r"^'dissimilar' answers a pair question .*: use 'relevant', "),
+    ("r", "pairs", r"^'relevant' answers a feature question \(does feature k affect the "
      r"outcome\?\), not a pair question .*: use 'similar', 'dissimilar' or 'dont_know'$"),
-    (Answer.IRRELEVANT, "pair", r"^'irrelevant' answers a feature question"),
-    ("maybe", "feature", r"^invalid answer 'maybe': use 'relevant', 'irrelevant' or "
+    (Answer.IRRELEVANT, "pairs", r"^'irrelevant' answers a feature question"),
+    ("maybe", "relevance", r"^invalid answer 'maybe': use 'relevant', 'irrelevant' or "
      r"'dont_know'$"),
     ("maybe", None, r"^invalid answer 'maybe': use 'similar', 'dissimilar', 'relevant', "
      r"'irrelevant' or 'dont_know'$"),
-    (2, "feature", r"^invalid answer 2"),
-    ("r", "triple", r"^a question is of kind 'pair' or 'feature', got 'triple'$"),
+    (2, "relevance", r"^invalid answer 2"),
+    ("r", "triple", r"^unknown question kind 'triple'; choose one of pairs, relevance$"),
 ])
 def test_an_answer_to_the_other_kind_of_question_is_a_one_line_error(raw, kind, message):
     with pytest.raises(ElicitError, match=message):
@@ -54,25 +59,35 @@ def test_an_answer_to_the_other_kind_of_question_is_a_one_line_error(raw, kind, 
 
 
 def test_what_an_answer_means_to_the_model():
-    assert [(a.kind, a.f, a.relevance) for a in Answer] == [
-        ("pair", 1, None), ("pair", 0, None), (None, None, None), ("feature", None, 1),
-        ("feature", None, 0)]
+    assert {a.value: (a.kind, a.outcome) for a in Answer} == {
+        "similar": ("pairs", 1), "dissimilar": ("pairs", 0), "dont_know": (None, None),
+        "relevant": ("relevance", 1), "irrelevant": ("relevance", 0)}
+    # an answer is its word: stored, compared and read back as the one object
+    assert Answer("similar") is Answer.SIMILAR == "similar" and Answer.SIMILAR.name == "SIMILAR"
+    assert pickle.loads(pickle.dumps(Answer.RELEVANT)) is Answer.RELEVANT
+    with pytest.raises(ElicitError, match=r"^'maybe' is not a defined answer"):
+        Answer("maybe")
+    with pytest.raises(AttributeError):
+        _ = Answer.MAYBE
 
 
 def test_questions_as_rows_and_queries():
     assert question_key(3, 1) == (1, 3)
     assert question_key(np.int64(4), None) == (4, NO_FEATURE)
     assert question_key(4, NO_FEATURE) == (4, NO_FEATURE)
-    assert kind_of(question_key(4, None)) == "feature" and kind_of((1, 3)) == "pair"
+    assert kind_for(4, None).name == "relevance" and kind_for(1, 3).name == "pairs"
+    assert kind_for(4, None, "dont_know").name == "relevance"
     with pytest.raises(ElicitError, match=r"^a question is \(i, j\) for a pair or \(k, None\) "
                                           r"for a feature, with integer feature indices; got "
                                           r"\(1.5, 2\)$"):
         question_key(1.5, 2)
     q = Query.feature_question(7, 0.25, True)
-    assert (q.kind, q.feature, q.features, q.row, q.j) == ("feature", 7, (7,), (7, -1), None)
+    assert (q.kind, q.feature, q.features, q.row, q.j) == ("relevance", 7, (7,), (7, -1), None)
     p = Query.of_row(np.array([2, 5]), np.float64(0.5))
     assert (p.kind, p.features, p.row, p.expected_gain, p.exact_gain) == (
-        "pair", (2, 5), (2, 5), 0.5, False)
+        "pairs", (2, 5), (2, 5), 0.5, False)
+    with pytest.raises(ElicitError, match=r"^a question of kind 'pairs' is about 2 feature"):
+        Query(3, None, kind="pairs")
     assert Query.of_row((7, NO_FEATURE), 0.25, True) == q
     with pytest.raises(ElicitError, match=r"^\(2, 5\) is a pair question; it names two "):
         _ = p.feature
@@ -115,17 +130,20 @@ def test_an_expert_without_relevance_is_refused_up_front_in_one_line():
     expert = PairsOnly()
     assert isinstance(expert, Expert) and not isinstance(expert, RelevanceExpert)
     check_expert(expert, "pairs")
-    for questions in ("relevance", "both"):
-        with pytest.raises(ElicitError, match=rf"^questions='{questions}' asks feature "
+    for questions in ("relevance", "both", "pairs,relevance", "all"):
+        spelled = "relevance" if questions == "relevance" else "both"
+        with pytest.raises(ElicitError, match=rf"^questions='{spelled}' asks feature "
                                               r"questions, and the expert \(PairsOnly\) has no "
-                                              r"relevance\(k\) method to answer them; use "
-                                              r"questions='pairs' or an expert with "
+                                              r"relevance\(k\) method to answer them; ask "
+                                              r"other questions or use an expert with "
                                               r"relevance\(k\)$"):
             check_expert(expert, questions)
     check_expert(GroupOracle([0, 1]), "both")
-    with pytest.raises(ElicitError, match=r"^questions must be one of pairs, relevance, both, "
-                                          r"got 'all'$"):
-        check_expert(GroupOracle([0, 1]), "all")
+    with pytest.raises(ElicitError, match=r"^unknown question kind 'everything' in "
+                                          r"questions='everything'; name kinds from pairs, "
+                                          r"relevance \(comma-separated\), or all, or both "
+                                          r"\(= pairs,relevance\)$"):
+        check_expert(GroupOracle([0, 1]), "everything")
 
 
 def test_ask_puts_either_kind_of_question_and_checks_the_answer():

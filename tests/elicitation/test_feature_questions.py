@@ -13,7 +13,8 @@ from scipy.optimize import minimize_scalar
 from elicit.elicitation.answers import Answer, GroupOracle, ask
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.features import FeatureScorer
-from elicit.elicitation.questions import NO_FEATURE, QUESTIONS, Query, feature_rows, is_feature_row
+from elicit.elicitation.kinds import KINDS
+from elicit.elicitation.questions import NO_FEATURE, Query, feature_rows
 from elicit.elicitation.scorer import UtilityScorer, kl_gauss
 from elicit.elicitation.strategies import STRATEGIES, round_pool
 from elicit.elicitation.utility import (
@@ -73,18 +74,21 @@ def test_both_kinds_are_asked_once_and_no_pair_with_an_irrelevant_feature(strate
             break
         assert q.row not in asked and q.row in _rows(el.unasked())
         irrelevant = set(np.flatnonzero(el.relevance == 0).tolist())
-        assert q.kind == "feature" or not irrelevant & set(q.features)
+        assert q.kind == "relevance" or not irrelevant & set(q.features)
         el.answer(q.i, q.j, ask(expert, q))
         asked.append(q.row)
         kinds.add(q.kind)
-    assert kinds == {"pair", "feature"}
+    assert kinds == {"pairs", "relevance"}
     # the feature answers are the model's data
     for i, j, a in el.history:
         if j is None:
-            assert el.relevance[i] == a.relevance
+            assert el.relevance[i] == a.outcome
+    assert [h.kind for h in el.history] == ["relevance" if j is None else "pairs"
+                                            for _, j, _ in el.history]
     n_feature = sum(j is None for _, j, _ in el.history)
     assert np.sum(el.relevance != -1) == n_feature
-    assert len(el.data.f) == sum(a.f is not None for *_, a in el.history)
+    assert len(el.data.f) == sum(a.outcome is not None for _, j, a in el.history
+                                 if j is not None)
     if strategy != "nonsequential":
         # all feature questions, and every pair among the features not called irrelevant
         # (besides pairs asked before one of their features was called irrelevant)
@@ -177,7 +181,7 @@ def test_explicit_candidates_are_honoured_and_closed_by_an_irrelevant_feature():
     for strategy in ("random", "sequential"):
         for _ in range(5):
             q = el.next_query(strategy, rng)
-            assert q.kind == "feature" or q.row in {(0, 1), (3, 4)}
+            assert q.kind == "relevance" or q.row in {(0, 1), (3, 4)}
     with pytest.raises(ElicitError, match=r"^\(1, 5\) is not a candidate pair$"):
         el.answer(1, 5, "similar")
 
@@ -187,7 +191,8 @@ def test_random_nonsequential_and_sequential_draw_from_the_same_mixed_pool():
     el.answer(0, None, "irrelevant")
     el.answer(1, 2, "similar")
     el.answer(3, None, "dont_know")
-    allowed = np.flatnonzero([r in _rows(el.unasked()) for r in map(tuple, el.question_rows)])
+    allowed = el.open_questions()
+    assert _rows(el.question_rows[np.asarray(allowed)]) == _rows(el.unasked())
     pool = el.draw_pool(np.random.default_rng(5))
     assert np.array_equal(pool, el.question_rows[round_pool(el, allowed,
                                                             np.random.default_rng(5))])
@@ -209,7 +214,7 @@ def test_random_nonsequential_and_sequential_draw_from_the_same_mixed_pool():
     # non-sequential: the start's pool (drawn among all questions) ranked once
     el.reset()
     ranking = el.nonsequential_ranking(np.random.default_rng(5))
-    start = el.question_rows[round_pool(el, np.arange(len(el.question_rows)),
+    start = el.question_rows[round_pool(el, el.table.everything(),
                                         np.random.default_rng(5))]
     assert _rows(el.question_rows[ranking.index]) == _rows(start)
     assert len(start) == 10 + 5
@@ -224,14 +229,16 @@ def test_a_mixed_ranking_without_a_stream_is_the_same_after_reopening():
     assert np.array_equal(ra.index, rb.index)
 
 
-@pytest.mark.parametrize("questions", QUESTIONS)
+@pytest.mark.parametrize("questions", ["pairs", "relevance", "both", "pairs,relevance", "all"])
 def test_the_rows_of_each_kind_of_elicitation(questions):
     el = make_elicitor(questions)
     kinds = el.question_rows[:, 1] == NO_FEATURE
     assert kinds.sum() == (0 if questions == "pairs" else el.data.p)
     assert (~kinds).sum() == (0 if questions == "relevance" else len(el.candidates))
+    assert el.questions == {"pairs": ("pairs",), "relevance": ("relevance",)}.get(
+        questions, tuple(KINDS))
     q = el.next_query("random", np.random.default_rng(0))
-    assert q.kind == {"pairs": "pair", "relevance": "feature"}.get(questions, q.kind)
+    assert q.kind in el.questions and (q.j is None) == (q.kind == "relevance")
 
 
 # -- the utility ---------------------------------------------------------------------------
@@ -386,7 +393,7 @@ def test_pairs_that_cannot_reach_the_best_feature_are_not_refined(monkeypatch):
     monkeypatch.setattr(UtilityScorer, "batch_flops", 0.0)
     pool = el.draw_pool(np.random.default_rng(0))
     sc = el.score(pool)
-    pair = ~is_feature_row(pool)
+    pair = pool[:, 1] != NO_FEATURE
     best_feature = sc.utility[~pair & sc.exact].max()
     scorer = UtilityScorer(el.data, el.fit, el.engine)
     weight = FeatureScorer(scorer).answerable(pool[pair])
@@ -433,7 +440,7 @@ def test_pair_gains_are_weighted_by_the_chance_that_the_pair_is_answerable():
     pairs = np.array([[1, 3], [1, 2], [3, 6]])
     sc = el.score(pairs)
     scorer = UtilityScorer(el.data, el.fit, el.engine)
-    plain = UtilityArgs("exact").validate().score(scorer, pairs)
+    plain = PREDICTIVE_EXACT.score(scorer, pairs)
     r = FeatureScorer(scorer).p_relevant(np.arange(el.data.p))
     r[3] = 1.0
     # (the elicitor's refits start from the last refit's base Hessian, these from a fresh
@@ -449,17 +456,22 @@ def test_pair_gains_are_weighted_by_the_chance_that_the_pair_is_answerable():
     ({"questions": "both", "model": "paper"},
      r"^questions='both' asks feature questions, which need a model with relevance classes: "
      r"use model='relevance' \(the model is 'paper'\)$"),
-    ({"questions": "everything"}, r"^questions must be one of pairs, relevance, both, got "
-                                  r"'everything'$"),
+    ({"questions": "everything"}, r"^unknown question kind 'everything' in "
+                                  r"questions='everything'; name kinds from pairs, relevance"),
+    ({"questions": "pairs,pairs"}, r"^question kind 'pairs' is named twice in "
+                                   r"questions='pairs,pairs'; name each kind once$"),
     ({"questions": "relevance", "target": "params"},
-     r"^the 'params' utility target scores pair questions only; use target='predictive' with "
-     r"questions='relevance'$"),
+     r"^the 'params' utility target does not score feature questions; use "
+     r"target='predictive' with questions='relevance'$"),
     ({"questions": "pairs", "utility": "relevance-fast"},
-     r"^utility 'relevance-fast' scores feature questions; ask them with "
-     r"questions='relevance' or 'both', or use 'fast' or 'exact'$"),
+     r"^utility 'relevance-fast' scores feature questions, which questions='pairs' does not "
+     r"ask; ask them \(questions='both'\) or use 'fast' or 'exact'$"),
     ({"questions": "relevance", "utility": "predictive-exact"},
-     r"^utility 'predictive-exact' scores pair questions, and questions='relevance' asks "
-     r"none; use 'fast' or 'exact', or a feature utility \(relevance-fast, relevance-exact\)$"),
+     r"^utility 'predictive-exact' scores pair questions, which questions='relevance' does "
+     r"not ask; ask them \(questions='both'\) or use 'fast' or 'exact'$"),
+    ({"questions": "relevance", "utility": "sample-gain"},
+     r"^utility 'sample-gain' scores samples, not questions of any kind; use 'fast' or "
+     r"'exact'$"),
     ({"questions": "both", "utility": "exact", "stan_file": "my.stan"},
      r"^feature questions and the relevance model's pair weights are scored with the shipped "
      r"relevance model's analytic marginal"),
@@ -482,7 +494,10 @@ def test_the_relevance_model_scores_with_one_utility_of_the_named_parts(question
                                                                          parts):
     got = UtilityArgs(utility, questions=questions, model="relevance").validate()
     assert isinstance(got, QuestionUtility)
-    assert tuple(None if u is None else u.name for u in (got.pairs, got.features)) == parts
+    named = {k.name: u.name for k, u in got.parts}
+    assert (named.get("pairs"), named.get("relevance")) == parts
+    # the features first: the best feature's exact gain is what a pair must reach
+    assert got.kinds == tuple(k for k in ("relevance", "pairs") if k in named)
 
 
 def test_feature_questions_need_the_relevance_model_in_one_line():
@@ -497,11 +512,10 @@ def test_feature_questions_need_the_relevance_model_in_one_line():
     ("both", 3, None, "similar", r"^'similar' answers a pair question .*not a feature question"),
     ("both", 1, 3, "relevant", r"^'relevant' answers a feature question .*not a pair question"),
     ("both", 10, None, "relevant", r"^feature index out of range 0..9: 10$"),
-    ("pairs", 3, None, "relevant", r"^\(3, None\) is not a candidate pair \(a feature "
-                                   r"question, 'does feature k affect the outcome\?', is asked "
-                                   r"only with questions='relevance' or 'both'\)$"),
-    ("relevance", 1, 3, "similar", r"^\(1, 3\) is a pair question, and this elicitation asks "
-                                   r"feature questions only \(questions='relevance'\)$"),
+    ("pairs", 3, None, "relevant", r"^\(3, None\) is a question about one feature, which this "
+                                   r"elicitation does not ask \(questions='pairs'\)$"),
+    ("relevance", 1, 3, "similar", r"^\(1, 3\) is a question about a pair, which this "
+                                   r"elicitation does not ask \(questions='relevance'\)$"),
 ])
 def test_answers_to_the_wrong_question_are_one_line_errors(questions, i, j, answer, message):
     el = make_elicitor(questions)
@@ -525,4 +539,4 @@ def test_an_exhausted_mixed_ranking_says_so():
 def test_query_kinds_reach_the_caller():
     el = make_elicitor(questions="relevance")
     q = el.next_query("sequential", np.random.default_rng(0))
-    assert isinstance(q, Query) and q.kind == "feature" and q.j is None and q.exact_gain
+    assert isinstance(q, Query) and q.kind == "relevance" and q.j is None and q.exact_gain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 
 import numpy as np
@@ -23,6 +24,7 @@ from elicit.elicitation.strategies import (
 )
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
+from elicit.harness.problem import strategy_stream
 from elicit.model.density import join_theta
 from elicit.model.spec import Hyper, all_pairs
 
@@ -73,7 +75,7 @@ def test_never_asks_a_pair_twice_until_exhausted(strategy):
     assert sorted(asked) == [tuple(p) for p in all_pairs(el.data.p)]
     assert el.n_answers == n_pairs
     # only the answers the expert could give reached the model
-    n_known = sum(a.f is not None for _, _, a in el.history)
+    n_known = sum(a.outcome is not None for _, _, a in el.history)
     assert 0 < n_known < n_pairs
     assert len(el.data.f) == n_known
     with pytest.raises(ElicitError, match="every candidate pair has been asked"):
@@ -434,12 +436,38 @@ def toy_strategy():
     unregister_strategy(strategy.name)
 
 
-def test_the_paper_strategies_keep_their_random_streams_and_labels():
+def test_the_paper_strategies_have_their_labels_and_needs():
     assert STRATEGIES == ("random", "nonsequential", "sequential")
-    got = [(get_strategy(s).stream_id, get_strategy(s).label) for s in STRATEGIES]
-    assert got == [(0, "Random"), (1, "Non-sequential"), (2, "Sequential")]
+    assert [get_strategy(s).label for s in STRATEGIES] == ["Random", "Non-sequential",
+                                                           "Sequential"]
     assert [get_strategy(s).needs_ranking for s in STRATEGIES] == [False, True, False]
     assert [get_strategy(s).draws_pool for s in STRATEGIES] == [False, False, True]
+
+
+def _streams(names) -> dict[str, list[int]]:
+    """The first draws of each strategy's stream in run 3 of a sweep with seed 0."""
+    return {s: strategy_stream(0, 3, get_strategy(s).stream_id).generate_state(4).tolist()
+            for s in names}
+
+
+def test_stream_ids_are_distinct_and_registering_a_strategy_keeps_the_others_streams():
+    """What the ids must be (not which numbers they are): distinct, so no two strategies
+    share random draws, and fixed, so that a strategy registered later, in any order,
+    re-seeds no stored result."""
+    ids = [s.stream_id for s in STRATEGY_REGISTRY.values()]
+    assert len(set(ids)) == len(ids) and all(isinstance(i, int) and i >= 0 for i in ids)
+    before = _streams(STRATEGIES)
+    unused = max(ids) + 1
+    for order in ((unused, unused + 1), (unused + 1, unused)):
+        added = [register_strategy(LastAllowed(f"test-{sid}", "Toy", stream_id=sid))
+                 for sid in order]
+        try:
+            assert _streams(STRATEGIES) == before
+            streams = _streams([*STRATEGIES, *(s.name for s in added)])
+            assert len({tuple(v) for v in streams.values()}) == len(streams)
+        finally:
+            for s in added:
+                unregister_strategy(s.name)
 
 
 def test_a_strategy_registered_from_outside_is_asked_through_the_elicitor(toy_strategy):
@@ -460,10 +488,12 @@ def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_s
     with pytest.raises(ElicitError, match=r"^a strategy named 'sequential' is already "
                                           r"registered; choose another name$"):
         register_strategy(LastAllowed("sequential", "Mine", stream_id=91))
-    with pytest.raises(ElicitError, match=r"^stream id 2 is taken by strategy 'sequential'; "
-                                          r"give 'mine' an unused one \(taken: "
-                                          r"\[0, 1, 2, 90\]\)$"):
-        register_strategy(LastAllowed("mine", "Mine", stream_id=2))
+    sid = get_strategy("sequential").stream_id
+    taken = sorted(s.stream_id for s in STRATEGY_REGISTRY.values())
+    with pytest.raises(ElicitError, match=rf"^stream id {sid} is taken by strategy "
+                                          rf"'sequential'; give 'mine' an unused one \(taken: "
+                                          rf"{re.escape(str(taken))}\)$"):
+        register_strategy(LastAllowed("mine", "Mine", stream_id=sid))
     with pytest.raises(ElicitError, match=r"^the stream id of strategy 'mine' must be a "
                                           r"non-negative integer, got -1$"):
         register_strategy(LastAllowed("mine", "Mine", stream_id=-1))

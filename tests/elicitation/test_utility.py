@@ -12,6 +12,7 @@ from scipy.special import entr, expit, log_ndtr, ndtr
 
 from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.kinds import PAIRS
 from elicit.elicitation.quadrature import bald_gain
 from elicit.elicitation.scorer import (
     Scores,
@@ -22,7 +23,6 @@ from elicit.elicitation.scorer import (
     kl_gauss,
 )
 from elicit.elicitation.utility import (
-    OPTIONS,
     PREDICTIVE_EXACT,
     SAMPLE_GAIN,
     UTILITIES,
@@ -489,16 +489,17 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
     ("fast", "predictive", "predictive-fast"), ("exact", "predictive", "predictive-exact"),
     ("fast", "params", "params-bald"), ("exact", "params", "params-bald")])
 def test_the_user_facing_options_name_registered_utilities(mode, target, name):
-    assert OPTIONS[mode, target] == name
-    assert UtilityArgs(mode, target).validate() is get_utility(name)
+    # the pair questions name their utility of each mode and target
+    assert PAIRS.utilities[mode, target] == name
+    assert UtilityArgs(mode, target).validate().only is get_utility(name)
     # a registered name works as the utility option too, with its own target or the default
-    assert UtilityArgs(name, target).validate() is get_utility(name)
-    assert UtilityArgs(name).validate() is get_utility(name)
+    assert UtilityArgs(name, target).validate().only is get_utility(name)
+    assert UtilityArgs(name).validate().only is get_utility(name)
 
 
 @pytest.mark.parametrize("kw, message", [
-    ({"utility": "sample-gain"}, r"^utility 'sample-gain' scores samples, not questions about "
-                                 r"feature pairs; use 'fast' or 'exact'$"),
+    ({"utility": "sample-gain"}, r"^utility 'sample-gain' scores samples, not questions of any "
+                                 r"kind; use 'fast' or 'exact'$"),
     ({"utility": "predictive-exact", "target": "params"},
      r"^utility 'predictive-exact' is about 'predictive', not 'params'; "),
     ({"refine": -1}, r"^refine must be >= 0, got -1$"),
@@ -517,8 +518,8 @@ def test_utility_args_refuse_what_cannot_run_in_one_line(kw, message):
 
 
 def test_utility_args_accept_a_custom_stan_file_where_the_utility_allows_it(toy_utility):
-    assert UtilityArgs("exact", stan_file="my.stan").validate() is PREDICTIVE_EXACT
-    assert UtilityArgs(toy_utility.name, stan_file="my.stan").validate() is toy_utility
+    assert UtilityArgs("exact", stan_file="my.stan").validate().only is PREDICTIVE_EXACT
+    assert UtilityArgs(toy_utility.name, stan_file="my.stan").validate().only is toy_utility
 
 
 def test_the_sample_gain_is_the_mutual_information_of_a_new_observation():

@@ -356,11 +356,12 @@ def test_named_model_matches_the_elicitors(syn, model):
     est = ElicitRegressor(meta_features=syn.U, feedback=fb, tau2=0.5, model=model,
                           engine="numpy").fit(syn.X, syn.y)
     Xs, yz, mx, sx, my, sy = _standardised(syn.X, syn.y)
-    J = {k for i, j, a in fb if a.f is not None for k in (i, j)}
+    J = {k for i, j, a in fb if a.outcome is not None for k in (i, j)}
     cands = _pairs_in(J) if model.startswith("known") else None
     el = Elicitor(Xs, yz, syn.U, Hyper(tau2=0.5, b_sigma=0.2, model=model), engine="numpy",
                   candidates=cands)
-    el.set_answers([e for e in fb if e[2].f is not None])  # (a pair outside J is no candidate)
+    # (a pair outside J is no candidate)
+    el.set_answers([e for e in fb if e[2].outcome is not None])
     np.testing.assert_allclose(est.gamma_, el.fit.gamma, atol=1e-5)
     assert est.xi_ == pytest.approx(el.fit.xi, rel=1e-5)
     assert est.threshold_mean_ == pytest.approx(el.hyper.threshold_mean)

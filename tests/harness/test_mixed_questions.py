@@ -52,11 +52,13 @@ def test_questions_set_the_default_model_and_a_pair_model_is_refused():
                                           r"need a model with relevance classes: use "
                                           r"model='relevance' \(the model is 'paper'\)$"):
         SweepConfig("x", 1, 1, questions="both", model=PAPER)
-    with pytest.raises(ElicitError, match=r"^questions must be one of pairs, relevance, both, "
-                                          r"got 'features'$"):
+    with pytest.raises(ElicitError, match=r"^unknown question kind 'features' in "
+                                          r"questions='features'; name kinds from pairs, "):
         SweepConfig("x", 1, 1, questions="features")
-    recorded = SweepConfig("x", 1, 1, questions="both").to_json()
-    assert recorded["questions"] == "both" and recorded["model"] == RELEVANCE_MODEL
+    # recorded as older sweeps wrote it, however it was given, so their folders resume
+    for q in ("both", "relevance,pairs", ("pairs", "relevance"), "all"):
+        recorded = SweepConfig("x", 1, 1, questions=q).to_json()
+        assert recorded["questions"] == "both" and recorded["model"] == RELEVANCE_MODEL
 
 
 def test_an_expert_without_relevance_answers_is_refused_before_any_question(tmp_path):
@@ -99,7 +101,7 @@ def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixe
         assert all(np.isfinite(part["zeta"]))
         called_irrelevant: set[int] = set()
         for (i, j, a), kind in zip(part["asked"], kinds):
-            assert (kind == "feature") == (j is None)
+            assert (kind == "relevance") == (j is None)
             if j is None:
                 # the oracle's answer: relevant exactly when the feature has a group
                 assert a == ("relevant" if groups[i] >= 0 else "irrelevant")
@@ -112,14 +114,20 @@ def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixe
         # zeta moves with feature answers only: unchanged after a pair or don't know
         z = np.array(part["zeta"])
         for t, (kind, (_, _, a)) in enumerate(zip(kinds, part["asked"]), start=1):
-            if kind == "pair" and a == "dont_know":
+            if kind == "pairs" and a == "dont_know":
                 assert z[t] == z[t - 1]
-    assert kinds_seen == {"pair", "feature"}
+    assert kinds_seen == {"pairs", "relevance"}
 
 
 def test_part_kinds_of_a_pair_only_record_read_from_its_questions():
     part = {"asked": [[0, 3, "similar"], [2, None, "relevant"], [1, 4, "dont_know"]]}
-    assert part_kinds(part) == ["pair", "feature", "pair"]
+    assert part_kinds(part) == ["pairs", "relevance", "pairs"]
+
+
+def test_part_kinds_of_an_older_mixed_record_read_by_the_kinds_then_names():
+    """Sweeps before kinds had names wrote "pair" and "feature"."""
+    part = {"asked": [[0, 3, "similar"], [2, None, "relevant"]], "kinds": ["pair", "feature"]}
+    assert part_kinds(part) == ["pairs", "relevance"]
 
 
 def test_nonsequential_run_stops_when_its_ranking_is_used_up(tmp_path):
@@ -141,7 +149,7 @@ def _nothing_left_by_rows(el, strategy: str) -> bool:
     unasked = {tuple(r) for r in el.unasked().tolist()}
     if not unasked:
         return True
-    if el.questions == "pairs" or not el.n_answers or not get_strategy(strategy).needs_ranking:
+    if el.questions == ("pairs",) or not el.n_answers or not get_strategy(strategy).needs_ranking:
         return False
     return not {tuple(r) for r in el.question_rows[el.nonsequential_ranking().index].tolist()
                 } & unasked

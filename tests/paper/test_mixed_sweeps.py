@@ -49,7 +49,9 @@ def test_questions_pick_the_model_and_pool_and_are_recorded():
     (dict(questions="both", model="paper"),
      r"^questions='both' asks feature questions, which need a model with relevance classes"),
     (dict(pool="best"), r"^pool must be one of paper, open, got 'best'$"),
-    (dict(questions="all"), r"^questions must be one of pairs, relevance, both, got 'all'$"),
+    (dict(questions="everything"), r"^unknown question kind 'everything' in "
+                                   r"questions='everything'; name kinds from "),
+    (dict(questions="relevance,relevance"), r"^question kind 'relevance' is named twice"),
     (dict(irrelevant=-1), r"^irrelevant must be an integer from 0 to 23 \(the generator has "
                           r"25 features\), got -1$"),
     (dict(irrelevant=24), r"^irrelevant must be an integer from 0 to 23"),
@@ -154,7 +156,7 @@ def test_a_mixed_synthetic_sweep_asks_both_kinds_and_pairs_among_not_irrelevant(
             else:
                 assert not {i, j} & irrelevant
         assert len(part["mse"]) == cfg.rounds + 1
-    assert seen == {"pair", "feature"}
+    assert seen == {"pairs", "relevance"}
     df = res.mse
     assert set(df.strategy) == {*cfg.strategies, "mean"}
 

@@ -78,14 +78,15 @@ def test_answer_is_committed_and_visible_to_another_connection(sess):
     q = sess.next_query()
     rec = sess.answer(q, "similar", comment="  both about build quality ")
     raw = sqlite3.connect(sess.path)
-    row = raw.execute("SELECT query_id, i, j, answer, comment, undone_at FROM answers").fetchall()
+    row = raw.execute("SELECT query_id, kind, i, j, answer, comment, undone_at FROM answers"
+                      ).fetchall()
     raw.close()
-    assert row == [(q.id, q.i, q.j, "similar", "both about build quality", None)]
-    assert rec.id == 1 and rec.query_id == q.id
+    assert row == [(q.id, "pairs", q.i, q.j, "similar", "both about build quality", None)]
+    assert rec.id == 1 and rec.query_id == q.id and rec.kind == q.kind == "pairs"
     h = sess.history
-    assert list(h.columns) == ["answer_id", "query_id", "expert", "i", "j", "feature_i",
-                               "feature_j", "answer", "comment", "expected_gain", "shown_at",
-                               "answered_at", "undone", "undone_at"]
+    assert list(h.columns) == ["answer_id", "query_id", "expert", "kind", "i", "j",
+                               "feature_i", "feature_j", "answer", "comment", "expected_gain",
+                               "shown_at", "answered_at", "undone", "undone_at"]
     assert h.loc[0, "feature_i"] == q.names[0] and not h.loc[0, "undone"]
     assert sess.progress()["answered"] == 1
 
@@ -232,13 +233,13 @@ def test_the_file_itself_refuses_a_second_answer(sess, monkeypatch):
     sess.answer(q, "similar")
     raw = sqlite3.connect(sess.path)
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
-        raw.execute("INSERT INTO answers (query_id, i, j, answer, answered_at) "
-                    "VALUES (?, ?, ?, 'similar', 'now')", (q.id, q.i, q.j))
+        raw.execute("INSERT INTO answers (query_id, kind, i, j, answer, answered_at) "
+                    "VALUES (?, ?, ?, ?, 'similar', 'now')", (q.id, q.kind, q.i, q.j))
     raw.close()
     from elicit.session import record
 
     monkeypatch.setattr(record, "open_query_row",
-                        lambda conn, qid, *a: (qid, q.i, q.j, None, 0, "pending"))
+                        lambda conn, qid, *a: (qid, q.i, q.j, None, 0, "pending", q.kind))
     monkeypatch.setattr(record, "active_answer_to", lambda *a: None)
     with pytest.raises(ElicitError, match="already answered elsewhere"):
         sess.answer(q, "dissimilar")
@@ -324,7 +325,8 @@ def test_snapshot_reads_model_and_answers_at_one_state(sess):
     q2 = sess.next_query(expert="bob")
     sess.answer(q2, "dissimilar")
     snap = sess.snapshot(posterior=True)
-    assert snap.answers == [(q1.i, q1.j, "similar", ""), (q2.i, q2.j, "dissimilar", "bob")]
+    assert snap.answers == [("pairs", q1.i, q1.j, "similar", ""),
+                            ("pairs", q2.i, q2.j, "dissimilar", "bob")]
     el = Elicitor(sess.X, sess.y - sess.y.mean(), sess.U, sess.elicitor.hyper,
                   engine="numpy", candidates=sess.elicitor.candidates)
     el.set_answers([(q1.i, q1.j, "similar"), (q2.i, q2.j, "dissimilar")])

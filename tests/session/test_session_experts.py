@@ -193,6 +193,9 @@ def test_a_format_1_file_opens_migrates_in_place_and_continues(tmp_path):
         assert s.meta["format_version"] == FORMAT_VERSION
         h = s.history
         assert list(h["answer"]) == ["similar", "dissimilar", "dont_know", "similar"]
+        # every question of a file before kinds had names is a pair question
+        assert set(h["kind"]) == set(s.queries["kind"]) == {"pairs"}
+        assert s.settings["questions"] == ["pairs"] and s.questions == ("pairs",)
         assert list(h["undone"]) == [False, False, False, True]
         assert set(h["expert"]) == {""} and h.loc[0, "comment"] == "first"
         assert s.progress()["skipped"] == 1 and s.description == "made by elicit format 1"

@@ -1,6 +1,6 @@
 """Sessions that ask feature questions ("does feature i affect the outcome?") beside pairs:
 asking, storing, wrong-kind answers, undo, reopening, several experts, a killed process, the
-file format (3) and its migration, export, and the command line."""
+file format (4, kinds by name) and its migration, export, and the command line."""
 
 from __future__ import annotations
 
@@ -38,14 +38,15 @@ def new_session(path, questions: str = "both", **kw) -> Session:
 def answer_for(q, rng: random.Random | None = None) -> str:
     """A fitting answer to ``q``: relevant/irrelevant to a feature question, similar/
     dissimilar to a pair (the first one without ``rng``)."""
-    words = ("relevant", "irrelevant") if q.kind == "feature" else ("similar", "dissimilar")
+    words = ("relevant", "irrelevant") if q.kind == "relevance" else ("similar", "dissimilar")
     return words[0] if rng is None else rng.choice(words)
 
 
 def test_a_both_session_asks_feature_questions_stores_undoes_and_reopens(tmp_path):
     path = tmp_path / "f.session"
     s = new_session(path)
-    assert s.settings["questions"] == "both" and s.elicitor.hyper.model == "relevance"
+    assert s.settings["questions"] == ["pairs", "relevance"]
+    assert s.questions == ("pairs", "relevance") and s.elicitor.hyper.model == "relevance"
     p = len(NAMES)
     assert s.n_pairs == p * (p - 1) // 2 + p           # every pair and every feature
     # Feature questions come first here (an unjudged feature's answer teaches the most).
@@ -53,24 +54,25 @@ def test_a_both_session_asks_feature_questions_stores_undoes_and_reopens(tmp_pat
     for k in range(4):
         q = s.next_query()
         kinds.append(q.kind)
-        if q.kind == "feature":
+        if q.kind == "relevance":
             assert q.j is None and q.names == (NAMES[q.i],) and q.feature == q.i
         recs.append(s.answer(q, "r" if k % 2 else "i", comment=f"c{k}"))
-    assert "feature" in kinds
+    assert "relevance" in kinds
     feats = [r for r in recs if r.j is None]
     assert feats and all(r.answer.value in ("relevant", "irrelevant") for r in feats)
     # The model's classes are the answers.
     classes = s.relevance
     for r in feats:
-        assert classes[r.i] == r.answer.relevance
+        assert classes[r.i] == r.answer.outcome and r.kind == "relevance"
     assert int(np.sum(classes != -1)) == len(feats)
-    # Stored as (i, FEATURE_J) rows.
+    # Stored as (kind, i, FEATURE_J) rows.
     raw = sqlite3.connect(path)
-    rows = raw.execute("SELECT i, j, answer FROM answers ORDER BY id").fetchall()
+    rows = raw.execute("SELECT kind, i, j, answer FROM answers ORDER BY id").fetchall()
     meta = dict(raw.execute("SELECT key, value FROM meta"))
     raw.close()
-    assert json.loads(meta["format_version"]) == FORMAT_VERSION == 3
-    assert [(r.i, FEATURE_J if r.j is None else r.j, r.answer.value) for r in recs] == rows
+    assert json.loads(meta["format_version"]) == FORMAT_VERSION == 4
+    assert [(r.kind, r.i, FEATURE_J if r.j is None else r.j, r.answer.value)
+            for r in recs] == rows
     h = s.history
     assert list(h.loc[h["j"] == FEATURE_J, "feature_j"]) == [""] * len(feats)
     assert s.progress()["relevant"] + s.progress()["irrelevant"] == len(feats)
@@ -86,7 +88,7 @@ def test_a_both_session_asks_feature_questions_stores_undoes_and_reopens(tmp_pat
     s.close()
     # Reopened: the same answers, classes and MAP, the same pending question.
     with Session.open(path) as s2:
-        assert s2.questions == "both"
+        assert s2.questions == ("pairs", "relevance")
         assert s2.active_answers() == before[0]
         assert np.array_equal(s2.relevance, before[1])
         assert s2.fit.zeta == pytest.approx(before[2], rel=1e-10)
@@ -97,19 +99,19 @@ def test_a_both_session_asks_feature_questions_stores_undoes_and_reopens(tmp_pat
 def test_an_answer_of_the_other_kind_is_a_one_line_error_and_writes_nothing(tmp_path):
     with new_session(tmp_path / "f.session") as s:
         q = s.next_query()
-        wrong = "similar" if q.kind == "feature" else "relevant"
+        wrong = "similar" if q.kind == "relevance" else "relevant"
         with pytest.raises(ElicitError, match=f"^query {q.id} .*'{wrong}' answers a "):
             s.answer(q, wrong)
         assert s.progress()["answered"] == 0 and s.pending() == [q]
         s.answer(q, answer_for(q))
     with new_session(tmp_path / "p.session", questions="pairs") as s:
         q = s.next_query()
-        assert q.kind == "pair"
+        assert q.kind == "pairs"
         with pytest.raises(ElicitError, match="^'relevant' answers a feature question"):
             s.answer(q, "r")
     with new_session(tmp_path / "r.session", questions="relevance") as s:
         q = s.next_query()
-        assert q.kind == "feature"
+        assert q.kind == "relevance"
         with pytest.raises(ElicitError, match="^'similar' answers a pair question"):
             s.answer(q, "s")
 
@@ -119,13 +121,13 @@ def test_feature_questions_need_the_relevance_model_and_pairs_stay_the_default(t
                                           "need a model with relevance classes"):
         new_session(tmp_path / "x.session", hyper=Hyper(model="paper"))
     assert not (tmp_path / "x.session").exists()
-    with pytest.raises(ElicitError, match="^questions must be one of pairs, relevance, both"):
+    with pytest.raises(ElicitError, match="^unknown question kind 'features' in "):
         new_session(tmp_path / "y.session", questions="features")
     with new_session(tmp_path / "r.session", questions="relevance",
                      hyper=Hyper(tau2=0.5, model="relevance")) as s:
         assert s.elicitor.hyper.tau2 == 0.5 and s.n_pairs == len(NAMES)
     with new_session(tmp_path / "p.session", questions="pairs") as s:
-        assert s.elicitor.hyper.model == "paper" and s.settings["questions"] == "pairs"
+        assert s.elicitor.hyper.model == "paper" and s.settings["questions"] == ["pairs"]
 
 
 def test_a_file_without_the_questions_setting_asks_pairs(tmp_path):
@@ -139,7 +141,7 @@ def test_a_file_without_the_questions_setting_asks_pairs(tmp_path):
     raw.commit()
     raw.close()
     with Session.open(path) as s:
-        assert s.questions == "pairs" and s.next_query().kind == "pair"
+        assert s.questions == ("pairs",) and s.next_query().kind == "pairs"
 
 
 # Format 2 (pairs only): the record's tables as they were, without feature questions.
@@ -153,8 +155,10 @@ CREATE TABLE answers_2 (id INTEGER PRIMARY KEY,
     j INTEGER NOT NULL,
     answer TEXT NOT NULL CHECK (answer IN ('similar', 'dissimilar', 'dont_know')),
     comment TEXT, answered_at TEXT NOT NULL, undone_at TEXT, expert TEXT NOT NULL DEFAULT '');
-INSERT INTO queries_2 SELECT * FROM queries;
-INSERT INTO answers_2 SELECT * FROM answers;
+INSERT INTO queries_2 SELECT id, i, j, expected_gain, exact_gain, shown_at, status, batch,
+    expert FROM queries;
+INSERT INTO answers_2 SELECT id, query_id, i, j, answer, comment, answered_at, undone_at,
+    expert FROM answers;
 DROP TABLE answers;
 DROP TABLE queries;
 ALTER TABLE queries_2 RENAME TO queries;
@@ -229,7 +233,7 @@ def test_export_holds_the_relevance_posterior(tmp_path):
             q = s.next_query()
             s.answer(q, answer_for(q))
         q = s.next_query()
-        if q.kind == "feature":
+        if q.kind == "relevance":
             s.answer(q, "irrelevant")
         classes, fit = s.relevance, s.fit
         s.export_prior(tmp_path / "prior.nc")
@@ -249,12 +253,14 @@ def test_export_holds_the_relevance_posterior(tmp_path):
     assert float(post["zeta"].values.ravel()[0]) == pytest.approx(fit.zeta)
     for name in ("relevance_class", "p_relevant", "prior_scale"):
         assert const[name].attrs["description"]
-    assert post["zeta"].attrs["description"] and post.attrs["questions"] == "both"
+    assert post["zeta"].attrs["description"] and post.attrs["questions"] == "pairs,relevance"
     const.close()
     post.close()
     doc = json.loads((tmp_path / "prior.json").read_text())
     assert doc["relevance_class"] == list(classes) and doc["zeta"] == pytest.approx(fit.zeta)
     assert all(a["feature_j"] == "" for a in doc["answers"] if a["j"] == FEATURE_J)
+    assert {a["kind"] for a in doc["answers"]} <= {"pairs", "relevance"}
+    assert doc["questions"] == ["pairs", "relevance"]
 
 
 def test_to_estimator_carries_the_relevance_answers(tmp_path):
@@ -343,11 +349,13 @@ def test_cli_new_with_questions_both_and_ask_with_r_i_and_dont_know(tmp_path):
     r = _elicit("session", "new", "--from-npz", str(npz), "--out", str(out), "--questions",
                 "both", "--engine", "numpy", "--refine", "2")
     assert r.returncode == 0, r.stderr
-    assert "36 questions (28 pairs, 8 features)" in r.stdout and "model relevance" in r.stdout
+    assert "36 questions (28 pairs, 8 feature questions)" in r.stdout
+    assert "model relevance" in r.stdout
     # s to a feature question is refused in one line; r, i and ? are saved.
     r = _elicit("ask", str(out), stdin="s\nr\ni\n?\nq\n")
     assert r.returncode == 0, r.stderr
     assert "'s' answers a pair question; this is a feature question: use r, i, ?" in r.stdout
+    assert "feature questions: [r] relevant" in r.stdout and "any question:" in r.stdout
     assert "[r] relevant  [i] irrelevant  [?] don't know" in r.stdout
     saved = [ln for ln in r.stdout.splitlines() if "saved:" in ln]
     assert [ln.rsplit("-> ", 1)[1] for ln in saved] == ["relevant", "irrelevant", "dont know"]
@@ -420,7 +428,7 @@ def test_from_answers_takes_a_sessions_feature_answers(tmp_path):
     with new_session(tmp_path / "f.session", questions="both") as s:
         for _ in range(3):
             q = s.next_query()
-            s.answer(q, answer_for(q) if q.kind == "pair" else "irrelevant")
+            s.answer(q, answer_for(q) if q.kind == "pairs" else "irrelevant")
         answers = s.active_answers()
         est = ElicitRegressor.from_answers(s.U, answers, feature_names=s.feature_names,
                                            hyper=s.elicitor.hyper)
@@ -437,11 +445,22 @@ def test_a_question_of_a_kind_the_session_does_not_ask_is_a_damaged_file(tmp_pat
     with new_session(path, questions="pairs") as s:
         s.answer(s.next_query(), "dont_know")
     raw = sqlite3.connect(path)
-    raw.execute(f"UPDATE answers SET j = {FEATURE_J} WHERE id = 1")  # a "feature" don't know
+    # a "feature" don't know
+    raw.execute(f"UPDATE answers SET kind = 'relevance', j = {FEATURE_J} WHERE id = 1")
     raw.commit()
     raw.close()
     before = path.read_bytes()
-    with pytest.raises(ElicitError, match=r"is damaged: answer 1 is a feature question, but "
-                                          r"the session asks questions='pairs'"):
+    with pytest.raises(ElicitError, match=r"is damaged: answer 1 is one of the feature "
+                                          r"questions, but the session asks "
+                                          r"questions='pairs'"):
         Session.open(path)
     assert path.read_bytes() == before
+    # a kind this elicit does not know (a file of a newer elicit, or an edit)
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE answers SET kind = 'direction' WHERE id = 1")
+    raw.commit()
+    raw.close()
+    with pytest.raises(ElicitError, match=r"holds answer 1 of the kind of question "
+                                          r"'direction', which this elicit does not know; "
+                                          r"import the module that registers that kind"):
+        Session.open(path, read_only=True)

@@ -97,8 +97,8 @@ def test_a_stuck_file_left_by_an_older_elicit_is_healed_on_open(tmp_path):
         q = s.next_query()
         s.answer(q, "similar")
     raw = sqlite3.connect(path)  # the state two racing processes left behind
-    raw.execute("INSERT INTO queries (i, j, expected_gain, exact_gain, shown_at, status) "
-                "VALUES (?, ?, 0.1, 1, 'now', 'pending')", (q.i, q.j))
+    raw.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
+                "status) VALUES (?, ?, ?, 0.1, 1, 'now', 'pending')", (q.kind, q.i, q.j))
     raw.commit()
     raw.close()
     with Session.open(path) as s:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, abort, redirect, render_template_string, request, url_for
 from werkzeug.wrappers import Response as ResponseBase
 
+from elicit.elicitation.answers import Answer, words
 from elicit.errors import ElicitError
 from elicit.session import record
 from elicit.session.inputs import check_expert
@@ -27,10 +28,8 @@ from elicit.session.questions import public_j
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session, SessionQuery, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT
-from elicit.session.terminal import no_snippets_note, snippet_note, worth_text
+from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
 from elicit.session.web.page import (
-    ANSWER_LABELS,
-    ANSWER_WORDS,
     CSS,
     DONE_WORDS,
     JS,
@@ -91,10 +90,10 @@ class FileReader:
         def read(c: sqlite3.Connection) -> PageState:
             pending = read_pending(c, self.names, self.uid, expert)
             rows = record.history_rows(c)[-HISTORY_ROWS:][::-1]
-            hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[3]],
-                     "feature_j": "" if public_j(r[4]) is None else self.names[r[4]],
-                     "answer": r[5], "comment": r[6] or "",
-                     "undone": r[10] is not None} for r in rows]
+            hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[4]],
+                     "feature_j": "" if public_j(r[5]) is None else self.names[r[5]],
+                     "answer": r[6], "comment": r[7] or "",
+                     "undone": r[11] is not None} for r in rows]
             return PageState(record.progress(c, self.n_pairs, expert),
                              pending[0] if pending else None,
                              read_stop_hint(c, expert) if pending else None, hist,
@@ -271,7 +270,11 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
             PAGE, token=token, name=Path(sess.path).name, description=sess.description,
             pr=st.progress, q=q, feats=feats, message=message, error=error,
             done=q is None and _done(sess, st, expert), hist=st.history,
-            labels=ANSWER_LABELS, version=st.revision, expert=expert, noun=sess.question_noun,
+            labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
+            noun=sess.question_noun,
+            counted=[a for k in sess.kinds for a in k.answers],
+            question=question_text(sess, q) if q is not None else "",
+            answers=list(q.question_kind.keys.values()) if q is not None else [],
             target=sess.target_description, summary=sess.summary, notes=sess.notes,
             no_snippets=no_snippets_note(sess) if q is not None else None,
             worth=worth_text(q) if q is not None else "", hint=st.hint)
@@ -354,8 +357,8 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     def index():
         code = request.args.get("m", "")
         message = MESSAGES.get(code)
-        if message is not None and sess.questions != "pairs":
-            message = message.replace("that pair", "that question")
+        if message is not None:
+            message = message.replace("that pair", f"that {sess.question_noun}")
         return render(message)
 
     @app.post("/answer")
@@ -368,9 +371,9 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         comment = request.form.get("comment") or None
         try:
             qid = query_id()
-            if value not in ANSWER_LABELS:
+            if value not in {a.value for a in Answer}:
                 raise ElicitError(f"invalid answer {value[:40]!r}: use "
-                                  f"{ANSWER_WORDS[sess.answer_kind]}")
+                                  f"{words(sess.answer_kind or sess.kinds)}")
             sess.answer(qid, value, comment=comment, expert=expert)
         except ElicitError as e:
             return error_page(e, expert)
@@ -445,11 +448,11 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
 
 
 def _done(sess: Session, st: PageState, expert: str) -> bool:
-    """Whether the expert has nothing left to answer. With feature questions the file's count
-    does not say it (a feature called irrelevant closes its pairs unanswered): the model
-    does, asked only when it is free, as a page must not wait for it (a busy model: not
-    done, and the page offers the next question)."""
-    if st.progress["left"] <= 0 or sess.questions == "pairs":
+    """Whether the expert has nothing left to answer. When a kind's answers can close other
+    questions the file's count does not say it (a feature called irrelevant closes its pairs
+    unanswered): the model does, asked only when it is free, as a page must not wait for it
+    (a busy model: not done, and the page offers the next question)."""
+    if st.progress["left"] <= 0 or not any(k.closes_others for k in sess.kinds):
         return st.progress["left"] <= 0
     with sess.unless_busy() as free:
         return bool(free) and sess.is_done(expert)

@@ -11,12 +11,6 @@ MESSAGES = {
 #: The first words of those messages, for when the next question could not be chosen.
 DONE_WORDS = {"saved": "Saved", "skipped": "Skipped", "undone": "Undone", None: "Sorry"}
 
-ANSWER_LABELS = {"similar": "Similar", "dissimilar": "Dissimilar", "dont_know": "Don't know",
-                 "relevant": "Relevant", "irrelevant": "Irrelevant"}
-#: The answers a session takes, by the kind of its questions (None: both kinds), for messages.
-ANSWER_WORDS = {"pair": "'similar', 'dissimilar' or 'dont_know'",
-                "feature": "'relevant', 'irrelevant' or 'dont_know'",
-                None: "'similar', 'dissimilar', 'relevant', 'irrelevant' or 'dont_know'"}
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -30,12 +24,11 @@ PAGE = """<!doctype html>
   <h1>elicit <span class="file">{{ name }}</span></h1>
   {% if description %}<p class="desc">{{ description }}</p>{% endif %}
   <div class="progress" id="progress">
-    <progress max="{{ pr.pairs }}" value="{{ pr.answered }}"></progress>
-    <span>{{ pr.answered }} of {{ pr.pairs }} {{ noun }}s answered{% if expert %} by
+    <progress max="{{ pr.questions }}" value="{{ pr.answered }}"></progress>
+    <span>{{ pr.answered }} of {{ pr.questions }} {{ noun }}s answered{% if expert %} by
     {{ expert }}{% endif %}
-    ({{ pr.similar }} similar, {{ pr.dissimilar }} dissimilar, {% if noun != 'pair' %}{{
-    pr.relevant }} relevant, {{ pr.irrelevant }} irrelevant, {% endif %}{{ pr.dont_know }}
-    don't know{% if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
+    ({% for a in counted %}{{ pr[a.value] }} {{ a.label|lower }}, {% endfor %}{{
+    pr.dont_know }} don't know{% if pr.skipped %}; {{ pr.skipped }} skipped{% endif %})</span>
   </div>
   <form method="post" action="{{ url_for('next_question') }}" class="who" id="expert-form">
     <input type="hidden" name="csrf_token" value="{{ token }}">
@@ -55,11 +48,7 @@ PAGE = """<!doctype html>
   <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
   {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
   {% for line in notes %}<p class="hint kernel-note">{{ line }}</p>{% endfor %}
-  {% if q.kind == 'feature' %}
-  <h2 id="feature-question">Does {{ q.names[0] }} affect {{ target }}?</h2>
-  {% else %}
-  <h2>Do these two features affect {{ target }} in the same way?</h2>
-  {% endif %}
+  <h2 id="question-{{ q.kind }}">{{ question }}</h2>
   <div class="pair">
   {% for name, snippets, why in feats %}
     <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
@@ -75,19 +64,11 @@ PAGE = """<!doctype html>
     <input type="hidden" name="query_id" value="{{ q.id }}">
     <input type="hidden" name="expert" value="{{ expert }}">
     <div class="buttons">
-    {% if q.kind == 'feature' %}
-      <button type="submit" name="answer" value="relevant" class="big similar"
-        id="btn-relevant">Relevant <kbd>r</kbd></button>
-      <button type="submit" name="answer" value="irrelevant" class="big dissimilar"
-        id="btn-irrelevant">Irrelevant <kbd>i</kbd></button>
-    {% else %}
-      <button type="submit" name="answer" value="similar" class="big similar"
-        id="btn-similar">Similar <kbd>s</kbd></button>
-      <button type="submit" name="answer" value="dissimilar" class="big dissimilar"
-        id="btn-dissimilar">Dissimilar <kbd>d</kbd></button>
-    {% endif %}
-      <button type="submit" name="answer" value="dont_know" class="big dontknow"
-        id="btn-dont_know">Don't know <kbd>?</kbd></button>
+    {% for a in answers %}
+      <button type="submit" name="answer" value="{{ a.value }}" class="big {{ 'yes' if
+        a.outcome == 1 else 'no' if a.outcome == 0 else 'dontknow' }}" id="btn-{{ a.value }}"
+        data-key="{{ a.key }}">{{ a.label }} <kbd>{{ a.key }}</kbd></button>
+    {% endfor %}
     </div>
     <label for="comment">Comment (optional)</label>
     <textarea name="comment" id="comment" rows="2" maxlength="10000"
@@ -98,15 +79,15 @@ PAGE = """<!doctype html>
       <input type="hidden" name="csrf_token" value="{{ token }}">
       <input type="hidden" name="query_id" value="{{ q.id }}">
       <input type="hidden" name="expert" value="{{ expert }}">
-      <button type="submit" id="btn-skip">Skip <kbd>k</kbd></button></form>
+      <button type="submit" id="btn-skip" data-key="k">Skip <kbd>k</kbd></button></form>
     <form method="post" action="{{ url_for('undo') }}">
       <input type="hidden" name="csrf_token" value="{{ token }}">
       <input type="hidden" name="expert" value="{{ expert }}">
-      <button type="submit" id="btn-undo" {{ '' if pr.answered else 'disabled' }}
+      <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
         >Undo last answer <kbd>u</kbd></button></form>
   </div>
 {% elif done %}
-  <h2 id="done">All {{ pr.pairs }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
+  <h2 id="done">All {{ pr.questions }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
   <form method="post" action="{{ url_for('undo') }}">
     <input type="hidden" name="csrf_token" value="{{ token }}">
@@ -117,8 +98,8 @@ PAGE = """<!doctype html>
   <form method="post" action="{{ url_for('next_question') }}" id="next-form">
     <input type="hidden" name="csrf_token" value="{{ token }}">
     <input type="hidden" name="expert" value="{{ expert }}">
-    <button type="submit" class="big similar" id="btn-next" autofocus>Show the next question
-      <kbd>n</kbd></button>
+    <button type="submit" class="big yes" id="btn-next" data-key="n" autofocus>Show the next
+      question <kbd>n</kbd></button>
   </form>
   <p class="note">The model chooses the question that teaches it most; on a large session
   that takes a few seconds.</p>
@@ -174,8 +155,8 @@ blockquote{margin:.3rem 0;font-size:.85rem;color:#555;border-left:3px solid #ccd
 .buttons{display:flex;gap:1rem;margin:1.2rem 0}
 button.big{flex:1;font-size:1.3rem;padding:1.1rem .5rem;border:0;border-radius:8px;color:#fff;
   cursor:pointer}
-.similar{background:#2e8b57}
-.dissimilar{background:#c0392b}
+.yes{background:#2e8b57}
+.no{background:#c0392b}
 .dontknow{background:#7f8c8d}
 button.big:hover{filter:brightness(1.1)}
 textarea{width:100%;box-sizing:border-box;font:inherit}
@@ -217,10 +198,12 @@ JS = """
     if (busy || e.repeat) return;
     if (e.target && (e.target.tagName === 'TEXTAREA' || e.target.tagName === 'INPUT')) return;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
-    var ids = {'s': 'btn-similar', 'd': 'btn-dissimilar', '?': 'btn-dont_know',
-               'r': 'btn-relevant', 'i': 'btn-irrelevant',
-               'k': 'btn-skip', 'u': 'btn-undo', 'n': 'btn-next'};
-    var b = ids[e.key] && document.getElementById(ids[e.key]);
+    // every button with a key says so (data-key): the answers of the question's kind,
+    // skip, undo and next
+    var keyed = document.querySelectorAll('button[data-key]'), b = null;
+    for (var t = 0; t < keyed.length; t++) {
+      if (keyed[t].getAttribute('data-key') === e.key) { b = keyed[t]; break; }
+    }
     if (b && !b.disabled) { e.preventDefault(); b.click(); }
   });
 })();

@@ -1,0 +1,373 @@
+"""A kind of question, as one registered object, and the registry of kinds.
+
+A :class:`QuestionKind` says everything elicit needs to know about one kind of question: how
+its questions are written (``arity``: a pair of features or one feature) and held in an
+elicitation's question table (:meth:`QuestionKind.segment`); its answers (words, aliases, what
+each tells the model; "don't know" is shared by every kind); which method of a simulated
+expert answers it (``expert_method``); how its answers enter the model's data
+(:meth:`QuestionKind.add`, :meth:`QuestionKind.enter`); which registered utilities score its
+expected gain (``utilities``, :meth:`QuestionKind.score`); which models can take it
+(:meth:`QuestionKind.model_refusal`); its pool in a round (``pool``); and how the terminal, the
+web page and the reports show it.
+
+Code outside a kind's own module never names a kind: it iterates over the kinds of the
+elicitation at hand. :data:`KINDS` is the registry (:func:`register_kind`,
+:func:`get_kind`); :func:`parse_questions` reads what an elicitation asks
+(``questions="pairs,relevance"``, ``"all"``, a list of names) into kind names in
+registration order, and :func:`spell_questions` writes them back in the spelling that sweep
+folders and session files record.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from elicit.elicitation.answers import Answer
+from elicit.errors import ElicitError
+from elicit.internal.registry import Registry
+
+if TYPE_CHECKING:
+    from elicit.elicitation.questions import Query
+    from elicit.elicitation.scorer import Scores
+    from elicit.elicitation.table import Segment
+    from elicit.elicitation.utility import ScoringRound, Utility
+    from elicit.model.spec import ModelData
+
+#: how a round's pool takes a kind's open questions: ``"sample"`` draws ``pool_size`` of them
+#: (the paper's pool of pairs), ``"all"`` takes every one (a kind with one question per
+#: feature)
+POOLS = ("sample", "all")
+
+
+@dataclass(frozen=True, eq=False)
+class QuestionKind(ABC):
+    """A registered kind of question. Subclass it, define the answers
+    (:meth:`Answer.define <elicit.elicitation.answers.Answer.define>`) and register an
+    instance (:func:`register_kind`); ``docs/extending.md`` has an example.
+
+    Attributes
+    ----------
+    name
+        The registry key: what ``questions=`` and ``--questions`` name, and what session
+        files and sweep records store.
+    arity
+        How many features a question is about: 2 (a pair ``(i, j)``, ``i < j``) or 1 (a
+        feature ``k``, written ``(k, None)``).
+    answers
+        The answers other than "don't know", the first one meaning outcome 1.
+    expert_method
+        The method of a simulated expert that answers it (``answer`` for ``answer(i, j)``).
+    label
+        The kind in messages and reports, plural: ``"pair questions"``.
+    question
+        One question in messages: ``"a pair question"``.
+    meaning
+        What it asks, for messages: ``"do features i and j affect the outcome in the same
+        way?"``.
+    text
+        The question as the expert reads it: a format string of the feature names
+        (``{0}``, ``{1}``) and ``{target}``, the session's description of the outcome.
+    utilities
+        ``(mode, target) -> registered utility``: the utility that scores the kind under
+        ``utility="fast" | "exact"`` and each target it has
+        (:class:`~elicit.elicitation.utility.UtilityArgs`).
+    aliases
+        Names the kind had in older records (sweep parts wrote ``"pair"``).
+    noun
+        How the front ends count the questions of an elicitation of this kind alone
+        (``"pair"``); several kinds are counted as questions.
+    plural
+        How many of them there are, in a summary: ``"45 pairs"``.
+    comment_example
+        The terminal's example of an answer with a comment (``"s both praise it"``).
+    pool
+        :data:`POOLS`: ``"sample"`` (a random pool of ``pool_size`` per round) or ``"all"``.
+    order
+        Kinds are scored in increasing order within a round; a kind scored later may skip
+        refining the questions that cannot beat the best exact gain of the earlier ones.
+    model
+        The model a sweep or session uses when this kind is asked and no model is named
+        (None: the paper's).
+    resets_hessian
+        Whether an answer changes the likelihood of y, so that a refit cannot start from the
+        base Hessian of the start (:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`).
+    closes_others
+        Whether its answers can close the other kinds' questions (:meth:`closes`): then the
+        count of questions answered does not say when an expert is done.
+    """
+
+    name: str
+    arity: int
+    answers: tuple[Answer, ...]
+    expert_method: str
+    label: str
+    question: str
+    meaning: str
+    text: str
+    utilities: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    noun: str = "question"
+    plural: str = "questions"
+    comment_example: str = ""
+    pool: str = "all"
+    order: int = 0
+    model: str | None = None
+    resets_hessian: bool = False
+    closes_others: bool = False
+
+    def __post_init__(self) -> None:
+        if self.arity not in (1, 2):
+            raise ElicitError(f"a question is about one feature or a pair, so the arity of "
+                              f"kind {self.name!r} is 1 or 2, got {self.arity!r}")
+        if self.pool not in POOLS:
+            raise ElicitError(f"the pool of kind {self.name!r} is one of {', '.join(POOLS)}, "
+                              f"got {self.pool!r}")
+        if not self.answers or any(not isinstance(a, Answer) or a.kind != self.name
+                                   for a in self.answers):
+            raise ElicitError(f"kind {self.name!r} needs its answers, defined with "
+                              f"Answer.define(word, {self.name!r}, ...)")
+
+    def __repr__(self) -> str:
+        return f"<question kind {self.name!r}>"
+
+    # -- what it is --------------------------------------------------------------------------
+    @property
+    def expert_call(self) -> str:
+        """The expert's method as it is called: ``answer(i, j)``, ``relevance(k)``."""
+        return f"{self.expert_method}({'i, j' if self.arity == 2 else 'k'})"
+
+    @property
+    def keys(self) -> dict[str, Answer]:
+        """The answer keys of the front ends, don't know included (``{"s": SIMILAR, ...}``)."""
+        from elicit.elicitation.answers import DONT_KNOW
+
+        return {a.key: a for a in (*self.answers, DONT_KNOW)}
+
+    def render(self, names: Sequence[str], target: str) -> str:
+        """The question about the features ``names`` as the expert reads it."""
+        return self.text.format(*names, target=target)
+
+    # -- the elicitation's table -------------------------------------------------------------
+    @abstractmethod
+    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
+        """The questions of this kind an elicitation of ``p`` features may ask; ``candidates``
+        are the pairs the caller allows (None: every pair), for a kind about pairs."""
+
+    def closes(self, data: ModelData) -> np.ndarray | None:
+        """The features about which the other kinds ask nothing more, after this kind's
+        answers in ``data`` (a mask; None: none). Relevance closes the features called
+        irrelevant: nobody can say how a feature that does not matter affects the outcome."""
+        return None
+
+    # -- answers and the model --------------------------------------------------------------
+    def model_refusal(self, model: str) -> str | None:
+        """Why the model named ``model`` cannot take these questions, completing "asks
+        <label>, which ..." (None: it can)."""
+        return None
+
+    @abstractmethod
+    def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
+        """``data`` with one more answer (one of :attr:`answers`) to the question ``row``."""
+
+    @abstractmethod
+    def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
+              answers: Sequence[Answer]) -> ModelData:
+        """``data`` (without answers of this kind) with all of them: ``rows`` and ``answers``
+        in answer order, of every expert (a question may repeat)."""
+
+    def ask(self, expert: Any, query: Query) -> Answer:
+        """The simulated ``expert``'s answer to ``query``, through :attr:`expert_method`."""
+        from elicit.elicitation.answers import ask
+
+        return ask(expert, query)
+
+    # -- scoring -------------------------------------------------------------------------------
+    def takes(self, utility: Utility) -> bool:
+        """Whether the registered ``utility`` scores this kind."""
+        return False
+
+    @abstractmethod
+    def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
+              reach: float) -> Scores:
+        """The expected gains of the questions ``rows`` in this round under ``utility``.
+        ``reach`` is the best exact gain among the kinds scored before (-inf: none)."""
+
+    @abstractmethod
+    def answer_probability(self, round: ScoringRound, rows: np.ndarray) -> np.ndarray:
+        """The model's probability of the first answer (outcome 1) to each question ``rows``
+        at the round's MAP."""
+
+
+K = TypeVar("K", bound=QuestionKind)
+#: the registered kinds by name, in registration order (the order of every question table)
+KINDS: Registry[QuestionKind] = Registry("question kind")
+#: names that stand for several kinds in ``questions=`` (``"both"``, the shipped pair)
+_GROUPS: dict[str, tuple[str, ...]] = {}
+#: every kind's name and older names -> its name
+_NAMES: dict[str, str] = {}
+
+
+def register_kind(kind: K) -> K:
+    """Register ``kind`` under its name and return it.
+
+    Raises
+    ------
+    ElicitError
+        If it is not a :class:`QuestionKind`, or its name or an alias is empty or taken.
+    """
+    if not isinstance(kind, QuestionKind):
+        raise ElicitError(f"register_kind takes a QuestionKind object, got "
+                          f"{type(kind).__name__}")
+    taken = [n for n in (kind.name, *kind.aliases) if n in _NAMES or n in _GROUPS
+             or n == "all"]
+    if taken:
+        raise ElicitError(f"a question kind named {taken[0]!r} is already registered; choose "
+                          "another name")
+    KINDS.add(kind.name, kind)
+    for n in (kind.name, *kind.aliases):
+        _NAMES[n] = kind.name
+    return kind
+
+
+def unregister_kind(name: str) -> None:
+    """Remove the kind called ``name`` and its answers (a kind registered for a test, say)."""
+    kind = get_kind(name)
+    KINDS.remove(kind.name)
+    for n in [n for n, v in _NAMES.items() if v == kind.name]:
+        del _NAMES[n]
+    for a in kind.answers:
+        Answer.forget(a)
+
+
+def register_group(name: str, kinds: Sequence[str]) -> None:
+    """Let ``name`` stand for the kinds ``kinds`` in ``questions=`` (the shipped ``both``)."""
+    if name in _NAMES or name in _GROUPS:
+        raise ElicitError(f"{name!r} already names question kinds")
+    _GROUPS[name] = tuple(get_kind(k).name for k in kinds)
+
+
+def get_kind(kind: str | QuestionKind) -> QuestionKind:
+    """The registered kind called ``kind`` (or a name it had in older records), or the kind
+    itself.
+
+    Raises
+    ------
+    ElicitError
+        One line listing the registered kinds, for an unknown name.
+    """
+    if isinstance(kind, QuestionKind):
+        return kind
+    if isinstance(kind, str) and kind in _NAMES:
+        return KINDS[_NAMES[kind]]
+    return KINDS.lookup(kind)
+
+
+def kind_for(i: int, j: int | None, answer: object = None,
+             among: Iterable[str] | None = None) -> QuestionKind:
+    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature): the kind
+    ``answer`` (an answer or its word) answers if it names one, else the only kind of that
+    arity ``among`` the given kinds (default: every registered kind).
+
+    Raises
+    ------
+    ElicitError
+        When no kind, or more than one, fits (then the question must say its kind).
+    """
+    if answer is not None:
+        word = Answer.parse(answer).kind  # type: ignore[arg-type]
+        if word is not None:
+            return get_kind(word)
+    arity = 1 if j is None or int(j) < 0 else 2
+    names = list(KINDS) if among is None else [get_kind(k).name for k in among]
+    fit = [KINDS[n] for n in names if KINDS[n].arity == arity]
+    if len(fit) == 1:
+        return fit[0]
+    what = "a pair" if arity == 2 else "one feature"
+    if not fit:
+        raise ElicitError(f"({i}, {j}) is a question about {what}, and no kind of question "
+                          f"asked here is ({', '.join(names)})")
+    raise ElicitError(f"({i}, {j}) is a question about {what}, which kinds "
+                      f"{', '.join(k.name for k in fit)} ask; say which: (kind, i, j)")
+
+
+def parse_questions(questions: object) -> tuple[str, ...]:
+    """The kinds an elicitation asks, as registered names in registration order.
+
+    ``questions`` is a kind's name, a comma-separated list of names (``"pairs,relevance"``),
+    ``"all"`` (every registered kind), a group name (``"both"``: the shipped pair and
+    relevance kinds, as older sweeps and session files wrote it), or a list of names or
+    :class:`QuestionKind` objects.
+
+    Raises
+    ------
+    ElicitError
+        One line for an unknown kind, a kind named twice, or no kind.
+    """
+    if isinstance(questions, (str, QuestionKind)):
+        items: list[Any] = [questions] if isinstance(questions, QuestionKind) else \
+            [s.strip() for s in questions.split(",") if s.strip()]
+    elif isinstance(questions, Iterable):
+        items = list(questions)
+    else:
+        items = [questions]
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, QuestionKind):
+            got: tuple[str, ...] = (get_kind(item.name).name,)
+        elif item == "all":
+            got = tuple(KINDS)
+        elif isinstance(item, str) and item in _GROUPS:
+            got = _GROUPS[item]
+        elif isinstance(item, str) and item in KINDS:
+            got = (item,)
+        else:
+            raise ElicitError(f"unknown question kind {item!r} in questions={questions!r}; "
+                              f"name kinds from {', '.join(KINDS)} (comma-separated), "
+                              f"or all{_groups_hint()}")
+        for n in got:
+            if n in names:
+                raise ElicitError(f"question kind {n!r} is named twice in "
+                                  f"questions={questions!r}; name each kind once")
+            names.append(n)
+    if not names:
+        raise ElicitError(f"questions={questions!r} names no kind of question; name kinds "
+                          f"from {', '.join(KINDS)}, or all")
+    order = list(KINDS)
+    return tuple(sorted(names, key=order.index))
+
+
+def spell_questions(questions: object) -> str:
+    """The kinds of ``questions`` as one string: a group's name where one stands for exactly
+    them (``"both"``), else the names joined by commas. Sweep folders record this, so that a
+    folder of an older sweep compares equal."""
+    names = parse_questions(questions)
+    for group, members in _GROUPS.items():
+        if members == names:
+            return group
+    return ",".join(names)
+
+
+def kinds_of(questions: object) -> tuple[QuestionKind, ...]:
+    """The kind objects of :func:`parse_questions`."""
+    return tuple(KINDS[n] for n in parse_questions(questions))
+
+
+def model_for(questions: object) -> str | None:
+    """The model the kinds of ``questions`` need when none is named (the first kind's
+    :attr:`~QuestionKind.model`: the relevance model for feature questions); None: any,
+    the paper's by default."""
+    return next((k.model for k in kinds_of(questions) if k.model is not None), None)
+
+
+def groups() -> dict[str, tuple[str, ...]]:
+    """The names that stand for several kinds in ``questions=`` (:func:`register_group`)."""
+    return dict(_GROUPS)
+
+
+def _groups_hint() -> str:
+    return "".join(f", or {g} (= {','.join(m)})" for g, m in _GROUPS.items())

@@ -1,0 +1,85 @@
+"""Pair questions, the paper's: "do features i and j affect the outcome in the same way?"
+
+Answered similar or dissimilar (or don't know). A question is a pair ``(i, j)``, ``i < j``: one
+of the candidate pairs the caller allows, or any of the p(p-1)/2 pairs, which the question
+table then does not store (:class:`~elicit.elicitation.table.PairSegment`). An answer is a
+Bernoulli observation of the feedback link at ``xi - gamma . w_ij`` (:mod:`elicit.model.spec`:
+``ModelData.pairs`` and ``f``, 1 = similar). A round scores a random pool of ``pool_size``
+open pairs (the paper's R_p) with a registered
+:class:`~elicit.elicitation.utility.PairUtility` (:mod:`elicit.elicitation.scorer`); in a
+model with relevance classes a pair's gain is weighted by the chance that both features
+matter, since only then can the expert answer it (:mod:`elicit.elicitation.features`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from elicit.elicitation.answers import Answer
+from elicit.elicitation.kinds.base import QuestionKind, register_kind
+
+if TYPE_CHECKING:
+    from elicit.elicitation.scorer import Scores
+    from elicit.elicitation.table import Segment
+    from elicit.elicitation.utility import ScoringRound, Utility
+    from elicit.model.spec import ModelData
+
+NAME = "pairs"
+#: similar: the two features affect the outcome in the same way (the link's f = 1)
+SIMILAR = Answer.define("similar", NAME, 1, "Similar", "s", aliases=("same",))
+#: dissimilar: they do not (f = 0)
+DISSIMILAR = Answer.define("dissimilar", NAME, 0, "Dissimilar", "d", aliases=("different",))
+
+
+@dataclass(frozen=True, eq=False)
+class PairKind(QuestionKind):
+    """Questions about pairs of features (see the module docstring)."""
+
+    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
+        from elicit.elicitation.table import PairSegment
+
+        return PairSegment(self, p, candidates)
+
+    def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
+        return data.with_feedback(np.vstack([data.pairs, [row[0], row[1]]]),
+                                  np.append(data.f, int(answer.outcome)))  # type: ignore[arg-type]
+
+    def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
+              answers: Sequence[Answer]) -> ModelData:
+        # every answer is its own Bernoulli observation, also several experts' to one pair
+        return data.with_feedback(np.array(rows, dtype=int).reshape(-1, 2),
+                                  np.array([a.outcome for a in answers], dtype=int))
+
+    def takes(self, utility: Utility) -> bool:
+        from elicit.elicitation.utility import PairUtility
+
+        return isinstance(utility, PairUtility)
+
+    def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
+              reach: float) -> Scores:
+        from elicit.elicitation.utility import PairUtility
+
+        assert isinstance(utility, PairUtility)
+        if round.relevance is None:
+            return utility.score(round.scorer, rows, refine)
+        # the chance that the expert can answer at all: both features relevant
+        return utility.score_beside(round.scorer, rows, refine,
+                                    round.relevance.answerable(rows), reach)
+
+    def answer_probability(self, round: ScoringRound, rows: np.ndarray) -> np.ndarray:
+        return round.scorer.prepare(rows)[2]
+
+
+PAIRS = register_kind(PairKind(
+    NAME, 2, (SIMILAR, DISSIMILAR), "answer", "pair questions", "a pair question",
+    "do features i and j affect the outcome in the same way?",
+    "Do these two features affect {target} in the same way?",
+    utilities={("fast", "predictive"): "predictive-fast",
+               ("exact", "predictive"): "predictive-exact",
+               ("fast", "params"): "params-bald", ("exact", "params"): "params-bald"},
+    aliases=("pair",), noun="pair", plural="pairs",
+    comment_example="s both praise the product", pool="sample", order=1))

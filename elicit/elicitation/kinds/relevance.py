@@ -1,0 +1,114 @@
+"""Feature questions: "does feature k affect the outcome?"
+
+Answered relevant or irrelevant (or don't know); asked of a model with relevance classes (the
+``relevance`` model, :mod:`elicit.model.variants`). A question is a feature ``k``, written
+``(k, None)`` (a row ``(k, NO_FEATURE)``), one per feature. An answer sets the feature's
+relevance class in the model's data (``ModelData.relevance``: 1 relevant, 0 irrelevant), which
+changes the prior variance of its weight and so the likelihood of y: a refit after it cannot
+start from the base Hessian of the start. A feature called irrelevant closes the other kinds'
+questions about it (nobody can say how a feature that does not matter affects the outcome).
+Every open feature question enters a round's pool, scored by a registered
+:class:`~elicit.elicitation.utility.FeatureUtility` (:mod:`elicit.elicitation.features`) on
+the scale of the pair questions' gains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from elicit.elicitation.answers import Answer
+from elicit.elicitation.kinds.base import QuestionKind, register_kind
+
+if TYPE_CHECKING:
+    from elicit.elicitation.scorer import Scores
+    from elicit.elicitation.table import Segment
+    from elicit.elicitation.utility import ScoringRound, Utility
+    from elicit.model.spec import ModelData
+
+NAME = "relevance"
+#: relevant: the feature affects the outcome (class 1)
+RELEVANT = Answer.define("relevant", NAME, 1, "Relevant", "r")
+#: irrelevant: it does not (class 0)
+IRRELEVANT = Answer.define("irrelevant", NAME, 0, "Irrelevant", "i",
+                           aliases=("not_relevant",))
+
+
+@dataclass(frozen=True, eq=False)
+class RelevanceKind(QuestionKind):
+    """Questions about one feature's relevance (see the module docstring)."""
+
+    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
+        from elicit.elicitation.table import FeatureSegment
+
+        return FeatureSegment(self, p)
+
+    def closes(self, data: ModelData) -> np.ndarray | None:
+        from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
+
+        if data.relevance is None or not data.model.relevance:
+            return None
+        return np.asarray(data.relevance) == CLASS_IRRELEVANT
+
+    def model_refusal(self, model: str) -> str | None:
+        from elicit.model.variants import RELEVANCE_MODEL, get_model
+
+        if get_model(model).relevance:
+            return None
+        return (f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the "
+                f"model is {model!r})")
+
+    def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
+        classes = np.array(data.relevance)
+        classes[row[0]] = answer.outcome
+        return data.with_relevance(classes)
+
+    def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
+              answers: Sequence[Answer]) -> ModelData:
+        from elicit.model.covariance import UNASKED
+
+        if not rows:
+            return data
+        # several experts: the class they agree on, none (not judged) when they disagree
+        votes: dict[int, set[int]] = {}
+        for (k, _), a in zip(rows, answers):
+            votes.setdefault(int(k), set()).add(int(a.outcome))  # type: ignore[arg-type]
+        classes = np.array(data.relevance)
+        for k, v in votes.items():
+            classes[k] = v.pop() if len(v) == 1 else UNASKED
+        return data.with_relevance(classes)
+
+    def takes(self, utility: Utility) -> bool:
+        from elicit.elicitation.utility import FeatureUtility
+
+        return isinstance(utility, FeatureUtility)
+
+    def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
+              reach: float) -> Scores:
+        from elicit.elicitation.utility import FeatureUtility
+
+        assert isinstance(utility, FeatureUtility) and round.relevance is not None
+        return utility.score(round.relevance, np.asarray(rows)[:, 0], refine)
+
+    def answer_probability(self, round: ScoringRound, rows: np.ndarray) -> np.ndarray:
+        assert round.relevance is not None
+        return round.relevance.p_relevant(np.asarray(rows)[:, 0])
+
+
+def _model() -> str:
+    from elicit.model.variants import RELEVANCE_MODEL
+
+    return RELEVANCE_MODEL
+
+
+RELEVANCE = register_kind(RelevanceKind(
+    NAME, 1, (RELEVANT, IRRELEVANT), "relevance", "feature questions", "a feature question",
+    "does feature k affect the outcome?", "Does {0} affect {target}?",
+    utilities={("fast", "predictive"): "relevance-fast",
+               ("exact", "predictive"): "relevance-exact"},
+    aliases=("feature",), plural="feature questions",
+    comment_example="r customers mention it", pool="all", order=0, model=_model(),
+    resets_hessian=True, closes_others=True))

@@ -1,0 +1,411 @@
+"""The question table of an elicitation: every question it may ask, in a fixed order, without
+writing the questions down.
+
+An elicitation asks questions of one or more kinds (:mod:`elicit.elicitation.kinds`). Its
+:class:`QuestionTable` holds one :class:`Segment` per kind, in the order of the kinds: the
+candidate pairs of the pair questions, then one question per feature of each one-feature
+kind. A question is its *index* in the table (what the strategies choose among and the
+non-sequential ranking points into); its *row* is ``(i, j)`` for a pair, ``(k,
+NO_FEATURE)`` for a question about one feature.
+
+When the pairs are all p(p-1)/2 pairs, none is stored: pair (i, j), i < j, has the index
+``k = i (2p - i - 1) / 2 + (j - i - 1)`` and the row of an index is found by inverting it
+(:func:`pair_rank`, :func:`pair_unrank`). At p = 10,000 the table of 50 million pairs takes
+no memory where the rows took 0.8 GB and an index of them ~9 GB.
+
+The questions still open in a round (not asked, not excluded, not about a feature another
+kind's answers closed) are a :class:`QuestionSet`: increasing table indices that are
+counted, selected by position and tested for membership without being listed. Among all
+pairs of the features still open, the i-th open pair is found from the sorted positions of
+the few asked ones, so a round costs O(answers) instead of O(p^2); drawing a pool
+(:meth:`QuestionSet.sample`) makes the same draws, and so chooses the same questions, as
+listing the open questions and drawing from that list.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from elicit.elicitation.questions import NO_FEATURE
+
+if TYPE_CHECKING:
+    from elicit.elicitation.kinds.base import QuestionKind
+
+
+# -- all pairs in closed form ----------------------------------------------------------------
+
+def n_pairs(p: int) -> int:
+    """p(p-1)/2."""
+    return p * (p - 1) // 2
+
+
+def _start(i: np.ndarray, p: int) -> np.ndarray:
+    """The index of pair (i, i + 1): the pairs of the rows before i."""
+    return i * (2 * p - i - 1) // 2
+
+
+def pair_rank(i: np.ndarray, j: np.ndarray, p: int) -> np.ndarray:
+    """The index of pair (i, j), i < j, among all pairs of p features ordered by i, then j
+    (:func:`elicit.model.spec.all_pairs`)."""
+    i = np.asarray(i, dtype=np.int64)
+    return _start(i, p) + (np.asarray(j, dtype=np.int64) - i - 1)
+
+
+def pair_unrank(k: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (i, j) of the indices ``k`` (the inverse of :func:`pair_rank`)."""
+    k = np.asarray(k, dtype=np.int64)
+    b = 2 * p - 1
+    # the root of start(i) = k, then corrected by one where the float root missed
+    i = np.floor((b - np.sqrt(np.maximum(b * b - 8.0 * k, 0.0))) / 2.0).astype(np.int64)
+    i = np.clip(i, 0, max(p - 2, 0))
+    for _ in range(2):
+        i = np.where(_start(i, p) > k, i - 1, i)
+        i = np.where((i + 1 <= p - 2) & (_start(i + 1, p) <= k), i + 1, i)
+    return i, k - _start(i, p) + i + 1
+
+
+# -- sets of questions -----------------------------------------------------------------------
+
+class LocalSet(ABC):
+    """Increasing indices of one segment's questions, listed only on request."""
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def select(self, pos: np.ndarray) -> np.ndarray:
+        """The members at the positions ``pos`` (0-based, in increasing order of members)."""
+
+    @abstractmethod
+    def contains(self, local: np.ndarray) -> np.ndarray:
+        """Which of the indices ``local`` are members."""
+
+    def indices(self) -> np.ndarray:
+        """Every member, increasing."""
+        return self.select(np.arange(len(self), dtype=np.int64))
+
+
+class ArraySet(LocalSet):
+    """Members listed in an increasing array (segments whose questions are stored)."""
+
+    def __init__(self, members: np.ndarray) -> None:
+        self.members = np.asarray(members, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def select(self, pos: np.ndarray) -> np.ndarray:
+        return self.members[pos]
+
+    def contains(self, local: np.ndarray) -> np.ndarray:
+        local = np.asarray(local, dtype=np.int64)
+        at = np.searchsorted(self.members, local)
+        return (at < len(self.members)) & (self.members[np.minimum(at, len(self.members) - 1)]
+                                           == local) if len(self.members) else \
+            np.zeros(local.shape, bool)
+
+    def indices(self) -> np.ndarray:
+        return self.members
+
+
+class PairsAmong(LocalSet):
+    """All pairs of the features ``open`` (sorted), except the pairs ``removed`` (their
+    sorted positions among those pairs), as indices among all pairs of ``p`` features.
+
+    The pairs of ``open`` keep the order of all pairs, so the t-th of them is
+    ``pair_unrank(t, m)`` mapped through ``open``; with the removed positions R sorted, the
+    member at position q is ``q + #{s: R[s] - s <= q}``.
+    """
+
+    def __init__(self, p: int, open_: np.ndarray, removed: np.ndarray) -> None:
+        self.p, self.open = p, np.asarray(open_, dtype=np.int64)
+        self.m = len(self.open)
+        self.removed = np.asarray(removed, dtype=np.int64)
+        self._shift = self.removed - np.arange(len(self.removed), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return n_pairs(self.m) - len(self.removed)
+
+    def select(self, pos: np.ndarray) -> np.ndarray:
+        pos = np.asarray(pos, dtype=np.int64)
+        r = pos + np.searchsorted(self._shift, pos, side="right")
+        a, b = pair_unrank(r, self.m)
+        return pair_rank(self.open[a], self.open[b], self.p)
+
+    def contains(self, local: np.ndarray) -> np.ndarray:
+        i, j = pair_unrank(np.asarray(local, dtype=np.int64), self.p)
+        a, b = (np.searchsorted(self.open, v) for v in (i, j))
+        top = max(self.m - 1, 0)
+        ok = ((a < self.m) & (b < self.m) & (self.open[np.minimum(a, top)] == i)
+              & (self.open[np.minimum(b, top)] == j)) if self.m else np.zeros(i.shape, bool)
+        r = pair_rank(np.minimum(a, top), np.minimum(b, top), self.m)
+        return ok & ~ArraySet(self.removed).contains(r)
+
+
+class QuestionSet:
+    """A set of questions of a table: increasing table indices, one :class:`LocalSet` per
+    segment, listed only on request.
+
+    It reads like the increasing index array it stands for: ``len``, indexing by position
+    (an integer, an integer array or a slice), ``np.asarray``, iteration; :meth:`contains`
+    tests membership and :meth:`by_kind` splits it by kind.
+    """
+
+    def __init__(self, table: QuestionTable, parts: Sequence[LocalSet]) -> None:
+        self.table = table
+        self.parts = list(parts)
+        self._ends = np.cumsum([len(s) for s in self.parts], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def _select(self, pos: np.ndarray) -> np.ndarray:
+        pos = np.asarray(pos, dtype=np.int64)
+        n = len(self)
+        if pos.size and (pos.min() < -n or pos.max() >= n):
+            raise IndexError(f"position out of range for {n} questions")
+        pos = np.where(pos < 0, pos + n, pos)
+        seg = np.searchsorted(self._ends, pos, side="right")
+        out = np.empty(pos.shape, dtype=np.int64)
+        for s, part in enumerate(self.parts):
+            here = seg == s
+            if here.any():
+                before = int(self._ends[s - 1]) if s else 0
+                out[here] = part.select(pos[here] - before) + self.table.offsets[s]
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self._select(np.arange(len(self), dtype=np.int64)[key])
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            return int(self._select(np.array([key]))[0])
+        return self._select(np.asarray(key))
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self.indices()
+        return out if dtype is None else out.astype(dtype)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.indices().tolist())
+
+    def tolist(self) -> list[int]:
+        return self.indices().tolist()
+
+    def indices(self) -> np.ndarray:
+        """Every member, increasing (listed: for small sets)."""
+        parts = [s.indices() + off for s, off in zip(self.parts, self.table.offsets)]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+    def contains(self, index: np.ndarray) -> np.ndarray:
+        """Which of the table indices ``index`` are members."""
+        index = np.asarray(index, dtype=np.int64)
+        seg = self.table.segment_of(index)
+        out = np.zeros(index.shape, bool)
+        for s, part in enumerate(self.parts):
+            here = seg == s
+            if here.any():
+                out[here] = part.contains(index[here] - self.table.offsets[s])
+        return out
+
+    def by_kind(self) -> list[tuple[QuestionKind, QuestionSet]]:
+        """The members of each kind, in the table's order."""
+        empty: list[LocalSet] = [ArraySet(np.zeros(0, np.int64)) for _ in self.parts]
+        return [(seg.kind, QuestionSet(self.table, [*empty[:s], part, *empty[s + 1:]]))
+                for s, (seg, part) in enumerate(zip(self.table.segments, self.parts))]
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``min(size, len(self))`` members drawn uniformly without replacement, increasing
+        (:func:`~elicit.elicitation.strategies.draw_pool`)."""
+        size = min(int(size), len(self))
+        return self._select(np.sort(rng.choice(len(self), size=size, replace=False)))
+
+
+# -- segments ----------------------------------------------------------------------------------
+
+class Segment(ABC):
+    """The questions of one kind in an elicitation's table."""
+
+    def __init__(self, kind: QuestionKind, p: int) -> None:
+        self.kind, self.p = kind, p
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def rows(self, local: np.ndarray) -> np.ndarray:
+        """The rows of the questions ``local`` (k x 2)."""
+
+    @abstractmethod
+    def locate(self, rows: np.ndarray) -> np.ndarray:
+        """The local index of each row (k x 2, normalised: pairs ``i < j``), -1 where the
+        segment has no such question."""
+
+    @abstractmethod
+    def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
+        """The questions that are not ``removed`` (sorted local indices) and about no
+        ``closed`` feature (a mask over the features, or None)."""
+
+    @abstractmethod
+    def missing(self, row: tuple[int, int]) -> str:
+        """Why the question ``row`` is not in the segment (for a one-line error)."""
+
+    def features(self, rows: np.ndarray) -> np.ndarray:
+        """The features each question is about, a column per feature of the kind's arity."""
+        return np.asarray(rows, dtype=np.int64).reshape(-1, 2)[:, :self.kind.arity]
+
+
+class PairSegment(Segment):
+    """Pair questions: all p(p-1)/2 pairs in closed form, or the given candidate pairs
+    (sorted, distinct, i < j)."""
+
+    def __init__(self, kind: QuestionKind, p: int, candidates: np.ndarray | None) -> None:
+        super().__init__(kind, p)
+        self.candidates = None if candidates is None else np.asarray(candidates, np.int64)
+        if self.candidates is not None:
+            # the rows are sorted by (i, j), so their keys i p + j are increasing
+            self._keys = self.candidates[:, 0] * p + self.candidates[:, 1]
+
+    @property
+    def all_pairs(self) -> bool:
+        """Whether the segment is every pair (and so stores none)."""
+        return self.candidates is None
+
+    def __len__(self) -> int:
+        return n_pairs(self.p) if self.candidates is None else len(self.candidates)
+
+    def rows(self, local: np.ndarray) -> np.ndarray:
+        local = np.asarray(local, dtype=np.int64)
+        if self.candidates is not None:
+            return self.candidates[local]
+        return np.column_stack(pair_unrank(local, self.p)).reshape(-1, 2)
+
+    def locate(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        i, j = rows[:, 0], rows[:, 1]
+        ok = (0 <= i) & (i < j) & (j < self.p)
+        if self.candidates is None:
+            return np.where(ok, pair_rank(np.where(ok, i, 0), np.where(ok, j, 1), self.p), -1)
+        key = i * self.p + j
+        at = np.searchsorted(self._keys, key)
+        top = max(len(self._keys) - 1, 0)
+        hit = ok & (at < len(self._keys)) & (self._keys[np.minimum(at, top)] == key) \
+            if len(self._keys) else np.zeros(len(rows), bool)
+        return np.where(hit, at, -1)
+
+    def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
+        removed = np.asarray(removed, dtype=np.int64)
+        if self.candidates is None:
+            open_ = (np.arange(self.p, dtype=np.int64) if closed is None
+                     else np.flatnonzero(~closed).astype(np.int64))
+            # the removed pairs among the open features, as positions among their pairs
+            inside = PairsAmong(self.p, open_, np.zeros(0, np.int64)).contains(removed)
+            i, j = pair_unrank(removed[inside], self.p)
+            pos = pair_rank(np.searchsorted(open_, i), np.searchsorted(open_, j), len(open_))
+            return PairsAmong(self.p, open_, np.unique(pos))
+        ok = np.ones(len(self.candidates), bool)
+        ok[removed] = False
+        if closed is not None and closed.any():
+            ok &= ~(closed[self.candidates[:, 0]] | closed[self.candidates[:, 1]])
+        return ArraySet(np.flatnonzero(ok))
+
+    def missing(self, row: tuple[int, int]) -> str:
+        return f"({row[0]}, {row[1]}) is not a candidate pair"
+
+
+class FeatureSegment(Segment):
+    """Questions about one feature: one per feature, in feature order."""
+
+    def __len__(self) -> int:
+        return self.p
+
+    def rows(self, local: np.ndarray) -> np.ndarray:
+        k = np.asarray(local, dtype=np.int64).reshape(-1)
+        return np.column_stack([k, np.full(len(k), NO_FEATURE, dtype=np.int64)])
+
+    def locate(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        ok = (rows[:, 1] == NO_FEATURE) & (0 <= rows[:, 0]) & (rows[:, 0] < self.p)
+        return np.where(ok, rows[:, 0], -1)
+
+    def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
+        ok = np.ones(self.p, bool)
+        ok[np.asarray(removed, dtype=np.int64)] = False
+        if closed is not None:
+            ok &= ~closed
+        return ArraySet(np.flatnonzero(ok))
+
+    def missing(self, row: tuple[int, int]) -> str:
+        return f"feature index out of range 0..{self.p - 1}: {row[0]}"
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+class QuestionTable:
+    """Every question of an elicitation: one segment per kind, in the kinds' order.
+
+    Parameters
+    ----------
+    segments
+        The segments, one per kind asked.
+    """
+
+    def __init__(self, segments: Sequence[Segment]) -> None:
+        self.segments = tuple(segments)
+        self.kinds = tuple(s.kind for s in self.segments)
+        sizes = [len(s) for s in self.segments]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)[:-1]
+        self._end = int(sum(sizes))
+
+    def __len__(self) -> int:
+        return self._end
+
+    def segment_of(self, index: np.ndarray) -> np.ndarray:
+        """The segment of each table index."""
+        return np.searchsorted(self.offsets, np.asarray(index, dtype=np.int64),
+                               side="right") - 1
+
+    def kind_of(self, index: int) -> QuestionKind:
+        """The kind of the question at ``index``."""
+        return self.segments[int(self.segment_of(np.array([index]))[0])].kind
+
+    def rows(self, index: np.ndarray | Sequence[int]) -> np.ndarray:
+        """The rows of the questions at ``index`` (k x 2)."""
+        index = np.asarray(index, dtype=np.int64).reshape(-1)
+        seg = self.segment_of(index)
+        out = np.empty((len(index), 2), dtype=np.int64)
+        for s, segment in enumerate(self.segments):
+            here = seg == s
+            if here.any():
+                out[here] = segment.rows(index[here] - self.offsets[s])
+        return out
+
+    def all_rows(self) -> np.ndarray:
+        """Every question's row, in table order (listed: for small tables)."""
+        return self.rows(np.arange(len(self), dtype=np.int64))
+
+    def segment(self, kind: QuestionKind) -> int:
+        """The position of ``kind``'s segment."""
+        return self.kinds.index(kind)
+
+    def locate(self, kind: QuestionKind, rows: np.ndarray) -> np.ndarray:
+        """The table index of ``kind``'s questions ``rows``; -1 where there is none."""
+        s = self.segment(kind)
+        local = self.segments[s].locate(rows)
+        return np.where(local >= 0, local + self.offsets[s], -1)
+
+    def open_set(self, removed: np.ndarray, closed: Sequence[np.ndarray | None]) -> QuestionSet:
+        """The questions not ``removed`` (table indices) and, segment by segment, about no
+        feature of ``closed`` (one mask or None per segment)."""
+        removed = np.unique(np.asarray(removed, dtype=np.int64))
+        seg = self.segment_of(removed)
+        return QuestionSet(self, [
+            segment.members(closed[s], removed[seg == s] - self.offsets[s])
+            for s, segment in enumerate(self.segments)])
+
+    def everything(self) -> QuestionSet:
+        """Every question of the table."""
+        return self.open_set(np.zeros(0, np.int64), [None] * len(self.segments))

@@ -1,0 +1,243 @@
+"""Kinds of question as registered objects: the registry, questions= lists, and a toy kind
+registered from outside the package (tests/toykind.py) asked through an Elicitor and a sweep
+beside the shipped kinds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import toykind
+from conftest import small_arrays
+from scipy.special import entr
+
+from elicit.elicitation.answers import Answer, ask, check_expert
+from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.kinds import (
+    KINDS,
+    PAIRS,
+    PAPER_QUESTIONS,
+    RELEVANCE,
+    get_kind,
+    parse_questions,
+    register_kind,
+    spell_questions,
+)
+from elicit.elicitation.questions import NO_FEATURE, Query
+from elicit.elicitation.strategies import STRATEGIES, answer_probabilities
+from elicit.errors import ElicitError
+from elicit.harness.problem import RunProblem
+from elicit.harness.store import SweepStore
+from elicit.harness.sweep import SweepConfig, load_part, part_kinds, sweep
+from elicit.model.simulate import make_synthetic
+from elicit.model.spec import Hyper
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+TOY = toykind.NAME
+
+
+@pytest.fixture
+def toy():
+    with toykind.registered() as kind:
+        yield kind
+
+
+def elicitor(questions, model: str = "relevance", **kw) -> Elicitor:
+    a = small_arrays()
+    kw.setdefault("engine", "numpy")
+    kw.setdefault("refine", 1)
+    return Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5, model=model), questions=questions, **kw)
+
+
+def expert() -> toykind.SignExpert:
+    """Signs from the small problem's groups: group 0 up, group 1 down, -1 (feature 5) none."""
+    groups = small_arrays().groups.copy()
+    groups[5] = -1
+    return toykind.SignExpert(np.where(groups < 0, 0.0, np.where(groups == 0, 1.0, -1.0)))
+
+
+# -- the registry and questions= ---------------------------------------------------------------
+
+def test_the_shipped_kinds_and_the_spellings_of_questions():
+    assert list(KINDS) == ["pairs", "relevance"] and PAPER_QUESTIONS == ("pairs",)
+    assert get_kind("pair") is PAIRS and get_kind("feature") is RELEVANCE  # older records
+    for given, names in (("pairs", ("pairs",)), ("relevance,pairs", ("pairs", "relevance")),
+                         (" pairs , relevance ", ("pairs", "relevance")),
+                         ("both", ("pairs", "relevance")), ("all", ("pairs", "relevance")),
+                         (["relevance"], ("relevance",)), (RELEVANCE, ("relevance",)),
+                         ((PAIRS, "relevance"), ("pairs", "relevance"))):
+        assert parse_questions(given) == names
+    assert spell_questions("relevance,pairs") == "both" and spell_questions("pairs") == "pairs"
+
+
+@pytest.mark.parametrize("given, message", [
+    ("pairs,colour", r"^unknown question kind 'colour' in questions='pairs,colour'; name kinds "
+                     r"from pairs, relevance \(comma-separated\), or all, or both "
+                     r"\(= pairs,relevance\)$"),
+    ("pairs,both", r"^question kind 'pairs' is named twice in questions='pairs,both'; name "
+                   r"each kind once$"),
+    ("", r"^questions='' names no kind of question; name kinds from pairs, relevance, or all$"),
+    (3, r"^unknown question kind 3 in questions=3"),
+])
+def test_questions_that_name_no_registered_kind_once_are_one_line_errors(given, message):
+    with pytest.raises(ElicitError, match=message):
+        parse_questions(given)
+
+
+def test_a_registered_kind_joins_all_and_leaves_no_trace(toy):
+    assert parse_questions("all") == ("pairs", "relevance", TOY)
+    assert parse_questions("both") == ("pairs", "relevance")       # the old group stays
+    assert spell_questions(f"{TOY},pairs") == f"pairs,{TOY}"
+    assert Answer.parse("+", TOY) is Answer("increases") and Answer.DECREASES.kind == TOY
+    with pytest.raises(ElicitError, match=r"^'increases' answers a sign question \(does more "
+                                          r"of feature k mean a higher outcome\?\), not a "
+                                          r"feature question"):
+        Answer.parse("up", "relevance")
+    with pytest.raises(ElicitError, match=rf"^a question kind named '{TOY}' is already "):
+        register_kind(toy)
+    with pytest.raises(ElicitError, match=r"^'r' already means 'relevant' \(an answer of "
+                                          r"relevance\); give 'right' other words$"):
+        Answer.define("right", TOY, 1, "Right", "r")
+    with pytest.raises(ElicitError, match=r"^register_kind takes a QuestionKind object"):
+        register_kind("sign")  # type: ignore[arg-type]
+
+
+def test_unregistering_a_kind_forgets_its_answers():
+    with toykind.registered():
+        assert "increases" in [a.value for a in Answer]
+    assert TOY not in KINDS and "increases" not in [a.value for a in Answer]
+    with pytest.raises(ElicitError, match=r"^invalid answer 'up'"):
+        Answer.parse("up")
+    with pytest.raises(ElicitError, match=rf"^unknown question kind '{TOY}'"):
+        parse_questions(TOY)
+
+
+# -- the toy kind beside the shipped ones, through an Elicitor ----------------------------------
+
+def test_two_kinds_about_one_feature_are_told_apart_by_name(toy):
+    el = elicitor(("relevance", TOY))
+    p = el.data.p
+    assert el.questions == ("relevance", TOY) and len(el.table) == 2 * p
+    assert el.noun == "question"
+    # a word says its kind; a don't know about one feature needs the kind named
+    el.answer(3, None, "increases")
+    el.answer(3, None, "relevant")
+    with pytest.raises(ElicitError, match=r"^\(4, None\) is a question about one feature, "
+                                          rf"which kinds relevance, {TOY} ask here; say "
+                                          r"which: \(kind, i, j\)$"):
+        el.answer(4, None, "dont_know")
+    el.answer(4, None, "dont_know", kind=TOY)
+    assert [(h.kind, *h) for h in el.history] == [
+        (TOY, 3, None, Answer.INCREASES), ("relevance", 3, None, Answer.RELEVANT),
+        (TOY, 4, None, Answer.DONT_KNOW)]
+    assert el.is_asked(4, None, kind=TOY) and not el.is_asked(4, None, kind="relevance")
+    with pytest.raises(ElicitError, match=r"^feature 3 was already answered"):
+        el.answer(3, None, "-")
+    # the toy's answers leave the model alone; relevance closes the toy's question of a
+    # feature called irrelevant (not the relevance question of another expert)
+    assert el.relevance[3] == 1
+    el.answer(0, None, "irrelevant")
+    keys = el.open_keys()
+    assert (TOY, 0, NO_FEATURE) not in keys and (TOY, 1, NO_FEATURE) in keys
+    # set_answers rebuilds the same state from (kind, i, j, answer) and (i, j, answer)
+    again = elicitor(("relevance", TOY))
+    again.set_answers([(3, None, "up"), ("relevance", 3, None, "r"),
+                       (TOY, 4, None, "?"), (0, None, "irrelevant")])
+    assert again.history == el.history and [h.kind for h in again.history] == [
+        h.kind for h in el.history]
+    assert again.open_keys() == keys
+    np.testing.assert_array_equal(again.relevance, el.relevance)
+
+
+def test_the_toy_is_scored_by_its_registered_utility_and_chosen_beside_the_others(toy):
+    el = elicitor("all", refine=2)
+    ex = expert()
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(12):
+        q = el.next_query("sequential", rng)
+        seen.add(q.kind)
+        if q.kind == TOY:
+            # its gain is its utility's: the entropy of the sign at the current MAP
+            p = toykind.p_increases(el.data, el.fit, [q.i])[0]
+            assert q.expected_gain == pytest.approx(entr(p) + entr(1 - p), rel=1e-12)
+            assert q.exact_gain
+        el.answer(q.i, q.j, ask(ex, q), kind=q.kind)
+    assert TOY in seen and len(seen) >= 2
+    # every kind's answer probability, through the kinds' API
+    idx = np.array([0, len(el.table) - 1])
+    probs = answer_probabilities(el, idx)
+    assert np.all((probs > 0) & (probs < 1))
+    assert probs[1] == pytest.approx(toykind.p_increases(el.data, el.fit, [el.data.p - 1])[0])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_asks_the_toy_kind_and_never_twice(toy, strategy):
+    el = elicitor((TOY,), model="paper", pool_size=5)
+    rng = np.random.default_rng(0)
+    asked = set()
+    for _ in range(el.data.p):
+        q = el.next_query(strategy, rng)
+        assert q.kind == TOY and q.j is None and q.i not in asked
+        asked.add(q.i)
+        el.answer(q.i, None, "dont_know", kind=TOY)
+    assert len(el.open_questions()) == 0
+    with pytest.raises(ElicitError, match=r"^every candidate question has been asked$"):
+        el.next_query(strategy, rng)
+
+
+def test_a_kind_the_model_cannot_take_and_an_expert_without_its_method_are_refused(toy):
+    with pytest.raises(ElicitError, match=rf"^questions='pairs,relevance,{TOY}' asks feature "
+                                          r"questions, which need a model with relevance "
+                                          r"classes: use model='relevance' \(the model is "
+                                          r"'paper'\)$"):
+        elicitor("all", model="paper")
+    with pytest.raises(ElicitError, match=rf"^questions='pairs,{TOY}' asks sign questions, "
+                                          r"and the expert \(SignOracle\) has no sign\(k\) "
+                                          r"method to answer them"):
+        from elicit.elicitation.answers import SignOracle
+
+        check_expert(SignOracle([1.0, -1.0]), f"pairs,{TOY}")
+    with pytest.raises(ElicitError, match=r"^the expert \(SignOracle\) cannot answer sign "
+                                          r"questions: it has no sign\(k\) method$"):
+        ask(SignOracle([1.0, -1.0]), Query(0, None, kind=TOY))
+
+
+# -- the toy kind in a sweep ---------------------------------------------------------------------
+
+class SignMaker:
+    """Synthetic problems whose oracle also answers sign questions."""
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        sd = make_synthetic(np.random.default_rng([seed, run]), n_train=20, irrelevant=4)
+        return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test,
+                          toykind.SignExpert(sd.beta), Hyper(variant="fixed", tau2=1.0),
+                          pool_size=10)
+
+
+def test_a_sweep_records_the_toy_questions_by_kind(toy, tmp_path):
+    cfg = SweepConfig("sign", runs=1, rounds=6, engine="numpy", questions=f"pairs,{TOY}",
+                      refine=1, strategies=("random", "sequential"))
+    assert cfg.model == "paper" and cfg.to_json()["questions"] == f"pairs,{TOY}"
+    sweep(SignMaker(), cfg, tmp_path / "o", progress=False)
+    store = SweepStore.find(tmp_path / "o")
+    beta = SignMaker()(cfg.seed, 0).expert.beta
+    kinds = set()
+    for strategy in cfg.strategies:
+        part = load_part(store, cfg, strategy, 0)
+        assert part["questions"] == f"pairs,{TOY}" and part["kinds"] == part_kinds(part)
+        for (i, j, a), kind in zip(part["asked"], part["kinds"]):
+            assert (kind == TOY) == (j is None)
+            if kind == TOY:
+                want = "dont_know" if beta[i] == 0 else ("increases" if beta[i] > 0
+                                                         else "decreases")
+                assert a == want
+        kinds |= set(part["kinds"])
+    assert kinds == {"pairs", TOY}
+
+
+def test_an_answer_key_is_one_character_the_front_ends_do_not_use(toy):
+    for key in ("u", "k", "q", "n", "h", "up"):
+        with pytest.raises(ElicitError, match=r"^the key of answer 'level' is one character "
+                                              r"and none of k, u, q, n, h"):
+            Answer.define("level", TOY, 1, "Level", key)
+    assert "level" not in [a.value for a in Answer]
