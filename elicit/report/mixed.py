@@ -93,6 +93,32 @@ def _count(x: np.ndarray | None, of: int) -> str:
     return f"{m:.1f} of {of} (runs: {x.min():.0f}-{x.max():.0f})"
 
 
+#: The answer counts at which the table gives the share of the all-answers room used.
+ROOM_AT: tuple[int, ...] = (10, 20, 40, 100)
+
+
+def room_used(sweep: Sweep, strategy: str, k: int) -> float:
+    """The share of the room between the start and the line "all answers given" that the
+    strategy's mean curve has covered after ``k`` answers: (start - MSE_k) / (start - all),
+    of the means over runs (per-run ratios explode where a run's room is near 0). NaN when
+    the sweep stops before ``k``, has no such line, or has no room (all >= start)."""
+    ceiling = sweep.per_run("ceiling")
+    w = sweep.wide(strategy)
+    if ceiling is None or k not in w.columns:
+        return float("nan")
+    start = float(sweep.initial().mean())
+    room = start - float(ceiling.mean())
+    return (start - float(w[k].mean())) / room if room > 0 else float("nan")
+
+
+def _room_cell(sweep: Sweep, k: int) -> str:
+    shares = [room_used(sweep, st, k) if st in sweep.strategies else float("nan")
+              for st in STRATEGY_ORDER]
+    if all(np.isnan(shares)):
+        return "—"
+    return " / ".join("—" if np.isnan(x) else f"{100 * x:.0f}%" for x in shares)
+
+
 def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
     """The table: one column per open-pool mixed sweep; ``best`` maps a column's data set to
     its best-case sweep (``--pool paper``), if one was run."""
@@ -133,6 +159,10 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
          for s in columns])
     row(f"{LABELS[seq]} − the start per run, {after}",
         [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
+    order = " / ".join(LABELS[st] for st in STRATEGY_ORDER)
+    for k in ROOM_AT:
+        row(f"share of the room to 'all answers given' used after {k} answers ({order})",
+            [_room_cell(s, k) for s in columns])
     # how often each kind beside the paper's pairs was asked
     for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
                  and any(k in s.kinds for s in columns)]:
@@ -181,7 +211,9 @@ def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
         "tau2 is chosen by the same 5-fold CV as the sweep's, not as the best value on the "
         "test set. Test MSE, mean ± s.e. over runs; 'averaged over the rounds' is each "
         "run's mean MSE after 1..N answers; paired differences are per run (negative: the "
-        "first is lower; `k/R lower`: runs where it is).",
+        "first is lower; `k/R lower`: runs where it is); the share of the room used after k "
+        "answers is (start − MSE after k) / (start − all answers given), of the means over "
+        "runs.",
         "",
     ]
     if best and columns and not columns[0].best_case:

@@ -138,6 +138,26 @@ def test_strategies_rounds_and_feature_questions(mixed):
     assert _row(sec, "feature questions among Random's answers")[1] == "2.5 of 10 (runs: 2-3)"
 
 
+def test_share_of_the_room_used(mixed):
+    """(start - MSE after k) / (start - all answers given), of the means over runs, for each
+    strategy; after more answers than the sweep has: no figure."""
+    from elicit.report import write_report
+
+    sec = _section(write_report(mixed).read_text())
+    df = pd.read_csv(mixed / "yelp-mixed" / "mse.csv")
+    at = df.set_index(["strategy", "run", "n_feedback"]).mse
+    start = at.xs(("random", 0), level=(0, 2)).mean()
+    room = start - df[df.strategy == "ceiling"].mse.mean()
+    want = " / ".join(f"{100 * (start - at.xs((s, 10), level=(0, 2)).mean()) / room:.0f}%"
+                      for s in STRATEGIES)
+    label = "share of the room to 'all answers given' used after {} answers " \
+            "(Random / Non-sequential / Sequential)"
+    assert _row(sec, label.format(10))[1] == want
+    # the made-up curves fall by 0.012 per answer for sequential, the room is 0.2: about 60%
+    assert 50 < int(want.split("/ ")[-1].rstrip("%")) < 70, want
+    assert _row(sec, label.format(40)) == ["—", "—"]
+
+
 def test_mixed_sweeps_stay_out_of_the_pair_sections_and_best_case_only_if_run(mixed):
     from elicit.report import write_report
 
