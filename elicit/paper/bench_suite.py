@@ -277,6 +277,8 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
     from elicit.paper.steps import STEPS
 
     s = s or SuiteSettings()
+    # before measuring: the code measured, whatever changes in the checkout meanwhile
+    commit = source_commit()
     say = progress or (lambda line: None)
     figures: dict[str, dict] = {}
     skipped: dict[str, str] = {}
@@ -314,7 +316,7 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
             "label": f"make reproduce, all steps x {REPRODUCE_RUNS} runs (estimate)",
             "unit": "s", "target": REPRODUCE_TARGET_CPU_S,
             "value": sum(figures[k]["value"] for k in step_keys) * REPRODUCE_RUNS}
-    return {"version": RECORD_VERSION, "commit": source_commit(),
+    return {"version": RECORD_VERSION, "commit": commit,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": machine_info(), "settings": s.to_json(), "figures": figures,
             "skipped": skipped}
