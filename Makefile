@@ -39,7 +39,7 @@ typecheck:
 
 # The recorded speed figures (docs/benchmarks.md): a table with the targets, written to
 # docs/bench/<commit>.json and compared with the most recent earlier record (figures more
-# than 20% slower are named). About 10 CPU-minutes; a benchmark, not a test.
+# than 20% slower are named). About 2 CPU-minutes; a benchmark, not a test.
 bench:
 	OPENBLAS_NUM_THREADS=1 $(BIN)/elicit bench --suite --record docs/bench
 
