@@ -37,9 +37,11 @@ lint:
 typecheck:
 	$(BIN)/mypy elicit
 
+# The recorded speed figures (docs/benchmarks.md): a table with the targets, written to
+# docs/bench/<commit>.json and compared with the most recent earlier record (figures more
+# than 20% slower are named). About 2 CPU-minutes; a benchmark, not a test.
 bench:
-	$(BIN)/elicit bench --size amazon --rounds 5
-	$(BIN)/elicit bench --size synthetic --rounds 5
+	OPENBLAS_NUM_THREADS=1 $(BIN)/elicit bench --suite --record docs/bench
 
 # The paper's settings: 100 answers per run, 50 runs of every step: the synthetic experiment,
 # the seven pair-question sweeps (Amazon, Yelp, the kitchen corpus, Amazon and Yelp with

@@ -37,34 +37,18 @@ from __future__ import annotations
 
 import argparse
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
-from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.harness.cluster import cluster_scope
-from elicit.paper.configs import RealDataConfig, SyntheticConfig
-from elicit.paper.realdata import run_realdata
-from elicit.paper.synthetic import run_synthetic
-from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
+from elicit.internal.provenance import source_commit
+from elicit.paper import steps
+from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, StepSettings
+from elicit.paper.table1 import DEFAULT_SAMPLES
 from elicit.report import write_report
-
-#: The paper-literal sweeps: folder -> data set.
-LITERAL = {f"{d}-paper": d for d in DATASETS}
-#: The sweeps of the recommended configuration: folder -> data set.
-RECOMMENDED_STEPS = {f"{d}-recommended": d for d in DATASETS}
-#: The corpus step's folder and label.
-KITCHEN = "kitchen"
-#: The sweeps with relevance and pair questions: folder -> data set.
-MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
-STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
-#: Runs and answers of the mixed sweeps: the paper's 50 runs x 100 answers, as every other
-#: step (a mixed round scores every feature question beside the pool of pairs).
-MIXED_RUNS = 50
-MIXED_ROUNDS = 100
 
 
 def cpu_seconds() -> float:
@@ -76,61 +60,14 @@ def cpu_seconds() -> float:
     return total
 
 
-def source_commit() -> str | None:
-    """The commit of this checkout (``abc1234``, ``abc1234+changes`` when the code differs
-    from it: elicit/, stan/, experiments/, pyproject.toml), or None outside a git checkout."""
-    root = Path(__file__).resolve().parents[1]
-
-    def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True,
-                              check=True).stdout.strip()
-
-    try:
-        head = git("rev-parse", "--short=10", "HEAD")
-        dirty = git("status", "--porcelain", "--", "elicit", "stan", "experiments",
-                    "pyproject.toml")
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+changes" if dirty else "")
-
-
 def run_step(step: str, args: argparse.Namespace) -> None:
     """One step of the reproduction, printing what it found."""
-    progress = not args.quiet
-    real = dict(runs=args.real_runs, rounds=args.rounds, seed=args.seed, jobs=args.jobs,
-                refine=args.refine)
-    if step == "synthetic":
-        cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, seed=args.seed,
-                              jobs=args.jobs, refine=args.refine)
-        print(run_synthetic(cfg, args.out / "synthetic", progress).summary())
-        return
-    if step in DATASETS:
-        real_cfg = RealDataConfig(step, data_dir=args.data_dir, **real)
-    elif step in LITERAL:
-        real_cfg = RealDataConfig(LITERAL[step], data_dir=args.data_dir, paper=True, **real)
-    elif step in RECOMMENDED_STEPS:
-        real_cfg = RealDataConfig(RECOMMENDED_STEPS[step], data_dir=args.data_dir,
-                                  recommended=True, **real)
-    elif step == KITCHEN:
-        real_cfg = RealDataConfig(_kitchen(args), **real)
-    elif step in MIXED_STEPS:
-        data = MIXED_STEPS[step]
-        mixed = {**real, "runs": args.mixed_runs, "rounds": args.mixed_rounds}
-        source = _kitchen(args) if data == KITCHEN else data
-        real_cfg = RealDataConfig(source, questions="both", pool="open",
-                                  data_dir=None if data == KITCHEN else args.data_dir, **mixed)
-    else:
-        # The data directory defaults to the one each sweep used (its config.json).
-        table = run_table1(args.out, runs=args.real_runs, datasets=DATASETS, jobs=args.jobs,
-                           samples=args.samples, data_dir=args.data_dir, progress=progress)
-        print(table.text, end="")
-        return
-    print(run_realdata(real_cfg, args.out / step, progress).summary())
-
-
-def _kitchen(args: argparse.Namespace):  # -> elicit.data.sources.DataSource
-    path = args.kitchen or shipped_corpus("amazon", args.data_dir)
-    return corpus_source(path, name=KITCHEN)
+    settings = StepSettings(runs=args.runs, real_runs=args.real_runs, rounds=args.rounds,
+                            mixed_runs=args.mixed_runs, mixed_rounds=args.mixed_rounds,
+                            seed=args.seed, jobs=args.jobs, refine=args.refine,
+                            data_dir=args.data_dir, kitchen=args.kitchen)
+    print(steps.run_step(step, args.out, settings, progress=not args.quiet,
+                         samples=args.samples))
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
@@ -199,8 +136,9 @@ def main() -> None:
         print(f"reproduce: error: {e}", file=sys.stderr)
         sys.exit(2)
     wall = time.perf_counter() - t0
-    runs = {s: args.runs if s == "synthetic" else args.mixed_runs if s in MIXED_STEPS
-            else args.real_runs for s in walls}
+    settings = StepSettings(runs=args.runs, real_runs=args.real_runs,
+                            mixed_runs=args.mixed_runs)
+    runs = {s: settings.runs_of(s) for s in walls}
     write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
                  step_runs=runs, commit=source_commit())
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))

@@ -115,6 +115,24 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default="model",
                    help="the -real sizes: inputs standardised with all 1000 model reviews' "
                         "statistics (model, default) or the 100 training reviews' (train)")
+    p.add_argument("--suite", action="store_true",
+                   help="measure every recorded figure instead (make bench): the round "
+                        "figures and the CPU time per run of each reproduce step, as a "
+                        "table with targets (docs/benchmarks.md); --size, --rounds and "
+                        "--json do not apply")
+    p.add_argument("--record", type=Path, default=None, metavar="DIR",
+                   help="--suite: write the figures to DIR/<commit>.json and name those more "
+                        "than 20%% slower than DIR's most recent earlier record")
+    p.add_argument("--figures", type=_names, default=None, metavar="LIST",
+                   help="--suite: comma-separated round figures to measure (default all; "
+                        "'' none)")
+    p.add_argument("--steps", type=_names, default=None, metavar="LIST",
+                   help="--suite: comma-separated reproduce steps to time (default all; "
+                        "'' none)")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
@@ -137,6 +155,9 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    if args.suite:
+        _bench_suite(args)
+        return
     from elicit.paper.bench import format_table, run_bench
 
     if args.json is not None:
@@ -145,6 +166,18 @@ def cmd_bench(args: argparse.Namespace) -> None:
                     refine=args.refine, exact=not args.no_exact, data_dir=args.data_dir,
                     json_path=args.json, standardize=args.standardize)
     print(format_table(res))
+
+
+def _bench_suite(args: argparse.Namespace) -> None:
+    from elicit.paper.bench_suite import bench_suite, suite_settings
+
+    if args.record is not None:
+        check_output_folder(args.record, "--record")
+    settings = suite_settings(args.figures, args.steps, seed=args.seed, refine=args.refine,
+                              data_dir=args.data_dir)
+    _, _, table = bench_suite(args.record, settings,
+                              progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(table)
 
 
 def cmd_models(args: argparse.Namespace) -> None:

@@ -144,6 +144,22 @@ class SweepConfig(Recorded):
                 "stan_file_sha256": file_sha256(self.stan_file)}
 
 
+def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
+    """The elicitation of one run of a sweep: ``problem``'s data under ``cfg``'s model,
+    engine, utility and questions, fitted without feedback (the expert is checked to answer
+    the questions asked)."""
+    hyper = problem.hyper
+    if cfg.threshold_mean is not None:
+        hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
+    hyper = dataclasses.replace(hyper, model=cfg.model)
+    check_expert(problem.expert, cfg.questions)
+    engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
+    return Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
+                    stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
+                    pool_size=problem.pool_size, candidates=problem.candidates,
+                    target=cfg.utility_target, questions=cfg.questions)
+
+
 @single_blas_thread
 def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequence[str],
             ) -> dict[str, dict]:
@@ -156,16 +172,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     round's question, :func:`part_kinds`) and ``zeta`` (the relevance model's zeta after
     0..rounds answers).
     """
-    hyper = problem.hyper
-    if cfg.threshold_mean is not None:
-        hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
-    hyper = dataclasses.replace(hyper, model=cfg.model)
-    check_expert(problem.expert, cfg.questions)
-    engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
-    el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
-                  stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
-                  pool_size=problem.pool_size, candidates=problem.candidates,
-                  target=cfg.utility_target, questions=cfg.questions)
+    el = sweep_elicitor(problem, cfg)
     mse0 = problem.mse(el)
     mixed = parse_questions(cfg.questions) != PAPER_QUESTIONS
     results = {}

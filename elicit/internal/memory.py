@@ -30,3 +30,33 @@ def memory_limit() -> int | None:
         if text.isdigit() and (total is None or int(text) < total):
             total = int(text)
     return total if total else None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size, in MB: since :func:`reset_peak_rss` where that
+    worked (Linux's ``VmHWM``), else since the process started (``getrusage``)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kilobytes, macOS bytes.
+    return float(peak) / (1024.0**2 if sys.platform == "darwin" else 1024.0)
+
+
+def reset_peak_rss() -> bool:
+    """Start :func:`peak_rss_mb` afresh from the current resident size (Linux: writing 5 to
+    ``/proc/self/clear_refs``); False where the peak cannot be reset (it then counts from
+    the start of the process)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False

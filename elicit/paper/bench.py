@@ -58,6 +58,7 @@ from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.harness.problem import STREAM_BENCH, run_stream
 from elicit.internal.io import write_json_atomic
+from elicit.internal.memory import peak_rss_mb
 from elicit.internal.threads import single_blas_thread
 from elicit.model.kernel import kernel
 from elicit.model.simulate import make_synthetic, random_problem
@@ -342,16 +343,6 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
     out["peak_rss_mb"] = peak_rss_mb()
     out["per_round"] = rows
     return out
-
-
-def peak_rss_mb() -> float:
-    """The peak resident set size of this process so far, in MB (``getrusage``)."""
-    import resource
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports kilobytes, macOS bytes.
-    return float(peak) / (1024.0**2 if sys.platform == "darwin" else 1024.0)
 
 
 # The problem is built with one BLAS thread too: the last digits of a matrix product (the

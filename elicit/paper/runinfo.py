@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from elicit.data import RunData
 from elicit.data.metafeatures import polarity_auc
 from elicit.elicitation.kinds import PAPER_QUESTIONS, kinds_of, parse_questions
 from elicit.elicitation.questions import Query
@@ -160,6 +161,17 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     return Ceiling(mse0, mse, counts)
 
 
+def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | None,
+                grid: Sequence[float] = SWEEP_TAU2_GRID) -> tuple[float, dict[float, float]]:
+    """The 5-fold CV choice of tau^2 of run ``run`` (data ``rd`` and candidate pairs
+    ``cands`` of :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV
+    error: the tau^2 a sweep with ``tau2="cv"`` fixes for the run."""
+    return cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
+                   rng=np.random.default_rng(run_stream(cfg.seed, run, STREAM_TAU2_CV)),
+                   model=cfg.model,
+                   candidates=cands if cands is not None and len(cands) else None)
+
+
 @single_blas_thread
 def prepare_runinfo(cfg: RealDataConfig, run: int,
                     grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
@@ -168,10 +180,7 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
     # pairs for it (their coupled set J).
     rd, expert, cands = run_setup(cfg, run)
     bl_state = int(run_stream(cfg.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
-    best, scores = cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
-                           rng=np.random.default_rng(run_stream(cfg.seed, run, STREAM_TAU2_CV)),
-                           model=cfg.model,
-                           candidates=cands if cands is not None and len(cands) else None)
+    best, scores = run_cv_tau2(cfg, run, rd, cands, grid)
     tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
     eng = get_engine("numpy", "fixed")
     no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}

@@ -165,7 +165,8 @@ def test_reproduce_steps(tmp_path, monkeypatch, capsys):
         calls.append((cfg, Path(out)))
         return Done()
 
-    monkeypatch.setattr(mod, "run_realdata", fake)
+    # the steps (elicit.paper.steps) call the library's run_realdata when they run
+    monkeypatch.setattr("elicit.paper.realdata.run_realdata", fake)
     args.data_dir = REAL_DATA_DIR
     for step in names:
         mod.run_step(step, args)
@@ -213,7 +214,7 @@ def test_reproduce_mixed_steps(tmp_path, monkeypatch):
         def summary(self):
             return "done"
 
-    monkeypatch.setattr(mod, "run_realdata",
+    monkeypatch.setattr("elicit.paper.realdata.run_realdata",
                         lambda cfg, out, progress=True: calls.append((cfg, Path(out))) or Done())
     args.data_dir = REAL_DATA_DIR
     for step in steps:

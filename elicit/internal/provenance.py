@@ -1,0 +1,47 @@
+"""Where a measurement was made: the source commit and the machine.
+
+``make reproduce`` stamps its report with :func:`source_commit`; ``elicit bench --suite``
+records both with its figures, so that figures of different commits and machines are told
+apart.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+#: The checkout holding this package (its parent folder), when it is one.
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def source_commit(root: str | os.PathLike = SOURCE_ROOT) -> str | None:
+    """The commit of the checkout ``root`` (``abc1234``, ``abc1234+changes`` when the code
+    differs from it: elicit/, stan/, experiments/, pyproject.toml), or None outside a git
+    checkout."""
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short=10", "HEAD")
+        dirty = git("status", "--porcelain", "--", "elicit", "stan", "experiments",
+                    "pyproject.toml")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
+
+def machine_info() -> dict:
+    """The machine: CPU model, logical cores, operating system and Python version."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "system": platform.platform(terse=True),
+            "python": platform.python_version()}

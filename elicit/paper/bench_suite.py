@@ -1,0 +1,458 @@
+"""``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit.
+
+The suite measures two kinds of figure, all as process CPU time with one BLAS thread, the
+numpy engine and the fast utility:
+
+**Rounds** (:data:`ROUND_FIGURES`): the sweeps' own elicitation loop
+(:func:`~elicit.harness.sweep.sweep_elicitor`, the sequential strategy), one round being the
+next question, the simulated expert's answer and the refit after it. The figure is the median
+over the rounds of one run (the first round included: at p = 10,000 it costs ten times the
+later ones, see docs/benchmarks.md, so its median needs 3 rounds). The problems: the paper's
+synthetic one (n = 20, p = 25, run 0), run 0 of the real Amazon set-up with the defaults
+(tau2 by CV as the sweep chooses it) with pair questions and with relevance and pair
+questions (``--questions both``, the open pool), and the random scaling problems ``p2000``
+and ``p10000`` of :mod:`elicit.paper.bench` (every pair a candidate, a 400-pair pool); at
+p = 10,000 also the peak resident memory of the set-up and rounds (the problem's own
+construction excluded where the peak can be reset: Linux).
+
+**Reproduction steps** (:data:`~elicit.paper.steps.STEPS`): the CPU time per run of each step
+of ``make reproduce``, with its settings (``refine = 5``, one worker), estimated from two
+measured one-run calls into a temporary folder: one with no answers (``c0``: the run's data,
+expert, tau2 CV, baselines and references, the no-feedback fit; measured after a first such
+call that warms up the step's imports) and one with ``R`` answers per strategy (``cR``); a
+run of ``rounds`` answers is estimated as ``c0 + (cR - c0) rounds / R``.
+Linear in the answers: later answers cost somewhat more than the first ``R`` (more feedback
+terms), so the estimate is a lower bound. Table 1 is measured once, on the one-run Amazon and
+Yelp sweeps (its sample-addition loops do not depend on the sweeps' answers). Steps whose
+data are missing are skipped, with the reason.
+
+A result (:func:`run_suite`) is written as JSON to ``<folder>/<commit>.json``
+(:func:`write_record`), beside the earlier ones; :func:`compare` names every figure more than
+:data:`SLOWER` (20%) above the most recent earlier record's (:func:`previous_record`).
+Single measurements on a shared machine move by 5-15%, so a flag is a prompt to measure
+again, not a verdict.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
+from elicit.internal.memory import peak_rss_mb, reset_peak_rss
+from elicit.internal.provenance import machine_info, source_commit
+
+#: A figure more than this fraction above its earlier value is named as slower.
+SLOWER = 0.20
+#: Version of the JSON record.
+RECORD_VERSION = 1
+#: What a reproduction run answers per strategy (``make reproduce``'s default).
+REPRODUCE_ROUNDS = 100
+#: Runs of every step of ``make reproduce`` (its ``RUNS`` default): the whole call's estimate.
+REPRODUCE_RUNS = 50
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of the suite: its key in the record, what it is, its unit and its target
+    (an upper bound; None: measured, no target)."""
+
+    key: str
+    label: str
+    unit: str
+    target: float | None = None
+
+
+#: The round figures (issue's targets where they were set; docs/benchmarks.md).
+ROUND_FIGURES: tuple[Figure, ...] = (
+    Figure("synthetic_round", "synthetic query round incl. refit (n 20, p 25)", "s"),
+    Figure("amazon_round", "Amazon pair round (real run 0, defaults)", "s", 0.2),
+    Figure("amazon_mixed_round", "Amazon relevance + pairs round (--questions both)", "s"),
+    Figure("p2000_round", "p = 2000 round (random problem)", "s", 2.0),
+    Figure("p10000_round", "p = 10,000 round (review-like problem)", "s"),
+    Figure("p10000_peak_mb", "p = 10,000 peak memory (set-up + rounds)", "MB"),
+)
+#: The target of the whole ``make reproduce`` estimate: 15 minutes on 2 cores.
+REPRODUCE_TARGET_CPU_S = 2 * 15 * 60.0
+
+
+@dataclass
+class SuiteSettings:
+    """What :func:`run_suite` measures and how long.
+
+    ``rounds`` maps a round figure to the answers of its run; ``step_rounds`` and
+    ``mixed_step_rounds`` are the answers ``R`` of the reproduction steps' measured runs
+    (pair steps and mixed steps); ``figures`` and ``steps`` choose what is measured.
+    """
+
+    seed: int = 0
+    refine: int = 10
+    rounds: dict[str, int] = field(default_factory=lambda: {
+        "synthetic_round": 20, "amazon_round": 10, "amazon_mixed_round": 5,
+        "p2000_round": 3, "p10000_round": 3})
+    step_rounds: int = 20
+    mixed_step_rounds: int = 10
+    figures: tuple[str, ...] = tuple(f.key for f in ROUND_FIGURES if f.unit == "s")
+    steps: tuple[str, ...] | None = None   # None: every step
+    data_dir: str | os.PathLike | None = None
+
+    def to_json(self) -> dict:
+        """The settings as the record stores them."""
+        return {"seed": self.seed, "refine": self.refine, "rounds": dict(self.rounds),
+                "step_rounds": self.step_rounds, "mixed_step_rounds": self.mixed_step_rounds,
+                "engine": "numpy", "utility": "fast", "blas_threads": 1}
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
+    """Time one run of the sweeps' sequential loop.
+
+    Parameters
+    ----------
+    problem
+        The run's :class:`~elicit.harness.problem.RunProblem`.
+    cfg
+        The sweep's :class:`~elicit.harness.sweep.SweepConfig`.
+    rounds
+        Answers to time.
+    run
+        The run (seeds the strategy's random stream as a sweep does).
+
+    Returns
+    -------
+    dict
+        ``setup_cpu_s`` (the elicitor with its no-feedback fit), ``round_cpu_s`` (each
+        round: next question, answer, refit), ``peak_rss_mb`` (since the set-up began where
+        the peak can be reset, see ``peak_scope``).
+    """
+    from elicit.elicitation.answers import ask
+    from elicit.elicitation.strategies import get_strategy
+    from elicit.harness.problem import strategy_stream
+    from elicit.harness.sweep import sweep_elicitor
+
+    scope = "set-up and rounds" if reset_peak_rss() else "process"
+    c = time.process_time()
+    el = sweep_elicitor(problem, cfg)
+    setup = time.process_time() - c
+    rng = np.random.default_rng(strategy_stream(cfg.seed, run,
+                                                get_strategy("sequential").stream_id))
+    cpu = []
+    for _ in range(rounds):
+        c = time.process_time()
+        q = el.next_query("sequential", rng)
+        el.answer(q.i, q.j, ask(problem.expert, q))
+        cpu.append(time.process_time() - c)
+    return {"setup_cpu_s": setup, "round_cpu_s": cpu, "peak_rss_mb": peak_rss_mb(),
+            "peak_scope": scope}
+
+
+class _SameSign:
+    """The expert of a random bench problem as an :class:`~elicit.elicitation.answers.Expert`."""
+
+    def __init__(self, answer: Callable[[int, int], int | None]) -> None:
+        self._answer = answer
+
+    def answer(self, i: int, j: int):  # -> Answer
+        from elicit.elicitation.answers import Answer
+
+        f = self._answer(i, j)
+        return Answer.DONT_KNOW if f is None else Answer.SIMILAR if f else Answer.DISSIMILAR
+
+
+def _random_run(size: str, s: SuiteSettings):
+    """The random bench problem ``size`` as a sweep's run (every pair a candidate) and its
+    sweep settings."""
+    from elicit.harness.problem import RunProblem
+    from elicit.harness.sweep import SweepConfig
+    from elicit.paper.bench import bench_problem
+
+    bp = bench_problem(size, s.seed)
+    # candidates None: the same pairs, computed by the question table instead of listed
+    problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], _SameSign(bp.answer), bp.hyper,
+                         pool_size=bp.pool_size)
+    return problem, SweepConfig(size, 1, s.rounds[f"{size}_round"], seed=s.seed,
+                                engine="numpy", refine=s.refine)
+
+
+def _real_run(questions: str, s: SuiteSettings, key: str):
+    """Run 0 of the default Amazon set-up with ``questions``, tau2 chosen by CV as the sweep
+    chooses it, and its sweep settings."""
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.real_problem import problem_from_run, run_setup
+    from elicit.paper.runinfo import run_cv_tau2
+
+    extra: dict[str, Any] = {"questions": "both", "pool": "open"} if questions == "both" \
+        else {}
+    cfg = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",
+                         refine=s.refine, runs=1, rounds=s.rounds[key], **extra)
+    rd, expert, cands = run_setup(cfg, 0)
+    tau2 = cfg.fixed_tau2 if cfg.fixed_tau2 is not None else run_cv_tau2(cfg, 0, rd, cands)[0]
+    return problem_from_run(rd, cfg, 0, tau2, expert=expert), cfg.sweep_config()
+
+
+def _synthetic_run(s: SuiteSettings):
+    from elicit.paper.configs import SyntheticConfig
+    from elicit.paper.synthetic import synthetic_problem
+
+    cfg = SyntheticConfig(runs=1, rounds=s.rounds["synthetic_round"], seed=s.seed,
+                          engine="numpy", refine=s.refine)
+    return synthetic_problem(s.seed, 0), cfg.sweep_config()
+
+
+def _round_setup(key: str, s: SuiteSettings):
+    if key == "synthetic_round":
+        return _synthetic_run(s)
+    if key == "amazon_round":
+        return _real_run("pairs", s, key)
+    if key == "amazon_mixed_round":
+        return _real_run("both", s, key)
+    if key in ("p2000_round", "p10000_round"):
+        return _random_run(key.removesuffix("_round"), s)
+    raise ElicitError(f"unknown figure {key!r}; choose from "
+                      f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
+
+
+def measure_round(key: str, s: SuiteSettings) -> dict:
+    """The round figure ``key``: :func:`elicitation_rounds` on its problem, with its median."""
+    problem, cfg = _round_setup(key, s)
+    res = elicitation_rounds(problem, cfg, cfg.rounds)
+    res["value"] = float(np.median(res["round_cpu_s"]))
+    return res
+
+
+def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
+    """The CPU time per run of reproduction step ``step`` (module docstring), its one-run
+    sweeps written under ``out``."""
+    from elicit.paper.steps import MIXED_STEPS, StepSettings, run_step
+
+    if step == "table1":
+        st = StepSettings(runs=1, real_runs=1, rounds=s.step_rounds, seed=s.seed, jobs=1,
+                          data_dir=s.data_dir)
+        c = time.process_time()
+        run_step(step, out / "R", st, progress=False)
+        table1 = time.process_time() - c
+        return {"value": table1, "measured_cpu_s": {"table1": table1}}
+    r = s.mixed_step_rounds if step in MIXED_STEPS else s.step_rounds
+    cpu: dict[str, float] = {}
+    # The first call also pays for the step's first imports (matplotlib, scikit-learn, ...),
+    # which a reproduction pays once per process, not per run: it only warms up, and c0 is
+    # the second call without answers.
+    for rounds, folder in ((0, "warm-up"), (r, "R"), (0, "0")):
+        st = StepSettings(runs=1, real_runs=1, mixed_runs=1, rounds=rounds,
+                          mixed_rounds=rounds, seed=s.seed, jobs=1, data_dir=s.data_dir)
+        c = time.process_time()
+        run_step(step, out / folder, st, progress=False)
+        cpu[folder] = time.process_time() - c
+    per_answer = (cpu["R"] - cpu["0"]) / r
+    return {"value": cpu["0"] + per_answer * REPRODUCE_ROUNDS, "rounds": r,
+            "measured_cpu_s": cpu}
+
+
+def step_figure(step: str) -> Figure:
+    """The figure of a reproduction step's CPU time per run."""
+    what = "Table 1, per run" if step == "table1" else \
+        f"reproduce step {step}, per run of {REPRODUCE_ROUNDS} answers (estimate)"
+    return Figure(f"step_{step}", what, "s")
+
+
+def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
+              ) -> dict:
+    """Measure the suite (module docstring); return its record (:func:`write_record`'s
+    input), the machine and commit included.
+
+    ``progress`` is called with a line before each measurement.
+    """
+    from elicit.internal.threads import single_blas_thread
+    from elicit.paper.steps import STEPS
+
+    s = s or SuiteSettings()
+    # before measuring: the code measured, whatever changes in the checkout meanwhile
+    commit = source_commit()
+    say = progress or (lambda line: None)
+    figures: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
+
+    def figure(fig: Figure, measure: Callable[[], dict]) -> None:
+        say(f"bench: {fig.key}")
+        try:
+            res = single_blas_thread(measure)()
+        except (ElicitError, FileNotFoundError) as e:
+            skipped[fig.key] = str(e)
+            return
+        figures[fig.key] = {"label": fig.label, "unit": fig.unit, "target": fig.target, **res}
+
+    by_key = {f.key: f for f in ROUND_FIGURES}
+    for key in s.figures:
+        if key not in by_key or by_key[key].unit != "s":
+            raise ElicitError(f"unknown round figure {key!r}; choose from "
+                              f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
+        figure(by_key[key], lambda key=key: measure_round(key, s))  # type: ignore[misc]
+        if key == "p10000_round" and key in figures:
+            res = figures[key]
+            fig = by_key["p10000_peak_mb"]
+            figures[fig.key] = {"label": fig.label, "unit": fig.unit, "target": fig.target,
+                                "value": res["peak_rss_mb"], "scope": res["peak_scope"]}
+    steps = STEPS if s.steps is None else s.steps
+    with tempfile.TemporaryDirectory(prefix="elicit-bench-") as tmp:
+        for step in steps:
+            if step not in STEPS:
+                raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
+            figure(step_figure(step),
+                   lambda step=step: measure_step(step, s, Path(tmp)))  # type: ignore[misc]
+    step_keys = [f"step_{st}" for st in steps]
+    if steps == STEPS and all(k in figures for k in step_keys):
+        figures["reproduce_estimate"] = {
+            "label": f"make reproduce, all steps x {REPRODUCE_RUNS} runs (estimate)",
+            "unit": "s", "target": REPRODUCE_TARGET_CPU_S,
+            "value": sum(figures[k]["value"] for k in step_keys) * REPRODUCE_RUNS}
+    return {"version": RECORD_VERSION, "commit": commit,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_info(), "settings": s.to_json(), "figures": figures,
+            "skipped": skipped}
+
+
+# -- records ------------------------------------------------------------------------------
+
+def record_path(folder: str | os.PathLike, record: dict) -> Path:
+    """Where ``record`` is written: ``<folder>/<commit>.json`` (``unknown`` outside git)."""
+    return Path(folder) / f"{record.get('commit') or 'unknown'}.json"
+
+
+def write_record(folder: str | os.PathLike, record: dict) -> Path:
+    """Write ``record`` beside the earlier ones; return its path."""
+    path = record_path(folder, record)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, record, indent=1)
+    return path
+
+
+def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
+                    ) -> dict | None:
+    """The most recent record in ``folder`` by its ``date`` (not ``exclude``, the file about
+    to be written), or None; files that are not records are passed over."""
+    best: dict | None = None
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    skip = None if exclude is None else Path(exclude).resolve()
+    for path in sorted(folder.glob("*.json")):
+        if skip is not None and path.resolve() == skip:
+            continue
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("figures"), dict) \
+                or not isinstance(rec.get("date"), str):
+            continue
+        if best is None or rec["date"] > best["date"]:
+            best = rec
+    return best
+
+
+@dataclass(frozen=True)
+class Change:
+    """A figure of two records: its earlier and current value and their ratio."""
+
+    key: str
+    before: float
+    after: float
+
+    @property
+    def ratio(self) -> float:
+        """after / before."""
+        return self.after / self.before
+
+
+def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Change]:
+    """The figures of ``current`` more than ``tolerance`` above ``previous``'s (every figure
+    is a cost: CPU time or memory), in ``current``'s order; figures only one record has are
+    not compared."""
+    out = []
+    for key, fig in current["figures"].items():
+        old = previous["figures"].get(key)
+        if not isinstance(old, dict):
+            continue
+        before, after = old.get("value"), fig.get("value")
+        if not isinstance(before, (int, float)) or not isinstance(after, (int, float)) \
+                or before <= 0:
+            continue
+        if after > before * (1.0 + tolerance):
+            out.append(Change(key, float(before), float(after)))
+    return out
+
+
+def _value(v: float, unit: str) -> str:
+    return f"{v:.0f} MB" if unit == "MB" else f"{v:.3g} s" if v < 100 else \
+        f"{v / 60:.1f} min"
+
+
+def format_suite(record: dict, previous: dict | None = None) -> str:
+    """The record as a Markdown table (figure, CPU time or memory, target, met; with
+    ``previous``, its value), then the skipped figures and the comparison."""
+    head = "| figure | value | target | met |" + (" previous |" if previous else "")
+    lines = [f"commit {record.get('commit')}, {record['machine'].get('cpu')} "
+             f"({record['machine'].get('cores')} cores), {record['date']}; process CPU "
+             f"time, one BLAS thread, numpy engine", "", head,
+             "|---|---|---|---|" + ("---|" if previous else "")]
+    for key, fig in record["figures"].items():
+        target = fig.get("target")
+        met = "" if target is None else "met" if fig["value"] <= target else "NOT met"
+        row = (f"| {fig['label']} | {_value(fig['value'], fig['unit'])} | "
+               f"{'' if target is None else '<= ' + _value(target, fig['unit'])} | {met} |")
+        if previous:
+            old = previous["figures"].get(key)
+            row += f" {_value(old['value'], old['unit']) if old else ''} |"
+        lines.append(row)
+    for key, why in record.get("skipped", {}).items():
+        lines.append(f"\nskipped {key}: {why}")
+    if previous is None:
+        lines.append("\nno earlier record to compare with")
+        return "\n".join(lines)
+    slower = compare(record, previous)
+    where = f"{previous.get('commit')} ({previous.get('date')})"
+    if previous.get("machine") != record.get("machine"):
+        where += ", measured on another machine"
+    if slower:
+        lines.append(f"\nmore than {SLOWER:.0%} slower than {where}:")
+        lines += [f"  {c.key}: {_value(c.before, 'MB' if c.key.endswith('_mb') else 's')} -> "
+                  f"{_value(c.after, 'MB' if c.key.endswith('_mb') else 's')} "
+                  f"(x{c.ratio:.2f})" for c in slower]
+    else:
+        lines.append(f"\nno figure more than {SLOWER:.0%} slower than {where}")
+    return "\n".join(lines)
+
+
+def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None,
+                progress: Callable[[str], None] | None = None) -> tuple[dict, dict | None, str]:
+    """Run the suite; with ``folder``, write the record there and compare it with the most
+    recent earlier one. Returns the record, the earlier record (or None) and the table."""
+    record = run_suite(s, progress)
+    previous = None
+    if folder is not None:
+        path = record_path(folder, record)
+        previous = previous_record(folder, exclude=path)
+        write_record(folder, record)
+    return record, previous, format_suite(record, previous)
+
+
+def suite_settings(figures: Sequence[str] | None = None, steps: Sequence[str] | None = None,
+                   **given) -> SuiteSettings:
+    """:class:`SuiteSettings` with ``figures`` and ``steps`` chosen by name (None: all)."""
+    s = SuiteSettings(**given)
+    if figures is not None:
+        s = replace(s, figures=tuple(figures))
+    if steps is not None:
+        s = replace(s, steps=tuple(steps))
+    return s

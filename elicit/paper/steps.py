@@ -1,0 +1,131 @@
+"""The steps of the paper's reproduction (``experiments/reproduce.py``, ``make reproduce``).
+
+Each step is one experiment into its own folder under ``OUT`` (``table1`` into
+``OUT/table1.csv``), in the order of :data:`STEPS`:
+
+1. ``synthetic``: Figs. 3-4 (:func:`elicit.paper.synthetic.run_synthetic`);
+2. ``amazon``, ``yelp``: Fig. 5 with the defaults (:func:`elicit.paper.realdata.run_realdata`);
+3. ``kitchen``: the same pipeline on the shipped raw Amazon kitchen reviews
+   (:func:`elicit.data.sources.corpus_source`);
+4. ``amazon-paper``, ``yelp-paper``: the paper-literal configuration (``--paper``);
+5. ``amazon-recommended``, ``yelp-recommended``: the recommended configuration
+   (``--recommended``);
+6. ``amazon-mixed``, ``yelp-mixed``, ``kitchen-mixed``: relevance and pair questions
+   (``--questions both``, the open pool);
+7. ``table1``: Table 1 of the default Amazon and Yelp sweeps
+   (:func:`elicit.paper.table1.run_table1`).
+
+The reproduction script runs them; ``elicit bench --suite`` times one run of each
+(:mod:`elicit.paper.bench_suite`). Both build a step's experiment here, so they measure and
+run the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
+from elicit.errors import ElicitError
+from elicit.paper.configs import RealDataConfig, SyntheticConfig
+
+#: The paper-literal sweeps: folder -> data set.
+LITERAL = {f"{d}-paper": d for d in DATASETS}
+#: The sweeps of the recommended configuration: folder -> data set.
+RECOMMENDED_STEPS = {f"{d}-recommended": d for d in DATASETS}
+#: The corpus step's folder and label.
+KITCHEN = "kitchen"
+#: The sweeps with relevance and pair questions: folder -> data set.
+MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
+#: Every step, in the order a reproduction runs them.
+STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
+#: Runs and answers of the mixed sweeps: the paper's 50 runs x 100 answers, as every other
+#: step (a mixed round scores every feature question beside the pool of pairs).
+MIXED_RUNS = 50
+MIXED_ROUNDS = 100
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """What a reproduction chooses for its steps (the options of ``reproduce.py``).
+
+    ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's,
+    ``mixed_runs`` and ``mixed_rounds`` the mixed steps'; ``kitchen`` the review corpus of the
+    kitchen steps (default the data directory's shipped one).
+    """
+
+    runs: int = 50
+    real_runs: int = 50
+    rounds: int = 100
+    mixed_runs: int = MIXED_RUNS
+    mixed_rounds: int = MIXED_ROUNDS
+    seed: int = 0
+    jobs: int = 2
+    refine: int = 5
+    data_dir: str | os.PathLike | None = None
+    kitchen: str | os.PathLike | None = None
+
+    def runs_of(self, step: str) -> int:
+        """The runs of ``step``."""
+        return (self.runs if step == "synthetic" else self.mixed_runs if step in MIXED_STEPS
+                else self.real_runs)
+
+
+def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig | None:
+    """The experiment of ``step`` under the settings ``s`` (None for ``table1``, which reads
+    the ``amazon`` and ``yelp`` sweeps)."""
+    if step not in STEPS:
+        raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
+    if step == "synthetic":
+        return SyntheticConfig(runs=s.runs, rounds=s.rounds, seed=s.seed, jobs=s.jobs,
+                               refine=s.refine)
+    if step == "table1":
+        return None
+    real: dict[str, Any] = dict(runs=s.real_runs, rounds=s.rounds, seed=s.seed, jobs=s.jobs,
+                                refine=s.refine)
+    if step in DATASETS:
+        return RealDataConfig(step, data_dir=s.data_dir, **real)
+    if step in LITERAL:
+        return RealDataConfig(LITERAL[step], data_dir=s.data_dir, paper=True, **real)
+    if step in RECOMMENDED_STEPS:
+        return RealDataConfig(RECOMMENDED_STEPS[step], data_dir=s.data_dir, recommended=True,
+                              **real)
+    if step == KITCHEN:
+        return RealDataConfig(_kitchen(s), **real)
+    data = MIXED_STEPS[step]
+    mixed = {**real, "runs": s.mixed_runs, "rounds": s.mixed_rounds}
+    source = _kitchen(s) if data == KITCHEN else data
+    return RealDataConfig(source, questions="both", pool="open",
+                          data_dir=None if data == KITCHEN else s.data_dir, **mixed)
+
+
+def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource
+    path = s.kitchen or shipped_corpus("amazon", s.data_dir)
+    return corpus_source(path, name=KITCHEN)
+
+
+def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool = True,
+             samples: int | None = None) -> str:
+    """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``); return its summary.
+
+    ``samples`` is Table 1's cap on the samples the sample-addition loops add (default
+    :data:`~elicit.paper.table1.DEFAULT_SAMPLES`).
+    """
+    from elicit.paper.realdata import run_realdata
+    from elicit.paper.synthetic import run_synthetic
+    from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
+
+    out = Path(out)
+    cfg = step_config(step, s)
+    if isinstance(cfg, SyntheticConfig):
+        return run_synthetic(cfg, out / step, progress).summary()
+    if isinstance(cfg, RealDataConfig):
+        return run_realdata(cfg, out / step, progress).summary()
+    # The data directory defaults to the one each sweep used (its config.json).
+    table = run_table1(out, runs=s.real_runs, datasets=DATASETS, jobs=s.jobs,
+                       samples=DEFAULT_SAMPLES if samples is None else samples,
+                       data_dir=None if s.data_dir is None else Path(s.data_dir),
+                       progress=progress)
+    return table.text.rstrip("\n")

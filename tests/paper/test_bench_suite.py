@@ -1,0 +1,131 @@
+"""``elicit bench --suite`` (``make bench``): its records, their comparison and its command line.
+
+Nothing here depends on the machine's speed: the comparison is checked on hand-made records,
+and the one measurement run checks what was measured (rounds, keys), not how fast.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elicit.cli.main import build_parser, main
+from elicit.errors import ElicitError
+from elicit.paper.bench_suite import (
+    SLOWER,
+    SuiteSettings,
+    compare,
+    elicitation_rounds,
+    format_suite,
+    previous_record,
+    record_path,
+    write_record,
+)
+from elicit.paper.configs import RealDataConfig, SyntheticConfig
+from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, step_config
+
+
+def _record(commit: str, date: str, **values: float) -> dict:
+    figures = {k: {"label": k.replace("_", " "), "unit": "MB" if k.endswith("_mb") else "s",
+                   "target": None, "value": v} for k, v in values.items()}
+    return {"version": 1, "commit": commit, "date": date,
+            "machine": {"cpu": "test CPU", "cores": 2}, "settings": {}, "figures": figures,
+            "skipped": {}}
+
+
+def test_compare_names_exactly_the_figures_more_than_20_percent_slower():
+    before = _record("aaa", "2026-01-01T00:00:00+00:00", a=1.0, b=1.0, c=1.0, d=2.0,
+                     e=100.0, gone=1.0, peak_mb=500.0)
+    after = _record("bbb", "2026-01-02T00:00:00+00:00", a=1.25, b=1.15, c=0.5,
+                    d=2.0 * (1 + SLOWER), e=121.0, new=9.0, peak_mb=700.0)
+    slower = compare(after, before)
+    # a: +25%, e: +21%, peak_mb: +40% (memory is a cost too); b +15%, c faster, d exactly
+    # +20% are not named; "new" and "gone" are in one record only
+    assert [c.key for c in slower] == ["a", "e", "peak_mb"]
+    assert slower[0].before == 1.0 and slower[0].after == 1.25
+    assert slower[0].ratio == pytest.approx(1.25)
+    assert [c.key for c in compare(before, after)] == ["c"]  # read backwards: c doubled
+    assert [c.key for c in compare(after, before, tolerance=0.1)] == ["a", "b", "d", "e", "peak_mb"]
+
+
+def test_previous_record_is_the_most_recent_other_record(tmp_path):
+    old = _record("old", "2026-01-01T00:00:00+00:00", a=1.0)
+    new = _record("new", "2026-03-01T00:00:00+00:00", a=2.0)
+    mid = _record("mid", "2026-02-01T00:00:00+00:00", a=3.0)
+    for rec in (old, new, mid):
+        write_record(tmp_path, rec)
+    (tmp_path / "notes.json").write_text(json.dumps({"not": "a record"}))
+    (tmp_path / "broken.json").write_text("{")
+    assert previous_record(tmp_path)["commit"] == "new"
+    # the file about to be written (the same commit, measured again) is not its own previous
+    assert previous_record(tmp_path, exclude=record_path(tmp_path, new))["commit"] == "mid"
+    assert previous_record(tmp_path / "missing") is None
+
+
+def test_write_record_round_trips_beside_the_commit(tmp_path):
+    rec = _record("abc1234567", "2026-01-01T00:00:00+00:00", a=1.5)
+    path = write_record(tmp_path / "bench", rec)
+    assert path == tmp_path / "bench" / "abc1234567.json"
+    assert json.loads(path.read_text()) == rec
+    assert record_path(tmp_path, {**rec, "commit": None}).name == "unknown.json"
+
+
+def test_format_suite_says_met_and_names_the_slower_figures():
+    before = _record("aaa", "2026-01-01T00:00:00+00:00", fast=1.0, slow=1.0)
+    after = _record("bbb", "2026-01-02T00:00:00+00:00", fast=0.9, slow=2.0)
+    after["figures"]["fast"]["target"] = 1.0
+    after["figures"]["slow"]["target"] = 1.0
+    after["skipped"] = {"amazon_round": "no data directory"}
+    text = format_suite(after, before)
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines()
+            if line.startswith("| ") and "figure" not in line}
+    assert "| met |" in rows["fast"] and "NOT met" in rows["slow"]
+    assert "skipped amazon_round: no data directory" in text
+    slower_part = text.split("slower than aaa")[1]
+    assert "slow: 1 s -> 2 s (x2.00)" in slower_part and "fast:" not in slower_part
+    assert "no earlier record" in format_suite(after, None)
+
+
+def test_cli_parses_the_suite_options():
+    args = build_parser({"bench"}).parse_args(
+        ["bench", "--suite", "--record", "docs/bench", "--figures", "synthetic_round, p2000_round",
+         "--steps", "", "--seed", "3"])
+    assert args.suite and str(args.record) == "docs/bench" and args.seed == 3
+    assert args.figures == ("synthetic_round", "p2000_round") and args.steps == ()
+    args = build_parser({"bench"}).parse_args(["bench", "--size", "amazon"])
+    assert not args.suite and args.figures is None and args.steps is None
+
+
+def test_cli_refuses_an_unknown_figure_in_one_line(tmp_path, capsys):
+    assert main(["bench", "--suite", "--figures", "p3000_round", "--steps", "",
+                 "--record", str(tmp_path / "rec")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown round figure 'p3000_round'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "rec").exists() or not list((tmp_path / "rec").iterdir())
+
+
+def test_steps_build_the_reproduction_configs():
+    s = StepSettings(runs=3, real_runs=2, rounds=7, mixed_runs=1, mixed_rounds=4, refine=5)
+    syn = step_config("synthetic", s)
+    assert isinstance(syn, SyntheticConfig) and (syn.runs, syn.rounds, syn.refine) == (3, 7, 5)
+    paper = step_config("amazon-paper", s)
+    assert isinstance(paper, RealDataConfig) and paper.paper and paper.runs == 2
+    rec = step_config("yelp-recommended", s)
+    assert isinstance(rec, RealDataConfig) and rec.recommended
+    mixed = step_config("amazon-mixed", s)
+    assert isinstance(mixed, RealDataConfig)
+    assert (mixed.questions, mixed.pool, mixed.runs, mixed.rounds) == ("both", "open", 1, 4)
+    assert step_config("table1", s) is None
+    assert [st for st in STEPS if s.runs_of(st) == 1] == list(MIXED_STEPS)
+    with pytest.raises(ElicitError, match="unknown step"):
+        step_config("amazon-literal", s)
+
+
+def test_elicitation_rounds_times_each_round_of_the_sweeps_loop():
+    from elicit.paper.bench_suite import _synthetic_run
+
+    problem, cfg = _synthetic_run(SuiteSettings(rounds={"synthetic_round": 3}))
+    res = elicitation_rounds(problem, cfg, 3)
+    assert len(res["round_cpu_s"]) == 3 and all(c >= 0 for c in res["round_cpu_s"])
+    assert res["setup_cpu_s"] >= 0 and res["peak_rss_mb"] > 0
