@@ -410,9 +410,7 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
     With more rows than features (:func:`~elicit.model.tall.is_tall`) the n x n arrays are
     p x p (:mod:`elicit.model.tall`), and what grows with the rows is :func:`row_numbers` a
-    row; the d x d Hessian and its parts matter when d grows with n. Measured with
-    tracemalloc on table sessions (create, 4 questions, 3 answers) at n = 2,000..8,000,
-    p = 5 and 30: the peak grew by 0.9 to 1.0 times :func:`row_numbers` per row.
+    row; the d x d Hessian and its parts matter when d grows with n.
     """
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
@@ -424,12 +422,14 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 
 def row_numbers(p: int, d: int) -> int:
-    """How many numbers a row of the data costs in the p x p form (:func:`model_bytes`): a
-    question round moves the predictive at every row for each question of its pool (at most
-    10 p of them, three n x pool arrays), the feature questions' n x p Jacobians and the
-    basis of X's columns (six n x p arrays), the predictive's Jacobian (n x (d + 2), twice)."""
-    pool = min(p * (p - 1) // 2, 10 * p)
-    return 3 * pool + 6 * p + 2 * (d + 2)
+    """How many numbers a row of the data costs in the p x p form (:func:`model_bytes`):
+    the basis of X's columns, the predictive at every row and its Jacobians (n x (d + 2));
+    feature questions hold about 16 n x p arrays at once (their effect on the predictive at
+    every row, :class:`~elicit.elicitation.features.FeatureScorer`). Measured with
+    tracemalloc on table sessions (create, 4 questions, 3 answers) at n = 4,000 and 32,000,
+    p = 5 and 30: with pair and feature questions the peak grew by 0.94 to 0.97 times this a
+    row, with pair questions alone by 0.30 to 0.36 times."""
+    return 16 * p + 2 * (d + 2)
 
 
 def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
