@@ -208,4 +208,4 @@ def test_the_row_limit_names_the_rows_that_fit(monkeypatch):
         spec_mod.check_size(10**8, p, d)
     rows = int(str(err.value).split("use at most ")[1].split(" rows")[0].replace(",", ""))
     assert model_bytes(rows, p, d) <= limit < model_bytes(rows + 1, p, d)
-    assert rows > 100_000                         # the n x n form's limit was ~1,800 here
+    assert rows > 100_000                   # the n x n form's limit at 1 GiB was ~1,800
