@@ -671,20 +671,39 @@ def test_bench_json_in_a_folder_that_is_a_file_is_refused_before_the_bench(capsy
     assert_one_line_error(err, r"--json .*afile/b\.json: .*afile is a file")
 
 
-def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path):
-    """200,000 rows once gave a numpy MemoryError traceback (a 298 GiB n x n array)."""
+def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path, monkeypatch):
+    """200,000 rows once gave a numpy MemoryError traceback (a 298 GiB n x n array); with
+    more rows than features the model's memory grows with the rows, not their square, so the
+    refusal is set up with a machine of 64 MiB."""
+    import elicit.model.spec as spec_mod
+
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: 2.0**26)
     path, _ = _table(tmp_path, "long.csv", n=120_000)
     code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
                            "--out", str(tmp_path / "s.session"), "--engine", "numpy")
     assert code == 2
-    assert_one_line_error(err, r"120,000 rows .*n x n.* GiB.* this machine has .* GiB.*at most "
-                               r"[0-9,]+ rows")
+    assert_one_line_error(err, r"120,000 rows .*numbers per row.* GiB.* this machine has .* "
+                               r"GiB.*at most [0-9,]+ rows")
+    rows = int(re.search(r"at most ([0-9,]+) rows", err).group(1).replace(",", ""))
+    assert 1_000 < rows < 120_000
     assert not (tmp_path / "s.session").exists()
 
 
-def test_the_estimator_refuses_too_many_rows_up_front():
+def test_a_table_with_many_rows_makes_a_session(capsys, tmp_path):
+    """120,000 rows x 5 features were refused ("use at most 11,023 rows"): the model held
+    n x n arrays."""
+    path, _ = _table(tmp_path, "long.csv", n=120_000)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 0, err
+    assert (tmp_path / "s.session").exists()
+
+
+def test_the_estimator_refuses_too_many_rows_up_front(monkeypatch):
+    import elicit.model.spec as spec_mod
     from elicit.estimator import ElicitRegressor
 
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: 2.0**24)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120_000, 3))
     with pytest.raises(ElicitError, match=r"120,000 rows .*at most [0-9,]+ rows"):

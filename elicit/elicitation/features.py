@@ -153,12 +153,12 @@ class FeatureScorer:
         S^-1 v_j x_j'alpha); d b* = -tau2 (x_j'alpha)(v_j'alpha); d (S^-1)_ii =
         -2 tau2 (S^-1 x_j)_i (S^-1 v_j)_i; and d log p / d log h_j = 2 tau2 r_j."""
         t = mg.tau2
-        Sx, Sv = mg.Sinv @ mg.X, mg.Sinv @ mg.XK
+        Sx, Sv = mg.lift(mg.Sinv @ mg.X), mg.lift(mg.Sinv @ mg.XK)
         c1, c2 = mg.XK.T @ mg.alpha, mg.X.T @ mg.alpha
         Jm = t * (Sx * c1[None, :] + Sv * c2[None, :])
         db = -t * c1 * c2
         scale = 1.0 / (mg.a_star - 1.0)
-        Jv = scale * (db[None, :] * (2.0 - np.diag(mg.Sinv))[:, None]
+        Jv = scale * (db[None, :] * (2.0 - mg.sinv_diag)[:, None]
                       + mg.b_star * 2.0 * t * Sx * Sv)
         return Jm, Jv, 2.0 * t * mg._r
 

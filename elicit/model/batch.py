@@ -25,6 +25,7 @@ from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
 from elicit.model.density import (
     Marginal,
+    data_basis,
     hessian_base,
     log_density,
     split_theta,
@@ -76,6 +77,8 @@ class BatchDensity:
         #: the relevance model's covariance (per-feature scales that depend on zeta), or None
         self.relevance: ScaledCovariance | None = (
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
+        #: X = Q R when the marginals of ``data`` take the p x p form (else None)
+        self.basis = data_basis(data)
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
@@ -85,7 +88,12 @@ class BatchDensity:
         """As :meth:`__call__`, at the thetas ``th`` (one per row of ``idx``)."""
         data = self.data
         X, y, U = data.X, data.y, data.U
-        n = data.n
+        basis, rest = self.basis, 0.0
+        if basis is not None:
+            # the p x p form (module elicit.model.tall): (R, Q'y) in place of (X, y)
+            X = basis.R
+            y, rest = basis.reduce(y)
+        n = X.shape[0]
         h, lay = data.hyper, data.layout
         gamma = th[:, lay["gamma"]]
         tau2 = th[:, lay.index("tau2")] if self.learned else np.full(len(th), h.tau2)
@@ -117,10 +125,11 @@ class BatchDensity:
         logdet = 2.0 * np.sum(np.log(np.einsum("cii->ci", L)), axis=1)
         Sinv = np.linalg.inv(S)
         alpha = np.einsum("cij,j->ci", Sinv, y)
-        a_star = h.a_sigma + 0.5 * n
-        b_star = h.b_sigma + 0.5 * alpha @ y
+        a_star = h.a_sigma + 0.5 * data.n
+        b_star = h.b_sigma + 0.5 * (rest + alpha @ y)
         omega = a_star / b_star
-        value = (gammaln(a_star) - gammaln(h.a_sigma) - 0.5 * n * np.log(2 * np.pi * h.b_sigma)
+        value = (gammaln(a_star) - gammaln(h.a_sigma)
+                 - 0.5 * data.n * np.log(2 * np.pi * h.b_sigma)
                  - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma))
         G = 0.5 * (omega[:, None, None] * alpha[:, :, None] * alpha[:, None, :] - Sinv)
         if rel is None:
@@ -153,7 +162,11 @@ class BatchDensity:
         value += v
         grad += g
         mean = y[None, :] - alpha
-        var = (b_star / (a_star - 1.0))[:, None] * (2.0 - np.einsum("cii->ci", Sinv))
+        if basis is None:
+            var = (b_star / (a_star - 1.0))[:, None] * (2.0 - np.einsum("cii->ci", Sinv))
+        else:
+            mean = mean @ basis.Q.T
+            var = (b_star / (a_star - 1.0))[:, None] * (2.0 - basis.sinv_diag(Sinv))
         # A trial point where S = I + tau2 X K X' is not numerically positive definite (a
         # line-search step to an extreme tau2 or gamma) has no density: -inf makes the line
         # search reject it, as the engine's refit does.

@@ -22,6 +22,12 @@ Its derivative along a direction with ``dB`` is ``tr(G dB)`` with
 ``D_l[i, j] = (U_il - U_jl)^2``, expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'`` so that no
 p x p x d array is ever formed.
 
+**More rows than features**: with ``X = Q R`` (thin QR), S is ``I_n + Q (S_p - I_p) Q'``
+with ``S_p = I_p + tau2 R K R'``, so every formula above runs on (R, Q'y) with p x p arrays,
+``a*`` counting the n rows and ``b*`` adding y's residual beside X's columns
+(:mod:`elicit.model.tall`; :func:`basis_of` chooses the form, in one place for
+:class:`Marginal` and the batched density).
+
 **Per-feature scales** (the relevance model): the prior covariance of beta is
 ``sigma2 tau2 diag(h) K diag(h)``, so everything above holds with X replaced by
 ``Xt = X diag(h)`` (:class:`Marginal` keeps the data's X as ``X_data`` and works on ``X = Xt``).
@@ -55,6 +61,7 @@ from elicit.model.covariance import ScaledCovariance, Scales
 from elicit.model.kernel import kernel, kernel_apply, kernel_tiles, row_blocks
 from elicit.model.spec import ModelData, Params
 from elicit.model.structure import OffsetSparse, offset_sparse, structure_of
+from elicit.model.tall import TallBasis, is_tall, tall_basis
 from elicit.model.terms import prior_terms
 
 
@@ -138,21 +145,26 @@ class Marginal:
     With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
     :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
     scales).
+
+    **More rows than features** (``tall``: None, the default, takes the p x p form whenever
+    n > p off the structured path; True forces it, False keeps the n x n form): with
+    ``X = Q R`` (:attr:`basis`, :mod:`elicit.model.tall`) every formula runs on (R, Q'y):
+    :attr:`X`, :attr:`alpha`, :attr:`Sinv`, :attr:`B`, :attr:`XK` and :attr:`G` are p x p or
+    p long, the value and its derivatives equal the n x n form's, and what lives at the n
+    training inputs comes back through :meth:`lift` and :attr:`sinv_diag`.
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
                  tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
                  coupled: np.ndarray | None = None, scales: Scales | None = None,
-                 structured: bool | None = None):
+                 structured: bool | None = None, tall: bool | None = None):
         self.X_data = X
         self.scales = scales
         #: zeta of the scales, when :meth:`from_data` built them (else None)
         self.zeta: float | None = None
         #: the per-feature scales h (None: all 1)
         self.h = None if scales is None else scales.h
-        self.X = X if scales is None else X * scales.h
         self.y, self.U = y, U
-        X = self.X
         self.gamma = np.asarray(gamma, dtype=float)
         self.tau2 = float(tau2)
         self.a_sigma, self.b_sigma = float(a_sigma), float(b_sigma)
@@ -169,6 +181,16 @@ class Marginal:
             # structured=True forces the path (the tests compare it with the dense one)
             self.structure = structure_of(X, U.shape[1]) or (offset_sparse(X) if structured
                                                              else None)
+        #: the basis X = Q R of the p x p form (more rows than features), else None
+        self.basis = basis_of(X, self.structure, tall)
+        self._rest = 0.0                                  # y's residual beside X's columns
+        if self.basis is not None:
+            X = self.basis.R
+            y, self._rest = self.basis.reduce(y)
+        self._W, self._z = X, y          # the working design (without scales) and target
+        self.X = X if scales is None else X * scales.h
+        X = self.X
+        m = X.shape[0]
         if self.structure is not None:
             self._K = K
             self.XK = self._structured_products()
@@ -177,7 +199,7 @@ class Marginal:
             self.XK = X @ self._K
         B = self.tau2 * (self.XK @ X.T)
         self.B = 0.5 * (B + B.T)
-        S = self.B + np.eye(n)
+        S = self.B + np.eye(m)
         # S = I + B has all eigenvalues >= 1, so its inverse is well conditioned: from the
         # Cholesky factor, S^-1 = L^-T L^-1 (a triangular inverse and a symmetric product,
         # half the work of a general inverse; L^-1 also gives W = L^-1 X of the gradient).
@@ -186,7 +208,7 @@ class Marginal:
         self.Sinv = self.Linv.T @ self.Linv
         self.alpha = self.Sinv @ y
         self.a_star = self.a_sigma + 0.5 * n
-        self.b_star = self.b_sigma + 0.5 * float(y @ self.alpha)
+        self.b_star = self.b_sigma + 0.5 * (self._rest + float(y @ self.alpha))
         self.omega = self.a_star / self.b_star
         self._dir_cache: dict = {}
 
@@ -296,13 +318,24 @@ class Marginal:
         K = fit.K if "K" in fit.__dict__ or not takes_structure(data) else None
         return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta)
 
+    def lift(self, V: np.ndarray) -> np.ndarray:
+        """At the n training inputs, a vector (or columns) of the working form: V itself, or
+        ``Q V`` in the p x p form, where ``S^-1 Q w = Q S_p^-1 w`` and ``y - alpha =
+        Q (z - alpha_p)``."""
+        return V if self.basis is None else self.basis.Q @ V
+
+    @cached_property
+    def sinv_diag(self) -> np.ndarray:
+        """diag(S^-1) at the n training inputs."""
+        return np.diag(self.Sinv) if self.basis is None else self.basis.sinv_diag(self.Sinv)
+
     @cached_property
     def logdet_S(self) -> float:
         return 2.0 * float(np.sum(np.log(np.diag(self.L))))
 
     @cached_property
     def value(self) -> float:
-        n = self.X.shape[0]
+        n = self.X_data.shape[0]
         a, b = self.a_sigma, self.b_sigma
         return float(gammaln(self.a_star) - gammaln(a) - 0.5 * n * np.log(2 * np.pi * b)
                      - 0.5 * self.logdet_S - self.a_star * np.log(self.b_star / b))
@@ -502,8 +535,8 @@ class Marginal:
         Mean ``X mu* = B S^-1 y = y - alpha`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``
         with ``diag(X Sigma* X') = diag(B S^-1) = 1 - diag(S^-1)`` (paper, appendix A).
         """
-        mean = self.y - self.alpha
-        var = (self.b_star / (self.a_star - 1.0)) * (2.0 - np.diag(self.Sinv))
+        mean = self.lift(self._z - self.alpha)
+        var = (self.b_star / (self.a_star - 1.0)) * (2.0 - self.sinv_diag)
         return mean, var
 
     def _apply_K(self, V: np.ndarray) -> np.ndarray:
@@ -536,16 +569,19 @@ class Marginal:
             V.append((self.B @ self.alpha / t)[:, None])
         if sc is not None:
             V.append((t * X @ (sc.dlog_h * Kz + KM[:, -1]))[:, None])
-        return self.Sinv @ np.hstack(V)
+        return self.lift(self.Sinv @ np.hstack(V))
 
     def predictive_jacobian(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
         """d(mean)/d theta_a and d(var)/d theta_a of :meth:`predictive` (n x k each)."""
         _, V, t, C = self.directions(learned)
-        Jm = (self.Sinv @ V.T)
+        Jm = self.lift(self.Sinv @ V.T)
         c = 1.0 / (self.a_star - 1.0)
         # d diag(S^-1) = -diag(S^-1 B_a S^-1) and d b* = -t_a / 2
-        dg = np.einsum("ij,aji->ia", self.Sinv, C, optimize=True)
-        Jv = c * (-0.5 * t)[None, :] * (2.0 - np.diag(self.Sinv))[:, None] + c * self.b_star * dg
+        if self.basis is None:
+            dg = np.einsum("ij,aji->ia", self.Sinv, C, optimize=True)
+        else:
+            dg = self.basis.rows_diag(self.Sinv @ C).T
+        Jv = c * (-0.5 * t)[None, :] * (2.0 - self.sinv_diag)[:, None] + c * self.b_star * dg
         return Jm, Jv
 
     def hessian(self, learned: bool) -> np.ndarray:
@@ -652,7 +688,7 @@ class Marginal:
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
         h_j = np.ones(len(j)) if self.h is None else self.h[j]
         dh = np.sqrt(lam) - h_j
-        x = self.X_data[:, j]
+        x = self._W[:, j]
         v = self.XK[:, j]
         Kjj = np.ones(len(j))          # the kernel's diagonal (exactly 1, also when masked)
         Si = self.Sinv
@@ -672,9 +708,10 @@ class Marginal:
         ux, uv = x.T @ self.alpha, v.T @ self.alpha
         c1, c2 = C11 * ux + C12 * uv, C12 * ux + C22 * uv
         alpha = self.alpha[:, None] - (Sx * c1 + Sv * c2)
-        diag = np.diag(Si)[:, None] - (Sx**2 * C11 + 2.0 * Sx * Sv * C12 + Sv**2 * C22)
-        b_star = self.b_sigma + 0.5 * (self.y @ alpha)
-        mean = self.y[:, None] - alpha
+        Sx, Sv = self.lift(Sx), self.lift(Sv)
+        diag = self.sinv_diag[:, None] - (Sx**2 * C11 + 2.0 * Sx * Sv * C12 + Sv**2 * C22)
+        b_star = self.b_sigma + 0.5 * (self._rest + self._z @ alpha)
+        mean = self.lift(self._z[:, None] - alpha)
         var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)
         dvalue = -0.5 * np.log(det) - self.a_star * np.log(b_star / self.b_star)
         return ScaleChange(mean, var, dvalue)
@@ -686,6 +723,22 @@ def data_structure(data: ModelData) -> OffsetSparse | None:
     if data.kernel_mask is not None or data.model.relevance:
         return None
     return structure_of(data.X, data.d)
+
+
+def basis_of(X: np.ndarray, structure: OffsetSparse | None,
+             tall: bool | None = None) -> TallBasis | None:
+    """The basis X = Q R of the p x p form when a marginal of X takes it, else None: with
+    more rows than features (:func:`~elicit.model.tall.is_tall`; ``tall`` True or False
+    forces the choice) and off the structured path. :class:`Marginal` and the batched
+    density both ask here."""
+    if structure is not None or not (is_tall(*X.shape) if tall is None else tall):
+        return None
+    return tall_basis(X)
+
+
+def data_basis(data: ModelData) -> TallBasis | None:
+    """:func:`basis_of` the marginals of ``data`` (see :class:`Marginal`)."""
+    return basis_of(data.X, data_structure(data))
 
 
 def takes_structure(data: ModelData) -> bool:
@@ -878,9 +931,11 @@ def marginal_bytes(n: int, p: int, d: int, support: int | None = None) -> float:
     """Rough memory of a :class:`Marginal` with its derived quantities: K, X K and R (p x p
     and n x p each), the n x n factors, and the Hessian's directions (d x n x n, twice).
     On the structured path (``support``: the number of columns the sparse part of X touches)
-    the p x p arrays are the blocks of K and R on those columns instead."""
+    the p x p arrays are the blocks of K and R on those columns instead; in the p x p form
+    (more rows than features, off the structured path) the n x n factors are p x p."""
     square = 2 * p * p if support is None else 2 * support * support
-    return 8.0 * (square + 2 * n * p + 6 * n * n + 2 * (d + 3) * n * n)
+    m = p if support is None and is_tall(n, p) else n
+    return 8.0 * (square + 2 * n * p + 6 * m * m + 2 * (d + 3) * m * m)
 
 
 #: the process-wide cache of marginals (see :class:`MarginalCache`)

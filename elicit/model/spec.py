@@ -43,6 +43,7 @@ from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
 from elicit.model.priors import GAMMA_MEAN, GAMMA_SD, ZETA_PRIOR  # noqa: F401  (GAMMA_SD: re-exported)
 from elicit.model.structure import structure_of
+from elicit.model.tall import is_tall
 from elicit.model.variants import PAPER, ModelVariant, get_model
 
 Variant = Literal["fixed", "learned"]
@@ -406,11 +407,29 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
     of columns the sparse part touches) no p x p array is held: the blocks of K and R on
     those columns, the n x p products, the Hessian's ``K (b o u_a u_b)`` (p x d x d, twice)
     and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: 8 p^2 bytes).
+
+    With more rows than features (:func:`~elicit.model.tall.is_tall`) the n x n arrays are
+    p x p (:mod:`elicit.model.tall`), and what grows with the rows is :func:`row_numbers` a
+    row; the d x d Hessian and its parts matter when d grows with n.
     """
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
                     + 3 * p * d * d + p * p + 2 * 512 * p)
+    if is_tall(n, p):
+        return 8 * ((3 * (d + 1) + 8 + d + 25) * p * p + 8 * d * d + 4 * p * d
+                    + row_numbers(p, d) * n)
     return 8 * ((3 * (d + 1) + 8) * n * n + (d + 25) * p * p + 4 * n * p + 4 * p * d)
+
+
+def row_numbers(p: int, d: int) -> int:
+    """How many numbers a row of the data costs in the p x p form (:func:`model_bytes`):
+    the basis of X's columns, the predictive at every row and its Jacobians (n x (d + 2));
+    feature questions hold about 16 n x p arrays at once (their effect on the predictive at
+    every row, :class:`~elicit.elicitation.features.FeatureScorer`). Measured with
+    tracemalloc on table sessions (create, 4 questions, 3 answers) at n = 4,000 and 32,000,
+    p = 5 and 30: with pair and feature questions the peak grew by 0.94 to 0.97 times this a
+    row, with pair questions alone by 0.30 to 0.36 times."""
+    return 16 * p + 2 * (d + 2)
 
 
 def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
@@ -432,7 +451,10 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
                            None if found is None else len(found.cols)) <= limit
 
     gib = 2.0**30
-    if n >= p:
+    if is_tall(n, p) and found is None:
+        what = (f"the model holds about {row_numbers(p, d):,} numbers per row at once (with "
+                f"d = {d:,} meta-features{', one per row' if grows else ''})")
+    elif n >= p:
         what = (f"the model holds about {3 * (d + 1) + 8:,} n x n arrays at once (with d = "
                 f"{d:,} meta-features{', one per row' if grows else ''})")
     else:

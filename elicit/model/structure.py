@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from elicit.internal.cache import LRUCache, arrays_key
+from elicit.model.tall import is_tall
 
 #: The structured path is used from this many features on (below, dense BLAS on p x p arrays
 #: is fast and small).
@@ -103,7 +104,9 @@ def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
     ``d`` meta-features), else None. Found once per array (keyed by its identity and a
     checksum of its bytes, so that an array changed in place is looked at again)."""
     n, p = X.shape
-    if p < STRUCTURED_MIN_P or d > STRUCTURED_MAX_D:
+    # with more rows than features the p x p form (elicit.model.tall) holds no n x n array,
+    # which the structured path does
+    if p < STRUCTURED_MIN_P or d > STRUCTURED_MAX_D or is_tall(n, p):
         return None
     key = arrays_key(X)
     with _lock:

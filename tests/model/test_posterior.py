@@ -71,9 +71,12 @@ def test_training_identities(n, p):
     BSinv = B @ np.linalg.inv(np.eye(n) + B)
     np.testing.assert_allclose(data.X @ Sigma @ data.X.T, BSinv, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(data.X @ mu, BSinv @ data.y, rtol=1e-8, atol=1e-10)
-    # and the marginal's cached pieces are those matrices
-    np.testing.assert_allclose(mg.B, B, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(mg.B @ mg.Sinv, BSinv, rtol=1e-10, atol=1e-12)
+    # and the marginal's cached pieces are those matrices (with more rows than features,
+    # their p x p form: B = Q B_p Q' and B S^-1 = Q B_p S_p^-1 Q', X = Q R)
+    Q = np.eye(n) if mg.basis is None else mg.basis.Q
+    assert (mg.basis is not None) == (n > p)
+    np.testing.assert_allclose(Q @ mg.B @ Q.T, B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Q @ mg.B @ mg.Sinv @ Q.T, BSinv, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("n,p", SHAPES)
