@@ -1065,3 +1065,85 @@ def test_settings_that_are_not_an_object_are_a_damaged_file(capsys, path, settin
         assert_one_line_error(err, rf"session file .* is damaged: {message}; it was left "
                                    r"untouched \(restore it from a backup\)")
     assert path.read_bytes() == before
+
+
+def _other_session(tmp_path):
+    """A new session file, to be renamed over another one as `session new --overwrite` does."""
+    X, y, U = make_data(seed=3)
+    other = tmp_path / "other.session"
+    Session.create(X, y, U, NAMES, path=other, engine="numpy").close()
+    return other
+
+
+def _n_answers(p) -> int:
+    raw = sqlite3.connect(p)
+    try:
+        return raw.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+    finally:
+        raw.close()
+
+
+REPLACED = (r"session file .*b\.session was replaced or removed while this program had it open "
+            r"\(by `elicit session new --overwrite`\?\)")
+
+
+@pytest.mark.parametrize("when", ["before the answer", "inside its transaction",
+                                  "while it commits"])
+def test_an_answer_to_a_replaced_file_says_it_was_not_saved(path, tmp_path, when):
+    """Bug: `session new --overwrite` while `ask` or `serve` had the file open gave "attempt
+    to write a readonly database" (SQLite's refusal of a moved file), or, when the file was
+    replaced after the answer's first write, committed the answer into the old file, which
+    nothing reads: reported as saved, and lost."""
+    other = _other_session(tmp_path)
+    with Session.open(path) as s:
+        q = s.next_query()
+        if when == "before the answer":
+            os.replace(other, path)
+        else:
+            start = "INSERT INTO answers" if when == "inside its transaction" else "COMMIT"
+
+            def replace_at(sql: str) -> None:
+                if sql.startswith(start) and other.exists():
+                    os.replace(other, path)
+
+            s.conn.set_trace_callback(replace_at)
+        with pytest.raises(ElicitError, match=REPLACED + r"; nothing was saved\. Open it again "
+                                                         r"\(restart `elicit ask` or `serve`\)"):
+            s.answer(q, "similar")
+        with pytest.raises(ElicitError, match=REPLACED):
+            s.next_query()
+    assert _n_answers(path) == 0
+    with Session.open(path) as s:  # the file now there is whole
+        assert s.progress()["answered"] == 0
+
+
+def test_ask_on_a_replaced_file_ends_with_one_line(capsys, monkeypatch, path, tmp_path):
+    other = _other_session(tmp_path)
+
+    class ReplacedWhileTyping(io.StringIO):
+        def readline(self, *args):
+            if other.exists():
+                os.replace(other, path)  # as the expert types the answer
+            return super().readline(*args)
+
+    monkeypatch.setattr(sys, "stdin", ReplacedWhileTyping("s\n"))
+    code, out, err = run_cli(capsys, "ask", str(path))
+    assert code == 2
+    assert_one_line_error(err, "elicit: error: " + REPLACED + r"; nothing was saved")
+    assert "saved:" not in out and _n_answers(path) == 0
+
+
+def test_the_web_page_of_a_replaced_file_answers_409(client, path, tmp_path):
+    """It gave HTTP 500 ("attempt to write a readonly database"); its pages showed the new
+    file's questions."""
+    os.replace(_other_session(tmp_path), path)
+    r = client.post("/answer", data={"csrf_token": client.token, "query_id": client.qid,
+                                     "answer": "similar"}, headers=SAME)
+    text = r.get_data(as_text=True)
+    assert r.status_code == 409 and text.count("\n") == 1, text
+    assert re.match("409: " + REPLACED + r"; nothing was saved\. Open it again", text), text
+    r = client.get("/")
+    text = r.get_data(as_text=True)
+    assert r.status_code == 409 and text.count("\n") == 1, text
+    assert re.match("409: " + REPLACED + r"\. Open it again", text), text
+    assert _n_answers(path) == 0

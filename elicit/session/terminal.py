@@ -29,6 +29,7 @@ from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable
 from elicit.session.loaders import highlight
+from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
     from elicit.elicitation.kinds import QuestionKind
@@ -329,6 +330,8 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             print(f"unknown key {key!r}: use {keys}, k, u or q", file=out)
             return False
     except ElicitError as e:
+        if isinstance(e, SessionReplaced):
+            raise  # nothing can be saved any more: the command ends with its one line
         # A refused action (nothing to undo, answered elsewhere) is not fatal here.
         _put(out, f"error: {e}")
     return True

@@ -13,7 +13,7 @@ import time
 
 from elicit.errors import ElicitError
 from elicit.internal.text import printable
-from elicit.session.session import Session
+from elicit.session.session import Session, SessionReplaced
 from elicit.session.terminal import stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
@@ -233,7 +233,10 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         except KeyboardInterrupt:
             pass  # a second Ctrl-C: stop now; every committed answer is in the file
         server.server_close()
-        n = sess.progress()["all_answers"]
+        try:
+            said = f"{sess.progress()['all_answers']} answers are saved in {sess.path}"
+        except SessionReplaced as e:
+            said = str(e)
         sess.close()
-        _say(f"\nstopped; {n} answers are saved in {sess.path}")
+        _say(f"\nstopped; {said}")
     return code
