@@ -969,3 +969,200 @@ def test_cli_custom_stan_file_errors_are_one_line(capsys, tmp_path, program, mes
                         "--utility", "exact", "--quiet", "--stan-file", str(bad),
                         "--out", str(tmp_path / "out")]) == 2
     assert_one_line_error(capsys.readouterr().err, message)
+
+
+# --------------------------------------------------------------------------------------------
+# The last hostile inputs (issue 24): each is one line that says what to fix
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--from-csv", "--from-npz", "--texts"])
+def test_a_folder_given_as_an_input_file_is_called_a_folder(capsys, tmp_path, option):
+    """It said "--from-csv file DIR does not exist" of a folder that exists."""
+    folder = tmp_path / "data.csv"
+    folder.mkdir()
+    good, _ = _table(tmp_path)
+    source = ["--from-npz", folder] if option == "--from-npz" else \
+        ["--from-csv", folder if option == "--from-csv" else good, "--target", "y"]
+    extra = ["--texts", folder] if option == "--texts" else []
+    code, _, err = run_cli(capsys, "session", "new", *map(str, source + extra),
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"{option} .*data\.csv is a folder, not a file; give the path "
+                               r"of the file itself")
+    assert not (tmp_path / "s.session").exists()
+
+
+@pytest.mark.parametrize("where, column", [("index", 1), ("middle", 3)])
+def test_a_csv_column_without_a_name_is_refused(capsys, tmp_path, where, column):
+    """An empty header name silently became a feature called 'Unnamed: 0' (a table saved by
+    pandas with its row index)."""
+    path, df = _table(tmp_path)
+    if where == "index":
+        df.to_csv(path)  # pandas writes the unnamed row index as the first column
+    else:
+        path.write_text(path.read_text().replace("a,b,c", "a,b,", 1))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    hint = r" \(a table saved with its row index\? save it with index=False\)" \
+        if where == "index" else ""
+    assert code == 2
+    assert_one_line_error(err, rf"--from-csv file t\.csv has a column without a name \(column "
+                               rf"{column}\){hint}; give every column a name")
+    assert "Unnamed" not in err and not (tmp_path / "s.session").exists()
+
+
+def test_a_meta_features_file_may_leave_its_name_column_unnamed(capsys, tmp_path):
+    path, _ = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    m.index.name = None
+    m.to_csv(meta)  # header ",m0,m1,m2"
+    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                             "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                             "--engine", "numpy")
+    assert code == 0, err
+    assert "meta-features: 3 per feature, from m.csv" in out
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_a_table_of_too_few_rows_is_told_so(capsys, tmp_path, rows):
+    """Two rows got a note that the meta-features were on the wrong scale (every pair of
+    columns is perfectly correlated), one row a note about constant columns."""
+    path, _ = _table(tmp_path, n=rows)
+    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                             "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"the data has only {rows} row\(s\): the default meta-features "
+                               r"describe each feature by how its column correlates with the "
+                               r"others, which needs at least 3 rows; add rows, or give "
+                               r"meta-features")
+    assert not (tmp_path / "s.session").exists()
+    if rows == 1:
+        return  # every column is constant: nothing to ask about either way
+    # with meta-features of its own, a small table is the user's choice
+    meta, _ = _meta(tmp_path)
+    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                             "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                             "--engine", "numpy")
+    assert code == 0, err
+
+
+def test_the_out_path_is_printed_escaped(capsys, tmp_path):
+    """A file name with an escape sequence was echoed raw by `session new` (it cleared the
+    terminal), in its three lines."""
+    path, _ = _table(tmp_path)
+    out_path = tmp_path / "s\x1b[2J.session"
+    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                             "--out", str(out_path), "--engine", "numpy")
+    assert code == 0, err
+    assert "\x1b" not in out
+    assert out.count("s\\x1b[2J.session") == 3
+    assert out_path.exists()
+
+
+@pytest.mark.parametrize("settings, message", [
+    ("[1]", r"its meta 'settings' is an array, not a JSON object"),
+    ('"x"', r"its meta 'settings' is a string, not a JSON object"),
+    ("null", r"its meta 'settings' is null, not a JSON object"),
+    ("{}", r"its meta 'settings' has no 'hyper', 'engine', .*'seed'"),
+    ('{"hyper": 3, "engine": "numpy", "utility": "fast", "refine": 1, "strategy": "random", '
+     '"pool_size": null, "seed": 0}', r"its meta 'settings' 'hyper' is not a JSON object"),
+    ('{"hyper": {"tau": 1}, "engine": "numpy", "utility": "fast", "refine": 1, '
+     '"strategy": "random", "pool_size": null, "seed": 0}',
+     r"its meta 'settings' 'hyper' names unknown setting\(s\) 'tau'"),
+])
+def test_settings_that_are_not_an_object_are_a_damaged_file(capsys, path, settings, message):
+    """`history` and `ask` crashed with AttributeError ('list' object has no attribute 'get')
+    or KeyError."""
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (settings,))
+    raw.commit()
+    raw.close()
+    before = path.read_bytes()
+    for command in ("history", "ask"):
+        code, _, err = run_cli(capsys, command, str(path))
+        assert code == 2
+        assert_one_line_error(err, rf"session file .* is damaged: {message}; it was left "
+                                   r"untouched \(restore it from a backup\)")
+    assert path.read_bytes() == before
+
+
+def _other_session(tmp_path):
+    """A new session file, to be renamed over another one as `session new --overwrite` does."""
+    X, y, U = make_data(seed=3)
+    other = tmp_path / "other.session"
+    Session.create(X, y, U, NAMES, path=other, engine="numpy").close()
+    return other
+
+
+def _n_answers(p) -> int:
+    raw = sqlite3.connect(p)
+    try:
+        return raw.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+    finally:
+        raw.close()
+
+
+REPLACED = (r"session file .*b\.session was replaced or removed while this program had it open "
+            r"\(by `elicit session new --overwrite`\?\)")
+
+
+@pytest.mark.parametrize("when", ["before the answer", "inside its transaction",
+                                  "while it commits"])
+def test_an_answer_to_a_replaced_file_says_it_was_not_saved(path, tmp_path, when):
+    """Bug: `session new --overwrite` while `ask` or `serve` had the file open gave "attempt
+    to write a readonly database" (SQLite's refusal of a moved file), or, when the file was
+    replaced after the answer's first write, committed the answer into the old file, which
+    nothing reads: reported as saved, and lost."""
+    other = _other_session(tmp_path)
+    with Session.open(path) as s:
+        q = s.next_query()
+        if when == "before the answer":
+            os.replace(other, path)
+        else:
+            start = "INSERT INTO answers" if when == "inside its transaction" else "COMMIT"
+
+            def replace_at(sql: str) -> None:
+                if sql.startswith(start) and other.exists():
+                    os.replace(other, path)
+
+            s.conn.set_trace_callback(replace_at)
+        with pytest.raises(ElicitError, match=REPLACED + r"; nothing was saved\. Open it again "
+                                                         r"\(restart `elicit ask` or `serve`\)"):
+            s.answer(q, "similar")
+        with pytest.raises(ElicitError, match=REPLACED):
+            s.next_query()
+    assert _n_answers(path) == 0
+    with Session.open(path) as s:  # the file now there is whole
+        assert s.progress()["answered"] == 0
+
+
+def test_ask_on_a_replaced_file_ends_with_one_line(capsys, monkeypatch, path, tmp_path):
+    other = _other_session(tmp_path)
+
+    class ReplacedWhileTyping(io.StringIO):
+        def readline(self, *args):
+            if other.exists():
+                os.replace(other, path)  # as the expert types the answer
+            return super().readline(*args)
+
+    monkeypatch.setattr(sys, "stdin", ReplacedWhileTyping("s\n"))
+    code, out, err = run_cli(capsys, "ask", str(path))
+    assert code == 2
+    assert_one_line_error(err, "elicit: error: " + REPLACED + r"; nothing was saved")
+    assert "saved:" not in out and _n_answers(path) == 0
+
+
+def test_the_web_page_of_a_replaced_file_answers_409(client, path, tmp_path):
+    """It gave HTTP 500 ("attempt to write a readonly database"); its pages showed the new
+    file's questions."""
+    os.replace(_other_session(tmp_path), path)
+    r = client.post("/answer", data={"csrf_token": client.token, "query_id": client.qid,
+                                     "answer": "similar"}, headers=SAME)
+    text = r.get_data(as_text=True)
+    assert r.status_code == 409 and text.count("\n") == 1, text
+    assert re.match("409: " + REPLACED + r"; nothing was saved\. Open it again", text), text
+    r = client.get("/")
+    text = r.get_data(as_text=True)
+    assert r.status_code == 409 and text.count("\n") == 1, text
+    assert re.match("409: " + REPLACED + r"\. Open it again", text), text
+    assert _n_answers(path) == 0

@@ -35,7 +35,7 @@ from elicit.cli.argtypes import (
 from elicit.cli.oneline import run_command
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_not_input
-from elicit.internal.text import printable
+from elicit.internal.text import command_line, printable
 
 # --------------------------------------------------------------------------------------------
 # Argument parsing
@@ -283,6 +283,11 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.from_npz is not None and (args.meta_features or args.meta_dim):
         raise ElicitError("--meta-features/--meta-dim do not go with --from-npz: put the "
                           "meta-features in the .npz file as U")
+    if args.from_csv is not None and args.meta_dim is not None:
+        raise ElicitError("--meta-dim does not go with --from-csv: it sets the dimensions of a "
+                          "ppmi or lsa embedding of review text (--dataset, --corpus); a "
+                          "table's meta-features are how its columns correlate, or a "
+                          "--meta-features FILE")
     meta_kind, meta_dim = meta_options(args.meta_features, args.meta_dim)
     if args.from_csv is not None and meta_kind in ("ppmi", "lsa"):
         raise ElicitError(f"--meta-features {meta_kind} learns from review text: use it with "
@@ -337,12 +342,14 @@ def cmd_new(args: argparse.Namespace) -> int:
         asked = count[0] if len(count) == 1 else \
             f"{pr['questions']} questions ({', '.join(count)})"
         model = "" if s.questions == PAPER_QUESTIONS else f", model {s.elicitor.hyper.model}"
-        print(f"created {args.out}: {len(s.feature_names)} features, {asked}, "
+        # The file name, as the user typed it, may hold control characters.
+        out = printable(args.out)
+        print(f"created {out}: {len(s.feature_names)} features, {asked}, "
               f"engine {s.elicitor.engine.name}{model}")
         for line in s.summary:
             print(f"  {printable(line)}")  # it names the data's columns
-        print(f"answer in the terminal:  elicit ask {args.out} [--expert NAME]")
-        print(f"or in a browser:         elicit serve {args.out}")
+        print(f"answer in the terminal:  {command_line('elicit', 'ask', args.out)} [--expert NAME]")
+        print(f"or in a browser:         {command_line('elicit', 'serve', args.out)}")
     return 0
 
 

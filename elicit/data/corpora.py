@@ -34,6 +34,7 @@ from elicit.data.files import (
     resolve_data_dir,
 )
 from elicit.errors import ElicitError
+from elicit.internal.paths import check_input_file
 
 # --------------------------------------------------------------------------------------------
 # Datasets
@@ -347,9 +348,10 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
         label = key
     else:
         path = Path(path_or_name)
-        if not path.is_file():
+        if not path.exists():
             raise ElicitError(f"review file {path} not found (or use one of {sorted(RAW_FILES)} "
                               "for the shipped raw-text reviews)")
+        check_input_file(path, "review")
         label = None
     if stopwords is None:
         stopwords = load_stopwords(data_dir=data_dir)
@@ -367,9 +369,7 @@ def read_reviews(path: str | os.PathLike, text_field: str = "text",
         If the file does not exist or holds no reviews, a field is missing (the message names
         the fields the file has), a text is not a string, or a rating is not an integer.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ElicitError(f"review file {path} not found")
+    path = check_input_file(path, "review")
     for fld, what in ((text_field, "text_field"), (rating_field, "rating_field")):
         if not isinstance(fld, str) or not fld:
             raise ElicitError(f"{what} must be a non-empty field name, got {fld!r}")

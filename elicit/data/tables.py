@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.errors import ElicitError
+from elicit.internal.paths import check_input_file
 
 #: Table formats read by :func:`read_table`, by file suffix.
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
@@ -27,9 +28,7 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
     """A CSV (``.csv``, ``.tsv``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file as a
     DataFrame; ``what`` names the option in messages."""
-    path = Path(path)
-    if not path.is_file():
-        raise ElicitError(f"{what} file {path} does not exist")
+    path = check_input_file(path, what)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet; name it "
@@ -53,19 +52,26 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     if suffix not in (".parquet", ".pq"):
-        _refuse_duplicate_header(path, what, "\t" if suffix == ".tsv" else ",")
+        _check_header(path, what, "\t" if suffix == ".tsv" else ",", index_col)
     df.columns = [str(c) for c in df.columns]
     return df
 
 
-def _refuse_duplicate_header(path: Path, what: str, sep: str) -> None:
-    """pandas silently renames a repeated column name (``a``, ``a.1``); refuse it instead,
-    since the renamed column would be matched and reported under a name the file lacks."""
-    header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str)
-              .iloc[0].tolist()]
+def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
+    """Refuse a header that pandas would silently rename: a repeated column name (``a``,
+    ``a.1``) or an empty one (``Unnamed: 0``), since the column would be matched and
+    reported under a name the file lacks. The index column (``index_col``) may be unnamed."""
+    header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
+                                          keep_default_na=False).iloc[0].tolist()]
     first: dict[str, int] = {}
     for k, name in enumerate(header):
-        if name in first and name != "nan":
+        if not name.strip() and k != index_col:
+            # a table saved by pandas with its row index has an unnamed first column
+            hint = " (a table saved with its row index? save it with index=False)" if k == 0 \
+                else ""
+            raise ElicitError(f"{what} file {path.name} has a column without a name (column "
+                              f"{k + 1}){hint}; give every column a name in the header line")
+        if name in first:
             raise ElicitError(f"{what} file {path.name} names column {name!r} twice (columns "
                               f"{first[name] + 1} and {k + 1}); give every column its own name")
         first.setdefault(name, k)

@@ -1,4 +1,4 @@
-"""Checks of the paths a command writes to, made before any work starts.
+"""Checks of the paths a command reads or writes, made before any work starts.
 
 A command that writes into an output folder (a sweep's ``--out``) or a file (``--json``)
 would otherwise fail only when it first writes, after minutes of work, with the operating
@@ -49,6 +49,18 @@ def check_output_file(path: str | os.PathLike, option: str) -> Path:
         raise ElicitError(f"{option} {path}: {found} is a file, so it cannot hold {path.name}; "
                           "give a path in a folder")
     check_output_folder(path.parent, option)
+    return path
+
+
+def check_input_file(path: str | os.PathLike, option: str) -> Path:
+    """Refuse an input file that does not exist or is a folder, saying which (a folder given
+    where a file is wanted was reported as missing). Returns ``path`` as a Path."""
+    path = Path(path)
+    if path.is_dir():
+        raise ElicitError(f"{option} {path} is a folder, not a file; give the path of the file "
+                          "itself")
+    if not path.is_file():
+        raise ElicitError(f"{option} file {path} does not exist")
     return path
 
 

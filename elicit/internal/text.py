@@ -10,6 +10,7 @@ U+202E reverses what follows. Everything elicit prints to a terminal goes throug
 
 from __future__ import annotations
 
+import shlex
 import unicodedata
 
 #: Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates and
@@ -47,3 +48,10 @@ def printable(text: object) -> str:
     if not has_control(text):
         return text
     return "".join(_escape(ch) if is_control(ch) else ch for ch in text)
+
+
+def command_line(*words: object) -> str:
+    """A command for the user to type, as it is shown: each word quoted for a POSIX shell
+    where it needs to be (a path with a space, a name with a quote), then
+    :func:`printable`."""
+    return printable(" ".join(shlex.quote(str(w)) for w in words))

@@ -51,6 +51,8 @@ from elicit.model.spec import Hyper, validate_regression
 MAX_COMMENT = 10_000
 #: The longest expert name, in characters.
 MAX_EXPERT = 80
+#: The fewest rows from which the default meta-features (the columns' correlations) are made.
+MIN_ROWS_FOR_DEFAULT_META = 3
 
 
 @dataclass
@@ -100,6 +102,14 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
         feature_names=None if feature_names is None else [str(n) for n in feature_names],
         row_names=_RowNames(X.index) if isinstance(X, pd.DataFrame) else None)
     names = check_feature_names(feature_names, Xf.shape[1])
+    if meta_features is None and Xf.shape[0] < MIN_ROWS_FOR_DEFAULT_META:
+        # With two rows every pair of columns is perfectly correlated (r = +1 or -1): the
+        # default meta-features cannot tell the features apart, and the start kernel's note
+        # would blame their scale.
+        raise ElicitError(f"the data has only {Xf.shape[0]} row(s): the default meta-features "
+                          "describe each feature by how its column correlates with the "
+                          f"others, which needs at least {MIN_ROWS_FOR_DEFAULT_META} rows; add "
+                          "rows, or give meta-features (CLI: --meta-features FILE)")
     if Xf.shape[1] < 2:
         raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
     hyper = hyper or Hyper()

@@ -25,6 +25,7 @@ import pandas as pd
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.tables import TABLE_SUFFIXES, read_table
 from elicit.errors import ElicitError
+from elicit.internal.paths import check_input_file
 
 
 def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
@@ -84,8 +85,7 @@ def _names(items: Sequence[str], limit: int = 12) -> str:
 def npz_inputs(path: Path) -> dict:
     """Inputs from a user ``.npz`` file with arrays ``X``, ``y``, ``U`` (or ``meta_features``)
     and optionally ``feature_names``."""
-    if not path.is_file():
-        raise ElicitError(f"--from-npz file {path} does not exist")
+    path = check_input_file(path, "--from-npz")
     if not zipfile.is_zipfile(path):
         hint = (" for a table use --from-csv FILE --target COLUMN"
                 if path.suffix.lower() in TABLE_SUFFIXES else "")
@@ -117,8 +117,7 @@ def npz_inputs(path: Path) -> dict:
 def texts_from_json(path: Path) -> Any:
     """Snippets from a JSON file (feature name -> list of snippets), checked later by
     :func:`elicit.session.inputs.check_texts`."""
-    if not path.is_file():
-        raise ElicitError(f"--texts file {path} does not exist")
+    path = check_input_file(path, "--texts")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:

@@ -6,6 +6,7 @@ The file itself (schema, connections, writes, creation) is :mod:`elicit.session.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -26,6 +27,7 @@ from elicit.elicitation.kinds import (
     spell_questions,
 )
 from elicit.errors import ElicitError
+from elicit.model.spec import Hyper
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
@@ -237,6 +239,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         for key in ("feature_names", "settings", "data_hash", "array_hashes"):
             if key not in meta:
                 raise ElicitError(f"session file {path} is corrupted: meta has no {key!r}")
+        _check_settings(path, meta["settings"])
         blobs = dict(conn.execute("SELECT name, npy FROM arrays").fetchall())
         arrays = {}
         for name in ("X", "y", "U"):
@@ -276,6 +279,30 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         raise ElicitError(f"session file {path} is corrupted: {len(meta['feature_names'])} "
                           f"feature names for {arrays['X'].shape[1]} features")
     return meta, arrays, texts
+
+
+#: the settings a session's model is built from (files of every format have them)
+_SETTINGS = ("hyper", "engine", "utility", "refine", "strategy", "pool_size", "seed")
+
+
+def _check_settings(path: Path, settings: object) -> None:
+    """Refuse meta ``settings`` that are not a JSON object of the model's settings (an edited
+    or damaged file): no model can be built from them."""
+    if not isinstance(settings, dict):
+        got = {list: "an array", str: "a string", type(None): "null", bool: "a boolean"}.get(
+            type(settings), "a number")
+        raise ElicitError(f"session file {path} is damaged: its meta 'settings' is {got}, not "
+                          "a JSON object; it was left untouched (restore it from a backup)")
+    missing = [k for k in _SETTINGS if k not in settings]
+    hyper = settings.get("hyper")
+    unknown = sorted(set(hyper) - {f.name for f in dataclasses.fields(Hyper)}) \
+        if isinstance(hyper, dict) else None
+    if missing or unknown is None or unknown:
+        what = (f"has no {', '.join(map(repr, missing))}" if missing else
+                "'hyper' is not a JSON object" if unknown is None else
+                f"'hyper' names unknown setting(s) {', '.join(map(repr, unknown))}")
+        raise ElicitError(f"session file {path} is damaged: its meta 'settings' {what}; it was "
+                          "left untouched (restore it from a backup)")
 
 
 def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: object,

@@ -67,6 +67,7 @@ from elicit.session.inputs import check_comment, check_expert, prepare
 from elicit.session.questions import public_j, question_names, question_pairs
 from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
 from elicit.session.state import SessionState
+from elicit.session.store import SessionReplaced
 
 #: The most questions :meth:`Session.batch` (``elicit ask --batch``) asks at once.
 MAX_BATCH = 50
@@ -77,7 +78,8 @@ STOP_WINDOW, STOP_FRACTION = 5, 0.05
 #: (practically the identity) or above ``K_ONES`` (practically all ones) gets a note.
 K_IDENTITY, K_ONES = 1e-6, 0.999
 
-__all__ = ["AnswerRecord", "AnsweredElsewhere", "Session", "SessionQuery", "UnknownQuery"]
+__all__ = ["AnswerRecord", "AnsweredElsewhere", "Session", "SessionQuery", "SessionReplaced",
+           "UnknownQuery"]
 
 
 @dataclass(frozen=True)
@@ -359,7 +361,7 @@ class Session(SessionState):
             # round ends with no fewer questions left than the one before.
             before = None
             while True:
-                self._sync(who)
+                self._sync(who, saving=True)
                 record.cancel_answered_pending(self.conn)
                 pend = self._pending(who)
                 if pend:
@@ -436,7 +438,7 @@ class Session(SessionState):
             qid = _query_id(query, self)
             who = self._who(query.expert if expert is None and isinstance(query, SessionQuery)
                             else expert)
-            self._sync(who)
+            self._sync(who, saving=True)
             try:
                 aid, i, j, at, kind = record.answer_query(self.conn, qid, ans.value, comment,
                                                           self.feature_names, who)

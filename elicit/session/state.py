@@ -30,7 +30,7 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper
 from elicit.model.variants import get_model
 from elicit.prior.setup import coupled_features
-from elicit.session import opening, record
+from elicit.session import opening, record, store
 from elicit.session.inputs import check_expert, feature_index
 from elicit.session.questions import public_j, question_pairs
 
@@ -218,15 +218,22 @@ class SessionState:
     def _who(self, expert: str | None) -> str:
         return self.expert if expert is None else check_expert(expert)
 
-    def _sync(self, expert: str, force: bool = False, wrote: bool = False) -> None:
+    def _sync(self, expert: str, force: bool = False, wrote: bool = False,
+              saving: bool = False) -> None:
         """Refit when the active answers changed (our own write, or a commit by another
         connection: another tab's server, another process) and mark the pairs ``expert``
         answered.
+
+        A file replaced under the session is refused (``saving``: for a write, whose
+        message then says that nothing was saved).
 
         ``PRAGMA data_version`` changes only when *another* connection commits, so the usual
         case costs one tiny query. The refit starts from the no-feedback MAP, so the state is
         a pure function of the active answers.
         """
+        # A file replaced under us (`session new --overwrite`) is not followed: its answers
+        # are another session's, and ours can no longer be saved.
+        store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
             self._data_version = v

@@ -215,6 +215,41 @@ def npy_load(blob: bytes) -> np.ndarray:
 # Connections and transactions
 # --------------------------------------------------------------------------------------------
 
+class SessionReplaced(ElicitError):
+    """The session file was replaced (``elicit session new --overwrite``) or removed while a
+    program had it open: nothing more is written, to the file now there or to the old one."""
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that knows its file, as it was when opened (see :func:`check_same_file`)."""
+
+    path: Path | None = None
+    identity: tuple[int, int] | None = None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` (device and inode; None when there is none)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_same_file(conn: sqlite3.Connection, writing: bool = True) -> None:
+    """Refuse to go on when the connection's session file is no longer the file at its path:
+    ``elicit session new --overwrite`` renames a new file into place, and a connection opened
+    before writes to the old one (SQLite refuses only some of those writes, as "attempt to
+    write a readonly database"), where nothing is seen again."""
+    path, identity = getattr(conn, "path", None), getattr(conn, "identity", None)
+    if path is not None and identity is not None and _identity(path) != identity:
+        saved = "; nothing was saved" if writing else ""
+        raise SessionReplaced(f"session file {path} was replaced or removed while this program "
+                              f"had it open (by `elicit session new --overwrite`?){saved}. Open "
+                              "it again (restart `elicit ask` or `serve`) to go on with the "
+                              "file now there")
+
+
 def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     """A connection on which every write is an explicit :func:`write` transaction.
 
@@ -228,7 +263,10 @@ def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     # Session's lock serialises all use of the connection.
     target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only else str(path)
     conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
-                           timeout=BUSY_TIMEOUT, uri=read_only)
+                           timeout=BUSY_TIMEOUT, uri=read_only, factory=_Connection)
+    # absolute: a later change of the working directory must not look like a replaced file
+    conn.path = Path(os.path.abspath(path))
+    conn.identity = _identity(conn.path)
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     if read_only:
@@ -275,15 +313,21 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise ElicitError("the session was opened read-only (read_only=True, as `elicit "
                           "history` and `export` open it); nothing was saved. Open it without "
                           "read_only to answer")
+    check_same_file(conn)
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as e:
-        raise _busy_or(e) from None
+        raise _busy_or(e, conn) from None
     try:
         yield conn
-    except BaseException:
+        # The file may have been replaced meanwhile: then the commit would go to the old one.
+        check_same_file(conn)
+    except BaseException as e:
         # BaseException: a Ctrl-C in the middle must roll back, never commit half a write.
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(e, Exception):
+            check_same_file(conn)  # a write SQLite refused because the file was replaced
         raise
     else:
         try:
@@ -291,10 +335,13 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         except sqlite3.OperationalError as e:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise _busy_or(e) from None
+            raise _busy_or(e, conn) from None
+        # Replaced while committing: the write went to the old file, which nothing reads.
+        check_same_file(conn)
 
 
-def _busy_or(e: sqlite3.OperationalError) -> Exception:
+def _busy_or(e: sqlite3.OperationalError, conn: sqlite3.Connection) -> Exception:
+    check_same_file(conn)
     msg = str(e)
     if "locked" in msg or "busy" in msg:
         return ElicitError(f"the session file stayed locked by another program for "

@@ -27,8 +27,9 @@ import pandas as pd
 
 from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
-from elicit.internal.text import printable
+from elicit.internal.text import command_line, printable
 from elicit.session.loaders import highlight
+from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
     from elicit.elicitation.kinds import QuestionKind
@@ -261,15 +262,20 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                 key = key.lower()
                 if key in ("q", "quit", "exit"):
                     _put(out, f"bye: {s.progress(who)['answered']} answers are saved in "
-                              f"{s.path}; resume with `elicit ask {s.path}`")
+                              f"{s.path}; resume with `{_resume(s, who)}`")
                     return 0
                 show = _handle(s, q, key, comment, out, who)
     except KeyboardInterrupt as e:
         code = e.code if isinstance(e, Interrupted) else 130
         why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
         _say(out, f"\n{why}: {s.progress(who)['answered']} answers are saved in {s.path}; "
-                  f"resume with `elicit ask {s.path}`")
+                  f"resume with `{_resume(s, who)}`")
         return code
+
+
+def _resume(s: Session, who: str) -> str:
+    """The command that resumes the session as the same expert."""
+    return command_line("elicit", "ask", s.path, *(("--expert", who) if who else ()))
 
 
 def keys_help(s: Session) -> str:
@@ -324,6 +330,8 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             print(f"unknown key {key!r}: use {keys}, k, u or q", file=out)
             return False
     except ElicitError as e:
+        if isinstance(e, SessionReplaced):
+            raise  # nothing can be saved any more: the command ends with its one line
         # A refused action (nothing to undo, answered elsewhere) is not fatal here.
         _put(out, f"error: {e}")
     return True

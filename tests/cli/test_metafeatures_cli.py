@@ -60,8 +60,11 @@ def test_realdata_cli_bad_meta_options(capsys, tmp_path, extra, message):
      r"or --corpus"),
     (["--corpus", "{tmp}/c.jsonl", "--meta-features", "counts", "--meta-dim", "4"],
      r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+    # it said "not with 'counts'", an option the user had not given (issue 24)
     (["--from-csv", "{tmp}/t.csv", "--target", "y", "--meta-dim", "4"],
-     r"^elicit: error: --meta-dim goes with --meta-features ppmi or lsa"),
+     r"^elicit: error: --meta-dim does not go with --from-csv: it sets the dimensions of a "
+     r"ppmi or lsa embedding of review text \(--dataset, --corpus\); a table's meta-features "
+     r"are how its columns correlate, or a --meta-features FILE$"),
     (["--corpus", "{tmp}/c.jsonl", "--meta-features", "nope"],
      r"^elicit: error: --meta-features 'nope' is neither one of counts, ppmi, lsa nor"),
 ])

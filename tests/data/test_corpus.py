@@ -104,7 +104,7 @@ def test_options(corpus_files):
 
 
 def test_errors(tmp_path, corpus_files):
-    with pytest.raises(ElicitError, match="review file .*nope.jsonl not found"):
+    with pytest.raises(ElicitError, match="review file .*nope.jsonl does not exist"):
         load_corpus(tmp_path / "nope.jsonl")
     # Missing fields name the fields the file has.
     with pytest.raises(ElicitError, match=r"line 1: no field 'text'; the fields are 'id', "

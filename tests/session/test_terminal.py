@@ -272,3 +272,17 @@ def test_a_feature_without_a_snippet_says_why_on_the_web_page(tmp_path):
                                        "answer": "similar"}, headers=SAME).status_code == 303
     app.config["ELICIT_SESSION"].close()
     assert seen == {"price", "&lt;fraction&gt;", "lid"}
+
+
+@pytest.mark.parametrize("expert, hint", [
+    ("zoe", "--expert zoe"), ("zoe smith", "--expert 'zoe smith'"), ("", "")])
+def test_the_resume_hint_names_the_expert(tmp_path, expert, hint):
+    """`elicit ask --expert zoe` said "resume with `elicit ask S`", which resumes as the
+    unnamed expert, with other questions."""
+    path = tmp_path / "my session.session"
+    new(path).close()
+    with Session.open(path, expert=expert) as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO("q\n"), out) == 0
+    want = f"resume with `elicit ask '{path}'{' ' + hint if hint else ''}`"
+    assert want in out.getvalue(), out.getvalue()

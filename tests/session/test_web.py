@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import socket
@@ -469,6 +470,111 @@ def test_a_stalled_connection_is_timed_out(path, request_bytes):
         # The server still serves.
         assert "Do these two features" in urlopen(url + "/").read().decode()
     finally:
+        _stop(server, app)
+
+
+def _answer_bytes(url: str, page: dict, comment: bytes, framing: str,
+                  declared: int | None = None) -> bytes:
+    """A POST /answer with ``comment``, its body framed by a Content-Length (``declared``, or
+    the body's length) or in chunks (without the last chunk when ``declared`` is given: the
+    rest is still to come)."""
+    port = url.rsplit(":", 1)[1]
+    body = f"csrf_token={page['token']}&query_id={page['qid']}&answer=similar&comment=".encode()
+    body += comment
+    head = (f"POST /answer HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:"
+            f"{port}\r\nContent-Type: application/x-www-form-urlencoded\r\n").encode()
+    if framing == "length":
+        return head + f"Content-Length: {declared or len(body)}\r\n\r\n".encode() + body
+    chunks = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n"
+                      for c in (body[k:k + 8192] for k in range(0, len(body), 8192)))
+    return (head + b"Transfer-Encoding: chunked\r\n\r\n" + chunks
+            + (b"0\r\n\r\n" if declared is None else b""))
+
+
+def _exchange(port: int, request: bytes) -> bytes:
+    """Send ``request`` and read until the server closes the connection."""
+    got = b""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(request)
+        sock.settimeout(RELEASE_GUARD)  # a hang guard: the server must close first
+        try:
+            while chunk := sock.recv(4096):
+                got += chunk
+        except ConnectionResetError:
+            pass  # the unread rest of a refused body: the server's close resets
+    return got
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_an_over_size_body_gets_413_without_being_read(path, framing):
+    """Bug: a chunked 20 MB POST was cut to 64 KiB and answered "comment is 65446 characters
+    long" after 30 s (the silence timeout), and a 20 MB body declared by its Content-Length
+    was read to its end after the 413. Here the client sends the first 100 KiB of a 20 MB
+    body and waits: the server must answer 413 and close the connection without waiting for
+    the rest (its silence timeout is 600 s: a server that read on would not answer)."""
+    server, app, url = _serve(path, timeout=600)
+    try:
+        page = page_state(urlopen(url + "/").read().decode())
+        got = _exchange(server.server_port,
+                        _answer_bytes(url, page, b"x" * 100_000, framing, 20_000_000))
+        assert got.startswith(b"HTTP/1.1 413"), got[:200]
+        assert b"413: request too large" in got
+        assert answers_in_file(path) == []
+        # A body within the limit is read, in chunks too.
+        got = _exchange(server.server_port, _answer_bytes(url, page, b"fine", framing))
+        assert got.startswith(b"HTTP/1.1 303"), got[:200]
+        assert answers_in_file(path) == [(int(page["qid"]), "similar", "fine", 0)]
+    finally:
+        _stop(server, app)
+
+
+def _trickle(port: int, stop: threading.Event, sent: threading.Event,
+             closed: threading.Event) -> None:
+    """A slow-loris client: headers that never end, one byte every 0.05 s, until the server
+    closes the connection (``closed``) or the test says ``stop``; ``sent`` once it has sent
+    a few bytes."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        try:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            for k in itertools.count():
+                if stop.wait(0.05):
+                    return
+                sock.sendall(b"a")
+                if k == 3:
+                    sent.set()
+        except OSError:
+            closed.set()  # the server closed it: the next byte was refused
+
+
+def test_a_slow_loris_is_dropped_at_the_request_deadline(path):
+    """Bug: a client sending one byte every 10 s was held for ever, as each byte restarted
+    the 30 s silence timeout. A request must arrive within its deadline (0.5 s here, with a
+    silence timeout of 600 s that the trickle never reaches); meanwhile other requests are
+    served, and a trickling client does not stall the page."""
+    # The page is served while a trickling client holds its connection (a long deadline).
+    server, app, url = _serve(path, deadline=600)
+    stop, sent, closed = threading.Event(), threading.Event(), threading.Event()
+    loris = threading.Thread(target=_trickle, args=(server.server_port, stop, sent, closed))
+    try:
+        loris.start()
+        assert sent.wait(RELEASE_GUARD)
+        assert "Do these two features" in urlopen(url + "/").read().decode()
+        assert not closed.is_set()
+    finally:
+        stop.set()
+        loris.join()
+        _stop(server, app)
+    # With a short deadline the trickling client is dropped, and the server serves on.
+    server, app, url = _serve(path, timeout=600, deadline=0.5)
+    stop, sent, closed = threading.Event(), threading.Event(), threading.Event()
+    loris = threading.Thread(target=_trickle, args=(server.server_port, stop, sent, closed))
+    try:
+        loris.start()
+        assert closed.wait(60), "a trickling client was not dropped at the deadline"
+        assert "Do these two features" in urlopen(url + "/").read().decode()
+    finally:
+        stop.set()
+        loris.join()
         _stop(server, app)
 
 

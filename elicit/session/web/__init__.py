@@ -25,9 +25,12 @@ seconds on a large session. Only a checked POST does that work, for its own expe
 session's lock, so at most one such computation runs at a time. A page (GET) never waits for
 it: it reads the file, not the model, and shows the expert's pending question or, for an
 expert without one, a button that asks for it (a POST). The K image is redrawn only when the
-model is free; otherwise the last one drawn is served. A request body is limited to 64 KiB,
-and a connection that stops sending is closed after ``timeout`` seconds (30 by default), so a
-stalled client cannot hold a thread for ever.
+model is free; otherwise the last one drawn is served. A request body is limited to 64 KiB: a
+larger one gets 413 at once, whether its size is declared or it comes in chunks, and is not
+read past the limit. A connection that stops sending is closed after ``timeout`` seconds (30
+by default), and one whose request has not fully arrived after ``deadline`` seconds (60 by
+default; a client trickling one byte at a time), so a stalled client cannot hold a thread for
+ever.
 
 Stopping. Ctrl-C, SIGTERM and SIGHUP stop the server from taking requests; the requests in
 progress finish (a question being chosen included) and only then is the session closed.

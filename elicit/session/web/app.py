@@ -27,7 +27,7 @@ from elicit.session.loaders import highlight
 from elicit.session.questions import public_j
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session, SessionQuery, read_pending, read_stop_hint
-from elicit.session.store import BUSY_TIMEOUT
+from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
 from elicit.session.web.page import (
     CSS,
@@ -72,18 +72,24 @@ class FileReader:
     def __init__(self, sess: Session) -> None:
         self._uri = Path(sess.path).resolve().as_uri() + "?mode=ro"
         self.names, self.uid, self.n_pairs = list(sess.feature_names), sess.uid, sess.n_pairs
+        self._opened = sess.conn  # the file the session opened, which a page must show
 
     def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``read`` on the file, refused (:class:`SessionReplaced`) if it is no longer the
+        session's file: a page must not show another session's questions."""
+        check_same_file(self._opened, writing=False)
         conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
                                timeout=BUSY_TIMEOUT)
         try:
             conn.execute("BEGIN")  # one snapshot for everything the page shows
             try:
-                return read(conn)
+                result = read(conn)
             finally:
                 conn.execute("COMMIT")
         finally:
             conn.close()
+        check_same_file(self._opened, writing=False)  # replaced while it was read
+        return result
 
     def page(self, expert: str) -> PageState:
         """The expert's progress, pending question, stopping hint, the latest answers."""
@@ -283,6 +289,8 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         return resp
 
     def error_page(e: ElicitError, expert: str) -> Response:
+        if isinstance(e, SessionReplaced):
+            return replaced(e)
         status = 409 if isinstance(e, AnsweredElsewhere) else \
             404 if isinstance(e, UnknownQuery) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
@@ -347,6 +355,11 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     @app.errorhandler(403)
     def forbidden(e):
         return Response(f"403 Forbidden: {e.description}\n", status=403, mimetype="text/plain")
+
+    @app.errorhandler(SessionReplaced)
+    def replaced(e: SessionReplaced) -> Response:
+        # Nothing can be shown or saved: the page's questions belong to the file replaced.
+        return Response(f"409: {e}\n", status=409, mimetype="text/plain")
 
     @app.errorhandler(413)
     def too_large(e):

@@ -4,19 +4,83 @@ Ctrl-C, SIGTERM and SIGHUP (see :mod:`elicit.session.web`)."""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import socket
 import sys
 import threading
+import time
 
 from elicit.errors import ElicitError
 from elicit.internal.text import printable
-from elicit.session.session import Session
+from elicit.session.session import Session, SessionReplaced
 from elicit.session.terminal import stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
 #: Seconds a connection may stay silent (request line, headers or body) before it is closed.
 IDLE_TIMEOUT = 30.0
+#: Seconds a whole request (request line, headers and body) may take to arrive, however it
+#: trickles in: a page's request is a few KiB on this machine or the local network.
+REQUEST_DEADLINE = 60.0
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's socket, read under a deadline and with a stop.
+
+    Every read waits at most until the deadline, so a client that sends one byte every few
+    seconds (which restarts a silence timeout each time) is cut off when the deadline
+    passes: it cannot hold a server thread for ever. :meth:`stop` makes every later read
+    see the end of the input, so that what is left of a refused request is never read (the
+    server would otherwise drain it to answer at its end).
+    """
+
+    def __init__(self, sock: socket.socket, idle: float, deadline: float) -> None:
+        self._sock, self._idle = sock, idle
+        self._end = time.monotonic() + deadline
+        self._stopped = False
+
+    def readable(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def readinto(self, b) -> int:
+        if self._stopped:
+            return 0
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive before its deadline")
+        self._sock.settimeout(min(left, self._idle))
+        try:
+            return self._sock.recv_into(b)
+        finally:
+            self._sock.settimeout(self._idle)  # writing the response: the silence timeout
+
+
+def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
+    """Refuse a request body over ``limit`` bytes before the application reads it, reading
+    at most ``limit`` + 1 bytes of it: a declared ``Content-Length`` over the limit is not
+    read at all, and a chunked body is read (de-chunked) up to the limit. The application
+    then sees a ``Content-Length`` over its ``MAX_CONTENT_LENGTH`` and answers 413 at once,
+    and the rest of the body is never read. A chunked body within the limit is handed on as
+    a plain one."""
+    from werkzeug.wsgi import get_content_length
+
+    if "wsgi.input_terminated" in environ:  # chunked: werkzeug de-chunks it as it is read
+        try:
+            body = environ["wsgi.input"].read(limit + 1)
+        except TimeoutError:
+            raise  # the deadline: the request handler closes the connection
+        except OSError as e:  # a malformed chunk: drop the connection, as for a broken one
+            raise ConnectionAbortedError(f"malformed chunked request body: {e}") from None
+        environ.pop("wsgi.input_terminated")
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+        if len(body) > limit:
+            reader.stop()
+    elif (get_content_length(environ) or 0) > limit:
+        reader.stop()
 
 # --------------------------------------------------------------------------------------------
 # The server
@@ -24,22 +88,26 @@ IDLE_TIMEOUT = 30.0
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
                 engine: str | None = None, expert: str | None = None,
-                timeout: float = IDLE_TIMEOUT):
+                timeout: float = IDLE_TIMEOUT, deadline: float = REQUEST_DEADLINE):
     """Open the session and bind the server (without serving yet).
 
     ``timeout`` is how many seconds a connection may stay silent before it is closed (a
-    request line, headers or a body that stop arriving).
+    request line, headers or a body that stop arriving); ``deadline`` how many seconds a
+    whole request may take to arrive, however slowly it trickles in. A body over the
+    application's limit gets 413 without being read.
 
     Raises
     ------
     ElicitError
         A session that cannot be opened, or a port that is in use or not allowed.
     """
+    from werkzeug.sansio.utils import get_content_length
     from werkzeug.serving import WSGIRequestHandler
     from werkzeug.serving import make_server as wz_make_server
 
-    if not timeout > 0:
-        raise ElicitError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    for value, name in ((timeout, "timeout"), (deadline, "deadline")):
+        if not value > 0:
+            raise ElicitError(f"{name} must be a positive number of seconds, got {value!r}")
     extra = set() if host in ("0.0.0.0", "::", "") else {host}
     if host in ("0.0.0.0", "::"):
         # Listening on every interface: accept this machine's own name in the Host header.
@@ -49,8 +117,26 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
         app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
         # socketserver sets this timeout on every accepted connection: a read that waits
         # longer raises, and the connection's thread is freed.
+        limit = int(app.config["MAX_CONTENT_LENGTH"])
+
         class ElicitRequestHandler(WSGIRequestHandler):
+            def setup(self) -> None:
+                super().setup()
+                self.rfile.close()  # the socket's own reader: its reference would keep it open
+                # Every read of the request under one deadline (werkzeug closes the
+                # connection after each request, so one connection is one request).
+                self.reader = _DeadlineReader(self.connection, timeout, deadline)
+                self.rfile = io.BufferedReader(self.reader)
+
+            def make_environ(self):
+                environ = super().make_environ()
+                _bounded_body(environ, limit, self.reader)
+                return environ
+
             def run_wsgi(self) -> None:
+                if (get_content_length(self.headers.get("Content-Length"),
+                                       self.headers.get("Transfer-Encoding")) or 0) > limit:
+                    del self.headers["Expect"]  # no "100 Continue" for a body refused unread
                 try:
                     super().run_wsgi()
                 finally:
@@ -147,7 +233,10 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         except KeyboardInterrupt:
             pass  # a second Ctrl-C: stop now; every committed answer is in the file
         server.server_close()
-        n = sess.progress()["all_answers"]
+        try:
+            said = f"{sess.progress()['all_answers']} answers are saved in {sess.path}"
+        except SessionReplaced as e:
+            said = str(e)
         sess.close()
-        _say(f"\nstopped; {n} answers are saved in {sess.path}")
+        _say(f"\nstopped; {said}")
     return code
