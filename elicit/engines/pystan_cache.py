@@ -59,28 +59,35 @@ def cache_dir() -> Path:
 
 
 @functools.cache
-def compiler_id() -> str:
+def compiler_id() -> str | None:
     """The C++ compiler a build would use (setuptools: ``$CXX``, else Python's configured
-    one) and the first line of its ``--version``; ``"none"`` if it cannot be run."""
+    one) and the first line of its ``--version``; None if it cannot be run."""
     cxx = os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++"
     try:
         exe = shlex.split(cxx)[0]
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
-        version = (out.stdout.strip().splitlines() or ["?"])[0]
     except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return f"{cxx}: none"
-    return f"{cxx}: {version}"
+        return None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return None
+    return f"{cxx}: {lines[0]}"
 
 
 def build_key(program_code: str) -> str:
     """The key of a program's build: a hash of everything the compiled module depends on
     (program text, httpstan's version, platform, Python version and build, compiler), and
-    not of the interpreter's path."""
+    not of the interpreter's path. A ValueError if the compiler cannot be identified (a
+    PATH without it): then nothing is restored or stored."""
     import httpstan
+
+    compiler = compiler_id()
+    if compiler is None:
+        raise ValueError("the C++ compiler could not be identified")
 
     parts = [_FORMAT, program_code, httpstan.__version__, sys.platform, platform.machine(),
              str(sys.maxsize), sys.version, sys.implementation.cache_tag or "",
-             EXTENSION_SUFFIXES[0], " ".join(platform.libc_ver()), compiler_id()]
+             EXTENSION_SUFFIXES[0], " ".join(platform.libc_ver()), compiler]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 

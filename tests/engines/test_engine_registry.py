@@ -124,7 +124,9 @@ def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
 _REUSE = textwrap.dedent("""
     import sys
     from elicit.engines import pystan_cache
-    print(sys.executable, "restored", pystan_cache.restore(open(sys.argv[1]).read()))
+    from elicit.engines.contract import read_program
+    code = read_program(sys.argv[1]).code  # the text the engine builds (includes inlined)
+    print(sys.executable, "restored", pystan_cache.restore(code))
 """)
 
 

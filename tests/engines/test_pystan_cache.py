@@ -67,10 +67,15 @@ def test_the_key_ignores_the_interpreter_path_but_not_the_program(monkeypatch, t
     monkeypatch.setattr(httpstan, "__version__", "0.0.0")
     assert pystan_cache.build_key(code) != key
     monkeypatch.undo()
-    monkeypatch.setenv("CXX", "another-compiler++")
+    monkeypatch.setenv("CXX", sys.executable)  # another "compiler" that says its version
     pystan_cache.compiler_id.cache_clear()
     try:
         assert pystan_cache.build_key(code) != key
+        # an unknown compiler (not on PATH): no key, so nothing is restored or stored
+        monkeypatch.setenv("CXX", "/nonexistent/c++")
+        pystan_cache.compiler_id.cache_clear()
+        with pytest.raises(ValueError, match="compiler could not be identified"):
+            pystan_cache.build_key(code)
     finally:
         monkeypatch.undo()
         pystan_cache.compiler_id.cache_clear()
