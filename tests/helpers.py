@@ -199,3 +199,41 @@ def own_program(learned: bool, *, reorder: bool = False) -> str:
         f"                      (b_sigma / a_sigma) * add_diag({tau} * quad_form_sym(K, X'), 1));\n"
         "  f ~ bernoulli_logit(threshold - W_f * gamma);\n"
         "}\n")
+
+
+def assert_same_numbers(a, b, rtol: float = 1e-12, where: str = "") -> None:
+    """``a`` and ``b`` (JSON-like: dicts, lists, numbers, strings) are the same, floats to
+    ``rtol``: results of one computation run in other processes (sweep workers, a cluster),
+    where sums can round differently in the last bits (numpy's SIMD reductions depend on
+    the arrays' alignment). Everything else (questions, answers, counts, names) exactly."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert list(a) == list(b), f"{where}: keys {list(a)} != {list(b)}"
+        for k in a:
+            assert_same_numbers(a[k], b[k], rtol, f"{where}/{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{where}: {len(a)} != {len(b)} items"
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_same_numbers(x, y, rtol, f"{where}[{k}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, int | float) and isinstance(b, int | float), (where, a, b)
+        assert a == b or abs(a - b) <= rtol * max(abs(a), abs(b)), f"{where}: {a!r} != {b!r}"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def assert_same_sweep(a, b, rtol: float = 1e-12) -> None:
+    """The sweep folders ``a`` and ``b`` hold the same results (:func:`assert_same_numbers`):
+    the table ``mse.csv`` and every run's record under ``parts/``."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    a, b = Path(a), Path(b)
+    ta, tb = pd.read_csv(a / "mse.csv"), pd.read_csv(b / "mse.csv")
+    pd.testing.assert_frame_equal(ta, tb, check_exact=False, rtol=rtol, atol=0)
+    parts = sorted(p.relative_to(a) for p in (a / "parts").rglob("*.json"))
+    assert parts == sorted(p.relative_to(b) for p in (b / "parts").rglob("*.json"))
+    for p in parts:
+        assert_same_numbers(json.loads((a / p).read_text()), json.loads((b / p).read_text()),
+                            rtol, str(p))

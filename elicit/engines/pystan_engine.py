@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
+from elicit.engines import pystan_cache
 from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
@@ -198,8 +199,12 @@ class PyStanEngine(StanProgramEngine):
             else:
                 # The first build may compile into httpstan's shared cache: under a lock, so a
                 # second process waits and then reuses the build instead of breaking it.
+                # httpstan's cache is per interpreter path; elicit's own (pystan_cache) lets a
+                # new virtual environment reuse a build that another one paid for.
                 with file_lock(f"pystan-{digest}.lock"):
+                    pystan_cache.restore(code)
                     model = build_pystan_model(code, stan_data)
+                    pystan_cache.store(code)
         except (ValueError, RuntimeError) as exc:
             raise ElicitError(f"PyStan could not build {path}: {exc}") from exc
         self._compiled.add(digest)

@@ -92,7 +92,8 @@ def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
     """The compile race: two processes build the same program into an empty httpstan cache.
 
     Without the build lock one of them fails (a missing ``stderr.log`` or a build timeout);
-    with it the second waits and reuses the first one's build.
+    with it the second waits and reuses the first one's build. A third process, in another
+    virtual environment, then reuses that build too (elicit's cache of builds).
     """
     pytest.importorskip("stan")
     from elicit.engines.base import shipped_stan_file
@@ -108,6 +109,45 @@ def test_two_processes_compile_one_program_into_an_empty_cache(tmp_path):
         out, err = p.communicate(timeout=1800)
         assert p.returncode == 0, err[-3000:]
         assert out.strip().splitlines()[-1] == "ok True"
+
+    # A new virtual environment (another interpreter path: another key in httpstan's cache)
+    # finds the build in elicit's cache (pystan_cache) instead of compiling it again.
+    python = _another_virtual_environment(tmp_path / "venv2")
+    r = subprocess.run([str(python), "-c", _REUSE + _BUILD, str(program)], env=env,
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == f"{python} restored True", r.stdout
+    assert lines[-1] == "ok True"
+
+
+_REUSE = textwrap.dedent("""
+    import sys
+    from elicit.engines import pystan_cache
+    from elicit.engines.contract import read_program
+    code = read_program(sys.argv[1]).code  # the text the engine builds (includes inlined)
+    print(sys.executable, "restored", pystan_cache.restore(code))
+""")
+
+
+def _another_virtual_environment(folder):
+    """A virtual environment at ``folder`` that sees this one's packages and this elicit;
+    its interpreter (path)."""
+    import sysconfig
+
+    import elicit
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    own = subprocess.run([str(python), "-c", "import sysconfig; "
+                          "print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    # a .pth line starting with "import" runs: the other site folder, its .pth files included
+    lines = [str(os.path.dirname(os.path.dirname(elicit.__file__))),
+             f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})"]
+    with open(os.path.join(own, "parent-environment.pth"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return python
 
 
 def test_a_custom_program_with_the_fast_utility_is_refused_before_any_build(monkeypatch,

@@ -127,7 +127,8 @@ def test_resume_gives_the_same_questions_as_an_uninterrupted_session(tmp_path):
         s.close()
     assert asked_a == asked_b
     with Session.open(path) as s, Session.open(tmp_path / "a.session") as t:
-        np.testing.assert_array_equal(s.fit.gamma, t.fit.gamma)
+        # the fit of a reopened file against one kept in memory: equal to rounding
+        np.testing.assert_allclose(s.fit.gamma, t.fit.gamma, rtol=1e-12, atol=1e-14)
         qs, qt = s.next_query(), t.next_query()
         assert (qs.i, qs.j, qs.expected_gain) == (qt.i, qt.j, qt.expected_gain)
 
@@ -224,7 +225,7 @@ def test_two_session_objects_cannot_answer_one_query(sess):
             sess.answer(q, "similar")
         # The first session picked up the other's answer and refitted.
         assert sess.active_answers() == [(q.i, q.j, "dissimilar")]
-        np.testing.assert_array_equal(sess.fit.gamma, other.fit.gamma)
+        np.testing.assert_allclose(sess.fit.gamma, other.fit.gamma, rtol=1e-12, atol=1e-14)
 
 
 def test_the_file_itself_refuses_a_second_answer(sess, monkeypatch):

@@ -1,0 +1,207 @@
+"""PyStan's compiled programs, shared by every virtual environment of a user.
+
+httpstan (4.13) keys its build cache, ``<cache>/httpstan/<version>/models/<id>``, by the
+program text *and the Python executable's path*, so every new virtual environment (every fresh
+clone, every CI run) compiles every program again: about 70 s of CPU each, 5 minutes and more
+on a loaded machine. This module keeps a copy of each build in
+``$XDG_CACHE_HOME/elicit/pystan/<key>/`` (default ``~/.cache/elicit/pystan``), keyed by what
+the compiled extension module depends on and not by where the interpreter lives
+(:func:`build_key`: the program text, httpstan's version, the platform, the Python version
+and build, the C++ compiler), and puts it where httpstan looks for the current interpreter
+before a build (:func:`restore`); after a build, :func:`store` keeps it.
+
+Why this is sound: the module httpstan builds is the Stan program's C++ linked against
+httpstan's own ``stan_services.o`` and headers (fixed by its version) for one Python ABI;
+the interpreter's path enters httpstan's key only to keep environments apart. The module
+finds TBB (``libtbb.so.2``, the one shared library it needs beyond the C++ runtime) through
+an rpath naming the *building* environment's httpstan, which a later environment must not
+rely on (that clone may be gone): before importing a restored module, this environment's
+copy is loaded (:func:`_preload_httpstan_libraries`), and the dynamic loader then resolves
+the module's dependency by its name to that loaded copy. A restored module is imported once
+to check it; if anything fails (a missing file, a mismatch, an import error) it is removed
+and httpstan builds as usual.
+
+Every change is a rename of a complete folder (atomic on one filesystem), so a concurrent
+process sees an entry whole or not at all; the callers also hold the engine's per-program
+build lock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import uuid
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+#: bumped when an entry's layout changes (old entries are then never read)
+_FORMAT = "1"
+
+#: httpstan's record of a build besides the module (its views read both on a cache hit)
+_LOGS = ("stanc.log", "stderr.log")
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/elicit/pystan`` (default ``~/.cache/elicit/pystan``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "elicit" / "pystan"
+
+
+@functools.cache
+def compiler_id() -> str | None:
+    """The C++ compiler a build would use (setuptools: ``$CXX``, else Python's configured
+    one) and the first line of its ``--version``; None if it cannot be run."""
+    cxx = os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++"
+    try:
+        exe = shlex.split(cxx)[0]
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return None
+    return f"{cxx}: {lines[0]}"
+
+
+def build_key(program_code: str) -> str:
+    """The key of a program's build: a hash of everything the compiled module depends on
+    (program text, httpstan's version, platform, Python version and build, compiler), and
+    not of the interpreter's path. A ValueError if the compiler cannot be identified (a
+    PATH without it): then nothing is restored or stored."""
+    import httpstan
+
+    compiler = compiler_id()
+    if compiler is None:
+        raise ValueError("the C++ compiler could not be identified")
+
+    parts = [_FORMAT, program_code, httpstan.__version__, sys.platform, platform.machine(),
+             str(sys.maxsize), sys.version, sys.implementation.cache_tag or "",
+             EXTENSION_SUFFIXES[0], " ".join(platform.libc_ver()), compiler]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _httpstan_model_dir(program_code: str) -> tuple[str, Path]:
+    """httpstan's name of the program's model for this interpreter, and its folder."""
+    import httpstan.cache
+    import httpstan.models
+
+    name = httpstan.models.calculate_model_name(program_code)
+    return name, httpstan.cache.model_directory(name)
+
+
+def _module_in(folder: Path) -> Path | None:
+    """The compiled extension module in ``folder`` (httpstan's test: the suffix), or None."""
+    try:
+        return next((p for p in folder.iterdir() if p.suffix in EXTENSION_SUFFIXES), None)
+    except OSError:
+        return None
+
+
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    # A hard link costs no space (a module is about 75 MB); httpstan never writes into a
+    # built module (it deletes the model's folder before a build), so sharing it is safe.
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _preload_httpstan_libraries() -> None:
+    """Load this environment's copy of the shared libraries httpstan's modules link to
+    (``libtbb.so.2``; on macOS ``*.dylib``), so that a module built by another environment
+    resolves them here rather than through its own rpath."""
+    import httpstan
+
+    lib = Path(httpstan.__file__).parent / "lib"
+    # Only versioned names (the sonames the modules record): loading libtbb.so as well,
+    # a copy of libtbb.so.2, would load a second TBB.
+    for path in sorted(lib.glob("lib*.so.*")) + sorted(lib.glob("lib*.dylib")):
+        ctypes.CDLL(str(path))
+
+
+def restore(program_code: str) -> bool:
+    """Put the cached build of ``program_code`` where httpstan looks for it, if httpstan has
+    none for this interpreter and the cache has one; True if restored (and importable).
+
+    Never raises for a cache problem: anything wrong leaves httpstan to build as usual.
+    """
+    try:
+        name, target = _httpstan_model_dir(program_code)
+        if _module_in(target) is not None:
+            return False  # httpstan has its own build (or an earlier restore)
+        entry = cache_dir() / build_key(program_code)
+        module = _module_in(entry)
+        if module is None or not all((entry / log).is_file() for log in _LOGS):
+            return False
+        tmp = target.parent.parent / f"elicit-restore-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        try:
+            # httpstan finds the module by its suffix; the name says whose model it is
+            suffix = module.name[module.name.index("."):]
+            _link_or_copy(module, tmp / f"stan_services_model_{name.split('/')[1]}{suffix}")
+            for log in _LOGS:
+                shutil.copy2(entry / log, tmp / log)
+            _remove(target)  # a folder without a module: an interrupted httpstan build
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(tmp, target)
+        except OSError:
+            _remove(tmp)
+            raise
+    except (OSError, ValueError, ImportError) as exc:
+        logger.debug("no PyStan build restored from the cache: %s", exc)
+        return False
+    try:
+        import httpstan.models
+
+        _preload_httpstan_libraries()
+        httpstan.models.import_services_extension_module(name)
+    except Exception as exc:  # an unloadable module: build it afresh  # noqa: BLE001
+        logger.warning("a cached PyStan build did not load (%s); building the program again",
+                       exc)
+        _remove(target)
+        return False
+    return True
+
+
+def store(program_code: str) -> bool:
+    """Keep httpstan's build of ``program_code`` (for this interpreter) in the cache, if the
+    cache has none; True if stored. Never raises for a cache problem."""
+    try:
+        entry = cache_dir() / build_key(program_code)
+        if _module_in(entry) is not None:
+            return False
+        _, source = _httpstan_model_dir(program_code)
+        module = _module_in(source)
+        if module is None or not all((source / log).is_file() for log in _LOGS):
+            return False
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.parent / f"{entry.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            # a copy, not a link: the entry must outlive httpstan's folder, which httpstan
+            # may delete and rebuild
+            for f in (module, *(source / log for log in _LOGS)):
+                shutil.copy2(f, tmp / f.name)
+            os.rename(tmp, entry)  # fails if a concurrent process stored it first
+        except OSError:
+            _remove(tmp)
+            raise
+    except (OSError, ValueError, ImportError) as exc:
+        logger.debug("PyStan build not stored in the cache: %s", exc)
+        return False
+    return True
