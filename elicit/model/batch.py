@@ -76,6 +76,8 @@ class BatchDensity:
         #: the relevance model's covariance (per-feature scales that depend on zeta), or None
         self.relevance: ScaledCovariance | None = (
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
+        #: m = X s of the prior mean delta s (the direction answers), or None
+        self.m = data.X @ data.direction_signs if data.model.direction else None
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
@@ -116,9 +118,15 @@ class BatchDensity:
         S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
         logdet = 2.0 * np.sum(np.log(np.einsum("cii->ci", L)), axis=1)
         Sinv = np.linalg.inv(S)
-        alpha = np.einsum("cij,j->ci", Sinv, y)
         a_star = h.a_sigma + 0.5 * n
-        b_star = h.b_sigma + 0.5 * alpha @ y
+        if self.m is None:
+            alpha = np.einsum("cij,j->ci", Sinv, y)
+            b_star = h.b_sigma + 0.5 * alpha @ y
+        else:
+            # each row's residual y - delta_c m replaces y (module density, "A prior mean")
+            resid = y[None, :] - th[:, lay.index("delta")][:, None] * self.m[None, :]
+            alpha = np.einsum("cij,cj->ci", Sinv, resid)
+            b_star = h.b_sigma + 0.5 * np.einsum("ci,ci->c", alpha, resid)
         omega = a_star / b_star
         value = (gammaln(a_star) - gammaln(h.a_sigma) - 0.5 * n * np.log(2 * np.pi * h.b_sigma)
                  - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma))
@@ -140,6 +148,8 @@ class BatchDensity:
             unasked = cast(np.ndarray, data.relevance) < 0
             grad[:, lay.index("zeta")] = tau2 * np.einsum(
                 "cj,cj->c", np.where(unasked, dlam / lam_u, 0.0), r)
+        if self.m is not None:
+            grad[:, lay.index("delta")] = omega * (alpha @ self.m)
         for name, v, g, _ in prior_terms(th, data):
             value += v
             grad[:, lay.at(name)] += g
