@@ -23,6 +23,7 @@ from elicit.elicitation.scorer import UtilityScorer, kl_gauss
 from elicit.elicitation.utility import ScoringRound
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
+from elicit.harness.problem import RunProblem
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import SweepConfig, load_part, sweep
 from elicit.model.density import Marginal, log_density, theta_of
@@ -213,6 +214,27 @@ def test_a_two_run_sweep_asks_every_kind(tmp_path):
                                  "raises" if beta[i] > 0 else "lowers")
             kinds |= set(part["kinds"])
     assert "direction" in kinds
+
+
+class SignMaker:
+    """A problem whose oracle's weights are -1 or 0: every direction answer is lowers or
+    don't know."""
+
+    def __call__(self, seed: int, run: int) -> RunProblem:
+        a = small_arrays(seed=run)
+        beta = np.where(np.arange(a.X.shape[1]) % 2 == 0, -1.0, 0.0)
+        return RunProblem(a.X, a.y, a.U, a.X, a.y, SignOracle(beta),
+                          Hyper(variant="fixed", tau2=0.5))
+
+
+def test_a_sweep_answers_through_the_kind_every_sign_and_dont_know(tmp_path):
+    p = small_arrays().X.shape[1]
+    cfg = SweepConfig("d", runs=1, rounds=p, engine="numpy", questions="direction",
+                      refine=1, strategies=("random",))
+    sweep(SignMaker(), cfg, tmp_path / "o", progress=False)
+    part = load_part(SweepStore.find(tmp_path / "o"), cfg, "random", 0)
+    got = {i: a for i, _, a in part["asked"]}
+    assert got == {k: "lowers" if k % 2 == 0 else "dont_know" for k in range(p)}
 
 
 def test_the_direction_model_with_no_answers_fits_delta_to_zero():
