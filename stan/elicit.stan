@@ -3,7 +3,8 @@
 //
 //   gamma_l ~ N+(1, 0.5),  xi ~ N+(m, threshold_sd m)          (the paper: threshold_sd = 1/2)
 //   K_ij    = exp(-0.5 sum_l gamma_l (U_il - U_jl)^2)             (elicit_kernel.stan)
-//   y       ~ Student-t_{2 a_sigma}(0, (b_sigma / a_sigma) (I + tau^2 X K X'))
+//   y       ~ Student-t_{2 a_sigma}(X mu, (b_sigma / a_sigma) (I + tau^2 X K X')), mu = 0
+//             but with direction answers (DirectionData)
 //   f_k     ~ Bernoulli(logistic(xi - gamma . w_k)),  w_k = (u_i - u_j)^2, f = 1: similar
 //
 // (y's Student-t is the Gaussian likelihood with the weights beta ~ N(0, sigma^2 tau^2 K) and
@@ -20,6 +21,9 @@
 //   RelevanceData  every feature's prior scaled by the expert's relevance answers
 //                  (has_relevance = 1): X becomes X diag(h), with the parameter zeta and
 //                  each unjudged feature's share moved by its neighbours' answers
+//   DirectionData  the direction answers (has_direction = 1): beta's prior mean is
+//                  delta s with the parameter delta ~ N+(0, delta_prior_sd), so y has
+//                  the mean X (delta s)
 //
 // The numpy twin (elicit.model.density) mirrors this program; tests check that both give the
 // same log density and gradient for every named model.
@@ -59,6 +63,10 @@ data {
   array[has_relevance] real<lower=0> zeta_prior_sd;
   vector[has_relevance ? M : 0] relevance_signal;   // neighbours' weighted mean answer
   array[has_relevance] real relevance_spread;       // how far an answer reaches
+  // DirectionData: the direction answers' signs and the prior of delta
+  int<lower=0, upper=1> has_direction;
+  vector[has_direction ? M : 0] direction_signs;    // +1 raises, -1 lowers, 0 not known
+  array[has_direction] real<lower=0> delta_prior_sd;
 }
 transformed data {
   int all_coupled = min(coupled) == 1;       // the paper's K: no mask to apply
@@ -69,6 +77,7 @@ parameters {
   real<lower=0> threshold;                   // the paper's xi
   array[tau_learned] real<lower=0> tau;      // tau^2 of the learned variant
   array[has_relevance] real zeta;            // logit of the share of relevant unjudged features
+  array[has_direction] real<lower=0> delta;  // magnitude of the direction answers' mean
 }
 model {
   // K and X K X' are local, not transformed parameters, so that CmdStan's output has no
@@ -90,8 +99,10 @@ model {
   threshold ~ normal(threshold_mean, threshold_mean * threshold_sd);
   tau ~ inv_gamma(a_tau, b_tau);             // no term when tau^2 is fixed (size 0)
   zeta ~ normal(zeta_prior_mean, zeta_prior_sd);
-  // sigma^2 integrated out: y ~ Student-t_{2a}(0, (b/a) (I + tau^2 X K X')).
-  y ~ multi_student_t(2 * a_sigma, rep_vector(0, N),
+  delta ~ normal(0, delta_prior_sd);
+  // sigma^2 integrated out: y ~ Student-t_{2a}(X mu, (b/a) (I + tau^2 X K X')), mu = delta s
+  y ~ multi_student_t(2 * a_sigma,
+                      has_direction ? X * (delta[1] * direction_signs) : rep_vector(0, N),
                       (b_sigma / a_sigma)
                       * add_diag((tau_learned ? tau[1] : tau_fixed[1]) * XKX, 1));
   f ~ bernoulli_logit(threshold - W_f * gamma);

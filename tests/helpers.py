@@ -18,13 +18,20 @@ def theta_point(data: ModelData, seed: int = 1) -> np.ndarray:
     rng = np.random.default_rng(seed)
     gamma = rng.uniform(0.3, 2.0, data.d)
     return join_theta(gamma, 1.3 * data.m, 0.7, data,
-                      zeta=-0.7 if "zeta" in data.layout else None)
+                      zeta=-0.7 if "zeta" in data.layout else None,
+                      delta=0.4 if "delta" in data.layout else None)
 
 
 def some_relevance(p: int) -> np.ndarray:
     """Relevance classes with every kind: features 0, 4, 8, ... relevant, 1, 5, ... irrelevant,
     the others not judged."""
     return np.array([(1, 0, -1, -1)[j % 4] for j in range(p)])
+
+
+def some_direction(p: int) -> np.ndarray:
+    """Direction answers with every value: features 0, 3, ... raise, 1, 4, ... lower, the
+    others not known."""
+    return np.array([(1, -1, 0)[j % 3] for j in range(p)])
 
 
 def fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
@@ -118,7 +125,8 @@ def signal_direct(classes: np.ndarray, U: np.ndarray) -> np.ndarray:
 
 
 def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
-                      coupled: np.ndarray | None, relevance: np.ndarray | None = None) -> float:
+                      coupled: np.ndarray | None, relevance: np.ndarray | None = None,
+                      direction: np.ndarray | None = None) -> float:
     """The log posterior density of the shipped models written out directly (an independent
     formula): dense K with the known-coupling mask applied entrywise, the Student-t marginal
     of y by ``slogdet`` and ``solve``, the priors and the logistic answers term by term.
@@ -127,7 +135,10 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     With ``relevance`` (classes 1/0/-1) the relevance model: zeta is theta's last entry, the
     prior covariance ``tau2 diag(h) K diag(h)`` with h^2 = 1, 0.01 or s + (1 - s) 0.01,
     s = logistic(zeta + spread a_j) (a_j: :func:`signal_direct`), and zeta ~ N(logit(0.1),
-    1)."""
+    1).
+
+    With ``direction`` (signs 1/-1/0) beta's prior mean is ``delta s``, delta theta's last
+    entry: y's Student-t is centred at ``X delta s`` (X unscaled) and delta ~ N+(0, rms(y))."""
     from scipy.special import gammaln
 
     d, n = data.d, data.n
@@ -140,8 +151,9 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
         keep = np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
         K = np.where(keep, K, 0.0)
     X = data.X
+    r = data.y if direction is None else data.y - theta[-1] * (data.X @ direction)
     if relevance is not None:
-        zeta = theta[-1]
+        zeta = theta[-2] if direction is not None else theta[-1]
         s = 1.0 / (1.0 + np.exp(-(zeta + RELEVANCE.spread * signal_direct(relevance, U))))
         lam = np.where(relevance == 1, 1.0, np.where(relevance == 0, 0.01,
                                                      s + (1 - s) * 0.01))
@@ -149,7 +161,7 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     S = np.eye(n) + tau2 * X @ K @ X.T
     a, b = data.hyper.a_sigma, data.hyper.b_sigma
     a_star = a + n / 2
-    b_star = b + 0.5 * data.y @ np.linalg.solve(S, data.y)
+    b_star = b + 0.5 * r @ np.linalg.solve(S, r)
     value = (gammaln(a_star) - gammaln(a) - 0.5 * n * np.log(2 * np.pi * b)
              - 0.5 * np.linalg.slogdet(S)[1] - a_star * np.log(b_star / b))
     value += -0.5 * np.sum((gamma - 1.0) ** 2) / 0.5 ** 2
@@ -158,7 +170,9 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     if learned:
         value += -(data.hyper.a_tau + 1.0) * np.log(tau2) - data.hyper.b_tau / tau2
     if relevance is not None:
-        value += -0.5 * (theta[-1] - np.log(0.1 / 0.9)) ** 2
+        value += -0.5 * (zeta - np.log(0.1 / 0.9)) ** 2
+    if direction is not None:
+        value += -0.5 * theta[-1] ** 2 / np.mean(data.y**2)
     for (i, j), f in zip(data.pairs, data.f):
         z = xi - gamma @ (U[i] - U[j]) ** 2
         value += -np.log1p(np.exp(-z)) if f == 1 else -np.log1p(np.exp(z))

@@ -293,12 +293,16 @@ class GroupOracle:
         Group label of each feature (length p). A negative label means "no group": any pair
         with such a feature is answered "don't know", and the feature is irrelevant (every
         feature with a group is relevant).
+    beta
+        The true weights, if known (synthetic problems): then :meth:`weight_sign` says
+        which way each feature moves the outcome.
     """
 
-    def __init__(self, groups) -> None:
+    def __init__(self, groups, beta=None) -> None:
         self.groups = np.asarray(groups)
         if self.groups.ndim != 1:
             raise ElicitError("groups must be a 1-D array of one label per feature")
+        self.beta = None if beta is None else np.asarray(beta, dtype=float)
 
     def answer(self, i: int, j: int) -> Answer:
         p = len(self.groups)
@@ -313,6 +317,13 @@ class GroupOracle:
         """Relevant when feature ``k`` has a group (a non-negative label)."""
         _check_feature(k, len(self.groups))
         return Answer.RELEVANT if self.groups[k] >= 0 else Answer.IRRELEVANT
+
+    def weight_sign(self, k: int) -> int:
+        """The sign of feature ``k``'s true weight (+1, -1, 0), from ``beta``."""
+        if self.beta is None:
+            raise ElicitError("this oracle knows no weights: give GroupOracle(groups, beta=...)")
+        _check_feature(k, len(self.groups))
+        return int(np.sign(self.beta[k]))
 
 
 class SignOracle:
@@ -345,6 +356,11 @@ class SignOracle:
         """Relevant when feature ``k``'s weight is nonzero."""
         _check_feature(k, len(self.beta))
         return Answer.RELEVANT if self.groups[k] != 0 else Answer.IRRELEVANT
+
+    def weight_sign(self, k: int) -> int:
+        """The sign of feature ``k``'s weight (+1, -1, 0)."""
+        _check_feature(k, len(self.beta))
+        return int(self.groups[k])
 
 
 def _check_feature(k: int, p: int) -> None:

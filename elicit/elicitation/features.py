@@ -227,7 +227,7 @@ class FeatureScorer:
                 _, dvalue, kl_at = self._changes_at_map
             else:
                 mg = Marginal.from_data(data, fit.gamma, fit.tau2, K=self.scorer.marginal.K,
-                                        zeta=float(at[z]))
+                                        zeta=float(at[z]), delta=fit.delta)
                 _, dvalue, kl_at = self._changes(mg)
             # what depends on zeta with gamma and xi held: the marginal and zeta's prior
             prior = next(v for name, v, *_ in prior_terms(at, data) if name == "zeta")

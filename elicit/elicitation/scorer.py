@@ -60,14 +60,17 @@ Two modes:
 
 from __future__ import annotations
 
+from abc import ABC
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 from scipy.linalg import cho_solve
 
 from elicit.elicitation.quadrature import bald_gain
 from elicit.engines.base import Engine
+from elicit.errors import ElicitError
+from elicit.internal.registry import Registry
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import batched_refit, flops_per_eval
 from elicit.model.density import (
@@ -87,6 +90,85 @@ from elicit.model.variants import get_model
 
 if TYPE_CHECKING:
     from elicit.elicitation.utility import PairUtility
+
+
+# -- the registered utilities (here, below the kinds of question, which may register
+# their own) --------------------------------------------------------------------------------
+#: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)
+MODES: tuple[str, ...] = ("fast", "exact")
+#: the user-facing utility targets (``Elicitor(target=...)``, ``--utility-target``)
+TARGETS: tuple[str, ...] = ("predictive", "params")
+
+
+@dataclass(frozen=True)
+class Utility(ABC):
+    """A registered expected utility: what asking a candidate is expected to teach
+    (:mod:`elicit.elicitation.utility`, which re-exports it).
+
+    Subclass :class:`PairUtility` (questions about feature pairs, what an
+    :class:`~elicit.elicitation.elicitor.Elicitor` asks) or :class:`SampleUtility` (new
+    training samples), give the instance a unique ``name`` and register it
+    (:func:`register_utility`).
+
+    Attributes
+    ----------
+    name
+        The registry key; also accepted as ``Elicitor(utility=name)``.
+    target
+        What the gain is about (for example ``"predictive"`` or ``"params"``).
+    custom_stan_refusal
+        None when the utility works with a custom Stan file; otherwise the one-line error
+        that says why not and what to use instead (the fast screen and the parameter gain
+        use the shipped model's analytic Hessian).
+    """
+
+    name: str
+    target: str
+    custom_stan_refusal: str | None = None
+
+    #: what the candidates are: "pair questions", "feature questions" or "samples"
+    candidates: ClassVar[str] = ""
+
+
+
+_U = TypeVar("_U", bound=Utility)
+#: the registered utilities by name (a read-only mapping; add with :func:`register_utility`)
+UTILITIES: Registry[Utility] = Registry("utility")
+
+
+def register_utility(utility: _U) -> _U:
+    """Register ``utility`` under its name and return it.
+
+    Raises
+    ------
+    ElicitError
+        If it is not a :class:`Utility`, its name is empty, a mode name (``fast``,
+        ``exact``) or already registered.
+    """
+    if not isinstance(utility, Utility):
+        raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
+                          f"SampleUtility object, got {type(utility).__name__}")
+    if utility.name in MODES:
+        raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
+                          "a free name; register the utility under another name")
+    # add returns its argument, typed as the registry's item type
+    return cast(_U, UTILITIES.add(utility.name, utility))
+
+
+def unregister_utility(name: str) -> None:
+    """Remove the utility called ``name`` (a utility registered for a test, say)."""
+    UTILITIES.remove(name)
+
+
+def get_utility(name: str) -> Utility:
+    """The registered utility called ``name``.
+
+    Raises
+    ------
+    ElicitError
+        One line listing the registered names, if ``name`` is not one of them.
+    """
+    return UTILITIES.lookup(name)
 
 
 def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> np.ndarray:
@@ -330,7 +412,8 @@ class UtilityScorer:
     @staticmethod
     def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
         # the kernel recomputed from gamma, not fit.K: the results stay bit for bit as before
-        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta).predictive()
+        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta,
+                                  delta=fit_f.delta).predictive()
 
     # -- the parameter target --------------------------------------------------------------
     def param_gain(self, w: np.ndarray) -> np.ndarray:

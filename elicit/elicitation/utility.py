@@ -51,12 +51,12 @@ where the modes are described), that of feature questions by its
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -72,57 +72,30 @@ from elicit.elicitation.kinds import (
 from elicit.elicitation.quadrature import bald_gain  # noqa: F401  (re-exported)
 from elicit.elicitation.questions import NO_FEATURE, feature_rows  # noqa: F401
 from elicit.elicitation.scorer import (  # noqa: F401  (re-exported: the scoring pieces)
+    MODES,
+    TARGETS,
+    UTILITIES,
     Scores,
+    Utility,
     UtilityScorer,
     WarmNewton,
     _scalar_step,
     answer_probability,
+    get_utility,
     kl_gauss,
+    register_utility,
+    unregister_utility,
 )
 from elicit.errors import ElicitError
-from elicit.internal.registry import Registry
 from elicit.model.posterior import NIGPosterior
 from elicit.model.variants import PAPER, get_model
 
 if TYPE_CHECKING:
     from elicit.elicitation.features import FeatureScorer
 
-#: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)
-MODES: tuple[str, ...] = ("fast", "exact")
-#: the user-facing utility targets (``Elicitor(target=...)``, ``--utility-target``)
-TARGETS: tuple[str, ...] = ("predictive", "params")
 
 
 # -- the registered utilities ----------------------------------------------------------------
-@dataclass(frozen=True)
-class Utility(ABC):
-    """A registered expected utility: what asking a candidate is expected to teach.
-
-    Subclass :class:`PairUtility` (questions about feature pairs, what an
-    :class:`~elicit.elicitation.elicitor.Elicitor` asks) or :class:`SampleUtility` (new
-    training samples), give the instance a unique ``name`` and register it
-    (:func:`register_utility`).
-
-    Attributes
-    ----------
-    name
-        The registry key; also accepted as ``Elicitor(utility=name)``.
-    target
-        What the gain is about (for example ``"predictive"`` or ``"params"``).
-    custom_stan_refusal
-        None when the utility works with a custom Stan file; otherwise the one-line error
-        that says why not and what to use instead (the fast screen and the parameter gain
-        use the shipped model's analytic Hessian).
-    """
-
-    name: str
-    target: str
-    custom_stan_refusal: str | None = None
-
-    #: what the candidates are: "pair questions", "feature questions" or "samples"
-    candidates: ClassVar[str] = ""
-
-
 @dataclass(frozen=True)
 class PairUtility(Utility):
     """A utility of questions about feature pairs, scored at one MAP."""
@@ -288,46 +261,6 @@ class SampleGain(SampleUtility):
 
 _HESSIAN_NOTE = ("uses the shipped model's analytic Hessian, which a custom Stan file does "
                  "not have; ")
-_U = TypeVar("_U", bound=Utility)
-#: the registered utilities by name (a read-only mapping; add with :func:`register_utility`)
-UTILITIES: Registry[Utility] = Registry("utility")
-
-
-def register_utility(utility: _U) -> _U:
-    """Register ``utility`` under its name and return it.
-
-    Raises
-    ------
-    ElicitError
-        If it is not a :class:`Utility`, its name is empty, a mode name (``fast``,
-        ``exact``) or already registered.
-    """
-    if not isinstance(utility, Utility):
-        raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
-                          f"SampleUtility object, got {type(utility).__name__}")
-    if utility.name in MODES:
-        raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
-                          "a free name; register the utility under another name")
-    # add returns its argument, typed as the registry's item type
-    return cast(_U, UTILITIES.add(utility.name, utility))
-
-
-def unregister_utility(name: str) -> None:
-    """Remove the utility called ``name`` (a utility registered for a test, say)."""
-    UTILITIES.remove(name)
-
-
-def get_utility(name: str) -> Utility:
-    """The registered utility called ``name``.
-
-    Raises
-    ------
-    ElicitError
-        One line listing the registered names, if ``name`` is not one of them.
-    """
-    return UTILITIES.lookup(name)
-
-
 PREDICTIVE_FAST = register_utility(PredictiveFast(
     "predictive-fast", "predictive",
     "the fast utility screen " + _HESSIAN_NOTE

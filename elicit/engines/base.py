@@ -78,6 +78,8 @@ class Engine(ABC):
             # a start point of a model without zeta (e.g. the paper model's MAP): zeta
             # starts at its prior mean
             start = replace(start, zeta=data.initial_params().zeta)
+        if data.model.direction and start.delta is None:
+            start = replace(start, delta=data.initial_params().delta)
         warm = init if isinstance(init, MAPResult) else None
         res = self._fit(data, start, warm, hessian)
         mask = data.kernel_mask

@@ -21,7 +21,7 @@ from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.density import split_theta, theta_of, zeta_of
+from elicit.model.density import delta_of, split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 from elicit.model.variants import PAPER
@@ -325,7 +325,7 @@ class CmdStanEngine(StanProgramEngine):
             gamma=gamma, xi=xi, tau2=tau2, log_density=float(est["lp__"]),
             converged=bool(fit.converged), engine=self.name,
             n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
-            message=message, U=data.U, zeta=zeta_of(theta, data))
+            message=message, U=data.U, zeta=zeta_of(theta, data), delta=delta_of(theta, data))
 
 
 def _scale(data: ModelData) -> np.ndarray:

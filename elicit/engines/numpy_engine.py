@@ -19,6 +19,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import candidate_run, uses_local_model
 from elicit.model.density import (
     Marginal,
+    delta_of,
     hessian_base,
     log_density,
     lower_bounds,
@@ -276,6 +277,7 @@ class NumpyEngine(Engine):
                 checksum(H), self.gtol, self.max_newton, self.local_model,
                 # relevance is an array after ModelData.__post_init__
                 cast(np.ndarray, data.relevance).tobytes() if data.model.relevance else b"",
+                data.direction_signs.tobytes() if data.model.direction else b"",
                 self.cold_start)
 
     def _result(self, theta, value, data, converged, n_iter, message,
@@ -284,7 +286,8 @@ class NumpyEngine(Engine):
         return MAPResult(gamma=gamma.copy(), xi=xi, tau2=tau2, log_density=float(value),
                          converged=converged, engine=self.name, n_iter=n_iter,
                          message=message, warm_hessian=warm_hessian, U=data.U,
-                         zeta=zeta_of(theta, data), problem=problem_key(data))
+                         zeta=zeta_of(theta, data), problem=problem_key(data),
+                         delta=delta_of(theta, data))
 
     def _lbfgs(self, theta0: np.ndarray, data: ModelData, lb: np.ndarray) -> MAPResult:
         # Work in scaled coordinates so that xi (prior mean m, possibly in the thousands) and

@@ -27,7 +27,7 @@ from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.density import split_theta, theta_of, zeta_of
+from elicit.model.density import delta_of, split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
@@ -311,5 +311,5 @@ class PyStanEngine(StanProgramEngine):
             gamma=gamma, xi=xi, tau2=tau2, log_density=-float(fval), converged=converged,
             engine=self.name, n_iter=int(res.nit),
             message=f"L-BFGS-B on PyStan log_prob: {res.message}", U=data.U,
-            zeta=zeta_of(x, data),
+            zeta=zeta_of(x, data), delta=delta_of(x, data),
         )

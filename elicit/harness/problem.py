@@ -177,7 +177,8 @@ class ProblemsDir:
         if np.size(labels) != p:
             raise ElicitError(f"{path}: {'groups' if 'groups' in arrays else 'beta'} has "
                               f"{np.size(labels)} entries but X has {p} features")
-        expert: Expert = (GroupOracle(labels) if "groups" in arrays else SignOracle(labels))
+        expert: Expert = (GroupOracle(labels, arrays.get("beta")) if "groups" in arrays
+                          else SignOracle(labels))
         return RunProblem(arrays["X"], arrays["y"], arrays["U"], arrays["X_test"],
                           arrays["y_test"], expert, Hyper(variant="learned"),
                           extra={"file": Path(path).name})

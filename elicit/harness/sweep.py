@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.data.sources import file_sha256
-from elicit.elicitation.answers import ask, check_expert
+from elicit.elicitation.answers import check_expert
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import (
     PAPER_QUESTIONS,
@@ -188,8 +188,9 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             if _nothing_left(el, strategy):
                 break
             q = el.next_query(strategy, rng)
-            a = ask(problem.expert, q)
-            el.answer(q.i, q.j, a)
+            # through the kind, which says how its expert's method answers
+            a = get_kind(q.kind).ask(problem.expert, q)
+            el.answer(q.i, q.j, a, kind=q.kind)
             asked.append([q.i, q.j, a.value])
             kinds.append(q.kind)
             mse.append(problem.mse(el))

@@ -79,6 +79,11 @@ class BatchDensity:
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
         #: X = Q R when the marginals of ``data`` take the p x p form (else None)
         self.basis = data_basis(data)
+        #: m = X s of the prior mean delta s (the direction answers) in the working form
+        #: (``R s`` on the p x p form), or None
+        self.m = None
+        if data.model.direction:
+            self.m = (data.X if self.basis is None else self.basis.R) @ data.direction_signs
 
     def __call__(self, theta: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
@@ -124,9 +129,16 @@ class BatchDensity:
         S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
         logdet = 2.0 * np.sum(np.log(np.einsum("cii->ci", L)), axis=1)
         Sinv = np.linalg.inv(S)
-        alpha = np.einsum("cij,j->ci", Sinv, y)
         a_star = h.a_sigma + 0.5 * data.n
-        b_star = h.b_sigma + 0.5 * (rest + alpha @ y)
+        if self.m is None:
+            alpha = np.einsum("cij,j->ci", Sinv, y)
+            b_star = h.b_sigma + 0.5 * (rest + alpha @ y)
+        else:
+            # each row's residual y - delta_c m replaces y (module density, "A prior mean");
+            # y's part beside X's columns (rest) is the residual's too: X s lies in them
+            resid = y[None, :] - th[:, lay.index("delta")][:, None] * self.m[None, :]
+            alpha = np.einsum("cij,cj->ci", Sinv, resid)
+            b_star = h.b_sigma + 0.5 * (rest + np.einsum("ci,ci->c", alpha, resid))
         omega = a_star / b_star
         value = (gammaln(a_star) - gammaln(h.a_sigma)
                  - 0.5 * data.n * np.log(2 * np.pi * h.b_sigma)
@@ -149,6 +161,8 @@ class BatchDensity:
             unasked = cast(np.ndarray, data.relevance) < 0
             grad[:, lay.index("zeta")] = tau2 * np.einsum(
                 "cj,cj->c", np.where(unasked, dlam / lam_u, 0.0), r)
+        if self.m is not None:
+            grad[:, lay.index("delta")] = omega * (alpha @ self.m)
         for name, v, g, _ in prior_terms(th, data):
             value += v
             grad[:, lay.at(name)] += g

@@ -7,7 +7,7 @@ threshold prior and the feedback link through :mod:`elicit.model.terms`, the cou
 the kernel as ``data.kernel_mask``, the per-feature scales h of the relevance model from its
 covariance; tests check the density against Stan through PyStan.
 
-The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2][, zeta])``
+The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])``
 (:mod:`elicit.model.layout`). With
 ``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
 ``b* = b_sigma + y' alpha / 2``, the marginal multivariate Student-t likelihood of y
@@ -43,6 +43,16 @@ with ``g_j = d log h_j / d zeta`` (0 for the judged features), ``G_d = diag(g)``
                            = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (R U)_il)
                                     + sum_j u_jl^2 (R g)_j),
     tr(G B_{tau2, zeta})   = (d/dzeta log p(y)) / tau2.
+
+**A prior mean** (the direction answers, :mod:`elicit.model.direction`): with
+``beta ~ N(delta s, ...)`` the residual ``r = y - delta m``, ``m = X s`` (the data's X),
+replaces y above (``alpha = S^-1 r``, ``b* = b_sigma + r' alpha / 2``); nothing else moves,
+and the predictive mean at the training inputs is still ``y - alpha``. With
+``c = m' alpha``:
+
+    d/ddelta log p(y)            = omega c,
+    d^2/ddelta^2                 = omega c^2 / b* - omega m' S^-1 m,
+    d^2/ddelta dtheta_a          = omega t_a c / (2 b*) - omega (S^-1 m)' B_a alpha.
 """
 
 from __future__ import annotations
@@ -79,33 +89,42 @@ def zeta_of(theta: np.ndarray, data: ModelData) -> float | None:
     return float(theta[lay.index("zeta")]) if "zeta" in lay else None
 
 
+def delta_of(theta: np.ndarray, data: ModelData) -> float | None:
+    """delta from a parameter vector (``None`` if the model has no direction mean)."""
+    lay = data.layout
+    return float(theta[lay.index("delta")]) if "delta" in lay else None
+
+
 def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
-               zeta: float | None = None) -> np.ndarray:
-    """The parameter vector of (gamma, xi, tau2[, zeta]) (tau2 left out unless it is
-    learned, zeta unless the model has it; a model with zeta needs it)."""
-    if zeta is None and "zeta" in data.layout:
-        raise ValueError(f"model {data.hyper.model!r} has the parameter zeta: pass zeta= "
-                         "(or use theta_of with a fit or Params)")
-    # zeta is None only when the layout has no zeta block (above), and join reads only the
-    # layout's blocks
+               zeta: float | None = None, delta: float | None = None) -> np.ndarray:
+    """The parameter vector of (gamma, xi, tau2[, zeta][, delta]) (tau2 left out unless it
+    is learned, zeta and delta unless the model has them; a model with them needs them)."""
+    for name, v in (("zeta", zeta), ("delta", delta)):
+        if v is None and name in data.layout:
+            raise ValueError(f"model {data.hyper.model!r} has the parameter {name}: pass "
+                             f"{name}= (or use theta_of with a fit or Params)")
+    # zeta and delta are None only when the layout has no such block (above), and join
+    # reads only the layout's blocks
     return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2,
-                             "zeta": cast(float, zeta)})
+                             "zeta": cast(float, zeta), "delta": cast(float, delta)})
 
 
 def theta_of(point, data: ModelData) -> np.ndarray:
     """The parameter vector of a fit (:class:`~elicit.model.result.MAPResult`) or a
-    :class:`~elicit.model.spec.Params` point for ``data``'s layout (a point without zeta, for
-    a model with zeta, gets zeta's prior mean: :meth:`ModelData.initial_params`)."""
-    zeta = getattr(point, "zeta", None)
-    if zeta is None and "zeta" in data.layout:
-        zeta = data.initial_params().zeta
-    return join_theta(point.gamma, point.xi, point.tau2, data, zeta)
+    :class:`~elicit.model.spec.Params` point for ``data``'s layout (a point without zeta or
+    delta, for a model with them, gets their start: :meth:`ModelData.initial_params`)."""
+    zeta, delta = getattr(point, "zeta", None), getattr(point, "delta", None)
+    if (zeta is None and "zeta" in data.layout) or (delta is None and "delta" in data.layout):
+        start = data.initial_params()
+        zeta = start.zeta if zeta is None else zeta
+        delta = start.delta if delta is None else delta
+    return join_theta(point.gamma, point.xi, point.tau2, data, zeta, delta)
 
 
 def params_of(theta: np.ndarray, data: ModelData) -> Params:
     """The :class:`~elicit.model.spec.Params` of a parameter vector."""
     gamma, xi, tau2 = split_theta(theta, data)
-    return Params(gamma, xi, tau2, zeta_of(theta, data))
+    return Params(gamma, xi, tau2, zeta_of(theta, data), delta_of(theta, data))
 
 
 def lower_bounds(data: ModelData) -> np.ndarray:
@@ -124,6 +143,15 @@ def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
     # makes relevance an array
     cov = cast(ScaledCovariance, data.model.covariance)
     return cov.scales(cast(np.ndarray, data.relevance), zeta, data.relevance_signal)
+
+
+def data_mean(data: ModelData, delta: float | None) -> tuple[np.ndarray, float] | None:
+    """The prior mean ``(s, delta)`` of ``data``'s model at ``delta`` (``None``: none)."""
+    if not data.model.direction:
+        return None
+    if delta is None:
+        raise ValueError(f"model {data.hyper.model!r} has a direction mean: pass delta")
+    return data.direction_signs, float(delta)
 
 
 class Marginal:
@@ -152,13 +180,21 @@ class Marginal:
     :attr:`X`, :attr:`alpha`, :attr:`Sinv`, :attr:`B`, :attr:`XK` and :attr:`G` are p x p or
     p long, the value and its derivatives equal the n x n form's, and what lives at the n
     training inputs comes back through :meth:`lift` and :attr:`sinv_diag`.
+
+    With a prior ``mean = (s, delta)`` of beta (``delta s``: the direction answers) the
+    residual :attr:`r` ``= y - delta X s`` takes y's place (module docstring); on the p x p
+    form ``m = R s = Q' X s``, and y's part beside X's columns is r's too (X s lies in them).
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
                  tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
                  coupled: np.ndarray | None = None, scales: Scales | None = None,
-                 structured: bool | None = None, tall: bool | None = None):
+                 structured: bool | None = None, tall: bool | None = None,
+                 mean: tuple[np.ndarray, float] | None = None):
         self.X_data = X
+        #: the prior mean's signs s and magnitude delta (None: no prior mean)
+        self.s: np.ndarray | None = None if mean is None else mean[0]
+        self.delta: float | None = None if mean is None else float(mean[1])
         self.scales = scales
         #: zeta of the scales, when :meth:`from_data` built them (else None)
         self.zeta: float | None = None
@@ -188,6 +224,10 @@ class Marginal:
             X = self.basis.R
             y, self._rest = self.basis.reduce(y)
         self._W, self._z = X, y          # the working design (without scales) and target
+        #: ``m = X s`` in the working form (``R s`` on the p x p form; None: no prior mean)
+        self.m: np.ndarray | None = None if self.s is None else X @ self.s
+        #: the residual of the prior mean, y - delta m (y itself without a prior mean)
+        self.r = y if self.m is None else y - cast(float, self.delta) * self.m
         self.X = X if scales is None else X * scales.h
         X = self.X
         m = X.shape[0]
@@ -206,9 +246,9 @@ class Marginal:
         self.L = np.linalg.cholesky(S)
         self.Linv = _lower_inverse(self.L)
         self.Sinv = self.Linv.T @ self.Linv
-        self.alpha = self.Sinv @ y
+        self.alpha = self.Sinv @ self.r
         self.a_star = self.a_sigma + 0.5 * n
-        self.b_star = self.b_sigma + 0.5 * (self._rest + float(y @ self.alpha))
+        self.b_star = self.b_sigma + 0.5 * (self._rest + float(self.r @ self.alpha))
         self.omega = self.a_star / self.b_star
         self._dir_cache: dict = {}
 
@@ -282,17 +322,19 @@ class Marginal:
 
     @classmethod
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
-                  K: np.ndarray | None = None, zeta: float | None = None) -> Marginal:
-        """The marginal of ``data`` at (gamma, tau2[, zeta]); ``K`` the kernel at gamma if
-        the caller has it. A model with zeta needs it (see also :meth:`at`, :meth:`of_fit`).
-        A point computed lately is served from :data:`marginal_cache`."""
-        key = marginal_cache.key(data, gamma, tau2, zeta)
+                  K: np.ndarray | None = None, zeta: float | None = None,
+                  delta: float | None = None) -> Marginal:
+        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]); ``K`` the kernel at
+        gamma if the caller has it. A model with zeta or delta needs it (see also :meth:`at`,
+        :meth:`of_fit`). A point computed lately is served from :data:`marginal_cache`."""
+        key = marginal_cache.key(data, gamma, tau2, zeta, delta)
         hit = marginal_cache.lookup(data, gamma, tau2, zeta, key=key)
         if hit is not None and type(hit) is cls:
             return hit
         h = data.hyper
         mg = cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
-                 coupled=data.kernel_mask, scales=data_scales(data, zeta))
+                 coupled=data.kernel_mask, scales=data_scales(data, zeta),
+                 mean=data_mean(data, delta))
         # scales only when zeta was given (data_scales raises otherwise)
         mg.zeta = None if mg.scales is None else float(cast(float, zeta))
         marginal_cache.remember(data, mg, key=key)
@@ -302,21 +344,22 @@ class Marginal:
     def at(cls, theta: np.ndarray, data: ModelData, K: np.ndarray | None = None) -> Marginal:
         """The marginal of ``data`` at the parameter vector ``theta``."""
         gamma, _, tau2 = split_theta(theta, data)
-        return cls.from_data(data, gamma, tau2, K=K, zeta=zeta_of(theta, data))
+        return cls.from_data(data, gamma, tau2, K=K, zeta=zeta_of(theta, data),
+                             delta=delta_of(theta, data))
 
     @classmethod
     def of_fit(cls, data: ModelData, fit) -> Marginal:
         """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`: its
         gamma, tau2, zeta and kernel K)."""
-        zeta = getattr(fit, "zeta", None)
+        zeta, delta = getattr(fit, "zeta", None), getattr(fit, "delta", None)
         if marginal_cache.entries_for(data) and "K" not in fit.__dict__:
             # a cached marginal saves building the kernel that fit.K would build
-            hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta)
+            hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta, delta)
             if hit is not None and type(hit) is cls:
                 return hit
         # the structured path never needs the p x p kernel: build it only for the dense one
         K = fit.K if "K" in fit.__dict__ or not takes_structure(data) else None
-        return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta)
+        return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta, delta=delta)
 
     def lift(self, V: np.ndarray) -> np.ndarray:
         """At the n training inputs, a vector (or columns) of the working form: V itself, or
@@ -422,6 +465,18 @@ class Marginal:
         if sc is None or not sc.unasked.any():
             return 0.0
         return float(2.0 * self.tau2 * (sc.dlog_h @ self._r))
+
+    def grad_delta(self) -> float:
+        """d value / d delta (0.0 without a prior mean): ``omega m' alpha``."""
+        return 0.0 if self.m is None else float(self.omega * (self.m @ self.alpha))
+
+    def _delta_hessian(self, V: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+        """The Hessian's delta row over the directions a (``V = B_a alpha``, ``t = alpha'
+        B_a alpha``) and its (delta, delta) entry (module docstring)."""
+        m = cast(np.ndarray, self.m)
+        c, Sm, w = float(m @ self.alpha), self.Sinv @ m, self.omega
+        return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
+            - w * float(m @ Sm)
 
     @property
     def n_dirs(self) -> int:
@@ -569,6 +624,9 @@ class Marginal:
             V.append((self.B @ self.alpha / t)[:, None])
         if sc is not None:
             V.append((t * X @ (sc.dlog_h * Kz + KM[:, -1]))[:, None])
+        if self.m is not None:
+            # d(y - alpha)/d delta = S^-1 m
+            V.append(self.m[:, None])
         return self.lift(self.Sinv @ np.hstack(V))
 
     def predictive_jacobian(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -582,6 +640,11 @@ class Marginal:
         else:
             dg = self.basis.rows_diag(self.Sinv @ C).T
         Jv = c * (-0.5 * t)[None, :] * (2.0 - self.sinv_diag)[:, None] + c * self.b_star * dg
+        if self.m is not None:
+            # delta moves the mean by S^-1 m and b* by -m' alpha, not S
+            Jm = np.hstack([Jm, self.lift((self.Sinv @ self.m)[:, None])])
+            Jv = np.hstack([Jv, (-c * float(self.m @ self.alpha))
+                            * (2.0 - self.sinv_diag)[:, None]])
         return Jm, Jv
 
     def hessian(self, learned: bool) -> np.ndarray:
@@ -626,7 +689,11 @@ class Marginal:
                 H[d, z] += gz
                 H[z, d] += gz
             H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h @ r + g @ Rg)
-        return 0.5 * (H + H.T)
+        H = 0.5 * (H + H.T)
+        if self.m is not None:
+            row, corner = self._delta_hessian(V, t)
+            H = np.block([[H, row[:, None]], [row[None, :], np.array([[corner]])]])
+        return H
 
     def _second_structured(self) -> np.ndarray:
         """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` on the structured path: the block on A as the
@@ -710,7 +777,7 @@ class Marginal:
         alpha = self.alpha[:, None] - (Sx * c1 + Sv * c2)
         Sx, Sv = self.lift(Sx), self.lift(Sv)
         diag = self.sinv_diag[:, None] - (Sx**2 * C11 + 2.0 * Sx * Sv * C12 + Sv**2 * C22)
-        b_star = self.b_sigma + 0.5 * (self._rest + self._z @ alpha)
+        b_star = self.b_sigma + 0.5 * (self._rest + self.r @ alpha)
         mean = self.lift(self._z[:, None] - alpha)
         var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)
         dvalue = -0.5 * np.log(det) - self.a_star * np.log(b_star / self.b_star)
@@ -868,8 +935,9 @@ class MarginalCache:
         self._cache = LRUCache(self.size)
 
     @staticmethod
-    def key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None) -> tuple:
-        """The key of ``data``'s marginal at (gamma, tau2[, zeta])."""
+    def key(data: ModelData, gamma: np.ndarray, tau2: float, zeta: float | None,
+            delta: float | None = None) -> tuple:
+        """The key of ``data``'s marginal at (gamma, tau2[, zeta][, delta])."""
         h = data.hyper
         mask = data.kernel_mask
         key: tuple = (arrays_key(data.X, data.y, data.U), float(h.a_sigma),
@@ -880,6 +948,9 @@ class MarginalCache:
             # ModelData.__post_init__
             key += (h.model, float(cast(float, zeta)),
                     cast(np.ndarray, data.relevance).tobytes())
+        if data.model.direction:
+            # the signs read the relevance classes too (a relevant feature's neighbours)
+            key += (h.model, float(cast(float, delta)), data.direction_signs.tobytes())
         return key
 
     def entries_for(self, data: ModelData) -> int:
@@ -909,18 +980,24 @@ class MarginalCache:
                 return  # a marginal of other scales
         elif mg.scales is not None:
             return
+        if data.model.direction:
+            if mg.s is None or not np.array_equal(mg.s, data.direction_signs):
+                return  # a marginal of another prior mean
+        elif mg.s is not None:
+            return
         if key is None:
-            key = self.key(data, mg.gamma, mg.tau2, mg.zeta)
+            key = self.key(data, mg.gamma, mg.tau2, mg.zeta, mg.delta)
         self._cache.put(key, mg, pin=(data.X, data.y, data.U), limit=keep)
 
     def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float,
-               zeta: float | None = None, key: tuple | None = None) -> Marginal | None:
-        """The marginal of ``data`` at (gamma, tau2[, zeta]) if it is stored, else None
-        (``key``: its :meth:`key`, if the caller has it)."""
+               zeta: float | None = None, delta: float | None = None,
+               key: tuple | None = None) -> Marginal | None:
+        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]) if it is stored, else
+        None (``key``: its :meth:`key`, if the caller has it)."""
         if self.entries_for(data) == 0:
             return None
         if key is None:
-            key = self.key(data, gamma, tau2, zeta)
+            key = self.key(data, gamma, tau2, zeta, delta)
         return self._cache.get(key, refresh=True)
 
     def clear(self) -> None:
@@ -951,7 +1028,8 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
     zeta = zeta_of(theta, data)
     learned = data.hyper.variant == "learned"
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
-    mg = marginal if marginal is not None else Marginal.from_data(data, gamma, tau2, zeta=zeta)
+    mg = marginal if marginal is not None else Marginal.from_data(
+        data, gamma, tau2, zeta=zeta, delta=delta_of(theta, data))
     y_val, g_gamma = mg.value, mg.grad_gamma()
     g_tau2 = mg.grad_tau2() if learned else 0.0
     g_zeta = mg.grad_zeta() if zeta is not None else 0.0
@@ -961,6 +1039,8 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
         grad[lay.index("tau2")] += g_tau2
     if zeta is not None:
         grad[lay.index("zeta")] += g_zeta
+    if "delta" in lay:
+        grad[lay.index("delta")] += mg.grad_delta()
     return y_val + val, grad
 
 

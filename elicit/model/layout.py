@@ -2,15 +2,17 @@
 
 Every engine and every numpy code path works on one flat vector
 
-    theta = (gamma_1..gamma_d, xi[, tau2][, zeta])
+    theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])
 
 (tau2 only when it is learned; zeta, the logit of the share of relevant features among the
 unjudged ones, only in a model whose covariance scales the features:
-:mod:`elicit.model.covariance`). :class:`ParamLayout` names its blocks, where each one sits,
-its lower bound (zeta is unbounded: ``-inf``) and its name in the Stan program, so that code
-reads ``theta[lay["gamma"]]`` instead of ``theta[:d]``. Which blocks a fit has is said by the
-parts of its model (:mod:`elicit.model.stan_data`); a new block is one new :class:`Block` in
-:data:`BLOCKS`, named by the part that adds it, plus the code that uses it.
+:mod:`elicit.model.covariance`; delta, the magnitude of the prior mean of the direction
+answers, only in a model with them: :mod:`elicit.model.direction`). :class:`ParamLayout`
+names its blocks, where each one sits, its lower bound (zeta is unbounded: ``-inf``) and
+its name in the Stan program, so that code reads ``theta[lay["gamma"]]`` instead of
+``theta[:d]``. Which blocks a fit has is said by the parts of its model
+(:mod:`elicit.model.stan_data`); a new block is one new :class:`Block` in :data:`BLOCKS`,
+named by the part that adds it, plus the code that uses it.
 """
 
 from __future__ import annotations
@@ -131,9 +133,9 @@ class ParamLayout:
         """Positions of the parameters the marginal likelihood of y depends on, in the order
         of :class:`~elicit.model.density.Marginal`'s derivatives (its Hessian, its
         ``directions`` and ``predictive_jacobian``): gamma, then tau2 if it is learned, then
-        zeta if the model has it."""
+        zeta if the model has it, then delta if the model has it."""
         idx = list(range(self.size))[self["gamma"]]
-        for name in ("tau2", "zeta"):
+        for name in ("tau2", "zeta", "delta"):
             if name in self:
                 idx.append(self.index(name))
         return np.array(idx, dtype=int)
@@ -148,7 +150,8 @@ class ParamLayout:
 BLOCKS = {b.name: b for b in (Block("gamma", "gamma", 0, 0.0, vector=True),
                               Block("xi", "threshold", 1, 0.0),
                               Block("tau2", "tau", 1, TAU2_FLOOR),
-                              Block("zeta", "zeta", 1, -np.inf))}
+                              Block("zeta", "zeta", 1, -np.inf),
+                              Block("delta", "delta", 1, 0.0))}
 
 
 @lru_cache(maxsize=64)

@@ -18,12 +18,17 @@ With per-feature scales h (the relevance model, prior covariance ``tau2 diag(h) 
 the formulas hold for ``beta~ = beta / h`` with ``X diag(h)`` in place of X
 (:class:`~elicit.model.density.Marginal`), and map back: ``mu* = h o mu~*``,
 ``Sigma* = diag(h) Sigma~* diag(h)``.
+
+With a prior mean ``delta s`` of beta (the direction answers) the formulas hold for
+``beta - delta s`` with the residual ``y - delta X s`` in place of y (the marginal's
+``alpha``): ``mu*`` adds ``delta s`` back, Sigma* is unchanged.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -89,7 +94,9 @@ class NIGPosterior:
             mu = m.tau2 * (m.XK.T @ m.alpha)          # K X' alpha = (X K)' alpha, K symmetric
         else:
             mu = m.tau2 * (m.K @ (m.X.T @ m.alpha))
-        return mu if m.h is None else m.h * mu
+        if m.h is not None:
+            mu = m.h * mu
+        return mu if m.s is None else mu + cast(float, m.delta) * m.s
 
     @cached_property
     def Sigma(self) -> np.ndarray:

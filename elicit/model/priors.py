@@ -1,10 +1,13 @@
-"""The priors of (gamma, xi, tau2, zeta): each one's log density and its first two derivatives.
+"""The priors of (gamma, xi, tau2, zeta, delta): each one's log density and its first two
+derivatives.
 
 As in the paper's Stan code, ``gamma ~ N+(1, 0.5)`` (:data:`GAMMA_PRIOR`), the threshold
 ``xi ~ N+(m, c m)`` with the prior mean m set from the data and c from the model variant
 (:class:`ThresholdPrior`: c = 1/2 in the paper), and, when tau2 is learned,
 ``tau2 ~ InvGamma(a_tau, b_tau)``. The relevance model adds ``zeta ~ N(logit(pi0), 1)``
-(:data:`ZETA_PRIOR`). Constants are dropped (the normalisers, including that of the
+(:data:`ZETA_PRIOR`), a model with direction answers ``delta ~ N+(0, rms(y))``
+(:func:`elicit.model.direction.delta_prior_sd`). Constants are dropped (the normalisers,
+including that of the
 truncation at 0: gamma, xi and tau2 are bounded below by 0 anyway).
 
 Every method works on one value (a Python float, or a vector block summed over its entries)

@@ -18,7 +18,7 @@ from elicit.model.spec import Params
 
 @dataclass(frozen=True)
 class MAPResult:
-    """The MAP of (gamma, xi[, tau2][, zeta]) found by an engine; immutable.
+    """The MAP of (gamma, xi[, tau2][, zeta][, delta]) found by an engine; immutable.
 
     Attributes
     ----------
@@ -44,6 +44,9 @@ class MAPResult:
     zeta
         The relevance model's zeta at the MAP (the logit of the share of relevant features
         among the unjudged ones); ``None`` for the other models.
+    delta
+        The direction models' delta at the MAP (the magnitude of the prior mean ``delta s``
+        of beta); ``None`` for the other models.
     scales
         The relevance model's per-feature prior scales h = sqrt(lambda) at the MAP (the prior
         covariance of beta is ``sigma2 tau2 diag(h) K diag(h)``; :attr:`K` stays the prior
@@ -70,6 +73,7 @@ class MAPResult:
     zeta: float | None = None
     scales: np.ndarray | None = field(default=None, repr=False, compare=False)
     problem: tuple | None = field(default=None, repr=False, compare=False)
+    delta: float | None = None
 
     def __post_init__(self) -> None:
         # Read-only arrays: a result can be shared (the session's initial fit, a sweep's
@@ -81,8 +85,9 @@ class MAPResult:
             H = np.array(self.warm_hessian, dtype=float)
             H.setflags(write=False)
             object.__setattr__(self, "warm_hessian", H)
-        if self.zeta is not None:
-            object.__setattr__(self, "zeta", float(self.zeta))
+        for name in ("zeta", "delta"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, float(getattr(self, name)))
         if self.scales is not None:
             h = np.array(self.scales, dtype=float)
             h.setflags(write=False)
@@ -90,7 +95,7 @@ class MAPResult:
 
     @property
     def params(self) -> Params:
-        return Params(self.gamma, self.xi, self.tau2, self.zeta)
+        return Params(self.gamma, self.xi, self.tau2, self.zeta, self.delta)
 
     @cached_property
     def K(self) -> np.ndarray:

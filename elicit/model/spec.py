@@ -17,7 +17,8 @@ of the model's parts (:mod:`elicit.model.stan_data`, one dataclass per part: the
 
 Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
 xi) and, in the learned variant, ``tau`` (tau^2); the relevance model adds ``zeta``
-(unbounded): the Stan names of the blocks of theta (:mod:`elicit.model.layout`). As in the
+(unbounded) and a model with direction answers ``delta`` (``>= 0``): the Stan names of the
+blocks of theta (:mod:`elicit.model.layout`). As in the
 authors' Stan code the name ``tau`` holds the *variance* tau^2.
 """
 
@@ -38,6 +39,7 @@ from elicit.model.covariance import (
     ScaledCovariance,
     has_scales,
 )
+from elicit.model.direction import check_direction, delta_prior_sd
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
@@ -47,6 +49,10 @@ from elicit.model.tall import is_tall
 from elicit.model.variants import PAPER, ModelVariant, get_model
 
 Variant = Literal["fixed", "learned"]
+
+#: where a cold fit starts delta, relative to its prior sd (the Amazon and Yelp MAPs with
+#: direction answers lie at 0.05-0.1 of it)
+DELTA_START = 0.1
 
 
 def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
@@ -85,8 +91,8 @@ class Hyper:
         meta-features (raw word counts with d = 100 give gamma . w far above 20).
     model
         The named model (:data:`elicit.model.variants.MODELS`): ``"paper"`` (the default),
-        ``"tied-threshold"``, ``"known-coupling"``, ``"known-coupling-tied"`` or
-        ``"relevance"``.
+        ``"tied-threshold"``, ``"known-coupling"``, ``"known-coupling-tied"``,
+        ``"relevance"``, ``"direction"`` or ``"relevance-direction"``.
     """
 
     variant: Variant = "fixed"
@@ -122,13 +128,15 @@ class Hyper:
 @dataclass(frozen=True)
 class Params:
     """A point in parameter space; ``tau2`` is the fixed value in the fixed variant, ``zeta``
-    the relevance model's parameter (``None`` for the other models; a start point without it
-    starts zeta at its prior mean)."""
+    the relevance model's parameter and ``delta`` the direction models' (``None`` for the
+    other models; a start point without one starts it at its start value,
+    :meth:`ModelData.initial_params`)."""
 
     gamma: np.ndarray
     xi: float
     tau2: float
     zeta: float | None = None
+    delta: float | None = None
 
 
 @dataclass
@@ -146,6 +154,10 @@ class ModelData:
     0 irrelevant, -1 not asked or "don't know" (:data:`~elicit.model.covariance.RELEVANT`,
     ``IRRELEVANT``, ``UNASKED``); ``None`` (the default) is all -1. Only the relevance model
     reads it; :meth:`with_relevance` is a copy with other classes.
+
+    ``direction`` holds the expert's direction answers, one per feature: 1 raises, -1 lowers,
+    0 not asked or "don't know" (:mod:`elicit.model.direction`); ``None`` is all 0. Only a
+    model with a direction mean reads it; :meth:`with_direction` is a copy with others.
     """
 
     X: np.ndarray
@@ -156,6 +168,7 @@ class ModelData:
     f: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     coupled: np.ndarray | None = None
     relevance: np.ndarray | None = None
+    direction: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.X, self.y, self.U = validate_regression(self.X, self.y, self.U)
@@ -181,6 +194,7 @@ class ModelData:
             c.setflags(write=False)
             self.coupled = c
         self.relevance = check_relevance(self.relevance, p)
+        self.direction = check_direction(self.direction, p)
         if self.kernel_mask is not None or self.model.relevance:
             # a coupled set or feature scales keep the dense path (model.density.Marginal)
             check_size(self.n, p, self.d)
@@ -256,6 +270,25 @@ class ModelData:
         new.relevance = check_relevance(classes, self.p)
         return new
 
+    def with_direction(self, answers: np.ndarray) -> ModelData:
+        """A copy with other direction answers (1 raises, -1 lowers, 0 not known; the rest
+        is shared, not copied)."""
+        new = object.__new__(ModelData)
+        new.__dict__.update(self.__dict__)
+        new.direction = check_direction(answers, self.p)
+        return new
+
+    @property
+    def direction_signs(self) -> np.ndarray:
+        """s of the prior mean ``delta s`` (:mod:`elicit.model.direction`): the answers, all
+        zeros for a model without direction answers."""
+        return cast(np.ndarray, self.direction) if self.model.direction else np.zeros(self.p)
+
+    @property
+    def delta_sd(self) -> float:
+        """The prior sd of delta (:func:`~elicit.model.direction.delta_prior_sd` of y)."""
+        return delta_prior_sd(self.y)
+
     @property
     def relevance_signal(self) -> np.ndarray:
         """What the relevance answers say about each feature's neighbours in meta-feature
@@ -277,7 +310,9 @@ class ModelData:
         h = self.hyper
         tau2 = h.tau2 if h.variant == "fixed" else h.b_tau / (h.a_tau + 1.0)
         zeta = ZETA_PRIOR.mean if self.model.relevance else None
-        return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2, zeta)
+        # delta inside its bound (Stan's engines start from log delta)
+        delta = DELTA_START * self.delta_sd if self.model.direction else None
+        return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2, zeta, delta)
 
     def to_stan(self) -> dict:
         """The data of the model's Stan program by name: the composition of the data of

@@ -275,9 +275,38 @@ class RelevanceData(StanPart):
         return has_scales(model.covariance)
 
 
+@dataclass(frozen=True)
+class DirectionData(StanPart):
+    """The direction answers' prior mean ``delta s`` of beta (:mod:`elicit.model.direction`):
+    the signs s and the prior sd of the parameter delta."""
+
+    params: ClassVar[tuple[str, ...]] = ("delta",)
+
+    has_direction: int = stan_field("int<lower=0, upper=1>",
+                                    "1: beta has the prior mean delta s (parameter delta)",
+                                    flag=True)
+    direction_signs: np.ndarray = stan_field(
+        "vector[has_direction ? M : 0]",
+        "s: +1 raises, -1 lowers, 0 not known")
+    delta_prior_sd: np.ndarray = stan_field("array[has_direction] real<lower=0>",
+                                            "delta ~ N+(0, delta_prior_sd)", scalar=True)
+
+    @classmethod
+    def of(cls, data: ModelData) -> DirectionData:
+        if not cls.uses(data.model, data.hyper.variant == "learned"):
+            return cls(has_direction=0, direction_signs=_array([]), delta_prior_sd=_array([]))
+        return cls(has_direction=1, direction_signs=np.array(data.direction_signs, dtype=float),
+                   delta_prior_sd=_array([data.delta_sd]))
+
+    @classmethod
+    def uses(cls, model: ModelVariant, learned: bool) -> bool:
+        return model.direction
+
+
 #: the parts of the shipped program ``stan/elicit.stan``, in its data block's order
 SHIPPED_PARTS: tuple[type[StanPart], ...] = (RegressionData, AnswersData, ThresholdData,
-                                             TauData, CouplingData, RelevanceData)
+                                             TauData, CouplingData, RelevanceData,
+                                             DirectionData)
 
 
 @dataclass(frozen=True)

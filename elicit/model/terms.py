@@ -41,14 +41,16 @@ def block(theta: np.ndarray, lay: ParamLayout, name: str):
 def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, Any, Any]]:
     """The log prior of each block of theta: ``(name, value, gradient, curvature)``.
 
-    In the layout's order (gamma, xi, tau2, zeta); the value of the vector block gamma is summed
-    over its entries; the curvature (the diagonal of the prior's Hessian) is per entry.
+    In the layout's order (gamma, xi, tau2, zeta, delta); the value of the vector block gamma
+    is summed over its entries; the curvature (the diagonal of the prior's Hessian) is per entry.
     Callers add the values in this order, as the log density always has.
     """
     lay, h = data.layout, data.hyper
     priors: dict[str, HalfNormal | Normal | InvGamma] = {
         "gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
         "tau2": InvGamma(h.a_tau, h.b_tau), "zeta": ZETA_PRIOR}
+    if "delta" in lay:
+        priors["delta"] = HalfNormal(0.0, data.delta_sd)
     for b in lay.blocks:
         yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))
 

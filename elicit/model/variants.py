@@ -29,17 +29,23 @@ supplies the three parts that may change, each an object:
   the unasked one.
 * **the feedback link** (:mod:`elicit.model.link`): ``f ~ Bernoulli(logistic(xi - gamma . w))``
   in the paper.
+* **the prior mean** of beta (:mod:`elicit.model.direction`): 0 in the paper; ``delta s``
+  with the expert's direction answers s (raises / lowers) and a learned magnitude delta in
+  the *direction* models (:data:`~elicit.model.direction.DIRECTION`). The answers are data
+  (:attr:`~elicit.model.spec.ModelData.direction`).
 
-The parameter vector has the layout ``(gamma, xi[, tau2][, zeta])``
-(:mod:`elicit.model.layout`; zeta only when the covariance scales the features), so every
+The parameter vector has the layout ``(gamma, xi[, tau2][, zeta][, delta])``
+(:mod:`elicit.model.layout`; zeta only when the covariance scales the features, delta only
+with a direction mean), so every
 numpy code path (the density, batched refits, the utility screen, the Hessian) reads the
 variant's objects and serves any variant unchanged.
 
 The Stan program (:class:`StanProgram`) states a variant for the Stan engines: the shipped
 program ``stan/elicit.stan`` (:data:`SHIPPED_PROGRAM`) states every variant with the logistic
-link, a :class:`~elicit.model.priors.ThresholdPrior` and the full, known-coupling or relevance
-covariance, taking what they change as data (the parts of :mod:`elicit.model.stan_data`: the
-prior sd of xi, the coupled set J, the relevance classes). A variant may ship a program of its
+link, a :class:`~elicit.model.priors.ThresholdPrior`, the full, known-coupling or relevance
+covariance and a zero or direction mean, taking what they change as data (the parts of
+:mod:`elicit.model.stan_data`: the prior sd of xi, the coupled set J, the relevance classes,
+the direction signs). A variant may ship a program of its
 own instead (``StanProgram(path, parts)``), whose data are the parts it lists. A variant
 without a program (``program=None``, the default) runs on the numpy engine, or on a Stan
 engine given a ``stan_file`` of one's own.
@@ -65,6 +71,7 @@ from elicit.model.covariance import (
     RelevanceScales,
     has_scales,
 )
+from elicit.model.direction import DIRECTION, DirectionMean
 from elicit.model.link import LOGISTIC, Link, Logistic
 from elicit.model.priors import PAPER_THRESHOLD, ThresholdPrior
 from elicit.model.stan_data import SHIPPED_PARTS, StanPart, part_fields
@@ -128,6 +135,10 @@ class ModelVariant:
         Which features K couples (:mod:`elicit.model.covariance`).
     link
         How an answer depends on ``z = xi - gamma . w`` (:mod:`elicit.model.link`).
+    prior_mean
+        The prior mean of beta: ``None`` (zero, the paper's) or a
+        :class:`~elicit.model.direction.DirectionMean` (``delta s`` from the direction
+        answers; the model has the parameter delta and reads ``ModelData.direction``).
     program
         The Stan program that states this variant (:class:`StanProgram`): the shipped one
         (:data:`SHIPPED_PROGRAM`, which states any variant with the logistic link, a
@@ -142,6 +153,7 @@ class ModelVariant:
     covariance: Covariance = field(default=FULL)
     link: Link = field(default=LOGISTIC, compare=False)
     program: StanProgram | None = None
+    prior_mean: DirectionMean | None = None
 
     @property
     def threshold_sd(self) -> float:
@@ -158,6 +170,12 @@ class ModelVariant:
         """Whether the covariance scales the features by their relevance classes (the
         model has the parameter zeta and reads ``ModelData.relevance``)."""
         return has_scales(self.covariance)
+
+    @property
+    def direction(self) -> bool:
+        """Whether beta has the prior mean ``delta s`` of the direction answers (the model
+        has the parameter delta and reads ``ModelData.direction``)."""
+        return self.prior_mean is not None
 
     @property
     def parts(self) -> tuple[type[StanPart], ...]:
@@ -182,6 +200,8 @@ class ModelVariant:
                 data.append("coupled = J")
             if self.relevance:
                 data.append("the relevance classes; parameter zeta")
+            if self.direction:
+                data.append("the direction signs; parameter delta")
             where = prog.name + (f" (data: {', '.join(data)})" if data else "")
         else:
             where = f"{prog.name} (its own program)"
@@ -191,6 +211,10 @@ class ModelVariant:
 PAPER = "paper"
 #: the name of the relevance model
 RELEVANCE_MODEL = "relevance"
+#: the names of the models with direction answers: alone, and with relevance answers (the
+#: model of sweeps that ask every kind of question)
+DIRECTION_MODEL = "direction"
+RELEVANCE_DIRECTION_MODEL = "relevance-direction"
 
 _SHIPPED = (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "
@@ -208,6 +232,12 @@ _SHIPPED = (
                  f"irrelevant ones {RELEVANCE.irrelevant_scale:g}, the others a scale learned "
                  "from the data (zeta: the share of relevant features among them)",
                  covariance=RELEVANCE, program=SHIPPED_PROGRAM),
+    ModelVariant(DIRECTION_MODEL, "the paper's model with the prior mean delta s of beta: "
+                 "s the expert's direction answers (+1 raises, -1 lowers), delta >= 0 learned",
+                 prior_mean=DIRECTION, program=SHIPPED_PROGRAM),
+    ModelVariant(RELEVANCE_DIRECTION_MODEL, "the relevance model with the prior mean delta s "
+                 "of the direction answers", covariance=RELEVANCE, prior_mean=DIRECTION,
+                 program=SHIPPED_PROGRAM),
 )
 #: the registered model variants by name (a read-only mapping; add with :func:`register_model`)
 MODELS: Registry[ModelVariant] = Registry("model", " (`elicit models` describes them)")
@@ -243,6 +273,9 @@ def _check(variant: ModelVariant) -> None:
                                                                   None)):
         raise ElicitError(f"model {variant.name!r}: a covariance with has_scales needs a "
                           "scales(classes, zeta) method (elicit.model.covariance)")
+    if variant.prior_mean is not None and not isinstance(variant.prior_mean, DirectionMean):
+        raise ElicitError(f"model {variant.name!r}: prior_mean must be None or a "
+                          "DirectionMean (elicit.model.direction)")
     prog = variant.program
     if prog is None:
         return

@@ -143,6 +143,12 @@ class LassoExpert:
             raise ElicitError(f"feature index out of range 0..{self.p - 1}: {k}")
         return Answer.RELEVANT if self.signs_[int(k)] != 0 else Answer.IRRELEVANT
 
+    def weight_sign(self, k: int) -> int:
+        """The sign of feature ``k``'s coefficient (+1, -1, 0)."""
+        if not (0 <= int(k) < self.p):
+            raise ElicitError(f"feature index out of range 0..{self.p - 1}: {k}")
+        return int(self.signs_[int(k)])
+
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
         nz = np.flatnonzero(self.signs_)

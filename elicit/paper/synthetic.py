@@ -49,7 +49,7 @@ def synthetic_problem(seed: int, run: int, n_train: int = 20, irrelevant: int = 
     if pool == "paper" and np.any(sd.groups < 0):
         relevant = np.flatnonzero(sd.groups >= 0)
         candidates = relevant[all_pairs(len(relevant))]
-    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
+    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups, sd.beta),
                       Hyper(variant="learned"), candidates=candidates,
                       extra={"K_opt": sd.K_opt, "beta": sd.beta})
 

@@ -77,7 +77,8 @@ def test_a_registered_kind_is_a_question_of_the_command_line(tmp_path, capsys):
         assert main(["synthetic", "--runs", "1", "--rounds", "1", "--questions", "all",
                      "--engine", "numpy", "--out", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
-        assert err == (f"elicit: error: questions='pairs,relevance,{toykind.NAME}' asks sign "
+        assert err == (f"elicit: error: questions='pairs,relevance,direction,{toykind.NAME}' "
+                       "asks sign "
                        "questions, and the expert (GroupOracle) has no sign(k) method to "
                        "answer them; ask other questions or use an expert with sign(k)")
         assert not list((tmp_path / "o").rglob("run000.json"))

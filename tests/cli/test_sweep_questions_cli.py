@@ -40,7 +40,8 @@ def _capture(monkeypatch, module, name: str) -> list:
     # a list of kinds in any order, or all: recorded as older sweeps wrote it ("both")
     (["--questions", "relevance,pairs"], dict(questions="both", pool="open", model="relevance")),
     (["--questions", "pairs, relevance"], dict(questions="both", model="relevance")),
-    (["--questions", "all"], dict(questions="both", model="relevance")),
+    (["--questions", "all"], dict(questions="pairs,relevance,direction",
+                                  model="relevance-direction")),
 ])
 def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path):
     seen = _capture(monkeypatch, elicit.paper.synthetic, "run_synthetic")
@@ -96,8 +97,9 @@ def test_mixed_option_mistakes_are_one_line(argv, message, tmp_path, capsys):
 @pytest.mark.parametrize("argv,says", [
     (["--pool", "best"], "invalid choice"),
     (["--questions", "features"], "argument --questions: unknown question kind 'features' in "
-                                  "questions='features'; name kinds from pairs, relevance "
-                                  "(comma-separated), or all, or both (= pairs,relevance)"),
+                                  "questions='features'; name kinds from pairs, relevance, "
+                                  "direction (comma-separated), or all, or both "
+                                  "(= pairs,relevance)"),
     (["--questions", "pairs,directions"], "unknown question kind 'directions' in "
                                           "questions='pairs,directions'"),
     (["--questions", "pairs,relevance,pairs"], "argument --questions: question kind 'pairs' "

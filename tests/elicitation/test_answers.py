@@ -16,7 +16,7 @@ from elicit.elicitation.answers import (
     ask,
     check_expert,
 )
-from elicit.elicitation.kinds import kind_for
+from elicit.elicitation.kinds import BEFORE_KINDS, kind_for
 from elicit.elicitation.questions import NO_FEATURE, Query, question_key
 from elicit.errors import ElicitError
 from elicit.paper.lasso_expert import LassoExpert
@@ -49,9 +49,9 @@ def test_answer_parsing_of_both_kinds(raw, kind, expected):
     ("maybe", "relevance", r"^invalid answer 'maybe': use 'relevant', 'irrelevant' or "
      r"'dont_know'$"),
     ("maybe", None, r"^invalid answer 'maybe': use 'similar', 'dissimilar', 'relevant', "
-     r"'irrelevant' or 'dont_know'$"),
+     r"'irrelevant', 'raises', 'lowers' or 'dont_know'$"),
     (2, "relevance", r"^invalid answer 2"),
-    ("r", "triple", r"^unknown question kind 'triple'; choose one of pairs, relevance$"),
+    ("r", "triple", r"^unknown question kind 'triple'; choose one of pairs, relevance, direction$"),
 ])
 def test_an_answer_to_the_other_kind_of_question_is_a_one_line_error(raw, kind, message):
     with pytest.raises(ElicitError, match=message):
@@ -61,7 +61,8 @@ def test_an_answer_to_the_other_kind_of_question_is_a_one_line_error(raw, kind, 
 def test_what_an_answer_means_to_the_model():
     assert {a.value: (a.kind, a.outcome) for a in Answer} == {
         "similar": ("pairs", 1), "dissimilar": ("pairs", 0), "dont_know": (None, None),
-        "relevant": ("relevance", 1), "irrelevant": ("relevance", 0)}
+        "relevant": ("relevance", 1), "irrelevant": ("relevance", 0),
+        "raises": ("direction", 1), "lowers": ("direction", 0)}
     # an answer is its word: stored, compared and read back as the one object
     assert Answer("similar") is Answer.SIMILAR == "similar" and Answer.SIMILAR.name == "SIMILAR"
     assert pickle.loads(pickle.dumps(Answer.RELEVANT)) is Answer.RELEVANT
@@ -75,20 +76,24 @@ def test_questions_as_rows_and_queries():
     assert question_key(3, 1) == (1, 3)
     assert question_key(np.int64(4), None) == (4, NO_FEATURE)
     assert question_key(4, NO_FEATURE) == (4, NO_FEATURE)
-    assert kind_for(4, None).name == "relevance" and kind_for(1, 3).name == "pairs"
-    assert kind_for(4, None, "dont_know").name == "relevance"
+    assert kind_for(4, None, among=BEFORE_KINDS).name == "relevance"
+    assert kind_for(1, 3).name == "pairs" and kind_for(4, None, "raises").name == "direction"
+    assert kind_for(4, None, "dont_know", among=BEFORE_KINDS).name == "relevance"
+    with pytest.raises(ElicitError, match=r"^\(4, None\) is a question about one feature, "
+                                          r"which kinds relevance, direction ask; say which"):
+        kind_for(4, None, "dont_know")
     with pytest.raises(ElicitError, match=r"^a question is \(i, j\) for a pair or \(k, None\) "
                                           r"for a feature, with integer feature indices; got "
                                           r"\(1.5, 2\)$"):
         question_key(1.5, 2)
-    q = Query.feature_question(7, 0.25, True)
+    q = Query.feature_question(7, 0.25, True, kind="relevance")
     assert (q.kind, q.feature, q.features, q.row, q.j) == ("relevance", 7, (7,), (7, -1), None)
     p = Query.of_row(np.array([2, 5]), np.float64(0.5))
     assert (p.kind, p.features, p.row, p.expected_gain, p.exact_gain) == (
         "pairs", (2, 5), (2, 5), 0.5, False)
     with pytest.raises(ElicitError, match=r"^a question of kind 'pairs' is about 2 feature"):
         Query(3, None, kind="pairs")
-    assert Query.of_row((7, NO_FEATURE), 0.25, True) == q
+    assert Query.of_row((7, NO_FEATURE), 0.25, True, kind="relevance") == q
     with pytest.raises(ElicitError, match=r"^\(2, 5\) is a pair question; it names two "):
         _ = p.feature
 
@@ -131,7 +136,8 @@ def test_an_expert_without_relevance_is_refused_up_front_in_one_line():
     assert isinstance(expert, Expert) and not isinstance(expert, RelevanceExpert)
     check_expert(expert, "pairs")
     for questions in ("relevance", "both", "pairs,relevance", "all"):
-        spelled = "relevance" if questions == "relevance" else "both"
+        spelled = {"relevance": "relevance", "all": "pairs,relevance,direction"}.get(
+            questions, "both")
         with pytest.raises(ElicitError, match=rf"^questions='{spelled}' asks feature "
                                               r"questions, and the expert \(PairsOnly\) has no "
                                               r"relevance\(k\) method to answer them; ask "
@@ -141,8 +147,8 @@ def test_an_expert_without_relevance_is_refused_up_front_in_one_line():
     check_expert(GroupOracle([0, 1]), "both")
     with pytest.raises(ElicitError, match=r"^unknown question kind 'everything' in "
                                           r"questions='everything'; name kinds from pairs, "
-                                          r"relevance \(comma-separated\), or all, or both "
-                                          r"\(= pairs,relevance\)$"):
+                                          r"relevance, direction \(comma-separated\), or all, "
+                                          r"or both \(= pairs,relevance\)$"):
         check_expert(GroupOracle([0, 1]), "everything")
 
 
@@ -150,10 +156,10 @@ def test_ask_puts_either_kind_of_question_and_checks_the_answer():
     expert = GroupOracle([0, 1, -1, 0])
     assert ask(expert, Query(0, 3)) is Answer.SIMILAR
     assert ask(expert, Query(0, 1)) is Answer.DISSIMILAR
-    assert ask(expert, Query.feature_question(2)) is Answer.IRRELEVANT
+    assert ask(expert, Query.feature_question(2, kind="relevance")) is Answer.IRRELEVANT
     assert ask(PairsOnly(), Query(0, 1)) is Answer.SIMILAR
     with pytest.raises(ElicitError, match=r"^the expert \(PairsOnly\) cannot answer feature "
                                           r"questions: it has no relevance\(k\) method$"):
-        ask(PairsOnly(), Query.feature_question(0))
+        ask(PairsOnly(), Query.feature_question(0, kind="relevance"))
     with pytest.raises(ElicitError, match=r"^'similar' answers a pair question"):
-        ask(Mumbler(), Query.feature_question(0))
+        ask(Mumbler(), Query.feature_question(0, kind="relevance"))

@@ -13,7 +13,7 @@ from scipy.optimize import minimize_scalar
 from elicit.elicitation.answers import Answer, GroupOracle, ask
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.features import FeatureScorer
-from elicit.elicitation.kinds import KINDS
+from elicit.elicitation.kinds import KINDS, model_for
 from elicit.elicitation.questions import NO_FEATURE, Query, feature_rows
 from elicit.elicitation.scorer import UtilityScorer, kl_gauss
 from elicit.elicitation.strategies import STRATEGIES, round_pool
@@ -34,7 +34,8 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 def make_elicitor(questions: str = "both", variant: str = "fixed", **kw) -> Elicitor:
     a = small_arrays()
     kw.setdefault("engine", "numpy")
-    return Elicitor(a.X, a.y, a.U, Hyper(variant=variant, tau2=0.5, model="relevance"),
+    model = model_for(questions) or "relevance"
+    return Elicitor(a.X, a.y, a.U, Hyper(variant=variant, tau2=0.5, model=model),
                     questions=questions, **kw)
 
 
@@ -233,12 +234,13 @@ def test_a_mixed_ranking_without_a_stream_is_the_same_after_reopening():
 def test_the_rows_of_each_kind_of_elicitation(questions):
     el = make_elicitor(questions)
     kinds = el.question_rows[:, 1] == NO_FEATURE
-    assert kinds.sum() == (0 if questions == "pairs" else el.data.p)
+    one = sum(KINDS[k].arity == 1 for k in el.questions)     # kinds about one feature
+    assert kinds.sum() == one * el.data.p
     assert (~kinds).sum() == (0 if questions == "relevance" else len(el.candidates))
-    assert el.questions == {"pairs": ("pairs",), "relevance": ("relevance",)}.get(
-        questions, tuple(KINDS))
+    assert el.questions == {"pairs": ("pairs",), "relevance": ("relevance",),
+                            "all": tuple(KINDS)}.get(questions, ("pairs", "relevance"))
     q = el.next_query("random", np.random.default_rng(0))
-    assert q.kind in el.questions and (q.j is None) == (q.kind == "relevance")
+    assert q.kind in el.questions and (q.j is None) == (q.kind != "pairs")
 
 
 # -- the utility ---------------------------------------------------------------------------

@@ -58,11 +58,13 @@ def expert() -> toykind.SignExpert:
 # -- the registry and questions= ---------------------------------------------------------------
 
 def test_the_shipped_kinds_and_the_spellings_of_questions():
-    assert list(KINDS) == ["pairs", "relevance"] and PAPER_QUESTIONS == ("pairs",)
+    assert list(KINDS) == ["pairs", "relevance", "direction"]
+    assert PAPER_QUESTIONS == ("pairs",)
     assert get_kind("pair") is PAIRS and get_kind("feature") is RELEVANCE  # older records
     for given, names in (("pairs", ("pairs",)), ("relevance,pairs", ("pairs", "relevance")),
                          (" pairs , relevance ", ("pairs", "relevance")),
-                         ("both", ("pairs", "relevance")), ("all", ("pairs", "relevance")),
+                         ("both", ("pairs", "relevance")),
+                         ("all", ("pairs", "relevance", "direction")),
                          (["relevance"], ("relevance",)), (RELEVANCE, ("relevance",)),
                          ((PAIRS, "relevance"), ("pairs", "relevance"))):
         assert parse_questions(given) == names
@@ -71,11 +73,13 @@ def test_the_shipped_kinds_and_the_spellings_of_questions():
 
 @pytest.mark.parametrize("given, message", [
     ("pairs,colour", r"^unknown question kind 'colour' in questions='pairs,colour'; name kinds "
-                     r"from pairs, relevance \(comma-separated\), or all, or both "
+                     r"from pairs, relevance, direction \(comma-separated\), or all, or "
+                     r"both "
                      r"\(= pairs,relevance\)$"),
     ("pairs,both", r"^question kind 'pairs' is named twice in questions='pairs,both'; name "
                    r"each kind once$"),
-    ("", r"^questions='' names no kind of question; name kinds from pairs, relevance, or all$"),
+    ("", r"^questions='' names no kind of question; name kinds from pairs, relevance, direction, "
+         r"or all$"),
     (3, r"^unknown question kind 3 in questions=3"),
 ])
 def test_questions_that_name_no_registered_kind_once_are_one_line_errors(given, message):
@@ -84,7 +88,7 @@ def test_questions_that_name_no_registered_kind_once_are_one_line_errors(given, 
 
 
 def test_a_registered_kind_joins_all_and_leaves_no_trace(toy):
-    assert parse_questions("all") == ("pairs", "relevance", TOY)
+    assert parse_questions("all") == ("pairs", "relevance", "direction", TOY)
     assert parse_questions("both") == ("pairs", "relevance")       # the old group stays
     assert spell_questions(f"{TOY},pairs") == f"pairs,{TOY}"
     assert Answer.parse("+", TOY) is Answer("increases") and Answer.DECREASES.kind == TOY
@@ -149,7 +153,7 @@ def test_two_kinds_about_one_feature_are_told_apart_by_name(toy):
 
 
 def test_the_toy_is_scored_by_its_registered_utility_and_chosen_beside_the_others(toy):
-    el = elicitor("all", refine=2)
+    el = elicitor(f"pairs,relevance,{TOY}", refine=2)
     ex = expert()
     rng = np.random.default_rng(3)
     seen = set()
@@ -186,7 +190,8 @@ def test_every_strategy_asks_the_toy_kind_and_never_twice(toy, strategy):
 
 
 def test_a_kind_the_model_cannot_take_and_an_expert_without_its_method_are_refused(toy):
-    with pytest.raises(ElicitError, match=rf"^questions='pairs,relevance,{TOY}' asks feature "
+    with pytest.raises(ElicitError, match=rf"^questions='pairs,relevance,direction,{TOY}' asks "
+                                          r"feature "
                                           r"questions, which need a model with relevance "
                                           r"classes: use model='relevance' \(the model is "
                                           r"'paper'\)$"):

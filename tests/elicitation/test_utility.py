@@ -302,7 +302,7 @@ def test_unknown_mode_is_an_error():
     engine = NumpyEngine("fixed")
     fit = engine.fit(data)
     with pytest.raises(ElicitError, match=r"^utility must be 'fast' or 'exact' \(or a registered "
-                                          r"utility: predictive-fast, .*\), got 'slow'$"):
+                                          r"utility: direction-fast, .*\), got 'slow'$"):
         UtilityScorer(data, fit, engine).score(all_pairs(data.p)[:2], "slow")
 
 
@@ -477,7 +477,9 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
     with pytest.raises(ElicitError, match=r"^register_utility takes a PairUtility, "
                                           r"FeatureUtility or SampleUtility object, got str$"):
         register_utility("entropy")  # type: ignore[arg-type]
+    # the direction kind's utilities are registered with the kinds, before the others
     with pytest.raises(ElicitError, match=r"^unknown utility 'nope'; choose one of "
+                                          r"direction-fast, direction-exact, "
                                           r"predictive-fast, predictive-exact, params-bald, "
                                           r"sample-gain, relevance-fast, relevance-exact, "
                                           r"test-answer-entropy$"):

@@ -64,14 +64,18 @@ def problem(variant: str, model: str, n_f: int, seed: int = 20) -> ModelData:
     if n_f:
         coupled[asked[:2, 0]] = False
     hyper = Hyper(variant=variant, threshold_mean=m, model=model)
-    # relevance classes of every kind (only the relevance model reads them)
+    # relevance classes of every kind (only the relevance models read them), direction
+    # answers of every kind (only the direction models read them)
     relevance = np.array([(1, 0, -1, -1, -1)[j % 5] for j in range(p)])
-    return ModelData(X, y, U, hyper, asked, f, coupled=coupled, relevance=relevance)
+    direction = np.array([(1, -1, 0)[j % 3] for j in range(p)])
+    return ModelData(X, y, U, hyper, asked, f, coupled=coupled, relevance=relevance,
+                     direction=direction)
 
 
 def theta_of(r: MAPResult, variant: str) -> np.ndarray:
     return np.concatenate([r.gamma, [r.xi], [r.tau2] if variant == "learned" else [],
-                           [] if r.zeta is None else [r.zeta]])
+                           [] if r.zeta is None else [r.zeta],
+                           [] if r.delta is None else [r.delta]])
 
 
 def stan_log_prob(engine: CmdStanEngine, data: ModelData, theta: np.ndarray):

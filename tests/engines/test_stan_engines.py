@@ -85,7 +85,8 @@ def test_stan_density_matches_numpy(engines, variant, n_f, model):
     relevance = np.array([1, 0, -1, -1] * 3)   # every class (the relevance model reads it)
     data = ModelData(base.X, base.y, base.U, Hyper(variant=variant, threshold_mean=base.m,
                                                    model=model),
-                     base.pairs, base.f, coupled=coupled, relevance=relevance)
+                     base.pairs, base.f, coupled=coupled, relevance=relevance,
+                     direction=np.array([1, -1, 0] * 4))
     stan_model, order = engines[variant].model(data)
     rng = np.random.default_rng(3)
     lay = data.layout
@@ -97,7 +98,7 @@ def test_stan_density_matches_numpy(engines, variant, n_f, model):
     for _ in range(4):
         theta = lay.join({"gamma": rng.uniform(0.05, 2.0, data.d),
                           "xi": rng.uniform(lo, hi) * data.m, "tau2": rng.uniform(0.2, 3.0),
-                          "zeta": rng.uniform(-3.0, 1.0)})
+                          "zeta": rng.uniform(-3.0, 1.0), "delta": rng.uniform(0.05, 1.0)})
         # bounded parameters: u = log(x); the relevance model's zeta: u = x
         u = np.where(bounded, np.log(np.abs(theta[order])), theta[order]).tolist()
         lp = stan_model.log_prob(u, adjust_transform=False)

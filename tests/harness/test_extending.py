@@ -15,7 +15,7 @@ import toykind
 from conftest import small_arrays
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.kinds import KINDS
+from elicit.elicitation.kinds import KINDS, model_for
 from elicit.elicitation.strategies import answer_probabilities
 from elicit.model import variants
 from elicit.model.spec import Hyper
@@ -85,7 +85,8 @@ def test_the_least_sure_strategy_asks_the_least_predictable_question_of_every_ki
     exec(compile(_blocks()[1], str(DOC), "exec", dont_inherit=True), namespace)
     with toykind.registered():
         a = small_arrays()
-        el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5, model="relevance"), engine="numpy",
+        model = model_for(questions) or "relevance"
+        el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5, model=model), engine="numpy",
                       questions=questions, pool_size=6)
         seen = set()
         for _ in range(6):

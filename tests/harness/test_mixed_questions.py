@@ -56,9 +56,12 @@ def test_questions_set_the_default_model_and_a_pair_model_is_refused():
                                           r"questions='features'; name kinds from pairs, "):
         SweepConfig("x", 1, 1, questions="features")
     # recorded as older sweeps wrote it, however it was given, so their folders resume
-    for q in ("both", "relevance,pairs", ("pairs", "relevance"), "all"):
+    for q in ("both", "relevance,pairs", ("pairs", "relevance")):
         recorded = SweepConfig("x", 1, 1, questions=q).to_json()
         assert recorded["questions"] == "both" and recorded["model"] == RELEVANCE_MODEL
+    recorded = SweepConfig("x", 1, 1, questions="all").to_json()
+    assert recorded["questions"] == "pairs,relevance,direction"
+    assert recorded["model"] == "relevance-direction"
 
 
 def test_an_expert_without_relevance_answers_is_refused_before_any_question(tmp_path):

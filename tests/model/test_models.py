@@ -16,6 +16,7 @@ from helpers import (
     make_data,
     own_program,
     rel_diff,
+    some_direction,
     some_relevance,
     theta_point,
 )
@@ -72,12 +73,13 @@ def every_model(request):
 
 def with_model(data: ModelData, model: str, coupled=None, relevance="mixed") -> ModelData:
     """``data`` under another model (and coupled set, and relevance classes: by default
-    :func:`some_relevance`, which only the relevance model reads)."""
+    :func:`some_relevance`, which only the relevance models read; the direction answers of
+    :func:`some_direction`, which only the direction models read)."""
     h = Hyper(**{**data.hyper.__dict__, "model": model})
     if isinstance(relevance, str):
         relevance = some_relevance(data.p)
     return ModelData(data.X, data.y, data.U, h, data.pairs, data.f, coupled=coupled,
-                     relevance=relevance)
+                     relevance=relevance, direction=some_direction(data.p))
 
 
 def some_coupled(p: int) -> np.ndarray:
@@ -104,8 +106,11 @@ def test_the_shipped_program_follows_every_models_contract(every_model, variant)
     assert data["coupled"].tolist() == ([1] * 7 + [0] * 3 if m.known_coupling else [1] * 10)
     assert data["tau_learned"] == (variant == "learned")
     assert len(data["tau_fixed"]) == (variant == "fixed") == 1 - len(data["a_tau"])
-    assert data["has_relevance"] == (model == RELEVANCE_MODEL)
-    if model == RELEVANCE_MODEL:
+    assert data["has_relevance"] == m.relevance
+    assert data["has_direction"] == m.direction
+    assert data["direction_signs"].tolist() == (some_direction(10).tolist() if m.direction
+                                                else [])
+    if m.relevance:
         assert data["relevance"].tolist() == some_relevance(10).tolist()
         assert data["irrelevant_scale"].tolist() == [IRRELEVANT_SCALE]
         assert (data["zeta_prior_mean"].tolist(), data["zeta_prior_sd"].tolist()) == (
@@ -196,7 +201,8 @@ def test_each_model_has_its_own_density(variant, every_model):
     got = log_density(theta, data)[0]
     spec = get_model(model)
     own = dense_log_density(theta, base, spec.threshold_sd, J if spec.known_coupling else None,
-                            relevance=data.relevance if spec.relevance else None)
+                            relevance=data.relevance if spec.relevance else None,
+                            direction=data.direction if spec.direction else None)
     paper = dense_log_density(theta, base, get_model(PAPER).threshold_sd, None)
     assert got == pytest.approx(own, rel=1e-10, abs=1e-9)
     if model != PAPER:

@@ -21,11 +21,19 @@ from helpers import (
 import elicit.model.density as density_mod
 from elicit.elicitation.features import FeatureScorer
 from elicit.model.batch import BatchDensity
-from elicit.model.density import Marginal, data_basis, data_scales, split_theta, zeta_of
+from elicit.model.density import (
+    Marginal,
+    data_basis,
+    data_mean,
+    data_scales,
+    delta_of,
+    split_theta,
+    zeta_of,
+)
 from elicit.model.kernel import pair_weights
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, all_pairs, model_bytes, row_numbers
-from elicit.model.variants import RELEVANCE_MODEL
+from elicit.model.variants import RELEVANCE_DIRECTION_MODEL, RELEVANCE_MODEL
 
 
 def _rel(a, b) -> float:
@@ -34,15 +42,18 @@ def _rel(a, b) -> float:
 
 
 def _tall_data(variant: str = "learned", n: int = 60, p: int = 8, d: int = 3,
-               collinear: bool = False, relevance: bool = False) -> ModelData:
+               collinear: bool = False, relevance: bool = False,
+               direction: bool = False) -> ModelData:
     data = make_small_data(variant, n=n, p=p, d=d)
     X = data.X.copy()
     if collinear:
         X[:, 1] = 2.0 * X[:, 0]          # R singular: S_p = I + tau2 R K R' is not
-    hyper = data.hyper if not relevance else Hyper(**{**data.hyper.__dict__,
-                                                      "model": RELEVANCE_MODEL})
+    model = RELEVANCE_DIRECTION_MODEL if direction else RELEVANCE_MODEL if relevance else None
+    hyper = data.hyper if model is None else Hyper(**{**data.hyper.__dict__, "model": model})
+    signs = np.resize([1, -1, 0], p) if direction else None
     return ModelData(X, data.y, data.U, hyper, data.pairs, data.f,
-                     relevance=some_relevance(p) if relevance else None)
+                     relevance=some_relevance(p) if relevance or direction else None,
+                     direction=signs)
 
 
 def _pair(data: ModelData, theta: np.ndarray, coupled=None) -> tuple[Marginal, Marginal]:
@@ -50,8 +61,9 @@ def _pair(data: ModelData, theta: np.ndarray, coupled=None) -> tuple[Marginal, M
     zeta = zeta_of(theta, data)
     scales = data_scales(data, zeta) if zeta is not None else None
     h = data.hyper
+    mean = data_mean(data, delta_of(theta, data))
     return tuple(Marginal(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma,
-                          coupled=coupled, scales=scales, tall=tall)
+                          coupled=coupled, scales=scales, tall=tall, mean=mean)
                  for tall in (True, False))  # type: ignore[return-value]
 
 
@@ -61,6 +73,8 @@ CASES = {
     "collinear": dict(variant="learned", collinear=True),
     "barely_tall": dict(variant="learned", n=9, p=8),
     "relevance": dict(variant="learned", relevance=True),
+    # the direction answers' prior mean delta s: its residual y - delta X s on both forms
+    "direction": dict(variant="learned", direction=True),
 }
 
 
@@ -106,7 +120,7 @@ def test_p_form_with_a_coupled_set_equals_n_form():
     assert _rel(a.hessian(True), b.hessian(True)) < 1e-10
 
 
-@pytest.mark.parametrize("case", ["fixed", "learned", "collinear", "relevance"])
+@pytest.mark.parametrize("case", ["fixed", "learned", "collinear", "relevance", "direction"])
 def test_derivatives_of_the_p_form_match_finite_differences(case):
     data = _tall_data(**CASES[case], n=200)
     assert data_basis(data) is not None           # log_density takes the p x p form
@@ -132,9 +146,9 @@ def test_predictive_jacobian_of_the_p_form_matches_finite_differences():
     np.testing.assert_allclose(Jv, J_fd[data.n:], rtol=1e-6, atol=1e-7 * np.abs(Jv).max())
 
 
-@pytest.mark.parametrize("relevance", [False, True])
-def test_batched_density_on_the_p_form_equals_the_n_form_marginal(relevance):
-    data = _tall_data(relevance=relevance)
+@pytest.mark.parametrize("case", ["learned", "relevance", "direction"])
+def test_batched_density_on_the_p_form_equals_the_n_form_marginal(case):
+    data = _tall_data(**CASES[case])
     pairs = all_pairs(data.p)[:3]
     bd = BatchDensity(data, pair_weights(data.U, pairs), 1)
     assert bd.basis is not None
@@ -150,7 +164,7 @@ def test_batched_density_on_the_p_form_equals_the_n_form_marginal(relevance):
     # enters through the y-part: compare the y-part by removing the other terms)
     with_new = ModelData(data.X, data.y, data.U, data.hyper,
                          np.vstack([data.pairs, pairs[:1]]), np.append(data.f, 1),
-                         relevance=data.relevance)
+                         relevance=data.relevance, direction=data.direction)
     ref, ref_g = density_mod.log_density(thetas[0], with_new,
                                          marginal=_pair(with_new, thetas[0])[1])
     assert value[0] == pytest.approx(ref, rel=1e-12)

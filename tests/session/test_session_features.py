@@ -457,10 +457,10 @@ def test_a_question_of_a_kind_the_session_does_not_ask_is_a_damaged_file(tmp_pat
     assert path.read_bytes() == before
     # a kind this elicit does not know (a file of a newer elicit, or an edit)
     raw = sqlite3.connect(path)
-    raw.execute("UPDATE answers SET kind = 'direction' WHERE id = 1")
+    raw.execute("UPDATE answers SET kind = 'colour' WHERE id = 1")
     raw.commit()
     raw.close()
     with pytest.raises(ElicitError, match=r"holds answer 1 of the kind of question "
-                                          r"'direction', which this elicit does not know; "
+                                          r"'colour', which this elicit does not know; "
                                           r"import the module that registers that kind"):
         Session.open(path, read_only=True)

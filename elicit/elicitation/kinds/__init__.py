@@ -7,6 +7,9 @@ kind           the question                                               answer
                (the paper's; :mod:`~elicit.elicitation.kinds.pairs`)
 ``relevance``  does feature k affect the outcome? (a model with           relevant, irrelevant
                relevance classes; :mod:`~elicit.elicitation.kinds.relevance`)
+``direction``  when feature k is present, does the outcome go up or       raises, lowers
+               down? (a model with a direction mean;
+               :mod:`~elicit.elicitation.kinds.direction`)
 =============  =========================================================  ==================
 
 and "don't know" to any of them. ``questions=`` (``Elicitor``, sweeps, sessions,
@@ -42,7 +45,10 @@ PAPER_QUESTIONS: tuple[str, ...] = (PAIRS.name,)
 BEFORE_KINDS: tuple[str, ...] = (PAIRS.name, RELEVANCE.name)
 # what older sweeps and session files called the pair and feature questions together
 register_group("both", BEFORE_KINDS)
+# registered after pairs and relevance: the registration order is every question table's
+from elicit.elicitation.kinds.direction import DIRECTION  # noqa: E402
 
-__all__ = ["BEFORE_KINDS", "KINDS", "PAIRS", "PAPER_QUESTIONS", "RELEVANCE", "QuestionKind",
-           "get_kind", "groups", "kind_for", "kinds_of", "model_for", "parse_questions",
-           "register_group", "register_kind", "spell_questions", "unregister_kind"]
+__all__ = ["BEFORE_KINDS", "DIRECTION", "KINDS", "PAIRS", "PAPER_QUESTIONS", "RELEVANCE",
+           "QuestionKind", "get_kind", "groups", "kind_for", "kinds_of", "model_for",
+           "parse_questions", "register_group", "register_kind", "spell_questions",
+           "unregister_kind"]

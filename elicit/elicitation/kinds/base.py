@@ -165,6 +165,11 @@ class QuestionKind(ABC):
         return None
 
     # -- answers and the model --------------------------------------------------------------
+    def model_with(self, model: str | None) -> str | None:
+        """The model an elicitation that asks this kind uses when none is named, given the
+        one the kinds before it need (``model``; None: any): theirs, else :attr:`model`."""
+        return model if model is not None else self.model
+
     def model_refusal(self, model: str) -> str | None:
         """Why the model named ``model`` cannot take these questions, completing "asks
         <label>, which ..." (None: it can)."""
@@ -358,10 +363,13 @@ def kinds_of(questions: object) -> tuple[QuestionKind, ...]:
 
 
 def model_for(questions: object) -> str | None:
-    """The model the kinds of ``questions`` need when none is named (the first kind's
-    :attr:`~QuestionKind.model`: the relevance model for feature questions); None: any,
-    the paper's by default."""
-    return next((k.model for k in kinds_of(questions) if k.model is not None), None)
+    """The model the kinds of ``questions`` need when none is named (each kind's
+    :meth:`~QuestionKind.model_with` the model of those before it: the relevance model for
+    feature questions); None: any, the paper's by default."""
+    model = None
+    for kind in kinds_of(questions):
+        model = kind.model_with(model)
+    return model
 
 
 def groups() -> dict[str, tuple[str, ...]]:

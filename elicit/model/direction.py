@@ -1,0 +1,63 @@
+"""Direction answers: a prior mean of beta from the signs the expert gave.
+
+"When keyword j is present, does the outcome go up or down?" The expert answers *raises*
+(+1), *lowers* (-1) or *don't know* (0, as is not asked). A model with a
+:class:`DirectionMean` shifts the prior of the weights,
+
+    beta | sigma2 ~ N(delta s, sigma2 tau2 diag(h) K diag(h)),
+
+with ``s_j`` the answer about j and ``delta >= 0`` one learned magnitude,
+``delta ~ N+(0, rms(y))`` (:func:`delta_prior_sd`: on standardised inputs no single weight
+exceeds the spread of y, so the prior only keeps delta on that scale and the marginal
+likelihood decides). The Normal-Inverse-Gamma posterior stays closed-form: the residual
+``y - delta X s`` replaces y in the marginal, ``y ~ Student-t(delta X s, (b/a) S)``
+(:class:`~elicit.model.density.Marginal`), and the posterior mean is
+``mu* = delta s + tau2 diag(h) K Xt' S^-1 (y - delta X s)``
+(:class:`~elicit.model.posterior.NIGPosterior`). docs/models.md ("Direction answers") has
+the alternatives measured against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from elicit.errors import ElicitError
+
+#: direction answers (``ModelData.direction``): the outcome goes up, down, or not known
+RAISES, LOWERS, UNJUDGED = 1, -1, 0
+
+
+@dataclass(frozen=True)
+class DirectionMean:
+    """The prior mean ``delta s`` of a model with direction answers (module docstring): s is
+    the answers themselves, 0 for a feature without one."""
+
+    name: str = "direction mean"
+
+
+#: the direction mean (every shipped direction model's)
+DIRECTION = DirectionMean()
+
+
+def delta_prior_sd(y: np.ndarray) -> float:
+    """The prior sd of delta: the root mean square of y (1 when y is all zeros)."""
+    rms = float(np.sqrt(np.mean(np.square(y))))
+    return rms if rms > 0 else 1.0
+
+
+def check_direction(answers, p: int) -> np.ndarray:
+    """Direction answers as a read-only float array of length ``p`` with values in
+    {1, -1, 0} (``None``: all 0, nothing known), or a one-line error."""
+    if answers is None:
+        a = np.zeros(p)
+    else:
+        a = np.asarray(answers)
+        if a.shape != (p,) or a.dtype.kind not in "biuf" or not np.isin(
+                a, (RAISES, LOWERS, UNJUDGED)).all():
+            raise ElicitError(f"direction must hold one answer per feature ({p}), each 1 "
+                              f"(raises), -1 (lowers) or 0 (not known); got shape {a.shape}")
+        a = a.astype(float)
+    a.setflags(write=False)
+    return a
