@@ -113,15 +113,18 @@ class DirectionScorer:
     def _screen(self) -> np.ndarray:
         """The screened expected gain of every feature (module docstring)."""
         mg, data = self.mg, self.data
-        X, y, s = data.X, data.y, self.s
-        Z = mg.Sinv @ X                       # S^-1 X, n x p
+        # the marginal's working form: (X, y) itself, or (R, Q'y) and y's part beside X's
+        # columns on the p x p form of a tall table (elicit.model.tall); the prior mean's
+        # X s lies in X's columns, so that part is the same for every answer
+        X, y, s = mg._W, mg._z, self.s
+        Z = mg.Sinv @ X                       # S^-1 X
         Sy, m = mg.Sinv @ y, X @ s
         Sm = Z @ s
-        c0, c1m, c2m = y @ Sy, m @ Sy, m @ Sm
+        c0, c1m, c2m = mg._rest + y @ Sy, m @ Sy, m @ Sm
         xSy, xSm, xSx = X.T @ Sy, X.T @ Sm, np.einsum("nk,nk->k", X, Z)
         a, b, sd2 = mg.a_star, mg.b_sigma, data.delta_sd**2
         base = (y - Sy)[:, None]
-        diag = (2.0 - np.diag(mg.Sinv))[:, None]
+        diag = (2.0 - mg.sinv_diag)[:, None]
         gain = np.zeros(data.p)
         for answer, q in ((1.0, self.p_raises), (-1.0, 1.0 - self.p_raises)):
             d = answer - s                    # the change of s_k
@@ -134,7 +137,7 @@ class DirectionScorer:
                 g2 = np.minimum(-a * c2 / B + a * e**2 / B**2 - 1.0 / sd2, -1.0 / sd2)
                 delta = np.maximum(delta - g1 / g2, 0.0)
             B = b + 0.5 * (c0 - 2.0 * delta * c1 + delta**2 * c2)
-            mean = base + delta[None, :] * (Sm[:, None] + d[None, :] * Z)
+            mean = mg.lift(base + delta[None, :] * (Sm[:, None] + d[None, :] * Z))
             var = (B / (a - 1.0))[None, :] * diag
             gain += q * kl_gauss(mean, var, self.scorer.m0[:, None], self.scorer.v0[:, None])
         return self.answerable * gain
