@@ -88,7 +88,7 @@ def report_figures(report: str, folder: str) -> dict[str, str]:
         head = rows[0]
         name = {"amazon-paper": "Amazon", "yelp-paper": "Yelp"}[folder]
         row = next(r for r in rows if r[0] == name and r[1].startswith("paper-literal"))
-        cell = dict(zip(head, row))
+        cell = {k: _first(v) for k, v in zip(head, row)}
         return {"predict the mean": cell["predict the mean"], "no answers": cell["initial"],
                 "random, 100": cell["Random"], "non-sequential, 100": cell["Non-sequential"],
                 "sequential, 100": cell["Sequential"],
