@@ -246,3 +246,23 @@ def test_the_direction_model_with_no_answers_fits_delta_to_zero():
                                                replace(data.hyper, model="paper")))
     assert fit.delta == pytest.approx(0.0, abs=1e-8)
     np.testing.assert_allclose(fit.gamma, paper.gamma, rtol=1e-5, atol=1e-7)
+
+
+def test_several_experts_set_a_sign_where_they_agree():
+    """Direction answers from several experts (a "don't know" never reaches the data) enter
+    as the sign they agree on and as 0 (no prior mean) where they disagree; one expert's
+    answer is entered as is."""
+    from conftest import make_small_data
+
+    from elicit.elicitation.kinds.direction import LOWERS, RAISES
+    from elicit.model.spec import Hyper, ModelData
+
+    base = make_small_data("fixed", p=5)
+    data = ModelData(base.X, base.y, base.U, Hyper(**{**base.hyper.__dict__,
+                                                      "model": "direction"}),
+                     base.pairs, base.f)
+    rows = [(0, -1), (0, -1), (1, -1), (1, -1), (2, -1)]
+    answers = [RAISES, RAISES, RAISES, LOWERS, LOWERS]
+    got = DIRECTION.enter(data, rows, answers)
+    assert got.direction.tolist() == [1, 0, -1, 0, 0]
+    assert DIRECTION.add(data, (4, -1), LOWERS).direction.tolist() == [0, 0, 0, 0, -1]

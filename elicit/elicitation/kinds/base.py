@@ -21,7 +21,7 @@ folders and session files record.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -215,6 +215,17 @@ KINDS: Registry[QuestionKind] = Registry("question kind")
 _GROUPS: dict[str, tuple[str, ...]] = {}
 #: every kind's name and older names -> its name
 _NAMES: dict[str, str] = {}
+
+
+def agreed(rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
+           value: Callable[[Answer], int]) -> dict[int, int | None]:
+    """Per feature asked about in ``rows``, the ``value`` every answer about it gives, or
+    None where the answers (several experts') disagree: what a kind about one feature enters
+    into the model's data (:meth:`QuestionKind.enter`)."""
+    votes: dict[int, set[int]] = {}
+    for (k, _), a in zip(rows, answers):
+        votes.setdefault(int(k), set()).add(value(a))
+    return {k: v.pop() if len(v) == 1 else None for k, v in votes.items()}
 
 
 def register_kind(kind: K) -> K:

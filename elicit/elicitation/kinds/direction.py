@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from elicit.elicitation.answers import DONT_KNOW, Answer
-from elicit.elicitation.kinds.base import QuestionKind, register_kind
+from elicit.elicitation.kinds.base import QuestionKind, agreed, register_kind
 from elicit.elicitation.scorer import Scores, Utility, kl_gauss, register_utility
 from elicit.errors import ElicitError
 from elicit.model.covariance import IRRELEVANT, RELEVANT
@@ -237,12 +237,9 @@ class DirectionKind(QuestionKind):
         if not rows:
             return data
         # several experts: the sign they agree on, none (0) when they disagree
-        votes: dict[int, set[int]] = {}
-        for (k, _), a in zip(rows, answers):
-            votes.setdefault(int(k), set()).add(_sign(a))
         s = np.array(data.direction)
-        for k, v in votes.items():
-            s[k] = v.pop() if len(v) == 1 else 0
+        for k, v in agreed(rows, answers, _sign).items():
+            s[k] = 0 if v is None else v
         return data.with_direction(s)
 
     def ask(self, expert: Any, query: Query) -> Answer:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from elicit.elicitation.answers import Answer
-from elicit.elicitation.kinds.base import QuestionKind, register_kind
+from elicit.elicitation.kinds.base import QuestionKind, agreed, register_kind
 
 if TYPE_CHECKING:
     from elicit.elicitation.scorer import Scores
@@ -73,12 +73,9 @@ class RelevanceKind(QuestionKind):
         if not rows:
             return data
         # several experts: the class they agree on, none (not judged) when they disagree
-        votes: dict[int, set[int]] = {}
-        for (k, _), a in zip(rows, answers):
-            votes.setdefault(int(k), set()).add(int(a.outcome))  # type: ignore[arg-type]
         classes = np.array(data.relevance)
-        for k, v in votes.items():
-            classes[k] = v.pop() if len(v) == 1 else UNASKED
+        for k, c in agreed(rows, answers, lambda a: int(a.outcome)).items():  # type: ignore[arg-type]
+            classes[k] = UNASKED if c is None else c
         return data.with_relevance(classes)
 
     def takes(self, utility: Utility) -> bool:
