@@ -104,6 +104,15 @@ def arrays() -> SmallArrays:
 
 
 @pytest.fixture
+def toy():
+    """The toy kind of question of tests/toykind.py, registered for the test."""
+    import toykind
+
+    with toykind.registered() as kind:
+        yield kind
+
+
+@pytest.fixture
 def one_blas_thread():
     """Limit BLAS to one thread for the test.
 

@@ -40,6 +40,8 @@ import subprocess
 import sys
 import sysconfig
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
@@ -134,6 +136,19 @@ def _preload_httpstan_libraries() -> None:
         ctypes.CDLL(str(path))
 
 
+@contextmanager
+def _staging(parent: Path, prefix: str) -> Iterator[Path]:
+    """A fresh folder in ``parent`` to fill and rename into place (a folder's rename is
+    atomic: a reader sees the whole entry or none), removed if filling or renaming fails."""
+    tmp = parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except OSError:
+        _remove(tmp)
+        raise
+
+
 def restore(program_code: str) -> bool:
     """Put the cached build of ``program_code`` where httpstan looks for it, if httpstan has
     none for this interpreter and the cache has one; True if restored (and importable).
@@ -148,9 +163,7 @@ def restore(program_code: str) -> bool:
         module = _module_in(entry)
         if module is None or not all((entry / log).is_file() for log in _LOGS):
             return False
-        tmp = target.parent.parent / f"elicit-restore-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir(parents=True)
-        try:
+        with _staging(target.parent.parent, "elicit-restore") as tmp:
             # httpstan finds the module by its suffix; the name says whose model it is
             suffix = module.name[module.name.index("."):]
             _link_or_copy(module, tmp / f"stan_services_model_{name.split('/')[1]}{suffix}")
@@ -159,9 +172,6 @@ def restore(program_code: str) -> bool:
             _remove(target)  # a folder without a module: an interrupted httpstan build
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(tmp, target)
-        except OSError:
-            _remove(tmp)
-            raise
     except (OSError, ValueError, ImportError) as exc:
         logger.debug("no PyStan build restored from the cache: %s", exc)
         return False
@@ -189,18 +199,12 @@ def store(program_code: str) -> bool:
         module = _module_in(source)
         if module is None or not all((source / log).is_file() for log in _LOGS):
             return False
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.parent / f"{entry.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
+        with _staging(entry.parent, f"{entry.name}.tmp") as tmp:
             # a copy, not a link: the entry must outlive httpstan's folder, which httpstan
             # may delete and rebuild
             for f in (module, *(source / log for log in _LOGS)):
                 shutil.copy2(f, tmp / f.name)
             os.rename(tmp, entry)  # fails if a concurrent process stored it first
-        except OSError:
-            _remove(tmp)
-            raise
     except (OSError, ValueError, ImportError) as exc:
         logger.debug("PyStan build not stored in the cache: %s", exc)
         return False

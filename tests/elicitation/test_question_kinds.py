@@ -35,12 +35,6 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 TOY = toykind.NAME
 
 
-@pytest.fixture
-def toy():
-    with toykind.registered() as kind:
-        yield kind
-
-
 def elicitor(questions, model: str = "relevance", **kw) -> Elicitor:
     a = small_arrays()
     kw.setdefault("engine", "numpy")

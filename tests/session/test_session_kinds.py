@@ -27,12 +27,6 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 TOY = toykind.NAME
 
 
-@pytest.fixture
-def toy():
-    with toykind.registered() as kind:
-        yield kind
-
-
 def new_session(path, questions=("relevance", TOY), **kw) -> Session:
     X, y, U = make_data()
     kw.setdefault("engine", "numpy")
