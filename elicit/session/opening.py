@@ -305,6 +305,16 @@ def _check_settings(path: Path, settings: object) -> None:
                           "left untouched (restore it from a backup)")
 
 
+def _first_kind_outside(conn: sqlite3.Connection, table: str, kind_sql: str,
+                        params: tuple, names: list[str]) -> tuple | None:
+    """(id, kind) of the first row of ``table`` whose kind (``kind_sql``, with ``params``)
+    is not one of ``names``, or None."""
+    return conn.execute(
+        f"SELECT id, {kind_sql} AS k FROM {table} WHERE k NOT IN "
+        f"({', '.join('?' * len(names))}) ORDER BY id LIMIT 1",
+        (*params, *names)).fetchone()
+
+
 def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: object,
                   version: int) -> None:
     """Refuse a record whose questions or answers name no question or answer of the
@@ -316,10 +326,7 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
     kind_sql, params = (("kind", ()) if version >= 4
                         else (_OLD_KIND_SQL, (old["one"], old["two"])))
     for table, label in (("queries", "query"), ("answers", "answer")):
-        unknown = conn.execute(
-            f"SELECT id, {kind_sql} AS k FROM {table} WHERE k NOT IN "
-            f"({', '.join('?' * len(KINDS))}) ORDER BY id LIMIT 1",
-            (*params, *KINDS)).fetchone()
+        unknown = _first_kind_outside(conn, table, kind_sql, params, list(KINDS))
         if unknown is not None:
             raise ElicitError(f"session file {path} holds {label} {unknown[0]} of the kind of "
                               f"question {unknown[1]!r}, which this elicit does not know; "
@@ -347,10 +354,7 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
                                   "untouched (restore it from a backup)")
     asked = parse_questions(questions)
     for table, label in (("answers", "answer"), ("queries", "query")):
-        bad = conn.execute(
-            f"SELECT id, {kind_sql} AS k FROM {table} WHERE k NOT IN "
-            f"({', '.join('?' * len(asked))}) ORDER BY id LIMIT 1",
-            (*params, *asked)).fetchone()
+        bad = _first_kind_outside(conn, table, kind_sql, params, list(asked))
         if bad is not None:
             raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is one of the "
                               f"{get_kind(bad[1]).label}, but the session asks "
