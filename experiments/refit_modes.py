@@ -1,5 +1,5 @@
 """How often a refit after an answer ends in a different local mode, with and without the
-numpy engine's cold-start check (:class:`elicit.model.newton.ColdStartPolicy`).
+numpy engine's cold-start check (:class:`elicit.model.refit_checks.ColdStartPolicy`).
 
 Reruns the runs of a sweep folder (synthetic or real data: its ``config.json``, and for a
 real-data sweep its per-run tau2 in ``runinfo.csv``; a finished sweep or the figures' folder
@@ -46,7 +46,7 @@ from elicit.engines.numpy_engine import NumpyEngine
 from elicit.harness.problem import strategy_stream
 from elicit.internal.threads import single_blas_thread
 from elicit.model.density import theta_of
-from elicit.model.newton import ColdStartPolicy, new_answers_loglik
+from elicit.model.refit_checks import ColdStartPolicy, new_answers_loglik
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.synthetic import SyntheticMaker

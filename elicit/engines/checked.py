@@ -10,7 +10,7 @@ check does not require the two MAPs to coincide. For each fit, :class:`CheckedEn
    the numpy twin (point b);
 2. evaluates the twin's log density, gradient and Hessian at both points: each must be a
    stationary point of the twin's density, the density rising by at most ``gain_tol``
-   nearby (:func:`~elicit.model.newton.local_gain`; a Stan optimum of another density would
+   nearby (:func:`~elicit.model.refit_checks.local_gain`; a Stan optimum of another density would
    not be one);
 3. where the engine can evaluate its program's density at a point (``log_prob``: cmdstan,
    pystan), evaluates it at both points too: at each the gradients must agree, and the
@@ -39,7 +39,7 @@ import numpy as np
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError, EngineError
 from elicit.model.density import params_of, theta_of
-from elicit.model.newton import local_gain
+from elicit.model.refit_checks import local_gain
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 

@@ -29,13 +29,11 @@ from elicit.model.density import (
 )
 from elicit.model.newton import (
     CONVERGED,
-    DEFAULT_COLD_START,
-    ColdStartPolicy,
     NewtonRun,
     NewtonSettings,
     OneRefit,
-    new_answers_loglik,
 )
+from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 
@@ -56,7 +54,7 @@ class NumpyEngine(Engine):
     fails. A warm refit that may have ended in the wrong one of several local maxima (a
     gamma moved onto its bound, or lower than it started) is repeated from the start of a
     cold fit and the higher density kept (``cold_start``,
-    :class:`~elicit.model.newton.ColdStartPolicy`). The last few warm refits are remembered
+    :class:`~elicit.model.refit_checks.ColdStartPolicy`). The last few warm refits are remembered
     (:meth:`finish`): the refit after the expert's answer is usually one the query round has
     already made.
 
@@ -77,7 +75,7 @@ class NumpyEngine(Engine):
         (:func:`elicit.model.batch.uses_local_model`). Both converge to the same MAP.
     cold_start
         When a warm refit is checked by a cold fit
-        (:class:`~elicit.model.newton.ColdStartPolicy`); None: never.
+        (:class:`~elicit.model.refit_checks.ColdStartPolicy`); None: never.
 
     score_tol
         The Newton decrement to which a query round's hypothetical refits go (1e-8: their
@@ -380,7 +378,7 @@ class WarmRefit:
     ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
     to L-BFGS-B). ``start_value`` is the log density at the start, ``new_loglik`` the log
     likelihood there of the answers new since the previous fit (``prev_value``: that fit's
-    log density; see :func:`~elicit.model.newton.new_answers_loglik`).
+    log density; see :func:`~elicit.model.refit_checks.new_answers_loglik`).
     """
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,

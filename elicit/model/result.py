@@ -55,7 +55,7 @@ class MAPResult:
         What the numpy engine fitted, but for the answers (its data arrays and the
         hyperparameters): a warm refit from this result is checked for another mode only
         when it is a refit of the same problem after answers, not a start for another
-        tau2 or other data (:class:`~elicit.model.newton.ColdStartPolicy`). ``None`` for
+        tau2 or other data (:class:`~elicit.model.refit_checks.ColdStartPolicy`). ``None`` for
         other engines.
     """
 

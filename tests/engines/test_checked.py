@@ -23,7 +23,7 @@ from elicit.engines.checked import CheckedEngine
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError, EngineError
 from elicit.model.density import log_density, theta_of
-from elicit.model.newton import local_gain
+from elicit.model.refit_checks import local_gain
 from elicit.model.spec import Hyper
 
 #: the program's constants, which differ from the twin's formula

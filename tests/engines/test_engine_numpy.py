@@ -428,7 +428,7 @@ def _two_modes_after_one_answer():
 
 
 def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_start():
-    from elicit.model.newton import ColdStartPolicy
+    from elicit.model.refit_checks import ColdStartPolicy
 
     elicitor = _two_modes_after_one_answer()
     luck, checked = NumpyEngine("learned", cold_start=None), NumpyEngine("learned")
@@ -450,7 +450,7 @@ def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_s
 
 
 def test_no_cold_start_after_a_likely_answer_or_off_the_boundary():
-    from elicit.model.newton import ColdStartPolicy
+    from elicit.model.refit_checks import ColdStartPolicy
 
     elicitor = _two_modes_after_one_answer()
     engine = NumpyEngine("learned", cold_start=ColdStartPolicy(unlikely=0.05))
@@ -463,7 +463,7 @@ def test_no_cold_start_after_a_likely_answer_or_off_the_boundary():
 
 
 def test_the_cold_start_policy_reasons():
-    from elicit.model.newton import ColdStartPolicy, new_answers_loglik
+    from elicit.model.refit_checks import ColdStartPolicy, new_answers_loglik
 
     data = make_small_data("learned", n_feedback=3)
     policy = ColdStartPolicy(unlikely=0.05)
@@ -499,7 +499,7 @@ def test_the_cold_start_of_the_relevance_model_starts_zeta_at_its_prior_mean():
     import dataclasses
 
     from elicit.model.density import theta_of
-    from elicit.model.newton import ColdStartPolicy
+    from elicit.model.refit_checks import ColdStartPolicy
 
     small = make_small_data("learned", n_feedback=3)
     hyper = dataclasses.replace(small.hyper, model="relevance")
