@@ -28,8 +28,8 @@ import numpy as np
 from elicit.data.sources import corpus_source, shipped_corpus
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.harness.problem import STREAM_TAU2_CV, run_stream
-from elicit.model.density import Marginal
 from elicit.model.kernel import kernel
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import ModelData
 from elicit.model.variants import MODELS

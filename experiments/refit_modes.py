@@ -45,8 +45,8 @@ from elicit.engines.checked import same_point
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.harness.problem import strategy_stream
 from elicit.internal.threads import single_blas_thread
-from elicit.model.density import theta_of
 from elicit.model.refit_checks import ColdStartPolicy, new_answers_loglik
+from elicit.model.theta import theta_of
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.synthetic import SyntheticMaker

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from elicit.model.covariance import RELEVANCE
-from elicit.model.density import hessian, join_theta, log_density
+from elicit.model.density import hessian, log_density
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.model.theta import join_theta
 
 
 def theta_point(data: ModelData, seed: int = 1) -> np.ndarray:

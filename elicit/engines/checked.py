@@ -38,10 +38,10 @@ import numpy as np
 
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError, EngineError
-from elicit.model.density import params_of, theta_of
 from elicit.model.refit_checks import local_gain
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
+from elicit.model.theta import params_of, theta_of
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.density import delta_of, split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
+from elicit.model.theta import delta_of, split_theta, theta_of, zeta_of
 from elicit.model.variants import PAPER
 
 #: CmdStan optimises the unconstrained u = log(x), so a start on the boundary x = 0 (which the

@@ -17,16 +17,8 @@ from elicit.errors import ElicitError
 from elicit.internal.cache import LRUCache, arrays_key, checksum
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import candidate_run, uses_local_model
-from elicit.model.density import (
-    Marginal,
-    delta_of,
-    hessian_base,
-    log_density,
-    lower_bounds,
-    split_theta,
-    theta_of,
-    zeta_of,
-)
+from elicit.model.density import hessian_base, log_density
+from elicit.model.marginal import Marginal
 from elicit.model.newton import (
     CONVERGED,
     NewtonRun,
@@ -36,6 +28,7 @@ from elicit.model.newton import (
 from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
+from elicit.model.theta import delta_of, lower_bounds, split_theta, theta_of, zeta_of
 
 
 class NumpyEngine(Engine):
@@ -373,7 +366,7 @@ class WarmRefit:
     The base Hessian starts frozen at the previous MAP. When a step fails, or convergence is
     slow (a far move after a surprising answer), it is recomputed once at the current
     iterate. The marginal at the start comes from the cache of recent marginals when the query
-    round computed it (:class:`~elicit.model.density.MarginalCache`).
+    round computed it (:class:`~elicit.model.marginal_cache.MarginalCache`).
 
     ``status`` is ``"running"``, ``"converged"`` or ``"failed"`` (then the engine falls back
     to L-BFGS-B). ``start_value`` is the log density at the start, ``new_loglik`` the log

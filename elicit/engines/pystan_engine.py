@@ -27,9 +27,9 @@ from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
-from elicit.model.density import delta_of, split_theta, theta_of, zeta_of
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
+from elicit.model.theta import delta_of, split_theta, theta_of, zeta_of
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
 #: itself is unreachable; 1e-10 is far below any scale that changes the density.

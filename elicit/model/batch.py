@@ -23,14 +23,10 @@ from scipy.special import gammaln
 
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
-from elicit.model.density import (
-    Marginal,
-    data_basis,
-    hessian_base,
-    log_density,
-    split_theta,
-)
+from elicit.model.density import hessian_base, log_density
+from elicit.model.form import data_basis
 from elicit.model.kernel import coupling_matrix, kernel_stack
+from elicit.model.marginal import Marginal
 from elicit.model.newton import (
     CONVERGED,
     NewtonRun,
@@ -38,6 +34,7 @@ from elicit.model.newton import (
 )
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
+from elicit.model.theta import split_theta
 
 
 def flops_per_eval(data: ModelData) -> float:
@@ -105,7 +102,7 @@ class BatchDensity:
         K = kernel_stack(U, gamma, self.keep, self.U2)
         rel = self.relevance
         if rel is not None:
-            # each row its own scales: X diag(h_c) (module density, "Per-feature scales")
+            # each row its own scales: X diag(h_c) (module marginal, "Per-feature scales")
             zeta = th[:, lay.index("zeta")]
             classes = cast(np.ndarray, data.relevance)  # an array after ModelData.__post_init__
             signal = data.relevance_signal
@@ -134,7 +131,7 @@ class BatchDensity:
             alpha = np.einsum("cij,j->ci", Sinv, y)
             b_star = h.b_sigma + 0.5 * (rest + alpha @ y)
         else:
-            # each row's residual y - delta_c m replaces y (module density, "A prior mean");
+            # each row's residual y - delta_c m replaces y (module marginal, "A prior mean");
             # y's part beside X's columns (rest) is the residual's too: X s lies in them
             resid = y[None, :] - th[:, lay.index("delta")][:, None] * self.m[None, :]
             alpha = np.einsum("cij,cj->ci", Sinv, resid)

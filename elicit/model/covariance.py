@@ -12,7 +12,7 @@ feature, :data:`KNOWN_COUPLING` only the features of the data's coupled set (by 
 that occur in the candidate pairs, :func:`elicit.prior.setup.coupled_features`). The kernel,
 its batched form and every derivative read that mask alone, so a new coupling rule is one new
 object here. (A kernel of another functional form would also need its derivatives in
-:class:`~elicit.model.density.Marginal`.)
+:class:`~elicit.model.marginal.Marginal`.)
 
 A covariance may also scale each feature (:meth:`Covariance.scales`): the prior covariance of
 beta is then ``sigma2 tau2 diag(h) K diag(h)``, so K stays the prior *correlation*.

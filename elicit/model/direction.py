@@ -11,7 +11,7 @@ with ``s_j`` the answer about j and ``delta >= 0`` one learned magnitude,
 exceeds the spread of y, so the prior only keeps delta on that scale and the marginal
 likelihood decides). The Normal-Inverse-Gamma posterior stays closed-form: the residual
 ``y - delta X s`` replaces y in the marginal, ``y ~ Student-t(delta X s, (b/a) S)``
-(:class:`~elicit.model.density.Marginal`), and the posterior mean is
+(:class:`~elicit.model.marginal.Marginal`), and the posterior mean is
 ``mu* = delta s + tau2 diag(h) K Xt' S^-1 (y - delta X s)``
 (:class:`~elicit.model.posterior.NIGPosterior`). docs/models.md ("Direction answers") has
 the alternatives measured against it.

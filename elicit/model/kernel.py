@@ -1,7 +1,10 @@
 """The Gaussian kernel over meta-features (Afrabandpey et al. 2019, eq. 2).
 
 ``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)`` and the squared meta-feature differences
-``w_ij = (u_i - u_j)^2`` of asked pairs, which enter the feedback likelihood.
+``w_ij = (u_i - u_j)^2`` of asked pairs, which enter the feedback likelihood; and the sums
+over its derivatives ``dK/dgamma_l = -K o D_l / 2``, ``D_l[i, j] = (U_il - U_jl)^2``, that the
+marginal's Hessian needs (:func:`second_terms`), each run over the support of a meta-feature
+column where that is sparse (:func:`supports_of`).
 """
 
 from __future__ import annotations
@@ -153,3 +156,53 @@ def pair_weights(U: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """w_ij = (u_i - u_j)^2 (elementwise) for each pair: shape (len(pairs), d)."""
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
     return (U[pairs[:, 0]] - U[pairs[:, 1]]) ** 2
+
+
+def column_supports(U: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The nonzero pattern of each meta-feature column and its values there."""
+    out = []
+    for l in range(U.shape[1]):
+        S = np.flatnonzero(U[:, l])
+        out.append((S, U[S, l]))
+    return out
+
+
+def support_split(U: np.ndarray, supports: list) -> tuple[list[int], list[int]]:
+    """The meta-feature columns whose products run over their support alone (zero in at least
+    a third of the features: word counts) and the others (embeddings), which are stacked into
+    one product."""
+    p = U.shape[0]
+    sparse = [l for l, (S, _) in enumerate(supports) if 3 * len(S) <= 2 * p]
+    return sparse, [l for l in range(U.shape[1]) if l not in set(sparse)]
+
+
+def supports_of(U: np.ndarray) -> tuple[list, tuple[list[int], list[int]]]:
+    """:func:`column_supports` of U and :func:`support_split` of them."""
+    sup = column_supports(U)
+    return sup, support_split(U, sup)
+
+
+def second_terms(R: np.ndarray, r: np.ndarray, RU: np.ndarray, U: np.ndarray,
+                  supports: list, split: tuple[list[int], list[int]]) -> np.ndarray:
+    """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` (d x d) for a symmetric R with row sums r and
+    ``RU = R U``: expanding ``D_a D_b`` gives
+    ``2 (u_a^2 u_b^2)' r + 2 u_a^2' R u_b^2 - 4 (u_a^2 u_b)' R u_b - 4 (u_b^2 u_a)' R u_a
+    + 4 (u_a u_b)' R (u_a u_b)``."""
+    d = U.shape[1]
+    U2 = U * U
+    T = 2.0 * (U2.T * r) @ U2 + 2.0 * U2.T @ (R @ U2)
+    M3 = U2.T @ (U * RU)
+    T -= 4.0 * (M3 + M3.T)
+    # sum_ij R_ij U_ia U_ja U_ib U_jb, again over the support of u_a only
+    E_full = np.empty((d, d))
+    sparse, dense = split
+    for a in sparse:
+        S, u = supports[a]
+        Ua = U[S] * u[:, None]                        # rows u_i o u_ia
+        E_full[a] = np.einsum("ib,ib->b", Ua, R.take(S, 0).take(S, 1) @ Ua)
+    if len(dense):
+        Ua = (U[:, None, :] * U[:, dense, None]).reshape(len(U), -1)  # (p, m d)
+        RUa = (R @ Ua).reshape(len(U), len(dense), d)
+        E_full[dense] = np.einsum("iab,iab->ab", Ua.reshape(len(U), len(dense), d), RUa)
+    T += 4.0 * E_full
+    return T

@@ -131,7 +131,7 @@ class ParamLayout:
     @cached_property
     def marginal_index(self) -> np.ndarray:
         """Positions of the parameters the marginal likelihood of y depends on, in the order
-        of :class:`~elicit.model.density.Marginal`'s derivatives (its Hessian, its
+        of :class:`~elicit.model.marginal.Marginal`'s derivatives (its Hessian, its
         ``directions`` and ``predictive_jacobian``): gamma, then tau2 if it is learned, then
         zeta if the model has it, then delta if the model has it."""
         idx = list(range(self.size))[self["gamma"]]

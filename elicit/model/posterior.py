@@ -16,7 +16,7 @@ below costs O(n^2 p + n p^2).
 
 With per-feature scales h (the relevance model, prior covariance ``tau2 diag(h) K diag(h)``)
 the formulas hold for ``beta~ = beta / h`` with ``X diag(h)`` in place of X
-(:class:`~elicit.model.density.Marginal`), and map back: ``mu* = h o mu~*``,
+(:class:`~elicit.model.marginal.Marginal`), and map back: ``mu* = h o mu~*``,
 ``Sigma* = diag(h) Sigma~* diag(h)``.
 
 With a prior mean ``delta s`` of beta (the direction answers) the formulas hold for
@@ -33,8 +33,8 @@ from typing import cast
 import numpy as np
 
 from elicit.errors import ElicitError
-from elicit.model.density import Marginal
 from elicit.model.kernel import kernel_apply
+from elicit.model.marginal import Marginal
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 

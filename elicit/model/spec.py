@@ -196,7 +196,7 @@ class ModelData:
         self.relevance = check_relevance(self.relevance, p)
         self.direction = check_direction(self.direction, p)
         if self.kernel_mask is not None or self.model.relevance:
-            # a coupled set or feature scales keep the dense path (model.density.Marginal)
+            # a coupled set or feature scales keep the dense path (model.marginal.Marginal)
             check_size(self.n, p, self.d)
 
     @property

@@ -7,9 +7,11 @@ vocabulary (thousands of keywords, a few dozen per review) S holds well under 1%
 entries. :func:`offset_sparse` finds that structure exactly: ``b_j`` is the value that occurs
 most often in column j and S keeps the differences ``X_ij - b_j`` where ``X_ij != b_j``.
 
-:class:`~elicit.model.density.Marginal` then works with S and b instead of X where it pays
+:class:`~elicit.model.marginal.Marginal` then works with S and b instead of X where it pays
 (:func:`structure_of`): ``X K X'`` needs K only on the columns S touches plus ``K b``, and
-the kernel is never held as a p x p array (:func:`elicit.model.kernel.kernel_apply`). Small
+the kernel is never held as a p x p array (:func:`elicit.model.kernel.kernel_apply`):
+:class:`OffsetProducts` reads those products of K in one streamed pass and computes the
+marginal's gradient, Hessian directions and second-derivative sums from them. Small
 problems keep their dense BLAS path.
 """
 
@@ -22,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from elicit.internal.cache import LRUCache, arrays_key
+from elicit.model.kernel import kernel_apply, kernel_tiles, second_terms, supports_of
 from elicit.model.tall import is_tall
 
 #: The structured path is used from this many features on (below, dense BLAS on p x p arrays
@@ -116,3 +119,190 @@ def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
             hit = (st if pays(n, p, d, st) else None,)
             _found.put(key, hit, pin=X)
     return hit[0]
+
+
+@dataclass(frozen=True, eq=False)
+class OffsetProducts:
+    """What the structured path of a marginal reads of the kernel at gamma (``X = S + 1 b'``,
+    A the columns that S touches), from one streamed pass over its tiles (:meth:`of`), and
+    the sums of the marginal's gradient and Hessian computed from them: no p x p array.
+    :class:`~elicit.model.marginal.Marginal` holds one on the structured path and hands it
+    the quantities of its own factorisation (G, and :meth:`R_AA` and :meth:`rank_parts` of
+    G, which it caches).
+    """
+
+    structure: OffsetSparse
+    U: np.ndarray
+    gamma: np.ndarray
+    #: X K (n x p)
+    XK: np.ndarray
+    #: K b (p,)
+    Kb: np.ndarray
+    #: the quadratic forms ``q_l = (b o u_l)' K (b o u_l)`` (d,)
+    q: np.ndarray
+    #: K on the columns A (a x a)
+    K_AA: np.ndarray
+    #: ``(K (b o U))_A`` (a x d)
+    KA_bU: np.ndarray
+    #: ``(K (b o U^2))_A`` (a x d)
+    KA_bU2: np.ndarray
+
+    @classmethod
+    def of(cls, st: OffsetSparse, U: np.ndarray, gamma: np.ndarray) -> OffsetProducts:
+        """X K from ``X = S + 1 b'`` (the structured path) in one streamed pass over the
+        kernel's tiles (:func:`~elicit.model.kernel.kernel_tiles`), with the columns A that S
+        touches first, keeping what the gradient and the Hessian's directions need:
+        ``K b``, the quadratic forms ``q_l = (b o u_l)' K (b o u_l)``, the block ``K_AA`` and
+        ``(K [b o U, b o U^2])_A``. The rows of K on A (the first tiles' rows, and by symmetry
+        the first columns of the others) give ``S K``."""
+        b, A = st.b, st.cols
+        n, p = st.shape
+        d, a = U.shape[1], len(A)
+        rest = np.ones(p, dtype=bool)
+        rest[A] = False
+        order = np.concatenate([A, np.flatnonzero(rest)])
+        Uo, bo = U[order], b[order]
+        bU = bo[:, None] * Uo
+        V = np.hstack([bo[:, None], bU])                          # [b, b o U]
+        W = np.hstack([bU, bU * Uo])                              # [b o U, b o U^2]
+        Kb = np.zeros(p)
+        q = np.zeros(d)
+        SK = np.zeros((n, p))                                     # columns in `order`
+        K_AA = np.empty((a, a))
+        KA_W = np.zeros((a, 2 * d))
+        S = st.S_cols
+        S_of: dict[int, sp.csc_matrix] = {}                       # S's columns of a tile row
+        for I, J, E in kernel_tiles(U, gamma, order):
+            M = E @ V[J]
+            Kb[I] += M[:, 0]
+            mirror = J.start != I.start
+            q += (2.0 if mirror else 1.0) * np.einsum("il,il->l", bU[I], M[:, 1:])
+            if mirror:
+                Kb[J] += E.T @ bo[I]
+            if I.start < a:                                       # rows of K on A
+                m = min(I.stop, a) - I.start
+                Ia = slice(I.start, I.start + m)
+                if I.start not in S_of:
+                    S_of[I.start] = S[:, Ia]
+                Ea = E[:m]
+                SK[:, J] += S_of[I.start] @ Ea
+                KA_W[Ia] += Ea @ W[J]
+                if J.start < a:
+                    ja = min(J.stop, a) - J.start
+                    K_AA[Ia, J.start:J.start + ja] = Ea[:, :ja]
+                    if mirror:
+                        K_AA[J.start:J.start + ja, Ia] = Ea[:, :ja].T
+            if mirror and J.start < a:                            # K[J, I] = E' on A
+                ja = min(J.stop, a) - J.start
+                Ja = slice(J.start, J.start + ja)
+                if J.start not in S_of:
+                    S_of[J.start] = S[:, Ja]
+                Eb = E[:, :ja].T
+                SK[:, I] += S_of[J.start] @ Eb
+                KA_W[Ja] += Eb @ W[I]
+        back = np.empty(p, dtype=int)
+        back[order] = np.arange(p)
+        Kb = Kb[back]
+        return cls(st, U, gamma, SK[:, back] + Kb, Kb, q, K_AA, KA_W[:, :d], KA_W[:, d:])
+
+    def R_AA(self, G: np.ndarray) -> np.ndarray:
+        """R on the columns A that S touches: ``(S_A' G S_A) o K_AA``."""
+        S = self.structure.S_cols
+        return (S.T @ (S.T @ G).T) * self.K_AA
+
+    def rank_parts(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rest of X'GX on the structured path: ``c b' + b c' + g0 b b'`` with
+        ``c = S'G1`` and ``g0 = 1'G1``; every sum over it weighted by the symmetric
+        ``K o D`` is one over ``w b'``, ``w = 2c + g0 b``. Returns (w, K w, c on A), with
+        ``K c = (S K)' G 1 = (X K)' G 1 - g0 K b``."""
+        st = self.structure
+        G1 = G.sum(axis=1)
+        g0 = float(G1.sum())
+        c_A = st.S_cols.T @ G1
+        w = g0 * st.b
+        w[st.cols] += 2.0 * c_A
+        Kw = 2.0 * (self.XK.T @ G1) - g0 * self.Kb
+        return w, Kw, c_A
+
+    def grad_gamma(self, G: np.ndarray, tau2: float, R_AA: np.ndarray,
+                   parts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        """d value / d gamma (``R_AA``, ``parts``: :meth:`R_AA` and :meth:`rank_parts` of
+        G)."""
+        # sum_ij R_ij D_l,ij over the block on A (as the dense path) and over the rank part:
+        # sum_ij w_i b_j K_ij D_l,ij = (w o u^2)' K b + (b o u^2)' K w - 2 (w o u)' K (b o u)
+        st = self.structure
+        U = self.U
+        UA = U[st.cols]
+        R1 = R_AA
+        block = (UA * UA).T @ R1.sum(axis=1) - np.einsum("il,il->l", UA, R1 @ UA)
+        w, Kw, c_A = parts
+        g0 = float(G.sum())
+        # (w o u)' K (b o u) = 2 (c o u)_A' (K (b o u))_A + g0 q
+        wKbU = 2.0 * np.einsum("i,il,il->l", c_A, UA, self.KA_bU) + g0 * self.q
+        rank = (U * U).T @ (w * self.Kb + st.b * Kw) - 2.0 * wKbU
+        return -tau2 * (block + 0.5 * rank)
+
+    def B_dirs(self, B: np.ndarray, tau2: float, learned: bool) -> np.ndarray:
+        """The Hessian's directions ``B_a`` of the structured path (``B``: the marginal's B)
+        from ``X = S + 1 b'``: ``X (K o D_l) X'`` is
+        ``S_A (K_AA o D_l) S_A' + v 1' + 1 v' + s 1 1'`` with ``v = S (K o D_l) b`` and
+        ``s = b' (K o D_l) b``; the first term is ``A + A' - 2 Y K_AA Y'`` with
+        ``A = (S diag(u^2)) K_AA S'`` and ``Y = S diag(u)``, sparse products on A."""
+        st = self.structure
+        U, b = self.U, st.b
+        S = st.S_cols
+        n, d = B.shape[0], U.shape[1]
+        UA = U[st.cols]
+        Kb = self.Kb
+        Kb_A = Kb[st.cols]
+        KS = (S @ self.K_AA).T                                 # K_AA S_A'
+        Bd = np.empty((d + learned, n, n))
+        for l in range(d):
+            u = UA[:, l]
+            Y = S @ sp.diags(u)
+            A = (S @ sp.diags(u * u)) @ KS
+            YKY = Y @ (Y @ self.K_AA).T
+            v = S @ (u * u * Kb_A + self.KA_bU2[:, l] - 2.0 * u * self.KA_bU[:, l])
+            s_l = 2.0 * ((b * U[:, l] ** 2) @ Kb - self.q[l])
+            Bd[l] = A + A.T - 2.0 * YKY + v[:, None] + v[None, :] + s_l
+        Bd[:d] *= -0.5 * tau2
+        if learned:
+            Bd[d] = B / tau2
+        return Bd
+
+    def second(self, G: np.ndarray, R_AA: np.ndarray,
+               parts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` on the structured path: the block on A as the
+        dense path, plus ``sum_ij w_i b_j K_ij D_a D_b`` (:meth:`rank_parts`). Expanding
+        ``D_a D_b`` gives nine sums ``(w o f)' K (b o g)``; each is read with the monomial of
+        degree <= 2 on the side of K's product: ``K (b o [1, u_a, u_a u_b])``, ``K w`` and
+        ``K (w o u_a)`` (``w = 2c + g0 b``: ``K (c o u_a)`` comes from the same streamed pass
+        over K)."""
+        st = self.structure
+        U, b, A = self.U, st.b, st.cols
+        p, d = U.shape
+        UA = U[A]
+        R1 = R_AA
+        T = second_terms(R1, R1.sum(axis=1), R1 @ UA, UA, *supports_of(UA))
+        w, Kw, c_A = parts
+        # one pass: K (b o u_a), K (b o u_a u_b) for a <= b, and K (c o u_a)
+        ia, ib = np.triu_indices(d)
+        cU = np.zeros((p, d))
+        cU[A] = c_A[:, None] * UA
+        P = kernel_apply(U, self.gamma, np.hstack([b[:, None] * U,
+                                                   b[:, None] * U[:, ia] * U[:, ib], cU]))
+        KbU, KcU = P[:, :d], P[:, -d:]
+        KbUU = np.empty((p, d, d))
+        KbUU[:, ia, ib] = P[:, d:-d]
+        KbUU[:, ib, ia] = KbUU[:, ia, ib]
+        KbSq = KbUU[:, np.arange(d), np.arange(d)]               # K (b o u_a^2)
+        Kb = self.Kb
+        g0 = float(G.sum())
+        KwU = g0 * KbU + 2.0 * KcU
+        U2 = U * U
+        wU2, bU2 = w[:, None] * U2, b[:, None] * U2
+        t1 = (U2 * (w * Kb + b * Kw)[:, None]).T @ U2
+        t2 = wU2.T @ KbSq
+        t3 = -2.0 * wU2.T @ (U * KbU) - 2.0 * bU2.T @ (U * KwU)
+        t4 = 4.0 * np.einsum("ia,ib,iab->ab", w[:, None] * U, U, KbUU)
+        return T + t1 + t2 + t2.T + t3 + t3.T + t4

@@ -10,7 +10,7 @@ with ``z = Q' y``. Every trace the derivatives take, ``tr(G dB)`` with ``dB = Q 
 ``alpha_p = S_p^-1 z = Q' alpha``; the Hessian's ``alpha' B_a S^-1 B_b alpha`` and
 ``tr(S^-1 B_a S^-1 B_b)`` likewise. So the marginal of (X, y) is the marginal of (R, z), a
 problem with p rows, except that ``a*`` counts the n rows and ``b*`` adds the residual
-``|y - Q z|^2 / 2`` (:class:`~elicit.model.density.Marginal` with a :class:`TallBasis`). The
+``|y - Q z|^2 / 2`` (:class:`~elicit.model.marginal.Marginal` with a :class:`TallBasis`). The
 posterior of beta only ever reads ``X' S^-1 X = R' S_p^-1 R`` and ``X' alpha = R' alpha_p``:
 it is the same from (R, z). What lives at the n training inputs comes back through Q:
 ``S^-1 Q w = Q S_p^-1 w``, the predictive mean ``y - alpha = Q (z - alpha_p)`` and

@@ -35,11 +35,12 @@ from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
 from elicit.model.covariance import ScaledCovariance
-from elicit.model.density import log_density, theta_of
+from elicit.model.density import log_density
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import Params, check_relevance
+from elicit.model.theta import theta_of
 from elicit.model.variants import PAPER, get_model
 from elicit.prior.setup import (
     PLACEHOLDER_THRESHOLD_MEAN,
@@ -131,7 +132,7 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
 
     .. math:: \\ell(\\tau^2) = \\log p(y \\mid \\gamma_t, \\tau^2) + \\log p(\\gamma_t),
 
-    the Student-t marginal of y (:class:`~elicit.model.density.Marginal`) plus gamma's
+    the Student-t marginal of y (:class:`~elicit.model.marginal.Marginal`) plus gamma's
     N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
     on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Fits are
     started from the previous grid value's MAP; the grid is extended by the grid policy

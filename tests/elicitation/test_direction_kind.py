@@ -26,10 +26,12 @@ from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import SweepConfig, load_part, sweep
-from elicit.model.density import Marginal, log_density, theta_of
+from elicit.model.density import log_density
 from elicit.model.kernel import kernel
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
+from elicit.model.theta import theta_of
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.synthetic import SyntheticMaker
 from elicit.session.session import Session

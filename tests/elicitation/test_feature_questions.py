@@ -25,8 +25,10 @@ from elicit.elicitation.utility import (
 )
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
-from elicit.model.density import Marginal, log_density, theta_of
+from elicit.model.density import log_density
+from elicit.model.marginal import Marginal
 from elicit.model.spec import Hyper, all_pairs
+from elicit.model.theta import theta_of
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -417,7 +419,7 @@ def test_the_probability_of_relevant_is_the_bayes_factor_posterior():
     k = 6
     # independent: the log marginal at the MAP's parameters with lambda_k = 1 and = eps
     from elicit.model.covariance import RELEVANCE
-    from elicit.model.density import Marginal
+    from elicit.model.marginal import Marginal
 
     data = el.data
     sig = data.relevance_signal

@@ -25,8 +25,8 @@ from elicit.elicitation.strategies import (
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.harness.problem import strategy_stream
-from elicit.model.density import join_theta
 from elicit.model.spec import Hyper, all_pairs
+from elicit.model.theta import join_theta
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

@@ -16,10 +16,11 @@ from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.quadrature import bald_gain
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.errors import ElicitError
-from elicit.model.density import feedback_terms, join_theta, lower_bounds
+from elicit.model.density import feedback_terms
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
 from elicit.model.simulate import make_synthetic
+from elicit.model.theta import join_theta, lower_bounds
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

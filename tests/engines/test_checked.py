@@ -22,9 +22,10 @@ from elicit.engines import get_engine
 from elicit.engines.checked import CheckedEngine
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError, EngineError
-from elicit.model.density import log_density, theta_of
+from elicit.model.density import log_density
 from elicit.model.refit_checks import local_gain
 from elicit.model.spec import Hyper
+from elicit.model.theta import theta_of
 
 #: the program's constants, which differ from the twin's formula
 OFFSET = 6.66

@@ -10,10 +10,11 @@ from scipy.optimize import minimize
 from elicit.engines import get_engine
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
-from elicit.model.density import hessian, hessian_base, join_theta, log_density, lower_bounds
+from elicit.model.density import hessian, hessian_base, log_density
 from elicit.model.kernel import kernel
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params
+from elicit.model.theta import join_theta, lower_bounds
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -128,16 +129,16 @@ def test_warm_start_without_hessian_equals_cold_fit(variant):
 def _count_kernel_evaluations(monkeypatch) -> list:
     """Count the marginals the density builds (one per kernel evaluation; a marginal served
     from the cache of recent ones is not built)."""
-    from elicit.model import density
+    from elicit.model.marginal import Marginal
 
     calls = []
-    orig = density.Marginal.__init__
+    orig = Marginal.__init__
 
     def counted(self, *args, **kwargs):
         calls.append(1)
         orig(self, *args, **kwargs)
 
-    monkeypatch.setattr(density.Marginal, "__init__", counted)
+    monkeypatch.setattr(Marginal, "__init__", counted)
     return calls
 
 
@@ -147,7 +148,8 @@ def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new
     new answer costs one or two evaluations of the kernel part (plain Newton on the frozen
     quadratic needed four to seven); the start point's comes from the marginal cache, which a
     query round fills."""
-    from elicit.model.density import Marginal, marginal_cache
+    from elicit.model.marginal import Marginal
+    from elicit.model.marginal_cache import marginal_cache
 
     data0 = make_small_data(variant, n_feedback=4)
     engine = NumpyEngine(variant, local_model=True)
@@ -498,8 +500,8 @@ def test_the_cold_start_of_the_relevance_model_starts_zeta_at_its_prior_mean():
     warm refit with the cold fit from the prior means (zeta's too) and keeps the higher."""
     import dataclasses
 
-    from elicit.model.density import theta_of
     from elicit.model.refit_checks import ColdStartPolicy
+    from elicit.model.theta import theta_of
 
     small = make_small_data("learned", n_feedback=3)
     hyper = dataclasses.replace(small.hyper, model="relevance")

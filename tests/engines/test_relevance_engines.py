@@ -14,9 +14,10 @@ from helpers import rel_diff, some_relevance
 from elicit.engines.checked import CheckedEngine
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.covariance import IRRELEVANT, RELEVANCE, RELEVANT, UNASKED
-from elicit.model.density import hessian_base, log_density, lower_bounds, theta_of
+from elicit.model.density import hessian_base, log_density
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
+from elicit.model.theta import lower_bounds, theta_of
 from elicit.model.variants import RELEVANCE_MODEL
 
 

@@ -17,8 +17,9 @@ from helpers import rel_diff
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
-from elicit.model.density import log_density, theta_of
+from elicit.model.density import log_density
 from elicit.model.spec import Hyper, ModelData
+from elicit.model.theta import theta_of
 from elicit.model.variants import MODELS, unregister_model
 
 pytestmark = pytest.mark.slow

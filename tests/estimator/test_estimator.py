@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from elicit import ElicitError, Elicitor, ElicitRegressor, GroupOracle, Hyper
 from elicit.engines import get_engine
-from elicit.model.density import Marginal
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.simulate import make_synthetic
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData, all_pairs

@@ -14,18 +14,11 @@ from conftest import make_small_data
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.batch import BatchDensity, batched_refit
-from elicit.model.density import (
-    Marginal,
-    feedback_terms,
-    hessian,
-    hessian_base,
-    join_theta,
-    log_density,
-    lower_bounds,
-    split_theta,
-)
+from elicit.model.density import feedback_terms, hessian, hessian_base, log_density
 from elicit.model.kernel import pair_weights
+from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData, all_pairs
+from elicit.model.theta import join_theta, lower_bounds, split_theta
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 

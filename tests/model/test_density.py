@@ -13,15 +13,11 @@ from conftest import make_small_data
 from helpers import assert_derivatives_match_finite_differences, fd_grad, theta_point
 from scipy import stats
 
-from elicit.model.density import (
-    Marginal,
-    hessian,
-    hessian_base,
-    log_density,
-    split_theta,
-)
+from elicit.model.density import hessian, hessian_base, log_density
 from elicit.model.kernel import kernel
+from elicit.model.marginal import Marginal
 from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, Hyper, ModelData
+from elicit.model.theta import split_theta
 
 
 def _with_U(data: ModelData, U: np.ndarray) -> ModelData:
@@ -240,7 +236,7 @@ def test_derivatives_over_several_row_blocks_match_finite_differences(variant):
 
 
 def test_marginal_cache_serves_exact_values_and_never_stale_ones(variant):
-    from elicit.model.density import MarginalCache, marginal_cache
+    from elicit.model.marginal_cache import MarginalCache, marginal_cache
 
     data = make_small_data(variant)
     theta = theta_point(data)
@@ -301,7 +297,7 @@ def test_marginal_cache_serves_exact_values_and_never_stale_ones(variant):
 
 
 def test_marginal_cache_keeps_no_marginal_larger_than_its_budget():
-    from elicit.model.density import MarginalCache, marginal_bytes
+    from elicit.model.marginal_cache import MarginalCache, marginal_bytes
 
     data = make_small_data("fixed")
     theta = theta_point(data)

@@ -29,10 +29,11 @@ from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.batch import BatchDensity
 from elicit.model.covariance import IRRELEVANT_SCALE, RELEVANCE
-from elicit.model.density import hessian_base, join_theta, log_density, lower_bounds
+from elicit.model.density import hessian_base, log_density
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.priors import ZETA_PRIOR, ThresholdPrior
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+from elicit.model.theta import join_theta, lower_bounds
 from elicit.model.variants import (
     MODELS,
     PAPER,

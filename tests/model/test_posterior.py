@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from elicit.errors import ElicitError
-from elicit.model.density import Marginal
 from elicit.model.kernel import kernel
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData

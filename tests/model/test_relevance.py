@@ -32,21 +32,14 @@ from elicit.model.covariance import (
     UNASKED,
     Scales,
 )
-from elicit.model.density import (
-    Marginal,
-    hessian,
-    hessian_base,
-    join_theta,
-    log_density,
-    lower_bounds,
-    theta_of,
-    zeta_of,
-)
+from elicit.model.density import hessian, hessian_base, log_density
 from elicit.model.kernel import kernel, pair_weights
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.priors import RELEVANT_SHARE, ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params, all_pairs
+from elicit.model.theta import join_theta, lower_bounds, theta_of, zeta_of
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 
@@ -339,7 +332,7 @@ def test_batched_refit_reaches_the_engine_refit(variant):
 
 
 def test_marginal_cache_keys_the_classes_and_zeta():
-    from elicit.model.density import marginal_cache
+    from elicit.model.marginal_cache import marginal_cache
 
     data = relevance_data("learned")
     theta = theta_point(data)

@@ -1,5 +1,5 @@
 """Sparse-plus-offset inputs (:mod:`elicit.model.structure`) and the structured path of
-:class:`~elicit.model.density.Marginal`.
+:class:`~elicit.model.marginal.Marginal`.
 
 The structured path is checked three ways: against the dense path at the same point (every
 quantity, to 1e-10 relative), its gradient against finite differences of its value and its
@@ -15,19 +15,15 @@ from helpers import assert_derivatives_match_finite_differences, fd_grad, theta_
 
 import elicit.model.kernel as kernel_mod
 import elicit.model.structure as structure_mod
-from elicit.model.density import (
-    Marginal,
-    MarginalCache,
-    hessian,
-    log_density,
-    marginal_bytes,
-    split_theta,
-    takes_structure,
-)
+from elicit.model.density import hessian, log_density
+from elicit.model.form import takes_structure
 from elicit.model.kernel import kernel, kernel_apply, kernel_tiles
+from elicit.model.marginal import Marginal
+from elicit.model.marginal_cache import MarginalCache, marginal_bytes
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, all_pairs, is_all_pairs
 from elicit.model.structure import column_modes, offset_sparse, structure_of
+from elicit.model.theta import split_theta
 
 
 def review_inputs(n: int = 24, p: int = 150, d: int = 3, n_model: int = 120,

@@ -18,21 +18,17 @@ from helpers import (
     theta_point,
 )
 
-import elicit.model.density as density_mod
+import elicit.model.form as form_mod
+import elicit.model.marginal_cache as marginal_cache_mod
 from elicit.elicitation.features import FeatureScorer
 from elicit.model.batch import BatchDensity
-from elicit.model.density import (
-    Marginal,
-    data_basis,
-    data_mean,
-    data_scales,
-    delta_of,
-    split_theta,
-    zeta_of,
-)
+from elicit.model.density import log_density
+from elicit.model.form import data_basis
 from elicit.model.kernel import pair_weights
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, all_pairs, model_bytes, row_numbers
+from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, zeta_of
 from elicit.model.variants import RELEVANCE_DIRECTION_MODEL, RELEVANCE_MODEL
 
 
@@ -165,8 +161,7 @@ def test_batched_density_on_the_p_form_equals_the_n_form_marginal(case):
     with_new = ModelData(data.X, data.y, data.U, data.hyper,
                          np.vstack([data.pairs, pairs[:1]]), np.append(data.f, 1),
                          relevance=data.relevance, direction=data.direction)
-    ref, ref_g = density_mod.log_density(thetas[0], with_new,
-                                         marginal=_pair(with_new, thetas[0])[1])
+    ref, ref_g = log_density(thetas[0], with_new, marginal=_pair(with_new, thetas[0])[1])
     assert value[0] == pytest.approx(ref, rel=1e-12)
     np.testing.assert_allclose(grad[0], ref_g, rtol=1e-9, atol=1e-9 * np.abs(ref_g).max())
 
@@ -184,7 +179,7 @@ def test_a_tall_session_asks_and_learns_as_the_n_form_does(monkeypatch, tmp_path
     y = X @ sign + 0.5 * rng.standard_normal(n)
 
     def run(name: str):
-        density_mod.marginal_cache._cache.clear()
+        marginal_cache_mod.marginal_cache.clear()
         s = Session.create(X, y, path=tmp_path / f"{name}.session")
         out = []
         for _ in range(5):
@@ -194,7 +189,9 @@ def test_a_tall_session_asks_and_learns_as_the_n_form_does(monkeypatch, tmp_path
         return out, s.posterior().mu
 
     tall, mu_tall = run("tall")
-    monkeypatch.setattr(density_mod, "is_tall", lambda n, p: False)
+    # the form's chooser and the cache's estimate of a marginal's size
+    monkeypatch.setattr(form_mod, "is_tall", lambda n, p: False)
+    monkeypatch.setattr(marginal_cache_mod, "is_tall", lambda n, p: False)
     square, mu_square = run("square")
     assert [t[:2] for t in tall] == [s[:2] for s in square]
     np.testing.assert_allclose([t[2] for t in tall], [s[2] for s in square], rtol=1e-6)

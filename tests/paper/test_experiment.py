@@ -322,7 +322,7 @@ def test_scaling_sizes_are_the_amazon_problem_with_more_features():
 def test_review_like_size_is_sparse_plus_offset_with_unit_embeddings():
     """The p10000 size's construction, at a size a test can afford (p = 1500)."""
     import elicit.paper.bench as bench
-    from elicit.model.density import data_structure
+    from elicit.model.form import data_structure
     from elicit.model.spec import ModelData, is_all_pairs
     from elicit.model.structure import offset_sparse
 

@@ -9,10 +9,11 @@ from conftest import small_arrays
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.covariance import unasked_lambda
-from elicit.model.density import log_density, lower_bounds, theta_of
+from elicit.model.density import log_density
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
 from elicit.model.spec import Hyper, all_pairs
+from elicit.model.theta import lower_bounds, theta_of
 from elicit.model.variants import RELEVANCE_MODEL
 from elicit.prior.setup import PLACEHOLDER_THRESHOLD_MEAN, fit_no_feedback, no_feedback_data
 from elicit.prior.tau2 import cv_tau2, ml_tau2

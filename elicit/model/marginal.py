@@ -1,0 +1,580 @@
+"""The marginal likelihood of y at (gamma, tau2[, zeta][, delta]), with its gradient, Hessian
+and the Gaussian predictive at the training inputs: the y-part of the analytic log density
+(:mod:`elicit.model.density`), in :class:`Marginal`.
+
+With ``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
+``b* = b_sigma + y' alpha / 2``, the marginal multivariate Student-t likelihood of y
+(Afrabandpey et al. 2019, eq. 3, with nu = 2 a_sigma and scale (b_sigma/a_sigma) S) is
+
+    log p(y) = lgamma(a*) - lgamma(a) - n/2 log(2 pi b) - 1/2 log|S| - a* log(b*/b).
+
+Its derivative along a direction with ``dB`` is ``tr(G dB)`` with
+``G = (omega alpha alpha' - S^-1) / 2`` and ``omega = a*/b*``; the Hessian adds
+``omega t_a t_b / (4 b*) - omega alpha' B_a S^-1 B_b alpha + tr(S^-1 B_a S^-1 B_b) / 2`` with
+``t_a = alpha' B_a alpha``. Kernel derivatives use ``dK/dgamma_l = -K o D_l / 2`` where
+``D_l[i, j] = (U_il - U_jl)^2``, expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'`` so that no
+p x p x d array is ever formed.
+
+**More rows than features**: with ``X = Q R`` (thin QR), S is ``I_n + Q (S_p - I_p) Q'``
+with ``S_p = I_p + tau2 R K R'``, so every formula above runs on (R, Q'y) with p x p arrays,
+``a*`` counting the n rows and ``b*`` adding y's residual beside X's columns
+(:mod:`elicit.model.tall`; :func:`~elicit.model.form.basis_of` chooses the form, in one
+place for :class:`Marginal` and the batched density).
+
+**Per-feature scales** (the relevance model): the prior covariance of beta is
+``sigma2 tau2 diag(h) K diag(h)``, so everything above holds with X replaced by
+``Xt = X diag(h)`` (:class:`Marginal` keeps the data's X as ``X_data`` and works on ``X = Xt``).
+Only the unjudged features' scales depend on zeta, each through its own logit (the
+relevance answers of its neighbours move it: :class:`~elicit.model.covariance.RelevanceScales`);
+with ``g_j = d log h_j / d zeta`` (0 for the judged features), ``G_d = diag(g)`` and
+``P = Xt G_d K Xt'``, the new direction is ``B_zeta = tau2 (P + P')``; with
+``R = (Xt' G Xt) o K``, its row sums r and ``q_j = h_j'' / h_j`` the new terms are
+
+    d/dzeta log p(y)       = 2 tau2 sum_j g_j r_j,
+    tr(G B_{zeta, zeta})   = 2 tau2 (sum_j q_j r_j + g' R g),
+    tr(G B_{gamma_l, zeta}) = -tau2 sum_ij g_i R_ij D_l,ij
+                           = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (R U)_il)
+                                    + sum_j u_jl^2 (R g)_j),
+    tr(G B_{tau2, zeta})   = (d/dzeta log p(y)) / tau2.
+
+**A prior mean** (the direction answers, :mod:`elicit.model.direction`): with
+``beta ~ N(delta s, ...)`` the residual ``r = y - delta m``, ``m = X s`` (the data's X),
+replaces y above (``alpha = S^-1 r``, ``b* = b_sigma + r' alpha / 2``); nothing else moves,
+and the predictive mean at the training inputs is still ``y - alpha``. With
+``c = m' alpha``:
+
+    d/ddelta log p(y)            = omega c,
+    d^2/ddelta^2                 = omega c^2 / b* - omega m' S^-1 m,
+    d^2/ddelta dtheta_a          = omega t_a c / (2 b*) - omega (S^-1 m)' B_a alpha.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import NamedTuple, cast
+
+import numpy as np
+from scipy.linalg.lapack import dtrtri
+from scipy.special import gammaln
+
+from elicit.model.covariance import Scales
+from elicit.model.form import basis_of, takes_structure
+from elicit.model.kernel import (
+    column_supports,
+    kernel,
+    kernel_apply,
+    row_blocks,
+    second_terms,
+    support_split,
+)
+from elicit.model.marginal_cache import marginal_cache
+from elicit.model.spec import ModelData
+from elicit.model.structure import OffsetProducts, OffsetSparse, offset_sparse, structure_of
+from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, zeta_of
+
+
+class Marginal:
+    """The marginal likelihood of y at (gamma, tau2[, zeta]) and the quantities derived from it.
+
+    One factorisation of S serves the log density, its gradient and Hessian, and the
+    posterior (:mod:`elicit.model.posterior`), so nothing is computed twice in a query round.
+
+    **Sparse-plus-offset inputs** (``structured``: None, the default, takes the path whenever
+    :func:`~elicit.model.structure.structure_of` finds that it pays: thousands of features,
+    inputs like standardised word counts, a few meta-features; True forces it, False keeps the
+    dense path): with ``X = S + 1 b'`` every quantity is computed without a p x p array. The
+    kernel enters only through ``K b``, the quadratic forms ``(b o u_l)' K (b o u_l)`` and the
+    rows of K on the columns A that S touches (``S K``, the block ``K_AA``), all from one
+    streamed pass over K's tiles (:func:`~elicit.model.kernel.kernel_tiles`), and, for the
+    Hessian, ``K (b o u_a u_b)`` (:func:`~elicit.model.kernel.kernel_apply`); the results
+    equal the dense path's up to rounding. :attr:`K` is then built only when read.
+
+    With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
+    :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
+    scales).
+
+    **More rows than features** (``tall``: None, the default, takes the p x p form whenever
+    n > p off the structured path; True forces it, False keeps the n x n form): with
+    ``X = Q R`` (:attr:`basis`, :mod:`elicit.model.tall`) every formula runs on (R, Q'y):
+    :attr:`X`, :attr:`alpha`, :attr:`Sinv`, :attr:`B`, :attr:`XK` and :attr:`G` are p x p or
+    p long, the value and its derivatives equal the n x n form's, and what lives at the n
+    training inputs comes back through :meth:`lift` and :attr:`sinv_diag`.
+
+    With a prior ``mean = (s, delta)`` of beta (``delta s``: the direction answers) the
+    residual :attr:`r` ``= y - delta X s`` takes y's place (module docstring); on the p x p
+    form ``m = R s = Q' X s``, and y's part beside X's columns is r's too (X s lies in them).
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
+                 tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
+                 coupled: np.ndarray | None = None, scales: Scales | None = None,
+                 structured: bool | None = None, tall: bool | None = None,
+                 mean: tuple[np.ndarray, float] | None = None):
+        self.X_data = X
+        #: the prior mean's signs s and magnitude delta (None: no prior mean)
+        self.s: np.ndarray | None = None if mean is None else mean[0]
+        self.delta: float | None = None if mean is None else float(mean[1])
+        self.scales = scales
+        #: zeta of the scales, when :meth:`from_data` built them (else None)
+        self.zeta: float | None = None
+        #: the per-feature scales h (None: all 1)
+        self.h = None if scales is None else scales.h
+        self.y, self.U = y, U
+        self.gamma = np.asarray(gamma, dtype=float)
+        self.tau2 = float(tau2)
+        self.a_sigma, self.b_sigma = float(a_sigma), float(b_sigma)
+        n = X.shape[0]
+        # Everything below (value, gradient, Hessian, predictive) reads K only, so a K masked
+        # to the coupled set gets the masked derivatives: D_l enters as K o D_l.
+        self.coupled = coupled
+        #: the sparse-plus-offset structure of X when the structured path is taken, else None
+        #: (:mod:`elicit.model.structure`; never with a coupled set or per-feature scales)
+        self.structure: OffsetSparse | None = None
+        if structured and (coupled is not None or scales is not None):
+            raise ValueError("the structured path takes no coupled set or feature scales")
+        if structured is not False and coupled is None and scales is None:
+            # structured=True forces the path (the tests compare it with the dense one)
+            self.structure = structure_of(X, U.shape[1]) or (offset_sparse(X) if structured
+                                                             else None)
+        #: the basis X = Q R of the p x p form (more rows than features), else None
+        self.basis = basis_of(X, self.structure, tall)
+        self._rest = 0.0                                  # y's residual beside X's columns
+        if self.basis is not None:
+            X = self.basis.R
+            y, self._rest = self.basis.reduce(y)
+        self._W, self._z = X, y          # the working design (without scales) and target
+        #: ``m = X s`` in the working form (``R s`` on the p x p form; None: no prior mean)
+        self.m: np.ndarray | None = None if self.s is None else X @ self.s
+        #: the residual of the prior mean, y - delta m (y itself without a prior mean)
+        self.r = y if self.m is None else y - cast(float, self.delta) * self.m
+        self.X = X if scales is None else X * scales.h
+        X = self.X
+        m = X.shape[0]
+        #: the kernel's products on the structured path (:mod:`elicit.model.structure`)
+        self._offset: OffsetProducts | None = None
+        if self.structure is not None:
+            self._K = K
+            self._offset = OffsetProducts.of(self.structure, U, self.gamma)
+            self.XK = self._offset.XK
+        else:
+            self._K = kernel(U, self.gamma, coupled) if K is None else K
+            self.XK = X @ self._K
+        B = self.tau2 * (self.XK @ X.T)
+        self.B = 0.5 * (B + B.T)
+        S = self.B + np.eye(m)
+        # S = I + B has all eigenvalues >= 1, so its inverse is well conditioned: from the
+        # Cholesky factor, S^-1 = L^-T L^-1 (a triangular inverse and a symmetric product,
+        # half the work of a general inverse; L^-1 also gives W = L^-1 X of the gradient).
+        self.L = np.linalg.cholesky(S)
+        self.Linv = _lower_inverse(self.L)
+        self.Sinv = self.Linv.T @ self.Linv
+        self.alpha = self.Sinv @ self.r
+        self.a_star = self.a_sigma + 0.5 * n
+        self.b_star = self.b_sigma + 0.5 * (self._rest + float(self.r @ self.alpha))
+        self.omega = self.a_star / self.b_star
+        self._dir_cache: dict = {}
+
+    @property
+    def K(self) -> np.ndarray:
+        """The kernel matrix at gamma (p x p; on the structured path built when first read)."""
+        if self._K is None:
+            self._K = kernel(self.U, self.gamma, self.coupled)
+        return self._K
+
+    @classmethod
+    def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
+                  K: np.ndarray | None = None, zeta: float | None = None,
+                  delta: float | None = None) -> Marginal:
+        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]); ``K`` the kernel at
+        gamma if the caller has it. A model with zeta or delta needs it (see also :meth:`at`,
+        :meth:`of_fit`). A point computed lately is served from :data:`marginal_cache`."""
+        key = marginal_cache.key(data, gamma, tau2, zeta, delta)
+        hit = marginal_cache.lookup(data, gamma, tau2, zeta, key=key)
+        if hit is not None and type(hit) is cls:
+            return hit
+        h = data.hyper
+        mg = cls(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma, K=K,
+                 coupled=data.kernel_mask, scales=data_scales(data, zeta),
+                 mean=data_mean(data, delta))
+        # scales only when zeta was given (data_scales raises otherwise)
+        mg.zeta = None if mg.scales is None else float(cast(float, zeta))
+        marginal_cache.remember(data, mg, key=key)
+        return mg
+
+    @classmethod
+    def at(cls, theta: np.ndarray, data: ModelData, K: np.ndarray | None = None) -> Marginal:
+        """The marginal of ``data`` at the parameter vector ``theta``."""
+        gamma, _, tau2 = split_theta(theta, data)
+        return cls.from_data(data, gamma, tau2, K=K, zeta=zeta_of(theta, data),
+                             delta=delta_of(theta, data))
+
+    @classmethod
+    def of_fit(cls, data: ModelData, fit) -> Marginal:
+        """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`: its
+        gamma, tau2, zeta and kernel K)."""
+        zeta, delta = getattr(fit, "zeta", None), getattr(fit, "delta", None)
+        if marginal_cache.entries_for(data) and "K" not in fit.__dict__:
+            # a cached marginal saves building the kernel that fit.K would build
+            hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta, delta)
+            if hit is not None and type(hit) is cls:
+                return hit
+        # the structured path never needs the p x p kernel: build it only for the dense one
+        K = fit.K if "K" in fit.__dict__ or not takes_structure(data) else None
+        return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta, delta=delta)
+
+    def lift(self, V: np.ndarray) -> np.ndarray:
+        """At the n training inputs, a vector (or columns) of the working form: V itself, or
+        ``Q V`` in the p x p form, where ``S^-1 Q w = Q S_p^-1 w`` and ``y - alpha =
+        Q (z - alpha_p)``."""
+        return V if self.basis is None else self.basis.Q @ V
+
+    @cached_property
+    def sinv_diag(self) -> np.ndarray:
+        """diag(S^-1) at the n training inputs."""
+        return np.diag(self.Sinv) if self.basis is None else self.basis.sinv_diag(self.Sinv)
+
+    @cached_property
+    def logdet_S(self) -> float:
+        return 2.0 * float(np.sum(np.log(np.diag(self.L))))
+
+    @cached_property
+    def value(self) -> float:
+        n = self.X_data.shape[0]
+        a, b = self.a_sigma, self.b_sigma
+        return float(gammaln(self.a_star) - gammaln(a) - 0.5 * n * np.log(2 * np.pi * b)
+                     - 0.5 * self.logdet_S - self.a_star * np.log(self.b_star / b))
+
+    @cached_property
+    def G(self) -> np.ndarray:
+        return 0.5 * (self.omega * np.outer(self.alpha, self.alpha) - self.Sinv)
+
+    @cached_property
+    def _R(self) -> np.ndarray:
+        # R = (X' G X) o K: contracting it with D_l gives tr(G X (K o D_l) X'). With
+        # G = (omega alpha alpha' - S^-1) / 2 and S^-1 = L^-T L^-1, X' G X is a symmetric
+        # rank-n product (W = L^-1 X) plus a rank-one term; built in place, no p x p temporary.
+        W = self.Linv @ self.X
+        xa = self.X.T @ self.alpha
+        R = W.T @ W
+        c = 0.5 * self.omega
+        for blk in row_blocks(len(xa)):
+            Rb = R[blk]
+            Rb *= -0.5
+            Rb += (c * xa[blk])[:, None] * xa[None, :]
+            Rb *= self.K[blk]
+        return R
+
+    @cached_property
+    def _r(self) -> np.ndarray:
+        # Row sums of R: r_i = x_i' G (X K)_i, an n x p product instead of a p x p pass.
+        return np.einsum("ai,ai->i", self.G @ self.X, self.XK)
+
+    @cached_property
+    def _RU(self) -> np.ndarray:
+        return self._R @ self.U
+
+    @property
+    def _path(self) -> OffsetProducts:
+        """The kernel's products of the structured path (read only on that path)."""
+        return cast(OffsetProducts, self._offset)
+
+    @cached_property
+    def _R_AA(self) -> np.ndarray:
+        # The structured path's R on the columns A that S touches: (S_A' G S_A) o K_AA.
+        return self._path.R_AA(self.G)
+
+    @cached_property
+    def _rank_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # The rest of X'GX on the structured path (OffsetProducts.rank_parts).
+        return self._path.rank_parts(self.G)
+
+    def grad_gamma(self) -> np.ndarray:
+        if self.structure is not None:
+            return self._path.grad_gamma(self.G, self.tau2, self._R_AA, self._rank_parts)
+        U = self.U
+        # sum_ij R_ij D_l,ij = 2 (r . u_l^2 - u_l' R u_l)
+        return -self.tau2 * ((U * U).T @ self._r - np.einsum("il,il->l", U, self._RU))
+
+    def grad_tau2(self) -> float:
+        return float(np.sum(self.G * self.B)) / self.tau2
+
+    def grad_zeta(self) -> float:
+        """d value / d zeta (0.0 without scales): ``2 tau2 sum_j g_j r_j``, g_j = d log h_j /
+        d zeta (0 for the judged features)."""
+        sc = self.scales
+        if sc is None or not sc.unasked.any():
+            return 0.0
+        return float(2.0 * self.tau2 * (sc.dlog_h @ self._r))
+
+    def grad_delta(self) -> float:
+        """d value / d delta (0.0 without a prior mean): ``omega m' alpha``."""
+        return 0.0 if self.m is None else float(self.omega * (self.m @ self.alpha))
+
+    def _delta_hessian(self, V: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+        """The Hessian's delta row over the directions a (``V = B_a alpha``, ``t = alpha'
+        B_a alpha``) and its (delta, delta) entry (module docstring)."""
+        m = cast(np.ndarray, self.m)
+        c, Sm, w = float(m @ self.alpha), self.Sinv @ m, self.omega
+        return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
+            - w * float(m @ Sm)
+
+    @property
+    def n_dirs(self) -> int:
+        """Number of parameters :meth:`directions` covers without tau2 (d, plus zeta)."""
+        return self.U.shape[1] + (self.scales is not None)
+
+    def _B_dirs(self, learned: bool) -> np.ndarray:
+        """B_a = dB/dtheta_a for each gamma_l (and tau2, and zeta): shape (k, n, n).
+
+        X (K o D_l) X' = A_l + A_l' - 2 Y_l K Y_l' with A_l = (X o u_l^2') K X' and
+        Y_l = X o u_l'. Only the features where u_l != 0 contribute, and meta-features of word
+        counts are mostly zero, so each product runs over that support alone.
+        """
+        if self.structure is not None:
+            return self._path.B_dirs(self.B, self.tau2, learned)
+        X, U, K, tau2 = self.X, self.U, self.K, self.tau2
+        n = X.shape[0]
+        d = U.shape[1]
+        sc = self.scales
+        Bd = np.empty((d + learned + (sc is not None), n, n))
+        # Row gathers of contiguous transposes, and take() rather than fancy indexing:
+        # gathering the support blocks of K costs as much as the products themselves.
+        XT = np.ascontiguousarray(X.T)
+        XKT = np.ascontiguousarray(self.XK.T)
+        sparse, dense = self._support_split
+        for l in sparse:
+            S, u = self._supports[l]
+            Yt = XT[S] * u[:, None]                       # Y_l' restricted to S
+            A = XKT[S].T @ (Yt * u[:, None])
+            Bd[l] = A + A.T - 2.0 * Yt.T @ (K.take(S, 0).take(S, 1) @ Yt)
+        if len(dense):
+            # Columns without much sparsity (embeddings): every Y_l' side by side, so that
+            # the two products with K and X K are one matrix product each.
+            Ud = U[:, dense]
+            Yt = (XT[:, None, :] * Ud[:, :, None]).reshape(len(XT), -1)   # (p, m n)
+            KY = (K @ Yt).reshape(len(XT), len(dense), n)
+            A = (self.XK @ (Yt.reshape(len(XT), len(dense), n) * Ud[:, :, None])
+                 .reshape(len(XT), -1)).reshape(n, len(dense), n)
+            Yt = Yt.reshape(len(XT), len(dense), n)
+            for m, l in enumerate(dense):
+                Bd[l] = A[:, m] + A[:, m].T - 2.0 * Yt[:, m].T @ KY[:, m]
+        Bd[:d] *= -0.5 * tau2
+        if learned:
+            Bd[d] = self.B / tau2
+        if sc is not None:
+            # B_zeta = tau2 (P + P'), P = Xt diag(g) K Xt' = (Xt o g') (Xt K)'
+            u = sc.unasked
+            P = (X[:, u] * sc.dlog_h[u]) @ self.XK[:, u].T
+            Bd[-1] = tau2 * (P + P.T)
+        return Bd
+
+    @cached_property
+    def _support_split(self) -> tuple[list[int], list[int]]:
+        """The meta-feature columns whose products run over their support alone (zero in
+        at least a third of the features: word counts) and the others (embeddings), which
+        are stacked into one product."""
+        return support_split(self.U, self._supports)
+
+    @cached_property
+    def _supports(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        return column_supports(self.U)
+
+    def directions(self, learned: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part
+        (gamma, tau2 if ``learned``, zeta with scales: the order of ``layout.marginal_index``).
+
+        Cached: the Hessian and the predictive Jacobian of one query round share them.
+        """
+        key = bool(learned)
+        if key not in self._dir_cache:
+            X = self.X
+            n = X.shape[0]
+            Bd = self._B_dirs(learned)
+            k = Bd.shape[0]
+            V = Bd @ self.alpha
+            t = V @ self.alpha
+            C = (Bd.reshape(k * n, n) @ self.Sinv).reshape(k, n, n)
+            self._dir_cache[key] = (Bd, V, t, C)
+        return self._dir_cache[key]
+
+    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """Gaussian approximation of the Student-t predictive at the training inputs.
+
+        Mean ``X mu* = B S^-1 y = y - alpha`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``
+        with ``diag(X Sigma* X') = diag(B S^-1) = 1 - diag(S^-1)`` (paper, appendix A).
+        """
+        mean = self.lift(self._z - self.alpha)
+        var = (self.b_star / (self.a_star - 1.0)) * (2.0 - self.sinv_diag)
+        return mean, var
+
+    def _apply_K(self, V: np.ndarray) -> np.ndarray:
+        """``K V`` (p x m): the matrix product on the dense path, one streamed pass over the
+        kernel's tiles on the structured path (no p x p array)."""
+        if self.structure is None:
+            return self.K @ V
+        return kernel_apply(self.U, self.gamma, V)
+
+    def mean_jacobian(self, learned: bool) -> np.ndarray:
+        """d(mean)/d theta_a of :meth:`predictive` (n x k): ``S^-1 B_a alpha``, with each
+        ``B_a alpha`` from products of K with a few vectors (no B_a, no Hessian): with
+        ``z = Xt' alpha``, ``(K o D_l) z = u_l^2 o K z + K (u_l^2 o z) - 2 u_l o K (u_l o z)``,
+        ``B_tau2 alpha = B alpha / tau2`` and ``B_zeta alpha = tau2 Xt (g o K z + K (g o z))``.
+        The same columns as :meth:`predictive_jacobian`'s first (a test checks them), in the
+        order of ``layout.marginal_index``."""
+        X, U, t = self.X, self.U, self.tau2
+        z = X.T @ self.alpha
+        U2 = U * U
+        cols = [z[:, None], U2 * z[:, None], U * z[:, None]]
+        sc = self.scales
+        if sc is not None:
+            cols.append((sc.dlog_h * z)[:, None])
+        KM = self._apply_K(np.hstack(cols))
+        d = U.shape[1]
+        Kz, KU2z, KUz = KM[:, 0], KM[:, 1:1 + d], KM[:, 1 + d:1 + 2 * d]
+        inner = U2 * Kz[:, None] + KU2z - 2.0 * U * KUz              # (K o D_l) z, (p, d)
+        V = [-0.5 * t * (X @ inner)]                                  # B_l alpha, (n, d)
+        if learned:
+            V.append((self.B @ self.alpha / t)[:, None])
+        if sc is not None:
+            V.append((t * X @ (sc.dlog_h * Kz + KM[:, -1]))[:, None])
+        if self.m is not None:
+            # d(y - alpha)/d delta = S^-1 m
+            V.append(self.m[:, None])
+        return self.lift(self.Sinv @ np.hstack(V))
+
+    def predictive_jacobian(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
+        """d(mean)/d theta_a and d(var)/d theta_a of :meth:`predictive` (n x k each)."""
+        _, V, t, C = self.directions(learned)
+        Jm = self.lift(self.Sinv @ V.T)
+        c = 1.0 / (self.a_star - 1.0)
+        # d diag(S^-1) = -diag(S^-1 B_a S^-1) and d b* = -t_a / 2
+        if self.basis is None:
+            dg = np.einsum("ij,aji->ia", self.Sinv, C, optimize=True)
+        else:
+            dg = self.basis.rows_diag(self.Sinv @ C).T
+        Jv = c * (-0.5 * t)[None, :] * (2.0 - self.sinv_diag)[:, None] + c * self.b_star * dg
+        if self.m is not None:
+            # delta moves the mean by S^-1 m and b* by -m' alpha, not S
+            Jm = np.hstack([Jm, self.lift((self.Sinv @ self.m)[:, None])])
+            Jv = np.hstack([Jv, (-c * float(self.m @ self.alpha))
+                            * (2.0 - self.sinv_diag)[:, None]])
+        return Jm, Jv
+
+    def hessian(self, learned: bool) -> np.ndarray:
+        """Hessian of ``value`` in (gamma[, tau2][, zeta])."""
+        U = self.U
+        # the dense path's R (p x p) first, as it always was: the peak memory stays where it was
+        R = self._R if self.structure is None else None
+        d = U.shape[1]
+        n = self.X.shape[0]
+        _, V, t, C = self.directions(learned)
+        k = C.shape[0]
+        trCC = C.reshape(k, n * n) @ C.transpose(0, 2, 1).reshape(k, n * n).T
+        H = (self.omega / (4 * self.b_star)) * np.outer(t, t) \
+            - self.omega * (V @ self.Sinv @ V.T) + 0.5 * trCC
+        # tr(G B_ab): second kernel derivatives, d^2 K / dgamma_a dgamma_b = K o D_a o D_b / 4
+        if self.structure is not None:
+            T = self._path.second(self.G, self._R_AA, self._rank_parts)
+        else:
+            T = second_terms(cast(np.ndarray, R), self._r, self._RU, U, self._supports,
+                             self._support_split)
+        H[:d, :d] += 0.25 * self.tau2 * T
+        if learned:
+            # B_{gamma_l, tau2} = B_l / tau2 and B_{tau2, tau2} = 0.
+            g = self.grad_gamma() / self.tau2
+            H[:d, d] += g
+            H[d, :d] += g
+        sc = self.scales
+        if sc is not None and sc.unasked.any():
+            # tr(G B_ab) of zeta (module docstring)
+            # with g = d log h / d zeta (per feature) and Rg = R g:
+            #   tr(G B_{gamma_l, zeta}) = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (RU)_il)
+            #                                    + sum_j u_jl^2 (Rg)_j),
+            #   tr(G B_{zeta, zeta})    = 2 tau2 (sum_j (h''/h)_j r_j + g' R g)
+            z, g = k - 1, sc.dlog_h
+            R, r, RU, U2 = self._R, self._r, self._RU, U * U   # scales: the dense path
+            Rg = R @ g
+            cross = -self.tau2 * (U2.T @ (g * r + Rg) - 2.0 * (U * RU).T @ g)
+            H[:d, z] += cross
+            H[z, :d] += cross
+            if learned:
+                gz = self.grad_zeta() / self.tau2
+                H[d, z] += gz
+                H[z, d] += gz
+            H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h @ r + g @ Rg)
+        H = 0.5 * (H + H.T)
+        if self.m is not None:
+            row, corner = self._delta_hessian(V, t)
+            H = np.block([[H, row[:, None]], [row[None, :], np.array([[corner]])]])
+        return H
+
+    def scale_change(self, features, lam) -> ScaleChange:
+        """What if feature j's prior variance scale lambda_j were ``lam``: for each j of
+        ``features`` (all else fixed, one at a time), the Gaussian predictive at the training
+        inputs (as :meth:`predictive`) and the change of :attr:`value`.
+
+        With ``x = X[:, j]``, ``v = (Xt K)[:, j]`` and ``dh = sqrt(lam) - h_j`` the change is
+        rank two, ``S' = S + tau2 [x v] M [x v]'`` with ``M = [[dh^2 K_jj, dh], [dh, 0]]``;
+        Woodbury and the matrix determinant lemma give S'^-1 and log|S'| per candidate from
+        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: all candidates at
+        once, O(n^2) each.
+
+        Parameters
+        ----------
+        features
+            Feature indices (c,).
+        lam
+            The new scale lambda (a number, or one per feature); 1 and
+            :data:`~elicit.model.covariance.IRRELEVANT_SCALE` are the relevance model's
+            "relevant" and "irrelevant".
+        """
+        j = np.asarray(features, dtype=int).reshape(-1)
+        lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
+        h_j = np.ones(len(j)) if self.h is None else self.h[j]
+        dh = np.sqrt(lam) - h_j
+        x = self._W[:, j]
+        v = self.XK[:, j]
+        Kjj = np.ones(len(j))          # the kernel's diagonal (exactly 1, also when masked)
+        Si = self.Sinv
+        Sx, Sv = Si @ x, Si @ v
+        A11 = np.einsum("ic,ic->c", x, Sx)
+        A12 = np.einsum("ic,ic->c", x, Sv)
+        A22 = np.einsum("ic,ic->c", v, Sv)
+        t = self.tau2
+        M11, M12 = dh**2 * Kjj, dh                      # M22 = 0
+        T11, T12 = 1.0 + t * (M11 * A11 + M12 * A12), t * (M11 * A12 + M12 * A22)
+        T21, T22 = t * M12 * A11, 1.0 + t * M12 * A12
+        det = T11 * T22 - T12 * T21
+        # C = T^-1 tau2 M (symmetric): S'^-1 = S^-1 - S^-1 [x v] C [x v]' S^-1
+        C11 = t * (T22 * M11 - T12 * M12) / det
+        C12 = t * T22 * M12 / det
+        C22 = -t * T21 * M12 / det
+        ux, uv = x.T @ self.alpha, v.T @ self.alpha
+        c1, c2 = C11 * ux + C12 * uv, C12 * ux + C22 * uv
+        alpha = self.alpha[:, None] - (Sx * c1 + Sv * c2)
+        Sx, Sv = self.lift(Sx), self.lift(Sv)
+        diag = self.sinv_diag[:, None] - (Sx**2 * C11 + 2.0 * Sx * Sv * C12 + Sv**2 * C22)
+        b_star = self.b_sigma + 0.5 * (self._rest + self.r @ alpha)
+        mean = self.lift(self._z[:, None] - alpha)
+        var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)
+        dvalue = -0.5 * np.log(det) - self.a_star * np.log(b_star / self.b_star)
+        return ScaleChange(mean, var, dvalue)
+
+
+def _lower_inverse(L: np.ndarray) -> np.ndarray:
+    """The inverse of a lower-triangular Cholesky factor (LAPACK's triangular inverse)."""
+    Linv, info = dtrtri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
+    return np.tril(Linv)
+
+
+class ScaleChange(NamedTuple):
+    """:meth:`Marginal.scale_change` of c candidate features."""
+
+    #: Gaussian predictive mean at the n training inputs, one column per candidate (n, c)
+    mean: np.ndarray
+    #: its variance (n, c)
+    var: np.ndarray
+    #: the change of the log marginal likelihood of y (c,)
+    dvalue: np.ndarray

@@ -1,0 +1,97 @@
+"""The parameter vector theta of a model's data: split into and joined from its blocks, and
+what a point sets in the model.
+
+:class:`~elicit.model.layout.ParamLayout` names the blocks of
+``theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])``; the functions here read and write
+them for one :class:`~elicit.model.spec.ModelData` (a fixed tau2 comes from its
+hyperparameters), convert to and from a fit or a :class:`~elicit.model.spec.Params` point,
+and give the per-feature scales (zeta) and the prior mean (delta) a point sets.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+
+from elicit.model.covariance import ScaledCovariance, Scales
+from elicit.model.spec import ModelData, Params
+
+
+def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:
+    """(gamma, xi, tau2) from a parameter vector (tau2 is the fixed value if not learned);
+    zeta, if the model has it: :func:`zeta_of`."""
+    lay = data.layout
+    tau2 = float(theta[lay.index("tau2")]) if "tau2" in lay else data.hyper.tau2
+    return theta[lay["gamma"]], float(theta[lay.index("xi")]), tau2
+
+
+def zeta_of(theta: np.ndarray, data: ModelData) -> float | None:
+    """zeta from a parameter vector (``None`` if the model has no zeta)."""
+    lay = data.layout
+    return float(theta[lay.index("zeta")]) if "zeta" in lay else None
+
+
+def delta_of(theta: np.ndarray, data: ModelData) -> float | None:
+    """delta from a parameter vector (``None`` if the model has no direction mean)."""
+    lay = data.layout
+    return float(theta[lay.index("delta")]) if "delta" in lay else None
+
+
+def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
+               zeta: float | None = None, delta: float | None = None) -> np.ndarray:
+    """The parameter vector of (gamma, xi, tau2[, zeta][, delta]) (tau2 left out unless it
+    is learned, zeta and delta unless the model has them; a model with them needs them)."""
+    for name, v in (("zeta", zeta), ("delta", delta)):
+        if v is None and name in data.layout:
+            raise ValueError(f"model {data.hyper.model!r} has the parameter {name}: pass "
+                             f"{name}= (or use theta_of with a fit or Params)")
+    # zeta and delta are None only when the layout has no such block (above), and join
+    # reads only the layout's blocks
+    return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2,
+                             "zeta": cast(float, zeta), "delta": cast(float, delta)})
+
+
+def theta_of(point, data: ModelData) -> np.ndarray:
+    """The parameter vector of a fit (:class:`~elicit.model.result.MAPResult`) or a
+    :class:`~elicit.model.spec.Params` point for ``data``'s layout (a point without zeta or
+    delta, for a model with them, gets their start: :meth:`ModelData.initial_params`)."""
+    zeta, delta = getattr(point, "zeta", None), getattr(point, "delta", None)
+    if (zeta is None and "zeta" in data.layout) or (delta is None and "delta" in data.layout):
+        start = data.initial_params()
+        zeta = start.zeta if zeta is None else zeta
+        delta = start.delta if delta is None else delta
+    return join_theta(point.gamma, point.xi, point.tau2, data, zeta, delta)
+
+
+def params_of(theta: np.ndarray, data: ModelData) -> Params:
+    """The :class:`~elicit.model.spec.Params` of a parameter vector."""
+    gamma, xi, tau2 = split_theta(theta, data)
+    return Params(gamma, xi, tau2, zeta_of(theta, data), delta_of(theta, data))
+
+
+def lower_bounds(data: ModelData) -> np.ndarray:
+    """Lower bounds of theta: gamma, xi >= 0, tau2 kept strictly positive, zeta unbounded
+    (``-inf``)."""
+    return data.layout.lower_bounds()
+
+
+def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
+    """The per-feature scales of ``data``'s model at ``zeta`` (``None``: the model has none)."""
+    if not data.model.relevance:
+        return None
+    if zeta is None:
+        raise ValueError(f"model {data.hyper.model!r} scales the features by zeta: pass zeta")
+    # model.relevance above: the covariance scales the features; ModelData.__post_init__
+    # makes relevance an array
+    cov = cast(ScaledCovariance, data.model.covariance)
+    return cov.scales(cast(np.ndarray, data.relevance), zeta, data.relevance_signal)
+
+
+def data_mean(data: ModelData, delta: float | None) -> tuple[np.ndarray, float] | None:
+    """The prior mean ``(s, delta)`` of ``data``'s model at ``delta`` (``None``: none)."""
+    if not data.model.direction:
+        return None
+    if delta is None:
+        raise ValueError(f"model {data.hyper.model!r} has a direction mean: pass delta")
+    return data.direction_signs, float(delta)
