@@ -1,8 +1,10 @@
 """What a user hands the estimator, resolved to indices: answers and features named by
 column name or given by column index, and numeric tables, each with one-line errors.
 
-Used by :class:`~elicit.estimator.regressor.ElicitRegressor` (its ``feedback``, ``coupled``
-and ``meta_features``).
+Used by :class:`~elicit.estimator.regressor.ElicitRegressor`: its ``feedback``
+(:func:`resolve_feedback`), ``coupled`` and the candidate pairs (:func:`candidate_pairs`),
+``relevant`` and ``irrelevant`` (:func:`relevance_classes`) and ``meta_features``
+(:func:`resolve_meta_features`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import pandas as pd
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.kinds.pairs import PAIRS
 from elicit.errors import ElicitError
+from elicit.model.spec import all_pairs
+from elicit.model.variants import get_model
+from elicit.prior.setup import coupled_candidates
 
 Feedback = Iterable[tuple[Any, Any, Any]]
 
@@ -64,6 +69,84 @@ def resolve_features(features: Any, what: str, p: int, names: list[str] | None) 
     index = {n: k for k, n in enumerate(names)} if names is not None else {}
     return sorted({feature_index(f, f"{what} entry {e}", p, names, index)
                    for e, f in enumerate(features)})
+
+
+def relevance_classes(model: str, relevant: Any, irrelevant: Any, p: int,
+                      names: list[str] | None) -> np.ndarray | None:
+    """The relevance classes of the relevance model (1 relevant, 0 irrelevant, -1 not
+    judged) from ``relevant`` and ``irrelevant`` (lists of features or None); None for
+    the other models."""
+    if not get_model(model).relevance:
+        return None
+    classes = np.full(p, -1, dtype=int)
+    given = {}
+    for what, value, c in (("relevant", relevant, 1), ("irrelevant", irrelevant, 0)):
+        given[what] = [] if value is None else resolve_features(value, what, p, names)
+        classes[given[what]] = c
+    both = sorted(set(given["relevant"]) & set(given["irrelevant"]))
+    if both:
+        label = [names[k] if names is not None else k for k in both]
+        raise ElicitError(f"feature(s) {few(label)} are both relevant and irrelevant; "
+                          "give each feature one answer")
+    return classes
+
+
+def candidate_pairs(model: str, coupled: Any, p: int, feedback: list[tuple[int, int, Answer]],
+                    names: list[str] | None) -> np.ndarray:
+    """The candidate pairs the model is set up with (as in a session, the pairs the expert
+    could be asked about): every pair, or for the known-coupling models the pairs within
+    J (:func:`~elicit.prior.setup.coupled_candidates`: ``coupled``, else the features of
+    the similar/dissimilar answers). ``coupled``: the user's list of features, or None."""
+    if not get_model(model).known_coupling:
+        return all_pairs(p)
+    answered = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
+                        dtype=int).reshape(-1, 2)
+    if coupled is None:
+        return coupled_candidates(answered)
+    J = resolve_features(coupled, "coupled", p, names)
+    inside = set(J)
+    for e, (i, j, a) in enumerate(feedback):
+        if a.outcome is not None and not {i, j} <= inside:
+            raise ElicitError(f"feedback entry {e} is about a feature outside the "
+                              "coupled set: an answer can only be about features the "
+                              "expert judges (add them to coupled, or leave coupled "
+                              "unset to take the answered features)")
+    return coupled_candidates(answered, J)
+
+
+def resolve_meta_features(mf: Any, X: np.ndarray, names: list[str] | None,
+                          ) -> tuple[np.ndarray, list[str] | None]:
+    """The meta-features ``mf`` (an array, a DataFrame indexed by feature name, or None)
+    as U with rows in X's column order, and feature names from its index (if any)."""
+    p = X.shape[1]
+    if mf is None:
+        # The paper's generic recipe: each feature is described by its training values.
+        return np.array(X.T), None
+    if isinstance(mf, pd.DataFrame):
+        index = [str(k) for k in mf.index]
+        if len(set(index)) != len(index):
+            dup = sorted({k for k in index if index.count(k) > 1})
+            raise ElicitError(f"meta_features index has duplicate names {few(dup)}; "
+                              "give one row per feature")
+        if names is not None:
+            have, want = set(index), set(names)
+            missing = [k for k in names if k not in have]
+            extra = [k for k in index if k not in want]
+            if missing or extra:
+                raise ElicitError(f"meta_features rows do not match X's columns: missing "
+                                  f"{few(missing)}, extra {few(extra)}")
+            mf = mf.set_axis(index, axis=0).loc[names]
+        U = as_float_2d(mf, "meta_features")
+        fb_names: list[str] | None = index
+    else:
+        U = as_float_2d(mf, "meta_features")
+        fb_names = None
+    if U.shape[0] != p:
+        raise ElicitError(f"meta_features has {U.shape[0]} rows but X has {p} features; "
+                          "give one row of meta-features per column of X")
+    if U.shape[1] == 0:
+        raise ElicitError("meta_features has no columns (d = 0)")
+    return U, fb_names
 
 
 def feature_index(f: Any, where: str, p: int, names: list[str] | None,
@@ -122,3 +205,8 @@ def few(names: Sequence[Any], k: int = 8) -> str:
     shown = ", ".join(repr(n) for n in names[:k])
     more = f" and {len(names) - k} more" if len(names) > k else ""
     return f"[{shown}{more}]" if names else "none"
+
+
+def is_feature_answer(entry: Any) -> bool:
+    """Whether ``entry`` is ``(k, None, answer)``: an answer to a feature question."""
+    return isinstance(entry, (tuple, list)) and len(entry) == 3 and entry[1] is None

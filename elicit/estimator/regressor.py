@@ -38,34 +38,22 @@ from elicit.errors import ElicitError
 from elicit.estimator.feedback import (
     Feedback,
     as_float_2d,
+    candidate_pairs,
     few,
+    is_feature_answer,
     is_index,
     named,
-    resolve_features,
+    relevance_classes,
     resolve_feedback,
+    resolve_meta_features,
 )
+from elicit.estimator.fitting import choose_tau2, fit_map
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
-from elicit.model.result import MAPResult
-from elicit.model.spec import Hyper, ModelData, Variant, all_pairs, validate_regression
+from elicit.model.spec import Hyper, Variant, validate_regression
 from elicit.model.variants import PAPER, get_model
-from elicit.prior.setup import (
-    coupled_candidates,
-    coupled_features,
-    fit_no_feedback,
-    no_feedback_data,
-)
-from elicit.prior.tau2 import (
-    ESTIMATOR_TAU2_GRID,
-    TAU2_MODES,
-    check_grid,
-    check_tau2,
-    cv_tau2,
-    ml_tau2,
-)
-
-#: Folds of ``tau2="cv"`` (fewer when there are fewer samples).
-CV_FOLDS = 5
+from elicit.prior.setup import coupled_features
+from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID, TAU2_MODES, check_grid, check_tau2
 
 
 class ElicitRegressor(RegressorMixin, BaseEstimator):
@@ -263,10 +251,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
         U = as_float_2d(meta_features, "meta_features")
         answers = list(answers)
-        feedback = [a for a in answers if not _is_feature_answer(a)]
+        feedback = [a for a in answers if not is_feature_answer(a)]
         # the relevance answers are the parameters of the same names
         for answer in RELEVANCE.answers:
-            said = [a[0] for a in answers if _is_feature_answer(a)
+            said = [a[0] for a in answers if is_feature_answer(a)
                     and Answer.parse(a[2], RELEVANCE) is answer]
             if said and answer.value not in params:
                 params[answer.value] = said
@@ -311,7 +299,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         tau2, grid = self._check_params()
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
-        U, index_names = self._resolve_meta_features(X, names)
+        U, index_names = resolve_meta_features(self.meta_features, X, names)
         # Values whose squares overflow, and data whose model cannot fit in memory: refused in
         # one line, by the check every model's data passes (ModelData), on the raw data.
         mf = self.meta_features
@@ -319,7 +307,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                             meta_names=[str(c) for c in mf.columns]
                             if isinstance(mf, pd.DataFrame) else None)
         feedback = resolve_feedback(self.feedback, p, names or index_names)
-        relevance = self._relevance(p, names or index_names)
+        relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p,
+                                      names or index_names)
 
         # The priors and the tau2 grid refer to standardised X and y: the training statistics
         # (a constant column keeps scale 1) map a user's raw data there and back.
@@ -333,15 +322,16 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         variant: Variant = "learned" if tau2 == "learned" else "fixed"
         eng = self._engine(variant)
-        cands = self._candidates(p, feedback, names or index_names)
+        cands = candidate_pairs(self.model, self.coupled, p, feedback, names or index_names)
         known = get_model(self.model).known_coupling
         coupled = coupled_features(p, cands) if known else None
-        tau2, scores = self._choose_tau2(tau2, grid, Xs, yz, U, eng, cands if known else None)
+        tau2, scores = choose_tau2(tau2, grid, Xs, yz, U, eng, self.model, self.a_sigma,
+                                   self.b_sigma, cands if known else None)
         hyper = Hyper(variant=variant, a_sigma=float(self.a_sigma),
                       b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
                       b_tau=float(self.b_tau), threshold_mean=self.threshold_mean,
                       model=self.model)
-        data, fit, answered = _fit_map(Xs, yz, U, hyper, eng, feedback, cands, relevance)
+        data, fit, answered = fit_map(Xs, yz, U, hyper, eng, feedback, cands, relevance)
         post = NIGPosterior.from_map(data, fit)
 
         # The model's fitted attributes are set only once the fit has succeeded.
@@ -432,46 +422,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                               "model='relevance'")
         return tau2, grid
 
-    def _relevance(self, p: int, names: list[str] | None) -> np.ndarray | None:
-        """The relevance classes of the relevance model (1 relevant, 0 irrelevant, -1 not
-        judged) from ``relevant`` and ``irrelevant``; None for the other models."""
-        if not get_model(self.model).relevance:
-            return None
-        classes = np.full(p, -1, dtype=int)
-        given = {}
-        for what, c in (("relevant", 1), ("irrelevant", 0)):
-            value = getattr(self, what)
-            given[what] = [] if value is None else resolve_features(value, what, p, names)
-            classes[given[what]] = c
-        both = sorted(set(given["relevant"]) & set(given["irrelevant"]))
-        if both:
-            label = [names[k] if names is not None else k for k in both]
-            raise ElicitError(f"feature(s) {few(label)} are both relevant and irrelevant; "
-                              "give each feature one answer")
-        return classes
-
-    def _candidates(self, p: int, feedback: list[tuple[int, int, Answer]],
-                    names: list[str] | None) -> np.ndarray:
-        """The candidate pairs the model is set up with (as in a session, the pairs the expert
-        could be asked about): every pair, or for the known-coupling models the pairs within
-        J (:func:`~elicit.prior.setup.coupled_candidates`: ``coupled``, else the features of
-        the similar/dissimilar answers)."""
-        if not get_model(self.model).known_coupling:
-            return all_pairs(p)
-        answered = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
-                            dtype=int).reshape(-1, 2)
-        if self.coupled is None:
-            return coupled_candidates(answered)
-        J = resolve_features(self.coupled, "coupled", p, names)
-        inside = set(J)
-        for e, (i, j, a) in enumerate(feedback):
-            if a.outcome is not None and not {i, j} <= inside:
-                raise ElicitError(f"feedback entry {e} is about a feature outside the "
-                                  "coupled set: an answer can only be about features the "
-                                  "expert judges (add them to coupled, or leave coupled "
-                                  "unset to take the answered features)")
-        return coupled_candidates(answered, J)
-
     def _engine(self, variant: str) -> Engine:
         if isinstance(self.engine, Engine):
             if self.engine.variant != variant:
@@ -482,63 +432,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         if not isinstance(self.engine, str):
             raise ElicitError(f"engine must be an engine name or an Engine, got {self.engine!r}")
         return get_engine(self.engine, variant)
-
-    def _resolve_meta_features(self, X: np.ndarray, names: list[str] | None,
-                               ) -> tuple[np.ndarray, list[str] | None]:
-        """U with rows in X's column order, and feature names from its index (if any)."""
-        mf, p = self.meta_features, X.shape[1]
-        if mf is None:
-            # The paper's generic recipe: each feature is described by its training values.
-            return np.array(X.T), None
-        if isinstance(mf, pd.DataFrame):
-            index = [str(k) for k in mf.index]
-            if len(set(index)) != len(index):
-                dup = sorted({k for k in index if index.count(k) > 1})
-                raise ElicitError(f"meta_features index has duplicate names {few(dup)}; "
-                                  "give one row per feature")
-            if names is not None:
-                have, want = set(index), set(names)
-                missing = [k for k in names if k not in have]
-                extra = [k for k in index if k not in want]
-                if missing or extra:
-                    raise ElicitError(f"meta_features rows do not match X's columns: missing "
-                                      f"{few(missing)}, extra {few(extra)}")
-                mf = mf.set_axis(index, axis=0).loc[names]
-            U = as_float_2d(mf, "meta_features")
-            fb_names: list[str] | None = index
-        else:
-            U = as_float_2d(mf, "meta_features")
-            fb_names = None
-        if U.shape[0] != p:
-            raise ElicitError(f"meta_features has {U.shape[0]} rows but X has {p} features; "
-                              "give one row of meta-features per column of X")
-        if U.shape[1] == 0:
-            raise ElicitError("meta_features has no columns (d = 0)")
-        return U, fb_names
-
-    def _choose_tau2(self, tau2: float | str, grid: list[float], X: np.ndarray, y: np.ndarray,
-                     U: np.ndarray, eng: Engine, candidates: np.ndarray | None = None,
-                     ) -> tuple[float, dict[float, float] | None]:
-        """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
-        model ("ml", "cv") of the estimator's model (a known-coupling model's J: the
-        features of ``candidates``)."""
-        if tau2 == "ml":
-            coupled = (None if candidates is None
-                       else coupled_features(X.shape[1], candidates))
-            return ml_tau2(X, y, U, grid, float(self.a_sigma), float(self.b_sigma), eng,
-                           model=self.model, coupled=coupled)
-        if tau2 == "cv":
-            n = X.shape[0]
-            if n < 2:
-                raise ElicitError(f"tau2='cv' needs at least 2 samples, got n_samples = {n}; "
-                                  "give tau2 a number or use 'ml'")
-            # cv_tau2 builds its models with the paper's sigma prior: with normalised y its
-            # choice of tau2 barely depends on it (docs/estimator.md).
-            return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng, model=self.model,
-                           candidates=candidates)
-        if tau2 == "learned":
-            return Hyper().tau2, None  # a placeholder: the learned variant ignores it
-        return float(tau2), None
 
     # -- prediction ------------------------------------------------------------------------
     def predict(self, X: Any, return_std: bool = False) -> Any:
@@ -583,35 +476,3 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = False
         tags.target_tags.multi_output = False
         return tags
-
-
-def _is_feature_answer(entry: Any) -> bool:
-    """Whether ``entry`` is ``(k, None, answer)``: an answer to a feature question."""
-    return isinstance(entry, (tuple, list)) and len(entry) == 3 and entry[1] is None
-
-
-def _fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,
-             feedback: list[tuple[int, int, Answer]], candidates: np.ndarray | None = None,
-             relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult, bool]:
-    """The model's data and MAP, and whether any pair answer entered it. ``candidates``
-    (default all pairs) set the coupled set J of a known-coupling model and the pairs over
-    which ``threshold_mean="auto"`` averages; ``relevance`` are the relevance model's classes
-    (as an Elicitor's answers set them: the threshold prior is resolved at the start without
-    them, then the answers of both kinds enter together)."""
-    candidates = all_pairs(X.shape[1]) if candidates is None else candidates
-    pairs = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
-                     dtype=int).reshape(-1, 2)
-    f = np.array([a.outcome for _, _, a in feedback if a.outcome is not None], dtype=int)
-    if len(f) == 0:
-        # xi does not enter the model: the placeholder prior mean saves resolving "auto" (a
-        # refit and the weights of all p(p-1)/2 pairs).
-        data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates),
-                                relevance)
-        return data, eng.fit(data), False
-    base, fit0 = fit_no_feedback(eng, X, y, U, hyper, candidates)
-    data = base.with_feedback(pairs, f)
-    if relevance is not None:
-        data = data.with_relevance(relevance)
-    # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
-    # the same MAP, without a second d n^2 Hessian.
-    return data, eng.fit(data, init=fit0.params), True
