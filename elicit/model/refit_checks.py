@@ -15,14 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from elicit.model import terms
-from elicit.model.density import (
-    feedback_terms,
-    hessian_base,
-    log_density,
-    lower_bounds,
-)
+from elicit.model.density import feedback_terms, hessian_base, log_density
 from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
+from elicit.model.theta import lower_bounds
 
 # -- when a warm refit is repeated from a cold start --------------------------------------------
 
