@@ -17,8 +17,8 @@ import argparse
 import numpy as np
 
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.scorer import answer_probability
 from elicit.elicitation.strategies import STRATEGIES
-from elicit.elicitation.utility import answer_probability
 from elicit.model.kernel import pair_weights
 from elicit.model.variants import get_model
 from elicit.paper.configs import RealDataConfig

@@ -5,12 +5,17 @@ inside a function (a lazy import) or under ``if TYPE_CHECKING:``. A subpackage m
 own modules and those of lower layers; two subpackages on the same layer import neither
 each other. A new module's layer is its subpackage's; a new subpackage must be given one here
 and in docs/architecture.md.
+
+Within a subpackage the modules form no circle either: no chain of imports that run (at the
+top of a file or inside a function; ``TYPE_CHECKING`` imports only name types) leads from a
+module back to itself. Two modules that need each other share a third, below both.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -50,13 +55,34 @@ def _module_of(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports() -> list[tuple[str, str, int]]:
-    """(importing module, imported elicit module, line) for every import in the package."""
+class Import(NamedTuple):
+    """One import of an ``elicit`` module."""
+
+    src: str    #: the importing module
+    dst: str    #: the imported module (``from a import b`` of a module ``a.b``: ``a.b``)
+    line: int
+    runs: bool  #: False under ``if TYPE_CHECKING:`` (it never runs)
+
+
+def _type_checking_nodes(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def imports() -> list[Import]:
+    """Every import of an ``elicit`` module in the package."""
+    modules = {_module_of(p) for p in PACKAGE.rglob("*.py")}
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
         here = _module_of(path)
         package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = _type_checking_nodes(tree)
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -65,10 +91,63 @@ def imports() -> list[tuple[str, str, int]]:
                     names = [".".join(base + ([node.module] if node.module else []))]
                 else:
                     names = [node.module or ""]
+                # ``from a import b`` of a module b imports a.b too
+                names += [f"{names[0]}.{a.name}" for a in node.names
+                          if f"{names[0]}.{a.name}" in modules]
             else:
                 continue
-            out += [(here, n, node.lineno) for n in names
+            out += [Import(here, n, node.lineno, id(node) not in typing_only) for n in names
                     if n == "elicit" or n.startswith("elicit.")]
+    return out
+
+
+def runtime_graph() -> dict[str, dict[str, int]]:
+    """module -> {module whose code an import in it runs: the line}, for the imports that run
+    (at the top or inside a function). Importing ``a.b.c`` runs the packages ``a`` and
+    ``a.b`` first, except those of the importer, which are running already."""
+    modules = {_module_of(p) for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, dict[str, int]] = {}
+    for src, dst, line, runs in imports():
+        if not runs:
+            continue
+        parts = dst.split(".")
+        for n in range(1, len(parts) + 1):
+            ran = ".".join(parts[:n])
+            if ran in modules and not (src == ran or src.startswith(ran + ".")):
+                graph.setdefault(src, {}).setdefault(ran, line)
+    return graph
+
+
+def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The modules of each import circle: the strongly connected components of ``graph`` with
+    more than one module, or one that imports itself (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1 or v in graph.get(v, {}):
+                out.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
     return out
 
 
@@ -79,7 +158,7 @@ def test_every_subpackage_has_a_layer():
 
 def test_imports_only_point_down():
     bad = []
-    for src, dst, line in imports():
+    for src, dst, line, _ in imports():
         a, b = _unit(src), _unit(dst)
         if a == b:
             continue
@@ -92,9 +171,33 @@ def test_imports_only_point_down():
 def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch):
     """The walk finds imports inside functions and TYPE_CHECKING blocks (so the test above
     can fail on them)."""
-    found = {(s, d) for s, d, _ in imports()}
-    # lazy: the facade imports the session only when asked for it
-    assert ("elicit", "elicit.session.session") in found
+    found: dict[tuple[str, str], set[bool]] = {}
+    for src, dst, _, runs in imports():
+        found.setdefault((src, dst), set()).add(runs)
+    # TYPE_CHECKING: the facade names its classes for type checkers, and loads them by name
+    assert found[("elicit", "elicit.session.session")] == {False}
+    # lazy: a kind of question reads the models' registry only when asked
+    assert found[("elicit.elicitation.kinds.relevance", "elicit.model.variants")] == {True}
+    # `from a import b` of a module b imports a and a.b
+    assert ("elicit.model.density", "elicit.model") in found
+    assert ("elicit.model.density", "elicit.model.terms") in found
+
+
+def test_no_import_circle_within_a_subpackage():
+    graph = runtime_graph()
+    bad = [" <-> ".join(c) + "\n" + "\n".join(
+        f"    {a}:{graph[a][b]} imports {b}" for a in c for b in graph[a] if b in c)
+        for c in circles(graph)]
+    assert not bad, "import circles (imports that run, lazy ones included):\n" + "\n".join(bad)
+
+
+def test_the_circle_finder_finds_circles():
+    """A circle through a lazy import is found, and so is one through a package's __init__;
+    a chain is not a circle."""
+    assert circles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [
+        ["a", "b", "c"]]
+    assert circles({"a": {"b": 1}, "b": {"c": 1}}) == []
+    assert circles({"a": {"a": 1}}) == [["a"]]
 
 
 @pytest.mark.parametrize("unit", sorted(u for u in LAYERS if not u.startswith("__")))

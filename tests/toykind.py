@@ -21,9 +21,8 @@ from scipy.special import entr, ndtr
 
 from elicit.elicitation.answers import Answer, SignOracle
 from elicit.elicitation.kinds import QuestionKind, register_kind, unregister_kind
-from elicit.elicitation.scorer import Scores
 from elicit.elicitation.table import FeatureSegment
-from elicit.elicitation.utility import Utility, register_utility, unregister_utility
+from elicit.elicitation.utility import Scores, Utility, register_utility, unregister_utility
 from elicit.model.posterior import NIGPosterior
 
 NAME = "toy-sign"

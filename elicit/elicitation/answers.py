@@ -5,7 +5,9 @@ i and j affect the outcome in the same way?" is answered similar / dissimilar, "
 affect the outcome?" relevant / irrelevant; "don't know" (:data:`DONT_KNOW`) answers every
 kind. An :class:`Answer` is one of these words: a string that knows the kind it answers and
 what it tells the model (:attr:`Answer.outcome`). ``Answer.SIMILAR`` names a registered answer
-by its word, and ``Answer.parse`` reads an answer from its word, an alias or 1/0.
+by its word, and ``Answer.parse`` reads an answer from its word, an alias or 1/0. The class
+lives with the kinds (:mod:`elicit.elicitation.kinds.base`), which name their answers as
+their answers name them; it is imported from here, with every shipped kind registered.
 
 An expert is anything with the method each kind of question calls: ``answer(i, j) -> Answer``
 for a pair question (:class:`Expert`), ``relevance(k) -> Answer`` for a feature question
@@ -17,214 +19,21 @@ The simulated experts here stand in for a human in the paper's experiments.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from elicit.elicitation.kinds import QuestionKind, get_kind, parse_questions, spell_questions
+from elicit.elicitation.kinds.base import (  # noqa: F401  (re-exported: the answers' words)
+    DONT_KNOW,
+    RESERVED_KEYS,
+    Answer,
+    words,
+)
 from elicit.errors import ElicitError
 
 if TYPE_CHECKING:
-    from elicit.elicitation.kinds.base import QuestionKind
     from elicit.elicitation.questions import Query
-
-#: every answer by its word, in the order they were defined
-_ANSWERS: dict[str, Answer] = {}
-#: every alias (and word) of an answer -> the answer
-_ALIASES: dict[str, Answer] = {}
-#: keys no answer may take: the front ends' own (skip, undo, quit, next, help)
-RESERVED_KEYS = ("k", "u", "q", "n", "h")
-
-
-def _key(text: str) -> str:
-    """An answer as typed, normalised: ``"Don't know"`` -> ``"dont_know"``."""
-    return text.strip().lower().replace("'", "").replace(" ", "_").replace("-", "_")
-
-
-def _shipped_kinds() -> None:
-    # The shipped kinds define their answers when their modules load; the registry imports them.
-    import elicit.elicitation.kinds  # noqa: F401
-
-
-class _AnswerType(type):
-    """``Answer.SIMILAR``: a defined answer by its word in capitals; ``for a in Answer``: every
-    defined answer (the class reads like the enum it was)."""
-
-    def __getattr__(cls, name: str) -> Answer:
-        if name.startswith("_") or not name.isupper():
-            raise AttributeError(name)
-        if name.lower() not in _ANSWERS:
-            _shipped_kinds()
-        try:
-            return _ANSWERS[name.lower()]
-        except KeyError:
-            raise AttributeError(f"no answer {name.lower()!r} is defined") from None
-
-    def __iter__(cls) -> Iterator[Answer]:
-        _shipped_kinds()
-        return iter(list(_ANSWERS.values()))
-
-    def __len__(cls) -> int:
-        _shipped_kinds()
-        return len(_ANSWERS)
-
-
-class Answer(str, metaclass=_AnswerType):
-    """An answer an expert can give: a word defined by a kind of question (:meth:`define`),
-    or "don't know" (:data:`DONT_KNOW`), which answers every kind.
-
-    An answer is its word (``Answer.SIMILAR == "similar"``); ``Answer("similar")`` is the
-    defined answer of that word.
-
-    Attributes
-    ----------
-    kind
-        The name of the kind of question it answers (None for don't know).
-    outcome
-        What it tells the model: 1 or 0 (similar / dissimilar, relevant / irrelevant), None
-        for don't know, which leaves the model unchanged.
-    label
-        How the front ends show it ("Similar").
-    key
-        Its key in the terminal and on the web page ("s").
-    """
-
-    kind: str | None
-    outcome: int | None
-    label: str
-    key: str
-
-    def __new__(cls, value: object) -> Answer:
-        if isinstance(value, Answer):
-            return value
-        if isinstance(value, str) and value not in _ANSWERS:
-            _shipped_kinds()
-        if isinstance(value, str) and value in _ANSWERS:
-            return _ANSWERS[value]
-        raise ElicitError(f"{value!r} is not a defined answer; use one of "
-                          f"{_quoted(list(_ANSWERS))}")
-
-    @classmethod
-    def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
-               aliases: Sequence[str] = ()) -> Answer:
-        """Define the answer ``word`` of the kind of question named ``kind`` (a kind's module
-        does, once; :mod:`elicit.elicitation.kinds`).
-
-        Raises
-        ------
-        ElicitError
-            If the word or one of its aliases is taken: an answer word says which kind of
-            question it answers, wherever it is stored.
-        """
-        if not isinstance(word, str) or _key(word) != word or not word:
-            raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
-        if key in RESERVED_KEYS or len(key) != 1:
-            raise ElicitError(f"the key of answer {word!r} is one character and none of "
-                              f"{', '.join(RESERVED_KEYS)} (the front ends' skip, undo, quit, "
-                              f"next and help), got {key!r}")
-        for name in (word, key, *aliases):
-            if _key(name) in _ALIASES:
-                taken = _ALIASES[_key(name)]
-                raise ElicitError(f"{name!r} already means {taken.value!r} (an answer of "
-                                  f"{taken.kind or 'every kind'}); give {word!r} other words")
-        ans = str.__new__(cls, word)
-        ans.kind, ans.outcome, ans.label, ans.key = kind, outcome, label, key
-        _ANSWERS[word] = ans
-        for name in (word, key, *aliases):
-            _ALIASES[_key(name)] = ans
-        return ans
-
-    @classmethod
-    def forget(cls, answer: Answer) -> None:
-        """Undo :meth:`define` (for a kind registered by a test)."""
-        _ANSWERS.pop(answer.value, None)
-        for name in [n for n, a in _ALIASES.items() if a is answer]:
-            del _ALIASES[name]
-
-    @property
-    def value(self) -> str:
-        """The word, as stored in session files and sweep records."""
-        return str.__str__(self)
-
-    @property
-    def name(self) -> str:
-        """The word in capitals: ``Answer.SIMILAR.name == "SIMILAR"``."""
-        return self.value.upper()
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"<Answer.{self.name}: {self.value!r}>"
-
-    def __reduce__(self) -> tuple:
-        # one object per word: unpickled (in a worker process, say) it is the defined answer
-        return (Answer, (self.value,))
-
-    def __copy__(self) -> Answer:
-        return self
-
-    def __deepcopy__(self, memo: dict) -> Answer:
-        return self
-
-    @classmethod
-    def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
-              ) -> Answer:
-        """Accept an answer, its word, an alias or 1/0; reject anything else in one line.
-
-        Aliases are the kinds' (``s``, ``same``, ``d``, ``different`` for the pair answers;
-        ``r``, ``i``, ``not_relevant`` for the feature answers) and ``?``, ``don't know``,
-        ``unknown`` for don't know. 1/0 are the outcomes of ``kind``'s answers (similar /
-        dissimilar for pairs, relevant / irrelevant for features), of the first registered
-        kind's when no kind is given.
-
-        Parameters
-        ----------
-        value
-            The answer.
-        kind
-            The kind of the question answered, by name (or a name it had in older records) or
-            as the object: an answer to another kind of question is an error. None accepts
-            every answer.
-        """
-        from elicit.elicitation.kinds import KINDS, get_kind
-
-        k = None if kind is None else get_kind(kind)
-        ans: Answer | None = None
-        if isinstance(value, Answer):
-            ans = value
-        elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
-            by = k if k is not None else next(iter(KINDS.values()))
-            ans = next((a for a in by.answers if a.outcome == int(value)), None)
-        elif isinstance(value, str):
-            ans = _ALIASES.get(_key(value))
-        if ans is None:
-            raise ElicitError(f"invalid answer {value!r}: use {words(k)}")
-        if k is not None and ans.kind not in (None, k.name):
-            other = get_kind(ans.kind)
-            raise ElicitError(f"{ans.value!r} answers {other.question} ({other.meaning}), not "
-                              f"{k.question} ({k.meaning}): use {words(k)}")
-        return ans
-
-
-def _quoted(names: Sequence[str]) -> str:
-    q = [f"'{n}'" for n in names]
-    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
-
-
-def words(kind: QuestionKind | Sequence[QuestionKind] | None = None) -> str:
-    """The answers of ``kind`` (or of several kinds, or of every kind for None) and don't
-    know, for messages: ``'similar', 'dissimilar' or 'dont_know'``."""
-    from elicit.elicitation.kinds import KINDS
-
-    kinds = (list(KINDS.values()) if kind is None
-             else [kind] if not isinstance(kind, Sequence) else list(kind))
-    return _quoted([a.value for k in kinds for a in k.answers] + [DONT_KNOW.value])
-
-
-#: "don't know": the answer every kind of question takes; the model is left unchanged
-DONT_KNOW = Answer.define("dont_know", None, None, "Don't know", "?",
-                          aliases=("do_not_know", "unknown"))
 
 
 @runtime_checkable
@@ -243,8 +52,6 @@ class RelevanceExpert(Expert, Protocol):
 
 def can_answer(expert: object, kind: str | QuestionKind) -> bool:
     """Whether ``expert`` has the method that questions of ``kind`` call."""
-    from elicit.elicitation.kinds import get_kind
-
     return callable(getattr(expert, get_kind(kind).expert_method, None))
 
 
@@ -260,8 +67,6 @@ def check_expert(expert: object, questions: Any) -> None:
         The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`:
         ``"pairs"``, ``"pairs,relevance"``, ``["relevance"]``, ...).
     """
-    from elicit.elicitation.kinds import get_kind, parse_questions, spell_questions
-
     kinds = parse_questions(questions)
     for name in kinds:
         kind = get_kind(name)
@@ -274,14 +79,8 @@ def check_expert(expert: object, questions: Any) -> None:
 
 def ask(expert: object, query: Query) -> Answer:
     """``expert``'s answer to ``query`` (a question of any kind), checked to answer that kind
-    of question."""
-    from elicit.elicitation.kinds import get_kind
-
-    kind = get_kind(query.kind)
-    if not can_answer(expert, kind):
-        raise ElicitError(f"the expert ({type(expert).__name__}) cannot answer {kind.label}: "
-                          f"it has no {kind.expert_call} method")
-    return Answer.parse(getattr(expert, kind.expert_method)(*query.features), kind)
+    of question (:meth:`QuestionKind.ask <elicit.elicitation.kinds.QuestionKind.ask>`)."""
+    return get_kind(query.kind).ask(expert, query)
 
 
 class GroupOracle:

@@ -31,15 +31,16 @@ from pathlib import Path
 import numpy as np
 
 from elicit.elicitation.answers import Answer
+from elicit.elicitation.gains import Scores
 from elicit.elicitation.kinds import (
     PAPER_QUESTIONS,
     QuestionKind,
     get_kind,
+    kind_for,
     parse_questions,
-    spell_questions,
 )
-from elicit.elicitation.questions import NO_FEATURE, Query, question_key
-from elicit.elicitation.scorer import Scores, UtilityScorer
+from elicit.elicitation.questions import Query, question_key
+from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.strategies import Ranking, choose, get_strategy, round_pool
 from elicit.elicitation.table import QuestionSet, QuestionTable, n_pairs
 from elicit.elicitation.utility import UtilityArgs, model_has_relevance
@@ -260,39 +261,11 @@ class Elicitor:
         ``kind`` where two kinds could ask it) was asked."""
         return self._question_index((kind, i, j) if kind else (i, j)) in self._asked
 
-    def _kind_of(self, row: tuple[int, int], kind: object = None,
-                 answer: Answer | None = None) -> QuestionKind:
-        """The kind of the question ``row`` here: ``kind`` if given, else the one kind of its
-        arity asked here (the kind ``answer`` answers, where several are)."""
-        arity = 1 if row[1] == NO_FEATURE else 2
-        shown = (row[0], None if arity == 1 else row[1])
-        if kind is not None:
-            k = get_kind(kind)  # type: ignore[arg-type]
-            if k not in self.kinds:
-                raise ElicitError(f"this elicitation asks no {k.label} "
-                                  f"(questions={spell_questions(self.questions)!r})")
-            if k.arity != arity:
-                raise ElicitError(f"{shown} is not a question of kind {k.name!r}, which is "
-                                  f"about {k.arity} feature(s)")
-            return k
-        fit = [k for k in self.kinds if k.arity == arity]
-        if answer is not None and answer.kind in [k.name for k in fit]:
-            return next(k for k in fit if k.name == answer.kind)
-        if len(fit) == 1:
-            return fit[0]
-        what = "a pair" if arity == 2 else "one feature"
-        if not fit:
-            raise ElicitError(f"{shown} is a question about {what}, which this elicitation "
-                              f"does not ask (questions={spell_questions(self.questions)!r})")
-        raise ElicitError(f"{shown} is a question about {what}, which kinds "
-                          f"{', '.join(k.name for k in fit)} ask here; say which: "
-                          f"(kind, i, j)")
-
     def _question_index(self, question, answer: Answer | None = None) -> int:
         """The table index of ``question``: ``(i, j)``, ``(kind, i, j)`` or a :class:`Query`."""
         kind, i, j = _unpack(question)
         row = question_key(i, j)
-        k = self._kind_of(row, kind, answer)
+        k = kind_for(*row, answer, among=self.kinds, kind=kind)
         t = int(self.table.locate(k, np.array([row]))[0])
         if t < 0:
             raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
@@ -317,7 +290,7 @@ class Elicitor:
             The question's kind, where the elicitation asks two kinds of that arity.
         """
         row = question_key(i, j)
-        k = self._kind_of(row, kind, _said(answer))
+        k = kind_for(*row, _said(answer), among=self.kinds, kind=kind)
         ans = Answer.parse(answer, k)
         t = self._question_index((k.name, *row), ans)
         if t in self._asked:
@@ -370,7 +343,7 @@ class Elicitor:
             kind, i, j = _unpack(item)
             a = item[3] if isinstance(item[0], str) else item[2]
             row = question_key(i, j)
-            k = self._kind_of(row, kind, _said(a))
+            k = kind_for(*row, _said(a), among=self.kinds, kind=kind)
             ans = Answer.parse(a, k)
             t = self._question_index((k.name, *row), ans)
             if asked is None and t in seen:

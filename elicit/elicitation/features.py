@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 from scipy.special import expit
 
-from elicit.elicitation.scorer import kl_gauss
+from elicit.elicitation.gains import kl_gauss
 from elicit.model.batch import flops_per_eval
 from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance, unasked_lambda
 from elicit.model.density import Marginal, feedback_terms, log_density, lower_bounds, theta_of
@@ -271,7 +271,7 @@ class FeatureScorer:
         fresh one, and a fresh one would cost more than the refit itself (it is one Hessian
         per round instead of one per refit). The elicitor's refit after the answer starts the
         same way, from the MAP and the Hessian the round hands over
-        (:attr:`~elicit.elicitation.scorer.Scores.hessian`), and the numpy engine then serves
+        (:attr:`~elicit.elicitation.gains.Scores.hessian`), and the numpy engine then serves
         it from its memo of this round's refits.
         """
         return self.scorer.hessian if self.scorer.engine.uses_hessian else None

@@ -10,6 +10,8 @@ feature ``(k, NO_FEATURE)``. Public objects (:class:`Query`, the answer tuples `
 answer)`` of :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) write the missing
 second feature as ``None``; both spellings are accepted where a question is given. A
 :class:`Query` also names its kind, which tells two kinds about one feature apart.
+:data:`NO_FEATURE` and :func:`feature_rows` are the question table's
+(:mod:`elicit.elicitation.table`, below the kinds), re-exported here.
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from elicit.elicitation.kinds import get_kind, kind_for
+from elicit.elicitation.table import NO_FEATURE, feature_rows  # noqa: F401  (re-exported)
 from elicit.errors import ElicitError
-
-#: the second entry of a one-feature question's row in a question array
-NO_FEATURE = -1
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,6 @@ class Query:
     kind: str = ""
 
     def __post_init__(self) -> None:
-        from elicit.elicitation.kinds import get_kind, kind_for
-
         kind = get_kind(self.kind) if self.kind else kind_for(self.i, self.j)
         if kind.arity != len(self.features):
             raise ElicitError(f"a question of kind {kind.name!r} is about {kind.arity} "
@@ -105,8 +104,3 @@ def _index(v) -> int:
         raise TypeError
     return int(v)
 
-
-def feature_rows(features) -> np.ndarray:
-    """Questions about one feature each as rows ``(k, NO_FEATURE)`` of a question array."""
-    k = np.asarray(features, dtype=int).reshape(-1)
-    return np.column_stack([k, np.full(len(k), NO_FEATURE)])

@@ -60,17 +60,15 @@ Two modes:
 
 from __future__ import annotations
 
-from abc import ABC
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from scipy.linalg import cho_solve
 
+from elicit.elicitation.gains import PairUtility, Scores, kl_gauss
 from elicit.elicitation.quadrature import bald_gain
+from elicit.elicitation.utility import UtilityArgs
 from elicit.engines.base import Engine
-from elicit.errors import ElicitError
-from elicit.internal.registry import Registry
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import batched_refit, flops_per_eval
 from elicit.model.density import (
@@ -88,93 +86,6 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 from elicit.model.variants import get_model
 
-if TYPE_CHECKING:
-    from elicit.elicitation.utility import PairUtility
-
-
-# -- the registered utilities (here, below the kinds of question, which may register
-# their own) --------------------------------------------------------------------------------
-#: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)
-MODES: tuple[str, ...] = ("fast", "exact")
-#: the user-facing utility targets (``Elicitor(target=...)``, ``--utility-target``)
-TARGETS: tuple[str, ...] = ("predictive", "params")
-
-
-@dataclass(frozen=True)
-class Utility(ABC):
-    """A registered expected utility: what asking a candidate is expected to teach
-    (:mod:`elicit.elicitation.utility`, which re-exports it).
-
-    Subclass :class:`PairUtility` (questions about feature pairs, what an
-    :class:`~elicit.elicitation.elicitor.Elicitor` asks) or :class:`SampleUtility` (new
-    training samples), give the instance a unique ``name`` and register it
-    (:func:`register_utility`).
-
-    Attributes
-    ----------
-    name
-        The registry key; also accepted as ``Elicitor(utility=name)``.
-    target
-        What the gain is about (for example ``"predictive"`` or ``"params"``).
-    custom_stan_refusal
-        None when the utility works with a custom Stan file; otherwise the one-line error
-        that says why not and what to use instead (the fast screen and the parameter gain
-        use the shipped model's analytic Hessian).
-    """
-
-    name: str
-    target: str
-    custom_stan_refusal: str | None = None
-
-    #: what the candidates are: "pair questions", "feature questions" or "samples"
-    candidates: ClassVar[str] = ""
-
-
-
-_U = TypeVar("_U", bound=Utility)
-#: the registered utilities by name (a read-only mapping; add with :func:`register_utility`)
-UTILITIES: Registry[Utility] = Registry("utility")
-
-
-def register_utility(utility: _U) -> _U:
-    """Register ``utility`` under its name and return it.
-
-    Raises
-    ------
-    ElicitError
-        If it is not a :class:`Utility`, its name is empty, a mode name (``fast``,
-        ``exact``) or already registered.
-    """
-    if not isinstance(utility, Utility):
-        raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
-                          f"SampleUtility object, got {type(utility).__name__}")
-    if utility.name in MODES:
-        raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
-                          "a free name; register the utility under another name")
-    # add returns its argument, typed as the registry's item type
-    return cast(_U, UTILITIES.add(utility.name, utility))
-
-
-def unregister_utility(name: str) -> None:
-    """Remove the utility called ``name`` (a utility registered for a test, say)."""
-    UTILITIES.remove(name)
-
-
-def get_utility(name: str) -> Utility:
-    """The registered utility called ``name``.
-
-    Raises
-    ------
-    ElicitError
-        One line listing the registered names, if ``name`` is not one of them.
-    """
-    return UTILITIES.lookup(name)
-
-
-def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> np.ndarray:
-    """KL(N(m1, v1) || N(m0, v0)) summed over the first axis (the training inputs)."""
-    return 0.5 * np.sum(np.log(v0 / v1) + (v1 + (m1 - m0) ** 2) / v0 - 1.0, axis=0)
-
 
 def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
     """p(similar) = ``link.prob(xi - gamma . w)`` at the fitted MAP, for rows of ``w``.
@@ -183,48 +94,6 @@ def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
     :data:`~elicit.model.link.LOGISTIC`).
     """
     return link.prob(fit.xi - w @ fit.gamma)
-
-
-@dataclass
-class Scores:
-    """Expected utilities of candidate questions.
-
-    ``questions`` are the scored rows: pairs ``(i, j)`` and feature questions
-    ``(k, NO_FEATURE)`` (:mod:`elicit.elicitation.questions`). ``utility`` holds the exact
-    value where ``exact`` is True (refined or exact mode) and the screen's approximation
-    elsewhere; ``best`` indexes the chosen candidate. ``p_answer`` is the probability of the
-    first answer at the MAP: similar for a pair, relevant for a feature question. ``hessian``
-    is the base Hessian at the MAP when this round computed it: hand it to the engine's refit
-    after a pair answer (``Engine.fit(..., hessian=)``) so that the refit starts from it.
-    """
-
-    questions: np.ndarray
-    utility: np.ndarray
-    exact: np.ndarray
-    p_answer: np.ndarray
-    hessian: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def pairs(self) -> np.ndarray:
-        """:attr:`questions`, under its name in rounds of pair questions only."""
-        return self.questions
-
-    @property
-    def p_similar(self) -> np.ndarray:
-        """:attr:`p_answer`, under its name in rounds of pair questions only."""
-        return self.p_answer
-
-    @property
-    def best(self) -> int:
-        # Choose among exactly scored candidates when there are any: screen values are on a
-        # different (approximate) scale and must not outrank exact ones.
-        u = np.where(self.exact, self.utility, -np.inf) if self.exact.any() else self.utility
-        return int(np.argmax(u))
-
-    def ranking(self) -> np.ndarray:
-        """Candidate indices, best first: exact scores first, then the screen's order."""
-        key = np.where(self.exact, 1.0, 0.0)
-        return np.lexsort((-self.utility, -key))
 
 
 @runtime_checkable
@@ -271,7 +140,7 @@ class BatchRefits(Protocol):
 class UtilityScorer:
     """One query round: the MAP the candidates are scored at, and the pieces that score them.
 
-    The registered :class:`~elicit.elicitation.utility.PairUtility` objects compose these
+    The registered :class:`~elicit.elicitation.gains.PairUtility` objects compose these
     pieces (:meth:`screen`, :meth:`newton_stage`, :meth:`refine_best`, :meth:`exact`,
     :meth:`param_gain`);
     :meth:`score` runs the utility that the user-facing options name.
@@ -355,7 +224,7 @@ class UtilityScorer:
         utility
             ``"fast"`` or ``"exact"`` (with ``target``: the pair questions' utility of that
             mode), the name of a registered utility, or a
-            :class:`~elicit.elicitation.utility.PairUtility` object.
+            :class:`~elicit.elicitation.gains.PairUtility` object.
         refine
             How many of the screen's best the fast mode re-scores exactly (at most): as many
             as :attr:`refine_flops` pays for always, the rest until the winner is certain
@@ -366,9 +235,6 @@ class UtilityScorer:
             under the Laplace approximation, so the mode and ``refine`` do not apply and
             every candidate is marked exact.
         """
-        # the registry sits beside this module and builds on it: imported when asked for
-        from elicit.elicitation.utility import PairUtility, UtilityArgs
-
         gain = (utility if isinstance(utility, PairUtility)
                 else UtilityArgs(utility, target, refine).validate().only)
         assert isinstance(gain, PairUtility)

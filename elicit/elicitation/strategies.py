@@ -81,9 +81,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import numpy as np
 
+from elicit.elicitation.gains import Scores
 from elicit.elicitation.questions import NO_FEATURE, Query
-from elicit.elicitation.scorer import Scores
+from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.table import ArraySet, QuestionSet, QuestionTable
+from elicit.elicitation.utility import ScoringRound
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
@@ -366,8 +368,6 @@ def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.n
     the current MAP, each from its kind
     (:meth:`~elicit.elicitation.kinds.QuestionKind.answer_probability`); ``questions`` are
     table indices."""
-    from elicit.elicitation.utility import ScoringRound, UtilityScorer
-
     index = np.asarray(questions, dtype=np.int64).reshape(-1)
     round_ = ScoringRound(UtilityScorer(state.data, state.fit, state.engine))
     seg = state.table.segment_of(index)

@@ -30,10 +30,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from elicit.elicitation.questions import NO_FEATURE
-
 if TYPE_CHECKING:
     from elicit.elicitation.kinds.base import QuestionKind
+
+#: the second entry of a one-feature question's row in a question array
+NO_FEATURE = -1
+
+
+def feature_rows(features) -> np.ndarray:
+    """Questions about one feature each as rows ``(k, NO_FEATURE)`` of a question array."""
+    k = np.asarray(features, dtype=int).reshape(-1)
+    return np.column_stack([k, np.full(len(k), NO_FEATURE)])
 
 
 # -- all pairs in closed form ----------------------------------------------------------------

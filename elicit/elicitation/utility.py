@@ -7,7 +7,9 @@ feature questions ("does feature k affect the outcome?") in a model with relevan
 given the round's :class:`~elicit.elicitation.features.FeatureScorer`;
 :class:`SampleUtility` scores candidate new training samples at a posterior. Choosing among
 the scored candidates is the strategies' job (:mod:`elicit.elicitation.strategies`). The
-registered utilities (:data:`UTILITIES`, :func:`get_utility`, :func:`register_utility`):
+registered utilities (:data:`UTILITIES`, :func:`get_utility`, :func:`register_utility`;
+defined in :mod:`elicit.elicitation.gains`, below the kinds of question, and re-exported
+here):
 
 =====================  ==========  ======================================================
 name                   target      what it scores
@@ -28,7 +30,9 @@ and target (:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`), and
 :meth:`UtilityArgs.validate` is the one place they are checked. It returns a
 :class:`QuestionUtility`: the utilities of the kinds asked, on one scale; in a model with
 relevance classes a pair's gain is weighted by the chance that the expert can answer it
-(:mod:`elicit.elicitation.features`).
+(:mod:`elicit.elicitation.features`). This module's job is that choice: the options
+checked (:class:`UtilityArgs`), the kinds' utilities on one scale (:class:`QuestionUtility`)
+and the round they share (:class:`ScoringRound`).
 
 Two *targets* say what the gain is about:
 
@@ -51,15 +55,42 @@ where the modes are described), that of feature questions by its
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from elicit.elicitation.features import FeatureScorer
+from elicit.elicitation.gains import (  # noqa: F401  (re-exported: the registered utilities)
+    _RELEVANCE_NOTE,
+    MODES,
+    PARAMS_BALD,
+    PREDICTIVE_EXACT,
+    PREDICTIVE_FAST,
+    RELEVANCE_EXACT,
+    RELEVANCE_FAST,
+    SAMPLE_GAIN,
+    TARGETS,
+    UTILITIES,
+    FeatureUtility,
+    PairUtility,
+    ParamsBald,
+    PredictiveExact,
+    PredictiveFast,
+    RelevanceExact,
+    RelevanceFast,
+    SampleGain,
+    SampleUtility,
+    Scores,
+    Utility,
+    get_utility,
+    kl_gauss,
+    register_utility,
+    unregister_utility,
+)
 from elicit.elicitation.kinds import (
     KINDS,
     PAPER_QUESTIONS,
@@ -70,214 +101,12 @@ from elicit.elicitation.kinds import (
     spell_questions,
 )
 from elicit.elicitation.quadrature import bald_gain  # noqa: F401  (re-exported)
-from elicit.elicitation.questions import NO_FEATURE, feature_rows  # noqa: F401
-from elicit.elicitation.scorer import (  # noqa: F401  (re-exported: the scoring pieces)
-    MODES,
-    TARGETS,
-    UTILITIES,
-    Scores,
-    Utility,
-    UtilityScorer,
-    WarmNewton,
-    _scalar_step,
-    answer_probability,
-    get_utility,
-    kl_gauss,
-    register_utility,
-    unregister_utility,
-)
+from elicit.elicitation.table import NO_FEATURE, feature_rows  # noqa: F401  (re-exported)
 from elicit.errors import ElicitError
-from elicit.model.posterior import NIGPosterior
 from elicit.model.variants import PAPER, get_model
 
 if TYPE_CHECKING:
-    from elicit.elicitation.features import FeatureScorer
-
-
-
-# -- the registered utilities ----------------------------------------------------------------
-@dataclass(frozen=True)
-class PairUtility(Utility):
-    """A utility of questions about feature pairs, scored at one MAP."""
-
-    candidates: ClassVar[str] = "pair questions"
-
-    @abstractmethod
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
-              weight: np.ndarray | None = None) -> Scores:
-        """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
-
-        Parameters
-        ----------
-        scorer
-            The round: data, MAP, engine, the model's link and the scoring pieces.
-        pairs
-            The candidate pairs.
-        refine
-            How many candidates an approximate utility may re-score exactly (the others
-            ignore it).
-        weight
-            The probability that each pair can be answered at all (in the relevance model,
-            :mod:`elicit.elicitation.features`): a pair's gain is its weight times the gain
-            of an answer. None: every pair can be (the paper's models).
-        """
-
-    def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
-                     weight: np.ndarray | None, reach: float) -> Scores:
-        """:meth:`score` of pairs asked beside other questions, the best of which has the
-        exact gain ``reach``: a utility that refines approximate gains need not refine pairs
-        that cannot reach it (they keep their approximate gains). By default :meth:`score`.
-        """
-        return self.score(scorer, pairs, refine, weight)
-
-
-@dataclass(frozen=True)
-class SampleUtility(Utility):
-    """A utility of new training samples (rows of inputs), scored at a posterior."""
-
-    candidates: ClassVar[str] = "samples"
-
-    @abstractmethod
-    def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
-        """The gain of observing y at each row of ``X`` under ``posterior``."""
-
-
-@dataclass(frozen=True)
-class FeatureUtility(Utility):
-    """A utility of feature questions ("does feature k affect the outcome?"), scored at one
-    MAP of a model with relevance classes (:mod:`elicit.elicitation.features`)."""
-
-    candidates: ClassVar[str] = "feature questions"
-
-    @abstractmethod
-    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        """Expected utilities of asking about ``features`` (feature indices) at the MAP.
-
-        Parameters
-        ----------
-        scorer
-            The round's feature pieces (screen, exact refits, p(relevant)).
-        features
-            The candidate features.
-        refine
-            How many candidates an approximate utility may re-score exactly.
-        """
-
-
-@dataclass(frozen=True)
-class PredictiveFast(PairUtility):
-    """Expected KL of the predictive, fast: Laplace screen, batched Newton, exact refinement
-    of the best (the module docstring)."""
-
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
-              weight: np.ndarray | None = None) -> Scores:
-        return self.score_beside(scorer, pairs, refine, weight, -np.inf)
-
-    def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
-                     weight: np.ndarray | None, reach: float) -> Scores:
-        pairs, w, s = scorer.prepare(pairs)
-        u = scorer.screen(w, s)
-        if weight is not None:
-            u = weight * u
-        exact = np.zeros(len(pairs), bool)
-        scorer.newton_stage(u, w, s, weight, exact, pairs, remember=max(1, refine))
-        # The refinement looks at the candidates whose screened gain is within
-        # (1 + certainty_margin)^2 of the best: when even the best is that far below what
-        # another question reaches exactly, no pair is chosen, and refining them would be
-        # wasted (on Amazon and Yelp, runs 0-2 and 30 rounds, the best pair's exact gain is
-        # a median 0.5% and at most 19% of the best feature's).
-        if (refine > 0 and len(pairs)
-                and np.max(u) * (1.0 + scorer.certainty_margin) ** 2 >= reach):
-            scorer.refine_best(pairs, w, s, u, exact, refine, weight)
-        return Scores(pairs, u, exact, s, scorer.computed_hessian)
-
-
-@dataclass(frozen=True)
-class PredictiveExact(PairUtility):
-    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer."""
-
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
-              weight: np.ndarray | None = None) -> Scores:
-        pairs, w, s = scorer.prepare(pairs)
-        u = scorer.exact(pairs, s)
-        if weight is not None:
-            u = weight * u
-        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
-
-
-@dataclass(frozen=True)
-class ParamsBald(PairUtility):
-    """Information the answer gives about (gamma, xi), Laplace at the MAP (BALD)."""
-
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
-              weight: np.ndarray | None = None) -> Scores:
-        pairs, w, s = scorer.prepare(pairs)
-        u = scorer.param_gain(w)
-        if weight is not None:
-            u = weight * u
-        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.hessian)
-
-
-@dataclass(frozen=True)
-class RelevanceFast(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, fast: the zeta-line screen of
-    every candidate, the best re-scored by warm refits until the winner is certain (at most
-    ``refine``)."""
-
-    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        features = np.asarray(features, dtype=int).reshape(-1)
-        u, p = scorer.zeta_screen(features)
-        exact = np.zeros(len(features), bool)
-        if refine > 0 and len(features):
-            scorer.refine_best(features, p, u, exact, refine)
-        return Scores(feature_rows(features), u, exact, p)
-
-
-@dataclass(frozen=True)
-class RelevanceExact(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, exact: a warm refit for each
-    candidate and answer."""
-
-    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        features = np.asarray(features, dtype=int).reshape(-1)
-        p = scorer.p_relevant(features)
-        return Scores(feature_rows(features), scorer.exact(features, p),
-                      np.ones(len(features), bool), p)
-
-
-@dataclass(frozen=True)
-class SampleGain(SampleUtility):
-    """``0.5 log(1 + x' Sigma* x)``: the information a new observation at x gives about beta.
-
-    The mutual information between y at x and beta, given sigma^2, under
-    ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels): the
-    gain by which Table 1's ``act`` method adds training samples.
-    """
-
-    def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
-        quad = np.einsum("ij,ij->i", X @ posterior.Sigma, X)
-        return 0.5 * np.log1p(np.maximum(quad, 0.0))
-
-
-_HESSIAN_NOTE = ("uses the shipped model's analytic Hessian, which a custom Stan file does "
-                 "not have; ")
-PREDICTIVE_FAST = register_utility(PredictiveFast(
-    "predictive-fast", "predictive",
-    "the fast utility screen " + _HESSIAN_NOTE
-    + "use exact utilities (--utility exact, or utility='exact' in Python)"))
-PREDICTIVE_EXACT = register_utility(PredictiveExact("predictive-exact", "predictive"))
-PARAMS_BALD = register_utility(ParamsBald(
-    "params-bald", "params",
-    "the params utility target " + _HESSIAN_NOTE
-    + "use the predictive target with exact utilities"))
-SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
-_RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
-                   "the shipped relevance model's analytic marginal, which a custom Stan file "
-                   "does not have; use the shipped programs (no stan_file)")
-RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
-                                                _RELEVANCE_NOTE))
-RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
-                                                  _RELEVANCE_NOTE))
+    from elicit.elicitation.scorer import UtilityScorer
 
 
 def model_has_relevance(model: str) -> bool:
@@ -299,9 +128,6 @@ class ScoringRound:
         None for a model without relevance classes."""
         if not model_has_relevance(self.scorer.data.hyper.model):
             return None
-        # the relevance model's numerics: imported when asked for
-        from elicit.elicitation.features import FeatureScorer
-
         return FeatureScorer(self.scorer)
 
 

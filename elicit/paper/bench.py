@@ -53,7 +53,7 @@ import numpy as np
 
 from elicit.data.metafeatures import unit_rows
 from elicit.data.splits import standardise
-from elicit.elicitation.utility import UtilityScorer
+from elicit.elicitation.scorer import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.harness.problem import STREAM_BENCH, run_stream

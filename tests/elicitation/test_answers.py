@@ -82,6 +82,16 @@ def test_questions_as_rows_and_queries():
     with pytest.raises(ElicitError, match=r"^\(4, None\) is a question about one feature, "
                                           r"which kinds relevance, direction ask; say which"):
         kind_for(4, None, "dont_know")
+    # the elicitor's questions: a kind named is checked against those asked and the arity; an
+    # answer of a kind not asked about one feature does not decide (its parse then refuses it)
+    assert kind_for(4, None, "similar", among=BEFORE_KINDS).name == "relevance"
+    assert kind_for(1, 3, kind="pairs", among=BEFORE_KINDS).name == "pairs"
+    with pytest.raises(ElicitError, match=r"^\(4, None\) is not a question of kind 'pairs', "
+                                          r"which is about 2 feature\(s\)$"):
+        kind_for(4, NO_FEATURE, kind="pairs")
+    with pytest.raises(ElicitError, match=r"^this elicitation asks no direction questions "
+                                          r"\(questions='both'\)$"):
+        kind_for(4, None, kind="direction", among=BEFORE_KINDS)
     with pytest.raises(ElicitError, match=r"^a question is \(i, j\) for a pair or \(k, None\) "
                                           r"for a feature, with integer feature indices; got "
                                           r"\(1.5, 2\)$"):

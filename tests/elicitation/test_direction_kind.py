@@ -19,8 +19,8 @@ from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import DIRECTION, get_kind, model_for, parse_questions
 from elicit.elicitation.kinds.direction import DirectionScorer
 from elicit.elicitation.questions import Query
-from elicit.elicitation.scorer import UtilityScorer, kl_gauss
-from elicit.elicitation.utility import ScoringRound
+from elicit.elicitation.scorer import UtilityScorer
+from elicit.elicitation.utility import ScoringRound, kl_gauss
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem

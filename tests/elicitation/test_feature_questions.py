@@ -15,13 +15,14 @@ from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.features import FeatureScorer
 from elicit.elicitation.kinds import KINDS, model_for
 from elicit.elicitation.questions import NO_FEATURE, Query, feature_rows
-from elicit.elicitation.scorer import UtilityScorer, kl_gauss
+from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.strategies import STRATEGIES, round_pool
 from elicit.elicitation.utility import (
     PREDICTIVE_EXACT,
     PREDICTIVE_FAST,
     QuestionUtility,
     UtilityArgs,
+    kl_gauss,
 )
 from elicit.engines import get_engine
 from elicit.errors import ElicitError

@@ -120,7 +120,7 @@ def test_two_kinds_about_one_feature_are_told_apart_by_name(toy):
     el.answer(3, None, "increases")
     el.answer(3, None, "relevant")
     with pytest.raises(ElicitError, match=r"^\(4, None\) is a question about one feature, "
-                                          rf"which kinds relevance, {TOY} ask here; say "
+                                          rf"which kinds relevance, {TOY} ask; say "
                                           r"which: \(kind, i, j\)$"):
         el.answer(4, None, "dont_know")
     el.answer(4, None, "dont_know", kind=TOY)

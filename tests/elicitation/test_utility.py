@@ -15,20 +15,20 @@ from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import PAIRS
 from elicit.elicitation.quadrature import bald_gain
 from elicit.elicitation.scorer import (
-    Scores,
     UtilityScorer,
     WarmNewton,
     _scalar_step,
     answer_probability,
-    kl_gauss,
 )
 from elicit.elicitation.utility import (
     PREDICTIVE_EXACT,
     SAMPLE_GAIN,
     UTILITIES,
     PairUtility,
+    Scores,
     UtilityArgs,
     get_utility,
+    kl_gauss,
     register_utility,
     unregister_utility,
 )
@@ -302,7 +302,7 @@ def test_unknown_mode_is_an_error():
     engine = NumpyEngine("fixed")
     fit = engine.fit(data)
     with pytest.raises(ElicitError, match=r"^utility must be 'fast' or 'exact' \(or a registered "
-                                          r"utility: direction-fast, .*\), got 'slow'$"):
+                                          r"utility: predictive-fast, .*\), got 'slow'$"):
         UtilityScorer(data, fit, engine).score(all_pairs(data.p)[:2], "slow")
 
 
@@ -477,11 +477,11 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
     with pytest.raises(ElicitError, match=r"^register_utility takes a PairUtility, "
                                           r"FeatureUtility or SampleUtility object, got str$"):
         register_utility("entropy")  # type: ignore[arg-type]
-    # the direction kind's utilities are registered with the kinds, before the others
+    # the shipped utilities, then the direction kind's (registered with the kinds, above them)
     with pytest.raises(ElicitError, match=r"^unknown utility 'nope'; choose one of "
-                                          r"direction-fast, direction-exact, "
                                           r"predictive-fast, predictive-exact, params-bald, "
                                           r"sample-gain, relevance-fast, relevance-exact, "
+                                          r"direction-fast, direction-exact, "
                                           r"test-answer-entropy$"):
         get_utility("nope")
     assert UTILITIES["test-answer-entropy"] is toy_utility

@@ -1,4 +1,4 @@
-"""A kind of question, as one registered object, and the registry of kinds.
+"""A kind of question, as one registered object, its answers, and the registries of both.
 
 A :class:`QuestionKind` says everything elicit needs to know about one kind of question: how
 its questions are written (``arity``: a pair of features or one feature) and held in an
@@ -15,28 +15,216 @@ elicitation at hand. :data:`KINDS` is the registry (:func:`register_kind`,
 :func:`get_kind`); :func:`parse_questions` reads what an elicitation asks
 (``questions="pairs,relevance"``, ``"all"``, a list of names) into kind names in
 registration order, and :func:`spell_questions` writes them back in the spelling that sweep
-folders and session files record.
+folders and session files record; :func:`kind_for` tells the kind of a question given as
+``(i, j)``.
+
+Each kind defines its answers (:meth:`Answer.define`; :data:`DONT_KNOW` answers every kind).
+Answers and kinds name each other, so both live here, below the shipped kinds, which the
+package loads with this module: imported from outside, every kind and answer is registered.
+The experts who give answers are :mod:`elicit.elicitation.answers`'.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
 
 if TYPE_CHECKING:
+    from elicit.elicitation.gains import Scores, Utility
     from elicit.elicitation.questions import Query
-    from elicit.elicitation.scorer import Scores
     from elicit.elicitation.table import Segment
-    from elicit.elicitation.utility import ScoringRound, Utility
+    from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
+
+#: every answer by its word, in the order they were defined
+_ANSWERS: dict[str, Answer] = {}
+#: every alias (and word) of an answer -> the answer
+_ALIASES: dict[str, Answer] = {}
+#: keys no answer may take: the front ends' own (skip, undo, quit, next, help)
+RESERVED_KEYS = ("k", "u", "q", "n", "h")
+
+
+def _key(text: str) -> str:
+    """An answer as typed, normalised: ``"Don't know"`` -> ``"dont_know"``."""
+    return text.strip().lower().replace("'", "").replace(" ", "_").replace("-", "_")
+
+
+class _AnswerType(type):
+    """``Answer.SIMILAR``: a defined answer by its word in capitals; ``for a in Answer``: every
+    defined answer (the class reads like the enum it was)."""
+
+    def __getattr__(cls, name: str) -> Answer:
+        if name.startswith("_") or not name.isupper():
+            raise AttributeError(name)
+        try:
+            return _ANSWERS[name.lower()]
+        except KeyError:
+            raise AttributeError(f"no answer {name.lower()!r} is defined") from None
+
+    def __iter__(cls) -> Iterator[Answer]:
+        return iter(list(_ANSWERS.values()))
+
+    def __len__(cls) -> int:
+        return len(_ANSWERS)
+
+
+class Answer(str, metaclass=_AnswerType):
+    """An answer an expert can give: a word defined by a kind of question (:meth:`define`),
+    or "don't know" (:data:`DONT_KNOW`), which answers every kind.
+
+    An answer is its word (``Answer.SIMILAR == "similar"``); ``Answer("similar")`` is the
+    defined answer of that word.
+
+    Attributes
+    ----------
+    kind
+        The name of the kind of question it answers (None for don't know).
+    outcome
+        What it tells the model: 1 or 0 (similar / dissimilar, relevant / irrelevant), None
+        for don't know, which leaves the model unchanged.
+    label
+        How the front ends show it ("Similar").
+    key
+        Its key in the terminal and on the web page ("s").
+    """
+
+    kind: str | None
+    outcome: int | None
+    label: str
+    key: str
+
+    def __new__(cls, value: object) -> Answer:
+        if isinstance(value, Answer):
+            return value
+        if isinstance(value, str) and value in _ANSWERS:
+            return _ANSWERS[value]
+        raise ElicitError(f"{value!r} is not a defined answer; use one of "
+                          f"{_quoted(list(_ANSWERS))}")
+
+    @classmethod
+    def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
+               aliases: Sequence[str] = ()) -> Answer:
+        """Define the answer ``word`` of the kind of question named ``kind`` (a kind's module
+        does, once; :mod:`elicit.elicitation.kinds`).
+
+        Raises
+        ------
+        ElicitError
+            If the word or one of its aliases is taken: an answer word says which kind of
+            question it answers, wherever it is stored.
+        """
+        if not isinstance(word, str) or _key(word) != word or not word:
+            raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
+        if key in RESERVED_KEYS or len(key) != 1:
+            raise ElicitError(f"the key of answer {word!r} is one character and none of "
+                              f"{', '.join(RESERVED_KEYS)} (the front ends' skip, undo, quit, "
+                              f"next and help), got {key!r}")
+        for name in (word, key, *aliases):
+            if _key(name) in _ALIASES:
+                taken = _ALIASES[_key(name)]
+                raise ElicitError(f"{name!r} already means {taken.value!r} (an answer of "
+                                  f"{taken.kind or 'every kind'}); give {word!r} other words")
+        ans = str.__new__(cls, word)
+        ans.kind, ans.outcome, ans.label, ans.key = kind, outcome, label, key
+        _ANSWERS[word] = ans
+        for name in (word, key, *aliases):
+            _ALIASES[_key(name)] = ans
+        return ans
+
+    @classmethod
+    def forget(cls, answer: Answer) -> None:
+        """Undo :meth:`define` (for a kind registered by a test)."""
+        _ANSWERS.pop(answer.value, None)
+        for name in [n for n, a in _ALIASES.items() if a is answer]:
+            del _ALIASES[name]
+
+    @property
+    def value(self) -> str:
+        """The word, as stored in session files and sweep records."""
+        return str.__str__(self)
+
+    @property
+    def name(self) -> str:
+        """The word in capitals: ``Answer.SIMILAR.name == "SIMILAR"``."""
+        return self.value.upper()
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<Answer.{self.name}: {self.value!r}>"
+
+    def __reduce__(self) -> tuple:
+        # one object per word: unpickled (in a worker process, say) it is the defined answer
+        return (Answer, (self.value,))
+
+    def __copy__(self) -> Answer:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Answer:
+        return self
+
+    @classmethod
+    def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
+              ) -> Answer:
+        """Accept an answer, its word, an alias or 1/0; reject anything else in one line.
+
+        Aliases are the kinds' (``s``, ``same``, ``d``, ``different`` for the pair answers;
+        ``r``, ``i``, ``not_relevant`` for the feature answers) and ``?``, ``don't know``,
+        ``unknown`` for don't know. 1/0 are the outcomes of ``kind``'s answers (similar /
+        dissimilar for pairs, relevant / irrelevant for features), of the first registered
+        kind's when no kind is given.
+
+        Parameters
+        ----------
+        value
+            The answer.
+        kind
+            The kind of the question answered, by name (or a name it had in older records) or
+            as the object: an answer to another kind of question is an error. None accepts
+            every answer.
+        """
+        k = None if kind is None else get_kind(kind)
+        ans: Answer | None = None
+        if isinstance(value, Answer):
+            ans = value
+        elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
+            by = k if k is not None else next(iter(KINDS.values()))
+            ans = next((a for a in by.answers if a.outcome == int(value)), None)
+        elif isinstance(value, str):
+            ans = _ALIASES.get(_key(value))
+        if ans is None:
+            raise ElicitError(f"invalid answer {value!r}: use {words(k)}")
+        if k is not None and ans.kind not in (None, k.name):
+            other = get_kind(ans.kind)
+            raise ElicitError(f"{ans.value!r} answers {other.question} ({other.meaning}), not "
+                              f"{k.question} ({k.meaning}): use {words(k)}")
+        return ans
+
+
+def _quoted(names: Sequence[str]) -> str:
+    q = [f"'{n}'" for n in names]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
+
+
+def words(kind: QuestionKind | Sequence[QuestionKind] | None = None) -> str:
+    """The answers of ``kind`` (or of several kinds, or of every kind for None) and don't
+    know, for messages: ``'similar', 'dissimilar' or 'dont_know'``."""
+    kinds = (list(KINDS.values()) if kind is None
+             else [kind] if not isinstance(kind, Sequence) else list(kind))
+    return _quoted([a.value for k in kinds for a in k.answers] + [DONT_KNOW.value])
+
+
+#: "don't know": the answer every kind of question takes; the model is left unchanged
+DONT_KNOW = Answer.define("dont_know", None, None, "Don't know", "?",
+                          aliases=("do_not_know", "unknown"))
 
 #: how a round's pool takes a kind's open questions: ``"sample"`` draws ``pool_size`` of them
 #: (the paper's pool of pairs), ``"all"`` takes every one (a kind with one question per
@@ -144,8 +332,6 @@ class QuestionKind(ABC):
     @property
     def keys(self) -> dict[str, Answer]:
         """The answer keys of the front ends, don't know included (``{"s": SIMILAR, ...}``)."""
-        from elicit.elicitation.answers import DONT_KNOW
-
         return {a.key: a for a in (*self.answers, DONT_KNOW)}
 
     def render(self, names: Sequence[str], target: str) -> str:
@@ -186,10 +372,17 @@ class QuestionKind(ABC):
         in answer order, of every expert (a question may repeat)."""
 
     def ask(self, expert: Any, query: Query) -> Answer:
-        """The simulated ``expert``'s answer to ``query``, through :attr:`expert_method`."""
-        from elicit.elicitation.answers import ask
+        """The simulated ``expert``'s answer to ``query``, through :attr:`expert_method`,
+        checked to answer this kind."""
+        return Answer.parse(self._method_of(expert)(*query.features), self)
 
-        return ask(expert, query)
+    def _method_of(self, expert: Any) -> Callable[..., Any]:
+        """``expert``'s :attr:`expert_method`; a one-line error if it has none."""
+        method = getattr(expert, self.expert_method, None)
+        if not callable(method):
+            raise ElicitError(f"the expert ({type(expert).__name__}) cannot answer "
+                              f"{self.label}: it has no {self.expert_call} method")
+        return method
 
     # -- scoring -------------------------------------------------------------------------------
     def takes(self, utility: Utility) -> bool:
@@ -284,30 +477,43 @@ def get_kind(kind: str | QuestionKind) -> QuestionKind:
 
 
 def kind_for(i: int, j: int | None, answer: object = None,
-             among: Iterable[str] | None = None) -> QuestionKind:
-    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature): the kind
-    ``answer`` (an answer or its word) answers if it names one, else the only kind of that
-    arity ``among`` the given kinds (default: every registered kind).
+             among: Iterable[str | QuestionKind] | None = None,
+             kind: str | QuestionKind | None = None) -> QuestionKind:
+    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature) among the
+    kinds ``among`` (default: every registered kind): ``kind`` if given, checked to be one of
+    them and about as many features; else the one of that arity that ``answer`` (an answer or
+    its word) answers, if it names one; else the only one of that arity.
 
     Raises
     ------
     ElicitError
-        When no kind, or more than one, fits (then the question must say its kind).
+        When ``kind`` is not among them or is about another number of features, or when no
+        kind, or more than one, fits (then the question must say its kind).
     """
-    if answer is not None:
-        word = Answer.parse(answer).kind  # type: ignore[arg-type]
-        if word is not None:
-            return get_kind(word)
     arity = 1 if j is None or int(j) < 0 else 2
+    shown = f"({i}, None)" if arity == 1 else f"({i}, {j})"
     names = list(KINDS) if among is None else [get_kind(k).name for k in among]
+    if kind is not None:
+        k = get_kind(kind)
+        if k.name not in names:
+            raise ElicitError(f"this elicitation asks no {k.label} "
+                              f"(questions={spell_questions(names)!r})")
+        if k.arity != arity:
+            raise ElicitError(f"{shown} is not a question of kind {k.name!r}, which is about "
+                              f"{k.arity} feature(s)")
+        return k
     fit = [KINDS[n] for n in names if KINDS[n].arity == arity]
+    said = None if answer is None else Answer.parse(answer).kind  # type: ignore[arg-type]
+    for k in fit:
+        if k.name == said:
+            return k
     if len(fit) == 1:
         return fit[0]
     what = "a pair" if arity == 2 else "one feature"
     if not fit:
-        raise ElicitError(f"({i}, {j}) is a question about {what}, and no kind of question "
-                          f"asked here is ({', '.join(names)})")
-    raise ElicitError(f"({i}, {j}) is a question about {what}, which kinds "
+        raise ElicitError(f"{shown} is a question about {what}, which this elicitation does "
+                          f"not ask (questions={spell_questions(names)!r})")
+    raise ElicitError(f"{shown} is a question about {what}, which kinds "
                       f"{', '.join(k.name for k in fit)} ask; say which: (kind, i, j)")
 
 

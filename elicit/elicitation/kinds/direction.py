@@ -40,10 +40,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from scipy.special import ndtr
 
-from elicit.elicitation.answers import DONT_KNOW, Answer
-from elicit.elicitation.kinds.base import QuestionKind, agreed, register_kind
-from elicit.elicitation.scorer import Scores, Utility, kl_gauss, register_utility
-from elicit.errors import ElicitError
+from elicit.elicitation.gains import Scores, Utility, kl_gauss, register_utility
+from elicit.elicitation.kinds.base import DONT_KNOW, Answer, QuestionKind, agreed, register_kind
+from elicit.elicitation.table import FeatureSegment, Segment
 from elicit.model.covariance import IRRELEVANT, RELEVANT
 from elicit.model.density import Marginal
 from elicit.model.variants import (
@@ -56,7 +55,6 @@ from elicit.model.variants import (
 
 if TYPE_CHECKING:
     from elicit.elicitation.questions import Query
-    from elicit.elicitation.table import Segment
     from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
 
@@ -208,8 +206,6 @@ class DirectionKind(QuestionKind):
     """Questions about the direction of one feature's effect (see the module docstring)."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        from elicit.elicitation.table import FeatureSegment
-
         return FeatureSegment(self, p)
 
     def model_with(self, model: str | None) -> str | None:
@@ -243,11 +239,7 @@ class DirectionKind(QuestionKind):
         return data.with_direction(s)
 
     def ask(self, expert: Any, query: Query) -> Answer:
-        method = getattr(expert, self.expert_method, None)
-        if not callable(method):
-            raise ElicitError(f"the expert ({type(expert).__name__}) cannot answer "
-                              f"{self.label}: it has no {self.expert_call} method")
-        got = method(*query.features)
+        got = self._method_of(expert)(*query.features)
         if isinstance(got, str):
             return Answer.parse(got, self)
         return RAISES if got > 0 else LOWERS if got < 0 else DONT_KNOW

@@ -6,7 +6,7 @@ table then does not store (:class:`~elicit.elicitation.table.PairSegment`). An a
 Bernoulli observation of the feedback link at ``xi - gamma . w_ij`` (:mod:`elicit.model.spec`:
 ``ModelData.pairs`` and ``f``, 1 = similar). A round scores a random pool of ``pool_size``
 open pairs (the paper's R_p) with a registered
-:class:`~elicit.elicitation.utility.PairUtility` (:mod:`elicit.elicitation.scorer`); in a
+:class:`~elicit.elicitation.gains.PairUtility` (:mod:`elicit.elicitation.scorer`); in a
 model with relevance classes a pair's gain is weighted by the chance that both features
 matter, since only then can the expert answer it (:mod:`elicit.elicitation.features`).
 """
@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer
-from elicit.elicitation.kinds.base import QuestionKind, register_kind
+from elicit.elicitation.gains import PairUtility, Scores, Utility
+from elicit.elicitation.kinds.base import Answer, QuestionKind, register_kind
+from elicit.elicitation.table import PairSegment, Segment
 
 if TYPE_CHECKING:
-    from elicit.elicitation.scorer import Scores
-    from elicit.elicitation.table import Segment
-    from elicit.elicitation.utility import ScoringRound, Utility
+    from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
 
 NAME = "pairs"
@@ -40,8 +39,6 @@ class PairKind(QuestionKind):
     """Questions about pairs of features (see the module docstring)."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        from elicit.elicitation.table import PairSegment
-
         return PairSegment(self, p, candidates)
 
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
@@ -55,14 +52,10 @@ class PairKind(QuestionKind):
                                   np.array([a.outcome for a in answers], dtype=int))
 
     def takes(self, utility: Utility) -> bool:
-        from elicit.elicitation.utility import PairUtility
-
         return isinstance(utility, PairUtility)
 
     def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
               reach: float) -> Scores:
-        from elicit.elicitation.utility import PairUtility
-
         assert isinstance(utility, PairUtility)
         if round.relevance is None:
             return utility.score(round.scorer, rows, refine)

@@ -8,7 +8,7 @@ changes the prior variance of its weight and so the likelihood of y: a refit aft
 start from the base Hessian of the start. A feature called irrelevant closes the other kinds'
 questions about it (nobody can say how a feature that does not matter affects the outcome).
 Every open feature question enters a round's pool, scored by a registered
-:class:`~elicit.elicitation.utility.FeatureUtility` (:mod:`elicit.elicitation.features`) on
+:class:`~elicit.elicitation.gains.FeatureUtility` (:mod:`elicit.elicitation.features`) on
 the scale of the pair questions' gains.
 """
 
@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer
-from elicit.elicitation.kinds.base import QuestionKind, agreed, register_kind
+from elicit.elicitation.gains import FeatureUtility, Scores, Utility
+from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
+from elicit.elicitation.table import FeatureSegment, Segment
 
 if TYPE_CHECKING:
-    from elicit.elicitation.scorer import Scores
-    from elicit.elicitation.table import Segment
-    from elicit.elicitation.utility import ScoringRound, Utility
+    from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
 
 NAME = "relevance"
@@ -42,8 +41,6 @@ class RelevanceKind(QuestionKind):
     """Questions about one feature's relevance (see the module docstring)."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        from elicit.elicitation.table import FeatureSegment
-
         return FeatureSegment(self, p)
 
     def closes(self, data: ModelData) -> np.ndarray | None:
@@ -79,14 +76,10 @@ class RelevanceKind(QuestionKind):
         return data.with_relevance(classes)
 
     def takes(self, utility: Utility) -> bool:
-        from elicit.elicitation.utility import FeatureUtility
-
         return isinstance(utility, FeatureUtility)
 
     def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
               reach: float) -> Scores:
-        from elicit.elicitation.utility import FeatureUtility
-
         assert isinstance(utility, FeatureUtility) and round.relevance is not None
         return utility.score(round.relevance, np.asarray(rows)[:, 0], refine)
 

@@ -1,0 +1,346 @@
+"""The registered utilities: what asking a question (or observing a new sample) is expected
+to teach, as registered objects (Afrabandpey et al. 2019, Sec. 3.2).
+
+:class:`Utility` is the base class and :data:`UTILITIES` the registry
+(:func:`register_utility`, :func:`get_utility`); :class:`PairUtility` scores pair questions
+at one MAP given the round's :class:`~elicit.elicitation.scorer.UtilityScorer`,
+:class:`FeatureUtility` feature questions given the round's
+:class:`~elicit.elicitation.features.FeatureScorer`, :class:`SampleUtility` new training
+samples at a posterior; the shipped utilities of each are registered here (their table:
+:mod:`elicit.elicitation.utility`). A utility returns :class:`Scores`; :func:`kl_gauss` is
+the KL of Gaussian predictives every predictive utility sums.
+
+This module is below the round's scorers (:mod:`~elicit.elicitation.scorer`,
+:mod:`~elicit.elicitation.features`), which it calls only through the objects it is given,
+and below the kinds of question (:mod:`elicit.elicitation.kinds`), which may register their
+own utilities; choosing an elicitation's utility from the user-facing options is
+:class:`~elicit.elicitation.utility.UtilityArgs`'.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
+
+import numpy as np
+
+from elicit.elicitation.table import feature_rows
+from elicit.errors import ElicitError
+from elicit.internal.registry import Registry
+from elicit.model.posterior import NIGPosterior
+
+if TYPE_CHECKING:
+    from elicit.elicitation.features import FeatureScorer
+    from elicit.elicitation.scorer import UtilityScorer
+
+
+#: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)
+MODES: tuple[str, ...] = ("fast", "exact")
+#: the user-facing utility targets (``Elicitor(target=...)``, ``--utility-target``)
+TARGETS: tuple[str, ...] = ("predictive", "params")
+
+
+@dataclass(frozen=True)
+class Utility(ABC):
+    """A registered expected utility: what asking a candidate is expected to teach
+    (:mod:`elicit.elicitation.utility`, which re-exports it).
+
+    Subclass :class:`PairUtility` (questions about feature pairs, what an
+    :class:`~elicit.elicitation.elicitor.Elicitor` asks) or :class:`SampleUtility` (new
+    training samples), give the instance a unique ``name`` and register it
+    (:func:`register_utility`).
+
+    Attributes
+    ----------
+    name
+        The registry key; also accepted as ``Elicitor(utility=name)``.
+    target
+        What the gain is about (for example ``"predictive"`` or ``"params"``).
+    custom_stan_refusal
+        None when the utility works with a custom Stan file; otherwise the one-line error
+        that says why not and what to use instead (the fast screen and the parameter gain
+        use the shipped model's analytic Hessian).
+    """
+
+    name: str
+    target: str
+    custom_stan_refusal: str | None = None
+
+    #: what the candidates are: "pair questions", "feature questions" or "samples"
+    candidates: ClassVar[str] = ""
+
+
+
+_U = TypeVar("_U", bound=Utility)
+#: the registered utilities by name (a read-only mapping; add with :func:`register_utility`)
+UTILITIES: Registry[Utility] = Registry("utility")
+
+
+def register_utility(utility: _U) -> _U:
+    """Register ``utility`` under its name and return it.
+
+    Raises
+    ------
+    ElicitError
+        If it is not a :class:`Utility`, its name is empty, a mode name (``fast``,
+        ``exact``) or already registered.
+    """
+    if not isinstance(utility, Utility):
+        raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
+                          f"SampleUtility object, got {type(utility).__name__}")
+    if utility.name in MODES:
+        raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
+                          "a free name; register the utility under another name")
+    # add returns its argument, typed as the registry's item type
+    return cast(_U, UTILITIES.add(utility.name, utility))
+
+
+def unregister_utility(name: str) -> None:
+    """Remove the utility called ``name`` (a utility registered for a test, say)."""
+    UTILITIES.remove(name)
+
+
+def get_utility(name: str) -> Utility:
+    """The registered utility called ``name``.
+
+    Raises
+    ------
+    ElicitError
+        One line listing the registered names, if ``name`` is not one of them.
+    """
+    return UTILITIES.lookup(name)
+
+
+def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> np.ndarray:
+    """KL(N(m1, v1) || N(m0, v0)) summed over the first axis (the training inputs)."""
+    return 0.5 * np.sum(np.log(v0 / v1) + (v1 + (m1 - m0) ** 2) / v0 - 1.0, axis=0)
+
+
+
+@dataclass
+class Scores:
+    """Expected utilities of candidate questions.
+
+    ``questions`` are the scored rows: pairs ``(i, j)`` and feature questions
+    ``(k, NO_FEATURE)`` (:mod:`elicit.elicitation.questions`). ``utility`` holds the exact
+    value where ``exact`` is True (refined or exact mode) and the screen's approximation
+    elsewhere; ``best`` indexes the chosen candidate. ``p_answer`` is the probability of the
+    first answer at the MAP: similar for a pair, relevant for a feature question. ``hessian``
+    is the base Hessian at the MAP when this round computed it: hand it to the engine's refit
+    after a pair answer (``Engine.fit(..., hessian=)``) so that the refit starts from it.
+    """
+
+    questions: np.ndarray
+    utility: np.ndarray
+    exact: np.ndarray
+    p_answer: np.ndarray
+    hessian: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """:attr:`questions`, under its name in rounds of pair questions only."""
+        return self.questions
+
+    @property
+    def p_similar(self) -> np.ndarray:
+        """:attr:`p_answer`, under its name in rounds of pair questions only."""
+        return self.p_answer
+
+    @property
+    def best(self) -> int:
+        # Choose among exactly scored candidates when there are any: screen values are on a
+        # different (approximate) scale and must not outrank exact ones.
+        u = np.where(self.exact, self.utility, -np.inf) if self.exact.any() else self.utility
+        return int(np.argmax(u))
+
+    def ranking(self) -> np.ndarray:
+        """Candidate indices, best first: exact scores first, then the screen's order."""
+        key = np.where(self.exact, 1.0, 0.0)
+        return np.lexsort((-self.utility, -key))
+
+
+
+@dataclass(frozen=True)
+class PairUtility(Utility):
+    """A utility of questions about feature pairs, scored at one MAP."""
+
+    candidates: ClassVar[str] = "pair questions"
+
+    @abstractmethod
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
+        """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
+
+        Parameters
+        ----------
+        scorer
+            The round: data, MAP, engine, the model's link and the scoring pieces.
+        pairs
+            The candidate pairs.
+        refine
+            How many candidates an approximate utility may re-score exactly (the others
+            ignore it).
+        weight
+            The probability that each pair can be answered at all (in the relevance model,
+            :mod:`elicit.elicitation.features`): a pair's gain is its weight times the gain
+            of an answer. None: every pair can be (the paper's models).
+        """
+
+    def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
+                     weight: np.ndarray | None, reach: float) -> Scores:
+        """:meth:`score` of pairs asked beside other questions, the best of which has the
+        exact gain ``reach``: a utility that refines approximate gains need not refine pairs
+        that cannot reach it (they keep their approximate gains). By default :meth:`score`.
+        """
+        return self.score(scorer, pairs, refine, weight)
+
+
+@dataclass(frozen=True)
+class SampleUtility(Utility):
+    """A utility of new training samples (rows of inputs), scored at a posterior."""
+
+    candidates: ClassVar[str] = "samples"
+
+    @abstractmethod
+    def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
+        """The gain of observing y at each row of ``X`` under ``posterior``."""
+
+
+@dataclass(frozen=True)
+class FeatureUtility(Utility):
+    """A utility of feature questions ("does feature k affect the outcome?"), scored at one
+    MAP of a model with relevance classes (:mod:`elicit.elicitation.features`)."""
+
+    candidates: ClassVar[str] = "feature questions"
+
+    @abstractmethod
+    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
+        """Expected utilities of asking about ``features`` (feature indices) at the MAP.
+
+        Parameters
+        ----------
+        scorer
+            The round's feature pieces (screen, exact refits, p(relevant)).
+        features
+            The candidate features.
+        refine
+            How many candidates an approximate utility may re-score exactly.
+        """
+
+
+@dataclass(frozen=True)
+class PredictiveFast(PairUtility):
+    """Expected KL of the predictive, fast: Laplace screen, batched Newton, exact refinement
+    of the best (the module docstring)."""
+
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
+        return self.score_beside(scorer, pairs, refine, weight, -np.inf)
+
+    def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
+                     weight: np.ndarray | None, reach: float) -> Scores:
+        pairs, w, s = scorer.prepare(pairs)
+        u = scorer.screen(w, s)
+        if weight is not None:
+            u = weight * u
+        exact = np.zeros(len(pairs), bool)
+        scorer.newton_stage(u, w, s, weight, exact, pairs, remember=max(1, refine))
+        # The refinement looks at the candidates whose screened gain is within
+        # (1 + certainty_margin)^2 of the best: when even the best is that far below what
+        # another question reaches exactly, no pair is chosen, and refining them would be
+        # wasted (on Amazon and Yelp, runs 0-2 and 30 rounds, the best pair's exact gain is
+        # a median 0.5% and at most 19% of the best feature's).
+        if (refine > 0 and len(pairs)
+                and np.max(u) * (1.0 + scorer.certainty_margin) ** 2 >= reach):
+            scorer.refine_best(pairs, w, s, u, exact, refine, weight)
+        return Scores(pairs, u, exact, s, scorer.computed_hessian)
+
+
+@dataclass(frozen=True)
+class PredictiveExact(PairUtility):
+    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer."""
+
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
+        pairs, w, s = scorer.prepare(pairs)
+        u = scorer.exact(pairs, s)
+        if weight is not None:
+            u = weight * u
+        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
+
+
+@dataclass(frozen=True)
+class ParamsBald(PairUtility):
+    """Information the answer gives about (gamma, xi), Laplace at the MAP (BALD)."""
+
+    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
+              weight: np.ndarray | None = None) -> Scores:
+        pairs, w, s = scorer.prepare(pairs)
+        u = scorer.param_gain(w)
+        if weight is not None:
+            u = weight * u
+        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.hessian)
+
+
+@dataclass(frozen=True)
+class RelevanceFast(FeatureUtility):
+    """Expected KL of the predictive after a feature answer, fast: the zeta-line screen of
+    every candidate, the best re-scored by warm refits until the winner is certain (at most
+    ``refine``)."""
+
+    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
+        features = np.asarray(features, dtype=int).reshape(-1)
+        u, p = scorer.zeta_screen(features)
+        exact = np.zeros(len(features), bool)
+        if refine > 0 and len(features):
+            scorer.refine_best(features, p, u, exact, refine)
+        return Scores(feature_rows(features), u, exact, p)
+
+
+@dataclass(frozen=True)
+class RelevanceExact(FeatureUtility):
+    """Expected KL of the predictive after a feature answer, exact: a warm refit for each
+    candidate and answer."""
+
+    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
+        features = np.asarray(features, dtype=int).reshape(-1)
+        p = scorer.p_relevant(features)
+        return Scores(feature_rows(features), scorer.exact(features, p),
+                      np.ones(len(features), bool), p)
+
+
+@dataclass(frozen=True)
+class SampleGain(SampleUtility):
+    """``0.5 log(1 + x' Sigma* x)``: the information a new observation at x gives about beta.
+
+    The mutual information between y at x and beta, given sigma^2, under
+    ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels): the
+    gain by which Table 1's ``act`` method adds training samples.
+    """
+
+    def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
+        quad = np.einsum("ij,ij->i", X @ posterior.Sigma, X)
+        return 0.5 * np.log1p(np.maximum(quad, 0.0))
+
+
+_HESSIAN_NOTE = ("uses the shipped model's analytic Hessian, which a custom Stan file does "
+                 "not have; ")
+PREDICTIVE_FAST = register_utility(PredictiveFast(
+    "predictive-fast", "predictive",
+    "the fast utility screen " + _HESSIAN_NOTE
+    + "use exact utilities (--utility exact, or utility='exact' in Python)"))
+PREDICTIVE_EXACT = register_utility(PredictiveExact("predictive-exact", "predictive"))
+PARAMS_BALD = register_utility(ParamsBald(
+    "params-bald", "params",
+    "the params utility target " + _HESSIAN_NOTE
+    + "use the predictive target with exact utilities"))
+SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
+_RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
+                   "the shipped relevance model's analytic marginal, which a custom Stan file "
+                   "does not have; use the shipped programs (no stan_file)")
+RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
+                                                _RELEVANCE_NOTE))
+RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
+                                                  _RELEVANCE_NOTE))
+
