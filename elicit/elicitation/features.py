@@ -48,11 +48,13 @@ from scipy.special import expit
 from elicit.elicitation.gains import kl_gauss
 from elicit.model.batch import flops_per_eval
 from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance, unasked_lambda
-from elicit.model.density import Marginal, feedback_terms, log_density, lower_bounds, theta_of
+from elicit.model.density import feedback_terms, log_density
+from elicit.model.marginal import Marginal
 from elicit.model.newton import projected_step
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
+from elicit.model.theta import lower_bounds, theta_of
 
 if TYPE_CHECKING:
     from elicit.elicitation.scorer import UtilityScorer

@@ -71,19 +71,15 @@ from elicit.elicitation.utility import UtilityArgs
 from elicit.engines.base import Engine
 from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import batched_refit, flops_per_eval
-from elicit.model.density import (
-    Marginal,
-    feedback_terms,
-    hessian_base,
-    lower_bounds,
-    theta_of,
-)
+from elicit.model.density import feedback_terms, hessian_base
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
 from elicit.model.link import LOGISTIC, Link
+from elicit.model.marginal import Marginal
 from elicit.model.newton import CONVERGED
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
+from elicit.model.theta import lower_bounds, theta_of
 from elicit.model.variants import get_model
 
 

@@ -22,13 +22,9 @@ from elicit.model import terms
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
-
-# lower_bounds and theta_of: still imported from here by model/refit_checks.py and elicitation/
-from elicit.model.theta import (  # noqa: F401
+from elicit.model.theta import (
     delta_of,
-    lower_bounds,
     split_theta,
-    theta_of,
     zeta_of,
 )
 

@@ -39,13 +39,9 @@ from typing import Protocol
 
 import numpy as np
 
-from elicit.model.density import (
-    Marginal,
-    feedback_terms,
-    hessian_base,
-    log_density,
-)
+from elicit.model.density import feedback_terms, hessian_base, log_density
 from elicit.model.linalg import damped_solve
+from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
 
 RUNNING, CONVERGED, FAILED, HELD = "running", "converged", "failed", "held"

@@ -44,7 +44,7 @@ from elicit.elicitation.gains import Scores, Utility, kl_gauss, register_utility
 from elicit.elicitation.kinds.base import DONT_KNOW, Answer, QuestionKind, agreed, register_kind
 from elicit.elicitation.table import FeatureSegment, Segment
 from elicit.model.covariance import IRRELEVANT, RELEVANT
-from elicit.model.density import Marginal
+from elicit.model.marginal import Marginal
 from elicit.model.variants import (
     DIRECTION_MODEL,
     MODELS,
