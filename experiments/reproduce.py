@@ -54,7 +54,8 @@ from elicit.paper.table1 import DEFAULT_SAMPLES
 from elicit.report import write_report
 
 #: The folder under OUT where the steps share what they compute alike for the same runs (the
-#: baselines of a data set's runs, say: :func:`elicit.paper.runinfo.memoised_pieces`). In OUT,
+#: baselines of a data set's runs, :func:`elicit.paper.runinfo.memoised_pieces`, and its LASSO
+#: experts, :func:`elicit.paper.real_problem.make_expert`). In OUT,
 #: not a user-wide cache: it lives and goes with the results it made (deleting OUT starts
 #: afresh, as for the sweeps' own resumable parts), and two reproductions into two folders
 #: never meet. Not part of the results (``.gitignore``).

@@ -33,7 +33,8 @@ the sweep itself):
 
 The baselines, the no-feedback MSEs, the yardstick and the tau^2 CV depend on less than the
 sweep's settings; with a memo folder (``RealDataConfig.memo``, ``make reproduce``'s
-``OUT/.memo``) sweeps of the same runs share them (:func:`memoised_pieces`).
+``OUT/.memo``) sweeps of the same runs share them (:func:`memoised_pieces`), and the run's
+LASSO expert (:func:`~elicit.paper.real_problem.make_expert`).
 
 ``OUT/runinfo.csv`` (:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
 (:func:`tau2_cv_frame`) the CV errors: the paper fixes tau2 = 0.01 on real data, found there by
@@ -70,7 +71,7 @@ from elicit.model.posterior import NIGPosterior, mean_squared_error
 from elicit.paper.baselines import SIGN_COUPLING, expert_yardstick, fit_baselines
 from elicit.paper.configs import RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
-from elicit.paper.real_problem import initial_fit, make_expert, problem_from_run, run_setup
+from elicit.paper.real_problem import initial_fit, problem_from_run, run_expert, run_setup
 from elicit.prior.setup import fit_no_feedback
 from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 
@@ -295,7 +296,7 @@ def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
 def run_auc(cfg: RealDataConfig, run: int) -> float:
     """The polarity AUC of run ``run``'s meta-features by its LASSO expert's groups."""
     rd = cfg.run_data(run)
-    expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
+    expert = run_expert(cfg, rd)
     return polarity_auc(rd.U, expert.groups)
 
 
@@ -344,7 +345,7 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
         if "yardstick" not in info["references"]:
             # likewise the yardstick (one LASSO fit and a CV of closed forms)
             rd = cfg.run_data(r)
-            yard = _yardstick(cfg, r, rd, make_expert(rd, cfg.expert_rule, cfg.expert_nonzero))
+            yard = _yardstick(cfg, r, rd, run_expert(cfg, rd))
             info["references"]["yardstick"] = yard.mse
             info["yardstick_tau2"] = yard.tau2
             store.write(path, info)

@@ -130,5 +130,5 @@ def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool 
     table = run_table1(out, runs=s.real_runs, datasets=DATASETS, jobs=s.jobs,
                        samples=DEFAULT_SAMPLES if samples is None else samples,
                        data_dir=None if s.data_dir is None else Path(s.data_dir),
-                       progress=progress)
+                       progress=progress, memo=s.memo)
     return table.text.rstrip("\n")

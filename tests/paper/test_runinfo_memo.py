@@ -42,13 +42,14 @@ def test_a_record_through_the_memo_is_the_computed_one(source, tmp_path):
     plain = prepare_runinfo(RealDataConfig(source, **KW), 0)
     first = prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
     stored = entries(memo)
-    assert len(stored) == 4  # baselines, tau2 CV, no-feedback MSEs, yardstick
+    assert len(stored) == 5  # expert, baselines, tau2 CV, no-feedback MSEs, yardstick
     again = prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
     assert same(first, plain) and same(again, plain)
     assert entries(memo) == stored
 
     # Another model and questions on the same runs: only the tau2 CV (it fits the model)
-    # is new; the rest is the memo's, and the record is what that sweep computes alone.
+    # is new; the rest (the expert too) is the memo's, and the record is what that sweep
+    # computes alone.
     mixed = dict(KW, questions="both")
     other = prepare_runinfo(RealDataConfig(source, memo=memo, **mixed), 0)
     assert len(entries(memo) - stored) == 1
@@ -74,13 +75,30 @@ def test_another_run_or_expert_misses(source, tmp_path):
     prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
     stored = entries(memo)
     prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 1)
-    assert len(entries(memo) - stored) == 4  # other data, other streams: nothing shared
+    assert len(entries(memo) - stored) == 5  # other data, other streams: nothing shared
     stored = entries(memo)
-    # another expert: its weights make the yardstick; the rest does not read them
+    # another expert: its fit, and the yardstick its weights make; the rest does not read them
     wider = dict(KW, expert_nonzero=10)
     rec = prepare_runinfo(RealDataConfig(source, memo=memo, **wider), 0)
-    assert len(entries(memo) - stored) == 1
+    assert len(entries(memo) - stored) == 2
     assert same(rec, prepare_runinfo(RealDataConfig(source, **wider), 0))
+
+
+def test_a_memoised_expert_is_the_fitted_one(source, tmp_path):
+    from elicit.paper.real_problem import make_expert
+
+    rd = RealDataConfig(source, **KW).run_data(0)
+    fitted = make_expert(rd, n_nonzero=8)
+    stored = make_expert(rd, n_nonzero=8, memo=tmp_path)  # computed, stored
+    read = make_expert(rd, n_nonzero=8, memo=tmp_path)    # read back
+    assert len(entries(tmp_path)) == 1
+    for e in (stored, read):
+        assert e.coef_.tobytes() == fitted.coef_.tobytes()
+        assert e.summary() == fitted.summary() and repr(e) == repr(fitted)
+        assert (e.rule, e.n_nonzero, e.random_state) == (
+            fitted.rule, fitted.n_nonzero, fitted.random_state)
+        assert np.array_equal(e.answerable_pairs(), fitted.answerable_pairs())
+        assert np.array_equal(e.groups, fitted.groups)
 
 
 def test_memo_key_sees_every_input():
