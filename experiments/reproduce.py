@@ -26,6 +26,9 @@ after an interruption continues where it stopped):
 7. ``table1``: Table 1 into ``OUT/table1.csv``, reading the default Amazon and Yelp sweeps
    (:func:`elicit.paper.table1.run_table1`).
 
+The real-data steps share what they compute alike for the same run in ``OUT/.memo``
+(:data:`MEMO`; :func:`elicit.paper.runinfo.memoised_pieces`).
+
 It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole,
 and the CPU time (this process and its workers): on a machine shared with other jobs the wall
 time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine. The
@@ -50,6 +53,14 @@ from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, StepSettings
 from elicit.paper.table1 import DEFAULT_SAMPLES
 from elicit.report import write_report
 
+#: The folder under OUT where the steps share what they compute alike for the same runs (the
+#: baselines of a data set's runs, :func:`elicit.paper.runinfo.memoised_pieces`, and its LASSO
+#: experts, :func:`elicit.paper.real_problem.make_expert`). In OUT,
+#: not a user-wide cache: it lives and goes with the results it made (deleting OUT starts
+#: afresh, as for the sweeps' own resumable parts), and two reproductions into two folders
+#: never meet. Not part of the results (``.gitignore``).
+MEMO = ".memo"
+
 
 def cpu_seconds() -> float:
     """User + system CPU time of this process and of its finished worker processes."""
@@ -65,7 +76,8 @@ def run_step(step: str, args: argparse.Namespace) -> None:
     settings = StepSettings(runs=args.runs, real_runs=args.real_runs, rounds=args.rounds,
                             mixed_runs=args.mixed_runs, mixed_rounds=args.mixed_rounds,
                             seed=args.seed, jobs=args.jobs, refine=args.refine,
-                            data_dir=args.data_dir, kitchen=args.kitchen)
+                            data_dir=args.data_dir, kitchen=args.kitchen,
+                            memo=(args.out / MEMO).absolute())
     print(steps.run_step(step, args.out, settings, progress=not args.quiet,
                          samples=args.samples))
 

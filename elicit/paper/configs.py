@@ -390,6 +390,11 @@ class RealDataConfig(Recorded):
         (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
     check_engine
         Check every fit of the sweep against the numpy engine.
+    memo
+        A folder of results that sweeps of the same runs share
+        (:func:`elicit.paper.runinfo.memoised_pieces`: the baselines, say, are the same for
+        every sweep of one data set and standardisation); ``make reproduce`` gives its steps
+        one (``OUT/.memo``). None (default): each sweep computes its own.
     meta_features, meta_dim
         The meta-features U: ``"ppmi"`` (default, :data:`DEFAULT_META_FEATURES`) or ``"lsa"``
         (a ``meta_dim``-dimensional embedding of the keywords learned from each run's
@@ -443,6 +448,7 @@ class RealDataConfig(Recorded):
     recommended: bool = option(False)
     cluster: str | None = option(None)
     check_engine: bool | str = option(False)
+    memo: str | os.PathLike | None = option(None)
 
     def __post_init__(self) -> None:
         def put(key: str, value: object) -> None:

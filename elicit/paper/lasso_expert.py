@@ -100,12 +100,20 @@ class LassoExpert:
         self._set_coef(_lasso(X, y, self.alpha_))
 
     @classmethod
-    def from_coef(cls, coef, alpha: float = float("nan")) -> LassoExpert:
-        """An expert with given weights (no fit), e.g. to test or replay an expert."""
+    def from_coef(cls, coef, alpha: float = float("nan"), *, rule: str = "given",
+                  n_nonzero: int | None = None, random_state: int | None = None,
+                  ) -> LassoExpert:
+        """An expert with given weights (no fit), e.g. to test or replay an expert.
+
+        ``rule``, ``n_nonzero`` (default: the weights' nonzeros) and ``random_state`` are
+        what it reports (:meth:`summary`): those of the fit that made the weights, when it
+        replays one.
+        """
         obj = cls.__new__(cls)
-        obj.rule = "given"
-        obj.n_nonzero = int(np.count_nonzero(np.asarray(coef)))
-        obj.random_state = None
+        obj.rule = rule
+        obj.n_nonzero = (int(np.count_nonzero(np.asarray(coef))) if n_nonzero is None
+                         else int(n_nonzero))
+        obj.random_state = random_state
         obj.alpha_ = float(alpha)
         obj._set_coef(np.asarray(coef, dtype=float).reshape(-1))
         return obj

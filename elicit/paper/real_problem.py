@@ -26,6 +26,7 @@ of the tau2 cross-validation and of the Table 1 loops.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -35,6 +36,7 @@ from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem
+from elicit.internal.memo import Memo
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData
@@ -43,11 +45,46 @@ from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.prior.setup import fixed_hyper, no_feedback_data
 
+#: Version of the memoised LASSO expert (:func:`make_expert`): raise it when the fit changes.
+EXPERT_MEMO_VERSION = 1
 
-def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40) -> LassoExpert:
-    """The LASSO expert of a run (fitted on its expert set)."""
-    return LassoExpert(rd.X_expert, rd.y_expert, rule=rule, n_nonzero=n_nonzero,
-                       random_state=int(rd.seed or 0) % (2**31))
+
+def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
+                memo: str | os.PathLike | None = None) -> LassoExpert:
+    """The LASSO expert of a run (fitted on its expert set).
+
+    ``memo`` is a folder where the fit is shared (:class:`~elicit.internal.memo.Memo`, keyed
+    by the expert set and the fit's settings): every sweep of a data set's runs has the same
+    expert, whatever its standardisation, meta-features, model or questions (the expert set
+    is standardised with its own statistics), and its sweep asks it again. Its weights and
+    alpha come back to the last bit (JSON).
+    """
+    state = int(rd.seed or 0) % (2**31)
+
+    def fit() -> LassoExpert:
+        return LassoExpert(rd.X_expert, rd.y_expert, rule=rule, n_nonzero=n_nonzero,
+                           random_state=state)
+
+    if memo is None:
+        return fit()
+    import sklearn
+
+    def weights() -> dict:
+        expert = fit()
+        return {"coef": expert.coef_.tolist(), "alpha": expert.alpha_}
+
+    got = Memo(memo)("lasso_expert", EXPERT_MEMO_VERSION,
+                     {"X": rd.X_expert, "y": rd.y_expert, "rule": rule,
+                      "n_nonzero": n_nonzero, "random_state": state,
+                      "sklearn": sklearn.__version__}, weights)
+    return LassoExpert.from_coef(np.array(got["coef"], dtype=float), got["alpha"], rule=rule,
+                                 n_nonzero=n_nonzero, random_state=state)
+
+
+def run_expert(cfg: RealDataConfig, rd: RunData) -> LassoExpert:
+    """The LASSO expert of ``cfg``'s run prepared as ``rd`` (its rule and size; through
+    ``cfg.memo``)."""
+    return make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
 
 
 def pool_candidates(cfg: RealDataConfig, expert: LassoExpert) -> np.ndarray | None:
@@ -61,7 +98,7 @@ def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.n
     pairs that make up the coupled set J (the sweep's: the expert's answerable pairs with the
     paper's pool, None = every feature with the open one; None for the other models)."""
     rd = cfg.run_data(run)
-    expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
+    expert = run_expert(cfg, rd)
     cands = pool_candidates(cfg, expert) if get_model(cfg.model).known_coupling else None
     return rd, expert, cands
 
@@ -86,7 +123,7 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
     """
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
-        expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
+        expert = run_expert(cfg, rd)
     cands = pool_candidates(cfg, expert)
     if cands is not None and len(cands) == 0:
         raise ElicitError(f"{cfg.name} run {run}: the LASSO expert knows fewer than two "

@@ -31,6 +31,11 @@ the sweep itself):
   (positive vs negative weight): how well U alone puts same-polarity keywords closer.
   Records written before it existed get it added (cheaply) when they are read.
 
+The baselines, the no-feedback MSEs, the yardstick and the tau^2 CV depend on less than the
+sweep's settings; with a memo folder (``RealDataConfig.memo``, ``make reproduce``'s
+``OUT/.memo``) sweeps of the same runs share them (:func:`memoised_pieces`), and the run's
+LASSO expert (:func:`~elicit.paper.real_problem.make_expert`).
+
 ``OUT/runinfo.csv`` (:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
 (:func:`tau2_cv_frame`) the CV errors: the paper fixes tau2 = 0.01 on real data, found there by
 cross-validation, and ``tau2="cv"`` (the default) repeats such a choice per run
@@ -59,11 +64,14 @@ from elicit.harness.problem import STREAM_BASELINES, STREAM_TAU2_CV, RunProblem,
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import MSE_COLUMNS
+from elicit.internal.memo import Memo
 from elicit.internal.threads import single_blas_thread
+from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.model.posterior import NIGPosterior, mean_squared_error
-from elicit.paper.baselines import expert_yardstick, fit_baselines
+from elicit.paper.baselines import SIGN_COUPLING, expert_yardstick, fit_baselines
 from elicit.paper.configs import RealDataConfig
-from elicit.paper.real_problem import initial_fit, make_expert, problem_from_run, run_setup
+from elicit.paper.lasso_expert import LassoExpert
+from elicit.paper.real_problem import initial_fit, problem_from_run, run_expert, run_setup
 from elicit.prior.setup import fit_no_feedback
 from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 
@@ -172,22 +180,29 @@ def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | 
                    candidates=cands if cands is not None and len(cands) else None)
 
 
+#: Version of the memoised pieces of a record (:func:`memoised_pieces`): raise it when one of
+#: them computes something else from the same inputs.
+MEMO_VERSION = 1
+
+
 @single_blas_thread
 def prepare_runinfo(cfg: RealDataConfig, run: int,
                     grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
-    """The record of one run (see the module docstring for what it holds)."""
+    """The record of one run (see the module docstring for what it holds).
+
+    With ``cfg.memo`` a folder, the pieces that other sweeps of the same runs compute alike
+    come from that memo (:func:`memoised_pieces`).
+    """
     # The CV fits the sweep's model; the known-coupling models need the expert's candidate
     # pairs for it (their coupled set J).
     rd, expert, cands = run_setup(cfg, run)
-    bl_state = int(run_stream(cfg.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
-    best, scores = run_cv_tau2(cfg, run, rd, cands, grid)
+    piece = memoised_pieces(cfg, run, rd, expert, cands, grid)
+    best, scores = piece["tau2_cv"]
     tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
-    eng = get_engine("numpy", "fixed")
-    no_fb = {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2}
     # The reference ceiling of the sweep's model, tau2, expert and candidates.
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
     ceil = ceiling(problem, cfg.engine, cfg.questions)
-    yard = _yardstick(cfg, run, rd, expert, grid)
+    yard = piece["yardstick"]
     mixed = {} if parse_questions(cfg.questions) == PAPER_QUESTIONS else {
         "questions": cfg.questions, "pool": cfg.pool,
         "n_feature_answers": ceil.n_feature_answers, "n_relevant": ceil.n_relevant}
@@ -195,20 +210,79 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
         "version": RUNINFO_VERSION, "run": run, "split_seed": rd.seed,
         "standardize": rd.standardize, "n_features": rd.p, "n_train": len(rd.train_idx),
         "n_test": len(rd.test_idx), "n_expert": len(rd.expert_idx),
-        "baselines": fit_baselines(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
-                                   random_state=bl_state),
+        "baselines": piece["baselines"],
         "tau2": tau2, "tau2_cv_choice": best, "tau2_cv": {repr(t): v for t, v in scores.items()},
         "initial": ceil.initial,
         "references": {"mean": mean_squared_error(rd.y_mean, rd.y_test),
-                       "ceiling": ceil.ceiling, "yardstick": yard.mse},
-        "yardstick_tau2": yard.tau2,
+                       "ceiling": ceil.ceiling, "yardstick": yard["mse"]},
+        "yardstick_tau2": yard["tau2"],
         "n_answerable": ceil.n_answers, "n_similar": ceil.n_similar,
-        "no_feedback": no_fb,
+        "no_feedback": piece["no_feedback"],
         "max_test_z": float(np.max(np.abs(rd.X_test))),
         "meta_features": rd.meta_features, "meta_dim": rd.meta_dim,
         "auc": polarity_auc(rd.U, expert.groups),
         **mixed,
     }
+
+
+def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExpert,
+                    cands: np.ndarray | None, grid: Sequence[float] = SWEEP_TAU2_GRID,
+                    ) -> dict:
+    """The pieces of run ``run``'s record that depend on less than the sweep's settings,
+    each through the memo in ``cfg.memo`` (:class:`~elicit.internal.memo.Memo`; None:
+    computed here).
+
+    Each is keyed by exactly what it is computed from, so the sweeps of one reproduction
+    share it where those agree: the regression baselines (the run's standardised data and
+    the baselines' seed: shared by every sweep of one data set and standardisation,
+    whatever its model, meta-features or questions), the no-feedback MSEs (and the
+    meta-features U), the yardstick (and the expert's weights and the run's CV stream), and
+    the tau^2 CV (and U, the model and its candidate pairs).
+
+    Returns
+    -------
+    dict
+        ``baselines`` (:func:`~elicit.paper.baselines.fit_baselines`), ``tau2_cv`` (the
+        choice and tau^2 -> CV error, :func:`run_cv_tau2`), ``no_feedback`` (``repr(tau2)``
+        -> MSE at each of :data:`NO_FEEDBACK_TAU2`), ``yardstick`` (its ``mse`` and ``tau2``).
+    """
+    import sklearn
+
+    memo = Memo(cfg.memo)
+    data = {"X_train": rd.X_train, "y_train": rd.y_train, "X_test": rd.X_test,
+            "y_test": rd.y_test, "y_mean": float(rd.y_mean)}
+    stream = {"seed": int(cfg.seed), "run": int(run)}
+    grid = tuple(float(g) for g in grid)
+    bl_state = int(run_stream(cfg.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
+    baselines = memo("baselines", MEMO_VERSION,
+                     {**data, "random_state": bl_state, "sklearn": sklearn.__version__},
+                     lambda: fit_baselines(rd.X_train, rd.y_train, rd.X_test, rd.y_test,
+                                           rd.y_mean, random_state=bl_state))
+
+    def cv() -> dict:
+        best, scores = run_cv_tau2(cfg, run, rd, cands, grid)
+        return {"best": best, "scores": [[t, v] for t, v in scores.items()]}
+
+    # the candidates as run_cv_tau2 passes them on (none and no pairs are the same CV)
+    pairs = cands if cands is not None and len(cands) else None
+    got = memo("tau2_cv", MEMO_VERSION,
+               {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": grid, **stream,
+                "stream": STREAM_TAU2_CV, "model": cfg.model, "candidates": pairs}, cv)
+    eng = get_engine("numpy", "fixed")
+    no_fb = memo("no_feedback", MEMO_VERSION,
+                 {**data, "U": rd.U, "tau2": NO_FEEDBACK_TAU2, "engine": "numpy"},
+                 lambda: {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2})
+
+    def yardstick() -> dict:
+        yard = _yardstick(cfg, run, rd, expert, grid)
+        return {"mse": yard.mse, "tau2": yard.tau2}
+
+    yard = memo("yardstick", MEMO_VERSION,
+                {**data, "coef": np.asarray(expert.coef_, dtype=float), "grid": grid, **stream,
+                 "stream": STREAM_TAU2_CV, "irrelevant_scale": IRRELEVANT_SCALE,
+                 "coupling": SIGN_COUPLING}, yardstick)
+    return {"baselines": baselines, "no_feedback": no_fb, "yardstick": yard,
+            "tau2_cv": (got["best"], {float(t): v for t, v in got["scores"]})}
 
 
 def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
@@ -222,7 +296,7 @@ def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
 def run_auc(cfg: RealDataConfig, run: int) -> float:
     """The polarity AUC of run ``run``'s meta-features by its LASSO expert's groups."""
     rd = cfg.run_data(run)
-    expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero)
+    expert = run_expert(cfg, rd)
     return polarity_auc(rd.U, expert.groups)
 
 
@@ -271,7 +345,7 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
         if "yardstick" not in info["references"]:
             # likewise the yardstick (one LASSO fit and a CV of closed forms)
             rd = cfg.run_data(r)
-            yard = _yardstick(cfg, r, rd, make_expert(rd, cfg.expert_rule, cfg.expert_nonzero))
+            yard = _yardstick(cfg, r, rd, run_expert(cfg, rd))
             info["references"]["yardstick"] = yard.mse
             info["yardstick_tau2"] = yard.tau2
             store.write(path, info)

@@ -53,7 +53,9 @@ class StepSettings:
 
     ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's,
     ``mixed_runs`` and ``mixed_rounds`` the mixed steps'; ``kitchen`` the review corpus of the
-    kitchen steps (default the data directory's shipped one).
+    kitchen steps (default the data directory's shipped one); ``memo`` a folder where the
+    real-data steps share what they compute alike for the same runs (their configurations'
+    ``memo``; None: each step computes its own).
     """
 
     runs: int = 50
@@ -66,6 +68,7 @@ class StepSettings:
     refine: int = 5
     data_dir: str | os.PathLike | None = None
     kitchen: str | os.PathLike | None = None
+    memo: str | os.PathLike | None = None
 
     def runs_of(self, step: str) -> int:
         """The runs of ``step``."""
@@ -84,7 +87,7 @@ def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig 
     if step == "table1":
         return None
     real: dict[str, Any] = dict(runs=s.real_runs, rounds=s.rounds, seed=s.seed, jobs=s.jobs,
-                                refine=s.refine)
+                                refine=s.refine, memo=s.memo)
     if step in DATASETS:
         return RealDataConfig(step, data_dir=s.data_dir, **real)
     if step in LITERAL:
@@ -127,5 +130,5 @@ def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool 
     table = run_table1(out, runs=s.real_runs, datasets=DATASETS, jobs=s.jobs,
                        samples=DEFAULT_SAMPLES if samples is None else samples,
                        data_dir=None if s.data_dir is None else Path(s.data_dir),
-                       progress=progress)
+                       progress=progress, memo=s.memo)
     return table.text.rstrip("\n")

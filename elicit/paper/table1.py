@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -268,7 +269,7 @@ def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]
 
 def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SAMPLES,
                jobs: int = 1, data_dir: str | Path | None = None, progress: bool = True,
-               ) -> tuple[list[dict], pd.DataFrame]:
+               memo: str | os.PathLike | None = None) -> tuple[list[dict], pd.DataFrame]:
     """Table 1 rows of one sweep and its rnd/act curves.
 
     Parameters
@@ -289,6 +290,9 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         The data directory of the paper's matrices (default: the one the sweep used).
     progress
         Show progress bars.
+    memo
+        The folder the sweeps shared their runs' pieces in (``RealDataConfig.memo``): the
+        loops take the run's LASSO expert from it.
 
     Returns
     -------
@@ -311,7 +315,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     # The sweep's own configuration: the loops use exactly its splits, meta-features,
     # expert and model (the same no-feedback start, checked below), so that samples and
     # answers are compared within one model.
-    cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs)
+    cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs, memo=memo)
     # The same tau2 per run as the sweep (fixed, or its CV choice; runinfo exists already).
     infos = ensure_runinfo(store, cfg, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
@@ -360,7 +364,8 @@ class Table1Result:
 def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASETS,
                samples: int = DEFAULT_SAMPLES, jobs: int = 1,
                data_dir: str | Path | None = None, progress: bool = True,
-               cluster: str | None = None) -> Table1Result:
+               cluster: str | None = None, memo: str | os.PathLike | None = None,
+               ) -> Table1Result:
     """Table 1 of the realdata sweeps in ``out/<sweep>/`` (``elicit table1``).
 
     ``datasets`` are the sweeps' folder names under ``out`` (default ``amazon``, ``yelp``;
@@ -372,7 +377,7 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     rows, longs = [], []
     with cluster_scope(cluster):
         for name in datasets:
-            r, long = table1_for(out, name, runs, samples, jobs, data_dir, progress)
+            r, long = table1_for(out, name, runs, samples, jobs, data_dir, progress, memo)
             rows += r
             longs.append(long.assign(sweep=name))
     text = format_table1(rows)

@@ -1,0 +1,150 @@
+"""The memo that the sweeps of one reproduction share (``OUT/.memo``).
+
+A record computed through the memo must be the record computed without it, a later sweep of
+the same runs must take the pieces it shares from the memo, and any changed input must miss.
+The runs come from a small written corpus, so this runs in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from helpers import write_corpus
+
+from elicit.data.sources import corpus_source
+from elicit.internal.memo import Memo, memo_key
+from elicit.paper.configs import RealDataConfig
+from elicit.paper.runinfo import prepare_runinfo
+
+
+def same(a: dict, b: dict) -> bool:
+    """Equal to the last bit (JSON text: NaN equals NaN, a float its shortest repr)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def entries(folder) -> set:
+    return {p.name for p in folder.rglob("*.json")}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    path = write_corpus(tmp_path_factory.mktemp("corpus") / "shop.jsonl.gz")
+    return corpus_source(path, "review", "stars")
+
+
+KW = dict(runs=2, rounds=0, engine="numpy", expert_nonzero=8)
+
+
+def test_a_record_through_the_memo_is_the_computed_one(source, tmp_path):
+    memo = tmp_path / "memo"
+    plain = prepare_runinfo(RealDataConfig(source, **KW), 0)
+    first = prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
+    stored = entries(memo)
+    assert len(stored) == 5  # expert, baselines, tau2 CV, no-feedback MSEs, yardstick
+    again = prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
+    assert same(first, plain) and same(again, plain)
+    assert entries(memo) == stored
+
+    # Another model and questions on the same runs: only the tau2 CV (it fits the model)
+    # is new; the rest (the expert too) is the memo's, and the record is what that sweep
+    # computes alone.
+    mixed = dict(KW, questions="both")
+    other = prepare_runinfo(RealDataConfig(source, memo=memo, **mixed), 0)
+    assert len(entries(memo) - stored) == 1
+    assert same(other, prepare_runinfo(RealDataConfig(source, **mixed), 0))
+    assert other["baselines"] == first["baselines"]
+
+
+def test_a_later_sweep_reads_the_memo(source, tmp_path):
+    """The shared pieces come from the stored entries, not from a recomputation: an entry
+    changed on disk shows in the next record."""
+    memo = tmp_path / "memo"
+    cfg = RealDataConfig(source, memo=memo, **KW)
+    first = prepare_runinfo(cfg, 0)
+    for path in memo.rglob("*.json"):
+        value = json.loads(path.read_text())
+        if isinstance(value, dict) and "ridge" in value:
+            path.write_text(json.dumps({**value, "ridge": -1.0}))
+    assert prepare_runinfo(cfg, 0)["baselines"] == {**first["baselines"], "ridge": -1.0}
+
+
+def test_another_run_or_expert_misses(source, tmp_path):
+    memo = tmp_path / "memo"
+    prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
+    stored = entries(memo)
+    prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 1)
+    assert len(entries(memo) - stored) == 5  # other data, other streams: nothing shared
+    stored = entries(memo)
+    # another expert: its fit, and the yardstick its weights make; the rest does not read them
+    wider = dict(KW, expert_nonzero=10)
+    rec = prepare_runinfo(RealDataConfig(source, memo=memo, **wider), 0)
+    assert len(entries(memo) - stored) == 2
+    assert same(rec, prepare_runinfo(RealDataConfig(source, **wider), 0))
+
+
+def test_a_memoised_expert_is_the_fitted_one(source, tmp_path):
+    from elicit.paper.real_problem import make_expert
+
+    rd = RealDataConfig(source, **KW).run_data(0)
+    fitted = make_expert(rd, n_nonzero=8)
+    stored = make_expert(rd, n_nonzero=8, memo=tmp_path)  # computed, stored
+    read = make_expert(rd, n_nonzero=8, memo=tmp_path)    # read back
+    assert len(entries(tmp_path)) == 1
+    for e in (stored, read):
+        assert e.coef_.tobytes() == fitted.coef_.tobytes()
+        assert e.summary() == fitted.summary() and repr(e) == repr(fitted)
+        assert (e.rule, e.n_nonzero, e.random_state) == (
+            fitted.rule, fitted.n_nonzero, fitted.random_state)
+        assert np.array_equal(e.answerable_pairs(), fitted.answerable_pairs())
+        assert np.array_equal(e.groups, fitted.groups)
+
+
+def test_memo_key_sees_every_input():
+    X = np.arange(12.0).reshape(3, 4)
+    key = memo_key("piece", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2)})
+    assert key == memo_key("piece", 1, {"grid": (0.1, 0.2), "seed": 1, "X": X.copy()})
+    X1 = X.copy()
+    X1[2, 3] = np.nextafter(X1[2, 3], np.inf)  # one bit of one entry
+    changed = [
+        memo_key("piece", 2, {"X": X, "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("other", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", 1, {"X": X1, "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", 1, {"X": X.reshape(4, 3), "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", 1, {"X": X.astype(np.float32), "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", 1, {"X": X, "seed": 1.0, "grid": (0.1, 0.2)}),
+        memo_key("piece", 1, {"X": X, "seed": 2, "grid": (0.1, 0.2)}),
+        memo_key("piece", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2, 0.3)}),
+        memo_key("piece", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2), "model": None}),
+        memo_key("piece", 1, {"X": X, "seed": None, "grid": (0.1, 0.2)}),
+    ]
+    assert len({key, *changed}) == len(changed) + 1
+    with pytest.raises(TypeError):
+        memo_key("piece", 1, {"x": object()})
+
+
+def test_memo_computes_once_and_without_a_folder_always(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"a": 0.1 + 0.2, "b": [float("nan"), 1e-300]}
+
+    memo = Memo(tmp_path / "m")
+    first = memo("p", 1, {"x": 1}, compute)
+    second = memo("p", 1, {"x": 1}, compute)
+    assert len(calls) == 1 and same(first, second) and same(first, compute())
+    assert first["a"] == 0.1 + 0.2
+    memo("p", 1, {"x": 2}, compute)
+    assert len(calls) == 3
+    # an unreadable entry (not one the atomic writes leave; a disk error, say) is a miss
+    path = next((tmp_path / "m").rglob("*.json"))
+    path.write_text('{"a": ')
+    memo("p", 1, {"x": 1}, compute)
+    memo("p", 1, {"x": 2}, compute)
+    assert len(calls) == 4  # only the broken one was recomputed
+    none = Memo(None)
+    none("p", 1, {"x": 1}, compute)
+    none("p", 1, {"x": 1}, compute)
+    assert len(calls) == 6
