@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "SignOracle": "elicit.elicitation.answers",
     "Elicitor": "elicit.elicitation.elicitor",
     "Query": "elicit.elicitation.elicitor",
+    "RoundSettings": "elicit.elicitation.settings",
     "get_engine": "elicit.engines",
     "ElicitError": "elicit.errors",
     "kernel": "elicit.model.kernel",
@@ -30,6 +31,7 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from elicit.elicitation.answers import Answer, Expert, GroupOracle, SignOracle
     from elicit.elicitation.elicitor import Elicitor, Query
+    from elicit.elicitation.settings import RoundSettings
     from elicit.engines import get_engine
     from elicit.errors import ElicitError
     from elicit.estimator import ElicitRegressor
@@ -63,6 +65,7 @@ __all__ = [
     "ModelData",
     "NIGPosterior",
     "Query",
+    "RoundSettings",
     "Session",
     "SignOracle",
     "get_engine",

@@ -84,16 +84,17 @@ def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None,
     cfg = cfg.sweep_config()
     if rounds is not None:
         cfg = dataclasses.replace(cfg, rounds=rounds)
-    problem = make(cfg.seed, run)
+    st = cfg.settings
+    problem = make(st.seed, run)
     hyper = problem.hyper  # as run_one sets it up
     if cfg.threshold_mean is not None:
         hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
-    hyper = dataclasses.replace(hyper, model=cfg.model)
+    hyper = dataclasses.replace(hyper, model=st.model)
     engine = NumpyEngine(hyper.variant, cold_start=POLICIES[policy])
     ref = NumpyEngine(hyper.variant, cold_start=None)
     el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
-                  utility=cfg.utility, refine=cfg.refine, pool_size=problem.pool_size,
-                  candidates=problem.candidates, target=cfg.utility_target)
+                  utility=st.utility, refine=st.refine, pool_size=problem.pool_size,
+                  candidates=problem.candidates, target=st.utility_target)
     mse0 = problem.mse(el)
     c = dict(refits=0, unlikely=0, differ_cold=0, differ_warm_lbfgs=0, differ_any=0,
              differ_any_unlikely=0, cold_higher=0, cold_lower=0, lower=0, lower_unlikely=0,
@@ -102,7 +103,7 @@ def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None,
     cpu = wall = 0.0
     out: dict = {"asked": {}, "mse": {}}
     for strategy in cfg.strategies:
-        rng = np.random.default_rng(strategy_stream(cfg.seed, run,
+        rng = np.random.default_rng(strategy_stream(st.seed, run,
                                                     get_strategy(strategy).stream_id))
         el.reset()
         mse, asked = [mse0], []

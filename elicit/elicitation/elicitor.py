@@ -41,10 +41,11 @@ from elicit.elicitation.kinds import (
 )
 from elicit.elicitation.questions import Query, question_key
 from elicit.elicitation.scorer import UtilityScorer
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import Ranking, choose, get_strategy, round_pool
 from elicit.elicitation.table import QuestionSet, QuestionTable, n_pairs
-from elicit.elicitation.utility import UtilityArgs, model_has_relevance
-from elicit.engines import get_engine
+from elicit.elicitation.utility import model_has_relevance
+from elicit.engines import ENGINES, get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
@@ -92,11 +93,19 @@ class Elicitor:
         Training inputs (n x p), targets (n,) and feature meta-features (p x d).
     hyper
         Model hyperparameters; ``threshold_mean="auto"`` is resolved at the no-feedback MAP.
-        ``hyper.model`` names the model (:mod:`elicit.model.variants`); the known-coupling
-        models couple the features of ``candidates``; feature questions need the relevance
-        model (``model="relevance"``).
+        ``hyper.model`` names the model (:mod:`elicit.model.variants`) unless ``settings``
+        names one; the known-coupling models couple the features of ``candidates``; feature
+        questions need the relevance model (``model="relevance"``).
+    settings
+        The round's settings in one object
+        (:class:`~elicit.elicitation.settings.RoundSettings`: model, engine, utility, target,
+        refine, Stan program, questions, pool size), instead of the keywords below (which
+        build one; give one or the other). Its ``strategy`` and ``seed`` are the caller's
+        (a session's, a sweep's): the Elicitor is given the strategy and random stream of
+        each question. Kept, resolved, as :attr:`settings`.
     engine
-        ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`.
+        ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`; with
+        ``settings``, an :class:`Engine` to use instead of building ``settings.engine``.
     stan_file
         A custom Stan program (cmdstan/pystan engines only).
     utility
@@ -120,20 +129,36 @@ class Elicitor:
         ``"pairs,relevance"`` (or ``"both"``), ``"all"``, or a list of kind names.
     """
 
-    def __init__(self, X, y, U, hyper: Hyper | None = None, *, engine: str | Engine = "auto",
+    def __init__(self, X, y, U, hyper: Hyper | None = None, *,
+                 settings: RoundSettings | None = None, engine: str | Engine = "auto",
                  stan_file: str | Path | None = None, utility: str = "fast",
                  refine: int = 10, pool_size: int | None = None,
                  candidates: np.ndarray | None = None, target: str = "predictive",
                  questions: object = PAPER_QUESTIONS) -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
+        if settings is None:
+            settings = RoundSettings(
+                engine=engine if isinstance(engine, str) else _engine_name(engine),
+                utility=utility, utility_target=target, refine=refine,
+                stan_file=None if stan_file is None else str(stan_file),
+                questions=questions, pool_size=pool_size)  # type: ignore[arg-type]
+        elif (isinstance(engine, str) and engine != "auto") or stan_file is not None \
+                or (utility, refine, pool_size, target) != ("fast", 10, None, "predictive") \
+                or parse_questions(questions) != PAPER_QUESTIONS:
+            raise ElicitError("give the round's settings either as settings= or as keywords "
+                              "(engine=, utility=, ...), not both")
+        if settings.model is None:
+            settings = dataclasses.replace(settings, model=hyper.model)
+        # before the engine: a Stan build takes minutes
+        #: the round's settings, resolved (:class:`~elicit.elicitation.settings.RoundSettings`)
+        self.settings: RoundSettings = settings.validate()
+        hyper = dataclasses.replace(hyper, model=str(self.settings.model))
         #: the names of the kinds of question asked, in registration order
-        self.questions: tuple[str, ...] = parse_questions(questions)
+        self.questions: tuple[str, ...] = parse_questions(self.settings.questions)
         #: the kinds of question asked (:mod:`elicit.elicitation.kinds`)
         self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
-        # before the engine: a Stan build takes minutes
-        self._utility = UtilityArgs(utility, target, refine, stan_file, self.questions,
-                                    hyper.model).validate()
+        self._utility = self.settings.question_utility()
         p = X.shape[1]
         given = None if candidates is None else _check_pairs(candidates, p)
         if p < 2 or (given is not None and len(given) == 0):
@@ -145,14 +170,14 @@ class Elicitor:
         #: the strategies' indices and the non-sequential ranking point into it
         self.table = QuestionTable([k.segment(p, given) for k in self.kinds])
         n_candidates = n_pairs(p) if given is None else len(given)
-        if pool_size is not None and pool_size < 1:
-            raise ElicitError(f"pool_size must be positive, got {pool_size}")
+        pool_size = self.settings.pool_size
         self.pool_size = (min(n_candidates, 10 * p, POOL_CAP) if pool_size is None
-                          else int(pool_size))
+                          else pool_size)
         self._pool_explicit = pool_size is not None
-        self.utility, self.refine, self.target = utility, int(refine), target
+        self.utility, self.refine = self.settings.utility, self.settings.refine
+        self.target = self.settings.utility_target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
-            engine, hyper.variant, stan_file)
+            self.settings.engine, hyper.variant, self.settings.stan_file)
         self._relevance = model_has_relevance(hyper.model)
         self._fit_initial(X, y, U, hyper)
 
@@ -571,6 +596,12 @@ def _unpack(question) -> tuple[str | None, object, object]:
     if len(question) >= 3 and isinstance(question[0], str):
         return question[0], question[1], question[2]
     return None, question[0], question[1]
+
+
+def _engine_name(engine: Engine) -> str:
+    """How the settings name a given engine: its name where it is a registered one (a checked
+    or custom engine counts as ``"auto"``, the settings' default)."""
+    return engine.name if engine.name in ENGINES else "auto"
 
 
 def _check_pairs(pairs, p: int) -> np.ndarray:

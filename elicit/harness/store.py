@@ -44,11 +44,16 @@ RUNINFO_DIR = "runinfo"
 TABLE1_DIR = "table1"
 
 #: Settings that config.json files written before they existed lack, and the value those
-#: sweeps used: an old folder stays valid for a rerun with these values.
+#: sweeps used: an old folder stays valid for a rerun with these values. (A sweep's round
+#: settings, recorded whole since they became one object, add ``strategy``: none, a sweep
+#: runs several; ``pool_size``: none, each problem's own, where a real-data sweep has always
+#: recorded its; and a real-data sweep's Stan program: the shipped ones.)
 LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
                                      "model": "paper", "utility_target": "predictive",
                                      "questions": spell_questions(PAPER_QUESTIONS),
-                                     "pool": "paper", "irrelevant": 0}
+                                     "pool": "paper", "irrelevant": 0, "strategy": None,
+                                     "pool_size": None, "stan_file": None,
+                                     "stan_file_sha256": None}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus, a
 #: meta-features file, a Stan program or a folder of problems is compared by its content hash).
 PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")

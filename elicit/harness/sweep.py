@@ -26,90 +26,69 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from elicit.data.sources import file_sha256
 from elicit.elicitation.answers import check_expert
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.kinds import (
-    PAPER_QUESTIONS,
-    get_kind,
-    kind_for,
-    model_for,
-    parse_questions,
-    spell_questions,
-)
+from elicit.elicitation.kinds import PAPER_QUESTIONS, get_kind, kind_for, parse_questions
+
+# default_model: where the sweeps' callers found it before the round settings had a module
+from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.settings import default_model as default_model
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
-from elicit.elicitation.utility import UtilityArgs
-from elicit.engines import ENGINES, get_engine
+from elicit.engines import get_engine
 from elicit.errors import ElicitError
 from elicit.harness.cluster import parse_cluster
-from elicit.harness.config import Recorded, option, setting
+from elicit.harness.config import Recorded, option, round_settings, setting
 from elicit.harness.figures import mse_curves
 from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, strategy_stream
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.threads import single_blas_thread
-from elicit.model.variants import PAPER, get_model
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 #: The figure of a sweep's MSE curves (the paper's Fig. 4 on the synthetic data).
 CURVES_FIGURE = "fig4_mse.png"
 
 
-def default_model(questions: object) -> str:
-    """The model a sweep fits when none is named: the one the kinds asked need
-    (:attr:`~elicit.elicitation.kinds.QuestionKind.model`: the relevance model for feature
-    questions), else the paper's."""
-    return model_for(questions) or PAPER
-
-
 @dataclass(frozen=True)
 class SweepConfig(Recorded):
     """The settings of a sweep, checked when it is made.
 
-    ``snapshots`` are the rounds whose gamma is stored in the parts. The settings
-    (:func:`~elicit.harness.config.setting`) are what the sweep's ``config.json`` records
-    (:meth:`~elicit.harness.config.Recorded.to_json`); ``runs``, ``strategies``, ``jobs``,
+    ``settings`` are the question rounds' (:class:`~elicit.elicitation.settings.RoundSettings`:
+    model, engine, utility, refine, Stan program, questions, pool size, seed; its
+    ``strategy`` is None, as a sweep runs each of ``strategies`` in turn), checked by its
+    ``validate`` and kept resolved. ``snapshots`` are the rounds whose gamma is stored in the
+    parts. The settings (:func:`~elicit.harness.config.setting`) are what the sweep's
+    ``config.json`` records (:meth:`~elicit.harness.config.Recorded.to_json`; the round
+    settings whole, each entry under its own name); ``runs``, ``strategies``, ``jobs``,
     ``cluster`` and ``check_engine`` may change between reruns.
 
-    ``questions`` says which kinds of question the simulated expert is asked
+    ``settings.questions`` says which kinds of question the simulated expert is asked
     (:func:`~elicit.elicitation.kinds.parse_questions`: ``"pairs"``, the paper's,
     ``"relevance"``, ``"pairs,relevance"``, ...; recorded as
     :func:`~elicit.elicitation.kinds.spell_questions` writes it, ``"both"`` for pairs and
-    relevance); the model defaults to the one the kinds need (:func:`default_model`) and
-    every run's expert must have the method of each kind (``relevance(k)`` for feature
-    questions).
+    relevance); the model defaults to the one the kinds need
+    (:func:`~elicit.elicitation.settings.default_model`) and every run's expert must have the
+    method of each kind (``relevance(k)`` for feature questions). ``settings.pool_size``
+    None is each run's problem's own (:class:`~elicit.harness.problem.RunProblem`).
     """
 
     dataset: str = setting(MISSING)
     runs: int = option(MISSING)
     rounds: int = setting(MISSING)
     strategies: tuple[str, ...] = option(STRATEGIES)
-    seed: int = setting(0)
-    engine: str = setting("auto")
-    utility: str = setting("fast")
-    refine: int = setting(10)
+    #: the question rounds' settings
+    settings: RoundSettings = round_settings()
     jobs: int = option(1)
     #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
     cluster: str | None = option(None)
     #: check every fit against the numpy twin (``--check-engine``: True or "higher", "stop")
     check_engine: bool | str = option(False)
     snapshots: tuple[int, ...] = setting((), record=lambda c: {"snapshots": list(c.snapshots)})
-    stan_file: str | None = setting(None, record=lambda c: c.stan_settings())
     #: None: the problem's own setting
     threshold_mean: float | Literal["auto"] | None = setting(None)
-    #: the named model (:mod:`elicit.model.variants`) every run is fitted with; None: the
-    #: default of the questions (:func:`default_model`)
-    model: str = setting(None)
-    #: what the utility is about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
-    utility_target: str = setting("predictive")
-    #: which kinds of question are asked (spelled as spell_questions writes them)
-    questions: str = setting(spell_questions(PAPER_QUESTIONS))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "questions", spell_questions(self.questions))
-        if self.model is None:
-            object.__setattr__(self, "model", default_model(self.questions))
         object.__setattr__(self, "strategies", tuple(self.strategies))
         object.__setattr__(self, "snapshots", tuple(int(t) for t in self.snapshots))
         bad = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
@@ -120,44 +99,37 @@ class SweepConfig(Recorded):
             raise ElicitError("runs must be >= 1 and rounds >= 0")
         if self.jobs < 1:
             raise ElicitError("jobs must be >= 1")
-        if self.engine not in ENGINES:
-            raise ElicitError(f"unknown engine {self.engine!r}; choose from {', '.join(ENGINES)}")
+        if not isinstance(self.settings, RoundSettings):
+            raise ElicitError(f"settings must be an elicit RoundSettings, got "
+                              f"{type(self.settings).__name__}")
         tm = self.threshold_mean
         if tm is not None and tm != "auto" and (isinstance(tm, (bool, str))
                                                  or not np.isfinite(tm) or not tm > 0):
             raise ElicitError(f"the threshold mean must be 'auto' or a positive number, "
                               f"got {tm!r}")
         # Checked here, in the parent, before any worker starts or any Stan program is built.
-        get_model(str(self.model))
-        UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file,
-                    self.questions, str(self.model)).validate()
+        object.__setattr__(self, "settings", self.settings.validate())
         parse_cluster(self.cluster)
-        if self.check_engine and self.stan_file is not None:
+        if self.check_engine and self.settings.stan_file is not None:
             raise ElicitError("--check-engine compares every fit with the numpy engine, which "
                               "runs only the shipped Stan programs, not a custom --stan-file")
 
-    def stan_settings(self) -> dict:
-        """The Stan program, by path and content hash (None for the shipped ones)."""
-        if self.stan_file is None:
-            return {"stan_file": None, "stan_file_sha256": None}
-        return {"stan_file": str(Path(self.stan_file).resolve()),
-                "stan_file_sha256": file_sha256(self.stan_file)}
-
 
 def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
-    """The elicitation of one run of a sweep: ``problem``'s data under ``cfg``'s model,
-    engine, utility and questions, fitted without feedback (the expert is checked to answer
-    the questions asked)."""
+    """The elicitation of one run of a sweep: ``problem``'s data under ``cfg``'s round
+    settings (the problem's pool size where they name none), fitted without feedback (the
+    expert is checked to answer the questions asked)."""
+    st = cfg.settings
     hyper = problem.hyper
     if cfg.threshold_mean is not None:
         hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
-    hyper = dataclasses.replace(hyper, model=cfg.model)
-    check_expert(problem.expert, cfg.questions)
-    engine = get_engine(cfg.engine, hyper.variant, cfg.stan_file, check=cfg.check_engine)
-    return Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
-                    stan_file=cfg.stan_file, utility=cfg.utility, refine=cfg.refine,
-                    pool_size=problem.pool_size, candidates=problem.candidates,
-                    target=cfg.utility_target, questions=cfg.questions)
+    hyper = dataclasses.replace(hyper, model=str(st.model))
+    check_expert(problem.expert, st.questions)
+    if st.pool_size is None:
+        st = dataclasses.replace(st, pool_size=problem.pool_size)
+    engine = get_engine(st.engine, hyper.variant, st.stan_file, check=cfg.check_engine)
+    return Elicitor(problem.X, problem.y, problem.U, hyper, settings=st, engine=engine,
+                    candidates=problem.candidates)
 
 
 @single_blas_thread
@@ -173,11 +145,12 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     0..rounds answers).
     """
     el = sweep_elicitor(problem, cfg)
+    st = el.settings
     mse0 = problem.mse(el)
-    mixed = parse_questions(cfg.questions) != PAPER_QUESTIONS
+    mixed = parse_questions(st.questions) != PAPER_QUESTIONS
     results = {}
     for strategy in strategies:
-        rng = np.random.default_rng(strategy_stream(cfg.seed, run,
+        rng = np.random.default_rng(strategy_stream(st.seed, run,
                                                     get_strategy(strategy).stream_id))
         el.reset()
         mse, gammas, asked, kinds = [mse0], {}, [], []
@@ -199,10 +172,10 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
                 gammas[t] = el.fit.gamma.tolist()
         record: dict[str, object] = {"mse": mse, "gammas": gammas, "asked": asked,
                                      "threshold_mean": el.hyper.threshold_mean,
-                                     "model": cfg.model}
+                                     "model": st.model}
         if mixed:
             # zeta is None throughout for a model without relevance classes
-            record.update(questions=cfg.questions, kinds=kinds,
+            record.update(questions=st.questions, kinds=kinds,
                           zeta=[float(z) for z in zeta if z is not None] or None)
         results[strategy] = record
     return results
@@ -234,7 +207,8 @@ def part_kinds(part: dict) -> list[str]:
 
 def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Sequence[str],
           store: SweepStore) -> None:
-    for strategy, r in run_one(make_problem(cfg.seed, run), cfg, run, strategies).items():
+    for strategy, r in run_one(make_problem(cfg.settings.seed, run), cfg, run,
+                               strategies).items():
         store.write(store.part_path(cfg.dataset, strategy, run), r)
 
 
@@ -292,7 +266,7 @@ def collect(store: SweepStore, cfg: SweepConfig) -> pd.DataFrame:
 def mean_rows(make_problem: ProblemMaker, cfg: SweepConfig) -> pd.DataFrame:
     """The reference rows of predicting each run's training mean (``strategy`` ``mean``,
     ``n_feedback`` 0), from the runs' problems."""
-    rows = [(cfg.dataset, "mean", run, 0, make_problem(cfg.seed, run).mean_mse())
+    rows = [(cfg.dataset, "mean", run, 0, make_problem(cfg.settings.seed, run).mean_mse())
             for run in range(cfg.runs)]
     return pd.DataFrame(rows, columns=MSE_COLUMNS)
 

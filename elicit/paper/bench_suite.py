@@ -147,7 +147,7 @@ def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
     c = time.process_time()
     el = sweep_elicitor(problem, cfg)
     setup = time.process_time() - c
-    rng = np.random.default_rng(strategy_stream(cfg.seed, run,
+    rng = np.random.default_rng(strategy_stream(cfg.settings.seed, run,
                                                 get_strategy("sequential").stream_id))
     cpu = []
     for _ in range(rounds):
@@ -175,6 +175,7 @@ class _SameSign:
 def _random_run(size: str, s: SuiteSettings):
     """The random bench problem ``size`` as a sweep's run (every pair a candidate) and its
     sweep settings."""
+    from elicit.elicitation.settings import RoundSettings
     from elicit.harness.problem import RunProblem
     from elicit.harness.sweep import SweepConfig
     from elicit.paper.bench import bench_problem
@@ -183,8 +184,8 @@ def _random_run(size: str, s: SuiteSettings):
     # candidates None: the same pairs, computed by the question table instead of listed
     problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], _SameSign(bp.answer), bp.hyper,
                          pool_size=bp.pool_size)
-    return problem, SweepConfig(size, 1, s.rounds[f"{size}_round"], seed=s.seed,
-                                engine="numpy", refine=s.refine)
+    return problem, SweepConfig(size, 1, s.rounds[f"{size}_round"], settings=RoundSettings(
+        seed=s.seed, engine="numpy", refine=s.refine))
 
 
 def _real_run(questions: str, s: SuiteSettings, key: str):

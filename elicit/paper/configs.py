@@ -34,9 +34,10 @@ from elicit.data.sources import (
     source_from_config,
 )
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.harness.config import Recorded, option, setting
+from elicit.harness.config import Recorded, composed, option, round_setting, setting
 from elicit.harness.problem import ProblemsDir
 from elicit.harness.sweep import SweepConfig, default_model
 from elicit.model.simulate import N_FEATURES
@@ -182,14 +183,17 @@ class SyntheticConfig(Recorded):
     problems: str | None = setting(None, record=lambda c: (
         ProblemsDir(c.problems).settings() if c.problems is not None
         else {"problems": None, "problems_sha256": None}))
-    engine: str = setting("auto")
-    utility: str = setting("fast")
-    refine: int = setting(10)
-    stan_file: str | None = setting(None, record=lambda c: c.sweep_config().stan_settings())
+    # the round settings (composed into ``settings``, which records them whole)
+    engine: str = round_setting("auto")
+    utility: str = round_setting("fast")
+    refine: int = round_setting(10)
+    stan_file: str | None = round_setting(None, record=lambda c: c.settings.stan_settings())
     threshold_mean: float | Literal["auto"] | None = setting(None)
-    model: str = setting(None)      # None: by the questions (default_model)
-    utility_target: str = setting("predictive")
-    questions: str = setting(spell_questions(PAPER_QUESTIONS))
+    model: str = round_setting(None)      # None: by the questions (default_model)
+    utility_target: str = round_setting("predictive")
+    questions: str = round_setting(spell_questions(PAPER_QUESTIONS))
+    #: the question rounds' settings, made from the round settings above and ``seed``
+    settings: RoundSettings = composed()
     pool: str = setting(None)       # None: by the questions (default_pool)
     irrelevant: int = setting(0)
     runs: int | None = option(None)
@@ -202,8 +206,6 @@ class SyntheticConfig(Recorded):
         questions = spell_questions(self.questions)
         object.__setattr__(self, "questions", questions)
         object.__setattr__(self, "pool", check_pool(self.pool, questions))
-        if self.model is None:
-            object.__setattr__(self, "model", default_model(questions))
         n_irr = self.irrelevant
         if isinstance(n_irr, bool) or not isinstance(n_irr, int) \
                 or not 0 <= n_irr <= N_FEATURES - 2:
@@ -225,6 +227,7 @@ class SyntheticConfig(Recorded):
         if self.stan_file is not None:
             object.__setattr__(self, "stan_file", os.fspath(self.stan_file))
         _positive_int(self.n_train, "n_train")
+        self.compose_settings()
         self.sweep_config()  # checks the sweep's settings
 
     @property
@@ -235,13 +238,11 @@ class SyntheticConfig(Recorded):
     def sweep_config(self) -> SweepConfig:
         """The settings of the experiment's sweep (gamma stored at :data:`FIG3_ROUNDS`)."""
         assert self.runs is not None  # set in __post_init__
-        return SweepConfig(self.name, self.runs, self.rounds, tuple(self.strategies), self.seed,
-                           self.engine, self.utility, self.refine, self.jobs,
-                           cluster=self.cluster, check_engine=self.check_engine,
+        return SweepConfig(self.name, self.runs, self.rounds, tuple(self.strategies),
+                           self.settings, self.jobs, cluster=self.cluster,
+                           check_engine=self.check_engine,
                            snapshots=tuple(t for t in FIG3_ROUNDS if t <= self.rounds),
-                           stan_file=self.stan_file, threshold_mean=self.threshold_mean,
-                           model=self.model, utility_target=self.utility_target,
-                           questions=self.questions)
+                           threshold_mean=self.threshold_mean)
 
     @classmethod
     def from_json(cls, d: dict, **options: Any) -> SyntheticConfig:
@@ -426,15 +427,18 @@ class RealDataConfig(Recorded):
     # Sweeps written before the standardisation was recorded used the training statistics.
     standardize: str | None = setting(None, legacy="train")
     tau2: float | str | None = setting(None)
-    pool_size: int = setting(POOL_SIZE)
+    # the round settings (composed into ``settings``, which records them whole) among others
+    pool_size: int = round_setting(POOL_SIZE, legacy=POOL_SIZE)
     expert_rule: str = setting("target")
     expert_nonzero: int = setting(40)
-    engine: str = setting("auto")
-    utility: str = setting("fast")
-    refine: int = setting(10)
-    model: str = setting(None)      # None: by the questions (default_model)
-    utility_target: str = setting("predictive")
-    questions: str = setting(spell_questions(PAPER_QUESTIONS))
+    engine: str = round_setting("auto")
+    utility: str = round_setting("fast")
+    refine: int = round_setting(10)
+    model: str = round_setting(None)      # None: by the questions (default_model)
+    utility_target: str = round_setting("predictive")
+    questions: str = round_setting(spell_questions(PAPER_QUESTIONS))
+    #: the question rounds' settings, made from the round settings above and ``seed``
+    settings: RoundSettings = composed()
     pool: str = setting(None)       # None: by the questions (default_pool)
     # None: not given (resolve_meta_features)
     meta_features: str | os.PathLike | None = setting(
@@ -489,6 +493,7 @@ class RealDataConfig(Recorded):
         meta_config(mf, dim)
         if mf in EMBEDDINGS:
             check_meta_dim(dim)
+        self.compose_settings()
         self._sweep_config("")  # checks the sweep's settings
         # The data, last: a wrong option is reported before any data are read.
         src = self.source
@@ -515,11 +520,8 @@ class RealDataConfig(Recorded):
         return None if self.tau2 == "cv" else float(self.tau2)  # type: ignore[arg-type]
 
     def _sweep_config(self, name: str) -> SweepConfig:
-        return SweepConfig(name, self.runs, self.rounds, tuple(self.strategies), self.seed,
-                           self.engine, self.utility, self.refine, self.jobs,
-                           cluster=self.cluster, check_engine=self.check_engine,
-                           model=self.model, utility_target=self.utility_target,
-                           questions=self.questions)
+        return SweepConfig(name, self.runs, self.rounds, tuple(self.strategies), self.settings,
+                           self.jobs, cluster=self.cluster, check_engine=self.check_engine)
 
     def sweep_config(self) -> SweepConfig:
         """The settings of the experiment's sweep of query strategies."""

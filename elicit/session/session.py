@@ -57,6 +57,7 @@ from elicit.elicitation.kinds import (
     model_for,
     parse_questions,
 )
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -207,7 +208,8 @@ class Session(SessionState):
                target_description: str | None = None, expert: str | None = None,
                meta_source: str | None = None, overwrite: bool = False,
                utility_target: str = "predictive",
-               questions: object = PAPER_QUESTIONS) -> Session:
+               questions: object = PAPER_QUESTIONS,
+               settings: RoundSettings | None = None) -> Session:
         """Create a new session file and return the open session.
 
         Parameters
@@ -260,6 +262,13 @@ class Session(SessionState):
             feature i affect the outcome?"), ``"pairs,relevance"`` (or ``"both"``), ``"all"``
             or a list of registered kinds. Feature questions need a model with relevance
             classes (``model="relevance"``); files without the setting ask pairs.
+        settings
+            The round's settings in one object
+            (:class:`~elicit.elicitation.settings.RoundSettings`: model, engine, utility,
+            utility target, refine, questions, pool size, strategy, seed) instead of those
+            keywords (which build one; give one or the other). A ``settings.model`` without
+            ``hyper`` is the model's default hyperparameters. The file stores them; an open
+            session gives them back as :attr:`round_settings`.
 
         Constant columns and columns equal to an earlier one stay in the model but are left
         out of the questions; :attr:`summary` says which.
@@ -271,18 +280,36 @@ class Session(SessionState):
         """
         path = Path(path)
         who = check_expert(expert)
-        kinds = parse_questions(questions)
-        needs = model_for(kinds)
+        if settings is None:
+            settings = RoundSettings(
+                engine=engine if isinstance(engine, str) else "auto", utility=utility,
+                utility_target=utility_target, refine=refine,
+                questions=questions,  # type: ignore[arg-type]
+                pool_size=pool_size, strategy=strategy, seed=seed)
+        elif ((engine if isinstance(engine, str) else "auto", utility, utility_target, refine,
+               pool_size, strategy, seed) != ("auto", "fast", "predictive", 10, None,
+                                              "sequential", 0)
+              or parse_questions(questions) != PAPER_QUESTIONS):
+            raise ElicitError("give the round's settings either as settings= or as keywords "
+                              "(engine=, utility=, ...), not both")
+        if hyper is not None and settings.model is not None and hyper.model != settings.model:
+            raise ElicitError(f"hyper names model {hyper.model!r} and settings model "
+                              f"{settings.model!r}; name it once")
+        kinds = parse_questions(settings.questions)
+        needs = settings.model or model_for(kinds)
         if hyper is None and needs is not None:
             hyper = Hyper(model=needs)
-        pr = prepare(X, y, meta_features, feature_names, texts, hyper, strategy, seed, y_offset,
-                     standardize, target_description, meta_source)
+        strategy = "sequential" if settings.strategy is None else settings.strategy
+        pr = prepare(X, y, meta_features, feature_names, texts, hyper, strategy,
+                     settings.seed, y_offset, standardize, target_description, meta_source)
         store.check_new_path(path, overwrite)
-        settings = {"hyper": dataclasses.asdict(pr.hyper),
-                    "engine": engine.name if isinstance(engine, Engine) else str(engine),
-                    "utility": utility, "refine": int(refine), "strategy": strategy,
-                    "pool_size": pool_size, "seed": int(seed),
-                    "utility_target": utility_target, "questions": list(kinds)}
+        settings = dataclasses.replace(settings, strategy=strategy)
+        stored = {"hyper": dataclasses.asdict(pr.hyper),
+                  "engine": engine.name if isinstance(engine, Engine) else settings.engine,
+                  "utility": settings.utility, "refine": int(settings.refine),
+                  "strategy": strategy, "pool_size": settings.pool_size,
+                  "seed": int(settings.seed), "utility_target": settings.utility_target,
+                  "questions": list(kinds)}
         cands = question_pairs(pr.U, [pr.names.index(n) for n in pr.excluded])
         dropped = len(pr.names) * (len(pr.names) - 1) // 2 - len(cands)
         if dropped:
@@ -290,13 +317,13 @@ class Session(SessionState):
                               "(a feature left out, or identical meta-features)")
         # Build the model once before writing anything: bad settings fail here, not on open.
         probe = Elicitor(cls._scaled(pr.X, pr.x_centre, pr.x_scale), pr.y - pr.y_centre,
-                               pr.U, pr.hyper, engine=engine, utility=utility, refine=refine,
-                               target=utility_target, questions=kinds,
-                               pool_size=pool_size, candidates=cands)
+                         pr.U, pr.hyper, settings=dataclasses.replace(settings, model=None),
+                         engine=engine if isinstance(engine, Engine) else "auto",
+                         candidates=cands)
         note = kernel_note(probe.fit.K, cands)
         if note is not None:
             pr.summary.append(note)
-        meta = _new_meta(pr, settings, probe, y_offset, description)
+        meta = _new_meta(pr, stored, probe, y_offset, description)
         store.create_file(path, meta, pr.X, pr.y, pr.U, pr.texts, overwrite)
         return cls._open(path, engine=engine, elicitor=probe, expert=who)
 

@@ -10,6 +10,7 @@ answers the read-only questions: progress, the current fit, the posterior and pr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -22,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.kinds import PAPER_QUESTIONS, QuestionKind, get_kind
+from elicit.elicitation.kinds import PAPER_QUESTIONS, QuestionKind, get_kind, spell_questions
+from elicit.elicitation.settings import RoundSettings
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.posterior import NIGPosterior
@@ -109,18 +111,32 @@ class SessionState:
             # that a later default (capped at large p) does not change its questions.
             pool = st["pool_size"] if st["pool_size"] is not None else \
                 meta.get("resolved", {}).get("pool_size")
+            # the strategy is the session's to use (a file may name one registered later)
+            rs = dataclasses.replace(self.round_settings, model=None, pool_size=pool,
+                                     strategy=None)
+            if isinstance(engine, str):
+                rs = dataclasses.replace(rs, engine=engine)
             elicitor = Elicitor(
                 self._model_X(X), y - float(meta.get("y_centre", 0.0)), U,
-                Hyper(**st["hyper"]), engine=engine if engine is not None else st["engine"],
-                utility=st["utility"], refine=st["refine"], pool_size=pool,
-                candidates=cands, target=st.get("utility_target", "predictive"),
-                # files made before feature questions ask pairs
-                questions=st.get("questions", PAPER_QUESTIONS))
+                Hyper(**st["hyper"]), settings=rs,
+                engine=engine if isinstance(engine, Engine) else "auto", candidates=cands)
         self.elicitor = elicitor
         self._data_version = -1
         self._active: list[tuple[str, int, int, str, str]] = []
         self._asked_for: str | None = None
         self._sync(expert, force=True)
+
+    @property
+    def round_settings(self) -> RoundSettings:
+        """The round's settings the file stores
+        (:class:`~elicit.elicitation.settings.RoundSettings`; the model is the stored
+        hyperparameters', and files without a setting have the value they were made with:
+        the predictive target, pair questions)."""
+        st = self.settings
+        return RoundSettings.from_json({
+            **st, "model": st["hyper"].get("model"),
+            # files made before feature questions ask pairs
+            "questions": spell_questions(st.get("questions", PAPER_QUESTIONS))})
 
     @classmethod
     def open(cls: type[S], path: str | os.PathLike, X=None, y=None, meta_features=None, *,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from elicit.cli.main import main
+from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
 from elicit.harness.sweep import SweepConfig
 from elicit.model.spec import Hyper
@@ -21,7 +22,7 @@ def test_unknown_model_is_one_line_error_listing_names():
                                           r"tied-threshold, known-coupling, known-coupling-tied"):
         Hyper(model="bogus")
     with pytest.raises(ElicitError, match="unknown model 'Paper'"):
-        SweepConfig("x", 1, 1, model="Paper")
+        SweepConfig("x", 1, 1, settings=RoundSettings(model="Paper"))
     assert Hyper().model == PAPER and get_model(PAPER).threshold_sd == 0.5
 
 

@@ -68,7 +68,7 @@ def test_realdata_options_become_the_config(argv, expect, monkeypatch, tmp_path)
              str(REAL_DATA_DIR), "--out", str(tmp_path / "o"), *argv]))
     cfg = seen[0]
     assert {k: getattr(cfg, k) for k in expect} == expect
-    assert cfg.sweep_config().questions == expect["questions"]
+    assert cfg.sweep_config().settings.questions == expect["questions"]
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -8,6 +8,7 @@ import pytest
 from elicit.cli.main import build_parser
 from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
 from elicit.harness.sweep import SweepConfig
 from elicit.model.simulate import make_synthetic
@@ -19,10 +20,11 @@ def test_a_bad_target_is_a_one_line_error():
                                           r"got 'kl'$"):
         Elicitor(sd.X, sd.y, sd.U, target="kl")
     with pytest.raises(ElicitError, match="utility target must be one of"):
-        SweepConfig("synthetic", 1, 1, utility_target="kl")
+        SweepConfig("synthetic", 1, 1, settings=RoundSettings(utility_target="kl"))
     with pytest.raises(ElicitError, match="params utility target uses the shipped model"):
-        SweepConfig("synthetic", 1, 1, engine="cmdstan", utility="exact",
-                    stan_file="my.stan", utility_target="params")
+        SweepConfig("synthetic", 1, 1,
+                    settings=RoundSettings(engine="cmdstan", utility="exact",
+                                           stan_file="my.stan", utility_target="params"))
 
 
 def test_cli_bad_utility_target(capsys):

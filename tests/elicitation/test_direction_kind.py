@@ -20,6 +20,7 @@ from elicit.elicitation.kinds import DIRECTION, get_kind, model_for, parse_quest
 from elicit.elicitation.kinds.direction import DirectionScorer
 from elicit.elicitation.questions import Query
 from elicit.elicitation.scorer import UtilityScorer
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.utility import ScoringRound, kl_gauss
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
@@ -198,16 +199,16 @@ def test_a_session_asks_stores_undoes_and_reopens_direction_questions(tmp_path):
 
 
 def test_a_two_run_sweep_asks_every_kind(tmp_path):
-    cfg = SweepConfig("all", runs=2, rounds=5, engine="numpy", questions="all", refine=1,
-                      strategies=("random", "sequential"))
-    assert cfg.model == "relevance-direction"
+    cfg = SweepConfig("all", runs=2, rounds=5, strategies=("random", "sequential"),
+                      settings=RoundSettings(engine="numpy", questions="all", refine=1))
+    assert cfg.settings.model == "relevance-direction"
     sweep(SyntheticMaker(irrelevant=4), cfg, tmp_path / "o", progress=False)
     store = SweepStore.find(tmp_path / "o")
     config = json.loads((tmp_path / "o" / "config.json").read_text())
     assert config["questions"] == "pairs,relevance,direction"
     kinds = set()
     for run in range(2):
-        beta = SyntheticMaker(irrelevant=4)(cfg.seed, run).extra["beta"]
+        beta = SyntheticMaker(irrelevant=4)(cfg.settings.seed, run).extra["beta"]
         for strategy in cfg.strategies:
             part = load_part(store, cfg, strategy, run)
             for (i, _, a), kind in zip(part["asked"], part["kinds"]):
@@ -231,8 +232,8 @@ class SignMaker:
 
 def test_a_sweep_answers_through_the_kind_every_sign_and_dont_know(tmp_path):
     p = small_arrays().X.shape[1]
-    cfg = SweepConfig("d", runs=1, rounds=p, engine="numpy", questions="direction",
-                      refine=1, strategies=("random",))
+    cfg = SweepConfig("d", runs=1, rounds=p, strategies=("random",),
+                      settings=RoundSettings(engine="numpy", questions="direction", refine=1))
     sweep(SignMaker(), cfg, tmp_path / "o", progress=False)
     part = load_part(SweepStore.find(tmp_path / "o"), cfg, "random", 0)
     got = {i: a for i, _, a in part["asked"]}

@@ -23,6 +23,7 @@ from elicit.elicitation.kinds import (
     spell_questions,
 )
 from elicit.elicitation.questions import NO_FEATURE, Query
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import STRATEGIES, answer_probabilities
 from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem
@@ -214,12 +215,13 @@ class SignMaker:
 
 
 def test_a_sweep_records_the_toy_questions_by_kind(toy, tmp_path):
-    cfg = SweepConfig("sign", runs=1, rounds=6, engine="numpy", questions=f"pairs,{TOY}",
-                      refine=1, strategies=("random", "sequential"))
-    assert cfg.model == "paper" and cfg.to_json()["questions"] == f"pairs,{TOY}"
+    cfg = SweepConfig("sign", runs=1, rounds=6, strategies=("random", "sequential"),
+                      settings=RoundSettings(engine="numpy", questions=f"pairs,{TOY}",
+                                             refine=1))
+    assert cfg.settings.model == "paper" and cfg.to_json()["questions"] == f"pairs,{TOY}"
     sweep(SignMaker(), cfg, tmp_path / "o", progress=False)
     store = SweepStore.find(tmp_path / "o")
-    beta = SignMaker()(cfg.seed, 0).expert.beta
+    beta = SignMaker()(cfg.settings.seed, 0).expert.beta
     kinds = set()
     for strategy in cfg.strategies:
         part = load_part(store, cfg, strategy, 0)

@@ -11,6 +11,7 @@ import pytest
 from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.questions import NO_FEATURE
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem
@@ -44,22 +45,23 @@ class IrrelevantMaker:
 
 
 def test_questions_set_the_default_model_and_a_pair_model_is_refused():
-    assert SweepConfig("x", 1, 1).model == PAPER
-    assert SweepConfig("x", 1, 1).questions == "pairs"
+    assert SweepConfig("x", 1, 1).settings.model == PAPER
+    assert SweepConfig("x", 1, 1).settings.questions == "pairs"
     for q in ("relevance", "both"):
-        assert SweepConfig("x", 1, 1, questions=q).model == default_model(q) == RELEVANCE_MODEL
+        assert (SweepConfig("x", 1, 1, settings=RoundSettings(questions=q)).settings.model
+                == default_model(q) == RELEVANCE_MODEL)
     with pytest.raises(ElicitError, match=r"^questions='both' asks feature questions, which "
                                           r"need a model with relevance classes: use "
                                           r"model='relevance' \(the model is 'paper'\)$"):
-        SweepConfig("x", 1, 1, questions="both", model=PAPER)
+        SweepConfig("x", 1, 1, settings=RoundSettings(questions="both", model=PAPER))
     with pytest.raises(ElicitError, match=r"^unknown question kind 'features' in "
                                           r"questions='features'; name kinds from pairs, "):
-        SweepConfig("x", 1, 1, questions="features")
+        SweepConfig("x", 1, 1, settings=RoundSettings(questions="features"))
     # recorded as older sweeps wrote it, however it was given, so their folders resume
     for q in ("both", "relevance,pairs", ("pairs", "relevance")):
-        recorded = SweepConfig("x", 1, 1, questions=q).to_json()
+        recorded = SweepConfig("x", 1, 1, settings=RoundSettings(questions=q)).to_json()
         assert recorded["questions"] == "both" and recorded["model"] == RELEVANCE_MODEL
-    recorded = SweepConfig("x", 1, 1, questions="all").to_json()
+    recorded = SweepConfig("x", 1, 1, settings=RoundSettings(questions="all")).to_json()
     assert recorded["questions"] == "pairs,relevance,direction"
     assert recorded["model"] == "relevance-direction"
 
@@ -75,7 +77,8 @@ def test_an_expert_without_relevance_answers_is_refused_before_any_question(tmp_
 
         return dataclasses.replace(prob, expert=PairExpert())
 
-    cfg = SweepConfig("x", 1, 2, engine="numpy", questions="both", strategies=("random",))
+    cfg = SweepConfig("x", 1, 2, strategies=("random",),
+                      settings=RoundSettings(engine="numpy", questions="both"))
     with pytest.raises(ElicitError, match="has no relevance\\(k\\) method"):
         sweep(pairs_only, cfg, tmp_path / "o", progress=False)
     assert not list((tmp_path / "o").rglob("run000.json"))
@@ -84,15 +87,15 @@ def test_an_expert_without_relevance_answers_is_refused_before_any_question(tmp_
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
     out = tmp_path_factory.mktemp("mixed") / "sweep"
-    cfg = SweepConfig("mixed", runs=1, rounds=14, engine="numpy", questions="both", seed=2,
-                      refine=2)
+    cfg = SweepConfig("mixed", runs=1, rounds=14,
+                      settings=RoundSettings(engine="numpy", questions="both", seed=2, refine=2))
     sweep(IrrelevantMaker(), cfg, out, progress=False)
     return out, cfg
 
 
 def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixed):
     out, cfg = mixed
-    prob = IrrelevantMaker()(cfg.seed, 0)
+    prob = IrrelevantMaker()(cfg.settings.seed, 0)
     groups = prob.expert.groups
     kinds_seen = set()
     for strategy in cfg.strategies:
@@ -136,8 +139,8 @@ def test_part_kinds_of_an_older_mixed_record_read_by_the_kinds_then_names():
 def test_nonsequential_run_stops_when_its_ranking_is_used_up(tmp_path):
     """A mixed non-sequential run ranks the first round's pool only; once every question of
     it is asked (or closed by an irrelevant answer) the run stops instead of failing."""
-    cfg = SweepConfig("x", 1, 200, engine="numpy", questions="both", refine=0,
-                      strategies=("nonsequential",))
+    cfg = SweepConfig("x", 1, 200, strategies=("nonsequential",),
+                      settings=RoundSettings(engine="numpy", questions="both", refine=0))
     sweep(IrrelevantMaker(k=10), cfg, tmp_path / "o", progress=False)
     part = json.loads((tmp_path / "o" / "parts" / "x" / "nonsequential" / "run000.json")
                       .read_text())

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from elicit.cli.main import main
+from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import SweepConfig
@@ -30,7 +31,8 @@ def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
     from elicit.harness.sweep import sweep
 
     with pytest.raises(ElicitError, match="model: 'tied-threshold' there, 'paper' now"):
-        sweep(None, SweepConfig("synthetic", 1, 1, ("random",), engine="numpy"), out,
+        sweep(None, SweepConfig("synthetic", 1, 1, ("random",),
+                                settings=RoundSettings(engine="numpy")), out,
               progress=False)
 
 

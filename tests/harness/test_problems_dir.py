@@ -9,6 +9,7 @@ from helpers import assert_png
 
 from elicit import GroupOracle, SignOracle
 from elicit.cli.main import main
+from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
 from elicit.harness import ProblemsDir, RunProblem, SweepConfig
 from elicit.harness.sweep import sweep
@@ -51,7 +52,8 @@ def test_the_sweep_on_a_folder_of_problems_is_the_sweep_on_those_problems(tmp_pa
     assert set(got.dataset) == {"mine"} and sorted(got.run.unique()) == [0, 1, 2]
     assert_png(out / "fig4_mse.png")
     assert not (out / "fig3_K.png").exists()
-    ref = sweep(_InTest(problems), SweepConfig("mine", 3, 3, engine="numpy"),
+    ref = sweep(_InTest(problems), SweepConfig("mine", 3, 3,
+                                               settings=RoundSettings(engine="numpy")),
                 tmp_path / "ref", progress=False)
     pd.testing.assert_frame_equal(got, ref)
     # the reference line: predicting each run's training mean

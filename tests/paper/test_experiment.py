@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from helpers import assert_png, assert_same_sweep
 
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.store import LEGACY_CONFIG, SweepStore
@@ -20,7 +21,8 @@ from elicit.harness.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 from elicit.paper.configs import SyntheticConfig
 from elicit.paper.synthetic import synthetic_problem
 
-TINY = dict(dataset="synthetic", runs=2, rounds=5, engine="numpy", seed=3)
+TINY = dict(dataset="synthetic", runs=2, rounds=5,
+            settings=RoundSettings(engine="numpy", seed=3))
 
 
 def _parts(out: Path) -> list[Path]:
@@ -59,7 +61,7 @@ def test_mse_table_layout(tiny_sweep):
     mean = table[table.strategy == "mean"]
     assert mean.run.tolist() == [0, 1] and (mean.n_feedback == 0).all()
     for run, value in zip(mean.run, mean.mse):
-        prob = synthetic_problem(TINY["seed"], run)
+        prob = synthetic_problem(TINY["settings"].seed, run)
         y_test, y = np.asarray(prob.y_test), np.asarray(prob.y)
         assert value == pytest.approx(np.sum((y_test - y.sum() / len(y)) ** 2) / len(y_test),
                                       rel=1e-12)
@@ -84,7 +86,7 @@ def test_parts_record_distinct_queries_and_answers(tiny_sweep):
             assert len(asked) == cfg.rounds == len(part["mse"]) - 1
             pairs = {(i, j) for i, j, _ in asked}
             assert len(pairs) == cfg.rounds  # never the same question twice
-            groups = synthetic_problem(cfg.seed, run).expert.groups
+            groups = synthetic_problem(cfg.settings.seed, run).expert.groups
             for i, j, a in asked:
                 assert a == ("similar" if groups[i] == groups[j] else "dissimilar")
 
@@ -132,8 +134,9 @@ def test_resume_does_not_depend_on_what_else_ran(tmp_path):
     of the MSE; the default order runs random first and would hide it): its part, deleted
     and recomputed alone on resume, must come back byte for byte.
     """
-    cfg = SweepConfig("synthetic", runs=1, rounds=4, engine="numpy", seed=5,
-                      strategies=("sequential", "nonsequential", "random"))
+    cfg = SweepConfig("synthetic", runs=1, rounds=4,
+                      strategies=("sequential", "nonsequential", "random"),
+                      settings=RoundSettings(engine="numpy", seed=5))
     out = tmp_path / "order"
     sweep(synthetic_problem, cfg, out, progress=False)
     before = (out / "mse.csv").read_bytes()
@@ -171,8 +174,9 @@ def test_sequential_beats_random_on_synthetic_data(tmp_path):
     (-33%), and sequential wins in all 6 runs. The seed is fixed, so the test is
     deterministic; the margin makes it robust to rounding-level changes.
     """
-    cfg = SweepConfig("synthetic", runs=E2E_RUNS, rounds=E2E_ROUNDS, engine="numpy",
-                      seed=E2E_SEED, jobs=2, strategies=("random", "sequential"))
+    cfg = SweepConfig("synthetic", runs=E2E_RUNS, rounds=E2E_ROUNDS, jobs=2,
+                      strategies=("random", "sequential"),
+                      settings=RoundSettings(engine="numpy", seed=E2E_SEED))
     df = sweep(synthetic_problem, cfg, tmp_path / "e2e", progress=False)
     assert df.n_feedback.max() == E2E_ROUNDS
     late = df[df.n_feedback.between(10, 30)]
@@ -392,22 +396,25 @@ def test_python_sweep_refuses_a_rerun_with_other_settings(tmp_path):
     import dataclasses
 
     out = tmp_path / "mine"
-    cfg = SweepConfig("mine", runs=2, rounds=1, engine="numpy", strategies=("random",))
+    cfg = SweepConfig("mine", runs=2, rounds=1, strategies=("random",),
+                      settings=RoundSettings(engine="numpy"))
     first = sweep(synthetic_problem, cfg, out, progress=False)
     assert (out / "config.json").exists()
     assert_png(out / "fig4_mse.png")
     assert first[first.strategy == "random"].n_feedback.max() == 1
     with pytest.raises(ElicitError, match=r"holds results of other settings \(rounds: 1 there, "
                                           r"3 now; seed: 0 there, 5 now\)"):
-        sweep(synthetic_problem, dataclasses.replace(cfg, rounds=3, seed=5), out,
-              progress=False)
+        sweep(synthetic_problem, dataclasses.replace(
+            cfg, rounds=3, settings=dataclasses.replace(cfg.settings, seed=5)), out,
+            progress=False)
 
 
 def test_python_sweep_resumes_with_the_same_settings(tmp_path, monkeypatch):
     """The same settings reuse every part (nothing runs) and give the same table."""
     import elicit.harness.sweep as ex
 
-    cfg = SweepConfig("mine", runs=2, rounds=2, engine="numpy", strategies=("random",))
+    cfg = SweepConfig("mine", runs=2, rounds=2, strategies=("random",),
+                      settings=RoundSettings(engine="numpy"))
     first = sweep(synthetic_problem, cfg, tmp_path / "mine", progress=False)
     before = (tmp_path / "mine" / "mse.csv").read_bytes()
 
@@ -429,7 +436,8 @@ def test_python_sweep_and_the_command_share_a_folder_only_with_the_same_settings
     out = tmp_path / "syn"
     assert main(["synthetic", "--runs", "1", "--rounds", "1", "--strategies", "random",
                  "--engine", "numpy", "--quiet", "--out", str(out)]) == 0
-    cfg = SweepConfig("synthetic", runs=1, rounds=1, engine="numpy", strategies=("random",))
+    cfg = SweepConfig("synthetic", runs=1, rounds=1, strategies=("random",),
+                      settings=RoundSettings(engine="numpy"))
     with pytest.raises(ElicitError, match="holds results of other settings"):
         sweep(synthetic_problem, cfg, out, progress=False)
     mine = tmp_path / "mine"
@@ -515,8 +523,10 @@ def test_the_simulation_docs_examples_run(tmp_path, monkeypatch):
     assert set(df.strategy) == set(STRATEGIES) | {"mean"} and df.n_feedback.max() == 3
     assert json.loads((out / "config.json").read_text())["n_train"] == 20
     assert_png(out / "fig4_mse.png")
-    Path("study.py").write_text(small.replace('SweepConfig("mine", ',
-                                              'SweepConfig("mine", seed=5, '))
+    other = small.replace("RoundSettings(engine=\"numpy\", seed=0)",
+                          "RoundSettings(engine=\"numpy\", seed=5)")
+    assert other != small
+    Path("study.py").write_text(other)
     rerun = subprocess.run([sys.executable, "study.py"], env=env, capture_output=True, text=True)
     assert rerun.returncode != 0
     assert "holds results of other settings (seed: 0 there, 5 now)" in rerun.stderr

@@ -33,7 +33,7 @@ def test_questions_pick_the_model_and_pool_and_are_recorded():
         ("pairs", "paper", "paper", 0)
     mixed = SyntheticConfig(questions="both")
     assert (mixed.pool, mixed.model) == ("open", "relevance")
-    assert mixed.sweep_config().questions == "both"
+    assert mixed.sweep_config().settings.questions == "both"
     rec = mixed.to_json()
     assert (rec["questions"], rec["pool"], rec["model"], rec["irrelevant"]) == \
         ("both", "open", "relevance", 0)

@@ -30,6 +30,7 @@ import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
+from elicit.elicitation.settings import RoundSettings
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.harness.sweep import SweepConfig, sweep
 from elicit.paper.configs import RealDataConfig
@@ -70,7 +71,7 @@ def _same_results(one: Path, other: Path) -> None:
 
 @pytest.mark.slow
 def test_synthetic_sweep_is_the_same_without_remembered_refits(tmp_path, monkeypatch):
-    cfg = SweepConfig("synthetic", runs=2, rounds=15, engine="numpy")
+    cfg = SweepConfig("synthetic", runs=2, rounds=15, settings=RoundSettings(engine="numpy"))
     fresh = []
     for memo, out in ((NumpyEngine._memo_size, "memo"), (1, "fresh")):
         with monkeypatch.context() as m:
