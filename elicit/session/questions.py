@@ -3,9 +3,9 @@
 A session asks pair questions ("do features i and j affect the outcome in the same way?")
 and, with ``questions="relevance"`` or ``"both"``, feature questions ("does feature i affect
 the outcome?"). In the session file and in the record's rows a feature question is ``(i,
-FEATURE_J)``; the objects a session hands out (:class:`~elicit.session.session.SessionQuery`,
-:class:`~elicit.session.session.AnswerRecord`) write it with ``j = None``, as the Elicitor's
-:class:`~elicit.elicitation.questions.Query` does.
+FEATURE_J)``; the objects a session hands out, defined here (:class:`SessionQuery`, a
+question recorded in the session, and :class:`AnswerRecord`, a committed answer), write it
+with ``j = None``, as the Elicitor's :class:`~elicit.elicitation.questions.Query` does.
 
 Every expert's answers enter one feedback likelihood:
 :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers` with ``asked=`` the current
@@ -20,9 +20,12 @@ model) are not asked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from elicit.elicitation.answers import Answer
+from elicit.elicitation.kinds import QuestionKind, get_kind, kind_for
 from elicit.errors import ElicitError
 from elicit.model.spec import all_pairs
 from elicit.session.store import FEATURE_J
@@ -76,3 +79,90 @@ def question_label(names: Sequence[str], i: int, j: int | None) -> str:
     if len(named) == 1:
         return f"feature {named[0]!r}"
     return f"{named[0]!r} vs {named[1]!r}"
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    """A question recorded in a session, of any kind: a pair question ("do features i and j
+    affect the outcome in the same way?"), a feature question ("does feature i affect the
+    outcome?"), ...
+
+    Attributes
+    ----------
+    id
+        The query's row id in the session file (what :meth:`Session.answer` checks).
+    i, j
+        Feature indices, ``i < j``, of a pair question; ``j`` is None for a question about
+        one feature.
+    names
+        The feature names: two for a pair question, one for a question about one feature.
+    expected_gain
+        Expected information gain when the query was chosen (None for the random strategy).
+    exact_gain
+        True if ``expected_gain`` is an exact refit value, False for a fast-screen estimate.
+    session_uid
+        Identifies the session the query belongs to.
+    expert
+        The expert the query was asked to (``''``: the unnamed expert).
+    worth
+        What the question is worth: its expected gain as a fraction of the largest expected
+        gain of any question the session had offered up to it (:func:`worth`; None without
+        gains).
+    kind
+        The name of the question's kind (:mod:`elicit.elicitation.kinds`).
+    """
+
+    id: int
+    i: int
+    j: int | None
+    names: tuple[str, ...]
+    expected_gain: float | None
+    exact_gain: bool
+    session_uid: str
+    expert: str = ""
+    worth: float | None = None
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", get_kind(self.kind).name if self.kind
+                           else kind_for(self.i, self.j).name)
+
+    @property
+    def question_kind(self) -> QuestionKind:
+        """The kind of the question, as the registered object."""
+        return get_kind(self.kind)
+
+    @property
+    def features(self) -> tuple[int, ...]:
+        """The features the question is about: two for a pair, one for a question about one
+        feature."""
+        return (self.i,) if self.j is None else (self.i, self.j)
+
+    @property
+    def feature(self) -> int:
+        """The feature a question about one feature asks about."""
+        if self.j is not None:
+            raise ElicitError(f"query {self.id} is a pair question; it names two features")
+        return self.i
+
+    def __str__(self) -> str:
+        worth = "" if self.worth is None else f", worth {self.worth:.0%} of the best so far"
+        if self.j is None:
+            return f"query {self.id}: does {self.names[0]!r} matter{worth}"
+        return f"query {self.id}: {self.names[0]!r} vs {self.names[1]!r}{worth}"
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """A committed answer (returned by :meth:`Session.answer` once it is durable); ``j`` is
+    None for an answer to a question about one feature, ``kind`` the question's kind."""
+
+    id: int
+    query_id: int
+    i: int
+    j: int | None
+    answer: Answer
+    comment: str | None
+    answered_at: str
+    expert: str = ""
+    kind: str = ""

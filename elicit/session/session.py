@@ -42,7 +42,6 @@ import re
 import sqlite3
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +51,6 @@ from elicit.elicitation.answers import Answer
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import (
     PAPER_QUESTIONS,
-    QuestionKind,
-    get_kind,
     model_for,
     parse_questions,
 )
@@ -65,7 +62,13 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
 from elicit.session import export, figures, record, store
 from elicit.session.inputs import check_comment, check_expert, prepare
-from elicit.session.questions import public_j, question_names, question_pairs
+from elicit.session.questions import (
+    AnswerRecord,
+    SessionQuery,
+    public_j,
+    question_names,
+    question_pairs,
+)
 from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
 from elicit.session.state import SessionState
 from elicit.session.store import SessionReplaced
@@ -81,95 +84,6 @@ K_IDENTITY, K_ONES = 1e-6, 0.999
 
 __all__ = ["AnswerRecord", "AnsweredElsewhere", "Session", "SessionQuery", "SessionReplaced",
            "UnknownQuery"]
-
-
-@dataclass(frozen=True)
-class SessionQuery:
-    """A question recorded in a session, of any kind: a pair question ("do features i and j
-    affect the outcome in the same way?"), a feature question ("does feature i affect the
-    outcome?"), ...
-
-    Attributes
-    ----------
-    id
-        The query's row id in the session file (what :meth:`Session.answer` checks).
-    i, j
-        Feature indices, ``i < j``, of a pair question; ``j`` is None for a question about
-        one feature.
-    names
-        The feature names: two for a pair question, one for a question about one feature.
-    expected_gain
-        Expected information gain when the query was chosen (None for the random strategy).
-    exact_gain
-        True if ``expected_gain`` is an exact refit value, False for a fast-screen estimate.
-    session_uid
-        Identifies the session the query belongs to.
-    expert
-        The expert the query was asked to (``''``: the unnamed expert).
-    worth
-        What the question is worth: its expected gain as a fraction of the largest expected
-        gain of any question the session had offered up to it (:func:`worth`; None without
-        gains).
-    kind
-        The name of the question's kind (:mod:`elicit.elicitation.kinds`).
-    """
-
-    id: int
-    i: int
-    j: int | None
-    names: tuple[str, ...]
-    expected_gain: float | None
-    exact_gain: bool
-    session_uid: str
-    expert: str = ""
-    worth: float | None = None
-    kind: str = ""
-
-    def __post_init__(self) -> None:
-        from elicit.elicitation.kinds import kind_for
-
-        object.__setattr__(self, "kind", get_kind(self.kind).name if self.kind
-                           else kind_for(self.i, self.j).name)
-
-    @property
-    def question_kind(self) -> QuestionKind:
-        """The kind of the question, as the registered object."""
-        return get_kind(self.kind)
-
-    @property
-    def features(self) -> tuple[int, ...]:
-        """The features the question is about: two for a pair, one for a question about one
-        feature."""
-        return (self.i,) if self.j is None else (self.i, self.j)
-
-    @property
-    def feature(self) -> int:
-        """The feature a question about one feature asks about."""
-        if self.j is not None:
-            raise ElicitError(f"query {self.id} is a pair question; it names two features")
-        return self.i
-
-    def __str__(self) -> str:
-        worth = "" if self.worth is None else f", worth {self.worth:.0%} of the best so far"
-        if self.j is None:
-            return f"query {self.id}: does {self.names[0]!r} matter{worth}"
-        return f"query {self.id}: {self.names[0]!r} vs {self.names[1]!r}{worth}"
-
-
-@dataclass(frozen=True)
-class AnswerRecord:
-    """A committed answer (returned by :meth:`Session.answer` once it is durable); ``j`` is
-    None for an answer to a question about one feature, ``kind`` the question's kind."""
-
-    id: int
-    query_id: int
-    i: int
-    j: int | None
-    answer: Answer
-    comment: str | None
-    answered_at: str
-    expert: str = ""
-    kind: str = ""
 
 
 class Session(SessionState):

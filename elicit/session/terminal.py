@@ -33,7 +33,8 @@ from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
     from elicit.elicitation.kinds import QuestionKind
-    from elicit.session.session import Session, SessionQuery
+    from elicit.session.questions import SessionQuery
+    from elicit.session.session import Session
 
 #: The keys of every question, whatever its kind (the answer keys are the kinds').
 ACTION_KEYS = ("[k] skip", "[u] undo", "[q] quit")

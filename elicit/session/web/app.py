@@ -24,9 +24,9 @@ from elicit.errors import ElicitError
 from elicit.session import record
 from elicit.session.inputs import check_expert
 from elicit.session.loaders import highlight
-from elicit.session.questions import public_j
+from elicit.session.questions import SessionQuery, public_j
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
-from elicit.session.session import Session, SessionQuery, read_pending, read_stop_hint
+from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
 from elicit.session.web.page import (
