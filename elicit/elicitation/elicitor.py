@@ -41,11 +41,11 @@ from elicit.elicitation.kinds import (
 )
 from elicit.elicitation.questions import Query, question_key
 from elicit.elicitation.scorer import UtilityScorer
-from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Ranking, choose, get_strategy, round_pool
-from elicit.elicitation.table import QuestionSet, QuestionTable, n_pairs
+from elicit.elicitation.table import QuestionSet, QuestionTable, check_candidates, n_pairs
 from elicit.elicitation.utility import model_has_relevance
-from elicit.engines import ENGINES, get_engine
+from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
@@ -137,17 +137,9 @@ class Elicitor:
                  questions: object = PAPER_QUESTIONS) -> None:
         X, y, U = validate_regression(X, y, U)
         hyper = hyper or Hyper()
-        if settings is None:
-            settings = RoundSettings(
-                engine=engine if isinstance(engine, str) else _engine_name(engine),
-                utility=utility, utility_target=target, refine=refine,
-                stan_file=None if stan_file is None else str(stan_file),
-                questions=questions, pool_size=pool_size)  # type: ignore[arg-type]
-        elif (isinstance(engine, str) and engine != "auto") or stan_file is not None \
-                or (utility, refine, pool_size, target) != ("fast", 10, None, "predictive") \
-                or parse_questions(questions) != PAPER_QUESTIONS:
-            raise ElicitError("give the round's settings either as settings= or as keywords "
-                              "(engine=, utility=, ...), not both")
+        settings = given_settings(settings, engine=engine, stan_file=stan_file, utility=utility,
+                                  refine=refine, pool_size=pool_size, target=target,
+                                  questions=questions)
         if settings.model is None:
             settings = dataclasses.replace(settings, model=hyper.model)
         # before the engine: a Stan build takes minutes
@@ -160,7 +152,7 @@ class Elicitor:
         self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
         self._utility = self.settings.question_utility()
         p = X.shape[1]
-        given = None if candidates is None else _check_pairs(candidates, p)
+        given = None if candidates is None else check_candidates(candidates, p)
         if p < 2 or (given is not None and len(given) == 0):
             raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
         # None: every pair, never listed (the question table computes them)
@@ -596,27 +588,6 @@ def _unpack(question) -> tuple[str | None, object, object]:
     if len(question) >= 3 and isinstance(question[0], str):
         return question[0], question[1], question[2]
     return None, question[0], question[1]
-
-
-def _engine_name(engine: Engine) -> str:
-    """How the settings name a given engine: its name where it is a registered one (a checked
-    or custom engine counts as ``"auto"``, the settings' default)."""
-    return engine.name if engine.name in ENGINES else "auto"
-
-
-def _check_pairs(pairs, p: int) -> np.ndarray:
-    pairs = np.asarray(pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ElicitError(f"candidate pairs must have shape (k, 2), got {pairs.shape}")
-    pairs = np.sort(pairs.astype(int), axis=1)
-    if pairs.size and (pairs.min() < 0 or pairs.max() >= p):
-        raise ElicitError(f"candidate pair indices must lie in 0..{p - 1}")
-    if np.any(pairs[:, 0] == pairs[:, 1]):
-        raise ElicitError("a candidate pair must join two different features")
-    uniq = np.unique(pairs, axis=0)
-    if len(uniq) != len(pairs):
-        raise ElicitError("candidate pairs contain duplicates")
-    return uniq
 
 
 def _without_hessian(fit: MAPResult) -> MAPResult:

@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 
 from elicit.data.sources import file_sha256
-from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for, spell_questions
+from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for, parse_questions, spell_questions
 from elicit.elicitation.strategies import get_strategy
 from elicit.elicitation.utility import QuestionUtility, UtilityArgs
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
 from elicit.model.variants import PAPER
 
-__all__ = ["RoundSettings", "default_model"]
+__all__ = ["RoundSettings", "default_model", "given_settings"]
 
 
 def default_model(questions: object) -> str:
@@ -163,3 +163,31 @@ class RoundSettings:
         kw = {f.name: d.get(f.name, legacy.get(f.name, f.default))
               for f in dataclasses.fields(cls)}
         return cls(**kw)
+
+
+def given_settings(settings: RoundSettings | None, *, engine: object = "auto",
+                   stan_file: str | os.PathLike | None = None, utility: str = "fast",
+                   refine: int = 10, pool_size: int | None = None, target: str = "predictive",
+                   questions: object = PAPER_QUESTIONS) -> RoundSettings:
+    """The settings a caller gives an :class:`~elicit.elicitation.elicitor.Elicitor`: either
+    ``settings`` or the keywords (an engine object counts by its registered name, else as
+    ``"auto"``), not both; not yet validated.
+
+    Raises
+    ------
+    ElicitError
+        Both ``settings`` and keywords other than their defaults.
+    """
+    if settings is None:
+        name = engine if isinstance(engine, str) else getattr(engine, "name", "auto")
+        return RoundSettings(
+            engine=name if name in ENGINES or isinstance(engine, str) else "auto",
+            utility=utility, utility_target=target, refine=refine,
+            stan_file=None if stan_file is None else os.fspath(stan_file),
+            questions=questions, pool_size=pool_size)  # type: ignore[arg-type]
+    if (isinstance(engine, str) and engine != "auto") or stan_file is not None \
+            or (utility, refine, pool_size, target) != ("fast", 10, None, "predictive") \
+            or parse_questions(questions) != PAPER_QUESTIONS:
+        raise ElicitError("give the round's settings either as settings= or as keywords "
+                          "(engine=, utility=, ...), not both")
+    return settings

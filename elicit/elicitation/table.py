@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from elicit.errors import ElicitError
+
 if TYPE_CHECKING:
     from elicit.elicitation.kinds.base import QuestionKind
 
@@ -416,3 +418,21 @@ class QuestionTable:
     def everything(self) -> QuestionSet:
         """Every question of the table."""
         return self.open_set(np.zeros(0, np.int64), [None] * len(self.segments))
+
+
+def check_candidates(pairs, p: int) -> np.ndarray:
+    """The candidate pairs a caller gives, checked against ``p`` features: sorted within
+    each pair and as rows, as an int array (k, 2); one-line errors for a wrong shape, an
+    index out of range, a pair of one feature or a duplicate."""
+    pairs = np.asarray(pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ElicitError(f"candidate pairs must have shape (k, 2), got {pairs.shape}")
+    pairs = np.sort(pairs.astype(int), axis=1)
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= p):
+        raise ElicitError(f"candidate pair indices must lie in 0..{p - 1}")
+    if np.any(pairs[:, 0] == pairs[:, 1]):
+        raise ElicitError("a candidate pair must join two different features")
+    uniq = np.unique(pairs, axis=0)
+    if len(uniq) != len(pairs):
+        raise ElicitError("candidate pairs contain duplicates")
+    return uniq
