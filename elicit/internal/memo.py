@@ -13,15 +13,23 @@ as its shortest repr, which reads back as the same float, so a memoised result i
 computed one to the last bit. Each entry is written to a temporary file and renamed into
 place (:func:`elicit.internal.io.write_json_atomic`), so worker processes computing the same
 entry at once both write a whole file and a reader never sees half of one; an unreadable
-entry counts as a miss.
+entry, or one that is not the entry of its key, counts as a miss, and a result that cannot be
+stored (a read-only folder) is still returned.
+
+Every key also holds the hash of the code that computes (:func:`code_salt`: elicit's own
+modules and Stan files, and the versions of numpy, scipy and scikit-learn), so an entry
+never outlives a change of the code: a memo folder kept across commits is recomputed, not
+reused.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +38,31 @@ import numpy as np
 from elicit.internal.io import write_json_atomic
 
 
-def memo_key(name: str, version: int, inputs: Mapping[str, Any]) -> str:
-    """The hex SHA-256 of ``name``, ``version`` and ``inputs`` (by field name, in sorted
-    order; see :func:`_feed` for how a value is hashed)."""
+@functools.lru_cache(maxsize=1)
+def code_salt() -> str:
+    """The hex SHA-256 of the code a memoised result depends on: every ``.py`` file of the
+    elicit package and every shipped ``.stan`` file (by path and bytes), and the versions
+    of numpy, scipy and scikit-learn. Computed once per process (a few milliseconds)."""
+    pkg = Path(__file__).resolve().parents[1]
+    files = sorted(pkg.rglob("*.py"))
+    for folder in (pkg / "stan", pkg.parent / "stan"):
+        files += sorted(folder.glob("*.stan")) if folder.is_dir() else []
     h = hashlib.sha256()
-    _feed(h, (str(name), int(version)))
+    for f in files:
+        _feed(h, (f.relative_to(pkg.parent).as_posix(), np.frombuffer(f.read_bytes(), np.uint8)))
+    for dist in ("numpy", "scipy", "scikit-learn"):
+        try:
+            _feed(h, (dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            _feed(h, (dist, None))
+    return h.hexdigest()
+
+
+def memo_key(name: str, version: int, inputs: Mapping[str, Any]) -> str:
+    """The hex SHA-256 of ``name``, ``version``, ``inputs`` (by field name, in sorted
+    order; see :func:`_feed` for how a value is hashed) and the code (:func:`code_salt`)."""
+    h = hashlib.sha256()
+    _feed(h, (str(name), int(version), code_salt()))
     _feed(h, dict(inputs))
     return h.hexdigest()
 
@@ -54,6 +82,8 @@ def _feed(h: Any, value: Any) -> None:
     elif isinstance(value, str):
         put(b"s", value.encode())
     elif isinstance(value, np.ndarray):
+        if value.dtype.hasobject:  # its bytes are pointers, not values
+            raise TypeError("cannot hash an array of Python objects into a memo key")
         a = np.ascontiguousarray(value)
         put(b"a", f"{a.dtype.str}{a.shape}".encode())
         put(b"d", a.tobytes())
@@ -63,8 +93,8 @@ def _feed(h: Any, value: Any) -> None:
             _feed(h, v)
     elif isinstance(value, Mapping):
         put(b"m", str(len(value)).encode())
-        for k in sorted(value, key=str):
-            _feed(h, str(k))
+        for k in sorted(value, key=lambda k: (type(k).__name__, str(k))):
+            _feed(h, k)     # with its type tag: {1: v} and {"1": v} differ
             _feed(h, value[k])
     else:
         raise TypeError(f"cannot hash a {type(value).__name__} into a memo key")
@@ -99,11 +129,18 @@ class Memo:
         """
         if self.folder is None:
             return compute()
-        path = self.path(memo_key(name, version, inputs))
+        key = memo_key(name, version, inputs)
+        path = self.path(key)
         try:
-            return json.loads(path.read_text())
+            entry = json.loads(path.read_text())
+            if isinstance(entry, dict) and entry.get("key") == key and "value" in entry:
+                return entry["value"]
         except (OSError, ValueError):
             pass  # not stored yet (or unreadable: computed again and replaced)
         value = json.loads(json.dumps(compute()))
-        write_json_atomic(path, value)
+        try:
+            write_json_atomic(path, {"name": name, "version": int(version), "key": key,
+                                     "value": value})
+        except OSError:
+            pass  # a folder that cannot be written: the result is still the computed one
         return value

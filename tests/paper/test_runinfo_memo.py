@@ -64,9 +64,10 @@ def test_a_later_sweep_reads_the_memo(source, tmp_path):
     cfg = RealDataConfig(source, memo=memo, **KW)
     first = prepare_runinfo(cfg, 0)
     for path in memo.rglob("*.json"):
-        value = json.loads(path.read_text())
-        if isinstance(value, dict) and "ridge" in value:
-            path.write_text(json.dumps({**value, "ridge": -1.0}))
+        entry = json.loads(path.read_text())
+        if isinstance(entry["value"], dict) and "ridge" in entry["value"]:
+            entry["value"]["ridge"] = -1.0
+            path.write_text(json.dumps(entry))
     assert prepare_runinfo(cfg, 0)["baselines"] == {**first["baselines"], "ridge": -1.0}
 
 
@@ -122,6 +123,43 @@ def test_memo_key_sees_every_input():
     assert len({key, *changed}) == len(changed) + 1
     with pytest.raises(TypeError):
         memo_key("piece", 1, {"x": object()})
+    with pytest.raises(TypeError):  # its bytes would be pointers
+        memo_key("piece", 1, {"x": np.array([object()])})
+    assert memo_key("piece", 1, {"x": {1: 2}}) != memo_key("piece", 1, {"x": {"1": 2}})
+
+
+def test_an_entry_does_not_outlive_the_code(tmp_path, monkeypatch):
+    """Every key holds the hash of elicit's code and of numpy/scipy/scikit-learn's versions:
+    after a change of the code a kept memo folder is recomputed, not reused."""
+    import elicit.internal.memo as memo_module
+
+    salt = memo_module.code_salt()
+    assert len(salt) == 64 and salt == memo_module.code_salt()
+    calls = []
+    memo = Memo(tmp_path / "m")
+    memo("p", 1, {"x": 1}, lambda: calls.append(1) or 1.0)
+    memo("p", 1, {"x": 1}, lambda: calls.append(1) or 1.0)
+    assert len(calls) == 1
+    monkeypatch.setattr(memo_module, "code_salt", lambda: "0" * 64)
+    memo("p", 1, {"x": 1}, lambda: calls.append(1) or 1.0)
+    assert len(calls) == 2
+
+
+def test_an_entry_of_another_key_or_an_unwritable_folder(tmp_path):
+    """A file at an entry's place that is not that entry (copied, or of an older layout)
+    is a miss; a folder that cannot be written still returns the computed value."""
+    memo = Memo(tmp_path / "m")
+    assert memo("p", 1, {"x": 1}, lambda: 1.0) == 1.0
+    a = memo.path(memo_key("p", 1, {"x": 1}))
+    b = memo.path(memo_key("p", 1, {"x": 2}))
+    b.parent.mkdir(parents=True, exist_ok=True)
+    b.write_text(a.read_text())                 # entry x=1 copied to x=2's place
+    assert memo("p", 1, {"x": 2}, lambda: 2.0) == 2.0
+    b.write_text("2.0")                          # the value alone, without its key
+    assert memo("p", 1, {"x": 2}, lambda: 3.0) == 3.0
+    blocked = tmp_path / "file"
+    blocked.write_text("")                       # a file where the folder should be
+    assert Memo(blocked / "m")("p", 1, {"x": 1}, lambda: 4.0) == 4.0
 
 
 def test_memo_computes_once_and_without_a_folder_always(tmp_path):
