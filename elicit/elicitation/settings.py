@@ -168,26 +168,34 @@ class RoundSettings:
 def given_settings(settings: RoundSettings | None, *, engine: object = "auto",
                    stan_file: str | os.PathLike | None = None, utility: str = "fast",
                    refine: int = 10, pool_size: int | None = None, target: str = "predictive",
-                   questions: object = PAPER_QUESTIONS) -> RoundSettings:
-    """The settings a caller gives an :class:`~elicit.elicitation.elicitor.Elicitor`: either
-    ``settings`` or the keywords (an engine object counts by its registered name, else as
-    ``"auto"``), not both; not yet validated.
+                   questions: object = PAPER_QUESTIONS, strategy: str | None = None,
+                   seed: int = 0) -> RoundSettings:
+    """The settings a caller gives an :class:`~elicit.elicitation.elicitor.Elicitor` or a
+    :class:`~elicit.session.session.Session`: either ``settings`` or the keywords (an engine
+    object counts by its registered name, else as ``"auto"``), not both; not yet validated.
+    The keywords' defaults are :class:`RoundSettings`'s: a keyword at its default is not
+    "given".
 
     Raises
     ------
     ElicitError
         Both ``settings`` and keywords other than their defaults.
     """
+    name = engine if isinstance(engine, str) else getattr(engine, "name", "auto")
+    given = RoundSettings(
+        engine=name if name in ENGINES or isinstance(engine, str) else "auto",
+        utility=utility, utility_target=target, refine=refine,
+        stan_file=None if stan_file is None else os.fspath(stan_file),
+        questions=questions, pool_size=pool_size,  # type: ignore[arg-type]
+        strategy=strategy, seed=seed)
     if settings is None:
-        name = engine if isinstance(engine, str) else getattr(engine, "name", "auto")
-        return RoundSettings(
-            engine=name if name in ENGINES or isinstance(engine, str) else "auto",
-            utility=utility, utility_target=target, refine=refine,
-            stan_file=None if stan_file is None else os.fspath(stan_file),
-            questions=questions, pool_size=pool_size)  # type: ignore[arg-type]
-    if (isinstance(engine, str) and engine != "auto") or stan_file is not None \
-            or (utility, refine, pool_size, target) != ("fast", 10, None, "predictive") \
-            or parse_questions(questions) != PAPER_QUESTIONS:
+        return given
+    defaults = RoundSettings()
+    if (isinstance(engine, str) and engine != defaults.engine) or any(
+            getattr(given, f) != getattr(defaults, f)
+            for f in ("stan_file", "utility", "utility_target", "refine", "pool_size",
+                      "strategy", "seed")) \
+            or parse_questions(questions) != parse_questions(defaults.questions):
         raise ElicitError("give the round's settings either as settings= or as keywords "
                           "(engine=, utility=, ...), not both")
     return settings

@@ -54,7 +54,7 @@ from elicit.elicitation.kinds import (
     model_for,
     parse_questions,
 )
-from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -116,7 +116,7 @@ class Session(SessionState):
     def create(cls, X, y, meta_features=None, feature_names: Sequence[str] | None = None, *,
                path: str | os.PathLike, hyper: Hyper | None = None,
                engine: str | Engine = "auto", utility: str = "fast", refine: int = 10,
-               strategy: str = "sequential", pool_size: int | None = None, seed: int = 0,
+               strategy: str | None = None, pool_size: int | None = None, seed: int = 0,
                texts: Mapping[str, Sequence[str]] | Sequence[Sequence[str]] | None = None,
                y_offset: float = 0.0, description: str = "", standardize: bool = False,
                target_description: str | None = None, expert: str | None = None,
@@ -145,8 +145,8 @@ class Session(SessionState):
             Without ``hyper`` the model is the one the kinds asked need (with feature
             questions the relevance model, ``Hyper(model="relevance")``), else the paper's.
         strategy
-            A registered strategy: ``"sequential"`` (default), ``"nonsequential"``,
-            ``"random"`` or one added with
+            A registered strategy: ``"sequential"`` (the default, also for None),
+            ``"nonsequential"``, ``"random"`` or one added with
             :func:`~elicit.elicitation.strategies.register_strategy`.
         seed
             Seeds the query random stream (see the module docstring).
@@ -194,18 +194,12 @@ class Session(SessionState):
         """
         path = Path(path)
         who = check_expert(expert)
-        if settings is None:
-            settings = RoundSettings(
-                engine=engine if isinstance(engine, str) else "auto", utility=utility,
-                utility_target=utility_target, refine=refine,
-                questions=questions,  # type: ignore[arg-type]
-                pool_size=pool_size, strategy=strategy, seed=seed)
-        elif ((engine if isinstance(engine, str) else "auto", utility, utility_target, refine,
-               pool_size, strategy, seed) != ("auto", "fast", "predictive", 10, None,
-                                              "sequential", 0)
-              or parse_questions(questions) != PAPER_QUESTIONS):
-            raise ElicitError("give the round's settings either as settings= or as keywords "
-                              "(engine=, utility=, ...), not both")
+        settings = given_settings(settings, engine=engine, utility=utility, refine=refine,
+                                  pool_size=pool_size, target=utility_target,
+                                  questions=questions, strategy=strategy, seed=seed)
+        if settings.stan_file is not None:
+            raise ElicitError("a session runs the shipped Stan program; leave "
+                              "settings.stan_file None")
         if hyper is not None and settings.model is not None and hyper.model != settings.model:
             raise ElicitError(f"hyper names model {hyper.model!r} and settings model "
                               f"{settings.model!r}; name it once")

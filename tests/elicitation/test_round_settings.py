@@ -92,6 +92,13 @@ def test_a_session_stores_its_settings_and_gives_them_back(tmp_path):
         assert (s.next_query().i, s.next_query().j) == (first.i, first.j)
     with pytest.raises(ElicitError, match="either as settings= or as keywords"):
         Session.create(X, y, U, path=tmp_path / "c.session", settings=st, seed=1)
+    with pytest.raises(ElicitError, match="either as settings= or as keywords"):
+        Session.create(X, y, U, path=tmp_path / "c.session", settings=st, strategy="random")
+    # a session stores no Stan program: one given in the settings is refused, not dropped
+    with pytest.raises(ElicitError, match="shipped Stan program; leave settings.stan_file"):
+        Session.create(X, y, U, path=tmp_path / "d.session",
+                       settings=dataclasses.replace(st, stan_file="mine.stan"))
+    assert not (tmp_path / "d.session").exists()
 
 
 def test_a_session_file_without_the_newer_settings_opens(tmp_path):
