@@ -92,9 +92,10 @@ def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None,
     hyper = dataclasses.replace(hyper, model=st.model)
     engine = NumpyEngine(hyper.variant, cold_start=POLICIES[policy])
     ref = NumpyEngine(hyper.variant, cold_start=None)
+    # the sweep's round settings (its questions included), with the problem's pool by default
     el = Elicitor(problem.X, problem.y, problem.U, hyper, engine=engine,
-                  utility=st.utility, refine=st.refine, pool_size=problem.pool_size,
-                  candidates=problem.candidates, target=st.utility_target)
+                  settings=dataclasses.replace(st, pool_size=st.pool_size or problem.pool_size),
+                  candidates=problem.candidates)
     mse0 = problem.mse(el)
     c = dict(refits=0, unlikely=0, differ_cold=0, differ_warm_lbfgs=0, differ_any=0,
              differ_any_unlikely=0, cold_higher=0, cold_lower=0, lower=0, lower_unlikely=0,
