@@ -14,6 +14,7 @@ module back to itself. Two modules that need each other share a third, below bot
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -91,9 +92,11 @@ def imports() -> list[Import]:
                     names = [".".join(base + ([node.module] if node.module else []))]
                 else:
                     names = [node.module or ""]
-                # ``from a import b`` of a module b imports a.b too
-                names += [f"{names[0]}.{a.name}" for a in node.names
-                          if f"{names[0]}.{a.name}" in modules]
+                # ``from a import b`` of a module b imports a.b; when every name is a module,
+                # a itself is only run first (as for ``import a.b``), no name read from it
+                subs = [f"{names[0]}.{a.name}" for a in node.names
+                        if f"{names[0]}.{a.name}" in modules]
+                names = subs if len(subs) == len(node.names) else names + subs
             else:
                 continue
             out += [Import(here, n, node.lineno, id(node) not in typing_only) for n in names
@@ -104,7 +107,10 @@ def imports() -> list[Import]:
 def runtime_graph() -> dict[str, dict[str, int]]:
     """module -> {module whose code an import in it runs: the line}, for the imports that run
     (at the top or inside a function). Importing ``a.b.c`` runs the packages ``a`` and
-    ``a.b`` first, except those of the importer, which are running already."""
+    ``a.b`` first, except those of the importer, which are running already; a name imported
+    from the importer's own package (``from a.b import f`` in ``a.b.c``) needs that package's
+    code to have run up to it, so that edge is kept: it closes a circle through the package's
+    ``__init__``."""
     modules = {_module_of(p) for p in PACKAGE.rglob("*.py")}
     graph: dict[str, dict[str, int]] = {}
     for src, dst, line, runs in imports():
@@ -113,7 +119,8 @@ def runtime_graph() -> dict[str, dict[str, int]]:
         parts = dst.split(".")
         for n in range(1, len(parts) + 1):
             ran = ".".join(parts[:n])
-            if ran in modules and not (src == ran or src.startswith(ran + ".")):
+            mine = src == ran or src.startswith(ran + ".")
+            if ran in modules and (not mine or (ran == dst and ran != src)):
                 graph.setdefault(src, {}).setdefault(ran, line)
     return graph
 
@@ -178,9 +185,23 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch):
     assert found[("elicit", "elicit.session.session")] == {False}
     # lazy: a kind of question reads the models' registry only when asked
     assert found[("elicit.elicitation.kinds.relevance", "elicit.model.variants")] == {True}
-    # `from a import b` of a module b imports a and a.b
-    assert ("elicit.model.density", "elicit.model") in found
+    # `from a import b` of a module b imports a.b (a is run first: runtime_graph)
     assert ("elicit.model.density", "elicit.model.terms") in found
+
+
+def test_a_circle_through_a_packages_init_is_found(tmp_path, monkeypatch):
+    """A module that reads a name from its own package while the package's __init__ imports
+    it is a circle; one that imports a sibling module through the package is not."""
+    pkg = tmp_path / "elicit" / "pkg"
+    pkg.mkdir(parents=True)
+    (tmp_path / "elicit" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from elicit.pkg.base import f\n\ng = 1\n")
+    (pkg / "base.py").write_text("def f():\n    from elicit.pkg import g\n    return g\n")
+    (pkg / "other.py").write_text("from elicit.pkg import base\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "elicit")
+    graph = runtime_graph()
+    assert circles(graph) == [["elicit.pkg", "elicit.pkg.base"]]
+    assert set(graph["elicit.pkg.other"]) == {"elicit.pkg.base"}
 
 
 def test_no_import_circle_within_a_subpackage():
