@@ -82,6 +82,10 @@ def test_questions_as_rows_and_queries():
     with pytest.raises(ElicitError, match=r"^\(4, None\) is a question about one feature, "
                                           r"which kinds relevance, direction ask; say which"):
         kind_for(4, None, "dont_know")
+    # a pair's answer to a question about one feature: said so, not "say which kind"
+    with pytest.raises(ElicitError, match=r"^\(4, None\) is a question about one feature, and "
+                                          r"similar answers pair questions, about 2 feature"):
+        kind_for(4, None, "similar")
     # the elicitor's questions: a kind named is checked against those asked and the arity; an
     # answer of a kind not asked about one feature does not decide (its parse then refuses it)
     assert kind_for(4, None, "similar", among=BEFORE_KINDS).name == "relevance"

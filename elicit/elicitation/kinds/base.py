@@ -513,6 +513,9 @@ def kind_for(i: int, j: int | None, answer: object = None,
     if not fit:
         raise ElicitError(f"{shown} is a question about {what}, which this elicitation does "
                           f"not ask (questions={spell_questions(names)!r})")
+    if said is not None:  # an answer of a kind about another number of features
+        raise ElicitError(f"{shown} is a question about {what}, and {answer!s:.40} answers "
+                          f"{KINDS[said].label}, about {KINDS[said].arity} feature(s)")
     raise ElicitError(f"{shown} is a question about {what}, which kinds "
                       f"{', '.join(k.name for k in fit)} ask; say which: (kind, i, j)")
 
