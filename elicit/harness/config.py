@@ -13,15 +13,15 @@ So a new option is one field, declared once with its kind; :meth:`Recorded.to_js
 
 The settings of the question rounds are one object,
 :class:`~elicit.elicitation.settings.RoundSettings`, which every configuration holds as its
-``settings`` field and records whole: a sweep's configuration is given it
-(:func:`round_settings`), an experiment's builds it from its own options of the same names
-(:func:`composed`, :func:`round_setting`).
+``settings`` field (:func:`round_settings`) and records whole; an experiment's configuration
+takes its entries as keywords too (:class:`RoundKeywords`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from dataclasses import field, fields
+from dataclasses import InitVar, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from elicit.elicitation.settings import RoundSettings
@@ -44,31 +44,44 @@ def setting(default: Any, record: Callable[[Any], dict] | None = None,
                                             "legacy": legacy, "read": read})
 
 
-def round_settings() -> Any:
-    """The field of a sweep's round settings (:class:`~elicit.elicitation.settings.RoundSettings`,
-    default the paper's): ``config.json`` records each of its entries under its own name
-    (:meth:`~elicit.elicitation.settings.RoundSettings.to_json`), as the folders written before
-    the object existed did, and reads it back with their values for the entries they lack."""
-    return setting(RoundSettings(), record=lambda c: c.settings.to_json(),
-                   read=lambda d: RoundSettings.from_json(d, LEGACY_CONFIG))
+def round_settings(default: RoundSettings | None = None,
+                   legacy: dict[str, Any] | None = None) -> Any:
+    """The ``settings`` field (default the paper's): ``config.json`` records each entry under
+    its own name (:meth:`~elicit.elicitation.settings.RoundSettings.to_json`), as the folders
+    before the object did, whose lacking entries are ``legacy``'s or ``LEGACY_CONFIG``'s."""
+    return setting(default or RoundSettings(), record=lambda c: c.settings.to_json(),
+                   read=lambda d: RoundSettings.from_json(d, {**LEGACY_CONFIG, **(legacy or {})}))
 
 
-def round_setting(default: Any, record: Callable[[Any], dict] | None = None,
-                  legacy: Any = None) -> Any:
-    """An option of an experiment that is one of its round settings (``engine``, ``model``,
-    ...), which its :func:`composed` ``settings`` is made of: a :func:`setting` (recorded
-    where the folders written before the settings were one object have it; the
-    ``settings`` record the rest)."""
-    return setting(default, record=record, legacy=legacy)
+#: the keywords of :class:`RoundKeywords`, in the order of its fields
+_KEYWORDS = tuple(f.name for f in fields(RoundSettings) if f.name != "strategy")
 
 
-def composed() -> Any:
-    """The ``settings`` field of an experiment's configuration: the
-    :class:`~elicit.elicitation.settings.RoundSettings` it builds, in its ``__post_init__``,
-    from its :func:`round_setting` fields (:meth:`Recorded.compose_settings`); recorded whole
-    (an entry its fields recorded keeps its place and value), not given."""
-    return field(init=False, default=None, metadata={
-        "setting": True, "record": lambda c: c.settings.to_json(), "composed": True})
+@dataclass(frozen=True, kw_only=True)
+class RoundKeywords:
+    """The round settings as keywords of an experiment's configuration (``engine="numpy"``,
+    ...), a convenience: each one given (not None) replaces its entry of ``settings``, which
+    alone holds them (``cfg.settings.engine``). A subclass checks itself in ``check``."""
+
+    settings: RoundSettings = round_settings()
+    model: InitVar[str | None] = None
+    engine: InitVar[str | None] = None
+    utility: InitVar[str | None] = None
+    utility_target: InitVar[str | None] = None
+    refine: InitVar[int | None] = None
+    stan_file: InitVar[str | os.PathLike | None] = None
+    questions: InitVar[object] = None
+    pool_size: InitVar[int | None] = None
+    seed: InitVar[int | None] = None
+
+    def __post_init__(self, *given: Any) -> None:
+        keywords = {k: v for k, v in zip(_KEYWORDS, given, strict=True) if v is not None}
+        object.__setattr__(self, "settings", replace(self.settings, **keywords))
+        self.check()
+
+    def check(self) -> None:
+        """Check the configuration and resolve its settings (``settings.validate()``)."""
+        object.__setattr__(self, "settings", self.settings.validate())
 
 
 def option(default: Any) -> Any:
@@ -83,16 +96,19 @@ class Recorded:
 
     #: ``config.json``'s constant entries before the settings (the experiment's name, say)
     RECORD_HEAD: ClassVar[dict[str, object]] = {}
+    #: ``config.json``'s keys in the order its folders have them (the round settings' among
+    #: the others', as when they were fields of their own); the keys not named follow
+    RECORD_ORDER: ClassVar[tuple[str, ...]] = ()
 
     def to_json(self) -> dict:
         """What ``config.json`` records: the settings the results depend on, in the order of
-        the fields."""
+        :attr:`RECORD_ORDER`, then of the fields."""
         out = dict(self.RECORD_HEAD)
         for f in fields(self):  # type: ignore[arg-type]
             if f.metadata.get("setting"):
                 record = f.metadata["record"]
                 out.update(record(self) if record else {f.name: getattr(self, f.name)})
-        return out
+        return {**{k: out[k] for k in self.RECORD_ORDER if k in out}, **out}
 
     @classmethod
     def recorded(cls, d: dict) -> dict[str, Any]:
@@ -100,8 +116,6 @@ class Recorded:
         value the sweeps before it used (see :func:`setting`)."""
         out = {}
         for f in fields(cls):  # type: ignore[arg-type]
-            if f.metadata.get("composed"):
-                continue  # made from the other fields
             if f.metadata.get("read"):
                 out[f.name] = f.metadata["read"](d)
             elif f.metadata.get("setting"):
@@ -109,17 +123,3 @@ class Recorded:
                 out[f.name] = d.get(f.name, legacy if legacy is not None
                                     else LEGACY_CONFIG.get(f.name, f.default))
         return out
-
-    def compose_settings(self, **given: Any) -> None:
-        """Set the :func:`composed` ``settings`` from the fields of the same names as
-        :class:`~elicit.elicitation.settings.RoundSettings`' (``given`` overrides or adds
-        some), checked (:meth:`~elicit.elicitation.settings.RoundSettings.validate`); the
-        resolved model and questions are written back to their fields."""
-        names = [f.name for f in fields(RoundSettings)]
-        mine = {f.name for f in fields(self)}  # type: ignore[arg-type]
-        settings = RoundSettings(**{**{n: getattr(self, n) for n in names if n in mine},
-                                    **given}).validate()
-        object.__setattr__(self, "settings", settings)
-        for n in ("model", "questions"):
-            if n in mine:
-                object.__setattr__(self, n, getattr(settings, n))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import KW_ONLY, MISSING, dataclass
+from dataclasses import KW_ONLY, MISSING, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -37,7 +37,7 @@ from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_que
 from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.harness.config import Recorded, composed, option, round_setting, setting
+from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
 from elicit.harness.sweep import SweepConfig, default_model
 from elicit.model.simulate import N_FEATURES
@@ -122,7 +122,7 @@ def _positive_int(value: object, what: str) -> int:
 # --------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class SyntheticConfig(Recorded):
+class SyntheticConfig(Recorded, RoundKeywords):
     """The settings of the synthetic experiment (``elicit synthetic``; Figs. 3 and 4).
 
     Parameters
@@ -133,6 +133,9 @@ class SyntheticConfig(Recorded):
         Questions per run and strategy.
     strategies
         Query strategies to run.
+    settings
+        The question rounds' settings (:class:`~elicit.elicitation.settings.RoundSettings`);
+        the keywords ``seed``, ``engine``, ``model``, ... below replace their entries.
     seed
         The sweep seed (run r's data come from ``SeedSequence([seed, r])``; with ``problems``
         it seeds only the query streams).
@@ -174,26 +177,18 @@ class SyntheticConfig(Recorded):
     """
 
     RECORD_HEAD: ClassVar[dict[str, object]] = {"experiment": "synthetic"}
+    RECORD_ORDER = ("experiment", "seed", "rounds", "n_train", "problems", "problems_sha256",
+                    "engine", "utility", "refine", "stan_file", "stan_file_sha256",
+                    "threshold_mean", "model", "utility_target", "questions")
 
     _: KW_ONLY
-    seed: int = setting(0)
     rounds: int = setting(100)
     n_train: int = setting(20, record=lambda c: {
         "n_train": None if c.problems is not None else c.n_train})
     problems: str | None = setting(None, record=lambda c: (
         ProblemsDir(c.problems).settings() if c.problems is not None
         else {"problems": None, "problems_sha256": None}))
-    # the round settings (composed into ``settings``, which records them whole)
-    engine: str = round_setting("auto")
-    utility: str = round_setting("fast")
-    refine: int = round_setting(10)
-    stan_file: str | None = round_setting(None, record=lambda c: c.settings.stan_settings())
     threshold_mean: float | Literal["auto"] | None = setting(None)
-    model: str = round_setting(None)      # None: by the questions (default_model)
-    utility_target: str = round_setting("predictive")
-    questions: str = round_setting(spell_questions(PAPER_QUESTIONS))
-    #: the question rounds' settings, made from the round settings above and ``seed``
-    settings: RoundSettings = composed()
     pool: str = setting(None)       # None: by the questions (default_pool)
     irrelevant: int = setting(0)
     runs: int | None = option(None)
@@ -202,10 +197,9 @@ class SyntheticConfig(Recorded):
     cluster: str | None = option(None)
     check_engine: bool | str = option(False)
 
-    def __post_init__(self) -> None:
-        questions = spell_questions(self.questions)
-        object.__setattr__(self, "questions", questions)
-        object.__setattr__(self, "pool", check_pool(self.pool, questions))
+    def check(self) -> None:
+        """Check the options and resolve ``runs``, ``pool`` and the settings."""
+        object.__setattr__(self, "pool", check_pool(self.pool, self.settings.questions))
         n_irr = self.irrelevant
         if isinstance(n_irr, bool) or not isinstance(n_irr, int) \
                 or not 0 <= n_irr <= N_FEATURES - 2:
@@ -224,10 +218,8 @@ class SyntheticConfig(Recorded):
                                   f"--runs {runs}; give --runs {n} or more files")
             runs = n if runs is None else runs
         object.__setattr__(self, "runs", 50 if runs is None else runs)
-        if self.stan_file is not None:
-            object.__setattr__(self, "stan_file", os.fspath(self.stan_file))
         _positive_int(self.n_train, "n_train")
-        self.compose_settings()
+        super().check()
         self.sweep_config()  # checks the sweep's settings
 
     @property
@@ -342,12 +334,12 @@ SourceSpec = str | DataSource | Callable[[], DataSource]
 
 
 @dataclass(frozen=True)
-class RealDataConfig(Recorded):
+class RealDataConfig(Recorded, RoundKeywords):
     """The settings of the real-data experiment on one data set (``elicit realdata``).
 
     Made, every option is checked and the presets are resolved: ``standardize``, ``tau2``,
-    ``meta_features``, ``meta_dim``, ``model`` and ``utility_target`` hold the values the
-    sweep uses, and ``source`` is a :class:`~elicit.data.sources.DataSource`.
+    ``meta_features``, ``meta_dim``, ``settings.model`` and ``settings.utility_target`` hold the
+    values the sweep uses, and ``source`` is a :class:`~elicit.data.sources.DataSource`.
 
     Parameters
     ----------
@@ -360,6 +352,8 @@ class RealDataConfig(Recorded):
         Runs ``0..runs-1``, each with ``rounds`` questions per strategy.
     strategies
         Query strategies to run.
+    settings
+        As for :class:`SyntheticConfig`; by default with :data:`POOL_SIZE` candidate pairs.
     seed
         The sweep seed (every run's split and random streams derive from it).
     jobs
@@ -420,25 +414,23 @@ class RealDataConfig(Recorded):
         with pair questions only, ``"open"`` with feature questions.
     """
 
+    RECORD_ORDER = ("dataset", "data_dir", "corpus", "corpus_sha256", "text_field",
+                    "rating_field", "min_df", "seed", "rounds", "standardize", "tau2",
+                    "pool_size", "expert_rule", "expert_nonzero", "engine", "utility", "refine",
+                    "model", "utility_target", "questions", "stan_file", "stan_file_sha256",
+                    "strategy")
+
     source: SourceSpec = setting(MISSING, record=lambda c: c.data.config())
     _: KW_ONLY
-    seed: int = setting(0)
+    # the paper's pool of candidate pairs, also for the sweeps before it was recorded
+    settings: RoundSettings = round_settings(RoundSettings(pool_size=POOL_SIZE),
+                                             legacy={"pool_size": POOL_SIZE})
     rounds: int = setting(100)
     # Sweeps written before the standardisation was recorded used the training statistics.
     standardize: str | None = setting(None, legacy="train")
     tau2: float | str | None = setting(None)
-    # the round settings (composed into ``settings``, which records them whole) among others
-    pool_size: int = round_setting(POOL_SIZE, legacy=POOL_SIZE)
     expert_rule: str = setting("target")
     expert_nonzero: int = setting(40)
-    engine: str = round_setting("auto")
-    utility: str = round_setting("fast")
-    refine: int = round_setting(10)
-    model: str = round_setting(None)      # None: by the questions (default_model)
-    utility_target: str = round_setting("predictive")
-    questions: str = round_setting(spell_questions(PAPER_QUESTIONS))
-    #: the question rounds' settings, made from the round settings above and ``seed``
-    settings: RoundSettings = composed()
     pool: str = setting(None)       # None: by the questions (default_pool)
     # None: not given (resolve_meta_features)
     meta_features: str | os.PathLike | None = setting(
@@ -454,13 +446,14 @@ class RealDataConfig(Recorded):
     check_engine: bool | str = option(False)
     memo: str | os.PathLike | None = option(None)
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        """Check the options, resolve the presets, then make the source."""
         def put(key: str, value: object) -> None:
             object.__setattr__(self, key, value)
 
         # The questions first: they decide the default model and pool.
-        questions = spell_questions(self.questions)
-        put("questions", questions)
+        st = self.settings
+        questions = spell_questions(st.questions)
         put("pool", check_pool(self.pool, questions))
         if parse_questions(questions) != PAPER_QUESTIONS and (self.paper or self.recommended):
             preset = "--paper" if self.paper else "--recommended"
@@ -469,31 +462,31 @@ class RealDataConfig(Recorded):
         # The presets, resolved into the values the sweep uses.
         chosen = resolve_recommended(self.recommended, self.paper,
                                      meta_features=self.meta_features, meta_dim=self.meta_dim,
-                                     model=default_model(questions) if self.model is None
-                                     else self.model,
-                                     utility_target=self.utility_target)
+                                     model=default_model(questions) if st.model is None
+                                     else st.model,
+                                     utility_target=st.utility_target)
+        model, target = str(chosen.pop("model")), str(chosen.pop("utility_target"))
+        put("settings", replace(st, model=model, utility_target=target))
         for key, value in chosen.items():
             put(key, value)
         mf, dim = resolve_meta_features(self.paper, self.meta_features, self.meta_dim)
-        put("meta_features", mf)
+        put("meta_features", os.fspath(mf))
         put("meta_dim", dim)
         std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)
         put("standardize", std)
         put("tau2", tau2)
-        if self.paper and self.model != PAPER:
-            raise ElicitError(f"--paper runs the paper's model; drop --model {self.model} or "
-                              "--paper")
+        if self.paper and model != PAPER:
+            raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
         # The other options.
-        _positive_int(self.pool_size, "pool_size")
+        _positive_int(self.settings.pool_size, "pool_size")
         _positive_int(self.expert_nonzero, "expert_nonzero")
         if self.expert_rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {self.expert_rule!r}: use one of "
                               f"{', '.join(RULES)}")
-        put("meta_features", os.fspath(mf))
         meta_config(mf, dim)
         if mf in EMBEDDINGS:
             check_meta_dim(dim)
-        self.compose_settings()
+        super().check()
         self._sweep_config("")  # checks the sweep's settings
         # The data, last: a wrong option is reported before any data are read.
         src = self.source
@@ -531,7 +524,7 @@ class RealDataConfig(Recorded):
         """Run ``run``'s split, standardisation and meta-features
         (:meth:`elicit.data.sources.DataSource.run`)."""
         assert self.meta_features is not None and self.meta_dim is not None  # resolved
-        return self.data.run(self.seed, run, standardize=str(self.standardize),
+        return self.data.run(self.settings.seed, run, standardize=str(self.standardize),
                              meta_features=self.meta_features, meta_dim=self.meta_dim)
 
     @classmethod

@@ -99,7 +99,8 @@ def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.n
     paper's pool, None = every feature with the open one; None for the other models)."""
     rd = cfg.run_data(run)
     expert = run_expert(cfg, rd)
-    cands = pool_candidates(cfg, expert) if get_model(cfg.model).known_coupling else None
+    known = get_model(str(cfg.settings.model)).known_coupling
+    cands = pool_candidates(cfg, expert) if known else None
     return rd, expert, cands
 
 
@@ -130,8 +131,8 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
                           "keywords, so there is no answerable pair to ask")
     return RunProblem(
         rd.X_train, rd.y_train, rd.U, rd.X_test, rd.y_test, expert,
-        Hyper(variant="fixed", tau2=tau2, model=cfg.model), y_offset=rd.y_mean,
-        candidates=cands, pool_size=cfg.pool_size,
+        Hyper(variant="fixed", tau2=tau2, model=str(cfg.settings.model)), y_offset=rd.y_mean,
+        candidates=cands, pool_size=cfg.settings.pool_size,
         extra={"expert": expert.summary(), "split_seed": rd.seed, "tau2": tau2,
                "standardize": rd.standardize, "meta_features": rd.meta_features,
                "meta_dim": rd.meta_dim})
@@ -145,7 +146,7 @@ def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -
     cfg
         The experiment: data, seed, standardisation, meta-features, expert, pool, model.
     run
-        The run; its split uses :func:`elicit.data.sources.split_seed` ``(cfg.seed, run)``.
+        The run; its split uses :func:`elicit.data.sources.split_seed` ``(cfg.settings.seed, run)``.
     tau2
         The run's fixed prior scale tau^2 (default ``cfg.tau2``, which must then be a
         number rather than ``"cv"``).
@@ -194,7 +195,8 @@ class RealDataMaker:
         return self.cfg.to_json()
 
     def __call__(self, seed: int, run: int) -> RunProblem:
-        cfg = self.cfg if seed == self.cfg.seed else dataclasses.replace(self.cfg, seed=seed)
+        same = seed == self.cfg.settings.seed
+        cfg = self.cfg if same else dataclasses.replace(self.cfg, seed=seed)
         return realdata_problem(cfg, run, self.tau2_for(run))
 
 

@@ -196,7 +196,7 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
                baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                          ceiling_label(n_ans): refs["ceiling"],
                                          REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
-    paper = parse_questions(cfg.questions) == PAPER_QUESTIONS
+    paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
     # per strategy, the mean number of questions of the kinds beside the paper's pairs
     features = {} if paper else {
         s: float(np.mean([sum(k not in PAPER_QUESTIONS
@@ -218,6 +218,6 @@ def questions_note(cfg: RealDataConfig) -> str:
     """``"; questions both, pool: ..."`` for a sweep with feature questions or another pool
     than the paper's (the pool's label says "best case" where it leaks the expert's
     relevance knowledge), else empty."""
-    if parse_questions(cfg.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
+    if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
-    return f"; questions {cfg.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"
+    return f"; questions {cfg.settings.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

@@ -175,8 +175,8 @@ def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | 
     ``cands`` of :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV
     error: the tau^2 a sweep with ``tau2="cv"`` fixes for the run."""
     return cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
-                   rng=np.random.default_rng(run_stream(cfg.seed, run, STREAM_TAU2_CV)),
-                   model=cfg.model,
+                   rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
+                   model=str(cfg.settings.model),
                    candidates=cands if cands is not None and len(cands) else None)
 
 
@@ -201,10 +201,10 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
     tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
     # The reference ceiling of the sweep's model, tau2, expert and candidates.
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
-    ceil = ceiling(problem, cfg.engine, cfg.questions)
+    ceil = ceiling(problem, cfg.settings.engine, cfg.settings.questions)
     yard = piece["yardstick"]
-    mixed = {} if parse_questions(cfg.questions) == PAPER_QUESTIONS else {
-        "questions": cfg.questions, "pool": cfg.pool,
+    mixed = {} if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS else {
+        "questions": cfg.settings.questions, "pool": cfg.pool,
         "n_feature_answers": ceil.n_feature_answers, "n_relevant": ceil.n_relevant}
     return {
         "version": RUNINFO_VERSION, "run": run, "split_seed": rd.seed,
@@ -251,9 +251,10 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
     memo = Memo(cfg.memo)
     data = {"X_train": rd.X_train, "y_train": rd.y_train, "X_test": rd.X_test,
             "y_test": rd.y_test, "y_mean": float(rd.y_mean)}
-    stream = {"seed": int(cfg.seed), "run": int(run)}
+    seed = cfg.settings.seed
+    stream = {"seed": int(seed), "run": int(run)}
     grid = tuple(float(g) for g in grid)
-    bl_state = int(run_stream(cfg.seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
+    bl_state = int(run_stream(seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     baselines = memo("baselines", MEMO_VERSION,
                      {**data, "random_state": bl_state, "sklearn": sklearn.__version__},
                      lambda: fit_baselines(rd.X_train, rd.y_train, rd.X_test, rd.y_test,
@@ -267,7 +268,7 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
     pairs = cands if cands is not None and len(cands) else None
     got = memo("tau2_cv", MEMO_VERSION,
                {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": grid, **stream,
-                "stream": STREAM_TAU2_CV, "model": cfg.model, "candidates": pairs}, cv)
+                "stream": STREAM_TAU2_CV, "model": cfg.settings.model, "candidates": pairs}, cv)
     eng = get_engine("numpy", "fixed")
     no_fb = memo("no_feedback", MEMO_VERSION,
                  {**data, "U": rd.U, "tau2": NO_FEEDBACK_TAU2, "engine": "numpy"},
@@ -288,7 +289,7 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
 def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
                grid: Sequence[float] = SWEEP_TAU2_GRID):
     # the CV's folds are the sweep's: the same stream as the run's tau2 CV
-    rng = np.random.default_rng(run_stream(cfg.seed, run, STREAM_TAU2_CV))
+    rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV))
     return expert_yardstick(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
                             expert.coef_, rng=rng, grid=grid)
 

@@ -273,12 +273,13 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
     coupled = None if cands is None else coupled_features(rd.p, cands)
     X_pool, y_pool = expert_pool(rd, cfg.data.load())
     eng = get_engine("numpy", "fixed")
-    data, fit, _ = initial_fit(rd, tau2, eng, cfg.model, coupled)
+    model = str(cfg.settings.model)
+    data, fit, _ = initial_fit(rd, tau2, eng, model, coupled)
     for method in methods:
         m_idx = SAMPLE_METHODS.index(method)
-        rng = np.random.default_rng(run_stream(cfg.seed, run, STREAM_SAMPLES + m_idx))
+        rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_SAMPLES + m_idx))
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
-                                   stop_level, eng, start=(data, fit), model=cfg.model,
+                                   stop_level, eng, start=(data, fit), model=model,
                                    coupled=coupled)
         store.write(store.samples_path(method, run), curve.to_json())
 

@@ -125,7 +125,7 @@ def run_synthetic(cfg: SyntheticConfig, out: str | Path,
     sweep_cfg = cfg.sweep_config()
     df = sweep(maker, sweep_cfg, store, progress=progress)
     if "sequential" in sweep_cfg.strategies and cfg.problems is None:
-        prob = maker(cfg.seed, 0)
+        prob = maker(cfg.settings.seed, 0)
         gammas = load_part(store, sweep_cfg, "sequential", 0)["gammas"]
         panels = {"K_opt": prob.extra["K_opt"]}
         for t in sweep_cfg.snapshots:

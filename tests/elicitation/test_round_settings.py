@@ -17,7 +17,7 @@ from elicit.errors import ElicitError
 from elicit.harness.store import LEGACY_CONFIG, SweepStore, settings_difference
 from elicit.harness.sweep import SweepConfig, sweep
 from elicit.model.spec import Hyper
-from elicit.paper.configs import SyntheticConfig
+from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.synthetic import SyntheticMaker, run_synthetic
 
 
@@ -131,6 +131,18 @@ def test_every_configuration_holds_the_settings_and_records_them_whole():
         assert RoundSettings.from_json(recorded) == cfg.settings
         assert cfg.settings.to_json().items() <= recorded.items()
     assert SyntheticConfig.from_json(cfg.to_json(), runs=1) == cfg
+
+
+def test_a_configuration_holds_the_settings_once_and_its_keywords_replace_entries():
+    given = RoundSettings(engine="numpy", refine=3, seed=2)
+    cfg = SyntheticConfig(settings=given, refine=5)
+    assert cfg.settings == dataclasses.replace(given, refine=5).validate()
+    assert cfg == SyntheticConfig(engine="numpy", refine=5, seed=2)
+    assert dataclasses.replace(cfg, seed=7).settings == dataclasses.replace(cfg.settings, seed=7)
+    # no copy of a round setting beside ``settings``
+    round_names = {f.name for f in dataclasses.fields(RoundSettings)}
+    for cls in (SyntheticConfig, RealDataConfig):
+        assert not round_names & {f.name for f in dataclasses.fields(cls)}
 
 
 _OLDER_SWEEP = {"dataset": "mine", "rounds": 2, "seed": 0, "engine": "numpy",

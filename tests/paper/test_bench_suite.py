@@ -108,14 +108,16 @@ def test_cli_refuses_an_unknown_figure_in_one_line(tmp_path, capsys):
 def test_steps_build_the_reproduction_configs():
     s = StepSettings(runs=3, real_runs=2, rounds=7, mixed_runs=1, mixed_rounds=4, refine=5)
     syn = step_config("synthetic", s)
-    assert isinstance(syn, SyntheticConfig) and (syn.runs, syn.rounds, syn.refine) == (3, 7, 5)
+    assert isinstance(syn, SyntheticConfig)
+    assert (syn.runs, syn.rounds, syn.settings.refine) == (3, 7, 5)
     paper = step_config("amazon-paper", s)
     assert isinstance(paper, RealDataConfig) and paper.paper and paper.runs == 2
     rec = step_config("yelp-recommended", s)
     assert isinstance(rec, RealDataConfig) and rec.recommended
     mixed = step_config("amazon-mixed", s)
     assert isinstance(mixed, RealDataConfig)
-    assert (mixed.questions, mixed.pool, mixed.runs, mixed.rounds) == ("both", "open", 1, 4)
+    assert (mixed.settings.questions, mixed.pool, mixed.runs) == ("both", "open", 1)
+    assert mixed.rounds == 4
     assert step_config("table1", s) is None
     assert [st for st in STEPS if s.runs_of(st) == 1] == list(MIXED_STEPS)
     with pytest.raises(ElicitError, match="unknown step"):

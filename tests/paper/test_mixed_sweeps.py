@@ -29,10 +29,10 @@ SMALL = dict(runs=1, rounds=2, seed=1, engine="numpy", strategies=("random",))
 
 def test_questions_pick_the_model_and_pool_and_are_recorded():
     paper = SyntheticConfig()
-    assert (paper.questions, paper.pool, paper.model, paper.irrelevant) == \
+    assert (paper.settings.questions, paper.pool, paper.settings.model, paper.irrelevant) == \
         ("pairs", "paper", "paper", 0)
     mixed = SyntheticConfig(questions="both")
-    assert (mixed.pool, mixed.model) == ("open", "relevance")
+    assert (mixed.pool, mixed.settings.model) == ("open", "relevance")
     assert mixed.sweep_config().settings.questions == "both"
     rec = mixed.to_json()
     assert (rec["questions"], rec["pool"], rec["model"], rec["irrelevant"]) == \

@@ -162,7 +162,7 @@ def test_realdata_config_json_round_trip(tmp_path):
         RealDataConfig.from_json(d)
     # a recommended configuration records the recommended settings, not the flag
     rec = RealDataConfig(DataSource("amazon", data_dir="/nowhere"), recommended=True)
-    assert (rec.model, rec.meta_features, rec.meta_dim) == ("known-coupling", "ppmi", 10)
+    assert (rec.settings.model, rec.meta_features, rec.meta_dim) == ("known-coupling", "ppmi", 10)
     assert "recommended" not in rec.to_json() and rec.fixed_tau2 is None
 
 

@@ -176,7 +176,7 @@ def test_reproduce_steps(tmp_path, monkeypatch, capsys):
 
     for cfg, _ in calls:
         assert cfg.recommended and not cfg.paper
-        assert {k: getattr(cfg, k) for k in RECOMMENDED} == RECOMMENDED
+        assert {k: cfg.to_json()[k] for k in RECOMMENDED} == RECOMMENDED
 
 
 def test_doc_link_works_from_inside_and_outside_the_checkout(tmp_path):
@@ -223,8 +223,8 @@ def test_reproduce_mixed_steps(tmp_path, monkeypatch):
                                                     ("yelp", "yelp-mixed"),
                                                     ("kitchen", "kitchen-mixed")]
     for cfg, _ in calls:
-        assert (cfg.questions, cfg.pool, cfg.runs, cfg.rounds) == ("both", "open", 3, 7)
-        assert cfg.model == "relevance" and not cfg.recommended and not cfg.paper
+        assert (cfg.settings.questions, cfg.pool, cfg.runs, cfg.rounds) == ("both", "open", 3, 7)
+        assert cfg.settings.model == "relevance" and not cfg.recommended and not cfg.paper
     # the defaults: MIXED_RUNS x MIXED_ROUNDS
     args, _ = mod.parse_args(["--out", str(tmp_path)])
     assert (args.mixed_runs, args.mixed_rounds) == (mod.MIXED_RUNS, mod.MIXED_ROUNDS)
