@@ -102,6 +102,10 @@ class SweepConfig(Recorded):
         if not isinstance(self.settings, RoundSettings):
             raise ElicitError(f"settings must be an elicit RoundSettings, got "
                               f"{type(self.settings).__name__}")
+        if self.settings.strategy is not None:
+            raise ElicitError(f"a sweep runs each of its strategies= "
+                              f"({', '.join(self.strategies)}); leave settings.strategy None, "
+                              f"not {self.settings.strategy!r}")
         tm = self.threshold_mean
         if tm is not None and tm != "auto" and (isinstance(tm, (bool, str))
                                                  or not np.isfinite(tm) or not tm > 0):

@@ -123,6 +123,16 @@ def test_a_session_file_without_the_newer_settings_opens(tmp_path):
         assert s.elicitor.settings.questions == "pairs"
 
 
+def test_a_sweep_refuses_a_strategy_in_its_settings():
+    """A sweep runs each of its strategies: one named in the settings would be recorded in
+    config.json but not run, and would make a later rerun with the same results "other
+    settings"."""
+    with pytest.raises(ElicitError, match=r"^a sweep runs each of its strategies= \(random\); "
+                                          r"leave settings.strategy None, not 'sequential'$"):
+        SweepConfig("x", 1, 1, strategies=("random",),
+                    settings=RoundSettings(strategy="sequential"))
+
+
 def test_every_configuration_holds_the_settings_and_records_them_whole():
     cfg = SyntheticConfig(runs=1, rounds=2, engine="numpy", questions="both", refine=3)
     assert cfg.settings == RoundSettings(engine="numpy", questions="both", refine=3).validate()
