@@ -14,9 +14,10 @@ from elicit.elicitation.answers import Answer, GroupOracle, ask
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.features import FeatureScorer
 from elicit.elicitation.kinds import KINDS, model_for
-from elicit.elicitation.questions import NO_FEATURE, Query, feature_rows
+from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.strategies import STRATEGIES, round_pool
+from elicit.elicitation.table import feature_rows
 from elicit.elicitation.utility import (
     PREDICTIVE_EXACT,
     PREDICTIVE_FAST,

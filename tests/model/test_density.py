@@ -16,7 +16,8 @@ from scipy import stats
 from elicit.model.density import hessian, hessian_base, log_density
 from elicit.model.kernel import kernel
 from elicit.model.marginal import Marginal
-from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, Hyper, ModelData
+from elicit.model.priors import GAMMA_MEAN, GAMMA_SD
+from elicit.model.spec import Hyper, ModelData
 from elicit.model.theta import split_theta
 
 
