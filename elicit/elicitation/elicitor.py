@@ -253,13 +253,6 @@ class Elicitor:
         return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)),
                                    closed)
 
-    def open_mask(self) -> np.ndarray:
-        """Which questions may still be asked, as a mask over the table (listed: for small
-        tables; :meth:`open_questions` lists nothing)."""
-        ok = np.zeros(len(self.table), bool)
-        ok[self.open_questions().indices()] = True
-        return ok
-
     def unasked(self) -> np.ndarray:
         """The questions that may still be asked, as rows (:meth:`open_questions`)."""
         return self.table.rows(self.open_questions().indices())

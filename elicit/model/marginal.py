@@ -318,11 +318,6 @@ class Marginal:
         return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
             - w * float(m @ Sm)
 
-    @property
-    def n_dirs(self) -> int:
-        """Number of parameters :meth:`directions` covers without tau2 (d, plus zeta)."""
-        return self.U.shape[1] + (self.scales is not None)
-
     def _B_dirs(self, learned: bool) -> np.ndarray:
         """B_a = dB/dtheta_a for each gamma_l (and tau2, and zeta): shape (k, n, n).
 

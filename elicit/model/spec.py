@@ -119,11 +119,6 @@ class Hyper:
     def with_threshold_mean(self, m: float) -> Hyper:
         return replace(self, threshold_mean=float(m))
 
-    @property
-    def xi_sd(self) -> float:
-        """Prior sd of xi relative to its mean m (``xi ~ N+(m, xi_sd * m)``)."""
-        return get_model(self.model).threshold_sd
-
 
 @dataclass(frozen=True)
 class Params:
