@@ -20,6 +20,7 @@ from pathlib import Path
 from elicit.cli.argtypes import (
     ENGINE_HELP,
     OneLineParser,
+    add_command,
     add_meta_options,
     add_model_option,
     add_utility_target_option,
@@ -30,7 +31,6 @@ from elicit.cli.argtypes import (
     questions,
     questions_help,
     strategy,
-    with_options,
 )
 from elicit.cli.oneline import run_command
 from elicit.errors import ElicitError
@@ -72,29 +72,22 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
 
     Each sub-command sets ``args.session_func``; run it with
     :func:`elicit.cli.oneline.run_command`. With ``commands``, only those get their options
-    (:func:`~elicit.cli.argtypes.with_options`).
+    (:func:`~elicit.cli.argtypes.add_command`).
     """
-    p = subparsers.add_parser("session", help="create real-expert sessions",
-                              description="Create real-expert sessions.")
-    if with_options("session", commands):
-        _session_options(p)
-    a = subparsers.add_parser("ask", help="answer questions in the terminal",
-                              description="Answer the session's questions in the terminal.")
-    if with_options("ask", commands):
-        _ask_options(a)
-    s = subparsers.add_parser("serve", help="answer questions in a web page",
-                              description="Serve the session's questions as a web page.")
-    if with_options("serve", commands):
-        _serve_options(s)
-    h = subparsers.add_parser("history", help="print the answers of a session",
-                              description="Print the answers of a session.")
-    if with_options("history", commands):
-        _history_options(h)
-    e = subparsers.add_parser("export", help="export the learned prior (.nc/.json) or the "
-                                             "history (.csv)",
-                              description="Export the learned prior or the history.")
-    if with_options("export", commands):
-        _export_options(e)
+    add_command(subparsers, "session", commands, _session_options,
+                help="create real-expert sessions", description="Create real-expert sessions.")
+    add_command(subparsers, "ask", commands, _ask_options,
+                help="answer questions in the terminal",
+                description="Answer the session's questions in the terminal.")
+    add_command(subparsers, "serve", commands, _serve_options,
+                help="answer questions in a web page",
+                description="Serve the session's questions as a web page.")
+    add_command(subparsers, "history", commands, _history_options,
+                help="print the answers of a session",
+                description="Print the answers of a session.")
+    add_command(subparsers, "export", commands, _export_options,
+                help="export the learned prior (.nc/.json) or the history (.csv)",
+                description="Export the learned prior or the history.")
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:
