@@ -132,7 +132,7 @@ class ParamLayout:
     def marginal_index(self) -> np.ndarray:
         """Positions of the parameters the marginal likelihood of y depends on, in the order
         of :class:`~elicit.model.marginal.Marginal`'s derivatives (its Hessian, its
-        ``directions`` and ``predictive_jacobian``): gamma, then tau2 if it is learned, then
+        ``directions`` and ``mean_jacobian``): gamma, then tau2 if it is learned, then
         zeta if the model has it, then delta if the model has it."""
         idx = list(range(self.size))[self["gamma"]]
         for name in ("tau2", "zeta", "delta"):
