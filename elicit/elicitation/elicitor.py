@@ -315,7 +315,7 @@ class Elicitor:
         self.data = k.add(self.data, (a, b), ans)
         # Warm from the MAP and the round's base Hessian there, as the utility's refits of
         # this answer started (after a feature answer that Hessian is the old classes': a
-        # start, not the optimum's; FeatureScorer.start_hessian), so that the engine can
+        # start, not the optimum's: elicit.elicitation.features), so that the engine can
         # return the refit the round made.
         self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
         self._hessian = None

@@ -364,7 +364,7 @@ def test_the_first_newton_steps_are_the_warm_refits_first_iterates():
         kl = {}
         for c in (1, 0):
             d2 = scorer.with_class(k, c)
-            run = engine.newton_run(d2, theta, scorer.start_hessian)
+            run = engine.newton_run(d2, theta, scorer.scorer.hessian)
             run.step()
             kl[c] = kl_gauss(*Marginal.at(run.theta, d2).predictive(), scorer.scorer.m0,
                              scorer.scorer.v0)
