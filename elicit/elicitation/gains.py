@@ -134,11 +134,6 @@ class Scores:
         return self.questions
 
     @property
-    def p_similar(self) -> np.ndarray:
-        """:attr:`p_answer`, under its name in rounds of pair questions only."""
-        return self.p_answer
-
-    @property
     def best(self) -> int:
         # Choose among exactly scored candidates when there are any: screen values are on a
         # different (approximate) scale and must not outrank exact ones.
