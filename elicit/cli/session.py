@@ -74,20 +74,19 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
     :func:`elicit.cli.oneline.run_command`. With ``commands``, only those get their options
     (:func:`~elicit.cli.argtypes.add_command`).
     """
-    add_command(subparsers, "session", commands, _session_options,
-                help="create real-expert sessions", description="Create real-expert sessions.")
-    add_command(subparsers, "ask", commands, _ask_options,
-                help="answer questions in the terminal",
-                description="Answer the session's questions in the terminal.")
-    add_command(subparsers, "serve", commands, _serve_options,
-                help="answer questions in a web page",
-                description="Serve the session's questions as a web page.")
-    add_command(subparsers, "history", commands, _history_options,
-                help="print the answers of a session",
-                description="Print the answers of a session.")
-    add_command(subparsers, "export", commands, _export_options,
-                help="export the learned prior (.nc/.json) or the history (.csv)",
-                description="Export the learned prior or the history.")
+    for name, options, help_line, description in (
+            ("session", _session_options, "create real-expert sessions",
+             "Create real-expert sessions."),
+            ("ask", _ask_options, "answer questions in the terminal",
+             "Answer the session's questions in the terminal."),
+            ("serve", _serve_options, "answer questions in a web page",
+             "Serve the session's questions as a web page."),
+            ("history", _history_options, "print the answers of a session",
+             "Print the answers of a session."),
+            ("export", _export_options, "export the learned prior (.nc/.json) or the history "
+             "(.csv)", "Export the learned prior or the history.")):
+        add_command(subparsers, name, commands, options, help=help_line,
+                    description=description)
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:
