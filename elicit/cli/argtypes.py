@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -19,16 +19,20 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def with_options(command: str, commands: Collection[str] | None) -> bool:
-    """Whether the parser of ``command`` gets its options: every parser when ``commands`` is
-    None, else those named in it.
+def add_command(subparsers: argparse._SubParsersAction, command: str,
+                commands: Collection[str] | None,
+                options: Callable[[argparse.ArgumentParser], None], **kw: Any) -> None:
+    """Add the sub-command ``command`` (``kw``: its ``help``, ``description``), with its
+    ``options`` when ``commands`` is None or names it.
 
     A command line parses one command, so :func:`elicit.cli.main.main` builds only that one's
     options; the others are listed by name and help line. Their options need the library's
     constants (engines, models, data sets), whose modules load scipy, pandas and the model:
     built for every command they cost ``elicit --help`` about a second.
     """
-    return commands is None or command in commands
+    p = subparsers.add_parser(command, **kw)
+    if commands is None or command in commands:
+        options(p)
 
 
 def _int(text: str, what: str) -> int:

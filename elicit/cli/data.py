@@ -11,7 +11,7 @@ import sys
 from collections.abc import Collection
 from pathlib import Path
 
-from elicit.cli.argtypes import with_options
+from elicit.cli.argtypes import add_command
 from elicit.errors import ElicitError
 
 
@@ -29,10 +29,9 @@ def _file_list(text: str) -> list[str]:
 
 def add_data_parsers(subparsers, commands: Collection[str] | None = None) -> None:
     """Register ``elicit data`` and its sub-command ``fetch`` on the top-level sub-parsers
-    (with its options when :func:`~elicit.cli.argtypes.with_options` says so)."""
-    p = subparsers.add_parser("data", help="manage the data directory (download the data)")
-    if with_options("data", commands):
-        _data_options(p)
+    (with its options when :func:`~elicit.cli.argtypes.add_command` says so)."""
+    add_command(subparsers, "data", commands, _data_options,
+                help="manage the data directory (download the data)")
 
 
 def _data_options(p: argparse.ArgumentParser) -> None:

@@ -21,11 +21,11 @@ from elicit.cli.argtypes import (
     OneLineParser,
     add_check_engine_option,
     add_cluster_option,
+    add_command,
     add_sweep_options,
     nonneg_int,
     positive_int,
     threshold_mean,
-    with_options,
 )
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.oneline import run_command
@@ -56,18 +56,16 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The ``elicit`` parser; with ``commands``, only those sub-commands get their options
     (the others are listed with their help line), see
-    :func:`~elicit.cli.argtypes.with_options`."""
+    :func:`~elicit.cli.argtypes.add_command`."""
     parser = OneLineParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
     parser.add_argument("--version", action="version", version=f"elicit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("synthetic", help="reproduce the paper's synthetic experiment (Figs. 3-4)")
-    if with_options("synthetic", commands):
-        _synthetic_options(p)
-    p = sub.add_parser("bench", help="time refits and utility rounds; print a JSON summary")
-    if with_options("bench", commands):
-        _bench_options(p)
+    add_command(sub, "synthetic", commands, _synthetic_options,
+                help="reproduce the paper's synthetic experiment (Figs. 3-4)")
+    add_command(sub, "bench", commands, _bench_options,
+                help="time refits and utility rounds; print a JSON summary")
     sub.add_parser("models", help="list the named models (--model), what each assumes and its "
                                   "Stan program")
     add_realdata_parsers(sub, commands)

@@ -18,6 +18,7 @@ from elicit.cli.argtypes import (
     ENGINE_HELP,
     add_check_engine_option,
     add_cluster_option,
+    add_command,
     add_meta_options,
     add_sweep_options,
     names,
@@ -25,23 +26,18 @@ from elicit.cli.argtypes import (
     positive_int,
     sweep_meta_options,
     tau2,
-    with_options,
 )
 from elicit.internal.paths import check_output_folder
 
 
 def add_realdata_parsers(subparsers, commands: Collection[str] | None = None) -> None:
     """Register the ``realdata`` and ``table1`` sub-commands (with their options when
-    :func:`~elicit.cli.argtypes.with_options` says so)."""
-    p = subparsers.add_parser(
-        "realdata", help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert, "
-                         "or the same on any review corpus")
-    if with_options("realdata", commands):
-        _realdata_options(p)
-    p = subparsers.add_parser(
-        "table1", help="Table 1: samples (random/active) vs answers to reach MSE levels")
-    if with_options("table1", commands):
-        _table1_options(p)
+    :func:`~elicit.cli.argtypes.add_command` says so)."""
+    add_command(subparsers, "realdata", commands, _realdata_options,
+                help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert, or the "
+                     "same on any review corpus")
+    add_command(subparsers, "table1", commands, _table1_options,
+                help="Table 1: samples (random/active) vs answers to reach MSE levels")
 
 
 def _realdata_options(p: argparse.ArgumentParser) -> None:

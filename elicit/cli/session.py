@@ -20,6 +20,7 @@ from pathlib import Path
 from elicit.cli.argtypes import (
     ENGINE_HELP,
     OneLineParser,
+    add_command,
     add_meta_options,
     add_model_option,
     add_utility_target_option,
@@ -30,7 +31,6 @@ from elicit.cli.argtypes import (
     questions,
     questions_help,
     strategy,
-    with_options,
 )
 from elicit.cli.oneline import run_command
 from elicit.errors import ElicitError
@@ -72,29 +72,21 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
 
     Each sub-command sets ``args.session_func``; run it with
     :func:`elicit.cli.oneline.run_command`. With ``commands``, only those get their options
-    (:func:`~elicit.cli.argtypes.with_options`).
+    (:func:`~elicit.cli.argtypes.add_command`).
     """
-    p = subparsers.add_parser("session", help="create real-expert sessions",
-                              description="Create real-expert sessions.")
-    if with_options("session", commands):
-        _session_options(p)
-    a = subparsers.add_parser("ask", help="answer questions in the terminal",
-                              description="Answer the session's questions in the terminal.")
-    if with_options("ask", commands):
-        _ask_options(a)
-    s = subparsers.add_parser("serve", help="answer questions in a web page",
-                              description="Serve the session's questions as a web page.")
-    if with_options("serve", commands):
-        _serve_options(s)
-    h = subparsers.add_parser("history", help="print the answers of a session",
-                              description="Print the answers of a session.")
-    if with_options("history", commands):
-        _history_options(h)
-    e = subparsers.add_parser("export", help="export the learned prior (.nc/.json) or the "
-                                             "history (.csv)",
-                              description="Export the learned prior or the history.")
-    if with_options("export", commands):
-        _export_options(e)
+    for name, options, help_line, description in (
+            ("session", _session_options, "create real-expert sessions",
+             "Create real-expert sessions."),
+            ("ask", _ask_options, "answer questions in the terminal",
+             "Answer the session's questions in the terminal."),
+            ("serve", _serve_options, "answer questions in a web page",
+             "Serve the session's questions as a web page."),
+            ("history", _history_options, "print the answers of a session",
+             "Print the answers of a session."),
+            ("export", _export_options, "export the learned prior (.nc/.json) or the history "
+             "(.csv)", "Export the learned prior or the history.")):
+        add_command(subparsers, name, commands, options, help=help_line,
+                    description=description)
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:

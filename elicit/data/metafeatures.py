@@ -81,6 +81,7 @@ import pandas as pd
 
 from elicit.data.tables import align_meta, read_table
 from elicit.errors import ElicitError
+from elicit.internal.text import listing
 
 #: The built-in meta-feature choices; anything else given to :func:`meta_features` is a file.
 META_FEATURES: tuple[str, ...] = ("counts", "ppmi", "lsa")
@@ -355,10 +356,9 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
                           "after the feature name")
     bad = np.flatnonzero(~np.isfinite(U).all(axis=1))
     if bad.size:
-        shown = ", ".join(repr(feature_names[k]) for k in bad[:8])
-        more = f" and {bad.size - 8} more" if bad.size > 8 else ""
+        names = listing([feature_names[k] for k in bad.tolist()])
         raise ElicitError(f"--meta-features file {Path(path).name} has missing or infinite "
-                          f"values for feature(s) {shown}{more}; fill them")
+                          f"values for feature(s) {names}; fill them")
     return U
 
 

@@ -251,12 +251,6 @@ def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = N
     return corpus_source(corpus, text_field or "text", rating_field or "rating", min_df, name)
 
 
-def as_source(dataset: str | DataSource, data_dir: str | os.PathLike | None = None,
-              ) -> DataSource:
-    """A source as given, or the paper's matrix named ``dataset``."""
-    return dataset if isinstance(dataset, DataSource) else paper_source(dataset, data_dir)
-
-
 def source_from_config(cfg: dict, data_dir: str | os.PathLike | None = None) -> DataSource:
     """The source a sweep's ``config.json`` recorded (``data_dir`` overrides a paper
     sweep's data directory; a corpus must still be where it was, with the same content)."""

@@ -16,6 +16,7 @@ import pandas as pd
 
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_input_file
+from elicit.internal.text import listing
 
 #: Table formats read by :func:`read_table`, by file suffix.
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
@@ -87,7 +88,7 @@ def align_meta(U, names: Sequence[str] | None):
         return U
     bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]
     if bad:
-        raise ElicitError(f"meta-features must be numeric; column(s) {_few(bad)} are not")
+        raise ElicitError(f"meta-features must be numeric; column(s) {listing(bad)} are not")
     labels = [str(k) for k in U.index]
     positional = isinstance(U.index, pd.RangeIndex) and list(U.index) == list(range(len(U)))
     if positional:
@@ -97,22 +98,17 @@ def align_meta(U, names: Sequence[str] | None):
                           "names; give X as a DataFrame or pass feature_names")
     dup = sorted({k for k in labels if labels.count(k) > 1})
     if dup:
-        raise ElicitError(f"the meta-features name feature(s) {_few(dup)} more than once")
+        raise ElicitError(f"the meta-features name feature(s) {listing(dup)} more than once")
     missing = [n for n in names if n not in set(labels)]
     extra = [k for k in labels if k not in set(names)]
     if missing or extra:
         parts = []
         if missing:
-            parts.append(f"no row for feature(s) {_few(missing)}")
+            parts.append(f"no row for feature(s) {listing(missing)}")
         if extra:
-            parts.append(f"row(s) for unknown feature(s) {_few(extra)}")
+            parts.append(f"row(s) for unknown feature(s) {listing(extra)}")
         raise ElicitError("the meta-features do not match the features by name: "
                           + "; ".join(parts) + " (the first column must be the feature name)")
     U = U.copy()
     U.index = labels
     return U.loc[list(names)].to_numpy(dtype=float, na_value=np.nan)
-
-
-def _few(items: Sequence[str], limit: int = 8) -> str:
-    shown = ", ".join(repr(s) for s in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

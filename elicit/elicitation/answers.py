@@ -26,7 +26,6 @@ import numpy as np
 from elicit.elicitation.kinds import QuestionKind, get_kind, parse_questions, spell_questions
 from elicit.elicitation.kinds.base import (  # noqa: F401  (re-exported: the answers' words)
     DONT_KNOW,
-    RESERVED_KEYS,
     Answer,
     words,
 )

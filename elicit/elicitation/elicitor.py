@@ -253,13 +253,6 @@ class Elicitor:
         return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)),
                                    closed)
 
-    def open_mask(self) -> np.ndarray:
-        """Which questions may still be asked, as a mask over the table (listed: for small
-        tables; :meth:`open_questions` lists nothing)."""
-        ok = np.zeros(len(self.table), bool)
-        ok[self.open_questions().indices()] = True
-        return ok
-
     def unasked(self) -> np.ndarray:
         """The questions that may still be asked, as rows (:meth:`open_questions`)."""
         return self.table.rows(self.open_questions().indices())
@@ -322,7 +315,7 @@ class Elicitor:
         self.data = k.add(self.data, (a, b), ans)
         # Warm from the MAP and the round's base Hessian there, as the utility's refits of
         # this answer started (after a feature answer that Hessian is the old classes': a
-        # start, not the optimum's; FeatureScorer.start_hessian), so that the engine can
+        # start, not the optimum's: elicit.elicitation.features), so that the engine can
         # return the refit the round made.
         self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
         self._hessian = None

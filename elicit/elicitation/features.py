@@ -23,12 +23,14 @@ Bayes factor of the data,
 (:meth:`~elicit.model.density.Marginal.scale_change`), which gives both answers' predictives
 and the log marginal changes (hence ``p_k``). **The exact gain** (:meth:`FeatureScorer.exact`)
 refits the MAP (gamma, xi[, tau2], zeta) with feature k's class changed, warm-started from the
-current MAP and the round's base Hessian (:attr:`FeatureScorer.start_hessian`), with the
-engine in use. The ``fast`` utility ranks by the **zeta-line screen**
-(:meth:`FeatureScorer.zeta_screen`: the screen with zeta, which moves most in a refit,
-refitted along a line) and re-scores the best exactly until the winner is certain, at most
-``refine`` of them (:meth:`FeatureScorer.refine_best`). The answer probability stays the
-screen's ``p_k``.
+current MAP and the round's base Hessian (:meth:`UtilityScorer.refit
+<elicit.elicitation.scorer.UtilityScorer.refit>`), with the engine in use. That Hessian is the
+old classes', a rank-two change of S away; the projected Newton converges from it in about as
+many iterations as from a fresh one, which would cost more than the refit. The ``fast``
+utility ranks by the **zeta-line screen** (:meth:`FeatureScorer.zeta_screen`: the screen
+with zeta, which moves most in a refit, refitted along a line) and re-scores the best
+exactly until the winner is certain, at most ``refine`` of them
+(:meth:`FeatureScorer.refine_best`). The answer probability stays the screen's ``p_k``.
 
 **A pair is answerable** only about two relevant features (an expert cannot say whether two
 keywords affect the rating in the same way if one of them does not affect it), so in the
@@ -261,23 +263,6 @@ class FeatureScorer:
         classes[int(k)] = c
         return self.data.with_relevance(classes)
 
-    @property
-    def start_hessian(self) -> np.ndarray | None:
-        """The base Hessian the refits with changed classes start from: the round's, at the
-        MAP (:attr:`~elicit.elicitation.scorer.UtilityScorer.hessian`), for an engine that
-        uses one (None otherwise).
-
-        It belongs to the old classes' y-likelihood, a rank-two change of S away from the new
-        ones (:meth:`~elicit.model.density.Marginal.scale_change`); the projected Newton of a
-        warm refit converges from it to the same MAP, in about as many iterations as from a
-        fresh one, and a fresh one would cost more than the refit itself (it is one Hessian
-        per round instead of one per refit). The elicitor's refit after the answer starts the
-        same way, from the MAP and the Hessian the round hands over
-        (:attr:`~elicit.elicitation.gains.Scores.hessian`), and the numpy engine then serves
-        it from its memo of this round's refits.
-        """
-        return self.scorer.hessian if self.scorer.engine.uses_hessian else None
-
     def exact(self, features: np.ndarray, p: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each feature."""
         return np.array([self.exact_one(k, p[c]) for c, k in enumerate(features)])
@@ -304,7 +289,7 @@ class FeatureScorer:
         """The expected gain with each answer's refit replaced by its first Newton step.
 
         The step is the projected Newton step from the MAP with the new classes' gradient
-        and the round's Hessian (:attr:`start_hessian` plus the answers' terms), the
+        and the round's base Hessian plus the answers' terms, the
         predictive is evaluated where it lands: one evaluation of the log density and one of
         the marginal per answer instead of a refit's four or five. It is the point a warm
         refit's first iteration accepts (its local model adds nothing: a feature answer does

@@ -96,20 +96,11 @@ def register_utility(utility: _U) -> _U:
     return cast(_U, UTILITIES.add(utility.name, utility))
 
 
-def unregister_utility(name: str) -> None:
-    """Remove the utility called ``name`` (a utility registered for a test, say)."""
-    UTILITIES.remove(name)
-
-
-def get_utility(name: str) -> Utility:
-    """The registered utility called ``name``.
-
-    Raises
-    ------
-    ElicitError
-        One line listing the registered names, if ``name`` is not one of them.
-    """
-    return UTILITIES.lookup(name)
+#: Remove the utility called ``name`` (a utility registered for a test, say).
+unregister_utility = UTILITIES.remove
+#: The registered utility called ``name``; any other name is a one-line ElicitError that
+#: lists the registered ones.
+get_utility = UTILITIES.lookup
 
 
 def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> np.ndarray:
@@ -141,11 +132,6 @@ class Scores:
     def pairs(self) -> np.ndarray:
         """:attr:`questions`, under its name in rounds of pair questions only."""
         return self.questions
-
-    @property
-    def p_similar(self) -> np.ndarray:
-        """:attr:`p_answer`, under its name in rounds of pair questions only."""
-        return self.p_answer
 
     @property
     def best(self) -> int:

@@ -10,8 +10,8 @@ feature ``(k, NO_FEATURE)``. Public objects (:class:`Query`, the answer tuples `
 answer)`` of :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) write the missing
 second feature as ``None``; both spellings are accepted where a question is given. A
 :class:`Query` also names its kind, which tells two kinds about one feature apart.
-:data:`NO_FEATURE` and :func:`feature_rows` are the question table's
-(:mod:`elicit.elicitation.table`, below the kinds), re-exported here.
+:data:`NO_FEATURE` is the question table's (:mod:`elicit.elicitation.table`, below the
+kinds).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from elicit.elicitation.kinds import get_kind, kind_for
-from elicit.elicitation.table import NO_FEATURE, feature_rows  # noqa: F401  (re-exported)
+from elicit.elicitation.table import NO_FEATURE
 from elicit.errors import ElicitError
 
 

@@ -269,20 +269,11 @@ def register_strategy(strategy: _S) -> _S:
     return cast(_S, STRATEGY_REGISTRY.add(name, strategy))
 
 
-def unregister_strategy(name: str) -> None:
-    """Remove the strategy called ``name`` (a strategy registered for a test, say)."""
-    STRATEGY_REGISTRY.remove(name)
-
-
-def get_strategy(name: str) -> Strategy:
-    """The registered strategy called ``name``.
-
-    Raises
-    ------
-    ElicitError
-        One line listing the registered names, if ``name`` is not one of them.
-    """
-    return STRATEGY_REGISTRY.lookup(name)
+#: Remove the strategy called ``name`` (a strategy registered for a test, say).
+unregister_strategy = STRATEGY_REGISTRY.remove
+#: The registered strategy called ``name``; any other name is a one-line ElicitError that
+#: lists the registered ones.
+get_strategy = STRATEGY_REGISTRY.lookup
 
 
 RANDOM = register_strategy(RandomStrategy("random", "Random", stream_id=0))

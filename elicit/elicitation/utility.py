@@ -42,7 +42,7 @@ Two *targets* say what the gain is about:
 ``params``
     how much the answer tells about the feedback parameters theta_f = (gamma, xi): the
     mutual information between the answer and theta_f under the Laplace approximation at
-    the MAP (BALD, Houlsby et al. 2011; :func:`bald_gain`, :meth:`UtilityScorer.param_gain`).
+    the MAP (BALD, Houlsby et al. 2011; :meth:`UtilityScorer.param_gain`).
     It is closed-form up to a one-dimensional quadrature, so every candidate is scored
     exactly (under the approximation) at once, and the modes do not apply.
 
@@ -67,22 +67,13 @@ from elicit.elicitation.features import FeatureScorer
 from elicit.elicitation.gains import (  # noqa: F401  (re-exported: the registered utilities)
     _RELEVANCE_NOTE,
     MODES,
-    PARAMS_BALD,
     PREDICTIVE_EXACT,
     PREDICTIVE_FAST,
-    RELEVANCE_EXACT,
-    RELEVANCE_FAST,
     SAMPLE_GAIN,
     TARGETS,
     UTILITIES,
     FeatureUtility,
     PairUtility,
-    ParamsBald,
-    PredictiveExact,
-    PredictiveFast,
-    RelevanceExact,
-    RelevanceFast,
-    SampleGain,
     SampleUtility,
     Scores,
     Utility,
@@ -100,8 +91,6 @@ from elicit.elicitation.kinds import (
     kinds_of,
     spell_questions,
 )
-from elicit.elicitation.quadrature import bald_gain  # noqa: F401  (re-exported)
-from elicit.elicitation.table import NO_FEATURE, feature_rows  # noqa: F401  (re-exported)
 from elicit.errors import ElicitError
 from elicit.model.variants import PAPER, get_model
 

@@ -413,10 +413,6 @@ class WarmRefit:
     def hess_base(self) -> np.ndarray:
         return self._run.hess_base[0]
 
-    def decrement(self) -> float:
-        """Newton decrement at the current iterate (the convergence measure)."""
-        return float(self._run.direction()[2][0])
-
     def step(self) -> str:
         """One Newton iteration; returns the new status."""
         self._run.step()

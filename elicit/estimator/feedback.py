@@ -18,6 +18,7 @@ import pandas as pd
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.kinds.pairs import PAIRS
 from elicit.errors import ElicitError
+from elicit.internal.text import listing
 from elicit.model.spec import all_pairs
 from elicit.model.variants import get_model
 from elicit.prior.setup import coupled_candidates
@@ -202,9 +203,7 @@ def as_float_2d(a: Any, name: str) -> np.ndarray:
 
 def few(names: Sequence[Any], k: int = 8) -> str:
     """At most k names for an error message."""
-    shown = ", ".join(repr(n) for n in names[:k])
-    more = f" and {len(names) - k} more" if len(names) > k else ""
-    return f"[{shown}{more}]" if names else "none"
+    return f"[{listing(names, k)}]" if names else "none"
 
 
 def is_feature_answer(entry: Any) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 import unicodedata
+from collections.abc import Sequence
 
 #: Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates and
 #: marks): they reorder how the text after them is displayed.
@@ -55,3 +56,10 @@ def command_line(*words: object) -> str:
     where it needs to be (a path with a space, a name with a quote), then
     :func:`printable`."""
     return printable(" ".join(shlex.quote(str(w)) for w in words))
+
+
+def listing(items: Sequence[object], limit: int = 8) -> str:
+    """At most ``limit`` items for a one-line message, each as its ``repr``, then how many
+    more there are: ``'a', 'b' and 3 more``."""
+    shown = ", ".join(repr(s) for s in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

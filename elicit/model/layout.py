@@ -113,16 +113,6 @@ class ParamLayout:
             theta[self._slices[b.name]] = values[b.name]
         return theta
 
-    def to_stan(self, theta: np.ndarray) -> dict[str, list[float] | float]:
-        """theta as the Stan programs' named parameters (a vector block as a list)."""
-        return {b.stan: theta[self[b.name]].tolist() if b.vector else float(theta[self[b.name]][0])
-                for b in self.blocks}
-
-    def from_stan(self, values: Mapping[str, np.ndarray | Sequence[float] | float],
-                  ) -> np.ndarray:
-        """theta from the Stan programs' named parameters."""
-        return self.join({b.name: values[b.stan] for b in self.blocks})
-
     def labels(self) -> list[str]:
         """One label per entry (``gamma[0]``, ..., ``xi``, ``tau2``), for messages."""
         return [f"{b.name}[{i}]" if b.vector else b.name
@@ -132,7 +122,7 @@ class ParamLayout:
     def marginal_index(self) -> np.ndarray:
         """Positions of the parameters the marginal likelihood of y depends on, in the order
         of :class:`~elicit.model.marginal.Marginal`'s derivatives (its Hessian, its
-        ``directions`` and ``predictive_jacobian``): gamma, then tau2 if it is learned, then
+        ``directions`` and ``mean_jacobian``): gamma, then tau2 if it is learned, then
         zeta if the model has it, then delta if the model has it."""
         idx = list(range(self.size))[self["gamma"]]
         for name in ("tau2", "zeta", "delta"):
@@ -160,8 +150,3 @@ def layout_of(d: int, names: tuple[str, ...]) -> ParamLayout:
     ``d`` meta-features."""
     return ParamLayout(tuple(replace(BLOCKS[n], size=d) if BLOCKS[n].vector else BLOCKS[n]
                              for n in names))
-
-
-def param_layout(d: int, learned: bool, zeta: bool = False) -> ParamLayout:
-    """The layout of theta with ``d`` meta-features: ``(gamma, xi[, tau2][, zeta])``."""
-    return layout_of(d, ("gamma", "xi") + ("tau2",) * learned + ("zeta",) * zeta)

@@ -318,11 +318,6 @@ class Marginal:
         return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
             - w * float(m @ Sm)
 
-    @property
-    def n_dirs(self) -> int:
-        """Number of parameters :meth:`directions` covers without tau2 (d, plus zeta)."""
-        return self.U.shape[1] + (self.scales is not None)
-
     def _B_dirs(self, learned: bool) -> np.ndarray:
         """B_a = dB/dtheta_a for each gamma_l (and tau2, and zeta): shape (k, n, n).
 
@@ -383,7 +378,7 @@ class Marginal:
         """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part
         (gamma, tau2 if ``learned``, zeta with scales: the order of ``layout.marginal_index``).
 
-        Cached: the Hessian and the predictive Jacobian of one query round share them.
+        Cached per value of ``learned``.
         """
         key = bool(learned)
         if key not in self._dir_cache:
@@ -419,8 +414,7 @@ class Marginal:
         ``B_a alpha`` from products of K with a few vectors (no B_a, no Hessian): with
         ``z = Xt' alpha``, ``(K o D_l) z = u_l^2 o K z + K (u_l^2 o z) - 2 u_l o K (u_l o z)``,
         ``B_tau2 alpha = B alpha / tau2`` and ``B_zeta alpha = tau2 Xt (g o K z + K (g o z))``.
-        The same columns as :meth:`predictive_jacobian`'s first (a test checks them), in the
-        order of ``layout.marginal_index``."""
+        In the order of ``layout.marginal_index``."""
         X, U, t = self.X, self.U, self.tau2
         z = X.T @ self.alpha
         U2 = U * U
@@ -441,24 +435,6 @@ class Marginal:
             # d(y - alpha)/d delta = S^-1 m
             V.append(self.m[:, None])
         return self.lift(self.Sinv @ np.hstack(V))
-
-    def predictive_jacobian(self, learned: bool) -> tuple[np.ndarray, np.ndarray]:
-        """d(mean)/d theta_a and d(var)/d theta_a of :meth:`predictive` (n x k each)."""
-        _, V, t, C = self.directions(learned)
-        Jm = self.lift(self.Sinv @ V.T)
-        c = 1.0 / (self.a_star - 1.0)
-        # d diag(S^-1) = -diag(S^-1 B_a S^-1) and d b* = -t_a / 2
-        if self.basis is None:
-            dg = np.einsum("ij,aji->ia", self.Sinv, C, optimize=True)
-        else:
-            dg = self.basis.rows_diag(self.Sinv @ C).T
-        Jv = c * (-0.5 * t)[None, :] * (2.0 - self.sinv_diag)[:, None] + c * self.b_star * dg
-        if self.m is not None:
-            # delta moves the mean by S^-1 m and b* by -m' alpha, not S
-            Jm = np.hstack([Jm, self.lift((self.Sinv @ self.m)[:, None])])
-            Jv = np.hstack([Jv, (-c * float(self.m @ self.alpha))
-                            * (2.0 - self.sinv_diag)[:, None]])
-        return Jm, Jv
 
     def hessian(self, learned: bool) -> np.ndarray:
         """Hessian of ``value`` in (gamma[, tau2][, zeta])."""

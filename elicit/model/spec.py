@@ -43,7 +43,7 @@ from elicit.model.direction import check_direction, delta_prior_sd
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
-from elicit.model.priors import GAMMA_MEAN, GAMMA_SD, ZETA_PRIOR  # noqa: F401  (GAMMA_SD: re-exported)
+from elicit.model.priors import GAMMA_MEAN, ZETA_PRIOR
 from elicit.model.structure import structure_of
 from elicit.model.tall import is_tall
 from elicit.model.variants import PAPER, ModelVariant, get_model
@@ -118,11 +118,6 @@ class Hyper:
 
     def with_threshold_mean(self, m: float) -> Hyper:
         return replace(self, threshold_mean=float(m))
-
-    @property
-    def xi_sd(self) -> float:
-        """Prior sd of xi relative to its mean m (``xi ~ N+(m, xi_sd * m)``)."""
-        return get_model(self.model).threshold_sd
 
 
 @dataclass(frozen=True)

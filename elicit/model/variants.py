@@ -320,20 +320,11 @@ def register_model(variant: ModelVariant) -> ModelVariant:
     return MODELS.add(variant.name, variant)
 
 
-def unregister_model(name: str) -> None:
-    """Remove the model called ``name`` (a variant registered for a test, say)."""
-    MODELS.remove(name)
-
-
-def get_model(name: str) -> ModelVariant:
-    """The model called ``name``.
-
-    Raises
-    ------
-    ElicitError
-        One line listing the valid names, if ``name`` is not one of them.
-    """
-    return MODELS.lookup(name)
+#: Remove the model called ``name`` (a variant registered for a test, say).
+unregister_model = MODELS.remove
+#: The model called ``name``; any other name is a one-line ElicitError that lists the valid
+#: ones.
+get_model = MODELS.lookup
 
 
 for _m in _SHIPPED:

@@ -44,7 +44,7 @@ from elicit.data.metafeatures import TABLE_SQ_DISTANCE, table_meta_features
 from elicit.data.tables import align_meta
 from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
-from elicit.internal.text import has_control
+from elicit.internal.text import has_control, listing
 from elicit.model.spec import Hyper, validate_regression
 
 #: The longest comment an answer may carry, in characters.
@@ -143,7 +143,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
             if why != "constant column"]
     if constant:
         summary.append(f"left out of the questions, kept in the model: {len(constant)} "
-                       f"constant column(s): {_list(constant)}")
+                       f"constant column(s): {listing(constant)}")
     if dups:
         summary.append(f"left out of the questions, kept in the model: {len(dups)} "
                        f"column(s) equal to an earlier one: {', '.join(dups[:8])}"
@@ -157,7 +157,7 @@ def _as_matrix(X) -> np.ndarray:
         bad = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
                or pd.api.types.is_bool_dtype(X[c])]
         if bad:
-            raise ElicitError(f"X must be numeric; column(s) {_list(bad)} are not")
+            raise ElicitError(f"X must be numeric; column(s) {listing(bad)} are not")
         return X.to_numpy(dtype=float, na_value=np.nan)
     return X
 
@@ -187,11 +187,11 @@ def _align_y(X, y):
         return y.reindex(X.index)
     if not y.index.is_unique:
         dup = list(y.index[y.index.duplicated()].unique())
-        raise ElicitError(f"y's index names row(s) {_list(dup)} more than once; give y one "
+        raise ElicitError(f"y's index names row(s) {listing(dup)} more than once; give y one "
                           "entry per row of X")
     labels = set(y.index)
     missing = [k for k in X.index if k not in labels]
-    what = (f"no y for row(s) {_list(missing)}" if missing else
+    what = (f"no y for row(s) {listing(missing)}" if missing else
             f"y has {len(y)} entries for {len(X)} rows")
     raise ElicitError(f"y's index does not match X's rows: {what}; give y with X's row labels "
                       "(or y.to_numpy() to match by position)")
@@ -213,11 +213,6 @@ def excluded_features(X: np.ndarray, names: list[str]) -> dict[str, str]:
         else:
             first[key] = k
     return out
-
-
-def _list(items: Sequence[str], limit: int = 8) -> str:
-    shown = ", ".join(repr(s) for s in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _one_line(text: Any, what: str, limit: int) -> str:

@@ -26,6 +26,7 @@ from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.tables import TABLE_SUFFIXES, read_table
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_input_file
+from elicit.internal.text import listing
 
 
 def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
@@ -37,15 +38,15 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     cols = list(df.columns)
     if target not in cols:
         raise ElicitError(f"--target column {target!r} is not in {Path(path).name}; its "
-                          f"columns are {_names(cols)}")
+                          f"columns are {listing(cols, 12)}")
     if features is None:
         feats = [c for c in cols if c != target]
     else:
         feats = list(dict.fromkeys(features))
         missing = [f for f in feats if f not in cols]
         if missing:
-            raise ElicitError(f"--features names column(s) {_names(missing)} that are not in "
-                              f"{Path(path).name}; its columns are {_names(cols)}")
+            raise ElicitError(f"--features names column(s) {listing(missing, 12)} that are not in "
+                              f"{Path(path).name}; its columns are {listing(cols, 12)}")
         if target in feats:
             raise ElicitError(f"the target {target!r} is also listed in --features; a column "
                               "cannot be both")
@@ -55,7 +56,7 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     bad = [c for c in [target, *feats] if not pd.api.types.is_numeric_dtype(df[c])
            or pd.api.types.is_bool_dtype(df[c])]
     if bad:
-        raise ElicitError(f"column(s) {_names(bad)} of {Path(path).name} are not numeric; "
+        raise ElicitError(f"column(s) {listing(bad, 12)} of {Path(path).name} are not numeric; "
                           "encode them as numbers, or choose the feature columns with "
                           "--features")
     empty = {c: int(n) for c, n in df[[target, *feats]].isna().sum().items() if n}
@@ -75,11 +76,6 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
             "meta_source": None if meta_features is None else Path(meta_features).name,
             "description": f"table {Path(path).name}: {df.shape[0]} rows, target {target!r}, "
                            f"{len(feats)} features"}
-
-
-def _names(items: Sequence[str], limit: int = 12) -> str:
-    shown = ", ".join(repr(s) for s in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def npz_inputs(path: Path) -> dict:

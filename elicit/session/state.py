@@ -27,6 +27,7 @@ from elicit.elicitation.kinds import PAPER_QUESTIONS, QuestionKind, get_kind, sp
 from elicit.elicitation.settings import RoundSettings
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.internal.text import listing
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper
@@ -439,8 +440,8 @@ class SessionState:
             missing = [n for n in self.feature_names if n not in set(cols)]
             unknown = [c for c in cols if c not in set(self.feature_names)]
             if missing or unknown:
-                parts = ([f"missing column(s) {_short(missing)}"] if missing else []) + (
-                    [f"unknown column(s) {_short(unknown)}"] if unknown else [])
+                parts = ([f"missing column(s) {listing(missing)}"] if missing else []) + (
+                    [f"unknown column(s) {listing(unknown)}"] if unknown else [])
                 raise ElicitError(f"X_new does not match the session's features: "
                                   f"{'; '.join(parts)}")
             X_new = X_new.set_axis(cols, axis=1)[self.feature_names]
@@ -465,8 +466,3 @@ def _p_relevant(el: Elicitor) -> np.ndarray:
 def _asked_by(active: Sequence[tuple], expert: str) -> list[tuple[str, int, int]]:
     """The questions ``(kind, i, j)`` of ``expert``'s active answers."""
     return [(k, i, j) for k, i, j, _, e in active if e == expert]
-
-
-def _short(items: Sequence[str], limit: int = 8) -> str:
-    shown = ", ".join(repr(s) for s in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

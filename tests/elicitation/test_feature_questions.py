@@ -14,9 +14,10 @@ from elicit.elicitation.answers import Answer, GroupOracle, ask
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.features import FeatureScorer
 from elicit.elicitation.kinds import KINDS, model_for
-from elicit.elicitation.questions import NO_FEATURE, Query, feature_rows
+from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.strategies import STRATEGIES, round_pool
+from elicit.elicitation.table import feature_rows
 from elicit.elicitation.utility import (
     PREDICTIVE_EXACT,
     PREDICTIVE_FAST,
@@ -363,7 +364,7 @@ def test_the_first_newton_steps_are_the_warm_refits_first_iterates():
         kl = {}
         for c in (1, 0):
             d2 = scorer.with_class(k, c)
-            run = engine.newton_run(d2, theta, scorer.start_hessian)
+            run = engine.newton_run(d2, theta, scorer.scorer.hessian)
             run.step()
             kl[c] = kl_gauss(*Marginal.at(run.theta, d2).predictive(), scorer.scorer.m0,
                              scorer.scorer.v0)

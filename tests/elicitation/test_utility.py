@@ -132,14 +132,14 @@ def test_answer_probability_uses_fitted_threshold(variant):
     pairs = all_pairs(data.p)[:6]
     w = (data.U[pairs[:, 0]] - data.U[pairs[:, 1]]) ** 2
     sc = UtilityScorer(data, fit, engine).score(pairs, "fast", refine=0)
-    np.testing.assert_allclose(sc.p_similar, expit(fit.xi - w @ fit.gamma), rtol=1e-12)
+    np.testing.assert_allclose(sc.p_answer, expit(fit.xi - w @ fit.gamma), rtol=1e-12)
     # Moving only xi moves the probabilities: they follow the fit, not the prior mean m.
     shifted = MAPResult(fit.gamma, fit.xi + 0.5 * data.m, fit.tau2, fit.log_density, True,
                         "test", U=data.U)
     np.testing.assert_allclose(answer_probability(shifted, w, LOGISTIC),
                                expit(fit.xi + 0.5 * data.m - w @ fit.gamma), rtol=1e-12)
     sc2 = UtilityScorer(data, shifted, engine).score(pairs, "fast", refine=0)
-    assert np.all(sc2.p_similar > sc.p_similar)
+    assert np.all(sc2.p_answer > sc.p_answer)
 
 
 # -- the fast screen -----------------------------------------------------------------------
@@ -194,7 +194,7 @@ def test_refine_covering_all_candidates_equals_exact(variant):
     # refits (numpy's stacked arithmetic: the last digits differ), the exact mode's one by one
     np.testing.assert_allclose(fast.utility, exact.utility, rtol=1e-8)
     assert fast.best == exact.best
-    assert np.array_equal(fast.p_similar, exact.p_similar)
+    assert np.array_equal(fast.p_answer, exact.p_answer)
 
 
 def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
@@ -211,7 +211,7 @@ def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
     sc = UtilityScorer(el.data, el.fit, el.engine)
     fast = sc.score(cands, "fast", refine=0)
     w = (el.data.U[cands[:, 0]] - el.data.U[cands[:, 1]]) ** 2
-    screen = sc.screen(w, fast.p_similar)
+    screen = sc.screen(w, fast.p_answer)
     refined_pick = sc.score(cands, "fast").best
     return screen, fast.utility, sc.score(cands, "exact").utility, refined_pick
 
@@ -292,7 +292,7 @@ def test_scores_best_prefers_exact_and_ranking_puts_exact_first():
     # The screen's 5.0 is on another scale and must not beat the exact 3.0.
     assert sc.best == 2
     assert sc.ranking().tolist() == [2, 1, 0, 3]
-    none_exact = Scores(sc.pairs, sc.utility, np.zeros(4, bool), sc.p_similar)
+    none_exact = Scores(sc.pairs, sc.utility, np.zeros(4, bool), sc.p_answer)
     assert none_exact.best == 0
     assert none_exact.ranking().tolist() == [0, 2, 1, 3]
 
@@ -683,7 +683,7 @@ def test_the_scorer_reads_the_link_of_the_data_model(test_probit_model):
     sc = UtilityScorer(probit_data, fit, NumpyEngine("fixed"))
     assert sc.link is PROBIT
     np.testing.assert_allclose(sc.prepare(pairs)[2], ndtr(z), rtol=1e-14)
-    np.testing.assert_allclose(sc.score(pairs, "exact").p_similar, ndtr(z), rtol=1e-14)
+    np.testing.assert_allclose(sc.score(pairs, "exact").p_answer, ndtr(z), rtol=1e-14)
     logistic = UtilityScorer(data, fit, NumpyEngine("fixed"))
     g_probit, g_logistic = sc.param_gain(w), logistic.param_gain(w)
     assert not np.allclose(g_probit, g_logistic, rtol=1e-3)

@@ -227,7 +227,7 @@ def test_scores_for_the_params_target_are_exact_and_rank_by_gain(answered):
     np.testing.assert_allclose(scores.utility, sc.param_gain(pair_weights(el.data.U, pairs)))
     assert scores.best == int(np.argmax(scores.utility))
     assert scores.ranking()[0] == scores.best
-    np.testing.assert_allclose(scores.p_similar,
+    np.testing.assert_allclose(scores.p_answer,
                                expit(el.fit.xi - pair_weights(el.data.U, pairs) @ el.fit.gamma))
     assert scores.hessian is not None
     # the mode does not change the params target

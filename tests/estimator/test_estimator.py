@@ -20,8 +20,9 @@ from elicit import ElicitError, Elicitor, ElicitRegressor, GroupOracle, Hyper
 from elicit.engines import get_engine
 from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
+from elicit.model.priors import GAMMA_MEAN, GAMMA_SD
 from elicit.model.simulate import make_synthetic
-from elicit.model.spec import GAMMA_MEAN, GAMMA_SD, ModelData, all_pairs
+from elicit.model.spec import ModelData, all_pairs
 from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID as TAU2_GRID
 from elicit.prior.tau2 import ml_tau2
 

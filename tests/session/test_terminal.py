@@ -25,7 +25,7 @@ from conftest import make_session_data as make_data
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
-from elicit.internal.text import has_control, printable
+from elicit.internal.text import has_control, listing, printable
 from elicit.session.session import Session
 from elicit.session.terminal import run_ask
 
@@ -70,6 +70,16 @@ def test_printable_escapes_control_characters_visibly(text, shown):
     assert printable(text) == shown
     assert not raw_controls(printable(text))
     assert has_control(text) == (text != shown)
+
+
+@pytest.mark.parametrize("n, limit", [(0, 8), (3, 8), (8, 8), (9, 8), (20, 12)])
+def test_listing_shows_the_first_names_quoted_then_how_many_more(n, limit):
+    names = [f"col{k}" for k in range(n)]
+    text = listing(names, limit)
+    shown = re.findall(r"'(col\d+)'", text)
+    assert shown == names[:limit]
+    tail = re.search(r" and (\d+) more$", text)
+    assert (int(tail.group(1)) if tail else 0) == max(n - limit, 0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -374,57 +374,44 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
             message = message.replace("that pair", f"that {sess.question_noun}")
         return render(message)
 
-    @app.post("/answer")
-    def answer():
+    def change(act: Callable[[str], object], code: str | None) -> Response | ResponseBase:
+        """A POST that changes the session: ``act`` for the expert the form names, then the
+        redirect to their next question; a bad name or a refused change shows the page
+        with the error."""
         try:
             expert = who()
         except ElicitError as e:
             return render(str(e), error=True, status=400, expert=default_expert)
-        value = request.form.get("answer", "")
-        comment = request.form.get("comment") or None
         try:
-            qid = query_id()
-            if value not in {a.value for a in Answer}:
-                raise ElicitError(f"invalid answer {value[:40]!r}: use "
-                                  f"{words(sess.answer_kind or sess.kinds)}")
-            sess.answer(qid, value, comment=comment, expert=expert)
+            act(expert)
         except ElicitError as e:
             return error_page(e, expert)
-        return done("saved", expert)
+        return done(code, expert)
+
+    def record_answer(expert: str) -> None:
+        qid, value = query_id(), request.form.get("answer", "")
+        if value not in {a.value for a in Answer}:
+            raise ElicitError(f"invalid answer {value[:40]!r}: use "
+                              f"{words(sess.answer_kind or sess.kinds)}")
+        sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
+
+    @app.post("/answer")
+    def answer():
+        return change(record_answer, "saved")
 
     @app.post("/skip")
     def skip():
-        try:
-            expert = who()
-        except ElicitError as e:
-            return render(str(e), error=True, status=400, expert=default_expert)
-        try:
-            sess.skip(query_id(), expert=expert)
-        except ElicitError as e:
-            return error_page(e, expert)
-        return done("skipped", expert)
+        return change(lambda expert: sess.skip(query_id(), expert=expert), "skipped")
 
     @app.post("/undo")
     def undo():
-        try:
-            expert = who()
-        except ElicitError as e:
-            return render(str(e), error=True, status=400, expert=default_expert)
-        try:
-            sess.undo(expert)
-        except ElicitError as e:
-            return error_page(e, expert)
-        return done("undone", expert)
+        return change(sess.undo, "undone")
 
     @app.post("/next")
     def next_question():
         """The expert's next question (recorded): from the name field at the top, and the
         button shown to an expert who has none waiting."""
-        try:
-            expert = who()
-        except ElicitError as e:
-            return render(str(e), error=True, status=400, expert=default_expert)
-        return done(None, expert)
+        return change(lambda expert: None, None)
 
     @app.get("/k.png")
     def k_png():
