@@ -504,11 +504,9 @@ def kind_for(i: int, j: int | None, answer: object = None,
         return k
     fit = [KINDS[n] for n in names if KINDS[n].arity == arity]
     said = None if answer is None else Answer.parse(answer).kind  # type: ignore[arg-type]
-    for k in fit:
-        if k.name == said:
-            return k
-    if len(fit) == 1:
-        return fit[0]
+    chosen = next((k for k in fit if k.name == said), fit[0] if len(fit) == 1 else None)
+    if chosen is not None:
+        return chosen
     what = "a pair" if arity == 2 else "one feature"
     if not fit:
         raise ElicitError(f"{shown} is a question about {what}, which this elicitation does "
