@@ -212,11 +212,13 @@ class Session(SessionState):
                      settings.seed, y_offset, standardize, target_description, meta_source)
         store.check_new_path(path, overwrite)
         settings = dataclasses.replace(settings, strategy=strategy)
+        # every round setting under its record's key (a new field of RoundSettings is stored
+        # with no change here); the model is the stored hyperparameters', no Stan program
+        record = settings.validate().to_json()
         stored = {"hyper": dataclasses.asdict(pr.hyper),
+                  **{k: v for k, v in record.items()
+                     if k not in ("model", "stan_file", "stan_file_sha256")},
                   "engine": engine.name if isinstance(engine, Engine) else settings.engine,
-                  "utility": settings.utility, "refine": int(settings.refine),
-                  "strategy": strategy, "pool_size": settings.pool_size,
-                  "seed": int(settings.seed), "utility_target": settings.utility_target,
                   "questions": list(kinds)}
         cands = question_pairs(pr.U, [pr.names.index(n) for n in pr.excluded])
         dropped = len(pr.names) * (len(pr.names) - 1) // 2 - len(cands)
