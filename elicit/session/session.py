@@ -212,14 +212,6 @@ class Session(SessionState):
                      settings.seed, y_offset, standardize, target_description, meta_source)
         store.check_new_path(path, overwrite)
         settings = dataclasses.replace(settings, strategy=strategy)
-        # every round setting under its record's key (a new field of RoundSettings is stored
-        # with no change here); the model is the stored hyperparameters', no Stan program
-        record = settings.validate().to_json()
-        stored = {"hyper": dataclasses.asdict(pr.hyper),
-                  **{k: v for k, v in record.items()
-                     if k not in ("model", "stan_file", "stan_file_sha256")},
-                  "engine": engine.name if isinstance(engine, Engine) else settings.engine,
-                  "questions": list(kinds)}
         cands = question_pairs(pr.U, [pr.names.index(n) for n in pr.excluded])
         dropped = len(pr.names) * (len(pr.names) - 1) // 2 - len(cands)
         if dropped:
@@ -230,6 +222,14 @@ class Session(SessionState):
                          pr.U, pr.hyper, settings=dataclasses.replace(settings, model=None),
                          engine=engine if isinstance(engine, Engine) else "auto",
                          candidates=cands)
+        # every round setting under its record's key (the probe's, checked: a new field of
+        # RoundSettings is stored with no change here); the model is the stored
+        # hyperparameters', no Stan program
+        stored = {"hyper": dataclasses.asdict(pr.hyper),
+                  **{k: v for k, v in probe.settings.to_json().items()
+                     if k not in ("model", "stan_file", "stan_file_sha256")},
+                  "engine": engine.name if isinstance(engine, Engine) else settings.engine,
+                  "questions": list(kinds)}
         note = kernel_note(probe.fit.K, cands)
         if note is not None:
             pr.summary.append(note)

@@ -361,9 +361,12 @@ class QuestionKind(ABC):
         <label>, which ..." (None: it can)."""
         return None
 
-    @abstractmethod
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
-        """``data`` with one more answer (one of :attr:`answers`) to the question ``row``."""
+        """``data`` with one more answer (one of :attr:`answers`) to the question ``row``: by
+        default :meth:`enter` of that answer alone, right for a kind whose answer sets one
+        value per feature (relevance, direction); a kind whose answers add up (pairs)
+        overrides it."""
+        return self.enter(data, [row], [answer])
 
     @abstractmethod
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],

@@ -223,11 +223,6 @@ class DirectionKind(QuestionKind):
                 f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is "
                 f"{model!r})")
 
-    def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
-        s = np.array(data.direction)
-        s[row[0]] = _sign(answer)
-        return data.with_direction(s)
-
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
         if not rows:

@@ -58,11 +58,6 @@ class RelevanceKind(QuestionKind):
         return (f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the "
                 f"model is {model!r})")
 
-    def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
-        classes = np.array(data.relevance)
-        classes[row[0]] = answer.outcome
-        return data.with_relevance(classes)
-
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
         from elicit.model.covariance import UNASKED
