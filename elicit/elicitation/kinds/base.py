@@ -413,15 +413,19 @@ _GROUPS: dict[str, tuple[str, ...]] = {}
 _NAMES: dict[str, str] = {}
 
 
-def agreed(rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
-           value: Callable[[Answer], int]) -> dict[int, int | None]:
-    """Per feature asked about in ``rows``, the ``value`` every answer about it gives, or
-    None where the answers (several experts') disagree: what a kind about one feature enters
-    into the model's data (:meth:`QuestionKind.enter`)."""
+def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
+           value: Callable[[Answer], int], disagree: int) -> np.ndarray:
+    """A copy of ``values`` (one per feature) where each feature asked about in ``rows`` has
+    the ``value`` every answer about it gives, or ``disagree`` where the answers (several
+    experts') disagree: what a kind about one feature enters into the model's data
+    (:meth:`QuestionKind.enter`)."""
     votes: dict[int, set[int]] = {}
     for (k, _), a in zip(rows, answers):
         votes.setdefault(int(k), set()).add(value(a))
-    return {k: v.pop() if len(v) == 1 else None for k, v in votes.items()}
+    out = np.array(values)
+    for k, v in votes.items():
+        out[k] = v.pop() if len(v) == 1 else disagree
+    return out
 
 
 def register_kind(kind: K) -> K:

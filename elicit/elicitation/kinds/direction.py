@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 from scipy.special import ndtr
@@ -228,10 +228,8 @@ class DirectionKind(QuestionKind):
         if not rows:
             return data
         # several experts: the sign they agree on, none (0) when they disagree
-        s = np.array(data.direction)
-        for k, v in agreed(rows, answers, _sign).items():
-            s[k] = 0 if v is None else v
-        return data.with_direction(s)
+        return data.with_direction(agreed(cast(np.ndarray, data.direction), rows, answers,
+                                          _sign, 0))
 
     def ask(self, expert: Any, query: Query) -> Answer:
         got = self._method_of(expert)(*query.features)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -65,10 +65,8 @@ class RelevanceKind(QuestionKind):
         if not rows:
             return data
         # several experts: the class they agree on, none (not judged) when they disagree
-        classes = np.array(data.relevance)
-        for k, c in agreed(rows, answers, lambda a: int(a.outcome)).items():  # type: ignore[arg-type]
-            classes[k] = UNASKED if c is None else c
-        return data.with_relevance(classes)
+        return data.with_relevance(agreed(cast(np.ndarray, data.relevance), rows, answers,
+                                          lambda a: int(a.outcome), UNASKED))  # type: ignore[arg-type]
 
     def takes(self, utility: Utility) -> bool:
         return isinstance(utility, FeatureUtility)
