@@ -374,7 +374,7 @@ class Elicitor:
         for k in self.kinds:
             data = k.enter(data, *given[k.name])
         self.data = data
-        if any(k.resets_hessian and given[k.name][0] for k in self.kinds):
+        if any(k.resets(self.data.hyper.model) and given[k.name][0] for k in self.kinds):
             # the likelihood of y changed: the start's base Hessian does not apply
             self.fit = self.engine.fit(self.data, init=_without_hessian(self.initial_fit))
             self._hessian = None

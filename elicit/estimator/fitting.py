@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from elicit.elicitation.answers import Answer
+from elicit.elicitation.kinds.pairs import PAIRS
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.result import MAPResult
@@ -71,6 +72,7 @@ def fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engi
     data = base.with_feedback(pairs, f)
     if relevance is not None:
         data = data.with_relevance(relevance)
+    data = PAIRS.judged(data, pairs)  # as an Elicitor enters them: both features relevant
     # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
     # the same MAP, without a second d n^2 Hessian.
     return data, eng.fit(data, init=fit0.params), True

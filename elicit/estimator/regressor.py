@@ -125,7 +125,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         Relevance feedback: the features the expert says affect the outcome, and those they
         say do not (a feature in neither is not judged). Only for ``model="relevance"``:
         a relevant feature's prior variance is ``tau2``, an irrelevant one's ``tau2 eps``
-        (eps = 0.01), so its coefficient is pulled toward 0. Checked in :meth:`fit`.
+        (eps = 0.01), so its coefficient is pulled toward 0. Checked in :meth:`fit`. The
+        features of a similar/dissimilar answer in ``feedback`` are relevant unless named
+        here (the expert could judge them, so they matter), as in an elicitation.
 
     Attributes
     ----------
@@ -151,7 +153,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         The coupled set J used (known-coupling models; None for the others).
     relevance_ : ndarray of int (p,) or None
         The relevance class of each feature (1 relevant, 0 irrelevant, -1 not judged) in the
-        relevance model; None for the others.
+        relevance model, the features of answered pairs included; None for the others.
     zeta_ : float
         The relevance model's MAP of zeta, the logit of the share of relevant features among
         those not judged (``nan`` for the other models).
@@ -346,7 +348,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.tau2_, self.tau2_scores_ = float(fit.tau2), scores
         self.K_ = np.array(post.K)
         self.coupled_ = coupled
-        self.relevance_ = relevance
+        # the model's classes: the feature answers and the features of answered pairs
+        self.relevance_ = None if relevance is None else np.array(data.relevance)
         self.zeta_ = float("nan") if fit.zeta is None else float(fit.zeta)
         return self
 

@@ -162,7 +162,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     if not any(n for n, _ in counts.values()):
         return Ceiling(mse0, mse0, counts)
     # the base Hessian of the start belongs to its likelihood of y, which some answers change
-    resets = any(k.resets_hessian and counts[k.name][0] for k in kinds)
+    resets = any(k.resets(data.hyper.model) and counts[k.name][0] for k in kinds)
     fit = eng.fit(data, init=dataclasses.replace(fit0, warm_hessian=None) if resets else fit0)
     mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test,
                                                problem.y_offset)

@@ -412,7 +412,8 @@ class SessionState:
         # the answers about pairs are the estimator's feedback
         active = [(i, j, a) for k, i, j, a, _ in snap.answers if get_kind(k).arity == 2]
         if snap.relevance is not None:
-            # the classes the experts' feature answers set (where they agree)
+            # the model's classes: the experts' feature answers (where they agree) and the
+            # features of answered pairs
             for key, c in (("relevant", 1), ("irrelevant", 0)):
                 params.setdefault(key, [self.feature_names[k]
                                         for k in np.flatnonzero(snap.relevance == c)])

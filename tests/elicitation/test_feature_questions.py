@@ -546,3 +546,47 @@ def test_query_kinds_reach_the_caller():
     el = make_elicitor(questions="relevance")
     q = el.next_query("sequential", np.random.default_rng(0))
     assert isinstance(q, Query) and q.kind == "relevance" and q.j is None and q.exact_gain
+
+
+# -- pair answers say both features can be judged (issue 25, item 4) ---------------------------
+
+def test_a_pair_answer_makes_both_features_relevant_in_a_model_with_relevance_classes():
+    """The expert could say how features 1 and 2 affect the outcome, so both do: the model
+    after the answer is the model after "relevant" to both and the pair answer."""
+    el = make_elicitor()
+    el.answer(1, 2, "similar")
+    want = np.full(el.data.p, -1)
+    want[[1, 2]] = 1
+    np.testing.assert_array_equal(el.data.relevance, want)
+    # the same data and MAP as the three answers given explicitly
+    ref = make_elicitor()
+    ref.set_answers([(1, None, "relevant"), (2, None, "relevant"), (1, 2, "similar")])
+    np.testing.assert_array_equal(ref.data.relevance, el.data.relevance)
+    assert el.fit.log_density == pytest.approx(ref.fit.log_density, abs=1e-8)
+    np.testing.assert_allclose(_theta(el), _theta(ref), rtol=1e-5, atol=1e-7)
+
+
+def test_a_dont_know_to_a_pair_judges_nothing_and_a_feature_answer_stands():
+    el = make_elicitor()
+    el.answer(1, 2, "dont_know")
+    assert (np.asarray(el.data.relevance) == -1).all()
+    el.answer(3, None, "irrelevant")   # closes the pairs of 3
+    el.answer(1, 4, "dissimilar")
+    el.answer(4, None, "irrelevant")   # after the pair: the expert's own word stands
+    want = np.full(el.data.p, -1)
+    want[[1]], want[[3, 4]] = 1, 0
+    np.testing.assert_array_equal(el.data.relevance, want)
+    # replayed in one go (the kinds entered in their order), the same classes and MAP
+    replay = make_elicitor()
+    replay.set_answers([(1, 2, "dont_know"), (3, None, "irrelevant"), (1, 4, "dissimilar"),
+                        (4, None, "irrelevant")])
+    np.testing.assert_array_equal(replay.data.relevance, want)
+    assert replay.fit.log_density == pytest.approx(el.fit.log_density, abs=1e-6)
+
+
+def test_pair_answers_leave_a_model_without_relevance_classes_alone():
+    a = small_arrays()
+    el = Elicitor(a.X, a.y, a.U, Hyper(variant="fixed", tau2=0.5), engine="numpy")
+    el.answer(1, 2, "similar")
+    assert not el.data.model.relevance and (np.asarray(el.data.relevance) == -1).all()
+    assert len(el.data.f) == 1

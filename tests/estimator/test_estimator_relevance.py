@@ -82,3 +82,13 @@ def test_bad_relevance_feedback_is_a_one_line_error(data, kw, message):
     with pytest.raises(ElicitError) as e:
         fit(data, **kw)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_pair_answer_makes_both_features_relevant_as_in_an_elicitation(data):
+    """The estimator enters pair feedback as the Elicitor does: features of answered pairs
+    that no feature answer judged are relevant; a feature answer stands."""
+    pairs = [("f0", "f1", "similar"), ("f1", "f6", "dissimilar"), ("f2", "f5", "dont_know")]
+    est = fit(data, feedback=pairs, irrelevant=["f6"])
+    assert list(est.relevance_) == [1, 1, -1, -1, -1, -1, 0, -1]
+    explicit = fit(data, feedback=pairs, irrelevant=["f6"], relevant=["f0", "f1"])
+    np.testing.assert_allclose(est.coef_, explicit.coef_, rtol=1e-6, atol=1e-9)

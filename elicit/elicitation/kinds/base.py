@@ -361,6 +361,11 @@ class QuestionKind(ABC):
         <label>, which ..." (None: it can)."""
         return None
 
+    def resets(self, model: str) -> bool:
+        """Whether an answer of this kind changes the likelihood of y of the model named
+        ``model`` (:attr:`resets_hessian`; pairs do in a model with relevance classes)."""
+        return self.resets_hessian
+
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
         """``data`` with one more answer (one of :attr:`answers`) to the question ``row``: by
         default :meth:`enter` of that answer alone, right for a kind whose answer sets one

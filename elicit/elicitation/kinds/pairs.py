@@ -8,7 +8,10 @@ Bernoulli observation of the feedback link at ``xi - gamma . w_ij`` (:mod:`elici
 open pairs (the paper's R_p) with a registered
 :class:`~elicit.elicitation.gains.PairUtility` (:mod:`elicit.elicitation.scorer`); in a
 model with relevance classes a pair's gain is weighted by the chance that both features
-matter, since only then can the expert answer it (:mod:`elicit.elicitation.features`).
+matter, since only then can the expert answer it (:mod:`elicit.elicitation.features`), and
+an answer, similar or dissimilar, says the expert could judge both: a feature of an answered
+pair that no feature answer judged is relevant (a "don't know" says nothing). Such a class
+changes the prior variance of the feature's weight, so the likelihood of y (:meth:`resets`).
 """
 
 from __future__ import annotations
@@ -42,14 +45,38 @@ class PairKind(QuestionKind):
         return PairSegment(self, p, candidates)
 
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
-        return data.with_feedback(np.vstack([data.pairs, [row[0], row[1]]]),
+        data = data.with_feedback(np.vstack([data.pairs, [row[0], row[1]]]),
                                   np.append(data.f, int(answer.outcome)))  # type: ignore[arg-type]
+        return self.judged(data, [row])
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
         # every answer is its own Bernoulli observation, also several experts' to one pair
-        return data.with_feedback(np.array(rows, dtype=int).reshape(-1, 2),
+        data = data.with_feedback(np.array(rows, dtype=int).reshape(-1, 2),
                                   np.array([a.outcome for a in answers], dtype=int))
+        return self.judged(data, rows)
+
+    def resets(self, model: str) -> bool:
+        from elicit.model.variants import get_model
+
+        return get_model(model).relevance
+
+    def judged(self, data: ModelData, rows: Sequence[tuple[int, int]] | np.ndarray) -> ModelData:
+        """``data`` with the features of the answered pairs ``rows`` relevant where no feature
+        answer judged them, in a model with relevance classes (``data`` itself otherwise):
+        the expert could say how the two affect the outcome, so both do. A feature answer
+        entered before (the relevance kind is entered first) or given later stands."""
+        from elicit.model.covariance import RELEVANT, UNASKED
+
+        if not data.model.relevance or not len(rows):
+            return data
+        classes = np.array(data.relevance)
+        features = np.unique(np.asarray(rows, dtype=int).reshape(-1))
+        open_ = features[classes[features] == UNASKED]
+        if not open_.size:
+            return data
+        classes[open_] = RELEVANT
+        return data.with_relevance(classes)
 
     def takes(self, utility: Utility) -> bool:
         return isinstance(utility, PairUtility)
