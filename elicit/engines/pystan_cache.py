@@ -53,6 +53,11 @@ _FORMAT = "1"
 #: httpstan's record of a build besides the module (its views read both on a cache hit)
 _LOGS = ("stanc.log", "stderr.log")
 
+#: How many builds the cache keeps, the most recently used (about 75-85 MB each): the
+#: shipped program for a few versions of elicit and of httpstan, and a user's own programs.
+#: Every edit of a program is a new entry, so without a limit the cache only grows.
+KEEP = 12
+
 
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/elicit/pystan`` (default ``~/.cache/elicit/pystan``)."""
@@ -163,6 +168,7 @@ def restore(program_code: str) -> bool:
         module = _module_in(entry)
         if module is None or not all((entry / log).is_file() for log in _LOGS):
             return False
+        os.utime(entry)  # used now: the last to go when the cache is pruned
         with _staging(target.parent.parent, "elicit-restore") as tmp:
             # httpstan finds the module by its suffix; the name says whose model it is
             suffix = module.name[module.name.index("."):]
@@ -208,4 +214,24 @@ def store(program_code: str) -> bool:
     except (OSError, ValueError, ImportError) as exc:
         logger.debug("PyStan build not stored in the cache: %s", exc)
         return False
+    prune()
     return True
+
+
+def prune(keep: int | None = None) -> list[Path]:
+    """Remove all but the ``keep`` (default :data:`KEEP`) most recently used builds (by
+    their folder's time, which :func:`restore` and :func:`store` set); return the folders
+    removed. Only complete entries are candidates (a folder named by a key), not another
+    process's staging folder; an entry removed while another process restores from it costs
+    that process a build, not an error (restore reads it inside its own checks). Never
+    raises."""
+    try:
+        entries = [p for p in cache_dir().iterdir()
+                   if p.is_dir() and len(p.name) == 32 and "." not in p.name]
+        entries.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+    gone = entries[KEEP if keep is None else keep:]
+    for p in gone:
+        _remove(p)
+    return gone

@@ -84,6 +84,20 @@ class RoundKeywords:
         object.__setattr__(self, "settings", self.settings.validate())
 
 
+# Reading a keyword on a configuration reads its entry of ``settings`` (``cfg.engine`` is
+# ``cfg.settings.engine``): an InitVar's default would otherwise stay behind as a class
+# attribute and answer None whatever the settings hold. The generated __init__ keeps the
+# defaults of its own.
+def _reads_setting(name: str) -> property:
+    def get(self: RoundKeywords) -> Any:
+        return getattr(self.settings, name)
+    return property(get, doc=f"``settings.{name}`` (read only)")
+
+
+for _name in _KEYWORDS:
+    setattr(RoundKeywords, _name, _reads_setting(_name))
+
+
 def option(default: Any) -> Any:
     """A field that says how much or how to run: not recorded, so it may change between
     reruns."""

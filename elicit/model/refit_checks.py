@@ -47,9 +47,10 @@ class ColdStartPolicy:
 
     Measured on the synthetic problem (4 runs x 30 answers x 3 strategies, 360 refits;
     ``experiments/refit_modes.py``, ``docs/benchmarks.md`` "Refit modes"): refits that end
-    below a reference (a cold fit, or L-BFGS-B from the previous MAP) 102 without checks, 35
-    when only switches after unlikely answers (p < 0.05) are checked, 21 with every switch
-    checked (the default), the cold fits 6% of the rounds' CPU.
+    below a reference (a cold fit, or L-BFGS-B from the previous MAP) 91 without checks, 38
+    when only switches after unlikely answers (p < 0.05) are checked, 25 with every switch
+    checked (the default), the cold fits 5.8% of the rounds' CPU; on the paper-literal Amazon
+    configuration (600 refits) 55, 30 and 21, for 29% of the rounds' CPU.
 
     Attributes
     ----------

@@ -153,6 +153,12 @@ def test_a_configuration_holds_the_settings_once_and_its_keywords_replace_entrie
     round_names = {f.name for f in dataclasses.fields(RoundSettings)}
     for cls in (SyntheticConfig, RealDataConfig):
         assert not round_names & {f.name for f in dataclasses.fields(cls)}
+    # a keyword read back is the settings' entry, not the keyword's default (None)
+    for name in ("engine", "refine", "seed", "model", "utility", "questions"):
+        assert getattr(cfg, name) == getattr(cfg.settings, name), name
+    assert (cfg.engine, cfg.refine, SyntheticConfig().engine) == ("numpy", 5, "auto")
+    with pytest.raises(AttributeError):
+        cfg.engine = "cmdstan"  # type: ignore[misc]
 
 
 _OLDER_SWEEP = {"dataset": "mine", "rounds": 2, "seed": 0, "engine": "numpy",

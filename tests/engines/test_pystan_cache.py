@@ -127,3 +127,28 @@ def test_an_incomplete_build_is_neither_stored_nor_restored(httpstan_models, mon
     _use_another_interpreter(monkeypatch, tmp_path)
     assert not pystan_cache.restore(code)
     assert not pystan_cache._httpstan_model_dir(code)[1].exists()
+
+
+def test_the_cache_keeps_the_most_recently_used_builds(httpstan_models, monkeypatch, tmp_path):
+    """Every edited program is a new entry of 75-85 MB: beyond KEEP the least recently used
+    go (a restore counts as a use); a staging folder of another process is not touched."""
+    import os
+
+    monkeypatch.setattr(pystan_cache, "KEEP", 2)
+    codes = [f"// program {k}\n" for k in range(3)]
+    for t, code in enumerate(codes[:2]):
+        _build(code)
+        assert pystan_cache.store(code)
+        os.utime(pystan_cache.cache_dir() / pystan_cache.build_key(code), (t, t))
+    staging = pystan_cache.cache_dir() / "0123.tmp-1-abcd"
+    staging.mkdir()
+    os.utime(staging, (0, 0))
+    _use_another_interpreter(monkeypatch, tmp_path)
+    assert pystan_cache.restore(codes[0])     # the older one used again
+    _build(codes[2])
+    assert pystan_cache.store(codes[2])       # the third: program 1 is the least recent
+    kept = {p.name for p in pystan_cache.cache_dir().iterdir()}
+    assert kept == {pystan_cache.build_key(codes[0]), pystan_cache.build_key(codes[2]),
+                    staging.name}
+    assert pystan_cache.prune(keep=1) == [pystan_cache.cache_dir()
+                                          / pystan_cache.build_key(codes[0])]
