@@ -50,9 +50,10 @@ def to_inferencedata(session: SessionState):
     The relevance model adds its relevance posterior: ``zeta`` in ``posterior`` (the logit of
     the share of relevant features among those not judged) and, in ``constant_data`` with
     dim ``feature``, ``relevance_class`` (1 relevant, 0 irrelevant, -1 not judged: what the
-    experts' answers set), ``p_relevant`` (the probability that the feature affects the
-    outcome at the MAP) and ``prior_scale`` (h = sqrt(lambda): beta's prior covariance is
-    ``sigma2 tau2 diag(h) K diag(h)``); each variable's ``description`` attribute says so.
+    experts' answers set, the features of answered pairs included), ``p_relevant`` (the
+    probability that the feature affects the outcome at the MAP) and ``prior_scale``
+    (h = sqrt(lambda): beta's prior covariance is ``sigma2 tau2 diag(h) K diag(h)``); each
+    variable's ``description`` attribute says so.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
@@ -111,8 +112,9 @@ _RELEVANCE_DESCRIPTIONS = {
     "zeta": "MAP of zeta, the logit of the share of relevant features among those not judged; "
             "an unjudged feature's prior variance scale is lambda_u = s(zeta) + (1 - s(zeta)) "
             "irrelevant_scale",
-    "relevance_class": "the experts' answer about the feature: 1 relevant, 0 irrelevant, -1 "
-                       "not judged (not asked, don't know, or the experts disagree)",
+    "relevance_class": "the feature's class in the model: 1 relevant (answered so, or in an "
+                       "answered pair), 0 irrelevant, -1 not judged (not asked, don't know, "
+                       "or the experts disagree)",
     "p_relevant": "probability that the feature affects the outcome at the MAP: 1 or 0 for a "
                   "judged feature, else s(zeta + log BF), BF = p(y | lambda = 1) / "
                   "p(y | lambda = irrelevant_scale)",

@@ -590,3 +590,19 @@ def test_pair_answers_leave_a_model_without_relevance_classes_alone():
     el.answer(1, 2, "similar")
     assert not el.data.model.relevance and (np.asarray(el.data.relevance) == -1).all()
     assert len(el.data.f) == 1
+
+
+def test_several_experts_a_pair_answer_judges_a_feature_they_disagree_about():
+    """Experts who disagree about feature 1 leave it not judged; a pair answer about it is
+    one more judgement that it matters (the kinds entered in their order, as on a replay)."""
+    from elicit.elicitation.kinds.pairs import DISSIMILAR, PAIRS
+    from elicit.elicitation.kinds.relevance import IRRELEVANT, RELEVANCE, RELEVANT
+
+    data = make_elicitor().base
+    split = RELEVANCE.enter(data, [(1, -1), (1, -1), (3, -1)], [RELEVANT, IRRELEVANT, IRRELEVANT])
+    assert split.relevance[1] == -1 and split.relevance[3] == 0
+    after = PAIRS.enter(split, [(1, 2), (3, 4)], [DISSIMILAR, DISSIMILAR])
+    want = np.full(data.p, -1)
+    want[[1, 2, 4]], want[3] = 1, 0
+    np.testing.assert_array_equal(after.relevance, want)
+    assert len(after.f) == 2 and after.relevance is not split.relevance

@@ -65,7 +65,9 @@ class PairKind(QuestionKind):
         """``data`` with the features of the answered pairs ``rows`` relevant where no feature
         answer judged them, in a model with relevance classes (``data`` itself otherwise):
         the expert could say how the two affect the outcome, so both do. A feature answer
-        entered before (the relevance kind is entered first) or given later stands."""
+        entered before (the relevance kind is entered first) or given later stands; a feature
+        several experts disagree about (not judged) becomes relevant too: the pair answer is
+        one more judgement that it matters."""
         from elicit.model.covariance import RELEVANT, UNASKED
 
         if not data.model.relevance or not len(rows):
