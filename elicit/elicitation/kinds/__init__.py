@@ -16,22 +16,25 @@ and "don't know" to any of them. ``questions=`` (``Elicitor``, sweeps, sessions,
 ``--questions``) names the kinds asked: ``"pairs"`` (:data:`PAPER_QUESTIONS`, the default),
 ``"pairs,relevance"``, ``"all"``; ``"both"`` stands for pairs and relevance, as older sweeps
 and session files wrote it. :mod:`~elicit.elicitation.kinds.base` holds the
-:class:`QuestionKind` base class and the registry; a new kind is one module that subclasses
+:class:`QuestionKind` base class and the registry, :mod:`~elicit.elicitation.kinds.asked`
+reads ``questions=``; a new kind is one module that subclasses
 it and registers an instance (``docs/extending.md``).
 """
 
+from elicit.elicitation.kinds.asked import (
+    kind_for,
+    kinds_of,
+    model_for,
+    parse_questions,
+    spell_questions,
+)
 from elicit.elicitation.kinds.base import (
     KINDS,
     QuestionKind,
     get_kind,
     groups,
-    kind_for,
-    kinds_of,
-    model_for,
-    parse_questions,
     register_group,
     register_kind,
-    spell_questions,
     unregister_kind,
 )
 from elicit.elicitation.kinds.pairs import PAIRS

@@ -1,0 +1,137 @@
+"""What an elicitation asks: its ``questions=`` read into registered kinds, and the kind of
+a question given as ``(i, j)``.
+
+:func:`parse_questions` reads ``questions="pairs,relevance"``, ``"all"``, a group name
+(``"both"``: :func:`~elicit.elicitation.kinds.base.register_group`) or a list of names into
+kind names in registration order, and :func:`spell_questions` writes them back in the
+spelling that sweep folders and session files record; :func:`kinds_of` and :func:`model_for`
+give their kind objects and the model they need; :func:`kind_for` tells the kind of a
+question. The kinds themselves and their registry are
+:mod:`elicit.elicitation.kinds.base`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from elicit.elicitation.kinds.base import KINDS, Answer, QuestionKind, get_kind, groups
+from elicit.errors import ElicitError
+
+
+def kind_for(i: int, j: int | None, answer: object = None,
+             among: Iterable[str | QuestionKind] | None = None,
+             kind: str | QuestionKind | None = None) -> QuestionKind:
+    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature) among the
+    kinds ``among`` (default: every registered kind): ``kind`` if given, checked to be one of
+    them and about as many features; else the one of that arity that ``answer`` (an answer or
+    its word) answers, if it names one; else the only one of that arity.
+
+    Raises
+    ------
+    ElicitError
+        When ``kind`` is not among them or is about another number of features, or when no
+        kind, or more than one, fits (then the question must say its kind).
+    """
+    arity = 1 if j is None or int(j) < 0 else 2
+    shown = f"({i}, None)" if arity == 1 else f"({i}, {j})"
+    names = list(KINDS) if among is None else [get_kind(k).name for k in among]
+    if kind is not None:
+        k = get_kind(kind)
+        if k.name not in names:
+            raise ElicitError(f"this elicitation asks no {k.label} "
+                              f"(questions={spell_questions(names)!r})")
+        if k.arity != arity:
+            raise ElicitError(f"{shown} is not a question of kind {k.name!r}, which is about "
+                              f"{k.arity} feature(s)")
+        return k
+    fit = [KINDS[n] for n in names if KINDS[n].arity == arity]
+    said = None if answer is None else Answer.parse(answer).kind  # type: ignore[arg-type]
+    chosen = next((k for k in fit if k.name == said), fit[0] if len(fit) == 1 else None)
+    if chosen is not None:
+        return chosen
+    what = "a pair" if arity == 2 else "one feature"
+    if not fit:
+        raise ElicitError(f"{shown} is a question about {what}, which this elicitation does "
+                          f"not ask (questions={spell_questions(names)!r})")
+    if said is not None:  # an answer of a kind about another number of features
+        raise ElicitError(f"{shown} is a question about {what}, and {answer!s:.40} answers "
+                          f"{KINDS[said].label}, about {KINDS[said].arity} feature(s)")
+    raise ElicitError(f"{shown} is a question about {what}, which kinds "
+                      f"{', '.join(k.name for k in fit)} ask; say which: (kind, i, j)")
+
+
+def parse_questions(questions: object) -> tuple[str, ...]:
+    """The kinds an elicitation asks, as registered names in registration order.
+
+    ``questions`` is a kind's name, a comma-separated list of names (``"pairs,relevance"``),
+    ``"all"`` (every registered kind), a group name (``"both"``: the shipped pair and
+    relevance kinds, as older sweeps and session files wrote it), or a list of names or
+    :class:`QuestionKind` objects.
+
+    Raises
+    ------
+    ElicitError
+        One line for an unknown kind, a kind named twice, or no kind.
+    """
+    if isinstance(questions, (str, QuestionKind)):
+        items: list[Any] = [questions] if isinstance(questions, QuestionKind) else \
+            [s.strip() for s in questions.split(",") if s.strip()]
+    elif isinstance(questions, Iterable):
+        items = list(questions)
+    else:
+        items = [questions]
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, QuestionKind):
+            got: tuple[str, ...] = (get_kind(item.name).name,)
+        elif item == "all":
+            got = tuple(KINDS)
+        elif isinstance(item, str) and item in groups():
+            got = groups()[item]
+        elif isinstance(item, str) and item in KINDS:
+            got = (item,)
+        else:
+            raise ElicitError(f"unknown question kind {item!r} in questions={questions!r}; "
+                              f"name kinds from {', '.join(KINDS)} (comma-separated), "
+                              f"or all{_groups_hint()}")
+        for n in got:
+            if n in names:
+                raise ElicitError(f"question kind {n!r} is named twice in "
+                                  f"questions={questions!r}; name each kind once")
+            names.append(n)
+    if not names:
+        raise ElicitError(f"questions={questions!r} names no kind of question; name kinds "
+                          f"from {', '.join(KINDS)}, or all")
+    order = list(KINDS)
+    return tuple(sorted(names, key=order.index))
+
+
+def spell_questions(questions: object) -> str:
+    """The kinds of ``questions`` as one string: a group's name where one stands for exactly
+    them (``"both"``), else the names joined by commas. Sweep folders record this, so that a
+    folder of an older sweep compares equal."""
+    names = parse_questions(questions)
+    for group, members in groups().items():
+        if members == names:
+            return group
+    return ",".join(names)
+
+
+def kinds_of(questions: object) -> tuple[QuestionKind, ...]:
+    """The kind objects of :func:`parse_questions`."""
+    return tuple(KINDS[n] for n in parse_questions(questions))
+
+
+def model_for(questions: object) -> str | None:
+    """The model the kinds of ``questions`` need when none is named (each kind's
+    :meth:`~QuestionKind.model_with` the model of those before it: the relevance model for
+    feature questions); None: any, the paper's by default."""
+    model = None
+    for kind in kinds_of(questions):
+        model = kind.model_with(model)
+    return model
+
+
+def _groups_hint() -> str:
+    return "".join(f", or {g} (= {','.join(m)})" for g, m in groups().items())
