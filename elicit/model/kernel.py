@@ -10,6 +10,9 @@ column where that is sparse (:func:`supports_of`).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+
+from elicit.internal.cache import LRUCache, arrays_key
 
 #: elements per block of the row-blocked passes over p x p arrays (fits in cache)
 BLOCK_ELEMS = 1 << 17
@@ -22,16 +25,49 @@ def row_blocks(p: int, ncols: int | None = None):
         yield slice(i0, min(p, i0 + step))
 
 
+#: Meta-features with at most this share of nonzeros (word counts: 4% of Amazon's 337 x 100)
+#: and at least :data:`SPARSE_U_MIN_P` features are multiplied as compressed sparse rows
+#: (:func:`sparse_meta`): their products cost the nonzeros instead of p d per column.
+SPARSE_U_MAX_DENSITY = 0.1
+SPARSE_U_MIN_P = 100
+
+_sparse_found = LRUCache(4)
+
+
+def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
+    """``U`` as compressed sparse rows if it is mostly zero (see
+    :data:`SPARSE_U_MAX_DENSITY`), else None. Found once per array (keyed by its identity and
+    a checksum of its bytes)."""
+    p, d = U.shape
+    if p < SPARSE_U_MIN_P:
+        return None
+    key = arrays_key(U)
+    hit = _sparse_found.get(key)
+    if hit is None:
+        dense = np.count_nonzero(U) > SPARSE_U_MAX_DENSITY * p * d
+        hit = (None if dense else sp.csr_matrix(U),)
+        _sparse_found.put(key, hit, pin=U)
+    return hit[0]
+
+
 def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2), the exponent clipped at 0.
 
-    One symmetric product (``Z Z'`` runs as a rank-k update) and then, block by block of rows
-    while the block is in cache, the row/column offsets, the clip and the exp: no p x p
-    temporaries. ``h_i + h_j`` is added as one term, so the result is exactly symmetric.
+    One symmetric product (``Z Z'`` runs as a rank-k update, or over Z's nonzeros for sparse
+    meta-features: each entry sums the same products in the same order as its transpose)
+    and then, block by block of rows while the block is in cache, the row/column offsets, the
+    clip and the exp: no p x p temporaries. ``h_i + h_j`` is added as one term, so the result
+    is exactly symmetric.
     """
-    Z = U * np.sqrt(gamma)
+    root = np.sqrt(gamma)
+    Z = U * root
     h = 0.5 * np.einsum("ij,ij->i", Z, Z)
-    M = Z @ Z.T
+    Us = sparse_meta(U)
+    if Us is None:
+        M = Z @ Z.T
+    else:
+        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr),
+                          shape=Us.shape) @ Z.T
     for blk in row_blocks(len(h)):
         Mb = M[blk]
         Mb -= h[blk, None] + h[None, :]

@@ -65,11 +65,19 @@ from elicit.model.kernel import (
     kernel_apply,
     row_blocks,
     second_terms,
+    sparse_meta,
     support_split,
 )
 from elicit.model.marginal_cache import marginal_cache
 from elicit.model.spec import ModelData
-from elicit.model.structure import OffsetProducts, OffsetSparse, offset_sparse, structure_of
+from elicit.model.structure import (
+    OffsetProducts,
+    OffsetSparse,
+    SparseRows,
+    offset_sparse,
+    sparse_rows,
+    structure_of,
+)
 from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, zeta_of
 
 
@@ -87,7 +95,11 @@ class Marginal:
     rows of K on the columns A that S touches (``S K``, the block ``K_AA``), all from one
     streamed pass over K's tiles (:func:`~elicit.model.kernel.kernel_tiles`), and, for the
     Hessian, ``K (b o u_a u_b)`` (:func:`~elicit.model.kernel.kernel_apply`); the results
-    equal the dense path's up to rounding. :attr:`K` is then built only when read.
+    equal the dense path's up to rounding. :attr:`K` is then built only when read. Below that
+    size the dense path keeps K but still multiplies by X through its sparse rows where they
+    pay (:func:`~elicit.model.structure.sparse_rows`: ``X K``, ``X K X'``, ``L^-1 X`` and
+    ``X' S^-1 X``), and by U through its nonzeros where the meta-features are word counts
+    (:func:`~elicit.model.kernel.sparse_meta`).
 
     With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
     :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
@@ -152,14 +164,20 @@ class Marginal:
         m = X.shape[0]
         #: the kernel's products on the structured path (:mod:`elicit.model.structure`)
         self._offset: OffsetProducts | None = None
+        #: X's sparse rows on the dense path where they pay (:func:`sparse_rows`), else None
+        self._rows: SparseRows | None = None
         if self.structure is not None:
             self._K = K
             self._offset = OffsetProducts.of(self.structure, U, self.gamma)
             self.XK = self._offset.XK
         else:
             self._K = kernel(U, self.gamma, coupled) if K is None else K
-            self.XK = X @ self._K
-        B = self.tau2 * (self.XK @ X.T)
+            if self.basis is None:
+                rows = sparse_rows(self.X_data)
+                self._rows = rows if rows is None or scales is None else rows.scaled(scales.h)
+            self.XK = X @ self._K if self._rows is None else self._rows.times(self._K)
+        B = self.tau2 * (self.XK @ X.T if self._rows is None
+                         else self._rows.times(self.XK.T).T)
         self.B = 0.5 * (B + B.T)
         S = self.B + np.eye(m)
         # S = I + B has all eigenvalues >= 1, so its inverse is well conditioned: from the
@@ -253,10 +271,24 @@ class Marginal:
         # R = (X' G X) o K: contracting it with D_l gives tr(G X (K o D_l) X'). With
         # G = (omega alpha alpha' - S^-1) / 2 and S^-1 = L^-T L^-1, X' G X is a symmetric
         # rank-n product (W = L^-1 X) plus a rank-one term; built in place, no p x p temporary.
+        rows = self._rows
+        c = 0.5 * self.omega
+        if rows is not None:
+            # X' S^-1 X from S's nonzeros: P + q b' + b q' + s b b' (SparseRows.gram)
+            xa = rows.left(self.alpha)
+            R, q, s = rows.gram(self.Sinv)
+            b = rows.b
+            q = q + 0.5 * s * b
+            for blk in row_blocks(len(xa)):
+                Rb = R[blk]
+                Rb += q[blk, None] * b[None, :] + b[blk, None] * q[None, :]
+                Rb *= -0.5
+                Rb += (c * xa[blk])[:, None] * xa[None, :]
+                Rb *= self.K[blk]
+            return R
         W = self.Linv @ self.X
         xa = self.X.T @ self.alpha
         R = W.T @ W
-        c = 0.5 * self.omega
         for blk in row_blocks(len(xa)):
             Rb = R[blk]
             Rb *= -0.5
@@ -267,11 +299,13 @@ class Marginal:
     @cached_property
     def _r(self) -> np.ndarray:
         # Row sums of R: r_i = x_i' G (X K)_i, an n x p product instead of a p x p pass.
-        return np.einsum("ai,ai->i", self.G @ self.X, self.XK)
+        GX = self.G @ self.X if self._rows is None else self._rows.left(self.G)
+        return np.einsum("ai,ai->i", GX, self.XK)
 
     @cached_property
     def _RU(self) -> np.ndarray:
-        return self._R @ self.U
+        Us = sparse_meta(self.U)
+        return self._R @ (self.U if Us is None else Us)
 
     @property
     def _path(self) -> OffsetProducts:

@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_derivatives_match_finite_differences, fd_grad, theta_point
+from helpers import (
+    assert_derivatives_match_finite_differences,
+    fd_grad,
+    some_direction,
+    some_relevance,
+    theta_point,
+)
 
 import elicit.model.kernel as kernel_mod
 import elicit.model.structure as structure_mod
 from elicit.model.density import hessian, log_density
 from elicit.model.form import takes_structure
-from elicit.model.kernel import kernel, kernel_apply, kernel_tiles
+from elicit.model.kernel import kernel, kernel_apply, kernel_tiles, sparse_meta
 from elicit.model.marginal import Marginal
-from elicit.model.marginal_cache import MarginalCache, marginal_bytes
+from elicit.model.marginal_cache import MarginalCache, marginal_bytes, marginal_cache
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, all_pairs, is_all_pairs
-from elicit.model.structure import column_modes, offset_sparse, structure_of
+from elicit.model.structure import column_modes, offset_sparse, sparse_rows, structure_of
 from elicit.model.theta import split_theta
 
 
@@ -232,6 +238,86 @@ def test_marginal_cache_counts_a_structured_marginal_by_its_blocks(structured_fr
     one = marginal_bytes(data.n, data.p, data.d, a)
     assert one < marginal_bytes(data.n, data.p, data.d)
     assert MarginalCache(size=8, max_bytes=2.5 * one).entries_for(data) == 2
+
+
+# -- the dense path's sparse products ------------------------------------------------------
+
+
+def count_meta_features(p: int, d: int, seed: int = 0) -> np.ndarray:
+    """Word-count-like meta-features: ~5% of the entries nonzero (small counts)."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random((p, d)) < 0.05, 1.0 + rng.poisson(0.5, (p, d)), 0.0)
+
+
+@pytest.fixture
+def dense_products(monkeypatch):
+    """Switch the dense path's sparse products off (the reference they are checked against)."""
+    def off():
+        monkeypatch.setattr(structure_mod, "SPARSE_ROWS_MIN_P", 10**9)
+        monkeypatch.setattr(kernel_mod, "SPARSE_U_MIN_P", 10**9)
+    return off
+
+
+def test_sparse_rows_products_equal_the_dense_ones():
+    X, _, _ = review_inputs(p=150)
+    rows = sparse_rows(X)
+    assert rows is not None and rows.S.nnz < 0.1 * X.size
+    np.testing.assert_allclose(rows.S.toarray() + rows.b, X, rtol=1e-15, atol=1e-15)
+    rng = np.random.default_rng(2)
+    n, p = X.shape
+    A, L, v = rng.normal(size=(p, 7)), rng.normal(size=(5, n)), rng.normal(size=n)
+    G = rng.normal(size=(n, n))
+    G = G + G.T
+    assert _rel(rows.times(A), X @ A) < 1e-13
+    assert _rel(rows.left(L), L @ X) < 1e-13
+    assert _rel(rows.left(v), v @ X) < 1e-13
+    P, q, c = rows.gram(G)
+    b = rows.b
+    assert _rel(P + np.outer(q, b) + np.outer(b, q) + c * np.outer(b, b), X.T @ G @ X) < 1e-12
+    h = rng.uniform(0.1, 1.0, p)
+    assert _rel(rows.scaled(h).times(A), (X * h) @ A) < 1e-13
+
+
+def test_sparse_rows_only_where_they_pay():
+    X, _, _ = review_inputs(p=150)
+    assert sparse_rows(X[:, :90]) is None                                 # too few features
+    assert sparse_rows(np.random.default_rng(0).normal(size=X.shape)) is None   # not sparse
+    assert sparse_rows(np.vstack([X] * 8)) is None                        # more rows than features
+
+
+def test_kernel_of_sparse_meta_features_equals_the_dense_product(dense_products):
+    U = count_meta_features(150, 40)
+    assert sparse_meta(U) is not None and sparse_meta(np.ones((150, 40))) is None
+    gamma = np.random.default_rng(1).uniform(0.2, 2.0, 40)
+    K = kernel(U, gamma)
+    assert np.array_equal(K, K.T) and np.all(np.diag(K) == 1.0)
+    dense_products()
+    assert sparse_meta(U) is None
+    assert _rel(K, kernel(U, gamma)) < 1e-13
+
+
+@pytest.mark.parametrize("model", ["paper", "relevance", "direction"])
+@pytest.mark.parametrize("variant", ["fixed", "learned"])
+def test_marginal_with_sparse_products_equals_the_dense_path(dense_products, model, variant):
+    X, y, _ = review_inputs(p=140, seed=5)
+    U = count_meta_features(140, 30, seed=5)
+    p = X.shape[1]
+    pairs = np.array([[0, 5], [3, 90], [17, 18], [40, 139]])
+    data = ModelData(X, y, U, Hyper(variant=variant, tau2=0.2, threshold_mean=1.1, model=model),
+                     pairs, np.array([1, 0, 1, 0]), relevance=some_relevance(p),
+                     direction=some_direction(p))
+    theta = theta_point(data)
+    mg = Marginal.at(theta, data)
+    assert mg._rows is not None and sparse_meta(U) is not None and mg.structure is None
+    assert_derivatives_match_finite_differences(data)
+    v, g = log_density(theta, data)
+    H = hessian(theta, data)
+    dense_products()
+    marginal_cache.clear()
+    assert Marginal.at(theta, data)._rows is None
+    v_d, g_d = log_density(theta, data)
+    assert abs(v - v_d) < 1e-10 * abs(v_d) and _rel(g, g_d) < 1e-10
+    assert _rel(H, hessian(theta, data)) < 1e-10
 
 
 # -- all pairs -----------------------------------------------------------------------------
