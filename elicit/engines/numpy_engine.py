@@ -207,7 +207,7 @@ class NumpyEngine(Engine):
         if run.status == "converged":
             entry = _Remembered(run.start_value, run.result(), run=run)
         else:
-            res = self._lbfgs(run.theta.copy(), run.data, run.lb)
+            res = self._lbfgs(run.theta_start, run.data, run.lb)
             entry = _Remembered(run.start_value, res, final=res)
         self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), entry,
                        pin=(run.data.X, run.data.y, run.data.U))
@@ -222,7 +222,7 @@ class NumpyEngine(Engine):
             while run.status == "running":
                 run.step()
             entry.final = (run.result(final=True) if run.status == "converged"
-                           else self._lbfgs(run.theta.copy(), run.data, run.lb))
+                           else self._lbfgs(run.theta_start, run.data, run.lb))
             entry.run = None
         return entry.final
 

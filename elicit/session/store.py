@@ -36,7 +36,9 @@ Durability. The file uses SQLite's rollback journal (``journal_mode=DELETE``) wi
 ``synchronous=EXTRA``: a commit writes the changed pages into the session file itself and
 syncs it, then deletes the journal and syncs the directory. Once a write has returned, the
 ``.session`` file on its own holds it, with no ``-wal`` file that a copy could leave behind,
-and a power cut cannot take it back. Every write is one ``BEGIN IMMEDIATE`` transaction
+and a power cut cannot take it back. (A kill inside a commit's page writes, microseconds, leaves
+the file alone a mix of old and new pages until its ``-journal`` rolls it back:
+docs/reliability.md.) Every write is one ``BEGIN IMMEDIATE`` transaction
 (:func:`write`). A new file is built under a temporary name and renamed into place. Files
 that are missing, truncated, corrupted, read-only or written by a newer version are refused
 before anything is written to them. Reading needs no write access: a file opened with

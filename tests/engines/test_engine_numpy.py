@@ -112,31 +112,6 @@ def test_warm_newton_equals_cold_fit(variant, new_answers, local_model):
     assert np.max(np.abs(_theta(warm, data1) - _theta(fit0, data0))) > 1e-3
 
 
-def test_a_failed_warm_newton_goes_on_by_lbfgs_from_where_it_stopped(variant, monkeypatch):
-    """A warm refit whose Newton runs out of iterations falls back to L-BFGS-B from its
-    last point (higher than its start: its line search only accepts ascent), not from the
-    start again, and reaches the cold MAP."""
-    data0 = make_small_data(variant, n_feedback=4)
-    engine = NumpyEngine(variant, max_newton=1, cold_start=None)
-    fit0 = engine.fit(data0)
-    data1 = _add_answers(data0, [[0, 7], [2, 9], [3, 5]], [1, 0, 0])
-    starts = []
-    lbfgs = engine._lbfgs
-
-    def spy(theta0, data, lb):
-        starts.append(theta0.copy())
-        return lbfgs(theta0, data, lb)
-
-    monkeypatch.setattr(engine, "_lbfgs", spy)
-    warm = engine.fit(data1, init=fit0, hessian=_base_hessian(fit0, data0))
-    assert "L-BFGS-B" in warm.message and len(starts) == 1
-    start = np.maximum(_theta(fit0, data1), lower_bounds(data1))
-    assert not np.array_equal(starts[0], start)
-    assert log_density(starts[0], data1)[0] > log_density(start, data1)[0]
-    cold = NumpyEngine(variant).fit(data1)
-    assert warm.log_density == pytest.approx(cold.log_density, rel=1e-9)
-
-
 def test_warm_start_without_hessian_equals_cold_fit(variant):
     """A previous MAP is a valid warm start without a Hessian handed over."""
     data0 = make_small_data(variant)
