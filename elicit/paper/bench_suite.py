@@ -318,7 +318,7 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
         figures["reproduce_estimate"] = {
             "label": f"make reproduce, all steps x {REPRODUCE_RUNS} runs, CPU (estimate; "
                      "target: 30 min wall on 2 cores)",
-            "unit": "s", "target": REPRODUCE_TARGET_CPU_S,
+            "unit": "s", "target": REPRODUCE_TARGET_CPU_S, "estimate": True,
             "value": sum(figures[k]["value"] for k in step_keys) * REPRODUCE_RUNS}
     return {"version": RECORD_VERSION, "commit": commit,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -412,7 +412,10 @@ def format_suite(record: dict, previous: dict | None = None) -> str:
              "|---|---|---|---|" + ("---|" if previous else "")]
     for key, fig in record["figures"].items():
         target = fig.get("target")
-        met = "" if target is None else "met" if fig["value"] <= target else "NOT met"
+        # an estimate (the whole reproduction from one-run calls) is a lower bound: whether
+        # the target is met is for the measured call to say (results/REPORT.md)
+        met = ("" if target is None else "lower bound, not a measurement" if fig.get("estimate")
+               else "met" if fig["value"] <= target else "NOT met")
         row = (f"| {fig['label']} | {_value(fig['value'], fig['unit'])} | "
                f"{'' if target is None else '<= ' + _value(target, fig['unit'])} | {met} |")
         if previous:

@@ -87,6 +87,18 @@ def test_format_suite_says_met_and_names_the_slower_figures():
     assert "no earlier record" in format_suite(after, None)
 
 
+def test_an_estimate_under_its_target_is_not_called_met():
+    """The whole reproduction's figure is an estimate from one-run calls (a lower bound):
+    the table never says it meets or misses its target."""
+    rec = _record("ccc", "2026-01-03T00:00:00+00:00", reproduce_estimate=100.0, fast=1.0)
+    rec["figures"]["reproduce_estimate"].update(target=3600.0, estimate=True)
+    rec["figures"]["fast"]["target"] = 2.0
+    rows = {line.split("|")[1].strip(): line for line in format_suite(rec).splitlines()
+            if line.startswith("| ") and "figure" not in line}
+    assert "met" not in rows["reproduce estimate"].replace("lower bound", "")
+    assert "lower bound" in rows["reproduce estimate"] and "| met |" in rows["fast"]
+
+
 def test_cli_parses_the_suite_options():
     args = build_parser({"bench"}).parse_args(
         ["bench", "--suite", "--record", "docs/bench", "--figures", "synthetic_round, p2000_round",
