@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,16 @@ class LRUCache:
             self._entries.move_to_end(key)
             while len(self._entries) > keep:
                 self._entries.popitem(last=False)
+
+    def of_array(self, a: np.ndarray, compute: Callable[[np.ndarray], Any]) -> Any:
+        """``compute(a)``, once per array ``a`` (keyed by :func:`arrays_key`, so an array
+        changed in place is looked at again); a result of None is remembered too."""
+        key = arrays_key(a)
+        hit = self.get(key)
+        if hit is None:
+            hit = (compute(a),)
+            self.put(key, hit, pin=a)
+        return hit[0]
 
     def clear(self) -> None:
         with self._lock:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from elicit.internal.cache import LRUCache, arrays_key
+from elicit.internal.cache import LRUCache
 
 #: elements per block of the row-blocked passes over p x p arrays (fits in cache)
 BLOCK_ELEMS = 1 << 17
@@ -41,13 +41,9 @@ def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
     p, d = U.shape
     if p < SPARSE_U_MIN_P:
         return None
-    key = arrays_key(U)
-    hit = _sparse_found.get(key)
-    if hit is None:
-        dense = np.count_nonzero(U) > SPARSE_U_MAX_DENSITY * p * d
-        hit = (None if dense else sp.csr_matrix(U),)
-        _sparse_found.put(key, hit, pin=U)
-    return hit[0]
+    return _sparse_found.of_array(
+        U, lambda U: None if np.count_nonzero(U) > SPARSE_U_MAX_DENSITY * p * d
+        else sp.csr_matrix(U))
 
 
 def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:

@@ -19,13 +19,12 @@ problem: p = 337, 4% of S nonzero; docs/benchmarks.md has what it saves).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from elicit.internal.cache import LRUCache, arrays_key
+from elicit.internal.cache import LRUCache
 from elicit.model.kernel import kernel_apply, kernel_tiles, second_terms, supports_of
 from elicit.model.tall import is_tall
 
@@ -101,7 +100,6 @@ def pays(n: int, p: int, d: int, structure: OffsetSparse) -> bool:
 
 
 _found = LRUCache(4)
-_lock = threading.Lock()
 
 
 def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
@@ -113,14 +111,12 @@ def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
     # which the structured path does
     if p < STRUCTURED_MIN_P or d > STRUCTURED_MAX_D or is_tall(n, p):
         return None
-    key = arrays_key(X)
-    with _lock:
-        hit = _found.get(key)
-        if hit is None:
-            st = offset_sparse(X)
-            hit = (st if pays(n, p, d, st) else None,)
-            _found.put(key, hit, pin=X)
-    return hit[0]
+
+    def paying(X: np.ndarray) -> OffsetSparse | None:
+        st = offset_sparse(X)
+        return st if pays(n, p, d, st) else None
+
+    return _found.of_array(X, paying)
 
 
 @dataclass(frozen=True, eq=False)
@@ -356,14 +352,12 @@ def sparse_rows(X: np.ndarray) -> SparseRows | None:
     n, p = X.shape
     if p < SPARSE_ROWS_MIN_P or is_tall(n, p):
         return None
-    key = arrays_key(X)
-    with _lock:
-        hit = _rows_found.get(key)
-        if hit is None:
-            b = column_modes(X)
-            D = np.where(X != b, X - b, 0.0)
-            rows = (SparseRows(sp.csr_matrix(D), b)
-                    if np.count_nonzero(D) <= SPARSE_ROWS_MAX_DENSITY * n * p else None)
-            hit = (rows,)
-            _rows_found.put(key, hit, pin=X)
-    return hit[0]
+    return _rows_found.of_array(X, _sparse_rows)
+
+
+def _sparse_rows(X: np.ndarray) -> SparseRows | None:
+    n, p = X.shape
+    b = column_modes(X)
+    D = np.where(X != b, X - b, 0.0)
+    return (SparseRows(sp.csr_matrix(D), b)
+            if np.count_nonzero(D) <= SPARSE_ROWS_MAX_DENSITY * n * p else None)

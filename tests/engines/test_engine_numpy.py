@@ -521,3 +521,20 @@ def test_the_cold_start_of_the_relevance_model_starts_zeta_at_its_prior_mean():
     assert res.log_density >= max(warm.log_density, cold.log_density) - 1e-8
     np.testing.assert_allclose(theta_of(res, after), theta_of(cold, after), rtol=1e-5,
                                atol=1e-8)
+
+
+def test_cache_helper_computes_once_per_array_and_again_after_a_change():
+    from elicit.internal.cache import LRUCache
+
+    cache, calls = LRUCache(2), []
+
+    def compute(a):
+        calls.append(1)
+        return None if a[0] == 0.0 else float(a.sum())
+
+    X = np.zeros(3)
+    assert cache.of_array(X, compute) is None and cache.of_array(X, compute) is None
+    assert len(calls) == 1                  # a None result is remembered too
+    X[0] = 2.0                              # changed in place: computed again
+    assert cache.of_array(X, compute) == 2.0 and len(calls) == 2
+    assert cache.of_array(X.copy(), compute) == 2.0 and len(calls) == 3   # another array
