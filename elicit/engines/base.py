@@ -9,7 +9,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 
@@ -20,9 +19,9 @@ from elicit.engines.contract import (
     stan_folder,
 )
 from elicit.errors import ElicitError
-from elicit.model.covariance import ScaledCovariance
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
+from elicit.model.theta import data_scales, with_parts
 from elicit.model.variants import PAPER, SHIPPED_PROGRAM, get_model
 
 
@@ -74,24 +73,19 @@ class Engine(ABC):
         if k != data.d:
             raise ElicitError(f"the start point has {k} gamma values; the data has "
                               f"d = {data.d} meta-features")
-        if data.model.relevance and start.zeta is None:
-            # a start point of a model without zeta (e.g. the paper model's MAP): zeta
-            # starts at its prior mean
-            start = replace(start, zeta=data.initial_params().zeta)
-        if data.model.direction and start.delta is None:
-            start = replace(start, delta=data.initial_params().delta)
+        # a start point of another model (e.g. the paper model's MAP) gets this model's
+        # own blocks at their starts
+        start = with_parts(start, data)
         warm = init if isinstance(init, MAPResult) else None
         res = self._fit(data, start, warm, hessian)
         mask = data.kernel_mask
         if mask is not None and res.coupled is not mask:
             # Here rather than in each engine: the result's K must be the model's K.
             res = replace(res, coupled=mask)
-        if data.model.relevance:
+        scales = data_scales(data, res.zeta)
+        if scales is not None:
             # and its scales the model's scales (the prior covariance tau2 diag(h) K diag(h))
-            cov = cast(ScaledCovariance, data.model.covariance)
-            # ModelData.__post_init__ makes relevance an array; a relevance fit has a zeta
-            classes, zeta = cast(np.ndarray, data.relevance), cast(float, res.zeta)
-            res = replace(res, scales=cov.scales(classes, zeta, data.relevance_signal).h)
+            res = replace(res, scales=scales.h)
         return res
 
     @abstractmethod

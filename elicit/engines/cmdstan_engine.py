@@ -23,7 +23,7 @@ from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import delta_of, split_theta, theta_of, zeta_of
+from elicit.model.theta import theta_of
 from elicit.model.variants import PAPER
 
 #: CmdStan optimises the unconstrained u = log(x), so a start on the boundary x = 0 (which the
@@ -316,16 +316,14 @@ class CmdStanEngine(StanProgramEngine):
         # change).
         est = fit.optimized_params_dict
         theta = np.array([est[f"{n}[{k}]" if k else n] for n, k in program.entries(lay)])
-        gamma, xi, tau2 = split_theta(theta, data)
         iters = fit.optimized_iterations_np
         message = f"CmdStan optimize ({used})"
         if errors:
             message += "; earlier attempts: " + _attempts(errors)
-        return MAPResult(
-            gamma=gamma, xi=xi, tau2=tau2, log_density=float(est["lp__"]),
-            converged=bool(fit.converged), engine=self.name,
-            n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
-            message=message, U=data.U, zeta=zeta_of(theta, data), delta=delta_of(theta, data))
+        return MAPResult.at(
+            theta, data, log_density=float(est["lp__"]), converged=bool(fit.converged),
+            engine=self.name, n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
+            message=message)
 
 
 def _scale(data: ModelData) -> np.ndarray:

@@ -28,7 +28,7 @@ from elicit.model.newton import (
 from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import delta_of, lower_bounds, split_theta, theta_of, zeta_of
+from elicit.model.theta import lower_bounds, theta_of
 
 
 class NumpyEngine(Engine):
@@ -266,19 +266,13 @@ class NumpyEngine(Engine):
                 b"" if mask is None else np.packbits(mask).tobytes(),
                 data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
                 checksum(H), self.gtol, self.max_newton, self.local_model,
-                # relevance is an array after ModelData.__post_init__
-                cast(np.ndarray, data.relevance).tobytes() if data.model.relevance else b"",
-                data.direction_signs.tobytes() if data.model.direction else b"",
-                self.cold_start)
+                data.answers_key(), self.cold_start)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
-        gamma, xi, tau2 = split_theta(theta, data)
-        return MAPResult(gamma=gamma.copy(), xi=xi, tau2=tau2, log_density=float(value),
-                         converged=converged, engine=self.name, n_iter=n_iter,
-                         message=message, warm_hessian=warm_hessian, U=data.U,
-                         zeta=zeta_of(theta, data), problem=problem_key(data),
-                         delta=delta_of(theta, data))
+        return MAPResult.at(theta, data, log_density=float(value), converged=converged,
+                            engine=self.name, n_iter=n_iter, message=message,
+                            warm_hessian=warm_hessian, problem=problem_key(data))
 
     def _lbfgs(self, theta0: np.ndarray, data: ModelData, lb: np.ndarray) -> MAPResult:
         # Work in scaled coordinates so that xi (prior mean m, possibly in the thousands) and

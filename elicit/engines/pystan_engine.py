@@ -29,7 +29,7 @@ from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.locks import file_lock
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import delta_of, split_theta, theta_of, zeta_of
+from elicit.model.theta import theta_of
 
 #: Lower bounds of the optimiser: Stan's lower=0 transform is x = exp(u), so the boundary
 #: itself is unreachable; 1e-10 is far below any scale that changes the density.
@@ -306,10 +306,6 @@ class PyStanEngine(StanProgramEngine):
         # stops progress: accept it when the projected gradient vanishes.
         pg = np.where((x <= lb * (1 + 1e-9)) & (g > 0), 0.0, g)
         converged = bool(np.isfinite(fval) and (res.success or np.max(np.abs(pg)) < 1e-5))
-        gamma, xi, tau2 = split_theta(x, data)
-        return MAPResult(
-            gamma=gamma, xi=xi, tau2=tau2, log_density=-float(fval), converged=converged,
-            engine=self.name, n_iter=int(res.nit),
-            message=f"L-BFGS-B on PyStan log_prob: {res.message}", U=data.U,
-            zeta=zeta_of(x, data), delta=delta_of(x, data),
-        )
+        return MAPResult.at(
+            x, data, log_density=-float(fval), converged=converged, engine=self.name,
+            n_iter=int(res.nit), message=f"L-BFGS-B on PyStan log_prob: {res.message}")

@@ -13,7 +13,8 @@ from functools import cached_property
 import numpy as np
 
 from elicit.model.kernel import kernel
-from elicit.model.spec import Params
+from elicit.model.spec import ModelData, Params
+from elicit.model.theta import delta_of, split_theta, zeta_of
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,16 @@ class MAPResult:
     scales: np.ndarray | None = field(default=None, repr=False, compare=False)
     problem: tuple | None = field(default=None, repr=False, compare=False)
     delta: float | None = None
+
+    @classmethod
+    def at(cls, theta: np.ndarray, data: ModelData, **fields) -> MAPResult:
+        """The result at the parameter vector ``theta`` of ``data``'s model: gamma, xi, tau2
+        and the model's own blocks (zeta, delta) read from ``theta`` by its layout, ``U``
+        from ``data``; ``fields`` the rest (``log_density``, ``converged``, ``engine``, ...).
+        Every engine builds its results here."""
+        gamma, xi, tau2 = split_theta(theta, data)
+        return cls(gamma=np.array(gamma), xi=xi, tau2=tau2, U=data.U,
+                   zeta=zeta_of(theta, data), delta=delta_of(theta, data), **fields)
 
     def __post_init__(self) -> None:
         # Read-only arrays: a result can be shared (the session's initial fit, a sweep's

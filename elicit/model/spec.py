@@ -273,6 +273,14 @@ class ModelData:
         new.direction = check_direction(answers, self.p)
         return new
 
+    def answers_key(self) -> tuple[bytes, bytes]:
+        """The answers besides the pairs that this model reads, as bytes (for cache keys):
+        the relevance classes of a model with relevance, the direction signs of one with a
+        direction mean (empty otherwise)."""
+        # relevance is an array after __post_init__
+        return (cast(np.ndarray, self.relevance).tobytes() if self.model.relevance else b"",
+                self.direction_signs.tobytes() if self.model.direction else b"")
+
     @property
     def direction_signs(self) -> np.ndarray:
         """s of the prior mean ``delta s`` (:mod:`elicit.model.direction`): the answers, all

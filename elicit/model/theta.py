@@ -52,16 +52,23 @@ def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
                              "zeta": cast(float, zeta), "delta": cast(float, delta)})
 
 
-def theta_of(point, data: ModelData) -> np.ndarray:
-    """The parameter vector of a fit (:class:`~elicit.model.result.MAPResult`) or a
-    :class:`~elicit.model.spec.Params` point for ``data``'s layout (a point without zeta or
-    delta, for a model with them, gets their start: :meth:`ModelData.initial_params`)."""
+def with_parts(point, data: ModelData) -> Params:
+    """A fit (:class:`~elicit.model.result.MAPResult`) or :class:`~elicit.model.spec.Params`
+    point as the Params of ``data``'s model: a block the model has and the point lacks (a
+    start from another model's MAP) at its start (:meth:`ModelData.initial_params`)."""
     zeta, delta = getattr(point, "zeta", None), getattr(point, "delta", None)
     if (zeta is None and "zeta" in data.layout) or (delta is None and "delta" in data.layout):
         start = data.initial_params()
         zeta = start.zeta if zeta is None else zeta
         delta = start.delta if delta is None else delta
-    return join_theta(point.gamma, point.xi, point.tau2, data, zeta, delta)
+    return Params(point.gamma, point.xi, point.tau2, zeta, delta)
+
+
+def theta_of(point, data: ModelData) -> np.ndarray:
+    """The parameter vector of a fit (:class:`~elicit.model.result.MAPResult`) or a
+    :class:`~elicit.model.spec.Params` point for ``data``'s layout (:func:`with_parts`)."""
+    p = with_parts(point, data)
+    return join_theta(p.gamma, p.xi, p.tau2, data, p.zeta, p.delta)
 
 
 def params_of(theta: np.ndarray, data: ModelData) -> Params:

@@ -558,3 +558,17 @@ def test_pystan_map_of_new_models_matches_numpy(pystan_engines, variant, model):
     if get_model(model).known_coupling:
         off = np.flatnonzero(~data.coupled)
         assert np.all(got.K[np.ix_(off, off)] == np.eye(len(off)))
+
+
+@pytest.mark.parametrize("model", ["paper", "relevance", "direction", "relevance-direction"])
+def test_answers_key_holds_exactly_the_answers_the_model_reads(model):
+    """A cache key of a fit (the numpy engine's memo) tells apart the relevance classes of a
+    relevance model and the direction signs of a direction model, and nothing else."""
+    data = with_model(make_small_data(), model)
+    spec = data.model
+    other_rel = data.with_relevance(np.where(data.relevance == 1, 0, data.relevance))
+    other_dir = data.with_direction(-data.direction)
+    key = data.answers_key()
+    assert (other_rel.answers_key() != key) == bool(spec.relevance)
+    assert (other_dir.answers_key() != key) == bool(spec.direction)
+    assert data.with_feedback(data.pairs[:1], data.f[:1]).answers_key() == key
