@@ -283,8 +283,9 @@ class NumpyEngine(Engine):
         if "tau2" in lay:
             t = lay.index("tau2")
             scale[t] = max(theta0[t], 1e-3)
-        if "zeta" in lay:
-            scale[lay.index("zeta")] = 1.0   # a logit: of order one already, and of any sign
+        # an unbounded entry (the relevance model's logit zeta: of order one already, and
+        # of any sign) keeps scale 1
+        scale[np.isneginf(lb)] = 1.0
 
         def negf(z):
             v, g = log_density(z * scale, data)
