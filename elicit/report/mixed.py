@@ -116,7 +116,15 @@ def _room_cell(sweep: Sweep, k: int) -> str:
               for st in STRATEGY_ORDER]
     if all(np.isnan(shares)):
         return "—"
-    return " / ".join("—" if np.isnan(x) else f"{100 * x:.0f}%" for x in shares)
+    return " / ".join(percent(x) for x in shares)
+
+
+def percent(x: float) -> str:
+    """``x`` as a whole percentage ("—" for NaN); a share that rounds to zero is "0%", not
+    "-0%"."""
+    if np.isnan(x):
+        return "—"
+    return f"{round(100 * x) + 0:d}%"
 
 
 def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:

@@ -218,3 +218,10 @@ def test_section_of_a_tiny_real_sweep(tmp_path):
         [f"{rec['n_answerable'] + rec['n_feature_answers']}"]
     assert "| | Amazon |" in sec and "## Real data: Amazon and Yelp reviews" not in \
         write_report(tmp_path).read_text()
+
+
+def test_a_share_that_rounds_to_zero_is_printed_without_a_sign():
+    from elicit.report.mixed import percent
+
+    assert [percent(x) for x in (-0.004, 0.004, -0.006, 0.305, float("nan"))] == \
+        ["0%", "0%", "-1%", "30%", "—"]
