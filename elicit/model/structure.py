@@ -356,8 +356,10 @@ def sparse_rows(X: np.ndarray) -> SparseRows | None:
 
 
 def _sparse_rows(X: np.ndarray) -> SparseRows | None:
-    n, p = X.shape
-    b = column_modes(X)
-    D = np.where(X != b, X - b, 0.0)
-    return (SparseRows(sp.csr_matrix(D), b)
-            if np.count_nonzero(D) <= SPARSE_ROWS_MAX_DENSITY * n * p else None)
+    # offset_sparse's decomposition, S's columns put back in place and stored by rows
+    st = offset_sparse(X)
+    if st.density > SPARSE_ROWS_MAX_DENSITY:
+        return None
+    coo = st.S_cols.tocoo()
+    return SparseRows(sp.csr_matrix((coo.data, (coo.row, st.cols[coo.col])), shape=st.shape),
+                      st.b)

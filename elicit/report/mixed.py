@@ -124,7 +124,7 @@ def percent(x: float) -> str:
     "-0%"."""
     if np.isnan(x):
         return "—"
-    return f"{round(100 * x) + 0:d}%"
+    return f"{round(100 * x)}%"  # an int: no "-0"
 
 
 def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
