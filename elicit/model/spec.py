@@ -31,6 +31,7 @@ from typing import Literal, cast
 import numpy as np
 
 from elicit.errors import ElicitError
+from elicit.internal.cache import frozen
 from elicit.internal.memory import memory_limit
 from elicit.model.covariance import (
     IRRELEVANT,
@@ -153,6 +154,11 @@ class ModelData:
     ``direction`` holds the expert's direction answers, one per feature: 1 raises, -1 lowers,
     0 not asked or "don't know" (:mod:`elicit.model.direction`); ``None`` is all 0. Only a
     model with a direction mean reads it; :meth:`with_direction` is a copy with others.
+
+    ``X``, ``y`` and ``U`` are held read-only (:func:`~elicit.internal.cache.frozen`: the
+    arrays given if nothing can write to them, else copies), so that the caches of
+    marginals and refits can trust them and a caller's later writes to its own arrays do not
+    reach a model built from them.
     """
 
     X: np.ndarray
@@ -166,7 +172,7 @@ class ModelData:
     direction: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        self.X, self.y, self.U = validate_regression(self.X, self.y, self.U)
+        self.X, self.y, self.U = (frozen(a) for a in validate_regression(self.X, self.y, self.U))
         self.pairs = np.asarray(self.pairs, dtype=int).reshape(-1, 2)
         self.f = np.asarray(self.f, dtype=int).reshape(-1)
         if len(self.pairs) != len(self.f):

@@ -192,13 +192,16 @@ def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
     other_hessian = engine.fit(data1, init=fit0, hessian=1.01 * H)
     assert len(calls) > 0 and other_answer is not first and other_hessian is not first
     np.testing.assert_allclose(_theta(other_hessian, data1), _theta(first, data1), rtol=1e-6)
-    # an array changed in place is noticed
+    # other data (a caller's array changed after a model was built from it) is a new refit;
+    # the model built before the change keeps its own copy and its remembered refit
     X = data1.X.copy()
-    d_mut = ModelData(X, data1.y, data1.U, data1.hyper, data1.pairs, data1.f)
-    r1 = engine.fit(d_mut, init=fit0, hessian=H)
+    d_before = ModelData(X, data1.y, data1.U, data1.hyper, data1.pairs, data1.f)
+    r1 = engine.fit(d_before, init=fit0, hessian=H)
     X[0, 0] += 0.5
-    r2 = engine.fit(d_mut, init=fit0, hessian=H)
+    d_after = ModelData(X, data1.y, data1.U, data1.hyper, data1.pairs, data1.f)
+    r2 = engine.fit(d_after, init=fit0, hessian=H)
     assert r2 is not r1 and not np.array_equal(r2.gamma, r1.gamma)
+    assert engine.fit(d_before, init=fit0, hessian=H) is r1
     # engines are picklable (sweeps run in processes); the memo is not carried along
     import pickle
 
@@ -538,3 +541,30 @@ def test_cache_helper_computes_once_per_array_and_again_after_a_change():
     X[0] = 2.0                              # changed in place: computed again
     assert cache.of_array(X, compute) == 2.0 and len(calls) == 2
     assert cache.of_array(X.copy(), compute) == 2.0 and len(calls) == 3   # another array
+
+
+def test_frozen_arrays_are_read_only_and_their_checksums_computed_once(monkeypatch):
+    import elicit.internal.cache as cache_mod
+    from elicit.internal.cache import checksum, frozen, is_frozen
+
+    a = np.arange(12.0)
+    f = frozen(a)
+    assert f is not a and np.array_equal(f, a) and not f.flags.writeable
+    assert frozen(f) is f and is_frozen(f) and is_frozen(f[2:5])      # views of it too
+    ro_view = a.view()
+    ro_view.flags.writeable = False
+    assert not is_frozen(a) and not is_frozen(ro_view)                # a can still change it
+    assert not is_frozen([1.0, 2.0])
+
+    calls = []
+    real = cache_mod._checksum
+    monkeypatch.setattr(cache_mod, "_checksum", lambda x: calls.append(1) or real(x))
+    first = checksum(f)
+    assert checksum(f) == first == real(f) and len(calls) == 1       # remembered
+    checksum(ro_view), checksum(ro_view)
+    assert len(calls) == 3                                            # not remembered
+    # an id freed by a dead array and taken by a new one never serves the old checksum
+    for k in range(200):
+        g = frozen(np.full(5, float(k)))
+        assert checksum(g) == real(g)
+        del g

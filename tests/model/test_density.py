@@ -279,16 +279,28 @@ def test_marginal_cache_serves_exact_values_and_never_stale_ones(variant):
     assert v_miss == v_ref and v_hit == v_ref
     assert np.array_equal(g_miss, g_ref) and np.array_equal(g_hit, g_ref)
 
-    # an array modified in place is detected by its checksum
+    # the model holds its own read-only copy of a caller's writable array: the caller's
+    # later writes do not reach it, and it cannot be written to
     X = data.X.copy()
-    mutable = ModelData(X, data.y, data.U, data.hyper, data.pairs, data.f)
-    log_density(theta, mutable)
-    assert marginal_cache.lookup(mutable, gamma, tau2) is not None
+    held = ModelData(X, data.y, data.U, data.hyper, data.pairs, data.f)
+    assert held.X is not X and not held.X.flags.writeable
+    log_density(theta, held)
     X[0, 0] += 1.0
-    assert marginal_cache.lookup(mutable, gamma, tau2) is None
-    fresh = ModelData(X.copy(), data.y, data.U, data.hyper, data.pairs, data.f)
-    np.testing.assert_allclose(log_density(theta, mutable)[1], log_density(theta, fresh)[1],
-                               rtol=1e-15)
+    hit = marginal_cache.lookup(held, gamma, tau2)
+    assert hit is not None
+    assert np.array_equal(log_density(theta, held)[1], g_ref)
+    with pytest.raises(ValueError):
+        held.X[0, 0] = 1.0
+    # an array a cache key reads that can still change (a read-only view of a writable
+    # array) is looked at again after a change: its checksum is not remembered
+    base = data.X.copy()
+    view = base.view()
+    view.flags.writeable = False
+    key = marginal_cache.key(data, gamma, tau2, None)
+    from elicit.internal.cache import arrays_key
+    before = arrays_key(view)
+    base[0, 0] += 1.0
+    assert arrays_key(view) != before and key == marginal_cache.key(data, gamma, tau2, None)
     marginal_cache.clear()
 
 
