@@ -54,6 +54,7 @@ from functools import cached_property
 from typing import NamedTuple, cast
 
 import numpy as np
+from scipy.linalg.blas import dger
 from scipy.linalg.lapack import dtrtri
 from scipy.special import gammaln
 
@@ -272,20 +273,18 @@ class Marginal:
         # G = (omega alpha alpha' - S^-1) / 2 and S^-1 = L^-T L^-1, X' G X is a symmetric
         # rank-n product (W = L^-1 X) plus a rank-one term; built in place, no p x p temporary.
         rows = self._rows
-        c = 0.5 * self.omega
         if rows is not None:
-            # X' S^-1 X from S's nonzeros: P + q b' + b q' + s b b' (SparseRows.gram)
-            xa = rows.left(self.alpha)
-            R, q, s = rows.gram(self.Sinv)
-            b = rows.b
-            q = q + 0.5 * s * b
-            for blk in row_blocks(len(xa)):
-                Rb = R[blk]
-                Rb += q[blk, None] * b[None, :] + b[blk, None] * q[None, :]
-                Rb *= -0.5
-                Rb += (c * xa[blk])[:, None] * xa[None, :]
-                Rb *= self.K[blk]
+            # X' G X = S' (G X) + b (1' G X) from S's nonzeros and the G X that the row sums
+            # use too (_r): one p x p product and one rank-one pass, where X' S^-1 X and the
+            # rank-one term of alpha took two products and four passes
+            GX = self._GX
+            # R += b cs' as BLAS's rank-one update (in place: no p x p temporary)
+            R = dger(1.0, GX.sum(axis=0), rows.b, a=np.ascontiguousarray(rows.S.T @ GX).T,
+                     overwrite_a=1).T
+            for blk in row_blocks(len(R)):
+                R[blk] *= self.K[blk]
             return R
+        c = 0.5 * self.omega
         W = self.Linv @ self.X
         xa = self.X.T @ self.alpha
         R = W.T @ W
@@ -297,10 +296,13 @@ class Marginal:
         return R
 
     @cached_property
+    def _GX(self) -> np.ndarray:
+        return self.G @ self.X if self._rows is None else self._rows.left(self.G)
+
+    @cached_property
     def _r(self) -> np.ndarray:
         # Row sums of R: r_i = x_i' G (X K)_i, an n x p product instead of a p x p pass.
-        GX = self.G @ self.X if self._rows is None else self._rows.left(self.G)
-        return np.einsum("ai,ai->i", GX, self.XK)
+        return np.einsum("ai,ai->i", self._GX, self.XK)
 
     @cached_property
     def _RU(self) -> np.ndarray:

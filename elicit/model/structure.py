@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import dger
 
 from elicit.internal.cache import LRUCache
 from elicit.model.kernel import kernel_apply, kernel_tiles, second_terms, supports_of
@@ -329,18 +330,17 @@ class SparseRows:
 
     def times(self, A: np.ndarray) -> np.ndarray:
         """``X A`` (A: p x k or p)."""
-        return self.S @ A + self.b @ A
-
-    def gram(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """``X' A X = P + q b' + b q' + c b b'`` for a symmetric n x n ``A``, as
-        ``(P, q, c)``: ``P = S' A S`` (p x p), ``q = S' A 1``, ``c = 1' A 1``."""
-        SA = self.S.T @ A                                  # (A S)', p x n
-        return self.S.T @ SA.T, SA.sum(axis=1), float(A.sum())
+        out = self.S @ A
+        out += self.b @ A
+        return out
 
     def left(self, A: np.ndarray) -> np.ndarray:
         """``A X`` (A: k x n or n)."""
         SA = self.S.T @ A.T
-        return SA.T + np.multiply.outer(A.sum(axis=-1), self.b)
+        if A.ndim == 1:
+            return SA + A.sum() * self.b
+        # + (A 1) b' as BLAS's rank-one update of (A S) in place (Fortran order: SA')
+        return dger(1.0, A.sum(axis=-1), self.b, a=np.asfortranarray(SA.T), overwrite_a=1)
 
 
 _rows_found = LRUCache(4)

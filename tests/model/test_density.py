@@ -223,7 +223,9 @@ def test_kernel_over_several_row_blocks_is_symmetric_and_exact():
     D_ref = ((U[:, None, :] - U[None, :, :]) ** 2) @ gamma
     K = kernel(U, gamma)
     np.testing.assert_allclose(K, np.exp(-0.5 * D_ref), rtol=1e-12, atol=1e-15)
-    assert np.array_equal(K, K.T) and np.all(np.diag(K) == 1.0) and np.all(K <= 1.0)
+    # coinciding rows: K_ij = 1 up to the rounding of the exponent (not clipped at 0)
+    assert np.array_equal(K, K.T) and np.all(np.diag(K) == 1.0) and np.all(K <= 1.0 + 1e-14)
+    np.testing.assert_allclose(K[:50, 50:100][np.eye(50, dtype=bool)], 1.0, rtol=0, atol=1e-14)
 
 
 def test_derivatives_over_several_row_blocks_match_finite_differences(variant):

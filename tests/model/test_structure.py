@@ -271,9 +271,9 @@ def test_sparse_rows_products_equal_the_dense_ones():
     assert _rel(rows.times(A), X @ A) < 1e-13
     assert _rel(rows.left(L), L @ X) < 1e-13
     assert _rel(rows.left(v), v @ X) < 1e-13
-    P, q, c = rows.gram(G)
-    b = rows.b
-    assert _rel(P + np.outer(q, b) + np.outer(b, q) + c * np.outer(b, b), X.T @ G @ X) < 1e-12
+    # X' G X as the marginal forms it: S' (G X) + b (1' G X)
+    GX = rows.left(G)
+    assert _rel(rows.S.T @ GX + np.outer(rows.b, GX.sum(axis=0)), X.T @ G @ X) < 1e-12
     h = rng.uniform(0.1, 1.0, p)
     assert _rel(rows.scaled(h).times(A), (X * h) @ A) < 1e-13
 
