@@ -98,8 +98,8 @@ class Marginal:
     Hessian, ``K (b o u_a u_b)`` (:func:`~elicit.model.kernel.kernel_apply`); the results
     equal the dense path's up to rounding. :attr:`K` is then built only when read. Below that
     size the dense path keeps K but still multiplies by X through its sparse rows where they
-    pay (:func:`~elicit.model.structure.sparse_rows`: ``X K``, ``X K X'``, ``L^-1 X`` and
-    ``X' S^-1 X``), and by U through its nonzeros where the meta-features are word counts
+    pay (:func:`~elicit.model.structure.sparse_rows`: ``X K``, ``X K X'``, ``G X`` and
+    ``X' G X``), and by U through its nonzeros where the meta-features are word counts
     (:func:`~elicit.model.kernel.sparse_meta`).
 
     With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
