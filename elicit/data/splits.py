@@ -27,7 +27,7 @@ import numpy as np
 from elicit.data.corpora import BowDataset
 from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, meta_features
 from elicit.errors import ElicitError
-from elicit.internal.cache import frozen
+from elicit.internal.cache import freeze_fields
 
 
 def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
@@ -146,10 +146,7 @@ class RunData:
     meta_dim: int | None = None
 
     def __post_init__(self) -> None:
-        # read-only, as the models built from them hold them (elicit.internal.cache.frozen):
-        # every model of the run then shares these arrays and the caches keyed by them
-        for name in ("X_train", "y_train", "X_test", "y_test", "U"):
-            setattr(self, name, frozen(np.asarray(getattr(self, name), dtype=float)))
+        freeze_fields(self, "X_train", "y_train", "X_test", "y_test", "U")
 
     @property
     def p(self) -> int:

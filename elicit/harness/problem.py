@@ -38,7 +38,7 @@ from elicit.data.sources import file_sha256
 from elicit.elicitation.answers import Expert, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.errors import ElicitError
-from elicit.internal.cache import frozen
+from elicit.internal.cache import freeze_fields
 from elicit.model.posterior import mean_squared_error
 from elicit.model.spec import Hyper
 
@@ -78,10 +78,7 @@ class RunProblem:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # read-only, as the models built from them hold them (elicit.internal.cache.frozen):
-        # the run's models then share these arrays and the caches keyed by them
-        for name in ("X", "y", "U", "X_test", "y_test"):
-            setattr(self, name, frozen(np.asarray(getattr(self, name), dtype=float)))
+        freeze_fields(self, "X", "y", "U", "X_test", "y_test")
 
     def mse(self, elicitor: Elicitor) -> float:
         """Test MSE of the elicitor's current posterior predictive mean."""

@@ -43,6 +43,14 @@ def frozen(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def freeze_fields(obj: object, *names: str) -> None:
+    """Set each attribute ``names`` of ``obj`` to its :func:`frozen` float array: the data
+    classes whose arrays the models of a run are built from hold them so, and those models
+    then share them (no copies) and the caches keyed by them."""
+    for name in names:
+        setattr(obj, name, frozen(np.asarray(getattr(obj, name), dtype=float)))
+
+
 def is_frozen(a: object) -> bool:
     """Whether ``a`` is an array whose memory nothing can write to: read-only, and so is every
     array its memory belongs to, down to one that owns it (a read-only view of a writable

@@ -54,7 +54,6 @@ from functools import cached_property
 from typing import NamedTuple, cast
 
 import numpy as np
-from scipy.linalg.blas import dger
 from scipy.linalg.lapack import dtrtri
 from scipy.special import gammaln
 
@@ -75,6 +74,7 @@ from elicit.model.structure import (
     OffsetProducts,
     OffsetSparse,
     SparseRows,
+    add_outer,
     offset_sparse,
     sparse_rows,
     structure_of,
@@ -274,13 +274,10 @@ class Marginal:
         # rank-n product (W = L^-1 X) plus a rank-one term; built in place, no p x p temporary.
         rows = self._rows
         if rows is not None:
-            # X' G X = S' (G X) + b (1' G X) from S's nonzeros and the G X that the row sums
-            # use too (_r): one p x p product and one rank-one pass, where X' S^-1 X and the
-            # rank-one term of alpha took two products and four passes
+            # X' G X = S' (G X) + b (1' G X), from S's nonzeros and the G X the row sums use
+            # too (_r): one sparse product and one in-place rank-one update
             GX = self._GX
-            # R += b cs' as BLAS's rank-one update (in place: no p x p temporary)
-            R = dger(1.0, GX.sum(axis=0), rows.b, a=np.ascontiguousarray(rows.S.T @ GX).T,
-                     overwrite_a=1).T
+            R = add_outer(rows.S.T @ GX, rows.b, GX.sum(axis=0))
             for blk in row_blocks(len(R)):
                 R[blk] *= self.K[blk]
             return R

@@ -339,8 +339,16 @@ class SparseRows:
         SA = self.S.T @ A.T
         if A.ndim == 1:
             return SA + A.sum() * self.b
-        # + (A 1) b' as BLAS's rank-one update of (A S) in place (Fortran order: SA')
-        return dger(1.0, A.sum(axis=-1), self.b, a=np.asfortranarray(SA.T), overwrite_a=1)
+        return add_outer(SA.T, A.sum(axis=-1), self.b)
+
+
+def add_outer(M: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``M + x y'``, written into M by BLAS's rank-one update (``dger``) in whichever order M
+    is stored (a copy only if it is neither C- nor Fortran-contiguous): no temporary of M's
+    size. Returns the result; use it, not M (the copy case)."""
+    if M.flags.f_contiguous:
+        return dger(1.0, x, y, a=M, overwrite_a=1)
+    return dger(1.0, y, x, a=np.ascontiguousarray(M).T, overwrite_a=1).T
 
 
 _rows_found = LRUCache(4)

@@ -334,3 +334,17 @@ def test_all_pairs_are_the_upper_triangle_in_row_order(p):
         swapped[[0, -1]] = swapped[[-1, 0]]
         assert not is_all_pairs(swapped, p)
         assert not is_all_pairs(pairs[:-1], p)
+
+
+def test_add_outer_adds_the_rank_one_term_in_either_storage_order():
+    from elicit.model.structure import add_outer
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=6), rng.normal(size=4)
+    base = rng.normal(size=(6, 4))
+    for M in (base.copy(), np.asfortranarray(base), rng.normal(size=(6, 8))[:, ::2]):
+        want = M + np.outer(x, y)
+        contiguous = M.flags.c_contiguous or M.flags.f_contiguous
+        out = add_outer(M, x, y)
+        np.testing.assert_allclose(out, want, rtol=1e-15, atol=1e-15)
+        assert np.shares_memory(out, M) == contiguous          # in place unless it must copy
