@@ -140,7 +140,10 @@ class BatchDensity:
         value = (gammaln(a_star) - gammaln(h.a_sigma)
                  - 0.5 * data.n * np.log(2 * np.pi * h.b_sigma)
                  - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma))
-        G = 0.5 * (omega[:, None, None] * alpha[:, :, None] * alpha[:, None, :] - Sinv)
+        # G = (omega alpha alpha' - S^-1) / 2, in place (the same operations in the same order)
+        G = (omega[:, None] * alpha)[:, :, None] * alpha[:, None, :]
+        G -= Sinv
+        G *= 0.5
         if rel is None:
             GX = (G.reshape(C * n, n) @ X).reshape(C, n, p)
             R = XT @ GX

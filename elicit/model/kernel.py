@@ -46,6 +46,14 @@ def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
         else sp.csr_matrix(U))
 
 
+#: The exponent ``z_i.z_j - h_i - h_j`` of the kernel is <= 0, positive only by rounding, by
+#: up to a few ``eps * max(h)`` (``h_i = z_i.z_i / 2``). Up to this ``max(h)`` that is below
+#: 1e-9, and the exponent is not clipped at 0 (the clip costs a fifth of the kernel's time);
+#: beyond it (a line search's trial point with gamma ~ 1e18) the rounding alone would
+#: overflow exp, and the exponent is clipped.
+CLIP_ABOVE_H = 1e6
+
+
 def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2).
 
@@ -53,9 +61,9 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     meta-features: each entry sums the same products in the same order as its transpose)
     and then, block by block of rows while the block is in cache, the row/column offsets and
     the exp: no p x p temporaries. ``h_i + h_j`` is added as one term, so the result is
-    exactly symmetric. The exponent is not clipped at 0 (as in :func:`_tile`): it is positive
-    only by rounding, for rows that coincide (K_ij = 1 + ~1e-15), and the clip took a fifth of
-    the kernel's time.
+    exactly symmetric. The exponent is clipped at 0 only where its rounding could matter
+    (:data:`CLIP_ABOVE_H`): it is positive only by rounding, for rows that coincide (K_ij =
+    1 + ~1e-15 at ordinary gamma).
     """
     root = np.sqrt(gamma)
     Z = U * root
@@ -66,9 +74,12 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     else:
         M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr),
                           shape=Us.shape) @ Z.T
+    clip = h.max(initial=0.0) > CLIP_ABOVE_H
     for blk in row_blocks(len(h)):
         Mb = M[blk]
         Mb -= h[blk, None] + h[None, :]
+        if clip:
+            np.minimum(Mb, 0.0, out=Mb)
         np.exp(Mb, out=Mb)
     np.fill_diagonal(M, 1.0)
     return M
@@ -104,13 +115,15 @@ def _exponent_factors(U: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.
     return np.hstack([Z, -h[:, None], -one]), np.hstack([Z, one, h[:, None]])
 
 
-def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice) -> np.ndarray:
+def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) -> np.ndarray:
     """The kernel block ``K[I, J]`` from :func:`_exponent_factors`, the diagonal exactly 1.
 
-    Unlike :func:`kernel` the exponent is not clipped at 0: it is positive only by rounding
-    (rows that coincide, ~1e-16 of their squared length), which moves K by as much, and the
-    clip took 12% of a structured marginal's time."""
+    The exponent is clipped at 0 only with ``clip`` (see :data:`CLIP_ABOVE_H`): it is
+    positive only by rounding (rows that coincide, ~1e-16 of their squared length), which
+    moves K by as much, and the clip took 12% of a structured marginal's time."""
     E = P[I] @ Q[J].T
+    if clip:
+        np.minimum(E, 0.0, out=E)
     np.exp(E, out=E)
     lo, hi = max(I.start, J.start), min(I.stop, J.stop)
     if lo < hi:
@@ -132,11 +145,12 @@ def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = No
     gamma = np.asarray(gamma, dtype=float)
     P, Q = _exponent_factors(U if order is None else U[order], gamma)
     p = len(P)
+    clip = bool(Q[:, -1].max(initial=0.0) > CLIP_ABOVE_H)      # Q's last column is h
     for i0 in range(0, p, TILE):
         I = slice(i0, min(p, i0 + TILE))
         for j0 in range(i0, p, TILE):
             J = slice(j0, min(p, j0 + TILE))
-            yield I, J, _tile(P, Q, I, J)
+            yield I, J, _tile(P, Q, I, J, clip)
 
 
 def kernel_apply(U: np.ndarray, gamma: np.ndarray, V: np.ndarray) -> np.ndarray:

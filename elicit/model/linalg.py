@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, get_lapack_funcs
 
 
 def damped_cho_factor(A: np.ndarray):
@@ -14,15 +14,24 @@ def damped_cho_factor(A: np.ndarray):
     the factorisation succeeds.
     """
     scale = max(1.0, float(np.max(np.abs(np.diag(A))))) if A.size else 1.0
+    if A.size == 0:
+        return cho_factor(A, check_finite=False)
     lam = 0.0
     eye = np.eye(len(A))
+    # LAPACK's potrf as scipy's cho_factor calls it (upper factor, not cleaned, on a copy),
+    # without cho_factor's checks: an indefinite A takes up to twenty tries here, and on the
+    # Newton steps' small systems the checks cost five times the factorisation.
+    potrf, = get_lapack_funcs(("potrf",), (A,))
     while True:
-        try:
-            return cho_factor(A + lam * eye, check_finite=False)
-        except LinAlgError:
-            lam = 1e-8 * scale if lam == 0.0 else lam * 10.0
-            if not np.isfinite(lam) or lam > 1e12 * scale:
-                raise
+        c, info = potrf(A + lam * eye, lower=False, overwrite_a=True, clean=False)
+        if info == 0:
+            return c, False
+        if info < 0:
+            raise ValueError(f"potrf: illegal value in argument {-info}")
+        lam = 1e-8 * scale if lam == 0.0 else lam * 10.0
+        if not np.isfinite(lam) or lam > 1e12 * scale:
+            raise LinAlgError(f"{info}-th leading minor of the array is not positive "
+                              "definite, even damped")
 
 
 def damped_solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:

@@ -161,12 +161,18 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     free = ~((theta <= lb) & (g < 0))
     k = g.shape[1]
     eye = np.eye(k)
-    A = -H
-    # Clamp the parameters on their bounds: identity rows/columns, zero gradient. The free
-    # block's solution is that of the free block alone, and every row is solved at once.
-    mask = free[:, :, None] & free[:, None, :]
-    A = np.where(mask, A, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
-    g = np.where(free, g, 0.0)
+    if free.all():
+        # nothing clamped (most steps): the same matrix as below (+ 0.0 turns -0.0 into 0.0,
+        # as adding the zero identity term does), without the masks' passes
+        A = -H + 0.0
+        g = g.copy()
+    else:
+        # Clamp the parameters on their bounds: identity rows/columns, zero gradient. The
+        # free block's solution is that of the free block alone, and every row is solved at
+        # once.
+        mask = free[:, :, None] & free[:, None, :]
+        A = np.where(mask, -H, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
+        g = np.where(free, g, 0.0)
     if ridge is None:
         pd = _positive_definite(A)
         step = np.zeros_like(theta)
@@ -481,10 +487,19 @@ class OneRefit:
     def __init__(self, data: ModelData) -> None:
         self.data = data
         self.lb = data.layout.lower_bounds()
+        self._last: tuple[bytes, tuple] | None = None
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        v, g, H = feedback_terms(theta[0], self.data, hess)
-        return np.array([v]), g[None], None if H is None else H[None]
+        # The run asks for the terms at one point several times (the step's direction, the
+        # local model's start, its accepted trial): the last point's are kept.
+        key = theta[0].tobytes()
+        if self._last is not None and self._last[0] == key and (
+                not hess or self._last[1][2] is not None):
+            v, g, H = self._last[1]
+        else:
+            v, g, H = feedback_terms(theta[0], self.data, hess)
+            self._last = (key, (v, g, H))
+        return np.array([v]), g[None], None if H is None or not hess else H[None]
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         data = self.data

@@ -228,6 +228,37 @@ def test_kernel_over_several_row_blocks_is_symmetric_and_exact():
     np.testing.assert_allclose(K[:50, 50:100][np.eye(50, dtype=bool)], 1.0, rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("gamma_scale", [1e18, 1e25, 1e100])
+def test_kernel_at_extreme_gamma_stays_within_zero_and_one(sparse, gamma_scale):
+    """A line search's trial point can put gamma far out (an L-BFGS-B step of a tau2 CV fit
+    reached 1e18). The exponent's rounding grows with |gamma| (~eps sum_l gamma_l u_il^2),
+    so for rows that coincide it was positive and large there and exp overflowed (a
+    RuntimeWarning, K = inf, a NaN density): K must stay in [0, 1], warning-free, on the
+    dense, sparse and tiled paths."""
+    import warnings
+
+    from elicit.model.kernel import kernel_apply
+
+    rng = np.random.default_rng(5)
+    p, d = (337, 100) if sparse else (40, 9)
+    U = rng.poisson(0.12 if sparse else 3.0, size=(p, d)).astype(float)
+    U[: p // 4] = U[p // 4: 2 * (p // 4)]       # coinciding rows
+    gamma = np.full(d, gamma_scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        K = kernel(U, gamma)
+        KV = kernel_apply(U, gamma, np.ones(p))
+    assert np.all(np.isfinite(K)) and np.all(K >= 0.0) and np.all(K <= 1.0)
+    np.testing.assert_array_equal(K, K.T)
+    np.testing.assert_array_equal(np.diag(K), 1.0)
+    # rows that differ: exp(-huge) = 0; rows that coincide: whatever the exponent's
+    # cancellation leaves, but within [0, 1] (1 at ordinary gamma, the test above)
+    same = np.all(U[:, None, :] == U[None, :, :], axis=2)
+    np.testing.assert_array_equal(K[~same], 0.0)
+    assert np.all(np.isfinite(KV)) and np.all(KV >= 1.0) and np.all(KV <= same.sum(axis=1))
+
+
 def test_derivatives_over_several_row_blocks_match_finite_differences(variant):
     """With p = 400 the p x p work of the gradient runs in several row blocks."""
     assert_derivatives_match_finite_differences(make_small_data(variant, n=9, p=400, d=3))
