@@ -54,6 +54,12 @@ def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
 CLIP_ABOVE_H = 1e6
 
 
+def _clips(h: np.ndarray) -> bool:
+    """Whether the exponent of the kernel with half squared lengths ``h`` is clipped at 0
+    (:data:`CLIP_ABOVE_H`)."""
+    return bool(h.max(initial=0.0) > CLIP_ABOVE_H)
+
+
 def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     """exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2).
 
@@ -74,7 +80,7 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     else:
         M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr),
                           shape=Us.shape) @ Z.T
-    clip = h.max(initial=0.0) > CLIP_ABOVE_H
+    clip = _clips(h)
     for blk in row_blocks(len(h)):
         Mb = M[blk]
         Mb -= h[blk, None] + h[None, :]
@@ -145,7 +151,7 @@ def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = No
     gamma = np.asarray(gamma, dtype=float)
     P, Q = _exponent_factors(U if order is None else U[order], gamma)
     p = len(P)
-    clip = bool(Q[:, -1].max(initial=0.0) > CLIP_ABOVE_H)      # Q's last column is h
+    clip = _clips(Q[:, -1])                  # Q's last column is h
     for i0 in range(0, p, TILE):
         I = slice(i0, min(p, i0 + TILE))
         for j0 in range(i0, p, TILE):

@@ -13,9 +13,9 @@ def damped_cho_factor(A: np.ndarray):
     indefinite; a growing multiple of the identity is then added, Levenberg-style, until
     the factorisation succeeds.
     """
-    scale = max(1.0, float(np.max(np.abs(np.diag(A))))) if A.size else 1.0
     if A.size == 0:
         return cho_factor(A, check_finite=False)
+    scale = max(1.0, float(np.max(np.abs(np.diag(A)))))
     lam = 0.0
     eye = np.eye(len(A))
     # LAPACK's potrf as scipy's cho_factor calls it (upper factor, not cleaned, on a copy),

@@ -499,7 +499,8 @@ class OneRefit:
         else:
             v, g, H = feedback_terms(theta[0], self.data, hess)
             self._last = (key, (v, g, H))
-        return np.array([v]), g[None], None if H is None or not hess else H[None]
+        # copies: the kept terms must not change with what a caller does to its arrays
+        return np.array([v]), g[None].copy(), None if H is None or not hess else H[None].copy()
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         data = self.data
