@@ -46,10 +46,9 @@ from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
-from elicit.harness.cluster import cluster_scope
 from elicit.internal.provenance import source_commit
 from elicit.paper import steps
-from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, StepSettings
+from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, STEPS_AT_ONCE, StepSettings
 from elicit.paper.table1 import DEFAULT_SAMPLES
 from elicit.report import write_report
 
@@ -71,15 +70,13 @@ def cpu_seconds() -> float:
     return total
 
 
-def run_step(step: str, args: argparse.Namespace) -> None:
-    """One step of the reproduction, printing what it found."""
-    settings = StepSettings(runs=args.runs, real_runs=args.real_runs, rounds=args.rounds,
-                            mixed_runs=args.mixed_runs, mixed_rounds=args.mixed_rounds,
-                            seed=args.seed, jobs=args.jobs, refine=args.refine,
-                            data_dir=args.data_dir, kitchen=args.kitchen,
-                            memo=(args.out / MEMO).absolute())
-    print(steps.run_step(step, args.out, settings, progress=not args.quiet,
-                         samples=args.samples))
+def step_settings(args: argparse.Namespace) -> StepSettings:
+    """The steps' settings from the options."""
+    return StepSettings(runs=args.runs, real_runs=args.real_runs, rounds=args.rounds,
+                        mixed_runs=args.mixed_runs, mixed_rounds=args.mixed_rounds,
+                        seed=args.seed, jobs=args.jobs, refine=args.refine,
+                        data_dir=args.data_dir, kitchen=args.kitchen,
+                        memo=(args.out / MEMO).absolute())
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
@@ -125,37 +122,42 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
 
 
 def main() -> None:
-    args, steps = parse_args()
-    t0 = time.perf_counter()
+    args, todo = parse_args()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     walls: dict[str, float] = {}
     cpus: dict[str, float] = {}
+
+    def done(step: str, summary: str, wall: float, cpu: float) -> None:
+        walls[step], cpus[step] = wall, cpu
+        print(summary)
+        print(f"reproduce: step {step} took {wall / 60:.1f} min (CPU {cpu / 60:.1f} min)",
+              flush=True)
+
+    print(f"reproduce: steps {', '.join(todo)}", flush=True)
     try:
-        with cluster_scope(args.cluster):
-            for step in steps:
-                print(f"reproduce: step {step}", flush=True)
-                ts, cs = time.perf_counter(), cpu_seconds()
-                try:
-                    run_step(step, args)
-                except KeyboardInterrupt:
-                    print(f"reproduce: interrupted in step {step}; rerun to continue",
-                          file=sys.stderr)
-                    sys.exit(130)
-                walls[step] = time.perf_counter() - ts
-                cpus[step] = cpu_seconds() - cs
-                print(f"reproduce: step {step} took {walls[step] / 60:.1f} min "
-                      f"(CPU {cpus[step] / 60:.1f} min)", flush=True)
+        steps.run_steps(todo, args.out, step_settings(args), progress=not args.quiet,
+                        samples=args.samples, cluster=args.cluster, done=done)
+    except KeyboardInterrupt:
+        left = [s for s in todo if s not in walls]
+        print(f"reproduce: interrupted before {', '.join(left)} ended; rerun to continue",
+              file=sys.stderr)
+        sys.exit(130)
     except (ElicitError, EngineUnavailable, EngineError, FileNotFoundError) as e:
         print(f"reproduce: error: {e}", file=sys.stderr)
         sys.exit(2)
-    wall = time.perf_counter() - t0
+    # after the steps' worker processes ended: their CPU time is this process's children's
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    walls = {s: walls[s] for s in todo}
+    cpus = {s: cpus[s] for s in todo}
     settings = StepSettings(runs=args.runs, real_runs=args.real_runs,
                             mixed_runs=args.mixed_runs)
-    runs = {s: settings.runs_of(s) for s in walls}
     write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
-                 step_runs=runs, commit=source_commit())
+                 step_runs={s: settings.runs_of(s) for s in todo}, commit=source_commit(),
+                 cpu_total_s=cpu, steps_at_once=(STEPS_AT_ONCE if args.jobs > 1 or args.cluster
+                                                 else 1))
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))
-    print(f"reproduce: wall time {wall / 60:.1f} min, CPU time {sum(cpus.values()) / 60:.1f} "
-          f"min (CPU / {args.jobs} jobs = {sum(cpus.values()) / args.jobs / 60:.1f} min); "
+    print(f"reproduce: wall time {wall / 60:.1f} min, CPU time {cpu / 60:.1f} min "
+          f"(CPU / {args.jobs} jobs = {cpu / args.jobs / 60:.1f} min); "
           f"report in {args.out / 'REPORT.md'}")
 
 

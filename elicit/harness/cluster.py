@@ -85,22 +85,40 @@ def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
 
 
 @contextlib.contextmanager
-def cluster_scope(cluster: str | None) -> Iterator[None]:
-    """Run every :func:`~elicit.harness.runner.run_tasks` call inside the block on ``cluster``.
+def cluster_scope(cluster: str | None, jobs: int = 1) -> Iterator[None]:
+    """Run every :func:`~elicit.harness.runner.run_tasks` call inside the block on one
+    executor: ``cluster``, or with ``cluster`` None and ``jobs`` > 1 a pool of ``jobs`` local
+    worker processes.
 
     One cluster connection (or one local cluster) serves all the steps of a pipeline (the
-    per-run baselines, the sweep, the Table 1 loops) instead of starting one per step.
-    ``None`` changes nothing: the steps use their ``jobs`` local processes.
+    per-run baselines, the sweep, the Table 1 loops) instead of starting one per step, and
+    one local pool lets the steps of :func:`~elicit.harness.runner.run_pipeline` that run at
+    the same time share its workers. ``None`` with ``jobs`` 1 changes nothing: an enclosing
+    scope stays in force, else the steps use their ``jobs`` local processes.
     """
-    if parse_cluster(cluster) is None:
+    if parse_cluster(cluster) is None and jobs <= 1:
         yield
         return
-    with task_executor(1, cluster) as executor:
+    with task_executor(jobs, cluster) as executor:
+        if isinstance(executor, ProcessPoolExecutor):
+            # Start the workers now, from this thread: a pool forks them at its first task,
+            # and a fork while other threads of this process hold locks (a pipeline's steps)
+            # could copy a held lock into the worker.
+            executor.submit(int).result()
         token = _SCOPE.set(executor)
         try:
             yield
         finally:
             _SCOPE.reset(token)
+
+
+def cancel_pending(executor: Executor) -> None:
+    """Cancel the tasks queued in ``executor`` that have not started (the running ones end:
+    their results are written, so a rerun continues after them)."""
+    if isinstance(executor, ProcessPoolExecutor):
+        executor.shutdown(wait=False, cancel_futures=True)
+    else:
+        executor.shutdown(wait=False)
 
 
 def scoped_executor() -> Executor | None:

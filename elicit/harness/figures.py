@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from elicit.harness.labels import strategy_label
+
+F = TypeVar("F", bound=Callable)
+#: pyplot's figures are one state of the process: the steps of a pipeline that run at the same
+#: time (:func:`elicit.harness.runner.run_pipeline`) draw theirs one after the other.
+_PYPLOT = threading.Lock()
+
+
+def _one_at_a_time(func: F) -> F:
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with _PYPLOT:
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _plt():
@@ -20,6 +37,7 @@ def _plt():
     return plt
 
 
+@_one_at_a_time
 def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
                baselines: Mapping[str, float] | None = None,
                references: Mapping[str, float] | None = None) -> dict[str, dict]:
@@ -84,6 +102,7 @@ and green ones,
     return drawn
 
 
+@_one_at_a_time
 def kernel_panels(panels: Mapping[str, np.ndarray], path: str | Path) -> None:
     """Kernel matrices side by side (same colour scale, 0..1)."""
     plt = _plt()

@@ -12,13 +12,63 @@ earlier passes were interrupted.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
-from concurrent.futures import as_completed
+import resource
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from contextvars import ContextVar, copy_context
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from elicit.harness.cluster import scoped_executor, task_executor
+from elicit.harness.cluster import cancel_pending, scoped_executor, task_executor
 
 Task = TypeVar("Task", bound=tuple)
+T = TypeVar("T")
+
+
+@dataclass
+class CpuMeter:
+    """CPU time spent for one piece of work: by the thread that does it (:attr:`thread`,
+    the tasks it runs inline included) and by the worker processes that run its tasks
+    (:attr:`tasks`, each task's own CPU time measured in its worker)."""
+
+    thread: float = 0.0
+    tasks: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.thread + self.tasks
+
+
+_METER: ContextVar[CpuMeter | None] = ContextVar("elicit_cpu_meter", default=None)
+
+
+@contextlib.contextmanager
+def cpu_meter() -> Iterator[CpuMeter]:
+    """Measure the CPU time of the block: this thread's, and that of every task
+    :func:`run_tasks` sends to worker processes inside it. Unlike the rusage of a process's
+    children, it is known while the workers live on (a pool shared by the steps of a
+    pipeline) and tells apart two blocks that run at the same time in two threads."""
+    meter = CpuMeter()
+    token = _METER.set(meter)
+    t0 = time.thread_time()
+    try:
+        yield meter
+    finally:
+        meter.thread += time.thread_time() - t0
+        _METER.reset(token)
+
+
+def _process_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _metered(func: Callable[..., Any], *args: Any) -> float:
+    """Run ``func(*args)`` in a worker; return the CPU time it took there."""
+    t0 = _process_cpu()
+    func(*args)
+    return _process_cpu() - t0
 
 
 def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
@@ -76,10 +126,13 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                 # a scope's executor outlives this call; an own one is closed at its end
                 pool = scoped or stack.enter_context(
                     task_executor(min(jobs, len(todo)), cluster))
-                futures = [pool.submit(func, *t) for t in todo]
+                futures = [pool.submit(_metered, func, *t) for t in todo]
+                meter = _METER.get()
                 try:
                     for fut in as_completed(futures):
-                        fut.result()
+                        cpu = fut.result()
+                        if meter is not None:
+                            meter.tasks += cpu
                         bar.update()
                 except BaseException:
                     # Report a failure (or Ctrl-C) once the running tasks end, without
@@ -88,3 +141,85 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                         fut.cancel()
                     raise
     return len(todo)
+
+
+def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int = 1,
+                 after: Mapping[str, Collection[str]] | None = None,
+                 done: Callable[[str, T, float, float], None] | None = None,
+                 ) -> dict[str, T]:
+    """Run ``func(item)`` for every item, up to ``width`` of them at a time, in threads.
+
+    The items' own tasks (:func:`run_tasks`) go to the executor of the enclosing
+    :func:`~elicit.harness.cluster.cluster_scope`, so that ``width`` items keep one pool of
+    workers busy: while one item waits for its last tasks, the next one's first tasks run.
+
+    Parameters
+    ----------
+    items
+        In the order to start them.
+    func
+        The work of one item, run in a thread with a copy of the caller's context (the
+        scope's executor); its tasks must not depend on what runs beside them.
+    width
+        Items at a time (1: one after the other, in this thread).
+    after
+        ``item -> items`` it must wait for (those of them in ``items``): what it reads from
+        them, or shares with them through a memo (running them at once would compute the
+        shared part twice). An item starts when they have ended; until then a later item
+        whose own ones have ended may start first.
+    done
+        Called in the caller's thread as each item ends, with its result, its wall time and
+        its CPU time (:func:`cpu_meter`), in seconds.
+
+    Returns
+    -------
+    dict
+        ``item -> func(item)``, in the order the items ended.
+
+    Notes
+    -----
+    The first item to fail ends the pipeline: no other item starts, the tasks queued in the
+    scope's executor are cancelled (the running ones end first, their results kept, so a
+    rerun continues from there), and its exception is raised.
+    """
+    after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
+    results: dict[str, T] = {}
+
+    def one(item: str) -> tuple[T, float, float]:
+        t0 = time.perf_counter()
+        with cpu_meter() as m:
+            r = func(item)
+        return r, time.perf_counter() - t0, m.seconds
+
+    if width <= 1:
+        for item in items:
+            r, wall, cpu = one(item)
+            results[item] = r
+            if done is not None:
+                done(item, r, wall, cpu)
+        return results
+    waiting = list(items)
+    running: dict[Future, str] = {}
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="elicit-step") as threads:
+        try:
+            while waiting or running:
+                ready = [k for k in waiting if all(d in results for d in after.get(k, ()))]
+                for item in ready[:width - len(running)]:
+                    waiting.remove(item)
+                    running[threads.submit(copy_context().run, one, item)] = item
+                if not running:  # cannot happen with acyclic ``after``; never hang
+                    raise RuntimeError(f"run_pipeline: {waiting} wait for each other")
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    item = running.pop(fut)
+                    r, wall, cpu = fut.result()
+                    results[item] = r
+                    if done is not None:
+                        done(item, r, wall, cpu)
+        except BaseException:
+            waiting.clear()
+            executor = scoped_executor()
+            if executor is not None:
+                cancel_pending(executor)
+            raise
+    return results

@@ -8,12 +8,30 @@ run with one BLAS thread.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
 _controller = None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS limited to one thread inside the block (restored afterwards).
+
+    The limit is the process's, not the thread's: threads that each limit and restore it
+    (the steps of a pipeline, :func:`elicit.harness.runner.run_pipeline`) run inside one
+    block around them all, so that no thread's restore lifts the limit under another.
+    """
+    global _controller
+    from threadpoolctl import ThreadpoolController
+
+    if _controller is None:
+        _controller = ThreadpoolController()
+    with _controller.limit(limits=1, user_api="blas"):
+        yield
 
 
 def single_blas_thread(func: F) -> F:
@@ -21,12 +39,7 @@ def single_blas_thread(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        global _controller
-        from threadpoolctl import ThreadpoolController
-
-        if _controller is None:
-            _controller = ThreadpoolController()
-        with _controller.limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -23,12 +23,16 @@ run the same thing.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.errors import ElicitError
+from elicit.harness.cluster import cluster_scope
+from elicit.harness.runner import run_pipeline
+from elicit.internal.threads import one_blas_thread
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 
 #: The paper-literal sweeps: folder -> data set.
@@ -41,6 +45,9 @@ KITCHEN = "kitchen"
 MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
 #: Every step, in the order a reproduction runs them.
 STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
+#: Steps a reproduction runs at the same time (with more than one worker): while one step
+#: waits for its last runs, the next one's first runs keep the workers busy.
+STEPS_AT_ONCE = 2
 #: Runs and answers of the mixed sweeps: the paper's 50 runs x 100 answers, as every other
 #: step (a mixed round scores every feature question beside the pool of pairs).
 MIXED_RUNS = 50
@@ -132,3 +139,37 @@ def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool 
                        data_dir=None if s.data_dir is None else Path(s.data_dir),
                        progress=progress, memo=s.memo)
     return table.text.rstrip("\n")
+
+
+def step_after(step: str) -> tuple[str, ...]:
+    """The steps ``step`` waits for when steps run side by side (:func:`run_steps`): Table 1
+    reads the default Amazon and Yelp sweeps, and a data set's other sweeps (paper-literal,
+    recommended, mixed) share its runs' LASSO experts and baselines with its default sweep
+    through the memo, so they start once that one has made them."""
+    if step not in STEPS:
+        raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
+    if step == "table1":
+        return DATASETS
+    for table in (LITERAL, RECOMMENDED_STEPS, MIXED_STEPS):
+        if step in table:
+            return (table[step],)
+    return ()
+
+
+def run_steps(steps: Sequence[str], out: str | os.PathLike, s: StepSettings, *,
+              progress: bool = True, samples: int | None = None, cluster: str | None = None,
+              done: Callable[[str, str, float, float], None] | None = None) -> dict[str, str]:
+    """Run ``steps`` (:func:`run_step` each) into ``out``; return their summaries.
+
+    With ``s.jobs`` > 1 (or a ``cluster``) the steps share one executor, ``s.jobs`` worker
+    processes (or the cluster), and :data:`STEPS_AT_ONCE` of them run at a time, in the order
+    given, each after the steps it reads or shares with (:func:`step_after`): no worker
+    waits for a step's last runs. Every result is what the steps make one after the other
+    (each task's random streams derive from the seed and its run, and its files are its own).
+    ``done(step, summary, wall_s, cpu_s)`` is called as each step ends (its CPU time: the
+    steps' thread and its tasks in the workers).
+    """
+    width = STEPS_AT_ONCE if s.jobs > 1 or cluster is not None else 1
+    with one_blas_thread(), cluster_scope(cluster, s.jobs):
+        return run_pipeline(steps, lambda step: run_step(step, out, s, progress, samples),
+                            width=width, after={k: step_after(k) for k in steps}, done=done)

@@ -176,18 +176,28 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
 
 def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[str, float] | None,
             jobs: int | None, step_runs: Mapping[str, int] | None,
-            commit: str | None = None) -> list[str]:
+            commit: str | None = None, cpu_total_s: float | None = None,
+            steps_at_once: int = 1) -> list[str]:
     lines = [f"Made by commit `{commit}`.", ""] if commit else []
     lines += [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
              + (" (" + ", ".join(f"{k} {v / 60:.1f} min" for k, v in step_s.items()) + ")"
                 if step_s else "") + ".", ""]
+    if steps_at_once > 1 and step_s:
+        lines += [f"The steps ran {steps_at_once} at a time on one pool of {jobs} worker "
+                  "processes (each after the steps it reads or shares a memo with), so their "
+                  "wall times overlap and add up to more than the call's.", ""]
     if cpu_s:
-        total = sum(cpu_s.values())
+        total = sum(cpu_s.values()) if cpu_total_s is None else cpu_total_s
         lines += [f"CPU time: {total / 60:.1f} min ("
                   + ", ".join(f"{k} {v / 60:.1f}" for k, v in cpu_s.items()) + ")"
                   + (f"; CPU time / {jobs} jobs = {total / jobs / 60:.1f} min, the wall "
                      "time to expect on an otherwise idle machine" if jobs else "")
                   + ".", ""]
+        if cpu_total_s is not None:
+            lines += [f"The call's CPU time is this process's and its workers'; a step's is "
+                      f"its tasks' in the workers and its own thread's (together "
+                      f"{sum(cpu_s.values()) / 60:.1f} min: the rest is the workers' start "
+                      "and the call's own work).", ""]
         if step_s and step_runs:
             lines += ["| step | runs | wall (min) | CPU (min) | CPU per run (min) |",
                       "|---|---|---|---|---|"]
@@ -205,7 +215,8 @@ def write_report(out: Path, wall_s: float | None = None,
                  step_s: Mapping[str, float] | None = None,
                  cpu_s: Mapping[str, float] | None = None, jobs: int | None = None,
                  step_runs: Mapping[str, int] | None = None,
-                 commit: str | None = None) -> Path:
+                 commit: str | None = None, cpu_total_s: float | None = None,
+                 steps_at_once: int = 1) -> Path:
     """Write ``out/REPORT.md`` from the sweeps found under ``out``.
 
     Parameters
@@ -224,11 +235,18 @@ def write_report(out: Path, wall_s: float | None = None,
     commit
         The commit of the code that made the results (``abc1234``, ``+changes`` appended
         when the checkout differed from it).
+    cpu_total_s
+        CPU time of the whole call (default: the steps' sum), when the steps' own do not add
+        up to it (steps that share one pool of workers: its start and idle time are no
+        step's).
+    steps_at_once
+        Steps that ran at a time (their wall times overlap).
     """
     out = Path(out)
     lines = ["# elicit: reproduction report", ""]
     if wall_s is not None:
-        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit)
+        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit, cpu_total_s,
+                          steps_at_once)
     sweeps = find_sweeps(out)
     lines += _synthetic_section(out)
     lines += _real_sections(sweeps)

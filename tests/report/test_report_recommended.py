@@ -167,9 +167,8 @@ def test_reproduce_steps(tmp_path, monkeypatch, capsys):
 
     # the steps (elicit.paper.steps) call the library's run_realdata when they run
     monkeypatch.setattr("elicit.paper.realdata.run_realdata", fake)
-    args.data_dir = REAL_DATA_DIR
-    for step in names:
-        mod.run_step(step, args)
+    args.data_dir, args.jobs = REAL_DATA_DIR, 1
+    mod.steps.run_steps(names, args.out, mod.step_settings(args), progress=False)
     assert [(c.name, o) for c, o in calls] == [("amazon", tmp_path / "amazon-recommended"),
                                                ("yelp", tmp_path / "yelp-recommended")]
     from elicit.paper.configs import RECOMMENDED
@@ -216,9 +215,8 @@ def test_reproduce_mixed_steps(tmp_path, monkeypatch):
 
     monkeypatch.setattr("elicit.paper.realdata.run_realdata",
                         lambda cfg, out, progress=True: calls.append((cfg, Path(out))) or Done())
-    args.data_dir = REAL_DATA_DIR
-    for step in steps:
-        mod.run_step(step, args)
+    args.data_dir, args.jobs = REAL_DATA_DIR, 1
+    mod.steps.run_steps(steps, args.out, mod.step_settings(args), progress=False)
     assert [(c.name, o.name) for c, o in calls] == [("amazon", "amazon-mixed"),
                                                     ("yelp", "yelp-mixed"),
                                                     ("kitchen", "kitchen-mixed")]
