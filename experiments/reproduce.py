@@ -27,10 +27,15 @@ after an interruption continues where it stopped):
    (:func:`elicit.paper.table1.run_table1`).
 
 The real-data steps share what they compute alike for the same run in ``OUT/.memo``
-(:data:`MEMO`; :func:`elicit.paper.runinfo.memoised_pieces`).
+(:data:`MEMO`; :func:`elicit.paper.runinfo.memoised_pieces`). With ``--jobs`` 2 or more (or
+``--cluster``) the steps share one pool of workers and run two at a time, each after the steps
+it reads or shares that memo with (:func:`elicit.paper.steps.run_steps`): while one step ends
+its last runs, the next one's first runs keep the workers busy. The results are those of the
+steps run one after the other.
 
 It ends by writing ``OUT/REPORT.md`` and prints the wall time of every step and of the whole,
-and the CPU time (this process and its workers): on a machine shared with other jobs the wall
+and the CPU time (of the call: this process and its workers; of a step: its tasks in the
+workers and its own thread): on a machine shared with other jobs the wall
 time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine. The
 report gives both for the whole call and each step's CPU time per run, to choose ``--runs``,
 ``--real-runs`` and ``--mixed-runs``, and the commit that made it.

@@ -252,3 +252,22 @@ def test_the_report_names_the_commit_that_made_it(tmp_path):
                         cpu_s={"synthetic": 100.0}, jobs=2, step_runs={"synthetic": 50},
                         commit=commit).read_text()
     assert f"Made by commit `{commit}`." in text
+
+
+def test_the_report_gives_the_calls_cpu_time_when_steps_share_a_pool(tmp_path):
+    """Steps that ran side by side on one pool: the call's CPU time is the measured total
+    (the pool's start and idle time are no step's), and the report says the steps' wall
+    times overlap."""
+    from elicit.report import write_report
+
+    text = write_report(tmp_path, wall_s=600.0, step_s={"synthetic": 400.0, "amazon": 500.0},
+                        cpu_s={"synthetic": 500.0, "amazon": 600.0}, jobs=2,
+                        step_runs={"synthetic": 50, "amazon": 50}, cpu_total_s=1200.0,
+                        steps_at_once=2).read_text()
+    assert "CPU time: 20.0 min (synthetic 8.3, amazon 10.0)" in text
+    assert "CPU time / 2 jobs = 10.0 min" in text
+    assert "ran 2 at a time" in text and "together 18.3 min" in text
+    # one step after the other: the steps' sum, and no word of overlap
+    text = write_report(tmp_path, wall_s=600.0, step_s={"synthetic": 400.0},
+                        cpu_s={"synthetic": 500.0}, jobs=2).read_text()
+    assert "CPU time: 8.3 min (synthetic 8.3)" in text and "at a time" not in text
