@@ -217,7 +217,7 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
                     if done is not None:
                         done(item, r, wall, cpu)
         except BaseException:
-            waiting.clear()
+            # the other running items' queued tasks too: they end at their next result
             executor = scoped_executor()
             if executor is not None:
                 cancel_pending(executor)

@@ -167,7 +167,7 @@ def run_steps(steps: Sequence[str], out: str | os.PathLike, s: StepSettings, *,
     waits for a step's last runs. Every result is what the steps make one after the other
     (each task's random streams derive from the seed and its run, and its files are its own).
     ``done(step, summary, wall_s, cpu_s)`` is called as each step ends (its CPU time: the
-    steps' thread and its tasks in the workers).
+    step's own thread and its tasks in the workers).
     """
     width = STEPS_AT_ONCE if s.jobs > 1 or cluster is not None else 1
     with one_blas_thread(), cluster_scope(cluster, s.jobs):
