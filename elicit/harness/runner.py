@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import resource
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPoolExecutor, wait
 from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -41,6 +42,12 @@ class CpuMeter:
 
 
 _METER: ContextVar[CpuMeter | None] = ContextVar("elicit_cpu_meter", default=None)
+#: Set when the pipeline an item runs in stops (:func:`run_pipeline`): its :func:`run_tasks`
+#: calls stop waiting.
+_STOP: ContextVar[threading.Event | None] = ContextVar("elicit_pipeline_stop", default=None)
+#: How often a pipeline's item looks at that flag while it waits for its tasks (seconds): a
+#: poll, not a limit on a task.
+STOP_POLL_S = 0.5
 
 
 @contextlib.contextmanager
@@ -115,10 +122,12 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
         return 0
     from tqdm.auto import tqdm
 
+    stop = _STOP.get()
     with tqdm(total=len(todo), desc=desc, disable=not progress) as bar:
         scoped = scoped_executor() if cluster is None else None
         if scoped is None and cluster is None and (jobs <= 1 or len(todo) == 1):
             for t in todo:
+                _check(stop)
                 func(*t)
                 bar.update()
         else:
@@ -129,11 +138,20 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                 futures = [pool.submit(_metered, func, *t) for t in todo]
                 meter = _METER.get()
                 try:
-                    for fut in as_completed(futures):
-                        cpu = fut.result()
-                        if meter is not None:
-                            meter.tasks += cpu
-                        bar.update()
+                    pending = set(futures)
+                    while pending:
+                        # Inside a pipeline, wake up to look at its stop flag: after Ctrl-C
+                        # a worker can die under a pool already shut down, and its task's
+                        # future then never ends.
+                        finished, pending = wait(
+                            pending, timeout=None if stop is None else STOP_POLL_S,
+                            return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            cpu = fut.result()
+                            if meter is not None:
+                                meter.tasks += cpu
+                            bar.update()
+                        _check(stop)
                 except BaseException:
                     # Report a failure (or Ctrl-C) once the running tasks end, without
                     # starting the queued ones first.
@@ -141,6 +159,11 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                         fut.cancel()
                     raise
     return len(todo)
+
+
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise CancelledError("the pipeline stopped (another item failed or was interrupted)")
 
 
 def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int = 1,
@@ -178,9 +201,10 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
 
     Notes
     -----
-    The first item to fail ends the pipeline: no other item starts, the tasks queued in the
-    scope's executor are cancelled (the running ones end first, their results kept, so a
-    rerun continues from there), and its exception is raised.
+    The first item to fail (or Ctrl-C) ends the pipeline: no other item starts, the running
+    ones stop waiting for their tasks (within :data:`STOP_POLL_S`), the tasks queued in the
+    scope's executor are cancelled (the running ones end, their results kept, so a rerun
+    continues from there), and its exception is raised.
     """
     after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
     results: dict[str, T] = {}
@@ -200,26 +224,33 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
         return results
     waiting = list(items)
     running: dict[Future, str] = {}
-    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="elicit-step") as threads:
-        try:
-            while waiting or running:
-                ready = [k for k in waiting if all(d in results for d in after.get(k, ()))]
-                for item in ready[:width - len(running)]:
-                    waiting.remove(item)
-                    running[threads.submit(copy_context().run, one, item)] = item
-                if not running:  # cannot happen with acyclic ``after``; never hang
-                    raise RuntimeError(f"run_pipeline: {waiting} wait for each other")
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    item = running.pop(fut)
-                    r, wall, cpu = fut.result()
-                    results[item] = r
-                    if done is not None:
-                        done(item, r, wall, cpu)
-        except BaseException:
-            # the other running items' queued tasks too: they end at their next result
-            executor = scoped_executor()
-            if executor is not None:
-                cancel_pending(executor)
-            raise
+    stop = threading.Event()
+    token = _STOP.set(stop)    # in the context each item's thread copies
+    try:
+        with ThreadPoolExecutor(max_workers=width, thread_name_prefix="elicit-step") as threads:
+            try:
+                while waiting or running:
+                    ready = [k for k in waiting if all(d in results for d in after.get(k, ()))]
+                    for item in ready[:width - len(running)]:
+                        waiting.remove(item)
+                        running[threads.submit(copy_context().run, one, item)] = item
+                    if not running:  # cannot happen with acyclic ``after``; never hang
+                        raise RuntimeError(f"run_pipeline: {waiting} wait for each other")
+                    finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        item = running.pop(fut)
+                        r, wall, cpu = fut.result()
+                        results[item] = r
+                        if done is not None:
+                            done(item, r, wall, cpu)
+            except BaseException:
+                # The other running items stop waiting for their tasks (at their next look
+                # at the flag), and the tasks queued in the scope's executor are cancelled.
+                stop.set()
+                executor = scoped_executor()
+                if executor is not None:
+                    cancel_pending(executor)
+                raise
+    finally:
+        _STOP.reset(token)
     return results

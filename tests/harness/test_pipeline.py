@@ -84,6 +84,49 @@ def test_the_first_failure_stops_the_pipeline_and_is_raised():
     assert sorted(started) == ["a", "b"]
 
 
+def wait_for(marker: Path, started: Path, out: Path, limit_s: float) -> None:
+    """A task that says it started, waits until ``marker`` exists (at most ``limit_s``),
+    then writes ``out``."""
+    started.touch()
+    t0 = time.monotonic()
+    while not marker.exists() and time.monotonic() - t0 < limit_s:
+        time.sleep(0.05)
+    out.write_text("done")
+
+
+def _wait_file(path: Path) -> None:
+    t0 = time.monotonic()
+    while not path.exists():
+        assert time.monotonic() - t0 < NEVER, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+def test_a_failure_does_not_wait_for_the_other_items_tasks(tmp_path):
+    """An item fails while another one waits for a task that runs on: the pipeline raises at
+    once (the other item stops waiting; Ctrl-C takes the same path), not after that task."""
+    marker, started, out = tmp_path / "go", tmp_path / "started", tmp_path / "out"
+
+    def work(item: str) -> None:
+        if item == "slow":
+            run_tasks(wait_for, [(marker, started, out, NEVER)], jobs=2, progress=False)
+        else:
+            _wait_file(started)          # the slow item's task runs in a worker
+            raise ElicitError("this item failed")
+
+    with cluster_scope(None, jobs=2):
+        try:
+            with pytest.raises(ElicitError, match="this item failed"):
+                run_pipeline(["slow", "fail"], work, width=2)
+            # raised while the task still waited: the pipeline did not wait for it
+            assert not out.exists()
+        finally:
+            marker.touch()               # the task ends, so the pool can close
+    # a running task is not killed: it ends and keeps its result (the pool, shut down
+    # without waiting, lets it finish)
+    _wait_file(out)
+    assert out.read_text() == "done"
+
+
 def test_a_step_that_waits_for_itself_is_refused_not_hung():
     with pytest.raises(RuntimeError, match="wait for each other"):
         run_pipeline(["a", "b"], lambda k: k, width=2, after={"a": ["b"], "b": ["a"]})
