@@ -53,7 +53,7 @@ from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.provenance import source_commit
 from elicit.paper import steps
-from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, STEPS_AT_ONCE, StepSettings
+from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, StepSettings
 from elicit.paper.table1 import DEFAULT_SAMPLES
 from elicit.report import write_report
 
@@ -138,9 +138,10 @@ def main() -> None:
         print(f"reproduce: step {step} took {wall / 60:.1f} min (CPU {cpu / 60:.1f} min)",
               flush=True)
 
+    settings = step_settings(args)
     print(f"reproduce: steps {', '.join(todo)}", flush=True)
     try:
-        steps.run_steps(todo, args.out, step_settings(args), progress=not args.quiet,
+        steps.run_steps(todo, args.out, settings, progress=not args.quiet,
                         samples=args.samples, cluster=args.cluster, done=done)
     except KeyboardInterrupt:
         left = [s for s in todo if s not in walls]
@@ -154,12 +155,9 @@ def main() -> None:
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     walls = {s: walls[s] for s in todo}
     cpus = {s: cpus[s] for s in todo}
-    settings = StepSettings(runs=args.runs, real_runs=args.real_runs,
-                            mixed_runs=args.mixed_runs)
     write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
                  step_runs={s: settings.runs_of(s) for s in todo}, commit=source_commit(),
-                 cpu_total_s=cpu, steps_at_once=(STEPS_AT_ONCE if args.jobs > 1 or args.cluster
-                                                 else 1))
+                 cpu_total_s=cpu, steps_at_once=steps.steps_at_once(args.jobs, args.cluster))
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))
     print(f"reproduce: wall time {wall / 60:.1f} min, CPU time {cpu / 60:.1f} min "
           f"(CPU / {args.jobs} jobs = {cpu / args.jobs / 60:.1f} min); "

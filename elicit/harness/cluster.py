@@ -112,15 +112,6 @@ def cluster_scope(cluster: str | None, jobs: int = 1) -> Iterator[None]:
             _SCOPE.reset(token)
 
 
-def cancel_pending(executor: Executor) -> None:
-    """Cancel the tasks queued in ``executor`` that have not started (the running ones end:
-    their results are written, so a rerun continues after them)."""
-    if isinstance(executor, ProcessPoolExecutor):
-        executor.shutdown(wait=False, cancel_futures=True)
-    else:
-        executor.shutdown(wait=False)
-
-
 def scoped_executor() -> Executor | None:
     """The executor of the enclosing :func:`cluster_scope`, if any."""
     return _SCOPE.get()

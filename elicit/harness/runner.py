@@ -21,7 +21,7 @@ from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from elicit.harness.cluster import cancel_pending, scoped_executor, task_executor
+from elicit.harness.cluster import scoped_executor, task_executor
 
 Task = TypeVar("Task", bound=tuple)
 T = TypeVar("T")
@@ -202,9 +202,9 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
     Notes
     -----
     The first item to fail (or Ctrl-C) ends the pipeline: no other item starts, the running
-    ones stop waiting for their tasks (within :data:`STOP_POLL_S`), the tasks queued in the
-    scope's executor are cancelled (the running ones end, their results kept, so a rerun
-    continues from there), and its exception is raised.
+    ones stop waiting for their tasks (within :data:`STOP_POLL_S`) and cancel their queued
+    ones (the running tasks end, their results kept, so a rerun continues from there), and
+    its exception is raised.
     """
     after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
     results: dict[str, T] = {}
@@ -215,12 +215,14 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
             r = func(item)
         return r, time.perf_counter() - t0, m.seconds
 
+    def ended(item: str, r: T, wall: float, cpu: float) -> None:
+        results[item] = r
+        if done is not None:
+            done(item, r, wall, cpu)
+
     if width <= 1:
         for item in items:
-            r, wall, cpu = one(item)
-            results[item] = r
-            if done is not None:
-                done(item, r, wall, cpu)
+            ended(item, *one(item))
         return results
     waiting = list(items)
     running: dict[Future, str] = {}
@@ -238,18 +240,13 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
                         raise RuntimeError(f"run_pipeline: {waiting} wait for each other")
                     finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                     for fut in finished:
-                        item = running.pop(fut)
-                        r, wall, cpu = fut.result()
-                        results[item] = r
-                        if done is not None:
-                            done(item, r, wall, cpu)
+                        ended(running.pop(fut), *fut.result())
             except BaseException:
-                # The other running items stop waiting for their tasks (at their next look
-                # at the flag), and the tasks queued in the scope's executor are cancelled.
+                # The other running items stop waiting for their tasks at their next look at
+                # the flag and cancel their queued ones (run_tasks). The pool itself is not
+                # shut down here: its scope waits for the running tasks, and while it lives
+                # a worker's death still ends its task's future.
                 stop.set()
-                executor = scoped_executor()
-                if executor is not None:
-                    cancel_pending(executor)
                 raise
     finally:
         _STOP.reset(token)

@@ -156,20 +156,26 @@ def step_after(step: str) -> tuple[str, ...]:
     return ()
 
 
+def steps_at_once(jobs: int, cluster: str | None = None) -> int:
+    """How many steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` on a pool of
+    several workers or a cluster, else one (inline tasks gain nothing beside each other)."""
+    return STEPS_AT_ONCE if jobs > 1 or cluster is not None else 1
+
+
 def run_steps(steps: Sequence[str], out: str | os.PathLike, s: StepSettings, *,
               progress: bool = True, samples: int | None = None, cluster: str | None = None,
               done: Callable[[str, str, float, float], None] | None = None) -> dict[str, str]:
     """Run ``steps`` (:func:`run_step` each) into ``out``; return their summaries.
 
     With ``s.jobs`` > 1 (or a ``cluster``) the steps share one executor, ``s.jobs`` worker
-    processes (or the cluster), and :data:`STEPS_AT_ONCE` of them run at a time, in the order
+    processes (or the cluster), and :func:`steps_at_once` of them run at a time, in the order
     given, each after the steps it reads or shares with (:func:`step_after`): no worker
     waits for a step's last runs. Every result is what the steps make one after the other
     (each task's random streams derive from the seed and its run, and its files are its own).
     ``done(step, summary, wall_s, cpu_s)`` is called as each step ends (its CPU time: the
     step's own thread and its tasks in the workers).
     """
-    width = STEPS_AT_ONCE if s.jobs > 1 or cluster is not None else 1
     with one_blas_thread(), cluster_scope(cluster, s.jobs):
         return run_pipeline(steps, lambda step: run_step(step, out, s, progress, samples),
-                            width=width, after={k: step_after(k) for k in steps}, done=done)
+                            width=steps_at_once(s.jobs, cluster),
+                            after={k: step_after(k) for k in steps}, done=done)
