@@ -120,9 +120,9 @@ def one_blas_thread():
     iteration of scipy costs ~10 ms instead of ~0.3 ms on two cores), and the library's own
     entry points (``Elicitor``, sweeps) already run single-threaded.
     """
-    from threadpoolctl import threadpool_limits
+    from elicit.internal.threads import one_blas_thread as limit
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with limit():
         yield
 
 
