@@ -194,10 +194,13 @@ def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[st
                      "time to expect on an otherwise idle machine" if jobs else "")
                   + ".", ""]
         if cpu_total_s is not None:
+            steps_min, rest_min = sum(cpu_s.values()) / 60, (total - sum(cpu_s.values())) / 60
             lines += [f"The call's CPU time is this process's and its workers'; a step's is "
                       f"its tasks' in the workers and its own thread's (together "
-                      f"{sum(cpu_s.values()) / 60:.1f} min: the rest is the workers' start "
-                      "and the call's own work).", ""]
+                      f"{steps_min:.1f} min"
+                      + (f": the other {rest_min:.1f} min are the workers' start and the "
+                         "call's own work" if round(rest_min, 1) > 0 else "")
+                      + ").", ""]
         if step_s and step_runs:
             lines += ["| step | runs | wall (min) | CPU (min) | CPU per run (min) |",
                       "|---|---|---|---|---|"]

@@ -89,6 +89,34 @@ def test_rows_follow_idx(variant):
     np.testing.assert_allclose(s, s_all[idx], rtol=1e-12)
 
 
+def test_a_stack_larger_than_a_chunk_is_evaluated_in_chunks_row_for_row(variant):
+    """A stack is evaluated in chunks that fit in cache (``BatchDensity.chunk``): the rows
+    come back in order, each as a stack of its own would give it, a row without a density
+    (-inf) included."""
+    data = _data(variant, 4)
+    cands = _candidates(data, 7)
+    bd = BatchDensity(data, pair_weights(data.U, cands), 1)
+    assert bd.chunk >= 7          # the small problem fits one chunk ...
+    theta = _random_thetas(data, 7, seed=5)
+    theta[4, data.layout["gamma"]] = 1e-12       # K all ones: see the test below
+    if data.hyper.variant == "learned":
+        theta[4, data.layout.index("tau2")] = 1e20
+    idx = np.array([6, 0, 4, 2, 5, 1, 3])
+    whole = bd(theta, idx)
+    bd.chunk = 3                  # ... here it takes three: rows 0-2, 3-4, 5-6
+    chunked = bd(theta, idx)
+    singles = [bd(theta, idx[[c]]) for c in range(7)]
+    for got in (chunked, whole):
+        np.testing.assert_allclose(got[0], [s[0][0] for s in singles], rtol=1e-13)
+        for e in range(2):
+            np.testing.assert_allclose(got[2][e], [s[2][e][0] for s in singles],
+                                       rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[1], [s[1][0] for s in singles], rtol=1e-12,
+                                   atol=1e-12)
+    if data.hyper.variant == "learned":
+        assert chunked[0][2] == -np.inf and np.isfinite(chunked[0]).sum() == 6
+
+
 # -- (b) the training predictive -------------------------------------------------------------
 
 

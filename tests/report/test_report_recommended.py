@@ -266,7 +266,13 @@ def test_the_report_gives_the_calls_cpu_time_when_steps_share_a_pool(tmp_path):
                         steps_at_once=2).read_text()
     assert "CPU time: 20.0 min (synthetic 8.3, amazon 10.0)" in text
     assert "CPU time / 2 jobs = 10.0 min" in text
-    assert "ran 2 at a time" in text and "together 18.3 min" in text
+    assert "ran 2 at a time" in text and "together 18.3 min: the other 1.7 min" in text
+    # when the steps' CPU is the whole call's to the report's precision, no "other" time
+    text = write_report(tmp_path, wall_s=600.0, step_s={"synthetic": 400.0, "amazon": 500.0},
+                        cpu_s={"synthetic": 500.0, "amazon": 600.0}, jobs=2,
+                        step_runs={"synthetic": 50, "amazon": 50}, cpu_total_s=1101.0,
+                        steps_at_once=2).read_text()
+    assert "(together 18.3 min)." in text and "the other" not in text
     # one step after the other: the steps' sum, and no word of overlap
     text = write_report(tmp_path, wall_s=600.0, step_s={"synthetic": 400.0},
                         cpu_s={"synthetic": 500.0}, jobs=2).read_text()
