@@ -1,15 +1,11 @@
 """Batched warm refits: many hypothetical answers refitted at once.
 
-The fast utility's Laplace screen (:mod:`elicit.elicitation.utility`) cannot foresee the large
-moves a surprising answer causes on small problems, where the posterior of gamma is far from
-Gaussian. Refitting each candidate separately is exact but pays Python's overhead per
-candidate. Here the log density and gradient of :mod:`elicit.model.density` are evaluated for
-a whole batch of parameter vectors (one per candidate and answer, each with its own extra
-feedback term) with stacked numpy operations (:class:`BatchDensity`; the prior and feedback
-terms of :mod:`elicit.model.terms`, the kernel of :func:`elicit.model.kernel.kernel_stack`),
-and the numpy engine's projected Newton (:mod:`elicit.model.newton`) runs on all of them
-together: the base Hessian is frozen at the current MAP, each iteration maximises the local
-model whose feedback terms are exact, and each candidate has its own backtracking step and
+The fast utility's Laplace screen cannot foresee the large moves a surprising answer causes on
+small problems, and refitting each candidate separately pays Python's overhead per candidate.
+Here the log density and gradient are evaluated for a stack of parameter vectors (one per
+candidate and answer, each with its own extra feedback term; :class:`BatchDensity`), and the
+numpy engine's projected Newton (:mod:`elicit.model.newton`) runs on all of them together:
+the base Hessian frozen at the current MAP, each candidate with its own line search and
 active set.
 """
 
@@ -26,12 +22,9 @@ from elicit.model.covariance import ScaledCovariance, unasked_lambda
 from elicit.model.density import hessian_base, log_density
 from elicit.model.form import data_basis
 from elicit.model.kernel import coupling_matrix, kernel_stack
+from elicit.model.linalg import stacked_cholesky
 from elicit.model.marginal import Marginal
-from elicit.model.newton import (
-    CONVERGED,
-    NewtonRun,
-    NewtonSettings,
-)
+from elicit.model.newton import CONVERGED, NewtonRun, NewtonSettings
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
 from elicit.model.theta import split_theta
@@ -44,17 +37,15 @@ def flops_per_eval(data: ModelData) -> float:
 
 
 #: Below this :func:`flops_per_eval`, warm refits take plain projected Newton steps instead of
-#: solving the local model with exact feedback terms. Solving the model saves density
-#: evaluations (kernel work), but costs tens of small numpy calls per step; on problems as
-#: small as the synthetic one (p = 25, n = 20: 6e4 flops per evaluation) that Python overhead
-#: exceeds the evaluations it saves and doubled the synthetic experiment's time. At Amazon size
-#: (4e7 flops) the local model wins.
+#: solving the local model: its tens of small numpy calls per step cost more than the density
+#: evaluations they save on problems as small as the synthetic one (6e4 flops: it doubled the
+#: experiment's time); at Amazon size (4e7 flops) the local model wins.
 LOCAL_MODEL_MIN_FLOPS = 1e6
 
 
 def uses_local_model(data: ModelData, override: bool | None = None) -> bool:
     """Whether warm refits of ``data`` solve the local model: ``override`` if given, else by
-    size (see :data:`LOCAL_MODEL_MIN_FLOPS`)."""
+    size (:data:`LOCAL_MODEL_MIN_FLOPS`)."""
     if override is not None:
         return bool(override)
     return flops_per_eval(data) >= LOCAL_MODEL_MIN_FLOPS
@@ -84,12 +75,11 @@ class BatchDensity:
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
         #: X = Q R when the marginals of ``data`` take the p x p form (else None)
         self.basis = data_basis(data)
-        #: m = X s of the prior mean delta s (the direction answers) in the working form
-        #: (``R s`` on the p x p form), or None
         #: rows evaluated at once: each stacked array of a chunk fits in a core's cache
         #: (:data:`CHUNK_BYTES`); each row is computed alone, so chunks change no number
         self.chunk = max(1, CHUNK_BYTES // (8 * (data.p * data.p + data.n * data.p
                                                  + data.n * data.n)))
+        #: m = X s of the prior mean delta s in the working form (``R s`` on the p x p form)
         self.m = None
         if data.model.direction:
             self.m = (data.X if self.basis is None else self.basis.R) @ data.direction_signs
@@ -144,7 +134,7 @@ class BatchDensity:
             B = XK @ XT
         B *= tau2[:, None, None]
         S = B + np.eye(n)
-        L, pd = _stacked_cholesky(S)
+        L, pd = stacked_cholesky(S)
         S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
         logdet = 2.0 * np.sum(np.log(np.einsum("cii->ci", L)), axis=1)
         Sinv = np.linalg.inv(S)
@@ -203,52 +193,16 @@ class BatchDensity:
         else:
             mean = mean @ basis.Q.T
             var = (b_star / (a_star - 1.0))[:, None] * (2.0 - basis.sinv_diag(Sinv))
-        # A trial point where S = I + tau2 X K X' is not numerically positive definite (a
-        # line-search step to an extreme tau2 or gamma) has no density: -inf makes the line
-        # search reject it, as the engine's refit does.
+        # where S is not numerically positive definite (a trial step to an extreme tau2 or
+        # gamma) there is no density: -inf makes the line search reject it
         value[~pd] = -np.inf
         grad[~pd] = 0.0
         return value, grad, (mean, var)
 
-    def feedback(self, theta: np.ndarray, hess: bool = True):
-        """Value (C,), gradient (C, k) and Hessian (C, k, k) of all feedback terms (the
-        answers so far plus each candidate's new one) at the rows of ``theta``."""
-        return _feedback_terms(self.data, self.w_new, self.f_new, theta, hess)
-
-
-def _stacked_cholesky(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cholesky factors of a stack of matrices (C, n, n) and which of them are positive
-    definite; a failed one gets the identity as its factor."""
-    try:
-        return np.linalg.cholesky(S), np.ones(len(S), bool)
-    except np.linalg.LinAlgError:
-        pass
-    L = np.empty_like(S)
-    pd = np.ones(len(S), bool)
-    for c in range(len(S)):
-        try:
-            L[c] = np.linalg.cholesky(S[c])
-        except np.linalg.LinAlgError:
-            L[c], pd[c] = np.eye(S.shape[1]), False
-    return L, pd
-
-
-def _feedback_terms(data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
-                    theta: np.ndarray, hess: bool):
-    """The feedback terms of each row c of ``theta``: the answers so far and ``w_new[c]``
-    answered ``f_new[c]``."""
-    C, d = len(theta), data.d
-    Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
-                           w_new[:, None, :]], axis=1)                 # (C, N_f + 1, d)
-    fall = np.concatenate([np.broadcast_to(data.f.astype(float), (C, len(data.f))),
-                           np.asarray(f_new, dtype=float).reshape(C, 1)], axis=1)
-    return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess)
-
 
 class CandidateRefits:
-    """The refits of candidate answers as a stack (:class:`~elicit.model.newton.NewtonProblem`):
-    row c is ``data`` with one more answer, ``w_new[c]`` answered ``f_new[c]`` (or ``f_new``
-    for every row)."""
+    """The refits of candidate answers as a :class:`~elicit.model.newton.NewtonProblem`: row c
+    is ``data`` with ``w_new[c]`` answered ``f_new[c]`` (or ``f_new``)."""
 
     single = False
 
@@ -258,20 +212,24 @@ class CandidateRefits:
         self.data, self.w_new, self.f_new, self.lb = data, w_new, self.density.f_new, lb
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        return _feedback_terms(self.data, self.w_new[rows], self.f_new[rows], theta, hess)
+        # the answers so far and each row's new one
+        data, C, d = self.data, len(theta), self.data.d
+        Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
+                               self.w_new[rows][:, None, :]], axis=1)          # (C, N_f + 1, d)
+        fall = np.concatenate([np.broadcast_to(data.f.astype(float), (C, len(data.f))),
+                               np.asarray(self.f_new[rows], dtype=float).reshape(C, 1)], axis=1)
+        return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess)
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
-        value, grad, predictive = self.density.at(theta, rows)
-        return value, grad, predictive
+        return self.density.at(theta, rows)
 
     def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
         # the base part (y-likelihood and priors) does not depend on the answers
         return hessian_base(theta, self.data)
 
 
-#: the settings of the candidates' refits: a fixed ridge for the stacked solves, no refresh
-#: of the base Hessian (one for all candidates), and a candidate whose line search fails
-#: stops where it is (this is a screen: the best candidates are refitted exactly afterwards)
+#: the candidates' refits: a fixed ridge for the stacked solves, one base Hessian for all, and
+#: a failed line search stops the candidate (a screen: the best are refitted exactly later)
 CANDIDATE_REFIT = NewtonSettings(tol=1e-7, max_iter=8, ridge=1e-9, final_step=False,
                                  line_search_trials=12, refresh_at=None, stall_tol=None,
                                  model_max_iter=30, model_trials=30)
@@ -280,15 +238,11 @@ CANDIDATE_REFIT = NewtonSettings(tol=1e-7, max_iter=8, ridge=1e-9, final_step=Fa
 def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   w_new: np.ndarray, f_new: int | np.ndarray, settings: NewtonSettings,
                   marginal: Marginal | None = None) -> NewtonRun:
-    """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``),
-    all from ``theta0`` with the base Hessian ``hess_base``, as one stack
-    (:class:`~elicit.model.newton.NewtonRun` with ``settings``) at its start.
-
-    At the start all rows share the kernel part: it is evaluated once (from ``marginal``,
-    the marginal at ``theta0``, when given) and only each row's new answer term differs.
-    The run's ``extras`` hold each row's Gaussian predictive at the training inputs, mean and
-    variance (C, n), at its last accepted point (the start's for a row that never moved).
-    """
+    """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``)
+    from ``theta0`` with the base Hessian ``hess_base``, as one stack at its start (the kernel
+    part evaluated once, from ``marginal`` if given). The run's ``extras`` hold each row's
+    Gaussian predictive (mean, variance (C, n)) at the training inputs at its last accepted
+    point."""
     C = len(w_new)
     lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
@@ -315,15 +269,11 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   local_model: bool | None = None,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``, a screen
-    (:data:`CANDIDATE_REFIT`'s settings, with ``tol`` and ``max_iter``; :func:`candidate_run`).
-
-    Like the numpy engine's warm refit, each iteration solves the local model where the
-    engine would (``local_model``, None: by :func:`uses_local_model`), so that the batch
-    heads for the optimum the engine's refit finds. Returns the final thetas (C, k), the
-    Gaussian predictive mean and variance at the training inputs (C, n) for each, and which
-    candidates converged (C,). Candidates that have not converged after ``max_iter``
-    iterations, or whose line search failed, keep their last iterate (this is a screen; the
-    best candidates are refitted exactly afterwards). ``lb`` must be the data's lower bounds.
+    (:data:`CANDIDATE_REFIT` with ``tol`` and ``max_iter``), solving the local model where the
+    engine would (``local_model``, None: :func:`uses_local_model`). Returns the final thetas
+    (C, k), the Gaussian predictive mean and variance at the training inputs (C, n), and which
+    candidates converged (C,); the others keep their last iterate. ``lb`` must be the data's
+    lower bounds.
     """
     settings = replace(CANDIDATE_REFIT, tol=tol, max_iter=max_iter,
                        local_model=uses_local_model(data, local_model))

@@ -1,24 +1,19 @@
 """The prior covariance K of beta: which features the kernel couples.
 
-Every covariance here is the paper's Gaussian kernel over the meta-features
-(:func:`elicit.model.kernel.kernel`) restricted to a *coupled set* J of features::
+Every covariance here is the paper's Gaussian kernel (:func:`elicit.model.kernel.kernel`)
+restricted to a *coupled set* J of features::
 
     K_ij = k_ij   if i and j are both in J,     K_ij = delta_ij   otherwise,
 
-i.e. ``K = blockdiag(K_gamma[J, J], I)`` up to a permutation (a principal block of a kernel
-matrix plus an identity block, so K stays positive semi-definite). A covariance object says
-which J applies to a fit (:meth:`Covariance.mask`): the paper's :data:`FULL` couples every
-feature, :data:`KNOWN_COUPLING` only the features of the data's coupled set (by default those
-that occur in the candidate pairs, :func:`elicit.prior.setup.coupled_features`). The kernel,
-its batched form and every derivative read that mask alone, so a new coupling rule is one new
-object here. (A kernel of another functional form would also need its derivatives in
-:class:`~elicit.model.marginal.Marginal`.)
+i.e. ``K = blockdiag(K_gamma[J, J], I)`` up to a permutation (so K stays positive
+semi-definite). A covariance says which J applies (:meth:`Covariance.mask`): :data:`FULL`
+every feature, :data:`KNOWN_COUPLING` the data's coupled set. The kernel and its derivatives
+read that mask alone, so a new coupling rule is one new object here.
 
-A covariance may also scale each feature (:meth:`Covariance.scales`): the prior covariance of
-beta is then ``sigma2 tau2 diag(h) K diag(h)``, so K stays the prior *correlation*.
-:data:`RELEVANCE` takes the scales from the expert's relevance answers (the data's
-``relevance`` classes) and one parameter, zeta (:class:`RelevanceScales`). Every formula of the
-paper's marginal holds with X replaced by ``X diag(h)``; only the derivative in zeta is new.
+A covariance may also scale each feature: the prior covariance of beta is then
+``sigma2 tau2 diag(h) K diag(h)`` (K stays the prior *correlation*). :data:`RELEVANCE` takes
+the scales from the relevance answers and one parameter, zeta (:class:`RelevanceScales`);
+the marginal holds with ``X diag(h)`` in place of X, only the derivative in zeta is new.
 """
 
 from __future__ import annotations
@@ -33,30 +28,21 @@ from elicit.internal.cache import LRUCache, arrays_key
 
 
 class Covariance(Protocol):
-    """Which features the kernel couples."""
+    """Which features the kernel couples. One that also scales them has ``has_scales = True``
+    and the members of :class:`ScaledCovariance` (the model then has the block zeta)."""
 
-    # Read-only properties, not plain attributes: the implementations are frozen dataclasses,
-    # whose fields a Protocol must not require to be settable.
+    # properties: a Protocol must not require a frozen dataclass's fields to be settable
     @property
     def name(self) -> str:
         """Short name (shown by ``elicit models``)."""
-        ...
 
     @property
     def uses_coupled_set(self) -> bool:
-        """Whether K depends on the data's coupled set J (``ModelData.coupled``); such models
-        set J up from the candidate pairs and take the extra Stan data ``coupled``."""
-        ...
+        """Whether K depends on the data's coupled set J (``ModelData.coupled``)."""
 
     def mask(self, coupled: np.ndarray | None) -> np.ndarray | None:
-        """The coupled set the kernel applies, a boolean mask of the p features, given the
-        data's ``coupled`` (``None``: K is the full kernel)."""
-        ...
-
-    # A covariance that scales the features also has ``has_scales = True`` and a method
-    # ``scales(classes, zeta) -> Scales`` (see :class:`RelevanceScales` and
-    # :class:`ScaledCovariance`); the model then has the parameter block zeta. Covariances
-    # without them (the default) leave h = 1.
+        """The coupled set the kernel applies given the data's ``coupled`` (``None``: K is
+        the full kernel)."""
 
 
 @dataclass(frozen=True)
@@ -78,37 +64,28 @@ class KnownCoupling:
     uses_coupled_set: bool = True
 
     def mask(self, coupled: np.ndarray | None) -> np.ndarray | None:
-        # None also when J holds every feature, so that a known-coupling fit with all pairs
-        # as candidates runs exactly the paper's arithmetic.
+        # None also when J holds every feature: exactly the paper's arithmetic
         if coupled is None or coupled.all():
             return None
         return coupled
 
 
-# -- relevance: per-feature scales ---------------------------------------------------------------
-
 #: relevance classes of a feature (``ModelData.relevance``): the expert called it relevant,
 #: irrelevant, or has not judged it (not asked, or "don't know")
 RELEVANT, IRRELEVANT, UNASKED = 1, 0, -1
 
-#: lambda of a feature the expert called irrelevant (its prior sd is 0.1 of a relevant one's).
-#: Small enough that the posterior mean of such a feature's weight is near zero, not zero, so
-#: that a wrong "irrelevant" costs some accuracy instead of forcing the weight to 0. Measured
-#: (the lead's prototype, Amazon, seed 3, runs 0-5): 0.01 with a learned share of the unasked
-#: features gives 1.78 after 100 answers; the yardstick of perfect relevance uses 1e-4 and is
-#: within 0.01 of 0.01 there.
+#: lambda of a feature the expert called irrelevant (prior sd 0.1 of a relevant one's): its
+#: weight's posterior mean is near zero, not zero, so a wrong "irrelevant" costs some accuracy
+#: instead of forcing the weight to 0 (Amazon: 1.78 after 100 answers, within 0.01 of 1e-4).
 IRRELEVANT_SCALE = 0.01
 
 
-#: How far a relevance answer reaches (the relevance model's propagation, see
-#: :class:`RelevanceScales`): the logit of an unjudged feature's share moves by ``SPREAD``
-#: times the kernel-weighted mean answer of its neighbours, the kernel's bandwidth
+#: How far a relevance answer reaches (:class:`RelevanceScales`): an unjudged feature's logit
+#: moves by ``SPREAD`` times its neighbours' kernel-weighted mean answer, the bandwidth
 #: ``BANDWIDTH`` times the median squared meta-feature distance, shrunk toward 0 as if
-#: ``SHRINK`` neighbours at distance 0 had answered "don't know". Chosen by how well the
-#: weighted answers of 40 random keywords rank the other keywords' relevance to the LASSO
-#: expert (Amazon and Yelp, PPMI-10 meta-features, seed 3, runs 0-5): AUC 0.63 and 0.58 at
-#: 0.1, 0.61 / 0.57 at 0.25, 0.57 / 0.55 at 0.5 (with every other keyword answered 0.76 and
-#: 0.64 at 0.1); a linear logistic classifier over the meta-features reached only 0.57.
+#: ``SHRINK`` neighbours at distance 0 had answered "don't know". Chosen by how well 40
+#: keywords' answers rank the others' relevance to the LASSO expert (Amazon and Yelp, PPMI-10:
+#: AUC 0.63 / 0.58 at 0.1, 0.61 / 0.57 at 0.25, 0.57 / 0.55 at 0.5).
 SPREAD = 2.0
 BANDWIDTH = 0.1
 SHRINK = 1.0
@@ -116,21 +93,10 @@ SHRINK = 1.0
 
 @dataclass(frozen=True)
 class Scales:
-    """Per-feature scales h = sqrt(lambda) at one zeta, and how they move with zeta.
-
-    Only the features in ``unasked`` depend on zeta, each through its own logit
-    ``zeta + spread s_j`` (:class:`RelevanceScales`), so the derivatives are per feature.
-
-    Attributes
-    ----------
-    h
-        The scales (p,).
-    unasked
-        Boolean mask (p,) of the features whose scale depends on zeta.
-    dlog_h, d2h_over_h
-        ``d log h_j / d zeta`` and ``(d^2 h_j / d zeta^2) / h_j`` of each feature (p,; 0 for
-        the judged ones).
-    """
+    """Per-feature scales ``h`` = sqrt(lambda) (p,) at one zeta; only the features in
+    ``unasked`` depend on zeta, each through its own logit, so ``dlog_h`` (``d log h_j /
+    d zeta``) and ``d2h_over_h`` (``(d^2 h_j / d zeta^2) / h_j``) are per feature (0 for the
+    judged ones)."""
 
     h: np.ndarray
     unasked: np.ndarray
@@ -158,15 +124,11 @@ class RelevanceScales:
     * ``lambda_j = eps`` (:data:`IRRELEVANT_SCALE`) if irrelevant,
     * ``lambda_j = s_j + (1 - s_j) eps`` otherwise, with ``s_j = logistic(zeta + spread a_j)``
       the probability that j is relevant: zeta the logit of the share of relevant features
-      among the unjudged ones, and ``a_j`` (:meth:`signal`) the kernel-weighted mean of the
-      answers about j's neighbours in meta-feature space (+1 relevant, -1 irrelevant),
-      so that an answer about one keyword moves its neighbours. lambda_j is the variance of
-      a feature that is relevant (scale 1) with probability s_j and irrelevant (scale eps)
-      otherwise: a spike-and-slab collapsed to its variance. K couples every feature (the
-      paper's kernel).
+      among the unjudged ones, ``a_j`` (:meth:`signal`) the kernel-weighted mean answer
+      about j's neighbours in meta-feature space (+1 relevant, -1 irrelevant).
 
-    ``spread`` 0 gives every unjudged feature one share (the scalar relevance model of
-    earlier versions).
+    lambda_j is a spike-and-slab (scale 1 with probability s_j, else eps) collapsed to its
+    variance; K couples every feature. ``spread`` 0 gives every unjudged feature one share.
     """
 
     name: str = "relevance scales"
@@ -233,9 +195,8 @@ class RelevanceScales:
 
 
 class ScaledCovariance(Covariance, Protocol):
-    """What the code reads of a covariance that scales the features (:func:`has_scales`):
-    the members :class:`RelevanceScales` provides. Type-level only: callers ``cast`` a
-    covariance to it after checking :func:`has_scales` (``ModelVariant.relevance``)."""
+    """What the code reads of a covariance that scales the features; type-level only (callers
+    ``cast`` to it after checking :func:`has_scales`)."""
 
     @property
     def has_scales(self) -> bool: ...

@@ -1,17 +1,11 @@
-"""Analytic log density of the shipped Stan program, with gradient and Hessian.
+"""Analytic log density of the shipped Stan program, with gradient and Hessian: the numpy
+mirror of ``stan/elicit.stan`` for every named model (tests check it against Stan through
+PyStan).
 
-This is the numpy mirror of ``stan/elicit.stan`` (the single specification of the model), for
-every named model
-(:mod:`elicit.model.variants`). The parts a model variant supplies are read from it: the
-threshold prior and the feedback link through :mod:`elicit.model.terms`, the coupled set of
-the kernel as ``data.kernel_mask``, the per-feature scales h of the relevance model from its
-covariance; tests check the density against Stan through PyStan.
-
-The parameter vector is ``theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])``
-(:mod:`elicit.model.layout`, read and written by :mod:`elicit.model.theta`). The log
-density is the marginal likelihood of y (:class:`~elicit.model.marginal.Marginal`, whose
+``theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])`` (:mod:`elicit.model.layout`). The
+log density is the marginal likelihood of y (:class:`~elicit.model.marginal.Marginal`, whose
 module docstring has its derivatives) plus the log priors and the feedback log likelihood
-(:mod:`elicit.model.terms`).
+(:mod:`elicit.model.terms`, which read the variant's threshold prior and link).
 """
 
 from __future__ import annotations
@@ -22,11 +16,7 @@ from elicit.model import terms
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
-from elicit.model.theta import (
-    delta_of,
-    split_theta,
-    zeta_of,
-)
+from elicit.model.theta import delta_of, split_theta, zeta_of
 
 
 def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
@@ -67,18 +57,15 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
     mg = marginal if marginal is not None else Marginal.from_data(
         data, gamma, tau2, zeta=zeta, delta=delta_of(theta, data))
-    y_val, g_gamma = mg.value, mg.grad_gamma()
-    g_tau2 = mg.grad_tau2() if learned else 0.0
-    g_zeta = mg.grad_zeta() if zeta is not None else 0.0
     lay = data.layout
-    grad[lay["gamma"]] += g_gamma
+    grad[lay["gamma"]] += mg.grad_gamma()
     if learned:
-        grad[lay.index("tau2")] += g_tau2
+        grad[lay.index("tau2")] += mg.grad_tau2()
     if zeta is not None:
-        grad[lay.index("zeta")] += g_zeta
+        grad[lay.index("zeta")] += mg.grad_zeta()
     if "delta" in lay:
         grad[lay.index("delta")] += mg.grad_delta()
-    return y_val + val, grad
+    return mg.value + val, grad
 
 
 def hessian_base(theta: np.ndarray, data: ModelData,

@@ -1,20 +1,16 @@
 """Direction answers: a prior mean of beta from the signs the expert gave.
 
 "When keyword j is present, does the outcome go up or down?" The expert answers *raises*
-(+1), *lowers* (-1) or *don't know* (0, as is not asked). A model with a
-:class:`DirectionMean` shifts the prior of the weights,
+(+1), *lowers* (-1) or *don't know* (0). A model with a :class:`DirectionMean` shifts the
+prior of the weights,
 
     beta | sigma2 ~ N(delta s, sigma2 tau2 diag(h) K diag(h)),
 
-with ``s_j`` the answer about j and ``delta >= 0`` one learned magnitude,
-``delta ~ N+(0, rms(y))`` (:func:`delta_prior_sd`: on standardised inputs no single weight
-exceeds the spread of y, so the prior only keeps delta on that scale and the marginal
-likelihood decides). The Normal-Inverse-Gamma posterior stays closed-form: the residual
-``y - delta X s`` replaces y in the marginal, ``y ~ Student-t(delta X s, (b/a) S)``
-(:class:`~elicit.model.marginal.Marginal`), and the posterior mean is
-``mu* = delta s + tau2 diag(h) K Xt' S^-1 (y - delta X s)``
-(:class:`~elicit.model.posterior.NIGPosterior`). docs/models.md ("Direction answers") has
-the alternatives measured against it.
+with ``s_j`` the answer about j and one learned magnitude ``delta ~ N+(0, rms(y))``
+(:func:`delta_prior_sd`: on standardised inputs no single weight exceeds the spread of y).
+The posterior stays closed-form: the residual ``y - delta X s`` replaces y in the marginal,
+and the posterior mean is ``mu* = delta s + tau2 diag(h) K Xt' S^-1 (y - delta X s)``.
+docs/models.md ("Direction answers") has the alternatives measured against it.
 """
 
 from __future__ import annotations
@@ -31,8 +27,7 @@ RAISES, LOWERS, UNJUDGED = 1, -1, 0
 
 @dataclass(frozen=True)
 class DirectionMean:
-    """The prior mean ``delta s`` of a model with direction answers (module docstring): s is
-    the answers themselves, 0 for a feature without one."""
+    """The prior mean ``delta s`` (module docstring); s is 0 for a feature without an answer."""
 
     name: str = "direction mean"
 
@@ -49,7 +44,7 @@ def delta_prior_sd(y: np.ndarray) -> float:
 
 def check_direction(answers, p: int) -> np.ndarray:
     """Direction answers as a read-only float array of length ``p`` with values in
-    {1, -1, 0} (``None``: all 0, nothing known), or a one-line error."""
+    {1, -1, 0} (``None``: all 0), or a one-line error."""
     if answers is None:
         a = np.zeros(p)
     else:

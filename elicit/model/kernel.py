@@ -25,9 +25,8 @@ def row_blocks(p: int, ncols: int | None = None):
         yield slice(i0, min(p, i0 + step))
 
 
-#: Meta-features with at most this share of nonzeros (word counts: 4% of Amazon's 337 x 100)
-#: and at least :data:`SPARSE_U_MIN_P` features are multiplied as compressed sparse rows
-#: (:func:`sparse_meta`): their products cost the nonzeros instead of p d per column.
+#: Meta-features with at most this share of nonzeros (word counts: 4% of Amazon's) and at
+#: least :data:`SPARSE_U_MIN_P` features are multiplied as sparse rows (:func:`sparse_meta`).
 SPARSE_U_MAX_DENSITY = 0.1
 SPARSE_U_MIN_P = 100
 
@@ -35,9 +34,7 @@ _sparse_found = LRUCache(4)
 
 
 def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
-    """``U`` as compressed sparse rows if it is mostly zero (see
-    :data:`SPARSE_U_MAX_DENSITY`), else None. Found once per array (keyed by its identity and
-    a checksum of its bytes)."""
+    """``U`` as compressed sparse rows if it is mostly zero, else None (once per array)."""
     p, d = U.shape
     if p < SPARSE_U_MIN_P:
         return None
@@ -46,31 +43,21 @@ def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
         else sp.csr_matrix(U))
 
 
-#: The exponent ``z_i.z_j - h_i - h_j`` of the kernel is <= 0, positive only by rounding, by
-#: up to a few ``eps * max(h)`` (``h_i = z_i.z_i / 2``). Up to this ``max(h)`` that is below
-#: 1e-9, and the exponent is not clipped at 0 (the clip costs a fifth of the kernel's time);
-#: beyond it (a line search's trial point with gamma ~ 1e18) the rounding alone would
-#: overflow exp, and the exponent is clipped.
+#: The kernel's exponent ``z_i.z_j - h_i - h_j`` (``h_i = z_i.z_i / 2``) is positive only by
+#: rounding, by up to a few ``eps * max(h)``: below 1e-9 up to this ``max(h)``, so it is
+#: clipped at 0 (a fifth of the kernel's time) only beyond (a trial point with gamma ~ 1e18).
 CLIP_ABOVE_H = 1e6
 
 
 def _clips(h: np.ndarray) -> bool:
-    """Whether the exponent of the kernel with half squared lengths ``h`` is clipped at 0
-    (:data:`CLIP_ABOVE_H`)."""
     return bool(h.max(initial=0.0) > CLIP_ABOVE_H)
 
 
 def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2).
-
-    One symmetric product (``Z Z'`` runs as a rank-k update, or over Z's nonzeros for sparse
-    meta-features: each entry sums the same products in the same order as its transpose)
-    and then, block by block of rows while the block is in cache, the row/column offsets and
-    the exp: no p x p temporaries. ``h_i + h_j`` is added as one term, so the result is
-    exactly symmetric. The exponent is clipped at 0 only where its rounding could matter
-    (:data:`CLIP_ABOVE_H`): it is positive only by rounding, for rows that coincide (K_ij =
-    1 + ~1e-15 at ordinary gamma).
-    """
+    """The kernel from one symmetric product (``Z Z'`` as a rank-k update, or over Z's
+    nonzeros: each entry sums as its transpose does), then, by blocks of rows in cache, the
+    offsets and the exp: no p x p temporaries. ``h_i + h_j`` is added as one term, so the
+    result is exactly symmetric."""
     root = np.sqrt(gamma)
     Z = U * root
     h = 0.5 * np.einsum("ij,ij->i", Z, Z)
@@ -92,12 +79,8 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 
 
 def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) -> np.ndarray:
-    """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2).
-
-    With a boolean mask ``coupled`` (the known-coupling models' set J), K_ij is kept only
-    when i and j are both in J and is delta_ij otherwise. Only the J block needs the exp,
-    which matters when J is small (on Amazon 43 of 340 features).
-    """
+    """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2); with a boolean mask ``coupled`` (the
+    set J) K_ij is kept only when i and j are both in J, delta_ij otherwise."""
     gamma = np.asarray(gamma, dtype=float)
     if coupled is None:
         return _kernel_inplace(U, gamma)
@@ -122,11 +105,8 @@ def _exponent_factors(U: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) -> np.ndarray:
-    """The kernel block ``K[I, J]`` from :func:`_exponent_factors`, the diagonal exactly 1.
-
-    The exponent is clipped at 0 only with ``clip`` (see :data:`CLIP_ABOVE_H`): it is
-    positive only by rounding (rows that coincide, ~1e-16 of their squared length), which
-    moves K by as much, and the clip took 12% of a structured marginal's time."""
+    """The kernel block ``K[I, J]`` from :func:`_exponent_factors`, the diagonal exactly 1;
+    the exponent is clipped at 0 only with ``clip`` (:data:`CLIP_ABOVE_H`)."""
     E = P[I] @ Q[J].T
     if clip:
         np.minimum(E, 0.0, out=E)
@@ -139,15 +119,10 @@ def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) 
 
 
 def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = None):
-    """The upper-triangular tiles of the kernel :func:`kernel` at ``gamma`` (no coupled set),
-    one at a time: ``(I, J, E)`` with slices ``I`` and ``J`` (``I.start <= J.start``) and
-    ``E = K[I, J]``, each of at most :data:`TILE` x :data:`TILE` entries; the lower tiles are
-    their transposes. With ``order`` (a permutation of the features) the slices index the
-    features in that order: the tiles are those of ``K[order][:, order]``.
-
-    For large p, where K would not fit or its passes dominate: each tile is used while it is in
-    cache, half of K is ever computed, and nothing of size p x p is held.
-    """
+    """The upper-triangular tiles ``(I, J, E)`` of :func:`kernel` at ``gamma`` (no coupled
+    set), one at a time: ``E = K[I, J]`` with ``I.start <= J.start``, at most :data:`TILE`
+    square; the lower tiles are their transposes. With ``order`` (a permutation) they are the
+    tiles of ``K[order][:, order]``. Half of K is computed and no p x p array is held."""
     gamma = np.asarray(gamma, dtype=float)
     P, Q = _exponent_factors(U if order is None else U[order], gamma)
     p = len(P)
@@ -160,9 +135,8 @@ def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = No
 
 
 def kernel_apply(U: np.ndarray, gamma: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """``K V`` for the kernel :func:`kernel` at ``gamma`` (no coupled set), without forming K
-    (:func:`kernel_tiles`: memory O(p (d + m)) for V of shape (p, m), half the kernel's exps).
-    """
+    """``K V`` for :func:`kernel` at ``gamma`` (no coupled set), without forming K
+    (:func:`kernel_tiles`: memory O(p (d + m)) for V (p, m))."""
     V = np.asarray(V, dtype=float)
     vec = V.ndim == 1
     V2 = V[:, None] if vec else V
@@ -175,8 +149,7 @@ def kernel_apply(U: np.ndarray, gamma: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 
 def coupling_matrix(coupled: np.ndarray | None) -> np.ndarray | None:
-    """The entries of K a coupled set J keeps, as a p x p boolean matrix: i and j both in J,
-    or i = j (``None`` for ``None``: every entry)."""
+    """The entries of K a coupled set J keeps (p x p: i and j both in J, or i = j)."""
     if coupled is None:
         return None
     return np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
@@ -184,12 +157,8 @@ def coupling_matrix(coupled: np.ndarray | None) -> np.ndarray | None:
 
 def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None = None,
                  U2: np.ndarray | None = None) -> np.ndarray:
-    """:func:`kernel` for each row of ``gammas`` (C, d): shape (C, p, p).
-
-    ``keep`` is :func:`coupling_matrix` of the coupled set (the same K as :func:`kernel` with
-    ``coupled``), ``U2`` the squared meta-features when the caller has them. All C kernels
-    are formed at once, for the batched refits of small problems.
-    """
+    """:func:`kernel` for each row of ``gammas`` (C, d), all at once: (C, p, p). ``keep`` is
+    :func:`coupling_matrix` of the coupled set, ``U2`` the squared meta-features if known."""
     if U2 is None:
         U2 = U * U
     C, (p, d) = len(gammas), U.shape

@@ -1,18 +1,15 @@
 """The parameter vector theta of a fit and its named blocks.
 
-Every engine and every numpy code path works on one flat vector
+Every engine and numpy code path works on one flat vector
 
     theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])
 
 (tau2 only when it is learned; zeta, the logit of the share of relevant features among the
-unjudged ones, only in a model whose covariance scales the features:
-:mod:`elicit.model.covariance`; delta, the magnitude of the prior mean of the direction
-answers, only in a model with them: :mod:`elicit.model.direction`). :class:`ParamLayout`
-names its blocks, where each one sits, its lower bound (zeta is unbounded: ``-inf``) and
-its name in the Stan program, so that code reads ``theta[lay["gamma"]]`` instead of
-``theta[:d]``. Which blocks a fit has is said by the parts of its model
-(:mod:`elicit.model.stan_data`); a new block is one new :class:`Block` in :data:`BLOCKS`,
-named by the part that adds it, plus the code that uses it.
+unjudged ones, only when the covariance scales the features; delta, the magnitude of the
+direction answers' prior mean, only in a model with them). :class:`ParamLayout` names its
+blocks, their positions, lower bounds and Stan names, so that code reads
+``theta[lay["gamma"]]``; the parts of a model (:mod:`elicit.model.stan_data`) say which blocks
+a fit has. A new block is one :class:`Block` in :data:`BLOCKS`.
 """
 
 from __future__ import annotations
@@ -29,21 +26,9 @@ TAU2_FLOOR = 1e-10
 
 @dataclass(frozen=True)
 class Block:
-    """One block of theta.
-
-    Attributes
-    ----------
-    name
-        The paper's symbol (``gamma``, ``xi``, ``tau2``).
-    stan
-        The parameter's name in the Stan programs (``gamma``, ``threshold``, ``tau``).
-    size
-        Number of entries.
-    lower
-        Lower bound of every entry (``-inf``: unbounded, declared without a bound in Stan).
-    vector
-        Whether the Stan program declares a vector (else a real: ``size`` is 1).
-    """
+    """One block of theta: the paper's symbol ``name`` (``xi``), its ``stan`` name
+    (``threshold``), ``size``, the ``lower`` bound of every entry (``-inf``: unbounded) and
+    whether Stan declares a ``vector`` (else a real of size 1)."""
 
     name: str
     stan: str
@@ -53,10 +38,8 @@ class Block:
 
 
 class ParamLayout:
-    """The blocks of theta, in order; see the module docstring.
-
-    ``lay[name]`` is the slice of a block, :meth:`index` the position of a one-entry block.
-    """
+    """The blocks of theta, in order: ``lay[name]`` is a block's slice, :meth:`index` the
+    position of a one-entry block."""
 
     def __init__(self, blocks: tuple[Block, ...]) -> None:
         self.blocks = tuple(blocks)
@@ -76,9 +59,8 @@ class ParamLayout:
         return self._slices[name]
 
     def at(self, name: str) -> slice | int:
-        """Where block ``name`` sits: its slice for a vector block, its position for a
-        one-entry block (so ``grad[..., lay.at("xi")]`` has one axis fewer than
-        ``grad[..., lay["xi"]]``)."""
+        """A vector block's slice, a one-entry block's position (one axis fewer when used as
+        an index)."""
         b = self._blocks[name]
         return self._slices[name] if b.vector else self._slices[name].start
 
@@ -94,8 +76,8 @@ class ParamLayout:
         return tuple(b.name for b in self.blocks)
 
     def bounded(self) -> np.ndarray:
-        """Which entries of theta have a lower bound (Stan's ``<lower=0>``: the unconstrained
-        value is ``log(x)``); the others are unconstrained as they are."""
+        """Which entries of theta have a lower bound (Stan's ``<lower=0>``, unconstrained as
+        ``log(x)``)."""
         return np.isfinite(self.lower_bounds())
 
     def lower_bounds(self) -> np.ndarray:
@@ -120,10 +102,8 @@ class ParamLayout:
 
     @cached_property
     def marginal_index(self) -> np.ndarray:
-        """Positions of the parameters the marginal likelihood of y depends on, in the order
-        of :class:`~elicit.model.marginal.Marginal`'s derivatives (its Hessian, its
-        ``directions`` and ``mean_jacobian``): gamma, then tau2 if it is learned, then
-        zeta if the model has it, then delta if the model has it."""
+        """Positions of the parameters the marginal likelihood of y depends on, in the order of
+        :class:`~elicit.model.marginal.Marginal`'s derivatives: gamma[, tau2][, zeta][, delta]."""
         idx = list(range(self.size))[self["gamma"]]
         for name in ("tau2", "zeta", "delta"):
             if name in self:
@@ -134,9 +114,7 @@ class ParamLayout:
         return f"ParamLayout({', '.join(f'{b.name}[{b.size}]' for b in self.blocks)})"
 
 
-#: every block theta may have, by name. The parts of a model (:mod:`elicit.model.stan_data`)
-#: say which blocks a fit has (``StanPart.params``); a vector block has one entry per
-#: meta-feature (its ``size`` here is a placeholder).
+#: every block theta may have, by name (a vector block's ``size`` is set per fit: d)
 BLOCKS = {b.name: b for b in (Block("gamma", "gamma", 0, 0.0, vector=True),
                               Block("xi", "threshold", 1, 0.0),
                               Block("tau2", "tau", 1, TAU2_FLOOR),

@@ -7,20 +7,15 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve, get_lapack_funcs
 
 
 def damped_cho_factor(A: np.ndarray):
-    """Cholesky factor of a symmetric A that should be positive definite.
-
-    Away from a MAP (a stale Hessian, or a point an optimiser left early) A can be
-    indefinite; a growing multiple of the identity is then added, Levenberg-style, until
-    the factorisation succeeds.
-    """
+    """Cholesky factor of a symmetric A, with a growing multiple of the identity added
+    (Levenberg) while it is not positive definite (a stale Hessian away from a MAP)."""
     if A.size == 0:
         return cho_factor(A, check_finite=False)
     scale = max(1.0, float(np.max(np.abs(np.diag(A)))))
     lam = 0.0
     eye = np.eye(len(A))
-    # LAPACK's potrf as scipy's cho_factor calls it (upper factor, not cleaned, on a copy),
-    # without cho_factor's checks: an indefinite A takes up to twenty tries here, and on the
-    # Newton steps' small systems the checks cost five times the factorisation.
+    # potrf as cho_factor calls it, without its checks: on the Newton steps' small systems
+    # (up to twenty tries) the checks cost five times the factorisation.
     potrf, = get_lapack_funcs(("potrf",), (A,))
     while True:
         c, info = potrf(A + lam * eye, lower=False, overwrite_a=True, clean=False)
@@ -35,14 +30,27 @@ def damped_cho_factor(A: np.ndarray):
 
 
 def damped_solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve A x = g with :func:`damped_cho_factor`.
-
-    When A is positive definite (the common case) numpy's own calls are used: on the small
-    systems of Newton steps (d + 1 ~ 10-100 parameters) scipy's per-call overhead would cost
-    more than the factorisation.
-    """
+    """Solve A x = g with :func:`damped_cho_factor`; numpy's calls when A is positive
+    definite (scipy's per-call overhead exceeds the factorisation of small systems)."""
     try:
         np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
         return cho_solve(damped_cho_factor(A), g, check_finite=False)
     return np.linalg.solve(A, g)
+
+
+def stacked_cholesky(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky factors of a stack (C, n, n) and which exist (the others: the identity); all
+    at once when all do (the common case), else one by one."""
+    try:
+        return np.linalg.cholesky(S), np.ones(len(S), bool)
+    except np.linalg.LinAlgError:
+        pass
+    L = np.empty_like(S)
+    pd = np.ones(len(S), bool)
+    for c in range(len(S)):
+        try:
+            L[c] = np.linalg.cholesky(S[c])
+        except np.linalg.LinAlgError:
+            L[c], pd[c] = np.eye(S.shape[1]), False
+    return L, pd

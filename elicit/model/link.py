@@ -1,12 +1,10 @@
 """Feedback links: how an answer f depends on the logit-like score z = xi - gamma . w.
 
 The paper's answers are ``f ~ Bernoulli(logistic(z))`` (:data:`LOGISTIC`). A link states the
-answer's log likelihood and its first two derivatives in z; the log density (scalar and
-batched), the utilities' answer probabilities, the Laplace screen and the parameter-BALD gain
-(which also need the answer's entropy, the derivative of p(f = 1 | z) and the residual of the
-screen's step equation) read them from the model variant
-(:attr:`elicit.model.variants.ModelVariant.link`), so a new link is one new object here and
-one Stan program that states the same likelihood.
+answer's log likelihood, its derivatives in z and what the utilities need (the answer's
+entropy, dp/dz, the screen's step residual); everything reads it from the model variant
+(:attr:`elicit.model.variants.ModelVariant.link`), so a new link is one object here and one
+Stan program that states the same likelihood.
 """
 
 from __future__ import annotations
@@ -18,47 +16,35 @@ from scipy.special import expit, log_expit
 
 
 class Link(Protocol):
-    """The likelihood of a binary answer ``f`` (1 = similar) given the score ``z``.
-
-    Every method is elementwise and broadcasts ``z`` against ``f``.
-    """
+    """The likelihood of a binary answer ``f`` (1 = similar) given ``z``; every method is
+    elementwise and broadcasts ``z`` against ``f``."""
 
     #: short name (shown by ``elicit models``)
     name: str
 
     def prob(self, z: np.ndarray) -> np.ndarray:
         """p(f = 1 | z)."""
-        ...
 
     def log_lik(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
         """log p(f | z)."""
-        ...
 
     def score(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
         """d log p(f | z) / dz."""
-        ...
 
     def curvature(self, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
         """-d^2 log p(f | z) / dz^2 (non-negative for a log-concave link)."""
-        ...
 
     def density(self, z: np.ndarray) -> np.ndarray:
         """d p(f = 1 | z) / dz (the density of the latent variable whose CDF :meth:`prob` is)."""
-        ...
 
     def entropy(self, z: np.ndarray) -> np.ndarray:
         """Entropy (nats) of the answer given z: ``-p log p - (1 - p) log(1 - p)``,
         ``p = prob(z)``, finite where p saturates."""
-        ...
 
     def step_residual(self, t: np.ndarray, z: np.ndarray, f: np.ndarray | float) -> np.ndarray:
-        """``t - score(z, f)``: the residual of the Laplace step ``t = score(z0 + q t, f)``
-        that the utility screen solves (``elicit.elicitation.utility._scalar_step``).
-
-        Its own method so that each link fixes the rounding order of this sum: the screen
-        bisects on its sign.
-        """
-        ...
+        """``t - score(z, f)``, the residual of the screen's Laplace step
+        ``t = score(z0 + q t, f)``; its own method so that each link fixes the rounding order
+        (the screen bisects on its sign)."""
 
 
 class Logistic:

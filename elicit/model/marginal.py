@@ -15,11 +15,9 @@ Its derivative along a direction with ``dB`` is ``tr(G dB)`` with
 ``D_l[i, j] = (U_il - U_jl)^2``, expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'`` so that no
 p x p x d array is ever formed.
 
-**More rows than features**: with ``X = Q R`` (thin QR), S is ``I_n + Q (S_p - I_p) Q'``
-with ``S_p = I_p + tau2 R K R'``, so every formula above runs on (R, Q'y) with p x p arrays,
-``a*`` counting the n rows and ``b*`` adding y's residual beside X's columns
-(:mod:`elicit.model.tall`; :func:`~elicit.model.form.basis_of` chooses the form, in one
-place for :class:`Marginal` and the batched density).
+**More rows than features**: with ``X = Q R`` every formula above runs on (R, Q'y) with
+p x p arrays, ``a*`` counting the n rows and ``b*`` adding y's residual beside X's columns
+(:mod:`elicit.model.tall`).
 
 **Per-feature scales** (the relevance model): the prior covariance of beta is
 ``sigma2 tau2 diag(h) K diag(h)``, so everything above holds with X replaced by
@@ -83,39 +81,21 @@ from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, ze
 
 
 class Marginal:
-    """The marginal likelihood of y at (gamma, tau2[, zeta]) and the quantities derived from it.
+    """The marginal likelihood of y at (gamma, tau2[, zeta][, delta]) and the quantities
+    derived from it (module docstring): one factorisation of S serves the log density, its
+    derivatives and the posterior.
 
-    One factorisation of S serves the log density, its gradient and Hessian, and the
-    posterior (:mod:`elicit.model.posterior`), so nothing is computed twice in a query round.
+    ``structured`` (None: whenever :func:`~elicit.model.structure.structure_of` finds that it
+    pays; True forces it, False keeps the dense path): with ``X = S + 1 b'`` the kernel enters
+    only through :class:`~elicit.model.structure.OffsetProducts`, no p x p array is held and
+    :attr:`K` is built only when read. The dense path still multiplies by X through its sparse
+    rows (:func:`~elicit.model.structure.sparse_rows`) and by U through its nonzeros
+    (:func:`~elicit.model.kernel.sparse_meta`) where they pay.
 
-    **Sparse-plus-offset inputs** (``structured``: None, the default, takes the path whenever
-    :func:`~elicit.model.structure.structure_of` finds that it pays: thousands of features,
-    inputs like standardised word counts, a few meta-features; True forces it, False keeps the
-    dense path): with ``X = S + 1 b'`` every quantity is computed without a p x p array. The
-    kernel enters only through ``K b``, the quadratic forms ``(b o u_l)' K (b o u_l)`` and the
-    rows of K on the columns A that S touches (``S K``, the block ``K_AA``), all from one
-    streamed pass over K's tiles (:func:`~elicit.model.kernel.kernel_tiles`), and, for the
-    Hessian, ``K (b o u_a u_b)`` (:func:`~elicit.model.kernel.kernel_apply`); the results
-    equal the dense path's up to rounding. :attr:`K` is then built only when read. Below that
-    size the dense path keeps K but still multiplies by X through its sparse rows where they
-    pay (:func:`~elicit.model.structure.sparse_rows`: ``X K``, ``X K X'``, ``G X`` and
-    ``X' G X``), and by U through its nonzeros where the meta-features are word counts
-    (:func:`~elicit.model.kernel.sparse_meta`).
-
-    With per-feature ``scales`` (the relevance model) every formula runs on ``X diag(h)``:
-    :attr:`X` is that scaled design, :attr:`X_data` the data's X (the same array without
-    scales).
-
-    **More rows than features** (``tall``: None, the default, takes the p x p form whenever
-    n > p off the structured path; True forces it, False keeps the n x n form): with
-    ``X = Q R`` (:attr:`basis`, :mod:`elicit.model.tall`) every formula runs on (R, Q'y):
-    :attr:`X`, :attr:`alpha`, :attr:`Sinv`, :attr:`B`, :attr:`XK` and :attr:`G` are p x p or
-    p long, the value and its derivatives equal the n x n form's, and what lives at the n
-    training inputs comes back through :meth:`lift` and :attr:`sinv_diag`.
-
-    With a prior ``mean = (s, delta)`` of beta (``delta s``: the direction answers) the
-    residual :attr:`r` ``= y - delta X s`` takes y's place (module docstring); on the p x p
-    form ``m = R s = Q' X s``, and y's part beside X's columns is r's too (X s lies in them).
+    ``scales``: :attr:`X` is ``X diag(h)``, :attr:`X_data` the data's X. ``tall`` (None: when
+    n > p off the structured path): every formula runs on (R, Q'y) (:attr:`basis`), what lives
+    at the n training inputs comes back through :meth:`lift` and :attr:`sinv_diag`. ``mean =
+    (s, delta)``: the residual :attr:`r` ``= y - delta X s`` takes y's place.
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
@@ -137,16 +117,13 @@ class Marginal:
         self.tau2 = float(tau2)
         self.a_sigma, self.b_sigma = float(a_sigma), float(b_sigma)
         n = X.shape[0]
-        # Everything below (value, gradient, Hessian, predictive) reads K only, so a K masked
-        # to the coupled set gets the masked derivatives: D_l enters as K o D_l.
+        # everything below reads K only, so a masked K gets the masked derivatives (K o D_l)
         self.coupled = coupled
-        #: the sparse-plus-offset structure of X when the structured path is taken, else None
-        #: (:mod:`elicit.model.structure`; never with a coupled set or per-feature scales)
+        #: the sparse-plus-offset structure of X on the structured path, else None
         self.structure: OffsetSparse | None = None
         if structured and (coupled is not None or scales is not None):
             raise ValueError("the structured path takes no coupled set or feature scales")
         if structured is not False and coupled is None and scales is None:
-            # structured=True forces the path (the tests compare it with the dense one)
             self.structure = structure_of(X, U.shape[1]) or (offset_sparse(X) if structured
                                                              else None)
         #: the basis X = Q R of the p x p form (more rows than features), else None
@@ -163,10 +140,8 @@ class Marginal:
         self.X = X if scales is None else X * scales.h
         X = self.X
         m = X.shape[0]
-        #: the kernel's products on the structured path (:mod:`elicit.model.structure`)
-        self._offset: OffsetProducts | None = None
-        #: X's sparse rows on the dense path where they pay (:func:`sparse_rows`), else None
-        self._rows: SparseRows | None = None
+        self._offset: OffsetProducts | None = None        # the structured path's products
+        self._rows: SparseRows | None = None              # X's sparse rows where they pay
         if self.structure is not None:
             self._K = K
             self._offset = OffsetProducts.of(self.structure, U, self.gamma)
@@ -181,9 +156,8 @@ class Marginal:
                          else self._rows.times(self.XK.T).T)
         self.B = 0.5 * (B + B.T)
         S = self.B + np.eye(m)
-        # S = I + B has all eigenvalues >= 1, so its inverse is well conditioned: from the
-        # Cholesky factor, S^-1 = L^-T L^-1 (a triangular inverse and a symmetric product,
-        # half the work of a general inverse; L^-1 also gives W = L^-1 X of the gradient).
+        # S = I + B (eigenvalues >= 1) is well conditioned: S^-1 = L^-T L^-1, half the work
+        # of a general inverse (L^-1 also gives W = L^-1 X of the gradient)
         self.L = np.linalg.cholesky(S)
         self.Linv = _lower_inverse(self.L)
         self.Sinv = self.Linv.T @ self.Linv
@@ -204,9 +178,8 @@ class Marginal:
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
                   K: np.ndarray | None = None, zeta: float | None = None,
                   delta: float | None = None) -> Marginal:
-        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]); ``K`` the kernel at
-        gamma if the caller has it. A model with zeta or delta needs it (see also :meth:`at`,
-        :meth:`of_fit`). A point computed lately is served from :data:`marginal_cache`."""
+        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]) (a model with zeta or
+        delta needs it), from :data:`marginal_cache` if there; ``K`` the kernel if known."""
         key = marginal_cache.key(data, gamma, tau2, zeta, delta)
         hit = marginal_cache.lookup(data, gamma, tau2, zeta, key=key)
         if hit is not None and type(hit) is cls:
@@ -229,22 +202,20 @@ class Marginal:
 
     @classmethod
     def of_fit(cls, data: ModelData, fit) -> Marginal:
-        """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`: its
-        gamma, tau2, zeta and kernel K)."""
+        """The marginal of ``data`` at a fit (:class:`~elicit.model.result.MAPResult`)."""
         zeta, delta = getattr(fit, "zeta", None), getattr(fit, "delta", None)
         if marginal_cache.entries_for(data) and "K" not in fit.__dict__:
             # a cached marginal saves building the kernel that fit.K would build
             hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta, delta)
             if hit is not None and type(hit) is cls:
                 return hit
-        # the structured path never needs the p x p kernel: build it only for the dense one
+        # the structured path never needs the p x p kernel
         K = fit.K if "K" in fit.__dict__ or not takes_structure(data) else None
         return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta, delta=delta)
 
     def lift(self, V: np.ndarray) -> np.ndarray:
-        """At the n training inputs, a vector (or columns) of the working form: V itself, or
-        ``Q V`` in the p x p form, where ``S^-1 Q w = Q S_p^-1 w`` and ``y - alpha =
-        Q (z - alpha_p)``."""
+        """A vector (or columns) of the working form at the n training inputs: V, or ``Q V``
+        in the p x p form."""
         return V if self.basis is None else self.basis.Q @ V
 
     @cached_property
@@ -253,15 +224,12 @@ class Marginal:
         return np.diag(self.Sinv) if self.basis is None else self.basis.sinv_diag(self.Sinv)
 
     @cached_property
-    def logdet_S(self) -> float:
-        return 2.0 * float(np.sum(np.log(np.diag(self.L))))
-
-    @cached_property
     def value(self) -> float:
         n = self.X_data.shape[0]
+        logdet_S = 2.0 * float(np.sum(np.log(np.diag(self.L))))
         a, b = self.a_sigma, self.b_sigma
         return float(gammaln(self.a_star) - gammaln(a) - 0.5 * n * np.log(2 * np.pi * b)
-                     - 0.5 * self.logdet_S - self.a_star * np.log(self.b_star / b))
+                     - 0.5 * logdet_S - self.a_star * np.log(self.b_star / b))
 
     @cached_property
     def G(self) -> np.ndarray:
@@ -269,13 +237,11 @@ class Marginal:
 
     @cached_property
     def _R(self) -> np.ndarray:
-        # R = (X' G X) o K: contracting it with D_l gives tr(G X (K o D_l) X'). With
-        # G = (omega alpha alpha' - S^-1) / 2 and S^-1 = L^-T L^-1, X' G X is a symmetric
-        # rank-n product (W = L^-1 X) plus a rank-one term; built in place, no p x p temporary.
+        # R = (X' G X) o K (contracted with D_l: tr(G X (K o D_l) X')); X' G X is a symmetric
+        # rank-n product (W = L^-1 X) plus a rank-one term, built in place
         rows = self._rows
         if rows is not None:
-            # X' G X = S' (G X) + b (1' G X), from S's nonzeros and the G X the row sums use
-            # too (_r): one sparse product and one in-place rank-one update
+            # X' G X = S' (G X) + b (1' G X): one sparse product, one in-place rank-one update
             GX = self._GX
             R = add_outer(rows.S.T @ GX, rows.b, GX.sum(axis=0))
             for blk in row_blocks(len(R)):
@@ -298,7 +264,7 @@ class Marginal:
 
     @cached_property
     def _r(self) -> np.ndarray:
-        # Row sums of R: r_i = x_i' G (X K)_i, an n x p product instead of a p x p pass.
+        # row sums of R: r_i = x_i' G (X K)_i, an n x p product instead of a p x p pass
         return np.einsum("ai,ai->i", self._GX, self.XK)
 
     @cached_property
@@ -308,17 +274,14 @@ class Marginal:
 
     @property
     def _path(self) -> OffsetProducts:
-        """The kernel's products of the structured path (read only on that path)."""
         return cast(OffsetProducts, self._offset)
 
     @cached_property
     def _R_AA(self) -> np.ndarray:
-        # The structured path's R on the columns A that S touches: (S_A' G S_A) o K_AA.
         return self._path.R_AA(self.G)
 
     @cached_property
     def _rank_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        # The rest of X'GX on the structured path (OffsetProducts.rank_parts).
         return self._path.rank_parts(self.G)
 
     def grad_gamma(self) -> np.ndarray:
@@ -332,8 +295,7 @@ class Marginal:
         return float(np.sum(self.G * self.B)) / self.tau2
 
     def grad_zeta(self) -> float:
-        """d value / d zeta (0.0 without scales): ``2 tau2 sum_j g_j r_j``, g_j = d log h_j /
-        d zeta (0 for the judged features)."""
+        """d value / d zeta (0.0 without scales): ``2 tau2 sum_j g_j r_j``."""
         sc = self.scales
         if sc is None or not sc.unasked.any():
             return 0.0
@@ -344,8 +306,8 @@ class Marginal:
         return 0.0 if self.m is None else float(self.omega * (self.m @ self.alpha))
 
     def _delta_hessian(self, V: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
-        """The Hessian's delta row over the directions a (``V = B_a alpha``, ``t = alpha'
-        B_a alpha``) and its (delta, delta) entry (module docstring)."""
+        """The Hessian's delta row (``V = B_a alpha``, ``t = alpha' B_a alpha``) and its
+        (delta, delta) entry."""
         m = cast(np.ndarray, self.m)
         c, Sm, w = float(m @ self.alpha), self.Sinv @ m, self.omega
         return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
@@ -355,8 +317,7 @@ class Marginal:
         """B_a = dB/dtheta_a for each gamma_l (and tau2, and zeta): shape (k, n, n).
 
         X (K o D_l) X' = A_l + A_l' - 2 Y_l K Y_l' with A_l = (X o u_l^2') K X' and
-        Y_l = X o u_l'. Only the features where u_l != 0 contribute, and meta-features of word
-        counts are mostly zero, so each product runs over that support alone.
+        Y_l = X o u_l', each product over the support of u_l where that is sparse.
         """
         if self.structure is not None:
             return self._path.B_dirs(self.B, self.tau2, learned)
@@ -365,8 +326,8 @@ class Marginal:
         d = U.shape[1]
         sc = self.scales
         Bd = np.empty((d + learned + (sc is not None), n, n))
-        # Row gathers of contiguous transposes, and take() rather than fancy indexing:
-        # gathering the support blocks of K costs as much as the products themselves.
+        # row gathers of contiguous transposes and take(): gathering K's support blocks costs
+        # as much as the products
         XT = np.ascontiguousarray(X.T)
         XKT = np.ascontiguousarray(self.XK.T)
         sparse, dense = self._support_split
@@ -376,8 +337,7 @@ class Marginal:
             A = XKT[S].T @ (Yt * u[:, None])
             Bd[l] = A + A.T - 2.0 * Yt.T @ (K.take(S, 0).take(S, 1) @ Yt)
         if len(dense):
-            # Columns without much sparsity (embeddings): every Y_l' side by side, so that
-            # the two products with K and X K are one matrix product each.
+            # dense columns (embeddings): every Y_l' side by side, one product with K and X K
             Ud = U[:, dense]
             Yt = (XT[:, None, :] * Ud[:, :, None]).reshape(len(XT), -1)   # (p, m n)
             KY = (K @ Yt).reshape(len(XT), len(dense), n)
@@ -398,9 +358,6 @@ class Marginal:
 
     @cached_property
     def _support_split(self) -> tuple[list[int], list[int]]:
-        """The meta-feature columns whose products run over their support alone (zero in
-        at least a third of the features: word counts) and the others (embeddings), which
-        are stacked into one product."""
         return support_split(self.U, self._supports)
 
     @cached_property
@@ -409,14 +366,10 @@ class Marginal:
 
     def directions(self, learned: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part
-        (gamma, tau2 if ``learned``, zeta with scales: the order of ``layout.marginal_index``).
-
-        Cached per value of ``learned``.
-        """
+        (the order of ``layout.marginal_index``), cached per value of ``learned``."""
         key = bool(learned)
         if key not in self._dir_cache:
-            X = self.X
-            n = X.shape[0]
+            n = self.X.shape[0]
             Bd = self._B_dirs(learned)
             k = Bd.shape[0]
             V = Bd @ self.alpha
@@ -435,13 +388,6 @@ class Marginal:
         var = (self.b_star / (self.a_star - 1.0)) * (2.0 - self.sinv_diag)
         return mean, var
 
-    def _apply_K(self, V: np.ndarray) -> np.ndarray:
-        """``K V`` (p x m): the matrix product on the dense path, one streamed pass over the
-        kernel's tiles on the structured path (no p x p array)."""
-        if self.structure is None:
-            return self.K @ V
-        return kernel_apply(self.U, self.gamma, V)
-
     def mean_jacobian(self, learned: bool) -> np.ndarray:
         """d(mean)/d theta_a of :meth:`predictive` (n x k): ``S^-1 B_a alpha``, with each
         ``B_a alpha`` from products of K with a few vectors (no B_a, no Hessian): with
@@ -455,7 +401,8 @@ class Marginal:
         sc = self.scales
         if sc is not None:
             cols.append((sc.dlog_h * z)[:, None])
-        KM = self._apply_K(np.hstack(cols))
+        M = np.hstack(cols)
+        KM = self.K @ M if self.structure is None else kernel_apply(self.U, self.gamma, M)
         d = U.shape[1]
         Kz, KU2z, KUz = KM[:, 0], KM[:, 1:1 + d], KM[:, 1 + d:1 + 2 * d]
         inner = U2 * Kz[:, None] + KU2z - 2.0 * U * KUz              # (K o D_l) z, (p, d)
@@ -472,7 +419,7 @@ class Marginal:
     def hessian(self, learned: bool) -> np.ndarray:
         """Hessian of ``value`` in (gamma[, tau2][, zeta])."""
         U = self.U
-        # the dense path's R (p x p) first, as it always was: the peak memory stays where it was
+        # the dense path's R (p x p) first: the peak memory stays where it was
         R = self._R if self.structure is None else None
         d = U.shape[1]
         n = self.X.shape[0]
@@ -495,11 +442,7 @@ class Marginal:
             H[d, :d] += g
         sc = self.scales
         if sc is not None and sc.unasked.any():
-            # tr(G B_ab) of zeta (module docstring)
-            # with g = d log h / d zeta (per feature) and Rg = R g:
-            #   tr(G B_{gamma_l, zeta}) = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (RU)_il)
-            #                                    + sum_j u_jl^2 (Rg)_j),
-            #   tr(G B_{zeta, zeta})    = 2 tau2 (sum_j (h''/h)_j r_j + g' R g)
+            # tr(G B_ab) of zeta (module docstring), g = d log h / d zeta, Rg = R g
             z, g = k - 1, sc.dlog_h
             R, r, RU, U2 = self._R, self._r, self._RU, U * U   # scales: the dense path
             Rg = R @ g
@@ -518,24 +461,14 @@ class Marginal:
         return H
 
     def scale_change(self, features, lam) -> ScaleChange:
-        """What if feature j's prior variance scale lambda_j were ``lam``: for each j of
-        ``features`` (all else fixed, one at a time), the Gaussian predictive at the training
-        inputs (as :meth:`predictive`) and the change of :attr:`value`.
+        """What if the prior variance scale lambda_j of each feature j of ``features`` (c,) were
+        ``lam`` (a number or one per feature), one at a time: the Gaussian predictive at the
+        training inputs (as :meth:`predictive`) and the change of :attr:`value`.
 
         With ``x = X[:, j]``, ``v = (Xt K)[:, j]`` and ``dh = sqrt(lam) - h_j`` the change is
         rank two, ``S' = S + tau2 [x v] M [x v]'`` with ``M = [[dh^2 K_jj, dh], [dh, 0]]``;
         Woodbury and the matrix determinant lemma give S'^-1 and log|S'| per candidate from
-        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: all candidates at
-        once, O(n^2) each.
-
-        Parameters
-        ----------
-        features
-            Feature indices (c,).
-        lam
-            The new scale lambda (a number, or one per feature); 1 and
-            :data:`~elicit.model.covariance.IRRELEVANT_SCALE` are the relevance model's
-            "relevant" and "irrelevant".
+        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: O(n^2) each.
         """
         j = np.asarray(features, dtype=int).reshape(-1)
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)

@@ -1,10 +1,6 @@
-"""The marginals at the last few points, kept for everyone who asks for one again.
-
-:class:`MarginalCache` and its process-wide instance :data:`marginal_cache`, which
-:meth:`Marginal.from_data <elicit.model.marginal.Marginal.from_data>` and
-:meth:`~elicit.model.marginal.Marginal.of_fit` consult first; :func:`marginal_bytes`, the
-memory of one marginal, bounds what it keeps. The cache reads of a marginal only what
-:class:`Cached` names (so that it needs no import of the marginal's module, which imports it).
+"""The marginals at the last few points (:class:`MarginalCache`, process-wide
+:data:`marginal_cache`), which :class:`~elicit.model.marginal.Marginal` consults first. It
+reads of a marginal only what :class:`Cached` names (the marginal's module imports this one).
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from elicit.model.theta import data_scales
 
 
 class Cached(Protocol):
-    """What :class:`MarginalCache` reads of a marginal (:class:`~elicit.model.marginal.Marginal`):
-    the arrays and parameters it was computed from."""
+    """What :class:`MarginalCache` reads of a marginal: what it was computed from."""
 
     X_data: np.ndarray
     y: np.ndarray
@@ -41,22 +36,16 @@ class Cached(Protocol):
 class MarginalCache:
     """The marginals at the last few points, shared by everyone who asks for one.
 
-    A query round computes the marginal at the current MAP (for the Hessian and the screen),
-    every warm refit of the round starts there, the refits' last points are where the
-    predictive of each hypothetical answer is read, the refit after the expert's answer is
-    one of them, and the posterior after it (the test MSE, the next round) is the marginal
-    at that point again. :meth:`~elicit.model.marginal.Marginal.from_data` looks each point
-    up here first, so each of those is computed once; the derived quantities a marginal
-    caches (G, R, the Hessian's directions) come along.
+    A query round computes the marginal at the current MAP, its warm refits start there, the
+    predictive of each hypothetical answer is read at the refits' ends, and the refit after
+    the expert's answer and the posterior after it are one of those points again: each is
+    computed once, with the derived quantities it caches.
 
-    Entries are keyed by the data arrays (X, y, U: their identity and a checksum,
-    :func:`~elicit.internal.cache.arrays_key`, so an array modified in place never serves a
-    stale value), the hyperparameters of the y-likelihood, the kernel's mask, the
-    relevance classes and the exact bytes of (gamma, tau2[, zeta]): two points that differ
-    in the last bit are two entries. A marginal holds a few p x p arrays, so the cache holds
-    at most ``max_bytes`` of them by the size :func:`marginal_bytes` estimates (none above
-    it: at p = 10,000 one kernel alone is 800 MB, but a marginal on the structured path holds
-    no p x p array).
+    Entries are keyed by the data arrays (identity and checksum,
+    :func:`~elicit.internal.cache.arrays_key`: an array modified in place never serves a
+    stale value), the hyperparameters, the kernel's mask, the answers the model reads and
+    the exact bytes of the point. At most ``max_bytes`` of marginals are kept, by
+    :func:`marginal_bytes` (none above it: at p = 10,000 one kernel is 800 MB).
     """
 
     def __init__(self, size: int = 8, max_bytes: float = 256e6) -> None:
@@ -73,8 +62,7 @@ class MarginalCache:
                       float(h.b_sigma), float(tau2), np.asarray(gamma, dtype=float).tobytes(),
                       b"" if mask is None else np.packbits(mask).tobytes())
         if data.model.relevance:
-            # a relevance model's points have a zeta; relevance is an array after
-            # ModelData.__post_init__
+            # a relevance model's points have a zeta; relevance is an array
             key += (h.model, float(cast(float, zeta)),
                     cast(np.ndarray, data.relevance).tobytes())
         if data.model.direction:
@@ -89,9 +77,8 @@ class MarginalCache:
         return min(self.size, int(self.max_bytes // one))
 
     def remember(self, data: ModelData, mg: Cached, key: tuple | None = None) -> None:
-        """Store ``mg``, a marginal of ``data`` (of its X, y, U and kernel mask, and with the
-        relevance model, of its classes' scales at ``mg.zeta``); ``key``: its :meth:`key`, if
-        the caller has it."""
+        """Store ``mg`` if it is a marginal of ``data`` (its arrays, kernel mask, scales and
+        prior mean); ``key``: its :meth:`key`, if the caller has it."""
         keep = self.entries_for(data)
         if keep == 0:
             return
@@ -102,8 +89,7 @@ class MarginalCache:
                 or mask is not None and mine is not None and np.array_equal(mine, mask)):
             return  # a marginal of another kernel
         if data.model.relevance:
-            # mg.zeta is set exactly when mg has scales (from_data), and data_scales of a
-            # relevance model at a zeta returns scales
+            # mg.zeta is set exactly when mg has scales (from_data)
             if mg.zeta is None or not np.array_equal(cast(np.ndarray, mg.h),
                                                      cast(Scales, data_scales(data, mg.zeta)).h):
                 return  # a marginal of other scales
@@ -134,12 +120,10 @@ class MarginalCache:
 
 
 def marginal_bytes(n: int, p: int, d: int, support: int | None = None) -> float:
-    """Rough memory of a :class:`~elicit.model.marginal.Marginal` with its derived
-    quantities: K, X K and R (p x p and n x p each), the n x n factors, and the Hessian's
-    directions (d x n x n, twice).
-    On the structured path (``support``: the number of columns the sparse part of X touches)
-    the p x p arrays are the blocks of K and R on those columns instead; in the p x p form
-    (more rows than features, off the structured path) the n x n factors are p x p."""
+    """Rough memory of a :class:`~elicit.model.marginal.Marginal`: K, X K and R, the n x n
+    factors and the Hessian's directions (d x n x n, twice). On the structured path
+    (``support``: the columns S touches) K and R are blocks on those columns; in the p x p
+    form the n x n arrays are p x p."""
     square = 2 * p * p if support is None else 2 * support * support
     m = p if support is None and is_tall(n, p) else n
     return 8.0 * (square + 2 * n * p + 6 * m * m + 2 * (d + 3) * m * m)

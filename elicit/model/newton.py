@@ -6,30 +6,20 @@ in a few Newton iterations. Each iteration here
 
 1. takes the projected Newton step of the quadratic model made of the *base* part of the log
    density (the y-likelihood and the priors: its gradient and a base Hessian frozen at the
-   previous MAP) and the feedback terms (exact gradient and Hessian): parameters on their
+   previous MAP) and the feedback terms (exact gradient and Hessian); parameters on their
    lower bound stay there where the gradient pushes them out (:func:`projected_step`);
 2. stops when the Newton decrement ``g' step`` is below ``tol``;
 3. optionally (``local_model``) replaces that step by the maximiser of the *local model*, the
-   base part's quadratic plus the feedback terms kept exact (:func:`solve_local_model`): the
-   feedback terms cost O(N_f d) against the base part's kernel products, and they carry what
-   makes a refit after a new answer non-quadratic, that answer's link term. Solving the model
-   (projected Newton on theta alone, no kernel work) takes the step plain Newton would take
-   in several iterations;
+   base part's quadratic plus the exact feedback terms (:func:`solve_local_model`): those cost
+   O(N_f d), no kernel work, and carry what makes a refit after a new answer non-quadratic;
 4. backtracks along the direction until the log density rises enough (Armijo, 1e-4).
 
 :class:`NewtonRun` runs this on a stack of C problems at once, each row with its own theta,
-its own answers, its own line search and its own status; the numpy engine's refit is a stack
-of one (:class:`OneRefit`), the utility's batched refits of candidate answers
-(:func:`elicit.model.batch.batched_refit`) a stack of many. :class:`NewtonSettings` holds
-what differs between them: tolerances, iteration and step limits, the ridge policy, whether
-the base Hessian is refreshed and what a failed line search means.
-
-A stack of one evaluates its products with the operations of a single vector (a dot product,
-a matrix-vector product) and a stack with ``einsum``: the same formulas in the order each
-has always used, so that results stay bit for bit those of earlier versions.
-
-Whether a refit's end is to be trusted (:class:`~elicit.model.refit_checks.ColdStartPolicy`,
-:func:`~elicit.model.refit_checks.local_gain`) is :mod:`elicit.model.refit_checks`'s job.
+answers, line search and status: the numpy engine's refit is a stack of one
+(:class:`OneRefit`), the utility's batched refits of candidate answers a stack of many;
+:class:`NewtonSettings` holds what differs between them. A stack of one evaluates its
+products with single-vector operations, a stack with ``einsum``: the order each has always
+used, so that results stay bit for bit.
 """
 
 from __future__ import annotations
@@ -40,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from elicit.model.density import feedback_terms, hessian_base, log_density
-from elicit.model.linalg import damped_solve
+from elicit.model.linalg import damped_solve, stacked_cholesky
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
 
@@ -58,24 +48,20 @@ class NewtonSettings:
     max_iter
         Iterations; a row still running after them has failed.
     local_model
-        Solve the local model with exact feedback terms at each iteration (step 3 of the
-        module docstring) instead of taking the plain projected Newton step.
+        Solve the local model at each iteration (step 3 of the module docstring).
     ridge
-        ``None``: solve the free block of each row's system, damped (Levenberg) only if it
-        is not positive definite (:func:`~elicit.model.linalg.damped_solve`). A number: add
-        that ridge, relative to the largest diagonal entry, to every system of the stack,
-        solve them at once, and fall back to a gradient step where the result is no ascent
-        direction (for a stack of many).
+        ``None``: solve each row's free block, damped only if it is not positive definite
+        (:func:`~elicit.model.linalg.damped_solve`). A number: add that ridge, relative to the
+        largest diagonal entry, to every system, solve them at once, and take a gradient step
+        where the result is no ascent direction (for a stack of many).
     final_step
         On convergence, take the last (tiny) step too: it moves theta by ~sqrt(decrement).
     line_search_trials
         Step lengths tried: 1, 1/2, ..., 2^-(trials - 1).
     refresh_at
-        Recompute the base Hessian once, at the current iterate: before this iteration, or
-        earlier when a line search fails. ``None``: never (a failed line search ends the row).
-        With the secant corrections a refit that goes far still converges; refreshing at
-        iteration 8 instead of 16 made the synthetic query rounds 15% slower (a Hessian for
-        each refit still running there) and changed no MAP.
+        Recompute the base Hessian once, before this iteration or when a line search fails
+        (``None``: never; a failed line search ends the row). Refreshing at 8 instead of 16
+        made the synthetic query rounds 15% slower and changed no MAP.
     stall_tol
         A failed line search with a decrement below this is convergence up to rounding.
     model_tol
@@ -83,11 +69,9 @@ class NewtonSettings:
     model_max_iter, model_trials
         Iterations and step lengths of the local model's projected Newton.
     secant
-        After each accepted step of a stack of one, correct the frozen base Hessian along the
-        step (a BFGS update of ``-H`` from the change of the base part's gradient, skipped
-        when the curvature along the step is not positive): the base Hessian is frozen at the
-        previous MAP, and where the y-likelihood is not quadratic over the step (a refit
-        after a surprising answer), the next step then lands closer.
+        After each accepted step, correct the frozen base Hessian along it (a BFGS update of
+        ``-H``, skipped when the curvature along the step is not positive), so that the next
+        step lands closer where the y-likelihood is not quadratic over the step.
     """
 
     tol: float = 1e-10
@@ -115,20 +99,15 @@ class NewtonProblem(Protocol):
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
         """Feedback terms of ``rows`` at ``theta`` (r, k): value (r,), gradient (r, k) and
         Hessian (r, k, k) (or None)."""
-        ...
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         """Log density (r,) (-inf where it has none) and gradient (r, k) of ``rows`` at
         ``theta``, and per-row extras to keep with an accepted point (a tuple of arrays with
         a leading axis r, or None)."""
-        ...
 
     def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
         """The base Hessian of row ``row`` at ``theta`` (only needed with ``refresh_at``)."""
-        ...
 
-
-# -- products of a stack ----------------------------------------------------------------------
 
 def _dot(a: np.ndarray, b: np.ndarray, single: bool) -> np.ndarray:
     """a_c' b_c for each row."""
@@ -151,8 +130,6 @@ def _times(s: np.ndarray, H: np.ndarray, single: bool) -> np.ndarray:
     return np.einsum("cij,cj->ci", H, s)
 
 
-# -- steps ------------------------------------------------------------------------------------
-
 def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarray,
                    ridge: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Newton steps (C, k) of concave quadratic models (Hessians ``H`` (C, k, k), gradients
@@ -162,19 +139,18 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     k = g.shape[1]
     eye = np.eye(k)
     if free.all():
-        # nothing clamped (most steps): the same matrix as below (+ 0.0 turns -0.0 into 0.0,
-        # as adding the zero identity term does), without the masks' passes
+        # nothing clamped (most steps): the matrix below without the masks' passes (+ 0.0 turns
+        # -0.0 into 0.0, as adding the zero identity term does)
         A = -H + 0.0
         g = g.copy()
     else:
-        # Clamp the parameters on their bounds: identity rows/columns, zero gradient. The
-        # free block's solution is that of the free block alone, and every row is solved at
-        # once.
+        # clamped parameters: identity rows/columns and zero gradient, so that every row's
+        # free block is solved at once
         mask = free[:, :, None] & free[:, None, :]
         A = np.where(mask, -H, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
         g = np.where(free, g, 0.0)
     if ridge is None:
-        pd = _positive_definite(A)
+        pd = stacked_cholesky(A)[1]
         step = np.zeros_like(theta)
         if pd.any():
             step[pd] = np.linalg.solve(A[pd], g[pd][:, :, None])[:, :, 0]
@@ -195,23 +171,6 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     return step, dec
 
 
-def _positive_definite(A: np.ndarray) -> np.ndarray:
-    """Which matrices of the stack A (C, k, k) have a Cholesky factor: all at once when all
-    do (the common case), else one by one."""
-    try:
-        np.linalg.cholesky(A)
-        return np.ones(len(A), bool)
-    except np.linalg.LinAlgError:
-        pass
-    out = np.ones(len(A), bool)
-    for c in range(len(A)):
-        try:
-            np.linalg.cholesky(A[c])
-        except np.linalg.LinAlgError:
-            out[c] = False
-    return out
-
-
 def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarray,
                       g_base: np.ndarray, H_base: np.ndarray, step0: np.ndarray,
                       dec0: np.ndarray, tol: float, settings: NewtonSettings) -> np.ndarray:
@@ -219,11 +178,10 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
 
         m(s) = g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)
 
-    over ``theta + s >= lb``, F the row's feedback terms (exact), by projected Newton with
-    backtracking from s = 0, whose first step ``step0`` (decrement ``dec0``) the caller has
-    computed; shape (C, k). ``H_base`` is (C, k, k), each row's own, or (k, k), shared. The
-    model is concave when -H_base is positive definite; where it is not, the damped solves
-    still give ascent steps and the caller's line search guards the result.
+    over ``theta + s >= lb``, F the row's feedback terms, by projected Newton with
+    backtracking from s = 0 (first step ``step0``, decrement ``dec0``, from the caller); shape
+    (C, k). ``H_base`` is (C, k, k) or (k, k), shared. Where -H_base is not positive definite
+    the damped solves still give ascent steps, and the caller's line search guards the result.
     """
     if H_base.ndim == 2:
         H_base = np.broadcast_to(H_base, (len(theta), *H_base.shape))
@@ -273,8 +231,6 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
     return s
 
 
-# -- the run ----------------------------------------------------------------------------------
-
 class NewtonRun:
     """Projected Newton on a stack of problems, one iteration of every running row per
     :meth:`step`.
@@ -287,23 +243,18 @@ class NewtonRun:
         Start points (C, k), their log densities (C,) and gradients (C, k); the run updates
         these arrays in place.
     hess_base
-        The base Hessian at the start, (k, k) shared by every row or (C, k, k) one per row.
-        Each row keeps its own copy from then on (refreshed, ``settings.refresh_at``, and
-        corrected along its steps, ``settings.secant``): :attr:`hess_base` (C, k, k).
+        The base Hessian at the start, (k, k) shared or (C, k, k); each row keeps its own copy
+        (:attr:`hess_base`, refreshed and corrected as ``settings`` say).
     settings
         :class:`NewtonSettings`.
     extras
         Per-row extras at the start (see :meth:`NewtonProblem.evaluate`), or None.
 
-    ``status`` holds each row's ``"running"``, ``"converged"``, ``"failed"`` or ``"held"``
-    (:meth:`hold`); ``moved``
-    whether a step of the row has been accepted; ``extras`` the extras of each row's last
-    accepted point; ``final`` the last step of each converged row (its Newton step where it
-    converged: zero until then), taken only with ``settings.final_step``; ``start_value``
-    each row's log density at the start and ``iters`` its iterations.
-
-    Every row follows the same iterations whatever else is in the stack (its own step, line
-    search, Hessian and status), so a stack of C refits ends where C runs of one would.
+    ``status`` holds each row's ``"running"``, ``"converged"``, ``"failed"`` or ``"held"``;
+    ``extras`` the extras of each row's last accepted point; ``final`` the last step of each
+    converged row (zero until then; taken only with ``settings.final_step``). Every row
+    follows the same iterations whatever else is in the stack, so a stack of C refits ends
+    where C runs of one would.
     """
 
     def __init__(self, problem: NewtonProblem, theta: np.ndarray, value: np.ndarray,
@@ -316,10 +267,8 @@ class NewtonRun:
         self.hess_base = np.array(np.broadcast_to(hess_base, (C, *hess_base.shape[-2:])))
         self.extras = extras
         self.status = np.full(C, RUNNING, dtype=object)
-        self.moved = np.zeros(C, bool)
         self.final = np.zeros_like(theta)
-        #: rows whose decrement falls below this (but not below the tolerance) are held
-        #: instead of stepped (None: none): a screen's tolerance, the rest left for later
+        #: rows whose decrement falls below this (not below the tolerance) are held (a screen)
         self.hold_below: float | None = None
         #: each row's log density at the start, and its iterations
         self.start_value = value.copy()
@@ -337,14 +286,12 @@ class NewtonRun:
             self.step()
 
     def hold(self, rows: np.ndarray) -> None:
-        """Stop the running ones of ``rows`` where they are (status ``"held"``): the caller
-        needs only the others to go on."""
+        """Stop the running ones of ``rows`` where they are (status ``"held"``)."""
         rows = np.asarray(rows, dtype=int)
         self.status[rows[self.status[rows] == RUNNING]] = HELD
 
     def tighten(self, tol: float) -> None:
-        """Go on to the decrement ``tol``: rows that converged to a looser tolerance run
-        again from where they stopped (each takes the step it would have taken)."""
+        """Go on to the decrement ``tol``: rows converged to a looser one run on."""
         self.settings = replace(self.settings, tol=tol)
         self.status[self.status == CONVERGED] = RUNNING
         self.final[:] = 0.0
@@ -374,8 +321,7 @@ class NewtonRun:
 
     def _secant_update(self, rows: np.ndarray, theta_old: np.ndarray,
                        g_base_old: np.ndarray) -> None:
-        """BFGS update of each row's ``-hess_base`` along its accepted step
-        (``settings.secant``)."""
+        """BFGS update of each row's ``-hess_base`` along its accepted step."""
         theta = self.theta[rows]
         s = theta - theta_old
         fg = self.problem.feedback(rows, theta, False)[1]
@@ -407,8 +353,7 @@ class NewtonRun:
         done = dec < st.tol
         if done.any():
             conv = rows[done]
-            # The last (tiny) step: it moves the parameters by ~sqrt(decrement), the log
-            # density by only ~decrement / 2.
+            # the last (tiny) step moves theta by ~sqrt(decrement), the log density ~decrement/2
             self.final[conv] = np.maximum(self.theta[conv] + step[done], lb) - self.theta[conv]
             if st.final_step:
                 self.theta[conv] += self.final[conv]
@@ -435,8 +380,8 @@ class NewtonRun:
             if st.secant and (~pending).any():
                 self._secant_update(rows[~pending], theta[~pending], g_base[~pending])
             for j in np.flatnonzero(pending):
-                # No ascent along this direction: the optimum up to rounding when the
-                # decrement is tiny; otherwise a stale Hessian, refreshed once if allowed.
+                # no ascent: the optimum up to rounding if the decrement is tiny, else a stale
+                # Hessian, refreshed once if allowed
                 c = rows[j]
                 if st.stall_tol is not None and dec[j] < st.stall_tol:
                     self.status[c] = CONVERGED
@@ -462,7 +407,6 @@ class NewtonRun:
             ok = v >= self.value[sub] + 1e-4 * t[pending] * slope[pending]
             acc = sub[ok]
             self.theta[acc], self.value[acc], self.grad[acc] = cand[ok], v[ok], g[ok]
-            self.moved[acc] = True
             if extras is not None:
                 if self.extras is None:
                     self.extras = tuple(np.zeros((len(self.theta), *e.shape[1:])) for e in extras)
@@ -475,12 +419,8 @@ class NewtonRun:
 
 
 class OneRefit:
-    """A warm refit of one :class:`ModelData` as a stack of one (:class:`NewtonProblem`).
-
-    The log density comes from :func:`~elicit.model.density.log_density` (the marginal of
-    each point evaluated stays in the cache of recent marginals, where the predictive at the
-    refit's end is read).
-    """
+    """A warm refit of one :class:`ModelData` as a stack of one (:class:`NewtonProblem`); the
+    marginal of each point stays in the cache, where the predictive at the end is read."""
 
     single = True
 
@@ -490,8 +430,7 @@ class OneRefit:
         self._last: tuple[bytes, tuple] | None = None
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        # The run asks for the terms at one point several times (the step's direction, the
-        # local model's start, its accepted trial): the last point's are kept.
+        # the run asks for the terms at one point several times: the last point's are kept
         key = theta[0].tobytes()
         if self._last is not None and self._last[0] == key and (
                 not hess or self._last[1][2] is not None):

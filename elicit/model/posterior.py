@@ -40,8 +40,8 @@ from elicit.model.spec import ModelData
 
 
 def squared_errors(pred: np.ndarray | float, y: np.ndarray) -> np.ndarray:
-    """``(pred - y)^2`` elementwise: the one formula behind every test MSE elicit reports
-    (a scalar ``pred`` is a constant prediction, e.g. the training mean)."""
+    """``(pred - y)^2`` elementwise, behind every test MSE elicit reports (``pred`` may be a
+    constant)."""
     return (np.asarray(pred, dtype=float) - np.asarray(y, dtype=float)) ** 2
 
 
@@ -77,9 +77,8 @@ class NIGPosterior:
 
     @property
     def K(self) -> np.ndarray:
-        """The prior correlation of beta: the kernel K (the prior covariance is
-        ``sigma2 tau2 diag(h) K diag(h)``; p x p, built when first read if the marginal took
-        the structured path)."""
+        """The kernel K, the prior correlation of beta (p x p; on the structured path built
+        when first read)."""
         return self._m.K
 
     @classmethod
@@ -116,8 +115,7 @@ class NIGPosterior:
         return X_new
 
     def predict_mean(self, X_new: np.ndarray) -> np.ndarray:
-        """The predictive mean ``X_new mu*`` alone, without the variances :meth:`predict`
-        also forms (an m x p by p x p product)."""
+        """The predictive mean ``X_new mu*`` alone, without :meth:`predict`'s variances."""
         return self._check_rows(X_new) @ self.mu
 
     def mse(self, X_test: np.ndarray, y_test: np.ndarray, offset: float = 0.0) -> float:

@@ -7,12 +7,10 @@ As in the paper's Stan code, ``gamma ~ N+(1, 0.5)`` (:data:`GAMMA_PRIOR`), the t
 ``tau2 ~ InvGamma(a_tau, b_tau)``. The relevance model adds ``zeta ~ N(logit(pi0), 1)``
 (:data:`ZETA_PRIOR`), a model with direction answers ``delta ~ N+(0, rms(y))``
 (:func:`elicit.model.direction.delta_prior_sd`). Constants are dropped (the normalisers,
-including that of the
-truncation at 0: gamma, xi and tau2 are bounded below by 0 anyway).
+including that of the truncation at 0: gamma, xi and tau2 are bounded below by 0 anyway).
 
-Every method works on one value (a Python float, or a vector block summed over its entries)
-and on a stack of them (arrays with a leading batch axis), with the same formula, so that the
-scalar log density and the batched one share it (:mod:`elicit.model.terms`).
+Every method works on one value and on a stack (a leading batch axis) with the same formula,
+so that the scalar and the batched log density share it (:mod:`elicit.model.terms`).
 """
 
 from __future__ import annotations
@@ -28,46 +26,30 @@ GAMMA_SD = 0.5
 
 
 @dataclass(frozen=True)
-class HalfNormal:
-    """``N+(mean, sd)`` on [0, inf), up to a constant."""
+class Normal:
+    """``N(mean, sd)`` on the real line, up to a constant."""
 
     mean: float
     sd: float
 
     def terms(self, x, summed: bool = False):
-        """(log density, gradient, second derivative) at ``x``.
-
-        With ``summed`` the last axis of ``x`` is one vector block (gamma) and the value is
-        summed over it; otherwise every entry of ``x`` is one value (xi of each row).
-        """
+        """(log density, gradient, second derivative) at ``x``. With ``summed`` the last axis
+        of ``x`` is one vector block (gamma), summed over; else every entry is one value."""
         r = x - self.mean
         sq = np.sum(r ** 2, axis=-1) if summed else r ** 2
         return -0.5 * sq / self.sd**2, -r / self.sd**2, -1.0 / self.sd**2
 
 
 @dataclass(frozen=True)
-class Normal:
-    """``N(mean, sd)`` on the real line, up to a constant (the terms of :class:`HalfNormal`
-    without its bound)."""
-
-    mean: float
-    sd: float
-
-    def terms(self, x, summed: bool = False):
-        """(log density, gradient, second derivative) at ``x`` (see :meth:`HalfNormal.terms`)."""
-        r = x - self.mean
-        sq = np.sum(r ** 2, axis=-1) if summed else r ** 2
-        return -0.5 * sq / self.sd**2, -r / self.sd**2, -1.0 / self.sd**2
+class HalfNormal(Normal):
+    """``N+(mean, sd)`` on [0, inf), up to a constant: :class:`Normal`'s terms (the bound is
+    theta's)."""
 
 
 @dataclass(frozen=True)
 class ThresholdPrior:
-    """``xi ~ N+(m, sd m)``: the threshold's prior, relative to its mean m.
-
-    m is data (``threshold_mean``, by default the mean of gamma0 . w over the candidate
-    pairs); ``sd`` is the model variant's assumption about how far the answers may move xi
-    from it.
-    """
+    """``xi ~ N+(m, sd m)``: m is data (``threshold_mean``, by default the mean of gamma0 . w
+    over the candidate pairs), ``sd`` the variant's assumption of how far answers move xi."""
 
     sd: float
 
@@ -84,7 +66,7 @@ class InvGamma:
     b: float
 
     def terms(self, x, summed: bool = False):
-        """(log density, gradient, second derivative) at ``x`` (see :meth:`HalfNormal.terms`)."""
+        """As :meth:`Normal.terms`."""
         a, b = self.a, self.b
         value = -(a + 1.0) * np.log(x) - b / x
         if summed:
@@ -97,10 +79,8 @@ GAMMA_PRIOR = HalfNormal(GAMMA_MEAN, GAMMA_SD)
 #: the paper's threshold prior, xi ~ N+(m, m/2)
 PAPER_THRESHOLD = ThresholdPrior(0.5)
 
-#: pi0, the prior share of relevant features among those the expert has not judged: the
-#: prior median of s(zeta). On the review data sets the LASSO experts keep about 40 of 340
-#: Amazon keywords (12 %), and a sparse problem of that kind is what the relevance model is
-#: for; the data move zeta away from it (the marginal likelihood of y).
+#: pi0, the prior share of relevant features among those the expert has not judged (the
+#: prior median of s(zeta)): the LASSO experts keep about 40 of 340 Amazon keywords (12 %).
 RELEVANT_SHARE = 0.1
 #: prior sd of zeta: one unit of logit lets the share range over about 0.015 .. 0.45 (two sd)
 #: before the data speak, so the marginal likelihood of y decides where it lies within that.

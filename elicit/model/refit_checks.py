@@ -1,10 +1,7 @@
 """Whether a refit's end is to be trusted: when a warm refit is checked by a cold fit
 (:class:`ColdStartPolicy`), the new answers' log likelihood that decides it
-(:func:`new_answers_loglik`), and how far from stationary a point is (:func:`local_gain`).
-
-The refits themselves are :mod:`elicit.model.newton`'s; the numpy engine
-(:mod:`elicit.engines.numpy_engine`) runs the checks, the checked engine
-(:mod:`elicit.engines.checked`) compares two engines' ends with :func:`local_gain`.
+(:func:`new_answers_loglik`), and how far from stationary a point is (:func:`local_gain`,
+also used by the checked engine).
 """
 
 from __future__ import annotations
@@ -20,46 +17,33 @@ from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
 from elicit.model.theta import lower_bounds
 
-# -- when a warm refit is repeated from a cold start --------------------------------------------
 
 @dataclass(frozen=True)
 class ColdStartPolicy:
     """When a warm refit is checked by a cold fit, so that the MAP does not depend on luck.
 
-    The posterior of gamma can have several local maxima: a gamma switched off on its lower
-    bound 0, or not. After an answer the old MAP did not expect, a warm refit moves far, and
-    where it lands depends on the path (projected Newton steps onto the boundary where
-    L-BFGS-B from the same start stays inside, or the other way round). So a warm refit is
-    repeated from the start of a cold fit (the prior means; tau2's prior mode), and the
+    The posterior of gamma can have several local maxima (a gamma switched off on its bound
+    0, or not), and where a warm refit lands after a surprising answer depends on its path.
+    So it is repeated from a cold fit's start (the prior means; tau2's prior mode), and the
     higher of the two kept, when
 
-    * a gamma moves onto (or within ``near`` of) its bound: it was above it at the start and
-      is on it at the end (answers whose probability under the previous fit was at least
-      ``unlikely`` are trusted; by default none is). The boundary mode need not be on the
-      bound itself: a refit after an answer of p = 0.0005 ended at gamma = 0.00048 (an
-      interior maximum, 1.37 below the cold fit's). A gamma already on its bound at the
-      start is not a switch: with word-count meta-features many gammas stay at 0 all along;
-      or
-    * it ends lower than it started: below the previous fit's log density plus the new
-      answers' log likelihood there (the log density of the start under the new answers).
-      A refit that ascends from the previous MAP cannot lose more than that; one that does
-      (a fallback that ended elsewhere, an engine working on other tolerances) is suspect.
+    * a gamma moves onto (or within ``near`` of) its bound after answers less likely than
+      ``unlikely`` under the previous fit (by default any): the mode need not be on the bound
+      itself (a refit after an answer of p = 0.0005 ended at an interior gamma = 0.00048,
+      1.37 below the cold fit); or
+    * it ends below its start (the previous fit's log density plus the new answers' log
+      likelihood there), which a refit that ascends from the previous MAP cannot do.
 
-    Measured on the synthetic problem (4 runs x 30 answers x 3 strategies, 360 refits;
-    ``experiments/refit_modes.py``, ``docs/benchmarks.md`` "Refit modes"): refits that end
-    below a reference (a cold fit, or L-BFGS-B from the previous MAP) 91 without checks, 38
-    when only switches after unlikely answers (p < 0.05) are checked, 25 with every switch
-    checked (the default), the cold fits 5.8% of the rounds' CPU; on the paper-literal Amazon
-    configuration (600 refits) 55, 30 and 21, for 29% of the rounds' CPU.
+    Measured on the synthetic problem (360 refits; ``docs/benchmarks.md`` "Refit modes"):
+    refits that end below a reference 91 without checks, 38 checking only switches after
+    answers of p < 0.05, 25 checking every switch (the default), for 5.8% of the rounds' CPU.
 
     Attributes
     ----------
     unlikely
-        A switch after answers of at least this probability is trusted (1: none is, the
-        default).
+        A switch after answers of at least this probability is trusted (1: none is).
     near
-        How close to its lower bound 0 a gamma counts as on it (0.01; gamma's prior mean is
-        1).
+        How close to its lower bound 0 a gamma counts as on it (gamma's prior mean is 1).
     slack
         Log density a refit may lose to rounding before the second test applies.
     """
@@ -70,14 +54,11 @@ class ColdStartPolicy:
 
     def reason(self, data: ModelData, theta: np.ndarray, value: float, start_value: float,
                new_loglik: float, theta_start: np.ndarray | None = None) -> str | None:
-        """Why the warm refit ending at ``theta`` (log density ``value``), which started at
-        ``theta_start`` with log density ``start_value`` after new answers of log likelihood
-        ``new_loglik`` (at the start), is to be checked by a cold fit; None if it is not.
-
-        A gamma that was on its bound at the start already (``theta_start``; None: none
-        was) is no switch of mode: with word-count meta-features many gammas stay at 0
-        throughout, and a check of every unlikely answer there cost a quarter of the rounds'
-        CPU and found no other mode (Amazon, 120 refits)."""
+        """Why the warm refit from ``theta_start`` (log density ``start_value``, new answers
+        of log likelihood ``new_loglik``) to ``theta`` (``value``) is to be checked; None if
+        it is not. A gamma already on its bound at the start is no switch (word-count
+        meta-features keep many at 0; checking those cost a quarter of the rounds' CPU on
+        Amazon and found no other mode)."""
         lay = data.layout
         lb = lay.lower_bounds()[lay["gamma"]]
         on_bound = theta[lay["gamma"]] <= lb + self.near
@@ -98,11 +79,9 @@ DEFAULT_COLD_START = ColdStartPolicy()
 def new_answers_loglik(data: ModelData, theta: np.ndarray, start_value: float,
                        prev_value: float | None) -> float:
     """Log likelihood at ``theta`` (the previous MAP) of the answers new since the previous
-    fit: the log density of the start under ``data`` minus the previous fit's log density
-    ``prev_value`` (the same formula, the answers it saw; after a feature answer of the
-    relevance model, the change its new classes make), or, when that is unknown (a refit the
-    caller advances itself, a start from another engine's fit), the last pair answer's term:
-    the query round's refits add one pair answer at a time."""
+    fit: ``start_value`` minus the previous fit's log density ``prev_value``, or, when that is
+    unknown (a start from another engine's fit), the last pair answer's term (a query
+    round's refits add one pair answer at a time)."""
     if prev_value is not None:
         return float(start_value - prev_value)
     if len(data.f) == 0:
@@ -111,20 +90,14 @@ def new_answers_loglik(data: ModelData, theta: np.ndarray, start_value: float,
                                       data.layout, hess=False)[0])
 
 
-# -- how far from stationary ------------------------------------------------------------------
-
 def local_gain(theta: np.ndarray, data: ModelData) -> tuple[float, np.ndarray, float]:
     """How much the log density can still rise near ``theta``: (log density, gradient, gain).
 
-    ``gain`` is what the projected Newton model at ``theta`` (exact gradient and Hessian)
-    promises: ``g' s / 2`` for the Newton step ``s`` of the free parameters, plus, for each
-    parameter held at its lower bound because the gradient pushes it out, the first-order
-    gain ``(theta_i - lb_i) |g_i|`` of moving it there. A parameter is held when it is on
-    the bound or when the Newton step would take it across (an active set, grown until the
-    step stays feasible), so a point a hair above the boundary (an optimiser working in
-    log(x), which cannot reach x = 0) counts as on it. Near 0 at a stationary point of the
-    bounded problem, in log-density units at any point; independent of the parameters'
-    scales.
+    ``gain`` is what the projected Newton model at ``theta`` promises: ``g' s / 2`` for the
+    Newton step ``s`` of the free parameters, plus ``(theta_i - lb_i) |g_i|`` for each
+    parameter held at its bound (on it, or taken across by the step: an active set grown
+    until the step is feasible, so a point a hair above the bound, as an optimiser in log(x)
+    leaves it, counts as on it). Near 0 at a stationary point, in log-density units.
     """
     theta = np.asarray(theta, dtype=float)
     lb = lower_bounds(data)

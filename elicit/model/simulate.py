@@ -1,8 +1,6 @@
 """Data drawn from the model: the paper's synthetic problem and Amazon-size random problems.
 
-Both draw the true weights from the model's own prior, beta ~ N(0, sigma2 tau2 K(gamma_true)),
-so they are the model layer's business: the experiments (:mod:`elicit.paper.synthetic`), the
-benchmarks (:mod:`elicit.paper.bench`) and the tests of every layer use them.
+Both draw the true weights from the model's own prior, beta ~ N(0, sigma2 tau2 K(gamma_true)).
 
 The paper's synthetic data (Afrabandpey et al. 2019, Sec. 4.1): p = 25 features in four groups
 {1-10}, {11-15}, {16-20}, {21-25}; d = 9 meta-feature columns. Column l describes one group
@@ -12,11 +10,9 @@ kernel K_opt = K(gamma_opt) is near 1 within groups and near 0 across them.
 beta ~ N(0, sigma2 tau2 K_opt) with sigma2 = 5, tau2 = 1, and y = X beta + N(0, sigma2)
 (:func:`make_synthetic`, as in the authors' code).
 
-Beyond the paper, ``make_synthetic(..., irrelevant=N)`` sets the true weight of N randomly
-chosen features to 0 (their group label becomes -1: an oracle calls them irrelevant and
-cannot compare them with another feature), so that knowing which features matter is worth
-something on these data too. With N = 0 (the default) no extra number is drawn: the paper's
-data, bit for bit.
+Beyond the paper, ``make_synthetic(..., irrelevant=N)`` sets the true weight of N random
+features to 0 (group -1: an oracle calls them irrelevant), so that knowing which features
+matter is worth something here too; N = 0 (the default) draws nothing more: the paper's data.
 """
 
 from __future__ import annotations
@@ -65,12 +61,8 @@ def meta_features(rng: np.random.Generator) -> np.ndarray:
 def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 1000,
                    sigma2: float = 5.0, tau2: float = 1.0, irrelevant: int = 0,
                    ) -> SyntheticData:
-    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15).
-
-    ``irrelevant`` features, drawn uniformly without replacement right after beta, get the
-    true weight 0 and the group -1 (none are drawn for 0, so the other draws stay the
-    paper's).
-    """
+    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15);
+    ``irrelevant`` features, drawn without replacement right after beta, get weight 0."""
     if n_train < 1 or n_test < 1:
         raise ValueError("n_train and n_test must be positive")
     if not 0 <= irrelevant <= len(GROUPS):

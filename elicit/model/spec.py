@@ -9,17 +9,11 @@ Covariance Learning for Improving Prediction in Small Data Sets":
 * feedback ``f ~ Bernoulli(logistic(xi - gamma . w))`` with ``w = (u_i - u_j)^2``;
   ``f = 1`` means *similar*.
 
-The Stan program ``stan/elicit.stan`` is the single specification of the model. The engines
-pass it its data by name: :meth:`ModelData.to_stan` builds them, the composition of the data
-of the model's parts (:mod:`elicit.model.stan_data`, one dataclass per part: the contract).
-:func:`contract_data` lists the data names a program of a model must declare,
-:func:`contract_params` its parameter names.
-
-Parameters: ``gamma`` (``vector<lower=0>[d]``), ``threshold`` (``real<lower=0>``, the paper's
-xi) and, in the learned variant, ``tau`` (tau^2); the relevance model adds ``zeta``
-(unbounded) and a model with direction answers ``delta`` (``>= 0``): the Stan names of the
-blocks of theta (:mod:`elicit.model.layout`). As in the
-authors' Stan code the name ``tau`` holds the *variance* tau^2.
+The Stan program ``stan/elicit.stan`` is the single specification of the model; the engines
+pass it the data :meth:`ModelData.to_stan` builds (:mod:`elicit.model.stan_data`).
+:func:`contract_data` and :func:`contract_params` list the data and parameter names a program
+of a model must declare: ``gamma``, ``threshold`` (xi), ``tau`` (tau^2, learned variant: as
+in the authors' code it holds the *variance*), ``zeta`` (relevance) and ``delta`` (direction).
 """
 
 from __future__ import annotations
@@ -64,9 +58,8 @@ def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
 
 
 def contract_params(variant: str, model: str = PAPER) -> tuple[str, ...]:
-    """Parameter names a Stan program of ``model`` and tau2 ``variant`` must declare: the
-    Stan names of theta's blocks (``gamma``, ``threshold``, ``tau`` when tau2 is learned,
-    ``zeta`` in the relevance model)."""
+    """Parameter names a Stan program of ``model`` and tau2 ``variant`` must declare (the Stan
+    names of theta's blocks)."""
     return tuple(BLOCKS[n].stan for n in get_model(model).params(variant == "learned"))
 
 
@@ -86,14 +79,11 @@ class Hyper:
     a_tau, b_tau
         Inverse-gamma prior of tau^2 in the learned variant.
     threshold_mean
-        Prior mean m of the threshold xi ~ N+(m, m/2). ``"auto"`` (the default) sets m to the
-        mean of gamma0 . w over the candidate pairs at the no-feedback MAP gamma0, as in the
-        authors' public code; unlike the paper's fixed 20 this follows the scale of the
-        meta-features (raw word counts with d = 100 give gamma . w far above 20).
+        Prior mean m of the threshold xi ~ N+(m, m/2). ``"auto"`` (the default): the mean of
+        gamma0 . w over the candidate pairs at the no-feedback MAP gamma0, as in the authors'
+        code (the paper's fixed 20 ignores the meta-features' scale).
     model
-        The named model (:data:`elicit.model.variants.MODELS`): ``"paper"`` (the default),
-        ``"tied-threshold"``, ``"known-coupling"``, ``"known-coupling-tied"``,
-        ``"relevance"``, ``"direction"`` or ``"relevance-direction"``.
+        The named model (:data:`elicit.model.variants.MODELS`; ``elicit models`` lists them).
     """
 
     variant: Variant = "fixed"
@@ -124,9 +114,7 @@ class Hyper:
 @dataclass(frozen=True)
 class Params:
     """A point in parameter space; ``tau2`` is the fixed value in the fixed variant, ``zeta``
-    the relevance model's parameter and ``delta`` the direction models' (``None`` for the
-    other models; a start point without one starts it at its start value,
-    :meth:`ModelData.initial_params`)."""
+    and ``delta`` ``None`` in a model without them."""
 
     gamma: np.ndarray
     xi: float
@@ -140,25 +128,14 @@ class ModelData:
     """Everything a fit needs: the regression data, the answers so far, the hyperparameters.
 
     ``pairs`` holds the (i, j) feature indices of the answered questions and ``f`` their
-    answers (1 = similar, 0 = dissimilar); "don't know" answers never reach the model.
+    answers (1 = similar, 0 = dissimilar; "don't know" never reaches the model). ``coupled``
+    is the coupled set J of the known-coupling models (a boolean mask, ``None``: all
+    features). ``relevance`` holds one class per feature (1 relevant, 0 irrelevant, -1 not
+    judged; ``None``: all -1), ``direction`` one answer per feature (1 raises, -1 lowers, 0
+    not known; ``None``: all 0); only the models that use them read them.
 
-    ``coupled`` is the coupled set J of the known-coupling models (a boolean mask of length p,
-    ``None`` = all features); the other models ignore it. :attr:`kernel_mask` is what a fit
-    uses.
-
-    ``relevance`` holds the expert's relevance answers, one class per feature: 1 relevant,
-    0 irrelevant, -1 not asked or "don't know" (:data:`~elicit.model.covariance.RELEVANT`,
-    ``IRRELEVANT``, ``UNASKED``); ``None`` (the default) is all -1. Only the relevance model
-    reads it; :meth:`with_relevance` is a copy with other classes.
-
-    ``direction`` holds the expert's direction answers, one per feature: 1 raises, -1 lowers,
-    0 not asked or "don't know" (:mod:`elicit.model.direction`); ``None`` is all 0. Only a
-    model with a direction mean reads it; :meth:`with_direction` is a copy with others.
-
-    ``X``, ``y`` and ``U`` are held read-only (:func:`~elicit.internal.cache.frozen`: the
-    arrays given if nothing can write to them, else copies), so that the caches of
-    marginals and refits can trust them and a caller's later writes to its own arrays do not
-    reach a model built from them.
+    ``X``, ``y`` and ``U`` are held read-only (:func:`~elicit.internal.cache.frozen`), so that
+    the caches can trust them and a caller's later writes do not reach the model.
     """
 
     X: np.ndarray
@@ -212,14 +189,13 @@ class ModelData:
 
     @property
     def kernel_mask(self) -> np.ndarray | None:
-        """The coupled set J that K applies (``None``: K is the full kernel), as the model's
-        covariance decides it (:mod:`elicit.model.covariance`)."""
+        """The coupled set J that K applies, as the model's covariance decides (``None``: K is
+        the full kernel)."""
         return self.model.covariance.mask(self.coupled)
 
     @property
     def layout(self) -> ParamLayout:
-        """The blocks of this fit's parameter vector theta (:mod:`elicit.model.layout`), as
-        the parts of its model say (cached: the density reads it at every evaluation)."""
+        """The blocks of this fit's theta, as its model's parts say (cached)."""
         lay = self.__dict__.get("_layout")
         if lay is None:
             names = self.model.params(self.hyper.variant == "learned")
@@ -244,8 +220,7 @@ class ModelData:
 
     @property
     def W_f(self) -> np.ndarray:
-        """Squared meta-feature differences of the answered pairs (cached: a fit reads it
-        at every density evaluation)."""
+        """Squared meta-feature differences of the answered pairs (cached)."""
         W = self.__dict__.get("_W_f")
         if W is None or len(W) != len(self.pairs):
             W = self.__dict__["_W_f"] = pair_weights(self.U, self.pairs)
@@ -263,8 +238,7 @@ class ModelData:
         return new
 
     def with_relevance(self, classes: np.ndarray) -> ModelData:
-        """A copy with other relevance classes (1 relevant, 0 irrelevant, -1 not judged;
-        the regression data and the pair answers are shared, not copied)."""
+        """A copy with other relevance classes (the rest shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
         new.__dict__.pop("_signal", None)
@@ -272,25 +246,21 @@ class ModelData:
         return new
 
     def with_direction(self, answers: np.ndarray) -> ModelData:
-        """A copy with other direction answers (1 raises, -1 lowers, 0 not known; the rest
-        is shared, not copied)."""
+        """A copy with other direction answers (the rest shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
         new.direction = check_direction(answers, self.p)
         return new
 
     def answers_key(self) -> tuple[bytes, bytes]:
-        """The answers besides the pairs that this model reads, as bytes (for cache keys):
-        the relevance classes of a model with relevance, the direction signs of one with a
-        direction mean (empty otherwise)."""
-        # relevance is an array after __post_init__
+        """The relevance classes and direction signs this model reads, as bytes for cache
+        keys (empty when it reads none)."""
         return (cast(np.ndarray, self.relevance).tobytes() if self.model.relevance else b"",
                 self.direction_signs.tobytes() if self.model.direction else b"")
 
     @property
     def direction_signs(self) -> np.ndarray:
-        """s of the prior mean ``delta s`` (:mod:`elicit.model.direction`): the answers, all
-        zeros for a model without direction answers."""
+        """s of the prior mean ``delta s``: the answers (all zeros without a direction mean)."""
         return cast(np.ndarray, self.direction) if self.model.direction else np.zeros(self.p)
 
     @property
@@ -300,10 +270,8 @@ class ModelData:
 
     @property
     def relevance_signal(self) -> np.ndarray:
-        """What the relevance answers say about each feature's neighbours in meta-feature
-        space (the relevance model's :meth:`~elicit.model.covariance.RelevanceScales.signal`;
-        all zeros for other models or without answers). Cached: a fit reads it at every
-        density evaluation."""
+        """The relevance model's :meth:`~elicit.model.covariance.RelevanceScales.signal` of the
+        answers (all zeros for other models; cached)."""
         sig = self.__dict__.get("_signal")
         if sig is None:
             cov = self.model.covariance
@@ -324,9 +292,8 @@ class ModelData:
         return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2, zeta, delta)
 
     def to_stan(self) -> dict:
-        """The data of the model's Stan program by name: the composition of the data of
-        its parts (:attr:`~elicit.model.variants.ModelVariant.parts`); the one place the
-        engines' data is built."""
+        """The data of the model's Stan program by name, composed of its parts' data (the one
+        place the engines' data is built)."""
         out: dict = {}
         for part in self.model.parts:
             out.update(part.of(self).to_dict())
@@ -354,12 +321,10 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
                         row_names: Sequence[str] | None = None,
                         meta_names: Sequence[str] | None = None,
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Check shapes, values and size of (X, y, U); return them as float arrays.
-
-    The optional names only word the messages: ``feature_names`` (X's columns, U's rows),
-    ``row_names`` (X's and y's rows, e.g. ``"line 5"`` of a file) and ``meta_names`` (U's
-    columns). Refused: NaN, infinities, values whose squares overflow (:func:`check_magnitude`)
-    and data whose model cannot fit in memory (:func:`check_size`).
+    """Check shapes, values (no NaN, infinities or :func:`check_magnitude` overflow) and
+    size (:func:`check_size`) of (X, y, U); return them as float arrays. The names only word
+    the messages: ``feature_names`` (X's columns, U's rows), ``row_names`` (e.g. ``"line
+    5"``) and ``meta_names`` (U's columns).
     """
     cols = None if feature_names is None else [f"column {n!r}" for n in feature_names]
     feats = None if feature_names is None else [f"feature {n!r}" for n in feature_names]
@@ -412,13 +377,9 @@ MAX_ABS = 1e150
 def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
                     columns: Sequence[str] | None = None,
                     words: tuple[str, str] = ("row", "column")) -> None:
-    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place.
-
-    A single 1e300 used to pass as a finite number, overflow inside the kernel and the
-    marginal likelihood (numpy warnings, NaN predictions), and end in a message about
-    something else. ``rows`` and ``columns`` describe the places (``"line 5"``, ``"column
-    'price'"``); without them the places are ``row k`` and ``column k`` (``words``).
-    """
+    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place: ``rows`` and
+    ``columns`` name the places (``"line 5"``, ``"column 'price'"``), else ``row k`` and
+    ``column k`` (``words``)."""
     big = np.abs(a) > MAX_ABS
     if not big.any():
         return
@@ -439,22 +400,13 @@ def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
 
 
 def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
-    """About the most memory a fit and a question round hold at once, in bytes.
-
-    Measured with tracemalloc on sessions (numpy engine, fast utility): the d + 1 kernel
-    derivatives and their products with S^-1 (each n x n, three copies at the peak) and a
-    few more n x n arrays; K, the gradient's R, the utility's p x p arrays and the candidate
-    pairs' weights (p(p-1)/2 x d); the n x p products. Checked at n = 20..800, p = 5..800,
-    d = 3..800 (ten sizes): the peak was 0.59 to 1.0 times this.
-
-    With ``support`` (sparse-plus-offset inputs, :mod:`elicit.model.structure`: the number
-    of columns the sparse part touches) no p x p array is held: the blocks of K and R on
-    those columns, the n x p products, the Hessian's ``K (b o u_a u_b)`` (p x d x d, twice)
-    and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: 8 p^2 bytes).
-
-    With more rows than features (:func:`~elicit.model.tall.is_tall`) the n x n arrays are
-    p x p (:mod:`elicit.model.tall`), and what grows with the rows is :func:`row_numbers` a
-    row; the d x d Hessian and its parts matter when d grows with n.
+    """About the most memory a fit and a question round hold at once, in bytes: the d + 1
+    kernel derivatives and their products with S^-1 (n x n, three copies at the peak) and a
+    few more n x n arrays; K, R, the utility's p x p arrays and the candidate pairs' weights;
+    the n x p products (tracemalloc, n = 20..800, p = 5..800, d = 3..800: the peak was 0.59
+    to 1.0 times this). With ``support`` (the columns the sparse part of structured inputs
+    touches) no p x p array is held but the default candidate pairs (8 p^2 bytes); with more
+    rows than features the n x n arrays are p x p and each row costs :func:`row_numbers`.
     """
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
@@ -466,23 +418,15 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 
 def row_numbers(p: int, d: int) -> int:
-    """How many numbers a row of the data costs in the p x p form (:func:`model_bytes`):
-    the basis of X's columns, the predictive at every row and its Jacobians (n x (d + 2));
-    feature questions hold about 16 n x p arrays at once (their effect on the predictive at
-    every row, :class:`~elicit.elicitation.features.FeatureScorer`). Measured with
-    tracemalloc on table sessions (create, 4 questions, 3 answers) at n = 4,000 and 32,000,
-    p = 5 and 30: with pair and feature questions the peak grew by 0.94 to 0.97 times this a
-    row, with pair questions alone by 0.30 to 0.36 times."""
+    """How many numbers a row of the data costs in the p x p form: the basis of X's columns,
+    the predictive and its Jacobians (d + 2), and feature questions' 16 n x p arrays
+    (tracemalloc, n = 4,000 and 32,000: the peak grew by 0.94 to 0.97 times this a row)."""
     return 16 * p + 2 * (d + 2)
 
 
 def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
-    """Refuse data whose model cannot fit in this machine's memory, saying what fits.
-
-    Meta-features with one column per sample (the default, U = X') grow with the rows, and
-    so does d in the answer. Inputs ``X`` that take the structured path (sparse plus a
-    rank-one offset, :func:`~elicit.model.structure.structure_of`) need no p x p array.
-    """
+    """Refuse data whose model cannot fit in this machine's memory, saying what fits (with
+    U = X', d grows with the rows); inputs ``X`` on the structured path need no p x p array."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
     need = model_bytes(n, p, d, None if found is None else len(found.cols))
@@ -517,10 +461,8 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
 
 
 def all_pairs(p: int) -> np.ndarray:
-    """All p(p-1)/2 unordered pairs (i < j) in a fixed order (by i, then j).
-
-    Filled row by row in place: at p = 10,000 the 50 million pairs take 800 MB, and building
-    them from index arrays took twice that again in temporaries."""
+    """All p(p-1)/2 unordered pairs (i < j), by i, then j; filled in place (index arrays
+    took twice the 800 MB of p = 10,000 again in temporaries)."""
     out = np.empty((p * (p - 1) // 2, 2), dtype=int)
     js = np.arange(p)
     k = 0
@@ -552,11 +494,8 @@ _PAIR_CHUNK = 1 << 16
 
 def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | None) -> float:
     """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``
-    (None: all pairs, which are then not listed unless there are few).
-
-    Large candidate sets (all 2 million pairs of 2000 features) are summed in chunks: their
-    w alone would take ``len(pairs) * d`` floats (1.6 GB at d = 100).
-    """
+    (None: all pairs); large sets are summed in chunks (w of 2 million pairs at d = 100 would
+    take 1.6 GB)."""
     p = len(U)
     if pairs is None and p * (p - 1) // 2 <= _PAIR_CHUNK:
         pairs = all_pairs(p)    # few: the one-expression sum below, as always
@@ -567,7 +506,7 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | N
         Uc = U - U.mean(axis=0)                 # the same sum, without cancellation
         m = float(p * np.sum(Uc * Uc, axis=0) @ gamma0) / (p * (p - 1) // 2)
     elif len(pairs) <= _PAIR_CHUNK:
-        # one expression, as always, so that results stay bit for bit those of earlier versions
+        # one expression, as always: bit for bit
         m = float(np.mean(pair_weights(U, pairs) @ gamma0))
     else:
         total = sum(float(np.sum(pair_weights(U, pairs[k:k + _PAIR_CHUNK]) @ gamma0))

@@ -1,27 +1,19 @@
 """The data of the Stan program, one part of the model at a time.
 
-The Stan program is the single specification of the model, and the engines pass it its data
-by name. Each part of the model is one small frozen dataclass here, and the dataclass *is*
-that part's data contract: one field per Stan data name, in the program's order, with its
-Stan type and meaning (:func:`stan_field`). :meth:`StanPart.of` fills a part from the data of
-a fit (:class:`~elicit.model.spec.ModelData`); the data a program receives is the composition
-of its parts (:attr:`elicit.model.variants.StanProgram.parts`,
-:meth:`~elicit.model.spec.ModelData.to_stan`, the one place the data is built).
+Each part of the model is one small frozen dataclass here, and the dataclass *is* that part's
+data contract: one field per Stan data name, in the program's order, with its Stan type and
+meaning (:func:`stan_field`). :meth:`StanPart.of` fills a part from a fit's
+:class:`~elicit.model.spec.ModelData`; a program receives the composition of its parts
+(:meth:`~elicit.model.spec.ModelData.to_stan`).
 
-The shipped program ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`. A part a
-model does not use is switched off by data: its flag is 0 and its arrays have size 0 (the
-relevance classes of the paper's model, a_tau and b_tau when tau2 is fixed), or it holds the
-paper's value (every feature coupled), so one compiled program serves every shipped model
-and both tau2 variants.
-
-A program of one's own (a user's ``--stan-file``, a variant's own program) declares the
-data names of the parts its model uses (:meth:`StanPart.required`), in any type that holds
-the values: a one-entry array of the shipped program may be a scalar there
-(``elicit.engines.contract`` reads the declarations from the Stan compiler).
-
-A new part of the model is one class here (added to :data:`SHIPPED_PARTS`), its block in
-``stan/elicit.stan`` and its term in the numpy twin (:mod:`elicit.model.density`), plus its
-block of theta in :mod:`elicit.model.layout` if it has a parameter.
+The shipped program ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`; a part a
+model does not use is switched off by data (its flag 0, its arrays empty) or holds the
+paper's value, so one compiled program serves every shipped model and both tau2 variants. A
+program of one's own declares the data names of the parts its model uses
+(:meth:`StanPart.required`), in any type that holds the values (a one-entry array may be a
+scalar). A new part is one class here (in :data:`SHIPPED_PARTS`), its block in
+``stan/elicit.stan``, its term in :mod:`elicit.model.density` and, with a parameter, its
+block in :mod:`elicit.model.layout`.
 """
 
 from __future__ import annotations
@@ -75,26 +67,22 @@ class StanPart:
 
     @classmethod
     def of(cls, data: ModelData) -> StanPart:
-        """The part's data for the fit ``data`` (switched off if its model does not use
-        the part)."""
+        """The part's data for the fit ``data`` (switched off if its model does not use it)."""
         raise NotImplementedError
 
     @classmethod
     def uses(cls, model: ModelVariant, learned: bool) -> bool:
-        """Whether a fit of ``model`` (tau2 ``learned`` or fixed) uses the part; by default
-        every model does."""
+        """Whether a fit of ``model`` (tau2 ``learned`` or fixed) uses the part (default: yes)."""
         return True
 
     @classmethod
     def params_of(cls, model: ModelVariant, learned: bool) -> tuple[str, ...]:
-        """The blocks of theta the part adds to a fit of ``model``: :attr:`params`, if the
-        model uses the part."""
+        """The blocks of theta the part adds to a fit of ``model`` (:attr:`params` if used)."""
         return cls.params if cls.uses(model, learned) else ()
 
     @classmethod
     def required(cls, model: ModelVariant, learned: bool) -> tuple[str, ...]:
-        """The data names a program of ``model`` must declare: the fields that are not
-        flags, if the model uses the part."""
+        """The data names a program of ``model`` must declare (the non-flag fields if used)."""
         if not cls.uses(model, learned):
             return ()
         return tuple(f.name for f in fields(cls) if not f.metadata["flag"])
@@ -171,9 +159,8 @@ class ThresholdData(StanPart):
 
 @dataclass(frozen=True)
 class TauData(StanPart):
-    """tau^2, the prior variance scale of the weights: data (the fixed variant, the paper's
-    real-data setting) or a parameter ``tau ~ InvGamma(a_tau, b_tau)`` (the learned
-    variant). As in the authors' code the Stan name ``tau`` holds the *variance*."""
+    """tau^2: data (the fixed variant) or a parameter ``tau ~ InvGamma(a_tau, b_tau)`` (the
+    learned variant); as in the authors' code the Stan name ``tau`` holds the *variance*."""
 
     params: ClassVar[tuple[str, ...]] = ("tau2",)
 
@@ -209,9 +196,8 @@ class TauData(StanPart):
 
 @dataclass(frozen=True)
 class CouplingData(StanPart):
-    """The coupled set J of the known-coupling models: K_ij is kept only when i and j are
-    both in J (the model's covariance decides J, :attr:`ModelData.kernel_mask`; every other
-    model couples every feature)."""
+    """The coupled set J of the known-coupling models (:attr:`ModelData.kernel_mask`; every
+    other model couples every feature)."""
 
     coupled: np.ndarray = stan_field("array[M] int<lower=0, upper=1>",
                                      "1 = the feature is in the coupled set J")
@@ -228,9 +214,8 @@ class CouplingData(StanPart):
 
 @dataclass(frozen=True)
 class RelevanceData(StanPart):
-    """The relevance model's data: every feature's prior scaled by the expert's relevance
-    answers (the model's :class:`~elicit.model.covariance.RelevanceScales`); the parameter
-    zeta, the logit of the share of relevant features among the unjudged ones."""
+    """The relevance model's data (:class:`~elicit.model.covariance.RelevanceScales`); the
+    parameter zeta."""
 
     params: ClassVar[tuple[str, ...]] = ("zeta",)
 
@@ -329,13 +314,8 @@ _BASE_DIMS = {"int": 0, "real": 0, "vector": 1, "row_vector": 1, "simplex": 1,
 
 
 def declared(stan_type: str) -> Declared:
-    """What the Stan type ``stan_type`` (a part's field) holds.
-
-    Raises
-    ------
-    ValueError
-        If it is no Stan type this reads.
-    """
+    """What the Stan type ``stan_type`` (a part's field) holds; ValueError if it is no Stan
+    type this reads."""
     m = _TYPE.match(stan_type)
     if m is None or m.group("base") not in _BASE_DIMS:
         raise ValueError(f"not a Stan data type: {stan_type!r}")
@@ -345,15 +325,8 @@ def declared(stan_type: str) -> Declared:
 
 
 def part_fields(parts: tuple[type[StanPart], ...]) -> dict[str, Any]:
-    """The fields of ``parts`` by data name (``dataclasses.Field``: its metadata has the
-    Stan type, the meaning, and whether it is a flag or may be a scalar).
-
-    Raises
-    ------
-    ValueError
-        If a name is in two parts, or a field is not a :func:`stan_field` of a Stan type
-        without a default.
-    """
+    """The fields (``dataclasses.Field``) of ``parts`` by data name; ValueError if a name is
+    in two parts, or a field is not a :func:`stan_field` of a Stan type without a default."""
     out: dict[str, Any] = {}
     for part in parts:
         for f in fields(part):

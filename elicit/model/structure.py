@@ -1,20 +1,14 @@
 """Sparse-plus-offset inputs: ``X = S + 1 b'`` with S sparse, found exactly in the data.
 
 Bag-of-words inputs standardised with the statistics of a larger set of reviews (the real
-pipeline's default, :func:`elicit.data.prepare_run`) map every column's zero count to one
-value, ``-mean/sd``: X is a sparse matrix S plus a rank-one offset ``1 b'``, and with a full
-vocabulary (thousands of keywords, a few dozen per review) S holds well under 1% of the
-entries. :func:`offset_sparse` finds that structure exactly: ``b_j`` is the value that occurs
-most often in column j and S keeps the differences ``X_ij - b_j`` where ``X_ij != b_j``.
+pipeline's default) map every column's zero count to one value, ``-mean/sd``: X is a sparse S
+(well under 1% nonzero with a full vocabulary) plus a rank-one offset. :func:`offset_sparse`
+finds it exactly: ``b_j`` is the most frequent value of column j, S keeps ``X_ij - b_j``.
 
-:class:`~elicit.model.marginal.Marginal` then works with S and b instead of X where it pays
-(:func:`structure_of`): ``X K X'`` needs K only on the columns S touches plus ``K b``, and
-the kernel is never held as a p x p array (:func:`elicit.model.kernel.kernel_apply`):
-:class:`OffsetProducts` reads those products of K in one streamed pass and computes the
-marginal's gradient, Hessian directions and second-derivative sums from them. Small
-problems keep their dense p x p kernel, but from a hundred features on their products with X
-still run over S's nonzeros (:class:`SparseRows`, :func:`sparse_rows`; the real Amazon
-problem: p = 337, 4% of S nonzero; docs/benchmarks.md has what it saves).
+Where it pays (:func:`structure_of`) the marginal works with S and b: ``X K X'`` needs K only
+on the columns S touches plus ``K b``, which :class:`OffsetProducts` reads in one streamed
+pass over K, never held as a p x p array. Smaller problems keep their dense kernel, but from
+a hundred features on their products with X run over S's nonzeros (:class:`SparseRows`).
 """
 
 from __future__ import annotations
@@ -29,22 +23,19 @@ from elicit.internal.cache import LRUCache
 from elicit.model.kernel import kernel_apply, kernel_tiles, second_terms, supports_of
 from elicit.model.tall import is_tall
 
-#: The structured path is used from this many features on (below, dense BLAS on p x p arrays
-#: is fast and small).
+#: The structured path is used from this many features on (below, dense BLAS is fast) ...
 STRUCTURED_MIN_P = 1000
 #: ... with at most this share of S's entries nonzero (a full review vocabulary: ~0.3%) ...
 STRUCTURED_MAX_DENSITY = 0.05
-#: ... and at most this many meta-features: the Hessian multiplies K by
-#: ``(d + 1)(d + 2) / 2`` columns (66 at d = 10, 231 at d = 20), which for larger d costs
-#: more than it saves (word-count meta-features with d = n = 100 keep the dense path, whose
-#: Hessian runs over each column's support).
+#: ... and at most this many meta-features: the Hessian multiplies K by (d + 1)(d + 2) / 2
+#: columns, which for larger d costs more than it saves.
 STRUCTURED_MAX_D = 20
 
 
 @dataclass(frozen=True)
 class OffsetSparse:
-    """``X = S + 1 b'``: the offset ``b`` (p,), the columns ``cols`` where S has a nonzero
-    (sorted) and S on those columns, ``S_cols`` (n x len(cols), compressed sparse columns)."""
+    """``X = S + 1 b'``: the offset ``b`` (p,), the (sorted) columns ``cols`` where S has a
+    nonzero and S on them, ``S_cols`` (compressed sparse columns)."""
 
     b: np.ndarray
     cols: np.ndarray
@@ -61,7 +52,7 @@ class OffsetSparse:
         return self.S_cols.nnz / float(n * p)
 
     def dense(self) -> np.ndarray:
-        """``S + 1 b'`` as a dense array (the check of the decomposition)."""
+        """``S + 1 b'`` as a dense array."""
         n, p = self.shape
         X = np.broadcast_to(self.b, (n, p)).copy()
         X[:, self.cols] += self.S_cols.toarray()
@@ -75,8 +66,7 @@ def column_modes(X: np.ndarray) -> np.ndarray:
     rows = np.arange(n)[:, None]
     new = np.ones_like(Xs, dtype=bool)
     new[1:] = Xs[1:] != Xs[:-1]
-    # the row where the run of equal values containing each entry starts, and so each run's
-    # length at its last entry; the first longest run is the mode
+    # where each entry's run of equal values starts, so each run's length; the first longest wins
     start = np.maximum.accumulate(np.where(new, rows, 0), axis=0)
     length = rows - start
     return Xs[np.argmax(length, axis=0), np.arange(X.shape[1])]
@@ -94,8 +84,7 @@ def offset_sparse(X: np.ndarray) -> OffsetSparse:
 
 
 def pays(n: int, p: int, d: int, structure: OffsetSparse) -> bool:
-    """Whether the structured path pays for data of this size and sparsity (see the
-    module's thresholds)."""
+    """Whether the structured path pays for data of this size and sparsity."""
     return (p >= STRUCTURED_MIN_P and d <= STRUCTURED_MAX_D
             and structure.density <= STRUCTURED_MAX_DENSITY)
 
@@ -105,11 +94,9 @@ _found = LRUCache(4)
 
 def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
     """The sparse-plus-offset structure of ``X`` if the structured path pays for it (with
-    ``d`` meta-features), else None. Found once per array (keyed by its identity and a
-    checksum of its bytes, so that an array changed in place is looked at again)."""
+    ``d`` meta-features), else None; found once per array (identity and checksum)."""
     n, p = X.shape
-    # with more rows than features the p x p form (elicit.model.tall) holds no n x n array,
-    # which the structured path does
+    # with more rows than features the p x p form (no n x n array) is used instead
     if p < STRUCTURED_MIN_P or d > STRUCTURED_MAX_D or is_tall(n, p):
         return None
 
@@ -123,12 +110,9 @@ def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
 @dataclass(frozen=True, eq=False)
 class OffsetProducts:
     """What the structured path of a marginal reads of the kernel at gamma (``X = S + 1 b'``,
-    A the columns that S touches), from one streamed pass over its tiles (:meth:`of`), and
-    the sums of the marginal's gradient and Hessian computed from them: no p x p array.
-    :class:`~elicit.model.marginal.Marginal` holds one on the structured path and hands it
-    the quantities of its own factorisation (G, and :meth:`R_AA` and :meth:`rank_parts` of
-    G, which it caches).
-    """
+    A the columns that S touches), from one streamed pass over its tiles, and the sums of the
+    marginal's gradient and Hessian computed from them (given G, and :meth:`R_AA` and
+    :meth:`rank_parts` of G, which the marginal caches)."""
 
     structure: OffsetSparse
     U: np.ndarray
@@ -148,12 +132,9 @@ class OffsetProducts:
 
     @classmethod
     def of(cls, st: OffsetSparse, U: np.ndarray, gamma: np.ndarray) -> OffsetProducts:
-        """X K from ``X = S + 1 b'`` (the structured path) in one streamed pass over the
-        kernel's tiles (:func:`~elicit.model.kernel.kernel_tiles`), with the columns A that S
-        touches first, keeping what the gradient and the Hessian's directions need:
-        ``K b``, the quadratic forms ``q_l = (b o u_l)' K (b o u_l)``, the block ``K_AA`` and
-        ``(K [b o U, b o U^2])_A``. The rows of K on A (the first tiles' rows, and by symmetry
-        the first columns of the others) give ``S K``."""
+        """The products in one streamed pass over the kernel's tiles, the columns A first: the
+        rows of K on A (the first tiles' rows, by symmetry the others' first columns) give
+        ``S K``."""
         b, A = st.b, st.cols
         n, p = st.shape
         d, a = U.shape[1], len(A)
@@ -225,8 +206,7 @@ class OffsetProducts:
 
     def grad_gamma(self, G: np.ndarray, tau2: float, R_AA: np.ndarray,
                    parts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-        """d value / d gamma (``R_AA``, ``parts``: :meth:`R_AA` and :meth:`rank_parts` of
-        G)."""
+        """d value / d gamma (``R_AA``, ``parts``: :meth:`R_AA`, :meth:`rank_parts` of G)."""
         # sum_ij R_ij D_l,ij over the block on A (as the dense path) and over the rank part:
         # sum_ij w_i b_j K_ij D_l,ij = (w o u^2)' K b + (b o u^2)' K w - 2 (w o u)' K (b o u)
         st = self.structure
@@ -315,9 +295,8 @@ SPARSE_ROWS_MAX_DENSITY = 0.1
 
 @dataclass(frozen=True, eq=False)
 class SparseRows:
-    """``X = S + 1 b'`` with S in compressed sparse rows: the products of the dense path's
-    marginal with X (``X A``, ``A X``) at the cost of S's nonzeros instead of n p per
-    column. Standardised word counts (the real pipeline) hold ~5% nonzeros in S."""
+    """``X = S + 1 b'`` with S in compressed sparse rows: the dense path's products with X at
+    the cost of S's nonzeros (~5% for standardised word counts)."""
 
     S: sp.csr_matrix
     b: np.ndarray
@@ -343,9 +322,8 @@ class SparseRows:
 
 
 def add_outer(M: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``M + x y'``, written into M by BLAS's rank-one update (``dger``) in whichever order M
-    is stored (a copy only if it is neither C- nor Fortran-contiguous): no temporary of M's
-    size. Returns the result; use it, not M (the copy case)."""
+    """``M + x y'`` by BLAS's rank-one update (``dger``) into M in its storage order (a copy
+    only if M is not contiguous: use the result, not M)."""
     if M.flags.f_contiguous:
         return dger(1.0, x, y, a=M, overwrite_a=1)
     return dger(1.0, y, x, a=np.ascontiguousarray(M).T, overwrite_a=1).T
@@ -356,7 +334,7 @@ _rows_found = LRUCache(4)
 
 def sparse_rows(X: np.ndarray) -> SparseRows | None:
     """:class:`SparseRows` of ``X`` if it has enough features and S is sparse enough, else
-    None (found once per array, as :func:`structure_of`)."""
+    None (once per array)."""
     n, p = X.shape
     if p < SPARSE_ROWS_MIN_P or is_tall(n, p):
         return None

@@ -29,46 +29,38 @@ from elicit.internal.cache import LRUCache, arrays_key
 
 
 class TallBasis:
-    """The thin QR factorisation ``X = Q R`` of a design with more rows than columns, and
-    the maps from the p x p form back to the n rows (module docstring)."""
+    """The thin QR factorisation ``X = Q R`` and the maps from the p x p form back to the n
+    rows (module docstring)."""
 
     def __init__(self, X: np.ndarray) -> None:
-        #: the orthonormal basis of X's columns (n x p) and the triangular factor (p x p)
         self.Q, self.R = np.linalg.qr(X)
         self.n = X.shape[0]
         #: diag(I - Q Q'): each row's part of diag(S^-1) outside the columns of X
         self.outside = 1.0 - np.einsum("ij,ij->i", self.Q, self.Q)
 
     def reduce(self, y: np.ndarray) -> tuple[np.ndarray, float]:
-        """``z = Q' y`` and the residual ``|y - Q z|^2`` (y beside X's columns)."""
+        """``z = Q' y`` and the residual ``|y - Q z|^2``."""
         z = self.Q.T @ y
         r = y - self.Q @ z
         return z, float(r @ r)
 
-    def rows_diag(self, M: np.ndarray) -> np.ndarray:
-        """``diag(Q M Q')`` (n,) of a p x p matrix, or of each of a stack (..., n).
-
-        One matrix of the stack at a time, so that no more than one n x p product is held
-        (a stack of them at a million rows would be gigabytes)."""
-        if M.ndim == 2:
-            return np.einsum("ij,ij->i", self.Q @ M, self.Q)
-        flat = M.reshape(-1, *M.shape[-2:])
+    def sinv_diag(self, Sinv: np.ndarray) -> np.ndarray:
+        """``diag(S^-1) = diag(I - Q Q') + diag(Q S_p^-1 Q')`` at the n rows, or of each of a
+        stack one at a time (a stack of n x p products at a million rows would be gigabytes)."""
+        if Sinv.ndim == 2:
+            return self.outside + np.einsum("ij,ij->i", self.Q @ Sinv, self.Q)
+        flat = Sinv.reshape(-1, *Sinv.shape[-2:])
         out = np.empty((len(flat), self.n))
         for c, Mc in enumerate(flat):
             out[c] = np.einsum("ij,ij->i", self.Q @ Mc, self.Q)
-        return out.reshape(*M.shape[:-2], self.n)
-
-    def sinv_diag(self, Sinv: np.ndarray) -> np.ndarray:
-        """``diag(S^-1)`` at the n rows from ``S_p^-1`` (or from each of a stack)."""
-        return self.outside + self.rows_diag(Sinv)
+        return self.outside + out.reshape(*Sinv.shape[:-2], self.n)
 
 
 _bases = LRUCache(4)
 
 
 def tall_basis(X: np.ndarray) -> TallBasis:
-    """The :class:`TallBasis` of X, computed once per array (keyed as the marginal cache keys
-    its data: identity and checksum, :func:`~elicit.internal.cache.arrays_key`)."""
+    """The :class:`TallBasis` of X, computed once per array (keyed by identity and checksum)."""
     key = arrays_key(X)
     basis = _bases.get(key)
     if basis is None:
@@ -78,8 +70,5 @@ def tall_basis(X: np.ndarray) -> TallBasis:
 
 
 def is_tall(n: int, p: int) -> bool:
-    """Whether a marginal with n rows and p features takes the p x p form: the one place
-    that chooses between the forms. With more rows than features every array of the
-    marginal and its derivatives is p x p instead of n x n and every factorisation O(p^3)
-    instead of O(n^3); the QR (O(n p^2), once per X) is cheaper than one n x n product."""
+    """Whether a marginal with n rows and p features takes the p x p form (the one place)."""
     return n > p

@@ -1,15 +1,10 @@
-"""The log prior and the feedback log likelihood, for one parameter vector and for a stack.
+"""The log prior and the feedback log likelihood, for one theta ``(k,)`` (the scalar log
+density, :mod:`elicit.model.density`) and for a stack ``(C, k)`` (the batched refits,
+:mod:`elicit.model.batch`).
 
-The scalar log density (:mod:`elicit.model.density`) evaluates them at one theta ``(k,)``,
-the batched refits (:mod:`elicit.model.batch`) at a stack of thetas ``(C, k)``; both read the
-formulas here (the priors of :mod:`elicit.model.priors`, the variant's link) and assemble the
-blocks of theta through :mod:`elicit.model.layout`.
-
-One vector and a stack run the same formulas with the operations each has always used (a
-matrix-vector product for one theta, ``einsum`` / ``matmul`` for a stack, Python floats for
-the one-entry blocks xi and tau2 of one theta), so that results stay bit for bit those of
-earlier versions: a different order of the same sums changes the last bits, and refits on a
-multimodal posterior can amplify that.
+Both run the same formulas with the operations each has always used (a matrix-vector product
+for one theta, ``einsum`` / ``matmul`` for a stack, floats for its one-entry blocks), so that
+results stay bit for bit: refits on a multimodal posterior can amplify a last-bit change.
 """
 
 from __future__ import annotations
@@ -27,24 +22,19 @@ from elicit.model.spec import ModelData
 
 def block(theta: np.ndarray, lay: ParamLayout, name: str):
     """Block ``name`` of one theta or of each row of a stack: a vector block as an array, a
-    one-entry block as a numpy float (one theta) or a (C,) array (a stack). A numpy float,
-    not a Python one: at a line search's trial point far out its square overflows to inf
-    (the point is rejected) instead of raising OverflowError."""
+    one-entry block as a numpy float or a (C,) array. A numpy float, not a Python one: at a
+    trial point far out its square overflows to inf (rejected) instead of raising."""
     at = lay.at(name)
     if isinstance(at, slice):
         return theta[..., at]
     return np.float64(theta[at]) if theta.ndim == 1 else theta[:, at]
 
 
-# value, gradient and curvature are each a Python float or an array (see :func:`block`),
-# hence Any
+# value, gradient and curvature are each a float or an array (see :func:`block`)
 def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, Any, Any]]:
-    """The log prior of each block of theta: ``(name, value, gradient, curvature)``.
-
-    In the layout's order (gamma, xi, tau2, zeta, delta); the value of the vector block gamma
-    is summed over its entries; the curvature (the diagonal of the prior's Hessian) is per entry.
-    Callers add the values in this order, as the log density always has.
-    """
+    """The log prior of each block of theta, ``(name, value, gradient, curvature)``, in the
+    layout's order (callers add the values in it); gamma's value is summed over its entries,
+    the curvature (the diagonal of the prior's Hessian) is per entry."""
     lay, h = data.layout, data.hyper
     priors: dict[str, HalfNormal | Normal | InvGamma] = {
         "gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
@@ -57,29 +47,13 @@ def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, 
 
 def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
                    lay: ParamLayout, hess: bool = True):
-    """``sum_k log p(f_k | z_k)``, ``z_k = xi - gamma . w_k``, with its gradient and Hessian
-    in theta.
+    """``sum_k log p(f_k | z_k)``, ``z_k = xi - gamma . w_k``, under ``link``, with its
+    gradient and Hessian (None unless ``hess``) in theta (layout ``lay``).
 
-    Parameters
-    ----------
-    link
-        The model's link (:mod:`elicit.model.link`).
-    W, f
-        Squared meta-feature differences of the answered pairs and the answers: ``W``
-        (N_f, d) for one theta or shared by every row of a stack, or (C, N_f, d), each row of
-        the stack its own answers.
-    theta
-        One parameter vector (k,) or a stack (C, k).
-    lay
-        The layout of theta.
-    hess
-        Whether to return the Hessian (else None).
-
-    Returns
-    -------
-    value, grad, H
-        Shapes ``()``, ``(k,)``, ``(k, k)`` for one theta; ``(C,)``, ``(C, k)``,
-        ``(C, k, k)`` for a stack.
+    ``W`` (squared meta-feature differences of the answered pairs ``f``) is (N_f, d) for one
+    theta (k,) or shared by every row of a stack (C, k), or (C, N_f, d), each row its own
+    answers. Returns shapes ``()``, ``(k,)``, ``(k, k)`` for one theta; ``(C,)``, ``(C, k)``,
+    ``(C, k, k)`` for a stack.
     """
     gs, ix = lay["gamma"], lay.index("xi")
     gamma, xi = block(theta, lay, "gamma"), block(theta, lay, "xi")

@@ -1,11 +1,7 @@
-"""The parameter vector theta of a model's data: split into and joined from its blocks, and
-what a point sets in the model.
-
-:class:`~elicit.model.layout.ParamLayout` names the blocks of
-``theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])``; the functions here read and write
-them for one :class:`~elicit.model.spec.ModelData` (a fixed tau2 comes from its
-hyperparameters), convert to and from a fit or a :class:`~elicit.model.spec.Params` point,
-and give the per-feature scales (zeta) and the prior mean (delta) a point sets.
+"""The parameter vector theta of a model's data (blocks named by
+:class:`~elicit.model.layout.ParamLayout`): split into and joined from its blocks, converted
+to and from a fit or a :class:`~elicit.model.spec.Params` point, and the per-feature scales
+(zeta) and prior mean (delta) a point sets.
 """
 
 from __future__ import annotations
@@ -19,8 +15,7 @@ from elicit.model.spec import ModelData, Params
 
 
 def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, float]:
-    """(gamma, xi, tau2) from a parameter vector (tau2 is the fixed value if not learned);
-    zeta, if the model has it: :func:`zeta_of`."""
+    """(gamma, xi, tau2) from a parameter vector (tau2 the fixed value if not learned)."""
     lay = data.layout
     tau2 = float(theta[lay.index("tau2")]) if "tau2" in lay else data.hyper.tau2
     return theta[lay["gamma"]], float(theta[lay.index("xi")]), tau2
@@ -46,8 +41,7 @@ def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
         if v is None and name in data.layout:
             raise ValueError(f"model {data.hyper.model!r} has the parameter {name}: pass "
                              f"{name}= (or use theta_of with a fit or Params)")
-    # zeta and delta are None only when the layout has no such block (above), and join
-    # reads only the layout's blocks
+    # None only for blocks the layout lacks (above), which join does not read
     return data.layout.join({"gamma": gamma, "xi": xi, "tau2": tau2,
                              "zeta": cast(float, zeta), "delta": cast(float, delta)})
 
@@ -78,8 +72,7 @@ def params_of(theta: np.ndarray, data: ModelData) -> Params:
 
 
 def lower_bounds(data: ModelData) -> np.ndarray:
-    """Lower bounds of theta: gamma, xi >= 0, tau2 kept strictly positive, zeta unbounded
-    (``-inf``)."""
+    """Lower bounds of theta (:meth:`~elicit.model.layout.ParamLayout.lower_bounds`)."""
     return data.layout.lower_bounds()
 
 
@@ -89,8 +82,7 @@ def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
         return None
     if zeta is None:
         raise ValueError(f"model {data.hyper.model!r} scales the features by zeta: pass zeta")
-    # model.relevance above: the covariance scales the features; ModelData.__post_init__
-    # makes relevance an array
+    # a relevance model's covariance; relevance is an array after ModelData.__post_init__
     cov = cast(ScaledCovariance, data.model.covariance)
     return cov.scales(cast(np.ndarray, data.relevance), zeta, data.relevance_signal)
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import make_small_data
 
 from elicit.engines.numpy_engine import NumpyEngine
-from elicit.model.batch import BatchDensity, batched_refit
+from elicit.model.batch import BatchDensity, CandidateRefits, batched_refit
 from elicit.model.density import feedback_terms, hessian, hessian_base, log_density
 from elicit.model.kernel import pair_weights
 from elicit.model.marginal import Marginal
@@ -142,9 +142,10 @@ def test_predictive_matches_marginal(variant):
 def test_feedback_curvature_matches_feedback_hessian(variant, n_feedback, f_new):
     data = _data(variant, n_feedback)
     cands = _candidates(data)
-    bd = BatchDensity(data, pair_weights(data.U, cands), f_new)
+    w_new, rows = pair_weights(data.U, cands), np.arange(N_CAND)
     theta = _random_thetas(data, N_CAND, seed=20 + n_feedback)
-    value, grad, H = bd.feedback(theta)
+    value, grad, H = CandidateRefits(data, w_new, f_new, lower_bounds(data)).feedback(
+        rows, theta, True)
     k = theta.shape[1]
     assert H.shape == (N_CAND, k, k)
     for c in range(N_CAND):
@@ -155,7 +156,8 @@ def test_feedback_curvature_matches_feedback_hessian(variant, n_feedback, f_new)
         assert value[c] == pytest.approx(v_ref, rel=1e-12, abs=1e-12)
         np.testing.assert_allclose(grad[c], g_ref, rtol=1e-12, atol=1e-12)
     # The Hessian of a log-logistic term does not depend on the answer.
-    H_other = BatchDensity(data, bd.w_new, 1 - f_new).feedback(theta)[2]
+    H_other = CandidateRefits(data, w_new, 1 - f_new, lower_bounds(data)).feedback(
+        rows, theta, True)[2]
     np.testing.assert_array_equal(H, H_other)
 
 
