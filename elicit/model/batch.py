@@ -76,7 +76,8 @@ class BatchDensity:
         #: X = Q R when the marginals of ``data`` take the p x p form (else None)
         self.basis = data_basis(data)
         #: rows evaluated at once: each stacked array of a chunk fits in a core's cache
-        #: (:data:`CHUNK_BYTES`); each row is computed alone, so chunks change no number
+        #: (:data:`CHUNK_BYTES`); a row's value does not depend on the others in its chunk,
+        #: but its last bits can on the chunk's size (one BLAS call per product picks its kernel)
         self.chunk = max(1, CHUNK_BYTES // (8 * (data.p * data.p + data.n * data.p
                                                  + data.n * data.n)))
         #: m = X s of the prior mean delta s in the working form (``R s`` on the p x p form)
