@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-#: Where each name of the facade lives. They are imported when first asked for (PEP 562), so
-#: that ``import elicit`` (and so every command line start, ``elicit --help`` included) does
-#: not load the model, the engines, scipy, sqlite or scikit-learn before a command needs them.
+#: Where each name of the facade lives, imported when first asked for (PEP 562): ``import
+#: elicit`` (every command line start) loads no scipy, sqlite or scikit-learn.
 _EXPORTS: dict[str, str] = {
     "Answer": "elicit.elicitation.answers",
     "Expert": "elicit.elicitation.answers",

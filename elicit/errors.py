@@ -1,15 +1,9 @@
 """The exceptions elicit raises for problems it can state in one line.
 
-Every one of them is an :class:`ElicitError`, so a caller (the command line included) catches
-one class and prints one ``elicit: error: ...`` line:
-
-* :class:`ElicitError` itself: a problem with the user's input; the message says what to fix.
-  It is a ``ValueError``, as scikit-learn expects of bad parameters and data.
-* :class:`EngineUnavailable`: an engine cannot run on this machine (no CmdStan, no PyStan).
-* :class:`EngineError`: an engine failed on a fit; the message is the engine's own.
-
-The last two are also ``RuntimeError``s: a fault of the machine or of an engine rather than of
-the values given, and code that caught them as such keeps working.
+Every one is an :class:`ElicitError` (a ``ValueError``, as scikit-learn expects of bad
+input), so a caller catches one class and prints one ``elicit: error: ...`` line.
+:class:`EngineUnavailable` and :class:`EngineError` are also ``RuntimeError``s: faults of the
+machine or an engine rather than of the values given.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Bag-of-words corpora: :class:`BowDataset`, the paper's feature rule, the loaders.
 
-Two kinds of input end up as a :class:`BowDataset` (see ``docs/data.md``):
-
-* the paper's exact bag-of-words matrices (``*_paper_bow_*.jsonl.gz`` + a vocabulary JSON),
-  read by :func:`load_bow`, :func:`load_paper_bow` and :func:`load_dataset`;
-* raw-text reviews with ``text`` and ``rating`` fields, counted by :func:`vectorize_texts`
-  (scikit-learn's :class:`~sklearn.feature_extraction.text.CountVectorizer`) and read by
-  :func:`load_raw_reviews`.
-
-The feature rule (:func:`select_features`) is the paper's: drop keywords whose tokens are all
-SMART stop words and keep keywords that occur in at least ``min_df`` reviews.
+The paper's matrices are read by :func:`load_bow`, :func:`load_paper_bow` and
+:func:`load_dataset`; raw-text reviews are counted by :func:`vectorize_texts` and read by
+:func:`load_raw_reviews` and :func:`load_corpus`. The feature rule (:func:`select_features`)
+drops keywords whose tokens are all SMART stop words and keeps those in at least ``min_df``
+reviews.
 """
 
 from __future__ import annotations
@@ -36,9 +31,6 @@ from elicit.data.files import (
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_input_file
 
-# --------------------------------------------------------------------------------------------
-# Datasets
-# --------------------------------------------------------------------------------------------
 
 @dataclass
 class BowDataset:
@@ -96,21 +88,14 @@ class BowDataset:
                           [self.vocabulary[i] for i in idx], self.name, self.source)
 
 
-#: The name the brief also uses for raw-text data sets; it is the same class.
-TextDataset = BowDataset
-
-
 def keyword_tokens(keyword: str) -> list[str]:
     """The tokens of a keyword: split on ``_``, empty parts dropped (``""`` has none)."""
     return [t for t in keyword.split("_") if t]
 
 
 def is_stopword_keyword(keyword: str, stopwords: Iterable[str]) -> bool:
-    """True if every token of ``keyword`` is a stop word, or it has no token at all.
-
-    A keyword with no tokens (Yelp's ``""`` column, which counts tokens that the source's
-    a-z cleaning emptied) carries no word, so it is dropped like a stop word.
-    """
+    """True if every token of ``keyword`` is a stop word, or it has none (Yelp's ``""``
+    column, the tokens the source's a-z cleaning emptied)."""
     sw = stopwords if isinstance(stopwords, (set, frozenset)) else set(stopwords)
     toks = keyword_tokens(keyword)
     return all(t.lower() in sw for t in toks)   # all([]) is True: no tokens -> dropped
@@ -118,10 +103,8 @@ def is_stopword_keyword(keyword: str, stopwords: Iterable[str]) -> bool:
 
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
                     min_df: int) -> np.ndarray:
-    """Indices of the keywords the paper's rule keeps.
-
-    A keyword is kept if (a) not all of its ``_``-separated tokens are stop words and (b) it
-    occurs (count > 0) in at least ``min_df`` reviews.
+    """Indices of the keywords the paper's rule keeps: not all tokens stop words, and in at
+    least ``min_df`` reviews.
 
     Raises
     ------
@@ -145,16 +128,14 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
 
 def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike,
              vocabulary_key: str | None = None, name: str | None = None) -> BowDataset:
-    """Load a bag-of-words JSONL file (fields ``rating`` and ``bow``) and its vocabulary.
-
-    No feature filtering is done here (see :func:`select_features`).
+    """Load a bag-of-words JSONL file (fields ``rating`` and ``bow``) and its vocabulary,
+    unfiltered.
 
     Raises
     ------
     ElicitError
-        On a missing ``rating``/``bow`` field, a non-integer rating, a ``bow`` that is not an
-        object of non-negative integer counts, or a keyword not in the vocabulary; the message
-        names the file, the line and the field or keyword.
+        On a missing field, a bad rating or count, or a keyword not in the vocabulary (naming
+        the file and line).
     """
     records_path = Path(records_path)
     vocab = load_vocabulary(vocabulary_path, vocabulary_key)
@@ -202,21 +183,11 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
                  min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
     """The paper's matrix with the paper's feature rule applied.
 
-    Drops every keyword whose ``_``-tokens are all SMART stop words (and Yelp's empty keyword
-    ``""``), then keeps the keywords that occur in at least ``min_df`` reviews. With the
-    default ``min_df=100`` this leaves 337 Amazon and 258 Yelp keywords (the paper reports 340
-    and 241; see ``docs/data.md``).
+    With the default ``min_df=100`` this leaves 337 Amazon and 258 Yelp keywords (the paper
+    reports 340 and 241; ``docs/data.md``).
 
-    Parameters
-    ----------
-    name
-        ``"amazon"`` or ``"yelp"``.
-    data_dir
-        Explicit data directory (else see :func:`resolve_data_dir`).
-    min_df
-        Minimum number of reviews a keyword must occur in.
-    stopwords
-        Stop words; default the SMART list shipped with elicit (:func:`load_stopwords`).
+    ``data_dir``: else :func:`resolve_data_dir`'s; ``stopwords``: default the shipped SMART
+    list.
     """
     ds = load_paper_bow(name, data_dir)
     sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
@@ -224,13 +195,10 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
     return ds.subset_features(keep)
 
 
-# --------------------------------------------------------------------------------------------
-# Raw text
-# --------------------------------------------------------------------------------------------
+# -- raw text ----------------------------------------------------------------------------
 
-#: Tokens: runs of letters/digits with internal apostrophes (``can't``, ``i'm``). Unlike
-#: scikit-learn's default pattern this keeps one-letter words (``i``, ``a``) as the paper's
-#: vocabulary does, and it never produces ``_``, which we use to join bigrams.
+#: Tokens: runs of letters/digits with internal apostrophes (``can't``); unlike scikit-learn's
+#: default, one-letter words are kept (as in the paper's vocabulary), and never ``_``.
 TOKEN_PATTERN = r"[^\W_]+(?:'[^\W_]+)*"
 
 
@@ -244,10 +212,9 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
                     name: str = "texts", max_features: int | None = None) -> BowDataset:
     """Count unigrams and bigrams of raw texts and apply the paper's feature rule.
 
-    Stop words are *not* removed before forming n-grams (``CountVectorizer(stop_words=...)``
-    would turn "not good" into "good"); instead, as in the paper's matrices, an n-gram is
-    dropped afterwards only when all of its tokens are stop words. Bigrams are named with
-    ``_`` (``a_lot``) like the paper's vocabulary.
+    Stop words are not removed before forming n-grams (that would turn "not good" into
+    "good"): as in the paper's matrices an n-gram is dropped only when all of its tokens are
+    stop words. Bigrams are joined with ``_`` (``a_lot``).
 
     Parameters
     ----------
@@ -256,13 +223,11 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     stopwords
         The stop list (e.g. :func:`load_stopwords`).
     min_df
-        Keep n-grams that occur in at least this many texts. The paper's 100 suits ~5000
-        reviews; for a few thousand use 20-40.
+        Keep n-grams in at least this many texts (the paper's 100 suits ~5000 reviews).
     ngram_range
         Passed to ``CountVectorizer``.
     max_features
-        If given, keep only this many surviving n-grams with the highest document frequency
-        (ties broken by vocabulary order), to bound the number of features p.
+        Keep at most this many n-grams, those of highest document frequency (stable ties).
     """
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -293,9 +258,8 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
                           f"min_df={max(1, min_df // 2)}) or check the texts") from None
     vocab = [w.replace(" ", "_") for w in vec.get_feature_names_out()]
     sw = frozenset(stopwords)
-    # CountVectorizer has applied min_df already; re-checking it is cheap and keeps this rule
-    # identical to select_features, applied here on the sparse matrix to avoid densifying
-    # the (large) unfiltered vocabulary.
+    # select_features' rule (min_df again: cheap), on the sparse matrix: the unfiltered
+    # vocabulary is large.
     X = X.tocsc()
     df = np.diff(X.indptr)
     not_stop = np.array([not is_stopword_keyword(w, sw) for w in vocab], dtype=bool)
@@ -311,8 +275,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     return BowDataset(counts, ratings_arr, [vocab[i] for i in keep], name)
 
 
-#: The paper's document-frequency threshold relative to its corpus size (100 of 5149 Amazon
-#: reviews); :func:`load_raw_reviews` scales min_df to the corpus with it by default.
+#: The paper's document-frequency threshold relative to its corpus size (100 of 5149 reviews).
 PAPER_MIN_DF_FRACTION = 100 / 5149
 
 
@@ -330,15 +293,13 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
     Parameters
     ----------
     path_or_name
-        ``"amazon"`` / ``"yelp"`` for the shipped raw-text substitutes, or the path of a
-        JSONL or CSV file (optionally gzipped) with ``text`` and ``rating`` fields (for other
-        field names use :func:`load_corpus`).
+        ``"amazon"`` / ``"yelp"`` (the shipped substitutes), or a JSONL or CSV file with
+        ``text`` and ``rating`` fields (other names: :func:`load_corpus`).
     data_dir
         Where the shipped files and the stop list are looked up.
     min_df
-        Minimum document frequency. The default (None) scales the paper's 100-of-5149 to the
-        corpus (:func:`default_min_df`): 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
-        reviews. A fixed 100 is too high for such small corpora.
+        Minimum document frequency; default :func:`default_min_df` (39 for the 2000 Amazon
+        reviews, 71 for the 3610 Yelp reviews).
     stopwords
         Stop words; default the SMART list (:func:`~elicit.data.files.load_stopwords`).
     """
@@ -366,8 +327,8 @@ def read_reviews(path: str | os.PathLike, text_field: str = "text",
     Raises
     ------
     ElicitError
-        If the file does not exist or holds no reviews, a field is missing (the message names
-        the fields the file has), a text is not a string, or a rating is not an integer.
+        If the file is missing or empty, a field is missing, a text is not a string or a
+        rating not an integer.
     """
     path = check_input_file(path, "review")
     for fld, what in ((text_field, "text_field"), (rating_field, "rating_field")):
@@ -399,41 +360,29 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 n_model: int | None = 1000, name: str | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
-    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``, one object per review) or CSV
-    with a header line (``.csv``), either optionally gzipped (``.gz``). Unigrams and bigrams of
-    the text are counted (:func:`vectorize_texts`); a keyword is kept if not all of its tokens
-    are SMART stop words and it occurs in at least ``min_df`` reviews.
+    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line, either
+    optionally gzipped; unigrams and bigrams are counted by :func:`vectorize_texts`.
 
     Parameters
     ----------
-    path
-        The review file.
     text_field, rating_field
         The names of the review-text field and of the integer star-rating field.
     min_df
-        Minimum number of reviews a keyword must occur in. Default (None): the paper's
-        100-of-5149, scaled to the corpus (:func:`default_min_df`).
+        Minimum number of reviews a keyword must occur in; default :func:`default_min_df`.
     stopwords
         Stop words; default the SMART list shipped with elicit.
     ngram_range, max_features
         Passed to :func:`vectorize_texts`.
     n_model
-        The number of model reviews a run takes (:func:`~elicit.data.splits.prepare_run`,
-        default 1000 = 100 training + 900 test); a corpus with fewer reviews is refused
-        early. None skips the check.
+        The model reviews a run takes (:func:`~elicit.data.splits.prepare_run`); a corpus
+        with fewer is refused early. None skips the check.
     name
         A label for the data set; default the file name without its suffixes.
-
-    Returns
-    -------
-    BowDataset
-        Counts of the kept keywords, the ratings, and the keywords (bigrams joined by ``_``).
 
     Raises
     ------
     ElicitError
-        On a missing file or field, a non-integer rating, too few reviews for a run, or no
-        keyword surviving the rule.
+        On a missing file or field, a bad rating, too few reviews, or no keyword left.
     """
     if n_model is not None and (isinstance(n_model, bool)
                                 or not isinstance(n_model, (int, np.integer)) or n_model < 1):

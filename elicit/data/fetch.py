@@ -1,39 +1,24 @@
 """Download the data files into the data directory (``elicit data fetch``).
 
-:data:`MANIFEST` lists every file the data directory can hold (the paper's matrices, the
-raw-text substitutes and the SMART stop list) with its public source and its SHA-256 sum.
-The sums are those of the files in the shared data directory whose ``README.md`` documents
-their provenance.
+:data:`MANIFEST` lists every file the data directory can hold with its public source and its
+SHA-256 sum (that of the shared data directory's file, whose ``README.md`` gives its
+provenance). Only the stop list is published as it is; the others were *converted* (the
+paper's matrices from MATLAB files, the Amazon reviews from Blitzer's ``.review`` files, the
+Yelp reviews from a cut-off ``review.json``). :func:`fetch` gets a file either
 
-Only the stop list is published as it is. The other files were *converted* from their public
-sources: the paper's matrices from MATLAB ``.mat`` files, the Amazon reviews from Blitzer's
-XML-like ``.review`` files, the Yelp reviews from a cut-off Yelp ``review.json``. So there are
-two ways to get them, and :func:`fetch` verifies both:
+* from a **mirror** (``mirror=`` or ``$ELICIT_DATA_MIRROR``: a URL or local folder holding
+  the finished files), checked against the file's SHA-256; or
+* from the **original sources** (the default): downloaded from GitHub at pinned commits
+  (``upstream=`` or ``$ELICIT_DATA_UPSTREAM`` replaces ``https://raw.githubusercontent.com``)
+  and converted here, checked against the SHA-256 of the content (for a gzip file the
+  uncompressed content: the compressed bytes depend on the zlib version and time stamp).
 
-* from a **mirror** (``mirror=`` or ``$ELICIT_DATA_MIRROR``): a copy of a data directory
-  served at a URL (``https://...``, ``file://...`` or a local folder), which holds the
-  finished files as ``<mirror>/<file name>``. They are downloaded as they are and must match
-  the SHA-256 of the file.
-* from the **original sources** (the default): the source files are downloaded from GitHub at
-  pinned commits, ``https://raw.githubusercontent.com/<owner>/<repo>/<commit>/<path>``, and
-  converted here. The converted content must match the SHA-256 of the file's content (for a
-  gzip file, of the uncompressed JSON Lines: the compressed bytes depend on the zlib version
-  and the gzip header's time stamp, the content does not). ``upstream=`` or
-  ``$ELICIT_DATA_UPSTREAM`` replaces ``https://raw.githubusercontent.com`` by a copy with the
-  same layout.
-
-The converters reproduce the published files exactly from sources rebuilt out of those files
-(the tests do this); whether the real sources convert to the same content is decided by the
-sums at fetch time, so a difference is reported and never written.
-
-Every file is checked before it is written, written to a temporary file in the data
-directory and moved into place with :func:`os.replace`, so a failed or corrupt download
-leaves nothing behind. A file that is already present and verified is skipped.
+A file is checked before it is written atomically, so a failed download leaves nothing
+behind; a file already present and verified is skipped.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import html
@@ -42,7 +27,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -55,6 +39,7 @@ import numpy as np
 
 from elicit.data.files import DATA_ENV, PAPER_FILES, RAW_FILES, STOPWORDS_FILE, _repo_root
 from elicit.errors import ElicitError
+from elicit.internal.io import write_bytes_atomic
 
 #: Where the original sources are downloaded from (GitHub's raw file server).
 GITHUB_RAW = "https://raw.githubusercontent.com"
@@ -81,24 +66,10 @@ class Source:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One file of the data directory.
-
-    Attributes
-    ----------
-    name
-        The file name in the data directory.
-    sha256
-        SHA-256 of the file as distributed (the shared data directory).
-    content_sha256
-        For a gzip file, SHA-256 of its uncompressed content; None otherwise.
-    sources
-        The public source files it is made from.
-    convert
-        Turns the downloaded sources (bytes, in the order of ``sources``) into the file's
-        uncompressed content; None means the file is ``sources[0]`` as it is.
-    note
-        One line on what the file is.
-    """
+    """One file of the data directory: its name, the SHA-256 of the file as distributed and
+    (gzip files) of its uncompressed content, the public sources it is made from, the
+    converter of the downloaded sources (in order) to its uncompressed content (None: the
+    file is ``sources[0]`` as it is) and one line on what it is."""
 
     name: str
     sha256: str
@@ -114,12 +85,8 @@ class DataFile:
 
 @dataclass(frozen=True)
 class FetchResult:
-    """What :func:`fetch` did with one file.
-
-    ``status`` is ``"present"`` (already there and verified, skipped), ``"downloaded"``
-    (taken as it is, from a mirror or, for the stop list, from its source) or
-    ``"converted"`` (made from the original sources).
-    """
+    """What :func:`fetch` did with one file: ``status`` ``"present"`` (verified, skipped),
+    ``"downloaded"`` (taken as it is) or ``"converted"`` (made from the original sources)."""
 
     name: str
     path: Path
@@ -127,9 +94,7 @@ class FetchResult:
     urls: tuple[str, ...] = ()
 
 
-# --------------------------------------------------------------------------------------------
-# Converters from the original sources
-# --------------------------------------------------------------------------------------------
+# -- converters from the original sources ------------------------------------------------
 
 _HIIT = "HIIT/knowledge-elicitation-for-linear-regression"
 _AMAZON_MAT = Source(_HIIT, "d305913cc2fda8272017aea1f8b75689f97a78f6",
@@ -307,9 +272,7 @@ def _convert_yelp_raw(src: list[bytes]) -> bytes:
     return _jsonl(recs)
 
 
-# --------------------------------------------------------------------------------------------
-# The manifest
-# --------------------------------------------------------------------------------------------
+# -- the manifest ------------------------------------------------------------------------
 
 _AMAZON_BOW, _AMAZON_VOC, _ = PAPER_FILES["amazon"]
 _YELP_BOW, _YELP_VOC, _ = PAPER_FILES["yelp"]
@@ -382,19 +345,10 @@ def select_files(files: str | Sequence[str] | None = None) -> list[DataFile]:
     return [f for f in MANIFEST.values() if f.name in wanted]
 
 
-# --------------------------------------------------------------------------------------------
-# Checking, downloading, writing
-# --------------------------------------------------------------------------------------------
+# -- checking, downloading, writing ------------------------------------------------------
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _gunzip(data: bytes) -> bytes | None:
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, ValueError):
-        return None
 
 
 def verify(data: bytes, spec: DataFile) -> bool:
@@ -403,8 +357,10 @@ def verify(data: bytes, spec: DataFile) -> bool:
         return True
     if spec.content_sha256 is None:
         return False
-    content = _gunzip(data)
-    return content is not None and _sha256(content) == spec.content_sha256
+    try:
+        return _sha256(gzip.decompress(data)) == spec.content_sha256
+    except (OSError, EOFError, ValueError):
+        return False
 
 
 def verify_file(path: str | os.PathLike, spec: DataFile) -> bool:
@@ -455,41 +411,17 @@ def _gzip_bytes(content: bytes, name: str) -> bytes:
     return buf.getvalue()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _mismatch(spec: DataFile, want: str, got: str, where: str, data_dir: Path) -> ElicitError:
     return ElicitError(
         f"SHA-256 mismatch for {spec.name} from {where}: expected {want}, got {got}; nothing "
         f"was written. Try again, use another mirror, or copy the file by hand into {data_dir}")
 
 
-# --------------------------------------------------------------------------------------------
-# fetch
-# --------------------------------------------------------------------------------------------
+# -- fetch -------------------------------------------------------------------------------
 
 def fetch_dir(option: str | os.PathLike | None = None) -> Path:
     """The directory :func:`fetch` writes to: ``option``, else ``$ELICIT_DATA``, else
-    ``<repo>/data``.
-
-    Raises
-    ------
-    ElicitError
-        If neither is given and elicit does not run from a source checkout (an installed
-        package has no ``<repo>``).
-    """
+    ``<repo>/data`` (an error outside a source checkout)."""
     if option is not None and str(option) != "":
         return Path(option).expanduser()
     env = os.environ.get(DATA_ENV)
@@ -510,23 +442,20 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     Parameters
     ----------
     data_dir
-        The data directory; created if missing (see :func:`fetch_dir` for the default the
-        command line uses).
+        The data directory; created if missing.
     files
         File names or groups (:data:`FILE_GROUPS`: ``all``, ``paper``, ``raw``, ``amazon``,
         ``yelp``), a list or one comma-separated string; None means all.
     mirror
-        Base URL (or local folder) of a mirror of a data directory, holding the finished files
-        as ``<mirror>/<file name>``; default ``$ELICIT_DATA_MIRROR``. Without a mirror the
-        original sources are downloaded and converted.
+        Base URL (or local folder) holding the finished files as ``<mirror>/<file name>``;
+        default ``$ELICIT_DATA_MIRROR``; none: the original sources are converted.
     force
-        Download again even if a file is present and verified, and replace a present file
-        that does not verify (without ``force`` such a file is an error, never overwritten).
+        Download again a present file, verified or not (without ``force`` one that does not
+        verify is an error, never overwritten).
     progress
         Print one line per file to standard error.
     upstream
-        Base URL replacing ``https://raw.githubusercontent.com`` for the original sources
-        (layout ``<base>/<owner>/<repo>/<commit>/<path>``); default ``$ELICIT_DATA_UPSTREAM``.
+        Base URL replacing :data:`GITHUB_RAW`, same layout; default ``$ELICIT_DATA_UPSTREAM``.
     timeout
         Seconds to wait for a server.
 
@@ -538,9 +467,8 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     Raises
     ------
     ElicitError
-        If a server cannot be reached (the message names the URL and says to copy the file by
-        hand into the data directory), a download does not match its SHA-256 (nothing is
-        written), a conversion fails, or a present file does not verify and ``force`` is off.
+        One line: a server cannot be reached, a download or conversion does not match its
+        SHA-256 (nothing is written), or a present file does not verify without ``force``.
     """
     specs = select_files(files)
     data_dir = Path(data_dir).expanduser()
@@ -592,7 +520,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
                                     + ", ".join(urls), data_dir)
                 data = _gzip_bytes(content, spec.name) if spec.gzipped else content
                 status = "converted"
-        _write_atomic(path, data)
+        write_bytes_atomic(path, data)
         say(f"{spec.name}: {status}, SHA-256 verified ({len(data)} bytes)")
         results.append(FetchResult(spec.name, path, status, urls))
     return results

@@ -1,10 +1,6 @@
-"""The data directory, the paper's file names, record readers, stop words and vocabularies.
-
-:func:`resolve_data_dir` finds the data directory (``--data-dir``, ``$ELICIT_DATA``,
-``<repo>/data``, ``<repo>/../shared/data``); :data:`PAPER_FILES` and :data:`RAW_FILES` name
-the files in it (see ``docs/data.md`` and the data directory's README). The readers yield the
-records of JSON Lines and CSV files, optionally gzipped, with their line numbers so that every
-error names the file and the line.
+"""The data directory (:func:`resolve_data_dir`), the paper's file names, record readers (JSON
+Lines and CSV, optionally gzipped, with line numbers for the errors), stop words and
+vocabularies.
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ from elicit.errors import ElicitError
 #: Environment variable that points at the data directory.
 DATA_ENV = "ELICIT_DATA"
 
-#: The SMART English stop list (Salton 1971). A copy ships with elicit (see
-#: :data:`SHIPPED_STOPWORDS`); the data directory may hold an identical one.
+#: The SMART English stop list (Salton 1971); the data directory may hold a copy.
 STOPWORDS_FILE = "smart_stopwords_english.txt"
 
 #: The shipped SMART stop list, from the GitHub repository igorbrigadir/stopwords, file
@@ -36,8 +31,7 @@ STOPWORDS_FILE = "smart_stopwords_english.txt"
 SHIPPED_STOPWORDS = Path(__file__).resolve().with_name(STOPWORDS_FILE)
 
 #: The paper's exact matrices: name -> (records file, vocabulary file, vocabulary key).
-#: For Yelp the 828-keyword ``keywords_min50`` vocabulary is the base: it is the column order
-#: of the records' counts, and the min_df rule is applied on top of it.
+#: Yelp's 828-keyword ``keywords_min50`` is the records' column order; min_df applies on top.
 PAPER_FILES: dict[str, tuple[str, str, str]] = {
     "amazon": ("amazon_kitchen_paper_bow_5149.jsonl.gz",
                "amazon_kitchen_paper_bow_5149_vocabulary.json", "keywords"),
@@ -64,16 +58,10 @@ DATA_SOURCE_HINT = (
 DatasetName = Literal["amazon", "yelp"]
 
 
-# --------------------------------------------------------------------------------------------
-# Data directory
-# --------------------------------------------------------------------------------------------
+# -- data directory ----------------------------------------------------------------------
 
 def _repo_root() -> Path:
-    """The repository: the parent of the ``elicit`` package directory.
-
-    This module is ``<repo>/elicit/data/files.py``, one folder below the package, so the
-    repository is ``parents[2]`` of this file.
-    """
+    """The repository: the parent of the ``elicit`` package directory."""
     return Path(__file__).resolve().parents[2]
 
 
@@ -85,31 +73,12 @@ def default_data_dirs() -> list[Path]:
 
 def resolve_data_dir(option: str | os.PathLike | None = None,
                      required: Sequence[str] = ()) -> Path:
-    """Find the data directory.
+    """The data directory holding the files ``required``: ``option`` (``--data-dir``), else
+    ``$ELICIT_DATA``, else the first of :func:`default_data_dirs` that holds them all.
 
-    The order is: ``option`` (the CLI's ``--data-dir``), the environment variable
-    ``ELICIT_DATA``, ``<repo>/data/`` if it exists, ``<repo>/../shared/data``. An explicit
-    choice (option or environment variable) is final: if it lacks a file we fail instead of
-    silently reading other data. Among the two defaults the first existing directory that holds
-    all ``required`` files wins.
-
-    Parameters
-    ----------
-    option
-        An explicit directory, or None.
-    required
-        File names that must exist in the directory.
-
-    Returns
-    -------
-    Path
-        The directory.
-
-    Raises
-    ------
-    ElicitError
-        If no directory qualifies; the message names the missing file(s), the directories
-        searched and where the data comes from.
+    An explicit choice (option or environment variable) is final: if it lacks a file that is
+    an :class:`ElicitError` rather than a silent read of other data. The error names the
+    missing files, the directories searched and where the data comes from.
     """
     required = list(required)
     if option is not None and str(option) != "":
@@ -145,9 +114,7 @@ def data_file(filename: str, data_dir: str | os.PathLike | None = None) -> Path:
     return resolve_data_dir(data_dir, required=[filename]) / filename
 
 
-# --------------------------------------------------------------------------------------------
-# Low-level readers
-# --------------------------------------------------------------------------------------------
+# -- low-level readers -------------------------------------------------------------------
 
 def _open_text(path: Path) -> io.TextIOBase:
     """Open a text file, transparently gunzipping it when it starts with the gzip magic."""
@@ -168,14 +135,8 @@ _READ_ERRORS = (OSError, EOFError, zlib.error, UnicodeDecodeError)
 
 
 def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)`` for each non-blank line of a (gzipped) JSONL file.
-
-    Raises
-    ------
-    ElicitError
-        On an unreadable gzip stream, invalid JSON (with the line number) or a line that is
-        not a JSON object.
-    """
+    """Yield ``(line_number, object)`` for each non-blank line of a (gzipped) JSONL file; an
+    :class:`ElicitError` naming the line on invalid JSON or a line that is not an object."""
     path = Path(path)
     lineno = 0
     try:
@@ -231,11 +192,8 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 
 
 def parse_rating(value: object, where: str) -> int:
-    """An integer rating from JSON (int, or a float with an integer value) or CSV (string).
-
-    Booleans, fractional numbers and non-numeric strings are rejected: the target of the
-    paper's regression is an integer star rating.
-    """
+    """An integer rating from JSON (int, or a float with an integer value) or CSV (string);
+    booleans, fractions and non-numeric strings are refused."""
     if isinstance(value, bool) or value is None:
         raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
     if isinstance(value, (int, np.integer)):
@@ -264,11 +222,9 @@ def load_stopwords(path: str | os.PathLike | None = None,
                    data_dir: str | os.PathLike | None = None) -> frozenset[str]:
     """The stop list: one word per line, lower-cased; blank lines ignored.
 
-    By default the SMART list shipped with elicit (``elicit/data/smart_stopwords_english.txt``,
-    571 lines, 570 distinct words: ``would`` is listed twice), so no data directory is needed.
-    If the data directory (``data_dir``, else as :func:`resolve_data_dir` finds it) also holds
-    ``smart_stopwords_english.txt``, that copy must list the same words in the same order;
-    otherwise the two would silently give different features, so it is an error.
+    By default the SMART list shipped with elicit (571 lines, 570 distinct words: ``would``
+    is listed twice). A copy in the data directory must list the same words in the same
+    order, else the two would silently give different features.
 
     Parameters
     ----------
@@ -280,8 +236,7 @@ def load_stopwords(path: str | os.PathLike | None = None,
     Raises
     ------
     ElicitError
-        If a file cannot be read or is empty, or the data directory's copy differs from the
-        shipped list.
+        If a file cannot be read or is empty, or the data directory's copy differs.
     """
     if path is not None:
         return frozenset(_read_word_list(Path(path)))
@@ -311,11 +266,8 @@ def _read_word_list(p: Path) -> list[str]:
 
 
 def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
-    """The data directory's copy of the stop list, or None if there is none.
-
-    An explicit directory (``data_dir`` or ``$ELICIT_DATA``) must exist, as everywhere else;
-    among the default places the first one that holds the list counts.
-    """
+    """The data directory's copy of the stop list, or None (an explicit directory must
+    exist; else the first default place holding it)."""
     if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
         f = resolve_data_dir(data_dir) / STOPWORDS_FILE
         return f if f.is_file() else None
@@ -326,12 +278,8 @@ def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
 
 
 def load_vocabulary(path: str | os.PathLike, key: str | None = None) -> list[str]:
-    """A vocabulary JSON: either a list of keywords or an object holding such a list.
-
-    The paper files are objects: Amazon ``{"source", "keywords"}``, Yelp ``{"source",
-    "keywords_min50", "keywords_min100"}``. ``key`` picks the list; without it the object must
-    have exactly one list-valued entry.
-    """
+    """A vocabulary JSON: a list of keywords, or an object whose list ``key`` is taken
+    (without ``key`` it must hold exactly one list, as Amazon's does; Yelp's holds two)."""
     p = Path(path)
     try:
         with _open_text(p) as fh:

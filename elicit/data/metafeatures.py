@@ -1,73 +1,42 @@
 r"""Meta-features of keywords: what the model's kernel measures similarity on.
 
-The model's prior covariance of the regression weights is the kernel
-
-.. math:: K_{ij} = \exp\Big(-\tfrac12 \sum_{l=1}^{d} \gamma_l (u_{il} - u_{jl})^2\Big)
-
-over per-feature meta-features :math:`U` (``p x d``, one row per keyword). Which rows sit
-close decides which weights the prior ties together before any answer, and which pairs an
-expert's "similar" answers can pull together. :func:`meta_features` builds ``U`` in one of
-these ways (:data:`META_FEATURES`, or a file):
+The prior covariance of the weights is the kernel
+:math:`K_{ij} = \exp(-\tfrac12 \sum_l \gamma_l (u_{il} - u_{jl})^2)` over per-feature
+meta-features :math:`U` (``p x d``). :func:`meta_features` builds ``U`` in one of these ways
+(:data:`META_FEATURES`, or a file):
 
 ``"counts"`` (the default; the paper's choice)
-    :math:`U = C_{\mathrm{train}}^\top`, the transposed raw counts of the training reviews
-    (``p x n_train``), unscaled. Bit-identical to what elicit always used, so old runs
-    reproduce exactly.
+    :math:`U = C_{\mathrm{train}}^\top`, the transposed raw training counts, unscaled.
 ``"ppmi"``
     Positive pointwise mutual information of keyword co-occurrence in the *unlabelled*
-    reviews (no rating is read). With :math:`B_{ri} = [c_{ri} > 0]` (keyword *i* present
-    in review *r*), :math:`N` reviews, document frequencies :math:`n_i = \sum_r B_{ri}` and
-    co-occurrence counts :math:`n_{ij} = \sum_r B_{ri} B_{rj}`,
+    reviews. With :math:`B_{ri} = [c_{ri} > 0]`, :math:`N` reviews, :math:`n_i = \sum_r
+    B_{ri}` and :math:`n_{ij} = \sum_r B_{ri} B_{rj}`,
 
     .. math:: M_{ij} = \max\Big(0, \log \frac{N\, n_{ij}}{n_i\, n_j}\Big), \qquad i \ne j,
 
-    and :math:`M_{ii} = 0` (a keyword's "co-occurrence with itself" only measures its
-    rarity, which says nothing about polarity). With the eigen-decomposition
-    :math:`M = Q \Lambda Q^\top`, the keyword coordinates are the top ``dim`` eigenvectors
-    scaled by the square root of their eigenvalue, :math:`U = Q_{:,1..k}
-    \Lambda_{1..k}^{1/2}` (eigenvalues below 0 are clipped to 0), so that
-    :math:`U U^\top` is the best rank-``dim`` positive semi-definite approximation of M's
-    top spectrum.
+    and :math:`M_{ii} = 0` (self co-occurrence only measures rarity). With
+    :math:`M = Q \Lambda Q^\top`, :math:`U = Q_{:,1..k} \Lambda_{1..k}^{1/2}` (negative
+    eigenvalues clipped to 0).
 ``"lsa"``
-    Latent semantic analysis of the same unlabelled reviews: the tf-idf matrix :math:`T`
-    (``n x p``; raw counts times the smoothed idf :math:`1 + \log\frac{1 + N}{1 + n_i}`,
-    each review scaled to unit length), its truncated SVD :math:`T \approx W S V^\top`,
-    and the keyword loadings :math:`U = V_{:,1..k} S_{1..k}`.
+    The tf-idf matrix :math:`T` of the same reviews (counts times the smoothed idf
+    :math:`1 + \log\frac{1 + N}{1 + n_i}`, rows of unit length), its truncated SVD
+    :math:`T \approx W S V^\top` and :math:`U = V_{:,1..k} S_{1..k}`.
 a file (``FILE``)
-    A CSV or Parquet table indexed by feature name (first column), one row per feature and
-    numeric columns, aligned to the vocabulary by name (:func:`read_meta_file`).
+    A CSV or Parquet table indexed by feature name (:func:`read_meta_file`).
 
-**Directions, not lengths.** Both embeddings then scale every keyword's row to unit length
-(a keyword absent from the unlabelled reviews stays at the origin), so that
-:math:`\lVert u_i - u_j \rVert^2 = 2 - 2 \cos(u_i, u_j)`. A row's length mostly tracks how
-frequent the keyword is, its direction which keywords it occurs with; on Amazon (10 splits,
-the LASSO expert's signs) unit rows raise the polarity AUC (:func:`polarity_auc`) of
-``ppmi`` 10 from 0.80 to 0.93 and of ``lsa`` 25 from 0.60 to 0.78.
+**Directions, not lengths.** Both embeddings then scale every row to unit length (a row's
+length mostly tracks the keyword's frequency): on Amazon this raises the polarity AUC
+(:func:`polarity_auc`) of ``ppmi`` 10 from 0.80 to 0.93 and of ``lsa`` 25 from 0.60 to 0.78.
+A keyword absent from the unlabelled reviews is a zero row. Decompositions are dense LAPACK
+ones, each vector's sign fixed (largest-magnitude entry positive), so ``U`` is deterministic.
 
-Determinism: the decompositions are dense LAPACK ones (no random start), and each
-eigen/singular vector's sign is fixed so that its largest-magnitude entry is positive.
-
-A keyword that never occurs in the unlabelled reviews has no co-occurrence to embed: its
-row is zeros (the origin) rather than NaN.
-
-**Scale.** The kernel only sees :math:`\gamma_l (u_{il} - u_{jl})^2`, and the prior on
-:math:`\gamma` is fixed (:math:`N_+(1, 0.5^2)`), so the scale of ``U`` matters. The
-embeddings (``ppmi``, ``lsa`` and a file) are multiplied by one constant so that the
-median over keyword pairs :math:`i < j` of :math:`\sum_l (u_{il} - u_{jl})^2` equals
-:data:`TYPICAL_SQ_DISTANCE` = 2. At the prior mean :math:`\gamma = 1` a typical pair then
-has :math:`K_{ij} = e^{-1} \approx 0.37`: neither unrelated (``K`` near 0, where the prior
-ignores U) nor all alike (``K`` near 1, where every weight is tied to every other);
-closer-than-median pairs get clearly larger ``K``, farther ones clearly smaller. If the
-median is 0 (most rows equal), the median of the nonzero distances is used instead; if
-every row is equal the embedding is left as it is. For unit rows 2 is also the distance of
-two orthogonal directions (cosine 0), so the scaling changes ``ppmi`` and ``lsa`` little.
+**Scale.** The prior on :math:`\gamma` is fixed (:math:`N_+(1, 0.5^2)`), so the scale of
+``U`` matters: the embeddings and a file are multiplied by one constant so that the median
+squared pair distance is :data:`TYPICAL_SQ_DISTANCE` = 2, i.e. :math:`K_{ij} = e^{-1}` for a
+typical pair at :math:`\gamma = 1`, neither unrelated nor all alike (:func:`scale_to_typical`).
 ``counts`` stays unscaled, as in the paper.
 
-A plain table without meta-features (a researcher's own data in a session) gets
-:func:`table_meta_features`: each column's correlations with the first principal components
-of the standardised table, scaled to a median pair distance of :data:`TABLE_SQ_DISTANCE`.
-
-:func:`polarity_auc` measures how well a ``U`` separates the keywords of known polarity.
+A plain table without meta-features gets :func:`table_meta_features`.
 """
 
 from __future__ import annotations
@@ -89,12 +58,9 @@ META_FEATURES: tuple[str, ...] = ("counts", "ppmi", "lsa")
 EMBEDDINGS: tuple[str, ...] = ("ppmi", "lsa")
 #: The default number of embedding dimensions.
 DEFAULT_META_DIM = 10
-#: The median squared distance between keyword pairs that embeddings are scaled to (see the
-#: module docstring: ``K = exp(-1)`` for a typical pair at the prior mean of gamma).
+#: The median squared pair distance embeddings are scaled to (module docstring).
 TYPICAL_SQ_DISTANCE = 2.0
-#: The median squared distance of the default meta-features of a plain table
-#: (:func:`table_meta_features`): ``K = exp(-2)`` for a typical pair at the prior mean of
-#: gamma, so that uncorrelated columns start loosely tied and correlated ones closely.
+#: The median squared pair distance of a plain table's meta-features (:func:`table_meta_features`).
 TABLE_SQ_DISTANCE = 4.0
 
 
@@ -114,41 +80,26 @@ def is_builtin(kind: object) -> bool:
 def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None = None,
                   dim: int = DEFAULT_META_DIM, train_counts: np.ndarray | None = None,
                   feature_names: Sequence[str] | None = None) -> np.ndarray:
-    """The meta-features ``U`` (``p x d``) of one run, by ``kind``.
+    """The meta-features ``U`` (``p x d``, floats without NaN) of one run, by ``kind``; one-line
+    errors on a missing input, a bad ``dim``, too few unlabelled reviews, or a bad file.
 
     Parameters
     ----------
     kind
-        ``"counts"``, ``"ppmi"``, ``"lsa"`` (see the module docstring) or the path of a
-        CSV/Parquet table of meta-features indexed by feature name.
+        ``"counts"``, ``"ppmi"``, ``"lsa"`` (module docstring) or the path of a table file.
     counts_unlabeled
-        ``(n_u, p)`` keyword counts of reviews that are *not* used for the model; only
-        their inputs are read (``ppmi``, ``lsa``).
+        ``(n_u, p)`` counts of reviews *not* used for the model (``ppmi``, ``lsa``).
     dim
-        Embedding dimensions of ``ppmi`` and ``lsa`` (at most ``p``; ``lsa`` also at most
-        ``n_u``). Ignored by ``counts`` and a file.
+        Embedding dimensions (at most ``p``; ``lsa`` also at most ``n_u``).
     train_counts
         ``(n_train, p)`` raw counts of the training reviews (``counts``).
     feature_names
         The ``p`` keywords, to align a file by name.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(p, d)`` float array without NaN: ``d = n_train`` for ``counts``, ``dim`` for the
-        embeddings, the file's column count for a file.
-
-    Raises
-    ------
-    ElicitError
-        On a missing input, a bad ``dim``, too few unlabelled reviews, or a file that does
-        not match the features (one-line messages).
     """
     if is_builtin(kind) and kind == "counts":
         if train_counts is None:
             raise ElicitError("meta-features 'counts' need the training counts (train_counts)")
-        # The exact operations of the paper's U (float counts, transposed, copied), so that
-        # old runs are reproduced bit for bit.
+        # the exact operations of the paper's U, so old runs reproduce bit for bit
         return np.asarray(train_counts).astype(float).T.copy()
     if not is_builtin(kind):
         if not isinstance(kind, (str, os.PathLike)) or not Path(kind).is_file():
@@ -183,27 +134,21 @@ def unit_rows(U: np.ndarray) -> np.ndarray:
 
 
 def ppmi_matrix(counts: np.ndarray) -> np.ndarray:
-    """The symmetric ``p x p`` PPMI matrix of keyword presence (module docstring).
-
-    Pairs involving a keyword absent from every review, and pairs that never co-occur, get
-    0; so does the diagonal.
-    """
+    """The symmetric ``p x p`` PPMI matrix of keyword presence (module docstring); 0 for
+    pairs that never co-occur or involve an absent keyword, and on the diagonal."""
     B = (np.asarray(counts) > 0).astype(float)
     n = B.shape[0]
     df = B.sum(axis=0)
     co = B.T @ B
     with np.errstate(divide="ignore", invalid="ignore"):
         pmi = np.log(n * co / np.outer(df, df))
-    # log(0) (never together) and 0/0 (an absent keyword) are "no association": 0.
     M = np.where(np.isfinite(pmi), np.maximum(pmi, 0.0), 0.0)
     np.fill_diagonal(M, 0.0)
     return M
 
 
 def ppmi_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
-    """Raw PPMI keyword coordinates: top-``dim`` eigenvectors times sqrt(eigenvalue).
-
-    Not yet unit-length nor scaled (:func:`meta_features` does both)."""
+    """Raw PPMI keyword coordinates: top-``dim`` eigenvectors times sqrt(eigenvalue)."""
     M = ppmi_matrix(counts)
     vals, vecs = np.linalg.eigh(M)  # ascending
     order = np.argsort(vals)[::-1][:dim]
@@ -223,9 +168,7 @@ def tfidf(counts: np.ndarray) -> np.ndarray:
 
 
 def lsa_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
-    """Raw LSA keyword loadings ``V S`` of the tf-idf matrix, ``dim`` dimensions.
-
-    Not yet unit-length nor scaled (:func:`meta_features` does both)."""
+    """Raw LSA keyword loadings ``V S`` of the tf-idf matrix, ``dim`` dimensions."""
     T = tfidf(counts)
     if dim > min(T.shape):
         raise ElicitError(f"meta_dim {dim} exceeds the rank bound of the tf-idf matrix "
@@ -238,8 +181,7 @@ def lsa_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _fix_signs(V: np.ndarray) -> np.ndarray:
-    """Each column flipped so that its largest-magnitude entry (the first, on ties) is
-    positive: a decomposition's sign is arbitrary, a stored result's must not be."""
+    """Each column flipped so its largest-magnitude entry (the first, on ties) is positive."""
     idx = np.argmax(np.abs(V), axis=0)
     signs = np.sign(V[idx, np.arange(V.shape[1])])
     return V * np.where(signs == 0, 1.0, signs)
@@ -260,11 +202,8 @@ def pair_sq_distances(U: np.ndarray) -> np.ndarray:
 
 
 def scale_to_typical(U: np.ndarray, target: float = TYPICAL_SQ_DISTANCE) -> np.ndarray:
-    """``U`` times one constant, so the median squared pair distance is ``target``.
-
-    If the median is 0, the median of the nonzero distances is matched instead; if every
-    row is equal (or p < 2), ``U`` is returned unchanged.
-    """
+    """``U`` times one constant, so the median squared pair distance (else the median of the
+    nonzero ones) is ``target``; unchanged if every row is equal or p < 2."""
     U = np.asarray(U, dtype=float)
     if U.shape[0] < 2:
         return U
@@ -291,16 +230,9 @@ def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
     correlations with the first k principal components), :math:`k` = ``dim`` capped at the
     rank of Z, and the squared distances approximate :math:`2 (1 - r_{ij})` (exactly when k
     reaches the rank): correlated columns sit close, uncorrelated ones at about 2, opposite
-    ones at about 4. Finally U is multiplied by one constant (:func:`scale_to_typical`) so
-    that the median pair distance is ``target`` (:data:`TABLE_SQ_DISTANCE` = 4): at the
-    prior mean ``gamma = 1`` a typical pair starts at ``K = exp(-2) = 0.14``, closer
-    (correlated) pairs clearly higher, and every pair is coupled enough for an answer to
-    move the model.
-
-    Nothing depends on the columns' units (each is standardised) or on the outcome (y is
-    not read). Columns equal up to scale and shift get identical rows (the same
-    measurement; a session does not ask about such pairs). Each singular vector's sign is
-    fixed (largest-magnitude entry positive), so U is deterministic.
+    ones at about 4. Finally U is scaled to a median pair distance of ``target``
+    (:func:`scale_to_typical`; 4: ``K = exp(-2)`` for a typical pair at ``gamma = 1``).
+    y is not read; columns equal up to scale and shift get identical rows.
     ``docs/metafeatures.md`` gives the measurements behind ``dim`` and ``target``.
 
     Parameters
@@ -342,11 +274,8 @@ def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
 def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.ndarray:
     """A meta-features table aligned to ``feature_names``: ``(p, d)`` floats.
 
-    The table (CSV, TSV or Parquet) has the feature name in its first column and one
-    numeric column per meta-feature. Reading and alignment are those of ``elicit session
-    new --from-csv --meta-features`` (:func:`elicit.data.tables.read_table`,
-    :func:`elicit.data.tables.align_meta`); every mistake is a one-line
-    :class:`ElicitError`.
+    The table (CSV, TSV or Parquet) has the feature name in its first column, one numeric
+    column per meta-feature; read and aligned as a session's (:mod:`elicit.data.tables`).
     """
     df = read_table(Path(path), "--meta-features", index_col=0)
     df.index = pd.Index([str(k) for k in df.index])
@@ -372,15 +301,8 @@ def polarity_auc(U: np.ndarray, groups: np.ndarray) -> float:
 
     .. math:: \Pr(s < d) + \tfrac12 \Pr(s = d), \qquad s \in S,\ d \in D \text{ uniformly},
 
-    0.5 without signal and 1 when every same-group pair is closer than every cross-group
-    pair. It is the Mann-Whitney statistic of the two sets, from the average ranks of their
-    union (ties share ranks), in :math:`O(m \log m)` for m pairs.
-
-    Returns
-    -------
-    float
-        The AUC, or NaN when either set is empty (fewer than two known keywords in a group,
-        or only one group).
+    0.5 without signal, 1 when every same-group pair is closer than every cross-group pair
+    (the Mann-Whitney statistic, from average ranks). NaN when either set is empty.
     """
     from scipy.stats import rankdata
 

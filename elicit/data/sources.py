@@ -1,22 +1,11 @@
 """Where a real-data run's reviews come from: the paper's matrices or any review corpus.
 
 A :class:`DataSource` names the reviews of a real-data sweep or session in a few picklable
-fields, so worker processes rebuild the data set themselves (once per process,
-:meth:`DataSource.load`):
-
-* the paper's bag-of-words matrices (``"amazon"``, ``"yelp"``; :func:`paper_source`), read
-  with :func:`elicit.data.load_dataset` (the paper's feature rule) from a data directory;
-* any review file, JSON Lines or CSV, optionally gzipped (:func:`corpus_source`), whose
-  keywords follow the document-frequency rule of :func:`elicit.data.load_corpus`.
-
-The source's :attr:`~DataSource.name` labels every output (``mse.csv``'s ``dataset`` column,
-the ``parts/<name>/`` folders, the figure titles); for a corpus it is the file's stem unless
-given. :meth:`DataSource.config` is what a sweep's ``config.json`` records about its data,
-and :func:`source_from_config` rebuilds the source from it (``elicit table1`` does).
-
-**One run of a data set** is :meth:`DataSource.run`: run ``r`` of seed ``s`` is split with
-:func:`split_seed` ``(s, r)``, whoever asks (a sweep, its reference lines, Table 1, a session
-with ``--seed s --run r``).
+fields, so worker processes rebuild the data set themselves (once per process): the paper's
+matrices (:func:`paper_source`) or a JSON Lines or CSV review file (:func:`corpus_source`).
+Its :attr:`~DataSource.name` labels every output; :meth:`DataSource.config` is what a sweep's
+``config.json`` records and :func:`source_from_config` rebuilds the source from it. Run ``r``
+of seed ``s`` is split with :func:`split_seed` ``(s, r)``, whoever asks (:meth:`DataSource.run`).
 """
 
 from __future__ import annotations
@@ -50,20 +39,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 @dataclass(frozen=True)
 class DataSource:
-    """The reviews of a real-data sweep (picklable; hashable, so it keys the cache).
-
-    Attributes
-    ----------
-    name
-        The label of the data set in every output.
-    data_dir
-        Paper matrices: the resolved data directory (absolute). None for a corpus.
-    corpus
-        A corpus: the review file (absolute path). None for the paper matrices.
-    text_field, rating_field, min_df
-        A corpus: the names of its text and rating fields and the minimum document frequency
-        of a keyword (None: the paper's 100-of-5149 scaled to the corpus).
-    """
+    """The reviews of a real-data sweep (picklable; hashable, so it keys the cache): the
+    paper matrices' absolute data directory, or a corpus file's absolute path, its text and
+    rating fields and keyword ``min_df`` (None: scaled to the corpus)."""
 
     name: str
     data_dir: str | None = None
@@ -74,15 +52,10 @@ class DataSource:
 
     @property
     def is_corpus(self) -> bool:
-        """Whether the reviews come from a corpus file rather than the paper's matrices."""
         return self.corpus is not None
 
     def load(self) -> BowDataset:
-        """The bag-of-words data set, loaded once per process.
-
-        A sweep worker builds many runs from the same data set; parsing and vectorising the
-        file each time would cost about a second per run.
-        """
+        """The bag-of-words data set, loaded once per process (about a second per load)."""
         if self not in _CACHE:
             _CACHE[self] = _load(self)
         return _CACHE[self]
@@ -90,26 +63,14 @@ class DataSource:
     def run(self, seed: int, run: int, standardize: str = "model",
             meta_features: str | os.PathLike = "counts",
             meta_dim: int = DEFAULT_META_DIM) -> RunData:
-        """Run ``run`` of seed ``seed``: its split (training / test / expert set), the
-        standardised inputs and the meta-features U.
-
-        ``standardize`` chooses where the inputs' mean and scale come from
-        (:func:`elicit.data.prepare_run`): all 1000 model reviews (``"model"``, the default)
-        or the 100 training reviews (``"train"``, the paper's literal reading).
-        ``meta_features`` and ``meta_dim`` choose U (:mod:`elicit.data.metafeatures`; default
-        the paper's transposed training counts).
-        """
+        """Run ``run`` of seed ``seed`` (:func:`elicit.data.prepare_run`)."""
         return prepare_run(self.load(), split_seed(seed, run), n_model=N_MODEL,
                            standardize=check_standardize(standardize),
                            meta_features=meta_features, meta_dim=meta_dim)
 
     def config(self) -> dict:
-        """What a sweep's ``config.json`` records about its data.
-
-        ``data_dir`` and ``corpus`` (paths) may change between reruns: the same files can be
-        found elsewhere. A corpus is identified by its content (``corpus_sha256``), so a
-        different file under the same name is refused rather than mixed in.
-        """
+        """What a sweep's ``config.json`` records about its data (a corpus with its
+        SHA-256, so another file under the same name is refused rather than mixed in)."""
         if not self.is_corpus:
             return {"dataset": self.name, "data_dir": self.data_dir}
         assert self.corpus is not None
@@ -166,25 +127,16 @@ def check_dataset(name: str) -> str:
 
 
 def paper_source(dataset: str, data_dir: str | os.PathLike | None = None) -> DataSource:
-    """The paper's matrix ``dataset`` (``"amazon"``/``"yelp"``) from a data directory.
-
-    The directory is resolved here, in the parent process, so every worker reads the same
-    files whatever its working directory or environment.
-    """
+    """The paper's matrix ``dataset`` from a data directory, resolved here in the parent
+    process so every worker reads the same files."""
     rec, voc, _ = PAPER_FILES[check_dataset(dataset)]
     ddir = resolve_data_dir(data_dir, required=[rec, voc, STOPWORDS_FILE]).resolve()
     return DataSource(dataset, data_dir=str(ddir))
 
 
 def corpus_name(path: str | os.PathLike, name: str | None = None) -> str:
-    """The label of a corpus: ``name``, or the file name without its suffixes.
-
-    Raises
-    ------
-    ElicitError
-        If the label is not a plain name (letters, digits, ``_ . -``) or is one of the
-        paper's data sets, whose Table 1 levels would then be applied to it.
-    """
+    """The label of a corpus: ``name``, or the file name without its suffixes; an error
+    unless a plain name (letters, digits, ``_ . -``) other than the paper's data sets."""
     label = name if name is not None else Path(path).name.split(".")[0]
     what = "--name" if name is not None else f"the file name of {path}"
     if not _NAME.match(label or ""):
@@ -199,20 +151,8 @@ def corpus_name(path: str | os.PathLike, name: str | None = None) -> str:
 def corpus_source(path: str | os.PathLike, text_field: str = "text",
                   rating_field: str = "rating", min_df: int | None = None,
                   name: str | None = None) -> DataSource:
-    """A review file as the data of a real-data sweep.
-
-    Parameters
-    ----------
-    path
-        JSON Lines or CSV (with a header line), optionally gzipped
-        (:func:`elicit.data.load_corpus`).
-    text_field, rating_field
-        The fields holding the review text and its integer star rating.
-    min_df
-        Minimum number of reviews a keyword occurs in (default: scaled to the corpus).
-    name
-        The label of the data set in the outputs (default: the file's stem).
-    """
+    """A review file (:func:`elicit.data.load_corpus`) as the data of a real-data sweep,
+    labelled ``name`` (default: the file's stem)."""
     p = Path(path)
     if not p.is_file():
         raise ElicitError(f"review file {p} not found")
@@ -231,11 +171,8 @@ def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = N
                 data_dir: str | os.PathLike | None = None, text_field: str | None = None,
                 rating_field: str | None = None, min_df: int | None = None,
                 name: str | None = None) -> DataSource:
-    """The source of ``elicit realdata``'s options: ``--dataset`` or ``--corpus``, not both.
-
-    The corpus options (``text_field``, ``rating_field``, ``min_df``, ``name``) are refused
-    with ``dataset``, as ``data_dir`` is with ``corpus``: each would be silently ignored.
-    """
+    """The source of ``elicit realdata``'s options: ``--dataset`` or ``--corpus``, not both
+    (an option of the other one is refused rather than silently ignored)."""
     if (dataset is None) == (corpus is None):
         raise ElicitError("give either --dataset (the paper's amazon/yelp matrices) or "
                           "--corpus FILE (a review file), not both")

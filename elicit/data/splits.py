@@ -1,19 +1,13 @@
 """One experimental run: the paper's train/test/expert split and standardisation.
 
-:func:`prepare_run` makes one run from a :class:`~elicit.data.corpora.BowDataset`: the 100/900
-train/test split of 1000 random reviews, the remaining reviews as the expert set, the
-standardisation of the inputs and the meta-features ``U`` (by default the transposed raw training
-counts, the paper's choice; or an embedding of the keywords learned from the expert set's
-unlabelled text, or a file: ``meta_features=``, :mod:`elicit.data.metafeatures`).
+Two standardisations are offered (``standardize=``, ``docs/data.md``):
 
-Two standardisations are offered (``standardize=``, see ``docs/data.md``):
-
-* ``"model"`` (the default): column mean and scale of all 1000 *model* reviews, the training
-  and test inputs together, without their ratings. The test inputs are known when the model is
-  built (a transductive set-up), and using them keeps every z-score moderate.
-* ``"train"``: column mean and scale of the 100 training reviews only, the literal reading of
-  the paper. A keyword that occurs in one training review has a tiny training scale, so test
-  rows get z-scores up to about 100 and the no-feedback model predicts worse than the mean.
+* ``"model"`` (the default): column mean and scale of all 1000 *model* reviews' inputs
+  (training and test, no ratings): the test inputs are known when the model is built, and
+  using them keeps every z-score moderate.
+* ``"train"``: those of the 100 training reviews only, the literal reading of the paper. A
+  keyword in one training review has a tiny scale, so test z-scores reach about 100 and the
+  no-feedback model predicts worse than the mean.
 """
 
 from __future__ import annotations
@@ -32,9 +26,8 @@ from elicit.internal.cache import freeze_fields
 
 def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
                   n_train: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The paper's split: ``n_model`` random reviews for the model, the rest for the expert.
-
-    Of the ``n_model`` reviews, ``n_train`` are for training and the others for testing.
+    """The paper's split: ``n_model`` random reviews for the model (``n_train`` of them for
+    training), the rest for the expert.
 
     Returns
     -------
@@ -61,10 +54,8 @@ def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
 
 
 def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Zero mean, unit (population, ddof=0) variance per column.
-
-    A column that is constant (typically a keyword absent from every row) gets scale 1
-    instead of 0, so it becomes all zeros rather than NaN.
+    """Zero mean, unit (population, ddof=0) variance per column; a constant column gets
+    scale 1 (all zeros rather than NaN).
 
     Returns
     -------
@@ -96,33 +87,18 @@ class RunData:
     y_test
         Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
     U
-        Meta-features, ``p x d``: by default (``meta_features="counts"``) the transpose of the
-        raw (unnormalised) training counts, ``p x n_train``; else see
-        :func:`elicit.data.metafeatures.meta_features`.
+        Meta-features, ``p x d`` (:func:`elicit.data.metafeatures.meta_features`).
     X_expert, y_expert
-        The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
-        own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original
-        scale. Only the simulated (LASSO) expert sees them.
-    feature_names
-        The p keywords.
+        The expert set (reviews outside the model's): ``X_expert`` standardised with its own
+        statistics, ``y_expert`` the raw ratings. Only the simulated (LASSO) expert sees them.
     x_mean, x_scale
-        The column mean and scale (population standard deviation, 1 for a constant column)
-        that standardise every model input: training, test, and the expert-set rows that the
-        Table 1 sample-addition loops add as training samples (``(counts - x_mean) /
-        x_scale``). With ``standardize="model"`` they are the statistics of the
-        ``n_model`` model reviews (training and test inputs, no ratings); with ``"train"``
-        those of the ``n_train`` training reviews.
+        The column mean and scale that standardise every model input (training, test, and
+        the expert-set rows Table 1 adds as training samples: :meth:`standardize_counts`).
     train_idx, test_idx, expert_idx
-        Row indices into the data set.
-    seed
-        The seed of the split.
-    name
-        The data set's name.
-    standardize
-        ``"model"`` or ``"train"``: which rows ``x_mean`` and ``x_scale`` come from.
-    meta_features, meta_dim
-        How ``U`` was built: ``"counts"``, ``"ppmi"``, ``"lsa"`` or a file's path, and the
-        embedding dimensions (None unless ``"ppmi"`` or ``"lsa"``).
+        Row indices into the data set (split with ``seed``).
+    standardize, meta_features, meta_dim
+        How the inputs were standardised and ``U`` built (``meta_dim``: None unless an
+        embedding).
     """
 
     X_train: np.ndarray
@@ -168,28 +144,17 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
                 n_train: int = 100, standardize: Standardize = "model",
                 meta_features: str | os.PathLike = "counts",
                 meta_dim: int = DEFAULT_META_DIM) -> RunData:
-    """Split and standardise one run; deterministic given ``seed``.
-
-    The split uses ``np.random.default_rng(seed)`` (:func:`split_indices`).
+    """Split and standardise one run; deterministic given ``seed`` (``default_rng(seed)``).
 
     Parameters
     ----------
-    dataset
-        The bag-of-words data set.
-    seed
-        Seed of the split.
     n_model, n_train
         Reviews for the model (training + test) and, among them, for training.
     standardize
-        ``"model"`` (default): column mean and scale of all ``n_model`` model reviews, the
-        training and test inputs together; no rating enters. ``"train"``: those of the
-        ``n_train`` training reviews only (the literal reading of the paper; the arrays are
-        exactly those of earlier versions of elicit). Either way a constant column gets
-        scale 1, and the expert set ``X_expert`` is standardised with its own statistics.
+        ``"model"`` (default) or ``"train"`` (module docstring).
     meta_features
-        ``"counts"`` (default: the transposed raw training counts, exactly as before),
-        ``"ppmi"`` or ``"lsa"`` (an embedding of the keywords learned from the expert set's
-        counts, never its ratings), or the path of a CSV/Parquet table indexed by keyword
+        ``"counts"`` (default), ``"ppmi"`` or ``"lsa"`` (learned from the expert set's
+        counts, never its ratings), or a table file
         (:func:`elicit.data.metafeatures.meta_features`).
     meta_dim
         Embedding dimensions of ``"ppmi"`` and ``"lsa"`` (ignored otherwise).
@@ -197,8 +162,7 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
     Raises
     ------
     ElicitError
-        If ``standardize`` is not one of the two choices, the split is impossible or the
-        meta-features cannot be built (e.g. an embedding without expert-set reviews).
+        On a bad ``standardize``, an impossible split or meta-features that cannot be built.
     """
     if standardize not in STANDARDIZE_CHOICES:
         raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "
@@ -211,10 +175,10 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
     y = dataset.ratings.astype(float)
 
     if standardize == "train":
-        # Kept operation for operation as before, so old runs are reproduced bit for bit.
+        # operation for operation as before, so old runs reproduce bit for bit
         X_train, mu, scale = standardise(counts[train])
     else:
-        # Inputs only: the test ratings never enter, so nothing about y_test leaks.
+        # inputs only: nothing about y_test leaks
         _, mu, scale = standardise(counts[np.concatenate([train, test])])
         X_train = (counts[train] - mu) / scale
     X_test = (counts[test] - mu) / scale
@@ -227,8 +191,7 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
         raise ElicitError(f"meta-features {meta_features!r} are learned from the reviews outside "
                           f"the model's {n_model}, but {dataset.name} leaves {expert.size}; "
                           "use a larger data set or --meta-features counts")
-    # The embeddings read only the expert set's inputs (its ratings are the simulated
-    # expert's, and the model's own reviews are what the prior is for).
+    # the embeddings read only the expert set's inputs, never its ratings
     U = meta_features_of(meta_features, counts, train, expert, dim, dataset.vocabulary)
     return RunData(
         X_train=X_train, y_train=y[train] - y_mean, X_test=X_test, y_test=y[test],

@@ -1,9 +1,5 @@
-"""Reading a user's tables: CSV or Parquet files, and meta-features matched by feature name.
-
-One reader serves every table a user hands to elicit: ``elicit session new --from-csv`` (and
-its ``--meta-features``), and the ``--meta-features FILE`` of real-data runs
-(:func:`elicit.data.metafeatures.read_meta_file`). Every mistake is a one-line
-:class:`~elicit.errors.ElicitError`.
+"""Reading a user's tables (CSV or Parquet) and meta-features matched by feature name, for
+``elicit session new --from-csv`` and ``--meta-features FILE``, with one-line errors.
 """
 
 from __future__ import annotations
@@ -20,10 +16,6 @@ from elicit.internal.text import listing
 
 #: Table formats read by :func:`read_table`, by file suffix.
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
-
-# --------------------------------------------------------------------------------------------
-# Tables
-# --------------------------------------------------------------------------------------------
 
 
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
@@ -59,9 +51,8 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
 
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
-    """Refuse a header that pandas would silently rename: a repeated column name (``a``,
-    ``a.1``) or an empty one (``Unnamed: 0``), since the column would be matched and
-    reported under a name the file lacks. The index column (``index_col``) may be unnamed."""
+    """Refuse a header that pandas would silently rename (a repeated or empty column name,
+    but for the index column): the column would be reported under a name the file lacks."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
     first: dict[str, int] = {}
@@ -80,10 +71,7 @@ def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> Non
 
 def align_meta(U, names: Sequence[str] | None):
     """Meta-features in the features' order: a DataFrame indexed by feature name is matched
-    by name; anything else is taken in row order.
-
-    Used by sessions and for the ``--meta-features FILE`` of real-data runs
-    (:func:`elicit.data.metafeatures.read_meta_file`)."""
+    by name; anything else is taken in row order."""
     if not isinstance(U, pd.DataFrame):
         return U
     bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]

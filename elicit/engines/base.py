@@ -1,7 +1,5 @@
-"""The engine interface: one small abstract backend, as in prophet's ``IStanBackend``.
-
-:class:`Engine` does the common work of a fit; :class:`StanProgramEngine` adds the common set-up
-of the engines that run a Stan program (cmdstan, pystan). Each engine implements ``_fit``.
+"""The engine interface: :class:`Engine` does the common work of a fit and each engine
+implements ``_fit``; :class:`StanProgramEngine` adds the set-up of the Stan engines.
 """
 
 from __future__ import annotations
@@ -73,18 +71,15 @@ class Engine(ABC):
         if k != data.d:
             raise ElicitError(f"the start point has {k} gamma values; the data has "
                               f"d = {data.d} meta-features")
-        # a start point of another model (e.g. the paper model's MAP) gets this model's
-        # own blocks at their starts
+        # a start of another model (e.g. the paper model's MAP) gets this model's own blocks
         start = with_parts(start, data)
         warm = init if isinstance(init, MAPResult) else None
         res = self._fit(data, start, warm, hessian)
         mask = data.kernel_mask
         if mask is not None and res.coupled is not mask:
-            # Here rather than in each engine: the result's K must be the model's K.
             res = replace(res, coupled=mask)
         scales = data_scales(data, res.zeta)
         if scales is not None:
-            # and its scales the model's scales (the prior covariance tau2 diag(h) K diag(h))
             res = replace(res, scales=scales.h)
         return res
 
@@ -95,11 +90,8 @@ class Engine(ABC):
 
 
 class StanProgramEngine(Engine):
-    """An engine that runs a Stan program: the program of the data's model (the shipped one,
-    or a variant's own) or a user's file.
-
-    The program is chosen per fit from the data's model (``data.hyper.model``), so one
-    engine serves every named model (:meth:`program`); the shipped models share one program.
+    """An engine that runs a Stan program: a user's file, or that of the data's model, chosen
+    per fit (:meth:`program`), so one engine serves every named model.
 
     Parameters
     ----------
@@ -114,13 +106,12 @@ class StanProgramEngine(Engine):
         super().__init__(variant)
         self.custom = stan_file is not None
         self.stan_file = Path(stan_file) if stan_file is not None else shipped_stan_file()
-        # The paper model's program is read now, so that a wrong file is refused at once.
+        # read now, so that a wrong file is refused at once
         self._programs: dict[str, StanProgramFile] = {PAPER: self._read(PAPER)}
 
     @property
     def stanc(self) -> Path:
-        """The Stan compiler that reads programs for this engine
-        (:func:`~elicit.engines.contract.find_stanc`)."""
+        """The Stan compiler that reads programs for this engine."""
         return find_stanc(self.name)
 
     def _read(self, model: str) -> StanProgramFile:
@@ -128,8 +119,7 @@ class StanProgramEngine(Engine):
         return check_stan_contract(path, self.variant, model, stanc=self.stanc)
 
     def program(self, data: ModelData) -> StanProgramFile:
-        """The Stan program that fits ``data``, as read and checked against the contract of
-        the data's model: the custom file, else the program of the data's model."""
+        """The Stan program that fits ``data`` (checked against its model's contract)."""
         model = data.hyper.model
         if model not in self._programs:
             self._programs[model] = self._read(model)
@@ -137,15 +127,12 @@ class StanProgramEngine(Engine):
 
 
 def shipped_stan_file() -> Path:
-    """Path of the shipped Stan program ``elicit.stan`` (in ``elicit/stan/`` installed, in
-    the top-level ``stan/`` folder of a checkout: :func:`~elicit.engines.contract.stan_folder`)."""
+    """Path of the shipped Stan program ``elicit.stan``."""
     return stan_folder() / str(SHIPPED_PROGRAM.file)
 
 
 def model_stan_file(model: str = PAPER) -> Path:
-    """Path of the Stan program of a named model (:mod:`elicit.model.variants`): the shipped
-    one or the variant's own; an :class:`~elicit.errors.ElicitError` for a model without
-    one."""
+    """Path of the Stan program of a named model; an :class:`ElicitError` if it has none."""
     prog = get_model(model).program
     if prog is None:
         raise ElicitError(f"model {model!r} has no Stan program; fit it with the numpy engine, "

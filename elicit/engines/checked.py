@@ -1,31 +1,20 @@
 """``--check-engine``: every fit of a Stan engine checked against its numpy twin.
 
-The numpy engine implements the shipped Stan programs analytically; CmdStan and PyStan run
-the programs themselves. What the check establishes is that both engines solve the same
-problem. The posterior can have several local maxima (a gamma switched off on its bound or
-not), and two local optimisers from the same start may well end in different ones, so the
-check does not require the two MAPs to coincide. For each fit, :class:`CheckedEngine`
+The numpy engine implements the shipped Stan programs analytically. The check establishes
+that both engines solve the same problem; the posterior can have several local maxima, so it
+does not require the two MAPs to coincide. For each fit, :class:`CheckedEngine`
 
-1. fits with the engine in use (point a) and refits the same data from the same start with
-   the numpy twin (point b);
-2. evaluates the twin's log density, gradient and Hessian at both points: each must be a
-   stationary point of the twin's density, the density rising by at most ``gain_tol``
-   nearby (:func:`~elicit.model.refit_checks.local_gain`; a Stan optimum of another density would
-   not be one);
-3. where the engine can evaluate its program's density at a point (``log_prob``: cmdstan,
-   pystan), evaluates it at both points too: at each the gradients must agree, and the
-   *difference* lp(b) - lp(a) must equal the twin's (the engines' constants differ);
-4. if a and b are the same point (each parameter within ``rtol``), or the twin started at a
-   ends at b (the engine stopped a little short of the same maximum), returns the engine's
-   fit; otherwise the engines found two stationary points of the same density. Both log
-   densities are recorded (:attr:`CheckedEngine.records`, and a warning line) and, with
-   ``modes="higher"`` (the default), the run continues from the higher point (the twin's
-   is returned as a result of the engine, its log density on the engine's scale); with
-   ``modes="stop"`` it stops there.
+1. fits with the engine in use (point a) and refits from the same start with the twin (b);
+2. requires both to be stationary points of the twin's density (it rises by at most
+   ``gain_tol`` nearby, :func:`~elicit.model.refit_checks.local_gain`);
+3. where the engine has ``log_prob`` (cmdstan, pystan), requires the gradients at both points
+   and the *difference* lp(b) - lp(a) to agree with the twin's (the constants differ);
+4. returns the engine's fit if a and b are one point (within ``rtol``) or the twin started
+   at a ends at b; else records both log densities (:attr:`CheckedEngine.records` and a
+   warning) and continues from the higher point (``modes="higher"``, the twin's returned on
+   the engine's scale) or stops (``modes="stop"``).
 
-Anything else is an :class:`~elicit.errors.EngineError` that says at which point the engines
-disagree and by how much: a reported point that is not stationary, or gradients or log-density
-differences that differ at the same points.
+Any other disagreement is an :class:`~elicit.errors.EngineError` saying where and by how much.
 """
 
 from __future__ import annotations
@@ -57,17 +46,8 @@ MODES = ("higher", "stop")
 
 @dataclass(frozen=True)
 class ModeRecord:
-    """Two engines' different stationary points of one fit.
-
-    Attributes
-    ----------
-    n_answers
-        The answers of the fit.
-    lp_engine, lp_twin
-        The log density (the twin's formula) at the engine's and at the twin's point.
-    kept
-        Whose point the run continued from (``"engine"`` or ``"twin"``).
-    """
+    """Two engines' different stationary points of one fit: its answers, the log density
+    (the twin's formula) at each point, and whose point was kept (``"engine"``, ``"twin"``)."""
 
     n_answers: int
     lp_engine: float
@@ -83,8 +63,8 @@ def _scale(b: np.ndarray, data: ModelData) -> np.ndarray:
 
 
 def same_point(a: np.ndarray, b: np.ndarray, data: ModelData, rtol: float = 1e-3) -> bool:
-    """Whether parameter vectors ``a`` and ``b`` are one point: each parameter within ``rtol``
-    relative to max(1, |b|), xi relative to its prior mean m (the scale it lives on)."""
+    """Whether ``a`` and ``b`` are one point: each parameter within ``rtol`` relative to
+    max(1, |b|), xi relative to its prior mean m."""
     return bool(np.all(np.abs(a - b) <= rtol * _scale(b, data)))
 
 
@@ -96,19 +76,16 @@ class CheckedEngine(Engine):
     engine
         The engine in use (its results are returned).
     twin
-        The reference; default the numpy engine of the same variant. It must run the same
-        model: a custom Stan file has no numpy twin (``get_engine`` refuses the pair).
+        The reference; default the numpy engine of the same variant.
     modes
-        ``"higher"``: when the engines report different stationary points, continue from
-        the higher one; ``"stop"``: raise :class:`~elicit.errors.EngineError` then.
+        At different stationary points: ``"higher"`` continues from the higher one,
+        ``"stop"`` raises :class:`~elicit.errors.EngineError`.
     rtol
-        Two points are the same when each parameter agrees within ``rtol``, relative to
-        max(1, |value|) (xi relative to its prior mean, whose scale it lives on).
+        Tolerance of :func:`same_point`.
     gain_tol
-        A point is stationary when the twin's density rises by at most this much near it
-        (log-density units). CmdStan's L-BFGS stops on its own, looser tolerances: within
-        1e-6 of a maximum on the synthetic problem, 0.011 below it on an Amazon-size one
-        with 20 answers.
+        A point is stationary when the twin's density rises by at most this much near it.
+        CmdStan's L-BFGS stops on looser tolerances: 0.011 below a maximum on an Amazon-size
+        problem with 20 answers.
     """
 
     def __init__(self, engine: Engine, twin: Engine | None = None, modes: str = "higher",
@@ -141,7 +118,7 @@ class CheckedEngine(Engine):
         a, b = theta_of(res, data), theta_of(ref, data)
 
         # 2. both points stationary for the twin's density
-        la, ga, gain_a = local_gain(a, data)
+        la, _, gain_a = local_gain(a, data)
         lb, _, gain_b = local_gain(b, data)
         for who, gain, lp in ((f"{name}'s MAP", gain_a, la), ("the numpy twin's MAP", gain_b, lb)):
             if not gain <= self.gain_tol:
@@ -156,13 +133,13 @@ class CheckedEngine(Engine):
             self._same_density(data, a, b)
 
         # 4. one point, or two stationary points
-        if self._same_point(a, b, data):
+        if same_point(a, b, data, self.rtol):
             return res
         # An engine that stops on looser tolerances than the twin's (CmdStan) may leave a point
         # a little short of the twin's, farther than rtol: the twin, started there, says which
         # maximum the engine's point belongs to.
         c = self.twin.fit(data, params_of(a, data))
-        if self._same_point(theta_of(c, data), b, data):
+        if same_point(theta_of(c, data), b, data, self.rtol):
             return res
         kept = "engine" if c.log_density >= lb else "twin"
         self.records.append(ModeRecord(n, la, lb, kept))
@@ -184,18 +161,14 @@ class CheckedEngine(Engine):
                        message=f"{ref.message}; the numpy twin's MAP, higher than {name}'s "
                                f"by {lb - la:.3g} (--check-engine)", warm_hessian=None)
 
-    def _same_point(self, a: np.ndarray, b: np.ndarray, data: ModelData) -> bool:
-        return same_point(a, b, data, self.rtol)
-
     def _same_density(self, data: ModelData, a: np.ndarray, b: np.ndarray) -> None:
         """The engine's program and the twin must agree at a and b: the gradients at each,
-        and the difference of the log densities (the constants differ)."""
+        and the difference of the log densities."""
         from elicit.model.density import log_density
 
         name, n = self.engine.name, len(data.f)
-        # A Stan program works in u = log(x) for a bounded entry: a point on the boundary
-        # x = 0 (the twin's) is evaluated a hair above it, by both. An unbounded entry (zeta)
-        # is its own u.
+        # Stan works in u = log(x) for a bounded entry: a point on the boundary x = 0 is
+        # evaluated a hair above it, by both.
         bounded = data.layout.bounded()
         floor = np.where(bounded, 1e-12 * np.maximum(1.0, np.abs(b)), -np.inf)
         lps = []
@@ -203,7 +176,6 @@ class CheckedEngine(Engine):
             x = np.maximum(x, floor)
             lp_twin, g_twin = log_density(x, data)
             try:
-                # only called for an engine that has log_prob (check)
                 lp_stan, g_stan = cast(_HasLogProb, self.engine).log_prob(data, x)
             except EngineError as exc:
                 raise EngineError(f"--check-engine: after {n} answers {name}'s program has "

@@ -20,19 +20,15 @@ import numpy as np
 from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
-from elicit.internal.locks import file_lock
+from elicit.internal.locks import file_lock, user_cache
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
 from elicit.model.theta import theta_of
 from elicit.model.variants import PAPER
 
-#: CmdStan optimises the unconstrained u = log(x), so a start on the boundary x = 0 (which the
-#: numpy engine returns for a gamma the data switch off) must be moved inside, far enough
-#: that the gradient in u, x * d/dx, is not already below CmdStan's tolerance (``tol_grad``
-#: 1e-8): a start at 1e-8 stayed there and reported convergence. The floor is relative to
-#: each parameter's scale (1 for gamma, the prior mean m for xi, :func:`_scale`); from it
-#: the optimiser moves back to the boundary when the MAP is there. An unbounded entry (zeta)
-#: is left as it is.
+#: CmdStan optimises u = log(x), so a start on the boundary x = 0 is moved inside, far enough
+#: that the gradient in u is not already below ``tol_grad`` (a start at 1e-8 stayed there and
+#: reported convergence); relative to each parameter's scale (:func:`_scale`).
 _INIT_FLOOR = 1e-3
 
 #: where the optimiser's full output goes when it fails (the error says which file)
@@ -64,15 +60,11 @@ _IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_f
 
 
 class _QuietFits(logging.Filter):
-    """Drop cmdstanpy's INFO and DEBUG records while the engine runs a fit.
+    """Drop cmdstanpy's INFO and DEBUG records (two "Chain [1] ... processing" lines per
+    fit) while the engine runs a fit; warnings and errors pass.
 
-    cmdstanpy logs "Chain [1] start processing" and "... done processing" at INFO for every
-    run, two lines per fit and thousands in a sweep. A filter on cmdstanpy's logger, rather
-    than its level: cmdstanpy's own ``get_logger()`` resets the level to DEBUG (and adds its
-    INFO handler) the first time it runs, whenever that is, but leaves filters alone. Only
-    records of the engine's own fits are dropped, so the one-off "compiling stan file" notice
-    and everything a user runs through cmdstanpy directly still show, and warnings and
-    errors (a failed run, a rejected start) always pass.
+    A filter rather than a level: cmdstanpy's ``get_logger()`` resets the level the first
+    time it runs, but leaves filters alone.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -98,18 +90,9 @@ def _quiet_fit() -> Iterator[None]:
         _IN_FIT.reset(token)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "elicit" / "stan"
-
-
 def installation_id() -> str:
-    """The CmdStan installation cmdstanpy uses: its resolved path and version.
-
-    A compiled program links to its installation's libraries (TBB) by absolute path, so an
-    executable is valid only for the installation that built it: a moved or deleted tree
-    gives "libtbb.so.2: cannot open shared object file" at the first fit.
-    """
+    """The CmdStan installation cmdstanpy uses: its resolved path and version (a compiled
+    program links to its installation's TBB by absolute path)."""
     import cmdstanpy
 
     path = os.path.realpath(cmdstanpy.cmdstan_path())
@@ -118,15 +101,10 @@ def installation_id() -> str:
 
 
 def cached_program(src: Path, code: str) -> Path:
-    """The copy of the program ``code`` (read from ``src``) that is compiled for this
-    installation, in ``~/.cache/elicit/stan/``; written if missing.
-
-    The name carries a hash of the program text *and* of :func:`installation_id`, so
-    another CmdStan (or the same one moved) compiles its own executable instead of running
-    one linked to a tree that is gone.
-    """
+    """The copy of the program ``code`` (read from ``src``) compiled for this installation,
+    in ``~/.cache/elicit/stan/``, named by a hash of the text and :func:`installation_id`."""
     digest = hashlib.sha256(f"{code}\0{installation_id()}".encode()).hexdigest()[:12]
-    target = _cache_dir() / f"{src.stem}_{digest}.stan"
+    target = user_cache("stan") / f"{src.stem}_{digest}.stan"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
@@ -141,13 +119,8 @@ COMPILE_LOCK = "cmdstan-compile.lock"
 
 @contextlib.contextmanager
 def compile_lock() -> Iterator[None]:
-    """Hold the machine-wide CmdStan compile lock (one per user's cache, every program).
-
-    Two processes compiling one program at once break each other's build ("Text file
-    busy"); two compiling *different* programs into a fresh installation both build its
-    precompiled header, which they share. So every compile (and cmdstanpy's check whether
-    the executable is up to date) holds one lock; a process that has to wait says so.
-    """
+    """Hold the machine-wide CmdStan compile lock (every program: two compiles into a fresh
+    installation share its precompiled header); a process that has to wait says so."""
     def waiting(path: Path) -> None:
         logger.warning("waiting for a CmdStan compile in another process to finish "
                        "(lock %s)", path)
@@ -162,12 +135,8 @@ _NOISE = re.compile(r"Stan can't start|Initialization (between|failed)|Try speci
 
 
 def console_summary(text: str) -> str:
-    """The informative line of a failed CmdStan run's console output.
-
-    cmdstanpy's error repeats the command and CmdStan's whole argument listing (about 30
-    lines) before what went wrong; this returns the program's own exception if there is
-    one, else the first lines after the listing, on one line.
-    """
+    """The informative line of a failed CmdStan run's console output: the program's own
+    exception, else the first lines after CmdStan's argument listing."""
     _, _, out = text.partition("console log output:")
     lines = [ln.strip() for ln in (out or text).splitlines()]
     # the argument listing ends with "num_threads = ..." (CmdStan >= 2.28)
@@ -180,7 +149,7 @@ def console_summary(text: str) -> str:
 
 def _write_log(stem: str, text: str) -> Path | None:
     """Save a failed run's full output; its path, or None if it cannot be written."""
-    folder = _cache_dir() / _LOG_FOLDER
+    folder = user_cache("stan") / _LOG_FOLDER
     path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -195,11 +164,8 @@ class CmdStanEngine(StanProgramEngine):
 
     Parameters
     ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
-    stan_file
-        A custom Stan program honouring the contract (see ``docs/stan.md``); ``None`` runs
-        the program of the data's model.
+    variant, stan_file
+        As for :class:`~elicit.engines.base.StanProgramEngine`.
     max_iter
         Iteration limit of each optimiser run.
     seed
@@ -207,13 +173,10 @@ class CmdStanEngine(StanProgramEngine):
 
     Notes
     -----
-    cmdstanpy writes the executable beside the ``.stan`` file, and the shipped programs may
-    sit in a read-only site-packages, so the program is copied to ``~/.cache/elicit/stan/``
-    under a name that includes a hash of its text and of the CmdStan installation
-    (:func:`cached_program`); each program is compiled once per machine and installation,
-    under one compile lock (:func:`compile_lock`). A failed optimisation is an
-    :class:`~elicit.errors.EngineError` of one line; CmdStan's full output is saved to a log
-    file that the message names (its ``log_file`` attribute).
+    cmdstanpy writes the executable beside the ``.stan`` file, which may sit in a read-only
+    site-packages, so programs are compiled from a copy (:func:`cached_program`), under one
+    lock (:func:`compile_lock`). A failed optimisation is a one-line
+    :class:`~elicit.errors.EngineError` naming the log file of CmdStan's output (``log_file``).
     """
 
     name = "cmdstan"
@@ -226,9 +189,7 @@ class CmdStanEngine(StanProgramEngine):
         self.max_iter = max_iter
         self.seed = seed
         self._models: dict[Path, Any] = {}
-        # The program of the paper's model (the shipped one, or the custom file) is compiled
-        # now, so that a broken installation shows at construction; a variant's own program
-        # when its first fit needs it.
+        # the paper model's program now, so that a broken installation shows at construction
         self._compile(self._programs[PAPER])
 
     def _compile(self, program: StanProgramFile):
@@ -239,8 +200,6 @@ class CmdStanEngine(StanProgramEngine):
         if target in self._models:
             return self._models[target]
         try:
-            # Under the compile lock: a second process waits, then finds the executable up
-            # to date instead of rebuilding it (or CmdStan's shared header) at the same time.
             with compile_lock():
                 model = CmdStanModel(stan_file=str(target))
         except (ValueError, RuntimeError) as exc:
@@ -249,9 +208,8 @@ class CmdStanEngine(StanProgramEngine):
         return model
 
     def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The program's log density (Jacobian-free, CmdStan's constants: those of the fits'
-        ``lp__``) and its gradient in theta at the point ``theta`` (bounded entries > 0), through
-        CmdStan's ``log_prob`` method. ``--check-engine`` compares them with the twin's."""
+        """The program's Jacobian-free log density (the constants of the fits' ``lp__``) and its
+        gradient in theta at ``theta``, through CmdStan's ``log_prob`` (``--check-engine``)."""
         lay = data.layout
         program = self.program(data)
         model = self._compile(program)
@@ -311,9 +269,7 @@ class CmdStanEngine(StanProgramEngine):
             err.details = "\n\n".join(details)  # type: ignore[attr-defined]
             raise err
 
-        # The estimates by column name ("gamma[1]", "threshold", "tau[1]", ...):
-        # stan_variable() logs a warning for every scalar it returns (its return type is to
-        # change).
+        # by column name ("gamma[1]", ...): stan_variable() warns for every scalar
         est = fit.optimized_params_dict
         theta = np.array([est[f"{n}[{k}]" if k else n] for n, k in program.entries(lay)])
         iters = fit.optimized_iterations_np

@@ -1,21 +1,16 @@
 """A Stan program as the engines read it, and the contract a program must honour.
 
-The engines pass a program its data by name (:meth:`~elicit.model.spec.ModelData.to_stan`,
-the composition of the model's parts, :mod:`elicit.model.stan_data`) and read the MAP by
-parameter name, so a program must declare the data names of the parts its model uses
-(:func:`~elicit.model.spec.contract_data`) and the parameters of its model
-(:func:`~elicit.model.spec.contract_params`), and nothing elicit does not supply.
-
-What a program declares is the Stan compiler's own description of it: ``stanc --info``
-prints its data and parameters as JSON, each with its type (int or real) and number of
-dimensions. :func:`read_program` runs it (the stanc that PyStan's httpstan ships, or
-CmdStan's) and :func:`check_stan_contract` compares the answer with the contract, naming
-every missing name in one line.
+The engines pass a program its data by name (:meth:`~elicit.model.spec.ModelData.to_stan`)
+and read the MAP by parameter name, so a program must declare the data names of its model's
+parts (:func:`~elicit.model.spec.contract_data`) and its parameters
+(:func:`~elicit.model.spec.contract_params`), and nothing elicit does not supply. What a
+program declares is what ``stanc --info`` prints (:func:`read_program`);
+:func:`check_stan_contract` compares it with the contract, naming every missing name in one
+line.
 
 ``#include`` lines are resolved from the program's own folder, then from the shipped
-programs' folder (so a program of one's own can include ``elicit_kernel.stan`` and
-``elicit_functions.stan``), as stanc's ``--include-paths`` does, and inlined: PyStan has no
-include path, and the inlined text is what every engine compiles and hashes.
+programs' folder, and inlined: PyStan has no include path, and the inlined text is what every
+engine compiles and hashes.
 """
 
 from __future__ import annotations
@@ -42,13 +37,8 @@ from elicit.model.variants import PAPER, get_model
 
 
 def stan_folder() -> Path:
-    """The folder of the shipped Stan program and its include files.
-
-    Installed, they are package data in ``elicit/stan/``; in a source checkout (and an
-    editable install) they are the top-level ``stan/`` folder. That folder has no
-    ``__init__.py`` on purpose: a regular package named ``stan`` at the repository root would
-    shadow PyStan's ``stan`` whenever the root is on ``sys.path``.
-    """
+    """The folder of the shipped Stan programs: ``elicit/stan/`` installed, the top-level
+    ``stan/`` in a checkout (without ``__init__.py``, which would shadow PyStan's ``stan``)."""
     pkg = Path(__file__).resolve().parents[1]  # the elicit package folder
     for folder in (pkg / "stan", pkg.parent / "stan"):
         if (folder / "elicit.stan").is_file():
@@ -83,14 +73,8 @@ def _cmdstan_stanc() -> Path | None:
 
 
 def find_stanc(engine: str | None = None) -> Path:
-    """The stanc executable of an engine's Stan: ``"pystan"`` (httpstan's), ``"cmdstan"``
-    (CmdStan's ``bin/stanc``), or ``None``: whichever is installed, CmdStan's first.
-
-    Raises
-    ------
-    EngineUnavailable
-        One line, if there is none.
-    """
+    """The stanc of an engine's Stan: ``"pystan"`` (httpstan's), ``"cmdstan"``, or ``None``:
+    whichever is installed, CmdStan's first; :class:`EngineUnavailable` if none."""
     finders = {"pystan": (_httpstan_stanc,), "cmdstan": (_cmdstan_stanc,),
                None: (_cmdstan_stanc, _httpstan_stanc)}[engine]
     for find in finders:
@@ -149,17 +133,8 @@ def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
 
 @dataclass(frozen=True)
 class StanProgramFile:
-    """A Stan program as the engines use it.
-
-    Attributes
-    ----------
-    path
-        The file.
-    code
-        Its text with the includes inlined (what is compiled).
-    data, params
-        Its data and parameter declarations by name (``stanc --info``), in its order.
-    """
+    """A Stan program as the engines use it: its file, its text with the includes inlined
+    (what is compiled), and its data and parameter declarations by name, in its order."""
 
     path: Path
     code: str
@@ -167,9 +142,8 @@ class StanProgramFile:
     params: Mapping[str, Declared]
 
     def stan_data(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The data ``data`` (:meth:`~elicit.model.spec.ModelData.to_stan`) as the program
-        declares it: the names it declares, and a one-entry array of the shipped program as
-        a scalar where it declares a scalar."""
+        """``data`` (:meth:`~elicit.model.spec.ModelData.to_stan`) as the program declares it:
+        its names, and a one-entry array as a scalar where it declares a scalar."""
         out = {}
         for name, decl in self.data.items():
             value = data[name]
@@ -218,21 +192,8 @@ def _info(stanc: str, path: str, paths: tuple[Path, ...], code: str) -> dict:
 
 
 def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile:
-    """Read the Stan program ``path``: its inlined text and, from ``stanc --info``, its
-    declarations.
-
-    Parameters
-    ----------
-    path
-        A ``.stan`` file.
-    stanc
-        The compiler to ask (:func:`find_stanc`; by default whichever is installed).
-
-    Raises
-    ------
-    ElicitError
-        One line, if the file does not exist or stanc refuses it (its message).
-    """
+    """Read the Stan program ``path``: its inlined text and, from ``stanc --info`` (default
+    :func:`find_stanc`), its declarations; one line if it is missing or stanc refuses it."""
     path = Path(path)
     if not path.is_file():
         raise ElicitError(f"Stan file {path} does not exist")
@@ -274,25 +235,9 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
     """Raise :class:`~elicit.errors.ElicitError` unless the program ``path`` honours the
     contract of ``model`` and tau2 ``variant``; else return it as read.
 
-    Parameters
-    ----------
-    path
-        A ``.stan`` file.
-    variant
-        ``"fixed"`` or ``"learned"``.
-    model
-        The named model (:mod:`elicit.model.variants`), whose parts say which data names the
-        program must declare (:func:`~elicit.model.spec.contract_data`: the prior sd of xi
-        of a model with another threshold prior, the coupled set of the known-coupling
-        models, the relevance model's data, and its parameter ``zeta``).
-    stanc
-        The compiler to ask (:func:`find_stanc`).
-
-    Raises
-    ------
-    ElicitError
-        One line: the file does not exist, stanc refuses it, or every missing data and
-        parameter name and every data declaration elicit cannot supply.
+    The named ``model``'s parts say which data names the program must declare
+    (:func:`~elicit.model.spec.contract_data`). The error is one line: the file is missing,
+    stanc refuses it, or every missing name and every declaration elicit cannot supply.
     """
     if variant not in ("fixed", "learned"):
         raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")

@@ -1,29 +1,20 @@
 """PyStan's compiled programs, shared by every virtual environment of a user.
 
-httpstan (4.13) keys its build cache, ``<cache>/httpstan/<version>/models/<id>``, by the
-program text *and the Python executable's path*, so every new virtual environment (every fresh
-clone, every CI run) compiles every program again: about 70 s of CPU each, 5 minutes and more
-on a loaded machine. This module keeps a copy of each build in
-``$XDG_CACHE_HOME/elicit/pystan/<key>/`` (default ``~/.cache/elicit/pystan``), keyed by what
-the compiled extension module depends on and not by where the interpreter lives
-(:func:`build_key`: the program text, httpstan's version, the platform, the Python version
-and build, the C++ compiler), and puts it where httpstan looks for the current interpreter
-before a build (:func:`restore`); after a build, :func:`store` keeps it.
+httpstan (4.13) keys its build cache by the program text *and the Python executable's path*,
+so every new virtual environment compiles every program again (about 70 s of CPU each). This
+module keeps a copy of each build in ``$XDG_CACHE_HOME/elicit/pystan/<key>/``, keyed by what
+the compiled module depends on (:func:`build_key`: program text, httpstan's version, platform,
+Python version and build, C++ compiler), puts it where httpstan looks before a build
+(:func:`restore`) and keeps a new build after it (:func:`store`).
 
-Why this is sound: the module httpstan builds is the Stan program's C++ linked against
-httpstan's own ``stan_services.o`` and headers (fixed by its version) for one Python ABI;
-the interpreter's path enters httpstan's key only to keep environments apart. The module
-finds TBB (``libtbb.so.2``, the one shared library it needs beyond the C++ runtime) through
-an rpath naming the *building* environment's httpstan, which a later environment must not
-rely on (that clone may be gone): before importing a restored module, this environment's
-copy is loaded (:func:`_preload_httpstan_libraries`), and the dynamic loader then resolves
-the module's dependency by its name to that loaded copy. A restored module is imported once
-to check it; if anything fails (a missing file, a mismatch, an import error) it is removed
-and httpstan builds as usual.
-
-Every change is a rename of a complete folder (atomic on one filesystem), so a concurrent
-process sees an entry whole or not at all; the callers also hold the engine's per-program
-build lock.
+Why this is sound: the module is the program's C++ linked against httpstan's own objects and
+headers (fixed by its version) for one Python ABI; the interpreter's path only keeps
+environments apart. The module finds TBB through an rpath naming the *building*
+environment, which may be gone, so this environment's copy is loaded first
+(:func:`_preload_httpstan_libraries`) and the loader resolves the dependency by name to it. A
+restored module is imported once to check it; on any failure it is removed and httpstan
+builds as usual. Every change is a rename of a complete folder (atomic), and the callers hold
+the engine's per-program build lock.
 """
 
 from __future__ import annotations
@@ -45,6 +36,8 @@ from contextlib import contextmanager
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
+from elicit.internal.locks import user_cache
+
 logger = logging.getLogger(__name__)
 
 #: bumped when an entry's layout changes (old entries are then never read)
@@ -53,16 +46,13 @@ _FORMAT = "1"
 #: httpstan's record of a build besides the module (its views read both on a cache hit)
 _LOGS = ("stanc.log", "stderr.log")
 
-#: How many builds the cache keeps, the most recently used (about 75-85 MB each): the
-#: shipped program for a few versions of elicit and of httpstan, and a user's own programs.
-#: Every edit of a program is a new entry, so without a limit the cache only grows.
+#: How many builds the cache keeps, the most recently used (about 75-85 MB each; every edit
+#: of a program is a new entry).
 KEEP = 12
 
 
 def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/elicit/pystan`` (default ``~/.cache/elicit/pystan``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "elicit" / "pystan"
+    return user_cache("pystan")
 
 
 @functools.cache
@@ -82,10 +72,8 @@ def compiler_id() -> str | None:
 
 
 def build_key(program_code: str) -> str:
-    """The key of a program's build: a hash of everything the compiled module depends on
-    (program text, httpstan's version, platform, Python version and build, compiler), and
-    not of the interpreter's path. A ValueError if the compiler cannot be identified (a
-    PATH without it): then nothing is restored or stored."""
+    """The key of a program's build: a hash of everything the compiled module depends on,
+    not of the interpreter's path; a ValueError if the compiler cannot be identified."""
     import httpstan
 
     compiler = compiler_id()
@@ -156,10 +144,8 @@ def _staging(parent: Path, prefix: str) -> Iterator[Path]:
 
 def restore(program_code: str) -> bool:
     """Put the cached build of ``program_code`` where httpstan looks for it, if httpstan has
-    none for this interpreter and the cache has one; True if restored (and importable).
-
-    Never raises for a cache problem: anything wrong leaves httpstan to build as usual.
-    """
+    none and the cache has one; True if restored (and importable). Never raises for a cache
+    problem."""
     try:
         name, target = _httpstan_model_dir(program_code)
         if _module_in(target) is not None:
@@ -219,12 +205,9 @@ def store(program_code: str) -> bool:
 
 
 def prune(keep: int | None = None) -> list[Path]:
-    """Remove all but the ``keep`` (default :data:`KEEP`) most recently used builds (by
-    their folder's time, which :func:`restore` and :func:`store` set); return the folders
-    removed. Only complete entries are candidates (a folder named by a key), not another
-    process's staging folder; an entry removed while another process restores from it costs
-    that process a build, not an error (restore reads it inside its own checks). Never
-    raises."""
+    """Remove all but the ``keep`` (default :data:`KEEP`) most recently used complete builds
+    (not staging folders) and return them; an entry removed while another process restores
+    from it costs that process a build, not an error. Never raises."""
     try:
         entries = [p for p in cache_dir().iterdir()
                    if p.is_dir() and len(p.name) == 32 and "." not in p.name]

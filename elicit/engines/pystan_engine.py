@@ -44,8 +44,6 @@ def _require_pystan():
             "the pystan engine needs PyStan 3 (Linux/macOS): pip install 'elicit[pystan]'"
         ) from exc
     if not hasattr(stan, "build"):
-        # Something else named `stan` came first on sys.path (a folder of that name without
-        # PyStan's API).
         raise EngineUnavailable(
             f"`import stan` found {getattr(stan, '__file__', None) or stan}, which is not "
             "PyStan 3; install it with pip install 'elicit[pystan]'")
@@ -53,13 +51,11 @@ def _require_pystan():
 
 
 def _sync(fn, *args, **kwargs):
-    """Call a PyStan function (each one runs ``asyncio.run``) from any context.
+    """Call a PyStan function (each runs ``asyncio.run``) from any context.
 
-    ``asyncio.run`` refuses to start inside a running event loop (Jupyter, async code). A
-    worker thread is no way out: httpstan's models are built with STAN_THREADS and crash in
-    threads whose autodiff stack Stan never initialised. So the running loop, which is
-    blocked in this synchronous call anyway, is detached for the duration of the call and
-    then restored (what ``nest_asyncio`` does more generally).
+    ``asyncio.run`` refuses to start inside a running loop (Jupyter), and a worker thread
+    crashes httpstan's models (Stan never initialised its autodiff stack), so the running
+    loop, blocked here anyway, is detached for the call and then restored.
     """
     outer = asyncio._get_running_loop()
     if outer is None:
@@ -74,14 +70,8 @@ def _sync(fn, *args, **kwargs):
 
 @contextlib.contextmanager
 def _without_client_timeout():
-    """Let PyStan's HTTP client wait for a compile as long as it takes.
-
-    PyStan talks to its in-process httpstan server through an aiohttp session with aiohttp's
-    default total timeout of 5 minutes. A first compile takes 1-2 minutes on an idle machine
-    and more than 5 on a loaded one, and the build then fails with a TimeoutError although
-    nothing is wrong. During a build the session is created without a total timeout (the
-    server runs in this process: no request can hang on a network).
-    """
+    """Let PyStan's HTTP client (to its in-process server) wait for a compile as long as it
+    takes: aiohttp's default 5-minute timeout fails a first compile on a loaded machine."""
     import stan.common
 
     real = stan.common.aiohttp
@@ -103,26 +93,9 @@ def _without_client_timeout():
 
 
 def build_pystan_model(program_code: str, data: dict, quiet: bool = False) -> Any:
-    """Compile (or fetch from httpstan's cache) a Stan program and bind ``data`` to it.
-
-    Parameters
-    ----------
-    program_code
-        Stan program text.
-    data
-        Data dictionary (numpy arrays allowed).
-    quiet
-        Swallow PyStan's progress messages (for rebuilds of an already compiled program).
-
-    Returns
-    -------
-    stan.model.Model
-
-    Notes
-    -----
-    ``stan.build`` leaves a ``build/`` folder in the working directory, so it runs with the
-    working directory switched to a temporary one.
-    """
+    """Compile (or fetch from httpstan's cache) a Stan program and bind ``data`` to it;
+    ``quiet`` swallows PyStan's progress messages. Runs in a temporary working directory
+    (``stan.build`` leaves a ``build/`` folder there)."""
     stan = _require_pystan()
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="elicit-pystan-") as tmp, \
@@ -152,18 +125,14 @@ class PyStanEngine(StanProgramEngine):
 
     Parameters
     ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
-    stan_file
-        A custom Stan program honouring the contract (see ``docs/stan.md``); ``None`` runs
-        the program of the data's model. Its parameters must be exactly ``gamma``,
-        ``threshold`` (and ``tau``), all declared ``<lower=0>`` (and the relevance model's
-        ``zeta``, unbounded), besides parameters of size 0.
+    variant, stan_file
+        As for :class:`~elicit.engines.base.StanProgramEngine`; a custom program's parameters
+        must be exactly ``gamma``, ``threshold`` (and ``tau``), all ``<lower=0>`` (and the
+        relevance model's ``zeta``, unbounded), besides parameters of size 0.
     max_iter
         Iteration limit of L-BFGS-B.
     cache_size
-        Number of (program, data) models kept bound; feedback changes the data, so each
-        query round binds a new one (fast once the program is compiled).
+        Number of (program, data) models kept bound (each query round binds a new one).
     """
 
     name = "pystan"
@@ -180,11 +149,8 @@ class PyStanEngine(StanProgramEngine):
     # -- model binding -------------------------------------------------------------------
 
     def model(self, data: ModelData) -> tuple[Any, np.ndarray]:
-        """The PyStan model bound to ``data`` and the permutation to Stan's parameter order.
-
-        Returns ``(model, order)`` with ``u = log(theta[order])`` the unconstrained vector of
-        ``theta = (gamma, xi[, tau2])`` (an unbounded entry, zeta, as it is).
-        """
+        """The PyStan model bound to ``data`` and the permutation ``order`` to Stan's: the
+        unconstrained vector is ``log(theta[order])`` (an unbounded entry, zeta, as it is)."""
         program = self.program(data)
         path, code = program.path, program.code
         stan_data = program.stan_data(data.to_stan())
@@ -197,10 +163,8 @@ class PyStanEngine(StanProgramEngine):
             if digest in self._compiled:
                 model = build_pystan_model(code, stan_data, quiet=True)
             else:
-                # The first build may compile into httpstan's shared cache: under a lock, so a
-                # second process waits and then reuses the build instead of breaking it.
-                # httpstan's cache is per interpreter path; elicit's own (pystan_cache) lets a
-                # new virtual environment reuse a build that another one paid for.
+                # under a lock, so a second process waits and reuses the build; pystan_cache
+                # shares builds across virtual environments
                 with file_lock(f"pystan-{digest}.lock"):
                     pystan_cache.restore(code)
                     model = build_pystan_model(code, stan_data)
@@ -216,11 +180,9 @@ class PyStanEngine(StanProgramEngine):
 
     def _parameter_order(self, model: Any, data: ModelData,
                          program: StanProgramFile) -> np.ndarray:
-        # Unconstrain a point with distinct coordinates: this both finds where each of gamma,
-        # xi, tau2 sits in Stan's unconstrained vector (a custom file may declare them in any
-        # order) and checks that every transform is the lower=0 one, u = log(x), that the
-        # Jacobian correction of the optimiser assumes (an unbounded zeta: u = x; probed at
-        # negative values, which no log of the others' probes reaches).
+        # Unconstrain a point with distinct coordinates: finds where each parameter sits in
+        # Stan's vector and checks that every transform is lower=0's u = log(x) (an unbounded
+        # zeta: u = x, probed at negative values, which no log of the others reaches).
         lay = data.layout
         bounded = lay.bounded()
         probe = np.where(bounded, 1.0, -1.0) * (1.0 + 0.37 * np.arange(lay.size))
@@ -253,17 +215,15 @@ class PyStanEngine(StanProgramEngine):
         u = np.where(b_ord, np.log(np.where(b_ord, xo, 1.0)), xo).tolist()
         lp = float(_sync(model.log_prob, u, adjust_transform=False))
         gu = np.asarray(_sync(model.grad_log_prob, u), dtype=float)
-        # grad_log_prob includes the Jacobian log|dx/du| = sum(u) of x = exp(u): remove it
-        # (d/du = 1 each) and apply the chain rule d/dx = (d/du) / x (an unbounded entry:
-        # u = x, no Jacobian).
+        # grad_log_prob includes the Jacobian sum(u) of x = exp(u) (d/du = 1 each): removed,
+        # then d/dx = (d/du) / x (an unbounded entry: u = x, no Jacobian).
         gx = np.empty_like(x)
         gx[order] = np.where(b_ord, (gu - 1.0) / xo, gu)
         return lp, gx
 
     def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The program's log density (Jacobian-free, the constants of the fits'
-        ``log_density``) and its gradient in theta at the point ``theta`` (bounded entries
-        > 0). ``--check-engine`` compares them with the twin's."""
+        """The program's Jacobian-free log density (the fits' constants) and its gradient in
+        theta at ``theta`` (``--check-engine``)."""
         model, order = self.model(data)
         try:
             return self._log_prob(model, order, data.layout.bounded(),
@@ -279,8 +239,7 @@ class PyStanEngine(StanProgramEngine):
         """MAP of (gamma, xi[, tau2]) from ``start`` (L-BFGS-B needs no Hessian)."""
         model, order = self.model(data)
         theta0 = theta_of(start, data)
-        # xi lives on the scale of the prior mean m (thousands for raw word counts), gamma on
-        # the scale of 1: optimise xi / m so that all coordinates are of order one.
+        # optimise xi / m: all coordinates of order one
         scale = np.ones_like(theta0)
         scale[data.layout.index("xi")] = data.m
         bounded = data.layout.bounded()
@@ -291,8 +250,7 @@ class PyStanEngine(StanProgramEngine):
             try:
                 lp, gx = self._log_prob(model, order, bounded, np.maximum(z * scale, lb))
             except RuntimeError:
-                # Stan rejected the point (e.g. a covariance that is not positive definite
-                # after overflow): make the line search back off.
+                # Stan rejected the point: make the line search back off
                 return np.inf, np.zeros_like(z)
             return -lp, -gx * scale
 

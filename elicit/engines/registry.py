@@ -17,19 +17,15 @@ def get_engine(name: str = "auto", variant: str = "fixed",
     Parameters
     ----------
     name
-        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"``. ``"auto"`` runs the shipped
-        programs on the numpy engine, and a custom ``stan_file`` on CmdStan when it is
-        installed, else on PyStan.
+        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"``. ``"auto"``: numpy for the
+        shipped programs, CmdStan (if installed, else PyStan) for a custom ``stan_file``.
     variant
         ``"fixed"`` or ``"learned"`` tau2.
     stan_file
-        A custom Stan program honouring the data/parameter contract (see ``docs/stan.md``);
-        only the cmdstan and pystan engines can run one.
+        A custom Stan program honouring the contract (``docs/stan.md``; cmdstan, pystan).
     check
-        Check every fit against the numpy twin (``--check-engine``,
-        :class:`~elicit.engines.checked.CheckedEngine`): ``True`` or ``"higher"`` continues
-        from the higher point when the two report different stationary points, ``"stop"``
-        stops there.
+        Check every fit against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`):
+        ``True`` or ``"higher"``, or ``"stop"`` at different stationary points.
     """
     if check and stan_file is not None:  # refused before any build
         raise ElicitError("--check-engine compares every fit with the numpy engine, which runs "
@@ -52,8 +48,7 @@ def _build(name: str, variant: str, stan_file: str | Path | None) -> Engine:
     if name not in ENGINES:
         raise ElicitError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
     if name == "auto":
-        # The numpy engine is the shipped programs' analytic twin and by far the fastest
-        # (CmdStan: ~40x slower cold fits at Amazon size); a user's program needs Stan.
+        # numpy is by far the fastest (CmdStan: ~40x slower cold fits at Amazon size)
         if stan_file is None:
             name = "numpy"
         else:

@@ -1,10 +1,5 @@
-"""What a user hands the estimator, resolved to indices: answers and features named by
-column name or given by column index, and numeric tables, each with one-line errors.
-
-Used by :class:`~elicit.estimator.regressor.ElicitRegressor`: its ``feedback``
-(:func:`resolve_feedback`), ``coupled`` and the candidate pairs (:func:`candidate_pairs`),
-``relevant`` and ``irrelevant`` (:func:`relevance_classes`) and ``meta_features``
-(:func:`resolve_meta_features`).
+"""What a user hands the estimator (answers, features by name or column index, numeric
+tables), resolved to indices with one-line errors.
 """
 
 from __future__ import annotations
@@ -74,9 +69,8 @@ def resolve_features(features: Any, what: str, p: int, names: list[str] | None) 
 
 def relevance_classes(model: str, relevant: Any, irrelevant: Any, p: int,
                       names: list[str] | None) -> np.ndarray | None:
-    """The relevance classes of the relevance model (1 relevant, 0 irrelevant, -1 not
-    judged) from ``relevant`` and ``irrelevant`` (lists of features or None); None for
-    the other models."""
+    """The relevance model's classes (1 relevant, 0 irrelevant, -1 not judged) from the
+    feature lists ``relevant`` and ``irrelevant``; None for the other models."""
     if not get_model(model).relevance:
         return None
     classes = np.full(p, -1, dtype=int)
@@ -94,10 +88,8 @@ def relevance_classes(model: str, relevant: Any, irrelevant: Any, p: int,
 
 def candidate_pairs(model: str, coupled: Any, p: int, feedback: list[tuple[int, int, Answer]],
                     names: list[str] | None) -> np.ndarray:
-    """The candidate pairs the model is set up with (as in a session, the pairs the expert
-    could be asked about): every pair, or for the known-coupling models the pairs within
-    J (:func:`~elicit.prior.setup.coupled_candidates`: ``coupled``, else the features of
-    the similar/dissimilar answers). ``coupled``: the user's list of features, or None."""
+    """The candidate pairs of the model: every pair, or for the known-coupling models the
+    pairs within J (:func:`~elicit.prior.setup.coupled_candidates`)."""
     if not get_model(model).known_coupling:
         return all_pairs(p)
     answered = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
@@ -174,8 +166,7 @@ def feature_index(f: Any, where: str, p: int, names: list[str] | None,
 
 def named(entry: Any, names: list[str]) -> Any:
     """An answer (i, j, answer) with in-range indices replaced by names; anything else is
-    left for :meth:`ElicitRegressor.fit <elicit.estimator.regressor.ElicitRegressor.fit>` to
-    check."""
+    left for ``fit`` to check."""
     if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
         return entry
     i, j = (names[f] if is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])

@@ -1,10 +1,5 @@
-"""The estimator's model from its resolved inputs: tau2 (given, chosen on the no-feedback
-model by type-II maximum likelihood or cross-validation, or learned) and the MAP with the
-answers.
-
-Used by :meth:`ElicitRegressor.fit <elicit.estimator.regressor.ElicitRegressor.fit>` once
-:mod:`elicit.estimator.feedback` has resolved what the user handed it; the grids, the
-no-feedback fits and the threshold rule come from :mod:`elicit.prior`.
+"""The estimator's model from its resolved inputs: tau2 (given, chosen on the no-feedback model,
+or learned) and the MAP with the answers.
 """
 
 from __future__ import annotations
@@ -28,9 +23,8 @@ def choose_tau2(tau2: float | str, grid: list[float], X: np.ndarray, y: np.ndarr
                 U: np.ndarray, eng: Engine, model: str, a_sigma: float, b_sigma: float,
                 candidates: np.ndarray | None = None,
                 ) -> tuple[float, dict[float, float] | None]:
-    """tau2 of the model and the grid's scores: given, or chosen on the no-feedback
-    model ("ml", "cv") of the estimator's ``model`` (a known-coupling model's J: the
-    features of ``candidates``; ``a_sigma``, ``b_sigma``: the sigma prior of "ml")."""
+    """tau2 of the model and the grid's scores: given, or chosen on the no-feedback model
+    ("ml", "cv"; a known-coupling model's J: the features of ``candidates``)."""
     if tau2 == "ml":
         coupled = (None if candidates is None
                    else coupled_features(X.shape[1], candidates))
@@ -41,8 +35,7 @@ def choose_tau2(tau2: float | str, grid: list[float], X: np.ndarray, y: np.ndarr
         if n < 2:
             raise ElicitError(f"tau2='cv' needs at least 2 samples, got n_samples = {n}; "
                               "give tau2 a number or use 'ml'")
-        # cv_tau2 builds its models with the paper's sigma prior: with normalised y its
-        # choice of tau2 barely depends on it (docs/estimator.md).
+        # with the paper's sigma prior: with normalised y it barely matters (docs/estimator.md)
         return cv_tau2(X, y, U, grid, min(CV_FOLDS, n), engine=eng, model=model,
                        candidates=candidates)
     if tau2 == "learned":
@@ -54,17 +47,15 @@ def fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engi
             feedback: list[tuple[int, int, Answer]], candidates: np.ndarray | None = None,
             relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult, bool]:
     """The model's data and MAP, and whether any pair answer entered it. ``candidates``
-    (default all pairs) set the coupled set J of a known-coupling model and the pairs over
-    which ``threshold_mean="auto"`` averages; ``relevance`` are the relevance model's classes
-    (as an Elicitor's answers set them: the threshold prior is resolved at the start without
-    them, then the answers of both kinds enter together)."""
+    (default all pairs) set J and the pairs ``"auto"`` averages over; ``relevance`` (the
+    relevance model's classes) enter with the answers, after the threshold prior, as in an
+    Elicitor."""
     candidates = all_pairs(X.shape[1]) if candidates is None else candidates
     pairs = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
                      dtype=int).reshape(-1, 2)
     f = np.array([a.outcome for _, _, a in feedback if a.outcome is not None], dtype=int)
     if len(f) == 0:
-        # xi does not enter the model: the placeholder prior mean saves resolving "auto" (a
-        # refit and the weights of all p(p-1)/2 pairs).
+        # xi does not enter the model: the placeholder saves resolving "auto"
         data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates),
                                 relevance)
         return data, eng.fit(data), False
@@ -73,6 +64,5 @@ def fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engi
     if relevance is not None:
         data = data.with_relevance(relevance)
     data = PAIRS.judged(data, pairs)  # as an Elicitor enters them: both features relevant
-    # From the no-feedback MAP as a start point (L-BFGS-B) rather than a warm Newton refit:
-    # the same MAP, without a second d n^2 Hessian.
+    # from the no-feedback MAP's point (not a warm refit): no second d n^2 Hessian
     return data, eng.fit(data, init=fit0.params), True

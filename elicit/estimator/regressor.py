@@ -2,20 +2,12 @@
 
 :class:`ElicitRegressor` fits ``y = X beta + eps`` with the prior
 ``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` and
-``K_ij = exp(-0.5 sum_l gamma_l (u_il - u_jl)^2)`` over the features' meta-features ``U``
-(p x d). An expert's answers about feature pairs enter through
-``f ~ Bernoulli(logistic(xi - gamma . w_ij))`` with ``w_ij = (u_i - u_j)^2``; the MAP of
-(gamma, xi[, tau2]) comes from an engine (:func:`elicit.engines.get_engine`) and predictions
-from the Normal-Inverse-Gamma posterior (:class:`~elicit.model.posterior.NIGPosterior`). In the
-relevance model (``model="relevance"``) the expert may also say which features affect the
-outcome (``relevant``) and which do not (``irrelevant``): their prior scales become 1 and
-eps = 0.01, the others' a scale learned from the data (:mod:`elicit.model.covariance`).
-
-It works on a user's raw data: X is standardised and y centred and scaled with the training
-statistics, the model is fitted there, and ``coef_``/``intercept_`` are mapped back, so that
-``predict(X) = X @ coef_ + intercept_`` on the original scales. The choice of the default
-tau2 (``"ml"``: type-II maximum likelihood on a grid) and its measurements are in
-``docs/estimator.md``.
+``K_ij = exp(-0.5 sum_l gamma_l (u_il - u_jl)^2)`` over the features' meta-features ``U``;
+an expert's pair answers enter through ``f ~ Bernoulli(logistic(xi - gamma . w_ij))`` with
+``w_ij = (u_i - u_j)^2``. The MAP of (gamma, xi[, tau2]) comes from an engine and predictions
+from the Normal-Inverse-Gamma posterior. It works on a user's raw data (standardised and
+mapped back: ``predict(X) = X @ coef_ + intercept_``); the choice of the default tau2 and its
+measurements are in ``docs/estimator.md``.
 """
 
 from __future__ import annotations
@@ -59,34 +51,25 @@ from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID, TAU2_MODES, check_grid, check
 class ElicitRegressor(RegressorMixin, BaseEstimator):
     """Linear regression with an expert-elicited feature-similarity prior.
 
-    The model is that of :class:`~elicit.elicitation.elicitor.Elicitor` (see the module
-    docstring); the answers are given up front instead of asked. With no answers it is a
-    Bayesian linear regression whose prior correlations between features are learned from
-    the meta-features (an empirical-Bayes fit of gamma).
+    The model of :class:`~elicit.elicitation.elicitor.Elicitor` (module docstring), with the
+    answers given up front. With no answers it is a Bayesian linear regression whose prior
+    correlations between features are learned from the meta-features.
 
     Parameters
     ----------
     meta_features : array (p, d), DataFrame or None
-        The meta-features U, one row per feature. A DataFrame is indexed by feature name: with
-        a DataFrame X its rows are matched to X's columns by name (in any order); with an
-        array X its rows are taken in order and its index names the features in
-        ``feedback``. ``None`` (the default) is the paper's generic recipe: the transpose of
-        the training matrix as given to :meth:`fit` (before standardisation), so d = n.
+        The meta-features U, one row per feature. A DataFrame is indexed by feature name
+        (matched to a DataFrame X's columns by name; else its index names the features in
+        ``feedback``). ``None``: the paper's recipe, the transposed raw training matrix.
     feedback : list of (feature_i, feature_j, answer) or None
-        Expert answers. Features are names (columns of a DataFrame X, or the index of a
-        ``meta_features`` DataFrame) or column indices; answers are ``"similar"``,
-        ``"dissimilar"``, ``"dont_know"``, 1 or 0 (see
-        :meth:`~elicit.elicitation.answers.Answer.parse`). "Don't know" leaves the model
-        unchanged. Checked in :meth:`fit`.
+        Expert answers. Features are names or column indices; answers are ``"similar"``,
+        ``"dissimilar"``, ``"dont_know"`` (no change), 1 or 0
+        (:meth:`~elicit.elicitation.answers.Answer.parse`).
     tau2 : float or {"ml", "cv", "learned"}, default "ml"
-        The prior scale tau^2 on the standardised problem. ``"ml"``: the grid value with the
-        largest maximised log posterior of the no-feedback model
-        (:func:`elicit.prior.tau2.ml_tau2`); ``"cv"``: the one with the smallest 5-fold
-        cross-validated error of the no-feedback model
-        (:func:`elicit.prior.tau2.cv_tau2`); ``"learned"``: estimated jointly with gamma
-        under ``tau2 ~ InvGamma(a_tau, b_tau)``; a number: fixed. The first two choose tau2
-        before the answers enter (as the paper chose its tau2 = 0.01), so answers move gamma
-        only.
+        The prior scale tau^2 on the standardised problem, chosen on the no-feedback model by
+        type-II ML (``"ml"``, :func:`elicit.prior.tau2.ml_tau2`) or 5-fold CV (``"cv"``,
+        :func:`elicit.prior.tau2.cv_tau2`), so answers move gamma only; ``"learned"`` with
+        gamma under ``tau2 ~ InvGamma(a_tau, b_tau)``; a number: fixed.
     tau2_grid : sequence of float or None
         The grid of ``"ml"`` and ``"cv"`` (default :data:`elicit.prior.tau2.ESTIMATOR_TAU2_GRID`).
     a_sigma, b_sigma : float, default 2.0 and 0.2
@@ -97,9 +80,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         The prior of tau^2 when ``tau2="learned"`` (the paper's synthetic setting).
     threshold_mean : "auto" or float, default "auto"
         Prior mean m of the threshold, ``xi ~ N+(m, m/2)``. ``"auto"``: the mean of
-        ``gamma0 . w_ij`` over *all* p(p-1)/2 feature pairs at the no-feedback MAP gamma0
-        (:func:`~elicit.prior.setup.fit_no_feedback`, the rule of a session and of
-        :class:`~elicit.elicitation.elicitor.Elicitor`). Used only when there are answers.
+        ``gamma0 . w_ij`` over the candidate pairs at the no-feedback MAP gamma0
+        (:func:`~elicit.prior.setup.fit_no_feedback`). Used only when there are answers.
     standardize : bool, default True
         Scale each column of X to unit variance (and centre it when ``fit_intercept``) with
         the training statistics before fitting.
@@ -113,21 +95,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an engine instance of the
         right variant (``"learned"`` for ``tau2="learned"``, else ``"fixed"``).
     model : str, default "paper"
-        The named model (:mod:`elicit.model.variants`, ``elicit models``): ``"paper"``,
-        ``"tied-threshold"``, ``"known-coupling"`` or ``"known-coupling-tied"``. tau2
-        (``"ml"``, ``"cv"``) is chosen for this model.
+        The named model (:mod:`elicit.model.variants`, ``elicit models``), for which tau2 is
+        chosen.
     coupled : sequence of feature names or indices, or None
         The coupled set J of the known-coupling models: ``K = blockdiag(K_gamma on J, I)``.
-        None (the default): the features of the similar/dissimilar answers, i.e. those the
-        expert could judge; with ``threshold_mean="auto"`` the threshold prior is then set
-        over the pairs within J. Only for the known-coupling models.
+        None: the features of the similar/dissimilar answers.
     relevant, irrelevant : sequence of feature names or indices, or None
-        Relevance feedback: the features the expert says affect the outcome, and those they
-        say do not (a feature in neither is not judged). Only for ``model="relevance"``:
-        a relevant feature's prior variance is ``tau2``, an irrelevant one's ``tau2 eps``
-        (eps = 0.01), so its coefficient is pulled toward 0. Checked in :meth:`fit`. The
-        features of a similar/dissimilar answer in ``feedback`` are relevant unless named
-        here (the expert could judge them, so they matter), as in an elicitation.
+        The features the expert says affect the outcome and those they say do not
+        (``model="relevance"``): prior variance ``tau2`` and ``tau2 eps`` (eps = 0.01). The
+        features of a similar/dissimilar answer are relevant unless named here.
 
     Attributes
     ----------
@@ -194,7 +170,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                  model: str = PAPER, coupled: Sequence[Any] | None = None,
                  relevant: Sequence[Any] | None = None,
                  irrelevant: Sequence[Any] | None = None) -> None:
-        # scikit-learn convention: store the parameters untouched; fit() checks them.
         self.meta_features = meta_features
         self.feedback = feedback
         self.tau2 = tau2
@@ -221,30 +196,24 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         """The estimator of a model with these answers and hyperparameters (unfitted).
 
         Built for :meth:`Session.to_estimator
-        <elicit.session.state.SessionState.to_estimator>`. Unlike the
-        constructor's defaults, X and y are used as given (``standardize``, ``normalize_y``
-        and ``fit_intercept`` are False): ``fit(X, y)`` on the data the answers were
-        elicited on then fits exactly the model of
-        ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``. Any constructor
-        parameter in ``params`` overrides these.
+        <elicit.session.state.SessionState.to_estimator>`. X and y are used as given
+        (``standardize``, ``normalize_y`` and ``fit_intercept`` False), so ``fit(X, y)`` fits
+        exactly the model of ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``.
+        Constructor parameters in ``params`` override these.
 
         Parameters
         ----------
         meta_features : array (p, d)
             The meta-features U.
         answers : list of (i, j, answer)
-            Feature indices (or names) and answers, e.g. ``Session.active_answers()``. An
-            answer with ``j`` None is about feature ``i`` alone (a feature question): relevant
-            and irrelevant ones become ``relevant`` and ``irrelevant`` (unless ``params``
-            give those), don't know ones are dropped.
+            E.g. ``Session.active_answers()``. An answer with ``j`` None is about feature ``i``
+            alone: relevant and irrelevant ones become ``relevant`` and ``irrelevant`` (unless
+            ``params`` give those), don't know ones are dropped.
         feature_names : sequence of str, optional
-            The p feature names. When given, ``meta_features`` becomes a DataFrame indexed by
-            them and the answers name the features, so that the estimator fits a DataFrame X
-            by column name.
+            The p feature names: ``meta_features`` and the answers then name the features, so
+            the estimator fits a DataFrame X by column name.
         hyper : Hyper, optional
-            The model's hyperparameters (default ``Hyper()``: the paper's fixed tau2 = 0.01),
-            its named model included (a known-coupling model's J can be given as
-            ``coupled=`` in ``params``).
+            The model's hyperparameters and named model (default ``Hyper()``).
         engine : str or Engine
             As for the constructor.
         """
@@ -302,8 +271,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
         U, index_names = resolve_meta_features(self.meta_features, X, names)
-        # Values whose squares overflow, and data whose model cannot fit in memory: refused in
-        # one line, by the check every model's data passes (ModelData), on the raw data.
+        # overflowing values and data too large for memory: ModelData's check, on the raw data
         mf = self.meta_features
         validate_regression(X, y, U, feature_names=names or index_names,
                             meta_names=[str(c) for c in mf.columns]
@@ -312,8 +280,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p,
                                       names or index_names)
 
-        # The priors and the tau2 grid refer to standardised X and y: the training statistics
-        # (a constant column keeps scale 1) map a user's raw data there and back.
+        # the priors and the tau2 grid refer to standardised X and y
         _, x_mean, x_scale = standardise(X)
         x_mean = x_mean if self.fit_intercept else np.zeros(p)
         x_scale = x_scale if self.standardize else np.ones(p)
@@ -336,13 +303,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         data, fit, answered = fit_map(Xs, yz, U, hyper, eng, feedback, cands, relevance)
         post = NIGPosterior.from_map(data, fit)
 
-        # The model's fitted attributes are set only once the fit has succeeded.
         self.meta_features_, self.feedback_ = U, feedback
         self.posterior_, self.map_ = post, fit
         self.set_units(x_mean, x_scale, y_mean, y_scale)
         self.gamma_ = np.array(fit.gamma)
-        # Without a similar/dissimilar answer xi is independent of everything else and does
-        # not enter the model, so its prior is not even resolved.
+        # without a pair answer xi does not enter the model
         self.xi_ = float(fit.xi) if answered else float("nan")
         self.threshold_mean_ = data.m if answered else float("nan")
         self.tau2_, self.tau2_scores_ = float(fit.tau2), scores
@@ -357,15 +322,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                   y_scale: float = 1.0) -> ElicitRegressor:
         """State the units of the data the fitted model refers to.
 
-        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``;
-        this sets ``x_mean_``, ``x_scale_``, ``y_mean_``, ``y_scale_`` and maps ``coef_``,
-        ``intercept_`` and ``sigma2_`` back, so that :meth:`predict` takes X in the original
-        units and returns y in them. :meth:`fit` calls it with its own training statistics.
-        Call it after :meth:`fit` when X and y were preprocessed *before* fit, by a
-        transformation the estimator did not see (fit with ``standardize``,
-        ``normalize_y`` and ``fit_intercept`` False): a session hands its model over this
-        way (:meth:`Session.to_estimator <elicit.session.state.SessionState.to_estimator>`).
-        It replaces the transformation of the last fit; a refit replaces it in turn.
+        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``; this
+        sets ``x_mean_`` .. ``y_scale_`` and maps ``coef_``, ``intercept_`` and ``sigma2_``
+        back, so :meth:`predict` works in the original units. :meth:`fit` calls it with its
+        training statistics; call it after :meth:`fit` when X and y were preprocessed by a
+        transformation the estimator did not see (as a session hands its model over).
 
         Parameters
         ----------
@@ -401,8 +362,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _check_params(self) -> tuple[float | str, list[float]]:
-        """Check the parameters (one-line errors); return tau2 (a number or a mode of
-        :data:`~elicit.prior.tau2.TAU2_MODES`) and the grid of ``"ml"``/``"cv"``."""
+        """Check the parameters (one-line errors); return tau2 and the grid."""
         tau2 = check_tau2(self.tau2, TAU2_MODES)
         grid = check_grid(ESTIMATOR_TAU2_GRID if self.tau2_grid is None else self.tau2_grid)
         for name in ("a_sigma", "b_sigma", "a_tau", "b_tau"):

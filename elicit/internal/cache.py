@@ -1,11 +1,9 @@
-"""One small least-recently-stored cache for results keyed by the arrays they were made from.
+"""A small least-recently-stored cache for results keyed by the arrays they were made from.
 
-The numpy engine remembers its last warm refits and the query round the y-likelihood at the
-current MAP; both key an entry by the *identity* of the data arrays (hashing megabytes of X
-at every lookup would cost more than some of the results) plus a checksum of their bytes
-(:func:`arrays_key`), so that an array modified in place never serves a stale result.
-An entry keeps its arrays alive (``pin``): while it exists, no other array can take over
-their ids.
+An entry is keyed by the *identity* of the data arrays (hashing megabytes of X at every
+lookup would cost more than some results) plus a checksum of their bytes (:func:`arrays_key`),
+so an array modified in place never serves a stale result. An entry keeps its arrays alive
+(``pin``), so no other array can take over their ids.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ import numpy as np
 
 
 def arrays_key(*arrays: np.ndarray) -> tuple[int, ...]:
-    """The ids of ``arrays`` followed by a checksum of each one's bytes
-    (:func:`checksum`)."""
+    """The ids of ``arrays`` followed by the :func:`checksum` of each."""
     return (*(id(a) for a in arrays), *(checksum(a) for a in arrays))
 
 
@@ -33,9 +30,8 @@ _WEIGHTS = np.random.default_rng(20261127).integers(1, 2**63, size=1 << 16,
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
-    """``a`` if no one can write to its memory (:func:`is_frozen`), else a read-only copy of
-    it: what a model holds, so that its caches can trust an array's identity alone and the
-    caller's later writes to its own array cannot reach the model."""
+    """``a`` if it is :func:`is_frozen`, else a read-only copy: what a model holds, so its
+    caches can trust an array's identity and the caller's later writes cannot reach it."""
     if is_frozen(a):
         return a
     out = np.array(a, copy=True)
@@ -44,17 +40,15 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 def freeze_fields(obj: object, *names: str) -> None:
-    """Set each attribute ``names`` of ``obj`` to its :func:`frozen` float array: the data
-    classes whose arrays the models of a run are built from hold them so, and those models
-    then share them (no copies) and the caches keyed by them."""
+    """Set each attribute ``names`` of ``obj`` to its :func:`frozen` float array (so the
+    models built from it share the arrays and the caches keyed by them)."""
     for name in names:
         setattr(obj, name, frozen(np.asarray(getattr(obj, name), dtype=float)))
 
 
 def is_frozen(a: object) -> bool:
-    """Whether ``a`` is an array whose memory nothing can write to: read-only, and so is every
-    array its memory belongs to, down to one that owns it (a read-only view of a writable
-    array is not frozen: the array can still change it)."""
+    """Whether nothing can write to ``a``'s memory: it and every array down to the owner
+    are read-only (a read-only view of a writable array is not frozen)."""
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
@@ -64,8 +58,7 @@ def is_frozen(a: object) -> bool:
     return isinstance(a, bytes)
 
 
-#: checksums of frozen arrays by identity, each with a weak reference that drops it when its
-#: array goes (an id is reused only after that)
+#: checksums of frozen arrays by id, each with a weak reference that drops it with its array
 _frozen_sums: dict[int, tuple[weakref.ref, int]] = {}
 
 
@@ -77,13 +70,11 @@ def _forget(key: int, ref: weakref.ref) -> None:
 
 def checksum(a: np.ndarray) -> int:
     """A checksum of the bytes of ``a``: the sum, modulo 2^64, of its 8-byte words times fixed
-    random odd weights (repeated along the array), and its length. Any change of one word
-    changes it, and so does any exchange of two words that differ (their weights differ unless
-    the words are 65,536 apart); it reads the array once, four times faster than CRC32.
+    random odd weights, and its length. Any change of one word changes it, and so does any
+    exchange of two words that differ (unless 65,536 apart); four times faster than CRC32.
 
-    A frozen array (:func:`is_frozen`: the data arrays a model holds) cannot change, so its
-    checksum is computed once and remembered while the array lives: a query round looks up
-    X, y and U a few dozen times (4% of a real-data sweep's CPU when each read X again)."""
+    A frozen array's checksum is remembered while the array lives (recomputing it for X cost
+    4% of a real-data sweep's CPU)."""
     if not is_frozen(a):
         return _checksum(a)
     key = id(a)
@@ -110,11 +101,9 @@ def _checksum(a: np.ndarray) -> int:
 
 
 class LRUCache:
-    """A thread-safe map of at most ``size`` entries; storing beyond that drops the entry
-    stored longest ago. A lookup does not refresh an entry unless asked to.
+    """A thread-safe map of at most ``size`` entries, dropping the one stored longest ago.
 
-    A pickled cache arrives empty (engines travel to worker processes; the ids in the keys
-    would mean nothing there).
+    A pickled cache arrives empty (the ids in the keys mean nothing in another process).
     """
 
     def __init__(self, size: int) -> None:
@@ -141,8 +130,7 @@ class LRUCache:
                 self._entries.popitem(last=False)
 
     def of_array(self, a: np.ndarray, compute: Callable[[np.ndarray], Any]) -> Any:
-        """``compute(a)``, once per array ``a`` (keyed by :func:`arrays_key`, so an array
-        changed in place is looked at again); a result of None is remembered too."""
+        """``compute(a)``, once per array (:func:`arrays_key`); None is remembered too."""
         key = arrays_key(a)
         hit = self.get(key)
         if hit is None:
@@ -161,6 +149,4 @@ class LRUCache:
         return {"size": self.size}
 
     def __setstate__(self, state: dict) -> None:
-        # The class's __init__, looked up as self.__init__ would be (no instance has its
-        # own), spelt so that the type checker accepts the call on an instance.
         type(self).__init__(self, state["size"])

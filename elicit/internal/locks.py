@@ -1,11 +1,8 @@
 """An inter-process file lock, for work that two processes must not do at once.
 
-Stan programs are compiled into caches shared by every process of a user (CmdStan's
-executable beside the cached ``.stan`` file, httpstan's ``~/.cache/httpstan``). Two processes
-that compile the same program at once (two sweep workers, two test processes) break each
-other's build ("Text file busy", a missing ``stderr.log``). Holding an exclusive lock on a
-file named after the program makes the second process wait and then reuse the first one's
-build.
+Two processes compiling the same Stan program into a shared cache break each other's build
+("Text file busy"); an exclusive lock on a file named after the program makes the second one
+wait and then reuse the first one's build.
 """
 
 from __future__ import annotations
@@ -16,22 +13,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
-def lock_dir() -> Path:
-    """``$XDG_CACHE_HOME/elicit/locks`` (default ``~/.cache/elicit/locks``)."""
+def user_cache(name: str) -> Path:
+    """``$XDG_CACHE_HOME/elicit/<name>`` (default ``~/.cache/elicit/<name>``)."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "elicit" / "locks"
+    return Path(base) / "elicit" / name
 
 
 @contextlib.contextmanager
 def file_lock(name: str, on_wait: Callable[[Path], None] | None = None) -> Iterator[Path]:
-    """Hold an exclusive lock on ``lock_dir() / name`` (blocking) for the ``with`` block.
-
-    The lock is released when the block ends or the process dies (the operating system
-    drops it with the file descriptor), so a killed build never leaves a stale lock.
-    ``on_wait(path)`` is called once, before blocking, if another holder makes this one wait
-    (to tell the user why nothing happens).
-    """
-    path = lock_dir() / name
+    """Hold an exclusive lock on ``user_cache("locks") / name`` for the ``with`` block;
+    released when the block ends or the process dies (no stale lock). ``on_wait(path)`` is
+    called once before blocking, if another holder makes this one wait."""
+    path = user_cache("locks") / name
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -1,25 +1,15 @@
 """A content-addressed memo of JSON results on disk, shared by processes.
 
-Several experiments of one reproduction compute the same thing for the same run: the
-regression baselines of a run depend only on its standardised data, not on the model or the
-questions of the sweep, so the Amazon sweeps with the paper's pairs, the recommended
-configuration and feature questions would each fit them again. A :class:`Memo` stores such a
-result once under the hash of exactly its inputs (arrays by dtype, shape and bytes; numbers,
-strings and their containers by value) and of its name and version, and hands it back to any
-later computation with the same inputs, in this process or another.
+Several experiments of one reproduction compute the same thing for the same run (a run's
+regression baselines depend only on its standardised data). A :class:`Memo` stores such a
+result once under the hash of its inputs (arrays by dtype, shape and bytes; other values by
+value), its name and version, and the code (:func:`code_salt`), so an entry never outlives a
+change of the code.
 
-Results are JSON (numbers, strings, lists, dicts with string keys): a float goes through JSON
-as its shortest repr, which reads back as the same float, so a memoised result is the
-computed one to the last bit. Each entry is written to a temporary file and renamed into
-place (:func:`elicit.internal.io.write_json_atomic`), so worker processes computing the same
-entry at once both write a whole file and a reader never sees half of one; an unreadable
-entry, or one that is not the entry of its key, counts as a miss, and a result that cannot be
-stored (a read-only folder) is still returned.
-
-Every key also holds the hash of the code that computes (:func:`code_salt`: elicit's own
-modules and Stan files, and the versions of numpy, scipy and scikit-learn), so an entry
-never outlives a change of the code: a memo folder kept across commits is recomputed, not
-reused.
+Results are JSON: a float goes through JSON as its shortest repr, which reads back as the
+same float. Entries are written atomically (:func:`elicit.internal.io.write_json_atomic`); an
+unreadable entry, or one of another key, is a miss, and a result that cannot be stored is
+still returned.
 """
 
 from __future__ import annotations
@@ -40,9 +30,8 @@ from elicit.internal.io import write_json_atomic
 
 @functools.lru_cache(maxsize=1)
 def code_salt() -> str:
-    """The hex SHA-256 of the code a memoised result depends on: every ``.py`` file of the
-    elicit package and every shipped ``.stan`` file (by path and bytes), and the versions
-    of numpy, scipy and scikit-learn. Computed once per process (a few milliseconds)."""
+    """The hex SHA-256 of elicit's ``.py`` and shipped ``.stan`` files (path and bytes) and
+    the versions of numpy, scipy and scikit-learn."""
     pkg = Path(__file__).resolve().parents[1]
     files = sorted(pkg.rglob("*.py"))
     for folder in (pkg / "stan", pkg.parent / "stan"):
@@ -59,8 +48,7 @@ def code_salt() -> str:
 
 
 def memo_key(name: str, version: int, inputs: Mapping[str, Any]) -> str:
-    """The hex SHA-256 of ``name``, ``version``, ``inputs`` (by field name, in sorted
-    order; see :func:`_feed` for how a value is hashed) and the code (:func:`code_salt`)."""
+    """The hex SHA-256 of ``name``, ``version``, ``inputs`` and :func:`code_salt`."""
     h = hashlib.sha256()
     _feed(h, (str(name), int(version), code_salt()))
     _feed(h, dict(inputs))
@@ -101,32 +89,21 @@ def _feed(h: Any, value: Any) -> None:
 
 
 class Memo:
-    """Results stored in ``folder`` under :func:`memo_key` of their inputs; None: none are
-    stored (every call computes).
-
-    Parameters
-    ----------
-    folder
-        Where the entries live (``<key[:2]>/<key>.json``); created when the first is stored.
-    """
+    """Results stored in ``folder`` (``<key[:2]>/<key>.json``) under :func:`memo_key` of
+    their inputs; ``folder`` None: every call computes."""
 
     def __init__(self, folder: str | os.PathLike | None) -> None:
         self.folder = None if folder is None else Path(folder)
 
     def path(self, key: str) -> Path:
-        """The file of the entry ``key``."""
         assert self.folder is not None
         return self.folder / key[:2] / f"{key}.json"
 
     def __call__(self, name: str, version: int, inputs: Mapping[str, Any],
                  compute: Callable[[], Any]) -> Any:
-        """The result of ``compute()`` for ``inputs``: the stored one if there is one, else
-        computed, stored and returned as read back from JSON (so a first call and a later
-        hit return equal values).
-
-        ``name`` and ``version`` tell results apart: raise ``version`` whenever what
-        ``compute`` does changes in a way ``inputs`` do not show (a new default, a fix).
-        """
+        """The stored result for ``inputs``, else ``compute()`` stored and returned as read
+        back from JSON. Raise ``version`` when ``compute`` changes in a way ``inputs`` do
+        not show."""
         if self.folder is None:
             return compute()
         key = memo_key(name, version, inputs)

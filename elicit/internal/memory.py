@@ -1,7 +1,5 @@
-"""How much memory this process may use: the machine's, or a lower limit of its container.
-
-Used to refuse, in one line and up front, a problem whose arrays cannot fit, instead of a
-``MemoryError`` traceback minutes into a run.
+"""How much memory this process may use (to refuse, in one line and up front, a problem whose
+arrays cannot fit), and its peak resident size.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ def memory_limit() -> int | None:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size, in MB: since :func:`reset_peak_rss` where that
-    worked (Linux's ``VmHWM``), else since the process started (``getrusage``)."""
+    """This process's peak resident set size in MB, since :func:`reset_peak_rss` on Linux."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -51,9 +48,7 @@ def peak_rss_mb() -> float:
 
 
 def reset_peak_rss() -> bool:
-    """Start :func:`peak_rss_mb` afresh from the current resident size (Linux: writing 5 to
-    ``/proc/self/clear_refs``); False where the peak cannot be reset (it then counts from
-    the start of the process)."""
+    """Start :func:`peak_rss_mb` afresh (Linux); False where the peak cannot be reset."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")

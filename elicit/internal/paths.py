@@ -1,8 +1,5 @@
-"""Checks of the paths a command reads or writes, made before any work starts.
-
-A command that writes into an output folder (a sweep's ``--out``) or a file (``--json``)
-would otherwise fail only when it first writes, after minutes of work, with the operating
-system's words ("File exists"). These checks say what is wrong and what to give instead.
+"""Checks of the paths a command reads or writes, made before any work starts (not minutes
+later, with the operating system's words), saying what is wrong and what to give instead.
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_output_folder(path: str | os.PathLike, option: str = "--out") -> Path:
-    """Refuse an output folder that cannot be made or written: it, or a folder above it, is
-    a file, or the nearest existing folder is read-only. Returns ``path`` as a Path."""
+    """Refuse an output folder that cannot be made or written; returns ``path`` as a Path."""
     path = Path(path)
     found = _nearest_existing(path)
     if not found.is_dir():
@@ -39,8 +35,7 @@ def check_output_folder(path: str | os.PathLike, option: str = "--out") -> Path:
 
 
 def check_output_file(path: str | os.PathLike, option: str) -> Path:
-    """Refuse an output file that cannot be written: it is a folder, or its folder cannot be
-    made or written (:func:`check_output_folder`). Returns ``path`` as a Path."""
+    """Refuse an output file that cannot be written; returns ``path`` as a Path."""
     path = Path(path)
     if path.is_dir():
         raise ElicitError(f"{option} {path} is a folder; give a file name")
@@ -53,8 +48,7 @@ def check_output_file(path: str | os.PathLike, option: str) -> Path:
 
 
 def check_input_file(path: str | os.PathLike, option: str) -> Path:
-    """Refuse an input file that does not exist or is a folder, saying which (a folder given
-    where a file is wanted was reported as missing). Returns ``path`` as a Path."""
+    """Refuse an input file that does not exist or is a folder; returns ``path`` as a Path."""
     path = Path(path)
     if path.is_dir():
         raise ElicitError(f"{option} {path} is a folder, not a file; give the path of the file "
@@ -66,9 +60,8 @@ def check_input_file(path: str | os.PathLike, option: str) -> Path:
 
 def check_not_input(path: str | os.PathLike, inputs: dict[str, str | os.PathLike | None],
                     option: str = "--out") -> Path:
-    """Refuse to write ``path`` when it is one of the ``inputs`` (``{what: file}``; None
-    entries are skipped), also through a link: elicit never overwrites an input, even with
-    ``--overwrite``. Returns ``path`` as a Path."""
+    """Refuse to write ``path`` when it is one of the ``inputs`` (``{what: file}``), also
+    through a link, even with ``--overwrite``; returns ``path`` as a Path."""
     path = Path(path)
     if not path.exists():
         return path

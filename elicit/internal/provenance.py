@@ -1,8 +1,5 @@
-"""Where a measurement was made: the source commit and the machine.
-
-``make reproduce`` stamps its report with :func:`source_commit`; ``elicit bench --suite``
-records both with its figures, so that figures of different commits and machines are told
-apart.
+"""Where a measurement was made (the source commit and the machine), so that figures of
+different commits and machines are told apart.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """One registry of named objects, shared by the model variants, the strategies and the
-utilities (each registers its own kind with its own checks; the bookkeeping is written here
-once).
-
-A :class:`Registry` reads like a read-only mapping from name to object (``name in R``,
-``R[name]``, ``list(R)`` in registration order, ``R.get(name)`` with a default), so the
-modules that only look things up treat it as a dict. Adding and removing go through
-:meth:`Registry.add` and :meth:`Registry.remove`, and :meth:`Registry.lookup` is the lookup
-whose failure is a one-line :class:`~elicit.errors.ElicitError` that lists the valid names.
+utilities: a read-only mapping from name to object, with :meth:`Registry.add`,
+:meth:`Registry.remove` and :meth:`Registry.lookup` (a one-line error listing the names).
 """
 
 from __future__ import annotations
@@ -35,7 +29,6 @@ class Registry(Mapping[str, T], Generic[T]):
         self.hint = hint
         self._items: dict[str, T] = {}
 
-    # -- the read-only mapping -----------------------------------------------------------
     def __getitem__(self, name: str) -> T:
         return self._items[name]
 
@@ -48,15 +41,8 @@ class Registry(Mapping[str, T], Generic[T]):
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
 
-    # -- changes ---------------------------------------------------------------------------
     def add(self, name: object, obj: T) -> T:
-        """Register ``obj`` under ``name`` and return it.
-
-        Raises
-        ------
-        ElicitError
-            If ``name`` is not a non-empty string or is taken.
-        """
+        """Register ``obj`` under ``name`` (a free, non-empty string) and return it."""
         if not isinstance(name, str) or not name.strip():
             raise ElicitError(f"a {self.kind} needs a non-empty name, got {name!r}")
         if name in self._items:
@@ -66,19 +52,13 @@ class Registry(Mapping[str, T], Generic[T]):
         return obj
 
     def remove(self, name: str) -> None:
-        """Remove the object called ``name`` (one registered for a test, say)."""
+        """Remove the object called ``name``."""
         if name not in self._items:
             raise ElicitError(f"no {self.kind} named {name!r} is registered")
         del self._items[name]
 
     def lookup(self, name: object) -> T:
-        """The object called ``name``.
-
-        Raises
-        ------
-        ElicitError
-            One line listing the registered names, if ``name`` is not one of them.
-        """
+        """The object called ``name``, else one line listing the registered names."""
         if isinstance(name, str) and name in self._items:
             return self._items[name]
         raise ElicitError(f"unknown {self.kind} {name!r}; choose one of "

@@ -1,11 +1,9 @@
 """Text that reaches a terminal: never a raw control character.
 
-Sessions store what experts and data files wrote (comments, snippets, descriptions, the
-names in files made by older versions), and that text may hold escape sequences: ``ESC ]0;...
-BEL`` retitles a terminal, ``ESC [2J`` clears it, a newline forges an extra line of output,
-U+202E reverses what follows. Everything elicit prints to a terminal goes through
-:func:`printable`, which shows such characters as visible escapes (``\\x1b``, ``\\n``,
-``\\u202e``) and leaves every other character, accents, CJK and emoji included, as it is.
+Sessions store what experts and data files wrote, and that text may hold escape sequences
+(``ESC ]0;...`` retitles a terminal, a newline forges a line of output, U+202E reverses what
+follows). Everything elicit prints to a terminal goes through :func:`printable`, which shows
+such characters as visible escapes and leaves every other character as it is.
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def is_control(ch: str) -> bool:
-    """True for a character a terminal would act on rather than show: the C0 and C1 control
-    characters and DEL (category Cc), the line and paragraph separators (Zl, Zp) and the
-    bidirectional formatting characters."""
+    """True for a character a terminal would act on rather than show: control characters
+    (Cc), line and paragraph separators (Zl, Zp) and bidirectional formatting characters."""
     return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in BIDI_CONTROLS
 
 
@@ -42,9 +39,8 @@ def _escape(ch: str) -> str:
 
 
 def printable(text: object) -> str:
-    """``str(text)`` with every control character (see :func:`is_control`) written as a
-    visible escape, the way Python's ``repr`` writes it: ``"ok\\x1b[2J"`` prints as
-    ``ok\\x1b[2J``. Backslashes are left alone, so ordinary text prints unchanged."""
+    """``str(text)`` with every :func:`is_control` character written as ``repr`` writes it
+    (``\\x1b``, ``\\n``, ``\\u202e``); backslashes are left alone."""
     text = str(text)
     if not has_control(text):
         return text
@@ -52,8 +48,7 @@ def printable(text: object) -> str:
 
 
 def command_line(*words: object) -> str:
-    """A command for the user to type, as it is shown: each word quoted for a POSIX shell
-    where it needs to be (a path with a space, a name with a quote), then
+    """A command for the user to type: each word quoted for a POSIX shell where needed, then
     :func:`printable`."""
     return printable(" ".join(shlex.quote(str(w)) for w in words))
 

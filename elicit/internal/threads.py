@@ -1,9 +1,6 @@
-"""BLAS threading.
-
-The matrices here are small (n ~ 100, p ~ 340), and on these machines multi-threaded OpenBLAS
-is *slower* on them than one thread (a 100 x 100 inverse: 14 ms with 2 threads, 0.2 ms with
-one). Experiments parallelise over runs with processes instead, so compute-heavy entry points
-run with one BLAS thread.
+"""BLAS threading: on these small matrices multi-threaded OpenBLAS is slower than one thread
+(a 100 x 100 inverse: 14 ms with 2 threads, 0.2 ms with one), so compute-heavy entry points
+run with one BLAS thread and experiments parallelise over processes instead.
 """
 
 from __future__ import annotations
@@ -19,12 +16,9 @@ _controller = None
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """BLAS limited to one thread inside the block (restored afterwards).
-
-    The limit is the process's, not the thread's: threads that each limit and restore it
-    (the steps of a pipeline, :func:`elicit.harness.runner.run_pipeline`) run inside one
-    block around them all, so that no thread's restore lifts the limit under another.
-    """
+    """BLAS limited to one thread inside the block (restored afterwards). The limit is the
+    process's: threads run inside one block around them all, so no thread's restore lifts
+    it under another."""
     global _controller
     from threadpoolctl import ThreadpoolController
 

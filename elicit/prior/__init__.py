@@ -1,9 +1,6 @@
-"""The prior set-up: everything decided before the expert's first answer.
-
-:mod:`elicit.prior.setup` holds the coupled set J, the threshold prior and the no-feedback
-MAP; :mod:`elicit.prior.tau2` the choice of tau^2 (marginal likelihood or cross-validation)
-and its grids. The elicitation, the estimator and the experiments all call these; none of
-them states the rules again.
+"""The prior set-up, everything decided before the expert's first answer: the coupled set J,
+the threshold prior and the no-feedback MAP (:mod:`~elicit.prior.setup`), and the choice of
+tau^2 (:mod:`~elicit.prior.tau2`).
 """
 
 from elicit.prior.setup import (

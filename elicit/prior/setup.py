@@ -1,21 +1,17 @@
 """The model before any answer: the coupled set J, the threshold prior and the no-feedback MAP.
 
-Every path that fits the model starts here: an :class:`~elicit.elicitation.elicitor.Elicitor`
-(sweeps and sessions), the estimator, the reference lines and the Table 1 loops of the
-experiments, and the tau2 choices of :mod:`elicit.prior.tau2`. Three rules are stated once:
+Every path that fits the model starts here (elicitations, the estimator, the experiments, the
+tau2 choices of :mod:`elicit.prior.tau2`). Three rules are stated once:
 
-* **The coupled set J** of the known-coupling models is the set of features that occur in
-  the candidate pairs, i.e. those the expert can be asked about (:func:`coupled_features`).
-  The other models ignore it. When the answers come first and no question set exists (the
-  estimator), the candidates are the pairs within J, and J defaults to the features the
-  expert judged: those of the similar/dissimilar answers (:func:`coupled_candidates`).
-* **The threshold placeholder.** Without answers the threshold xi is independent of
-  everything else, so its prior mean changes neither gamma's MAP nor any prediction; a fit
-  with no answers uses :data:`PLACEHOLDER_THRESHOLD_MEAN` where ``threshold_mean`` is
-  ``"auto"`` (:func:`no_feedback_data`) instead of resolving it.
-* **The authors' threshold rule.** ``threshold_mean="auto"`` is the mean of
-  ``gamma0 . w`` over the candidate pairs at the no-feedback MAP ``gamma0``
-  (:func:`~elicit.model.spec.auto_threshold_mean`, resolved by :func:`fit_no_feedback`).
+* **The coupled set J** of the known-coupling models is the set of features in the candidate
+  pairs (:func:`coupled_features`). When the answers come first (the estimator), the
+  candidates are the pairs within J, and J defaults to the features of the similar/dissimilar
+  answers (:func:`coupled_candidates`).
+* **The threshold placeholder.** Without answers xi is independent of everything else, so a
+  fit with no answers uses :data:`PLACEHOLDER_THRESHOLD_MEAN` for ``threshold_mean="auto"``
+  (:func:`no_feedback_data`).
+* **The authors' threshold rule.** ``"auto"`` is the mean of ``gamma0 . w`` over the candidate
+  pairs at the no-feedback MAP ``gamma0`` (resolved by :func:`fit_no_feedback`).
 """
 
 from __future__ import annotations
@@ -35,8 +31,8 @@ PLACEHOLDER_THRESHOLD_MEAN = 1.0
 
 
 def coupled_features(p: int, pairs: np.ndarray | None) -> np.ndarray:
-    """The coupled set J as a boolean mask of length p: the features that occur in ``pairs``
-    (the candidate pairs, i.e. what the expert can be asked about; None: all pairs)."""
+    """The coupled set J as a boolean mask of length p: the features in the candidate
+    ``pairs`` (None: all pairs)."""
     if pairs is None:
         return np.full(p, p >= 2)
     mask = np.zeros(p, dtype=bool)
@@ -46,13 +42,9 @@ def coupled_features(p: int, pairs: np.ndarray | None) -> np.ndarray:
 
 def coupled_candidates(answered: np.ndarray, coupled: Sequence[int] | None = None,
                        ) -> np.ndarray:
-    """The candidate pairs of a known-coupling model whose answers are given up front (no
-    question set to take J from): every pair within J.
-
-    J is ``coupled`` (column indices) or, when None, the features of the ``answered`` pairs
-    (those with a similar/dissimilar answer), i.e. the features the expert could judge.
-    :func:`coupled_features` of the result gives J back whenever J holds two features or more.
-    """
+    """The candidate pairs of a known-coupling model whose answers are given up front: every
+    pair within J, which is ``coupled`` (column indices) or else the features of the
+    ``answered`` pairs (:func:`coupled_features` of the result gives J back if |J| >= 2)."""
     features = np.asarray(answered if coupled is None else coupled, dtype=int).reshape(-1)
     J = np.unique(features)
     return J[all_pairs(len(J))]
@@ -61,8 +53,7 @@ def coupled_candidates(answered: np.ndarray, coupled: Sequence[int] | None = Non
 def no_feedback_data(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper,
                      coupled: np.ndarray | None = None, relevance: np.ndarray | None = None,
                      ) -> ModelData:
-    """The model data without pair answers; ``threshold_mean="auto"`` becomes the placeholder
-    :data:`PLACEHOLDER_THRESHOLD_MEAN` (xi does not enter a fit without pair answers).
+    """The model data without pair answers (``"auto"`` threshold mean: the placeholder);
     ``relevance``: the relevance model's classes (default: nothing judged)."""
     if hyper.threshold_mean == "auto":
         hyper = hyper.with_threshold_mean(PLACEHOLDER_THRESHOLD_MEAN)
@@ -79,17 +70,11 @@ def fixed_hyper(tau2: float, model: str = "paper", **priors: float) -> Hyper:
 def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray | None,
                     relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult]:
     """The no-feedback model an elicitation starts from: its data (threshold prior resolved,
-    coupled set J from ``candidates``, None for all pairs, which are then not listed) and
-    its MAP.
+    J from ``candidates``, None for all pairs) and its MAP.
 
-    ``threshold_mean="auto"`` is the authors' rule: the mean of ``gamma0 . w`` over the
-    candidate pairs at the no-feedback MAP ``gamma0``. With no feedback xi is independent of
-    everything else, so gamma0 does not depend on the placeholder mean of the first fit, and
-    the second fit only moves xi.
-
-    The relevance model's start has no relevance answers either (``relevance``: its classes,
-    default nothing judged); zeta is fitted with gamma (its MAP: the share of relevant
-    features the data suggest).
+    ``"auto"`` (the module docstring): gamma0 does not depend on the placeholder mean of the
+    first fit, so the second fit only moves xi. The relevance model's zeta is fitted with
+    gamma (``relevance``: its classes, default nothing judged).
     """
     coupled = coupled_features(np.shape(X)[1], candidates)
     if hyper.threshold_mean != "auto":
@@ -100,6 +85,5 @@ def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarra
     data = ModelData(X, y, U, hyper.with_threshold_mean(
         auto_threshold_mean(U, fit0.gamma, candidates)), coupled=coupled, relevance=relevance)
     fit = engine.fit(data, init=fit0)
-    # The Hessian that refit used belongs to the placeholder threshold prior: later refits
-    # from this MAP must not be preconditioned with it.
+    # that refit's Hessian belongs to the placeholder prior: not for later refits
     return data, dataclasses.replace(fit, warm_hessian=None)

@@ -1,26 +1,17 @@
 """Choosing the prior scale tau^2 before any answer: by marginal likelihood or by CV.
 
-Both choices score the no-feedback model (:mod:`elicit.prior.setup`) on a grid of tau^2 and
-are made before the expert's answers enter, as the paper chose its tau2 = 0.01 on real data.
-One module states the grids, their check and the check of a tau^2 setting:
+Both score the no-feedback model (:mod:`elicit.prior.setup`) on a grid of tau^2 before the
+expert's answers enter, as the paper chose its tau2 = 0.01: :func:`ml_tau2` (type-II maximum
+likelihood, the estimator's default) and :func:`cv_tau2` (K-fold CV, the real-data sweeps'
+default). Both follow one grid policy (:func:`next_grid_value`): while the best value is on
+an edge of the values scored so far, the value half a decade beyond is scored too, up to
+:data:`TAU2_BOUNDS`, so the choice is an interior optimum or a bound (the sweeps' grid used to
+stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs).
 
-* :func:`ml_tau2`: type-II maximum likelihood (the estimator's default, ``tau2="ml"``);
-* :func:`cv_tau2`: K-fold cross-validated test error (the real-data sweeps' default,
-  ``--tau2 cv``, and the estimator's ``tau2="cv"``).
-
-**One grid policy** for both (:func:`next_grid_value`): a grid is a starting set, not a
-boundary. While the best value sits on an edge of the values scored so far, the next value
-half a decade beyond that edge is scored too, up to :data:`TAU2_BOUNDS`; the choice is then
-an interior optimum (or a bound). The sweeps' fixed grid used to stop at 1e-3, where the CV
-picked its lowest value in 5 of 12 Yelp runs and in 4 of 6 runs of two other review
-corpora, so their optimum lay below it. The scores returned hold every value scored.
-
-Both work for every named model, the relevance model included: tau2 is then the prior scale
-of a feature called relevant and ``tau2 lambda_u(zeta)`` that of an unjudged one. Without
-relevance answers the data determine only the product (the prior variance of every feature),
-and the prior share of relevant features (:data:`~elicit.model.priors.RELEVANT_SHARE`)
-splits it: :func:`ml_tau2` profiles over gamma and zeta (zeta's prior decides the split),
-:func:`cv_tau2` holds zeta at its prior mean (see there why).
+For the relevance model tau2 is the prior scale of a relevant feature and ``tau2
+lambda_u(zeta)`` that of an unjudged one; without relevance answers the data determine only
+the product, and the prior share of relevant features splits it: :func:`ml_tau2` profiles
+over gamma and zeta, :func:`cv_tau2` holds zeta at its prior mean (see there why).
 """
 
 from __future__ import annotations
@@ -61,9 +52,7 @@ ESTIMATOR_TAU2_GRID: tuple[float, ...] = tuple(float(t) for t in np.logspace(-4,
 #: The ways to set tau2 besides a positive number (the estimator's; sweeps take ``"cv"``).
 TAU2_MODES: tuple[str, ...] = ("ml", "cv", "learned")
 #: The range the grid policy extends a grid within: below 1e-6 the prior of a standardised
-#: problem is a point mass at 0 for any p a user has (sigma2 tau2 p^2 < 1e-6 sigma2 for
-#: p < 1000), above 1e3 the prior is flat for the n at hand; values beyond are never added
-#: (a user's grid may hold them).
+#: problem is a point mass at 0 (for p < 1000), above 1e3 it is flat for the n at hand.
 TAU2_BOUNDS: tuple[float, float] = (1e-6, 1e3)
 #: The step of the grid extension: half a decade.
 TAU2_STEP = float(np.sqrt(10.0))
@@ -73,9 +62,8 @@ def next_grid_value(values: Sequence[float], best: float,
                     bounds: tuple[float, float] = TAU2_BOUNDS) -> float | None:
     """The grid policy: the tau^2 to score next, or None when the choice is final.
 
-    ``values`` are the tau^2 scored so far, ``best`` the best of them. On the lowest edge the
-    next value is half a decade below it, on the highest edge half a decade above it (to three
-    significant digits: 3.16e-4, 1e-4, ...), unless that leaves ``bounds``; inside, None.
+    ``values`` are the tau^2 scored so far, ``best`` the best of them: half a decade beyond
+    the edge it is on (to three significant digits: 3.16e-4, 1e-4, ...), within ``bounds``.
     """
     lo, hi = min(values), max(values)
     if best == lo and (t := _half_decade(lo, -1)) >= bounds[0] and t < lo:
@@ -86,8 +74,7 @@ def next_grid_value(values: Sequence[float], best: float,
 
 
 def _half_decade(t: float, sign: int) -> float:
-    # on the lattice 10^(k/2) (up to the three digits kept), the next lattice value exactly,
-    # so that the values do not drift (1e-3, 3.16e-4, 1e-4, ...); otherwise t times sqrt(10)
+    # on the lattice 10^(k/2), the next lattice value exactly, so the values do not drift
     k = 2.0 * np.log10(t)
     nxt = 10.0 ** ((round(k) + sign) / 2) if abs(k - round(k)) < 1e-2 else t * TAU2_STEP**sign
     return float(f"{nxt:.3g}")
@@ -105,8 +92,8 @@ def check_grid(grid: Sequence[float], what: str = "tau2_grid") -> list[float]:
 
 
 def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2") -> float | str:
-    """A positive tau^2 as a float, or one of ``modes`` (case-insensitive for strings);
-    anything else is a one-line :class:`ElicitError` that names the choices."""
+    """A positive tau^2 as a float, or one of ``modes`` (case-insensitive), else a one-line
+    :class:`ElicitError`."""
     choices = " or ".join(["a positive number", *(repr(m) for m in modes)])
     if isinstance(tau2, str):
         key = tau2.strip().lower()
@@ -134,9 +121,8 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
 
     the Student-t marginal of y (:class:`~elicit.model.marginal.Marginal`) plus gamma's
     N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
-    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Fits are
-    started from the previous grid value's MAP; the grid is extended by the grid policy
-    (:func:`next_grid_value`), each new value started from its neighbour's MAP.
+    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Each fit is
+    warm-started from its neighbour's MAP; the grid is extended by :func:`next_grid_value`.
 
     Parameters
     ----------
@@ -149,9 +135,8 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     engine
         A ``"fixed"``-variant engine or its name.
     model, coupled, relevance
-        The named model (:mod:`elicit.model.variants`) and, for the known-coupling models,
-        the coupled set J as a boolean mask, for the relevance model its classes (default
-        nothing judged): tau^2 is chosen for the model that is fitted.
+        The named model, the coupled set J (boolean mask) of the known-coupling models and
+        the relevance model's classes (default nothing judged).
 
     Returns
     -------
@@ -168,8 +153,7 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     def score(t: float, start: Params | None) -> Params:
         data = no_feedback_data(X, y, U, fixed_hyper(t, model, a_sigma=a_sigma,
                                                      b_sigma=b_sigma), coupled, relevance)
-        # Params, not the MAPResult: a start point without the engine's warm Newton refit,
-        # whose Hessian costs d n^2 memory (d = n with the default meta-features).
+        # Params, not the MAPResult: no warm Newton refit, whose Hessian costs d n^2 memory
         fit = eng.fit(data, init=start)
         at = Params(fit.gamma, xi, t, fit.zeta)
         # xi at its prior mean makes the threshold's prior term exactly 0
@@ -198,15 +182,10 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             relevance: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by K-fold cross-validation of the no-feedback model.
 
-    The training samples are split into ``folds`` shuffled folds. For each fold and each
-    tau^2 the MAP of gamma is fitted on the other folds (their targets centred on their own
-    mean, which is added back to the held-out predictions) and the held-out squared error is
-    recorded. Inputs keep their standardisation and the meta-features ``U`` stay the run's;
-    both are label-free, so no held-out target is ever used. The fits of one fold are
-    warm-started along the grid.
-
-    The grid is extended by the grid policy (:func:`next_grid_value`): each fold fits a new
-    value warm-started from its MAP at the neighbouring edge.
+    For each of ``folds`` shuffled folds and each tau^2 the MAP of gamma is fitted on the
+    other folds (targets centred on their own mean, added back to the held-out predictions)
+    and the held-out squared error recorded; X and U are label-free, so no held-out target is
+    used. Fits are warm-started along the grid, extended by :func:`next_grid_value`.
 
     Parameters
     ----------
@@ -221,23 +200,16 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     engine
         MAP engine.
     model, candidates
-        The named model whose no-feedback fit is cross-validated
-        (:mod:`elicit.model.variants`), and the candidate pairs that define the coupled set J
-        of the known-coupling models (ignored by the others). The choice depends on the
-        model: on Amazon with PPMI meta-features the paper's model picks 0.001 in most runs,
-        and known coupling fitted with that choice predicts worse (1.97) than at 0.003
-        (1.86), because K = I outside J shrinks differently.
+        The named model and the candidate pairs that define J of the known-coupling models.
+        The choice depends on the model (Amazon, PPMI: the paper model picks 0.001, where
+        known coupling predicts worse, 1.97, than at 0.003, 1.86).
     relevance
-        The relevance model's classes (default: nothing judged, its start). Its CV holds zeta
-        at its prior mean ``logit(pi0)``: with fixed scales h0 the relevance model is the
-        paper's model on ``X diag(h0)`` (predictions ``X_te diag(h0) mu~``), so that is what
-        is cross-validated. With zeta at each fold's MAP instead, the marginal likelihood
-        (which sets zeta) and the held-out error (which sets tau2) pull the start's prior
-        variance apart: where the CV prefers less signal than the marginal likelihood, zeta
-        undoes every smaller tau2 until lambda_u reaches 1, and the choice falls to the
-        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's
-        2.48). Held at the prior mean it is the paper model's CV choice divided by
-        ``lambda_u(logit pi0)`` (runs 0-5: a start of 1.926 against 2.024).
+        The relevance model's classes (default: nothing judged). Its CV holds zeta at its prior
+        mean ``logit(pi0)``, where the model is the paper's on ``X diag(h0)``. With zeta at
+        each fold's MAP, the marginal likelihood (setting zeta) and the held-out error
+        (setting tau2) pull apart: zeta undoes every smaller tau2 and the choice falls to the
+        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's 2.48;
+        held at the prior mean, runs 0-5: 1.926 against 2.024).
 
     Returns
     -------
