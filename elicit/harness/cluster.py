@@ -1,22 +1,12 @@
 """Where the experiments' tasks run: local worker processes or a Dask cluster.
 
 A sweep is a list of independent, deterministic tasks (:mod:`elicit.harness.runner`), so it
-runs the same on any executor:
-
-``None`` (the default)
-    ``jobs`` local worker processes (:class:`concurrent.futures.ProcessPoolExecutor`).
-``"local:N"``
-    a :class:`distributed.LocalCluster` with N single-threaded worker processes started here
-    (useful to try the cluster route, and as Dask's dashboard-able local pool).
-``"tcp://host:port"`` (or any address Dask's ``Client`` accepts)
-    an existing Dask scheduler, e.g. one started by ``dask-jobqueue`` on a SLURM cluster
-    (``docs/scaling.md``). Its workers must be able to import the same version of elicit
-    and read the data directory at the same path.
-
-Results do not depend on the executor: every random stream of a task is derived from the
-sweep's seed and the run index. A task whose worker is lost is retried by the scheduler
-(Dask reschedules the tasks of a dead worker), and tasks that failed with an error are
-retried ``RETRIES`` times before the sweep stops.
+runs the same on any executor: ``None`` (the default), ``jobs`` local worker processes;
+``"local:N"``, a :class:`distributed.LocalCluster` with N single-threaded workers started
+here; or the address of an existing Dask scheduler (``tcp://host:port``, e.g. from
+``dask-jobqueue`` on SLURM, ``docs/scaling.md``), whose workers must import the same elicit
+and read the data directory at the same path. Dask reschedules the tasks of a lost worker,
+and a task that raised is retried ``RETRIES`` times before the sweep stops.
 """
 
 from __future__ import annotations
@@ -88,22 +78,15 @@ def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
 def cluster_scope(cluster: str | None, jobs: int = 1) -> Iterator[None]:
     """Run every :func:`~elicit.harness.runner.run_tasks` call inside the block on one
     executor: ``cluster``, or with ``cluster`` None and ``jobs`` > 1 a pool of ``jobs`` local
-    worker processes.
-
-    One cluster connection (or one local cluster) serves all the steps of a pipeline (the
-    per-run baselines, the sweep, the Table 1 loops) instead of starting one per step, and
-    one local pool lets the steps of :func:`~elicit.harness.runner.run_pipeline` that run at
-    the same time share its workers. ``None`` with ``jobs`` 1 changes nothing: an enclosing
-    scope stays in force, else the steps use their ``jobs`` local processes.
-    """
+    worker processes (shared by the steps of a pipeline instead of one per step). ``None``
+    with ``jobs`` 1 changes nothing: an enclosing scope stays in force."""
     if parse_cluster(cluster) is None and jobs <= 1:
         yield
         return
     with task_executor(jobs, cluster) as executor:
         if isinstance(executor, ProcessPoolExecutor):
-            # Start the workers now, from this thread: a pool forks them at its first task,
-            # and a fork while other threads of this process hold locks (a pipeline's steps)
-            # could copy a held lock into the worker.
+            # fork the workers now, from this thread: a fork while a pipeline's other
+            # threads hold locks could copy a held lock into the worker
             executor.submit(int).result()
         token = _SCOPE.set(executor)
         try:

@@ -1,20 +1,12 @@
 """How a configuration declares what its results folder records.
 
-An experiment's configuration is a frozen dataclass whose fields are of two kinds:
-
-* :func:`setting`: the results depend on it. ``config.json`` records it
-  (:meth:`Recorded.to_json`), and :class:`~elicit.harness.store.SweepStore` refuses a rerun
-  with another value;
-* :func:`option`: how much or how to run (runs, strategies, worker processes, a cluster, a
-  check). Not recorded: it may change between reruns, and more runs only add runs.
-
-So a new option is one field, declared once with its kind; :meth:`Recorded.to_json` and
-:meth:`Recorded.recorded` (reading ``config.json`` back) follow from the declarations.
-
-The settings of the question rounds are one object,
-:class:`~elicit.elicitation.settings.RoundSettings`, which every configuration holds as its
-``settings`` field (:func:`round_settings`) and records whole; an experiment's configuration
-takes its entries as keywords too (:class:`RoundKeywords`).
+An experiment's configuration is a frozen dataclass whose fields are either a
+:func:`setting` (the results depend on it: ``config.json`` records it and
+:class:`~elicit.harness.store.SweepStore` refuses a rerun with another value) or an
+:func:`option` (how much or how to run: not recorded). :meth:`Recorded.to_json` and
+:meth:`Recorded.recorded` follow from the declarations. The question rounds' settings are one
+:class:`~elicit.elicitation.settings.RoundSettings` field (:func:`round_settings`), also
+taken as keywords (:class:`RoundKeywords`).
 """
 
 from __future__ import annotations
@@ -33,12 +25,10 @@ def setting(default: Any, record: Callable[[Any], dict] | None = None,
     """A field the results depend on: ``config.json`` records it and a rerun with another
     value is refused.
 
-    ``default`` may be ``dataclasses.MISSING`` (a required field). ``record(cfg)`` gives its
-    entries in ``config.json`` (default ``{name: value}``; a file by its path and content
-    hash, say); ``legacy`` is the value of a folder written before the setting existed
-    (default :data:`~elicit.harness.store.LEGACY_CONFIG`'s, else the field's default: a new
-    setting's default must reproduce what the sweeps did without it). ``read(d)`` gives its
-    value from a ``config.json`` ``d`` (default: its entry, or the legacy value).
+    ``default`` may be ``dataclasses.MISSING``. ``record(cfg)`` gives its entries in
+    ``config.json`` (default ``{name: value}``); ``legacy`` is the value of a folder written
+    before the setting existed (default :data:`~elicit.harness.store.LEGACY_CONFIG`'s, else
+    the field's default); ``read(d)`` gives its value from a ``config.json`` ``d``.
     """
     return field(default=default, metadata={"setting": True, "record": record,
                                             "legacy": legacy, "read": read})
@@ -47,8 +37,7 @@ def setting(default: Any, record: Callable[[Any], dict] | None = None,
 def round_settings(default: RoundSettings | None = None,
                    legacy: dict[str, Any] | None = None) -> Any:
     """The ``settings`` field (default the paper's): ``config.json`` records each entry under
-    its own name (:meth:`~elicit.elicitation.settings.RoundSettings.to_json`), as the folders
-    before the object did, whose lacking entries are ``legacy``'s or ``LEGACY_CONFIG``'s."""
+    its own name; an old folder's lacking entries are ``legacy``'s or ``LEGACY_CONFIG``'s."""
     return setting(default or RoundSettings(), record=lambda c: c.settings.to_json(),
                    read=lambda d: RoundSettings.from_json(d, {**LEGACY_CONFIG, **(legacy or {})}))
 
@@ -60,8 +49,8 @@ _KEYWORDS = tuple(f.name for f in fields(RoundSettings) if f.name != "strategy")
 @dataclass(frozen=True, kw_only=True)
 class RoundKeywords:
     """The round settings as keywords of an experiment's configuration (``engine="numpy"``,
-    ...), a convenience: each one given (not None) replaces its entry of ``settings``, which
-    alone holds them (``cfg.settings.engine``). A subclass checks itself in ``check``."""
+    ...): each one given (not None) replaces its entry of ``settings``, which alone holds
+    them. A subclass checks itself in ``check``."""
 
     settings: RoundSettings = round_settings()
     model: InitVar[str | None] = None
@@ -84,10 +73,8 @@ class RoundKeywords:
         object.__setattr__(self, "settings", self.settings.validate())
 
 
-# Reading a keyword on a configuration reads its entry of ``settings`` (``cfg.engine`` is
-# ``cfg.settings.engine``): an InitVar's default would otherwise stay behind as a class
-# attribute and answer None whatever the settings hold. The generated __init__ keeps the
-# defaults of its own.
+# ``cfg.engine`` reads ``cfg.settings.engine``: an InitVar's default would otherwise stay
+# behind as a class attribute and answer None whatever the settings hold.
 def _reads_setting(name: str) -> property:
     def get(self: RoundKeywords) -> Any:
         return getattr(self.settings, name)
@@ -99,8 +86,7 @@ for _name in _KEYWORDS:
 
 
 def option(default: Any) -> Any:
-    """A field that says how much or how to run: not recorded, so it may change between
-    reruns."""
+    """A field that says how much or how to run: not recorded."""
     return field(default=default, metadata={"setting": False})
 
 
@@ -110,13 +96,12 @@ class Recorded:
 
     #: ``config.json``'s constant entries before the settings (the experiment's name, say)
     RECORD_HEAD: ClassVar[dict[str, object]] = {}
-    #: ``config.json``'s keys in the order its folders have them (the round settings' among
-    #: the others', as when they were fields of their own); the keys not named follow
+    #: ``config.json``'s keys in the order its folders have them; the keys not named follow
     RECORD_ORDER: ClassVar[tuple[str, ...]] = ()
 
     def to_json(self) -> dict:
-        """What ``config.json`` records: the settings the results depend on, in the order of
-        :attr:`RECORD_ORDER`, then of the fields."""
+        """What ``config.json`` records: the settings, in the order of :attr:`RECORD_ORDER`,
+        then of the fields."""
         out = dict(self.RECORD_HEAD)
         for f in fields(self):  # type: ignore[arg-type]
             if f.metadata.get("setting"):
@@ -127,7 +112,7 @@ class Recorded:
     @classmethod
     def recorded(cls, d: dict) -> dict[str, Any]:
         """The settings a ``config.json`` records, by field name; a setting it lacks is the
-        value the sweeps before it used (see :func:`setting`)."""
+        value the sweeps before it used (:func:`setting`)."""
         out = {}
         for f in fields(cls):  # type: ignore[arg-type]
             if f.metadata.get("read"):

@@ -14,8 +14,7 @@ import pandas as pd
 from elicit.harness.labels import strategy_label
 
 F = TypeVar("F", bound=Callable)
-#: pyplot's figures are one state of the process: the steps of a pipeline that run at the same
-#: time (:func:`elicit.harness.runner.run_pipeline`) draw theirs one after the other.
+#: pyplot's figures are one state of the process: a pipeline's steps draw one at a time.
 _PYPLOT = threading.Lock()
 
 
@@ -41,13 +40,8 @@ def _plt():
 def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
                baselines: Mapping[str, float] | None = None,
                references: Mapping[str, float] | None = None) -> dict[str, dict]:
-    """Mean +/- standard error of test MSE against the number of answers, per strategy.
-
-    ``baselines`` (label -> MSE) are drawn as thin grey horizontal lines; ``references``
-    (label -> MSE: predicting the mean, all answers given, the yardstick) as bold black, red
-and green ones,
-    so that the room feedback has is visible at once. The legend sits to the right of the
-    axes, where it hides no line.
+    """Mean +/- standard error of test MSE against the number of answers, per strategy;
+    ``baselines`` (label -> MSE) as thin grey horizontal lines, ``references`` as bold ones.
 
     Returns
     -------

@@ -1,10 +1,8 @@
 """Names and display labels of the strategies, baselines, reference lines and data sets.
 
-The orders are those of the figures, tables and ``mse.csv``: the ``strategy`` column of an
-``mse.csv`` holds a query strategy, a baseline or a reference line, and figures and reports
-list them in these orders. A query strategy's label is its registered object's
-(:mod:`elicit.elicitation.strategies`, also for a strategy registered from outside); a data
-set of the user's is labelled by its own name.
+The orders are those of the figures, tables and ``mse.csv`` (whose ``strategy`` column holds
+a query strategy, a baseline or a reference line). A query strategy's label is its registered
+object's; a data set of the user's is labelled by its own name.
 """
 
 from __future__ import annotations
@@ -27,10 +25,9 @@ BASELINES: tuple[str, ...] = ("lasso", "ridge", "elasticnet")
 BASELINE_LABELS: dict[str, str] = {"lasso": "LASSO", "ridge": "Ridge",
                                    "elasticnet": "Elastic net"}
 
-#: Reference lines of the figures and tables: what predicting the training mean achieves
-#: (every sweep); on the real-data runs the model with every question answered at once
-#: (``ceiling``: a reference, not a bound; fewer answers can end lower) and the yardstick of
-#: the expert's full knowledge (:func:`elicit.paper.baselines.expert_yardstick`).
+#: Reference lines: predicting the training mean (every sweep); on real data the model with
+#: every answer at once (``ceiling``: a reference, not a bound) and the expert's full
+#: knowledge (:func:`elicit.paper.baselines.expert_yardstick`).
 REFERENCES: tuple[str, ...] = ("mean", "ceiling", "yardstick")
 REFERENCE_LABELS: dict[str, str] = {"mean": "predict the mean",
                                     "ceiling": "all answers given",

@@ -1,24 +1,17 @@
 """One run of a simulated-expert experiment, and where its random numbers come from.
 
 A sweep (:func:`elicit.harness.sweep.sweep`) asks a picklable *maker* (:class:`ProblemMaker`)
-``make_problem(seed, run)`` for each run's :class:`RunProblem`: training and test data,
-meta-features, the simulated expert and the model settings. Worker processes rebuild each run
-from the maker's few settings. Makers:
-
-* :class:`ProblemsDir`: a folder of the user's own problems (``elicit synthetic --problems``);
-* the paper's experiments: :class:`elicit.paper.synthetic.SyntheticMaker` and
-  :class:`elicit.paper.real_problem.RealDataMaker`;
-* any picklable callable of the user's (``docs/simulations.md``).
-
-A maker may describe itself with a ``settings()`` method (a JSON-able dict): a sweep's
-``config.json`` records it, so that a rerun with other problems is refused
-(:func:`maker_settings`).
+``make_problem(seed, run)`` for each run's :class:`RunProblem`; worker processes rebuild each
+run from the maker's few settings. Makers: :class:`ProblemsDir` (a folder of the user's own
+problems), the paper's :class:`elicit.paper.synthetic.SyntheticMaker` and
+:class:`elicit.paper.real_problem.RealDataMaker`, or any picklable callable
+(``docs/simulations.md``). A maker's ``settings()`` (a JSON-able dict), if it has one, is
+recorded in the sweep's ``config.json`` (:func:`maker_settings`).
 
 Seeds. Run ``r`` of an experiment with seed ``s`` draws its data from
-``SeedSequence([s, r])`` (the synthetic generator; the real data's split,
-:func:`elicit.data.sources.split_seed`). Every other random choice of a run has its own
-stream, so no result depends on what else ran before it in the same process: a query
-strategy's (:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
+``SeedSequence([s, r])``. Every other random choice of a run has its own stream, so no result
+depends on what else ran before it in the same process: a query strategy's
+(:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
 (:func:`run_stream`, tags below). The values are part of every stored result: they never
 change.
 """
@@ -85,8 +78,7 @@ class RunProblem:
         return elicitor.posterior().mse(self.X_test, self.y_test, self.y_offset)
 
     def mean_mse(self) -> float:
-        """Test MSE of predicting the training mean: the reference line of every MSE
-        figure."""
+        """Test MSE of predicting the training mean."""
         return mean_squared_error(float(np.mean(self.y)) + self.y_offset, self.y_test)
 
 
@@ -97,9 +89,8 @@ class ProblemMaker(Protocol):
 
 
 def maker_settings(make_problem: ProblemMaker) -> dict:
-    """What a sweep's ``config.json`` records about its maker: the maker's ``settings()`` if
-    it has one, else its class (a maker whose parameters are not recorded is told apart from
-    another maker, not from itself with other parameters)."""
+    """What a sweep's ``config.json`` records about its maker: its ``settings()`` if it has
+    one, else its class."""
     settings = getattr(make_problem, "settings", None)
     if callable(settings):
         return dict(settings())

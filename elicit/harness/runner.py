@@ -1,11 +1,9 @@
 """One parallel, resumable task runner for the experiments.
 
-Every long computation of the paper's pipeline is a list of independent tasks, one per run
-(a sweep's strategies, a run's baselines and tau2 CV, a run's Table 1 sample loops), each
-writing its result files atomically (:mod:`elicit.internal.io`). :func:`run_tasks` runs the
-unfinished ones, inline or in worker processes, with a progress bar. Because a task's result
-depends only on its arguments (every random stream is derived from the seed and the run, see
-:mod:`elicit.harness.problem`), the outcome does not depend on ``jobs`` nor on how many
+Every long computation of the paper's pipeline is a list of independent tasks, one per run,
+each writing its result files atomically. :func:`run_tasks` runs the unfinished ones, inline
+or in worker processes, with a progress bar. A task's result depends only on its arguments
+(:mod:`elicit.harness.problem`), so the outcome depends neither on ``jobs`` nor on how many
 earlier passes were interrupted.
 """
 
@@ -29,9 +27,8 @@ T = TypeVar("T")
 
 @dataclass
 class CpuMeter:
-    """CPU time spent for one piece of work: by the thread that does it (:attr:`thread`,
-    the tasks it runs inline included) and by the worker processes that run its tasks
-    (:attr:`tasks`, each task's own CPU time measured in its worker)."""
+    """CPU time spent for one piece of work: by its thread (inline tasks included) and by
+    the worker processes that run its tasks."""
 
     thread: float = 0.0
     tasks: float = 0.0
@@ -42,20 +39,17 @@ class CpuMeter:
 
 
 _METER: ContextVar[CpuMeter | None] = ContextVar("elicit_cpu_meter", default=None)
-#: Set when the pipeline an item runs in stops (:func:`run_pipeline`): its :func:`run_tasks`
-#: calls stop waiting.
+#: Set when the pipeline an item runs in stops (:func:`run_pipeline`).
 _STOP: ContextVar[threading.Event | None] = ContextVar("elicit_pipeline_stop", default=None)
-#: How often a pipeline's item looks at that flag while it waits for its tasks (seconds): a
-#: poll, not a limit on a task.
+#: How often (seconds) a pipeline's item looks at that flag while it waits for its tasks.
 STOP_POLL_S = 0.5
 
 
 @contextlib.contextmanager
 def cpu_meter() -> Iterator[CpuMeter]:
     """Measure the CPU time of the block: this thread's, and that of every task
-    :func:`run_tasks` sends to worker processes inside it. Unlike the rusage of a process's
-    children, it is known while the workers live on (a pool shared by the steps of a
-    pipeline) and tells apart two blocks that run at the same time in two threads."""
+    :func:`run_tasks` sends to worker processes inside it (known while the workers live on,
+    and apart for two blocks running at once in two threads)."""
     meter = CpuMeter()
     token = _METER.set(meter)
     t0 = time.thread_time()
@@ -82,40 +76,15 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
               desc: str = "", progress: bool = True,
               left: Callable[[Task], Task | None] | None = None,
               cluster: str | None = None) -> int:
-    """Run ``func(*task)`` for every task not finished yet.
+    """Run ``func(*task)`` for every task not finished yet; return how many ran.
 
-    Parameters
-    ----------
-    func
-        A module-level function (worker processes pickle it by name). It writes its own
-        results; its return value is ignored.
-    tasks
-        Argument tuples, one per task.
-    jobs
-        Worker processes; 1 runs the tasks inline, in order (also when only one is left:
-        a pool would only add its start-up time).
-    desc
-        Label of the progress bar.
-    progress
-        Show a progress bar.
-    left
-        What is left of a task: ``None`` when it is finished (its results exist), else the
-        argument tuple to run, possibly narrowed to the unfinished parts (the strategies of
-        a run without a result file, say). Default: every task runs.
-    cluster
-        Run the tasks on a Dask cluster instead of local processes: ``"local:N"`` or a
-        scheduler address (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored. Inside a
-        :func:`~elicit.harness.cluster.cluster_scope` the scope's cluster is used.
-
-    Returns
-    -------
-    int
-        The number of tasks run.
-
-    Notes
-    -----
-    The first task to fail stops the runner with its exception; tasks finished before are
-    kept, so a rerun continues from there.
+    ``func`` is a module-level function (worker processes pickle it by name) that writes its
+    own results. ``left(task)`` is what is left of a task: None when it is finished, else the
+    argument tuple to run, possibly narrowed (default: every task runs). ``jobs`` worker
+    processes run them (1, or one task left: inline, in order), or ``cluster``
+    (:mod:`elicit.harness.cluster`), or the executor of an enclosing
+    :func:`~elicit.harness.cluster.cluster_scope`. The first task to fail stops the runner
+    with its exception; tasks finished before are kept, so a rerun continues from there.
     """
     todo = [t for t in (tasks if left is None else map(left, tasks)) if t is not None]
     if not todo:
@@ -140,9 +109,8 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                 try:
                     pending = set(futures)
                     while pending:
-                        # Inside a pipeline, wake up to look at its stop flag: after Ctrl-C
-                        # a worker can die under a pool already shut down, and its task's
-                        # future then never ends.
+                        # inside a pipeline, wake up to look at its stop flag: after Ctrl-C a
+                        # worker's death under a shut pool never ends its future
                         finished, pending = wait(
                             pending, timeout=None if stop is None else STOP_POLL_S,
                             return_when=FIRST_COMPLETED)
@@ -153,8 +121,8 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                             bar.update()
                         _check(stop)
                 except BaseException:
-                    # Report a failure (or Ctrl-C) once the running tasks end, without
-                    # starting the queued ones first.
+                    # report a failure (or Ctrl-C) once the running tasks end, without
+                    # starting the queued ones first
                     for fut in futures:
                         fut.cancel()
                     raise
@@ -170,41 +138,20 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
                  after: Mapping[str, Collection[str]] | None = None,
                  done: Callable[[str, T, float, float], None] | None = None,
                  ) -> dict[str, T]:
-    """Run ``func(item)`` for every item, up to ``width`` of them at a time, in threads.
+    """Run ``func(item)`` for every item, in the order given, up to ``width`` at a time in
+    threads (1: one after the other, in this thread); return ``item -> func(item)`` in the
+    order the items ended.
 
-    The items' own tasks (:func:`run_tasks`) go to the executor of the enclosing
-    :func:`~elicit.harness.cluster.cluster_scope`, so that ``width`` items keep one pool of
-    workers busy: while one item waits for its last tasks, the next one's first tasks run.
+    Each ``func`` runs with a copy of the caller's context: its tasks (:func:`run_tasks`) go
+    to the executor of the enclosing :func:`~elicit.harness.cluster.cluster_scope`, so that
+    while one item waits for its last tasks, the next one's first tasks run. An item starts
+    once the items ``after[item]`` names (those in ``items``) have ended. ``done(item,
+    result, wall_s, cpu_s)`` is called in the caller's thread as each item ends (CPU time:
+    :func:`cpu_meter`).
 
-    Parameters
-    ----------
-    items
-        In the order to start them.
-    func
-        The work of one item, run in a thread with a copy of the caller's context (the
-        scope's executor); its tasks must not depend on what runs beside them.
-    width
-        Items at a time (1: one after the other, in this thread).
-    after
-        ``item -> items`` it must wait for (those of them in ``items``): what it reads from
-        them, or shares with them through a memo (running them at once would compute the
-        shared part twice). An item starts when they have ended; until then a later item
-        whose own ones have ended may start first.
-    done
-        Called in the caller's thread as each item ends, with its result, its wall time and
-        its CPU time (:func:`cpu_meter`), in seconds.
-
-    Returns
-    -------
-    dict
-        ``item -> func(item)``, in the order the items ended.
-
-    Notes
-    -----
     The first item to fail (or Ctrl-C) ends the pipeline: no other item starts, the running
     ones stop waiting for their tasks (within :data:`STOP_POLL_S`) and cancel their queued
-    ones (the running tasks end, their results kept, so a rerun continues from there), and
-    its exception is raised.
+    ones, and its exception is raised.
     """
     after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
     results: dict[str, T] = {}
@@ -242,10 +189,9 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
                     for fut in finished:
                         ended(running.pop(fut), *fut.result())
             except BaseException:
-                # The other running items stop waiting for their tasks at their next look at
-                # the flag and cancel their queued ones (run_tasks). The pool itself is not
-                # shut down here: its scope waits for the running tasks, and while it lives
-                # a worker's death still ends its task's future.
+                # The other items stop waiting at their next look at the flag and cancel
+                # their queued tasks; the pool is not shut down here, so that a worker's death
+                # still ends its task's future.
                 stop.set()
                 raise
     finally:

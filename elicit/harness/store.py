@@ -8,20 +8,13 @@ Every experiment of simulated experts keeps its results in one folder::
     OUT/../table1/parts/<OUT's name>/<method>/runNNN.json
                                              a run's Table 1 sample curve (real data)
 
-Records are reused by where they lie (data set, strategy or method, run) alone, so a rerun
-must not mix in records made with other settings. :meth:`SweepStore.open` therefore compares
-the settings it is given with the folder's ``config.json`` and **refuses** a difference in one
-line that names it (``seed: 0 there, 5 now``); it does not recompute, because a results folder
-may hold hours of work that a typo should not delete. The same settings reuse every record,
-whichever path made them (``elicit synthetic``, ``experiments/reproduce.py``, a Python
-``sweep(...)``), so an interrupted sweep resumes.
-
-Settings that only say how much or how to run (the number of runs, the strategies, the worker
-processes, a cluster) are not recorded: more runs or strategies only add records. Paths
-(:data:`PATH_KEYS`) are recorded but not compared, since the same files may be found
-elsewhere; their content is compared by hash. A folder made before a setting existed lacks
-its key and counts as the value those sweeps used (:data:`LEGACY_CONFIG`), so old results
-folders stay valid for a rerun with those values.
+Records are reused by where they lie alone, so :meth:`SweepStore.open` compares the settings
+it is given with the folder's ``config.json`` and **refuses** a difference in one line that
+names it (``seed: 0 there, 5 now``) rather than recompute hours of work after a typo. The
+same settings reuse every record, whichever path made them, so an interrupted sweep resumes.
+How much or how to run (runs, strategies, workers, a cluster) is not recorded. Paths
+(:data:`PATH_KEYS`) are recorded but not compared; their content is compared by hash. A key
+an old folder lacks counts as the value those sweeps used (:data:`LEGACY_CONFIG`).
 """
 
 from __future__ import annotations
@@ -44,10 +37,7 @@ RUNINFO_DIR = "runinfo"
 TABLE1_DIR = "table1"
 
 #: Settings that config.json files written before they existed lack, and the value those
-#: sweeps used: an old folder stays valid for a rerun with these values. (A sweep's round
-#: settings, recorded whole since they became one object, add ``strategy``: none, a sweep
-#: runs several; ``pool_size``: none, each problem's own, where a real-data sweep has always
-#: recorded its; and a real-data sweep's Stan program: the shipped ones.)
+#: sweeps used: an old folder stays valid for a rerun with these values.
 LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
                                      "model": "paper", "utility_target": "predictive",
                                      "questions": spell_questions(PAPER_QUESTIONS),
@@ -71,19 +61,10 @@ def settings_difference(old: Mapping[str, object], new: Mapping[str, object]) ->
 
 
 class SweepStore:
-    """The results folder of one sweep: its settings and every record the sweep reuses.
-
-    Open one with :meth:`open` (to write: checks and records the settings) or :meth:`find`
-    (to read a finished sweep as it was recorded). The object is small and picklable: worker
-    processes write their records through it.
-
-    Attributes
-    ----------
-    folder
-        The sweep's folder.
-    settings
-        Its settings, as in ``config.json``.
-    """
+    """The results folder of one sweep: its ``folder``, its ``settings`` (as in
+    ``config.json``) and every record the sweep reuses. Open one with :meth:`open` (to write:
+    checks and records the settings) or :meth:`find` (to read a finished sweep); worker
+    processes write their records through it."""
 
     def __init__(self, folder: Path, settings: Mapping[str, object]) -> None:
         # Use open() or find(): a store made here has not checked its folder.
@@ -93,15 +74,8 @@ class SweepStore:
     @classmethod
     def open(cls, folder: str | Path, settings: Mapping[str, object]) -> SweepStore:
         """The store of ``folder`` for a sweep with ``settings`` (JSON-able), which are
-        written to ``config.json``.
-
-        Raises
-        ------
-        ElicitError
-            If the folder holds records of other settings (one line naming each
-            difference), or records without the ``config.json`` that says how they were
-            made.
-        """
+        written to ``config.json``; an :class:`ElicitError` if the folder holds records of
+        other settings (naming each difference) or records without ``config.json``."""
         folder = Path(folder)
         path = folder / CONFIG_FILE
         if not path.exists() and any((folder / PARTS).rglob("*.json")):
@@ -126,8 +100,6 @@ class SweepStore:
             return None
         return cls(Path(folder), json.loads(path.read_text()))
 
-    # -- where the records lie --------------------------------------------------------------
-
     def part_path(self, dataset: str, strategy: str, run: int) -> Path:
         """Run ``run`` of query strategy ``strategy``: its MSE curve, questions, answers."""
         return self.folder / PARTS / dataset / strategy / f"run{run:03d}.json"
@@ -138,11 +110,9 @@ class SweepStore:
 
     def samples_path(self, method: str, run: int) -> Path:
         """Run ``run``'s Table 1 sample curve of ``method``, in the ``table1`` folder beside
-        the sweep's (one folder keeps the curves of every sweep, by the sweep's name)."""
+        the sweep's."""
         return (self.folder.parent / TABLE1_DIR / PARTS / self.folder.name / method
                 / f"run{run:03d}.json")
-
-    # -- one loader, one writer, one "what is left" for every kind of record ----------------
 
     @staticmethod
     def load(path: Path) -> dict | None:

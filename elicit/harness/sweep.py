@@ -1,18 +1,14 @@
 """Simulated-expert sweeps: MSE curves of query strategies over runs.
 
 A sweep runs, for every run r and strategy, ``rounds`` questions answered by a simulated
-expert, and records the test MSE after 0..rounds answers. It is
+expert, and records the test MSE after 0..rounds answers. It is deterministic (run r's data
+and each strategy's random stream derive from the seed and the run,
+:mod:`elicit.harness.problem`, so results do not depend on ``jobs``), resumable and guarded:
+each finished (run, strategy) is a record of the sweep's
+:class:`~elicit.harness.store.SweepStore`, reused by a rerun with the same settings.
 
-* deterministic: run r's data and each strategy's random stream derive from the seed and the
-  run (:mod:`elicit.harness.problem`), so results do not depend on ``jobs``;
-* resumable and guarded: each finished (run, strategy) is a record of the sweep's
-  :class:`~elicit.harness.store.SweepStore`, reused when the sweep is started again with the
-  same settings; other settings are refused (the store's ``config.json``).
-
-:func:`sweep` is the whole of it for a maker of one's own (``docs/simulations.md``): settings,
-curves, the reference line of predicting the mean, ``mse.csv`` and the figure. The paper's
-experiments (:mod:`elicit.paper`) open the store with their own configuration and call
-:func:`run_sweep` for the curves.
+:func:`sweep` is the whole of it for a maker of one's own (``docs/simulations.md``); the
+paper's experiments open the store with their own configuration and call :func:`run_sweep`.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from elicit.elicitation.answers import check_expert
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import PAPER_QUESTIONS, get_kind, kind_for, parse_questions
 
-# default_model: where the sweeps' callers found it before the round settings had a module
+# default_model: re-exported for the sweeps' callers
 from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.settings import default_model as default_model
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
@@ -54,23 +50,14 @@ CURVES_FIGURE = "fig4_mse.png"
 class SweepConfig(Recorded):
     """The settings of a sweep, checked when it is made.
 
-    ``settings`` are the question rounds' (:class:`~elicit.elicitation.settings.RoundSettings`:
-    model, engine, utility, refine, Stan program, questions, pool size, seed; its
-    ``strategy`` is None, as a sweep runs each of ``strategies`` in turn), checked by its
-    ``validate`` and kept resolved. ``snapshots`` are the rounds whose gamma is stored in the
-    parts. The settings (:func:`~elicit.harness.config.setting`) are what the sweep's
-    ``config.json`` records (:meth:`~elicit.harness.config.Recorded.to_json`; the round
-    settings whole, each entry under its own name); ``runs``, ``strategies``, ``jobs``,
-    ``cluster`` and ``check_engine`` may change between reruns.
-
-    ``settings.questions`` says which kinds of question the simulated expert is asked
-    (:func:`~elicit.elicitation.kinds.parse_questions`: ``"pairs"``, the paper's,
-    ``"relevance"``, ``"pairs,relevance"``, ...; recorded as
-    :func:`~elicit.elicitation.kinds.spell_questions` writes it, ``"both"`` for pairs and
-    relevance); the model defaults to the one the kinds need
-    (:func:`~elicit.elicitation.settings.default_model`) and every run's expert must have the
-    method of each kind (``relevance(k)`` for feature questions). ``settings.pool_size``
-    None is each run's problem's own (:class:`~elicit.harness.problem.RunProblem`).
+    ``settings`` are the question rounds' (:class:`~elicit.elicitation.settings.RoundSettings`,
+    kept validated; its ``strategy`` is None, as a sweep runs each of ``strategies``;
+    ``pool_size`` None is each problem's own). ``settings.questions`` says which kinds of
+    question the simulated expert is asked (:func:`~elicit.elicitation.kinds.parse_questions`)
+    and every run's expert must answer them. ``snapshots`` are the rounds whose gamma the
+    parts store. The settings (:func:`~elicit.harness.config.setting`) are what
+    ``config.json`` records; ``runs``, ``strategies``, ``jobs``, ``cluster`` and
+    ``check_engine`` may change between reruns.
     """
 
     dataset: str = setting(MISSING)
@@ -111,7 +98,7 @@ class SweepConfig(Recorded):
                                                  or not np.isfinite(tm) or not tm > 0):
             raise ElicitError(f"the threshold mean must be 'auto' or a positive number, "
                               f"got {tm!r}")
-        # Checked here, in the parent, before any worker starts or any Stan program is built.
+        # checked here, before any worker starts or any Stan program is built
         object.__setattr__(self, "settings", self.settings.validate())
         parse_cluster(self.cluster)
         if self.check_engine and self.settings.stan_file is not None:
@@ -120,9 +107,8 @@ class SweepConfig(Recorded):
 
 
 def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
-    """The elicitation of one run of a sweep: ``problem``'s data under ``cfg``'s round
-    settings (the problem's pool size where they name none), fitted without feedback (the
-    expert is checked to answer the questions asked)."""
+    """The elicitation of one run of a sweep, fitted without feedback: ``problem``'s data
+    under ``cfg``'s round settings (the problem's pool size where they name none)."""
     st = cfg.settings
     hyper = problem.hyper
     if cfg.threshold_mean is not None:
@@ -141,12 +127,10 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             ) -> dict[str, dict]:
     """All ``strategies`` of one run; they share the no-feedback fit.
 
-    Each strategy's record (:func:`load_part`) holds ``mse`` (the test MSE after 0..rounds
-    answers), ``asked`` (``[i, j, answer]`` per round, ``j`` None for a feature question),
-    ``gammas`` (gamma at the snapshot rounds), ``threshold_mean`` and ``model``; a sweep
-    with other questions than the paper's adds ``questions``, ``kinds`` (the kind of each
-    round's question, :func:`part_kinds`) and ``zeta`` (the relevance model's zeta after
-    0..rounds answers).
+    Each strategy's record (:func:`load_part`) holds ``mse`` (after 0..rounds answers),
+    ``asked`` (``[i, j, answer]`` per round, ``j`` None for a feature question), ``gammas``
+    (at the snapshot rounds), ``threshold_mean`` and ``model``; with other questions than
+    the paper's also ``questions``, ``kinds`` and ``zeta`` (after 0..rounds answers).
     """
     el = sweep_elicitor(problem, cfg)
     st = el.settings
@@ -165,7 +149,6 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             if _nothing_left(el, strategy):
                 break
             q = el.next_query(strategy, rng)
-            # through the kind, which says how its expert's method answers
             a = get_kind(q.kind).ask(problem.expert, q)
             el.answer(q.i, q.j, a, kind=q.kind)
             asked.append([q.i, q.j, a.value])
@@ -186,12 +169,10 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
 
 
 def _nothing_left(el: Elicitor, strategy: str) -> bool:
-    """Whether the run of ``strategy`` has no question left to ask: every question was asked
-    (or closed by an irrelevant answer), or, for a strategy that walks the no-feedback
-    ranking of a mixed elicitation, every question of that ranking (it ranks the first
-    round's pool only)."""
-    # The open questions as a set that is counted, not listed: this runs every round, and the
-    # table holds every pair (tens of thousands at Amazon size, 50 million at p = 10,000).
+    """Whether ``strategy`` has no question left: every question was asked (or closed by an
+    irrelevant answer), or, for a strategy that walks the no-feedback ranking of a mixed
+    elicitation, every question of that ranking."""
+    # counted, not listed: the table holds every pair (50 million at p = 10,000)
     open_ = el.open_questions()
     if len(open_) == 0:
         return True
@@ -201,8 +182,7 @@ def _nothing_left(el: Elicitor, strategy: str) -> bool:
 
 
 def part_kinds(part: dict) -> list[str]:
-    """The kind of each question of a stored run, in answer order, by name (``"pairs"``,
-    ``"relevance"``, ...). Older records wrote ``"pair"`` and ``"feature"``; records of
+    """The kind of each question of a stored run, in answer order, by name; records of
     pair-only sweeps store no kinds and are read from their ``asked`` rows."""
     if "kinds" in part:
         return [get_kind(k).name for k in part["kinds"]]
@@ -218,25 +198,9 @@ def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Se
 
 def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
               progress: bool = True) -> pd.DataFrame:
-    """Run (or resume) the curves of a sweep into an open store; return their rows.
-
-    Parameters
-    ----------
-    make_problem
-        A picklable ``make_problem(seed, run)``; worker processes call it to rebuild each run.
-    cfg
-        The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
-    store
-        The sweep's store, opened (:meth:`SweepStore.open`) with settings that include
-        ``cfg``'s: a finished run and strategy is read, not recomputed.
-    progress
-        Show a progress bar.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The curves (:data:`MSE_COLUMNS`), strategy by strategy, run by run.
-    """
+    """Run (or resume) the curves of a sweep into an open ``store`` (whose settings include
+    ``cfg``'s: a finished run and strategy is read, not recomputed); return their rows
+    (:data:`MSE_COLUMNS`). Worker processes call ``make_problem`` to rebuild each run."""
     def left(task: tuple) -> tuple | None:
         make, cfg_, run, strategies, store_ = task
         todo = store_.missing({s: store_.part_path(cfg_.dataset, s, run) for s in strategies})
@@ -245,7 +209,10 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
     run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, store) for run in range(cfg.runs)],
               jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left,
               cluster=cfg.cluster)
-    return collect(store, cfg)
+    rows = [(cfg.dataset, strategy, run, t, v) for strategy in cfg.strategies
+            for run in range(cfg.runs)
+            for t, v in enumerate(load_part(store, cfg, strategy, run)["mse"])]
+    return pd.DataFrame(rows, columns=MSE_COLUMNS)
 
 
 def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> dict:
@@ -257,24 +224,6 @@ def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> d
     return part
 
 
-def collect(store: SweepStore, cfg: SweepConfig) -> pd.DataFrame:
-    """The curve rows of a finished sweep, from its parts."""
-    rows = []
-    for strategy in cfg.strategies:
-        for run in range(cfg.runs):
-            mse = load_part(store, cfg, strategy, run)["mse"]
-            rows += [(cfg.dataset, strategy, run, t, v) for t, v in enumerate(mse)]
-    return pd.DataFrame(rows, columns=MSE_COLUMNS)
-
-
-def mean_rows(make_problem: ProblemMaker, cfg: SweepConfig) -> pd.DataFrame:
-    """The reference rows of predicting each run's training mean (``strategy`` ``mean``,
-    ``n_feedback`` 0), from the runs' problems."""
-    rows = [(cfg.dataset, "mean", run, 0, make_problem(cfg.settings.seed, run).mean_mse())
-            for run in range(cfg.runs)]
-    return pd.DataFrame(rows, columns=MSE_COLUMNS)
-
-
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
           progress: bool = True) -> pd.DataFrame:
     """Run (or resume) a sweep: its settings, curves, reference line, table and figure.
@@ -283,16 +232,15 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     ----------
     make_problem
         A picklable ``make_problem(seed, run)`` (:class:`~elicit.harness.problem.ProblemMaker`);
-        worker processes call it to rebuild each run. A ``settings()`` method, if it has one,
-        is recorded in ``config.json`` (:func:`~elicit.harness.problem.maker_settings`).
+        its ``settings()``, if it has one, is recorded in ``config.json``.
     cfg
         The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
     out
-        The output folder, or a store an experiment opened with its own settings. The
-        folder gets ``config.json`` (``cfg``'s settings and the maker's; a rerun with other
-        settings is refused), ``parts/<dataset>/<strategy>/runNNN.json`` per finished run
-        and strategy, ``mse.csv`` with every curve and the ``mean`` reference rows
-        (:data:`MSE_COLUMNS`), and ``fig4_mse.png``.
+        The output folder, or a store an experiment opened with its own settings. It gets
+        ``config.json`` (a rerun with other settings is refused),
+        ``parts/<dataset>/<strategy>/runNNN.json`` per finished run and strategy, ``mse.csv``
+        (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and
+        ``fig4_mse.png``.
     progress
         Show a progress bar.
 
@@ -303,8 +251,10 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     """
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
-    df = pd.concat([run_sweep(make_problem, cfg, store, progress), mean_rows(make_problem, cfg)],
-                   ignore_index=True)
+    curves = run_sweep(make_problem, cfg, store, progress)
+    means = [(cfg.dataset, "mean", run, 0, make_problem(cfg.settings.seed, run).mean_mse())
+             for run in range(cfg.runs)]
+    df = pd.concat([curves, pd.DataFrame(means, columns=MSE_COLUMNS)], ignore_index=True)
     df.to_csv(store.folder / "mse.csv", index=False)
     mean_mse = float(df[df.strategy == "mean"].mse.mean())
     mse_curves(df, store.folder / CURVES_FIGURE,

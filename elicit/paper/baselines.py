@@ -1,17 +1,14 @@
 """What a real-data run is measured against besides the strategies' curves.
 
-* :func:`fit_baselines`: the test MSE of cross-validated LASSO, ridge and elastic net on one
-  run, on the original rating scale: what a regression of the 100 training reviews achieves
-  without any expert (the grey horizontal lines of Fig. 5).
+* :func:`fit_baselines`: the test MSE of cross-validated LASSO, ridge and elastic net on the
+  100 training reviews, without any expert (the grey horizontal lines of Fig. 5).
 * :func:`expert_yardstick`: the yardstick of the expert's full knowledge, the test MSE of the
-  posterior mean under the prior ``beta ~ N(0, sigma^2 tau^2 L^(1/2) K L^(1/2))`` with
-  *perfect relevance* (``L_jj = 1`` for the keywords the run's LASSO expert weights,
+  posterior mean under ``beta ~ N(0, sigma^2 tau^2 L^(1/2) K L^(1/2))`` with *perfect
+  relevance* (``L_jj = 1`` for the keywords the run's LASSO expert weights,
   :data:`~elicit.model.covariance.IRRELEVANT_SCALE` for the others) and the *ideal sign
-  kernel* (``K_ij = 0.9`` for two relevant keywords of the same sign, 1 on the diagonal, 0
-  otherwise). It uses everything the expert knows, put straight into the prior: no model of
-  the package is given that much, so it is a reference line, not a method. Its tau^2 is
-  chosen by the same 5-fold CV as the sweep's (the same folds and grid policy,
-  :func:`yardstick_cv_tau2`), not the best value on the test set.
+  kernel* (``K_ij = 0.9`` for two relevant keywords of the same sign). No model of the
+  package is given that much, so it is a reference line, not a method; its tau^2 is chosen
+  by the sweep's 5-fold CV (:func:`yardstick_cv_tau2`), not on the test set.
 """
 
 from __future__ import annotations
@@ -29,13 +26,11 @@ from elicit.prior.tau2 import SWEEP_TAU2_GRID, check_grid, next_grid_value
 
 #: Ridge penalties: wide enough for n = 100 standardised samples and p ~ 250-350 features.
 RIDGE_ALPHAS = np.logspace(-2, 5, 60)
-#: Elastic-net mixing parameters (1.0 is the LASSO, whose CV :func:`fit_baselines` takes from
-#: the elastic net's).
+#: Elastic-net mixing parameters (1.0: the LASSO's CV, :func:`fit_baselines`).
 ENET_L1_RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 1.0)
-#: LASSO / elastic-net CV paths: N_ALPHAS log-spaced penalties from alpha_max down to
-#: CV_EPS * alpha_max. With n = 100 < p the weakest penalties are near-interpolating fits
-#: that CV never picks and that converge slowly, so the path stops at 1e-2 (not sklearn's
-#: 1e-3); this keeps a run's three baselines at about 1 s of CPU (Amazon 0.88 s, Yelp 1.09 s).
+#: LASSO / elastic-net CV paths: N_ALPHAS penalties from alpha_max down to CV_EPS * alpha_max
+#: (not sklearn's 1e-3: with n < p the weakest are slow near-interpolating fits CV never
+#: picks); a run's three baselines then take about 1 s of CPU.
 N_ALPHAS = 50
 CV_EPS = 1e-2
 
@@ -44,32 +39,15 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
                   cv: int = 5) -> dict[str, float]:
     """Test MSE of cross-validated LASSO, ridge (RidgeCV) and elastic net (ElasticNetCV).
 
-    Parameters
-    ----------
-    X_train, y_train
-        Standardised training inputs and centred targets (``RunData``).
-    X_test, y_test
-        Test inputs (training standardisation) and targets on the original scale.
-    y_mean
-        The training mean that was subtracted from ``y_train``; added back to predictions.
-    random_state
-        Seeds the shuffled K-fold split shared by LASSO and elastic net; everything else is
-        deterministic. Ridge uses efficient leave-one-out CV.
-    cv
-        Number of folds for LASSO and elastic net.
+    ``X_train``, ``y_train`` are the standardised training inputs and centred targets,
+    ``X_test``, ``y_test`` the test set on the original scale and ``y_mean`` the training
+    mean added back to the predictions. ``random_state`` seeds the ``cv``-fold split of
+    LASSO and elastic net; ridge uses efficient leave-one-out CV. Returns
+    ``{"lasso": mse, "ridge": mse, "elasticnet": mse}``.
 
-    Returns
-    -------
-    dict
-        ``{"lasso": mse, "ridge": mse, "elasticnet": mse}`` on the original rating scale.
-
-    Notes
-    -----
-    The LASSO is ``LassoCV`` on the same folds and path, computed without its own paths: the
-    elastic net's CV already runs them as its ``l1_ratio = 1`` paths (the same folds, alphas
-    and solver calls, so the same CV errors to the last bit), which saves a fifth of the
-    baselines' time. Its alpha is the argmin of their mean CV error, refitted on all training
-    samples as ``LassoCV`` refits it.
+    The LASSO is ``LassoCV`` on the same folds and path, but takes its CV errors from the
+    elastic net's ``l1_ratio = 1`` paths (the same solver calls, so the same errors to the
+    last bit; a fifth of the baselines' time saved), refitted on all training samples.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import ElasticNetCV, Lasso, RidgeCV
@@ -110,17 +88,12 @@ def _lasso_alpha(enet) -> float:
 
 
 def _n_alphas_kw(n: int) -> dict:
-    """The number-of-alphas keyword: ``alphas=int`` from scikit-learn 1.7, ``n_alphas``
-    before (the old name is deprecated in 1.7+)."""
+    """``alphas=int`` from scikit-learn 1.7 (``n_alphas`` deprecated), ``n_alphas`` before."""
     import sklearn
 
     major, minor = (int(x) for x in sklearn.__version__.split(".")[:2])
     return {"alphas": n} if (major, minor) >= (1, 7) else {"n_alphas": n}
 
-
-# --------------------------------------------------------------------------------------------
-# The yardstick of the expert's full knowledge
-# --------------------------------------------------------------------------------------------
 
 #: The ideal sign kernel's correlation of two relevant keywords of the same sign (PSD: each
 #: sign group's block is ``0.1 I + 0.9 11'``).
@@ -129,19 +102,9 @@ SIGN_COUPLING = 0.9
 
 @dataclass(frozen=True)
 class Yardstick:
-    """The yardstick of one run (:func:`expert_yardstick`).
-
-    Attributes
-    ----------
-    mse
-        Test MSE of the posterior mean, on the original rating scale.
-    tau2
-        The tau^2 the CV chose.
-    n_relevant
-        Keywords the expert weights (prior scale 1).
-    cv
-        The CV error of every tau^2 scored (the grid and its extension).
-    """
+    """The yardstick of one run (:func:`expert_yardstick`): the test MSE of the posterior
+    mean (original rating scale), the tau^2 the CV chose, the keywords the expert weights,
+    and the CV error of every tau^2 scored."""
 
     mse: float
     tau2: float
@@ -152,17 +115,9 @@ class Yardstick:
 def yardstick_prior(coef: Sequence[float] | np.ndarray,
                     irrelevant_scale: float = IRRELEVANT_SCALE,
                     coupling: float = SIGN_COUPLING) -> np.ndarray:
-    """The yardstick's prior correlation ``L^(1/2) K L^(1/2)`` (p x p) from expert weights.
-
-    Parameters
-    ----------
-    coef
-        The expert's weights (``LassoExpert.coef_``): nonzero = relevant, the sign its group.
-    irrelevant_scale
-        ``L_jj`` of a keyword with a zero weight (relevant ones have 1).
-    coupling
-        ``K_ij`` of two relevant keywords of the same sign; 1 on the diagonal, 0 elsewhere.
-    """
+    """The yardstick's prior correlation ``L^(1/2) K L^(1/2)`` (p x p) from expert weights:
+    ``L_jj`` 1 for a nonzero weight, ``irrelevant_scale`` for a zero one; ``K_ij``
+    ``coupling`` for two relevant keywords of the same sign, 1 on the diagonal, else 0."""
     sign = np.sign(np.asarray(coef, dtype=float).reshape(-1))
     if not (0.0 < irrelevant_scale <= 1.0):
         raise ElicitError(f"irrelevant_scale must lie in (0, 1], got {irrelevant_scale!r}")
@@ -178,11 +133,8 @@ def yardstick_prior(coef: Sequence[float] | np.ndarray,
 def prior_posterior_mean(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
                          tau2: float) -> np.ndarray:
     """The posterior mean of beta under ``beta | sigma^2 ~ N(0, sigma^2 tau2 prior)``,
-    ``y = X beta + e``, ``e ~ N(0, sigma^2 I)``.
-
-    In the n x n form ``tau2 prior X' (tau2 X prior X' + I)^-1 y``, which needs no inverse of
-    ``prior`` (n = 100 against p ~ 340); it does not depend on sigma^2 or its prior.
-    """
+    ``y = X beta + e``, ``e ~ N(0, sigma^2 I)``, in the n x n form
+    ``tau2 prior X' (tau2 X prior X' + I)^-1 y`` (no inverse of ``prior``; n = 100 << p)."""
     S = tau2 * (X @ prior @ X.T)
     S[np.diag_indices_from(S)] += 1.0
     alpha = cho_solve(cho_factor(S, lower=True), y)
@@ -193,14 +145,11 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
                       grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
                       rng: np.random.Generator | None = None,
                       ) -> tuple[float, dict[float, float]]:
-    """tau^2 of a fixed prior correlation by the sweeps' K-fold CV.
-
-    The same procedure as :func:`~elicit.prior.tau2.cv_tau2` for the sweep's model: the
-    same fold assignment from ``rng`` (``rng.permutation(n) % folds``; the run's CV stream
-    gives the sweep's folds), each fold's training targets centred on their own mean, the
-    held-out squared errors summed, the grid extended by
-    :func:`~elicit.prior.tau2.next_grid_value` while the optimum sits on an edge, ties to the
-    smaller tau^2. Returns the choice and the mean held-out MSE of every tau^2 scored.
+    """tau^2 of a fixed prior correlation by the sweeps' K-fold CV
+    (:func:`~elicit.prior.tau2.cv_tau2`'s procedure: folds ``rng.permutation(n) % folds``,
+    each fold's targets centred on their own mean, the grid extended by
+    :func:`~elicit.prior.tau2.next_grid_value` while the optimum sits on an edge, ties to
+    the smaller tau^2). Returns the choice and the held-out MSE of every tau^2 scored.
     """
     grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
@@ -238,26 +187,12 @@ def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
                      coupling: float = SIGN_COUPLING) -> Yardstick:
     """The yardstick of the expert's full knowledge on one run (module docstring).
 
-    Parameters
-    ----------
-    X_train, y_train
-        Standardised training inputs and centred targets (``RunData``).
-    X_test, y_test
-        Test inputs (the run's standardisation) and targets on the original scale.
-    y_mean
-        The training mean subtracted from ``y_train``; added back to the predictions.
-    coef
-        The run's LASSO expert's weights (``LassoExpert.coef_``).
-    rng
-        Shuffles the CV folds: the run's tau^2-CV stream gives the sweep's own folds.
-    grid, folds
-        The CV's starting grid and number of folds (the sweep's).
-    irrelevant_scale, coupling
-        The prior (:func:`yardstick_prior`).
-
-    Returns
-    -------
-    Yardstick
+    ``X_train``, ``y_train`` are the standardised training inputs and centred targets,
+    ``X_test``, ``y_test`` the test set on the original scale and ``y_mean`` the training
+    mean added back to the predictions; ``coef`` the run's LASSO expert's weights; ``rng``
+    shuffles the CV folds (the run's tau^2-CV stream gives the sweep's own), with the
+    sweep's ``grid`` and ``folds``; ``irrelevant_scale`` and ``coupling`` shape the prior
+    (:func:`yardstick_prior`).
     """
     X_train, y_train, X_test, y_test = _split_arrays(X_train, y_train, X_test, y_test)
     coef = np.asarray(coef, dtype=float).reshape(-1)
@@ -272,8 +207,7 @@ def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
 
 
 def _split_arrays(X_train, y_train, X_test, y_test):
-    """The training and test arrays as floats (targets flat), or a one-line error when their
-    shapes do not fit together."""
+    """The arrays as floats (targets flat), or a one-line error when their shapes differ."""
     X_train = np.asarray(X_train, dtype=float)
     X_test = np.asarray(X_test, dtype=float)
     y_train = np.asarray(y_train, dtype=float).reshape(-1)

@@ -1,42 +1,33 @@
 """``elicit bench``: speed and decision quality of MAP refits and utility rounds.
 
-One loop (:func:`bench`) runs on a :class:`BenchProblem`: regression data, the candidate
-pairs, a pool size, an answer rule and the random stream of the pools. Each round draws a
-pool of unasked pairs, scores it with the fast utility (screen + ``refine`` exact re-scores)
-and, unless skipped, with the exact one (the paper's refits), has the best pair answered and
-refits the MAP warm. The problems (:data:`SIZES`):
+One loop (:func:`bench`) runs on a :class:`BenchProblem`. Each round draws a pool of unasked
+pairs, scores it with the fast utility (screen + ``refine`` exact re-scores) and, unless
+skipped, with the exact one (the paper's refits), has the best pair answered and refits the
+MAP warm. The problems (:data:`SIZES`):
 
 ``amazon``
     Random but shaped like the paper's Amazon setting: n = 100 standard-normal inputs,
-    p = 340 features whose meta-features are word-count-like (d = 100 "training reviews";
-    feature i occurs with a rate drawn log-uniformly in [0.02, 0.5] and counts are Poisson,
-    so about 85% of entries are zero), beta drawn from the model's prior with a sparse true
-    gamma (10 informative meta-features), unit noise, fixed tau2 = 0.01, and a 400-pair pool
-    over all pairs. The simulated expert calls a pair similar when the true weights share a
-    sign.
+    p = 340 features with word-count-like meta-features (d = 100, about 85% zeros), beta
+    from the model's prior with a sparse true gamma, unit noise, fixed tau2 = 0.01, a
+    400-pair pool over all pairs, and an expert who calls a pair similar when the true
+    weights share a sign.
 ``p1000``, ``p2000``, ``p4000``
-    The same random problem with p = 1000, 2000 or 4000 features (n = 100, d = 100, a
-    400-pair pool over all p(p-1)/2 pairs): the scaling benchmarks. The feature rates, and
-    so the sparsity of the meta-features, are drawn as for ``amazon``.
+    The same with p = 1000, 2000 or 4000 features: the scaling benchmarks.
 ``p10000``
-    A full review vocabulary (:func:`review_like`): the real default configuration
-    (bag-of-words inputs standardised with the model reviews' statistics, PPMI-10-like
-    meta-features) at p = 10,000 keywords, n = 100 training reviews, fixed tau2 = 0.01 and a
-    400-pair pool over all p(p-1)/2 pairs. X is sparse plus a rank-one offset and U is dense
-    and narrow: the opposite of the ``p*`` sizes' dense X and sparse, wide U.
+    A full review vocabulary (:func:`review_like`): the real default configuration at
+    p = 10,000 keywords; X is sparse plus a rank-one offset and U dense and narrow (the
+    opposite of the ``p*`` sizes).
 ``synthetic``
-    The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250), answered
-    the same way.
+    The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250).
 ``amazon-real``, ``yelp-real``
-    Run ``run`` of the real-data setup (:func:`elicit.paper.real_problem.realdata_problem`, tau2
-    0.01, inputs standardised with all model reviews' statistics or, ``standardize="train"``,
-    the training reviews'): the pool is drawn from the LASSO expert's answerable pairs, the
-    threshold prior is set from them, and the expert answers.
+    Run ``run`` of the real-data setup (:func:`elicit.paper.real_problem.realdata_problem`,
+    tau2 0.01, the paper's counts): the pool is drawn from the LASSO expert's answerable
+    pairs, and the expert answers.
 
-Every step is timed in wall time (``*_s``) and in process CPU time (``*_cpu_s``). BLAS runs on
-one thread here, so CPU time is what the step costs on an idle core; it stays meaningful when
-other jobs share the machine and inflate the wall times. ``peak_rss_mb`` is the process's
-peak resident memory at the end (the interpreter and its imports included, about 150 MB).
+Every step is timed in wall time (``*_s``) and in process CPU time (``*_cpu_s``) with one BLAS
+thread: what the step costs on an idle core, even when other jobs inflate the wall times.
+``peak_rss_mb`` is the process's peak resident memory at the end (about 150 MB of it the
+interpreter and its imports).
 """
 
 from __future__ import annotations
@@ -76,29 +67,12 @@ SCALING_P = {"p1000": 1000, "p2000": 2000, "p4000": 4000}
 
 @dataclass
 class BenchProblem:
-    """What one benchmark runs on.
-
-    Attributes
-    ----------
-    size
-        Its name in the results.
-    X, y, U
-        Training inputs, centred targets and meta-features.
-    hyper
-        Model hyperparameters (``threshold_mean="auto"``: set at the no-feedback MAP from
-        ``pairs``).
-    pairs
-        The candidate pairs, ``(k, 2)``.
-    pool_size
-        Pairs scored per round (fewer when fewer are left).
-    answer
-        The expert: ``answer(i, j)`` is 1 (similar), 0 (dissimilar) or None (don't know).
-    rng
-        Draws the pools.
-    sort_pool
-        Score each pool in index order, as the elicitor does (the real problems), or in draw
-        order (the random ones, as their documented figures were measured).
-    """
+    """What one benchmark runs on: training inputs, centred targets and meta-features, the
+    hyperparameters, the candidate pairs ``(k, 2)``, the pairs scored per round, the expert
+    (``answer(i, j)``: 1 similar, 0 dissimilar, None don't know) and the stream of the
+    pools. ``sort_pool`` scores each pool in index order, as the elicitor does (the real
+    problems), not in draw order (the random ones, as their documented figures were
+    measured)."""
 
     size: str
     X: np.ndarray
@@ -127,35 +101,23 @@ def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> Benc
 
 def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                 n_model: int = 1000, tau2: float = 0.01) -> BenchProblem:
-    """A review-like random problem: the real default configuration at a full vocabulary.
+    """A review-like random problem: the real default configuration at a full vocabulary,
+    built as the real pipeline builds its inputs but from random reviews:
 
-    Built as the real pipeline builds its inputs (:func:`elicit.data.prepare_run` with
-    ``standardize="model"`` and :func:`elicit.data.meta_features` with ``"ppmi"``, 10
-    dimensions), but from random reviews, so that its size can be chosen:
-
-    1. ``n_model`` "model reviews" with p keywords. Keyword r (0-based rank) occurs in a
-       review with probability ``0.25 / (1 + r / 15)``: Zipf-like document frequencies
-       (slope -1) fitted by eye to the 2000 raw Amazon kitchen reviews, whose 9,046 keywords
-       (stop words removed) occur in 22% (the most frequent) to 0.05% of the reviews, with
-       about 30 keywords per review (here about 24, so 99.8% of the counts are zero). A
-       keyword that occurs occurs 1 + Poisson(0.3) times. Every keyword occurs in at least
-       one model review (one count is put in a random one otherwise), as in a vocabulary
-       read from the corpus.
-    2. The first n model reviews are the training reviews. Their counts are standardised
-       with the mean and (population) standard deviation of all model reviews: every
-       column's zero count maps to ``-mean/sd``, so X is a sparse matrix plus a rank-one
-       offset, and a keyword absent from the training reviews has a constant, nonzero column.
-    3. Meta-features: each keyword's row is a random direction in d = 10 dimensions (a
-       normalised standard normal draw), standing for PPMI-10's unit rows. For random
-       directions the median squared pair distance is 2 (the cosine is symmetric about 0),
-       the :data:`~elicit.data.metafeatures.TYPICAL_SQ_DISTANCE` that ``ppmi`` is scaled to,
-       so no rescaling is needed.
-    4. beta from the model's prior at gamma = 1 (the prior mean of every gamma_l), sigma2 = 1
-       and ``tau2``: ``beta ~ N(0, tau2 K)`` (exactly: a Cholesky factor of K + 1e-8 I), and
+    1. ``n_model`` "model reviews": keyword r (0-based rank) occurs with probability
+       ``0.25 / (1 + r / 15)``, Zipf-like frequencies fitted by eye to the raw Amazon
+       kitchen reviews (22% to 0.05%, about 30 keywords per review; here about 24), then
+       1 + Poisson(0.3) times; every keyword occurs in at least one model review.
+    2. The first n are the training reviews, standardised with all model reviews' mean and
+       standard deviation (``standardize="model"``): X is sparse plus a rank-one offset.
+    3. Meta-features: random unit directions in d = 10 dimensions, standing for PPMI-10's
+       unit rows (their median squared pair distance is 2, the
+       :data:`~elicit.data.metafeatures.TYPICAL_SQ_DISTANCE` ``ppmi`` is scaled to).
+    4. ``beta ~ N(0, tau2 K)`` at gamma = 1 (a Cholesky factor of K + 1e-8 I) and
        ``y = X beta + N(0, 1)``, centred.
 
     The model: fixed ``tau2``, ``threshold_mean="auto"``, a 400-pair pool drawn from all
-    pairs, the same-sign expert (as :func:`amazon_like`).
+    pairs, the same-sign expert.
     """
     import scipy.linalg
 
@@ -241,36 +203,22 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
           exact: bool = True, progress: bool = True) -> dict:
     """Time the cold fit, warm refits and fast/exact utility rounds; compare their decisions.
 
-    Parameters
-    ----------
-    prob
-        The problem (its ``rng`` is advanced).
-    rounds
-        Rounds to run.
-    engine
-        MAP engine.
-    refine
-        Fast utility: candidates re-scored exactly after the screen.
-    exact
-        Also score each pool exactly (slow) and compare; the exact best pair is then the one
-        answered (else the fast pick).
-    progress
-        Show a progress bar.
+    ``prob``'s ``rng`` is advanced; ``refine`` is the fast utility's exact re-scores;
+    with ``exact`` each pool is also scored exactly (slow) and the exact best pair answered.
 
     Returns
     -------
     dict
         ``size, engine, rounds, refine, p, n, d, n_candidates``; ``map_cold_s`` (the
-        no-feedback set-up, :func:`~elicit.prior.setup.fit_no_feedback`: a fit, the
-        threshold prior, a refit); the medians over rounds of ``map_warm_s`` (the refit after
-        an answer, as an elicitation makes it: with the numpy engine usually remembered from
-        the round's re-scores), ``map_refit_s`` (numpy engine: the same refit computed from
-        scratch, as when the expert answers a pair the round did not refine) and
-        ``round_fast_s``; with ``exact``, ``round_exact_s``, the top-1
-        agreement of the fast pick with the exact best, the mean relative utility lost when
-        they differ (``exact_regret``), the median Spearman correlation of the screen with the
-        exact utilities and the largest rank of the exact best in the screen. Each time also
-        as process CPU time (``*_cpu_s``). ``per_round`` holds every round's figures.
+        no-feedback set-up, :func:`~elicit.prior.setup.fit_no_feedback`); the medians over
+        rounds of ``map_warm_s`` (the refit after an answer, as an elicitation makes it),
+        ``map_refit_s`` (numpy engine: the same refit from scratch, as when the expert
+        answers a pair the round did not refine) and ``round_fast_s``; with ``exact``,
+        ``round_exact_s``, the top-1 agreement of the fast pick with the exact best, the mean
+        relative utility lost when they differ (``exact_regret``), the median Spearman
+        correlation of the screen with the exact utilities and the largest rank of the exact
+        best in the screen. Each time also as process CPU time (``*_cpu_s``); ``per_round``
+        holds every round's figures.
     """
     from tqdm.auto import tqdm
 
@@ -314,8 +262,7 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             new_fit = eng.fit(data, init=fit, hessian=fast.hessian)
         clear = getattr(eng, "clear_memo", None)
         if clear is not None:
-            # The refit above is usually remembered from the round's re-scores; time it again
-            # from scratch, which is what it costs when the expert picks another pair.
+            # time it again from scratch: what it costs when the expert picks another pair
             clear()
             with _timed(row, "map_refit"):
                 eng.fit(data, init=fit, hessian=fast.hessian)
@@ -352,11 +299,8 @@ def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str 
               refine: int = 10, exact: bool = True, progress: bool = True, run: int = 0,
               data_dir: str | os.PathLike | None = None,
               json_path: str | Path | None = None, standardize: str = "model") -> dict:
-    """:func:`bench` on the problem ``size`` (:func:`bench_problem`); ``elicit bench``.
-
-    With ``json_path`` the result is also written there (JSON). ``standardize`` is the real
-    sizes' standardisation (``"model"`` or ``"train"``).
-    """
+    """:func:`bench` on the problem ``size`` (:func:`bench_problem`; ``elicit bench``), the
+    result also written to ``json_path`` if given."""
     res = bench(bench_problem(size, seed, run, data_dir, standardize), rounds, engine,
                 refine, exact, progress)
     if json_path is not None:

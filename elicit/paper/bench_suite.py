@@ -1,36 +1,22 @@
 """``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit.
 
-The suite measures two kinds of figure, all as process CPU time with one BLAS thread, the
-numpy engine and the fast utility:
+The figures are process CPU time with one BLAS thread, the numpy engine and the fast utility:
 
-**Rounds** (:data:`ROUND_FIGURES`): the sweeps' own elicitation loop
-(:func:`~elicit.harness.sweep.sweep_elicitor`, the sequential strategy), one round being the
-next question, the simulated expert's answer and the refit after it. The figure is the median
-over the rounds of one run (the first round included: at p = 10,000 it costs ten times the
-later ones, see docs/benchmarks.md, so its median needs 3 rounds). The problems: the paper's
-synthetic one (n = 20, p = 25, run 0), run 0 of the real Amazon set-up with the defaults
-(tau2 by CV as the sweep chooses it) with pair questions and with relevance and pair
-questions (``--questions both``, the open pool), and the random scaling problems ``p2000``
-and ``p10000`` of :mod:`elicit.paper.bench` (every pair a candidate, a 400-pair pool); at
-p = 10,000 also the peak resident memory of the set-up and rounds (the problem's own
-construction excluded where the peak can be reset: Linux).
+**Rounds** (:data:`ROUND_FIGURES`): the median over one run's rounds of the sweeps' own
+sequential loop (next question, the simulated expert's answer, the refit; the first round
+included, which at p = 10,000 costs ten times the later ones) on the synthetic problem, run
+0 of the default Amazon set-up with pair and with mixed questions, and the random problems
+``p2000`` and ``p10000`` of :mod:`elicit.paper.bench`; at p = 10,000 also the peak memory.
 
 **Reproduction steps** (:data:`~elicit.paper.steps.STEPS`): the CPU time per run of each step
-of ``make reproduce``, with its settings (``refine = 5``, one worker), estimated from two
-measured one-run calls into a temporary folder: one with no answers (``c0``: the run's data,
-expert, tau2 CV, baselines and references, the no-feedback fit; measured after a first such
-call that warms up the step's imports) and one with ``R`` answers per strategy (``cR``); a
-run of ``rounds`` answers is estimated as ``c0 + (cR - c0) rounds / R``.
-Linear in the answers: later answers cost somewhat more than the first ``R`` (more feedback
-terms), so the estimate is a lower bound. Table 1 is measured once, on the one-run Amazon and
-Yelp sweeps (its sample-addition loops do not depend on the sweeps' answers). Steps whose
-data are missing are skipped, with the reason.
+of ``make reproduce``, from two one-run calls after a warm-up: ``c0`` with no answers and
+``cR`` with ``R`` per strategy; a run of ``rounds`` answers is estimated as
+``c0 + (cR - c0) rounds / R``, a lower bound (later answers cost more). Table 1 is measured
+once. Steps whose data are missing are skipped, with the reason.
 
-A result (:func:`run_suite`) is written as JSON to ``<folder>/<commit>.json``
-(:func:`write_record`), beside the earlier ones; :func:`compare` names every figure more than
-:data:`SLOWER` (20%) above the most recent earlier record's (:func:`previous_record`).
-Single measurements on a shared machine move by 5-15%, so a flag is a prompt to measure
-again, not a verdict.
+A record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names
+every figure more than :data:`SLOWER` above the most recent earlier record's. Single
+measurements on a shared machine move by 5-15%, so a flag is a prompt to measure again.
 """
 
 from __future__ import annotations
@@ -90,12 +76,9 @@ REPRODUCE_TARGET_CPU_S = 2 * 30 * 60.0
 
 @dataclass
 class SuiteSettings:
-    """What :func:`run_suite` measures and how long.
-
-    ``rounds`` maps a round figure to the answers of its run; ``step_rounds`` and
-    ``mixed_step_rounds`` are the answers ``R`` of the reproduction steps' measured runs
-    (pair steps and mixed steps); ``figures`` and ``steps`` choose what is measured.
-    """
+    """What :func:`run_suite` measures and how long: ``rounds`` maps a round figure to the
+    answers of its run; ``step_rounds`` and ``mixed_step_rounds`` are the answers ``R`` of the
+    steps' measured runs; ``figures`` and ``steps`` choose what is measured."""
 
     seed: int = 0
     refine: int = 10
@@ -115,21 +98,10 @@ class SuiteSettings:
                 "engine": "numpy", "utility": "fast", "blas_threads": 1}
 
 
-# -- measuring ----------------------------------------------------------------------------
-
 def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
-    """Time one run of the sweeps' sequential loop.
-
-    Parameters
-    ----------
-    problem
-        The run's :class:`~elicit.harness.problem.RunProblem`.
-    cfg
-        The sweep's :class:`~elicit.harness.sweep.SweepConfig`.
-    rounds
-        Answers to time.
-    run
-        The run (seeds the strategy's random stream as a sweep does).
+    """Time one run of the sweeps' sequential loop: ``rounds`` answers to ``problem`` (a
+    :class:`~elicit.harness.problem.RunProblem`) under the sweep settings ``cfg``, the
+    strategy's stream seeded by ``run`` as a sweep does.
 
     Returns
     -------
@@ -173,8 +145,7 @@ class _SameSign:
 
 
 def _random_run(size: str, s: SuiteSettings):
-    """The random bench problem ``size`` as a sweep's run (every pair a candidate) and its
-    sweep settings."""
+    """The random bench problem ``size`` as a sweep's run and its sweep settings."""
     from elicit.elicitation.settings import RoundSettings
     from elicit.harness.problem import RunProblem
     from elicit.harness.sweep import SweepConfig
@@ -189,8 +160,8 @@ def _random_run(size: str, s: SuiteSettings):
 
 
 def _real_run(questions: str, s: SuiteSettings, key: str):
-    """Run 0 of the default Amazon set-up with ``questions``, tau2 chosen by CV as the sweep
-    chooses it, and its sweep settings."""
+    """Run 0 of the default Amazon set-up with ``questions`` (tau2 by CV as the sweep
+    chooses it) and its sweep settings."""
     from elicit.paper.configs import RealDataConfig
     from elicit.paper.real_problem import problem_from_run, run_setup
     from elicit.paper.runinfo import run_cv_tau2
@@ -213,22 +184,14 @@ def _synthetic_run(s: SuiteSettings):
     return synthetic_problem(s.seed, 0), cfg.sweep_config()
 
 
-def _round_setup(key: str, s: SuiteSettings):
-    if key == "synthetic_round":
-        return _synthetic_run(s)
-    if key == "amazon_round":
-        return _real_run("pairs", s, key)
-    if key == "amazon_mixed_round":
-        return _real_run("both", s, key)
-    if key in ("p2000_round", "p10000_round"):
-        return _random_run(key.removesuffix("_round"), s)
-    raise ElicitError(f"unknown figure {key!r}; choose from "
-                      f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
-
-
 def measure_round(key: str, s: SuiteSettings) -> dict:
     """The round figure ``key``: :func:`elicitation_rounds` on its problem, with its median."""
-    problem, cfg = _round_setup(key, s)
+    if key == "synthetic_round":
+        problem, cfg = _synthetic_run(s)
+    elif key.startswith("amazon"):
+        problem, cfg = _real_run("both" if key == "amazon_mixed_round" else "pairs", s, key)
+    else:
+        problem, cfg = _random_run(key.removesuffix("_round"), s)
     res = elicitation_rounds(problem, cfg, cfg.rounds)
     res["value"] = float(np.median(res["round_cpu_s"]))
     return res
@@ -248,9 +211,7 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
         return {"value": table1, "measured_cpu_s": {"table1": table1}}
     r = s.mixed_step_rounds if step in MIXED_STEPS else s.step_rounds
     cpu: dict[str, float] = {}
-    # The first call also pays for the step's first imports (matplotlib, scikit-learn, ...),
-    # which a reproduction pays once per process, not per run: it only warms up, and c0 is
-    # the second call without answers.
+    # the first call only warms up the step's imports, which a reproduction pays once
     for rounds, folder in ((0, "warm-up"), (r, "R"), (0, "0")):
         st = StepSettings(runs=1, real_runs=1, mixed_runs=1, rounds=rounds,
                           mixed_rounds=rounds, seed=s.seed, jobs=1, data_dir=s.data_dir)
@@ -271,11 +232,8 @@ def step_figure(step: str) -> Figure:
 
 def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
               ) -> dict:
-    """Measure the suite (module docstring); return its record (:func:`write_record`'s
-    input), the machine and commit included.
-
-    ``progress`` is called with a line before each measurement.
-    """
+    """Measure the suite (module docstring); return its record, the machine and commit
+    included. ``progress`` is called with a line before each measurement."""
     from elicit.internal.threads import single_blas_thread
     from elicit.paper.steps import STEPS
 
@@ -325,8 +283,6 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
             "machine": machine_info(), "settings": s.to_json(), "figures": figures,
             "skipped": skipped}
 
-
-# -- records ------------------------------------------------------------------------------
 
 def record_path(folder: str | os.PathLike, record: dict) -> Path:
     """Where ``record`` is written: ``<folder>/<commit>.json`` (``unknown`` outside git)."""
@@ -381,8 +337,7 @@ class Change:
 
 def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Change]:
     """The figures of ``current`` more than ``tolerance`` above ``previous``'s (every figure
-    is a cost: CPU time or memory), in ``current``'s order; figures only one record has are
-    not compared."""
+    is a cost), in ``current``'s order; figures only one record has are not compared."""
     out = []
     for key, fig in current["figures"].items():
         old = previous["figures"].get(key)

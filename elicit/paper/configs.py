@@ -3,18 +3,13 @@
 
 A configuration is a frozen dataclass, checked once when it is made (a wrong value is a
 one-line :class:`~elicit.errors.ElicitError` before any data are read or any worker starts)
-and passed down whole: to the sweep (:meth:`~RealDataConfig.sweep_config`), to the runs'
-problems, to the per-run records and to Table 1. The command line and Python callers build
-the same object; a new option is one field here, declared as a
+and passed down whole. A new option is one field, declared as a
 :func:`~elicit.harness.config.setting` (the results depend on it) or an
 :func:`~elicit.harness.config.option` (how much or how to run).
 
-:meth:`~RealDataConfig.to_json` is what the results folder's ``config.json`` records (the
-settings the results depend on; :class:`~elicit.harness.store.SweepStore` refuses a rerun
-with other ones) and :meth:`~RealDataConfig.from_json` rebuilds the configuration from it,
-which is how ``elicit table1`` finds the settings of a finished sweep. How much and how to
-run (``runs``, ``strategies``, ``jobs``, ``cluster``, ``check_engine``) is not recorded:
-``from_json`` takes those as options.
+``to_json`` is what the results folder's ``config.json`` records (a rerun with other
+settings is refused) and ``from_json`` rebuilds the configuration from it, taking the
+options it does not record (``runs``, ``strategies``, ``jobs``, ...) as keywords.
 """
 
 from __future__ import annotations
@@ -49,8 +44,7 @@ from elicit.prior.tau2 import check_tau2
 PAPER_TAU2 = 0.01
 #: The paper's random pool of candidate pairs per sequential round.
 POOL_SIZE = 400
-#: Rounds after which the synthetic experiment's kernel is shown (Fig. 3; those within the
-#: sweep's rounds): the sweep stores gamma at these rounds.
+#: Rounds after which the synthetic experiment's kernel is shown (Fig. 3).
 FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
 
 #: The defaults of ``elicit realdata``: model-review statistics, tau2 by CV.
@@ -58,47 +52,34 @@ DEFAULT_STANDARDIZE = "model"
 DEFAULT_TAU2 = "cv"
 #: ``--paper``: the paper's literal configuration.
 PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
-#: ``--recommended``: the best label-free configuration of the study in
-#: ``docs/beyond-the-paper.md`` (the lowest test MSE with and without answers on Amazon, Yelp
-#: and the kitchen corpus): 10-dimensional PPMI keyword embeddings of the expert-set text,
-#: and only the features the expert can judge coupled. Tying the threshold too lowers the
-#: real-data ceilings by about 0.01 but doubles the synthetic experiment's MSE.
+#: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md``.
+#: Tying the threshold too lowers the real-data ceilings by about 0.01 but doubles the
+#: synthetic experiment's MSE.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
                                   "model": "known-coupling", "utility_target": "predictive"}
-#: The meta-features of ``elicit realdata`` (with ``--paper``: the paper's counts): 10-dimensional
-#: PPMI keyword embeddings of the expert-set text. With the counts the start (no answers)
-#: predicts worse than ridge regression on the same runs (Amazon 2.157 against 2.100), with
-#: PPMI 10 better (docs/realdata.md, "The default meta-features").
+#: The meta-features of ``elicit realdata``: with the paper's counts the start predicts worse
+#: than ridge regression (Amazon 2.157 against 2.100), with PPMI 10 better (docs/realdata.md).
 DEFAULT_META_FEATURES = "ppmi"
 #: ``--paper``'s meta-features: the paper's transposed training counts.
 PAPER_META_FEATURES = "counts"
-#: what the options of RECOMMENDED are when not given (None: the meta-features of the
-#: configuration, resolve_meta_features)
+#: the options of RECOMMENDED when not given (meta-features None: resolve_meta_features)
 _OPTION_DEFAULTS: dict[str, object] = {"meta_features": None, "meta_dim": None,
                                        "model": PAPER, "utility_target": "predictive"}
 
 
-#: Where a sweep's pair questions come from (``pool``):
-#:
-#: ``"paper"``
-#:     the simulated expert's answerable pairs (real data: both keywords with a nonzero LASSO
-#:     weight; the synthetic generator with irrelevant features: both features relevant), as
-#:     in the paper. It leaks the expert's relevance knowledge into the question set (and
-#:     into the start: the threshold prior and, for the known-coupling models, the coupled
-#:     set J come from the candidate pairs), so with feature questions it is the *best
-#:     case* and is used only when asked for by name.
-#: ``"open"``
-#:     every pair; the elicitation offers those among the features not called irrelevant so
-#:     far. The start uses no expert input. The default with feature questions.
+#: Where a sweep's pair questions come from (``pool``): ``"paper"``, the simulated expert's
+#: answerable pairs, as in the paper (it leaks the expert's relevance knowledge into the
+#: questions and the start, so with feature questions it is the *best case*, used only when
+#: named); ``"open"``, every pair, those among the features not called irrelevant offered
+#: (the default with feature questions).
 POOLS: tuple[str, ...] = ("paper", "open")
-#: How tables and figures name a pool (``"paper"`` with feature questions is the best case).
+#: How tables and figures name a pool.
 POOL_LABELS: dict[str, str] = {"paper": "best case: the expert's answerable pairs",
                                "open": "pairs among the features not called irrelevant"}
 
 
 def default_pool(questions: object) -> str:
-    """The pool of a sweep that names none: the paper's with the paper's questions (pairs
-    only: the paper's method), the open one with other questions."""
+    """``"paper"`` with the paper's questions (pairs only), ``"open"`` with others."""
     return "paper" if parse_questions(questions) == PAPER_QUESTIONS else "open"
 
 
@@ -117,63 +98,43 @@ def _positive_int(value: object, what: str) -> int:
     return value
 
 
-# --------------------------------------------------------------------------------------------
-# The synthetic experiment
-# --------------------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class SyntheticConfig(Recorded, RoundKeywords):
     """The settings of the synthetic experiment (``elicit synthetic``; Figs. 3 and 4).
 
     Parameters
     ----------
-    runs
-        Runs ``0..runs-1`` (default 50, or one per problem file with ``problems``).
-    rounds
-        Questions per run and strategy.
-    strategies
-        Query strategies to run.
+    runs, rounds, strategies, jobs
+        Runs ``0..runs-1`` (default 50, or one per problem file with ``problems``), each with
+        ``rounds`` questions per strategy of ``strategies``, in ``jobs`` worker processes.
     settings
         The question rounds' settings (:class:`~elicit.elicitation.settings.RoundSettings`);
-        the keywords ``seed``, ``engine``, ``model``, ... below replace their entries.
+        the keywords ``seed``, ``engine``, ``model``, ... replace their entries.
     seed
         The sweep seed (run r's data come from ``SeedSequence([seed, r])``; with ``problems``
         it seeds only the query streams).
-    jobs
-        Worker processes.
     n_train
         Training samples per run (paper: 20; the authors' code: 15).
     engine, utility, refine, stan_file
-        MAP engine and utility computation, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
+        As for :class:`~elicit.elicitation.elicitor.Elicitor`.
     threshold_mean
         Prior mean of the threshold xi: ``"auto"``, a number, or None for the default.
-    cluster
-        Run the runs on a Dask cluster: ``"local:N"`` or a scheduler address
-        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
-    check_engine
-        Check every fit against the numpy engine (for ``engine="cmdstan"`` or ``"pystan"``).
+    cluster, check_engine
+        ``"local:N"`` or a Dask scheduler address (:mod:`elicit.harness.cluster`; ``jobs``
+        is then ignored); check every fit against the numpy engine.
     problems
-        A folder of the user's own simulated problems instead of the built-in generator:
-        one ``.npz`` per run (:class:`~elicit.harness.problem.ProblemsDir`).
-    model
-        The named model (:mod:`elicit.model.variants`); default the paper's, or the relevance
-        model with feature questions.
-    utility_target
-        ``"predictive"`` or ``"params"``: what the utility is about
+        A folder of one ``.npz`` per run instead of the built-in generator
+        (:class:`~elicit.harness.problem.ProblemsDir`).
+    model, utility_target
+        The named model (:mod:`elicit.model.variants`; default the paper's, or the relevance
+        model with feature questions) and ``"predictive"`` or ``"params"``
         (:mod:`elicit.elicitation.utility`).
-    questions
-        The kinds of question the oracle is asked
-        (:func:`~elicit.elicitation.kinds.parse_questions`: ``"pairs"``, the paper's,
-        ``"relevance"``, ``"pairs,relevance"`` or ``"both"``, ``"all"``).
-    pool
-        Where the pair questions come from (:data:`POOLS`): ``"paper"`` (the oracle's
-        answerable pairs; all pairs without irrelevant features, as in the paper, and for a
-        ``problems`` folder, as before) or ``"open"`` (all pairs, those among the features
-        not called irrelevant offered); default :func:`default_pool`.
+    questions, pool
+        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`), and
+        where the pair questions come from (:data:`POOLS`; default :func:`default_pool`).
     irrelevant
-        The built-in generator: how many of the p features get the true weight 0; the
-        oracle calls them irrelevant and answers "don't know" to their pairs
-        (:func:`elicit.model.simulate.make_synthetic`). 0 (default) is the paper's data.
+        The built-in generator: how many of the p features get the true weight 0 (the
+        oracle calls them irrelevant); 0 (default) is the paper's data.
     """
 
     RECORD_HEAD: ClassVar[dict[str, object]] = {"experiment": "synthetic"}
@@ -246,13 +207,9 @@ class SyntheticConfig(Recorded, RoundKeywords):
         return cls(**{**recorded, **options})
 
 
-# --------------------------------------------------------------------------------------------
-# The real-data experiment
-# --------------------------------------------------------------------------------------------
-
 def resolve_recommended(recommended: bool, paper: bool, **given: object) -> dict[str, object]:
-    """The meta-features, model and utility target of a sweep: ``given`` as they are, or with
-    ``recommended`` the :data:`RECOMMENDED` ones; an explicit other value is an error (a value
+    """The meta-features, model and utility target of a sweep: ``given``, or with
+    ``recommended`` the :data:`RECOMMENDED` ones (another explicit value is an error; one
     equal to the option's default counts as not given)."""
     if not recommended:
         return given
@@ -269,10 +226,8 @@ def resolve_recommended(recommended: bool, paper: bool, **given: object) -> dict
 
 def resolve_meta_features(paper: bool, meta_features: str | os.PathLike | None,
                           meta_dim: int | None) -> tuple[str | os.PathLike, int]:
-    """The meta-features of a sweep and their dimensions: as given, or when not given (None)
-    :data:`DEFAULT_META_FEATURES` with :data:`~elicit.data.metafeatures.DEFAULT_META_DIM`
-    dimensions, and with ``paper`` the paper's counts. Dimensions given alone where the
-    configuration's meta-features have none (``paper``) are an error."""
+    """The meta-features and their dimensions: as given, or (None) :data:`DEFAULT_META_FEATURES`
+    or with ``paper`` the paper's counts; dimensions alone without an embedding are an error."""
     kind = meta_features
     if kind is None:
         kind = PAPER_META_FEATURES if paper else DEFAULT_META_FEATURES
@@ -284,20 +239,9 @@ def resolve_meta_features(paper: bool, meta_features: str | os.PathLike | None,
 
 def resolve_settings(paper: bool = False, standardize: str | None = None,
                      tau2: float | str | None = None) -> tuple[str, float | str]:
-    """The standardisation and tau^2 of a sweep from its options.
-
-    Parameters
-    ----------
-    paper
-        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``.
-    standardize, tau2
-        Explicit choices; None takes the default (``"model"``, ``"cv"``) or, with ``paper``,
-        the paper's. With ``paper``, an explicit value other than the paper's is an error.
-
-    Returns
-    -------
-    standardize, tau2
-    """
+    """The standardisation and tau^2 of a sweep: explicit values, else the defaults
+    (``"model"``, ``"cv"``) or with ``paper`` the paper's (another explicit value is then an
+    error)."""
     tau2 = None if tau2 is None else check_tau2(tau2)
     if paper:
         for key, value in (("standardize", standardize), ("tau2", tau2)):
@@ -310,11 +254,8 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
 
 
 def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
-    """What ``config.json`` records about the meta-features.
-
-    ``meta_dim`` only for an embedding (None otherwise); a file by its content hash, its
-    path beside it (a path may change between reruns).
-    """
+    """What ``config.json`` records about the meta-features: ``meta_dim`` only for an
+    embedding; a file by its content hash, its path beside it."""
     if is_builtin(meta_features):
         kind = str(meta_features)
         return {"meta_features": kind,
@@ -337,30 +278,21 @@ SourceSpec = str | DataSource | Callable[[], DataSource]
 class RealDataConfig(Recorded, RoundKeywords):
     """The settings of the real-data experiment on one data set (``elicit realdata``).
 
-    Made, every option is checked and the presets are resolved: ``standardize``, ``tau2``,
+    Made, every option is checked and the presets resolved: ``standardize``, ``tau2``,
     ``meta_features``, ``meta_dim``, ``settings.model`` and ``settings.utility_target`` hold the
-    values the sweep uses, and ``source`` is a :class:`~elicit.data.sources.DataSource`.
+    values the sweep uses, and ``source`` is a :class:`~elicit.data.sources.DataSource`. The
+    parameters it shares with :class:`SyntheticConfig` are as there (``settings`` by default
+    with :data:`POOL_SIZE` candidate pairs; the seed gives every run's split and streams).
 
     Parameters
     ----------
     source
         ``"amazon"``, ``"yelp"`` (the paper's matrices, from ``data_dir``), a
-        :class:`~elicit.data.sources.DataSource` (any review corpus:
-        :func:`~elicit.data.sources.corpus_source`), or a function that makes one
-        (:data:`SourceSpec`).
-    runs, rounds
-        Runs ``0..runs-1``, each with ``rounds`` questions per strategy.
-    strategies
-        Query strategies to run.
-    settings
-        As for :class:`SyntheticConfig`; by default with :data:`POOL_SIZE` candidate pairs.
-    seed
-        The sweep seed (every run's split and random streams derive from it).
-    jobs
-        Worker processes.
+        :class:`~elicit.data.sources.DataSource` (:func:`~elicit.data.sources.corpus_source`),
+        or a function that makes one (:data:`SourceSpec`).
     data_dir
-        Data directory of the paper's matrices (default: :func:`elicit.data.resolve_data_dir`'s
-        search order).
+        Data directory of the paper's matrices (default:
+        :func:`elicit.data.resolve_data_dir`'s search order).
     tau2
         A fixed prior scale tau^2, or ``"cv"`` (default): chosen per run by 5-fold CV of the
         no-feedback model over :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`.
@@ -368,50 +300,23 @@ class RealDataConfig(Recorded, RoundKeywords):
         ``"model"`` (default): inputs standardised with all 1000 model reviews' statistics;
         ``"train"``: with the 100 training reviews' (:func:`elicit.data.prepare_run`).
     paper
-        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``
-        (:func:`resolve_settings`), the paper's counts as meta-features
-        (:func:`resolve_meta_features`, unless others are given), the paper's model.
+        The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``, the paper's
+        counts as meta-features (unless others are given), the paper's model.
     recommended
-        The :data:`RECOMMENDED` meta-features, model and utility target (the best label-free
-        configuration found, ``docs/beyond-the-paper.md``); not with ``paper``.
+        The :data:`RECOMMENDED` meta-features, model and utility target; not with ``paper``.
     pool_size
         Random candidate pairs scored per sequential round (paper: 400).
     expert_rule, expert_nonzero
         How the LASSO expert picks its penalty (:mod:`elicit.paper.lasso_expert`).
-    engine, utility, refine
-        MAP engine and utility computation, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
-    cluster
-        Run every step's tasks on a Dask cluster: ``"local:N"`` or a scheduler address
-        (:mod:`elicit.harness.cluster`); ``jobs`` is then ignored.
-    check_engine
-        Check every fit of the sweep against the numpy engine.
     memo
         A folder of results that sweeps of the same runs share
-        (:func:`elicit.paper.runinfo.memoised_pieces`: the baselines, say, are the same for
-        every sweep of one data set and standardisation); ``make reproduce`` gives its steps
-        one (``OUT/.memo``). None (default): each sweep computes its own.
+        (:func:`elicit.paper.runinfo.memoised_pieces`). None (default): each sweep computes
+        its own.
     meta_features, meta_dim
-        The meta-features U: ``"ppmi"`` (default, :data:`DEFAULT_META_FEATURES`) or ``"lsa"``
-        (a ``meta_dim``-dimensional embedding of the keywords learned from each run's
-        expert-set text, no ratings; default 10 dimensions), ``"counts"`` (the paper's
-        transposed training counts; ``paper`` sets them), or a CSV/Parquet file indexed by
-        keyword (:mod:`elicit.data.metafeatures`).
-    model
-        The named model (:mod:`elicit.model.variants`); default the paper's, or the relevance
-        model with feature questions.
-    utility_target
-        ``"predictive"`` or ``"params"`` (:mod:`elicit.elicitation.utility`).
-    questions
-        The kinds of question (:func:`~elicit.elicitation.kinds.parse_questions`):
-        ``"pairs"`` (the paper's), ``"relevance"`` ("does this keyword affect the rating?",
-        answered from whether the LASSO weight is nonzero), ``"pairs,relevance"`` (or
-        ``"both"``), ``"all"``.
-    pool
-        Where the pair questions come from (:data:`POOLS`): ``"paper"``, the LASSO expert's
-        answerable pairs (the paper's; with feature questions the *best case*, as it leaks
-        the expert's relevance knowledge), or ``"open"``, every pair, those among the
-        keywords not called irrelevant offered. Default :func:`default_pool`: ``"paper"``
-        with pair questions only, ``"open"`` with feature questions.
+        The meta-features U: ``"ppmi"`` (default) or ``"lsa"`` (a ``meta_dim``-dimensional
+        embedding of the keywords learned from each run's expert-set text; default 10),
+        ``"counts"`` (the paper's transposed training counts), or a CSV/Parquet file indexed
+        by keyword (:mod:`elicit.data.metafeatures`).
     """
 
     RECORD_ORDER = ("dataset", "data_dir", "corpus", "corpus_sha256", "text_field",
@@ -432,7 +337,6 @@ class RealDataConfig(Recorded, RoundKeywords):
     expert_rule: str = setting("target")
     expert_nonzero: int = setting(40)
     pool: str = setting(None)       # None: by the questions (default_pool)
-    # None: not given (resolve_meta_features)
     meta_features: str | os.PathLike | None = setting(
         None, record=lambda c: meta_config(c.meta_features, c.meta_dim))
     meta_dim: int | None = setting(None, record=lambda c: {})  # with meta_features
@@ -459,7 +363,6 @@ class RealDataConfig(Recorded, RoundKeywords):
             preset = "--paper" if self.paper else "--recommended"
             raise ElicitError(f"{preset} asks pair questions only; drop {preset} or "
                               f"--questions {questions}")
-        # The presets, resolved into the values the sweep uses.
         chosen = resolve_recommended(self.recommended, self.paper,
                                      meta_features=self.meta_features, meta_dim=self.meta_dim,
                                      model=default_model(questions) if st.model is None
@@ -477,15 +380,12 @@ class RealDataConfig(Recorded, RoundKeywords):
         put("tau2", tau2)
         if self.paper and model != PAPER:
             raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
-        # The other options.
         _positive_int(self.settings.pool_size, "pool_size")
         _positive_int(self.expert_nonzero, "expert_nonzero")
         if self.expert_rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {self.expert_rule!r}: use one of "
                               f"{', '.join(RULES)}")
-        meta_config(mf, dim)
-        if mf in EMBEDDINGS:
-            check_meta_dim(dim)
+        meta_config(mf, dim)  # checks a file, or an embedding's dimensions
         super().check()
         self._sweep_config("")  # checks the sweep's settings
         # The data, last: a wrong option is reported before any data are read.
@@ -530,14 +430,9 @@ class RealDataConfig(Recorded, RoundKeywords):
     @classmethod
     def from_json(cls, d: dict, data_dir: str | os.PathLike | None = None,
                   **options: Any) -> RealDataConfig:
-        """The configuration a sweep's ``config.json`` records.
-
-        ``data_dir`` overrides a paper sweep's data directory (a corpus, or a meta-features
-        file, must still be where it was, with the same content); ``options`` give the
-        settings ``config.json`` does not record (``runs``, ``jobs``, ...). A setting an old
-        folder lacks is the value those sweeps used: training statistics for the
-        standardisation, :data:`~elicit.harness.store.LEGACY_CONFIG` for the others.
-        """
+        """The configuration a sweep's ``config.json`` records; ``data_dir`` overrides a paper
+        sweep's data directory (a corpus or meta-features file must be unchanged), ``options``
+        give the settings it does not record (``runs``, ``jobs``, ...)."""
         recorded = cls.recorded(d)
         recorded["source"] = source_from_config(d, data_dir)
         recorded["meta_dim"] = recorded["meta_dim"] or DEFAULT_META_DIM  # None: no embedding

@@ -1,27 +1,22 @@
 """A simulated expert from a LASSO fit on held-out reviews (the paper's real-data expert).
 
-The paper simulates the human on Amazon/Yelp with a LASSO fitted to the reviews that are not
-used by the model (the *expert set*): two keywords "affect the rating in the same way" if
-their LASSO weights have the same sign, and differently if the signs differ. Keywords with a
-zero weight are not known to the expert ("don't know"); the paper discards those pairs, which
-leaves about 20 positive and 20 negative keywords, i.e. about 40 * 39 / 2 = 780 pairs. Asked
-"does this keyword affect the rating?", the expert says relevant for a nonzero weight and
-irrelevant for a zero one.
+The paper simulates the human with a LASSO fitted to the reviews the model does not use (the
+*expert set*): two keywords "affect the rating in the same way" if their weights have the
+same sign, differently if the signs differ, and "don't know" if one weight is zero (the paper
+discards those pairs, leaving about 20 positive and 20 negative keywords, ~780 pairs). Asked
+"does this keyword affect the rating?", the expert says relevant for a nonzero weight.
 
-How strong the LASSO penalty is decides how many keywords the expert knows, so the choice of
-alpha is the ``rule``:
+The penalty alpha decides how many keywords the expert knows; the ``rule`` chooses it:
 
 ``"target"`` (default)
-    The alpha whose fit has the number of nonzero weights closest to ``n_nonzero`` (40),
-    matching the paper's "almost 20 features in each group". The alpha is found on a
-    200-point log-spaced lasso path and then refined by bisection in log(alpha) between the
-    neighbouring path points; ties go to the larger alpha (the sparser fit).
+    The alpha whose fit has the number of nonzero weights closest to ``n_nonzero`` (40, the
+    paper's "almost 20 features in each group"): found on a 200-point log-spaced path, then
+    refined by bisection in log(alpha); ties go to the larger alpha (the sparser fit).
 ``"cv-min"``
-    ``LassoCV``'s alpha with the smallest mean cross-validated error. On the Amazon matrix
-    this keeps far more keywords (about 160-170, ~14,000 pairs): not the paper's expert.
+    ``LassoCV``'s alpha of smallest mean CV error (on Amazon about 160-170 keywords, ~14,000
+    pairs: not the paper's expert).
 ``"cv-1se"``
-    The largest alpha on ``LassoCV``'s path whose mean CV error is within one standard error
-    (over folds) of the minimum.
+    The largest alpha whose mean CV error is within one standard error of the minimum.
 """
 
 from __future__ import annotations
@@ -48,30 +43,23 @@ class LassoExpert:
 
     Parameters
     ----------
-    X_expert
-        ``(n, p)`` expert-set inputs, standardised (``RunData.X_expert``).
-    y_expert
-        ``(n,)`` expert-set ratings (any offset: an intercept is fitted).
-    rule
-        How alpha is chosen: ``"target"``, ``"cv-min"`` or ``"cv-1se"`` (module docstring).
-    n_nonzero
-        The target number of nonzero weights for ``rule="target"``.
-    random_state
-        Seeds the CV fold split of the CV rules (the fits themselves are deterministic).
-    cv
-        Number of CV folds for the CV rules.
+    X_expert, y_expert
+        ``(n, p)`` standardised expert-set inputs (``RunData.X_expert``) and ``(n,)`` ratings
+        (any offset: an intercept is fitted).
+    rule, n_nonzero
+        How alpha is chosen: ``"target"`` (``n_nonzero`` weights), ``"cv-min"`` or
+        ``"cv-1se"`` (module docstring).
+    random_state, cv
+        The seed of the CV rules' fold split, and its number of folds.
 
     Attributes
     ----------
-    coef_
-        ``(p,)`` LASSO weights at ``alpha_``.
-    alpha_
-        The chosen penalty.
+    coef_, alpha_
+        ``(p,)`` LASSO weights at the chosen penalty ``alpha_``.
     n_positive, n_negative
         Numbers of positive and negative weights.
     groups
-        Per feature: 0 positive, 1 negative, -1 zero; the same answers as
-        ``GroupOracle(groups)``.
+        Per feature: 0 positive, 1 negative, -1 zero (the answers of ``GroupOracle(groups)``).
     """
 
     def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
@@ -103,12 +91,8 @@ class LassoExpert:
     def from_coef(cls, coef, alpha: float = float("nan"), *, rule: str = "given",
                   n_nonzero: int | None = None, random_state: int | None = None,
                   ) -> LassoExpert:
-        """An expert with given weights (no fit), e.g. to test or replay an expert.
-
-        ``rule``, ``n_nonzero`` (default: the weights' nonzeros) and ``random_state`` are
-        what it reports (:meth:`summary`): those of the fit that made the weights, when it
-        replays one.
-        """
+        """An expert with given weights (no fit); ``rule``, ``n_nonzero`` (default: the
+        weights' nonzeros) and ``random_state`` are what it reports (:meth:`summary`)."""
         obj = cls.__new__(cls)
         obj.rule = rule
         obj.n_nonzero = (int(np.count_nonzero(np.asarray(coef))) if n_nonzero is None
@@ -147,9 +131,7 @@ class LassoExpert:
 
     def relevance(self, k: int) -> Answer:
         """Nonzero weight: RELEVANT; zero weight: IRRELEVANT."""
-        if not (0 <= int(k) < self.p):
-            raise ElicitError(f"feature index out of range 0..{self.p - 1}: {k}")
-        return Answer.RELEVANT if self.signs_[int(k)] != 0 else Answer.IRRELEVANT
+        return Answer.RELEVANT if self.weight_sign(k) != 0 else Answer.IRRELEVANT
 
     def weight_sign(self, k: int) -> int:
         """The sign of feature ``k``'s coefficient (+1, -1, 0)."""
@@ -192,14 +174,11 @@ def _alpha_max(X: np.ndarray, y: np.ndarray) -> float:
 def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     """The alpha whose fit has the number of nonzeros closest to ``target``.
 
-    A 200-point path from alpha_max down to 1e-4 alpha_max is scanned first; the nonzero count
-    is not exactly monotone in alpha, so we then bisect (in log alpha) between the best path
-    point and its neighbour on the side of the target, keeping the best alpha seen.
-
-    The path is computed in chunks and stops once a whole chunk keeps at least twice the
-    target: the small-alpha end (nearly unpenalised fits, most of the path's cost) cannot
-    come back to the target there. Each chunk is warm-started from the previous one's last
-    coefficients, so the points computed are exactly those of the whole path.
+    A 200-point path from alpha_max down to 1e-4 alpha_max is scanned first; the count is not
+    exactly monotone in alpha, so we then bisect (in log alpha) between the best path point
+    and its neighbour on the side of the target, keeping the best alpha seen. The path is
+    computed in warm-started chunks (the same points as the whole path) and stops once a
+    chunk keeps at least twice the target: its small-alpha end is most of its cost.
     """
     a_max = _alpha_max(X, y)
     if a_max <= 0:
@@ -255,16 +234,14 @@ _PATH_CHUNK = 25
 
 def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray,
           coef_init: np.ndarray | None = None) -> np.ndarray:
-    """Coefficients along ``alphas`` (rows), with an intercept (centred data), starting the
-    coordinate descent from ``coef_init`` (default zeros)."""
+    """Coefficients along ``alphas`` (rows), with an intercept, from ``coef_init``."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import lasso_path
 
     Xc = X - X.mean(axis=0)
     yc = y - y.mean()
-    # With many keywords (e.g. --min-df 20: ~960) the small-alpha end of the path may stop
-    # short of tol; the expert's alpha keeps ~40 keywords, far from that end, and the
-    # warnings (hundreds per sweep) would only bury the progress output.
+    # the small-alpha end may stop short of tol with many keywords; the expert's alpha is
+    # far from it, and hundreds of warnings per sweep would bury the progress output
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, coefs, _ = lasso_path(Xc, yc, alphas=alphas, max_iter=_MAX_ITER, tol=_TOL,

@@ -1,26 +1,17 @@
 """One run of the real-data experiment (paper Sec. 4.2) as a problem for a sweep.
 
 Run ``r`` of a :class:`~elicit.paper.configs.RealDataConfig` is built from its data set's
-bag-of-words matrix (the paper's: 337 Amazon / 258 Yelp keywords; or any review corpus) by
-:meth:`~elicit.paper.configs.RealDataConfig.run_data`: 100 training and 900 test reviews, the
-rest the expert set, inputs standardised with the statistics of all 1000 model reviews
-(``"model"``, the default) or of the 100 training reviews (``"train"``, the paper's literal
-reading). The simulated expert is a LASSO fitted on the expert set
-(:class:`~elicit.paper.lasso_expert.LassoExpert`, rule ``"target"``: about 40 nonzero
-weights, ~780 answerable pairs). The model has a fixed tau2 (the paper's 0.01, or a
-cross-validated one per run), asks only answerable pairs (the paper drops "don't know"
-pairs; ``pool="paper"``) from a random pool of 400 per sequential round, and its test MSE is
-on the original rating scale (the training mean is added back to the predictions).
-
-With feature questions (``questions="relevance"`` or ``"both"``) the pair questions come by
-default from every pair (``pool="open"``): the elicitation offers those among the keywords
-not called irrelevant so far, and the start (its threshold prior, tau2's CV, any coupled set)
-uses no expert input. The expert's answerable pairs stay available as ``pool="paper"``, the
-best case.
+bag-of-words matrix by :meth:`~elicit.paper.configs.RealDataConfig.run_data`: 100 training
+and 900 test reviews, the rest the expert set. The simulated expert is a LASSO fitted on the
+expert set (:class:`~elicit.paper.lasso_expert.LassoExpert`: about 40 nonzero weights, ~780
+answerable pairs). The model has a fixed tau2 (the paper's 0.01, or a cross-validated one per
+run), asks pairs from a random pool of 400 per sequential round, and its test MSE is on the
+original rating scale. The pairs are the expert's answerable ones (``pool="paper"``, the
+paper's) or, by default with feature questions, every pair (``pool="open"``: the start uses
+no expert input).
 
 :class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep;
-:func:`initial_fit` the run's *no-feedback model* (no expert answers, fixed tau2), the start
-of the tau2 cross-validation and of the Table 1 loops.
+:func:`initial_fit` the run's *no-feedback model* (no expert answers, fixed tau2).
 """
 
 from __future__ import annotations
@@ -55,9 +46,8 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
 
     ``memo`` is a folder where the fit is shared (:class:`~elicit.internal.memo.Memo`, keyed
     by the expert set and the fit's settings): every sweep of a data set's runs has the same
-    expert, whatever its standardisation, meta-features, model or questions (the expert set
-    is standardised with its own statistics), and its sweep asks it again. Its weights and
-    alpha come back to the last bit (JSON).
+    expert (the expert set is standardised with its own statistics). Its weights and alpha
+    come back to the last bit (JSON).
     """
     state = int(rd.seed or 0) % (2**31)
 
@@ -117,11 +107,8 @@ def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
 
 def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | None = None,
                      expert: LassoExpert | None = None) -> RunProblem:
-    """The elicitation problem of run ``run``, prepared as ``rd``.
-
-    ``tau2`` is the run's fixed tau^2 (default the configuration's, which must then be a
-    number); ``expert`` the run's :func:`make_expert` if the caller has fitted it already.
-    """
+    """The elicitation problem of run ``run``, prepared as ``rd`` (:func:`realdata_problem`);
+    ``expert`` the run's :func:`make_expert` if the caller has fitted it already."""
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
         expert = run_expert(cfg, rd)
@@ -139,17 +126,9 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
 
 
 def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -> RunProblem:
-    """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem.
-
-    Parameters
-    ----------
-    cfg
-        The experiment: data, seed, standardisation, meta-features, expert, pool, model.
-    run
-        The run; its split uses :func:`elicit.data.sources.split_seed` ``(cfg.settings.seed, run)``.
-    tau2
-        The run's fixed prior scale tau^2 (default ``cfg.tau2``, which must then be a
-        number rather than ``"cv"``).
+    """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem (its split from
+    :func:`elicit.data.sources.split_seed`), with the fixed prior scale ``tau2`` (default
+    ``cfg.tau2``, which must then be a number).
 
     Returns
     -------
@@ -163,19 +142,9 @@ def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -
 
 
 class RealDataMaker:
-    """A picklable ``make_problem(seed, run)`` of the real-data experiment.
-
-    Sweeps run in worker processes, which rebuild each run from the configuration; the data
-    set itself is loaded once per process (:meth:`~elicit.data.sources.DataSource.load`).
-
-    Parameters
-    ----------
-    cfg
-        The experiment.
-    tau2
-        A fixed tau^2 for every run, or a mapping run -> tau^2 (``tau2="cv"``: each run's
-        CV choice); default ``cfg.tau2``.
-    """
+    """A picklable ``make_problem(seed, run)`` of the real-data experiment ``cfg``; ``tau2``
+    is a fixed tau^2 for every run or a mapping run -> tau^2 (each run's CV choice), default
+    ``cfg.tau2``. Worker processes rebuild each run from the configuration."""
 
     def __init__(self, cfg: RealDataConfig,
                  tau2: float | Mapping[int, float] | None = None) -> None:

@@ -1,34 +1,20 @@
 """The real-data experiment: review ratings of Amazon, Yelp or any corpus (paper Sec. 4.2).
 
-:func:`run_realdata` runs the three query strategies on runs of one data set, each answered
-by the run's LASSO expert (one run: :mod:`elicit.paper.real_problem`; where the reviews come
-from: :mod:`elicit.data.sources`), beside the LASSO, ridge and elastic-net baselines and two
-reference lines of the same run (predicting the training mean, the model with every
-answerable pair answered, and the yardstick of the expert's full knowledge;
-:mod:`elicit.paper.runinfo`). Its settings are one
-:class:`~elicit.paper.configs.RealDataConfig`. Folder layout (what ``make reproduce``
-produces under ``results/``)::
+:func:`run_realdata` runs the query strategies on runs of one data set, each answered by the
+run's LASSO expert (:mod:`elicit.paper.real_problem`), beside the regression baselines and
+reference lines of the same run (:mod:`elicit.paper.runinfo`). Its settings are one
+:class:`~elicit.paper.configs.RealDataConfig`. Folder layout (``make reproduce``'s)::
 
     OUT/amazon/            run_realdata(RealDataConfig("amazon"), OUT / "amazon"): elicit realdata
         config.json        the settings of the sweep (a rerun with other settings is refused)
         mse.csv            dataset,strategy,run,n_feedback,mse: the strategies' curves, and
-                           rows with n_feedback 0 for lasso/ridge/elasticnet, mean, ceiling
+                           rows with n_feedback 0 for the baselines and reference lines
         runinfo.csv        one row per run: tau2, references, baselines, no-feedback MSEs
         tau2_cv.csv        the CV choice of tau2 per run and the CV errors
         fig5_amazon.png/.pdf
         parts/amazon/...   resumable per-run results (sweep parts, runinfo)
-    OUT/yelp/              the same for Yelp
     OUT/table1.csv         elicit.paper.table1.run_table1(OUT): elicit table1
     OUT/table1/            curves.csv (rnd/act MSE curves) and parts/ (resumable)
-
-Everything is resumable: a rerun with the same settings reuses every finished run
-(:class:`~elicit.harness.store.SweepStore`).
-
-Defaults: inputs standardised with the statistics of all 1000 model reviews, tau^2 chosen
-per run by 5-fold CV, and the paper's meta-features (the transposed training counts;
-``meta_features=`` picks a PPMI or LSA embedding or a file, :mod:`elicit.data.metafeatures`).
-``paper=True`` is the paper-literal configuration (training-review statistics,
-tau^2 = 0.01); see ``docs/realdata.md`` for why the defaults differ.
 """
 
 from __future__ import annotations
@@ -59,38 +45,11 @@ from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, 
 
 @dataclass
 class RealDataResult:
-    """What :func:`run_realdata` wrote.
-
-    Attributes
-    ----------
-    dataset
-        The data set's label (``"amazon"``, ``"yelp"`` or a corpus name).
-    mse
-        The rows of ``mse.csv`` (strategy curves, baselines, reference lines).
-    baselines
-        Display label -> mean test MSE over runs of each baseline.
-    references
-        ``"mean"`` / ``"ceiling"`` / ``"yardstick"`` -> mean test MSE over runs.
-    tau2
-        Run -> the tau^2 it used.
-    tau2_cv
-        Run -> the tau^2 the CV picked (used only with ``tau2="cv"``).
-    tau2_is_cv
-        Whether the runs used the CV choice.
-    standardize
-        ``"model"`` or ``"train"``.
-    auc
-        Run -> the polarity AUC of its meta-features by its LASSO expert's groups (NaN when
-        the expert has keywords of one sign only).
-    meta_features
-        What the meta-features were: ``"counts"``, ``"ppmi 10"``, ``"lsa 25"``, a file name.
-    questions
-        ``"questions both, pool: ..."`` when the sweep asked feature questions or used another
-        pool than the paper's, else empty.
-    feature_questions
-        With feature questions: strategy -> the mean number of feature questions per run
-        (the summary then also shows each strategy's MSE averaged over answers 1..rounds).
-    """
+    """What :func:`run_realdata` wrote: the rows of ``mse.csv``, the baselines' and reference
+    lines' mean test MSEs by label, each run's tau^2 (used, and the CV's choice), the
+    polarity AUC of each run's meta-features by its expert's groups, the meta-features'
+    label, the questions note (:func:`questions_note`) and, with feature questions, the mean
+    number of them per run and strategy."""
 
     dataset: str
     mse: pd.DataFrame
@@ -102,9 +61,7 @@ class RealDataResult:
     standardize: str
     auc: dict[int, float] = field(default_factory=dict)
     meta_features: str = "counts"
-    #: which questions were asked and from which pool, when not the paper's pairs
     questions: str = ""
-    #: with feature questions: strategy -> mean number of feature questions per run
     feature_questions: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
@@ -143,38 +100,21 @@ class RealDataResult:
 
 
 def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) -> RealDataResult:
-    """The paper's real-data experiment on one data set (``elicit realdata``).
-
-    Parameters
-    ----------
-    cfg
-        The settings (:class:`~elicit.paper.configs.RealDataConfig`).
-    out
-        The output folder (layout in the module docstring).
-    progress
-        Show progress bars.
-
-    Returns
-    -------
-    RealDataResult
-        Also written: ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv`` and
-        ``fig5_<dataset>.png/.pdf``.
-    """
+    """The paper's real-data experiment on one data set (``elicit realdata``) into ``out``
+    (layout in the module docstring): ``config.json``, ``mse.csv``, ``runinfo.csv``,
+    ``tau2_cv.csv`` and ``fig5_<dataset>.png/.pdf``."""
     with cluster_scope(cfg.cluster):
         return _run_realdata(cfg, Path(out), progress)
 
 
 def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataResult:
-    # Read the data before config.json is written: a mistake in the input (a wrong field
-    # name, too few reviews) must not leave a folder that refuses the corrected rerun. Run 0's
-    # meta-features too: a file that does not match the keywords, or too few expert-set
-    # reviews for an embedding, is reported here.
+    # Read the data (and run 0's meta-features) before config.json is written: a mistake in
+    # the input must not leave a folder that refuses the corrected rerun.
     cfg.data.load()
     cfg.run_data(0)
     store = SweepStore.open(out, cfg.to_json())
 
-    # Per-run baselines, reference lines and tau2 CV: cheap next to the sweep, parallel and
-    # resumable; done first so that the sweep knows each run's tau2.
+    # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
     infos = ensure_runinfo(store, cfg, progress)
     run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
     tau2_cv_frame(infos).to_csv(out / "tau2_cv.csv", index=False)
@@ -216,8 +156,7 @@ def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataRes
 
 def questions_note(cfg: RealDataConfig) -> str:
     """``"; questions both, pool: ..."`` for a sweep with feature questions or another pool
-    than the paper's (the pool's label says "best case" where it leaks the expert's
-    relevance knowledge), else empty."""
+    than the paper's, else empty."""
     if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
     return f"; questions {cfg.settings.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

@@ -1,46 +1,28 @@
 """What a real-data run is measured against: baselines, reference lines and the tau2 CV.
 
 Before a real-data sweep asks any question, each run gets one *runinfo* record
-(:func:`prepare_runinfo`, a record of the sweep's store,
-``OUT/parts/<dataset>/runinfo/runNNN.json``; resumable and computed in worker processes like
-the sweep itself):
+(:func:`prepare_runinfo`, ``OUT/parts/<dataset>/runinfo/runNNN.json``; resumable, computed
+in worker processes):
 
 * the regression baselines (LASSO, ridge, elastic net; :mod:`elicit.paper.baselines`);
-* the 5-fold CV choice of tau^2 (:func:`~elicit.prior.tau2.cv_tau2`), computed whether or
-  not the sweep uses it, so a sweep with a fixed tau^2 still shows what the CV would pick;
-* two **reference lines** that show how much room expert feedback has:
+* the 5-fold CV choice of tau^2 (:func:`~elicit.prior.tau2.cv_tau2` over
+  :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`, on the 100 training reviews, no answer),
+  computed whether or not the sweep uses it, so a fixed-tau^2 sweep shows what CV would pick;
+* the reference lines that show how much room expert feedback has: ``mean`` (predicting the
+  training mean); ``ceiling`` (:func:`ceiling`: the model after *every* answer the expert can
+  give, in one fit; with feature questions every keyword's relevance and every pair of two
+  relevant keywords); ``yardstick`` (:func:`~elicit.paper.baselines.expert_yardstick`, the
+  expert's full knowledge put into the prior);
+* the no-feedback test MSE at :data:`NO_FEEDBACK_TAU2` and at the run's own tau^2
+  (``initial``), and the largest test |z|;
+* ``auc``: the polarity AUC of the run's meta-features by its LASSO expert's groups
+  (:func:`elicit.data.metafeatures.polarity_auc`).
 
-  - ``mean``: predicting the training mean for every test review;
-  - ``ceiling``: the model after *every* answerable pair of the run's expert is answered, in
-    one fit (:func:`ceiling`): the no-feedback fit with the answerable pairs as candidates
-    (which sets the threshold prior as in the sweep), then one engine fit with all answers
-    ("don't know" pairs left out), warm from the no-feedback MAP; same tau^2, standardisation
-    and engine as the run. With feature questions it is every answer the expert can give:
-    every keyword's relevance (``n_feature_answers`` of them, ``n_relevant`` relevant) and
-    every pair of two relevant keywords, from the sweep's start (its pool's candidates);
-
-* ``yardstick``: the yardstick of the expert's full knowledge
-  (:func:`~elicit.paper.baselines.expert_yardstick`: perfect relevance and the ideal sign
-  kernel from the run's LASSO expert, tau^2 by the same CV folds as the sweep's), a third
-  reference line. Records written before it existed get it added when they are read;
-* the no-feedback test MSE at tau^2 = 0.003 and 0.01 and the largest test |z| (what the
-  report's section on standardisation compares), and the no-feedback MSE at the run's own
-  tau^2 (``initial``, the sweep's MSE at 0 answers);
-* ``auc``: the polarity AUC of the run's meta-features U
-  (:func:`elicit.data.metafeatures.polarity_auc`) with the groups of the run's LASSO expert
-  (positive vs negative weight): how well U alone puts same-polarity keywords closer.
-  Records written before it existed get it added (cheaply) when they are read.
-
-The baselines, the no-feedback MSEs, the yardstick and the tau^2 CV depend on less than the
-sweep's settings; with a memo folder (``RealDataConfig.memo``, ``make reproduce``'s
-``OUT/.memo``) sweeps of the same runs share them (:func:`memoised_pieces`), and the run's
-LASSO expert (:func:`~elicit.paper.real_problem.make_expert`).
-
-``OUT/runinfo.csv`` (:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
-(:func:`tau2_cv_frame`) the CV errors: the paper fixes tau2 = 0.01 on real data, found there by
-cross-validation, and ``tau2="cv"`` (the default) repeats such a choice per run
-(:func:`~elicit.prior.tau2.cv_tau2` over :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`), on the
-run's 100 training reviews and without any expert answer.
+Records written before the yardstick or the AUC existed get them added when read. With a
+memo folder (``RealDataConfig.memo``) sweeps of the same runs share the pieces that depend
+on less than their settings (:func:`memoised_pieces`). ``OUT/runinfo.csv``
+(:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
+(:func:`tau2_cv_frame`) the CV errors.
 """
 
 from __future__ import annotations
@@ -77,26 +59,16 @@ from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
 
 #: The runinfo records' layout; an older record is recomputed.
 RUNINFO_VERSION = 2
-#: tau^2 values at which every run's no-feedback test MSE is recorded (the report compares
-#: them across standardisations): the paper's 0.01 and 0.003, near the CV choices.
+#: tau^2 values of every run's recorded no-feedback test MSE (compared across
+#: standardisations by the report).
 NO_FEEDBACK_TAU2: tuple[float, ...] = (0.003, 0.01)
 
 
 @dataclass(frozen=True)
 class Ceiling:
-    """The no-feedback model and the model with every answer the expert can give.
-
-    Attributes
-    ----------
-    initial
-        Test MSE of the no-feedback model (the sweep's MSE at 0 answers).
-    ceiling
-        Test MSE after all answers.
-    counts
-        Per kind of question asked: the answers used (its questions minus "don't know" and
-        those closed by another kind's answers) and how many of them have outcome 1 (similar,
-        relevant).
-    """
+    """The test MSE of the no-feedback model (the sweep's at 0 answers) and after every
+    answer the expert can give; ``counts`` per kind of question: the answers used and how
+    many have outcome 1 (similar, relevant)."""
 
     initial: float
     ceiling: float
@@ -128,14 +100,11 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
             questions: object = PAPER_QUESTIONS) -> Ceiling:
     """Give every answer the expert can give at once and refit; return both test MSEs.
 
-    The no-feedback model is set up as in a sweep
-    (:func:`~elicit.prior.setup.fit_no_feedback` with the problem's candidates, all pairs
-    when it has none, so the threshold prior is the sweep's); then one fit with all answers
-    (``"don't know"`` ones left out), warm from the no-feedback MAP. Every question of each
-    kind asked is answered (:mod:`elicit.elicitation.kinds`: every candidate pair, every
-    feature's relevance), the kinds in their scoring order, and no question about a feature
-    that an earlier kind's answers closed is asked (no pair with a feature called
-    irrelevant), as in an elicitation.
+    The no-feedback model is set up as in a sweep (the problem's candidates, all pairs when
+    it has none, set the threshold prior); then one fit with all answers ("don't know" left
+    out), warm from the no-feedback MAP. Every question of each kind asked is answered, the
+    kinds in their scoring order, skipping those an earlier kind's answers closed (no pair
+    with a feature called irrelevant), as in an elicitation.
     """
     eng = engine if isinstance(engine, Engine) else get_engine(engine, problem.hyper.variant)
     kinds = sorted(kinds_of(questions), key=lambda k: k.order)
@@ -171,35 +140,28 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
 
 def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | None,
                 grid: Sequence[float] = SWEEP_TAU2_GRID) -> tuple[float, dict[float, float]]:
-    """The 5-fold CV choice of tau^2 of run ``run`` (data ``rd`` and candidate pairs
-    ``cands`` of :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV
-    error: the tau^2 a sweep with ``tau2="cv"`` fixes for the run."""
+    """The 5-fold CV choice of tau^2 of run ``run`` (``rd`` and ``cands`` of
+    :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV error."""
     return cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
                    rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
                    model=str(cfg.settings.model),
                    candidates=cands if cands is not None and len(cands) else None)
 
 
-#: Version of the memoised pieces of a record (:func:`memoised_pieces`): raise it when one of
-#: them computes something else from the same inputs.
+#: Version of the memoised pieces (:func:`memoised_pieces`): raise it when one changes.
 MEMO_VERSION = 1
 
 
 @single_blas_thread
 def prepare_runinfo(cfg: RealDataConfig, run: int,
                     grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
-    """The record of one run (see the module docstring for what it holds).
-
-    With ``cfg.memo`` a folder, the pieces that other sweeps of the same runs compute alike
-    come from that memo (:func:`memoised_pieces`).
-    """
-    # The CV fits the sweep's model; the known-coupling models need the expert's candidate
-    # pairs for it (their coupled set J).
+    """The record of one run (module docstring); with ``cfg.memo``, the pieces other sweeps
+    of the same runs compute alike come from that memo (:func:`memoised_pieces`)."""
+    # the CV fits the sweep's model, whose known-coupling variants need the candidate pairs
     rd, expert, cands = run_setup(cfg, run)
     piece = memoised_pieces(cfg, run, rd, expert, cands, grid)
     best, scores = piece["tau2_cv"]
     tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
-    # The reference ceiling of the sweep's model, tau2, expert and candidates.
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
     ceil = ceiling(problem, cfg.settings.engine, cfg.settings.questions)
     yard = piece["yardstick"]
@@ -230,14 +192,8 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
                     ) -> dict:
     """The pieces of run ``run``'s record that depend on less than the sweep's settings,
     each through the memo in ``cfg.memo`` (:class:`~elicit.internal.memo.Memo`; None:
-    computed here).
-
-    Each is keyed by exactly what it is computed from, so the sweeps of one reproduction
-    share it where those agree: the regression baselines (the run's standardised data and
-    the baselines' seed: shared by every sweep of one data set and standardisation,
-    whatever its model, meta-features or questions), the no-feedback MSEs (and the
-    meta-features U), the yardstick (and the expert's weights and the run's CV stream), and
-    the tau^2 CV (and U, the model and its candidate pairs).
+    computed here) and keyed by exactly what it is computed from, so that the sweeps of one
+    reproduction share it where those agree.
 
     Returns
     -------
@@ -294,44 +250,19 @@ def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
                             expert.coef_, rng=rng, grid=grid)
 
 
-def run_auc(cfg: RealDataConfig, run: int) -> float:
-    """The polarity AUC of run ``run``'s meta-features by its LASSO expert's groups."""
-    rd = cfg.run_data(run)
-    expert = run_expert(cfg, rd)
-    return polarity_auc(rd.U, expert.groups)
-
-
 def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:
     store.write(store.runinfo_path(cfg.name, run), prepare_runinfo(cfg, run))
 
 
-def _current(record: dict) -> bool:
-    """Whether a record has the current layout."""
-    return int(record.get("version", 1)) >= RUNINFO_VERSION
-
-
 def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True) -> list[dict]:
-    """Compute (or reuse) the records of runs ``0..cfg.runs-1`` in ``cfg.jobs`` processes.
-
-    Parameters
-    ----------
-    store
-        The sweep's store (records in ``parts/<dataset>/runinfo/``).
-    cfg
-        The sweep's data, seed, standardisation, tau^2 setting, expert, engine and model.
-    progress
-        Show a progress bar.
-
-    Returns
-    -------
-    list of dict
-        One record per run (:func:`prepare_runinfo`).
-    """
+    """Compute (or reuse) the records (:func:`prepare_runinfo`) of runs ``0..cfg.runs-1`` in
+    ``cfg.jobs`` processes; records in ``store``'s ``parts/<dataset>/runinfo/``."""
     name = cfg.name
     run_tasks(_runinfo_task, [(store, cfg, r) for r in range(cfg.runs)], jobs=cfg.jobs,
               desc=f"{name}: baselines, references, tau2 CV", progress=progress,
-              left=lambda t: t if store.missing({"": store.runinfo_path(name, t[2])},
-                                                _current) else None)
+              left=lambda t: t if store.missing(
+                  {"": store.runinfo_path(name, t[2])},
+                  lambda rec: int(rec.get("version", 1)) >= RUNINFO_VERSION) else None)
     infos = []
     for r in range(cfg.runs):
         path = store.runinfo_path(name, r)
@@ -339,9 +270,9 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
         if info is None:  # run_tasks wrote every one, or raised
             raise ElicitError(f"{name} run {r}: no runinfo record was written")
         if "auc" not in info:
-            # A record from before the AUC existed: add it (one LASSO fit) rather than
-            # recompute the whole record, so old results folders stay valid as they are.
-            info["auc"] = run_auc(cfg, r)
+            # a record from before the AUC: add it (one LASSO fit), keeping old folders valid
+            rd = cfg.run_data(r)
+            info["auc"] = polarity_auc(rd.U, run_expert(cfg, rd).groups)
             store.write(path, info)
         if "yardstick" not in info["references"]:
             # likewise the yardstick (one LASSO fit and a CV of closed forms)
@@ -382,11 +313,7 @@ def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
 
 def tau2_cv_frame(infos: Sequence[dict]) -> pd.DataFrame:
     """``OUT/tau2_cv.csv``: per run the tau^2 used, the CV choice and every grid value's CV
-    error.
-
-    The CV runs whether or not the sweep uses its choice (``tau2`` equals ``tau2_cv`` with
-    ``tau2="cv"``), so a sweep with a fixed tau^2 shows what the CV would have picked.
-    """
+    error."""
     rows = []
     for info in infos:
         row = {"run": info["run"], "tau2": info["tau2"], "tau2_cv": info["tau2_cv_choice"]}

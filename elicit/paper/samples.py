@@ -1,27 +1,22 @@
 """Table 1's "more samples instead": add training reviews instead of asking the expert.
 
-:func:`more_samples_curve` starts from a run's 100 x p training set with no feedback and adds
+:func:`more_samples_curve` starts from a run's training set with no feedback and adds
 reviews from the expert set one at a time, refitting the no-feedback MAP of gamma (numpy
-engine, warm-started from the previous MAP) after each addition and recording the test MSE.
+engine, warm-started) after each addition and recording the test MSE.
 
 * ``rnd`` adds them in a uniformly random order;
 * ``act`` adds the review with the largest expected information gain about beta under the
-  current posterior (Seeger 2008). With ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)`` and a new
-  observation ``y = x' beta + e``, ``e ~ N(0, sigma2)``, the mutual information between y and
-  beta given sigma2 is ``0.5 log(1 + x' Sigma* x)``: sigma2 cancels. It is a monotone
-  function of the predictive variance factor ``x' Sigma* x``, so ACT is maximum-variance
-  sampling at the current MAP kernel; the gain ignores how the new sample would move gamma.
-* Added reviews are standardised with the run's input statistics (``RunData.x_mean`` and
-  ``x_scale``: those of all 1000 model reviews by default, of the 100 training reviews with
-  ``standardize="train"``) and their ratings centred on the initial training mean: the test
-  set, the meta-features ``U`` (the initial 100 reviews' counts, so d = 100 and gamma keeps
-  its dimension) and the prior stay exactly those of the elicitation runs, and only the data
-  grows. Under ``"train"`` a review that uses a keyword that is rare in the 100 training
-  reviews gets a large standardised value; ACT favours such reviews because they carry large
-  ``x' Sigma* x``.
+  current posterior (Seeger 2008): with ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)`` and
+  ``y = x' beta + e``, ``e ~ N(0, sigma2)``, it is ``0.5 log(1 + x' Sigma* x)`` (sigma2
+  cancels), so ACT is maximum-variance sampling at the current MAP kernel.
+* Added reviews are standardised with the run's input statistics and their ratings centred
+  on the initial training mean: the test set, the meta-features ``U`` and the prior stay
+  those of the elicitation runs; only the data grow. Under ``standardize="train"`` a review
+  with a keyword rare in the training reviews gets a large standardised value, and so a
+  large ``x' Sigma* x``, which ACT favours.
 
 :func:`ensure_sample_curves` runs both loops for every run of a real-data sweep (resumable,
-in worker processes); :mod:`elicit.paper.table1` counts how many samples they need.
+in worker processes).
 """
 
 from __future__ import annotations
@@ -57,37 +52,23 @@ Method = Literal["rnd", "act"]
 
 
 def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarray]:
-    """The expert set as extra training samples, in the run's input coordinates.
-
-    Returns
-    -------
-    X_pool, y_pool
-        Counts standardised with the run's ``x_mean`` and ``x_scale`` (whichever
-        standardisation the run uses), and ratings minus the initial training mean (see the
-        module docstring for why).
-    """
+    """The expert set as extra training samples: counts standardised as the run's inputs,
+    ratings minus the initial training mean."""
     X_pool = rd.standardize_counts(dataset.counts[rd.expert_idx])
     y_pool = dataset.ratings[rd.expert_idx].astype(float) - rd.y_mean
     return X_pool, y_pool
 
 
 def information_gain(post: NIGPosterior, X_cand: np.ndarray) -> np.ndarray:
-    """``0.5 log(1 + x' Sigma* x)`` for each row x of ``X_cand``.
-
-    The mutual information between a new observation at x and beta, given sigma^2, under
-    ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels).
-    """
+    """``0.5 log(1 + x' Sigma* x)`` for each row x of ``X_cand`` (module docstring)."""
     return SAMPLE_GAIN.score(post, X_cand)
 
 
 @dataclass
 class SampleCurve:
-    """The result of one sample-addition loop.
-
-    ``mse[t]`` is the test MSE after ``t`` added samples (``mse[0]`` the no-feedback model);
+    """One sample-addition loop: ``mse[t]`` is the test MSE after ``t`` added samples;
     ``added[t-1]`` the expert-set row added at step t and ``gain[t-1]`` its information gain
-    at the time (NaN for ``rnd``).
-    """
+    (NaN for ``rnd``)."""
 
     method: str
     mse: list[float]
@@ -109,9 +90,8 @@ class SampleCurve:
                    d["max_samples"], d["exhausted"], d.get("seconds", float("nan")))
 
     def covers(self, stop_level: float | None, max_samples: int) -> bool:
-        """Whether this (possibly early-stopped) curve answers a request for ``max_samples``
-        additions or until ``stop_level``: it ran that far, reached the level, or used up
-        the pool."""
+        """Whether this curve answers a request for ``max_samples`` additions or until
+        ``stop_level``: it ran that far, reached the level, or used up the pool."""
         return (len(self.mse) - 1 >= max_samples or self.exhausted
                 or (stop_level is not None and min(self.mse) <= stop_level))
 
@@ -123,37 +103,14 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
                        engine: str | Engine = "numpy",
                        start: tuple[ModelData, MAPResult] | None = None,
                        model: str = PAPER, coupled: np.ndarray | None = None) -> SampleCurve:
-    """Add expert-set samples one at a time to a run's training set; record the test MSE.
+    """Add expert-set samples one at a time to run ``rd``'s training set; record the test MSE.
 
-    Parameters
-    ----------
-    rd
-        The run (its training set is the start; its test set is scored).
-    X_pool, y_pool
-        Candidate samples in training coordinates (:func:`expert_pool`).
-    method
-        ``"rnd"`` (random order from ``rng``) or ``"act"`` (maximum information gain, see
-        :func:`information_gain`; ties go to the lowest row index).
-    max_samples
-        Stop after this many additions (or when the pool is used up).
-    rng
-        Random stream of ``rnd``.
-    tau2
-        Fixed tau^2 of the model.
-    stop_level
-        Stop early once the test MSE is at or below this level: Table 1 only needs the first
-        time a curve reaches each level.
-    engine
-        MAP engine for the refits (warm-started from the previous MAP).
-    start
-        The no-feedback (data, MAP) if already fitted.
-    model, coupled
-        The named model refitted after each addition and, for the known-coupling models, its
-        coupled set J (a boolean mask): those of the sweep the curve is compared with.
-
-    Returns
-    -------
-    SampleCurve
+    ``X_pool``, ``y_pool`` are the candidates in training coordinates (:func:`expert_pool`);
+    ``method`` is ``"rnd"`` (random order from ``rng``) or ``"act"`` (maximum information
+    gain; ties to the lowest row). The loop stops after ``max_samples`` additions, when the
+    pool is used up, or once the test MSE is at or below ``stop_level``. The model (fixed
+    ``tau2``, ``model`` and, for known coupling, the coupled set J ``coupled``: the sweep's)
+    is refitted warm by ``engine`` from ``start``, the no-feedback (data, MAP) if given.
     """
     if method not in SAMPLE_METHODS:
         raise ElicitError(f"unknown method {method!r}: use one of {', '.join(SAMPLE_METHODS)}")
@@ -193,7 +150,6 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
             if quad is None:
                 quad = _PoolQuadForms(X_pool, rd.standardize_counts(np.zeros((1, rd.p)))[0])
             # the gain is increasing in x' Sigma* x: the largest form is the largest gain
-            # (ties to the lowest row, as before)
             q = quad(post.Sigma)
             q[~left] = -np.inf
             k = int(np.argmax(q))
@@ -211,16 +167,12 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
 
 
 class _PoolQuadForms:
-    """``x' A x`` for every row x of a sample pool whose rows are one common row plus a
-    sparse one, for any symmetric p x p matrix A (``Sigma*`` at each step of ``act``).
+    """``x' A x`` for every row x of a pool whose rows are one common row plus a sparse one.
 
-    A review's inputs are its standardised counts, ``x = zero + r`` with ``zero`` the
-    standardised zero count and r nonzero only at the keywords the review uses (14 of 337 on
-    average in Amazon's expert set). So ``x' A x = r' A r + 2 r' A zero + zero' A zero`` costs
-    the pairs of each row's keywords (0.66 M products for Amazon's 4149 reviews, set up once)
-    instead of the dense ``X A`` (4149 x 337 x 337): 3.4 ms instead of 18 ms a step. The two
-    agree to rounding (measured 6e-13 relative at worst); a row with many nonzeros costs more
-    but is still exact.
+    A review's inputs are ``x = zero + r``, ``zero`` the standardised zero count and r
+    nonzero only at its keywords (14 of 337 on average in Amazon), so ``x' A x = r' A r +
+    2 r' A zero + zero' A zero`` costs the pairs of each row's keywords instead of the dense
+    ``X A``: 3.4 ms instead of 18 ms a step, equal to rounding (6e-13 relative at worst).
     """
 
     def __init__(self, X_pool: np.ndarray, zero: np.ndarray) -> None:
@@ -249,10 +201,6 @@ class _PoolQuadForms:
         return quad + 2.0 * lin + float(self.zero @ Az)
 
 
-# --------------------------------------------------------------------------------------------
-# The loops of every run, as resumable worker tasks
-# --------------------------------------------------------------------------------------------
-
 class _SamplesTask(NamedTuple):
     """The loops of one run (the arguments of :func:`_samples_task`)."""
 
@@ -268,7 +216,7 @@ class _SamplesTask(NamedTuple):
 @single_blas_thread
 def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
                   max_samples: int, stop_level: float | None, methods: Sequence[str]) -> None:
-    # The sweep's run: its meta-features, model and (known coupling) coupled set J.
+    # the sweep's run: its meta-features, model and (known coupling) coupled set J
     rd, _, cands = run_setup(cfg, run)
     coupled = None if cands is None else coupled_features(rd.p, cands)
     X_pool, y_pool = expert_pool(rd, cfg.data.load())
@@ -284,25 +232,16 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
         store.write(store.samples_path(method, run), curve.to_json())
 
 
-def load_sample_curve(store: SweepStore, method: str, run: int) -> SampleCurve | None:
-    """The stored curve of run ``run`` and ``method``, or None."""
-    record = store.load(store.samples_path(method, run))
-    return None if record is None else SampleCurve.from_json(record)
-
-
 def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],
                          max_samples: int, stop_level: Mapping[int, float] | None,
                          progress: bool = True) -> dict[str, list[SampleCurve]]:
     """Compute (or reuse) the rnd/act curves of runs ``0..cfg.runs-1`` in ``cfg.jobs``
     processes.
 
-    ``store`` is the sweep's (the curves are its records in the ``table1`` folder beside it,
-    :meth:`~elicit.harness.store.SweepStore.samples_path`) and ``cfg`` its configuration,
-    which rebuilds its runs (data, seed, standardisation, meta-features, model and expert:
-    the loops refit the sweep's own model); ``tau2`` maps a run to its tau^2, and
-    ``stop_level`` a run to the MSE at which its loops may stop (None: never stop early). A
-    stored curve is reused when it answers the request (:meth:`SampleCurve.covers`);
-    otherwise it is recomputed.
+    ``store`` and ``cfg`` are the sweep's (the curves are its records,
+    :meth:`~elicit.harness.store.SweepStore.samples_path`); ``tau2`` maps a run to its
+    tau^2 and ``stop_level`` to the MSE at which its loops may stop (None: never early). A
+    stored curve is reused when it :meth:`~SampleCurve.covers` the request.
     """
     key = store.folder.name
 
@@ -321,8 +260,8 @@ def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[i
     curves: dict[str, list[SampleCurve]] = {m: [] for m in SAMPLE_METHODS}
     for m in SAMPLE_METHODS:
         for r in range(cfg.runs):
-            curve = load_sample_curve(store, m, r)
-            if curve is None:  # run_tasks wrote every one, or raised
+            record = store.load(store.samples_path(m, r))
+            if record is None:  # run_tasks wrote every one, or raised
                 raise RuntimeError(f"{key} run {r}: no {m} curve was written")
-            curves[m].append(curve)
+            curves[m].append(SampleCurve.from_json(record))
     return curves

@@ -1,23 +1,11 @@
 """The steps of the paper's reproduction (``experiments/reproduce.py``, ``make reproduce``).
 
 Each step is one experiment into its own folder under ``OUT`` (``table1`` into
-``OUT/table1.csv``), in the order of :data:`STEPS`:
-
-1. ``synthetic``: Figs. 3-4 (:func:`elicit.paper.synthetic.run_synthetic`);
-2. ``amazon``, ``yelp``: Fig. 5 with the defaults (:func:`elicit.paper.realdata.run_realdata`);
-3. ``kitchen``: the same pipeline on the shipped raw Amazon kitchen reviews
-   (:func:`elicit.data.sources.corpus_source`);
-4. ``amazon-paper``, ``yelp-paper``: the paper-literal configuration (``--paper``);
-5. ``amazon-recommended``, ``yelp-recommended``: the recommended configuration
-   (``--recommended``);
-6. ``amazon-mixed``, ``yelp-mixed``, ``kitchen-mixed``: relevance and pair questions
-   (``--questions both``, the open pool);
-7. ``table1``: Table 1 of the default Amazon and Yelp sweeps
-   (:func:`elicit.paper.table1.run_table1`).
-
-The reproduction script runs them; ``elicit bench --suite`` times one run of each
-(:mod:`elicit.paper.bench_suite`). Both build a step's experiment here, so they measure and
-run the same thing.
+``OUT/table1.csv``), in the order of :data:`STEPS`: ``synthetic`` (Figs. 3-4); ``amazon``,
+``yelp`` (Fig. 5 with the defaults); ``kitchen`` (the shipped raw Amazon kitchen reviews);
+the paper-literal (``--paper``), recommended (``--recommended``) and mixed (``--questions
+both``, the open pool) sweeps; ``table1``. The reproduction script runs them and ``elicit
+bench --suite`` times one run of each, both from the experiments built here.
 """
 
 from __future__ import annotations
@@ -45,25 +33,20 @@ KITCHEN = "kitchen"
 MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
 #: Every step, in the order a reproduction runs them.
 STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
-#: Steps a reproduction runs at the same time (with more than one worker): while one step
+#: Steps a reproduction runs at the same time with more than one worker: while one step
 #: waits for its last runs, the next one's first runs keep the workers busy.
 STEPS_AT_ONCE = 2
-#: Runs and answers of the mixed sweeps: the paper's 50 runs x 100 answers, as every other
-#: step (a mixed round scores every feature question beside the pool of pairs).
+#: Runs and answers of the mixed sweeps (the paper's 50 x 100, as every other step).
 MIXED_RUNS = 50
 MIXED_ROUNDS = 100
 
 
 @dataclass(frozen=True)
 class StepSettings:
-    """What a reproduction chooses for its steps (the options of ``reproduce.py``).
-
-    ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's,
-    ``mixed_runs`` and ``mixed_rounds`` the mixed steps'; ``kitchen`` the review corpus of the
-    kitchen steps (default the data directory's shipped one); ``memo`` a folder where the
-    real-data steps share what they compute alike for the same runs (their configurations'
-    ``memo``; None: each step computes its own).
-    """
+    """What a reproduction chooses for its steps (the options of ``reproduce.py``):
+    ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's;
+    ``kitchen`` the review corpus of the kitchen steps (default the shipped one); ``memo``
+    the real-data configurations' ``memo`` folder."""
 
     runs: int = 50
     real_runs: int = 50
@@ -84,8 +67,7 @@ class StepSettings:
 
 
 def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig | None:
-    """The experiment of ``step`` under the settings ``s`` (None for ``table1``, which reads
-    the ``amazon`` and ``yelp`` sweeps)."""
+    """The experiment of ``step`` under ``s`` (None for ``table1``)."""
     if step not in STEPS:
         raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
     if step == "synthetic":
@@ -119,10 +101,7 @@ def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource
 def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool = True,
              samples: int | None = None) -> str:
     """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``); return its summary.
-
-    ``samples`` is Table 1's cap on the samples the sample-addition loops add (default
-    :data:`~elicit.paper.table1.DEFAULT_SAMPLES`).
-    """
+    ``samples`` is Table 1's cap (default :data:`~elicit.paper.table1.DEFAULT_SAMPLES`)."""
     from elicit.paper.realdata import run_realdata
     from elicit.paper.synthetic import run_synthetic
     from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
@@ -133,7 +112,6 @@ def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool 
         return run_synthetic(cfg, out / step, progress).summary()
     if isinstance(cfg, RealDataConfig):
         return run_realdata(cfg, out / step, progress).summary()
-    # The data directory defaults to the one each sweep used (its config.json).
     table = run_table1(out, runs=s.real_runs, datasets=DATASETS, jobs=s.jobs,
                        samples=DEFAULT_SAMPLES if samples is None else samples,
                        data_dir=None if s.data_dir is None else Path(s.data_dir),
@@ -142,10 +120,9 @@ def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool 
 
 
 def step_after(step: str) -> tuple[str, ...]:
-    """The steps ``step`` waits for when steps run side by side (:func:`run_steps`): Table 1
-    reads the default Amazon and Yelp sweeps, and a data set's other sweeps (paper-literal,
-    recommended, mixed) share its runs' LASSO experts and baselines with its default sweep
-    through the memo, so they start once that one has made them."""
+    """The steps ``step`` waits for in :func:`run_steps`: Table 1 reads the default Amazon
+    and Yelp sweeps, and a data set's other sweeps share its runs' experts and baselines
+    with its default sweep through the memo."""
     if step not in STEPS:
         raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
     if step == "table1":
@@ -157,8 +134,8 @@ def step_after(step: str) -> tuple[str, ...]:
 
 
 def steps_at_once(jobs: int, cluster: str | None = None) -> int:
-    """How many steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` on a pool of
-    several workers or a cluster, else one (inline tasks gain nothing beside each other)."""
+    """How many steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` on several
+    workers or a cluster, else one."""
     return STEPS_AT_ONCE if jobs > 1 or cluster is not None else 1
 
 
@@ -167,13 +144,10 @@ def run_steps(steps: Sequence[str], out: str | os.PathLike, s: StepSettings, *,
               done: Callable[[str, str, float, float], None] | None = None) -> dict[str, str]:
     """Run ``steps`` (:func:`run_step` each) into ``out``; return their summaries.
 
-    With ``s.jobs`` > 1 (or a ``cluster``) the steps share one executor, ``s.jobs`` worker
-    processes (or the cluster), and :func:`steps_at_once` of them run at a time, in the order
-    given, each after the steps it reads or shares with (:func:`step_after`): no worker
-    waits for a step's last runs. Every result is what the steps make one after the other
-    (each task's random streams derive from the seed and its run, and its files are its own).
-    ``done(step, summary, wall_s, cpu_s)`` is called as each step ends (its CPU time: the
-    step's own thread and its tasks in the workers).
+    With ``s.jobs`` > 1 (or a ``cluster``) the steps share one executor and
+    :func:`steps_at_once` of them run at a time, in the order given, each after the steps it
+    reads or shares with (:func:`step_after`). The results are those of the steps one after
+    the other. ``done(step, summary, wall_s, cpu_s)`` is called as each step ends.
     """
     with one_blas_thread(), cluster_scope(cluster, s.jobs):
         return run_pipeline(steps, lambda step: run_step(step, out, s, progress, samples),

@@ -1,11 +1,8 @@
 """The paper's synthetic experiment (Afrabandpey et al. 2019, Sec. 4.1, Figs. 3-4).
 
 The data are drawn by :func:`elicit.model.simulate.make_synthetic` (p = 25 features in four
-groups, d = 9 meta-features, beta from the kernel of gamma_opt; beyond the paper, optionally
-with ``irrelevant`` features of true weight 0, which the oracle calls irrelevant).
-
-:func:`run_synthetic` is the experiment (settings: :class:`~elicit.paper.configs.SyntheticConfig`):
-the three query strategies on runs of such data (:class:`SyntheticMaker`), answered by an
+groups, d = 9 meta-features; beyond the paper, optionally with ``irrelevant`` features of
+true weight 0). :func:`run_synthetic` runs the query strategies on them, answered by an
 oracle that knows the groups (similar = same group).
 """
 
@@ -29,19 +26,13 @@ from elicit.model.simulate import make_synthetic
 from elicit.model.spec import Hyper, all_pairs
 from elicit.paper.configs import SyntheticConfig, check_pool
 
-# --------------------------------------------------------------------------------------------
-# One run
-# --------------------------------------------------------------------------------------------
 
 def synthetic_problem(seed: int, run: int, n_train: int = 20, irrelevant: int = 0,
                       pool: str = "paper") -> RunProblem:
-    """Run ``run`` of the synthetic experiment (learned tau2, group oracle); its data come
-    from ``SeedSequence([seed, run])``.
-
-    ``irrelevant`` features have the true weight 0 (the oracle calls them irrelevant). The
-    candidate pairs (``pool``, :data:`~elicit.paper.configs.POOLS`) are, for ``"paper"``,
-    the oracle's answerable pairs (all pairs when every feature is relevant, the paper's
-    case) and, for ``"open"``, all pairs.
+    """Run ``run`` of the synthetic experiment (learned tau2, group oracle; data from
+    ``SeedSequence([seed, run])``). ``irrelevant`` features have the true weight 0; the
+    candidate pairs are, for ``pool="paper"``, the oracle's answerable pairs (all pairs when
+    every feature is relevant, the paper's case) and, for ``"open"``, all pairs.
     """
     sd = make_synthetic(np.random.default_rng(np.random.SeedSequence([seed, run])),
                         n_train=n_train, irrelevant=irrelevant)
@@ -55,17 +46,8 @@ def synthetic_problem(seed: int, run: int, n_train: int = 20, irrelevant: int = 
 
 
 class SyntheticMaker:
-    """A picklable ``make_problem(seed, run)`` of the synthetic experiment.
-
-    Parameters
-    ----------
-    n_train
-        Training samples per run (paper: 20; the authors' code: 15).
-    irrelevant
-        Features with the true weight 0 (default 0, the paper's data).
-    pool
-        ``"paper"`` (default: the oracle's answerable pairs) or ``"open"`` (all pairs).
-    """
+    """A picklable ``make_problem(seed, run)`` of the synthetic experiment, with the
+    parameters of :func:`synthetic_problem`."""
 
     def __init__(self, n_train: int = 20, irrelevant: int = 0, pool: str = "paper") -> None:
         self.n_train = int(n_train)
@@ -80,10 +62,6 @@ class SyntheticMaker:
         return synthetic_problem(seed, run, n_train=self.n_train, irrelevant=self.irrelevant,
                                  pool=self.pool)
 
-
-# --------------------------------------------------------------------------------------------
-# The experiment (Figs. 3-4)
-# --------------------------------------------------------------------------------------------
 
 @dataclass
 class SyntheticResult:
@@ -105,18 +83,10 @@ def run_synthetic(cfg: SyntheticConfig, out: str | Path,
                   progress: bool = True) -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
-    Parameters
-    ----------
-    cfg
-        The settings (:class:`~elicit.paper.configs.SyntheticConfig`).
-    out
-        The output folder: ``config.json`` (the settings: a rerun with other ones is
-        refused), ``mse.csv``, ``fig4_mse.png`` (the MSE curves and predicting the mean),
-        ``fig3_K.png`` (K_opt beside the learned kernel of run 0 after
-        :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; only with the
-        sequential strategy and the built-in generator) and ``parts/`` (resumable).
-    progress
-        Show a progress bar.
+    Writes into ``out`` ``config.json`` (the settings: a rerun with other ones is refused),
+    ``mse.csv``, ``fig4_mse.png``, ``fig3_K.png`` (K_opt beside run 0's learned kernel after
+    :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; only with the sequential
+    strategy and the built-in generator) and ``parts/`` (resumable).
     """
     maker: SyntheticMaker | ProblemsDir = (
         SyntheticMaker(cfg.n_train, cfg.irrelevant, str(cfg.pool)) if cfg.problems is None

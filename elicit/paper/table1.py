@@ -1,27 +1,19 @@
 """The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level.
 
 :func:`samples_to_reach` and :func:`table1_rows` turn MSE curves (MSE after 0, 1, ..., T
-added training samples or expert answers) into the table: how many samples/answers each
-method needs to reach an MSE level. :func:`run_table1` makes the table of finished realdata
-sweeps (:func:`elicit.paper.realdata.run_realdata`)::
+added training samples or expert answers) into the table. :func:`run_table1` makes the table
+of finished realdata sweeps (:func:`elicit.paper.realdata.run_realdata`)::
 
     OUT/<sweep>/           the realdata sweeps (config.json, mse.csv, parts/)
     OUT/table1.csv         the table (:func:`format_table1`)
     OUT/table1/            curves.csv (the rnd/act MSE curves) and parts/ (resumable)
 
-Each sweep's configuration (its ``config.json``, read back as a
-:class:`~elicit.paper.configs.RealDataConfig`) gives the data (the paper's matrix or a
-corpus), the seed, the standardisation, the tau2 setting, the meta-features, the expert and
-the model (so the sample-addition loops of :mod:`elicit.paper.samples` use exactly the same
-splits and model), their ``mse.csv`` the
-sequential-elicitation curves (the SeqElc column) and the initial MSE of each run, from which
-that run's relative levels are set (the paper's relative reduction from the run's own start;
-the ``mse_level`` of a relative row is the mean over runs), and their runinfo the reference
-lines: the table says in how many runs predicting the mean, or answering every answerable
-pair (the ceiling), is already at or below each level.
-
-A corpus sweep has no paper levels: its rows are the ``relative`` ones, with the reductions
-of the paper's Amazon levels (:data:`CORPUS_LEVELS`).
+Each sweep's ``config.json`` gives the data, seed, standardisation, tau2, meta-features,
+expert and model, so the sample-addition loops of :mod:`elicit.paper.samples` use exactly
+the sweep's splits and model; its ``mse.csv`` gives the SeqElc curves and each run's initial
+MSE, from which that run's relative levels are set; its runinfo gives the reference lines. A
+corpus sweep has only ``relative`` rows, with the paper's Amazon reductions
+(:data:`CORPUS_LEVELS`).
 """
 
 from __future__ import annotations
@@ -72,21 +64,8 @@ DEFAULT_SAMPLES = 150
 
 
 def samples_to_reach(curve, level: float) -> int | None:
-    """The first number of added samples/answers at which the MSE is <= ``level``.
-
-    Parameters
-    ----------
-    curve
-        MSE after 0, 1, ..., T additions (index = number added).
-    level
-        The MSE level.
-
-    Returns
-    -------
-    int or None
-        The first index ``t`` with ``curve[t] <= level`` (0 if the initial MSE is already at
-        the level); None if the curve never reaches it. NaN entries never count as reached.
-    """
+    """The first number of additions ``t`` with ``curve[t] <= level`` (0 if the initial MSE
+    is already there), or None if the curve never reaches it (NaN never counts)."""
     c = np.asarray(curve, dtype=float).reshape(-1)
     if c.size == 0:
         raise ElicitError("an MSE curve must have at least one point (the initial MSE)")
@@ -102,47 +81,35 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
                 kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
     """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
 
-    For each paper level L there are two rows:
-
-    * ``level_kind="paper"``: the level L itself (the paper's absolute number);
-    * ``level_kind="relative"``: the same *relative* reduction from our initial MSE,
-      ``initial_mse * L / paper_initial`` -- our initial MSE differs from the paper's, so a
-      paper level may be trivially reached or out of reach.
+    Each paper level L gives a ``"paper"`` row (L itself) and a ``"relative"`` row (the same
+    relative reduction from our initial MSE, ``initial_mse * L / paper_initial``: our initial
+    MSE differs from the paper's, so a paper level may be trivially reached or out of reach).
 
     Parameters
     ----------
     dataset
-        Label for the ``dataset`` column; also picks the paper's levels and initial MSE
-        (:data:`PAPER_LEVELS`) when ``levels``/``paper_initial`` are not given.
+        The ``dataset`` column; picks the paper's ``levels`` and ``paper_initial``
+        (:data:`PAPER_LEVELS`) when they are not given.
     curves
-        Method name -> per-run MSE curves (a list of 1-D arrays or an ``(R, T+1)`` array).
-        Index t of a curve is the MSE after t added samples (rnd, act) or answers (seqelc).
-    levels, paper_initial
-        The paper's absolute levels and initial MSE.
+        Method name -> per-run MSE curves (index t: after t added samples or answers).
     initial_mse
-        Our initial MSE; default the mean of ``curve[0]`` over all runs and methods (all
-        methods start from the same fit, so their ``curve[0]`` agree within a run). A
-        sequence gives one initial MSE per run instead: run r's relative level is then
-        ``initial_mse[r] * L / paper_initial`` (the same relative reduction from that run's
-        own start, so a run whose split happens to start low is not counted as "reached at
-        0"), and the ``mse_level`` of a relative row is the mean of the runs' levels.
-    methods
-        Columns to produce; each must be a key of ``curves``.
+        Our initial MSE; default the mean of ``curve[0]`` over all runs and methods. A
+        sequence gives one per run: run r's relative level is then ``initial_mse[r] * L /
+        paper_initial`` (so a run whose split starts low is not "reached at 0"), and the
+        relative row's ``mse_level`` is the mean of the runs' levels.
+    methods, kinds
+        Columns to produce (keys of ``curves``), and the row kinds (``"paper"``,
+        ``"relative"``).
     references
-        Reference line name (``"mean"``, ``"ceiling"``) -> its test MSE per run; each row
-        then has ``<name>_reached``, the fraction of runs whose reference is at or below the
-        level (the ceiling: whether answering every pair could reach it at all).
-    kinds
-        The row kinds to produce, ``"paper"`` and/or ``"relative"``.
+        Reference line name -> its test MSE per run; each row then has ``<name>_reached``,
+        the fraction of runs whose reference is at or below the level.
 
     Returns
     -------
     list of dict
         Keys ``dataset, mse_level, level_kind, reduction, paper_level`` and, per method m,
-        ``m`` (mean count over the runs that reached the level), ``m_reached`` (fraction of
-        runs that reached it) and ``m_runs``. A run that never reaches a level is left out of
-        the mean and counted in ``m_reached``; a level reached in no run gives ``m = NaN``
-        (shown as "not reached" by :func:`format_table1`), never a number.
+        ``m`` (mean count over the runs that reached the level; NaN if none did),
+        ``m_reached`` (fraction of runs that reached it) and ``m_runs``.
     """
     if levels is None or paper_initial is None:
         key = dataset.lower()
@@ -202,23 +169,11 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     return rows
 
 
-def paper_counts(row: Mapping) -> dict[str, int] | None:
-    """The paper's Table 1 counts for a row's level (the same for its ``paper`` and
-    ``relative`` rows, both made from one paper level), or None (a corpus, say)."""
-    key = (str(row["dataset"]).lower(), round(float(row.get("paper_level", np.nan)), 2))
-    return PAPER_COUNTS.get(key)
-
-
 def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
                   references: Sequence[str] = REFERENCES) -> str:
-    """CSV text of :func:`table1_rows`.
-
-    Columns: ``dataset,mse_level,level_kind``, the methods' mean counts (a level reached in
-    no run is ``not reached``), their reached fractions ``k/R``, the paper's counts
-    ``paper_<method>`` (empty where the paper has none), the reference lines' reached
-    fractions ``<reference>_reached`` (empty without them) and ``sweep`` (the sweep's folder,
-    if the row has one).
-    """
+    """CSV text of :func:`table1_rows`: the methods' mean counts (``not reached`` for none),
+    their reached fractions ``k/R``, the paper's counts ``paper_<method>``, the references'
+    ``<reference>_reached`` and ``sweep``."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["dataset", "mse_level", "level_kind", *methods,
@@ -226,12 +181,12 @@ def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
                 *(f"{r}_reached" for r in references), "sweep"])
     for r in rows:
         cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
-        for m in methods:
-            v = r[m]
-            cells.append("not reached" if not np.isfinite(v) else f"{v:.1f}")
+        cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in methods]
         for m in methods:
             cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
-        paper = paper_counts(r)
+        # the paper's counts for the row's paper level (none for a corpus)
+        paper = PAPER_COUNTS.get((str(r["dataset"]).lower(),
+                                  round(float(r.get("paper_level", np.nan)), 2)))
         cells += [str(paper[m]) if paper and m in paper else "" for m in methods]
         for ref in references:
             if f"{ref}_reached" in r and np.isfinite(r[f"{ref}_reached"]):
@@ -243,10 +198,6 @@ def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
         w.writerow(cells)
     return buf.getvalue()
 
-
-# --------------------------------------------------------------------------------------------
-# Table 1 of finished realdata sweeps
-# --------------------------------------------------------------------------------------------
 
 def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]:
     """The sequential-elicitation MSE curves of runs ``0..runs-1`` of the sweep in
@@ -270,35 +221,13 @@ def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]
 def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SAMPLES,
                jobs: int = 1, data_dir: str | Path | None = None, progress: bool = True,
                memo: str | os.PathLike | None = None) -> tuple[list[dict], pd.DataFrame]:
-    """Table 1 rows of one sweep and its rnd/act curves.
+    """Table 1 rows (:func:`table1_rows`) of the sweep in ``out/<sweep>/``, runs
+    ``0..runs-1``, and its rnd/act curves in long format (``dataset, method, run,
+    n_samples, mse``).
 
-    Parameters
-    ----------
-    out
-        The results folder holding the realdata sweep in ``out/<sweep>/``; the loops keep
-        their resumable parts in ``out/table1/parts/<sweep>/``.
-    sweep
-        The sweep's folder name (``"amazon"``, ``"yelp"``, a corpus sweep's folder); its
-        ``config.json`` says which data set it is.
-    runs
-        Runs ``0..runs-1`` of the sweep.
-    samples
-        Cap on the samples the rnd/act loops add (they also stop at the lowest level).
-    jobs
-        Worker processes.
-    data_dir
-        The data directory of the paper's matrices (default: the one the sweep used).
-    progress
-        Show progress bars.
-    memo
-        The folder the sweeps shared their runs' pieces in (``RealDataConfig.memo``): the
-        loops take the run's LASSO expert from it.
-
-    Returns
-    -------
-    rows, curves
-        :func:`table1_rows` of the sweep (with its reference lines), and the rnd/act curves
-        in long format (``dataset, method, run, n_samples, mse``).
+    The loops add at most ``samples`` samples (stopping at the lowest level), in ``jobs``
+    processes, and keep their resumable parts in ``out/table1/parts/<sweep>/``; ``data_dir``
+    overrides the sweep's data directory and ``memo`` is the sweeps' shared memo folder.
     """
     out = Path(out)
     folder = out / sweep
@@ -312,17 +241,14 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
                           "refits the sweep's runs, so use counts, ppmi or lsa meta-features")
     dataset = str(store.settings["dataset"])
     seq = sequential_curves(folder, dataset, runs)
-    # The sweep's own configuration: the loops use exactly its splits, meta-features,
-    # expert and model (the same no-feedback start, checked below), so that samples and
-    # answers are compared within one model.
+    # the sweep's own splits, expert and model: samples and answers compared in one model
     cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs, memo=memo)
-    # The same tau2 per run as the sweep (fixed, or its CV choice; runinfo exists already).
+    # the sweep's tau2 per run (runinfo exists already)
     infos = ensure_runinfo(store, cfg, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
 
-    # Relative levels are per run: the paper's relative reduction from each run's own
-    # initial MSE (splits vary a lot, so one mean level would count low-starting runs as
-    # "reached at 0" and high-starting ones as never reaching it).
+    # relative levels per run: splits vary a lot, so one mean level would count
+    # low-starting runs as "reached at 0"
     initial = [float(c[0]) for c in seq]
     paper = PAPER_LEVELS.get(dataset, CORPUS_LEVELS)
     kinds = ("paper", "relative") if dataset in PAPER_LEVELS else ("relative",)
@@ -333,8 +259,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     curves = ensure_sample_curves(store, cfg, tau2, samples, stop, progress)
     for m, cs in curves.items():
         for r, c in enumerate(cs):
-            # Both loops start from the sweep's no-feedback model: a mismatch means the
-            # folders come from different settings or data.
+            # both loops start from the sweep's no-feedback model
             if not np.isclose(c.mse[0], seq[r][0], rtol=1e-5, atol=1e-8):
                 raise ElicitError(
                     f"{sweep} run {r}: the {m} loop starts at MSE {c.mse[0]:.6f} but the "
@@ -366,13 +291,9 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
                data_dir: str | Path | None = None, progress: bool = True,
                cluster: str | None = None, memo: str | os.PathLike | None = None,
                ) -> Table1Result:
-    """Table 1 of the realdata sweeps in ``out/<sweep>/`` (``elicit table1``).
-
-    ``datasets`` are the sweeps' folder names under ``out`` (default ``amazon``, ``yelp``;
-    a corpus sweep's folder works too). Writes ``out/table1.csv`` (:func:`format_table1`)
-    and ``out/table1/curves.csv``; ``cluster`` runs the loops on a Dask cluster
-    (:mod:`elicit.harness.cluster`); the other parameters are those of :func:`table1_for`.
-    """
+    """Table 1 of the realdata sweeps in ``out/<sweep>/`` (``elicit table1``): writes
+    ``out/table1.csv`` and ``out/table1/curves.csv``. ``datasets`` are the sweeps' folder names;
+    ``cluster`` runs the loops on a Dask cluster; the rest as for :func:`table1_for`."""
     out = Path(out)
     rows, longs = [], []
     with cluster_scope(cluster):

@@ -18,9 +18,8 @@ BEYOND_DOC = Path("docs") / "beyond-the-paper.md"
 
 
 def _doc_link(out: Path, doc: Path) -> str:
-    """A Markdown link to the repository's ``doc`` from a report in ``out``: relative when
-    ``out`` is inside the checkout (``results/``: the link survives a clone), else the file's
-    absolute path (a relative one would climb out of a folder that may be moved)."""
+    """A Markdown link to the repository's ``doc`` from a report in ``out``: relative inside
+    the checkout, else the absolute path (the folder may be moved)."""
     repo = Path(__file__).resolve().parents[2]
     out = Path(out).resolve()
     target = repo / doc
@@ -30,8 +29,7 @@ def _doc_link(out: Path, doc: Path) -> str:
 
 def versus_default(sweep: Sweep, default: Sweep) -> str:
     """One line setting ``sweep`` beside the default sweep of its data set: the no-feedback
-    MSE, all answers given and Sequential − Random at the checkpoints both reach. Over the same
-    seed (the same splits and experts), the first two also as a difference per run."""
+    MSE, all answers given (per run too over the same seed) and Sequential − Random."""
     same = sweep.cfg.get("seed") == default.cfg.get("seed")
     parts = []
     for name, a, b in (("no-feedback MSE", sweep.initial(), default.initial()),
@@ -87,9 +85,7 @@ def beyond_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
 
 def without_judgeable_set(sweep: Sweep, default: Sweep) -> str:
     """One line: the start of a sweep whose model couples the expert's judgeable set J,
-    beside the start of the same meta-features with J = all features (the default sweep, when
-    its meta-features are the sweep's: known coupling with every feature coupled is the
-    paper's model)."""
+    beside the start with J = all features (the default sweep, if its meta-features match)."""
     a, b = sweep.initial(), default.initial()
     if sweep.meta_label != default.meta_label:
         return (f"Its start uses the expert's judgeable set J; the default sweep has other "

@@ -1,18 +1,9 @@
 """The section "Relevance and pair questions" of ``results/REPORT.md``.
 
 The sweeps with feature questions (``elicit realdata --questions both``; :attr:`Sweep.mixed
-<elicit.report.realdata.Sweep.mixed>`): the simulated expert is also asked "does this keyword
-affect the rating?", and one utility chooses between feature and pair questions. One table
-sets the data sets side by side, with the four reference lines of every mixed sweep in a
-fixed order (:data:`REFERENCE_ORDER`): predicting the mean, the start without expert input
-(the curves at 0 answers with the open pool), all answers given, and the yardstick of the
-expert's full knowledge. A sweep whose pair questions come from the expert's answerable pairs
-(``--pool paper``, which leaks the expert's relevance knowledge) is shown only as a "best case"
-line, and only when it was run.
-
-Every number is read from the sweep folders: ``mse.csv`` (curves, baselines, reference lines),
-``runinfo.csv`` (the answers behind "all answers given") and the per-run records of the
-questions asked (``parts/<dataset>/<strategy>/runNNN.json``).
+<elicit.report.realdata.Sweep.mixed>`), side by side, with the four reference lines of every
+mixed sweep in a fixed order (:data:`REFERENCE_ORDER`). A sweep whose pair questions come
+from the expert's answerable pairs (``--pool paper``) is shown only as a "best case" line.
 """
 
 from __future__ import annotations
@@ -40,43 +31,26 @@ REFERENCE_ORDER: dict[str, str] = {
 HEADING = "## Relevance and pair questions"
 
 
-def question_kinds(sweep: Sweep, strategy: str) -> list[list[str]] | None:
-    """The kind of every question a strategy asked (by name: ``"pairs"``, ``"relevance"``,
-    ...), run by run, from the sweep's per-run records; None when the records are not
-    there."""
+def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
+    """Per run, how many of the strategy's questions were of ``kind``, from the sweep's
+    per-run records; None when they are not there."""
     store = SweepStore.find(sweep.path) if sweep.path is not None else None
     if store is None:
         return None
-    out = []
+    counts = []
     for run in range(sweep.runs):
         part = store.load(store.part_path(sweep.dataset, strategy, run))
         if part is None:
             return None
-        out.append(part_kinds(part))
-    return out
-
-
-def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
-    """Per run, how many of the strategy's questions were of ``kind``."""
-    kinds = question_kinds(sweep, strategy)
-    if kinds is None:
-        return None
-    return np.array([sum(k == kind for k in run) for run in kinds], dtype=float)
+        counts.append(sum(k == kind for k in part_kinds(part)))
+    return np.array(counts, dtype=float)
 
 
 def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
-    """Per run, the strategy's mean test MSE after 1..N answers (N the sweep's last round):
-    the area under its curve, which rewards an early drop as much as the last value."""
+    """Per run, the strategy's mean test MSE after 1..N answers (N the sweep's last round)."""
     w = sweep.wide(strategy)
     cols = [t for t in w.columns if 1 <= t <= sweep.last]
     return w[cols].mean(axis=1)
-
-
-def reference_values(sweep: Sweep) -> dict[str, pd.Series | None]:
-    """Each reference line of :data:`REFERENCE_ORDER`, per run (None where the sweep has
-    none)."""
-    return {"mean": sweep.per_run("mean"), "start": sweep.initial(),
-            "ceiling": sweep.per_run("ceiling"), "yardstick": sweep.per_run("yardstick")}
 
 
 def _paired(a: pd.Series, b: pd.Series) -> str:
@@ -98,10 +72,9 @@ ROOM_AT: tuple[int, ...] = (10, 20, 40, 100)
 
 
 def room_used(sweep: Sweep, strategy: str, k: int) -> float:
-    """The share of the room between the start and the line "all answers given" that the
-    strategy's mean curve has covered after ``k`` answers: (start - MSE_k) / (start - all),
-    of the means over runs (per-run ratios explode where a run's room is near 0). NaN when
-    the sweep stops before ``k``, has no such line, or has no room (all >= start)."""
+    """The share of the room between the start and "all answers given" that the strategy's
+    mean curve has covered after ``k`` answers, of the means over runs (per-run ratios
+    explode where a run's room is near 0); NaN without the line, the round or any room."""
     ceiling = sweep.per_run("ceiling")
     w = sweep.wide(strategy)
     if ceiling is None or k not in w.columns:
@@ -120,8 +93,7 @@ def _room_cell(sweep: Sweep, k: int) -> str:
 
 
 def percent(x: float) -> str:
-    """``x`` as a whole percentage ("—" for NaN); a share that rounds to zero is "0%", not
-    "-0%"."""
+    """``x`` as a whole percentage ("—" for NaN; never "-0%")."""
     if np.isnan(x):
         return "—"
     return f"{round(100 * x)}%"  # an int: no "-0"
@@ -139,15 +111,13 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
     row("runs × answers per strategy", [f"{s.runs} × {s.last}" for s in columns])
     lasts = {s.last for s in columns}
     after = f"after {lasts.pop()} answers" if len(lasts) == 1 else "after the last answer"
-    refs = [reference_values(s) for s in columns]
     for key, label in REFERENCE_ORDER.items():
         row(f"**{label}** (reference)",
-            [fmt(r[key]) if r[key] is not None else "—" for r in refs])
+            [fmt(s.initial() if key == "start" else s.per_run(key)) for s in columns])
     row("answers in the line 'all answers given' (per run)",
         [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
-    ridge = [s.per_run("ridge") for s in columns]
     row(f"{LABELS['ridge']} (100 training reviews, no expert)",
-        [fmt(r) if r is not None else "—" for r in ridge])
+        [fmt(s.per_run("ridge")) for s in columns])
     for st in STRATEGY_ORDER:
         row(f"{LABELS[st]}, {after}",
             [fmt(s.wide(st)[s.last]) if st in s.strategies else "—" for s in columns])

@@ -1,8 +1,7 @@
 """The real-data sections of ``results/REPORT.md``, computed from the sweeps' CSV files.
 
-Every number here is read from a sweep folder (:class:`Sweep`: ``config.json``, ``mse.csv``,
-``runinfo.csv``, ``tau2_cv.csv``); nothing is typed in, except the paper's own figures
-(:data:`elicit.paper.table1.PAPER_LEVELS`, :data:`~elicit.paper.table1.PAPER_COUNTS`).
+Every number here is read from a sweep folder (:class:`Sweep`); nothing is typed in, except
+the paper's own figures (:mod:`elicit.paper.table1`).
 """
 
 from __future__ import annotations
@@ -43,23 +42,9 @@ _LEGACY_QUESTIONS: dict[str, object] = {"questions": spell_questions(PAPER_QUEST
 
 @dataclass
 class Sweep:
-    """One realdata sweep folder, as the report reads it.
-
-    Attributes
-    ----------
-    folder
-        The folder's name under the results folder (``amazon``, ``amazon-paper``, ...).
-    cfg
-        Its ``config.json``.
-    mse
-        Its ``mse.csv``.
-    info
-        Its ``runinfo.csv`` (None for sweeps written before the reference lines existed).
-    tau2cv
-        Its ``tau2_cv.csv`` (None if absent).
-    path
-        The folder itself (None for a sweep made in memory): where the per-run records are.
-    """
+    """One realdata sweep folder, as the report reads it: its name under the results folder,
+    its ``config.json``, ``mse.csv``, ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent),
+    and the folder itself (None for a sweep made in memory)."""
 
     folder: str
     cfg: dict
@@ -79,8 +64,7 @@ class Sweep:
 
     @property
     def questions(self) -> str:
-        """Which kinds of question the expert was asked, as recorded (``"pairs"``,
-        ``"both"``, ...: :func:`~elicit.elicitation.kinds.spell_questions`)."""
+        """Which kinds of question the expert was asked, as recorded (``"pairs"``, ...)."""
         return str(self.option("questions"))
 
     @property
@@ -90,39 +74,28 @@ class Sweep:
 
     @property
     def pool(self) -> str:
-        """Where the pair questions came from: ``"paper"`` (the expert's answerable pairs)
-        or ``"open"`` (pairs among the features not called irrelevant)."""
+        """Where the pair questions came from: ``"paper"`` or ``"open"``."""
         return str(self.option("pool"))
 
     @property
     def mixed(self) -> bool:
-        """A sweep with other questions than the paper's pairs (the section "Relevance and
-        pair questions")."""
+        """A sweep with other questions than the paper's pairs."""
         return self.kinds != PAPER_QUESTIONS
 
     @property
     def best_case(self) -> bool:
-        """Feature questions beside the expert's answerable pairs: the pool leaks the
-        expert's relevance knowledge (``--pool paper``)."""
+        """Feature questions beside the expert's answerable pairs (``--pool paper``)."""
         return self.mixed and self.pool == "paper"
 
     @property
     def uses_judgeable_set(self) -> bool:
-        """Whether the start uses the expert's judgeable set J (a known-coupling model couples
-        only the features of the pool of answerable pairs)."""
+        """Whether the start uses the expert's judgeable set J (a known-coupling model with
+        the pool of answerable pairs)."""
         model = str(self.option("model"))
         try:
             return get_model(model).known_coupling and self.pool == "paper"
         except ElicitError:  # a model of one's own, not registered here
             return False
-
-    @property
-    def default_meta(self) -> tuple[object, object]:
-        """The meta-features the sweep's configuration has by default: the paper's counts
-        for the paper-literal one, else ``elicit realdata``'s default."""
-        if self.literal:
-            return PAPER_META_FEATURES, None
-        return DEFAULT_META_FEATURES, DEFAULT_META_DIM
 
     @property
     def meta_label(self) -> str:
@@ -135,11 +108,12 @@ class Sweep:
     @property
     def config_label(self) -> str:
         """The meta-features, model and utility target where they are not the defaults of
-        the sweep's configuration (``"ppmi 25, known-coupling-tied"``; the paper-literal
-        configuration's meta-features are the paper's counts); empty for the defaults."""
+        the sweep's configuration (``"ppmi 25, known-coupling-tied"``); empty otherwise."""
         parts = []
         mf, dim = self.option("meta_features"), self.option("meta_dim")
-        want_mf, want_dim = self.default_meta
+        # the paper-literal configuration's default meta-features are the paper's counts
+        want_mf, want_dim = ((PAPER_META_FEATURES, None) if self.literal
+                             else (DEFAULT_META_FEATURES, DEFAULT_META_DIM))
         if mf != want_mf or (want_dim is not None and dim != want_dim):
             parts.append(self.meta_label)
         default_model = RELEVANCE_MODEL if self.mixed else PAPER
@@ -157,9 +131,8 @@ class Sweep:
 
     @property
     def default(self) -> bool:
-        """The defaults of ``elicit realdata`` (meta-features, model, utility target, pair
-        questions), not the paper-literal standardisation and tau2: the sweep the paper's
-        claims are checked on."""
+        """The defaults of ``elicit realdata`` (not the paper-literal standardisation and
+        tau2): the sweep the paper's claims are checked on."""
         return not self.literal and not self.config_label and not self.mixed
 
     @property
@@ -253,10 +226,6 @@ def literal_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
                  and not s.config_label), None)
 
 
-# --------------------------------------------------------------------------------------------
-# Statistics
-# --------------------------------------------------------------------------------------------
-
 def mean_se(x: pd.Series | np.ndarray) -> tuple[float, float]:
     """Mean and standard error (NaN for fewer than two values) of the finite values."""
     v = np.asarray(x, dtype=float)
@@ -267,9 +236,9 @@ def mean_se(x: pd.Series | np.ndarray) -> tuple[float, float]:
     return float(v.mean()), se
 
 
-def fmt(x: pd.Series | np.ndarray, digits: int = 3, sign: bool = False) -> str:
-    """``mean ± s.e.`` of ``x``."""
-    m, se = mean_se(x)
+def fmt(x: pd.Series | np.ndarray | None, digits: int = 3, sign: bool = False) -> str:
+    """``mean ± s.e.`` of ``x`` ("—" for None or no finite value)."""
+    m, se = mean_se(x) if x is not None else (float("nan"), float("nan"))
     if not np.isfinite(m):
         return "—"
     s = f"{m:+.{digits}f}" if sign else f"{m:.{digits}f}"
@@ -278,11 +247,8 @@ def fmt(x: pd.Series | np.ndarray, digits: int = 3, sign: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Paired:
-    """A paired comparison of two strategies over runs at one number of answers.
-
-    ``diff`` is a - b per run (negative: a is lower); ``lower`` counts the runs where a's
-    MSE is below b's.
-    """
+    """A paired comparison of two strategies over runs after ``t`` answers: the mean and
+    s.e. of a - b per run (negative: a is lower) and the runs where a is lower."""
 
     a: str
     b: str
@@ -308,8 +274,8 @@ class Paired:
 
 
 def paired(sweep: Sweep, a: str, b: str, t: int) -> Paired | None:
-    """Strategy ``a`` minus strategy ``b`` per run after ``t`` answers (both share each run's
-    split and expert), or None if either is missing."""
+    """Strategy ``a`` minus strategy ``b`` per run after ``t`` answers, or None if either is
+    missing."""
     if a not in sweep.strategies or b not in sweep.strategies:
         return None
     wa, wb = sweep.wide(a), sweep.wide(b)
@@ -320,24 +286,8 @@ def paired(sweep: Sweep, a: str, b: str, t: int) -> Paired | None:
     return Paired(a, b, t, m, se, int(np.sum(d < 0)), int(d.size))
 
 
-def paired_rows(sweep: Sweep) -> list[Paired]:
-    """Sequential and non-sequential minus random at each checkpoint."""
-    out = []
-    for a in ("sequential", "nonsequential"):
-        for t in sweep.checkpoints():
-            p = paired(sweep, a, "random", t)
-            if p is not None:
-                out.append(p)
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Sections
-# --------------------------------------------------------------------------------------------
-
 def n_answers(sweep: Sweep) -> float:
-    """The mean number of answers of the all-answers line (pairs, and feature answers when
-    the sweep asked feature questions)."""
+    """The mean number of answers of the all-answers line (pairs and feature answers)."""
     if sweep.info is None or "n_answerable" not in sweep.info:
         return float("nan")
     n = sweep.info.n_answerable.astype(float)
@@ -352,20 +302,12 @@ def n_answers(sweep: Sweep) -> float:
 
 
 def runinfo_records(sweep: Sweep) -> list[dict]:
-    """The sweep's per-run runinfo records (``parts/<dataset>/runinfo/``), run by run; empty
-    when they are not there."""
+    """The sweep's per-run runinfo records, run by run; empty when they are not there."""
     store = SweepStore.find(sweep.path) if sweep.path is not None else None
     if store is None or sweep.info is None:
         return []
     records = [store.load(store.runinfo_path(sweep.dataset, int(r))) for r in sweep.info.run]
     return [r for r in records if r is not None] if all(records) else []
-
-
-def start_label(sweep: Sweep) -> str:
-    """The label of the start (0 answers): whether it uses expert input."""
-    if sweep.uses_judgeable_set:
-        return "initial MSE (no answers; uses the expert's judgeable set J)"
-    return "initial MSE (no feedback)"
 
 
 def _tau2_summary(sweep: Sweep) -> str:
@@ -399,7 +341,9 @@ def sweep_table(sweep: Sweep) -> list[str]:
     if mean is not None:
         lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | "
                      f"{'not reported' if has_paper else '—'} |")
-    lines.append(f"| {start_label(sweep)} | {fmt(init)} | "
+    start = ("initial MSE (no answers; uses the expert's judgeable set J)"
+             if sweep.uses_judgeable_set else "initial MSE (no feedback)")
+    lines.append(f"| {start} | {fmt(init)} | "
                  f"{f'{paper_init:.2f}' if paper_init else '—'} |")
     for t in sweep.checkpoints():
         for s in sweep.strategies:
@@ -431,7 +375,8 @@ def sweep_table(sweep: Sweep) -> list[str]:
 
 def paired_table(sweep: Sweep) -> list[str]:
     """Paired differences to random at each checkpoint."""
-    rows = paired_rows(sweep)
+    rows = [p for a in ("sequential", "nonsequential") for t in sweep.checkpoints()
+            for p in [paired(sweep, a, "random", t)] if p is not None]
     if not rows:
         return []
     lines = ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
@@ -486,17 +431,11 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
                 continue
             shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
-                     s.settings, f"{s.runs}"]
-            mean = s.per_run("mean")
-            cells.append(fmt(mean) if mean is not None else "—")
-            cells.append(fmt(s.initial()))
+                     s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]
             for st in STRATEGY_ORDER:
                 w = s.wide(st) if st in s.strategies else None
                 cells.append(fmt(w[s.last]) if w is not None and s.last in w.columns else "—")
-            ceil = s.per_run("ceiling")
-            cells.append(fmt(ceil) if ceil is not None else "—")
-            lasso = s.per_run("lasso")
-            cells.append(fmt(lasso) if lasso is not None else "—")
+            cells += [fmt(s.per_run("ceiling")), fmt(s.per_run("lasso"))]
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
         return []
@@ -517,14 +456,9 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
     ]
 
 
-def _common(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    runs = sorted(set(a.run) & set(b.run))
-    return (a.set_index("run").loc[runs], b.set_index("run").loc[runs])
-
-
 def _beside_mean(label: str, model: pd.DataFrame, train: pd.DataFrame) -> str:
-    """How each standardisation's no-feedback model at tau2 = 0.01 compares with predicting
-    the mean (paired over runs)."""
+    """Each standardisation's no-feedback model at tau2 = 0.01 against predicting the mean
+    (paired over runs)."""
     parts = []
     for name, info in (("train", train), ("model", model)):
         if "nofb_0.01" not in info:
@@ -546,7 +480,8 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
         if (m is None or t is None or m.info is None or t.info is None
                 or m.cfg.get("seed") != t.cfg.get("seed") or m.standardize != "model"):
             continue
-        im, it = _common(m.info, t.info)
+        runs = sorted(set(m.info.run) & set(t.info.run))  # the runs both sweeps have
+        im, it = m.info.set_index("run").loc[runs], t.info.set_index("run").loc[runs]
         if len(im) == 0:
             continue
         cells = [m.label, str(len(im)), fmt(im["mean"])]

@@ -1,13 +1,9 @@
 """``results/REPORT.md``: our numbers beside the paper's.
 
 The report is written from whatever the results folder holds (``make reproduce`` layout):
-``synthetic/``, every realdata sweep folder (``amazon/``, ``yelp/``, ``amazon-paper/``,
-``yelp-paper/``, ``amazon-recommended/``, ``yelp-recommended/``, a corpus such as
-``kitchen/``, the sweeps with feature questions ``amazon-mixed/``, ...;
-:mod:`elicit.report.realdata`, which tells them apart by their ``config.json``, and
-:mod:`elicit.report.mixed`) and
-``table1.csv`` (``elicit table1``); a missing part is left out. Every number is computed from
-those files; the only figures typed in are the paper's own.
+``synthetic/``, every realdata sweep folder (:mod:`elicit.report.realdata` tells them apart
+by their ``config.json``) and ``table1.csv``; a missing part is left out. Every number is
+computed from those files; the only figures typed in are the paper's own.
 """
 
 from __future__ import annotations
@@ -64,9 +60,7 @@ def _synthetic_section(out: Path) -> list[str]:
 
 
 def _real_sections(sweeps: Sequence[Sweep]) -> list[str]:
-    """The default sweeps of the paper's data sets, then the corpora (the paper-literal
-    sweeps and those of other meta-features, models or utility targets have their own
-    sections)."""
+    """The default sweeps of the paper's data sets, then the corpora."""
     paper = [s for s in sweeps if s.dataset in DATASETS and s.default]
     corpora = [s for s in sweeps if s.dataset not in DATASETS and not s.mixed]
     lines: list[str] = []
@@ -226,22 +220,18 @@ def write_report(out: Path, wall_s: float | None = None,
     ----------
     out
         The results folder.
-    wall_s
-        Wall time of the reproduce call, in seconds.
-    step_s
-        Wall time of each step, in seconds.
+    wall_s, step_s
+        Wall time of the reproduce call and of each step, in seconds.
     cpu_s, jobs
         CPU time of each step (the process and its workers) and the number of worker
         processes: CPU / jobs estimates the wall time on an idle machine.
     step_runs
         Runs of each step: the report then gives the CPU time per run.
     commit
-        The commit of the code that made the results (``abc1234``, ``+changes`` appended
-        when the checkout differed from it).
+        The commit of the code that made the results.
     cpu_total_s
         CPU time of the whole call (default: the steps' sum), when the steps' own do not add
-        up to it (steps that share one pool of workers: its start and idle time are no
-        step's).
+        up to it (steps that share one pool of workers).
     steps_at_once
         Steps that ran at a time (their wall times overlap).
     """
