@@ -1,20 +1,12 @@
 """Answers, and the experts who give them.
 
-Every kind of question (:mod:`elicit.elicitation.kinds`) defines its own answers: "do features
-i and j affect the outcome in the same way?" is answered similar / dissimilar, "does feature k
-affect the outcome?" relevant / irrelevant; "don't know" (:data:`DONT_KNOW`) answers every
-kind. An :class:`Answer` is one of these words: a string that knows the kind it answers and
-what it tells the model (:attr:`Answer.outcome`). ``Answer.SIMILAR`` names a registered answer
-by its word, and ``Answer.parse`` reads an answer from its word, an alias or 1/0. The class
-lives with the kinds (:mod:`elicit.elicitation.kinds.base`), which name their answers as
-their answers name them; it is imported from here, with every shipped kind registered.
-
-An expert is anything with the method each kind of question calls: ``answer(i, j) -> Answer``
-for a pair question (:class:`Expert`), ``relevance(k) -> Answer`` for a feature question
-(:class:`RelevanceExpert`). :func:`ask` puts a
-:class:`~elicit.elicitation.questions.Query` of any kind to an expert, and
-:func:`check_expert` says up front whether an expert can answer what an elicitation asks.
-The simulated experts here stand in for a human in the paper's experiments.
+:class:`Answer` (the words each kind of question defines, and "don't know") lives with the kinds
+(:mod:`elicit.elicitation.kinds.base`) and is imported from here, with every shipped kind
+registered. An expert is anything with the method each kind calls: ``answer(i, j)`` for a pair
+question (:class:`Expert`), ``relevance(k)`` for a feature question, ``weight_sign(k)`` for a
+direction question. :func:`ask` puts a :class:`~elicit.elicitation.questions.Query` to an
+expert; :func:`check_expert` says up front whether it can answer what an elicitation asks. The
+simulated experts here stand in for a human in the paper's experiments.
 """
 
 from __future__ import annotations
@@ -23,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from elicit.elicitation.kinds import QuestionKind, get_kind, parse_questions, spell_questions
+from elicit.elicitation.kinds import get_kind, parse_questions, spell_questions
 from elicit.elicitation.kinds.base import (  # noqa: F401  (re-exported: the answers' words)
     DONT_KNOW,
     Answer,
@@ -49,27 +41,13 @@ class RelevanceExpert(Expert, Protocol):
     def relevance(self, k: int) -> Answer: ...
 
 
-def can_answer(expert: object, kind: str | QuestionKind) -> bool:
-    """Whether ``expert`` has the method that questions of ``kind`` call."""
-    return callable(getattr(expert, get_kind(kind).expert_method, None))
-
-
 def check_expert(expert: object, questions: Any) -> None:
-    """Refuse, in one line, an expert who cannot answer what ``questions`` asks.
-
-    Parameters
-    ----------
-    expert
-        The expert: it needs the method of every kind asked (``answer(i, j)`` for pairs,
-        ``relevance(k)`` for feature questions).
-    questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`:
-        ``"pairs"``, ``"pairs,relevance"``, ``["relevance"]``, ...).
-    """
+    """Refuse, in one line, an ``expert`` who lacks the method of a kind ``questions`` asks
+    (:func:`~elicit.elicitation.kinds.parse_questions`)."""
     kinds = parse_questions(questions)
     for name in kinds:
         kind = get_kind(name)
-        if not can_answer(expert, kind):
+        if not callable(getattr(expert, kind.expert_method, None)):
             raise ElicitError(f"questions={spell_questions(kinds)!r} asks {kind.label}, and "
                               f"the expert ({type(expert).__name__}) has no "
                               f"{kind.expert_call} method to answer them; ask other questions "
@@ -77,8 +55,7 @@ def check_expert(expert: object, questions: Any) -> None:
 
 
 def ask(expert: object, query: Query) -> Answer:
-    """``expert``'s answer to ``query`` (a question of any kind), checked to answer that kind
-    of question (:meth:`QuestionKind.ask <elicit.elicitation.kinds.QuestionKind.ask>`)."""
+    """``expert``'s answer to ``query`` (of any kind), checked to answer that kind."""
     return get_kind(query.kind).ask(expert, query)
 
 
@@ -89,11 +66,9 @@ class GroupOracle:
     ----------
     groups
         Group label of each feature (length p). A negative label means "no group": any pair
-        with such a feature is answered "don't know", and the feature is irrelevant (every
-        feature with a group is relevant).
+        with such a feature is answered "don't know", and the feature is irrelevant.
     beta
-        The true weights, if known (synthetic problems): then :meth:`weight_sign` says
-        which way each feature moves the outcome.
+        The true weights, if known: then :meth:`weight_sign` answers direction questions.
     """
 
     def __init__(self, groups, beta=None) -> None:
@@ -131,8 +106,7 @@ class SignOracle:
     ----------
     beta
         The true weight of each feature (length p). A pair with a zero weight is answered
-        "don't know" (the feature has no effect to compare), and a feature is relevant when
-        its weight is nonzero.
+        "don't know", and a feature is relevant when its weight is nonzero.
     """
 
     def __init__(self, beta) -> None:

@@ -1,24 +1,14 @@
 """The state of one elicitation, and asking through it.
 
-One round is fit -> posterior -> utilities -> query -> answer -> refit. :class:`Elicitor`
-holds the state of one elicitation (the data, the answers so far, the current MAP, the cached
-non-sequential ranking); the strategies of :mod:`elicit.elicitation.strategies` decide which
-question to ask next, among the questions not asked yet and not excluded by the caller (a
-session excludes the questions the expert skipped).
+One round is fit -> posterior -> utilities -> query -> answer -> refit. :class:`Elicitor` holds
+the state (the data, the answers so far, the current MAP, the cached non-sequential ranking);
+the strategies (:mod:`elicit.elicitation.strategies`) choose among the questions not asked yet
+and not excluded by the caller (a session excludes the questions the expert skipped).
 
-The questions are of the kinds ``questions=`` names (:mod:`elicit.elicitation.kinds`): the
-paper's pairs, "do features i and j affect the outcome in the same way?", by default, and, in
-a model with relevance classes (``model="relevance"``), feature questions, "does feature k
-affect the outcome?". They form the elicitation's question table
-(:mod:`elicit.elicitation.table`), which lists no pair when every pair may be asked.
-
-A question is never asked twice. A "don't know" answer is recorded, leaves the model unchanged
-and removes the question from the candidates. Any other answer enters the model's data the
-way its kind says (a pair answer as a feedback observation, a feature answer as the feature's
-relevance class) and the model is refitted; a kind's answers may close the other kinds'
-questions about a feature (no pair with a feature called irrelevant is offered: the expert
-cannot judge how a feature that does not matter affects the outcome), whether the pairs are
-all pairs or candidates the caller gave.
+A question is never asked twice. A "don't know" is recorded, leaves the model unchanged and
+removes the question from the candidates. Any other answer enters the model's data the way
+its kind says, and the model is refitted; a kind's answers may close the other kinds'
+questions about a feature (no pair with a feature called irrelevant is offered).
 """
 
 from __future__ import annotations
@@ -56,16 +46,14 @@ from elicit.prior.setup import fit_no_feedback
 
 __all__ = ["AnsweredQuestion", "Elicitor", "Query"]
 
-#: how many rounds in a row the base Hessian may be the one the last refit ended with before
-#: it is computed afresh (see ``Elicitor._score``)
+#: how many rounds in a row the base Hessian may be the one the last refit ended with
 HESSIAN_REUSE = 10
 #: the seed of the first round's pool that a mixed non-sequential ranking scores when no
 #: random stream is given (a session ranks so, and must rank alike when it is reopened)
 RANKING_POOL_SEED = 0
-#: the largest default pool of a round's sampled questions (``pool_size``): 10 p grows with
-#: p, but the chance that a pool misses the best questions does not (a pool of m holds one of
-#: the best 0.1% with probability 1 - 0.999^m: 98% at m = 4000), while a round's screen costs
-#: time in proportion to m; and a pool this small among many pairs is drawn in O(m) memory
+#: the largest default pool of a round's sampled questions: a pool of m holds one of the best
+#: 0.1% with probability 1 - 0.999^m (98% at m = 4000), while a round costs time in proportion
+#: to m
 POOL_CAP = 4000
 
 
@@ -93,16 +81,11 @@ class Elicitor:
         Training inputs (n x p), targets (n,) and feature meta-features (p x d).
     hyper
         Model hyperparameters; ``threshold_mean="auto"`` is resolved at the no-feedback MAP.
-        ``hyper.model`` names the model (:mod:`elicit.model.variants`) unless ``settings``
-        names one; the known-coupling models couple the features of ``candidates``; feature
-        questions need the relevance model (``model="relevance"``).
+        ``hyper.model`` names the model unless ``settings`` names one.
     settings
-        The round's settings in one object
-        (:class:`~elicit.elicitation.settings.RoundSettings`: model, engine, utility, target,
-        refine, Stan program, questions, pool size), instead of the keywords below (which
-        build one; give one or the other). Its ``strategy`` and ``seed`` are the caller's
-        (a session's, a sweep's): the Elicitor is given the strategy and random stream of
-        each question. Kept, resolved, as :attr:`settings`.
+        The round's settings (:class:`~elicit.elicitation.settings.RoundSettings`) instead of
+        the keywords below; give one or the other. Its ``strategy`` and ``seed`` are the
+        caller's. Kept, resolved, as :attr:`settings`.
     engine
         ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`; with
         ``settings``, an :class:`Engine` to use instead of building ``settings.engine``.
@@ -110,23 +93,17 @@ class Elicitor:
         A custom Stan program (cmdstan/pystan engines only).
     utility
         ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``, or the
-        name of a registered utility (:func:`~elicit.elicitation.utility.register_utility`).
+        name of a registered utility.
     target
-        What a question's gain is about: ``"predictive"`` (the paper's expected change of the
-        predictive distribution) or ``"params"`` (the information about gamma and xi under
-        the Laplace approximation; ``utility`` and ``refine`` then do not apply; pair
-        questions only). See :mod:`elicit.elicitation.utility`; both are checked by
-        :meth:`~elicit.elicitation.utility.UtilityArgs.validate`.
+        What a question's gain is about: ``"predictive"`` (the paper's) or ``"params"``
+        (:mod:`elicit.elicitation.utility`).
     pool_size
-        How many of a round's open questions of a sampled kind (pairs) the round scores;
-        default ``min(#pairs, 10 p, 4000)`` (:data:`POOL_CAP`). The questions of a kind about
-        one feature all enter every round's pool.
+        How many of a round's open pairs the round scores; default ``min(#pairs, 10 p,
+        4000)`` (:data:`POOL_CAP`). Every open question about one feature enters the pool.
     candidates
         The pairs that may be asked (default: all p(p-1)/2 pairs, which are then not listed).
     questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
-        ``"pairs"`` (the paper's, the default), ``"relevance"`` (feature questions only),
-        ``"pairs,relevance"`` (or ``"both"``), ``"all"``, or a list of kind names.
+        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
     """
 
     def __init__(self, X, y, U, hyper: Hyper | None = None, *,
@@ -142,24 +119,18 @@ class Elicitor:
                                   questions=questions)
         if settings.model is None:
             settings = dataclasses.replace(settings, model=hyper.model)
-        # before the engine: a Stan build takes minutes
-        #: the round's settings, resolved (:class:`~elicit.elicitation.settings.RoundSettings`)
+        # validated before the engine: a Stan build takes minutes
         self.settings: RoundSettings = settings.validate()
         hyper = dataclasses.replace(hyper, model=str(self.settings.model))
-        #: the names of the kinds of question asked, in registration order
         self.questions: tuple[str, ...] = parse_questions(self.settings.questions)
-        #: the kinds of question asked (:mod:`elicit.elicitation.kinds`)
         self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
         self._utility = self.settings.question_utility()
         p = X.shape[1]
         given = None if candidates is None else check_candidates(candidates, p)
         if p < 2 or (given is not None and len(given) == 0):
             raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
-        # None: every pair, never listed (the question table computes them)
         self._candidates = given
         self._all_pairs: np.ndarray | None = None
-        #: every question, by index: one segment per kind (:mod:`elicit.elicitation.table`);
-        #: the strategies' indices and the non-sequential ranking point into it
         self.table = QuestionTable([k.segment(p, given) for k in self.kinds])
         n_candidates = n_pairs(p) if given is None else len(given)
         pool_size = self.settings.pool_size
@@ -176,21 +147,17 @@ class Elicitor:
     def _fit_initial(self, X, y, U, hyper: Hyper) -> None:
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
                                                       self._candidates)
-        #: the answers in answer order: ``(i, j, answer)`` for a pair, ``(k, None, answer)``
-        #: for a question about one feature (:class:`AnsweredQuestion`, with its kind)
+        #: the answers in answer order (:class:`AnsweredQuestion`)
         self.history: list[AnsweredQuestion] = []
         self.data = self.base
         self.fit = self.initial_fit
         self._asked: set[int] = set()
         self._ranking: Ranking | None = None
-        # Base Hessians at the current and at the no-feedback MAP, when a utility round has
-        # computed them: the engine's next warm refit from that MAP starts from them.
+        # base Hessians at the current and the no-feedback MAP, for the next warm refit
         self._hessian: np.ndarray | None = None
         self._initial_hessian: np.ndarray | None = None
-        #: rounds since the round's base Hessian was computed afresh
         self._hessian_age = 0
 
-    # -- state ---------------------------------------------------------------------------
     @property
     def hyper(self) -> Hyper:
         return self.base.hyper
@@ -202,19 +169,12 @@ class Elicitor:
     @property
     def candidates(self) -> np.ndarray:
         """The candidate pairs (k x 2): the ones given, else all p(p-1)/2 pairs, listed when
-        first asked for (800 MB at p = 10,000: the elicitation itself never lists them)."""
+        first asked for (the elicitation itself never lists them)."""
         if self._candidates is not None:
             return self._candidates
         if self._all_pairs is None:
             self._all_pairs = all_pairs(self.base.p)
         return self._all_pairs
-
-    @property
-    def features(self) -> np.ndarray:
-        """The features that questions about one feature may ask about (none when no such
-        kind is asked)."""
-        one = any(k.arity == 1 for k in self.kinds)
-        return np.arange(self.base.p) if one else np.zeros(0, dtype=int)
 
     @property
     def question_rows(self) -> np.ndarray:
@@ -223,14 +183,13 @@ class Elicitor:
 
     @property
     def noun(self) -> str:
-        """How the questions are counted: the kind's noun (``"pair"``) when one kind is
-        asked, else ``"question"``."""
+        """How the questions are counted: the kind's noun when one kind is asked."""
         return self.kinds[0].noun if len(self.kinds) == 1 else "question"
 
     @property
     def relevance(self) -> np.ndarray | None:
-        """The relevance class of each feature in the model's data (1 relevant, 0 irrelevant,
-        -1 not judged); None for a model without relevance classes."""
+        """Each feature's relevance class (1 relevant, 0 irrelevant, -1 not judged); None for a
+        model without relevance classes."""
         return self.data.relevance if self._relevance else None
 
     def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
@@ -240,8 +199,7 @@ class Elicitor:
 
     def open_questions(self, exclude: Iterable | None = None) -> QuestionSet:
         """The questions that may still be asked (table indices, not listed): not asked, not
-        in ``exclude``, and about no feature another kind's answers closed (no pair with a
-        feature called irrelevant)."""
+        in ``exclude``, and about no feature another kind's answers closed."""
         removed = set(self._asked)
         if exclude is not None:
             removed.update(self._question_index(q) for q in exclude)
@@ -258,17 +216,15 @@ class Elicitor:
         return self.table.rows(self.open_questions().indices())
 
     def open_keys(self) -> set[tuple[str, int, int]]:
-        """The questions that may still be asked as ``(kind, i, j)`` (``j`` is
-        :data:`~elicit.elicitation.questions.NO_FEATURE` for a question about one feature;
-        listed: for small tables)."""
+        """The questions that may still be asked as ``(kind, i, j)`` (``j`` NO_FEATURE for a
+        question about one feature; listed)."""
         index = self.open_questions().indices()
         names = [s.kind.name for s in self.table.segments]
         return {(names[s], int(i), int(j)) for s, (i, j)
                 in zip(self.table.segment_of(index), self.table.rows(index))}
 
     def is_asked(self, i: int, j: int | None, kind: str | None = None) -> bool:
-        """Whether the question ``(i, j)`` (a pair, or ``(k, None)`` about one feature; of
-        ``kind`` where two kinds could ask it) was asked."""
+        """Whether the question ``(i, j)`` (of ``kind`` where two kinds could ask it) was asked."""
         return self._question_index((kind, i, j) if kind else (i, j)) in self._asked
 
     def _question_index(self, question, answer: Answer | None = None) -> int:
@@ -281,7 +237,6 @@ class Elicitor:
             raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
         return t
 
-    # -- answers -------------------------------------------------------------------------
     @single_blas_thread
     def answer(self, i: int, j: int | None, answer: str | Answer,
                kind: str | None = None) -> MAPResult:
@@ -290,12 +245,10 @@ class Elicitor:
         Parameters
         ----------
         i, j
-            The question: features ``i`` and ``j`` of a pair question, or feature ``i`` and
-            ``j=None`` of a question about one feature.
+            The question: a pair ``(i, j)``, or ``(i, None)`` about one feature.
         answer
-            An answer of the question's kind (``"similar"`` / ``"dissimilar"`` to a pair
-            question, ``"relevant"`` / ``"irrelevant"`` to a feature question), or
-            ``"dont_know"`` (or their aliases, :meth:`~elicit.elicitation.answers.Answer.parse`).
+            An answer of the question's kind or ``"dont_know"``, or an alias
+            (:meth:`~elicit.elicitation.answers.Answer.parse`).
         kind
             The question's kind, where the elicitation asks two kinds of that arity.
         """
@@ -313,10 +266,8 @@ class Elicitor:
         if ans.outcome is None:
             return self.fit
         self.data = k.add(self.data, (a, b), ans)
-        # Warm from the MAP and the round's base Hessian there, as the utility's refits of
-        # this answer started (after a feature answer that Hessian is the old classes': a
-        # start, not the optimum's: elicit.elicitation.features), so that the engine can
-        # return the refit the round made.
+        # warm from the MAP and the round's base Hessian, as the utility's refits of this
+        # answer started, so that the engine can return the refit the round made
         self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
         self._hessian = None
         return self.fit
@@ -336,9 +287,7 @@ class Elicitor:
             The questions not to offer again (``(i, j)`` or ``(kind, i, j)``). Default: the
             answered ones, and then a question may be answered only once. With several
             experts it is the current expert's questions, and a question may repeat in
-            ``answers``: the kinds say how (every expert's pair answer enters the likelihood
-            as its own Bernoulli observation, and a feature takes the class its experts agree
-            on, none, i.e. not judged, when they disagree).
+            ``answers`` (each kind says how its answers combine).
 
         Raises
         ------
@@ -376,7 +325,8 @@ class Elicitor:
         self.data = data
         if any(k.resets(self.data.hyper.model) and given[k.name][0] for k in self.kinds):
             # the likelihood of y changed: the start's base Hessian does not apply
-            self.fit = self.engine.fit(self.data, init=_without_hessian(self.initial_fit))
+            self.fit = self.engine.fit(self.data, init=dataclasses.replace(self.initial_fit,
+                                                                           warm_hessian=None))
             self._hessian = None
         elif any(given[k.name][0] for k in self.kinds):
             self.fit = self.engine.fit(self.data, init=self.initial_fit,
@@ -387,9 +337,8 @@ class Elicitor:
         return self.fit
 
     def set_asked(self, asked: Iterable) -> None:
-        """Mark which questions are not to be offered again (the current expert's: pairs
-        ``(i, j)``, questions about one feature ``(k, None)``, either as ``(kind, i, j)``),
-        without a refit: the fit depends on the answers, not on who is asked next."""
+        """Mark which questions are not to be offered again (the current expert's), without a
+        refit: the fit depends on the answers, not on who is asked next."""
         self._asked = {self._question_index(q) for q in asked}
 
     def reset(self) -> None:
@@ -401,14 +350,10 @@ class Elicitor:
         self._hessian = self._initial_hessian
         self._ranking = None
 
-    # -- scoring and selection -----------------------------------------------------------
     def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected information gain of ``questions`` at the current MAP.
-
-        ``questions`` are table indices (a 1-D integer array, as the strategies choose among)
-        or rows: pairs ``(i, j)`` and ``(k, NO_FEATURE)`` for a question about one feature
-        (:mod:`elicit.elicitation.questions`; by rows, one kind per arity). ``refine``
-        overrides the number of candidates the fast mode re-scores exactly (of each kind).
+        """Expected information gain of ``questions`` at the current MAP: table indices (1-D)
+        or rows (one kind per arity). ``refine`` overrides the number of candidates the fast
+        mode re-scores exactly (of each kind).
         """
         return self._score(self.data, self.fit, questions, refine)
 
@@ -422,19 +367,15 @@ class Elicitor:
             questions = self.table.rows(index)
             names = np.array([s.kind.name for s in self.table.segments], dtype=object)
             kinds = names[self.table.segment_of(index)]
-        # The round's base Hessian: the one the refit that made this MAP ended with (the
-        # previous round's, corrected by the refit's secant steps: within 0.5% of a fresh one
-        # on the real Amazon problem, and the refinement's picks the same in 72 rounds) for
-        # up to HESSIAN_REUSE rounds, then a fresh one (a tenth of a round's CPU at Amazon
-        # size).
+        # the base Hessian the refit that made this MAP ended with (within 0.5% of a fresh one
+        # on Amazon) for up to HESSIAN_REUSE rounds, then a fresh one
         reuse = (fit is self.fit and fit.warm_hessian is not None
                  and self._hessian_age < HESSIAN_REUSE)
         scorer = UtilityScorer(data, fit, self.engine,
                                hessian=fit.warm_hessian if reuse else None)
         sc = self._utility.score(scorer, questions, self.refine if refine is None else refine,
                                  kinds)
-        # Keep the base Hessian the round used: the next warm refit from that MAP
-        # starts from it.
+        # the next warm refit from that MAP starts from the round's base Hessian
         if sc.hessian is not None:
             if fit is self.fit:
                 self._hessian = sc.hessian
@@ -445,14 +386,13 @@ class Elicitor:
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
         """A round's pool of questions, as rows (capped, with a warning, at the questions
-        left): the pool the sequential strategy scores
-        (:func:`~elicit.elicitation.strategies.round_pool`)."""
+        left): the pool the sequential strategy scores."""
         allowed = self._allowed()
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
 
     def _warn_if_pool_capped(self, allowed: QuestionSet) -> None:
-        # Only a pool size the user chose is worth a warning; the default is capped silently.
+        # the default pool size is capped silently
         if not self._pool_explicit:
             return
         for kind, members in allowed.by_kind():
@@ -462,22 +402,16 @@ class Elicitor:
                               f"{kind.plural}; using {n}", stacklevel=3)
 
     def _allowed(self, exclude: Iterable | None = None) -> QuestionSet:
-        """The questions that may be asked: open (:meth:`open_questions`) and not in
-        ``exclude``."""
         ok = self.open_questions(exclude)
         if exclude is not None and len(ok) == 0:
             raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
         return ok
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The questions ranked by expected gain at the no-feedback MAP.
-
-        With one kind of question, every question of the table. With several, the first
-        round's pool (:func:`~elicit.elicitation.strategies.round_pool`: every question of a
-        kind about one feature and ``pool_size`` pairs), drawn with ``rng`` (default: a fixed
-        seed, :data:`RANKING_POOL_SEED`) among all questions. Computed once and cached until
-        :meth:`reset`; it does not depend on the answers, so it can also be made after some
-        (a resumed session does).
+        """The questions ranked by expected gain at the no-feedback MAP: every question of the
+        table, or with several kinds the first round's pool, drawn with ``rng`` (default:
+        :data:`RANKING_POOL_SEED`). Cached until :meth:`reset`; it does not depend on the
+        answers, so it can also be made after some (a resumed session does).
         """
         if self._ranking is None:
             if len(self.kinds) == 1:
@@ -496,29 +430,25 @@ class Elicitor:
         Parameters
         ----------
         strategy
-            The name of a registered strategy: ``"random"``, ``"nonsequential"``,
-            ``"sequential"`` or one added with
-            :func:`~elicit.elicitation.strategies.register_strategy`.
+            The name of a registered strategy (``"random"``, ``"nonsequential"``,
+            ``"sequential"``, ...).
         rng
             The random stream of the round.
         exclude
-            Questions not to ask now (for example those an expert skipped): pairs ``(i, j)``,
-            questions about one feature ``(k, None)``, either as ``(kind, i, j)`` or a
-            :class:`Query`.
+            Questions not to ask now (those an expert skipped): ``(i, j)``, ``(kind, i, j)``
+            or :class:`Query` objects.
 
         Returns
         -------
         Query
-            The question: its kind (``q.kind``, e.g. ``"pairs"``), its features ``q.i`` and
-            ``q.j`` (``q.j`` None for a question about one feature).
+            The question (``q.kind``, ``q.i``, ``q.j``; ``q.j`` None about one feature).
 
         Raises
         ------
         ElicitError
             For an unknown strategy, when every question has been asked or excluded, or for a
-            strategy that reads the no-feedback ranking (the non-sequential one) after
-            answers given before the ranking was made (rank first with
-            :meth:`nonsequential_ranking` to continue from answers).
+            strategy that reads the no-feedback ranking after answers given before the
+            ranking was made.
         """
         allowed = self._allowed_for(strategy, exclude)
         if get_strategy(strategy).draws_pool:
@@ -527,21 +457,17 @@ class Elicitor:
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
-        """``k`` questions to ask together under ``strategy``, best first.
-
-        The questions share no feature where possible (see
-        :func:`~elicit.elicitation.strategies.disjoint_greedy`). With ``k = 1`` this is the
-        question :meth:`next_query` asks, from the same random draws. Fewer than ``k``
-        questions are returned when fewer are allowed. A pool larger than the allowed pairs
-        is capped silently: a session's allowed pairs shrink with every answer and skip, and
-        the expert need not hear about it. Parameters and errors as for :meth:`next_query`.
+        """``k`` questions to ask together under ``strategy``, best first, sharing no feature
+        where possible; with ``k = 1`` the question :meth:`next_query` asks. A pool larger
+        than the allowed pairs is capped silently. Parameters and errors as for
+        :meth:`next_query`.
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
         return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))
 
     def _allowed_for(self, strategy: str, exclude) -> QuestionSet:
-        needs_ranking = get_strategy(strategy).needs_ranking   # an unknown name fails first
+        needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
         if len(self.open_questions()) == 0:
             raise ElicitError(f"every candidate {self.noun} has been asked")
         allowed = self._allowed(exclude)
@@ -550,7 +476,6 @@ class Elicitor:
                               "nonsequential_ranking() to rank at the no-feedback MAP anyway")
         return allowed
 
-    # -- the posterior -------------------------------------------------------------------
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP."""
         return NIGPosterior.from_map(self.data, self.fit)
@@ -561,8 +486,7 @@ class Elicitor:
 
 
 def _said(answer: object) -> Answer | None:
-    """The answer ``answer`` names by its word (which tells its kind), None for another value
-    (a number means an outcome of whichever kind is asked) or a word of no answer."""
+    """The answer ``answer`` names by its word (which tells its kind), else None."""
     if isinstance(answer, Answer):
         return answer
     if isinstance(answer, str):
@@ -581,9 +505,3 @@ def _unpack(question) -> tuple[str | None, object, object]:
     if len(question) >= 3 and isinstance(question[0], str):
         return question[0], question[1], question[2]
     return None, question[0], question[1]
-
-
-def _without_hessian(fit: MAPResult) -> MAPResult:
-    """``fit`` as a warm start without its base Hessian (for data whose y-likelihood changed:
-    other relevance classes)."""
-    return dataclasses.replace(fit, warm_hessian=None)

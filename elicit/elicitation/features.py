@@ -1,42 +1,29 @@
 """The expected gain of a feature question, and how likely a pair is answerable.
 
-In the relevance model (``model="relevance"``, :mod:`elicit.model.variants`) the prior variance
-of feature k's weight is ``tau2 lambda_k``: 1 if the expert called k relevant, eps if
-irrelevant, and ``lambda_u(zeta)`` if k has not been judged (:mod:`elicit.model.covariance`).
-Asking "does feature k affect the outcome?" moves ``lambda_k`` to 1 or to eps.
-
-**The utility** is the one the pair questions have (:mod:`elicit.elicitation.scorer`): the
-expected KL of the Gaussian predictive at the training inputs,
+In the relevance model the prior variance of feature k's weight is ``tau2 lambda_k``: 1 if the
+expert called k relevant, eps if irrelevant, ``lambda_u(zeta)`` if not judged
+(:mod:`elicit.model.covariance`). Asking "does feature k affect the outcome?" moves
+``lambda_k`` to 1 or to eps. The utility is the pair questions' (so the two compare directly):
 
     u_k = p_k KL(N_relevant || N_0) + (1 - p_k) KL(N_irrelevant || N_0),
 
-so pair and feature gains are on one scale and compared directly.
-
-**The probability of "relevant"** is the spike-and-slab posterior of feature k at the current
-MAP: prior odds ``s(zeta)`` (the share of relevant features among the unjudged ones) times the
-Bayes factor of the data,
+with p_k the spike-and-slab posterior of k at the MAP, prior odds ``s(zeta)`` times the Bayes
+factor of the data:
 
     p_k = s(zeta + log BF_k),   log BF_k = log p(y | lambda_k = 1) - log p(y | lambda_k = eps).
 
 **The screen** (:meth:`FeatureScorer.screen`) holds the parameters at the MAP and changes
-``lambda_k`` alone: a rank-two update of S per candidate, all candidates at once
-(:meth:`~elicit.model.density.Marginal.scale_change`), which gives both answers' predictives
-and the log marginal changes (hence ``p_k``). **The exact gain** (:meth:`FeatureScorer.exact`)
-refits the MAP (gamma, xi[, tau2], zeta) with feature k's class changed, warm-started from the
-current MAP and the round's base Hessian (:meth:`UtilityScorer.refit
-<elicit.elicitation.scorer.UtilityScorer.refit>`), with the engine in use. That Hessian is the
-old classes', a rank-two change of S away; the projected Newton converges from it in about as
-many iterations as from a fresh one, which would cost more than the refit. The ``fast``
-utility ranks by the **zeta-line screen** (:meth:`FeatureScorer.zeta_screen`: the screen
-with zeta, which moves most in a refit, refitted along a line) and re-scores the best
-exactly until the winner is certain, at most ``refine`` of them
-(:meth:`FeatureScorer.refine_best`). The answer probability stays the screen's ``p_k``.
+``lambda_k`` alone: a rank-two update of S per candidate, all at once
+(:meth:`~elicit.model.density.Marginal.scale_change`). **The exact gain**
+(:meth:`FeatureScorer.exact`) refits the MAP with k's class changed, warm from the MAP and the
+round's base Hessian (the old classes', a rank-two change of S away: the projected Newton
+converges from it about as fast as from a fresh one, which would cost more than the refit).
+The ``fast`` utility ranks by the zeta-line screen (:meth:`FeatureScorer.zeta_screen`) and
+re-scores the best exactly until the winner is certain (:meth:`FeatureScorer.refine_best`).
 
-**A pair is answerable** only about two relevant features (an expert cannot say whether two
-keywords affect the rating in the same way if one of them does not affect it), so in the
-relevance model a pair's expected gain is weighted by ``P(answerable) = r_i r_j``
-(:meth:`FeatureScorer.answerable`), r = 1 for a feature called relevant, 0 for one called
-irrelevant, ``p_k`` for one not judged.
+**A pair is answerable** only about two relevant features, so in the relevance model a pair's
+gain is weighted by ``P(answerable) = r_i r_j`` (:meth:`FeatureScorer.answerable`): r = 1 for a
+feature called relevant, 0 for irrelevant, ``p_k`` for one not judged.
 """
 
 from __future__ import annotations
@@ -63,22 +50,14 @@ if TYPE_CHECKING:
 
 
 class FeatureScorer:
-    """One query round's feature-question pieces, beside the round's
-    :class:`~elicit.elicitation.scorer.UtilityScorer` (same data, MAP, engine and current
-    predictive).
-
-    Parameters
-    ----------
-    scorer
-        The round's scorer; its data must be of a model with relevance classes.
-    """
+    """One round's feature-question pieces beside its ``scorer`` (a
+    :class:`~elicit.elicitation.scorer.UtilityScorer` of a model with relevance classes)."""
 
     def __init__(self, scorer: UtilityScorer) -> None:
         self.scorer = scorer
         self.data: ModelData = scorer.data
         self.fit: MAPResult = scorer.fit
         #: the scale lambda of an irrelevant feature (eps)
-        # the data is of a model with relevance classes (see above), so a scaled covariance
         self.eps = float(cast(ScaledCovariance, self.data.model.covariance).irrelevant_scale)
 
     #: the step in zeta between the points of the zeta-line screen (:meth:`zeta_screen`)
@@ -92,14 +71,10 @@ class FeatureScorer:
     step_margin: float = 0.02
 
     def _changes(self, mg: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For the answers relevant and irrelevant (rows), for every feature k (columns)
-        answered so at the parameters of ``mg``: the change of the log marginal from k's own
-        scale alone (a rank-two pass each), the change with the neighbours' scales too, and
-        the KL of the predictive from the round's.
-
-        An answer about k moves the share of every unjudged neighbour of k in meta-feature
-        space (:meth:`~elicit.model.covariance.RelevanceScales.signal`): their changes of
-        log h enter to first order, as at the MAP (:attr:`_neighbours`), k's own exactly."""
+        """For the answers relevant and irrelevant (rows) of every feature k (columns), at the
+        parameters of ``mg``: the change of the log marginal from k's own scale alone (a
+        rank-two pass), the change with the neighbours' scales too (to first order, as at the
+        MAP: :attr:`_neighbours`), and the KL of the predictive from the round's."""
         m0, v0 = self.scorer.m0[:, None], self.scorer.v0[:, None]
         every = np.arange(self.data.p)
         own, total, kl = [], [], []
@@ -116,8 +91,7 @@ class FeatureScorer:
     def _neighbours(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """For each answer (1 relevant, 0 irrelevant): the changes of the predictive mean and
         variance (n x p: column k, feature k answered so) and of the log marginal (p,) that
-        the neighbours' scales make, to first order at the MAP (:meth:`_neighbour_steps`,
-        :meth:`_jacobians`); the zeta-line screen adds them at every zeta it tries."""
+        the neighbours' scales make, to first order at the MAP."""
         Jm, Jv, dval = self._jacobians(self.scorer.marginal)
         out = {}
         for c in (RELEVANT, IRRELEVANT):
@@ -179,20 +153,18 @@ class FeatureScorer:
 
     @cached_property
     def _prior_logit(self) -> np.ndarray:
-        """Each feature's prior logit of being relevant at the MAP: zeta plus the spread of
-        its neighbours' answers (:meth:`~elicit.model.covariance.RelevanceScales.logits`)."""
+        """Each feature's prior logit of being relevant at the MAP (zeta and its neighbours'
+        answers)."""
         cov = cast(ScaledCovariance, self.data.model.covariance)
         return cov.logits(cast(np.ndarray, self.data.relevance), cast(float, self.fit.zeta),
                           self.data.relevance_signal)
 
     def p_relevant(self, features: np.ndarray) -> np.ndarray:
-        """p_k = s(logit_k + log BF_k) of each of ``features`` at the MAP: k's prior logit
-        (zeta and its neighbours' answers) and the Bayes factor of its own scale."""
+        """p_k = s(logit_k + log BF_k) of each of ``features`` at the MAP."""
         return self._screen_all[0][np.asarray(features, dtype=int)]
 
     def screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The screened expected gains of ``features`` and their p_k (rank-two, the MAP's
-        parameters held fixed)."""
+        """The screened expected gains of ``features`` (the MAP's parameters held) and p_k."""
         k = np.asarray(features, dtype=int)
         p, kl1, kl0 = (a[k] for a in self._screen_all)
         return p * kl1 + (1.0 - p) * kl0, p
@@ -200,19 +172,13 @@ class FeatureScorer:
     def zeta_screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The expected gains of ``features`` with zeta refitted along a line, and their p_k.
 
-        After a feature answer the refit moves zeta most (the share of relevant features
-        among the unjudged ones changes, and with it the scale of every unjudged feature);
-        gamma and xi move by about a per cent. The zeta line holds them at the MAP: the log
-        density along zeta after the answer is the current one (the marginal and zeta's
-        prior) plus the rank-two change of :meth:`screen`, both evaluated at zeta and
-        zeta +- :attr:`zeta_step` for every candidate at once (two more marginals and four
-        rank-two passes). A quadratic through the three points gives each candidate's
-        optimum zeta (at most :attr:`zeta_steps` steps away), and a quadratic through the KLs
-        its KL there.
-
-        On Amazon and Yelp (runs 0-2, 30 rounds, the ten best per round: 1800 candidates)
-        this is within -12%/+2% of the exact gain (1st-99th percentile -6.5%/+1.6%), where
-        the screen at fixed parameters is within -32%/+5% (-18%/+4%).
+        After a feature answer the refit moves zeta most; gamma and xi move by about a per
+        cent and are held. The log density along zeta after the answer (the marginal, zeta's
+        prior and the rank-two change of :meth:`screen`) is evaluated at zeta and zeta +-
+        :attr:`zeta_step` for every candidate at once; a quadratic through the three points
+        gives each candidate's optimum zeta (at most :attr:`zeta_steps` steps away), and a
+        quadratic through the KLs its KL there. On Amazon and Yelp this is within -12%/+2% of
+        the exact gain, the screen at fixed parameters within -32%/+5%.
         """
         k = np.asarray(features, dtype=int)
         return self._zeta_line[k], self._screen_all[0][k]
@@ -233,7 +199,6 @@ class FeatureScorer:
                 mg = Marginal.from_data(data, fit.gamma, fit.tau2, K=self.scorer.marginal.K,
                                         zeta=float(at[z]), delta=fit.delta)
                 _, dvalue, kl_at = self._changes(mg)
-            # what depends on zeta with gamma and xi held: the marginal and zeta's prior
             prior = next(v for name, v, *_ in prior_terms(at, data) if name == "zeta")
             logp.append(mg.value + prior + dvalue)
             kl.append(kl_at)
@@ -256,7 +221,6 @@ class FeatureScorer:
                      np.where(cls == IRRELEVANT, 0.0, self._screen_all[0]))
         return r[pairs[:, 0]] * r[pairs[:, 1]]
 
-    # -- exact ---------------------------------------------------------------------------
     def with_class(self, k: int, c: int) -> ModelData:
         """The round's data with feature ``k`` in class ``c`` (1 relevant, 0 irrelevant)."""
         classes = np.array(self.data.relevance)
@@ -278,30 +242,23 @@ class FeatureScorer:
 
     @cached_property
     def _step_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(theta, lower bounds, full Hessian): where the refits start and the Hessian of
-        their first Newton step (the round's base Hessian plus the answers' terms, which a
-        feature answer does not change)."""
+        """(theta, lower bounds, full Hessian): where the refits start and the Hessian of their
+        first Newton step (a feature answer does not change the answers' terms)."""
         lb = lower_bounds(self.data)
         theta = np.maximum(theta_of(self.fit, self.data), lb)
         return theta, lb, self.scorer.hessian + feedback_terms(theta, self.data, True)[2]
 
     def model_step_one(self, k: int, p: float) -> float:
-        """The expected gain with each answer's refit replaced by its first Newton step.
-
-        The step is the projected Newton step from the MAP with the new classes' gradient
-        and the round's base Hessian plus the answers' terms, the
-        predictive is evaluated where it lands: one evaluation of the log density and one of
-        the marginal per answer instead of a refit's four or five. It is the point a warm
-        refit's first iteration accepts (its local model adds nothing: a feature answer does
-        not change the answers' terms), within -4%/+3% of the exact gain on Amazon and Yelp
-        (the candidates of :meth:`zeta_screen`; 1st-99th percentile -1.2%/+0.6%).
-        ``nan`` where the step leaves the marginal undefined.
+        """The expected gain with each answer's refit replaced by its first projected Newton
+        step (the point a warm refit's first iteration accepts): one evaluation of the log
+        density and one of the marginal per answer instead of a refit's four or five; within
+        -4%/+3% of the exact gain on Amazon and Yelp. ``nan`` where the step leaves the
+        marginal undefined.
         """
         theta, lb, H = self._step_start
         kl = {}
         for c in (RELEVANT, IRRELEVANT):
             d2 = self.with_class(k, c)
-            # the kernel at the MAP is the round's: only the scales differ
             g = log_density(theta, d2, Marginal.at(theta, d2, K=self.scorer.marginal.K))[1]
             step = projected_step(H[None], g[None], theta[None], lb, None)[0][0]
             try:
@@ -316,18 +273,13 @@ class FeatureScorer:
         """Replace estimated gains ``u`` by exact ones (in place), best first, until the
         winner is certain; at most the ``refine`` best are re-scored.
 
-        Where exact re-scores are cheap (the budget of
-        :attr:`~elicit.elicitation.scorer.UtilityScorer.refine_flops` covers ``refine`` of
-        them: small problems) all ``refine`` are. Otherwise each estimate is refined one
-        level at a time, always the candidate whose estimate could be highest: the
-        zeta-line screen (:meth:`zeta_screen`), the first Newton steps
-        (:meth:`model_step_one`), the exact gain (:meth:`exact_one`). A candidate's estimate
-        could be as high as itself times ``1 +`` its level's margin (:attr:`screen_margin`,
-        :attr:`step_margin`) times the worst underestimate of an estimate of that level seen
-        so far (at least 1). The first exact re-scores, as many as the budget pays for (one
-        or more), are made at once; then refining stops when the best exact gain reaches
-        every other candidate's bound. At Amazon size that is one or two exact re-scores per
-        round and a step or two.
+        Where the budget :attr:`~elicit.elicitation.scorer.UtilityScorer.refine_flops` covers
+        ``refine`` exact re-scores, all are made. Otherwise the candidate whose estimate could
+        be highest is refined one level at a time (zeta-line screen, first Newton steps
+        :meth:`model_step_one`, exact gain), its bound being the estimate times ``1 +`` its
+        level's margin times the worst underestimate of that level seen so far (at least 1).
+        The first exact re-scores the budget pays for are made at once; then refining stops
+        when the best exact gain reaches every other bound.
         """
         order = np.argsort(-u, kind="stable")[:refine]
         if len(order) == 0:
@@ -349,7 +301,6 @@ class FeatureScorer:
             c = open_[int(np.argmax(bound))]
             if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):
                 break
-            # the first exact re-scores are made anyway: no step before them
             if level[c] == 0 and exact.sum() >= always:
                 v = self.model_step_one(features[c], p[c])
                 if not np.isnan(v):

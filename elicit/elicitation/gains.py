@@ -1,20 +1,10 @@
 """The registered utilities: what asking a question (or observing a new sample) is expected
-to teach, as registered objects (Afrabandpey et al. 2019, Sec. 3.2).
+to teach (Afrabandpey et al. 2019, Sec. 3.2); their table is :mod:`elicit.elicitation.utility`'s.
 
-:class:`Utility` is the base class and :data:`UTILITIES` the registry
-(:func:`register_utility`, :func:`get_utility`); :class:`PairUtility` scores pair questions
-at one MAP given the round's :class:`~elicit.elicitation.scorer.UtilityScorer`,
-:class:`FeatureUtility` feature questions given the round's
-:class:`~elicit.elicitation.features.FeatureScorer`, :class:`SampleUtility` new training
-samples at a posterior; the shipped utilities of each are registered here (their table:
-:mod:`elicit.elicitation.utility`). A utility returns :class:`Scores`; :func:`kl_gauss` is
-the KL of Gaussian predictives every predictive utility sums.
-
-This module is below the round's scorers (:mod:`~elicit.elicitation.scorer`,
-:mod:`~elicit.elicitation.features`), which it calls only through the objects it is given,
-and below the kinds of question (:mod:`elicit.elicitation.kinds`), which may register their
-own utilities; choosing an elicitation's utility from the user-facing options is
-:class:`~elicit.elicitation.utility.UtilityArgs`'.
+:class:`Utility` is the base class and :data:`UTILITIES` the registry; :class:`PairUtility`,
+:class:`FeatureUtility` and :class:`SampleUtility` score pair questions, feature questions and
+new training samples. A utility returns :class:`Scores`. This module sits below the round's
+scorers and the kinds of question, which may register their own utilities.
 """
 
 from __future__ import annotations
@@ -43,12 +33,8 @@ TARGETS: tuple[str, ...] = ("predictive", "params")
 
 @dataclass(frozen=True)
 class Utility(ABC):
-    """A registered expected utility: what asking a candidate is expected to teach
-    (:mod:`elicit.elicitation.utility`, which re-exports it).
-
-    Subclass :class:`PairUtility` (questions about feature pairs, what an
-    :class:`~elicit.elicitation.elicitor.Elicitor` asks) or :class:`SampleUtility` (new
-    training samples), give the instance a unique ``name`` and register it
+    """A registered expected utility. Subclass :class:`PairUtility`, :class:`FeatureUtility`
+    or :class:`SampleUtility`, give the instance a unique ``name`` and register it
     (:func:`register_utility`).
 
     Attributes
@@ -59,8 +45,7 @@ class Utility(ABC):
         What the gain is about (for example ``"predictive"`` or ``"params"``).
     custom_stan_refusal
         None when the utility works with a custom Stan file; otherwise the one-line error
-        that says why not and what to use instead (the fast screen and the parameter gain
-        use the shipped model's analytic Hessian).
+        that says why not and what to use instead.
     """
 
     name: str
@@ -71,28 +56,20 @@ class Utility(ABC):
     candidates: ClassVar[str] = ""
 
 
-
 _U = TypeVar("_U", bound=Utility)
 #: the registered utilities by name (a read-only mapping; add with :func:`register_utility`)
 UTILITIES: Registry[Utility] = Registry("utility")
 
 
 def register_utility(utility: _U) -> _U:
-    """Register ``utility`` under its name and return it.
-
-    Raises
-    ------
-    ElicitError
-        If it is not a :class:`Utility`, its name is empty, a mode name (``fast``,
-        ``exact``) or already registered.
-    """
+    """Register ``utility`` under its name and return it; a one-line ElicitError if it is not
+    a :class:`Utility` or its name is empty, a mode name or taken."""
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")
     if utility.name in MODES:
         raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
                           "a free name; register the utility under another name")
-    # add returns its argument, typed as the registry's item type
     return cast(_U, UTILITIES.add(utility.name, utility))
 
 
@@ -108,18 +85,14 @@ def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> 
     return 0.5 * np.sum(np.log(v0 / v1) + (v1 + (m1 - m0) ** 2) / v0 - 1.0, axis=0)
 
 
-
 @dataclass
 class Scores:
-    """Expected utilities of candidate questions.
+    """Expected utilities of candidate questions (rows ``(i, j)`` or ``(k, NO_FEATURE)``).
 
-    ``questions`` are the scored rows: pairs ``(i, j)`` and feature questions
-    ``(k, NO_FEATURE)`` (:mod:`elicit.elicitation.questions`). ``utility`` holds the exact
-    value where ``exact`` is True (refined or exact mode) and the screen's approximation
-    elsewhere; ``best`` indexes the chosen candidate. ``p_answer`` is the probability of the
-    first answer at the MAP: similar for a pair, relevant for a feature question. ``hessian``
-    is the base Hessian at the MAP when this round computed it: hand it to the engine's refit
-    after a pair answer (``Engine.fit(..., hessian=)``) so that the refit starts from it.
+    ``utility`` is exact where ``exact`` is True and the screen's approximation elsewhere;
+    ``p_answer`` is the probability of the first answer at the MAP. ``hessian`` is the base
+    Hessian at the MAP when this round computed it, for the engine's refit after the answer
+    (``Engine.fit(..., hessian=)``).
     """
 
     questions: np.ndarray
@@ -135,8 +108,7 @@ class Scores:
 
     @property
     def best(self) -> int:
-        # Choose among exactly scored candidates when there are any: screen values are on a
-        # different (approximate) scale and must not outrank exact ones.
+        # screen values are approximate and must not outrank exact ones
         u = np.where(self.exact, self.utility, -np.inf) if self.exact.any() else self.utility
         return int(np.argmax(u))
 
@@ -144,7 +116,6 @@ class Scores:
         """Candidate indices, best first: exact scores first, then the screen's order."""
         key = np.where(self.exact, 1.0, 0.0)
         return np.lexsort((-self.utility, -key))
-
 
 
 @dataclass(frozen=True)
@@ -156,28 +127,15 @@ class PairUtility(Utility):
     @abstractmethod
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
-        """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
-
-        Parameters
-        ----------
-        scorer
-            The round: data, MAP, engine, the model's link and the scoring pieces.
-        pairs
-            The candidate pairs.
-        refine
-            How many candidates an approximate utility may re-score exactly (the others
-            ignore it).
-        weight
-            The probability that each pair can be answered at all (in the relevance model,
-            :mod:`elicit.elicitation.features`): a pair's gain is its weight times the gain
-            of an answer. None: every pair can be (the paper's models).
-        """
+        """Expected utilities of ``pairs`` (k x 2) at the MAP of the round ``scorer``, an
+        approximate utility re-scoring up to ``refine`` exactly; ``weight`` (None: 1) is the
+        probability that each pair can be answered at all (the relevance model), a factor of
+        its gain."""
 
     def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
                      weight: np.ndarray | None, reach: float) -> Scores:
-        """:meth:`score` of pairs asked beside other questions, the best of which has the
-        exact gain ``reach``: a utility that refines approximate gains need not refine pairs
-        that cannot reach it (they keep their approximate gains). By default :meth:`score`.
+        """:meth:`score` of pairs asked beside other questions whose best exact gain is
+        ``reach``: pairs that cannot reach it need not be refined.
         """
         return self.score(scorer, pairs, refine, weight)
 
@@ -195,30 +153,20 @@ class SampleUtility(Utility):
 
 @dataclass(frozen=True)
 class FeatureUtility(Utility):
-    """A utility of feature questions ("does feature k affect the outcome?"), scored at one
-    MAP of a model with relevance classes (:mod:`elicit.elicitation.features`)."""
+    """A utility of feature questions, scored at one MAP of a model with relevance classes."""
 
     candidates: ClassVar[str] = "feature questions"
 
     @abstractmethod
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        """Expected utilities of asking about ``features`` (feature indices) at the MAP.
-
-        Parameters
-        ----------
-        scorer
-            The round's feature pieces (screen, exact refits, p(relevant)).
-        features
-            The candidate features.
-        refine
-            How many candidates an approximate utility may re-score exactly.
-        """
+        """Expected utilities of asking about ``features`` at the MAP of ``scorer`` (the
+        round's feature pieces), re-scoring up to ``refine`` exactly."""
 
 
 @dataclass(frozen=True)
 class PredictiveFast(PairUtility):
     """Expected KL of the predictive, fast: Laplace screen, batched Newton, exact refinement
-    of the best (the module docstring)."""
+    of the best (:mod:`elicit.elicitation.scorer`)."""
 
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
@@ -232,11 +180,8 @@ class PredictiveFast(PairUtility):
             u = weight * u
         exact = np.zeros(len(pairs), bool)
         scorer.newton_stage(u, w, s, weight, exact, pairs, remember=max(1, refine))
-        # The refinement looks at the candidates whose screened gain is within
-        # (1 + certainty_margin)^2 of the best: when even the best is that far below what
-        # another question reaches exactly, no pair is chosen, and refining them would be
-        # wasted (on Amazon and Yelp, runs 0-2 and 30 rounds, the best pair's exact gain is
-        # a median 0.5% and at most 19% of the best feature's).
+        # no pair can be chosen when even the best screened gain is (1 + certainty_margin)^2
+        # below what another kind reaches exactly (on Amazon and Yelp: at most 19% of it)
         if (refine > 0 and len(pairs)
                 and np.max(u) * (1.0 + scorer.certainty_margin) ** 2 >= reach):
             scorer.refine_best(pairs, w, s, u, exact, refine, weight)
@@ -298,11 +243,8 @@ class RelevanceExact(FeatureUtility):
 
 @dataclass(frozen=True)
 class SampleGain(SampleUtility):
-    """``0.5 log(1 + x' Sigma* x)``: the information a new observation at x gives about beta.
-
-    The mutual information between y at x and beta, given sigma^2, under
-    ``beta ~ N(mu*, sigma^2 Sigma*)`` and unit-variance-scaled noise (sigma^2 cancels): the
-    gain by which Table 1's ``act`` method adds training samples.
+    """``0.5 log(1 + x' Sigma* x)``: the mutual information between y at x and beta given
+    sigma^2 (which cancels), under ``beta ~ N(mu*, sigma^2 Sigma*)``; Table 1's ``act``.
     """
 
     def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:

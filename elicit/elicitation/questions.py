@@ -1,17 +1,8 @@
-"""A question, and how it is written down.
+"""A question (:class:`Query`), and how it is written down.
 
-A question is of one registered kind (:mod:`elicit.elicitation.kinds`): the paper's pair
-question "do features i and j affect the outcome in the same way?", the feature question
-"does feature k affect the outcome?", or one registered later. ``questions=`` says which kinds
-an elicitation asks (:func:`~elicit.elicitation.kinds.parse_questions`).
-
-In arrays a question is a row ``(i, j)``: a pair with ``i < j``, or a question about one
-feature ``(k, NO_FEATURE)``. Public objects (:class:`Query`, the answer tuples ``(i, j,
-answer)`` of :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) write the missing
-second feature as ``None``; both spellings are accepted where a question is given. A
-:class:`Query` also names its kind, which tells two kinds about one feature apart.
-:data:`NO_FEATURE` is the question table's (:mod:`elicit.elicitation.table`, below the
-kinds).
+In arrays a question is a row ``(i, j)``: a pair with ``i < j``, or ``(k, NO_FEATURE)`` about
+one feature. Public objects (:class:`Query`, the answer tuples ``(i, j, answer)``) write the
+missing second feature as ``None``; both spellings are accepted where a question is given.
 """
 
 from __future__ import annotations
@@ -29,13 +20,9 @@ from elicit.errors import ElicitError
 class Query:
     """A question to ask, and its expected information gain.
 
-    A pair question names features ``i`` and ``j``; a question about one feature names
-    ``i`` and has ``j = None`` (:meth:`feature_question`). ``kind`` is the name of its
-    registered kind; left out, it is the kind of the question's arity when only one is
-    registered (``"pairs"`` for two features, ``"relevance"`` for one).
-
-    ``expected_gain`` is None for the random strategy; ``exact_gain`` is True when the gain is
-    an exact refit value (or, for the ``params`` target, the Laplace-approximation value) and
+    A pair question names features ``i`` and ``j``; a question about one feature has
+    ``j = None``. ``kind`` is the name of its registered kind; left out, the only kind of the
+    question's arity. ``expected_gain`` is None for the random strategy; ``exact_gain`` is
     False for a fast-screen estimate.
     """
 
@@ -55,8 +42,7 @@ class Query:
     @classmethod
     def feature_question(cls, k: int, expected_gain: float | None = None,
                          exact_gain: bool = False, kind: str = "") -> Query:
-        """The question about feature ``k`` (by default "does feature ``k`` affect the
-        outcome?")."""
+        """The question about feature ``k``."""
         return cls(int(k), None, expected_gain, exact_gain, kind)
 
     @classmethod
@@ -85,9 +71,8 @@ class Query:
 
 
 def question_key(i, j=None) -> tuple[int, int]:
-    """The row of the question ``(i, j)``: a pair sorted ``i < j``, a one-feature question
-    ``(k, NO_FEATURE)`` for ``j`` None or :data:`NO_FEATURE`. Indices must be integers (a
-    one-line error otherwise); whether the question may be asked is the caller's check."""
+    """The row of the question ``(i, j)``: a pair sorted ``i < j``, or ``(k, NO_FEATURE)`` for
+    ``j`` None or :data:`NO_FEATURE`; a one-line error for non-integer indices."""
     try:
         a = _index(i)
         b = NO_FEATURE if j is None else _index(j)

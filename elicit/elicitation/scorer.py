@@ -8,54 +8,34 @@ The predictive utility of asking about pair (i, j) is
 where ``N_0`` is the Gaussian approximation (paper, appendix A) of the current predictive,
 mean ``x' mu*`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``, ``N_f`` the same after adding the
 answer f and refitting the MAP, and ``p(f = 1) = link.prob(xi - gamma . w_ij)`` with the
-*fitted* threshold xi and the model variant's feedback link (:mod:`elicit.model.link`; the
-paper's is logistic).
-
-Two modes:
+fitted threshold xi and the model variant's feedback link (:mod:`elicit.model.link`).
 
 ``exact``
-    The paper's procedure: refit the MAP for each candidate and each answer, warm-started
-    from the current MAP, with the engine in use.
+    The paper's procedure: refit the MAP for each candidate and answer, warm from the current
+    MAP, with the engine in use.
 
 ``fast`` (default)
     Three stages, each on fewer candidates:
 
-    1. *Laplace screen*, all candidates at once. Under a quadratic approximation of the
-       current log posterior (its Hessian ``-A`` at the MAP), adding the answer's term
-       ``log p(f | xi - w.gamma)`` moves the MAP along ``A^-1 v`` with
-       ``v = (-w, 1[, 0])``, by the root t of the scalar equation
-       ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (for the logistic link
-       ``t = f - sigma(z0 + q t)``, whose first Newton iterate is the Sherman-Morrison Newton
-       step ``(f - s) A^-1 v / (1 + s(1-s) q)``). Parameters on their bounds stay there and the
-       step is clipped back onto gamma >= 0. The predictive mean and variance move to first
-       order along the step.
-    2. *Batched Newton*: the screen's best candidates, as many as a floating-point budget
-       (:attr:`UtilityScorer.batch_flops`) allows, are refitted by projected Newton with the
-       log density evaluated for all of them in stacked numpy operations
-       (:mod:`elicit.model.batch`). With an engine that refits candidates in a stack (the
-       :class:`BatchRefits` capability: the numpy engine), these are the engine's own
-       refits, each row following the iterations of its refit alone: every row for a few
-       iterations, then those of the candidates that may win to convergence, and a
-       converged candidate's utility is exact. Otherwise the stage is a screen of a few
-       batched iterations. On the paper's synthetic problem it covers about a hundred
-       candidates; at Amazon size none (one stacked evaluation costs what a refit does),
-       and the screen alone ranks.
-    3. *Exact refinement*: the best estimates are refitted with the engine in use and scored
-       exactly; the query is chosen among those. On small problems, where refits are cheap
-       (:attr:`UtilityScorer.refine_flops`), the ``refine`` best are (the batched stage has
-       made most of them exact already). On larger ones refitting goes best first and
-       stops once the best exact utility exceeds the next estimate by a margin
-       (:meth:`UtilityScorer.refine_best`): at Amazon size about two candidates.
+    1. *Laplace screen*, all candidates at once. Under a quadratic approximation of the log
+       posterior (Hessian ``-A`` at the MAP), the answer's term ``log p(f | xi - w.gamma)``
+       moves the MAP along ``A^-1 v``, ``v = (-w, 1[, 0])``, by the root t of
+       ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (logistic: ``t = f - sigma(z0 + q t)``,
+       whose first Newton iterate is the Sherman-Morrison step ``(f - s) A^-1 v / (1 + s(1-s)
+       q)``). Parameters on their bounds stay there; the predictive mean moves to first order.
+    2. *Batched Newton*: the screen's best, as many as :attr:`UtilityScorer.batch_flops`
+       allows, are refitted by projected Newton in stacked numpy operations
+       (:mod:`elicit.model.batch`). With a :class:`BatchRefits` engine these are the engine's
+       own refits, and a converged candidate's utility is exact. About a hundred candidates
+       on the paper's synthetic problem, none at Amazon size.
+    3. *Exact refinement*: the best estimates are refitted with the engine and scored
+       exactly, all ``refine`` of them where :attr:`UtilityScorer.refine_flops` pays for it,
+       else best first until the winner is clear (:meth:`UtilityScorer.refine_best`).
 
-    Stage 1 alone ranks well on real data but misjudges magnitudes, and on small problems
-    its top pick can be far from the best: a surprising answer moves gamma far beyond the
-    quadratic approximation. ``docs/benchmarks.md`` measures the decisions against
-    ``exact``.
-
-    The refinement's refits are hypothetical: an engine that can finish a warm refit without
-    the checks of a real one (the :class:`WarmNewton` capability: the numpy engine's refit
-    after the expert's answer is checked for another mode, these are not) is asked to;
-    any other engine fits.
+    Stage 1 alone ranks well on real data but misjudges magnitudes: a surprising answer
+    moves gamma far beyond the quadratic approximation (``docs/benchmarks.md``). The
+    refinement's refits are hypothetical: a :class:`WarmNewton` engine finishes them without
+    the checks of a real refit.
 """
 
 from __future__ import annotations
@@ -84,23 +64,15 @@ from elicit.model.variants import get_model
 
 
 def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
-    """p(similar) = ``link.prob(xi - gamma . w)`` at the fitted MAP, for rows of ``w``.
-
-    ``link`` is the model variant's (``get_model(data.hyper.model).link``; the paper's is
-    :data:`~elicit.model.link.LOGISTIC`).
-    """
+    """p(similar) = ``link.prob(xi - gamma . w)`` at the fitted MAP, for rows of ``w``."""
     return link.prob(fit.xi - w @ fit.gamma)
 
 
 @runtime_checkable
 class WarmNewton(Protocol):
-    """An engine whose warm refits the caller can start and finish itself: the hypothetical
-    refits of a query round, which the engine remembers (so that its refit after the
-    expert's answer is one of them) but does not check as it checks a real one.
-
-    The fast utility's refinement asks an engine for this capability, not for its class.
-    The numpy engine offers it (:meth:`~elicit.engines.numpy_engine.NumpyEngine.newton_run`
-    and :meth:`~elicit.engines.numpy_engine.NumpyEngine.finish`).
+    """An engine whose warm refits the caller can start and finish itself: a round's
+    hypothetical refits, which the engine remembers (its refit after the expert's answer may
+    be one of them) but does not check as it checks a real one (the numpy engine).
     """
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> Any:
@@ -114,11 +86,8 @@ class WarmNewton(Protocol):
 
 @runtime_checkable
 class BatchRefits(Protocol):
-    """An engine that refits many candidate answers at once, each row as its own refit
-    would go (the numpy engine: :meth:`~elicit.engines.numpy_engine.NumpyEngine.refit_candidates`).
-
-    The fast utility's batched stage then gives exact utilities: on small problems one stack
-    of a hundred refits costs a few single ones.
+    """An engine that refits many candidate answers at once, each row as its own refit would
+    go (the numpy engine): the batched stage then gives exact utilities.
     """
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
@@ -134,36 +103,32 @@ class BatchRefits(Protocol):
 
 
 class UtilityScorer:
-    """One query round: the MAP the candidates are scored at, and the pieces that score them.
-
-    The registered :class:`~elicit.elicitation.gains.PairUtility` objects compose these
-    pieces (:meth:`screen`, :meth:`newton_stage`, :meth:`refine_best`, :meth:`exact`,
-    :meth:`param_gain`);
-    :meth:`score` runs the utility that the user-facing options name.
+    """One query round: the MAP the candidates are scored at, and the pieces the registered
+    :class:`~elicit.elicitation.gains.PairUtility` objects compose.
 
     Parameters
     ----------
     data
         The model data with the answers given so far.
     fit
-        The current MAP (not changed: what the scorer computes is returned in :class:`Scores`).
+        The current MAP (not changed).
     engine
         The engine used for exact refits.
     hessian
-        The base Hessian at (or near) the MAP, if the caller has one (the refit that made the
-        MAP ended with one: ``MAPResult.warm_hessian``); otherwise computed when first needed.
+        The base Hessian at (or near) the MAP if the caller has one (``MAPResult.warm_hessian``);
+        otherwise computed when first needed.
     """
 
     #: floating-point budget of the batched Newton stage of the fast mode, per round
     batch_flops: float = 7e7
-    #: floating-point budget of the exact re-scores that the fast mode always makes (on small
-    #: problems all ``refine`` of them); beyond it, re-scoring stops once the winner is clear
+    #: floating-point budget of the exact re-scores the fast mode always makes; beyond it,
+    #: re-scoring stops once the winner is clear
     refine_flops: float = 3e7
     #: re-scoring stops once the best exact utility exceeds the next candidate's estimate by
     #: this share (:meth:`refine_best`)
     refine_margin: float = 0.1
     #: iterations of every refit of the batched stage before only those of the candidates
-    #: that may win go on (with an engine that refits candidates exactly, BatchRefits)
+    #: that may win go on (BatchRefits)
     stage_iterations: int = 7
     #: the Newton decrement below which a refit of the batched stage waits to be finished
     stage_tol: float = 1e-7
@@ -184,12 +149,8 @@ class UtilityScorer:
 
     @property
     def hessian(self) -> np.ndarray:
-        """The base Hessian (y-likelihood and priors) at the MAP: the one given, else
-        computed once per scorer.
-
-        The screen needs it, and it warm-starts the engine's refits from this MAP (the exact
-        re-scores here, and the refit after the expert's answer: :attr:`Scores.hessian`).
-        """
+        """The base Hessian (y-likelihood and priors) at the MAP: the one given, else computed
+        once. The screen needs it, and it warm-starts the engine's refits from this MAP."""
         if self._hessian is None:
             theta = theta_of(self.fit, self.data)
             self._hessian = hessian_base(theta, self.data, self.marginal)
@@ -197,13 +158,12 @@ class UtilityScorer:
 
     @property
     def computed_hessian(self) -> np.ndarray | None:
-        """The base Hessian if this round has one (given or computed; :attr:`Scores.hessian`),
-        else None."""
+        """The base Hessian if this round has one (given or computed), else None."""
         return self._hessian
 
     def prepare(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``pairs`` as a (k x 2) integer array, their meta-feature differences ``w`` and
-        p(similar) at the MAP: what every pair utility starts from."""
+        p(similar) at the MAP."""
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)
         return pairs, w, answer_probability(self.fit, w, self.link)
@@ -218,18 +178,14 @@ class UtilityScorer:
         pairs
             The candidate pairs.
         utility
-            ``"fast"`` or ``"exact"`` (with ``target``: the pair questions' utility of that
-            mode), the name of a registered utility, or a
+            ``"fast"`` or ``"exact"`` (the pair questions' utility of that mode and
+            ``target``), the name of a registered utility, or a
             :class:`~elicit.elicitation.gains.PairUtility` object.
         refine
-            How many of the screen's best the fast mode re-scores exactly (at most): as many
-            as :attr:`refine_flops` pays for always, the rest until the winner is certain
-            (:meth:`refine_best`). ``Scores.exact`` marks the exact utilities.
+            How many of the screen's best the fast mode re-scores exactly (at most).
         target
-            ``"predictive"`` or ``"params"``. With ``"params"`` the utility is the
-            information the answer gives about (gamma, xi) (:meth:`param_gain`); it is exact
-            under the Laplace approximation, so the mode and ``refine`` do not apply and
-            every candidate is marked exact.
+            ``"predictive"`` or ``"params"`` (:meth:`param_gain`: exact under the Laplace
+            approximation, so the mode and ``refine`` do not apply).
         """
         gain = (utility if isinstance(utility, PairUtility)
                 else UtilityArgs(utility, target, refine).validate().only)
@@ -238,20 +194,11 @@ class UtilityScorer:
 
     def refine_best(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
                     exact: np.ndarray, refine: int, weight: np.ndarray | None = None) -> None:
-        """Replace estimated utilities by exact ones, best first, until the winner is clear.
-
-        The candidates are refitted in the order of their estimates (the screen's, or the
-        batched stage's), at most ``refine`` of them. Where the budget
-        (:attr:`refine_flops`) covers them all (small problems) all ``refine`` are;
-        otherwise refitting stops once the best exact utility exceeds the next candidate's
-        estimate by :attr:`refine_margin`. On the real Amazon and Yelp problems (90 rounds,
-        the screen's best 15 refitted exactly) the screen's best was exact's best in 68
-        rounds; stopping at a margin of 0.1 picked exact's best in 82 (mean loss 0.24% of the
-        best utility) after two candidates' refits on average, at 0.2 in 89 after four.
-
-        ``weight``, if given, multiplies each candidate's gain (``u`` holds weighted gains,
-        and every re-score is weighted alike): the probability that the pair is answerable at
-        all, in the relevance model (:mod:`elicit.elicitation.features`).
+        """Replace estimated utilities by exact ones, best first, at most ``refine``: all of them
+        where :attr:`refine_flops` covers them, else until the best exact utility exceeds the
+        next estimate by :attr:`refine_margin` (on Amazon and Yelp a margin of 0.1 picked
+        exact's best in 82 of 90 rounds, after two refitted candidates on average).
+        ``weight``, if given, multiplies each re-score (as it does ``u``).
         """
         order = np.argsort(-u, kind="stable")[:refine]
         per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
@@ -268,8 +215,7 @@ class UtilityScorer:
 
     def _start(self, d2: ModelData) -> np.ndarray:
         # exactly the start point the engine's warm refit uses
-        return np.maximum(theta_of(self.fit, d2),
-                          lower_bounds(d2))
+        return np.maximum(theta_of(self.fit, d2), lower_bounds(d2))
 
     @staticmethod
     def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
@@ -277,7 +223,6 @@ class UtilityScorer:
         return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta,
                                   delta=fit_f.delta).predictive()
 
-    # -- the parameter target --------------------------------------------------------------
     def param_gain(self, w: np.ndarray) -> np.ndarray:
         """Mutual information between the answer and theta_f = (gamma, xi), for rows of ``w``.
 
@@ -289,15 +234,10 @@ class UtilityScorer:
         the gain is :func:`bald_gain` ``(mu, s^2)`` (Houlsby et al. 2011). tau2, when
         learned, enters only through its correlation with gamma in Sigma.
 
-        The approximation is Gaussian and ignores the bounds gamma, xi >= 0. A parameter the
-        MAP puts *on* its bound is treated as fixed there (its row and column of H dropped),
-        as the fast screen and the engine's projected Newton steps do: the Gaussian centred
-        on the bound would put half its mass where the posterior has none, and the answers
-        that would push it further out cannot move it. Free parameters near a bound keep
-        their untruncated Gaussian, which overstates their spread towards the bound.
-
-        One Cholesky factorisation of ``-H`` serves every candidate; an indefinite ``-H``
-        (a MAP an optimiser left early) is damped (:func:`~elicit.model.linalg.damped_cho_factor`).
+        A parameter the MAP puts *on* its bound (gamma, xi >= 0) is treated as fixed there
+        (its row and column of H dropped), as the screen and the projected Newton steps do: a
+        Gaussian centred on the bound would put half its mass where the posterior has none.
+        An indefinite ``-H`` (a MAP an optimiser left early) is damped.
         """
         data, fit = self.data, self.fit
         theta = theta_of(fit, data)
@@ -314,7 +254,6 @@ class UtilityScorer:
                                                     A, check_finite=False))
         return bald_gain(fit.xi - w @ fit.gamma, np.maximum(s2, 0.0), self.link)
 
-    # -- exact ---------------------------------------------------------------------------
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each pair."""
         return np.array([self._exact_one(pair, s[c]) for c, pair in enumerate(pairs)])
@@ -328,34 +267,25 @@ class UtilityScorer:
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     def refit(self, d2: ModelData) -> MAPResult:
-        """The hypothetical refit of ``d2`` (this round's data and one more answer, or other
-        relevance classes), warm from the round's MAP and base Hessian, as the caller's refit
-        after that answer starts. An engine with the :class:`WarmNewton` capability finishes
-        it to its scoring tolerance without checking it for another mode: only the refit after
-        the expert's real answer goes on to the engine's tolerance and is checked
-        (``Engine.fit``)."""
+        """The hypothetical refit of ``d2`` (this round's data with one more answer, or other
+        relevance classes), warm from the round's MAP and base Hessian, as the real refit after
+        that answer starts; a :class:`WarmNewton` engine finishes it without its checks."""
         if isinstance(self.engine, WarmNewton):
             return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
         H = self.hessian if self.engine.uses_hessian else None
         return self.engine.fit(d2, init=self.fit, hessian=H)
 
-    # -- fast screen ---------------------------------------------------------------------
     def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray,
                      weight: np.ndarray | None = None, exact: np.ndarray | None = None,
                      pairs: np.ndarray | None = None, remember: int = 0) -> None:
-        """Re-score the screen's best candidates by batched Newton refits, within a budget
-        (``weight``: as for :meth:`refine_best`).
+        """Re-score the screen's best candidates by batched Newton refits, within
+        :attr:`batch_flops` (``weight``: as for :meth:`refine_best`).
 
-        On small problems (the paper's synthetic one) this covers every candidate and fixes
-        the screen's blind spot, the large moves after surprising answers; on Amazon-size
-        problems one batched evaluation costs as much as a refit and the stage is skipped.
-
-        With an engine that refits candidates in a stack (:class:`BatchRefits`), the stage
-        is the engine's own refits, run to convergence: a candidate whose two refits
-        converged is marked in ``exact``, and the engine remembers the refits of the
-        ``remember`` best of those (``pairs``: the candidates), so that its refit after the
-        expert's answer is one of them. Otherwise the stage is a screen (a few batched
-        iterations), and the refinement refits its best.
+        With a :class:`BatchRefits` engine these are the engine's own refits: a candidate
+        whose two refits converged is marked in ``exact``, and the engine remembers the refits
+        of the ``remember`` best of those (``pairs``: the candidates), so that its refit after
+        the expert's answer is one of them. Otherwise the stage is a screen of a few batched
+        iterations.
         """
         per_candidate = 2 * 6 * flops_per_eval(self.data)
         m = min(len(u), int(self.batch_flops // per_candidate))
@@ -376,10 +306,8 @@ class UtilityScorer:
                 u[top] = out if weight is None else weight[top] * out
                 return (run.status[:m] == CONVERGED) & (run.status[m:] == CONVERGED)
 
-            # Every refit goes a few iterations, to a screen's tolerance; those of the
-            # candidates that may win then go on to convergence (each row on the path it
-            # would have taken alone), the others stop there. Most refits converge in a few
-            # iterations; those that go far (after a surprising answer) cost many.
+            # every refit goes a few iterations; those of the candidates that may win then go on
+            # to convergence (each row on the path it would have taken alone)
             run.hold_below = self.stage_tol
             run.advance(self.stage_iterations)
             done = rescore()
@@ -419,7 +347,7 @@ class UtilityScorer:
         theta = theta_of(fit, data)
         lb = lower_bounds(data)
         H = self.hessian + feedback_terms(theta, data, True)[2]
-        # Parameters sitting on a bound stay there (the projected Newton step of the engine).
+        # parameters on a bound stay there (the engine's projected Newton step)
         free = theta > lb
         cho = damped_cho_factor(-H[np.ix_(free, free)])
         k = len(theta)
@@ -430,16 +358,11 @@ class UtilityScorer:
         Y = cho_solve(cho, V, check_finite=False)
         q = np.einsum("ic,ic->c", V, Y)
         z0 = fit.xi - w @ fit.gamma
-        # The predictive mean moves to first order along the step; its variance is held (the
-        # variance's Jacobian needs every B_a, as much work as the Hessian: on the real
-        # Amazon and Yelp problems, 72 rounds, the refinement's pick then equalled exact's
-        # best in 61 rounds against 63, mean loss 0.46% of the best gain against 0.37%,
-        # after 1.5 refitted candidates per round against 1.8).
+        # the variance is held: its Jacobian costs as much as the Hessian (held, the refinement
+        # picked exact's best in 61 of 72 rounds on Amazon and Yelp, against 63)
         Jm = self.marginal.mean_jacobian(learned)
-        # Only gamma (and tau2) move the predictive; xi does not. The KL of a mean moved by
-        # Jm s is s' M s / 2 with M = Jm' diag(1/v0) Jm: formed once (n k^2), so that no
-        # n x pool array is held (at 100,000 rows x 30 features those were most of a round's
-        # time and memory).
+        # only gamma (and tau2) move the predictive; the KL of a mean moved by Jm s is
+        # s' M s / 2, M = Jm' diag(1/v0) Jm, formed once so that no n x pool array is held
         kern_idx = data.layout.marginal_index
         M = Jm.T @ (Jm / self.v0[:, None])
         u = np.zeros(len(w))
@@ -458,15 +381,9 @@ def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, link: Link = LOGISTIC,
     """Solve ``t = link.score(z0 + q t, f)`` for each candidate (logistic:
     ``t = f - sigma(z0 + q t)``).
 
-    Under the quadratic (Laplace) approximation of the current posterior, the MAP after one
-    new answer term ``log p(f | z)`` moves along ``A^-1 v`` by the root t of this scalar
-    equation, monotone for a log-concave link. For the logistic link its first Newton
-    iterate from t = 0 is the plain Sherman-Morrison Newton step
-    ``(f - s) / (1 + q s (1 - s))``; iterating matters when the answer is surprising and the
-    answer's term is far from quadratic. Newton oscillates between the ends of the bracket
-    when q is large (a steep residual), so the root is found by bisection: it lies between 0
-    and ``score(z0, f)`` (logistic: ``f - sigma(z0)``, length < 1), and 60 halvings reach
-    machine precision for every candidate at once.
+    The step of the MAP along ``A^-1 v`` (the module docstring); iterating matters when the
+    answer is surprising. Newton oscillates when q is large, so the root is bracketed
+    between 0 and ``score(z0, f)`` and bisected: 60 halvings reach machine precision.
     """
     t0 = link.score(z0, f)
     lo, hi = np.minimum(0.0, t0), np.maximum(0.0, t0)

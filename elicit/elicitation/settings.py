@@ -1,17 +1,9 @@
 """The settings of a question round, in one object: :class:`RoundSettings`.
 
-What a round of questions needs besides the data and the model's hyperparameters: the model,
-the engine, the utility (mode, target, how many candidates are refined, a custom Stan
-program), the kinds of question asked, the pool of sampled questions a round scores, the
-query strategy and the seed of the query streams. The
-:class:`~elicit.elicitation.elicitor.Elicitor` takes it (``settings=``), a
-:class:`~elicit.session.session.Session` stores it in its file, and every sweep's
-configuration holds it (:class:`~elicit.harness.sweep.SweepConfig`) and records it whole in
-``config.json`` (:meth:`RoundSettings.to_json`, read back by :meth:`RoundSettings.from_json`).
-
-:meth:`RoundSettings.validate` is the one place these settings are checked (the utility's
-part through :meth:`~elicit.elicitation.utility.UtilityArgs.validate`), before any data are
-read or any Stan program is built.
+The :class:`~elicit.elicitation.elicitor.Elicitor` takes it (``settings=``), a session stores it
+in its file, and a sweep records it in ``config.json`` (:meth:`RoundSettings.to_json`,
+:meth:`RoundSettings.from_json`). :meth:`RoundSettings.validate` is the one place these
+settings are checked, before any data are read or any Stan program is built.
 """
 
 from __future__ import annotations
@@ -37,9 +29,7 @@ __all__ = ["RoundSettings", "default_model", "given_settings"]
 
 
 def default_model(questions: object) -> str:
-    """The model of a round that names none: the one the kinds asked need
-    (:attr:`~elicit.elicitation.kinds.QuestionKind.model`: the relevance model for feature
-    questions), else the paper's."""
+    """The model of a round that names none: the one the kinds asked need, else the paper's."""
     return model_for(questions) or PAPER
 
 
@@ -51,34 +41,26 @@ class RoundSettings:
     ----------
     model
         The named model (:mod:`elicit.model.variants`); None: the one the questions need
-        (:func:`default_model`), or for an :class:`~elicit.elicitation.elicitor.Elicitor`
-        given a ``hyper``, that one's.
+        (:func:`default_model`), or an Elicitor's ``hyper.model``.
     engine
         ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"`` (:mod:`elicit.engines`).
     utility
-        ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``, or the
-        name of a registered utility (:mod:`elicit.elicitation.utility`).
+        ``"fast"``, ``"exact"`` or a registered utility (:mod:`elicit.elicitation.utility`).
     utility_target
         What a question's gain is about: ``"predictive"`` (the paper's) or ``"params"``.
     refine
         How many candidates the fast mode re-scores exactly.
     stan_file
-        A custom Stan program (cmdstan/pystan engines only); recorded by path and content
-        hash (:meth:`stan_settings`).
+        A custom Stan program (cmdstan/pystan engines only), recorded by path and hash.
     questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`),
-        kept as :func:`~elicit.elicitation.kinds.spell_questions` writes them (``"pairs"``,
-        ``"both"``, ...).
+        The kinds of question asked, as :func:`~elicit.elicitation.kinds.spell_questions`
+        writes them.
     pool_size
-        How many of a round's sampled questions (pairs) the round scores; None: the
-        Elicitor's default (in a sweep: the problem's own).
+        How many of a round's sampled questions (pairs) the round scores; None: the default.
     strategy
-        The query strategy (:func:`~elicit.elicitation.strategies.get_strategy`); None in a
-        sweep, which runs each of its strategies in turn.
+        The query strategy; None in a sweep, which runs each of its strategies in turn.
     seed
-        Seeds the query random streams (a session's round r draws from
-        ``SeedSequence([seed, r])``, a sweep's run r and strategy from
-        :func:`~elicit.harness.problem.strategy_stream`).
+        Seeds the query random streams (a session's round r: ``SeedSequence([seed, r])``).
     """
 
     model: str | None = None
@@ -93,17 +75,8 @@ class RoundSettings:
     seed: int = 0
 
     def validate(self) -> RoundSettings:
-        """Check the settings; return them resolved: the questions spelled as recorded, the
-        model named (:func:`default_model` for None), ``refine`` and ``seed`` as ints and the
-        Stan program as a path string.
-
-        Raises
-        ------
-        ElicitError
-            One line for an unknown engine, model, kind of question, utility or strategy, a
-            model or utility the kinds asked cannot take, a negative ``refine``, a pool size
-            below 1 or a negative seed.
-        """
+        """Check the settings (one-line ElicitErrors) and return them resolved: the questions
+        spelled as recorded, the model named, ints, and the Stan program as a path string."""
         questions = spell_questions(self.questions)
         model = default_model(questions) if self.model is None else self.model
         if not isinstance(self.engine, str) or self.engine not in ENGINES:
@@ -124,12 +97,12 @@ class RoundSettings:
                                    else int(self.pool_size))
 
     def utility_args(self) -> UtilityArgs:
-        """The utility's part of the settings (checked by its own ``validate``)."""
+        """The utility's part of the settings."""
         return UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file,
                            self.questions, PAPER if self.model is None else self.model)
 
     def question_utility(self) -> QuestionUtility:
-        """The utility that scores the questions (:meth:`UtilityArgs.validate`)."""
+        """The utility that scores the questions."""
         return self.utility_args().validate()
 
     def stan_settings(self) -> dict[str, str | None]:
@@ -140,9 +113,8 @@ class RoundSettings:
                 "stan_file_sha256": file_sha256(self.stan_file)}
 
     def to_json(self) -> dict[str, Any]:
-        """The settings as ``config.json`` records them: every field under its own name
-        (the Stan program by path and hash), so that folders written before this object
-        existed, which recorded the same keys, compare key by key."""
+        """The settings as ``config.json`` records them: every field under its own name (the
+        Stan program by path and hash), as older folders recorded the same keys."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             if f.name == "stan_file":
@@ -154,11 +126,8 @@ class RoundSettings:
     @classmethod
     def from_json(cls, d: Mapping[str, Any], legacy: Mapping[str, Any] | None = None,
                   ) -> RoundSettings:
-        """The settings a record holds (:meth:`to_json`'s keys; other keys are ignored).
-
-        A key the record lacks takes its value from ``legacy`` (what the records written
-        before the setting existed did), else the field's default.
-        """
+        """The settings a record holds (:meth:`to_json`'s keys); a key it lacks takes its value
+        from ``legacy`` (what records before the setting did), else the field's default."""
         legacy = legacy or {}
         kw = {f.name: d.get(f.name, legacy.get(f.name, f.default))
               for f in dataclasses.fields(cls)}
@@ -170,17 +139,9 @@ def given_settings(settings: RoundSettings | None, *, engine: object = "auto",
                    refine: int = 10, pool_size: int | None = None, target: str = "predictive",
                    questions: object = PAPER_QUESTIONS, strategy: str | None = None,
                    seed: int = 0) -> RoundSettings:
-    """The settings a caller gives an :class:`~elicit.elicitation.elicitor.Elicitor` or a
-    :class:`~elicit.session.session.Session`: either ``settings`` or the keywords (an engine
-    object counts by its registered name, else as ``"auto"``), not both; not yet validated.
-    The keywords' defaults are :class:`RoundSettings`'s: a keyword at its default is not
-    "given".
-
-    Raises
-    ------
-    ElicitError
-        Both ``settings`` and keywords other than their defaults.
-    """
+    """The settings a caller gives an Elicitor or a Session: ``settings`` or the keywords (an
+    engine object counts by its registered name, else as ``"auto"``), not both (a keyword at
+    its default is not given); not yet validated."""
     name = engine if isinstance(engine, str) else getattr(engine, "name", "auto")
     given = RoundSettings(
         engine=name if name in ENGINES or isinstance(engine, str) else "auto",

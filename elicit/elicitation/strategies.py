@@ -1,59 +1,31 @@
 """Query strategies: which questions to ask next.
 
 The paper's three strategies (Afrabandpey et al. 2019, Sec. 4), each choosing among the
-*allowed* questions (not asked yet, not excluded by the caller, and no pair with a feature the
+*allowed* questions (not asked yet, not excluded by the caller, no pair with a feature the
 expert called irrelevant):
 
 ``random``
     uniformly random allowed questions;
 ``nonsequential``
-    the expected information gain (:mod:`elicit.elicitation.utility`) of every candidate is
-    computed once, at the no-feedback MAP, and the questions are asked in that ranked order;
+    every candidate's expected information gain (:mod:`elicit.elicitation.utility`) computed
+    once, at the no-feedback MAP, and the questions asked in that ranked order;
 ``sequential``
-    a fresh random pool of allowed questions is scored at the current MAP, and the best is
-    asked (pool size ``min(#pairs, 10 p, 4000)`` by default; the paper uses 400 on real data).
+    a fresh random pool of allowed questions scored at the current MAP, and the best asked
+    (pool size ``min(#pairs, 10 p, 4000)`` by default; the paper uses 400 on real data).
 
-Which questions a round chooses among depends on the kinds of question asked
-(:mod:`elicit.elicitation.kinds`):
+With several kinds of question a round's *mixed pool* (:func:`round_pool`) holds, of each
+kind, ``pool_size`` random allowed questions (a kind whose ``pool`` is ``"sample"``: pairs) or
+every allowed one (``"all"``): sequential scores it, random draws from it (so that 337 feature
+questions are not drowned by 56,616 pairs), non-sequential ranks the first round's pool.
 
-one kind (the paper: pairs)
-    random draws among all allowed questions, sequential scores a random pool R_p of
-    ``pool_size`` allowed pairs, non-sequential ranks every question;
-several kinds
-    a round's *mixed pool* (:func:`round_pool`) holds, of each kind, a random sample of
-    ``pool_size`` allowed questions (a kind whose ``pool`` is ``"sample"``: pairs) or every
-    allowed one (``"all"``: a kind about one feature): sequential scores it and asks the
-    best, random draws uniformly from it (so that 337 feature questions are not drowned by
-    56,616 pairs), non-sequential ranks the first round's pool once, at the no-feedback MAP,
-    and asks down that ranking, skipping what is no longer allowed.
+A strategy is a registered :class:`Strategy` with a ``choose`` method (``docs/extending.md``);
+its ``stream_id`` seeds its questions in sweeps, so a strategy registered later never re-seeds
+the stored results of the others. It scores only through the state (``state.score``,
+``state.nonsequential_ranking``) that the :class:`~elicit.elicitation.elicitor.Elicitor` owns.
 
-Each strategy is a small registered object (:class:`Strategy`): its name, its display label,
-whether it reads the no-feedback ranking, whether it draws a pool, and a fixed random-stream
-id. Sweeps seed each strategy's questions by that id, so a strategy registered later never
-re-seeds the stored results of the others. :func:`get_strategy` and
-:func:`register_strategy` are the registry; :data:`STRATEGIES` names the paper's three, the
-defaults of sweeps and sessions. A new strategy is a subclass with a ``choose`` method,
-registered from anywhere (no edit in this package)::
-
-    class FirstAllowed(Strategy):
-        def choose(self, state, allowed, rng, k):
-            return [state.query(t) for t in allowed[:k]]
-
-    register_strategy(FirstAllowed("first", "First allowed", stream_id=10))
-
-The :class:`~elicit.elicitation.elicitor.Elicitor` owns the state they read (the data, the
-current MAP, the engine, the utility settings, the cached non-sequential ranking) and decides
-which questions are allowed; a strategy chooses among them, and scores candidates only
-through the state (``state.score``, ``state.nonsequential_ranking``): choosing is separate
-from scoring. The sweeps of the paper and real-expert sessions both ask through
-:func:`choose`.
-
-Asking ``k`` questions at once (a batch) adds one rule, :func:`disjoint_greedy`: the ranked
-questions are walked best first and a question is taken only if it shares no feature with a
-question already taken, then the best remaining ones fill up the batch. Pairs that share a
-feature have correlated meta-feature differences, so their answers tell the model much the
-same thing. For a batch the fast utility refines the ``max(refine, 2k)`` best screened
-questions exactly, so the batch is ranked on exact gains where possible.
+A batch of ``k`` questions is chosen by :func:`disjoint_greedy` (pairs that share a feature
+tell the model much the same thing); the fast utility then refines the ``max(refine, 2k)``
+best exactly.
 
 Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
 questions):
@@ -65,12 +37,7 @@ questions):
   questions in table order, asked in the order drawn; with several the same over the round's
   mixed pool, drawn first;
 * sequential: the pool;
-* nonsequential: with one kind no draws; with several the first round's pool
-  (:meth:`~elicit.elicitation.elicitor.Elicitor.nonsequential_ranking`).
-
-The allowed questions are a :class:`~elicit.elicitation.table.QuestionSet`: table indices that
-are counted and drawn from without being listed (all pairs of 10,000 features are 50 million),
-with the same draws as from the list.
+* nonsequential: with one kind no draws; with several the first round's pool.
 """
 
 from __future__ import annotations
@@ -100,9 +67,7 @@ STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
 __all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "ElicitationState", "Query", "Ranking",
            "Strategy", "answer_probabilities", "choose", "disjoint_greedy", "draw_pool",
-           "get_strategy",
-           "nonsequential_queries", "random_queries", "register_strategy", "round_pool",
-           "sequential_queries", "unregister_strategy"]
+           "get_strategy", "register_strategy", "round_pool", "unregister_strategy"]
 
 
 @dataclass(frozen=True)
@@ -125,16 +90,14 @@ class ElicitationState(Protocol):
     """What a strategy reads of an elicitation (an
     :class:`~elicit.elicitation.elicitor.Elicitor` provides it)."""
 
-    #: every question that may be asked, by index (:mod:`elicit.elicitation.table`)
     table: QuestionTable
-    #: the kinds of question asked (:mod:`elicit.elicitation.kinds`)
     kinds: tuple[QuestionKind, ...]
     data: ModelData
     fit: MAPResult
     engine: Engine
     utility: str
     refine: int
-    #: what the gains are about: "predictive" or "params" (:mod:`elicit.elicitation.utility`)
+    #: what the gains are about: "predictive" or "params"
     target: str
     pool_size: int
 
@@ -143,13 +106,12 @@ class ElicitationState(Protocol):
         ...
 
     def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected gains of the questions ``questions`` (table indices) at the current MAP
-        (refining ``refine`` of them, by default the state's own ``refine``)."""
+        """Expected gains of the questions ``questions`` (table indices) at the current MAP."""
         ...
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The candidates ranked at the no-feedback MAP (computed once, then cached; ``rng``
-        draws the first round's pool of a mixed elicitation)."""
+        """The candidates ranked at the no-feedback MAP (computed once; ``rng`` draws the
+        first round's pool of a mixed elicitation)."""
         ...
 
 
@@ -165,20 +127,13 @@ class Strategy(ABC):
         How figures and reports show it (``"Sequential"``).
     stream_id
         The fixed id of its random stream: sweeps seed run r of a strategy with
-        ``SeedSequence([seed, r, stream_id, 7])``. Unique among the registered strategies
-        and never changed once results exist (the paper's: random 0, nonsequential 1,
-        sequential 2).
+        ``SeedSequence([seed, r, stream_id, 7])``. Unique, and never changed once results
+        exist (the paper's: random 0, nonsequential 1, sequential 2).
     needs_ranking
-        Whether it reads the no-feedback ranking (``state.nonsequential_ranking()``), which
-        is made before any answer.
+        Whether it reads the no-feedback ranking, which is made before any answer.
     draws_pool
         Whether it scores a random pool of ``state.pool_size`` pairs (``Elicitor.next_query``
         warns when a pool size the user chose exceeds the allowed pairs).
-
-    A strategy that scores or ranks questions reads the kinds' API, whatever the kinds
-    asked: ``state.score(index)`` (expected gains), ``state.query(index)`` (the question),
-    and the kinds' :meth:`~elicit.elicitation.kinds.QuestionKind.answer_probability`
-    through :func:`answer_probabilities`.
     """
 
     name: str
@@ -190,53 +145,55 @@ class Strategy(ABC):
     @abstractmethod
     def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``).
-
-        Parameters
-        ----------
-        state
-            The elicitation state (questions, data, MAP, scoring).
-        allowed
-            The questions that may be asked: increasing table indices
-            (:class:`~elicit.elicitation.table.QuestionSet`, which reads like an array of
-            them: ``len``, ``allowed[t]``, ``np.asarray``).
-        rng
-            The strategy's random stream; a seed must keep asking the same questions.
-        k
-            How many questions.
-        """
+        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``), among
+        ``allowed``: increasing table indices (a
+        :class:`~elicit.elicitation.table.QuestionSet`, which reads like an array of them).
+        ``rng`` is the strategy's random stream."""
 
 
 @dataclass(frozen=True)
 class RandomStrategy(Strategy):
-    """Uniformly random allowed questions (:func:`random_queries`): among all allowed
-    questions of the one kind asked, or, with several kinds, among the round's mixed pool
-    (:func:`round_pool`)."""
+    """``k`` distinct questions drawn uniformly, in the order drawn: among all allowed
+    questions of the one kind asked, or among the round's mixed pool."""
 
     def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         among: QuestionSet | np.ndarray = allowed
         if len(state.kinds) > 1:
             among = round_pool(state, allowed, rng)
-        return random_queries(state, among, rng, k)
+        # with k = 1 this draws as rng.choice(n) does, so a batch of one asks the same question
+        drawn = rng.choice(len(among), size=k, replace=False)
+        return [state.query(int(among[int(t)])) for t in drawn]
 
 
 @dataclass(frozen=True)
 class NonSequentialStrategy(Strategy):
-    """The no-feedback ranking, asked in order (:func:`nonsequential_queries`)."""
+    """The first ``k`` allowed questions of the no-feedback ranking."""
 
     def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        return nonsequential_queries(state, state.nonsequential_ranking(rng), allowed, k)
+        ranking = state.nonsequential_ranking(rng)
+        keep = allowed.contains(ranking.index)
+        if not keep.any():
+            raise ElicitError(f"every question of the non-sequential ranking has been asked (it "
+                              f"ranks the {len(ranking.index)} questions of the first round's "
+                              "pool); continue with another strategy")
+        index, gain, exact = ranking.index[keep], ranking.gain[keep], ranking.exact[keep]
+        picked = disjoint_greedy(state.table.rows(index), np.arange(len(index)), k)
+        return [state.query(int(index[t]), gain[t], exact[t]) for t in picked]
 
 
 @dataclass(frozen=True)
 class SequentialStrategy(Strategy):
-    """The best of a fresh random pool, scored at the current MAP (:func:`sequential_queries`)."""
+    """The best ``k`` questions of a fresh random pool, scored at the current MAP."""
 
     def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        return sequential_queries(state, allowed, rng, k)
+        pool = round_pool(state, allowed, rng)
+        # rank a batch on exact gains where possible: refine at least two per question
+        scores = state.score(pool, refine=None if k == 1 else max(state.refine, 2 * k))
+        picked = disjoint_greedy(scores.questions, scores.ranking(), k)
+        return [state.query(int(pool[t]), scores.utility[t], scores.exact[t]) for t in picked]
 
 
 _S = TypeVar("_S", bound=Strategy)
@@ -245,15 +202,9 @@ STRATEGY_REGISTRY: Registry[Strategy] = Registry("strategy")
 
 
 def register_strategy(strategy: _S) -> _S:
-    """Register ``strategy`` under its name and return it.
-
-    Raises
-    ------
-    ElicitError
-        If it is not a :class:`Strategy`, or its name is empty or taken, or its stream id is
-        not a non-negative integer or is taken (a shared stream would correlate two
-        strategies' questions; a changed one would re-seed stored results).
-    """
+    """Register ``strategy`` under its name and return it; a one-line ElicitError if it is not
+    a :class:`Strategy`, its name is empty or taken, or its stream id is not a non-negative
+    integer or is taken (a shared stream would correlate two strategies' questions)."""
     if not isinstance(strategy, Strategy):
         raise ElicitError(f"register_strategy takes a Strategy object, got "
                           f"{type(strategy).__name__}")
@@ -265,7 +216,6 @@ def register_strategy(strategy: _S) -> _S:
     if int(sid) in taken:
         raise ElicitError(f"stream id {sid} is taken by strategy {taken[int(sid)]!r}; give "
                           f"{name!r} an unused one (taken: {sorted(taken)})")
-    # add returns its argument, typed as the registry's item type
     return cast(_S, STRATEGY_REGISTRY.add(name, strategy))
 
 
@@ -285,28 +235,10 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
 
 def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
-    """The questions to ask next under ``strategy``, best first.
-
-    Parameters
-    ----------
-    strategy
-        The name of a registered strategy (:func:`get_strategy`): ``"random"``,
-        ``"nonsequential"``, ``"sequential"`` or one registered later.
-    state
-        The elicitation state the strategy reads.
-    allowed
-        The questions that may be asked, as increasing table indices (a
-        :class:`~elicit.elicitation.table.QuestionSet` or an array).
-    rng
-        The random stream (see the module docstring for what each strategy draws).
-    k
-        How many questions; more than one are chosen feature-disjoint where possible
-        (:func:`disjoint_greedy`). Capped at ``len(allowed)``.
-
-    Returns
-    -------
-    list of Query
-        ``min(k, len(allowed))`` questions.
+    """The ``k`` questions (at most ``len(allowed)``) to ask next under the registered
+    ``strategy``, best first, among ``allowed`` (increasing table indices: a
+    :class:`~elicit.elicitation.table.QuestionSet` or an array), drawing from ``rng`` as the
+    module docstring says.
     """
     chosen = get_strategy(strategy)
     if not isinstance(allowed, QuestionSet):
@@ -315,17 +247,6 @@ def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.nda
         raise ElicitError("no question is left to ask")
     k = min(int(k), len(allowed))
     return chosen.choose(state, allowed, rng, k)
-
-
-def random_queries(state: ElicitationState, allowed: QuestionSet | np.ndarray,
-                   rng: np.random.Generator, k: int) -> list[Query]:
-    """``k`` distinct questions of ``allowed`` (table indices) drawn uniformly, in the order
-    drawn."""
-    # With k = 1 this consumes rng exactly as rng.choice(n) does (NumPy's sampler without
-    # replacement draws one bounded integer, as integers(0, n) does), so asking one question
-    # at a time and asking a batch of one give the same question.
-    drawn = rng.choice(len(allowed), size=k, replace=False)
-    return [state.query(int(allowed[int(t)])) for t in drawn]
 
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
@@ -339,12 +260,9 @@ def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
 
 def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
-    """The questions one round chooses among, as increasing table indices.
-
-    Of each kind in the table's order: a random pool of ``state.pool_size`` of its allowed
-    questions (:func:`draw_pool`; a kind whose ``pool`` is ``"sample"``, the paper's R_p of
-    pairs; no draw when none is allowed) or every allowed one (``"all"``).
-    """
+    """The questions one round chooses among, as increasing table indices: of each kind, a
+    random pool of ``state.pool_size`` allowed questions (:func:`draw_pool`; ``pool`` is
+    ``"sample"``) or every allowed one (``"all"``)."""
     parts = []
     for kind, members in allowed.by_kind():
         if len(members) == 0:
@@ -355,10 +273,8 @@ def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Gen
 
 
 def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.ndarray:
-    """The model's probability of each question's first answer (similar, relevant, ...) at
-    the current MAP, each from its kind
-    (:meth:`~elicit.elicitation.kinds.QuestionKind.answer_probability`); ``questions`` are
-    table indices."""
+    """The model's probability of the first answer (similar, relevant, ...) to each of the
+    ``questions`` (table indices) at the current MAP, from its kind."""
     index = np.asarray(questions, dtype=np.int64).reshape(-1)
     round_ = ScoringRound(UtilityScorer(state.data, state.fit, state.engine))
     seg = state.table.segment_of(index)
@@ -371,43 +287,9 @@ def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.n
     return out
 
 
-def sequential_queries(state: ElicitationState, allowed: QuestionSet,
-                       rng: np.random.Generator, k: int) -> list[Query]:
-    """The best ``k`` questions of a fresh random pool (:func:`round_pool`), scored at the
-    current MAP."""
-    pool = round_pool(state, allowed, rng)
-    # Rank a batch on exact gains where possible: refine at least two per question.
-    scores = state.score(pool, refine=None if k == 1 else max(state.refine, 2 * k))
-    picked = disjoint_greedy(scores.questions, scores.ranking(), k)
-    return [state.query(int(pool[t]), scores.utility[t], scores.exact[t]) for t in picked]
-
-
-def nonsequential_queries(state: ElicitationState, ranking: Ranking,
-                          allowed: QuestionSet, k: int) -> list[Query]:
-    """The first ``k`` allowed questions of the no-feedback ranking (feature-disjoint if
-    k > 1).
-
-    Raises
-    ------
-    ElicitError
-        When no question of the ranking is allowed any more (a mixed elicitation ranks only
-        its first round's pool).
-    """
-    keep = allowed.contains(ranking.index)
-    if not keep.any():
-        raise ElicitError(f"every question of the non-sequential ranking has been asked (it "
-                          f"ranks the {len(ranking.index)} questions of the first round's "
-                          "pool); continue with another strategy")
-    index, gain, exact = ranking.index[keep], ranking.gain[keep], ranking.exact[keep]
-    picked = disjoint_greedy(state.table.rows(index), np.arange(len(index)), k)
-    return [state.query(int(index[t]), gain[t], exact[t]) for t in picked]
-
-
 def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[int]:
-    """Walk ``order`` (best first) taking questions that share no feature with those taken
-    (a pair is about two features, a feature question about one); fill up with the best
-    remaining questions if that gives fewer than ``k``. Returns row indices of
-    ``questions``; with ``k = 1`` simply ``order[0]``."""
+    """Walk ``order`` (best first) taking questions that share no feature with those taken,
+    then fill up with the best remaining ones; row indices of ``questions``."""
     picked: list[int] = []
     used: set[int] = set()
     for t in order:
@@ -427,7 +309,6 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
 
 
 def _as_set(state: ElicitationState, index: np.ndarray) -> QuestionSet:
-    """Table indices given as an array, as a :class:`QuestionSet` of the state's table."""
     seg = state.table.segment_of(index)
     return QuestionSet(state.table, [ArraySet(np.sort(index[seg == s]) - state.table.offsets[s])
                                      for s in range(len(state.table.segments))])

@@ -1,25 +1,16 @@
 """The question table of an elicitation: every question it may ask, in a fixed order, without
 writing the questions down.
 
-An elicitation asks questions of one or more kinds (:mod:`elicit.elicitation.kinds`). Its
-:class:`QuestionTable` holds one :class:`Segment` per kind, in the order of the kinds: the
-candidate pairs of the pair questions, then one question per feature of each one-feature
-kind. A question is its *index* in the table (what the strategies choose among and the
-non-sequential ranking points into); its *row* is ``(i, j)`` for a pair, ``(k,
-NO_FEATURE)`` for a question about one feature.
+A :class:`QuestionTable` holds one :class:`Segment` per kind asked, in the kinds' order. A
+question is its *index* in the table (what the strategies choose among); its *row* is
+``(i, j)`` for a pair, ``(k, NO_FEATURE)`` for a question about one feature. When the pairs are
+all p(p-1)/2 pairs none is stored: pair (i, j), i < j, has the index
+``i (2p - i - 1) / 2 + (j - i - 1)`` (:func:`pair_rank`, :func:`pair_unrank`); at p = 10,000
+the rows would take 0.8 GB.
 
-When the pairs are all p(p-1)/2 pairs, none is stored: pair (i, j), i < j, has the index
-``k = i (2p - i - 1) / 2 + (j - i - 1)`` and the row of an index is found by inverting it
-(:func:`pair_rank`, :func:`pair_unrank`). At p = 10,000 the table of 50 million pairs takes
-no memory where the rows took 0.8 GB and an index of them ~9 GB.
-
-The questions still open in a round (not asked, not excluded, not about a feature another
-kind's answers closed) are a :class:`QuestionSet`: increasing table indices that are
-counted, selected by position and tested for membership without being listed. Among all
-pairs of the features still open, the i-th open pair is found from the sorted positions of
-the few asked ones, so a round costs O(answers) instead of O(p^2); drawing a pool
-(:meth:`QuestionSet.sample`) makes the same draws, and so chooses the same questions, as
-listing the open questions and drawing from that list.
+The questions still open in a round are a :class:`QuestionSet`: increasing table indices that
+are counted, selected by position and tested for membership without being listed, so a round
+costs O(answers) instead of O(p^2), with the same draws as from the listed questions.
 """
 
 from __future__ import annotations
@@ -45,8 +36,6 @@ def feature_rows(features) -> np.ndarray:
     return np.column_stack([k, np.full(len(k), NO_FEATURE)])
 
 
-# -- all pairs in closed form ----------------------------------------------------------------
-
 def n_pairs(p: int) -> int:
     """p(p-1)/2."""
     return p * (p - 1) // 2
@@ -58,8 +47,7 @@ def _start(i: np.ndarray, p: int) -> np.ndarray:
 
 
 def pair_rank(i: np.ndarray, j: np.ndarray, p: int) -> np.ndarray:
-    """The index of pair (i, j), i < j, among all pairs of p features ordered by i, then j
-    (:func:`elicit.model.spec.all_pairs`)."""
+    """The index of pair (i, j), i < j, among all pairs of p features ordered by i, then j."""
     i = np.asarray(i, dtype=np.int64)
     return _start(i, p) + (np.asarray(j, dtype=np.int64) - i - 1)
 
@@ -76,8 +64,6 @@ def pair_unrank(k: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
         i = np.where((i + 1 <= p - 2) & (_start(i + 1, p) <= k), i + 1, i)
     return i, k - _start(i, p) + i + 1
 
-
-# -- sets of questions -----------------------------------------------------------------------
 
 class LocalSet(ABC):
     """Increasing indices of one segment's questions, listed only on request."""
@@ -122,12 +108,10 @@ class ArraySet(LocalSet):
 
 
 class PairsAmong(LocalSet):
-    """All pairs of the features ``open`` (sorted), except the pairs ``removed`` (their
-    sorted positions among those pairs), as indices among all pairs of ``p`` features.
-
-    The pairs of ``open`` keep the order of all pairs, so the t-th of them is
-    ``pair_unrank(t, m)`` mapped through ``open``; with the removed positions R sorted, the
-    member at position q is ``q + #{s: R[s] - s <= q}``.
+    """All pairs of the features ``open`` (sorted) except the pairs ``removed`` (sorted
+    positions among them), as indices among all pairs of ``p`` features: the t-th pair of
+    ``open`` is ``pair_unrank(t, m)`` mapped through ``open``, and with the removed positions
+    R the member at position q is ``q + #{s: R[s] - s <= q}``.
     """
 
     def __init__(self, p: int, open_: np.ndarray, removed: np.ndarray) -> None:
@@ -157,11 +141,8 @@ class PairsAmong(LocalSet):
 
 class QuestionSet:
     """A set of questions of a table: increasing table indices, one :class:`LocalSet` per
-    segment, listed only on request.
-
-    It reads like the increasing index array it stands for: ``len``, indexing by position
-    (an integer, an integer array or a slice), ``np.asarray``, iteration; :meth:`contains`
-    tests membership and :meth:`by_kind` splits it by kind.
+    segment, listed only on request. It reads like the index array it stands for (``len``,
+    indexing by position, ``np.asarray``, iteration).
     """
 
     def __init__(self, table: QuestionTable, parts: Sequence[LocalSet]) -> None:
@@ -226,14 +207,6 @@ class QuestionSet:
         return [(seg.kind, QuestionSet(self.table, [*empty[:s], part, *empty[s + 1:]]))
                 for s, (seg, part) in enumerate(zip(self.table.segments, self.parts))]
 
-    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """``min(size, len(self))`` members drawn uniformly without replacement, increasing
-        (:func:`~elicit.elicitation.strategies.draw_pool`)."""
-        size = min(int(size), len(self))
-        return self._select(np.sort(rng.choice(len(self), size=size, replace=False)))
-
-
-# -- segments ----------------------------------------------------------------------------------
 
 class Segment(ABC):
     """The questions of one kind in an elicitation's table."""
@@ -351,16 +324,8 @@ class FeatureSegment(Segment):
         return f"feature index out of range 0..{self.p - 1}: {row[0]}"
 
 
-# -- the table ---------------------------------------------------------------------------------
-
 class QuestionTable:
-    """Every question of an elicitation: one segment per kind, in the kinds' order.
-
-    Parameters
-    ----------
-    segments
-        The segments, one per kind asked.
-    """
+    """Every question of an elicitation: one segment per kind asked, in the kinds' order."""
 
     def __init__(self, segments: Sequence[Segment]) -> None:
         self.segments = tuple(segments)
@@ -421,9 +386,8 @@ class QuestionTable:
 
 
 def check_candidates(pairs, p: int) -> np.ndarray:
-    """The candidate pairs a caller gives, checked against ``p`` features: sorted within
-    each pair and as rows, as an int array (k, 2); one-line errors for a wrong shape, an
-    index out of range, a pair of one feature or a duplicate."""
+    """The candidate pairs a caller gives, checked against ``p`` features (one-line errors)
+    and sorted within each pair and as rows, as an int array (k, 2)."""
     pairs = np.asarray(pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ElicitError(f"candidate pairs must have shape (k, 2), got {pairs.shape}")

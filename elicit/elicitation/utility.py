@@ -1,15 +1,7 @@
-"""Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2).
+"""Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2): the utility of
+an elicitation, chosen from the user-facing options.
 
-A *utility* is a small registered object with one scoring method, in the style of BoTorch's
-acquisition functions: :class:`PairUtility` scores pair questions at one MAP, given the
-round's :class:`~elicit.elicitation.scorer.UtilityScorer`; :class:`FeatureUtility` scores
-feature questions ("does feature k affect the outcome?") in a model with relevance classes,
-given the round's :class:`~elicit.elicitation.features.FeatureScorer`;
-:class:`SampleUtility` scores candidate new training samples at a posterior. Choosing among
-the scored candidates is the strategies' job (:mod:`elicit.elicitation.strategies`). The
-registered utilities (:data:`UTILITIES`, :func:`get_utility`, :func:`register_utility`;
-defined in :mod:`elicit.elicitation.gains`, below the kinds of question, and re-exported
-here):
+The registered utilities (defined in :mod:`elicit.elicitation.gains` and re-exported here):
 
 =====================  ==========  ======================================================
 name                   target      what it scores
@@ -23,34 +15,17 @@ name                   target      what it scores
 ``sample-gain``        beta        ``0.5 log(1 + x' Sigma* x)`` of a new sample (Table 1)
 =====================  ==========  ======================================================
 
-The user-facing options ``utility="fast" | "exact"``, ``target="predictive" | "params"`` and
-``questions=`` (``Elicitor``, ``--utility``, ``--utility-target``, ``--questions``) name them:
-each kind of question asked (:mod:`elicit.elicitation.kinds`) names its utility of each mode
-and target (:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`), and
-:meth:`UtilityArgs.validate` is the one place they are checked. It returns a
-:class:`QuestionUtility`: the utilities of the kinds asked, on one scale; in a model with
-relevance classes a pair's gain is weighted by the chance that the expert can answer it
-(:mod:`elicit.elicitation.features`). This module's job is that choice: the options
-checked (:class:`UtilityArgs`), the kinds' utilities on one scale (:class:`QuestionUtility`)
-and the round they share (:class:`ScoringRound`).
+``utility="fast" | "exact"``, ``target="predictive" | "params"`` and ``questions=`` name them:
+each kind asked names its utility of each mode and target
+(:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
+checks the options and returns a :class:`QuestionUtility`, the kinds' utilities on one scale.
 
-Two *targets* say what the gain is about:
-
-``predictive`` (default)
-    the paper's: how much the answer moves the predictive distribution at the training
-    inputs (below, and its two modes); the one target of feature questions;
-``params``
-    how much the answer tells about the feedback parameters theta_f = (gamma, xi): the
-    mutual information between the answer and theta_f under the Laplace approximation at
-    the MAP (BALD, Houlsby et al. 2011; :meth:`UtilityScorer.param_gain`).
-    It is closed-form up to a one-dimensional quadrature, so every candidate is scored
-    exactly (under the approximation) at once, and the modes do not apply.
-
-The predictive utility of pairs and its ``fast`` and ``exact`` modes are computed by the
-round's :class:`~elicit.elicitation.scorer.UtilityScorer` (:mod:`elicit.elicitation.scorer`,
-where the modes are described), that of feature questions by its
-:class:`~elicit.elicitation.features.FeatureScorer`; the params target's quadrature is
-:func:`~elicit.elicitation.quadrature.bald_gain`.
+The ``predictive`` target (the paper's) is how much the answer moves the predictive
+distribution at the training inputs (:mod:`elicit.elicitation.scorer`,
+:mod:`elicit.elicitation.features`). The ``params`` target is the mutual information between
+the answer and theta_f = (gamma, xi) under the Laplace approximation at the MAP (BALD,
+Houlsby et al. 2011; :meth:`UtilityScorer.param_gain`): closed-form up to a one-dimensional
+quadrature, so every candidate is scored exactly at once and the modes do not apply.
 """
 
 from __future__ import annotations
@@ -104,17 +79,15 @@ def model_has_relevance(model: str) -> bool:
 
 
 class ScoringRound:
-    """One round's scoring pieces, shared by the kinds of question it scores: the round's
-    :class:`~elicit.elicitation.scorer.UtilityScorer` and, in a model with relevance classes,
-    its :class:`~elicit.elicitation.features.FeatureScorer` (made when first asked for)."""
+    """One round's scoring pieces, shared by the kinds it scores: its ``scorer`` and, in a
+    model with relevance classes, its :class:`~elicit.elicitation.features.FeatureScorer`."""
 
     def __init__(self, scorer: UtilityScorer) -> None:
         self.scorer = scorer
 
     @cached_property
     def relevance(self) -> FeatureScorer | None:
-        """The relevance model's pieces (p(relevant), a pair's chance of being answerable);
-        None for a model without relevance classes."""
+        """The relevance model's pieces; None for a model without relevance classes."""
         if not model_has_relevance(self.scorer.data.hyper.model):
             return None
         return FeatureScorer(self.scorer)
@@ -122,34 +95,17 @@ class ScoringRound:
 
 @dataclass(frozen=True)
 class QuestionUtility:
-    """The one utility of an elicitation: the registered utility of each kind of question it
-    asks, all on one scale (the expected KL of the predictive, or the params target's
-    information), compared directly.
-
-    Not registered itself: :meth:`UtilityArgs.validate` builds it from the kinds' utilities
-    (:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`). The kinds are scored in
-    their order (:attr:`~elicit.elicitation.kinds.QuestionKind.order`), each told the best
-    exact gain of those before it.
+    """The one utility of an elicitation: the registered utility of each kind it asks, all
+    on one scale, built by :meth:`UtilityArgs.validate`. The kinds are scored in their
+    ``order``, each told the best exact gain of those before it.
     """
 
     parts: tuple[tuple[QuestionKind, Utility], ...]
 
     @property
-    def name(self) -> str:
-        return " + ".join(u.name for _, u in self.parts)
-
-    @property
     def kinds(self) -> tuple[str, ...]:
         """The names of the kinds it scores."""
         return tuple(k.name for k, _ in self.parts)
-
-    def part(self, kind: str | QuestionKind) -> Utility:
-        """The utility that scores ``kind``."""
-        name = get_kind(kind).name
-        for k, u in self.parts:
-            if k.name == name:
-                return u
-        raise ElicitError(f"this utility scores no {get_kind(kind).label}")
 
     @property
     def only(self) -> Utility:
@@ -160,11 +116,8 @@ class QuestionUtility:
 
     def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10,
               kinds: Sequence[str] | np.ndarray | None = None) -> Scores:
-        """Expected utilities of the question rows ``questions`` (pairs ``(i, j)``, questions
-        about one feature ``(k, NO_FEATURE)``), each kind refining up to ``refine`` of its own.
-
-        ``kinds`` names the kind of each row; by default it is told by the row's arity (one
-        kind per arity must be scored then).
+        """Expected utilities of the question rows ``questions``, each kind refining up to
+        ``refine`` of its own; ``kinds`` names each row's kind (default: told by its arity).
         """
         rows = np.asarray(questions, dtype=int).reshape(-1, 2)
         if kinds is None:
@@ -179,7 +132,6 @@ class QuestionUtility:
         u = np.zeros(len(rows))
         exact = np.zeros(len(rows), bool)
         p = np.zeros(len(rows))
-        # what a kind scored later must reach to be chosen (PairUtility.score_beside)
         reach = -np.inf
         for kind, utility in self.parts:
             mask = kind_of == kind.name
@@ -194,17 +146,14 @@ class QuestionUtility:
 
 @dataclass(frozen=True)
 class UtilityArgs:
-    """The utility settings of an elicitation, checked in one place (:meth:`validate`).
-
-    The Elicitor, the sweeps and the command line build one; the check runs before any Stan
-    program is built (a build takes minutes).
+    """The utility settings of an elicitation, checked in one place (:meth:`validate`) before
+    any Stan program is built (a build takes minutes).
 
     Parameters
     ----------
     utility
-        ``"fast"`` or ``"exact"`` (the mode of the ``target``: each kind of question's own
-        utility of that mode), or the name of a registered utility of a kind asked (the
-        other kinds then take the ``fast`` mode's).
+        ``"fast"`` or ``"exact"`` (each kind's own utility of that mode), or the name of a
+        registered utility of a kind asked (the other kinds then take the ``fast`` mode's).
     target
         ``"predictive"`` or ``"params"``; with a registered name it must be the default
         ``"predictive"`` or that utility's own target.
@@ -213,11 +162,9 @@ class UtilityArgs:
     stan_file
         The custom Stan program in use, if any.
     questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
-        ``"pairs"`` (the paper), ``"relevance"``, ``"pairs,relevance"``, ...
+        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
     model
-        The named model (:mod:`elicit.model.variants`); a kind may need one (feature questions
-        need relevance classes: ``"relevance"``).
+        The named model (:mod:`elicit.model.variants`); a kind may need one.
     """
 
     utility: str = "fast"
@@ -228,15 +175,8 @@ class UtilityArgs:
     model: str = PAPER
 
     def validate(self) -> QuestionUtility:
-        """Check the settings and return the utility that scores the questions.
-
-        Raises
-        ------
-        ElicitError
-            One line for an unknown target, utility, kind of question or model, a model a
-            kind asked cannot take, a utility that scores no kind asked, a target that
-            contradicts a named utility's or that a kind asked has no utility of, a negative
-            ``refine``, or a utility that cannot serve a custom Stan file.
+        """Check the settings (a one-line ElicitError for anything the kinds asked, the model
+        or a custom Stan file cannot take) and return the utility that scores the questions.
         """
         utility, target = self.utility, self.target
         if target not in TARGETS:

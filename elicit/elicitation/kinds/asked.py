@@ -1,13 +1,5 @@
-"""What an elicitation asks: its ``questions=`` read into registered kinds, and the kind of
-a question given as ``(i, j)``.
-
-:func:`parse_questions` reads ``questions="pairs,relevance"``, ``"all"``, a group name
-(``"both"``: :func:`~elicit.elicitation.kinds.base.register_group`) or a list of names into
-kind names in registration order, and :func:`spell_questions` writes them back in the
-spelling that sweep folders and session files record; :func:`kinds_of` and :func:`model_for`
-give their kind objects and the model they need; :func:`kind_for` tells the kind of a
-question. The kinds themselves and their registry are
-:mod:`elicit.elicitation.kinds.base`'s.
+"""What an elicitation asks: ``questions=`` read into registered kinds (:func:`parse_questions`,
+:func:`spell_questions`), and the kind of a question given as ``(i, j)`` (:func:`kind_for`).
 """
 
 from __future__ import annotations
@@ -22,16 +14,10 @@ from elicit.errors import ElicitError
 def kind_for(i: int, j: int | None, answer: object = None,
              among: Iterable[str | QuestionKind] | None = None,
              kind: str | QuestionKind | None = None) -> QuestionKind:
-    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature) among the
-    kinds ``among`` (default: every registered kind): ``kind`` if given, checked to be one of
-    them and about as many features; else the one of that arity that ``answer`` (an answer or
-    its word) answers, if it names one; else the only one of that arity.
-
-    Raises
-    ------
-    ElicitError
-        When ``kind`` is not among them or is about another number of features, or when no
-        kind, or more than one, fits (then the question must say its kind).
+    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature) among
+    ``among`` (default: every registered kind): ``kind`` if given (checked), else the one of
+    that arity that ``answer`` answers, else the only one of that arity; else a one-line
+    ElicitError.
     """
     arity = 1 if j is None or int(j) < 0 else 2
     shown = f"({i}, None)" if arity == 1 else f"({i}, {j})"
@@ -64,15 +50,9 @@ def kind_for(i: int, j: int | None, answer: object = None,
 def parse_questions(questions: object) -> tuple[str, ...]:
     """The kinds an elicitation asks, as registered names in registration order.
 
-    ``questions`` is a kind's name, a comma-separated list of names (``"pairs,relevance"``),
-    ``"all"`` (every registered kind), a group name (``"both"``: the shipped pair and
-    relevance kinds, as older sweeps and session files wrote it), or a list of names or
-    :class:`QuestionKind` objects.
-
-    Raises
-    ------
-    ElicitError
-        One line for an unknown kind, a kind named twice, or no kind.
+    ``questions`` is a kind's name, a comma-separated list (``"pairs,relevance"``), ``"all"``,
+    a group name (``"both"``), or a list of names or :class:`QuestionKind` objects. An
+    unknown kind, a kind named twice, or none is a one-line ElicitError.
     """
     if isinstance(questions, (str, QuestionKind)):
         items: list[Any] = [questions] if isinstance(questions, QuestionKind) else \
@@ -108,9 +88,8 @@ def parse_questions(questions: object) -> tuple[str, ...]:
 
 
 def spell_questions(questions: object) -> str:
-    """The kinds of ``questions`` as one string: a group's name where one stands for exactly
-    them (``"both"``), else the names joined by commas. Sweep folders record this, so that a
-    folder of an older sweep compares equal."""
+    """The kinds of ``questions`` as one string, as sweep folders record it: a group's name
+    where one stands for exactly them (``"both"``), else the names joined by commas."""
     names = parse_questions(questions)
     for group, members in groups().items():
         if members == names:
@@ -124,9 +103,7 @@ def kinds_of(questions: object) -> tuple[QuestionKind, ...]:
 
 
 def model_for(questions: object) -> str | None:
-    """The model the kinds of ``questions`` need when none is named (each kind's
-    :meth:`~QuestionKind.model_with` the model of those before it: the relevance model for
-    feature questions); None: any, the paper's by default."""
+    """The model the kinds of ``questions`` need when none is named (None: any)."""
     model = None
     for kind in kinds_of(questions):
         model = kind.model_with(model)

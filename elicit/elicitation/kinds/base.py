@@ -1,24 +1,11 @@
-"""A kind of question, as one registered object, its answers, and the registries of both.
+"""A kind of question (:class:`QuestionKind`), its answers (:class:`Answer`), and their
+registries.
 
-A :class:`QuestionKind` says everything elicit needs to know about one kind of question: how
-its questions are written (``arity``: a pair of features or one feature) and held in an
-elicitation's question table (:meth:`QuestionKind.segment`); its answers (words, aliases, what
-each tells the model; "don't know" is shared by every kind); which method of a simulated
-expert answers it (``expert_method``); how its answers enter the model's data
-(:meth:`QuestionKind.add`, :meth:`QuestionKind.enter`); which registered utilities score its
-expected gain (``utilities``, :meth:`QuestionKind.score`); which models can take it
-(:meth:`QuestionKind.model_refusal`); its pool in a round (``pool``); and how the terminal, the
-web page and the reports show it.
-
-Code outside a kind's own module never names a kind: it iterates over the kinds of the
-elicitation at hand. :data:`KINDS` is the registry (:func:`register_kind`,
-:func:`get_kind`); what an elicitation asks (``questions=``) is read by
-:mod:`elicit.elicitation.kinds.asked`.
-
-Each kind defines its answers (:meth:`Answer.define`; :data:`DONT_KNOW` answers every kind).
-Answers and kinds name each other, so both live here, below the shipped kinds, which the
-package loads with this module: imported from outside, every kind and answer is registered.
-The experts who give answers are :mod:`elicit.elicitation.answers`'.
+A kind says how its questions are written and held, its answers, which method of a simulated
+expert answers it, how its answers enter the model's data, which utilities score it, which
+models can take it, and how the front ends show it. Code outside a kind's own module never
+names a kind. Answers and kinds name each other, so both live here; importing the package
+registers every shipped kind and answer.
 """
 
 from __future__ import annotations
@@ -54,8 +41,7 @@ def _key(text: str) -> str:
 
 
 class _AnswerType(type):
-    """``Answer.SIMILAR``: a defined answer by its word in capitals; ``for a in Answer``: every
-    defined answer (the class reads like the enum it was)."""
+    """``Answer.SIMILAR``: an answer by its word in capitals; ``for a in Answer``: every one."""
 
     def __getattr__(cls, name: str) -> Answer:
         if name.startswith("_") or not name.isupper():
@@ -68,28 +54,13 @@ class _AnswerType(type):
     def __iter__(cls) -> Iterator[Answer]:
         return iter(list(_ANSWERS.values()))
 
-    def __len__(cls) -> int:
-        return len(_ANSWERS)
-
 
 class Answer(str, metaclass=_AnswerType):
-    """An answer an expert can give: a word defined by a kind of question (:meth:`define`),
-    or "don't know" (:data:`DONT_KNOW`), which answers every kind.
+    """An answer: a word defined by a kind of question (:meth:`define`), or "don't know"
+    (:data:`DONT_KNOW`), which answers every kind. ``Answer.SIMILAR == "similar"``.
 
-    An answer is its word (``Answer.SIMILAR == "similar"``); ``Answer("similar")`` is the
-    defined answer of that word.
-
-    Attributes
-    ----------
-    kind
-        The name of the kind of question it answers (None for don't know).
-    outcome
-        What it tells the model: 1 or 0 (similar / dissimilar, relevant / irrelevant), None
-        for don't know, which leaves the model unchanged.
-    label
-        How the front ends show it ("Similar").
-    key
-        Its key in the terminal and on the web page ("s").
+    Its ``kind`` is the name of the kind it answers, ``outcome`` what it tells the model (1 or
+    0), both None for don't know; ``label`` and ``key`` are how the front ends show it.
     """
 
     kind: str | None
@@ -108,15 +79,8 @@ class Answer(str, metaclass=_AnswerType):
     @classmethod
     def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
                aliases: Sequence[str] = ()) -> Answer:
-        """Define the answer ``word`` of the kind of question named ``kind`` (a kind's module
-        does, once; :mod:`elicit.elicitation.kinds`).
-
-        Raises
-        ------
-        ElicitError
-            If the word or one of its aliases is taken: an answer word says which kind of
-            question it answers, wherever it is stored.
-        """
+        """Define the answer ``word`` of the kind named ``kind`` (once, in the kind's module);
+        a word or alias already taken is an ElicitError."""
         if not isinstance(word, str) or _key(word) != word or not word:
             raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
         if key in RESERVED_KEYS or len(key) != 1:
@@ -159,7 +123,7 @@ class Answer(str, metaclass=_AnswerType):
         return f"<Answer.{self.name}: {self.value!r}>"
 
     def __reduce__(self) -> tuple:
-        # one object per word: unpickled (in a worker process, say) it is the defined answer
+        # one object per word, also unpickled in a worker
         return (Answer, (self.value,))
 
     def __copy__(self) -> Answer:
@@ -171,22 +135,17 @@ class Answer(str, metaclass=_AnswerType):
     @classmethod
     def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
               ) -> Answer:
-        """Accept an answer, its word, an alias or 1/0; reject anything else in one line.
-
-        Aliases are the kinds' (``s``, ``same``, ``d``, ``different`` for the pair answers;
-        ``r``, ``i``, ``not_relevant`` for the feature answers) and ``?``, ``don't know``,
-        ``unknown`` for don't know. 1/0 are the outcomes of ``kind``'s answers (similar /
-        dissimilar for pairs, relevant / irrelevant for features), of the first registered
-        kind's when no kind is given.
+        """Accept an answer, its word, an alias (``s``, ``same``, ``?``, ...) or 1/0 (the
+        outcomes of ``kind``'s answers, else of the first registered kind's); reject anything
+        else in one line.
 
         Parameters
         ----------
         value
             The answer.
         kind
-            The kind of the question answered, by name (or a name it had in older records) or
-            as the object: an answer to another kind of question is an error. None accepts
-            every answer.
+            The kind of the question answered (a name, an older name, or the object): an
+            answer to another kind is an error. None accepts every answer.
         """
         k = None if kind is None else get_kind(kind)
         ans: Answer | None = None
@@ -212,8 +171,8 @@ def _quoted(names: Sequence[str]) -> str:
 
 
 def words(kind: QuestionKind | Sequence[QuestionKind] | None = None) -> str:
-    """The answers of ``kind`` (or of several kinds, or of every kind for None) and don't
-    know, for messages: ``'similar', 'dissimilar' or 'dont_know'``."""
+    """The answers of ``kind`` (several kinds; every kind for None) and don't know, for
+    messages: ``'similar', 'dissimilar' or 'dont_know'``."""
     kinds = (list(KINDS.values()) if kind is None
              else [kind] if not isinstance(kind, Sequence) else list(kind))
     return _quoted([a.value for k in kinds for a in k.answers] + [DONT_KNOW.value])
@@ -224,63 +183,51 @@ DONT_KNOW = Answer.define("dont_know", None, None, "Don't know", "?",
                           aliases=("do_not_know", "unknown"))
 
 #: how a round's pool takes a kind's open questions: ``"sample"`` draws ``pool_size`` of them
-#: (the paper's pool of pairs), ``"all"`` takes every one (a kind with one question per
-#: feature)
+#: (the paper's pool of pairs), ``"all"`` takes every one
 POOLS = ("sample", "all")
 
 
 @dataclass(frozen=True, eq=False)
 class QuestionKind(ABC):
-    """A registered kind of question. Subclass it, define the answers
-    (:meth:`Answer.define <elicit.elicitation.answers.Answer.define>`) and register an
-    instance (:func:`register_kind`); ``docs/extending.md`` has an example.
+    """A registered kind of question. Subclass it, define the answers (:meth:`Answer.define`)
+    and register an instance (:func:`register_kind`); ``docs/extending.md`` has an example.
 
     Attributes
     ----------
     name
-        The registry key: what ``questions=`` and ``--questions`` name, and what session
-        files and sweep records store.
+        The registry key: what ``questions=`` names and the records store.
     arity
-        How many features a question is about: 2 (a pair ``(i, j)``, ``i < j``) or 1 (a
-        feature ``k``, written ``(k, None)``).
+        2 (a pair ``(i, j)``, ``i < j``) or 1 (a feature ``k``, written ``(k, None)``).
     answers
         The answers other than "don't know", the first one meaning outcome 1.
     expert_method
         The method of a simulated expert that answers it (``answer`` for ``answer(i, j)``).
-    label
-        The kind in messages and reports, plural: ``"pair questions"``.
-    question
-        One question in messages: ``"a pair question"``.
-    meaning
-        What it asks, for messages: ``"do features i and j affect the outcome in the same
-        way?"``.
+    label, question, meaning
+        For messages: ``"pair questions"``, ``"a pair question"``, ``"do features i and j
+        affect the outcome in the same way?"``.
     text
-        The question as the expert reads it: a format string of the feature names
-        (``{0}``, ``{1}``) and ``{target}``, the session's description of the outcome.
+        The question as the expert reads it: a format string of the feature names (``{0}``,
+        ``{1}``) and ``{target}``, the session's description of the outcome.
     utilities
-        ``(mode, target) -> registered utility``: the utility that scores the kind under
-        ``utility="fast" | "exact"`` and each target it has
-        (:class:`~elicit.elicitation.utility.UtilityArgs`).
+        ``(mode, target) -> registered utility`` for ``utility="fast" | "exact"`` and each
+        target (:class:`~elicit.elicitation.utility.UtilityArgs`).
     aliases
         Names the kind had in older records (sweep parts wrote ``"pair"``).
-    noun
-        How the front ends count the questions of an elicitation of this kind alone
-        (``"pair"``); several kinds are counted as questions.
-    plural
-        How many of them there are, in a summary: ``"45 pairs"``.
+    noun, plural
+        How the front ends count its questions when it is asked alone (``"pair"``), and
+        how a summary counts them (``"45 pairs"``).
     comment_example
         The terminal's example of an answer with a comment (``"s both praise it"``).
     pool
-        :data:`POOLS`: ``"sample"`` (a random pool of ``pool_size`` per round) or ``"all"``.
+        :data:`POOLS`.
     order
         Kinds are scored in increasing order within a round; a kind scored later may skip
         refining the questions that cannot beat the best exact gain of the earlier ones.
     model
-        The model a sweep or session uses when this kind is asked and no model is named
-        (None: the paper's).
+        The model used when this kind is asked and no model is named (None: the paper's).
     resets_hessian
         Whether an answer changes the likelihood of y, so that a refit cannot start from the
-        base Hessian of the start (:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`).
+        base Hessian of the start.
     closes_others
         Whether its answers can close the other kinds' questions (:meth:`closes`): then the
         count of questions answered does not say when an expert is done.
@@ -320,7 +267,6 @@ class QuestionKind(ABC):
     def __repr__(self) -> str:
         return f"<question kind {self.name!r}>"
 
-    # -- what it is --------------------------------------------------------------------------
     @property
     def expert_call(self) -> str:
         """The expert's method as it is called: ``answer(i, j)``, ``relevance(k)``."""
@@ -335,22 +281,19 @@ class QuestionKind(ABC):
         """The question about the features ``names`` as the expert reads it."""
         return self.text.format(*names, target=target)
 
-    # -- the elicitation's table -------------------------------------------------------------
     @abstractmethod
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        """The questions of this kind an elicitation of ``p`` features may ask; ``candidates``
-        are the pairs the caller allows (None: every pair), for a kind about pairs."""
+        """The questions of this kind for ``p`` features; ``candidates``: the pairs the caller
+        allows (None: every pair)."""
 
     def closes(self, data: ModelData) -> np.ndarray | None:
-        """The features about which the other kinds ask nothing more, after this kind's
-        answers in ``data`` (a mask; None: none). Relevance closes the features called
-        irrelevant: nobody can say how a feature that does not matter affects the outcome."""
+        """A mask of the features about which the other kinds ask nothing more after this
+        kind's answers in ``data`` (None: none)."""
         return None
 
-    # -- answers and the model --------------------------------------------------------------
     def model_with(self, model: str | None) -> str | None:
-        """The model an elicitation that asks this kind uses when none is named, given the
-        one the kinds before it need (``model``; None: any): theirs, else :attr:`model`."""
+        """The model when none is named, given the one the kinds before it need (``model``;
+        None: any)."""
         return model if model is not None else self.model
 
     def model_refusal(self, model: str) -> str | None:
@@ -359,37 +302,31 @@ class QuestionKind(ABC):
         return None
 
     def resets(self, model: str) -> bool:
-        """Whether an answer of this kind changes the likelihood of y of the model named
-        ``model`` (:attr:`resets_hessian`; pairs do in a model with relevance classes)."""
+        """Whether an answer changes the likelihood of y of the model named ``model``."""
         return self.resets_hessian
 
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
-        """``data`` with one more answer (one of :attr:`answers`) to the question ``row``: by
-        default :meth:`enter` of that answer alone, right for a kind whose answer sets one
-        value per feature (relevance, direction); a kind whose answers add up (pairs)
-        overrides it."""
+        """``data`` with one more answer to the question ``row``; by default :meth:`enter` of
+        that answer alone (right when an answer sets one value per feature)."""
         return self.enter(data, [row], [answer])
 
     @abstractmethod
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
-        """``data`` (without answers of this kind) with all of them: ``rows`` and ``answers``
-        in answer order, of every expert (a question may repeat)."""
+        """``data`` (without answers of this kind) with all of them, in answer order, of every
+        expert (a question may repeat)."""
 
     def ask(self, expert: Any, query: Query) -> Answer:
-        """The simulated ``expert``'s answer to ``query``, through :attr:`expert_method`,
-        checked to answer this kind."""
+        """The simulated ``expert``'s answer to ``query``, checked to answer this kind."""
         return Answer.parse(self._method_of(expert)(*query.features), self)
 
     def _method_of(self, expert: Any) -> Callable[..., Any]:
-        """``expert``'s :attr:`expert_method`; a one-line error if it has none."""
         method = getattr(expert, self.expert_method, None)
         if not callable(method):
             raise ElicitError(f"the expert ({type(expert).__name__}) cannot answer "
                               f"{self.label}: it has no {self.expert_call} method")
         return method
 
-    # -- scoring -------------------------------------------------------------------------------
     def takes(self, utility: Utility) -> bool:
         """Whether the registered ``utility`` scores this kind."""
         return False
@@ -397,19 +334,18 @@ class QuestionKind(ABC):
     @abstractmethod
     def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
               reach: float) -> Scores:
-        """The expected gains of the questions ``rows`` in this round under ``utility``.
-        ``reach`` is the best exact gain among the kinds scored before (-inf: none)."""
+        """The expected gains of the questions ``rows`` under ``utility``; ``reach`` is the
+        best exact gain among the kinds scored before (-inf: none)."""
 
     @abstractmethod
     def answer_probability(self, round: ScoringRound, rows: np.ndarray) -> np.ndarray:
-        """The model's probability of the first answer (outcome 1) to each question ``rows``
-        at the round's MAP."""
+        """The probability of the first answer (outcome 1) to each question at the MAP."""
 
 
 K = TypeVar("K", bound=QuestionKind)
 #: the registered kinds by name, in registration order (the order of every question table)
 KINDS: Registry[QuestionKind] = Registry("question kind")
-#: names that stand for several kinds in ``questions=`` (``"both"``, the shipped pair)
+#: names that stand for several kinds in ``questions=`` (``"both"``)
 _GROUPS: dict[str, tuple[str, ...]] = {}
 #: every kind's name and older names -> its name
 _NAMES: dict[str, str] = {}
@@ -418,9 +354,7 @@ _NAMES: dict[str, str] = {}
 def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
            value: Callable[[Answer], int], disagree: int) -> np.ndarray:
     """A copy of ``values`` (one per feature) where each feature asked about in ``rows`` has
-    the ``value`` every answer about it gives, or ``disagree`` where the answers (several
-    experts') disagree: what a kind about one feature enters into the model's data
-    (:meth:`QuestionKind.enter`)."""
+    the ``value`` its answers agree on, else ``disagree`` (several experts)."""
     votes: dict[int, set[int]] = {}
     for (k, _), a in zip(rows, answers):
         votes.setdefault(int(k), set()).add(value(a))
@@ -431,13 +365,8 @@ def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequenc
 
 
 def register_kind(kind: K) -> K:
-    """Register ``kind`` under its name and return it.
-
-    Raises
-    ------
-    ElicitError
-        If it is not a :class:`QuestionKind`, or its name or an alias is empty or taken.
-    """
+    """Register ``kind`` under its name and return it; an ElicitError if it is not a
+    :class:`QuestionKind` or its name or an alias is empty or taken."""
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
@@ -470,14 +399,8 @@ def register_group(name: str, kinds: Sequence[str]) -> None:
 
 
 def get_kind(kind: str | QuestionKind) -> QuestionKind:
-    """The registered kind called ``kind`` (or a name it had in older records), or the kind
-    itself.
-
-    Raises
-    ------
-    ElicitError
-        One line listing the registered kinds, for an unknown name.
-    """
+    """The registered kind called ``kind`` (or an older name of it), or the kind itself; an
+    unknown name is a one-line ElicitError."""
     if isinstance(kind, QuestionKind):
         return kind
     if isinstance(kind, str) and kind in _NAMES:

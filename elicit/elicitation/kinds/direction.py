@@ -1,33 +1,24 @@
 """Direction questions: "when feature k is present, does the outcome go up or down?"
 
-Answered raises or lowers (or don't know). A question is a feature ``k``, written
-``(k, None)``, one per feature. A simulated expert answers from the sign of its weight of k
-(``weight_sign(k)``: +1, -1, or 0 for "don't know"; the Lasso expert's coefficient on real
-data, beta on synthetic problems). Asked of a model with a direction mean
-(:mod:`elicit.model.direction`): an answer sets ``s_k`` = +1 or -1 in the prior mean
-``delta s`` of beta (``ModelData.direction``), which changes the likelihood of y, so a refit
-after it cannot start from the base Hessian of the start. ``questions="all"`` with the
-relevance questions takes the relevance-direction model.
+One question per feature, ``(k, None)``; a simulated expert answers from the sign of its
+weight (``weight_sign(k)``: +1, -1, or 0 for "don't know"). Asked of a model with a direction
+mean (:mod:`elicit.model.direction`): an answer sets ``s_k`` = +1 or -1 in the prior mean
+``delta s`` of beta (``ModelData.direction``), which changes the likelihood of y.
 
-**The utility** is the shipped kinds' (:mod:`elicit.elicitation.features`): the expected KL
-of the Gaussian predictive at the training inputs,
+**The utility** is the expected KL of the Gaussian predictive at the training inputs,
 
     u_k = r_k (q_k KL(N_raises || N_0) + (1 - q_k) KL(N_lowers || N_0)),
 
-with ``q_k = P(beta_k > 0)`` under the posterior at the MAP (normal, with the Student-t's
-mean and variance) and ``r_k`` the chance that the expert can answer: 1 without relevance
-classes, else that of a pair's feature (1 relevant, 0 irrelevant, p(relevant) unjudged). A
-"don't know" teaches nothing.
+with ``q_k = P(beta_k > 0)`` at the MAP (normal, with the Student-t's mean and variance) and
+``r_k`` the chance that the expert can answer (1 without relevance classes).
 
 **The delta-line screen** (:meth:`DirectionScorer.screen`) holds gamma, tau2 and zeta at the
-MAP, so that S is the round's, and refits delta alone for each candidate and answer: with
-``m' = X s'`` the log density in delta is ``-a* log(b_sigma + (c0 - 2 delta c1 + delta^2 c2)
-/ 2) - delta^2 / (2 sd^2)``, ``c0 = y' S^-1 y``, ``c1 = m'' S^-1 y``, ``c2 = m'' S^-1 m'``,
-for every candidate at once from ``S^-1 X`` (a few Newton steps from the GLS estimate
-``c1 / c2``). delta must move: before the first answer its MAP is 0, where no answer moves
-the predictive. The ``fast`` utility re-scores the best by refits (:meth:`DirectionScorer.
-exact_one`) until the winner is certain or cannot beat ``reach`` (the best exact gain of the
-kinds scored before), at most ``refine``; ``exact`` refits every candidate.
+MAP and refits delta alone for each candidate and answer: with ``m' = X s'`` the log density
+in delta is ``-a* log(b_sigma + (c0 - 2 delta c1 + delta^2 c2) / 2) - delta^2 / (2 sd^2)``,
+``c0 = y' S^-1 y``, ``c1 = m'' S^-1 y``, ``c2 = m'' S^-1 m'``, for every candidate at once (a
+few Newton steps from the GLS estimate ``c1 / c2``). The ``fast`` utility re-scores the best
+by refits until the winner is certain or cannot beat ``reach``, at most ``refine``; ``exact``
+refits every candidate.
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ from scipy.special import ndtr
 
 from elicit.elicitation.gains import Scores, Utility, kl_gauss, register_utility
 from elicit.elicitation.kinds.base import DONT_KNOW, Answer, QuestionKind, agreed, register_kind
-from elicit.elicitation.table import FeatureSegment, Segment
+from elicit.elicitation.table import FeatureSegment, Segment, feature_rows
 from elicit.model.covariance import IRRELEVANT, RELEVANT
 from elicit.model.marginal import Marginal
 from elicit.model.variants import (
@@ -73,8 +64,7 @@ class DirectionScorer:
     """One round's direction-question pieces, beside the round's scorer (module docstring)."""
 
     #: how much the delta-line screen may underestimate a gain, for stopping the refinement
-    #: early: the exact gain was within -4%/+3% of it on Amazon and Yelp (the relevance-
-    #: direction model, runs 0-1, 15 sequential rounds, the screen's best five per round)
+    #: early (the exact gain was within -4%/+3% of it on Amazon and Yelp)
     margin: float = 0.05
 
     def __init__(self, round_: ScoringRound) -> None:
@@ -111,11 +101,10 @@ class DirectionScorer:
     def _screen(self) -> np.ndarray:
         """The screened expected gain of every feature (module docstring)."""
         mg, data = self.mg, self.data
-        # the marginal's working form: (X, y) itself, or (R, Q'y) and y's part beside X's
-        # columns on the p x p form of a tall table (elicit.model.tall); the prior mean's
-        # X s lies in X's columns, so that part is the same for every answer
+        # the marginal's working form: (X, y), or (R, Q'y) on a tall table (elicit.model.tall),
+        # whose rest of y beside X's columns is the same for every answer
         X, y, s = mg._W, mg._z, self.s
-        Z = mg.Sinv @ X                       # S^-1 X
+        Z = mg.Sinv @ X
         Sy, m = mg.Sinv @ y, X @ s
         Sm = Z @ s
         c0, c1m, c2m = mg._rest + y @ Sy, m @ Sy, m @ Sm
@@ -125,7 +114,7 @@ class DirectionScorer:
         diag = (2.0 - mg.sinv_diag)[:, None]
         gain = np.zeros(data.p)
         for answer, q in ((1.0, self.p_raises), (-1.0, 1.0 - self.p_raises)):
-            d = answer - s                    # the change of s_k
+            d = answer - s
             c1, c2 = c1m + d * xSy, c2m + 2.0 * d * xSm + d**2 * xSx
             delta = np.maximum(c1 / np.maximum(c2, 1e-300), 0.0)
             for _ in range(4):                # Newton on delta >= 0 (the prior added)
@@ -160,7 +149,7 @@ class DirectionScorer:
 
 
 def _pieces(round_: ScoringRound) -> DirectionScorer:
-    # one scorer per round, shared by the scores and the answer probabilities
+    """The round's one DirectionScorer, shared by the scores and the answer probabilities."""
     if "_direction" not in round_.__dict__:
         round_.__dict__["_direction"] = DirectionScorer(round_)
     return round_.__dict__["_direction"]
@@ -176,8 +165,7 @@ class DirectionUtility(Utility):
 
     def score(self, round_: ScoringRound, features: np.ndarray, refine: int = 10,
               reach: float = -np.inf) -> Scores:
-        """Expected gains of asking about ``features``; the ``fast`` mode refines its best
-        (module docstring) until none left could beat the best exact gain or ``reach``."""
+        """Expected gains of asking about ``features`` (the module docstring)."""
         sc = _pieces(round_)
         k = np.asarray(features, dtype=int)
         u = sc.screen(k)
@@ -191,8 +179,7 @@ class DirectionUtility(Utility):
                 break                          # sorted: no later one can win either
             u[c], exact[c] = sc.exact_one(int(k[c])), True
             best = max(best, u[c])
-        rows = np.column_stack([k, np.full(len(k), -1)])
-        return Scores(rows, u, exact, sc.p_raises[k])
+        return Scores(feature_rows(k), u, exact, sc.p_raises[k])
 
 
 _NOTE = ("direction questions are scored with the shipped direction models' analytic "
@@ -209,8 +196,7 @@ class DirectionKind(QuestionKind):
         return FeatureSegment(self, p)
 
     def model_with(self, model: str | None) -> str | None:
-        """The model with a direction mean beside ``model``'s other parts: ``direction``
-        for the paper's, ``relevance-direction`` for the relevance model."""
+        """The model with a direction mean beside ``model``'s other parts."""
         name = {None: DIRECTION_MODEL, PAPER: DIRECTION_MODEL}.get(model, f"{model}-{NAME}")
         if model is not None and get_model(model).direction:
             return model
@@ -227,7 +213,6 @@ class DirectionKind(QuestionKind):
               answers: Sequence[Answer]) -> ModelData:
         if not rows:
             return data
-        # several experts: the sign they agree on, none (0) when they disagree
         return data.with_direction(agreed(cast(np.ndarray, data.direction), rows, answers,
                                           _sign, 0))
 

@@ -1,17 +1,10 @@
 """Pair questions, the paper's: "do features i and j affect the outcome in the same way?"
 
-Answered similar or dissimilar (or don't know). A question is a pair ``(i, j)``, ``i < j``: one
-of the candidate pairs the caller allows, or any of the p(p-1)/2 pairs, which the question
-table then does not store (:class:`~elicit.elicitation.table.PairSegment`). An answer is a
-Bernoulli observation of the feedback link at ``xi - gamma . w_ij`` (:mod:`elicit.model.spec`:
-``ModelData.pairs`` and ``f``, 1 = similar). A round scores a random pool of ``pool_size``
-open pairs (the paper's R_p) with a registered
-:class:`~elicit.elicitation.gains.PairUtility` (:mod:`elicit.elicitation.scorer`); in a
-model with relevance classes a pair's gain is weighted by the chance that both features
-matter, since only then can the expert answer it (:mod:`elicit.elicitation.features`), and
-an answer, similar or dissimilar, says the expert could judge both: a feature of an answered
-pair that no feature answer judged is relevant (a "don't know" says nothing). Such a class
-changes the prior variance of the feature's weight, so the likelihood of y (:meth:`resets`).
+A question is a pair ``(i, j)``, ``i < j``; an answer is a Bernoulli observation of the
+feedback link at ``xi - gamma . w_ij`` (``ModelData.pairs`` and ``f``, 1 = similar). In a model
+with relevance classes a pair's gain is weighted by the chance that both features matter
+(:mod:`elicit.elicitation.features`), and an answer makes both features relevant where no
+feature answer judged them (:meth:`PairKind.judged`), which changes the likelihood of y.
 """
 
 from __future__ import annotations
@@ -25,6 +18,8 @@ import numpy as np
 from elicit.elicitation.gains import PairUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, register_kind
 from elicit.elicitation.table import PairSegment, Segment
+from elicit.model.covariance import RELEVANT, UNASKED
+from elicit.model.variants import get_model
 
 if TYPE_CHECKING:
     from elicit.elicitation.utility import ScoringRound
@@ -57,19 +52,13 @@ class PairKind(QuestionKind):
         return self.judged(data, rows)
 
     def resets(self, model: str) -> bool:
-        from elicit.model.variants import get_model
-
         return get_model(model).relevance
 
     def judged(self, data: ModelData, rows: Sequence[tuple[int, int]] | np.ndarray) -> ModelData:
         """``data`` with the features of the answered pairs ``rows`` relevant where no feature
-        answer judged them, in a model with relevance classes (``data`` itself otherwise):
-        the expert could say how the two affect the outcome, so both do. A feature answer
-        entered before (the relevance kind is entered first) or given later stands; a feature
-        several experts disagree about (not judged) becomes relevant too: the pair answer is
-        one more judgement that it matters."""
-        from elicit.model.covariance import RELEVANT, UNASKED
-
+        answer judged them, in a model with relevance classes: the expert could say how the
+        two affect the outcome, so both do. A feature several experts disagree about (not
+        judged) becomes relevant too."""
         if not data.model.relevance or not len(rows):
             return data
         classes = np.array(data.relevance)

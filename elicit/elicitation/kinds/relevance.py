@@ -1,15 +1,10 @@
 """Feature questions: "does feature k affect the outcome?"
 
-Answered relevant or irrelevant (or don't know); asked of a model with relevance classes (the
-``relevance`` model, :mod:`elicit.model.variants`). A question is a feature ``k``, written
-``(k, None)`` (a row ``(k, NO_FEATURE)``), one per feature. An answer sets the feature's
-relevance class in the model's data (``ModelData.relevance``: 1 relevant, 0 irrelevant), which
-changes the prior variance of its weight and so the likelihood of y: a refit after it cannot
-start from the base Hessian of the start. A feature called irrelevant closes the other kinds'
-questions about it (nobody can say how a feature that does not matter affects the outcome).
-Every open feature question enters a round's pool, scored by a registered
-:class:`~elicit.elicitation.gains.FeatureUtility` (:mod:`elicit.elicitation.features`) on
-the scale of the pair questions' gains.
+Asked of a model with relevance classes, one question per feature, ``(k, None)``. An answer sets
+the feature's relevance class (``ModelData.relevance``: 1 relevant, 0 irrelevant), which changes
+the prior variance of its weight and so the likelihood of y. A feature called irrelevant closes
+the other kinds' questions about it. Scored by a
+:class:`~elicit.elicitation.gains.FeatureUtility` (:mod:`elicit.elicitation.features`).
 """
 
 from __future__ import annotations
@@ -23,6 +18,9 @@ import numpy as np
 from elicit.elicitation.gains import FeatureUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
 from elicit.elicitation.table import FeatureSegment, Segment
+from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
+from elicit.model.covariance import UNASKED
+from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 if TYPE_CHECKING:
     from elicit.elicitation.utility import ScoringRound
@@ -44,15 +42,11 @@ class RelevanceKind(QuestionKind):
         return FeatureSegment(self, p)
 
     def closes(self, data: ModelData) -> np.ndarray | None:
-        from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
-
         if data.relevance is None or not data.model.relevance:
             return None
         return np.asarray(data.relevance) == CLASS_IRRELEVANT
 
     def model_refusal(self, model: str) -> str | None:
-        from elicit.model.variants import RELEVANCE_MODEL, get_model
-
         if get_model(model).relevance:
             return None
         return (f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the "
@@ -60,11 +54,8 @@ class RelevanceKind(QuestionKind):
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
-        from elicit.model.covariance import UNASKED
-
         if not rows:
             return data
-        # several experts: the class they agree on, none (not judged) when they disagree
         return data.with_relevance(agreed(cast(np.ndarray, data.relevance), rows, answers,
                                           lambda a: int(a.outcome), UNASKED))  # type: ignore[arg-type]
 
@@ -81,17 +72,11 @@ class RelevanceKind(QuestionKind):
         return round.relevance.p_relevant(np.asarray(rows)[:, 0])
 
 
-def _model() -> str:
-    from elicit.model.variants import RELEVANCE_MODEL
-
-    return RELEVANCE_MODEL
-
-
 RELEVANCE = register_kind(RelevanceKind(
     NAME, 1, (RELEVANT, IRRELEVANT), "relevance", "feature questions", "a feature question",
     "does feature k affect the outcome?", "Does {0} affect {target}?",
     utilities={("fast", "predictive"): "relevance-fast",
                ("exact", "predictive"): "relevance-exact"},
     aliases=("feature",), plural="feature questions",
-    comment_example="r customers mention it", pool="all", order=0, model=_model(),
+    comment_example="r customers mention it", pool="all", order=0, model=RELEVANCE_MODEL,
     resets_hessian=True, closes_others=True))
