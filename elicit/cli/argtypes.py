@@ -10,10 +10,8 @@ from typing import Any, NoReturn
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` whose usage errors are one line,
-    ``elicit CMD: error: MESSAGE (see elicit CMD --help)``, exit status 2, like the library's
-    errors (argparse would print the whole usage block first). Sub-command parsers inherit it.
-    """
+    """An :class:`argparse.ArgumentParser` whose usage errors are one line (``elicit CMD:
+    error: MESSAGE (see elicit CMD --help)``, exit status 2); sub-command parsers inherit it."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -23,13 +21,8 @@ def add_command(subparsers: argparse._SubParsersAction, command: str,
                 commands: Collection[str] | None,
                 options: Callable[[argparse.ArgumentParser], None], **kw: Any) -> None:
     """Add the sub-command ``command`` (``kw``: its ``help``, ``description``), with its
-    ``options`` when ``commands`` is None or names it.
-
-    A command line parses one command, so :func:`elicit.cli.main.main` builds only that one's
-    options; the others are listed by name and help line. Their options need the library's
-    constants (engines, models, data sets), whose modules load scipy, pandas and the model:
-    built for every command they cost ``elicit --help`` about a second.
-    """
+    ``options`` when ``commands`` is None or names it: building every command's options
+    (which load scipy, pandas and the model) would cost ``elicit --help`` about a second."""
     p = subparsers.add_parser(command, **kw)
     if commands is None or command in commands:
         options(p)
@@ -64,8 +57,7 @@ def port(text: str) -> int:
 
 
 def strategies(text: str) -> tuple[str, ...]:
-    """``--strategies``: registered strategies, comma-separated (a strategy registered by a
-    module imported before the command line runs is one of them)."""
+    """``--strategies``: registered strategies, comma-separated."""
     from elicit.elicitation.strategies import STRATEGY_REGISTRY
 
     out = tuple(s.strip() for s in text.split(",") if s.strip())
@@ -86,8 +78,7 @@ def strategy(text: str) -> str:
 
 
 def questions(text: str) -> tuple[str, ...]:
-    """``--questions``: kinds of question, comma-separated (``pairs,relevance``), ``all``, or
-    ``both`` (pairs and relevance); one line for an unknown kind or one named twice."""
+    """``--questions``: kinds of question, comma-separated, ``all`` or ``both``."""
     from elicit.elicitation.kinds import parse_questions
     from elicit.errors import ElicitError
 
@@ -164,9 +155,8 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_option(p: argparse.ArgumentParser, by_questions: bool = False) -> None:
-    """``--model NAME``: the named model (checked by the library, so a wrong name gives the
-    same one-line error from the command line and from Python). ``by_questions``: the
-    default (None) is left to the library, which picks it by ``--questions``."""
+    """``--model NAME`` (checked by the library); ``by_questions``: the default (None) is left
+    to the library, which picks it by ``--questions``."""
     from elicit.model.variants import MODELS, PAPER, RELEVANCE_MODEL
 
     default = (f"{PAPER}, or the model the --questions need: {RELEVANCE_MODEL} with "
@@ -177,8 +167,7 @@ def add_model_option(p: argparse.ArgumentParser, by_questions: bool = False) -> 
 
 
 def add_sweep_options(p: argparse.ArgumentParser) -> None:
-    """The options every sweep command shares: rounds, strategies, seed, output, jobs, model,
-    questions and pool."""
+    """The options every sweep command shares."""
     from elicit.elicitation.strategies import STRATEGIES
 
     add_model_option(p, by_questions=True)
@@ -216,12 +205,8 @@ def add_questions_options(p: argparse.ArgumentParser) -> None:
 
 def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "",
                      default: str = "counts") -> None:
-    """``--meta-features counts|ppmi|lsa|FILE`` and ``--meta-dim K`` (``default``: the kind
-    :func:`meta_options` gives when ``--meta-features`` is not given).
-
-    Both are parsed as text and checked by :func:`meta_options`, so that a mistake is one
-    ``elicit: error:`` line like the library's other errors.
-    """
+    """``--meta-features counts|ppmi|lsa|FILE`` and ``--meta-dim K``, parsed as text and
+    checked by :func:`meta_options` (``default``: the kind it gives without them)."""
     from elicit.data.metafeatures import DEFAULT_META_DIM
 
     p.add_argument("--meta-features", default=None, metavar="counts|ppmi|lsa|FILE",
@@ -236,11 +221,7 @@ def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = ""
 
 def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
     """The checked ``--meta-features`` and ``--meta-dim``: ``(kind or path, dimensions)``;
-    ``counts`` when ``kind`` is None.
-
-    Raises :class:`~elicit.errors.ElicitError` for a ``--meta-dim`` that is not a positive
-    integer or that comes without ``ppmi``/``lsa``.
-    """
+    ``counts`` when ``kind`` is None."""
     from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, META_FEATURES
     from elicit.errors import ElicitError
 
@@ -257,9 +238,8 @@ def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
 
 
 def sweep_meta_options(kind: str | None, dim: str | None) -> tuple[str | None, int | None]:
-    """:func:`meta_options` for ``elicit realdata``, where what was not given stays None: the
-    configuration resolves it (its default meta-features depend on ``--paper``,
-    :func:`elicit.paper.configs.resolve_meta_features`)."""
+    """:func:`meta_options` for ``elicit realdata``, where what was not given stays None (the
+    configuration resolves it)."""
     if kind is None:
         return None, None if dim is None else _positive_dim(dim)
     return meta_options(kind, dim)

@@ -1,8 +1,4 @@
-"""The ``elicit data`` command: ``elicit data fetch`` fills the data directory.
-
-Register it in the top-level parser with :func:`add_data_parsers` and dispatch with
-:data:`DATA_COMMANDS` (``args.command == "data"``).
-"""
+"""The ``elicit data`` command: ``elicit data fetch`` fills the data directory."""
 
 from __future__ import annotations
 
@@ -28,8 +24,7 @@ def _file_list(text: str) -> list[str]:
 
 
 def add_data_parsers(subparsers, commands: Collection[str] | None = None) -> None:
-    """Register ``elicit data`` and its sub-command ``fetch`` on the top-level sub-parsers
-    (with its options when :func:`~elicit.cli.argtypes.add_command` says so)."""
+    """Register ``elicit data`` and its sub-command ``fetch``."""
     add_command(subparsers, "data", commands, _data_options,
                 help="manage the data directory (download the data)")
 

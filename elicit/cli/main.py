@@ -1,11 +1,5 @@
-"""The ``elicit`` command line: parses arguments and calls the library.
-
-The experiment commands are thin: ``synthetic`` builds a
-:class:`~elicit.paper.configs.SyntheticConfig` and calls
-:func:`elicit.paper.synthetic.run_synthetic`, ``bench`` calls
-:func:`elicit.paper.bench.run_bench`, ``realdata`` and ``table1`` (:mod:`elicit.cli.realdata`)
-the real-data pipeline; the session commands live in :mod:`elicit.cli.session`.
-"""
+"""The ``elicit`` command line: parses arguments and calls the library (``realdata`` and
+``table1``: :mod:`elicit.cli.realdata`; the session commands: :mod:`elicit.cli.session`)."""
 
 from __future__ import annotations
 
@@ -33,8 +27,7 @@ from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers
 from elicit.internal.paths import check_output_file, check_output_folder
 
-# The library is imported where a command needs it (in the option builders and the command
-# functions): `elicit --help` and every command's start load only what they use.
+# The library is imported where a command needs it: every start loads only what it uses.
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -55,8 +48,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The ``elicit`` parser; with ``commands``, only those sub-commands get their options
-    (the others are listed with their help line), see
-    :func:`~elicit.cli.argtypes.add_command`."""
+    (:func:`~elicit.cli.argtypes.add_command`)."""
     parser = OneLineParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
     parser.add_argument("--version", action="version", version=f"elicit {__version__}")
@@ -193,13 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``elicit`` command ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_command_of(argv)).parse_args(argv)
-    # The library raises; run_command reports one line and returns 2 (elicit.cli.oneline).
     return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
 
 
 def _command_of(argv: Sequence[str]) -> set[str]:
-    """The sub-command of ``argv`` (none for ``elicit --help``): its first word that is not
-    an option (the top-level options, --help and --version, take no value)."""
+    """The sub-command of ``argv``: its first word that is not an option (none for --help)."""
     first = next((a for a in argv if not a.startswith("-")), None)
     return set() if first is None else {first}
 

@@ -1,11 +1,6 @@
-"""How the command line reports a failure: one ``elicit: error: ...`` line, exit status 2.
-
-The library raises an :class:`~elicit.errors.ElicitError` (engines included:
-:class:`~elicit.errors.EngineUnavailable`, :class:`~elicit.errors.EngineError`) for every
-problem it can state in one line. A session file's SQLite errors and the operating system's
-errors (a missing, unreadable or unwritable file) are reported the same way. Anything else is
-a bug and keeps its traceback. Output into a pipe whose reader has gone (``elicit history S |
-head -1``) ends the command quietly, as it ends other Unix tools.
+"""How the command line reports a failure: one ``elicit: error: ...`` line, exit status 2, for
+an :class:`~elicit.errors.ElicitError`, an SQLite error or an operating system error; anything
+else is a bug and keeps its traceback. A pipe whose reader has gone ends the command quietly.
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ from elicit.internal.text import printable
 ERROR_STATUS = 2
 #: The exit status after Ctrl-C (128 + SIGINT).
 INTERRUPTED_STATUS = 130
-#: The exit status when the reader of the output has gone (128 + SIGPIPE, what a shell
-#: reports for a tool that SIGPIPE ended).
+#: The exit status when the reader of the output has gone (128 + SIGPIPE).
 BROKEN_PIPE_STATUS = 141
 
 
@@ -43,8 +37,7 @@ def error_line(exc: BaseException) -> str | None:
 
 def run_command(func: Callable[[argparse.Namespace], int | None],
                 args: argparse.Namespace) -> int:
-    """Run one command, ``func(args)``, and return its exit status: its own (None is 0), 2
-    after printing the one-line error of a failure, 130 after Ctrl-C."""
+    """Run ``func(args)`` and return its exit status (None is 0; 2 after a one-line error)."""
     try:
         return int(func(args) or 0)
     except BrokenPipeError:
@@ -63,8 +56,7 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
 
 
 def _drop_stdout() -> None:
-    """Point standard output at the null device: the reader is gone, and the interpreter's
-    final flush of what is still buffered would otherwise print a second error."""
+    """Point standard output at the null device, so the final flush prints no second error."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

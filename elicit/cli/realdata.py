@@ -1,10 +1,6 @@
-"""The ``elicit realdata`` and ``elicit table1`` commands (paper Sec. 4.2, Fig. 5, Table 1).
-
-Argument parsing only: the options become one :class:`~elicit.paper.configs.RealDataConfig`
-(which checks them, then makes the data source with :func:`elicit.data.sources.make_source`)
-for :func:`elicit.paper.realdata.run_realdata`; ``table1`` calls
-:func:`elicit.paper.table1.run_table1` (their modules describe the output folders).
-"""
+"""The ``elicit realdata`` and ``elicit table1`` commands (paper Sec. 4.2, Fig. 5, Table 1):
+argument parsing for :func:`elicit.paper.realdata.run_realdata` and
+:func:`elicit.paper.table1.run_table1`."""
 
 from __future__ import annotations
 
@@ -31,8 +27,7 @@ from elicit.internal.paths import check_output_folder
 
 
 def add_realdata_parsers(subparsers, commands: Collection[str] | None = None) -> None:
-    """Register the ``realdata`` and ``table1`` sub-commands (with their options when
-    :func:`~elicit.cli.argtypes.add_command` says so)."""
+    """Register the ``realdata`` and ``table1`` sub-commands."""
     add_command(subparsers, "realdata", commands, _realdata_options,
                 help="the paper's Amazon/Yelp experiment (Fig. 5) with a LASSO expert, or the "
                      "same on any review corpus")
@@ -131,8 +126,7 @@ def cmd_realdata(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     # not given: the configuration's meta-features (the paper's counts with --paper)
     meta_features, meta_dim = sweep_meta_options(args.meta_features, args.meta_dim)
-    # The source is made once the configuration has checked the other options: a wrong
-    # option is reported before the data are looked for.
+    # made once the configuration has checked the options: those are reported first
     source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,
                                text_field=args.text_field, rating_field=args.rating_field,
                                min_df=args.min_df, name=args.name)

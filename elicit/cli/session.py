@@ -1,22 +1,16 @@
 """Command-line front ends of real-expert sessions: ``session new``, ``ask``, ``serve``,
-``history`` and ``export``.
-
-The ``elicit`` CLI registers them with :func:`add_session_parsers`; every sub-command sets
-``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs. Errors print one
-line (``elicit: error: ...``) and exit with status 2, without a traceback.
-
-This module only parses arguments and calls the library: the session is
-:mod:`elicit.session.session`, its inputs :mod:`elicit.session.loaders` and the terminal front
-end :mod:`elicit.session.terminal`.
+``history`` and ``export`` (argument parsing only; the work is in :mod:`elicit.session`).
+Every sub-command sets ``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
+from elicit import __version__
 from elicit.cli.argtypes import (
     ENGINE_HELP,
     OneLineParser,
@@ -36,10 +30,6 @@ from elicit.cli.oneline import run_command
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_not_input
 from elicit.internal.text import command_line, printable
-
-# --------------------------------------------------------------------------------------------
-# Argument parsing
-# --------------------------------------------------------------------------------------------
 
 
 def batch_size(text: str) -> int:
@@ -68,23 +58,19 @@ EXPERT_HELP = ("your name: every answer records who gave it, and each expert get
 
 def add_session_parsers(subparsers: argparse._SubParsersAction,
                         commands: Collection[str] | None = None) -> None:
-    """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI.
-
-    Each sub-command sets ``args.session_func``; run it with
-    :func:`elicit.cli.oneline.run_command`. With ``commands``, only those get their options
-    (:func:`~elicit.cli.argtypes.add_command`).
-    """
+    """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI (with
+    ``commands``, only those get their options: :func:`~elicit.cli.argtypes.add_command`)."""
     for name, options, help_line, description in (
             ("session", _session_options, "create real-expert sessions",
              "Create real-expert sessions."),
-            ("ask", _ask_options, "answer questions in the terminal",
+            ("ask", _on_a_session(_ask_options), "answer questions in the terminal",
              "Answer the session's questions in the terminal."),
-            ("serve", _serve_options, "answer questions in a web page",
+            ("serve", _on_a_session(_serve_options), "answer questions in a web page",
              "Serve the session's questions as a web page."),
-            ("history", _history_options, "print the answers of a session",
+            ("history", _on_a_session(_history_options), "print the answers of a session",
              "Print the answers of a session."),
-            ("export", _export_options, "export the learned prior (.nc/.json) or the history "
-             "(.csv)", "Export the learned prior or the history.")):
+            ("export", _on_a_session(_export_options), "export the learned prior (.nc/.json) or "
+             "the history (.csv)", "Export the learned prior or the history.")):
         add_command(subparsers, name, commands, options, help=help_line,
                     description=description)
 
@@ -175,22 +161,28 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     n.set_defaults(session_func=cmd_new)
 
 
-def _ask_options(a: argparse.ArgumentParser) -> None:
-    from elicit.engines import ENGINES
+def _on_a_session(options: Callable[[argparse.ArgumentParser], None]
+                  ) -> Callable[[argparse.ArgumentParser], None]:
+    """``options`` between the session file and ``--engine``: a command on a session."""
+    def add(p: argparse.ArgumentParser) -> None:
+        from elicit.engines import ENGINES
 
-    a.add_argument("session", type=Path, help="session file")
+        p.add_argument("session", type=Path, help="session file")
+        options(p)
+        p.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
+
+    return add
+
+
+def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--batch", type=batch_size, default=1, metavar="K",
                    help="choose K questions at a time (feature-disjoint, by expected gain; "
                         "at most 50)")
     a.add_argument("--expert", metavar="NAME", default=None, help=EXPERT_HELP)
-    a.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     a.set_defaults(session_func=cmd_ask)
 
 
 def _serve_options(s: argparse.ArgumentParser) -> None:
-    from elicit.engines import ENGINES
-
-    s.add_argument("session", type=Path, help="session file")
     s.add_argument("--port", type=port, default=8765,
                    help="TCP port to listen on (default 8765; 0 picks a free one)")
     s.add_argument("--host", default="127.0.0.1",
@@ -198,45 +190,29 @@ def _serve_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--expert", metavar="NAME", default=None,
                    help="the expert of visitors who give no name on the page (default: the "
                         "unnamed expert)")
-    s.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     s.set_defaults(session_func=cmd_serve)
 
 
 def _history_options(h: argparse.ArgumentParser) -> None:
-    from elicit.engines import ENGINES
-
-    h.add_argument("session", type=Path, help="session file")
     h.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     h.add_argument("--agreement", action="store_true",
                    help="show where the experts agree and disagree instead")
-    h.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     h.set_defaults(session_func=cmd_history)
 
 
 def _export_options(e: argparse.ArgumentParser) -> None:
-    from elicit.engines import ENGINES
-
-    e.add_argument("session", type=Path, help="session file")
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
-    e.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
     e.set_defaults(session_func=cmd_export)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """A stand-alone ``elicit`` with only the session commands (for tests and ``python -m``);
-    returns the exit status."""
+    """A stand-alone ``elicit`` with only the session commands; returns the exit status."""
     parser = OneLineParser(prog="elicit")
-    parser.add_argument("--version", action="version", version=f"elicit {_version()}")
+    parser.add_argument("--version", action="version", version=f"elicit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_session_parsers(sub)
     args = parser.parse_args(argv)
     return run_command(args.session_func, args)
-
-
-def _version() -> str:
-    from elicit import __version__
-
-    return __version__
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,14 +305,12 @@ def cmd_new(args: argparse.Namespace) -> int:
                        **inputs)
     with s:
         pr = s.progress()
-        table = s.elicitor.table
-        count = [f"{len(seg)} {seg.kind.plural}" for seg in table.segments]
+        count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
         asked = count[0] if len(count) == 1 else \
             f"{pr['questions']} questions ({', '.join(count)})"
         model = "" if s.questions == PAPER_QUESTIONS else f", model {s.elicitor.hyper.model}"
-        # The file name, as the user typed it, may hold control characters.
-        out = printable(args.out)
-        print(f"created {out}: {len(s.feature_names)} features, {asked}, "
+        # printable: the file name, as the user typed it, may hold control characters
+        print(f"created {printable(args.out)}: {len(s.feature_names)} features, {asked}, "
               f"engine {s.elicitor.engine.name}{model}")
         for line in s.summary:
             print(f"  {printable(line)}")  # it names the data's columns

@@ -1,15 +1,8 @@
-"""What a session gives out: its learned prior and its record as tables.
-
-The prior is exported as arviz ``InferenceData`` (netCDF) or plain JSON, both described in
-``docs/session.md``. They hold the current MAP of the kernel parameters (gamma, xi, tau2), the
-kernel matrix K and the answers it was learned from, read at one state of the session (another
-process may be answering meanwhile). The record (answers, queries, events) comes as pandas
-DataFrames (``elicit export my.session history.csv`` writes the first), and
-:func:`agreement` compares the experts' answers.
-
-Everything here reads a session through its public methods
-(:class:`~elicit.session.state.SessionState`); :class:`~elicit.session.session.Session`
-offers these functions as its methods and properties.
+"""What a session gives out: its learned prior (arviz ``InferenceData`` or JSON, described in
+``docs/session.md``: the current MAP of gamma, xi, tau2, K and the answers, read at one state),
+its record as DataFrames, and the experts' :func:`agreement`. Everything here reads a session
+through its public methods; :class:`~elicit.session.session.Session` offers these functions as
+its methods and properties.
 """
 
 from __future__ import annotations
@@ -42,18 +35,11 @@ def to_inferencedata(session: SessionState):
     """The current MAP as an :class:`arviz.InferenceData`.
 
     ``posterior`` holds ``gamma`` (dim ``meta_feature``), ``xi`` and ``tau2`` as one chain
-    with one draw (the MAP, not a sample); ``constant_data`` holds ``K`` with dims
-    ``(feature, feature_)`` labelled by the feature names, ``mu`` (posterior mean of beta) and
-    the answers used (``answer_pair``: a feature question's second entry is -1). Attributes
-    record the session and the answer count.
-
-    The relevance model adds its relevance posterior: ``zeta`` in ``posterior`` (the logit of
-    the share of relevant features among those not judged) and, in ``constant_data`` with
-    dim ``feature``, ``relevance_class`` (1 relevant, 0 irrelevant, -1 not judged: what the
-    experts' answers set, the features of answered pairs included), ``p_relevant`` (the
-    probability that the feature affects the outcome at the MAP) and ``prior_scale``
-    (h = sqrt(lambda): beta's prior covariance is ``sigma2 tau2 diag(h) K diag(h)``); each
-    variable's ``description`` attribute says so.
+    with one draw (the MAP, not a sample); ``constant_data`` holds ``K`` (dims ``(feature,
+    feature_)``), ``mu`` (posterior mean of beta) and the answers used (``answer_pair``: -1
+    for a feature question's second entry). The relevance model adds ``zeta`` to
+    ``posterior`` and ``relevance_class``, ``p_relevant`` and ``prior_scale`` to
+    ``constant_data``, each with a ``description`` attribute (:data:`_RELEVANCE_DESCRIPTIONS`).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
@@ -63,22 +49,19 @@ def to_inferencedata(session: SessionState):
     assert post is not None
     names = session.feature_names
     d = session.U.shape[1]
-    ans_pairs = np.array([[i, j] for _, i, j, _, _ in active], dtype=np.int64).reshape(-1, 2)
-    ans_vals = np.array([a for *_, a, _ in active], dtype=str)
     constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
     coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
     dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
     if len(active):
-        constant["answer_pair"] = ans_pairs
-        constant["answer"] = ans_vals
-        constant["answer_expert"] = np.array([e for *_, e in active], dtype=str)
-        constant["answer_kind"] = np.array([k for k, *_ in active], dtype=str)
-        coords["answer_index"] = np.arange(len(active))
-        coords["pair_end"] = ["i", "j"]
-        dims["answer_pair"] = ["answer_index", "pair_end"]
-        dims["answer"] = ["answer_index"]
-        dims["answer_expert"] = ["answer_index"]
-        dims["answer_kind"] = ["answer_index"]
+        constant.update(
+            answer_pair=np.array([[i, j] for _, i, j, _, _ in active],
+                                 dtype=np.int64).reshape(-1, 2),
+            answer=np.array([a for *_, a, _ in active], dtype=str),
+            answer_expert=np.array([e for *_, e in active], dtype=str),
+            answer_kind=np.array([k for k, *_ in active], dtype=str))
+        coords.update(answer_index=np.arange(len(active)), pair_end=["i", "j"])
+        dims.update(answer_pair=["answer_index", "pair_end"], answer=["answer_index"],
+                    answer_expert=["answer_index"], answer_kind=["answer_index"])
     attrs = {"elicit_session": session.uid, "session_file": str(session.path),
              "data_hash": session.meta["data_hash"], "n_answers": len(active),
              "point_estimate": "MAP", "y_offset": session.y_offset,
@@ -139,8 +122,7 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "answers": [{"kind": k, "i": i, "j": j, "feature_i": names[i],
                      "feature_j": _names_or_blank(names)[j], "answer": a, "expert": e}
                     for k, i, j, a, e in active],
-        # The level added back to predictions, and the standardisation of X (None: X is
-        # used as stored), so the prior can be applied to new data elsewhere.
+        # the level added back to predictions and the standardisation of X (None: as stored)
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
         "x_scale": session.meta.get("x_scale"),
         "exported": store.now(),
@@ -155,9 +137,7 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
 def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
     """Write the learned prior: ``.nc`` (netCDF via arviz) or ``.json``.
 
-    The netCDF file is :func:`to_inferencedata` saved with ``InferenceData.to_netcdf``
-    (groups ``posterior`` and ``constant_data``). The JSON file is :func:`prior_dict`,
-    written under a temporary name and renamed into place.
+    The netCDF file is :func:`to_inferencedata`, the JSON file :func:`prior_dict`.
 
     Raises
     ------
@@ -190,13 +170,11 @@ def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
 # --------------------------------------------------------------------------------------------
 
 def history(session: SessionState) -> pd.DataFrame:
-    """Every answer of every expert, oldest first, including undone ones (``undone`` is
-    True).
+    """Every answer of every expert, oldest first, undone ones included.
 
     Columns: answer_id, query_id, expert, kind, i, j, feature_i, feature_j, answer, comment,
-    expected_gain, shown_at, answered_at, undone, undone_at. ``kind`` names the question's
-    kind (:mod:`elicit.elicitation.kinds`); a question about one feature ("does feature_i
-    affect the outcome?") has ``j = -1`` and an empty ``feature_j``.
+    expected_gain, shown_at, answered_at, undone, undone_at; a feature question has
+    ``j = -1`` and an empty ``feature_j``.
     """
     names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.answer_rows(),
@@ -223,8 +201,7 @@ def queries(session: SessionState) -> pd.DataFrame:
 
 
 def _names_or_blank(names: list[str]) -> dict[int, str]:
-    """Feature name by index, and ``""`` for the missing second feature of a feature
-    question (:data:`~elicit.session.store.FEATURE_J`)."""
+    """Feature name by index, and ``""`` for :data:`~elicit.session.store.FEATURE_J`."""
     return {**dict(enumerate(names)), store.FEATURE_J: ""}
 
 
@@ -254,11 +231,9 @@ class Agreement:
     Attributes
     ----------
     pairs
-        One row per question answered by at least two experts: kind, feature_i, feature_j
-        (empty for a question about one feature), experts, the count of each answer of the
-        session's kinds (similar, dissimilar; with feature questions relevant, irrelevant) and
-        of dont_know, conflict (two different answers other than don't know given) and answers
-        (``"alice: similar; bob: dissimilar"``); conflicts first.
+        One row per question answered by at least two experts: kind, feature_i, feature_j,
+        experts, the count of each answer word, conflict (two different answers other than
+        don't know) and answers (``"alice: similar; bob: dissimilar"``); conflicts first.
     compared
         Questions with at least two answers other than don't know (no opinion).
     agreeing

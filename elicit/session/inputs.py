@@ -3,30 +3,19 @@
 :func:`prepare` is what :meth:`Session.create <elicit.session.session.Session.create>` does
 with its arguments before anything is written:
 
-* **Alignment by name.** A DataFrame ``X`` names the features; a Series ``y`` with the same
-  index labels as a DataFrame ``X`` is put in ``X``'s row order, and one with other labels is
-  refused (an array ``y`` matches by position); a DataFrame of meta-features whose index
-  names the features (not 0..p-1) is put in the features' order, and a missing or extra
-  name is an error listing them.
+* **Alignment by name.** A Series ``y`` is put in a DataFrame ``X``'s row order by index label
+  (other labels are refused; an array matches by position); a DataFrame of meta-features
+  indexed by feature name is put in the features' order.
 * **Values and size** are checked by :func:`elicit.model.spec.validate_regression`, with the
-  places named: a DataFrame's row labels (``line 5`` for a table read by
-  :func:`elicit.session.loaders.table_inputs`), the feature names, the meta-features'
-  column names.
-* **Default meta-features.** Without meta-features each feature is described by its
-  correlations with the first principal components of the standardised training matrix
-  (:func:`elicit.data.metafeatures.table_meta_features`): free of the columns' units, with
-  correlated columns close, and scaled so that the kernel couples a typical pair at the
-  start (``K = exp(-2)`` at ``gamma = 1``).
-* **Centring.** ``y`` is centred internally; its mean (``y_centre``) is added back in every
-  prediction. ``standardize=True`` also centres and scales the columns of ``X`` and stores
-  the statistics, so predictions take data in the original units.
-* **Features not asked about.** Constant columns and columns identical to an earlier column
-  stay in the model (so ``X``, the names and ``predict`` keep every column) but are left
-  out of the questions: an answer about them cannot teach the model anything the data
-  allows it to use. Pairs with identical meta-features are not asked either
-  (:func:`elicit.session.questions.question_pairs`).
-* A plain-text **summary** of all this is stored in the file and shown by ``elicit history``
-  and the web page.
+  places named (a table's ``line 5``, the feature names, the meta-features' columns).
+* **Default meta-features**: each feature's correlations with the first principal components
+  of the standardised training matrix (:func:`elicit.data.metafeatures.table_meta_features`).
+* **Centring.** ``y`` is centred internally and its mean added back in every prediction;
+  ``standardize=True`` also centres and scales ``X``'s columns, so predictions take the
+  original units.
+* **Features not asked about**: constant columns and columns equal to an earlier one stay in
+  the model but are left out of the questions.
+* A plain-text **summary** of all this is stored in the file.
 
 The other functions check single arguments (names, snippets, settings, comments).
 """
@@ -82,7 +71,6 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = [str(c) for c in X.columns]
     y = _align_y(X, y)
-    names_known = feature_names is not None
     Xa = _as_matrix(X)
     if meta_features is None:
         try:
@@ -94,7 +82,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
         U = (table_meta_features(Xd) if Xd is not None and Xd.ndim == 2 and Xd.size
              and np.all(np.isfinite(Xd)) else np.zeros((0, 1)))
     else:
-        U = align_meta(meta_features, feature_names if names_known else None)
+        U = align_meta(meta_features, feature_names)
     meta_names = ([str(c) for c in meta_features.columns]
                   if isinstance(meta_features, pd.DataFrame) else None)
     Xf, yf, Uf = validate_regression(
@@ -103,9 +91,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
         row_names=_RowNames(X.index) if isinstance(X, pd.DataFrame) else None)
     names = check_feature_names(feature_names, Xf.shape[1])
     if meta_features is None and Xf.shape[0] < MIN_ROWS_FOR_DEFAULT_META:
-        # With two rows every pair of columns is perfectly correlated (r = +1 or -1): the
-        # default meta-features cannot tell the features apart, and the start kernel's note
-        # would blame their scale.
+        # with two rows every pair of columns is perfectly correlated (r = +1 or -1)
         raise ElicitError(f"the data has only {Xf.shape[0]} row(s): the default meta-features "
                           "describe each feature by how its column correlates with the "
                           f"others, which needs at least {MIN_ROWS_FOR_DEFAULT_META} rows; add "
@@ -291,12 +277,9 @@ def check_texts(texts: Mapping[Any, Any] | Sequence[Any] | None,
 
 
 def _snippet_list(snippets, name: str) -> list[str]:
-    if isinstance(snippets, str):
-        snippets = [snippets]
-    snippets = list(snippets)
-    for s in snippets:
-        if not isinstance(s, str):
-            raise ElicitError(f"text snippets of feature {name!r} must be strings")
+    snippets = [snippets] if isinstance(snippets, str) else list(snippets)
+    if not all(isinstance(s, str) for s in snippets):
+        raise ElicitError(f"text snippets of feature {name!r} must be strings")
     return snippets
 
 

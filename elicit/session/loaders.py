@@ -1,12 +1,10 @@
 """Where a session's data comes from, and the example snippets shown to the expert.
 
-:func:`table_inputs` (a CSV or Parquet table, ``elicit session new --from-csv``),
-:func:`npz_inputs` (arrays in a ``.npz`` file), :func:`dataset_inputs` (the paper's Amazon
-and Yelp data) and :func:`corpus_inputs` (any review corpus) return keyword arguments for
-:meth:`Session.create <elicit.session.session.Session.create>`; the last two take run R of
-seed S exactly as a real-data sweep does (:meth:`elicit.data.sources.DataSource.run`).
-:func:`keyword_snippets` finds snippets showing each keyword in use, :func:`texts_from_json`
-reads snippets the user wrote, and :func:`highlight` marks the keyword inside a snippet.
+:func:`table_inputs` (a CSV or Parquet table), :func:`npz_inputs` (a ``.npz`` file),
+:func:`dataset_inputs` (the paper's Amazon and Yelp data) and :func:`corpus_inputs` (any review
+corpus) return keyword arguments for :meth:`Session.create
+<elicit.session.session.Session.create>`. :func:`keyword_snippets` finds snippets showing each
+keyword in use and :func:`highlight` marks the keyword inside one.
 """
 
 from __future__ import annotations
@@ -31,9 +29,8 @@ from elicit.internal.text import listing
 
 def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
                  meta_features: Path | None = None) -> dict[str, Any]:
-    """Inputs from a table: ``target`` is y, ``features`` (default: every other column)
-    are X; optional meta-features from another table whose first column is the feature
-    name. X is standardised inside the session (``standardize=True``)."""
+    """Inputs from a table: ``target`` is y, ``features`` (default: every other column) X;
+    optional meta-features from a table whose first column is the feature name."""
     df = read_table(path, "--from-csv")
     cols = list(df.columns)
     if target not in cols:
@@ -68,8 +65,7 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     if meta_features is not None:
         U = read_table(meta_features, "--meta-features", index_col=0)
         U.index = [str(k) for k in U.index]
-    # Messages about a value name its place in the file: data row k is line k + 2 of a text
-    # table (after the header line), row k of a Parquet file.
+    # messages name a value's place: data row k is line k + 2 of a text table (the header first)
     text = Path(path).suffix.lower() not in (".parquet", ".pq")
     df.index = pd.RangeIndex(2, len(df) + 2, name="line") if text else pd.RangeIndex(len(df))
     return {"X": df[feats], "y": df[target], "meta_features": U, "standardize": True,
@@ -132,48 +128,38 @@ def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | No
                    meta_features: str | os.PathLike = "counts",
                    meta_dim: int = DEFAULT_META_DIM) -> dict:
     """The inputs of a session on the paper's Amazon or Yelp data: run ``run`` of seed
-    ``seed``, the same run as a real-data sweep's (``elicit realdata --seed``).
-
-    The run is :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
-    :func:`~elicit.data.sources.paper_source`: the paper's bag-of-words matrix and feature
-    rule, 100 training reviews split with :func:`~elicit.data.sources.split_seed`
-    ``(seed, run)``, X standardised with the statistics of the run's 1000 model reviews,
-    centred y, meta-features = the raw training counts. The example snippets come from the
-    shipped raw-text reviews of the same corpus when they are present: these are not the same
-    reviews as the paper's matrix (which has no text), but they show how each keyword is used.
+    ``seed``, the same run as a real-data sweep's (``elicit realdata --seed``), i.e.
+    :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
+    :func:`~elicit.data.sources.paper_source`. The example snippets come from the shipped
+    raw-text reviews of the same corpus when present (not the matrix's reviews, which have no
+    text, but they show how each keyword is used).
 
     ``meta_features`` and ``meta_dim`` choose the meta-features (:func:`elicit.data.prepare_run`):
-    ``"counts"`` (default, the raw training counts), ``"ppmi"`` or ``"lsa"`` (an embedding of
-    the keywords learned from the text of the reviews not used for the model, no ratings), or
-    a CSV/Parquet file indexed by keyword.
+    ``"counts"`` (default), ``"ppmi"``, ``"lsa"`` or a CSV/Parquet file indexed by keyword.
 
     Returns
     -------
     dict
         Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`
-        (X, y, meta_features, feature_names, texts, y_offset, description,
-        target_description, meta_source); the seed of the session's questions is
-        ``Session.create``'s own ``seed``.
+        (the seed of the session's questions is ``Session.create``'s own ``seed``).
     """
     from elicit.data import RAW_FILES, read_records, resolve_data_dir
     from elicit.data.sources import paper_source
 
     src = paper_source(name, data_dir)
-    reviews = None
-    raw_note = "no example snippets (raw-text reviews not found)"
+    reviews, raw_note = None, "no example snippets (raw-text reviews not found)"
     try:
         raw = resolve_data_dir(data_dir, required=[RAW_FILES[name]]) / RAW_FILES[name]
     except ElicitError:
-        raw = None
-    if raw is not None:
+        pass
+    else:
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
         raw_note = f"example snippets from {raw.name}"
     return _run_inputs(src, run, seed, reviews, DATASET_TARGETS.get(name, "the outcome"),
                        f"{name}: paper bag-of-words matrix", raw_note, meta_features, meta_dim)
 
 
-#: The label of a session's corpus source. A sweep's outputs are named by it, so a sweep
-#: refuses file names that are not plain labels; a session's are not, so any file name goes.
+#: The label of a session's corpus source (a fixed one: a session takes any file name).
 _SESSION_CORPUS = "corpus"
 
 
@@ -184,12 +170,10 @@ def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: 
     """The inputs of a session on any review corpus: run ``run`` of seed ``seed``, the same
     run as a real-data sweep's on that corpus (``elicit realdata --corpus FILE --seed``).
 
-    The keywords follow the paper's rule (:func:`elicit.data.load_corpus`: SMART stop words
-    out, document frequency at least ``min_df``, by default scaled to the corpus size); the
+    The keywords follow the paper's rule (:func:`elicit.data.load_corpus`, ``min_df``); the
     run is :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
-    :func:`~elicit.data.sources.corpus_source` (so the corpus needs the reviews a sweep
-    needs), and the snippets come from the corpus itself. ``meta_features`` and ``meta_dim``
-    as in :func:`dataset_inputs`.
+    :func:`~elicit.data.sources.corpus_source`; the snippets come from the corpus itself.
+    ``meta_features`` and ``meta_dim`` as in :func:`dataset_inputs`.
 
     Returns
     -------
@@ -284,8 +268,7 @@ def keyword_snippets(keywords: Sequence[str], texts: Sequence[str], per_keyword:
     from different texts, in the texts' order (deterministic), with ``width`` characters of
     context on each side.
     """
-    # Index which texts contain each lower-cased word once, so each keyword's regex runs only
-    # on the few texts that can match instead of on the whole corpus.
+    # which texts hold each word: a keyword's regex runs only on the texts that can match
     lowered = [t.lower() for t in texts]
     where: dict[str, list[int]] = {}
     for k, t in enumerate(lowered):

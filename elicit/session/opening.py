@@ -1,8 +1,6 @@
 """Opening a session file safely: the checks made before anything is written to it, reading
-its meta data, arrays and snippets, and bringing an older format up to date.
-
-The file itself (schema, connections, writes, creation) is :mod:`elicit.session.store`.
-"""
+its meta data, arrays and snippets, and migrating an older format (the file itself:
+:mod:`elicit.session.store`)."""
 
 from __future__ import annotations
 
@@ -28,6 +26,7 @@ from elicit.elicitation.kinds import (
 )
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
+from elicit.session.record import epoch
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
@@ -53,10 +52,8 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
 
     Nothing is written to a file that fails a check, nor to one whose data differs from the
     arrays ``given`` (``{"X": ..., "y": ..., "U": ...}``, None for those not to check).
-    ``read_only``: nothing is ever written (:func:`connect`), so a read-only file or folder
-    is fine; an older format is migrated in a copy in memory, the file stays as it is.
-    Returns the connection, the meta data, the arrays ``X``, ``y``, ``U`` and the snippets
-    per feature.
+    ``read_only``: nothing is ever written; an older format is migrated in a copy in memory.
+    Returns the connection, the meta data, the arrays and the snippets per feature.
     """
     _inspect_file(path)
     if not read_only:
@@ -86,10 +83,8 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
 
 
 def _finish_cut_write(path: Path) -> None:
-    """Before a read-only open: let SQLite undo a write that was cut short (a "hot" journal
-    beside the file), when the file and its folder may be written. A read-only connection
-    cannot, and would refuse the file; any other opener of the file would undo it the same
-    way. Without that permission the read-only open says what to do."""
+    """Before a read-only open: let SQLite undo a write that was cut short (a "hot" journal),
+    when the file and its folder may be written (a read-only connection would refuse it)."""
     journal = Path(str(path) + "-journal")
     if not (journal.exists() and journal.stat().st_size > 0):
         return
@@ -99,8 +94,7 @@ def _finish_cut_write(path: Path) -> None:
         return
     conn = connect(path)
     try:
-        # Any read makes SQLite check the journal; if no writer holds the file, it is hot
-        # and rolled back. A live writer's journal is left alone (the read waits for it).
+        # Any read rolls a hot journal back; a live writer's is left alone.
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
     except sqlite3.Error:
         pass  # open_file reports what is wrong with the file
@@ -110,12 +104,7 @@ def _finish_cut_write(path: Path) -> None:
 
 def _wal_file_in_memory(path: Path) -> sqlite3.Connection | None:
     """A format-1 file (WAL mode) with no write pending, read into memory; None for any
-    other file.
-
-    SQLite reads a WAL database only through a ``-shm`` file beside it, which a read-only
-    connection creates and cannot remove; without a ``-wal`` file the session file alone is
-    the whole database, so reading its bytes leaves the folder exactly as it was.
-    """
+    other file. (A read-only connection to a WAL file would leave a ``-shm`` file behind.)"""
     wal = Path(str(path) + "-wal")
     if not hasattr(sqlite3.Connection, "deserialize") or (wal.exists()
                                                          and wal.stat().st_size > 0):
@@ -133,8 +122,7 @@ def _wal_file_in_memory(path: Path) -> sqlite3.Connection | None:
 
 def _migrated_copy(conn: sqlite3.Connection, path: Path
                    ) -> tuple[sqlite3.Connection, dict[str, Any]]:
-    """An older file read without writing to it: a copy in memory, migrated there, and as
-    read-only as the file (closes ``conn``)."""
+    """An older file migrated in a read-only copy in memory (closes ``conn``)."""
     mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     try:
         conn.backup(mem)
@@ -148,8 +136,7 @@ def _migrated_copy(conn: sqlite3.Connection, path: Path
 
 
 def _check_writable(path: Path) -> None:
-    """Refuse a session that cannot be written: every answer is saved into the file, and a
-    commit creates a journal file beside it."""
+    """Refuse a file or folder that cannot be written (a commit creates a journal beside it)."""
     where = path.parent
     if not os.access(path, os.W_OK):
         raise ElicitError(f"session file {path} is read-only, and elicit saves every answer "
@@ -163,7 +150,7 @@ def _check_writable(path: Path) -> None:
 
 def _inspect_file(path: Path) -> None:
     """Refuse files that are missing, empty, not SQLite or visibly truncated, before SQLite
-    touches them (so nothing is ever written to such a file)."""
+    touches them."""
     if not path.exists():
         raise ElicitError(f"session file {path} does not exist (create one with "
                           "Session.create or `elicit session new`)")
@@ -189,10 +176,8 @@ def _inspect_file(path: Path) -> None:
     n_pages = int.from_bytes(header[28:32], "big")
     change_counter = header[24:28]
     valid_for = header[92:96]
-    # The in-header page count is only trustworthy when it was written by the same
-    # transaction as the change counter (SQLite's own rule). A non-empty -wal or -journal
-    # beside the file means a write was cut short (header written, file not yet grown);
-    # SQLite's recovery finishes or undoes it, so leave that case to SQLite and quick_check.
+    # The header's page count counts only when the change counter matches (SQLite's rule); a
+    # non-empty -wal or -journal is a write cut short, left to SQLite's recovery.
     pending = any(Path(str(path) + s).exists() and Path(str(path) + s).stat().st_size > 0
                   for s in ("-wal", "-journal"))
     if (n_pages and change_counter == valid_for and size < n_pages * page_size
@@ -317,11 +302,9 @@ def _first_kind_outside(conn: sqlite3.Connection, table: str, kind_sql: str,
 
 def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: object,
                   version: int) -> None:
-    """Refuse a record whose questions or answers name no question or answer of the
-    session, or a kind of question the session does not ask (``questions``; an edited or
-    damaged file): no model can be built from it, and saying "not a candidate pair" later
-    would blame the wrong thing. A file of format ``version`` < 4 is read as it will be
-    migrated (a row's kind told by its ``j``)."""
+    """Refuse a record (of an edited or damaged file) whose rows name no question or answer of
+    the session, or a kind it does not ask (``questions``): no model can be built from it. A
+    file of format ``version`` < 4 is read as it will be migrated (kinds told by ``j``)."""
     old = _old_kinds()
     kind_sql, params = (("kind", ()) if version >= 4
                         else (_OLD_KIND_SQL, (old["one"], old["two"])))
@@ -382,12 +365,9 @@ def _forms(kind: QuestionKind) -> str:
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
     """Bring an older file to the current format, in one transaction, and return its meta.
 
-    Format 1 gains the experts' columns (:data:`~elicit.session.store.MIGRATE_1_TO_2`);
-    formats 1 to 3 the kind of every question by name and the record's tables without the
-    CHECKs that fixed the kinds' answers (:data:`~elicit.session.store.MIGRATE_TO_4`), and
-    the settings' ``questions`` as the names of the kinds asked. The transaction re-reads the
-    version inside the write lock, so two programs opening one old file at once migrate it
-    once.
+    Format 1 gains the experts' columns, formats 1 to 3 the kinds by name (the statements in
+    :mod:`elicit.session.store`). The version is re-read inside the write lock, so two
+    programs opening one old file at once migrate it once.
     """
     # The rebuild drops the queries table that answers refer to; SQLite checks foreign keys
     # per statement and changes that setting only outside a transaction.
@@ -418,11 +398,9 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
                              (json.dumps(FORMAT_VERSION),))
                 conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-                e = int(conn.execute("SELECT COUNT(*) FROM events WHERE kind IN "
-                                     "('answer', 'undo')").fetchone()[0])
                 conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
                              "('migrate', ?, ?, ?)",
-                             (e, now(), json.dumps({"from": fv, "to": FORMAT_VERSION})))
+                             (epoch(conn), now(), json.dumps({"from": fv, "to": FORMAT_VERSION})))
     finally:
         conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
     rows = conn.execute("SELECT key, value FROM meta").fetchall()

@@ -1,20 +1,9 @@
 """Which questions a session may ask, and how a question is named.
 
-A session asks pair questions ("do features i and j affect the outcome in the same way?")
-and, with ``questions="relevance"`` or ``"both"``, feature questions ("does feature i affect
-the outcome?"). In the session file and in the record's rows a feature question is ``(i,
-FEATURE_J)``; the objects a session hands out, defined here (:class:`SessionQuery`, a
-question recorded in the session, and :class:`AnswerRecord`, a committed answer), write it
-with ``j = None``, as the Elicitor's :class:`~elicit.elicitation.questions.Query` does.
-
-Every expert's answers enter one feedback likelihood:
-:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers` with ``asked=`` the current
-expert's pairs accepts a pair answered by several experts.
-
-:func:`question_pairs` says which pairs may be asked at all: pairs between features left out
-of the questions (constant or duplicate columns) and pairs whose meta-features are identical
-(the kernel gives them K_ij = 1 whatever gamma is, so no answer about them can change the
-model) are not asked.
+In the session file a feature question ("does feature i affect the outcome?") is ``(i,
+FEATURE_J)``; the objects a session hands out (:class:`SessionQuery`, a recorded question, and
+:class:`AnswerRecord`, a committed answer) write it with ``j = None``, as the Elicitor's
+:class:`~elicit.elicitation.questions.Query` does.
 """
 
 from __future__ import annotations
@@ -32,8 +21,8 @@ from elicit.session.store import FEATURE_J
 
 
 def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
-    """The candidate pairs of a session: pairs of features not ``excluded`` whose rows of
-    ``U`` differ.
+    """The candidate pairs of a session: pairs of features not ``excluded`` (constant or
+    duplicate columns) whose rows of ``U`` differ (else K_ij = 1 whatever gamma is).
 
     Raises
     ------
@@ -83,9 +72,7 @@ def question_label(names: Sequence[str], i: int, j: int | None) -> str:
 
 @dataclass(frozen=True)
 class SessionQuery:
-    """A question recorded in a session, of any kind: a pair question ("do features i and j
-    affect the outcome in the same way?"), a feature question ("does feature i affect the
-    outcome?"), ...
+    """A question of any kind recorded in a session.
 
     Attributes
     ----------
@@ -95,7 +82,7 @@ class SessionQuery:
         Feature indices, ``i < j``, of a pair question; ``j`` is None for a question about
         one feature.
     names
-        The feature names: two for a pair question, one for a question about one feature.
+        The feature names: two for a pair question, one for a feature question.
     expected_gain
         Expected information gain when the query was chosen (None for the random strategy).
     exact_gain
@@ -105,9 +92,7 @@ class SessionQuery:
     expert
         The expert the query was asked to (``''``: the unnamed expert).
     worth
-        What the question is worth: its expected gain as a fraction of the largest expected
-        gain of any question the session had offered up to it (:func:`worth`; None without
-        gains).
+        Its expected gain as a fraction of the best so far (:func:`worth`; None without gains).
     kind
         The name of the question's kind (:mod:`elicit.elicitation.kinds`).
     """
@@ -134,8 +119,7 @@ class SessionQuery:
 
     @property
     def features(self) -> tuple[int, ...]:
-        """The features the question is about: two for a pair, one for a question about one
-        feature."""
+        """The features the question is about: two for a pair, one for a feature question."""
         return (self.i,) if self.j is None else (self.i, self.j)
 
     @property

@@ -1,23 +1,17 @@
 """The record inside a session file: queries, answers, skips, undos and the event log.
 
 Every SQL statement about the record is here (the file as a whole is
-:mod:`elicit.session.store`). Each writing function is, or runs inside, one
-:func:`~elicit.session.store.write` transaction.
+:mod:`elicit.session.store`); each writing function is, or runs inside, one
+:func:`~elicit.session.store.write` transaction. Rows are keyed by ``(kind, i, j)``: a
+registered kind by name, about a pair ``i < j`` or one feature ``(i, FEATURE_J)``.
 
-Questions. A row of the queries and answers tables is a question of a registered kind
-(:mod:`elicit.elicitation.kinds`, by name in the ``kind`` column) about a pair ``(i, j)``,
-``i < j``, or one feature ``(i, FEATURE_J)`` (:mod:`elicit.session.questions`); everything
-below treats every kind alike, keyed by ``(kind, i, j)``.
+Experts. Every query, answer and event carries its expert's name (``''``: the unnamed expert,
+the only one of a format-1 file). Pending queries, skips and undos are per expert; the model
+uses the active answers of every expert.
 
-Experts. Every query, answer and event carries the name of the expert it belongs to (``''``
-is the unnamed expert, the only one of a format-1 file). Pending queries, skips and undos are
-per expert: an expert is never shown another expert's pending query and never asked a pair
-they have answered. The model uses the active answers of every expert.
-
-No stuck state. A pending query whose pair the same expert has meanwhile answered (through
-another query, in another tab or process) could never be answered. Such queries are never
-created (:func:`add_queries` checks inside its transaction) and any left by an older elicit
-are cancelled by :func:`cancel_answered_pending`.
+No stuck state. A pending query whose question the same expert has meanwhile answered could
+never be answered: :func:`add_queries` never creates one and :func:`cancel_answered_pending`
+cancels any an older elicit left.
 
 The *epoch* of a write is the number of answers and undos logged before it (of all experts).
 """
@@ -42,8 +36,7 @@ MAX_ID = 2**63 - 1
 
 
 class AnsweredElsewhere(ElicitError):
-    """The query's pair was answered by the same expert through another tab, window or
-    process before this answer arrived; the answer was not recorded."""
+    """The expert answered the question elsewhere first; this answer was not recorded."""
 
 
 class UnknownQuery(ElicitError):
@@ -66,8 +59,7 @@ def epoch(conn: sqlite3.Connection) -> int:
 
 
 def active_answers(conn: sqlite3.Connection) -> list[tuple[str, int, int, str, str]]:
-    """The answers not undone, ``(kind, i, j, answer, expert)`` in answer order (all
-    experts)."""
+    """The answers not undone, ``(kind, i, j, answer, expert)`` in answer order."""
     rows = conn.execute("SELECT kind, i, j, answer, expert FROM answers WHERE undone_at IS "
                         "NULL ORDER BY id").fetchall()
     return [(str(k), int(i), int(j), str(a), str(e)) for k, i, j, a, e in rows]
@@ -85,11 +77,9 @@ def experts(conn: sqlite3.Connection) -> list[str]:
 
 
 def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, int]:
-    """Counts of one expert's record: ``answered`` (active answers), ``questions`` (``n_pairs``:
-    the questions of every kind that may be asked; also under its older name ``pairs``),
-    ``left``, ``skipped``, ``undone``, ``pending``, the
-    active answers per kind (similar, dissimilar, dont_know, relevant, irrelevant), and
-    ``all_answers`` / ``experts`` over every expert."""
+    """Counts of one expert's record: ``answered`` (active answers), ``questions`` (``n_pairs``;
+    also as ``pairs``, its older name), ``left``, ``skipped``, ``undone``, ``pending``, the
+    active answers per answer word, and ``all_answers`` / ``experts`` over every expert."""
     kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
                               "AND expert = ? GROUP BY answer", (expert,)).fetchall())
     skipped, pending = conn.execute(
@@ -128,9 +118,8 @@ def skipped_questions(conn: sqlite3.Connection, expert: str) -> set[tuple[str, i
 
 
 def best_gain(conn: sqlite3.Connection, upto: int) -> float | None:
-    """The largest expected gain of the session's questions up to query ``upto`` (all
-    experts): the yardstick of a question's "worth" (None before any question with a
-    gain)."""
+    """The largest expected gain of the questions up to query ``upto`` (all experts; None
+    before any gain): the yardstick of a question's worth."""
     row = conn.execute("SELECT MAX(expected_gain) FROM queries WHERE id <= ?",
                        (upto,)).fetchone()
     return None if row[0] is None else float(row[0])
@@ -151,11 +140,10 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
     """``(id, i, j, expected_gain, exact_gain, status, kind)`` of the expert's pending query;
     for any other query an error saying what became of it (``action`` is what was
     refused)."""
-    if not 1 <= qid <= MAX_ID:
-        raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
-                           "query first")
-    row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert, kind "
-                       "FROM queries WHERE id = ?", (qid,)).fetchone()
+    row = None  # an id SQLite cannot store is not looked up (it would overflow)
+    if 1 <= qid <= MAX_ID:
+        row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert, kind "
+                           "FROM queries WHERE id = ?", (qid,)).fetchone()
     if row is None:
         raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
                            "query first")
@@ -195,9 +183,8 @@ def history_rows(conn: sqlite3.Connection) -> list[tuple]:
     :func:`elicit.session.export.history`, without the feature names)."""
     return conn.execute(
         "SELECT a.id, a.query_id, a.expert, a.kind, a.i, a.j, a.answer, a.comment, "
-        "q.expected_gain, "
-        "q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q ON "
-        "q.id = a.query_id ORDER BY a.id").fetchall()
+        "q.expected_gain, q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q "
+        "ON q.id = a.query_id ORDER BY a.id").fetchall()
 
 
 def query_rows(conn: sqlite3.Connection) -> list[tuple]:
@@ -216,6 +203,11 @@ def event_rows(conn: sqlite3.Connection) -> list[tuple]:
 def expert_label(expert: str) -> str:
     """How an expert is named in messages."""
     return f"expert {expert!r}" if expert else "the unnamed expert"
+
+
+def by_expert(expert: str) -> str:
+    """`` by expert 'NAME'`` in messages; empty for the unnamed expert."""
+    return f" by {expert_label(expert)}" if expert else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,40 +231,35 @@ _STALE_PENDING = (
     "AND a.expert = q.expert)")
 
 
-def cancel_answered_pending(conn: sqlite3.Connection) -> int:
-    """Cancel every pending query whose pair its expert has already answered (a state an
-    older elicit could leave behind when two processes answered at once). Returns how many
-    were cancelled; costs one read when there are none."""
+def cancel_answered_pending(conn: sqlite3.Connection) -> None:
+    """Cancel every pending query whose question its expert has already answered (which an
+    older elicit could leave behind); one read when there are none."""
     if is_read_only(conn) or not conn.execute(_STALE_PENDING + " LIMIT 1").fetchone():
-        return 0  # a read-only session leaves them: its readers never ask
+        return  # a read-only session leaves them: its readers never ask
     with write(conn):
-        stale = [int(q) for (q,) in conn.execute(_STALE_PENDING)]
-        _cancel(conn, stale, "pair answered elsewhere")
-    return len(stale)
+        _cancel(conn, [int(q) for (q,) in conn.execute(_STALE_PENDING)],
+                "pair answered elsewhere")
 
 
-def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) -> bool:
+def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) -> None:
     """Record chosen queries of an expert as pending (one batch if more than one).
 
-    The queries were chosen without the write lock held, so the transaction checks again:
-    if another connection recorded pending queries for this expert meanwhile, those win and
-    ``chosen`` is dropped; pairs the expert answered meanwhile are dropped. Returns False
-    when nothing could be recorded and nothing is pending (choose again).
+    They were chosen without the write lock, so the transaction checks again: pending
+    queries another connection recorded for this expert meanwhile win, and questions the
+    expert answered meanwhile are dropped.
     """
     at = now()
     with write(conn):
         if conn.execute("SELECT 1 FROM queries WHERE status = 'pending' AND expert = ? "
                         "LIMIT 1", (expert,)).fetchone():
-            return True
+            return
         fresh = [q for q in chosen
                  if active_answer_to(conn, q.kind, q.i, stored_j(q.j), expert) is None]
         if not fresh:
-            return False
+            return
         e = epoch(conn)
-        batch_id = None
-        if len(fresh) > 1:
-            batch_id = int(conn.execute("SELECT COALESCE(MAX(batch), 0) + 1 FROM queries"
-                                        ).fetchone()[0])
+        batch_id = None if len(fresh) == 1 else int(conn.execute(
+            "SELECT COALESCE(MAX(batch), 0) + 1 FROM queries").fetchone()[0])
         for q in fresh:
             cur = conn.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, "
                                "shown_at, status, batch, expert) VALUES "
@@ -281,24 +268,21 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
                                 int(q.exact_gain), at, batch_id, expert))
             conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
                          "('query', ?, ?, ?, ?)", (cur.lastrowid, e, at, expert))
-    return True
 
 
 def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str | None,
                  names: list[str], expert: str) -> tuple[int, int, int, str, str]:
     """Record an answer to the expert's pending query in one transaction.
 
-    Returns ``(answer id, i, j, answered_at, kind)``. An answer of another kind of question
-    (similar to a feature question, relevant to a pair) is refused in one line and nothing is
-    written. If the expert answered the same question through another query meanwhile, the
-    query is cancelled (committed) and :class:`AnsweredElsewhere` is raised: the session is
-    never left with a pending query nobody can answer.
+    Returns ``(answer id, i, j, answered_at, kind)``. An answer of another kind of question is
+    refused. If the expert answered the same question through another query meanwhile, the
+    query is cancelled (committed) and :class:`AnsweredElsewhere` raised.
     """
     at = now()
     conflict = None
     with write(conn):
-        # The checks run inside the write transaction: no other writer can slip in between
-        # them and the insert. The unique indexes back them up.
+        # Checked inside the write transaction (no other writer can slip in before the insert),
+        # backed up by the unique indexes.
         row = open_query_row(conn, qid, "answer", names, expert)
         i, j, kind = int(row[1]), int(row[2]), str(row[6])
         try:
@@ -329,8 +313,7 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
 
 
 def cancel_query(conn: sqlite3.Connection, qid: int, reason: str) -> None:
-    """Cancel one pending query in its own transaction (used after an unexpected refusal by
-    the file's unique indexes, so the query cannot block the session)."""
+    """Cancel one pending query in its own transaction."""
     with write(conn):
         st = conn.execute("SELECT status FROM queries WHERE id = ?", (qid,)).fetchone()
         if st is not None and st[0] == "pending":
@@ -347,9 +330,9 @@ def skip_query(conn: sqlite3.Connection, qid: int, names: list[str], expert: str
 
 
 def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
-    """Undo the expert's last active answer in one transaction: mark it undone, withdraw the
-    expert's pending queries and ask its question again. Returns ``(id, query_id, i, j,
-    answer, comment, answered_at, kind)`` of the undone answer."""
+    """Undo the expert's last active answer, withdraw their pending queries and ask its
+    question again, in one transaction. Returns ``(id, query_id, i, j, answer, comment,
+    answered_at, kind)`` of the undone answer."""
     at = now()
     with write(conn):
         row = conn.execute("SELECT a.id, a.query_id, a.i, a.j, a.answer, a.comment, "
@@ -357,8 +340,7 @@ def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
                            "JOIN queries q ON q.id = a.query_id WHERE a.undone_at IS NULL "
                            "AND a.expert = ? ORDER BY a.id DESC LIMIT 1", (expert,)).fetchone()
         if row is None:
-            who = "" if not expert else f" by {expert_label(expert)}"
-            raise ElicitError(f"there is no answer{who} to undo")
+            raise ElicitError(f"there is no answer{by_expert(expert)} to undo")
         aid, qid, i, j, _, _, _, kind, gain, exact = row
         e = epoch(conn)
         conn.execute("UPDATE answers SET undone_at = ? WHERE id = ?", (at, aid))

@@ -2,35 +2,24 @@
 
 A :class:`Session` wraps a :class:`~elicit.elicitation.elicitor.Elicitor` with a durable
 record of everything the experts saw and said (the file's SQL is in
-:mod:`elicit.session.store` and :mod:`elicit.session.record`; the format is described there
-and in ``docs/session.md``). The other modules of this package hold what is built on a
-session: :mod:`~elicit.session.export` (the learned prior, the record as tables, the experts'
-agreement), :mod:`~elicit.session.figures`, :mod:`~elicit.session.terminal` and
-:mod:`~elicit.session.web` (the expert's two front ends), :mod:`~elicit.session.inputs` and
-:mod:`~elicit.session.loaders` (a new session's data).
+:mod:`elicit.session.store` and :mod:`elicit.session.record`; its format in ``docs/session.md``).
 
-Durability. An answer is written in one transaction and committed into the session file
-itself *before* the model is refitted and before the next query is chosen, so a crash or
-kill at any point loses no committed answer and never leaves half of one, and a copy of the
-``.session`` file alone holds every answer that was confirmed.
+Durability. An answer is committed into the session file itself *before* the model is refitted
+and the next query chosen, so a crash loses no committed answer and never leaves half of one,
+and a copy of the ``.session`` file alone holds every confirmed answer.
 
 Questions. A session asks the kinds of question ``questions=`` names
-(:mod:`elicit.elicitation.kinds`): pair questions (``"pairs"``, the paper's and the default),
-feature questions ("does feature i affect the outcome?", ``"relevance"``), both
-(``"pairs,relevance"``) or any registered kind; a kind that needs a model (feature questions
-need the relevance model) makes it the default model. A :class:`SessionQuery` says which kind
-it is (``q.kind``: the kind's name, ``"pairs"`` or ``"relevance"``), and the file stores every
-question's kind by name.
+(:mod:`elicit.elicitation.kinds`: ``"pairs"``, the default, ``"relevance"``, both, or any
+registered kind); a kind that needs a model makes it the default model. ``SessionQuery.kind``
+names each question's kind, and the file stores it by name.
 
-Experts. Each query, answer, skip and undo belongs to one expert (``expert=`` on
-:meth:`Session.open` sets the default; ``''`` is the unnamed expert). Every expert's active
-answers enter the model; an expert is never asked a question they have answered. Several
-experts' feature answers set a feature's relevance class where they agree (as
-:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers` does).
+Experts. Each query, answer, skip and undo belongs to one expert (``''`` is the unnamed
+expert). Every expert's active answers enter the model; an expert is never asked a question
+they have answered.
 
 Determinism. The model state is a pure function of the active answers: after every answer,
-undo or resume the MAP is refitted from the no-feedback MAP. The random stream of round r is
-``default_rng(SeedSequence([seed, r]))`` with r the number of queries recorded so far, so a
+undo or resume the MAP is refitted from the no-feedback MAP. Round r's random stream is
+``default_rng(SeedSequence([seed, r]))``, r the number of queries recorded so far, so a
 resumed session asks the same next question as one that never stopped.
 """
 
@@ -49,11 +38,7 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.kinds import (
-    PAPER_QUESTIONS,
-    model_for,
-    parse_questions,
-)
+from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for, parse_questions
 from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
@@ -69,7 +54,7 @@ from elicit.session.questions import (
     question_names,
     question_pairs,
 )
-from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
+from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.state import SessionState
 from elicit.session.store import SessionReplaced
 
@@ -133,26 +118,22 @@ class Session(SessionState):
             name the features) and a Series (aligned to ``X``'s rows by index). ``y`` is
             centred internally; its mean is added back in every prediction.
         meta_features
-            The features' meta-features U (p x d); a DataFrame indexed by feature name is
-            matched by name. None: how the columns of ``X`` correlate
+            The meta-features U (p x d); a DataFrame indexed by feature name is matched by
+            name. None: how the columns of ``X`` correlate
             (:func:`~elicit.data.metafeatures.table_meta_features`).
         feature_names
             One unique, non-empty name per feature (default: ``X``'s columns or x0, x1, ...).
         path
-            The session file to write (built under a temporary name, renamed into place).
+            The session file to write.
         hyper, engine, utility, refine, pool_size
-            Model and utility settings, as for :class:`~elicit.elicitation.elicitor.Elicitor`.
-            Without ``hyper`` the model is the one the kinds asked need (with feature
-            questions the relevance model, ``Hyper(model="relevance")``), else the paper's.
+            As for :class:`~elicit.elicitation.elicitor.Elicitor`. Without ``hyper`` the
+            model is the one the kinds asked need, else the paper's.
         strategy
-            A registered strategy: ``"sequential"`` (the default, also for None),
-            ``"nonsequential"``, ``"random"`` or one added with
-            :func:`~elicit.elicitation.strategies.register_strategy`.
+            A registered strategy (default ``"sequential"``).
         seed
             Seeds the query random stream (see the module docstring).
         texts
-            Optional example snippets per feature: a dict name -> list of strings, or a list
-            of p lists.
+            Example snippets per feature: a dict name -> list of strings, or p lists.
         y_offset
             Added to predictions on top of y's mean (when ``y`` was already centred).
         description, target_description
@@ -166,23 +147,17 @@ class Session(SessionState):
         meta_source
             Where the meta-features came from (shown in the summary).
         overwrite
-            Replace an existing file at ``path``; otherwise an existing file is an error.
+            Replace an existing file at ``path``.
         utility_target
-            What a question's gain is about, ``"predictive"`` or ``"params"`` (the
-            Elicitor's ``target``); files without it were made with ``"predictive"``.
+            What a question's gain is about, ``"predictive"`` or ``"params"``.
         questions
             The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
-            ``"pairs"`` (the paper's, the default), ``"relevance"`` (feature questions: "does
-            feature i affect the outcome?"), ``"pairs,relevance"`` (or ``"both"``), ``"all"``
-            or a list of registered kinds. Feature questions need a model with relevance
-            classes (``model="relevance"``); files without the setting ask pairs.
+            ``"pairs"`` (the default), ``"relevance"``, ``"pairs,relevance"`` (or
+            ``"both"``), ``"all"`` or a list of registered kinds.
         settings
-            The round's settings in one object
-            (:class:`~elicit.elicitation.settings.RoundSettings`: model, engine, utility,
-            utility target, refine, questions, pool size, strategy, seed) instead of those
-            keywords (which build one; give one or the other). A ``settings.model`` without
-            ``hyper`` is the model's default hyperparameters. The file stores them; an open
-            session gives them back as :attr:`round_settings`.
+            The round's settings as one :class:`~elicit.elicitation.settings.RoundSettings`
+            instead of those keywords (give one or the other); an open session gives them
+            back as :attr:`round_settings`.
 
         Constant columns and columns equal to an earlier one stay in the model but are left
         out of the questions; :attr:`summary` says which.
@@ -222,9 +197,7 @@ class Session(SessionState):
                          pr.U, pr.hyper, settings=dataclasses.replace(settings, model=None),
                          engine=engine if isinstance(engine, Engine) else "auto",
                          candidates=cands)
-        # every round setting under its record's key (the probe's, checked: a new field of
-        # RoundSettings is stored with no change here); the model is the stored
-        # hyperparameters', no Stan program
+        # every round setting as the probe checked it; the model is the stored hyperparameters'
         stored = {"hyper": dataclasses.asdict(pr.hyper),
                   **{k: v for k, v in probe.settings.to_json().items()
                      if k not in ("model", "stan_file", "stan_file_sha256")},
@@ -239,16 +212,14 @@ class Session(SessionState):
 
     @property
     def notes(self) -> list[str]:
-        """The summary's warnings (its lines starting with ``note:``, e.g. a kernel that is
-        practically the identity at the start): the front ends show them beside the
-        question, not only in the summary."""
+        """The summary's lines starting with ``note:``: the front ends show them beside the
+        question."""
         return [line for line in self.summary if line.startswith("note:")]
 
     # -- queries -------------------------------------------------------------------------
     def stop_hint(self, expert: str | None = None) -> str | None:
-        """A plain hint that the expert may stop, or None: shown once their last
-        :data:`STOP_WINDOW` answered questions were each worth less than
-        :data:`STOP_FRACTION` (:func:`worth`) of the best question offered up to them."""
+        """A hint that the expert may stop, or None: once their last :data:`STOP_WINDOW` answered
+        questions were each worth less than :data:`STOP_FRACTION` (:func:`worth`)."""
         with self._lock:
             return read_stop_hint(self.conn, self._who(expert))
 
@@ -257,22 +228,14 @@ class Session(SessionState):
         with self._lock:
             who = self._who(expert)
             self._sync(who)
-            return self._pending(who)
-
-    def _pending(self, expert: str) -> list[SessionQuery]:
-        return read_pending(self.conn, self.feature_names, self.uid, expert)
+            return read_pending(self.conn, self.feature_names, self.uid, who)
 
     def next_query(self, expert: str | None = None) -> SessionQuery:
         """The question to ask the expert now.
 
-        The query is recorded in the file before it is returned. Calling again without
-        answering returns the same pending query (also after a restart or from another
-        process); with a batch open, the oldest unanswered query of the batch.
-
-        Raises
-        ------
-        ElicitError
-            When the expert has answered every pair.
+        Recorded in the file before it is returned; until it is answered, every call (also
+        after a restart or from another process) returns it. Raises :class:`ElicitError` when
+        the expert has answered every question.
         """
         return self.batch(1, expert)[0]
 
@@ -281,9 +244,8 @@ class Session(SessionState):
         expected gain and feature-disjoint where possible
         (:func:`~elicit.elicitation.strategies.disjoint_greedy`).
 
-        An open batch (pending queries) is returned as it is: a batch is finished (answered or
-        skipped) before a new one is chosen. ``k`` larger than the pairs the expert has left
-        is an error.
+        An open batch (pending queries) is returned as it is. ``k`` larger than the questions
+        the expert has left is an error.
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
@@ -292,30 +254,27 @@ class Session(SessionState):
                               "at a time")
         with self._lock:
             who = self._who(expert)
-            # Another process may answer what was just chosen (with the same expert it takes
-            # the new pending question itself), so choose again; that is progress, not a
-            # failure, however long a loaded machine makes each choice. Give up only when a
-            # round ends with no fewer questions left than the one before.
+            # Another process may answer what was just chosen: choose again, giving up only
+            # when a round ends with no fewer questions left than the one before.
             before = None
             while True:
                 self._sync(who, saving=True)
                 record.cancel_answered_pending(self.conn)
-                pend = self._pending(who)
+                pend = read_pending(self.conn, self.feature_names, self.uid, who)
                 if pend:
                     return pend
                 left = len(self.elicitor.open_questions())
                 if before is not None and left >= before:
                     break
                 before = left
-                noun = self.question_noun
+                noun, by = self.question_noun, record.by_expert(who)
                 if left == 0:
                     raise ElicitError(f"every one of the {self.n_pairs} {noun}s has been "
-                                      f"answered{_by(who)}; nothing is left to ask (undo an "
-                                      "answer to revise it)")
+                                      f"answered{by}; nothing is left to ask (undo an answer "
+                                      "to revise it)")
                 if k > left:
                     raise ElicitError(f"batch size {k} is larger than the {left} {noun}(s) "
-                                      f"left to ask{_by(who)}; ask for {left} or fewer")
-                # False: another process answered a chosen pair meanwhile; choose again.
+                                      f"left to ask{by}; ask for {left} or fewer")
                 record.add_queries(self.conn, self._choose(int(k), who), who)
                 self._sync(who, wrote=True)
         raise ElicitError("could not record a new question: other programs keep answering "
@@ -347,9 +306,8 @@ class Session(SessionState):
         query
             A query from :meth:`next_query` / :meth:`batch`, or its id.
         answer
-            To a pair question ``"similar"``, ``"dissimilar"`` or ``"dont_know"`` (also ``s``,
-            ``d``, ``?``); to a feature question ``"relevant"``, ``"irrelevant"`` or
-            ``"dont_know"`` (also ``r``, ``i``, ``?``).
+            One of the answers (or keys) of the question's kind, e.g. ``"similar"`` (``s``),
+            ``"relevant"`` (``r``) or ``"dont_know"`` (``?``).
         comment
             Optional free text, stored with the answer.
         expert
@@ -358,30 +316,27 @@ class Session(SessionState):
         Returns
         -------
         AnswerRecord
-            Returned only after the answer is committed into the session file.
+            Returned only once the answer is committed.
 
         Raises
         ------
         AnsweredElsewhere
-            The query, or its pair, was already answered by this expert (another tab,
-            window or process); the query is withdrawn, so the next query is a fresh one.
+            The expert already answered the question elsewhere (another tab, window or
+            process); the query is withdrawn.
         ElicitError
-            An invalid answer or comment (an answer of the other kind of question included), a
-            query not asked in this session or to another expert, or one skipped or withdrawn.
+            An invalid answer or comment, a query not asked in this session or to another
+            expert, or one skipped or withdrawn.
         """
         ans = Answer.parse(answer, self.answer_kind)
         comment = check_comment(comment)
         with self._lock:
-            qid = _query_id(query, self)
-            who = self._who(query.expert if expert is None and isinstance(query, SessionQuery)
-                            else expert)
+            qid, who = _id_and_expert(query, self, expert)
             self._sync(who, saving=True)
             try:
                 aid, i, j, at, kind = record.answer_query(self.conn, qid, ans.value, comment,
                                                           self.feature_names, who)
             except sqlite3.IntegrityError as e:
-                # The checks above make this unreachable; if the file's indexes refuse all
-                # the same, withdraw the query so it cannot block the session.
+                # Unreachable after the checks; should the indexes refuse, unblock the session.
                 record.cancel_query(self.conn, qid, f"refused by the file: {e}")
                 self._sync(who, wrote=True)
                 raise AnsweredElsewhere(f"query {qid} was already answered elsewhere (the "
@@ -393,20 +348,17 @@ class Session(SessionState):
             return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who, kind)
 
     def skip(self, query: SessionQuery | int, expert: str | None = None) -> None:
-        """Skip a pending query. Not an answer: the pair is not asked again until the
-        expert's next answer or undo, and may come back after that."""
+        """Skip a pending query: not asked again before the expert's next answer or undo."""
         with self._lock:
-            qid = _query_id(query, self)
-            who = self._who(query.expert if expert is None and isinstance(query, SessionQuery)
-                            else expert)
+            qid, who = _id_and_expert(query, self, expert)
             record.skip_query(self.conn, qid, self.feature_names, who)
             self._sync(who, wrote=True)
 
     def undo(self, expert: str | None = None) -> AnswerRecord:
         """Undo the expert's last active answer and refit.
 
-        The answer stays in the file with ``undone_at`` set. The expert's open queries are
-        withdrawn and the undone pair becomes their next query.
+        The answer stays in the file with ``undone_at`` set; the expert's open queries are
+        withdrawn and the undone question becomes their next query.
 
         Raises
         ------
@@ -426,20 +378,18 @@ class Session(SessionState):
     events = property(export.events)
     agreement = export.agreement
     to_inferencedata = export.to_inferencedata
-    prior_dict = export.prior_dict
     export_prior = export.export_prior
     plot_features = figures.plot_features
     plot_K = figures.plot_K
     plot_gains = figures.plot_gains
 
 
-# Reading the record on any connection, also on the web page's read-only one (which must never
-# wait for the session's lock while the model is busy).
+# Reading the record on any connection, also on the web page's read-only one (never waiting for
+# the session's lock).
 
 def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
                  expert: str) -> list[SessionQuery]:
-    """The expert's pending queries, oldest first, read on ``conn`` (see
-    :meth:`Session.pending`; this does not bring the model up to date)."""
+    """:meth:`Session.pending` read on ``conn`` (without bringing the model up to date)."""
     return [SessionQuery(int(q), int(i), public_j(j), question_names(names, i, j),
                          None if g is None else float(g), bool(exact), uid, expert,
                          worth(g, record.best_gain(conn, q)), str(kind))
@@ -463,14 +413,10 @@ def worth(gain: float | None, best: float | None) -> float | None:
     """What a question is worth: its expected gain over the largest expected gain of the
     questions offered up to it (``best``, itself included), in [0, 1].
 
-    The yardstick is the best question so far rather than the first: the first question is
-    chosen before any answer has taught the model anything, and later questions are often
-    worth several times as much (on the Amazon data 2 to 9 times), so a fraction of the
-    first kept growing past 100% and a stop hint on it never came. The best so far makes
-    worth a fixed property of each question (later questions do not change it), at most
-    100%, and small exactly when questions have become much less informative than the
-    session's best. A gain rounded below zero counts as zero. None without gains (the
-    random strategy) or when no question so far had a positive gain.
+    Not the first question: later ones are often worth several times as much (2 to 9 times on
+    the Amazon data), so a fraction of the first grew past 100% and the stop hint never came.
+    A gain rounded below zero counts as zero. None without gains (the random strategy) or
+    when no question so far had a positive gain.
     """
     if gain is None or best is None or not best > 0:
         return None
@@ -478,10 +424,8 @@ def worth(gain: float | None, best: float | None) -> float | None:
 
 
 def kernel_note(K: np.ndarray, pairs: np.ndarray) -> str | None:
-    """A note when the start kernel is practically the identity, or practically all ones, for
-    most of the questions' ``pairs`` (its median K_ij): the meta-features are on a scale
-    where answers can hardly move the model (and refits are slow), which the expert should
-    hear (None otherwise)."""
+    """A note when the start kernel is practically the identity, or all ones, for most of the
+    questions' ``pairs`` (its median K_ij): answers can then hardly move the model."""
     k = np.asarray(K)[pairs[:, 0], pairs[:, 1]]
     med = float(np.median(k))
     if med < K_IDENTITY:
@@ -499,34 +443,25 @@ def kernel_note(K: np.ndarray, pairs: np.ndarray) -> str | None:
     return None
 
 
-def _by(expert: str) -> str:
-    return f" by expert {expert!r}" if expert else ""
-
-
-def _query_id(query: SessionQuery | int | str, session: Session) -> int:
-    """The id of a query given as a :class:`SessionQuery` of ``session`` or as an id."""
+def _id_and_expert(query: SessionQuery | int | str, session: Session,
+                   expert: str | None) -> tuple[int, str]:
+    """The id of a query given as a :class:`SessionQuery` of ``session`` or as an id, and who
+    answers it: ``expert``, else the query's, else the session's default."""
     if isinstance(query, SessionQuery):
         if query.session_uid != session.uid:
             raise ElicitError(f"{query} belongs to another session, not to {session.path}")
-        return query.id
-    if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
-        qid = int(query)
-    elif isinstance(query, str) and re.fullmatch(r"\s*[0-9]+\s*", query):
-        qid = int(query)
-    else:
-        raise ElicitError(f"expected a query from next_query() (or its id), got {query!r}")
-    if not 1 <= qid <= MAX_ID:
-        # SQLite cannot even look such a number up (it would overflow its integers).
-        raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next query "
-                          "first")
-    return qid
+        return query.id, session._who(query.expert if expert is None else expert)
+    if (isinstance(query, (int, np.integer)) and not isinstance(query, bool)) or (
+            isinstance(query, str) and re.fullmatch(r"\s*[0-9]+\s*", query)):
+        # an id out of SQLite's range: UnknownQuery when it is looked up
+        return int(query), session._who(expert)
+    raise ElicitError(f"expected a query from next_query() (or its id), got {query!r}")
 
 
 def _new_meta(pr, settings: dict[str, Any], probe: Elicitor, y_offset: float,
               description: str) -> dict[str, Any]:
-    """The ``meta`` table of a new session file (the keys are listed in
-    :mod:`elicit.session.store`); ``resolved`` records the settings as the model resolved
-    them (``engine="auto"`` to the engine found, the threshold mean, the pool size)."""
+    """The ``meta`` table of a new session file (:mod:`elicit.session.store`); ``resolved``:
+    the settings as the model resolved them (``engine="auto"``, the threshold mean, ...)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

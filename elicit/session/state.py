@@ -1,10 +1,6 @@
-"""The state of a session: its file, its model, and what they say now.
-
-:class:`SessionState` opens a session file (:mod:`elicit.session.store`), builds the model of
-every expert's active answers (:class:`~elicit.elicitation.elicitor.Elicitor`) and keeps it in
-step with the file, also when another tab's server or another process writes to it. It
-answers the read-only questions: progress, the current fit, the posterior and predictions.
-:class:`~elicit.session.session.Session` adds the question flow on top.
+"""The state of a session: its file, its model kept in step with the file (also when another
+tab's server or process writes to it), and the read-only questions (progress, fit, posterior,
+predictions). :class:`~elicit.session.session.Session` adds the question flow on top.
 """
 
 from __future__ import annotations
@@ -47,9 +43,6 @@ S = TypeVar("S", bound="SessionState")
 class Snapshot:
     """The model and the answers of a session at one state (:meth:`SessionState.snapshot`).
 
-    Another process may answer at any moment; what is read from one snapshot belongs
-    together.
-
     Attributes
     ----------
     fit
@@ -58,16 +51,14 @@ class Snapshot:
         The NIG posterior at that MAP (None unless asked for).
     answers
         The active answers of every expert, ``(kind, i, j, answer, expert)`` in answer order
-        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a question about
-        one feature).
+        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a feature question).
     relevance
         The relevance class of each feature in the model (1 relevant, 0 irrelevant, -1 not
         judged); None for a model without relevance classes.
     p_relevant
-        The probability that each feature affects the outcome at the MAP (1 or 0 for a
-        feature judged, the spike-and-slab posterior s(zeta + log BF) of
-        :mod:`elicit.elicitation.features` for the others); None unless asked for, or for a
-        model without relevance classes.
+        The probability that each feature affects the outcome at the MAP (1 or 0 when judged,
+        else s(zeta + log BF), :mod:`elicit.elicitation.features`); None unless asked for,
+        or for a model without relevance classes.
     """
 
     fit: MAPResult
@@ -108,8 +99,7 @@ class SessionState:
             # Format-1 files have no exclusions: every pair stays a candidate, as before.
             cands = (question_pairs(U, [self.feature_names.index(n) for n in self.excluded])
                      if "excluded_features" in meta else None)
-            # The pool the session was made with: a default one is recorded as resolved, so
-            # that a later default (capped at large p) does not change its questions.
+            # The pool the session was made with, so that a later default does not change it.
             pool = st["pool_size"] if st["pool_size"] is not None else \
                 meta.get("resolved", {}).get("pool_size")
             # the strategy is the session's to use (a file may name one registered later)
@@ -129,10 +119,7 @@ class SessionState:
 
     @property
     def round_settings(self) -> RoundSettings:
-        """The round's settings the file stores
-        (:class:`~elicit.elicitation.settings.RoundSettings`; the model is the stored
-        hyperparameters', and files without a setting have the value they were made with:
-        the predictive target, pair questions)."""
+        """The round's settings the file stores (the model: the stored hyperparameters')."""
         st = self.settings
         return RoundSettings.from_json({
             **st, "model": st["hyper"].get("model"),
@@ -148,25 +135,22 @@ class SessionState:
         Parameters
         ----------
         path
-            The session file (format 1 files are migrated in place, in one transaction).
+            The session file (an older format is migrated in place, in one transaction).
         X, y, meta_features
-            Optional: the data you expect the session to be about. Each one given is
-            compared with the stored array's hash and a mismatch is refused.
+            Optional: the data you expect; each one given must match the stored array.
         engine
             Override the stored engine setting (e.g. ``"numpy"`` where CmdStan is missing).
         expert
             The default expert of this object's calls (default: the unnamed expert).
         read_only
-            Never write to the file (``elicit history`` and ``export`` open it so): a
-            read-only file or folder is fine, an older format is read as if migrated, and
-            asking, answering or undoing is refused.
+            Never write to the file: a read-only file or folder is fine, an older format is
+            read as if migrated, and asking, answering or undoing is refused.
 
         Raises
         ------
         ElicitError
-            A missing, empty, truncated, corrupted or non-session file, a read-only one
-            (unless ``read_only``), one written by a newer format version, or data that
-            differs from the session's. Such files are never written to.
+            A missing, damaged or non-session file, a read-only one (unless ``read_only``),
+            a newer format, or other data. Such files are never written to.
         """
         return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert),
                          read_only=read_only)
@@ -178,8 +162,6 @@ class SessionState:
         conn, meta, arrays, texts = opening.open_file(path, {"X": X, "y": y, "U": meta_features},
                                                     read_only)
         try:
-            # A pending query for a pair its expert already answered (left by an older
-            # elicit) could never be answered: withdraw it before anything else.
             record.cancel_answered_pending(conn)
             return cls(path, conn, meta, arrays["X"], arrays["y"], arrays["U"], texts,
                        engine=engine, elicitor=elicitor, expert=expert)
@@ -216,8 +198,7 @@ class SessionState:
     @contextlib.contextmanager
     def unless_busy(self) -> Iterator[bool]:
         """Hold the session's lock if no other thread holds it (yields True), else yield False
-        at once: for a front end that must not wait while another thread refits the model or
-        chooses a question."""
+        at once: for a front end that must not wait for the model."""
         got = self._lock.acquire(blocking=False)
         try:
             yield got
@@ -237,25 +218,18 @@ class SessionState:
 
     def _sync(self, expert: str, force: bool = False, wrote: bool = False,
               saving: bool = False) -> None:
-        """Refit when the active answers changed (our own write, or a commit by another
-        connection: another tab's server, another process) and mark the pairs ``expert``
-        answered.
-
-        A file replaced under the session is refused (``saving``: for a write, whose
-        message then says that nothing was saved).
+        """Refit when the active answers changed (our write, or another connection's commit)
+        and mark the questions ``expert`` answered; refuse a replaced file (``saving``: for a
+        write, whose message then says that nothing was saved).
 
         ``PRAGMA data_version`` changes only when *another* connection commits, so the usual
-        case costs one tiny query. The refit starts from the no-feedback MAP, so the state is
-        a pure function of the active answers.
+        case costs one tiny query.
         """
-        # A file replaced under us (`session new --overwrite`) is not followed: its answers
-        # are another session's, and ours can no longer be saved.
         store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
             self._data_version = v
-            # Re-read the answers rather than patching a list: another process may have
-            # committed between our last sync and our write.
+            # Re-read, not patched: another process may have committed before our write.
             active = record.active_answers(self.conn)
             if force or active != self._active:
                 self.elicitor.set_answers(active, asked=_asked_by(active, expert))
@@ -265,9 +239,8 @@ class SessionState:
             self._asked_for = expert
 
     def snapshot(self, posterior: bool = False, p_relevant: bool = False) -> Snapshot:
-        """The current MAP and the active answers (and the posterior if ``posterior``, the
-        features' probabilities of being relevant if ``p_relevant``), read at one state of
-        the file."""
+        """The current MAP and active answers (with the posterior, the features' p(relevant) if
+        asked for), read at one state of the file."""
         with self._lock:
             self._sync(self.expert)
             el = self.elicitor
@@ -287,16 +260,9 @@ class SessionState:
         """The current MAP (gamma, xi, tau2, K)."""
         return self.snapshot().fit
 
-    def revision(self) -> int:
-        """A number that grows with every recorded event (query, answer, skip, undo)."""
-        with self._lock:
-            return record.last_event(self.conn)
-
     @property
     def n_pairs(self) -> int:
-        """How many questions may be asked (each expert may answer each once): the questions
-        of every kind asked (the candidate pairs and, with feature questions, the
-        features)."""
+        """How many questions of every kind may be asked (each expert answers each once)."""
         return len(self.elicitor.table)
 
     @property
@@ -311,8 +277,7 @@ class SessionState:
 
     @property
     def question_noun(self) -> str:
-        """How the front ends count the questions: the kind's noun (``"pair"``) when one kind
-        is asked, else ``"question"``."""
+        """The kind's noun (``"pair"``) when one kind is asked, else ``"question"``."""
         return self.elicitor.noun
 
     @property
@@ -322,9 +287,8 @@ class SessionState:
 
     @property
     def relevance(self) -> np.ndarray | None:
-        """The relevance class of each feature in the current model (1 relevant, 0
-        irrelevant, -1 not judged, or the experts disagree); None for a model without
-        relevance classes."""
+        """Each feature's relevance class in the current model (1 relevant, 0 irrelevant, -1
+        not judged or disputed); None for a model without relevance classes."""
         return self.snapshot().relevance
 
     def progress(self, expert: str | None = None) -> dict[str, int]:
@@ -352,26 +316,22 @@ class SessionState:
 
     # -- the record as rows (:mod:`elicit.session.export` makes the tables) -----------------
     def answer_rows(self) -> list[tuple]:
-        """Every answer of every expert, undone ones included, oldest first: answer_id,
-        query_id, expert, i, j, answer, comment, expected_gain, shown_at, answered_at,
-        undone_at."""
+        """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
         return self._read(record.history_rows)
 
     def query_rows(self) -> list[tuple]:
-        """Every query shown, oldest first: query_id, expert, i, j, expected_gain,
-        exact_gain, shown_at, status, batch."""
+        """Every query shown, oldest first (:func:`record.query_rows`)."""
         return self._read(record.query_rows)
 
     def event_rows(self) -> list[tuple]:
-        """The append-only event log: id, kind, expert, query_id, answer_id, epoch, at,
-        detail."""
+        """The append-only event log (:func:`record.event_rows`)."""
         with self._lock:
             return record.event_rows(self.conn)
 
     # -- the model -----------------------------------------------------------------------
     def active_answers(self) -> list[tuple[int, int | None, str]]:
-        """The answers the model uses, of every expert: (i, j, answer) in answer order (j
-        None for a question about one feature)."""
+        """The answers the model uses, of every expert: (i, j, answer) in answer order (j None
+        for a feature question)."""
         return [(i, public_j(j), a) for _, i, j, a, _ in self.snapshot().answers]
 
     def posterior(self) -> NIGPosterior:
@@ -384,10 +344,9 @@ class SessionState:
     def predict(self, X_new) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``, on y's original scale.
 
-        A DataFrame is matched to the features by column name (a missing or unknown column is
-        an error); an array is taken in feature order. For a session created with
-        ``standardize=True`` give data in the original units; otherwise preprocess it like
-        the session's ``X``.
+        A DataFrame is matched to the features by column name, an array taken in feature
+        order; give data preprocessed like the session's ``X`` (with ``standardize=True``,
+        in the original units).
         """
         X_new = self._aligned(X_new)
         with self._lock:
@@ -397,23 +356,16 @@ class SessionState:
     def to_estimator(self, **params: Any) -> ElicitRegressor:
         """The session's model as a fitted scikit-learn regressor.
 
-        Every expert's active pair answers become the estimator's ``feedback`` and, with
-        feature questions, the relevance classes they set its ``relevant`` and
-        ``irrelevant``; it is fitted on the session's data with the session's hyperparameters
-        and engine, so its MAP is the session's, and ``predict`` takes data like
-        :meth:`predict` (for a standardised session in the original units) and gives the same
-        numbers. ``params`` set other estimator
-        parameters (``clone`` and refits then use the estimator's own defaults, e.g. its
-        standardisation).
+        The active pair answers become its ``feedback`` and the relevance classes its
+        ``relevant`` and ``irrelevant``; fitted on the session's data, hyperparameters and
+        engine, its MAP and ``predict`` are the session's. ``params`` set other estimator
+        parameters (``clone`` and refits then use the estimator's own defaults).
         """
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
         snap = self.snapshot()
-        # the answers about pairs are the estimator's feedback
         active = [(i, j, a) for k, i, j, a, _ in snap.answers if get_kind(k).arity == 2]
         if snap.relevance is not None:
-            # the model's classes: the experts' feature answers (where they agree) and the
-            # features of answered pairs
             for key, c in (("relevant", 1), ("irrelevant", 0)):
                 params.setdefault(key, [self.feature_names[k]
                                         for k in np.flatnonzero(snap.relevance == c)])
@@ -428,8 +380,7 @@ class SessionState:
         est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names),
                 self.y - y_centre)
         p = len(self.feature_names)
-        # The model was fitted on the session's own preprocessing: map it back to the units
-        # the session's predict takes.
+        # back from the session's preprocessing to the units its predict takes
         return est.set_units(
             np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
             np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),

@@ -2,8 +2,7 @@
 
 This module holds the SQL of the file as a whole (schema, connections, durability, creation);
 :mod:`elicit.session.opening` the checks on opening and the migration of older files, and
-:mod:`elicit.session.record` the SQL of the record inside it (queries, answers, skips,
-undos). The format is described in
+:mod:`elicit.session.record` the SQL of the record inside it. The format is described in
 ``docs/session.md``; in short:
 
 ========== =================================================================================
@@ -11,39 +10,29 @@ table      rows
 ========== =================================================================================
 meta       key -> JSON value: ``format_version``, ``created``, ``session_uid``, ``data_hash``
            (sha256 of X, y, U as float64 bytes with their shapes), ``array_hashes``,
-           ``feature_names``, ``settings`` (``questions``: the names of the kinds of question
-           asked, format 4; a name or ``"both"`` in format 3; without it a session asks
-           pairs), ``y_offset``, ``description`` and (format 2) ``y_centre``,
-           ``x_centre``/``x_scale``, ``excluded_features``, ``target_description``,
-           ``summary``
+           ``feature_names``, ``settings`` (``questions``: the names of the kinds asked),
+           ``y_offset``, ``description`` and (format 2) ``y_centre``, ``x_centre``/``x_scale``,
+           ``excluded_features``, ``target_description``, ``summary``
 arrays     ``X``, ``y``, ``U`` as ``.npy`` blobs (``numpy.save``, no pickles)
 texts      optional example snippets per feature (shown to the expert)
 queries    every question shown: ``id, kind, i, j, expected_gain, exact_gain, shown_at,
            status, batch, expert`` with status ``pending | answered | skipped | cancelled``;
-           ``kind`` is the name of the question's kind (format 4,
-           :mod:`elicit.elicitation.kinds`); a question about a pair has ``i < j``, one about
-           one feature (format 3) ``j = -1``
+           a pair question has ``i < j``, a feature question ``j = -1``
 answers    ``id, query_id UNIQUE, kind, i, j, answer, comment, answered_at, undone_at,
-           expert``; a partial unique index forbids two active (not undone) answers of one
-           expert to one question; the answer is one of its kind's words or dont_know
-           (checked when written and when the file is opened: the kinds are registered
-           objects, not a list fixed in the file)
+           expert``; a partial unique index forbids two active answers of one expert to one
+           question; the answer, one of its kind's words or dont_know, is checked when written
+           and when the file is opened (kinds are registered objects, not fixed in the file)
 events     an append-only log: ``create``, ``query``, ``answer``, ``skip``, ``undo``,
            ``cancel``, ``migrate``, each with its ``expert``
 ========== =================================================================================
 
 Durability. The file uses SQLite's rollback journal (``journal_mode=DELETE``) with
-``synchronous=EXTRA``: a commit writes the changed pages into the session file itself and
-syncs it, then deletes the journal and syncs the directory. Once a write has returned, the
-``.session`` file on its own holds it, with no ``-wal`` file that a copy could leave behind,
-and a power cut cannot take it back. (A kill inside a commit's page writes, microseconds, leaves
-the file alone a mix of old and new pages until its ``-journal`` rolls it back:
-docs/reliability.md.) Every write is one ``BEGIN IMMEDIATE`` transaction
-(:func:`write`). A new file is built under a temporary name and renamed into place. Files
-that are missing, truncated, corrupted, read-only or written by a newer version are refused
-before anything is written to them. Reading needs no write access: a file opened with
-``read_only`` (``elicit history``, ``export``) is read through SQLite's ``mode=ro`` and
-never written.
+``synchronous=EXTRA``: once a write has returned, the ``.session`` file on its own holds it
+(no ``-wal`` file a copy could leave behind) and a power cut cannot take it back
+(docs/reliability.md). Every write is one ``BEGIN IMMEDIATE`` transaction (:func:`write`). A
+new file is built under a temporary name and renamed into place. Files that are missing,
+damaged, read-only or of a newer version are refused before anything is written to them; a
+file opened ``read_only`` is read through SQLite's ``mode=ro`` and never written.
 """
 
 from __future__ import annotations
@@ -66,25 +55,21 @@ import numpy as np
 from elicit.elicitation.questions import NO_FEATURE
 from elicit.errors import ElicitError
 
-#: Version of the file layout written by this module. Files with a larger number are refused;
-#: older files are migrated in place when opened (version 1: no experts, WAL journal; version
-#: 2: pair questions only; version 3: pair and feature questions told apart by ``j``, their
-#: answers fixed by CHECK constraints).
+#: Version of the file layout written here; larger ones are refused, older ones migrated when
+#: opened (1: no experts, WAL journal; 2: pair questions only; 3: pair and feature questions
+#: told apart by ``j``, their answers fixed by CHECK constraints).
 FORMAT_VERSION = 4
 #: ``PRAGMA application_id`` of session files ("ELIC"), so ``file(1)``-like tools can tell.
 APPLICATION_ID = 0x454C4943
 #: How long a write waits for another program's lock before giving up, in seconds.
 BUSY_TIMEOUT = 10.0
 TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
-#: The ``j`` of a question about one feature ("does feature i affect the outcome?") in the
-#: queries and answers tables: the Elicitor's row of it, ``(i, NO_FEATURE)``.
+#: The ``j`` of a feature question in the queries and answers tables (the Elicitor's).
 FEATURE_J = NO_FEATURE
 
-# The two tables of the record, written once: the schema creates them, and the migrations
-# rebuild them under a temporary name (SQLite cannot change a CHECK in place). A question is
-# of a registered kind, about a pair (i < j) or one feature (j = FEATURE_J); that the kind is
-# registered, that its arity fits and that an answer is one of its words are checked where
-# it is written (record.answer_query) and when a file is opened (opening._check_record).
+# The record's two tables: the schema creates them, the migrations rebuild them under a
+# temporary name (SQLite cannot change a CHECK in place). Kinds and answer words are checked
+# where written (record.answer_query) and on opening (opening._check_record).
 _QUERIES = f"""
 CREATE TABLE {{name}} (
     id INTEGER PRIMARY KEY,
@@ -144,12 +129,10 @@ CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
 CREATE INDEX queries_by_status ON queries (status, expert);
 """
 
-# Formats 1 to 3 -> 4: kinds of question by name. The queries and answers tables are rebuilt
-# with the kind column and without the CHECKs that fixed the answers (SQLite's documented way
-# of changing a constraint: a new table, the rows copied, the old one dropped and the new one
-# renamed); run with foreign keys off. Older files told the two kinds they could hold apart by
-# j: the kind of one-feature rows is :one, that of pair rows :two (opening._migrate). This also
-# did the work of the format 2 -> 3 migration (feature questions allowed).
+# Formats 1 to 3 -> 4: kinds of question by name. The record's tables are rebuilt with the kind
+# column and without the CHECKs that fixed the answers (SQLite's way of changing a
+# constraint); run with foreign keys off. The kind of one-feature rows is :one, that of pair
+# rows :two (opening._migrate).
 _RECORD_COLUMNS = {
     "queries": "id, i, j, expected_gain, exact_gain, shown_at, status, batch, expert",
     "answers": "id, query_id, i, j, answer, comment, answered_at, undone_at, expert"}
@@ -193,11 +176,8 @@ def hash_array(name: str, a: np.ndarray) -> str:
 
 
 def data_hashes(X: np.ndarray, y: np.ndarray, U: np.ndarray) -> tuple[str, dict[str, str]]:
-    """The data identity of a session: a combined hash and one hash per array.
-
-    The combined hash is sha256 over the three per-array hashes in the order X, y, U, so it
-    depends on the float64 content and the shapes of all three.
-    """
+    """The data identity of a session: sha256 over the per-array hashes in the order X, y, U,
+    and the per-array hashes."""
     per = {"X": hash_array("X", X), "y": hash_array("y", y), "U": hash_array("U", U)}
     combined = hashlib.sha256("".join(per[k] for k in ("X", "y", "U")).encode()).hexdigest()
     return combined, per
@@ -239,10 +219,8 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 def check_same_file(conn: sqlite3.Connection, writing: bool = True) -> None:
-    """Refuse to go on when the connection's session file is no longer the file at its path:
-    ``elicit session new --overwrite`` renames a new file into place, and a connection opened
-    before writes to the old one (SQLite refuses only some of those writes, as "attempt to
-    write a readonly database"), where nothing is seen again."""
+    """Refuse to go on when the connection's file is no longer the file at its path (``elicit
+    session new --overwrite`` renamed a new one into place): writes would go to the old one."""
     path, identity = getattr(conn, "path", None), getattr(conn, "identity", None)
     if path is not None and identity is not None and _identity(path) != identity:
         saved = "; nothing was saved" if writing else ""
@@ -255,14 +233,11 @@ def check_same_file(conn: sqlite3.Connection, writing: bool = True) -> None:
 def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     """A connection on which every write is an explicit :func:`write` transaction.
 
-    ``read_only``: SQLite opens the file read-only (``mode=ro``: no write, no journal, so a
-    read-only file or folder is fine) and the connection refuses writes (``query_only``). It
-    still takes SQLite's shared lock for each read, so it never sees half of a writer's
-    commit, and a writer's commit waits only for the moment of one read.
+    ``read_only``: SQLite opens the file with ``mode=ro`` (a read-only file or folder is fine)
+    and the connection refuses writes; each read still takes SQLite's shared lock, so it
+    never sees half of a commit.
     """
-    # isolation_level=None: we issue BEGIN/COMMIT ourselves so every write is one explicit
-    # transaction. check_same_thread=False: the web server calls from worker threads; the
-    # Session's lock serialises all use of the connection.
+    # BEGIN/COMMIT are ours; the web server's threads share it under the Session's lock.
     target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only else str(path)
     conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False,
                            timeout=BUSY_TIMEOUT, uri=read_only, factory=_Connection)
@@ -285,13 +260,10 @@ def set_durable(conn: sqlite3.Connection, path: Path) -> None:
     """Rollback journal (``DELETE``) with ``synchronous=EXTRA``: every commit is in the
     session file itself, synced, before it returns.
 
-    Why not WAL: in WAL mode a commit lands in the ``-wal`` file and reaches the session file
-    only at a checkpoint, so a copy of the ``.session`` file alone (the "one file" the docs
-    promise) misses recent answers. A checkpoint after every commit would fix that but can be
-    held back by any reader of another process. With the rollback journal a commit cannot
-    return before the session file holds it. EXTRA (not FULL) also syncs the directory after
-    the journal is deleted, so a power cut right after a commit cannot resurrect the journal
-    and roll the answer back.
+    Not WAL: a WAL commit reaches the session file only at a checkpoint (which any reader can
+    hold back), so a copy of the ``.session`` file alone would miss recent answers. EXTRA (not
+    FULL) also syncs the directory after the journal is deleted, so a power cut cannot
+    resurrect the journal and roll the answer back.
     """
     deadline = time.monotonic() + BUSY_TIMEOUT
     while True:
@@ -309,8 +281,8 @@ def set_durable(conn: sqlite3.Connection, path: Path) -> None:
 
 @contextlib.contextmanager
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction. IMMEDIATE takes the write lock up front, so checks made inside
-    the transaction cannot be invalidated by another writer before we commit."""
+    """One write transaction; IMMEDIATE takes the write lock up front, so checks made inside
+    it hold until the commit."""
     if is_read_only(conn):
         raise ElicitError("the session was opened read-only (read_only=True, as `elicit "
                           "history` and `export` open it); nothing was saved. Open it without "
@@ -418,8 +390,7 @@ def _fsync_dir(d: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)

@@ -1,15 +1,10 @@
 """The terminal front end of a session (``elicit ask``), its history and agreement tables
 (``elicit history``), and the signal handling both ``ask`` and ``serve`` use.
 
-``run_ask`` reads one line per key from its input, so it works in a terminal and from a pipe
-alike (``printf 's\\nd\\nq\\n' | elicit ask my.session``). On a terminal, what was typed before
-a question is shown is dropped: a key pressed while the model chose the question must not
-answer it unseen. From a pipe every line counts (a script's keys are meant for the questions
-in order).
-
-Everything printed here goes through :func:`elicit.internal.text.printable`: comments,
-snippets, names and descriptions are stored as written, and a control character among them is
-shown as a visible escape instead of acting on the terminal.
+``run_ask`` reads one line per key, from a terminal or a pipe alike; on a terminal what was
+typed before a question was shown is dropped (it must not answer it unseen). Stored text is
+printed through :func:`elicit.internal.text.printable`, so its control characters cannot act
+on the terminal.
 """
 
 from __future__ import annotations
@@ -29,6 +24,7 @@ from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable
 from elicit.session.loaders import highlight
+from elicit.session.questions import question_names
 from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
@@ -41,8 +37,7 @@ ACTION_KEYS = ("[k] skip", "[u] undo", "[q] quit")
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, or SIGTERM / SIGHUP turned into the same clean stop; ``code`` is the exit
-    status (130 for Ctrl-C, 128 + the signal number otherwise)."""
+    """Ctrl-C, or SIGTERM / SIGHUP turned into the same stop; ``code``: the exit status."""
 
     def __init__(self, code: int = 130) -> None:
         super().__init__(code)
@@ -50,9 +45,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 class StopSignals:
-    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number,
-    or None. (werkzeug's server swallows the KeyboardInterrupt, so ``serve`` reads it here.)
-    """
+    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number, or
+    None."""
 
     code: int | None = None
 
@@ -60,12 +54,8 @@ class StopSignals:
 @contextlib.contextmanager
 def stop_signals_as_interrupt() -> Iterator[StopSignals]:
     """Within the block, SIGTERM and SIGHUP (a closed terminal) raise :class:`Interrupted`
-    like Ctrl-C does, so ``ask`` and ``serve`` close the session cleanly on them too.
-
-    An answer is written in one transaction that a raised exception rolls back, and a
-    committed one is never undone, so stopping here loses nothing that was confirmed.
-    Only the main thread can install handlers; elsewhere the block changes nothing.
-    """
+    like Ctrl-C, so ``ask`` and ``serve`` close the session cleanly on them too (in the main
+    thread only, which alone can install handlers)."""
     caught = StopSignals()
     if threading.current_thread() is not threading.main_thread():
         yield caught
@@ -77,9 +67,7 @@ def stop_signals_as_interrupt() -> Iterator[StopSignals]:
 
     sigs = [s for s in ("SIGTERM", "SIGHUP") if hasattr(signal, s)]
     old = {name: signal.signal(getattr(signal, name), handler) for name in sigs}
-    # A process started with SIGINT ignored (inherited from its parent, as under some test
-    # runners and job launchers) gets no KeyboardInterrupt from Python, and Ctrl-C (or
-    # kill -INT) would be ignored: make it stop the session as Ctrl-C does.
+    # SIGINT may have been ignored by the parent (test runners, job launchers): restore Ctrl-C.
     old["SIGINT"] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield caught
@@ -89,8 +77,7 @@ def stop_signals_as_interrupt() -> Iterator[StopSignals]:
 
 
 def _line(text: str) -> str:
-    """One line of output: its control characters escaped, except the blank lines it
-    starts with (the layout's own)."""
+    """``text`` with its control characters escaped, except its leading newlines (ours)."""
     body = text.lstrip("\n")
     return "\n" * (len(text) - len(body)) + printable(body)
 
@@ -102,14 +89,13 @@ def _say(out: TextIO, text: str) -> None:
 
 
 def _put(out: TextIO, *lines: str) -> None:
-    """Print lines that hold stored or computed text (see :func:`_line`)."""
+    """Print lines holding stored text (see :func:`_line`)."""
     for line in lines:
         print(_line(line), file=out)
 
 
 def _marked(keyword: str, snippet: str, tty: bool) -> str:
-    """The snippet with the keyword in bold (ANSI) on a terminal, else between ``**``; the
-    snippet's own control characters escaped (only ours reach the terminal)."""
+    """The snippet with the keyword in bold (ANSI) on a terminal, else between ``**``."""
     on, off = ("\033[1m", "\033[0m") if tty else ("**", "**")
     return "".join(f"{on}{printable(t)}{off}" if hit else printable(t)
                    for t, hit in highlight(keyword, snippet))
@@ -117,7 +103,7 @@ def _marked(keyword: str, snippet: str, tty: bool) -> str:
 
 def _drop_typeahead(inp: TextIO) -> int:
     """Discard what was typed on the terminal ``inp`` and not read yet; returns how many
-    bytes that was. Input that is not a terminal (a pipe, a file) is left alone."""
+    bytes. Input that is not a terminal is left alone."""
     try:
         fd = inp.fileno()
     except (AttributeError, OSError, ValueError):
@@ -138,16 +124,14 @@ def _drop_typeahead(inp: TextIO) -> int:
 
 
 def no_snippets_note(s: Session) -> str | None:
-    """Why no question of this session shows example snippets (None when some feature has
-    one)."""
+    """Why no question shows example snippets (None when some feature has one)."""
     if any(s.texts(k) for k in range(len(s.feature_names))):
         return None
     return "no example snippets in this session: none were given when it was created"
 
 
 def snippet_note(s: Session, feature: int) -> str | None:
-    """Why ``feature`` shows no example snippet when others do (None when it has one, or
-    when the session has none at all: :func:`no_snippets_note` says that once)."""
+    """Why ``feature`` shows no example snippet when others do (else None)."""
     if s.texts(feature) or no_snippets_note(s) is not None:
         return None
     name = s.feature_names[feature]
@@ -178,11 +162,6 @@ def answer_keys(kind: QuestionKind) -> list[str]:
     return [f"[{k}] {a.label.lower()}" for k, a in kind.keys.items()]
 
 
-def label(q: SessionQuery) -> str:
-    """A question in one line: ``A vs B``, or the feature's name."""
-    return " vs ".join(q.names)
-
-
 def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     pr = s.progress(q.expert)
     worth = worth_text(q)
@@ -202,11 +181,7 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
             expert: str | None = None) -> int:
-    """The terminal loop: one line of input per key. Returns the exit status.
-
-    Every answer is committed by :meth:`Session.answer` before the next question is chosen,
-    so quitting, Ctrl-C, SIGTERM or a closed terminal loses no answer already confirmed.
-    """
+    """The terminal loop, one line of input per key; returns the exit status."""
     who = s.expert if expert is None else expert
     tty = bool(getattr(out, "isatty", lambda: False)())
     left = s.progress(who)["left"]
@@ -242,8 +217,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
                 if show:
-                    # Keys typed while the model chose what comes next were typed before the
-                    # expert saw it: drop them (on a terminal) rather than let them answer.
+                    # keys typed before the expert saw the question must not answer it
                     dropped = _drop_typeahead(inp)
                     if dropped:
                         print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
@@ -280,8 +254,8 @@ def _resume(s: Session, who: str) -> str:
 
 
 def keys_help(s: Session) -> str:
-    """The keys of the session's kinds of question: one line of keys, or with several kinds
-    one line per kind (the columns aligned) and one of the keys of any question."""
+    """The keys of the session's kinds of question: one line, or with several kinds one
+    aligned line per kind and one of the keys of any question."""
     example = f"Add a comment after the key, e.g.  {s.kinds[0].comment_example}"
     if len(s.kinds) == 1:
         return "   ".join([*answer_keys(s.kinds[0]), *ACTION_KEYS]) + "\n" + example
@@ -306,9 +280,8 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
     try:
         if key in ("u", "undo"):
             rec = s.undo(who)
-            names = [s.feature_names[rec.i]] + ([] if rec.j is None else
-                                                 [s.feature_names[rec.j]])
-            _put(out, f"undid answer {rec.id}: {' vs '.join(names)} ({rec.answer.value})")
+            names = " vs ".join(question_names(s.feature_names, rec.i, rec.j))
+            _put(out, f"undid answer {rec.id}: {names} ({rec.answer.value})")
         elif q is None:
             if key:
                 print(f"nothing left to ask; type u or q (got {key!r})", file=out)
@@ -317,7 +290,7 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             print(f"skipped; the {s.question_noun} may come back later", file=out)
         elif key in (DONT_KNOW.key, DONT_KNOW.value, *_words(q.question_kind)):
             rec = s.answer(q, key, comment=comment or None)
-            _put(out, f"saved: {label(q)} -> {rec.answer.value.replace('_', ' ')}")
+            _put(out, f"saved: {' vs '.join(q.names)} -> {rec.answer.value.replace('_', ' ')}")
         elif any(key in _words(k) for k in s.kinds):
             other = next(k for k in s.kinds if key in _words(k))
             keys = ", ".join(q.question_kind.keys)
@@ -351,10 +324,8 @@ _COUNTED = {"dont_know": "don't know"}
 
 
 def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
-    """Print a session's answers: the summary, a line per expert and a table, or CSV.
-
-    Comments are printed with their control characters escaped, also as CSV (``elicit
-    export FILE.csv`` writes them exactly as they were written)."""
+    """Print a session's answers: a line per expert, the summary and a table, or CSV (text
+    escaped; ``elicit export FILE.csv`` writes it as written)."""
     out = sys.stdout if out is None else out
     h = s.history
     if csv:
@@ -395,8 +366,7 @@ def show_agreement(s: Session, out: TextIO | None = None) -> None:
               "from two or more experts yet", file=out)
     else:
         print(f"agreement: {ag.agreeing} of {ag.compared} {s.question_noun}s answered by two "
-              "or more "
-              f"experts ({ag.rate:.0%}); {ag.compared - ag.agreeing} with conflicting answers",
-              file=out)
+              f"or more experts ({ag.rate:.0%}); {ag.compared - ag.agreeing} with conflicting "
+              "answers", file=out)
     if len(ag.pairs):
         print(_escaped(ag.pairs).to_string(index=False), file=out)

@@ -1,5 +1,4 @@
-"""The Flask application of ``elicit serve``: reading the file for a page, counting the
-requests in progress, the POST checks and the routes (see :mod:`elicit.session.web`)."""
+"""The Flask application of ``elicit serve`` (see :mod:`elicit.session.web`)."""
 
 from __future__ import annotations
 
@@ -66,8 +65,8 @@ class PageState:
 
 
 class FileReader:
-    """Reads the session file for pages on a read-only SQLite connection per call, so that a
-    GET cannot write and never waits for the session's lock (held while the model works)."""
+    """Reads the session file for pages on a read-only connection per call: a GET cannot write
+    and never waits for the session's lock."""
 
     def __init__(self, sess: Session) -> None:
         self._uri = Path(sess.path).resolve().as_uri() + "?mode=ro"
@@ -75,8 +74,7 @@ class FileReader:
         self._opened = sess.conn  # the file the session opened, which a page must show
 
     def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
-        """``read`` on the file, refused (:class:`SessionReplaced`) if it is no longer the
-        session's file: a page must not show another session's questions."""
+        """``read`` on the file, refused (:class:`SessionReplaced`) if it was replaced."""
         check_same_file(self._opened, writing=False)
         conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
                                timeout=BUSY_TIMEOUT)
@@ -92,7 +90,6 @@ class FileReader:
         return result
 
     def page(self, expert: str) -> PageState:
-        """The expert's progress, pending question, stopping hint, the latest answers."""
         def read(c: sqlite3.Connection) -> PageState:
             pending = read_pending(c, self.names, self.uid, expert)
             rows = record.history_rows(c)[-HISTORY_ROWS:][::-1]
@@ -107,7 +104,6 @@ class FileReader:
         return self._run(read)
 
     def revision(self) -> int:
-        """The session's latest event id (grows with every query, answer, skip, undo)."""
         return self._run(record.last_event)
 
 
@@ -117,7 +113,7 @@ class FileReader:
 
 class InFlight:
     """Counts the requests being answered; :meth:`close` refuses new ones (503) and waits for
-    those in progress, so that a stopping server closes the session only after them."""
+    those in progress."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -171,11 +167,8 @@ class InFlight:
     def release(cls, environ: dict | None) -> None:
         """Release the request of ``environ`` if it is still counted (once only).
 
-        The server calls this when its handler is done with a request whatever happened:
-        werkzeug closes the response iterator (which releases it) in a ``finally`` block that
-        first drains the socket, and a client that resets the connection makes that drain
-        raise, so the iterator is never closed and the request would stay counted: a stop
-        would then wait for it forever.
+        The server calls this whatever happened: werkzeug closes the response iterator (which
+        releases it) only after draining the socket, which a reset connection makes raise.
         """
         release = (environ or {}).get(cls.RELEASE_KEY)
         if release is not None:
@@ -196,10 +189,8 @@ class InFlight:
 def create_app(session_path: str | os.PathLike, *, session: Session | None = None,
                engine: str | None = None, allowed_hosts: set[str] | None = None,
                expert: str | None = None) -> Flask:
-    """The Flask application serving one session file.
-
-    The default expert's next question is chosen here, before any request, so that the first
-    page shows it at once.
+    """The Flask application serving one session file (the default expert's next question is
+    chosen here, so that the first page shows it at once).
 
     Parameters
     ----------
@@ -212,8 +203,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     allowed_hosts
         Host names accepted in the ``Host`` header, in addition to the loopback names.
     expert
-        The expert of requests that name none (the page's name field and the ``expert``
-        query parameter or form field name one).
+        The expert of requests that name none (in a form field or query parameter).
 
     Raises
     ------
@@ -224,28 +214,26 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     default_expert = check_expert(expert) if expert is not None else sess.expert
     reader = FileReader(sess)
     inflight = InFlight()
-    # No static folder: Flask would otherwise serve the files of ./static (its root path for
-    # this import name is the working directory) to anyone who can reach the server.
+    # No static folder: Flask would serve the working directory's ./static to anyone.
     app = Flask("elicit.web", static_folder=None)
     app.wsgi_app = inflight.wrap(app.wsgi_app)  # type: ignore[method-assign]
     token = secrets.token_urlsafe(32)
     hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
-    app.config.update(ELICIT_SESSION=sess, ELICIT_CSRF_TOKEN=token, ELICIT_HOSTS=hosts,
-                      ELICIT_IN_FLIGHT=inflight, MAX_CONTENT_LENGTH=64 * 1024)
+    app.config.update(ELICIT_SESSION=sess, ELICIT_CSRF_TOKEN=token, ELICIT_IN_FLIGHT=inflight,
+                      MAX_CONTENT_LENGTH=64 * 1024)
     k_image: dict[str, Any] = {"revision": None, "png": None}
     k_drawing = threading.Lock()
 
     def who() -> str:
-        """The request's expert: the form field, else the query parameter, else the
-        server's default."""
+        """The request's expert: the form field, else the query parameter, else the default."""
         name = request.form.get("expert") if request.method == "POST" else None
         if name is None:
             name = request.args.get("expert")
         return default_expert if name is None else check_expert(name)
 
     def prepare(expert: str) -> str | None:
-        """Choose and record the expert's next question unless one is waiting (the model's
-        work: only checked POSTs call this). Returns why it could not, or None."""
+        """Choose and record the expert's next question unless one is waiting (only checked
+        POSTs call this); returns why it could not, or None."""
         try:
             if not sess.is_done(expert):
                 sess.next_query(expert)
@@ -267,23 +255,20 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         q = st.query
         if q is None and not error:
             message = None  # the done page says only that it is done
-        feats = []
+        asked: dict[str, Any] = {}  # what only the page of a question shows
         if q is not None:
-            feats = [(name, [highlight(name, t) for t in sess.texts(f)[:2]],
-                      snippet_note(sess, f))
-                     for f, name in zip(q.features, q.names)]
+            asked = dict(
+                feats=[(name, [highlight(name, t) for t in sess.texts(f)[:2]],
+                        snippet_note(sess, f)) for f, name in zip(q.features, q.names)],
+                question=question_text(sess, q), answers=list(q.question_kind.keys.values()),
+                no_snippets=no_snippets_note(sess), worth=worth_text(q))
         html = render_template_string(
             PAGE, token=token, name=Path(sess.path).name, description=sess.description,
-            pr=st.progress, q=q, feats=feats, message=message, error=error,
+            pr=st.progress, q=q, message=message, error=error,
             done=q is None and _done(sess, st, expert), hist=st.history,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
-            noun=sess.question_noun,
-            counted=[a for k in sess.kinds for a in k.answers],
-            question=question_text(sess, q) if q is not None else "",
-            answers=list(q.question_kind.keys.values()) if q is not None else [],
-            target=sess.target_description, summary=sess.summary, notes=sess.notes,
-            no_snippets=no_snippets_note(sess) if q is not None else None,
-            worth=worth_text(q) if q is not None else "", hint=st.hint)
+            noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
+            summary=sess.summary, notes=sess.notes, hint=st.hint, **asked)
         resp = Response(html, status=status, mimetype="text/html")
         resp.headers["Cache-Control"] = "no-store"
         return resp
@@ -303,8 +288,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
             return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
                           f"{why}", error=True, status=503 if code is None else 200,
                           expert=expert)
-        # Name the expert in the address unless they are the server's default (an empty
-        # name must stay in it when the default is someone else).
+        # The expert in the address unless the default (an empty name stays if it is not).
         named = None if expert == default_expert else expert
         return redirect(url_for("index", m=code, expert=named), code=303)
 
@@ -375,9 +359,8 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
         return render(message)
 
     def change(act: Callable[[str], object], code: str | None) -> Response | ResponseBase:
-        """A POST that changes the session: ``act`` for the expert the form names, then the
-        redirect to their next question; a bad name or a refused change shows the page
-        with the error."""
+        """A POST that changes the session: ``act`` for the form's expert, then the redirect to
+        their next question, or the page with the error."""
         try:
             expert = who()
         except ElicitError as e:
@@ -409,14 +392,12 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
 
     @app.post("/next")
     def next_question():
-        """The expert's next question (recorded): from the name field at the top, and the
-        button shown to an expert who has none waiting."""
+        """The expert's next question (the name field, the "next question" button)."""
         return change(lambda expert: None, None)
 
     @app.get("/k.png")
     def k_png():
-        # Redrawn when the session changed and the model is free; while another request is
-        # choosing a question (or drawing), the last image is served rather than waiting.
+        # Redrawn when the session changed and the model is free; else the last image is served.
         try:
             revision = reader.revision()
         except sqlite3.Error:
@@ -449,9 +430,8 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
 
 def _done(sess: Session, st: PageState, expert: str) -> bool:
     """Whether the expert has nothing left to answer. When a kind's answers can close other
-    questions the file's count does not say it (a feature called irrelevant closes its pairs
-    unanswered): the model does, asked only when it is free, as a page must not wait for it
-    (a busy model: not done, and the page offers the next question)."""
+    questions (an irrelevant feature closes its pairs) only the model knows; it is asked only
+    when free (a busy model: not done)."""
     if st.progress["left"] <= 0 or not any(k.closes_others for k in sess.kinds):
         return st.progress["left"] <= 0
     with sess.unless_busy() as free:
@@ -459,8 +439,7 @@ def _done(sess: Session, st: PageState, expert: str) -> bool:
 
 
 def _k_png(sess: Session) -> bytes:
-    """The K heatmap as PNG bytes. Uses matplotlib's object API (no pyplot state), which is
-    safe in the server's worker threads."""
+    """The K heatmap as PNG bytes (matplotlib's object API: safe in worker threads)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

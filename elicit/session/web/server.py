@@ -1,8 +1,9 @@
-"""Serving the application: binding the port, the server's threads and a clean stop on
-Ctrl-C, SIGTERM and SIGHUP (see :mod:`elicit.session.web`)."""
+"""Serving the application: binding the port, the server's threads and a clean stop (see
+:mod:`elicit.session.web`)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -19,20 +20,14 @@ from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
 #: Seconds a connection may stay silent (request line, headers or body) before it is closed.
 IDLE_TIMEOUT = 30.0
-#: Seconds a whole request (request line, headers and body) may take to arrive, however it
-#: trickles in: a page's request is a few KiB on this machine or the local network.
+#: Seconds a whole request may take to arrive, however it trickles in (a page's is a few KiB).
 REQUEST_DEADLINE = 60.0
 
 
 class _DeadlineReader(io.RawIOBase):
-    """A connection's socket, read under a deadline and with a stop.
-
-    Every read waits at most until the deadline, so a client that sends one byte every few
-    seconds (which restarts a silence timeout each time) is cut off when the deadline
-    passes: it cannot hold a server thread for ever. :meth:`stop` makes every later read
-    see the end of the input, so that what is left of a refused request is never read (the
-    server would otherwise drain it to answer at its end).
-    """
+    """A connection's socket, read under a deadline (a client trickling one byte at a time
+    restarts a silence timeout, not the deadline); after :meth:`stop` every read sees the end
+    of the input, so what is left of a refused request is never read."""
 
     def __init__(self, sock: socket.socket, idle: float, deadline: float) -> None:
         self._sock, self._idle = sock, idle
@@ -59,12 +54,10 @@ class _DeadlineReader(io.RawIOBase):
 
 
 def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
-    """Refuse a request body over ``limit`` bytes before the application reads it, reading
-    at most ``limit`` + 1 bytes of it: a declared ``Content-Length`` over the limit is not
-    read at all, and a chunked body is read (de-chunked) up to the limit. The application
-    then sees a ``Content-Length`` over its ``MAX_CONTENT_LENGTH`` and answers 413 at once,
-    and the rest of the body is never read. A chunked body within the limit is handed on as
-    a plain one."""
+    """Refuse a request body over ``limit`` bytes before the application reads it (which then
+    answers 413), reading at most ``limit`` + 1 bytes: a declared ``Content-Length`` over the
+    limit is not read, a chunked body is read (de-chunked) up to the limit and handed on as a
+    plain one."""
     from werkzeug.wsgi import get_content_length
 
     if "wsgi.input_terminated" in environ:  # chunked: werkzeug de-chunks it as it is read
@@ -91,10 +84,8 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
                 timeout: float = IDLE_TIMEOUT, deadline: float = REQUEST_DEADLINE):
     """Open the session and bind the server (without serving yet).
 
-    ``timeout`` is how many seconds a connection may stay silent before it is closed (a
-    request line, headers or a body that stop arriving); ``deadline`` how many seconds a
-    whole request may take to arrive, however slowly it trickles in. A body over the
-    application's limit gets 413 without being read.
+    ``timeout``: the seconds a connection may stay silent before it is closed; ``deadline``:
+    the seconds a whole request may take to arrive. A body over the limit gets 413 unread.
 
     Raises
     ------
@@ -115,16 +106,13 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
     sock = _listen(host, port)  # first: a busy port must not cost a session open
     try:
         app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
-        # socketserver sets this timeout on every accepted connection: a read that waits
-        # longer raises, and the connection's thread is freed.
         limit = int(app.config["MAX_CONTENT_LENGTH"])
 
         class ElicitRequestHandler(WSGIRequestHandler):
             def setup(self) -> None:
                 super().setup()
                 self.rfile.close()  # the socket's own reader: its reference would keep it open
-                # Every read of the request under one deadline (werkzeug closes the
-                # connection after each request, so one connection is one request).
+                # one deadline per connection, which werkzeug closes after one request
                 self.reader = _DeadlineReader(self.connection, timeout, deadline)
                 self.rfile = io.BufferedReader(self.reader)
 
@@ -143,12 +131,10 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
                     # a request whose connection broke is not counted as in progress forever
                     InFlight.release(getattr(self, "environ", None))
 
-        ElicitRequestHandler.timeout = timeout
-        handler = ElicitRequestHandler
-        # werkzeug gets the bound socket: on a bind error it would print and sys.exit(1)
-        # itself, while we want one clear ElicitError.
+        ElicitRequestHandler.timeout = timeout  # socketserver's per-connection silence timeout
+        # a bound socket: on a bind error werkzeug would print and sys.exit(1) itself
         server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
-                                fd=sock.fileno(), request_handler=handler)
+                                fd=sock.fileno(), request_handler=ElicitRequestHandler)
     finally:
         sock.close()  # werkzeug holds its own duplicate of the descriptor
     # With a ready socket werkzeug skips http.server's bind, which sets these two.
@@ -165,8 +151,7 @@ def _listen(host: str, port: int) -> socket.socket:
     family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        # Like every server: allow a restart while old connections sit in TIME_WAIT. (On
-        # Linux this does not allow two listeners on one port.)
+        # a restart while old connections sit in TIME_WAIT (not two listeners on one port)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
         sock.listen(128)
@@ -184,21 +169,15 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _say(text: str, err: bool = False) -> None:
     """Print a line, ignoring a terminal that has gone away (SIGHUP)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         print(printable(text), file=sys.stderr if err else sys.stdout, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
           engine: str | None = None, expert: str | None = None) -> int:
-    """Serve the session's web page until Ctrl-C, SIGTERM or SIGHUP; returns the exit status
-    (0 for Ctrl-C, as before; 128 + the signal number for the others).
-
-    On any of them the server stops taking requests, the requests in progress finish (a
-    question being chosen included), and then the file is closed: nothing confirmed is lost.
-    A second signal while they finish stops at once (still losing nothing committed).
-    """
+    """Serve the session's web page until Ctrl-C (exit status 0), SIGTERM or SIGHUP (128 +
+    the signal number): no new requests, those in progress finish, then the file is closed;
+    a second signal stops at once (losing nothing committed)."""
     from elicit.session.terminal import Interrupted
 
     server, app = make_server(session_path, host, port, engine, expert)
@@ -211,8 +190,7 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
     if host not in LOOPBACK_HOSTS:
         _say(f"warning: listening on {host}: other machines may reach this page and it has "
              "no accounts", err=True)
-    # The server loop runs in its own thread; the main thread only waits for a signal, so a
-    # signal can never land inside the loop and drop a connection it has just accepted.
+    # The loop runs in its own thread, so a signal cannot land inside it and drop a connection.
     loop = threading.Thread(target=server.serve_forever, name="elicit-serve", daemon=True)
     code = 0
     try:
