@@ -10,7 +10,7 @@ words, vocabularies), :mod:`~elicit.data.corpora` (:class:`BowDataset`, the feat
 loaders), :mod:`~elicit.data.splits` (split, standardisation, :class:`RunData`),
 :mod:`~elicit.data.metafeatures` (the meta-features ``U``) and :mod:`elicit.data.fetch`
 (``elicit data fetch``; not re-exported, so that the name stays the module). Every public
-name of the others is re-exported here.
+name of files, corpora and splits is re-exported here, and a few of metafeatures.
 """
 
 from __future__ import annotations

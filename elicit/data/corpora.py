@@ -183,11 +183,21 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
                  min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
     """The paper's matrix with the paper's feature rule applied.
 
-    With the default ``min_df=100`` this leaves 337 Amazon and 258 Yelp keywords (the paper
-    reports 340 and 241; ``docs/data.md``).
+    Drops every keyword whose ``_``-tokens are all SMART stop words (and Yelp's empty keyword
+    ``""``), then keeps the keywords that occur in at least ``min_df`` reviews. With the
+    default ``min_df=100`` this leaves 337 Amazon and 258 Yelp keywords (the paper reports 340
+    and 241; see ``docs/data.md``).
 
-    ``data_dir``: else :func:`resolve_data_dir`'s; ``stopwords``: default the shipped SMART
-    list.
+    Parameters
+    ----------
+    name
+        ``"amazon"`` or ``"yelp"``.
+    data_dir
+        Explicit data directory (else see :func:`resolve_data_dir`).
+    min_df
+        Minimum number of reviews a keyword must occur in.
+    stopwords
+        Stop words; default the SMART list shipped with elicit (:func:`load_stopwords`).
     """
     ds = load_paper_bow(name, data_dir)
     sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
@@ -360,29 +370,41 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 n_model: int | None = 1000, name: str | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
-    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line, either
-    optionally gzipped; unigrams and bigrams are counted by :func:`vectorize_texts`.
+    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``, one object per review) or CSV
+    with a header line (``.csv``), either optionally gzipped (``.gz``). Unigrams and bigrams of
+    the text are counted (:func:`vectorize_texts`); a keyword is kept if not all of its tokens
+    are SMART stop words and it occurs in at least ``min_df`` reviews.
 
     Parameters
     ----------
+    path
+        The review file.
     text_field, rating_field
         The names of the review-text field and of the integer star-rating field.
     min_df
-        Minimum number of reviews a keyword must occur in; default :func:`default_min_df`.
+        Minimum number of reviews a keyword must occur in. Default (None): the paper's
+        100-of-5149, scaled to the corpus (:func:`default_min_df`).
     stopwords
         Stop words; default the SMART list shipped with elicit.
     ngram_range, max_features
         Passed to :func:`vectorize_texts`.
     n_model
-        The model reviews a run takes (:func:`~elicit.data.splits.prepare_run`); a corpus
-        with fewer is refused early. None skips the check.
+        The number of model reviews a run takes (:func:`~elicit.data.splits.prepare_run`,
+        default 1000 = 100 training + 900 test); a corpus with fewer reviews is refused
+        early. None skips the check.
     name
         A label for the data set; default the file name without its suffixes.
+
+    Returns
+    -------
+    BowDataset
+        Counts of the kept keywords, the ratings, and the keywords (bigrams joined by ``_``).
 
     Raises
     ------
     ElicitError
-        On a missing file or field, a bad rating, too few reviews, or no keyword left.
+        On a missing file or field, a non-integer rating, too few reviews for a run, or no
+        keyword surviving the rule.
     """
     if n_model is not None and (isinstance(n_model, bool)
                                 or not isinstance(n_model, (int, np.integer)) or n_model < 1):

@@ -73,12 +73,31 @@ def default_data_dirs() -> list[Path]:
 
 def resolve_data_dir(option: str | os.PathLike | None = None,
                      required: Sequence[str] = ()) -> Path:
-    """The data directory holding the files ``required``: ``option`` (``--data-dir``), else
-    ``$ELICIT_DATA``, else the first of :func:`default_data_dirs` that holds them all.
+    """Find the data directory.
 
-    An explicit choice (option or environment variable) is final: if it lacks a file that is
-    an :class:`ElicitError` rather than a silent read of other data. The error names the
-    missing files, the directories searched and where the data comes from.
+    The order is: ``option`` (the CLI's ``--data-dir``), the environment variable
+    ``ELICIT_DATA``, ``<repo>/data/`` if it exists, ``<repo>/../shared/data``. An explicit
+    choice (option or environment variable) is final: if it lacks a file we fail instead of
+    silently reading other data. Among the two defaults the first existing directory that holds
+    all ``required`` files wins.
+
+    Parameters
+    ----------
+    option
+        An explicit directory, or None.
+    required
+        File names that must exist in the directory.
+
+    Returns
+    -------
+    Path
+        The directory.
+
+    Raises
+    ------
+    ElicitError
+        If no directory qualifies; the message names the missing file(s), the directories
+        searched and where the data comes from.
     """
     required = list(required)
     if option is not None and str(option) != "":

@@ -80,21 +80,35 @@ def is_builtin(kind: object) -> bool:
 def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None = None,
                   dim: int = DEFAULT_META_DIM, train_counts: np.ndarray | None = None,
                   feature_names: Sequence[str] | None = None) -> np.ndarray:
-    """The meta-features ``U`` (``p x d``, floats without NaN) of one run, by ``kind``; one-line
-    errors on a missing input, a bad ``dim``, too few unlabelled reviews, or a bad file.
+    """The meta-features ``U`` (``p x d``) of one run, by ``kind``.
 
     Parameters
     ----------
     kind
-        ``"counts"``, ``"ppmi"``, ``"lsa"`` (module docstring) or the path of a table file.
+        ``"counts"``, ``"ppmi"``, ``"lsa"`` (see the module docstring) or the path of a
+        CSV/Parquet table of meta-features indexed by feature name.
     counts_unlabeled
-        ``(n_u, p)`` counts of reviews *not* used for the model (``ppmi``, ``lsa``).
+        ``(n_u, p)`` keyword counts of reviews that are *not* used for the model; only
+        their inputs are read (``ppmi``, ``lsa``).
     dim
-        Embedding dimensions (at most ``p``; ``lsa`` also at most ``n_u``).
+        Embedding dimensions of ``ppmi`` and ``lsa`` (at most ``p``; ``lsa`` also at most
+        ``n_u``). Ignored by ``counts`` and a file.
     train_counts
         ``(n_train, p)`` raw counts of the training reviews (``counts``).
     feature_names
         The ``p`` keywords, to align a file by name.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(p, d)`` float array without NaN: ``d = n_train`` for ``counts``, ``dim`` for the
+        embeddings, the file's column count for a file.
+
+    Raises
+    ------
+    ElicitError
+        On a missing input, a bad ``dim``, too few unlabelled reviews, or a file that does
+        not match the features (one-line messages).
     """
     if is_builtin(kind) and kind == "counts":
         if train_counts is None:

@@ -87,18 +87,33 @@ class RunData:
     y_test
         Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
     U
-        Meta-features, ``p x d`` (:func:`elicit.data.metafeatures.meta_features`).
+        Meta-features, ``p x d``: by default (``meta_features="counts"``) the transpose of the
+        raw (unnormalised) training counts, ``p x n_train``; else see
+        :func:`elicit.data.metafeatures.meta_features`.
     X_expert, y_expert
-        The expert set (reviews outside the model's): ``X_expert`` standardised with its own
-        statistics, ``y_expert`` the raw ratings. Only the simulated (LASSO) expert sees them.
+        The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
+        own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original
+        scale. Only the simulated (LASSO) expert sees them.
+    feature_names
+        The p keywords.
     x_mean, x_scale
-        The column mean and scale that standardise every model input (training, test, and
-        the expert-set rows Table 1 adds as training samples: :meth:`standardize_counts`).
+        The column mean and scale (population standard deviation, 1 for a constant column)
+        that standardise every model input: training, test, and the expert-set rows that the
+        Table 1 sample-addition loops add as training samples (``(counts - x_mean) /
+        x_scale``). With ``standardize="model"`` they are the statistics of the
+        ``n_model`` model reviews (training and test inputs, no ratings); with ``"train"``
+        those of the ``n_train`` training reviews.
     train_idx, test_idx, expert_idx
-        Row indices into the data set (split with ``seed``).
-    standardize, meta_features, meta_dim
-        How the inputs were standardised and ``U`` built (``meta_dim``: None unless an
-        embedding).
+        Row indices into the data set.
+    seed
+        The seed of the split.
+    name
+        The data set's name.
+    standardize
+        ``"model"`` or ``"train"``: which rows ``x_mean`` and ``x_scale`` come from.
+    meta_features, meta_dim
+        How ``U`` was built: ``"counts"``, ``"ppmi"``, ``"lsa"`` or a file's path, and the
+        embedding dimensions (None unless ``"ppmi"`` or ``"lsa"``).
     """
 
     X_train: np.ndarray
@@ -144,17 +159,28 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
                 n_train: int = 100, standardize: Standardize = "model",
                 meta_features: str | os.PathLike = "counts",
                 meta_dim: int = DEFAULT_META_DIM) -> RunData:
-    """Split and standardise one run; deterministic given ``seed`` (``default_rng(seed)``).
+    """Split and standardise one run; deterministic given ``seed``.
+
+    The split uses ``np.random.default_rng(seed)`` (:func:`split_indices`).
 
     Parameters
     ----------
+    dataset
+        The bag-of-words data set.
+    seed
+        Seed of the split.
     n_model, n_train
         Reviews for the model (training + test) and, among them, for training.
     standardize
-        ``"model"`` (default) or ``"train"`` (module docstring).
+        ``"model"`` (default): column mean and scale of all ``n_model`` model reviews, the
+        training and test inputs together; no rating enters. ``"train"``: those of the
+        ``n_train`` training reviews only (the literal reading of the paper; the arrays are
+        exactly those of earlier versions of elicit). Either way a constant column gets
+        scale 1, and the expert set ``X_expert`` is standardised with its own statistics.
     meta_features
-        ``"counts"`` (default), ``"ppmi"`` or ``"lsa"`` (learned from the expert set's
-        counts, never its ratings), or a table file
+        ``"counts"`` (default: the transposed raw training counts, exactly as before),
+        ``"ppmi"`` or ``"lsa"`` (an embedding of the keywords learned from the expert set's
+        counts, never its ratings), or the path of a CSV/Parquet table indexed by keyword
         (:func:`elicit.data.metafeatures.meta_features`).
     meta_dim
         Embedding dimensions of ``"ppmi"`` and ``"lsa"`` (ignored otherwise).
@@ -162,7 +188,8 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
     Raises
     ------
     ElicitError
-        On a bad ``standardize``, an impossible split or meta-features that cannot be built.
+        If ``standardize`` is not one of the two choices, the split is impossible or the
+        meta-features cannot be built (e.g. an embedding without expert-set reviews).
     """
     if standardize not in STANDARDIZE_CHOICES:
         raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "

@@ -84,8 +84,9 @@ class Elicitor:
         ``hyper.model`` names the model unless ``settings`` names one.
     settings
         The round's settings (:class:`~elicit.elicitation.settings.RoundSettings`) instead of
-        the keywords below; give one or the other. Its ``strategy`` and ``seed`` are the
-        caller's. Kept, resolved, as :attr:`settings`.
+        the keywords below; give one or the other. Its ``strategy`` and ``seed`` are not
+        used here: the caller gives each question's strategy and random stream. Kept,
+        resolved, as :attr:`settings`.
     engine
         ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`; with
         ``settings``, an :class:`Engine` to use instead of building ``settings.engine``.
@@ -96,7 +97,8 @@ class Elicitor:
         name of a registered utility.
     target
         What a question's gain is about: ``"predictive"`` (the paper's) or ``"params"``
-        (:mod:`elicit.elicitation.utility`).
+        (:mod:`elicit.elicitation.utility`; ``utility`` and ``refine`` then do not apply; pair
+        questions only).
     pool_size
         How many of a round's open pairs the round scores; default ``min(#pairs, 10 p,
         4000)`` (:data:`POOL_CAP`). Every open question about one feature enters the pool.
@@ -325,8 +327,8 @@ class Elicitor:
         self.data = data
         if any(k.resets(self.data.hyper.model) and given[k.name][0] for k in self.kinds):
             # the likelihood of y changed: the start's base Hessian does not apply
-            self.fit = self.engine.fit(self.data, init=dataclasses.replace(self.initial_fit,
-                                                                           warm_hessian=None))
+            init = dataclasses.replace(self.initial_fit, warm_hessian=None)
+            self.fit = self.engine.fit(self.data, init=init)
             self._hessian = None
         elif any(given[k.name][0] for k in self.kinds):
             self.fit = self.engine.fit(self.data, init=self.initial_fit,

@@ -1,29 +1,42 @@
 """The expected gain of a feature question, and how likely a pair is answerable.
 
-In the relevance model the prior variance of feature k's weight is ``tau2 lambda_k``: 1 if the
-expert called k relevant, eps if irrelevant, ``lambda_u(zeta)`` if not judged
-(:mod:`elicit.model.covariance`). Asking "does feature k affect the outcome?" moves
-``lambda_k`` to 1 or to eps. The utility is the pair questions' (so the two compare directly):
+In the relevance model (``model="relevance"``, :mod:`elicit.model.variants`) the prior variance
+of feature k's weight is ``tau2 lambda_k``: 1 if the expert called k relevant, eps if
+irrelevant, and ``lambda_u(zeta)`` if k has not been judged (:mod:`elicit.model.covariance`).
+Asking "does feature k affect the outcome?" moves ``lambda_k`` to 1 or to eps.
+
+**The utility** is the one the pair questions have (:mod:`elicit.elicitation.scorer`): the
+expected KL of the Gaussian predictive at the training inputs,
 
     u_k = p_k KL(N_relevant || N_0) + (1 - p_k) KL(N_irrelevant || N_0),
 
-with p_k the spike-and-slab posterior of k at the MAP, prior odds ``s(zeta)`` times the Bayes
-factor of the data:
+so pair and feature gains are on one scale and compared directly.
+
+**The probability of "relevant"** is the spike-and-slab posterior of feature k at the current
+MAP: prior odds ``s(zeta)`` (the share of relevant features among the unjudged ones) times the
+Bayes factor of the data,
 
     p_k = s(zeta + log BF_k),   log BF_k = log p(y | lambda_k = 1) - log p(y | lambda_k = eps).
 
 **The screen** (:meth:`FeatureScorer.screen`) holds the parameters at the MAP and changes
-``lambda_k`` alone: a rank-two update of S per candidate, all at once
-(:meth:`~elicit.model.density.Marginal.scale_change`). **The exact gain**
-(:meth:`FeatureScorer.exact`) refits the MAP with k's class changed, warm from the MAP and the
-round's base Hessian (the old classes', a rank-two change of S away: the projected Newton
-converges from it about as fast as from a fresh one, which would cost more than the refit).
-The ``fast`` utility ranks by the zeta-line screen (:meth:`FeatureScorer.zeta_screen`) and
-re-scores the best exactly until the winner is certain (:meth:`FeatureScorer.refine_best`).
+``lambda_k`` alone: a rank-two update of S per candidate, all candidates at once
+(:meth:`~elicit.model.density.Marginal.scale_change`), which gives both answers' predictives
+and the log marginal changes (hence ``p_k``). **The exact gain** (:meth:`FeatureScorer.exact`)
+refits the MAP (gamma, xi[, tau2], zeta) with feature k's class changed, warm-started from the
+current MAP and the round's base Hessian (:meth:`UtilityScorer.refit
+<elicit.elicitation.scorer.UtilityScorer.refit>`), with the engine in use. That Hessian is the
+old classes', a rank-two change of S away; the projected Newton converges from it in about as
+many iterations as from a fresh one, which would cost more than the refit. The ``fast``
+utility ranks by the **zeta-line screen** (:meth:`FeatureScorer.zeta_screen`: the screen
+with zeta, which moves most in a refit, refitted along a line) and re-scores the best
+exactly until the winner is certain, at most ``refine`` of them
+(:meth:`FeatureScorer.refine_best`). The answer probability stays the screen's ``p_k``.
 
-**A pair is answerable** only about two relevant features, so in the relevance model a pair's
-gain is weighted by ``P(answerable) = r_i r_j`` (:meth:`FeatureScorer.answerable`): r = 1 for a
-feature called relevant, 0 for irrelevant, ``p_k`` for one not judged.
+**A pair is answerable** only about two relevant features (an expert cannot say whether two
+keywords affect the rating in the same way if one of them does not affect it), so in the
+relevance model a pair's expected gain is weighted by ``P(answerable) = r_i r_j``
+(:meth:`FeatureScorer.answerable`), r = 1 for a feature called relevant, 0 for one called
+irrelevant, ``p_k`` for one not judged.
 """
 
 from __future__ import annotations
@@ -259,6 +272,7 @@ class FeatureScorer:
         kl = {}
         for c in (RELEVANT, IRRELEVANT):
             d2 = self.with_class(k, c)
+            # the kernel at the MAP is the round's: only the scales differ
             g = log_density(theta, d2, Marginal.at(theta, d2, K=self.scorer.marginal.K))[1]
             step = projected_step(H[None], g[None], theta[None], lb, None)[0][0]
             try:
@@ -301,6 +315,7 @@ class FeatureScorer:
             c = open_[int(np.argmax(bound))]
             if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):
                 break
+            # the first exact re-scores are made anyway: no step before them
             if level[c] == 0 and exact.sum() >= always:
                 v = self.model_step_one(features[c], p[c])
                 if not np.isnan(v):

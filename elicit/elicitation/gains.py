@@ -127,10 +127,22 @@ class PairUtility(Utility):
     @abstractmethod
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
-        """Expected utilities of ``pairs`` (k x 2) at the MAP of the round ``scorer``, an
-        approximate utility re-scoring up to ``refine`` exactly; ``weight`` (None: 1) is the
-        probability that each pair can be answered at all (the relevance model), a factor of
-        its gain."""
+        """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
+
+        Parameters
+        ----------
+        scorer
+            The round: data, MAP, engine, the model's link and the scoring pieces.
+        pairs
+            The candidate pairs.
+        refine
+            How many candidates an approximate utility may re-score exactly (the others
+            ignore it).
+        weight
+            The probability that each pair can be answered at all (in the relevance model,
+            :mod:`elicit.elicitation.features`): a pair's gain is its weight times the gain
+            of an answer. None: every pair can be (the paper's models).
+        """
 
     def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
                      weight: np.ndarray | None, reach: float) -> Scores:
@@ -159,8 +171,17 @@ class FeatureUtility(Utility):
 
     @abstractmethod
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        """Expected utilities of asking about ``features`` at the MAP of ``scorer`` (the
-        round's feature pieces), re-scoring up to ``refine`` exactly."""
+        """Expected utilities of asking about ``features`` (feature indices) at the MAP.
+
+        Parameters
+        ----------
+        scorer
+            The round's feature pieces (screen, exact refits, p(relevant)).
+        features
+            The candidate features.
+        refine
+            How many candidates an approximate utility may re-score exactly.
+        """
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ fitted threshold xi and the model variant's feedback link (:mod:`elicit.model.li
        moves the MAP along ``A^-1 v``, ``v = (-w, 1[, 0])``, by the root t of
        ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (logistic: ``t = f - sigma(z0 + q t)``,
        whose first Newton iterate is the Sherman-Morrison step ``(f - s) A^-1 v / (1 + s(1-s)
-       q)``). Parameters on their bounds stay there; the predictive mean moves to first order.
+       q)``). Parameters on their bounds stay there and the step is clipped back onto the
+       bounds; the predictive mean moves to first order.
     2. *Batched Newton*: the screen's best, as many as :attr:`UtilityScorer.batch_flops`
        allows, are refitted by projected Newton in stacked numpy operations
        (:mod:`elicit.model.batch`). With a :class:`BatchRefits` engine these are the engine's
@@ -234,10 +235,15 @@ class UtilityScorer:
         the gain is :func:`bald_gain` ``(mu, s^2)`` (Houlsby et al. 2011). tau2, when
         learned, enters only through its correlation with gamma in Sigma.
 
-        A parameter the MAP puts *on* its bound (gamma, xi >= 0) is treated as fixed there
-        (its row and column of H dropped), as the screen and the projected Newton steps do: a
-        Gaussian centred on the bound would put half its mass where the posterior has none.
-        An indefinite ``-H`` (a MAP an optimiser left early) is damped.
+        The approximation is Gaussian and ignores the bounds gamma, xi >= 0. A parameter the
+        MAP puts *on* its bound is treated as fixed there (its row and column of H dropped),
+        as the fast screen and the engine's projected Newton steps do: the Gaussian centred
+        on the bound would put half its mass where the posterior has none, and the answers
+        that would push it further out cannot move it. Free parameters near a bound keep
+        their untruncated Gaussian, which overstates their spread towards the bound.
+
+        One Cholesky factorisation of ``-H`` serves every candidate; an indefinite ``-H``
+        (a MAP an optimiser left early) is damped (:func:`~elicit.model.linalg.damped_cho_factor`).
         """
         data, fit = self.data, self.fit
         theta = theta_of(fit, data)
@@ -358,8 +364,8 @@ class UtilityScorer:
         Y = cho_solve(cho, V, check_finite=False)
         q = np.einsum("ic,ic->c", V, Y)
         z0 = fit.xi - w @ fit.gamma
-        # the variance is held: its Jacobian costs as much as the Hessian (held, the refinement
-        # picked exact's best in 61 of 72 rounds on Amazon and Yelp, against 63)
+        # the variance is held: its Jacobian costs as much as the Hessian (the refinement picked
+        # exact's best in 61 of 72 rounds on Amazon and Yelp with it held, 63 with it moved)
         Jm = self.marginal.mean_jacobian(learned)
         # only gamma (and tau2) move the predictive; the KL of a mean moved by Jm s is
         # s' M s / 2, M = Jm' diag(1/v0) Jm, formed once so that no n x pool array is held
@@ -381,9 +387,15 @@ def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, link: Link = LOGISTIC,
     """Solve ``t = link.score(z0 + q t, f)`` for each candidate (logistic:
     ``t = f - sigma(z0 + q t)``).
 
-    The step of the MAP along ``A^-1 v`` (the module docstring); iterating matters when the
-    answer is surprising. Newton oscillates when q is large, so the root is bracketed
-    between 0 and ``score(z0, f)`` and bisected: 60 halvings reach machine precision.
+    Under the quadratic (Laplace) approximation of the current posterior, the MAP after one
+    new answer term ``log p(f | z)`` moves along ``A^-1 v`` by the root t of this scalar
+    equation, monotone for a log-concave link. For the logistic link its first Newton
+    iterate from t = 0 is the plain Sherman-Morrison Newton step
+    ``(f - s) / (1 + q s (1 - s))``; iterating matters when the answer is surprising and the
+    answer's term is far from quadratic. Newton oscillates between the ends of the bracket
+    when q is large (a steep residual), so the root is found by bisection: it lies between 0
+    and ``score(z0, f)`` (logistic: ``f - sigma(z0)``, length < 1), and 60 halvings reach
+    machine precision for every candidate at once.
     """
     t0 = link.score(z0, f)
     lo, hi = np.minimum(0.0, t0), np.maximum(0.0, t0)

@@ -192,8 +192,21 @@ def _info(stanc: str, path: str, paths: tuple[Path, ...], code: str) -> dict:
 
 
 def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile:
-    """Read the Stan program ``path``: its inlined text and, from ``stanc --info`` (default
-    :func:`find_stanc`), its declarations; one line if it is missing or stanc refuses it."""
+    """Read the Stan program ``path``: its inlined text and, from ``stanc --info``, its
+    declarations.
+
+    Parameters
+    ----------
+    path
+        A ``.stan`` file.
+    stanc
+        The compiler to ask (:func:`find_stanc`; by default whichever is installed).
+
+    Raises
+    ------
+    ElicitError
+        One line, if the file does not exist or stanc refuses it (its message).
+    """
     path = Path(path)
     if not path.is_file():
         raise ElicitError(f"Stan file {path} does not exist")
@@ -235,9 +248,25 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
     """Raise :class:`~elicit.errors.ElicitError` unless the program ``path`` honours the
     contract of ``model`` and tau2 ``variant``; else return it as read.
 
-    The named ``model``'s parts say which data names the program must declare
-    (:func:`~elicit.model.spec.contract_data`). The error is one line: the file is missing,
-    stanc refuses it, or every missing name and every declaration elicit cannot supply.
+    Parameters
+    ----------
+    path
+        A ``.stan`` file.
+    variant
+        ``"fixed"`` or ``"learned"``.
+    model
+        The named model (:mod:`elicit.model.variants`), whose parts say which data names the
+        program must declare (:func:`~elicit.model.spec.contract_data`: the prior sd of xi
+        of a model with another threshold prior, the coupled set of the known-coupling
+        models, the relevance model's data, and its parameter ``zeta``).
+    stanc
+        The compiler to ask (:func:`find_stanc`).
+
+    Raises
+    ------
+    ElicitError
+        One line: the file does not exist, stanc refuses it, or every missing data and
+        parameter name and every data declaration elicit cannot supply.
     """
     if variant not in ("fixed", "learned"):
         raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")

@@ -80,7 +80,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         The prior of tau^2 when ``tau2="learned"`` (the paper's synthetic setting).
     threshold_mean : "auto" or float, default "auto"
         Prior mean m of the threshold, ``xi ~ N+(m, m/2)``. ``"auto"``: the mean of
-        ``gamma0 . w_ij`` over the candidate pairs at the no-feedback MAP gamma0
+        ``gamma0 . w_ij`` over all p(p-1)/2 pairs (the pairs within J for the known-coupling
+        models) at the no-feedback MAP gamma0
         (:func:`~elicit.prior.setup.fit_no_feedback`). Used only when there are answers.
     standardize : bool, default True
         Scale each column of X to unit variance (and centre it when ``fit_intercept``) with
@@ -170,6 +171,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                  model: str = PAPER, coupled: Sequence[Any] | None = None,
                  relevant: Sequence[Any] | None = None,
                  irrelevant: Sequence[Any] | None = None) -> None:
+        # scikit-learn convention: store the parameters untouched; fit() checks them.
         self.meta_features = meta_features
         self.feedback = feedback
         self.tau2 = tau2
@@ -303,6 +305,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         data, fit, answered = fit_map(Xs, yz, U, hyper, eng, feedback, cands, relevance)
         post = NIGPosterior.from_map(data, fit)
 
+        # fitted attributes are set only once the fit has succeeded
         self.meta_features_, self.feedback_ = U, feedback
         self.posterior_, self.map_ = post, fit
         self.set_units(x_mean, x_scale, y_mean, y_scale)
@@ -322,11 +325,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                   y_scale: float = 1.0) -> ElicitRegressor:
         """State the units of the data the fitted model refers to.
 
-        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``; this
-        sets ``x_mean_`` .. ``y_scale_`` and maps ``coef_``, ``intercept_`` and ``sigma2_``
-        back, so :meth:`predict` works in the original units. :meth:`fit` calls it with its
-        training statistics; call it after :meth:`fit` when X and y were preprocessed by a
-        transformation the estimator did not see (as a session hands its model over).
+        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``;
+        this sets ``x_mean_``, ``x_scale_``, ``y_mean_``, ``y_scale_`` and maps ``coef_``,
+        ``intercept_`` and ``sigma2_`` back, so that :meth:`predict` takes X in the original
+        units and returns y in them. :meth:`fit` calls it with its own training statistics.
+        Call it after :meth:`fit` when X and y were preprocessed *before* fit, by a
+        transformation the estimator did not see (fit with ``standardize``,
+        ``normalize_y`` and ``fit_intercept`` False): a session hands its model over this
+        way (:meth:`Session.to_estimator <elicit.session.state.SessionState.to_estimator>`).
+        It replaces the transformation of the last fit; a refit replaces it in turn.
 
         Parameters
         ----------

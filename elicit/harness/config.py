@@ -28,7 +28,8 @@ def setting(default: Any, record: Callable[[Any], dict] | None = None,
     ``default`` may be ``dataclasses.MISSING``. ``record(cfg)`` gives its entries in
     ``config.json`` (default ``{name: value}``); ``legacy`` is the value of a folder written
     before the setting existed (default :data:`~elicit.harness.store.LEGACY_CONFIG`'s, else
-    the field's default); ``read(d)`` gives its value from a ``config.json`` ``d``.
+    the field's default: a new setting's default must reproduce what the sweeps did without
+    it); ``read(d)`` gives its value from a ``config.json`` ``d``.
     """
     return field(default=default, metadata={"setting": True, "record": record,
                                             "legacy": legacy, "read": read})

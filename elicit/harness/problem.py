@@ -9,9 +9,10 @@ problems), the paper's :class:`elicit.paper.synthetic.SyntheticMaker` and
 recorded in the sweep's ``config.json`` (:func:`maker_settings`).
 
 Seeds. Run ``r`` of an experiment with seed ``s`` draws its data from
-``SeedSequence([s, r])``. Every other random choice of a run has its own stream, so no result
-depends on what else ran before it in the same process: a query strategy's
-(:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
+``SeedSequence([s, r])`` (the synthetic generator; the real data's split,
+:func:`elicit.data.sources.split_seed`). Every other random choice of a run has its own
+stream, so no result depends on what else ran before it in the same process: a query
+strategy's (:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
 (:func:`run_stream`, tags below). The values are part of every stored result: they never
 change.
 """

@@ -48,8 +48,9 @@ STOP_POLL_S = 0.5
 @contextlib.contextmanager
 def cpu_meter() -> Iterator[CpuMeter]:
     """Measure the CPU time of the block: this thread's, and that of every task
-    :func:`run_tasks` sends to worker processes inside it (known while the workers live on,
-    and apart for two blocks running at once in two threads)."""
+    :func:`run_tasks` sends to worker processes inside it. Unlike the rusage of a process's
+    children, it is known while the workers live on (a pool shared by the steps of a
+    pipeline) and tells apart two blocks that run at the same time in two threads."""
     meter = CpuMeter()
     token = _METER.set(meter)
     t0 = time.thread_time()
@@ -110,7 +111,8 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                     pending = set(futures)
                     while pending:
                         # inside a pipeline, wake up to look at its stop flag: after Ctrl-C a
-                        # worker's death under a shut pool never ends its future
+                        # worker can die under a pool already shut down, and its future then
+                        # never ends
                         finished, pending = wait(
                             pending, timeout=None if stop is None else STOP_POLL_S,
                             return_when=FIRST_COMPLETED)
@@ -138,20 +140,41 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
                  after: Mapping[str, Collection[str]] | None = None,
                  done: Callable[[str, T, float, float], None] | None = None,
                  ) -> dict[str, T]:
-    """Run ``func(item)`` for every item, in the order given, up to ``width`` at a time in
-    threads (1: one after the other, in this thread); return ``item -> func(item)`` in the
-    order the items ended.
+    """Run ``func(item)`` for every item, up to ``width`` of them at a time, in threads.
 
-    Each ``func`` runs with a copy of the caller's context: its tasks (:func:`run_tasks`) go
-    to the executor of the enclosing :func:`~elicit.harness.cluster.cluster_scope`, so that
-    while one item waits for its last tasks, the next one's first tasks run. An item starts
-    once the items ``after[item]`` names (those in ``items``) have ended. ``done(item,
-    result, wall_s, cpu_s)`` is called in the caller's thread as each item ends (CPU time:
-    :func:`cpu_meter`).
+    The items' own tasks (:func:`run_tasks`) go to the executor of the enclosing
+    :func:`~elicit.harness.cluster.cluster_scope`, so that ``width`` items keep one pool of
+    workers busy: while one item waits for its last tasks, the next one's first tasks run.
 
+    Parameters
+    ----------
+    items
+        In the order to start them.
+    func
+        The work of one item, run in a thread with a copy of the caller's context (the
+        scope's executor); its tasks must not depend on what runs beside them.
+    width
+        Items at a time (1: one after the other, in this thread).
+    after
+        ``item -> items`` it must wait for (those of them in ``items``): what it reads from
+        them, or shares with them through a memo (running them at once would compute the
+        shared part twice). An item starts when they have ended; until then a later item
+        whose own ones have ended may start first.
+    done
+        Called in the caller's thread as each item ends, with its result, its wall time and
+        its CPU time (:func:`cpu_meter`), in seconds.
+
+    Returns
+    -------
+    dict
+        ``item -> func(item)``, in the order the items ended.
+
+    Notes
+    -----
     The first item to fail (or Ctrl-C) ends the pipeline: no other item starts, the running
     ones stop waiting for their tasks (within :data:`STOP_POLL_S`) and cancel their queued
-    ones, and its exception is raised.
+    ones (the running tasks end, their results kept, so a rerun continues from there), and
+    its exception is raised.
     """
     after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
     results: dict[str, T] = {}

@@ -37,7 +37,9 @@ RUNINFO_DIR = "runinfo"
 TABLE1_DIR = "table1"
 
 #: Settings that config.json files written before they existed lack, and the value those
-#: sweeps used: an old folder stays valid for a rerun with these values.
+#: sweeps used: an old folder stays valid for a rerun with these values (``strategy``: none, a
+#: sweep runs several; ``pool_size``: none, each problem's own, where a real-data sweep has
+#: always recorded its; ``stan_file``: the shipped programs).
 LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
                                      "model": "paper", "utility_target": "predictive",
                                      "questions": spell_questions(PAPER_QUESTIONS),

@@ -182,7 +182,8 @@ def _nothing_left(el: Elicitor, strategy: str) -> bool:
 
 
 def part_kinds(part: dict) -> list[str]:
-    """The kind of each question of a stored run, in answer order, by name; records of
+    """The kind of each question of a stored run, in answer order, by name (``"pairs"``,
+    ``"relevance"``, ...). Older records wrote ``"pair"`` and ``"feature"``; records of
     pair-only sweeps store no kinds and are read from their ``asked`` rows."""
     if "kinds" in part:
         return [get_kind(k).name for k in part["kinds"]]

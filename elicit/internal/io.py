@@ -22,7 +22,8 @@ def replace_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -
     a binary temporary file in the same folder, atomically; returns ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Unique per writer; not tempfile.mkstemp, whose files are private (0600).
+    # Unique per writer; not tempfile.mkstemp, whose files are private (0600) and the result
+    # would keep that mode; "x" creates with the umask's.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         with open(tmp, "xb") as fh:

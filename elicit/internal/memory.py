@@ -31,7 +31,8 @@ def memory_limit() -> int | None:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size in MB, since :func:`reset_peak_rss` on Linux."""
+    """This process's peak resident set size in MB, since :func:`reset_peak_rss` where that
+    worked (Linux), else since the process started."""
     try:
         with open("/proc/self/status") as f:
             for line in f:

@@ -17,8 +17,8 @@ _controller = None
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """BLAS limited to one thread inside the block (restored afterwards). The limit is the
-    process's: threads run inside one block around them all, so no thread's restore lifts
-    it under another."""
+    process's: threads that each limit and restore it (run_pipeline's steps) run inside one
+    block around them all, so that no thread's restore lifts it under another."""
     global _controller
     from threadpoolctl import ThreadpoolController
 

@@ -76,7 +76,9 @@ RELEVANT, IRRELEVANT, UNASKED = 1, 0, -1
 
 #: lambda of a feature the expert called irrelevant (prior sd 0.1 of a relevant one's): its
 #: weight's posterior mean is near zero, not zero, so a wrong "irrelevant" costs some accuracy
-#: instead of forcing the weight to 0 (Amazon: 1.78 after 100 answers, within 0.01 of 1e-4).
+#: instead of forcing the weight to 0. Measured (prototype, Amazon, seed 3, runs 0-5): 0.01
+#: with a learned share of the unasked features gives 1.78 after 100 answers; the
+#: perfect-relevance yardstick uses 1e-4 and is within 0.01 of it.
 IRRELEVANT_SCALE = 0.01
 
 

@@ -44,8 +44,9 @@ def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
 
 
 #: The kernel's exponent ``z_i.z_j - h_i - h_j`` (``h_i = z_i.z_i / 2``) is positive only by
-#: rounding, by up to a few ``eps * max(h)``: below 1e-9 up to this ``max(h)``, so it is
-#: clipped at 0 (a fifth of the kernel's time) only beyond (a trial point with gamma ~ 1e18).
+#: rounding, by up to a few ``eps * max(h)``: below 1e-9 up to this ``max(h)``, where it is not
+#: clipped (the clip costs a fifth of the kernel's time); beyond it (a trial point with gamma
+#: ~ 1e18) the rounding alone would overflow exp, so it is clipped at 0.
 CLIP_ABOVE_H = 1e6
 
 

@@ -461,14 +461,24 @@ class Marginal:
         return H
 
     def scale_change(self, features, lam) -> ScaleChange:
-        """What if the prior variance scale lambda_j of each feature j of ``features`` (c,) were
-        ``lam`` (a number or one per feature), one at a time: the Gaussian predictive at the
-        training inputs (as :meth:`predictive`) and the change of :attr:`value`.
+        """What if feature j's prior variance scale lambda_j were ``lam``: for each j of
+        ``features`` (all else fixed, one at a time), the Gaussian predictive at the training
+        inputs (as :meth:`predictive`) and the change of :attr:`value`.
 
         With ``x = X[:, j]``, ``v = (Xt K)[:, j]`` and ``dh = sqrt(lam) - h_j`` the change is
         rank two, ``S' = S + tau2 [x v] M [x v]'`` with ``M = [[dh^2 K_jj, dh], [dh, 0]]``;
         Woodbury and the matrix determinant lemma give S'^-1 and log|S'| per candidate from
-        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: O(n^2) each.
+        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: all candidates at
+        once, O(n^2) each.
+
+        Parameters
+        ----------
+        features
+            Feature indices (c,).
+        lam
+            The new scale lambda (a number, or one per feature); 1 and
+            :data:`~elicit.model.covariance.IRRELEVANT_SCALE` are the relevance model's
+            "relevant" and "irrelevant".
         """
         j = np.asarray(features, dtype=int).reshape(-1)
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)

@@ -19,7 +19,7 @@ answers, line search and status: the numpy engine's refit is a stack of one
 (:class:`OneRefit`), the utility's batched refits of candidate answers a stack of many;
 :class:`NewtonSettings` holds what differs between them. A stack of one evaluates its
 products with single-vector operations, a stack with ``einsum``: the order each has always
-used, so that results stay bit for bit.
+used, so that results stay bit for bit those of earlier versions.
 """
 
 from __future__ import annotations
@@ -180,8 +180,9 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
 
     over ``theta + s >= lb``, F the row's feedback terms, by projected Newton with
     backtracking from s = 0 (first step ``step0``, decrement ``dec0``, from the caller); shape
-    (C, k). ``H_base`` is (C, k, k) or (k, k), shared. Where -H_base is not positive definite
-    the damped solves still give ascent steps, and the caller's line search guards the result.
+    (C, k). ``H_base`` is (C, k, k), one per row, or (k, k), shared. Where -H_base is not
+    positive definite the damped solves still give ascent steps, and the caller's line search
+    guards the result.
     """
     if H_base.ndim == 2:
         H_base = np.broadcast_to(H_base, (len(theta), *H_base.shape))

@@ -400,13 +400,22 @@ def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
 
 
 def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
-    """About the most memory a fit and a question round hold at once, in bytes: the d + 1
-    kernel derivatives and their products with S^-1 (n x n, three copies at the peak) and a
-    few more n x n arrays; K, R, the utility's p x p arrays and the candidate pairs' weights;
-    the n x p products (tracemalloc, n = 20..800, p = 5..800, d = 3..800: the peak was 0.59
-    to 1.0 times this). With ``support`` (the columns the sparse part of structured inputs
-    touches) no p x p array is held but the default candidate pairs (8 p^2 bytes); with more
-    rows than features the n x n arrays are p x p and each row costs :func:`row_numbers`.
+    """About the most memory a fit and a question round hold at once, in bytes.
+
+    Measured with tracemalloc on sessions (numpy engine, fast utility): the d + 1 kernel
+    derivatives and their products with S^-1 (each n x n, three copies at the peak) and a
+    few more n x n arrays; K, the gradient's R, the utility's p x p arrays and the candidate
+    pairs' weights (p(p-1)/2 x d); the n x p products. Checked at n = 20..800, p = 5..800,
+    d = 3..800 (ten sizes): the peak was 0.59 to 1.0 times this.
+
+    With ``support`` (sparse-plus-offset inputs, :mod:`elicit.model.structure`: the number
+    of columns the sparse part touches) no p x p array is held: the blocks of K and R on
+    those columns, the n x p products, the Hessian's ``K (b o u_a u_b)`` (p x d x d, twice)
+    and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: 8 p^2 bytes).
+
+    With more rows than features (:func:`~elicit.model.tall.is_tall`) the n x n arrays are
+    p x p (:mod:`elicit.model.tall`), and what grows with the rows is :func:`row_numbers` a
+    row; the d x d Hessian and its parts matter when d grows with n.
     """
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
@@ -418,9 +427,13 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 
 def row_numbers(p: int, d: int) -> int:
-    """How many numbers a row of the data costs in the p x p form: the basis of X's columns,
-    the predictive and its Jacobians (d + 2), and feature questions' 16 n x p arrays
-    (tracemalloc, n = 4,000 and 32,000: the peak grew by 0.94 to 0.97 times this a row)."""
+    """How many numbers a row of the data costs in the p x p form (:func:`model_bytes`):
+    the basis of X's columns, the predictive at every row and its Jacobians (n x (d + 2));
+    feature questions hold about 16 n x p arrays at once (their effect on the predictive at
+    every row, :class:`~elicit.elicitation.features.FeatureScorer`). Measured with
+    tracemalloc on table sessions (create, 4 questions, 3 answers) at n = 4,000 and 32,000,
+    p = 5 and 30: with pair and feature questions the peak grew by 0.94 to 0.97 times this a
+    row, with pair questions alone by 0.30 to 0.36 times."""
     return 16 * p + 2 * (d + 2)
 
 
@@ -506,7 +519,7 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | N
         Uc = U - U.mean(axis=0)                 # the same sum, without cancellation
         m = float(p * np.sum(Uc * Uc, axis=0) @ gamma0) / (p * (p - 1) // 2)
     elif len(pairs) <= _PAIR_CHUNK:
-        # one expression, as always: bit for bit
+        # one expression, as always: results stay bit for bit those of earlier versions
         m = float(np.mean(pair_weights(U, pairs) @ gamma0))
     else:
         total = sum(float(np.sum(pair_weights(U, pairs[k:k + _PAIR_CHUNK]) @ gamma0))

@@ -132,9 +132,12 @@ class OffsetProducts:
 
     @classmethod
     def of(cls, st: OffsetSparse, U: np.ndarray, gamma: np.ndarray) -> OffsetProducts:
-        """The products in one streamed pass over the kernel's tiles, the columns A first: the
-        rows of K on A (the first tiles' rows, by symmetry the others' first columns) give
-        ``S K``."""
+        """X K from ``X = S + 1 b'`` (the structured path) in one streamed pass over the
+        kernel's tiles (:func:`~elicit.model.kernel.kernel_tiles`), with the columns A that S
+        touches first, keeping what the gradient and the Hessian's directions need:
+        ``K b``, the quadratic forms ``q_l = (b o u_l)' K (b o u_l)``, the block ``K_AA`` and
+        ``(K [b o U, b o U^2])_A``. The rows of K on A (the first tiles' rows, and by symmetry
+        the first columns of the others) give ``S K``."""
         b, A = st.b, st.cols
         n, p = st.shape
         d, a = U.shape[1], len(A)

@@ -3,8 +3,9 @@ density, :mod:`elicit.model.density`) and for a stack ``(C, k)`` (the batched re
 :mod:`elicit.model.batch`).
 
 Both run the same formulas with the operations each has always used (a matrix-vector product
-for one theta, ``einsum`` / ``matmul`` for a stack, floats for its one-entry blocks), so that
-results stay bit for bit: refits on a multimodal posterior can amplify a last-bit change.
+for one theta, ``einsum`` / ``matmul`` for a stack, floats for one theta's one-entry blocks xi
+and tau2), so that results stay bit for bit those of earlier versions: refits on a multimodal
+posterior can amplify a last-bit change.
 """
 
 from __future__ import annotations

@@ -1,22 +1,57 @@
-"""Model variants: which assumptions a fit makes, as registered objects (docs/models.md has
-each variant and why).
+"""Model variants: which assumptions a fit makes, as registered objects.
 
 Every variant shares the paper's regression ``y = X beta + eps``,
 ``beta | sigma2 ~ N(0, sigma2 tau2 K)`` and ``gamma ~ N+(1, 0.5)``. A :class:`ModelVariant`
-supplies the parts that may change, each an object: the threshold prior
-(:class:`~elicit.model.priors.ThresholdPrior`, ``xi ~ N+(m, c m)``: c = 1/2 in the paper,
-:data:`TIED_THRESHOLD_SD` when tied to the meta-features' distance scale), the covariance
-(:mod:`elicit.model.covariance`: the full kernel, known coupling, relevance scales), the
-feedback link (:mod:`elicit.model.link`) and the prior mean of beta
-(:mod:`elicit.model.direction`). Every numpy code path reads these objects and serves any
-variant.
+supplies the three parts that may change, each an object:
+
+* **the threshold prior** (:class:`~elicit.model.priors.ThresholdPrior`): ``xi ~ N+(m, c m)``.
+  The paper has c = 1/2: the threshold is learned with gamma. On real reviews the answers
+  then mostly move xi (raising it toward m) instead of gamma, and predictions barely change.
+  A *tied* threshold assumes that the similarity threshold is set by the meta-features'
+  distance scale, which m already measures (the mean of ``gamma0 . w`` over the candidate
+  pairs), so c = :data:`TIED_THRESHOLD_SD` = 0.02: xi stays within a few percent of m and an
+  answer can only be explained by moving gamma.
+* **the covariance** (:mod:`elicit.model.covariance`): the paper couples every pair of
+  features through one gamma. If the expert can judge only a set J of features (on Amazon
+  about 43 of 340 keywords), the same gamma also couples the unjudged features to their
+  neighbours, and whatever the answers teach about J is cancelled outside it. *Known
+  coupling* keeps K_ij only when i and j are both in J (``K = blockdiag(K_gamma[J, J], I)``);
+  J is data (:attr:`~elicit.model.spec.ModelData.coupled`), by default the features of the
+  candidate pairs (:func:`elicit.prior.setup.coupled_features`), so with all pairs as
+  candidates the variant equals the paper's model.
+  *Relevance* (:data:`~elicit.model.covariance.RELEVANCE`) keeps the full kernel as the prior
+  correlation and scales each feature by the expert's relevance answers:
+  ``beta ~ N(0, sigma2 tau2 L^(1/2) K L^(1/2))`` with ``lambda_j`` 1 (relevant), eps
+  (irrelevant) or ``lambda_u(zeta)`` (not judged), zeta ~ N(logit(0.1), 1) a parameter (the
+  logit of the share of relevant features among the unjudged ones). The answers are data
+  (:attr:`~elicit.model.spec.ModelData.relevance`), not a likelihood on zeta: the features a
+  utility asks about are chosen for being likely relevant, so the answered share overstates
+  the unasked one.
+* **the feedback link** (:mod:`elicit.model.link`): ``f ~ Bernoulli(logistic(xi - gamma . w))``
+  in the paper.
+* **the prior mean** of beta (:mod:`elicit.model.direction`): 0 in the paper; ``delta s``
+  with the expert's direction answers s (raises / lowers) and a learned magnitude delta in
+  the *direction* models (:data:`~elicit.model.direction.DIRECTION`). The answers are data
+  (:attr:`~elicit.model.spec.ModelData.direction`).
+
+The parameter vector has the layout ``(gamma, xi[, tau2][, zeta][, delta])``
+(:mod:`elicit.model.layout`; zeta only when the covariance scales the features, delta only
+with a direction mean), so every
+numpy code path (the density, batched refits, the utility screen, the Hessian) reads the
+variant's objects and serves any variant unchanged.
 
 The Stan program (:class:`StanProgram`) states a variant for the Stan engines: the shipped
-one (:data:`SHIPPED_PROGRAM`) states every variant with the logistic link, a ThresholdPrior,
-the full, known-coupling or relevance covariance and a zero or direction mean, taking what
-they change as data (:mod:`elicit.model.stan_data`); a variant may ship its own program, or
-none (numpy engine only). :data:`MODELS` maps each name to its variant; :func:`register_model`
-adds one, :func:`get_model` is the one place a name is validated.
+program ``stan/elicit.stan`` (:data:`SHIPPED_PROGRAM`) states every variant with the logistic
+link, a :class:`~elicit.model.priors.ThresholdPrior`, the full, known-coupling or relevance
+covariance and a zero or direction mean, taking what they change as data (the parts of
+:mod:`elicit.model.stan_data`: the prior sd of xi, the coupled set J, the relevance classes,
+the direction signs). A variant may ship a program of its
+own instead (``StanProgram(path, parts)``), whose data are the parts it lists. A variant
+without a program (``program=None``, the default) runs on the numpy engine, or on a Stan
+engine given a ``stan_file`` of one's own.
+
+The registry :data:`MODELS` maps each name to its variant; :func:`register_model` adds one
+from outside the package, :func:`get_model` is the one place a name is validated.
 """
 
 from __future__ import annotations

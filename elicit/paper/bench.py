@@ -67,12 +67,29 @@ SCALING_P = {"p1000": 1000, "p2000": 2000, "p4000": 4000}
 
 @dataclass
 class BenchProblem:
-    """What one benchmark runs on: training inputs, centred targets and meta-features, the
-    hyperparameters, the candidate pairs ``(k, 2)``, the pairs scored per round, the expert
-    (``answer(i, j)``: 1 similar, 0 dissimilar, None don't know) and the stream of the
-    pools. ``sort_pool`` scores each pool in index order, as the elicitor does (the real
-    problems), not in draw order (the random ones, as their documented figures were
-    measured)."""
+    """What one benchmark runs on.
+
+    Attributes
+    ----------
+    size
+        Its name in the results.
+    X, y, U
+        Training inputs, centred targets and meta-features.
+    hyper
+        Model hyperparameters (``threshold_mean="auto"``: set at the no-feedback MAP from
+        ``pairs``).
+    pairs
+        The candidate pairs, ``(k, 2)``.
+    pool_size
+        Pairs scored per round (fewer when fewer are left).
+    answer
+        The expert: ``answer(i, j)`` is 1 (similar), 0 (dissimilar) or None (don't know).
+    rng
+        Draws the pools.
+    sort_pool
+        Score each pool in index order, as the elicitor does (the real problems), or in draw
+        order (the random ones, as their documented figures were measured).
+    """
 
     size: str
     X: np.ndarray
@@ -203,22 +220,36 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
           exact: bool = True, progress: bool = True) -> dict:
     """Time the cold fit, warm refits and fast/exact utility rounds; compare their decisions.
 
-    ``prob``'s ``rng`` is advanced; ``refine`` is the fast utility's exact re-scores;
-    with ``exact`` each pool is also scored exactly (slow) and the exact best pair answered.
+    Parameters
+    ----------
+    prob
+        The problem (its ``rng`` is advanced).
+    rounds
+        Rounds to run.
+    engine
+        MAP engine.
+    refine
+        Fast utility: candidates re-scored exactly after the screen.
+    exact
+        Also score each pool exactly (slow) and compare; the exact best pair is then the one
+        answered (else the fast pick).
+    progress
+        Show a progress bar.
 
     Returns
     -------
     dict
         ``size, engine, rounds, refine, p, n, d, n_candidates``; ``map_cold_s`` (the
-        no-feedback set-up, :func:`~elicit.prior.setup.fit_no_feedback`); the medians over
-        rounds of ``map_warm_s`` (the refit after an answer, as an elicitation makes it),
-        ``map_refit_s`` (numpy engine: the same refit from scratch, as when the expert
-        answers a pair the round did not refine) and ``round_fast_s``; with ``exact``,
-        ``round_exact_s``, the top-1 agreement of the fast pick with the exact best, the mean
-        relative utility lost when they differ (``exact_regret``), the median Spearman
-        correlation of the screen with the exact utilities and the largest rank of the exact
-        best in the screen. Each time also as process CPU time (``*_cpu_s``); ``per_round``
-        holds every round's figures.
+        no-feedback set-up, :func:`~elicit.prior.setup.fit_no_feedback`: a fit, the
+        threshold prior, a refit); the medians over rounds of ``map_warm_s`` (the refit after
+        an answer, as an elicitation makes it: with the numpy engine usually remembered from
+        the round's re-scores), ``map_refit_s`` (numpy engine: the same refit computed from
+        scratch, as when the expert answers a pair the round did not refine) and
+        ``round_fast_s``; with ``exact``, ``round_exact_s``, the top-1
+        agreement of the fast pick with the exact best, the mean relative utility lost when
+        they differ (``exact_regret``), the median Spearman correlation of the screen with the
+        exact utilities and the largest rank of the exact best in the screen. Each time also
+        as process CPU time (``*_cpu_s``). ``per_round`` holds every round's figures.
     """
     from tqdm.auto import tqdm
 

@@ -4,7 +4,8 @@ The figures are process CPU time with one BLAS thread, the numpy engine and the 
 
 **Rounds** (:data:`ROUND_FIGURES`): the median over one run's rounds of the sweeps' own
 sequential loop (next question, the simulated expert's answer, the refit; the first round
-included, which at p = 10,000 costs ten times the later ones) on the synthetic problem, run
+included, which at p = 10,000 costs ten times the later ones, so its median needs 3 rounds)
+on the synthetic problem, run
 0 of the default Amazon set-up with pair and with mixed questions, and the random problems
 ``p2000`` and ``p10000`` of :mod:`elicit.paper.bench`; at p = 10,000 also the peak memory.
 
@@ -12,7 +13,8 @@ included, which at p = 10,000 costs ten times the later ones) on the synthetic p
 of ``make reproduce``, from two one-run calls after a warm-up: ``c0`` with no answers and
 ``cR`` with ``R`` per strategy; a run of ``rounds`` answers is estimated as
 ``c0 + (cR - c0) rounds / R``, a lower bound (later answers cost more). Table 1 is measured
-once. Steps whose data are missing are skipped, with the reason.
+once, on the one-run Amazon and Yelp sweeps (its sample-addition loops do not depend on the
+sweeps' answers). Steps whose data are missing are skipped, with the reason.
 
 A record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names
 every figure more than :data:`SLOWER` above the most recent earlier record's. Single
@@ -188,10 +190,13 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
     """The round figure ``key``: :func:`elicitation_rounds` on its problem, with its median."""
     if key == "synthetic_round":
         problem, cfg = _synthetic_run(s)
-    elif key.startswith("amazon"):
+    elif key in ("amazon_round", "amazon_mixed_round"):
         problem, cfg = _real_run("both" if key == "amazon_mixed_round" else "pairs", s, key)
-    else:
+    elif key in ("p2000_round", "p10000_round"):
         problem, cfg = _random_run(key.removesuffix("_round"), s)
+    else:
+        raise ElicitError(f"unknown figure {key!r}; choose from "
+                          f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)
     res["value"] = float(np.median(res["round_cpu_s"]))
     return res

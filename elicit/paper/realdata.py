@@ -45,11 +45,38 @@ from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, 
 
 @dataclass
 class RealDataResult:
-    """What :func:`run_realdata` wrote: the rows of ``mse.csv``, the baselines' and reference
-    lines' mean test MSEs by label, each run's tau^2 (used, and the CV's choice), the
-    polarity AUC of each run's meta-features by its expert's groups, the meta-features'
-    label, the questions note (:func:`questions_note`) and, with feature questions, the mean
-    number of them per run and strategy."""
+    """What :func:`run_realdata` wrote.
+
+    Attributes
+    ----------
+    dataset
+        The data set's label (``"amazon"``, ``"yelp"`` or a corpus name).
+    mse
+        The rows of ``mse.csv`` (strategy curves, baselines, reference lines).
+    baselines
+        Display label -> mean test MSE over runs of each baseline.
+    references
+        ``"mean"`` / ``"ceiling"`` / ``"yardstick"`` -> mean test MSE over runs.
+    tau2
+        Run -> the tau^2 it used.
+    tau2_cv
+        Run -> the tau^2 the CV picked (used only with ``tau2="cv"``).
+    tau2_is_cv
+        Whether the runs used the CV choice.
+    standardize
+        ``"model"`` or ``"train"``.
+    auc
+        Run -> the polarity AUC of its meta-features by its LASSO expert's groups (NaN when
+        the expert has keywords of one sign only).
+    meta_features
+        What the meta-features were: ``"counts"``, ``"ppmi 10"``, ``"lsa 25"``, a file name.
+    questions
+        ``"questions both, pool: ..."`` when the sweep asked feature questions or used another
+        pool than the paper's, else empty.
+    feature_questions
+        With feature questions: strategy -> the mean number of feature questions per run
+        (the summary then also shows each strategy's MSE averaged over answers 1..rounds).
+    """
 
     dataset: str
     mse: pd.DataFrame
@@ -100,9 +127,23 @@ class RealDataResult:
 
 
 def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) -> RealDataResult:
-    """The paper's real-data experiment on one data set (``elicit realdata``) into ``out``
-    (layout in the module docstring): ``config.json``, ``mse.csv``, ``runinfo.csv``,
-    ``tau2_cv.csv`` and ``fig5_<dataset>.png/.pdf``."""
+    """The paper's real-data experiment on one data set (``elicit realdata``).
+
+    Parameters
+    ----------
+    cfg
+        The settings (:class:`~elicit.paper.configs.RealDataConfig`).
+    out
+        The output folder (layout in the module docstring).
+    progress
+        Show progress bars.
+
+    Returns
+    -------
+    RealDataResult
+        Also written: ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv`` and
+        ``fig5_<dataset>.png/.pdf``.
+    """
     with cluster_scope(cfg.cluster):
         return _run_realdata(cfg, Path(out), progress)
 

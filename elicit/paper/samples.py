@@ -8,7 +8,8 @@ engine, warm-started) after each addition and recording the test MSE.
 * ``act`` adds the review with the largest expected information gain about beta under the
   current posterior (Seeger 2008): with ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)`` and
   ``y = x' beta + e``, ``e ~ N(0, sigma2)``, it is ``0.5 log(1 + x' Sigma* x)`` (sigma2
-  cancels), so ACT is maximum-variance sampling at the current MAP kernel.
+  cancels), so ACT is maximum-variance sampling at the current MAP kernel. The gain ignores
+  how the new sample would move gamma.
 * Added reviews are standardised with the run's input statistics and their ratings centred
   on the initial training mean: the test set, the meta-features ``U`` and the prior stay
   those of the elicitation runs; only the data grow. Under ``standardize="train"`` a review
@@ -167,7 +168,8 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
 
 
 class _PoolQuadForms:
-    """``x' A x`` for every row x of a pool whose rows are one common row plus a sparse one.
+    """``x' A x`` for a symmetric p x p ``A`` (``Sigma*`` at each step of ``act``) and every
+    row x of a pool whose rows are one common row plus a sparse one.
 
     A review's inputs are ``x = zero + r``, ``zero`` the standardised zero count and r
     nonzero only at its keywords (14 of 337 on average in Amazon), so ``x' A x = r' A r +

@@ -43,10 +43,14 @@ MIXED_ROUNDS = 100
 
 @dataclass(frozen=True)
 class StepSettings:
-    """What a reproduction chooses for its steps (the options of ``reproduce.py``):
-    ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's;
-    ``kitchen`` the review corpus of the kitchen steps (default the shipped one); ``memo``
-    the real-data configurations' ``memo`` folder."""
+    """What a reproduction chooses for its steps (the options of ``reproduce.py``).
+
+    ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's,
+    ``mixed_runs`` and ``mixed_rounds`` the mixed steps'; ``kitchen`` the review corpus of the
+    kitchen steps (default the data directory's shipped one); ``memo`` a folder where the
+    real-data steps share what they compute alike for the same runs (their configurations'
+    ``memo``; None: each step computes its own).
+    """
 
     runs: int = 50
     real_runs: int = 50

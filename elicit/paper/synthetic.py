@@ -83,10 +83,18 @@ def run_synthetic(cfg: SyntheticConfig, out: str | Path,
                   progress: bool = True) -> SyntheticResult:
     """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
 
-    Writes into ``out`` ``config.json`` (the settings: a rerun with other ones is refused),
-    ``mse.csv``, ``fig4_mse.png``, ``fig3_K.png`` (K_opt beside run 0's learned kernel after
-    :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; only with the sequential
-    strategy and the built-in generator) and ``parts/`` (resumable).
+    Parameters
+    ----------
+    cfg
+        The settings (:class:`~elicit.paper.configs.SyntheticConfig`).
+    out
+        The output folder: ``config.json`` (the settings: a rerun with other ones is
+        refused), ``mse.csv``, ``fig4_mse.png`` (the MSE curves and predicting the mean),
+        ``fig3_K.png`` (K_opt beside the learned kernel of run 0 after
+        :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; only with the
+        sequential strategy and the built-in generator) and ``parts/`` (resumable).
+    progress
+        Show a progress bar.
     """
     maker: SyntheticMaker | ProblemsDir = (
         SyntheticMaker(cfg.n_train, cfg.irrelevant, str(cfg.pool)) if cfg.problems is None

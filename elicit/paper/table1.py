@@ -64,8 +64,21 @@ DEFAULT_SAMPLES = 150
 
 
 def samples_to_reach(curve, level: float) -> int | None:
-    """The first number of additions ``t`` with ``curve[t] <= level`` (0 if the initial MSE
-    is already there), or None if the curve never reaches it (NaN never counts)."""
+    """The first number of added samples/answers at which the MSE is <= ``level``.
+
+    Parameters
+    ----------
+    curve
+        MSE after 0, 1, ..., T additions (index = number added).
+    level
+        The MSE level.
+
+    Returns
+    -------
+    int or None
+        The first index ``t`` with ``curve[t] <= level`` (0 if the initial MSE is already at
+        the level); None if the curve never reaches it. NaN entries never count as reached.
+    """
     c = np.asarray(curve, dtype=float).reshape(-1)
     if c.size == 0:
         raise ElicitError("an MSE curve must have at least one point (the initial MSE)")
@@ -81,35 +94,47 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
                 kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
     """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
 
-    Each paper level L gives a ``"paper"`` row (L itself) and a ``"relative"`` row (the same
-    relative reduction from our initial MSE, ``initial_mse * L / paper_initial``: our initial
-    MSE differs from the paper's, so a paper level may be trivially reached or out of reach).
+    For each paper level L there are two rows:
+
+    * ``level_kind="paper"``: the level L itself (the paper's absolute number);
+    * ``level_kind="relative"``: the same *relative* reduction from our initial MSE,
+      ``initial_mse * L / paper_initial`` -- our initial MSE differs from the paper's, so a
+      paper level may be trivially reached or out of reach.
 
     Parameters
     ----------
     dataset
-        The ``dataset`` column; picks the paper's ``levels`` and ``paper_initial``
-        (:data:`PAPER_LEVELS`) when they are not given.
+        Label for the ``dataset`` column; also picks the paper's levels and initial MSE
+        (:data:`PAPER_LEVELS`) when ``levels``/``paper_initial`` are not given.
     curves
-        Method name -> per-run MSE curves (index t: after t added samples or answers).
+        Method name -> per-run MSE curves (a list of 1-D arrays or an ``(R, T+1)`` array).
+        Index t of a curve is the MSE after t added samples (rnd, act) or answers (seqelc).
+    levels, paper_initial
+        The paper's absolute levels and initial MSE.
     initial_mse
-        Our initial MSE; default the mean of ``curve[0]`` over all runs and methods. A
-        sequence gives one per run: run r's relative level is then ``initial_mse[r] * L /
-        paper_initial`` (so a run whose split starts low is not "reached at 0"), and the
-        relative row's ``mse_level`` is the mean of the runs' levels.
-    methods, kinds
-        Columns to produce (keys of ``curves``), and the row kinds (``"paper"``,
-        ``"relative"``).
+        Our initial MSE; default the mean of ``curve[0]`` over all runs and methods (all
+        methods start from the same fit, so their ``curve[0]`` agree within a run). A
+        sequence gives one initial MSE per run instead: run r's relative level is then
+        ``initial_mse[r] * L / paper_initial`` (the same relative reduction from that run's
+        own start, so a run whose split happens to start low is not counted as "reached at
+        0"), and the ``mse_level`` of a relative row is the mean of the runs' levels.
+    methods
+        Columns to produce; each must be a key of ``curves``.
     references
-        Reference line name -> its test MSE per run; each row then has ``<name>_reached``,
-        the fraction of runs whose reference is at or below the level.
+        Reference line name (``"mean"``, ``"ceiling"``) -> its test MSE per run; each row
+        then has ``<name>_reached``, the fraction of runs whose reference is at or below the
+        level (the ceiling: whether answering every pair could reach it at all).
+    kinds
+        The row kinds to produce, ``"paper"`` and/or ``"relative"``.
 
     Returns
     -------
     list of dict
         Keys ``dataset, mse_level, level_kind, reduction, paper_level`` and, per method m,
-        ``m`` (mean count over the runs that reached the level; NaN if none did),
-        ``m_reached`` (fraction of runs that reached it) and ``m_runs``.
+        ``m`` (mean count over the runs that reached the level), ``m_reached`` (fraction of
+        runs that reached it) and ``m_runs``. A run that never reaches a level is left out of
+        the mean and counted in ``m_reached``; a level reached in no run gives ``m = NaN``
+        (shown as "not reached" by :func:`format_table1`), never a number.
     """
     if levels is None or paper_initial is None:
         key = dataset.lower()
@@ -171,9 +196,14 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
 
 def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
                   references: Sequence[str] = REFERENCES) -> str:
-    """CSV text of :func:`table1_rows`: the methods' mean counts (``not reached`` for none),
-    their reached fractions ``k/R``, the paper's counts ``paper_<method>``, the references'
-    ``<reference>_reached`` and ``sweep``."""
+    """CSV text of :func:`table1_rows`.
+
+    Columns: ``dataset,mse_level,level_kind``, the methods' mean counts (a level reached in
+    no run is ``not reached``), their reached fractions ``k/R``, the paper's counts
+    ``paper_<method>`` (empty where the paper has none), the reference lines' reached
+    fractions ``<reference>_reached`` (empty without them) and ``sweep`` (the sweep's folder,
+    if the row has one).
+    """
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["dataset", "mse_level", "level_kind", *methods,

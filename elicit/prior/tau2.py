@@ -52,7 +52,9 @@ ESTIMATOR_TAU2_GRID: tuple[float, ...] = tuple(float(t) for t in np.logspace(-4,
 #: The ways to set tau2 besides a positive number (the estimator's; sweeps take ``"cv"``).
 TAU2_MODES: tuple[str, ...] = ("ml", "cv", "learned")
 #: The range the grid policy extends a grid within: below 1e-6 the prior of a standardised
-#: problem is a point mass at 0 (for p < 1000), above 1e3 it is flat for the n at hand.
+#: problem is a point mass at 0 for any p a user has (sigma2 tau2 p^2 < 1e-6 sigma2 for
+#: p < 1000), above 1e3 the prior is flat for the n at hand; values beyond are never added
+#: (a user's grid may hold them).
 TAU2_BOUNDS: tuple[float, float] = (1e-6, 1e3)
 #: The step of the grid extension: half a decade.
 TAU2_STEP = float(np.sqrt(10.0))
@@ -121,8 +123,9 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
 
     the Student-t marginal of y (:class:`~elicit.model.marginal.Marginal`) plus gamma's
     N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
-    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Each fit is
-    warm-started from its neighbour's MAP; the grid is extended by :func:`next_grid_value`.
+    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Each fit
+    starts from its neighbour's MAP (a start point, not a warm refit); the grid is extended by
+    :func:`next_grid_value`.
 
     Parameters
     ----------
@@ -182,10 +185,15 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             relevance: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by K-fold cross-validation of the no-feedback model.
 
-    For each of ``folds`` shuffled folds and each tau^2 the MAP of gamma is fitted on the
-    other folds (targets centred on their own mean, added back to the held-out predictions)
-    and the held-out squared error recorded; X and U are label-free, so no held-out target is
-    used. Fits are warm-started along the grid, extended by :func:`next_grid_value`.
+    The training samples are split into ``folds`` shuffled folds. For each fold and each
+    tau^2 the MAP of gamma is fitted on the other folds (their targets centred on their own
+    mean, which is added back to the held-out predictions) and the held-out squared error is
+    recorded. Inputs keep their standardisation and the meta-features ``U`` stay the run's;
+    both are label-free, so no held-out target is ever used. The fits of one fold are
+    warm-started along the grid.
+
+    The grid is extended by the grid policy (:func:`next_grid_value`): each fold fits a new
+    value warm-started from its MAP at the neighbouring edge.
 
     Parameters
     ----------
@@ -200,16 +208,23 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     engine
         MAP engine.
     model, candidates
-        The named model and the candidate pairs that define J of the known-coupling models.
-        The choice depends on the model (Amazon, PPMI: the paper model picks 0.001, where
-        known coupling predicts worse, 1.97, than at 0.003, 1.86).
+        The named model whose no-feedback fit is cross-validated
+        (:mod:`elicit.model.variants`), and the candidate pairs that define the coupled set J
+        of the known-coupling models (ignored by the others). The choice depends on the
+        model: on Amazon with PPMI meta-features the paper's model picks 0.001 in most runs,
+        and known coupling fitted with that choice predicts worse (1.97) than at 0.003
+        (1.86), because K = I outside J shrinks differently.
     relevance
-        The relevance model's classes (default: nothing judged). Its CV holds zeta at its prior
-        mean ``logit(pi0)``, where the model is the paper's on ``X diag(h0)``. With zeta at
-        each fold's MAP, the marginal likelihood (setting zeta) and the held-out error
-        (setting tau2) pull apart: zeta undoes every smaller tau2 and the choice falls to the
-        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's 2.48;
-        held at the prior mean, runs 0-5: 1.926 against 2.024).
+        The relevance model's classes (default: nothing judged, its start). Its CV holds zeta
+        at its prior mean ``logit(pi0)``: with fixed scales h0 the relevance model is the
+        paper's model on ``X diag(h0)`` (predictions ``X_te diag(h0) mu~``), so that is what
+        is cross-validated. With zeta at each fold's MAP instead, the marginal likelihood
+        (which sets zeta) and the held-out error (which sets tau2) pull the start's prior
+        variance apart: where the CV prefers less signal than the marginal likelihood, zeta
+        undoes every smaller tau2 until lambda_u reaches 1, and the choice falls to the
+        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's
+        2.48). Held at the prior mean it is the paper model's CV choice divided by
+        ``lambda_u(logit pi0)`` (runs 0-5: a start of 1.926 against 2.024).
 
     Returns
     -------

@@ -29,7 +29,8 @@ def _doc_link(out: Path, doc: Path) -> str:
 
 def versus_default(sweep: Sweep, default: Sweep) -> str:
     """One line setting ``sweep`` beside the default sweep of its data set: the no-feedback
-    MSE, all answers given (per run too over the same seed) and Sequential − Random."""
+    MSE, all answers given and Sequential − Random at the checkpoints both reach. Over the same
+    seed (the same splits and experts), the first two also as a difference per run."""
     same = sweep.cfg.get("seed") == default.cfg.get("seed")
     parts = []
     for name, a, b in (("no-feedback MSE", sweep.initial(), default.initial()),

@@ -47,7 +47,8 @@ def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | No
 
 
 def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
-    """Per run, the strategy's mean test MSE after 1..N answers (N the sweep's last round)."""
+    """Per run, the strategy's mean test MSE after 1..N answers (N the sweep's last round):
+    the area under its curve, which rewards an early drop as much as the last value."""
     w = sweep.wide(strategy)
     cols = [t for t in w.columns if 1 <= t <= sweep.last]
     return w[cols].mean(axis=1)

@@ -159,7 +159,8 @@ def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | No
                        f"{name}: paper bag-of-words matrix", raw_note, meta_features, meta_dim)
 
 
-#: The label of a session's corpus source (a fixed one: a session takes any file name).
+#: The label of a session's corpus source, fixed: a session's outputs are not named by it, so
+#: unlike a sweep it takes any corpus file name.
 _SESSION_CORPUS = "corpus"
 
 

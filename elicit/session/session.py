@@ -54,7 +54,7 @@ from elicit.session.questions import (
     question_names,
     question_pairs,
 )
-from elicit.session.record import AnsweredElsewhere, UnknownQuery
+from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
 from elicit.session.state import SessionState
 from elicit.session.store import SessionReplaced
 
@@ -413,8 +413,9 @@ def worth(gain: float | None, best: float | None) -> float | None:
     """What a question is worth: its expected gain over the largest expected gain of the
     questions offered up to it (``best``, itself included), in [0, 1].
 
-    Not the first question: later ones are often worth several times as much (2 to 9 times on
-    the Amazon data), so a fraction of the first grew past 100% and the stop hint never came.
+    The yardstick is the best question so far, not the first: later ones are often worth
+    several times as much (2 to 9 times on the Amazon data), so a fraction of the first grew
+    past 100% and the stop hint never came.
     A gain rounded below zero counts as zero. None without gains (the random strategy) or
     when no question so far had a positive gain.
     """
@@ -453,8 +454,12 @@ def _id_and_expert(query: SessionQuery | int | str, session: Session,
         return query.id, session._who(query.expert if expert is None else expert)
     if (isinstance(query, (int, np.integer)) and not isinstance(query, bool)) or (
             isinstance(query, str) and re.fullmatch(r"\s*[0-9]+\s*", query)):
-        # an id out of SQLite's range: UnknownQuery when it is looked up
-        return int(query), session._who(expert)
+        qid = int(query)
+        if not 1 <= qid <= MAX_ID:
+            # refused before anything else: SQLite cannot even look such a number up
+            raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
+                               "query first")
+        return qid, session._who(expert)
     raise ElicitError(f"expected a query from next_query() (or its id), got {query!r}")
 
 

@@ -43,6 +43,9 @@ S = TypeVar("S", bound="SessionState")
 class Snapshot:
     """The model and the answers of a session at one state (:meth:`SessionState.snapshot`).
 
+    Another process may answer at any moment; what is read from one snapshot belongs
+    together.
+
     Attributes
     ----------
     fit
@@ -51,14 +54,16 @@ class Snapshot:
         The NIG posterior at that MAP (None unless asked for).
     answers
         The active answers of every expert, ``(kind, i, j, answer, expert)`` in answer order
-        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a feature question).
+        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a question about
+        one feature).
     relevance
         The relevance class of each feature in the model (1 relevant, 0 irrelevant, -1 not
         judged); None for a model without relevance classes.
     p_relevant
-        The probability that each feature affects the outcome at the MAP (1 or 0 when judged,
-        else s(zeta + log BF), :mod:`elicit.elicitation.features`); None unless asked for,
-        or for a model without relevance classes.
+        The probability that each feature affects the outcome at the MAP (1 or 0 for a
+        feature judged, the spike-and-slab posterior s(zeta + log BF) of
+        :mod:`elicit.elicitation.features` for the others); None unless asked for, or for a
+        model without relevance classes.
     """
 
     fit: MAPResult
@@ -150,7 +155,7 @@ class SessionState:
         ------
         ElicitError
             A missing, damaged or non-session file, a read-only one (unless ``read_only``),
-            a newer format, or other data. Such files are never written to.
+            a newer format, or data that differ from the session's. Such files are never written to.
         """
         return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert),
                          read_only=read_only)

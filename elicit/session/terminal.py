@@ -45,8 +45,9 @@ class Interrupted(KeyboardInterrupt):
 
 
 class StopSignals:
-    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number, or
-    None."""
+    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number,
+    or None. (werkzeug's server swallows the KeyboardInterrupt, so ``serve`` reads it here.)
+    """
 
     code: int | None = None
 

@@ -27,7 +27,7 @@ from conftest import needs_data, read_only_run
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
-from elicit.session.session import Session
+from elicit.session.session import Session, UnknownQuery
 
 ROOT = Path(__file__).resolve().parents[2]
 SAME = {"Origin": "http://localhost"}
@@ -310,6 +310,19 @@ def test_identical_meta_features_say_so_without_naming_threshold_mean(tmp_path):
                        engine="numpy")
     assert "identical meta-features" in str(e.value)
     assert "threshold_mean" not in str(e.value)
+
+
+def test_an_id_out_of_range_is_refused_before_anything_else(tmp_path):
+    """An id SQLite cannot hold is refused before the session looks at the expert, the file
+    or its write lock: not "opened read-only", not a complaint about the expert's name."""
+    path = tmp_path / "r.session"
+    new(path).close()
+    with Session.open(path, read_only=True) as s:
+        for bad in (0, 2**63, "0"):
+            with pytest.raises(UnknownQuery, match=r"query \d+ was not asked in this session"):
+                s.answer(bad, "similar", expert="not a valid name!")
+            with pytest.raises(UnknownQuery):
+                s.skip(bad)
 
 
 def test_a_huge_query_id_is_an_unknown_query_in_the_api_and_the_web(tmp_path):

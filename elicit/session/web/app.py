@@ -167,8 +167,11 @@ class InFlight:
     def release(cls, environ: dict | None) -> None:
         """Release the request of ``environ`` if it is still counted (once only).
 
-        The server calls this whatever happened: werkzeug closes the response iterator (which
-        releases it) only after draining the socket, which a reset connection makes raise.
+        The server calls this when its handler is done with a request whatever happened:
+        werkzeug closes the response iterator (which releases it) in a ``finally`` block that
+        first drains the socket, and a client that resets the connection makes that drain
+        raise, so the iterator is never closed and the request would stay counted: a stop
+        would then wait for it forever.
         """
         release = (environ or {}).get(cls.RELEASE_KEY)
         if release is not None:
