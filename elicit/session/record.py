@@ -135,6 +135,12 @@ def recent_answered(conn: sqlite3.Connection, expert: str,
         (expert, k))]
 
 
+def unknown_query(qid: int) -> UnknownQuery:
+    """The error for a query id this session never asked (or cannot even store)."""
+    return UnknownQuery(f"query {qid} was not asked in this session; ask for the next query "
+                        "first")
+
+
 def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str],
                    expert: str):
     """``(id, i, j, expected_gain, exact_gain, status, kind)`` of the expert's pending query;
@@ -145,8 +151,7 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
         row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert, kind "
                            "FROM queries WHERE id = ?", (qid,)).fetchone()
     if row is None:
-        raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
-                           "query first")
+        raise unknown_query(qid)
     status = row[5]
     pair = question_label(names, row[1], row[2])
     if row[6] != expert:

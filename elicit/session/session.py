@@ -457,8 +457,7 @@ def _id_and_expert(query: SessionQuery | int | str, session: Session,
         qid = int(query)
         if not 1 <= qid <= MAX_ID:
             # refused before anything else: SQLite cannot even look such a number up
-            raise UnknownQuery(f"query {qid} was not asked in this session; ask for the next "
-                               "query first")
+            raise record.unknown_query(qid)
         return qid, session._who(expert)
     raise ElicitError(f"expected a query from next_query() (or its id), got {query!r}")
 
