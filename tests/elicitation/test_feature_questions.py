@@ -584,6 +584,34 @@ def test_a_dont_know_to_a_pair_judges_nothing_and_a_feature_answer_stands():
     assert replay.fit.log_density == pytest.approx(el.fit.log_density, abs=1e-6)
 
 
+# -- answered one at a time or replayed at once: the same model (resume, undo) ---------------
+
+@pytest.mark.parametrize("answers", [
+    [(1, None, "irrelevant"), (1, 2, "similar")],
+    [(1, 2, "similar"), (1, None, "irrelevant")],
+    [(1, None, "dont_know"), (1, 2, "dissimilar")],
+    [(1, 2, "dissimilar"), (1, None, "dont_know")],
+    [(1, None, "relevant"), (1, 2, "similar")],
+    [(1, 2, "similar"), (1, None, "relevant")],
+], ids=["irrelevant-pair", "pair-irrelevant", "dontknow-pair", "pair-dontknow",
+        "relevant-pair", "pair-relevant"])
+def test_one_expert_answers_one_at_a_time_and_replayed_give_the_same_model(answers):
+    """A feature answer and a pair answer about the same feature, in either order: the
+    elicitation answered one at a time and its answers replayed at once (a session's resume
+    and undo) have the same relevance classes and MAP. The expert's own word about a
+    feature stands; a pair answer judges a feature no feature answer judged."""
+    live = make_elicitor()
+    for i, j, a in answers:
+        live.answer(i, j, a)
+    replay = make_elicitor()
+    replay.set_answers(answers)
+    said = {a for i, j, a in answers if j is None}
+    assert live.relevance[1] == {"irrelevant": 0}.get(said.pop(), 1)
+    np.testing.assert_array_equal(replay.relevance, live.relevance)
+    assert replay.fit.log_density == pytest.approx(live.fit.log_density, abs=1e-6)
+    np.testing.assert_allclose(_theta(replay), _theta(live), rtol=1e-5, atol=1e-7)
+
+
 def test_pair_answers_leave_a_model_without_relevance_classes_alone():
     a = small_arrays()
     el = Elicitor(a.X, a.y, a.U, Hyper(variant="fixed", tau2=0.5), engine="numpy")
