@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -612,6 +613,29 @@ def test_one_expert_answers_one_at_a_time_and_replayed_give_the_same_model(answe
     np.testing.assert_allclose(_theta(replay), _theta(live), rtol=1e-5, atol=1e-7)
 
 
+SPLIT = [(1, None, "relevant", "ann"), (1, None, "irrelevant", "bob"),
+         (1, 2, "similar", "bob")]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_several_experts_replayed_a_pair_answer_judges_the_feature_they_disagree_about(order):
+    """Two experts disagree about feature 1 and one of them answers the pair (1, 2): in any
+    order, the replay is the model of that pair answer given alone, one at a time (the
+    disagreement judges nothing; the pair answer says that both features matter), as
+    :meth:`PairKind.judged` says."""
+    replay = make_elicitor()
+    replay.set_answers([SPLIT[k] for k in order], asked=[])
+    live = make_elicitor()
+    live.answer(1, 2, "similar")
+    assert replay.relevance[1] == 1
+    np.testing.assert_array_equal(replay.relevance, live.relevance)
+    assert replay.fit.log_density == pytest.approx(live.fit.log_density, abs=1e-6)
+    np.testing.assert_allclose(_theta(replay), _theta(live), rtol=1e-5, atol=1e-7)
+    # without the pair answer the feature stays not judged
+    replay.set_answers([a for a in SPLIT if a[1] is None], asked=[])
+    assert replay.relevance[1] == -1
+
+
 def test_pair_answers_leave_a_model_without_relevance_classes_alone():
     a = small_arrays()
     el = Elicitor(a.X, a.y, a.U, Hyper(variant="fixed", tau2=0.5), engine="numpy")
@@ -622,15 +646,20 @@ def test_pair_answers_leave_a_model_without_relevance_classes_alone():
 
 def test_several_experts_a_pair_answer_judges_a_feature_they_disagree_about():
     """Experts who disagree about feature 1 leave it not judged; a pair answer about it is
-    one more judgement that it matters (the kinds entered in their order, as on a replay)."""
+    one more judgement that it matters, with the kinds entered in either order (a replay
+    enters the pairs first)."""
     from elicit.elicitation.kinds.pairs import DISSIMILAR, PAIRS
     from elicit.elicitation.kinds.relevance import IRRELEVANT, RELEVANCE, RELEVANT
 
     data = make_elicitor().base
-    split = RELEVANCE.enter(data, [(1, -1), (1, -1), (3, -1)], [RELEVANT, IRRELEVANT, IRRELEVANT])
+    features = ([(1, -1), (1, -1), (3, -1)], [RELEVANT, IRRELEVANT, IRRELEVANT])
+    pairs = ([(1, 2), (3, 4)], [DISSIMILAR, DISSIMILAR])
+    split = RELEVANCE.enter(data, *features)
     assert split.relevance[1] == -1 and split.relevance[3] == 0
-    after = PAIRS.enter(split, [(1, 2), (3, 4)], [DISSIMILAR, DISSIMILAR])
+    after = PAIRS.enter(split, *pairs)
     want = np.full(data.p, -1)
     want[[1, 2, 4]], want[3] = 1, 0
     np.testing.assert_array_equal(after.relevance, want)
     assert len(after.f) == 2 and after.relevance is not split.relevance
+    np.testing.assert_array_equal(RELEVANCE.enter(PAIRS.enter(data, *pairs), *features).relevance,
+                                  want)

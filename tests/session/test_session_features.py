@@ -225,6 +225,40 @@ def test_several_experts_set_a_class_where_they_agree(tmp_path):
         assert "relevant" in ag.pairs.columns and set(ag.pairs["feature_j"]) <= {""}
 
 
+def test_several_experts_a_pair_answer_judges_a_disputed_feature_and_to_estimator_agrees(tmp_path):
+    """ann calls a feature relevant, bob irrelevant, and bob answers a pair about it: the
+    live session, the reopened one and its estimator have the feature relevant and one
+    model (the pair answer judges the feature the experts disagree about)."""
+    pytest.importorskip("sklearn")
+    path = tmp_path / "f.session"
+    new_session(path, strategy="random").close()
+    with Session.open(path, expert="ann") as s:
+        q = s.next_query()
+        while q.kind != "relevance":
+            s.answer(q, "dont_know")
+            q = s.next_query()
+        k = q.i
+        s.answer(q, "relevant")
+    with Session.open(path, expert="bob") as s:
+        todo = {"relevance", "pairs"}
+        while todo:
+            q = s.next_query()
+            if k in (q.i, q.j) and q.kind in todo:
+                s.answer(q, "irrelevant" if q.kind == "relevance" else "similar")
+                todo.discard(q.kind)
+            else:
+                s.answer(q, "dont_know")
+        live = (s.relevance, s.fit.gamma.copy())
+        assert live[0][k] == 1
+        est = s.to_estimator()
+        np.testing.assert_array_equal(est.relevance_, live[0])
+        X = pd.DataFrame(s.X, columns=NAMES)
+        np.testing.assert_allclose(est.predict(X), s.predict(X), rtol=1e-6, atol=1e-8)
+    with Session.open(path, read_only=True) as s:
+        np.testing.assert_array_equal(s.relevance, live[0])
+        np.testing.assert_allclose(s.fit.gamma, live[1], rtol=1e-8, atol=1e-10)
+
+
 def test_export_holds_the_relevance_posterior(tmp_path):
     pytest.importorskip("arviz")
     path = tmp_path / "f.session"

@@ -352,15 +352,19 @@ _NAMES: dict[str, str] = {}
 
 
 def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
-           value: Callable[[Answer], int], disagree: int) -> np.ndarray:
+           value: Callable[[Answer], int], disagree: int | None) -> np.ndarray:
     """A copy of ``values`` (one per feature) where each feature asked about in ``rows`` has
-    the ``value`` its answers agree on, else ``disagree`` (several experts)."""
+    the ``value`` its answers agree on, else ``disagree`` (several experts; None: the entry
+    of ``values``, whatever the other kinds' answers made it)."""
     votes: dict[int, set[int]] = {}
     for (k, _), a in zip(rows, answers):
         votes.setdefault(int(k), set()).add(value(a))
     out = np.array(values)
     for k, v in votes.items():
-        out[k] = v.pop() if len(v) == 1 else disagree
+        if len(v) == 1:
+            out[k] = v.pop()
+        elif disagree is not None:
+            out[k] = disagree
     return out
 
 

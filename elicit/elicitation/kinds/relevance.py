@@ -3,7 +3,17 @@
 Asked of a model with relevance classes, one question per feature, ``(k, None)``. An answer sets
 the feature's relevance class (``ModelData.relevance``: 1 relevant, 0 irrelevant), which changes
 the prior variance of its weight and so the likelihood of y. A feature called irrelevant closes
-the other kinds' questions about it. Scored by a
+the other kinds' questions about it.
+
+Several experts (:meth:`RelevanceKind.enter`): a feature takes the class its experts' answers
+agree on; where they disagree, their answers judge nothing and the feature keeps the class the
+other kinds' answers give it (relevant where another kind's answer says it matters, else not
+judged). An answer here that is not disputed stands over the other kinds' judgement, in
+either order: an expert who calls feature j irrelevant and answers another question about j
+before or after leaves j irrelevant. Answered one at a time
+(:meth:`~elicit.elicitation.elicitor.Elicitor.answer`) or replayed at once
+(:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`), in whichever order the kinds are
+entered, one expert's answers give the same classes. Scored by a
 :class:`~elicit.elicitation.gains.FeatureUtility` (:mod:`elicit.elicitation.features`).
 """
 
@@ -19,7 +29,6 @@ from elicit.elicitation.gains import FeatureUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
 from elicit.elicitation.table import FeatureSegment, Segment
 from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
-from elicit.model.covariance import UNASKED
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 if TYPE_CHECKING:
@@ -54,10 +63,13 @@ class RelevanceKind(QuestionKind):
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
+        """``data`` with the classes the answers agree on; a feature the experts disagree
+        about keeps its class in ``data`` (what the other kinds' answers made it), so that
+        the kinds may be entered in either order (the module docstring)."""
         if not rows:
             return data
         return data.with_relevance(agreed(cast(np.ndarray, data.relevance), rows, answers,
-                                          lambda a: int(a.outcome), UNASKED))  # type: ignore[arg-type]
+                                          lambda a: int(a.outcome), None))  # type: ignore[arg-type]
 
     def takes(self, utility: Utility) -> bool:
         return isinstance(utility, FeatureUtility)
