@@ -44,18 +44,16 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from scipy.linalg import cho_solve
 
 from elicit.elicitation.gains import PairUtility, Scores, kl_gauss
 from elicit.elicitation.quadrature import bald_gain
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines.base import Engine
 from elicit.internal.threads import single_blas_thread
-from elicit.model.batch import batched_refit, flops_per_eval
-from elicit.model.density import feedback_terms, hessian_base
+from elicit.model.batch import LaplaceMoves, batched_refit, flops_per_eval
+from elicit.model.density import hessian_base
 from elicit.model.kernel import pair_weights
-from elicit.model.linalg import damped_cho_factor
-from elicit.model.link import LOGISTIC, Link
+from elicit.model.link import Link
 from elicit.model.marginal import Marginal
 from elicit.model.newton import CONVERGED
 from elicit.model.result import MAPResult
@@ -76,8 +74,11 @@ class WarmNewton(Protocol):
     be one of them) but does not check as it checks a real one (the numpy engine).
     """
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> Any:
-        """A warm refit of ``data`` from ``theta`` with the base Hessian ``hess_base``."""
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                   predict: bool = False) -> Any:
+        """A warm refit of ``data`` from ``theta`` with the base Hessian ``hess_base``
+        (``predict``: its iterations may begin at the Laplace prediction after the data's last
+        answer, :class:`~elicit.model.batch.LaplaceMoves`)."""
         ...
 
     def finish(self, run: Any) -> MAPResult:
@@ -245,20 +246,9 @@ class UtilityScorer:
         One Cholesky factorisation of ``-H`` serves every candidate; an indefinite ``-H``
         (a MAP an optimiser left early) is damped (:func:`~elicit.model.linalg.damped_cho_factor`).
         """
-        data, fit = self.data, self.fit
-        theta = theta_of(fit, data)
-        H = self.hessian + feedback_terms(theta, data, True)[2]
-        free = theta > lower_bounds(data)
-        A = np.zeros((len(theta), len(w)))
-        A[:data.d] = -w.T
-        A[data.d] = 1.0
-        A = A[free]
-        if A.shape[0] == 0:
-            s2 = np.zeros(len(w))
-        else:
-            s2 = np.einsum("ic,ic->c", A, cho_solve(damped_cho_factor(-H[np.ix_(free, free)]),
-                                                    A, check_finite=False))
-        return bald_gain(fit.xi - w @ fit.gamma, np.maximum(s2, 0.0), self.link)
+        # s^2 is the q of the screen's moves: a' Sigma a on the free parameters
+        moves = LaplaceMoves(self.data, theta_of(self.fit, self.data), self.hessian, w)
+        return bald_gain(moves.z0, np.maximum(moves.q, 0.0), self.link)
 
     def exact(self, pairs: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Expected KL by refitting the MAP for both answers of each pair."""
@@ -277,7 +267,8 @@ class UtilityScorer:
         relevance classes), warm from the round's MAP and base Hessian, as the real refit after
         that answer starts; a :class:`WarmNewton` engine finishes it without its checks."""
         if isinstance(self.engine, WarmNewton):
-            return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
+            return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian,
+                                                             predict=True))
         H = self.hessian if self.engine.uses_hessian else None
         return self.engine.fit(d2, init=self.fit, hessian=H)
 
@@ -345,25 +336,12 @@ class UtilityScorer:
         u[top] = out if weight is None else weight[top] * out
 
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """One Sherman-Morrison Newton step per candidate and answer, the predictive mean
-        moved to first order (its variance held)."""
-        data, fit = self.data, self.fit
+        """One Sherman-Morrison Newton step per candidate and answer
+        (:class:`~elicit.model.batch.LaplaceMoves`), the predictive mean moved to first order
+        (its variance held)."""
+        data = self.data
         learned = data.hyper.variant == "learned"
-        d = data.d
-        theta = theta_of(fit, data)
-        lb = lower_bounds(data)
-        H = self.hessian + feedback_terms(theta, data, True)[2]
-        # parameters on a bound stay there (the engine's projected Newton step)
-        free = theta > lb
-        cho = damped_cho_factor(-H[np.ix_(free, free)])
-        k = len(theta)
-        Vfull = np.zeros((k, len(w)))
-        Vfull[:d] = -w.T
-        Vfull[d] = 1.0
-        V = Vfull[free]
-        Y = cho_solve(cho, V, check_finite=False)
-        q = np.einsum("ic,ic->c", V, Y)
-        z0 = fit.xi - w @ fit.gamma
+        moves = LaplaceMoves(data, theta_of(self.fit, data), self.hessian, w)
         # the variance is held: its Jacobian costs as much as the Hessian (the refinement picked
         # exact's best in 61 of 72 rounds on Amazon and Yelp with it held, 63 with it moved)
         Jm = self.marginal.mean_jacobian(learned)
@@ -373,35 +351,7 @@ class UtilityScorer:
         M = Jm.T @ (Jm / self.v0[:, None])
         u = np.zeros(len(w))
         for f in (0, 1):
-            step = np.zeros((k, len(w)))
-            step[free] = Y * _scalar_step(f, z0, q, self.link)
-            step = np.maximum(step, (lb - theta)[:, None])
-            st = step[kern_idx]
+            st = moves.step(f)[kern_idx]
             kl = 0.5 * np.einsum("ac,ac->c", st, M @ st)
             u += (s if f == 1 else 1.0 - s) * kl
         return u
-
-
-def _scalar_step(f: int, z0: np.ndarray, q: np.ndarray, link: Link = LOGISTIC,
-                 iters: int = 60) -> np.ndarray:
-    """Solve ``t = link.score(z0 + q t, f)`` for each candidate (logistic:
-    ``t = f - sigma(z0 + q t)``).
-
-    Under the quadratic (Laplace) approximation of the current posterior, the MAP after one
-    new answer term ``log p(f | z)`` moves along ``A^-1 v`` by the root t of this scalar
-    equation, monotone for a log-concave link. For the logistic link its first Newton
-    iterate from t = 0 is the plain Sherman-Morrison Newton step
-    ``(f - s) / (1 + q s (1 - s))``; iterating matters when the answer is surprising and the
-    answer's term is far from quadratic. Newton oscillates between the ends of the bracket
-    when q is large (a steep residual), so the root is found by bisection: it lies between 0
-    and ``score(z0, f)`` (logistic: ``f - sigma(z0)``, length < 1), and 60 halvings reach
-    machine precision for every candidate at once.
-    """
-    t0 = link.score(z0, f)
-    lo, hi = np.minimum(0.0, t0), np.maximum(0.0, t0)
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        up = link.step_residual(mid, z0 + q * mid, f) > 0      # it increases with t
-        hi = np.where(up, mid, hi)
-        lo = np.where(up, lo, mid)
-    return 0.5 * (lo + hi)

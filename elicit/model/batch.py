@@ -15,14 +15,16 @@ from dataclasses import replace
 from typing import cast
 
 import numpy as np
+from scipy.linalg import cho_solve
 from scipy.special import gammaln
 
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
-from elicit.model.density import hessian_base, log_density
+from elicit.model.density import feedback_terms, hessian_base, log_density
 from elicit.model.form import data_basis
 from elicit.model.kernel import coupling_matrix, kernel_stack
-from elicit.model.linalg import stacked_cholesky
+from elicit.model.linalg import damped_cho_factor, stacked_cholesky
+from elicit.model.link import scalar_step
 from elicit.model.marginal import Marginal
 from elicit.model.newton import CONVERGED, NewtonRun, NewtonSettings
 from elicit.model.spec import ModelData
@@ -236,14 +238,80 @@ CANDIDATE_REFIT = NewtonSettings(tol=1e-7, max_iter=8, ridge=1e-9, final_step=Fa
                                  model_max_iter=30, model_trials=30)
 
 
+class LaplaceMoves:
+    """Where the MAP ``theta`` moves after one more answer, for each row of ``w``, under the
+    quadratic (Laplace) approximation of the log density at ``theta``.
+
+    With ``A = -H`` (H: the base Hessian plus the answers' terms) and ``v = (-w, 1[, 0])``,
+    the answer's term ``log p(f | xi - gamma . w)`` moves the MAP along ``A^-1 v`` by the root
+    t of ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (:func:`~elicit.model.link.scalar_step`;
+    its first Newton iterate is the Sherman-Morrison step). Parameters on their bounds stay
+    there and a move is clipped back onto the bounds. One factorisation serves every row.
+
+    Parameters
+    ----------
+    data
+        The model data with the answers so far.
+    theta
+        The MAP.
+    hess_base
+        The base Hessian (y-likelihood and priors) at ``theta``.
+    w
+        The new answers' meta-feature differences (C, d).
+    """
+
+    def __init__(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                 w: np.ndarray) -> None:
+        self.data, self.theta, self.lb = data, theta, data.layout.lower_bounds()
+        H = hess_base + feedback_terms(theta, data, True)[2]
+        #: the parameters off their bounds, which the move may change
+        self.free = theta > self.lb
+        d = data.d
+        V = np.zeros((len(theta), len(w)))
+        V[:d] = -w.T
+        V[d] = 1.0
+        V = V[self.free]
+        #: A^-1 v on the free parameters (f, C), and q = v' A^-1 v (C,)
+        self.Y = (cho_solve(damped_cho_factor(-H[np.ix_(self.free, self.free)]), V,
+                            check_finite=False) if V.shape[0] else V)
+        self.q = np.einsum("ic,ic->c", V, self.Y)
+        gamma, xi, _ = split_theta(theta, data)
+        self.z0 = xi - w @ gamma
+
+    def step(self, f: int | np.ndarray) -> np.ndarray:
+        """The moves (k, C) after the answers ``f`` (one for all rows or one per row)."""
+        step = np.zeros((len(self.theta), len(self.z0)))
+        step[self.free] = self.Y * scalar_step(f, self.z0, self.q, self.data.link)
+        return np.maximum(step, (self.lb - self.theta)[:, None])
+
+
+def last_answer_move(data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> np.ndarray:
+    """Where the Laplace approximation at ``theta`` (base Hessian ``hess_base``) of ``data``
+    without its last pair answer puts the MAP after that answer (:class:`LaplaceMoves`): where
+    a query round's hypothetical refit after one more answer begins."""
+    prev = data.with_feedback(data.pairs[:-1], data.f[:-1])
+    move = LaplaceMoves(prev, theta, hess_base, data.W_f[-1:]).step(data.f[-1:])
+    return np.maximum(theta + move[:, 0], prev.layout.lower_bounds())
+
+
 def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   w_new: np.ndarray, f_new: int | np.ndarray, settings: NewtonSettings,
-                  marginal: Marginal | None = None) -> NewtonRun:
+                  marginal: Marginal | None = None, predict: bool = True) -> NewtonRun:
     """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``)
     from ``theta0`` with the base Hessian ``hess_base``, as one stack at its start (the kernel
     part evaluated once, from ``marginal`` if given). The run's ``extras`` hold each row's
     Gaussian predictive (mean, variance (C, n)) at the training inputs at its last accepted
-    point."""
+    point.
+
+    With ``predict`` and plain Newton steps (``settings.local_model`` off: the local model's
+    first step already goes there), a row's iterations begin where :class:`LaplaceMoves` puts
+    its MAP, if the log density is higher there than at ``theta0`` (one stacked evaluation),
+    as the numpy engine's hypothetical refit of that row's data begins (:func:`last_answer_move`;
+    ``run.begun``): on the synthetic problem the stage then needs a third fewer
+    row evaluations (docs/benchmarks.md, "A predicted start"). The run's ``start_value``
+    stays each row's log density at ``theta0``, the refit's warm start, which the engine's
+    cold-start check reads.
+    """
     C = len(w_new)
     lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
@@ -261,7 +329,17 @@ def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     m0, var0 = mg.predictive()
     mean = np.repeat(m0[None, :], C, axis=0)
     var = np.repeat(var0[None, :], C, axis=0)
-    return NewtonRun(problem, theta, value, grad, hess_base, settings, extras=(mean, var))
+    at_theta0 = value.copy()
+    up = np.zeros(C, bool)
+    if predict and C and not settings.local_model:
+        moved = np.maximum(theta + LaplaceMoves(data, theta0, hess_base, w_new)
+                           .step(problem.f_new).T, lb)
+        v, g, (mv, vv) = problem.evaluate(np.arange(C), moved)
+        up = v > value                  # False where the density is -inf (S not PD there)
+        theta[up], value[up], grad[up], mean[up], var[up] = moved[up], v[up], g[up], mv[up], vv[up]
+    run = NewtonRun(problem, theta, value, grad, hess_base, settings, extras=(mean, var))
+    run.start_value, run.begun = at_theta0, up
+    return run
 
 
 def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,

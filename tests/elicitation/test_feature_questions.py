@@ -451,9 +451,11 @@ def test_pair_gains_are_weighted_by_the_chance_that_the_pair_is_answerable():
     r = FeatureScorer(scorer).p_relevant(np.arange(el.data.p))
     r[3] = 1.0
     # (the elicitor's refits start from the last refit's base Hessian, these from a fresh
-    # one: the same refits within their scoring tolerance)
+    # one, and begin at Laplace predictions made with it: the same refits within their
+    # scoring tolerance, a decrement of 1e-8, which leaves utilities 2-3e-4 apart relative
+    # where two paths meet the same optimum)
     np.testing.assert_allclose(sc.utility, plain.utility * r[pairs[:, 0]] * r[pairs[:, 1]],
-                               rtol=2e-4)
+                               rtol=6e-4)
 
 
 # -- one-line errors -----------------------------------------------------------------------

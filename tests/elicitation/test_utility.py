@@ -17,7 +17,6 @@ from elicit.elicitation.quadrature import bald_gain
 from elicit.elicitation.scorer import (
     UtilityScorer,
     WarmNewton,
-    _scalar_step,
     answer_probability,
 )
 from elicit.elicitation.utility import (
@@ -37,7 +36,7 @@ from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model import variants
 from elicit.model.batch import flops_per_eval
-from elicit.model.link import LOGISTIC
+from elicit.model.link import LOGISTIC, scalar_step
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.simulate import make_synthetic
@@ -146,7 +145,7 @@ def test_answer_probability_uses_fitted_threshold(variant):
 
 
 def _check_scalar_step(f, z0, q):
-    t = _scalar_step(f, z0, q)
+    t = scalar_step(f, z0, q)
     resid = t - (f - expit(z0 + q * t))
     bad = np.flatnonzero(np.abs(resid) > 1e-9)
     assert bad.size == 0, [(z0[k], q[k], t[k], resid[k]) for k in bad[:5]]
@@ -179,7 +178,7 @@ def test_scalar_step_converges_for_steep_logistic(f, z0, q):
 def test_scalar_step_at_zero_curvature_is_the_gradient():
     z0 = np.linspace(-3, 3, 7)
     for f in (0, 1):
-        np.testing.assert_allclose(_scalar_step(f, z0, np.zeros(7)), f - expit(z0), rtol=1e-12)
+        np.testing.assert_allclose(scalar_step(f, z0, np.zeros(7)), f - expit(z0), rtol=1e-12)
 
 
 def test_refine_covering_all_candidates_equals_exact(variant):
@@ -563,9 +562,9 @@ class _Delegating(Engine):
 class _Stepping(_Delegating):
     """The same engine offering warm Newton steps (the numpy engine's, delegated)."""
 
-    def newton_run(self, data, theta, hess_base):
+    def newton_run(self, data, theta, hess_base, predict=False):
         self.calls["newton_run"] += 1
-        return self.inner.newton_run(data, theta, hess_base)
+        return self.inner.newton_run(data, theta, hess_base, predict)
 
     def finish(self, run):
         self.calls["finish"] += 1
@@ -643,7 +642,7 @@ PROBIT = _Probit()
 @pytest.mark.parametrize("z0, q", [(0.0, 1.0), (3.0, 40.0), (-6.0, 0.5), (8.0, 1e3),
                                    (-2.0, 0.0)])
 def test_the_screen_step_solves_the_links_own_equation(f, z0, q):
-    t = float(_scalar_step(f, np.array([z0]), np.array([q]), PROBIT)[0])
+    t = float(scalar_step(f, np.array([z0]), np.array([q]), PROBIT)[0])
     assert t == pytest.approx(float(PROBIT.score(z0 + q * t, f)), abs=1e-10)
     assert abs(t) <= abs(float(PROBIT.score(z0, f))) + 1e-15   # within the bracket
 
@@ -702,8 +701,8 @@ def test_the_logistic_link_keeps_the_screen_step_bit_for_bit():
             up = mid - f + expit(z0 + q * mid) > 0
             hi = np.where(up, mid, hi)
             lo = np.where(up, lo, mid)
-        np.testing.assert_array_equal(_scalar_step(f, z0, q), 0.5 * (lo + hi))
-        np.testing.assert_array_equal(_scalar_step(f, z0, q, LOGISTIC), 0.5 * (lo + hi))
+        np.testing.assert_array_equal(scalar_step(f, z0, q), 0.5 * (lo + hi))
+        np.testing.assert_array_equal(scalar_step(f, z0, q, LOGISTIC), 0.5 * (lo + hi))
 
 
 def test_a_round_reuses_the_last_refits_base_hessian_for_a_few_rounds(monkeypatch):
