@@ -145,9 +145,10 @@ class NumpyEngine(Engine):
         answered ``f_new[c]``), warm from ``theta`` with ``hess_base``, as one stack
         (:func:`~elicit.model.batch.candidate_run`) for the caller to advance.
 
-        Each row takes the iterations its refit alone would take, so a converged row is the
-        refit :meth:`finish` makes (at stacked numpy's rounding); on small problems a stack of
-        a hundred costs a few single refits.
+        Each row takes the iterations its hypothetical refit alone would take (``newton_run``
+        with ``predict``), so a converged row is the refit :meth:`finish` makes of it (at
+        stacked numpy's rounding); on small problems a stack of a hundred costs a few single
+        refits.
         """
         return candidate_run(data, theta, hess_base, w_new, f_new,
                              self.newton_settings(data, self.score_tol), marginal)

@@ -271,7 +271,7 @@ class LaplaceMoves:
         V[:d] = -w.T
         V[d] = 1.0
         V = V[self.free]
-        #: A^-1 v on the free parameters (f, C), and q = v' A^-1 v (C,)
+        #: A^-1 v on the free parameters (n_free, C), and q = v' A^-1 v (C,)
         self.Y = (cho_solve(damped_cho_factor(-H[np.ix_(self.free, self.free)]), V,
                             check_finite=False) if V.shape[0] else V)
         self.q = np.einsum("ic,ic->c", V, self.Y)

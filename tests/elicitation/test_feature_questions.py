@@ -392,6 +392,29 @@ def test_the_refit_after_a_feature_answer_is_the_rounds():
                                atol=1e-8)
 
 
+def test_only_a_pair_answers_hypothetical_refit_begins_at_its_prediction(monkeypatch):
+    """Bug (review of 0c87333): a round's hypothetical refits of other relevance classes
+    asked to begin at the Laplace move of the data's last *pair* answer, one the MAP already
+    holds (a begun run is also not remembered for the refit after the answer). The refits of
+    one more pair answer may begin there; a feature question's refit begins at the MAP."""
+    el = make_elicitor(questions="both", refine=4)
+    el.answer(1, 2, "similar")
+    # no batched stage: the pairs' re-scores are single refits
+    monkeypatch.setattr(UtilityScorer, "batch_flops", 0.0)
+    calls = []
+    newton_run = el.engine.newton_run
+
+    def spy(data, theta, hess_base, predict=False):
+        calls.append((len(data.f) - len(el.data.f), predict))
+        return newton_run(data, theta, hess_base, predict)
+
+    el.engine.newton_run = spy
+    el.score(np.array([[0, 3], [3, 6], [1, 4]]))          # pair refits (the exact re-scores)
+    el.next_query("sequential", np.random.default_rng(0))   # feature questions' refits too
+    assert {c for c in calls if c[0] == 1} == {(1, True)}
+    assert calls.count((0, False)) > 0 and (0, True) not in calls
+
+
 def test_pairs_that_cannot_reach_the_best_feature_are_not_refined(monkeypatch):
     el = make_elicitor(refine=3)
     el.answer(4, None, "relevant")
@@ -445,17 +468,14 @@ def test_pair_gains_are_weighted_by_the_chance_that_the_pair_is_answerable():
     el = make_elicitor(utility="exact")
     el.answer(3, None, "relevant")
     pairs = np.array([[1, 3], [1, 2], [3, 6]])
+    hessian = el.fit.warm_hessian      # the round's base Hessian: the last refit's
     sc = el.score(pairs)
-    scorer = UtilityScorer(el.data, el.fit, el.engine)
+    scorer = UtilityScorer(el.data, el.fit, el.engine, hessian=hessian)
     plain = PREDICTIVE_EXACT.score(scorer, pairs)
     r = FeatureScorer(scorer).p_relevant(np.arange(el.data.p))
     r[3] = 1.0
-    # (the elicitor's refits start from the last refit's base Hessian, these from a fresh
-    # one, and begin at Laplace predictions made with it: the same refits within their
-    # scoring tolerance, a decrement of 1e-8, which leaves utilities 2-3e-4 apart relative
-    # where two paths meet the same optimum)
     np.testing.assert_allclose(sc.utility, plain.utility * r[pairs[:, 0]] * r[pairs[:, 1]],
-                               rtol=6e-4)
+                               rtol=1e-9)
 
 
 # -- one-line errors -----------------------------------------------------------------------

@@ -268,12 +268,13 @@ def test_laplace_moves_maximise_the_quadratic_model_plus_the_new_answer(variant,
         assert np.abs(moves[:, c]).max() > 1e3 * 1e-6     # a move, not a zero
 
 
-def test_a_predicted_start_reaches_the_same_refits_in_fewer_iterations(variant):
+@pytest.mark.parametrize("start", ["interior", "on_bound"])
+def test_a_predicted_start_reaches_the_same_refits_in_fewer_iterations(variant, start):
     """:func:`candidate_run` with its rows beginning at the Laplace prediction ends where
     the rows beginning at the MAP end (both to a decrement of 1e-14: within 3e-5, the bound
     of ``test_batched_refit_reaches_the_engine_refit``), in fewer iterations, and reports the
     log density at the MAP as each row's start (the cold-start check reads it)."""
-    data = _refit_problem(variant, "interior")
+    data = _refit_problem(variant, start)
     fit = NumpyEngine(variant).fit(data)
     theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
     H0 = hessian_base(theta0, data)
@@ -309,8 +310,12 @@ def test_a_warm_refit_begins_at_the_last_answers_move_only_with_plain_newton_ste
     pair = _candidates(data, n=1, seed=4)[0]
     d2 = _with_answer(data, pair, 0)
     begin = last_answer_move(d2, theta0, H0)
-    row = LaplaceMoves(data, theta0, H0, pair_weights(data.U, pair[None])).step(0)[:, 0]
-    np.testing.assert_allclose(begin, np.maximum(theta0 + row, lower_bounds(data)), rtol=1e-12)
+    # the stage's row of that answer begins there too (to stacked rounding)
+    stack = candidate_run(data, theta0, H0, pair_weights(data.U, pair[None]), 0,
+                          engine.newton_settings(data, engine.score_tol))
+    assert stack.begun[0] == (not local_model)
+    if not local_model:
+        np.testing.assert_allclose(stack.theta[0], begin, rtol=1e-12)
     assert log_density(begin, d2)[0] > log_density(theta0, d2)[0]
     run = engine.newton_run(d2, theta0, H0, predict=True)
     np.testing.assert_array_equal(run.theta, theta0 if local_model else begin)
@@ -332,6 +337,42 @@ def test_a_warm_refit_does_not_begin_where_the_density_is_lower():
     run = engine.newton_run(data, theta0, H0, predict=True)
     np.testing.assert_array_equal(run.theta, theta0)
     assert not run.begun
+
+
+def test_the_engine_serves_a_remembered_row_as_its_own_refit_and_never_a_begun_one():
+    """``remember_candidate``: a row that began at the MAP is served by ``fit`` continued
+    alone to the engine's tolerance, as a fresh engine's refit of the same data goes (same
+    iterations, the same point to 1e-10); a row that began at its prediction is not
+    remembered, so ``fit`` makes its own refit from the MAP, bit for bit a fresh engine's."""
+    data = _refit_problem("learned", "interior")
+    engine = NumpyEngine("learned", local_model=False)
+    fit = engine.fit(data)
+    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+    H0 = hessian_base(theta0, data)
+    pairs = _candidates(data, n=6, seed=5)
+    w = pair_weights(data.U, pairs)
+    checked = set()
+    for predict in (False, True):
+        run = candidate_run(data, theta0, H0, w, 1, engine.newton_settings(data, engine.score_tol),
+                            predict=predict)
+        run.advance()
+        for c in range(len(pairs)):
+            if run.status[c] != "converged" or bool(run.begun[c]) in checked:
+                continue
+            checked.add(bool(run.begun[c]))
+            d2 = _with_answer(data, pairs[c], 1)
+            served = NumpyEngine("learned", local_model=False)
+            served.fit(data)
+            served.remember_candidate(d2, run, c, theta0, H0)
+            got = served.fit(d2, init=fit, hessian=H0)
+            ref = NumpyEngine("learned", local_model=False).fit(d2, init=fit, hessian=H0)
+            if run.begun[c]:
+                np.testing.assert_array_equal(got.gamma, ref.gamma)
+                assert got.n_iter == ref.n_iter
+            else:
+                np.testing.assert_allclose(got.gamma, ref.gamma, rtol=1e-10)
+                assert got.n_iter == ref.n_iter and got.message == ref.message
+    assert checked == {False, True}
 
 
 def test_trial_points_without_a_density_are_rejected_not_fatal():

@@ -155,8 +155,9 @@ def test_undo_keeps_the_answer_in_the_file_and_reasks_the_pair(sess):
     sess.answer(q2, "dissimilar", comment="c")
     rec = sess.undo()
     assert (rec.i, rec.j, rec.answer.value) == (q2.i, q2.j, "dissimilar")
-    # the same answers refitted another way (the undo's from the no-feedback MAP, the first
-    # from the round's refit of that answer): the same MAP within the refits' tolerance
+    # two refits of the same answer from the no-feedback MAP, one possibly served by the
+    # engine's memo (a round's refit, e.g. a batched row continued alone, rounded in its
+    # stack), the other made anew: the same MAP within the refits' tolerance (seen 2e-9 apart)
     np.testing.assert_allclose(sess.fit.gamma, fit1, rtol=1e-6)
     h = sess.history
     assert list(h["undone"]) == [False, True] and h.loc[1, "undone_at"] is not None
