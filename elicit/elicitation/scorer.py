@@ -26,10 +26,9 @@ fitted threshold xi and the model variant's feedback link (:mod:`elicit.model.li
        bounds; the predictive mean moves to first order.
     2. *Batched Newton*: the screen's best, as many as :attr:`UtilityScorer.batch_flops`
        allows, are refitted by projected Newton in stacked numpy operations
-       (:mod:`elicit.model.batch`), each beginning where the screen's move puts its MAP if
-       the log density is higher there. With a :class:`BatchRefits` engine these are the
-       engine's own hypothetical refits, and a converged candidate's utility is exact. About
-       a hundred candidates on the paper's synthetic problem, none at Amazon size.
+       (:mod:`elicit.model.batch`). With a :class:`BatchRefits` engine these are the engine's
+       own refits, and a converged candidate's utility is exact. About a hundred candidates
+       on the paper's synthetic problem, none at Amazon size.
     3. *Exact refinement*: the best estimates are refitted with the engine and scored
        exactly, all ``refine`` of them where :attr:`UtilityScorer.refine_flops` pays for it,
        else best first until the winner is clear (:meth:`UtilityScorer.refine_best`).
@@ -37,10 +36,8 @@ fitted threshold xi and the model variant's feedback link (:mod:`elicit.model.li
     Stage 1 alone ranks well on real data but misjudges magnitudes: a surprising answer
     moves gamma far beyond the quadratic approximation (``docs/benchmarks.md``). The
     refinement's refits are hypothetical: a :class:`WarmNewton` engine finishes them without
-    the checks of a real refit. The numpy engine's hypothetical refits of a pair answer (both
-    modes, where its refits take plain Newton steps) begin at the screen's move where that is
-    higher (``docs/benchmarks.md``, "A predicted start"); the refit after the expert's answer
-    begins at the MAP, as the refit checks were measured.
+    the checks of a real refit. They begin at the MAP, as the real refit does, not at the
+    screen's move (measured: ``docs/benchmarks.md``, "A predicted start").
 """
 
 from __future__ import annotations
@@ -78,11 +75,8 @@ class WarmNewton(Protocol):
     be one of them) but does not check as it checks a real one (the numpy engine).
     """
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
-                   predict: bool = False) -> Any:
-        """A warm refit of ``data`` from ``theta`` with the base Hessian ``hess_base``
-        (``predict``: its iterations may begin at the Laplace prediction after the data's last
-        answer, :class:`~elicit.model.batch.LaplaceMoves`)."""
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> Any:
+        """A warm refit of ``data`` from ``theta`` with the base Hessian ``hess_base``."""
         ...
 
     def finish(self, run: Any) -> MAPResult:
@@ -104,8 +98,7 @@ class BatchRefits(Protocol):
 
     def remember_candidate(self, data: ModelData, run: Any, row: int, theta: np.ndarray,
                            hess_base: np.ndarray) -> None:
-        """Let the engine's ``fit`` of ``data`` return row ``row``'s refit, if the row took
-        the path that ``fit`` takes (the numpy engine: not a row begun at its prediction)."""
+        """Let the engine's ``fit`` of ``data`` return row ``row``'s refit."""
         ...
 
 
@@ -264,20 +257,15 @@ class UtilityScorer:
         for f in (0, 1):
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
                                          np.append(self.data.f, f))
-            kl[f] = kl_gauss(*self._predictive_at(d2, self.refit(d2, predict=True)),
-                             self.m0, self.v0)
+            kl[f] = kl_gauss(*self._predictive_at(d2, self.refit(d2)), self.m0, self.v0)
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
-    def refit(self, d2: ModelData, predict: bool = False) -> MAPResult:
+    def refit(self, d2: ModelData) -> MAPResult:
         """The hypothetical refit of ``d2`` (this round's data with one more answer, or other
-        relevance classes), warm from the round's MAP and base Hessian; a :class:`WarmNewton`
-        engine finishes it without its checks. ``predict``: ``d2`` is this round's data with
-        one more pair answer (its last), and the refit may begin at the Laplace prediction
-        after it (the engine's ``newton_run``); otherwise it begins at the MAP, as the real
-        refit after that answer does."""
+        relevance classes), warm from the round's MAP and base Hessian, as the real refit after
+        that answer starts; a :class:`WarmNewton` engine finishes it without its checks."""
         if isinstance(self.engine, WarmNewton):
-            return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian,
-                                                             predict=predict))
+            return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
         H = self.hessian if self.engine.uses_hessian else None
         return self.engine.fit(d2, init=self.fit, hessian=H)
 

@@ -16,7 +16,7 @@ from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.cache import LRUCache, arrays_key, checksum
 from elicit.internal.threads import single_blas_thread
-from elicit.model.batch import candidate_run, last_answer_move, uses_local_model
+from elicit.model.batch import candidate_run, uses_local_model
 from elicit.model.density import hessian_base, log_density
 from elicit.model.marginal import Marginal
 from elicit.model.newton import (
@@ -131,12 +131,10 @@ class NumpyEngine(Engine):
                               local_model=uses_local_model(data, self.local_model),
                               secant=self.secant)
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
-                   predict: bool = False) -> WarmRefit:
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> WarmRefit:
         """A hypothetical warm Newton refit from ``theta`` to :attr:`score_tol` that the caller
-        advances (:class:`WarmRefit`; ``predict``: begin at the Laplace prediction after the
-        data's last answer, as a query round's refits do)."""
-        return WarmRefit(self, data, theta, hess_base, tol=self.score_tol, predict=predict)
+        advances (:class:`WarmRefit`)."""
+        return WarmRefit(self, data, theta, hess_base, tol=self.score_tol)
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
@@ -145,10 +143,9 @@ class NumpyEngine(Engine):
         answered ``f_new[c]``), warm from ``theta`` with ``hess_base``, as one stack
         (:func:`~elicit.model.batch.candidate_run`) for the caller to advance.
 
-        Each row takes the iterations its hypothetical refit alone would take (``newton_run``
-        with ``predict``), so a converged row is the refit :meth:`finish` makes of it (at
-        stacked numpy's rounding); on small problems a stack of a hundred costs a few single
-        refits.
+        Each row takes the iterations its refit alone would take, so a converged row is the
+        refit :meth:`finish` makes (at stacked numpy's rounding); on small problems a stack of
+        a hundred costs a few single refits.
         """
         return candidate_run(data, theta, hess_base, w_new, f_new,
                              self.newton_settings(data, self.score_tol), marginal)
@@ -156,17 +153,15 @@ class NumpyEngine(Engine):
     def remember_candidate(self, data: ModelData, run: NewtonRun, row: int,
                            theta: np.ndarray, hess_base: np.ndarray) -> None:
         """Remember row ``row`` of a converged :meth:`refit_candidates` stack (``data``: with
-        the row's answer) as the refit of ``data`` from ``theta``, as :meth:`finish` does: the
-        row continues alone when :meth:`fit` asks for it (to :attr:`gtol`), as the single
-        refit that took the same path would. A row that began at its Laplace prediction
-        (``run.begun``) took another path than :meth:`fit`'s and is not remembered."""
+        the row's answer) as the refit of ``data`` from ``theta``, as :meth:`finish` does."""
         if run.status[row] != CONVERGED:
             raise ValueError(f"row {row} of the stack did not converge")
-        if run.begun[row]:
-            return
-        one = WarmRefit.from_row(self, data, run, row, theta, hess_base)
+        t = run.theta[row]
+        args = (float(run.value[row]), data, True, int(run.iters[row]), "Newton (warm start)")
+        res = self._result(t, *args, warm_hessian=run.hess_base[row])
+        final = self._result(t + run.final[row], *args, warm_hessian=run.hess_base[row])
         self._memo.put(self._memo_key(data, theta, hess_base),
-                       _Remembered(one.start_value, one.result(), run=one),
+                       _Remembered(float(run.start_value[row]), res, final=final),
                        pin=(data.X, data.y, data.U))
 
     def finish(self, run: WarmRefit) -> MAPResult:
@@ -175,8 +170,7 @@ class NumpyEngine(Engine):
 
         The run is remembered, so the caller's refit after the expert answers one of the
         finished candidates is returned at once by :meth:`fit`, after the last Newton step
-        (about sqrt(tol) in the parameters) and the :attr:`cold_start` check; not a run that
-        began at its Laplace prediction (``run.begun``), whose path :meth:`fit` does not take.
+        (about sqrt(tol) in the parameters) and the :attr:`cold_start` check.
         """
         while run.status == "running":
             run.step()
@@ -185,8 +179,6 @@ class NumpyEngine(Engine):
         else:
             res = self._lbfgs(run.theta_start, run.data, run.lb)
             entry = _Remembered(run.start_value, res, final=res)
-        if run.begun:
-            return entry.hypothetical
         self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), entry,
                        pin=(run.data.X, run.data.y, run.data.U))
         return entry.hypothetical
@@ -332,19 +324,10 @@ class WarmRefit:
     iterate when a step fails or convergence is slow. ``status`` is ``"running"``,
     ``"converged"`` or ``"failed"`` (the engine then falls back to L-BFGS-B); ``start_value``
     is the log density at the start.
-
-    With ``predict`` (a query round's hypothetical refits) and plain Newton steps (not the
-    local model's), the iterations begin where the Laplace approximation at ``theta`` puts the
-    MAP after the data's last pair answer (:func:`~elicit.model.batch.last_answer_move`), if
-    the log density is higher there (``begun``), as the batched stage's rows do
-    (:func:`~elicit.model.batch.candidate_run`). The run is still the refit from ``theta``
-    (its memo key and ``start_value``), but the engine does not remember it as its own refit
-    of the data (:meth:`NumpyEngine.fit` begins at ``theta``: a begin can end in another of
-    the posterior's modes, which the refit checks were measured without).
     """
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
-                 hess_base: np.ndarray, tol: float | None = None, predict: bool = False) -> None:
+                 hess_base: np.ndarray, tol: float | None = None) -> None:
         self.engine, self.data = engine, data
         self.lb = lower_bounds(data)
         self.theta_start = theta
@@ -353,43 +336,8 @@ class WarmRefit:
         self.start_value = value
         settings = engine.newton_settings(data, tol)
         self.local_model = settings.local_model
-        at = theta
-        #: whether the iterations began at the Laplace prediction
-        self.begun = False
-        # the local model's first step already goes about where the prediction would (its
-        # maximiser is the Laplace move with every answer's term exact): a begin would cost one
-        # more evaluation there and save none (measured: p = 2000 rounds 20% dearer)
-        if predict and len(data.f) and not self.local_model:
-            begin = last_answer_move(data, theta, hess_base)
-            try:
-                vb, gb = log_density(begin, data)
-            except np.linalg.LinAlgError:   # S not numerically positive definite there
-                vb = -np.inf
-            if vb > value:
-                at, value, g, self.begun = begin, vb, gb, True
-        self._run = NewtonRun(OneRefit(data), at[None, :].copy(),
+        self._run = NewtonRun(OneRefit(data), theta[None, :].copy(),
                               np.array([value]), g[None, :], hess_base, settings)
-
-    @classmethod
-    def from_row(cls, engine: NumpyEngine, data: ModelData, run: NewtonRun, row: int,
-                 theta: np.ndarray, hess_base: np.ndarray) -> WarmRefit:
-        """Row ``row`` of a stack of refits to :attr:`NumpyEngine.score_tol` (``data``: that
-        row's problem, from ``theta`` with ``hess_base``) as a converged run of one, in the
-        state the row's own run would have (its point, Hessian and iteration count)."""
-        self = cls.__new__(cls)
-        self.engine, self.data, self.begun = engine, data, bool(run.begun[row])
-        self.lb = lower_bounds(data)
-        self.theta_start, self.hess_start = theta, hess_base
-        self.start_value = float(run.start_value[row])
-        settings = engine.newton_settings(data, engine.score_tol)
-        self.local_model = settings.local_model
-        one = NewtonRun(OneRefit(data), run.theta[row][None].copy(), run.value[row:row + 1].copy(),
-                        run.grad[row][None].copy(), run.hess_base[row], settings)
-        one.status[0], one.final[0] = run.status[row], run.final[row]
-        one.it = one.iters[0] = int(run.iters[row])
-        one.refreshed[0] = run.refreshed[row]
-        self._run = one
-        return self
 
     @property
     def status(self) -> str:

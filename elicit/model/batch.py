@@ -285,33 +285,14 @@ class LaplaceMoves:
         return np.maximum(step, (self.lb - self.theta)[:, None])
 
 
-def last_answer_move(data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> np.ndarray:
-    """Where the Laplace approximation at ``theta`` (base Hessian ``hess_base``) of ``data``
-    without its last pair answer puts the MAP after that answer (:class:`LaplaceMoves`): where
-    a query round's hypothetical refit after one more answer begins."""
-    prev = data.with_feedback(data.pairs[:-1], data.f[:-1])
-    move = LaplaceMoves(prev, theta, hess_base, data.W_f[-1:]).step(data.f[-1:])
-    return np.maximum(theta + move[:, 0], prev.layout.lower_bounds())
-
-
 def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   w_new: np.ndarray, f_new: int | np.ndarray, settings: NewtonSettings,
-                  marginal: Marginal | None = None, predict: bool = True) -> NewtonRun:
+                  marginal: Marginal | None = None) -> NewtonRun:
     """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``)
     from ``theta0`` with the base Hessian ``hess_base``, as one stack at its start (the kernel
     part evaluated once, from ``marginal`` if given). The run's ``extras`` hold each row's
     Gaussian predictive (mean, variance (C, n)) at the training inputs at its last accepted
-    point.
-
-    With ``predict`` and plain Newton steps (``settings.local_model`` off: the local model's
-    first step already goes there), a row's iterations begin where :class:`LaplaceMoves` puts
-    its MAP, if the log density is higher there than at ``theta0`` (one stacked evaluation),
-    as the numpy engine's hypothetical refit of that row's data begins (:func:`last_answer_move`;
-    ``run.begun``): on the synthetic problem the stage then needs a third fewer
-    row evaluations (docs/benchmarks.md, "A predicted start"). The run's ``start_value``
-    stays each row's log density at ``theta0``, the refit's warm start, which the engine's
-    cold-start check reads.
-    """
+    point."""
     C = len(w_new)
     lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
@@ -329,17 +310,7 @@ def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     m0, var0 = mg.predictive()
     mean = np.repeat(m0[None, :], C, axis=0)
     var = np.repeat(var0[None, :], C, axis=0)
-    at_theta0 = value.copy()
-    up = np.zeros(C, bool)
-    if predict and C and not settings.local_model:
-        moved = np.maximum(theta + LaplaceMoves(data, theta0, hess_base, w_new)
-                           .step(problem.f_new).T, lb)
-        v, g, (mv, vv) = problem.evaluate(np.arange(C), moved)
-        up = v > value                  # False where the density is -inf (S not PD there)
-        theta[up], value[up], grad[up], mean[up], var[up] = moved[up], v[up], g[up], mv[up], vv[up]
-    run = NewtonRun(problem, theta, value, grad, hess_base, settings, extras=(mean, var))
-    run.start_value, run.begun = at_theta0, up
-    return run
+    return NewtonRun(problem, theta, value, grad, hess_base, settings, extras=(mean, var))
 
 
 def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,

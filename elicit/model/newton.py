@@ -276,9 +276,6 @@ class NewtonRun:
         self.iters = np.zeros(C, int)
         self.it = 0
         self.refreshed = np.zeros(C, bool)
-        #: rows whose iterations began at another point than their refit's start (a
-        #: prediction: :func:`elicit.model.batch.candidate_run`)
-        self.begun = np.zeros(C, bool)
         self._next: tuple | None = None
 
     def running(self) -> np.ndarray:

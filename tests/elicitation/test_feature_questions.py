@@ -392,29 +392,6 @@ def test_the_refit_after_a_feature_answer_is_the_rounds():
                                atol=1e-8)
 
 
-def test_only_a_pair_answers_hypothetical_refit_begins_at_its_prediction(monkeypatch):
-    """Bug (review of 0c87333): a round's hypothetical refits of other relevance classes
-    asked to begin at the Laplace move of the data's last *pair* answer, one the MAP already
-    holds (a begun run is also not remembered for the refit after the answer). The refits of
-    one more pair answer may begin there; a feature question's refit begins at the MAP."""
-    el = make_elicitor(questions="both", refine=4)
-    el.answer(1, 2, "similar")
-    # no batched stage: the pairs' re-scores are single refits
-    monkeypatch.setattr(UtilityScorer, "batch_flops", 0.0)
-    calls = []
-    newton_run = el.engine.newton_run
-
-    def spy(data, theta, hess_base, predict=False):
-        calls.append((len(data.f) - len(el.data.f), predict))
-        return newton_run(data, theta, hess_base, predict)
-
-    el.engine.newton_run = spy
-    el.score(np.array([[0, 3], [3, 6], [1, 4]]))          # pair refits (the exact re-scores)
-    el.next_query("sequential", np.random.default_rng(0))   # feature questions' refits too
-    assert {c for c in calls if c[0] == 1} == {(1, True)}
-    assert calls.count((0, False)) > 0 and (0, True) not in calls
-
-
 def test_pairs_that_cannot_reach_the_best_feature_are_not_refined(monkeypatch):
     el = make_elicitor(refine=3)
     el.answer(4, None, "relevant")

@@ -8,22 +8,12 @@ Each batch row c carries its own parameter vector and its own extra answer (pair
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from conftest import make_small_data
 
 from elicit.engines.numpy_engine import NumpyEngine
-from elicit.model.batch import (
-    CANDIDATE_REFIT,
-    BatchDensity,
-    CandidateRefits,
-    LaplaceMoves,
-    batched_refit,
-    candidate_run,
-    last_answer_move,
-)
+from elicit.model.batch import BatchDensity, CandidateRefits, LaplaceMoves, batched_refit
 from elicit.model.density import feedback_terms, hessian, hessian_base, log_density
 from elicit.model.kernel import pair_weights
 from elicit.model.marginal import Marginal
@@ -266,113 +256,6 @@ def test_laplace_moves_maximise_the_quadratic_model_plus_the_new_answer(variant,
         best = minimize(neg, np.zeros(len(theta0)), method="BFGS", options={"gtol": 1e-12})
         np.testing.assert_allclose(moves[:, c], best.x, atol=1e-6, err_msg=f"candidate {c}")
         assert np.abs(moves[:, c]).max() > 1e3 * 1e-6     # a move, not a zero
-
-
-@pytest.mark.parametrize("start", ["interior", "on_bound"])
-def test_a_predicted_start_reaches_the_same_refits_in_fewer_iterations(variant, start):
-    """:func:`candidate_run` with its rows beginning at the Laplace prediction ends where
-    the rows beginning at the MAP end (both to a decrement of 1e-14: within 3e-5, the bound
-    of ``test_batched_refit_reaches_the_engine_refit``), in fewer iterations, and reports the
-    log density at the MAP as each row's start (the cold-start check reads it)."""
-    data = _refit_problem(variant, start)
-    fit = NumpyEngine(variant).fit(data)
-    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
-    H0 = hessian_base(theta0, data)
-    w = pair_weights(data.U, _candidates(data, n=8, seed=3))
-    W, F = np.concatenate([w, w]), np.repeat([0.0, 1.0], len(w))
-    tight = replace(CANDIDATE_REFIT, tol=1e-14, max_iter=50)
-    runs = {}
-    for predict in (False, True):
-        run = candidate_run(data, theta0, H0, W, F, tight, predict=predict)
-        run.advance()
-        assert set(run.status) == {"converged"}
-        runs[predict] = run
-    scale = np.ones_like(theta0)
-    scale[data.d] = data.m
-    np.testing.assert_allclose(runs[True].theta / scale, runs[False].theta / scale, atol=3e-5)
-    np.testing.assert_array_equal(runs[True].start_value, runs[False].start_value)
-    assert runs[True].iters.sum() < 0.9 * runs[False].iters.sum()
-
-
-@pytest.mark.parametrize("local_model", [False, True])
-def test_a_warm_refit_begins_at_the_last_answers_move_only_with_plain_newton_steps(local_model):
-    """The numpy engine's hypothetical refit begins where :func:`last_answer_move` puts the
-    MAP after the data's last answer (the batched stage's rows' begin: :class:`LaplaceMoves`
-    of the data without it) where the log density is higher there, with plain Newton steps;
-    with the
-    local model (whose first step goes there itself) it begins at the start. The run stays
-    the refit from the start."""
-    data = _refit_problem("learned", "interior")
-    engine = NumpyEngine("learned", local_model=local_model)
-    fit = engine.fit(data)
-    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
-    H0 = hessian_base(theta0, data)
-    pair = _candidates(data, n=1, seed=4)[0]
-    d2 = _with_answer(data, pair, 0)
-    begin = last_answer_move(d2, theta0, H0)
-    # the stage's row of that answer begins there too (to stacked rounding)
-    stack = candidate_run(data, theta0, H0, pair_weights(data.U, pair[None]), 0,
-                          engine.newton_settings(data, engine.score_tol))
-    assert stack.begun[0] == (not local_model)
-    if not local_model:
-        np.testing.assert_allclose(stack.theta[0], begin, rtol=1e-12)
-    assert log_density(begin, d2)[0] > log_density(theta0, d2)[0]
-    run = engine.newton_run(d2, theta0, H0, predict=True)
-    np.testing.assert_array_equal(run.theta, theta0 if local_model else begin)
-    assert run.begun == (not local_model)
-    assert run.start_value == log_density(theta0, d2)[0] and run.theta_start is theta0
-    # a refit the engine makes for a caller begins at the start
-    np.testing.assert_array_equal(engine.newton_run(d2, theta0, H0).theta, theta0)
-
-
-def test_a_warm_refit_does_not_begin_where_the_density_is_lower():
-    """The begin is only tried: a last answer whose move lowers the log density (here the
-    start is already the MAP of the data with that answer) leaves the refit at its start."""
-    data = _refit_problem("learned", "interior")
-    engine = NumpyEngine("learned", local_model=False)
-    theta0 = join_theta(*(lambda f: (f.gamma, f.xi, f.tau2))(engine.fit(data)), data)
-    H0 = hessian_base(theta0, data)
-    begin = last_answer_move(data, theta0, H0)
-    assert log_density(begin, data)[0] < log_density(theta0, data)[0]
-    run = engine.newton_run(data, theta0, H0, predict=True)
-    np.testing.assert_array_equal(run.theta, theta0)
-    assert not run.begun
-
-
-def test_the_engine_serves_a_remembered_row_as_its_own_refit_and_never_a_begun_one():
-    """``remember_candidate``: a row that began at the MAP is served by ``fit`` continued
-    alone to the engine's tolerance, as a fresh engine's refit of the same data goes (same
-    iterations, the same point to 1e-10); a row that began at its prediction is not
-    remembered, so ``fit`` makes its own refit from the MAP, bit for bit a fresh engine's."""
-    data = _refit_problem("learned", "interior")
-    engine = NumpyEngine("learned", local_model=False)
-    fit = engine.fit(data)
-    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
-    H0 = hessian_base(theta0, data)
-    pairs = _candidates(data, n=6, seed=5)
-    w = pair_weights(data.U, pairs)
-    checked = set()
-    for predict in (False, True):
-        run = candidate_run(data, theta0, H0, w, 1, engine.newton_settings(data, engine.score_tol),
-                            predict=predict)
-        run.advance()
-        for c in range(len(pairs)):
-            if run.status[c] != "converged" or bool(run.begun[c]) in checked:
-                continue
-            checked.add(bool(run.begun[c]))
-            d2 = _with_answer(data, pairs[c], 1)
-            served = NumpyEngine("learned", local_model=False)
-            served.fit(data)
-            served.remember_candidate(d2, run, c, theta0, H0)
-            got = served.fit(d2, init=fit, hessian=H0)
-            ref = NumpyEngine("learned", local_model=False).fit(d2, init=fit, hessian=H0)
-            if run.begun[c]:
-                np.testing.assert_array_equal(got.gamma, ref.gamma)
-                assert got.n_iter == ref.n_iter
-            else:
-                np.testing.assert_allclose(got.gamma, ref.gamma, rtol=1e-10)
-                assert got.n_iter == ref.n_iter and got.message == ref.message
-    assert checked == {False, True}
 
 
 def test_trial_points_without_a_density_are_rejected_not_fatal():
