@@ -51,8 +51,8 @@ from elicit.elicitation.quadrature import bald_gain
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines.base import Engine
 from elicit.internal.threads import single_blas_thread
-from elicit.model.batch import LaplaceMoves, batched_refit, flops_per_eval
-from elicit.model.density import hessian_base
+from elicit.model.batch import batched_refit, flops_per_eval
+from elicit.model.density import LaplaceMoves, hessian_base
 from elicit.model.kernel import pair_weights
 from elicit.model.link import Link
 from elicit.model.marginal import Marginal
@@ -334,7 +334,7 @@ class UtilityScorer:
 
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
         """One Sherman-Morrison Newton step per candidate and answer
-        (:class:`~elicit.model.batch.LaplaceMoves`), the predictive mean moved to first order
+        (:class:`~elicit.model.density.LaplaceMoves`), the predictive mean moved to first order
         (its variance held)."""
         data = self.data
         learned = data.hyper.variant == "learned"

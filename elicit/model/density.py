@@ -11,8 +11,11 @@ module docstring has its derivatives) plus the log priors and the feedback log l
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_solve
 
 from elicit.model import terms
+from elicit.model.linalg import damped_cho_factor
+from elicit.model.link import scalar_step
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
@@ -84,3 +87,50 @@ def hessian_base(theta: np.ndarray, data: ModelData,
 def hessian(theta: np.ndarray, data: ModelData, marginal: Marginal | None = None) -> np.ndarray:
     """Full Hessian of :func:`log_density`."""
     return hessian_base(theta, data, marginal) + feedback_terms(theta, data, True)[2]
+
+
+class LaplaceMoves:
+    """Where the MAP ``theta`` moves after one more answer, for each row of ``w``, under the
+    quadratic (Laplace) approximation of the log density at ``theta``.
+
+    With ``A = -H`` (H: the base Hessian plus the answers' terms) and ``v = (-w, 1[, 0])``,
+    the answer's term ``log p(f | xi - gamma . w)`` moves the MAP along ``A^-1 v`` by the root
+    t of ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (:func:`~elicit.model.link.scalar_step`;
+    its first Newton iterate is the Sherman-Morrison step). Parameters on their bounds stay
+    there and a move is clipped back onto the bounds. One factorisation serves every row.
+
+    Parameters
+    ----------
+    data
+        The model data with the answers so far.
+    theta
+        The MAP.
+    hess_base
+        The base Hessian (y-likelihood and priors) at ``theta``.
+    w
+        The new answers' meta-feature differences (C, d).
+    """
+
+    def __init__(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                 w: np.ndarray) -> None:
+        self.data, self.theta, self.lb = data, theta, data.layout.lower_bounds()
+        H = hess_base + feedback_terms(theta, data, True)[2]
+        #: the parameters off their bounds, which the move may change
+        self.free = theta > self.lb
+        d = data.d
+        V = np.zeros((len(theta), len(w)))
+        V[:d] = -w.T
+        V[d] = 1.0
+        V = V[self.free]
+        #: A^-1 v on the free parameters (n_free, C), and q = v' A^-1 v (C,)
+        self.Y = (cho_solve(damped_cho_factor(-H[np.ix_(self.free, self.free)]), V,
+                            check_finite=False) if V.shape[0] else V)
+        self.q = np.einsum("ic,ic->c", V, self.Y)
+        gamma, xi, _ = split_theta(theta, data)
+        self.z0 = xi - w @ gamma
+
+    def step(self, f: int | np.ndarray) -> np.ndarray:
+        """The moves (k, C) after the answers ``f`` (one for all rows or one per row)."""
+        step = np.zeros((len(self.theta), len(self.z0)))
+        step[self.free] = self.Y * scalar_step(f, self.z0, self.q, self.data.link)
+        return np.maximum(step, (self.lb - self.theta)[:, None])

@@ -13,7 +13,7 @@ import pytest
 from conftest import make_small_data
 
 from elicit.engines.numpy_engine import NumpyEngine
-from elicit.model.batch import BatchDensity, CandidateRefits, LaplaceMoves, batched_refit
+from elicit.model.batch import BatchDensity, CandidateRefits, batched_refit
 from elicit.model.density import feedback_terms, hessian, hessian_base, log_density
 from elicit.model.kernel import pair_weights
 from elicit.model.marginal import Marginal
@@ -227,35 +227,6 @@ def test_batched_refit_reaches_the_engine_refit(variant, f_new, start):
     # Not a comparison of start points: the answer moves the MAP 1000 times further than
     # the tolerance (measured: 0.03-0.24).
     assert moved > 1000 * 3e-5
-
-
-@pytest.mark.parametrize("f_new", [0, 1])
-def test_laplace_moves_maximise_the_quadratic_model_plus_the_new_answer(variant, f_new):
-    """Independent formula: at the MAP (gradient ~0) the Laplace approximation of the log
-    density after one more answer is ``-s' A s / 2 + log p(f | z0 + v' s)``, A = -H; its
-    maximiser, found here by a general optimiser, is the move :class:`LaplaceMoves` computes
-    in closed form (the scalar root t along A^-1 v)."""
-    from scipy.optimize import minimize
-
-    data = _refit_problem(variant, "interior")
-    fit = NumpyEngine(variant).fit(data)
-    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
-    assert np.all(theta0 > lower_bounds(data))
-    H0 = hessian_base(theta0, data)
-    A = -(H0 + feedback_terms(theta0, data, True)[2])
-    w = pair_weights(data.U, _candidates(data, n=4, seed=2))
-    moves = LaplaceMoves(data, theta0, H0, w).step(f_new)
-    for c in range(len(w)):
-        v = np.zeros(len(theta0))
-        v[:data.d], v[data.d] = -w[c], 1.0
-        z0 = theta0[data.d] - w[c] @ theta0[:data.d]
-
-        def neg(s, v=v, z0=z0):
-            return 0.5 * s @ A @ s - data.link.log_lik(z0 + v @ s, f_new)
-
-        best = minimize(neg, np.zeros(len(theta0)), method="BFGS", options={"gtol": 1e-12})
-        np.testing.assert_allclose(moves[:, c], best.x, atol=1e-6, err_msg=f"candidate {c}")
-        assert np.abs(moves[:, c]).max() > 1e3 * 1e-6     # a move, not a zero
 
 
 def test_trial_points_without_a_density_are_rejected_not_fatal():

@@ -13,12 +13,13 @@ from conftest import make_small_data
 from helpers import assert_derivatives_match_finite_differences, fd_grad, theta_point
 from scipy import stats
 
-from elicit.model.density import hessian, hessian_base, log_density
-from elicit.model.kernel import kernel
+from elicit.engines.numpy_engine import NumpyEngine
+from elicit.model.density import LaplaceMoves, feedback_terms, hessian, hessian_base, log_density
+from elicit.model.kernel import kernel, pair_weights
 from elicit.model.marginal import Marginal
 from elicit.model.priors import GAMMA_MEAN, GAMMA_SD
-from elicit.model.spec import Hyper, ModelData
-from elicit.model.theta import split_theta
+from elicit.model.spec import Hyper, ModelData, all_pairs
+from elicit.model.theta import join_theta, lower_bounds, split_theta
 
 
 def _with_U(data: ModelData, U: np.ndarray) -> ModelData:
@@ -431,3 +432,33 @@ def test_a_trial_point_far_out_has_no_density_but_raises_nothing():
         with np.errstate(all="ignore"):
             v = problem.evaluate(rows, t[None])[0][0]
         assert not np.isfinite(v) or v < base - 1e3, (name, v)
+
+
+@pytest.mark.parametrize("f_new", [0, 1])
+def test_laplace_moves_maximise_the_quadratic_model_plus_the_new_answer(variant, f_new):
+    """Independent formula: at the MAP (gradient ~0) the Laplace approximation of the log
+    density after one more answer is ``-s' A s / 2 + log p(f | z0 + v' s)``, A = -H; its
+    maximiser, found here by a general optimiser, is the move :class:`LaplaceMoves` computes
+    in closed form (the scalar root t along A^-1 v)."""
+    from scipy.optimize import minimize
+
+    data = make_small_data(variant, n_feedback=4)     # four mixed answers: an interior MAP
+    fit = NumpyEngine(variant).fit(data)
+    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+    assert np.all(theta0 > lower_bounds(data))
+    H0 = hessian_base(theta0, data)
+    A = -(H0 + feedback_terms(theta0, data, True)[2])
+    asked = {tuple(p) for p in data.pairs}
+    w = pair_weights(data.U, np.array([p for p in all_pairs(data.p) if tuple(p) not in asked][:4]))
+    moves = LaplaceMoves(data, theta0, H0, w).step(f_new)
+    for c in range(len(w)):
+        v = np.zeros(len(theta0))
+        v[:data.d], v[data.d] = -w[c], 1.0
+        z0 = theta0[data.d] - w[c] @ theta0[:data.d]
+
+        def neg(s, v=v, z0=z0):
+            return 0.5 * s @ A @ s - data.link.log_lik(z0 + v @ s, f_new)
+
+        best = minimize(neg, np.zeros(len(theta0)), method="BFGS", options={"gtol": 1e-12})
+        np.testing.assert_allclose(moves[:, c], best.x, atol=1e-6, err_msg=f"candidate {c}")
+        assert np.abs(moves[:, c]).max() > 1e3 * 1e-6     # a move, not a zero
