@@ -1,34 +1,12 @@
 """The inputs of a new session: aligning them, checking them, and what the session stores.
 
 :func:`prepare` is what :meth:`Session.create <elicit.session.session.Session.create>` does
-with its arguments before anything is written:
-
-* **Alignment by name.** A DataFrame ``X`` names the features; a Series ``y`` with the same
-  index labels as a DataFrame ``X`` is put in ``X``'s row order, and one with other labels is
-  refused (an array ``y`` matches by position); a DataFrame of meta-features whose index
-  names the features (not 0..p-1) is put in the features' order, and a missing or extra
-  name is an error listing them.
-* **Values and size** are checked by :func:`elicit.model.spec.validate_regression`, with the
-  places named: a DataFrame's row labels (``line 5`` for a table read by
-  :func:`elicit.session.loaders.table_inputs`), the feature names, the meta-features'
-  column names.
-* **Default meta-features.** Without meta-features each feature is described by its
-  correlations with the first principal components of the standardised training matrix
-  (:func:`elicit.data.metafeatures.table_meta_features`): free of the columns' units, with
-  correlated columns close, and scaled so that the kernel couples a typical pair at the
-  start (``K = exp(-2)`` at ``gamma = 1``).
-* **Centring.** ``y`` is centred internally; its mean (``y_centre``) is added back in every
-  prediction. ``standardize=True`` also centres and scales the columns of ``X`` and stores
-  the statistics, so predictions take data in the original units.
-* **Features not asked about.** Constant columns and columns identical to an earlier column
-  stay in the model (so ``X``, the names and ``predict`` keep every column) but are left
-  out of the questions: an answer about them cannot teach the model anything the data
-  allows it to use. Pairs with identical meta-features are not asked either
-  (:func:`elicit.session.questions.question_pairs`).
-* A plain-text **summary** of all this is stored in the file and shown by ``elicit history``
-  and the web page.
-
-The other functions check single arguments (names, snippets, settings, comments).
+with its arguments before anything is written: alignment by name (a DataFrame ``X``, a Series
+``y``, meta-features indexed by feature name), checks naming the places
+(:func:`elicit.model.spec.validate_regression`), the default meta-features
+(:func:`elicit.data.metafeatures.table_meta_features`), centring and standardising, the
+features left out of the questions, and the summary (all in ``docs/session.md``, Your own
+data). The other functions check single arguments (names, snippets, settings, comments).
 """
 
 from __future__ import annotations
@@ -220,10 +198,6 @@ def _one_line(text: Any, what: str, limit: int) -> str:
         raise ElicitError(f"{what} must be 1 to {limit} characters long, got {len(text)}")
     return text
 
-
-# --------------------------------------------------------------------------------------------
-# Single arguments
-# --------------------------------------------------------------------------------------------
 
 def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
     """One unique, non-empty name per feature; ``x0, x1, ...`` when ``names`` is None."""

@@ -1,10 +1,6 @@
-"""Which questions a session may ask, and how a question is named.
-
-In the session file a feature question ("does feature i affect the outcome?") is ``(i,
-FEATURE_J)``; the objects a session hands out (:class:`SessionQuery`, a recorded question, and
-:class:`AnswerRecord`, a committed answer) write it with ``j = None``, as the Elicitor's
-:class:`~elicit.elicitation.questions.Query` does.
-"""
+"""Which questions a session may ask, and how a question is named. The file stores a feature
+question as ``(i, FEATURE_J)``; :class:`SessionQuery` and :class:`AnswerRecord` write it with
+``j = None``, as the Elicitor's :class:`~elicit.elicitation.questions.Query` does."""
 
 from __future__ import annotations
 
@@ -46,8 +42,7 @@ def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
 
 
 def public_j(j: int | None) -> int | None:
-    """The second feature of a question as a session hands it out: None for a feature
-    question (stored as :data:`~elicit.session.store.FEATURE_J`)."""
+    """The second feature of a question as a session hands it out (None: a feature question)."""
     return None if j is None or int(j) == FEATURE_J else int(j)
 
 
@@ -76,19 +71,15 @@ class SessionQuery:
 
     Attributes
     ----------
-    id
-        The query's row id in the session file (what :meth:`Session.answer` checks).
-    i, j
-        Feature indices, ``i < j``, of a pair question; ``j`` is None for a question about
-        one feature.
-    names
-        The feature names: two for a pair question, one for a feature question.
-    expected_gain
-        Expected information gain when the query was chosen (None for the random strategy).
-    exact_gain
-        True if ``expected_gain`` is an exact refit value, False for a fast-screen estimate.
-    session_uid
-        Identifies the session the query belongs to.
+    id, session_uid
+        The query's row id in the session file (what :meth:`Session.answer` checks); the
+        session it belongs to.
+    i, j, names
+        Feature indices, ``i < j``, of a pair question (``j`` None for a question about one
+        feature) and their names.
+    expected_gain, exact_gain
+        Expected information gain when the query was chosen (None for the random strategy);
+        True if it is an exact refit value, False for a fast-screen estimate.
     expert
         The expert the query was asked to (``''``: the unnamed expert).
     worth
@@ -121,13 +112,6 @@ class SessionQuery:
     def features(self) -> tuple[int, ...]:
         """The features the question is about: two for a pair, one for a feature question."""
         return (self.i,) if self.j is None else (self.i, self.j)
-
-    @property
-    def feature(self) -> int:
-        """The feature a question about one feature asks about."""
-        if self.j is not None:
-            raise ElicitError(f"query {self.id} is a pair question; it names two features")
-        return self.i
 
     def __str__(self) -> str:
         worth = "" if self.worth is None else f", worth {self.worth:.0%} of the best so far"

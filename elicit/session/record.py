@@ -2,17 +2,8 @@
 
 Every SQL statement about the record is here (the file as a whole is
 :mod:`elicit.session.store`); each writing function is, or runs inside, one
-:func:`~elicit.session.store.write` transaction. Rows are keyed by ``(kind, i, j)``: a
-registered kind by name, about a pair ``i < j`` or one feature ``(i, FEATURE_J)``.
-
-Experts. Every query, answer and event carries its expert's name (``''``: the unnamed expert,
-the only one of a format-1 file). Pending queries, skips and undos are per expert; the model
-uses the active answers of every expert.
-
-No stuck state. A pending query whose question the same expert has meanwhile answered could
-never be answered: :func:`add_queries` never creates one and :func:`cancel_answered_pending`
-cancels any an older elicit left.
-
+:func:`~elicit.session.store.write` transaction. Rows are keyed by ``(kind, i, j)`` and carry
+their expert (``''``: the unnamed expert); pending queries, skips and undos are per expert.
 The *epoch* of a write is the number of answers and undos logged before it (of all experts).
 """
 
@@ -42,10 +33,6 @@ class AnsweredElsewhere(ElicitError):
 class UnknownQuery(ElicitError):
     """No query with this id was asked in the session."""
 
-
-# --------------------------------------------------------------------------------------------
-# Reading
-# --------------------------------------------------------------------------------------------
 
 def data_version(conn: sqlite3.Connection) -> int:
     """``PRAGMA data_version``: changes when *another* connection commits."""
@@ -144,8 +131,7 @@ def unknown_query(qid: int) -> UnknownQuery:
 def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str],
                    expert: str):
     """``(id, i, j, expected_gain, exact_gain, status, kind)`` of the expert's pending query;
-    for any other query an error saying what became of it (``action`` is what was
-    refused)."""
+    for any other query an error saying what became of it (``action``: what was refused)."""
     row = None  # an id SQLite cannot store is not looked up (it would overflow)
     if 1 <= qid <= MAX_ID:
         row = conn.execute("SELECT id, i, j, expected_gain, exact_gain, status, expert, kind "
@@ -215,10 +201,6 @@ def by_expert(expert: str) -> str:
     return f" by {expert_label(expert)}" if expert else ""
 
 
-# --------------------------------------------------------------------------------------------
-# Writing
-# --------------------------------------------------------------------------------------------
-
 def _cancel(conn: sqlite3.Connection, qids: Sequence[int], reason: str) -> None:
     at = now()
     e = epoch(conn)
@@ -237,8 +219,8 @@ _STALE_PENDING = (
 
 
 def cancel_answered_pending(conn: sqlite3.Connection) -> None:
-    """Cancel every pending query whose question its expert has already answered (which an
-    older elicit could leave behind); one read when there are none."""
+    """Cancel every pending query whose question its expert has already answered (an older
+    elicit could leave one behind, which could never be answered); one read when none."""
     if is_read_only(conn) or not conn.execute(_STALE_PENDING + " LIMIT 1").fetchone():
         return  # a read-only session leaves them: its readers never ask
     with write(conn):
@@ -247,12 +229,9 @@ def cancel_answered_pending(conn: sqlite3.Connection) -> None:
 
 
 def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) -> None:
-    """Record chosen queries of an expert as pending (one batch if more than one).
-
-    They were chosen without the write lock, so the transaction checks again: pending
-    queries another connection recorded for this expert meanwhile win, and questions the
-    expert answered meanwhile are dropped.
-    """
+    """Record chosen queries of an expert as pending (one batch if more than one). Chosen
+    without the write lock, so checked again: pending queries another connection recorded
+    for this expert meanwhile win, questions the expert answered meanwhile are dropped."""
     at = now()
     with write(conn):
         if conn.execute("SELECT 1 FROM queries WHERE status = 'pending' AND expert = ? "
@@ -277,11 +256,9 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
 
 def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str | None,
                  names: list[str], expert: str) -> tuple[int, int, int, str, str]:
-    """Record an answer to the expert's pending query in one transaction.
-
-    Returns ``(answer id, i, j, answered_at, kind)``. An answer of another kind of question is
-    refused. If the expert answered the same question through another query meanwhile, the
-    query is cancelled (committed) and :class:`AnsweredElsewhere` raised.
+    """Record an answer to the expert's pending query in one transaction; returns ``(answer
+    id, i, j, answered_at, kind)``. If the expert answered the same question through another
+    query meanwhile, the query is cancelled (committed) and :class:`AnsweredElsewhere` raised.
     """
     at = now()
     conflict = None

@@ -1,26 +1,12 @@
 """Real-expert elicitation sessions, persisted in one SQLite file after every answer.
 
 A :class:`Session` wraps a :class:`~elicit.elicitation.elicitor.Elicitor` with a durable
-record of everything the experts saw and said (the file's SQL is in
-:mod:`elicit.session.store` and :mod:`elicit.session.record`; its format in ``docs/session.md``).
-
-Durability. An answer is committed into the session file itself *before* the model is refitted
-and the next query chosen, so a crash loses no committed answer and never leaves half of one,
-and a copy of the ``.session`` file alone holds every confirmed answer.
-
-Questions. A session asks the kinds of question ``questions=`` names
-(:mod:`elicit.elicitation.kinds`: ``"pairs"``, the default, ``"relevance"``, both, or any
-registered kind); a kind that needs a model makes it the default model. ``SessionQuery.kind``
-names each question's kind, and the file stores it by name.
-
-Experts. Each query, answer, skip and undo belongs to one expert (``''`` is the unnamed
-expert). Every expert's active answers enter the model; an expert is never asked a question
-they have answered.
-
-Determinism. The model state is a pure function of the active answers: after every answer,
-undo or resume the MAP is refitted from the no-feedback MAP. Round r's random stream is
-``default_rng(SeedSequence([seed, r]))``, r the number of queries recorded so far, so a
-resumed session asks the same next question as one that never stopped.
+record of everything the experts saw and said (the file's SQL: :mod:`elicit.session.store`
+and :mod:`elicit.session.record`; its format and behaviour: ``docs/session.md``). An answer
+is committed before the model is refitted, so a crash loses no committed answer. The model is
+a pure function of every expert's active answers, refitted from the no-feedback MAP; round
+r's random stream is ``default_rng(SeedSequence([seed, r]))``, r the number of queries
+recorded so far, so a resumed session asks the same next question.
 """
 
 from __future__ import annotations
@@ -80,23 +66,18 @@ class Session(SessionState):
 
     Attributes
     ----------
-    path
-        The session file.
-    feature_names
-        The p feature names.
+    path, feature_names, settings
+        The session file; the p feature names; the settings stored in the file.
     expert
         The default expert of this object's calls (``''``: the unnamed expert).
     elicitor
         The underlying :class:`~elicit.elicitation.elicitor.Elicitor` (read it, do not answer
         through it).
-    settings
-        The model and query settings stored in the file.
     target_description, summary, excluded
         How the outcome is named to the expert; the notes made when the session was created;
         the features left out of the questions (``{name: reason}``).
     """
 
-    # -- creation ------------------------------------------------------------------------
     @classmethod
     def create(cls, X, y, meta_features=None, feature_names: Sequence[str] | None = None, *,
                path: str | os.PathLike, hyper: Hyper | None = None,
@@ -123,15 +104,14 @@ class Session(SessionState):
             (:func:`~elicit.data.metafeatures.table_meta_features`).
         feature_names
             One unique, non-empty name per feature (default: ``X``'s columns or x0, x1, ...).
-        path
-            The session file to write.
+        path, overwrite
+            The session file to write; replace an existing one.
         hyper, engine, utility, refine, pool_size
             As for :class:`~elicit.elicitation.elicitor.Elicitor`. Without ``hyper`` the
             model is the one the kinds asked need, else the paper's.
-        strategy
-            A registered strategy (default ``"sequential"``).
-        seed
-            Seeds the query random stream (see the module docstring).
+        strategy, seed
+            A registered strategy (default ``"sequential"``); the seed of the query random
+            stream (see the module docstring).
         texts
             Example snippets per feature: a dict name -> list of strings, or p lists.
         y_offset
@@ -142,12 +122,9 @@ class Session(SessionState):
         standardize
             Centre and scale X's columns inside the model; predictions then take data in the
             original units.
-        expert
-            The default expert of the returned session object.
-        meta_source
-            Where the meta-features came from (shown in the summary).
-        overwrite
-            Replace an existing file at ``path``.
+        expert, meta_source
+            The default expert of the returned session object; where the meta-features came
+            from (shown in the summary).
         utility_target
             What a question's gain is about, ``"predictive"`` or ``"params"``.
         questions
@@ -212,11 +189,9 @@ class Session(SessionState):
 
     @property
     def notes(self) -> list[str]:
-        """The summary's lines starting with ``note:``: the front ends show them beside the
-        question."""
+        """The summary's ``note:`` lines, shown beside the question."""
         return [line for line in self.summary if line.startswith("note:")]
 
-    # -- queries -------------------------------------------------------------------------
     def stop_hint(self, expert: str | None = None) -> str | None:
         """A hint that the expert may stop, or None: once their last :data:`STOP_WINDOW` answered
         questions were each worth less than :data:`STOP_FRACTION` (:func:`worth`)."""
@@ -231,22 +206,13 @@ class Session(SessionState):
             return read_pending(self.conn, self.feature_names, self.uid, who)
 
     def next_query(self, expert: str | None = None) -> SessionQuery:
-        """The question to ask the expert now.
-
-        Recorded in the file before it is returned; until it is answered, every call (also
-        after a restart or from another process) returns it. Raises :class:`ElicitError` when
-        the expert has answered every question.
-        """
+        """The question to ask the expert now, recorded before it is returned (every call
+        returns it until it is answered); an error when every question is answered."""
         return self.batch(1, expert)[0]
 
     def batch(self, k: int, expert: str | None = None) -> list[SessionQuery]:
-        """``k`` (at most :data:`MAX_BATCH`) questions to ask together, chosen greedily by
-        expected gain and feature-disjoint where possible
-        (:func:`~elicit.elicitation.strategies.disjoint_greedy`).
-
-        An open batch (pending queries) is returned as it is. ``k`` larger than the questions
-        the expert has left is an error.
-        """
+        """``k`` (at most :data:`MAX_BATCH`) questions to ask together, greedily by expected
+        gain and feature-disjoint where possible; an open batch is returned as it is."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
         if k > MAX_BATCH:
@@ -282,8 +248,7 @@ class Session(SessionState):
 
     @single_blas_thread
     def _choose(self, k: int, expert: str) -> list[Query]:
-        """The next ``k`` questions: the stored strategy, the expert's skipped questions
-        excluded."""
+        """The next ``k`` questions by the stored strategy, the expert's skips excluded."""
         el, c = self.elicitor, self.conn
         skipped = record.skipped_questions(c, expert)
         left = el.open_keys()
@@ -296,7 +261,6 @@ class Session(SessionState):
             el.nonsequential_ranking()  # made at the no-feedback MAP, also after answers
         return el.next_batch(strategy, rng, k, exclude=exclude)
 
-    # -- answers -------------------------------------------------------------------------
     def answer(self, query: SessionQuery | int, answer: str | Answer,
                comment: str | None = None, expert: str | None = None) -> AnswerRecord:
         """Record the expert's answer to a pending query, durably, then refit the model.
@@ -308,10 +272,9 @@ class Session(SessionState):
         answer
             One of the answers (or keys) of the question's kind, e.g. ``"similar"`` (``s``),
             ``"relevant"`` (``r``) or ``"dont_know"`` (``?``).
-        comment
-            Optional free text, stored with the answer.
-        expert
-            Who answers (default: the query's expert, else this object's default).
+        comment, expert
+            Optional free text stored with the answer; who answers (default: the query's
+            expert, else this object's default).
 
         Returns
         -------
@@ -355,10 +318,8 @@ class Session(SessionState):
             self._sync(who, wrote=True)
 
     def undo(self, expert: str | None = None) -> AnswerRecord:
-        """Undo the expert's last active answer and refit.
-
-        The answer stays in the file with ``undone_at`` set; the expert's open queries are
-        withdrawn and the undone question becomes their next query.
+        """Undo the expert's last active answer (kept in the file with ``undone_at`` set) and
+        refit; their open queries are withdrawn and the undone question is asked next.
 
         Raises
         ------
@@ -372,7 +333,7 @@ class Session(SessionState):
             return AnswerRecord(int(aid), int(qid), int(i), public_j(j), Answer(a), comment, at,
                                 who, kind)
 
-    # -- records, exports and plots: functions of a session in their own modules -----------
+    # records, exports and plots: functions of a session in their own modules
     history = property(export.history)
     queries = property(export.queries)
     events = property(export.events)
@@ -384,9 +345,7 @@ class Session(SessionState):
     plot_gains = figures.plot_gains
 
 
-# Reading the record on any connection, also on the web page's read-only one (never waiting for
-# the session's lock).
-
+# Read on any connection, also the web page's read-only one (never waiting for the lock).
 def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
                  expert: str) -> list[SessionQuery]:
     """:meth:`Session.pending` read on ``conn`` (without bringing the model up to date)."""
@@ -410,23 +369,16 @@ def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:
 
 
 def worth(gain: float | None, best: float | None) -> float | None:
-    """What a question is worth: its expected gain over the largest expected gain of the
-    questions offered up to it (``best``, itself included), in [0, 1].
-
-    The yardstick is the best question so far, not the first: later ones are often worth
-    several times as much (2 to 9 times on the Amazon data), so a fraction of the first grew
-    past 100% and the stop hint never came.
-    A gain rounded below zero counts as zero. None without gains (the random strategy) or
-    when no question so far had a positive gain.
-    """
+    """A question's expected gain over the largest of the questions offered up to it
+    (``best``, itself included), in [0, 1] (the best so far, not the first: docs/session.md);
+    None without gains or when no question so far had a positive gain."""
     if gain is None or best is None or not best > 0:
         return None
     return min(max(float(gain), 0.0) / best, 1.0)
 
 
 def kernel_note(K: np.ndarray, pairs: np.ndarray) -> str | None:
-    """A note when the start kernel is practically the identity, or all ones, for most of the
-    questions' ``pairs`` (its median K_ij): answers can then hardly move the model."""
+    """A note when the start kernel's median K_ij over ``pairs`` is practically 0 or 1."""
     k = np.asarray(K)[pairs[:, 0], pairs[:, 1]]
     med = float(np.median(k))
     if med < K_IDENTITY:
@@ -446,8 +398,8 @@ def kernel_note(K: np.ndarray, pairs: np.ndarray) -> str | None:
 
 def _id_and_expert(query: SessionQuery | int | str, session: Session,
                    expert: str | None) -> tuple[int, str]:
-    """The id of a query given as a :class:`SessionQuery` of ``session`` or as an id, and who
-    answers it: ``expert``, else the query's, else the session's default."""
+    """The id of a query (a :class:`SessionQuery` of ``session`` or an id) and who answers
+    it: ``expert``, else the query's, else the session's default."""
     if isinstance(query, SessionQuery):
         if query.session_uid != session.uid:
             raise ElicitError(f"{query} belongs to another session, not to {session.path}")
@@ -464,8 +416,7 @@ def _id_and_expert(query: SessionQuery | int | str, session: Session,
 
 def _new_meta(pr, settings: dict[str, Any], probe: Elicitor, y_offset: float,
               description: str) -> dict[str, Any]:
-    """The ``meta`` table of a new session file (:mod:`elicit.session.store`); ``resolved``:
-    the settings as the model resolved them (``engine="auto"``, the threshold mean, ...)."""
+    """The ``meta`` table of a new session file (``resolved``: as the model resolved them)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -41,29 +41,20 @@ S = TypeVar("S", bound="SessionState")
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The model and the answers of a session at one state (:meth:`SessionState.snapshot`).
-
-    Another process may answer at any moment; what is read from one snapshot belongs
-    together.
+    """The model and the answers of a session at one state of the file
+    (:meth:`SessionState.snapshot`): what is read from one snapshot belongs together.
 
     Attributes
     ----------
-    fit
-        The MAP (gamma, xi, tau2, K).
-    posterior
-        The NIG posterior at that MAP (None unless asked for).
+    fit, posterior
+        The MAP (gamma, xi, tau2, K); the NIG posterior at it (None unless asked for).
     answers
         The active answers of every expert, ``(kind, i, j, answer, expert)`` in answer order
-        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a question about
-        one feature).
-    relevance
-        The relevance class of each feature in the model (1 relevant, 0 irrelevant, -1 not
-        judged); None for a model without relevance classes.
-    p_relevant
-        The probability that each feature affects the outcome at the MAP (1 or 0 for a
-        feature judged, the spike-and-slab posterior s(zeta + log BF) of
-        :mod:`elicit.elicitation.features` for the others); None unless asked for, or for a
-        model without relevance classes.
+        (as stored: ``j`` is :data:`~elicit.session.store.FEATURE_J` for a feature question).
+    relevance, p_relevant
+        Each feature's relevance class (1 relevant, 0 irrelevant, -1 not judged) and
+        probability of affecting the outcome at the MAP (:func:`_p_relevant`; None unless
+        asked for); None for a model without relevance classes.
     """
 
     fit: MAPResult
@@ -75,7 +66,7 @@ class Snapshot:
 
 class SessionState:
     """A session file with its model kept in step (the base of
-    :class:`~elicit.session.session.Session`; see there for the attributes)."""
+    :class:`~elicit.session.session.Session`)."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, Any],
                  X: np.ndarray, y: np.ndarray, U: np.ndarray, texts: dict[int, list[str]],
@@ -155,7 +146,7 @@ class SessionState:
         ------
         ElicitError
             A missing, damaged or non-session file, a read-only one (unless ``read_only``),
-            a newer format, or data that differ from the session's. Such files are never written to.
+            a newer format, or data that differ from the session's (never written to).
         """
         return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert),
                          read_only=read_only)
@@ -181,7 +172,6 @@ class SessionState:
     def _model_X(self, X: np.ndarray) -> np.ndarray:
         return self._scaled(X, self._x_centre, self._x_scale)
 
-    # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
         """Close the file (idempotent). Everything was already committed."""
         with self._lock:
@@ -217,7 +207,6 @@ class SessionState:
             raise ElicitError(f"session {self.path} is closed")
         return self._conn
 
-    # -- state ---------------------------------------------------------------------------
     def _who(self, expert: str | None) -> str:
         return self.expert if expert is None else check_expert(expert)
 
@@ -225,11 +214,8 @@ class SessionState:
               saving: bool = False) -> None:
         """Refit when the active answers changed (our write, or another connection's commit)
         and mark the questions ``expert`` answered; refuse a replaced file (``saving``: for a
-        write, whose message then says that nothing was saved).
-
-        ``PRAGMA data_version`` changes only when *another* connection commits, so the usual
-        case costs one tiny query.
-        """
+        write, whose message then says that nothing was saved). ``PRAGMA data_version``
+        changes only when *another* connection commits: the usual case is one tiny query."""
         store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
@@ -319,7 +305,7 @@ class SessionState:
         """The example snippets stored for a feature (by index or name)."""
         return list(self._texts.get(feature_index(self.feature_names, feature), []))
 
-    # -- the record as rows (:mod:`elicit.session.export` makes the tables) -----------------
+    # the record as rows (:mod:`elicit.session.export` makes the tables)
     def answer_rows(self) -> list[tuple]:
         """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
         return self._read(record.history_rows)
@@ -333,7 +319,6 @@ class SessionState:
         with self._lock:
             return record.event_rows(self.conn)
 
-    # -- the model -----------------------------------------------------------------------
     def active_answers(self) -> list[tuple[int, int | None, str]]:
         """The answers the model uses, of every expert: (i, j, answer) in answer order (j None
         for a feature question)."""
@@ -409,8 +394,8 @@ class SessionState:
 
 
 def _p_relevant(el: Elicitor) -> np.ndarray:
-    """p(relevant) of every feature at the elicitor's MAP: the class of a judged feature,
-    s(zeta + log BF_k) (:class:`~elicit.elicitation.features.FeatureScorer`) of the others."""
+    """p(relevant) at the elicitor's MAP: 1 or 0 for a judged feature, else s(zeta + log BF_k)
+    (:class:`~elicit.elicitation.features.FeatureScorer`)."""
     from elicit.elicitation.features import FeatureScorer
     from elicit.elicitation.scorer import UtilityScorer
 

@@ -2,37 +2,9 @@
 
 This module holds the SQL of the file as a whole (schema, connections, durability, creation);
 :mod:`elicit.session.opening` the checks on opening and the migration of older files, and
-:mod:`elicit.session.record` the SQL of the record inside it. The format is described in
-``docs/session.md``; in short:
-
-========== =================================================================================
-table      rows
-========== =================================================================================
-meta       key -> JSON value: ``format_version``, ``created``, ``session_uid``, ``data_hash``
-           (sha256 of X, y, U as float64 bytes with their shapes), ``array_hashes``,
-           ``feature_names``, ``settings`` (``questions``: the names of the kinds asked),
-           ``y_offset``, ``description`` and (format 2) ``y_centre``, ``x_centre``/``x_scale``,
-           ``excluded_features``, ``target_description``, ``summary``
-arrays     ``X``, ``y``, ``U`` as ``.npy`` blobs (``numpy.save``, no pickles)
-texts      optional example snippets per feature (shown to the expert)
-queries    every question shown: ``id, kind, i, j, expected_gain, exact_gain, shown_at,
-           status, batch, expert`` with status ``pending | answered | skipped | cancelled``;
-           a pair question has ``i < j``, a feature question ``j = -1``
-answers    ``id, query_id UNIQUE, kind, i, j, answer, comment, answered_at, undone_at,
-           expert``; a partial unique index forbids two active answers of one expert to one
-           question; the answer, one of its kind's words or dont_know, is checked when written
-           and when the file is opened (kinds are registered objects, not fixed in the file)
-events     an append-only log: ``create``, ``query``, ``answer``, ``skip``, ``undo``,
-           ``cancel``, ``migrate``, each with its ``expert``
-========== =================================================================================
-
-Durability. The file uses SQLite's rollback journal (``journal_mode=DELETE``) with
-``synchronous=EXTRA``: once a write has returned, the ``.session`` file on its own holds it
-(no ``-wal`` file a copy could leave behind) and a power cut cannot take it back
-(docs/reliability.md). Every write is one ``BEGIN IMMEDIATE`` transaction (:func:`write`). A
-new file is built under a temporary name and renamed into place. Files that are missing,
-damaged, read-only or of a newer version are refused before anything is written to them; a
-file opened ``read_only`` is read through SQLite's ``mode=ro`` and never written.
+:mod:`elicit.session.record` the SQL of the record inside it. The tables, their columns and
+the durability rules are described in ``docs/session.md`` (The session file) and
+``docs/reliability.md``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """The terminal front end of a session (``elicit ask``), its history and agreement tables
-(``elicit history``), and the signal handling both ``ask`` and ``serve`` use.
-
-``run_ask`` reads one line per key, from a terminal or a pipe alike; on a terminal what was
-typed before a question was shown is dropped (it must not answer it unseen). Stored text is
+(``elicit history``), and the signal handling both ``ask`` and ``serve`` use. Stored text is
 printed through :func:`elicit.internal.text.printable`, so its control characters cannot act
 on the terminal.
 """
@@ -44,26 +41,16 @@ class Interrupted(KeyboardInterrupt):
         self.code = code
 
 
-class StopSignals:
-    """What :func:`stop_signals_as_interrupt` caught: ``code`` is 128 + the signal number,
-    or None. (werkzeug's server swallows the KeyboardInterrupt, so ``serve`` reads it here.)
-    """
-
-    code: int | None = None
-
-
 @contextlib.contextmanager
-def stop_signals_as_interrupt() -> Iterator[StopSignals]:
+def stop_signals_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP (a closed terminal) raise :class:`Interrupted`
     like Ctrl-C, so ``ask`` and ``serve`` close the session cleanly on them too (in the main
     thread only, which alone can install handlers)."""
-    caught = StopSignals()
     if threading.current_thread() is not threading.main_thread():
-        yield caught
+        yield
         return
 
     def handler(signum, frame):
-        caught.code = 128 + signum
         raise Interrupted(128 + signum)
 
     sigs = [s for s in ("SIGTERM", "SIGHUP") if hasattr(signal, s)]
@@ -71,7 +58,7 @@ def stop_signals_as_interrupt() -> Iterator[StopSignals]:
     # SIGINT may have been ignored by the parent (test runners, job launchers): restore Ctrl-C.
     old["SIGINT"] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        yield caught
+        yield
     finally:
         for name, h in old.items():
             signal.signal(getattr(signal, name), h)
@@ -103,8 +90,8 @@ def _marked(keyword: str, snippet: str, tty: bool) -> str:
 
 
 def _drop_typeahead(inp: TextIO) -> int:
-    """Discard what was typed on the terminal ``inp`` and not read yet; returns how many
-    bytes. Input that is not a terminal is left alone."""
+    """Discard what was typed on the terminal ``inp`` and not read yet (it must not answer a
+    question unseen); returns how many bytes. Other input is left alone."""
     try:
         fd = inp.fileno()
     except (AttributeError, OSError, ValueError):
@@ -144,8 +131,7 @@ def snippet_note(s: Session, feature: int) -> str | None:
 
 
 def worth_text(q: SessionQuery) -> str:
-    """``"worth 35% of the best question so far"`` (:func:`~elicit.session.session.worth`;
-    empty without expected gains)."""
+    """``"worth 35% of the best question so far"`` (empty without expected gains)."""
     if q.worth is None:
         return ""
     pct = q.worth * 100
@@ -255,8 +241,8 @@ def _resume(s: Session, who: str) -> str:
 
 
 def keys_help(s: Session) -> str:
-    """The keys of the session's kinds of question: one line, or with several kinds one
-    aligned line per kind and one of the keys of any question."""
+    """The keys of the session's kinds of question: one line, or one aligned line per kind
+    and one of the keys of any question."""
     example = f"Add a comment after the key, e.g.  {s.kinds[0].comment_example}"
     if len(s.kinds) == 1:
         return "   ".join([*answer_keys(s.kinds[0]), *ACTION_KEYS]) + "\n" + example

@@ -55,7 +55,7 @@ def test_a_both_session_asks_feature_questions_stores_undoes_and_reopens(tmp_pat
         q = s.next_query()
         kinds.append(q.kind)
         if q.kind == "relevance":
-            assert q.j is None and q.names == (NAMES[q.i],) and q.feature == q.i
+            assert q.j is None and q.names == (NAMES[q.i],)
         recs.append(s.answer(q, "r" if k % 2 else "i", comment=f"c{k}"))
     assert "relevance" in kinds
     feats = [r for r in recs if r.j is None]
