@@ -8,7 +8,6 @@ from collections.abc import Collection
 from pathlib import Path
 
 from elicit.cli.argtypes import add_command
-from elicit.errors import ElicitError
 
 
 def _file_list(text: str) -> list[str]:
@@ -54,7 +53,6 @@ def _data_options(p: argparse.ArgumentParser) -> None:
                    help="download again even if a file is present and verified, and replace a "
                         "present file that does not verify")
     f.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    f.set_defaults(data_func=cmd_data_fetch)
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> None:
@@ -72,13 +70,6 @@ def cmd_data_fetch(args: argparse.Namespace) -> None:
         print(f"data directory {data_dir}: {summary}", file=sys.stdout)
 
 
-def cmd_data(args: argparse.Namespace) -> None:
-    """Dispatch ``elicit data <sub-command>``."""
-    func = getattr(args, "data_func", None)
-    if func is None:
-        raise ElicitError("use a data sub-command: elicit data fetch")
-    func(args)
-
-
-#: Entries for the top-level command table of ``elicit.cli.main``.
-DATA_COMMANDS = {"data": cmd_data}
+#: Entries for the top-level command table of ``elicit.cli.main`` (fetch is the only, and a
+#: required, sub-command).
+DATA_COMMANDS = {"data": cmd_data_fetch}

@@ -215,10 +215,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(args.session_func, args)
 
 
-# --------------------------------------------------------------------------------------------
-# Commands
-# --------------------------------------------------------------------------------------------
-
 def _open(path: Path, engine: str | None = None, expert: str | None = None,
           read_only: bool = False):
     from elicit.session.session import Session

@@ -1,8 +1,6 @@
 """What a session gives out: its learned prior (arviz ``InferenceData`` or JSON, described in
-``docs/session.md``: the current MAP of gamma, xi, tau2, K and the answers, read at one state),
-its record as DataFrames, and the experts' :func:`agreement`. Everything here reads a session
-through its public methods; :class:`~elicit.session.session.Session` offers these functions as
-its methods and properties.
+``docs/session.md``), its record as DataFrames, and the experts' :func:`agreement`;
+:class:`~elicit.session.session.Session` offers these functions as its methods and properties.
 """
 
 from __future__ import annotations
@@ -27,20 +25,9 @@ if TYPE_CHECKING:
     from elicit.session.state import SessionState
 
 
-# --------------------------------------------------------------------------------------------
-# The learned prior
-# --------------------------------------------------------------------------------------------
-
 def to_inferencedata(session: SessionState):
-    """The current MAP as an :class:`arviz.InferenceData`.
-
-    ``posterior`` holds ``gamma`` (dim ``meta_feature``), ``xi`` and ``tau2`` as one chain
-    with one draw (the MAP, not a sample); ``constant_data`` holds ``K`` (dims ``(feature,
-    feature_)``), ``mu`` (posterior mean of beta) and the answers used (``answer_pair``: -1
-    for a feature question's second entry). The relevance model adds ``zeta`` to
-    ``posterior`` and ``relevance_class``, ``p_relevant`` and ``prior_scale`` to
-    ``constant_data``, each with a ``description`` attribute (:data:`_RELEVANCE_DESCRIPTIONS`).
-    """
+    """The current MAP as an :class:`arviz.InferenceData` (one chain with one draw: the MAP,
+    not a sample; its groups and variables are listed in ``docs/session.md``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # arviz's refactor notice
         import arviz as az
@@ -135,9 +122,8 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
 
 
 def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
-    """Write the learned prior: ``.nc`` (netCDF via arviz) or ``.json``.
-
-    The netCDF file is :func:`to_inferencedata`, the JSON file :func:`prior_dict`.
+    """Write the learned prior: ``.nc`` (:func:`to_inferencedata`) or ``.json``
+    (:func:`prior_dict`).
 
     Raises
     ------
@@ -164,10 +150,6 @@ def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
                           "export to a .json file instead") from None
     return path
 
-
-# --------------------------------------------------------------------------------------------
-# The record as tables
-# --------------------------------------------------------------------------------------------
 
 def history(session: SessionState) -> pd.DataFrame:
     """Every answer of every expert, oldest first, undone ones included.
@@ -220,10 +202,6 @@ def export_history(session: SessionState, path: str | os.PathLike) -> Path:
     return path
 
 
-# --------------------------------------------------------------------------------------------
-# Agreement between experts
-# --------------------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Agreement:
     """How the experts' active answers agree (:func:`agreement`).
@@ -234,10 +212,9 @@ class Agreement:
         One row per question answered by at least two experts: kind, feature_i, feature_j,
         experts, the count of each answer word, conflict (two different answers other than
         don't know) and answers (``"alice: similar; bob: dissimilar"``); conflicts first.
-    compared
-        Questions with at least two answers other than don't know (no opinion).
-    agreeing
-        Of those, the questions on which every such answer is the same.
+    compared, agreeing
+        Questions with at least two answers other than don't know; of those, the questions
+        on which every such answer is the same.
     """
 
     pairs: pd.DataFrame

@@ -1,11 +1,6 @@
-"""Where a session's data comes from, and the example snippets shown to the expert.
-
-:func:`table_inputs` (a CSV or Parquet table), :func:`npz_inputs` (a ``.npz`` file),
-:func:`dataset_inputs` (the paper's Amazon and Yelp data) and :func:`corpus_inputs` (any review
-corpus) return keyword arguments for :meth:`Session.create
-<elicit.session.session.Session.create>`. :func:`keyword_snippets` finds snippets showing each
-keyword in use and :func:`highlight` marks the keyword inside one.
-"""
+"""Where a session's data comes from (each ``*_inputs`` function returns keyword arguments
+for :meth:`Session.create <elicit.session.session.Session.create>`), and the example snippets
+shown to the expert."""
 
 from __future__ import annotations
 
@@ -116,24 +111,12 @@ def texts_from_json(path: Path) -> Any:
         raise ElicitError(f"--texts file {path} is not valid JSON: {e}") from None
 
 
-# --------------------------------------------------------------------------------------------
-# The paper's data
-# --------------------------------------------------------------------------------------------
-
-#: How the outcome of the paper's data sets is named to the expert.
-DATASET_TARGETS = {"amazon": "the review's star rating", "yelp": "the review's star rating"}
-
-
 def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | None = None,
                    meta_features: str | os.PathLike = "counts",
                    meta_dim: int = DEFAULT_META_DIM) -> dict:
     """The inputs of a session on the paper's Amazon or Yelp data: run ``run`` of seed
-    ``seed``, the same run as a real-data sweep's (``elicit realdata --seed``), i.e.
-    :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
-    :func:`~elicit.data.sources.paper_source`. The example snippets come from the shipped
-    raw-text reviews of the same corpus when present (not the matrix's reviews, which have no
-    text, but they show how each keyword is used).
-
+    ``seed``, the same run as a real-data sweep's (``elicit realdata --seed``). The snippets
+    come from the shipped raw-text reviews of the same corpus when present.
     ``meta_features`` and ``meta_dim`` choose the meta-features (:func:`elicit.data.prepare_run`):
     ``"counts"`` (default), ``"ppmi"``, ``"lsa"`` or a CSV/Parquet file indexed by keyword.
 
@@ -155,13 +138,8 @@ def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | No
     else:
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
         raw_note = f"example snippets from {raw.name}"
-    return _run_inputs(src, run, seed, reviews, DATASET_TARGETS.get(name, "the outcome"),
+    return _run_inputs(src, run, seed, reviews, "the review's star rating",
                        f"{name}: paper bag-of-words matrix", raw_note, meta_features, meta_dim)
-
-
-#: The label of a session's corpus source, fixed: a session's outputs are not named by it, so
-#: unlike a sweep it takes any corpus file name.
-_SESSION_CORPUS = "corpus"
 
 
 def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: str = "text",
@@ -169,23 +147,20 @@ def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: 
                   meta_features: str | os.PathLike = "counts",
                   meta_dim: int = DEFAULT_META_DIM) -> dict:
     """The inputs of a session on any review corpus: run ``run`` of seed ``seed``, the same
-    run as a real-data sweep's on that corpus (``elicit realdata --corpus FILE --seed``).
-
-    The keywords follow the paper's rule (:func:`elicit.data.load_corpus`, ``min_df``); the
-    run is :meth:`DataSource.run <elicit.data.sources.DataSource.run>` of
-    :func:`~elicit.data.sources.corpus_source`; the snippets come from the corpus itself.
-    ``meta_features`` and ``meta_dim`` as in :func:`dataset_inputs`.
+    run as a real-data sweep's on that corpus (``elicit realdata --corpus FILE --seed``);
+    keywords by the paper's rule (``min_df``), snippets from the corpus itself, the rest as in
+    :func:`dataset_inputs`.
 
     Returns
     -------
     dict
-        Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`,
-        as :func:`dataset_inputs`.
+        Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`.
     """
     from elicit.data import read_reviews
     from elicit.data.sources import corpus_source
 
-    src = corpus_source(path, text_field, rating_field, min_df, name=_SESSION_CORPUS)
+    # a fixed label: a session's outputs are not named by it, so any corpus file name works
+    src = corpus_source(path, text_field, rating_field, min_df, name="corpus")
     reviews, _ = read_reviews(path, text_field, rating_field)
     return _run_inputs(src, run, seed, reviews, "the review's rating",
                        f"{Path(path).name}: reviews ({text_field!r} text, {rating_field!r} "
@@ -225,10 +200,6 @@ def _meta_source(rd) -> str:
     return f"the file {Path(rd.meta_features).name}"
 
 
-# --------------------------------------------------------------------------------------------
-# Snippets
-# --------------------------------------------------------------------------------------------
-
 def keyword_pattern(keyword: str) -> re.Pattern[str] | None:
     """The regular expression of a keyword in lower-cased text: its ``_``-joined tokens
     (``a_lot``) as consecutive words, ``<num>`` matching any number. None for no tokens."""
@@ -263,12 +234,9 @@ def highlight(keyword: str, text: str) -> list[tuple[str, bool]]:
 
 def keyword_snippets(keywords: Sequence[str], texts: Sequence[str], per_keyword: int = 3,
                      width: int = 70) -> list[list[str]]:
-    """Up to ``per_keyword`` short snippets showing where each keyword occurs in ``texts``.
-
-    A keyword's ``_``-joined tokens (``a_lot``) must occur as consecutive words. Snippets come
-    from different texts, in the texts' order (deterministic), with ``width`` characters of
-    context on each side.
-    """
+    """Up to ``per_keyword`` snippets, from different texts in their order, showing where each
+    keyword (:func:`keyword_pattern`) occurs in ``texts``, with ``width`` characters of context
+    on each side."""
     # which texts hold each word: a keyword's regex runs only on the texts that can match
     lowered = [t.lower() for t in texts]
     where: dict[str, list[int]] = {}

@@ -45,6 +45,7 @@ from elicit.session.store import (
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
+
 def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool = False,
               ) -> tuple[sqlite3.Connection, dict[str, Any], dict[str, np.ndarray],
                          dict[int, list[str]]]:

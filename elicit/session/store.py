@@ -133,10 +133,6 @@ def statements(script: str) -> list[str]:
     return [s for s in script.split(";") if s.strip()]
 
 
-# --------------------------------------------------------------------------------------------
-# Arrays and hashes
-# --------------------------------------------------------------------------------------------
-
 def hash_array(name: str, a: np.ndarray) -> str:
     """sha256 of one array: its name, shape and float64 little-endian C-order bytes."""
     a = np.ascontiguousarray(a, dtype="<f8")
@@ -164,10 +160,6 @@ def _npy_bytes(a: np.ndarray) -> bytes:
 def npy_load(blob: bytes) -> np.ndarray:
     return np.load(io.BytesIO(blob), allow_pickle=False)
 
-
-# --------------------------------------------------------------------------------------------
-# Connections and transactions
-# --------------------------------------------------------------------------------------------
 
 class SessionReplaced(ElicitError):
     """The session file was replaced (``elicit session new --overwrite``) or removed while a
@@ -203,11 +195,9 @@ def check_same_file(conn: sqlite3.Connection, writing: bool = True) -> None:
 
 
 def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
-    """A connection on which every write is an explicit :func:`write` transaction.
-
-    ``read_only``: SQLite opens the file with ``mode=ro`` (a read-only file or folder is fine)
-    and the connection refuses writes; each read still takes SQLite's shared lock, so it
-    never sees half of a commit.
+    """A connection on which every write is an explicit :func:`write` transaction;
+    ``read_only``: opened with ``mode=ro`` (a read-only file or folder is fine), refusing
+    writes (each read still takes SQLite's shared lock, so it never sees half of a commit).
     """
     # BEGIN/COMMIT are ours; the web server's threads share it under the Session's lock.
     target = f"{Path(path).resolve().as_uri()}?mode=ro" if read_only else str(path)
@@ -299,10 +289,6 @@ def _busy_or(e: sqlite3.OperationalError, conn: sqlite3.Connection) -> Exception
                            "you can write to")
     return e
 
-
-# --------------------------------------------------------------------------------------------
-# Creating a file
-# --------------------------------------------------------------------------------------------
 
 def check_new_path(path: Path, overwrite: bool) -> None:
     """Refuse a target that is a directory, exists (without ``overwrite``), has no parent or

@@ -166,10 +166,10 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     print("  ".join([*answer_keys(q.question_kind), *ACTION_KEYS]), file=out)
 
 
-def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
-            expert: str | None = None) -> int:
-    """The terminal loop, one line of input per key; returns the exit status."""
-    who = s.expert if expert is None else expert
+def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
+    """The terminal loop for the session's expert, one line of input per key; returns the exit
+    status."""
+    who = s.expert
     tty = bool(getattr(out, "isatty", lambda: False)())
     left = s.progress(who)["left"]
     if batch > 1 and left and batch > left:

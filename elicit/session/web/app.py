@@ -49,10 +49,6 @@ def _host_name(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
-# --------------------------------------------------------------------------------------------
-# Reading for a page: the file, never the model
-# --------------------------------------------------------------------------------------------
-
 @dataclass
 class PageState:
     """What a page shows of one expert, read at one moment of the session file."""
@@ -106,10 +102,6 @@ class FileReader:
     def revision(self) -> int:
         return self._run(record.last_event)
 
-
-# --------------------------------------------------------------------------------------------
-# Requests in progress: finished before the session is closed
-# --------------------------------------------------------------------------------------------
 
 class InFlight:
     """Counts the requests being answered; :meth:`close` refuses new ones (503) and waits for
@@ -165,14 +157,9 @@ class InFlight:
 
     @classmethod
     def release(cls, environ: dict | None) -> None:
-        """Release the request of ``environ`` if it is still counted (once only).
-
-        The server calls this when its handler is done with a request whatever happened:
-        werkzeug closes the response iterator (which releases it) in a ``finally`` block that
-        first drains the socket, and a client that resets the connection makes that drain
-        raise, so the iterator is never closed and the request would stay counted: a stop
-        would then wait for it forever.
-        """
+        """Release the request of ``environ`` if it is still counted (once only). The server
+        calls this whatever happened: a client that resets the connection makes werkzeug's
+        drain raise before it closes the response iterator, and a stop would wait forever."""
         release = (environ or {}).get(cls.RELEASE_KEY)
         if release is not None:
             release()
@@ -185,22 +172,15 @@ class InFlight:
                 self._cond.wait()
 
 
-# --------------------------------------------------------------------------------------------
-# The application
-# --------------------------------------------------------------------------------------------
-
-def create_app(session_path: str | os.PathLike, *, session: Session | None = None,
-               engine: str | None = None, allowed_hosts: set[str] | None = None,
-               expert: str | None = None) -> Flask:
+def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
+               allowed_hosts: set[str] | None = None, expert: str | None = None) -> Flask:
     """The Flask application serving one session file (the default expert's next question is
     chosen here, so that the first page shows it at once).
 
     Parameters
     ----------
     session_path
-        The session file (opened here unless ``session`` is given).
-    session
-        An already open :class:`Session` on that file (tests, notebooks).
+        The session file.
     engine
         Override the session's engine setting when opening it.
     allowed_hosts
@@ -213,7 +193,7 @@ def create_app(session_path: str | os.PathLike, *, session: Session | None = Non
     ElicitError
         If the session file cannot be opened (missing, corrupted, ...).
     """
-    sess = session if session is not None else Session.open(session_path, engine=engine)
+    sess = Session.open(session_path, engine=engine)
     default_expert = check_expert(expert) if expert is not None else sess.expert
     reader = FileReader(sess)
     inflight = InFlight()

@@ -75,9 +75,6 @@ def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
     elif (get_content_length(environ) or 0) > limit:
         reader.stop()
 
-# --------------------------------------------------------------------------------------------
-# The server
-# --------------------------------------------------------------------------------------------
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
                 engine: str | None = None, expert: str | None = None,
