@@ -55,8 +55,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
             hyper: Hyper | None, strategy: str, seed: int, y_offset: float,
             standardize: bool = False, target_description: str | None = None,
             meta_source: str | None = None) -> Prepared:
-    """Align, check and summarise the inputs of :meth:`Session.create
-    <elicit.session.session.Session.create>` (see the module docstring)."""
+    """Align, check and summarise the inputs of ``Session.create`` (see the module docstring)."""
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = [str(c) for c in X.columns]
     y = _align_y(X, y)
@@ -138,8 +137,7 @@ def _as_matrix(X) -> np.ndarray:
 
 
 class _RowNames(Sequence):
-    """How messages name the rows of a DataFrame: ``row 4`` (its index label), or
-    ``line 5`` when the index is named ``line`` (a table read from a file)."""
+    """How messages name a DataFrame's rows: ``row 4``, or ``line 5`` for an index named line."""
 
     def __init__(self, index: pd.Index) -> None:
         self.labels, self.word = index, str(index.name or "row")
@@ -152,8 +150,7 @@ class _RowNames(Sequence):
 
 
 def _align_y(X, y):
-    """``y`` in the row order of a DataFrame ``X``, matched by index label; a Series whose
-    labels are not X's is refused (arrays match by position)."""
+    """``y`` in the row order of a DataFrame ``X``, matched by index label (or refused)."""
     if not (isinstance(X, pd.DataFrame) and isinstance(y, pd.Series)):
         return y
     if y.index.equals(X.index):

@@ -150,8 +150,7 @@ def _check_writable(path: Path) -> None:
 
 
 def _inspect_file(path: Path) -> None:
-    """Refuse files that are missing, empty, not SQLite or visibly truncated, before SQLite
-    touches them."""
+    """Refuse a missing, empty, non-SQLite or visibly truncated file before SQLite reads it."""
     if not path.exists():
         raise ElicitError(f"session file {path} does not exist (create one with "
                           "Session.create or `elicit session new`)")
@@ -189,8 +188,7 @@ def _inspect_file(path: Path) -> None:
 
 
 def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
-    """Validate the file's structure and record, and read meta, arrays and texts (only
-    reads)."""
+    """Validate the file's structure and record; read its meta, arrays and texts."""
     try:
         check = conn.execute("PRAGMA quick_check").fetchall()
         if [r[0] for r in check] != ["ok"]:
@@ -272,8 +270,7 @@ _SETTINGS = ("hyper", "engine", "utility", "refine", "strategy", "pool_size", "s
 
 
 def _check_settings(path: Path, settings: object) -> None:
-    """Refuse meta ``settings`` that are not a JSON object of the model's settings (an edited
-    or damaged file): no model can be built from them."""
+    """Refuse meta ``settings`` no model can be built from (an edited or damaged file)."""
     if not isinstance(settings, dict):
         got = {list: "an array", str: "a string", type(None): "null", bool: "a boolean"}.get(
             type(settings), "a number")
@@ -293,8 +290,7 @@ def _check_settings(path: Path, settings: object) -> None:
 
 def _first_kind_outside(conn: sqlite3.Connection, table: str, kind_sql: str,
                         params: tuple, names: list[str]) -> tuple | None:
-    """(id, kind) of the first row of ``table`` whose kind (``kind_sql``, with ``params``)
-    is not one of ``names``, or None."""
+    """(id, kind) of the first row of ``table`` whose kind is not in ``names``, or None."""
     return conn.execute(
         f"SELECT id, {kind_sql} AS k FROM {table} WHERE k NOT IN "
         f"({', '.join('?' * len(names))}) ORDER BY id LIMIT 1",
@@ -351,8 +347,7 @@ _OLD_KIND_SQL = f"(CASE WHEN j = {FEATURE_J} THEN ? ELSE ? END)"
 
 
 def _old_kinds() -> dict[str, str]:
-    """The kinds the rows of a file of format 3 or older are of: ``one`` (about one
-    feature) and ``two`` (about a pair), of the kinds such files could hold."""
+    """The kinds of a format-3-or-older file's one-feature (``one``) and pair (``two``) rows."""
     return {("one" if k.arity == 1 else "two"): k.name for k in kinds_of(BEFORE_KINDS)}
 
 

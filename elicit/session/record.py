@@ -84,8 +84,7 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
 
 
 def pending_queries(conn: sqlite3.Connection, expert: str) -> list[tuple]:
-    """The expert's queries shown and not yet answered or skipped, oldest first: id, kind,
-    i, j, expected_gain, exact_gain."""
+    """The expert's pending queries, oldest first: id, kind, i, j, expected_gain, exact_gain."""
     return conn.execute("SELECT id, kind, i, j, expected_gain, exact_gain FROM queries "
                         "WHERE status = 'pending' AND expert = ? ORDER BY id",
                         (expert,)).fetchall()
@@ -114,8 +113,7 @@ def best_gain(conn: sqlite3.Connection, upto: int) -> float | None:
 
 def recent_answered(conn: sqlite3.Connection, expert: str,
                     k: int) -> list[tuple[int, float | None]]:
-    """``(query id, expected gain)`` of the expert's last ``k`` answered questions (answers
-    not undone), latest first."""
+    """``(query id, expected gain)`` of the expert's last ``k`` active answers, latest first."""
     return [(int(q), None if g is None else float(g)) for q, g in conn.execute(
         "SELECT q.id, q.expected_gain FROM answers a JOIN queries q ON q.id = a.query_id "
         "WHERE a.expert = ? AND a.undone_at IS NULL ORDER BY a.id DESC LIMIT ?",
@@ -162,16 +160,14 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
 
 
 def active_answer_to(conn: sqlite3.Connection, kind: str, i: int, j: int, expert: str):
-    """The expert's active answer to the question ``(kind, i, j)``: ``(id, answer,
-    answered_at)`` or None."""
+    """The expert's active answer to ``(kind, i, j)``: ``(id, answer, answered_at)`` or None."""
     return conn.execute("SELECT id, answer, answered_at FROM answers WHERE kind = ? AND i = ? "
                         "AND j = ? AND expert = ? AND undone_at IS NULL",
                         (kind, i, j, expert)).fetchone()
 
 
 def history_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every answer with its query's gain and time, oldest first (columns as in
-    :func:`elicit.session.export.history`, without the feature names)."""
+    """Every answer with its query's gain and time, oldest first (as :func:`export.history`)."""
     return conn.execute(
         "SELECT a.id, a.query_id, a.expert, a.kind, a.i, a.j, a.answer, a.comment, "
         "q.expected_gain, q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q "

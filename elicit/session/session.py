@@ -96,19 +96,17 @@ class Session(SessionState):
         ----------
         X, y
             Training inputs (n x p) and targets (n,): arrays, or a DataFrame (its columns
-            name the features) and a Series (aligned to ``X``'s rows by index). ``y`` is
-            centred internally; its mean is added back in every prediction.
+            name the features) and a Series (aligned to ``X``'s rows by index).
         meta_features
-            The meta-features U (p x d); a DataFrame indexed by feature name is matched by
-            name. None: how the columns of ``X`` correlate
-            (:func:`~elicit.data.metafeatures.table_meta_features`).
+            The meta-features U (p x d), a DataFrame indexed by feature name matched by name;
+            None: how the columns of ``X`` correlate.
         feature_names
             One unique, non-empty name per feature (default: ``X``'s columns or x0, x1, ...).
         path, overwrite
             The session file to write; replace an existing one.
-        hyper, engine, utility, refine, pool_size
-            As for :class:`~elicit.elicitation.elicitor.Elicitor`. Without ``hyper`` the
-            model is the one the kinds asked need, else the paper's.
+        hyper, engine, utility, refine, pool_size, utility_target
+            As for :class:`~elicit.elicitation.elicitor.Elicitor` (``utility_target``: its
+            settings' ``target``). Without ``hyper``: the model the kinds asked need.
         strategy, seed
             A registered strategy (default ``"sequential"``); the seed of the query random
             stream (see the module docstring).
@@ -120,24 +118,16 @@ class Session(SessionState):
             Free text stored in the file; how the question names the outcome (default
             ``"the outcome 'NAME'"`` for a named Series ``y``, else ``"the outcome"``).
         standardize
-            Centre and scale X's columns inside the model; predictions then take data in the
-            original units.
+            Centre and scale X's columns inside the model (predict takes the original units).
         expert, meta_source
             The default expert of the returned session object; where the meta-features came
             from (shown in the summary).
-        utility_target
-            What a question's gain is about, ``"predictive"`` or ``"params"``.
         questions
-            The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`):
-            ``"pairs"`` (the default), ``"relevance"``, ``"pairs,relevance"`` (or
-            ``"both"``), ``"all"`` or a list of registered kinds.
+            The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`),
+            e.g. ``"pairs"`` (the default), ``"relevance"`` or ``"all"``.
         settings
             The round's settings as one :class:`~elicit.elicitation.settings.RoundSettings`
-            instead of those keywords (give one or the other); an open session gives them
-            back as :attr:`round_settings`.
-
-        Constant columns and columns equal to an earlier one stay in the model but are left
-        out of the questions; :attr:`summary` says which.
+            instead of those keywords (give one or the other; :attr:`round_settings`).
 
         Raises
         ------

@@ -320,8 +320,7 @@ class SessionState:
             return record.event_rows(self.conn)
 
     def active_answers(self) -> list[tuple[int, int | None, str]]:
-        """The answers the model uses, of every expert: (i, j, answer) in answer order (j None
-        for a feature question)."""
+        """The answers the model uses, of every expert: (i, j, answer) in answer order."""
         return [(i, public_j(j), a) for _, i, j, a, _ in self.snapshot().answers]
 
     def posterior(self) -> NIGPosterior:

@@ -144,8 +144,7 @@ def hash_array(name: str, a: np.ndarray) -> str:
 
 
 def data_hashes(X: np.ndarray, y: np.ndarray, U: np.ndarray) -> tuple[str, dict[str, str]]:
-    """The data identity of a session: sha256 over the per-array hashes in the order X, y, U,
-    and the per-array hashes."""
+    """The data identity (sha256 over the per-array hashes of X, y, U) and those hashes."""
     per = {"X": hash_array("X", X), "y": hash_array("y", y), "U": hash_array("U", U)}
     combined = hashlib.sha256("".join(per[k] for k in ("X", "y", "U")).encode()).hexdigest()
     return combined, per

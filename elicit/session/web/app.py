@@ -412,9 +412,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
 
 def _done(sess: Session, st: PageState, expert: str) -> bool:
-    """Whether the expert has nothing left to answer. When a kind's answers can close other
-    questions (an irrelevant feature closes its pairs) only the model knows; it is asked only
-    when free (a busy model: not done)."""
+    """Whether the expert has nothing left to answer. When answers can close other questions
+    (an irrelevant feature closes its pairs) only the model knows: a busy model is not done."""
     if st.progress["left"] <= 0 or not any(k.closes_others for k in sess.kinds):
         return st.progress["left"] <= 0
     with sess.unless_busy() as free:
