@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import pandas as pd
 
 from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
 from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
 
@@ -138,10 +138,7 @@ def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
     if not path.parent.exists():
         raise ElicitError(f"directory {path.parent} does not exist")
     if suffix == ".json":
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(prior_dict(session), indent=1))
-        os.replace(tmp, path)
-        return path
+        return write_json_atomic(path, prior_dict(session), indent=1)
     idata = to_inferencedata(session)
     try:
         idata.to_netcdf(str(path))

@@ -42,12 +42,8 @@ def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
 
 def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None = None,
            max_features: int = 30):
-    """Heatmap of the current kernel matrix K, labelled with feature names.
-
-    With more than ``max_features`` features only a subset is drawn (see
-    :func:`plot_features`) unless ``features`` (indices or names) is given.
-    Returns the matplotlib Axes.
-    """
+    """Heatmap of the current kernel matrix K, labelled with feature names, of ``features``
+    (indices or names; default :func:`plot_features`). Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt
 
     names = session.feature_names

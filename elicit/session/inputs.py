@@ -226,11 +226,8 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
 
 def check_texts(texts: Mapping[Any, Any] | Sequence[Any] | None,
                 names: list[str]) -> dict[int, list[str]]:
-    """Normalise optional snippets to ``{feature index: [snippet, ...]}``.
-
-    ``texts`` is a dict (feature name or index -> snippets) or one list of snippets per
-    feature; a single string counts as one snippet.
-    """
+    """Normalise optional snippets (a dict feature name or index -> snippets, or one list
+    per feature; a string is one snippet) to ``{feature index: [snippet, ...]}``."""
     if texts is None:
         return {}
     out: dict[int, list[str]] = {}

@@ -359,11 +359,8 @@ def _forms(kind: QuestionKind) -> str:
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """Bring an older file to the current format, in one transaction, and return its meta.
-
-    Format 1 gains the experts' columns, formats 1 to 3 the kinds by name (the statements in
-    :mod:`elicit.session.store`). The version is re-read inside the write lock, so two
-    programs opening one old file at once migrate it once.
+    """Bring an older file to the current format in one transaction; returns its meta. The
+    version is re-read inside the write lock: two programs opening one old file migrate it once.
     """
     # The rebuild drops the queries table that answers refer to; SQLite checks foreign keys
     # per statement and changes that setting only outside a transaction.

@@ -23,8 +23,7 @@ def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
     Raises
     ------
     ElicitError
-        When no pair is left (fewer than two features to ask about, or all their
-        meta-features identical).
+        When no pair is left.
     """
     p = U.shape[0]
     keep = np.setdiff1d(np.arange(p), np.fromiter(excluded, dtype=int))
