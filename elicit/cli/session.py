@@ -51,11 +51,6 @@ def column_list(text: str) -> list[str]:
     return cols
 
 
-OVERRIDE_ENGINE_HELP = "use this MAP engine instead of the one stored in the session"
-EXPERT_HELP = ("your name: every answer records who gave it, and each expert gets their "
-               "own questions (default: the unnamed expert)")
-
-
 def add_session_parsers(subparsers: argparse._SubParsersAction,
                         commands: Collection[str] | None = None) -> None:
     """Add ``session new``, ``ask``, ``serve``, ``history`` and ``export`` to a CLI (with
@@ -169,7 +164,8 @@ def _on_a_session(options: Callable[[argparse.ArgumentParser], None]
 
         p.add_argument("session", type=Path, help="session file")
         options(p)
-        p.add_argument("--engine", choices=ENGINES, default=None, help=OVERRIDE_ENGINE_HELP)
+        p.add_argument("--engine", choices=ENGINES, default=None,
+                       help="use this MAP engine instead of the one stored in the session")
 
     return add
 
@@ -178,7 +174,9 @@ def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--batch", type=batch_size, default=1, metavar="K",
                    help="choose K questions at a time (feature-disjoint, by expected gain; "
                         "at most 50)")
-    a.add_argument("--expert", metavar="NAME", default=None, help=EXPERT_HELP)
+    a.add_argument("--expert", metavar="NAME", default=None,
+                   help="your name: every answer records who gave it, and each expert gets "
+                        "their own questions (default: the unnamed expert)")
     a.set_defaults(session_func=cmd_ask)
 
 
