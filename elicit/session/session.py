@@ -105,8 +105,9 @@ class Session(SessionState):
         path, overwrite
             The session file to write; replace an existing one.
         hyper, engine, utility, refine, pool_size, utility_target
-            As for :class:`~elicit.elicitation.elicitor.Elicitor` (``utility_target``: its
-            settings' ``target``). Without ``hyper``: the model the kinds asked need.
+            As for :class:`~elicit.elicitation.elicitor.Elicitor` (``utility_target``:
+            ``"predictive"`` or ``"params"``); without ``hyper``, the model the kinds asked
+            need, else the paper's.
         strategy, seed
             A registered strategy (default ``"sequential"``); the seed of the query random
             stream (see the module docstring).
