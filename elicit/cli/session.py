@@ -263,16 +263,15 @@ def cmd_new(args: argparse.Namespace) -> int:
     check_not_input(args.out, {"--from-csv": args.from_csv, "--from-npz": args.from_npz,
                                "--corpus": args.corpus, "--texts": args.texts,
                                "--meta-features": args.meta_features})
-    pool = args.pool_size
+    # review data: the paper's pool of 400 unless given
+    pool = 400 if args.pool_size is None and (args.dataset or args.corpus) else args.pool_size
     if args.dataset:
         inputs = dataset_inputs(args.dataset, run=run, seed=args.seed, data_dir=args.data_dir,
                                 meta_features=meta_kind, meta_dim=meta_dim)
-        pool = pool if pool is not None else 400
     elif args.corpus is not None:
         inputs = corpus_inputs(args.corpus, run=run, seed=args.seed,
                                text_field=args.text_field, rating_field=args.rating_field,
                                min_df=args.min_df, meta_features=meta_kind, meta_dim=meta_dim)
-        pool = pool if pool is not None else 400
     elif args.from_npz is not None:
         inputs = npz_inputs(args.from_npz)
     else:

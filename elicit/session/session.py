@@ -350,13 +350,12 @@ def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:
     """:meth:`Session.stop_hint` read on ``conn``."""
     worths = [worth(g, record.best_gain(conn, q))
               for q, g in record.recent_answered(conn, expert, STOP_WINDOW)]
-    if len(worths) < STOP_WINDOW:
+    if len(worths) < STOP_WINDOW or not all(w is not None and w < STOP_FRACTION
+                                            for w in worths):
         return None
-    if all(w is not None and w < STOP_FRACTION for w in worths):
-        return (f"Your last {STOP_WINDOW} questions were each worth less than "
-                f"{STOP_FRACTION:.0%} of the best question so far: further answers will "
-                "change the model little, so this is a good point to stop.")
-    return None
+    return (f"Your last {STOP_WINDOW} questions were each worth less than "
+            f"{STOP_FRACTION:.0%} of the best question so far: further answers will "
+            "change the model little, so this is a good point to stop.")
 
 
 def worth(gain: float | None, best: float | None) -> float | None:
