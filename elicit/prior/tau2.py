@@ -1,17 +1,7 @@
-"""Choosing the prior scale tau^2 before any answer: by marginal likelihood or by CV.
-
-Both score the no-feedback model (:mod:`elicit.prior.setup`) on a grid of tau^2 before the
-expert's answers enter, as the paper chose its tau2 = 0.01: :func:`ml_tau2` (type-II maximum
-likelihood, the estimator's default) and :func:`cv_tau2` (K-fold CV, the real-data sweeps'
-default). Both follow one grid policy (:func:`next_grid_value`): while the best value is on
-an edge of the values scored so far, the value half a decade beyond is scored too, up to
-:data:`TAU2_BOUNDS`, so the choice is an interior optimum or a bound (the sweeps' grid used to
-stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs).
-
-For the relevance model tau2 is the prior scale of a relevant feature and ``tau2
-lambda_u(zeta)`` that of an unjudged one; without relevance answers the data determine only
-the product, and the prior share of relevant features splits it: :func:`ml_tau2` profiles
-over gamma and zeta, :func:`cv_tau2` holds zeta at its prior mean (see there why).
+"""Choosing the prior scale tau^2 before any answer: by marginal likelihood (:func:`ml_tau2`,
+the estimator's default) or by K-fold CV (:func:`cv_tau2`, the real-data sweeps'), both on
+the no-feedback model and both extending their grid by :func:`next_grid_value` (the sweeps'
+grid used to stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs).
 """
 
 from __future__ import annotations
@@ -116,16 +106,10 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             ) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
 
-    For each tau^2 of the grid the MAP ``gamma_t`` of the no-feedback model is fitted and
-    scored by
-
-    .. math:: \\ell(\\tau^2) = \\log p(y \\mid \\gamma_t, \\tau^2) + \\log p(\\gamma_t),
-
-    the Student-t marginal of y (:class:`~elicit.model.marginal.Marginal`) plus gamma's
-    N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
-    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Each fit
-    starts from its neighbour's MAP (a start point, not a warm refit); the grid is extended by
-    :func:`next_grid_value`.
+    Each tau^2 of the grid is scored by ``log p(y | gamma_t, tau^2) + log p(gamma_t)`` at the
+    no-feedback MAP ``gamma_t``: the profile of the log posterior over gamma (relevance model:
+    over gamma and zeta, plus zeta's log prior) under a flat prior on tau^2. Each fit starts from
+    its neighbour's MAP; the grid is extended by :func:`next_grid_value`.
 
     Parameters
     ----------
@@ -138,15 +122,13 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     engine
         A ``"fixed"``-variant engine or its name.
     model, coupled, relevance
-        The named model, the coupled set J (boolean mask) of the known-coupling models and
-        the relevance model's classes (default nothing judged).
+        The named model, the coupled set J (boolean mask) and the relevance classes.
 
     Returns
     -------
     best, scores
-        The tau^2 with the largest score (ties: the smaller tau^2) and the score of every
-        tau^2 scored (the grid and its extension), in increasing tau^2.
-    """
+        The tau^2 with the largest score (ties: the smaller) and the score of every tau^2
+        scored, in increasing tau^2."""
     grid = check_grid(grid)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     scores: dict[float, float] = {}
@@ -185,15 +167,10 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             relevance: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
     """Choose tau^2 by K-fold cross-validation of the no-feedback model.
 
-    The training samples are split into ``folds`` shuffled folds. For each fold and each
-    tau^2 the MAP of gamma is fitted on the other folds (their targets centred on their own
-    mean, which is added back to the held-out predictions) and the held-out squared error is
-    recorded. Inputs keep their standardisation and the meta-features ``U`` stay the run's;
-    both are label-free, so no held-out target is ever used. The fits of one fold are
-    warm-started along the grid.
-
-    The grid is extended by the grid policy (:func:`next_grid_value`): each fold fits a new
-    value warm-started from its MAP at the neighbouring edge.
+    For each fold and tau^2 the MAP is fitted on the other folds (targets centred on their own
+    mean, added back to the held-out predictions) and the held-out squared error recorded; X's
+    standardisation and U are label-free, so no held-out target is used. A fold's fits are
+    warm-started along the grid, and from the edge's MAP when :func:`next_grid_value` extends it.
 
     Parameters
     ----------
@@ -208,30 +185,21 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     engine
         MAP engine.
     model, candidates
-        The named model whose no-feedback fit is cross-validated
-        (:mod:`elicit.model.variants`), and the candidate pairs that define the coupled set J
-        of the known-coupling models (ignored by the others). The choice depends on the
-        model: on Amazon with PPMI meta-features the paper's model picks 0.001 in most runs,
-        and known coupling fitted with that choice predicts worse (1.97) than at 0.003
-        (1.86), because K = I outside J shrinks differently.
+        The named model, and the candidate pairs that define the coupled set J of the
+        known-coupling models. The choice depends on the model: on Amazon (PPMI) the paper's
+        model picks 0.001 in most runs, and known coupling predicts worse with it (1.97) than
+        at 0.003 (1.86).
     relevance
-        The relevance model's classes (default: nothing judged, its start). Its CV holds zeta
-        at its prior mean ``logit(pi0)``: with fixed scales h0 the relevance model is the
-        paper's model on ``X diag(h0)`` (predictions ``X_te diag(h0) mu~``), so that is what
-        is cross-validated. With zeta at each fold's MAP instead, the marginal likelihood
-        (which sets zeta) and the held-out error (which sets tau2) pull the start's prior
-        variance apart: where the CV prefers less signal than the marginal likelihood, zeta
-        undoes every smaller tau2 until lambda_u reaches 1, and the choice falls to the
-        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's
-        2.48). Held at the prior mean it is the paper model's CV choice divided by
-        ``lambda_u(logit pi0)`` (runs 0-5: a start of 1.926 against 2.024).
+        The relevance model's classes (default: nothing judged). Its CV holds zeta at its prior
+        mean, where the model is the paper's on ``X diag(h0)``: with zeta at each fold's MAP the
+        marginal likelihood and the held-out error pull the prior variance apart and the choice
+        fell to the bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6).
 
     Returns
     -------
     best, scores
-        The tau^2 with the smallest mean held-out MSE (ties: the smaller tau^2) and the mean
-        held-out MSE of every tau^2 scored (the grid and its extension), in increasing tau^2.
-    """
+        The tau^2 with the smallest mean held-out MSE (ties: the smaller) and that of every
+        tau^2 scored, in increasing tau^2."""
     grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
