@@ -109,7 +109,7 @@ def test_train_predictive_is_the_gaussian_approximation(n, p):
     data, fit = _problem(n, p)
     Sigma, mu, a, b = _direct(data, fit)
     post = NIGPosterior.from_map(data, fit)
-    mean, var = post.train_predictive()
+    mean, var = Marginal.of_fit(data, fit).predictive()
     quad = np.einsum("ij,jk,ik->i", data.X, Sigma, data.X)
     np.testing.assert_allclose(mean, data.X @ mu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(var, b / (a - 1) * (1.0 + quad), rtol=1e-8)
