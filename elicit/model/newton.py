@@ -31,36 +31,19 @@ RUNNING, CONVERGED, FAILED, HELD = "running", "converged", "failed", "held"
 
 @dataclass(frozen=True)
 class NewtonSettings:
-    """Settings of :class:`NewtonRun`.
+    """Settings of :class:`NewtonRun`: convergence at a Newton decrement below ``tol``, failure
+    after ``max_iter`` iterations, ``line_search_trials`` step lengths 1, 1/2, ...
 
-    Attributes
-    ----------
-    tol
-        The Newton decrement (log-density units) below which a row has converged.
-    max_iter
-        Iterations; a row still running after them has failed.
-    local_model
-        Solve the local model at each iteration (module docstring).
-    ridge
-        ``None``: solve each row's free block, damped only if it is not positive definite. A
-        number: add that ridge (relative to the largest diagonal entry) to every system, solve
-        them at once, and take a gradient step where that is no ascent direction.
-    final_step
-        On convergence, take the last (tiny) step too.
-    line_search_trials
-        Step lengths tried: 1, 1/2, ..., 2^-(trials - 1).
-    refresh_at
-        Recompute the base Hessian once, before this iteration or when a line search fails
-        (``None``: never; a failed line search ends the row). At 8 instead of 16 the synthetic
-        query rounds were 15% slower and no MAP changed.
-    stall_tol
-        A failed line search with a decrement below this is convergence up to rounding.
-    model_tol, model_max_iter, model_trials
-        The local model is solved to a decrement of ``model_tol * tol``, with these iterations
-        and step lengths.
-    secant
-        After each accepted step, a BFGS update of ``-hess_base`` along it (skipped where the
-        curvature is not positive), for where the y-likelihood is not quadratic over the step."""
+    ``local_model``: solve the local model at each iteration, to a decrement of
+    ``model_tol * tol`` in ``model_max_iter`` iterations of ``model_trials`` step lengths.
+    ``ridge`` None: solve each row's free block, damped only if not positive definite; a number:
+    add that ridge (relative to the largest diagonal entry) to every system, solve them at once,
+    and take a gradient step where that is no ascent direction. ``final_step``: take the last
+    (tiny) step too. ``refresh_at``: recompute the base Hessian once, before this iteration or
+    when a line search fails (None: never, a failed line search ends the row; at 8 instead of
+    16 the synthetic query rounds were 15% slower and no MAP changed). ``stall_tol``: a failed
+    line search below this decrement is convergence up to rounding. ``secant``: a BFGS update of
+    ``-hess_base`` along each accepted step (skipped where the curvature is not positive)."""
 
     tol: float = 1e-10
     max_iter: int = 30
@@ -216,25 +199,22 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
 
 
 class NewtonRun:
-    """Projected Newton on a stack of problems, one iteration of every running row per
-    :meth:`step`.
+    """Projected Newton on a stack of C problems, one iteration of every running row per
+    :meth:`step`; a row follows the same iterations whatever else is in the stack.
 
     Parameters
     ----------
-    problem
-        The rows (:class:`NewtonProblem`).
+    problem, settings
+        The rows (:class:`NewtonProblem`) and :class:`NewtonSettings`.
     theta, value, grad
-        Start points (C, k), their log densities (C,) and gradients (C, k), updated in place.
+        Start points (C, k), their log densities and gradients, updated in place.
     hess_base
-        The base Hessian at the start, (k, k) shared or (C, k, k); each row keeps its own copy.
-    settings
-        :class:`NewtonSettings`.
+        The base Hessian at the start, (k, k) shared or (C, k, k); each row keeps a copy.
     extras
         Per-row extras at the start (:meth:`NewtonProblem.evaluate`), or None.
 
-    ``status`` holds each row's state, ``extras`` those of its last accepted point, ``final`` the
-    last step of each converged row. A row follows the same iterations whatever else is in the
-    stack, so a stack of C refits ends where C runs of one would."""
+    ``status`` holds each row's state, ``extras`` those of its last accepted point, ``final``
+    the last step of a converged row."""
 
     def __init__(self, problem: NewtonProblem, theta: np.ndarray, value: np.ndarray,
                  grad: np.ndarray, hess_base: np.ndarray, settings: NewtonSettings,
@@ -283,8 +263,7 @@ class NewtonRun:
         self._next = None
 
     def direction(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, projected Newton steps, decrements, feedback gradients) of the running rows
-        at their current iterates (computed once per iteration)."""
+        """(rows, steps, decrements, feedback gradients) of the running rows, once per iteration."""
         if self._next is None:
             st = self.settings
             if st.refresh_at is not None and self.it + 1 == st.refresh_at:
@@ -373,8 +352,7 @@ class NewtonRun:
 
     def _line_search(self, rows: np.ndarray, theta: np.ndarray, direction: np.ndarray,
                      slope: np.ndarray) -> np.ndarray:
-        """Backtrack each row from step length 1; accept the first point whose log density
-        rises by 1e-4 of the linear prediction. Returns which rows found none."""
+        """Backtrack each row from step 1 to an Armijo rise (1e-4); the rows that found none."""
         t = np.ones(len(rows))
         pending = np.ones(len(rows), bool)
         for _ls in range(self.settings.line_search_trials):
@@ -398,8 +376,7 @@ class NewtonRun:
 
 
 class OneRefit:
-    """A warm refit of one :class:`ModelData` as a stack of one (:class:`NewtonProblem`); the
-    marginal of each point stays in the cache, where the predictive at the end is read."""
+    """A warm refit of one :class:`ModelData` as a stack of one."""
 
     single = True
 

@@ -60,15 +60,11 @@ class Hyper:
 
     Parameters
     ----------
-    variant
-        ``"fixed"``: tau^2 is data (the paper's real-data setting, tau2 = 0.01).
+    variant, tau2, a_tau, b_tau
+        ``"fixed"``: tau^2 is data, ``tau2`` (the paper's real-data setting, 0.01);
         ``"learned"``: tau^2 ~ InvGamma(a_tau, b_tau) (the synthetic setting, 2 and 4).
     a_sigma, b_sigma
         Inverse-gamma prior of the noise variance (paper: 2 and 7).
-    tau2
-        tau^2 of the fixed variant.
-    a_tau, b_tau
-        Inverse-gamma prior of tau^2 in the learned variant.
     threshold_mean
         Prior mean m of the threshold xi ~ N+(m, m/2); ``"auto"``: the mean of gamma0 . w over
         the candidate pairs at the no-feedback MAP gamma0, as in the authors' code.

@@ -104,23 +104,18 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             b_sigma: float = 0.2, engine: str | Engine = "numpy", model: str = "paper",
             coupled: np.ndarray | None = None, relevance: np.ndarray | None = None,
             ) -> tuple[float, dict[float, float]]:
-    """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
-
-    Each tau^2 of the grid is scored by ``log p(y | gamma_t, tau^2) + log p(gamma_t)`` at the
-    no-feedback MAP ``gamma_t``: the profile of the log posterior over gamma (relevance model:
-    over gamma and zeta, plus zeta's log prior) under a flat prior on tau^2. Each fit starts from
-    its neighbour's MAP; the grid is extended by :func:`next_grid_value`.
+    """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML): each
+    tau^2 is scored by ``log p(y | gamma_t, tau^2) + log p(gamma_t)`` at the no-feedback MAP
+    ``gamma_t`` (fitted from its neighbour's MAP), the profile of the log posterior over gamma
+    (relevance model: gamma and zeta, plus zeta's log prior) under a flat prior on tau^2.
 
     Parameters
     ----------
     X, y, U
         Standardised inputs (n x p), centred targets (n,), meta-features (p x d).
-    grid
-        Candidate tau^2 values (positive).
-    a_sigma, b_sigma
-        The inverse-gamma prior of sigma^2.
-    engine
-        A ``"fixed"``-variant engine or its name.
+    grid, a_sigma, b_sigma, engine
+        Candidate tau^2 values (extended by :func:`next_grid_value`), the inverse-gamma prior
+        of sigma^2, and a ``"fixed"``-variant engine or its name.
     model, coupled, relevance
         The named model, the coupled set J (boolean mask) and the relevance classes.
 
@@ -165,35 +160,27 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             rng: np.random.Generator | None = None, engine: str | Engine = "numpy",
             model: str = "paper", candidates: np.ndarray | None = None,
             relevance: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
-    """Choose tau^2 by K-fold cross-validation of the no-feedback model.
-
-    For each fold and tau^2 the MAP is fitted on the other folds (targets centred on their own
-    mean, added back to the held-out predictions) and the held-out squared error recorded; X's
-    standardisation and U are label-free, so no held-out target is used. A fold's fits are
-    warm-started along the grid, and from the edge's MAP when :func:`next_grid_value` extends it.
+    """Choose tau^2 by K-fold cross-validation of the no-feedback model: for each fold and tau^2
+    the MAP is fitted on the other folds (targets centred on their own mean, added back to the
+    held-out predictions; X's standardisation and U are label-free) and the held-out squared
+    error recorded. A fold's fits are warm-started along the grid.
 
     Parameters
     ----------
     X, y, U
         Standardised training inputs, centred targets and meta-features.
-    grid
-        Candidate tau^2 values (positive).
-    folds
-        Number of folds (2 .. n).
-    rng
-        Shuffles the folds (default: a fixed ``default_rng(0)``).
-    engine
-        MAP engine.
+    grid, folds, rng, engine
+        Candidate tau^2 values (extended by :func:`next_grid_value`), the number of folds
+        (2 .. n), what shuffles them (default ``default_rng(0)``) and the MAP engine.
     model, candidates
-        The named model, and the candidate pairs that define the coupled set J of the
-        known-coupling models. The choice depends on the model: on Amazon (PPMI) the paper's
-        model picks 0.001 in most runs, and known coupling predicts worse with it (1.97) than
-        at 0.003 (1.86).
+        The named model, and the candidate pairs that set the known-coupling models' J. The
+        choice depends on the model: on Amazon (PPMI) the paper's model picks 0.001, where known
+        coupling predicts worse (1.97) than at 0.003 (1.86).
     relevance
-        The relevance model's classes (default: nothing judged). Its CV holds zeta at its prior
-        mean, where the model is the paper's on ``X diag(h0)``: with zeta at each fold's MAP the
-        marginal likelihood and the held-out error pull the prior variance apart and the choice
-        fell to the bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6).
+        The relevance model's classes. It is cross-validated with zeta at its prior mean, as the
+        paper's model on ``X diag(h0)``: with zeta at each fold's MAP the marginal likelihood and
+        the held-out error pull the prior variance apart, and the choice fell to the bound
+        (Amazon, seed 3, PPMI-10, run 2: 1e-6).
 
     Returns
     -------
