@@ -206,11 +206,8 @@ class ScaledCovariance(Covariance, Protocol):
     def scales(self, classes: np.ndarray, zeta: float, signal: np.ndarray) -> Scales: ...
 
 
-#: the paper's covariance
 FULL = FullKernel()
-#: coupling among the features the expert can judge only
 KNOWN_COUPLING = KnownCoupling()
-#: the relevance model's covariance
 RELEVANCE = RelevanceScales()
 
 

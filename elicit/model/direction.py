@@ -25,7 +25,6 @@ class DirectionMean:
     name: str = "direction mean"
 
 
-#: the direction mean (every shipped direction model's)
 DIRECTION = DirectionMean()
 
 

@@ -74,7 +74,6 @@ class Logistic:
         return "Logistic()"
 
 
-#: the paper's link
 LOGISTIC = Logistic()
 
 

@@ -85,13 +85,11 @@ class Marginal:
                  structured: bool | None = None, tall: bool | None = None,
                  mean: tuple[np.ndarray, float] | None = None):
         self.X_data = X
-        #: the prior mean's signs s and magnitude delta (None: no prior mean)
         self.s: np.ndarray | None = None if mean is None else mean[0]
         self.delta: float | None = None if mean is None else float(mean[1])
         self.scales = scales
         #: zeta of the scales, when :meth:`from_data` built them (else None)
         self.zeta: float | None = None
-        #: the per-feature scales h (None: all 1)
         self.h = None if scales is None else scales.h
         self.y, self.U = y, U
         self.gamma = np.asarray(gamma, dtype=float)
@@ -100,14 +98,12 @@ class Marginal:
         n = X.shape[0]
         # everything below reads K only, so a masked K gets the masked derivatives (K o D_l)
         self.coupled = coupled
-        #: the sparse-plus-offset structure of X on the structured path, else None
         self.structure: OffsetSparse | None = None
         if structured and (coupled is not None or scales is not None):
             raise ValueError("the structured path takes no coupled set or feature scales")
         if structured is not False and coupled is None and scales is None:
             self.structure = structure_of(X, U.shape[1]) or (offset_sparse(X) if structured
                                                              else None)
-        #: the basis X = Q R of the p x p form (more rows than features), else None
         self.basis = basis_of(X, self.structure, tall)
         self._rest = 0.0                                  # y's residual beside X's columns
         if self.basis is not None:
@@ -116,7 +112,6 @@ class Marginal:
         self._W, self._z = X, y          # the working design (without scales) and target
         #: ``m = X s`` in the working form (``R s`` on the p x p form; None: no prior mean)
         self.m: np.ndarray | None = None if self.s is None else X @ self.s
-        #: the residual of the prior mean, y - delta m (y itself without a prior mean)
         self.r = y if self.m is None else y - cast(float, self.delta) * self.m
         self.X = X if scales is None else X * scales.h
         X = self.X
@@ -285,14 +280,6 @@ class Marginal:
         """d value / d delta (0.0 without a prior mean): ``omega m' alpha``."""
         return 0.0 if self.m is None else float(self.omega * (self.m @ self.alpha))
 
-    def _delta_hessian(self, V: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
-        """The Hessian's delta row (``V = B_a alpha``, ``t = alpha' B_a alpha``) and its
-        (delta, delta) entry."""
-        m = cast(np.ndarray, self.m)
-        c, Sm, w = float(m @ self.alpha), self.Sinv @ m, self.omega
-        return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
-            - w * float(m @ Sm)
-
     def _B_dirs(self, learned: bool) -> np.ndarray:
         """B_a = dB/dtheta_a for gamma_l (and tau2, zeta), (k, n, n): ``X (K o D_l) X' = A_l + A_l'
         - 2 Y_l K Y_l'``, ``A_l = (X o u_l^2') K X'``, ``Y_l = X o u_l'``, over u_l's support."""
@@ -424,7 +411,11 @@ class Marginal:
             H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h @ r + g @ Rg)
         H = 0.5 * (H + H.T)
         if self.m is not None:
-            row, corner = self._delta_hessian(V, t)
+            # the delta row and corner (module docstring)
+            m, w = self.m, self.omega
+            c, Sm = float(m @ self.alpha), self.Sinv @ m
+            row = (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm)
+            corner = w * c * c / self.b_star - w * float(m @ Sm)
             H = np.block([[H, row[:, None]], [row[None, :], np.array([[corner]])]])
         return H
 

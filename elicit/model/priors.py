@@ -64,7 +64,6 @@ class InvGamma:
         return value, -(a + 1.0) / x + b / x**2, (a + 1.0) / x**2 - 2.0 * b / x**3
 
 
-#: the prior of every gamma_l
 GAMMA_PRIOR = HalfNormal(GAMMA_MEAN, GAMMA_SD)
 #: the paper's threshold prior, xi ~ N+(m, m/2)
 PAPER_THRESHOLD = ThresholdPrior(0.5)
@@ -75,5 +74,4 @@ RELEVANT_SHARE = 0.1
 #: prior sd of zeta: one unit of logit lets the share range over about 0.015 .. 0.45 (two sd)
 #: before the data speak, so the marginal likelihood of y decides where it lies within that.
 ZETA_SD = 1.0
-#: the prior of zeta, the logit of the share of relevant features among the unjudged ones
 ZETA_PRIOR = Normal(float(logit(RELEVANT_SHARE)), ZETA_SD)

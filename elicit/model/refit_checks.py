@@ -52,7 +52,6 @@ class ColdStartPolicy:
         return None
 
 
-#: the numpy engine's default policy
 DEFAULT_COLD_START = ColdStartPolicy()
 
 

@@ -154,7 +154,6 @@ class ModelVariant:
 
 
 PAPER = "paper"
-#: the name of the relevance model
 RELEVANCE_MODEL = "relevance"
 #: the names of the models with direction answers: alone, and with relevance answers (the
 #: model of sweeps that ask every kind of question)
@@ -263,8 +262,7 @@ def register_model(variant: ModelVariant) -> ModelVariant:
 
 #: Remove the model called ``name`` (a variant registered for a test, say).
 unregister_model = MODELS.remove
-#: The model called ``name``; any other name is a one-line ElicitError that lists the valid
-#: ones.
+#: The model called ``name``; any other name is a one-line ElicitError listing the valid ones.
 get_model = MODELS.lookup
 
 
