@@ -1,17 +1,14 @@
 """Projected Newton with a frozen base Hessian: the numpy engine's warm refits, one problem or
 many at once.
 
-After one new answer a warm refit from the previous MAP converges in a few iterations. Each
-takes the projected Newton step (:func:`projected_step`) of the quadratic model made of the
-*base* part (y-likelihood and priors: its gradient and a Hessian frozen at the previous MAP)
-and the exact feedback terms, stops when the decrement ``g' step`` is below ``tol``,
-optionally replaces the step by the maximiser of the *local model* (:func:`solve_local_model`:
-the base quadratic plus the exact feedback terms, O(N_f d) and no kernel work), and
-backtracks (Armijo, 1e-4). :class:`NewtonRun` runs a stack of C rows, each with its own theta,
-line search and status: the engine's refit is a stack of one (:class:`OneRefit`), the
-batched refits of candidate answers a stack of many. A stack of one multiplies with
-single-vector operations, a stack with ``einsum``: each the order it has always used, so that
-results stay bit for bit.
+Each iteration takes the projected Newton step (:func:`projected_step`) of the quadratic
+model made of the *base* part (y-likelihood and priors, its Hessian frozen at the previous
+MAP) and the exact feedback terms, or optionally the maximiser of the *local model*
+(:func:`solve_local_model`: the base quadratic plus the exact feedback terms, no kernel
+work), and backtracks (Armijo, 1e-4). :class:`NewtonRun` runs a stack of rows: the engine's
+refit is a stack of one (:class:`OneRefit`), the batched refits of candidate answers a stack
+of many. A stack of one multiplies with single-vector operations, a stack with ``einsum``:
+each the order it has always used, so that results stay bit for bit.
 """
 
 from __future__ import annotations

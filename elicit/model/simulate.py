@@ -1,12 +1,9 @@
-"""Data drawn from the model: the paper's synthetic problem and Amazon-size random problems,
-both with the true weights from the model's prior, beta ~ N(0, sigma2 tau2 K(gamma_true)).
-
-The paper's synthetic data (Afrabandpey et al. 2019, Sec. 4.1, as in the authors' code):
-p = 25 features in groups {1-10}, {11-15}, {16-20}, {21-25}; d = 9 meta-feature columns,
-column l describing one group (its entries ~ U(0, 0.25) or U(1, 10), every other feature's
-U(2, 2.25)), the last pure noise U(1, 10). With gamma_opt = [1,1,0,1,0,1,0,0,0], K_opt is near
-1 within groups and near 0 across them; sigma2 = 5, tau2 = 1, y = X beta + N(0, sigma2).
-Beyond the paper, ``irrelevant=N`` sets the weight of N random features to 0 (group -1).
+"""Data drawn from the model, the true weights from its prior: the paper's synthetic problem
+(Afrabandpey et al. 2019, Sec. 4.1, as in the authors' code: p = 25 features in four groups,
+d = 9 meta-feature columns each describing one group, the last pure noise; with
+gamma_opt = [1,1,0,1,0,1,0,0,0] K_opt is near 1 within groups and near 0 across them) and
+Amazon-size random problems. Beyond the paper, ``irrelevant=N`` sets the weight of N random
+features to 0 (group -1).
 """
 
 from __future__ import annotations

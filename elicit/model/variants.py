@@ -1,20 +1,12 @@
 """Model variants: which assumptions a fit makes, as registered objects (docs/models.md).
 
-Every variant shares the paper's regression ``y = X beta + eps``,
-``beta | sigma2 ~ N(0, sigma2 tau2 K)`` and ``gamma ~ N+(1, 0.5)``. A :class:`ModelVariant`
-supplies the parts that may change, each an object: the threshold prior
-(:class:`~elicit.model.priors.ThresholdPrior`; a *tied* threshold, c =
-:data:`TIED_THRESHOLD_SD`, keeps xi near m so that answers move gamma), the covariance
-(:mod:`elicit.model.covariance`), the feedback link (:mod:`elicit.model.link`) and the prior
-mean of beta (:mod:`elicit.model.direction`). Every numpy code path reads these objects, so it
-serves any variant unchanged.
-
-The Stan program (:class:`StanProgram`) states a variant for the Stan engines: the shipped
-``stan/elicit.stan`` (:data:`SHIPPED_PROGRAM`) states every shipped variant, taking what they
-change as data (:mod:`elicit.model.stan_data`). A variant may ship a program of its own; one
-without (``program=None``) runs on the numpy engine, or on a Stan engine given a
-``stan_file``. :data:`MODELS` maps each name to its variant; :func:`register_model` adds one,
-:func:`get_model` is the one place a name is validated.
+Every variant shares the paper's regression; a :class:`ModelVariant` supplies the parts that
+may change, each an object that every numpy code path reads: the threshold prior, the
+covariance, the feedback link and the prior mean of beta. Its :class:`StanProgram` states it
+for the Stan engines (the shipped ``stan/elicit.stan`` every shipped variant, taking what
+they change as data); one without (``program=None``) runs on the numpy engine, or on a Stan
+engine given a ``stan_file``. :data:`MODELS` maps each name to its variant;
+:func:`register_model` adds one, :func:`get_model` is the one place a name is validated.
 """
 
 from __future__ import annotations

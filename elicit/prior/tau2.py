@@ -77,7 +77,7 @@ def check_grid(grid: Sequence[float], what: str = "tau2_grid") -> list[float]:
     try:
         values = sorted({float(t) for t in grid})
     except (TypeError, ValueError):
-        raise ElicitError(f"{what} must be a list of positive numbers, got {grid!r}") from None
+        values = []
     if not values or any(not (np.isfinite(t) and t > 0) for t in values):
         raise ElicitError(f"{what} must be a list of positive numbers, got {grid!r}")
     return values
@@ -88,14 +88,12 @@ def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2")
     :class:`ElicitError`."""
     choices = " or ".join(["a positive number", *(repr(m) for m in modes)])
     if isinstance(tau2, str):
-        key = tau2.strip().lower()
-        if key in modes:
+        if (key := tau2.strip().lower()) in modes:
             return key
-        raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
-    if isinstance(tau2, bool) or not isinstance(tau2, (int, float, np.integer, np.floating)) \
-            or not (np.isfinite(tau2) and tau2 > 0):
-        raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
-    return float(tau2)
+    elif not isinstance(tau2, bool) and isinstance(tau2, (int, float, np.integer, np.floating)) \
+            and np.isfinite(tau2) and tau2 > 0:
+        return float(tau2)
+    raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
 
 
 @single_blas_thread
