@@ -91,15 +91,6 @@ def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) 
 TILE = 512
 
 
-def _exponent_factors(U: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(P, Q)`` with ``P_i . Q_j = z_i . z_j - h_i - h_j`` (``z = u o sqrt(gamma)``,
-    ``h = z.z / 2``): one matrix product gives a tile's exponent."""
-    Z = U * np.sqrt(gamma)
-    h = 0.5 * np.einsum("ij,ij->i", Z, Z)
-    one = np.ones((len(h), 1))
-    return np.hstack([Z, -h[:, None], -one]), np.hstack([Z, one, h[:, None]])
-
-
 def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) -> np.ndarray:
     """The kernel block ``K[I, J]``, the diagonal exactly 1, the exponent clipped with ``clip``."""
     E = P[I] @ Q[J].T
@@ -118,9 +109,14 @@ def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = No
     square) of :func:`kernel` without a coupled set, of ``K[order][:, order]`` with ``order``:
     half of K, no p x p array held."""
     gamma = np.asarray(gamma, dtype=float)
-    P, Q = _exponent_factors(U if order is None else U[order], gamma)
+    # P_i . Q_j = z_i . z_j - h_i - h_j (z = u o sqrt(gamma), h = z.z / 2): one matrix
+    # product gives a tile's exponent
+    Z = (U if order is None else U[order]) * np.sqrt(gamma)
+    h = 0.5 * np.einsum("ij,ij->i", Z, Z)
+    one = np.ones((len(h), 1))
+    P, Q = np.hstack([Z, -h[:, None], -one]), np.hstack([Z, one, h[:, None]])
     p = len(P)
-    clip = _clips(Q[:, -1])                  # Q's last column is h
+    clip = _clips(h)
     for i0 in range(0, p, TILE):
         I = slice(i0, min(p, i0 + TILE))
         for j0 in range(i0, p, TILE):

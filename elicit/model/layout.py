@@ -94,9 +94,6 @@ class ParamLayout:
                 idx.append(self.index(name))
         return np.array(idx, dtype=int)
 
-    def __repr__(self) -> str:
-        return f"ParamLayout({', '.join(f'{b.name}[{b.size}]' for b in self.blocks)})"
-
 
 #: every block theta may have, by name (a vector block's ``size`` is set per fit: d)
 BLOCKS = {b.name: b for b in (Block("gamma", "gamma", 0, 0.0, vector=True),

@@ -135,7 +135,10 @@ class Marginal:
         # S = I + B (eigenvalues >= 1) is well conditioned: S^-1 = L^-T L^-1, half the work
         # of a general inverse (L^-1 also gives W = L^-1 X of the gradient)
         self.L = np.linalg.cholesky(S)
-        self.Linv = _lower_inverse(self.L)
+        Linv, info = dtrtri(self.L, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
+        self.Linv = np.tril(Linv)
         self.Sinv = self.Linv.T @ self.Linv
         self.alpha = self.Sinv @ self.r
         self.a_star = self.a_sigma + 0.5 * n
@@ -460,14 +463,6 @@ class Marginal:
         var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)
         dvalue = -0.5 * np.log(det) - self.a_star * np.log(b_star / self.b_star)
         return ScaleChange(mean, var, dvalue)
-
-
-def _lower_inverse(L: np.ndarray) -> np.ndarray:
-    """The inverse of a lower-triangular Cholesky factor (LAPACK's triangular inverse)."""
-    Linv, info = dtrtri(L, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
-    return np.tril(Linv)
 
 
 class ScaleChange(NamedTuple):

@@ -48,13 +48,6 @@ class OffsetSparse:
         n, p = self.shape
         return self.S_cols.nnz / float(n * p)
 
-    def dense(self) -> np.ndarray:
-        """``S + 1 b'`` as a dense array."""
-        n, p = self.shape
-        X = np.broadcast_to(self.b, (n, p)).copy()
-        X[:, self.cols] += self.S_cols.toarray()
-        return X
-
 
 def column_modes(X: np.ndarray) -> np.ndarray:
     """The most frequent value of each column of ``X`` (ties: the smallest)."""
