@@ -27,12 +27,10 @@ class MAPResult:
     converged, engine, n_iter, message
         What the optimiser reported.
     warm_hessian
-        The numpy engine's base Hessian at an earlier point: a preconditioner for the next
-        warm refit.
-    U, coupled
-        The meta-features and the coupled set, from which :attr:`K` is rebuilt.
-    scales
-        The relevance model's per-feature prior scales h = sqrt(lambda).
+        The numpy engine's base Hessian at an earlier point, for the next warm refit.
+    U, coupled, scales
+        The meta-features and coupled set, from which :attr:`K` is rebuilt, and the relevance
+        model's per-feature prior scales h = sqrt(lambda).
     problem
         What the numpy engine fitted but for the answers: a warm refit is checked for another
         mode only when it refits the same problem."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Literal, cast
 
 import numpy as np
@@ -173,14 +174,10 @@ class ModelData:
         """The coupled set J that K applies (``None``: the full kernel)."""
         return self.model.covariance.mask(self.coupled)
 
-    @property
+    @cached_property
     def layout(self) -> ParamLayout:
-        """The blocks of this fit's theta (cached)."""
-        lay = self.__dict__.get("_layout")
-        if lay is None:
-            names = self.model.params(self.hyper.variant == "learned")
-            lay = self.__dict__["_layout"] = layout_of(self.d, names)
-        return lay
+        """The blocks of this fit's theta."""
+        return layout_of(self.d, self.model.params(self.hyper.variant == "learned"))
 
     @property
     def n(self) -> int:
@@ -221,7 +218,7 @@ class ModelData:
         """A copy with other relevance classes (the rest shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
-        new.__dict__.pop("_signal", None)
+        new.__dict__.pop("relevance_signal", None)
         new.relevance = check_relevance(classes, self.p)
         return new
 
@@ -247,17 +244,14 @@ class ModelData:
         """The prior sd of delta (:func:`~elicit.model.direction.delta_prior_sd` of y)."""
         return delta_prior_sd(self.y)
 
-    @property
+    @cached_property
     def relevance_signal(self) -> np.ndarray:
-        """The relevance model's neighbour signal of the answers (zeros elsewhere; cached)."""
-        sig = self.__dict__.get("_signal")
-        if sig is None:
-            cov = self.model.covariance
-            # relevance is an array after __post_init__; a covariance with scales has signal
-            sig = (cast(ScaledCovariance, cov).signal(cast(np.ndarray, self.relevance), self.U)
-                   if has_scales(cov) else np.zeros(self.p))
-            sig.setflags(write=False)
-            self.__dict__["_signal"] = sig
+        """The relevance model's neighbour signal of the answers (zeros for other models)."""
+        cov = self.model.covariance
+        # relevance is an array after __post_init__; a covariance with scales has signal
+        sig = (cast(ScaledCovariance, cov).signal(cast(np.ndarray, self.relevance), self.U)
+               if has_scales(cov) else np.zeros(self.p))
+        sig.setflags(write=False)
         return sig
 
     def initial_params(self) -> Params:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from elicit.internal.cache import LRUCache, arrays_key
+from elicit.internal.cache import LRUCache
 
 
 class TallBasis:
@@ -51,12 +51,7 @@ _bases = LRUCache(4)
 
 def tall_basis(X: np.ndarray) -> TallBasis:
     """The :class:`TallBasis` of X, computed once per array."""
-    key = arrays_key(X)
-    basis = _bases.get(key)
-    if basis is None:
-        basis = TallBasis(X)
-        _bases.put(key, basis, pin=X)
-    return basis
+    return _bases.of_array(X, TallBasis)
 
 
 def is_tall(n: int, p: int) -> bool:

@@ -37,17 +37,10 @@ TIED_THRESHOLD_SD = 0.02
 
 @dataclass(frozen=True)
 class StanProgram:
-    """The Stan program that states a model variant for the Stan engines, and its data.
-
-    Attributes
-    ----------
-    file
-        The shipped program's file name in ``stan/``, or the path of a program of one's own.
-    parts
-        The parts of the program's data (:mod:`elicit.model.stan_data`), in its data block's
-        order.
-    shipped
-        Whether this is the shipped program (``stan/elicit.stan``)."""
+    """The Stan program that states a model variant for the Stan engines: ``file``, the shipped
+    program's name in ``stan/`` or the path of a program of one's own; ``parts``, the parts of
+    its data (:mod:`elicit.model.stan_data`) in its data block's order; ``shipped``, whether it
+    is ``stan/elicit.stan``."""
 
     file: str | Path
     parts: tuple[type[StanPart], ...] = SHIPPED_PARTS
