@@ -8,11 +8,11 @@ is
     log p(y) = lgamma(a*) - lgamma(a) - n/2 log(2 pi b) - 1/2 log|S| - a* log(b*/b).
 
 Its derivative along ``dB`` is ``tr(G dB)``, ``G = (omega alpha alpha' - S^-1) / 2``,
-``omega = a*/b*``; the Hessian adds ``omega t_a t_b / (4 b*) - omega alpha' B_a S^-1 B_b
-alpha + tr(S^-1 B_a S^-1 B_b) / 2``, ``t_a = alpha' B_a alpha``. ``dK/dgamma_l = -K o D_l /
-2``, ``D_l[i, j] = (U_il - U_jl)^2``, is expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'``: no
-p x p x d array. With more rows than features every formula runs on (R, Q'y)
-(:mod:`elicit.model.tall`).
+``omega = a*/b*``; with ``t_a = alpha' B_a alpha`` the Hessian adds
+``omega t_a t_b / (4 b*) - omega alpha' B_a S^-1 B_b alpha + tr(S^-1 B_a S^-1 B_b) / 2``.
+``dK/dgamma_l = -K o D_l / 2``, ``D_l[i, j] = (U_il - U_jl)^2``, is expanded as
+``D_l = u^2 1' + 1 u^2' - 2 u u'``: no p x p x d array. With more rows than features every
+formula runs on (R, Q'y) (:mod:`elicit.model.tall`).
 
 **Per-feature scales** (relevance): X is replaced by ``Xt = X diag(h)``. With
 ``g_j = d log h_j / d zeta`` (0 for judged features), ``R = (Xt' G Xt) o K``, its row sums r

@@ -1,13 +1,10 @@
-"""The data of the Stan program, one part of the model at a time.
-
-Each part is one frozen dataclass whose fields are its data contract: one field per Stan data
-name, in the program's order, with its Stan type and meaning (:func:`stan_field`). The
-shipped ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`, a part its model does
-not use switched off by data (its flag 0, its arrays empty) or holding the paper's value. A
-program of one's own declares the names of the parts its model uses
-(:meth:`StanPart.required`). A new part is one class here, its block in ``stan/elicit.stan``,
-its term in :mod:`elicit.model.density` and, with a parameter, a block in
-:mod:`elicit.model.layout`.
+"""The data of the Stan program, one part of the model at a time: each part is a frozen dataclass
+whose fields are its data contract (one :func:`stan_field` per Stan data name, in the
+program's order). ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`, one its
+model does not use switched off by data (flag 0, arrays empty) or holding the paper's value;
+a program of one's own declares the names of the parts its model uses
+(:meth:`StanPart.required`). A new part is a class here, a block in ``stan/elicit.stan``, a
+term in :mod:`elicit.model.density` and, with a parameter, a block in :mod:`elicit.model.layout`.
 """
 
 from __future__ import annotations

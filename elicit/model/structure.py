@@ -1,11 +1,9 @@
-"""Sparse-plus-offset inputs: ``X = S + 1 b'`` with S sparse, found exactly in the data.
-
-Bag-of-words inputs standardised with a larger corpus's statistics map each column's zero
-count to one value: X is a sparse S plus a rank-one offset (:func:`offset_sparse`: ``b_j`` the
-most frequent value of column j). Where it pays (:func:`structure_of`) the marginal reads K
-only on the columns S touches plus ``K b``, in one streamed pass (:class:`OffsetProducts`);
-smaller problems keep the dense kernel, but from a hundred features on multiply by X over
-S's nonzeros (:class:`SparseRows`).
+"""Sparse-plus-offset inputs, ``X = S + 1 b'`` with S sparse, found exactly in the data
+(:func:`offset_sparse`: bag-of-words inputs standardised with a larger corpus's statistics map
+each column's zero count to one value ``b_j``). Where it pays (:func:`structure_of`) the
+marginal reads K only on the columns S touches plus ``K b``, in one streamed pass
+(:class:`OffsetProducts`); smaller problems keep the dense kernel but multiply by X over S's
+nonzeros (:class:`SparseRows`).
 """
 
 from __future__ import annotations

@@ -52,11 +52,9 @@ TAU2_STEP = float(np.sqrt(10.0))
 
 def next_grid_value(values: Sequence[float], best: float,
                     bounds: tuple[float, float] = TAU2_BOUNDS) -> float | None:
-    """The grid policy: the tau^2 to score next, or None when the choice is final.
-
-    ``values`` are the tau^2 scored so far, ``best`` the best of them: half a decade beyond
-    the edge it is on (to three significant digits: 3.16e-4, 1e-4, ...), within ``bounds``.
-    """
+    """The grid policy: the tau^2 to score next after ``values`` (``best`` the best of them), half
+    a decade beyond the edge it is on (to three significant digits), within ``bounds``; None
+    when the choice is final."""
     lo, hi = min(values), max(values)
     if best == lo and (t := _half_decade(lo, -1)) >= bounds[0] and t < lo:
         return t

@@ -104,7 +104,7 @@ def test_predict_mean_is_the_direct_posterior_mean(n, p):
 
 
 @pytest.mark.parametrize("n,p", SHAPES)
-def test_train_predictive_is_the_gaussian_approximation(n, p):
+def test_marginal_predictive_is_the_gaussian_approximation(n, p):
     """Mean x'mu*, variance b*/(a*-1) (1 + x' Sigma* x) at the training inputs (appendix A)."""
     data, fit = _problem(n, p)
     Sigma, mu, a, b = _direct(data, fit)
