@@ -1,12 +1,8 @@
-"""Batched warm refits: many hypothetical answers refitted at once.
-
-The fast utility's Laplace screen cannot foresee the large moves a surprising answer causes on
-small problems, and refitting each candidate separately pays Python's overhead per candidate.
-Here the log density and gradient are evaluated for a stack of parameter vectors (one per
-candidate and answer, each with its own extra feedback term; :class:`BatchDensity`), and the
-numpy engine's projected Newton (:mod:`elicit.model.newton`) runs on all of them together:
-the base Hessian frozen at the current MAP, each candidate with its own line search and
-active set.
+"""Batched warm refits: many hypothetical answers refitted at once (the fast utility's Laplace
+screen cannot foresee the large moves a surprising answer causes on small problems, and
+separate refits pay Python's overhead per candidate). :class:`BatchDensity` evaluates the log
+density and gradient for a stack of thetas, each with its own extra answer, and
+:class:`~elicit.model.newton.NewtonRun` runs projected Newton on all of them together.
 """
 
 from __future__ import annotations
@@ -65,15 +61,12 @@ class BatchDensity:
     def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray) -> None:
         self.data = data
         self.w_new = w_new            # (C, d)
-        #: each row's new answer (C,)
         self.f_new = np.broadcast_to(np.asarray(f_new, dtype=float), (len(w_new),))
         self.learned = data.hyper.variant == "learned"
         self.U2 = data.U * data.U
         self.keep = coupling_matrix(data.kernel_mask)
-        #: the relevance model's covariance (per-feature scales that depend on zeta), or None
         self.relevance: ScaledCovariance | None = (
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
-        #: X = Q R when the marginals of ``data`` take the p x p form (else None)
         self.basis = data_basis(data)
         #: rows evaluated at once: each stacked array of a chunk fits in a core's cache
         #: (:data:`CHUNK_BYTES`); a row's value does not depend on the others in its chunk,
@@ -90,8 +83,7 @@ class BatchDensity:
         return self.at(theta[idx], idx)
 
     def at(self, th: np.ndarray, idx: np.ndarray):
-        """As :meth:`__call__`, at the thetas ``th`` (one per row of ``idx``), in chunks of at
-        most :attr:`chunk` rows."""
+        """As :meth:`__call__`, at the thetas ``th``, in chunks of at most :attr:`chunk` rows."""
         if len(th) <= self.chunk:
             return self._at(th, idx)
         parts = [self._at(th[q], idx[q])
@@ -179,7 +171,6 @@ class BatchDensity:
         for name, v, g, _ in prior_terms(th, data):
             value += v
             grad[:, lay.at(name)] += g
-        # feedback: the answers so far plus this candidate's hypothetical one
         if len(data.f):
             v, g, _ = terms.feedback_terms(data.link, data.W_f, data.f, th, lay, hess=False)
             value += v
@@ -213,7 +204,6 @@ class CandidateRefits:
         self.data, self.w_new, self.f_new, self.lb = data, w_new, self.density.f_new, lb
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        # the answers so far and each row's new one
         data, C, d = self.data, len(theta), self.data.d
         Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
                                self.w_new[rows][:, None, :]], axis=1)          # (C, N_f + 1, d)
@@ -239,11 +229,10 @@ CANDIDATE_REFIT = NewtonSettings(tol=1e-7, max_iter=8, ridge=1e-9, final_step=Fa
 def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   w_new: np.ndarray, f_new: int | np.ndarray, settings: NewtonSettings,
                   marginal: Marginal | None = None) -> NewtonRun:
-    """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``)
-    from ``theta0`` with the base Hessian ``hess_base``, as one stack at its start (the kernel
-    part evaluated once, from ``marginal`` if given). The run's ``extras`` hold each row's
-    Gaussian predictive (mean, variance (C, n)) at the training inputs at its last accepted
-    point."""
+    """The refits of ``data`` with one more answer each (``w_new[c]`` answered ``f_new[c]``) from
+    ``theta0`` with the base Hessian ``hess_base``, as one stack (the kernel part evaluated once,
+    from ``marginal`` if given); the run's ``extras`` hold each row's Gaussian predictive (mean,
+    variance (C, n)) at its last accepted point."""
     C = len(w_new)
     lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
@@ -270,12 +259,10 @@ def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
                   local_model: bool | None = None,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``, a screen
-    (:data:`CANDIDATE_REFIT` with ``tol`` and ``max_iter``), solving the local model where the
-    engine would (``local_model``, None: :func:`uses_local_model`). Returns the final thetas
-    (C, k), the Gaussian predictive mean and variance at the training inputs (C, n), and which
-    candidates converged (C,); the others keep their last iterate. ``lb`` must be the data's
-    lower bounds.
-    """
+    (:data:`CANDIDATE_REFIT` with ``tol`` and ``max_iter``; ``local_model`` None: by
+    :func:`uses_local_model`). Returns the final thetas (C, k), the Gaussian predictive mean and
+    variance at the training inputs (C, n), and which candidates converged (C,). ``lb`` must be
+    the data's lower bounds."""
     settings = replace(CANDIDATE_REFIT, tol=tol, max_iter=max_iter,
                        local_model=uses_local_model(data, local_model))
     run = candidate_run(data, theta0, hess_base, w_new, f_new, settings, marginal)

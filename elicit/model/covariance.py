@@ -1,19 +1,11 @@
-"""The prior covariance K of beta: which features the kernel couples.
+"""The prior covariance K of beta: which features the kernel couples, and how it scales them.
 
-Every covariance here is the paper's Gaussian kernel (:func:`elicit.model.kernel.kernel`)
-restricted to a *coupled set* J of features::
-
-    K_ij = k_ij   if i and j are both in J,     K_ij = delta_ij   otherwise,
-
-i.e. ``K = blockdiag(K_gamma[J, J], I)`` up to a permutation (so K stays positive
-semi-definite). A covariance says which J applies (:meth:`Covariance.mask`): :data:`FULL`
-every feature, :data:`KNOWN_COUPLING` the data's coupled set. The kernel and its derivatives
-read that mask alone, so a new coupling rule is one new object here.
-
-A covariance may also scale each feature: the prior covariance of beta is then
-``sigma2 tau2 diag(h) K diag(h)`` (K stays the prior *correlation*). :data:`RELEVANCE` takes
-the scales from the relevance answers and one parameter, zeta (:class:`RelevanceScales`);
-the marginal holds with ``X diag(h)`` in place of X, only the derivative in zeta is new.
+Every covariance here is the paper's Gaussian kernel restricted to a *coupled set* J
+(:meth:`Covariance.mask`): ``K_ij = k_ij`` if i and j are both in J, ``delta_ij`` otherwise,
+so K stays positive semi-definite. :data:`FULL` couples every feature, :data:`KNOWN_COUPLING`
+the data's coupled set. A covariance may also scale each feature: the prior covariance of
+beta is then ``sigma2 tau2 diag(h) K diag(h)`` (:data:`RELEVANCE`: h from the relevance
+answers and one parameter zeta), and the marginal holds with ``X diag(h)`` in place of X.
 """
 
 from __future__ import annotations
@@ -28,8 +20,8 @@ from elicit.internal.cache import LRUCache, arrays_key
 
 
 class Covariance(Protocol):
-    """Which features the kernel couples. One that also scales them has ``has_scales = True``
-    and the members of :class:`ScaledCovariance` (the model then has the block zeta)."""
+    """Which features the kernel couples; one that also scales them has ``has_scales = True`` and
+    the members of :class:`ScaledCovariance`."""
 
     # properties: a Protocol must not require a frozen dataclass's fields to be settable
     @property
@@ -41,8 +33,7 @@ class Covariance(Protocol):
         """Whether K depends on the data's coupled set J (``ModelData.coupled``)."""
 
     def mask(self, coupled: np.ndarray | None) -> np.ndarray | None:
-        """The coupled set the kernel applies given the data's ``coupled`` (``None``: K is
-        the full kernel)."""
+        """The coupled set the kernel applies given the data's ``coupled`` (``None``: all)."""
 
 
 @dataclass(frozen=True)
@@ -95,10 +86,9 @@ SHRINK = 1.0
 
 @dataclass(frozen=True)
 class Scales:
-    """Per-feature scales ``h`` = sqrt(lambda) (p,) at one zeta; only the features in
-    ``unasked`` depend on zeta, each through its own logit, so ``dlog_h`` (``d log h_j /
-    d zeta``) and ``d2h_over_h`` (``(d^2 h_j / d zeta^2) / h_j``) are per feature (0 for the
-    judged ones)."""
+    """Per-feature scales ``h = sqrt(lambda)`` (p,) at one zeta, with
+    ``dlog_h = d log h_j / d zeta`` and ``d2h_over_h = (d^2 h_j / d zeta^2) / h_j`` (0 outside
+    ``unasked``)."""
 
     h: np.ndarray
     unasked: np.ndarray
@@ -120,18 +110,12 @@ _NEIGHBOURS = LRUCache(4)
 
 @dataclass(frozen=True)
 class RelevanceScales:
-    """Relevance: the prior variance of feature j is ``tau2 lambda_j`` with
-
-    * ``lambda_j = 1`` if the expert called j relevant,
-    * ``lambda_j = eps`` (:data:`IRRELEVANT_SCALE`) if irrelevant,
-    * ``lambda_j = s_j + (1 - s_j) eps`` otherwise, with ``s_j = logistic(zeta + spread a_j)``
-      the probability that j is relevant: zeta the logit of the share of relevant features
-      among the unjudged ones, ``a_j`` (:meth:`signal`) the kernel-weighted mean answer
-      about j's neighbours in meta-feature space (+1 relevant, -1 irrelevant).
-
-    lambda_j is a spike-and-slab (scale 1 with probability s_j, else eps) collapsed to its
-    variance; K couples every feature. ``spread`` 0 gives every unjudged feature one share.
-    """
+    """Relevance: the prior variance of feature j is ``tau2 lambda_j``, ``lambda_j`` 1 if the
+    expert called j relevant, eps (:data:`IRRELEVANT_SCALE`) if irrelevant, else
+    ``s_j + (1 - s_j) eps`` with ``s_j = logistic(zeta + spread a_j)``: zeta the logit of the
+    share of relevant features among the unjudged ones, ``a_j`` (:meth:`signal`) the answers
+    about j's neighbours in meta-feature space. lambda_j is a spike-and-slab collapsed to its
+    variance; K couples every feature."""
 
     name: str = "relevance scales"
     uses_coupled_set: bool = False
@@ -145,7 +129,7 @@ class RelevanceScales:
         return None
 
     def neighbours(self, U: np.ndarray) -> np.ndarray:
-        """The weights W (p x p, zero diagonal) of the neighbours in meta-feature space:
+        """The neighbour weights W (p x p, zero diagonal):
         ``exp(-|u_j - u_k|^2 / (2 bandwidth D))``, D the median squared distance."""
         key = (arrays_key(U), self.bandwidth)
         W = _NEIGHBOURS.get(key)
@@ -161,9 +145,8 @@ class RelevanceScales:
         return W
 
     def signal(self, classes: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """``a_j``: the weighted mean answer about j's neighbours, shrunk toward 0 (p,):
-        ``sum_k W_jk c_k / (shrink + sum_k W_jk)`` over the judged features k (c_k = +1
-        relevant, -1 irrelevant). All zeros with no answer."""
+        """``a_j = sum_k W_jk c_k / (shrink + sum_k W_jk)`` over the judged features k (c_k +1
+        relevant, -1 irrelevant); zeros with no answer."""
         judged = classes != UNASKED
         if self.spread == 0.0 or not judged.any():
             return np.zeros(len(classes))
@@ -197,8 +180,8 @@ class RelevanceScales:
 
 
 class ScaledCovariance(Covariance, Protocol):
-    """What the code reads of a covariance that scales the features; type-level only (callers
-    ``cast`` to it after checking :func:`has_scales`)."""
+    """What the code reads of a covariance that scales the features (type-level: callers ``cast``
+    to it after :func:`has_scales`)."""
 
     @property
     def has_scales(self) -> bool: ...
@@ -223,11 +206,8 @@ class ScaledCovariance(Covariance, Protocol):
     def scales(self, classes: np.ndarray, zeta: float, signal: np.ndarray) -> Scales: ...
 
 
-#: the paper's covariance
 FULL = FullKernel()
-#: coupling among the features the expert can judge only
 KNOWN_COUPLING = KnownCoupling()
-#: the relevance model's covariance
 RELEVANCE = RelevanceScales()
 
 

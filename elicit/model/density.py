@@ -1,11 +1,7 @@
 """Analytic log density of the shipped Stan program, with gradient and Hessian: the numpy
-mirror of ``stan/elicit.stan`` for every named model (tests check it against Stan through
-PyStan).
-
-``theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])`` (:mod:`elicit.model.layout`). The
-log density is the marginal likelihood of y (:class:`~elicit.model.marginal.Marginal`, whose
-module docstring has its derivatives) plus the log priors and the feedback log likelihood
-(:mod:`elicit.model.terms`, which read the variant's threshold prior and link).
+mirror of ``stan/elicit.stan`` for every named model, the marginal likelihood of y
+(:class:`~elicit.model.marginal.Marginal`) plus the log priors and the feedback log
+likelihood (:mod:`elicit.model.terms`).
 """
 
 from __future__ import annotations
@@ -44,8 +40,7 @@ def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
 
 
 def feedback_terms(theta: np.ndarray, data: ModelData, hess: bool = True):
-    """The feedback log likelihood ``sum_k log p(f_k | xi - w_k . gamma)`` under the model's
-    link, its gradient and Hessian (:func:`elicit.model.terms.feedback_terms`)."""
+    """The feedback log likelihood under the model's link, its gradient and Hessian."""
     return terms.feedback_terms(data.link, data.W_f, data.f, theta, data.layout, hess)
 
 
@@ -90,26 +85,13 @@ def hessian(theta: np.ndarray, data: ModelData, marginal: Marginal | None = None
 
 
 class LaplaceMoves:
-    """Where the MAP ``theta`` moves after one more answer, for each row of ``w``, under the
-    quadratic (Laplace) approximation of the log density at ``theta``.
+    """Where the MAP ``theta`` moves after one more answer, for each row of ``w`` (C, d), under
+    the Laplace approximation at ``theta`` (``hess_base``: the base Hessian there).
 
-    With ``A = -H`` (H: the base Hessian plus the answers' terms) and ``v = (-w, 1[, 0])``,
-    the answer's term ``log p(f | xi - gamma . w)`` moves the MAP along ``A^-1 v`` by the root
-    t of ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (:func:`~elicit.model.link.scalar_step`;
-    its first Newton iterate is the Sherman-Morrison step). Parameters on their bounds stay
-    there and a move is clipped back onto the bounds. One factorisation serves every row.
-
-    Parameters
-    ----------
-    data
-        The model data with the answers so far.
-    theta
-        The MAP.
-    hess_base
-        The base Hessian (y-likelihood and priors) at ``theta``.
-    w
-        The new answers' meta-feature differences (C, d).
-    """
+    With ``A = -H`` and ``v = (-w, 1[, 0])`` the answer's term moves the MAP along ``A^-1 v`` by
+    the root t of ``t = score(z0 + q t, f)``, ``q = v' A^-1 v``
+    (:func:`~elicit.model.link.scalar_step`). Parameters on their bounds stay there, a move is
+    clipped onto the bounds, and one factorisation serves every row."""
 
     def __init__(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
                  w: np.ndarray) -> None:

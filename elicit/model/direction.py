@@ -1,16 +1,9 @@
-"""Direction answers: a prior mean of beta from the signs the expert gave.
-
-"When keyword j is present, does the outcome go up or down?" The expert answers *raises*
-(+1), *lowers* (-1) or *don't know* (0). A model with a :class:`DirectionMean` shifts the
-prior of the weights,
-
-    beta | sigma2 ~ N(delta s, sigma2 tau2 diag(h) K diag(h)),
-
-with ``s_j`` the answer about j and one learned magnitude ``delta ~ N+(0, rms(y))``
-(:func:`delta_prior_sd`: on standardised inputs no single weight exceeds the spread of y).
-The posterior stays closed-form: the residual ``y - delta X s`` replaces y in the marginal,
-and the posterior mean is ``mu* = delta s + tau2 diag(h) K Xt' S^-1 (y - delta X s)``.
-docs/models.md ("Direction answers") has the alternatives measured against it.
+"""Direction answers: a prior mean of beta from the signs the expert gave ("when keyword j is
+present, does the outcome go up or down?": +1, -1 or 0 for don't know). A model with a
+:class:`DirectionMean` has ``beta | sigma2 ~ N(delta s, sigma2 tau2 diag(h) K diag(h))``, s
+the answers and ``delta ~ N+(0, rms(y))`` learned (:func:`delta_prior_sd`: on standardised
+inputs no single weight exceeds the spread of y). The residual ``y - delta X s`` replaces y
+in the marginal. docs/models.md ("Direction answers") has the alternatives measured.
 """
 
 from __future__ import annotations
@@ -32,7 +25,6 @@ class DirectionMean:
     name: str = "direction mean"
 
 
-#: the direction mean (every shipped direction model's)
 DIRECTION = DirectionMean()
 
 
@@ -43,8 +35,8 @@ def delta_prior_sd(y: np.ndarray) -> float:
 
 
 def check_direction(answers, p: int) -> np.ndarray:
-    """Direction answers as a read-only float array of length ``p`` with values in
-    {1, -1, 0} (``None``: all 0), or a one-line error."""
+    """Direction answers as a read-only float array of length ``p`` in {1, -1, 0} (``None``: all
+    0), or a one-line error."""
     if answers is None:
         a = np.zeros(p)
     else:

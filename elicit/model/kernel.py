@@ -1,10 +1,7 @@
-"""The Gaussian kernel over meta-features (Afrabandpey et al. 2019, eq. 2).
-
-``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)`` and the squared meta-feature differences
-``w_ij = (u_i - u_j)^2`` of asked pairs, which enter the feedback likelihood; and the sums
-over its derivatives ``dK/dgamma_l = -K o D_l / 2``, ``D_l[i, j] = (U_il - U_jl)^2``, that the
-marginal's Hessian needs (:func:`second_terms`), each run over the support of a meta-feature
-column where that is sparse (:func:`supports_of`).
+"""The Gaussian kernel over meta-features (Afrabandpey et al. 2019, eq. 2),
+``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)``, the pair weights ``w_ij = (u_i - u_j)^2``
+of the feedback likelihood, and the sums over ``dK/dgamma_l = -K o D_l / 2`` that the
+marginal's Hessian needs (:func:`second_terms`).
 """
 
 from __future__ import annotations
@@ -18,9 +15,9 @@ from elicit.internal.cache import LRUCache
 BLOCK_ELEMS = 1 << 17
 
 
-def row_blocks(p: int, ncols: int | None = None):
-    """Slices of consecutive rows, each block holding about :data:`BLOCK_ELEMS` elements."""
-    step = max(1, BLOCK_ELEMS // max(1, p if ncols is None else ncols))
+def row_blocks(p: int):
+    """Slices of consecutive rows of a p x p array, each of about :data:`BLOCK_ELEMS`."""
+    step = max(1, BLOCK_ELEMS // max(1, p))
     for i0 in range(0, p, step):
         yield slice(i0, min(p, i0 + step))
 
@@ -55,10 +52,8 @@ def _clips(h: np.ndarray) -> bool:
 
 
 def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
-    """The kernel from one symmetric product (``Z Z'`` as a rank-k update, or over Z's
-    nonzeros: each entry sums as its transpose does), then, by blocks of rows in cache, the
-    offsets and the exp: no p x p temporaries. ``h_i + h_j`` is added as one term, so the
-    result is exactly symmetric."""
+    """The kernel from one symmetric product, then the offsets and the exp by blocks of rows in
+    cache (no p x p temporaries); ``h_i + h_j`` is added as one term, so K is exactly symmetric."""
     root = np.sqrt(gamma)
     Z = U * root
     h = 0.5 * np.einsum("ij,ij->i", Z, Z)
@@ -80,8 +75,8 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 
 
 def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) -> np.ndarray:
-    """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2); with a boolean mask ``coupled`` (the
-    set J) K_ij is kept only when i and j are both in J, delta_ij otherwise."""
+    """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2); with a boolean mask ``coupled`` (the set
+    J) K_ij is kept only when i and j are both in J, delta_ij otherwise."""
     gamma = np.asarray(gamma, dtype=float)
     if coupled is None:
         return _kernel_inplace(U, gamma)
@@ -96,18 +91,8 @@ def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) 
 TILE = 512
 
 
-def _exponent_factors(U: np.ndarray, gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(P, Q)`` with ``P_i . Q_j = z_i . z_j - h_i - h_j = -0.5 sum_l gamma_l (U_il - U_jl)^2``
-    (``z = u o sqrt(gamma)``, ``h = z.z / 2``): one matrix product gives a tile's exponent."""
-    Z = U * np.sqrt(gamma)
-    h = 0.5 * np.einsum("ij,ij->i", Z, Z)
-    one = np.ones((len(h), 1))
-    return np.hstack([Z, -h[:, None], -one]), np.hstack([Z, one, h[:, None]])
-
-
 def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) -> np.ndarray:
-    """The kernel block ``K[I, J]`` from :func:`_exponent_factors`, the diagonal exactly 1;
-    the exponent is clipped at 0 only with ``clip`` (:data:`CLIP_ABOVE_H`)."""
+    """The kernel block ``K[I, J]``, the diagonal exactly 1, the exponent clipped with ``clip``."""
     E = P[I] @ Q[J].T
     if clip:
         np.minimum(E, 0.0, out=E)
@@ -120,14 +105,18 @@ def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) 
 
 
 def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = None):
-    """The upper-triangular tiles ``(I, J, E)`` of :func:`kernel` at ``gamma`` (no coupled
-    set), one at a time: ``E = K[I, J]`` with ``I.start <= J.start``, at most :data:`TILE`
-    square; the lower tiles are their transposes. With ``order`` (a permutation) they are the
-    tiles of ``K[order][:, order]``. Half of K is computed and no p x p array is held."""
+    """The upper-triangular tiles ``(I, J, K[I, J])`` (``I.start <= J.start``, at most :data:`TILE`
+    square) of :func:`kernel` without a coupled set, of ``K[order][:, order]`` with ``order``:
+    half of K, no p x p array held."""
     gamma = np.asarray(gamma, dtype=float)
-    P, Q = _exponent_factors(U if order is None else U[order], gamma)
+    # P_i . Q_j = z_i . z_j - h_i - h_j (z = u o sqrt(gamma), h = z.z / 2): one matrix
+    # product gives a tile's exponent
+    Z = (U if order is None else U[order]) * np.sqrt(gamma)
+    h = 0.5 * np.einsum("ij,ij->i", Z, Z)
+    one = np.ones((len(h), 1))
+    P, Q = np.hstack([Z, -h[:, None], -one]), np.hstack([Z, one, h[:, None]])
     p = len(P)
-    clip = _clips(Q[:, -1])                  # Q's last column is h
+    clip = _clips(h)
     for i0 in range(0, p, TILE):
         I = slice(i0, min(p, i0 + TILE))
         for j0 in range(i0, p, TILE):
@@ -136,8 +125,7 @@ def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = No
 
 
 def kernel_apply(U: np.ndarray, gamma: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """``K V`` for :func:`kernel` at ``gamma`` (no coupled set), without forming K
-    (:func:`kernel_tiles`: memory O(p (d + m)) for V (p, m))."""
+    """``K V`` for :func:`kernel` without a coupled set, without forming K (memory O(p (d + m)))."""
     V = np.asarray(V, dtype=float)
     vec = V.ndim == 1
     V2 = V[:, None] if vec else V
@@ -158,8 +146,8 @@ def coupling_matrix(coupled: np.ndarray | None) -> np.ndarray | None:
 
 def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None = None,
                  U2: np.ndarray | None = None) -> np.ndarray:
-    """:func:`kernel` for each row of ``gammas`` (C, d), all at once: (C, p, p). ``keep`` is
-    :func:`coupling_matrix` of the coupled set, ``U2`` the squared meta-features if known."""
+    """:func:`kernel` for each row of ``gammas`` (C, d) at once, (C, p, p); ``keep``:
+    :func:`coupling_matrix` of the coupled set, ``U2``: the squared meta-features if known."""
     if U2 is None:
         U2 = U * U
     C, (p, d) = len(gammas), U.shape
@@ -181,36 +169,23 @@ def pair_weights(U: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return (U[pairs[:, 0]] - U[pairs[:, 1]]) ** 2
 
 
-def column_supports(U: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The nonzero pattern of each meta-feature column and its values there."""
-    out = []
+def supports_of(U: np.ndarray) -> tuple[list, tuple[list[int], list[int]]]:
+    """The nonzero pattern of each meta-feature column with its values there, and the columns
+    whose products run over their support (zero in at least a third of the features: word
+    counts) apart from the others (embeddings), which are stacked into one product."""
+    sup = []
     for l in range(U.shape[1]):
         S = np.flatnonzero(U[:, l])
-        out.append((S, U[S, l]))
-    return out
-
-
-def support_split(U: np.ndarray, supports: list) -> tuple[list[int], list[int]]:
-    """The meta-feature columns whose products run over their support alone (zero in at least
-    a third of the features: word counts) and the others (embeddings), which are stacked into
-    one product."""
-    p = U.shape[0]
-    sparse = [l for l, (S, _) in enumerate(supports) if 3 * len(S) <= 2 * p]
-    return sparse, [l for l in range(U.shape[1]) if l not in set(sparse)]
-
-
-def supports_of(U: np.ndarray) -> tuple[list, tuple[list[int], list[int]]]:
-    """:func:`column_supports` of U and :func:`support_split` of them."""
-    sup = column_supports(U)
-    return sup, support_split(U, sup)
+        sup.append((S, U[S, l]))
+    sparse = [l for l, (S, _) in enumerate(sup) if 3 * len(S) <= 2 * U.shape[0]]
+    return sup, (sparse, [l for l in range(U.shape[1]) if l not in set(sparse)])
 
 
 def second_terms(R: np.ndarray, r: np.ndarray, RU: np.ndarray, U: np.ndarray,
                   supports: list, split: tuple[list[int], list[int]]) -> np.ndarray:
     """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` (d x d) for a symmetric R with row sums r and
-    ``RU = R U``: expanding ``D_a D_b`` gives
-    ``2 (u_a^2 u_b^2)' r + 2 u_a^2' R u_b^2 - 4 (u_a^2 u_b)' R u_b - 4 (u_b^2 u_a)' R u_a
-    + 4 (u_a u_b)' R (u_a u_b)``."""
+    ``RU = R U``, by expanding ``D_a D_b``: ``2 (u_a^2 u_b^2)' r + 2 u_a^2' R u_b^2
+    - 4 (u_a^2 u_b)' R u_b - 4 (u_b^2 u_a)' R u_a + 4 (u_a u_b)' R (u_a u_b)``."""
     d = U.shape[1]
     U2 = U * U
     T = 2.0 * (U2.T * r) @ U2 + 2.0 * U2.T @ (R @ U2)

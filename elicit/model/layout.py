@@ -1,15 +1,7 @@
-"""The parameter vector theta of a fit and its named blocks.
-
-Every engine and numpy code path works on one flat vector
-
-    theta = (gamma_1..gamma_d, xi[, tau2][, zeta][, delta])
-
-(tau2 only when it is learned; zeta, the logit of the share of relevant features among the
-unjudged ones, only when the covariance scales the features; delta, the magnitude of the
-direction answers' prior mean, only in a model with them). :class:`ParamLayout` names its
-blocks, their positions, lower bounds and Stan names, so that code reads
-``theta[lay["gamma"]]``; the parts of a model (:mod:`elicit.model.stan_data`) say which blocks
-a fit has. A new block is one :class:`Block` in :data:`BLOCKS`.
+"""The parameter vector theta of a fit, ``(gamma_1..gamma_d, xi[, tau2][, zeta][, delta])``, and
+its named blocks (:class:`ParamLayout`), so that code reads ``theta[lay["gamma"]]``. The parts
+of a model (:mod:`elicit.model.stan_data`) say which blocks a fit has; a new block is one
+:class:`Block` in :data:`BLOCKS`.
 """
 
 from __future__ import annotations
@@ -26,9 +18,8 @@ TAU2_FLOOR = 1e-10
 
 @dataclass(frozen=True)
 class Block:
-    """One block of theta: the paper's symbol ``name`` (``xi``), its ``stan`` name
-    (``threshold``), ``size``, the ``lower`` bound of every entry (``-inf``: unbounded) and
-    whether Stan declares a ``vector`` (else a real of size 1)."""
+    """One block of theta: the paper's symbol ``name``, its ``stan`` name, ``size``, the ``lower``
+    bound of every entry (``-inf``: unbounded) and whether Stan declares a ``vector``."""
 
     name: str
     stan: str
@@ -49,7 +40,6 @@ class ParamLayout:
         for b in self.blocks:
             self._slices[b.name] = slice(start, start + b.size)
             start += b.size
-        #: length of theta
         self.size = start
 
     def __contains__(self, name: str) -> bool:
@@ -59,8 +49,7 @@ class ParamLayout:
         return self._slices[name]
 
     def at(self, name: str) -> slice | int:
-        """A vector block's slice, a one-entry block's position (one axis fewer when used as
-        an index)."""
+        """A vector block's slice, a one-entry block's position."""
         b = self._blocks[name]
         return self._slices[name] if b.vector else self._slices[name].start
 
@@ -71,13 +60,8 @@ class ParamLayout:
             raise ValueError(f"block {name} has {sl.stop - sl.start} entries, not one")
         return sl.start
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(b.name for b in self.blocks)
-
     def bounded(self) -> np.ndarray:
-        """Which entries of theta have a lower bound (Stan's ``<lower=0>``, unconstrained as
-        ``log(x)``)."""
+        """Which entries of theta have a lower bound (Stan's ``<lower=0>``)."""
         return np.isfinite(self.lower_bounds())
 
     def lower_bounds(self) -> np.ndarray:
@@ -102,16 +86,13 @@ class ParamLayout:
 
     @cached_property
     def marginal_index(self) -> np.ndarray:
-        """Positions of the parameters the marginal likelihood of y depends on, in the order of
-        :class:`~elicit.model.marginal.Marginal`'s derivatives: gamma[, tau2][, zeta][, delta]."""
+        """Positions of the parameters the marginal likelihood of y depends on, in the order of its
+        derivatives: gamma[, tau2][, zeta][, delta]."""
         idx = list(range(self.size))[self["gamma"]]
         for name in ("tau2", "zeta", "delta"):
             if name in self:
                 idx.append(self.index(name))
         return np.array(idx, dtype=int)
-
-    def __repr__(self) -> str:
-        return f"ParamLayout({', '.join(f'{b.name}[{b.size}]' for b in self.blocks)})"
 
 
 #: every block theta may have, by name (a vector block's ``size`` is set per fit: d)
@@ -124,7 +105,6 @@ BLOCKS = {b.name: b for b in (Block("gamma", "gamma", 0, 0.0, vector=True),
 
 @lru_cache(maxsize=64)
 def layout_of(d: int, names: tuple[str, ...]) -> ParamLayout:
-    """The layout of theta with the blocks ``names`` (of :data:`BLOCKS`, in this order) and
-    ``d`` meta-features."""
+    """The layout with the blocks ``names`` (of :data:`BLOCKS`) and ``d`` meta-features."""
     return ParamLayout(tuple(replace(BLOCKS[n], size=d) if BLOCKS[n].vector else BLOCKS[n]
                              for n in names))

@@ -1,45 +1,32 @@
 """The marginal likelihood of y at (gamma, tau2[, zeta][, delta]), with its gradient, Hessian
-and the Gaussian predictive at the training inputs: the y-part of the analytic log density
-(:mod:`elicit.model.density`), in :class:`Marginal`.
+and the Gaussian predictive at the training inputs: the y-part of the log density.
 
 With ``B = tau2 X K X'``, ``S = I + B``, ``alpha = S^-1 y``, ``a* = a_sigma + n/2`` and
-``b* = b_sigma + y' alpha / 2``, the marginal multivariate Student-t likelihood of y
-(Afrabandpey et al. 2019, eq. 3, with nu = 2 a_sigma and scale (b_sigma/a_sigma) S) is
+``b* = b_sigma + y' alpha / 2``, the Student-t marginal of y (Afrabandpey et al. 2019, eq. 3)
+is
 
     log p(y) = lgamma(a*) - lgamma(a) - n/2 log(2 pi b) - 1/2 log|S| - a* log(b*/b).
 
-Its derivative along a direction with ``dB`` is ``tr(G dB)`` with
-``G = (omega alpha alpha' - S^-1) / 2`` and ``omega = a*/b*``; the Hessian adds
-``omega t_a t_b / (4 b*) - omega alpha' B_a S^-1 B_b alpha + tr(S^-1 B_a S^-1 B_b) / 2`` with
-``t_a = alpha' B_a alpha``. Kernel derivatives use ``dK/dgamma_l = -K o D_l / 2`` where
-``D_l[i, j] = (U_il - U_jl)^2``, expanded as ``D_l = u^2 1' + 1 u^2' - 2 u u'`` so that no
-p x p x d array is ever formed.
+Its derivative along ``dB`` is ``tr(G dB)``, ``G = (omega alpha alpha' - S^-1) / 2``,
+``omega = a*/b*``; with ``t_a = alpha' B_a alpha`` the Hessian adds
+``omega t_a t_b / (4 b*) - omega alpha' B_a S^-1 B_b alpha + tr(S^-1 B_a S^-1 B_b) / 2``.
+``dK/dgamma_l = -K o D_l / 2``, ``D_l[i, j] = (U_il - U_jl)^2``, is expanded as
+``D_l = u^2 1' + 1 u^2' - 2 u u'``: no p x p x d array. With more rows than features every
+formula runs on (R, Q'y) (:mod:`elicit.model.tall`).
 
-**More rows than features**: with ``X = Q R`` every formula above runs on (R, Q'y) with
-p x p arrays, ``a*`` counting the n rows and ``b*`` adding y's residual beside X's columns
-(:mod:`elicit.model.tall`).
-
-**Per-feature scales** (the relevance model): the prior covariance of beta is
-``sigma2 tau2 diag(h) K diag(h)``, so everything above holds with X replaced by
-``Xt = X diag(h)`` (:class:`Marginal` keeps the data's X as ``X_data`` and works on ``X = Xt``).
-Only the unjudged features' scales depend on zeta, each through its own logit (the
-relevance answers of its neighbours move it: :class:`~elicit.model.covariance.RelevanceScales`);
-with ``g_j = d log h_j / d zeta`` (0 for the judged features), ``G_d = diag(g)`` and
-``P = Xt G_d K Xt'``, the new direction is ``B_zeta = tau2 (P + P')``; with
-``R = (Xt' G Xt) o K``, its row sums r and ``q_j = h_j'' / h_j`` the new terms are
+**Per-feature scales** (relevance): X is replaced by ``Xt = X diag(h)``. With
+``g_j = d log h_j / d zeta`` (0 for judged features), ``R = (Xt' G Xt) o K``, its row sums r
+and ``q_j = h_j'' / h_j``, ``B_zeta = tau2 (P + P')`` with ``P = Xt diag(g) K Xt'`` and
 
     d/dzeta log p(y)       = 2 tau2 sum_j g_j r_j,
     tr(G B_{zeta, zeta})   = 2 tau2 (sum_j q_j r_j + g' R g),
-    tr(G B_{gamma_l, zeta}) = -tau2 sum_ij g_i R_ij D_l,ij
-                           = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (R U)_il)
+    tr(G B_{gamma_l, zeta}) = -tau2 (sum_i g_i (u_il^2 r_i - 2 u_il (R U)_il)
                                     + sum_j u_jl^2 (R g)_j),
     tr(G B_{tau2, zeta})   = (d/dzeta log p(y)) / tau2.
 
-**A prior mean** (the direction answers, :mod:`elicit.model.direction`): with
-``beta ~ N(delta s, ...)`` the residual ``r = y - delta m``, ``m = X s`` (the data's X),
-replaces y above (``alpha = S^-1 r``, ``b* = b_sigma + r' alpha / 2``); nothing else moves,
-and the predictive mean at the training inputs is still ``y - alpha``. With
-``c = m' alpha``:
+**A prior mean** ``delta s`` (direction answers): the residual ``r = y - delta m``,
+``m = X s``, replaces y (``alpha = S^-1 r``); the predictive mean is still ``y - alpha``.
+With ``c = m' alpha``:
 
     d/ddelta log p(y)            = omega c,
     d^2/ddelta^2                 = omega c^2 / b* - omega m' S^-1 m,
@@ -58,13 +45,12 @@ from scipy.special import gammaln
 from elicit.model.covariance import Scales
 from elicit.model.form import basis_of, takes_structure
 from elicit.model.kernel import (
-    column_supports,
     kernel,
     kernel_apply,
     row_blocks,
     second_terms,
     sparse_meta,
-    support_split,
+    supports_of,
 )
 from elicit.model.marginal_cache import marginal_cache
 from elicit.model.spec import ModelData
@@ -81,22 +67,17 @@ from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, ze
 
 
 class Marginal:
-    """The marginal likelihood of y at (gamma, tau2[, zeta][, delta]) and the quantities
-    derived from it (module docstring): one factorisation of S serves the log density, its
-    derivatives and the posterior.
+    """The marginal likelihood of y at (gamma, tau2[, zeta][, delta]) and what derives from it
+    (module docstring): one factorisation of S serves the density, its derivatives and the
+    posterior.
 
-    ``structured`` (None: whenever :func:`~elicit.model.structure.structure_of` finds that it
-    pays; True forces it, False keeps the dense path): with ``X = S + 1 b'`` the kernel enters
-    only through :class:`~elicit.model.structure.OffsetProducts`, no p x p array is held and
-    :attr:`K` is built only when read. The dense path still multiplies by X through its sparse
-    rows (:func:`~elicit.model.structure.sparse_rows`) and by U through its nonzeros
-    (:func:`~elicit.model.kernel.sparse_meta`) where they pay.
-
-    ``scales``: :attr:`X` is ``X diag(h)``, :attr:`X_data` the data's X. ``tall`` (None: when
-    n > p off the structured path): every formula runs on (R, Q'y) (:attr:`basis`), what lives
-    at the n training inputs comes back through :meth:`lift` and :attr:`sinv_diag`. ``mean =
-    (s, delta)``: the residual :attr:`r` ``= y - delta X s`` takes y's place.
-    """
+    ``structured`` (None: where :func:`~elicit.model.structure.structure_of` finds it pays):
+    with ``X = S + 1 b'`` the kernel enters only through
+    :class:`~elicit.model.structure.OffsetProducts` and :attr:`K` is built only when read; the
+    dense path uses X's sparse rows and U's nonzeros where they pay. ``scales``: :attr:`X` is
+    ``X diag(h)``, :attr:`X_data` the data's X. ``tall`` (None: n > p off the structured path):
+    the formulas run on (R, Q'y), brought back to the n inputs by :meth:`lift`. ``mean = (s,
+    delta)``: the residual :attr:`r` ``= y - delta X s`` takes y's place."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, U: np.ndarray, gamma: np.ndarray,
                  tau2: float, a_sigma: float, b_sigma: float, K: np.ndarray | None = None,
@@ -104,13 +85,11 @@ class Marginal:
                  structured: bool | None = None, tall: bool | None = None,
                  mean: tuple[np.ndarray, float] | None = None):
         self.X_data = X
-        #: the prior mean's signs s and magnitude delta (None: no prior mean)
         self.s: np.ndarray | None = None if mean is None else mean[0]
         self.delta: float | None = None if mean is None else float(mean[1])
         self.scales = scales
         #: zeta of the scales, when :meth:`from_data` built them (else None)
         self.zeta: float | None = None
-        #: the per-feature scales h (None: all 1)
         self.h = None if scales is None else scales.h
         self.y, self.U = y, U
         self.gamma = np.asarray(gamma, dtype=float)
@@ -119,14 +98,12 @@ class Marginal:
         n = X.shape[0]
         # everything below reads K only, so a masked K gets the masked derivatives (K o D_l)
         self.coupled = coupled
-        #: the sparse-plus-offset structure of X on the structured path, else None
         self.structure: OffsetSparse | None = None
         if structured and (coupled is not None or scales is not None):
             raise ValueError("the structured path takes no coupled set or feature scales")
         if structured is not False and coupled is None and scales is None:
             self.structure = structure_of(X, U.shape[1]) or (offset_sparse(X) if structured
                                                              else None)
-        #: the basis X = Q R of the p x p form (more rows than features), else None
         self.basis = basis_of(X, self.structure, tall)
         self._rest = 0.0                                  # y's residual beside X's columns
         if self.basis is not None:
@@ -135,7 +112,6 @@ class Marginal:
         self._W, self._z = X, y          # the working design (without scales) and target
         #: ``m = X s`` in the working form (``R s`` on the p x p form; None: no prior mean)
         self.m: np.ndarray | None = None if self.s is None else X @ self.s
-        #: the residual of the prior mean, y - delta m (y itself without a prior mean)
         self.r = y if self.m is None else y - cast(float, self.delta) * self.m
         self.X = X if scales is None else X * scales.h
         X = self.X
@@ -159,7 +135,10 @@ class Marginal:
         # S = I + B (eigenvalues >= 1) is well conditioned: S^-1 = L^-T L^-1, half the work
         # of a general inverse (L^-1 also gives W = L^-1 X of the gradient)
         self.L = np.linalg.cholesky(S)
-        self.Linv = _lower_inverse(self.L)
+        Linv, info = dtrtri(self.L, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
+        self.Linv = np.tril(Linv)
         self.Sinv = self.Linv.T @ self.Linv
         self.alpha = self.Sinv @ self.r
         self.a_star = self.a_sigma + 0.5 * n
@@ -178,8 +157,8 @@ class Marginal:
     def from_data(cls, data: ModelData, gamma: np.ndarray, tau2: float,
                   K: np.ndarray | None = None, zeta: float | None = None,
                   delta: float | None = None) -> Marginal:
-        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]) (a model with zeta or
-        delta needs it), from :data:`marginal_cache` if there; ``K`` the kernel if known."""
+        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]), from :data:`marginal_cache`
+        if there; ``K`` the kernel if known."""
         key = marginal_cache.key(data, gamma, tau2, zeta, delta)
         hit = marginal_cache.lookup(data, gamma, tau2, zeta, key=key)
         if hit is not None and type(hit) is cls:
@@ -214,8 +193,7 @@ class Marginal:
         return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta, delta=delta)
 
     def lift(self, V: np.ndarray) -> np.ndarray:
-        """A vector (or columns) of the working form at the n training inputs: V, or ``Q V``
-        in the p x p form."""
+        """Columns of the working form at the n training inputs: V, or ``Q V`` in the p x p form."""
         return V if self.basis is None else self.basis.Q @ V
 
     @cached_property
@@ -305,20 +283,9 @@ class Marginal:
         """d value / d delta (0.0 without a prior mean): ``omega m' alpha``."""
         return 0.0 if self.m is None else float(self.omega * (self.m @ self.alpha))
 
-    def _delta_hessian(self, V: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
-        """The Hessian's delta row (``V = B_a alpha``, ``t = alpha' B_a alpha``) and its
-        (delta, delta) entry."""
-        m = cast(np.ndarray, self.m)
-        c, Sm, w = float(m @ self.alpha), self.Sinv @ m, self.omega
-        return (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm), w * c * c / self.b_star \
-            - w * float(m @ Sm)
-
     def _B_dirs(self, learned: bool) -> np.ndarray:
-        """B_a = dB/dtheta_a for each gamma_l (and tau2, and zeta): shape (k, n, n).
-
-        X (K o D_l) X' = A_l + A_l' - 2 Y_l K Y_l' with A_l = (X o u_l^2') K X' and
-        Y_l = X o u_l', each product over the support of u_l where that is sparse.
-        """
+        """B_a = dB/dtheta_a for gamma_l (and tau2, zeta), (k, n, n): ``X (K o D_l) X' = A_l + A_l'
+        - 2 Y_l K Y_l'``, ``A_l = (X o u_l^2') K X'``, ``Y_l = X o u_l'``, over u_l's support."""
         if self.structure is not None:
             return self._path.B_dirs(self.B, self.tau2, learned)
         X, U, K, tau2 = self.X, self.U, self.K, self.tau2
@@ -330,9 +297,9 @@ class Marginal:
         # as much as the products
         XT = np.ascontiguousarray(X.T)
         XKT = np.ascontiguousarray(self.XK.T)
-        sparse, dense = self._support_split
+        supports, (sparse, dense) = self._supports
         for l in sparse:
-            S, u = self._supports[l]
+            S, u = supports[l]
             Yt = XT[S] * u[:, None]                       # Y_l' restricted to S
             A = XKT[S].T @ (Yt * u[:, None])
             Bd[l] = A + A.T - 2.0 * Yt.T @ (K.take(S, 0).take(S, 1) @ Yt)
@@ -357,12 +324,8 @@ class Marginal:
         return Bd
 
     @cached_property
-    def _support_split(self) -> tuple[list[int], list[int]]:
-        return support_split(self.U, self._supports)
-
-    @cached_property
-    def _supports(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        return column_supports(self.U)
+    def _supports(self) -> tuple[list, tuple[list[int], list[int]]]:
+        return supports_of(self.U)
 
     def directions(self, learned: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(B_a, B_a alpha, alpha' B_a alpha, B_a S^-1) for each parameter a of the kernel part
@@ -379,21 +342,17 @@ class Marginal:
         return self._dir_cache[key]
 
     def predictive(self) -> tuple[np.ndarray, np.ndarray]:
-        """Gaussian approximation of the Student-t predictive at the training inputs.
-
-        Mean ``X mu* = B S^-1 y = y - alpha`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``
-        with ``diag(X Sigma* X') = diag(B S^-1) = 1 - diag(S^-1)`` (paper, appendix A).
-        """
+        """Gaussian approximation of the Student-t predictive at the training inputs: mean
+        ``y - alpha``, variance ``b*/(a*-1) (2 - diag(S^-1))`` (paper, appendix A)."""
         mean = self.lift(self._z - self.alpha)
         var = (self.b_star / (self.a_star - 1.0)) * (2.0 - self.sinv_diag)
         return mean, var
 
     def mean_jacobian(self, learned: bool) -> np.ndarray:
-        """d(mean)/d theta_a of :meth:`predictive` (n x k): ``S^-1 B_a alpha``, with each
-        ``B_a alpha`` from products of K with a few vectors (no B_a, no Hessian): with
-        ``z = Xt' alpha``, ``(K o D_l) z = u_l^2 o K z + K (u_l^2 o z) - 2 u_l o K (u_l o z)``,
-        ``B_tau2 alpha = B alpha / tau2`` and ``B_zeta alpha = tau2 Xt (g o K z + K (g o z))``.
-        In the order of ``layout.marginal_index``."""
+        """d(mean)/d theta_a of :meth:`predictive` (n x k, ``layout.marginal_index`` order):
+        ``S^-1 B_a alpha``, each ``B_a alpha`` from products of K with a few vectors: with
+        ``z = Xt' alpha``, ``(K o D_l) z = u_l^2 o K z + K (u_l^2 o z) - 2 u_l o K (u_l o z)`` and
+        ``B_zeta alpha = tau2 Xt (g o K z + K (g o z))``."""
         X, U, t = self.X, self.U, self.tau2
         z = X.T @ self.alpha
         U2 = U * U
@@ -432,8 +391,7 @@ class Marginal:
         if self.structure is not None:
             T = self._path.second(self.G, self._R_AA, self._rank_parts)
         else:
-            T = second_terms(cast(np.ndarray, R), self._r, self._RU, U, self._supports,
-                             self._support_split)
+            T = second_terms(cast(np.ndarray, R), self._r, self._RU, U, *self._supports)
         H[:d, :d] += 0.25 * self.tau2 * T
         if learned:
             # B_{gamma_l, tau2} = B_l / tau2 and B_{tau2, tau2} = 0.
@@ -456,30 +414,24 @@ class Marginal:
             H[z, z] += 2.0 * self.tau2 * (sc.d2h_over_h @ r + g @ Rg)
         H = 0.5 * (H + H.T)
         if self.m is not None:
-            row, corner = self._delta_hessian(V, t)
+            # the delta row and corner (module docstring)
+            m, w = self.m, self.omega
+            c, Sm = float(m @ self.alpha), self.Sinv @ m
+            row = (w * c / (2.0 * self.b_star)) * t - w * (V @ Sm)
+            corner = w * c * c / self.b_star - w * float(m @ Sm)
             H = np.block([[H, row[:, None]], [row[None, :], np.array([[corner]])]])
         return H
 
     def scale_change(self, features, lam) -> ScaleChange:
-        """What if feature j's prior variance scale lambda_j were ``lam``: for each j of
-        ``features`` (all else fixed, one at a time), the Gaussian predictive at the training
-        inputs (as :meth:`predictive`) and the change of :attr:`value`.
+        """What if feature j's prior variance scale lambda_j were ``lam`` (a number or one per
+        feature; 1 and :data:`~elicit.model.covariance.IRRELEVANT_SCALE` are "relevant" and
+        "irrelevant"): for each j of ``features``, one at a time, the Gaussian predictive at the
+        training inputs and the change of :attr:`value`.
 
-        With ``x = X[:, j]``, ``v = (Xt K)[:, j]`` and ``dh = sqrt(lam) - h_j`` the change is
-        rank two, ``S' = S + tau2 [x v] M [x v]'`` with ``M = [[dh^2 K_jj, dh], [dh, 0]]``;
-        Woodbury and the matrix determinant lemma give S'^-1 and log|S'| per candidate from
-        the 2 x 2 matrix ``T = I + tau2 M A``, ``A = [x v]' S^-1 [x v]``: all candidates at
-        once, O(n^2) each.
-
-        Parameters
-        ----------
-        features
-            Feature indices (c,).
-        lam
-            The new scale lambda (a number, or one per feature); 1 and
-            :data:`~elicit.model.covariance.IRRELEVANT_SCALE` are the relevance model's
-            "relevant" and "irrelevant".
-        """
+        With ``x = X[:, j]``, ``v = (Xt K)[:, j]`` and ``dh = sqrt(lam) - h_j`` the change is rank
+        two, ``S' = S + tau2 [x v] M [x v]'``, ``M = [[dh^2 K_jj, dh], [dh, 0]]``; Woodbury and the
+        matrix determinant lemma give S'^-1 and log|S'| from ``T = I + tau2 M A``,
+        ``A = [x v]' S^-1 [x v]``: O(n^2) a candidate."""
         j = np.asarray(features, dtype=int).reshape(-1)
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
         h_j = np.ones(len(j)) if self.h is None else self.h[j]
@@ -513,20 +465,10 @@ class Marginal:
         return ScaleChange(mean, var, dvalue)
 
 
-def _lower_inverse(L: np.ndarray) -> np.ndarray:
-    """The inverse of a lower-triangular Cholesky factor (LAPACK's triangular inverse)."""
-    Linv, info = dtrtri(L, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
-    return np.tril(Linv)
-
-
 class ScaleChange(NamedTuple):
-    """:meth:`Marginal.scale_change` of c candidate features."""
+    """:meth:`Marginal.scale_change` of c candidate features: the predictive mean and variance
+    (n, c) and the change of the log marginal likelihood (c,)."""
 
-    #: Gaussian predictive mean at the n training inputs, one column per candidate (n, c)
     mean: np.ndarray
-    #: its variance (n, c)
     var: np.ndarray
-    #: the change of the log marginal likelihood of y (c,)
     dvalue: np.ndarray

@@ -1,11 +1,10 @@
-"""The marginals at the last few points (:class:`MarginalCache`, process-wide
-:data:`marginal_cache`), which :class:`~elicit.model.marginal.Marginal` consults first. It
-reads of a marginal only what :class:`Cached` names (the marginal's module imports this one).
+"""The marginals at the last few points (:data:`marginal_cache`), which
+:class:`~elicit.model.marginal.Marginal` consults first.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -16,37 +15,19 @@ from elicit.model.spec import ModelData
 from elicit.model.tall import is_tall
 from elicit.model.theta import data_scales
 
-
-class Cached(Protocol):
-    """What :class:`MarginalCache` reads of a marginal: what it was computed from."""
-
-    X_data: np.ndarray
-    y: np.ndarray
-    U: np.ndarray
-    coupled: np.ndarray | None
-    scales: Scales | None
-    h: np.ndarray | None
-    s: np.ndarray | None
-    gamma: np.ndarray
-    tau2: float
-    zeta: float | None
-    delta: float | None
+if TYPE_CHECKING:  # the marginal's module imports this one
+    from elicit.model.marginal import Marginal
 
 
 class MarginalCache:
-    """The marginals at the last few points, shared by everyone who asks for one.
+    """The marginals at the last few points, shared by everyone who asks for one: a query round's
+    refits start at the current MAP, and the refit after the answer and the posterior after it
+    are one of their points again, each computed once.
 
-    A query round computes the marginal at the current MAP, its warm refits start there, the
-    predictive of each hypothetical answer is read at the refits' ends, and the refit after
-    the expert's answer and the posterior after it are one of those points again: each is
-    computed once, with the derived quantities it caches.
-
-    Entries are keyed by the data arrays (identity and checksum,
-    :func:`~elicit.internal.cache.arrays_key`: an array modified in place never serves a
-    stale value), the hyperparameters, the kernel's mask, the answers the model reads and
-    the exact bytes of the point. At most ``max_bytes`` of marginals are kept, by
-    :func:`marginal_bytes` (none above it: at p = 10,000 one kernel is 800 MB).
-    """
+    Entries are keyed by the data arrays (:func:`~elicit.internal.cache.arrays_key`: an array
+    modified in place never serves a stale value), the hyperparameters, the kernel's mask, the
+    answers the model reads and the exact bytes of the point; at most ``max_bytes`` of them are
+    kept, by :func:`marginal_bytes` (at p = 10,000 one kernel is 800 MB)."""
 
     def __init__(self, size: int = 8, max_bytes: float = 256e6) -> None:
         self.size, self.max_bytes = int(size), float(max_bytes)
@@ -76,9 +57,8 @@ class MarginalCache:
         one = marginal_bytes(data.n, data.p, data.d, None if st is None else len(st.cols))
         return min(self.size, int(self.max_bytes // one))
 
-    def remember(self, data: ModelData, mg: Cached, key: tuple | None = None) -> None:
-        """Store ``mg`` if it is a marginal of ``data`` (its arrays, kernel mask, scales and
-        prior mean); ``key``: its :meth:`key`, if the caller has it."""
+    def remember(self, data: ModelData, mg: Marginal, key: tuple | None = None) -> None:
+        """Store ``mg`` if it is a marginal of ``data``; ``key``: its :meth:`key` if known."""
         keep = self.entries_for(data)
         if keep == 0:
             return
@@ -106,9 +86,8 @@ class MarginalCache:
 
     def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float,
                zeta: float | None = None, delta: float | None = None,
-               key: tuple | None = None) -> Cached | None:
-        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]) if it is stored, else
-        None (``key``: its :meth:`key`, if the caller has it)."""
+               key: tuple | None = None) -> Marginal | None:
+        """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]) if stored, else None."""
         if self.entries_for(data) == 0:
             return None
         if key is None:
@@ -120,10 +99,9 @@ class MarginalCache:
 
 
 def marginal_bytes(n: int, p: int, d: int, support: int | None = None) -> float:
-    """Rough memory of a :class:`~elicit.model.marginal.Marginal`: K, X K and R, the n x n
-    factors and the Hessian's directions (d x n x n, twice). On the structured path
-    (``support``: the columns S touches) K and R are blocks on those columns; in the p x p
-    form the n x n arrays are p x p."""
+    """Rough memory of a marginal: K, X K and R (on the structured path their blocks on the
+    ``support`` columns), the n x n factors and the Hessian's directions (p x p in the p x p
+    form)."""
     square = 2 * p * p if support is None else 2 * support * support
     m = p if support is None and is_tall(n, p) else n
     return 8.0 * (square + 2 * n * p + 6 * m * m + 2 * (d + 3) * m * m)

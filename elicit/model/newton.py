@@ -1,25 +1,14 @@
 """Projected Newton with a frozen base Hessian: the numpy engine's warm refits, one problem or
 many at once.
 
-After one new answer the MAP moves a little, and a warm refit from the previous MAP converges
-in a few Newton iterations. Each iteration here
-
-1. takes the projected Newton step of the quadratic model made of the *base* part of the log
-   density (the y-likelihood and the priors: its gradient and a base Hessian frozen at the
-   previous MAP) and the feedback terms (exact gradient and Hessian); parameters on their
-   lower bound stay there where the gradient pushes them out (:func:`projected_step`);
-2. stops when the Newton decrement ``g' step`` is below ``tol``;
-3. optionally (``local_model``) replaces that step by the maximiser of the *local model*, the
-   base part's quadratic plus the exact feedback terms (:func:`solve_local_model`): those cost
-   O(N_f d), no kernel work, and carry what makes a refit after a new answer non-quadratic;
-4. backtracks along the direction until the log density rises enough (Armijo, 1e-4).
-
-:class:`NewtonRun` runs this on a stack of C problems at once, each row with its own theta,
-answers, line search and status: the numpy engine's refit is a stack of one
-(:class:`OneRefit`), the utility's batched refits of candidate answers a stack of many;
-:class:`NewtonSettings` holds what differs between them. A stack of one evaluates its
-products with single-vector operations, a stack with ``einsum``: the order each has always
-used, so that results stay bit for bit those of earlier versions.
+Each iteration takes the projected Newton step (:func:`projected_step`) of the quadratic
+model made of the *base* part (y-likelihood and priors, its Hessian frozen at the previous
+MAP) and the exact feedback terms, or optionally the maximiser of the *local model*
+(:func:`solve_local_model`: the base quadratic plus the exact feedback terms, no kernel
+work), and backtracks (Armijo, 1e-4). :class:`NewtonRun` runs a stack of rows: the engine's
+refit is a stack of one (:class:`OneRefit`), the batched refits of candidate answers a stack
+of many. A stack of one multiplies with single-vector operations, a stack with ``einsum``:
+each the order it has always used, so that results stay bit for bit.
 """
 
 from __future__ import annotations
@@ -39,40 +28,19 @@ RUNNING, CONVERGED, FAILED, HELD = "running", "converged", "failed", "held"
 
 @dataclass(frozen=True)
 class NewtonSettings:
-    """Settings of :class:`NewtonRun`.
+    """Settings of :class:`NewtonRun`: convergence at a Newton decrement below ``tol``, failure
+    after ``max_iter`` iterations, ``line_search_trials`` step lengths 1, 1/2, ...
 
-    Attributes
-    ----------
-    tol
-        Convergence: the Newton decrement (log-density units) below which a row stops.
-    max_iter
-        Iterations; a row still running after them has failed.
-    local_model
-        Solve the local model at each iteration (step 3 of the module docstring).
-    ridge
-        ``None``: solve each row's free block, damped only if it is not positive definite
-        (:func:`~elicit.model.linalg.damped_solve`). A number: add that ridge, relative to the
-        largest diagonal entry, to every system, solve them at once, and take a gradient step
-        where the result is no ascent direction (for a stack of many).
-    final_step
-        On convergence, take the last (tiny) step too: it moves theta by ~sqrt(decrement).
-    line_search_trials
-        Step lengths tried: 1, 1/2, ..., 2^-(trials - 1).
-    refresh_at
-        Recompute the base Hessian once, before this iteration or when a line search fails
-        (``None``: never; a failed line search ends the row). Refreshing at 8 instead of 16
-        made the synthetic query rounds 15% slower and changed no MAP.
-    stall_tol
-        A failed line search with a decrement below this is convergence up to rounding.
-    model_tol
-        The local model is solved to a decrement of ``model_tol * tol``.
-    model_max_iter, model_trials
-        Iterations and step lengths of the local model's projected Newton.
-    secant
-        After each accepted step, correct the frozen base Hessian along it (a BFGS update of
-        ``-H``, skipped when the curvature along the step is not positive), so that the next
-        step lands closer where the y-likelihood is not quadratic over the step.
-    """
+    ``local_model``: solve the local model at each iteration, to a decrement of
+    ``model_tol * tol`` in ``model_max_iter`` iterations of ``model_trials`` step lengths.
+    ``ridge`` None: solve each row's free block, damped only if not positive definite; a number:
+    add that ridge (relative to the largest diagonal entry) to every system, solve them at once,
+    and take a gradient step where that is no ascent direction. ``final_step``: take the last
+    (tiny) step too. ``refresh_at``: recompute the base Hessian once, before this iteration or
+    when a line search fails (None: never, a failed line search ends the row; at 8 instead of
+    16 the synthetic query rounds were 15% slower and no MAP changed). ``stall_tol``: a failed
+    line search below this decrement is convergence up to rounding. ``secant``: a BFGS update of
+    ``-hess_base`` along each accepted step (skipped where the curvature is not positive)."""
 
     tol: float = 1e-10
     max_iter: int = 30
@@ -97,13 +65,11 @@ class NewtonProblem(Protocol):
     single: bool
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        """Feedback terms of ``rows`` at ``theta`` (r, k): value (r,), gradient (r, k) and
-        Hessian (r, k, k) (or None)."""
+        """Feedback terms of ``rows`` at ``theta``: value (r,), gradient (r, k), Hessian or None."""
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
-        """Log density (r,) (-inf where it has none) and gradient (r, k) of ``rows`` at
-        ``theta``, and per-row extras to keep with an accepted point (a tuple of arrays with
-        a leading axis r, or None)."""
+        """Log density (r,) (-inf where there is none), gradient (r, k) and per-row extras to keep
+        with an accepted point (arrays with a leading axis r, or None) of ``rows`` at ``theta``."""
 
     def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
         """The base Hessian of row ``row`` at ``theta`` (only needed with ``refresh_at``)."""
@@ -174,16 +140,13 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
 def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarray,
                       g_base: np.ndarray, H_base: np.ndarray, step0: np.ndarray,
                       dec0: np.ndarray, tol: float, settings: NewtonSettings) -> np.ndarray:
-    """For each row c (problem row ``rows[c]``), the maximiser s of the local model
+    """The maximiser s (C, k) of each row's local model
 
         m(s) = g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)
 
-    over ``theta + s >= lb``, F the row's feedback terms, by projected Newton with
-    backtracking from s = 0 (first step ``step0``, decrement ``dec0``, from the caller); shape
-    (C, k). ``H_base`` is (C, k, k), one per row, or (k, k), shared. Where -H_base is not
-    positive definite the damped solves still give ascent steps, and the caller's line search
-    guards the result.
-    """
+    over ``theta + s >= lb`` (F: the row's feedback terms), by projected Newton with backtracking
+    from s = 0, the first step ``step0`` with decrement ``dec0``. ``H_base``: (C, k, k) or (k, k)
+    shared. The caller's line search guards the result."""
     if H_base.ndim == 2:
         H_base = np.broadcast_to(H_base, (len(theta), *H_base.shape))
     lb, single = problem.lb, problem.single
@@ -233,30 +196,22 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
 
 
 class NewtonRun:
-    """Projected Newton on a stack of problems, one iteration of every running row per
-    :meth:`step`.
+    """Projected Newton on a stack of C problems, one iteration of every running row per
+    :meth:`step`; a row follows the same iterations whatever else is in the stack.
 
     Parameters
     ----------
-    problem
-        The rows (:class:`NewtonProblem`).
+    problem, settings
+        The rows (:class:`NewtonProblem`) and :class:`NewtonSettings`.
     theta, value, grad
-        Start points (C, k), their log densities (C,) and gradients (C, k); the run updates
-        these arrays in place.
+        Start points (C, k), their log densities and gradients, updated in place.
     hess_base
-        The base Hessian at the start, (k, k) shared or (C, k, k); each row keeps its own copy
-        (:attr:`hess_base`, refreshed and corrected as ``settings`` say).
-    settings
-        :class:`NewtonSettings`.
+        The base Hessian at the start, (k, k) shared or (C, k, k); each row keeps a copy.
     extras
-        Per-row extras at the start (see :meth:`NewtonProblem.evaluate`), or None.
+        Per-row extras at the start (:meth:`NewtonProblem.evaluate`), or None.
 
-    ``status`` holds each row's ``"running"``, ``"converged"``, ``"failed"`` or ``"held"``;
-    ``extras`` the extras of each row's last accepted point; ``final`` the last step of each
-    converged row (zero until then; taken only with ``settings.final_step``). Every row
-    follows the same iterations whatever else is in the stack, so a stack of C refits ends
-    where C runs of one would.
-    """
+    ``status`` holds each row's state, ``extras`` those of its last accepted point, ``final``
+    the last step of a converged row."""
 
     def __init__(self, problem: NewtonProblem, theta: np.ndarray, value: np.ndarray,
                  grad: np.ndarray, hess_base: np.ndarray, settings: NewtonSettings,
@@ -305,8 +260,7 @@ class NewtonRun:
         self._next = None
 
     def direction(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, projected Newton steps, decrements, feedback gradients) of the running rows
-        at their current iterates (computed once per iteration)."""
+        """(rows, steps, decrements, feedback gradients) of the running rows, once per iteration."""
         if self._next is None:
             st = self.settings
             if st.refresh_at is not None and self.it + 1 == st.refresh_at:
@@ -395,8 +349,7 @@ class NewtonRun:
 
     def _line_search(self, rows: np.ndarray, theta: np.ndarray, direction: np.ndarray,
                      slope: np.ndarray) -> np.ndarray:
-        """Backtrack each row from step length 1; accept the first point whose log density
-        rises by 1e-4 of the linear prediction. Returns which rows found none."""
+        """Backtrack each row from step 1 to an Armijo rise (1e-4); the rows that found none."""
         t = np.ones(len(rows))
         pending = np.ones(len(rows), bool)
         for _ls in range(self.settings.line_search_trials):
@@ -420,8 +373,7 @@ class NewtonRun:
 
 
 class OneRefit:
-    """A warm refit of one :class:`ModelData` as a stack of one (:class:`NewtonProblem`); the
-    marginal of each point stays in the cache, where the predictive at the end is read."""
+    """A warm refit of one :class:`ModelData` as a stack of one."""
 
     single = True
 

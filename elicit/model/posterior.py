@@ -7,21 +7,10 @@ Given the MAP kernel K and tau^2 (Afrabandpey et al. 2019, Sec. 3.1)::
     a* = a_sigma + n/2,  b* = b_sigma + (y'y - mu*' Sigma*^-1 mu*) / 2
 
 and the predictive at x is Student-t with 2 a* degrees of freedom, mean x' mu* and squared
-scale (b*/a*)(1 + x' Sigma* x).
-
-With n < p the p x p inverse is never formed. With ``B = tau2 X K X'`` and ``S = I + B``,
-Woodbury gives ``Sigma* = tau2 K - tau2^2 K X' S^-1 X K``, ``mu* = tau2 K X' S^-1 y``,
-``X Sigma* X' = B S^-1``, ``X mu* = B S^-1 y`` and ``b* = b_sigma + y' S^-1 y / 2``; everything
-below costs O(n^2 p + n p^2).
-
-With per-feature scales h (the relevance model, prior covariance ``tau2 diag(h) K diag(h)``)
-the formulas hold for ``beta~ = beta / h`` with ``X diag(h)`` in place of X
-(:class:`~elicit.model.marginal.Marginal`), and map back: ``mu* = h o mu~*``,
-``Sigma* = diag(h) Sigma~* diag(h)``.
-
-With a prior mean ``delta s`` of beta (the direction answers) the formulas hold for
-``beta - delta s`` with the residual ``y - delta X s`` in place of y (the marginal's
-``alpha``): ``mu*`` adds ``delta s`` back, Sigma* is unchanged.
+scale (b*/a*)(1 + x' Sigma* x). No p x p inverse is formed: with ``S = I + tau2 X K X'``,
+Woodbury gives ``Sigma* = tau2 K - tau2^2 K X' S^-1 X K`` and ``mu* = tau2 K X' S^-1 y``.
+Per-feature scales h map back from ``beta / h`` (``mu* = h o mu~*``); a prior mean
+``delta s`` is added back to mu*.
 """
 
 from __future__ import annotations
@@ -77,8 +66,7 @@ class NIGPosterior:
 
     @property
     def K(self) -> np.ndarray:
-        """The kernel K, the prior correlation of beta (p x p; on the structured path built
-        when first read)."""
+        """The kernel K, the prior correlation of beta (p x p)."""
         return self._m.K
 
     @classmethod
@@ -99,7 +87,7 @@ class NIGPosterior:
 
     @cached_property
     def Sigma(self) -> np.ndarray:
-        """Sigma* (p x p); beta's covariance is sigma^2 Sigma*. Built only when asked for."""
+        """Sigma* (p x p); beta's covariance is sigma^2 Sigma*."""
         m = self._m
         KXt = m.XK.T
         Sigma = m.tau2 * m.K - m.tau2**2 * KXt @ m.Sinv @ KXt.T
@@ -119,8 +107,7 @@ class NIGPosterior:
         return self._check_rows(X_new) @ self.mu
 
     def mse(self, X_test: np.ndarray, y_test: np.ndarray, offset: float = 0.0) -> float:
-        """Test MSE of the predictive mean, ``offset`` added back (real data: the training
-        mean of a centred y). No input checks: a sweep calls this after every answer."""
+        """Test MSE of the predictive mean, ``offset`` added back; no input checks."""
         return mean_squared_error(X_test @ self.mu + offset, y_test)
 
     def predict(self, X_new: np.ndarray) -> StudentT:
@@ -139,7 +126,3 @@ class NIGPosterior:
         V = m.X @ XnK.T
         quad -= m.tau2**2 * np.einsum("ji,ji->i", V, m.Sinv @ V)
         return StudentT(2 * self.a_star, mean, (self.b_star / self.a_star) * (1.0 + quad))
-
-    def train_predictive(self) -> tuple[np.ndarray, np.ndarray]:
-        """Gaussian-approximated predictive (mean, variance) at the training inputs."""
-        return self._m.predictive()

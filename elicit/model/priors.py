@@ -1,16 +1,7 @@
 """The priors of (gamma, xi, tau2, zeta, delta): each one's log density and its first two
-derivatives.
-
-As in the paper's Stan code, ``gamma ~ N+(1, 0.5)`` (:data:`GAMMA_PRIOR`), the threshold
-``xi ~ N+(m, c m)`` with the prior mean m set from the data and c from the model variant
-(:class:`ThresholdPrior`: c = 1/2 in the paper), and, when tau2 is learned,
-``tau2 ~ InvGamma(a_tau, b_tau)``. The relevance model adds ``zeta ~ N(logit(pi0), 1)``
-(:data:`ZETA_PRIOR`), a model with direction answers ``delta ~ N+(0, rms(y))``
-(:func:`elicit.model.direction.delta_prior_sd`). Constants are dropped (the normalisers,
-including that of the truncation at 0: gamma, xi and tau2 are bounded below by 0 anyway).
-
-Every method works on one value and on a stack (a leading batch axis) with the same formula,
-so that the scalar and the batched log density share it (:mod:`elicit.model.terms`).
+derivatives, constants dropped (gamma, xi and tau2 are bounded below by 0 anyway). Every
+method works on one value and on a stack with the same formula, so that the scalar and the
+batched log density share it.
 """
 
 from __future__ import annotations
@@ -42,14 +33,13 @@ class Normal:
 
 @dataclass(frozen=True)
 class HalfNormal(Normal):
-    """``N+(mean, sd)`` on [0, inf), up to a constant: :class:`Normal`'s terms (the bound is
-    theta's)."""
+    """``N+(mean, sd)`` on [0, inf), up to a constant: :class:`Normal`'s terms (theta's bound)."""
 
 
 @dataclass(frozen=True)
 class ThresholdPrior:
-    """``xi ~ N+(m, sd m)``: m is data (``threshold_mean``, by default the mean of gamma0 . w
-    over the candidate pairs), ``sd`` the variant's assumption of how far answers move xi."""
+    """``xi ~ N+(m, sd m)``: m is data (``threshold_mean``), ``sd`` the variant's assumption of how
+    far answers move xi."""
 
     sd: float
 
@@ -74,7 +64,6 @@ class InvGamma:
         return value, -(a + 1.0) / x + b / x**2, (a + 1.0) / x**2 - 2.0 * b / x**3
 
 
-#: the prior of every gamma_l
 GAMMA_PRIOR = HalfNormal(GAMMA_MEAN, GAMMA_SD)
 #: the paper's threshold prior, xi ~ N+(m, m/2)
 PAPER_THRESHOLD = ThresholdPrior(0.5)
@@ -85,5 +74,4 @@ RELEVANT_SHARE = 0.1
 #: prior sd of zeta: one unit of logit lets the share range over about 0.015 .. 0.45 (two sd)
 #: before the data speak, so the marginal likelihood of y decides where it lies within that.
 ZETA_SD = 1.0
-#: the prior of zeta, the logit of the share of relevant features among the unjudged ones
 ZETA_PRIOR = Normal(float(logit(RELEVANT_SHARE)), ZETA_SD)

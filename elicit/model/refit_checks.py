@@ -1,7 +1,5 @@
-"""Whether a refit's end is to be trusted: when a warm refit is checked by a cold fit
-(:class:`ColdStartPolicy`), the new answers' log likelihood that decides it
-(:func:`new_answers_loglik`), and how far from stationary a point is (:func:`local_gain`,
-also used by the checked engine).
+"""Whether a refit's end is to be trusted: when a warm refit is checked by a cold fit, and how
+far from stationary a point is (:func:`local_gain`, also used by the checked engine).
 """
 
 from __future__ import annotations
@@ -22,31 +20,15 @@ from elicit.model.theta import lower_bounds
 class ColdStartPolicy:
     """When a warm refit is checked by a cold fit, so that the MAP does not depend on luck.
 
-    The posterior of gamma can have several local maxima (a gamma switched off on its bound
-    0, or not), and where a warm refit lands after a surprising answer depends on its path.
-    So it is repeated from a cold fit's start (the prior means; tau2's prior mode), and the
-    higher of the two kept, when
-
-    * a gamma moves onto (or within ``near`` of) its bound after answers less likely than
-      ``unlikely`` under the previous fit (by default any): the mode need not be on the bound
-      itself (a refit after an answer of p = 0.0005 ended at an interior gamma = 0.00048,
-      1.37 below the cold fit); or
-    * it ends below its start (the previous fit's log density plus the new answers' log
-      likelihood there), which a refit that ascends from the previous MAP cannot do.
-
-    Measured on the synthetic problem (360 refits; ``docs/benchmarks.md`` "Refit modes"):
-    refits that end below a reference 91 without checks, 38 checking only switches after
-    answers of p < 0.05, 25 checking every switch (the default), for 5.8% of the rounds' CPU.
-
-    Attributes
-    ----------
-    unlikely
-        A switch after answers of at least this probability is trusted (1: none is).
-    near
-        How close to its lower bound 0 a gamma counts as on it (gamma's prior mean is 1).
-    slack
-        Log density a refit may lose to rounding before the second test applies.
-    """
+    The posterior of gamma can have several local maxima (a gamma on its bound 0, or not), and
+    where a warm refit lands after a surprising answer depends on its path. So it is repeated
+    from a cold start and the higher of the two kept, when a gamma moves onto (within ``near``
+    of) its bound after answers less likely than ``unlikely`` under the previous fit (the mode
+    need not be on the bound itself: a refit after an answer of p = 0.0005 ended at gamma =
+    0.00048, 1.37 below the cold fit), or when it ends more than ``slack`` below its start,
+    which a refit that ascends cannot do. On the synthetic problem (docs/benchmarks.md "Refit
+    modes") refits ending below a reference: 91 without checks, 25 checking every switch (the
+    default), for 5.8% of the rounds' CPU."""
 
     unlikely: float = 1.0
     near: float = 1e-2
@@ -54,11 +36,9 @@ class ColdStartPolicy:
 
     def reason(self, data: ModelData, theta: np.ndarray, value: float, start_value: float,
                new_loglik: float, theta_start: np.ndarray | None = None) -> str | None:
-        """Why the warm refit from ``theta_start`` (log density ``start_value``, new answers
-        of log likelihood ``new_loglik``) to ``theta`` (``value``) is to be checked; None if
-        it is not. A gamma already on its bound at the start is no switch (word-count
-        meta-features keep many at 0; checking those cost a quarter of the rounds' CPU on
-        Amazon and found no other mode)."""
+        """Why the warm refit from ``theta_start`` to ``theta`` is to be checked, or None. A gamma
+        already on its bound at the start is no switch (word-count meta-features keep many at 0;
+        checking those cost a quarter of the rounds' CPU on Amazon and found no other mode)."""
         lay = data.layout
         lb = lay.lower_bounds()[lay["gamma"]]
         on_bound = theta[lay["gamma"]] <= lb + self.near
@@ -72,16 +52,14 @@ class ColdStartPolicy:
         return None
 
 
-#: the numpy engine's default policy
 DEFAULT_COLD_START = ColdStartPolicy()
 
 
 def new_answers_loglik(data: ModelData, theta: np.ndarray, start_value: float,
                        prev_value: float | None) -> float:
-    """Log likelihood at ``theta`` (the previous MAP) of the answers new since the previous
-    fit: ``start_value`` minus the previous fit's log density ``prev_value``, or, when that is
-    unknown (a start from another engine's fit), the last pair answer's term (a query
-    round's refits add one pair answer at a time)."""
+    """Log likelihood at the previous MAP ``theta`` of the answers new since the previous fit:
+    ``start_value - prev_value``, or, when that is unknown (a start from another engine's fit),
+    the last pair answer's term (a query round adds one at a time)."""
     if prev_value is not None:
         return float(start_value - prev_value)
     if len(data.f) == 0:
@@ -93,12 +71,10 @@ def new_answers_loglik(data: ModelData, theta: np.ndarray, start_value: float,
 def local_gain(theta: np.ndarray, data: ModelData) -> tuple[float, np.ndarray, float]:
     """How much the log density can still rise near ``theta``: (log density, gradient, gain).
 
-    ``gain`` is what the projected Newton model at ``theta`` promises: ``g' s / 2`` for the
-    Newton step ``s`` of the free parameters, plus ``(theta_i - lb_i) |g_i|`` for each
-    parameter held at its bound (on it, or taken across by the step: an active set grown
-    until the step is feasible, so a point a hair above the bound, as an optimiser in log(x)
-    leaves it, counts as on it). Near 0 at a stationary point, in log-density units.
-    """
+    ``gain`` is what the projected Newton model promises: ``g' s / 2`` for the Newton step s of
+    the free parameters plus ``(theta_i - lb_i) |g_i|`` for each parameter held at its bound (on
+    it, or crossed by the step: a point a hair above the bound counts as on it). Near 0 at a
+    stationary point."""
     theta = np.asarray(theta, dtype=float)
     lb = lower_bounds(data)
     value, g = log_density(theta, data)

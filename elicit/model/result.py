@@ -1,5 +1,4 @@
-"""The result of a MAP fit: what every engine returns and the rest of elicit reads (with the
-model, so that the posterior, the utilities and the sessions need not know the engine)."""
+"""The result of a MAP fit: what every engine returns and the rest of elicit reads."""
 
 from __future__ import annotations
 
@@ -19,30 +18,22 @@ class MAPResult:
 
     Attributes
     ----------
-    gamma, xi, tau2
-        The MAP (``tau2`` is the fixed value in the fixed-tau2 variant).
+    gamma, xi, tau2, zeta, delta
+        The MAP (``tau2`` the fixed value in the fixed variant; zeta, delta ``None`` in a model
+        without them).
     log_density
-        The log posterior density without the Jacobian of Stan's constraining transforms,
-        up to a constant that depends on the engine.
+        The log posterior density without the Jacobian of Stan's transforms, up to a constant
+        that depends on the engine.
     converged, engine, n_iter, message
-        Whether the optimiser met its convergence test, which engine, how many iterations,
-        and what the optimiser said.
+        What the optimiser reported.
     warm_hessian
-        The numpy engine's base Hessian (y-likelihood and priors, order (gamma, xi[, tau2])),
-        computed at an earlier point: a preconditioner for the next warm refit.
-    U, coupled
-        The meta-features and a known-coupling model's coupled set (``None``: the full
-        kernel), from which :attr:`K` is rebuilt (Stan does not emit K).
-    zeta, delta, scales
-        The relevance model's zeta and per-feature prior scales h = sqrt(lambda), the
-        direction models' delta at the MAP (``None`` for the other models).
+        The numpy engine's base Hessian at an earlier point, for the next warm refit.
+    U, coupled, scales
+        The meta-features and coupled set, from which :attr:`K` is rebuilt, and the relevance
+        model's per-feature prior scales h = sqrt(lambda).
     problem
-        What the numpy engine fitted but for the answers (data arrays, hyperparameters): a
-        warm refit is checked for another mode only when it refits the same problem
-        (:class:`~elicit.model.refit_checks.ColdStartPolicy`).
-
-    Fields the engine does not set are ``None``.
-    """
+        What the numpy engine fitted but for the answers: a warm refit is checked for another
+        mode only when it refits the same problem."""
 
     gamma: np.ndarray
     xi: float
@@ -62,21 +53,17 @@ class MAPResult:
 
     @classmethod
     def at(cls, theta: np.ndarray, data: ModelData, **fields) -> MAPResult:
-        """The result at ``theta`` (its blocks read by ``data``'s layout, ``U`` from ``data``);
-        ``fields`` the rest (``log_density``, ``converged``, ``engine``, ...)."""
+        """The result at ``theta`` (blocks by ``data``'s layout, U from it) and ``fields``."""
         gamma, xi, tau2 = split_theta(theta, data)
         return cls(gamma=np.array(gamma), xi=xi, tau2=tau2, U=data.U,
                    zeta=zeta_of(theta, data), delta=delta_of(theta, data), **fields)
 
     def __post_init__(self) -> None:
         # read-only arrays: a result is shared (a session's initial fit, a sweep's strategies)
-        gamma = np.array(self.gamma, dtype=float)
-        gamma.setflags(write=False)
-        object.__setattr__(self, "gamma", gamma)
         for name in ("zeta", "delta"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, float(getattr(self, name)))
-        for name in ("warm_hessian", "scales"):
+        for name in ("gamma", "warm_hessian", "scales"):
             if getattr(self, name) is not None:
                 a = np.array(getattr(self, name), dtype=float)
                 a.setflags(write=False)
@@ -88,8 +75,7 @@ class MAPResult:
 
     @cached_property
     def K(self) -> np.ndarray:
-        """The kernel matrix at the MAP, rebuilt from gamma and the meta-features: the prior
-        correlation of beta in every model (see :attr:`scales`)."""
+        """The kernel matrix at the MAP, rebuilt from gamma and the meta-features."""
         if self.U is None:
             raise RuntimeError("this MAPResult was built without meta-features")
         K = kernel(self.U, self.gamma, self.coupled)

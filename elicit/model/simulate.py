@@ -1,18 +1,9 @@
-"""Data drawn from the model: the paper's synthetic problem and Amazon-size random problems.
-
-Both draw the true weights from the model's own prior, beta ~ N(0, sigma2 tau2 K(gamma_true)).
-
-The paper's synthetic data (Afrabandpey et al. 2019, Sec. 4.1): p = 25 features in four groups
-{1-10}, {11-15}, {16-20}, {21-25}; d = 9 meta-feature columns. Column l describes one group
-(group entries ~ U(0, 0.25) or U(1, 10)) and gives every other feature U(2, 2.25); the last
-column is pure noise, U(1, 10) for all features. With gamma_opt = [1,1,0,1,0,1,0,0,0] the
-kernel K_opt = K(gamma_opt) is near 1 within groups and near 0 across them.
-beta ~ N(0, sigma2 tau2 K_opt) with sigma2 = 5, tau2 = 1, and y = X beta + N(0, sigma2)
-(:func:`make_synthetic`, as in the authors' code).
-
-Beyond the paper, ``make_synthetic(..., irrelevant=N)`` sets the true weight of N random
-features to 0 (group -1: an oracle calls them irrelevant), so that knowing which features
-matter is worth something here too; N = 0 (the default) draws nothing more: the paper's data.
+"""Data drawn from the model, the true weights from its prior: the paper's synthetic problem
+(Afrabandpey et al. 2019, Sec. 4.1, as in the authors' code: p = 25 features in four groups,
+d = 9 meta-feature columns each describing one group, the last pure noise; with
+gamma_opt = [1,1,0,1,0,1,0,0,0] K_opt is near 1 within groups and near 0 across them) and
+Amazon-size random problems. Beyond the paper, ``irrelevant=N`` sets the weight of N random
+features to 0 (group -1).
 """
 
 from __future__ import annotations
@@ -34,8 +25,7 @@ _COLUMNS = [(0, "near"), (1, "near"), (0, "far"), (2, "near"), (1, "far"), (3, "
 
 @dataclass
 class SyntheticData:
-    """One synthetic data set: training and test data, meta-features U, the true weights,
-    each feature's group (-1: an irrelevant feature, weight 0) and the kernel K_opt."""
+    """One synthetic data set; ``groups`` -1 marks an irrelevant feature (weight 0)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -88,14 +78,8 @@ def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 10
 
 def random_problem(seed: int = 0, n: int = 100, p: int = 340, d: int = 100,
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """An Amazon-size random problem: word-count-like meta-features (Poisson, sparse), ten
-    meta-features that matter, beta from the kernel they define, standard normal inputs.
-
-    Returns
-    -------
-    X, y, U, beta
-        Inputs (n x p), centred targets, meta-features (p x d) and the true weights.
-    """
+    """An Amazon-size random problem: ``X, y, U, beta`` with word-count-like (Poisson, sparse)
+    meta-features, ten of which matter, beta from their kernel, standard normal X, centred y."""
     rng = np.random.default_rng(seed)
     rate = np.exp(rng.uniform(np.log(0.02), np.log(0.5), size=p))
     U = rng.poisson(rate[:, None], size=(p, d)).astype(float)

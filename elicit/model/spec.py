@@ -1,25 +1,19 @@
 """The model: hyperparameters, the data of a fit, and the Stan data contract.
 
-Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019), "Human-in-the-loop Active
-Covariance Learning for Improving Prediction in Small Data Sets":
-
-* ``X`` (n x p) inputs, ``y`` (n,) targets, ``U`` (p x d) meta-features of the p features;
-* ``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)``;
-* prior ``beta | sigma2 ~ N(0, sigma2 * tau2 * K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)``;
-* feedback ``f ~ Bernoulli(logistic(xi - gamma . w))`` with ``w = (u_i - u_j)^2``;
-  ``f = 1`` means *similar*.
-
-The Stan program ``stan/elicit.stan`` is the single specification of the model; the engines
-pass it the data :meth:`ModelData.to_stan` builds (:mod:`elicit.model.stan_data`).
-:func:`contract_data` and :func:`contract_params` list the data and parameter names a program
-of a model must declare: ``gamma``, ``threshold`` (xi), ``tau`` (tau^2, learned variant: as
-in the authors' code it holds the *variance*), ``zeta`` (relevance) and ``delta`` (direction).
+Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019): ``X`` (n x p) inputs, ``y`` (n,)
+targets, ``U`` (p x d) meta-features; ``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)``;
+``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)``; feedback
+``f ~ Bernoulli(logistic(xi - gamma . w))``, ``w = (u_i - u_j)^2``, ``f = 1`` *similar*.
+``stan/elicit.stan`` is the model's single specification; :func:`contract_data` and
+:func:`contract_params` list the names a program of a model must declare (``tau`` holds the
+*variance* tau^2, as in the authors' code).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Literal, cast
 
 import numpy as np
@@ -51,15 +45,13 @@ DELTA_START = 0.1
 
 
 def contract_data(variant: str, model: str = PAPER) -> tuple[str, ...]:
-    """Data names a Stan program of ``model`` and tau2 ``variant`` must declare: those of
-    the parts the model uses (:meth:`~elicit.model.stan_data.StanPart.required`)."""
+    """Data names a Stan program of ``model`` and tau2 ``variant`` must declare."""
     m = get_model(model)
     return tuple(n for part in m.parts for n in part.required(m, variant == "learned"))
 
 
 def contract_params(variant: str, model: str = PAPER) -> tuple[str, ...]:
-    """Parameter names a Stan program of ``model`` and tau2 ``variant`` must declare (the Stan
-    names of theta's blocks)."""
+    """Parameter names (theta's blocks' Stan names) a program of ``model`` must declare."""
     return tuple(BLOCKS[n].stan for n in get_model(model).params(variant == "learned"))
 
 
@@ -69,22 +61,16 @@ class Hyper:
 
     Parameters
     ----------
-    variant
-        ``"fixed"``: tau^2 is data (the paper's real-data setting, tau2 = 0.01).
+    variant, tau2, a_tau, b_tau
+        ``"fixed"``: tau^2 is data, ``tau2`` (the paper's real-data setting, 0.01);
         ``"learned"``: tau^2 ~ InvGamma(a_tau, b_tau) (the synthetic setting, 2 and 4).
     a_sigma, b_sigma
         Inverse-gamma prior of the noise variance (paper: 2 and 7).
-    tau2
-        tau^2 of the fixed variant.
-    a_tau, b_tau
-        Inverse-gamma prior of tau^2 in the learned variant.
     threshold_mean
-        Prior mean m of the threshold xi ~ N+(m, m/2). ``"auto"`` (the default): the mean of
-        gamma0 . w over the candidate pairs at the no-feedback MAP gamma0, as in the authors'
-        code (the paper's fixed 20 ignores the meta-features' scale).
+        Prior mean m of the threshold xi ~ N+(m, m/2); ``"auto"``: the mean of gamma0 . w over
+        the candidate pairs at the no-feedback MAP gamma0, as in the authors' code.
     model
-        The named model (:data:`elicit.model.variants.MODELS`; ``elicit models`` lists them).
-    """
+        The named model (:data:`elicit.model.variants.MODELS`)."""
 
     variant: Variant = "fixed"
     a_sigma: float = 2.0
@@ -127,16 +113,12 @@ class Params:
 class ModelData:
     """Everything a fit needs: the regression data, the answers so far, the hyperparameters.
 
-    ``pairs`` holds the (i, j) feature indices of the answered questions and ``f`` their
-    answers (1 = similar, 0 = dissimilar; "don't know" never reaches the model). ``coupled``
-    is the coupled set J of the known-coupling models (a boolean mask, ``None``: all
-    features). ``relevance`` holds one class per feature (1 relevant, 0 irrelevant, -1 not
-    judged; ``None``: all -1), ``direction`` one answer per feature (1 raises, -1 lowers, 0
-    not known; ``None``: all 0); only the models that use them read them.
-
-    ``X``, ``y`` and ``U`` are held read-only (:func:`~elicit.internal.cache.frozen`), so that
-    the caches can trust them and a caller's later writes do not reach the model.
-    """
+    ``pairs`` holds the (i, j) feature indices of the answered questions and ``f`` their answers
+    (1 similar, 0 dissimilar). ``coupled``: the known-coupling models' coupled set J (a boolean
+    mask, ``None``: all features); ``relevance``: one class per feature (1 relevant, 0
+    irrelevant, -1 not judged; ``None``: all -1); ``direction``: one answer per feature (1
+    raises, -1 lowers, 0 not known; ``None``: all 0). ``X``, ``y`` and ``U`` are held read-only,
+    so that the caches can trust them."""
 
     X: np.ndarray
     y: np.ndarray
@@ -189,18 +171,13 @@ class ModelData:
 
     @property
     def kernel_mask(self) -> np.ndarray | None:
-        """The coupled set J that K applies, as the model's covariance decides (``None``: K is
-        the full kernel)."""
+        """The coupled set J that K applies (``None``: the full kernel)."""
         return self.model.covariance.mask(self.coupled)
 
-    @property
+    @cached_property
     def layout(self) -> ParamLayout:
-        """The blocks of this fit's theta, as its model's parts say (cached)."""
-        lay = self.__dict__.get("_layout")
-        if lay is None:
-            names = self.model.params(self.hyper.variant == "learned")
-            lay = self.__dict__["_layout"] = layout_of(self.d, names)
-        return lay
+        """The blocks of this fit's theta."""
+        return layout_of(self.d, self.model.params(self.hyper.variant == "learned"))
 
     @property
     def n(self) -> int:
@@ -241,7 +218,7 @@ class ModelData:
         """A copy with other relevance classes (the rest shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
-        new.__dict__.pop("_signal", None)
+        new.__dict__.pop("relevance_signal", None)
         new.relevance = check_relevance(classes, self.p)
         return new
 
@@ -253,8 +230,7 @@ class ModelData:
         return new
 
     def answers_key(self) -> tuple[bytes, bytes]:
-        """The relevance classes and direction signs this model reads, as bytes for cache
-        keys (empty when it reads none)."""
+        """The relevance classes and direction signs the model reads, as bytes (empty if none)."""
         return (cast(np.ndarray, self.relevance).tobytes() if self.model.relevance else b"",
                 self.direction_signs.tobytes() if self.model.direction else b"")
 
@@ -268,18 +244,14 @@ class ModelData:
         """The prior sd of delta (:func:`~elicit.model.direction.delta_prior_sd` of y)."""
         return delta_prior_sd(self.y)
 
-    @property
+    @cached_property
     def relevance_signal(self) -> np.ndarray:
-        """The relevance model's :meth:`~elicit.model.covariance.RelevanceScales.signal` of the
-        answers (all zeros for other models; cached)."""
-        sig = self.__dict__.get("_signal")
-        if sig is None:
-            cov = self.model.covariance
-            # relevance is an array after __post_init__; a covariance with scales has signal
-            sig = (cast(ScaledCovariance, cov).signal(cast(np.ndarray, self.relevance), self.U)
-                   if has_scales(cov) else np.zeros(self.p))
-            sig.setflags(write=False)
-            self.__dict__["_signal"] = sig
+        """The relevance model's neighbour signal of the answers (zeros for other models)."""
+        cov = self.model.covariance
+        # relevance is an array after __post_init__; a covariance with scales has signal
+        sig = (cast(ScaledCovariance, cov).signal(cast(np.ndarray, self.relevance), self.U)
+               if has_scales(cov) else np.zeros(self.p))
+        sig.setflags(write=False)
         return sig
 
     def initial_params(self) -> Params:
@@ -292,8 +264,7 @@ class ModelData:
         return Params(np.full(self.d, GAMMA_MEAN), self.m, tau2, zeta, delta)
 
     def to_stan(self) -> dict:
-        """The data of the model's Stan program by name, composed of its parts' data (the one
-        place the engines' data is built)."""
+        """The data of the model's Stan program by name, composed of its parts' data."""
         out: dict = {}
         for part in self.model.parts:
             out.update(part.of(self).to_dict())
@@ -321,11 +292,9 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
                         row_names: Sequence[str] | None = None,
                         meta_names: Sequence[str] | None = None,
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Check shapes, values (no NaN, infinities or :func:`check_magnitude` overflow) and
-    size (:func:`check_size`) of (X, y, U); return them as float arrays. The names only word
-    the messages: ``feature_names`` (X's columns, U's rows), ``row_names`` (e.g. ``"line
-    5"``) and ``meta_names`` (U's columns).
-    """
+    """Check shapes, values and size (:func:`check_size`) of (X, y, U); return them as float
+    arrays. The names only word the messages: ``feature_names`` (X's columns, U's rows),
+    ``row_names`` and ``meta_names`` (U's columns)."""
     cols = None if feature_names is None else [f"column {n!r}" for n in feature_names]
     feats = None if feature_names is None else [f"feature {n!r}" for n in feature_names]
     metas = None if meta_names is None else [f"meta-feature {n!r}" for n in meta_names]
@@ -377,9 +346,8 @@ MAX_ABS = 1e150
 def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
                     columns: Sequence[str] | None = None,
                     words: tuple[str, str] = ("row", "column")) -> None:
-    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place: ``rows`` and
-    ``columns`` name the places (``"line 5"``, ``"column 'price'"``), else ``row k`` and
-    ``column k`` (``words``)."""
+    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place by ``rows`` and
+    ``columns`` if given, else by position (``words``)."""
     big = np.abs(a) > MAX_ABS
     if not big.any():
         return
@@ -402,21 +370,14 @@ def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
 def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
     """About the most memory a fit and a question round hold at once, in bytes.
 
-    Measured with tracemalloc on sessions (numpy engine, fast utility): the d + 1 kernel
-    derivatives and their products with S^-1 (each n x n, three copies at the peak) and a
-    few more n x n arrays; K, the gradient's R, the utility's p x p arrays and the candidate
-    pairs' weights (p(p-1)/2 x d); the n x p products. Checked at n = 20..800, p = 5..800,
-    d = 3..800 (ten sizes): the peak was 0.59 to 1.0 times this.
-
-    With ``support`` (sparse-plus-offset inputs, :mod:`elicit.model.structure`: the number
-    of columns the sparse part touches) no p x p array is held: the blocks of K and R on
-    those columns, the n x p products, the Hessian's ``K (b o u_a u_b)`` (p x d x d, twice)
-    and the default candidate pairs (all p(p-1)/2, two 8-byte indices each: 8 p^2 bytes).
-
-    With more rows than features (:func:`~elicit.model.tall.is_tall`) the n x n arrays are
-    p x p (:mod:`elicit.model.tall`), and what grows with the rows is :func:`row_numbers` a
-    row; the d x d Hessian and its parts matter when d grows with n.
-    """
+    Measured with tracemalloc on sessions (numpy engine, fast utility) at n = 20..800,
+    p = 5..800, d = 3..800: the peak was 0.59 to 1.0 times this. Dense: the d + 1 kernel
+    derivatives and their products with S^-1 (n x n, three copies at the peak), K, R, the
+    utility's p x p arrays, the candidate pairs' weights and the n x p products. With
+    ``support`` (sparse-plus-offset inputs: the columns S touches) the blocks of K and R on
+    them, the Hessian's ``K (b o u_a u_b)`` and the candidate pairs' indices instead of p x p
+    arrays. With more rows than features the n x n arrays are p x p and a row costs
+    :func:`row_numbers`."""
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
                     + 3 * p * d * d + p * p + 2 * 512 * p)
@@ -427,19 +388,16 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 
 def row_numbers(p: int, d: int) -> int:
-    """How many numbers a row of the data costs in the p x p form (:func:`model_bytes`):
-    the basis of X's columns, the predictive at every row and its Jacobians (n x (d + 2));
-    feature questions hold about 16 n x p arrays at once (their effect on the predictive at
-    every row, :class:`~elicit.elicitation.features.FeatureScorer`). Measured with
-    tracemalloc on table sessions (create, 4 questions, 3 answers) at n = 4,000 and 32,000,
-    p = 5 and 30: with pair and feature questions the peak grew by 0.94 to 0.97 times this a
-    row, with pair questions alone by 0.30 to 0.36 times."""
+    """How many numbers a row of the data costs in the p x p form: the basis of X's columns, the
+    predictive and its Jacobians, and the feature questions' n x p arrays. Measured with
+    tracemalloc on table sessions (n = 4,000 and 32,000, p = 5 and 30): the peak grew by 0.94
+    to 0.97 times this a row (0.30 to 0.36 with pair questions alone)."""
     return 16 * p + 2 * (d + 2)
 
 
 def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
     """Refuse data whose model cannot fit in this machine's memory, saying what fits (with
-    U = X', d grows with the rows); inputs ``X`` on the structured path need no p x p array."""
+    U = X', d grows with the rows)."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
     need = model_bytes(n, p, d, None if found is None else len(found.cols))
@@ -474,8 +432,8 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
 
 
 def all_pairs(p: int) -> np.ndarray:
-    """All p(p-1)/2 unordered pairs (i < j), by i, then j; filled in place (index arrays
-    took twice the 800 MB of p = 10,000 again in temporaries)."""
+    """All p(p-1)/2 unordered pairs (i < j), by i, then j; filled in place (index arrays took
+    twice the 800 MB of p = 10,000 again in temporaries)."""
     out = np.empty((p * (p - 1) // 2, 2), dtype=int)
     js = np.arange(p)
     k = 0
@@ -506,9 +464,8 @@ _PAIR_CHUNK = 1 << 16
 
 
 def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | None) -> float:
-    """The authors' data-driven threshold prior mean: mean of gamma0 . w over ``pairs``
-    (None: all pairs); large sets are summed in chunks (w of 2 million pairs at d = 100 would
-    take 1.6 GB)."""
+    """The authors' threshold prior mean: the mean of gamma0 . w over ``pairs`` (None: all), large
+    sets in chunks (w of 2 million pairs at d = 100 would take 1.6 GB)."""
     p = len(U)
     if pairs is None and p * (p - 1) // 2 <= _PAIR_CHUNK:
         pairs = all_pairs(p)    # few: the one-expression sum below, as always

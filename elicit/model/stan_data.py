@@ -1,19 +1,10 @@
-"""The data of the Stan program, one part of the model at a time.
-
-Each part of the model is one small frozen dataclass here, and the dataclass *is* that part's
-data contract: one field per Stan data name, in the program's order, with its Stan type and
-meaning (:func:`stan_field`). :meth:`StanPart.of` fills a part from a fit's
-:class:`~elicit.model.spec.ModelData`; a program receives the composition of its parts
-(:meth:`~elicit.model.spec.ModelData.to_stan`).
-
-The shipped program ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`; a part a
-model does not use is switched off by data (its flag 0, its arrays empty) or holds the
-paper's value, so one compiled program serves every shipped model and both tau2 variants. A
-program of one's own declares the data names of the parts its model uses
-(:meth:`StanPart.required`), in any type that holds the values (a one-entry array may be a
-scalar). A new part is one class here (in :data:`SHIPPED_PARTS`), its block in
-``stan/elicit.stan``, its term in :mod:`elicit.model.density` and, with a parameter, its
-block in :mod:`elicit.model.layout`.
+"""The data of the Stan program, one part of the model at a time: each part is a frozen dataclass
+whose fields are its data contract (one :func:`stan_field` per Stan data name, in the
+program's order). ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`, one its
+model does not use switched off by data (flag 0, arrays empty) or holding the paper's value;
+a program of one's own declares the names of the parts its model uses
+(:meth:`StanPart.required`). A new part is a class here, a block in ``stan/elicit.stan``, a
+term in :mod:`elicit.model.density` and, with a parameter, a block in :mod:`elicit.model.layout`.
 """
 
 from __future__ import annotations
@@ -34,22 +25,10 @@ if TYPE_CHECKING:  # the data of a fit; elicit.model.spec imports this module
 
 def stan_field(stan_type: str, meaning: str, *, flag: bool = False,
                scalar: bool = False) -> Any:
-    """A field of a part: one Stan data name.
-
-    Parameters
-    ----------
-    stan_type
-        Its declaration in the Stan program (``docs/stan.md`` lists those of
-        ``stan/elicit.stan``).
-    meaning
-        One line: what it holds.
-    flag
-        Whether it only switches a part of the shipped program on or off (sizes its
-        arrays); a program of one's own need not declare it.
-    scalar
-        Whether it is an array of at most one entry (none when the part is switched off): a
-        program of one's own may declare it as a scalar (then it is there only when used).
-    """
+    """A field of a part: one Stan data name, its declaration in the shipped program and one line
+    of meaning. ``flag``: it only switches a part on or off (a program of one's own need not
+    declare it); ``scalar``: an array of at most one entry, which a program of one's own may
+    declare as a scalar."""
     return field(metadata={"type": stan_type, "meaning": meaning, "flag": flag,
                            "scalar": scalar})
 
@@ -296,8 +275,7 @@ SHIPPED_PARTS: tuple[type[StanPart], ...] = (RegressionData, AnswersData, Thresh
 
 @dataclass(frozen=True)
 class Declared:
-    """What a Stan declaration holds: its element type (``int`` or ``real``) and number of
-    dimensions (a vector or a one-dimensional array: 1, a matrix: 2)."""
+    """What a Stan declaration holds: element type (``int`` or ``real``) and dimensions."""
 
     type: str
     dims: int
@@ -314,8 +292,7 @@ _BASE_DIMS = {"int": 0, "real": 0, "vector": 1, "row_vector": 1, "simplex": 1,
 
 
 def declared(stan_type: str) -> Declared:
-    """What the Stan type ``stan_type`` (a part's field) holds; ValueError if it is no Stan
-    type this reads."""
+    """What the Stan type ``stan_type`` holds; ValueError if it is no Stan type this reads."""
     m = _TYPE.match(stan_type)
     if m is None or m.group("base") not in _BASE_DIMS:
         raise ValueError(f"not a Stan data type: {stan_type!r}")
@@ -325,8 +302,8 @@ def declared(stan_type: str) -> Declared:
 
 
 def part_fields(parts: tuple[type[StanPart], ...]) -> dict[str, Any]:
-    """The fields (``dataclasses.Field``) of ``parts`` by data name; ValueError if a name is
-    in two parts, or a field is not a :func:`stan_field` of a Stan type without a default."""
+    """The fields of ``parts`` by data name; ValueError if a name is in two parts, or a field is
+    not a :func:`stan_field` of a Stan type without a default."""
     out: dict[str, Any] = {}
     for part in parts:
         for f in fields(part):

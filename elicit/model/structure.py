@@ -1,14 +1,9 @@
-"""Sparse-plus-offset inputs: ``X = S + 1 b'`` with S sparse, found exactly in the data.
-
-Bag-of-words inputs standardised with the statistics of a larger set of reviews (the real
-pipeline's default) map every column's zero count to one value, ``-mean/sd``: X is a sparse S
-(well under 1% nonzero with a full vocabulary) plus a rank-one offset. :func:`offset_sparse`
-finds it exactly: ``b_j`` is the most frequent value of column j, S keeps ``X_ij - b_j``.
-
-Where it pays (:func:`structure_of`) the marginal works with S and b: ``X K X'`` needs K only
-on the columns S touches plus ``K b``, which :class:`OffsetProducts` reads in one streamed
-pass over K, never held as a p x p array. Smaller problems keep their dense kernel, but from
-a hundred features on their products with X run over S's nonzeros (:class:`SparseRows`).
+"""Sparse-plus-offset inputs, ``X = S + 1 b'`` with S sparse, found exactly in the data
+(:func:`offset_sparse`: bag-of-words inputs standardised with a larger corpus's statistics map
+each column's zero count to one value ``b_j``). Where it pays (:func:`structure_of`) the
+marginal reads K only on the columns S touches plus ``K b``, in one streamed pass
+(:class:`OffsetProducts`); smaller problems keep the dense kernel but multiply by X over S's
+nonzeros (:class:`SparseRows`).
 """
 
 from __future__ import annotations
@@ -34,8 +29,8 @@ STRUCTURED_MAX_D = 20
 
 @dataclass(frozen=True)
 class OffsetSparse:
-    """``X = S + 1 b'``: the offset ``b`` (p,), the (sorted) columns ``cols`` where S has a
-    nonzero and S on them, ``S_cols`` (compressed sparse columns)."""
+    """``X = S + 1 b'``: the offset ``b`` (p,), the sorted columns ``cols`` where S has a nonzero
+    and S on them, ``S_cols`` (compressed sparse columns)."""
 
     b: np.ndarray
     cols: np.ndarray
@@ -50,13 +45,6 @@ class OffsetSparse:
         """The share of S's entries that are nonzero."""
         n, p = self.shape
         return self.S_cols.nnz / float(n * p)
-
-    def dense(self) -> np.ndarray:
-        """``S + 1 b'`` as a dense array."""
-        n, p = self.shape
-        X = np.broadcast_to(self.b, (n, p)).copy()
-        X[:, self.cols] += self.S_cols.toarray()
-        return X
 
 
 def column_modes(X: np.ndarray) -> np.ndarray:
@@ -83,18 +71,12 @@ def offset_sparse(X: np.ndarray) -> OffsetSparse:
     return OffsetSparse(b, cols, sp.csc_matrix(S))
 
 
-def pays(n: int, p: int, d: int, structure: OffsetSparse) -> bool:
-    """Whether the structured path pays for data of this size and sparsity."""
-    return (p >= STRUCTURED_MIN_P and d <= STRUCTURED_MAX_D
-            and structure.density <= STRUCTURED_MAX_DENSITY)
-
-
 _found = LRUCache(4)
 
 
 def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
-    """The sparse-plus-offset structure of ``X`` if the structured path pays for it (with
-    ``d`` meta-features), else None; found once per array (identity and checksum)."""
+    """The sparse-plus-offset structure of ``X`` if the structured path pays for it (with ``d``
+    meta-features), else None; found once per array."""
     n, p = X.shape
     # with more rows than features the p x p form (no n x n array) is used instead
     if p < STRUCTURED_MIN_P or d > STRUCTURED_MAX_D or is_tall(n, p):
@@ -102,42 +84,31 @@ def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
 
     def paying(X: np.ndarray) -> OffsetSparse | None:
         st = offset_sparse(X)
-        return st if pays(n, p, d, st) else None
+        return st if st.density <= STRUCTURED_MAX_DENSITY else None
 
     return _found.of_array(X, paying)
 
 
 @dataclass(frozen=True, eq=False)
 class OffsetProducts:
-    """What the structured path of a marginal reads of the kernel at gamma (``X = S + 1 b'``,
-    A the columns that S touches), from one streamed pass over its tiles, and the sums of the
-    marginal's gradient and Hessian computed from them (given G, and :meth:`R_AA` and
-    :meth:`rank_parts` of G, which the marginal caches)."""
+    """What the structured path reads of the kernel at gamma (A: the columns S touches), from one
+    streamed pass over its tiles, and the marginal's gradient and Hessian sums from them."""
 
     structure: OffsetSparse
     U: np.ndarray
     gamma: np.ndarray
-    #: X K (n x p)
     XK: np.ndarray
-    #: K b (p,)
     Kb: np.ndarray
-    #: the quadratic forms ``q_l = (b o u_l)' K (b o u_l)`` (d,)
     q: np.ndarray
-    #: K on the columns A (a x a)
     K_AA: np.ndarray
-    #: ``(K (b o U))_A`` (a x d)
     KA_bU: np.ndarray
-    #: ``(K (b o U^2))_A`` (a x d)
     KA_bU2: np.ndarray
 
     @classmethod
     def of(cls, st: OffsetSparse, U: np.ndarray, gamma: np.ndarray) -> OffsetProducts:
-        """X K from ``X = S + 1 b'`` (the structured path) in one streamed pass over the
-        kernel's tiles (:func:`~elicit.model.kernel.kernel_tiles`), with the columns A that S
-        touches first, keeping what the gradient and the Hessian's directions need:
-        ``K b``, the quadratic forms ``q_l = (b o u_l)' K (b o u_l)``, the block ``K_AA`` and
-        ``(K [b o U, b o U^2])_A``. The rows of K on A (the first tiles' rows, and by symmetry
-        the first columns of the others) give ``S K``."""
+        """X K in one streamed pass over the kernel's tiles (the columns A first), keeping ``K b``,
+        ``q_l = (b o u_l)' K (b o u_l)``, ``K_AA`` and ``(K [b o U, b o U^2])_A``. The rows of K
+        on A (the first tiles' rows, by symmetry the first columns of the others) give ``S K``."""
         b, A = st.b, st.cols
         n, p = st.shape
         d, a = U.shape[1], len(A)
@@ -194,10 +165,9 @@ class OffsetProducts:
         return (S.T @ (S.T @ G).T) * self.K_AA
 
     def rank_parts(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The rest of X'GX on the structured path: ``c b' + b c' + g0 b b'`` with
-        ``c = S'G1`` and ``g0 = 1'G1``; every sum over it weighted by the symmetric
-        ``K o D`` is one over ``w b'``, ``w = 2c + g0 b``. Returns (w, K w, c on A), with
-        ``K c = (S K)' G 1 = (X K)' G 1 - g0 K b``."""
+        """The rest of X'GX: ``c b' + b c' + g0 b b'`` with ``c = S'G1``, ``g0 = 1'G1``; a sum over
+        it weighted by the symmetric ``K o D`` is one over ``w b'``, ``w = 2c + g0 b``. Returns
+        (w, K w, c on A), ``K c = (X K)' G 1 - g0 K b``."""
         st = self.structure
         G1 = G.sum(axis=1)
         g0 = float(G1.sum())
@@ -225,11 +195,10 @@ class OffsetProducts:
         return -tau2 * (block + 0.5 * rank)
 
     def B_dirs(self, B: np.ndarray, tau2: float, learned: bool) -> np.ndarray:
-        """The Hessian's directions ``B_a`` of the structured path (``B``: the marginal's B)
-        from ``X = S + 1 b'``: ``X (K o D_l) X'`` is
-        ``S_A (K_AA o D_l) S_A' + v 1' + 1 v' + s 1 1'`` with ``v = S (K o D_l) b`` and
-        ``s = b' (K o D_l) b``; the first term is ``A + A' - 2 Y K_AA Y'`` with
-        ``A = (S diag(u^2)) K_AA S'`` and ``Y = S diag(u)``, sparse products on A."""
+        """The Hessian's directions ``B_a`` (``B``: the marginal's): ``X (K o D_l) X'`` is
+        ``S_A (K_AA o D_l) S_A' + v 1' + 1 v' + s 1 1'`` (``v = S (K o D_l) b``,
+        ``s = b' (K o D_l) b``), the first term ``A + A' - 2 Y K_AA Y'`` with
+        ``A = (S diag(u^2)) K_AA S'`` and ``Y = S diag(u)``."""
         st = self.structure
         U, b = self.U, st.b
         S = st.S_cols
@@ -254,12 +223,10 @@ class OffsetProducts:
 
     def second(self, G: np.ndarray, R_AA: np.ndarray,
                parts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-        """``T_ab = sum_ij R_ij D_a,ij D_b,ij`` on the structured path: the block on A as the
-        dense path, plus ``sum_ij w_i b_j K_ij D_a D_b`` (:meth:`rank_parts`). Expanding
-        ``D_a D_b`` gives nine sums ``(w o f)' K (b o g)``; each is read with the monomial of
-        degree <= 2 on the side of K's product: ``K (b o [1, u_a, u_a u_b])``, ``K w`` and
-        ``K (w o u_a)`` (``w = 2c + g0 b``: ``K (c o u_a)`` comes from the same streamed pass
-        over K)."""
+        """``T_ab = sum_ij R_ij D_a,ij D_b,ij``: the block on A as the dense path, plus
+        ``sum_ij w_i b_j K_ij D_a D_b`` (:meth:`rank_parts`), nine sums ``(w o f)' K (b o g)`` each
+        read with the monomial of degree <= 2 on K's side: ``K (b o [1, u_a, u_a u_b])``, ``K w``
+        and ``K (w o u_a)``."""
         st = self.structure
         U, b, A = self.U, st.b, st.cols
         p, d = U.shape
@@ -298,8 +265,8 @@ SPARSE_ROWS_MAX_DENSITY = 0.1
 
 @dataclass(frozen=True, eq=False)
 class SparseRows:
-    """``X = S + 1 b'`` with S in compressed sparse rows: the dense path's products with X at
-    the cost of S's nonzeros (~5% for standardised word counts)."""
+    """``X = S + 1 b'`` with S in compressed sparse rows: products with X at the cost of S's
+    nonzeros."""
 
     S: sp.csr_matrix
     b: np.ndarray
@@ -325,8 +292,7 @@ class SparseRows:
 
 
 def add_outer(M: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``M + x y'`` by BLAS's rank-one update (``dger``) into M in its storage order (a copy
-    only if M is not contiguous: use the result, not M)."""
+    """``M + x y'`` by BLAS's ``dger`` into M in its storage order (use the result, not M)."""
     if M.flags.f_contiguous:
         return dger(1.0, x, y, a=M, overwrite_a=1)
     return dger(1.0, y, x, a=np.ascontiguousarray(M).T, overwrite_a=1).T
@@ -336,8 +302,7 @@ _rows_found = LRUCache(4)
 
 
 def sparse_rows(X: np.ndarray) -> SparseRows | None:
-    """:class:`SparseRows` of ``X`` if it has enough features and S is sparse enough, else
-    None (once per array)."""
+    """:class:`SparseRows` of ``X`` if it is large and sparse enough, else None (once per array)."""
     n, p = X.shape
     if p < SPARSE_ROWS_MIN_P or is_tall(n, p):
         return None

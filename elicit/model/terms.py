@@ -1,11 +1,7 @@
-"""The log prior and the feedback log likelihood, for one theta ``(k,)`` (the scalar log
-density, :mod:`elicit.model.density`) and for a stack ``(C, k)`` (the batched refits,
-:mod:`elicit.model.batch`).
-
-Both run the same formulas with the operations each has always used (a matrix-vector product
-for one theta, ``einsum`` / ``matmul`` for a stack, floats for one theta's one-entry blocks xi
-and tau2), so that results stay bit for bit those of earlier versions: refits on a multimodal
-posterior can amplify a last-bit change.
+"""The log prior and the feedback log likelihood, for one theta ``(k,)`` (the scalar log density)
+and for a stack ``(C, k)`` (the batched refits), each with the operations it has always used
+(a matrix-vector product and floats for one theta, ``einsum`` / ``matmul`` for a stack), so
+that results stay bit for bit: refits on a multimodal posterior can amplify a last-bit change.
 """
 
 from __future__ import annotations
@@ -23,19 +19,18 @@ from elicit.model.spec import ModelData
 
 def block(theta: np.ndarray, lay: ParamLayout, name: str):
     """Block ``name`` of one theta or of each row of a stack: a vector block as an array, a
-    one-entry block as a numpy float or a (C,) array. A numpy float, not a Python one: at a
-    trial point far out its square overflows to inf (rejected) instead of raising."""
+    one-entry block as a numpy float (whose square far out overflows to inf instead of raising)
+    or a (C,) array."""
     at = lay.at(name)
     if isinstance(at, slice):
         return theta[..., at]
     return np.float64(theta[at]) if theta.ndim == 1 else theta[:, at]
 
 
-# value, gradient and curvature are each a float or an array (see :func:`block`)
 def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, Any, Any]]:
-    """The log prior of each block of theta, ``(name, value, gradient, curvature)``, in the
-    layout's order (callers add the values in it); gamma's value is summed over its entries,
-    the curvature (the diagonal of the prior's Hessian) is per entry."""
+    """The log prior of each block, ``(name, value, gradient, curvature)``, in the layout's order
+    (callers add the values in it); gamma's value summed, its curvature (the diagonal of the
+    prior's Hessian) per entry."""
     lay, h = data.layout, data.hyper
     priors: dict[str, HalfNormal | Normal | InvGamma] = {
         "gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
@@ -48,14 +43,12 @@ def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, 
 
 def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
                    lay: ParamLayout, hess: bool = True):
-    """``sum_k log p(f_k | z_k)``, ``z_k = xi - gamma . w_k``, under ``link``, with its
-    gradient and Hessian (None unless ``hess``) in theta (layout ``lay``).
+    """``sum_k log p(f_k | z_k)``, ``z_k = xi - gamma . w_k``, under ``link``, with its gradient
+    and Hessian (None unless ``hess``) in theta.
 
-    ``W`` (squared meta-feature differences of the answered pairs ``f``) is (N_f, d) for one
-    theta (k,) or shared by every row of a stack (C, k), or (C, N_f, d), each row its own
-    answers. Returns shapes ``()``, ``(k,)``, ``(k, k)`` for one theta; ``(C,)``, ``(C, k)``,
-    ``(C, k, k)`` for a stack.
-    """
+    ``W`` is (N_f, d) for one theta (k,) or shared by every row of a stack (C, k), or
+    (C, N_f, d), each row its own answers. Shapes ``()``, ``(k,)``, ``(k, k)`` for one theta;
+    ``(C,)``, ``(C, k)``, ``(C, k, k)`` for a stack."""
     gs, ix = lay["gamma"], lay.index("xi")
     gamma, xi = block(theta, lay, "gamma"), block(theta, lay, "xi")
     if theta.ndim == 1:

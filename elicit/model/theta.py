@@ -1,7 +1,5 @@
-"""The parameter vector theta of a model's data (blocks named by
-:class:`~elicit.model.layout.ParamLayout`): split into and joined from its blocks, converted
-to and from a fit or a :class:`~elicit.model.spec.Params` point, and the per-feature scales
-(zeta) and prior mean (delta) a point sets.
+"""The parameter vector theta of a model's data: its blocks, conversions from and to a fit or a
+:class:`~elicit.model.spec.Params` point, and the scales (zeta) and prior mean (delta) it sets.
 """
 
 from __future__ import annotations
@@ -35,8 +33,8 @@ def delta_of(theta: np.ndarray, data: ModelData) -> float | None:
 
 def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
                zeta: float | None = None, delta: float | None = None) -> np.ndarray:
-    """The parameter vector of (gamma, xi, tau2[, zeta][, delta]) (tau2 left out unless it
-    is learned, zeta and delta unless the model has them; a model with them needs them)."""
+    """The parameter vector of (gamma, xi, tau2[, zeta][, delta]) (tau2, zeta and delta only
+    where the layout has them; there they are needed)."""
     for name, v in (("zeta", zeta), ("delta", delta)):
         if v is None and name in data.layout:
             raise ValueError(f"model {data.hyper.model!r} has the parameter {name}: pass "
@@ -47,9 +45,8 @@ def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
 
 
 def with_parts(point, data: ModelData) -> Params:
-    """A fit (:class:`~elicit.model.result.MAPResult`) or :class:`~elicit.model.spec.Params`
-    point as the Params of ``data``'s model: a block the model has and the point lacks (a
-    start from another model's MAP) at its start (:meth:`ModelData.initial_params`)."""
+    """A fit or Params point as the Params of ``data``'s model: a block the model has and the
+    point lacks (a start from another model's MAP) at its start."""
     zeta, delta = getattr(point, "zeta", None), getattr(point, "delta", None)
     if (zeta is None and "zeta" in data.layout) or (delta is None and "delta" in data.layout):
         start = data.initial_params()
@@ -59,8 +56,7 @@ def with_parts(point, data: ModelData) -> Params:
 
 
 def theta_of(point, data: ModelData) -> np.ndarray:
-    """The parameter vector of a fit (:class:`~elicit.model.result.MAPResult`) or a
-    :class:`~elicit.model.spec.Params` point for ``data``'s layout (:func:`with_parts`)."""
+    """The parameter vector of a fit or a Params point (:func:`with_parts`)."""
     p = with_parts(point, data)
     return join_theta(p.gamma, p.xi, p.tau2, data, p.zeta, p.delta)
 
@@ -72,7 +68,7 @@ def params_of(theta: np.ndarray, data: ModelData) -> Params:
 
 
 def lower_bounds(data: ModelData) -> np.ndarray:
-    """Lower bounds of theta (:meth:`~elicit.model.layout.ParamLayout.lower_bounds`)."""
+    """Lower bounds of theta."""
     return data.layout.lower_bounds()
 
 

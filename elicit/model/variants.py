@@ -1,57 +1,12 @@
-"""Model variants: which assumptions a fit makes, as registered objects.
+"""Model variants: which assumptions a fit makes, as registered objects (docs/models.md).
 
-Every variant shares the paper's regression ``y = X beta + eps``,
-``beta | sigma2 ~ N(0, sigma2 tau2 K)`` and ``gamma ~ N+(1, 0.5)``. A :class:`ModelVariant`
-supplies the three parts that may change, each an object:
-
-* **the threshold prior** (:class:`~elicit.model.priors.ThresholdPrior`): ``xi ~ N+(m, c m)``.
-  The paper has c = 1/2: the threshold is learned with gamma. On real reviews the answers
-  then mostly move xi (raising it toward m) instead of gamma, and predictions barely change.
-  A *tied* threshold assumes that the similarity threshold is set by the meta-features'
-  distance scale, which m already measures (the mean of ``gamma0 . w`` over the candidate
-  pairs), so c = :data:`TIED_THRESHOLD_SD` = 0.02: xi stays within a few percent of m and an
-  answer can only be explained by moving gamma.
-* **the covariance** (:mod:`elicit.model.covariance`): the paper couples every pair of
-  features through one gamma. If the expert can judge only a set J of features (on Amazon
-  about 43 of 340 keywords), the same gamma also couples the unjudged features to their
-  neighbours, and whatever the answers teach about J is cancelled outside it. *Known
-  coupling* keeps K_ij only when i and j are both in J (``K = blockdiag(K_gamma[J, J], I)``);
-  J is data (:attr:`~elicit.model.spec.ModelData.coupled`), by default the features of the
-  candidate pairs (:func:`elicit.prior.setup.coupled_features`), so with all pairs as
-  candidates the variant equals the paper's model.
-  *Relevance* (:data:`~elicit.model.covariance.RELEVANCE`) keeps the full kernel as the prior
-  correlation and scales each feature by the expert's relevance answers:
-  ``beta ~ N(0, sigma2 tau2 L^(1/2) K L^(1/2))`` with ``lambda_j`` 1 (relevant), eps
-  (irrelevant) or ``lambda_u(zeta)`` (not judged), zeta ~ N(logit(0.1), 1) a parameter (the
-  logit of the share of relevant features among the unjudged ones). The answers are data
-  (:attr:`~elicit.model.spec.ModelData.relevance`), not a likelihood on zeta: the features a
-  utility asks about are chosen for being likely relevant, so the answered share overstates
-  the unasked one.
-* **the feedback link** (:mod:`elicit.model.link`): ``f ~ Bernoulli(logistic(xi - gamma . w))``
-  in the paper.
-* **the prior mean** of beta (:mod:`elicit.model.direction`): 0 in the paper; ``delta s``
-  with the expert's direction answers s (raises / lowers) and a learned magnitude delta in
-  the *direction* models (:data:`~elicit.model.direction.DIRECTION`). The answers are data
-  (:attr:`~elicit.model.spec.ModelData.direction`).
-
-The parameter vector has the layout ``(gamma, xi[, tau2][, zeta][, delta])``
-(:mod:`elicit.model.layout`; zeta only when the covariance scales the features, delta only
-with a direction mean), so every
-numpy code path (the density, batched refits, the utility screen, the Hessian) reads the
-variant's objects and serves any variant unchanged.
-
-The Stan program (:class:`StanProgram`) states a variant for the Stan engines: the shipped
-program ``stan/elicit.stan`` (:data:`SHIPPED_PROGRAM`) states every variant with the logistic
-link, a :class:`~elicit.model.priors.ThresholdPrior`, the full, known-coupling or relevance
-covariance and a zero or direction mean, taking what they change as data (the parts of
-:mod:`elicit.model.stan_data`: the prior sd of xi, the coupled set J, the relevance classes,
-the direction signs). A variant may ship a program of its
-own instead (``StanProgram(path, parts)``), whose data are the parts it lists. A variant
-without a program (``program=None``, the default) runs on the numpy engine, or on a Stan
-engine given a ``stan_file`` of one's own.
-
-The registry :data:`MODELS` maps each name to its variant; :func:`register_model` adds one
-from outside the package, :func:`get_model` is the one place a name is validated.
+Every variant shares the paper's regression; a :class:`ModelVariant` supplies the parts that
+may change, each an object that every numpy code path reads: the threshold prior, the
+covariance, the feedback link and the prior mean of beta. Its :class:`StanProgram` states it
+for the Stan engines (the shipped ``stan/elicit.stan`` every shipped variant, taking what
+they change as data); one without (``program=None``) runs on the numpy engine, or on a Stan
+engine given a ``stan_file``. :data:`MODELS` maps each name to its variant;
+:func:`register_model` adds one, :func:`get_model` is the one place a name is validated.
 """
 
 from __future__ import annotations
@@ -82,19 +37,10 @@ TIED_THRESHOLD_SD = 0.02
 
 @dataclass(frozen=True)
 class StanProgram:
-    """The Stan program that states a model variant for the Stan engines, and its data.
-
-    Attributes
-    ----------
-    file
-        The shipped program's file name in ``stan/``, or the path of a program of one's own
-        (made absolute).
-    parts
-        The parts of the program's data (:mod:`elicit.model.stan_data`), in its data block's
-        order; a program of one's own takes the shipped parts and may add its own.
-    shipped
-        Whether this is the shipped program (``stan/elicit.stan``).
-    """
+    """The Stan program that states a model variant for the Stan engines: ``file``, the shipped
+    program's name in ``stan/`` or the path of a program of one's own; ``parts``, the parts of
+    its data (:mod:`elicit.model.stan_data`) in its data block's order; ``shipped``, whether it
+    is ``stan/elicit.stan``."""
 
     file: str | Path
     parts: tuple[type[StanPart], ...] = SHIPPED_PARTS
@@ -125,19 +71,14 @@ class ModelVariant:
         The name used by ``--model`` and ``Hyper(model=...)``.
     assumes
         One line: what the model assumes beyond the shared regression.
-    xi_prior
-        The threshold prior ``xi ~ N+(m, sd m)`` (:class:`~elicit.model.priors.ThresholdPrior`).
-    covariance
-        Which features K couples (:mod:`elicit.model.covariance`).
-    link
-        How an answer depends on ``z = xi - gamma . w`` (:mod:`elicit.model.link`).
+    xi_prior, covariance, link
+        The threshold prior, which features K couples, and how an answer depends on
+        ``z = xi - gamma . w`` (module docstring).
     prior_mean
-        The prior mean of beta: ``None`` (zero, the paper's) or a
-        :class:`~elicit.model.direction.DirectionMean` (``delta s``).
+        ``None`` (zero, the paper's) or a :class:`~elicit.model.direction.DirectionMean`.
     program
-        The Stan program that states this variant (:class:`StanProgram`); ``None``: the
-        numpy engine only, or a Stan engine given a ``stan_file`` of one's own.
-    """
+        The Stan program that states this variant; ``None``: the numpy engine only, or a Stan
+        engine given a ``stan_file`` of one's own."""
 
     name: str
     assumes: str
@@ -154,25 +95,22 @@ class ModelVariant:
 
     @property
     def known_coupling(self) -> bool:
-        """Whether K depends on the coupled set J (the model sets J up from the candidates)."""
+        """Whether K depends on the coupled set J."""
         return self.covariance.uses_coupled_set
 
     @property
     def relevance(self) -> bool:
-        """Whether the covariance scales the features by their relevance classes (the
-        model has the parameter zeta and reads ``ModelData.relevance``)."""
+        """Whether the covariance scales the features (parameter zeta, reads ``relevance``)."""
         return has_scales(self.covariance)
 
     @property
     def direction(self) -> bool:
-        """Whether beta has the prior mean ``delta s`` of the direction answers (the model
-        has the parameter delta and reads ``ModelData.direction``)."""
+        """Whether beta has the prior mean ``delta s`` (parameter delta, reads ``direction``)."""
         return self.prior_mean is not None
 
     @property
     def parts(self) -> tuple[type[StanPart], ...]:
-        """The parts of the model's Stan data (:mod:`elicit.model.stan_data`): its program's,
-        else the shipped ones (the data a user's ``stan_file`` gets)."""
+        """The parts of the model's Stan data: its program's, else the shipped ones."""
         return self.program.parts if self.program is not None else SHIPPED_PARTS
 
     def params(self, learned: bool) -> tuple[str, ...]:
@@ -201,7 +139,6 @@ class ModelVariant:
 
 
 PAPER = "paper"
-#: the name of the relevance model
 RELEVANCE_MODEL = "relevance"
 #: the names of the models with direction answers: alone, and with relevance answers (the
 #: model of sweeps that ask every kind of question)
@@ -241,8 +178,7 @@ _LINK_METHODS = tuple(n for n, v in vars(Link).items() if callable(v) and not n.
 
 def _check(variant: ModelVariant) -> None:
     """Refuse a variant whose parts are not objects of the right kind, or whose Stan program
-    cannot state it (the numpy twin and the Stan engines must fit the same model; what a
-    program of one's own declares is checked when a Stan engine first reads it)."""
+    cannot state it (a program of one's own is checked when a Stan engine first reads it)."""
     if not isinstance(variant, ModelVariant):
         raise ElicitError(f"register_model takes a ModelVariant, got {type(variant).__name__}")
     if not (isinstance(variant.name, str) and variant.name.strip() == variant.name
@@ -304,16 +240,14 @@ def register_model(variant: ModelVariant) -> ModelVariant:
     Raises
     ------
     ElicitError
-        One line, if the name is taken or the variant's parts are not what a fit needs.
-    """
+        One line, if the name is taken or the variant's parts are not what a fit needs."""
     _check(variant)
     return MODELS.add(variant.name, variant)
 
 
 #: Remove the model called ``name`` (a variant registered for a test, say).
 unregister_model = MODELS.remove
-#: The model called ``name``; any other name is a one-line ElicitError that lists the valid
-#: ones.
+#: The model called ``name``; any other name is a one-line ElicitError listing the valid ones.
 get_model = MODELS.lookup
 
 

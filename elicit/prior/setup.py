@@ -1,17 +1,6 @@
-"""The model before any answer: the coupled set J, the threshold prior and the no-feedback MAP.
-
-Every path that fits the model starts here (elicitations, the estimator, the experiments, the
-tau2 choices of :mod:`elicit.prior.tau2`). Three rules are stated once:
-
-* **The coupled set J** of the known-coupling models is the set of features in the candidate
-  pairs (:func:`coupled_features`). When the answers come first (the estimator), the
-  candidates are the pairs within J, and J defaults to the features of the similar/dissimilar
-  answers (:func:`coupled_candidates`).
-* **The threshold placeholder.** Without answers xi is independent of everything else, so a
-  fit with no answers uses :data:`PLACEHOLDER_THRESHOLD_MEAN` for ``threshold_mean="auto"``
-  (:func:`no_feedback_data`).
-* **The authors' threshold rule.** ``"auto"`` is the mean of ``gamma0 . w`` over the candidate
-  pairs at the no-feedback MAP ``gamma0`` (resolved by :func:`fit_no_feedback`).
+"""The model before any answer, which every fit starts from: the coupled set J, the threshold
+prior (without answers xi is independent of everything else, so ``"auto"`` is a placeholder
+until gamma0 is fitted) and the no-feedback MAP.
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 
-#: The threshold prior mean of a fit without answers (see the module docstring).
+#: The threshold prior mean of a fit without answers (module docstring).
 PLACEHOLDER_THRESHOLD_MEAN = 1.0
 
 
@@ -42,9 +31,8 @@ def coupled_features(p: int, pairs: np.ndarray | None) -> np.ndarray:
 
 def coupled_candidates(answered: np.ndarray, coupled: Sequence[int] | None = None,
                        ) -> np.ndarray:
-    """The candidate pairs of a known-coupling model whose answers are given up front: every
-    pair within J, which is ``coupled`` (column indices) or else the features of the
-    ``answered`` pairs (:func:`coupled_features` of the result gives J back if |J| >= 2)."""
+    """The candidate pairs of a known-coupling model whose answers come first (the estimator):
+    every pair within J, ``coupled`` (column indices) or else the features of ``answered``."""
     features = np.asarray(answered if coupled is None else coupled, dtype=int).reshape(-1)
     J = np.unique(features)
     return J[all_pairs(len(J))]
@@ -69,13 +57,10 @@ def fixed_hyper(tau2: float, model: str = "paper", **priors: float) -> Hyper:
 @single_blas_thread
 def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarray | None,
                     relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult]:
-    """The no-feedback model an elicitation starts from: its data (threshold prior resolved,
-    J from ``candidates``, None for all pairs) and its MAP.
-
-    ``"auto"`` (the module docstring): gamma0 does not depend on the placeholder mean of the
-    first fit, so the second fit only moves xi. The relevance model's zeta is fitted with
-    gamma (``relevance``: its classes, default nothing judged).
-    """
+    """The no-feedback model an elicitation starts from: its data (J from ``candidates``, None for
+    all pairs) and its MAP. The authors' ``"auto"`` threshold mean is the mean of ``gamma0 . w``
+    over the candidates at the no-feedback MAP gamma0, which does not depend on the
+    placeholder: the second fit only moves xi."""
     coupled = coupled_features(np.shape(X)[1], candidates)
     if hyper.threshold_mean != "auto":
         data = ModelData(X, y, U, hyper, coupled=coupled, relevance=relevance)

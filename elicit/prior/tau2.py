@@ -1,17 +1,7 @@
-"""Choosing the prior scale tau^2 before any answer: by marginal likelihood or by CV.
-
-Both score the no-feedback model (:mod:`elicit.prior.setup`) on a grid of tau^2 before the
-expert's answers enter, as the paper chose its tau2 = 0.01: :func:`ml_tau2` (type-II maximum
-likelihood, the estimator's default) and :func:`cv_tau2` (K-fold CV, the real-data sweeps'
-default). Both follow one grid policy (:func:`next_grid_value`): while the best value is on
-an edge of the values scored so far, the value half a decade beyond is scored too, up to
-:data:`TAU2_BOUNDS`, so the choice is an interior optimum or a bound (the sweeps' grid used to
-stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs).
-
-For the relevance model tau2 is the prior scale of a relevant feature and ``tau2
-lambda_u(zeta)`` that of an unjudged one; without relevance answers the data determine only
-the product, and the prior share of relevant features splits it: :func:`ml_tau2` profiles
-over gamma and zeta, :func:`cv_tau2` holds zeta at its prior mean (see there why).
+"""Choosing the prior scale tau^2 before any answer: by marginal likelihood (:func:`ml_tau2`,
+the estimator's default) or by K-fold CV (:func:`cv_tau2`, the real-data sweeps'), both on
+the no-feedback model and both extending their grid by :func:`next_grid_value` (the sweeps'
+grid used to stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs).
 """
 
 from __future__ import annotations
@@ -62,11 +52,9 @@ TAU2_STEP = float(np.sqrt(10.0))
 
 def next_grid_value(values: Sequence[float], best: float,
                     bounds: tuple[float, float] = TAU2_BOUNDS) -> float | None:
-    """The grid policy: the tau^2 to score next, or None when the choice is final.
-
-    ``values`` are the tau^2 scored so far, ``best`` the best of them: half a decade beyond
-    the edge it is on (to three significant digits: 3.16e-4, 1e-4, ...), within ``bounds``.
-    """
+    """The grid policy: the tau^2 to score next after ``values`` (``best`` the best of them), half
+    a decade beyond the edge it is on (to three significant digits), within ``bounds``; None
+    when the choice is final."""
     lo, hi = min(values), max(values)
     if best == lo and (t := _half_decade(lo, -1)) >= bounds[0] and t < lo:
         return t
@@ -87,7 +75,7 @@ def check_grid(grid: Sequence[float], what: str = "tau2_grid") -> list[float]:
     try:
         values = sorted({float(t) for t in grid})
     except (TypeError, ValueError):
-        raise ElicitError(f"{what} must be a list of positive numbers, got {grid!r}") from None
+        values = []
     if not values or any(not (np.isfinite(t) and t > 0) for t in values):
         raise ElicitError(f"{what} must be a list of positive numbers, got {grid!r}")
     return values
@@ -98,14 +86,12 @@ def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2")
     :class:`ElicitError`."""
     choices = " or ".join(["a positive number", *(repr(m) for m in modes)])
     if isinstance(tau2, str):
-        key = tau2.strip().lower()
-        if key in modes:
+        if (key := tau2.strip().lower()) in modes:
             return key
-        raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
-    if isinstance(tau2, bool) or not isinstance(tau2, (int, float, np.integer, np.floating)) \
-            or not (np.isfinite(tau2) and tau2 > 0):
-        raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
-    return float(tau2)
+    elif not isinstance(tau2, bool) and isinstance(tau2, (int, float, np.integer, np.floating)) \
+            and np.isfinite(tau2) and tau2 > 0:
+        return float(tau2)
+    raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
 
 
 @single_blas_thread
@@ -114,39 +100,26 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             b_sigma: float = 0.2, engine: str | Engine = "numpy", model: str = "paper",
             coupled: np.ndarray | None = None, relevance: np.ndarray | None = None,
             ) -> tuple[float, dict[float, float]]:
-    """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML).
-
-    For each tau^2 of the grid the MAP ``gamma_t`` of the no-feedback model is fitted and
-    scored by
-
-    .. math:: \\ell(\\tau^2) = \\log p(y \\mid \\gamma_t, \\tau^2) + \\log p(\\gamma_t),
-
-    the Student-t marginal of y (:class:`~elicit.model.marginal.Marginal`) plus gamma's
-    N+(1, 0.5) log prior, i.e. the profile of the log posterior over gamma under a flat prior
-    on tau^2 (the relevance model: over gamma and zeta, plus zeta's log prior). Each fit
-    starts from its neighbour's MAP (a start point, not a warm refit); the grid is extended by
-    :func:`next_grid_value`.
+    """Choose tau^2 by the maximised log posterior of the no-feedback model (type-II ML): each
+    tau^2 is scored by ``log p(y | gamma_t, tau^2) + log p(gamma_t)`` at the no-feedback MAP
+    ``gamma_t`` (fitted from its neighbour's MAP), the profile of the log posterior over gamma
+    (relevance model: gamma and zeta, plus zeta's log prior) under a flat prior on tau^2.
 
     Parameters
     ----------
     X, y, U
         Standardised inputs (n x p), centred targets (n,), meta-features (p x d).
-    grid
-        Candidate tau^2 values (positive).
-    a_sigma, b_sigma
-        The inverse-gamma prior of sigma^2.
-    engine
-        A ``"fixed"``-variant engine or its name.
+    grid, a_sigma, b_sigma, engine
+        Candidate tau^2 values (extended by :func:`next_grid_value`), the inverse-gamma prior
+        of sigma^2, and a ``"fixed"``-variant engine or its name.
     model, coupled, relevance
-        The named model, the coupled set J (boolean mask) of the known-coupling models and
-        the relevance model's classes (default nothing judged).
+        The named model, the coupled set J (boolean mask) and the relevance classes.
 
     Returns
     -------
     best, scores
-        The tau^2 with the largest score (ties: the smaller tau^2) and the score of every
-        tau^2 scored (the grid and its extension), in increasing tau^2.
-    """
+        The tau^2 with the largest score (ties: the smaller) and the score of every tau^2
+        scored, in increasing tau^2."""
     grid = check_grid(grid)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     scores: dict[float, float] = {}
@@ -183,55 +156,33 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
             rng: np.random.Generator | None = None, engine: str | Engine = "numpy",
             model: str = "paper", candidates: np.ndarray | None = None,
             relevance: np.ndarray | None = None) -> tuple[float, dict[float, float]]:
-    """Choose tau^2 by K-fold cross-validation of the no-feedback model.
-
-    The training samples are split into ``folds`` shuffled folds. For each fold and each
-    tau^2 the MAP of gamma is fitted on the other folds (their targets centred on their own
-    mean, which is added back to the held-out predictions) and the held-out squared error is
-    recorded. Inputs keep their standardisation and the meta-features ``U`` stay the run's;
-    both are label-free, so no held-out target is ever used. The fits of one fold are
-    warm-started along the grid.
-
-    The grid is extended by the grid policy (:func:`next_grid_value`): each fold fits a new
-    value warm-started from its MAP at the neighbouring edge.
+    """Choose tau^2 by K-fold cross-validation of the no-feedback model: for each fold and tau^2
+    the MAP is fitted on the other folds (targets centred on their own mean, added back to the
+    held-out predictions; X's standardisation and U are label-free) and the held-out squared
+    error recorded. A fold's fits are warm-started along the grid.
 
     Parameters
     ----------
     X, y, U
         Standardised training inputs, centred targets and meta-features.
-    grid
-        Candidate tau^2 values (positive).
-    folds
-        Number of folds (2 .. n).
-    rng
-        Shuffles the folds (default: a fixed ``default_rng(0)``).
-    engine
-        MAP engine.
+    grid, folds, rng, engine
+        Candidate tau^2 values (extended by :func:`next_grid_value`), the number of folds
+        (2 .. n), what shuffles them (default ``default_rng(0)``) and the MAP engine.
     model, candidates
-        The named model whose no-feedback fit is cross-validated
-        (:mod:`elicit.model.variants`), and the candidate pairs that define the coupled set J
-        of the known-coupling models (ignored by the others). The choice depends on the
-        model: on Amazon with PPMI meta-features the paper's model picks 0.001 in most runs,
-        and known coupling fitted with that choice predicts worse (1.97) than at 0.003
-        (1.86), because K = I outside J shrinks differently.
+        The named model, and the candidate pairs that set the known-coupling models' J. The
+        choice depends on the model: on Amazon (PPMI) the paper's model picks 0.001, where known
+        coupling predicts worse (1.97) than at 0.003 (1.86).
     relevance
-        The relevance model's classes (default: nothing judged, its start). Its CV holds zeta
-        at its prior mean ``logit(pi0)``: with fixed scales h0 the relevance model is the
-        paper's model on ``X diag(h0)`` (predictions ``X_te diag(h0) mu~``), so that is what
-        is cross-validated. With zeta at each fold's MAP instead, the marginal likelihood
-        (which sets zeta) and the held-out error (which sets tau2) pull the start's prior
-        variance apart: where the CV prefers less signal than the marginal likelihood, zeta
-        undoes every smaller tau2 until lambda_u reaches 1, and the choice falls to the
-        bound (Amazon, seed 3, PPMI-10, run 2: tau2 = 1e-6, a start of 2.48, the mean's
-        2.48). Held at the prior mean it is the paper model's CV choice divided by
-        ``lambda_u(logit pi0)`` (runs 0-5: a start of 1.926 against 2.024).
+        The relevance model's classes. It is cross-validated with zeta at its prior mean, as the
+        paper's model on ``X diag(h0)``: with zeta at each fold's MAP the marginal likelihood and
+        the held-out error pull the prior variance apart, and the choice fell to the bound
+        (Amazon, seed 3, PPMI-10, run 2: 1e-6).
 
     Returns
     -------
     best, scores
-        The tau^2 with the smallest mean held-out MSE (ties: the smaller tau^2) and the mean
-        held-out MSE of every tau^2 scored (the grid and its extension), in increasing tau^2.
-    """
+        The tau^2 with the smallest mean held-out MSE (ties: the smaller) and that of every
+        tau^2 scored, in increasing tau^2."""
     grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)

@@ -37,6 +37,7 @@ from elicit.errors import ElicitError
 from elicit.model import variants
 from elicit.model.batch import flops_per_eval
 from elicit.model.link import LOGISTIC, scalar_step
+from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.simulate import make_synthetic
@@ -99,14 +100,14 @@ def test_exact_utility_by_hand(variant):
 
     asked = {tuple(p) for p in data.pairs}
     cands = np.array([p for p in all_pairs(data.p) if tuple(p) not in asked])[::7][:5]
-    m0, v0 = NIGPosterior.from_map(data, fit).train_predictive()
+    m0, v0 = Marginal.of_fit(data, fit).predictive()
     expected, with_m = [], []
     for i, j in cands:
         kl = []
         for f in (0, 1):
             d2 = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
             fit_f = engine.fit(d2)  # cold L-BFGS-B, not the scorer's warm Newton path
-            mf, vf = NIGPosterior.from_map(d2, fit_f).train_predictive()
+            mf, vf = Marginal.of_fit(d2, fit_f).predictive()
             kl.append(_hand_kl(mf, vf, m0, v0))
         w = (data.U[i] - data.U[j]) ** 2
         s = 1.0 / (1.0 + np.exp(-(fit.xi - w @ fit.gamma)))

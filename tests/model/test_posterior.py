@@ -104,12 +104,12 @@ def test_predict_mean_is_the_direct_posterior_mean(n, p):
 
 
 @pytest.mark.parametrize("n,p", SHAPES)
-def test_train_predictive_is_the_gaussian_approximation(n, p):
+def test_marginal_predictive_is_the_gaussian_approximation(n, p):
     """Mean x'mu*, variance b*/(a*-1) (1 + x' Sigma* x) at the training inputs (appendix A)."""
     data, fit = _problem(n, p)
     Sigma, mu, a, b = _direct(data, fit)
     post = NIGPosterior.from_map(data, fit)
-    mean, var = post.train_predictive()
+    mean, var = Marginal.of_fit(data, fit).predictive()
     quad = np.einsum("ij,jk,ik->i", data.X, Sigma, data.X)
     np.testing.assert_allclose(mean, data.X @ mu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(var, b / (a - 1) * (1.0 + quad), rtol=1e-8)

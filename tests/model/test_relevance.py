@@ -88,11 +88,11 @@ def test_with_relevance_copies_only_the_classes():
 def test_layout_and_registry():
     data = relevance_data("learned")
     lay = data.layout
-    assert lay.names == ("gamma", "xi", "tau2", "zeta")
+    assert [b.name for b in lay.blocks] == ["gamma", "xi", "tau2", "zeta"]
     assert lay.lower_bounds()[lay.index("zeta")] == -np.inf
     assert lay.marginal_index.tolist() == list(range(data.d)) + [data.d + 1, data.d + 2]
     assert get_model(RELEVANCE_MODEL).relevance and not get_model("paper").relevance
-    assert make_small_data().layout.names == ("gamma", "xi")
+    assert [b.name for b in make_small_data().layout.blocks] == ["gamma", "xi"]
     assert ZETA_PRIOR.mean == pytest.approx(logit(RELEVANT_SHARE)) and ZETA_PRIOR.sd == 1.0
     assert data.initial_params().zeta == ZETA_PRIOR.mean
     with pytest.raises(ValueError, match="pass zeta"):
