@@ -1,24 +1,10 @@
-"""``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit.
+"""``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit
+(docs/benchmarks.md says what each figure measures).
 
-The figures are process CPU time with one BLAS thread, the numpy engine and the fast utility:
-
-**Rounds** (:data:`ROUND_FIGURES`): the median over one run's rounds of the sweeps' own
-sequential loop (next question, the simulated expert's answer, the refit; the first round
-included, which at p = 10,000 costs ten times the later ones, so its median needs 3 rounds)
-on the synthetic problem, run
-0 of the default Amazon set-up with pair and with mixed questions, and the random problems
-``p2000`` and ``p10000`` of :mod:`elicit.paper.bench`; at p = 10,000 also the peak memory.
-
-**Reproduction steps** (:data:`~elicit.paper.steps.STEPS`): the CPU time per run of each step
-of ``make reproduce``, from two one-run calls after a warm-up: ``c0`` with no answers and
-``cR`` with ``R`` per strategy; a run of ``rounds`` answers is estimated as
-``c0 + (cR - c0) rounds / R``, a lower bound (later answers cost more). Table 1 is measured
-once, on the one-run Amazon and Yelp sweeps (its sample-addition loops do not depend on the
-sweeps' answers). Steps whose data are missing are skipped, with the reason.
-
-A record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names
-every figure more than :data:`SLOWER` above the most recent earlier record's. Single
-measurements on a shared machine move by 5-15%, so a flag is a prompt to measure again.
+The round figures (:data:`ROUND_FIGURES`) time the sweeps' own sequential loop; the step figures
+estimate each reproduction step's CPU time per run from one-run calls (:func:`measure_step`). A
+record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names every
+figure more than :data:`SLOWER` above the most recent earlier record's.
 """
 
 from __future__ import annotations
@@ -101,17 +87,9 @@ class SuiteSettings:
 
 
 def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
-    """Time one run of the sweeps' sequential loop: ``rounds`` answers to ``problem`` (a
-    :class:`~elicit.harness.problem.RunProblem`) under the sweep settings ``cfg``, the
-    strategy's stream seeded by ``run`` as a sweep does.
-
-    Returns
-    -------
-    dict
-        ``setup_cpu_s`` (the elicitor with its no-feedback fit), ``round_cpu_s`` (each
-        round: next question, answer, refit), ``peak_rss_mb`` (since the set-up began where
-        the peak can be reset, see ``peak_scope``).
-    """
+    """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under the sweep
+    settings ``cfg``: ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over
+    ``peak_scope``)."""
     from elicit.elicitation.answers import ask
     from elicit.elicitation.strategies import get_strategy
     from elicit.harness.problem import strategy_stream
@@ -192,19 +170,18 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
         problem, cfg = _synthetic_run(s)
     elif key in ("amazon_round", "amazon_mixed_round"):
         problem, cfg = _real_run("both" if key == "amazon_mixed_round" else "pairs", s, key)
-    elif key in ("p2000_round", "p10000_round"):
+    else:  # p2000_round, p10000_round: run_suite checked the key
         problem, cfg = _random_run(key.removesuffix("_round"), s)
-    else:
-        raise ElicitError(f"unknown figure {key!r}; choose from "
-                          f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)
     res["value"] = float(np.median(res["round_cpu_s"]))
     return res
 
 
 def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
-    """The CPU time per run of reproduction step ``step`` (module docstring), its one-run
-    sweeps written under ``out``."""
+    """The CPU time per run of reproduction step ``step``, its one-run sweeps written under
+    ``out``: from calls with no answers (``c0``) and with ``R`` (``cR``) after a warm-up, a run
+    of ``rounds`` answers costs ``c0 + (cR - c0) rounds / R``, a lower bound (later answers
+    cost more); Table 1 is measured once."""
     from elicit.paper.steps import MIXED_STEPS, StepSettings, run_step
 
     if step == "table1":

@@ -1,17 +1,9 @@
 """One run of the real-data experiment (paper Sec. 4.2) as a problem for a sweep.
 
-Run ``r`` of a :class:`~elicit.paper.configs.RealDataConfig` is built from its data set's
-bag-of-words matrix by :meth:`~elicit.paper.configs.RealDataConfig.run_data`: 100 training
-and 900 test reviews, the rest the expert set. The simulated expert is a LASSO fitted on the
-expert set (:class:`~elicit.paper.lasso_expert.LassoExpert`: about 40 nonzero weights, ~780
-answerable pairs). The model has a fixed tau2 (the paper's 0.01, or a cross-validated one per
-run), asks pairs from a random pool of 400 per sequential round, and its test MSE is on the
-original rating scale. The pairs are the expert's answerable ones (``pool="paper"``, the
-paper's) or, by default with feature questions, every pair (``pool="open"``: the start uses
-no expert input).
-
-:class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep;
-:func:`initial_fit` the run's *no-feedback model* (no expert answers, fixed tau2).
+Run ``r`` of a :class:`~elicit.paper.configs.RealDataConfig` has 100 training and 900 test
+reviews, the rest the expert set, on which the simulated expert, a
+:class:`~elicit.paper.lasso_expert.LassoExpert`, is fitted. The model has a fixed tau2 per run.
+:class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep.
 """
 
 from __future__ import annotations
@@ -42,13 +34,8 @@ EXPERT_MEMO_VERSION = 1
 
 def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
                 memo: str | os.PathLike | None = None) -> LassoExpert:
-    """The LASSO expert of a run (fitted on its expert set).
-
-    ``memo`` is a folder where the fit is shared (:class:`~elicit.internal.memo.Memo`, keyed
-    by the expert set and the fit's settings): every sweep of a data set's runs has the same
-    expert (the expert set is standardised with its own statistics). Its weights and alpha
-    come back to the last bit (JSON).
-    """
+    """The LASSO expert of a run, shared through the folder ``memo`` if given (every sweep
+    of a data set's runs has the same expert; the weights come back to the last bit)."""
     state = int(rd.seed or 0) % (2**31)
 
     def fit() -> LassoExpert:
@@ -72,8 +59,7 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
 
 
 def run_expert(cfg: RealDataConfig, rd: RunData) -> LassoExpert:
-    """The LASSO expert of ``cfg``'s run prepared as ``rd`` (its rule and size; through
-    ``cfg.memo``)."""
+    """The LASSO expert of ``cfg``'s run prepared as ``rd``."""
     return make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
 
 
@@ -85,8 +71,7 @@ def pool_candidates(cfg: RealDataConfig, expert: LassoExpert) -> np.ndarray | No
 
 def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
     """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the candidate
-    pairs that make up the coupled set J (the sweep's: the expert's answerable pairs with the
-    paper's pool, None = every feature with the open one; None for the other models)."""
+    pairs that make up the coupled set J (:func:`pool_candidates`; else None)."""
     rd = cfg.run_data(run)
     expert = run_expert(cfg, rd)
     known = get_model(str(cfg.settings.model)).known_coupling
@@ -107,8 +92,8 @@ def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
 
 def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | None = None,
                      expert: LassoExpert | None = None) -> RunProblem:
-    """The elicitation problem of run ``run``, prepared as ``rd`` (:func:`realdata_problem`);
-    ``expert`` the run's :func:`make_expert` if the caller has fitted it already."""
+    """:func:`realdata_problem` of run ``run`` prepared as ``rd`` (and its ``expert``, if
+    fitted already)."""
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
         expert = run_expert(cfg, rd)
@@ -126,25 +111,15 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
 
 
 def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -> RunProblem:
-    """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem (its split from
-    :func:`elicit.data.sources.split_seed`), with the fixed prior scale ``tau2`` (default
-    ``cfg.tau2``, which must then be a number).
-
-    Returns
-    -------
-    RunProblem
-        Training data (standardised X, centred y), meta-features U, test set on the original
-        scale with ``y_offset`` = the training mean, the LASSO expert, the candidate pairs of
-        ``cfg.pool`` (:func:`pool_candidates`), and ``extra`` with the expert's summary and
-        the run's split seed.
-    """
+    """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem, with the fixed
+    prior scale ``tau2`` (default ``cfg.tau2``, which must then be a number): test MSE on
+    the original scale, the candidate pairs of :func:`pool_candidates`."""
     return problem_from_run(cfg.run_data(run), cfg, run, tau2)
 
 
 class RealDataMaker:
-    """A picklable ``make_problem(seed, run)`` of the real-data experiment ``cfg``; ``tau2``
-    is a fixed tau^2 for every run or a mapping run -> tau^2 (each run's CV choice), default
-    ``cfg.tau2``. Worker processes rebuild each run from the configuration."""
+    """A picklable ``make_problem(seed, run)`` of ``cfg``; ``tau2`` is one for every run or
+    run -> tau^2 (each run's CV choice), default ``cfg.tau2``."""
 
     def __init__(self, cfg: RealDataConfig,
                  tau2: float | Mapping[int, float] | None = None) -> None:
@@ -152,7 +127,6 @@ class RealDataMaker:
         self.tau2 = dict(tau2) if isinstance(tau2, Mapping) else _run_tau2(cfg, tau2)
 
     def tau2_for(self, run: int) -> float:
-        """The tau^2 of run ``run``."""
         if isinstance(self.tau2, dict):
             if run not in self.tau2:
                 raise ElicitError(f"no tau2 chosen for run {run}")
@@ -172,8 +146,7 @@ class RealDataMaker:
 def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "numpy",
                 model: str = "paper", coupled: np.ndarray | None = None,
                 ) -> tuple[ModelData, MAPResult, float]:
-    """The no-feedback model of a run (``model``, coupled set ``coupled``): its data, MAP and
-    test MSE."""
+    """The no-feedback model of a run: its data, MAP and test MSE."""
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
     fit = eng.fit(data)

@@ -1,20 +1,8 @@
 """The real-data experiment: review ratings of Amazon, Yelp or any corpus (paper Sec. 4.2).
 
 :func:`run_realdata` runs the query strategies on runs of one data set, each answered by the
-run's LASSO expert (:mod:`elicit.paper.real_problem`), beside the regression baselines and
-reference lines of the same run (:mod:`elicit.paper.runinfo`). Its settings are one
-:class:`~elicit.paper.configs.RealDataConfig`. Folder layout (``make reproduce``'s)::
-
-    OUT/amazon/            run_realdata(RealDataConfig("amazon"), OUT / "amazon"): elicit realdata
-        config.json        the settings of the sweep (a rerun with other settings is refused)
-        mse.csv            dataset,strategy,run,n_feedback,mse: the strategies' curves, and
-                           rows with n_feedback 0 for the baselines and reference lines
-        runinfo.csv        one row per run: tau2, references, baselines, no-feedback MSEs
-        tau2_cv.csv        the CV choice of tau2 per run and the CV errors
-        fig5_amazon.png/.pdf
-        parts/amazon/...   resumable per-run results (sweep parts, runinfo)
-    OUT/table1.csv         elicit.paper.table1.run_table1(OUT): elicit table1
-    OUT/table1/            curves.csv (rnd/act MSE curves) and parts/ (resumable)
+run's LASSO expert (:mod:`elicit.paper.real_problem`), beside the baselines and reference
+lines of the same run (:mod:`elicit.paper.runinfo`).
 """
 
 from __future__ import annotations
@@ -45,38 +33,9 @@ from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, 
 
 @dataclass
 class RealDataResult:
-    """What :func:`run_realdata` wrote.
-
-    Attributes
-    ----------
-    dataset
-        The data set's label (``"amazon"``, ``"yelp"`` or a corpus name).
-    mse
-        The rows of ``mse.csv`` (strategy curves, baselines, reference lines).
-    baselines
-        Display label -> mean test MSE over runs of each baseline.
-    references
-        ``"mean"`` / ``"ceiling"`` / ``"yardstick"`` -> mean test MSE over runs.
-    tau2
-        Run -> the tau^2 it used.
-    tau2_cv
-        Run -> the tau^2 the CV picked (used only with ``tau2="cv"``).
-    tau2_is_cv
-        Whether the runs used the CV choice.
-    standardize
-        ``"model"`` or ``"train"``.
-    auc
-        Run -> the polarity AUC of its meta-features by its LASSO expert's groups (NaN when
-        the expert has keywords of one sign only).
-    meta_features
-        What the meta-features were: ``"counts"``, ``"ppmi 10"``, ``"lsa 25"``, a file name.
-    questions
-        ``"questions both, pool: ..."`` when the sweep asked feature questions or used another
-        pool than the paper's, else empty.
-    feature_questions
-        With feature questions: strategy -> the mean number of feature questions per run
-        (the summary then also shows each strategy's MSE averaged over answers 1..rounds).
-    """
+    """What :func:`run_realdata` wrote: ``mse.csv``'s rows, the baselines' and reference
+    lines' mean test MSEs, each run's tau^2 and CV choice, each run's polarity ``auc`` of its
+    meta-features, and with feature questions the mean number of them per run and strategy."""
 
     dataset: str
     mse: pd.DataFrame
@@ -127,23 +86,9 @@ class RealDataResult:
 
 
 def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) -> RealDataResult:
-    """The paper's real-data experiment on one data set (``elicit realdata``).
-
-    Parameters
-    ----------
-    cfg
-        The settings (:class:`~elicit.paper.configs.RealDataConfig`).
-    out
-        The output folder (layout in the module docstring).
-    progress
-        Show progress bars.
-
-    Returns
-    -------
-    RealDataResult
-        Also written: ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv`` and
-        ``fig5_<dataset>.png/.pdf``.
-    """
+    """The paper's real-data experiment on one data set (``elicit realdata``): writes
+    ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``fig5_<dataset>.png/.pdf``
+    and the resumable ``parts/`` into ``out``."""
     with cluster_scope(cfg.cluster):
         return _run_realdata(cfg, Path(out), progress)
 
