@@ -42,7 +42,6 @@ from elicit.prior.setup import fit_no_feedback
 #: The benchmark problems of ``elicit bench --size``.
 SIZES: tuple[str, ...] = ("amazon", "p1000", "p2000", "p4000", "p10000", "synthetic",
                           "amazon-real", "yelp-real")
-#: p of the random scaling sizes
 SCALING_P = {"p1000": 1000, "p2000": 2000, "p4000": 4000}
 
 

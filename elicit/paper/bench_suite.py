@@ -28,7 +28,6 @@ from elicit.internal.provenance import machine_info, source_commit
 
 #: A figure more than this fraction above its earlier value is named as slower.
 SLOWER = 0.20
-#: Version of the JSON record.
 RECORD_VERSION = 1
 #: What a reproduction run answers per strategy (``make reproduce``'s default).
 REPRODUCE_ROUNDS = 100

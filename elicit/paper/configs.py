@@ -43,7 +43,6 @@ FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
 
 DEFAULT_STANDARDIZE = "model"
 DEFAULT_TAU2 = "cv"
-#: ``--paper``: the paper's literal configuration.
 PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
 #: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md``.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
@@ -61,7 +60,6 @@ _OPTION_DEFAULTS: dict[str, object] = {"meta_features": None, "meta_dim": None,
 #: leaks the expert's relevance knowledge: with feature questions, the *best case*);
 #: ``"open"``, the pairs among the features not called irrelevant.
 POOLS: tuple[str, ...] = ("paper", "open")
-#: How tables and figures name a pool.
 POOL_LABELS: dict[str, str] = {"paper": "best case: the expert's answerable pairs",
                                "open": "pairs among the features not called irrelevant"}
 
@@ -243,9 +241,7 @@ def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
             "meta_features_sha256": file_sha256(path), "meta_dim": None}
 
 
-#: A real-data sweep's reviews: a :class:`~elicit.data.sources.DataSource`, the name of one of
-#: the paper's matrices, or a function that makes the source (called once the other options
-#: are checked, so that a wrong option is reported before any data are read).
+#: A real-data sweep's reviews: a function is called once the other options are checked.
 SourceSpec = str | DataSource | Callable[[], DataSource]
 
 

@@ -34,7 +34,6 @@ from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.real_problem import initial_fit, run_setup
 from elicit.prior.setup import coupled_features, fixed_hyper, no_feedback_data
 
-#: Methods of the sample-addition loops.
 SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
 
 Method = Literal["rnd", "act"]

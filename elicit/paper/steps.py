@@ -22,14 +22,12 @@ from elicit.paper.configs import RealDataConfig, SyntheticConfig
 LITERAL = {f"{d}-paper": d for d in DATASETS}
 #: The sweeps of the recommended configuration: folder -> data set.
 RECOMMENDED_STEPS = {f"{d}-recommended": d for d in DATASETS}
-#: The corpus step's folder and label.
 KITCHEN = "kitchen"
 #: The sweeps with relevance and pair questions: folder -> data set.
 MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
 #: Every step, in the order a reproduction runs them.
 STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
-#: Steps a reproduction runs at the same time with more than one worker: while one step
-#: waits for its last runs, the next one's first runs keep the workers busy.
+#: Steps run at a time with several workers: the next one's first runs keep them busy.
 STEPS_AT_ONCE = 2
 #: Runs and answers of the mixed sweeps (the paper's 50 x 100, as every other step).
 MIXED_RUNS = 50

@@ -47,7 +47,6 @@ PAPER_COUNTS: dict[tuple[str, float], dict[str, int]] = {
 #: Levels of a corpus sweep (relative rows only): the paper's Amazon reductions.
 CORPUS_LEVELS: dict = PAPER_LEVELS["amazon"]
 
-#: Table 1 columns: random and active sample addition, sequential elicitation (answers).
 METHODS: tuple[str, ...] = ("rnd", "act", "seqelc")
 
 #: Default cap of the rnd/act sample-addition loops (they also stop at the lowest level).

@@ -13,7 +13,6 @@ from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.paper.configs import RECOMMENDED
 from elicit.report.realdata import Sweep, default_sweep, fmt, paired, sweep_section
 
-#: The document on the configurations beyond the paper, relative to the repository.
 BEYOND_DOC = Path("docs") / "beyond-the-paper.md"
 
 

@@ -1,9 +1,6 @@
-"""The section "Relevance and pair questions" of ``results/REPORT.md``.
-
-The sweeps with feature questions (``elicit realdata --questions both``; :attr:`Sweep.mixed
-<elicit.report.realdata.Sweep.mixed>`), side by side, with the four reference lines of every
-mixed sweep in a fixed order (:data:`REFERENCE_ORDER`). A sweep whose pair questions come
-from the expert's answerable pairs (``--pool paper``) is shown only as a "best case" line.
+"""The section "Relevance and pair questions" of ``results/REPORT.md``: the sweeps with
+feature questions side by side; one whose pair questions come from the expert's answerable
+pairs (``--pool paper``) is shown only as a "best case" line.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ REFERENCE_ORDER: dict[str, str] = {
     "ceiling": REFERENCE_LABELS["ceiling"],
     "yardstick": REFERENCE_LABELS["yardstick"],
 }
-#: The section's heading.
 HEADING = "## Relevance and pair questions"
 
 

@@ -42,9 +42,8 @@ _LEGACY_QUESTIONS: dict[str, object] = {"questions": spell_questions(PAPER_QUEST
 
 @dataclass
 class Sweep:
-    """One realdata sweep folder, as the report reads it: its name under the results folder,
-    its ``config.json``, ``mse.csv``, ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent),
-    and the folder itself (None for a sweep made in memory)."""
+    """One realdata sweep folder, as the report reads it: its ``config.json``, ``mse.csv``,
+    ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent); ``path`` None: made in memory."""
 
     folder: str
     cfg: dict
@@ -64,12 +63,10 @@ class Sweep:
 
     @property
     def questions(self) -> str:
-        """Which kinds of question the expert was asked, as recorded (``"pairs"``, ...)."""
         return str(self.option("questions"))
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The names of the kinds of question the expert was asked."""
         return parse_questions(self.questions)
 
     @property
@@ -158,7 +155,6 @@ class Sweep:
                                                              else f"{tau2:g}")
 
     def wide(self, strategy: str) -> pd.DataFrame:
-        """The strategy's MSE, runs x answers."""
         g = self.mse[self.mse.strategy == strategy]
         return g.pivot(index="run", columns="n_feedback", values="mse")
 
@@ -333,38 +329,35 @@ def _tau2_summary(sweep: Sweep) -> str:
 def sweep_table(sweep: Sweep) -> list[str]:
     """The table of one sweep: reference lines, curves at the checkpoints, baselines."""
     paper_init = PAPER_LEVELS.get(sweep.dataset, {}).get("initial")
-    has_paper = sweep.dataset in PAPER_LEVELS
+    unreported, fig5 = (("not reported", "Fig. 5 only") if sweep.dataset in PAPER_LEVELS
+                        else ("—", "—"))
     lines = ["| quantity | ours | paper |", "|---|---|---|"]
     init = sweep.initial()
     mean = sweep.per_run("mean")
     ceil = sweep.per_run("ceiling")
     if mean is not None:
-        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | "
-                     f"{'not reported' if has_paper else '—'} |")
+        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | {unreported} |")
     start = ("initial MSE (no answers; uses the expert's judgeable set J)"
              if sweep.uses_judgeable_set else "initial MSE (no feedback)")
-    lines.append(f"| {start} | {fmt(init)} | "
-                 f"{f'{paper_init:.2f}' if paper_init else '—'} |")
+    lines.append(f"| {start} | {fmt(init)} | {f'{paper_init:.2f}' if paper_init else '—'} |")
     for t in sweep.checkpoints():
         for s in sweep.strategies:
             w = sweep.wide(s)
             if t in w.columns:
-                lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | "
-                             f"{'Fig. 5 only' if has_paper else '—'} |")
+                lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | {fig5} |")
     if ceil is not None:
         lines.append(f"| **{ceiling_label(n_answers(sweep))}** (reference) | {fmt(ceil)} | "
-                     f"{'not reported' if has_paper else '—'} |")
+                     f"{unreported} |")
         lines.append(f"| initial − all answers given, per run | "
                      f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
     yard = sweep.per_run("yardstick")
     if yard is not None:
         lines.append(f"| **{REFERENCE_LABELS['yardstick']}** (reference) | {fmt(yard)} | "
-                     f"{'not reported' if has_paper else '—'} |")
+                     f"{unreported} |")
     for b in BASELINES:
         v = sweep.per_run(b)
         if v is not None:
-            lines.append(f"| {LABELS[b]} (100 training reviews) | {fmt(v)} | "
-                         f"{'Fig. 5 only' if has_paper else '—'} |")
+            lines.append(f"| {LABELS[b]} (100 training reviews) | {fmt(v)} | {fig5} |")
     for s in sweep.strategies:
         w = sweep.wide(s)
         if sweep.last in w.columns:
