@@ -178,10 +178,7 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
 
 
 def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
-                     rng: np.random.Generator | None = None,
-                     grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
-                     irrelevant_scale: float = IRRELEVANT_SCALE,
-                     coupling: float = SIGN_COUPLING) -> Yardstick:
+                     rng: np.random.Generator | None = None) -> Yardstick:
     """The yardstick of the expert's full knowledge on one run: the test MSE of the posterior
     mean under the prior of :func:`yardstick_prior` from the LASSO expert's weights ``coef``,
     tau^2 by :func:`yardstick_cv_tau2` (``rng`` shuffles its folds; the arrays as for
@@ -191,8 +188,8 @@ def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
     if coef.shape[0] != X_train.shape[1]:
         raise ElicitError(f"the expert has {coef.shape[0]} weights for "
                           f"{X_train.shape[1]} features")
-    prior = yardstick_prior(coef, irrelevant_scale, coupling)
-    tau2, cv = yardstick_cv_tau2(X_train, y_train, prior, grid, folds, rng)
+    prior = yardstick_prior(coef)
+    tau2, cv = yardstick_cv_tau2(X_train, y_train, prior, rng=rng)
     mu = prior_posterior_mean(X_train, y_train, prior, tau2)
     mse = float(np.mean((X_test @ mu + float(y_mean) - y_test) ** 2))
     return Yardstick(mse, float(tau2), int(np.count_nonzero(coef)), cv)

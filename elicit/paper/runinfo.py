@@ -115,11 +115,11 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     return Ceiling(mse0, mse, counts)
 
 
-def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | None,
-                grid: Sequence[float] = SWEEP_TAU2_GRID) -> tuple[float, dict[float, float]]:
+def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData,
+                cands: np.ndarray | None) -> tuple[float, dict[float, float]]:
     """The 5-fold CV choice of tau^2 of run ``run`` (``rd`` and ``cands`` of
     :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV error."""
-    return cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
+    return cv_tau2(rd.X_train, rd.y_train, rd.U, SWEEP_TAU2_GRID,
                    rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
                    model=str(cfg.settings.model),
                    candidates=cands if cands is not None and len(cands) else None)
@@ -130,12 +130,11 @@ MEMO_VERSION = 1
 
 
 @single_blas_thread
-def prepare_runinfo(cfg: RealDataConfig, run: int,
-                    grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
+def prepare_runinfo(cfg: RealDataConfig, run: int) -> dict:
     """The record of one run (module docstring)."""
     # the CV fits the sweep's model, whose known-coupling variants need the candidate pairs
     rd, expert, cands = run_setup(cfg, run)
-    piece = memoised_pieces(cfg, run, rd, expert, cands, grid)
+    piece = memoised_pieces(cfg, run, rd, expert, cands)
     best, scores = piece["tau2_cv"]
     tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
@@ -164,8 +163,7 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
 
 
 def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExpert,
-                    cands: np.ndarray | None, grid: Sequence[float] = SWEEP_TAU2_GRID,
-                    ) -> dict:
+                    cands: np.ndarray | None) -> dict:
     """The pieces of run ``run``'s record that depend on less than the sweep's settings:
     ``baselines``, ``tau2_cv`` (choice, tau^2 -> CV error), ``no_feedback`` and
     ``yardstick``, each through the memo in ``cfg.memo`` (None: computed here) keyed by
@@ -177,7 +175,6 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
             "y_test": rd.y_test, "y_mean": float(rd.y_mean)}
     seed = cfg.settings.seed
     stream = {"seed": int(seed), "run": int(run)}
-    grid = tuple(float(g) for g in grid)
     bl_state = int(run_stream(seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     baselines = memo("baselines", MEMO_VERSION,
                      {**data, "random_state": bl_state, "sklearn": sklearn.__version__},
@@ -185,13 +182,13 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
                                            rd.y_mean, random_state=bl_state))
 
     def cv() -> dict:
-        best, scores = run_cv_tau2(cfg, run, rd, cands, grid)
+        best, scores = run_cv_tau2(cfg, run, rd, cands)
         return {"best": best, "scores": [[t, v] for t, v in scores.items()]}
 
     # the candidates as run_cv_tau2 passes them on (none and no pairs are the same CV)
     pairs = cands if cands is not None and len(cands) else None
     got = memo("tau2_cv", MEMO_VERSION,
-               {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": grid, **stream,
+               {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": SWEEP_TAU2_GRID, **stream,
                 "stream": STREAM_TAU2_CV, "model": cfg.settings.model, "candidates": pairs}, cv)
     eng = get_engine("numpy", "fixed")
     no_fb = memo("no_feedback", MEMO_VERSION,
@@ -199,23 +196,22 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
                  lambda: {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2})
 
     def yardstick() -> dict:
-        yard = _yardstick(cfg, run, rd, expert, grid)
+        yard = _yardstick(cfg, run, rd, expert)
         return {"mse": yard.mse, "tau2": yard.tau2}
 
     yard = memo("yardstick", MEMO_VERSION,
-                {**data, "coef": np.asarray(expert.coef_, dtype=float), "grid": grid, **stream,
-                 "stream": STREAM_TAU2_CV, "irrelevant_scale": IRRELEVANT_SCALE,
-                 "coupling": SIGN_COUPLING}, yardstick)
+                {**data, "coef": np.asarray(expert.coef_, dtype=float),
+                 "grid": SWEEP_TAU2_GRID, **stream, "stream": STREAM_TAU2_CV,
+                 "irrelevant_scale": IRRELEVANT_SCALE, "coupling": SIGN_COUPLING}, yardstick)
     return {"baselines": baselines, "no_feedback": no_fb, "yardstick": yard,
             "tau2_cv": (got["best"], {float(t): v for t, v in got["scores"]})}
 
 
-def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
-               grid: Sequence[float] = SWEEP_TAU2_GRID):
+def _yardstick(cfg: RealDataConfig, run: int, rd, expert):
     # the CV's folds are the sweep's: the same stream as the run's tau2 CV
     rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV))
     return expert_yardstick(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
-                            expert.coef_, rng=rng, grid=grid)
+                            expert.coef_, rng=rng)
 
 
 def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:

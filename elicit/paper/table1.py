@@ -66,7 +66,6 @@ def samples_to_reach(curve, level: float) -> int | None:
 def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[float] | None
                 = None, paper_initial: float | None = None,
                 initial_mse: float | Sequence[float] | None = None,
-                methods: Sequence[str] = METHODS,
                 references: Mapping[str, Sequence[float]] | None = None,
                 kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
     """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
@@ -87,8 +86,6 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     initial_mse
         Our initial MSE (default: the mean of every ``curve[0]``), or one per run: run r's
         relative level is then its own, and a relative row's ``mse_level`` their mean.
-    methods
-        Columns to produce; each must be a key of ``curves``.
     references
         Reference line name -> its test MSE per run; each row then has ``<name>_reached``,
         the fraction of runs whose reference is at or below the level.
@@ -98,7 +95,8 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     Returns
     -------
     list of dict
-        ``dataset, mse_level, level_kind, reduction, paper_level`` and per method m: ``m``
+        ``dataset, mse_level, level_kind, reduction, paper_level`` and per method m of
+        :data:`METHODS` (each a key of ``curves``): ``m``
         (mean count over the runs that reached the level; NaN if none did), ``m_reached``
         (their fraction) and ``m_runs``.
     """
@@ -113,7 +111,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     if not paper_initial > 0:
         raise ElicitError(f"paper_initial must be positive, got {paper_initial!r}")
     runs: dict[str, list[np.ndarray]] = {}
-    for m in methods:
+    for m in METHODS:
         if m not in curves:
             raise ElicitError(f"no curves for method {m!r} (got {sorted(curves)})")
         rs = [np.asarray(c, dtype=float).reshape(-1) for c in curves[m]]
@@ -127,7 +125,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
     per_run = np.ndim(initial_mse) > 0
     if per_run:
-        bad = [m for m in methods if len(runs[m]) != init.size]
+        bad = [m for m in METHODS if len(runs[m]) != init.size]
         if bad:
             raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
                               f"{len(runs[bad[0]])} runs")
@@ -149,7 +147,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
                 lvl = lv if lv.size == vals.size else np.full(vals.size, lv.mean())
                 row[f"{name}_reached"] = float(np.mean(vals <= lvl)) if vals.size else np.nan
                 row[f"{name}_runs"] = int(vals.size)
-            for m in methods:
+            for m in METHODS:
                 counts = [samples_to_reach(c, lv[r] if lv.size > 1 else lv[0])
                           for r, c in enumerate(runs[m])]
                 got = [k for k in counts if k is not None]
@@ -160,26 +158,25 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     return rows
 
 
-def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
-                  references: Sequence[str] = REFERENCES) -> str:
+def format_table1(rows: Sequence[Mapping]) -> str:
     """CSV text of :func:`table1_rows`: the methods' mean counts (or ``not reached``), their
     reached fractions ``k/R``, the paper's counts, the reference lines' reached fractions and
     the row's ``sweep``."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["dataset", "mse_level", "level_kind", *methods,
-                *(f"{m}_reached" for m in methods), *(f"paper_{m}" for m in methods),
-                *(f"{r}_reached" for r in references), "sweep"])
+    w.writerow(["dataset", "mse_level", "level_kind", *METHODS,
+                *(f"{m}_reached" for m in METHODS), *(f"paper_{m}" for m in METHODS),
+                *(f"{r}_reached" for r in REFERENCES), "sweep"])
     for r in rows:
         cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
-        cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in methods]
-        for m in methods:
+        cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in METHODS]
+        for m in METHODS:
             cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
         # the paper's counts for the row's paper level (none for a corpus)
         paper = PAPER_COUNTS.get((str(r["dataset"]).lower(),
                                   round(float(r.get("paper_level", np.nan)), 2)))
-        cells += [str(paper[m]) if paper and m in paper else "" for m in methods]
-        for ref in references:
+        cells += [str(paper[m]) if paper and m in paper else "" for m in METHODS]
+        for ref in REFERENCES:
             if f"{ref}_reached" in r and np.isfinite(r[f"{ref}_reached"]):
                 cells.append(f"{round(r[f'{ref}_reached'] * r[f'{ref}_runs'])}/"
                              f"{r[f'{ref}_runs']}")
