@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ import numpy as np
 
 from elicit.data.metafeatures import unit_rows
 from elicit.data.splits import standardise
+from elicit.elicitation.answers import Expert, SignOracle
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
@@ -47,10 +48,10 @@ SCALING_P = {"p1000": 1000, "p2000": 2000, "p4000": 4000}
 
 @dataclass
 class BenchProblem:
-    """What one benchmark runs on: ``answer(i, j)`` is 1, 0 or None (don't know), ``rng``
-    draws the pools of ``pool_size`` from ``pairs``; ``sort_pool`` scores a pool in index
-    order as the elicitor does (the real problems), else in draw order (the random ones, as
-    their documented figures were measured)."""
+    """What one benchmark runs on: ``expert`` answers, ``rng`` draws the pools of
+    ``pool_size`` from ``pairs``; ``sort_pool`` scores a pool in index order as the elicitor
+    does (the real problems), else in draw order (the random ones, as their documented
+    figures were measured)."""
 
     size: str
     X: np.ndarray
@@ -59,20 +60,16 @@ class BenchProblem:
     hyper: Hyper
     pairs: np.ndarray
     pool_size: int
-    answer: Callable[[int, int], int | None]
+    expert: Expert
     rng: np.random.Generator
     sort_pool: bool = False
-
-
-def _same_sign(beta: np.ndarray) -> Callable[[int, int], int]:
-    return lambda i, j: int(np.sign(beta[i]) == np.sign(beta[j]))
 
 
 def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> BenchProblem:
     """The Amazon-size random problem (module docstring)."""
     X, y, U, beta = random_problem(seed, n, p, d)
     return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
-                        pool_size=400, answer=_same_sign(beta),
+                        pool_size=400, expert=SignOracle(beta),
                         rng=np.random.default_rng(seed + 1))
 
 
@@ -105,14 +102,14 @@ def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
     y -= y.mean()
     return BenchProblem("p10000" if p == 10_000 else f"review-p{p}", X, y, U,
                         Hyper(variant="fixed", tau2=tau2), all_pairs(p), pool_size=400,
-                        answer=_same_sign(beta), rng=np.random.default_rng(seed + 1))
+                        expert=SignOracle(beta), rng=np.random.default_rng(seed + 1))
 
 
 def synthetic_size(seed: int = 0) -> BenchProblem:
     """The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250)."""
     sd = make_synthetic(np.random.default_rng(seed))
     return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
-                        all_pairs(sd.X.shape[1]), pool_size=250, answer=_same_sign(sd.beta),
+                        all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
                         rng=np.random.default_rng(seed + 1))
 
 
@@ -127,7 +124,7 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
     assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
-                        answer=lambda i, j: prob.expert.answer(i, j).outcome,
+                        expert=prob.expert,
                         rng=np.random.default_rng(run_stream(seed, run, STREAM_BENCH)),
                         sort_pool=True)
 
@@ -219,7 +216,7 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             pick = best
         i, j = pairs[pool[pick]]
         asked[pool[pick]] = True
-        f = prob.answer(int(i), int(j))
+        f = prob.expert.answer(int(i), int(j)).outcome
         if f is not None:
             data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
         with _timed(row, "map_warm"):

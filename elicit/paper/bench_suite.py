@@ -110,19 +110,6 @@ def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
             "peak_scope": scope}
 
 
-class _SameSign:
-    """The expert of a random bench problem as an :class:`~elicit.elicitation.answers.Expert`."""
-
-    def __init__(self, answer: Callable[[int, int], int | None]) -> None:
-        self._answer = answer
-
-    def answer(self, i: int, j: int):  # -> Answer
-        from elicit.elicitation.answers import Answer
-
-        f = self._answer(i, j)
-        return Answer.DONT_KNOW if f is None else Answer.SIMILAR if f else Answer.DISSIMILAR
-
-
 def _random_run(size: str, s: SuiteSettings):
     """The random bench problem ``size`` as a sweep's run and its sweep settings."""
     from elicit.elicitation.settings import RoundSettings
@@ -132,7 +119,7 @@ def _random_run(size: str, s: SuiteSettings):
 
     bp = bench_problem(size, s.seed)
     # candidates None: the same pairs, computed by the question table instead of listed
-    problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], _SameSign(bp.answer), bp.hyper,
+    problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], bp.expert, bp.hyper,
                          pool_size=bp.pool_size)
     return problem, SweepConfig(size, 1, s.rounds[f"{size}_round"], settings=RoundSettings(
         seed=s.seed, engine="numpy", refine=s.refine))
