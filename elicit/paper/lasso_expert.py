@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer
+from elicit.elicitation.answers import Answer, SignOracle
 from elicit.errors import ElicitError
 from elicit.model.spec import all_pairs
 
@@ -79,7 +79,8 @@ class LassoExpert:
 
     def _set_coef(self, coef: np.ndarray) -> None:
         self.coef_ = coef
-        self.signs_ = np.sign(coef).astype(int)
+        self._signs = SignOracle(coef)  # the answers: from the weights' signs
+        self.signs_ = self._signs.groups
         self.n_positive = int(np.sum(self.signs_ > 0))
         self.n_negative = int(np.sum(self.signs_ < 0))
         self.groups = np.where(self.signs_ > 0, 0, np.where(self.signs_ < 0, 1, -1))
@@ -96,23 +97,15 @@ class LassoExpert:
 
     def answer(self, i: int, j: int) -> Answer:
         """Same sign: SIMILAR; opposite signs: DISSIMILAR; a zero weight: DONT_KNOW."""
-        p = self.p
-        if not (0 <= int(i) < p and 0 <= int(j) < p):
-            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
-        si, sj = self.signs_[int(i)], self.signs_[int(j)]
-        if si == 0 or sj == 0:
-            return Answer.DONT_KNOW
-        return Answer.SIMILAR if si == sj else Answer.DISSIMILAR
+        return self._signs.answer(int(i), int(j))
 
     def relevance(self, k: int) -> Answer:
         """Nonzero weight: RELEVANT; zero weight: IRRELEVANT."""
-        return Answer.RELEVANT if self.weight_sign(k) != 0 else Answer.IRRELEVANT
+        return self._signs.relevance(int(k))
 
     def weight_sign(self, k: int) -> int:
         """The sign of feature ``k``'s coefficient (+1, -1, 0)."""
-        if not (0 <= int(k) < self.p):
-            raise ElicitError(f"feature index out of range 0..{self.p - 1}: {k}")
-        return int(self.signs_[int(k)])
+        return self._signs.weight_sign(int(k))
 
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
