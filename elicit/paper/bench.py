@@ -105,14 +105,6 @@ def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                         expert=SignOracle(beta), rng=np.random.default_rng(seed + 1))
 
 
-def synthetic_size(seed: int = 0) -> BenchProblem:
-    """The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250)."""
-    sd = make_synthetic(np.random.default_rng(seed))
-    return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
-                        all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
-                        rng=np.random.default_rng(seed + 1))
-
-
 def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
                  data_dir: str | os.PathLike | None = None,
                  standardize: str = "model") -> BenchProblem:
@@ -133,16 +125,17 @@ def bench_problem(size: str, seed: int = 0, run: int = 0,
                   data_dir: str | os.PathLike | None = None,
                   standardize: str = "model") -> BenchProblem:
     """The benchmark problem ``size`` (one of :data:`SIZES`)."""
-    if size == "amazon":
-        return amazon_like(seed)
-    if size in SCALING_P:
-        prob = amazon_like(seed, p=SCALING_P[size])
+    if size == "amazon" or size in SCALING_P:
+        prob = amazon_like(seed, p=SCALING_P.get(size, 340))
         prob.size = size
         return prob
     if size == "p10000":
         return review_like(seed)
-    if size == "synthetic":
-        return synthetic_size(seed)
+    if size == "synthetic":  # the paper's (n = 20, p = 25, d = 9, learned tau2)
+        sd = make_synthetic(np.random.default_rng(seed))
+        return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
+                            all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
+                            rng=np.random.default_rng(seed + 1))
     if size in ("amazon-real", "yelp-real"):
         return real_problem(size.removesuffix("-real"), seed, run, data_dir, standardize)
     raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")

@@ -191,13 +191,6 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
             "measured_cpu_s": cpu}
 
 
-def step_figure(step: str) -> Figure:
-    """The figure of a reproduction step's CPU time per run."""
-    what = "Table 1, per run" if step == "table1" else \
-        f"reproduce step {step}, per run of {REPRODUCE_ROUNDS} answers (estimate)"
-    return Figure(f"step_{step}", what, "s")
-
-
 def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
               ) -> dict:
     """Measure the suite (module docstring); return its record, the machine and commit
@@ -237,7 +230,9 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
         for step in steps:
             if step not in STEPS:
                 raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
-            figure(step_figure(step),
+            what = "Table 1, per run" if step == "table1" else \
+                f"reproduce step {step}, per run of {REPRODUCE_ROUNDS} answers (estimate)"
+            figure(Figure(f"step_{step}", what, "s"),
                    lambda step=step: measure_step(step, s, Path(tmp)))  # type: ignore[misc]
     step_keys = [f"step_{st}" for st in steps]
     if steps == STEPS and all(k in figures for k in step_keys):

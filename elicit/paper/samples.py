@@ -46,11 +46,6 @@ def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarra
     return X_pool, y_pool
 
 
-def information_gain(post: NIGPosterior, X_cand: np.ndarray) -> np.ndarray:
-    """``0.5 log(1 + x' Sigma* x)`` for each row x of ``X_cand`` (module docstring)."""
-    return SAMPLE_GAIN.score(post, X_cand)
-
-
 @dataclass
 class SampleCurve:
     """One sample-addition loop: ``mse[t]`` the test MSE after ``t`` added samples,
@@ -133,7 +128,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
             q = quad(post.Sigma)
             q[~left] = -np.inf
             k = int(np.argmax(q))
-            gains.append(float(information_gain(post, X_pool[k:k + 1])[0]))
+            gains.append(float(SAMPLE_GAIN.score(post, X_pool[k:k + 1])[0]))
         left[k] = False
         added.append(k)
         X = np.vstack([X, X_pool[k]])
