@@ -42,7 +42,7 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
     Returns
     -------
     dict
-        ``{"lasso": mse, "ridge": mse, "elasticnet": mse}`` on the original rating scale.
+        ``{"lasso": mse, "ridge": mse, "elasticnet": mse}``.
 
     Notes
     -----

@@ -157,10 +157,9 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
 
     Parameters
     ----------
-    prob
-        The problem (its ``rng`` is advanced).
-    rounds, engine, refine, progress
-        Rounds to run, MAP engine, the fast utility's exact re-scores, a progress bar.
+    prob, rounds, engine, refine, progress
+        The problem (its ``rng`` is advanced), rounds, MAP engine, the fast utility's exact
+        re-scores, a progress bar.
     exact
         Also score each pool exactly (slow) and answer the exact best pair.
 

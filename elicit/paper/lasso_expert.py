@@ -86,10 +86,6 @@ class LassoExpert:
         self.groups = np.where(self.signs_ > 0, 0, np.where(self.signs_ < 0, 1, -1))
 
     @property
-    def p(self) -> int:
-        return len(self.coef_)
-
-    @property
     def n_answerable(self) -> int:
         """Number of pairs i < j the expert can answer (both weights nonzero)."""
         k = self.n_positive + self.n_negative

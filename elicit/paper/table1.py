@@ -76,27 +76,24 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
 
     Parameters
     ----------
-    dataset
-        The ``dataset`` column; picks :data:`PAPER_LEVELS` when ``levels`` or
-        ``paper_initial`` is not given.
+    dataset, levels, paper_initial
+        The ``dataset`` column, and the paper's levels and initial MSE (default: the
+        dataset's :data:`PAPER_LEVELS`).
     curves
-        Method name -> per-run MSE curves (index t: after t samples or answers).
-    levels, paper_initial
-        The paper's absolute levels and initial MSE.
+        Each of :data:`METHODS` -> per-run MSE curves (index t: after t samples or answers).
     initial_mse
         Our initial MSE (default: the mean of every ``curve[0]``), or one per run: run r's
         relative level is then its own, and a relative row's ``mse_level`` their mean.
     references
-        Reference line name -> its test MSE per run; each row then has ``<name>_reached``,
-        the fraction of runs whose reference is at or below the level.
+        Reference line name -> its test MSE per run: ``<name>_reached`` is the fraction of
+        runs whose reference is at or below the level.
     kinds
         The row kinds to produce, ``"paper"`` and/or ``"relative"``.
 
     Returns
     -------
     list of dict
-        ``dataset, mse_level, level_kind, reduction, paper_level`` and per method m of
-        :data:`METHODS` (each a key of ``curves``): ``m``
+        ``dataset, mse_level, level_kind, reduction, paper_level`` and per method m: ``m``
         (mean count over the runs that reached the level; NaN if none did), ``m_reached``
         (their fraction) and ``m_runs``.
     """
