@@ -126,13 +126,6 @@ class RealDataMaker:
         self.cfg = cfg
         self.tau2 = dict(tau2) if isinstance(tau2, Mapping) else _run_tau2(cfg, tau2)
 
-    def tau2_for(self, run: int) -> float:
-        if isinstance(self.tau2, dict):
-            if run not in self.tau2:
-                raise ElicitError(f"no tau2 chosen for run {run}")
-            return float(self.tau2[run])
-        return self.tau2
-
     def settings(self) -> dict:
         """What a sweep's ``config.json`` records about the problems: the configuration's."""
         return self.cfg.to_json()
@@ -140,7 +133,10 @@ class RealDataMaker:
     def __call__(self, seed: int, run: int) -> RunProblem:
         same = seed == self.cfg.settings.seed
         cfg = self.cfg if same else dataclasses.replace(self.cfg, seed=seed)
-        return realdata_problem(cfg, run, self.tau2_for(run))
+        if isinstance(self.tau2, dict) and run not in self.tau2:
+            raise ElicitError(f"no tau2 chosen for run {run}")
+        tau2 = float(self.tau2[run]) if isinstance(self.tau2, dict) else self.tau2
+        return realdata_problem(cfg, run, tau2)
 
 
 def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "numpy",

@@ -89,55 +89,52 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
     """The paper's real-data experiment on one data set (``elicit realdata``): writes
     ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``fig5_<dataset>.png/.pdf``
     and the resumable ``parts/`` into ``out``."""
+    out = Path(out)
     with cluster_scope(cfg.cluster):
-        return _run_realdata(cfg, Path(out), progress)
+        # Read the data (and run 0's meta-features) before config.json is written: a mistake in
+        # the input must not leave a folder that refuses the corrected rerun.
+        cfg.data.load()
+        cfg.run_data(0)
+        store = SweepStore.open(out, cfg.to_json())
 
+        # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
+        infos = ensure_runinfo(store, cfg, progress)
+        run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
+        tau2_cv_frame(infos).to_csv(out / "tau2_cv.csv", index=False)
+        runinfo_frame(cfg.name, infos).to_csv(out / "runinfo.csv", index=False)
 
-def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataResult:
-    # Read the data (and run 0's meta-features) before config.json is written: a mistake in
-    # the input must not leave a folder that refuses the corrected rerun.
-    cfg.data.load()
-    cfg.run_data(0)
-    store = SweepStore.open(out, cfg.to_json())
+        maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
+        sweep_cfg = cfg.sweep_config()
+        df = run_sweep(maker, sweep_cfg, store, progress)
+        df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
+        df.to_csv(out / "mse.csv", index=False)
 
-    # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
-    infos = ensure_runinfo(store, cfg, progress)
-    run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
-    tau2_cv_frame(infos).to_csv(out / "tau2_cv.csv", index=False)
-    runinfo_frame(cfg.name, infos).to_csv(out / "runinfo.csv", index=False)
-
-    maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
-    sweep_cfg = cfg.sweep_config()
-    df = run_sweep(maker, sweep_cfg, store, progress)
-    df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
-    df.to_csv(out / "mse.csv", index=False)
-
-    bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
-    refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}
-    n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
-    name = cfg.name
-    mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
-               title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
-                     f"({cfg.standardize} standardisation{questions_note(cfg)})",
-               baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
-                                         ceiling_label(n_ans): refs["ceiling"],
-                                         REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
-    paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
-    # per strategy, the mean number of questions of the kinds beside the paper's pairs
-    features = {} if paper else {
-        s: float(np.mean([sum(k not in PAPER_QUESTIONS
-                              for k in part_kinds(load_part(store, sweep_cfg, s, r)))
-                          for r in range(cfg.runs)]))
-        for s in sweep_cfg.strategies}
-    meta = store.settings
-    label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
-                Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"
-                else str(cfg.meta_features))
-    return RealDataResult(name, df, bl, refs, run_tau2,
-                          {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
-                          cfg.fixed_tau2 is None, str(cfg.standardize),
-                          {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
-                          questions_note(cfg).lstrip("; "), features)
+        bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
+        refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}
+        n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
+        name = cfg.name
+        mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
+                   title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
+                         f"({cfg.standardize} standardisation{questions_note(cfg)})",
+                   baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
+                                             ceiling_label(n_ans): refs["ceiling"],
+                                             REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
+        paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
+        # per strategy, the mean number of questions of the kinds beside the paper's pairs
+        features = {} if paper else {
+            s: float(np.mean([sum(k not in PAPER_QUESTIONS
+                                  for k in part_kinds(load_part(store, sweep_cfg, s, r)))
+                              for r in range(cfg.runs)]))
+            for s in sweep_cfg.strategies}
+        meta = store.settings
+        label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
+                    Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"
+                    else str(cfg.meta_features))
+        return RealDataResult(name, df, bl, refs, run_tau2,
+                              {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
+                              cfg.fixed_tau2 is None, str(cfg.standardize),
+                              {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
+                              questions_note(cfg).lstrip("; "), features)
 
 
 def questions_note(cfg: RealDataConfig) -> str:
