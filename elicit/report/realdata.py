@@ -290,20 +290,13 @@ def n_answers(sweep: Sweep) -> float:
     if "n_feature_answers" in sweep.info:
         n = n + sweep.info.n_feature_answers.fillna(0).astype(float)
     elif sweep.mixed:  # runinfo.csv without the column: the per-run records have it
-        records = runinfo_records(sweep)
-        if len(records) != len(n):
+        store = SweepStore.find(sweep.path) if sweep.path is not None else None
+        records = [] if store is None else [store.load(store.runinfo_path(sweep.dataset, int(r)))
+                                            for r in sweep.info.run]
+        if store is None or not all(records):
             return float("nan")
-        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records])
+        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records if r])
     return float(n.mean())
-
-
-def runinfo_records(sweep: Sweep) -> list[dict]:
-    """The sweep's per-run runinfo records, run by run; empty when they are not there."""
-    store = SweepStore.find(sweep.path) if sweep.path is not None else None
-    if store is None or sweep.info is None:
-        return []
-    records = [store.load(store.runinfo_path(sweep.dataset, int(r))) for r in sweep.info.run]
-    return [r for r in records if r is not None] if all(records) else []
 
 
 def _tau2_summary(sweep: Sweep) -> str:
