@@ -78,9 +78,7 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
 
 
 def _lasso_alpha(enet) -> float:
-    """``LassoCV``'s alpha from a fitted ``ElasticNetCV`` whose l1 ratios include 1.0: the
-    alpha of the smallest mean CV error (over the folds) on the ``l1_ratio = 1`` path, as
-    ``LassoCV`` picks it (the first of equal errors)."""
+    """``LassoCV``'s alpha (the first of equal errors) from ``enet``'s ``l1_ratio = 1`` path."""
     k = list(ENET_L1_RATIOS).index(1.0)
     # mse_path_ is (l1 ratios, alphas, folds); LassoCV averages its (folds, alphas) array
     # over the folds, which adds the same numbers in the same order
@@ -103,8 +101,7 @@ SIGN_COUPLING = 0.9
 
 @dataclass(frozen=True)
 class Yardstick:
-    """The yardstick of one run: test MSE, the CV's tau^2, the keywords the expert weights,
-    and the CV error of every tau^2 scored."""
+    """A run's yardstick: test MSE, the CV's tau^2 and errors, the keywords the expert weights."""
 
     mse: float
     tau2: float

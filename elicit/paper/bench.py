@@ -253,8 +253,7 @@ def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str 
               refine: int = 10, exact: bool = True, progress: bool = True, run: int = 0,
               data_dir: str | os.PathLike | None = None,
               json_path: str | Path | None = None, standardize: str = "model") -> dict:
-    """:func:`bench` on the problem ``size`` (:func:`bench_problem`; ``elicit bench``), the
-    result also written to ``json_path`` if given."""
+    """:func:`bench` on :func:`bench_problem` ``size`` (``elicit bench``), also to ``json_path``."""
     res = bench(bench_problem(size, seed, run, data_dir, standardize), rounds, engine,
                 refine, exact, progress)
     if json_path is not None:

@@ -37,8 +37,7 @@ REPRODUCE_RUNS = 50
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of the suite: its key in the record, what it is, its unit and its target
-    (an upper bound; None: measured, no target)."""
+    """One figure of the suite; ``target`` is an upper bound (None: no target)."""
 
     key: str
     label: str
@@ -126,8 +125,7 @@ def _random_run(size: str, s: SuiteSettings):
 
 
 def _real_run(questions: str, s: SuiteSettings, key: str):
-    """Run 0 of the default Amazon set-up with ``questions`` (tau2 by CV as the sweep
-    chooses it) and its sweep settings."""
+    """Run 0 of the default Amazon set-up with ``questions``, and its sweep settings."""
     from elicit.paper.configs import RealDataConfig
     from elicit.paper.real_problem import problem_from_run, run_setup
     from elicit.paper.runinfo import run_cv_tau2
@@ -193,8 +191,7 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
 
 def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
               ) -> dict:
-    """Measure the suite (module docstring); return its record, the machine and commit
-    included. ``progress`` is called with a line before each measurement."""
+    """Measure the suite; return its record. ``progress`` gets a line before each figure."""
     from elicit.internal.threads import single_blas_thread
     from elicit.paper.steps import STEPS
 
@@ -262,8 +259,7 @@ def write_record(folder: str | os.PathLike, record: dict) -> Path:
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
                     ) -> dict | None:
-    """The most recent record in ``folder`` by its ``date`` (not ``exclude``, the file about
-    to be written), or None; files that are not records are passed over."""
+    """The most recent record in ``folder`` by ``date`` but ``exclude``, or None."""
     best: dict | None = None
     folder = Path(folder)
     if not folder.is_dir():
@@ -321,8 +317,7 @@ def _value(v: float, unit: str) -> str:
 
 
 def format_suite(record: dict, previous: dict | None = None) -> str:
-    """The record as a Markdown table (figure, CPU time or memory, target, met; with
-    ``previous``, its value), then the skipped figures and the comparison."""
+    """The record as a Markdown table, then the skipped figures and the comparison."""
     head = "| figure | value | target | met |" + (" previous |" if previous else "")
     lines = [f"commit {record.get('commit')}, {record['machine'].get('cpu')} "
              f"({record['machine'].get('cores')} cores), {record['date']}; process CPU "

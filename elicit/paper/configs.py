@@ -172,8 +172,7 @@ class SyntheticConfig(Recorded, RoundKeywords):
 
     @classmethod
     def from_json(cls, d: dict, **options: Any) -> SyntheticConfig:
-        """The configuration a ``config.json`` records; ``options`` give the settings it does
-        not record (``runs``, ``jobs``, ...) or override it."""
+        """The configuration a ``config.json`` records, with ``options`` (``runs``, ...)."""
         recorded = cls.recorded(d)
         if recorded["n_train"] is None:  # problems from files: n_train is not used
             del recorded["n_train"]
@@ -381,8 +380,7 @@ class RealDataConfig(Recorded, RoundKeywords):
         return self._sweep_config(self.name)
 
     def run_data(self, run: int):  # -> elicit.data.RunData
-        """Run ``run``'s split, standardisation and meta-features
-        (:meth:`elicit.data.sources.DataSource.run`)."""
+        """Run ``run``'s split, standardisation and meta-features."""
         assert self.meta_features is not None and self.meta_dim is not None  # resolved
         return self.data.run(self.settings.seed, run, standardize=str(self.standardize),
                              meta_features=self.meta_features, meta_dim=self.meta_dim)

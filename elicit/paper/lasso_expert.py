@@ -66,8 +66,7 @@ class LassoExpert:
     def from_coef(cls, coef, alpha: float = float("nan"), *, rule: str = "given",
                   n_nonzero: int | None = None, random_state: int | None = None,
                   ) -> LassoExpert:
-        """An expert with given weights (no fit); ``rule``, ``n_nonzero`` (default: the
-        weights' nonzeros) and ``random_state`` are what it reports (:meth:`summary`)."""
+        """An expert with given weights (no fit); the other arguments are what it reports."""
         obj = cls.__new__(cls)
         obj.rule = rule
         obj.n_nonzero = (int(np.count_nonzero(np.asarray(coef))) if n_nonzero is None

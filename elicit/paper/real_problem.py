@@ -64,8 +64,7 @@ def run_expert(cfg: RealDataConfig, rd: RunData) -> LassoExpert:
 
 
 def pool_candidates(cfg: RealDataConfig, expert: LassoExpert) -> np.ndarray | None:
-    """The candidate pairs of a run with ``cfg.pool``: the expert's answerable pairs
-    (``"paper"``), or None, every pair (``"open"``)."""
+    """The candidates of ``cfg.pool``: the expert's answerable pairs, or None (every pair)."""
     return expert.answerable_pairs() if cfg.pool == "paper" else None
 
 
@@ -92,8 +91,7 @@ def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
 
 def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | None = None,
                      expert: LassoExpert | None = None) -> RunProblem:
-    """:func:`realdata_problem` of run ``run`` prepared as ``rd`` (and its ``expert``, if
-    fitted already)."""
+    """:func:`realdata_problem` of run ``run`` prepared as ``rd`` (``expert`` if fitted)."""
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
         expert = run_expert(cfg, rd)

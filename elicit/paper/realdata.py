@@ -138,8 +138,7 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
 
 
 def questions_note(cfg: RealDataConfig) -> str:
-    """``"; questions both, pool: ..."`` for a sweep with feature questions or another pool
-    than the paper's, else empty."""
+    """``"; questions both, pool: ..."`` unless the sweep asks the paper's questions."""
     if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
     return f"; questions {cfg.settings.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

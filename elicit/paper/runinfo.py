@@ -117,8 +117,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
 
 def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData,
                 cands: np.ndarray | None) -> tuple[float, dict[float, float]]:
-    """The 5-fold CV choice of tau^2 of run ``run`` (``rd`` and ``cands`` of
-    :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV error."""
+    """The CV choice of tau^2 of run ``run`` (of ``run_setup``) and every CV error."""
     return cv_tau2(rd.X_train, rd.y_train, rd.U, SWEEP_TAU2_GRID,
                    rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
                    model=str(cfg.settings.model),

@@ -91,8 +91,7 @@ def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource
 
 def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool = True,
              samples: int | None = None) -> str:
-    """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``, at most ``samples``
-    samples); return its summary."""
+    """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``); return its summary."""
     from elicit.paper.realdata import run_realdata
     from elicit.paper.synthetic import run_synthetic
     from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
@@ -124,8 +123,7 @@ def step_after(step: str) -> tuple[str, ...]:
 
 
 def steps_at_once(jobs: int, cluster: str | None = None) -> int:
-    """How many steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` on several
-    workers or a cluster, else one."""
+    """Steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` with workers, else 1."""
     return STEPS_AT_ONCE if jobs > 1 or cluster is not None else 1
 
 

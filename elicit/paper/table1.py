@@ -185,8 +185,7 @@ def format_table1(rows: Sequence[Mapping]) -> str:
 
 
 def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]:
-    """The sequential-elicitation MSE curves of runs ``0..runs-1`` of the sweep in
-    ``folder``, or an :class:`ElicitError` naming the command that makes them."""
+    """The sequential MSE curves of runs ``0..runs-1`` of the sweep in ``folder``."""
     path = folder / "mse.csv"
     hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
             "(table1 takes the SeqElc column from that sweep)")

@@ -28,8 +28,7 @@ HEADING = "## Relevance and pair questions"
 
 
 def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
-    """Per run, how many of the strategy's questions were of ``kind``, from the sweep's
-    per-run records; None when they are not there."""
+    """Per run, how many of the strategy's questions were of ``kind`` (None: no records)."""
     store = SweepStore.find(sweep.path) if sweep.path is not None else None
     if store is None:
         return None

@@ -57,8 +57,7 @@ class Sweep:
         return str(self.cfg.get("dataset", self.folder))
 
     def option(self, key: str) -> object:
-        """A setting of ``config.json``; one an older folder lacks is the value those sweeps
-        used (:data:`~elicit.harness.store.LEGACY_CONFIG`)."""
+        """A setting of ``config.json``, or the value older folders that lack it used."""
         return self.cfg.get(key, LEGACY_CONFIG.get(key, _LEGACY_QUESTIONS.get(key)))
 
     @property
@@ -86,8 +85,7 @@ class Sweep:
 
     @property
     def uses_judgeable_set(self) -> bool:
-        """Whether the start uses the expert's judgeable set J (a known-coupling model with
-        the pool of answerable pairs)."""
+        """A known-coupling model with the answerable pairs: its start uses the set J."""
         model = str(self.option("model"))
         try:
             return get_model(model).known_coupling and self.pool == "paper"
@@ -122,8 +120,7 @@ class Sweep:
 
     @property
     def recommended(self) -> bool:
-        """The recommended configuration (``--recommended``,
-        :data:`~elicit.paper.configs.RECOMMENDED`)."""
+        """The recommended configuration (:data:`~elicit.paper.configs.RECOMMENDED`)."""
         return all(self.option(k) == v for k, v in RECOMMENDED.items())
 
     @property
@@ -201,8 +198,7 @@ def load_sweep(folder: Path) -> Sweep | None:
 
 
 def find_sweeps(out: Path) -> list[Sweep]:
-    """Every realdata sweep under ``out``: the paper's data sets first, the paper-literal
-    configuration after the default one, corpora last."""
+    """Every realdata sweep under ``out``, in the report's order."""
     sweeps = [s for d in sorted(Path(out).iterdir()) if d.is_dir()
               for s in [load_sweep(d)] if s is not None]
     order = {d: k for k, d in enumerate(DATASETS)}
@@ -270,8 +266,7 @@ class Paired:
 
 
 def paired(sweep: Sweep, a: str, b: str, t: int) -> Paired | None:
-    """Strategy ``a`` minus strategy ``b`` per run after ``t`` answers, or None if either is
-    missing."""
+    """Strategy ``a`` minus ``b`` per run after ``t`` answers (None: either is missing)."""
     if a not in sweep.strategies or b not in sweep.strategies:
         return None
     wa, wb = sweep.wide(a), sweep.wide(b)
@@ -443,8 +438,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
 
 
 def _beside_mean(label: str, model: pd.DataFrame, train: pd.DataFrame) -> str:
-    """Each standardisation's no-feedback model at tau2 = 0.01 against predicting the mean
-    (paired over runs)."""
+    """Each standardisation's no-feedback model at tau2 0.01 against predicting the mean."""
     parts = []
     for name, info in (("train", train), ("model", model)):
         if "nofb_0.01" not in info:
