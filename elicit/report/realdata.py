@@ -368,7 +368,7 @@ def paired_table(sweep: Sweep) -> list[str]:
     return lines
 
 
-def sweep_section(sweep: Sweep, level: str = "###") -> list[str]:
+def sweep_section(sweep: Sweep) -> list[str]:
     """One sweep: its settings, table, paired differences, figure and tau2 choices."""
     p = ""
     if sweep.info is not None and "n_features" in sweep.info:
@@ -384,7 +384,7 @@ def sweep_section(sweep: Sweep, level: str = "###") -> list[str]:
                f"{cfg.get('min_df') or 'scaled to the corpus'}), not one of the paper's "
                "matrices. ")
     lines = [
-        f"{level} {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
+        f"### {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
         src + f"{sweep.runs} runs x {sweep.last} answers; {p}LASSO expert rule "
         f"`{cfg.get('expert_rule', '?')}` ({cfg.get('expert_nonzero', '?')} keywords); pool "
         f"{cfg.get('pool_size', '?')} pairs per sequential round; utility "
