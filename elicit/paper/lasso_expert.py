@@ -78,7 +78,7 @@ class LassoExpert:
 
     def _set_coef(self, coef: np.ndarray) -> None:
         self.coef_ = coef
-        self._signs = SignOracle(coef)  # the answers: from the weights' signs
+        self._signs = SignOracle(coef)
         self.signs_ = self._signs.groups
         self.n_positive = int(np.sum(self.signs_ > 0))
         self.n_negative = int(np.sum(self.signs_ < 0))

@@ -120,7 +120,6 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
         paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
-        # per strategy, the mean number of questions of the kinds beside the paper's pairs
         features = {} if paper else {
             s: float(np.mean([sum(k not in PAPER_QUESTIONS
                                   for k in part_kinds(load_part(store, sweep_cfg, s, r)))

@@ -221,7 +221,6 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     seq = sequential_curves(folder, dataset, runs)
     # the sweep's own splits, expert and model: samples and answers compared in one model
     cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs, memo=memo)
-    # the sweep's tau2 per run (runinfo exists already)
     infos = ensure_runinfo(store, cfg, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
 

@@ -137,7 +137,6 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",
             [_room_cell(s, k) for s in columns])
-    # how often each kind beside the paper's pairs was asked
     for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
                  and any(k in s.kinds for s in columns)]:
         for st in STRATEGY_ORDER:
