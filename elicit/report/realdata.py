@@ -15,7 +15,7 @@ import pandas as pd
 
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS
-from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
+from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
 from elicit.errors import ElicitError
 from elicit.harness.labels import (
     BASELINES,
@@ -34,10 +34,6 @@ from elicit.paper.table1 import PAPER_LEVELS
 PAPER_FEATURES = {"amazon": 340, "yelp": 241}
 #: The numbers of answers at which strategies are compared (and the sweep's last round).
 CHECKPOINTS: tuple[int, ...] = (20,)
-#: Settings that folders written before the questions existed lack: pair questions from the
-#: expert's answerable pairs (the paper's).
-_LEGACY_QUESTIONS: dict[str, object] = {"questions": spell_questions(PAPER_QUESTIONS),
-                                        "pool": "paper"}
 
 
 @dataclass
@@ -58,7 +54,7 @@ class Sweep:
 
     def option(self, key: str) -> object:
         """A setting of ``config.json``, or the value older folders that lack it used."""
-        return self.cfg.get(key, LEGACY_CONFIG.get(key, _LEGACY_QUESTIONS.get(key)))
+        return self.cfg.get(key, LEGACY_CONFIG.get(key))
 
     @property
     def questions(self) -> str:
