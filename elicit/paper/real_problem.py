@@ -27,6 +27,7 @@ from elicit.model.variants import get_model
 from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.prior.setup import fixed_hyper, no_feedback_data
+from elicit.prior.tau2 import check_tau2
 
 #: Version of the memoised LASSO expert (:func:`make_expert`): raise it when the fit changes.
 EXPERT_MEMO_VERSION = 1
@@ -84,9 +85,7 @@ def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
         if tau2 is None:
             raise ElicitError("the configuration chooses tau2 per run by CV (its runinfo "
                               "record); give the run's tau2")
-    if not (np.isfinite(tau2) and tau2 > 0):
-        raise ElicitError(f"tau2 must be a positive number, got {tau2!r}")
-    return float(tau2)
+    return float(check_tau2(tau2, modes=()))
 
 
 def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | None = None,
