@@ -1,19 +1,5 @@
-"""The paper's experiments (Afrabandpey et al. 2019, Sec. 4), built on :mod:`elicit.harness`.
-
-* :mod:`~elicit.paper.configs`: one configuration per experiment, :class:`SyntheticConfig`
-  and :class:`RealDataConfig` (what ``config.json`` records);
-* :mod:`~elicit.paper.synthetic`: the synthetic data and experiment (Figs. 3-4,
-  ``elicit synthetic``);
-* :mod:`~elicit.paper.realdata`: the Amazon/Yelp/corpus experiment (Fig. 5,
-  ``elicit realdata``), with one run's problem in :mod:`~elicit.paper.real_problem`, its
-  simulated expert in :mod:`~elicit.paper.lasso_expert`, its baselines and reference lines in
-  :mod:`~elicit.paper.baselines` and :mod:`~elicit.paper.runinfo`;
-* :mod:`~elicit.paper.table1`: Table 1, with the sample-addition loops of
-  :mod:`~elicit.paper.samples` (``elicit table1``);
-* :mod:`~elicit.paper.bench`: ``elicit bench``.
-
-The report on the results is :mod:`elicit.report`.
-"""
+"""The paper's experiments (Afrabandpey et al. 2019, Sec. 4), built on :mod:`elicit.harness`:
+the synthetic one (Figs. 3-4), the real-data one (Fig. 5), Table 1 and ``elicit bench``."""
 
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.realdata import run_realdata

@@ -1,14 +1,6 @@
-"""What a real-data run is measured against besides the strategies' curves.
-
-* :func:`fit_baselines`: the test MSE of cross-validated LASSO, ridge and elastic net on the
-  100 training reviews, without any expert (the grey horizontal lines of Fig. 5).
-* :func:`expert_yardstick`: the yardstick of the expert's full knowledge, the test MSE of the
-  posterior mean under ``beta ~ N(0, sigma^2 tau^2 L^(1/2) K L^(1/2))`` with *perfect
-  relevance* (``L_jj = 1`` for the keywords the run's LASSO expert weights,
-  :data:`~elicit.model.covariance.IRRELEVANT_SCALE` for the others) and the *ideal sign
-  kernel* (``K_ij = 0.9`` for two relevant keywords of the same sign). No model of the
-  package is given that much, so it is a reference line, not a method; its tau^2 is chosen
-  by the sweep's 5-fold CV (:func:`yardstick_cv_tau2`), not on the test set.
+"""What a real-data run is measured against besides the strategies' curves: the
+cross-validated regression baselines (:func:`fit_baselines`, the grey lines of Fig. 5) and the
+yardstick of the expert's full knowledge (:func:`expert_yardstick`, docs/realdata.md).
 """
 
 from __future__ import annotations
@@ -41,30 +33,22 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
 
     Parameters
     ----------
-    X_train, y_train
-        Standardised training inputs and centred targets (``RunData``).
-    X_test, y_test
-        Test inputs (training standardisation) and targets on the original scale.
-    y_mean
-        The training mean that was subtracted from ``y_train``; added back to predictions.
-    random_state
-        Seeds the shuffled K-fold split shared by LASSO and elastic net; everything else is
-        deterministic. Ridge uses efficient leave-one-out CV.
-    cv
-        Number of folds for LASSO and elastic net.
+    X_train, y_train, X_test, y_test, y_mean
+        A run's standardised inputs, centred training targets, test targets on the original
+        scale and the training mean added back to the predictions.
+    random_state, cv
+        The shuffled K-fold split of LASSO and elastic net (ridge: leave-one-out).
 
     Returns
     -------
     dict
-        ``{"lasso": mse, "ridge": mse, "elasticnet": mse}`` on the original rating scale.
+        ``{"lasso": mse, "ridge": mse, "elasticnet": mse}``.
 
     Notes
     -----
     The LASSO is ``LassoCV`` on the same folds and path, computed without its own paths: the
-    elastic net's CV already runs them as its ``l1_ratio = 1`` paths (the same folds, alphas
-    and solver calls, so the same CV errors to the last bit), which saves a fifth of the
-    baselines' time. Its alpha is the argmin of their mean CV error, refitted on all training
-    samples as ``LassoCV`` refits it.
+    elastic net's CV already runs them as its ``l1_ratio = 1`` paths (the same CV errors to
+    the last bit), which saves a fifth of the baselines' time.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import ElasticNetCV, Lasso, RidgeCV
@@ -94,9 +78,7 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
 
 
 def _lasso_alpha(enet) -> float:
-    """``LassoCV``'s alpha from a fitted ``ElasticNetCV`` whose l1 ratios include 1.0: the
-    alpha of the smallest mean CV error (over the folds) on the ``l1_ratio = 1`` path, as
-    ``LassoCV`` picks it (the first of equal errors)."""
+    """``LassoCV``'s alpha (the first of equal errors) from ``enet``'s ``l1_ratio = 1`` path."""
     k = list(ENET_L1_RATIOS).index(1.0)
     # mse_path_ is (l1 ratios, alphas, folds); LassoCV averages its (folds, alphas) array
     # over the folds, which adds the same numbers in the same order
@@ -119,9 +101,7 @@ SIGN_COUPLING = 0.9
 
 @dataclass(frozen=True)
 class Yardstick:
-    """The yardstick of one run (:func:`expert_yardstick`): the test MSE of the posterior
-    mean (original rating scale), the tau^2 the CV chose, the keywords the expert weights,
-    and the CV error of every tau^2 scored."""
+    """A run's yardstick: test MSE, the CV's tau^2 and errors, the keywords the expert weights."""
 
     mse: float
     tau2: float
@@ -162,12 +142,9 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
                       grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
                       rng: np.random.Generator | None = None,
                       ) -> tuple[float, dict[float, float]]:
-    """tau^2 of a fixed prior correlation by the sweeps' K-fold CV
-    (:func:`~elicit.prior.tau2.cv_tau2`'s procedure: folds ``rng.permutation(n) % folds``,
-    each fold's targets centred on their own mean, the grid extended by
-    :func:`~elicit.prior.tau2.next_grid_value` while the optimum sits on an edge, ties to
-    the smaller tau^2). Returns the choice and the held-out MSE of every tau^2 scored.
-    """
+    """tau^2 of a fixed prior correlation by :func:`~elicit.prior.tau2.cv_tau2`'s K-fold
+    procedure (the same folds, centring, grid extension and ties); returns the choice and the
+    held-out MSE of every tau^2 scored."""
     grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float).reshape(-1)
@@ -198,40 +175,18 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
 
 
 def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,
-                     rng: np.random.Generator | None = None,
-                     grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
-                     irrelevant_scale: float = IRRELEVANT_SCALE,
-                     coupling: float = SIGN_COUPLING) -> Yardstick:
-    """The yardstick of the expert's full knowledge on one run (module docstring).
-
-    Parameters
-    ----------
-    X_train, y_train
-        Standardised training inputs and centred targets (``RunData``).
-    X_test, y_test
-        Test inputs (the run's standardisation) and targets on the original scale.
-    y_mean
-        The training mean subtracted from ``y_train``; added back to the predictions.
-    coef
-        The run's LASSO expert's weights (``LassoExpert.coef_``).
-    rng
-        Shuffles the CV folds: the run's tau^2-CV stream gives the sweep's own folds.
-    grid, folds
-        The CV's starting grid and number of folds (the sweep's).
-    irrelevant_scale, coupling
-        The prior (:func:`yardstick_prior`).
-
-    Returns
-    -------
-    Yardstick
-    """
+                     rng: np.random.Generator | None = None) -> Yardstick:
+    """The yardstick of the expert's full knowledge on one run: the test MSE of the posterior
+    mean under the prior of :func:`yardstick_prior` from the LASSO expert's weights ``coef``,
+    tau^2 by :func:`yardstick_cv_tau2` (``rng`` shuffles its folds; the arrays as for
+    :func:`fit_baselines`)."""
     X_train, y_train, X_test, y_test = _split_arrays(X_train, y_train, X_test, y_test)
     coef = np.asarray(coef, dtype=float).reshape(-1)
     if coef.shape[0] != X_train.shape[1]:
         raise ElicitError(f"the expert has {coef.shape[0]} weights for "
                           f"{X_train.shape[1]} features")
-    prior = yardstick_prior(coef, irrelevant_scale, coupling)
-    tau2, cv = yardstick_cv_tau2(X_train, y_train, prior, grid, folds, rng)
+    prior = yardstick_prior(coef)
+    tau2, cv = yardstick_cv_tau2(X_train, y_train, prior, rng=rng)
     mu = prior_posterior_mean(X_train, y_train, prior, tau2)
     mse = float(np.mean((X_test @ mu + float(y_mean) - y_test) ** 2))
     return Yardstick(mse, float(tau2), int(np.count_nonzero(coef)), cv)

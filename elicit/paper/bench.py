@@ -1,33 +1,14 @@
 """``elicit bench``: speed and decision quality of MAP refits and utility rounds.
 
-One loop (:func:`bench`) runs on a :class:`BenchProblem`. Each round draws a pool of unasked
-pairs, scores it with the fast utility (screen + ``refine`` exact re-scores) and, unless
-skipped, with the exact one (the paper's refits), has the best pair answered and refits the
-MAP warm. The problems (:data:`SIZES`):
-
-``amazon``
-    Random but shaped like the paper's Amazon setting: n = 100 standard-normal inputs,
-    p = 340 features with word-count-like meta-features (d = 100, about 85% zeros), beta
-    from the model's prior with a sparse true gamma, unit noise, fixed tau2 = 0.01, a
-    400-pair pool over all pairs, and an expert who calls a pair similar when the true
-    weights share a sign.
-``p1000``, ``p2000``, ``p4000``
-    The same with p = 1000, 2000 or 4000 features: the scaling benchmarks.
-``p10000``
-    A full review vocabulary (:func:`review_like`): the real default configuration at
-    p = 10,000 keywords; X is sparse plus a rank-one offset and U dense and narrow (the
-    opposite of the ``p*`` sizes).
-``synthetic``
-    The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250).
-``amazon-real``, ``yelp-real``
-    Run ``run`` of the real-data setup (:func:`elicit.paper.real_problem.realdata_problem`,
-    tau2 0.01, the paper's counts): the pool is drawn from the LASSO expert's answerable
-    pairs, and the expert answers.
-
-Every step is timed in wall time (``*_s``) and in process CPU time (``*_cpu_s``) with one BLAS
-thread: what the step costs on an idle core, even when other jobs inflate the wall times.
-``peak_rss_mb`` is the process's peak resident memory at the end (about 150 MB of it the
-interpreter and its imports).
+Each round of :func:`bench` scores a pool of unasked pairs with the fast utility and, unless
+skipped, the exact one, has the best pair answered and refits the MAP warm. The problems
+(:data:`SIZES`): ``amazon``, random but shaped like the paper's Amazon setting (n = 100,
+p = 340, word-count-like meta-features with d = 100, beta from the prior, tau2 = 0.01, a
+400-pair pool, an expert who calls a pair similar when the true weights share a sign);
+``p1000`` to ``p4000``, the same with more features; ``p10000``, a full review vocabulary
+(:func:`review_like`); ``synthetic``, the paper's synthetic problem; ``amazon-real``,
+``yelp-real``, run ``run`` of the real-data setup. Times are wall (``*_s``) and process CPU
+(``*_cpu_s``) with one BLAS thread.
 """
 
 from __future__ import annotations
@@ -35,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +25,7 @@ import numpy as np
 
 from elicit.data.metafeatures import unit_rows
 from elicit.data.splits import standardise
+from elicit.elicitation.answers import Expert, SignOracle
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
@@ -61,35 +43,15 @@ from elicit.prior.setup import fit_no_feedback
 #: The benchmark problems of ``elicit bench --size``.
 SIZES: tuple[str, ...] = ("amazon", "p1000", "p2000", "p4000", "p10000", "synthetic",
                           "amazon-real", "yelp-real")
-#: p of the random scaling sizes
 SCALING_P = {"p1000": 1000, "p2000": 2000, "p4000": 4000}
 
 
 @dataclass
 class BenchProblem:
-    """What one benchmark runs on.
-
-    Attributes
-    ----------
-    size
-        Its name in the results.
-    X, y, U
-        Training inputs, centred targets and meta-features.
-    hyper
-        Model hyperparameters (``threshold_mean="auto"``: set at the no-feedback MAP from
-        ``pairs``).
-    pairs
-        The candidate pairs, ``(k, 2)``.
-    pool_size
-        Pairs scored per round (fewer when fewer are left).
-    answer
-        The expert: ``answer(i, j)`` is 1 (similar), 0 (dissimilar) or None (don't know).
-    rng
-        Draws the pools.
-    sort_pool
-        Score each pool in index order, as the elicitor does (the real problems), or in draw
-        order (the random ones, as their documented figures were measured).
-    """
+    """What one benchmark runs on: ``expert`` answers, ``rng`` draws the pools of
+    ``pool_size`` from ``pairs``; ``sort_pool`` scores a pool in index order as the elicitor
+    does (the real problems), else in draw order (the random ones, as their documented
+    figures were measured)."""
 
     size: str
     X: np.ndarray
@@ -98,44 +60,26 @@ class BenchProblem:
     hyper: Hyper
     pairs: np.ndarray
     pool_size: int
-    answer: Callable[[int, int], int | None]
+    expert: Expert
     rng: np.random.Generator
     sort_pool: bool = False
 
 
-def _same_sign(beta: np.ndarray) -> Callable[[int, int], int]:
-    """The answers of an expert who knows the true weights: similar when their signs agree."""
-    return lambda i, j: int(np.sign(beta[i]) == np.sign(beta[j]))
-
-
 def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> BenchProblem:
-    """The documented Amazon-size random problem (see the module docstring)."""
+    """The Amazon-size random problem (module docstring)."""
     X, y, U, beta = random_problem(seed, n, p, d)
     return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
-                        pool_size=400, answer=_same_sign(beta),
+                        pool_size=400, expert=SignOracle(beta),
                         rng=np.random.default_rng(seed + 1))
 
 
 def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                 n_model: int = 1000, tau2: float = 0.01) -> BenchProblem:
-    """A review-like random problem: the real default configuration at a full vocabulary,
-    built as the real pipeline builds its inputs but from random reviews:
-
-    1. ``n_model`` "model reviews": keyword r (0-based rank) occurs with probability
-       ``0.25 / (1 + r / 15)``, Zipf-like frequencies fitted by eye to the raw Amazon
-       kitchen reviews (22% to 0.05%, about 30 keywords per review; here about 24), then
-       1 + Poisson(0.3) times; every keyword occurs in at least one model review.
-    2. The first n are the training reviews, standardised with all model reviews' mean and
-       standard deviation (``standardize="model"``): X is sparse plus a rank-one offset.
-    3. Meta-features: random unit directions in d = 10 dimensions, standing for PPMI-10's
-       unit rows (their median squared pair distance is 2, the
-       :data:`~elicit.data.metafeatures.TYPICAL_SQ_DISTANCE` ``ppmi`` is scaled to).
-    4. ``beta ~ N(0, tau2 K)`` at gamma = 1 (a Cholesky factor of K + 1e-8 I) and
-       ``y = X beta + N(0, 1)``, centred.
-
-    The model: fixed ``tau2``, ``threshold_mean="auto"``, a 400-pair pool drawn from all
-    pairs, the same-sign expert.
-    """
+    """The real default configuration at a full vocabulary from random reviews
+    (docs/benchmarks.md): keyword r of ``n_model`` model reviews occurs with probability
+    ``0.25 / (1 + r / 15)`` (Zipf-like, as in the raw Amazon kitchen reviews), 1 + Poisson(0.3)
+    times; the first n, standardised with all model reviews' statistics, train; U is random
+    unit rows standing for PPMI-10; ``beta ~ N(0, tau2 K)`` at gamma = 1."""
     import scipy.linalg
 
     rng = np.random.default_rng(seed)
@@ -158,22 +102,13 @@ def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
     y -= y.mean()
     return BenchProblem("p10000" if p == 10_000 else f"review-p{p}", X, y, U,
                         Hyper(variant="fixed", tau2=tau2), all_pairs(p), pool_size=400,
-                        answer=_same_sign(beta), rng=np.random.default_rng(seed + 1))
-
-
-def synthetic_size(seed: int = 0) -> BenchProblem:
-    """The paper's synthetic problem (n = 20, p = 25, d = 9, learned tau2, pool 250)."""
-    sd = make_synthetic(np.random.default_rng(seed))
-    return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
-                        all_pairs(sd.X.shape[1]), pool_size=250, answer=_same_sign(sd.beta),
-                        rng=np.random.default_rng(seed + 1))
+                        expert=SignOracle(beta), rng=np.random.default_rng(seed + 1))
 
 
 def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
                  data_dir: str | os.PathLike | None = None,
                  standardize: str = "model") -> BenchProblem:
-    """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory), inputs
-    standardised as ``standardize`` says (:func:`elicit.data.prepare_run`)."""
+    """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory)."""
     # the paper's counts (d = 100), as the benchmarks in docs/benchmarks.md were measured
     prob = realdata_problem(RealDataConfig(dataset, seed=seed, data_dir=data_dir,
                                            standardize=standardize, tau2=PAPER_TAU2,
@@ -181,7 +116,7 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
     assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
-                        answer=lambda i, j: prob.expert.answer(i, j).outcome,
+                        expert=prob.expert,
                         rng=np.random.default_rng(run_stream(seed, run, STREAM_BENCH)),
                         sort_pool=True)
 
@@ -189,18 +124,18 @@ def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
 def bench_problem(size: str, seed: int = 0, run: int = 0,
                   data_dir: str | os.PathLike | None = None,
                   standardize: str = "model") -> BenchProblem:
-    """The benchmark problem ``size`` (one of :data:`SIZES`); ``run``, ``data_dir`` and
-    ``standardize`` only matter for the real ones."""
-    if size == "amazon":
-        return amazon_like(seed)
-    if size in SCALING_P:
-        prob = amazon_like(seed, p=SCALING_P[size])
+    """The benchmark problem ``size`` (one of :data:`SIZES`)."""
+    if size == "amazon" or size in SCALING_P:
+        prob = amazon_like(seed, p=SCALING_P.get(size, 340))
         prob.size = size
         return prob
     if size == "p10000":
         return review_like(seed)
-    if size == "synthetic":
-        return synthetic_size(seed)
+    if size == "synthetic":  # the paper's (n = 20, p = 25, d = 9, learned tau2)
+        sd = make_synthetic(np.random.default_rng(seed))
+        return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
+                            all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
+                            rng=np.random.default_rng(seed + 1))
     if size in ("amazon-real", "yelp-real"):
         return real_problem(size.removesuffix("-real"), seed, run, data_dir, standardize)
     raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")
@@ -222,34 +157,22 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
 
     Parameters
     ----------
-    prob
-        The problem (its ``rng`` is advanced).
-    rounds
-        Rounds to run.
-    engine
-        MAP engine.
-    refine
-        Fast utility: candidates re-scored exactly after the screen.
+    prob, rounds, engine, refine, progress
+        The problem (its ``rng`` is advanced), rounds, MAP engine, the fast utility's exact
+        re-scores, a progress bar.
     exact
-        Also score each pool exactly (slow) and compare; the exact best pair is then the one
-        answered (else the fast pick).
-    progress
-        Show a progress bar.
+        Also score each pool exactly (slow) and answer the exact best pair.
 
     Returns
     -------
     dict
-        ``size, engine, rounds, refine, p, n, d, n_candidates``; ``map_cold_s`` (the
-        no-feedback set-up, :func:`~elicit.prior.setup.fit_no_feedback`: a fit, the
-        threshold prior, a refit); the medians over rounds of ``map_warm_s`` (the refit after
-        an answer, as an elicitation makes it: with the numpy engine usually remembered from
-        the round's re-scores), ``map_refit_s`` (numpy engine: the same refit computed from
-        scratch, as when the expert answers a pair the round did not refine) and
-        ``round_fast_s``; with ``exact``, ``round_exact_s``, the top-1
-        agreement of the fast pick with the exact best, the mean relative utility lost when
-        they differ (``exact_regret``), the median Spearman correlation of the screen with the
-        exact utilities and the largest rank of the exact best in the screen. Each time also
-        as process CPU time (``*_cpu_s``). ``per_round`` holds every round's figures.
+        The problem's sizes; ``map_cold_s`` (the no-feedback set-up); medians over rounds of
+        ``map_warm_s`` (the refit after an answer, usually remembered from the round's
+        re-scores), ``map_refit_s`` (numpy engine: the same refit from scratch) and
+        ``round_fast_s``; with ``exact``, ``round_exact_s``, ``top1_agreement``,
+        ``exact_regret`` (mean relative utility lost), ``spearman_screen`` and
+        ``rank_of_best_in_screen_max``. Each time also as CPU time (``*_cpu_s``);
+        ``per_round`` holds every round's figures.
     """
     from tqdm.auto import tqdm
 
@@ -285,7 +208,7 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             pick = best
         i, j = pairs[pool[pick]]
         asked[pool[pick]] = True
-        f = prob.answer(int(i), int(j))
+        f = prob.expert.answer(int(i), int(j)).outcome
         if f is not None:
             data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
         with _timed(row, "map_warm"):
@@ -330,8 +253,7 @@ def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str 
               refine: int = 10, exact: bool = True, progress: bool = True, run: int = 0,
               data_dir: str | os.PathLike | None = None,
               json_path: str | Path | None = None, standardize: str = "model") -> dict:
-    """:func:`bench` on the problem ``size`` (:func:`bench_problem`; ``elicit bench``), the
-    result also written to ``json_path`` if given."""
+    """:func:`bench` on :func:`bench_problem` ``size`` (``elicit bench``), also to ``json_path``."""
     res = bench(bench_problem(size, seed, run, data_dir, standardize), rounds, engine,
                 refine, exact, progress)
     if json_path is not None:

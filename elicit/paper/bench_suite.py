@@ -1,24 +1,10 @@
-"""``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit.
+"""``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit
+(docs/benchmarks.md says what each figure measures).
 
-The figures are process CPU time with one BLAS thread, the numpy engine and the fast utility:
-
-**Rounds** (:data:`ROUND_FIGURES`): the median over one run's rounds of the sweeps' own
-sequential loop (next question, the simulated expert's answer, the refit; the first round
-included, which at p = 10,000 costs ten times the later ones, so its median needs 3 rounds)
-on the synthetic problem, run
-0 of the default Amazon set-up with pair and with mixed questions, and the random problems
-``p2000`` and ``p10000`` of :mod:`elicit.paper.bench`; at p = 10,000 also the peak memory.
-
-**Reproduction steps** (:data:`~elicit.paper.steps.STEPS`): the CPU time per run of each step
-of ``make reproduce``, from two one-run calls after a warm-up: ``c0`` with no answers and
-``cR`` with ``R`` per strategy; a run of ``rounds`` answers is estimated as
-``c0 + (cR - c0) rounds / R``, a lower bound (later answers cost more). Table 1 is measured
-once, on the one-run Amazon and Yelp sweeps (its sample-addition loops do not depend on the
-sweeps' answers). Steps whose data are missing are skipped, with the reason.
-
-A record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names
-every figure more than :data:`SLOWER` above the most recent earlier record's. Single
-measurements on a shared machine move by 5-15%, so a flag is a prompt to measure again.
+The round figures (:data:`ROUND_FIGURES`) time the sweeps' own sequential loop; the step figures
+estimate each reproduction step's CPU time per run from one-run calls (:func:`measure_step`). A
+record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names every
+figure more than :data:`SLOWER` above the most recent earlier record's.
 """
 
 from __future__ import annotations
@@ -42,7 +28,6 @@ from elicit.internal.provenance import machine_info, source_commit
 
 #: A figure more than this fraction above its earlier value is named as slower.
 SLOWER = 0.20
-#: Version of the JSON record.
 RECORD_VERSION = 1
 #: What a reproduction run answers per strategy (``make reproduce``'s default).
 REPRODUCE_ROUNDS = 100
@@ -52,8 +37,7 @@ REPRODUCE_RUNS = 50
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of the suite: its key in the record, what it is, its unit and its target
-    (an upper bound; None: measured, no target)."""
+    """One figure of the suite; ``target`` is an upper bound (None: no target)."""
 
     key: str
     label: str
@@ -101,17 +85,9 @@ class SuiteSettings:
 
 
 def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
-    """Time one run of the sweeps' sequential loop: ``rounds`` answers to ``problem`` (a
-    :class:`~elicit.harness.problem.RunProblem`) under the sweep settings ``cfg``, the
-    strategy's stream seeded by ``run`` as a sweep does.
-
-    Returns
-    -------
-    dict
-        ``setup_cpu_s`` (the elicitor with its no-feedback fit), ``round_cpu_s`` (each
-        round: next question, answer, refit), ``peak_rss_mb`` (since the set-up began where
-        the peak can be reset, see ``peak_scope``).
-    """
+    """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under the sweep
+    settings ``cfg``: ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over
+    ``peak_scope``)."""
     from elicit.elicitation.answers import ask
     from elicit.elicitation.strategies import get_strategy
     from elicit.harness.problem import strategy_stream
@@ -133,19 +109,6 @@ def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
             "peak_scope": scope}
 
 
-class _SameSign:
-    """The expert of a random bench problem as an :class:`~elicit.elicitation.answers.Expert`."""
-
-    def __init__(self, answer: Callable[[int, int], int | None]) -> None:
-        self._answer = answer
-
-    def answer(self, i: int, j: int):  # -> Answer
-        from elicit.elicitation.answers import Answer
-
-        f = self._answer(i, j)
-        return Answer.DONT_KNOW if f is None else Answer.SIMILAR if f else Answer.DISSIMILAR
-
-
 def _random_run(size: str, s: SuiteSettings):
     """The random bench problem ``size`` as a sweep's run and its sweep settings."""
     from elicit.elicitation.settings import RoundSettings
@@ -155,15 +118,14 @@ def _random_run(size: str, s: SuiteSettings):
 
     bp = bench_problem(size, s.seed)
     # candidates None: the same pairs, computed by the question table instead of listed
-    problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], _SameSign(bp.answer), bp.hyper,
+    problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], bp.expert, bp.hyper,
                          pool_size=bp.pool_size)
     return problem, SweepConfig(size, 1, s.rounds[f"{size}_round"], settings=RoundSettings(
         seed=s.seed, engine="numpy", refine=s.refine))
 
 
 def _real_run(questions: str, s: SuiteSettings, key: str):
-    """Run 0 of the default Amazon set-up with ``questions`` (tau2 by CV as the sweep
-    chooses it) and its sweep settings."""
+    """Run 0 of the default Amazon set-up with ``questions``, and its sweep settings."""
     from elicit.paper.configs import RealDataConfig
     from elicit.paper.real_problem import problem_from_run, run_setup
     from elicit.paper.runinfo import run_cv_tau2
@@ -192,19 +154,18 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
         problem, cfg = _synthetic_run(s)
     elif key in ("amazon_round", "amazon_mixed_round"):
         problem, cfg = _real_run("both" if key == "amazon_mixed_round" else "pairs", s, key)
-    elif key in ("p2000_round", "p10000_round"):
+    else:  # p2000_round, p10000_round: run_suite checked the key
         problem, cfg = _random_run(key.removesuffix("_round"), s)
-    else:
-        raise ElicitError(f"unknown figure {key!r}; choose from "
-                          f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)
     res["value"] = float(np.median(res["round_cpu_s"]))
     return res
 
 
 def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
-    """The CPU time per run of reproduction step ``step`` (module docstring), its one-run
-    sweeps written under ``out``."""
+    """The CPU time per run of reproduction step ``step``, its one-run sweeps written under
+    ``out``: from calls with no answers (``c0``) and with ``R`` (``cR``) after a warm-up, a run
+    of ``rounds`` answers costs ``c0 + (cR - c0) rounds / R``, a lower bound (later answers
+    cost more); Table 1 is measured once."""
     from elicit.paper.steps import MIXED_STEPS, StepSettings, run_step
 
     if step == "table1":
@@ -228,17 +189,9 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
             "measured_cpu_s": cpu}
 
 
-def step_figure(step: str) -> Figure:
-    """The figure of a reproduction step's CPU time per run."""
-    what = "Table 1, per run" if step == "table1" else \
-        f"reproduce step {step}, per run of {REPRODUCE_ROUNDS} answers (estimate)"
-    return Figure(f"step_{step}", what, "s")
-
-
 def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
               ) -> dict:
-    """Measure the suite (module docstring); return its record, the machine and commit
-    included. ``progress`` is called with a line before each measurement."""
+    """Measure the suite; return its record. ``progress`` gets a line before each figure."""
     from elicit.internal.threads import single_blas_thread
     from elicit.paper.steps import STEPS
 
@@ -274,7 +227,9 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
         for step in steps:
             if step not in STEPS:
                 raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
-            figure(step_figure(step),
+            what = "Table 1, per run" if step == "table1" else \
+                f"reproduce step {step}, per run of {REPRODUCE_ROUNDS} answers (estimate)"
+            figure(Figure(f"step_{step}", what, "s"),
                    lambda step=step: measure_step(step, s, Path(tmp)))  # type: ignore[misc]
     step_keys = [f"step_{st}" for st in steps]
     if steps == STEPS and all(k in figures for k in step_keys):
@@ -304,8 +259,7 @@ def write_record(folder: str | os.PathLike, record: dict) -> Path:
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
                     ) -> dict | None:
-    """The most recent record in ``folder`` by its ``date`` (not ``exclude``, the file about
-    to be written), or None; files that are not records are passed over."""
+    """The most recent record in ``folder`` by ``date`` but ``exclude``, or None."""
     best: dict | None = None
     folder = Path(folder)
     if not folder.is_dir():
@@ -363,8 +317,7 @@ def _value(v: float, unit: str) -> str:
 
 
 def format_suite(record: dict, previous: dict | None = None) -> str:
-    """The record as a Markdown table (figure, CPU time or memory, target, met; with
-    ``previous``, its value), then the skipped figures and the comparison."""
+    """The record as a Markdown table, then the skipped figures and the comparison."""
     head = "| figure | value | target | met |" + (" previous |" if previous else "")
     lines = [f"commit {record.get('commit')}, {record['machine'].get('cpu')} "
              f"({record['machine'].get('cores')} cores), {record['date']}; process CPU "

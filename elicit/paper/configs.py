@@ -1,15 +1,9 @@
 """One typed configuration per experiment of the paper: :class:`SyntheticConfig` and
-:class:`RealDataConfig`.
+:class:`RealDataConfig`, frozen and checked once when made (before any data are read).
 
-A configuration is a frozen dataclass, checked once when it is made (a wrong value is a
-one-line :class:`~elicit.errors.ElicitError` before any data are read or any worker starts)
-and passed down whole. A new option is one field, declared as a
-:func:`~elicit.harness.config.setting` (the results depend on it) or an
-:func:`~elicit.harness.config.option` (how much or how to run).
-
-``to_json`` is what the results folder's ``config.json`` records (a rerun with other
-settings is refused) and ``from_json`` rebuilds the configuration from it, taking the
-options it does not record (``runs``, ``strategies``, ``jobs``, ...) as keywords.
+A field is a :func:`~elicit.harness.config.setting` (recorded in ``config.json`` by
+``to_json``; the results depend on it) or an :func:`~elicit.harness.config.option`;
+``from_json`` rebuilds a configuration, taking the options as keywords.
 """
 
 from __future__ import annotations
@@ -47,20 +41,13 @@ POOL_SIZE = 400
 #: Rounds after which the synthetic experiment's kernel is shown (Fig. 3).
 FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
 
-#: The defaults of ``elicit realdata``: model-review statistics, tau2 by CV.
 DEFAULT_STANDARDIZE = "model"
 DEFAULT_TAU2 = "cv"
-#: ``--paper``: the paper's literal configuration.
 PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
-#: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md`` (the
-#: lowest test MSE with and without answers on Amazon, Yelp and the kitchen corpus):
-#: 10-dimensional PPMI keyword embeddings of the expert-set text, and only the features the
-#: expert can judge coupled. Tying the threshold too lowers the real-data ceilings by about
-#: 0.01 but doubles the synthetic experiment's MSE.
+#: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md``.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
                                   "model": "known-coupling", "utility_target": "predictive"}
-#: The meta-features of ``elicit realdata``: with the paper's counts the start predicts worse
-#: than ridge regression (Amazon 2.157 against 2.100), with PPMI 10 better (docs/realdata.md).
+#: With the paper's counts the start predicts worse than ridge regression (docs/realdata.md).
 DEFAULT_META_FEATURES = "ppmi"
 #: ``--paper``'s meta-features: the paper's transposed training counts.
 PAPER_META_FEATURES = "counts"
@@ -69,13 +56,10 @@ _OPTION_DEFAULTS: dict[str, object] = {"meta_features": None, "meta_dim": None,
                                        "model": PAPER, "utility_target": "predictive"}
 
 
-#: Where a sweep's pair questions come from (``pool``): ``"paper"``, the simulated expert's
-#: answerable pairs, as in the paper (it leaks the expert's relevance knowledge into the
-#: questions and the start, so with feature questions it is the *best case*, used only when
-#: named); ``"open"``, every pair, those among the features not called irrelevant offered
-#: (the default with feature questions).
+#: Where a sweep's pair questions come from: ``"paper"``, the expert's answerable pairs (it
+#: leaks the expert's relevance knowledge: with feature questions, the *best case*);
+#: ``"open"``, the pairs among the features not called irrelevant.
 POOLS: tuple[str, ...] = ("paper", "open")
-#: How tables and figures name a pool.
 POOL_LABELS: dict[str, str] = {"paper": "best case: the expert's answerable pairs",
                                "open": "pairs among the features not called irrelevant"}
 
@@ -107,36 +91,23 @@ class SyntheticConfig(Recorded, RoundKeywords):
     Parameters
     ----------
     runs, rounds, strategies, jobs
-        Runs ``0..runs-1`` (default 50, or one per problem file with ``problems``), each with
-        ``rounds`` questions per strategy of ``strategies``, in ``jobs`` worker processes.
+        Runs ``0..runs-1`` (default 50, or one per problem file), each with ``rounds``
+        questions per strategy, in ``jobs`` worker processes.
     settings
-        The question rounds' settings (:class:`~elicit.elicitation.settings.RoundSettings`);
-        the keywords ``seed``, ``engine``, ``model``, ... replace their entries.
-    seed
-        The sweep seed (run r's data come from ``SeedSequence([seed, r])``; with ``problems``
-        it seeds only the query streams).
+        The rounds' :class:`~elicit.elicitation.settings.RoundSettings`; the keywords
+        ``seed``, ``engine``, ``model``, ``questions``, ... replace their entries.
     n_train
         Training samples per run (paper: 20; the authors' code: 15).
-    engine, utility, refine, stan_file
-        As for :class:`~elicit.elicitation.elicitor.Elicitor`.
     threshold_mean
         Prior mean of the threshold xi: ``"auto"``, a number, or None for the default.
     cluster, check_engine
-        ``"local:N"`` or a Dask scheduler address (:mod:`elicit.harness.cluster`; ``jobs``
-        is then ignored); check every fit against the numpy engine.
+        A Dask cluster (:mod:`elicit.harness.cluster`); check every fit against numpy.
     problems
-        A folder of one ``.npz`` per run instead of the built-in generator
-        (:class:`~elicit.harness.problem.ProblemsDir`).
-    model, utility_target
-        The named model (:mod:`elicit.model.variants`; default the paper's, or the relevance
-        model with feature questions) and ``"predictive"`` or ``"params"``
-        (:mod:`elicit.elicitation.utility`).
-    questions, pool
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`), and
-        where the pair questions come from (:data:`POOLS`; default :func:`default_pool`).
+        A folder of one ``.npz`` per run (:class:`~elicit.harness.problem.ProblemsDir`).
+    pool
+        Where the pair questions come from (:data:`POOLS`; default :func:`default_pool`).
     irrelevant
-        The built-in generator: how many of the p features get the true weight 0 (the
-        oracle calls them irrelevant); 0 (default) is the paper's data.
+        How many of the generator's features get the true weight 0 (0: the paper's data).
     """
 
     RECORD_HEAD: ClassVar[dict[str, object]] = {"experiment": "synthetic"}
@@ -201,8 +172,7 @@ class SyntheticConfig(Recorded, RoundKeywords):
 
     @classmethod
     def from_json(cls, d: dict, **options: Any) -> SyntheticConfig:
-        """The configuration a ``config.json`` records; ``options`` give the settings it does
-        not record (``runs``, ``jobs``, ...) or override it."""
+        """The configuration a ``config.json`` records, with ``options`` (``runs``, ...)."""
         recorded = cls.recorded(d)
         if recorded["n_train"] is None:  # problems from files: n_train is not used
             del recorded["n_train"]
@@ -270,9 +240,7 @@ def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
             "meta_features_sha256": file_sha256(path), "meta_dim": None}
 
 
-#: A real-data sweep's reviews: a :class:`~elicit.data.sources.DataSource`, the name of one of
-#: the paper's matrices, or a function that makes the source (called once the other options
-#: are checked, so that a wrong option is reported before any data are read).
+#: A real-data sweep's reviews: a function is called once the other options are checked.
 SourceSpec = str | DataSource | Callable[[], DataSource]
 
 
@@ -280,45 +248,34 @@ SourceSpec = str | DataSource | Callable[[], DataSource]
 class RealDataConfig(Recorded, RoundKeywords):
     """The settings of the real-data experiment on one data set (``elicit realdata``).
 
-    Made, every option is checked and the presets resolved: ``standardize``, ``tau2``,
-    ``meta_features``, ``meta_dim``, ``settings.model`` and ``settings.utility_target`` hold the
-    values the sweep uses, and ``source`` is a :class:`~elicit.data.sources.DataSource`. The
-    parameters it shares with :class:`SyntheticConfig` are as there (``settings`` by default
-    with :data:`POOL_SIZE` candidate pairs; the seed gives every run's split and streams).
+    Made, the presets are resolved: ``standardize``, ``tau2``, ``meta_features``,
+    ``meta_dim`` and ``settings`` hold the values the sweep uses, and ``source`` is a
+    :class:`~elicit.data.sources.DataSource`. Parameters shared with :class:`SyntheticConfig`
+    are as there.
 
     Parameters
     ----------
-    source
+    source, data_dir
         ``"amazon"``, ``"yelp"`` (the paper's matrices, from ``data_dir``), a
-        :class:`~elicit.data.sources.DataSource` (:func:`~elicit.data.sources.corpus_source`),
-        or a function that makes one (:data:`SourceSpec`).
-    data_dir
-        Data directory of the paper's matrices (default:
-        :func:`elicit.data.resolve_data_dir`'s search order).
+        :class:`~elicit.data.sources.DataSource`, or a function that makes one.
     tau2
-        A fixed prior scale tau^2, or ``"cv"`` (default): chosen per run by 5-fold CV of the
-        no-feedback model over :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`.
+        A fixed prior scale tau^2, or ``"cv"`` (default): chosen per run by 5-fold CV.
     standardize
-        ``"model"`` (default): inputs standardised with all 1000 model reviews' statistics;
-        ``"train"``: with the 100 training reviews' (:func:`elicit.data.prepare_run`).
+        ``"model"`` (default): with all 1000 model reviews' statistics; ``"train"``: with the
+        100 training reviews'.
     paper
         The paper-literal configuration: ``standardize="train"``, ``tau2=0.01``, the paper's
         counts as meta-features (unless others are given), the paper's model.
     recommended
         The :data:`RECOMMENDED` meta-features, model and utility target; not with ``paper``.
-    pool_size
-        Random candidate pairs scored per sequential round (paper: 400).
     expert_rule, expert_nonzero
         How the LASSO expert picks its penalty (:mod:`elicit.paper.lasso_expert`).
     memo
         A folder of results that sweeps of the same runs share
-        (:func:`elicit.paper.runinfo.memoised_pieces`). None (default): each sweep computes
-        its own.
+        (:func:`elicit.paper.runinfo.memoised_pieces`).
     meta_features, meta_dim
-        The meta-features U: ``"ppmi"`` (default) or ``"lsa"`` (a ``meta_dim``-dimensional
-        embedding of the keywords learned from each run's expert-set text; default 10),
-        ``"counts"`` (the paper's transposed training counts), or a CSV/Parquet file indexed
-        by keyword (:mod:`elicit.data.metafeatures`).
+        ``"ppmi"`` (default) or ``"lsa"`` (a ``meta_dim``-dimensional keyword embedding),
+        ``"counts"`` (the paper's) or a file (:mod:`elicit.data.metafeatures`).
     """
 
     RECORD_ORDER = ("dataset", "data_dir", "corpus", "corpus_sha256", "text_field",
@@ -423,8 +380,7 @@ class RealDataConfig(Recorded, RoundKeywords):
         return self._sweep_config(self.name)
 
     def run_data(self, run: int):  # -> elicit.data.RunData
-        """Run ``run``'s split, standardisation and meta-features
-        (:meth:`elicit.data.sources.DataSource.run`)."""
+        """Run ``run``'s split, standardisation and meta-features."""
         assert self.meta_features is not None and self.meta_dim is not None  # resolved
         return self.data.run(self.settings.seed, run, standardize=str(self.standardize),
                              meta_features=self.meta_features, meta_dim=self.meta_dim)

@@ -1,22 +1,12 @@
 """A simulated expert from a LASSO fit on held-out reviews (the paper's real-data expert).
 
-The paper simulates the human with a LASSO fitted to the reviews the model does not use (the
-*expert set*): two keywords "affect the rating in the same way" if their weights have the
-same sign, differently if the signs differ, and "don't know" if one weight is zero (the paper
-discards those pairs, leaving about 20 positive and 20 negative keywords, ~780 pairs). Asked
-"does this keyword affect the rating?", the expert says relevant for a nonzero weight.
-
-The penalty alpha decides how many keywords the expert knows; the ``rule`` chooses it:
-
-``"target"`` (default)
-    The alpha whose fit has the number of nonzero weights closest to ``n_nonzero`` (40, the
-    paper's "almost 20 features in each group"): found on a 200-point log-spaced path, then
-    refined by bisection in log(alpha); ties go to the larger alpha (the sparser fit).
-``"cv-min"``
-    ``LassoCV``'s alpha of smallest mean CV error (on Amazon about 160-170 keywords, ~14,000
-    pairs: not the paper's expert).
-``"cv-1se"``
-    The largest alpha whose mean CV error is within one standard error of the minimum.
+The paper's expert is a LASSO fitted to the reviews the model does not use (the *expert set*):
+two keywords are similar if their weights have the same sign, dissimilar if not, and "don't
+know" if one weight is zero (about 20 positive and 20 negative keywords, ~780 pairs); a
+keyword is relevant if its weight is nonzero. The ``rule`` chooses the penalty: ``"target"``
+(default) the fit with the number of nonzero weights closest to ``n_nonzero`` (the paper's
+"almost 20 features in each group"), ``"cv-min"`` ``LassoCV``'s (on Amazon 160-170 keywords:
+not the paper's expert), ``"cv-1se"`` the largest alpha within one standard error of it.
 """
 
 from __future__ import annotations
@@ -26,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer
+from elicit.elicitation.answers import Answer, SignOracle
 from elicit.errors import ElicitError
 from elicit.model.spec import all_pairs
 
@@ -38,28 +28,13 @@ _TOL = 1e-6
 
 
 class LassoExpert:
-    """Answers pairwise questions from the signs of LASSO weights fitted on the expert set,
-    and feature questions from whether a weight is nonzero.
+    """Answers pair questions from the signs of LASSO weights fitted on the expert set
+    (``X_expert``, ``y_expert``; an intercept is fitted), feature questions from whether a
+    weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (module docstring);
+    ``random_state`` and ``cv`` are the CV rules' fold split.
 
-    Parameters
-    ----------
-    X_expert, y_expert
-        ``(n, p)`` standardised expert-set inputs (``RunData.X_expert``) and ``(n,)`` ratings
-        (any offset: an intercept is fitted).
-    rule, n_nonzero
-        How alpha is chosen: ``"target"`` (``n_nonzero`` weights), ``"cv-min"`` or
-        ``"cv-1se"`` (module docstring).
-    random_state, cv
-        The seed of the CV rules' fold split, and its number of folds.
-
-    Attributes
-    ----------
-    coef_, alpha_
-        ``(p,)`` LASSO weights at the chosen penalty ``alpha_``.
-    n_positive, n_negative
-        Numbers of positive and negative weights.
-    groups
-        Per feature: 0 positive, 1 negative, -1 zero (the answers of ``GroupOracle(groups)``).
+    ``coef_`` and ``alpha_`` are the weights and penalty; ``groups`` per feature 0 positive,
+    1 negative, -1 zero (the answers of ``GroupOracle(groups)``).
     """
 
     def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
@@ -91,8 +66,7 @@ class LassoExpert:
     def from_coef(cls, coef, alpha: float = float("nan"), *, rule: str = "given",
                   n_nonzero: int | None = None, random_state: int | None = None,
                   ) -> LassoExpert:
-        """An expert with given weights (no fit); ``rule``, ``n_nonzero`` (default: the
-        weights' nonzeros) and ``random_state`` are what it reports (:meth:`summary`)."""
+        """An expert with given weights (no fit); the other arguments are what it reports."""
         obj = cls.__new__(cls)
         obj.rule = rule
         obj.n_nonzero = (int(np.count_nonzero(np.asarray(coef))) if n_nonzero is None
@@ -104,14 +78,11 @@ class LassoExpert:
 
     def _set_coef(self, coef: np.ndarray) -> None:
         self.coef_ = coef
-        self.signs_ = np.sign(coef).astype(int)
+        self._signs = SignOracle(coef)
+        self.signs_ = self._signs.groups
         self.n_positive = int(np.sum(self.signs_ > 0))
         self.n_negative = int(np.sum(self.signs_ < 0))
         self.groups = np.where(self.signs_ > 0, 0, np.where(self.signs_ < 0, 1, -1))
-
-    @property
-    def p(self) -> int:
-        return len(self.coef_)
 
     @property
     def n_answerable(self) -> int:
@@ -121,23 +92,15 @@ class LassoExpert:
 
     def answer(self, i: int, j: int) -> Answer:
         """Same sign: SIMILAR; opposite signs: DISSIMILAR; a zero weight: DONT_KNOW."""
-        p = self.p
-        if not (0 <= int(i) < p and 0 <= int(j) < p):
-            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
-        si, sj = self.signs_[int(i)], self.signs_[int(j)]
-        if si == 0 or sj == 0:
-            return Answer.DONT_KNOW
-        return Answer.SIMILAR if si == sj else Answer.DISSIMILAR
+        return self._signs.answer(int(i), int(j))
 
     def relevance(self, k: int) -> Answer:
         """Nonzero weight: RELEVANT; zero weight: IRRELEVANT."""
-        return Answer.RELEVANT if self.weight_sign(k) != 0 else Answer.IRRELEVANT
+        return self._signs.relevance(int(k))
 
     def weight_sign(self, k: int) -> int:
         """The sign of feature ``k``'s coefficient (+1, -1, 0)."""
-        if not (0 <= int(k) < self.p):
-            raise ElicitError(f"feature index out of range 0..{self.p - 1}: {k}")
-        return int(self.signs_[int(k)])
+        return self._signs.weight_sign(int(k))
 
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
@@ -172,7 +135,7 @@ def _alpha_max(X: np.ndarray, y: np.ndarray) -> float:
 
 
 def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
-    """The alpha whose fit has the number of nonzeros closest to ``target``.
+    """The alpha whose fit has the number of nonzeros closest to ``target`` (ties: the larger).
 
     A 200-point path from alpha_max down to 1e-4 alpha_max is scanned first; the count is not
     exactly monotone in alpha, so we then bisect (in log alpha) between the best path point

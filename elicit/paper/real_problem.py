@@ -1,17 +1,9 @@
 """One run of the real-data experiment (paper Sec. 4.2) as a problem for a sweep.
 
-Run ``r`` of a :class:`~elicit.paper.configs.RealDataConfig` is built from its data set's
-bag-of-words matrix by :meth:`~elicit.paper.configs.RealDataConfig.run_data`: 100 training
-and 900 test reviews, the rest the expert set. The simulated expert is a LASSO fitted on the
-expert set (:class:`~elicit.paper.lasso_expert.LassoExpert`: about 40 nonzero weights, ~780
-answerable pairs). The model has a fixed tau2 (the paper's 0.01, or a cross-validated one per
-run), asks pairs from a random pool of 400 per sequential round, and its test MSE is on the
-original rating scale. The pairs are the expert's answerable ones (``pool="paper"``, the
-paper's) or, by default with feature questions, every pair (``pool="open"``: the start uses
-no expert input).
-
-:class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep;
-:func:`initial_fit` the run's *no-feedback model* (no expert answers, fixed tau2).
+Run ``r`` of a :class:`~elicit.paper.configs.RealDataConfig` has 100 training and 900 test
+reviews, the rest the expert set, on which the simulated expert, a
+:class:`~elicit.paper.lasso_expert.LassoExpert`, is fitted. The model has a fixed tau2 per run.
+:class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep.
 """
 
 from __future__ import annotations
@@ -35,6 +27,7 @@ from elicit.model.variants import get_model
 from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.prior.setup import fixed_hyper, no_feedback_data
+from elicit.prior.tau2 import check_tau2
 
 #: Version of the memoised LASSO expert (:func:`make_expert`): raise it when the fit changes.
 EXPERT_MEMO_VERSION = 1
@@ -42,13 +35,8 @@ EXPERT_MEMO_VERSION = 1
 
 def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
                 memo: str | os.PathLike | None = None) -> LassoExpert:
-    """The LASSO expert of a run (fitted on its expert set).
-
-    ``memo`` is a folder where the fit is shared (:class:`~elicit.internal.memo.Memo`, keyed
-    by the expert set and the fit's settings): every sweep of a data set's runs has the same
-    expert (the expert set is standardised with its own statistics). Its weights and alpha
-    come back to the last bit (JSON).
-    """
+    """The LASSO expert of a run, shared through the folder ``memo`` if given (every sweep
+    of a data set's runs has the same expert; the weights come back to the last bit)."""
     state = int(rd.seed or 0) % (2**31)
 
     def fit() -> LassoExpert:
@@ -72,21 +60,18 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
 
 
 def run_expert(cfg: RealDataConfig, rd: RunData) -> LassoExpert:
-    """The LASSO expert of ``cfg``'s run prepared as ``rd`` (its rule and size; through
-    ``cfg.memo``)."""
+    """The LASSO expert of ``cfg``'s run prepared as ``rd``."""
     return make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
 
 
 def pool_candidates(cfg: RealDataConfig, expert: LassoExpert) -> np.ndarray | None:
-    """The candidate pairs of a run with ``cfg.pool``: the expert's answerable pairs
-    (``"paper"``), or None, every pair (``"open"``)."""
+    """The candidates of ``cfg.pool``: the expert's answerable pairs, or None (every pair)."""
     return expert.answerable_pairs() if cfg.pool == "paper" else None
 
 
 def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
     """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the candidate
-    pairs that make up the coupled set J (the sweep's: the expert's answerable pairs with the
-    paper's pool, None = every feature with the open one; None for the other models)."""
+    pairs that make up the coupled set J (:func:`pool_candidates`; else None)."""
     rd = cfg.run_data(run)
     expert = run_expert(cfg, rd)
     known = get_model(str(cfg.settings.model)).known_coupling
@@ -100,15 +85,12 @@ def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
         if tau2 is None:
             raise ElicitError("the configuration chooses tau2 per run by CV (its runinfo "
                               "record); give the run's tau2")
-    if not (np.isfinite(tau2) and tau2 > 0):
-        raise ElicitError(f"tau2 must be a positive number, got {tau2!r}")
-    return float(tau2)
+    return float(check_tau2(tau2, modes=()))
 
 
 def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | None = None,
                      expert: LassoExpert | None = None) -> RunProblem:
-    """The elicitation problem of run ``run``, prepared as ``rd`` (:func:`realdata_problem`);
-    ``expert`` the run's :func:`make_expert` if the caller has fitted it already."""
+    """:func:`realdata_problem` of run ``run`` prepared as ``rd`` (``expert`` if fitted)."""
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
         expert = run_expert(cfg, rd)
@@ -126,38 +108,20 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
 
 
 def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -> RunProblem:
-    """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem (its split from
-    :func:`elicit.data.sources.split_seed`), with the fixed prior scale ``tau2`` (default
-    ``cfg.tau2``, which must then be a number).
-
-    Returns
-    -------
-    RunProblem
-        Training data (standardised X, centred y), meta-features U, test set on the original
-        scale with ``y_offset`` = the training mean, the LASSO expert, the candidate pairs of
-        ``cfg.pool`` (:func:`pool_candidates`), and ``extra`` with the expert's summary and
-        the run's split seed.
-    """
+    """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem, with the fixed
+    prior scale ``tau2`` (default ``cfg.tau2``, which must then be a number): test MSE on
+    the original scale, the candidate pairs of :func:`pool_candidates`."""
     return problem_from_run(cfg.run_data(run), cfg, run, tau2)
 
 
 class RealDataMaker:
-    """A picklable ``make_problem(seed, run)`` of the real-data experiment ``cfg``; ``tau2``
-    is a fixed tau^2 for every run or a mapping run -> tau^2 (each run's CV choice), default
-    ``cfg.tau2``. Worker processes rebuild each run from the configuration."""
+    """A picklable ``make_problem(seed, run)`` of ``cfg``; ``tau2`` is one for every run or
+    run -> tau^2 (each run's CV choice), default ``cfg.tau2``."""
 
     def __init__(self, cfg: RealDataConfig,
                  tau2: float | Mapping[int, float] | None = None) -> None:
         self.cfg = cfg
         self.tau2 = dict(tau2) if isinstance(tau2, Mapping) else _run_tau2(cfg, tau2)
-
-    def tau2_for(self, run: int) -> float:
-        """The tau^2 of run ``run``."""
-        if isinstance(self.tau2, dict):
-            if run not in self.tau2:
-                raise ElicitError(f"no tau2 chosen for run {run}")
-            return float(self.tau2[run])
-        return self.tau2
 
     def settings(self) -> dict:
         """What a sweep's ``config.json`` records about the problems: the configuration's."""
@@ -166,14 +130,16 @@ class RealDataMaker:
     def __call__(self, seed: int, run: int) -> RunProblem:
         same = seed == self.cfg.settings.seed
         cfg = self.cfg if same else dataclasses.replace(self.cfg, seed=seed)
-        return realdata_problem(cfg, run, self.tau2_for(run))
+        if isinstance(self.tau2, dict) and run not in self.tau2:
+            raise ElicitError(f"no tau2 chosen for run {run}")
+        tau2 = float(self.tau2[run]) if isinstance(self.tau2, dict) else self.tau2
+        return realdata_problem(cfg, run, tau2)
 
 
 def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "numpy",
                 model: str = "paper", coupled: np.ndarray | None = None,
                 ) -> tuple[ModelData, MAPResult, float]:
-    """The no-feedback model of a run (``model``, coupled set ``coupled``): its data, MAP and
-    test MSE."""
+    """The no-feedback model of a run: its data, MAP and test MSE."""
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
     fit = eng.fit(data)

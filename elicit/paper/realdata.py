@@ -1,20 +1,8 @@
 """The real-data experiment: review ratings of Amazon, Yelp or any corpus (paper Sec. 4.2).
 
 :func:`run_realdata` runs the query strategies on runs of one data set, each answered by the
-run's LASSO expert (:mod:`elicit.paper.real_problem`), beside the regression baselines and
-reference lines of the same run (:mod:`elicit.paper.runinfo`). Its settings are one
-:class:`~elicit.paper.configs.RealDataConfig`. Folder layout (``make reproduce``'s)::
-
-    OUT/amazon/            run_realdata(RealDataConfig("amazon"), OUT / "amazon"): elicit realdata
-        config.json        the settings of the sweep (a rerun with other settings is refused)
-        mse.csv            dataset,strategy,run,n_feedback,mse: the strategies' curves, and
-                           rows with n_feedback 0 for the baselines and reference lines
-        runinfo.csv        one row per run: tau2, references, baselines, no-feedback MSEs
-        tau2_cv.csv        the CV choice of tau2 per run and the CV errors
-        fig5_amazon.png/.pdf
-        parts/amazon/...   resumable per-run results (sweep parts, runinfo)
-    OUT/table1.csv         elicit.paper.table1.run_table1(OUT): elicit table1
-    OUT/table1/            curves.csv (rnd/act MSE curves) and parts/ (resumable)
+run's LASSO expert (:mod:`elicit.paper.real_problem`), beside the baselines and reference
+lines of the same run (:mod:`elicit.paper.runinfo`).
 """
 
 from __future__ import annotations
@@ -45,38 +33,9 @@ from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, 
 
 @dataclass
 class RealDataResult:
-    """What :func:`run_realdata` wrote.
-
-    Attributes
-    ----------
-    dataset
-        The data set's label (``"amazon"``, ``"yelp"`` or a corpus name).
-    mse
-        The rows of ``mse.csv`` (strategy curves, baselines, reference lines).
-    baselines
-        Display label -> mean test MSE over runs of each baseline.
-    references
-        ``"mean"`` / ``"ceiling"`` / ``"yardstick"`` -> mean test MSE over runs.
-    tau2
-        Run -> the tau^2 it used.
-    tau2_cv
-        Run -> the tau^2 the CV picked (used only with ``tau2="cv"``).
-    tau2_is_cv
-        Whether the runs used the CV choice.
-    standardize
-        ``"model"`` or ``"train"``.
-    auc
-        Run -> the polarity AUC of its meta-features by its LASSO expert's groups (NaN when
-        the expert has keywords of one sign only).
-    meta_features
-        What the meta-features were: ``"counts"``, ``"ppmi 10"``, ``"lsa 25"``, a file name.
-    questions
-        ``"questions both, pool: ..."`` when the sweep asked feature questions or used another
-        pool than the paper's, else empty.
-    feature_questions
-        With feature questions: strategy -> the mean number of feature questions per run
-        (the summary then also shows each strategy's MSE averaged over answers 1..rounds).
-    """
+    """What :func:`run_realdata` wrote: ``mse.csv``'s rows, the baselines' and reference
+    lines' mean test MSEs, each run's tau^2 and CV choice, each run's polarity ``auc`` of its
+    meta-features, and with feature questions the mean number of them per run and strategy."""
 
     dataset: str
     mse: pd.DataFrame
@@ -127,77 +86,58 @@ class RealDataResult:
 
 
 def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) -> RealDataResult:
-    """The paper's real-data experiment on one data set (``elicit realdata``).
-
-    Parameters
-    ----------
-    cfg
-        The settings (:class:`~elicit.paper.configs.RealDataConfig`).
-    out
-        The output folder (layout in the module docstring).
-    progress
-        Show progress bars.
-
-    Returns
-    -------
-    RealDataResult
-        Also written: ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv`` and
-        ``fig5_<dataset>.png/.pdf``.
-    """
+    """The paper's real-data experiment on one data set (``elicit realdata``): writes
+    ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``fig5_<dataset>.png/.pdf``
+    and the resumable ``parts/`` into ``out``."""
+    out = Path(out)
     with cluster_scope(cfg.cluster):
-        return _run_realdata(cfg, Path(out), progress)
+        # Read the data (and run 0's meta-features) before config.json is written: a mistake in
+        # the input must not leave a folder that refuses the corrected rerun.
+        cfg.data.load()
+        cfg.run_data(0)
+        store = SweepStore.open(out, cfg.to_json())
 
+        # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
+        infos = ensure_runinfo(store, cfg, progress)
+        run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
+        tau2_cv_frame(infos).to_csv(out / "tau2_cv.csv", index=False)
+        runinfo_frame(cfg.name, infos).to_csv(out / "runinfo.csv", index=False)
 
-def _run_realdata(cfg: RealDataConfig, out: Path, progress: bool) -> RealDataResult:
-    # Read the data (and run 0's meta-features) before config.json is written: a mistake in
-    # the input must not leave a folder that refuses the corrected rerun.
-    cfg.data.load()
-    cfg.run_data(0)
-    store = SweepStore.open(out, cfg.to_json())
+        maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
+        sweep_cfg = cfg.sweep_config()
+        df = run_sweep(maker, sweep_cfg, store, progress)
+        df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
+        df.to_csv(out / "mse.csv", index=False)
 
-    # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
-    infos = ensure_runinfo(store, cfg, progress)
-    run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
-    tau2_cv_frame(infos).to_csv(out / "tau2_cv.csv", index=False)
-    runinfo_frame(cfg.name, infos).to_csv(out / "runinfo.csv", index=False)
-
-    maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
-    sweep_cfg = cfg.sweep_config()
-    df = run_sweep(maker, sweep_cfg, store, progress)
-    df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
-    df.to_csv(out / "mse.csv", index=False)
-
-    bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
-    refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}
-    n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
-    name = cfg.name
-    mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
-               title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
-                     f"({cfg.standardize} standardisation{questions_note(cfg)})",
-               baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
-                                         ceiling_label(n_ans): refs["ceiling"],
-                                         REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
-    paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
-    # per strategy, the mean number of questions of the kinds beside the paper's pairs
-    features = {} if paper else {
-        s: float(np.mean([sum(k not in PAPER_QUESTIONS
-                              for k in part_kinds(load_part(store, sweep_cfg, s, r)))
-                          for r in range(cfg.runs)]))
-        for s in sweep_cfg.strategies}
-    meta = store.settings
-    label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
-                Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"
-                else str(cfg.meta_features))
-    return RealDataResult(name, df, bl, refs, run_tau2,
-                          {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
-                          cfg.fixed_tau2 is None, str(cfg.standardize),
-                          {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
-                          questions_note(cfg).lstrip("; "), features)
+        bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
+        refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}
+        n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
+        name = cfg.name
+        mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
+                   title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
+                         f"({cfg.standardize} standardisation{questions_note(cfg)})",
+                   baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
+                                             ceiling_label(n_ans): refs["ceiling"],
+                                             REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
+        paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
+        features = {} if paper else {
+            s: float(np.mean([sum(k not in PAPER_QUESTIONS
+                                  for k in part_kinds(load_part(store, sweep_cfg, s, r)))
+                              for r in range(cfg.runs)]))
+            for s in sweep_cfg.strategies}
+        meta = store.settings
+        label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
+                    Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"
+                    else str(cfg.meta_features))
+        return RealDataResult(name, df, bl, refs, run_tau2,
+                              {int(i["run"]): float(i["tau2_cv_choice"]) for i in infos},
+                              cfg.fixed_tau2 is None, str(cfg.standardize),
+                              {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
+                              questions_note(cfg).lstrip("; "), features)
 
 
 def questions_note(cfg: RealDataConfig) -> str:
-    """``"; questions both, pool: ..."`` for a sweep with feature questions or another pool
-    than the paper's, else empty."""
+    """``"; questions both, pool: ..."`` unless the sweep asks the paper's questions."""
     if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
     return f"; questions {cfg.settings.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

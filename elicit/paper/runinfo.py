@@ -1,28 +1,10 @@
 """What a real-data run is measured against: baselines, reference lines and the tau2 CV.
 
-Before a real-data sweep asks any question, each run gets one *runinfo* record
-(:func:`prepare_runinfo`, ``OUT/parts/<dataset>/runinfo/runNNN.json``; resumable, computed
-in worker processes):
-
-* the regression baselines (LASSO, ridge, elastic net; :mod:`elicit.paper.baselines`);
-* the 5-fold CV choice of tau^2 (:func:`~elicit.prior.tau2.cv_tau2` over
-  :data:`~elicit.prior.tau2.SWEEP_TAU2_GRID`, on the 100 training reviews, no answer),
-  computed whether or not the sweep uses it, so a fixed-tau^2 sweep shows what CV would pick;
-* the reference lines that show how much room expert feedback has: ``mean`` (predicting the
-  training mean); ``ceiling`` (:func:`ceiling`: the model after *every* answer the expert can
-  give, in one fit; with feature questions every keyword's relevance and every pair of two
-  relevant keywords); ``yardstick`` (:func:`~elicit.paper.baselines.expert_yardstick`, the
-  expert's full knowledge put into the prior);
-* the no-feedback test MSE at :data:`NO_FEEDBACK_TAU2` and at the run's own tau^2
-  (``initial``), and the largest test |z|;
-* ``auc``: the polarity AUC of the run's meta-features by its LASSO expert's groups
-  (:func:`elicit.data.metafeatures.polarity_auc`).
-
-Records written before the yardstick or the AUC existed get them added when read. With a
-memo folder (``RealDataConfig.memo``) sweeps of the same runs share the pieces that depend
-on less than their settings (:func:`memoised_pieces`). ``OUT/runinfo.csv``
-(:func:`runinfo_frame`) holds one flat row per run and ``OUT/tau2_cv.csv``
-(:func:`tau2_cv_frame`) the CV errors.
+Before a sweep asks any question, each run gets one resumable *runinfo* record
+(:func:`prepare_runinfo`): the regression baselines, the 5-fold CV choice of tau^2 (also when
+the sweep's tau^2 is fixed), the reference lines ``mean``, ``ceiling`` (:func:`ceiling`) and
+``yardstick`` (docs/realdata.md), the no-feedback test MSEs, the largest test |z| and the
+polarity ``auc`` of the meta-features. ``runinfo.csv`` and ``tau2_cv.csv`` flatten them.
 """
 
 from __future__ import annotations
@@ -66,9 +48,10 @@ NO_FEEDBACK_TAU2: tuple[float, ...] = (0.003, 0.01)
 
 @dataclass(frozen=True)
 class Ceiling:
-    """The test MSE of the no-feedback model (the sweep's at 0 answers) and after every
-    answer the expert can give; ``counts`` per kind of question: the answers used and how
-    many have outcome 1 (similar, relevant)."""
+    """The test MSE of the no-feedback model and after every answer the expert can give;
+    ``counts`` per kind of question: the answers used and how many have outcome 1 (totals:
+    ``n_answers`` and ``n_similar`` of pairs, ``n_feature_answers`` and ``n_relevant`` of
+    the other kinds)."""
 
     initial: float
     ceiling: float
@@ -76,22 +59,18 @@ class Ceiling:
 
     @property
     def n_answers(self) -> int:
-        """Answers to the paper's questions (pairs) used."""
         return sum(self.counts.get(k, (0, 0))[0] for k in PAPER_QUESTIONS)
 
     @property
     def n_similar(self) -> int:
-        """Of which outcome 1 ("similar")."""
         return sum(self.counts.get(k, (0, 0))[1] for k in PAPER_QUESTIONS)
 
     @property
     def n_feature_answers(self) -> int:
-        """Answers to the other kinds of question (every feature's relevance)."""
         return sum(n for k, (n, _) in self.counts.items() if k not in PAPER_QUESTIONS)
 
     @property
     def n_relevant(self) -> int:
-        """Of which outcome 1 ("relevant")."""
         return sum(n for k, (_, n) in self.counts.items() if k not in PAPER_QUESTIONS)
 
 
@@ -100,11 +79,9 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
             questions: object = PAPER_QUESTIONS) -> Ceiling:
     """Give every answer the expert can give at once and refit; return both test MSEs.
 
-    The no-feedback model is set up as in a sweep (the problem's candidates, all pairs when
-    it has none, set the threshold prior); then one fit with all answers ("don't know" left
-    out), warm from the no-feedback MAP. Every question of each kind asked is answered, the
-    kinds in their scoring order, skipping those an earlier kind's answers closed (no pair
-    with a feature called irrelevant), as in an elicitation.
+    The no-feedback model is set up as in a sweep, then one fit with all answers ("don't
+    know" left out), warm from its MAP. The kinds are asked in their scoring order, skipping
+    the questions an earlier kind's answers closed, as in an elicitation.
     """
     eng = engine if isinstance(engine, Engine) else get_engine(engine, problem.hyper.variant)
     kinds = sorted(kinds_of(questions), key=lambda k: k.order)
@@ -138,11 +115,10 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     return Ceiling(mse0, mse, counts)
 
 
-def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | None,
-                grid: Sequence[float] = SWEEP_TAU2_GRID) -> tuple[float, dict[float, float]]:
-    """The 5-fold CV choice of tau^2 of run ``run`` (``rd`` and ``cands`` of
-    :func:`~elicit.paper.real_problem.run_setup`) and every grid value's CV error."""
-    return cv_tau2(rd.X_train, rd.y_train, rd.U, grid,
+def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData,
+                cands: np.ndarray | None) -> tuple[float, dict[float, float]]:
+    """The CV choice of tau^2 of run ``run`` (of ``run_setup``) and every CV error."""
+    return cv_tau2(rd.X_train, rd.y_train, rd.U, SWEEP_TAU2_GRID,
                    rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
                    model=str(cfg.settings.model),
                    candidates=cands if cands is not None and len(cands) else None)
@@ -153,13 +129,11 @@ MEMO_VERSION = 1
 
 
 @single_blas_thread
-def prepare_runinfo(cfg: RealDataConfig, run: int,
-                    grid: Sequence[float] = SWEEP_TAU2_GRID) -> dict:
-    """The record of one run (module docstring); with ``cfg.memo``, the pieces other sweeps
-    of the same runs compute alike come from that memo (:func:`memoised_pieces`)."""
+def prepare_runinfo(cfg: RealDataConfig, run: int) -> dict:
+    """The record of one run (module docstring)."""
     # the CV fits the sweep's model, whose known-coupling variants need the candidate pairs
     rd, expert, cands = run_setup(cfg, run)
-    piece = memoised_pieces(cfg, run, rd, expert, cands, grid)
+    piece = memoised_pieces(cfg, run, rd, expert, cands)
     best, scores = piece["tau2_cv"]
     tau2 = best if cfg.fixed_tau2 is None else cfg.fixed_tau2
     problem = problem_from_run(rd, cfg, run, tau2, expert=expert)
@@ -188,20 +162,11 @@ def prepare_runinfo(cfg: RealDataConfig, run: int,
 
 
 def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExpert,
-                    cands: np.ndarray | None, grid: Sequence[float] = SWEEP_TAU2_GRID,
-                    ) -> dict:
-    """The pieces of run ``run``'s record that depend on less than the sweep's settings,
-    each through the memo in ``cfg.memo`` (:class:`~elicit.internal.memo.Memo`; None:
-    computed here) and keyed by exactly what it is computed from, so that the sweeps of one
-    reproduction share it where those agree.
-
-    Returns
-    -------
-    dict
-        ``baselines`` (:func:`~elicit.paper.baselines.fit_baselines`), ``tau2_cv`` (the
-        choice and tau^2 -> CV error, :func:`run_cv_tau2`), ``no_feedback`` (``repr(tau2)``
-        -> MSE at each of :data:`NO_FEEDBACK_TAU2`), ``yardstick`` (its ``mse`` and ``tau2``).
-    """
+                    cands: np.ndarray | None) -> dict:
+    """The pieces of run ``run``'s record that depend on less than the sweep's settings:
+    ``baselines``, ``tau2_cv`` (choice, tau^2 -> CV error), ``no_feedback`` and
+    ``yardstick``, each through the memo in ``cfg.memo`` (None: computed here) keyed by
+    exactly what it is computed from, so that sweeps share it where those agree."""
     import sklearn
 
     memo = Memo(cfg.memo)
@@ -209,7 +174,6 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
             "y_test": rd.y_test, "y_mean": float(rd.y_mean)}
     seed = cfg.settings.seed
     stream = {"seed": int(seed), "run": int(run)}
-    grid = tuple(float(g) for g in grid)
     bl_state = int(run_stream(seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
     baselines = memo("baselines", MEMO_VERSION,
                      {**data, "random_state": bl_state, "sklearn": sklearn.__version__},
@@ -217,13 +181,13 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
                                            rd.y_mean, random_state=bl_state))
 
     def cv() -> dict:
-        best, scores = run_cv_tau2(cfg, run, rd, cands, grid)
+        best, scores = run_cv_tau2(cfg, run, rd, cands)
         return {"best": best, "scores": [[t, v] for t, v in scores.items()]}
 
     # the candidates as run_cv_tau2 passes them on (none and no pairs are the same CV)
     pairs = cands if cands is not None and len(cands) else None
     got = memo("tau2_cv", MEMO_VERSION,
-               {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": grid, **stream,
+               {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": SWEEP_TAU2_GRID, **stream,
                 "stream": STREAM_TAU2_CV, "model": cfg.settings.model, "candidates": pairs}, cv)
     eng = get_engine("numpy", "fixed")
     no_fb = memo("no_feedback", MEMO_VERSION,
@@ -231,23 +195,22 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
                  lambda: {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2})
 
     def yardstick() -> dict:
-        yard = _yardstick(cfg, run, rd, expert, grid)
+        yard = _yardstick(cfg, run, rd, expert)
         return {"mse": yard.mse, "tau2": yard.tau2}
 
     yard = memo("yardstick", MEMO_VERSION,
-                {**data, "coef": np.asarray(expert.coef_, dtype=float), "grid": grid, **stream,
-                 "stream": STREAM_TAU2_CV, "irrelevant_scale": IRRELEVANT_SCALE,
-                 "coupling": SIGN_COUPLING}, yardstick)
+                {**data, "coef": np.asarray(expert.coef_, dtype=float),
+                 "grid": SWEEP_TAU2_GRID, **stream, "stream": STREAM_TAU2_CV,
+                 "irrelevant_scale": IRRELEVANT_SCALE, "coupling": SIGN_COUPLING}, yardstick)
     return {"baselines": baselines, "no_feedback": no_fb, "yardstick": yard,
             "tau2_cv": (got["best"], {float(t): v for t, v in got["scores"]})}
 
 
-def _yardstick(cfg: RealDataConfig, run: int, rd, expert,
-               grid: Sequence[float] = SWEEP_TAU2_GRID):
+def _yardstick(cfg: RealDataConfig, run: int, rd, expert):
     # the CV's folds are the sweep's: the same stream as the run's tau2 CV
     rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV))
     return expert_yardstick(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
-                            expert.coef_, rng=rng, grid=grid)
+                            expert.coef_, rng=rng)
 
 
 def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:
@@ -255,8 +218,8 @@ def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:
 
 
 def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True) -> list[dict]:
-    """Compute (or reuse) the records (:func:`prepare_runinfo`) of runs ``0..cfg.runs-1`` in
-    ``cfg.jobs`` processes; records in ``store``'s ``parts/<dataset>/runinfo/``."""
+    """Compute (or reuse) the records of runs ``0..cfg.runs-1`` in ``cfg.jobs`` processes;
+    a record from before the AUC or the yardstick gets it added."""
     name = cfg.name
     run_tasks(_runinfo_task, [(store, cfg, r) for r in range(cfg.runs)], jobs=cfg.jobs,
               desc=f"{name}: baselines, references, tau2 CV", progress=progress,
@@ -295,9 +258,7 @@ def reference_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
 
 
 def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
-    """One flat row per run (``OUT/runinfo.csv``): settings, references, baselines,
-    no-feedback MSEs (``nofb_<tau2>``), the largest test |z| and the polarity ``auc`` of
-    the meta-features."""
+    """One flat row per run (``OUT/runinfo.csv``)."""
     rows = []
     for i in infos:
         row = {"dataset": dataset, "run": i["run"], "split_seed": i["split_seed"],
@@ -312,8 +273,7 @@ def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
 
 
 def tau2_cv_frame(infos: Sequence[dict]) -> pd.DataFrame:
-    """``OUT/tau2_cv.csv``: per run the tau^2 used, the CV choice and every grid value's CV
-    error."""
+    """``OUT/tau2_cv.csv``: per run the tau^2 used, the CV choice and every CV error."""
     rows = []
     for info in infos:
         row = {"run": info["run"], "tau2": info["tau2"], "tau2_cv": info["tau2_cv_choice"]}

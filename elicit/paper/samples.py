@@ -1,30 +1,18 @@
 """Table 1's "more samples instead": add training reviews instead of asking the expert.
 
-:func:`more_samples_curve` starts from a run's training set with no feedback and adds
-reviews from the expert set one at a time, refitting the no-feedback MAP of gamma (numpy
-engine, warm-started) after each addition and recording the test MSE.
-
-* ``rnd`` adds them in a uniformly random order;
-* ``act`` adds the review with the largest expected information gain about beta under the
-  current posterior (Seeger 2008): with ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)`` and
-  ``y = x' beta + e``, ``e ~ N(0, sigma2)``, it is ``0.5 log(1 + x' Sigma* x)`` (sigma2
-  cancels), so ACT is maximum-variance sampling at the current MAP kernel. The gain ignores
-  how the new sample would move gamma.
-* Added reviews are standardised with the run's input statistics and their ratings centred
-  on the initial training mean: the test set, the meta-features ``U`` and the prior stay
-  those of the elicitation runs; only the data grow. Under ``standardize="train"`` a review
-  with a keyword rare in the training reviews gets a large standardised value, and so a
-  large ``x' Sigma* x``, which ACT favours.
-
-:func:`ensure_sample_curves` runs both loops for every run of a real-data sweep (resumable,
-in worker processes).
+:func:`more_samples_curve` adds reviews of the expert set to a run's training set one at a
+time, refitting the no-feedback MAP after each and recording the test MSE: ``rnd`` in a
+random order, ``act`` the review with the largest expected information gain about beta
+(Seeger 2008), ``0.5 log(1 + x' Sigma* x)`` under ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)``
+(sigma2 cancels; the gain ignores how the sample would move gamma). Added reviews are
+standardised with the run's statistics and centred on its training mean: only the data grow.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -46,30 +34,22 @@ from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.real_problem import initial_fit, run_setup
 from elicit.prior.setup import coupled_features, fixed_hyper, no_feedback_data
 
-#: Methods of the sample-addition loops.
 SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
 
 Method = Literal["rnd", "act"]
 
 
 def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarray]:
-    """The expert set as extra training samples: counts standardised as the run's inputs,
-    ratings minus the initial training mean."""
+    """The expert set as extra training samples, in the run's training coordinates."""
     X_pool = rd.standardize_counts(dataset.counts[rd.expert_idx])
     y_pool = dataset.ratings[rd.expert_idx].astype(float) - rd.y_mean
     return X_pool, y_pool
 
 
-def information_gain(post: NIGPosterior, X_cand: np.ndarray) -> np.ndarray:
-    """``0.5 log(1 + x' Sigma* x)`` for each row x of ``X_cand`` (module docstring)."""
-    return SAMPLE_GAIN.score(post, X_cand)
-
-
 @dataclass
 class SampleCurve:
-    """One sample-addition loop: ``mse[t]`` is the test MSE after ``t`` added samples;
-    ``added[t-1]`` the expert-set row added at step t and ``gain[t-1]`` its information gain
-    (NaN for ``rnd``)."""
+    """One sample-addition loop: ``mse[t]`` the test MSE after ``t`` added samples,
+    ``added[t-1]`` the row added at step t and ``gain[t-1]`` its gain (NaN for ``rnd``)."""
 
     method: str
     mse: list[float]
@@ -81,9 +61,7 @@ class SampleCurve:
     seconds: float
 
     def to_json(self) -> dict:
-        return {"method": self.method, "mse": self.mse, "added": self.added, "gain": self.gain,
-                "stop_level": self.stop_level, "max_samples": self.max_samples,
-                "exhausted": self.exhausted, "seconds": self.seconds}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, d: dict) -> SampleCurve:
@@ -104,15 +82,11 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
                        engine: str | Engine = "numpy",
                        start: tuple[ModelData, MAPResult] | None = None,
                        model: str = PAPER, coupled: np.ndarray | None = None) -> SampleCurve:
-    """Add expert-set samples one at a time to run ``rd``'s training set; record the test MSE.
-
-    ``X_pool``, ``y_pool`` are the candidates in training coordinates (:func:`expert_pool`);
-    ``method`` is ``"rnd"`` (random order from ``rng``) or ``"act"`` (maximum information
-    gain; ties to the lowest row). The loop stops after ``max_samples`` additions, when the
-    pool is used up, or once the test MSE is at or below ``stop_level``. The model (fixed
-    ``tau2``, ``model`` and, for known coupling, the coupled set J ``coupled``: the sweep's)
-    is refitted warm by ``engine`` from ``start``, the no-feedback (data, MAP) if given.
-    """
+    """Add samples of ``X_pool``, ``y_pool`` (:func:`expert_pool`) one at a time to run
+    ``rd``'s training set by ``method`` (module docstring; ``act`` ties to the lowest row);
+    record the test MSE. The loop stops after ``max_samples`` additions, when the pool is used
+    up, or at ``stop_level``; the model (fixed ``tau2``, ``model``, coupled set ``coupled``)
+    is refitted warm by ``engine`` from ``start``, the no-feedback (data, MAP) if given."""
     if method not in SAMPLE_METHODS:
         raise ElicitError(f"unknown method {method!r}: use one of {', '.join(SAMPLE_METHODS)}")
     if max_samples < 0:
@@ -154,7 +128,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
             q = quad(post.Sigma)
             q[~left] = -np.inf
             k = int(np.argmax(q))
-            gains.append(float(information_gain(post, X_pool[k:k + 1])[0]))
+            gains.append(float(SAMPLE_GAIN.score(post, X_pool[k:k + 1])[0]))
         left[k] = False
         added.append(k)
         X = np.vstack([X, X_pool[k]])
@@ -237,14 +211,9 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
 def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],
                          max_samples: int, stop_level: Mapping[int, float] | None,
                          progress: bool = True) -> dict[str, list[SampleCurve]]:
-    """Compute (or reuse) the rnd/act curves of runs ``0..cfg.runs-1`` in ``cfg.jobs``
-    processes.
-
-    ``store`` and ``cfg`` are the sweep's (the curves are its records,
-    :meth:`~elicit.harness.store.SweepStore.samples_path`); ``tau2`` maps a run to its
-    tau^2 and ``stop_level`` to the MSE at which its loops may stop (None: never early). A
-    stored curve is reused when it :meth:`~SampleCurve.covers` the request.
-    """
+    """Compute (or reuse: :meth:`SampleCurve.covers`) the rnd/act curves of the sweep's runs
+    ``0..cfg.runs-1`` in ``cfg.jobs`` processes; ``tau2`` and ``stop_level`` map a run to its
+    tau^2 and the MSE at which its loops may stop (None: never early)."""
     key = store.folder.name
 
     def left(task: _SamplesTask) -> _SamplesTask | None:

@@ -1,11 +1,6 @@
-"""The steps of the paper's reproduction (``experiments/reproduce.py``, ``make reproduce``).
-
-Each step is one experiment into its own folder under ``OUT`` (``table1`` into
-``OUT/table1.csv``), in the order of :data:`STEPS`: ``synthetic`` (Figs. 3-4); ``amazon``,
-``yelp`` (Fig. 5 with the defaults); ``kitchen`` (the shipped raw Amazon kitchen reviews);
-the paper-literal (``--paper``), recommended (``--recommended``) and mixed (``--questions
-both``, the open pool) sweeps; ``table1``. The reproduction script runs them and ``elicit
-bench --suite`` times one run of each, both from the experiments built here.
+"""The steps of the paper's reproduction (``make reproduce``; ``elicit bench --suite`` times
+one run of each): each one experiment into its own folder under ``OUT``, in the order of
+:data:`STEPS`.
 """
 
 from __future__ import annotations
@@ -27,14 +22,12 @@ from elicit.paper.configs import RealDataConfig, SyntheticConfig
 LITERAL = {f"{d}-paper": d for d in DATASETS}
 #: The sweeps of the recommended configuration: folder -> data set.
 RECOMMENDED_STEPS = {f"{d}-recommended": d for d in DATASETS}
-#: The corpus step's folder and label.
 KITCHEN = "kitchen"
 #: The sweeps with relevance and pair questions: folder -> data set.
 MIXED_STEPS = {f"{d}-mixed": d for d in (*DATASETS, KITCHEN)}
 #: Every step, in the order a reproduction runs them.
 STEPS = ("synthetic", *DATASETS, KITCHEN, *LITERAL, *RECOMMENDED_STEPS, *MIXED_STEPS, "table1")
-#: Steps a reproduction runs at the same time with more than one worker: while one step
-#: waits for its last runs, the next one's first runs keep the workers busy.
+#: Steps run at a time with several workers: the next one's first runs keep them busy.
 STEPS_AT_ONCE = 2
 #: Runs and answers of the mixed sweeps (the paper's 50 x 100, as every other step).
 MIXED_RUNS = 50
@@ -43,14 +36,9 @@ MIXED_ROUNDS = 100
 
 @dataclass(frozen=True)
 class StepSettings:
-    """What a reproduction chooses for its steps (the options of ``reproduce.py``).
-
+    """What a reproduction chooses for its steps (the options of ``reproduce.py``):
     ``runs`` is the synthetic step's, ``real_runs`` the real-data steps' and Table 1's,
-    ``mixed_runs`` and ``mixed_rounds`` the mixed steps'; ``kitchen`` the review corpus of the
-    kitchen steps (default the data directory's shipped one); ``memo`` a folder where the
-    real-data steps share what they compute alike for the same runs (their configurations'
-    ``memo``; None: each step computes its own).
-    """
+    ``mixed_*`` the mixed steps'; ``kitchen`` the corpus (default the shipped one)."""
 
     runs: int = 50
     real_runs: int = 50
@@ -65,7 +53,6 @@ class StepSettings:
     memo: str | os.PathLike | None = None
 
     def runs_of(self, step: str) -> int:
-        """The runs of ``step``."""
         return (self.runs if step == "synthetic" else self.mixed_runs if step in MIXED_STEPS
                 else self.real_runs)
 
@@ -104,8 +91,7 @@ def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource
 
 def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool = True,
              samples: int | None = None) -> str:
-    """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``); return its summary.
-    ``samples`` is Table 1's cap (default :data:`~elicit.paper.table1.DEFAULT_SAMPLES`)."""
+    """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``); return its summary."""
     from elicit.paper.realdata import run_realdata
     from elicit.paper.synthetic import run_synthetic
     from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
@@ -124,9 +110,8 @@ def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool 
 
 
 def step_after(step: str) -> tuple[str, ...]:
-    """The steps ``step`` waits for in :func:`run_steps`: Table 1 reads the default Amazon
-    and Yelp sweeps, and a data set's other sweeps share its runs' experts and baselines
-    with its default sweep through the memo."""
+    """The steps ``step`` waits for in :func:`run_steps`: Table 1 reads the default sweeps,
+    and a data set's other sweeps share its memo with its default sweep."""
     if step not in STEPS:
         raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
     if step == "table1":
@@ -138,20 +123,16 @@ def step_after(step: str) -> tuple[str, ...]:
 
 
 def steps_at_once(jobs: int, cluster: str | None = None) -> int:
-    """How many steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` on several
-    workers or a cluster, else one."""
+    """Steps :func:`run_steps` runs at a time: :data:`STEPS_AT_ONCE` with workers, else 1."""
     return STEPS_AT_ONCE if jobs > 1 or cluster is not None else 1
 
 
 def run_steps(steps: Sequence[str], out: str | os.PathLike, s: StepSettings, *,
               progress: bool = True, samples: int | None = None, cluster: str | None = None,
               done: Callable[[str, str, float, float], None] | None = None) -> dict[str, str]:
-    """Run ``steps`` (:func:`run_step` each) into ``out``; return their summaries.
-
-    With ``s.jobs`` > 1 (or a ``cluster``) the steps share one executor and
-    :func:`steps_at_once` of them run at a time, in the order given, each after the steps it
-    reads or shares with (:func:`step_after`). The results are those of the steps one after
-    the other. ``done(step, summary, wall_s, cpu_s)`` is called as each step ends.
+    """Run ``steps`` into ``out``; return their summaries. :func:`steps_at_once` of them run
+    at a time on one executor, each after :func:`step_after`'s; the results are those of the
+    steps one after the other. ``done(step, summary, wall_s, cpu_s)`` is called as each ends.
     """
     with one_blas_thread(), cluster_scope(cluster, s.jobs):
         return run_pipeline(steps, lambda step: run_step(step, out, s, progress, samples),

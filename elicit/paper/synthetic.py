@@ -1,9 +1,5 @@
-"""The paper's synthetic experiment (Afrabandpey et al. 2019, Sec. 4.1, Figs. 3-4).
-
-The data are drawn by :func:`elicit.model.simulate.make_synthetic` (p = 25 features in four
-groups, d = 9 meta-features; beyond the paper, optionally with ``irrelevant`` features of
-true weight 0). :func:`run_synthetic` runs the query strategies on them, answered by an
-oracle that knows the groups (similar = same group).
+"""The paper's synthetic experiment (Afrabandpey et al. 2019, Sec. 4.1, Figs. 3-4): the data
+of :func:`elicit.model.simulate.make_synthetic`, answered by an oracle that knows the groups.
 """
 
 from __future__ import annotations
@@ -29,11 +25,9 @@ from elicit.paper.configs import SyntheticConfig, check_pool
 
 def synthetic_problem(seed: int, run: int, n_train: int = 20, irrelevant: int = 0,
                       pool: str = "paper") -> RunProblem:
-    """Run ``run`` of the synthetic experiment (learned tau2, group oracle; data from
-    ``SeedSequence([seed, run])``). ``irrelevant`` features have the true weight 0; the
-    candidate pairs are, for ``pool="paper"``, the oracle's answerable pairs (all pairs when
-    every feature is relevant, the paper's case) and, for ``"open"``, all pairs.
-    """
+    """Run ``run`` of the synthetic experiment (data from ``SeedSequence([seed, run])``);
+    ``irrelevant`` features have the true weight 0; the candidates with ``pool="paper"`` are
+    the oracle's answerable pairs (all pairs in the paper's case)."""
     sd = make_synthetic(np.random.default_rng(np.random.SeedSequence([seed, run])),
                         n_train=n_train, irrelevant=irrelevant)
     candidates = None
@@ -46,8 +40,7 @@ def synthetic_problem(seed: int, run: int, n_train: int = 20, irrelevant: int = 
 
 
 class SyntheticMaker:
-    """A picklable ``make_problem(seed, run)`` of the synthetic experiment, with the
-    parameters of :func:`synthetic_problem`."""
+    """A picklable ``make_problem(seed, run)``: :func:`synthetic_problem`."""
 
     def __init__(self, n_train: int = 20, irrelevant: int = 0, pool: str = "paper") -> None:
         self.n_train = int(n_train)
@@ -81,21 +74,10 @@ class SyntheticResult:
 
 def run_synthetic(cfg: SyntheticConfig, out: str | Path,
                   progress: bool = True) -> SyntheticResult:
-    """The paper's synthetic experiment (``elicit synthetic``): Figs. 3 and 4.
-
-    Parameters
-    ----------
-    cfg
-        The settings (:class:`~elicit.paper.configs.SyntheticConfig`).
-    out
-        The output folder: ``config.json`` (the settings: a rerun with other ones is
-        refused), ``mse.csv``, ``fig4_mse.png`` (the MSE curves and predicting the mean),
-        ``fig3_K.png`` (K_opt beside the learned kernel of run 0 after
-        :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; only with the
-        sequential strategy and the built-in generator) and ``parts/`` (resumable).
-    progress
-        Show a progress bar.
-    """
+    """The paper's synthetic experiment (``elicit synthetic``): writes ``config.json``,
+    ``mse.csv``, ``fig4_mse.png``, ``fig3_K.png`` (K_opt beside run 0's learned kernel after
+    :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; built-in generator only)
+    and ``parts/`` into ``out``."""
     maker: SyntheticMaker | ProblemsDir = (
         SyntheticMaker(cfg.n_train, cfg.irrelevant, str(cfg.pool)) if cfg.problems is None
         else ProblemsDir(cfg.problems))

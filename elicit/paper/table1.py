@@ -1,19 +1,10 @@
 """The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level.
 
-:func:`samples_to_reach` and :func:`table1_rows` turn MSE curves (MSE after 0, 1, ..., T
-added training samples or expert answers) into the table. :func:`run_table1` makes the table
-of finished realdata sweeps (:func:`elicit.paper.realdata.run_realdata`)::
-
-    OUT/<sweep>/           the realdata sweeps (config.json, mse.csv, parts/)
-    OUT/table1.csv         the table (:func:`format_table1`)
-    OUT/table1/            curves.csv (the rnd/act MSE curves) and parts/ (resumable)
-
-Each sweep's ``config.json`` gives the data, seed, standardisation, tau2, meta-features,
-expert and model, so the sample-addition loops of :mod:`elicit.paper.samples` use exactly
-the sweep's splits and model; its ``mse.csv`` gives the SeqElc curves and each run's initial
-MSE, from which that run's relative levels are set; its runinfo gives the reference lines. A
-corpus sweep has only ``relative`` rows, with the paper's Amazon reductions
-(:data:`CORPUS_LEVELS`).
+:func:`run_table1` makes the table of finished realdata sweeps in ``OUT/<sweep>/`` into
+``OUT/table1.csv`` and ``OUT/table1/`` (the rnd/act curves). The sample-addition loops of
+:mod:`elicit.paper.samples` use each sweep's own splits and model (its ``config.json``); its
+``mse.csv`` gives the SeqElc curves and each run's initial MSE, from which the run's relative
+levels are set.
 """
 
 from __future__ import annotations
@@ -56,7 +47,6 @@ PAPER_COUNTS: dict[tuple[str, float], dict[str, int]] = {
 #: Levels of a corpus sweep (relative rows only): the paper's Amazon reductions.
 CORPUS_LEVELS: dict = PAPER_LEVELS["amazon"]
 
-#: Table 1 columns: random and active sample addition, sequential elicitation (answers).
 METHODS: tuple[str, ...] = ("rnd", "act", "seqelc")
 
 #: Default cap of the rnd/act sample-addition loops (they also stop at the lowest level).
@@ -64,21 +54,8 @@ DEFAULT_SAMPLES = 150
 
 
 def samples_to_reach(curve, level: float) -> int | None:
-    """The first number of added samples/answers at which the MSE is <= ``level``.
-
-    Parameters
-    ----------
-    curve
-        MSE after 0, 1, ..., T additions (index = number added).
-    level
-        The MSE level.
-
-    Returns
-    -------
-    int or None
-        The first index ``t`` with ``curve[t] <= level`` (0 if the initial MSE is already at
-        the level); None if the curve never reaches it. NaN entries never count as reached.
-    """
+    """The first index ``t`` of ``curve`` (MSE after 0, 1, ..., T additions) with
+    ``curve[t] <= level``, or None if it never reaches it (NaN never does)."""
     c = np.asarray(curve, dtype=float).reshape(-1)
     if c.size == 0:
         raise ElicitError("an MSE curve must have at least one point (the initial MSE)")
@@ -89,52 +66,36 @@ def samples_to_reach(curve, level: float) -> int | None:
 def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[float] | None
                 = None, paper_initial: float | None = None,
                 initial_mse: float | Sequence[float] | None = None,
-                methods: Sequence[str] = METHODS,
                 references: Mapping[str, Sequence[float]] | None = None,
                 kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
     """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
 
-    For each paper level L there are two rows:
-
-    * ``level_kind="paper"``: the level L itself (the paper's absolute number);
-    * ``level_kind="relative"``: the same *relative* reduction from our initial MSE,
-      ``initial_mse * L / paper_initial`` -- our initial MSE differs from the paper's, so a
-      paper level may be trivially reached or out of reach.
+    For each paper level L: a ``"paper"`` row at L itself, and a ``"relative"`` row at the
+    same relative reduction from our initial MSE, ``initial_mse * L / paper_initial`` (our
+    initial MSE differs from the paper's).
 
     Parameters
     ----------
-    dataset
-        Label for the ``dataset`` column; also picks the paper's levels and initial MSE
-        (:data:`PAPER_LEVELS`) when ``levels``/``paper_initial`` are not given.
+    dataset, levels, paper_initial
+        The ``dataset`` column, and the paper's levels and initial MSE (default: the
+        dataset's :data:`PAPER_LEVELS`).
     curves
-        Method name -> per-run MSE curves (a list of 1-D arrays or an ``(R, T+1)`` array).
-        Index t of a curve is the MSE after t added samples (rnd, act) or answers (seqelc).
-    levels, paper_initial
-        The paper's absolute levels and initial MSE.
+        Each of :data:`METHODS` -> per-run MSE curves (index t: after t samples or answers).
     initial_mse
-        Our initial MSE; default the mean of ``curve[0]`` over all runs and methods (all
-        methods start from the same fit, so their ``curve[0]`` agree within a run). A
-        sequence gives one initial MSE per run instead: run r's relative level is then
-        ``initial_mse[r] * L / paper_initial`` (the same relative reduction from that run's
-        own start, so a run whose split happens to start low is not counted as "reached at
-        0"), and the ``mse_level`` of a relative row is the mean of the runs' levels.
-    methods
-        Columns to produce; each must be a key of ``curves``.
+        Our initial MSE (default: the mean of every ``curve[0]``), or one per run: run r's
+        relative level is then its own, and a relative row's ``mse_level`` their mean.
     references
-        Reference line name (``"mean"``, ``"ceiling"``) -> its test MSE per run; each row
-        then has ``<name>_reached``, the fraction of runs whose reference is at or below the
-        level (the ceiling: whether answering every pair could reach it at all).
+        Reference line name -> its test MSE per run: ``<name>_reached`` is the fraction of
+        runs whose reference is at or below the level.
     kinds
         The row kinds to produce, ``"paper"`` and/or ``"relative"``.
 
     Returns
     -------
     list of dict
-        Keys ``dataset, mse_level, level_kind, reduction, paper_level`` and, per method m,
-        ``m`` (mean count over the runs that reached the level), ``m_reached`` (fraction of
-        runs that reached it) and ``m_runs``. A run that never reaches a level is left out of
-        the mean and counted in ``m_reached``; a level reached in no run gives ``m = NaN``
-        (shown as "not reached" by :func:`format_table1`), never a number.
+        ``dataset, mse_level, level_kind, reduction, paper_level`` and per method m: ``m``
+        (mean count over the runs that reached the level; NaN if none did), ``m_reached``
+        (their fraction) and ``m_runs``.
     """
     if levels is None or paper_initial is None:
         key = dataset.lower()
@@ -147,7 +108,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     if not paper_initial > 0:
         raise ElicitError(f"paper_initial must be positive, got {paper_initial!r}")
     runs: dict[str, list[np.ndarray]] = {}
-    for m in methods:
+    for m in METHODS:
         if m not in curves:
             raise ElicitError(f"no curves for method {m!r} (got {sorted(curves)})")
         rs = [np.asarray(c, dtype=float).reshape(-1) for c in curves[m]]
@@ -161,7 +122,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
     per_run = np.ndim(initial_mse) > 0
     if per_run:
-        bad = [m for m in methods if len(runs[m]) != init.size]
+        bad = [m for m in METHODS if len(runs[m]) != init.size]
         if bad:
             raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
                               f"{len(runs[bad[0]])} runs")
@@ -183,7 +144,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
                 lvl = lv if lv.size == vals.size else np.full(vals.size, lv.mean())
                 row[f"{name}_reached"] = float(np.mean(vals <= lvl)) if vals.size else np.nan
                 row[f"{name}_runs"] = int(vals.size)
-            for m in methods:
+            for m in METHODS:
                 counts = [samples_to_reach(c, lv[r] if lv.size > 1 else lv[0])
                           for r, c in enumerate(runs[m])]
                 got = [k for k in counts if k is not None]
@@ -194,31 +155,25 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     return rows
 
 
-def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
-                  references: Sequence[str] = REFERENCES) -> str:
-    """CSV text of :func:`table1_rows`.
-
-    Columns: ``dataset,mse_level,level_kind``, the methods' mean counts (a level reached in
-    no run is ``not reached``), their reached fractions ``k/R``, the paper's counts
-    ``paper_<method>`` (empty where the paper has none), the reference lines' reached
-    fractions ``<reference>_reached`` (empty without them) and ``sweep`` (the sweep's folder,
-    if the row has one).
-    """
+def format_table1(rows: Sequence[Mapping]) -> str:
+    """CSV text of :func:`table1_rows`: the methods' mean counts (or ``not reached``), their
+    reached fractions ``k/R``, the paper's counts, the reference lines' reached fractions and
+    the row's ``sweep``."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["dataset", "mse_level", "level_kind", *methods,
-                *(f"{m}_reached" for m in methods), *(f"paper_{m}" for m in methods),
-                *(f"{r}_reached" for r in references), "sweep"])
+    w.writerow(["dataset", "mse_level", "level_kind", *METHODS,
+                *(f"{m}_reached" for m in METHODS), *(f"paper_{m}" for m in METHODS),
+                *(f"{r}_reached" for r in REFERENCES), "sweep"])
     for r in rows:
         cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
-        cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in methods]
-        for m in methods:
+        cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in METHODS]
+        for m in METHODS:
             cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
         # the paper's counts for the row's paper level (none for a corpus)
         paper = PAPER_COUNTS.get((str(r["dataset"]).lower(),
                                   round(float(r.get("paper_level", np.nan)), 2)))
-        cells += [str(paper[m]) if paper and m in paper else "" for m in methods]
-        for ref in references:
+        cells += [str(paper[m]) if paper and m in paper else "" for m in METHODS]
+        for ref in REFERENCES:
             if f"{ref}_reached" in r and np.isfinite(r[f"{ref}_reached"]):
                 cells.append(f"{round(r[f'{ref}_reached'] * r[f'{ref}_runs'])}/"
                              f"{r[f'{ref}_runs']}")
@@ -230,8 +185,7 @@ def format_table1(rows: Sequence[Mapping], methods: Sequence[str] = METHODS,
 
 
 def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]:
-    """The sequential-elicitation MSE curves of runs ``0..runs-1`` of the sweep in
-    ``folder``, or an :class:`ElicitError` naming the command that makes them."""
+    """The sequential MSE curves of runs ``0..runs-1`` of the sweep in ``folder``."""
     path = folder / "mse.csv"
     hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
             "(table1 takes the SeqElc column from that sweep)")
@@ -251,14 +205,8 @@ def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]
 def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SAMPLES,
                jobs: int = 1, data_dir: str | Path | None = None, progress: bool = True,
                memo: str | os.PathLike | None = None) -> tuple[list[dict], pd.DataFrame]:
-    """Table 1 rows (:func:`table1_rows`) of the sweep in ``out/<sweep>/``, runs
-    ``0..runs-1``, and its rnd/act curves in long format (``dataset, method, run,
-    n_samples, mse``).
-
-    The loops add at most ``samples`` samples (stopping at the lowest level), in ``jobs``
-    processes, and keep their resumable parts in ``out/table1/parts/<sweep>/``; ``data_dir``
-    overrides the sweep's data directory and ``memo`` is the sweeps' shared memo folder.
-    """
+    """Table 1 rows of the sweep in ``out/<sweep>/``, runs ``0..runs-1``, and its rnd/act
+    curves in long format; the loops add at most ``samples`` samples, in ``jobs`` processes."""
     out = Path(out)
     folder = out / sweep
     store = SweepStore.find(folder)
@@ -273,7 +221,6 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     seq = sequential_curves(folder, dataset, runs)
     # the sweep's own splits, expert and model: samples and answers compared in one model
     cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs, memo=memo)
-    # the sweep's tau2 per run (runinfo exists already)
     infos = ensure_runinfo(store, cfg, progress)
     tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
 
@@ -309,7 +256,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
 
 @dataclass
 class Table1Result:
-    """What :func:`run_table1` wrote: the rows, ``table1.csv``'s text and the curves."""
+    """What :func:`run_table1` wrote."""
 
     rows: list[dict]
     text: str
@@ -321,9 +268,8 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
                data_dir: str | Path | None = None, progress: bool = True,
                cluster: str | None = None, memo: str | os.PathLike | None = None,
                ) -> Table1Result:
-    """Table 1 of the realdata sweeps in ``out/<sweep>/`` (``elicit table1``): writes
-    ``out/table1.csv`` and ``out/table1/curves.csv``. ``datasets`` are the sweeps' folder names;
-    ``cluster`` runs the loops on a Dask cluster; the rest as for :func:`table1_for`."""
+    """Table 1 of the realdata sweeps ``out/<dataset>/`` (``elicit table1``) into
+    ``out/table1.csv`` and ``out/table1/curves.csv``; the rest as for :func:`table1_for`."""
     out = Path(out)
     rows, longs = [], []
     with cluster_scope(cluster):

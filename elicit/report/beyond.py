@@ -13,13 +13,11 @@ from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.paper.configs import RECOMMENDED
 from elicit.report.realdata import Sweep, default_sweep, fmt, paired, sweep_section
 
-#: The document on the configurations beyond the paper, relative to the repository.
 BEYOND_DOC = Path("docs") / "beyond-the-paper.md"
 
 
 def _doc_link(out: Path, doc: Path) -> str:
-    """A Markdown link to the repository's ``doc`` from a report in ``out``: relative inside
-    the checkout, else the absolute path (the folder may be moved)."""
+    """A link to ``doc`` from ``out``: relative inside the checkout, else absolute."""
     repo = Path(__file__).resolve().parents[2]
     out = Path(out).resolve()
     target = repo / doc

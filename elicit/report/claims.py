@@ -1,9 +1,5 @@
-"""``REPORT.md``'s section "The paper's claims against ours", claim by claim.
-
-Each claim of the paper's real-data experiments (Sec. 4.2, Fig. 5, Table 1) is set against
-what the sweeps and Table 1 under the results folder show, with a verdict computed from those
-numbers by the rules written next to each claim below (a difference counts when it is more
-than two standard errors from zero).
+"""``REPORT.md``'s section "The paper's claims against ours": each claim of the paper's
+real-data experiments with a verdict computed by the rule written next to it.
 """
 
 from __future__ import annotations

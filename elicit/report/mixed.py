@@ -1,9 +1,6 @@
-"""The section "Relevance and pair questions" of ``results/REPORT.md``.
-
-The sweeps with feature questions (``elicit realdata --questions both``; :attr:`Sweep.mixed
-<elicit.report.realdata.Sweep.mixed>`), side by side, with the four reference lines of every
-mixed sweep in a fixed order (:data:`REFERENCE_ORDER`). A sweep whose pair questions come
-from the expert's answerable pairs (``--pool paper``) is shown only as a "best case" line.
+"""The section "Relevance and pair questions" of ``results/REPORT.md``: the sweeps with
+feature questions side by side; one whose pair questions come from the expert's answerable
+pairs (``--pool paper``) is shown only as a "best case" line.
 """
 
 from __future__ import annotations
@@ -27,13 +24,11 @@ REFERENCE_ORDER: dict[str, str] = {
     "ceiling": REFERENCE_LABELS["ceiling"],
     "yardstick": REFERENCE_LABELS["yardstick"],
 }
-#: The section's heading.
 HEADING = "## Relevance and pair questions"
 
 
 def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
-    """Per run, how many of the strategy's questions were of ``kind``, from the sweep's
-    per-run records; None when they are not there."""
+    """Per run, how many of the strategy's questions were of ``kind`` (None: no records)."""
     store = SweepStore.find(sweep.path) if sweep.path is not None else None
     if store is None:
         return None
@@ -142,7 +137,6 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",
             [_room_cell(s, k) for s in columns])
-    # how often each kind beside the paper's pairs was asked
     for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
                  and any(k in s.kinds for s in columns)]:
         for st in STRATEGY_ORDER:

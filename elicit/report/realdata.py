@@ -15,7 +15,7 @@ import pandas as pd
 
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS
-from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
+from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
 from elicit.errors import ElicitError
 from elicit.harness.labels import (
     BASELINES,
@@ -34,17 +34,12 @@ from elicit.paper.table1 import PAPER_LEVELS
 PAPER_FEATURES = {"amazon": 340, "yelp": 241}
 #: The numbers of answers at which strategies are compared (and the sweep's last round).
 CHECKPOINTS: tuple[int, ...] = (20,)
-#: Settings that folders written before the questions existed lack: pair questions from the
-#: expert's answerable pairs (the paper's).
-_LEGACY_QUESTIONS: dict[str, object] = {"questions": spell_questions(PAPER_QUESTIONS),
-                                        "pool": "paper"}
 
 
 @dataclass
 class Sweep:
-    """One realdata sweep folder, as the report reads it: its name under the results folder,
-    its ``config.json``, ``mse.csv``, ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent),
-    and the folder itself (None for a sweep made in memory)."""
+    """One realdata sweep folder, as the report reads it: its ``config.json``, ``mse.csv``,
+    ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent); ``path`` None: made in memory."""
 
     folder: str
     cfg: dict
@@ -58,18 +53,15 @@ class Sweep:
         return str(self.cfg.get("dataset", self.folder))
 
     def option(self, key: str) -> object:
-        """A setting of ``config.json``; one an older folder lacks is the value those sweeps
-        used (:data:`~elicit.harness.store.LEGACY_CONFIG`)."""
-        return self.cfg.get(key, LEGACY_CONFIG.get(key, _LEGACY_QUESTIONS.get(key)))
+        """A setting of ``config.json``, or the value older folders that lack it used."""
+        return self.cfg.get(key, LEGACY_CONFIG.get(key))
 
     @property
     def questions(self) -> str:
-        """Which kinds of question the expert was asked, as recorded (``"pairs"``, ...)."""
         return str(self.option("questions"))
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The names of the kinds of question the expert was asked."""
         return parse_questions(self.questions)
 
     @property
@@ -89,8 +81,7 @@ class Sweep:
 
     @property
     def uses_judgeable_set(self) -> bool:
-        """Whether the start uses the expert's judgeable set J (a known-coupling model with
-        the pool of answerable pairs)."""
+        """A known-coupling model with the answerable pairs: its start uses the set J."""
         model = str(self.option("model"))
         try:
             return get_model(model).known_coupling and self.pool == "paper"
@@ -125,8 +116,7 @@ class Sweep:
 
     @property
     def recommended(self) -> bool:
-        """The recommended configuration (``--recommended``,
-        :data:`~elicit.paper.configs.RECOMMENDED`)."""
+        """The recommended configuration (:data:`~elicit.paper.configs.RECOMMENDED`)."""
         return all(self.option(k) == v for k, v in RECOMMENDED.items())
 
     @property
@@ -158,7 +148,6 @@ class Sweep:
                                                              else f"{tau2:g}")
 
     def wide(self, strategy: str) -> pd.DataFrame:
-        """The strategy's MSE, runs x answers."""
         g = self.mse[self.mse.strategy == strategy]
         return g.pivot(index="run", columns="n_feedback", values="mse")
 
@@ -205,8 +194,7 @@ def load_sweep(folder: Path) -> Sweep | None:
 
 
 def find_sweeps(out: Path) -> list[Sweep]:
-    """Every realdata sweep under ``out``: the paper's data sets first, the paper-literal
-    configuration after the default one, corpora last."""
+    """Every realdata sweep under ``out``, in the report's order."""
     sweeps = [s for d in sorted(Path(out).iterdir()) if d.is_dir()
               for s in [load_sweep(d)] if s is not None]
     order = {d: k for k, d in enumerate(DATASETS)}
@@ -274,8 +262,7 @@ class Paired:
 
 
 def paired(sweep: Sweep, a: str, b: str, t: int) -> Paired | None:
-    """Strategy ``a`` minus strategy ``b`` per run after ``t`` answers, or None if either is
-    missing."""
+    """Strategy ``a`` minus ``b`` per run after ``t`` answers (None: either is missing)."""
     if a not in sweep.strategies or b not in sweep.strategies:
         return None
     wa, wb = sweep.wide(a), sweep.wide(b)
@@ -294,20 +281,13 @@ def n_answers(sweep: Sweep) -> float:
     if "n_feature_answers" in sweep.info:
         n = n + sweep.info.n_feature_answers.fillna(0).astype(float)
     elif sweep.mixed:  # runinfo.csv without the column: the per-run records have it
-        records = runinfo_records(sweep)
-        if len(records) != len(n):
+        store = SweepStore.find(sweep.path) if sweep.path is not None else None
+        records = [] if store is None else [store.load(store.runinfo_path(sweep.dataset, int(r)))
+                                            for r in sweep.info.run]
+        if store is None or not all(records):
             return float("nan")
-        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records])
+        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records if r])
     return float(n.mean())
-
-
-def runinfo_records(sweep: Sweep) -> list[dict]:
-    """The sweep's per-run runinfo records, run by run; empty when they are not there."""
-    store = SweepStore.find(sweep.path) if sweep.path is not None else None
-    if store is None or sweep.info is None:
-        return []
-    records = [store.load(store.runinfo_path(sweep.dataset, int(r))) for r in sweep.info.run]
-    return [r for r in records if r is not None] if all(records) else []
 
 
 def _tau2_summary(sweep: Sweep) -> str:
@@ -333,38 +313,35 @@ def _tau2_summary(sweep: Sweep) -> str:
 def sweep_table(sweep: Sweep) -> list[str]:
     """The table of one sweep: reference lines, curves at the checkpoints, baselines."""
     paper_init = PAPER_LEVELS.get(sweep.dataset, {}).get("initial")
-    has_paper = sweep.dataset in PAPER_LEVELS
+    unreported, fig5 = (("not reported", "Fig. 5 only") if sweep.dataset in PAPER_LEVELS
+                        else ("—", "—"))
     lines = ["| quantity | ours | paper |", "|---|---|---|"]
     init = sweep.initial()
     mean = sweep.per_run("mean")
     ceil = sweep.per_run("ceiling")
     if mean is not None:
-        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | "
-                     f"{'not reported' if has_paper else '—'} |")
+        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | {unreported} |")
     start = ("initial MSE (no answers; uses the expert's judgeable set J)"
              if sweep.uses_judgeable_set else "initial MSE (no feedback)")
-    lines.append(f"| {start} | {fmt(init)} | "
-                 f"{f'{paper_init:.2f}' if paper_init else '—'} |")
+    lines.append(f"| {start} | {fmt(init)} | {f'{paper_init:.2f}' if paper_init else '—'} |")
     for t in sweep.checkpoints():
         for s in sweep.strategies:
             w = sweep.wide(s)
             if t in w.columns:
-                lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | "
-                             f"{'Fig. 5 only' if has_paper else '—'} |")
+                lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | {fig5} |")
     if ceil is not None:
         lines.append(f"| **{ceiling_label(n_answers(sweep))}** (reference) | {fmt(ceil)} | "
-                     f"{'not reported' if has_paper else '—'} |")
+                     f"{unreported} |")
         lines.append(f"| initial − all answers given, per run | "
                      f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
     yard = sweep.per_run("yardstick")
     if yard is not None:
         lines.append(f"| **{REFERENCE_LABELS['yardstick']}** (reference) | {fmt(yard)} | "
-                     f"{'not reported' if has_paper else '—'} |")
+                     f"{unreported} |")
     for b in BASELINES:
         v = sweep.per_run(b)
         if v is not None:
-            lines.append(f"| {LABELS[b]} (100 training reviews) | {fmt(v)} | "
-                         f"{'Fig. 5 only' if has_paper else '—'} |")
+            lines.append(f"| {LABELS[b]} (100 training reviews) | {fmt(v)} | {fig5} |")
     for s in sweep.strategies:
         w = sweep.wide(s)
         if sweep.last in w.columns:
@@ -387,7 +364,7 @@ def paired_table(sweep: Sweep) -> list[str]:
     return lines
 
 
-def sweep_section(sweep: Sweep, level: str = "###") -> list[str]:
+def sweep_section(sweep: Sweep) -> list[str]:
     """One sweep: its settings, table, paired differences, figure and tau2 choices."""
     p = ""
     if sweep.info is not None and "n_features" in sweep.info:
@@ -403,7 +380,7 @@ def sweep_section(sweep: Sweep, level: str = "###") -> list[str]:
                f"{cfg.get('min_df') or 'scaled to the corpus'}), not one of the paper's "
                "matrices. ")
     lines = [
-        f"{level} {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
+        f"### {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
         src + f"{sweep.runs} runs x {sweep.last} answers; {p}LASSO expert rule "
         f"`{cfg.get('expert_rule', '?')}` ({cfg.get('expert_nonzero', '?')} keywords); pool "
         f"{cfg.get('pool_size', '?')} pairs per sequential round; utility "
@@ -457,8 +434,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
 
 
 def _beside_mean(label: str, model: pd.DataFrame, train: pd.DataFrame) -> str:
-    """Each standardisation's no-feedback model at tau2 = 0.01 against predicting the mean
-    (paired over runs)."""
+    """Each standardisation's no-feedback model at tau2 0.01 against predicting the mean."""
     parts = []
     for name, info in (("train", train), ("model", model)):
         if "nofb_0.01" not in info:

@@ -1,9 +1,5 @@
-"""``results/REPORT.md``: our numbers beside the paper's.
-
-The report is written from whatever the results folder holds (``make reproduce`` layout):
-``synthetic/``, every realdata sweep folder (:mod:`elicit.report.realdata` tells them apart
-by their ``config.json``) and ``table1.csv``; a missing part is left out. Every number is
-computed from those files; the only figures typed in are the paper's own.
+"""``results/REPORT.md``: our numbers beside the paper's, computed from whatever the results
+folder holds (a missing part is left out); the only figures typed in are the paper's own.
 """
 
 from __future__ import annotations
@@ -220,20 +216,13 @@ def write_report(out: Path, wall_s: float | None = None,
     ----------
     out
         The results folder.
-    wall_s, step_s
-        Wall time of the reproduce call and of each step, in seconds.
-    cpu_s, jobs
-        CPU time of each step (the process and its workers) and the number of worker
-        processes: CPU / jobs estimates the wall time on an idle machine.
-    step_runs
-        Runs of each step: the report then gives the CPU time per run.
+    wall_s, step_s, cpu_s, cpu_total_s
+        Wall time of the reproduce call and of each step, CPU time of each step and of the
+        whole call (default: the steps' sum), in seconds.
+    jobs, step_runs, steps_at_once
+        Worker processes, runs of each step, steps that ran at a time.
     commit
         The commit of the code that made the results.
-    cpu_total_s
-        CPU time of the whole call (default: the steps' sum), when the steps' own do not add
-        up to it (steps that share one pool of workers).
-    steps_at_once
-        Steps that ran at a time (their wall times overlap).
     """
     out = Path(out)
     lines = ["# elicit: reproduction report", ""]

@@ -344,7 +344,7 @@ def test_review_like_size_is_sparse_plus_offset_with_unit_embeddings():
     assert abs(prob.y.mean()) < 1e-12
     data = ModelData(prob.X, prob.y, prob.U, prob.hyper.with_threshold_mean(1.0))
     assert data_structure(data) is not None        # the structured path at this size
-    assert {prob.answer(0, j) for j in range(1, 60)} == {0, 1}
+    assert {prob.expert.answer(0, j).outcome for j in range(1, 60)} == {0, 1}
     assert "p10000" in bench.SIZES and "p10000" not in bench.SCALING_P
 
 

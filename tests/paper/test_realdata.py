@@ -124,9 +124,10 @@ def test_act_first_pick_maximises_gain(run0):
     data, fit, mse0 = initial_fit(rd)
     curve = S.more_samples_curve(rd, X_pool, y_pool, "act", 2, start=(data, fit))
     assert curve.mse[0] == pytest.approx(mse0) and len(curve.mse) == 3
+    from elicit.elicitation.utility import SAMPLE_GAIN
     from elicit.model.posterior import NIGPosterior
 
-    gain = S.information_gain(NIGPosterior.from_map(data, fit), X_pool)
+    gain = SAMPLE_GAIN.score(NIGPosterior.from_map(data, fit), X_pool)
     assert curve.added[0] == int(np.argmax(gain))
     assert curve.gain[0] == pytest.approx(gain.max())
     # The gain is 0.5 log(1 + x' Sigma* x) with Sigma* the posterior covariance factor.
