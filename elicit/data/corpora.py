@@ -1,10 +1,5 @@
-"""Bag-of-words corpora: :class:`BowDataset`, the paper's feature rule, the loaders.
-
-The paper's matrices are read by :func:`load_bow`, :func:`load_paper_bow` and
-:func:`load_dataset`; raw-text reviews are counted by :func:`vectorize_texts` and read by
-:func:`load_raw_reviews` and :func:`load_corpus`. The feature rule (:func:`select_features`)
-drops keywords whose tokens are all SMART stop words and keeps those in at least ``min_df``
-reviews.
+"""Bag-of-words corpora: :class:`BowDataset`, the paper's feature rule (keywords not all stop
+words, in at least ``min_df`` reviews) and the loaders of the paper's matrices and of raw text.
 """
 
 from __future__ import annotations
@@ -88,17 +83,15 @@ class BowDataset:
                           [self.vocabulary[i] for i in idx], self.name, self.source)
 
 
-def keyword_tokens(keyword: str) -> list[str]:
-    """The tokens of a keyword: split on ``_``, empty parts dropped (``""`` has none)."""
-    return [t for t in keyword.split("_") if t]
-
-
-def is_stopword_keyword(keyword: str, stopwords: Iterable[str]) -> bool:
-    """True if every token of ``keyword`` is a stop word, or it has none (Yelp's ``""``
+def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
+    """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``
     column, the tokens the source's a-z cleaning emptied)."""
-    sw = stopwords if isinstance(stopwords, (set, frozenset)) else set(stopwords)
-    toks = keyword_tokens(keyword)
-    return all(t.lower() in sw for t in toks)   # all([]) is True: no tokens -> dropped
+    return all(t.lower() in sw for t in keyword.split("_") if t)   # all([]): dropped
+
+
+def _check_min_df(min_df: object) -> None:
+    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
+        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
 
 
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
@@ -111,12 +104,11 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
     ElicitError
         If ``min_df`` is not a positive integer or nothing is left.
     """
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    _check_min_df(min_df)
     counts = np.asarray(counts)
     sw = frozenset(stopwords)
     df = np.count_nonzero(counts > 0, axis=0)
-    not_stop = np.array([not is_stopword_keyword(w, sw) for w in vocabulary], dtype=bool)
+    not_stop = np.array([not _all_stop(w, sw) for w in vocabulary], dtype=bool)
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(
@@ -181,24 +173,9 @@ def load_paper_bow(name: DatasetName | str,
 
 def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = None,
                  min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
-    """The paper's matrix with the paper's feature rule applied.
-
-    Drops every keyword whose ``_``-tokens are all SMART stop words (and Yelp's empty keyword
-    ``""``), then keeps the keywords that occur in at least ``min_df`` reviews. With the
-    default ``min_df=100`` this leaves 337 Amazon and 258 Yelp keywords (the paper reports 340
-    and 241; see ``docs/data.md``).
-
-    Parameters
-    ----------
-    name
-        ``"amazon"`` or ``"yelp"``.
-    data_dir
-        Explicit data directory (else see :func:`resolve_data_dir`).
-    min_df
-        Minimum number of reviews a keyword must occur in.
-    stopwords
-        Stop words; default the SMART list shipped with elicit (:func:`load_stopwords`).
-    """
+    """The paper's matrix ``"amazon"`` or ``"yelp"`` with the paper's feature rule
+    (:func:`select_features`): with ``min_df=100``, 337 Amazon and 258 Yelp keywords (the
+    paper reports 340 and 241; ``docs/data.md``). ``stopwords`` default to the SMART list."""
     ds = load_paper_bow(name, data_dir)
     sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
     keep = select_features(ds.counts, ds.vocabulary, sw, min_df)
@@ -220,24 +197,12 @@ def _preprocess(text: str) -> str:
 def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Iterable[str],
                     min_df: int, ngram_range: tuple[int, int] = (1, 2),
                     name: str = "texts", max_features: int | None = None) -> BowDataset:
-    """Count unigrams and bigrams of raw texts and apply the paper's feature rule.
+    """Count the n-grams (``ngram_range``) of raw texts and apply the paper's feature rule.
 
     Stop words are not removed before forming n-grams (that would turn "not good" into
     "good"): as in the paper's matrices an n-gram is dropped only when all of its tokens are
-    stop words. Bigrams are joined with ``_`` (``a_lot``).
-
-    Parameters
-    ----------
-    texts, ratings
-        The reviews and their integer ratings.
-    stopwords
-        The stop list (e.g. :func:`load_stopwords`).
-    min_df
-        Keep n-grams in at least this many texts (the paper's 100 suits ~5000 reviews).
-    ngram_range
-        Passed to ``CountVectorizer``.
-    max_features
-        Keep at most this many n-grams, those of highest document frequency (stable ties).
+    stop words. Bigrams are joined with ``_`` (``a_lot``). ``max_features`` keeps the n-grams
+    of highest document frequency (stable ties).
     """
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -248,8 +213,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
         raise ElicitError(f"{len(texts)} texts but {len(ratings_arr)} ratings")
     if not texts:
         raise ElicitError("no texts to vectorise")
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    _check_min_df(min_df)
     if min_df > len(texts):
         raise ElicitError(f"min_df = {min_df} exceeds the number of texts ({len(texts)}), so no "
                           "keyword can survive; lower min_df")
@@ -272,7 +236,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     # vocabulary is large.
     X = X.tocsc()
     df = np.diff(X.indptr)
-    not_stop = np.array([not is_stopword_keyword(w, sw) for w in vocab], dtype=bool)
+    not_stop = np.array([not _all_stop(w, sw) for w in vocab], dtype=bool)
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(f"the vocabulary is empty after filtering: no n-gram that is not all "
@@ -298,21 +262,10 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
                      min_df: int | None = None, ngram_range: tuple[int, int] = (1, 2),
                      stopwords: Iterable[str] | None = None,
                      max_features: int | None = None) -> BowDataset:
-    """Load raw-text reviews and vectorise them (:func:`vectorize_texts`).
-
-    Parameters
-    ----------
-    path_or_name
-        ``"amazon"`` / ``"yelp"`` (the shipped substitutes), or a JSONL or CSV file with
-        ``text`` and ``rating`` fields (other names: :func:`load_corpus`).
-    data_dir
-        Where the shipped files and the stop list are looked up.
-    min_df
-        Minimum document frequency; default :func:`default_min_df` (39 for the 2000 Amazon
-        reviews, 71 for the 3610 Yelp reviews).
-    stopwords
-        Stop words; default the SMART list (:func:`~elicit.data.files.load_stopwords`).
-    """
+    """:func:`load_corpus` of ``"amazon"`` / ``"yelp"`` (the shipped substitutes, looked up
+    in ``data_dir``) or of a JSONL or CSV file with ``text`` and ``rating`` fields, without
+    the size check; ``min_df`` default: 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
+    ones."""
     key = str(path_or_name)
     if key in RAW_FILES:
         path = data_file(RAW_FILES[key], data_dir)
@@ -370,35 +323,22 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 n_model: int | None = 1000, name: str | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
-    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``, one object per review) or CSV
-    with a header line (``.csv``), either optionally gzipped (``.gz``). Unigrams and bigrams of
-    the text are counted (:func:`vectorize_texts`); a keyword is kept if not all of its tokens
-    are SMART stop words and it occurs in at least ``min_df`` reviews.
-
     Parameters
     ----------
     path
-        The review file.
+        JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line, either
+        optionally gzipped (``.gz``), one review per record.
     text_field, rating_field
         The names of the review-text field and of the integer star-rating field.
     min_df
-        Minimum number of reviews a keyword must occur in. Default (None): the paper's
-        100-of-5149, scaled to the corpus (:func:`default_min_df`).
-    stopwords
-        Stop words; default the SMART list shipped with elicit.
-    ngram_range, max_features
-        Passed to :func:`vectorize_texts`.
+        Default (None): the paper's 100-of-5149, scaled to the corpus (:func:`default_min_df`).
+    stopwords, ngram_range, max_features
+        Passed to :func:`vectorize_texts` (default stop words: the shipped SMART list).
     n_model
-        The number of model reviews a run takes (:func:`~elicit.data.splits.prepare_run`,
-        default 1000 = 100 training + 900 test); a corpus with fewer reviews is refused
-        early. None skips the check.
+        The model reviews a run takes (:func:`~elicit.data.splits.prepare_run`); a corpus with
+        fewer is refused early. None skips the check.
     name
         A label for the data set; default the file name without its suffixes.
-
-    Returns
-    -------
-    BowDataset
-        Counts of the kept keywords, the ratings, and the keywords (bigrams joined by ``_``).
 
     Raises
     ------

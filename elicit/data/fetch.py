@@ -1,20 +1,11 @@
-"""Download the data files into the data directory (``elicit data fetch``).
+"""Download the data files into the data directory (``elicit data fetch``, ``docs/data.md``).
 
-:data:`MANIFEST` lists every file the data directory can hold with its public source and its
-SHA-256 sum (that of the shared data directory's file, whose ``README.md`` gives its
-provenance). Only the stop list is published as it is; the others were *converted* (the
-paper's matrices from MATLAB files, the Amazon reviews from Blitzer's ``.review`` files, the
-Yelp reviews from a cut-off ``review.json``). :func:`fetch` gets a file either
-
-* from a **mirror** (``mirror=`` or ``$ELICIT_DATA_MIRROR``: a URL or local folder holding
-  the finished files), checked against the file's SHA-256; or
-* from the **original sources** (the default): downloaded from GitHub at pinned commits
-  (``upstream=`` or ``$ELICIT_DATA_UPSTREAM`` replaces ``https://raw.githubusercontent.com``)
-  and converted here, checked against the SHA-256 of the content (for a gzip file the
-  uncompressed content: the compressed bytes depend on the zlib version and time stamp).
-
-A file is checked before it is written atomically, so a failed download leaves nothing
-behind; a file already present and verified is skipped.
+:data:`MANIFEST` lists every file with its public sources and its SHA-256 sum. :func:`fetch`
+takes a file from a mirror of finished files, or downloads its original sources (pinned
+commits on GitHub) and converts them here, checked against the SHA-256 of the content (for a
+gzip file the uncompressed content: the compressed bytes depend on the zlib version and time
+stamp). A file is checked before it is written atomically, so a failed download leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -437,15 +428,14 @@ def fetch_dir(option: str | os.PathLike | None = None) -> Path:
 def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
           mirror: str | None = None, force: bool = False, progress: bool = True,
           upstream: str | None = None, timeout: float = TIMEOUT) -> list[FetchResult]:
-    """Download the data files into ``data_dir`` and verify their SHA-256 sums.
+    """Download the data files into ``data_dir`` (created if missing) and verify their SHA-256
+    sums; one :class:`FetchResult` per file, in manifest order.
 
     Parameters
     ----------
-    data_dir
-        The data directory; created if missing.
     files
-        File names or groups (:data:`FILE_GROUPS`: ``all``, ``paper``, ``raw``, ``amazon``,
-        ``yelp``), a list or one comma-separated string; None means all.
+        File names or groups (:data:`FILE_GROUPS`), a list or one comma-separated string;
+        None means all.
     mirror
         Base URL (or local folder) holding the finished files as ``<mirror>/<file name>``;
         default ``$ELICIT_DATA_MIRROR``; none: the original sources are converted.
@@ -458,11 +448,6 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
         Base URL replacing :data:`GITHUB_RAW`, same layout; default ``$ELICIT_DATA_UPSTREAM``.
     timeout
         Seconds to wait for a server.
-
-    Returns
-    -------
-    list of FetchResult
-        One per file, in manifest order.
 
     Raises
     ------
@@ -494,32 +479,24 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
                 continue
             raise ElicitError(f"{path} is present but does not match its SHA-256 "
                               f"({spec.sha256}); delete it or fetch with force to replace it")
-        if mirror:
-            url = f"{_as_url(mirror)}/{urllib.parse.quote(spec.name)}"
-            say(f"{spec.name}: downloading {url}")
-            data = dl.get(url, spec.name)
+        urls = ((f"{_as_url(mirror)}/{urllib.parse.quote(spec.name)}",) if mirror
+                else tuple(s.url(base) for s in spec.sources))
+        for u in urls:
+            say(f"{spec.name}: downloading {u}")
+        raw = [dl.get(u, spec.name) for u in urls]
+        if mirror or spec.convert is None:
+            data = raw[0]
             if not verify(data, spec):
-                raise _mismatch(spec, spec.sha256, _sha256(data), url, data_dir)
-            urls: tuple[str, ...] = (url,)
+                raise _mismatch(spec, spec.sha256, _sha256(data), urls[0], data_dir)
             status = "downloaded"
         else:
-            urls = tuple(s.url(base) for s in spec.sources)
-            for u in urls:
-                say(f"{spec.name}: downloading {u}")
-            raw = [dl.get(u, spec.name) for u in urls]
-            if spec.convert is None:
-                data = raw[0]
-                if not verify(data, spec):
-                    raise _mismatch(spec, spec.sha256, _sha256(data), urls[0], data_dir)
-                status = "downloaded"
-            else:
-                content = spec.convert(raw)
-                want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
-                if _sha256(content) != want:
-                    raise _mismatch(spec, want, _sha256(content), "the conversion of "
-                                    + ", ".join(urls), data_dir)
-                data = _gzip_bytes(content, spec.name) if spec.gzipped else content
-                status = "converted"
+            content = spec.convert(raw)
+            want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
+            if _sha256(content) != want:
+                raise _mismatch(spec, want, _sha256(content), "the conversion of "
+                                + ", ".join(urls), data_dir)
+            data = _gzip_bytes(content, spec.name) if spec.gzipped else content
+            status = "converted"
         write_bytes_atomic(path, data)
         say(f"{spec.name}: {status}, SHA-256 verified ({len(data)} bytes)")
         results.append(FetchResult(spec.name, path, status, urls))

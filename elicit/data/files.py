@@ -1,6 +1,5 @@
-"""The data directory (:func:`resolve_data_dir`), the paper's file names, record readers (JSON
-Lines and CSV, optionally gzipped, with line numbers for the errors), stop words and
-vocabularies.
+"""The data directory, the paper's file names, record readers (JSON Lines and CSV, optionally
+gzipped, with line numbers for the errors), stop words and vocabularies.
 """
 
 from __future__ import annotations
@@ -61,7 +60,6 @@ DatasetName = Literal["amazon", "yelp"]
 # -- data directory ----------------------------------------------------------------------
 
 def _repo_root() -> Path:
-    """The repository: the parent of the ``elicit`` package directory."""
     return Path(__file__).resolve().parents[2]
 
 
@@ -73,25 +71,13 @@ def default_data_dirs() -> list[Path]:
 
 def resolve_data_dir(option: str | os.PathLike | None = None,
                      required: Sequence[str] = ()) -> Path:
-    """Find the data directory.
+    """The data directory that holds the files ``required``.
 
     The order is: ``option`` (the CLI's ``--data-dir``), the environment variable
     ``ELICIT_DATA``, ``<repo>/data/`` if it exists, ``<repo>/../shared/data``. An explicit
     choice (option or environment variable) is final: if it lacks a file we fail instead of
     silently reading other data. Among the two defaults the first existing directory that holds
     all ``required`` files wins.
-
-    Parameters
-    ----------
-    option
-        An explicit directory, or None.
-    required
-        File names that must exist in the directory.
-
-    Returns
-    -------
-    Path
-        The directory.
 
     Raises
     ------
@@ -136,7 +122,7 @@ def data_file(filename: str, data_dir: str | os.PathLike | None = None) -> Path:
 # -- low-level readers -------------------------------------------------------------------
 
 def _open_text(path: Path) -> io.TextIOBase:
-    """Open a text file, transparently gunzipping it when it starts with the gzip magic."""
+    """Open a text file, gunzipping it when it starts with the gzip magic."""
     if not path.is_file():
         raise ElicitError(f"file not found: {path}")
     with open(path, "rb") as fh:
@@ -239,18 +225,11 @@ def parse_rating(value: object, where: str) -> int:
 
 def load_stopwords(path: str | os.PathLike | None = None,
                    data_dir: str | os.PathLike | None = None) -> frozenset[str]:
-    """The stop list: one word per line, lower-cased; blank lines ignored.
+    """The stop list of the file ``path`` (one word per line, lower-cased; blank lines
+    ignored), by default the SMART list shipped with elicit.
 
-    By default the SMART list shipped with elicit (571 lines, 570 distinct words: ``would``
-    is listed twice). A copy in the data directory must list the same words in the same
-    order, else the two would silently give different features.
-
-    Parameters
-    ----------
-    path
-        A stop-word file to use instead (one word per line); no comparison is made.
-    data_dir
-        The data directory whose copy is compared with the shipped list.
+    A copy in the data directory ``data_dir`` must list the same words in the same order as
+    the shipped one, else the two would silently give different features.
 
     Raises
     ------
@@ -273,7 +252,6 @@ def load_stopwords(path: str | os.PathLike | None = None,
 
 
 def _read_word_list(p: Path) -> list[str]:
-    """The non-blank lines of a word list, stripped and lower-cased, in file order."""
     try:
         with _open_text(p) as fh:
             words = [w.strip().lower() for w in fh if w.strip()]

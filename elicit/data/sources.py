@@ -1,11 +1,6 @@
-"""Where a real-data run's reviews come from: the paper's matrices or any review corpus.
-
-A :class:`DataSource` names the reviews of a real-data sweep or session in a few picklable
-fields, so worker processes rebuild the data set themselves (once per process): the paper's
-matrices (:func:`paper_source`) or a JSON Lines or CSV review file (:func:`corpus_source`).
-Its :attr:`~DataSource.name` labels every output; :meth:`DataSource.config` is what a sweep's
-``config.json`` records and :func:`source_from_config` rebuilds the source from it. Run ``r``
-of seed ``s`` is split with :func:`split_seed` ``(s, r)``, whoever asks (:meth:`DataSource.run`).
+"""Where a real-data run's reviews come from: the paper's matrices (:func:`paper_source`) or
+a review file (:func:`corpus_source`), named in a few picklable fields so that worker
+processes rebuild the data set themselves, once per process.
 """
 
 from __future__ import annotations
@@ -50,10 +45,6 @@ class DataSource:
     rating_field: str = "rating"
     min_df: int | None = None
 
-    @property
-    def is_corpus(self) -> bool:
-        return self.corpus is not None
-
     def load(self) -> BowDataset:
         """The bag-of-words data set, loaded once per process (about a second per load)."""
         if self not in _CACHE:
@@ -71,9 +62,8 @@ class DataSource:
     def config(self) -> dict:
         """What a sweep's ``config.json`` records about its data (a corpus with its
         SHA-256, so another file under the same name is refused rather than mixed in)."""
-        if not self.is_corpus:
+        if self.corpus is None:
             return {"dataset": self.name, "data_dir": self.data_dir}
-        assert self.corpus is not None
         return {"dataset": self.name, "corpus": self.corpus,
                 "corpus_sha256": file_sha256(self.corpus), "text_field": self.text_field,
                 "rating_field": self.rating_field, "min_df": self.min_df}
@@ -83,9 +73,8 @@ _CACHE: dict[DataSource, BowDataset] = {}
 
 
 def _load(src: DataSource) -> BowDataset:
-    if not src.is_corpus:
+    if src.corpus is None:
         return load_dataset(src.name, src.data_dir)
-    assert src.corpus is not None
     ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
                      min_df=src.min_df, n_model=N_MODEL, name=src.name)
     if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
