@@ -29,20 +29,9 @@ from elicit.internal.paths import check_input_file
 
 @dataclass
 class BowDataset:
-    """A bag-of-words data set.
-
-    Attributes
-    ----------
-    counts
-        ``(n, V)`` dense ``int64`` array of keyword counts (dense is fine at these sizes:
-        5149 x 824 is 34 MB before filtering).
-    ratings
-        ``(n,)`` ``int64`` star ratings, the regression target.
-    vocabulary
-        The ``V`` keywords, in column order; bigrams are joined with ``_`` (``a_lot``).
-    name
-        A short label (``"amazon"``, ``"yelp"``, a file name).
-    """
+    """A bag-of-words data set: ``(n, V)`` dense ``int64`` keyword ``counts`` (dense is fine
+    at these sizes: 5149 x 824 is 34 MB), ``(n,)`` ``int64`` star ``ratings``, the ``V``
+    keywords of the columns (bigrams joined with ``_``: ``a_lot``) and a short label."""
 
     counts: np.ndarray
     ratings: np.ndarray
@@ -97,13 +86,7 @@ def _check_min_df(min_df: object) -> None:
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
                     min_df: int) -> np.ndarray:
     """Indices of the keywords the paper's rule keeps: not all tokens stop words, and in at
-    least ``min_df`` reviews.
-
-    Raises
-    ------
-    ElicitError
-        If ``min_df`` is not a positive integer or nothing is left.
-    """
+    least ``min_df`` reviews; an :class:`ElicitError` if nothing is left."""
     _check_min_df(min_df)
     counts = np.asarray(counts)
     sw = frozenset(stopwords)
@@ -121,14 +104,7 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
 def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike,
              vocabulary_key: str | None = None, name: str | None = None) -> BowDataset:
     """Load a bag-of-words JSONL file (fields ``rating`` and ``bow``) and its vocabulary,
-    unfiltered.
-
-    Raises
-    ------
-    ElicitError
-        On a missing field, a bad rating or count, or a keyword not in the vocabulary (naming
-        the file and line).
-    """
+    unfiltered; an :class:`ElicitError` naming the file and line on a bad record."""
     records_path = Path(records_path)
     vocab = load_vocabulary(vocabulary_path, vocabulary_key)
     col = {w: i for i, w in enumerate(vocab)}
@@ -285,14 +261,8 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
 
 def read_reviews(path: str | os.PathLike, text_field: str = "text",
                  rating_field: str = "rating") -> tuple[list[str], list[int]]:
-    """The texts and integer ratings of a JSONL or CSV review file (optionally gzipped).
-
-    Raises
-    ------
-    ElicitError
-        If the file is missing or empty, a field is missing, a text is not a string or a
-        rating not an integer.
-    """
+    """The texts and integer ratings of a JSONL or CSV review file (optionally gzipped); an
+    :class:`ElicitError` naming the line on a missing field or a bad value."""
     path = check_input_file(path, "review")
     for fld, what in ((text_field, "text_field"), (rating_field, "rating_field")):
         if not isinstance(fld, str) or not fld:
@@ -323,28 +293,12 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 n_model: int | None = 1000, name: str | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
-    Parameters
-    ----------
-    path
-        JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line, either
-        optionally gzipped (``.gz``), one review per record.
-    text_field, rating_field
-        The names of the review-text field and of the integer star-rating field.
-    min_df
-        Default (None): the paper's 100-of-5149, scaled to the corpus (:func:`default_min_df`).
-    stopwords, ngram_range, max_features
-        Passed to :func:`vectorize_texts` (default stop words: the shipped SMART list).
-    n_model
-        The model reviews a run takes (:func:`~elicit.data.splits.prepare_run`); a corpus with
-        fewer is refused early. None skips the check.
-    name
-        A label for the data set; default the file name without its suffixes.
-
-    Raises
-    ------
-    ElicitError
-        On a missing file or field, a non-integer rating, too few reviews for a run, or no
-        keyword surviving the rule.
+    ``path`` is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line,
+    either optionally gzipped, one review per record. ``min_df`` defaults to the paper's
+    100-of-5149 scaled to the corpus (:func:`default_min_df`); ``stopwords`` (default the
+    shipped SMART list), ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
+    A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
+    label ``name`` defaults to the file name without its suffixes.
     """
     if n_model is not None and (isinstance(n_model, bool)
                                 or not isinstance(n_model, (int, np.integer)) or n_model < 1):

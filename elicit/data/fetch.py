@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ GITHUB_RAW = "https://raw.githubusercontent.com"
 MIRROR_ENV = "ELICIT_DATA_MIRROR"
 #: Environment variable: base URL that replaces :data:`GITHUB_RAW` for the original sources.
 UPSTREAM_ENV = "ELICIT_DATA_UPSTREAM"
-#: Seconds to wait for a server before giving up.
+#: Seconds to wait for a server.
 TIMEOUT = 60.0
 
 
@@ -57,10 +58,8 @@ class Source:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One file of the data directory: its name, the SHA-256 of the file as distributed and
-    (gzip files) of its uncompressed content, the public sources it is made from, the
-    converter of the downloaded sources (in order) to its uncompressed content (None: the
-    file is ``sources[0]`` as it is) and one line on what it is."""
+    """One file of the data directory: the SHA-256 of the file and (gzip files) of its
+    content, its public sources and their converter to its content (None: ``sources[0]``)."""
 
     name: str
     sha256: str
@@ -102,11 +101,6 @@ _YELP_JSON = Source("tilmanbeck/dcwe", "ac547249310ebea228f08b27987c3f67c294c696
                     "data/yelp_academic_dataset_review.json")
 _SMART = Source("igorbrigadir/stopwords", "ab85d86c3fac0360020a921b91ccf9d697b54757",
                 "en/smart.txt")
-
-_AMAZON_VOCAB_SOURCE = (f"{_HIIT} {_AMAZON_MAT.path} (variable keywords, column order of "
-                        "X_all)")
-_YELP_VOCAB_SOURCE = (f"{_HIIT} {_YELP_MAT50.path} and ..._100app.mat (variable keywords, "
-                      "column order of X_all)")
 
 
 def _jsonl(records: Iterable[dict]) -> bytes:
@@ -175,39 +169,28 @@ def _paper_matrix(data: bytes, what: str) -> tuple[np.ndarray, np.ndarray, list[
     return X, y.astype(np.int64), keywords
 
 
-def _bow_records(X: np.ndarray, y: np.ndarray, keywords: list[str],
-                 extra: dict | None = None) -> bytes:
-    # One record per row: the row index, the rating, then the nonzero counts in column order.
-    def records():
-        for i in range(X.shape[0]):
-            nz = np.flatnonzero(X[i])
-            rec = {"id": i, "rating": int(y[i]), **(extra or {})}
-            rec["bow"] = {keywords[j]: int(X[i, j]) for j in nz}
-            yield rec
-    return _jsonl(records())
-
-
-def _convert_amazon_bow(src: list[bytes]) -> bytes:
-    X, y, kw = _paper_matrix(src[0], _AMAZON_MAT.path)
-    return _bow_records(X, y, kw, {"domain": "kitchen"})
+def _paper_bow(src: list[bytes], what: str, extra: dict | None = None) -> bytes:
+    """One record per row of the matrix ``what``: the row index, the rating, ``extra``, then
+    the nonzero counts in column order."""
+    X, y, kw = _paper_matrix(src[0], what)
+    return _jsonl({"id": i, "rating": int(y[i]), **(extra or {}),
+                   "bow": {kw[j]: int(X[i, j]) for j in np.flatnonzero(X[i])}}
+                  for i in range(X.shape[0]))
 
 
 def _convert_amazon_vocab(src: list[bytes]) -> bytes:
-    _, _, kw = _paper_matrix(src[0], _AMAZON_MAT.path)
-    return _vocabulary_json({"source": _AMAZON_VOCAB_SOURCE, "keywords": kw})
-
-
-def _convert_yelp_bow(src: list[bytes]) -> bytes:
-    X, y, kw = _paper_matrix(src[0], _YELP_MAT50.path)
-    return _bow_records(X, y, kw)
+    return _vocabulary_json({"source": f"{_HIIT} {_AMAZON_MAT.path} (variable keywords, "
+                                       "column order of X_all)",
+                             "keywords": _paper_matrix(src[0], _AMAZON_MAT.path)[2]})
 
 
 def _convert_yelp_vocab(src: list[bytes]) -> bytes:
     _, _, kw50 = _paper_matrix(src[0], _YELP_MAT50.path)
     kw100 = _cellstr(_mat_var(_load_mat(src[1], _YELP_MAT100.path), "keywords",
                               _YELP_MAT100.path), _YELP_MAT100.path)
-    return _vocabulary_json({"source": _YELP_VOCAB_SOURCE, "keywords_min50": kw50,
-                             "keywords_min100": kw100})
+    return _vocabulary_json({"source": f"{_HIIT} {_YELP_MAT50.path} and ..._100app.mat "
+                                       "(variable keywords, column order of X_all)",
+                             "keywords_min50": kw50, "keywords_min100": kw100})
 
 
 _REVIEW = re.compile(r"<review>(.*?)</review>", re.S)
@@ -276,7 +259,8 @@ MANIFEST: dict[str, DataFile] = {f.name: f for f in (
     DataFile(_AMAZON_BOW,
              "d4bb65d2a301749011637abc779ab15a5e419f3d9af147102e848acb3b4fe886",
              "c40a0c6087797458aa6d2278749f5c74f040fc659900b825959325a7707bca07",
-             (_AMAZON_MAT,), _convert_amazon_bow,
+             (_AMAZON_MAT,), partial(_paper_bow, what=_AMAZON_MAT.path,
+                                     extra={"domain": "kitchen"}),
              "the paper's Amazon kitchen matrix, 5149 reviews x 824 keywords"),
     DataFile(_AMAZON_VOC,
              "0e3a71cab98b7df1b4dcf0b8e2e7d4bc6a944d3cdaaab754c314b88df5faceff", None,
@@ -284,7 +268,7 @@ MANIFEST: dict[str, DataFile] = {f.name: f for f in (
     DataFile(_YELP_BOW,
              "18d59e97b3296a96f515bdc6be61b1ead4b8bb43953ab39945e8a1728159b776",
              "cfe927df47fd6ecb1e305c24aba64bc71ffc845bde616ed1efa6c900d4aeacd1",
-             (_YELP_MAT50,), _convert_yelp_bow,
+             (_YELP_MAT50,), partial(_paper_bow, what=_YELP_MAT50.path),
              "the paper's Yelp matrix, 4086 reviews x 828 keywords"),
     DataFile(_YELP_VOC,
              "d69fe564b53345e2061f71d8476ca9297421747000dfa947838cf5a6dd59a651", None,
@@ -436,18 +420,14 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     files
         File names or groups (:data:`FILE_GROUPS`), a list or one comma-separated string;
         None means all.
-    mirror
-        Base URL (or local folder) holding the finished files as ``<mirror>/<file name>``;
-        default ``$ELICIT_DATA_MIRROR``; none: the original sources are converted.
+    mirror, upstream
+        Base URL (or local folder) of the finished files (default ``$ELICIT_DATA_MIRROR``;
+        none: the original sources are converted), and one replacing :data:`GITHUB_RAW`
+        (default ``$ELICIT_DATA_UPSTREAM``).
     force
-        Download again a present file, verified or not (without ``force`` one that does not
-        verify is an error, never overwritten).
+        Download again a present file (without it one that does not verify is an error).
     progress
         Print one line per file to standard error.
-    upstream
-        Base URL replacing :data:`GITHUB_RAW`, same layout; default ``$ELICIT_DATA_UPSTREAM``.
-    timeout
-        Seconds to wait for a server.
 
     Raises
     ------

@@ -4,6 +4,7 @@ gzipped, with line numbers for the errors), stop words and vocabularies.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -18,7 +19,6 @@ import numpy as np
 
 from elicit.errors import ElicitError
 
-#: Environment variable that points at the data directory.
 DATA_ENV = "ELICIT_DATA"
 
 #: The SMART English stop list (Salton 1971); the data directory may hold a copy.
@@ -71,20 +71,11 @@ def default_data_dirs() -> list[Path]:
 
 def resolve_data_dir(option: str | os.PathLike | None = None,
                      required: Sequence[str] = ()) -> Path:
-    """The data directory that holds the files ``required``.
-
-    The order is: ``option`` (the CLI's ``--data-dir``), the environment variable
-    ``ELICIT_DATA``, ``<repo>/data/`` if it exists, ``<repo>/../shared/data``. An explicit
-    choice (option or environment variable) is final: if it lacks a file we fail instead of
-    silently reading other data. Among the two defaults the first existing directory that holds
-    all ``required`` files wins.
-
-    Raises
-    ------
-    ElicitError
-        If no directory qualifies; the message names the missing file(s), the directories
-        searched and where the data comes from.
-    """
+    """The data directory that holds the files ``required``: ``option`` (the CLI's
+    ``--data-dir``), else ``$ELICIT_DATA``, else the first of :func:`default_data_dirs` that
+    holds them. An explicit choice is final: if it lacks a file, an :class:`ElicitError`
+    rather than other data (the message names the missing files and where the data comes
+    from)."""
     required = list(required)
     if option is not None and str(option) != "":
         return _check_dir(Path(option).expanduser(), required, "--data-dir / data_dir option")
@@ -199,43 +190,27 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 def parse_rating(value: object, where: str) -> int:
     """An integer rating from JSON (int, or a float with an integer value) or CSV (string);
     booleans, fractions and non-numeric strings are refused."""
-    if isinstance(value, bool) or value is None:
-        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    if isinstance(value, float):
-        if np.isfinite(value) and value == int(value):
-            return int(value)
-        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
+    v = value
     if isinstance(value, str):
-        s = value.strip()
-        try:
-            return int(s)
-        except ValueError:
-            pass
-        try:
-            v = float(s)
-        except ValueError:
-            v = float("nan")
-        if np.isfinite(v) and v == int(v):
-            return int(v)
-        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
-    raise ElicitError(f"{where}: rating must be an integer, got {type(value).__name__} {value!r}")
+        with contextlib.suppress(ValueError):
+            return int(value)
+        with contextlib.suppress(ValueError):
+            v = float(value)
+    if isinstance(v, float) and np.isfinite(v) and v == int(v):
+        return int(v)
+    known = value is None or isinstance(value, (bool, float, str))
+    raise ElicitError(f"{where}: rating must be an integer, got "
+                      f"{'' if known else type(value).__name__ + ' '}{value!r}")
 
 
 def load_stopwords(path: str | os.PathLike | None = None,
                    data_dir: str | os.PathLike | None = None) -> frozenset[str]:
     """The stop list of the file ``path`` (one word per line, lower-cased; blank lines
-    ignored), by default the SMART list shipped with elicit.
-
-    A copy in the data directory ``data_dir`` must list the same words in the same order as
-    the shipped one, else the two would silently give different features.
-
-    Raises
-    ------
-    ElicitError
-        If a file cannot be read or is empty, or the data directory's copy differs.
-    """
+    ignored), by default the SMART list shipped with elicit, of which a copy in the data
+    directory ``data_dir`` must list the same words in the same order (else an
+    :class:`ElicitError`: the two would silently give different features)."""
     if path is not None:
         return frozenset(_read_word_list(Path(path)))
     if not SHIPPED_STOPWORDS.is_file():

@@ -45,7 +45,6 @@ from elicit.internal.text import listing
 META_FEATURES: tuple[str, ...] = ("counts", "ppmi", "lsa")
 #: The choices that build an embedding of ``dim`` dimensions (the others ignore ``dim``).
 EMBEDDINGS: tuple[str, ...] = ("ppmi", "lsa")
-#: The default number of embedding dimensions.
 DEFAULT_META_DIM = 10
 #: The median squared pair distance embeddings are scaled to (module docstring).
 TYPICAL_SQ_DISTANCE = 2.0
@@ -69,29 +68,22 @@ def is_builtin(kind: object) -> bool:
 def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None = None,
                   dim: int = DEFAULT_META_DIM, train_counts: np.ndarray | None = None,
                   feature_names: Sequence[str] | None = None) -> np.ndarray:
-    """The meta-features ``U`` (``p x d``) of one run, by ``kind``.
+    """The meta-features ``U`` (``p x d`` floats, no NaN) of one run, by ``kind``.
 
     Parameters
     ----------
     kind
-        ``"counts"``, ``"ppmi"``, ``"lsa"`` (see the module docstring) or the path of a
-        CSV/Parquet table of meta-features indexed by feature name.
+        ``"counts"``, ``"ppmi"``, ``"lsa"`` (module docstring) or the path of a CSV/Parquet
+        table of meta-features indexed by feature name.
     counts_unlabeled
-        ``(n_u, p)`` keyword counts of reviews that are *not* used for the model; only
-        their inputs are read (``ppmi``, ``lsa``).
+        ``(n_u, p)`` keyword counts of reviews *not* used for the model (``ppmi``, ``lsa``).
     dim
         Embedding dimensions of ``ppmi`` and ``lsa`` (at most ``p``; ``lsa`` also at most
-        ``n_u``). Ignored by ``counts`` and a file.
+        ``n_u``).
     train_counts
         ``(n_train, p)`` raw counts of the training reviews (``counts``).
     feature_names
         The ``p`` keywords, to align a file by name.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(p, d)`` float array without NaN: ``d = n_train`` for ``counts``, ``dim`` for the
-        embeddings, the file's column count for a file.
 
     Raises
     ------
@@ -280,15 +272,10 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
 def polarity_auc(U: np.ndarray, groups: np.ndarray) -> float:
     r"""How well ``U`` puts same-polarity keywords closer than opposite-polarity ones.
 
-    Over the keywords with a known group (``groups >= 0``; e.g. 0 for a positive and 1 for
-    a negative LASSO weight, -1 for unknown), let :math:`S` be the squared distances
-    :math:`\lVert u_i - u_j \rVert^2` of the same-group pairs and :math:`D` those of the
-    cross-group pairs. The AUC is
-
-    .. math:: \Pr(s < d) + \tfrac12 \Pr(s = d), \qquad s \in S,\ d \in D \text{ uniformly},
-
-    0.5 without signal, 1 when every same-group pair is closer than every cross-group pair
-    (the Mann-Whitney statistic, from average ranks). NaN when either set is empty.
+    Over the keywords with a known group (``groups >= 0``; -1 for unknown), with :math:`S`
+    the squared distances of the same-group pairs and :math:`D` those of the cross-group
+    pairs, the AUC :math:`\Pr(s < d) + \tfrac12 \Pr(s = d)` (:math:`s \in S, d \in D`
+    uniformly; the Mann-Whitney statistic): 0.5 without signal, NaN when either set is empty.
     """
     from scipy.stats import rankdata
 

@@ -19,15 +19,8 @@ from elicit.internal.cache import freeze_fields
 
 def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
                   n_train: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The paper's split: ``n_model`` random reviews for the model (``n_train`` of them for
-    training), the rest for the expert.
-
-    Returns
-    -------
-    train, test, expert
-        Disjoint sorted index arrays of sizes ``n_train``, ``n_model - n_train`` and
-        ``n_total - n_model`` that together cover ``0..n_total-1``.
-    """
+    """The paper's split of ``0..n_total-1``: sorted index arrays ``train, test, expert`` of
+    ``n_model`` random reviews for the model (``n_train`` of them for training) and the rest."""
     for nm, v in (("n_total", n_total), ("n_model", n_model), ("n_train", n_train)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise ElicitError(f"{nm} must be an integer, got {v!r}")
@@ -47,14 +40,8 @@ def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
 
 
 def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Zero mean, unit (population, ddof=0) variance per column; a constant column gets
-    scale 1 (all zeros rather than NaN).
-
-    Returns
-    -------
-    Z, mean, scale
-        ``Z = (X - mean) / scale``.
-    """
+    """``Z, mean, scale`` with ``Z = (X - mean) / scale`` of zero mean and unit (population,
+    ddof=0) variance per column; a constant column gets scale 1 (zeros rather than NaN)."""
     X = np.asarray(X, dtype=float)
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
@@ -80,9 +67,7 @@ class RunData:
     y_test
         Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
     U
-        Meta-features, ``p x d``: by default (``meta_features="counts"``) the transpose of the
-        raw (unnormalised) training counts, ``p x n_train``; else see
-        :func:`elicit.data.metafeatures.meta_features`.
+        Meta-features, ``p x d`` (:func:`elicit.data.metafeatures.meta_features`).
     X_expert, y_expert
         The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
         own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original

@@ -1,12 +1,7 @@
-"""How a configuration declares what its results folder records.
-
-An experiment's configuration is a frozen dataclass whose fields are either a
-:func:`setting` (the results depend on it: ``config.json`` records it and
-:class:`~elicit.harness.store.SweepStore` refuses a rerun with another value) or an
-:func:`option` (how much or how to run: not recorded). :meth:`Recorded.to_json` and
-:meth:`Recorded.recorded` follow from the declarations. The question rounds' settings are one
-:class:`~elicit.elicitation.settings.RoundSettings` field (:func:`round_settings`), also
-taken as keywords (:class:`RoundKeywords`).
+"""How a configuration declares what its results folder records: an experiment's
+configuration is a frozen dataclass whose fields are either a :func:`setting` (the results
+depend on it: ``config.json`` records it and a rerun with another value is refused) or an
+:func:`option` (how much or how to run: not recorded).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""One run of a simulated-expert experiment, and where its random numbers come from.
-
-A sweep (:func:`elicit.harness.sweep.sweep`) asks a picklable *maker* (:class:`ProblemMaker`)
-``make_problem(seed, run)`` for each run's :class:`RunProblem`; worker processes rebuild each
-run from the maker's few settings. Makers: :class:`ProblemsDir` (a folder of the user's own
-problems), the paper's :class:`elicit.paper.synthetic.SyntheticMaker` and
-:class:`elicit.paper.real_problem.RealDataMaker`, or any picklable callable
-(``docs/simulations.md``). A maker's ``settings()`` (a JSON-able dict), if it has one, is
-recorded in the sweep's ``config.json`` (:func:`maker_settings`).
+"""One run of a simulated-expert experiment (a picklable *maker* ``make_problem(seed, run)``
+gives each run's :class:`RunProblem` to the worker processes), and where its random numbers
+come from.
 
 Seeds. Run ``r`` of an experiment with seed ``s`` draws its data from
 ``SeedSequence([s, r])`` (the synthetic generator; the real data's split,
@@ -114,7 +108,7 @@ PROBLEM_ARRAYS = ("X", "y", "U", "X_test", "y_test")
 
 
 class ProblemsDir:
-    """A picklable ``make_problem(seed, run)`` over a user's simulated problems.
+    """A picklable ``make_problem(seed, run)`` over a user's simulated problems:
 
     ``folder`` holds one ``.npz`` per run, taken in file-name order: ``X`` (n x p), ``y`` (n),
     ``U`` (p x d), ``X_test``, ``y_test`` and either ``groups`` (the oracle's feature groups,

@@ -1,11 +1,6 @@
-"""Simulated-expert sweeps: MSE curves of query strategies over runs.
-
-A sweep runs, for every run r and strategy, ``rounds`` questions answered by a simulated
-expert, and records the test MSE after 0..rounds answers. It is deterministic (run r's data
-and each strategy's random stream derive from the seed and the run,
-:mod:`elicit.harness.problem`, so results do not depend on ``jobs``), resumable and guarded:
-each finished (run, strategy) is a record of the sweep's
-:class:`~elicit.harness.store.SweepStore`, reused by a rerun with the same settings.
+"""Simulated-expert sweeps: the test MSE after 0..rounds answers of each query strategy in
+every run, deterministic (:mod:`elicit.harness.problem`) and resumable (each finished run and
+strategy is a record of the sweep's :class:`~elicit.harness.store.SweepStore`).
 
 :func:`sweep` is the whole of it for a maker of one's own (``docs/simulations.md``); the
 paper's experiments open the store with their own configuration and call :func:`run_sweep`.
@@ -50,24 +45,20 @@ CURVES_FIGURE = "fig4_mse.png"
 class SweepConfig(Recorded):
     """The settings of a sweep, checked when it is made.
 
-    ``settings`` are the question rounds' (:class:`~elicit.elicitation.settings.RoundSettings`,
-    kept validated; its ``strategy`` is None, as a sweep runs each of ``strategies``;
-    ``pool_size`` None is each problem's own). ``settings.questions`` says which kinds of
-    question the simulated expert is asked (:func:`~elicit.elicitation.kinds.parse_questions`)
-    and every run's expert must answer them. ``snapshots`` are the rounds whose gamma the
-    parts store. The settings (:func:`~elicit.harness.config.setting`) are what
-    ``config.json`` records; ``runs``, ``strategies``, ``jobs``, ``cluster`` and
-    ``check_engine`` may change between reruns.
+    ``settings`` are the question rounds' (kept validated; its ``strategy`` is None, as a
+    sweep runs each of ``strategies``; ``pool_size`` None is each problem's own), and every
+    run's expert must answer its ``questions``. ``snapshots`` are the rounds whose gamma the
+    records keep. The :func:`~elicit.harness.config.setting` fields are what ``config.json``
+    records; the others may change between reruns.
     """
 
     dataset: str = setting(MISSING)
     runs: int = option(MISSING)
     rounds: int = setting(MISSING)
     strategies: tuple[str, ...] = option(STRATEGIES)
-    #: the question rounds' settings
     settings: RoundSettings = round_settings()
     jobs: int = option(1)
-    #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
+    #: a Dask cluster (``local:N`` or a scheduler address) to run the tasks on
     cluster: str | None = option(None)
     #: check every fit against the numpy twin (``--check-engine``: True or "higher", "stop")
     check_engine: bool | str = option(False)
@@ -227,7 +218,8 @@ def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> d
 
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
           progress: bool = True) -> pd.DataFrame:
-    """Run (or resume) a sweep: its settings, curves, reference line, table and figure.
+    """Run (or resume) a sweep: its settings, curves, reference line, table and figure;
+    return the rows of ``mse.csv``.
 
     Parameters
     ----------
@@ -237,18 +229,11 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     cfg
         The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
     out
-        The output folder, or a store an experiment opened with its own settings. It gets
-        ``config.json`` (a rerun with other settings is refused),
-        ``parts/<dataset>/<strategy>/runNNN.json`` per finished run and strategy, ``mse.csv``
-        (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and
-        ``fig4_mse.png``.
+        The output folder (or a store an experiment opened with its own settings): it gets
+        ``config.json``, the records, ``mse.csv`` (:data:`MSE_COLUMNS`: every curve and the
+        ``mean`` reference rows) and the figure.
     progress
         Show a progress bar.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of ``mse.csv``.
     """
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})

@@ -1,9 +1,6 @@
-"""Text that reaches a terminal: never a raw control character.
-
-Sessions store what experts and data files wrote, and that text may hold escape sequences
-(``ESC ]0;...`` retitles a terminal, a newline forges a line of output, U+202E reverses what
-follows). Everything elicit prints to a terminal goes through :func:`printable`, which shows
-such characters as visible escapes and leaves every other character as it is.
+"""Text that reaches a terminal: never a raw control character. What experts and data files
+wrote may hold escape sequences (``ESC ]0;...`` retitles a terminal, a newline forges a line
+of output, U+202E reverses what follows); :func:`printable` shows them as visible escapes.
 """
 
 from __future__ import annotations
