@@ -73,8 +73,7 @@ class BowDataset:
 
 
 def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
-    """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``
-    column, the tokens the source's a-z cleaning emptied)."""
+    """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``)."""
     return all(t.lower() in sw for t in keyword.split("_") if t)   # all([]): dropped
 
 

@@ -170,8 +170,7 @@ def _paper_matrix(data: bytes, what: str) -> tuple[np.ndarray, np.ndarray, list[
 
 
 def _paper_bow(src: list[bytes], what: str, extra: dict | None = None) -> bytes:
-    """One record per row of the matrix ``what``: the row index, the rating, ``extra``, then
-    the nonzero counts in column order."""
+    # One record per row: the row index, the rating, extra, then the nonzero counts in order.
     X, y, kw = _paper_matrix(src[0], what)
     return _jsonl({"id": i, "rating": int(y[i]), **(extra or {}),
                    "bow": {kw[j]: int(X[i, j]) for j in np.flatnonzero(X[i])}}

@@ -238,8 +238,7 @@ def _read_word_list(p: Path) -> list[str]:
 
 
 def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
-    """The data directory's copy of the stop list, or None (an explicit directory must
-    exist; else the first default place holding it)."""
+    """The data directory's copy of the stop list, or None."""
     if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
         f = resolve_data_dir(data_dir) / STOPWORDS_FILE
         return f if f.is_file() else None

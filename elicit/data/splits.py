@@ -60,14 +60,9 @@ class RunData:
 
     Attributes
     ----------
-    X_train, X_test
-        Counts standardised with ``x_mean`` and ``x_scale``.
-    y_train
-        Training ratings minus their mean ``y_mean`` (the model has no intercept).
-    y_test
-        Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
-    U
-        Meta-features, ``p x d`` (:func:`elicit.data.metafeatures.meta_features`).
+    X_train, X_test, y_train, y_test
+        Counts standardised with ``x_mean`` and ``x_scale``; the training ratings minus their
+        mean ``y_mean`` (the model has no intercept), the test ratings as they are.
     X_expert, y_expert
         The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
         own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original
@@ -126,10 +121,6 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
 
     Parameters
     ----------
-    dataset
-        The bag-of-words data set.
-    seed
-        Seed of the split.
     n_model, n_train
         Reviews for the model (training + test) and, among them, for training.
     standardize

@@ -51,8 +51,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
 
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
-    """Refuse a header that pandas would silently rename (a repeated or empty column name,
-    but for the index column): the column would be reported under a name the file lacks."""
+    """Refuse a repeated or empty column name, which pandas would silently rename."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
     first: dict[str, int] = {}

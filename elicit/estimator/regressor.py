@@ -81,33 +81,17 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray (p,)
-        Posterior mean of beta on the original scale: ``predict(X) = X @ coef_ + intercept_``.
-    intercept_ : float
-    gamma_ : ndarray (d,)
-        MAP of the kernel's inverse length scales.
-    xi_, threshold_mean_ : float
-        MAP of the threshold and its prior mean (``nan`` without a similar/dissimilar answer).
-    tau2_ : float
-    tau2_scores_ : dict or None
-        ``"ml"``: tau2 -> maximised log posterior; ``"cv"``: tau2 -> held-out MSE.
-    K_ : ndarray (p, p)
-        The prior correlation matrix K at the MAP.
-    coupled_, relevance_ : ndarray or None
-        The coupled set J as a mask; the relevance classes (1, 0, -1 not judged), the features
-        of answered pairs included (None for the models without them).
-    zeta_ : float
-        The relevance model's MAP of zeta (``nan`` for the other models).
-    sigma2_ : float
-        Posterior mean of the noise variance, on the original scale of y.
-    meta_features_ : ndarray (p, d)
-    feedback_ : list of (int, int, Answer)
-        The answers as column indices (i < j).
-    posterior_ : NIGPosterior
-        The posterior on the standardised problem.
-    map_ : MAPResult
-    x_mean_, x_scale_, y_mean_, y_scale_
-        The transformations ``(X - x_mean_) / x_scale_`` and ``(y - y_mean_) / y_scale_``.
+    coef_, intercept_ : ndarray (p,), float
+        The posterior mean on the original scales: ``predict(X) = X @ coef_ + intercept_``.
+    gamma_, xi_, tau2_, zeta_, sigma2_, K_
+        The MAP (``xi_`` ``nan`` without a similar/dissimilar answer, ``zeta_`` but in the
+        relevance model), the posterior mean noise variance and the prior correlations K.
+    threshold_mean_, tau2_scores_, coupled_, relevance_, meta_features_, feedback_
+        What the fit used: the threshold prior mean, the tau2 grid's scores, J as a mask, the
+        relevance classes, U and the answers as ``(i, j, Answer)`` with i < j.
+    posterior_, map_, x_mean_, x_scale_, y_mean_, y_scale_
+        The posterior and the engine's MAP on the standardised problem, and its transformation
+        ``(X - x_mean_) / x_scale_``, ``(y - y_mean_) / y_scale_``.
 
     Examples
     --------

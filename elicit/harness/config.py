@@ -17,15 +17,10 @@ from elicit.harness.store import LEGACY_CONFIG
 
 def setting(default: Any, record: Callable[[Any], dict] | None = None,
             legacy: Any = None, read: Callable[[dict], Any] | None = None) -> Any:
-    """A field the results depend on: ``config.json`` records it and a rerun with another
-    value is refused.
-
-    ``default`` may be ``dataclasses.MISSING``. ``record(cfg)`` gives its entries in
-    ``config.json`` (default ``{name: value}``); ``legacy`` is the value of a folder written
-    before the setting existed (default :data:`~elicit.harness.store.LEGACY_CONFIG`'s, else
-    the field's default: a new setting's default must reproduce what the sweeps did without
-    it); ``read(d)`` gives its value from a ``config.json`` ``d``.
-    """
+    """A field the results depend on. ``record(cfg)`` gives its entries in ``config.json``
+    (default ``{name: value}``), ``read(d)`` its value from a ``config.json`` ``d``;
+    ``legacy`` is its value in a folder written before it existed (default ``LEGACY_CONFIG``'s,
+    else the field's default: a new setting's default must reproduce what the sweeps did)."""
     return field(default=default, metadata={"setting": True, "record": record,
                                             "legacy": legacy, "read": read})
 

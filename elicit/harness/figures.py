@@ -37,13 +37,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
                references: Mapping[str, float] | None = None) -> dict[str, dict]:
     """Mean +/- standard error of test MSE against the number of answers, per strategy;
     ``baselines`` (label -> MSE) as thin grey horizontal lines, ``references`` as bold ones.
-
-    Returns
-    -------
-    dict
-        What was drawn: ``"curves"`` maps each strategy's label to its (answers, mean, s.e.)
-        arrays and ``"lines"`` each horizontal line's legend entry to its value.
-    """
+    Returns what was drawn: ``"curves"``, label -> (answers, mean, s.e.), and ``"lines"``,
+    legend entry -> value."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8.5, 4))
     lo, hi = np.inf, -np.inf

@@ -108,15 +108,11 @@ PROBLEM_ARRAYS = ("X", "y", "U", "X_test", "y_test")
 
 
 class ProblemsDir:
-    """A picklable ``make_problem(seed, run)`` over a user's simulated problems:
-
-    ``folder`` holds one ``.npz`` per run, taken in file-name order: ``X`` (n x p), ``y`` (n),
-    ``U`` (p x d), ``X_test``, ``y_test`` and either ``groups`` (the oracle's feature groups,
-    :class:`~elicit.elicitation.answers.GroupOracle`; a negative group is "don't know") or
-    ``beta`` (similar when the signs agree, :class:`~elicit.elicitation.answers.SignOracle`).
-    The model is the synthetic experiment's (learned tau2); ``seed`` only seeds the query
-    streams, since the data are the files'.
-    """
+    """A picklable ``make_problem(seed, run)`` over a user's simulated problems
+    (``docs/simulations.md``): ``folder`` holds one ``.npz`` per run, in file-name order, with
+    :data:`PROBLEM_ARRAYS` and ``groups`` (:class:`~elicit.elicitation.answers.GroupOracle`)
+    or ``beta`` (:class:`~elicit.elicitation.answers.SignOracle`). The model is the synthetic
+    experiment's (learned tau2); ``seed`` only seeds the query streams."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = os.fspath(folder)

@@ -136,16 +136,12 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
     """Run ``func(item)`` for every item in order, up to ``width`` at a time in threads (1: in
     this thread); return ``item -> func(item)`` in the order the items ended.
 
-    Each item runs with a copy of the caller's context, so its tasks (:func:`run_tasks`) go
-    to the enclosing :func:`~elicit.harness.cluster.cluster_scope`'s executor and ``width``
-    items keep one pool of workers busy. ``after`` maps an item to the items it must wait for
-    (what it reads from them or shares with them through a memo); a later item whose own
-    ones have ended may start first. ``done(item, result, wall, cpu)`` is called in the
-    caller's thread as each item ends (seconds; :func:`cpu_meter`).
-
-    The first item to fail (or Ctrl-C) ends the pipeline: no other item starts, the running
-    ones stop waiting for their tasks (within :data:`STOP_POLL_S`) and cancel their queued
-    ones, and its exception is raised.
+    Each item runs with a copy of the caller's context, so its tasks go to the enclosing
+    :func:`~elicit.harness.cluster.cluster_scope`'s executor and ``width`` items keep one pool
+    busy. ``after`` maps an item to the items it must wait for (what it reads from them or
+    shares through a memo). ``done(item, result, wall, cpu)`` is called in the caller's
+    thread as each item ends. The first item to fail (or Ctrl-C) ends the pipeline: no other
+    item starts, the running ones cancel their queued tasks, and its exception is raised.
     """
     after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
     results: dict[str, T] = {}

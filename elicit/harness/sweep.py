@@ -160,9 +160,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
 
 
 def _nothing_left(el: Elicitor, strategy: str) -> bool:
-    """Whether ``strategy`` has no question left: every question was asked (or closed by an
-    irrelevant answer), or, for a strategy that walks the no-feedback ranking of a mixed
-    elicitation, every question of that ranking."""
+    """Whether ``strategy`` has no question left (of the no-feedback ranking, if it walks it)."""
     # counted, not listed: the table holds every pair (50 million at p = 10,000)
     open_ = el.open_questions()
     if len(open_) == 0:
@@ -218,23 +216,11 @@ def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> d
 
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
           progress: bool = True) -> pd.DataFrame:
-    """Run (or resume) a sweep: its settings, curves, reference line, table and figure;
-    return the rows of ``mse.csv``.
-
-    Parameters
-    ----------
-    make_problem
-        A picklable ``make_problem(seed, run)`` (:class:`~elicit.harness.problem.ProblemMaker`);
-        its ``settings()``, if it has one, is recorded in ``config.json``.
-    cfg
-        The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
-    out
-        The output folder (or a store an experiment opened with its own settings): it gets
-        ``config.json``, the records, ``mse.csv`` (:data:`MSE_COLUMNS`: every curve and the
-        ``mean`` reference rows) and the figure.
-    progress
-        Show a progress bar.
-    """
+    """Run (or resume) a sweep of the picklable ``make_problem(seed, run)`` under ``cfg``
+    into the folder ``out`` (or a store an experiment opened with its own settings): its
+    ``config.json`` (with the maker's ``settings()``, if it has one), the records, ``mse.csv``
+    (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and the figure.
+    Returns the rows of ``mse.csv``."""
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
     curves = run_sweep(make_problem, cfg, store, progress)
