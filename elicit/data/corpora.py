@@ -157,8 +157,6 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
     return ds.subset_features(keep)
 
 
-# -- raw text ----------------------------------------------------------------------------
-
 #: Tokens: runs of letters/digits with internal apostrophes (``can't``); unlike scikit-learn's
 #: default, one-letter words are kept (as in the paper's vocabulary), and never ``_``.
 TOKEN_PATTERN = r"[^\W_]+(?:'[^\W_]+)*"

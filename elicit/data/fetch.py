@@ -84,8 +84,6 @@ class FetchResult:
     urls: tuple[str, ...] = ()
 
 
-# -- converters from the original sources ------------------------------------------------
-
 _HIIT = "HIIT/knowledge-elicitation-for-linear-regression"
 _AMAZON_MAT = Source(_HIIT, "d305913cc2fda8272017aea1f8b75689f97a78f6",
                      "DATA_amazon/amazon_data.mat")
@@ -245,8 +243,6 @@ def _convert_yelp_raw(src: list[bytes]) -> bytes:
     return _jsonl(recs)
 
 
-# -- the manifest ------------------------------------------------------------------------
-
 _AMAZON_BOW, _AMAZON_VOC, _ = PAPER_FILES["amazon"]
 _YELP_BOW, _YELP_VOC, _ = PAPER_FILES["yelp"]
 
@@ -305,21 +301,14 @@ def select_files(files: str | Sequence[str] | None = None) -> list[DataFile]:
     names = files.split(",") if isinstance(files, str) else list(files)
     wanted: set[str] = set()
     for n in (str(x).strip() for x in names):
-        if not n:
-            continue
-        if n in FILE_GROUPS:
-            wanted.update(FILE_GROUPS[n])
-        elif n in MANIFEST:
-            wanted.add(n)
-        else:
+        if n and n not in FILE_GROUPS and n not in MANIFEST:
             raise ElicitError(f"unknown data file {n!r}; use a group ({', '.join(FILE_GROUPS)}) "
                               f"or a file name ({', '.join(MANIFEST)})")
+        wanted.update(FILE_GROUPS.get(n, (n,)) if n else ())
     if not wanted:
         raise ElicitError("no data file named; use a group or a file name")
     return [f for f in MANIFEST.values() if f.name in wanted]
 
-
-# -- checking, downloading, writing ------------------------------------------------------
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -390,8 +379,6 @@ def _mismatch(spec: DataFile, want: str, got: str, where: str, data_dir: Path) -
         f"SHA-256 mismatch for {spec.name} from {where}: expected {want}, got {got}; nothing "
         f"was written. Try again, use another mirror, or copy the file by hand into {data_dir}")
 
-
-# -- fetch -------------------------------------------------------------------------------
 
 def fetch_dir(option: str | os.PathLike | None = None) -> Path:
     """The directory :func:`fetch` writes to: ``option``, else ``$ELICIT_DATA``, else

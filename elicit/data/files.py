@@ -57,8 +57,6 @@ DATA_SOURCE_HINT = (
 DatasetName = Literal["amazon", "yelp"]
 
 
-# -- data directory ----------------------------------------------------------------------
-
 def _repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
@@ -109,8 +107,6 @@ def data_file(filename: str, data_dir: str | os.PathLike | None = None) -> Path:
     """The path of ``filename`` in the resolved data directory (see :func:`resolve_data_dir`)."""
     return resolve_data_dir(data_dir, required=[filename]) / filename
 
-
-# -- low-level readers -------------------------------------------------------------------
 
 def _open_text(path: Path) -> io.TextIOBase:
     """Open a text file, gunzipping it when it starts with the gzip magic."""

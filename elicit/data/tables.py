@@ -88,12 +88,9 @@ def align_meta(U, names: Sequence[str] | None):
         raise ElicitError(f"the meta-features name feature(s) {listing(dup)} more than once")
     missing = [n for n in names if n not in set(labels)]
     extra = [k for k in labels if k not in set(names)]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"no row for feature(s) {listing(missing)}")
-        if extra:
-            parts.append(f"row(s) for unknown feature(s) {listing(extra)}")
+    parts = ([f"no row for feature(s) {listing(missing)}"] if missing else []) \
+        + ([f"row(s) for unknown feature(s) {listing(extra)}"] if extra else [])
+    if parts:
         raise ElicitError("the meta-features do not match the features by name: "
                           + "; ".join(parts) + " (the first column must be the feature name)")
     U = U.copy()

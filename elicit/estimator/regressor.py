@@ -130,7 +130,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.relevant = relevant
         self.irrelevant = irrelevant
 
-    # -- building from elicited answers -------------------------------------------------
     @classmethod
     def from_answers(cls, meta_features: Any, answers: Feedback, *,
                      feature_names: Sequence[str] | None = None, hyper: Hyper | None = None,
@@ -187,7 +186,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         kwargs.update(params)
         return cls(meta, feedback, **kwargs)
 
-    # -- fitting ---------------------------------------------------------------------------
     @single_blas_thread
     def fit(self, X: Any, y: Any) -> ElicitRegressor:
         """Fit the model to training inputs X (array-like or DataFrame, n x p) on their own
@@ -311,7 +309,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"engine must be an engine name or an Engine, got {self.engine!r}")
         return get_engine(self.engine, variant)
 
-    # -- prediction ------------------------------------------------------------------------
     def predict(self, X: Any, return_std: bool = False) -> Any:
         """Posterior predictive mean at the rows of X (on the scale given to :meth:`fit`), and
         with ``return_std`` the standard deviation of the Student-t predictive (2 a* degrees
