@@ -66,7 +66,6 @@ class DataFile:
     content_sha256: str | None
     sources: tuple[Source, ...]
     convert: Callable[[list[bytes]], bytes] | None
-    note: str
 
     @property
     def gzipped(self) -> bool:
@@ -250,35 +249,30 @@ _YELP_BOW, _YELP_VOC, _ = PAPER_FILES["yelp"]
 MANIFEST: dict[str, DataFile] = {f.name: f for f in (
     DataFile(STOPWORDS_FILE,
              "0f21fbc8f4d86a06562bd61032209ae5cdc16aaad8cbfb09e064a7d5bb75e823", None,
-             (_SMART,), None, "SMART English stop list (also shipped with elicit)"),
+             (_SMART,), None),
     DataFile(_AMAZON_BOW,
              "d4bb65d2a301749011637abc779ab15a5e419f3d9af147102e848acb3b4fe886",
              "c40a0c6087797458aa6d2278749f5c74f040fc659900b825959325a7707bca07",
              (_AMAZON_MAT,), partial(_paper_bow, what=_AMAZON_MAT.path,
-                                     extra={"domain": "kitchen"}),
-             "the paper's Amazon kitchen matrix, 5149 reviews x 824 keywords"),
+                                     extra={"domain": "kitchen"})),
     DataFile(_AMAZON_VOC,
              "0e3a71cab98b7df1b4dcf0b8e2e7d4bc6a944d3cdaaab754c314b88df5faceff", None,
-             (_AMAZON_MAT,), _convert_amazon_vocab, "its 824 keywords in column order"),
+             (_AMAZON_MAT,), _convert_amazon_vocab),
     DataFile(_YELP_BOW,
              "18d59e97b3296a96f515bdc6be61b1ead4b8bb43953ab39945e8a1728159b776",
              "cfe927df47fd6ecb1e305c24aba64bc71ffc845bde616ed1efa6c900d4aeacd1",
-             (_YELP_MAT50,), partial(_paper_bow, what=_YELP_MAT50.path),
-             "the paper's Yelp matrix, 4086 reviews x 828 keywords"),
+             (_YELP_MAT50,), partial(_paper_bow, what=_YELP_MAT50.path)),
     DataFile(_YELP_VOC,
              "d69fe564b53345e2061f71d8476ca9297421747000dfa947838cf5a6dd59a651", None,
-             (_YELP_MAT50, _YELP_MAT100), _convert_yelp_vocab,
-             "its 828 keywords (and the 465 occurring in more than 100 reviews)"),
+             (_YELP_MAT50, _YELP_MAT100), _convert_yelp_vocab),
     DataFile(RAW_FILES["amazon"],
              "6af3a2ea3ab967f5d5d9821710af3a67d79b1dc094186a323eb8df515b4a1d32",
              "c1ec63c880a03f444876e34558c0cc8d606ff379d812d5bcf84de413556b26d0",
-             (_BLITZER_POS, _BLITZER_NEG), _convert_amazon_raw,
-             "2000 raw-text Amazon kitchen reviews (not the paper's set)"),
+             (_BLITZER_POS, _BLITZER_NEG), _convert_amazon_raw),
     DataFile(RAW_FILES["yelp"],
              "17436e12063343934284aef4300602503403656c90c4dad1c536a9bd48de1fbc",
              "1cdbbe4b2beeec9b9b64a941975e7d659c8f7933542667ad072986a884ff5128",
-             (_YELP_JSON,), _convert_yelp_raw,
-             "3610 raw-text Yelp reviews (not the paper's set)"),
+             (_YELP_JSON,), _convert_yelp_raw),
 )}
 
 #: Names for groups of files, usable in ``files=`` next to the file names.
@@ -292,10 +286,8 @@ FILE_GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def select_files(files: str | Sequence[str] | None = None) -> list[DataFile]:
-    """The manifest entries named by ``files`` (file names or group names), in manifest order.
-
-    ``None`` means all files; a string may list names separated by commas.
-    """
+    """The manifest entries named by ``files`` (file or group names, a list or a comma-separated
+    string; None: all), in manifest order."""
     if files is None:
         return list(MANIFEST.values())
     names = files.split(",") if isinstance(files, str) else list(files)

@@ -88,8 +88,7 @@ def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None =
     Raises
     ------
     ElicitError
-        On a missing input, a bad ``dim``, too few unlabelled reviews, or a file that does
-        not match the features (one-line messages).
+        On a missing input, a bad ``dim``, too few unlabelled reviews, or a bad file.
     """
     if is_builtin(kind) and kind == "counts":
         if train_counts is None:
@@ -220,13 +219,8 @@ def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
     :math:`V S` have inner products :math:`r_{ij}` (the correlations), so
     :math:`\lVert u_i - u_j \rVert^2 = 2 (1 - r_{ij})`. Feature *i* keeps its first
     :math:`k` coordinates, ``dim`` capped at the rank of Z, and U is scaled to a median
-    squared pair distance of ``target`` (:func:`scale_to_typical`).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(p, k)`` floats, ``1 <= k <= dim``; zeros of shape ``(p, 1)`` when every column is
-        constant.
+    squared pair distance of ``target`` (:func:`scale_to_typical`). Returns ``(p, k)``
+    floats, ``1 <= k <= dim`` (zeros of shape ``(p, 1)`` when every column is constant).
     """
     dim = check_meta_dim(dim)
     # C order: LAPACK's rounding depends on the layout (a DataFrame's values are in F order).
@@ -250,11 +244,8 @@ def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
 
 
 def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.ndarray:
-    """A meta-features table aligned to ``feature_names``: ``(p, d)`` floats.
-
-    The table (CSV, TSV or Parquet) has the feature name in its first column, one numeric
-    column per meta-feature; read and aligned as a session's (:mod:`elicit.data.tables`).
-    """
+    """A meta-features table (CSV, TSV or Parquet; the feature name in its first column, one
+    numeric column per meta-feature) aligned to ``feature_names``: ``(p, d)`` floats."""
     df = read_table(Path(path), "--meta-features", index_col=0)
     df.index = pd.Index([str(k) for k in df.index])
     U = np.asarray(align_meta(df, list(feature_names)), dtype=float)

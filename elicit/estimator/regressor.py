@@ -134,12 +134,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
     def from_answers(cls, meta_features: Any, answers: Feedback, *,
                      feature_names: Sequence[str] | None = None, hyper: Hyper | None = None,
                      engine: str | Engine = "auto", **params: Any) -> ElicitRegressor:
-        """The estimator of a model with these answers and hyperparameters (unfitted).
-
-        X and y are used as given (``standardize``, ``normalize_y`` and ``fit_intercept``
-        False), so ``fit(X, y)`` fits exactly the model of
-        ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``. Constructor parameters
-        in ``params`` override these.
+        """The (unfitted) estimator whose ``fit(X, y)`` on X and y as given fits exactly the
+        model of ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``.
 
         Parameters
         ----------
@@ -152,6 +148,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             The p feature names, so that the estimator fits a DataFrame X by column name.
         hyper : Hyper, optional
             The model's hyperparameters and named model (default ``Hyper()``).
+        **params
+            Constructor parameters, overriding those of ``hyper``.
         """
         hyper = hyper if hyper is not None else Hyper()
         if not isinstance(hyper, Hyper):
@@ -332,8 +330,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return mean, np.sqrt(t.var) * self.y_scale_
 
     def __sklearn_tags__(self):
-        """scikit-learn's tags, with what :meth:`fit` accepts stated rather than inherited:
-        a dense, finite X and one target."""
+        """scikit-learn's tags: :meth:`fit` takes a dense, finite X and one target."""
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         tags.input_tags.allow_nan = False

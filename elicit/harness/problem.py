@@ -1,14 +1,10 @@
 """One run of a simulated-expert experiment (a picklable *maker* ``make_problem(seed, run)``
-gives each run's :class:`RunProblem` to the worker processes), and where its random numbers
-come from.
+gives each run's :class:`RunProblem` to the worker processes), and its random streams.
 
-Seeds. Run ``r`` of an experiment with seed ``s`` draws its data from
-``SeedSequence([s, r])`` (the synthetic generator; the real data's split,
-:func:`elicit.data.sources.split_seed`). Every other random choice of a run has its own
-stream, so no result depends on what else ran before it in the same process: a query
-strategy's (:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
-(:func:`run_stream`, tags below). The values are part of every stored result: they never
-change.
+Run ``r`` of seed ``s`` draws its data from ``SeedSequence([s, r])``; every other random
+choice of a run has its own stream (:func:`strategy_stream`, :func:`run_stream`), so no
+result depends on what else ran before it in the same process. The values are part of every
+stored result: they never change.
 """
 
 from __future__ import annotations
@@ -46,12 +42,9 @@ STREAM_STRATEGY = 7
 
 @dataclass
 class RunProblem:
-    """One run's data: training and test sets, meta-features and the simulated expert.
-
-    ``y_offset`` is added to the predictions before the test MSE (real data: the training
-    mean, as ``y`` is centred); ``candidates`` are the pairs that may be asked (default all)
-    and ``pool_size`` the sequential strategy's random pool (default the elicitor's).
-    """
+    """One run's data, meta-features and simulated expert. ``y_offset`` is added to the
+    predictions (real data: the training mean, as ``y`` is centred); ``candidates`` are the
+    pairs that may be asked (default all), ``pool_size`` the sequential strategy's pool."""
 
     X: np.ndarray
     y: np.ndarray

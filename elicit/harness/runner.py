@@ -23,8 +23,7 @@ T = TypeVar("T")
 
 @dataclass
 class CpuMeter:
-    """CPU time spent for one piece of work: by its thread (inline tasks included) and by
-    the worker processes that run its tasks."""
+    """CPU time of one piece of work, by its thread and by the workers running its tasks."""
 
     thread: float = 0.0
     tasks: float = 0.0

@@ -116,13 +116,10 @@ def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
 @single_blas_thread
 def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequence[str],
             ) -> dict[str, dict]:
-    """All ``strategies`` of one run; they share the no-feedback fit.
-
-    Each strategy's record (:func:`load_part`) holds ``mse`` (after 0..rounds answers),
-    ``asked`` (``[i, j, answer]`` per round, ``j`` None for a feature question), ``gammas``
-    (at the snapshot rounds), ``threshold_mean`` and ``model``; with other questions than
-    the paper's also ``questions``, ``kinds`` and ``zeta`` (after 0..rounds answers).
-    """
+    """All ``strategies`` of one run, sharing the no-feedback fit. Each one's record holds
+    ``mse`` (after 0..rounds answers), ``asked`` (``[i, j, answer]``, ``j`` None for a feature
+    question), ``gammas`` (at the snapshot rounds), ``threshold_mean``, ``model`` and, with
+    other questions than the paper's, ``questions``, ``kinds`` and ``zeta``."""
     el = sweep_elicitor(problem, cfg)
     st = el.settings
     mse0 = problem.mse(el)
