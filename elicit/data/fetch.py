@@ -332,29 +332,17 @@ def _as_url(base: str) -> str:
     return Path(base).expanduser().resolve().as_uri()
 
 
-class _Downloader:
-    """Downloads with :mod:`urllib`, once per URL within one :func:`fetch` call."""
-
-    def __init__(self, data_dir: Path, timeout: float) -> None:
-        self.data_dir = data_dir
-        self.timeout = timeout
-        self.cache: dict[str, bytes] = {}
-
-    def get(self, url: str, name: str) -> bytes:
-        if url not in self.cache:
-            try:
-                with urllib.request.urlopen(url, timeout=self.timeout) as resp:
-                    self.cache[url] = resp.read()
-            except (urllib.error.URLError, OSError, ValueError) as e:
-                if isinstance(e, urllib.error.HTTPError):
-                    reason = f"HTTP {e.code} {e.reason}"
-                else:
-                    reason = str(getattr(e, "reason", None) or e)
-                raise ElicitError(
-                    f"cannot download {url} ({reason}); if the network is not reachable, "
-                    f"copy the data files (here {name}) by hand into the data directory "
-                    f"{self.data_dir} (sources and SHA-256 sums: docs/data.md)") from None
-        return self.cache[url]
+def _download(url: str, name: str, data_dir: Path, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.read()
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = (f"HTTP {e.code} {e.reason}" if isinstance(e, urllib.error.HTTPError)
+                  else str(getattr(e, "reason", None) or e))
+        raise ElicitError(
+            f"cannot download {url} ({reason}); if the network is not reachable, "
+            f"copy the data files (here {name}) by hand into the data directory "
+            f"{data_dir} (sources and SHA-256 sums: docs/data.md)") from None
 
 
 def _gzip_bytes(content: bytes, name: str) -> bytes:
@@ -421,7 +409,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     mirror = mirror if mirror not in (None, "") else os.environ.get(MIRROR_ENV) or None
     upstream = upstream if upstream not in (None, "") else os.environ.get(UPSTREAM_ENV) or None
     base = _as_url(upstream) if upstream else GITHUB_RAW
-    dl = _Downloader(data_dir, timeout)
+    downloaded: dict[str, bytes] = {}  # once per URL: two files can share a source
 
     def say(msg: str) -> None:
         if progress:
@@ -441,7 +429,10 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
                 else tuple(s.url(base) for s in spec.sources))
         for u in urls:
             say(f"{spec.name}: downloading {u}")
-        raw = [dl.get(u, spec.name) for u in urls]
+        for u in urls:
+            if u not in downloaded:
+                downloaded[u] = _download(u, spec.name, data_dir, timeout)
+        raw = [downloaded[u] for u in urls]
         if mirror or spec.convert is None:
             data = raw[0]
             if not verify(data, spec):

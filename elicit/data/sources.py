@@ -107,18 +107,13 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def check_dataset(name: str) -> str:
-    """``name`` if it is one of the paper's data sets, else an :class:`ElicitError`."""
-    if name not in DATASETS:
-        raise ElicitError(f"unknown data set {name!r}: use one of {', '.join(DATASETS)} "
-                          "(or --corpus FILE for a review file of your own)")
-    return name
-
-
 def paper_source(dataset: str, data_dir: str | os.PathLike | None = None) -> DataSource:
     """The paper's matrix ``dataset`` from a data directory, resolved here in the parent
     process so every worker reads the same files."""
-    rec, voc, _ = PAPER_FILES[check_dataset(dataset)]
+    if dataset not in DATASETS:
+        raise ElicitError(f"unknown data set {dataset!r}: use one of {', '.join(DATASETS)} "
+                          "(or --corpus FILE for a review file of your own)")
+    rec, voc, _ = PAPER_FILES[dataset]
     ddir = resolve_data_dir(data_dir, required=[rec, voc, STOPWORDS_FILE]).resolve()
     return DataSource(dataset, data_dir=str(ddir))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from elicit.elicitation.settings import RoundSettings
@@ -66,14 +67,9 @@ class RoundKeywords:
 
 # ``cfg.engine`` reads ``cfg.settings.engine``: an InitVar's default would otherwise stay
 # behind as a class attribute and answer None whatever the settings hold.
-def _reads_setting(name: str) -> property:
-    def get(self: RoundKeywords) -> Any:
-        return getattr(self.settings, name)
-    return property(get, doc=f"``settings.{name}`` (read only)")
-
-
 for _name in _KEYWORDS:
-    setattr(RoundKeywords, _name, _reads_setting(_name))
+    setattr(RoundKeywords, _name, property(attrgetter(f"settings.{_name}"),
+                                           doc=f"``settings.{_name}`` (read only)"))
 
 
 def option(default: Any) -> Any:
