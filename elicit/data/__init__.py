@@ -1,12 +1,6 @@
 """Data: find the data directory, load review corpora, build the features, split a run
-(``docs/data.md``).
-
-The modules: :mod:`~elicit.data.files` (the data directory, file names, record readers, stop
-words, vocabularies), :mod:`~elicit.data.corpora` (:class:`BowDataset`, the feature rule,
-loaders), :mod:`~elicit.data.splits` (split, standardisation, :class:`RunData`),
-:mod:`~elicit.data.metafeatures` (the meta-features ``U``) and :mod:`elicit.data.fetch`
-(``elicit data fetch``; not re-exported, so that the name stays the module). The names used
-from the package are re-exported here.
+(``docs/data.md``). The names used from the package are re-exported here; not
+:mod:`elicit.data.fetch`'s, so that the name stays the module.
 """
 
 from __future__ import annotations

@@ -170,12 +170,11 @@ def _preprocess(text: str) -> str:
 def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Iterable[str],
                     min_df: int, ngram_range: tuple[int, int] = (1, 2),
                     name: str = "texts", max_features: int | None = None) -> BowDataset:
-    """Count the n-grams (``ngram_range``) of raw texts and apply the paper's feature rule.
+    """Count the n-grams (``ngram_range``) of raw texts and apply the paper's feature rule;
+    ``max_features`` keeps the n-grams of highest document frequency (stable ties).
 
     Stop words are not removed before forming n-grams (that would turn "not good" into
-    "good"): as in the paper's matrices an n-gram is dropped only when all of its tokens are
-    stop words. Bigrams are joined with ``_`` (``a_lot``). ``max_features`` keeps the n-grams
-    of highest document frequency (stable ties).
+    "good"): as in the paper's matrices an n-gram is dropped when all its tokens are stop words.
     """
     from sklearn.feature_extraction.text import CountVectorizer
 

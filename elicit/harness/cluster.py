@@ -1,7 +1,5 @@
-"""Where the experiments' tasks run (``docs/scaling.md``): ``None``, ``jobs`` local worker
-processes; ``"local:N"``, a :class:`distributed.LocalCluster` with N single-threaded workers
-started here; or the address of an existing Dask scheduler, whose workers must import the
-same elicit and read the data directory at the same path.
+"""Where the experiments' tasks run (``docs/scaling.md``): ``jobs`` local worker processes,
+a Dask ``LocalCluster`` started here (``"local:N"``) or an existing Dask scheduler.
 """
 
 from __future__ import annotations

@@ -73,11 +73,10 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
     """Run ``func(*task)`` for every task not finished yet; return how many ran.
 
     ``func`` is a module-level function (worker processes pickle it by name) that writes its
-    own results. ``left(task)`` is what is left of a task: None when it is finished, else the
-    argument tuple to run, possibly narrowed. ``jobs`` worker processes run them (1, or one
-    task left: inline, in order), or ``cluster``, or the executor of an enclosing
-    :func:`~elicit.harness.cluster.cluster_scope`. The first task to fail stops the runner
-    with its exception.
+    own results; ``left(task)`` is None for a finished task, else the (possibly narrowed)
+    arguments to run. ``jobs`` worker processes run them (1, or one task left: inline), or
+    ``cluster``, or an enclosing :func:`~elicit.harness.cluster.cluster_scope`'s executor. The
+    first task to fail stops the runner with its exception.
     """
     todo = [t for t in (tasks if left is None else map(left, tasks)) if t is not None]
     if not todo:

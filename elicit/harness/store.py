@@ -1,17 +1,8 @@
-"""A sweep's results folder, which owns the settings its results were made with.
-
-Every experiment of simulated experts keeps its results in one folder::
-
-    OUT/config.json                          the settings (written when the store is opened)
-    OUT/parts/<dataset>/<strategy>/runNNN.json   one run of one query strategy
-    OUT/parts/<dataset>/runinfo/runNNN.json      a run's reference record (real data)
-    OUT/../table1/parts/<OUT's name>/<method>/runNNN.json
-                                             a run's Table 1 sample curve (real data)
-
-Records are reused by where they lie alone, so :meth:`SweepStore.open` compares the settings
-it is given with the folder's ``config.json`` and refuses a difference in one line that names
-it rather than recompute hours of work after a typo; the same settings reuse every record,
-so an interrupted sweep resumes.
+"""A sweep's results folder, which owns the settings its results were made with
+(``docs/simulations.md``, ``docs/realdata.md``): ``OUT/config.json``, the records
+``OUT/parts/<dataset>/<strategy or runinfo>/runNNN.json`` and the Table 1 sample curves
+``OUT/../table1/parts/<OUT's name>/<method>/runNNN.json``. Records are reused by where they
+lie alone, so a rerun with other settings is refused rather than mixed in.
 """
 
 from __future__ import annotations
@@ -24,7 +15,6 @@ from elicit.elicitation.kinds import PAPER_QUESTIONS, spell_questions
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 
-#: The folder names of the layout above.
 CONFIG_FILE = "config.json"
 PARTS = "parts"
 RUNINFO_DIR = "runinfo"

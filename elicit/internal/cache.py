@@ -99,10 +99,8 @@ def _checksum(a: np.ndarray) -> int:
 
 
 class LRUCache:
-    """A thread-safe map of at most ``size`` entries, dropping the one stored longest ago.
-
-    A pickled cache arrives empty (the ids in the keys mean nothing in another process).
-    """
+    """A thread-safe map of at most ``size`` entries, dropping the one stored longest ago; a
+    pickled cache arrives empty (the ids in the keys mean nothing in another process)."""
 
     def __init__(self, size: int) -> None:
         self.size = int(size)

@@ -1,8 +1,6 @@
-"""A content-addressed memo of JSON results on disk, shared by processes: what several
-experiments compute for the same run (a run's regression baselines) is stored once under the
-hash of its inputs, its name and version, and the code (:func:`code_salt`), so an entry never
-outlives a change of the code. A float goes through JSON as its shortest repr, which reads
-back as the same float.
+"""A content-addressed memo of JSON results on disk, shared by processes: a result is stored
+once under the hash of its inputs, name, version and the code (:func:`code_salt`). A float
+goes through JSON as its shortest repr, which reads back as the same float.
 """
 
 from __future__ import annotations
