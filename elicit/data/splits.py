@@ -139,8 +139,7 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
     Raises
     ------
     ElicitError
-        If ``standardize`` is not one of the two choices, the split is impossible or the
-        meta-features cannot be built (e.g. an embedding without expert-set reviews).
+        If ``standardize`` is unknown, the split impossible or the meta-features unbuildable.
     """
     if standardize not in STANDARDIZE_CHOICES:
         raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "

@@ -162,13 +162,9 @@ def feature_index(f: Any, where: str, p: int, names: list[str] | None,
     raise ElicitError(f"{where}: a feature must be a name or a column index, got {f!r}")
 
 
-def named(entry: Any, names: list[str]) -> Any:
-    """An answer (i, j, answer) with in-range indices replaced by names; anything else is
-    left for ``fit`` to check."""
-    if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
-        return entry
-    i, j = (names[f] if is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])
-    return (i, j, entry[2])
+def name_of(f: Any, names: list[str]) -> Any:
+    """The name of an in-range column index ``f``; anything else is left for ``fit`` to check."""
+    return names[f] if is_index(f) and 0 <= int(f) < len(names) else f
 
 
 def is_index(f: Any) -> bool:

@@ -26,8 +26,7 @@ from elicit.estimator.feedback import (
     candidate_pairs,
     few,
     is_feature_answer,
-    is_index,
-    named,
+    name_of,
     relevance_classes,
     resolve_feedback,
     resolve_meta_features,
@@ -169,11 +168,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
                                   "meta_features; give one name per feature")
             meta: Any = pd.DataFrame(U, index=names)
-            feedback = [named(entry, names) for entry in feedback]
+            feedback = [(name_of(e[0], names), name_of(e[1], names), e[2])
+                        if isinstance(e, (tuple, list)) and len(e) == 3 else e for e in feedback]
             for word in ("relevant", "irrelevant"):
                 if params.get(word) is not None:
-                    params[word] = [names[f] if is_index(f) and 0 <= int(f) < len(names) else f
-                                    for f in params[word]]
+                    params[word] = [name_of(f, names) for f in params[word]]
         else:
             meta = U
         kwargs: dict[str, Any] = dict(
@@ -243,15 +242,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
     def set_units(self, x_mean: Any, x_scale: Any, y_mean: float,
                   y_scale: float = 1.0) -> ElicitRegressor:
-        """State the units of the data the fitted model refers to; returns self.
-
-        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``
-        (``x_mean``, ``x_scale``: one per column); this sets ``x_mean_``, ``x_scale_``,
-        ``y_mean_``, ``y_scale_`` and maps ``coef_``, ``intercept_`` and ``sigma2_`` back, so
-        that :meth:`predict` takes X and returns y in the original units. :meth:`fit` calls
-        it with its own training statistics; call it after a fit on data preprocessed by a
-        transformation the estimator did not see (as a session hands its model over).
-        """
+        """State that the fitted model refers to ``(X - x_mean) / x_scale`` and
+        ``(y - y_mean) / y_scale``: sets ``x_mean_``, ..., and maps ``coef_``, ``intercept_``
+        and ``sigma2_`` back, so that :meth:`predict` works in the original units; returns
+        self. For a fit on data preprocessed by a transformation the estimator did not see (as
+        a session hands its model over); :meth:`fit` calls it with its own statistics."""
         check_is_fitted(self, "posterior_")
         p = self.n_features_in_
         x_mean, x_scale = np.array(x_mean, dtype=float), np.array(x_scale, dtype=float)

@@ -43,14 +43,10 @@ CURVES_FIGURE = "fig4_mse.png"
 
 @dataclass(frozen=True)
 class SweepConfig(Recorded):
-    """The settings of a sweep, checked when it is made.
-
-    ``settings`` are the question rounds' (kept validated; its ``strategy`` is None, as a
-    sweep runs each of ``strategies``; ``pool_size`` None is each problem's own), and every
-    run's expert must answer its ``questions``. ``snapshots`` are the rounds whose gamma the
-    records keep. The :func:`~elicit.harness.config.setting` fields are what ``config.json``
-    records; the others may change between reruns.
-    """
+    """The settings of a sweep, checked when it is made: ``settings`` are the question
+    rounds' (its ``strategy`` None, as a sweep runs each of ``strategies``; ``pool_size`` None:
+    each problem's own), ``snapshots`` the rounds whose gamma the records keep. The
+    :func:`~elicit.harness.config.setting` fields are what ``config.json`` records."""
 
     dataset: str = setting(MISSING)
     runs: int = option(MISSING)
