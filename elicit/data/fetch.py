@@ -33,7 +33,6 @@ from elicit.data.files import DATA_ENV, PAPER_FILES, RAW_FILES, STOPWORDS_FILE, 
 from elicit.errors import ElicitError
 from elicit.internal.io import write_bytes_atomic
 
-#: Where the original sources are downloaded from (GitHub's raw file server).
 GITHUB_RAW = "https://raw.githubusercontent.com"
 #: Environment variable: base URL of a mirror of a data directory (finished files).
 MIRROR_ENV = "ELICIT_DATA_MIRROR"
@@ -224,11 +223,8 @@ def _convert_amazon_raw(src: list[bytes]) -> bytes:
 
 
 def _convert_yelp_raw(src: list[bytes]) -> bytes:
-    lines = src[0].decode("utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    elif lines:
-        lines.pop()     # the source is cut off in the middle of its last record
+    # the last piece is empty or the record the source is cut off in the middle of
+    lines = src[0].decode("utf-8").split("\n")[:-1]
     recs = []
     for k, line in enumerate(lines, start=1):
         if not line.strip():

@@ -19,7 +19,6 @@ from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.splits import STANDARDIZE_CHOICES, RunData, Standardize, prepare_run
 from elicit.errors import ElicitError
 
-#: The paper's two bag-of-words data sets.
 DATASETS: tuple[str, ...] = tuple(PAPER_FILES)
 
 #: Reviews a run takes for the model (100 training + 900 test, :func:`elicit.data.prepare_run`).

@@ -14,7 +14,6 @@ from elicit.errors import ElicitError
 from elicit.internal.paths import check_input_file
 from elicit.internal.text import listing
 
-#: Table formats read by :func:`read_table`, by file suffix.
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
