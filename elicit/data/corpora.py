@@ -65,12 +65,6 @@ class BowDataset:
         """Number of reviews in which each keyword occurs (count > 0)."""
         return np.count_nonzero(self.counts > 0, axis=0)
 
-    def subset_features(self, keep: np.ndarray) -> BowDataset:
-        """A copy restricted to the columns ``keep`` (indices or boolean mask)."""
-        idx = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep)
-        return BowDataset(self.counts[:, idx], self.ratings.copy(),
-                          [self.vocabulary[i] for i in idx], self.name, self.source)
-
 
 def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
     """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``)."""
@@ -154,7 +148,8 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
     ds = load_paper_bow(name, data_dir)
     sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
     keep = select_features(ds.counts, ds.vocabulary, sw, min_df)
-    return ds.subset_features(keep)
+    return BowDataset(ds.counts[:, keep], ds.ratings.copy(), [ds.vocabulary[i] for i in keep],
+                      ds.name, ds.source)
 
 
 #: Tokens: runs of letters/digits with internal apostrophes (``can't``); unlike scikit-learn's

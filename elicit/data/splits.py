@@ -33,10 +33,7 @@ def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
         raise ElicitError(f"the data set has {n_total} reviews but the run needs n_model = "
                           f"{n_model} (train + test); lower n_model or use a larger data set")
     perm = rng.permutation(n_total)
-    train = np.sort(perm[:n_train])
-    test = np.sort(perm[n_train:n_model])
-    expert = np.sort(perm[n_model:])
-    return train, test, expert
+    return np.sort(perm[:n_train]), np.sort(perm[n_train:n_model]), np.sort(perm[n_model:])
 
 
 def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -80,9 +80,7 @@ class SweepStore:
         """The store of the sweep in ``folder`` with its recorded settings, or None if the
         folder has no ``config.json``."""
         path = Path(folder) / CONFIG_FILE
-        if not path.exists():
-            return None
-        return cls(Path(folder), json.loads(path.read_text()))
+        return cls(Path(folder), json.loads(path.read_text())) if path.exists() else None
 
     def part_path(self, dataset: str, strategy: str, run: int) -> Path:
         """Run ``run`` of query strategy ``strategy``: its MSE curve, questions, answers."""
@@ -111,9 +109,6 @@ class SweepStore:
     def missing(self, paths: Mapping[str, Path],
                 current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:
         """The keys of ``paths`` whose record is missing or, by ``current``, out of date."""
-        out = []
-        for key, path in paths.items():
-            record = self.load(path)
-            if record is None or (current is not None and not current(record)):
-                out.append(key)
-        return tuple(out)
+        return tuple(key for key, path in paths.items()
+                     if (record := self.load(path)) is None
+                     or (current is not None and not current(record)))
