@@ -1,10 +1,5 @@
-"""Bag-of-words corpora: :class:`BowDataset`, the paper's feature rule, the loaders.
-
-The paper's matrices are read by :func:`load_bow`, :func:`load_paper_bow` and
-:func:`load_dataset`; raw-text reviews are counted by :func:`vectorize_texts` and read by
-:func:`load_raw_reviews` and :func:`load_corpus`. The feature rule (:func:`select_features`)
-drops keywords whose tokens are all SMART stop words and keeps those in at least ``min_df``
-reviews.
+"""Bag-of-words corpora: :class:`BowDataset`, the paper's feature rule (keywords not all stop
+words, in at least ``min_df`` reviews) and the loaders of the paper's matrices and of raw text.
 """
 
 from __future__ import annotations
@@ -34,20 +29,9 @@ from elicit.internal.paths import check_input_file
 
 @dataclass
 class BowDataset:
-    """A bag-of-words data set.
-
-    Attributes
-    ----------
-    counts
-        ``(n, V)`` dense ``int64`` array of keyword counts (dense is fine at these sizes:
-        5149 x 824 is 34 MB before filtering).
-    ratings
-        ``(n,)`` ``int64`` star ratings, the regression target.
-    vocabulary
-        The ``V`` keywords, in column order; bigrams are joined with ``_`` (``a_lot``).
-    name
-        A short label (``"amazon"``, ``"yelp"``, a file name).
-    """
+    """A bag-of-words data set: ``(n, V)`` dense ``int64`` keyword ``counts`` (dense is fine
+    at these sizes: 5149 x 824 is 34 MB), ``(n,)`` ``int64`` star ``ratings``, the ``V``
+    keywords of the columns (bigrams joined with ``_``: ``a_lot``) and a short label."""
 
     counts: np.ndarray
     ratings: np.ndarray
@@ -81,42 +65,26 @@ class BowDataset:
         """Number of reviews in which each keyword occurs (count > 0)."""
         return np.count_nonzero(self.counts > 0, axis=0)
 
-    def subset_features(self, keep: np.ndarray) -> BowDataset:
-        """A copy restricted to the columns ``keep`` (indices or boolean mask)."""
-        idx = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep)
-        return BowDataset(self.counts[:, idx], self.ratings.copy(),
-                          [self.vocabulary[i] for i in idx], self.name, self.source)
+
+def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
+    """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``)."""
+    return all(t.lower() in sw for t in keyword.split("_") if t)   # all([]): dropped
 
 
-def keyword_tokens(keyword: str) -> list[str]:
-    """The tokens of a keyword: split on ``_``, empty parts dropped (``""`` has none)."""
-    return [t for t in keyword.split("_") if t]
-
-
-def is_stopword_keyword(keyword: str, stopwords: Iterable[str]) -> bool:
-    """True if every token of ``keyword`` is a stop word, or it has none (Yelp's ``""``
-    column, the tokens the source's a-z cleaning emptied)."""
-    sw = stopwords if isinstance(stopwords, (set, frozenset)) else set(stopwords)
-    toks = keyword_tokens(keyword)
-    return all(t.lower() in sw for t in toks)   # all([]) is True: no tokens -> dropped
+def _check_min_df(min_df: object) -> None:
+    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
+        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
 
 
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
                     min_df: int) -> np.ndarray:
     """Indices of the keywords the paper's rule keeps: not all tokens stop words, and in at
-    least ``min_df`` reviews.
-
-    Raises
-    ------
-    ElicitError
-        If ``min_df`` is not a positive integer or nothing is left.
-    """
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    least ``min_df`` reviews; an :class:`ElicitError` if nothing is left."""
+    _check_min_df(min_df)
     counts = np.asarray(counts)
     sw = frozenset(stopwords)
     df = np.count_nonzero(counts > 0, axis=0)
-    not_stop = np.array([not is_stopword_keyword(w, sw) for w in vocabulary], dtype=bool)
+    not_stop = np.array([not _all_stop(w, sw) for w in vocabulary], dtype=bool)
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(
@@ -129,14 +97,7 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
 def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike,
              vocabulary_key: str | None = None, name: str | None = None) -> BowDataset:
     """Load a bag-of-words JSONL file (fields ``rating`` and ``bow``) and its vocabulary,
-    unfiltered.
-
-    Raises
-    ------
-    ElicitError
-        On a missing field, a bad rating or count, or a keyword not in the vocabulary (naming
-        the file and line).
-    """
+    unfiltered; an :class:`ElicitError` naming the file and line on a bad record."""
     records_path = Path(records_path)
     vocab = load_vocabulary(vocabulary_path, vocabulary_key)
     col = {w: i for i, w in enumerate(vocab)}
@@ -181,31 +142,15 @@ def load_paper_bow(name: DatasetName | str,
 
 def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = None,
                  min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
-    """The paper's matrix with the paper's feature rule applied.
-
-    Drops every keyword whose ``_``-tokens are all SMART stop words (and Yelp's empty keyword
-    ``""``), then keeps the keywords that occur in at least ``min_df`` reviews. With the
-    default ``min_df=100`` this leaves 337 Amazon and 258 Yelp keywords (the paper reports 340
-    and 241; see ``docs/data.md``).
-
-    Parameters
-    ----------
-    name
-        ``"amazon"`` or ``"yelp"``.
-    data_dir
-        Explicit data directory (else see :func:`resolve_data_dir`).
-    min_df
-        Minimum number of reviews a keyword must occur in.
-    stopwords
-        Stop words; default the SMART list shipped with elicit (:func:`load_stopwords`).
-    """
+    """The paper's matrix ``"amazon"`` or ``"yelp"`` with the paper's feature rule
+    (:func:`select_features`): with ``min_df=100``, 337 Amazon and 258 Yelp keywords (the
+    paper reports 340 and 241; ``docs/data.md``). ``stopwords`` default to the SMART list."""
     ds = load_paper_bow(name, data_dir)
     sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
     keep = select_features(ds.counts, ds.vocabulary, sw, min_df)
-    return ds.subset_features(keep)
+    return BowDataset(ds.counts[:, keep], ds.ratings.copy(), [ds.vocabulary[i] for i in keep],
+                      ds.name, ds.source)
 
-
-# -- raw text ----------------------------------------------------------------------------
 
 #: Tokens: runs of letters/digits with internal apostrophes (``can't``); unlike scikit-learn's
 #: default, one-letter words are kept (as in the paper's vocabulary), and never ``_``.
@@ -220,24 +165,11 @@ def _preprocess(text: str) -> str:
 def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Iterable[str],
                     min_df: int, ngram_range: tuple[int, int] = (1, 2),
                     name: str = "texts", max_features: int | None = None) -> BowDataset:
-    """Count unigrams and bigrams of raw texts and apply the paper's feature rule.
+    """Count the n-grams (``ngram_range``) of raw texts and apply the paper's feature rule;
+    ``max_features`` keeps the n-grams of highest document frequency (stable ties).
 
     Stop words are not removed before forming n-grams (that would turn "not good" into
-    "good"): as in the paper's matrices an n-gram is dropped only when all of its tokens are
-    stop words. Bigrams are joined with ``_`` (``a_lot``).
-
-    Parameters
-    ----------
-    texts, ratings
-        The reviews and their integer ratings.
-    stopwords
-        The stop list (e.g. :func:`load_stopwords`).
-    min_df
-        Keep n-grams in at least this many texts (the paper's 100 suits ~5000 reviews).
-    ngram_range
-        Passed to ``CountVectorizer``.
-    max_features
-        Keep at most this many n-grams, those of highest document frequency (stable ties).
+    "good"): as in the paper's matrices an n-gram is dropped when all its tokens are stop words.
     """
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -248,8 +180,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
         raise ElicitError(f"{len(texts)} texts but {len(ratings_arr)} ratings")
     if not texts:
         raise ElicitError("no texts to vectorise")
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    _check_min_df(min_df)
     if min_df > len(texts):
         raise ElicitError(f"min_df = {min_df} exceeds the number of texts ({len(texts)}), so no "
                           "keyword can survive; lower min_df")
@@ -272,7 +203,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     # vocabulary is large.
     X = X.tocsc()
     df = np.diff(X.indptr)
-    not_stop = np.array([not is_stopword_keyword(w, sw) for w in vocab], dtype=bool)
+    not_stop = np.array([not _all_stop(w, sw) for w in vocab], dtype=bool)
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(f"the vocabulary is empty after filtering: no n-gram that is not all "
@@ -298,21 +229,10 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
                      min_df: int | None = None, ngram_range: tuple[int, int] = (1, 2),
                      stopwords: Iterable[str] | None = None,
                      max_features: int | None = None) -> BowDataset:
-    """Load raw-text reviews and vectorise them (:func:`vectorize_texts`).
-
-    Parameters
-    ----------
-    path_or_name
-        ``"amazon"`` / ``"yelp"`` (the shipped substitutes), or a JSONL or CSV file with
-        ``text`` and ``rating`` fields (other names: :func:`load_corpus`).
-    data_dir
-        Where the shipped files and the stop list are looked up.
-    min_df
-        Minimum document frequency; default :func:`default_min_df` (39 for the 2000 Amazon
-        reviews, 71 for the 3610 Yelp reviews).
-    stopwords
-        Stop words; default the SMART list (:func:`~elicit.data.files.load_stopwords`).
-    """
+    """:func:`load_corpus` of ``"amazon"`` / ``"yelp"`` (the shipped substitutes, looked up
+    in ``data_dir``) or of a JSONL or CSV file with ``text`` and ``rating`` fields, without
+    the size check; ``min_df`` default: 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
+    ones."""
     key = str(path_or_name)
     if key in RAW_FILES:
         path = data_file(RAW_FILES[key], data_dir)
@@ -332,14 +252,8 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
 
 def read_reviews(path: str | os.PathLike, text_field: str = "text",
                  rating_field: str = "rating") -> tuple[list[str], list[int]]:
-    """The texts and integer ratings of a JSONL or CSV review file (optionally gzipped).
-
-    Raises
-    ------
-    ElicitError
-        If the file is missing or empty, a field is missing, a text is not a string or a
-        rating not an integer.
-    """
+    """The texts and integer ratings of a JSONL or CSV review file (optionally gzipped); an
+    :class:`ElicitError` naming the line on a missing field or a bad value."""
     path = check_input_file(path, "review")
     for fld, what in ((text_field, "text_field"), (rating_field, "rating_field")):
         if not isinstance(fld, str) or not fld:
@@ -370,41 +284,12 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 n_model: int | None = 1000, name: str | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
-    The file is JSON Lines (``.jsonl``/``.json``/``.ndjson``, one object per review) or CSV
-    with a header line (``.csv``), either optionally gzipped (``.gz``). Unigrams and bigrams of
-    the text are counted (:func:`vectorize_texts`); a keyword is kept if not all of its tokens
-    are SMART stop words and it occurs in at least ``min_df`` reviews.
-
-    Parameters
-    ----------
-    path
-        The review file.
-    text_field, rating_field
-        The names of the review-text field and of the integer star-rating field.
-    min_df
-        Minimum number of reviews a keyword must occur in. Default (None): the paper's
-        100-of-5149, scaled to the corpus (:func:`default_min_df`).
-    stopwords
-        Stop words; default the SMART list shipped with elicit.
-    ngram_range, max_features
-        Passed to :func:`vectorize_texts`.
-    n_model
-        The number of model reviews a run takes (:func:`~elicit.data.splits.prepare_run`,
-        default 1000 = 100 training + 900 test); a corpus with fewer reviews is refused
-        early. None skips the check.
-    name
-        A label for the data set; default the file name without its suffixes.
-
-    Returns
-    -------
-    BowDataset
-        Counts of the kept keywords, the ratings, and the keywords (bigrams joined by ``_``).
-
-    Raises
-    ------
-    ElicitError
-        On a missing file or field, a non-integer rating, too few reviews for a run, or no
-        keyword surviving the rule.
+    ``path`` is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line,
+    either optionally gzipped, one review per record. ``min_df`` defaults to the paper's
+    100-of-5149 scaled to the corpus (:func:`default_min_df`); ``stopwords`` (default the
+    shipped SMART list), ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
+    A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
+    label ``name`` defaults to the file name without its suffixes.
     """
     if n_model is not None and (isinstance(n_model, bool)
                                 or not isinstance(n_model, (int, np.integer)) or n_model < 1):

@@ -1,20 +1,11 @@
-"""Download the data files into the data directory (``elicit data fetch``).
+"""Download the data files into the data directory (``elicit data fetch``, ``docs/data.md``).
 
-:data:`MANIFEST` lists every file the data directory can hold with its public source and its
-SHA-256 sum (that of the shared data directory's file, whose ``README.md`` gives its
-provenance). Only the stop list is published as it is; the others were *converted* (the
-paper's matrices from MATLAB files, the Amazon reviews from Blitzer's ``.review`` files, the
-Yelp reviews from a cut-off ``review.json``). :func:`fetch` gets a file either
-
-* from a **mirror** (``mirror=`` or ``$ELICIT_DATA_MIRROR``: a URL or local folder holding
-  the finished files), checked against the file's SHA-256; or
-* from the **original sources** (the default): downloaded from GitHub at pinned commits
-  (``upstream=`` or ``$ELICIT_DATA_UPSTREAM`` replaces ``https://raw.githubusercontent.com``)
-  and converted here, checked against the SHA-256 of the content (for a gzip file the
-  uncompressed content: the compressed bytes depend on the zlib version and time stamp).
-
-A file is checked before it is written atomically, so a failed download leaves nothing
-behind; a file already present and verified is skipped.
+:data:`MANIFEST` lists every file with its public sources and its SHA-256 sum. :func:`fetch`
+takes a file from a mirror of finished files, or downloads its original sources (pinned
+commits on GitHub) and converts them here, checked against the SHA-256 of the content (for a
+gzip file the uncompressed content: the compressed bytes depend on the zlib version and time
+stamp). A file is checked before it is written atomically, so a failed download leaves
+nothing behind.
 """
 
 from __future__ import annotations
@@ -33,6 +24,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -41,13 +33,12 @@ from elicit.data.files import DATA_ENV, PAPER_FILES, RAW_FILES, STOPWORDS_FILE, 
 from elicit.errors import ElicitError
 from elicit.internal.io import write_bytes_atomic
 
-#: Where the original sources are downloaded from (GitHub's raw file server).
 GITHUB_RAW = "https://raw.githubusercontent.com"
 #: Environment variable: base URL of a mirror of a data directory (finished files).
 MIRROR_ENV = "ELICIT_DATA_MIRROR"
 #: Environment variable: base URL that replaces :data:`GITHUB_RAW` for the original sources.
 UPSTREAM_ENV = "ELICIT_DATA_UPSTREAM"
-#: Seconds to wait for a server before giving up.
+#: Seconds to wait for a server.
 TIMEOUT = 60.0
 
 
@@ -66,17 +57,14 @@ class Source:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One file of the data directory: its name, the SHA-256 of the file as distributed and
-    (gzip files) of its uncompressed content, the public sources it is made from, the
-    converter of the downloaded sources (in order) to its uncompressed content (None: the
-    file is ``sources[0]`` as it is) and one line on what it is."""
+    """One file of the data directory: the SHA-256 of the file and (gzip files) of its
+    content, its public sources and their converter to its content (None: ``sources[0]``)."""
 
     name: str
     sha256: str
     content_sha256: str | None
     sources: tuple[Source, ...]
     convert: Callable[[list[bytes]], bytes] | None
-    note: str
 
     @property
     def gzipped(self) -> bool:
@@ -94,8 +82,6 @@ class FetchResult:
     urls: tuple[str, ...] = ()
 
 
-# -- converters from the original sources ------------------------------------------------
-
 _HIIT = "HIIT/knowledge-elicitation-for-linear-regression"
 _AMAZON_MAT = Source(_HIIT, "d305913cc2fda8272017aea1f8b75689f97a78f6",
                      "DATA_amazon/amazon_data.mat")
@@ -111,11 +97,6 @@ _YELP_JSON = Source("tilmanbeck/dcwe", "ac547249310ebea228f08b27987c3f67c294c696
                     "data/yelp_academic_dataset_review.json")
 _SMART = Source("igorbrigadir/stopwords", "ab85d86c3fac0360020a921b91ccf9d697b54757",
                 "en/smart.txt")
-
-_AMAZON_VOCAB_SOURCE = (f"{_HIIT} {_AMAZON_MAT.path} (variable keywords, column order of "
-                        "X_all)")
-_YELP_VOCAB_SOURCE = (f"{_HIIT} {_YELP_MAT50.path} and ..._100app.mat (variable keywords, "
-                      "column order of X_all)")
 
 
 def _jsonl(records: Iterable[dict]) -> bytes:
@@ -184,39 +165,27 @@ def _paper_matrix(data: bytes, what: str) -> tuple[np.ndarray, np.ndarray, list[
     return X, y.astype(np.int64), keywords
 
 
-def _bow_records(X: np.ndarray, y: np.ndarray, keywords: list[str],
-                 extra: dict | None = None) -> bytes:
-    # One record per row: the row index, the rating, then the nonzero counts in column order.
-    def records():
-        for i in range(X.shape[0]):
-            nz = np.flatnonzero(X[i])
-            rec = {"id": i, "rating": int(y[i]), **(extra or {})}
-            rec["bow"] = {keywords[j]: int(X[i, j]) for j in nz}
-            yield rec
-    return _jsonl(records())
-
-
-def _convert_amazon_bow(src: list[bytes]) -> bytes:
-    X, y, kw = _paper_matrix(src[0], _AMAZON_MAT.path)
-    return _bow_records(X, y, kw, {"domain": "kitchen"})
+def _paper_bow(src: list[bytes], what: str, extra: dict | None = None) -> bytes:
+    # One record per row: the row index, the rating, extra, then the nonzero counts in order.
+    X, y, kw = _paper_matrix(src[0], what)
+    return _jsonl({"id": i, "rating": int(y[i]), **(extra or {}),
+                   "bow": {kw[j]: int(X[i, j]) for j in np.flatnonzero(X[i])}}
+                  for i in range(X.shape[0]))
 
 
 def _convert_amazon_vocab(src: list[bytes]) -> bytes:
-    _, _, kw = _paper_matrix(src[0], _AMAZON_MAT.path)
-    return _vocabulary_json({"source": _AMAZON_VOCAB_SOURCE, "keywords": kw})
-
-
-def _convert_yelp_bow(src: list[bytes]) -> bytes:
-    X, y, kw = _paper_matrix(src[0], _YELP_MAT50.path)
-    return _bow_records(X, y, kw)
+    return _vocabulary_json({"source": f"{_HIIT} {_AMAZON_MAT.path} (variable keywords, "
+                                       "column order of X_all)",
+                             "keywords": _paper_matrix(src[0], _AMAZON_MAT.path)[2]})
 
 
 def _convert_yelp_vocab(src: list[bytes]) -> bytes:
     _, _, kw50 = _paper_matrix(src[0], _YELP_MAT50.path)
     kw100 = _cellstr(_mat_var(_load_mat(src[1], _YELP_MAT100.path), "keywords",
                               _YELP_MAT100.path), _YELP_MAT100.path)
-    return _vocabulary_json({"source": _YELP_VOCAB_SOURCE, "keywords_min50": kw50,
-                             "keywords_min100": kw100})
+    return _vocabulary_json({"source": f"{_HIIT} {_YELP_MAT50.path} and ..._100app.mat "
+                                       "(variable keywords, column order of X_all)",
+                             "keywords_min50": kw50, "keywords_min100": kw100})
 
 
 _REVIEW = re.compile(r"<review>(.*?)</review>", re.S)
@@ -254,11 +223,8 @@ def _convert_amazon_raw(src: list[bytes]) -> bytes:
 
 
 def _convert_yelp_raw(src: list[bytes]) -> bytes:
-    lines = src[0].decode("utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    elif lines:
-        lines.pop()     # the source is cut off in the middle of its last record
+    # the last piece is empty or the record the source is cut off in the middle of
+    lines = src[0].decode("utf-8").split("\n")[:-1]
     recs = []
     for k, line in enumerate(lines, start=1):
         if not line.strip():
@@ -272,8 +238,6 @@ def _convert_yelp_raw(src: list[bytes]) -> bytes:
     return _jsonl(recs)
 
 
-# -- the manifest ------------------------------------------------------------------------
-
 _AMAZON_BOW, _AMAZON_VOC, _ = PAPER_FILES["amazon"]
 _YELP_BOW, _YELP_VOC, _ = PAPER_FILES["yelp"]
 
@@ -281,34 +245,30 @@ _YELP_BOW, _YELP_VOC, _ = PAPER_FILES["yelp"]
 MANIFEST: dict[str, DataFile] = {f.name: f for f in (
     DataFile(STOPWORDS_FILE,
              "0f21fbc8f4d86a06562bd61032209ae5cdc16aaad8cbfb09e064a7d5bb75e823", None,
-             (_SMART,), None, "SMART English stop list (also shipped with elicit)"),
+             (_SMART,), None),
     DataFile(_AMAZON_BOW,
              "d4bb65d2a301749011637abc779ab15a5e419f3d9af147102e848acb3b4fe886",
              "c40a0c6087797458aa6d2278749f5c74f040fc659900b825959325a7707bca07",
-             (_AMAZON_MAT,), _convert_amazon_bow,
-             "the paper's Amazon kitchen matrix, 5149 reviews x 824 keywords"),
+             (_AMAZON_MAT,), partial(_paper_bow, what=_AMAZON_MAT.path,
+                                     extra={"domain": "kitchen"})),
     DataFile(_AMAZON_VOC,
              "0e3a71cab98b7df1b4dcf0b8e2e7d4bc6a944d3cdaaab754c314b88df5faceff", None,
-             (_AMAZON_MAT,), _convert_amazon_vocab, "its 824 keywords in column order"),
+             (_AMAZON_MAT,), _convert_amazon_vocab),
     DataFile(_YELP_BOW,
              "18d59e97b3296a96f515bdc6be61b1ead4b8bb43953ab39945e8a1728159b776",
              "cfe927df47fd6ecb1e305c24aba64bc71ffc845bde616ed1efa6c900d4aeacd1",
-             (_YELP_MAT50,), _convert_yelp_bow,
-             "the paper's Yelp matrix, 4086 reviews x 828 keywords"),
+             (_YELP_MAT50,), partial(_paper_bow, what=_YELP_MAT50.path)),
     DataFile(_YELP_VOC,
              "d69fe564b53345e2061f71d8476ca9297421747000dfa947838cf5a6dd59a651", None,
-             (_YELP_MAT50, _YELP_MAT100), _convert_yelp_vocab,
-             "its 828 keywords (and the 465 occurring in more than 100 reviews)"),
+             (_YELP_MAT50, _YELP_MAT100), _convert_yelp_vocab),
     DataFile(RAW_FILES["amazon"],
              "6af3a2ea3ab967f5d5d9821710af3a67d79b1dc094186a323eb8df515b4a1d32",
              "c1ec63c880a03f444876e34558c0cc8d606ff379d812d5bcf84de413556b26d0",
-             (_BLITZER_POS, _BLITZER_NEG), _convert_amazon_raw,
-             "2000 raw-text Amazon kitchen reviews (not the paper's set)"),
+             (_BLITZER_POS, _BLITZER_NEG), _convert_amazon_raw),
     DataFile(RAW_FILES["yelp"],
              "17436e12063343934284aef4300602503403656c90c4dad1c536a9bd48de1fbc",
              "1cdbbe4b2beeec9b9b64a941975e7d659c8f7933542667ad072986a884ff5128",
-             (_YELP_JSON,), _convert_yelp_raw,
-             "3610 raw-text Yelp reviews (not the paper's set)"),
+             (_YELP_JSON,), _convert_yelp_raw),
 )}
 
 #: Names for groups of files, usable in ``files=`` next to the file names.
@@ -322,30 +282,21 @@ FILE_GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def select_files(files: str | Sequence[str] | None = None) -> list[DataFile]:
-    """The manifest entries named by ``files`` (file names or group names), in manifest order.
-
-    ``None`` means all files; a string may list names separated by commas.
-    """
+    """The manifest entries named by ``files`` (file or group names, a list or a comma-separated
+    string; None: all), in manifest order."""
     if files is None:
         return list(MANIFEST.values())
     names = files.split(",") if isinstance(files, str) else list(files)
     wanted: set[str] = set()
     for n in (str(x).strip() for x in names):
-        if not n:
-            continue
-        if n in FILE_GROUPS:
-            wanted.update(FILE_GROUPS[n])
-        elif n in MANIFEST:
-            wanted.add(n)
-        else:
+        if n and n not in FILE_GROUPS and n not in MANIFEST:
             raise ElicitError(f"unknown data file {n!r}; use a group ({', '.join(FILE_GROUPS)}) "
                               f"or a file name ({', '.join(MANIFEST)})")
+        wanted.update(FILE_GROUPS.get(n, (n,)) if n else ())
     if not wanted:
         raise ElicitError("no data file named; use a group or a file name")
     return [f for f in MANIFEST.values() if f.name in wanted]
 
-
-# -- checking, downloading, writing ------------------------------------------------------
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -377,29 +328,17 @@ def _as_url(base: str) -> str:
     return Path(base).expanduser().resolve().as_uri()
 
 
-class _Downloader:
-    """Downloads with :mod:`urllib`, once per URL within one :func:`fetch` call."""
-
-    def __init__(self, data_dir: Path, timeout: float) -> None:
-        self.data_dir = data_dir
-        self.timeout = timeout
-        self.cache: dict[str, bytes] = {}
-
-    def get(self, url: str, name: str) -> bytes:
-        if url not in self.cache:
-            try:
-                with urllib.request.urlopen(url, timeout=self.timeout) as resp:
-                    self.cache[url] = resp.read()
-            except (urllib.error.URLError, OSError, ValueError) as e:
-                if isinstance(e, urllib.error.HTTPError):
-                    reason = f"HTTP {e.code} {e.reason}"
-                else:
-                    reason = str(getattr(e, "reason", None) or e)
-                raise ElicitError(
-                    f"cannot download {url} ({reason}); if the network is not reachable, "
-                    f"copy the data files (here {name}) by hand into the data directory "
-                    f"{self.data_dir} (sources and SHA-256 sums: docs/data.md)") from None
-        return self.cache[url]
+def _download(url: str, name: str, data_dir: Path, timeout: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.read()
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = (f"HTTP {e.code} {e.reason}" if isinstance(e, urllib.error.HTTPError)
+                  else str(getattr(e, "reason", None) or e))
+        raise ElicitError(
+            f"cannot download {url} ({reason}); if the network is not reachable, "
+            f"copy the data files (here {name}) by hand into the data directory "
+            f"{data_dir} (sources and SHA-256 sums: docs/data.md)") from None
 
 
 def _gzip_bytes(content: bytes, name: str) -> bytes:
@@ -416,8 +355,6 @@ def _mismatch(spec: DataFile, want: str, got: str, where: str, data_dir: Path) -
         f"SHA-256 mismatch for {spec.name} from {where}: expected {want}, got {got}; nothing "
         f"was written. Try again, use another mirror, or copy the file by hand into {data_dir}")
 
-
-# -- fetch -------------------------------------------------------------------------------
 
 def fetch_dir(option: str | os.PathLike | None = None) -> Path:
     """The directory :func:`fetch` writes to: ``option``, else ``$ELICIT_DATA``, else
@@ -437,32 +374,22 @@ def fetch_dir(option: str | os.PathLike | None = None) -> Path:
 def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
           mirror: str | None = None, force: bool = False, progress: bool = True,
           upstream: str | None = None, timeout: float = TIMEOUT) -> list[FetchResult]:
-    """Download the data files into ``data_dir`` and verify their SHA-256 sums.
+    """Download the data files into ``data_dir`` (created if missing) and verify their SHA-256
+    sums; one :class:`FetchResult` per file, in manifest order.
 
     Parameters
     ----------
-    data_dir
-        The data directory; created if missing.
     files
-        File names or groups (:data:`FILE_GROUPS`: ``all``, ``paper``, ``raw``, ``amazon``,
-        ``yelp``), a list or one comma-separated string; None means all.
-    mirror
-        Base URL (or local folder) holding the finished files as ``<mirror>/<file name>``;
-        default ``$ELICIT_DATA_MIRROR``; none: the original sources are converted.
+        File names or groups (:data:`FILE_GROUPS`), a list or one comma-separated string;
+        None means all.
+    mirror, upstream
+        Base URL (or local folder) of the finished files (default ``$ELICIT_DATA_MIRROR``;
+        none: the original sources are converted), and one replacing :data:`GITHUB_RAW`
+        (default ``$ELICIT_DATA_UPSTREAM``).
     force
-        Download again a present file, verified or not (without ``force`` one that does not
-        verify is an error, never overwritten).
+        Download again a present file (without it one that does not verify is an error).
     progress
         Print one line per file to standard error.
-    upstream
-        Base URL replacing :data:`GITHUB_RAW`, same layout; default ``$ELICIT_DATA_UPSTREAM``.
-    timeout
-        Seconds to wait for a server.
-
-    Returns
-    -------
-    list of FetchResult
-        One per file, in manifest order.
 
     Raises
     ------
@@ -478,7 +405,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     mirror = mirror if mirror not in (None, "") else os.environ.get(MIRROR_ENV) or None
     upstream = upstream if upstream not in (None, "") else os.environ.get(UPSTREAM_ENV) or None
     base = _as_url(upstream) if upstream else GITHUB_RAW
-    dl = _Downloader(data_dir, timeout)
+    downloaded: dict[str, bytes] = {}  # once per URL: two files can share a source
 
     def say(msg: str) -> None:
         if progress:
@@ -494,32 +421,27 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
                 continue
             raise ElicitError(f"{path} is present but does not match its SHA-256 "
                               f"({spec.sha256}); delete it or fetch with force to replace it")
-        if mirror:
-            url = f"{_as_url(mirror)}/{urllib.parse.quote(spec.name)}"
-            say(f"{spec.name}: downloading {url}")
-            data = dl.get(url, spec.name)
+        urls = ((f"{_as_url(mirror)}/{urllib.parse.quote(spec.name)}",) if mirror
+                else tuple(s.url(base) for s in spec.sources))
+        for u in urls:
+            say(f"{spec.name}: downloading {u}")
+        for u in urls:
+            if u not in downloaded:
+                downloaded[u] = _download(u, spec.name, data_dir, timeout)
+        raw = [downloaded[u] for u in urls]
+        if mirror or spec.convert is None:
+            data = raw[0]
             if not verify(data, spec):
-                raise _mismatch(spec, spec.sha256, _sha256(data), url, data_dir)
-            urls: tuple[str, ...] = (url,)
+                raise _mismatch(spec, spec.sha256, _sha256(data), urls[0], data_dir)
             status = "downloaded"
         else:
-            urls = tuple(s.url(base) for s in spec.sources)
-            for u in urls:
-                say(f"{spec.name}: downloading {u}")
-            raw = [dl.get(u, spec.name) for u in urls]
-            if spec.convert is None:
-                data = raw[0]
-                if not verify(data, spec):
-                    raise _mismatch(spec, spec.sha256, _sha256(data), urls[0], data_dir)
-                status = "downloaded"
-            else:
-                content = spec.convert(raw)
-                want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
-                if _sha256(content) != want:
-                    raise _mismatch(spec, want, _sha256(content), "the conversion of "
-                                    + ", ".join(urls), data_dir)
-                data = _gzip_bytes(content, spec.name) if spec.gzipped else content
-                status = "converted"
+            content = spec.convert(raw)
+            want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
+            if _sha256(content) != want:
+                raise _mismatch(spec, want, _sha256(content), "the conversion of "
+                                + ", ".join(urls), data_dir)
+            data = _gzip_bytes(content, spec.name) if spec.gzipped else content
+            status = "converted"
         write_bytes_atomic(path, data)
         say(f"{spec.name}: {status}, SHA-256 verified ({len(data)} bytes)")
         results.append(FetchResult(spec.name, path, status, urls))

@@ -1,10 +1,10 @@
-"""The data directory (:func:`resolve_data_dir`), the paper's file names, record readers (JSON
-Lines and CSV, optionally gzipped, with line numbers for the errors), stop words and
-vocabularies.
+"""The data directory, the paper's file names, record readers (JSON Lines and CSV, optionally
+gzipped, with line numbers for the errors), stop words and vocabularies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -19,7 +19,6 @@ import numpy as np
 
 from elicit.errors import ElicitError
 
-#: Environment variable that points at the data directory.
 DATA_ENV = "ELICIT_DATA"
 
 #: The SMART English stop list (Salton 1971); the data directory may hold a copy.
@@ -58,10 +57,7 @@ DATA_SOURCE_HINT = (
 DatasetName = Literal["amazon", "yelp"]
 
 
-# -- data directory ----------------------------------------------------------------------
-
 def _repo_root() -> Path:
-    """The repository: the parent of the ``elicit`` package directory."""
     return Path(__file__).resolve().parents[2]
 
 
@@ -73,32 +69,11 @@ def default_data_dirs() -> list[Path]:
 
 def resolve_data_dir(option: str | os.PathLike | None = None,
                      required: Sequence[str] = ()) -> Path:
-    """Find the data directory.
-
-    The order is: ``option`` (the CLI's ``--data-dir``), the environment variable
-    ``ELICIT_DATA``, ``<repo>/data/`` if it exists, ``<repo>/../shared/data``. An explicit
-    choice (option or environment variable) is final: if it lacks a file we fail instead of
-    silently reading other data. Among the two defaults the first existing directory that holds
-    all ``required`` files wins.
-
-    Parameters
-    ----------
-    option
-        An explicit directory, or None.
-    required
-        File names that must exist in the directory.
-
-    Returns
-    -------
-    Path
-        The directory.
-
-    Raises
-    ------
-    ElicitError
-        If no directory qualifies; the message names the missing file(s), the directories
-        searched and where the data comes from.
-    """
+    """The data directory that holds the files ``required``: ``option`` (the CLI's
+    ``--data-dir``), else ``$ELICIT_DATA``, else the first of :func:`default_data_dirs` that
+    holds them. An explicit choice is final: if it lacks a file, an :class:`ElicitError`
+    rather than other data (the message names the missing files and where the data comes
+    from)."""
     required = list(required)
     if option is not None and str(option) != "":
         return _check_dir(Path(option).expanduser(), required, "--data-dir / data_dir option")
@@ -133,10 +108,8 @@ def data_file(filename: str, data_dir: str | os.PathLike | None = None) -> Path:
     return resolve_data_dir(data_dir, required=[filename]) / filename
 
 
-# -- low-level readers -------------------------------------------------------------------
-
 def _open_text(path: Path) -> io.TextIOBase:
-    """Open a text file, transparently gunzipping it when it starts with the gzip magic."""
+    """Open a text file, gunzipping it when it starts with the gzip magic."""
     if not path.is_file():
         raise ElicitError(f"file not found: {path}")
     with open(path, "rb") as fh:
@@ -213,50 +186,27 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 def parse_rating(value: object, where: str) -> int:
     """An integer rating from JSON (int, or a float with an integer value) or CSV (string);
     booleans, fractions and non-numeric strings are refused."""
-    if isinstance(value, bool) or value is None:
-        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    if isinstance(value, float):
-        if np.isfinite(value) and value == int(value):
-            return int(value)
-        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
+    v = value
     if isinstance(value, str):
-        s = value.strip()
-        try:
-            return int(s)
-        except ValueError:
-            pass
-        try:
-            v = float(s)
-        except ValueError:
-            v = float("nan")
-        if np.isfinite(v) and v == int(v):
-            return int(v)
-        raise ElicitError(f"{where}: rating must be an integer, got {value!r}")
-    raise ElicitError(f"{where}: rating must be an integer, got {type(value).__name__} {value!r}")
+        with contextlib.suppress(ValueError):
+            return int(value)
+        with contextlib.suppress(ValueError):
+            v = float(value)
+    if isinstance(v, float) and np.isfinite(v) and v == int(v):
+        return int(v)
+    known = value is None or isinstance(value, (bool, float, str))
+    raise ElicitError(f"{where}: rating must be an integer, got "
+                      f"{'' if known else type(value).__name__ + ' '}{value!r}")
 
 
 def load_stopwords(path: str | os.PathLike | None = None,
                    data_dir: str | os.PathLike | None = None) -> frozenset[str]:
-    """The stop list: one word per line, lower-cased; blank lines ignored.
-
-    By default the SMART list shipped with elicit (571 lines, 570 distinct words: ``would``
-    is listed twice). A copy in the data directory must list the same words in the same
-    order, else the two would silently give different features.
-
-    Parameters
-    ----------
-    path
-        A stop-word file to use instead (one word per line); no comparison is made.
-    data_dir
-        The data directory whose copy is compared with the shipped list.
-
-    Raises
-    ------
-    ElicitError
-        If a file cannot be read or is empty, or the data directory's copy differs.
-    """
+    """The stop list of the file ``path`` (one word per line, lower-cased; blank lines
+    ignored), by default the SMART list shipped with elicit, of which a copy in the data
+    directory ``data_dir`` must list the same words in the same order (else an
+    :class:`ElicitError`: the two would silently give different features)."""
     if path is not None:
         return frozenset(_read_word_list(Path(path)))
     if not SHIPPED_STOPWORDS.is_file():
@@ -273,7 +223,6 @@ def load_stopwords(path: str | os.PathLike | None = None,
 
 
 def _read_word_list(p: Path) -> list[str]:
-    """The non-blank lines of a word list, stripped and lower-cased, in file order."""
     try:
         with _open_text(p) as fh:
             words = [w.strip().lower() for w in fh if w.strip()]
@@ -285,8 +234,7 @@ def _read_word_list(p: Path) -> list[str]:
 
 
 def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
-    """The data directory's copy of the stop list, or None (an explicit directory must
-    exist; else the first default place holding it)."""
+    """The data directory's copy of the stop list, or None."""
     if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
         f = resolve_data_dir(data_dir) / STOPWORDS_FILE
         return f if f.is_file() else None

@@ -1,9 +1,7 @@
-r"""Meta-features of keywords: what the model's kernel measures similarity on.
+r"""Meta-features of keywords, what the kernel measures similarity on (``docs/metafeatures.md``).
 
-The prior covariance of the weights is the kernel
-:math:`K_{ij} = \exp(-\tfrac12 \sum_l \gamma_l (u_{il} - u_{jl})^2)` over per-feature
-meta-features :math:`U` (``p x d``). :func:`meta_features` builds ``U`` in one of these ways
-(:data:`META_FEATURES`, or a file):
+:func:`meta_features` builds ``U`` (``p x d``) in one of these ways (:data:`META_FEATURES`,
+or a file):
 
 ``"counts"`` (the default; the paper's choice)
     :math:`U = C_{\mathrm{train}}^\top`, the transposed raw training counts, unscaled.
@@ -18,25 +16,16 @@ meta-features :math:`U` (``p x d``). :func:`meta_features` builds ``U`` in one o
     :math:`M = Q \Lambda Q^\top`, :math:`U = Q_{:,1..k} \Lambda_{1..k}^{1/2}` (negative
     eigenvalues clipped to 0).
 ``"lsa"``
-    The tf-idf matrix :math:`T` of the same reviews (counts times the smoothed idf
-    :math:`1 + \log\frac{1 + N}{1 + n_i}`, rows of unit length), its truncated SVD
+    The tf-idf matrix :math:`T` of the same reviews (:func:`tfidf`), its truncated SVD
     :math:`T \approx W S V^\top` and :math:`U = V_{:,1..k} S_{1..k}`.
 a file (``FILE``)
     A CSV or Parquet table indexed by feature name (:func:`read_meta_file`).
 
-**Directions, not lengths.** Both embeddings then scale every row to unit length (a row's
-length mostly tracks the keyword's frequency): on Amazon this raises the polarity AUC
-(:func:`polarity_auc`) of ``ppmi`` 10 from 0.80 to 0.93 and of ``lsa`` 25 from 0.60 to 0.78.
-A keyword absent from the unlabelled reviews is a zero row. Decompositions are dense LAPACK
-ones, each vector's sign fixed (largest-magnitude entry positive), so ``U`` is deterministic.
-
-**Scale.** The prior on :math:`\gamma` is fixed (:math:`N_+(1, 0.5^2)`), so the scale of
-``U`` matters: the embeddings and a file are multiplied by one constant so that the median
-squared pair distance is :data:`TYPICAL_SQ_DISTANCE` = 2, i.e. :math:`K_{ij} = e^{-1}` for a
-typical pair at :math:`\gamma = 1`, neither unrelated nor all alike (:func:`scale_to_typical`).
-``counts`` stays unscaled, as in the paper.
-
-A plain table without meta-features gets :func:`table_meta_features`.
+Both embeddings then scale every row to unit length (a row's length mostly tracks the
+keyword's frequency); a keyword absent from the unlabelled reviews is a zero row. Each
+vector's sign is fixed (largest-magnitude entry positive), so ``U`` is deterministic. As the
+prior on :math:`\gamma` is fixed, the embeddings and a file are scaled to a typical pair
+distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
 """
 
 from __future__ import annotations
@@ -56,7 +45,6 @@ from elicit.internal.text import listing
 META_FEATURES: tuple[str, ...] = ("counts", "ppmi", "lsa")
 #: The choices that build an embedding of ``dim`` dimensions (the others ignore ``dim``).
 EMBEDDINGS: tuple[str, ...] = ("ppmi", "lsa")
-#: The default number of embedding dimensions.
 DEFAULT_META_DIM = 10
 #: The median squared pair distance embeddings are scaled to (module docstring).
 TYPICAL_SQ_DISTANCE = 2.0
@@ -80,35 +68,27 @@ def is_builtin(kind: object) -> bool:
 def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None = None,
                   dim: int = DEFAULT_META_DIM, train_counts: np.ndarray | None = None,
                   feature_names: Sequence[str] | None = None) -> np.ndarray:
-    """The meta-features ``U`` (``p x d``) of one run, by ``kind``.
+    """The meta-features ``U`` (``p x d`` floats, no NaN) of one run, by ``kind``.
 
     Parameters
     ----------
     kind
-        ``"counts"``, ``"ppmi"``, ``"lsa"`` (see the module docstring) or the path of a
-        CSV/Parquet table of meta-features indexed by feature name.
+        ``"counts"``, ``"ppmi"``, ``"lsa"`` (module docstring) or the path of a CSV/Parquet
+        table of meta-features indexed by feature name.
     counts_unlabeled
-        ``(n_u, p)`` keyword counts of reviews that are *not* used for the model; only
-        their inputs are read (``ppmi``, ``lsa``).
+        ``(n_u, p)`` keyword counts of reviews *not* used for the model (``ppmi``, ``lsa``).
     dim
         Embedding dimensions of ``ppmi`` and ``lsa`` (at most ``p``; ``lsa`` also at most
-        ``n_u``). Ignored by ``counts`` and a file.
+        ``n_u``).
     train_counts
         ``(n_train, p)`` raw counts of the training reviews (``counts``).
     feature_names
         The ``p`` keywords, to align a file by name.
 
-    Returns
-    -------
-    numpy.ndarray
-        ``(p, d)`` float array without NaN: ``d = n_train`` for ``counts``, ``dim`` for the
-        embeddings, the file's column count for a file.
-
     Raises
     ------
     ElicitError
-        On a missing input, a bad ``dim``, too few unlabelled reviews, or a file that does
-        not match the features (one-line messages).
+        On a missing input, a bad ``dim``, too few unlabelled reviews, or a bad file.
     """
     if is_builtin(kind) and kind == "counts":
         if train_counts is None:
@@ -176,9 +156,7 @@ def tfidf(counts: np.ndarray) -> np.ndarray:
     unit Euclidean length (an empty review stays zeros)."""
     C = np.asarray(counts, dtype=float)
     df = (C > 0).sum(axis=0)
-    T = C * (1.0 + np.log((1.0 + C.shape[0]) / (1.0 + df)))
-    norm = np.linalg.norm(T, axis=1, keepdims=True)
-    return T / np.where(norm > 0, norm, 1.0)
+    return unit_rows(C * (1.0 + np.log((1.0 + C.shape[0]) / (1.0 + df))))
 
 
 def lsa_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
@@ -233,36 +211,16 @@ def scale_to_typical(U: np.ndarray, target: float = TYPICAL_SQ_DISTANCE) -> np.n
 
 def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
                         target: float = TABLE_SQ_DISTANCE) -> np.ndarray:
-    r"""Default meta-features of a plain table's columns: how they correlate.
+    r"""Default meta-features of a plain table's columns: how they correlate
+    (``docs/metafeatures.md``).
 
-    The columns of ``X`` (``n x p``) are standardised (centred, divided by their standard
-    deviation; a constant column becomes zeros), giving :math:`Z`. With the thin SVD
-    :math:`Z / \sqrt{n} = A S V^\top` the correlation matrix of the columns is
-    :math:`R = V S^2 V^\top`: the rows of :math:`V S` have unit length and inner products
-    :math:`r_{ij}`, so :math:`\lVert u_i - u_j \rVert^2 = 2 (1 - r_{ij})`. Feature *i* is
-    described by its first :math:`k` coordinates :math:`u_i = (V S)_{i, 1..k}` (its
-    correlations with the first k principal components), :math:`k` = ``dim`` capped at the
-    rank of Z, and the squared distances approximate :math:`2 (1 - r_{ij})` (exactly when k
-    reaches the rank): correlated columns sit close, uncorrelated ones at about 2, opposite
-    ones at about 4. Finally U is scaled to a median pair distance of ``target``
-    (:func:`scale_to_typical`; 4: ``K = exp(-2)`` for a typical pair at ``gamma = 1``).
-    y is not read; columns equal up to scale and shift get identical rows.
-    ``docs/metafeatures.md`` gives the measurements behind ``dim`` and ``target``.
-
-    Parameters
-    ----------
-    X
-        ``(n, p)`` training inputs, finite.
-    dim
-        The most principal directions to keep (default :data:`DEFAULT_META_DIM`).
-    target
-        The median squared pair distance of the result.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(p, k)`` floats, ``1 <= k <= dim``; zeros of shape ``(p, 1)`` when every column is
-        constant.
+    With the standardised columns :math:`Z` of ``X`` (``n x p``, finite; a constant column
+    becomes zeros) and the thin SVD :math:`Z / \sqrt{n} = A S V^\top`, the rows of
+    :math:`V S` have inner products :math:`r_{ij}` (the correlations), so
+    :math:`\lVert u_i - u_j \rVert^2 = 2 (1 - r_{ij})`. Feature *i* keeps its first
+    :math:`k` coordinates, ``dim`` capped at the rank of Z, and U is scaled to a median
+    squared pair distance of ``target`` (:func:`scale_to_typical`). Returns ``(p, k)``
+    floats, ``1 <= k <= dim`` (zeros of shape ``(p, 1)`` when every column is constant).
     """
     dim = check_meta_dim(dim)
     # C order: LAPACK's rounding depends on the layout (a DataFrame's values are in F order).
@@ -286,11 +244,8 @@ def table_meta_features(X: np.ndarray, dim: int = DEFAULT_META_DIM,
 
 
 def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.ndarray:
-    """A meta-features table aligned to ``feature_names``: ``(p, d)`` floats.
-
-    The table (CSV, TSV or Parquet) has the feature name in its first column, one numeric
-    column per meta-feature; read and aligned as a session's (:mod:`elicit.data.tables`).
-    """
+    """A meta-features table (CSV, TSV or Parquet; the feature name in its first column, one
+    numeric column per meta-feature) aligned to ``feature_names``: ``(p, d)`` floats."""
     df = read_table(Path(path), "--meta-features", index_col=0)
     df.index = pd.Index([str(k) for k in df.index])
     U = np.asarray(align_meta(df, list(feature_names)), dtype=float)
@@ -308,15 +263,10 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
 def polarity_auc(U: np.ndarray, groups: np.ndarray) -> float:
     r"""How well ``U`` puts same-polarity keywords closer than opposite-polarity ones.
 
-    Over the keywords with a known group (``groups >= 0``; e.g. 0 for a positive and 1 for
-    a negative LASSO weight, -1 for unknown), let :math:`S` be the squared distances
-    :math:`\lVert u_i - u_j \rVert^2` of the same-group pairs and :math:`D` those of the
-    cross-group pairs. The AUC is
-
-    .. math:: \Pr(s < d) + \tfrac12 \Pr(s = d), \qquad s \in S,\ d \in D \text{ uniformly},
-
-    0.5 without signal, 1 when every same-group pair is closer than every cross-group pair
-    (the Mann-Whitney statistic, from average ranks). NaN when either set is empty.
+    Over the keywords with a known group (``groups >= 0``; -1 for unknown), with :math:`S`
+    the squared distances of the same-group pairs and :math:`D` those of the cross-group
+    pairs, the AUC :math:`\Pr(s < d) + \tfrac12 \Pr(s = d)` (:math:`s \in S, d \in D`
+    uniformly; the Mann-Whitney statistic): 0.5 without signal, NaN when either set is empty.
     """
     from scipy.stats import rankdata
 

@@ -1,11 +1,6 @@
-"""Where a real-data run's reviews come from: the paper's matrices or any review corpus.
-
-A :class:`DataSource` names the reviews of a real-data sweep or session in a few picklable
-fields, so worker processes rebuild the data set themselves (once per process): the paper's
-matrices (:func:`paper_source`) or a JSON Lines or CSV review file (:func:`corpus_source`).
-Its :attr:`~DataSource.name` labels every output; :meth:`DataSource.config` is what a sweep's
-``config.json`` records and :func:`source_from_config` rebuilds the source from it. Run ``r``
-of seed ``s`` is split with :func:`split_seed` ``(s, r)``, whoever asks (:meth:`DataSource.run`).
+"""Where a real-data run's reviews come from: the paper's matrices (:func:`paper_source`) or
+a review file (:func:`corpus_source`), named in a few picklable fields so that worker
+processes rebuild the data set themselves, once per process.
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.splits import STANDARDIZE_CHOICES, RunData, Standardize, prepare_run
 from elicit.errors import ElicitError
 
-#: The paper's two bag-of-words data sets.
 DATASETS: tuple[str, ...] = tuple(PAPER_FILES)
 
 #: Reviews a run takes for the model (100 training + 900 test, :func:`elicit.data.prepare_run`).
@@ -50,10 +44,6 @@ class DataSource:
     rating_field: str = "rating"
     min_df: int | None = None
 
-    @property
-    def is_corpus(self) -> bool:
-        return self.corpus is not None
-
     def load(self) -> BowDataset:
         """The bag-of-words data set, loaded once per process (about a second per load)."""
         if self not in _CACHE:
@@ -71,9 +61,8 @@ class DataSource:
     def config(self) -> dict:
         """What a sweep's ``config.json`` records about its data (a corpus with its
         SHA-256, so another file under the same name is refused rather than mixed in)."""
-        if not self.is_corpus:
+        if self.corpus is None:
             return {"dataset": self.name, "data_dir": self.data_dir}
-        assert self.corpus is not None
         return {"dataset": self.name, "corpus": self.corpus,
                 "corpus_sha256": file_sha256(self.corpus), "text_field": self.text_field,
                 "rating_field": self.rating_field, "min_df": self.min_df}
@@ -83,9 +72,8 @@ _CACHE: dict[DataSource, BowDataset] = {}
 
 
 def _load(src: DataSource) -> BowDataset:
-    if not src.is_corpus:
+    if src.corpus is None:
         return load_dataset(src.name, src.data_dir)
-    assert src.corpus is not None
     ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
                      min_df=src.min_df, n_model=N_MODEL, name=src.name)
     if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
@@ -118,18 +106,13 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def check_dataset(name: str) -> str:
-    """``name`` if it is one of the paper's data sets, else an :class:`ElicitError`."""
-    if name not in DATASETS:
-        raise ElicitError(f"unknown data set {name!r}: use one of {', '.join(DATASETS)} "
-                          "(or --corpus FILE for a review file of your own)")
-    return name
-
-
 def paper_source(dataset: str, data_dir: str | os.PathLike | None = None) -> DataSource:
     """The paper's matrix ``dataset`` from a data directory, resolved here in the parent
     process so every worker reads the same files."""
-    rec, voc, _ = PAPER_FILES[check_dataset(dataset)]
+    if dataset not in DATASETS:
+        raise ElicitError(f"unknown data set {dataset!r}: use one of {', '.join(DATASETS)} "
+                          "(or --corpus FILE for a review file of your own)")
+    rec, voc, _ = PAPER_FILES[dataset]
     ddir = resolve_data_dir(data_dir, required=[rec, voc, STOPWORDS_FILE]).resolve()
     return DataSource(dataset, data_dir=str(ddir))
 

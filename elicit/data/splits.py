@@ -1,13 +1,5 @@
-"""One experimental run: the paper's train/test/expert split and standardisation.
-
-Two standardisations are offered (``standardize=``, ``docs/data.md``):
-
-* ``"model"`` (the default): column mean and scale of all 1000 *model* reviews' inputs
-  (training and test, no ratings): the test inputs are known when the model is built, and
-  using them keeps every z-score moderate.
-* ``"train"``: those of the 100 training reviews only, the literal reading of the paper. A
-  keyword in one training review has a tiny scale, so test z-scores reach about 100 and the
-  no-feedback model predicts worse than the mean.
+"""One experimental run: the paper's train/test/expert split and standardisation
+(``docs/data.md``).
 """
 
 from __future__ import annotations
@@ -19,22 +11,16 @@ from typing import Literal, get_args
 import numpy as np
 
 from elicit.data.corpora import BowDataset
-from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, meta_features
+from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim
+from elicit.data.metafeatures import meta_features as build_meta_features
 from elicit.errors import ElicitError
 from elicit.internal.cache import freeze_fields
 
 
 def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
                   n_train: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The paper's split: ``n_model`` random reviews for the model (``n_train`` of them for
-    training), the rest for the expert.
-
-    Returns
-    -------
-    train, test, expert
-        Disjoint sorted index arrays of sizes ``n_train``, ``n_model - n_train`` and
-        ``n_total - n_model`` that together cover ``0..n_total-1``.
-    """
+    """The paper's split of ``0..n_total-1``: sorted index arrays ``train, test, expert`` of
+    ``n_model`` random reviews for the model (``n_train`` of them for training) and the rest."""
     for nm, v in (("n_total", n_total), ("n_model", n_model), ("n_train", n_train)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise ElicitError(f"{nm} must be an integer, got {v!r}")
@@ -47,21 +33,12 @@ def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
         raise ElicitError(f"the data set has {n_total} reviews but the run needs n_model = "
                           f"{n_model} (train + test); lower n_model or use a larger data set")
     perm = rng.permutation(n_total)
-    train = np.sort(perm[:n_train])
-    test = np.sort(perm[n_train:n_model])
-    expert = np.sort(perm[n_model:])
-    return train, test, expert
+    return np.sort(perm[:n_train]), np.sort(perm[n_train:n_model]), np.sort(perm[n_model:])
 
 
 def standardise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Zero mean, unit (population, ddof=0) variance per column; a constant column gets
-    scale 1 (all zeros rather than NaN).
-
-    Returns
-    -------
-    Z, mean, scale
-        ``Z = (X - mean) / scale``.
-    """
+    """``Z, mean, scale`` with ``Z = (X - mean) / scale`` of zero mean and unit (population,
+    ddof=0) variance per column; a constant column gets scale 1 (zeros rather than NaN)."""
     X = np.asarray(X, dtype=float)
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
@@ -80,40 +57,21 @@ class RunData:
 
     Attributes
     ----------
-    X_train, X_test
-        Counts standardised with ``x_mean`` and ``x_scale``.
-    y_train
-        Training ratings minus their mean ``y_mean`` (the model has no intercept).
-    y_test
-        Test ratings on the original scale (predict ``X_test @ beta + y_mean``).
-    U
-        Meta-features, ``p x d``: by default (``meta_features="counts"``) the transpose of the
-        raw (unnormalised) training counts, ``p x n_train``; else see
-        :func:`elicit.data.metafeatures.meta_features`.
+    X_train, X_test, y_train, y_test
+        Counts standardised with ``x_mean`` and ``x_scale``; the training ratings minus their
+        mean ``y_mean`` (the model has no intercept), the test ratings as they are.
     X_expert, y_expert
         The expert set (reviews outside the model's 1000): ``X_expert`` standardised with its
         own statistics whatever ``standardize`` is, ``y_expert`` the ratings on the original
         scale. Only the simulated (LASSO) expert sees them.
-    feature_names
-        The p keywords.
     x_mean, x_scale
         The column mean and scale (population standard deviation, 1 for a constant column)
-        that standardise every model input: training, test, and the expert-set rows that the
-        Table 1 sample-addition loops add as training samples (``(counts - x_mean) /
-        x_scale``). With ``standardize="model"`` they are the statistics of the
-        ``n_model`` model reviews (training and test inputs, no ratings); with ``"train"``
-        those of the ``n_train`` training reviews.
+        that standardise every model input (:meth:`standardize_counts`), taken from the rows
+        ``standardize`` says (:func:`prepare_run`).
     train_idx, test_idx, expert_idx
         Row indices into the data set.
-    seed
-        The seed of the split.
-    name
-        The data set's name.
-    standardize
-        ``"model"`` or ``"train"``: which rows ``x_mean`` and ``x_scale`` come from.
-    meta_features, meta_dim
-        How ``U`` was built: ``"counts"``, ``"ppmi"``, ``"lsa"`` or a file's path, and the
-        embedding dimensions (None unless ``"ppmi"`` or ``"lsa"``).
+    seed, name, standardize, meta_features, meta_dim
+        The arguments of :func:`prepare_run` (``meta_dim`` None unless an embedding).
     """
 
     X_train: np.ndarray
@@ -144,11 +102,8 @@ class RunData:
         return self.X_train.shape[1]
 
     def standardize_counts(self, counts: np.ndarray) -> np.ndarray:
-        """Raw counts (rows of the data set) in the run's input coordinates.
-
-        For example the expert-set rows that a sample-addition loop adds to the training
-        data: ``run.standardize_counts(dataset.counts[run.expert_idx])``.
-        """
+        """Raw counts (rows of the data set) in the run's input coordinates, e.g. the
+        expert-set rows a Table 1 sample-addition loop adds to the training data."""
         counts = np.asarray(counts, dtype=float)
         if counts.ndim != 2 or counts.shape[1] != self.p:
             raise ElicitError(f"counts must have shape (n, {self.p}), got {counts.shape}")
@@ -159,37 +114,29 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
                 n_train: int = 100, standardize: Standardize = "model",
                 meta_features: str | os.PathLike = "counts",
                 meta_dim: int = DEFAULT_META_DIM) -> RunData:
-    """Split and standardise one run; deterministic given ``seed``.
-
-    The split uses ``np.random.default_rng(seed)`` (:func:`split_indices`).
+    """Split (``np.random.default_rng(seed)``, :func:`split_indices`) and standardise one run.
 
     Parameters
     ----------
-    dataset
-        The bag-of-words data set.
-    seed
-        Seed of the split.
     n_model, n_train
         Reviews for the model (training + test) and, among them, for training.
     standardize
-        ``"model"`` (default): column mean and scale of all ``n_model`` model reviews, the
-        training and test inputs together; no rating enters. ``"train"``: those of the
-        ``n_train`` training reviews only (the literal reading of the paper; the arrays are
-        exactly those of earlier versions of elicit). Either way a constant column gets
-        scale 1, and the expert set ``X_expert`` is standardised with its own statistics.
+        ``"model"`` (default): column mean and scale of all ``n_model`` model reviews' inputs
+        (the test inputs are known when the model is built; using them keeps every z-score
+        moderate). ``"train"``: those of the ``n_train`` training reviews only (the literal
+        reading of the paper: a keyword in one training review has a tiny scale, so test
+        z-scores reach about 100).
     meta_features
-        ``"counts"`` (default: the transposed raw training counts, exactly as before),
-        ``"ppmi"`` or ``"lsa"`` (an embedding of the keywords learned from the expert set's
-        counts, never its ratings), or the path of a CSV/Parquet table indexed by keyword
-        (:func:`elicit.data.metafeatures.meta_features`).
+        ``"counts"`` (default: the transposed raw training counts), ``"ppmi"`` or ``"lsa"``
+        (embeddings learned from the expert set's counts, never its ratings), or the path of
+        a CSV/Parquet table indexed by keyword (:func:`~elicit.data.metafeatures.meta_features`).
     meta_dim
         Embedding dimensions of ``"ppmi"`` and ``"lsa"`` (ignored otherwise).
 
     Raises
     ------
     ElicitError
-        If ``standardize`` is not one of the two choices, the split is impossible or the
-        meta-features cannot be built (e.g. an embedding without expert-set reviews).
+        If ``standardize`` is unknown, the split impossible or the meta-features unbuildable.
     """
     if standardize not in STANDARDIZE_CHOICES:
         raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "
@@ -219,18 +166,11 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
                           f"the model's {n_model}, but {dataset.name} leaves {expert.size}; "
                           "use a larger data set or --meta-features counts")
     # the embeddings read only the expert set's inputs, never its ratings
-    U = meta_features_of(meta_features, counts, train, expert, dim, dataset.vocabulary)
+    U = build_meta_features(meta_features, counts[expert], dim=dim or DEFAULT_META_DIM,
+                            train_counts=counts[train], feature_names=dataset.vocabulary)
     return RunData(
         X_train=X_train, y_train=y[train] - y_mean, X_test=X_test, y_test=y[test],
         y_mean=y_mean, U=U, X_expert=X_expert, y_expert=y[expert],
         feature_names=list(dataset.vocabulary), x_mean=mu, x_scale=scale,
         train_idx=train, test_idx=test, expert_idx=expert, seed=seed, name=dataset.name,
         standardize=standardize, meta_features=os.fspath(meta_features), meta_dim=dim)
-
-
-def meta_features_of(kind: str | os.PathLike, counts: np.ndarray, train: np.ndarray,
-                     expert: np.ndarray, dim: int | None, names: list[str]) -> np.ndarray:
-    """The run's ``U``: :func:`~elicit.data.metafeatures.meta_features` of the training
-    counts (``"counts"``), the expert set's counts (embeddings) or a file."""
-    return meta_features(kind, counts[expert], dim=dim or DEFAULT_META_DIM,
-                         train_counts=counts[train], feature_names=names)

@@ -14,7 +14,6 @@ from elicit.errors import ElicitError
 from elicit.internal.paths import check_input_file
 from elicit.internal.text import listing
 
-#: Table formats read by :func:`read_table`, by file suffix.
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
@@ -51,8 +50,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
 
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
-    """Refuse a header that pandas would silently rename (a repeated or empty column name,
-    but for the index column): the column would be reported under a name the file lacks."""
+    """Refuse a repeated or empty column name, which pandas would silently rename."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
     first: dict[str, int] = {}
@@ -89,12 +87,9 @@ def align_meta(U, names: Sequence[str] | None):
         raise ElicitError(f"the meta-features name feature(s) {listing(dup)} more than once")
     missing = [n for n in names if n not in set(labels)]
     extra = [k for k in labels if k not in set(names)]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"no row for feature(s) {listing(missing)}")
-        if extra:
-            parts.append(f"row(s) for unknown feature(s) {listing(extra)}")
+    parts = ([f"no row for feature(s) {listing(missing)}"] if missing else []) \
+        + ([f"row(s) for unknown feature(s) {listing(extra)}"] if extra else [])
+    if parts:
         raise ElicitError("the meta-features do not match the features by name: "
                           + "; ".join(parts) + " (the first column must be the feature name)")
     U = U.copy()

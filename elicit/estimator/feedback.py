@@ -115,6 +115,7 @@ def resolve_meta_features(mf: Any, X: np.ndarray, names: list[str] | None,
     if mf is None:
         # The paper's generic recipe: each feature is described by its training values.
         return np.array(X.T), None
+    fb_names: list[str] | None = None
     if isinstance(mf, pd.DataFrame):
         index = [str(k) for k in mf.index]
         if len(set(index)) != len(index):
@@ -129,11 +130,8 @@ def resolve_meta_features(mf: Any, X: np.ndarray, names: list[str] | None,
                 raise ElicitError(f"meta_features rows do not match X's columns: missing "
                                   f"{few(missing)}, extra {few(extra)}")
             mf = mf.set_axis(index, axis=0).loc[names]
-        U = as_float_2d(mf, "meta_features")
-        fb_names: list[str] | None = index
-    else:
-        U = as_float_2d(mf, "meta_features")
-        fb_names = None
+        fb_names = index
+    U = as_float_2d(mf, "meta_features")
     if U.shape[0] != p:
         raise ElicitError(f"meta_features has {U.shape[0]} rows but X has {p} features; "
                           "give one row of meta-features per column of X")
@@ -164,13 +162,9 @@ def feature_index(f: Any, where: str, p: int, names: list[str] | None,
     raise ElicitError(f"{where}: a feature must be a name or a column index, got {f!r}")
 
 
-def named(entry: Any, names: list[str]) -> Any:
-    """An answer (i, j, answer) with in-range indices replaced by names; anything else is
-    left for ``fit`` to check."""
-    if not (isinstance(entry, (tuple, list)) and len(entry) == 3):
-        return entry
-    i, j = (names[f] if is_index(f) and 0 <= int(f) < len(names) else f for f in entry[:2])
-    return (i, j, entry[2])
+def name_of(f: Any, names: list[str]) -> Any:
+    """The name of an in-range column index ``f``; anything else is left for ``fit`` to check."""
+    return names[f] if is_index(f) and 0 <= int(f) < len(names) else f
 
 
 def is_index(f: Any) -> bool:

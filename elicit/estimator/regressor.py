@@ -1,13 +1,6 @@
-"""A scikit-learn regressor for the model of Afrabandpey, Peltola & Kaski (IJCAI 2019).
-
-:class:`ElicitRegressor` fits ``y = X beta + eps`` with the prior
-``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` and
-``K_ij = exp(-0.5 sum_l gamma_l (u_il - u_jl)^2)`` over the features' meta-features ``U``;
-an expert's pair answers enter through ``f ~ Bernoulli(logistic(xi - gamma . w_ij))`` with
-``w_ij = (u_i - u_j)^2``. The MAP of (gamma, xi[, tau2]) comes from an engine and predictions
-from the Normal-Inverse-Gamma posterior. It works on a user's raw data (standardised and
-mapped back: ``predict(X) = X @ coef_ + intercept_``); the choice of the default tau2 and its
-measurements are in ``docs/estimator.md``.
+"""A scikit-learn regressor for the model of Afrabandpey, Peltola & Kaski (IJCAI 2019), on a
+user's raw data (standardised and mapped back); ``docs/estimator.md`` has the model, the
+steps of a fit and the choice of the default tau2.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ from elicit.estimator.feedback import (
     candidate_pairs,
     few,
     is_feature_answer,
-    is_index,
-    named,
+    name_of,
     relevance_classes,
     resolve_feedback,
     resolve_meta_features,
@@ -51,107 +43,54 @@ from elicit.prior.tau2 import ESTIMATOR_TAU2_GRID, TAU2_MODES, check_grid, check
 class ElicitRegressor(RegressorMixin, BaseEstimator):
     """Linear regression with an expert-elicited feature-similarity prior.
 
-    The model of :class:`~elicit.elicitation.elicitor.Elicitor` (module docstring), with the
-    answers given up front. With no answers it is a Bayesian linear regression whose prior
+    The model of :class:`~elicit.elicitation.elicitor.Elicitor` (``docs/estimator.md``), with
+    the answers given up front. With no answers it is a Bayesian linear regression whose prior
     correlations between features are learned from the meta-features.
 
     Parameters
     ----------
     meta_features : array (p, d), DataFrame or None
-        The meta-features U, one row per feature. A DataFrame is indexed by feature name
-        (matched to a DataFrame X's columns by name; else its index names the features in
-        ``feedback``). ``None``: the paper's recipe, the transposed raw training matrix.
+        The meta-features U, one row per feature; a DataFrame is indexed by feature name.
+        ``None``: the paper's recipe, the transposed raw training matrix.
     feedback : list of (feature_i, feature_j, answer) or None
-        Expert answers. Features are names or column indices; answers are ``"similar"``,
-        ``"dissimilar"``, ``"dont_know"`` (no change), 1 or 0
-        (:meth:`~elicit.elicitation.answers.Answer.parse`).
+        Expert answers; features are names or column indices, answers ``"similar"``,
+        ``"dissimilar"``, ``"dont_know"``, 1 or 0 (``Answer.parse``).
     tau2 : float or {"ml", "cv", "learned"}, default "ml"
-        The prior scale tau^2 on the standardised problem, chosen on the no-feedback model by
-        type-II ML (``"ml"``, :func:`elicit.prior.tau2.ml_tau2`) or 5-fold CV (``"cv"``,
-        :func:`elicit.prior.tau2.cv_tau2`), so answers move gamma only; ``"learned"`` with
-        gamma under ``tau2 ~ InvGamma(a_tau, b_tau)``; a number: fixed.
-    tau2_grid : sequence of float or None
-        The grid of ``"ml"`` and ``"cv"`` (default :data:`elicit.prior.tau2.ESTIMATOR_TAU2_GRID`).
+        The prior scale tau^2 on the standardised problem: chosen on the no-feedback model by
+        type-II ML or 5-fold CV over ``tau2_grid`` (default
+        :data:`elicit.prior.tau2.ESTIMATOR_TAU2_GRID`), learned, or fixed.
     a_sigma, b_sigma : float, default 2.0 and 0.2
-        ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` on the scale of the target the model sees
-        (unit variance when ``normalize_y``). The paper's (2, 7) was set for its synthetic
-        data's scale; see ``docs/estimator.md`` for 0.2.
+        ``sigma2 ~ InvGamma(a_sigma, b_sigma)`` on the scale of the target the model sees.
     a_tau, b_tau : float, default 2.0 and 4.0
-        The prior of tau^2 when ``tau2="learned"`` (the paper's synthetic setting).
+        The prior of tau^2 when ``tau2="learned"``.
     threshold_mean : "auto" or float, default "auto"
-        Prior mean m of the threshold, ``xi ~ N+(m, m/2)``. ``"auto"``: the mean of
-        ``gamma0 . w_ij`` over all p(p-1)/2 pairs (the pairs within J for the known-coupling
-        models) at the no-feedback MAP gamma0
-        (:func:`~elicit.prior.setup.fit_no_feedback`). Used only when there are answers.
-    standardize : bool, default True
-        Scale each column of X to unit variance (and centre it when ``fit_intercept``) with
-        the training statistics before fitting.
-    normalize_y : bool, default True
-        Divide the (centred) target by its root mean square, so that the priors and the tau2
-        grid do not depend on y's units.
-    fit_intercept : bool, default True
-        Centre X and y on their training means; ``intercept_`` restores the level.
-        ``False``: the model has no intercept and ``intercept_ = 0``.
+        Prior mean m of the threshold, ``xi ~ N+(m, m/2)``; ``"auto"``: the mean of
+        ``gamma0 . w_ij`` over the candidate pairs at the no-feedback MAP.
+    standardize, normalize_y, fit_intercept : bool, default True
+        Scale X's columns to unit variance, divide the centred y by its root mean square,
+        centre X and y (else ``intercept_ = 0``), with the training statistics.
     engine : str or Engine, default "auto"
-        ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an engine instance of the
-        right variant (``"learned"`` for ``tau2="learned"``, else ``"fixed"``).
+        An engine name or an engine of the variant (``"learned"`` for ``tau2="learned"``).
     model : str, default "paper"
-        The named model (:mod:`elicit.model.variants`, ``elicit models``), for which tau2 is
-        chosen.
+        The named model (:mod:`elicit.model.variants`).
     coupled : sequence of feature names or indices, or None
-        The coupled set J of the known-coupling models: ``K = blockdiag(K_gamma on J, I)``.
-        None: the features of the similar/dissimilar answers.
+        The coupled set J of the known-coupling models (None: the answered features).
     relevant, irrelevant : sequence of feature names or indices, or None
-        The features the expert says affect the outcome and those they say do not
-        (``model="relevance"``): prior variance ``tau2`` and ``tau2 eps`` (eps = 0.01). The
-        features of a similar/dissimilar answer are relevant unless named here.
+        The relevance model's expert classes of features.
 
     Attributes
     ----------
-    coef_ : ndarray (p,)
-        Posterior mean of beta on the original scale of X and y.
-    intercept_ : float
-        The level: ``predict(X) = X @ coef_ + intercept_``.
-    gamma_ : ndarray (d,)
-        MAP of the kernel's inverse length scales.
-    xi_ : float
-        MAP of the threshold; ``nan`` when no similar/dissimilar answer was given (then it
-        does not enter the model).
-    threshold_mean_ : float
-        The threshold prior mean used (``nan`` when unused).
-    tau2_ : float
-        The tau^2 used (chosen, learned or given).
-    tau2_scores_ : dict or None
-        ``"ml"``: tau2 -> maximised log posterior; ``"cv"``: tau2 -> held-out MSE on the
-        normalised scale; else None.
-    K_ : ndarray (p, p)
-        The prior correlation matrix K at the MAP.
-    coupled_ : ndarray of bool (p,) or None
-        The coupled set J used (known-coupling models; None for the others).
-    relevance_ : ndarray of int (p,) or None
-        The relevance class of each feature (1 relevant, 0 irrelevant, -1 not judged) in the
-        relevance model, the features of answered pairs included; None for the others.
-    zeta_ : float
-        The relevance model's MAP of zeta, the logit of the share of relevant features among
-        those not judged (``nan`` for the other models).
-    sigma2_ : float
-        Posterior mean of the noise variance, on the original scale of y.
-    meta_features_ : ndarray (p, d)
-        The meta-features used, rows in the order of X's columns.
-    feedback_ : list of (int, int, Answer)
-        The answers as column indices (i < j).
-    posterior_ : NIGPosterior
-        The posterior on the standardised problem.
-    map_ : MAPResult
-        The engine's MAP.
-    x_mean_, x_scale_ : ndarray (p,)
-        The transformation ``(X - x_mean_) / x_scale_`` applied before fitting.
-    y_mean_, y_scale_ : float
-        The target transformation ``(y - y_mean_) / y_scale_``.
-    n_features_in_ : int
-        Number of features seen in :meth:`fit`.
-    feature_names_in_ : ndarray of str
-        The column names of a DataFrame X (absent otherwise).
+    coef_, intercept_ : ndarray (p,), float
+        The posterior mean on the original scales: ``predict(X) = X @ coef_ + intercept_``.
+    gamma_, xi_, tau2_, zeta_, sigma2_, K_
+        The MAP (``xi_`` ``nan`` without a similar/dissimilar answer, ``zeta_`` but in the
+        relevance model), the posterior mean noise variance and the prior correlations K.
+    threshold_mean_, tau2_scores_, coupled_, relevance_, meta_features_, feedback_
+        What the fit used: the threshold prior mean, the tau2 grid's scores, J as a mask, the
+        relevance classes, U and the answers as ``(i, j, Answer)`` with i < j.
+    posterior_, map_, x_mean_, x_scale_, y_mean_, y_scale_
+        The posterior and the engine's MAP on the standardised problem, and its transformation
+        ``(X - x_mean_) / x_scale_``, ``(y - y_mean_) / y_scale_``.
 
     Examples
     --------
@@ -190,34 +129,26 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         self.relevant = relevant
         self.irrelevant = irrelevant
 
-    # -- building from elicited answers -------------------------------------------------
     @classmethod
     def from_answers(cls, meta_features: Any, answers: Feedback, *,
                      feature_names: Sequence[str] | None = None, hyper: Hyper | None = None,
                      engine: str | Engine = "auto", **params: Any) -> ElicitRegressor:
-        """The estimator of a model with these answers and hyperparameters (unfitted).
-
-        Built for :meth:`Session.to_estimator
-        <elicit.session.state.SessionState.to_estimator>`. X and y are used as given
-        (``standardize``, ``normalize_y`` and ``fit_intercept`` False), so ``fit(X, y)`` fits
-        exactly the model of ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``.
-        Constructor parameters in ``params`` override these.
+        """The (unfitted) estimator whose ``fit(X, y)`` on X and y as given fits exactly the
+        model of ``Elicitor(X, y, meta_features, hyper).set_answers(answers)``.
 
         Parameters
         ----------
         meta_features : array (p, d)
-            The meta-features U.
         answers : list of (i, j, answer)
             E.g. ``Session.active_answers()``. An answer with ``j`` None is about feature ``i``
             alone: relevant and irrelevant ones become ``relevant`` and ``irrelevant`` (unless
             ``params`` give those), don't know ones are dropped.
         feature_names : sequence of str, optional
-            The p feature names: ``meta_features`` and the answers then name the features, so
-            the estimator fits a DataFrame X by column name.
+            The p feature names, so that the estimator fits a DataFrame X by column name.
         hyper : Hyper, optional
             The model's hyperparameters and named model (default ``Hyper()``).
-        engine : str or Engine
-            As for the constructor.
+        **params
+            Constructor parameters, overriding those of ``hyper``.
         """
         hyper = hyper if hyper is not None else Hyper()
         if not isinstance(hyper, Hyper):
@@ -237,11 +168,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
                                   "meta_features; give one name per feature")
             meta: Any = pd.DataFrame(U, index=names)
-            feedback = [named(entry, names) for entry in feedback]
+            feedback = [(name_of(e[0], names), name_of(e[1], names), e[2])
+                        if isinstance(e, (tuple, list)) and len(e) == 3 else e for e in feedback]
             for word in ("relevant", "irrelevant"):
                 if params.get(word) is not None:
-                    params[word] = [names[f] if is_index(f) and 0 <= int(f) < len(names) else f
-                                    for f in params[word]]
+                    params[word] = [name_of(f, names) for f in params[word]]
         else:
             meta = U
         kwargs: dict[str, Any] = dict(
@@ -252,22 +183,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         kwargs.update(params)
         return cls(meta, feedback, **kwargs)
 
-    # -- fitting ---------------------------------------------------------------------------
     @single_blas_thread
     def fit(self, X: Any, y: Any) -> ElicitRegressor:
-        """Fit the model to training data.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame (n, p)
-            Training inputs on their own scale.
-        y : array-like (n,)
-            Targets.
-
-        Returns
-        -------
-        self : ElicitRegressor
-        """
+        """Fit the model to training inputs X (array-like or DataFrame, n x p) on their own
+        scale and targets y; returns self."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         tau2, grid = self._check_params()
         p = X.shape[1]
@@ -323,31 +242,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
     def set_units(self, x_mean: Any, x_scale: Any, y_mean: float,
                   y_scale: float = 1.0) -> ElicitRegressor:
-        """State the units of the data the fitted model refers to.
-
-        The model is fitted on ``(X - x_mean) / x_scale`` and ``(y - y_mean) / y_scale``;
-        this sets ``x_mean_``, ``x_scale_``, ``y_mean_``, ``y_scale_`` and maps ``coef_``,
-        ``intercept_`` and ``sigma2_`` back, so that :meth:`predict` takes X in the original
-        units and returns y in them. :meth:`fit` calls it with its own training statistics.
-        Call it after :meth:`fit` when X and y were preprocessed *before* fit, by a
-        transformation the estimator did not see (fit with ``standardize``,
-        ``normalize_y`` and ``fit_intercept`` False): a session hands its model over this
-        way (:meth:`Session.to_estimator <elicit.session.state.SessionState.to_estimator>`).
-        It replaces the transformation of the last fit; a refit replaces it in turn.
-
-        Parameters
-        ----------
-        x_mean, x_scale : array (p,)
-            The centre and scale of each column of X.
-        y_mean : float
-            The level of y (added to every prediction).
-        y_scale : float
-            The scale of y.
-
-        Returns
-        -------
-        self : ElicitRegressor
-        """
+        """State that the fitted model refers to ``(X - x_mean) / x_scale`` and
+        ``(y - y_mean) / y_scale``: sets ``x_mean_``, ..., and maps ``coef_``, ``intercept_``
+        and ``sigma2_`` back, so that :meth:`predict` works in the original units; returns
+        self. For a fit on data preprocessed by a transformation the estimator did not see (as
+        a session hands its model over); :meth:`fit` calls it with its own statistics."""
         check_is_fitted(self, "posterior_")
         p = self.n_features_in_
         x_mean, x_scale = np.array(x_mean, dtype=float), np.array(x_scale, dtype=float)
@@ -403,23 +302,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"engine must be an engine name or an Engine, got {self.engine!r}")
         return get_engine(self.engine, variant)
 
-    # -- prediction ------------------------------------------------------------------------
     def predict(self, X: Any, return_std: bool = False) -> Any:
-        """Posterior predictive mean (and standard deviation) at the rows of X.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame (m, p)
-            Inputs on the scale given to :meth:`fit`.
-        return_std : bool
-            Also return the standard deviation of the Student-t predictive (2 a* degrees of
-            freedom, squared scale ``(b*/a*)(1 + x' Sigma* x)``), on y's scale.
-
-        Returns
-        -------
-        mean : ndarray (m,)
-        std : ndarray (m,), only with ``return_std``
-        """
+        """Posterior predictive mean at the rows of X (on the scale given to :meth:`fit`), and
+        with ``return_std`` the standard deviation of the Student-t predictive (2 a* degrees
+        of freedom, squared scale ``(b*/a*)(1 + x' Sigma* x)``) on y's scale."""
         check_is_fitted(self, "coef_")
         names = getattr(self, "feature_names_in_", None)
         if names is not None and not hasattr(X, "columns"):
@@ -439,8 +325,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return mean, np.sqrt(t.var) * self.y_scale_
 
     def __sklearn_tags__(self):
-        """scikit-learn's tags, with what :meth:`fit` accepts stated rather than inherited:
-        a dense, finite X and one target."""
+        """scikit-learn's tags: :meth:`fit` takes a dense, finite X and one target."""
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         tags.input_tags.allow_nan = False

@@ -1,12 +1,5 @@
-"""Where the experiments' tasks run: local worker processes or a Dask cluster.
-
-A sweep is a list of independent, deterministic tasks (:mod:`elicit.harness.runner`), so it
-runs the same on any executor: ``None`` (the default), ``jobs`` local worker processes;
-``"local:N"``, a :class:`distributed.LocalCluster` with N single-threaded workers started
-here; or the address of an existing Dask scheduler (``tcp://host:port``, e.g. from
-``dask-jobqueue`` on SLURM, ``docs/scaling.md``), whose workers must import the same elicit
-and read the data directory at the same path. Dask reschedules the tasks of a lost worker,
-and a task that raised is retried ``RETRIES`` times before the sweep stops.
+"""Where the experiments' tasks run (``docs/scaling.md``): ``jobs`` local worker processes,
+a Dask ``LocalCluster`` started here (``"local:N"``) or an existing Dask scheduler.
 """
 
 from __future__ import annotations
@@ -78,8 +71,8 @@ def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
 def cluster_scope(cluster: str | None, jobs: int = 1) -> Iterator[None]:
     """Run every :func:`~elicit.harness.runner.run_tasks` call inside the block on one
     executor: ``cluster``, or with ``cluster`` None and ``jobs`` > 1 a pool of ``jobs`` local
-    worker processes (shared by the steps of a pipeline instead of one per step). ``None``
-    with ``jobs`` 1 changes nothing: an enclosing scope stays in force."""
+    worker processes (shared by the steps of a pipeline). ``None`` with ``jobs`` 1 changes
+    nothing: an enclosing scope stays in force."""
     if parse_cluster(cluster) is None and jobs <= 1:
         yield
         return

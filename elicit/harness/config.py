@@ -1,12 +1,7 @@
-"""How a configuration declares what its results folder records.
-
-An experiment's configuration is a frozen dataclass whose fields are either a
-:func:`setting` (the results depend on it: ``config.json`` records it and
-:class:`~elicit.harness.store.SweepStore` refuses a rerun with another value) or an
-:func:`option` (how much or how to run: not recorded). :meth:`Recorded.to_json` and
-:meth:`Recorded.recorded` follow from the declarations. The question rounds' settings are one
-:class:`~elicit.elicitation.settings.RoundSettings` field (:func:`round_settings`), also
-taken as keywords (:class:`RoundKeywords`).
+"""How a configuration declares what its results folder records: an experiment's
+configuration is a frozen dataclass whose fields are either a :func:`setting` (the results
+depend on it: ``config.json`` records it and a rerun with another value is refused) or an
+:func:`option` (how much or how to run: not recorded).
 """
 
 from __future__ import annotations
@@ -14,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from elicit.elicitation.settings import RoundSettings
@@ -22,15 +18,10 @@ from elicit.harness.store import LEGACY_CONFIG
 
 def setting(default: Any, record: Callable[[Any], dict] | None = None,
             legacy: Any = None, read: Callable[[dict], Any] | None = None) -> Any:
-    """A field the results depend on: ``config.json`` records it and a rerun with another
-    value is refused.
-
-    ``default`` may be ``dataclasses.MISSING``. ``record(cfg)`` gives its entries in
-    ``config.json`` (default ``{name: value}``); ``legacy`` is the value of a folder written
-    before the setting existed (default :data:`~elicit.harness.store.LEGACY_CONFIG`'s, else
-    the field's default: a new setting's default must reproduce what the sweeps did without
-    it); ``read(d)`` gives its value from a ``config.json`` ``d``.
-    """
+    """A field the results depend on. ``record(cfg)`` gives its entries in ``config.json``
+    (default ``{name: value}``), ``read(d)`` its value from a ``config.json`` ``d``;
+    ``legacy`` is its value in a folder written before it existed (default ``LEGACY_CONFIG``'s,
+    else the field's default: a new setting's default must reproduce what the sweeps did)."""
     return field(default=default, metadata={"setting": True, "record": record,
                                             "legacy": legacy, "read": read})
 
@@ -76,14 +67,9 @@ class RoundKeywords:
 
 # ``cfg.engine`` reads ``cfg.settings.engine``: an InitVar's default would otherwise stay
 # behind as a class attribute and answer None whatever the settings hold.
-def _reads_setting(name: str) -> property:
-    def get(self: RoundKeywords) -> Any:
-        return getattr(self.settings, name)
-    return property(get, doc=f"``settings.{name}`` (read only)")
-
-
 for _name in _KEYWORDS:
-    setattr(RoundKeywords, _name, _reads_setting(_name))
+    setattr(RoundKeywords, _name, property(attrgetter(f"settings.{_name}"),
+                                           doc=f"``settings.{_name}`` (read only)"))
 
 
 def option(default: Any) -> Any:

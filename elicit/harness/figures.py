@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from elicit.harness.labels import strategy_label
 
-F = TypeVar("F", bound=Callable)
 #: pyplot's figures are one state of the process: a pipeline's steps draw one at a time.
 _PYPLOT = threading.Lock()
 
 
-def _one_at_a_time(func: F) -> F:
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        with _PYPLOT:
-            return func(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+@contextlib.contextmanager
+def _one_at_a_time() -> Iterator[None]:
+    with _PYPLOT:
+        yield
 
 
 def _plt():
@@ -36,19 +31,14 @@ def _plt():
     return plt
 
 
-@_one_at_a_time
+@_one_at_a_time()
 def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
                baselines: Mapping[str, float] | None = None,
                references: Mapping[str, float] | None = None) -> dict[str, dict]:
     """Mean +/- standard error of test MSE against the number of answers, per strategy;
     ``baselines`` (label -> MSE) as thin grey horizontal lines, ``references`` as bold ones.
-
-    Returns
-    -------
-    dict
-        What was drawn: ``"curves"`` maps each strategy's label to its (answers, mean, s.e.)
-        arrays and ``"lines"`` each horizontal line's legend entry to its value.
-    """
+    Returns what was drawn: ``"curves"``, label -> (answers, mean, s.e.), and ``"lines"``,
+    legend entry -> value."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8.5, 4))
     lo, hi = np.inf, -np.inf
@@ -96,7 +86,7 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     return drawn
 
 
-@_one_at_a_time
+@_one_at_a_time()
 def kernel_panels(panels: Mapping[str, np.ndarray], path: str | Path) -> None:
     """Kernel matrices side by side (same colour scale, 0..1)."""
     plt = _plt()

@@ -1,8 +1,6 @@
-"""Names and display labels of the strategies, baselines, reference lines and data sets.
-
-The orders are those of the figures, tables and ``mse.csv`` (whose ``strategy`` column holds
-a query strategy, a baseline or a reference line). A query strategy's label is its registered
-object's; a data set of the user's is labelled by its own name.
+"""Names and display labels of the strategies, baselines, reference lines and data sets, in
+the order of the figures, tables and ``mse.csv`` (whose ``strategy`` column holds any of the
+first three).
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""One run of a simulated-expert experiment, and where its random numbers come from.
+"""One run of a simulated-expert experiment (a picklable *maker* ``make_problem(seed, run)``
+gives each run's :class:`RunProblem` to the worker processes), and its random streams.
 
-A sweep (:func:`elicit.harness.sweep.sweep`) asks a picklable *maker* (:class:`ProblemMaker`)
-``make_problem(seed, run)`` for each run's :class:`RunProblem`; worker processes rebuild each
-run from the maker's few settings. Makers: :class:`ProblemsDir` (a folder of the user's own
-problems), the paper's :class:`elicit.paper.synthetic.SyntheticMaker` and
-:class:`elicit.paper.real_problem.RealDataMaker`, or any picklable callable
-(``docs/simulations.md``). A maker's ``settings()`` (a JSON-able dict), if it has one, is
-recorded in the sweep's ``config.json`` (:func:`maker_settings`).
-
-Seeds. Run ``r`` of an experiment with seed ``s`` draws its data from
-``SeedSequence([s, r])`` (the synthetic generator; the real data's split,
-:func:`elicit.data.sources.split_seed`). Every other random choice of a run has its own
-stream, so no result depends on what else ran before it in the same process: a query
-strategy's (:func:`strategy_stream`) and the per-run streams ``SeedSequence([s, r, tag])``
-(:func:`run_stream`, tags below). The values are part of every stored result: they never
-change.
+Run ``r`` of seed ``s`` draws its data from ``SeedSequence([s, r])``; every other random
+choice of a run has its own stream (:func:`strategy_stream`, :func:`run_stream`), so no
+result depends on what else ran before it in the same process. The values are part of every
+stored result: they never change.
 """
 
 from __future__ import annotations
@@ -52,12 +42,9 @@ STREAM_STRATEGY = 7
 
 @dataclass
 class RunProblem:
-    """One run's data: training and test sets, meta-features and the simulated expert.
-
-    ``y_offset`` is added to the predictions before the test MSE (real data: the training
-    mean, as ``y`` is centred); ``candidates`` are the pairs that may be asked (default all)
-    and ``pool_size`` the sequential strategy's random pool (default the elicitor's).
-    """
+    """One run's data, meta-features and simulated expert. ``y_offset`` is added to the
+    predictions (real data: the training mean, as ``y`` is centred); ``candidates`` are the
+    pairs that may be asked (default all), ``pool_size`` the sequential strategy's pool."""
 
     X: np.ndarray
     y: np.ndarray
@@ -114,15 +101,11 @@ PROBLEM_ARRAYS = ("X", "y", "U", "X_test", "y_test")
 
 
 class ProblemsDir:
-    """A picklable ``make_problem(seed, run)`` over a user's simulated problems.
-
-    ``folder`` holds one ``.npz`` per run, taken in file-name order: ``X`` (n x p), ``y`` (n),
-    ``U`` (p x d), ``X_test``, ``y_test`` and either ``groups`` (the oracle's feature groups,
-    :class:`~elicit.elicitation.answers.GroupOracle`; a negative group is "don't know") or
-    ``beta`` (similar when the signs agree, :class:`~elicit.elicitation.answers.SignOracle`).
-    The model is the synthetic experiment's (learned tau2); ``seed`` only seeds the query
-    streams, since the data are the files'.
-    """
+    """A picklable ``make_problem(seed, run)`` over a user's simulated problems
+    (``docs/simulations.md``): ``folder`` holds one ``.npz`` per run, in file-name order, with
+    :data:`PROBLEM_ARRAYS` and ``groups`` (:class:`~elicit.elicitation.answers.GroupOracle`)
+    or ``beta`` (:class:`~elicit.elicitation.answers.SignOracle`). The model is the synthetic
+    experiment's (learned tau2); ``seed`` only seeds the query streams."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = os.fspath(folder)

@@ -1,10 +1,6 @@
-"""One parallel, resumable task runner for the experiments.
-
-Every long computation of the paper's pipeline is a list of independent tasks, one per run,
-each writing its result files atomically. :func:`run_tasks` runs the unfinished ones, inline
-or in worker processes, with a progress bar. A task's result depends only on its arguments
-(:mod:`elicit.harness.problem`), so the outcome depends neither on ``jobs`` nor on how many
-earlier passes were interrupted.
+"""One parallel, resumable task runner for the experiments: every long computation is a list
+of independent tasks, one per run, each writing its result files atomically, so the outcome
+depends neither on ``jobs`` nor on how many earlier passes were interrupted.
 """
 
 from __future__ import annotations
@@ -27,8 +23,7 @@ T = TypeVar("T")
 
 @dataclass
 class CpuMeter:
-    """CPU time spent for one piece of work: by its thread (inline tasks included) and by
-    the worker processes that run its tasks."""
+    """CPU time of one piece of work, by its thread and by the workers running its tasks."""
 
     thread: float = 0.0
     tasks: float = 0.0
@@ -48,9 +43,8 @@ STOP_POLL_S = 0.5
 @contextlib.contextmanager
 def cpu_meter() -> Iterator[CpuMeter]:
     """Measure the CPU time of the block: this thread's, and that of every task
-    :func:`run_tasks` sends to worker processes inside it. Unlike the rusage of a process's
-    children, it is known while the workers live on (a pool shared by the steps of a
-    pipeline) and tells apart two blocks that run at the same time in two threads."""
+    :func:`run_tasks` sends to worker processes inside it (unlike the rusage of a process's
+    children, known while a shared pool's workers live on, and per thread)."""
     meter = CpuMeter()
     token = _METER.set(meter)
     t0 = time.thread_time()
@@ -67,7 +61,6 @@ def _process_cpu() -> float:
 
 
 def _metered(func: Callable[..., Any], *args: Any) -> float:
-    """Run ``func(*args)`` in a worker; return the CPU time it took there."""
     t0 = _process_cpu()
     func(*args)
     return _process_cpu() - t0
@@ -80,12 +73,10 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
     """Run ``func(*task)`` for every task not finished yet; return how many ran.
 
     ``func`` is a module-level function (worker processes pickle it by name) that writes its
-    own results. ``left(task)`` is what is left of a task: None when it is finished, else the
-    argument tuple to run, possibly narrowed (default: every task runs). ``jobs`` worker
-    processes run them (1, or one task left: inline, in order), or ``cluster``
-    (:mod:`elicit.harness.cluster`), or the executor of an enclosing
-    :func:`~elicit.harness.cluster.cluster_scope`. The first task to fail stops the runner
-    with its exception; tasks finished before are kept, so a rerun continues from there.
+    own results; ``left(task)`` is None for a finished task, else the (possibly narrowed)
+    arguments to run. ``jobs`` worker processes run them (1, or one task left: inline), or
+    ``cluster``, or an enclosing :func:`~elicit.harness.cluster.cluster_scope`'s executor. The
+    first task to fail stops the runner with its exception.
     """
     todo = [t for t in (tasks if left is None else map(left, tasks)) if t is not None]
     if not todo:
@@ -140,41 +131,15 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
                  after: Mapping[str, Collection[str]] | None = None,
                  done: Callable[[str, T, float, float], None] | None = None,
                  ) -> dict[str, T]:
-    """Run ``func(item)`` for every item, up to ``width`` of them at a time, in threads.
+    """Run ``func(item)`` for every item in order, up to ``width`` at a time in threads (1: in
+    this thread); return ``item -> func(item)`` in the order the items ended.
 
-    The items' own tasks (:func:`run_tasks`) go to the executor of the enclosing
-    :func:`~elicit.harness.cluster.cluster_scope`, so that ``width`` items keep one pool of
-    workers busy: while one item waits for its last tasks, the next one's first tasks run.
-
-    Parameters
-    ----------
-    items
-        In the order to start them.
-    func
-        The work of one item, run in a thread with a copy of the caller's context (the
-        scope's executor); its tasks must not depend on what runs beside them.
-    width
-        Items at a time (1: one after the other, in this thread).
-    after
-        ``item -> items`` it must wait for (those of them in ``items``): what it reads from
-        them, or shares with them through a memo (running them at once would compute the
-        shared part twice). An item starts when they have ended; until then a later item
-        whose own ones have ended may start first.
-    done
-        Called in the caller's thread as each item ends, with its result, its wall time and
-        its CPU time (:func:`cpu_meter`), in seconds.
-
-    Returns
-    -------
-    dict
-        ``item -> func(item)``, in the order the items ended.
-
-    Notes
-    -----
-    The first item to fail (or Ctrl-C) ends the pipeline: no other item starts, the running
-    ones stop waiting for their tasks (within :data:`STOP_POLL_S`) and cancel their queued
-    ones (the running tasks end, their results kept, so a rerun continues from there), and
-    its exception is raised.
+    Each item runs with a copy of the caller's context, so its tasks go to the enclosing
+    :func:`~elicit.harness.cluster.cluster_scope`'s executor and ``width`` items keep one pool
+    busy. ``after`` maps an item to the items it must wait for (what it reads from them or
+    shares through a memo). ``done(item, result, wall, cpu)`` is called in the caller's
+    thread as each item ends. The first item to fail (or Ctrl-C) ends the pipeline: no other
+    item starts, the running ones cancel their queued tasks, and its exception is raised.
     """
     after = {k: [d for d in after.get(k, ()) if d in items] for k in items} if after else {}
     results: dict[str, T] = {}

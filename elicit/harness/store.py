@@ -1,20 +1,8 @@
-"""A sweep's results folder, which owns the settings its results were made with.
-
-Every experiment of simulated experts keeps its results in one folder::
-
-    OUT/config.json                          the settings (written when the store is opened)
-    OUT/parts/<dataset>/<strategy>/runNNN.json   one run of one query strategy
-    OUT/parts/<dataset>/runinfo/runNNN.json      a run's reference record (real data)
-    OUT/../table1/parts/<OUT's name>/<method>/runNNN.json
-                                             a run's Table 1 sample curve (real data)
-
-Records are reused by where they lie alone, so :meth:`SweepStore.open` compares the settings
-it is given with the folder's ``config.json`` and **refuses** a difference in one line that
-names it (``seed: 0 there, 5 now``) rather than recompute hours of work after a typo. The
-same settings reuse every record, whichever path made them, so an interrupted sweep resumes.
-How much or how to run (runs, strategies, workers, a cluster) is not recorded. Paths
-(:data:`PATH_KEYS`) are recorded but not compared; their content is compared by hash. A key
-an old folder lacks counts as the value those sweeps used (:data:`LEGACY_CONFIG`).
+"""A sweep's results folder, which owns the settings its results were made with
+(``docs/simulations.md``, ``docs/realdata.md``): ``OUT/config.json``, the records
+``OUT/parts/<dataset>/<strategy or runinfo>/runNNN.json`` and the Table 1 sample curves
+``OUT/../table1/parts/<OUT's name>/<method>/runNNN.json``. Records are reused by where they
+lie alone, so a rerun with other settings is refused rather than mixed in.
 """
 
 from __future__ import annotations
@@ -27,13 +15,9 @@ from elicit.elicitation.kinds import PAPER_QUESTIONS, spell_questions
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 
-#: The settings file of a sweep folder.
 CONFIG_FILE = "config.json"
-#: The folder of a sweep's records.
 PARTS = "parts"
-#: The folder of the per-run reference records beside the strategies' parts.
 RUNINFO_DIR = "runinfo"
-#: The folder, beside a sweep's, that keeps the Table 1 sample curves of every sweep.
 TABLE1_DIR = "table1"
 
 #: Settings that config.json files written before they existed lack, and the value those
@@ -54,7 +38,7 @@ PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file"
 def settings_difference(old: Mapping[str, object], new: Mapping[str, object]) -> str:
     """``"k: a there, b now; ..."`` for every setting of ``new`` that ``old`` records
     otherwise (paths excepted; a key ``old`` lacks counts as its :data:`LEGACY_CONFIG`
-    value, else as ``'not recorded'``); empty when they agree."""
+    value); empty when they agree."""
     def was(k: str) -> object:
         return old.get(k, LEGACY_CONFIG.get(k, "not recorded"))
 
@@ -63,10 +47,8 @@ def settings_difference(old: Mapping[str, object], new: Mapping[str, object]) ->
 
 
 class SweepStore:
-    """The results folder of one sweep: its ``folder``, its ``settings`` (as in
-    ``config.json``) and every record the sweep reuses. Open one with :meth:`open` (to write:
-    checks and records the settings) or :meth:`find` (to read a finished sweep); worker
-    processes write their records through it."""
+    """The results folder of one sweep, its ``settings`` (as in ``config.json``) and its
+    records: :meth:`open` one to write, :meth:`find` one to read a finished sweep."""
 
     def __init__(self, folder: Path, settings: Mapping[str, object]) -> None:
         # Use open() or find(): a store made here has not checked its folder.
@@ -98,9 +80,7 @@ class SweepStore:
         """The store of the sweep in ``folder`` with its recorded settings, or None if the
         folder has no ``config.json``."""
         path = Path(folder) / CONFIG_FILE
-        if not path.exists():
-            return None
-        return cls(Path(folder), json.loads(path.read_text()))
+        return cls(Path(folder), json.loads(path.read_text())) if path.exists() else None
 
     def part_path(self, dataset: str, strategy: str, run: int) -> Path:
         """Run ``run`` of query strategy ``strategy``: its MSE curve, questions, answers."""
@@ -123,16 +103,12 @@ class SweepStore:
 
     @staticmethod
     def write(path: Path, record: Mapping) -> None:
-        """Write a record atomically: a killed sweep never leaves half a record for the next
-        pass to reuse."""
+        """Write a record atomically (a killed sweep leaves no half record to reuse)."""
         write_json_atomic(path, record)
 
     def missing(self, paths: Mapping[str, Path],
                 current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:
         """The keys of ``paths`` whose record is missing or, by ``current``, out of date."""
-        out = []
-        for key, path in paths.items():
-            record = self.load(path)
-            if record is None or (current is not None and not current(record)):
-                out.append(key)
-        return tuple(out)
+        return tuple(key for key, path in paths.items()
+                     if (record := self.load(path)) is None
+                     or (current is not None and not current(record)))

@@ -1,11 +1,6 @@
-"""Simulated-expert sweeps: MSE curves of query strategies over runs.
-
-A sweep runs, for every run r and strategy, ``rounds`` questions answered by a simulated
-expert, and records the test MSE after 0..rounds answers. It is deterministic (run r's data
-and each strategy's random stream derive from the seed and the run,
-:mod:`elicit.harness.problem`, so results do not depend on ``jobs``), resumable and guarded:
-each finished (run, strategy) is a record of the sweep's
-:class:`~elicit.harness.store.SweepStore`, reused by a rerun with the same settings.
+"""Simulated-expert sweeps: the test MSE after 0..rounds answers of each query strategy in
+every run, deterministic (:mod:`elicit.harness.problem`) and resumable (each finished run and
+strategy is a record of the sweep's :class:`~elicit.harness.store.SweepStore`).
 
 :func:`sweep` is the whole of it for a maker of one's own (``docs/simulations.md``); the
 paper's experiments open the store with their own configuration and call :func:`run_sweep`.
@@ -48,26 +43,18 @@ CURVES_FIGURE = "fig4_mse.png"
 
 @dataclass(frozen=True)
 class SweepConfig(Recorded):
-    """The settings of a sweep, checked when it is made.
-
-    ``settings`` are the question rounds' (:class:`~elicit.elicitation.settings.RoundSettings`,
-    kept validated; its ``strategy`` is None, as a sweep runs each of ``strategies``;
-    ``pool_size`` None is each problem's own). ``settings.questions`` says which kinds of
-    question the simulated expert is asked (:func:`~elicit.elicitation.kinds.parse_questions`)
-    and every run's expert must answer them. ``snapshots`` are the rounds whose gamma the
-    parts store. The settings (:func:`~elicit.harness.config.setting`) are what
-    ``config.json`` records; ``runs``, ``strategies``, ``jobs``, ``cluster`` and
-    ``check_engine`` may change between reruns.
-    """
+    """The settings of a sweep, checked when it is made: ``settings`` are the question
+    rounds' (its ``strategy`` None, as a sweep runs each of ``strategies``; ``pool_size`` None:
+    each problem's own), ``snapshots`` the rounds whose gamma the records keep. The
+    :func:`~elicit.harness.config.setting` fields are what ``config.json`` records."""
 
     dataset: str = setting(MISSING)
     runs: int = option(MISSING)
     rounds: int = setting(MISSING)
     strategies: tuple[str, ...] = option(STRATEGIES)
-    #: the question rounds' settings
     settings: RoundSettings = round_settings()
     jobs: int = option(1)
-    #: run the tasks on a Dask cluster (``local:N`` or a scheduler address) instead
+    #: a Dask cluster (``local:N`` or a scheduler address) to run the tasks on
     cluster: str | None = option(None)
     #: check every fit against the numpy twin (``--check-engine``: True or "higher", "stop")
     check_engine: bool | str = option(False)
@@ -125,13 +112,10 @@ def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
 @single_blas_thread
 def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequence[str],
             ) -> dict[str, dict]:
-    """All ``strategies`` of one run; they share the no-feedback fit.
-
-    Each strategy's record (:func:`load_part`) holds ``mse`` (after 0..rounds answers),
-    ``asked`` (``[i, j, answer]`` per round, ``j`` None for a feature question), ``gammas``
-    (at the snapshot rounds), ``threshold_mean`` and ``model``; with other questions than
-    the paper's also ``questions``, ``kinds`` and ``zeta`` (after 0..rounds answers).
-    """
+    """All ``strategies`` of one run, sharing the no-feedback fit. Each one's record holds
+    ``mse`` (after 0..rounds answers), ``asked`` (``[i, j, answer]``, ``j`` None for a feature
+    question), ``gammas`` (at the snapshot rounds), ``threshold_mean``, ``model`` and, with
+    other questions than the paper's, ``questions``, ``kinds`` and ``zeta``."""
     el = sweep_elicitor(problem, cfg)
     st = el.settings
     mse0 = problem.mse(el)
@@ -169,9 +153,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
 
 
 def _nothing_left(el: Elicitor, strategy: str) -> bool:
-    """Whether ``strategy`` has no question left: every question was asked (or closed by an
-    irrelevant answer), or, for a strategy that walks the no-feedback ranking of a mixed
-    elicitation, every question of that ranking."""
+    """Whether ``strategy`` has no question left (of the no-feedback ranking, if it walks it)."""
     # counted, not listed: the table holds every pair (50 million at p = 10,000)
     open_ = el.open_questions()
     if len(open_) == 0:
@@ -227,29 +209,11 @@ def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> d
 
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
           progress: bool = True) -> pd.DataFrame:
-    """Run (or resume) a sweep: its settings, curves, reference line, table and figure.
-
-    Parameters
-    ----------
-    make_problem
-        A picklable ``make_problem(seed, run)`` (:class:`~elicit.harness.problem.ProblemMaker`);
-        its ``settings()``, if it has one, is recorded in ``config.json``.
-    cfg
-        The settings; ``cfg.jobs`` worker processes (or ``cfg.cluster``) share the runs.
-    out
-        The output folder, or a store an experiment opened with its own settings. It gets
-        ``config.json`` (a rerun with other settings is refused),
-        ``parts/<dataset>/<strategy>/runNNN.json`` per finished run and strategy, ``mse.csv``
-        (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and
-        ``fig4_mse.png``.
-    progress
-        Show a progress bar.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of ``mse.csv``.
-    """
+    """Run (or resume) a sweep of the picklable ``make_problem(seed, run)`` under ``cfg``
+    into the folder ``out`` (or a store an experiment opened with its own settings): its
+    ``config.json`` (with the maker's ``settings()``, if it has one), the records, ``mse.csv``
+    (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and the figure.
+    Returns the rows of ``mse.csv``."""
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
     curves = run_sweep(make_problem, cfg, store, progress)

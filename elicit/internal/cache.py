@@ -1,9 +1,7 @@
-"""A small least-recently-stored cache for results keyed by the arrays they were made from.
-
-An entry is keyed by the *identity* of the data arrays (hashing megabytes of X at every
-lookup would cost more than some results) plus a checksum of their bytes (:func:`arrays_key`),
-so an array modified in place never serves a stale result. An entry keeps its arrays alive
-(``pin``), so no other array can take over their ids.
+"""A small least-recently-stored cache for results keyed by the arrays they were made from:
+by the arrays' *identity* (hashing megabytes of X at every lookup would cost more than some
+results) plus a checksum of their bytes, so an array modified in place never serves a stale
+result. An entry keeps its arrays alive (``pin``), so no other array can take over their ids.
 """
 
 from __future__ import annotations
@@ -101,10 +99,8 @@ def _checksum(a: np.ndarray) -> int:
 
 
 class LRUCache:
-    """A thread-safe map of at most ``size`` entries, dropping the one stored longest ago.
-
-    A pickled cache arrives empty (the ids in the keys mean nothing in another process).
-    """
+    """A thread-safe map of at most ``size`` entries, dropping the one stored longest ago; a
+    pickled cache arrives empty (the ids in the keys mean nothing in another process)."""
 
     def __init__(self, size: int) -> None:
         self.size = int(size)

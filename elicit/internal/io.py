@@ -1,9 +1,6 @@
-"""Atomic file writes.
-
-Resumable experiments skip every task whose result file exists, so a result file must never
-exist half-written (a process killed mid-write would leave a truncated "finished" result).
-Each write goes to a temporary file in the target's folder, is flushed to disk and renamed
-over the target; a rename within one file system is atomic.
+"""Atomic file writes: resumable experiments skip every task whose result file exists, so a
+result file must never exist half-written. Each write goes to a temporary file in the
+target's folder, is flushed to disk and renamed over the target (atomic in one file system).
 """
 
 from __future__ import annotations
@@ -40,12 +37,12 @@ def replace_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], Any]) -
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Create or replace ``path`` with ``data``, atomically (see :func:`replace_atomic`)."""
+    """Create or replace ``path`` with ``data``, atomically."""
     return replace_atomic(path, lambda fh: fh.write(data))
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
-    """Create or replace ``path`` with ``text``, atomically (see :func:`replace_atomic`)."""
+    """Create or replace ``path`` with ``text``, atomically."""
     return write_bytes_atomic(path, text.encode(encoding))
 
 

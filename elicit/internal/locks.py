@@ -1,8 +1,5 @@
-"""An inter-process file lock, for work that two processes must not do at once.
-
-Two processes compiling the same Stan program into a shared cache break each other's build
-("Text file busy"); an exclusive lock on a file named after the program makes the second one
-wait and then reuse the first one's build.
+"""An inter-process file lock, for work that two processes must not do at once (two builds
+of one Stan program into a shared cache break each other: "Text file busy").
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""A content-addressed memo of JSON results on disk, shared by processes.
-
-Several experiments of one reproduction compute the same thing for the same run (a run's
-regression baselines depend only on its standardised data). A :class:`Memo` stores such a
-result once under the hash of its inputs (arrays by dtype, shape and bytes; other values by
-value), its name and version, and the code (:func:`code_salt`), so an entry never outlives a
-change of the code.
-
-Results are JSON: a float goes through JSON as its shortest repr, which reads back as the
-same float. Entries are written atomically (:func:`elicit.internal.io.write_json_atomic`); an
-unreadable entry, or one of another key, is a miss, and a result that cannot be stored is
-still returned.
+"""A content-addressed memo of JSON results on disk, shared by processes: a result is stored
+once under the hash of its inputs, name, version and the code (:func:`code_salt`). A float
+goes through JSON as its shortest repr, which reads back as the same float.
 """
 
 from __future__ import annotations

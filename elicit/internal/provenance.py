@@ -9,14 +9,12 @@ import platform
 import subprocess
 from pathlib import Path
 
-#: The checkout holding this package (its parent folder), when it is one.
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
-
-def source_commit(root: str | os.PathLike = SOURCE_ROOT) -> str | None:
-    """The commit of the checkout ``root`` (``abc1234``, ``abc1234+changes`` when the code
-    differs from it: elicit/, stan/, experiments/, pyproject.toml), or None outside a git
-    checkout."""
+def source_commit() -> str | None:
+    """The commit of the checkout holding this package (``abc1234``, ``abc1234+changes`` when
+    the code differs from it: elicit/, stan/, experiments/, pyproject.toml), or None outside
+    a git checkout."""
+    root = Path(__file__).resolve().parents[2]
 
     def git(*a: str) -> str:
         return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True,

@@ -1,6 +1,5 @@
-"""One registry of named objects, shared by the model variants, the strategies and the
-utilities: a read-only mapping from name to object, with :meth:`Registry.add`,
-:meth:`Registry.remove` and :meth:`Registry.lookup` (a one-line error listing the names).
+"""One registry of named objects, shared by the model variants, the strategies, the
+utilities and the question kinds.
 """
 
 from __future__ import annotations
@@ -14,15 +13,9 @@ T = TypeVar("T")
 
 
 class Registry(Mapping[str, T], Generic[T]):
-    """Named objects of one kind, in registration order.
-
-    Parameters
-    ----------
-    kind
-        What the objects are, for the error messages ("model", "strategy", "utility").
-    hint
-        Appended to the unknown-name message (say, where the names are described).
-    """
+    """Named objects of one ``kind`` ("model", "strategy", ...: for the error messages), in
+    registration order, read-only but for :meth:`add` and :meth:`remove`; ``hint`` is appended
+    to the unknown-name message (say, where the names are described)."""
 
     def __init__(self, kind: str, hint: str = "") -> None:
         self.kind = kind

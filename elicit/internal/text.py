@@ -1,9 +1,6 @@
-"""Text that reaches a terminal: never a raw control character.
-
-Sessions store what experts and data files wrote, and that text may hold escape sequences
-(``ESC ]0;...`` retitles a terminal, a newline forges a line of output, U+202E reverses what
-follows). Everything elicit prints to a terminal goes through :func:`printable`, which shows
-such characters as visible escapes and leaves every other character as it is.
+"""Text that reaches a terminal: never a raw control character. What experts and data files
+wrote may hold escape sequences (``ESC ]0;...`` retitles a terminal, a newline forges a line
+of output, U+202E reverses what follows); :func:`printable` shows them as visible escapes.
 """
 
 from __future__ import annotations
@@ -17,8 +14,6 @@ from collections.abc import Sequence
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
                           "\u2066\u2067\u2068\u2069")
 
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
 
 def is_control(ch: str) -> bool:
     """True for a character a terminal would act on rather than show: control characters
@@ -31,20 +26,14 @@ def has_control(text: str) -> bool:
     return any(is_control(ch) for ch in text)
 
 
-def _escape(ch: str) -> str:
-    if ch in _SHORT:
-        return _SHORT[ch]
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def printable(text: object) -> str:
     """``str(text)`` with every :func:`is_control` character written as ``repr`` writes it
     (``\\x1b``, ``\\n``, ``\\u202e``); backslashes are left alone."""
     text = str(text)
     if not has_control(text):
         return text
-    return "".join(_escape(ch) if is_control(ch) else ch for ch in text)
+    # repr escapes every such character (Cc, Zl, Zp, bidi formats: not printable) as \x, \u
+    return "".join(repr(ch)[1:-1] if is_control(ch) else ch for ch in text)
 
 
 def command_line(*words: object) -> str:

@@ -6,7 +6,6 @@ run with one BLAS thread and experiments parallelise over processes instead.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -30,10 +29,4 @@ def one_blas_thread() -> Iterator[None]:
 
 def single_blas_thread(func: F) -> F:
     """Run ``func`` with BLAS limited to one thread (restored afterwards)."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        with one_blas_thread():
-            return func(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+    return one_blas_thread()(func)

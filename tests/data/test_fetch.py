@@ -192,7 +192,7 @@ def test_present_file_that_does_not_verify(tmp_path):
 def test_recompressed_gzip_is_accepted(tmp_path):
     # Only the content of a gzip file counts: another zlib or time stamp is not a mismatch.
     spec = F.DataFile("x.jsonl.gz", "0" * 64, hashlib.sha256(b'{"a": 1}\n').hexdigest(), (),
-                      None, "")
+                      None)
     assert F.verify(gzip.compress(b'{"a": 1}\n', mtime=5), spec)
     assert not F.verify(gzip.compress(b'{"a": 2}\n'), spec)
     assert not F.verify(b"not gzip", spec)
@@ -354,22 +354,23 @@ def test_changed_source_is_refused(tmp_path, upstream):
 
 
 def test_bad_matlab_sources(tmp_path):
+    convert = F.MANIFEST[PAPER_FILES["amazon"][0]].convert
     with pytest.raises(ElicitError, match="Git LFS pointer"):
-        F._convert_amazon_bow([b"version https://git-lfs.github.com/spec/v1\noid sha256:x\n"])
+        convert([b"version https://git-lfs.github.com/spec/v1\noid sha256:x\n"])
     with pytest.raises(ElicitError, match="not a readable MATLAB file"):
-        F._convert_amazon_bow([b"not a mat file at all" * 10])
+        convert([b"not a mat file at all" * 10])
     p = tmp_path / "m.mat"
     scipy.io.savemat(p, {"X": np.ones((2, 2))})
     with pytest.raises(ElicitError, match=r"has no variable 'X_all' \(variables: \['X'\]\)"):
-        F._convert_amazon_bow([p.read_bytes()])
+        convert([p.read_bytes()])
     kw = np.empty((1, 2), dtype=object)
     kw[0, :] = ["a", "b"]
     scipy.io.savemat(p, {"X_all": np.array([[1.5, 0]]), "Y_all": [[1.0]], "keywords": kw})
     with pytest.raises(ElicitError, match="non-negative integers"):
-        F._convert_amazon_bow([p.read_bytes()])
+        convert([p.read_bytes()])
     scipy.io.savemat(p, {"X_all": np.array([[1.0, 0, 2]]), "Y_all": [[1.0]], "keywords": kw})
     with pytest.raises(ElicitError, match="do not fit together"):
-        F._convert_amazon_bow([p.read_bytes()])
+        convert([p.read_bytes()])
 
 
 def test_bad_review_sources():
