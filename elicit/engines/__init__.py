@@ -1,8 +1,4 @@
-"""Engines that fit the MAP of the Stan model: numpy (default), cmdstan, pystan.
-
-``get_engine("auto")`` picks the numpy engine for the shipped programs, and for a custom
-``.stan`` file CmdStan when an installation is found, else PyStan.
-"""
+"""Engines that fit the MAP of the Stan model: numpy (default), cmdstan, pystan."""
 
 from elicit.engines.base import Engine
 from elicit.engines.registry import ENGINES, get_engine

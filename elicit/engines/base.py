@@ -1,6 +1,4 @@
-"""The engine interface: :class:`Engine` does the common work of a fit and each engine
-implements ``_fit``; :class:`StanProgramEngine` adds the set-up of the Stan engines.
-"""
+"""The engine interface: :class:`Engine`, and :class:`StanProgramEngine` for the Stan ones."""
 
 from __future__ import annotations
 
@@ -24,10 +22,7 @@ from elicit.model.variants import PAPER, SHIPPED_PROGRAM, get_model
 
 
 class Engine(ABC):
-    """Fits the MAP of a model variant to :class:`~elicit.model.spec.ModelData`.
-
-    :meth:`fit` does the work common to every engine (the variant check and the start point)
-    and calls :meth:`_fit`, which each engine implements.
+    """Fits the MAP of a model variant; :meth:`fit` does the common work, then :meth:`_fit`.
 
     Parameters
     ----------
@@ -57,9 +52,8 @@ class Engine(ABC):
         init
             A previous MAP (a warm start) or a parameter point; default: the prior means.
         hessian
-            The base Hessian (y-likelihood and priors) at ``init``, if the caller has it:
-            engines with :attr:`uses_hessian` start Newton iterations from it; the others
-            ignore it.
+            The base Hessian (y-likelihood and priors) at ``init``, if the caller has it
+            (used only by engines with :attr:`uses_hessian`).
         """
         if data.hyper.variant != self.variant:
             raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
@@ -90,8 +84,7 @@ class Engine(ABC):
 
 
 class StanProgramEngine(Engine):
-    """An engine that runs a Stan program: a user's file, or that of the data's model, chosen
-    per fit (:meth:`program`), so one engine serves every named model.
+    """An engine that runs a Stan program: a user's file, or that of the data's model.
 
     Parameters
     ----------
@@ -109,14 +102,9 @@ class StanProgramEngine(Engine):
         # read now, so that a wrong file is refused at once
         self._programs: dict[str, StanProgramFile] = {PAPER: self._read(PAPER)}
 
-    @property
-    def stanc(self) -> Path:
-        """The Stan compiler that reads programs for this engine."""
-        return find_stanc(self.name)
-
     def _read(self, model: str) -> StanProgramFile:
         path = self.stan_file if self.custom else model_stan_file(model)
-        return check_stan_contract(path, self.variant, model, stanc=self.stanc)
+        return check_stan_contract(path, self.variant, model, stanc=find_stanc(self.name))
 
     def program(self, data: ModelData) -> StanProgramFile:
         """The Stan program that fits ``data`` (checked against its model's contract)."""

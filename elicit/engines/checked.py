@@ -1,20 +1,6 @@
-"""``--check-engine``: every fit of a Stan engine checked against its numpy twin.
-
-The numpy engine implements the shipped Stan programs analytically. The check establishes
-that both engines solve the same problem; the posterior can have several local maxima, so it
-does not require the two MAPs to coincide. For each fit, :class:`CheckedEngine`
-
-1. fits with the engine in use (point a) and refits from the same start with the twin (b);
-2. requires both to be stationary points of the twin's density (it rises by at most
-   ``gain_tol`` nearby, :func:`~elicit.model.refit_checks.local_gain`);
-3. where the engine has ``log_prob`` (cmdstan, pystan), requires the gradients at both points
-   and the *difference* lp(b) - lp(a) to agree with the twin's (the constants differ);
-4. returns the engine's fit if a and b are one point (within ``rtol``) or the twin started
-   at a ends at b; else records both log densities (:attr:`CheckedEngine.records` and a
-   warning) and continues from the higher point (``modes="higher"``, the twin's returned on
-   the engine's scale) or stops (``modes="stop"``).
-
-Any other disagreement is an :class:`~elicit.errors.EngineError` saying where and by how much.
+"""``--check-engine``: every fit of a Stan engine checked against its numpy twin; the four
+steps of :meth:`CheckedEngine._fit` are docs/stan.md's ("Checking an engine against the numpy
+twin"). Any disagreement is an :class:`~elicit.errors.EngineError` saying where and how much.
 """
 
 from __future__ import annotations
@@ -46,8 +32,7 @@ MODES = ("higher", "stop")
 
 @dataclass(frozen=True)
 class ModeRecord:
-    """Two engines' different stationary points of one fit: its answers, the log density
-    (the twin's formula) at each point, and whose point was kept (``"engine"``, ``"twin"``)."""
+    """Two engines' different stationary points of one fit, and whose point was kept."""
 
     n_answers: int
     lp_engine: float
@@ -63,8 +48,7 @@ def _scale(b: np.ndarray, data: ModelData) -> np.ndarray:
 
 
 def same_point(a: np.ndarray, b: np.ndarray, data: ModelData, rtol: float = 1e-3) -> bool:
-    """Whether ``a`` and ``b`` are one point: each parameter within ``rtol`` relative to
-    max(1, |b|), xi relative to its prior mean m."""
+    """Whether each parameter is within ``rtol`` relative to max(1, |b|) (xi: to m)."""
     return bool(np.all(np.abs(a - b) <= rtol * _scale(b, data)))
 
 
@@ -162,8 +146,7 @@ class CheckedEngine(Engine):
                                f"by {lb - la:.3g} (--check-engine)", warm_hessian=None)
 
     def _same_density(self, data: ModelData, a: np.ndarray, b: np.ndarray) -> None:
-        """The engine's program and the twin must agree at a and b: the gradients at each,
-        and the difference of the log densities."""
+        """The gradients at a and b, and lp(b) - lp(a), must agree with the twin's."""
         from elicit.model.density import log_density
 
         name, n = self.engine.name, len(data.f)

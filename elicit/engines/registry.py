@@ -25,8 +25,7 @@ def get_engine(name: str = "auto", variant: str = "fixed",
         A custom Stan program honouring the contract (``docs/stan.md``; cmdstan, pystan).
     check
         Check every fit against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`):
-        ``True`` or ``"higher"`` continue from the higher point when the engines report
-        different stationary points; ``"stop"`` stops there.
+        ``True`` is ``"higher"``.
     """
     if check and stan_file is not None:  # refused before any build
         raise ElicitError("--check-engine compares every fit with the numpy engine, which runs "
