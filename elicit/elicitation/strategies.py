@@ -1,31 +1,11 @@
-"""Query strategies: which questions to ask next.
+"""Query strategies: which of the *allowed* questions to ask next (the paper's three,
+Afrabandpey et al. 2019, Sec. 4, are below; a new one: ``docs/extending.md``).
 
-The paper's three strategies (Afrabandpey et al. 2019, Sec. 4), each choosing among the
-*allowed* questions (not asked yet, not excluded by the caller, no pair with a feature the
-expert called irrelevant):
-
-``random``
-    uniformly random allowed questions;
-``nonsequential``
-    every candidate's expected information gain (:mod:`elicit.elicitation.utility`) computed
-    once, at the no-feedback MAP, and the questions asked in that ranked order;
-``sequential``
-    a fresh random pool of allowed questions scored at the current MAP, and the best asked
-    (pool size ``min(#pairs, 10 p, 4000)`` by default; the paper uses 400 on real data).
-
-With several kinds of question a round's *mixed pool* (:func:`round_pool`) holds, of each
-kind, ``pool_size`` random allowed questions (a kind whose ``pool`` is ``"sample"``: pairs) or
-every allowed one (``"all"``): sequential scores it, random draws from it (so that 337 feature
-questions are not drowned by 56,616 pairs), non-sequential ranks the first round's pool.
-
-A strategy is a registered :class:`Strategy` with a ``choose`` method (``docs/extending.md``);
-its ``stream_id`` seeds its questions in sweeps, so a strategy registered later never re-seeds
-the stored results of the others. It scores only through the state (``state.score``,
-``state.nonsequential_ranking``) that the :class:`~elicit.elicitation.elicitor.Elicitor` owns.
-
-A batch of ``k`` questions is chosen by :func:`disjoint_greedy` (pairs that share a feature
-tell the model much the same thing); the fast utility then refines the ``max(refine, 2k)``
-best exactly.
+With several kinds a round's *mixed pool* (:func:`round_pool`) holds, of each kind,
+``pool_size`` random allowed questions (pairs) or every allowed one: sequential scores it,
+random draws from it (so that 337 feature questions are not drowned by 56,616 pairs),
+non-sequential ranks the first round's pool. A batch of ``k`` questions is chosen by
+:func:`disjoint_greedy` (pairs that share a feature tell the model much the same thing).
 
 Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
 questions):
@@ -87,8 +67,7 @@ class Ranking:
 
 
 class ElicitationState(Protocol):
-    """What a strategy reads of an elicitation (an
-    :class:`~elicit.elicitation.elicitor.Elicitor` provides it)."""
+    """What a strategy reads of an elicitation (an Elicitor provides it)."""
 
     table: QuestionTable
     kinds: tuple[QuestionKind, ...]
@@ -101,18 +80,11 @@ class ElicitationState(Protocol):
     target: str
     pool_size: int
 
-    def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
-        """The question at table index ``index``."""
-        ...
+    def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query: ...
 
-    def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected gains of the questions ``questions`` (table indices) at the current MAP."""
-        ...
+    def score(self, questions: np.ndarray, refine: int | None = None) -> Scores: ...
 
-    def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The candidates ranked at the no-feedback MAP (computed once; ``rng`` draws the
-        first round's pool of a mixed elicitation)."""
-        ...
+    def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking: ...
 
 
 @dataclass(frozen=True)
@@ -132,8 +104,7 @@ class Strategy(ABC):
     needs_ranking
         Whether it reads the no-feedback ranking, which is made before any answer.
     draws_pool
-        Whether it scores a random pool of ``state.pool_size`` pairs (``Elicitor.next_query``
-        warns when a pool size the user chose exceeds the allowed pairs).
+        Whether it scores a random pool of ``state.pool_size`` pairs.
     """
 
     name: str
@@ -145,16 +116,13 @@ class Strategy(ABC):
     @abstractmethod
     def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``), among
-        ``allowed``: increasing table indices (a
-        :class:`~elicit.elicitation.table.QuestionSet`, which reads like an array of them).
-        ``rng`` is the strategy's random stream."""
+        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``), among the
+        table indices ``allowed``; ``rng`` is the strategy's random stream."""
 
 
 @dataclass(frozen=True)
 class RandomStrategy(Strategy):
-    """``k`` distinct questions drawn uniformly, in the order drawn: among all allowed
-    questions of the one kind asked, or among the round's mixed pool."""
+    """``k`` distinct allowed questions drawn uniformly (of several kinds: from the pool)."""
 
     def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
@@ -202,9 +170,8 @@ STRATEGY_REGISTRY: Registry[Strategy] = Registry("strategy")
 
 
 def register_strategy(strategy: _S) -> _S:
-    """Register ``strategy`` under its name and return it; a one-line ElicitError if it is not
-    a :class:`Strategy`, its name is empty or taken, or its stream id is not a non-negative
-    integer or is taken (a shared stream would correlate two strategies' questions)."""
+    """Register ``strategy`` under its name and return it; a one-line ElicitError if its name
+    or stream id is invalid or taken (a shared stream would correlate two strategies)."""
     if not isinstance(strategy, Strategy):
         raise ElicitError(f"register_strategy takes a Strategy object, got "
                           f"{type(strategy).__name__}")
@@ -235,11 +202,8 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
 
 def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
-    """The ``k`` questions (at most ``len(allowed)``) to ask next under the registered
-    ``strategy``, best first, among ``allowed`` (increasing table indices: a
-    :class:`~elicit.elicitation.table.QuestionSet` or an array), drawing from ``rng`` as the
-    module docstring says.
-    """
+    """The ``k`` questions (at most ``len(allowed)``) to ask next under ``strategy``, best
+    first, among ``allowed`` (increasing table indices)."""
     chosen = get_strategy(strategy)
     if not isinstance(allowed, QuestionSet):
         allowed = _as_set(state, np.asarray(allowed, dtype=np.int64))
@@ -260,9 +224,8 @@ def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
 
 def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
-    """The questions one round chooses among, as increasing table indices: of each kind, a
-    random pool of ``state.pool_size`` allowed questions (:func:`draw_pool`; ``pool`` is
-    ``"sample"``) or every allowed one (``"all"``)."""
+    """The questions one round chooses among (increasing table indices): of each kind, a
+    random pool of ``state.pool_size`` (``pool == "sample"``) or every allowed one."""
     parts = []
     for kind, members in allowed.by_kind():
         if len(members) == 0:
@@ -273,8 +236,7 @@ def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Gen
 
 
 def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.ndarray:
-    """The model's probability of the first answer (similar, relevant, ...) to each of the
-    ``questions`` (table indices) at the current MAP, from its kind."""
+    """The probability of the first answer to each of ``questions`` at the current MAP."""
     index = np.asarray(questions, dtype=np.int64).reshape(-1)
     round_ = ScoringRound(UtilityScorer(state.data, state.fit, state.engine))
     seg = state.table.segment_of(index)

@@ -1,16 +1,8 @@
-"""The question table of an elicitation: every question it may ask, in a fixed order, without
-writing the questions down.
-
-A :class:`QuestionTable` holds one :class:`Segment` per kind asked, in the kinds' order. A
-question is its *index* in the table (what the strategies choose among); its *row* is
-``(i, j)`` for a pair, ``(k, NO_FEATURE)`` for a question about one feature. When the pairs are
-all p(p-1)/2 pairs none is stored: pair (i, j), i < j, has the index
-``i (2p - i - 1) / 2 + (j - i - 1)`` (:func:`pair_rank`, :func:`pair_unrank`); at p = 10,000
-the rows would take 0.8 GB.
-
-The questions still open in a round are a :class:`QuestionSet`: increasing table indices that
-are counted, selected by position and tested for membership without being listed, so a round
-costs O(answers) instead of O(p^2), with the same draws as from the listed questions.
+"""The question table of an elicitation: every question it may ask, in a fixed order (one
+:class:`Segment` per kind), without writing the questions down: all p(p-1)/2 pairs are
+ranked in closed form (:func:`pair_rank`; at p = 10,000 the rows would take 0.8 GB). The open
+questions are a :class:`QuestionSet`, counted, selected by position and tested for membership
+without being listed, so a round costs O(answers) instead of O(p^2).
 """
 
 from __future__ import annotations
@@ -65,6 +57,14 @@ def pair_unrank(k: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
     return i, k - _start(i, p) + i + 1
 
 
+def _find(members: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The position of each of ``values`` in the increasing array ``members``; -1 if absent."""
+    if not len(members):
+        return np.full(np.shape(values), -1, dtype=np.int64)
+    at = np.searchsorted(members, values)
+    return np.where(members[np.minimum(at, len(members) - 1)] == values, at, -1)
+
+
 class LocalSet(ABC):
     """Increasing indices of one segment's questions, listed only on request."""
 
@@ -97,22 +97,16 @@ class ArraySet(LocalSet):
         return self.members[pos]
 
     def contains(self, local: np.ndarray) -> np.ndarray:
-        local = np.asarray(local, dtype=np.int64)
-        at = np.searchsorted(self.members, local)
-        return (at < len(self.members)) & (self.members[np.minimum(at, len(self.members) - 1)]
-                                           == local) if len(self.members) else \
-            np.zeros(local.shape, bool)
+        return _find(self.members, np.asarray(local, dtype=np.int64)) >= 0
 
     def indices(self) -> np.ndarray:
         return self.members
 
 
 class PairsAmong(LocalSet):
-    """All pairs of the features ``open`` (sorted) except the pairs ``removed`` (sorted
-    positions among them), as indices among all pairs of ``p`` features: the t-th pair of
-    ``open`` is ``pair_unrank(t, m)`` mapped through ``open``, and with the removed positions
-    R the member at position q is ``q + #{s: R[s] - s <= q}``.
-    """
+    """All pairs of the features ``open`` but the positions ``removed`` among them, as indices
+    among all pairs of ``p`` features: with removed positions R the member at position q is
+    pair ``q + #{s: R[s] - s <= q}`` of ``open``."""
 
     def __init__(self, p: int, open_: np.ndarray, removed: np.ndarray) -> None:
         self.p, self.open = p, np.asarray(open_, dtype=np.int64)
@@ -131,19 +125,14 @@ class PairsAmong(LocalSet):
 
     def contains(self, local: np.ndarray) -> np.ndarray:
         i, j = pair_unrank(np.asarray(local, dtype=np.int64), self.p)
-        a, b = (np.searchsorted(self.open, v) for v in (i, j))
-        top = max(self.m - 1, 0)
-        ok = ((a < self.m) & (b < self.m) & (self.open[np.minimum(a, top)] == i)
-              & (self.open[np.minimum(b, top)] == j)) if self.m else np.zeros(i.shape, bool)
-        r = pair_rank(np.minimum(a, top), np.minimum(b, top), self.m)
-        return ok & ~ArraySet(self.removed).contains(r)
+        a, b = _find(self.open, i), _find(self.open, j)
+        r = pair_rank(np.maximum(a, 0), np.maximum(b, 0), self.m)
+        return (a >= 0) & (b >= 0) & ~ArraySet(self.removed).contains(r)
 
 
 class QuestionSet:
-    """A set of questions of a table: increasing table indices, one :class:`LocalSet` per
-    segment, listed only on request. It reads like the index array it stands for (``len``,
-    indexing by position, ``np.asarray``, iteration).
-    """
+    """Increasing table indices, one :class:`LocalSet` per segment, that read like the index
+    array they stand for (``len``, indexing by position, ``np.asarray``, iteration)."""
 
     def __init__(self, table: QuestionTable, parts: Sequence[LocalSet]) -> None:
         self.table = table
@@ -228,8 +217,7 @@ class Segment(ABC):
 
     @abstractmethod
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
-        """The questions that are not ``removed`` (sorted local indices) and about no
-        ``closed`` feature (a mask over the features, or None)."""
+        """The questions not ``removed`` (local indices) and about no ``closed`` feature."""
 
     @abstractmethod
     def missing(self, row: tuple[int, int]) -> str:
@@ -241,8 +229,7 @@ class Segment(ABC):
 
 
 class PairSegment(Segment):
-    """Pair questions: all p(p-1)/2 pairs in closed form, or the given candidate pairs
-    (sorted, distinct, i < j)."""
+    """Pair questions: all p(p-1)/2 pairs in closed form, or the given sorted candidates."""
 
     def __init__(self, kind: QuestionKind, p: int, candidates: np.ndarray | None) -> None:
         super().__init__(kind, p)
@@ -271,12 +258,7 @@ class PairSegment(Segment):
         ok = (0 <= i) & (i < j) & (j < self.p)
         if self.candidates is None:
             return np.where(ok, pair_rank(np.where(ok, i, 0), np.where(ok, j, 1), self.p), -1)
-        key = i * self.p + j
-        at = np.searchsorted(self._keys, key)
-        top = max(len(self._keys) - 1, 0)
-        hit = ok & (at < len(self._keys)) & (self._keys[np.minimum(at, top)] == key) \
-            if len(self._keys) else np.zeros(len(rows), bool)
-        return np.where(hit, at, -1)
+        return np.where(ok, _find(self._keys, i * self.p + j), -1)
 
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
         removed = np.asarray(removed, dtype=np.int64)
@@ -372,8 +354,7 @@ class QuestionTable:
         return np.where(local >= 0, local + self.offsets[s], -1)
 
     def open_set(self, removed: np.ndarray, closed: Sequence[np.ndarray | None]) -> QuestionSet:
-        """The questions not ``removed`` (table indices) and, segment by segment, about no
-        feature of ``closed`` (one mask or None per segment)."""
+        """The questions not ``removed`` and about no feature ``closed`` (a mask per segment)."""
         removed = np.unique(np.asarray(removed, dtype=np.int64))
         seg = self.segment_of(removed)
         return QuestionSet(self, [
@@ -386,8 +367,7 @@ class QuestionTable:
 
 
 def check_candidates(pairs, p: int) -> np.ndarray:
-    """The candidate pairs a caller gives, checked against ``p`` features (one-line errors)
-    and sorted within each pair and as rows, as an int array (k, 2)."""
+    """The candidate pairs a caller gives, checked against ``p`` features and sorted."""
     pairs = np.asarray(pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ElicitError(f"candidate pairs must have shape (k, 2), got {pairs.shape}")

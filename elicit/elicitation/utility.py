@@ -15,17 +15,10 @@ name                   target      what it scores
 ``sample-gain``        beta        ``0.5 log(1 + x' Sigma* x)`` of a new sample (Table 1)
 =====================  ==========  ======================================================
 
-``utility="fast" | "exact"``, ``target="predictive" | "params"`` and ``questions=`` name them:
-each kind asked names its utility of each mode and target
-(:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
-checks the options and returns a :class:`QuestionUtility`, the kinds' utilities on one scale.
-
-The ``predictive`` target (the paper's) is how much the answer moves the predictive
-distribution at the training inputs (:mod:`elicit.elicitation.scorer`,
-:mod:`elicit.elicitation.features`). The ``params`` target is the mutual information between
-the answer and theta_f = (gamma, xi) under the Laplace approximation at the MAP (BALD,
-Houlsby et al. 2011; :meth:`UtilityScorer.param_gain`): closed-form up to a one-dimensional
-quadrature, so every candidate is scored exactly at once and the modes do not apply.
+``utility="fast" | "exact"``, ``target="predictive" | "params"`` and ``questions=`` name them
+(each kind's :attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); the ``params`` target
+is docs/utility-targets.md's. :meth:`UtilityArgs.validate` checks the options and returns a
+:class:`QuestionUtility`, the kinds' utilities on one scale.
 """
 
 from __future__ import annotations
@@ -79,8 +72,7 @@ def model_has_relevance(model: str) -> bool:
 
 
 class ScoringRound:
-    """One round's scoring pieces, shared by the kinds it scores: its ``scorer`` and, in a
-    model with relevance classes, its :class:`~elicit.elicitation.features.FeatureScorer`."""
+    """One round's scoring pieces, shared by the kinds it scores."""
 
     def __init__(self, scorer: UtilityScorer) -> None:
         self.scorer = scorer
@@ -95,10 +87,8 @@ class ScoringRound:
 
 @dataclass(frozen=True)
 class QuestionUtility:
-    """The one utility of an elicitation: the registered utility of each kind it asks, all
-    on one scale, built by :meth:`UtilityArgs.validate`. The kinds are scored in their
-    ``order``, each told the best exact gain of those before it.
-    """
+    """The registered utility of each kind an elicitation asks, scored in the kinds'
+    ``order``, each told the best exact gain of those before it."""
 
     parts: tuple[tuple[QuestionKind, Utility], ...]
 
@@ -117,8 +107,7 @@ class QuestionUtility:
     def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10,
               kinds: Sequence[str] | np.ndarray | None = None) -> Scores:
         """Expected utilities of the question rows ``questions``, each kind refining up to
-        ``refine`` of its own; ``kinds`` names each row's kind (default: told by its arity).
-        """
+        ``refine`` of its own; ``kinds`` names each row's kind (default: by its arity)."""
         rows = np.asarray(questions, dtype=int).reshape(-1, 2)
         if kinds is None:
             kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]
@@ -146,17 +135,16 @@ class QuestionUtility:
 
 @dataclass(frozen=True)
 class UtilityArgs:
-    """The utility settings of an elicitation, checked in one place (:meth:`validate`) before
-    any Stan program is built (a build takes minutes).
+    """The utility settings of an elicitation, checked (:meth:`validate`) before any Stan
+    program is built.
 
     Parameters
     ----------
     utility
-        ``"fast"`` or ``"exact"`` (each kind's own utility of that mode), or the name of a
-        registered utility of a kind asked (the other kinds then take the ``fast`` mode's).
+        ``"fast"`` or ``"exact"``, or the name of a registered utility of a kind asked (the
+        other kinds then take the ``fast`` mode's).
     target
-        ``"predictive"`` or ``"params"``; with a registered name it must be the default
-        ``"predictive"`` or that utility's own target.
+        ``"predictive"`` or ``"params"`` (with a registered name: that utility's own).
     refine
         How many candidates the fast mode re-scores exactly (>= 0).
     stan_file
@@ -164,7 +152,7 @@ class UtilityArgs:
     questions
         The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
     model
-        The named model (:mod:`elicit.model.variants`); a kind may need one.
+        The named model (:mod:`elicit.model.variants`).
     """
 
     utility: str = "fast"
@@ -175,9 +163,8 @@ class UtilityArgs:
     model: str = PAPER
 
     def validate(self) -> QuestionUtility:
-        """Check the settings (a one-line ElicitError for anything the kinds asked, the model
-        or a custom Stan file cannot take) and return the utility that scores the questions.
-        """
+        """The utility that scores the questions; a one-line ElicitError for anything the
+        kinds asked, the model or a custom Stan file cannot take."""
         utility, target = self.utility, self.target
         if target not in TARGETS:
             raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, "

@@ -1,11 +1,6 @@
 """A kind of question (:class:`QuestionKind`), its answers (:class:`Answer`), and their
-registries.
-
-A kind says how its questions are written and held, its answers, which method of a simulated
-expert answers it, how its answers enter the model's data, which utilities score it, which
-models can take it, and how the front ends show it. Code outside a kind's own module never
-names a kind. Answers and kinds name each other, so both live here; importing the package
-registers every shipped kind and answer.
+registries. Code outside a kind's own module never names a kind; answers and kinds name each
+other, so both live here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Pair questions, the paper's: "do features i and j affect the outcome in the same way?"
 
-A question is a pair ``(i, j)``, ``i < j``; an answer is a Bernoulli observation of the
-feedback link at ``xi - gamma . w_ij`` (``ModelData.pairs`` and ``f``, 1 = similar). In a model
-with relevance classes a pair's gain is weighted by the chance that both features matter
-(:mod:`elicit.elicitation.features`), and an answer makes both features relevant where no
-feature answer judged them (:meth:`PairKind.judged`), which changes the likelihood of y.
+An answer is a Bernoulli observation of the feedback link at ``xi - gamma . w_ij``.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ DISSIMILAR = Answer.define("dissimilar", NAME, 0, "Dissimilar", "d", aliases=("d
 
 @dataclass(frozen=True, eq=False)
 class PairKind(QuestionKind):
-    """Questions about pairs of features (see the module docstring)."""
+    """Questions about pairs of features."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
         return PairSegment(self, p, candidates)
@@ -56,13 +52,8 @@ class PairKind(QuestionKind):
 
     def judged(self, data: ModelData, rows: Sequence[tuple[int, int]] | np.ndarray) -> ModelData:
         """``data`` with the features of the answered pairs ``rows`` relevant where no feature
-        answer judged them, in a model with relevance classes: the expert could say how the
-        two affect the outcome, so both do. A feature several experts disagree about (not
-        judged) becomes relevant too; a feature answer that is not disputed stands, also
-        "irrelevant" from the expert who answered the pair. The feature answers keep this
-        class where they disagree, so a replay that enters the kinds in table order (pairs
-        first, :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) gives the classes
-        of the answers given one at a time."""
+        answer judged them (a relevance model): the expert could say how the two affect the
+        outcome, so both do. A feature answer that is not disputed stands."""
         if not data.model.relevance or not len(rows):
             return data
         classes = np.array(data.relevance)
