@@ -117,7 +117,7 @@ class Elicitor:
         hyper = dataclasses.replace(hyper, model=str(self.settings.model))
         self.questions: tuple[str, ...] = parse_questions(self.settings.questions)
         self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
-        self._utility = self.settings.question_utility()
+        self._utility = self.settings.utility_args().validate()
         p = X.shape[1]
         given = None if candidates is None else check_candidates(candidates, p)
         if p < 2 or (given is not None and len(given) == 0):
