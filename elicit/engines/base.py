@@ -32,8 +32,7 @@ class Engine(ABC):
 
     #: short name used on the command line
     name: str = "abstract"
-    #: whether warm fits use a base Hessian (:meth:`fit`'s ``hessian``); the utility scorer
-    #: hands over the one it computed only to engines that use it
+    #: whether warm fits use a base Hessian (:meth:`fit`'s ``hessian``)
     uses_hessian: bool = False
 
     def __init__(self, variant: str = "fixed") -> None:
@@ -120,7 +119,7 @@ def shipped_stan_file() -> Path:
 
 
 def model_stan_file(model: str = PAPER) -> Path:
-    """Path of the Stan program of a named model; an :class:`ElicitError` if it has none."""
+    """Path of the Stan program of a named model (ElicitError: it has none)."""
     prog = get_model(model).program
     if prog is None:
         raise ElicitError(f"model {model!r} has no Stan program; fit it with the numpy engine, "

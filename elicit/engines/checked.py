@@ -67,9 +67,8 @@ class CheckedEngine(Engine):
     rtol
         Tolerance of :func:`same_point`.
     gain_tol
-        A point is stationary when the twin's density rises by at most this much near it.
-        CmdStan's L-BFGS stops on looser tolerances: 0.011 below a maximum on an Amazon-size
-        problem with 20 answers.
+        A point is stationary when the twin's density rises by at most this much near it
+        (CmdStan's L-BFGS stops 0.011 below a maximum on an Amazon-size problem).
     """
 
     def __init__(self, engine: Engine, twin: Engine | None = None, modes: str = "higher",
@@ -101,7 +100,7 @@ class CheckedEngine(Engine):
         name, n = self.engine.name, len(data.f)
         a, b = theta_of(res, data), theta_of(ref, data)
 
-        # 2. both points stationary for the twin's density
+        # the steps of docs/stan.md: 2. both points stationary for the twin's density
         la, _, gain_a = local_gain(a, data)
         lb, _, gain_b = local_gain(b, data)
         for who, gain, lp in ((f"{name}'s MAP", gain_a, la), ("the numpy twin's MAP", gain_b, lb)):

@@ -36,8 +36,6 @@ def stan_folder() -> Path:
                             "reinstall elicit")
 
 
-# -- the compiler --------------------------------------------------------------------------
-
 _NO_STANC = ("reading a Stan program needs the Stan compiler stanc, which comes with PyStan "
              "(pip install 'elicit[pystan]') and with CmdStan; neither was found")
 
@@ -83,8 +81,6 @@ def _one_line(message: str) -> str:
     return f"{head}: {what}" if what and what != head else head
 
 
-# -- includes ------------------------------------------------------------------------------
-
 #: an include directive, as stanc accepts it: ``#include file``, ``"file"`` or ``<file>``
 _INCLUDE = re.compile(r'^[ \t]*#include[ \t]+["<]?([^"<>\s]+)[">]?[ \t]*$', re.M)
 
@@ -114,8 +110,6 @@ def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
 
     return expand(path.read_text(), (path.resolve(),))
 
-
-# -- a program as stanc describes it ---------------------------------------------------------
 
 @dataclass(frozen=True)
 class StanProgramFile:
@@ -184,8 +178,6 @@ def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile
     return StanProgramFile(path, code, _declarations(info["inputs"]),
                            _declarations(info["parameters"]))
 
-
-# -- the contract ----------------------------------------------------------------------------
 
 def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
     """The program's data that elicit cannot pass it, each with why."""

@@ -40,7 +40,7 @@ class NumpyEngine(Engine):
     Parameters
     ----------
     variant
-        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
+        ``"fixed"`` or ``"learned"`` tau2.
     stan_file
         Must be None: only the shipped programs are supported.
     gtol
@@ -51,11 +51,10 @@ class NumpyEngine(Engine):
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None: by problem size (the same MAP either way).
     cold_start
-        When a warm refit is checked by a cold fit
-        (:class:`~elicit.model.refit_checks.ColdStartPolicy`); None: never.
+        When a warm refit is checked by a cold fit (``ColdStartPolicy``); None: never.
     score_tol
         The Newton decrement of a query round's hypothetical refits (1e-8: their predictive
-        within ~1e-4 relative of the converged one's); a caller's refit goes on to ``gtol``.
+        within ~1e-4 relative of the converged one's).
 
     Attributes
     ----------
@@ -196,7 +195,6 @@ class NumpyEngine(Engine):
                                      f"{cold.log_density - res.log_density:+.3g} in log "
                                      f"density over the warm refit")
 
-    # -- memo of warm refits -------------------------------------------------------------
     #: a query round remembers the refits of its best candidates, both answers each
     _memo_size = 32
 
