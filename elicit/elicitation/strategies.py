@@ -24,28 +24,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
 from elicit.elicitation.gains import Scores
 from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
-from elicit.elicitation.table import ArraySet, QuestionSet, QuestionTable
+from elicit.elicitation.table import ArraySet, QuestionSet
 from elicit.elicitation.utility import ScoringRound
-from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
-from elicit.model.result import MAPResult
-from elicit.model.spec import ModelData
 
 if TYPE_CHECKING:
-    from elicit.elicitation.kinds import QuestionKind
+    from elicit.elicitation.elicitor import Elicitor
 
 #: the paper's three strategies, in the order of their random-stream ids (the defaults)
 STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
-__all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "ElicitationState", "Query", "Ranking",
+__all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "Query", "Ranking",
            "Strategy", "answer_probabilities", "choose", "disjoint_greedy", "draw_pool",
            "get_strategy", "register_strategy", "round_pool", "unregister_strategy"]
 
@@ -64,27 +61,6 @@ class Ranking:
         """Rank scored questions (``index`` maps the scored rows to question indices)."""
         order = scores.ranking()
         return cls(np.asarray(index)[order], scores.utility[order], scores.exact[order])
-
-
-class ElicitationState(Protocol):
-    """What a strategy reads of an elicitation (an Elicitor provides it)."""
-
-    table: QuestionTable
-    kinds: tuple[QuestionKind, ...]
-    data: ModelData
-    fit: MAPResult
-    engine: Engine
-    utility: str
-    refine: int
-    #: what the gains are about: "predictive" or "params"
-    target: str
-    pool_size: int
-
-    def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query: ...
-
-    def score(self, questions: np.ndarray, refine: int | None = None) -> Scores: ...
-
-    def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking: ...
 
 
 @dataclass(frozen=True)
@@ -114,7 +90,7 @@ class Strategy(ABC):
     draws_pool: bool = False
 
     @abstractmethod
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``), among the
         table indices ``allowed``; ``rng`` is the strategy's random stream."""
@@ -124,7 +100,7 @@ class Strategy(ABC):
 class RandomStrategy(Strategy):
     """``k`` distinct allowed questions drawn uniformly (of several kinds: from the pool)."""
 
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         among: QuestionSet | np.ndarray = allowed
         if len(state.kinds) > 1:
@@ -138,7 +114,7 @@ class RandomStrategy(Strategy):
 class NonSequentialStrategy(Strategy):
     """The first ``k`` allowed questions of the no-feedback ranking."""
 
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         ranking = state.nonsequential_ranking(rng)
         keep = allowed.contains(ranking.index)
@@ -155,7 +131,7 @@ class NonSequentialStrategy(Strategy):
 class SequentialStrategy(Strategy):
     """The best ``k`` questions of a fresh random pool, scored at the current MAP."""
 
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         pool = round_pool(state, allowed, rng)
         # rank a batch on exact gains where possible: refine at least two per question
@@ -200,7 +176,7 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
     "sequential", "Sequential", stream_id=2, draws_pool=True))
 
 
-def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.ndarray,
+def choose(strategy: str, state: Elicitor, allowed: QuestionSet | np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
     """The ``k`` questions (at most ``len(allowed)``) to ask next under ``strategy``, best
     first, among ``allowed`` (increasing table indices)."""
@@ -222,7 +198,7 @@ def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
                       dtype=np.int64)
 
 
-def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+def round_pool(state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
     """The questions one round chooses among (increasing table indices): of each kind, a
     random pool of ``state.pool_size`` (``pool == "sample"``) or every allowed one."""
@@ -235,18 +211,14 @@ def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Gen
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
-def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.ndarray:
+def answer_probabilities(state: Elicitor, questions: np.ndarray) -> np.ndarray:
     """The probability of the first answer to each of ``questions`` at the current MAP."""
     index = np.asarray(questions, dtype=np.int64).reshape(-1)
     round_ = ScoringRound(UtilityScorer(state.data, state.fit, state.engine))
-    seg = state.table.segment_of(index)
-    out = np.empty(len(index))
-    for s, segment in enumerate(state.table.segments):
-        here = seg == s
-        if here.any():
-            out[here] = segment.kind.answer_probability(
-                round_, state.table.rows(index[here]))
-    return out
+    segs = state.table.segments
+    return state.table.per_segment(
+        index, np.empty(len(index)),
+        lambda s, local: segs[s].kind.answer_probability(round_, segs[s].rows(local)))
 
 
 def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[int]:
@@ -270,7 +242,7 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
     return picked
 
 
-def _as_set(state: ElicitationState, index: np.ndarray) -> QuestionSet:
+def _as_set(state: Elicitor, index: np.ndarray) -> QuestionSet:
     seg = state.table.segment_of(index)
     return QuestionSet(state.table, [ArraySet(np.sort(index[seg == s]) - state.table.offsets[s])
                                      for s in range(len(state.table.segments))])

@@ -8,7 +8,7 @@ without being listed, so a round costs O(answers) instead of O(p^2).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -182,13 +182,8 @@ class QuestionSet:
     def contains(self, index: np.ndarray) -> np.ndarray:
         """Which of the table indices ``index`` are members."""
         index = np.asarray(index, dtype=np.int64)
-        seg = self.table.segment_of(index)
-        out = np.zeros(index.shape, bool)
-        for s, part in enumerate(self.parts):
-            here = seg == s
-            if here.any():
-                out[here] = part.contains(index[here] - self.table.offsets[s])
-        return out
+        return self.table.per_segment(index, np.zeros(index.shape, bool),
+                                      lambda s, local: self.parts[s].contains(local))
 
     def by_kind(self) -> list[tuple[QuestionKind, QuestionSet]]:
         """The members of each kind, in the table's order."""
@@ -237,11 +232,6 @@ class PairSegment(Segment):
         if self.candidates is not None:
             # the rows are sorted by (i, j), so their keys i p + j are increasing
             self._keys = self.candidates[:, 0] * p + self.candidates[:, 1]
-
-    @property
-    def all_pairs(self) -> bool:
-        """Whether the segment is every pair (and so stores none)."""
-        return self.candidates is None
 
     def __len__(self) -> int:
         return n_pairs(self.p) if self.candidates is None else len(self.candidates)
@@ -328,16 +318,22 @@ class QuestionTable:
         """The kind of the question at ``index``."""
         return self.segments[int(self.segment_of(np.array([index]))[0])].kind
 
+    def per_segment(self, index: np.ndarray, out: np.ndarray,
+                    fill: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
+        """``out`` with ``fill(s, local indices)`` where the table indices ``index`` are in
+        segment s."""
+        seg = self.segment_of(index)
+        for s in range(len(self.segments)):
+            here = seg == s
+            if here.any():
+                out[here] = fill(s, index[here] - self.offsets[s])
+        return out
+
     def rows(self, index: np.ndarray | Sequence[int]) -> np.ndarray:
         """The rows of the questions at ``index`` (k x 2)."""
         index = np.asarray(index, dtype=np.int64).reshape(-1)
-        seg = self.segment_of(index)
-        out = np.empty((len(index), 2), dtype=np.int64)
-        for s, segment in enumerate(self.segments):
-            here = seg == s
-            if here.any():
-                out[here] = segment.rows(index[here] - self.offsets[s])
-        return out
+        return self.per_segment(index, np.empty((len(index), 2), dtype=np.int64),
+                                lambda s, local: self.segments[s].rows(local))
 
     def all_rows(self) -> np.ndarray:
         """Every question's row, in table order (listed: for small tables)."""

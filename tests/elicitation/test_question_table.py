@@ -117,7 +117,7 @@ def test_an_elicitor_over_all_pairs_lists_none_and_asks_the_listed_ones_question
     el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", pool_size=7, refine=1)
     listed = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", pool_size=7, refine=1,
                       candidates=all_pairs(a.X.shape[1]))
-    assert isinstance(el.table.segments[0], PairSegment) and el.table.segments[0].all_pairs
+    assert isinstance(el.table.segments[0], PairSegment) and el.table.segments[0].candidates is None
     for strategy, seed in (("sequential", 1), ("random", 2), ("sequential", 3)):
         q1 = el.next_query(strategy, np.random.default_rng(seed))
         q2 = listed.next_query(strategy, np.random.default_rng(seed))
