@@ -162,7 +162,7 @@ class Elicitor:
     @property
     def question_rows(self) -> np.ndarray:
         """Every question as a row, in table order (listed: for small tables)."""
-        return self.table.all_rows()
+        return self.table.rows(np.arange(len(self.table), dtype=np.int64))
 
     @property
     def noun(self) -> str:
@@ -230,8 +230,7 @@ class Elicitor:
     @single_blas_thread
     def answer(self, i: int, j: int | None, answer: str | Answer,
                kind: str | None = None) -> MAPResult:
-        """Record an answer to the question ``(i, j)`` (``j`` None: about one feature) and
-        refit (unless it is "don't know"); ``kind`` where two kinds of that arity are asked."""
+        """Record an answer to ``(i, j)`` (``j`` None: one feature); refit unless "don't know"."""
         k, t, row, entry = self._entry(kind, i, j, answer)
         if t in self._asked:
             if k.arity == 1:
@@ -318,8 +317,7 @@ class Elicitor:
         self._ranking = None
 
     def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected information gain of ``questions`` (table indices, or rows) at the current
-        MAP; ``refine`` overrides how many the fast mode re-scores exactly."""
+        """Expected information gain of ``questions`` (table indices, or rows) at the MAP."""
         return self._score(self.data, self.fit, questions, refine)
 
     @single_blas_thread
@@ -372,8 +370,7 @@ class Elicitor:
         return ok
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The questions ranked by expected gain at the no-feedback MAP (with several kinds the
-        first round's pool, drawn with ``rng``); cached until :meth:`reset`."""
+        """The questions ranked by expected gain at the no-feedback MAP (cached)."""
         if self._ranking is None:
             if len(self.kinds) == 1:
                 pool = np.arange(len(self.table), dtype=np.int64)
@@ -410,8 +407,7 @@ class Elicitor:
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
-        """``k`` questions to ask together under ``strategy``, best first, sharing no feature
-        where possible (otherwise as :meth:`next_query`)."""
+        """``k`` questions to ask together, sharing no feature where possible."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
         return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))

@@ -62,9 +62,8 @@ class FeatureScorer:
     step_margin: float = 0.02
 
     def _changes(self, mg: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For the answers relevant and irrelevant (rows) of every feature (columns), at
-        ``mg``'s parameters: the change of the log marginal from k's own scale, that with the
-        neighbours' scales too (:attr:`_neighbours`), and the KL of the predictive."""
+        """For both answers (rows) about every feature (columns), at ``mg``: the change of the
+        log marginal by k's own scale, that with its neighbours', and the predictive's KL."""
         m0, v0 = self.scorer.m0[:, None], self.scorer.v0[:, None]
         every = np.arange(self.data.p)
         own, total, kl = [], [], []
@@ -79,8 +78,7 @@ class FeatureScorer:
 
     @cached_property
     def _neighbours(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """For each answer: the changes of the predictive mean and variance (n x p) and of
-        the log marginal (p,) that the neighbours' scales make, to first order at the MAP."""
+        """For each answer: what the neighbours' scales change, to first order at the MAP."""
         Jm, Jv, dval = self._jacobians(self.scorer.marginal)
         out = {}
         for c in (RELEVANT, IRRELEVANT):

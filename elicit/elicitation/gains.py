@@ -55,8 +55,7 @@ UTILITIES: Registry[Utility] = Registry("utility")
 
 
 def register_utility(utility: _U) -> _U:
-    """Register ``utility`` under its name and return it; a one-line ElicitError if it is not
-    a :class:`Utility` or its name is empty, a mode name or taken."""
+    """Register ``utility`` under its name and return it; an ElicitError if the name is taken."""
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")
@@ -157,8 +156,7 @@ class FeatureUtility(Utility):
 
     @abstractmethod
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        """Expected utilities of asking about ``features`` (indices) at the MAP, re-scoring at
-        most ``refine`` exactly."""
+        """Expected utilities of ``features`` at the MAP, re-scoring at most ``refine`` exactly."""
 
 
 @dataclass(frozen=True)
@@ -213,8 +211,7 @@ class ParamsBald(PairUtility):
 
 @dataclass(frozen=True)
 class RelevanceFast(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, fast: the zeta-line screen, the
-    best re-scored by refits."""
+    """Expected KL of the predictive after a feature answer, fast (zeta-line screen)."""
 
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
         features = np.asarray(features, dtype=int).reshape(-1)

@@ -56,8 +56,7 @@ class WarmNewton(Protocol):
 
 @runtime_checkable
 class BatchRefits(Protocol):
-    """An engine that refits many candidate answers at once, each row as its own refit would
-    go (numpy): the batched stage then gives exact utilities."""
+    """An engine that refits many candidate answers at once, each as it would alone (numpy)."""
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
@@ -202,8 +201,7 @@ class UtilityScorer:
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     def refit(self, d2: ModelData) -> MAPResult:
-        """The hypothetical refit of ``d2`` (this round's data with one more answer), warm from
-        the round's MAP and base Hessian, as the real refit after that answer starts."""
+        """The hypothetical refit of ``d2``, started as the real refit after that answer starts."""
         if isinstance(self.engine, WarmNewton):
             return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
         H = self.hessian if self.engine.uses_hessian else None
@@ -269,8 +267,7 @@ class UtilityScorer:
         u[top] = out if weight is None else weight[top] * out
 
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """One Sherman-Morrison Newton step per candidate and answer (``LaplaceMoves``), the
-        predictive mean moved to first order (its variance held)."""
+        """One Sherman-Morrison Newton step per candidate and answer, to first order in the mean."""
         data = self.data
         learned = data.hyper.variant == "learned"
         moves = LaplaceMoves(data, theta_of(self.fit, data), self.hessian, w)

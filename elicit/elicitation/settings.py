@@ -64,8 +64,7 @@ class RoundSettings:
     seed: int = 0
 
     def validate(self) -> RoundSettings:
-        """The settings checked (one-line ElicitErrors) and resolved, before any data are read
-        or any Stan program is built."""
+        """The settings checked (one-line ElicitErrors) and resolved, before any data are read."""
         questions = spell_questions(self.questions)
         model = default_model(questions) if self.model is None else self.model
         if not isinstance(self.engine, str) or self.engine not in ENGINES:
@@ -98,8 +97,7 @@ class RoundSettings:
                 "stan_file_sha256": file_sha256(self.stan_file)}
 
     def to_json(self) -> dict[str, Any]:
-        """The settings as ``config.json`` records them: every field under its own name (the
-        Stan program by path and hash)."""
+        """The settings as ``config.json`` records them (the Stan program by path and hash)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             if f.name == "stan_file":
@@ -111,8 +109,7 @@ class RoundSettings:
     @classmethod
     def from_json(cls, d: Mapping[str, Any], legacy: Mapping[str, Any] | None = None,
                   ) -> RoundSettings:
-        """The settings a record holds; a key it lacks takes its value from ``legacy``, else
-        the field's default."""
+        """The settings a record holds; a key it lacks: ``legacy``'s, else the default."""
         legacy = legacy or {}
         kw = {f.name: d.get(f.name, legacy.get(f.name, f.default))
               for f in dataclasses.fields(cls)}

@@ -49,8 +49,7 @@ __all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "Query", "Ranking",
 
 @dataclass(frozen=True)
 class Ranking:
-    """Questions best first: their indices into the question table (``state.table``),
-    gains and exactness."""
+    """Questions best first: their table indices, gains and exactness."""
 
     index: np.ndarray
     gain: np.ndarray
@@ -92,8 +91,7 @@ class Strategy(ABC):
     @abstractmethod
     def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``), among the
-        table indices ``allowed``; ``rng`` is the strategy's random stream."""
+        """The ``k`` questions to ask, best first, among the table indices ``allowed``."""
 
 
 @dataclass(frozen=True)
@@ -178,8 +176,7 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
 
 def choose(strategy: str, state: Elicitor, allowed: QuestionSet | np.ndarray,
            rng: np.random.Generator, k: int = 1) -> list[Query]:
-    """The ``k`` questions (at most ``len(allowed)``) to ask next under ``strategy``, best
-    first, among ``allowed`` (increasing table indices)."""
+    """The ``k`` questions to ask next under ``strategy``, best first, among ``allowed``."""
     chosen = get_strategy(strategy)
     if not isinstance(allowed, QuestionSet):
         allowed = _as_set(state, np.asarray(allowed, dtype=np.int64))
@@ -191,8 +188,7 @@ def choose(strategy: str, state: Elicitor, allowed: QuestionSet | np.ndarray,
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
               rng: np.random.Generator) -> np.ndarray:
-    """``min(size, len(allowed))`` of the ``allowed`` indices, uniformly without replacement,
-    in increasing order (the sequential strategy's pool R_p)."""
+    """``size`` of the ``allowed`` indices drawn without replacement, in increasing order."""
     size = min(int(size), len(allowed))
     return np.asarray(allowed[np.sort(rng.choice(len(allowed), size=size, replace=False))],
                       dtype=np.int64)

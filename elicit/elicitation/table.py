@@ -131,8 +131,7 @@ class PairsAmong(LocalSet):
 
 
 class QuestionSet:
-    """Increasing table indices, one :class:`LocalSet` per segment, that read like the index
-    array they stand for (``len``, indexing by position, ``np.asarray``, iteration)."""
+    """Increasing table indices, one :class:`LocalSet` per segment, that read like an array."""
 
     def __init__(self, table: QuestionTable, parts: Sequence[LocalSet]) -> None:
         self.table = table
@@ -207,8 +206,7 @@ class Segment(ABC):
 
     @abstractmethod
     def locate(self, rows: np.ndarray) -> np.ndarray:
-        """The local index of each row (k x 2, normalised: pairs ``i < j``), -1 where the
-        segment has no such question."""
+        """The local index of each row (pairs ``i < j``), -1 where there is no such question."""
 
     @abstractmethod
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
@@ -320,8 +318,7 @@ class QuestionTable:
 
     def per_segment(self, index: np.ndarray, out: np.ndarray,
                     fill: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
-        """``out`` with ``fill(s, local indices)`` where the table indices ``index`` are in
-        segment s."""
+        """``out`` with ``fill(s, local indices)`` where ``index`` is in segment s."""
         seg = self.segment_of(index)
         for s in range(len(self.segments)):
             here = seg == s
@@ -334,10 +331,6 @@ class QuestionTable:
         index = np.asarray(index, dtype=np.int64).reshape(-1)
         return self.per_segment(index, np.empty((len(index), 2), dtype=np.int64),
                                 lambda s, local: self.segments[s].rows(local))
-
-    def all_rows(self) -> np.ndarray:
-        """Every question's row, in table order (listed: for small tables)."""
-        return self.rows(np.arange(len(self), dtype=np.int64))
 
     def segment(self, kind: QuestionKind) -> int:
         """The position of ``kind``'s segment."""

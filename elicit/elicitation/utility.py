@@ -106,8 +106,7 @@ class QuestionUtility:
 
     def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10,
               kinds: Sequence[str] | np.ndarray | None = None) -> Scores:
-        """Expected utilities of the question rows ``questions``, each kind refining up to
-        ``refine`` of its own; ``kinds`` names each row's kind (default: by its arity)."""
+        """Expected utilities of the rows ``questions`` (``kinds``: each row's; default: arity)."""
         rows = np.asarray(questions, dtype=int).reshape(-1, 2)
         if kinds is None:
             kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]

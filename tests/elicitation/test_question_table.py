@@ -49,7 +49,7 @@ def test_pair_ranks_invert_exactly_at_large_p(p):
 
 def _listed(table: QuestionTable, removed, closed) -> np.ndarray:
     """The open questions by listing every row (what the table avoids)."""
-    rows = table.all_rows()
+    rows = table.rows(np.arange(len(table)))
     ok = np.ones(len(rows), bool)
     ok[np.asarray(removed, dtype=int)] = False
     for s, seg in enumerate(table.segments):

@@ -321,8 +321,7 @@ _NAMES: dict[str, str] = {}
 
 def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
            value: Callable[[Answer], int], disagree: int | None) -> np.ndarray:
-    """A copy of ``values`` where each feature asked about in ``rows`` has the ``value`` its
-    answers agree on, else ``disagree`` (None: the entry of ``values``)."""
+    """``values`` where the answers about a feature agree on its ``value``, else ``disagree``."""
     votes: dict[int, set[int]] = {}
     for (k, _), a in zip(rows, answers):
         votes.setdefault(int(k), set()).add(value(a))

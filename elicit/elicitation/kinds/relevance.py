@@ -52,8 +52,7 @@ class RelevanceKind(QuestionKind):
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
-        """``data`` with the classes the answers agree on; a feature the experts disagree
-        about keeps its class in ``data`` (what the other kinds' answers made it)."""
+        """``data`` with the classes the answers agree on (where not: as ``data`` has it)."""
         if not rows:
             return data
         return data.with_relevance(agreed(cast(np.ndarray, data.relevance), rows, answers,
