@@ -171,12 +171,6 @@ class UtilityScorer:
         # exactly the start point the engine's warm refit uses
         return np.maximum(theta_of(self.fit, d2), lower_bounds(d2))
 
-    @staticmethod
-    def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
-        # the kernel recomputed from gamma, not fit.K: the results stay bit for bit as before
-        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta,
-                                  delta=fit_f.delta).predictive()
-
     def param_gain(self, w: np.ndarray) -> np.ndarray:
         """Mutual information between the answer and theta_f = (gamma, xi), for rows of ``w``:
         :func:`bald_gain` of ``z = xi - gamma . w ~ N(mu, s^2)`` under the Laplace
@@ -197,7 +191,11 @@ class UtilityScorer:
         for f in (0, 1):
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
                                          np.append(self.data.f, f))
-            kl[f] = kl_gauss(*self._predictive_at(d2, self.refit(d2)), self.m0, self.v0)
+            fit_f = self.refit(d2)
+            # the kernel recomputed from gamma, not fit.K: the results stay bit for bit as before
+            kl[f] = kl_gauss(*Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta,
+                                                 delta=fit_f.delta).predictive(),
+                             self.m0, self.v0)
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     def refit(self, d2: ModelData) -> MAPResult:

@@ -95,15 +95,6 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    # A hard link costs no space (a module is about 75 MB); httpstan never writes into a
-    # built module (it deletes the model's folder before a build), so sharing it is safe.
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-
-
 def _preload_httpstan_libraries() -> None:
     """Load this environment's ``libtbb.so.2`` (``*.dylib``) before a foreign module's rpath."""
     import httpstan
@@ -142,7 +133,13 @@ def restore(program_code: str) -> bool:
         with _staging(target.parent.parent, "elicit-restore") as tmp:
             # httpstan finds the module by its suffix; the name says whose model it is
             suffix = module.name[module.name.index("."):]
-            _link_or_copy(module, tmp / f"stan_services_model_{name.split('/')[1]}{suffix}")
+            dst = tmp / f"stan_services_model_{name.split('/')[1]}{suffix}"
+            # A hard link costs no space (a module is about 75 MB); httpstan never writes into
+            # a built module (it deletes the model's folder before a build): sharing it is safe.
+            try:
+                os.link(module, dst)
+            except OSError:
+                shutil.copy2(module, dst)
             for log in _LOGS:
                 shutil.copy2(entry / log, tmp / log)
             _remove(target)  # a folder without a module: an interrupted httpstan build

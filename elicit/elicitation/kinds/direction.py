@@ -49,10 +49,6 @@ RAISES = Answer.define("raises", NAME, 1, "Raises", "^", aliases=("raise",))
 LOWERS = Answer.define("lowers", NAME, 0, "Lowers", "v", aliases=("lower",))
 
 
-def _sign(answer: Answer) -> int:
-    return 1 if answer.outcome == 1 else -1
-
-
 class DirectionScorer:
     """One round's direction-question pieces, beside the round's scorer."""
 
@@ -206,7 +202,7 @@ class DirectionKind(QuestionKind):
         if not rows:
             return data
         return data.with_direction(agreed(cast(np.ndarray, data.direction), rows, answers,
-                                          _sign, 0))
+                                          lambda a: 1 if a.outcome == 1 else -1, 0))
 
     def ask(self, expert: Any, query: Query) -> Answer:
         got = self._method_of(expert)(*query.features)
