@@ -28,7 +28,6 @@ import numpy as np
 from scipy.special import expit
 
 from elicit.elicitation.gains import kl_gauss
-from elicit.model.batch import flops_per_eval
 from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance, unasked_lambda
 from elicit.model.density import feedback_terms, log_density
 from elicit.model.marginal import Marginal
@@ -260,8 +259,7 @@ class FeatureScorer:
         order = np.argsort(-u, kind="stable")[:refine]
         if len(order) == 0:
             return
-        per_rescore = 10 * flops_per_eval(self.data)   # two refits of a few evaluations each
-        always = max(1.0, min(float(len(order)), self.scorer.refine_flops / per_rescore))
+        always = self.scorer.always_rescored(len(order))
         if always >= len(order):
             for c in order:
                 u[c], exact[c] = self.exact_one(features[c], p[c]), True

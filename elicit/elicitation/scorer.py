@@ -155,8 +155,7 @@ class UtilityScorer:
         exact's best in 82 of 90 rounds). ``weight`` multiplies each re-score.
         """
         order = np.argsort(-u, kind="stable")[:refine]
-        per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
-        always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
+        always = self.always_rescored(len(order))
         best, done = -np.inf, 0
         for c in order:
             if done >= always and best >= (1.0 + self.refine_margin) * u[c]:
@@ -166,6 +165,11 @@ class UtilityScorer:
                 u[c] = v if weight is None else weight[c] * v
                 exact[c] = True
             best, done = max(best, u[c]), done + 1
+
+    def always_rescored(self, n: int) -> float:
+        """How many of ``n`` exact re-scores :attr:`refine_flops` pays for (at least one)."""
+        per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
+        return max(1.0, min(float(n), self.refine_flops / per_rescore))
 
     def _start(self, d2: ModelData) -> np.ndarray:
         # exactly the start point the engine's warm refit uses

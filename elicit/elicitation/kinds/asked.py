@@ -45,9 +45,8 @@ def kind_for(i: int, j: int | None, answer: object = None,
 def parse_questions(questions: object) -> tuple[str, ...]:
     """The kinds ``questions`` names (``"pairs,relevance"``, ``"all"``, ``"both"``, or a list
     of names or kinds), in registration order; a one-line ElicitError if none or unknown."""
-    if isinstance(questions, (str, QuestionKind)):
-        items: list[Any] = [questions] if isinstance(questions, QuestionKind) else \
-            [s.strip() for s in questions.split(",") if s.strip()]
+    if isinstance(questions, str):
+        items: list[Any] = [s.strip() for s in questions.split(",") if s.strip()]
     elif isinstance(questions, Iterable):
         items = list(questions)
     else:
