@@ -175,7 +175,6 @@ class Elicitor:
         return self.data.relevance if self._relevance else None
 
     def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
-        """The question at ``index`` of the table, as a :class:`Query`."""
         return Query.of_row(self.table.rows([index])[0], gain, exact,
                             self.table.kind_of(index).name)
 

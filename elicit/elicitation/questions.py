@@ -40,12 +40,10 @@ class Query:
 
     @property
     def features(self) -> tuple[int, ...]:
-        """The features the question is about: one or two."""
         return (self.i,) if self.j is None else (self.i, self.j)
 
     @property
     def row(self) -> tuple[int, int]:
-        """The question as a row of a question array."""
         return (self.i, NO_FEATURE if self.j is None else self.j)
 
 

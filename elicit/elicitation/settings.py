@@ -85,7 +85,6 @@ class RoundSettings:
                                    else int(self.pool_size))
 
     def utility_args(self) -> UtilityArgs:
-        """The utility's part of the settings."""
         return UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file,
                            self.questions, PAPER if self.model is None else self.model)
 

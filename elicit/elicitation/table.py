@@ -29,7 +29,6 @@ def feature_rows(features) -> np.ndarray:
 
 
 def n_pairs(p: int) -> int:
-    """p(p-1)/2."""
     return p * (p - 1) // 2
 
 
@@ -308,12 +307,10 @@ class QuestionTable:
         return self._end
 
     def segment_of(self, index: np.ndarray) -> np.ndarray:
-        """The segment of each table index."""
         return np.searchsorted(self.offsets, np.asarray(index, dtype=np.int64),
                                side="right") - 1
 
     def kind_of(self, index: int) -> QuestionKind:
-        """The kind of the question at ``index``."""
         return self.segments[int(self.segment_of(np.array([index]))[0])].kind
 
     def per_segment(self, index: np.ndarray, out: np.ndarray,
@@ -333,7 +330,6 @@ class QuestionTable:
                                 lambda s, local: self.segments[s].rows(local))
 
     def segment(self, kind: QuestionKind) -> int:
-        """The position of ``kind``'s segment."""
         return self.kinds.index(kind)
 
     def locate(self, kind: QuestionKind, rows: np.ndarray) -> np.ndarray:
@@ -351,7 +347,6 @@ class QuestionTable:
             for s, segment in enumerate(self.segments)])
 
     def everything(self) -> QuestionSet:
-        """Every question of the table."""
         return self.open_set(np.zeros(0, np.int64), [None] * len(self.segments))
 
 

@@ -92,7 +92,6 @@ class QuestionUtility:
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The names of the kinds it scores."""
         return tuple(k.name for k, _ in self.parts)
 
     @property

@@ -114,7 +114,6 @@ class StanProgramEngine(Engine):
 
 
 def shipped_stan_file() -> Path:
-    """Path of the shipped Stan program ``elicit.stan``."""
     return stan_folder() / str(SHIPPED_PROGRAM.file)
 
 

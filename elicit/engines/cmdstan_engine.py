@@ -271,7 +271,6 @@ class CmdStanEngine(StanProgramEngine):
 
 
 def _scale(data: ModelData) -> np.ndarray:
-    """The scale of each parameter: 1, but the prior mean m for xi."""
     scale = np.ones(data.layout.size)
     scale[data.layout.index("xi")] = data.m
     return scale
