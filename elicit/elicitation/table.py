@@ -207,9 +207,13 @@ class Segment(ABC):
     def locate(self, rows: np.ndarray) -> np.ndarray:
         """The local index of each row (pairs ``i < j``), -1 where there is no such question."""
 
-    @abstractmethod
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
         """The questions not ``removed`` (local indices) and about no ``closed`` feature."""
+        ok = np.ones(len(self), bool)
+        ok[np.asarray(removed, dtype=np.int64)] = False
+        if closed is not None and closed.any():
+            ok &= ~closed[self.features(self.rows(np.arange(len(self))))].any(axis=1)
+        return ArraySet(np.flatnonzero(ok))
 
     @abstractmethod
     def missing(self, row: tuple[int, int]) -> str:
@@ -248,20 +252,16 @@ class PairSegment(Segment):
         return np.where(ok, _find(self._keys, i * self.p + j), -1)
 
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
+        if self.candidates is not None:
+            return super().members(closed, removed)
         removed = np.asarray(removed, dtype=np.int64)
-        if self.candidates is None:
-            open_ = (np.arange(self.p, dtype=np.int64) if closed is None
-                     else np.flatnonzero(~closed).astype(np.int64))
-            # the removed pairs among the open features, as positions among their pairs
-            inside = PairsAmong(self.p, open_, np.zeros(0, np.int64)).contains(removed)
-            i, j = pair_unrank(removed[inside], self.p)
-            pos = pair_rank(np.searchsorted(open_, i), np.searchsorted(open_, j), len(open_))
-            return PairsAmong(self.p, open_, np.unique(pos))
-        ok = np.ones(len(self.candidates), bool)
-        ok[removed] = False
-        if closed is not None and closed.any():
-            ok &= ~(closed[self.candidates[:, 0]] | closed[self.candidates[:, 1]])
-        return ArraySet(np.flatnonzero(ok))
+        open_ = (np.arange(self.p, dtype=np.int64) if closed is None
+                 else np.flatnonzero(~closed).astype(np.int64))
+        # the removed pairs among the open features, as positions among their pairs
+        inside = PairsAmong(self.p, open_, np.zeros(0, np.int64)).contains(removed)
+        i, j = pair_unrank(removed[inside], self.p)
+        pos = pair_rank(np.searchsorted(open_, i), np.searchsorted(open_, j), len(open_))
+        return PairsAmong(self.p, open_, np.unique(pos))
 
     def missing(self, row: tuple[int, int]) -> str:
         return f"({row[0]}, {row[1]}) is not a candidate pair"
@@ -281,13 +281,6 @@ class FeatureSegment(Segment):
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
         ok = (rows[:, 1] == NO_FEATURE) & (0 <= rows[:, 0]) & (rows[:, 0] < self.p)
         return np.where(ok, rows[:, 0], -1)
-
-    def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
-        ok = np.ones(self.p, bool)
-        ok[np.asarray(removed, dtype=np.int64)] = False
-        if closed is not None:
-            ok &= ~closed
-        return ArraySet(np.flatnonzero(ok))
 
     def missing(self, row: tuple[int, int]) -> str:
         return f"feature index out of range 0..{self.p - 1}: {row[0]}"
