@@ -73,22 +73,11 @@ class Elicitor:
     settings
         The round's settings (:class:`~elicit.elicitation.settings.RoundSettings`) instead of
         the keywords below (not both); its ``strategy`` and ``seed`` are not used here.
-    engine
-        ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine` (with
-        ``settings``: to use instead of building ``settings.engine``).
-    stan_file
-        A custom Stan program (cmdstan/pystan engines only).
-    utility
-        ``"fast"``, ``"exact"``, or the name of a registered utility.
-    target
-        What a question's gain is about: ``"predictive"`` (the paper's) or ``"params"``.
-    pool_size
-        How many of a round's open pairs the round scores; default ``min(#pairs, 10 p,
-        4000)``. Every open question about one feature enters the pool.
+    engine, stan_file, utility, refine, target, pool_size, questions
+        The settings as keywords (``target``: ``utility_target``); ``engine`` may also be an
+        :class:`Engine` (with ``settings``: used instead of building ``settings.engine``).
     candidates
         The pairs that may be asked (default: all p(p-1)/2 pairs, which are then not listed).
-    questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
     """
 
     #: the answers in answer order

@@ -45,7 +45,8 @@ class RoundSettings:
     questions
         The kinds of question asked, spelled (:func:`~elicit.elicitation.kinds.spell_questions`).
     pool_size
-        How many of a round's sampled questions (pairs) the round scores; None: the default.
+        How many of a round's open pairs it scores; None: ``min(#pairs, 10 p, 4000)``. Every
+        open question about one feature enters the pool.
     strategy
         The query strategy; None in a sweep, which runs each of its strategies in turn.
     seed

@@ -143,12 +143,8 @@ class UtilityArgs:
         ``"predictive"`` or ``"params"`` (with a registered name: that utility's own).
     refine
         How many candidates the fast mode re-scores exactly (>= 0).
-    stan_file
-        The custom Stan program in use, if any.
-    questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
-    model
-        The named model (:mod:`elicit.model.variants`).
+    stan_file, questions, model
+        As :class:`~elicit.elicitation.settings.RoundSettings` has them.
     """
 
     utility: str = "fast"
