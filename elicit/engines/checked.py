@@ -53,35 +53,30 @@ def same_point(a: np.ndarray, b: np.ndarray, data: ModelData, rtol: float = 1e-3
 
 
 class CheckedEngine(Engine):
-    """Fit with ``engine``; check each fit against ``twin`` (default: the numpy engine).
+    """Fit with ``engine``; check each fit against its numpy twin (of the same variant).
 
     Parameters
     ----------
     engine
         The engine in use (its results are returned).
-    twin
-        The reference; default the numpy engine of the same variant.
     modes
         At different stationary points: ``"higher"`` continues from the higher one,
         ``"stop"`` raises :class:`~elicit.errors.EngineError`.
-    rtol
-        Tolerance of :func:`same_point`.
-    gain_tol
-        A point is stationary when the twin's density rises by at most this much near it
-        (CmdStan's L-BFGS stops 0.011 below a maximum on an Amazon-size problem).
     """
 
-    def __init__(self, engine: Engine, twin: Engine | None = None, modes: str = "higher",
-                 rtol: float = 1e-3, gain_tol: float = 0.05) -> None:
+    #: the tolerance of :func:`same_point`
+    rtol = 1e-3
+    #: a point is stationary when the twin's density rises by at most this much near it
+    #: (CmdStan's L-BFGS stops 0.011 below a maximum on an Amazon-size problem)
+    gain_tol = 0.05
+
+    def __init__(self, engine: Engine, modes: str = "higher") -> None:
+        from elicit.engines.numpy_engine import NumpyEngine
+
         if modes not in MODES:
             raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
-        if twin is None:
-            from elicit.engines.numpy_engine import NumpyEngine
-
-            twin = NumpyEngine(engine.variant)
         super().__init__(engine.variant)
-        self.engine, self.twin, self.modes = engine, twin, modes
-        self.rtol, self.gain_tol = float(rtol), float(gain_tol)
+        self.engine, self.twin, self.modes = engine, NumpyEngine(engine.variant), modes
         self.name = engine.name
         self.uses_hessian = engine.uses_hessian
         self.checks = 0

@@ -43,10 +43,6 @@ class NumpyEngine(Engine):
         ``"fixed"`` or ``"learned"`` tau2.
     stan_file
         Must be None: only the shipped programs are supported.
-    gtol
-        Convergence tolerance on the Newton decrement (log-density units).
-    max_newton
-        Newton iterations before a warm refit falls back to L-BFGS-B.
     local_model
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None: by problem size (the same MAP either way).
@@ -65,23 +61,23 @@ class NumpyEngine(Engine):
 
     name = "numpy"
     uses_hessian = True
+    #: convergence tolerance on the Newton decrement (log-density units)
+    gtol = 1e-10
+    #: Newton iterations before a warm refit falls back to L-BFGS-B
+    max_newton = 30
 
-    def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
-                 max_newton: int = 30, local_model: bool | None = None,
+    def __init__(self, variant: str = "fixed", stan_file=None, local_model: bool | None = None,
                  cold_start: ColdStartPolicy | None = DEFAULT_COLD_START,
-                 secant: bool = True, score_tol: float = 1e-8) -> None:
+                 score_tol: float = 1e-8) -> None:
         if stan_file is not None:
             raise ElicitError(
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
                 "use --engine pystan (PyStan 3, offline) or --engine cmdstan (needs CmdStan) "
                 "to fit a custom .stan file")
         super().__init__(variant)
-        self.gtol = gtol
-        self.score_tol = max(score_tol, gtol)
-        self.max_newton = max_newton
+        self.score_tol = max(score_tol, self.gtol)
         self.local_model = local_model
         self.cold_start = cold_start
-        self.secant = secant
         self.cold_starts: Counter[str] = Counter()
         self._memo = LRUCache(self._memo_size)
 
@@ -118,7 +114,7 @@ class NumpyEngine(Engine):
         return NewtonSettings(tol=self.gtol if tol is None else tol, max_iter=self.max_newton,
                               final_step=False,
                               local_model=uses_local_model(data, self.local_model),
-                              secant=self.secant)
+                              secant=True)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> WarmRefit:
         """A hypothetical warm refit from ``theta`` to :attr:`score_tol`, for the caller to run."""

@@ -125,18 +125,17 @@ class PyStanEngine(StanProgramEngine):
         relevance model's ``zeta``, unbounded), besides parameters of size 0.
     max_iter
         Iteration limit of L-BFGS-B.
-    cache_size
-        Number of (program, data) models kept bound (each query round binds a new one).
     """
 
     name = "pystan"
+    #: number of (program, data) models kept bound (each query round binds a new one)
+    cache_size = 8
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None,
-                 max_iter: int = 5000, cache_size: int = 8) -> None:
+                 max_iter: int = 5000) -> None:
         _require_pystan()
         super().__init__(variant, stan_file)
         self.max_iter = max_iter
-        self.cache_size = cache_size
         self._models: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
         self._compiled: set[str] = set()
 
