@@ -1,5 +1,5 @@
 """The registered utilities: what asking a question (or observing a new sample) is expected
-to teach (Afrabandpey et al. 2019, Sec. 3.2); their table is :mod:`elicit.elicitation.utility`'s.
+to teach (Afrabandpey et al. 2019, Sec. 3.2), each registered at the end of this module.
 """
 
 from __future__ import annotations

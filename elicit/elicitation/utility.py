@@ -1,24 +1,9 @@
 """Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2): the utility of
-an elicitation, chosen from the user-facing options.
-
-The registered utilities (defined in :mod:`elicit.elicitation.gains` and re-exported here):
-
-=====================  ==========  ======================================================
-name                   target      what it scores
-=====================  ==========  ======================================================
-``predictive-fast``    predictive  pairs: expected KL of the predictive, fast mode
-``predictive-exact``   predictive  the same, a refit per candidate and answer
-``params-bald``        params      pairs: information about (gamma, xi), Laplace at the MAP
-``relevance-fast``     predictive  features: expected KL of the predictive, rank-two screen
-                                   and warm refits of the best
-``relevance-exact``    predictive  the same, a refit per candidate and answer
-``sample-gain``        beta        ``0.5 log(1 + x' Sigma* x)`` of a new sample (Table 1)
-=====================  ==========  ======================================================
-
-``utility="fast" | "exact"``, ``target="predictive" | "params"`` and ``questions=`` name them
-(each kind's :attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); the ``params`` target
-is docs/utility-targets.md's. :meth:`UtilityArgs.validate` checks the options and returns a
-:class:`QuestionUtility`, the kinds' utilities on one scale.
+an elicitation, chosen from the user-facing options among the registered utilities
+(:mod:`elicit.elicitation.gains`, re-exported here). ``utility="fast" | "exact"``,
+``target="predictive" | "params"`` (docs/utility-targets.md) and ``questions=`` name them (each
+kind's :attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
+checks the options and returns a :class:`QuestionUtility`, the kinds' utilities on one scale.
 """
 
 from __future__ import annotations
