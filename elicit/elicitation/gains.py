@@ -262,4 +262,3 @@ RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
                                                 _RELEVANCE_NOTE))
 RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
                                                   _RELEVANCE_NOTE))
-

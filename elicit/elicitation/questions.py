@@ -64,4 +64,3 @@ def _index(v) -> int:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError
     return int(v)
-

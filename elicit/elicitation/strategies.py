@@ -31,7 +31,7 @@ import numpy as np
 from elicit.elicitation.gains import Scores
 from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
-from elicit.elicitation.table import ArraySet, QuestionSet
+from elicit.elicitation.table import QuestionSet
 from elicit.elicitation.utility import ScoringRound
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
@@ -174,12 +174,10 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
     "sequential", "Sequential", stream_id=2, draws_pool=True))
 
 
-def choose(strategy: str, state: Elicitor, allowed: QuestionSet | np.ndarray,
-           rng: np.random.Generator, k: int = 1) -> list[Query]:
+def choose(strategy: str, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
+           k: int = 1) -> list[Query]:
     """The ``k`` questions to ask next under ``strategy``, best first, among ``allowed``."""
     chosen = get_strategy(strategy)
-    if not isinstance(allowed, QuestionSet):
-        allowed = _as_set(state, np.asarray(allowed, dtype=np.int64))
     if len(allowed) == 0:
         raise ElicitError("no question is left to ask")
     k = min(int(k), len(allowed))
@@ -236,9 +234,3 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
         if int(t) not in picked:
             picked.append(int(t))
     return picked
-
-
-def _as_set(state: Elicitor, index: np.ndarray) -> QuestionSet:
-    seg = state.table.segment_of(index)
-    return QuestionSet(state.table, [ArraySet(np.sort(index[seg == s]) - state.table.offsets[s])
-                                     for s in range(len(state.table.segments))])
