@@ -87,11 +87,9 @@ class StanProgramEngine(Engine):
 
     Parameters
     ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2.
-    stan_file
-        A custom Stan program honouring the contract (``docs/stan.md``); ``None`` runs the
-        program of the data's model.
+    variant, stan_file
+        ``"fixed"`` or ``"learned"`` tau2; a custom Stan program honouring the contract
+        (``docs/stan.md``), or ``None``: the program of the data's model.
     """
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:

@@ -187,14 +187,11 @@ class QuestionKind(ABC):
     text
         The question as the expert reads it: a format string of the feature names (``{0}``,
         ``{1}``) and ``{target}``.
-    utilities
-        ``(mode, target) -> registered utility``.
-    aliases
-        Names the kind had in older records.
-    noun, plural
-        How the front ends count its questions alone (``"pair"``) and in a summary.
-    comment_example
-        The terminal's example of an answer with a comment.
+    utilities, aliases
+        ``(mode, target) -> registered utility``; names the kind had in older records.
+    noun, plural, comment_example
+        How the front ends count its questions alone (``"pair"``) and in a summary, and the
+        terminal's example of an answer with a comment.
     pool
         :data:`POOLS`.
     order
@@ -202,8 +199,7 @@ class QuestionKind(ABC):
     model
         The model used when this kind is asked and no model is named (None: the paper's).
     resets_hessian
-        Whether an answer changes the likelihood of y (a refit cannot start from the old
-        base Hessian).
+        Whether an answer changes the likelihood of y (the old base Hessian does not apply).
     closes_others
         Whether its answers can close the other kinds' questions (:meth:`closes`).
     """
