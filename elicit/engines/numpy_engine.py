@@ -312,10 +312,9 @@ class WarmRefit:
     def it(self) -> int:
         return self._run.it
 
-    def step(self) -> str:
-        """One Newton iteration; returns the new status."""
+    def step(self) -> None:
+        """One Newton iteration."""
         self._run.step()
-        return self.status
 
     def tighten(self, tol: float) -> None:
         """Go on to the decrement ``tol`` from where the run stopped."""
