@@ -40,7 +40,8 @@ __all__ = ["AnsweredQuestion", "Elicitor", "Query"]
 
 #: how many rounds in a row the base Hessian may be the one the last refit ended with
 HESSIAN_REUSE = 10
-#: the seed of a mixed non-sequential ranking's pool when no random stream is given
+#: the seed of a mixed non-sequential ranking's pool when no random stream is given (a
+#: session ranks so, and must rank alike when it is reopened)
 RANKING_POOL_SEED = 0
 #: the largest default pool: a pool of m holds one of the best 0.1% with probability
 #: 1 - 0.999^m (98% at m = 4000), while a round costs time in proportion to m
@@ -69,7 +70,8 @@ class Elicitor:
     X, y, U
         Training inputs (n x p), targets (n,) and feature meta-features (p x d).
     hyper
-        Model hyperparameters; ``hyper.model`` names the model unless ``settings`` names one.
+        Model hyperparameters (``threshold_mean="auto"``: resolved at the no-feedback MAP);
+        ``hyper.model`` names the model unless ``settings`` names one.
     settings
         The round's settings (:class:`~elicit.elicitation.settings.RoundSettings`) instead of
         the keywords below (not both); its ``strategy`` and ``seed`` are not used here.

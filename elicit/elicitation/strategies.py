@@ -186,7 +186,7 @@ def choose(strategy: str, state: Elicitor, allowed: QuestionSet, rng: np.random.
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
               rng: np.random.Generator) -> np.ndarray:
-    """``size`` of the ``allowed`` indices drawn without replacement, in increasing order."""
+    """``min(size, len(allowed))`` of the ``allowed`` indices, drawn uniformly, increasing."""
     size = min(int(size), len(allowed))
     return np.asarray(allowed[np.sort(rng.choice(len(allowed), size=size, replace=False))],
                       dtype=np.int64)

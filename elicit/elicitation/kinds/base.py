@@ -195,13 +195,15 @@ class QuestionKind(ABC):
     pool
         :data:`POOLS`.
     order
-        Kinds are scored in increasing order within a round.
+        Kinds are scored in increasing order within a round; a later kind may skip refining
+        the questions that cannot beat the best exact gain of the earlier ones.
     model
         The model used when this kind is asked and no model is named (None: the paper's).
     resets_hessian
         Whether an answer changes the likelihood of y (the old base Hessian does not apply).
     closes_others
-        Whether its answers can close the other kinds' questions (:meth:`closes`).
+        Whether its answers can close the other kinds' questions (:meth:`closes`): then the
+        count of questions answered does not say when an expert is done.
     """
 
     name: str

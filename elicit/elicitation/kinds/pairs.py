@@ -52,8 +52,13 @@ class PairKind(QuestionKind):
 
     def judged(self, data: ModelData, rows: Sequence[tuple[int, int]] | np.ndarray) -> ModelData:
         """``data`` with the features of the answered pairs ``rows`` relevant where no feature
-        answer judged them (a relevance model): the expert could say how the two affect the
-        outcome, so both do. A feature answer that is not disputed stands."""
+        answer judged them, in a model with relevance classes: the expert could say how the
+        two affect the outcome, so both do. A feature several experts disagree about (not
+        judged) becomes relevant too; a feature answer that is not disputed stands, also
+        "irrelevant" from the expert who answered the pair. The feature answers keep this
+        class where they disagree, so a replay that enters the kinds in table order (pairs
+        first, :meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`) gives the classes
+        of the answers given one at a time."""
         if not data.model.relevance or not len(rows):
             return data
         classes = np.array(data.relevance)
