@@ -1,12 +1,6 @@
-"""Answers, and the experts who give them.
-
-:class:`Answer` (the words each kind of question defines, and "don't know") lives with the kinds
-(:mod:`elicit.elicitation.kinds.base`) and is imported from here, with every shipped kind
-registered. An expert is anything with the method each kind calls: ``answer(i, j)`` for a pair
-question (:class:`Expert`), ``relevance(k)`` for a feature question, ``weight_sign(k)`` for a
-direction question. :func:`ask` puts a :class:`~elicit.elicitation.questions.Query` to an
-expert; :func:`check_expert` says up front whether it can answer what an elicitation asks. The
-simulated experts here stand in for a human in the paper's experiments.
+"""Answers, and the experts who give them: anything with the method each kind calls
+(``answer(i, j)`` for a pair question, ``relevance(k)``, ``weight_sign(k)``). The simulated
+experts here stand in for a human in the paper's experiments.
 """
 
 from __future__ import annotations
@@ -34,16 +28,8 @@ class Expert(Protocol):
     def answer(self, i: int, j: int) -> Answer: ...
 
 
-@runtime_checkable
-class RelevanceExpert(Expert, Protocol):
-    """An expert who also answers "does feature k affect the outcome?"."""
-
-    def relevance(self, k: int) -> Answer: ...
-
-
 def check_expert(expert: object, questions: Any) -> None:
-    """Refuse, in one line, an ``expert`` who lacks the method of a kind ``questions`` asks
-    (:func:`~elicit.elicitation.kinds.parse_questions`)."""
+    """Refuse, in one line, an ``expert`` who lacks the method of a kind ``questions`` asks."""
     kinds = parse_questions(questions)
     for name in kinds:
         kind = get_kind(name)
@@ -59,7 +45,31 @@ def ask(expert: object, query: Query) -> Answer:
     return get_kind(query.kind).ask(expert, query)
 
 
-class GroupOracle:
+class _LabelOracle:
+    """Answers from one label per feature (``groups``): similar when two known labels agree."""
+
+    groups: np.ndarray
+
+    @staticmethod
+    def _known(label) -> bool:
+        """Whether a feature with this label is relevant (and its pairs answerable)."""
+        raise NotImplementedError
+
+    def answer(self, i: int, j: int) -> Answer:
+        p = len(self.groups)
+        if not (0 <= i < p and 0 <= j < p):
+            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
+        gi, gj = self.groups[i], self.groups[j]
+        if not (self._known(gi) and self._known(gj)):
+            return Answer.DONT_KNOW
+        return Answer.SIMILAR if gi == gj else Answer.DISSIMILAR
+
+    def relevance(self, k: int) -> Answer:
+        _check_feature(k, len(self.groups))
+        return Answer.RELEVANT if self._known(self.groups[k]) else Answer.IRRELEVANT
+
+
+class GroupOracle(_LabelOracle):
     """Answers from known feature groups: same group is similar, different groups dissimilar.
 
     Parameters
@@ -77,19 +87,9 @@ class GroupOracle:
             raise ElicitError("groups must be a 1-D array of one label per feature")
         self.beta = None if beta is None else np.asarray(beta, dtype=float)
 
-    def answer(self, i: int, j: int) -> Answer:
-        p = len(self.groups)
-        if not (0 <= i < p and 0 <= j < p):
-            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
-        gi, gj = self.groups[i], self.groups[j]
-        if gi < 0 or gj < 0:
-            return Answer.DONT_KNOW
-        return Answer.SIMILAR if gi == gj else Answer.DISSIMILAR
-
-    def relevance(self, k: int) -> Answer:
-        """Relevant when feature ``k`` has a group (a non-negative label)."""
-        _check_feature(k, len(self.groups))
-        return Answer.RELEVANT if self.groups[k] >= 0 else Answer.IRRELEVANT
+    @staticmethod
+    def _known(label) -> bool:
+        return bool(label >= 0)
 
     def weight_sign(self, k: int) -> int:
         """The sign of feature ``k``'s true weight (+1, -1, 0), from ``beta``."""
@@ -99,7 +99,7 @@ class GroupOracle:
         return int(np.sign(self.beta[k]))
 
 
-class SignOracle:
+class SignOracle(_LabelOracle):
     """Answers from known regression weights: similar when the signs agree.
 
     Parameters
@@ -115,19 +115,9 @@ class SignOracle:
             raise ElicitError("beta must be a 1-D array of one weight per feature")
         self.groups = np.sign(self.beta).astype(int)
 
-    def answer(self, i: int, j: int) -> Answer:
-        p = len(self.beta)
-        if not (0 <= i < p and 0 <= j < p):
-            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
-        si, sj = self.groups[i], self.groups[j]
-        if si == 0 or sj == 0:
-            return Answer.DONT_KNOW
-        return Answer.SIMILAR if si == sj else Answer.DISSIMILAR
-
-    def relevance(self, k: int) -> Answer:
-        """Relevant when feature ``k``'s weight is nonzero."""
-        _check_feature(k, len(self.beta))
-        return Answer.RELEVANT if self.groups[k] != 0 else Answer.IRRELEVANT
+    @staticmethod
+    def _known(label) -> bool:
+        return bool(label != 0)
 
     def weight_sign(self, k: int) -> int:
         """The sign of feature ``k``'s weight (+1, -1, 0)."""

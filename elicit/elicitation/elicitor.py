@@ -1,14 +1,6 @@
-"""The state of one elicitation, and asking through it.
-
-One round is fit -> posterior -> utilities -> query -> answer -> refit. :class:`Elicitor` holds
-the state (the data, the answers so far, the current MAP, the cached non-sequential ranking);
-the strategies (:mod:`elicit.elicitation.strategies`) choose among the questions not asked yet
-and not excluded by the caller (a session excludes the questions the expert skipped).
-
-A question is never asked twice. A "don't know" is recorded, leaves the model unchanged and
-removes the question from the candidates. Any other answer enters the model's data the way
-its kind says, and the model is refitted; a kind's answers may close the other kinds'
-questions about a feature (no pair with a feature called irrelevant is offered).
+"""The state of one elicitation (fit -> utilities -> query -> answer -> refit), and asking
+through it. A question is never asked twice; a "don't know" is recorded and leaves the model
+unchanged; any other answer enters the data as its kind says, and the model is refitted.
 """
 
 from __future__ import annotations
@@ -48,18 +40,16 @@ __all__ = ["AnsweredQuestion", "Elicitor", "Query"]
 
 #: how many rounds in a row the base Hessian may be the one the last refit ended with
 HESSIAN_REUSE = 10
-#: the seed of the first round's pool that a mixed non-sequential ranking scores when no
-#: random stream is given (a session ranks so, and must rank alike when it is reopened)
+#: the seed of a mixed non-sequential ranking's pool when no random stream is given (a
+#: session ranks so, and must rank alike when it is reopened)
 RANKING_POOL_SEED = 0
-#: the largest default pool of a round's sampled questions: a pool of m holds one of the best
-#: 0.1% with probability 1 - 0.999^m (98% at m = 4000), while a round costs time in proportion
-#: to m
+#: the largest default pool: a pool of m holds one of the best 0.1% with probability
+#: 1 - 0.999^m (98% at m = 4000), while a round costs time in proportion to m
 POOL_CAP = 4000
 
 
 class AnsweredQuestion(tuple):
-    """An entry of :attr:`Elicitor.history`: ``(i, j, answer)`` (``j`` None for a question
-    about one feature), with the question's kind as :attr:`kind`."""
+    """An entry of :attr:`Elicitor.history`: ``(i, j, answer)``, with :attr:`kind`."""
 
     kind: str
 
@@ -80,33 +70,25 @@ class Elicitor:
     X, y, U
         Training inputs (n x p), targets (n,) and feature meta-features (p x d).
     hyper
-        Model hyperparameters; ``threshold_mean="auto"`` is resolved at the no-feedback MAP.
+        Model hyperparameters (``threshold_mean="auto"``: resolved at the no-feedback MAP);
         ``hyper.model`` names the model unless ``settings`` names one.
     settings
         The round's settings (:class:`~elicit.elicitation.settings.RoundSettings`) instead of
-        the keywords below; give one or the other. Its ``strategy`` and ``seed`` are not
-        used here: the caller gives each question's strategy and random stream. Kept,
-        resolved, as :attr:`settings`.
-    engine
-        ``"auto"``, ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or an :class:`Engine`; with
-        ``settings``, an :class:`Engine` to use instead of building ``settings.engine``.
-    stan_file
-        A custom Stan program (cmdstan/pystan engines only).
-    utility
-        ``"fast"`` (screen + exact refinement of the best ``refine``) or ``"exact"``, or the
-        name of a registered utility.
-    target
-        What a question's gain is about: ``"predictive"`` (the paper's) or ``"params"``
-        (:mod:`elicit.elicitation.utility`; ``utility`` and ``refine`` then do not apply; pair
-        questions only).
-    pool_size
-        How many of a round's open pairs the round scores; default ``min(#pairs, 10 p,
-        4000)`` (:data:`POOL_CAP`). Every open question about one feature enters the pool.
+        the keywords below (not both); its ``strategy`` and ``seed`` are not used here.
+    engine, stan_file, utility, refine, target, pool_size, questions
+        The settings as keywords (``target``: ``utility_target``); ``engine`` may also be an
+        :class:`Engine` (with ``settings``: used instead of building ``settings.engine``).
     candidates
         The pairs that may be asked (default: all p(p-1)/2 pairs, which are then not listed).
-    questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
     """
+
+    #: the answers in answer order
+    history: list[AnsweredQuestion]
+    data: ModelData
+    fit: MAPResult
+    _asked: set[int]
+    _hessian: np.ndarray | None
+    _ranking: Ranking | None
 
     def __init__(self, X, y, U, hyper: Hyper | None = None, *,
                  settings: RoundSettings | None = None, engine: str | Engine = "auto",
@@ -126,7 +108,7 @@ class Elicitor:
         hyper = dataclasses.replace(hyper, model=str(self.settings.model))
         self.questions: tuple[str, ...] = parse_questions(self.settings.questions)
         self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
-        self._utility = self.settings.question_utility()
+        self._utility = self.settings.utility_args().validate()
         p = X.shape[1]
         given = None if candidates is None else check_candidates(candidates, p)
         if p < 2 or (given is not None and len(given) == 0):
@@ -144,21 +126,12 @@ class Elicitor:
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             self.settings.engine, hyper.variant, self.settings.stan_file)
         self._relevance = model_has_relevance(hyper.model)
-        self._fit_initial(X, y, U, hyper)
-
-    def _fit_initial(self, X, y, U, hyper: Hyper) -> None:
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
                                                       self._candidates)
-        #: the answers in answer order (:class:`AnsweredQuestion`)
-        self.history: list[AnsweredQuestion] = []
-        self.data = self.base
-        self.fit = self.initial_fit
-        self._asked: set[int] = set()
-        self._ranking: Ranking | None = None
         # base Hessians at the current and the no-feedback MAP, for the next warm refit
-        self._hessian: np.ndarray | None = None
         self._initial_hessian: np.ndarray | None = None
         self._hessian_age = 0
+        self.reset()
 
     @property
     def hyper(self) -> Hyper:
@@ -170,8 +143,7 @@ class Elicitor:
 
     @property
     def candidates(self) -> np.ndarray:
-        """The candidate pairs (k x 2): the ones given, else all p(p-1)/2 pairs, listed when
-        first asked for (the elicitation itself never lists them)."""
+        """The candidate pairs (k x 2): the ones given, else all pairs (listed when asked for)."""
         if self._candidates is not None:
             return self._candidates
         if self._all_pairs is None:
@@ -181,7 +153,7 @@ class Elicitor:
     @property
     def question_rows(self) -> np.ndarray:
         """Every question as a row, in table order (listed: for small tables)."""
-        return self.table.all_rows()
+        return self.table.rows(np.arange(len(self.table), dtype=np.int64))
 
     @property
     def noun(self) -> str:
@@ -190,18 +162,15 @@ class Elicitor:
 
     @property
     def relevance(self) -> np.ndarray | None:
-        """Each feature's relevance class (1 relevant, 0 irrelevant, -1 not judged); None for a
-        model without relevance classes."""
+        """Each feature's relevance class (1, 0, -1 not judged); None without relevance classes."""
         return self.data.relevance if self._relevance else None
 
     def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
-        """The question at ``index`` of the table, as a :class:`Query`."""
         return Query.of_row(self.table.rows([index])[0], gain, exact,
                             self.table.kind_of(index).name)
 
     def open_questions(self, exclude: Iterable | None = None) -> QuestionSet:
-        """The questions that may still be asked (table indices, not listed): not asked, not
-        in ``exclude``, and about no feature another kind's answers closed."""
+        """The questions not asked, not in ``exclude``, about no feature another kind closed."""
         removed = set(self._asked)
         if exclude is not None:
             removed.update(self._question_index(q) for q in exclude)
@@ -218,8 +187,7 @@ class Elicitor:
         return self.table.rows(self.open_questions().indices())
 
     def open_keys(self) -> set[tuple[str, int, int]]:
-        """The questions that may still be asked as ``(kind, i, j)`` (``j`` NO_FEATURE for a
-        question about one feature; listed)."""
+        """The questions that may still be asked, as ``(kind, i, j)``."""
         index = self.open_questions().indices()
         names = [s.kind.name for s in self.table.segments]
         return {(names[s], int(i), int(j)) for s, (i, j)
@@ -239,37 +207,31 @@ class Elicitor:
             raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
         return t
 
-    @single_blas_thread
-    def answer(self, i: int, j: int | None, answer: str | Answer,
-               kind: str | None = None) -> MAPResult:
-        """Record an answer and refit (unless it is "don't know").
-
-        Parameters
-        ----------
-        i, j
-            The question: a pair ``(i, j)``, or ``(i, None)`` about one feature.
-        answer
-            An answer of the question's kind or ``"dont_know"``, or an alias
-            (:meth:`~elicit.elicitation.answers.Answer.parse`).
-        kind
-            The question's kind, where the elicitation asks two kinds of that arity.
-        """
+    def _entry(self, kind, i, j, answer) -> tuple[QuestionKind, int, tuple[int, int],
+                                                  AnsweredQuestion]:
+        """The kind, table index, row and history entry of an answer to ``(i, j)``."""
         row = question_key(i, j)
         k = kind_for(*row, _said(answer), among=self.kinds, kind=kind)
         ans = Answer.parse(answer, k)
         t = self._question_index((k.name, *row), ans)
+        a, b = (int(v) for v in self.table.rows([t])[0])
+        return k, t, (a, b), AnsweredQuestion(a, None if k.arity == 1 else b, ans, k.name)
+
+    @single_blas_thread
+    def answer(self, i: int, j: int | None, answer: str | Answer,
+               kind: str | None = None) -> MAPResult:
+        """Record an answer to ``(i, j)`` (``j`` None: one feature); refit unless "don't know"."""
+        k, t, row, entry = self._entry(kind, i, j, answer)
         if t in self._asked:
             if k.arity == 1:
                 raise ElicitError(f"feature {i} was already answered; a question is asked once")
             raise ElicitError(f"pair ({i}, {j}) was already answered; a pair is asked once")
         self._asked.add(t)
-        a, b = (int(v) for v in self.table.rows([t])[0])
-        self.history.append(AnsweredQuestion(a, None if k.arity == 1 else b, ans, k.name))
-        if ans.outcome is None:
+        self.history.append(entry)
+        if entry[2].outcome is None:
             return self.fit
-        self.data = k.add(self.data, (a, b), ans)
-        # warm from the MAP and the round's base Hessian, as the utility's refits of this
-        # answer started, so that the engine can return the refit the round made
+        self.data = k.add(self.data, row, entry[2])
+        # warm as the round's refits of this answer started: the engine may return one
         self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
         self._hessian = None
         return self.fit
@@ -282,14 +244,11 @@ class Elicitor:
         Parameters
         ----------
         answers
-            ``(i, j, answer, ...)`` in answer order, ``j`` None for a question about one
-            feature, or ``(kind, i, j, answer, ...)`` where two kinds could ask it (further
-            items, e.g. who answered, are ignored).
+            ``(i, j, answer, ...)`` in answer order, or ``(kind, i, j, answer, ...)`` (further
+            items are ignored).
         asked
-            The questions not to offer again (``(i, j)`` or ``(kind, i, j)``). Default: the
-            answered ones, and then a question may be answered only once. With several
-            experts it is the current expert's questions, and a question may repeat in
-            ``answers`` (each kind says how its answers combine).
+            The questions not to offer again; default: the answered ones, each answerable
+            once. With several experts, the current expert's (a question may then repeat).
 
         Raises
         ------
@@ -302,20 +261,16 @@ class Elicitor:
         seen: set[int] = set()
         for item in answers:
             kind, i, j = _unpack(item)
-            a = item[3] if isinstance(item[0], str) else item[2]
-            row = question_key(i, j)
-            k = kind_for(*row, _said(a), among=self.kinds, kind=kind)
-            ans = Answer.parse(a, k)
-            t = self._question_index((k.name, *row), ans)
+            k, t, row, entry = self._entry(kind, i, j,
+                                           item[3] if isinstance(item[0], str) else item[2])
             if asked is None and t in seen:
                 what = f"feature {i}" if k.arity == 1 else f"pair ({i}, {j})"
                 raise ElicitError(f"{what} appears twice in the answers")
             seen.add(t)
-            r, c = (int(v) for v in self.table.rows([t])[0])
-            history.append(AnsweredQuestion(r, None if k.arity == 1 else c, ans, k.name))
-            if ans.outcome is not None:
-                given[k.name][0].append((r, c))
-                given[k.name][1].append(ans)
+            history.append(entry)
+            if entry[2].outcome is not None:
+                given[k.name][0].append(row)
+                given[k.name][1].append(entry[2])
         if asked is None:
             self._asked = seen
         else:
@@ -339,8 +294,7 @@ class Elicitor:
         return self.fit
 
     def set_asked(self, asked: Iterable) -> None:
-        """Mark which questions are not to be offered again (the current expert's), without a
-        refit: the fit depends on the answers, not on who is asked next."""
+        """Mark which questions are not to be offered again, without a refit."""
         self._asked = {self._question_index(q) for q in asked}
 
     def reset(self) -> None:
@@ -353,10 +307,7 @@ class Elicitor:
         self._ranking = None
 
     def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected information gain of ``questions`` at the current MAP: table indices (1-D)
-        or rows (one kind per arity). ``refine`` overrides the number of candidates the fast
-        mode re-scores exactly (of each kind).
-        """
+        """Expected information gain of ``questions`` (table indices, or rows) at the MAP."""
         return self._score(self.data, self.fit, questions, refine)
 
     @single_blas_thread
@@ -387,8 +338,7 @@ class Elicitor:
         return sc
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
-        """A round's pool of questions, as rows (capped, with a warning, at the questions
-        left): the pool the sequential strategy scores."""
+        """The pool of questions the sequential strategy scores, as rows."""
         allowed = self._allowed()
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
@@ -410,11 +360,7 @@ class Elicitor:
         return ok
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The questions ranked by expected gain at the no-feedback MAP: every question of the
-        table, or with several kinds the first round's pool, drawn with ``rng`` (default:
-        :data:`RANKING_POOL_SEED`). Cached until :meth:`reset`; it does not depend on the
-        answers, so it can also be made after some (a resumed session does).
-        """
+        """The questions ranked by expected gain at the no-feedback MAP (cached)."""
         if self._ranking is None:
             if len(self.kinds) == 1:
                 pool = np.arange(len(self.table), dtype=np.int64)
@@ -432,25 +378,17 @@ class Elicitor:
         Parameters
         ----------
         strategy
-            The name of a registered strategy (``"random"``, ``"nonsequential"``,
-            ``"sequential"``, ...).
+            The name of a registered strategy.
         rng
             The random stream of the round.
         exclude
-            Questions not to ask now (those an expert skipped): ``(i, j)``, ``(kind, i, j)``
-            or :class:`Query` objects.
-
-        Returns
-        -------
-        Query
-            The question (``q.kind``, ``q.i``, ``q.j``; ``q.j`` None about one feature).
+            Questions not to ask now: ``(i, j)``, ``(kind, i, j)`` or :class:`Query` objects.
 
         Raises
         ------
         ElicitError
-            For an unknown strategy, when every question has been asked or excluded, or for a
-            strategy that reads the no-feedback ranking after answers given before the
-            ranking was made.
+            For an unknown strategy, when every question has been asked or excluded, or for
+            the non-sequential ranking asked after answers given before it was made.
         """
         allowed = self._allowed_for(strategy, exclude)
         if get_strategy(strategy).draws_pool:
@@ -459,11 +397,7 @@ class Elicitor:
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
-        """``k`` questions to ask together under ``strategy``, best first, sharing no feature
-        where possible; with ``k = 1`` the question :meth:`next_query` asks. A pool larger
-        than the allowed pairs is capped silently. Parameters and errors as for
-        :meth:`next_query`.
-        """
+        """``k`` questions to ask together, sharing no feature where possible."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
         return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))
@@ -488,7 +422,7 @@ class Elicitor:
 
 
 def _said(answer: object) -> Answer | None:
-    """The answer ``answer`` names by its word (which tells its kind), else None."""
+    """The answer ``answer`` names by its word, else None."""
     if isinstance(answer, Answer):
         return answer
     if isinstance(answer, str):
@@ -500,8 +434,7 @@ def _said(answer: object) -> Answer | None:
 
 
 def _unpack(question) -> tuple[str | None, object, object]:
-    """``(kind or None, i, j)`` of a question given as a :class:`Query`, ``(i, j, ...)`` or
-    ``(kind, i, j, ...)``."""
+    """``(kind or None, i, j)`` of a Query, ``(i, j, ...)`` or ``(kind, i, j, ...)``."""
     if isinstance(question, Query):
         return question.kind, question.i, question.j
     if len(question) >= 3 and isinstance(question[0], str):

@@ -1,42 +1,22 @@
 """The expected gain of a feature question, and how likely a pair is answerable.
 
-In the relevance model (``model="relevance"``, :mod:`elicit.model.variants`) the prior variance
-of feature k's weight is ``tau2 lambda_k``: 1 if the expert called k relevant, eps if
-irrelevant, and ``lambda_u(zeta)`` if k has not been judged (:mod:`elicit.model.covariance`).
-Asking "does feature k affect the outcome?" moves ``lambda_k`` to 1 or to eps.
-
-**The utility** is the one the pair questions have (:mod:`elicit.elicitation.scorer`): the
-expected KL of the Gaussian predictive at the training inputs,
+In the relevance model the prior variance of feature k's weight is ``tau2 lambda_k``: 1 if
+the expert called k relevant, eps if irrelevant, ``lambda_u(zeta)`` if not judged
+(:mod:`elicit.model.covariance`). The utility is the pair questions' expected KL of the
+predictive, so both are on one scale,
 
     u_k = p_k KL(N_relevant || N_0) + (1 - p_k) KL(N_irrelevant || N_0),
 
-so pair and feature gains are on one scale and compared directly.
-
-**The probability of "relevant"** is the spike-and-slab posterior of feature k at the current
-MAP: prior odds ``s(zeta)`` (the share of relevant features among the unjudged ones) times the
-Bayes factor of the data,
+with ``p_k`` the spike-and-slab posterior of "relevant" at the MAP,
 
     p_k = s(zeta + log BF_k),   log BF_k = log p(y | lambda_k = 1) - log p(y | lambda_k = eps).
 
-**The screen** (:meth:`FeatureScorer.screen`) holds the parameters at the MAP and changes
-``lambda_k`` alone: a rank-two update of S per candidate, all candidates at once
-(:meth:`~elicit.model.density.Marginal.scale_change`), which gives both answers' predictives
-and the log marginal changes (hence ``p_k``). **The exact gain** (:meth:`FeatureScorer.exact`)
-refits the MAP (gamma, xi[, tau2], zeta) with feature k's class changed, warm-started from the
-current MAP and the round's base Hessian (:meth:`UtilityScorer.refit
-<elicit.elicitation.scorer.UtilityScorer.refit>`), with the engine in use. That Hessian is the
-old classes', a rank-two change of S away; the projected Newton converges from it in about as
-many iterations as from a fresh one, which would cost more than the refit. The ``fast``
-utility ranks by the **zeta-line screen** (:meth:`FeatureScorer.zeta_screen`: the screen
-with zeta, which moves most in a refit, refitted along a line) and re-scores the best
-exactly until the winner is certain, at most ``refine`` of them
-(:meth:`FeatureScorer.refine_best`). The answer probability stays the screen's ``p_k``.
-
-**A pair is answerable** only about two relevant features (an expert cannot say whether two
-keywords affect the rating in the same way if one of them does not affect it), so in the
-relevance model a pair's expected gain is weighted by ``P(answerable) = r_i r_j``
-(:meth:`FeatureScorer.answerable`), r = 1 for a feature called relevant, 0 for one called
-irrelevant, ``p_k`` for one not judged.
+The screen holds the parameters at the MAP and changes ``lambda_k`` alone, a rank-two update
+of S per candidate (:meth:`~elicit.model.density.Marginal.scale_change`); the exact gain
+refits the MAP warm from the round's base Hessian (the old classes', from which the projected
+Newton converges about as fast as from a fresh one, which would cost more than the refit).
+A pair's gain is weighted by ``P(answerable) = r_i r_j`` (:meth:`FeatureScorer.answerable`):
+an expert cannot compare two features' effects if one of them has none.
 """
 
 from __future__ import annotations
@@ -48,7 +28,6 @@ import numpy as np
 from scipy.special import expit
 
 from elicit.elicitation.gains import kl_gauss
-from elicit.model.batch import flops_per_eval
 from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance, unasked_lambda
 from elicit.model.density import feedback_terms, log_density
 from elicit.model.marginal import Marginal
@@ -63,8 +42,7 @@ if TYPE_CHECKING:
 
 
 class FeatureScorer:
-    """One round's feature-question pieces beside its ``scorer`` (a
-    :class:`~elicit.elicitation.scorer.UtilityScorer` of a model with relevance classes)."""
+    """One round's feature-question pieces beside its ``scorer`` (a relevance model's)."""
 
     def __init__(self, scorer: UtilityScorer) -> None:
         self.scorer = scorer
@@ -77,17 +55,14 @@ class FeatureScorer:
     zeta_step: float = 0.1
     #: how many steps from the MAP the zeta-line screen's quadratics are followed at most
     zeta_steps: float = 5.0
-    #: how much the zeta-line screen may underestimate a candidate's gain beyond the worst
-    #: underestimate seen this round (for stopping early, :meth:`refine_best`)
+    #: how much the zeta-line screen may underestimate a gain beyond the worst seen this round
     screen_margin: float = 0.1
     #: the same for the first Newton steps (:meth:`model_step_one`)
     step_margin: float = 0.02
 
     def _changes(self, mg: Marginal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For the answers relevant and irrelevant (rows) of every feature k (columns), at the
-        parameters of ``mg``: the change of the log marginal from k's own scale alone (a
-        rank-two pass), the change with the neighbours' scales too (to first order, as at the
-        MAP: :attr:`_neighbours`), and the KL of the predictive from the round's."""
+        """For both answers (rows) about every feature (columns), at ``mg``: the change of the
+        log marginal by k's own scale, that with its neighbours', and the predictive's KL."""
         m0, v0 = self.scorer.m0[:, None], self.scorer.v0[:, None]
         every = np.arange(self.data.p)
         own, total, kl = [], [], []
@@ -102,9 +77,7 @@ class FeatureScorer:
 
     @cached_property
     def _neighbours(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """For each answer (1 relevant, 0 irrelevant): the changes of the predictive mean and
-        variance (n x p: column k, feature k answered so) and of the log marginal (p,) that
-        the neighbours' scales make, to first order at the MAP."""
+        """For each answer: what the neighbours' scales change, to first order at the MAP."""
         Jm, Jv, dval = self._jacobians(self.scorer.marginal)
         out = {}
         for c in (RELEVANT, IRRELEVANT):
@@ -113,8 +86,7 @@ class FeatureScorer:
         return out
 
     def _neighbour_steps(self, c: int, zeta: float) -> np.ndarray:
-        """(p x p): row k, the change of log h_j of every unjudged feature j != k when k is
-        answered ``c`` (1 relevant, 0 irrelevant), at ``zeta``."""
+        """(p x p): row k, the change of log h_j of every unjudged j != k when k is answered c."""
         cov = cast(ScaledCovariance, self.data.model.covariance)
         classes = cast(np.ndarray, self.data.relevance)
         p = self.data.p
@@ -166,8 +138,7 @@ class FeatureScorer:
 
     @cached_property
     def _prior_logit(self) -> np.ndarray:
-        """Each feature's prior logit of being relevant at the MAP (zeta and its neighbours'
-        answers)."""
+        """Each feature's prior logit of being relevant at the MAP."""
         cov = cast(ScaledCovariance, self.data.model.covariance)
         return cov.logits(cast(np.ndarray, self.data.relevance), cast(float, self.fit.zeta),
                           self.data.relevance_signal)
@@ -185,13 +156,11 @@ class FeatureScorer:
     def zeta_screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The expected gains of ``features`` with zeta refitted along a line, and their p_k.
 
-        After a feature answer the refit moves zeta most; gamma and xi move by about a per
-        cent and are held. The log density along zeta after the answer (the marginal, zeta's
-        prior and the rank-two change of :meth:`screen`) is evaluated at zeta and zeta +-
-        :attr:`zeta_step` for every candidate at once; a quadratic through the three points
-        gives each candidate's optimum zeta (at most :attr:`zeta_steps` steps away), and a
-        quadratic through the KLs its KL there. On Amazon and Yelp this is within -12%/+2% of
-        the exact gain, the screen at fixed parameters within -32%/+5%.
+        A refit after a feature answer moves zeta most (gamma and xi about a per cent). The
+        log density after the answer is evaluated at zeta and zeta +- :attr:`zeta_step`; a
+        quadratic through them gives each candidate's optimum zeta, and one through the KLs
+        its KL there (on Amazon and Yelp within -12%/+2% of the exact gain; the screen at
+        fixed parameters within -32%/+5%).
         """
         k = np.asarray(features, dtype=int)
         return self._zeta_line[k], self._screen_all[0][k]
@@ -255,18 +224,17 @@ class FeatureScorer:
 
     @cached_property
     def _step_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(theta, lower bounds, full Hessian): where the refits start and the Hessian of their
-        first Newton step (a feature answer does not change the answers' terms)."""
+        """(theta, lower bounds, full Hessian) of the refits' first Newton step (a feature
+        answer does not change the answers' terms)."""
         lb = lower_bounds(self.data)
         theta = np.maximum(theta_of(self.fit, self.data), lb)
         return theta, lb, self.scorer.hessian + feedback_terms(theta, self.data, True)[2]
 
     def model_step_one(self, k: int, p: float) -> float:
-        """The expected gain with each answer's refit replaced by its first projected Newton
-        step (the point a warm refit's first iteration accepts): one evaluation of the log
-        density and one of the marginal per answer instead of a refit's four or five; within
-        -4%/+3% of the exact gain on Amazon and Yelp. ``nan`` where the step leaves the
-        marginal undefined.
+        """The expected gain with each refit replaced by its first projected Newton step: one
+        evaluation of the log density and of the marginal per answer instead of a refit's four
+        or five, within -4%/+3% of the exact gain on Amazon and Yelp; ``nan`` where the step
+        leaves the marginal undefined.
         """
         theta, lb, H = self._step_start
         kl = {}
@@ -285,21 +253,16 @@ class FeatureScorer:
     def refine_best(self, features: np.ndarray, p: np.ndarray, u: np.ndarray,
                     exact: np.ndarray, refine: int) -> None:
         """Replace estimated gains ``u`` by exact ones (in place), best first, until the
-        winner is certain; at most the ``refine`` best are re-scored.
-
-        Where the budget :attr:`~elicit.elicitation.scorer.UtilityScorer.refine_flops` covers
-        ``refine`` exact re-scores, all are made. Otherwise the candidate whose estimate could
-        be highest is refined one level at a time (zeta-line screen, first Newton steps
-        :meth:`model_step_one`, exact gain), its bound being the estimate times ``1 +`` its
-        level's margin times the worst underestimate of that level seen so far (at least 1).
-        The first exact re-scores the budget pays for are made at once; then refining stops
-        when the best exact gain reaches every other bound.
+        winner is certain; at most the ``refine`` best, all of them where ``refine_flops``
+        covers them. Otherwise the candidate whose estimate could be highest is refined one
+        level at a time (zeta line, :meth:`model_step_one`, exact), its bound the estimate
+        times its level's margin and worst underestimate so far, until the best exact gain
+        reaches every other bound.
         """
         order = np.argsort(-u, kind="stable")[:refine]
         if len(order) == 0:
             return
-        per_rescore = 10 * flops_per_eval(self.data)   # two refits of a few evaluations each
-        always = max(1.0, min(float(len(order)), self.scorer.refine_flops / per_rescore))
+        always = self.scorer.always_rescored(len(order))
         if always >= len(order):
             for c in order:
                 u[c], exact[c] = self.exact_one(features[c], p[c]), True

@@ -1,10 +1,5 @@
 """The registered utilities: what asking a question (or observing a new sample) is expected
-to teach (Afrabandpey et al. 2019, Sec. 3.2); their table is :mod:`elicit.elicitation.utility`'s.
-
-:class:`Utility` is the base class and :data:`UTILITIES` the registry; :class:`PairUtility`,
-:class:`FeatureUtility` and :class:`SampleUtility` score pair questions, feature questions and
-new training samples. A utility returns :class:`Scores`. This module sits below the round's
-scorers and the kinds of question, which may register their own utilities.
+to teach (Afrabandpey et al. 2019, Sec. 3.2), each registered at the end of this module.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ TARGETS: tuple[str, ...] = ("predictive", "params")
 @dataclass(frozen=True)
 class Utility(ABC):
     """A registered expected utility. Subclass :class:`PairUtility`, :class:`FeatureUtility`
-    or :class:`SampleUtility`, give the instance a unique ``name`` and register it
-    (:func:`register_utility`).
+    or :class:`SampleUtility` and register an instance (:func:`register_utility`).
 
     Attributes
     ----------
@@ -44,8 +38,7 @@ class Utility(ABC):
     target
         What the gain is about (for example ``"predictive"`` or ``"params"``).
     custom_stan_refusal
-        None when the utility works with a custom Stan file; otherwise the one-line error
-        that says why not and what to use instead.
+        The one-line error if the utility does not work with a custom Stan file, else None.
     """
 
     name: str
@@ -62,8 +55,7 @@ UTILITIES: Registry[Utility] = Registry("utility")
 
 
 def register_utility(utility: _U) -> _U:
-    """Register ``utility`` under its name and return it; a one-line ElicitError if it is not
-    a :class:`Utility` or its name is empty, a mode name or taken."""
+    """Register ``utility`` under its name and return it; an ElicitError if the name is taken."""
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")
@@ -87,12 +79,9 @@ def kl_gauss(m1: np.ndarray, v1: np.ndarray, m0: np.ndarray, v0: np.ndarray) -> 
 
 @dataclass
 class Scores:
-    """Expected utilities of candidate questions (rows ``(i, j)`` or ``(k, NO_FEATURE)``).
-
-    ``utility`` is exact where ``exact`` is True and the screen's approximation elsewhere;
-    ``p_answer`` is the probability of the first answer at the MAP. ``hessian`` is the base
-    Hessian at the MAP when this round computed it, for the engine's refit after the answer
-    (``Engine.fit(..., hessian=)``).
+    """Expected utilities of candidate questions (rows ``(i, j)`` or ``(k, NO_FEATURE)``):
+    exact where ``exact``; ``p_answer``, the probability of the first answer at the MAP;
+    ``hessian``, the base Hessian at the MAP if this round computed it (for the next refit).
     """
 
     questions: np.ndarray
@@ -132,23 +121,19 @@ class PairUtility(Utility):
         Parameters
         ----------
         scorer
-            The round: data, MAP, engine, the model's link and the scoring pieces.
+            The round's scoring pieces.
         pairs
             The candidate pairs.
         refine
-            How many candidates an approximate utility may re-score exactly (the others
-            ignore it).
+            How many candidates an approximate utility may re-score exactly.
         weight
-            The probability that each pair can be answered at all (in the relevance model,
-            :mod:`elicit.elicitation.features`): a pair's gain is its weight times the gain
-            of an answer. None: every pair can be (the paper's models).
+            The probability that each pair can be answered at all (relevance model), which
+            multiplies its gain; None: every pair can be.
         """
 
     def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
                      weight: np.ndarray | None, reach: float) -> Scores:
-        """:meth:`score` of pairs asked beside other questions whose best exact gain is
-        ``reach``: pairs that cannot reach it need not be refined.
-        """
+        """:meth:`score` beside other questions whose best exact gain is ``reach``."""
         return self.score(scorer, pairs, refine, weight)
 
 
@@ -171,23 +156,12 @@ class FeatureUtility(Utility):
 
     @abstractmethod
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        """Expected utilities of asking about ``features`` (feature indices) at the MAP.
-
-        Parameters
-        ----------
-        scorer
-            The round's feature pieces (screen, exact refits, p(relevant)).
-        features
-            The candidate features.
-        refine
-            How many candidates an approximate utility may re-score exactly.
-        """
+        """Expected utilities of ``features`` at the MAP, re-scoring at most ``refine`` exactly."""
 
 
 @dataclass(frozen=True)
 class PredictiveFast(PairUtility):
-    """Expected KL of the predictive, fast: Laplace screen, batched Newton, exact refinement
-    of the best (:mod:`elicit.elicitation.scorer`)."""
+    """Expected KL of the predictive, fast (:mod:`elicit.elicitation.scorer`)."""
 
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
@@ -237,9 +211,7 @@ class ParamsBald(PairUtility):
 
 @dataclass(frozen=True)
 class RelevanceFast(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, fast: the zeta-line screen of
-    every candidate, the best re-scored by warm refits until the winner is certain (at most
-    ``refine``)."""
+    """Expected KL of the predictive after a feature answer, fast (zeta-line screen)."""
 
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
         features = np.asarray(features, dtype=int).reshape(-1)
@@ -252,8 +224,7 @@ class RelevanceFast(FeatureUtility):
 
 @dataclass(frozen=True)
 class RelevanceExact(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, exact: a warm refit for each
-    candidate and answer."""
+    """Expected KL of the predictive after a feature answer, a refit for each."""
 
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
         features = np.asarray(features, dtype=int).reshape(-1)
@@ -265,8 +236,7 @@ class RelevanceExact(FeatureUtility):
 @dataclass(frozen=True)
 class SampleGain(SampleUtility):
     """``0.5 log(1 + x' Sigma* x)``: the mutual information between y at x and beta given
-    sigma^2 (which cancels), under ``beta ~ N(mu*, sigma^2 Sigma*)``; Table 1's ``act``.
-    """
+    sigma^2, under ``beta ~ N(mu*, sigma^2 Sigma*)``; Table 1's ``act``."""
 
     def score(self, posterior: NIGPosterior, X: np.ndarray) -> np.ndarray:
         quad = np.einsum("ij,ij->i", X @ posterior.Sigma, X)
@@ -292,4 +262,3 @@ RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
                                                 _RELEVANCE_NOTE))
 RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
                                                   _RELEVANCE_NOTE))
-

@@ -1,6 +1,4 @@
-"""The BALD quadrature of the ``params`` utility target: the mutual information between an
-answer and its score z = xi - gamma . w (``UtilityScorer.param_gain``).
-"""
+"""The BALD quadrature of the ``params`` utility target (``UtilityScorer.param_gain``)."""
 
 from __future__ import annotations
 
@@ -22,32 +20,15 @@ _GRID_FROM = 1.0
 def bald_gain(mu: np.ndarray, s2: np.ndarray, link: Link = LOGISTIC) -> np.ndarray:
     """Mutual information between an answer and its score z ~ N(mu, s2), in nats.
 
-    Written here for the paper's logistic link, ``sigma = link.prob``; any link whose
-    :meth:`~elicit.model.link.Link.prob` is a CDF in z (with :meth:`~elicit.model.link.Link.density`
-    its derivative) is integrated the same way.
-
-    For ``f ~ Bernoulli(sigma(z))`` and ``z ~ N(mu, s^2)``,
+    For ``f ~ Bernoulli(sigma(z))``, ``sigma = link.prob`` (a CDF in z),
 
         I(f; z) = h(E[sigma(z)]) - E[h(sigma(z))],   h(p) = -p log p - (1-p) log(1-p),
 
-    the BALD utility of Houlsby et al. (2011, "Bayesian active learning for classification
-    and preference learning", arXiv:1112.5745): the entropy of the predicted answer minus
-    the entropy it would keep if z were known. It is 0 at s = 0, grows with s, and tends
-    to log 2 when s -> infinity (at mu = 0 as ``log 2 - pi^2 / (3 s sqrt(2 pi))``, since
-    the integral of h(sigma(z)) over the real line is pi^2/3).
-
-    The two expectations are one-dimensional integrals, vectorised over candidates:
-
-    * ``s < 1``: 32-node Gauss-Hermite quadrature in the standardised variable,
-      ``z = mu + s x``. It is exact to machine precision while the integrands are smooth
-      on the scale of the Gaussian, which stops holding once s is a few units: h(sigma(z))
-      is a bump of width ~2 in z, and 32 nodes spread over +-8 s miss it (at a MAP of the
-      paper's synthetic problem s is typically 4-50).
-    * ``s >= 1``: the trapezoidal rule on a fixed z-grid (step 0.25 on [-45, 45]), where
-      both integrands are smooth and vanish at the ends -- ``E[h(sigma(z))] = integral of
-      h(sigma(z)) N(z; mu, s^2)`` and ``E[sigma(z)] = integral of sigma'(z) Phi((mu - z) / s)``
-      (``sigma(z) = P(L < z)`` for a standard logistic L) -- so the rule converges
-      geometrically; its error here is far below 1e-12.
+    the BALD utility of Houlsby et al. (2011, arXiv:1112.5745). For ``s < 1``: 32-node
+    Gauss-Hermite quadrature in ``z = mu + s x``; beyond, h(sigma(z)) is a bump of width ~2
+    that 32 nodes over +-8 s miss, so the trapezoidal rule on a fixed z-grid, where both
+    integrands are smooth and vanish at the ends (``E[sigma(z)] = integral of sigma'(z)
+    Phi((mu - z) / s)``): it converges geometrically, error far below 1e-12.
 
     Parameters
     ----------

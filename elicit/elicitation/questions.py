@@ -1,9 +1,5 @@
-"""A question (:class:`Query`), and how it is written down.
-
-In arrays a question is a row ``(i, j)``: a pair with ``i < j``, or ``(k, NO_FEATURE)`` about
-one feature. Public objects (:class:`Query`, the answer tuples ``(i, j, answer)``) write the
-missing second feature as ``None``; both spellings are accepted where a question is given.
-"""
+"""A question (:class:`Query`): in arrays a row ``(i, j)``, ``i < j``, or ``(k, NO_FEATURE)``
+about one feature; public objects write the missing second feature as ``None``."""
 
 from __future__ import annotations
 
@@ -18,13 +14,9 @@ from elicit.errors import ElicitError
 
 @dataclass(frozen=True)
 class Query:
-    """A question to ask, and its expected information gain.
-
-    A pair question names features ``i`` and ``j``; a question about one feature has
-    ``j = None``. ``kind`` is the name of its registered kind; left out, the only kind of the
-    question's arity. ``expected_gain`` is None for the random strategy; ``exact_gain`` is
-    False for a fast-screen estimate.
-    """
+    """A question to ask (``j = None``: about one feature), and its expected information gain
+    (None for the random strategy; ``exact_gain`` False for a screen's estimate). ``kind``
+    left out: the only kind of the question's arity."""
 
     i: int
     j: int | None
@@ -40,12 +32,6 @@ class Query:
         object.__setattr__(self, "kind", kind.name)
 
     @classmethod
-    def feature_question(cls, k: int, expected_gain: float | None = None,
-                         exact_gain: bool = False, kind: str = "") -> Query:
-        """The question about feature ``k``."""
-        return cls(int(k), None, expected_gain, exact_gain, kind)
-
-    @classmethod
     def of_row(cls, row, gain=None, exact=False, kind: str = "") -> Query:
         """The query of a question row ``(i, j)`` or ``(k, NO_FEATURE)``."""
         i, j = int(row[0]), int(row[1])
@@ -53,26 +39,16 @@ class Query:
                    bool(exact), kind)
 
     @property
-    def feature(self) -> int:
-        """The feature a question about one feature asks about."""
-        if self.j is not None:
-            raise ElicitError(f"({self.i}, {self.j}) is a pair question; it names two features")
-        return self.i
-
-    @property
     def features(self) -> tuple[int, ...]:
-        """The features the question is about: one or two."""
         return (self.i,) if self.j is None else (self.i, self.j)
 
     @property
     def row(self) -> tuple[int, int]:
-        """The question as a row of a question array."""
         return (self.i, NO_FEATURE if self.j is None else self.j)
 
 
 def question_key(i, j=None) -> tuple[int, int]:
-    """The row of the question ``(i, j)``: a pair sorted ``i < j``, or ``(k, NO_FEATURE)`` for
-    ``j`` None or :data:`NO_FEATURE`; a one-line error for non-integer indices."""
+    """The row of the question ``(i, j)``: a pair sorted ``i < j``, or ``(k, NO_FEATURE)``."""
     try:
         a = _index(i)
         b = NO_FEATURE if j is None else _index(j)
@@ -88,4 +64,3 @@ def _index(v) -> int:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError
     return int(v)
-

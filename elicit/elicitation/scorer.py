@@ -1,43 +1,20 @@
 """One query round's scoring pieces: the expected KL of the predictive (Afrabandpey et al.
-2019, Sec. 3.2) of questions about feature pairs.
+2019, Sec. 3.2) of pair questions,
 
-The predictive utility of asking about pair (i, j) is
+    E_{f ~ p(f | current MAP)} [ sum_{x in training inputs} KL( N_f(x) || N_0(x) ) ],
 
-    E_{f ~ p(f | current MAP)} [ sum_{x in training inputs} KL( N_f(x) || N_0(x) ) ]
+``N_0`` the Gaussian approximation (paper, appendix A) of the current predictive, ``N_f`` the
+same after answer f and a refit, ``p(f = 1) = link.prob(xi - gamma . w_ij)``.
 
-where ``N_0`` is the Gaussian approximation (paper, appendix A) of the current predictive,
-mean ``x' mu*`` and variance ``b*/(a*-1) (1 + x' Sigma* x)``, ``N_f`` the same after adding the
-answer f and refitting the MAP, and ``p(f = 1) = link.prob(xi - gamma . w_ij)`` with the
-fitted threshold xi and the model variant's feedback link (:mod:`elicit.model.link`).
-
-``exact``
-    The paper's procedure: refit the MAP for each candidate and answer, warm from the current
-    MAP, with the engine in use.
-
-``fast`` (default)
-    Three stages, each on fewer candidates:
-
-    1. *Laplace screen*, all candidates at once. Under a quadratic approximation of the log
-       posterior (Hessian ``-A`` at the MAP), the answer's term ``log p(f | xi - w.gamma)``
-       moves the MAP along ``A^-1 v``, ``v = (-w, 1[, 0])``, by the root t of
-       ``t = score(z0 + q t, f)``, ``q = v' A^-1 v`` (logistic: ``t = f - sigma(z0 + q t)``,
-       whose first Newton iterate is the Sherman-Morrison step ``(f - s) A^-1 v / (1 + s(1-s)
-       q)``). Parameters on their bounds stay there and the step is clipped back onto the
-       bounds; the predictive mean moves to first order.
-    2. *Batched Newton*: the screen's best, as many as :attr:`UtilityScorer.batch_flops`
-       allows, are refitted by projected Newton in stacked numpy operations
-       (:mod:`elicit.model.batch`). With a :class:`BatchRefits` engine these are the engine's
-       own refits, and a converged candidate's utility is exact. About a hundred candidates
-       on the paper's synthetic problem, none at Amazon size.
-    3. *Exact refinement*: the best estimates are refitted with the engine and scored
-       exactly, all ``refine`` of them where :attr:`UtilityScorer.refine_flops` pays for it,
-       else best first until the winner is clear (:meth:`UtilityScorer.refine_best`).
-
-    Stage 1 alone ranks well on real data but misjudges magnitudes: a surprising answer
-    moves gamma far beyond the quadratic approximation (``docs/benchmarks.md``). The
-    refinement's refits are hypothetical: a :class:`WarmNewton` engine finishes them without
-    the checks of a real refit. They begin at the MAP, as the real refit does, not at the
-    screen's move (measured: ``docs/benchmarks.md``, "A predicted start").
+``exact`` refits the MAP for each candidate and answer (the paper's procedure). ``fast`` has
+three stages, each on fewer candidates: the *Laplace screen* (:meth:`UtilityScorer.screen`:
+the answer moves the MAP along ``A^-1 v``, ``v = (-w, 1[, 0])``, by the root t of ``t =
+score(z0 + q t, f)``, ``q = v' A^-1 v``, whose first Newton iterate is the Sherman-Morrison
+step), *batched Newton* refits of the screen's best (:meth:`UtilityScorer.newton_stage`) and
+*exact refinement* of the best (:meth:`UtilityScorer.refine_best`). The screen alone misjudges
+magnitudes: a surprising answer moves gamma far beyond the quadratic approximation
+(``docs/benchmarks.md``). Refits begin at the MAP, as the real refit does, not at the
+screen's move (``docs/benchmarks.md``, "A predicted start").
 """
 
 from __future__ import annotations
@@ -70,36 +47,23 @@ def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
 
 @runtime_checkable
 class WarmNewton(Protocol):
-    """An engine whose warm refits the caller can start and finish itself: a round's
-    hypothetical refits, which the engine remembers (its refit after the expert's answer may
-    be one of them) but does not check as it checks a real one (the numpy engine).
-    """
+    """An engine whose warm refits the caller can start and finish itself, unchecked (numpy)."""
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> Any:
-        """A warm refit of ``data`` from ``theta`` with the base Hessian ``hess_base``."""
-        ...
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> Any: ...
 
-    def finish(self, run: Any) -> MAPResult:
-        """The run advanced to its end: the refit at the last point it evaluated."""
-        ...
+    def finish(self, run: Any) -> MAPResult: ...
 
 
 @runtime_checkable
 class BatchRefits(Protocol):
-    """An engine that refits many candidate answers at once, each row as its own refit would
-    go (the numpy engine): the batched stage then gives exact utilities.
-    """
+    """An engine that refits many candidate answers at once, each as it would alone (numpy)."""
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
-                         marginal: Marginal | None = None) -> Any:
-        """A finished stack of refits (``status``, ``extras``: each row's predictive)."""
-        ...
+                         marginal: Marginal | None = None) -> Any: ...
 
     def remember_candidate(self, data: ModelData, run: Any, row: int, theta: np.ndarray,
-                           hess_base: np.ndarray) -> None:
-        """Let the engine's ``fit`` of ``data`` return row ``row``'s refit."""
-        ...
+                           hess_base: np.ndarray) -> None: ...
 
 
 class UtilityScorer:
@@ -108,21 +72,17 @@ class UtilityScorer:
 
     Parameters
     ----------
-    data
-        The model data with the answers given so far.
-    fit
-        The current MAP (not changed).
+    data, fit
+        The model data with the answers given so far, and its MAP.
     engine
         The engine used for exact refits.
     hessian
-        The base Hessian at (or near) the MAP if the caller has one (``MAPResult.warm_hessian``);
-        otherwise computed when first needed.
+        The base Hessian at (or near) the MAP if the caller has one; else computed when needed.
     """
 
     #: floating-point budget of the batched Newton stage of the fast mode, per round
     batch_flops: float = 7e7
-    #: floating-point budget of the exact re-scores the fast mode always makes; beyond it,
-    #: re-scoring stops once the winner is clear
+    #: budget of the exact re-scores the fast mode always makes (then: until the winner is clear)
     refine_flops: float = 3e7
     #: re-scoring stops once the best exact utility exceeds the next candidate's estimate by
     #: this share (:meth:`refine_best`)
@@ -149,8 +109,7 @@ class UtilityScorer:
 
     @property
     def hessian(self) -> np.ndarray:
-        """The base Hessian (y-likelihood and priors) at the MAP: the one given, else computed
-        once. The screen needs it, and it warm-starts the engine's refits from this MAP."""
+        """The base Hessian (y-likelihood and priors) at the MAP: the one given, else computed."""
         if self._hessian is None:
             theta = theta_of(self.fit, self.data)
             self._hessian = hessian_base(theta, self.data, self.marginal)
@@ -162,8 +121,7 @@ class UtilityScorer:
         return self._hessian
 
     def prepare(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``pairs`` as a (k x 2) integer array, their meta-feature differences ``w`` and
-        p(similar) at the MAP."""
+        """``pairs`` as a (k x 2) int array, their ``w`` and p(similar) at the MAP."""
         pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
         w = pair_weights(self.data.U, pairs)
         return pairs, w, answer_probability(self.fit, w, self.link)
@@ -178,14 +136,11 @@ class UtilityScorer:
         pairs
             The candidate pairs.
         utility
-            ``"fast"`` or ``"exact"`` (the pair questions' utility of that mode and
-            ``target``), the name of a registered utility, or a
-            :class:`~elicit.elicitation.gains.PairUtility` object.
+            ``"fast"``, ``"exact"``, a registered utility's name, or a ``PairUtility``.
         refine
             How many of the screen's best the fast mode re-scores exactly (at most).
         target
-            ``"predictive"`` or ``"params"`` (:meth:`param_gain`: exact under the Laplace
-            approximation, so the mode and ``refine`` do not apply).
+            ``"predictive"`` or ``"params"`` (:meth:`param_gain`).
         """
         gain = (utility if isinstance(utility, PairUtility)
                 else UtilityArgs(utility, target, refine).validate().only)
@@ -197,12 +152,10 @@ class UtilityScorer:
         """Replace estimated utilities by exact ones, best first, at most ``refine``: all of them
         where :attr:`refine_flops` covers them, else until the best exact utility exceeds the
         next estimate by :attr:`refine_margin` (on Amazon and Yelp a margin of 0.1 picked
-        exact's best in 82 of 90 rounds, after two refitted candidates on average).
-        ``weight``, if given, multiplies each re-score (as it does ``u``).
+        exact's best in 82 of 90 rounds). ``weight`` multiplies each re-score.
         """
         order = np.argsort(-u, kind="stable")[:refine]
-        per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
-        always = max(1.0, min(float(len(order)), self.refine_flops / per_rescore))
+        always = self.always_rescored(len(order))
         best, done = -np.inf, 0
         for c in order:
             if done >= always and best >= (1.0 + self.refine_margin) * u[c]:
@@ -213,36 +166,21 @@ class UtilityScorer:
                 exact[c] = True
             best, done = max(best, u[c]), done + 1
 
+    def always_rescored(self, n: int) -> float:
+        """How many of ``n`` exact re-scores :attr:`refine_flops` pays for (at least one)."""
+        per_rescore = 10 * flops_per_eval(self.data)     # two refits of ~2 evaluations + KL
+        return max(1.0, min(float(n), self.refine_flops / per_rescore))
+
     def _start(self, d2: ModelData) -> np.ndarray:
         # exactly the start point the engine's warm refit uses
         return np.maximum(theta_of(self.fit, d2), lower_bounds(d2))
 
-    @staticmethod
-    def _predictive_at(d2: ModelData, fit_f: MAPResult) -> tuple[np.ndarray, np.ndarray]:
-        # the kernel recomputed from gamma, not fit.K: the results stay bit for bit as before
-        return Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta,
-                                  delta=fit_f.delta).predictive()
-
     def param_gain(self, w: np.ndarray) -> np.ndarray:
-        """Mutual information between the answer and theta_f = (gamma, xi), for rows of ``w``.
-
-        The answer depends on theta = (gamma, xi[, tau2]) only through
-        ``z = xi - gamma . w = a' theta`` with ``a = (-w, 1[, 0])``. Under the Laplace
-        approximation at the MAP, ``theta ~ N(theta_hat, Sigma)`` with ``Sigma = (-H)^-1``
-        (H the full Hessian of the log density: :attr:`hessian` plus the answers' terms),
-        so ``z ~ N(mu, s^2)``, ``mu = xi_hat - gamma_hat . w``, ``s^2 = a' Sigma a``, and
-        the gain is :func:`bald_gain` ``(mu, s^2)`` (Houlsby et al. 2011). tau2, when
-        learned, enters only through its correlation with gamma in Sigma.
-
-        The approximation is Gaussian and ignores the bounds gamma, xi >= 0. A parameter the
-        MAP puts *on* its bound is treated as fixed there (its row and column of H dropped),
-        as the fast screen and the engine's projected Newton steps do: the Gaussian centred
-        on the bound would put half its mass where the posterior has none, and the answers
-        that would push it further out cannot move it. Free parameters near a bound keep
-        their untruncated Gaussian, which overstates their spread towards the bound.
-
-        One Cholesky factorisation of ``-H`` serves every candidate; an indefinite ``-H``
-        (a MAP an optimiser left early) is damped (:func:`~elicit.model.linalg.damped_cho_factor`).
+        """Mutual information between the answer and theta_f = (gamma, xi), for rows of ``w``:
+        :func:`bald_gain` of ``z = xi - gamma . w ~ N(mu, s^2)`` under the Laplace
+        approximation at the MAP (Houlsby et al. 2011; docs/utility-targets.md). A parameter
+        the MAP puts *on* its bound is held fixed there, as in the fast screen: the Gaussian
+        centred on the bound would put half its mass where the posterior has none.
         """
         # s^2 is the q of the screen's moves: a' Sigma a on the free parameters
         moves = LaplaceMoves(self.data, theta_of(self.fit, self.data), self.hessian, w)
@@ -257,13 +195,15 @@ class UtilityScorer:
         for f in (0, 1):
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
                                          np.append(self.data.f, f))
-            kl[f] = kl_gauss(*self._predictive_at(d2, self.refit(d2)), self.m0, self.v0)
+            fit_f = self.refit(d2)
+            # the kernel recomputed from gamma, not fit.K: the results stay bit for bit as before
+            kl[f] = kl_gauss(*Marginal.from_data(d2, fit_f.gamma, fit_f.tau2, zeta=fit_f.zeta,
+                                                 delta=fit_f.delta).predictive(),
+                             self.m0, self.v0)
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
     def refit(self, d2: ModelData) -> MAPResult:
-        """The hypothetical refit of ``d2`` (this round's data with one more answer, or other
-        relevance classes), warm from the round's MAP and base Hessian, as the real refit after
-        that answer starts; a :class:`WarmNewton` engine finishes it without its checks."""
+        """The hypothetical refit of ``d2``, started as the real refit after that answer starts."""
         if isinstance(self.engine, WarmNewton):
             return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
         H = self.hessian if self.engine.uses_hessian else None
@@ -273,13 +213,9 @@ class UtilityScorer:
                      weight: np.ndarray | None = None, exact: np.ndarray | None = None,
                      pairs: np.ndarray | None = None, remember: int = 0) -> None:
         """Re-score the screen's best candidates by batched Newton refits, within
-        :attr:`batch_flops` (``weight``: as for :meth:`refine_best`).
-
-        With a :class:`BatchRefits` engine these are the engine's own refits: a candidate
-        whose two refits converged is marked in ``exact``, and the engine remembers the refits
-        of the ``remember`` best of those (``pairs``: the candidates), so that its refit after
-        the expert's answer is one of them. Otherwise the stage is a screen of a few batched
-        iterations.
+        :attr:`batch_flops`. With a :class:`BatchRefits` engine these are the engine's own
+        refits: a candidate whose two refits converged is marked in ``exact``, and the engine
+        remembers the refits of the ``remember`` best of those.
         """
         per_candidate = 2 * 6 * flops_per_eval(self.data)
         m = min(len(u), int(self.batch_flops // per_candidate))
@@ -333,9 +269,7 @@ class UtilityScorer:
         u[top] = out if weight is None else weight[top] * out
 
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """One Sherman-Morrison Newton step per candidate and answer
-        (:class:`~elicit.model.density.LaplaceMoves`), the predictive mean moved to first order
-        (its variance held)."""
+        """One Sherman-Morrison Newton step per candidate and answer, to first order in the mean."""
         data = self.data
         learned = data.hyper.variant == "learned"
         moves = LaplaceMoves(data, theta_of(self.fit, data), self.hessian, w)

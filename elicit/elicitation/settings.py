@@ -1,10 +1,5 @@
-"""The settings of a question round, in one object: :class:`RoundSettings`.
-
-The :class:`~elicit.elicitation.elicitor.Elicitor` takes it (``settings=``), a session stores it
-in its file, and a sweep records it in ``config.json`` (:meth:`RoundSettings.to_json`,
-:meth:`RoundSettings.from_json`). :meth:`RoundSettings.validate` is the one place these
-settings are checked, before any data are read or any Stan program is built.
-"""
+"""The settings of a question round, in one object (:class:`RoundSettings`), as an Elicitor
+takes them, a session stores them and a sweep records them (``config.json``)."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ import numpy as np
 from elicit.data.sources import file_sha256
 from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for, parse_questions, spell_questions
 from elicit.elicitation.strategies import get_strategy
-from elicit.elicitation.utility import QuestionUtility, UtilityArgs
+from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
 from elicit.model.variants import PAPER
@@ -40,23 +35,18 @@ class RoundSettings:
     Parameters
     ----------
     model
-        The named model (:mod:`elicit.model.variants`); None: the one the questions need
-        (:func:`default_model`), or an Elicitor's ``hyper.model``.
+        The named model; None: the one the questions need, or an Elicitor's ``hyper.model``.
     engine
-        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"`` (:mod:`elicit.engines`).
-    utility
-        ``"fast"``, ``"exact"`` or a registered utility (:mod:`elicit.elicitation.utility`).
-    utility_target
-        What a question's gain is about: ``"predictive"`` (the paper's) or ``"params"``.
-    refine
-        How many candidates the fast mode re-scores exactly.
+        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"``.
+    utility, utility_target, refine
+        As :class:`~elicit.elicitation.utility.UtilityArgs` takes them.
     stan_file
         A custom Stan program (cmdstan/pystan engines only), recorded by path and hash.
     questions
-        The kinds of question asked, as :func:`~elicit.elicitation.kinds.spell_questions`
-        writes them.
+        The kinds of question asked, spelled (:func:`~elicit.elicitation.kinds.spell_questions`).
     pool_size
-        How many of a round's sampled questions (pairs) the round scores; None: the default.
+        How many of a round's open pairs it scores; None: ``min(#pairs, 10 p, 4000)``. Every
+        open question about one feature enters the pool.
     strategy
         The query strategy; None in a sweep, which runs each of its strategies in turn.
     seed
@@ -75,8 +65,7 @@ class RoundSettings:
     seed: int = 0
 
     def validate(self) -> RoundSettings:
-        """Check the settings (one-line ElicitErrors) and return them resolved: the questions
-        spelled as recorded, the model named, ints, and the Stan program as a path string."""
+        """The settings checked (one-line ElicitErrors) and resolved, before any data are read."""
         questions = spell_questions(self.questions)
         model = default_model(questions) if self.model is None else self.model
         if not isinstance(self.engine, str) or self.engine not in ENGINES:
@@ -97,13 +86,8 @@ class RoundSettings:
                                    else int(self.pool_size))
 
     def utility_args(self) -> UtilityArgs:
-        """The utility's part of the settings."""
         return UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file,
                            self.questions, PAPER if self.model is None else self.model)
-
-    def question_utility(self) -> QuestionUtility:
-        """The utility that scores the questions."""
-        return self.utility_args().validate()
 
     def stan_settings(self) -> dict[str, str | None]:
         """The Stan program, by path and content hash (None for the shipped ones)."""
@@ -113,8 +97,7 @@ class RoundSettings:
                 "stan_file_sha256": file_sha256(self.stan_file)}
 
     def to_json(self) -> dict[str, Any]:
-        """The settings as ``config.json`` records them: every field under its own name (the
-        Stan program by path and hash), as older folders recorded the same keys."""
+        """The settings as ``config.json`` records them (the Stan program by path and hash)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             if f.name == "stan_file":
@@ -126,8 +109,7 @@ class RoundSettings:
     @classmethod
     def from_json(cls, d: Mapping[str, Any], legacy: Mapping[str, Any] | None = None,
                   ) -> RoundSettings:
-        """The settings a record holds (:meth:`to_json`'s keys); a key it lacks takes its value
-        from ``legacy`` (what records before the setting did), else the field's default."""
+        """The settings a record holds; a key it lacks: ``legacy``'s, else the default."""
         legacy = legacy or {}
         kw = {f.name: d.get(f.name, legacy.get(f.name, f.default))
               for f in dataclasses.fields(cls)}
@@ -140,8 +122,7 @@ def given_settings(settings: RoundSettings | None, *, engine: object = "auto",
                    questions: object = PAPER_QUESTIONS, strategy: str | None = None,
                    seed: int = 0) -> RoundSettings:
     """The settings a caller gives an Elicitor or a Session: ``settings`` or the keywords (an
-    engine object counts by its registered name, else as ``"auto"``), not both (a keyword at
-    its default is not given); not yet validated."""
+    engine object counts by its registered name), not both; not yet validated."""
     name = engine if isinstance(engine, str) else getattr(engine, "name", "auto")
     given = RoundSettings(
         engine=name if name in ENGINES or isinstance(engine, str) else "auto",

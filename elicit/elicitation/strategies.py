@@ -1,31 +1,11 @@
-"""Query strategies: which questions to ask next.
+"""Query strategies: which of the *allowed* questions to ask next (the paper's three,
+Afrabandpey et al. 2019, Sec. 4, are below; a new one: ``docs/extending.md``).
 
-The paper's three strategies (Afrabandpey et al. 2019, Sec. 4), each choosing among the
-*allowed* questions (not asked yet, not excluded by the caller, no pair with a feature the
-expert called irrelevant):
-
-``random``
-    uniformly random allowed questions;
-``nonsequential``
-    every candidate's expected information gain (:mod:`elicit.elicitation.utility`) computed
-    once, at the no-feedback MAP, and the questions asked in that ranked order;
-``sequential``
-    a fresh random pool of allowed questions scored at the current MAP, and the best asked
-    (pool size ``min(#pairs, 10 p, 4000)`` by default; the paper uses 400 on real data).
-
-With several kinds of question a round's *mixed pool* (:func:`round_pool`) holds, of each
-kind, ``pool_size`` random allowed questions (a kind whose ``pool`` is ``"sample"``: pairs) or
-every allowed one (``"all"``): sequential scores it, random draws from it (so that 337 feature
-questions are not drowned by 56,616 pairs), non-sequential ranks the first round's pool.
-
-A strategy is a registered :class:`Strategy` with a ``choose`` method (``docs/extending.md``);
-its ``stream_id`` seeds its questions in sweeps, so a strategy registered later never re-seeds
-the stored results of the others. It scores only through the state (``state.score``,
-``state.nonsequential_ranking``) that the :class:`~elicit.elicitation.elicitor.Elicitor` owns.
-
-A batch of ``k`` questions is chosen by :func:`disjoint_greedy` (pairs that share a feature
-tell the model much the same thing); the fast utility then refines the ``max(refine, 2k)``
-best exactly.
+With several kinds a round's *mixed pool* (:func:`round_pool`) holds, of each kind,
+``pool_size`` random allowed questions (pairs) or every allowed one: sequential scores it,
+random draws from it (so that 337 feature questions are not drowned by 56,616 pairs),
+non-sequential ranks the first round's pool. A batch of ``k`` questions is chosen by
+:func:`disjoint_greedy` (pairs that share a feature tell the model much the same thing).
 
 Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
 questions):
@@ -44,36 +24,32 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
 from elicit.elicitation.gains import Scores
 from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
-from elicit.elicitation.table import ArraySet, QuestionSet, QuestionTable
+from elicit.elicitation.table import QuestionSet
 from elicit.elicitation.utility import ScoringRound
-from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
-from elicit.model.result import MAPResult
-from elicit.model.spec import ModelData
 
 if TYPE_CHECKING:
-    from elicit.elicitation.kinds import QuestionKind
+    from elicit.elicitation.elicitor import Elicitor
 
 #: the paper's three strategies, in the order of their random-stream ids (the defaults)
 STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
-__all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "ElicitationState", "Query", "Ranking",
+__all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "Query", "Ranking",
            "Strategy", "answer_probabilities", "choose", "disjoint_greedy", "draw_pool",
            "get_strategy", "register_strategy", "round_pool", "unregister_strategy"]
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Questions best first: their indices into the question table (``state.table``),
-    gains and exactness."""
+    """Questions best first: their table indices, gains and exactness."""
 
     index: np.ndarray
     gain: np.ndarray
@@ -84,35 +60,6 @@ class Ranking:
         """Rank scored questions (``index`` maps the scored rows to question indices)."""
         order = scores.ranking()
         return cls(np.asarray(index)[order], scores.utility[order], scores.exact[order])
-
-
-class ElicitationState(Protocol):
-    """What a strategy reads of an elicitation (an
-    :class:`~elicit.elicitation.elicitor.Elicitor` provides it)."""
-
-    table: QuestionTable
-    kinds: tuple[QuestionKind, ...]
-    data: ModelData
-    fit: MAPResult
-    engine: Engine
-    utility: str
-    refine: int
-    #: what the gains are about: "predictive" or "params"
-    target: str
-    pool_size: int
-
-    def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
-        """The question at table index ``index``."""
-        ...
-
-    def score(self, questions: np.ndarray, refine: int | None = None) -> Scores:
-        """Expected gains of the questions ``questions`` (table indices) at the current MAP."""
-        ...
-
-    def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The candidates ranked at the no-feedback MAP (computed once; ``rng`` draws the
-        first round's pool of a mixed elicitation)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -132,8 +79,7 @@ class Strategy(ABC):
     needs_ranking
         Whether it reads the no-feedback ranking, which is made before any answer.
     draws_pool
-        Whether it scores a random pool of ``state.pool_size`` pairs (``Elicitor.next_query``
-        warns when a pool size the user chose exceeds the allowed pairs).
+        Whether it scores a random pool of ``state.pool_size`` pairs.
     """
 
     name: str
@@ -143,20 +89,16 @@ class Strategy(ABC):
     draws_pool: bool = False
 
     @abstractmethod
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` questions to ask, best first (``1 <= k <= len(allowed)``), among
-        ``allowed``: increasing table indices (a
-        :class:`~elicit.elicitation.table.QuestionSet`, which reads like an array of them).
-        ``rng`` is the strategy's random stream."""
+        """The ``k`` questions to ask, best first, among the table indices ``allowed``."""
 
 
 @dataclass(frozen=True)
 class RandomStrategy(Strategy):
-    """``k`` distinct questions drawn uniformly, in the order drawn: among all allowed
-    questions of the one kind asked, or among the round's mixed pool."""
+    """``k`` distinct allowed questions drawn uniformly (of several kinds: from the pool)."""
 
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         among: QuestionSet | np.ndarray = allowed
         if len(state.kinds) > 1:
@@ -170,7 +112,7 @@ class RandomStrategy(Strategy):
 class NonSequentialStrategy(Strategy):
     """The first ``k`` allowed questions of the no-feedback ranking."""
 
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         ranking = state.nonsequential_ranking(rng)
         keep = allowed.contains(ranking.index)
@@ -187,7 +129,7 @@ class NonSequentialStrategy(Strategy):
 class SequentialStrategy(Strategy):
     """The best ``k`` questions of a fresh random pool, scored at the current MAP."""
 
-    def choose(self, state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+    def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
         pool = round_pool(state, allowed, rng)
         # rank a batch on exact gains where possible: refine at least two per question
@@ -202,9 +144,8 @@ STRATEGY_REGISTRY: Registry[Strategy] = Registry("strategy")
 
 
 def register_strategy(strategy: _S) -> _S:
-    """Register ``strategy`` under its name and return it; a one-line ElicitError if it is not
-    a :class:`Strategy`, its name is empty or taken, or its stream id is not a non-negative
-    integer or is taken (a shared stream would correlate two strategies' questions)."""
+    """Register ``strategy`` under its name and return it; a one-line ElicitError if its name
+    or stream id is invalid or taken (a shared stream would correlate two strategies)."""
     if not isinstance(strategy, Strategy):
         raise ElicitError(f"register_strategy takes a Strategy object, got "
                           f"{type(strategy).__name__}")
@@ -233,16 +174,10 @@ SEQUENTIAL = register_strategy(SequentialStrategy(
     "sequential", "Sequential", stream_id=2, draws_pool=True))
 
 
-def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.ndarray,
-           rng: np.random.Generator, k: int = 1) -> list[Query]:
-    """The ``k`` questions (at most ``len(allowed)``) to ask next under the registered
-    ``strategy``, best first, among ``allowed`` (increasing table indices: a
-    :class:`~elicit.elicitation.table.QuestionSet` or an array), drawing from ``rng`` as the
-    module docstring says.
-    """
+def choose(strategy: str, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
+           k: int = 1) -> list[Query]:
+    """The ``k`` questions to ask next under ``strategy``, best first, among ``allowed``."""
     chosen = get_strategy(strategy)
-    if not isinstance(allowed, QuestionSet):
-        allowed = _as_set(state, np.asarray(allowed, dtype=np.int64))
     if len(allowed) == 0:
         raise ElicitError("no question is left to ask")
     k = min(int(k), len(allowed))
@@ -251,18 +186,16 @@ def choose(strategy: str, state: ElicitationState, allowed: QuestionSet | np.nda
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
               rng: np.random.Generator) -> np.ndarray:
-    """``min(size, len(allowed))`` of the ``allowed`` indices, uniformly without replacement,
-    in increasing order (the sequential strategy's pool R_p)."""
+    """``min(size, len(allowed))`` of the ``allowed`` indices, drawn uniformly, increasing."""
     size = min(int(size), len(allowed))
     return np.asarray(allowed[np.sort(rng.choice(len(allowed), size=size, replace=False))],
                       dtype=np.int64)
 
 
-def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Generator,
+def round_pool(state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
-    """The questions one round chooses among, as increasing table indices: of each kind, a
-    random pool of ``state.pool_size`` allowed questions (:func:`draw_pool`; ``pool`` is
-    ``"sample"``) or every allowed one (``"all"``)."""
+    """The questions one round chooses among (increasing table indices): of each kind, a
+    random pool of ``state.pool_size`` (``pool == "sample"``) or every allowed one."""
     parts = []
     for kind, members in allowed.by_kind():
         if len(members) == 0:
@@ -272,19 +205,14 @@ def round_pool(state: ElicitationState, allowed: QuestionSet, rng: np.random.Gen
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
-def answer_probabilities(state: ElicitationState, questions: np.ndarray) -> np.ndarray:
-    """The model's probability of the first answer (similar, relevant, ...) to each of the
-    ``questions`` (table indices) at the current MAP, from its kind."""
+def answer_probabilities(state: Elicitor, questions: np.ndarray) -> np.ndarray:
+    """The probability of the first answer to each of ``questions`` at the current MAP."""
     index = np.asarray(questions, dtype=np.int64).reshape(-1)
     round_ = ScoringRound(UtilityScorer(state.data, state.fit, state.engine))
-    seg = state.table.segment_of(index)
-    out = np.empty(len(index))
-    for s, segment in enumerate(state.table.segments):
-        here = seg == s
-        if here.any():
-            out[here] = segment.kind.answer_probability(
-                round_, state.table.rows(index[here]))
-    return out
+    segs = state.table.segments
+    return state.table.per_segment(
+        index, np.empty(len(index)),
+        lambda s, local: segs[s].kind.answer_probability(round_, segs[s].rows(local)))
 
 
 def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[int]:
@@ -306,9 +234,3 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
         if int(t) not in picked:
             picked.append(int(t))
     return picked
-
-
-def _as_set(state: ElicitationState, index: np.ndarray) -> QuestionSet:
-    seg = state.table.segment_of(index)
-    return QuestionSet(state.table, [ArraySet(np.sort(index[seg == s]) - state.table.offsets[s])
-                                     for s in range(len(state.table.segments))])

@@ -1,22 +1,14 @@
-"""The question table of an elicitation: every question it may ask, in a fixed order, without
-writing the questions down.
-
-A :class:`QuestionTable` holds one :class:`Segment` per kind asked, in the kinds' order. A
-question is its *index* in the table (what the strategies choose among); its *row* is
-``(i, j)`` for a pair, ``(k, NO_FEATURE)`` for a question about one feature. When the pairs are
-all p(p-1)/2 pairs none is stored: pair (i, j), i < j, has the index
-``i (2p - i - 1) / 2 + (j - i - 1)`` (:func:`pair_rank`, :func:`pair_unrank`); at p = 10,000
-the rows would take 0.8 GB.
-
-The questions still open in a round are a :class:`QuestionSet`: increasing table indices that
-are counted, selected by position and tested for membership without being listed, so a round
-costs O(answers) instead of O(p^2), with the same draws as from the listed questions.
+"""The question table of an elicitation: every question it may ask, in a fixed order (one
+:class:`Segment` per kind), without writing the questions down: all p(p-1)/2 pairs are
+ranked in closed form (:func:`pair_rank`; at p = 10,000 the rows would take 0.8 GB). The open
+questions are a :class:`QuestionSet`, counted, selected by position and tested for membership
+without being listed, so a round costs O(answers) instead of O(p^2).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,7 +29,6 @@ def feature_rows(features) -> np.ndarray:
 
 
 def n_pairs(p: int) -> int:
-    """p(p-1)/2."""
     return p * (p - 1) // 2
 
 
@@ -63,6 +54,14 @@ def pair_unrank(k: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
         i = np.where(_start(i, p) > k, i - 1, i)
         i = np.where((i + 1 <= p - 2) & (_start(i + 1, p) <= k), i + 1, i)
     return i, k - _start(i, p) + i + 1
+
+
+def _find(members: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The position of each of ``values`` in the increasing array ``members``; -1 if absent."""
+    if not len(members):
+        return np.full(np.shape(values), -1, dtype=np.int64)
+    at = np.searchsorted(members, values)
+    return np.where(members[np.minimum(at, len(members) - 1)] == values, at, -1)
 
 
 class LocalSet(ABC):
@@ -97,22 +96,16 @@ class ArraySet(LocalSet):
         return self.members[pos]
 
     def contains(self, local: np.ndarray) -> np.ndarray:
-        local = np.asarray(local, dtype=np.int64)
-        at = np.searchsorted(self.members, local)
-        return (at < len(self.members)) & (self.members[np.minimum(at, len(self.members) - 1)]
-                                           == local) if len(self.members) else \
-            np.zeros(local.shape, bool)
+        return _find(self.members, np.asarray(local, dtype=np.int64)) >= 0
 
     def indices(self) -> np.ndarray:
         return self.members
 
 
 class PairsAmong(LocalSet):
-    """All pairs of the features ``open`` (sorted) except the pairs ``removed`` (sorted
-    positions among them), as indices among all pairs of ``p`` features: the t-th pair of
-    ``open`` is ``pair_unrank(t, m)`` mapped through ``open``, and with the removed positions
-    R the member at position q is ``q + #{s: R[s] - s <= q}``.
-    """
+    """All pairs of the features ``open`` but the positions ``removed`` among them, as indices
+    among all pairs of ``p`` features: with removed positions R the member at position q is
+    pair ``q + #{s: R[s] - s <= q}`` of ``open``."""
 
     def __init__(self, p: int, open_: np.ndarray, removed: np.ndarray) -> None:
         self.p, self.open = p, np.asarray(open_, dtype=np.int64)
@@ -131,19 +124,13 @@ class PairsAmong(LocalSet):
 
     def contains(self, local: np.ndarray) -> np.ndarray:
         i, j = pair_unrank(np.asarray(local, dtype=np.int64), self.p)
-        a, b = (np.searchsorted(self.open, v) for v in (i, j))
-        top = max(self.m - 1, 0)
-        ok = ((a < self.m) & (b < self.m) & (self.open[np.minimum(a, top)] == i)
-              & (self.open[np.minimum(b, top)] == j)) if self.m else np.zeros(i.shape, bool)
-        r = pair_rank(np.minimum(a, top), np.minimum(b, top), self.m)
-        return ok & ~ArraySet(self.removed).contains(r)
+        a, b = _find(self.open, i), _find(self.open, j)
+        r = pair_rank(np.maximum(a, 0), np.maximum(b, 0), self.m)
+        return (a >= 0) & (b >= 0) & ~ArraySet(self.removed).contains(r)
 
 
 class QuestionSet:
-    """A set of questions of a table: increasing table indices, one :class:`LocalSet` per
-    segment, listed only on request. It reads like the index array it stands for (``len``,
-    indexing by position, ``np.asarray``, iteration).
-    """
+    """Increasing table indices, one :class:`LocalSet` per segment, that read like an array."""
 
     def __init__(self, table: QuestionTable, parts: Sequence[LocalSet]) -> None:
         self.table = table
@@ -193,13 +180,8 @@ class QuestionSet:
     def contains(self, index: np.ndarray) -> np.ndarray:
         """Which of the table indices ``index`` are members."""
         index = np.asarray(index, dtype=np.int64)
-        seg = self.table.segment_of(index)
-        out = np.zeros(index.shape, bool)
-        for s, part in enumerate(self.parts):
-            here = seg == s
-            if here.any():
-                out[here] = part.contains(index[here] - self.table.offsets[s])
-        return out
+        return self.table.per_segment(index, np.zeros(index.shape, bool),
+                                      lambda s, local: self.parts[s].contains(local))
 
     def by_kind(self) -> list[tuple[QuestionKind, QuestionSet]]:
         """The members of each kind, in the table's order."""
@@ -223,13 +205,15 @@ class Segment(ABC):
 
     @abstractmethod
     def locate(self, rows: np.ndarray) -> np.ndarray:
-        """The local index of each row (k x 2, normalised: pairs ``i < j``), -1 where the
-        segment has no such question."""
+        """The local index of each row (pairs ``i < j``), -1 where there is no such question."""
 
-    @abstractmethod
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
-        """The questions that are not ``removed`` (sorted local indices) and about no
-        ``closed`` feature (a mask over the features, or None)."""
+        """The questions not ``removed`` (local indices) and about no ``closed`` feature."""
+        ok = np.ones(len(self), bool)
+        ok[np.asarray(removed, dtype=np.int64)] = False
+        if closed is not None and closed.any():
+            ok &= ~closed[self.features(self.rows(np.arange(len(self))))].any(axis=1)
+        return ArraySet(np.flatnonzero(ok))
 
     @abstractmethod
     def missing(self, row: tuple[int, int]) -> str:
@@ -241,8 +225,7 @@ class Segment(ABC):
 
 
 class PairSegment(Segment):
-    """Pair questions: all p(p-1)/2 pairs in closed form, or the given candidate pairs
-    (sorted, distinct, i < j)."""
+    """Pair questions: all p(p-1)/2 pairs in closed form, or the given sorted candidates."""
 
     def __init__(self, kind: QuestionKind, p: int, candidates: np.ndarray | None) -> None:
         super().__init__(kind, p)
@@ -250,11 +233,6 @@ class PairSegment(Segment):
         if self.candidates is not None:
             # the rows are sorted by (i, j), so their keys i p + j are increasing
             self._keys = self.candidates[:, 0] * p + self.candidates[:, 1]
-
-    @property
-    def all_pairs(self) -> bool:
-        """Whether the segment is every pair (and so stores none)."""
-        return self.candidates is None
 
     def __len__(self) -> int:
         return n_pairs(self.p) if self.candidates is None else len(self.candidates)
@@ -271,28 +249,19 @@ class PairSegment(Segment):
         ok = (0 <= i) & (i < j) & (j < self.p)
         if self.candidates is None:
             return np.where(ok, pair_rank(np.where(ok, i, 0), np.where(ok, j, 1), self.p), -1)
-        key = i * self.p + j
-        at = np.searchsorted(self._keys, key)
-        top = max(len(self._keys) - 1, 0)
-        hit = ok & (at < len(self._keys)) & (self._keys[np.minimum(at, top)] == key) \
-            if len(self._keys) else np.zeros(len(rows), bool)
-        return np.where(hit, at, -1)
+        return np.where(ok, _find(self._keys, i * self.p + j), -1)
 
     def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
+        if self.candidates is not None:
+            return super().members(closed, removed)
         removed = np.asarray(removed, dtype=np.int64)
-        if self.candidates is None:
-            open_ = (np.arange(self.p, dtype=np.int64) if closed is None
-                     else np.flatnonzero(~closed).astype(np.int64))
-            # the removed pairs among the open features, as positions among their pairs
-            inside = PairsAmong(self.p, open_, np.zeros(0, np.int64)).contains(removed)
-            i, j = pair_unrank(removed[inside], self.p)
-            pos = pair_rank(np.searchsorted(open_, i), np.searchsorted(open_, j), len(open_))
-            return PairsAmong(self.p, open_, np.unique(pos))
-        ok = np.ones(len(self.candidates), bool)
-        ok[removed] = False
-        if closed is not None and closed.any():
-            ok &= ~(closed[self.candidates[:, 0]] | closed[self.candidates[:, 1]])
-        return ArraySet(np.flatnonzero(ok))
+        open_ = (np.arange(self.p, dtype=np.int64) if closed is None
+                 else np.flatnonzero(~closed).astype(np.int64))
+        # the removed pairs among the open features, as positions among their pairs
+        inside = PairsAmong(self.p, open_, np.zeros(0, np.int64)).contains(removed)
+        i, j = pair_unrank(removed[inside], self.p)
+        pos = pair_rank(np.searchsorted(open_, i), np.searchsorted(open_, j), len(open_))
+        return PairsAmong(self.p, open_, np.unique(pos))
 
     def missing(self, row: tuple[int, int]) -> str:
         return f"({row[0]}, {row[1]}) is not a candidate pair"
@@ -313,13 +282,6 @@ class FeatureSegment(Segment):
         ok = (rows[:, 1] == NO_FEATURE) & (0 <= rows[:, 0]) & (rows[:, 0] < self.p)
         return np.where(ok, rows[:, 0], -1)
 
-    def members(self, closed: np.ndarray | None, removed: np.ndarray) -> LocalSet:
-        ok = np.ones(self.p, bool)
-        ok[np.asarray(removed, dtype=np.int64)] = False
-        if closed is not None:
-            ok &= ~closed
-        return ArraySet(np.flatnonzero(ok))
-
     def missing(self, row: tuple[int, int]) -> str:
         return f"feature index out of range 0..{self.p - 1}: {row[0]}"
 
@@ -338,31 +300,29 @@ class QuestionTable:
         return self._end
 
     def segment_of(self, index: np.ndarray) -> np.ndarray:
-        """The segment of each table index."""
         return np.searchsorted(self.offsets, np.asarray(index, dtype=np.int64),
                                side="right") - 1
 
     def kind_of(self, index: int) -> QuestionKind:
-        """The kind of the question at ``index``."""
         return self.segments[int(self.segment_of(np.array([index]))[0])].kind
+
+    def per_segment(self, index: np.ndarray, out: np.ndarray,
+                    fill: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
+        """``out`` with ``fill(s, local indices)`` where ``index`` is in segment s."""
+        seg = self.segment_of(index)
+        for s in range(len(self.segments)):
+            here = seg == s
+            if here.any():
+                out[here] = fill(s, index[here] - self.offsets[s])
+        return out
 
     def rows(self, index: np.ndarray | Sequence[int]) -> np.ndarray:
         """The rows of the questions at ``index`` (k x 2)."""
         index = np.asarray(index, dtype=np.int64).reshape(-1)
-        seg = self.segment_of(index)
-        out = np.empty((len(index), 2), dtype=np.int64)
-        for s, segment in enumerate(self.segments):
-            here = seg == s
-            if here.any():
-                out[here] = segment.rows(index[here] - self.offsets[s])
-        return out
-
-    def all_rows(self) -> np.ndarray:
-        """Every question's row, in table order (listed: for small tables)."""
-        return self.rows(np.arange(len(self), dtype=np.int64))
+        return self.per_segment(index, np.empty((len(index), 2), dtype=np.int64),
+                                lambda s, local: self.segments[s].rows(local))
 
     def segment(self, kind: QuestionKind) -> int:
-        """The position of ``kind``'s segment."""
         return self.kinds.index(kind)
 
     def locate(self, kind: QuestionKind, rows: np.ndarray) -> np.ndarray:
@@ -372,8 +332,7 @@ class QuestionTable:
         return np.where(local >= 0, local + self.offsets[s], -1)
 
     def open_set(self, removed: np.ndarray, closed: Sequence[np.ndarray | None]) -> QuestionSet:
-        """The questions not ``removed`` (table indices) and, segment by segment, about no
-        feature of ``closed`` (one mask or None per segment)."""
+        """The questions not ``removed`` and about no feature ``closed`` (a mask per segment)."""
         removed = np.unique(np.asarray(removed, dtype=np.int64))
         seg = self.segment_of(removed)
         return QuestionSet(self, [
@@ -381,13 +340,11 @@ class QuestionTable:
             for s, segment in enumerate(self.segments)])
 
     def everything(self) -> QuestionSet:
-        """Every question of the table."""
         return self.open_set(np.zeros(0, np.int64), [None] * len(self.segments))
 
 
 def check_candidates(pairs, p: int) -> np.ndarray:
-    """The candidate pairs a caller gives, checked against ``p`` features (one-line errors)
-    and sorted within each pair and as rows, as an int array (k, 2)."""
+    """The candidate pairs a caller gives, checked against ``p`` features and sorted."""
     pairs = np.asarray(pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ElicitError(f"candidate pairs must have shape (k, 2), got {pairs.shape}")

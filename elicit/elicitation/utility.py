@@ -1,31 +1,9 @@
 """Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2): the utility of
-an elicitation, chosen from the user-facing options.
-
-The registered utilities (defined in :mod:`elicit.elicitation.gains` and re-exported here):
-
-=====================  ==========  ======================================================
-name                   target      what it scores
-=====================  ==========  ======================================================
-``predictive-fast``    predictive  pairs: expected KL of the predictive, fast mode
-``predictive-exact``   predictive  the same, a refit per candidate and answer
-``params-bald``        params      pairs: information about (gamma, xi), Laplace at the MAP
-``relevance-fast``     predictive  features: expected KL of the predictive, rank-two screen
-                                   and warm refits of the best
-``relevance-exact``    predictive  the same, a refit per candidate and answer
-``sample-gain``        beta        ``0.5 log(1 + x' Sigma* x)`` of a new sample (Table 1)
-=====================  ==========  ======================================================
-
-``utility="fast" | "exact"``, ``target="predictive" | "params"`` and ``questions=`` name them:
-each kind asked names its utility of each mode and target
-(:attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
+an elicitation, chosen from the user-facing options among the registered utilities
+(:mod:`elicit.elicitation.gains`, re-exported here). ``utility="fast" | "exact"``,
+``target="predictive" | "params"`` (docs/utility-targets.md) and ``questions=`` name them (each
+kind's :attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
 checks the options and returns a :class:`QuestionUtility`, the kinds' utilities on one scale.
-
-The ``predictive`` target (the paper's) is how much the answer moves the predictive
-distribution at the training inputs (:mod:`elicit.elicitation.scorer`,
-:mod:`elicit.elicitation.features`). The ``params`` target is the mutual information between
-the answer and theta_f = (gamma, xi) under the Laplace approximation at the MAP (BALD,
-Houlsby et al. 2011; :meth:`UtilityScorer.param_gain`): closed-form up to a one-dimensional
-quadrature, so every candidate is scored exactly at once and the modes do not apply.
 """
 
 from __future__ import annotations
@@ -47,9 +25,7 @@ from elicit.elicitation.gains import (  # noqa: F401  (re-exported: the register
     SAMPLE_GAIN,
     TARGETS,
     UTILITIES,
-    FeatureUtility,
     PairUtility,
-    SampleUtility,
     Scores,
     Utility,
     get_utility,
@@ -79,8 +55,7 @@ def model_has_relevance(model: str) -> bool:
 
 
 class ScoringRound:
-    """One round's scoring pieces, shared by the kinds it scores: its ``scorer`` and, in a
-    model with relevance classes, its :class:`~elicit.elicitation.features.FeatureScorer`."""
+    """One round's scoring pieces, shared by the kinds it scores."""
 
     def __init__(self, scorer: UtilityScorer) -> None:
         self.scorer = scorer
@@ -95,16 +70,13 @@ class ScoringRound:
 
 @dataclass(frozen=True)
 class QuestionUtility:
-    """The one utility of an elicitation: the registered utility of each kind it asks, all
-    on one scale, built by :meth:`UtilityArgs.validate`. The kinds are scored in their
-    ``order``, each told the best exact gain of those before it.
-    """
+    """The registered utility of each kind an elicitation asks, scored in the kinds'
+    ``order``, each told the best exact gain of those before it."""
 
     parts: tuple[tuple[QuestionKind, Utility], ...]
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The names of the kinds it scores."""
         return tuple(k.name for k, _ in self.parts)
 
     @property
@@ -116,9 +88,7 @@ class QuestionUtility:
 
     def score(self, scorer: UtilityScorer, questions: np.ndarray, refine: int = 10,
               kinds: Sequence[str] | np.ndarray | None = None) -> Scores:
-        """Expected utilities of the question rows ``questions``, each kind refining up to
-        ``refine`` of its own; ``kinds`` names each row's kind (default: told by its arity).
-        """
+        """Expected utilities of the rows ``questions`` (``kinds``: each row's; default: arity)."""
         rows = np.asarray(questions, dtype=int).reshape(-1, 2)
         if kinds is None:
             kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]
@@ -146,25 +116,20 @@ class QuestionUtility:
 
 @dataclass(frozen=True)
 class UtilityArgs:
-    """The utility settings of an elicitation, checked in one place (:meth:`validate`) before
-    any Stan program is built (a build takes minutes).
+    """The utility settings of an elicitation, checked (:meth:`validate`) before any Stan
+    program is built.
 
     Parameters
     ----------
     utility
-        ``"fast"`` or ``"exact"`` (each kind's own utility of that mode), or the name of a
-        registered utility of a kind asked (the other kinds then take the ``fast`` mode's).
+        ``"fast"`` or ``"exact"``, or the name of a registered utility of a kind asked (the
+        other kinds then take the ``fast`` mode's).
     target
-        ``"predictive"`` or ``"params"``; with a registered name it must be the default
-        ``"predictive"`` or that utility's own target.
+        ``"predictive"`` or ``"params"`` (with a registered name: that utility's own).
     refine
         How many candidates the fast mode re-scores exactly (>= 0).
-    stan_file
-        The custom Stan program in use, if any.
-    questions
-        The kinds of question asked (:func:`~elicit.elicitation.kinds.parse_questions`).
-    model
-        The named model (:mod:`elicit.model.variants`); a kind may need one.
+    stan_file, questions, model
+        As :class:`~elicit.elicitation.settings.RoundSettings` has them.
     """
 
     utility: str = "fast"
@@ -175,9 +140,8 @@ class UtilityArgs:
     model: str = PAPER
 
     def validate(self) -> QuestionUtility:
-        """Check the settings (a one-line ElicitError for anything the kinds asked, the model
-        or a custom Stan file cannot take) and return the utility that scores the questions.
-        """
+        """The utility that scores the questions; a one-line ElicitError for anything the
+        kinds asked, the model or a custom Stan file cannot take."""
         utility, target = self.utility, self.target
         if target not in TARGETS:
             raise ElicitError(f"utility target must be one of {', '.join(TARGETS)}, "

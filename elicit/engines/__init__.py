@@ -1,12 +1,5 @@
-"""Engines that fit the MAP of the Stan model: numpy (default), cmdstan, pystan.
+"""Engines that fit the MAP of the Stan model: numpy (default), cmdstan, pystan."""
 
-``get_engine("auto")`` picks the numpy engine for the shipped programs, and for a custom
-``.stan`` file CmdStan when an installation is found, else PyStan.
-"""
-
-from elicit.engines.base import Engine
 from elicit.engines.registry import ENGINES, get_engine
-from elicit.errors import EngineUnavailable
-from elicit.model.result import MAPResult
 
-__all__ = ["ENGINES", "Engine", "EngineUnavailable", "MAPResult", "get_engine"]
+__all__ = ["ENGINES", "get_engine"]

@@ -1,6 +1,4 @@
-"""The engine interface: :class:`Engine` does the common work of a fit and each engine
-implements ``_fit``; :class:`StanProgramEngine` adds the set-up of the Stan engines.
-"""
+"""The engine interface: :class:`Engine`, and :class:`StanProgramEngine` for the Stan ones."""
 
 from __future__ import annotations
 
@@ -24,10 +22,7 @@ from elicit.model.variants import PAPER, SHIPPED_PROGRAM, get_model
 
 
 class Engine(ABC):
-    """Fits the MAP of a model variant to :class:`~elicit.model.spec.ModelData`.
-
-    :meth:`fit` does the work common to every engine (the variant check and the start point)
-    and calls :meth:`_fit`, which each engine implements.
+    """Fits the MAP of a model variant; :meth:`fit` does the common work, then :meth:`_fit`.
 
     Parameters
     ----------
@@ -37,8 +32,7 @@ class Engine(ABC):
 
     #: short name used on the command line
     name: str = "abstract"
-    #: whether warm fits use a base Hessian (:meth:`fit`'s ``hessian``); the utility scorer
-    #: hands over the one it computed only to engines that use it
+    #: whether warm fits use a base Hessian (:meth:`fit`'s ``hessian``)
     uses_hessian: bool = False
 
     def __init__(self, variant: str = "fixed") -> None:
@@ -57,9 +51,8 @@ class Engine(ABC):
         init
             A previous MAP (a warm start) or a parameter point; default: the prior means.
         hessian
-            The base Hessian (y-likelihood and priors) at ``init``, if the caller has it:
-            engines with :attr:`uses_hessian` start Newton iterations from it; the others
-            ignore it.
+            The base Hessian (y-likelihood and priors) at ``init``, if the caller has it
+            (used only by engines with :attr:`uses_hessian`).
         """
         if data.hyper.variant != self.variant:
             raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
@@ -90,16 +83,13 @@ class Engine(ABC):
 
 
 class StanProgramEngine(Engine):
-    """An engine that runs a Stan program: a user's file, or that of the data's model, chosen
-    per fit (:meth:`program`), so one engine serves every named model.
+    """An engine that runs a Stan program: a user's file, or that of the data's model.
 
     Parameters
     ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2.
-    stan_file
-        A custom Stan program honouring the contract (``docs/stan.md``); ``None`` runs the
-        program of the data's model.
+    variant, stan_file
+        ``"fixed"`` or ``"learned"`` tau2; a custom Stan program honouring the contract
+        (``docs/stan.md``), or ``None``: the program of the data's model.
     """
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
@@ -109,14 +99,9 @@ class StanProgramEngine(Engine):
         # read now, so that a wrong file is refused at once
         self._programs: dict[str, StanProgramFile] = {PAPER: self._read(PAPER)}
 
-    @property
-    def stanc(self) -> Path:
-        """The Stan compiler that reads programs for this engine."""
-        return find_stanc(self.name)
-
     def _read(self, model: str) -> StanProgramFile:
         path = self.stan_file if self.custom else model_stan_file(model)
-        return check_stan_contract(path, self.variant, model, stanc=self.stanc)
+        return check_stan_contract(path, self.variant, model, stanc=find_stanc(self.name))
 
     def program(self, data: ModelData) -> StanProgramFile:
         """The Stan program that fits ``data`` (checked against its model's contract)."""
@@ -127,12 +112,11 @@ class StanProgramEngine(Engine):
 
 
 def shipped_stan_file() -> Path:
-    """Path of the shipped Stan program ``elicit.stan``."""
     return stan_folder() / str(SHIPPED_PROGRAM.file)
 
 
 def model_stan_file(model: str = PAPER) -> Path:
-    """Path of the Stan program of a named model; an :class:`ElicitError` if it has none."""
+    """Path of the Stan program of a named model (ElicitError: it has none)."""
     prog = get_model(model).program
     if prog is None:
         raise ElicitError(f"model {model!r} has no Stan program; fit it with the numpy engine, "

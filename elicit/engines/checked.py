@@ -1,20 +1,6 @@
-"""``--check-engine``: every fit of a Stan engine checked against its numpy twin.
-
-The numpy engine implements the shipped Stan programs analytically. The check establishes
-that both engines solve the same problem; the posterior can have several local maxima, so it
-does not require the two MAPs to coincide. For each fit, :class:`CheckedEngine`
-
-1. fits with the engine in use (point a) and refits from the same start with the twin (b);
-2. requires both to be stationary points of the twin's density (it rises by at most
-   ``gain_tol`` nearby, :func:`~elicit.model.refit_checks.local_gain`);
-3. where the engine has ``log_prob`` (cmdstan, pystan), requires the gradients at both points
-   and the *difference* lp(b) - lp(a) to agree with the twin's (the constants differ);
-4. returns the engine's fit if a and b are one point (within ``rtol``) or the twin started
-   at a ends at b; else records both log densities (:attr:`CheckedEngine.records` and a
-   warning) and continues from the higher point (``modes="higher"``, the twin's returned on
-   the engine's scale) or stops (``modes="stop"``).
-
-Any other disagreement is an :class:`~elicit.errors.EngineError` saying where and by how much.
+"""``--check-engine``: every fit of a Stan engine checked against its numpy twin; the four
+steps of :meth:`CheckedEngine._fit` are docs/stan.md's ("Checking an engine against the numpy
+twin"). Any disagreement is an :class:`~elicit.errors.EngineError` saying where and how much.
 """
 
 from __future__ import annotations
@@ -46,8 +32,7 @@ MODES = ("higher", "stop")
 
 @dataclass(frozen=True)
 class ModeRecord:
-    """Two engines' different stationary points of one fit: its answers, the log density
-    (the twin's formula) at each point, and whose point was kept (``"engine"``, ``"twin"``)."""
+    """Two engines' different stationary points of one fit, and whose point was kept."""
 
     n_answers: int
     lp_engine: float
@@ -63,42 +48,35 @@ def _scale(b: np.ndarray, data: ModelData) -> np.ndarray:
 
 
 def same_point(a: np.ndarray, b: np.ndarray, data: ModelData, rtol: float = 1e-3) -> bool:
-    """Whether ``a`` and ``b`` are one point: each parameter within ``rtol`` relative to
-    max(1, |b|), xi relative to its prior mean m."""
+    """Whether each parameter is within ``rtol`` relative to max(1, |b|) (xi: to m)."""
     return bool(np.all(np.abs(a - b) <= rtol * _scale(b, data)))
 
 
 class CheckedEngine(Engine):
-    """Fit with ``engine``; check each fit against ``twin`` (default: the numpy engine).
+    """Fit with ``engine``; check each fit against its numpy twin (of the same variant).
 
     Parameters
     ----------
     engine
         The engine in use (its results are returned).
-    twin
-        The reference; default the numpy engine of the same variant.
     modes
         At different stationary points: ``"higher"`` continues from the higher one,
         ``"stop"`` raises :class:`~elicit.errors.EngineError`.
-    rtol
-        Tolerance of :func:`same_point`.
-    gain_tol
-        A point is stationary when the twin's density rises by at most this much near it.
-        CmdStan's L-BFGS stops on looser tolerances: 0.011 below a maximum on an Amazon-size
-        problem with 20 answers.
     """
 
-    def __init__(self, engine: Engine, twin: Engine | None = None, modes: str = "higher",
-                 rtol: float = 1e-3, gain_tol: float = 0.05) -> None:
+    #: the tolerance of :func:`same_point`
+    rtol = 1e-3
+    #: a point is stationary when the twin's density rises by at most this much near it
+    #: (CmdStan's L-BFGS stops 0.011 below a maximum on an Amazon-size problem)
+    gain_tol = 0.05
+
+    def __init__(self, engine: Engine, modes: str = "higher") -> None:
+        from elicit.engines.numpy_engine import NumpyEngine
+
         if modes not in MODES:
             raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
-        if twin is None:
-            from elicit.engines.numpy_engine import NumpyEngine
-
-            twin = NumpyEngine(engine.variant)
         super().__init__(engine.variant)
-        self.engine, self.twin, self.modes = engine, twin, modes
-        self.rtol, self.gain_tol = float(rtol), float(gain_tol)
+        self.engine, self.twin, self.modes = engine, NumpyEngine(engine.variant), modes
         self.name = engine.name
         self.uses_hessian = engine.uses_hessian
         self.checks = 0
@@ -117,7 +95,7 @@ class CheckedEngine(Engine):
         name, n = self.engine.name, len(data.f)
         a, b = theta_of(res, data), theta_of(ref, data)
 
-        # 2. both points stationary for the twin's density
+        # the steps of docs/stan.md: 2. both points stationary for the twin's density
         la, _, gain_a = local_gain(a, data)
         lb, _, gain_b = local_gain(b, data)
         for who, gain, lp in ((f"{name}'s MAP", gain_a, la), ("the numpy twin's MAP", gain_b, lb)):
@@ -162,8 +140,7 @@ class CheckedEngine(Engine):
                                f"by {lb - la:.3g} (--check-engine)", warm_hessian=None)
 
     def _same_density(self, data: ModelData, a: np.ndarray, b: np.ndarray) -> None:
-        """The engine's program and the twin must agree at a and b: the gradients at each,
-        and the difference of the log densities."""
+        """The gradients at a and b, and lp(b) - lp(a), must agree with the twin's."""
         from elicit.model.density import log_density
 
         name, n = self.engine.name, len(data.f)

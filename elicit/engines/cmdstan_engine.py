@@ -60,12 +60,8 @@ _IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_f
 
 
 class _QuietFits(logging.Filter):
-    """Drop cmdstanpy's INFO and DEBUG records (two "Chain [1] ... processing" lines per
-    fit) while the engine runs a fit; warnings and errors pass.
-
-    A filter rather than a level: cmdstanpy's ``get_logger()`` resets the level the first
-    time it runs, but leaves filters alone.
-    """
+    """Drop cmdstanpy's INFO and DEBUG records during a fit. A filter, not a level:
+    cmdstanpy's ``get_logger()`` resets the level the first time it runs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.WARNING or not _IN_FIT.get()
@@ -91,8 +87,7 @@ def _quiet_fit() -> Iterator[None]:
 
 
 def installation_id() -> str:
-    """The CmdStan installation cmdstanpy uses: its resolved path and version (a compiled
-    program links to its installation's TBB by absolute path)."""
+    """The installation's path and version (a program links to its TBB by absolute path)."""
     import cmdstanpy
 
     path = os.path.realpath(cmdstanpy.cmdstan_path())
@@ -101,8 +96,7 @@ def installation_id() -> str:
 
 
 def cached_program(src: Path, code: str) -> Path:
-    """The copy of the program ``code`` (read from ``src``) compiled for this installation,
-    in ``~/.cache/elicit/stan/``, named by a hash of the text and :func:`installation_id`."""
+    """The copy of ``code`` in ``~/.cache/elicit/stan/`` for this installation."""
     digest = hashlib.sha256(f"{code}\0{installation_id()}".encode()).hexdigest()[:12]
     target = user_cache("stan") / f"{src.stem}_{digest}.stan"
     if not target.exists():
@@ -119,10 +113,8 @@ COMPILE_LOCK = "cmdstan-compile.lock"
 
 @contextlib.contextmanager
 def compile_lock() -> Iterator[None]:
-    """Hold the machine-wide CmdStan compile lock (every program: two compiles into a fresh
-    installation share its precompiled header); a process that has to wait says so.
-    cmdstanpy's up-to-date check runs under it too: a second process waits, then finds the
-    executable built instead of rebuilding it."""
+    """Hold the machine-wide CmdStan compile lock (compiles into a fresh installation share
+    its precompiled header); a process that has to wait says so."""
     def waiting(path: Path) -> None:
         logger.warning("waiting for a CmdStan compile in another process to finish "
                        "(lock %s)", path)
@@ -137,8 +129,8 @@ _NOISE = re.compile(r"Stan can't start|Initialization (between|failed)|Try speci
 
 
 def console_summary(text: str) -> str:
-    """The informative line of a failed CmdStan run's console output: the program's own
-    exception, else the first lines after CmdStan's argument listing."""
+    """The informative line of a failed run's output: the program's exception, else the
+    first lines after CmdStan's argument listing."""
     _, _, out = text.partition("console log output:")
     lines = [ln.strip() for ln in (out or text).splitlines()]
     # the argument listing ends with "num_threads = ..." (CmdStan >= 2.28)
@@ -173,12 +165,8 @@ class CmdStanEngine(StanProgramEngine):
     seed
         Seed passed to CmdStan (the optimiser is deterministic given the start).
 
-    Notes
-    -----
-    cmdstanpy writes the executable beside the ``.stan`` file, which may sit in a read-only
-    site-packages, so programs are compiled from a copy (:func:`cached_program`), under one
-    lock (:func:`compile_lock`). A failed optimisation is a one-line
-    :class:`~elicit.errors.EngineError` naming the log file of CmdStan's output (``log_file``).
+    Programs are compiled from a copy (:func:`cached_program`): cmdstanpy writes the
+    executable beside the ``.stan`` file, which may sit in a read-only site-packages.
     """
 
     name = "cmdstan"
@@ -210,8 +198,7 @@ class CmdStanEngine(StanProgramEngine):
         return model
 
     def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The program's Jacobian-free log density (the constants of the fits' ``lp__``) and its
-        gradient in theta at ``theta``, through CmdStan's ``log_prob`` (``--check-engine``)."""
+        """The program's Jacobian-free log density and gradient at ``theta`` (--check-engine)."""
         lay = data.layout
         program = self.program(data)
         model = self._compile(program)
@@ -231,7 +218,6 @@ class CmdStanEngine(StanProgramEngine):
 
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
-        """MAP of (gamma, xi[, tau2]) from ``start`` (CmdStan needs no Hessian)."""
         lay = data.layout
         program = self.program(data)
         inits = program.params_to_stan(lay, np.maximum(
@@ -285,7 +271,6 @@ class CmdStanEngine(StanProgramEngine):
 
 
 def _scale(data: ModelData) -> np.ndarray:
-    """The scale of each parameter: 1, but the prior mean m for xi."""
     scale = np.ones(data.layout.size)
     scale[data.layout.index("xi")] = data.m
     return scale

@@ -1,16 +1,6 @@
-"""A Stan program as the engines read it, and the contract a program must honour.
-
-The engines pass a program its data by name (:meth:`~elicit.model.spec.ModelData.to_stan`)
-and read the MAP by parameter name, so a program must declare the data names of its model's
-parts (:func:`~elicit.model.spec.contract_data`) and its parameters
-(:func:`~elicit.model.spec.contract_params`), and nothing elicit does not supply. What a
-program declares is what ``stanc --info`` prints (:func:`read_program`);
-:func:`check_stan_contract` compares it with the contract, naming every missing name in one
-line.
-
-``#include`` lines are resolved from the program's own folder, then from the shipped
-programs' folder, and inlined: PyStan has no include path, and the inlined text is what every
-engine compiles and hashes.
+"""A Stan program as the engines read it (``stanc --info``), and the contract it must honour:
+the data and parameter names of its model (docs/stan.md). ``#include`` lines are inlined, as
+PyStan has no include path; the inlined text is what every engine compiles and hashes.
 """
 
 from __future__ import annotations
@@ -37,8 +27,7 @@ from elicit.model.variants import PAPER, get_model
 
 
 def stan_folder() -> Path:
-    """The folder of the shipped Stan programs: ``elicit/stan/`` installed, the top-level
-    ``stan/`` in a checkout (without ``__init__.py``, which would shadow PyStan's ``stan``)."""
+    """The shipped programs' folder: ``elicit/stan/`` installed, ``stan/`` in a checkout."""
     pkg = Path(__file__).resolve().parents[1]  # the elicit package folder
     for folder in (pkg / "stan", pkg.parent / "stan"):
         if (folder / "elicit.stan").is_file():
@@ -46,8 +35,6 @@ def stan_folder() -> Path:
     raise FileNotFoundError(f"the shipped Stan program is missing from {pkg / 'stan'}; "
                             "reinstall elicit")
 
-
-# -- the compiler --------------------------------------------------------------------------
 
 _NO_STANC = ("reading a Stan program needs the Stan compiler stanc, which comes with PyStan "
              "(pip install 'elicit[pystan]') and with CmdStan; neither was found")
@@ -84,8 +71,7 @@ def find_stanc(engine: str | None = None) -> Path:
 
 
 def _one_line(message: str) -> str:
-    """stanc's error as one line: its first line (where) and its last paragraph (what);
-    the excerpt of the program between them is dropped."""
+    """stanc's error as one line: its first line (where) and its last paragraph (what)."""
     lines = [ln.strip() for ln in message.strip().splitlines()]
     if not lines:
         return "stanc failed without a message"
@@ -95,23 +81,19 @@ def _one_line(message: str) -> str:
     return f"{head}: {what}" if what and what != head else head
 
 
-# -- includes ------------------------------------------------------------------------------
-
 #: an include directive, as stanc accepts it: ``#include file``, ``"file"`` or ``<file>``
 _INCLUDE = re.compile(r'^[ \t]*#include[ \t]+["<]?([^"<>\s]+)[">]?[ \t]*$', re.M)
 
 
 def include_paths(path: Path) -> tuple[Path, ...]:
-    """Where the includes of the program ``path`` are found: its own folder, then the
-    shipped programs' folder."""
+    """Where the includes of ``path`` are found: its own folder, then the shipped one."""
     own = path.resolve().parent
     shipped = stan_folder()
     return (own,) if own == shipped else (own, shipped)
 
 
 def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
-    """The text of the program ``path`` with every ``#include`` line replaced by the
-    (likewise inlined) file it names, found in ``paths``."""
+    """The text of ``path`` with every ``#include`` replaced by the (inlined) file it names."""
 
     def expand(text: str, chain: tuple[Path, ...]) -> str:
         def one(m: re.Match) -> str:
@@ -129,12 +111,9 @@ def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
     return expand(path.read_text(), (path.resolve(),))
 
 
-# -- a program as stanc describes it ---------------------------------------------------------
-
 @dataclass(frozen=True)
 class StanProgramFile:
-    """A Stan program as the engines use it: its file, its text with the includes inlined
-    (what is compiled), and its data and parameter declarations by name, in its order."""
+    """A program: its file, inlined text, and data and parameter declarations in order."""
 
     path: Path
     code: str
@@ -142,8 +121,7 @@ class StanProgramFile:
     params: Mapping[str, Declared]
 
     def stan_data(self, data: dict[str, Any]) -> dict[str, Any]:
-        """``data`` (:meth:`~elicit.model.spec.ModelData.to_stan`) as the program declares it:
-        its names, and a one-entry array as a scalar where it declares a scalar."""
+        """``data`` under the program's names, a one-entry array as a declared scalar."""
         out = {}
         for name, decl in self.data.items():
             value = data[name]
@@ -156,16 +134,13 @@ class StanProgramFile:
         return self.params[name].dims > 0
 
     def params_to_stan(self, lay: ParamLayout, theta: np.ndarray) -> dict[str, Any]:
-        """theta as the program's named parameters: a vector block, or a one-entry block
-        the program declares as an array (the shipped program's ``array[tau_learned] real
-        tau``), as a list."""
+        """theta as the program's named parameters (a vector or array block as a list)."""
         return {b.stan: (theta[lay[b.name]].tolist() if b.vector or self._as_array(b.stan)
                          else float(theta[lay[b.name]][0]))
                 for b in lay.blocks}
 
     def entries(self, lay: ParamLayout) -> list[tuple[str, int | None]]:
-        """The Stan name of each entry of theta, with its index (from 1) in an array or
-        vector, or ``None`` for a scalar: CmdStan's columns ``name[k]`` and ``name``."""
+        """The Stan name of each entry of theta with its index from 1 (None: a scalar)."""
         out: list[tuple[str, int | None]] = []
         for b in lay.blocks:
             if b.vector or self._as_array(b.stan):
@@ -192,21 +167,8 @@ def _info(stanc: str, path: str, paths: tuple[Path, ...], code: str) -> dict:
 
 
 def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile:
-    """Read the Stan program ``path``: its inlined text and, from ``stanc --info``, its
-    declarations.
-
-    Parameters
-    ----------
-    path
-        A ``.stan`` file.
-    stanc
-        The compiler to ask (:func:`find_stanc`; by default whichever is installed).
-
-    Raises
-    ------
-    ElicitError
-        One line, if the file does not exist or stanc refuses it (its message).
-    """
+    """Read the Stan program ``path`` (``stanc``: :func:`find_stanc`'s by default); a
+    one-line ElicitError if the file does not exist or stanc refuses it."""
     path = Path(path)
     if not path.is_file():
         raise ElicitError(f"Stan file {path} does not exist")
@@ -216,8 +178,6 @@ def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile
     return StanProgramFile(path, code, _declarations(info["inputs"]),
                            _declarations(info["parameters"]))
 
-
-# -- the contract ----------------------------------------------------------------------------
 
 def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
     """The program's data that elicit cannot pass it, each with why."""
@@ -245,22 +205,8 @@ def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
 
 def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
                         stanc: Path | None = None) -> StanProgramFile:
-    """Raise :class:`~elicit.errors.ElicitError` unless the program ``path`` honours the
-    contract of ``model`` and tau2 ``variant``; else return it as read.
-
-    Parameters
-    ----------
-    path
-        A ``.stan`` file.
-    variant
-        ``"fixed"`` or ``"learned"``.
-    model
-        The named model (:mod:`elicit.model.variants`), whose parts say which data names the
-        program must declare (:func:`~elicit.model.spec.contract_data`: the prior sd of xi
-        of a model with another threshold prior, the coupled set of the known-coupling
-        models, the relevance model's data, and its parameter ``zeta``).
-    stanc
-        The compiler to ask (:func:`find_stanc`).
+    """The program ``path`` as read, if it honours the contract of ``model`` and tau2
+    ``variant`` (:func:`~elicit.model.spec.contract_data`, ``contract_params``).
 
     Raises
     ------

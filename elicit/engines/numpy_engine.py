@@ -1,6 +1,4 @@
-"""The numpy engine: the analytic density of :mod:`elicit.model.density`, optimised with
-bounds (cold fits by L-BFGS-B, warm refits by the projected Newton of
-:mod:`elicit.model.newton`)."""
+"""The numpy engine: the analytic density of :mod:`elicit.model.density`, optimised with bounds."""
 
 from __future__ import annotations
 
@@ -32,38 +30,27 @@ from elicit.model.theta import lower_bounds, theta_of
 
 
 class NumpyEngine(Engine):
-    """MAP of any model variant (:mod:`elicit.model.variants`) with numpy and scipy: the
-    analytic twin of the shipped Stan programs.
+    """MAP of any model variant with numpy and scipy: the analytic twin of the Stan programs.
 
-    A cold fit runs L-BFGS-B with bounds (gamma, xi >= 0, tau2 > 0). A warm fit from a
-    previous MAP runs projected Newton iterations (:class:`WarmRefit`) from a frozen base
-    Hessian (of the y-likelihood and priors: the caller's, else the previous fit's); each
-    iteration maximises the base part's quadratic expansion plus the feedback terms *exactly*,
-    so after one new answer it converges in one or two evaluations. If Newton stalls it falls
-    back to L-BFGS-B. A warm refit that may have ended in the wrong local maximum is repeated
-    from a cold start and the higher density kept (``cold_start``). The last few warm refits
-    are remembered (:meth:`finish`): the refit after an answer is usually one the query round
-    already made.
+    A cold fit runs L-BFGS-B with bounds. A warm fit runs projected Newton iterations
+    (:class:`WarmRefit`) from a frozen base Hessian (the caller's, else the previous fit's),
+    falling back to L-BFGS-B if Newton stalls. The last few warm refits are remembered
+    (:meth:`finish`): the refit after an answer is usually one the query round already made.
 
     Parameters
     ----------
     variant
-        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
+        ``"fixed"`` or ``"learned"`` tau2.
     stan_file
         Must be None: only the shipped programs are supported.
-    gtol
-        Convergence tolerance on the Newton decrement (log-density units).
-    max_newton
-        Newton iterations before a warm refit falls back to L-BFGS-B.
     local_model
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None: by problem size (the same MAP either way).
     cold_start
-        When a warm refit is checked by a cold fit
-        (:class:`~elicit.model.refit_checks.ColdStartPolicy`); None: never.
+        When a warm refit is checked by a cold fit (``ColdStartPolicy``); None: never.
     score_tol
         The Newton decrement of a query round's hypothetical refits (1e-8: their predictive
-        within ~1e-4 relative of the converged one's); a caller's refit goes on to ``gtol``.
+        within ~1e-4 relative of the converged one's).
 
     Attributes
     ----------
@@ -74,23 +61,23 @@ class NumpyEngine(Engine):
 
     name = "numpy"
     uses_hessian = True
+    #: convergence tolerance on the Newton decrement (log-density units)
+    gtol = 1e-10
+    #: Newton iterations before a warm refit falls back to L-BFGS-B
+    max_newton = 30
 
-    def __init__(self, variant: str = "fixed", stan_file=None, gtol: float = 1e-10,
-                 max_newton: int = 30, local_model: bool | None = None,
+    def __init__(self, variant: str = "fixed", stan_file=None, local_model: bool | None = None,
                  cold_start: ColdStartPolicy | None = DEFAULT_COLD_START,
-                 secant: bool = True, score_tol: float = 1e-8) -> None:
+                 score_tol: float = 1e-8) -> None:
         if stan_file is not None:
             raise ElicitError(
                 f"the numpy engine only runs the shipped Stan programs, not {stan_file}; "
                 "use --engine pystan (PyStan 3, offline) or --engine cmdstan (needs CmdStan) "
                 "to fit a custom .stan file")
         super().__init__(variant)
-        self.gtol = gtol
-        self.score_tol = max(score_tol, gtol)
-        self.max_newton = max_newton
+        self.score_tol = max(score_tol, self.gtol)
         self.local_model = local_model
         self.cold_start = cold_start
-        self.secant = secant
         self.cold_starts: Counter[str] = Counter()
         self._memo = LRUCache(self._memo_size)
 
@@ -122,38 +109,29 @@ class NumpyEngine(Engine):
         return self._lbfgs(theta0, data, lb)
 
     def newton_settings(self, data: ModelData, tol: float | None = None) -> NewtonSettings:
-        """The settings of a warm refit of ``data`` to ``tol`` (default :attr:`gtol`).
-
-        No final step: a hypothetical refit is the last point evaluated, whose marginal is
-        then cached; fit() takes the step the run computed there (WarmRefit.result)."""
+        """The settings of a warm refit of ``data`` to ``tol`` (default :attr:`gtol`); no final
+        step: fit() takes the step the run computed at its last point (WarmRefit.result)."""
         return NewtonSettings(tol=self.gtol if tol is None else tol, max_iter=self.max_newton,
                               final_step=False,
                               local_model=uses_local_model(data, self.local_model),
-                              secant=self.secant)
+                              secant=True)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> WarmRefit:
-        """A hypothetical warm Newton refit from ``theta`` to :attr:`score_tol` that the caller
-        advances (:class:`WarmRefit`)."""
+        """A hypothetical warm refit from ``theta`` to :attr:`score_tol`, for the caller to run."""
         return WarmRefit(self, data, theta, hess_base, tol=self.score_tol)
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
                          marginal: Marginal | None = None) -> NewtonRun:
         """The hypothetical refits of ``data`` with one more answer each (``w_new[c]``
-        answered ``f_new[c]``), warm from ``theta`` with ``hess_base``, as one stack
-        (:func:`~elicit.model.batch.candidate_run`) for the caller to advance.
-
-        Each row takes the iterations its refit alone would take, so a converged row is the
-        refit :meth:`finish` makes (at stacked numpy's rounding); on small problems a stack of
-        a hundred costs a few single refits.
-        """
+        answered ``f_new[c]``) as one stack (:func:`~elicit.model.batch.candidate_run`); each
+        row takes the iterations its refit alone would take."""
         return candidate_run(data, theta, hess_base, w_new, f_new,
                              self.newton_settings(data, self.score_tol), marginal)
 
     def remember_candidate(self, data: ModelData, run: NewtonRun, row: int,
                            theta: np.ndarray, hess_base: np.ndarray) -> None:
-        """Remember row ``row`` of a converged :meth:`refit_candidates` stack (``data``: with
-        the row's answer) as the refit of ``data`` from ``theta``, as :meth:`finish` does."""
+        """Remember converged row ``row`` of a stack as the refit of ``data`` from ``theta``."""
         if run.status[row] != CONVERGED:
             raise ValueError(f"row {row} of the stack did not converge")
         t = run.theta[row]
@@ -165,13 +143,8 @@ class NumpyEngine(Engine):
                        pin=(data.X, data.y, data.U))
 
     def finish(self, run: WarmRefit) -> MAPResult:
-        """The result of a :class:`WarmRefit` run to its end (L-BFGS-B if it fails): a
-        hypothetical refit, at the last point evaluated, not checked for another mode.
-
-        The run is remembered, so the caller's refit after the expert answers one of the
-        finished candidates is returned at once by :meth:`fit`, after the last Newton step
-        (about sqrt(tol) in the parameters) and the :attr:`cold_start` check.
-        """
+        """A hypothetical refit: the run to its end (L-BFGS-B if it fails), unchecked; remembered
+        for :meth:`fit`, which adds the last Newton step and the :attr:`cold_start` check."""
         while run.status == "running":
             run.step()
         if run.status == "converged":
@@ -184,8 +157,7 @@ class NumpyEngine(Engine):
         return entry.hypothetical
 
     def _final(self, entry: _Remembered) -> MAPResult:
-        """A remembered refit as :meth:`fit` returns it: gone on to :attr:`gtol`, after the
-        last Newton step (computed once)."""
+        """A remembered refit gone on to :attr:`gtol`, after the last Newton step (once)."""
         if entry.final is None:
             run = cast(WarmRefit, entry.run)
             run.tighten(self.gtol)
@@ -198,8 +170,7 @@ class NumpyEngine(Engine):
 
     def _check_cold(self, data: ModelData, theta0: np.ndarray, lb: np.ndarray,
                     res: MAPResult, start_value: float, new_loglik: float) -> MAPResult:
-        """``res``, the warm refit from ``theta0``, or the cold fit if the policy asks for one
-        and it ends higher."""
+        """``res`` (the warm refit), or a cold fit if the policy asks for one and it is higher."""
         self.cold_starts["warm"] += 1
         if self.cold_start is None:
             return res
@@ -220,7 +191,6 @@ class NumpyEngine(Engine):
                                      f"{cold.log_density - res.log_density:+.3g} in log "
                                      f"density over the warm refit")
 
-    # -- memo of warm refits -------------------------------------------------------------
     #: a query round remembers the refits of its best candidates, both answers each
     _memo_size = 32
 
@@ -296,8 +266,7 @@ class NumpyEngine(Engine):
 
 @dataclass
 class _Remembered:
-    """A remembered refit: the log density at its start, the hypothetical refit, and the
-    refit a caller gets (:meth:`NumpyEngine._final`) or the run to make it from."""
+    """A remembered refit: start value, hypothetical refit, and the final one or its run."""
 
     start_value: float
     hypothetical: MAPResult
@@ -306,8 +275,7 @@ class _Remembered:
 
 
 def problem_key(data: ModelData) -> tuple:
-    """What a fit of ``data`` is a fit of, but for the answers: the data arrays, the
-    hyperparameters but the threshold's prior mean, and the kernel's mask."""
+    """What a fit of ``data`` is of, but for the answers and the threshold's prior mean."""
     mask = data.kernel_mask
     h = data.hyper
     return (arrays_key(data.X, data.y, data.U), h.variant, h.model, float(h.tau2),
@@ -316,15 +284,8 @@ def problem_key(data: ModelData) -> tuple:
 
 
 class WarmRefit:
-    """A warm refit of one :class:`ModelData` that the caller advances step by step: the
-    projected Newton of :mod:`elicit.model.newton` on a stack of one, with the engine's
-    settings (:meth:`NumpyEngine.newton_settings`).
-
-    The base Hessian starts frozen at the previous MAP and is recomputed once at the current
-    iterate when a step fails or convergence is slow. ``status`` is ``"running"``,
-    ``"converged"`` or ``"failed"`` (the engine then falls back to L-BFGS-B); ``start_value``
-    is the log density at the start.
-    """
+    """A warm refit the caller advances step by step: :mod:`elicit.model.newton` on a stack of
+    one. ``status`` is ``"running"``, ``"converged"`` or ``"failed"``."""
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
                  hess_base: np.ndarray, tol: float | None = None) -> None:
@@ -348,29 +309,20 @@ class WarmRefit:
         return self._run.theta[0]
 
     @property
-    def value(self) -> float:
-        return self._run.value[0]
-
-    @property
     def it(self) -> int:
         return self._run.it
 
-    @property
-    def hess_base(self) -> np.ndarray:
-        return self._run.hess_base[0]
-
-    def step(self) -> str:
-        """One Newton iteration; returns the new status."""
+    def step(self) -> None:
+        """One Newton iteration."""
         self._run.step()
-        return self.status
 
     def tighten(self, tol: float) -> None:
         """Go on to the decrement ``tol`` from where the run stopped."""
         self._run.tighten(tol)
 
     def result(self, final: bool = False) -> MAPResult:
-        """The converged run's point (``final``: after the last Newton step, computed at
-        convergence but not evaluated; the log density is the point's before it)."""
-        theta = self.theta + self._run.final[0] if final else self.theta
-        return self.engine._result(theta, self.value, self.data, True, self.it,
-                                   "Newton (warm start)", warm_hessian=self.hess_base)
+        """The converged run's point (``final``: after the last Newton step, not evaluated)."""
+        run = self._run
+        theta = self.theta + run.final[0] if final else self.theta
+        return self.engine._result(theta, run.value[0], self.data, True, run.it,
+                                   "Newton (warm start)", warm_hessian=run.hess_base[0])

@@ -1,20 +1,10 @@
-"""PyStan's compiled programs, shared by every virtual environment of a user.
+"""PyStan's compiled programs, shared by every virtual environment of a user (docs/stan.md).
 
-httpstan (4.13) keys its build cache by the program text *and the Python executable's path*,
-so every new virtual environment compiles every program again (about 70 s of CPU each). This
-module keeps a copy of each build in ``$XDG_CACHE_HOME/elicit/pystan/<key>/``, keyed by what
-the compiled module depends on (:func:`build_key`: program text, httpstan's version, platform,
-Python version and build, C++ compiler), puts it where httpstan looks before a build
-(:func:`restore`) and keeps a new build after it (:func:`store`).
-
-Why this is sound: the module is the program's C++ linked against httpstan's own objects and
-headers (fixed by its version) for one Python ABI; the interpreter's path only keeps
-environments apart. The module finds TBB through an rpath naming the *building*
-environment, which may be gone, so this environment's copy is loaded first
-(:func:`_preload_httpstan_libraries`) and the loader resolves the dependency by name to it. A
-restored module is imported once to check it; on any failure it is removed and httpstan
-builds as usual. Every change is a rename of a complete folder (atomic), and the callers hold
-the engine's per-program build lock.
+httpstan keys its build cache by the program text *and the Python executable's path*; this
+module keeps each build under :func:`build_key` (what the compiled module depends on) and puts
+it where httpstan looks before a build (:func:`restore`). The module finds TBB through an
+rpath naming the *building* environment, so this environment's copy is loaded first. Every
+change is a rename of a complete folder (atomic), under the engine's per-program build lock.
 """
 
 from __future__ import annotations
@@ -57,8 +47,7 @@ def cache_dir() -> Path:
 
 @functools.cache
 def compiler_id() -> str | None:
-    """The C++ compiler a build would use (setuptools: ``$CXX``, else Python's configured
-    one) and the first line of its ``--version``; None if it cannot be run."""
+    """The C++ compiler a build would use and its ``--version`` line; None if it fails."""
     cxx = os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++"
     try:
         exe = shlex.split(cxx)[0]
@@ -72,8 +61,7 @@ def compiler_id() -> str | None:
 
 
 def build_key(program_code: str) -> str:
-    """The key of a program's build: a hash of everything the compiled module depends on,
-    not of the interpreter's path; a ValueError if the compiler cannot be identified."""
+    """A hash of all a build depends on but the interpreter's path (ValueError: no compiler)."""
     import httpstan
 
     compiler = compiler_id()
@@ -107,19 +95,8 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    # A hard link costs no space (a module is about 75 MB); httpstan never writes into a
-    # built module (it deletes the model's folder before a build), so sharing it is safe.
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-
-
 def _preload_httpstan_libraries() -> None:
-    """Load this environment's copy of the shared libraries httpstan's modules link to
-    (``libtbb.so.2``; on macOS ``*.dylib``), so that a module built by another environment
-    resolves them here rather than through its own rpath."""
+    """Load this environment's ``libtbb.so.2`` (``*.dylib``) before a foreign module's rpath."""
     import httpstan
 
     lib = Path(httpstan.__file__).parent / "lib"
@@ -131,8 +108,7 @@ def _preload_httpstan_libraries() -> None:
 
 @contextmanager
 def _staging(parent: Path, prefix: str) -> Iterator[Path]:
-    """A fresh folder in ``parent`` to fill and rename into place (a folder's rename is
-    atomic: a reader sees the whole entry or none), removed if filling or renaming fails."""
+    """A fresh folder to fill and rename into place; removed if that fails."""
     tmp = parent / f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     try:
@@ -143,9 +119,8 @@ def _staging(parent: Path, prefix: str) -> Iterator[Path]:
 
 
 def restore(program_code: str) -> bool:
-    """Put the cached build of ``program_code`` where httpstan looks for it, if httpstan has
-    none and the cache has one; True if restored (and importable). Never raises for a cache
-    problem."""
+    """Put the cached build where httpstan looks, if it has none; True if restored (and
+    importable). Never raises for a cache problem."""
     try:
         name, target = _httpstan_model_dir(program_code)
         if _module_in(target) is not None:
@@ -158,7 +133,13 @@ def restore(program_code: str) -> bool:
         with _staging(target.parent.parent, "elicit-restore") as tmp:
             # httpstan finds the module by its suffix; the name says whose model it is
             suffix = module.name[module.name.index("."):]
-            _link_or_copy(module, tmp / f"stan_services_model_{name.split('/')[1]}{suffix}")
+            dst = tmp / f"stan_services_model_{name.split('/')[1]}{suffix}"
+            # A hard link costs no space (a module is about 75 MB); httpstan never writes into
+            # a built module (it deletes the model's folder before a build): sharing it is safe.
+            try:
+                os.link(module, dst)
+            except OSError:
+                shutil.copy2(module, dst)
             for log in _LOGS:
                 shutil.copy2(entry / log, tmp / log)
             _remove(target)  # a folder without a module: an interrupted httpstan build
@@ -181,8 +162,7 @@ def restore(program_code: str) -> bool:
 
 
 def store(program_code: str) -> bool:
-    """Keep httpstan's build of ``program_code`` (for this interpreter) in the cache, if the
-    cache has none; True if stored. Never raises for a cache problem."""
+    """Keep httpstan's build in the cache if it has none; True if stored. Never raises."""
     try:
         entry = cache_dir() / build_key(program_code)
         if _module_in(entry) is not None:
@@ -205,9 +185,7 @@ def store(program_code: str) -> bool:
 
 
 def prune(keep: int | None = None) -> list[Path]:
-    """Remove all but the ``keep`` (default :data:`KEEP`) most recently used complete builds
-    (not staging folders) and return them; an entry removed while another process restores
-    from it costs that process a build, not an error. Never raises."""
+    """Remove and return all but the ``keep`` (:data:`KEEP`) most recently used builds."""
     try:
         entries = [p for p in cache_dir().iterdir()
                    if p.is_dir() and len(p.name) == 32 and "." not in p.name]

@@ -1,10 +1,6 @@
-"""The PyStan engine: MAP with scipy's L-BFGS-B on the log density and gradient from Stan.
-
-PyStan 3 has no optimiser, but its models expose Stan's ``log_prob`` and ``grad_log_prob``.
-The engine optimises over the *constrained* parameters with box bounds, so it finds the same
-mode as ``optimize(jacobian=False)`` in CmdStan and as the numpy engine, and it can start at
-(or stay on) the boundary gamma_l = 0 up to a tiny positive floor. An unbounded parameter
-(the relevance model's zeta) is its own unconstrained value.
+"""The PyStan engine: scipy's L-BFGS-B on Stan's ``log_prob`` and ``grad_log_prob`` (PyStan 3
+has no optimiser), over the *constrained* parameters with box bounds: the mode of CmdStan's
+``optimize(jacobian=False)`` and of the numpy engine, which may sit on the boundary gamma = 0.
 """
 
 from __future__ import annotations
@@ -54,8 +50,7 @@ def _sync(fn, *args, **kwargs):
     """Call a PyStan function (each runs ``asyncio.run``) from any context.
 
     ``asyncio.run`` refuses to start inside a running loop (Jupyter), and a worker thread
-    crashes httpstan's models (Stan never initialised its autodiff stack), so the running
-    loop, blocked here anyway, is detached for the call and then restored.
+    crashes httpstan's models, so the running loop is detached for the call.
     """
     outer = asyncio._get_running_loop()
     if outer is None:
@@ -93,9 +88,8 @@ def _without_client_timeout():
 
 
 def build_pystan_model(program_code: str, data: dict, quiet: bool = False) -> Any:
-    """Compile (or fetch from httpstan's cache) a Stan program and bind ``data`` to it;
-    ``quiet`` swallows PyStan's progress messages. Runs in a temporary working directory
-    (``stan.build`` leaves a ``build/`` folder there)."""
+    """Compile (or fetch from the cache) a program and bind ``data``, in a temporary working
+    directory (``stan.build`` leaves a ``build/`` folder); ``quiet``: no progress messages."""
     stan = _require_pystan()
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="elicit-pystan-") as tmp, \
@@ -131,26 +125,22 @@ class PyStanEngine(StanProgramEngine):
         relevance model's ``zeta``, unbounded), besides parameters of size 0.
     max_iter
         Iteration limit of L-BFGS-B.
-    cache_size
-        Number of (program, data) models kept bound (each query round binds a new one).
     """
 
     name = "pystan"
+    #: number of (program, data) models kept bound (each query round binds a new one)
+    cache_size = 8
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None,
-                 max_iter: int = 5000, cache_size: int = 8) -> None:
+                 max_iter: int = 5000) -> None:
         _require_pystan()
         super().__init__(variant, stan_file)
         self.max_iter = max_iter
-        self.cache_size = cache_size
         self._models: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
         self._compiled: set[str] = set()
 
-    # -- model binding -------------------------------------------------------------------
-
     def model(self, data: ModelData) -> tuple[Any, np.ndarray]:
-        """The PyStan model bound to ``data`` and the permutation ``order`` to Stan's: the
-        unconstrained vector is ``log(theta[order])`` (an unbounded entry, zeta, as it is)."""
+        """The model bound to ``data``, and ``order``: Stan's vector is ``log(theta[order])``."""
         program = self.program(data)
         path, code = program.path, program.code
         stan_data = program.stan_data(data.to_stan())
@@ -204,13 +194,10 @@ class PyStanEngine(StanProgramEngine):
                               f"parameters {names}, {kinds} and nothing else")
         return order
 
-    # -- the density ---------------------------------------------------------------------
-
     @staticmethod
     def _log_prob(model: Any, order: np.ndarray, bounded: np.ndarray,
                   x: np.ndarray) -> tuple[float, np.ndarray]:
-        """Stan's Jacobian-free log density at theta = x (``bounded`` entries > 0) and its
-        gradient in x; a RuntimeError where Stan rejects the point."""
+        """Stan's Jacobian-free log density at x and its gradient (RuntimeError: rejected)."""
         xo, b_ord = x[order], bounded[order]
         u = np.where(b_ord, np.log(np.where(b_ord, xo, 1.0)), xo).tolist()
         lp = float(_sync(model.log_prob, u, adjust_transform=False))
@@ -222,8 +209,7 @@ class PyStanEngine(StanProgramEngine):
         return lp, gx
 
     def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The program's Jacobian-free log density (the fits' constants) and its gradient in
-        theta at ``theta`` (``--check-engine``)."""
+        """The program's Jacobian-free log density and gradient at ``theta`` (--check-engine)."""
         model, order = self.model(data)
         try:
             return self._log_prob(model, order, data.layout.bounded(),
@@ -232,11 +218,8 @@ class PyStanEngine(StanProgramEngine):
             raise EngineError(f"PyStan's log_prob failed after {len(data.f)} answers: "
                               f"{exc}") from exc
 
-    # -- fit -------------------------------------------------------------------------------
-
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
-        """MAP of (gamma, xi[, tau2]) from ``start`` (L-BFGS-B needs no Hessian)."""
         model, order = self.model(data)
         theta0 = theta_of(start, data)
         # optimise xi / m: all coordinates of order one

@@ -25,24 +25,19 @@ def get_engine(name: str = "auto", variant: str = "fixed",
         A custom Stan program honouring the contract (``docs/stan.md``; cmdstan, pystan).
     check
         Check every fit against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`):
-        ``True`` or ``"higher"`` continue from the higher point when the engines report
-        different stationary points; ``"stop"`` stops there.
+        ``True`` is ``"higher"``.
     """
     if check and stan_file is not None:  # refused before any build
         raise ElicitError("--check-engine compares every fit with the numpy engine, which runs "
                           "only the shipped Stan programs, not a custom --stan-file")
     modes = "higher" if check is True else check
-    if modes:
-        from elicit.engines.checked import MODES
+    if not modes:
+        return _build(name, variant, stan_file)
+    from elicit.engines.checked import MODES, CheckedEngine
 
-        if modes not in MODES:  # before any build
-            raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
-    engine = _build(name, variant, stan_file)
-    if modes:
-        from elicit.engines.checked import CheckedEngine
-
-        return CheckedEngine(engine, modes=modes)
-    return engine
+    if modes not in MODES:  # before any build
+        raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
+    return CheckedEngine(_build(name, variant, stan_file), modes=modes)
 
 
 def _build(name: str, variant: str, stan_file: str | Path | None) -> Engine:

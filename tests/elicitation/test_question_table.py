@@ -49,7 +49,7 @@ def test_pair_ranks_invert_exactly_at_large_p(p):
 
 def _listed(table: QuestionTable, removed, closed) -> np.ndarray:
     """The open questions by listing every row (what the table avoids)."""
-    rows = table.all_rows()
+    rows = table.rows(np.arange(len(table)))
     ok = np.ones(len(rows), bool)
     ok[np.asarray(removed, dtype=int)] = False
     for s, seg in enumerate(table.segments):
@@ -117,7 +117,7 @@ def test_an_elicitor_over_all_pairs_lists_none_and_asks_the_listed_ones_question
     el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", pool_size=7, refine=1)
     listed = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", pool_size=7, refine=1,
                       candidates=all_pairs(a.X.shape[1]))
-    assert isinstance(el.table.segments[0], PairSegment) and el.table.segments[0].all_pairs
+    assert isinstance(el.table.segments[0], PairSegment) and el.table.segments[0].candidates is None
     for strategy, seed in (("sequential", 1), ("random", 2), ("sequential", 3)):
         q1 = el.next_query(strategy, np.random.default_rng(seed))
         q2 = listed.next_query(strategy, np.random.default_rng(seed))

@@ -1,14 +1,6 @@
-"""The kinds of question an elicitation can ask, as registered objects.
-
-``pairs`` (the paper's): do features i and j affect the outcome in the same way? (similar /
-dissimilar); ``relevance``: does feature k affect the outcome? (relevant / irrelevant; a model
-with relevance classes); ``direction``: when feature k is present, does the outcome go up or
-down? (raises / lowers; a model with a direction mean). "Don't know" answers any of them.
-
-``questions=`` names the kinds asked: ``"pairs"`` (:data:`PAPER_QUESTIONS`, the default),
-``"pairs,relevance"``, ``"all"``, or ``"both"`` (pairs and relevance, as older records wrote
-it). A new kind is one module that subclasses :class:`QuestionKind` and registers an
-instance (``docs/extending.md``).
+"""The kinds of question an elicitation can ask (``pairs``, ``relevance``, ``direction``), as
+registered objects; ``questions=`` names them (``"pairs,relevance"``, ``"all"``, ``"both"``).
+A new kind is one module that registers a :class:`QuestionKind` (``docs/extending.md``).
 """
 
 from elicit.elicitation.kinds.asked import (

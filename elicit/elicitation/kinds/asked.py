@@ -1,6 +1,4 @@
-"""What an elicitation asks: ``questions=`` read into registered kinds (:func:`parse_questions`,
-:func:`spell_questions`), and the kind of a question given as ``(i, j)`` (:func:`kind_for`).
-"""
+"""What an elicitation asks: ``questions=`` read into registered kinds, and a question's kind."""
 
 from __future__ import annotations
 
@@ -14,11 +12,8 @@ from elicit.errors import ElicitError
 def kind_for(i: int, j: int | None, answer: object = None,
              among: Iterable[str | QuestionKind] | None = None,
              kind: str | QuestionKind | None = None) -> QuestionKind:
-    """The kind of the question ``(i, j)`` (``j`` None or -1: about one feature) among
-    ``among`` (default: every registered kind): ``kind`` if given (checked), else the one of
-    that arity that ``answer`` answers, else the only one of that arity; else a one-line
-    ElicitError.
-    """
+    """The kind of the question ``(i, j)`` among ``among`` (default: all): ``kind`` if given,
+    else the one of that arity that ``answer`` answers, else the only one of that arity."""
     arity = 1 if j is None or int(j) < 0 else 2
     shown = f"({i}, None)" if arity == 1 else f"({i}, {j})"
     names = list(KINDS) if among is None else [get_kind(k).name for k in among]
@@ -48,15 +43,10 @@ def kind_for(i: int, j: int | None, answer: object = None,
 
 
 def parse_questions(questions: object) -> tuple[str, ...]:
-    """The kinds an elicitation asks, as registered names in registration order.
-
-    ``questions`` is a kind's name, a comma-separated list (``"pairs,relevance"``), ``"all"``,
-    a group name (``"both"``), or a list of names or :class:`QuestionKind` objects. An
-    unknown kind, a kind named twice, or none is a one-line ElicitError.
-    """
-    if isinstance(questions, (str, QuestionKind)):
-        items: list[Any] = [questions] if isinstance(questions, QuestionKind) else \
-            [s.strip() for s in questions.split(",") if s.strip()]
+    """The kinds ``questions`` names (``"pairs,relevance"``, ``"all"``, ``"both"``, or a list
+    of names or kinds), in registration order; a one-line ElicitError if none or unknown."""
+    if isinstance(questions, str):
+        items: list[Any] = [s.strip() for s in questions.split(",") if s.strip()]
     elif isinstance(questions, Iterable):
         items = list(questions)
     else:
@@ -88,8 +78,7 @@ def parse_questions(questions: object) -> tuple[str, ...]:
 
 
 def spell_questions(questions: object) -> str:
-    """The kinds of ``questions`` as one string, as sweep folders record it: a group's name
-    where one stands for exactly them (``"both"``), else the names joined by commas."""
+    """The kinds of ``questions`` as sweep folders record them: a group's name, or a list."""
     names = parse_questions(questions)
     for group, members in groups().items():
         if members == names:

@@ -1,11 +1,6 @@
 """A kind of question (:class:`QuestionKind`), its answers (:class:`Answer`), and their
-registries.
-
-A kind says how its questions are written and held, its answers, which method of a simulated
-expert answers it, how its answers enter the model's data, which utilities score it, which
-models can take it, and how the front ends show it. Code outside a kind's own module never
-names a kind. Answers and kinds name each other, so both live here; importing the package
-registers every shipped kind and answer.
+registries. Code outside a kind's own module never names a kind; answers and kinds name each
+other, so both live here.
 """
 
 from __future__ import annotations
@@ -56,12 +51,9 @@ class _AnswerType(type):
 
 
 class Answer(str, metaclass=_AnswerType):
-    """An answer: a word defined by a kind of question (:meth:`define`), or "don't know"
-    (:data:`DONT_KNOW`), which answers every kind. ``Answer.SIMILAR == "similar"``.
-
-    Its ``kind`` is the name of the kind it answers, ``outcome`` what it tells the model (1 or
-    0), both None for don't know; ``label`` and ``key`` are how the front ends show it.
-    """
+    """An answer: a word a kind defines (:meth:`define`), or "don't know", which answers every
+    kind. ``Answer.SIMILAR == "similar"``; ``kind`` and ``outcome`` (1 or 0) are None for don't
+    know; ``label`` and ``key`` are how the front ends show it."""
 
     kind: str | None
     outcome: int | None
@@ -79,8 +71,7 @@ class Answer(str, metaclass=_AnswerType):
     @classmethod
     def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
                aliases: Sequence[str] = ()) -> Answer:
-        """Define the answer ``word`` of the kind named ``kind`` (once, in the kind's module);
-        a word or alias already taken is an ElicitError."""
+        """Define the answer ``word`` of the kind named ``kind``; a word taken is an error."""
         if not isinstance(word, str) or _key(word) != word or not word:
             raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
         if key in RESERVED_KEYS or len(key) != 1:
@@ -136,17 +127,8 @@ class Answer(str, metaclass=_AnswerType):
     def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
               ) -> Answer:
         """Accept an answer, its word, an alias (``s``, ``same``, ``?``, ...) or 1/0 (the
-        outcomes of ``kind``'s answers, else of the first registered kind's); reject anything
-        else in one line.
-
-        Parameters
-        ----------
-        value
-            The answer.
-        kind
-            The kind of the question answered (a name, an older name, or the object): an
-            answer to another kind is an error. None accepts every answer.
-        """
+        outcomes of ``kind``'s answers, else of the first kind's); reject anything else, or an
+        answer to another ``kind`` than the one given, in one line."""
         k = None if kind is None else get_kind(kind)
         ans: Answer | None = None
         if isinstance(value, Answer):
@@ -171,8 +153,7 @@ def _quoted(names: Sequence[str]) -> str:
 
 
 def words(kind: QuestionKind | Sequence[QuestionKind] | None = None) -> str:
-    """The answers of ``kind`` (several kinds; every kind for None) and don't know, for
-    messages: ``'similar', 'dissimilar' or 'dont_know'``."""
+    """The answers of ``kind`` (several; None: all) and don't know, for messages."""
     kinds = (list(KINDS.values()) if kind is None
              else [kind] if not isinstance(kind, Sequence) else list(kind))
     return _quoted([a.value for k in kinds for a in k.answers] + [DONT_KNOW.value])
@@ -182,15 +163,13 @@ def words(kind: QuestionKind | Sequence[QuestionKind] | None = None) -> str:
 DONT_KNOW = Answer.define("dont_know", None, None, "Don't know", "?",
                           aliases=("do_not_know", "unknown"))
 
-#: how a round's pool takes a kind's open questions: ``"sample"`` draws ``pool_size`` of them
-#: (the paper's pool of pairs), ``"all"`` takes every one
+#: how a round's pool takes a kind's open questions: ``pool_size`` of them, or all
 POOLS = ("sample", "all")
 
 
 @dataclass(frozen=True, eq=False)
 class QuestionKind(ABC):
-    """A registered kind of question. Subclass it, define the answers (:meth:`Answer.define`)
-    and register an instance (:func:`register_kind`); ``docs/extending.md`` has an example.
+    """A registered kind of question (``docs/extending.md`` has an example).
 
     Attributes
     ----------
@@ -207,27 +186,21 @@ class QuestionKind(ABC):
         affect the outcome in the same way?"``.
     text
         The question as the expert reads it: a format string of the feature names (``{0}``,
-        ``{1}``) and ``{target}``, the session's description of the outcome.
-    utilities
-        ``(mode, target) -> registered utility`` for ``utility="fast" | "exact"`` and each
-        target (:class:`~elicit.elicitation.utility.UtilityArgs`).
-    aliases
-        Names the kind had in older records (sweep parts wrote ``"pair"``).
-    noun, plural
-        How the front ends count its questions when it is asked alone (``"pair"``), and
-        how a summary counts them (``"45 pairs"``).
-    comment_example
-        The terminal's example of an answer with a comment (``"s both praise it"``).
+        ``{1}``) and ``{target}``.
+    utilities, aliases
+        ``(mode, target) -> registered utility``; names the kind had in older records.
+    noun, plural, comment_example
+        How the front ends count its questions alone (``"pair"``) and in a summary, and the
+        terminal's example of an answer with a comment.
     pool
         :data:`POOLS`.
     order
-        Kinds are scored in increasing order within a round; a kind scored later may skip
-        refining the questions that cannot beat the best exact gain of the earlier ones.
+        Kinds are scored in increasing order within a round; a later kind may skip refining
+        the questions that cannot beat the best exact gain of the earlier ones.
     model
         The model used when this kind is asked and no model is named (None: the paper's).
     resets_hessian
-        Whether an answer changes the likelihood of y, so that a refit cannot start from the
-        base Hessian of the start.
+        Whether an answer changes the likelihood of y (the old base Hessian does not apply).
     closes_others
         Whether its answers can close the other kinds' questions (:meth:`closes`): then the
         count of questions answered does not say when an expert is done.
@@ -283,22 +256,18 @@ class QuestionKind(ABC):
 
     @abstractmethod
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        """The questions of this kind for ``p`` features; ``candidates``: the pairs the caller
-        allows (None: every pair)."""
+        """The questions of this kind for ``p`` features (``candidates``: the pairs allowed)."""
 
     def closes(self, data: ModelData) -> np.ndarray | None:
-        """A mask of the features about which the other kinds ask nothing more after this
-        kind's answers in ``data`` (None: none)."""
+        """A mask of the features this kind's answers closed to the other kinds (None: none)."""
         return None
 
     def model_with(self, model: str | None) -> str | None:
-        """The model when none is named, given the one the kinds before it need (``model``;
-        None: any)."""
+        """The model when none is named, given the one the kinds before it need."""
         return model if model is not None else self.model
 
     def model_refusal(self, model: str) -> str | None:
-        """Why the model named ``model`` cannot take these questions, completing "asks
-        <label>, which ..." (None: it can)."""
+        """Why ``model`` cannot take these questions ("asks <label>, which ..."; None: it can)."""
         return None
 
     def resets(self, model: str) -> bool:
@@ -306,15 +275,13 @@ class QuestionKind(ABC):
         return self.resets_hessian
 
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
-        """``data`` with one more answer to the question ``row``; by default :meth:`enter` of
-        that answer alone (right when an answer sets one value per feature)."""
+        """``data`` with one more answer to the question ``row``."""
         return self.enter(data, [row], [answer])
 
     @abstractmethod
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
-        """``data`` (without answers of this kind) with all of them, in answer order, of every
-        expert (a question may repeat)."""
+        """``data`` (without answers of this kind) with all of them, of every expert."""
 
     def ask(self, expert: Any, query: Query) -> Answer:
         """The simulated ``expert``'s answer to ``query``, checked to answer this kind."""
@@ -334,8 +301,7 @@ class QuestionKind(ABC):
     @abstractmethod
     def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
               reach: float) -> Scores:
-        """The expected gains of the questions ``rows`` under ``utility``; ``reach`` is the
-        best exact gain among the kinds scored before (-inf: none)."""
+        """The expected gains of ``rows``; ``reach``: the best exact gain of the kinds before."""
 
     @abstractmethod
     def answer_probability(self, round: ScoringRound, rows: np.ndarray) -> np.ndarray:
@@ -353,9 +319,7 @@ _NAMES: dict[str, str] = {}
 
 def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
            value: Callable[[Answer], int], disagree: int | None) -> np.ndarray:
-    """A copy of ``values`` (one per feature) where each feature asked about in ``rows`` has
-    the ``value`` its answers agree on, else ``disagree`` (several experts; None: the entry
-    of ``values``, whatever the other kinds' answers made it)."""
+    """``values`` where the answers about a feature agree on its ``value``, else ``disagree``."""
     votes: dict[int, set[int]] = {}
     for (k, _), a in zip(rows, answers):
         votes.setdefault(int(k), set()).add(value(a))
@@ -369,8 +333,7 @@ def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequenc
 
 
 def register_kind(kind: K) -> K:
-    """Register ``kind`` under its name and return it; an ElicitError if it is not a
-    :class:`QuestionKind` or its name or an alias is empty or taken."""
+    """Register ``kind`` under its name and return it; an ElicitError if a name is taken."""
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
@@ -403,8 +366,7 @@ def register_group(name: str, kinds: Sequence[str]) -> None:
 
 
 def get_kind(kind: str | QuestionKind) -> QuestionKind:
-    """The registered kind called ``kind`` (or an older name of it), or the kind itself; an
-    unknown name is a one-line ElicitError."""
+    """The registered kind called ``kind`` (or an older name), or the kind itself."""
     if isinstance(kind, QuestionKind):
         return kind
     if isinstance(kind, str) and kind in _NAMES:

@@ -1,33 +1,18 @@
 """Direction questions: "when feature k is present, does the outcome go up or down?"
+(docs/models.md, "Direction answers"). An answer sets ``s_k`` = +1 or -1 in the prior mean
+``delta s`` of beta; a simulated expert answers ``weight_sign(k)`` (0: don't know).
 
-Answered raises or lowers (or don't know). A question is a feature ``k``, written
-``(k, None)``, one per feature. A simulated expert answers from the sign of its weight of k
-(``weight_sign(k)``: +1, -1, or 0 for "don't know"; the Lasso expert's coefficient on real
-data, beta on synthetic problems). Asked of a model with a direction mean
-(:mod:`elicit.model.direction`): an answer sets ``s_k`` = +1 or -1 in the prior mean
-``delta s`` of beta (``ModelData.direction``), which changes the likelihood of y, so a refit
-after it cannot start from the base Hessian of the start. ``questions="all"`` with the
-relevance questions takes the relevance-direction model.
-
-**The utility** is the shipped kinds' (:mod:`elicit.elicitation.features`): the expected KL
-of the Gaussian predictive at the training inputs,
+The utility is the expected KL of the predictive,
 
     u_k = r_k (q_k KL(N_raises || N_0) + (1 - q_k) KL(N_lowers || N_0)),
 
-with ``q_k = P(beta_k > 0)`` under the posterior at the MAP (normal, with the Student-t's
-mean and variance) and ``r_k`` the chance that the expert can answer: 1 without relevance
-classes, else that of a pair's feature (1 relevant, 0 irrelevant, p(relevant) unjudged). A
-"don't know" teaches nothing.
-
-**The delta-line screen** (:meth:`DirectionScorer.screen`) holds gamma, tau2 and zeta at the
-MAP, so that S is the round's, and refits delta alone for each candidate and answer: with
+``q_k = P(beta_k > 0)`` at the MAP and ``r_k`` the chance that the expert can answer (as a
+pair's feature). The delta-line screen holds S at the round's and refits delta alone: with
 ``m' = X s'`` the log density in delta is ``-a* log(b_sigma + (c0 - 2 delta c1 + delta^2 c2)
 / 2) - delta^2 / (2 sd^2)``, ``c0 = y' S^-1 y``, ``c1 = m'' S^-1 y``, ``c2 = m'' S^-1 m'``,
-for every candidate at once from ``S^-1 X`` (a few Newton steps from the GLS estimate
-``c1 / c2``). delta must move: before the first answer its MAP is 0, where no answer moves
-the predictive. The ``fast`` utility re-scores the best by refits (:meth:`DirectionScorer.
-exact_one`) until the winner is certain or cannot beat ``reach`` (the best exact gain of the
-kinds scored before), at most ``refine``; ``exact`` refits every candidate.
+for every candidate at once (a few Newton steps from ``c1 / c2``). delta must move: before
+the first answer its MAP is 0, where no answer moves the predictive. ``fast`` re-scores the
+best by refits until the winner is certain or cannot beat ``reach``; ``exact`` refits all.
 """
 
 from __future__ import annotations
@@ -65,12 +50,8 @@ RAISES = Answer.define("raises", NAME, 1, "Raises", "^", aliases=("raise",))
 LOWERS = Answer.define("lowers", NAME, 0, "Lowers", "v", aliases=("lower",))
 
 
-def _sign(answer: Answer) -> int:
-    return 1 if answer.outcome == 1 else -1
-
-
 class DirectionScorer:
-    """One round's direction-question pieces, beside the round's scorer (module docstring)."""
+    """One round's direction-question pieces, beside the round's scorer."""
 
     #: how much the delta-line screen may underestimate a gain, for stopping the refinement
     #: early (the exact gain was within -4%/+3% of it on Amazon and Yelp)
@@ -158,7 +139,7 @@ class DirectionScorer:
 
 
 def _pieces(round_: ScoringRound) -> DirectionScorer:
-    """The round's one DirectionScorer, shared by the scores and the answer probabilities."""
+    """The round's one DirectionScorer."""
     if "_direction" not in round_.__dict__:
         round_.__dict__["_direction"] = DirectionScorer(round_)
     return round_.__dict__["_direction"]
@@ -174,7 +155,6 @@ class DirectionUtility(Utility):
 
     def score(self, round_: ScoringRound, features: np.ndarray, refine: int = 10,
               reach: float = -np.inf) -> Scores:
-        """Expected gains of asking about ``features`` (the module docstring)."""
         sc = _pieces(round_)
         k = np.asarray(features, dtype=int)
         u = sc.screen(k)
@@ -199,7 +179,7 @@ register_utility(DirectionUtility("direction-exact", "predictive", _NOTE, every=
 
 @dataclass(frozen=True, eq=False)
 class DirectionKind(QuestionKind):
-    """Questions about the direction of one feature's effect (see the module docstring)."""
+    """Questions about the direction of one feature's effect."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
         return FeatureSegment(self, p)
@@ -223,7 +203,7 @@ class DirectionKind(QuestionKind):
         if not rows:
             return data
         return data.with_direction(agreed(cast(np.ndarray, data.direction), rows, answers,
-                                          _sign, 0))
+                                          lambda a: 1 if a.outcome == 1 else -1, 0))
 
     def ask(self, expert: Any, query: Query) -> Answer:
         got = self._method_of(expert)(*query.features)

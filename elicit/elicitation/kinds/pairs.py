@@ -1,10 +1,6 @@
 """Pair questions, the paper's: "do features i and j affect the outcome in the same way?"
 
-A question is a pair ``(i, j)``, ``i < j``; an answer is a Bernoulli observation of the
-feedback link at ``xi - gamma . w_ij`` (``ModelData.pairs`` and ``f``, 1 = similar). In a model
-with relevance classes a pair's gain is weighted by the chance that both features matter
-(:mod:`elicit.elicitation.features`), and an answer makes both features relevant where no
-feature answer judged them (:meth:`PairKind.judged`), which changes the likelihood of y.
+An answer is a Bernoulli observation of the feedback link at ``xi - gamma . w_ij``.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ DISSIMILAR = Answer.define("dissimilar", NAME, 0, "Dissimilar", "d", aliases=("d
 
 @dataclass(frozen=True, eq=False)
 class PairKind(QuestionKind):
-    """Questions about pairs of features (see the module docstring)."""
+    """Questions about pairs of features."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
         return PairSegment(self, p, candidates)

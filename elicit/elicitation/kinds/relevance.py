@@ -1,20 +1,9 @@
 """Feature questions: "does feature k affect the outcome?"
 
-Asked of a model with relevance classes, one question per feature, ``(k, None)``. An answer sets
-the feature's relevance class (``ModelData.relevance``: 1 relevant, 0 irrelevant), which changes
-the prior variance of its weight and so the likelihood of y. A feature called irrelevant closes
-the other kinds' questions about it.
-
-Several experts (:meth:`RelevanceKind.enter`): a feature takes the class its experts' answers
-agree on; where they disagree, their answers judge nothing and the feature keeps the class the
-other kinds' answers give it (relevant where another kind's answer says it matters, else not
-judged). An answer here that is not disputed stands over the other kinds' judgement, in
-either order: an expert who calls feature j irrelevant and answers another question about j
-before or after leaves j irrelevant. Answered one at a time
-(:meth:`~elicit.elicitation.elicitor.Elicitor.answer`) or replayed at once
-(:meth:`~elicit.elicitation.elicitor.Elicitor.set_answers`), in whichever order the kinds are
-entered, one expert's answers give the same classes. Scored by a
-:class:`~elicit.elicitation.gains.FeatureUtility` (:mod:`elicit.elicitation.features`).
+An answer sets the feature's relevance class (``ModelData.relevance``: 1 relevant, 0
+irrelevant); a feature called irrelevant closes the other kinds' questions about it. An
+answer that is not disputed stands over the other kinds' judgement, in either order, so
+answers given one at a time or replayed at once give the same classes.
 """
 
 from __future__ import annotations
@@ -45,7 +34,7 @@ IRRELEVANT = Answer.define("irrelevant", NAME, 0, "Irrelevant", "i",
 
 @dataclass(frozen=True, eq=False)
 class RelevanceKind(QuestionKind):
-    """Questions about one feature's relevance (see the module docstring)."""
+    """Questions about one feature's relevance."""
 
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
         return FeatureSegment(self, p)
@@ -63,9 +52,7 @@ class RelevanceKind(QuestionKind):
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
-        """``data`` with the classes the answers agree on; a feature the experts disagree
-        about keeps its class in ``data`` (what the other kinds' answers made it), so that
-        the kinds may be entered in either order (the module docstring)."""
+        """``data`` with the classes the answers agree on (where not: as ``data`` has it)."""
         if not rows:
             return data
         return data.with_relevance(agreed(cast(np.ndarray, data.relevance), rows, answers,
