@@ -232,6 +232,9 @@ def test_serve_command_in_a_real_process(path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and "stopped; 0 answers are saved" in out
+    # Bug (review, 2026-11-29): the parting line came out as a literal "\\nstopped; ..."
+    # because the newline that separates it was escaped with the rest of the text.
+    assert "\\n" not in out and "\nstopped; 0 answers are saved" in out, out
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import io
 import os
@@ -13,8 +12,8 @@ import threading
 import time
 
 from elicit.errors import ElicitError
-from elicit.internal.text import printable
 from elicit.session.session import Session, SessionReplaced
+from elicit.session.terminal import _say as say
 from elicit.session.terminal import stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
@@ -165,9 +164,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _say(text: str, err: bool = False) -> None:
-    """Print a line, ignoring a terminal that has gone away (SIGHUP)."""
-    with contextlib.suppress(OSError, ValueError):
-        print(printable(text), file=sys.stderr if err else sys.stdout, flush=True)
+    """Print as the terminal does (leading newlines kept, the rest escaped; SIGHUP ignored)."""
+    say(sys.stderr if err else sys.stdout, text)
 
 
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
