@@ -28,7 +28,7 @@ from elicit.model.covariance import (
     ScaledCovariance,
     has_scales,
 )
-from elicit.model.direction import check_direction, delta_prior_sd
+from elicit.model.direction import LOWERS, RAISES, UNJUDGED, delta_prior_sd
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
@@ -203,31 +203,29 @@ class ModelData:
             W = self.__dict__["_W_f"] = pair_weights(self.U, self.pairs)
         return W
 
-    def with_feedback(self, pairs: np.ndarray, f: np.ndarray) -> ModelData:
-        """A copy with other answers (the regression data is shared, not copied)."""
+    def _copy(self, stale: str, **changes) -> ModelData:
+        """A copy with ``changes``, without the cached ``stale`` (the rest shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
-        new.pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
-        new.f = np.asarray(f, dtype=int).reshape(-1)
-        new.__dict__.pop("_W_f", None)
+        new.__dict__.pop(stale, None)
+        new.__dict__.update(changes)
+        return new
+
+    def with_feedback(self, pairs: np.ndarray, f: np.ndarray) -> ModelData:
+        """A copy with other answers (the regression data is shared, not copied)."""
+        new = self._copy("_W_f", pairs=np.asarray(pairs, dtype=int).reshape(-1, 2),
+                         f=np.asarray(f, dtype=int).reshape(-1))
         if len(new.pairs) != len(new.f):
             raise ElicitError(f"{len(new.pairs)} pairs but {len(new.f)} answers")
         return new
 
     def with_relevance(self, classes: np.ndarray) -> ModelData:
         """A copy with other relevance classes (the rest shared, not copied)."""
-        new = object.__new__(ModelData)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.pop("relevance_signal", None)
-        new.relevance = check_relevance(classes, self.p)
-        return new
+        return self._copy("relevance_signal", relevance=check_relevance(classes, self.p))
 
     def with_direction(self, answers: np.ndarray) -> ModelData:
         """A copy with other direction answers (the rest shared, not copied)."""
-        new = object.__new__(ModelData)
-        new.__dict__.update(self.__dict__)
-        new.direction = check_direction(answers, self.p)
-        return new
+        return self._copy("", direction=check_direction(answers, self.p))
 
     def answers_key(self) -> tuple[bytes, bytes]:
         """The relevance classes and direction signs the model reads, as bytes (empty if none)."""
@@ -271,21 +269,29 @@ class ModelData:
         return out
 
 
+def _per_feature(values, p: int, allowed: tuple[int, ...], dtype: type, what: str) -> np.ndarray:
+    """``values`` as a read-only ``dtype`` array of one entry per feature, each in ``allowed``
+    (``None``: all ``allowed[-1]``), or a one-line error ``what`` ({p}: the number of features)."""
+    a = np.full(p, allowed[-1], dtype=dtype) if values is None else np.asarray(values)
+    if a.shape != (p,) or a.dtype.kind not in "biuf" or not np.isin(a, allowed).all():
+        raise ElicitError(f"{what.format(p=p)}; got shape {a.shape}")
+    a = a.astype(dtype)
+    a.setflags(write=False)
+    return a
+
+
 def check_relevance(classes, p: int) -> np.ndarray:
-    """Relevance classes as a read-only int array of length ``p`` with values in {1, 0, -1}
-    (``None``: all -1, nothing judged), or a one-line error."""
-    if classes is None:
-        c = np.full(p, UNASKED, dtype=int)
-    else:
-        c = np.asarray(classes)
-        if c.shape != (p,) or c.dtype.kind not in "biuf" or not np.isin(
-                c, (RELEVANT, IRRELEVANT, UNASKED)).all():
-            raise ElicitError(f"relevance must hold one class per feature ({p}), each 1 "
-                              f"(relevant), 0 (irrelevant) or -1 (not judged); got shape "
-                              f"{c.shape}")
-        c = c.astype(int)
-    c.setflags(write=False)
-    return c
+    """Relevance classes as read-only ints in {1, 0, -1} (``None``: all -1, nothing judged)."""
+    return _per_feature(classes, p, (RELEVANT, IRRELEVANT, UNASKED), int,
+                        "relevance must hold one class per feature ({p}), each 1 (relevant), "
+                        "0 (irrelevant) or -1 (not judged)")
+
+
+def check_direction(answers, p: int) -> np.ndarray:
+    """Direction answers as read-only floats in {1, -1, 0} (``None``: all 0, not known)."""
+    return _per_feature(answers, p, (RAISES, LOWERS, UNJUDGED), float,
+                        "direction must hold one answer per feature ({p}), each 1 (raises), "
+                        "-1 (lowers) or 0 (not known)")
 
 
 def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
