@@ -28,7 +28,7 @@ from elicit.model.variants import PAPER
 
 #: CmdStan optimises u = log(x), so a start on the boundary x = 0 is moved inside, far enough
 #: that the gradient in u is not already below ``tol_grad`` (a start at 1e-8 stayed there and
-#: reported convergence); relative to each parameter's scale (:func:`_scale`).
+#: reported convergence); relative to each parameter's scale (xi's: m).
 _INIT_FLOOR = 1e-3
 
 #: where the optimiser's full output goes when it fails (the error says which file)
@@ -220,8 +220,9 @@ class CmdStanEngine(StanProgramEngine):
              hessian: np.ndarray | None) -> MAPResult:
         lay = data.layout
         program = self.program(data)
-        inits = program.params_to_stan(lay, np.maximum(
-            theta_of(start, data), np.where(lay.bounded(), _INIT_FLOOR * _scale(data), -np.inf)))
+        floor = np.where(lay.bounded(), _INIT_FLOOR, -np.inf)
+        floor[lay.index("xi")] *= data.m
+        inits = program.params_to_stan(lay, np.maximum(theta_of(start, data), floor))
         stan_data = program.stan_data(data.to_stan())
         path = program.path
         model = self._compile(program)
@@ -268,12 +269,6 @@ class CmdStanEngine(StanProgramEngine):
             theta, data, log_density=float(est["lp__"]), converged=bool(fit.converged),
             engine=self.name, n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
             message=message)
-
-
-def _scale(data: ModelData) -> np.ndarray:
-    scale = np.ones(data.layout.size)
-    scale[data.layout.index("xi")] = data.m
-    return scale
 
 
 def _attempts(errors: dict[str, list[str]]) -> str:

@@ -26,7 +26,7 @@ from elicit.model.newton import (
 from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import lower_bounds, theta_of
+from elicit.model.theta import theta_of
 
 
 class NumpyEngine(Engine):
@@ -84,7 +84,7 @@ class NumpyEngine(Engine):
     @single_blas_thread
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
-        lb = lower_bounds(data)
+        lb = data.layout.lower_bounds()
         theta0 = np.maximum(theta_of(start, data), lb)
         if warm is not None:
             # Newton from a base Hessian (cheaper than the L-BFGS-B iterations it saves): the
@@ -290,7 +290,7 @@ class WarmRefit:
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
                  hess_base: np.ndarray, tol: float | None = None) -> None:
         self.engine, self.data = engine, data
-        self.lb = lower_bounds(data)
+        self.lb = data.layout.lower_bounds()
         self.theta_start = theta
         self.hess_start = hess_base
         value, g = log_density(theta, data)

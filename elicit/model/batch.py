@@ -78,12 +78,9 @@ class BatchDensity:
         if data.model.direction:
             self.m = (data.X if self.basis is None else self.basis.R) @ data.direction_signs
 
-    def __call__(self, theta: np.ndarray, idx: np.ndarray):
-        """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
-        return self.at(theta[idx], idx)
-
     def at(self, th: np.ndarray, idx: np.ndarray):
-        """As :meth:`__call__`, at the thetas ``th``, in chunks of at most :attr:`chunk` rows."""
+        """Value (C,), gradient (C, k) and training predictive (mean, var) at the thetas ``th`` of
+        the candidates ``idx``, in chunks of at most :attr:`chunk` rows."""
         if len(th) <= self.chunk:
             return self._at(th, idx)
         parts = [self._at(th[q], idx[q])
@@ -198,10 +195,10 @@ class CandidateRefits:
 
     single = False
 
-    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray,
-                 lb: np.ndarray) -> None:
+    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray) -> None:
         self.density = BatchDensity(data, w_new, f_new)
-        self.data, self.w_new, self.f_new, self.lb = data, w_new, self.density.f_new, lb
+        self.data, self.w_new, self.f_new = data, w_new, self.density.f_new
+        self.lb = data.layout.lower_bounds()
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
         data, C, d = self.data, len(theta), self.data.d
@@ -234,12 +231,11 @@ def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     from ``marginal`` if given); the run's ``extras`` hold each row's Gaussian predictive (mean,
     variance (C, n)) at its last accepted point."""
     C = len(w_new)
-    lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
     gamma0, xi0, _ = split_theta(theta0, data)
     mg = marginal if marginal is not None else Marginal.at(theta0, data)
     v0, g0 = log_density(theta0, data, mg)
-    problem = CandidateRefits(data, w_new, f_new, lb)
+    problem = CandidateRefits(data, w_new, f_new)
     zn = xi0 - w_new @ gamma0
     value = v0 + data.link.log_lik(zn, problem.f_new)
     rn = data.link.score(zn, problem.f_new)

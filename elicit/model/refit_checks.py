@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from elicit.model import terms
-from elicit.model.density import feedback_terms, hessian_base, log_density
+from elicit.model.density import hessian, log_density
 from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
-from elicit.model.theta import lower_bounds
 
 
 @dataclass(frozen=True)
@@ -76,9 +75,9 @@ def local_gain(theta: np.ndarray, data: ModelData) -> tuple[float, np.ndarray, f
     it, or crossed by the step: a point a hair above the bound counts as on it). Near 0 at a
     stationary point."""
     theta = np.asarray(theta, dtype=float)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     value, g = log_density(theta, data)
-    H = hessian_base(theta, data) + feedback_terms(theta, data, True)[2]
+    H = hessian(theta, data)
     room = theta - lb
     held = (room <= 0) & (g < 0)
     for _ in range(len(theta)):

@@ -23,7 +23,6 @@ from elicit.model.covariance import (
     Covariance,
     FullKernel,
     KnownCoupling,
-    RelevanceScales,
     has_scales,
 )
 from elicit.model.direction import DIRECTION, DirectionMean
@@ -224,7 +223,7 @@ def _check(variant: ModelVariant) -> None:
         return
     states = (prog == SHIPPED_PROGRAM and isinstance(variant.link, Logistic)
               and isinstance(variant.xi_prior, ThresholdPrior)
-              and isinstance(variant.covariance, (FullKernel, KnownCoupling, RelevanceScales)))
+              and isinstance(variant.covariance, (FullKernel, KnownCoupling)))
     if not states:
         raise ElicitError(f"model {variant.name!r}: the shipped Stan program {prog.name} "
                           "cannot state it (it has the shipped parts, the logistic link, a "

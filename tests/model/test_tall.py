@@ -145,7 +145,7 @@ def test_batched_density_on_the_p_form_equals_the_n_form_marginal(case):
     bd = BatchDensity(data, pair_weights(data.U, pairs), 1)
     assert bd.basis is not None
     thetas = np.stack([theta_point(data, seed=s) for s in range(3)])
-    value, grad, (mean, var) = bd(thetas, np.arange(3))
+    value, grad, (mean, var) = bd.at(thetas, np.arange(3))
     assert mean.shape == var.shape == (3, data.n)
     for c, th in enumerate(thetas):
         _, b = _pair(data, th)
