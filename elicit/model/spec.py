@@ -146,13 +146,9 @@ class ModelData:
                               "elicit.prior.setup.fit_no_feedback does, with "
                               "elicit.model.spec.auto_threshold_mean")
         if self.coupled is not None:
-            c = np.asarray(self.coupled)
-            if c.shape != (p,) or c.dtype.kind not in "bi" or not np.isin(c, (0, 1)).all():
-                raise ElicitError(f"coupled must be a boolean mask of the {p} features, got "
-                                  f"shape {c.shape}")
-            c = c.astype(bool)
-            c.setflags(write=False)
-            self.coupled = c
+            self.coupled = _per_feature(self.coupled, p, (0, 1), bool, "coupled must be a "
+                                        "boolean mask of the {p} features, got shape {shape}",
+                                        kinds="bi")
         self.relevance = check_relevance(self.relevance, p)
         self.direction = check_direction(self.direction, p)
         if self.kernel_mask is not None or self.model.relevance:
@@ -269,12 +265,14 @@ class ModelData:
         return out
 
 
-def _per_feature(values, p: int, allowed: tuple[int, ...], dtype: type, what: str) -> np.ndarray:
-    """``values`` as a read-only ``dtype`` array of one entry per feature, each in ``allowed``
-    (``None``: all ``allowed[-1]``), or a one-line error ``what`` ({p}: the number of features)."""
+def _per_feature(values, p: int, allowed: tuple[int, ...], dtype: type, what: str,
+                 kinds: str = "biuf") -> np.ndarray:
+    """``values`` (``None``: all ``allowed[-1]``) as a read-only ``dtype`` array of one entry per
+    feature, each in ``allowed``, of a dtype kind in ``kinds``; else the error ``what`` ({p}: the
+    number of features, {shape}: the shape given)."""
     a = np.full(p, allowed[-1], dtype=dtype) if values is None else np.asarray(values)
-    if a.shape != (p,) or a.dtype.kind not in "biuf" or not np.isin(a, allowed).all():
-        raise ElicitError(f"{what.format(p=p)}; got shape {a.shape}")
+    if a.shape != (p,) or a.dtype.kind not in kinds or not np.isin(a, allowed).all():
+        raise ElicitError(what.format(p=p, shape=a.shape))
     a = a.astype(dtype)
     a.setflags(write=False)
     return a
@@ -284,14 +282,14 @@ def check_relevance(classes, p: int) -> np.ndarray:
     """Relevance classes as read-only ints in {1, 0, -1} (``None``: all -1, nothing judged)."""
     return _per_feature(classes, p, (RELEVANT, IRRELEVANT, UNASKED), int,
                         "relevance must hold one class per feature ({p}), each 1 (relevant), "
-                        "0 (irrelevant) or -1 (not judged)")
+                        "0 (irrelevant) or -1 (not judged); got shape {shape}")
 
 
 def check_direction(answers, p: int) -> np.ndarray:
     """Direction answers as read-only floats in {1, -1, 0} (``None``: all 0, not known)."""
     return _per_feature(answers, p, (RAISES, LOWERS, UNJUDGED), float,
                         "direction must hold one answer per feature ({p}), each 1 (raises), "
-                        "-1 (lowers) or 0 (not known)")
+                        "-1 (lowers) or 0 (not known); got shape {shape}")
 
 
 def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
