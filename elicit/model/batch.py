@@ -16,7 +16,7 @@ from scipy.special import gammaln
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
 from elicit.model.density import hessian_base, log_density
-from elicit.model.form import data_basis
+from elicit.model.form import basis_of, data_structure
 from elicit.model.kernel import coupling_matrix, kernel_stack
 from elicit.model.linalg import stacked_cholesky
 from elicit.model.marginal import Marginal
@@ -67,7 +67,7 @@ class BatchDensity:
         self.keep = coupling_matrix(data.kernel_mask)
         self.relevance: ScaledCovariance | None = (
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
-        self.basis = data_basis(data)
+        self.basis = basis_of(data.X, data_structure(data))
         #: rows evaluated at once: each stacked array of a chunk fits in a core's cache
         #: (:data:`CHUNK_BYTES`); a row's value does not depend on the others in its chunk,
         #: but its last bits can on the chunk's size (one BLAS call per product picks its kernel)
