@@ -255,7 +255,6 @@ class CmdStanEngine(StanProgramEngine):
                      else "CmdStan's output could not be saved")
             err = EngineError(f"CmdStan optimisation failed: {_attempts(errors)} ({where})")
             err.log_file = log  # type: ignore[attr-defined]
-            err.details = "\n\n".join(details)  # type: ignore[attr-defined]
             raise err
 
         # by column name ("gamma[1]", ...): stan_variable() warns for every scalar

@@ -200,12 +200,9 @@ class NumpyEngine(Engine):
 
     def _memo_key(self, data: ModelData, theta0: np.ndarray, H: np.ndarray) -> tuple:
         H = np.ascontiguousarray(H, dtype=float)
-        mask = data.kernel_mask
-        return (arrays_key(data.X, data.y, data.U), data.hyper,
-                b"" if mask is None else np.packbits(mask).tobytes(),
-                data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                checksum(H), self.gtol, self.max_newton, self.local_model,
-                data.answers_key(), self.cold_start)
+        return (problem_key(data), data.hyper, data.pairs.tobytes(), data.f.tobytes(),
+                theta0.tobytes(), H.shape, checksum(H), self.gtol, self.max_newton,
+                self.local_model, data.answers_key(), self.cold_start)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
