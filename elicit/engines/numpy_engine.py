@@ -39,10 +39,9 @@ class NumpyEngine(Engine):
 
     Parameters
     ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2.
-    stan_file
-        Must be None: only the shipped programs are supported.
+    variant, stan_file
+        As for :class:`~elicit.engines.base.Engine`; ``stan_file`` must be None (the shipped
+        programs only).
     local_model
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None: by problem size (the same MAP either way).

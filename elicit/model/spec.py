@@ -1,12 +1,9 @@
 """The model: hyperparameters, the data of a fit, and the Stan data contract.
 
 Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019): ``X`` (n x p) inputs, ``y`` (n,)
-targets, ``U`` (p x d) meta-features; ``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)``;
-``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)``; feedback
-``f ~ Bernoulli(logistic(xi - gamma . w))``, ``w = (u_i - u_j)^2``, ``f = 1`` *similar*.
-``stan/elicit.stan`` is the model's single specification; :func:`contract_data` and
-:func:`contract_params` list the names a program of a model must declare (``tau`` holds the
-*variance* tau^2, as in the authors' code).
+targets, ``U`` (p x d) meta-features (the kernel: :mod:`elicit.model.kernel`). ``stan/elicit.stan``
+is the model's single specification; :func:`contract_data` and :func:`contract_params` list
+the names a program of a model must declare.
 """
 
 from __future__ import annotations
