@@ -48,10 +48,7 @@ def uses_local_model(data: ModelData, override: bool | None = None) -> bool:
 
 
 #: The stacked arrays of one :meth:`BatchDensity.at` call (C x p x p, C x n x p, C x n x n) are
-#: kept near this size, a core's L2 cache here: on the synthetic problem (n 20, p 25) a row costs
-#: 12 us in stacks of up to 96 rows and 22 us in stacks of 128-200, the first iterations of a
-#: query round's stack; evaluating them in chunks made the round 23% cheaper
-#: (docs/benchmarks.md, "Stacks that fit in cache").
+#: kept near this size, a core's L2 cache here (docs/benchmarks.md, "Stacks that fit in cache").
 CHUNK_BYTES = 1 << 20
 
 
