@@ -219,16 +219,11 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
     prog = read_program(path, stanc)
     missing_data = [n for n in contract_data(variant, model) if n not in prog.data]
     missing_params = [n for n in contract_params(variant, model) if n not in prog.params]
-    unsuppliable = _unsuppliable(prog, variant, model)
-    if not (missing_data or missing_params or unsuppliable):
+    parts = [f"{block} {', '.join(names)}" for block, names in (
+        ("data block lacks", missing_data), ("parameters block lacks", missing_params),
+        ("data block declares", _unsuppliable(prog, variant, model))) if names]
+    if not parts:
         return prog
-    parts = []
-    if missing_data:
-        parts.append("data block lacks " + ", ".join(missing_data))
-    if missing_params:
-        parts.append("parameters block lacks " + ", ".join(missing_params))
-    if unsuppliable:
-        parts.append("data block declares " + ", ".join(unsuppliable))
     hint = ""
     tau = prog.params.get("tau")
     fixed_tau = prog.data.get("tau_fixed")

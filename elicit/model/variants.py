@@ -123,14 +123,11 @@ class ModelVariant:
             return (f"{self.name}: {self.assumes}\n    no Stan program (link: {self.link.name}; "
                     "numpy engine)")
         if prog.shipped:
-            data = ([f"threshold_sd = {self.threshold_sd:g}"]
-                    if self.threshold_sd != PAPER_THRESHOLD.sd else [])
-            if self.known_coupling:
-                data.append("coupled = J")
-            if self.relevance:
-                data.append("the relevance classes; parameter zeta")
-            if self.direction:
-                data.append("the direction signs; parameter delta")
+            data = [text for on, text in (
+                (self.threshold_sd != PAPER_THRESHOLD.sd, f"threshold_sd = {self.threshold_sd:g}"),
+                (self.known_coupling, "coupled = J"),
+                (self.relevance, "the relevance classes; parameter zeta"),
+                (self.direction, "the direction signs; parameter delta")) if on]
             where = prog.name + (f" (data: {', '.join(data)})" if data else "")
         else:
             where = f"{prog.name} (its own program)"
