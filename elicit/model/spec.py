@@ -324,9 +324,18 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
     return X, y, U
 
 
+#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
+#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
+#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
+MAX_ABS = 1e150
+
+
 def _as_float(a, name: str, rows: Sequence[str] | None = None,
               columns: Sequence[str] | None = None,
               words: tuple[str, str] = ("row", "column")) -> np.ndarray:
+    """``a`` as a float array; ElicitError if it is not numeric, not finite or beyond
+    :data:`MAX_ABS` (the first such value named by ``rows`` and ``columns`` if given, else by
+    position: ``words``)."""
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:
@@ -334,37 +343,22 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
     if not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
-    check_magnitude(arr, name, rows, columns, words)
-    return arr
-
-
-#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
-#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
-#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
-MAX_ABS = 1e150
-
-
-def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
-                    columns: Sequence[str] | None = None,
-                    words: tuple[str, str] = ("row", "column")) -> None:
-    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place by ``rows`` and
-    ``columns`` if given, else by position (``words``)."""
-    big = np.abs(a) > MAX_ABS
+    big = np.abs(arr) > MAX_ABS
     if not big.any():
-        return
-    if rows is not None and len(rows) != a.shape[0]:
+        return arr
+    if rows is not None and len(rows) != arr.shape[0]:
         rows = None  # names of other rows (a shape error follows): positions then
-    if columns is not None and (a.ndim != 2 or len(columns) != a.shape[1]):
+    if columns is not None and (arr.ndim != 2 or len(columns) != arr.shape[1]):
         columns = None
     at = tuple(int(k) for k in np.argwhere(big)[0])
     where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"]
     if len(at) == 2:
         where.append(columns[at[1]] if columns is not None else f"{words[1]} {at[1]}")
     more = int(big.sum()) - 1
-    raise ElicitError(f"{what} has {a[at]:.3g} at {', '.join(where)}"
+    raise ElicitError(f"{name} has {arr[at]:.3g} at {', '.join(where)}"
                       + (f" (and {more} more such value(s))" if more else "")
                       + f": values beyond ±{MAX_ABS:.0e} overflow when squared; rescale "
-                      + ("that column" if len(at) == 2 else what)
+                      + ("that column" if len(at) == 2 else name)
                       + " (e.g. other units) or correct the value")
 
 
