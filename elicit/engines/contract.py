@@ -141,13 +141,8 @@ class StanProgramFile:
 
     def entries(self, lay: ParamLayout) -> list[tuple[str, int | None]]:
         """The Stan name of each entry of theta with its index from 1 (None: a scalar)."""
-        out: list[tuple[str, int | None]] = []
-        for b in lay.blocks:
-            if b.vector or self._as_array(b.stan):
-                out += [(b.stan, k) for k in range(1, b.size + 1)]
-            else:
-                out.append((b.stan, None))
-        return out
+        return [(b.stan, k) for b in lay.blocks for k in
+                (range(1, b.size + 1) if b.vector or self._as_array(b.stan) else (None,))]
 
 
 def _declarations(section: dict) -> Mapping[str, Declared]:
