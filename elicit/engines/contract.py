@@ -43,20 +43,16 @@ _NO_STANC = ("reading a Stan program needs the Stan compiler stanc, which comes 
 def _httpstan_stanc() -> Path | None:
     # Found, not imported: importing httpstan starts its web framework.
     spec = importlib.util.find_spec("httpstan")
-    if spec is None or spec.origin is None:
-        return None
-    stanc = Path(spec.origin).parent / "stanc"
-    return stanc if stanc.is_file() else None
+    return None if spec is None or spec.origin is None else Path(spec.origin).parent / "stanc"
 
 
 def _cmdstan_stanc() -> Path | None:
     try:
         import cmdstanpy
 
-        stanc = Path(cmdstanpy.cmdstan_path()) / "bin" / "stanc"
+        return Path(cmdstanpy.cmdstan_path()) / "bin" / "stanc"
     except Exception:  # ImportError, or ValueError without a valid installation
         return None
-    return stanc if stanc.is_file() else None
 
 
 def find_stanc(engine: str | None = None) -> Path:
@@ -65,7 +61,7 @@ def find_stanc(engine: str | None = None) -> Path:
     finders = {"pystan": (_httpstan_stanc,), "cmdstan": (_cmdstan_stanc,),
                None: (_cmdstan_stanc, _httpstan_stanc)}[engine]
     for find in finders:
-        if (stanc := find()) is not None:
+        if (stanc := find()) is not None and stanc.is_file():
             return stanc
     raise EngineUnavailable(_NO_STANC)
 
