@@ -25,9 +25,7 @@ class ColdStartPolicy:
     of) its bound after answers less likely than ``unlikely`` under the previous fit (the mode
     need not be on the bound itself: a refit after an answer of p = 0.0005 ended at gamma =
     0.00048, 1.37 below the cold fit), or when it ends more than ``slack`` below its start,
-    which a refit that ascends cannot do. On the synthetic problem (docs/benchmarks.md "Refit
-    modes") refits ending below a reference: 91 without checks, 25 checking every switch (the
-    default), for 5.8% of the rounds' CPU."""
+    which a refit that ascends cannot do (measured: docs/benchmarks.md, "Refit modes")."""
 
     unlikely: float = 1.0
     near: float = 1e-2
