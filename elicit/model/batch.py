@@ -33,9 +33,8 @@ def flops_per_eval(data: ModelData) -> float:
 
 
 #: Below this :func:`flops_per_eval`, warm refits take plain projected Newton steps instead of
-#: solving the local model: its tens of small numpy calls per step cost more than the density
-#: evaluations they save on problems as small as the synthetic one (6e4 flops: it doubled the
-#: experiment's time); at Amazon size (4e7 flops) the local model wins.
+#: solving the local model, whose small numpy calls cost more than the evaluations they save
+#: (synthetic: 6e4 flops; Amazon: 4e7, where the local model wins; docs/benchmarks.md).
 LOCAL_MODEL_MIN_FLOPS = 1e6
 
 

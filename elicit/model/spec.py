@@ -384,9 +384,8 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 def row_numbers(p: int, d: int) -> int:
     """How many numbers a row of the data costs in the p x p form: the basis of X's columns, the
-    predictive and its Jacobians, and the feature questions' n x p arrays. Measured with
-    tracemalloc on table sessions (n = 4,000 and 32,000, p = 5 and 30): the peak grew by 0.94
-    to 0.97 times this a row (0.30 to 0.36 with pair questions alone)."""
+    predictive and its Jacobians, and the feature questions' n x p arrays (measured with
+    tracemalloc: docs/benchmarks.md)."""
     return 16 * p + 2 * (d + 2)
 
 
