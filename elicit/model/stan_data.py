@@ -3,6 +3,7 @@ whose fields are its data contract (one :func:`stan_field` per Stan data name, i
 program's order). docs/stan.md ("One program: the parts of the model") says how the shipped
 program switches a part off and what a new part takes.
 """
+
 from __future__ import annotations
 
 import re
