@@ -15,12 +15,12 @@ from scipy.special import gammaln
 
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
-from elicit.model.density import hessian_base, log_density
+from elicit.model.density import log_density
 from elicit.model.form import basis_of, data_structure
 from elicit.model.kernel import coupling_matrix, kernel_stack
 from elicit.model.linalg import stacked_cholesky
 from elicit.model.marginal import Marginal
-from elicit.model.newton import CONVERGED, NewtonRun, NewtonSettings
+from elicit.model.newton import CONVERGED, NewtonProblem, NewtonRun, NewtonSettings
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
 from elicit.model.theta import split_theta
@@ -185,7 +185,7 @@ class BatchDensity:
         return value, grad, (mean, var)
 
 
-class CandidateRefits:
+class CandidateRefits(NewtonProblem):
     """The refits of candidate answers as a :class:`~elicit.model.newton.NewtonProblem`: row c
     is ``data`` with ``w_new[c]`` answered ``f_new[c]`` (or ``f_new``)."""
 
@@ -206,10 +206,6 @@ class CandidateRefits:
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         return self.density.at(theta, rows)
-
-    def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
-        # the base part (y-likelihood and priors) does not depend on the answers
-        return hessian_base(theta, self.data)
 
 
 #: the candidates' refits: a fixed ridge for the stacked solves, one base Hessian for all, and
