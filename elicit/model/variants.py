@@ -1,12 +1,7 @@
-"""Model variants: which assumptions a fit makes, as registered objects (docs/models.md).
-
-Every variant shares the paper's regression; a :class:`ModelVariant` supplies the parts that
-may change, each an object that every numpy code path reads: the threshold prior, the
-covariance, the feedback link and the prior mean of beta. Its :class:`StanProgram` states it
-for the Stan engines (the shipped ``stan/elicit.stan`` every shipped variant, taking what
-they change as data); one without (``program=None``) runs on the numpy engine, or on a Stan
-engine given a ``stan_file``. :data:`MODELS` maps each name to its variant;
-:func:`register_model` adds one, :func:`get_model` is the one place a name is validated.
+"""Model variants: which assumptions a fit makes, as registered objects (docs/models.md: the
+parts a :class:`ModelVariant` may change, and the :class:`StanProgram` that states it).
+:data:`MODELS` maps each name to its variant; :func:`register_model` adds one,
+:func:`get_model` is the one place a name is validated.
 """
 
 from __future__ import annotations
