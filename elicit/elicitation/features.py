@@ -35,7 +35,7 @@ from elicit.model.newton import projected_step
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
-from elicit.model.theta import lower_bounds, theta_of
+from elicit.model.theta import theta_of
 
 if TYPE_CHECKING:
     from elicit.elicitation.scorer import UtilityScorer
@@ -226,7 +226,7 @@ class FeatureScorer:
     def _step_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(theta, lower bounds, full Hessian) of the refits' first Newton step (a feature
         answer does not change the answers' terms)."""
-        lb = lower_bounds(self.data)
+        lb = self.data.layout.lower_bounds()
         theta = np.maximum(theta_of(self.fit, self.data), lb)
         return theta, lb, self.scorer.hessian + feedback_terms(theta, self.data, True)[2]
 

@@ -36,7 +36,7 @@ from elicit.model.marginal import Marginal
 from elicit.model.newton import CONVERGED
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
-from elicit.model.theta import lower_bounds, theta_of
+from elicit.model.theta import theta_of
 from elicit.model.variants import get_model
 
 
@@ -173,7 +173,7 @@ class UtilityScorer:
 
     def _start(self, d2: ModelData) -> np.ndarray:
         # exactly the start point the engine's warm refit uses
-        return np.maximum(theta_of(self.fit, d2), lower_bounds(d2))
+        return np.maximum(theta_of(self.fit, d2), d2.layout.lower_bounds())
 
     def param_gain(self, w: np.ndarray) -> np.ndarray:
         """Mutual information between the answer and theta_f = (gamma, xi), for rows of ``w``:
@@ -259,7 +259,7 @@ class UtilityScorer:
                     self.engine.remember_candidate(d2, run, row, self._start(d2),
                                                    self.hessian)
             return
-        lb = lower_bounds(self.data)
+        lb = self.data.layout.lower_bounds()
         out = np.zeros(m)
         for f in (0, 1):
             _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, lb, w[top], f,

@@ -6,8 +6,8 @@ twin"). Any disagreement is an :class:`~elicit.errors.EngineError` saying where 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol, cast
 
 import numpy as np
 
@@ -19,12 +19,6 @@ from elicit.model.spec import ModelData, Params
 from elicit.model.theta import params_of, theta_of
 
 logger = logging.getLogger(__name__)
-
-class _HasLogProb(Protocol):
-    """An engine that evaluates its own program's log density (the Stan engines)."""
-
-    def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]: ...
-
 
 #: what ``--check-engine`` does when the engines report different stationary points
 MODES = ("higher", "stop")
@@ -106,9 +100,10 @@ class CheckedEngine(Engine):
                     f"{lp:.6f}; tolerance {self.gain_tol:g}): {name} stopped early or "
                     f"solves another problem")
 
-        # 3. the engine's own density at both points
-        if hasattr(self.engine, "log_prob"):
-            self._same_density(data, a, b)
+        # 3. the engine's own density at both points (the Stan engines have a log_prob)
+        log_prob = getattr(self.engine, "log_prob", None)
+        if log_prob is not None:
+            self._same_density(data, a, b, log_prob)
 
         # 4. one point, or two stationary points
         if same_point(a, b, data, self.rtol):
@@ -139,7 +134,8 @@ class CheckedEngine(Engine):
                        message=f"{ref.message}; the numpy twin's MAP, higher than {name}'s "
                                f"by {lb - la:.3g} (--check-engine)", warm_hessian=None)
 
-    def _same_density(self, data: ModelData, a: np.ndarray, b: np.ndarray) -> None:
+    def _same_density(self, data: ModelData, a: np.ndarray, b: np.ndarray,
+                      log_prob: Callable) -> None:
         """The gradients at a and b, and lp(b) - lp(a), must agree with the twin's."""
         from elicit.model.density import log_density
 
@@ -153,7 +149,7 @@ class CheckedEngine(Engine):
             x = np.maximum(x, floor)
             lp_twin, g_twin = log_density(x, data)
             try:
-                lp_stan, g_stan = cast(_HasLogProb, self.engine).log_prob(data, x)
+                lp_stan, g_stan = log_prob(data, x)
             except EngineError as exc:
                 raise EngineError(f"--check-engine: after {n} answers {name}'s program has "
                                   f"no log density at {who}: {exc}") from exc

@@ -28,11 +28,8 @@ from elicit.model.variants import PAPER
 
 #: CmdStan optimises u = log(x), so a start on the boundary x = 0 is moved inside, far enough
 #: that the gradient in u is not already below ``tol_grad`` (a start at 1e-8 stayed there and
-#: reported convergence); relative to each parameter's scale (:func:`_scale`).
+#: reported convergence); relative to each parameter's scale (xi's: m).
 _INIT_FLOOR = 1e-3
-
-#: where the optimiser's full output goes when it fails (the error says which file)
-_LOG_FOLDER = "logs"
 
 logger = logging.getLogger(__name__)
 
@@ -59,17 +56,12 @@ _IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_f
                                                               default=False)
 
 
-class _QuietFits(logging.Filter):
-    """Drop cmdstanpy's INFO and DEBUG records during a fit. A filter, not a level:
-    cmdstanpy's ``get_logger()`` resets the level the first time it runs."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or not _IN_FIT.get()
-
-
 @functools.cache
 def _install_log_filter() -> None:
-    logging.getLogger("cmdstanpy").addFilter(_QuietFits())
+    """Drop cmdstanpy's INFO and DEBUG records during a fit. A filter, not a level:
+    cmdstanpy's ``get_logger()`` resets the level the first time it runs."""
+    logging.getLogger("cmdstanpy").addFilter(
+        lambda record: record.levelno >= logging.WARNING or not _IN_FIT.get())
 
 
 @contextlib.contextmanager
@@ -107,10 +99,6 @@ def cached_program(src: Path, code: str) -> Path:
     return target
 
 
-#: the one lock of every CmdStan compile (see :func:`compile_lock`)
-COMPILE_LOCK = "cmdstan-compile.lock"
-
-
 @contextlib.contextmanager
 def compile_lock() -> Iterator[None]:
     """Hold the machine-wide CmdStan compile lock (compiles into a fresh installation share
@@ -119,7 +107,7 @@ def compile_lock() -> Iterator[None]:
         logger.warning("waiting for a CmdStan compile in another process to finish "
                        "(lock %s)", path)
 
-    with file_lock(COMPILE_LOCK, on_wait=waiting):
+    with file_lock("cmdstan-compile.lock", on_wait=waiting):
         yield
 
 
@@ -142,8 +130,9 @@ def console_summary(text: str) -> str:
 
 
 def _write_log(stem: str, text: str) -> Path | None:
-    """Save a failed run's full output; its path, or None if it cannot be written."""
-    folder = user_cache("stan") / _LOG_FOLDER
+    """Save a failed run's full output in the cache's ``logs`` folder; its path, or None if it
+    cannot be written."""
+    folder = user_cache("stan") / "logs"
     path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -220,8 +209,9 @@ class CmdStanEngine(StanProgramEngine):
              hessian: np.ndarray | None) -> MAPResult:
         lay = data.layout
         program = self.program(data)
-        inits = program.params_to_stan(lay, np.maximum(
-            theta_of(start, data), np.where(lay.bounded(), _INIT_FLOOR * _scale(data), -np.inf)))
+        floor = np.where(lay.bounded(), _INIT_FLOOR, -np.inf)
+        floor[lay.index("xi")] *= data.m
+        inits = program.params_to_stan(lay, np.maximum(theta_of(start, data), floor))
         stan_data = program.stan_data(data.to_stan())
         path = program.path
         model = self._compile(program)
@@ -254,7 +244,6 @@ class CmdStanEngine(StanProgramEngine):
                      else "CmdStan's output could not be saved")
             err = EngineError(f"CmdStan optimisation failed: {_attempts(errors)} ({where})")
             err.log_file = log  # type: ignore[attr-defined]
-            err.details = "\n\n".join(details)  # type: ignore[attr-defined]
             raise err
 
         # by column name ("gamma[1]", ...): stan_variable() warns for every scalar
@@ -268,12 +257,6 @@ class CmdStanEngine(StanProgramEngine):
             theta, data, log_density=float(est["lp__"]), converged=bool(fit.converged),
             engine=self.name, n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
             message=message)
-
-
-def _scale(data: ModelData) -> np.ndarray:
-    scale = np.ones(data.layout.size)
-    scale[data.layout.index("xi")] = data.m
-    return scale
 
 
 def _attempts(errors: dict[str, list[str]]) -> str:

@@ -43,20 +43,16 @@ _NO_STANC = ("reading a Stan program needs the Stan compiler stanc, which comes 
 def _httpstan_stanc() -> Path | None:
     # Found, not imported: importing httpstan starts its web framework.
     spec = importlib.util.find_spec("httpstan")
-    if spec is None or spec.origin is None:
-        return None
-    stanc = Path(spec.origin).parent / "stanc"
-    return stanc if stanc.is_file() else None
+    return None if spec is None or spec.origin is None else Path(spec.origin).parent / "stanc"
 
 
 def _cmdstan_stanc() -> Path | None:
     try:
         import cmdstanpy
 
-        stanc = Path(cmdstanpy.cmdstan_path()) / "bin" / "stanc"
+        return Path(cmdstanpy.cmdstan_path()) / "bin" / "stanc"
     except Exception:  # ImportError, or ValueError without a valid installation
         return None
-    return stanc if stanc.is_file() else None
 
 
 def find_stanc(engine: str | None = None) -> Path:
@@ -65,7 +61,7 @@ def find_stanc(engine: str | None = None) -> Path:
     finders = {"pystan": (_httpstan_stanc,), "cmdstan": (_cmdstan_stanc,),
                None: (_cmdstan_stanc, _httpstan_stanc)}[engine]
     for find in finders:
-        if (stanc := find()) is not None:
+        if (stanc := find()) is not None and stanc.is_file():
             return stanc
     raise EngineUnavailable(_NO_STANC)
 
@@ -141,13 +137,8 @@ class StanProgramFile:
 
     def entries(self, lay: ParamLayout) -> list[tuple[str, int | None]]:
         """The Stan name of each entry of theta with its index from 1 (None: a scalar)."""
-        out: list[tuple[str, int | None]] = []
-        for b in lay.blocks:
-            if b.vector or self._as_array(b.stan):
-                out += [(b.stan, k) for k in range(1, b.size + 1)]
-            else:
-                out.append((b.stan, None))
-        return out
+        return [(b.stan, k) for b in lay.blocks for k in
+                (range(1, b.size + 1) if b.vector or self._as_array(b.stan) else (None,))]
 
 
 def _declarations(section: dict) -> Mapping[str, Declared]:
@@ -219,16 +210,11 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
     prog = read_program(path, stanc)
     missing_data = [n for n in contract_data(variant, model) if n not in prog.data]
     missing_params = [n for n in contract_params(variant, model) if n not in prog.params]
-    unsuppliable = _unsuppliable(prog, variant, model)
-    if not (missing_data or missing_params or unsuppliable):
+    parts = [f"{block} {', '.join(names)}" for block, names in (
+        ("data block lacks", missing_data), ("parameters block lacks", missing_params),
+        ("data block declares", _unsuppliable(prog, variant, model))) if names]
+    if not parts:
         return prog
-    parts = []
-    if missing_data:
-        parts.append("data block lacks " + ", ".join(missing_data))
-    if missing_params:
-        parts.append("parameters block lacks " + ", ".join(missing_params))
-    if unsuppliable:
-        parts.append("data block declares " + ", ".join(unsuppliable))
     hint = ""
     tau = prog.params.get("tau")
     fixed_tau = prog.data.get("tau_fixed")

@@ -26,7 +26,7 @@ from elicit.model.newton import (
 from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import lower_bounds, theta_of
+from elicit.model.theta import theta_of
 
 
 class NumpyEngine(Engine):
@@ -39,10 +39,9 @@ class NumpyEngine(Engine):
 
     Parameters
     ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2.
-    stan_file
-        Must be None: only the shipped programs are supported.
+    variant, stan_file
+        As for :class:`~elicit.engines.base.Engine`; ``stan_file`` must be None (the shipped
+        programs only).
     local_model
         Whether warm refits solve the local model with exact feedback terms (True) or take
         plain projected Newton steps (False); None: by problem size (the same MAP either way).
@@ -84,7 +83,7 @@ class NumpyEngine(Engine):
     @single_blas_thread
     def _fit(self, data: ModelData, start: Params, warm: MAPResult | None,
              hessian: np.ndarray | None) -> MAPResult:
-        lb = lower_bounds(data)
+        lb = data.layout.lower_bounds()
         theta0 = np.maximum(theta_of(start, data), lb)
         if warm is not None:
             # Newton from a base Hessian (cheaper than the L-BFGS-B iterations it saves): the
@@ -200,12 +199,9 @@ class NumpyEngine(Engine):
 
     def _memo_key(self, data: ModelData, theta0: np.ndarray, H: np.ndarray) -> tuple:
         H = np.ascontiguousarray(H, dtype=float)
-        mask = data.kernel_mask
-        return (arrays_key(data.X, data.y, data.U), data.hyper,
-                b"" if mask is None else np.packbits(mask).tobytes(),
-                data.pairs.tobytes(), data.f.tobytes(), theta0.tobytes(), H.shape,
-                checksum(H), self.gtol, self.max_newton, self.local_model,
-                data.answers_key(), self.cold_start)
+        return (problem_key(data), data.hyper, data.pairs.tobytes(), data.f.tobytes(),
+                theta0.tobytes(), H.shape, checksum(H), self.gtol, self.max_newton,
+                self.local_model, data.answers_key(), self.cold_start)
 
     def _result(self, theta, value, data, converged, n_iter, message,
                 warm_hessian: np.ndarray | None = None) -> MAPResult:
@@ -290,7 +286,7 @@ class WarmRefit:
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
                  hess_base: np.ndarray, tol: float | None = None) -> None:
         self.engine, self.data = engine, data
-        self.lb = lower_bounds(data)
+        self.lb = data.layout.lower_bounds()
         self.theta_start = theta
         self.hess_start = hess_base
         value, g = log_density(theta, data)

@@ -91,10 +91,6 @@ def _module_in(folder: Path) -> Path | None:
         return None
 
 
-def _remove(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
-
-
 def _preload_httpstan_libraries() -> None:
     """Load this environment's ``libtbb.so.2`` (``*.dylib``) before a foreign module's rpath."""
     import httpstan
@@ -114,7 +110,7 @@ def _staging(parent: Path, prefix: str) -> Iterator[Path]:
     try:
         yield tmp
     except OSError:
-        _remove(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
@@ -142,7 +138,8 @@ def restore(program_code: str) -> bool:
                 shutil.copy2(module, dst)
             for log in _LOGS:
                 shutil.copy2(entry / log, tmp / log)
-            _remove(target)  # a folder without a module: an interrupted httpstan build
+            # a folder without a module (an interrupted httpstan build) goes
+            shutil.rmtree(target, ignore_errors=True)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(tmp, target)
     except (OSError, ValueError, ImportError) as exc:
@@ -156,7 +153,7 @@ def restore(program_code: str) -> bool:
     except Exception as exc:  # an unloadable module: build it afresh  # noqa: BLE001
         logger.warning("a cached PyStan build did not load (%s); building the program again",
                        exc)
-        _remove(target)
+        shutil.rmtree(target, ignore_errors=True)
         return False
     return True
 
@@ -194,5 +191,5 @@ def prune(keep: int | None = None) -> list[Path]:
         return []
     gone = entries[KEEP if keep is None else keep:]
     for p in gone:
-        _remove(p)
+        shutil.rmtree(p, ignore_errors=True)
     return gone

@@ -15,12 +15,12 @@ from scipy.special import gammaln
 
 from elicit.model import terms
 from elicit.model.covariance import ScaledCovariance, unasked_lambda
-from elicit.model.density import hessian_base, log_density
-from elicit.model.form import data_basis
+from elicit.model.density import log_density
+from elicit.model.form import basis_of, data_structure
 from elicit.model.kernel import coupling_matrix, kernel_stack
 from elicit.model.linalg import stacked_cholesky
 from elicit.model.marginal import Marginal
-from elicit.model.newton import CONVERGED, NewtonRun, NewtonSettings
+from elicit.model.newton import CONVERGED, NewtonProblem, NewtonRun, NewtonSettings
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
 from elicit.model.theta import split_theta
@@ -33,9 +33,8 @@ def flops_per_eval(data: ModelData) -> float:
 
 
 #: Below this :func:`flops_per_eval`, warm refits take plain projected Newton steps instead of
-#: solving the local model: its tens of small numpy calls per step cost more than the density
-#: evaluations they save on problems as small as the synthetic one (6e4 flops: it doubled the
-#: experiment's time); at Amazon size (4e7 flops) the local model wins.
+#: solving the local model, whose small numpy calls cost more than the evaluations they save
+#: (synthetic: 6e4 flops; Amazon: 4e7, where the local model wins; docs/benchmarks.md).
 LOCAL_MODEL_MIN_FLOPS = 1e6
 
 
@@ -48,10 +47,7 @@ def uses_local_model(data: ModelData, override: bool | None = None) -> bool:
 
 
 #: The stacked arrays of one :meth:`BatchDensity.at` call (C x p x p, C x n x p, C x n x n) are
-#: kept near this size, a core's L2 cache here: on the synthetic problem (n 20, p 25) a row costs
-#: 12 us in stacks of up to 96 rows and 22 us in stacks of 128-200, the first iterations of a
-#: query round's stack; evaluating them in chunks made the round 23% cheaper
-#: (docs/benchmarks.md, "Stacks that fit in cache").
+#: kept near this size, a core's L2 cache here (docs/benchmarks.md, "Stacks that fit in cache").
 CHUNK_BYTES = 1 << 20
 
 
@@ -67,7 +63,7 @@ class BatchDensity:
         self.keep = coupling_matrix(data.kernel_mask)
         self.relevance: ScaledCovariance | None = (
             cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
-        self.basis = data_basis(data)
+        self.basis = basis_of(data.X, data_structure(data))
         #: rows evaluated at once: each stacked array of a chunk fits in a core's cache
         #: (:data:`CHUNK_BYTES`); a row's value does not depend on the others in its chunk,
         #: but its last bits can on the chunk's size (one BLAS call per product picks its kernel)
@@ -78,12 +74,9 @@ class BatchDensity:
         if data.model.direction:
             self.m = (data.X if self.basis is None else self.basis.R) @ data.direction_signs
 
-    def __call__(self, theta: np.ndarray, idx: np.ndarray):
-        """Value (C,), gradient (C, k) and training predictive (mean, var) at ``theta[idx]``."""
-        return self.at(theta[idx], idx)
-
     def at(self, th: np.ndarray, idx: np.ndarray):
-        """As :meth:`__call__`, at the thetas ``th``, in chunks of at most :attr:`chunk` rows."""
+        """Value (C,), gradient (C, k) and training predictive (mean, var) at the thetas ``th`` of
+        the candidates ``idx``, in chunks of at most :attr:`chunk` rows."""
         if len(th) <= self.chunk:
             return self._at(th, idx)
         parts = [self._at(th[q], idx[q])
@@ -192,16 +185,16 @@ class BatchDensity:
         return value, grad, (mean, var)
 
 
-class CandidateRefits:
+class CandidateRefits(NewtonProblem):
     """The refits of candidate answers as a :class:`~elicit.model.newton.NewtonProblem`: row c
     is ``data`` with ``w_new[c]`` answered ``f_new[c]`` (or ``f_new``)."""
 
     single = False
 
-    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray,
-                 lb: np.ndarray) -> None:
+    def __init__(self, data: ModelData, w_new: np.ndarray, f_new: int | np.ndarray) -> None:
         self.density = BatchDensity(data, w_new, f_new)
-        self.data, self.w_new, self.f_new, self.lb = data, w_new, self.density.f_new, lb
+        self.data, self.w_new, self.f_new = data, w_new, self.density.f_new
+        self.lb = data.layout.lower_bounds()
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
         data, C, d = self.data, len(theta), self.data.d
@@ -213,10 +206,6 @@ class CandidateRefits:
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         return self.density.at(theta, rows)
-
-    def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
-        # the base part (y-likelihood and priors) does not depend on the answers
-        return hessian_base(theta, self.data)
 
 
 #: the candidates' refits: a fixed ridge for the stacked solves, one base Hessian for all, and
@@ -234,12 +223,11 @@ def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     from ``marginal`` if given); the run's ``extras`` hold each row's Gaussian predictive (mean,
     variance (C, n)) at its last accepted point."""
     C = len(w_new)
-    lb = data.layout.lower_bounds()
     theta = np.repeat(theta0[None, :], C, axis=0)
     gamma0, xi0, _ = split_theta(theta0, data)
     mg = marginal if marginal is not None else Marginal.at(theta0, data)
     v0, g0 = log_density(theta0, data, mg)
-    problem = CandidateRefits(data, w_new, f_new, lb)
+    problem = CandidateRefits(data, w_new, f_new)
     zn = xi0 - w_new @ gamma0
     value = v0 + data.link.log_lik(zn, problem.f_new)
     rn = data.link.score(zn, problem.f_new)

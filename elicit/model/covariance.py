@@ -21,7 +21,7 @@ from elicit.internal.cache import LRUCache, arrays_key
 
 class Covariance(Protocol):
     """Which features the kernel couples; one that also scales them has ``has_scales = True`` and
-    the members of :class:`ScaledCovariance`."""
+    the members of :class:`RelevanceScales`."""
 
     # properties: a Protocol must not require a frozen dataclass's fields to be settable
     @property
@@ -109,7 +109,7 @@ _NEIGHBOURS = LRUCache(4)
 
 
 @dataclass(frozen=True)
-class RelevanceScales:
+class RelevanceScales(FullKernel):
     """Relevance: the prior variance of feature j is ``tau2 lambda_j``, ``lambda_j`` 1 if the
     expert called j relevant, eps (:data:`IRRELEVANT_SCALE`) if irrelevant, else
     ``s_j + (1 - s_j) eps`` with ``s_j = logistic(zeta + spread a_j)``: zeta the logit of the
@@ -118,15 +118,11 @@ class RelevanceScales:
     variance; K couples every feature."""
 
     name: str = "relevance scales"
-    uses_coupled_set: bool = False
     has_scales: bool = True
     irrelevant_scale: float = IRRELEVANT_SCALE
     spread: float = SPREAD
     bandwidth: float = BANDWIDTH
     shrink: float = SHRINK
-
-    def mask(self, coupled: np.ndarray | None) -> None:
-        return None
 
     def neighbours(self, U: np.ndarray) -> np.ndarray:
         """The neighbour weights W (p x p, zero diagonal):
@@ -179,36 +175,12 @@ class RelevanceScales:
                       d2h)
 
 
-class ScaledCovariance(Covariance, Protocol):
-    """What the code reads of a covariance that scales the features (type-level: callers ``cast``
-    to it after :func:`has_scales`)."""
-
-    @property
-    def has_scales(self) -> bool: ...
-
-    @property
-    def irrelevant_scale(self) -> float: ...
-
-    @property
-    def spread(self) -> float: ...
-
-    @property
-    def shrink(self) -> float: ...
-
-    def neighbours(self, U: np.ndarray) -> np.ndarray: ...
-
-    def signal(self, classes: np.ndarray, U: np.ndarray) -> np.ndarray: ...
-
-    def logits(self, classes: np.ndarray, zeta, signal: np.ndarray) -> np.ndarray: ...
-
-    def lambdas(self, classes: np.ndarray, zeta, signal: np.ndarray) -> np.ndarray: ...
-
-    def scales(self, classes: np.ndarray, zeta: float, signal: np.ndarray) -> Scales: ...
-
-
 FULL = FullKernel()
 KNOWN_COUPLING = KnownCoupling()
 RELEVANCE = RelevanceScales()
+#: what the code reads of a covariance that scales the features (callers ``cast`` to it after
+#: :func:`has_scales`)
+ScaledCovariance = RelevanceScales
 
 
 def has_scales(covariance: Covariance) -> bool:

@@ -15,7 +15,7 @@ from elicit.model.link import scalar_step
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
 from elicit.model.terms import prior_terms
-from elicit.model.theta import delta_of, split_theta, zeta_of
+from elicit.model.theta import split_theta
 
 
 def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
@@ -49,17 +49,13 @@ def log_density(theta: np.ndarray, data: ModelData, marginal: Marginal | None = 
     """Log posterior density (no Jacobian, up to a constant) and its gradient in theta
     (``marginal``: the marginal at theta, if the caller has it)."""
     theta = np.asarray(theta, dtype=float)
-    gamma, _, tau2 = split_theta(theta, data)
-    zeta = zeta_of(theta, data)
-    learned = data.hyper.variant == "learned"
     val, grad, _ = _prior_and_feedback(theta, data, hess=False)
-    mg = marginal if marginal is not None else Marginal.from_data(
-        data, gamma, tau2, zeta=zeta, delta=delta_of(theta, data))
+    mg = marginal if marginal is not None else Marginal.at(theta, data)
     lay = data.layout
     grad[lay["gamma"]] += mg.grad_gamma()
-    if learned:
+    if data.hyper.variant == "learned":
         grad[lay.index("tau2")] += mg.grad_tau2()
-    if zeta is not None:
+    if "zeta" in lay:
         grad[lay.index("zeta")] += mg.grad_zeta()
     if "delta" in lay:
         grad[lay.index("delta")] += mg.grad_delta()

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elicit.errors import ElicitError
-
 #: direction answers (``ModelData.direction``): the outcome goes up, down, or not known
 RAISES, LOWERS, UNJUDGED = 1, -1, 0
 
@@ -32,19 +30,3 @@ def delta_prior_sd(y: np.ndarray) -> float:
     """The prior sd of delta: the root mean square of y (1 when y is all zeros)."""
     rms = float(np.sqrt(np.mean(np.square(y))))
     return rms if rms > 0 else 1.0
-
-
-def check_direction(answers, p: int) -> np.ndarray:
-    """Direction answers as a read-only float array of length ``p`` in {1, -1, 0} (``None``: all
-    0), or a one-line error."""
-    if answers is None:
-        a = np.zeros(p)
-    else:
-        a = np.asarray(answers)
-        if a.shape != (p,) or a.dtype.kind not in "biuf" or not np.isin(
-                a, (RAISES, LOWERS, UNJUDGED)).all():
-            raise ElicitError(f"direction must hold one answer per feature ({p}), each 1 "
-                              f"(raises), -1 (lowers) or 0 (not known); got shape {a.shape}")
-        a = a.astype(float)
-    a.setflags(write=False)
-    return a

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from elicit.internal.cache import LRUCache
 from elicit.model.spec import ModelData
 from elicit.model.structure import OffsetSparse, structure_of
-from elicit.model.tall import TallBasis, is_tall, tall_basis
+from elicit.model.tall import TallBasis, is_tall
 
 
 def data_structure(data: ModelData) -> OffsetSparse | None:
@@ -19,18 +20,15 @@ def data_structure(data: ModelData) -> OffsetSparse | None:
     return structure_of(data.X, data.d)
 
 
+#: the bases of the last few X (computed once per array)
+_bases = LRUCache(4)
+
+
 def basis_of(X: np.ndarray, structure: OffsetSparse | None,
              tall: bool | None = None) -> TallBasis | None:
     """The basis X = Q R if a marginal of X takes the p x p form (``tall`` True or False
     forces the choice; never on the structured path), else None."""
     if structure is not None or not (is_tall(*X.shape) if tall is None else tall):
         return None
-    return tall_basis(X)
+    return _bases.of_array(X, TallBasis)
 
-
-def data_basis(data: ModelData) -> TallBasis | None:
-    return basis_of(data.X, data_structure(data))
-
-
-def takes_structure(data: ModelData) -> bool:
-    return data_structure(data) is not None

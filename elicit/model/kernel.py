@@ -91,19 +91,6 @@ def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) 
 TILE = 512
 
 
-def _tile(P: np.ndarray, Q: np.ndarray, I: slice, J: slice, clip: bool = False) -> np.ndarray:
-    """The kernel block ``K[I, J]``, the diagonal exactly 1, the exponent clipped with ``clip``."""
-    E = P[I] @ Q[J].T
-    if clip:
-        np.minimum(E, 0.0, out=E)
-    np.exp(E, out=E)
-    lo, hi = max(I.start, J.start), min(I.stop, J.stop)
-    if lo < hi:
-        k = np.arange(lo, hi)
-        E[k - I.start, k - J.start] = 1.0
-    return E
-
-
 def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = None):
     """The upper-triangular tiles ``(I, J, K[I, J])`` (``I.start <= J.start``, at most :data:`TILE`
     square) of :func:`kernel` without a coupled set, of ``K[order][:, order]`` with ``order``:
@@ -121,7 +108,15 @@ def kernel_tiles(U: np.ndarray, gamma: np.ndarray, order: np.ndarray | None = No
         I = slice(i0, min(p, i0 + TILE))
         for j0 in range(i0, p, TILE):
             J = slice(j0, min(p, j0 + TILE))
-            yield I, J, _tile(P, Q, I, J, clip)
+            E = P[I] @ Q[J].T
+            if clip:
+                np.minimum(E, 0.0, out=E)
+            np.exp(E, out=E)
+            lo, hi = max(I.start, J.start), min(I.stop, J.stop)
+            if lo < hi:                                 # the diagonal exactly 1
+                k = np.arange(lo, hi)
+                E[k - I.start, k - J.start] = 1.0
+            yield I, J, E
 
 
 def kernel_apply(U: np.ndarray, gamma: np.ndarray, V: np.ndarray) -> np.ndarray:

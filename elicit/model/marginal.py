@@ -43,7 +43,7 @@ from scipy.linalg.lapack import dtrtri
 from scipy.special import gammaln
 
 from elicit.model.covariance import Scales
-from elicit.model.form import basis_of, takes_structure
+from elicit.model.form import basis_of, data_structure
 from elicit.model.kernel import (
     kernel,
     kernel_apply,
@@ -189,7 +189,7 @@ class Marginal:
             if hit is not None and type(hit) is cls:
                 return hit
         # the structured path never needs the p x p kernel
-        K = fit.K if "K" in fit.__dict__ or not takes_structure(data) else None
+        K = fit.K if "K" in fit.__dict__ or data_structure(data) is None else None
         return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta, delta=delta)
 
     def lift(self, V: np.ndarray) -> np.ndarray:

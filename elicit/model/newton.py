@@ -14,7 +14,6 @@ each the order it has always used, so that results stay bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 
@@ -56,9 +55,10 @@ class NewtonSettings:
     secant: bool = False
 
 
-class NewtonProblem(Protocol):
-    """The rows of a stack of refits, as :class:`NewtonRun` sees them."""
+class NewtonProblem:
+    """The rows of a stack of refits of ``data``, as :class:`NewtonRun` sees them (a base)."""
 
+    data: ModelData
     #: lower bounds of theta (k,)
     lb: np.ndarray
     #: a stack of one: products by single-vector operations (see the module docstring)
@@ -72,7 +72,9 @@ class NewtonProblem(Protocol):
         with an accepted point (arrays with a leading axis r, or None) of ``rows`` at ``theta``."""
 
     def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
-        """The base Hessian of row ``row`` at ``theta`` (only needed with ``refresh_at``)."""
+        """The base Hessian of row ``row`` at ``theta`` (only needed with ``refresh_at``): the
+        y-likelihood's and the priors', which do not depend on the answers."""
+        return hessian_base(theta, self.data)
 
 
 def _dot(a: np.ndarray, b: np.ndarray, single: bool) -> np.ndarray:
@@ -372,7 +374,7 @@ class NewtonRun:
         return pending
 
 
-class OneRefit:
+class OneRefit(NewtonProblem):
     """A warm refit of one :class:`ModelData` as a stack of one."""
 
     single = True
@@ -403,6 +405,3 @@ class OneRefit:
             return np.array([-np.inf]), np.zeros_like(theta), None
         v, g = log_density(theta[0], data, mg)
         return np.array([v]), g[None], None
-
-    def hessian_base(self, row: int, theta: np.ndarray) -> np.ndarray:
-        return hessian_base(theta, self.data)

@@ -18,7 +18,8 @@ GAMMA_SD = 0.5
 
 @dataclass(frozen=True)
 class Normal:
-    """``N(mean, sd)`` on the real line, up to a constant."""
+    """``N(mean, sd)``, up to a constant; also the half-normal ``N+(mean, sd)`` of a block that
+    theta bounds below by 0 (the same terms there)."""
 
     mean: float
     sd: float
@@ -32,20 +33,15 @@ class Normal:
 
 
 @dataclass(frozen=True)
-class HalfNormal(Normal):
-    """``N+(mean, sd)`` on [0, inf), up to a constant: :class:`Normal`'s terms (theta's bound)."""
-
-
-@dataclass(frozen=True)
 class ThresholdPrior:
     """``xi ~ N+(m, sd m)``: m is data (``threshold_mean``), ``sd`` the variant's assumption of how
     far answers move xi."""
 
     sd: float
 
-    def at(self, m: float) -> HalfNormal:
-        """The prior for the prior mean ``m``."""
-        return HalfNormal(m, m * self.sd)
+    def at(self, m: float) -> Normal:
+        """The prior (half-normal) for the prior mean ``m``."""
+        return Normal(m, m * self.sd)
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ class InvGamma:
         return value, -(a + 1.0) / x + b / x**2, (a + 1.0) / x**2 - 2.0 * b / x**3
 
 
-GAMMA_PRIOR = HalfNormal(GAMMA_MEAN, GAMMA_SD)
+GAMMA_PRIOR = Normal(GAMMA_MEAN, GAMMA_SD)  # half-normal: gamma >= 0
 #: the paper's threshold prior, xi ~ N+(m, m/2)
 PAPER_THRESHOLD = ThresholdPrior(0.5)
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from elicit.model import terms
-from elicit.model.density import feedback_terms, hessian_base, log_density
+from elicit.model.density import hessian, log_density
 from elicit.model.linalg import damped_solve
 from elicit.model.spec import ModelData
-from elicit.model.theta import lower_bounds
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,7 @@ class ColdStartPolicy:
     of) its bound after answers less likely than ``unlikely`` under the previous fit (the mode
     need not be on the bound itself: a refit after an answer of p = 0.0005 ended at gamma =
     0.00048, 1.37 below the cold fit), or when it ends more than ``slack`` below its start,
-    which a refit that ascends cannot do. On the synthetic problem (docs/benchmarks.md "Refit
-    modes") refits ending below a reference: 91 without checks, 25 checking every switch (the
-    default), for 5.8% of the rounds' CPU."""
+    which a refit that ascends cannot do (measured: docs/benchmarks.md, "Refit modes")."""
 
     unlikely: float = 1.0
     near: float = 1e-2
@@ -76,9 +73,9 @@ def local_gain(theta: np.ndarray, data: ModelData) -> tuple[float, np.ndarray, f
     it, or crossed by the step: a point a hair above the bound counts as on it). Near 0 at a
     stationary point."""
     theta = np.asarray(theta, dtype=float)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     value, g = log_density(theta, data)
-    H = hessian_base(theta, data) + feedback_terms(theta, data, True)[2]
+    H = hessian(theta, data)
     room = theta - lb
     held = (room <= 0) & (g < 0)
     for _ in range(len(theta)):

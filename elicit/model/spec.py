@@ -1,12 +1,9 @@
 """The model: hyperparameters, the data of a fit, and the Stan data contract.
 
 Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019): ``X`` (n x p) inputs, ``y`` (n,)
-targets, ``U`` (p x d) meta-features; ``K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2)``;
-``beta | sigma2 ~ N(0, sigma2 tau2 K)``, ``sigma2 ~ InvGamma(a_sigma, b_sigma)``; feedback
-``f ~ Bernoulli(logistic(xi - gamma . w))``, ``w = (u_i - u_j)^2``, ``f = 1`` *similar*.
-``stan/elicit.stan`` is the model's single specification; :func:`contract_data` and
-:func:`contract_params` list the names a program of a model must declare (``tau`` holds the
-*variance* tau^2, as in the authors' code).
+targets, ``U`` (p x d) meta-features (the kernel: :mod:`elicit.model.kernel`). ``stan/elicit.stan``
+is the model's single specification; :func:`contract_data` and :func:`contract_params` list
+the names a program of a model must declare.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ from elicit.model.covariance import (
     ScaledCovariance,
     has_scales,
 )
-from elicit.model.direction import check_direction, delta_prior_sd
+from elicit.model.direction import LOWERS, RAISES, UNJUDGED, delta_prior_sd
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
@@ -146,13 +143,9 @@ class ModelData:
                               "elicit.prior.setup.fit_no_feedback does, with "
                               "elicit.model.spec.auto_threshold_mean")
         if self.coupled is not None:
-            c = np.asarray(self.coupled)
-            if c.shape != (p,) or c.dtype.kind not in "bi" or not np.isin(c, (0, 1)).all():
-                raise ElicitError(f"coupled must be a boolean mask of the {p} features, got "
-                                  f"shape {c.shape}")
-            c = c.astype(bool)
-            c.setflags(write=False)
-            self.coupled = c
+            self.coupled = _per_feature(self.coupled, p, (0, 1), bool, "coupled must be a "
+                                        "boolean mask of the {p} features, got shape {shape}",
+                                        kinds="bi")
         self.relevance = check_relevance(self.relevance, p)
         self.direction = check_direction(self.direction, p)
         if self.kernel_mask is not None or self.model.relevance:
@@ -203,31 +196,29 @@ class ModelData:
             W = self.__dict__["_W_f"] = pair_weights(self.U, self.pairs)
         return W
 
-    def with_feedback(self, pairs: np.ndarray, f: np.ndarray) -> ModelData:
-        """A copy with other answers (the regression data is shared, not copied)."""
+    def _copy(self, stale: str, **changes) -> ModelData:
+        """A copy with ``changes``, without the cached ``stale`` (the rest shared, not copied)."""
         new = object.__new__(ModelData)
         new.__dict__.update(self.__dict__)
-        new.pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
-        new.f = np.asarray(f, dtype=int).reshape(-1)
-        new.__dict__.pop("_W_f", None)
+        new.__dict__.pop(stale, None)
+        new.__dict__.update(changes)
+        return new
+
+    def with_feedback(self, pairs: np.ndarray, f: np.ndarray) -> ModelData:
+        """A copy with other answers (the regression data is shared, not copied)."""
+        new = self._copy("_W_f", pairs=np.asarray(pairs, dtype=int).reshape(-1, 2),
+                         f=np.asarray(f, dtype=int).reshape(-1))
         if len(new.pairs) != len(new.f):
             raise ElicitError(f"{len(new.pairs)} pairs but {len(new.f)} answers")
         return new
 
     def with_relevance(self, classes: np.ndarray) -> ModelData:
         """A copy with other relevance classes (the rest shared, not copied)."""
-        new = object.__new__(ModelData)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.pop("relevance_signal", None)
-        new.relevance = check_relevance(classes, self.p)
-        return new
+        return self._copy("relevance_signal", relevance=check_relevance(classes, self.p))
 
     def with_direction(self, answers: np.ndarray) -> ModelData:
         """A copy with other direction answers (the rest shared, not copied)."""
-        new = object.__new__(ModelData)
-        new.__dict__.update(self.__dict__)
-        new.direction = check_direction(answers, self.p)
-        return new
+        return self._copy("", direction=check_direction(answers, self.p))
 
     def answers_key(self) -> tuple[bytes, bytes]:
         """The relevance classes and direction signs the model reads, as bytes (empty if none)."""
@@ -271,21 +262,31 @@ class ModelData:
         return out
 
 
+def _per_feature(values, p: int, allowed: tuple[int, ...], dtype: type, what: str,
+                 kinds: str = "biuf") -> np.ndarray:
+    """``values`` (``None``: all ``allowed[-1]``) as a read-only ``dtype`` array of one entry per
+    feature, each in ``allowed``, of a dtype kind in ``kinds``; else the error ``what`` ({p}: the
+    number of features, {shape}: the shape given)."""
+    a = np.full(p, allowed[-1], dtype=dtype) if values is None else np.asarray(values)
+    if a.shape != (p,) or a.dtype.kind not in kinds or not np.isin(a, allowed).all():
+        raise ElicitError(what.format(p=p, shape=a.shape))
+    a = a.astype(dtype)
+    a.setflags(write=False)
+    return a
+
+
 def check_relevance(classes, p: int) -> np.ndarray:
-    """Relevance classes as a read-only int array of length ``p`` with values in {1, 0, -1}
-    (``None``: all -1, nothing judged), or a one-line error."""
-    if classes is None:
-        c = np.full(p, UNASKED, dtype=int)
-    else:
-        c = np.asarray(classes)
-        if c.shape != (p,) or c.dtype.kind not in "biuf" or not np.isin(
-                c, (RELEVANT, IRRELEVANT, UNASKED)).all():
-            raise ElicitError(f"relevance must hold one class per feature ({p}), each 1 "
-                              f"(relevant), 0 (irrelevant) or -1 (not judged); got shape "
-                              f"{c.shape}")
-        c = c.astype(int)
-    c.setflags(write=False)
-    return c
+    """Relevance classes as read-only ints in {1, 0, -1} (``None``: all -1, nothing judged)."""
+    return _per_feature(classes, p, (RELEVANT, IRRELEVANT, UNASKED), int,
+                        "relevance must hold one class per feature ({p}), each 1 (relevant), "
+                        "0 (irrelevant) or -1 (not judged); got shape {shape}")
+
+
+def check_direction(answers, p: int) -> np.ndarray:
+    """Direction answers as read-only floats in {1, -1, 0} (``None``: all 0, not known)."""
+    return _per_feature(answers, p, (RAISES, LOWERS, UNJUDGED), float,
+                        "direction must hold one answer per feature ({p}), each 1 (raises), "
+                        "-1 (lowers) or 0 (not known); got shape {shape}")
 
 
 def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
@@ -323,9 +324,18 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
     return X, y, U
 
 
+#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
+#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
+#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
+MAX_ABS = 1e150
+
+
 def _as_float(a, name: str, rows: Sequence[str] | None = None,
               columns: Sequence[str] | None = None,
               words: tuple[str, str] = ("row", "column")) -> np.ndarray:
+    """``a`` as a float array; ElicitError if it is not numeric, not finite or beyond
+    :data:`MAX_ABS` (the first such value named by ``rows`` and ``columns`` if given, else by
+    position: ``words``)."""
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:
@@ -333,37 +343,22 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
     if not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
-    check_magnitude(arr, name, rows, columns, words)
-    return arr
-
-
-#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
-#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
-#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
-MAX_ABS = 1e150
-
-
-def check_magnitude(a: np.ndarray, what: str, rows: Sequence[str] | None = None,
-                    columns: Sequence[str] | None = None,
-                    words: tuple[str, str] = ("row", "column")) -> None:
-    """Refuse values beyond :data:`MAX_ABS`, naming the first one's place by ``rows`` and
-    ``columns`` if given, else by position (``words``)."""
-    big = np.abs(a) > MAX_ABS
+    big = np.abs(arr) > MAX_ABS
     if not big.any():
-        return
-    if rows is not None and len(rows) != a.shape[0]:
+        return arr
+    if rows is not None and len(rows) != arr.shape[0]:
         rows = None  # names of other rows (a shape error follows): positions then
-    if columns is not None and (a.ndim != 2 or len(columns) != a.shape[1]):
+    if columns is not None and (arr.ndim != 2 or len(columns) != arr.shape[1]):
         columns = None
     at = tuple(int(k) for k in np.argwhere(big)[0])
     where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"]
     if len(at) == 2:
         where.append(columns[at[1]] if columns is not None else f"{words[1]} {at[1]}")
     more = int(big.sum()) - 1
-    raise ElicitError(f"{what} has {a[at]:.3g} at {', '.join(where)}"
+    raise ElicitError(f"{name} has {arr[at]:.3g} at {', '.join(where)}"
                       + (f" (and {more} more such value(s))" if more else "")
                       + f": values beyond ±{MAX_ABS:.0e} overflow when squared; rescale "
-                      + ("that column" if len(at) == 2 else what)
+                      + ("that column" if len(at) == 2 else name)
                       + " (e.g. other units) or correct the value")
 
 
@@ -389,9 +384,8 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 def row_numbers(p: int, d: int) -> int:
     """How many numbers a row of the data costs in the p x p form: the basis of X's columns, the
-    predictive and its Jacobians, and the feature questions' n x p arrays. Measured with
-    tracemalloc on table sessions (n = 4,000 and 32,000, p = 5 and 30): the peak grew by 0.94
-    to 0.97 times this a row (0.30 to 0.36 with pair questions alone)."""
+    predictive and its Jacobians, and the feature questions' n x p arrays (measured with
+    tracemalloc: docs/benchmarks.md)."""
     return 16 * p + 2 * (d + 2)
 
 

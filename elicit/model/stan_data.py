@@ -1,10 +1,7 @@
 """The data of the Stan program, one part of the model at a time: each part is a frozen dataclass
 whose fields are its data contract (one :func:`stan_field` per Stan data name, in the
-program's order). ``stan/elicit.stan`` takes every part of :data:`SHIPPED_PARTS`, one its
-model does not use switched off by data (flag 0, arrays empty) or holding the paper's value;
-a program of one's own declares the names of the parts its model uses
-(:meth:`StanPart.required`). A new part is a class here, a block in ``stan/elicit.stan``, a
-term in :mod:`elicit.model.density` and, with a parameter, a block in :mod:`elicit.model.layout`.
+program's order). docs/stan.md ("One program: the parts of the model") says how the shipped
+program switches a part off and what a new part takes.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from elicit.internal.cache import LRUCache
-
 
 class TallBasis:
     """The thin QR ``X = Q R`` and the maps from the p x p form back to the n rows."""
@@ -44,14 +42,6 @@ class TallBasis:
         for c, Mc in enumerate(flat):
             out[c] = np.einsum("ij,ij->i", self.Q @ Mc, self.Q)
         return self.outside + out.reshape(*Sinv.shape[:-2], self.n)
-
-
-_bases = LRUCache(4)
-
-
-def tall_basis(X: np.ndarray) -> TallBasis:
-    """The :class:`TallBasis` of X, computed once per array."""
-    return _bases.of_array(X, TallBasis)
 
 
 def is_tall(n: int, p: int) -> bool:

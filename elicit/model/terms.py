@@ -13,7 +13,7 @@ import numpy as np
 
 from elicit.model.layout import ParamLayout
 from elicit.model.link import Link
-from elicit.model.priors import GAMMA_PRIOR, ZETA_PRIOR, HalfNormal, InvGamma, Normal
+from elicit.model.priors import GAMMA_PRIOR, ZETA_PRIOR, InvGamma, Normal
 from elicit.model.spec import ModelData
 
 
@@ -32,11 +32,11 @@ def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, 
     (callers add the values in it); gamma's value summed, its curvature (the diagonal of the
     prior's Hessian) per entry."""
     lay, h = data.layout, data.hyper
-    priors: dict[str, HalfNormal | Normal | InvGamma] = {
+    priors: dict[str, Normal | InvGamma] = {
         "gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
         "tau2": InvGamma(h.a_tau, h.b_tau), "zeta": ZETA_PRIOR}
     if "delta" in lay:
-        priors["delta"] = HalfNormal(0.0, data.delta_sd)
+        priors["delta"] = Normal(0.0, data.delta_sd)  # half-normal: delta >= 0
     for b in lay.blocks:
         yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))
 

@@ -67,11 +67,6 @@ def params_of(theta: np.ndarray, data: ModelData) -> Params:
     return Params(gamma, xi, tau2, zeta_of(theta, data), delta_of(theta, data))
 
 
-def lower_bounds(data: ModelData) -> np.ndarray:
-    """Lower bounds of theta."""
-    return data.layout.lower_bounds()
-
-
 def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
     """The per-feature scales of ``data``'s model at ``zeta`` (``None``: the model has none)."""
     if not data.model.relevance:

@@ -1,12 +1,7 @@
-"""Model variants: which assumptions a fit makes, as registered objects (docs/models.md).
-
-Every variant shares the paper's regression; a :class:`ModelVariant` supplies the parts that
-may change, each an object that every numpy code path reads: the threshold prior, the
-covariance, the feedback link and the prior mean of beta. Its :class:`StanProgram` states it
-for the Stan engines (the shipped ``stan/elicit.stan`` every shipped variant, taking what
-they change as data); one without (``program=None``) runs on the numpy engine, or on a Stan
-engine given a ``stan_file``. :data:`MODELS` maps each name to its variant;
-:func:`register_model` adds one, :func:`get_model` is the one place a name is validated.
+"""Model variants: which assumptions a fit makes, as registered objects (docs/models.md: the
+parts a :class:`ModelVariant` may change, and the :class:`StanProgram` that states it).
+:data:`MODELS` maps each name to its variant; :func:`register_model` adds one,
+:func:`get_model` is the one place a name is validated.
 """
 
 from __future__ import annotations
@@ -23,7 +18,6 @@ from elicit.model.covariance import (
     Covariance,
     FullKernel,
     KnownCoupling,
-    RelevanceScales,
     has_scales,
 )
 from elicit.model.direction import DIRECTION, DirectionMean
@@ -124,14 +118,11 @@ class ModelVariant:
             return (f"{self.name}: {self.assumes}\n    no Stan program (link: {self.link.name}; "
                     "numpy engine)")
         if prog.shipped:
-            data = ([f"threshold_sd = {self.threshold_sd:g}"]
-                    if self.threshold_sd != PAPER_THRESHOLD.sd else [])
-            if self.known_coupling:
-                data.append("coupled = J")
-            if self.relevance:
-                data.append("the relevance classes; parameter zeta")
-            if self.direction:
-                data.append("the direction signs; parameter delta")
+            data = [text for on, text in (
+                (self.threshold_sd != PAPER_THRESHOLD.sd, f"threshold_sd = {self.threshold_sd:g}"),
+                (self.known_coupling, "coupled = J"),
+                (self.relevance, "the relevance classes; parameter zeta"),
+                (self.direction, "the direction signs; parameter delta")) if on]
             where = prog.name + (f" (data: {', '.join(data)})" if data else "")
         else:
             where = f"{prog.name} (its own program)"
@@ -224,7 +215,7 @@ def _check(variant: ModelVariant) -> None:
         return
     states = (prog == SHIPPED_PROGRAM and isinstance(variant.link, Logistic)
               and isinstance(variant.xi_prior, ThresholdPrior)
-              and isinstance(variant.covariance, (FullKernel, KnownCoupling, RelevanceScales)))
+              and isinstance(variant.covariance, (FullKernel, KnownCoupling)))
     if not states:
         raise ElicitError(f"model {variant.name!r}: the shipped Stan program {prog.name} "
                           "cannot state it (it has the shipped parts, the logistic link, a "

@@ -62,11 +62,10 @@ def fit_no_feedback(engine: Engine, X, y, U, hyper: Hyper, candidates: np.ndarra
     over the candidates at the no-feedback MAP gamma0, which does not depend on the
     placeholder: the second fit only moves xi."""
     coupled = coupled_features(np.shape(X)[1], candidates)
-    if hyper.threshold_mean != "auto":
-        data = ModelData(X, y, U, hyper, coupled=coupled, relevance=relevance)
-        return data, engine.fit(data)
     probe = no_feedback_data(X, y, U, hyper, coupled, relevance)
     fit0 = engine.fit(probe)
+    if hyper.threshold_mean != "auto":
+        return probe, fit0
     data = ModelData(X, y, U, hyper.with_threshold_mean(
         auto_threshold_mean(U, fit0.gamma, candidates)), coupled=coupled, relevance=relevance)
     fit = engine.fit(data, init=fit0)

@@ -20,7 +20,7 @@ from elicit.model.density import feedback_terms
 from elicit.model.kernel import pair_weights
 from elicit.model.linalg import damped_cho_factor
 from elicit.model.simulate import make_synthetic
-from elicit.model.theta import join_theta, lower_bounds
+from elicit.model.theta import join_theta
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -121,7 +121,7 @@ def _laplace(el):
     theta = join_theta(el.fit.gamma, el.fit.xi, el.fit.tau2, el.data)
     sc = UtilityScorer(el.data, el.fit, el.engine)
     H = sc.hessian + feedback_terms(theta, el.data, True)[2]
-    free = theta > lower_bounds(el.data)
+    free = theta > el.data.layout.lower_bounds()
     return theta, free, np.linalg.inv(-H[np.ix_(free, free)])
 
 
@@ -210,7 +210,7 @@ def test_param_gain_uses_one_cholesky_of_the_full_hessian(answered):
     theta = join_theta(el.fit.gamma, el.fit.xi, el.fit.tau2, el.data)
     sc = UtilityScorer(el.data, el.fit, el.engine)
     H = sc.hessian + feedback_terms(theta, el.data, True)[2]
-    free = theta > lower_bounds(el.data)
+    free = theta > el.data.layout.lower_bounds()
     w = pair_weights(el.data.U, el.candidates[:5])
     A = np.vstack([-w.T, np.ones((1, 5)), np.zeros((len(theta) - el.data.d - 1, 5))])[free]
     s2 = np.einsum("ic,ic->c", A, cho_solve(damped_cho_factor(-H[np.ix_(free, free)]), A))

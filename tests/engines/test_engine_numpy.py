@@ -14,7 +14,7 @@ from elicit.model.density import hessian, hessian_base, log_density
 from elicit.model.kernel import kernel
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params
-from elicit.model.theta import join_theta, lower_bounds
+from elicit.model.theta import join_theta
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -34,7 +34,7 @@ def _projected_grad(theta: np.ndarray, data: ModelData) -> np.ndarray:
     """Gradient with the components that push against an active lower bound zeroed (KKT),
     in the scaled coordinates of :func:`_scaled`."""
     _, g = log_density(theta, data)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     g = np.where((theta <= lb) & (g < 0), 0.0, g)
     g[data.d] *= data.m
     return g
@@ -61,7 +61,7 @@ def test_cold_fit_is_a_stationary_maximum(variant, n_feedback):
     assert np.max(np.abs(_projected_grad(theta, data))) < 1e-4
     assert r.log_density == pytest.approx(log_density(theta, data)[0], rel=1e-12)
     # A maximum: the Hessian on the coordinates off their bounds is negative definite.
-    free = theta > lower_bounds(data)
+    free = theta > data.layout.lower_bounds()
     H = hessian(theta, data)[np.ix_(free, free)]
     assert np.max(np.linalg.eigvalsh(H)) < 0
 
@@ -72,7 +72,7 @@ def test_cold_fit_beats_scipy_from_several_starts(variant, n_feedback):
     random starts finds nothing higher than the engine's MAP."""
     data = make_small_data(variant, n_feedback=n_feedback)
     r = NumpyEngine(variant).fit(data)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     rng = np.random.default_rng(7)
     best = -np.inf
     for _ in range(4):
@@ -273,7 +273,7 @@ def _bound_problem(variant: str) -> ModelData:
 def test_bounds_are_respected(variant):
     data = _bound_problem(variant)
     engine = NumpyEngine(variant)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     cold = engine.fit(data)
     # warm Newton from the no-feedback MAP, with its base Hessian
     nofb = data.with_feedback(np.zeros((0, 2), int), np.zeros(0, int))
@@ -301,7 +301,7 @@ def test_start_outside_bounds_is_projected(variant):
     start = Params(np.array([-1.0, 0.5, -0.2]), -3.0, 1.0)
     r = engine.fit(data, init=start)
     theta = _theta(r, data)
-    assert np.all(theta >= lower_bounds(data))
+    assert np.all(theta >= data.layout.lower_bounds())
     assert r.converged
     assert np.max(np.abs(_projected_grad(theta, data))) < 1e-4
 

@@ -17,7 +17,7 @@ from elicit.model.covariance import IRRELEVANT, RELEVANCE, RELEVANT, UNASKED
 from elicit.model.density import hessian_base, log_density
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
-from elicit.model.theta import lower_bounds, theta_of
+from elicit.model.theta import theta_of
 from elicit.model.variants import RELEVANCE_MODEL
 
 
@@ -40,7 +40,7 @@ def test_cold_fit_is_a_stationary_maximum(variant):
     assert fit.converged and fit.zeta is not None
     theta = theta_of(fit, data)
     _, g = log_density(theta, data)
-    free = theta > lower_bounds(data) + 1e-12
+    free = theta > data.layout.lower_bounds() + 1e-12
     assert np.max(np.abs(g[free])) < 1e-4
     z = data.layout.index("zeta")
     assert free[z]              # unbounded: never held

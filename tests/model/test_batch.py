@@ -18,7 +18,7 @@ from elicit.model.density import feedback_terms, hessian, hessian_base, log_dens
 from elicit.model.kernel import pair_weights
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData, all_pairs
-from elicit.model.theta import join_theta, lower_bounds, split_theta
+from elicit.model.theta import join_theta, split_theta
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -64,7 +64,7 @@ def test_value_and_gradient_match_scalar_log_density(variant, n_feedback, f_new)
     cands = _candidates(data)
     bd = BatchDensity(data, pair_weights(data.U, cands), f_new)
     theta = _random_thetas(data, N_CAND, seed=n_feedback + 10 * f_new)
-    value, grad, _ = bd(theta, np.arange(N_CAND))
+    value, grad, _ = bd.at(theta, np.arange(N_CAND))
     assert value.shape == (N_CAND,) and grad.shape == theta.shape
     for c in range(N_CAND):
         v_ref, g_ref = log_density(theta[c], _with_answer(data, cands[c], f_new))
@@ -81,8 +81,8 @@ def test_rows_follow_idx(variant):
     bd = BatchDensity(data, pair_weights(data.U, cands), 1)
     theta = _random_thetas(data, N_CAND, seed=3)
     idx = np.array([3, 0, 4])
-    v_all, g_all, (m_all, s_all) = bd(theta, np.arange(N_CAND))
-    v, g, (m, s) = bd(theta, idx)
+    v_all, g_all, (m_all, s_all) = bd.at(theta, np.arange(N_CAND))
+    v, g, (m, s) = bd.at(theta[idx], idx)
     np.testing.assert_allclose(v, v_all[idx], rtol=1e-13)
     np.testing.assert_allclose(g, g_all[idx], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(m, m_all[idx], rtol=1e-12, atol=1e-12)
@@ -102,10 +102,10 @@ def test_a_stack_larger_than_a_chunk_is_evaluated_in_chunks_row_for_row(variant)
     if data.hyper.variant == "learned":
         theta[4, data.layout.index("tau2")] = 1e20
     idx = np.array([6, 0, 4, 2, 5, 1, 3])
-    whole = bd(theta, idx)
+    whole = bd.at(theta[idx], idx)
     bd.chunk = 3                  # ... here it takes three: rows 0-2, 3-4, 5-6
-    chunked = bd(theta, idx)
-    singles = [bd(theta, idx[[c]]) for c in range(7)]
+    chunked = bd.at(theta[idx], idx)
+    singles = [bd.at(theta[idx[[c]]], idx[[c]]) for c in range(7)]
     for got in (chunked, whole):
         np.testing.assert_allclose(got[0], [s[0][0] for s in singles], rtol=1e-13)
         for e in range(2):
@@ -125,7 +125,7 @@ def test_predictive_matches_marginal(variant):
     cands = _candidates(data)
     bd = BatchDensity(data, pair_weights(data.U, cands), 0)
     theta = _random_thetas(data, N_CAND, seed=7)
-    _, _, (mean, var) = bd(theta, np.arange(N_CAND))
+    _, _, (mean, var) = bd.at(theta, np.arange(N_CAND))
     assert mean.shape == var.shape == (N_CAND, data.n)
     for c in range(N_CAND):
         gamma, _, tau2 = split_theta(theta[c], data)
@@ -144,7 +144,7 @@ def test_feedback_curvature_matches_feedback_hessian(variant, n_feedback, f_new)
     cands = _candidates(data)
     w_new, rows = pair_weights(data.U, cands), np.arange(N_CAND)
     theta = _random_thetas(data, N_CAND, seed=20 + n_feedback)
-    value, grad, H = CandidateRefits(data, w_new, f_new, lower_bounds(data)).feedback(
+    value, grad, H = CandidateRefits(data, w_new, f_new).feedback(
         rows, theta, True)
     k = theta.shape[1]
     assert H.shape == (N_CAND, k, k)
@@ -156,7 +156,7 @@ def test_feedback_curvature_matches_feedback_hessian(variant, n_feedback, f_new)
         assert value[c] == pytest.approx(v_ref, rel=1e-12, abs=1e-12)
         np.testing.assert_allclose(grad[c], g_ref, rtol=1e-12, atol=1e-12)
     # The Hessian of a log-logistic term does not depend on the answer.
-    H_other = CandidateRefits(data, w_new, 1 - f_new, lower_bounds(data)).feedback(
+    H_other = CandidateRefits(data, w_new, 1 - f_new).feedback(
         rows, theta, True)[2]
     np.testing.assert_array_equal(H, H_other)
 
@@ -192,7 +192,7 @@ def test_batched_refit_reaches_the_engine_refit(variant, f_new, start):
     fit = engine.fit(data)
     assert fit.converged
     theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     assert np.any(theta0 <= lb) == (start == "on_bound")
     H0 = hessian_base(theta0, data)
     cands = _candidates(data, n=6, seed=1)
@@ -249,7 +249,7 @@ def test_trial_points_without_a_density_are_rejected_not_fatal():
     S = theta[1, d + 1] * X @ np.ones((p, p)) @ X.T + np.eye(n)
     with pytest.raises(np.linalg.LinAlgError):   # the point really has no factorisation
         np.linalg.cholesky(S)
-    value, grad, _ = BatchDensity(data, w, 1)(theta, np.arange(3))
+    value, grad, _ = BatchDensity(data, w, 1).at(theta, np.arange(3))
     assert value[1] == -np.inf and np.all(np.isfinite(grad))
     for c in (0, 2):
         expected = log_density(theta[c], _with_answer(data, pair, 1))[0]

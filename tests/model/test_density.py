@@ -19,7 +19,7 @@ from elicit.model.kernel import kernel, pair_weights
 from elicit.model.marginal import Marginal
 from elicit.model.priors import GAMMA_MEAN, GAMMA_SD
 from elicit.model.spec import Hyper, ModelData, all_pairs
-from elicit.model.theta import join_theta, lower_bounds, split_theta
+from elicit.model.theta import join_theta, split_theta
 
 
 def _with_U(data: ModelData, U: np.ndarray) -> ModelData:
@@ -445,7 +445,7 @@ def test_laplace_moves_maximise_the_quadratic_model_plus_the_new_answer(variant,
     data = make_small_data(variant, n_feedback=4)     # four mixed answers: an interior MAP
     fit = NumpyEngine(variant).fit(data)
     theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
-    assert np.all(theta0 > lower_bounds(data))
+    assert np.all(theta0 > data.layout.lower_bounds())
     H0 = hessian_base(theta0, data)
     A = -(H0 + feedback_terms(theta0, data, True)[2])
     asked = {tuple(p) for p in data.pairs}

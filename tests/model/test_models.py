@@ -33,7 +33,7 @@ from elicit.model.density import hessian_base, log_density
 from elicit.model.kernel import kernel, pair_weights
 from elicit.model.priors import ZETA_PRIOR, ThresholdPrior
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
-from elicit.model.theta import join_theta, lower_bounds
+from elicit.model.theta import join_theta
 from elicit.model.variants import (
     MODELS,
     PAPER,
@@ -218,7 +218,7 @@ def test_batched_density_is_the_models(model):
     data = with_model(base, model, coupled=some_coupled(base.p))
     new_pairs = np.array([[0, 8], [1, 2]])
     thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
-    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 1)(thetas, np.arange(2))
+    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 1).at(thetas, np.arange(2))
     for c in range(2):
         dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 1))
         v, g = log_density(thetas[c], dc)
@@ -357,7 +357,7 @@ def test_registered_probit_variant_density_matches_independent_formula(probit_mo
     # the batched density (the utility's refits) reads the same link
     new_pairs = np.array([[0, 8], [1, 2]])
     thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
-    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 0)(thetas, np.arange(2))
+    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 0).at(thetas, np.arange(2))
     for c in range(2):
         dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 0))
         v, g = log_density(thetas[c], dc)
@@ -372,7 +372,7 @@ def test_numpy_engine_fits_a_registered_probit_variant(probit_model, variant):
     cold = engine.fit(data)
     assert cold.converged
     theta = join_theta(cold.gamma, cold.xi, cold.tau2, data)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     v, g = log_density(theta, data)
     pg = np.where((theta <= lb) & (g < 0), 0.0, g)
     pg[data.d] *= data.m                          # xi on the scale of its prior mean

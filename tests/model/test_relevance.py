@@ -39,7 +39,7 @@ from elicit.model.posterior import NIGPosterior
 from elicit.model.priors import RELEVANT_SHARE, ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params, all_pairs
-from elicit.model.theta import join_theta, lower_bounds, theta_of, zeta_of
+from elicit.model.theta import join_theta, theta_of, zeta_of
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 
@@ -302,7 +302,7 @@ def test_batched_refit_reaches_the_engine_refit(variant):
     fit = engine.fit(data)
     assert fit.converged and fit.zeta is not None
     theta0 = theta_of(fit, data)
-    lb = lower_bounds(data)
+    lb = data.layout.lower_bounds()
     H0 = hessian_base(theta0, data)
     pairs = all_pairs(data.p)
     cands = pairs[np.random.default_rng(1).choice(len(pairs), 5, replace=False)]

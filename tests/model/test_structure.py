@@ -22,7 +22,7 @@ from helpers import (
 import elicit.model.kernel as kernel_mod
 import elicit.model.structure as structure_mod
 from elicit.model.density import hessian, log_density
-from elicit.model.form import takes_structure
+from elicit.model.form import data_structure
 from elicit.model.kernel import kernel, kernel_apply, kernel_tiles, sparse_meta
 from elicit.model.marginal import Marginal
 from elicit.model.marginal_cache import MarginalCache, marginal_bytes, marginal_cache
@@ -178,7 +178,7 @@ def test_structured_derivatives_match_finite_differences(small_tiles, structured
     pairs = np.array([[0, 5], [3, 90], [17, 18], [40, 119]])
     data = ModelData(X, y, U, Hyper(variant=variant, tau2=0.2, threshold_mean=1.1),
                      pairs, np.array([1, 0, 1, 0]))
-    assert takes_structure(data)
+    assert data_structure(data) is not None
     theta = theta_point(data)
     assert Marginal.at(theta, data).structure is not None
     assert_derivatives_match_finite_differences(data)

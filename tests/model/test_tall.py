@@ -23,7 +23,7 @@ import elicit.model.marginal_cache as marginal_cache_mod
 from elicit.elicitation.features import FeatureScorer
 from elicit.model.batch import BatchDensity
 from elicit.model.density import log_density
-from elicit.model.form import data_basis
+from elicit.model.form import basis_of, data_structure
 from elicit.model.kernel import pair_weights
 from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
@@ -117,7 +117,7 @@ def test_p_form_with_a_coupled_set_equals_n_form():
 @pytest.mark.parametrize("case", ["fixed", "learned", "collinear", "relevance", "direction"])
 def test_derivatives_of_the_p_form_match_finite_differences(case):
     data = _tall_data(**CASES[case], n=200)
-    assert data_basis(data) is not None           # log_density takes the p x p form
+    assert basis_of(data.X, data_structure(data)) is not None   # log_density: the p x p form
     assert Marginal.at(theta_point(data), data).basis is not None
     assert_derivatives_match_finite_differences(data)
 
@@ -145,7 +145,7 @@ def test_batched_density_on_the_p_form_equals_the_n_form_marginal(case):
     bd = BatchDensity(data, pair_weights(data.U, pairs), 1)
     assert bd.basis is not None
     thetas = np.stack([theta_point(data, seed=s) for s in range(3)])
-    value, grad, (mean, var) = bd(thetas, np.arange(3))
+    value, grad, (mean, var) = bd.at(thetas, np.arange(3))
     assert mean.shape == var.shape == (3, data.n)
     for c, th in enumerate(thetas):
         _, b = _pair(data, th)

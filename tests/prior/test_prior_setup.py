@@ -13,7 +13,7 @@ from elicit.model.density import log_density
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
 from elicit.model.spec import Hyper, all_pairs
-from elicit.model.theta import lower_bounds, theta_of
+from elicit.model.theta import theta_of
 from elicit.model.variants import RELEVANCE_MODEL
 from elicit.prior.setup import PLACEHOLDER_THRESHOLD_MEAN, fit_no_feedback, no_feedback_data
 from elicit.prior.tau2 import cv_tau2, ml_tau2
@@ -27,7 +27,7 @@ def arrays():
 def _stationary(fit, data) -> None:
     theta = theta_of(fit, data)
     _, g = log_density(theta, data)
-    free = theta > lower_bounds(data)
+    free = theta > data.layout.lower_bounds()
     assert np.max(np.abs(g[free])) < 1e-4
 
 
