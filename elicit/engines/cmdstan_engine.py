@@ -102,7 +102,9 @@ def cached_program(src: Path, code: str) -> Path:
 @contextlib.contextmanager
 def compile_lock() -> Iterator[None]:
     """Hold the machine-wide CmdStan compile lock (compiles into a fresh installation share
-    its precompiled header); a process that has to wait says so."""
+    its precompiled header); a process that has to wait says so. cmdstanpy's up-to-date
+    check runs under it too: a second process waits, then finds the executable built instead
+    of rebuilding it."""
     def waiting(path: Path) -> None:
         logger.warning("waiting for a CmdStan compile in another process to finish "
                        "(lock %s)", path)

@@ -50,7 +50,8 @@ def _sync(fn, *args, **kwargs):
     """Call a PyStan function (each runs ``asyncio.run``) from any context.
 
     ``asyncio.run`` refuses to start inside a running loop (Jupyter), and a worker thread
-    crashes httpstan's models, so the running loop is detached for the call.
+    crashes httpstan's models (Stan never initialised its autodiff stack), so the running
+    loop, blocked here anyway, is detached for the call and then restored.
     """
     outer = asyncio._get_running_loop()
     if outer is None:

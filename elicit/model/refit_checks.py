@@ -25,7 +25,17 @@ class ColdStartPolicy:
     of) its bound after answers less likely than ``unlikely`` under the previous fit (the mode
     need not be on the bound itself: a refit after an answer of p = 0.0005 ended at gamma =
     0.00048, 1.37 below the cold fit), or when it ends more than ``slack`` below its start,
-    which a refit that ascends cannot do (measured: docs/benchmarks.md, "Refit modes")."""
+    which a refit that ascends cannot do (measured: docs/benchmarks.md, "Refit modes").
+
+    Attributes
+    ----------
+    unlikely
+        A switch after answers of at least this probability is trusted (1: none is).
+    near
+        How close to its lower bound 0 a gamma counts as on it (gamma's prior mean is 1).
+    slack
+        Log density a refit may lose to rounding before the second test applies.
+    """
 
     unlikely: float = 1.0
     near: float = 1e-2
