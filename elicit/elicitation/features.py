@@ -195,13 +195,17 @@ class FeatureScorer:
         p = self._screen_all[0]
         return p * kl_t[0] + (1.0 - p) * kl_t[1]
 
-    def answerable(self, pairs: np.ndarray) -> np.ndarray:
-        """P(answerable) = r_i r_j of each pair (r: 1 relevant, 0 irrelevant, p_k unjudged)."""
-        pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    @cached_property
+    def r(self) -> np.ndarray:
+        """r_k, the chance that the expert can tell feature k's effect: 1 relevant, 0
+        irrelevant, p_k unjudged."""
         cls = self.data.relevance
-        r = np.where(cls == RELEVANT, 1.0,
-                     np.where(cls == IRRELEVANT, 0.0, self._screen_all[0]))
-        return r[pairs[:, 0]] * r[pairs[:, 1]]
+        return np.where(cls == RELEVANT, 1.0, np.where(cls == IRRELEVANT, 0.0, self._screen_all[0]))
+
+    def answerable(self, pairs: np.ndarray) -> np.ndarray:
+        """P(answerable) = r_i r_j of each pair."""
+        pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+        return self.r[pairs[:, 0]] * self.r[pairs[:, 1]]
 
     def with_class(self, k: int, c: int) -> ModelData:
         """The round's data with feature ``k`` in class ``c`` (1 relevant, 0 irrelevant)."""

@@ -185,28 +185,20 @@ class PredictiveFast(PairUtility):
 
 @dataclass(frozen=True)
 class PredictiveExact(PairUtility):
-    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer."""
+    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer;
+    with ``params``, the information the answer gives about (gamma, xi), Laplace at the MAP
+    (BALD)."""
+
+    params: bool = False
 
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
-        u = scorer.exact(pairs, s)
+        u = scorer.param_gain(w) if self.params else scorer.exact(pairs, s)
         if weight is not None:
             u = weight * u
+        # param_gain computed the base Hessian; exact refits computed it where they needed it
         return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
-
-
-@dataclass(frozen=True)
-class ParamsBald(PairUtility):
-    """Information the answer gives about (gamma, xi), Laplace at the MAP (BALD)."""
-
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
-              weight: np.ndarray | None = None) -> Scores:
-        pairs, w, s = scorer.prepare(pairs)
-        u = scorer.param_gain(w)
-        if weight is not None:
-            u = weight * u
-        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.hessian)
 
 
 @dataclass(frozen=True)
@@ -250,10 +242,10 @@ PREDICTIVE_FAST = register_utility(PredictiveFast(
     "the fast utility screen " + _HESSIAN_NOTE
     + "use exact utilities (--utility exact, or utility='exact' in Python)"))
 PREDICTIVE_EXACT = register_utility(PredictiveExact("predictive-exact", "predictive"))
-PARAMS_BALD = register_utility(ParamsBald(
+PARAMS_BALD = register_utility(PredictiveExact(
     "params-bald", "params",
     "the params utility target " + _HESSIAN_NOTE
-    + "use the predictive target with exact utilities"))
+    + "use the predictive target with exact utilities", params=True))
 SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
 _RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
                    "the shipped relevance model's analytic marginal, which a custom Stan file "

@@ -27,8 +27,7 @@ from scipy.special import ndtr
 
 from elicit.elicitation.gains import Scores, Utility, kl_gauss, register_utility
 from elicit.elicitation.kinds.base import DONT_KNOW, Answer, QuestionKind, agreed, register_kind
-from elicit.elicitation.table import FeatureSegment, Segment, feature_rows
-from elicit.model.covariance import IRRELEVANT, RELEVANT
+from elicit.elicitation.table import feature_rows
 from elicit.model.marginal import Marginal
 from elicit.model.variants import (
     DIRECTION_MODEL,
@@ -81,11 +80,7 @@ class DirectionScorer:
     def answerable(self) -> np.ndarray:
         """r_k: the chance the expert can answer (1 without relevance classes)."""
         rel = self.round.relevance
-        if rel is None:
-            return np.ones(self.data.p)
-        cls = np.asarray(self.data.relevance)
-        p = rel.p_relevant(np.arange(self.data.p))
-        return np.where(cls == RELEVANT, 1.0, np.where(cls == IRRELEVANT, 0.0, p))
+        return np.ones(self.data.p) if rel is None else rel.r
 
     @cached_property
     def _screen(self) -> np.ndarray:
@@ -180,9 +175,6 @@ register_utility(DirectionUtility("direction-exact", "predictive", _NOTE, every=
 @dataclass(frozen=True, eq=False)
 class DirectionKind(QuestionKind):
     """Questions about the direction of one feature's effect."""
-
-    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        return FeatureSegment(self, p)
 
     def model_with(self, model: str | None) -> str | None:
         """The model with a direction mean beside ``model``'s other parts."""

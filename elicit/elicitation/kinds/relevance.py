@@ -16,7 +16,6 @@ import numpy as np
 
 from elicit.elicitation.gains import FeatureUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
-from elicit.elicitation.table import FeatureSegment, Segment
 from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
@@ -35,9 +34,6 @@ IRRELEVANT = Answer.define("irrelevant", NAME, 0, "Irrelevant", "i",
 @dataclass(frozen=True, eq=False)
 class RelevanceKind(QuestionKind):
     """Questions about one feature's relevance."""
-
-    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        return FeatureSegment(self, p)
 
     def closes(self, data: ModelData) -> np.ndarray | None:
         if data.relevance is None or not data.model.relevance:
