@@ -197,11 +197,11 @@ class Elicitor:
         """Whether the question ``(i, j)`` (of ``kind`` where two kinds could ask it) was asked."""
         return self._question_index((kind, i, j) if kind else (i, j)) in self._asked
 
-    def _question_index(self, question, answer: Answer | None = None) -> int:
+    def _question_index(self, question) -> int:
         """The table index of ``question``: ``(i, j)``, ``(kind, i, j)`` or a :class:`Query`."""
         kind, i, j = _unpack(question)
         row = question_key(i, j)
-        k = kind_for(*row, answer, among=self.kinds, kind=kind)
+        k = kind_for(*row, among=self.kinds, kind=kind)
         t = int(self.table.locate(k, np.array([row]))[0])
         if t < 0:
             raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
@@ -213,9 +213,8 @@ class Elicitor:
         row = question_key(i, j)
         k = kind_for(*row, _said(answer), among=self.kinds, kind=kind)
         ans = Answer.parse(answer, k)
-        t = self._question_index((k.name, *row), ans)
-        a, b = (int(v) for v in self.table.rows([t])[0])
-        return k, t, (a, b), AnsweredQuestion(a, None if k.arity == 1 else b, ans, k.name)
+        t = self._question_index((k.name, *row))
+        return k, t, row, AnsweredQuestion(row[0], None if k.arity == 1 else row[1], ans, k.name)
 
     @single_blas_thread
     def answer(self, i: int, j: int | None, answer: str | Answer,

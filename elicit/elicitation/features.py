@@ -218,12 +218,7 @@ class FeatureScorer:
         return np.array([self.exact_one(k, p[c]) for c, k in enumerate(features)])
 
     def exact_one(self, k: int, p: float) -> float:
-        m0, v0 = self.scorer.m0, self.scorer.v0
-        kl = {}
-        for c in (RELEVANT, IRRELEVANT):
-            d2 = self.with_class(k, c)
-            fit_c = self.scorer.refit(d2)
-            kl[c] = kl_gauss(*Marginal.of_fit(d2, fit_c).predictive(), m0, v0)
+        kl = {c: self.scorer.refit_kl(self.with_class(k, c)) for c in (RELEVANT, IRRELEVANT)}
         return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
 
     @cached_property

@@ -209,6 +209,10 @@ class UtilityScorer:
         H = self.hessian if self.engine.uses_hessian else None
         return self.engine.fit(d2, init=self.fit, hessian=H)
 
+    def refit_kl(self, d2: ModelData) -> np.ndarray:
+        """KL(N_after || N_0) of the predictive after the hypothetical refit of ``d2``."""
+        return kl_gauss(*Marginal.of_fit(d2, self.refit(d2)).predictive(), self.m0, self.v0)
+
     def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray,
                      weight: np.ndarray | None = None, exact: np.ndarray | None = None,
                      pairs: np.ndarray | None = None, remember: int = 0) -> None:

@@ -126,10 +126,7 @@ class DirectionScorer:
         for answer, q in ((1.0, self.p_raises[k]), (-1.0, 1.0 - self.p_raises[k])):
             s = np.array(self.s)
             s[k] = answer
-            d2 = self.data.with_direction(s)
-            fit = self.scorer.refit(d2)
-            gain += q * kl_gauss(*Marginal.of_fit(d2, fit).predictive(), self.scorer.m0,
-                                 self.scorer.v0)
+            gain += q * self.scorer.refit_kl(self.data.with_direction(s))
         return float(r * gain)
 
 
