@@ -133,15 +133,11 @@ class FeatureScorer:
     def _screen_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(p_k, KL if relevant, KL if irrelevant) of every feature at the MAP."""
         own, _, kl = self._changes_at_map
-        p = expit(self._prior_logit + own[0] - own[1])
-        return p, kl[0], kl[1]
-
-    @cached_property
-    def _prior_logit(self) -> np.ndarray:
-        """Each feature's prior logit of being relevant at the MAP."""
         cov = cast(ScaledCovariance, self.data.model.covariance)
-        return cov.logits(cast(np.ndarray, self.data.relevance), cast(float, self.fit.zeta),
-                          self.data.relevance_signal)
+        prior_logit = cov.logits(cast(np.ndarray, self.data.relevance),
+                                 cast(float, self.fit.zeta), self.data.relevance_signal)
+        p = expit(prior_logit + own[0] - own[1])
+        return p, kl[0], kl[1]
 
     def p_relevant(self, features: np.ndarray) -> np.ndarray:
         """p_k = s(logit_k + log BF_k) of each of ``features`` at the MAP."""

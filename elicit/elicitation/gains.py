@@ -202,27 +202,23 @@ class PredictiveExact(PairUtility):
 
 
 @dataclass(frozen=True)
-class RelevanceFast(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, fast (zeta-line screen)."""
+class RelevanceGain(FeatureUtility):
+    """Expected KL of the predictive after a feature answer: the zeta-line screen's best
+    re-scored by refits, or (``every``) a refit for each."""
+
+    every: bool = False
 
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
         features = np.asarray(features, dtype=int).reshape(-1)
+        if self.every:
+            p = scorer.p_relevant(features)
+            return Scores(feature_rows(features), scorer.exact(features, p),
+                          np.ones(len(features), bool), p)
         u, p = scorer.zeta_screen(features)
         exact = np.zeros(len(features), bool)
         if refine > 0 and len(features):
             scorer.refine_best(features, p, u, exact, refine)
         return Scores(feature_rows(features), u, exact, p)
-
-
-@dataclass(frozen=True)
-class RelevanceExact(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, a refit for each."""
-
-    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        features = np.asarray(features, dtype=int).reshape(-1)
-        p = scorer.p_relevant(features)
-        return Scores(feature_rows(features), scorer.exact(features, p),
-                      np.ones(len(features), bool), p)
 
 
 @dataclass(frozen=True)
@@ -250,7 +246,7 @@ SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
 _RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
                    "the shipped relevance model's analytic marginal, which a custom Stan file "
                    "does not have; use the shipped programs (no stan_file)")
-RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
+RELEVANCE_FAST = register_utility(RelevanceGain("relevance-fast", "predictive",
                                                 _RELEVANCE_NOTE))
-RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
-                                                  _RELEVANCE_NOTE))
+RELEVANCE_EXACT = register_utility(RelevanceGain("relevance-exact", "predictive",
+                                                 _RELEVANCE_NOTE, every=True))

@@ -114,14 +114,8 @@ class Answer(str, metaclass=_AnswerType):
         return f"<Answer.{self.name}: {self.value!r}>"
 
     def __reduce__(self) -> tuple:
-        # one object per word, also unpickled in a worker
+        # one object per word, also unpickled in a worker or copied (copy, deepcopy)
         return (Answer, (self.value,))
-
-    def __copy__(self) -> Answer:
-        return self
-
-    def __deepcopy__(self, memo: dict) -> Answer:
-        return self
 
     @classmethod
     def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
