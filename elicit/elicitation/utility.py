@@ -1,10 +1,5 @@
-"""Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2): the utility of
-an elicitation, chosen from the user-facing options among the registered utilities
-(:mod:`elicit.elicitation.gains`, re-exported here). ``utility="fast" | "exact"``,
-``target="predictive" | "params"`` (docs/utility-targets.md) and ``questions=`` name them (each
-kind's :attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
-checks the options and returns a :class:`QuestionUtility`, the kinds' utilities on one scale.
-"""
+"""The utility of an elicitation (Afrabandpey et al. 2019, Sec. 3.2), chosen from its options
+among the registered utilities (:mod:`elicit.elicitation.gains`, re-exported here)."""
 
 from __future__ import annotations
 

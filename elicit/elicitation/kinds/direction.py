@@ -1,6 +1,5 @@
-"""Direction questions: "when feature k is present, does the outcome go up or down?"
-(docs/models.md, "Direction answers"). An answer sets ``s_k`` = +1 or -1 in the prior mean
-``delta s`` of beta; a simulated expert answers ``weight_sign(k)`` (0: don't know).
+"""Direction questions (docs/models.md, "Direction answers"); a simulated expert answers
+``weight_sign(k)`` (0: don't know).
 
 The utility is the expected KL of the predictive,
 
