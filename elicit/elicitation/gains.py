@@ -103,8 +103,7 @@ class Scores:
 
     def ranking(self) -> np.ndarray:
         """Candidate indices, best first: exact scores first, then the screen's order."""
-        key = np.where(self.exact, 1.0, 0.0)
-        return np.lexsort((-self.utility, -key))
+        return np.lexsort((-self.utility, ~self.exact))
 
 
 @dataclass(frozen=True)

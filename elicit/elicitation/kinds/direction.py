@@ -180,11 +180,9 @@ class DirectionKind(QuestionKind):
         return name if name in MODELS else model
 
     def model_refusal(self, model: str) -> str | None:
-        if get_model(model).direction:
-            return None
-        return (f"need a model with a direction mean: use model={DIRECTION_MODEL!r} (or "
-                f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is "
-                f"{model!r})")
+        return None if get_model(model).direction else (
+            f"need a model with a direction mean: use model={DIRECTION_MODEL!r} (or "
+            f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is {model!r})")
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:

@@ -41,10 +41,9 @@ class RelevanceKind(QuestionKind):
         return np.asarray(data.relevance) == CLASS_IRRELEVANT
 
     def model_refusal(self, model: str) -> str | None:
-        if get_model(model).relevance:
-            return None
-        return (f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the "
-                f"model is {model!r})")
+        return None if get_model(model).relevance else (
+            f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the model is "
+            f"{model!r})")
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
