@@ -338,7 +338,7 @@ class Elicitor:
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
         """The pool of questions the sequential strategy scores, as rows."""
-        allowed = self._allowed()
+        allowed = self.open_questions()
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
 
@@ -351,12 +351,6 @@ class Elicitor:
             if kind.pool == "sample" and self.pool_size > n:
                 warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
                               f"{kind.plural}; using {n}", stacklevel=3)
-
-    def _allowed(self, exclude: Iterable | None = None) -> QuestionSet:
-        ok = self.open_questions(exclude)
-        if exclude is not None and len(ok) == 0:
-            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
-        return ok
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
         """The questions ranked by expected gain at the no-feedback MAP (cached)."""
@@ -405,7 +399,9 @@ class Elicitor:
         needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
         if len(self.open_questions()) == 0:
             raise ElicitError(f"every candidate {self.noun} has been asked")
-        allowed = self._allowed(exclude)
+        allowed = self.open_questions(exclude)
+        if exclude is not None and len(allowed) == 0:
+            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
         if needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
                               "nonsequential_ranking() to rank at the no-feedback MAP anyway")

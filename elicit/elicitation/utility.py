@@ -32,7 +32,6 @@ from elicit.elicitation.kinds import (
     KINDS,
     PAPER_QUESTIONS,
     QuestionKind,
-    get_kind,
     kind_for,
     kinds_of,
     spell_questions,
@@ -88,11 +87,6 @@ class QuestionUtility:
         if kinds is None:
             kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]
         kind_of = np.asarray(kinds, dtype=object).reshape(-1)
-        if len(kind_of) != len(rows):
-            raise ElicitError(f"{len(kind_of)} kinds for {len(rows)} questions")
-        unknown = set(kind_of.tolist()) - set(self.kinds)
-        if unknown:
-            raise ElicitError(f"this utility scores no {get_kind(sorted(unknown)[0]).label}")
         round_ = ScoringRound(scorer)
         u = np.zeros(len(rows))
         exact = np.zeros(len(rows), bool)
