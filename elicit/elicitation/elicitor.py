@@ -211,7 +211,13 @@ class Elicitor:
                                                   AnsweredQuestion]:
         """The kind, table index, row and history entry of an answer to ``(i, j)``."""
         row = question_key(i, j)
-        k = kind_for(*row, _said(answer), among=self.kinds, kind=kind)
+        said = answer if isinstance(answer, Answer) else None
+        if isinstance(answer, str):
+            try:
+                said = Answer.parse(answer)
+            except ElicitError:
+                pass  # parsed again once the kind is known, for the kind's own message
+        k = kind_for(*row, said, among=self.kinds, kind=kind)
         ans = Answer.parse(answer, k)
         t = self._question_index((k.name, *row))
         return k, t, row, AnsweredQuestion(row[0], None if k.arity == 1 else row[1], ans, k.name)
@@ -414,18 +420,6 @@ class Elicitor:
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
         return self.posterior().predict_mean(X_new)
-
-
-def _said(answer: object) -> Answer | None:
-    """The answer ``answer`` names by its word, else None."""
-    if isinstance(answer, Answer):
-        return answer
-    if isinstance(answer, str):
-        try:
-            return Answer.parse(answer)
-        except ElicitError:
-            return None  # parsed again once the kind is known, for the kind's own message
-    return None
 
 
 def _unpack(question) -> tuple[str | None, object, object]:
