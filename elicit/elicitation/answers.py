@@ -49,6 +49,7 @@ class _LabelOracle:
     """Answers from one label per feature (``groups``): similar when two known labels agree."""
 
     groups: np.ndarray
+    beta: np.ndarray | None
 
     @staticmethod
     def _known(label) -> bool:
@@ -67,6 +68,13 @@ class _LabelOracle:
     def relevance(self, k: int) -> Answer:
         _check_feature(k, len(self.groups))
         return Answer.RELEVANT if self._known(self.groups[k]) else Answer.IRRELEVANT
+
+    def weight_sign(self, k: int) -> int:
+        """The sign of feature ``k``'s true weight (+1, -1, 0), from ``beta``."""
+        if self.beta is None:
+            raise ElicitError("this oracle knows no weights: give GroupOracle(groups, beta=...)")
+        _check_feature(k, len(self.groups))
+        return int(np.sign(self.beta[k]))
 
 
 class GroupOracle(_LabelOracle):
@@ -91,13 +99,6 @@ class GroupOracle(_LabelOracle):
     def _known(label) -> bool:
         return bool(label >= 0)
 
-    def weight_sign(self, k: int) -> int:
-        """The sign of feature ``k``'s true weight (+1, -1, 0), from ``beta``."""
-        if self.beta is None:
-            raise ElicitError("this oracle knows no weights: give GroupOracle(groups, beta=...)")
-        _check_feature(k, len(self.groups))
-        return int(np.sign(self.beta[k]))
-
 
 class SignOracle(_LabelOracle):
     """Answers from known regression weights: similar when the signs agree.
@@ -118,11 +119,6 @@ class SignOracle(_LabelOracle):
     @staticmethod
     def _known(label) -> bool:
         return bool(label != 0)
-
-    def weight_sign(self, k: int) -> int:
-        """The sign of feature ``k``'s weight (+1, -1, 0)."""
-        _check_feature(k, len(self.beta))
-        return int(self.groups[k])
 
 
 def _check_feature(k: int, p: int) -> None:

@@ -197,11 +197,11 @@ class Elicitor:
         """Whether the question ``(i, j)`` (of ``kind`` where two kinds could ask it) was asked."""
         return self._question_index((kind, i, j) if kind else (i, j)) in self._asked
 
-    def _question_index(self, question, answer: Answer | None = None) -> int:
+    def _question_index(self, question) -> int:
         """The table index of ``question``: ``(i, j)``, ``(kind, i, j)`` or a :class:`Query`."""
         kind, i, j = _unpack(question)
         row = question_key(i, j)
-        k = kind_for(*row, answer, among=self.kinds, kind=kind)
+        k = kind_for(*row, among=self.kinds, kind=kind)
         t = int(self.table.locate(k, np.array([row]))[0])
         if t < 0:
             raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
@@ -211,11 +211,16 @@ class Elicitor:
                                                   AnsweredQuestion]:
         """The kind, table index, row and history entry of an answer to ``(i, j)``."""
         row = question_key(i, j)
-        k = kind_for(*row, _said(answer), among=self.kinds, kind=kind)
+        said = answer if isinstance(answer, Answer) else None
+        if isinstance(answer, str):
+            try:
+                said = Answer.parse(answer)
+            except ElicitError:
+                pass  # parsed again once the kind is known, for the kind's own message
+        k = kind_for(*row, said, among=self.kinds, kind=kind)
         ans = Answer.parse(answer, k)
-        t = self._question_index((k.name, *row), ans)
-        a, b = (int(v) for v in self.table.rows([t])[0])
-        return k, t, (a, b), AnsweredQuestion(a, None if k.arity == 1 else b, ans, k.name)
+        t = self._question_index((k.name, *row))
+        return k, t, row, AnsweredQuestion(row[0], None if k.arity == 1 else row[1], ans, k.name)
 
     @single_blas_thread
     def answer(self, i: int, j: int | None, answer: str | Answer,
@@ -339,7 +344,7 @@ class Elicitor:
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
         """The pool of questions the sequential strategy scores, as rows."""
-        allowed = self._allowed()
+        allowed = self.open_questions()
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
 
@@ -352,12 +357,6 @@ class Elicitor:
             if kind.pool == "sample" and self.pool_size > n:
                 warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
                               f"{kind.plural}; using {n}", stacklevel=3)
-
-    def _allowed(self, exclude: Iterable | None = None) -> QuestionSet:
-        ok = self.open_questions(exclude)
-        if exclude is not None and len(ok) == 0:
-            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
-        return ok
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
         """The questions ranked by expected gain at the no-feedback MAP (cached)."""
@@ -406,7 +405,9 @@ class Elicitor:
         needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
         if len(self.open_questions()) == 0:
             raise ElicitError(f"every candidate {self.noun} has been asked")
-        allowed = self._allowed(exclude)
+        allowed = self.open_questions(exclude)
+        if exclude is not None and len(allowed) == 0:
+            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
         if needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
                               "nonsequential_ranking() to rank at the no-feedback MAP anyway")
@@ -419,18 +420,6 @@ class Elicitor:
     def predict(self, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive mean at the rows of ``X_new``."""
         return self.posterior().predict_mean(X_new)
-
-
-def _said(answer: object) -> Answer | None:
-    """The answer ``answer`` names by its word, else None."""
-    if isinstance(answer, Answer):
-        return answer
-    if isinstance(answer, str):
-        try:
-            return Answer.parse(answer)
-        except ElicitError:
-            return None  # parsed again once the kind is known, for the kind's own message
-    return None
 
 
 def _unpack(question) -> tuple[str | None, object, object]:

@@ -133,15 +133,11 @@ class FeatureScorer:
     def _screen_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(p_k, KL if relevant, KL if irrelevant) of every feature at the MAP."""
         own, _, kl = self._changes_at_map
-        p = expit(self._prior_logit + own[0] - own[1])
-        return p, kl[0], kl[1]
-
-    @cached_property
-    def _prior_logit(self) -> np.ndarray:
-        """Each feature's prior logit of being relevant at the MAP."""
         cov = cast(ScaledCovariance, self.data.model.covariance)
-        return cov.logits(cast(np.ndarray, self.data.relevance), cast(float, self.fit.zeta),
-                          self.data.relevance_signal)
+        prior_logit = cov.logits(cast(np.ndarray, self.data.relevance),
+                                 cast(float, self.fit.zeta), self.data.relevance_signal)
+        p = expit(prior_logit + own[0] - own[1])
+        return p, kl[0], kl[1]
 
     def p_relevant(self, features: np.ndarray) -> np.ndarray:
         """p_k = s(logit_k + log BF_k) of each of ``features`` at the MAP."""
@@ -195,13 +191,17 @@ class FeatureScorer:
         p = self._screen_all[0]
         return p * kl_t[0] + (1.0 - p) * kl_t[1]
 
-    def answerable(self, pairs: np.ndarray) -> np.ndarray:
-        """P(answerable) = r_i r_j of each pair (r: 1 relevant, 0 irrelevant, p_k unjudged)."""
-        pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    @cached_property
+    def r(self) -> np.ndarray:
+        """r_k, the chance that the expert can tell feature k's effect: 1 relevant, 0
+        irrelevant, p_k unjudged."""
         cls = self.data.relevance
-        r = np.where(cls == RELEVANT, 1.0,
-                     np.where(cls == IRRELEVANT, 0.0, self._screen_all[0]))
-        return r[pairs[:, 0]] * r[pairs[:, 1]]
+        return np.where(cls == RELEVANT, 1.0, np.where(cls == IRRELEVANT, 0.0, self._screen_all[0]))
+
+    def answerable(self, pairs: np.ndarray) -> np.ndarray:
+        """P(answerable) = r_i r_j of each pair."""
+        pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+        return self.r[pairs[:, 0]] * self.r[pairs[:, 1]]
 
     def with_class(self, k: int, c: int) -> ModelData:
         """The round's data with feature ``k`` in class ``c`` (1 relevant, 0 irrelevant)."""
@@ -214,12 +214,7 @@ class FeatureScorer:
         return np.array([self.exact_one(k, p[c]) for c, k in enumerate(features)])
 
     def exact_one(self, k: int, p: float) -> float:
-        m0, v0 = self.scorer.m0, self.scorer.v0
-        kl = {}
-        for c in (RELEVANT, IRRELEVANT):
-            d2 = self.with_class(k, c)
-            fit_c = self.scorer.refit(d2)
-            kl[c] = kl_gauss(*Marginal.of_fit(d2, fit_c).predictive(), m0, v0)
+        kl = {c: self.scorer.refit_kl(self.with_class(k, c)) for c in (RELEVANT, IRRELEVANT)}
         return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
 
     @cached_property

@@ -103,8 +103,7 @@ class Scores:
 
     def ranking(self) -> np.ndarray:
         """Candidate indices, best first: exact scores first, then the screen's order."""
-        key = np.where(self.exact, 1.0, 0.0)
-        return np.lexsort((-self.utility, -key))
+        return np.lexsort((-self.utility, ~self.exact))
 
 
 @dataclass(frozen=True)
@@ -185,52 +184,40 @@ class PredictiveFast(PairUtility):
 
 @dataclass(frozen=True)
 class PredictiveExact(PairUtility):
-    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer."""
+    """Expected KL of the predictive, exact: the paper's refit for each candidate and answer;
+    with ``params``, the information the answer gives about (gamma, xi), Laplace at the MAP
+    (BALD)."""
+
+    params: bool = False
 
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
-        u = scorer.exact(pairs, s)
+        u = scorer.param_gain(w) if self.params else scorer.exact(pairs, s)
         if weight is not None:
             u = weight * u
+        # param_gain computed the base Hessian; exact refits computed it where they needed it
         return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
 
 
 @dataclass(frozen=True)
-class ParamsBald(PairUtility):
-    """Information the answer gives about (gamma, xi), Laplace at the MAP (BALD)."""
+class RelevanceGain(FeatureUtility):
+    """Expected KL of the predictive after a feature answer: the zeta-line screen's best
+    re-scored by refits, or (``every``) a refit for each."""
 
-    def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
-              weight: np.ndarray | None = None) -> Scores:
-        pairs, w, s = scorer.prepare(pairs)
-        u = scorer.param_gain(w)
-        if weight is not None:
-            u = weight * u
-        return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.hessian)
-
-
-@dataclass(frozen=True)
-class RelevanceFast(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, fast (zeta-line screen)."""
+    every: bool = False
 
     def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
         features = np.asarray(features, dtype=int).reshape(-1)
+        if self.every:
+            p = scorer.p_relevant(features)
+            return Scores(feature_rows(features), scorer.exact(features, p),
+                          np.ones(len(features), bool), p)
         u, p = scorer.zeta_screen(features)
         exact = np.zeros(len(features), bool)
         if refine > 0 and len(features):
             scorer.refine_best(features, p, u, exact, refine)
         return Scores(feature_rows(features), u, exact, p)
-
-
-@dataclass(frozen=True)
-class RelevanceExact(FeatureUtility):
-    """Expected KL of the predictive after a feature answer, a refit for each."""
-
-    def score(self, scorer: FeatureScorer, features: np.ndarray, refine: int = 10) -> Scores:
-        features = np.asarray(features, dtype=int).reshape(-1)
-        p = scorer.p_relevant(features)
-        return Scores(feature_rows(features), scorer.exact(features, p),
-                      np.ones(len(features), bool), p)
 
 
 @dataclass(frozen=True)
@@ -250,15 +237,15 @@ PREDICTIVE_FAST = register_utility(PredictiveFast(
     "the fast utility screen " + _HESSIAN_NOTE
     + "use exact utilities (--utility exact, or utility='exact' in Python)"))
 PREDICTIVE_EXACT = register_utility(PredictiveExact("predictive-exact", "predictive"))
-PARAMS_BALD = register_utility(ParamsBald(
+PARAMS_BALD = register_utility(PredictiveExact(
     "params-bald", "params",
     "the params utility target " + _HESSIAN_NOTE
-    + "use the predictive target with exact utilities"))
+    + "use the predictive target with exact utilities", params=True))
 SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
 _RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
                    "the shipped relevance model's analytic marginal, which a custom Stan file "
                    "does not have; use the shipped programs (no stan_file)")
-RELEVANCE_FAST = register_utility(RelevanceFast("relevance-fast", "predictive",
+RELEVANCE_FAST = register_utility(RelevanceGain("relevance-fast", "predictive",
                                                 _RELEVANCE_NOTE))
-RELEVANCE_EXACT = register_utility(RelevanceExact("relevance-exact", "predictive",
-                                                  _RELEVANCE_NOTE))
+RELEVANCE_EXACT = register_utility(RelevanceGain("relevance-exact", "predictive",
+                                                 _RELEVANCE_NOTE, every=True))

@@ -49,18 +49,9 @@ class Query:
 
 def question_key(i, j=None) -> tuple[int, int]:
     """The row of the question ``(i, j)``: a pair sorted ``i < j``, or ``(k, NO_FEATURE)``."""
-    try:
-        a = _index(i)
-        b = NO_FEATURE if j is None else _index(j)
-    except TypeError:
+    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+           for v in ((i,) if j is None else (i, j))):
         raise ElicitError(f"a question is (i, j) for a pair or (k, None) for a feature, with "
-                          f"integer feature indices; got ({i!r}, {j!r})") from None
-    if b == NO_FEATURE:
-        return (a, NO_FEATURE)
-    return (min(a, b), max(a, b))
-
-
-def _index(v) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError
-    return int(v)
+                          f"integer feature indices; got ({i!r}, {j!r})")
+    a, b = int(i), NO_FEATURE if j is None else int(j)
+    return (a, NO_FEATURE) if b == NO_FEATURE else (min(a, b), max(a, b))

@@ -13,8 +13,7 @@ score(z0 + q t, f)``, ``q = v' A^-1 v``, whose first Newton iterate is the Sherm
 step), *batched Newton* refits of the screen's best (:meth:`UtilityScorer.newton_stage`) and
 *exact refinement* of the best (:meth:`UtilityScorer.refine_best`). The screen alone misjudges
 magnitudes: a surprising answer moves gamma far beyond the quadratic approximation
-(``docs/benchmarks.md``). Refits begin at the MAP, as the real refit does, not at the
-screen's move (``docs/benchmarks.md``, "A predicted start").
+(``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -208,6 +207,10 @@ class UtilityScorer:
             return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
         H = self.hessian if self.engine.uses_hessian else None
         return self.engine.fit(d2, init=self.fit, hessian=H)
+
+    def refit_kl(self, d2: ModelData) -> np.ndarray:
+        """KL(N_after || N_0) of the predictive after the hypothetical refit of ``d2``."""
+        return kl_gauss(*Marginal.of_fit(d2, self.refit(d2)).predictive(), self.m0, self.v0)
 
     def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray,
                      weight: np.ndarray | None = None, exact: np.ndarray | None = None,

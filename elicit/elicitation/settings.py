@@ -89,21 +89,18 @@ class RoundSettings:
         return UtilityArgs(self.utility, self.utility_target, self.refine, self.stan_file,
                            self.questions, PAPER if self.model is None else self.model)
 
-    def stan_settings(self) -> dict[str, str | None]:
-        """The Stan program, by path and content hash (None for the shipped ones)."""
-        if self.stan_file is None:
-            return {"stan_file": None, "stan_file_sha256": None}
-        return {"stan_file": str(Path(self.stan_file).resolve()),
-                "stan_file_sha256": file_sha256(self.stan_file)}
-
     def to_json(self) -> dict[str, Any]:
-        """The settings as ``config.json`` records them (the Stan program by path and hash)."""
+        """The settings as ``config.json`` records them: the Stan program by path and content
+        hash (None for the shipped ones)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name == "stan_file":
-                out.update(self.stan_settings())
-            else:
+            if f.name != "stan_file":
                 out[f.name] = getattr(self, f.name)
+            elif self.stan_file is None:
+                out.update(stan_file=None, stan_file_sha256=None)
+            else:
+                out.update(stan_file=str(Path(self.stan_file).resolve()),
+                           stan_file_sha256=file_sha256(self.stan_file))
         return out
 
     @classmethod

@@ -1,11 +1,8 @@
 """Query strategies: which of the *allowed* questions to ask next (the paper's three,
-Afrabandpey et al. 2019, Sec. 4, are below; a new one: ``docs/extending.md``).
-
-With several kinds a round's *mixed pool* (:func:`round_pool`) holds, of each kind,
-``pool_size`` random allowed questions (pairs) or every allowed one: sequential scores it,
-random draws from it (so that 337 feature questions are not drowned by 56,616 pairs),
-non-sequential ranks the first round's pool. A batch of ``k`` questions is chosen by
-:func:`disjoint_greedy` (pairs that share a feature tell the model much the same thing).
+Afrabandpey et al. 2019, Sec. 4, are below; a new one: ``docs/extending.md``). With several
+kinds, random draws from the round's pool (:func:`round_pool`) so that 337 feature questions
+are not drowned by 56,616 pairs; a batch shares no feature where possible
+(:func:`disjoint_greedy`: such pairs tell the model much the same thing).
 
 Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
 questions):

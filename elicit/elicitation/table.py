@@ -98,9 +98,6 @@ class ArraySet(LocalSet):
     def contains(self, local: np.ndarray) -> np.ndarray:
         return _find(self.members, np.asarray(local, dtype=np.int64)) >= 0
 
-    def indices(self) -> np.ndarray:
-        return self.members
-
 
 class PairsAmong(LocalSet):
     """All pairs of the features ``open`` but the positions ``removed`` among them, as indices

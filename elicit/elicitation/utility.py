@@ -1,10 +1,5 @@
-"""Expected information gain of a question (Afrabandpey et al. 2019, Sec. 3.2): the utility of
-an elicitation, chosen from the user-facing options among the registered utilities
-(:mod:`elicit.elicitation.gains`, re-exported here). ``utility="fast" | "exact"``,
-``target="predictive" | "params"`` (docs/utility-targets.md) and ``questions=`` name them (each
-kind's :attr:`~elicit.elicitation.kinds.QuestionKind.utilities`); :meth:`UtilityArgs.validate`
-checks the options and returns a :class:`QuestionUtility`, the kinds' utilities on one scale.
-"""
+"""The utility of an elicitation (Afrabandpey et al. 2019, Sec. 3.2), chosen from its options
+among the registered utilities (:mod:`elicit.elicitation.gains`, re-exported here)."""
 
 from __future__ import annotations
 
@@ -37,7 +32,6 @@ from elicit.elicitation.kinds import (
     KINDS,
     PAPER_QUESTIONS,
     QuestionKind,
-    get_kind,
     kind_for,
     kinds_of,
     spell_questions,
@@ -93,11 +87,6 @@ class QuestionUtility:
         if kinds is None:
             kinds = [kind_for(i, j, among=self.kinds).name for i, j in rows]
         kind_of = np.asarray(kinds, dtype=object).reshape(-1)
-        if len(kind_of) != len(rows):
-            raise ElicitError(f"{len(kind_of)} kinds for {len(rows)} questions")
-        unknown = set(kind_of.tolist()) - set(self.kinds)
-        if unknown:
-            raise ElicitError(f"this utility scores no {get_kind(sorted(unknown)[0]).label}")
         round_ = ScoringRound(scorer)
         u = np.zeros(len(rows))
         exact = np.zeros(len(rows), bool)

@@ -62,9 +62,10 @@ def parse_questions(questions: object) -> tuple[str, ...]:
         elif isinstance(item, str) and item in KINDS:
             got = (item,)
         else:
+            hint = "".join(f", or {g} (= {','.join(m)})" for g, m in groups().items())
             raise ElicitError(f"unknown question kind {item!r} in questions={questions!r}; "
                               f"name kinds from {', '.join(KINDS)} (comma-separated), "
-                              f"or all{_groups_hint()}")
+                              f"or all{hint}")
         for n in got:
             if n in names:
                 raise ElicitError(f"question kind {n!r} is named twice in "
@@ -97,7 +98,3 @@ def model_for(questions: object) -> str | None:
     for kind in kinds_of(questions):
         model = kind.model_with(model)
     return model
-
-
-def _groups_hint() -> str:
-    return "".join(f", or {g} (= {','.join(m)})" for g, m in groups().items())

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from elicit.elicitation.table import FeatureSegment, PairSegment, Segment
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
 
 if TYPE_CHECKING:
     from elicit.elicitation.gains import Scores, Utility
     from elicit.elicitation.questions import Query
-    from elicit.elicitation.table import Segment
     from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
 
@@ -114,14 +114,8 @@ class Answer(str, metaclass=_AnswerType):
         return f"<Answer.{self.name}: {self.value!r}>"
 
     def __reduce__(self) -> tuple:
-        # one object per word, also unpickled in a worker
+        # one object per word, also unpickled in a worker or copied (copy, deepcopy)
         return (Answer, (self.value,))
-
-    def __copy__(self) -> Answer:
-        return self
-
-    def __deepcopy__(self, memo: dict) -> Answer:
-        return self
 
     @classmethod
     def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
@@ -254,9 +248,9 @@ class QuestionKind(ABC):
         """The question about the features ``names`` as the expert reads it."""
         return self.text.format(*names, target=target)
 
-    @abstractmethod
     def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
         """The questions of this kind for ``p`` features (``candidates``: the pairs allowed)."""
+        return PairSegment(self, p, candidates) if self.arity == 2 else FeatureSegment(self, p)
 
     def closes(self, data: ModelData) -> np.ndarray | None:
         """A mask of the features this kind's answers closed to the other kinds (None: none)."""

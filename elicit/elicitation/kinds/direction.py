@@ -1,6 +1,5 @@
-"""Direction questions: "when feature k is present, does the outcome go up or down?"
-(docs/models.md, "Direction answers"). An answer sets ``s_k`` = +1 or -1 in the prior mean
-``delta s`` of beta; a simulated expert answers ``weight_sign(k)`` (0: don't know).
+"""Direction questions (docs/models.md, "Direction answers"); a simulated expert answers
+``weight_sign(k)`` (0: don't know).
 
 The utility is the expected KL of the predictive,
 
@@ -27,8 +26,7 @@ from scipy.special import ndtr
 
 from elicit.elicitation.gains import Scores, Utility, kl_gauss, register_utility
 from elicit.elicitation.kinds.base import DONT_KNOW, Answer, QuestionKind, agreed, register_kind
-from elicit.elicitation.table import FeatureSegment, Segment, feature_rows
-from elicit.model.covariance import IRRELEVANT, RELEVANT
+from elicit.elicitation.table import feature_rows
 from elicit.model.marginal import Marginal
 from elicit.model.variants import (
     DIRECTION_MODEL,
@@ -81,11 +79,7 @@ class DirectionScorer:
     def answerable(self) -> np.ndarray:
         """r_k: the chance the expert can answer (1 without relevance classes)."""
         rel = self.round.relevance
-        if rel is None:
-            return np.ones(self.data.p)
-        cls = np.asarray(self.data.relevance)
-        p = rel.p_relevant(np.arange(self.data.p))
-        return np.where(cls == RELEVANT, 1.0, np.where(cls == IRRELEVANT, 0.0, p))
+        return np.ones(self.data.p) if rel is None else rel.r
 
     @cached_property
     def _screen(self) -> np.ndarray:
@@ -131,10 +125,7 @@ class DirectionScorer:
         for answer, q in ((1.0, self.p_raises[k]), (-1.0, 1.0 - self.p_raises[k])):
             s = np.array(self.s)
             s[k] = answer
-            d2 = self.data.with_direction(s)
-            fit = self.scorer.refit(d2)
-            gain += q * kl_gauss(*Marginal.of_fit(d2, fit).predictive(), self.scorer.m0,
-                                 self.scorer.v0)
+            gain += q * self.scorer.refit_kl(self.data.with_direction(s))
         return float(r * gain)
 
 
@@ -181,9 +172,6 @@ register_utility(DirectionUtility("direction-exact", "predictive", _NOTE, every=
 class DirectionKind(QuestionKind):
     """Questions about the direction of one feature's effect."""
 
-    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        return FeatureSegment(self, p)
-
     def model_with(self, model: str | None) -> str | None:
         """The model with a direction mean beside ``model``'s other parts."""
         name = {None: DIRECTION_MODEL, PAPER: DIRECTION_MODEL}.get(model, f"{model}-{NAME}")
@@ -192,11 +180,9 @@ class DirectionKind(QuestionKind):
         return name if name in MODELS else model
 
     def model_refusal(self, model: str) -> str | None:
-        if get_model(model).direction:
-            return None
-        return (f"need a model with a direction mean: use model={DIRECTION_MODEL!r} (or "
-                f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is "
-                f"{model!r})")
+        return None if get_model(model).direction else (
+            f"need a model with a direction mean: use model={DIRECTION_MODEL!r} (or "
+            f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is {model!r})")
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:

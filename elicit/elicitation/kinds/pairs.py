@@ -13,7 +13,6 @@ import numpy as np
 
 from elicit.elicitation.gains import PairUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, register_kind
-from elicit.elicitation.table import PairSegment, Segment
 from elicit.model.covariance import RELEVANT, UNASKED
 from elicit.model.variants import get_model
 
@@ -31,9 +30,6 @@ DISSIMILAR = Answer.define("dissimilar", NAME, 0, "Dissimilar", "d", aliases=("d
 @dataclass(frozen=True, eq=False)
 class PairKind(QuestionKind):
     """Questions about pairs of features."""
-
-    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        return PairSegment(self, p, candidates)
 
     def add(self, data: ModelData, row: tuple[int, int], answer: Answer) -> ModelData:
         data = data.with_feedback(np.vstack([data.pairs, [row[0], row[1]]]),

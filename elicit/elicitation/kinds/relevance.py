@@ -16,7 +16,6 @@ import numpy as np
 
 from elicit.elicitation.gains import FeatureUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
-from elicit.elicitation.table import FeatureSegment, Segment
 from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
@@ -36,19 +35,15 @@ IRRELEVANT = Answer.define("irrelevant", NAME, 0, "Irrelevant", "i",
 class RelevanceKind(QuestionKind):
     """Questions about one feature's relevance."""
 
-    def segment(self, p: int, candidates: np.ndarray | None) -> Segment:
-        return FeatureSegment(self, p)
-
     def closes(self, data: ModelData) -> np.ndarray | None:
         if data.relevance is None or not data.model.relevance:
             return None
         return np.asarray(data.relevance) == CLASS_IRRELEVANT
 
     def model_refusal(self, model: str) -> str | None:
-        if get_model(model).relevance:
-            return None
-        return (f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the "
-                f"model is {model!r})")
+        return None if get_model(model).relevance else (
+            f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the model is "
+            f"{model!r})")
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
