@@ -28,39 +28,39 @@ def add_command(subparsers: argparse._SubParsersAction, command: str,
         options(p)
 
 
-def _int(text: str, what: str) -> int:
+def _int(text: str, what: str, low: int, high: float = math.inf, bad: str = "") -> int:
+    """``text`` as an integer in [low, high]; ``bad``: the start of the out-of-range message."""
     try:
-        return int(text)
+        v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if not low <= v <= high:
+        raise argparse.ArgumentTypeError(f"{bad or 'expected ' + what}, got {v}")
+    return v
 
 
 def positive_int(text: str) -> int:
-    v = _int(text, "a positive integer")
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
+    return _int(text, "a positive integer", 1)
 
 
 def nonneg_int(text: str) -> int:
-    v = _int(text, "an integer >= 0")
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
+    return _int(text, "an integer >= 0", 0)
 
 
 def port(text: str) -> int:
-    v = _int(text, "a port number")
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {v}")
-    return v
+    return _int(text, "a port number", 0, 65535, "port must be between 0 and 65535")
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """The stripped, non-empty items of a comma-separated ``text``."""
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def strategies(text: str) -> tuple[str, ...]:
     """``--strategies``: registered strategies, comma-separated."""
     from elicit.elicitation.strategies import STRATEGY_REGISTRY
 
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    out = comma_list(text)
     bad = [s for s in out if s not in STRATEGY_REGISTRY]
     if bad or not out:
         raise argparse.ArgumentTypeError(
@@ -125,7 +125,7 @@ def tau2(text: str) -> float | str:
 
 def names(text: str) -> tuple[str, ...]:
     """A comma-separated list of names (sweep folders, say); at least one."""
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    out = comma_list(text)
     if not out:
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return out
