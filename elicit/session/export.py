@@ -1,7 +1,5 @@
-"""What a session gives out: its learned prior (arviz ``InferenceData`` or JSON, described in
-``docs/session.md``), its record as DataFrames, and the experts' :func:`agreement`;
-:class:`~elicit.session.session.Session` offers these functions as its methods and properties.
-"""
+"""What a session gives out (as ``Session`` methods and properties): its learned prior
+(``docs/session.md``), its record as DataFrames, and the experts' :func:`agreement`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The session's figures: the kernel matrix K and the expected gains of the questions asked.
-
-They read a session through its public methods; :class:`~elicit.session.session.Session`
-offers them as ``plot_K``, ``plot_gains`` and ``plot_features``. matplotlib is imported only
-when a figure is drawn.
-"""
+"""The session's figures (``Session.plot_K``, ``plot_gains``, ``plot_features``); matplotlib is
+imported only when a figure is drawn."""
 
 from __future__ import annotations
 

@@ -299,9 +299,8 @@ def _first_kind_outside(conn: sqlite3.Connection, table: str, kind_sql: str,
 
 def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: object,
                   version: int) -> None:
-    """Refuse a record (of an edited or damaged file) whose rows name no question or answer of
-    the session, or a kind it does not ask (``questions``): no model can be built from it. A
-    file of format ``version`` < 4 is read as it will be migrated (kinds told by ``j``)."""
+    """Refuse a record naming no question or answer of the session, or a kind it does not ask
+    (``questions``); a file of format ``version`` < 4 is read as it will be migrated."""
     old = _old_kinds()
     kind_sql, params = (("kind", ()) if version >= 4
                         else (_OLD_KIND_SQL, (old["one"], old["two"])))
@@ -359,9 +358,8 @@ def _forms(kind: QuestionKind) -> str:
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """Bring an older file to the current format in one transaction; returns its meta. The
-    version is re-read inside the write lock: two programs opening one old file migrate it once.
-    """
+    """Bring an older file to the current format in one transaction; returns its meta (the
+    version is re-read inside the write lock: two programs migrate one old file once)."""
     # The rebuild drops the queries table that answers refer to; SQLite checks foreign keys
     # per statement and changes that setting only outside a transaction.
     keys = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])

@@ -1,11 +1,5 @@
-"""The session file: one SQLite database holding everything a session saw and said.
-
-This module holds the SQL of the file as a whole (schema, connections, durability, creation);
-:mod:`elicit.session.opening` the checks on opening and the migration of older files, and
-:mod:`elicit.session.record` the SQL of the record inside it. The tables, their columns and
-the durability rules are described in ``docs/session.md`` (The session file) and
-``docs/reliability.md``.
-"""
+"""The session file as a whole: schema, connections, durability, creation (the tables and the
+durability rules: ``docs/session.md``, The session file, and ``docs/reliability.md``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The terminal front end of a session (``elicit ask``), its history and agreement tables
-(``elicit history``), and the signal handling both ``ask`` and ``serve`` use. Stored text is
-printed through :func:`elicit.internal.text.printable`, so its control characters cannot act
-on the terminal.
-"""
+"""The terminal front end of a session (``elicit ask``, ``elicit history``) and the signal
+handling of ``ask`` and ``serve``. Stored text is printed through
+:func:`~elicit.internal.text.printable`: its control characters cannot act on the terminal."""
 
 from __future__ import annotations
 

@@ -174,19 +174,14 @@ class InFlight:
 
 def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                allowed_hosts: set[str] | None = None, expert: str | None = None) -> Flask:
-    """The Flask application serving one session file (the default expert's next question is
-    chosen here, so that the first page shows it at once).
+    """The Flask application serving one session file.
 
     Parameters
     ----------
-    session_path
-        The session file.
-    engine
-        Override the session's engine setting when opening it.
-    allowed_hosts
-        Host names accepted in the ``Host`` header, in addition to the loopback names.
-    expert
-        The expert of requests that name none (in a form field or query parameter).
+    session_path, engine
+        The session file; an engine overriding the session's setting.
+    allowed_hosts, expert
+        ``Host`` names accepted besides the loopback names; the expert of requests naming none.
 
     Raises
     ------

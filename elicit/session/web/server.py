@@ -54,10 +54,8 @@ class _DeadlineReader(io.RawIOBase):
 
 
 def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
-    """Refuse a request body over ``limit`` bytes before the application reads it (which then
-    answers 413), reading at most ``limit`` + 1 bytes: a declared ``Content-Length`` over the
-    limit is not read, a chunked body is read (de-chunked) up to the limit and handed on as a
-    plain one."""
+    """Refuse a body over ``limit`` bytes (413) reading at most ``limit`` + 1 bytes of it; a
+    chunked body is read (de-chunked) up to the limit and handed on as a plain one."""
     from werkzeug.wsgi import get_content_length
 
     if "wsgi.input_terminated" in environ:  # chunked: werkzeug de-chunks it as it is read
