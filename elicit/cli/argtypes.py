@@ -154,15 +154,14 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
                         "from the higher one (default) or stop (--check-engine stop)")
 
 
-def add_model_option(p: argparse.ArgumentParser, by_questions: bool = False) -> None:
-    """``--model NAME`` (checked by the library); ``by_questions``: the default (None) is left
-    to the library, which picks it by ``--questions``."""
+def add_model_option(p: argparse.ArgumentParser) -> None:
+    """``--model NAME`` (checked by the library); by default (None) the model the
+    ``--questions`` need, else the paper's."""
     from elicit.model.variants import MODELS, PAPER, RELEVANCE_MODEL
 
-    default = (f"{PAPER}, or the model the --questions need: {RELEVANCE_MODEL} with "
-               "feature questions" if by_questions else PAPER)
-    p.add_argument("--model", default=None if by_questions else PAPER, metavar="NAME",
-                   help=f"the model: {', '.join(MODELS)} (default {default}; `elicit "
+    p.add_argument("--model", default=None, metavar="NAME",
+                   help=f"the model: {', '.join(MODELS)} (default {PAPER}, or the model the "
+                        f"--questions need: {RELEVANCE_MODEL} with feature questions; `elicit "
                         "models` says what each assumes)")
 
 
@@ -170,7 +169,7 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     """The options every sweep command shares."""
     from elicit.elicitation.strategies import STRATEGIES
 
-    add_model_option(p, by_questions=True)
+    add_model_option(p)
     add_questions_options(p)
 
     p.add_argument("--rounds", type=nonneg_int, default=100,

@@ -147,8 +147,6 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                         "--model")
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     add_model_option(n)
-    # None: the default of --questions (the paper's model, or the relevance model)
-    n.set_defaults(model=None)
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
     n.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
