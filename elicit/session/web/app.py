@@ -28,13 +28,7 @@ from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
-from elicit.session.web.page import (
-    CSS,
-    DONE_WORDS,
-    JS,
-    MESSAGES,
-    PAGE,
-)
+from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.

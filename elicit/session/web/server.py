@@ -15,7 +15,7 @@ import time
 from elicit.errors import ElicitError
 from elicit.internal.text import printable
 from elicit.session.session import Session, SessionReplaced
-from elicit.session.terminal import stop_signals_as_interrupt
+from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
 #: Seconds a connection may stay silent (request line, headers or body) before it is closed.
@@ -173,8 +173,6 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
     """Serve the session's web page until Ctrl-C (exit status 0), SIGTERM or SIGHUP (128 +
     the signal number): no new requests, those in progress finish, then the file is closed;
     a second signal stops at once (losing nothing committed)."""
-    from elicit.session.terminal import Interrupted
-
     server, app = make_server(session_path, host, port, engine, expert)
     sess: Session = app.config["ELICIT_SESSION"]
     inflight: InFlight = app.config["ELICIT_IN_FLIGHT"]
