@@ -70,13 +70,10 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
         meta, arrays, texts = _read_file(conn, path, read_only)
         if given and any(v is not None for v in given.values()):
             _check_same_data(path, meta, given)
-        if read_only:
-            if meta["format_version"] < FORMAT_VERSION:
-                conn, meta = _migrated_copy(conn, path)
-        else:
+        if not read_only:
             set_durable(conn, path)
-            if meta["format_version"] < FORMAT_VERSION:
-                meta = _migrate(conn, path)
+        if meta["format_version"] < FORMAT_VERSION:
+            conn, meta = _migrated_copy(conn, path) if read_only else (conn, _migrate(conn, path))
     except BaseException:
         conn.close()
         raise
@@ -315,17 +312,15 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
     # an answer is one its question's kind allows.
     for table, label in (("queries", "query"), ("answers", "answer")):
         for kind in KINDS.values():
-            shape = ("i < j AND j < ?" if kind.arity == 2 else "j = ?",
-                     (p,) if kind.arity == 2 else (FEATURE_J,))
-            said = ""
-            words = [a.value for a in kind.answers] + [DONT_KNOW.value]
-            if table == "answers":
-                said = f" AND answer IN ({', '.join('?' * len(words))})"
+            pair = kind.arity == 2
+            words = ([a.value for a in kind.answers] + [DONT_KNOW.value]
+                     if table == "answers" else [])
+            said = f" AND answer IN ({', '.join('?' * len(words))})" if words else ""
             bad = conn.execute(
                 f"SELECT id, i, j FROM {table} WHERE {kind_sql} = ? AND NOT (typeof(i) = "
-                f"'integer' AND typeof(j) = 'integer' AND 0 <= i AND i < ? AND {shape[0]}"
-                f"{said}) ORDER BY id LIMIT 1",
-                (*params, kind.name, p, *shape[1], *(words if said else ()))).fetchone()
+                f"'integer' AND typeof(j) = 'integer' AND 0 <= i AND i < ? AND "
+                f"{'i < j AND j < ?' if pair else 'j = ?'}{said}) ORDER BY id LIMIT 1",
+                (*params, kind.name, p, p if pair else FEATURE_J, *words)).fetchone()
             if bad is not None:
                 raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
                                   f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
