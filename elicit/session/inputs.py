@@ -82,7 +82,13 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     if Xf.shape[1] < 2:
         raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
     hyper = hyper or Hyper()
-    check_settings(hyper, strategy, seed, y_offset)
+    if not isinstance(hyper, Hyper):
+        raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
+    get_strategy(strategy)  # a registered strategy
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
+    if not np.isfinite(y_offset):
+        raise ElicitError(f"y_offset must be a finite number, got {y_offset!r}")
     if target_description is None:
         name = getattr(y, "name", None)
         target_description = f"the outcome {str(name)!r}" if name else "the outcome"
@@ -242,19 +248,6 @@ def _snippet_list(snippets, name: str) -> list[str]:
     if not all(isinstance(s, str) for s in snippets):
         raise ElicitError(f"text snippets of feature {name!r} must be strings")
     return snippets
-
-
-def check_settings(hyper: Hyper, strategy: str, seed: int, y_offset: float) -> None:
-    """Refuse settings of a new session that are not a :class:`Hyper`, a registered strategy
-    (:func:`~elicit.elicitation.strategies.get_strategy`), a non-negative integer seed and a
-    finite ``y_offset``."""
-    if not isinstance(hyper, Hyper):
-        raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
-    get_strategy(strategy)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
-    if not np.isfinite(y_offset):
-        raise ElicitError(f"y_offset must be a finite number, got {y_offset!r}")
 
 
 def check_comment(comment: str | None) -> str | None:
