@@ -171,8 +171,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
         _put(out, s.description)
     if no_snippets_note(s):
         _put(out, f"({no_snippets_note(s)})")
-    for line in s.notes:
-        _put(out, line)
+    _put(out, *s.notes)
     print(keys_help(s), file=out)
     show, hinted = True, False
     try:
