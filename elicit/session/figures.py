@@ -1,5 +1,5 @@
-"""The session's figures (``Session.plot_K``, ``plot_gains``, ``plot_features``); matplotlib is
-imported only when a figure is drawn."""
+"""The session's figures (``Session.plot_K`` and ``plot_gains``); matplotlib is imported only
+when a figure is drawn."""
 
 from __future__ import annotations
 

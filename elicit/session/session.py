@@ -324,7 +324,6 @@ class Session(SessionState):
     agreement = export.agreement
     to_inferencedata = export.to_inferencedata
     export_prior = export.export_prior
-    plot_features = figures.plot_features
     plot_K = figures.plot_K
     plot_gains = figures.plot_gains
 

@@ -286,11 +286,6 @@ class SessionState:
         """The experts who were asked at least one question, in order of appearance."""
         return self._read(record.experts)
 
-    @property
-    def done(self) -> bool:
-        """True when the default expert has answered every candidate pair."""
-        return self.is_done()
-
     def is_done(self, expert: str | None = None) -> bool:
         """True when ``expert`` has answered every candidate pair."""
         with self._lock:
