@@ -285,7 +285,6 @@ class Session(SessionState):
             except sqlite3.IntegrityError as e:
                 # Unreachable after the checks; should the indexes refuse, unblock the session.
                 record.cancel_query(self.conn, qid, f"refused by the file: {e}")
-                self._sync(who, wrote=True)
                 raise AnsweredElsewhere(f"query {qid} was already answered elsewhere (the "
                                         f"session file refused a second answer: {e}); ask "
                                         "for the next query") from None
