@@ -28,39 +28,39 @@ def add_command(subparsers: argparse._SubParsersAction, command: str,
         options(p)
 
 
-def _int(text: str, what: str) -> int:
+def _int(text: str, what: str, low: int, high: float = math.inf, bad: str = "") -> int:
+    """``text`` as an integer in [low, high]; ``bad``: the start of the out-of-range message."""
     try:
-        return int(text)
+        v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if not low <= v <= high:
+        raise argparse.ArgumentTypeError(f"{bad or 'expected ' + what}, got {v}")
+    return v
 
 
 def positive_int(text: str) -> int:
-    v = _int(text, "a positive integer")
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
+    return _int(text, "a positive integer", 1)
 
 
 def nonneg_int(text: str) -> int:
-    v = _int(text, "an integer >= 0")
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
+    return _int(text, "an integer >= 0", 0)
 
 
 def port(text: str) -> int:
-    v = _int(text, "a port number")
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {v}")
-    return v
+    return _int(text, "a port number", 0, 65535, "port must be between 0 and 65535")
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """The stripped, non-empty items of a comma-separated ``text``."""
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def strategies(text: str) -> tuple[str, ...]:
     """``--strategies``: registered strategies, comma-separated."""
     from elicit.elicitation.strategies import STRATEGY_REGISTRY
 
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    out = comma_list(text)
     bad = [s for s in out if s not in STRATEGY_REGISTRY]
     if bad or not out:
         raise argparse.ArgumentTypeError(
@@ -125,7 +125,7 @@ def tau2(text: str) -> float | str:
 
 def names(text: str) -> tuple[str, ...]:
     """A comma-separated list of names (sweep folders, say); at least one."""
-    out = tuple(s.strip() for s in text.split(",") if s.strip())
+    out = comma_list(text)
     if not out:
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return out
@@ -154,15 +154,14 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
                         "from the higher one (default) or stop (--check-engine stop)")
 
 
-def add_model_option(p: argparse.ArgumentParser, by_questions: bool = False) -> None:
-    """``--model NAME`` (checked by the library); ``by_questions``: the default (None) is left
-    to the library, which picks it by ``--questions``."""
+def add_model_option(p: argparse.ArgumentParser) -> None:
+    """``--model NAME`` (checked by the library); by default (None) the model the
+    ``--questions`` need, else the paper's."""
     from elicit.model.variants import MODELS, PAPER, RELEVANCE_MODEL
 
-    default = (f"{PAPER}, or the model the --questions need: {RELEVANCE_MODEL} with "
-               "feature questions" if by_questions else PAPER)
-    p.add_argument("--model", default=None if by_questions else PAPER, metavar="NAME",
-                   help=f"the model: {', '.join(MODELS)} (default {default}; `elicit "
+    p.add_argument("--model", default=None, metavar="NAME",
+                   help=f"the model: {', '.join(MODELS)} (default {PAPER}, or the model the "
+                        f"--questions need: {RELEVANCE_MODEL} with feature questions; `elicit "
                         "models` says what each assumes)")
 
 
@@ -170,7 +169,7 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     """The options every sweep command shares."""
     from elicit.elicitation.strategies import STRATEGIES
 
-    add_model_option(p, by_questions=True)
+    add_model_option(p)
     add_questions_options(p)
 
     p.add_argument("--rounds", type=nonneg_int, default=100,

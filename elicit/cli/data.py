@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import sys
+from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
-from elicit.cli.argtypes import add_command
+from elicit.cli.argtypes import add_command, comma_list
 
 
 def _file_list(text: str) -> list[str]:
     from elicit.data.fetch import FILE_GROUPS, MANIFEST
 
-    names = [s.strip() for s in text.split(",") if s.strip()]
+    names = list(comma_list(text))
     bad = [n for n in names if n not in FILE_GROUPS and n not in MANIFEST]
     if bad or not names:
         raise argparse.ArgumentTypeError(
@@ -63,11 +63,8 @@ def cmd_data_fetch(args: argparse.Namespace) -> None:
     results = fetch(data_dir, files=args.files, mirror=args.mirror, force=args.force,
                     progress=not args.quiet, upstream=args.upstream)
     if not args.quiet:
-        counts: dict[str, int] = {}
-        for r in results:
-            counts[r.status] = counts.get(r.status, 0) + 1
-        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
-        print(f"data directory {data_dir}: {summary}", file=sys.stdout)
+        counts = Counter(r.status for r in results)
+        print(f"data directory {data_dir}: {', '.join(f'{v} {k}' for k, v in counts.items())}")
 
 
 #: Entries for the top-level command table of ``elicit.cli.main`` (fetch is the only, and a

@@ -17,6 +17,7 @@ from elicit.cli.argtypes import (
     add_cluster_option,
     add_command,
     add_sweep_options,
+    comma_list,
     nonneg_int,
     positive_int,
     threshold_mean,
@@ -113,16 +114,12 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
                    help="--suite: write the figures to DIR/<commit>.json and name those more "
                         "than 20%% slower than DIR's most recent earlier record")
-    p.add_argument("--figures", type=_names, default=None, metavar="LIST",
+    p.add_argument("--figures", type=comma_list, default=None, metavar="LIST",
                    help="--suite: comma-separated round figures to measure (default all; "
                         "'' none)")
-    p.add_argument("--steps", type=_names, default=None, metavar="LIST",
+    p.add_argument("--steps", type=comma_list, default=None, metavar="LIST",
                    help="--suite: comma-separated reproduce steps to time (default all; "
                         "'' none)")
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:

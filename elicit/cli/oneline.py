@@ -1,7 +1,5 @@
-"""How the command line reports a failure: one ``elicit: error: ...`` line, exit status 2, for
-an :class:`~elicit.errors.ElicitError`, an SQLite error or an operating system error; anything
-else is a bug and keeps its traceback. A pipe whose reader has gone ends the command quietly.
-"""
+"""How the command line reports a failure: one ``elicit: error: ...`` line (exit status 2) for
+an ElicitError, an SQLite or an operating system error; anything else keeps its traceback."""
 
 from __future__ import annotations
 

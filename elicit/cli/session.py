@@ -1,7 +1,5 @@
-"""Command-line front ends of real-expert sessions: ``session new``, ``ask``, ``serve``,
-``history`` and ``export`` (argument parsing only; the work is in :mod:`elicit.session`).
-Every sub-command sets ``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs.
-"""
+"""The session commands ``session new``, ``ask``, ``serve``, ``history`` and ``export``; each
+sets ``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs."""
 
 from __future__ import annotations
 
@@ -18,6 +16,7 @@ from elicit.cli.argtypes import (
     add_meta_options,
     add_model_option,
     add_utility_target_option,
+    comma_list,
     meta_options,
     nonneg_int,
     port,
@@ -44,7 +43,7 @@ def batch_size(text: str) -> int:
 
 def column_list(text: str) -> list[str]:
     """``--features a,b,c``: a comma-separated list of column names."""
-    cols = [c.strip() for c in text.split(",") if c.strip()]
+    cols = list(comma_list(text))
     if not cols:
         raise argparse.ArgumentTypeError(f"expected column names separated by commas, got "
                                          f"{text!r}")
@@ -148,8 +147,6 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                         "--model")
     n.add_argument("--tau2", type=float, default=None, help="prior variance scale (0.01)")
     add_model_option(n)
-    # None: the default of --questions (the paper's model, or the relevance model)
-    n.set_defaults(model=None)
     n.add_argument("--texts", type=Path, default=None,
                    help="JSON file: feature name -> list of example snippets")
     n.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -211,13 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     add_session_parsers(sub)
     args = parser.parse_args(argv)
     return run_command(args.session_func, args)
-
-
-def _open(path: Path, engine: str | None = None, expert: str | None = None,
-          read_only: bool = False):
-    from elicit.session.session import Session
-
-    return Session.open(path, engine=engine, expert=expert, read_only=read_only)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -313,9 +303,10 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from elicit.session.session import Session
     from elicit.session.terminal import run_ask
 
-    with _open(args.session, args.engine, args.expert) as s:
+    with Session.open(args.session, engine=args.engine, expert=args.expert) as s:
         return run_ask(s, sys.stdin, sys.stdout, args.batch)
 
 
@@ -327,9 +318,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from elicit.session.session import Session
     from elicit.session.terminal import show_agreement, show_history
 
-    with _open(args.session, args.engine, read_only=True) as s:
+    with Session.open(args.session, engine=args.engine, read_only=True) as s:
         if args.agreement:
             show_agreement(s)
         else:
@@ -339,9 +331,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from elicit.session.export import export_history, export_prior
+    from elicit.session.session import Session
 
     path = check_not_input(args.path, {"session": args.session}, "export")
-    with _open(args.session, args.engine, read_only=True) as s:
+    with Session.open(args.session, engine=args.engine, read_only=True) as s:
         if path.suffix.lower() == ".csv":
             export_history(s, path)
         else:

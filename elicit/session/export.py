@@ -1,7 +1,5 @@
-"""What a session gives out: its learned prior (arviz ``InferenceData`` or JSON, described in
-``docs/session.md``), its record as DataFrames, and the experts' :func:`agreement`;
-:class:`~elicit.session.session.Session` offers these functions as its methods and properties.
-"""
+"""What a session gives out (as ``Session`` methods and properties): its learned prior
+(``docs/session.md``), its record as DataFrames, and the experts' :func:`agreement`."""
 
 from __future__ import annotations
 
@@ -149,12 +147,8 @@ def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
 
 
 def history(session: SessionState) -> pd.DataFrame:
-    """Every answer of every expert, oldest first, undone ones included.
-
-    Columns: answer_id, query_id, expert, kind, i, j, feature_i, feature_j, answer, comment,
-    expected_gain, shown_at, answered_at, undone, undone_at; a feature question has
-    ``j = -1`` and an empty ``feature_j``.
-    """
+    """Every answer of every expert, oldest first, undone ones included (a feature question:
+    ``j = -1``, ``feature_j`` empty)."""
     names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.answer_rows(),
                       columns=["answer_id", "query_id", "expert", "kind", "i", "j", "answer",

@@ -1,9 +1,5 @@
-"""The session's figures: the kernel matrix K and the expected gains of the questions asked.
-
-They read a session through its public methods; :class:`~elicit.session.session.Session`
-offers them as ``plot_K``, ``plot_gains`` and ``plot_features``. matplotlib is imported only
-when a figure is drawn.
-"""
+"""The session's figures (``Session.plot_K`` and ``plot_gains``); matplotlib is imported only
+when a figure is drawn."""
 
 from __future__ import annotations
 
@@ -26,18 +22,11 @@ def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
     p = len(session.feature_names)
     if p <= max_features:
         return np.arange(p)
-    chosen: list[int] = []
-    for i, j, _ in reversed(session.active_answers()):
-        for f in (i,) if j is None else (i, j):       # j None: a feature question
-            if f not in chosen and len(chosen) < max_features:
-                chosen.append(f)
-    mu = np.abs(session.posterior().mu)
-    for f in np.argsort(-mu):
-        if len(chosen) >= max_features:
-            break
-        if int(f) not in chosen:
-            chosen.append(int(f))
-    return np.array(sorted(chosen))
+    # j None: a feature question
+    answered = [f for i, j, _ in reversed(session.active_answers())
+                for f in ((i,) if j is None else (i, j))]
+    by_mu = [int(f) for f in np.argsort(-np.abs(session.posterior().mu))]
+    return np.array(sorted(list(dict.fromkeys(answered + by_mu))[:max_features]))
 
 
 def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None = None,

@@ -1,13 +1,6 @@
-"""The inputs of a new session: aligning them, checking them, and what the session stores.
-
-:func:`prepare` is what :meth:`Session.create <elicit.session.session.Session.create>` does
-with its arguments before anything is written: alignment by name (a DataFrame ``X``, a Series
-``y``, meta-features indexed by feature name), checks naming the places
-(:func:`elicit.model.spec.validate_regression`), the default meta-features
-(:func:`elicit.data.metafeatures.table_meta_features`), centring and standardising, the
-features left out of the questions, and the summary (all in ``docs/session.md``, Your own
-data). The other functions check single arguments (names, snippets, settings, comments).
-"""
+"""The inputs of a new session: :func:`prepare` aligns, checks and summarises what
+:meth:`Session.create <elicit.session.session.Session.create>` is given (``docs/session.md``,
+Your own data); the other functions check single arguments."""
 
 from __future__ import annotations
 
@@ -55,7 +48,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
             hyper: Hyper | None, strategy: str, seed: int, y_offset: float,
             standardize: bool = False, target_description: str | None = None,
             meta_source: str | None = None) -> Prepared:
-    """Align, check and summarise the inputs of ``Session.create`` (see the module docstring)."""
+    """Align, check and summarise the inputs of ``Session.create`` (``docs/session.md``)."""
     if feature_names is None and isinstance(X, pd.DataFrame):
         feature_names = [str(c) for c in X.columns]
     y = _align_y(X, y)
@@ -76,7 +69,9 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     Xf, yf, Uf = validate_regression(
         Xa, y, U, meta_names=meta_names,
         feature_names=None if feature_names is None else [str(n) for n in feature_names],
-        row_names=_RowNames(X.index) if isinstance(X, pd.DataFrame) else None)
+        # messages name a row ``row 4``, or ``line 5`` for an index named line
+        row_names=([f"{X.index.name or 'row'} {k}" for k in X.index]
+                   if isinstance(X, pd.DataFrame) else None))
     names = check_feature_names(feature_names, Xf.shape[1])
     if meta_features is None and Xf.shape[0] < MIN_ROWS_FOR_DEFAULT_META:
         # with two rows every pair of columns is perfectly correlated (r = +1 or -1)
@@ -87,7 +82,13 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     if Xf.shape[1] < 2:
         raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
     hyper = hyper or Hyper()
-    check_settings(hyper, strategy, seed, y_offset)
+    if not isinstance(hyper, Hyper):
+        raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
+    get_strategy(strategy)  # a registered strategy
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
+    if not np.isfinite(y_offset):
+        raise ElicitError(f"y_offset must be a finite number, got {y_offset!r}")
     if target_description is None:
         name = getattr(y, "name", None)
         target_description = f"the outcome {str(name)!r}" if name else "the outcome"
@@ -134,19 +135,6 @@ def _as_matrix(X) -> np.ndarray:
             raise ElicitError(f"X must be numeric; column(s) {listing(bad)} are not")
         return X.to_numpy(dtype=float, na_value=np.nan)
     return X
-
-
-class _RowNames(Sequence):
-    """How messages name a DataFrame's rows: ``row 4``, or ``line 5`` for an index named line."""
-
-    def __init__(self, index: pd.Index) -> None:
-        self.labels, self.word = index, str(index.name or "row")
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, k):
-        return f"{self.word} {self.labels[k]}"
 
 
 def _align_y(X, y):
@@ -260,19 +248,6 @@ def _snippet_list(snippets, name: str) -> list[str]:
     if not all(isinstance(s, str) for s in snippets):
         raise ElicitError(f"text snippets of feature {name!r} must be strings")
     return snippets
-
-
-def check_settings(hyper: Hyper, strategy: str, seed: int, y_offset: float) -> None:
-    """Refuse settings of a new session that are not a :class:`Hyper`, a registered strategy
-    (:func:`~elicit.elicitation.strategies.get_strategy`), a non-negative integer seed and a
-    finite ``y_offset``."""
-    if not isinstance(hyper, Hyper):
-        raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
-    get_strategy(strategy)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
-    if not np.isfinite(y_offset):
-        raise ElicitError(f"y_offset must be a finite number, got {y_offset!r}")
 
 
 def check_comment(comment: str | None) -> str | None:

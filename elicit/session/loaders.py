@@ -114,18 +114,11 @@ def texts_from_json(path: Path) -> Any:
 def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | None = None,
                    meta_features: str | os.PathLike = "counts",
                    meta_dim: int = DEFAULT_META_DIM) -> dict:
-    """The inputs of a session on the paper's Amazon or Yelp data: run ``run`` of seed
-    ``seed``, the same run as a real-data sweep's (``elicit realdata --seed``). The snippets
-    come from the shipped raw-text reviews of the same corpus when present.
-    ``meta_features`` and ``meta_dim`` choose the meta-features (:func:`elicit.data.prepare_run`):
-    ``"counts"`` (default), ``"ppmi"``, ``"lsa"`` or a CSV/Parquet file indexed by keyword.
-
-    Returns
-    -------
-    dict
-        Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`
-        (the seed of the session's questions is ``Session.create``'s own ``seed``).
-    """
+    """Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`
+    on the paper's Amazon or Yelp data: run ``run`` of seed ``seed``, the same run as a
+    real-data sweep's (``elicit realdata --seed``), snippets from the shipped raw-text reviews
+    when present. ``meta_features`` and ``meta_dim``: as :func:`elicit.data.prepare_run`'s
+    (``"counts"``, ``"ppmi"``, ``"lsa"`` or a CSV/Parquet file indexed by keyword)."""
     from elicit.data import RAW_FILES, read_records, resolve_data_dir
     from elicit.data.sources import paper_source
 
@@ -146,16 +139,8 @@ def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: 
                   rating_field: str = "rating", min_df: int | None = None,
                   meta_features: str | os.PathLike = "counts",
                   meta_dim: int = DEFAULT_META_DIM) -> dict:
-    """The inputs of a session on any review corpus: run ``run`` of seed ``seed``, the same
-    run as a real-data sweep's on that corpus (``elicit realdata --corpus FILE --seed``);
-    keywords by the paper's rule (``min_df``), snippets from the corpus itself, the rest as in
-    :func:`dataset_inputs`.
-
-    Returns
-    -------
-    dict
-        Keyword arguments for :meth:`Session.create <elicit.session.session.Session.create>`.
-    """
+    """:func:`dataset_inputs` on any review corpus (``elicit realdata --corpus FILE --seed``):
+    keywords by the paper's rule (``min_df``), snippets from the corpus itself."""
     from elicit.data import read_reviews
     from elicit.data.sources import corpus_source
 

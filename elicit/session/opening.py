@@ -70,13 +70,10 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
         meta, arrays, texts = _read_file(conn, path, read_only)
         if given and any(v is not None for v in given.values()):
             _check_same_data(path, meta, given)
-        if read_only:
-            if meta["format_version"] < FORMAT_VERSION:
-                conn, meta = _migrated_copy(conn, path)
-        else:
+        if not read_only:
             set_durable(conn, path)
-            if meta["format_version"] < FORMAT_VERSION:
-                meta = _migrate(conn, path)
+        if meta["format_version"] < FORMAT_VERSION:
+            conn, meta = _migrated_copy(conn, path) if read_only else (conn, _migrate(conn, path))
     except BaseException:
         conn.close()
         raise
@@ -299,9 +296,8 @@ def _first_kind_outside(conn: sqlite3.Connection, table: str, kind_sql: str,
 
 def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: object,
                   version: int) -> None:
-    """Refuse a record (of an edited or damaged file) whose rows name no question or answer of
-    the session, or a kind it does not ask (``questions``): no model can be built from it. A
-    file of format ``version`` < 4 is read as it will be migrated (kinds told by ``j``)."""
+    """Refuse a record naming no question or answer of the session, or a kind it does not ask
+    (``questions``); a file of format ``version`` < 4 is read as it will be migrated."""
     old = _old_kinds()
     kind_sql, params = (("kind", ()) if version >= 4
                         else (_OLD_KIND_SQL, (old["one"], old["two"])))
@@ -316,17 +312,15 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
     # an answer is one its question's kind allows.
     for table, label in (("queries", "query"), ("answers", "answer")):
         for kind in KINDS.values():
-            shape = ("i < j AND j < ?" if kind.arity == 2 else "j = ?",
-                     (p,) if kind.arity == 2 else (FEATURE_J,))
-            said = ""
-            words = [a.value for a in kind.answers] + [DONT_KNOW.value]
-            if table == "answers":
-                said = f" AND answer IN ({', '.join('?' * len(words))})"
+            pair = kind.arity == 2
+            words = ([a.value for a in kind.answers] + [DONT_KNOW.value]
+                     if table == "answers" else [])
+            said = f" AND answer IN ({', '.join('?' * len(words))})" if words else ""
             bad = conn.execute(
                 f"SELECT id, i, j FROM {table} WHERE {kind_sql} = ? AND NOT (typeof(i) = "
-                f"'integer' AND typeof(j) = 'integer' AND 0 <= i AND i < ? AND {shape[0]}"
-                f"{said}) ORDER BY id LIMIT 1",
-                (*params, kind.name, p, *shape[1], *(words if said else ()))).fetchone()
+                f"'integer' AND typeof(j) = 'integer' AND 0 <= i AND i < ? AND "
+                f"{'i < j AND j < ?' if pair else 'j = ?'}{said}) ORDER BY id LIMIT 1",
+                (*params, kind.name, p, p if pair else FEATURE_J, *words)).fetchone()
             if bad is not None:
                 raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
                                   f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
@@ -359,9 +353,8 @@ def _forms(kind: QuestionKind) -> str:
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """Bring an older file to the current format in one transaction; returns its meta. The
-    version is re-read inside the write lock: two programs opening one old file migrate it once.
-    """
+    """Bring an older file to the current format in one transaction; returns its meta (the
+    version is re-read inside the write lock: two programs migrate one old file once)."""
     # The rebuild drops the queries table that answers refer to; SQLite checks foreign keys
     # per statement and changes that setting only outside a transaction.
     keys = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])

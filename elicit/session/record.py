@@ -1,11 +1,6 @@
-"""The record inside a session file: queries, answers, skips, undos and the event log.
-
-Every SQL statement about the record is here (the file as a whole is
-:mod:`elicit.session.store`); each writing function is, or runs inside, one
-:func:`~elicit.session.store.write` transaction. Rows are keyed by ``(kind, i, j)`` and carry
-their expert (``''``: the unnamed expert); pending queries, skips and undos are per expert.
-The *epoch* of a write is the number of answers and undos logged before it (of all experts).
-"""
+"""The SQL of the record inside a session file: queries, answers, skips, undos and the event
+log. Each writing function is, or runs inside, one :func:`~elicit.session.store.write`
+transaction; rows are keyed by ``(kind, i, j)`` and carry their expert (``''``: unnamed)."""
 
 from __future__ import annotations
 

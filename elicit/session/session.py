@@ -1,13 +1,6 @@
-"""Real-expert elicitation sessions, persisted in one SQLite file after every answer.
-
-A :class:`Session` wraps a :class:`~elicit.elicitation.elicitor.Elicitor` with a durable
-record of everything the experts saw and said (the file's SQL: :mod:`elicit.session.store`
-and :mod:`elicit.session.record`; its format and behaviour: ``docs/session.md``). An answer
-is committed before the model is refitted, so a crash loses no committed answer. The model is
-a pure function of every expert's active answers, refitted from the no-feedback MAP; round
-r's random stream is ``default_rng(SeedSequence([seed, r]))``, r the number of queries
-recorded so far, so a resumed session asks the same next question.
-"""
+"""Real-expert elicitation sessions, persisted in one SQLite file after every answer
+(``docs/session.md``). Round r's random stream is ``default_rng(SeedSequence([seed, r]))``, r
+the number of queries recorded so far, so a resumed session asks the same next question."""
 
 from __future__ import annotations
 
@@ -292,7 +285,6 @@ class Session(SessionState):
             except sqlite3.IntegrityError as e:
                 # Unreachable after the checks; should the indexes refuse, unblock the session.
                 record.cancel_query(self.conn, qid, f"refused by the file: {e}")
-                self._sync(who, wrote=True)
                 raise AnsweredElsewhere(f"query {qid} was already answered elsewhere (the "
                                         f"session file refused a second answer: {e}); ask "
                                         "for the next query") from None
@@ -331,7 +323,6 @@ class Session(SessionState):
     agreement = export.agreement
     to_inferencedata = export.to_inferencedata
     export_prior = export.export_prior
-    plot_features = figures.plot_features
     plot_K = figures.plot_K
     plot_gains = figures.plot_gains
 

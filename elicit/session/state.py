@@ -1,7 +1,5 @@
 """The state of a session: its file, its model kept in step with the file (also when another
-tab's server or process writes to it), and the read-only questions (progress, fit, posterior,
-predictions). :class:`~elicit.session.session.Session` adds the question flow on top.
-"""
+process writes to it), and the read-only questions; ``Session`` adds the question flow."""
 
 from __future__ import annotations
 
@@ -212,10 +210,8 @@ class SessionState:
 
     def _sync(self, expert: str, force: bool = False, wrote: bool = False,
               saving: bool = False) -> None:
-        """Refit when the active answers changed (our write, or another connection's commit)
-        and mark the questions ``expert`` answered; refuse a replaced file (``saving``: for a
-        write, whose message then says that nothing was saved). ``PRAGMA data_version``
-        changes only when *another* connection commits: the usual case is one tiny query."""
+        """Refit when the active answers changed, mark the questions ``expert`` answered;
+        refuse a replaced file (``saving``: a write, whose message says nothing was saved)."""
         store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
@@ -289,11 +285,6 @@ class SessionState:
     def experts(self) -> list[str]:
         """The experts who were asked at least one question, in order of appearance."""
         return self._read(record.experts)
-
-    @property
-    def done(self) -> bool:
-        """True when the default expert has answered every candidate pair."""
-        return self.is_done()
 
     def is_done(self, expert: str | None = None) -> bool:
         """True when ``expert`` has answered every candidate pair."""

@@ -1,11 +1,5 @@
-"""The session file: one SQLite database holding everything a session saw and said.
-
-This module holds the SQL of the file as a whole (schema, connections, durability, creation);
-:mod:`elicit.session.opening` the checks on opening and the migration of older files, and
-:mod:`elicit.session.record` the SQL of the record inside it. The tables, their columns and
-the durability rules are described in ``docs/session.md`` (The session file) and
-``docs/reliability.md``.
-"""
+"""The session file as a whole: schema, connections, durability, creation (the tables and the
+durability rules: ``docs/session.md``, The session file, and ``docs/reliability.md``)."""
 
 from __future__ import annotations
 
@@ -39,9 +33,8 @@ TABLES = ("meta", "arrays", "texts", "queries", "answers", "events")
 #: The ``j`` of a feature question in the queries and answers tables (the Elicitor's).
 FEATURE_J = NO_FEATURE
 
-# The record's two tables: the schema creates them, the migrations rebuild them under a
-# temporary name (SQLite cannot change a CHECK in place). Kinds and answer words are checked
-# where written (record.answer_query) and on opening (opening._check_record).
+# The record's two tables (rebuilt by the migrations under a temporary name); kinds and answer
+# words are checked where written (record.answer_query) and on opening (opening._check_record).
 _QUERIES = f"""
 CREATE TABLE {{name}} (
     id INTEGER PRIMARY KEY,
@@ -101,10 +94,8 @@ CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
 CREATE INDEX queries_by_status ON queries (status, expert);
 """
 
-# Formats 1 to 3 -> 4: kinds of question by name. The record's tables are rebuilt with the kind
-# column and without the CHECKs that fixed the answers (SQLite's way of changing a
-# constraint); run with foreign keys off. The kind of one-feature rows is :one, that of pair
-# rows :two (opening._migrate).
+# Formats 1 to 3 -> 4: kinds of question by name; the record's tables are rebuilt (SQLite cannot
+# drop a CHECK in place) with foreign keys off. :one and :two: see opening._migrate.
 _RECORD_COLUMNS = {
     "queries": "id, i, j, expected_gain, exact_gain, shown_at, status, batch, expert",
     "answers": "id, query_id, i, j, answer, comment, answered_at, undone_at, expert"}

@@ -1,8 +1,6 @@
-"""The terminal front end of a session (``elicit ask``), its history and agreement tables
-(``elicit history``), and the signal handling both ``ask`` and ``serve`` use. Stored text is
-printed through :func:`elicit.internal.text.printable`, so its control characters cannot act
-on the terminal.
-"""
+"""The terminal front end of a session (``elicit ask``, ``elicit history``) and the signal
+handling of ``ask`` and ``serve``. Stored text is printed through
+:func:`~elicit.internal.text.printable`: its control characters cannot act on the terminal."""
 
 from __future__ import annotations
 
@@ -21,12 +19,11 @@ from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable
 from elicit.session.loaders import highlight
-from elicit.session.questions import question_names
+from elicit.session.questions import SessionQuery, question_names
 from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
     from elicit.elicitation.kinds import QuestionKind
-    from elicit.session.questions import SessionQuery
     from elicit.session.session import Session
 
 #: The keys of every question, whatever its kind (the answer keys are the kinds').
@@ -68,12 +65,6 @@ def _line(text: str) -> str:
     """``text`` with its control characters escaped, except its leading newlines (ours)."""
     body = text.lstrip("\n")
     return "\n" * (len(text) - len(body)) + printable(body)
-
-
-def _say(out: TextIO, text: str) -> None:
-    """Print, ignoring a terminal that has gone away (SIGHUP: the answers are safe anyway)."""
-    with contextlib.suppress(OSError, ValueError):
-        print(_line(text), file=out, flush=True)
 
 
 def _put(out: TextIO, *lines: str) -> None:
@@ -180,8 +171,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
         _put(out, s.description)
     if no_snippets_note(s):
         _put(out, f"({no_snippets_note(s)})")
-    for line in s.notes:
-        _put(out, line)
+    _put(out, *s.notes)
     print(keys_help(s), file=out)
     show, hinted = True, False
     try:
@@ -230,8 +220,10 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
     except KeyboardInterrupt as e:
         code = e.code if isinstance(e, Interrupted) else 130
         why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
-        _say(out, f"\n{why}: {s.progress(who)['answered']} answers are saved in {s.path}; "
-                  f"resume with `{_resume(s, who)}`")
+        said = _line(f"\n{why}: {s.progress(who)['answered']} answers are saved in {s.path}; "
+                     f"resume with `{_resume(s, who)}`")
+        with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
+            print(said, file=out, flush=True)
         return code
 
 

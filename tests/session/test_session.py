@@ -304,11 +304,11 @@ def test_all_pairs_answered(tmp_path):
                         engine="numpy", strategy="random") as s:
         for _ in range(3):
             s.answer(s.next_query(), "dont_know")
-        assert s.done
+        assert s.is_done()
         with pytest.raises(ElicitError, match="nothing is left to ask"):
             s.next_query()
         s.undo()
-        assert not s.done
+        assert not s.is_done()
 
 
 def test_predict_and_posterior(tmp_path):
@@ -399,12 +399,14 @@ def test_plot_K_subsets_many_features(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from elicit.session.figures import plot_features
+
     X, y, U = make_data(p=40)
     with Session.create(X, y, U, path=tmp_path / "m.session", engine="numpy",
                         pool_size=20) as s:
         q = s.next_query()
         s.answer(q, "similar")
-        idx = s.plot_features(10)
+        idx = plot_features(s, 10)
         assert len(idx) == 10 and q.i in idx and q.j in idx
         ax = s.plot_K(max_features=10)
         assert "(10 of 40 features)" in ax.get_title()

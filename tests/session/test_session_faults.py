@@ -63,7 +63,7 @@ def child_loop(path: str, log_path: str, seed: int) -> None:
     s = Session.open(path)
     while True:
         r = rng.random()
-        if s.done or r < 0.12:
+        if s.is_done() or r < 0.12:
             try:
                 rec = s.undo()
                 _log(fd, f"undo {rec.id}")
@@ -130,7 +130,7 @@ def check_file(path: Path, log: list[list[str]], fresh: Elicitor) -> int:
         np.testing.assert_allclose(s.fit.gamma, fresh.fit.gamma, rtol=1e-12, atol=1e-15)
         assert s.fit.xi == pytest.approx(fresh.fit.xi, rel=1e-12, abs=1e-15)
         assert s.fit.tau2 == pytest.approx(fresh.fit.tau2, rel=1e-12)
-        if not s.done:
+        if not s.is_done():
             s.next_query()  # the resumed session can go on
     return verified
 

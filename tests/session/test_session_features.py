@@ -315,7 +315,7 @@ def _child(path: str, log_path: str, seed: int) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     s = Session.open(path)
     while True:
-        if s.done or rng.random() < 0.1:
+        if s.is_done() or rng.random() < 0.1:
             try:
                 rec = s.undo()
                 os.write(fd, f"undo {rec.id}\n".encode())

@@ -278,7 +278,7 @@ def test_constant_and_duplicate_columns_are_reported_and_never_asked(tmp_path):
                               "price_again": "same values as 'price'"}
         assert any("constant column(s): 'const', 'zero'" in line for line in s.summary)
         asked = set()
-        while not s.done:
+        while not s.is_done():
             q = s.next_query()
             asked |= {q.i, q.j}
             s.answer(q, "dont_know")

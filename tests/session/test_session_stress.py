@@ -138,7 +138,7 @@ def worker(path: str, log_path: str, seed: int) -> None:
         with stop_signals_as_interrupt():
             while True:
                 r = rng.random()
-                if s.done or r < 0.1:
+                if s.is_done() or r < 0.1:
                     try:
                         rec = s.undo()
                         _log(fd, f"undo {rec.id}")
@@ -228,7 +228,7 @@ def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answe
             elif e[0] == "undo":
                 assert int(e[1]) in undone, f"trial {trial}: undo {e[1]} lost"
         with Session.open(copy) as s:  # the copy is a working session
-            if not s.done:
+            if not s.is_done():
                 s.next_query()
         copy.unlink()
     log = _read_log(log_path)

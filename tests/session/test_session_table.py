@@ -158,7 +158,7 @@ def test_worth_is_the_gain_over_the_best_so_far_and_the_stop_hint_comes(tmp_path
     y = X @ beta + 0.3 * rng.normal(size=12)
     gains, worths, hint_at = [], [], None
     with Session.create(X, y, path=tmp_path / "w.session", engine="numpy", seed=2) as s:
-        while not s.done:
+        while not s.is_done():
             q = s.next_query()
             gains.append(q.expected_gain)
             worths.append(q.worth)

@@ -28,13 +28,7 @@ from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
-from elicit.session.web.page import (
-    CSS,
-    DONE_WORDS,
-    JS,
-    MESSAGES,
-    PAGE,
-)
+from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
@@ -174,19 +168,14 @@ class InFlight:
 
 def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                allowed_hosts: set[str] | None = None, expert: str | None = None) -> Flask:
-    """The Flask application serving one session file (the default expert's next question is
-    chosen here, so that the first page shows it at once).
+    """The Flask application serving one session file.
 
     Parameters
     ----------
-    session_path
-        The session file.
-    engine
-        Override the session's engine setting when opening it.
-    allowed_hosts
-        Host names accepted in the ``Host`` header, in addition to the loopback names.
-    expert
-        The expert of requests that name none (in a form field or query parameter).
+    session_path, engine
+        The session file; an engine overriding the session's setting.
+    allowed_hosts, expert
+        ``Host`` names accepted besides the loopback names; the expert of requests naming none.
 
     Raises
     ------

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -13,8 +14,7 @@ import time
 
 from elicit.errors import ElicitError
 from elicit.session.session import Session, SessionReplaced
-from elicit.session.terminal import _say as say
-from elicit.session.terminal import stop_signals_as_interrupt
+from elicit.session.terminal import Interrupted, _line, stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
 #: Seconds a connection may stay silent (request line, headers or body) before it is closed.
@@ -53,10 +53,8 @@ class _DeadlineReader(io.RawIOBase):
 
 
 def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
-    """Refuse a request body over ``limit`` bytes before the application reads it (which then
-    answers 413), reading at most ``limit`` + 1 bytes: a declared ``Content-Length`` over the
-    limit is not read, a chunked body is read (de-chunked) up to the limit and handed on as a
-    plain one."""
+    """Refuse a body over ``limit`` bytes (413) reading at most ``limit`` + 1 bytes of it; a
+    chunked body is read (de-chunked) up to the limit and handed on as a plain one."""
     from werkzeug.wsgi import get_content_length
 
     if "wsgi.input_terminated" in environ:  # chunked: werkzeug de-chunks it as it is read
@@ -164,8 +162,10 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _say(text: str, err: bool = False) -> None:
-    """Print as the terminal does (leading newlines kept, the rest escaped; SIGHUP ignored)."""
-    say(sys.stderr if err else sys.stdout, text)
+    """Print as the terminal does (leading newlines kept, the rest escaped), ignoring a
+    terminal that has gone away (SIGHUP)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(_line(text), file=sys.stderr if err else sys.stdout, flush=True)
 
 
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
@@ -173,8 +173,6 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
     """Serve the session's web page until Ctrl-C (exit status 0), SIGTERM or SIGHUP (128 +
     the signal number): no new requests, those in progress finish, then the file is closed;
     a second signal stops at once (losing nothing committed)."""
-    from elicit.session.terminal import Interrupted
-
     server, app = make_server(session_path, host, port, engine, expert)
     sess: Session = app.config["ELICIT_SESSION"]
     inflight: InFlight = app.config["ELICIT_IN_FLIGHT"]
