@@ -24,6 +24,7 @@ from elicit.data.files import (
     resolve_data_dir,
 )
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.paths import check_input_file
 
 
@@ -72,8 +73,7 @@ def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
 
 
 def _check_min_df(min_df: object) -> None:
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    check_int(min_df, f"min_df must be a positive integer number of reviews, got {min_df!r}", 1)
 
 
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
@@ -119,10 +119,8 @@ def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike
                 raise ElicitError(f"{where}: keyword {kw!r} is not in the vocabulary "
                                   f"{vocabulary_path}" + (f" [{vocabulary_key}]"
                                                           if vocabulary_key else ""))
-            if isinstance(c, bool) or not isinstance(c, int) or c < 0:
-                raise ElicitError(f"{where}: count of {kw!r} must be a non-negative integer, "
-                                  f"got {c!r}")
-            row[j] = c
+            row[j] = check_int(c, f"{where}: count of {kw!r} must be a non-negative integer, "
+                                  f"got {c!r}", 0)
         rows.append(row)
     if not rows:
         raise ElicitError(f"{records_path} holds no records")
@@ -291,9 +289,8 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
     A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
     label ``name`` defaults to the file name without its suffixes.
     """
-    if n_model is not None and (isinstance(n_model, bool)
-                                or not isinstance(n_model, (int, np.integer)) or n_model < 1):
-        raise ElicitError(f"n_model must be a positive integer or None, got {n_model!r}")
+    if n_model is not None:
+        check_int(n_model, f"n_model must be a positive integer or None, got {n_model!r}", 1)
     path = Path(path)
     texts, ratings = read_reviews(path, text_field, rating_field)
     if n_model is not None and len(texts) < n_model:

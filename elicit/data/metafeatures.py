@@ -39,6 +39,7 @@ import pandas as pd
 
 from elicit.data.tables import align_meta, read_table
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.text import listing
 
 #: The built-in meta-feature choices; anything else given to :func:`meta_features` is a file.
@@ -54,10 +55,8 @@ TABLE_SQ_DISTANCE = 4.0
 
 def check_meta_dim(dim: object) -> int:
     """``dim`` as a positive integer, else an :class:`ElicitError`."""
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-        raise ElicitError(f"meta_dim must be a positive integer (embedding dimensions), "
-                          f"got {dim!r}")
-    return int(dim)
+    return check_int(dim, f"meta_dim must be a positive integer (embedding dimensions), "
+                          f"got {dim!r}", 1)
 
 
 def is_builtin(kind: object) -> bool:

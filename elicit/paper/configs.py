@@ -29,6 +29,7 @@ from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
 from elicit.harness.sweep import SweepConfig, default_model
+from elicit.internal.checks import check_int
 from elicit.model.simulate import N_FEATURES
 from elicit.model.variants import PAPER
 from elicit.paper.lasso_expert import RULES
@@ -79,9 +80,7 @@ def check_pool(pool: str | None, questions: object) -> str:
 
 
 def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ElicitError(f"{what} must be a positive integer, got {value!r}")
-    return value
+    return check_int(value, f"{what} must be a positive integer, got {value!r}", 1)
 
 
 @dataclass(frozen=True)

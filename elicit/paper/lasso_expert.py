@@ -18,6 +18,7 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer, SignOracle
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.model.spec import all_pairs
 
 Rule = Literal["target", "cv-min", "cv-1se"]
@@ -50,11 +51,9 @@ class LassoExpert:
                               f"reviews x {X.shape[1]} features (need at least {max(cv, 2)})")
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
             raise ElicitError("the expert set contains NaN or infinite values")
-        if isinstance(n_nonzero, bool) or not isinstance(n_nonzero, (int, np.integer)) \
-                or n_nonzero < 1:
-            raise ElicitError(f"n_nonzero must be a positive integer, got {n_nonzero!r}")
         self.rule: str = rule
-        self.n_nonzero = int(n_nonzero)
+        self.n_nonzero = check_int(n_nonzero, f"n_nonzero must be a positive integer, got "
+                                   f"{n_nonzero!r}", 1)
         self.random_state = random_state
         if rule == "target":
             self.alpha_ = _target_alpha(X, y, self.n_nonzero)
