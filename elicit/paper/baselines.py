@@ -14,7 +14,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from elicit.errors import ElicitError
 from elicit.model.covariance import IRRELEVANT_SCALE
-from elicit.prior.tau2 import SWEEP_TAU2_GRID, check_grid, next_grid_value
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_folds, cv_search
 
 #: Ridge penalties: wide enough for n = 100 standardised samples and p ~ 250-350 features.
 RIDGE_ALPHAS = np.logspace(-2, 5, 60)
@@ -145,33 +145,11 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
     """tau^2 of a fixed prior correlation by :func:`~elicit.prior.tau2.cv_tau2`'s K-fold
     procedure (the same folds, centring, grid extension and ties); returns the choice and the
     held-out MSE of every tau^2 scored."""
-    grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float).reshape(-1)
-    n = X.shape[0]
-    if not (2 <= folds <= n):
-        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
-                          f"got {folds}")
-    rng = rng if rng is not None else np.random.default_rng(0)
-    fold_of = rng.permutation(n) % folds
-
-    def score(t: float) -> float:
-        sse = 0.0
-        for k in range(folds):
-            tr, te = fold_of != k, fold_of == k
-            mean = float(y[tr].mean())
-            mu = prior_posterior_mean(X[tr], y[tr] - mean, prior, t)
-            sse += float(np.sum((X[te] @ mu + mean - y[te]) ** 2))
-        return sse / n
-
-    scores = {t: score(t) for t in grid}
-
-    def best() -> float:
-        return min(scores, key=lambda t: (scores[t], t))
-
-    while (t := next_grid_value(list(scores), best())) is not None:
-        scores[t] = score(t)
-    return best(), dict(sorted(scores.items()))
+    checked, fold_of = cv_folds(grid, folds, X.shape[0], rng)
+    return cv_search(X, y, checked, fold_of,
+                     lambda tr, y_tr, t, _: (prior_posterior_mean(X[tr], y_tr, prior, t), None))
 
 
 def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,

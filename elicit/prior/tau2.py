@@ -6,8 +6,8 @@ grid used to stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -183,14 +183,9 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     best, scores
         The tau^2 with the smallest mean held-out MSE (ties: the smaller) and that of every
         tau^2 scored, in increasing tau^2."""
-    grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
-    n = X.shape[0]
-    if not (2 <= folds <= n):
-        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
-                          f"got {folds}")
-    rng = rng if rng is not None else np.random.default_rng(0)
+    grid, fold_of = cv_folds(grid, folds, X.shape[0], rng)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
     cov = get_model(model).covariance
@@ -200,30 +195,57 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         classes = check_relevance(relevance, X.shape[1])
         X = X * scaled.scales(classes, ZETA_PRIOR.mean, scaled.signal(classes, U)).h
         model, relevance = PAPER, None
-    fold_of = rng.permutation(n) % folds
+
+    def fit(tr: np.ndarray, y_tr: np.ndarray, t: float,
+            init: MAPResult | None) -> tuple[np.ndarray, MAPResult]:
+        data = no_feedback_data(X[tr], y_tr, U, fixed_hyper(t, model), coupled, relevance)
+        fitted = eng.fit(data, init=init)
+        return NIGPosterior.from_map(data, fitted).mu, fitted
+
+    return cv_search(X, y, grid, fold_of, fit)
+
+
+def cv_folds(grid: Sequence[float], folds: int, n: int, rng: np.random.Generator | None,
+             ) -> tuple[list[float], np.ndarray]:
+    """The checked grid and the fold of each of ``n`` samples, shuffled by ``rng`` (default
+    ``default_rng(0)``), or a one-line error."""
+    grid = check_grid(grid, "the tau2 grid")
+    if not (2 <= folds <= n):
+        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
+                          f"got {folds}")
+    rng = rng if rng is not None else np.random.default_rng(0)
+    return grid, rng.permutation(n) % folds
+
+
+def cv_search(X: np.ndarray, y: np.ndarray, grid: list[float], fold_of: np.ndarray,
+              fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
+              ) -> tuple[float, dict[float, float]]:
+    """The K-fold CV of tau^2 of :func:`cv_tau2` and the real-data yardstick: ``fit(tr, y_tr,
+    t, init)`` fits on the rows of mask ``tr`` (targets centred on their own mean) and returns
+    the posterior mean and what warm-starts the fold's next fit (``init`` None first); the
+    score of tau^2 is the held-out MSE (the mean added back), the grid extended by
+    :func:`next_grid_value`. Returns the best (ties: the smaller) and every score, sorted."""
+    n, folds = X.shape[0], int(fold_of.max()) + 1
     # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the
     # grid's extension
-    edges: list[dict[float, MAPResult]] = [{} for _ in range(folds)]
+    edges: list[dict[float, Any]] = [{} for _ in range(folds)]
 
-    def fold_sse(k: int, t: float, init: MAPResult | None) -> tuple[float, MAPResult]:
+    def fold_sse(k: int, t: float, init: Any) -> tuple[float, Any]:
         tr, te = fold_of != k, fold_of == k
         y_tr = y[tr]
         mean = float(y_tr.mean())
-        data = no_feedback_data(X[tr], y_tr - mean, U, fixed_hyper(t, model), coupled,
-                                relevance)
-        fit = eng.fit(data, init=init)
-        post = NIGPosterior.from_map(data, fit)
-        return float(np.sum(squared_errors(X[te] @ post.mu + mean, y[te]))), fit
+        mu, state = fit(tr, y_tr - mean, t, init)
+        return float(np.sum(squared_errors(X[te] @ mu + mean, y[te]))), state
 
     sse = np.zeros(len(grid))
     t: float | None  # a grid value, then next_grid_value's (None: the choice is final)
     for k in range(folds):
-        fit: MAPResult | None = None
+        state: Any = None
         for g, t in enumerate(grid):
-            s, fit = fold_sse(k, t, fit)
+            s, state = fold_sse(k, t, state)
             sse[g] += s
             if g in (0, len(grid) - 1):
-                edges[k][t] = fit
+                edges[k][t] = state
     scores = {t: float(s / n) for t, s in zip(grid, sse)}
     while (t := next_grid_value(list(scores), _cv_best(scores))) is not None:
         edge = min(scores) if t < min(scores) else max(scores)
