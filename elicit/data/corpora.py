@@ -62,10 +62,6 @@ class BowDataset:
     def p(self) -> int:
         return self.counts.shape[1]
 
-    def doc_freq(self) -> np.ndarray:
-        """Number of reviews in which each keyword occurs (count > 0)."""
-        return np.count_nonzero(self.counts > 0, axis=0)
-
 
 def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
     """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``)."""

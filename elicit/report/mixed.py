@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.kinds import KINDS, PAPER_QUESTIONS
-from elicit.harness.labels import LABELS, REFERENCE_LABELS, STRATEGY_ORDER
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import part_kinds
 from elicit.report.realdata import Sweep, fmt, mean_se, n_answers
@@ -82,7 +83,7 @@ def room_used(sweep: Sweep, strategy: str, k: int) -> float:
 
 def _room_cell(sweep: Sweep, k: int) -> str:
     shares = [room_used(sweep, st, k) if st in sweep.strategies else float("nan")
-              for st in STRATEGY_ORDER]
+              for st in STRATEGIES]
     if all(np.isnan(shares)):
         return "—"
     return " / ".join(percent(x) for x in shares)
@@ -114,10 +115,10 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
         [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
     row(f"{LABELS['ridge']} (100 training reviews, no expert)",
         [fmt(s.per_run("ridge")) for s in columns])
-    for st in STRATEGY_ORDER:
+    for st in STRATEGIES:
         row(f"{LABELS[st]}, {after}",
             [fmt(s.wide(st)[s.last]) if st in s.strategies else "—" for s in columns])
-    for st in STRATEGY_ORDER:
+    for st in STRATEGIES:
         row(f"{LABELS[st]}, averaged over the rounds",
             [fmt(rounds_average(s, st)) if st in s.strategies else "—" for s in columns])
     seq, rnd = "sequential", "random"
@@ -133,13 +134,13 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
          for s in columns])
     row(f"{LABELS[seq]} − the start per run, {after}",
         [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
-    order = " / ".join(LABELS[st] for st in STRATEGY_ORDER)
+    order = " / ".join(LABELS[st] for st in STRATEGIES)
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",
             [_room_cell(s, k) for s in columns])
     for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
                  and any(k in s.kinds for s in columns)]:
-        for st in STRATEGY_ORDER:
+        for st in STRATEGIES:
             row(f"{KINDS[kind].label} among {LABELS[st]}'s answers",
                 [_count(questions_of_kind(s, st, kind), s.last)
                  if st in s.strategies and kind in s.kinds else "—" for s in columns])

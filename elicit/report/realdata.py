@@ -16,12 +16,12 @@ import pandas as pd
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
+from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.labels import (
     BASELINES,
     LABELS,
     REFERENCE_LABELS,
-    STRATEGY_ORDER,
     ceiling_label,
 )
 from elicit.harness.store import LEGACY_CONFIG, SweepStore
@@ -153,15 +153,15 @@ class Sweep:
 
     @property
     def strategies(self) -> list[str]:
-        return [s for s in STRATEGY_ORDER if (self.mse.strategy == s).any()]
+        return [s for s in STRATEGIES if (self.mse.strategy == s).any()]
 
     @property
     def last(self) -> int:
-        return int(self.mse[self.mse.strategy.isin(STRATEGY_ORDER)].n_feedback.max())
+        return int(self.mse[self.mse.strategy.isin(STRATEGIES)].n_feedback.max())
 
     @property
     def runs(self) -> int:
-        return int(self.mse[self.mse.strategy.isin(STRATEGY_ORDER)].run.nunique())
+        return int(self.mse[self.mse.strategy.isin(STRATEGIES)].run.nunique())
 
     def initial(self) -> pd.Series:
         """Each run's MSE at 0 answers."""
@@ -409,7 +409,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
             shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
                      s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]
-            for st in STRATEGY_ORDER:
+            for st in STRATEGIES:
                 w = s.wide(st) if st in s.strategies else None
                 cells.append(fmt(w[s.last]) if w is not None and s.last in w.columns else "—")
             cells += [fmt(s.per_run("ceiling")), fmt(s.per_run("lasso"))]
