@@ -308,15 +308,13 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         of freedom, squared scale ``(b*/a*)(1 + x' Sigma* x)``) on y's scale."""
         check_is_fitted(self, "coef_")
         names = getattr(self, "feature_names_in_", None)
-        if names is not None and not hasattr(X, "columns"):
-            # scikit-learn's own warning does not say what happens: say it, once.
-            warnings.warn("X has no column names: its columns are taken by position, as "
-                          f"{few(list(names))} (the order of fit); pass a DataFrame to have "
-                          "them checked by name", UserWarning, stacklevel=2)
-            with warnings.catch_warnings():
+        with warnings.catch_warnings():
+            if names is not None and not hasattr(X, "columns"):
+                # scikit-learn's own warning does not say what happens: say it, once.
+                warnings.warn("X has no column names: its columns are taken by position, as "
+                              f"{few(list(names))} (the order of fit); pass a DataFrame to "
+                              "have them checked by name", UserWarning, stacklevel=2)
                 warnings.filterwarnings("ignore", "X does not have valid feature names")
-                X = validate_data(self, X, reset=False, dtype=np.float64)
-        else:
             X = validate_data(self, X, reset=False, dtype=np.float64)
         mean = X @ self.coef_ + self.intercept_
         if not return_std:
