@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -370,9 +370,5 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
 def suite_settings(figures: Sequence[str] | None = None, steps: Sequence[str] | None = None,
                    **given) -> SuiteSettings:
     """:class:`SuiteSettings` with ``figures`` and ``steps`` chosen by name (None: all)."""
-    s = SuiteSettings(**given)
-    if figures is not None:
-        s = replace(s, figures=tuple(figures))
-    if steps is not None:
-        s = replace(s, steps=tuple(steps))
-    return s
+    chosen = {k: tuple(v) for k, v in (("figures", figures), ("steps", steps)) if v is not None}
+    return SuiteSettings(**given, **chosen)

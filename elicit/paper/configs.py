@@ -42,8 +42,6 @@ POOL_SIZE = 400
 #: Rounds after which the synthetic experiment's kernel is shown (Fig. 3).
 FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
 
-DEFAULT_STANDARDIZE = "model"
-DEFAULT_TAU2 = "cv"
 PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
 #: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md``.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
@@ -220,8 +218,7 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
                 raise ElicitError(f"--paper sets --{key} {PAPER_SETTINGS[key]}; drop "
                                   f"--{key} {value} or --paper")
         return str(PAPER_SETTINGS["standardize"]), PAPER_SETTINGS["tau2"]
-    return (check_standardize(standardize or DEFAULT_STANDARDIZE),
-            DEFAULT_TAU2 if tau2 is None else tau2)
+    return check_standardize(standardize or "model"), "cv" if tau2 is None else tau2
 
 
 def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:

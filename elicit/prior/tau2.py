@@ -207,8 +207,8 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
 
 def cv_folds(grid: Sequence[float], folds: int, n: int, rng: np.random.Generator | None,
              ) -> tuple[list[float], np.ndarray]:
-    """The checked grid and the fold of each of ``n`` samples, shuffled by ``rng`` (default
-    ``default_rng(0)``), or a one-line error."""
+    """The checked grid and the fold of each of ``n`` samples (``rng`` default
+    ``default_rng(0)``)."""
     grid = check_grid(grid, "the tau2 grid")
     if not (2 <= folds <= n):
         raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
@@ -220,11 +220,9 @@ def cv_folds(grid: Sequence[float], folds: int, n: int, rng: np.random.Generator
 def cv_search(X: np.ndarray, y: np.ndarray, grid: list[float], fold_of: np.ndarray,
               fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
               ) -> tuple[float, dict[float, float]]:
-    """The K-fold CV of tau^2 of :func:`cv_tau2` and the real-data yardstick: ``fit(tr, y_tr,
-    t, init)`` fits on the rows of mask ``tr`` (targets centred on their own mean) and returns
-    the posterior mean and what warm-starts the fold's next fit (``init`` None first); the
-    score of tau^2 is the held-out MSE (the mean added back), the grid extended by
-    :func:`next_grid_value`. Returns the best (ties: the smaller) and every score, sorted."""
+    """:func:`cv_tau2`'s K-fold CV with ``fit(tr, y_tr, t, init)``, which fits on the rows of
+    mask ``tr`` (targets centred) and returns the posterior mean and the fold's next warm start
+    (``init``: None first); also the real-data yardstick's."""
     n, folds = X.shape[0], int(fold_of.max()) + 1
     # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the
     # grid's extension
