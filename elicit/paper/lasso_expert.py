@@ -162,10 +162,7 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
         d, bd = abs(k - target), abs(best_k - target)
         return d < bd or (d == bd and a > best_a)
 
-    best = 0
-    for t in range(1, len(alphas)):
-        if better(alphas[t], nnz[t], alphas[best], nnz[best]):
-            best = t
+    best = min(range(len(alphas)), key=lambda t: (abs(int(nnz[t]) - target), -alphas[t]))
     best_a, best_k = float(alphas[best]), int(nnz[best])
     if best_k == target:
         return best_a
