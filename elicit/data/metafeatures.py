@@ -21,11 +21,9 @@ or a file):
 a file (``FILE``)
     A CSV or Parquet table indexed by feature name (:func:`read_meta_file`).
 
-Both embeddings then scale every row to unit length (a row's length mostly tracks the
-keyword's frequency); a keyword absent from the unlabelled reviews is a zero row. Each
-vector's sign is fixed (largest-magnitude entry positive), so ``U`` is deterministic. As the
-prior on :math:`\gamma` is fixed, the embeddings and a file are scaled to a typical pair
-distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
+Both embeddings then get unit rows (:func:`unit_rows`; a keyword absent from the unlabelled
+reviews is a zero row) and fixed signs (:func:`_fix_signs`); they and a file are scaled to a
+typical pair distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
 """
 
 from __future__ import annotations

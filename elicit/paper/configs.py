@@ -342,7 +342,7 @@ class RealDataConfig(Recorded, RoundKeywords):
                               f"{', '.join(RULES)}")
         meta_config(mf, dim)  # checks a file, or an embedding's dimensions
         super().check()
-        self._sweep_config("")  # checks the sweep's settings
+        self.sweep_config("")  # checks the sweep's settings
         # The data, last: a wrong option is reported before any data are read.
         src = self.source
         if isinstance(src, str):
@@ -367,13 +367,11 @@ class RealDataConfig(Recorded, RoundKeywords):
         """The fixed tau^2 of every run, or None when each run's is chosen by CV."""
         return None if self.tau2 == "cv" else float(self.tau2)  # type: ignore[arg-type]
 
-    def _sweep_config(self, name: str) -> SweepConfig:
-        return SweepConfig(name, self.runs, self.rounds, tuple(self.strategies), self.settings,
-                           self.jobs, cluster=self.cluster, check_engine=self.check_engine)
-
-    def sweep_config(self) -> SweepConfig:
-        """The settings of the experiment's sweep of query strategies."""
-        return self._sweep_config(self.name)
+    def sweep_config(self, name: str | None = None) -> SweepConfig:
+        """The settings of the experiment's sweep of query strategies (``name``: the data's)."""
+        return SweepConfig(self.name if name is None else name, self.runs, self.rounds,
+                           tuple(self.strategies), self.settings, self.jobs,
+                           cluster=self.cluster, check_engine=self.check_engine)
 
     def run_data(self, run: int):  # -> elicit.data.RunData
         """Run ``run``'s split, standardisation and meta-features."""
