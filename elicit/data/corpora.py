@@ -135,13 +135,12 @@ def load_paper_bow(name: DatasetName | str,
 
 
 def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = None,
-                 min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
+                 min_df: int = 100) -> BowDataset:
     """The paper's matrix ``"amazon"`` or ``"yelp"`` with the paper's feature rule
-    (:func:`select_features`): with ``min_df=100``, 337 Amazon and 258 Yelp keywords (the
-    paper reports 340 and 241; ``docs/data.md``). ``stopwords`` default to the SMART list."""
+    (:func:`select_features`, the SMART stop list): with ``min_df=100``, 337 Amazon and 258
+    Yelp keywords (the paper reports 340 and 241; ``docs/data.md``)."""
     ds = load_paper_bow(name, data_dir)
-    sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
-    keep = select_features(ds.counts, ds.vocabulary, sw, min_df)
+    keep = select_features(ds.counts, ds.vocabulary, load_stopwords(data_dir=data_dir), min_df)
     return BowDataset(ds.counts[:, keep], ds.ratings.copy(), [ds.vocabulary[i] for i in keep],
                       ds.name, ds.source)
 
@@ -220,9 +219,8 @@ def default_min_df(n_reviews: int) -> int:
 
 
 def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLike | None = None,
-                     min_df: int | None = None, ngram_range: tuple[int, int] = (1, 2),
-                     stopwords: Iterable[str] | None = None,
-                     max_features: int | None = None) -> BowDataset:
+                     min_df: int | None = None,
+                     stopwords: Iterable[str] | None = None) -> BowDataset:
     """:func:`load_corpus` of ``"amazon"`` / ``"yelp"`` (the shipped substitutes, looked up
     in ``data_dir``) or of a JSONL or CSV file with ``text`` and ``rating`` fields, without
     the size check; ``min_df`` default: 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
@@ -240,8 +238,7 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
         label = None
     if stopwords is None:
         stopwords = load_stopwords(data_dir=data_dir)
-    return load_corpus(path, min_df=min_df, stopwords=stopwords, ngram_range=ngram_range,
-                       max_features=max_features, n_model=None, name=label)
+    return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label)
 
 
 def read_reviews(path: str | os.PathLike, text_field: str = "text",

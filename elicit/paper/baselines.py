@@ -27,8 +27,8 @@ N_ALPHAS = 50
 CV_EPS = 1e-2
 
 
-def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state: int = 0,
-                  cv: int = 5) -> dict[str, float]:
+def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float,
+                  random_state: int = 0) -> dict[str, float]:
     """Test MSE of cross-validated LASSO, ridge (RidgeCV) and elastic net (ElasticNetCV).
 
     Parameters
@@ -36,8 +36,8 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
     X_train, y_train, X_test, y_test, y_mean
         A run's standardised inputs, centred training targets, test targets on the original
         scale and the training mean added back to the predictions.
-    random_state, cv
-        The shuffled K-fold split of LASSO and elastic net (ridge: leave-one-out).
+    random_state
+        The shuffled 5-fold split of LASSO and elastic net (ridge: leave-one-out).
 
     Returns
     -------
@@ -55,10 +55,10 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
     from sklearn.model_selection import KFold
 
     X_train, y_train, X_test, y_test = _split_arrays(X_train, y_train, X_test, y_test)
-    if X_train.shape[0] < cv:
-        raise ElicitError(f"{X_train.shape[0]} training samples are too few for {cv}-fold CV")
+    if X_train.shape[0] < 5:
+        raise ElicitError(f"{X_train.shape[0]} training samples are too few for 5-fold CV")
 
-    folds = KFold(n_splits=cv, shuffle=True, random_state=random_state)
+    folds = KFold(n_splits=5, shuffle=True, random_state=random_state)
     path = {"eps": CV_EPS, **_n_alphas_kw(N_ALPHAS), "max_iter": 5000}
     enet = ElasticNetCV(l1_ratio=list(ENET_L1_RATIOS), cv=folds, **path)
     ridge = RidgeCV(alphas=RIDGE_ALPHAS)
@@ -139,15 +139,14 @@ def prior_posterior_mean(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
 
 
 def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
-                      grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
-                      rng: np.random.Generator | None = None,
-                      ) -> tuple[float, dict[float, float]]:
-    """tau^2 of a fixed prior correlation by :func:`~elicit.prior.tau2.cv_tau2`'s K-fold
+                      grid: Sequence[float] = SWEEP_TAU2_GRID,
+                      rng: np.random.Generator | None = None) -> tuple[float, dict[float, float]]:
+    """tau^2 of a fixed prior correlation by :func:`~elicit.prior.tau2.cv_tau2`'s 5-fold
     procedure (the same folds, centring, grid extension and ties); returns the choice and the
     held-out MSE of every tau^2 scored."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float).reshape(-1)
-    checked, fold_of = cv_folds(grid, folds, X.shape[0], rng)
+    checked, fold_of = cv_folds(grid, 5, X.shape[0], rng)
     return cv_search(X, y, checked, fold_of,
                      lambda tr, y_tr, t, _: (prior_posterior_mean(X[tr], y_tr, prior, t), None))
 

@@ -81,7 +81,7 @@ def check_grid(grid: Sequence[float], what: str = "tau2_grid") -> list[float]:
     return values
 
 
-def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2") -> float | str:
+def check_tau2(tau2: object, modes: Sequence[str] = ("cv",)) -> float | str:
     """A positive tau^2 as a float, or one of ``modes`` (case-insensitive), else a one-line
     :class:`ElicitError`."""
     choices = " or ".join(["a positive number", *(repr(m) for m in modes)])
@@ -91,7 +91,7 @@ def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2")
     elif not isinstance(tau2, bool) and isinstance(tau2, (int, float, np.integer, np.floating)) \
             and np.isfinite(tau2) and tau2 > 0:
         return float(tau2)
-    raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
+    raise ElicitError(f"tau2 must be {choices}, got {tau2!r}")
 
 
 @single_blas_thread

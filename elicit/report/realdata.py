@@ -224,13 +224,13 @@ def mean_se(x: pd.Series | np.ndarray) -> tuple[float, float]:
     return float(v.mean()), se
 
 
-def fmt(x: pd.Series | np.ndarray | None, digits: int = 3, sign: bool = False) -> str:
+def fmt(x: pd.Series | np.ndarray | None, sign: bool = False) -> str:
     """``mean ± s.e.`` of ``x`` ("—" for None or no finite value)."""
     m, se = mean_se(x) if x is not None else (float("nan"), float("nan"))
     if not np.isfinite(m):
         return "—"
-    s = f"{m:+.{digits}f}" if sign else f"{m:.{digits}f}"
-    return s + (f" ± {se:.{digits}f}" if np.isfinite(se) else "")
+    s = f"{m:+.3f}" if sign else f"{m:.3f}"
+    return s + (f" ± {se:.3f}" if np.isfinite(se) else "")
 
 
 @dataclass(frozen=True)
