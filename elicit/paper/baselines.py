@@ -14,7 +14,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from elicit.errors import ElicitError
 from elicit.model.covariance import IRRELEVANT_SCALE
-from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_folds, cv_search
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_search
 
 #: Ridge penalties: wide enough for n = 100 standardised samples and p ~ 250-350 features.
 RIDGE_ALPHAS = np.logspace(-2, 5, 60)
@@ -146,8 +146,7 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
     held-out MSE of every tau^2 scored."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float).reshape(-1)
-    checked, fold_of = cv_folds(grid, 5, X.shape[0], rng)
-    return cv_search(X, y, checked, fold_of,
+    return cv_search(X, y, grid, 5, rng,
                      lambda tr, y_tr, t, _: (prior_posterior_mean(X[tr], y_tr, prior, t), None))
 
 

@@ -185,7 +185,6 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         tau^2 scored, in increasing tau^2."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
-    grid, fold_of = cv_folds(grid, folds, X.shape[0], rng)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
     cov = get_model(model).covariance
@@ -202,28 +201,23 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         fitted = eng.fit(data, init=init)
         return NIGPosterior.from_map(data, fitted).mu, fitted
 
-    return cv_search(X, y, grid, fold_of, fit)
+    return cv_search(X, y, grid, folds, rng, fit)
 
 
-def cv_folds(grid: Sequence[float], folds: int, n: int, rng: np.random.Generator | None,
-             ) -> tuple[list[float], np.ndarray]:
-    """The checked grid and the fold of each of ``n`` samples (``rng`` default
-    ``default_rng(0)``)."""
+def cv_search(X: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: int,
+              rng: np.random.Generator | None,
+              fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
+              ) -> tuple[float, dict[float, float]]:
+    """:func:`cv_tau2`'s K-fold CV (``rng`` default ``default_rng(0)``) with ``fit(tr, y_tr, t,
+    init)``, which fits on the rows of mask ``tr`` (targets centred) and returns the posterior
+    mean and the fold's next warm start (``init``: None first); also the yardstick's."""
     grid = check_grid(grid, "the tau2 grid")
+    n = X.shape[0]
     if not (2 <= folds <= n):
         raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
                           f"got {folds}")
     rng = rng if rng is not None else np.random.default_rng(0)
-    return grid, rng.permutation(n) % folds
-
-
-def cv_search(X: np.ndarray, y: np.ndarray, grid: list[float], fold_of: np.ndarray,
-              fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
-              ) -> tuple[float, dict[float, float]]:
-    """:func:`cv_tau2`'s K-fold CV with ``fit(tr, y_tr, t, init)``, which fits on the rows of
-    mask ``tr`` (targets centred) and returns the posterior mean and the fold's next warm start
-    (``init``: None first); also the real-data yardstick's."""
-    n, folds = X.shape[0], int(fold_of.max()) + 1
+    fold_of = rng.permutation(n) % folds
     # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the
     # grid's extension
     edges: list[dict[float, Any]] = [{} for _ in range(folds)]
