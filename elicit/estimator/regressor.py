@@ -162,19 +162,18 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                     and Answer.parse(a[2], RELEVANCE) is answer]
             if said and answer.value not in params:
                 params[answer.value] = said
+        meta: Any = U
         if feature_names is not None:
             names = [str(n) for n in feature_names]
             if len(names) != U.shape[0]:
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
                                   "meta_features; give one name per feature")
-            meta: Any = pd.DataFrame(U, index=names)
+            meta = pd.DataFrame(U, index=names)
             feedback = [(name_of(e[0], names), name_of(e[1], names), e[2])
                         if isinstance(e, (tuple, list)) and len(e) == 3 else e for e in feedback]
             for word in ("relevant", "irrelevant"):
                 if params.get(word) is not None:
                     params[word] = [name_of(f, names) for f in params[word]]
-        else:
-            meta = U
         kwargs: dict[str, Any] = dict(
             tau2=hyper.tau2 if hyper.variant == "fixed" else "learned",
             a_sigma=hyper.a_sigma, b_sigma=hyper.b_sigma, a_tau=hyper.a_tau,

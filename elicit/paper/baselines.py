@@ -70,11 +70,8 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float,
         ridge.fit(X_train, y_train)
         lasso = Lasso(alpha=_lasso_alpha(enet), max_iter=path["max_iter"], precompute=False)
         lasso.fit(X_train, y_train)
-    out: dict[str, float] = {}
-    for name, model in (("lasso", lasso), ("ridge", ridge), ("elasticnet", enet)):
-        pred = model.predict(X_test) + float(y_mean)
-        out[name] = float(np.mean((y_test - pred) ** 2))
-    return out
+    return {name: float(np.mean((y_test - (model.predict(X_test) + float(y_mean))) ** 2))
+            for name, model in (("lasso", lasso), ("ridge", ridge), ("elasticnet", enet))}
 
 
 def _lasso_alpha(enet) -> float:

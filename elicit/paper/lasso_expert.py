@@ -55,10 +55,8 @@ class LassoExpert:
         self.n_nonzero = check_int(n_nonzero, f"n_nonzero must be a positive integer, got "
                                    f"{n_nonzero!r}", 1)
         self.random_state = random_state
-        if rule == "target":
-            self.alpha_ = _target_alpha(X, y, self.n_nonzero)
-        else:
-            self.alpha_ = _cv_alpha(X, y, rule, cv, random_state)
+        self.alpha_ = (_target_alpha(X, y, self.n_nonzero) if rule == "target"
+                       else _cv_alpha(X, y, rule, cv, random_state))
         self._set_coef(_lasso(X, y, self.alpha_))
 
     @classmethod

@@ -146,12 +146,10 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
                  if st in s.strategies and kind in s.kinds else "—" for s in columns])
     if any(s.dataset in best for s in columns):
         for st in (seq, rnd):
-            cells = []
-            for s in columns:
-                b = best.get(s.dataset)
-                cells.append(fmt(b.wide(st)[b.last]) + f" (after {b.last})"
-                             if b is not None and st in b.strategies else "—")
-            row(f"best case (pool: the expert's answerable pairs), {LABELS[st]}", cells)
+            row(f"best case (pool: the expert's answerable pairs), {LABELS[st]}",
+                [fmt(b.wide(st)[b.last]) + f" (after {b.last})"
+                 if (b := best.get(s.dataset)) is not None and st in b.strategies else "—"
+                 for s in columns])
     return rows
 
 
