@@ -196,9 +196,6 @@ def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
         lines += ["Only best-case sweeps were run (`--pool paper`: the pair questions come "
                   "from the expert's answerable pairs, which leaks its relevance knowledge): "
                   "their start is still without expert input, their curves are not.", ""]
-    lines += [*mixed_table(columns, best), ""]
-    for s in columns + list(best.values()):
-        lines.append(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
-                     f"({s.folder}/fig5_{s.dataset}.png)")
-    lines.append("")
-    return lines
+    return [*lines, *mixed_table(columns, best), "",
+            *(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
+              f"({s.folder}/fig5_{s.dataset}.png)" for s in columns + list(best.values())), ""]

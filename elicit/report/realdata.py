@@ -356,12 +356,10 @@ def paired_table(sweep: Sweep) -> list[str]:
             for p in [paired(sweep, a, "random", t)] if p is not None]
     if not rows:
         return []
-    lines = ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
-             "lower | verdict |", "|---|---|---|---|---|"]
-    for p in rows:
-        lines.append(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
-                     f"| {p.verdict()} |")
-    return lines
+    return ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
+            "lower | verdict |", "|---|---|---|---|---|",
+            *(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
+              f"| {p.verdict()} |" for p in rows)]
 
 
 def sweep_section(sweep: Sweep) -> list[str]:
