@@ -229,9 +229,7 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
            "n_candidates": int(len(pairs)), **cold}
     steps = ("map_warm",) + (("map_refit",) if any("map_refit_s" in r for r in rows) else ()) + \
         ("round_fast",) + (("round_exact",) if exact else ())
-    for step in steps:
-        out[f"{step}_s"] = med(f"{step}_s")
-        out[f"{step}_cpu_s"] = med(f"{step}_cpu_s")
+    out.update({k: med(k) for step in steps for k in (f"{step}_s", f"{step}_cpu_s")})
     if exact:
         out.update({
             "top1_agreement": float(np.mean([r["top1"] for r in rows])),
