@@ -102,9 +102,7 @@ class LassoExpert:
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
         nz = np.flatnonzero(self.signs_)
-        if nz.size < 2:
-            return np.zeros((0, 2), dtype=int)
-        return nz[all_pairs(nz.size)]
+        return np.zeros((0, 2), dtype=int) if nz.size < 2 else nz[all_pairs(nz.size)]
 
     def summary(self) -> dict:
         """Rule, alpha and sizes, for logs and reports."""

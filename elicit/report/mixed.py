@@ -52,9 +52,7 @@ def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
 
 def _paired(a: pd.Series, b: pd.Series) -> str:
     d = (a - b.reindex(a.index)).dropna()
-    if d.empty:
-        return "—"
-    return f"{fmt(d, sign=True)} ({int(np.sum(d < 0))}/{d.size} lower)"
+    return "—" if d.empty else f"{fmt(d, sign=True)} ({int(np.sum(d < 0))}/{d.size} lower)"
 
 
 def _count(x: np.ndarray | None, of: int) -> str:
@@ -84,16 +82,12 @@ def room_used(sweep: Sweep, strategy: str, k: int) -> float:
 def _room_cell(sweep: Sweep, k: int) -> str:
     shares = [room_used(sweep, st, k) if st in sweep.strategies else float("nan")
               for st in STRATEGIES]
-    if all(np.isnan(shares)):
-        return "—"
-    return " / ".join(percent(x) for x in shares)
+    return "—" if all(np.isnan(shares)) else " / ".join(percent(x) for x in shares)
 
 
 def percent(x: float) -> str:
     """``x`` as a whole percentage ("—" for NaN; never "-0%")."""
-    if np.isnan(x):
-        return "—"
-    return f"{round(100 * x)}%"  # an int: no "-0"
+    return "—" if np.isnan(x) else f"{round(100 * x)}%"  # an int: no "-0"
 
 
 def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
