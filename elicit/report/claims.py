@@ -160,9 +160,8 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
     for _, r in rows.iterrows():
         k, n = _kr(r.seqelc_reached)
         reach.append(k > n / 2)
-        extra = ""
-        if "ceiling_reached" in r and isinstance(r.ceiling_reached, str):
-            extra = f"; all answers given are at or below it in {r.ceiling_reached} runs"
+        extra = (f"; all answers given are at or below it in {r.ceiling_reached} runs"
+                 if "ceiling_reached" in r and isinstance(r.ceiling_reached, str) else "")
         seq.append(f"{float(r.mse_level):.3f}: SeqElc "
                    f"{_reached_text(r.seqelc, r.seqelc_reached)}{extra}")
     paper = "; ".join(f"{lv:.2f}: {c['seqelc']}" for (pd_, lv), c in PAPER_COUNTS.items()

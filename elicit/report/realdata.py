@@ -371,12 +371,9 @@ def sweep_section(sweep: Sweep) -> list[str]:
             p += f" (paper: {PAPER_FEATURES[sweep.dataset]})"
         p += "; "
     cfg = sweep.cfg
-    src = ""
-    if cfg.get("corpus"):
-        src = (f"Corpus `{Path(cfg['corpus']).name}` (fields `{cfg.get('text_field')}`, "
-               f"`{cfg.get('rating_field')}`; min_df "
-               f"{cfg.get('min_df') or 'scaled to the corpus'}), not one of the paper's "
-               "matrices. ")
+    src = (f"Corpus `{Path(cfg['corpus']).name}` (fields `{cfg.get('text_field')}`, "
+           f"`{cfg.get('rating_field')}`; min_df {cfg.get('min_df') or 'scaled to the corpus'}"
+           "), not one of the paper's matrices. " if cfg.get("corpus") else "")
     lines = [
         f"### {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
         src + f"{sweep.runs} runs x {sweep.last} answers; {p}LASSO expert rule "
