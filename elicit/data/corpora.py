@@ -24,6 +24,7 @@ from elicit.data.files import (
     resolve_data_dir,
 )
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.paths import check_input_file
 
 
@@ -61,10 +62,6 @@ class BowDataset:
     def p(self) -> int:
         return self.counts.shape[1]
 
-    def doc_freq(self) -> np.ndarray:
-        """Number of reviews in which each keyword occurs (count > 0)."""
-        return np.count_nonzero(self.counts > 0, axis=0)
-
 
 def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
     """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``)."""
@@ -72,8 +69,7 @@ def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
 
 
 def _check_min_df(min_df: object) -> None:
-    if isinstance(min_df, bool) or not isinstance(min_df, (int, np.integer)) or min_df < 1:
-        raise ElicitError(f"min_df must be a positive integer number of reviews, got {min_df!r}")
+    check_int(min_df, f"min_df must be a positive integer number of reviews, got {min_df!r}", 1)
 
 
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
@@ -119,10 +115,8 @@ def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike
                 raise ElicitError(f"{where}: keyword {kw!r} is not in the vocabulary "
                                   f"{vocabulary_path}" + (f" [{vocabulary_key}]"
                                                           if vocabulary_key else ""))
-            if isinstance(c, bool) or not isinstance(c, int) or c < 0:
-                raise ElicitError(f"{where}: count of {kw!r} must be a non-negative integer, "
-                                  f"got {c!r}")
-            row[j] = c
+            row[j] = check_int(c, f"{where}: count of {kw!r} must be a non-negative integer, "
+                                  f"got {c!r}", 0)
         rows.append(row)
     if not rows:
         raise ElicitError(f"{records_path} holds no records")
@@ -141,13 +135,12 @@ def load_paper_bow(name: DatasetName | str,
 
 
 def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = None,
-                 min_df: int = 100, stopwords: Iterable[str] | None = None) -> BowDataset:
+                 min_df: int = 100) -> BowDataset:
     """The paper's matrix ``"amazon"`` or ``"yelp"`` with the paper's feature rule
-    (:func:`select_features`): with ``min_df=100``, 337 Amazon and 258 Yelp keywords (the
-    paper reports 340 and 241; ``docs/data.md``). ``stopwords`` default to the SMART list."""
+    (:func:`select_features`, the SMART stop list): with ``min_df=100``, 337 Amazon and 258
+    Yelp keywords (the paper reports 340 and 241; ``docs/data.md``)."""
     ds = load_paper_bow(name, data_dir)
-    sw = frozenset(stopwords) if stopwords is not None else load_stopwords(data_dir=data_dir)
-    keep = select_features(ds.counts, ds.vocabulary, sw, min_df)
+    keep = select_features(ds.counts, ds.vocabulary, load_stopwords(data_dir=data_dir), min_df)
     return BowDataset(ds.counts[:, keep], ds.ratings.copy(), [ds.vocabulary[i] for i in keep],
                       ds.name, ds.source)
 
@@ -226,9 +219,8 @@ def default_min_df(n_reviews: int) -> int:
 
 
 def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLike | None = None,
-                     min_df: int | None = None, ngram_range: tuple[int, int] = (1, 2),
-                     stopwords: Iterable[str] | None = None,
-                     max_features: int | None = None) -> BowDataset:
+                     min_df: int | None = None,
+                     stopwords: Iterable[str] | None = None) -> BowDataset:
     """:func:`load_corpus` of ``"amazon"`` / ``"yelp"`` (the shipped substitutes, looked up
     in ``data_dir``) or of a JSONL or CSV file with ``text`` and ``rating`` fields, without
     the size check; ``min_df`` default: 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
@@ -246,8 +238,7 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
         label = None
     if stopwords is None:
         stopwords = load_stopwords(data_dir=data_dir)
-    return load_corpus(path, min_df=min_df, stopwords=stopwords, ngram_range=ngram_range,
-                       max_features=max_features, n_model=None, name=label)
+    return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label)
 
 
 def read_reviews(path: str | os.PathLike, text_field: str = "text",
@@ -291,9 +282,8 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
     A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
     label ``name`` defaults to the file name without its suffixes.
     """
-    if n_model is not None and (isinstance(n_model, bool)
-                                or not isinstance(n_model, (int, np.integer)) or n_model < 1):
-        raise ElicitError(f"n_model must be a positive integer or None, got {n_model!r}")
+    if n_model is not None:
+        check_int(n_model, f"n_model must be a positive integer or None, got {n_model!r}", 1)
     path = Path(path)
     texts, ratings = read_reviews(path, text_field, rating_field)
     if n_model is not None and len(texts) < n_model:

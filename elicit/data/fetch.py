@@ -328,9 +328,9 @@ def _as_url(base: str) -> str:
     return Path(base).expanduser().resolve().as_uri()
 
 
-def _download(url: str, name: str, data_dir: Path, timeout: float) -> bytes:
+def _download(url: str, name: str, data_dir: Path) -> bytes:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as resp:
             return resp.read()
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = (f"HTTP {e.code} {e.reason}" if isinstance(e, urllib.error.HTTPError)
@@ -373,7 +373,7 @@ def fetch_dir(option: str | os.PathLike | None = None) -> Path:
 
 def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
           mirror: str | None = None, force: bool = False, progress: bool = True,
-          upstream: str | None = None, timeout: float = TIMEOUT) -> list[FetchResult]:
+          upstream: str | None = None) -> list[FetchResult]:
     """Download the data files into ``data_dir`` (created if missing) and verify their SHA-256
     sums; one :class:`FetchResult` per file, in manifest order.
 
@@ -427,7 +427,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
             say(f"{spec.name}: downloading {u}")
         for u in urls:
             if u not in downloaded:
-                downloaded[u] = _download(u, spec.name, data_dir, timeout)
+                downloaded[u] = _download(u, spec.name, data_dir)
         raw = [downloaded[u] for u in urls]
         if mirror or spec.convert is None:
             data = raw[0]

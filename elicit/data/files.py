@@ -238,10 +238,8 @@ def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
     if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
         f = resolve_data_dir(data_dir) / STOPWORDS_FILE
         return f if f.is_file() else None
-    for d in default_data_dirs():
-        if (d / STOPWORDS_FILE).is_file():
-            return d / STOPWORDS_FILE
-    return None
+    return next((d / STOPWORDS_FILE for d in default_data_dirs()
+                 if (d / STOPWORDS_FILE).is_file()), None)
 
 
 def load_vocabulary(path: str | os.PathLike, key: str | None = None) -> list[str]:

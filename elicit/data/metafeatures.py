@@ -21,11 +21,9 @@ or a file):
 a file (``FILE``)
     A CSV or Parquet table indexed by feature name (:func:`read_meta_file`).
 
-Both embeddings then scale every row to unit length (a row's length mostly tracks the
-keyword's frequency); a keyword absent from the unlabelled reviews is a zero row. Each
-vector's sign is fixed (largest-magnitude entry positive), so ``U`` is deterministic. As the
-prior on :math:`\gamma` is fixed, the embeddings and a file are scaled to a typical pair
-distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
+Both embeddings then get unit rows (:func:`unit_rows`; a keyword absent from the unlabelled
+reviews is a zero row) and fixed signs (:func:`_fix_signs`); they and a file are scaled to a
+typical pair distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
 """
 
 from __future__ import annotations
@@ -39,6 +37,7 @@ import pandas as pd
 
 from elicit.data.tables import align_meta, read_table
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.text import listing
 
 #: The built-in meta-feature choices; anything else given to :func:`meta_features` is a file.
@@ -54,10 +53,8 @@ TABLE_SQ_DISTANCE = 4.0
 
 def check_meta_dim(dim: object) -> int:
     """``dim`` as a positive integer, else an :class:`ElicitError`."""
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-        raise ElicitError(f"meta_dim must be a positive integer (embedding dimensions), "
-                          f"got {dim!r}")
-    return int(dim)
+    return check_int(dim, f"meta_dim must be a positive integer (embedding dimensions), "
+                          f"got {dim!r}", 1)
 
 
 def is_builtin(kind: object) -> bool:

@@ -15,6 +15,7 @@ from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_di
 from elicit.data.metafeatures import meta_features as build_meta_features
 from elicit.errors import ElicitError
 from elicit.internal.cache import freeze_fields
+from elicit.internal.checks import check_int
 
 
 def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
@@ -22,8 +23,7 @@ def split_indices(n_total: int, rng: np.random.Generator, n_model: int = 1000,
     """The paper's split of ``0..n_total-1``: sorted index arrays ``train, test, expert`` of
     ``n_model`` random reviews for the model (``n_train`` of them for training) and the rest."""
     for nm, v in (("n_total", n_total), ("n_model", n_model), ("n_train", n_train)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ElicitError(f"{nm} must be an integer, got {v!r}")
+        check_int(v, f"{nm} must be an integer, got {v!r}")
     if n_train < 1:
         raise ElicitError(f"n_train must be at least 1, got {n_train}")
     if n_model <= n_train:

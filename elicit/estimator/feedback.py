@@ -186,9 +186,9 @@ def as_float_2d(a: Any, name: str) -> np.ndarray:
     return arr
 
 
-def few(names: Sequence[Any], k: int = 8) -> str:
-    """At most k names for an error message."""
-    return f"[{listing(names, k)}]" if names else "none"
+def few(names: Sequence[Any]) -> str:
+    """At most 8 names for an error message."""
+    return f"[{listing(names)}]" if names else "none"
 
 
 def is_feature_answer(entry: Any) -> bool:

@@ -162,19 +162,18 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                     and Answer.parse(a[2], RELEVANCE) is answer]
             if said and answer.value not in params:
                 params[answer.value] = said
+        meta: Any = U
         if feature_names is not None:
             names = [str(n) for n in feature_names]
             if len(names) != U.shape[0]:
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
                                   "meta_features; give one name per feature")
-            meta: Any = pd.DataFrame(U, index=names)
+            meta = pd.DataFrame(U, index=names)
             feedback = [(name_of(e[0], names), name_of(e[1], names), e[2])
                         if isinstance(e, (tuple, list)) and len(e) == 3 else e for e in feedback]
             for word in ("relevant", "irrelevant"):
                 if params.get(word) is not None:
                     params[word] = [name_of(f, names) for f in params[word]]
-        else:
-            meta = U
         kwargs: dict[str, Any] = dict(
             tau2=hyper.tau2 if hyper.variant == "fixed" else "learned",
             a_sigma=hyper.a_sigma, b_sigma=hyper.b_sigma, a_tau=hyper.a_tau,
@@ -308,15 +307,13 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         of freedom, squared scale ``(b*/a*)(1 + x' Sigma* x)``) on y's scale."""
         check_is_fitted(self, "coef_")
         names = getattr(self, "feature_names_in_", None)
-        if names is not None and not hasattr(X, "columns"):
-            # scikit-learn's own warning does not say what happens: say it, once.
-            warnings.warn("X has no column names: its columns are taken by position, as "
-                          f"{few(list(names))} (the order of fit); pass a DataFrame to have "
-                          "them checked by name", UserWarning, stacklevel=2)
-            with warnings.catch_warnings():
+        with warnings.catch_warnings():
+            if names is not None and not hasattr(X, "columns"):
+                # scikit-learn's own warning does not say what happens: say it, once.
+                warnings.warn("X has no column names: its columns are taken by position, as "
+                              f"{few(list(names))} (the order of fit); pass a DataFrame to "
+                              "have them checked by name", UserWarning, stacklevel=2)
                 warnings.filterwarnings("ignore", "X does not have valid feature names")
-                X = validate_data(self, X, reset=False, dtype=np.float64)
-        else:
             X = validate_data(self, X, reset=False, dtype=np.float64)
         mean = X @ self.coef_ + self.intercept_
         if not return_std:

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY
 
-#: Query strategies, in the order of the paper's figures.
-STRATEGY_ORDER: tuple[str, ...] = STRATEGIES
-
 
 def strategy_label(name: str) -> str | None:
     """The display label of the registered query strategy ``name``, or None if ``name`` is no
@@ -43,5 +40,5 @@ DATASET_LABELS: dict[str, str] = {"synthetic": "Synthetic data", "amazon": "Amaz
                                   "yelp": "Yelp"}
 
 #: Every label above by name, the paper's strategies' from their objects.
-LABELS: dict[str, str] = {**{s: STRATEGY_REGISTRY[s].label for s in STRATEGY_ORDER},
+LABELS: dict[str, str] = {**{s: STRATEGY_REGISTRY[s].label for s in STRATEGIES},
                           **BASELINE_LABELS, **REFERENCE_LABELS, **DATASET_LABELS}

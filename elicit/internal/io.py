@@ -41,9 +41,9 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return replace_atomic(path, lambda fh: fh.write(data))
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
-    """Create or replace ``path`` with ``text``, atomically."""
-    return write_bytes_atomic(path, text.encode(encoding))
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Create or replace ``path`` with ``text`` (UTF-8), atomically."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, **dumps_kw: Any) -> Path:

@@ -5,6 +5,7 @@ goes through JSON as its shortest repr, which reads back as the same float.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -99,16 +100,14 @@ class Memo:
             return compute()
         key = memo_key(name, version, inputs)
         path = self.path(key)
-        try:
+        # not stored yet (or unreadable: computed again and replaced)
+        with contextlib.suppress(OSError, ValueError):
             entry = json.loads(path.read_text())
             if isinstance(entry, dict) and entry.get("key") == key and "value" in entry:
                 return entry["value"]
-        except (OSError, ValueError):
-            pass  # not stored yet (or unreadable: computed again and replaced)
         value = json.loads(json.dumps(compute()))
-        try:
+        # a folder that cannot be written: the result is still the computed one
+        with contextlib.suppress(OSError):
             write_json_atomic(path, {"name": name, "version": int(version), "key": key,
                                      "value": value})
-        except OSError:
-            pass  # a folder that cannot be written: the result is still the computed one
         return value

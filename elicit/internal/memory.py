@@ -4,6 +4,7 @@ arrays cannot fit), and its peak resident size.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -33,13 +34,10 @@ def memory_limit() -> int | None:
 def peak_rss_mb() -> float:
     """This process's peak resident set size in MB, since :func:`reset_peak_rss` where that
     worked (Linux), else since the process started."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return float(line.split()[1]) / 1024.0
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024.0
     import resource
     import sys
 

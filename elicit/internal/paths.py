@@ -11,10 +11,7 @@ from elicit.errors import ElicitError
 
 
 def _nearest_existing(path: Path) -> Path:
-    for p in (path, *path.parents):
-        if p.exists() or p.is_symlink():
-            return p
-    return Path(".")
+    return next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), Path("."))
 
 
 def check_output_folder(path: str | os.PathLike, option: str = "--out") -> Path:

@@ -4,6 +4,7 @@ different commits and machines are told apart.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import subprocess
@@ -32,11 +33,8 @@ def source_commit() -> str | None:
 def machine_info() -> dict:
     """The machine: CPU model, logical cores, operating system and Python version."""
     cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f
-                        if line.startswith("model name")), cpu)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f
+                    if line.startswith("model name")), cpu)
     return {"cpu": cpu, "cores": os.cpu_count(), "system": platform.platform(terse=True),
             "python": platform.python_version()}

@@ -14,7 +14,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from elicit.errors import ElicitError
 from elicit.model.covariance import IRRELEVANT_SCALE
-from elicit.prior.tau2 import SWEEP_TAU2_GRID, check_grid, next_grid_value
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_search
 
 #: Ridge penalties: wide enough for n = 100 standardised samples and p ~ 250-350 features.
 RIDGE_ALPHAS = np.logspace(-2, 5, 60)
@@ -27,8 +27,8 @@ N_ALPHAS = 50
 CV_EPS = 1e-2
 
 
-def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state: int = 0,
-                  cv: int = 5) -> dict[str, float]:
+def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float,
+                  random_state: int = 0) -> dict[str, float]:
     """Test MSE of cross-validated LASSO, ridge (RidgeCV) and elastic net (ElasticNetCV).
 
     Parameters
@@ -36,8 +36,8 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
     X_train, y_train, X_test, y_test, y_mean
         A run's standardised inputs, centred training targets, test targets on the original
         scale and the training mean added back to the predictions.
-    random_state, cv
-        The shuffled K-fold split of LASSO and elastic net (ridge: leave-one-out).
+    random_state
+        The shuffled 5-fold split of LASSO and elastic net (ridge: leave-one-out).
 
     Returns
     -------
@@ -55,10 +55,10 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
     from sklearn.model_selection import KFold
 
     X_train, y_train, X_test, y_test = _split_arrays(X_train, y_train, X_test, y_test)
-    if X_train.shape[0] < cv:
-        raise ElicitError(f"{X_train.shape[0]} training samples are too few for {cv}-fold CV")
+    if X_train.shape[0] < 5:
+        raise ElicitError(f"{X_train.shape[0]} training samples are too few for 5-fold CV")
 
-    folds = KFold(n_splits=cv, shuffle=True, random_state=random_state)
+    folds = KFold(n_splits=5, shuffle=True, random_state=random_state)
     path = {"eps": CV_EPS, **_n_alphas_kw(N_ALPHAS), "max_iter": 5000}
     enet = ElasticNetCV(l1_ratio=list(ENET_L1_RATIOS), cv=folds, **path)
     ridge = RidgeCV(alphas=RIDGE_ALPHAS)
@@ -70,11 +70,8 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float, random_state:
         ridge.fit(X_train, y_train)
         lasso = Lasso(alpha=_lasso_alpha(enet), max_iter=path["max_iter"], precompute=False)
         lasso.fit(X_train, y_train)
-    out: dict[str, float] = {}
-    for name, model in (("lasso", lasso), ("ridge", ridge), ("elasticnet", enet)):
-        pred = model.predict(X_test) + float(y_mean)
-        out[name] = float(np.mean((y_test - pred) ** 2))
-    return out
+    return {name: float(np.mean((y_test - (model.predict(X_test) + float(y_mean))) ** 2))
+            for name, model in (("lasso", lasso), ("ridge", ridge), ("elasticnet", enet))}
 
 
 def _lasso_alpha(enet) -> float:
@@ -139,39 +136,15 @@ def prior_posterior_mean(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
 
 
 def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
-                      grid: Sequence[float] = SWEEP_TAU2_GRID, folds: int = 5,
-                      rng: np.random.Generator | None = None,
-                      ) -> tuple[float, dict[float, float]]:
-    """tau^2 of a fixed prior correlation by :func:`~elicit.prior.tau2.cv_tau2`'s K-fold
+                      grid: Sequence[float] = SWEEP_TAU2_GRID,
+                      rng: np.random.Generator | None = None) -> tuple[float, dict[float, float]]:
+    """tau^2 of a fixed prior correlation by :func:`~elicit.prior.tau2.cv_tau2`'s 5-fold
     procedure (the same folds, centring, grid extension and ties); returns the choice and the
     held-out MSE of every tau^2 scored."""
-    grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float).reshape(-1)
-    n = X.shape[0]
-    if not (2 <= folds <= n):
-        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
-                          f"got {folds}")
-    rng = rng if rng is not None else np.random.default_rng(0)
-    fold_of = rng.permutation(n) % folds
-
-    def score(t: float) -> float:
-        sse = 0.0
-        for k in range(folds):
-            tr, te = fold_of != k, fold_of == k
-            mean = float(y[tr].mean())
-            mu = prior_posterior_mean(X[tr], y[tr] - mean, prior, t)
-            sse += float(np.sum((X[te] @ mu + mean - y[te]) ** 2))
-        return sse / n
-
-    scores = {t: score(t) for t in grid}
-
-    def best() -> float:
-        return min(scores, key=lambda t: (scores[t], t))
-
-    while (t := next_grid_value(list(scores), best())) is not None:
-        scores[t] = score(t)
-    return best(), dict(sorted(scores.items()))
+    return cv_search(X, y, grid, 5, rng,
+                     lambda tr, y_tr, t, _: (prior_posterior_mean(X[tr], y_tr, prior, t), None))
 
 
 def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,

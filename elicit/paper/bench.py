@@ -7,7 +7,7 @@ p = 340, word-count-like meta-features with d = 100, beta from the prior, tau2 =
 400-pair pool, an expert who calls a pair similar when the true weights share a sign);
 ``p1000`` to ``p4000``, the same with more features; ``p10000``, a full review vocabulary
 (:func:`review_like`); ``synthetic``, the paper's synthetic problem; ``amazon-real``,
-``yelp-real``, run ``run`` of the real-data setup. Times are wall (``*_s``) and process CPU
+``yelp-real``, run 0 of the real-data setup. Times are wall (``*_s``) and process CPU
 (``*_cpu_s``) with one BLAS thread.
 """
 
@@ -65,9 +65,9 @@ class BenchProblem:
     sort_pool: bool = False
 
 
-def amazon_like(seed: int = 0, n: int = 100, p: int = 340, d: int = 100) -> BenchProblem:
+def amazon_like(seed: int = 0, p: int = 340) -> BenchProblem:
     """The Amazon-size random problem (module docstring)."""
-    X, y, U, beta = random_problem(seed, n, p, d)
+    X, y, U, beta = random_problem(seed, 100, p, 100)
     return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
                         pool_size=400, expert=SignOracle(beta),
                         rng=np.random.default_rng(seed + 1))
@@ -105,24 +105,22 @@ def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                         expert=SignOracle(beta), rng=np.random.default_rng(seed + 1))
 
 
-def real_problem(dataset: str = "amazon", seed: int = 0, run: int = 0,
-                 data_dir: str | os.PathLike | None = None,
+def real_problem(dataset: str = "amazon", seed: int = 0, data_dir: str | os.PathLike | None = None,
                  standardize: str = "model") -> BenchProblem:
-    """Run ``run`` of the real-data setup of ``dataset`` (needs the data directory)."""
+    """Run 0 of the real-data setup of ``dataset`` (needs the data directory)."""
     # the paper's counts (d = 100), as the benchmarks in docs/benchmarks.md were measured
     prob = realdata_problem(RealDataConfig(dataset, seed=seed, data_dir=data_dir,
                                            standardize=standardize, tau2=PAPER_TAU2,
-                                           meta_features="counts"), run)
+                                           meta_features="counts"), 0)
     assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
     return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
                         prob.candidates, pool_size=prob.pool_size,
                         expert=prob.expert,
-                        rng=np.random.default_rng(run_stream(seed, run, STREAM_BENCH)),
+                        rng=np.random.default_rng(run_stream(seed, 0, STREAM_BENCH)),
                         sort_pool=True)
 
 
-def bench_problem(size: str, seed: int = 0, run: int = 0,
-                  data_dir: str | os.PathLike | None = None,
+def bench_problem(size: str, seed: int = 0, data_dir: str | os.PathLike | None = None,
                   standardize: str = "model") -> BenchProblem:
     """The benchmark problem ``size`` (one of :data:`SIZES`)."""
     if size == "amazon" or size in SCALING_P:
@@ -137,7 +135,7 @@ def bench_problem(size: str, seed: int = 0, run: int = 0,
                             all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
                             rng=np.random.default_rng(seed + 1))
     if size in ("amazon-real", "yelp-real"):
-        return real_problem(size.removesuffix("-real"), seed, run, data_dir, standardize)
+        return real_problem(size.removesuffix("-real"), seed, data_dir, standardize)
     raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")
 
 
@@ -231,9 +229,7 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
            "n_candidates": int(len(pairs)), **cold}
     steps = ("map_warm",) + (("map_refit",) if any("map_refit_s" in r for r in rows) else ()) + \
         ("round_fast",) + (("round_exact",) if exact else ())
-    for step in steps:
-        out[f"{step}_s"] = med(f"{step}_s")
-        out[f"{step}_cpu_s"] = med(f"{step}_cpu_s")
+    out.update({k: med(k) for step in steps for k in (f"{step}_s", f"{step}_cpu_s")})
     if exact:
         out.update({
             "top1_agreement": float(np.mean([r["top1"] for r in rows])),
@@ -250,11 +246,11 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
 # random problems' y = X beta) depend on the thread count, and with them every later figure.
 @single_blas_thread
 def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str = "auto",
-              refine: int = 10, exact: bool = True, progress: bool = True, run: int = 0,
+              refine: int = 10, exact: bool = True, progress: bool = True,
               data_dir: str | os.PathLike | None = None,
               json_path: str | Path | None = None, standardize: str = "model") -> dict:
     """:func:`bench` on :func:`bench_problem` ``size`` (``elicit bench``), also to ``json_path``."""
-    res = bench(bench_problem(size, seed, run, data_dir, standardize), rounds, engine,
+    res = bench(bench_problem(size, seed, data_dir, standardize), rounds, engine,
                 refine, exact, progress)
     if json_path is not None:
         write_json_atomic(json_path, res, indent=1)

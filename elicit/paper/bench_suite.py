@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ class SuiteSettings:
                 "engine": "numpy", "utility": "fast", "blas_threads": 1}
 
 
-def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
+def elicitation_rounds(problem, cfg, rounds: int) -> dict:
     """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under the sweep
     settings ``cfg``: ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over
     ``peak_scope``)."""
@@ -97,7 +97,7 @@ def elicitation_rounds(problem, cfg, rounds: int, run: int = 0) -> dict:
     c = time.process_time()
     el = sweep_elicitor(problem, cfg)
     setup = time.process_time() - c
-    rng = np.random.default_rng(strategy_stream(cfg.settings.seed, run,
+    rng = np.random.default_rng(strategy_stream(cfg.settings.seed, 0,
                                                 get_strategy("sequential").stream_id))
     cpu = []
     for _ in range(rounds):
@@ -370,9 +370,6 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
 def suite_settings(figures: Sequence[str] | None = None, steps: Sequence[str] | None = None,
                    **given) -> SuiteSettings:
     """:class:`SuiteSettings` with ``figures`` and ``steps`` chosen by name (None: all)."""
-    s = SuiteSettings(**given)
-    if figures is not None:
-        s = replace(s, figures=tuple(figures))
-    if steps is not None:
-        s = replace(s, steps=tuple(steps))
-    return s
+    chosen: dict[str, Any] = {k: tuple(v) for k, v in (("figures", figures), ("steps", steps))
+                              if v is not None}
+    return SuiteSettings(**given, **chosen)

@@ -29,6 +29,7 @@ from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
 from elicit.harness.sweep import SweepConfig, default_model
+from elicit.internal.checks import check_int
 from elicit.model.simulate import N_FEATURES
 from elicit.model.variants import PAPER
 from elicit.paper.lasso_expert import RULES
@@ -41,8 +42,6 @@ POOL_SIZE = 400
 #: Rounds after which the synthetic experiment's kernel is shown (Fig. 3).
 FIG3_ROUNDS: tuple[int, ...] = (0, 10, 30, 100)
 
-DEFAULT_STANDARDIZE = "model"
-DEFAULT_TAU2 = "cv"
 PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_TAU2}
 #: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md``.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
@@ -79,9 +78,7 @@ def check_pool(pool: str | None, questions: object) -> str:
 
 
 def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ElicitError(f"{what} must be a positive integer, got {value!r}")
-    return value
+    return check_int(value, f"{what} must be a positive integer, got {value!r}", 1)
 
 
 @dataclass(frozen=True)
@@ -221,8 +218,7 @@ def resolve_settings(paper: bool = False, standardize: str | None = None,
                 raise ElicitError(f"--paper sets --{key} {PAPER_SETTINGS[key]}; drop "
                                   f"--{key} {value} or --paper")
         return str(PAPER_SETTINGS["standardize"]), PAPER_SETTINGS["tau2"]
-    return (check_standardize(standardize or DEFAULT_STANDARDIZE),
-            DEFAULT_TAU2 if tau2 is None else tau2)
+    return check_standardize(standardize or "model"), "cv" if tau2 is None else tau2
 
 
 def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
@@ -346,7 +342,7 @@ class RealDataConfig(Recorded, RoundKeywords):
                               f"{', '.join(RULES)}")
         meta_config(mf, dim)  # checks a file, or an embedding's dimensions
         super().check()
-        self._sweep_config("")  # checks the sweep's settings
+        self.sweep_config("")  # checks the sweep's settings
         # The data, last: a wrong option is reported before any data are read.
         src = self.source
         if isinstance(src, str):
@@ -371,13 +367,11 @@ class RealDataConfig(Recorded, RoundKeywords):
         """The fixed tau^2 of every run, or None when each run's is chosen by CV."""
         return None if self.tau2 == "cv" else float(self.tau2)  # type: ignore[arg-type]
 
-    def _sweep_config(self, name: str) -> SweepConfig:
-        return SweepConfig(name, self.runs, self.rounds, tuple(self.strategies), self.settings,
-                           self.jobs, cluster=self.cluster, check_engine=self.check_engine)
-
-    def sweep_config(self) -> SweepConfig:
-        """The settings of the experiment's sweep of query strategies."""
-        return self._sweep_config(self.name)
+    def sweep_config(self, name: str | None = None) -> SweepConfig:
+        """The settings of the experiment's sweep of query strategies (``name``: the data's)."""
+        return SweepConfig(self.name if name is None else name, self.runs, self.rounds,
+                           tuple(self.strategies), self.settings, self.jobs,
+                           cluster=self.cluster, check_engine=self.check_engine)
 
     def run_data(self, run: int):  # -> elicit.data.RunData
         """Run ``run``'s split, standardisation and meta-features."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from elicit.elicitation.answers import Answer, SignOracle
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.model.spec import all_pairs
 
 Rule = Literal["target", "cv-min", "cv-1se"]
@@ -50,16 +51,12 @@ class LassoExpert:
                               f"reviews x {X.shape[1]} features (need at least {max(cv, 2)})")
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
             raise ElicitError("the expert set contains NaN or infinite values")
-        if isinstance(n_nonzero, bool) or not isinstance(n_nonzero, (int, np.integer)) \
-                or n_nonzero < 1:
-            raise ElicitError(f"n_nonzero must be a positive integer, got {n_nonzero!r}")
         self.rule: str = rule
-        self.n_nonzero = int(n_nonzero)
+        self.n_nonzero = check_int(n_nonzero, f"n_nonzero must be a positive integer, got "
+                                   f"{n_nonzero!r}", 1)
         self.random_state = random_state
-        if rule == "target":
-            self.alpha_ = _target_alpha(X, y, self.n_nonzero)
-        else:
-            self.alpha_ = _cv_alpha(X, y, rule, cv, random_state)
+        self.alpha_ = (_target_alpha(X, y, self.n_nonzero) if rule == "target"
+                       else _cv_alpha(X, y, rule, cv, random_state))
         self._set_coef(_lasso(X, y, self.alpha_))
 
     @classmethod
@@ -105,9 +102,7 @@ class LassoExpert:
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
         nz = np.flatnonzero(self.signs_)
-        if nz.size < 2:
-            return np.zeros((0, 2), dtype=int)
-        return nz[all_pairs(nz.size)]
+        return np.zeros((0, 2), dtype=int) if nz.size < 2 else nz[all_pairs(nz.size)]
 
     def summary(self) -> dict:
         """Rule, alpha and sizes, for logs and reports."""
@@ -163,10 +158,7 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
         d, bd = abs(k - target), abs(best_k - target)
         return d < bd or (d == bd and a > best_a)
 
-    best = 0
-    for t in range(1, len(alphas)):
-        if better(alphas[t], nnz[t], alphas[best], nnz[best]):
-            best = t
+    best = min(range(len(alphas)), key=lambda t: (abs(int(nnz[t]) - target), -alphas[t]))
     best_a, best_k = float(alphas[best]), int(nnz[best])
     if best_k == target:
         return best_a

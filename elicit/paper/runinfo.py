@@ -259,24 +259,18 @@ def reference_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
 
 def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
     """One flat row per run (``OUT/runinfo.csv``)."""
-    rows = []
-    for i in infos:
-        row = {"dataset": dataset, "run": i["run"], "split_seed": i["split_seed"],
-               "standardize": i["standardize"], "n_features": i["n_features"],
-               "n_expert": i["n_expert"], "tau2": i["tau2"], "tau2_cv": i["tau2_cv_choice"],
-               "initial": i["initial"], **i["references"], "n_answerable": i["n_answerable"],
-               "n_similar": i["n_similar"], **i["baselines"],
-               **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
-               "max_test_z": i["max_test_z"], "auc": i.get("auc", float("nan"))}
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([
+        {"dataset": dataset, "run": i["run"], "split_seed": i["split_seed"],
+         "standardize": i["standardize"], "n_features": i["n_features"],
+         "n_expert": i["n_expert"], "tau2": i["tau2"], "tau2_cv": i["tau2_cv_choice"],
+         "initial": i["initial"], **i["references"], "n_answerable": i["n_answerable"],
+         "n_similar": i["n_similar"], **i["baselines"],
+         **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
+         "max_test_z": i["max_test_z"], "auc": i.get("auc", float("nan"))} for i in infos])
 
 
 def tau2_cv_frame(infos: Sequence[dict]) -> pd.DataFrame:
     """``OUT/tau2_cv.csv``: per run the tau^2 used, the CV choice and every CV error."""
-    rows = []
-    for info in infos:
-        row = {"run": info["run"], "tau2": info["tau2"], "tau2_cv": info["tau2_cv_choice"]}
-        row.update({f"cv_mse_{float(k):g}": v for k, v in info["tau2_cv"].items()})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"run": i["run"], "tau2": i["tau2"], "tau2_cv": i["tau2_cv_choice"],
+                          **{f"cv_mse_{float(k):g}": v for k, v in i["tau2_cv"].items()}}
+                         for i in infos])

@@ -116,10 +116,8 @@ def step_after(step: str) -> tuple[str, ...]:
         raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
     if step == "table1":
         return DATASETS
-    for table in (LITERAL, RECOMMENDED_STEPS, MIXED_STEPS):
-        if step in table:
-            return (table[step],)
-    return ()
+    return next(((table[step],) for table in (LITERAL, RECOMMENDED_STEPS, MIXED_STEPS)
+                 if step in table), ())
 
 
 def steps_at_once(jobs: int, cluster: str | None = None) -> int:

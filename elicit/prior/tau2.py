@@ -6,8 +6,8 @@ grid used to stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def check_grid(grid: Sequence[float], what: str = "tau2_grid") -> list[float]:
     return values
 
 
-def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2") -> float | str:
+def check_tau2(tau2: object, modes: Sequence[str] = ("cv",)) -> float | str:
     """A positive tau^2 as a float, or one of ``modes`` (case-insensitive), else a one-line
     :class:`ElicitError`."""
     choices = " or ".join(["a positive number", *(repr(m) for m in modes)])
@@ -91,7 +91,7 @@ def check_tau2(tau2: object, modes: Sequence[str] = ("cv",), what: str = "tau2")
     elif not isinstance(tau2, bool) and isinstance(tau2, (int, float, np.integer, np.floating)) \
             and np.isfinite(tau2) and tau2 > 0:
         return float(tau2)
-    raise ElicitError(f"{what} must be {choices}, got {tau2!r}")
+    raise ElicitError(f"tau2 must be {choices}, got {tau2!r}")
 
 
 @single_blas_thread
@@ -183,14 +183,8 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     best, scores
         The tau^2 with the smallest mean held-out MSE (ties: the smaller) and that of every
         tau^2 scored, in increasing tau^2."""
-    grid = check_grid(grid, "the tau2 grid")
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
-    n = X.shape[0]
-    if not (2 <= folds <= n):
-        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
-                          f"got {folds}")
-    rng = rng if rng is not None else np.random.default_rng(0)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
     cov = get_model(model).covariance
@@ -200,30 +194,50 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         classes = check_relevance(relevance, X.shape[1])
         X = X * scaled.scales(classes, ZETA_PRIOR.mean, scaled.signal(classes, U)).h
         model, relevance = PAPER, None
+
+    def fit(tr: np.ndarray, y_tr: np.ndarray, t: float,
+            init: MAPResult | None) -> tuple[np.ndarray, MAPResult]:
+        data = no_feedback_data(X[tr], y_tr, U, fixed_hyper(t, model), coupled, relevance)
+        fitted = eng.fit(data, init=init)
+        return NIGPosterior.from_map(data, fitted).mu, fitted
+
+    return cv_search(X, y, grid, folds, rng, fit)
+
+
+def cv_search(X: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: int,
+              rng: np.random.Generator | None,
+              fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
+              ) -> tuple[float, dict[float, float]]:
+    """:func:`cv_tau2`'s K-fold CV (``rng`` default ``default_rng(0)``) with ``fit(tr, y_tr, t,
+    init)``, which fits on the rows of mask ``tr`` (targets centred) and returns the posterior
+    mean and the fold's next warm start (``init``: None first); also the yardstick's."""
+    grid = check_grid(grid, "the tau2 grid")
+    n = X.shape[0]
+    if not (2 <= folds <= n):
+        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
+                          f"got {folds}")
+    rng = rng if rng is not None else np.random.default_rng(0)
     fold_of = rng.permutation(n) % folds
     # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the
     # grid's extension
-    edges: list[dict[float, MAPResult]] = [{} for _ in range(folds)]
+    edges: list[dict[float, Any]] = [{} for _ in range(folds)]
 
-    def fold_sse(k: int, t: float, init: MAPResult | None) -> tuple[float, MAPResult]:
+    def fold_sse(k: int, t: float, init: Any) -> tuple[float, Any]:
         tr, te = fold_of != k, fold_of == k
         y_tr = y[tr]
         mean = float(y_tr.mean())
-        data = no_feedback_data(X[tr], y_tr - mean, U, fixed_hyper(t, model), coupled,
-                                relevance)
-        fit = eng.fit(data, init=init)
-        post = NIGPosterior.from_map(data, fit)
-        return float(np.sum(squared_errors(X[te] @ post.mu + mean, y[te]))), fit
+        mu, state = fit(tr, y_tr - mean, t, init)
+        return float(np.sum(squared_errors(X[te] @ mu + mean, y[te]))), state
 
     sse = np.zeros(len(grid))
     t: float | None  # a grid value, then next_grid_value's (None: the choice is final)
     for k in range(folds):
-        fit: MAPResult | None = None
+        state: Any = None
         for g, t in enumerate(grid):
-            s, fit = fold_sse(k, t, fit)
+            s, state = fold_sse(k, t, state)
             sse[g] += s
             if g in (0, len(grid) - 1):
-                edges[k][t] = fit
+                edges[k][t] = state
     scores = {t: float(s / n) for t, s in zip(grid, sse)}
     while (t := next_grid_value(list(scores), _cv_best(scores))) is not None:
         edge = min(scores) if t < min(scores) else max(scores)

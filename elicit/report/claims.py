@@ -69,12 +69,9 @@ def _levels_claim(d: str, main: Sweep | None) -> list[str] | None:
     levels = PAPER_LEVELS[d]["levels"]
     reached = ", ".join(f"{lv:.2f}: {int(np.sum(init <= lv))}/{len(init)} runs" for lv in levels)
     m = float(init.mean())
-    if m <= min(levels):
-        verdict = "does not hold under the defaults: both levels are met at 0 answers on average"
-    elif m <= max(levels):
-        verdict = "partly: the first level is met at 0 answers on average"
-    else:
-        verdict = "holds: the levels lie below the no-feedback MSE"
+    verdict = ("does not hold under the defaults: both levels are met at 0 answers on average"
+               if m <= min(levels) else "partly: the first level is met at 0 answers on average"
+               if m <= max(levels) else "holds: the levels lie below the no-feedback MSE")
     return [f"The Table 1 levels {', '.join(f'{lv:.2f}' for lv in levels)} lie below the "
             "no-feedback MSE, so reaching them takes samples or answers",
             f"defaults: initial {fmt(init)}; runs at or below each level with no answer: "
@@ -118,12 +115,9 @@ def _strategy_claim(main: Sweep | None, other: str) -> list[str] | None:
     if not rows:
         return None
     last = rows[-1]
-    if last.mean < -2 * last.se:
-        verdict = "reproduces"
-    elif last.mean > 2 * last.se:
-        verdict = f"does not reproduce: {LABELS[other]} is lower"
-    else:
-        verdict = "does not reproduce: no difference beyond 2 s.e."
+    verdict = ("reproduces" if last.mean < -2 * last.se
+               else f"does not reproduce: {LABELS[other]} is lower" if last.mean > 2 * last.se
+               else "does not reproduce: no difference beyond 2 s.e.")
     ours = "; ".join(f"after {p.t}: {p.text()} (sequential lower in {p.lower}/{p.n} runs)"
                      for p in rows)
     return [f"Sequential elicitation beats {LABELS[other]} (Fig. 5)",
@@ -166,9 +160,8 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
     for _, r in rows.iterrows():
         k, n = _kr(r.seqelc_reached)
         reach.append(k > n / 2)
-        extra = ""
-        if "ceiling_reached" in r and isinstance(r.ceiling_reached, str):
-            extra = f"; all answers given are at or below it in {r.ceiling_reached} runs"
+        extra = (f"; all answers given are at or below it in {r.ceiling_reached} runs"
+                 if "ceiling_reached" in r and isinstance(r.ceiling_reached, str) else "")
         seq.append(f"{float(r.mse_level):.3f}: SeqElc "
                    f"{_reached_text(r.seqelc, r.seqelc_reached)}{extra}")
     paper = "; ".join(f"{lv:.2f}: {c['seqelc']}" for (pd_, lv), c in PAPER_COUNTS.items()

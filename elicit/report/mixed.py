@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.kinds import KINDS, PAPER_QUESTIONS
-from elicit.harness.labels import LABELS, REFERENCE_LABELS, STRATEGY_ORDER
+from elicit.elicitation.strategies import STRATEGIES
+from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import part_kinds
 from elicit.report.realdata import Sweep, fmt, mean_se, n_answers
@@ -51,9 +52,7 @@ def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
 
 def _paired(a: pd.Series, b: pd.Series) -> str:
     d = (a - b.reindex(a.index)).dropna()
-    if d.empty:
-        return "—"
-    return f"{fmt(d, sign=True)} ({int(np.sum(d < 0))}/{d.size} lower)"
+    return "—" if d.empty else f"{fmt(d, sign=True)} ({int(np.sum(d < 0))}/{d.size} lower)"
 
 
 def _count(x: np.ndarray | None, of: int) -> str:
@@ -82,17 +81,13 @@ def room_used(sweep: Sweep, strategy: str, k: int) -> float:
 
 def _room_cell(sweep: Sweep, k: int) -> str:
     shares = [room_used(sweep, st, k) if st in sweep.strategies else float("nan")
-              for st in STRATEGY_ORDER]
-    if all(np.isnan(shares)):
-        return "—"
-    return " / ".join(percent(x) for x in shares)
+              for st in STRATEGIES]
+    return "—" if all(np.isnan(shares)) else " / ".join(percent(x) for x in shares)
 
 
 def percent(x: float) -> str:
     """``x`` as a whole percentage ("—" for NaN; never "-0%")."""
-    if np.isnan(x):
-        return "—"
-    return f"{round(100 * x)}%"  # an int: no "-0"
+    return "—" if np.isnan(x) else f"{round(100 * x)}%"  # an int: no "-0"
 
 
 def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
@@ -114,10 +109,10 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
         [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
     row(f"{LABELS['ridge']} (100 training reviews, no expert)",
         [fmt(s.per_run("ridge")) for s in columns])
-    for st in STRATEGY_ORDER:
+    for st in STRATEGIES:
         row(f"{LABELS[st]}, {after}",
             [fmt(s.wide(st)[s.last]) if st in s.strategies else "—" for s in columns])
-    for st in STRATEGY_ORDER:
+    for st in STRATEGIES:
         row(f"{LABELS[st]}, averaged over the rounds",
             [fmt(rounds_average(s, st)) if st in s.strategies else "—" for s in columns])
     seq, rnd = "sequential", "random"
@@ -133,24 +128,22 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
          for s in columns])
     row(f"{LABELS[seq]} − the start per run, {after}",
         [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
-    order = " / ".join(LABELS[st] for st in STRATEGY_ORDER)
+    order = " / ".join(LABELS[st] for st in STRATEGIES)
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",
             [_room_cell(s, k) for s in columns])
     for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
                  and any(k in s.kinds for s in columns)]:
-        for st in STRATEGY_ORDER:
+        for st in STRATEGIES:
             row(f"{KINDS[kind].label} among {LABELS[st]}'s answers",
                 [_count(questions_of_kind(s, st, kind), s.last)
                  if st in s.strategies and kind in s.kinds else "—" for s in columns])
     if any(s.dataset in best for s in columns):
         for st in (seq, rnd):
-            cells = []
-            for s in columns:
-                b = best.get(s.dataset)
-                cells.append(fmt(b.wide(st)[b.last]) + f" (after {b.last})"
-                             if b is not None and st in b.strategies else "—")
-            row(f"best case (pool: the expert's answerable pairs), {LABELS[st]}", cells)
+            row(f"best case (pool: the expert's answerable pairs), {LABELS[st]}",
+                [fmt(b.wide(st)[b.last]) + f" (after {b.last})"
+                 if (b := best.get(s.dataset)) is not None and st in b.strategies else "—"
+                 for s in columns])
     return rows
 
 
@@ -197,9 +190,6 @@ def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
         lines += ["Only best-case sweeps were run (`--pool paper`: the pair questions come "
                   "from the expert's answerable pairs, which leaks its relevance knowledge): "
                   "their start is still without expert input, their curves are not.", ""]
-    lines += [*mixed_table(columns, best), ""]
-    for s in columns + list(best.values()):
-        lines.append(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
-                     f"({s.folder}/fig5_{s.dataset}.png)")
-    lines.append("")
-    return lines
+    return [*lines, *mixed_table(columns, best), "",
+            *(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
+              f"({s.folder}/fig5_{s.dataset}.png)" for s in columns + list(best.values())), ""]

@@ -16,12 +16,12 @@ import pandas as pd
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.sources import DATASETS
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
+from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.labels import (
     BASELINES,
     LABELS,
     REFERENCE_LABELS,
-    STRATEGY_ORDER,
     ceiling_label,
 )
 from elicit.harness.store import LEGACY_CONFIG, SweepStore
@@ -153,15 +153,15 @@ class Sweep:
 
     @property
     def strategies(self) -> list[str]:
-        return [s for s in STRATEGY_ORDER if (self.mse.strategy == s).any()]
+        return [s for s in STRATEGIES if (self.mse.strategy == s).any()]
 
     @property
     def last(self) -> int:
-        return int(self.mse[self.mse.strategy.isin(STRATEGY_ORDER)].n_feedback.max())
+        return int(self.mse[self.mse.strategy.isin(STRATEGIES)].n_feedback.max())
 
     @property
     def runs(self) -> int:
-        return int(self.mse[self.mse.strategy.isin(STRATEGY_ORDER)].run.nunique())
+        return int(self.mse[self.mse.strategy.isin(STRATEGIES)].run.nunique())
 
     def initial(self) -> pd.Series:
         """Each run's MSE at 0 answers."""
@@ -224,13 +224,13 @@ def mean_se(x: pd.Series | np.ndarray) -> tuple[float, float]:
     return float(v.mean()), se
 
 
-def fmt(x: pd.Series | np.ndarray | None, digits: int = 3, sign: bool = False) -> str:
+def fmt(x: pd.Series | np.ndarray | None, sign: bool = False) -> str:
     """``mean ± s.e.`` of ``x`` ("—" for None or no finite value)."""
     m, se = mean_se(x) if x is not None else (float("nan"), float("nan"))
     if not np.isfinite(m):
         return "—"
-    s = f"{m:+.{digits}f}" if sign else f"{m:.{digits}f}"
-    return s + (f" ± {se:.{digits}f}" if np.isfinite(se) else "")
+    s = f"{m:+.3f}" if sign else f"{m:.3f}"
+    return s + (f" ± {se:.3f}" if np.isfinite(se) else "")
 
 
 @dataclass(frozen=True)
@@ -356,12 +356,10 @@ def paired_table(sweep: Sweep) -> list[str]:
             for p in [paired(sweep, a, "random", t)] if p is not None]
     if not rows:
         return []
-    lines = ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
-             "lower | verdict |", "|---|---|---|---|---|"]
-    for p in rows:
-        lines.append(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
-                     f"| {p.verdict()} |")
-    return lines
+    return ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
+            "lower | verdict |", "|---|---|---|---|---|",
+            *(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
+              f"| {p.verdict()} |" for p in rows)]
 
 
 def sweep_section(sweep: Sweep) -> list[str]:
@@ -373,12 +371,9 @@ def sweep_section(sweep: Sweep) -> list[str]:
             p += f" (paper: {PAPER_FEATURES[sweep.dataset]})"
         p += "; "
     cfg = sweep.cfg
-    src = ""
-    if cfg.get("corpus"):
-        src = (f"Corpus `{Path(cfg['corpus']).name}` (fields `{cfg.get('text_field')}`, "
-               f"`{cfg.get('rating_field')}`; min_df "
-               f"{cfg.get('min_df') or 'scaled to the corpus'}), not one of the paper's "
-               "matrices. ")
+    src = (f"Corpus `{Path(cfg['corpus']).name}` (fields `{cfg.get('text_field')}`, "
+           f"`{cfg.get('rating_field')}`; min_df {cfg.get('min_df') or 'scaled to the corpus'}"
+           "), not one of the paper's matrices. " if cfg.get("corpus") else "")
     lines = [
         f"### {sweep.label} ({sweep.settings}; folder `{sweep.folder}`)", "",
         src + f"{sweep.runs} runs x {sweep.last} answers; {p}LASSO expert rule "
@@ -409,7 +404,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
             shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
                      s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]
-            for st in STRATEGY_ORDER:
+            for st in STRATEGIES:
                 w = s.wide(st) if st in s.strategies else None
                 cells.append(fmt(w[s.last]) if w is not None and s.last in w.columns else "—")
             cells += [fmt(s.per_run("ceiling")), fmt(s.per_run("lasso"))]

@@ -215,7 +215,7 @@ def test_unreachable_mirror_gives_one_line(tmp_path):
     url = f"http://127.0.0.1:{_closed_port()}"
     d = tmp_path / "data"
     with pytest.raises(ElicitError) as e:
-        fetch(d, files="paper", mirror=url, progress=False, timeout=5)
+        fetch(d, files="paper", mirror=url, progress=False)
     msg = str(e.value)
     assert "\n" not in msg
     assert msg.startswith(f"cannot download {url}/{STOPWORDS_FILE} (")
