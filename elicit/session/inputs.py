@@ -15,6 +15,7 @@ from elicit.data.metafeatures import TABLE_SQ_DISTANCE, table_meta_features
 from elicit.data.tables import align_meta
 from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.text import has_control, listing
 from elicit.model.spec import Hyper, validate_regression
 
@@ -85,8 +86,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     if not isinstance(hyper, Hyper):
         raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
     get_strategy(strategy)  # a registered strategy
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
+    check_int(seed, f"seed must be a non-negative integer, got {seed!r}", 0)
     if not np.isfinite(y_offset):
         raise ElicitError(f"y_offset must be a finite number, got {y_offset!r}")
     if target_description is None:

@@ -18,6 +18,7 @@ import pandas as pd
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.tables import TABLE_SUFFIXES, read_table
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.paths import check_input_file
 from elicit.internal.text import listing
 
@@ -157,8 +158,7 @@ def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target:
                 what: str, snippet_note: str, meta_features: str | os.PathLike = "counts",
                 meta_dim: int = DEFAULT_META_DIM) -> dict:
     for value, label in ((run, "run"), (seed, "seed")):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ElicitError(f"{label} must be a non-negative integer, got {value!r}")
+        check_int(value, f"{label} must be a non-negative integer, got {value!r}", 0)
     rd = src.run(int(seed), int(run), meta_features=meta_features, meta_dim=meta_dim)
     texts = None if reviews is None else keyword_snippets(rd.feature_names, reviews)
     return {

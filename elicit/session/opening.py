@@ -25,6 +25,7 @@ from elicit.elicitation.kinds import (
     spell_questions,
 )
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.model.spec import Hyper
 from elicit.session.record import epoch
 from elicit.session.store import (
@@ -206,9 +207,9 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         except (TypeError, ValueError) as e:
             raise ElicitError(f"session file {path} is corrupted (unreadable meta data: {e})"
                               ) from None
-        fv = meta["format_version"]
-        if isinstance(fv, bool) or not isinstance(fv, int) or fv < 1:
-            raise ElicitError(f"session file {path} is corrupted (format_version {fv!r})")
+        fv = check_int(meta["format_version"],
+                       f"session file {path} is corrupted (format_version "
+                       f"{meta['format_version']!r})", 1)
         if fv > FORMAT_VERSION:
             raise ElicitError(f"session file {path} was written by a newer elicit (format "
                               f"version {fv}; this elicit reads up to {FORMAT_VERSION}). "

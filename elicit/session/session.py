@@ -22,6 +22,7 @@ from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
 from elicit.session import export, figures, record, store
@@ -197,8 +198,7 @@ class Session(SessionState):
     def batch(self, k: int, expert: str | None = None) -> list[SessionQuery]:
         """``k`` (at most :data:`MAX_BATCH`) questions to ask together, greedily by expected
         gain and feature-disjoint where possible; an open batch is returned as it is."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ElicitError(f"batch size must be a positive integer, got {k!r}")
+        check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         if k > MAX_BATCH:
             raise ElicitError(f"batch size {k} is too large: ask at most {MAX_BATCH} questions "
                               "at a time")
