@@ -154,8 +154,11 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
         problem, cfg = _synthetic_run(s)
     elif key in ("amazon_round", "amazon_mixed_round"):
         problem, cfg = _real_run("both" if key == "amazon_mixed_round" else "pairs", s, key)
-    else:  # p2000_round, p10000_round: run_suite checked the key
+    elif key in ("p2000_round", "p10000_round"):
         problem, cfg = _random_run(key.removesuffix("_round"), s)
+    else:
+        raise ElicitError(f"unknown figure {key!r}; choose from "
+                          f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)
     res["value"] = float(np.median(res["round_cpu_s"]))
     return res

@@ -117,6 +117,15 @@ def test_cli_refuses_an_unknown_figure_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "rec").exists() or not list((tmp_path / "rec").iterdir())
 
 
+def test_measure_round_refuses_an_unknown_figure_in_one_line():
+    """Called directly (not through run_suite's check), a wrong key is refused, not measured
+    as some other problem (found in review, 2026-11-29)."""
+    from elicit.paper.bench_suite import measure_round
+
+    with pytest.raises(ElicitError, match=r"unknown figure 'amazon'; choose from synthetic_round"):
+        measure_round("amazon", SuiteSettings())
+
+
 def test_steps_build_the_reproduction_configs():
     s = StepSettings(runs=3, real_runs=2, rounds=7, mixed_runs=1, mixed_rounds=4, refine=5)
     syn = step_config("synthetic", s)
