@@ -83,10 +83,12 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
     coef_, intercept_ : ndarray (p,), float
         The posterior mean on the original scales: ``predict(X) = X @ coef_ + intercept_``.
     gamma_, xi_, tau2_, zeta_, sigma2_, K_
-        The MAP (``xi_`` ``nan`` without a similar/dissimilar answer, ``zeta_`` but in the
-        relevance model), the posterior mean noise variance and the prior correlations K.
+        The MAP (``xi_`` is ``nan`` without a similar/dissimilar answer, ``zeta_`` outside the
+        relevance model), the posterior mean noise variance on y's original scale and the
+        prior correlations K.
     threshold_mean_, tau2_scores_, coupled_, relevance_, meta_features_, feedback_
-        What the fit used: the threshold prior mean, the tau2 grid's scores, J as a mask, the
+        What the fit used: the threshold prior mean, the tau2 grid's scores (``"ml"``: the
+        maximised log posterior; ``"cv"``: the held-out MSE; else None), J as a mask, the
         relevance classes, U and the answers as ``(i, j, Answer)`` with i < j.
     posterior_, map_, x_mean_, x_scale_, y_mean_, y_scale_
         The posterior and the engine's MAP on the standardised problem, and its transformation
@@ -184,8 +186,20 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
     @single_blas_thread
     def fit(self, X: Any, y: Any) -> ElicitRegressor:
-        """Fit the model to training inputs X (array-like or DataFrame, n x p) on their own
-        scale and targets y; returns self."""
+        """Fit the model to the training data.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame, shape (n, p)
+            Training inputs on their own scale; a DataFrame's columns name the features.
+        y : array-like, shape (n,)
+            Training targets.
+
+        Returns
+        -------
+        ElicitRegressor
+            self, fitted.
+        """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         tau2, grid = self._check_params()
         p = X.shape[1]
@@ -302,9 +316,22 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         return get_engine(self.engine, variant)
 
     def predict(self, X: Any, return_std: bool = False) -> Any:
-        """Posterior predictive mean at the rows of X (on the scale given to :meth:`fit`), and
-        with ``return_std`` the standard deviation of the Student-t predictive (2 a* degrees
-        of freedom, squared scale ``(b*/a*)(1 + x' Sigma* x)``) on y's scale."""
+        """The posterior predictive at the rows of X.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame, shape (m, p)
+            Inputs on the scale given to :meth:`fit` (a DataFrame is matched by column name).
+        return_std : bool, default False
+            Also return the predictive standard deviation.
+
+        Returns
+        -------
+        ndarray (m,), or a tuple of two
+            The predictive mean on y's scale; with ``return_std`` also the standard deviation
+            of the Student-t predictive (2 a* degrees of freedom, squared scale
+            ``(b*/a*)(1 + x' Sigma* x)``).
+        """
         check_is_fitted(self, "coef_")
         names = getattr(self, "feature_names_in_", None)
         with warnings.catch_warnings():
