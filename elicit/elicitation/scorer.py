@@ -262,10 +262,9 @@ class UtilityScorer:
                     self.engine.remember_candidate(d2, run, row, self._start(d2),
                                                    self.hessian)
             return
-        lb = self.data.layout.lower_bounds()
         out = np.zeros(m)
         for f in (0, 1):
-            _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, lb, w[top], f,
+            _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, w[top], f,
                                          marginal=self.marginal)
             kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
             out += (s[top] if f == 1 else 1.0 - s[top]) * kl

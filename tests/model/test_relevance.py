@@ -302,7 +302,6 @@ def test_batched_refit_reaches_the_engine_refit(variant):
     fit = engine.fit(data)
     assert fit.converged and fit.zeta is not None
     theta0 = theta_of(fit, data)
-    lb = data.layout.lower_bounds()
     H0 = hessian_base(theta0, data)
     pairs = all_pairs(data.p)
     cands = pairs[np.random.default_rng(1).choice(len(pairs), 5, replace=False)]
@@ -310,7 +309,7 @@ def test_batched_refit_reaches_the_engine_refit(variant):
     scale = np.ones_like(theta0)
     scale[data.d] = data.m
     for f_new in (0, 1):
-        theta, mean, var, ok = batched_refit(data, theta0, H0, lb, w, f_new, max_iter=50,
+        theta, mean, var, ok = batched_refit(data, theta0, H0, w, f_new, max_iter=50,
                                              tol=1e-14)
         assert ok.all()
         for c in range(len(cands)):
