@@ -39,7 +39,7 @@ from elicit.model.posterior import NIGPosterior
 from elicit.model.priors import RELEVANT_SHARE, ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params, all_pairs
-from elicit.model.theta import join_theta, theta_of, zeta_of
+from elicit.model.theta import join_theta, params_of, theta_of
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 
@@ -328,7 +328,7 @@ def test_marginal_cache_keys_the_classes_and_zeta():
     theta = theta_point(data)
     marginal_cache.clear()
     mg = Marginal.at(theta, data)
-    zeta = zeta_of(theta, data)
+    zeta = params_of(theta, data).zeta
     assert marginal_cache.lookup(data, mg.gamma, mg.tau2, zeta) is mg
     (v0, g0), (v1, g1) = log_density(theta, data, mg), log_density(theta, data)
     assert v1 == v0 and np.array_equal(g1, g0)
