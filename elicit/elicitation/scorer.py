@@ -146,8 +146,8 @@ class UtilityScorer:
         assert isinstance(gain, PairUtility)
         return gain.score(self, pairs, refine)
 
-    def refine_best(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
-                    exact: np.ndarray, refine: int, weight: np.ndarray | None = None) -> None:
+    def refine_best(self, pairs: np.ndarray, s: np.ndarray, u: np.ndarray, exact: np.ndarray,
+                    refine: int, weight: np.ndarray | None) -> None:
         """Replace estimated utilities by exact ones, best first, at most ``refine``: all of them
         where :attr:`refine_flops` covers them, else until the best exact utility exceeds the
         next estimate by :attr:`refine_margin` (on Amazon and Yelp a margin of 0.1 picked
