@@ -24,7 +24,7 @@ from elicit.elicitation.kinds import (
 from elicit.elicitation.questions import Query, question_key
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.settings import RoundSettings, given_settings
-from elicit.elicitation.strategies import Ranking, choose, get_strategy, round_pool
+from elicit.elicitation.strategies import Ranking, get_strategy, round_pool
 from elicit.elicitation.table import QuestionSet, QuestionTable, check_candidates, n_pairs
 from elicit.elicitation.utility import model_has_relevance
 from elicit.engines import get_engine
@@ -389,17 +389,19 @@ class Elicitor:
             For an unknown strategy, when every question has been asked or excluded, or for
             the non-sequential ranking asked after answers given before it was made.
         """
-        allowed = self._allowed_for(strategy, exclude)
-        if get_strategy(strategy).draws_pool:
+        allowed = self._allowed_for(strategy, exclude)     # never empty
+        chosen = get_strategy(strategy)
+        if chosen.draws_pool:
             self._warn_if_pool_capped(allowed)
-        return choose(strategy, self, allowed, rng)[0]
+        return chosen.choose(self, allowed, rng, 1)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
         """``k`` questions to ask together, sharing no feature where possible."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ElicitError(f"batch size must be a positive integer, got {k!r}")
-        return choose(strategy, self, self._allowed_for(strategy, exclude), rng, int(k))
+        allowed = self._allowed_for(strategy, exclude)     # never empty
+        return get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
 
     def _allowed_for(self, strategy: str, exclude) -> QuestionSet:
         needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first

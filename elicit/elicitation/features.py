@@ -134,8 +134,7 @@ class FeatureScorer:
         """(p_k, KL if relevant, KL if irrelevant) of every feature at the MAP."""
         own, _, kl = self._changes_at_map
         cov = cast(ScaledCovariance, self.data.model.covariance)
-        prior_logit = cov.logits(cast(np.ndarray, self.data.relevance),
-                                 cast(float, self.fit.zeta), self.data.relevance_signal)
+        prior_logit = cov.logits(cast(float, self.fit.zeta), self.data.relevance_signal)
         p = expit(prior_logit + own[0] - own[1])
         return p, kl[0], kl[1]
 

@@ -178,7 +178,7 @@ class PredictiveFast(PairUtility):
         # below what another kind reaches exactly (on Amazon and Yelp: at most 19% of it)
         if (refine > 0 and len(pairs)
                 and np.max(u) * (1.0 + scorer.certainty_margin) ** 2 >= reach):
-            scorer.refine_best(pairs, w, s, u, exact, refine, weight)
+            scorer.refine_best(pairs, s, u, exact, refine, weight)
         return Scores(pairs, u, exact, s, scorer.computed_hessian)
 
 

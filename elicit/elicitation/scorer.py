@@ -146,8 +146,8 @@ class UtilityScorer:
         assert isinstance(gain, PairUtility)
         return gain.score(self, pairs, refine)
 
-    def refine_best(self, pairs: np.ndarray, w: np.ndarray, s: np.ndarray, u: np.ndarray,
-                    exact: np.ndarray, refine: int, weight: np.ndarray | None = None) -> None:
+    def refine_best(self, pairs: np.ndarray, s: np.ndarray, u: np.ndarray, exact: np.ndarray,
+                    refine: int, weight: np.ndarray | None) -> None:
         """Replace estimated utilities by exact ones, best first, at most ``refine``: all of them
         where :attr:`refine_flops` covers them, else until the best exact utility exceeds the
         next estimate by :attr:`refine_margin` (on Amazon and Yelp a margin of 0.1 picked
@@ -262,10 +262,9 @@ class UtilityScorer:
                     self.engine.remember_candidate(d2, run, row, self._start(d2),
                                                    self.hessian)
             return
-        lb = self.data.layout.lower_bounds()
         out = np.zeros(m)
         for f in (0, 1):
-            _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, lb, w[top], f,
+            _, mf, vf, _ = batched_refit(self.data, theta, self.hessian, w[top], f,
                                          marginal=self.marginal)
             kl = kl_gauss(mf.T, vf.T, self.m0[:, None], self.v0[:, None])
             out += (s[top] if f == 1 else 1.0 - s[top]) * kl

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 STRATEGIES: tuple[str, ...] = ("random", "nonsequential", "sequential")
 
 __all__ = ["STRATEGIES", "STRATEGY_REGISTRY", "Query", "Ranking",
-           "Strategy", "answer_probabilities", "choose", "disjoint_greedy", "draw_pool",
+           "Strategy", "answer_probabilities", "disjoint_greedy", "draw_pool",
            "get_strategy", "register_strategy", "round_pool", "unregister_strategy"]
 
 
@@ -169,16 +169,6 @@ NONSEQUENTIAL = register_strategy(NonSequentialStrategy(
     "nonsequential", "Non-sequential", stream_id=1, needs_ranking=True))
 SEQUENTIAL = register_strategy(SequentialStrategy(
     "sequential", "Sequential", stream_id=2, draws_pool=True))
-
-
-def choose(strategy: str, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
-           k: int = 1) -> list[Query]:
-    """The ``k`` questions to ask next under ``strategy``, best first, among ``allowed``."""
-    chosen = get_strategy(strategy)
-    if len(allowed) == 0:
-        raise ElicitError("no question is left to ask")
-    k = min(int(k), len(allowed))
-    return chosen.choose(state, allowed, rng, k)
 
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,

@@ -8,12 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.engines.contract import (
-    StanProgramFile,
-    check_stan_contract,
-    find_stanc,
-    stan_folder,
-)
+from elicit.engines.contract import StanProgramFile, check_stan_contract, find_stanc, stan_folder
 from elicit.errors import ElicitError
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params

@@ -151,24 +151,21 @@ class CmdStanEngine(StanProgramEngine):
     ----------
     variant, stan_file
         As for :class:`~elicit.engines.base.StanProgramEngine`.
-    max_iter
-        Iteration limit of each optimiser run.
-    seed
-        Seed passed to CmdStan (the optimiser is deterministic given the start).
 
     Programs are compiled from a copy (:func:`cached_program`): cmdstanpy writes the
     executable beside the ``.stan`` file, which may sit in a read-only site-packages.
     """
 
     name = "cmdstan"
+    #: iteration limit of each optimiser run
+    max_iter = 5000
+    #: seed passed to CmdStan (the optimiser is deterministic given the start)
+    seed = 1
 
-    def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None,
-                 max_iter: int = 5000, seed: int = 1) -> None:
+    def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
         if not cmdstan_available():
             raise EngineUnavailable(_INSTALL_HELP)
         super().__init__(variant, stan_file)
-        self.max_iter = max_iter
-        self.seed = seed
         self._models: dict[Path, Any] = {}
         # the paper model's program now, so that a broken installation shows at construction
         self._compile(self._programs[PAPER])

@@ -17,12 +17,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.batch import candidate_run, uses_local_model
 from elicit.model.density import hessian_base, log_density
 from elicit.model.marginal import Marginal
-from elicit.model.newton import (
-    CONVERGED,
-    NewtonRun,
-    NewtonSettings,
-    OneRefit,
-)
+from elicit.model.newton import CONVERGED, NewtonRun, NewtonSettings, OneRefit
 from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params

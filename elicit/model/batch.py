@@ -104,8 +104,7 @@ class BatchDensity:
             zeta = th[:, lay.index("zeta")]
             classes = cast(np.ndarray, data.relevance)  # an array after ModelData.__post_init__
             signal = data.relevance_signal
-            lam_u, dlam, _ = unasked_lambda(rel.logits(classes, zeta, signal),
-                                            rel.irrelevant_scale)
+            lam_u, dlam, _ = unasked_lambda(rel.logits(zeta, signal), rel.irrelevant_scale)
             X = X[None, :, :] * np.sqrt(rel.lambdas(classes, zeta, signal))[:, None, :]
             XT = X.transpose(0, 2, 1)
         else:
@@ -242,17 +241,15 @@ def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
 
 
 def batched_refit(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
-                  lb: np.ndarray, w_new: np.ndarray, f_new: int, max_iter: int = 8,
+                  w_new: np.ndarray, f_new: int, max_iter: int = 8,
                   tol: float = 1e-7, marginal: Marginal | None = None,
-                  local_model: bool | None = None,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Projected Newton from ``theta0`` for each candidate's extra answer ``f_new``, a screen
-    (:data:`CANDIDATE_REFIT` with ``tol`` and ``max_iter``; ``local_model`` None: by
+    (:data:`CANDIDATE_REFIT` with ``tol`` and ``max_iter``; the local model by
     :func:`uses_local_model`). Returns the final thetas (C, k), the Gaussian predictive mean and
-    variance at the training inputs (C, n), and which candidates converged (C,). ``lb`` must be
-    the data's lower bounds."""
+    variance at the training inputs (C, n), and which candidates converged (C,)."""
     settings = replace(CANDIDATE_REFIT, tol=tol, max_iter=max_iter,
-                       local_model=uses_local_model(data, local_model))
+                       local_model=uses_local_model(data))
     run = candidate_run(data, theta0, hess_base, w_new, f_new, settings, marginal)
     run.advance()
     # given at the start (extras=...), so never None

@@ -150,7 +150,7 @@ class RelevanceScales(FullKernel):
         c = np.where(classes[judged] == RELEVANT, 1.0, -1.0)
         return (W @ c) / (self.shrink + W.sum(axis=1))
 
-    def logits(self, classes: np.ndarray, zeta, signal: np.ndarray) -> np.ndarray:
+    def logits(self, zeta, signal: np.ndarray) -> np.ndarray:
         """The logit of each feature's share (p,), or (C, p) for a stack of zetas (C,)."""
         if np.ndim(zeta) == 0:
             return float(zeta) + self.spread * signal
@@ -159,14 +159,13 @@ class RelevanceScales(FullKernel):
     def lambdas(self, classes: np.ndarray, zeta, signal: np.ndarray) -> np.ndarray:
         """lambda of every feature (p,) at one zeta, or (C, p) for a stack of zetas (C,)."""
         eps = self.irrelevant_scale
-        lam_u = unasked_lambda(self.logits(classes, zeta, signal), eps)[0]
+        lam_u = unasked_lambda(self.logits(zeta, signal), eps)[0]
         fixed = np.where(classes == RELEVANT, 1.0, eps)
         return np.where(classes == UNASKED, lam_u, fixed)
 
     def scales(self, classes: np.ndarray, zeta: float, signal: np.ndarray) -> Scales:
         """The scales h and their derivatives in zeta (:class:`Scales`) at one zeta."""
-        lam, dl, d2l = unasked_lambda(self.logits(classes, float(zeta), signal),
-                                      self.irrelevant_scale)
+        lam, dl, d2l = unasked_lambda(self.logits(float(zeta), signal), self.irrelevant_scale)
         unasked = classes == UNASKED
         # h = sqrt(lambda): h'/h = lambda'/(2 lambda), h''/h = lambda''/(2 lambda) - (h'/h)^2
         dlog_h = np.where(unasked, 0.5 * dl / lam, 0.0)

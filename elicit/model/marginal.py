@@ -63,7 +63,7 @@ from elicit.model.structure import (
     sparse_rows,
     structure_of,
 )
-from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, zeta_of
+from elicit.model.theta import data_mean, data_scales, params_of
 
 
 class Marginal:
@@ -175,9 +175,8 @@ class Marginal:
     @classmethod
     def at(cls, theta: np.ndarray, data: ModelData, K: np.ndarray | None = None) -> Marginal:
         """The marginal of ``data`` at the parameter vector ``theta``."""
-        gamma, _, tau2 = split_theta(theta, data)
-        return cls.from_data(data, gamma, tau2, K=K, zeta=zeta_of(theta, data),
-                             delta=delta_of(theta, data))
+        p = params_of(theta, data)
+        return cls.from_data(data, p.gamma, p.tau2, K=K, zeta=p.zeta, delta=p.delta)
 
     @classmethod
     def of_fit(cls, data: ModelData, fit) -> Marginal:

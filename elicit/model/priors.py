@@ -52,12 +52,10 @@ class InvGamma:
     b: float
 
     def terms(self, x, summed: bool = False):
-        """As :meth:`Normal.terms`."""
+        """As :meth:`Normal.terms`; tau2, its one block, is never ``summed``."""
         a, b = self.a, self.b
-        value = -(a + 1.0) * np.log(x) - b / x
-        if summed:
-            value = np.sum(value, axis=-1)
-        return value, -(a + 1.0) / x + b / x**2, (a + 1.0) / x**2 - 2.0 * b / x**3
+        return (-(a + 1.0) * np.log(x) - b / x, -(a + 1.0) / x + b / x**2,
+                (a + 1.0) / x**2 - 2.0 * b / x**3)
 
 
 GAMMA_PRIOR = Normal(GAMMA_MEAN, GAMMA_SD)  # half-normal: gamma >= 0

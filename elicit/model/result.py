@@ -9,7 +9,7 @@ import numpy as np
 
 from elicit.model.kernel import kernel
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import delta_of, split_theta, zeta_of
+from elicit.model.theta import params_of
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,9 @@ class MAPResult:
     @classmethod
     def at(cls, theta: np.ndarray, data: ModelData, **fields) -> MAPResult:
         """The result at ``theta`` (blocks by ``data``'s layout, U from it) and ``fields``."""
-        gamma, xi, tau2 = split_theta(theta, data)
-        return cls(gamma=np.array(gamma), xi=xi, tau2=tau2, U=data.U,
-                   zeta=zeta_of(theta, data), delta=delta_of(theta, data), **fields)
+        p = params_of(theta, data)
+        return cls(gamma=np.array(p.gamma), xi=p.xi, tau2=p.tau2, U=data.U, zeta=p.zeta,
+                   delta=p.delta, **fields)
 
     def __post_init__(self) -> None:
         # read-only arrays: a result is shared (a session's initial fit, a sweep's strategies)

@@ -18,13 +18,7 @@ import numpy as np
 from elicit.errors import ElicitError
 from elicit.internal.cache import frozen
 from elicit.internal.memory import memory_limit
-from elicit.model.covariance import (
-    IRRELEVANT,
-    RELEVANT,
-    UNASKED,
-    ScaledCovariance,
-    has_scales,
-)
+from elicit.model.covariance import IRRELEVANT, RELEVANT, UNASKED, ScaledCovariance, has_scales
 from elicit.model.direction import LOWERS, RAISES, UNJUDGED, delta_prior_sd
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of

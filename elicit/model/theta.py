@@ -19,18 +19,6 @@ def split_theta(theta: np.ndarray, data: ModelData) -> tuple[np.ndarray, float, 
     return theta[lay["gamma"]], float(theta[lay.index("xi")]), tau2
 
 
-def zeta_of(theta: np.ndarray, data: ModelData) -> float | None:
-    """zeta from a parameter vector (``None`` if the model has no zeta)."""
-    lay = data.layout
-    return float(theta[lay.index("zeta")]) if "zeta" in lay else None
-
-
-def delta_of(theta: np.ndarray, data: ModelData) -> float | None:
-    """delta from a parameter vector (``None`` if the model has no direction mean)."""
-    lay = data.layout
-    return float(theta[lay.index("delta")]) if "delta" in lay else None
-
-
 def join_theta(gamma: np.ndarray, xi: float, tau2: float, data: ModelData,
                zeta: float | None = None, delta: float | None = None) -> np.ndarray:
     """The parameter vector of (gamma, xi, tau2[, zeta][, delta]) (tau2, zeta and delta only
@@ -62,9 +50,12 @@ def theta_of(point, data: ModelData) -> np.ndarray:
 
 
 def params_of(theta: np.ndarray, data: ModelData) -> Params:
-    """The :class:`~elicit.model.spec.Params` of a parameter vector."""
+    """The :class:`~elicit.model.spec.Params` of a parameter vector (zeta and delta ``None``
+    where the model has none)."""
+    lay = data.layout
     gamma, xi, tau2 = split_theta(theta, data)
-    return Params(gamma, xi, tau2, zeta_of(theta, data), delta_of(theta, data))
+    zeta, delta = (float(theta[lay.index(n)]) if n in lay else None for n in ("zeta", "delta"))
+    return Params(gamma, xi, tau2, zeta, delta)
 
 
 def data_scales(data: ModelData, zeta: float | None) -> Scales | None:

@@ -200,10 +200,10 @@ def test_batched_refit_reaches_the_engine_refit(variant, f_new, start):
     scale = np.ones_like(theta0)
     scale[data.d] = data.m
 
-    theta, mean, var, converged = batched_refit(data, theta0, H0, lb, w, f_new, max_iter=50,
+    theta, mean, var, converged = batched_refit(data, theta0, H0, w, f_new, max_iter=50,
                                                 tol=1e-14)
     assert converged.all()
-    default, _, _, _ = batched_refit(data, theta0, H0, lb, w, f_new)
+    default, _, _, _ = batched_refit(data, theta0, H0, w, f_new)
     moved = 0.0
     for c in range(len(cands)):
         d2 = _with_answer(data, cands[c], f_new)

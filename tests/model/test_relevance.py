@@ -39,7 +39,7 @@ from elicit.model.posterior import NIGPosterior
 from elicit.model.priors import RELEVANT_SHARE, ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params, all_pairs
-from elicit.model.theta import join_theta, theta_of, zeta_of
+from elicit.model.theta import join_theta, params_of, theta_of
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 
@@ -302,7 +302,6 @@ def test_batched_refit_reaches_the_engine_refit(variant):
     fit = engine.fit(data)
     assert fit.converged and fit.zeta is not None
     theta0 = theta_of(fit, data)
-    lb = data.layout.lower_bounds()
     H0 = hessian_base(theta0, data)
     pairs = all_pairs(data.p)
     cands = pairs[np.random.default_rng(1).choice(len(pairs), 5, replace=False)]
@@ -310,7 +309,7 @@ def test_batched_refit_reaches_the_engine_refit(variant):
     scale = np.ones_like(theta0)
     scale[data.d] = data.m
     for f_new in (0, 1):
-        theta, mean, var, ok = batched_refit(data, theta0, H0, lb, w, f_new, max_iter=50,
+        theta, mean, var, ok = batched_refit(data, theta0, H0, w, f_new, max_iter=50,
                                              tol=1e-14)
         assert ok.all()
         for c in range(len(cands)):
@@ -329,7 +328,7 @@ def test_marginal_cache_keys_the_classes_and_zeta():
     theta = theta_point(data)
     marginal_cache.clear()
     mg = Marginal.at(theta, data)
-    zeta = zeta_of(theta, data)
+    zeta = params_of(theta, data).zeta
     assert marginal_cache.lookup(data, mg.gamma, mg.tau2, zeta) is mg
     (v0, g0), (v1, g1) = log_density(theta, data, mg), log_density(theta, data)
     assert v1 == v0 and np.array_equal(g1, g0)

@@ -28,7 +28,7 @@ from elicit.model.kernel import pair_weights
 from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData, all_pairs, model_bytes, row_numbers
-from elicit.model.theta import data_mean, data_scales, delta_of, split_theta, zeta_of
+from elicit.model.theta import data_mean, data_scales, params_of
 from elicit.model.variants import RELEVANCE_DIRECTION_MODEL, RELEVANCE_MODEL
 
 
@@ -53,12 +53,11 @@ def _tall_data(variant: str = "learned", n: int = 60, p: int = 8, d: int = 3,
 
 
 def _pair(data: ModelData, theta: np.ndarray, coupled=None) -> tuple[Marginal, Marginal]:
-    gamma, _, tau2 = split_theta(theta, data)
-    zeta = zeta_of(theta, data)
-    scales = data_scales(data, zeta) if zeta is not None else None
+    pt = params_of(theta, data)
+    scales = data_scales(data, pt.zeta) if pt.zeta is not None else None
     h = data.hyper
-    mean = data_mean(data, delta_of(theta, data))
-    return tuple(Marginal(data.X, data.y, data.U, gamma, tau2, h.a_sigma, h.b_sigma,
+    mean = data_mean(data, pt.delta)
+    return tuple(Marginal(data.X, data.y, data.U, pt.gamma, pt.tau2, h.a_sigma, h.b_sigma,
                           coupled=coupled, scales=scales, tall=tall, mean=mean)
                  for tall in (True, False))  # type: ignore[return-value]
 
