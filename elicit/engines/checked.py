@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from elicit.engines.base import Engine
-from elicit.errors import EngineError
+from elicit.errors import ElicitError, EngineError
 from elicit.model.refit_checks import local_gain
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
@@ -22,6 +22,13 @@ logger = logging.getLogger(__name__)
 
 #: what ``--check-engine`` does when the engines report different stationary points
 MODES = ("higher", "stop")
+
+
+def check_modes(modes: object) -> str:
+    """``modes`` if it is one of :data:`MODES`, else a one-line error."""
+    if modes not in MODES:
+        raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
+    return str(modes)
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,8 @@ class CheckedEngine(Engine):
         from elicit.engines.numpy_engine import NumpyEngine
 
         super().__init__(engine.variant)
-        self.engine, self.twin, self.modes = engine, NumpyEngine(engine.variant), modes
+        self.modes = check_modes(modes)
+        self.engine, self.twin = engine, NumpyEngine(engine.variant)
         self.name = engine.name
         self.uses_hessian = engine.uses_hessian
         self.checks = 0

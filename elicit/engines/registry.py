@@ -33,10 +33,9 @@ def get_engine(name: str = "auto", variant: str = "fixed",
     modes = "higher" if check is True else check
     if not modes:
         return _build(name, variant, stan_file)
-    from elicit.engines.checked import MODES, CheckedEngine
+    from elicit.engines.checked import CheckedEngine, check_modes
 
-    if modes not in MODES:  # before any build
-        raise ElicitError(f"--check-engine takes {' or '.join(MODES)}, got {modes!r}")
+    modes = check_modes(modes)  # before any build
     return CheckedEngine(_build(name, variant, stan_file), modes=modes)
 
 

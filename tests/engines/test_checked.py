@@ -187,3 +187,6 @@ def test_check_engine_options():
     assert get_engine("numpy", "fixed", check="higher").modes == "higher"
     with pytest.raises(ElicitError, match="--check-engine takes higher or stop, got 'maybe'"):
         get_engine("numpy", "fixed", check="maybe")
+    # built directly too, not silently taken for "higher" (found in review, 2026-11-29)
+    with pytest.raises(ElicitError, match="--check-engine takes higher or stop, got 'maybe'"):
+        CheckedEngine(NumpyEngine("fixed"), modes="maybe")
