@@ -30,6 +30,7 @@ from elicit.elicitation.utility import model_has_relevance
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
@@ -225,7 +226,9 @@ class Elicitor:
     @single_blas_thread
     def answer(self, i: int, j: int | None, answer: str | Answer,
                kind: str | None = None) -> MAPResult:
-        """Record an answer to ``(i, j)`` (``j`` None: one feature); refit unless "don't know"."""
+        """Record an answer to ``(i, j)`` (``j`` None: one feature); refit unless "don't know".
+        ``kind`` names the question's kind where the answer does not (``"dont_know"`` to a
+        feature question when several feature kinds are asked)."""
         k, t, row, entry = self._entry(kind, i, j, answer)
         if t in self._asked:
             if k.arity == 1:
@@ -359,7 +362,9 @@ class Elicitor:
                               f"{kind.plural}; using {n}", stacklevel=3)
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
-        """The questions ranked by expected gain at the no-feedback MAP (cached)."""
+        """The questions ranked by expected gain at the no-feedback MAP (cached). It does not
+        depend on the answers, so it can also be made after some (a resumed session does);
+        ``rng`` (default: seeded by ``RANKING_POOL_SEED``) draws the pool of several kinds."""
         if self._ranking is None:
             if len(self.kinds) == 1:
                 pool = np.arange(len(self.table), dtype=np.int64)
@@ -397,9 +402,9 @@ class Elicitor:
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
-        """``k`` questions to ask together, sharing no feature where possible."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ElicitError(f"batch size must be a positive integer, got {k!r}")
+        """``k`` questions to ask together, sharing no feature where possible; k = 1 is
+        :meth:`next_query` (parameters and errors as there)."""
+        check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         allowed = self._allowed_for(strategy, exclude)     # never empty
         return get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
 

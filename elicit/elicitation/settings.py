@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from elicit.data.sources import file_sha256
 from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for, parse_questions, spell_questions
 from elicit.elicitation.strategies import get_strategy
 from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.model.variants import PAPER
 
 __all__ = ["RoundSettings", "default_model", "given_settings"]
@@ -79,8 +78,7 @@ class RoundSettings:
         if self.strategy is not None:
             get_strategy(self.strategy)
         seed = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ElicitError(f"seed must be a non-negative integer, got {seed!r}")
+        check_int(seed, f"seed must be a non-negative integer, got {seed!r}", 0)
         return dataclasses.replace(out, refine=int(self.refine), seed=int(seed),
                                    pool_size=None if self.pool_size is None
                                    else int(self.pool_size))

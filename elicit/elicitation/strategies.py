@@ -31,6 +31,7 @@ from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.table import QuestionSet
 from elicit.elicitation.utility import ScoringRound
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.internal.registry import Registry
 
 if TYPE_CHECKING:
@@ -88,7 +89,9 @@ class Strategy(ABC):
     @abstractmethod
     def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` questions to ask, best first, among the table indices ``allowed``."""
+        """The ``k`` questions to ask, best first, among the table indices ``allowed`` (a
+        :class:`QuestionSet`, read like an array of increasing indices); ``1 <= k <=
+        len(allowed)``."""
 
 
 @dataclass(frozen=True)
@@ -147,9 +150,8 @@ def register_strategy(strategy: _S) -> _S:
         raise ElicitError(f"register_strategy takes a Strategy object, got "
                           f"{type(strategy).__name__}")
     name, sid = strategy.name, strategy.stream_id
-    if isinstance(sid, bool) or not isinstance(sid, (int, np.integer)) or sid < 0:
-        raise ElicitError(f"the stream id of strategy {name!r} must be a non-negative "
-                          f"integer, got {sid!r}")
+    check_int(sid, f"the stream id of strategy {name!r} must be a non-negative integer, got "
+              f"{sid!r}", 0)
     taken = {int(s.stream_id): s.name for s in STRATEGY_REGISTRY.values() if s.name != name}
     if int(sid) in taken:
         raise ElicitError(f"stream id {sid} is taken by strategy {taken[int(sid)]!r}; give "

@@ -1,5 +1,5 @@
 """The utility of an elicitation (Afrabandpey et al. 2019, Sec. 3.2), chosen from its options
-among the registered utilities (:mod:`elicit.elicitation.gains`, re-exported here)."""
+among the registered utilities (:mod:`elicit.elicitation.gains`)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from elicit.elicitation.kinds import (
     spell_questions,
 )
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.model.variants import PAPER, get_model
 
 if TYPE_CHECKING:
@@ -178,9 +179,7 @@ class UtilityArgs:
                                   f"questions={spelled!r}")
             parts.append((kind, UTILITIES[name]))
         refine = self.refine
-        if (isinstance(refine, bool) or not isinstance(refine, (int, np.integer))
-                or refine < 0):
-            raise ElicitError(f"refine must be >= 0, got {refine!r}")
+        check_int(refine, f"refine must be >= 0, got {refine!r}", 0)
         if self.stan_file is not None:
             for _, u in parts:
                 if u.custom_stan_refusal is not None:
