@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -350,22 +351,13 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                               f"{words(sess.answer_kind or sess.kinds)}")
         sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
 
-    @app.post("/answer")
-    def answer():
-        return change(record_answer, "saved")
-
-    @app.post("/skip")
-    def skip():
-        return change(lambda expert: sess.skip(query_id(), expert=expert), "skipped")
-
-    @app.post("/undo")
-    def undo():
-        return change(sess.undo, "undone")
-
-    @app.post("/next")
-    def next_question():
-        """The expert's next question (the name field, the "next question" button)."""
-        return change(lambda expert: None, None)
+    # /next: the expert's next question (the name field, the "next question" button)
+    for rule, endpoint, act, code in (
+            ("/answer", "answer", record_answer, "saved"),
+            ("/skip", "skip", lambda expert: sess.skip(query_id(), expert=expert), "skipped"),
+            ("/undo", "undo", sess.undo, "undone"),
+            ("/next", "next_question", lambda expert: None, None)):
+        app.add_url_rule(rule, endpoint, partial(change, act, code), methods=["POST"])
 
     @app.get("/k.png")
     def k_png():
@@ -388,13 +380,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         resp.headers["Cache-Control"] = "no-cache"
         return resp
 
-    @app.get("/app.css")
-    def css():
-        return Response(CSS, mimetype="text/css")
-
-    @app.get("/app.js")
-    def js():
-        return Response(JS, mimetype="text/javascript")
+    for endpoint, body, mimetype in (("css", CSS, "text/css"), ("js", JS, "text/javascript")):
+        app.add_url_rule(f"/app.{endpoint}", endpoint,
+                         partial(Response, body, mimetype=mimetype))
 
     prepare(default_expert)  # before any request: the first page shows a question at once
     return app
