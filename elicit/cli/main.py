@@ -16,6 +16,7 @@ from elicit.cli.argtypes import (
     add_check_engine_option,
     add_cluster_option,
     add_command,
+    add_engine_options,
     add_sweep_options,
     comma_list,
     nonneg_int,
@@ -32,14 +33,7 @@ from elicit.internal.paths import check_output_file, check_output_folder
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
-    from elicit.engines import ENGINES
-
-    p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help=ENGINE_HELP)
-    p.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="fast: screen + exact refinement (default); exact: the paper's refits")
-    p.add_argument("--refine", type=nonneg_int, default=10,
-                   help="fast mode: candidates re-scored exactly after the screen (default 10)")
+    add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
                    help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,

@@ -11,14 +11,13 @@ from collections.abc import Collection
 from pathlib import Path
 
 from elicit.cli.argtypes import (
-    ENGINE_HELP,
     add_check_engine_option,
     add_cluster_option,
     add_command,
+    add_engine_options,
     add_meta_options,
     add_sweep_options,
     names,
-    nonneg_int,
     positive_int,
     sweep_meta_options,
     tau2,
@@ -38,7 +37,6 @@ def add_realdata_parsers(subparsers, commands: Collection[str] | None = None) ->
 def _realdata_options(p: argparse.ArgumentParser) -> None:
     from elicit.data import STANDARDIZE_CHOICES
     from elicit.data.sources import DATASETS
-    from elicit.engines import ENGINES
     from elicit.paper.configs import (
         DEFAULT_META_FEATURES,
         PAPER_META_FEATURES,
@@ -88,13 +86,9 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expert-nonzero", type=positive_int, default=40,
                    help="target number of expert keywords for --expert-rule target")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
+    add_engine_options(p)
     add_cluster_option(p)
     add_check_engine_option(p)
-    p.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="fast: screen + exact refinement (default); exact: the paper's refits")
-    p.add_argument("--refine", type=nonneg_int, default=10,
-                   help="fast mode: candidates re-scored exactly after the screen (default 10)")
 
 
 def _table1_options(p: argparse.ArgumentParser) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from elicit import __version__
 from elicit.cli.argtypes import (
-    ENGINE_HELP,
     OneLineParser,
     add_command,
+    add_engine_options,
     add_meta_options,
     add_model_option,
     add_utility_target_option,
@@ -71,7 +71,6 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
 
 def _session_options(p: argparse.ArgumentParser) -> None:
     from elicit.elicitation.kinds import PAPER_QUESTIONS
-    from elicit.engines import ENGINES
 
     ssub = p.add_subparsers(dest="session_command", required=True)
     n = ssub.add_parser("new", help="create a session file",
@@ -130,14 +129,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     n.add_argument("--pool-size", type=positive_int, default=None,
                    help="candidate pool per round (default: 400 for --dataset, as in the "
                         "paper; else min(#pairs, 10 p, 4000))")
-    n.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
-    n.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="expected information gain: fast (screen every candidate, re-score "
-                        "the best --refine exactly; default) or exact (a refit per "
-                        "candidate, the paper's procedure)")
-    n.add_argument("--refine", type=nonneg_int, default=10,
-                   help="fast utility: how many screened candidates are re-scored exactly "
-                        "(default 10)")
+    add_engine_options(n)
     add_utility_target_option(n)
     n.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
                    metavar="KIND[,KIND...]",
