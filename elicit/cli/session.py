@@ -57,14 +57,14 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
     for name, options, help_line, description in (
             ("session", _session_options, "create real-expert sessions",
              "Create real-expert sessions."),
-            ("ask", _on_a_session(_ask_options), "answer questions in the terminal",
+            ("ask", _on_a_session(_ask_options, cmd_ask), "answer questions in the terminal",
              "Answer the session's questions in the terminal."),
-            ("serve", _on_a_session(_serve_options), "answer questions in a web page",
+            ("serve", _on_a_session(_serve_options, cmd_serve), "answer questions in a web page",
              "Serve the session's questions as a web page."),
-            ("history", _on_a_session(_history_options), "print the answers of a session",
-             "Print the answers of a session."),
-            ("export", _on_a_session(_export_options), "export the learned prior (.nc/.json) or "
-             "the history (.csv)", "Export the learned prior or the history.")):
+            ("history", _on_a_session(_history_options, cmd_history),
+             "print the answers of a session", "Print the answers of a session."),
+            ("export", _on_a_session(_export_options, cmd_export), "export the learned prior "
+             "(.nc/.json) or the history (.csv)", "Export the learned prior or the history.")):
         add_command(subparsers, name, commands, options, help=help_line,
                     description=description)
 
@@ -145,9 +145,11 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     n.set_defaults(session_func=cmd_new)
 
 
-def _on_a_session(options: Callable[[argparse.ArgumentParser], None]
+def _on_a_session(options: Callable[[argparse.ArgumentParser], None],
+                  func: Callable[[argparse.Namespace], int]
                   ) -> Callable[[argparse.ArgumentParser], None]:
-    """``options`` between the session file and ``--engine``: a command on a session."""
+    """``options`` between the session file and ``--engine``: a command on a session, run by
+    ``func``."""
     def add(p: argparse.ArgumentParser) -> None:
         from elicit.engines import ENGINES
 
@@ -155,6 +157,7 @@ def _on_a_session(options: Callable[[argparse.ArgumentParser], None]
         options(p)
         p.add_argument("--engine", choices=ENGINES, default=None,
                        help="use this MAP engine instead of the one stored in the session")
+        p.set_defaults(session_func=func)
 
     return add
 
@@ -166,7 +169,6 @@ def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--expert", metavar="NAME", default=None,
                    help="your name: every answer records who gave it, and each expert gets "
                         "their own questions (default: the unnamed expert)")
-    a.set_defaults(session_func=cmd_ask)
 
 
 def _serve_options(s: argparse.ArgumentParser) -> None:
@@ -177,19 +179,16 @@ def _serve_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--expert", metavar="NAME", default=None,
                    help="the expert of visitors who give no name on the page (default: the "
                         "unnamed expert)")
-    s.set_defaults(session_func=cmd_serve)
 
 
 def _history_options(h: argparse.ArgumentParser) -> None:
     h.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     h.add_argument("--agreement", action="store_true",
                    help="show where the experts agree and disagree instead")
-    h.set_defaults(session_func=cmd_history)
 
 
 def _export_options(e: argparse.ArgumentParser) -> None:
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
-    e.set_defaults(session_func=cmd_export)
 
 
 def main(argv: list[str] | None = None) -> int:

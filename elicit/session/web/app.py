@@ -325,11 +325,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.get("/")
     def index():
-        code = request.args.get("m", "")
-        message = MESSAGES.get(code)
-        if message is not None:
-            message = message.replace("that pair", f"that {sess.question_noun}")
-        return render(message)
+        message = MESSAGES.get(request.args.get("m", ""))
+        return render(message and message.replace("that pair", f"that {sess.question_noun}"))
 
     def change(act: Callable[[str], object], code: str | None) -> Response | ResponseBase:
         """A POST that changes the session: ``act`` for the form's expert, then the redirect to
