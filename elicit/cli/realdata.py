@@ -37,13 +37,7 @@ def add_realdata_parsers(subparsers, commands: Collection[str] | None = None) ->
 def _realdata_options(p: argparse.ArgumentParser) -> None:
     from elicit.data import STANDARDIZE_CHOICES
     from elicit.data.sources import DATASETS
-    from elicit.paper.configs import (
-        DEFAULT_META_FEATURES,
-        PAPER_META_FEATURES,
-        PAPER_TAU2,
-        POOL_SIZE,
-        RECOMMENDED,
-    )
+    from elicit.paper import configs
     from elicit.paper.lasso_expert import RULES
     from elicit.prior.tau2 import SWEEP_TAU2_GRID
 
@@ -66,21 +60,23 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tau2", type=tau2, default=None,
                    help="'cv' (default): 5-fold CV of the no-feedback model per run over "
                         + ", ".join(f"{t:g}" for t in SWEEP_TAU2_GRID)
-                        + f"; or a fixed prior scale (the paper's: {PAPER_TAU2})")
+                        + f"; or a fixed prior scale (the paper's: {configs.PAPER_TAU2})")
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default=None,
                    help="model (default): inputs standardised with all 1000 model reviews' "
                         "statistics; train: with the 100 training reviews' (the paper's)")
     p.add_argument("--paper", action="store_true",
                    help=f"the paper-literal configuration: --standardize train --tau2 "
-                        f"{PAPER_TAU2} --meta-features {PAPER_META_FEATURES}")
+                        f"{configs.PAPER_TAU2} --meta-features {configs.PAPER_META_FEATURES}")
     p.add_argument("--recommended", action="store_true",
                    help="the best label-free configuration found (docs/beyond-the-paper.md): "
                         + " ".join(f"--{k.replace('_', '-')} {v}"
-                                   for k, v in RECOMMENDED.items()))
+                                   for k, v in configs.RECOMMENDED.items()))
     add_meta_options(p, "--dataset/--corpus",
-                     default=f"{DEFAULT_META_FEATURES}, with --paper {PAPER_META_FEATURES}")
-    p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
-                   help=f"random pairs scored per sequential round (default {POOL_SIZE})")
+                     default=f"{configs.DEFAULT_META_FEATURES}, with --paper "
+                             f"{configs.PAPER_META_FEATURES}")
+    p.add_argument("--pool-size", type=positive_int, default=configs.POOL_SIZE,
+                   help="random pairs scored per sequential round (default "
+                        f"{configs.POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
                    help="how the LASSO expert picks its penalty (see docs/data.md)")
     p.add_argument("--expert-nonzero", type=positive_int, default=40,

@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 from elicit import __version__
 from elicit.cli.argtypes import (
@@ -202,13 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from elicit.session.loaders import (
-        corpus_inputs,
-        dataset_inputs,
-        npz_inputs,
-        table_inputs,
-        texts_from_json,
-    )
+    from elicit.session import loaders
     from elicit.session.session import Session
 
     if args.run_seed is not None:
@@ -246,24 +241,25 @@ def cmd_new(args: argparse.Namespace) -> int:
                                "--meta-features": args.meta_features})
     # review data: the paper's pool of 400 unless given
     pool = 400 if args.pool_size is None and (args.dataset or args.corpus) else args.pool_size
+    reviews: dict[str, Any] = dict(run=run, seed=args.seed, meta_features=meta_kind,
+                                   meta_dim=meta_dim)
     if args.dataset:
-        inputs = dataset_inputs(args.dataset, run=run, seed=args.seed, data_dir=args.data_dir,
-                                meta_features=meta_kind, meta_dim=meta_dim)
+        inputs = loaders.dataset_inputs(args.dataset, data_dir=args.data_dir, **reviews)
     elif args.corpus is not None:
-        inputs = corpus_inputs(args.corpus, run=run, seed=args.seed,
-                               text_field=args.text_field, rating_field=args.rating_field,
-                               min_df=args.min_df, meta_features=meta_kind, meta_dim=meta_dim)
+        inputs = loaders.corpus_inputs(args.corpus, text_field=args.text_field,
+                                       rating_field=args.rating_field, min_df=args.min_df,
+                                       **reviews)
     elif args.from_npz is not None:
-        inputs = npz_inputs(args.from_npz)
+        inputs = loaders.npz_inputs(args.from_npz)
     else:
         if not args.target:
             raise ElicitError("--from-csv needs --target COLUMN: the column to predict")
         # "counts" for a table is its default: the columns' correlation structure.
         table_meta = None if meta_kind == "counts" else Path(meta_kind)
-        inputs = table_inputs(args.from_csv, args.target, args.features, table_meta)
+        inputs = loaders.table_inputs(args.from_csv, args.target, args.features, table_meta)
         inputs["standardize"] = not args.no_standardize
     if args.texts is not None:
-        inputs["texts"] = texts_from_json(args.texts)
+        inputs["texts"] = loaders.texts_from_json(args.texts)
     if args.target_description is not None:
         inputs["target_description"] = args.target_description
     from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for
