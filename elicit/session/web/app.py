@@ -242,9 +242,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
             summary=sess.summary, notes=sess.notes, hint=st.hint, **asked)
-        resp = Response(html, status=status, mimetype="text/html")
-        resp.headers["Cache-Control"] = "no-store"
-        return resp
+        return Response(html, status=status, mimetype="text/html",
+                        headers={"Cache-Control": "no-store"})
 
     def error_page(e: ElicitError, expert: str) -> Response:
         if isinstance(e, SessionReplaced):
@@ -373,9 +372,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         if k_image["png"] is None:
             return Response("503: the model is busy; reload the page for the K image\n",
                             status=503, mimetype="text/plain", headers={"Retry-After": "2"})
-        resp = Response(k_image["png"], mimetype="image/png")
-        resp.headers["Cache-Control"] = "no-cache"
-        return resp
+        return Response(k_image["png"], mimetype="image/png", headers={"Cache-Control": "no-cache"})
 
     for endpoint, body, mimetype in (("css", CSS, "text/css"), ("js", JS, "text/javascript")):
         app.add_url_rule(f"/app.{endpoint}", endpoint,
