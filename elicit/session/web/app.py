@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import io
 import os
@@ -67,16 +68,13 @@ class FileReader:
     def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
         """``read`` on the file, refused (:class:`SessionReplaced`) if it was replaced."""
         check_same_file(self._opened, writing=False)
-        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
-                               timeout=BUSY_TIMEOUT)
-        try:
+        with contextlib.closing(sqlite3.connect(self._uri, uri=True, isolation_level=None,
+                                                timeout=BUSY_TIMEOUT)) as conn:
             conn.execute("BEGIN")  # one snapshot for everything the page shows
             try:
                 result = read(conn)
             finally:
                 conn.execute("COMMIT")
-        finally:
-            conn.close()
         check_same_file(self._opened, writing=False)  # replaced while it was read
         return result
 
