@@ -198,6 +198,14 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     add_utility_target_option(p)
 
 
+def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options every sweep passes on to its configuration as given (those of
+    :func:`add_sweep_options`, :func:`add_engine_options`, ``--cluster`` and ``--check-engine``)."""
+    return {k: getattr(args, k) for k in (
+        "rounds", "strategies", "seed", "jobs", "model", "questions", "pool", "utility_target",
+        "engine", "utility", "refine", "cluster", "check_engine")}
+
+
 def add_questions_options(p: argparse.ArgumentParser) -> None:
     """``--questions KIND,KIND`` and ``--pool paper|open`` of a sweep."""
     from elicit.elicitation.kinds import PAPER_QUESTIONS

@@ -21,6 +21,7 @@ from elicit.cli.argtypes import (
     comma_list,
     nonneg_int,
     positive_int,
+    sweep_options,
     threshold_mean,
 )
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
@@ -122,14 +123,9 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
     check_output_folder(args.out)
     t0 = time.perf_counter()
-    cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, strategies=args.strategies,
-                          seed=args.seed, jobs=args.jobs, n_train=args.n_train,
-                          engine=args.engine, utility=args.utility, refine=args.refine,
-                          stan_file=args.stan_file, threshold_mean=args.threshold_mean,
-                          cluster=args.cluster, check_engine=args.check_engine,
-                          problems=args.problems, model=args.model,
-                          utility_target=args.utility_target, questions=args.questions,
-                          pool=args.pool, irrelevant=args.irrelevant)
+    cfg = SyntheticConfig(runs=args.runs, n_train=args.n_train, stan_file=args.stan_file,
+                          threshold_mean=args.threshold_mean, problems=args.problems,
+                          irrelevant=args.irrelevant, **sweep_options(args))
     res = run_synthetic(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")

@@ -20,6 +20,7 @@ from elicit.cli.argtypes import (
     names,
     positive_int,
     sweep_meta_options,
+    sweep_options,
     tau2,
 )
 from elicit.internal.paths import check_output_folder
@@ -120,16 +121,10 @@ def cmd_realdata(args: argparse.Namespace) -> None:
     source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,
                                text_field=args.text_field, rating_field=args.rating_field,
                                min_df=args.min_df, name=args.name)
-    cfg = RealDataConfig(source, runs=args.runs, rounds=args.rounds,
-                         strategies=args.strategies, seed=args.seed, jobs=args.jobs,
-                         tau2=args.tau2, standardize=args.standardize, paper=args.paper,
-                         recommended=args.recommended, pool_size=args.pool_size,
+    cfg = RealDataConfig(source, runs=args.runs, tau2=args.tau2, standardize=args.standardize,
+                         paper=args.paper, recommended=args.recommended, pool_size=args.pool_size,
                          expert_rule=args.expert_rule, expert_nonzero=args.expert_nonzero,
-                         engine=args.engine, utility=args.utility, refine=args.refine,
-                         cluster=args.cluster, check_engine=args.check_engine,
-                         meta_features=meta_features, meta_dim=meta_dim, model=args.model,
-                         utility_target=args.utility_target, questions=args.questions,
-                         pool=args.pool)
+                         meta_features=meta_features, meta_dim=meta_dim, **sweep_options(args))
     res = run_realdata(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
