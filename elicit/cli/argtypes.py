@@ -136,6 +136,20 @@ ENGINE_HELP = ("MAP engine: auto (default: numpy for the shipped Stan programs; 
                "on CmdStan if installed, else PyStan), numpy, cmdstan or pystan")
 
 
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """``--engine``, ``--utility`` and ``--refine``: how fits and utilities are computed."""
+    from elicit.engines import ENGINES
+
+    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
+    p.add_argument("--utility", choices=("fast", "exact"), default="fast",
+                   help="expected information gain: fast (screen every candidate, re-score "
+                        "the best --refine exactly; default) or exact (a refit per "
+                        "candidate, the paper's procedure)")
+    p.add_argument("--refine", type=nonneg_int, default=10,
+                   help="fast utility: how many screened candidates are re-scored exactly "
+                        "(default 10)")
+
+
 def add_cluster_option(p: argparse.ArgumentParser) -> None:
     """``--cluster``: run the tasks on a Dask cluster instead of ``--jobs`` local processes."""
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
@@ -182,6 +196,14 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     add_utility_target_option(p)
+
+
+def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options every sweep passes on to its configuration as given (those of
+    :func:`add_sweep_options`, :func:`add_engine_options`, ``--cluster`` and ``--check-engine``)."""
+    return {k: getattr(args, k) for k in (
+        "rounds", "strategies", "seed", "jobs", "model", "questions", "pool", "utility_target",
+        "engine", "utility", "refine", "cluster", "check_engine")}
 
 
 def add_questions_options(p: argparse.ArgumentParser) -> None:

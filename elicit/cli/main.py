@@ -16,10 +16,12 @@ from elicit.cli.argtypes import (
     add_check_engine_option,
     add_cluster_option,
     add_command,
+    add_engine_options,
     add_sweep_options,
     comma_list,
     nonneg_int,
     positive_int,
+    sweep_options,
     threshold_mean,
 )
 from elicit.cli.data import DATA_COMMANDS, add_data_parsers
@@ -32,14 +34,7 @@ from elicit.internal.paths import check_output_file, check_output_folder
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
-    from elicit.engines import ENGINES
-
-    p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help=ENGINE_HELP)
-    p.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="fast: screen + exact refinement (default); exact: the paper's refits")
-    p.add_argument("--refine", type=nonneg_int, default=10,
-                   help="fast mode: candidates re-scored exactly after the screen (default 10)")
+    add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
                    help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,
@@ -128,14 +123,9 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
     check_output_folder(args.out)
     t0 = time.perf_counter()
-    cfg = SyntheticConfig(runs=args.runs, rounds=args.rounds, strategies=args.strategies,
-                          seed=args.seed, jobs=args.jobs, n_train=args.n_train,
-                          engine=args.engine, utility=args.utility, refine=args.refine,
-                          stan_file=args.stan_file, threshold_mean=args.threshold_mean,
-                          cluster=args.cluster, check_engine=args.check_engine,
-                          problems=args.problems, model=args.model,
-                          utility_target=args.utility_target, questions=args.questions,
-                          pool=args.pool, irrelevant=args.irrelevant)
+    cfg = SyntheticConfig(runs=args.runs, n_train=args.n_train, stan_file=args.stan_file,
+                          threshold_mean=args.threshold_mean, problems=args.problems,
+                          irrelevant=args.irrelevant, **sweep_options(args))
     res = run_synthetic(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")

@@ -11,16 +11,16 @@ from collections.abc import Collection
 from pathlib import Path
 
 from elicit.cli.argtypes import (
-    ENGINE_HELP,
     add_check_engine_option,
     add_cluster_option,
     add_command,
+    add_engine_options,
     add_meta_options,
     add_sweep_options,
     names,
-    nonneg_int,
     positive_int,
     sweep_meta_options,
+    sweep_options,
     tau2,
 )
 from elicit.internal.paths import check_output_folder
@@ -38,14 +38,7 @@ def add_realdata_parsers(subparsers, commands: Collection[str] | None = None) ->
 def _realdata_options(p: argparse.ArgumentParser) -> None:
     from elicit.data import STANDARDIZE_CHOICES
     from elicit.data.sources import DATASETS
-    from elicit.engines import ENGINES
-    from elicit.paper.configs import (
-        DEFAULT_META_FEATURES,
-        PAPER_META_FEATURES,
-        PAPER_TAU2,
-        POOL_SIZE,
-        RECOMMENDED,
-    )
+    from elicit.paper import configs
     from elicit.paper.lasso_expert import RULES
     from elicit.prior.tau2 import SWEEP_TAU2_GRID
 
@@ -68,33 +61,31 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tau2", type=tau2, default=None,
                    help="'cv' (default): 5-fold CV of the no-feedback model per run over "
                         + ", ".join(f"{t:g}" for t in SWEEP_TAU2_GRID)
-                        + f"; or a fixed prior scale (the paper's: {PAPER_TAU2})")
+                        + f"; or a fixed prior scale (the paper's: {configs.PAPER_TAU2})")
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default=None,
                    help="model (default): inputs standardised with all 1000 model reviews' "
                         "statistics; train: with the 100 training reviews' (the paper's)")
     p.add_argument("--paper", action="store_true",
                    help=f"the paper-literal configuration: --standardize train --tau2 "
-                        f"{PAPER_TAU2} --meta-features {PAPER_META_FEATURES}")
+                        f"{configs.PAPER_TAU2} --meta-features {configs.PAPER_META_FEATURES}")
     p.add_argument("--recommended", action="store_true",
                    help="the best label-free configuration found (docs/beyond-the-paper.md): "
                         + " ".join(f"--{k.replace('_', '-')} {v}"
-                                   for k, v in RECOMMENDED.items()))
+                                   for k, v in configs.RECOMMENDED.items()))
     add_meta_options(p, "--dataset/--corpus",
-                     default=f"{DEFAULT_META_FEATURES}, with --paper {PAPER_META_FEATURES}")
-    p.add_argument("--pool-size", type=positive_int, default=POOL_SIZE,
-                   help=f"random pairs scored per sequential round (default {POOL_SIZE})")
+                     default=f"{configs.DEFAULT_META_FEATURES}, with --paper "
+                             f"{configs.PAPER_META_FEATURES}")
+    p.add_argument("--pool-size", type=positive_int, default=configs.POOL_SIZE,
+                   help="random pairs scored per sequential round (default "
+                        f"{configs.POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
                    help="how the LASSO expert picks its penalty (see docs/data.md)")
     p.add_argument("--expert-nonzero", type=positive_int, default=40,
                    help="target number of expert keywords for --expert-rule target")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
+    add_engine_options(p)
     add_cluster_option(p)
     add_check_engine_option(p)
-    p.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="fast: screen + exact refinement (default); exact: the paper's refits")
-    p.add_argument("--refine", type=nonneg_int, default=10,
-                   help="fast mode: candidates re-scored exactly after the screen (default 10)")
 
 
 def _table1_options(p: argparse.ArgumentParser) -> None:
@@ -130,16 +121,10 @@ def cmd_realdata(args: argparse.Namespace) -> None:
     source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,
                                text_field=args.text_field, rating_field=args.rating_field,
                                min_df=args.min_df, name=args.name)
-    cfg = RealDataConfig(source, runs=args.runs, rounds=args.rounds,
-                         strategies=args.strategies, seed=args.seed, jobs=args.jobs,
-                         tau2=args.tau2, standardize=args.standardize, paper=args.paper,
-                         recommended=args.recommended, pool_size=args.pool_size,
+    cfg = RealDataConfig(source, runs=args.runs, tau2=args.tau2, standardize=args.standardize,
+                         paper=args.paper, recommended=args.recommended, pool_size=args.pool_size,
                          expert_rule=args.expert_rule, expert_nonzero=args.expert_nonzero,
-                         engine=args.engine, utility=args.utility, refine=args.refine,
-                         cluster=args.cluster, check_engine=args.check_engine,
-                         meta_features=meta_features, meta_dim=meta_dim, model=args.model,
-                         utility_target=args.utility_target, questions=args.questions,
-                         pool=args.pool)
+                         meta_features=meta_features, meta_dim=meta_dim, **sweep_options(args))
     res = run_realdata(cfg, args.out, progress=not args.quiet)
     print(res.summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")

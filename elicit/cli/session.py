@@ -7,12 +7,13 @@ import argparse
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 from elicit import __version__
 from elicit.cli.argtypes import (
-    ENGINE_HELP,
     OneLineParser,
     add_command,
+    add_engine_options,
     add_meta_options,
     add_model_option,
     add_utility_target_option,
@@ -57,21 +58,20 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
     for name, options, help_line, description in (
             ("session", _session_options, "create real-expert sessions",
              "Create real-expert sessions."),
-            ("ask", _on_a_session(_ask_options), "answer questions in the terminal",
+            ("ask", _on_a_session(_ask_options, cmd_ask), "answer questions in the terminal",
              "Answer the session's questions in the terminal."),
-            ("serve", _on_a_session(_serve_options), "answer questions in a web page",
+            ("serve", _on_a_session(_serve_options, cmd_serve), "answer questions in a web page",
              "Serve the session's questions as a web page."),
-            ("history", _on_a_session(_history_options), "print the answers of a session",
-             "Print the answers of a session."),
-            ("export", _on_a_session(_export_options), "export the learned prior (.nc/.json) or "
-             "the history (.csv)", "Export the learned prior or the history.")):
+            ("history", _on_a_session(_history_options, cmd_history),
+             "print the answers of a session", "Print the answers of a session."),
+            ("export", _on_a_session(_export_options, cmd_export), "export the learned prior "
+             "(.nc/.json) or the history (.csv)", "Export the learned prior or the history.")):
         add_command(subparsers, name, commands, options, help=help_line,
                     description=description)
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:
     from elicit.elicitation.kinds import PAPER_QUESTIONS
-    from elicit.engines import ENGINES
 
     ssub = p.add_subparsers(dest="session_command", required=True)
     n = ssub.add_parser("new", help="create a session file",
@@ -130,14 +130,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     n.add_argument("--pool-size", type=positive_int, default=None,
                    help="candidate pool per round (default: 400 for --dataset, as in the "
                         "paper; else min(#pairs, 10 p, 4000))")
-    n.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
-    n.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="expected information gain: fast (screen every candidate, re-score "
-                        "the best --refine exactly; default) or exact (a refit per "
-                        "candidate, the paper's procedure)")
-    n.add_argument("--refine", type=nonneg_int, default=10,
-                   help="fast utility: how many screened candidates are re-scored exactly "
-                        "(default 10)")
+    add_engine_options(n)
     add_utility_target_option(n)
     n.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
                    metavar="KIND[,KIND...]",
@@ -153,9 +146,11 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     n.set_defaults(session_func=cmd_new)
 
 
-def _on_a_session(options: Callable[[argparse.ArgumentParser], None]
+def _on_a_session(options: Callable[[argparse.ArgumentParser], None],
+                  func: Callable[[argparse.Namespace], int]
                   ) -> Callable[[argparse.ArgumentParser], None]:
-    """``options`` between the session file and ``--engine``: a command on a session."""
+    """``options`` between the session file and ``--engine``: a command on a session, run by
+    ``func``."""
     def add(p: argparse.ArgumentParser) -> None:
         from elicit.engines import ENGINES
 
@@ -163,6 +158,7 @@ def _on_a_session(options: Callable[[argparse.ArgumentParser], None]
         options(p)
         p.add_argument("--engine", choices=ENGINES, default=None,
                        help="use this MAP engine instead of the one stored in the session")
+        p.set_defaults(session_func=func)
 
     return add
 
@@ -174,7 +170,6 @@ def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--expert", metavar="NAME", default=None,
                    help="your name: every answer records who gave it, and each expert gets "
                         "their own questions (default: the unnamed expert)")
-    a.set_defaults(session_func=cmd_ask)
 
 
 def _serve_options(s: argparse.ArgumentParser) -> None:
@@ -185,19 +180,16 @@ def _serve_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--expert", metavar="NAME", default=None,
                    help="the expert of visitors who give no name on the page (default: the "
                         "unnamed expert)")
-    s.set_defaults(session_func=cmd_serve)
 
 
 def _history_options(h: argparse.ArgumentParser) -> None:
     h.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     h.add_argument("--agreement", action="store_true",
                    help="show where the experts agree and disagree instead")
-    h.set_defaults(session_func=cmd_history)
 
 
 def _export_options(e: argparse.ArgumentParser) -> None:
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
-    e.set_defaults(session_func=cmd_export)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,13 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from elicit.session.loaders import (
-        corpus_inputs,
-        dataset_inputs,
-        npz_inputs,
-        table_inputs,
-        texts_from_json,
-    )
+    from elicit.session import loaders
     from elicit.session.session import Session
 
     if args.run_seed is not None:
@@ -255,24 +241,25 @@ def cmd_new(args: argparse.Namespace) -> int:
                                "--meta-features": args.meta_features})
     # review data: the paper's pool of 400 unless given
     pool = 400 if args.pool_size is None and (args.dataset or args.corpus) else args.pool_size
+    reviews: dict[str, Any] = dict(run=run, seed=args.seed, meta_features=meta_kind,
+                                   meta_dim=meta_dim)
     if args.dataset:
-        inputs = dataset_inputs(args.dataset, run=run, seed=args.seed, data_dir=args.data_dir,
-                                meta_features=meta_kind, meta_dim=meta_dim)
+        inputs = loaders.dataset_inputs(args.dataset, data_dir=args.data_dir, **reviews)
     elif args.corpus is not None:
-        inputs = corpus_inputs(args.corpus, run=run, seed=args.seed,
-                               text_field=args.text_field, rating_field=args.rating_field,
-                               min_df=args.min_df, meta_features=meta_kind, meta_dim=meta_dim)
+        inputs = loaders.corpus_inputs(args.corpus, text_field=args.text_field,
+                                       rating_field=args.rating_field, min_df=args.min_df,
+                                       **reviews)
     elif args.from_npz is not None:
-        inputs = npz_inputs(args.from_npz)
+        inputs = loaders.npz_inputs(args.from_npz)
     else:
         if not args.target:
             raise ElicitError("--from-csv needs --target COLUMN: the column to predict")
         # "counts" for a table is its default: the columns' correlation structure.
         table_meta = None if meta_kind == "counts" else Path(meta_kind)
-        inputs = table_inputs(args.from_csv, args.target, args.features, table_meta)
+        inputs = loaders.table_inputs(args.from_csv, args.target, args.features, table_meta)
         inputs["standardize"] = not args.no_standardize
     if args.texts is not None:
-        inputs["texts"] = texts_from_json(args.texts)
+        inputs["texts"] = loaders.texts_from_json(args.texts)
     if args.target_description is not None:
         inputs["target_description"] = args.target_description
     from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for

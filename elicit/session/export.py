@@ -233,8 +233,7 @@ def agreement(session: SessionState) -> Agreement:
             continue
         kinds = [a for _, a in given]
         definite = {a for a in kinds if a != "dont_know"}
-        n_def = sum(a != "dont_know" for a in kinds)
-        if n_def >= 2:
+        if sum(a != "dont_know" for a in kinds) >= 2:
             compared += 1
             agreeing += len(definite) == 1
         rows.append({"kind": k, "feature_i": names[i], "feature_j": names[j],

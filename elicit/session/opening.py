@@ -172,14 +172,12 @@ def _inspect_file(path: Path) -> None:
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     n_pages = int.from_bytes(header[28:32], "big")
-    change_counter = header[24:28]
-    valid_for = header[92:96]
-    # The header's page count counts only when the change counter matches (SQLite's rule); a
-    # non-empty -wal or -journal is a write cut short, left to SQLite's recovery.
+    # The header's page count counts only when the change counter (bytes 24-27) matches its
+    # copy (92-95, SQLite's rule); a non-empty -wal or -journal is a write cut short, left to
+    # SQLite's recovery.
     pending = any(Path(str(path) + s).exists() and Path(str(path) + s).stat().st_size > 0
                   for s in ("-wal", "-journal"))
-    if (n_pages and change_counter == valid_for and size < n_pages * page_size
-            and not pending):
+    if n_pages and header[24:28] == header[92:96] and size < n_pages * page_size and not pending:
         raise ElicitError(f"session file {path} is truncated: its header promises "
                           f"{n_pages * page_size} bytes but the file has {size}; it was left "
                           "untouched (restore it from a backup)")

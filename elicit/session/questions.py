@@ -59,9 +59,7 @@ def question_names(names: Sequence[str], i: int, j: int | None) -> tuple[str, ..
 def question_label(names: Sequence[str], i: int, j: int | None) -> str:
     """A question in messages: ``'price' vs 'quality'``, or ``feature 'price'``."""
     named = question_names(names, i, j)
-    if len(named) == 1:
-        return f"feature {named[0]!r}"
-    return f"{named[0]!r} vs {named[1]!r}"
+    return f"feature {named[0]!r}" if len(named) == 1 else " vs ".join(map(repr, named))
 
 
 @dataclass(frozen=True)

@@ -165,9 +165,7 @@ class Session(SessionState):
                      if k not in ("model", "stan_file", "stan_file_sha256")},
                   "engine": engine.name if isinstance(engine, Engine) else settings.engine,
                   "questions": list(kinds)}
-        note = kernel_note(probe.fit.K, cands)
-        if note is not None:
-            pr.summary.append(note)
+        pr.summary.extend(kernel_note(probe.fit.K, cands))
         meta = _new_meta(pr, stored, probe, y_offset, description)
         store.create_file(path, meta, pr.X, pr.y, pr.U, pr.texts, overwrite)
         return cls._open(path, engine=engine, elicitor=probe, expert=who)
@@ -358,23 +356,23 @@ def worth(gain: float | None, best: float | None) -> float | None:
     return min(max(float(gain), 0.0) / best, 1.0)
 
 
-def kernel_note(K: np.ndarray, pairs: np.ndarray) -> str | None:
-    """A note when the start kernel's median K_ij over ``pairs`` is practically 0 or 1."""
+def kernel_note(K: np.ndarray, pairs: np.ndarray) -> list[str]:
+    """``[note]`` when the start kernel's median K_ij over ``pairs`` is practically 0 or 1."""
     k = np.asarray(K)[pairs[:, 0], pairs[:, 1]]
     med = float(np.median(k))
     if med < K_IDENTITY:
-        return (f"note: at the start K is practically the identity for most pairs (median "
+        return [f"note: at the start K is practically the identity for most pairs (median "
                 f"K_ij {med:.2g}, largest {float(np.max(k)):.2g}): the meta-features differ "
                 "so much between features that answers can hardly change the model; give "
                 "meta-features on a common scale, or none for the default "
-                "(docs/metafeatures.md)")
+                "(docs/metafeatures.md)"]
     if med > K_ONES:
-        return (f"note: at the start K is practically all ones for most pairs (median K_ij "
+        return [f"note: at the start K is practically all ones for most pairs (median K_ij "
                 f"{med:.4g}, smallest {float(np.min(k)):.4g}): the meta-features are so close "
                 "together that every feature's weight is tied to the others; give "
                 "meta-features on a larger scale, or none for the default "
-                "(docs/metafeatures.md)")
-    return None
+                "(docs/metafeatures.md)"]
+    return []
 
 
 def _id_and_expert(query: SessionQuery | int | str, session: Session,

@@ -270,8 +270,7 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
         elif key in (DONT_KNOW.key, DONT_KNOW.value, *_words(q.question_kind)):
             rec = s.answer(q, key, comment=comment or None)
             _put(out, f"saved: {' vs '.join(q.names)} -> {rec.answer.value.replace('_', ' ')}")
-        elif any(key in _words(k) for k in s.kinds):
-            other = next(k for k in s.kinds if key in _words(k))
+        elif (other := next((k for k in s.kinds if key in _words(k)), None)) is not None:
             keys = ", ".join(q.question_kind.keys)
             print(f"{key!r} answers {other.question}; this is {q.question_kind.question}: use "
                   f"{keys} (or k, u, q)", file=out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import io
 import os
@@ -11,6 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,16 +68,13 @@ class FileReader:
     def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
         """``read`` on the file, refused (:class:`SessionReplaced`) if it was replaced."""
         check_same_file(self._opened, writing=False)
-        conn = sqlite3.connect(self._uri, uri=True, isolation_level=None,
-                               timeout=BUSY_TIMEOUT)
-        try:
+        with contextlib.closing(sqlite3.connect(self._uri, uri=True, isolation_level=None,
+                                                timeout=BUSY_TIMEOUT)) as conn:
             conn.execute("BEGIN")  # one snapshot for everything the page shows
             try:
                 result = read(conn)
             finally:
                 conn.execute("COMMIT")
-        finally:
-            conn.close()
         check_same_file(self._opened, writing=False)  # replaced while it was read
         return result
 
@@ -241,9 +240,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
             summary=sess.summary, notes=sess.notes, hint=st.hint, **asked)
-        resp = Response(html, status=status, mimetype="text/html")
-        resp.headers["Cache-Control"] = "no-store"
-        return resp
+        return Response(html, status=status, mimetype="text/html",
+                        headers={"Cache-Control": "no-store"})
 
     def error_page(e: ElicitError, expert: str) -> Response:
         if isinstance(e, SessionReplaced):
@@ -324,11 +322,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.get("/")
     def index():
-        code = request.args.get("m", "")
-        message = MESSAGES.get(code)
-        if message is not None:
-            message = message.replace("that pair", f"that {sess.question_noun}")
-        return render(message)
+        message = MESSAGES.get(request.args.get("m", ""))
+        return render(message and message.replace("that pair", f"that {sess.question_noun}"))
 
     def change(act: Callable[[str], object], code: str | None) -> Response | ResponseBase:
         """A POST that changes the session: ``act`` for the form's expert, then the redirect to
@@ -350,22 +345,13 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                               f"{words(sess.answer_kind or sess.kinds)}")
         sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
 
-    @app.post("/answer")
-    def answer():
-        return change(record_answer, "saved")
-
-    @app.post("/skip")
-    def skip():
-        return change(lambda expert: sess.skip(query_id(), expert=expert), "skipped")
-
-    @app.post("/undo")
-    def undo():
-        return change(sess.undo, "undone")
-
-    @app.post("/next")
-    def next_question():
-        """The expert's next question (the name field, the "next question" button)."""
-        return change(lambda expert: None, None)
+    # /next: the expert's next question (the name field, the "next question" button)
+    for rule, endpoint, act, code in (
+            ("/answer", "answer", record_answer, "saved"),
+            ("/skip", "skip", lambda expert: sess.skip(query_id(), expert=expert), "skipped"),
+            ("/undo", "undo", sess.undo, "undone"),
+            ("/next", "next_question", lambda expert: None, None)):
+        app.add_url_rule(rule, endpoint, partial(change, act, code), methods=["POST"])
 
     @app.get("/k.png")
     def k_png():
@@ -384,17 +370,11 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         if k_image["png"] is None:
             return Response("503: the model is busy; reload the page for the K image\n",
                             status=503, mimetype="text/plain", headers={"Retry-After": "2"})
-        resp = Response(k_image["png"], mimetype="image/png")
-        resp.headers["Cache-Control"] = "no-cache"
-        return resp
+        return Response(k_image["png"], mimetype="image/png", headers={"Cache-Control": "no-cache"})
 
-    @app.get("/app.css")
-    def css():
-        return Response(CSS, mimetype="text/css")
-
-    @app.get("/app.js")
-    def js():
-        return Response(JS, mimetype="text/javascript")
+    for endpoint, body, mimetype in (("css", CSS, "text/css"), ("js", JS, "text/javascript")):
+        app.add_url_rule(f"/app.{endpoint}", endpoint,
+                         partial(Response, body, mimetype=mimetype))
 
     prepare(default_expert)  # before any request: the first page shows a question at once
     return app

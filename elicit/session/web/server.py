@@ -93,10 +93,8 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
     for value, name in ((timeout, "timeout"), (deadline, "deadline")):
         if not value > 0:
             raise ElicitError(f"{name} must be a positive number of seconds, got {value!r}")
-    extra = set() if host in ("0.0.0.0", "::", "") else {host}
-    if host in ("0.0.0.0", "::"):
-        # Listening on every interface: accept this machine's own name in the Host header.
-        extra |= {socket.gethostname()}
+    # Listening on every interface: accept this machine's own name in the Host header.
+    extra = {socket.gethostname()} if host in ("0.0.0.0", "::") else {host} - {""}
     sock = _listen(host, port)  # first: a busy port must not cost a session open
     try:
         app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
