@@ -109,25 +109,22 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
         [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
     row(f"{LABELS['ridge']} (100 training reviews, no expert)",
         [fmt(s.per_run("ridge")) for s in columns])
-    for st in STRATEGIES:
-        row(f"{LABELS[st]}, {after}",
-            [fmt(s.wide(st)[s.last]) if st in s.strategies else "—" for s in columns])
-    for st in STRATEGIES:
-        row(f"{LABELS[st]}, averaged over the rounds",
-            [fmt(rounds_average(s, st)) if st in s.strategies else "—" for s in columns])
+
+    def last(s: Sweep, st: str) -> pd.Series:
+        return s.wide(st)[s.last]
+
     seq, rnd = "sequential", "random"
-
-    def has(s: Sweep, *names: str) -> bool:
-        return all(n in s.strategies for n in names)
-
-    row(f"{LABELS[seq]} − {LABELS[rnd]} per run, {after}",
-        [_paired(s.wide(seq)[s.last], s.wide(rnd)[s.last]) if has(s, seq, rnd) else "—"
-         for s in columns])
-    row(f"{LABELS[seq]} − {LABELS[rnd]} per run, averaged over the rounds",
-        [_paired(rounds_average(s, seq), rounds_average(s, rnd)) if has(s, seq, rnd) else "—"
-         for s in columns])
+    ways = ((last, after), (rounds_average, "averaged over the rounds"))
+    for curve, when in ways:
+        for st in STRATEGIES:
+            row(f"{LABELS[st]}, {when}",
+                [fmt(curve(s, st)) if st in s.strategies else "—" for s in columns])
+    for curve, when in ways:
+        row(f"{LABELS[seq]} − {LABELS[rnd]} per run, {when}",
+            [_paired(curve(s, seq), curve(s, rnd)) if {seq, rnd} <= set(s.strategies)
+             else "—" for s in columns])
     row(f"{LABELS[seq]} − the start per run, {after}",
-        [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
+        [_paired(last(s, seq), s.initial()) if seq in s.strategies else "—" for s in columns])
     order = " / ".join(LABELS[st] for st in STRATEGIES)
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",

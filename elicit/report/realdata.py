@@ -300,12 +300,11 @@ def _tau2_summary(sweep: Sweep) -> str:
     grid = sorted(float(c.removeprefix("cv_mse_")) for c in sweep.tau2cv.columns
                   if c.startswith("cv_mse_"))
     edge = ""
-    if grid:
-        for end, word in ((grid[0], "smallest"), (grid[-1], "largest")):
-            k = int(np.sum(np.isclose(sweep.tau2cv.tau2_cv, end)))
-            if k:
-                edge += (f" In {k} of {len(sweep.tau2cv)} runs the CV chose the {word} grid "
-                         f"value {end:g}, so its optimum may lie beyond the grid.")
+    for end, word in zip(grid[:1] + grid[-1:], ("smallest", "largest")):
+        k = int(np.sum(np.isclose(sweep.tau2cv.tau2_cv, end)))
+        if k:
+            edge += (f" In {k} of {len(sweep.tau2cv)} runs the CV chose the {word} grid "
+                     f"value {end:g}, so its optimum may lie beyond the grid.")
     return (f"tau2 chosen by 5-fold CV of the no-feedback model ({sweep.standardize} "
             f"standardisation; {used}): {picks}.{edge}")
 
@@ -317,10 +316,13 @@ def sweep_table(sweep: Sweep) -> list[str]:
                         else ("—", "—"))
     lines = ["| quantity | ours | paper |", "|---|---|---|"]
     init = sweep.initial()
-    mean = sweep.per_run("mean")
     ceil = sweep.per_run("ceiling")
-    if mean is not None:
-        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | {unreported} |")
+
+    def reference(label: str, name: str) -> None:
+        if (x := sweep.per_run(name)) is not None:
+            lines.append(f"| **{label}** (reference) | {fmt(x)} | {unreported} |")
+
+    reference(REFERENCE_LABELS["mean"], "mean")
     start = ("initial MSE (no answers; uses the expert's judgeable set J)"
              if sweep.uses_judgeable_set else "initial MSE (no feedback)")
     lines.append(f"| {start} | {fmt(init)} | {f'{paper_init:.2f}' if paper_init else '—'} |")
@@ -330,14 +332,10 @@ def sweep_table(sweep: Sweep) -> list[str]:
             if t in w.columns:
                 lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | {fig5} |")
     if ceil is not None:
-        lines.append(f"| **{ceiling_label(n_answers(sweep))}** (reference) | {fmt(ceil)} | "
-                     f"{unreported} |")
+        reference(ceiling_label(n_answers(sweep)), "ceiling")
         lines.append(f"| initial − all answers given, per run | "
                      f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
-    yard = sweep.per_run("yardstick")
-    if yard is not None:
-        lines.append(f"| **{REFERENCE_LABELS['yardstick']}** (reference) | {fmt(yard)} | "
-                     f"{unreported} |")
+    reference(REFERENCE_LABELS["yardstick"], "yardstick")
     for b in BASELINES:
         v = sweep.per_run(b)
         if v is not None:
