@@ -120,12 +120,10 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     init = np.asarray(initial_mse, dtype=float).reshape(-1)
     if init.size == 0 or not (np.all(np.isfinite(init)) and np.all(init > 0)):
         raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
-    per_run = np.ndim(initial_mse) > 0
-    if per_run:
-        bad = [m for m in METHODS if len(runs[m]) != init.size]
-        if bad:
-            raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
-                              f"{len(runs[bad[0]])} runs")
+    bad = [m for m in METHODS if np.ndim(initial_mse) > 0 and len(runs[m]) != init.size]
+    if bad:
+        raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
+                          f"{len(runs[bad[0]])} runs")
 
     bad_kinds = [k for k in kinds if k not in ("paper", "relative")]
     if bad_kinds or not kinds:
@@ -184,24 +182,6 @@ def format_table1(rows: Sequence[Mapping]) -> str:
     return buf.getvalue()
 
 
-def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]:
-    """The sequential MSE curves of runs ``0..runs-1`` of the sweep in ``folder``."""
-    path = folder / "mse.csv"
-    hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
-            "(table1 takes the SeqElc column from that sweep)")
-    if not path.exists() or not (folder / "config.json").exists():
-        raise ElicitError(f"no realdata sweep in {folder}: {hint}")
-    df = pd.read_csv(path)
-    seq = df[(df.dataset == dataset) & (df.strategy == "sequential")]
-    have = set(seq.run.unique())
-    missing = [r for r in range(runs) if r not in have]
-    if missing:
-        raise ElicitError(f"{path} has no sequential curve for run(s) "
-                          f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
-                          f"; {hint}")
-    return [seq[seq.run == r].sort_values("n_feedback").mse.to_numpy() for r in range(runs)]
-
-
 def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SAMPLES,
                jobs: int = 1, data_dir: str | Path | None = None, progress: bool = True,
                memo: str | os.PathLike | None = None) -> tuple[list[dict], pd.DataFrame]:
@@ -218,7 +198,19 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"{folder} is a sweep with meta-features from a file; table1 "
                           "refits the sweep's runs, so use counts, ppmi or lsa meta-features")
     dataset = str(store.settings["dataset"])
-    seq = sequential_curves(folder, dataset, runs)
+    path = folder / "mse.csv"
+    hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
+            "(table1 takes the SeqElc column from that sweep)")
+    if not path.exists():
+        raise ElicitError(f"no realdata sweep in {folder}: {hint}")
+    df = pd.read_csv(path)
+    df = df[(df.dataset == dataset) & (df.strategy == "sequential")]
+    missing = sorted(set(range(runs)) - set(df.run))
+    if missing:
+        raise ElicitError(f"{path} has no sequential curve for run(s) "
+                          f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
+                          f"; {hint}")
+    seq = [df[df.run == r].sort_values("n_feedback").mse.to_numpy() for r in range(runs)]
     # the sweep's own splits, expert and model: samples and answers compared in one model
     cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs, memo=memo)
     infos = ensure_runinfo(store, cfg, progress)
