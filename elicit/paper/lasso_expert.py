@@ -156,7 +156,7 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     def rank(a: float, k: int) -> tuple[int, float]:  # the smaller, the better
         return abs(k - target), -a
 
-    best = min(range(len(alphas)), key=lambda t: rank(alphas[t], counts[t]))
+    best = min(range(len(alphas)), key=lambda t: rank(float(alphas[t]), counts[t]))
     best_a, best_k = float(alphas[best]), counts[best]
     if best_k == target:
         return best_a

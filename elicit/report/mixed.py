@@ -66,22 +66,16 @@ def _count(x: np.ndarray | None, of: int) -> str:
 ROOM_AT: tuple[int, ...] = (10, 20, 40, 100)
 
 
-def room_used(sweep: Sweep, strategy: str, k: int) -> float:
-    """The share of the room between the start and "all answers given" that the strategy's
-    mean curve has covered after ``k`` answers, of the means over runs (per-run ratios
-    explode where a run's room is near 0); NaN without the line, the round or any room."""
-    ceiling = sweep.per_run("ceiling")
-    w = sweep.wide(strategy)
-    if ceiling is None or k not in w.columns:
-        return float("nan")
-    start = float(sweep.initial().mean())
-    room = start - float(ceiling.mean())
-    return (start - float(w[k].mean())) / room if room > 0 else float("nan")
-
-
 def _room_cell(sweep: Sweep, k: int) -> str:
-    shares = [room_used(sweep, st, k) if st in sweep.strategies else float("nan")
-              for st in STRATEGIES]
+    """Per strategy, the share of the room between the start and "all answers given" that
+    its mean curve has covered after ``k`` answers, of the means over runs (per-run ratios
+    explode where a run's room is near 0); "—" without the line, the round or any room."""
+    ceiling = sweep.per_run("ceiling")
+    start = float(sweep.initial().mean())
+    room = start - float(ceiling.mean()) if ceiling is not None else float("nan")
+    shares = [(start - float(sweep.wide(st)[k].mean())) / room
+              if st in sweep.strategies and k in sweep.wide(st).columns and room > 0
+              else float("nan") for st in STRATEGIES]
     return "—" if all(np.isnan(shares)) else " / ".join(percent(x) for x in shares)
 
 
