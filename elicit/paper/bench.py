@@ -65,14 +65,6 @@ class BenchProblem:
     sort_pool: bool = False
 
 
-def amazon_like(seed: int = 0, p: int = 340) -> BenchProblem:
-    """The Amazon-size random problem (module docstring)."""
-    X, y, U, beta = random_problem(seed, 100, p, 100)
-    return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
-                        pool_size=400, expert=SignOracle(beta),
-                        rng=np.random.default_rng(seed + 1))
-
-
 def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                 n_model: int = 1000, tau2: float = 0.01) -> BenchProblem:
     """The real default configuration at a full vocabulary from random reviews
@@ -123,10 +115,12 @@ def real_problem(dataset: str = "amazon", seed: int = 0, data_dir: str | os.Path
 def bench_problem(size: str, seed: int = 0, data_dir: str | os.PathLike | None = None,
                   standardize: str = "model") -> BenchProblem:
     """The benchmark problem ``size`` (one of :data:`SIZES`)."""
-    if size == "amazon" or size in SCALING_P:
-        prob = amazon_like(seed, p=SCALING_P.get(size, 340))
-        prob.size = size
-        return prob
+    if size == "amazon" or size in SCALING_P:  # the Amazon-size random problem and larger
+        p = SCALING_P.get(size, 340)
+        X, y, U, beta = random_problem(seed, 100, p, 100)
+        return BenchProblem(size, X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
+                            pool_size=400, expert=SignOracle(beta),
+                            rng=np.random.default_rng(seed + 1))
     if size == "p10000":
         return review_like(seed)
     if size == "synthetic":  # the paper's (n = 20, p = 25, d = 9, learned tau2)

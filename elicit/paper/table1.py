@@ -44,9 +44,6 @@ PAPER_COUNTS: dict[tuple[str, float], dict[str, int]] = {
     ("amazon", 2.18): {"rnd": 27, "act": 17, "seqelc": 90},
 }
 
-#: Levels of a corpus sweep (relative rows only): the paper's Amazon reductions.
-CORPUS_LEVELS: dict = PAPER_LEVELS["amazon"]
-
 METHODS: tuple[str, ...] = ("rnd", "act", "seqelc")
 
 #: Default cap of the rnd/act sample-addition loops (they also stop at the lowest level).
@@ -219,7 +216,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     # relative levels per run: splits vary a lot, so one mean level would count
     # low-starting runs as "reached at 0"
     initial = [float(c[0]) for c in seq]
-    paper = PAPER_LEVELS.get(dataset, CORPUS_LEVELS)
+    paper = PAPER_LEVELS.get(dataset, PAPER_LEVELS["amazon"])  # a corpus: Amazon's reductions
     kinds = ("paper", "relative") if dataset in PAPER_LEVELS else ("relative",)
     # The loops may stop once a run reaches its lowest level: Table 1 needs no more.
     low = min(paper["levels"])
