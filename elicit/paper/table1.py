@@ -161,19 +161,17 @@ def format_table1(rows: Sequence[Mapping]) -> str:
                 *(f"{r}_reached" for r in REFERENCES), "sweep"])
     for r in rows:
         cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
+        # k/R: how many of the R runs reached the level (a reference line only if given)
+        reached = {k: f"{round(r[f'{k}_reached'] * r[f'{k}_runs'])}/{r[f'{k}_runs']}"
+                   for k in (*METHODS, *REFERENCES)
+                   if f"{k}_reached" in r and np.isfinite(r[f"{k}_reached"])}
         cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in METHODS]
-        for m in METHODS:
-            cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
+        cells += [reached[m] for m in METHODS]
         # the paper's counts for the row's paper level (none for a corpus)
         paper = PAPER_COUNTS.get((str(r["dataset"]).lower(),
                                   round(float(r.get("paper_level", np.nan)), 2)))
         cells += [str(paper[m]) if paper and m in paper else "" for m in METHODS]
-        for ref in REFERENCES:
-            if f"{ref}_reached" in r and np.isfinite(r[f"{ref}_reached"]):
-                cells.append(f"{round(r[f'{ref}_reached'] * r[f'{ref}_runs'])}/"
-                             f"{r[f'{ref}_runs']}")
-            else:
-                cells.append("")
+        cells += [reached.get(ref, "") for ref in REFERENCES]
         cells.append(r.get("sweep", ""))
         w.writerow(cells)
     return buf.getvalue()

@@ -349,7 +349,7 @@ def sweep_table(sweep: Sweep) -> list[str]:
 
 
 def paired_table(sweep: Sweep) -> list[str]:
-    """Paired differences to random at each checkpoint."""
+    """Paired differences to random at each checkpoint, then a blank line (none: nothing)."""
     rows = [p for a in ("sequential", "nonsequential") for t in sweep.checkpoints()
             for p in [paired(sweep, a, "random", t)] if p is not None]
     if not rows:
@@ -357,7 +357,7 @@ def paired_table(sweep: Sweep) -> list[str]:
     return ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
             "lower | verdict |", "|---|---|---|---|---|",
             *(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
-              f"| {p.verdict()} |" for p in rows)]
+              f"| {p.verdict()} |" for p in rows), ""]
 
 
 def sweep_section(sweep: Sweep) -> list[str]:
@@ -379,13 +379,10 @@ def sweep_section(sweep: Sweep) -> list[str]:
         f"{cfg.get('pool_size', '?')} pairs per sequential round; utility "
         f"`{cfg.get('utility', '?')}` (refine {cfg.get('refine', '?')}). Test MSE on 900 test "
         "reviews, original rating scale, mean ± s.e. over runs.", "",
-        *sweep_table(sweep), "",
+        *sweep_table(sweep), "", *paired_table(sweep),
+        f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
+        "",
     ]
-    pt = paired_table(sweep)
-    if pt:
-        lines += [*pt, ""]
-    lines += [f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
-              ""]
     tau = _tau2_summary(sweep)
     if tau:
         lines += [tau, ""]
