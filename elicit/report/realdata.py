@@ -399,9 +399,8 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
             shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
                      s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]
-            for st in STRATEGIES:
-                w = s.wide(st) if st in s.strategies else None
-                cells.append(fmt(w[s.last]) if w is not None and s.last in w.columns else "—")
+            cells += [fmt(s.wide(st).get(s.last)) if st in s.strategies else "—"
+                      for st in STRATEGIES]
             cells += [fmt(s.per_run("ceiling")), fmt(s.per_run("lasso"))]
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
@@ -451,10 +450,8 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
         if len(im) == 0:
             continue
         cells = [m.label, str(len(im)), fmt(im["mean"])]
-        for info in (it, im):
-            for tau in sorted(NO_FEEDBACK_TAU2, reverse=True):
-                col = f"nofb_{tau:g}"
-                cells.append(fmt(info[col]) if col in info else "—")
+        cells += [fmt(info.get(f"nofb_{tau:g}")) for info in (it, im)
+                  for tau in sorted(NO_FEEDBACK_TAU2, reverse=True)]
         rows.append("| " + " | ".join(cells) + " |")
         verdicts.append(_beside_mean(m.label, im, it))
         zs.append(f"| {m.label} | {it.max_test_z.iloc[0]:.1f} | {im.max_test_z.iloc[0]:.1f} | "
