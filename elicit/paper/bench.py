@@ -97,21 +97,6 @@ def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                         expert=SignOracle(beta), rng=np.random.default_rng(seed + 1))
 
 
-def real_problem(dataset: str = "amazon", seed: int = 0, data_dir: str | os.PathLike | None = None,
-                 standardize: str = "model") -> BenchProblem:
-    """Run 0 of the real-data setup of ``dataset`` (needs the data directory)."""
-    # the paper's counts (d = 100), as the benchmarks in docs/benchmarks.md were measured
-    prob = realdata_problem(RealDataConfig(dataset, seed=seed, data_dir=data_dir,
-                                           standardize=standardize, tau2=PAPER_TAU2,
-                                           meta_features="counts"), 0)
-    assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
-    return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
-                        prob.candidates, pool_size=prob.pool_size,
-                        expert=prob.expert,
-                        rng=np.random.default_rng(run_stream(seed, 0, STREAM_BENCH)),
-                        sort_pool=True)
-
-
 def bench_problem(size: str, seed: int = 0, data_dir: str | os.PathLike | None = None,
                   standardize: str = "model") -> BenchProblem:
     """The benchmark problem ``size`` (one of :data:`SIZES`)."""
@@ -128,8 +113,16 @@ def bench_problem(size: str, seed: int = 0, data_dir: str | os.PathLike | None =
         return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
                             all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
                             rng=np.random.default_rng(seed + 1))
-    if size in ("amazon-real", "yelp-real"):
-        return real_problem(size.removesuffix("-real"), seed, data_dir, standardize)
+    if size in ("amazon-real", "yelp-real"):  # run 0 of the real-data setup
+        # the paper's counts (d = 100), as the benchmarks in docs/benchmarks.md were measured
+        cfg = RealDataConfig(size.removesuffix("-real"), seed=seed, data_dir=data_dir,
+                             standardize=standardize, tau2=PAPER_TAU2, meta_features="counts")
+        prob = realdata_problem(cfg, 0)
+        assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
+        return BenchProblem(size, prob.X, prob.y, prob.U, prob.hyper, prob.candidates,
+                            pool_size=prob.pool_size, expert=prob.expert,
+                            rng=np.random.default_rng(run_stream(seed, 0, STREAM_BENCH)),
+                            sort_pool=True)
     raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")
 
 
