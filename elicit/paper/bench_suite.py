@@ -306,10 +306,8 @@ def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Ch
         if not isinstance(old, dict):
             continue
         before, after = old.get("value"), fig.get("value")
-        if not isinstance(before, (int, float)) or not isinstance(after, (int, float)) \
-                or before <= 0:
-            continue
-        if after > before * (1.0 + tolerance):
+        if isinstance(before, (int, float)) and isinstance(after, (int, float)) \
+                and 0 < before and after > before * (1.0 + tolerance):
             out.append(Change(key, float(before), float(after)))
     return out
 

@@ -94,14 +94,12 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         (mean count over the runs that reached the level; NaN if none did), ``m_reached``
         (their fraction) and ``m_runs``.
     """
-    if levels is None or paper_initial is None:
-        key = dataset.lower()
-        if key not in PAPER_LEVELS:
-            raise ElicitError(f"no paper levels known for {dataset!r}; give levels and "
-                              f"paper_initial (known: {sorted(PAPER_LEVELS)})")
-        levels = PAPER_LEVELS[key]["levels"] if levels is None else levels
-        paper_initial = (PAPER_LEVELS[key]["initial"] if paper_initial is None
-                         else paper_initial)
+    known = PAPER_LEVELS.get(dataset.lower(), {})
+    if (levels is None or paper_initial is None) and not known:
+        raise ElicitError(f"no paper levels known for {dataset!r}; give levels and "
+                          f"paper_initial (known: {sorted(PAPER_LEVELS)})")
+    levels = known["levels"] if levels is None else levels
+    paper_initial = known["initial"] if paper_initial is None else paper_initial
     if not paper_initial > 0:
         raise ElicitError(f"paper_initial must be positive, got {paper_initial!r}")
     runs: dict[str, list[np.ndarray]] = {}
@@ -122,8 +120,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
                           f"{len(runs[bad[0]])} runs")
 
-    bad_kinds = [k for k in kinds if k not in ("paper", "relative")]
-    if bad_kinds or not kinds:
+    if not kinds or not set(kinds) <= {"paper", "relative"}:
         raise ElicitError(f"row kinds are 'paper' and 'relative', got {list(kinds)!r}")
     refs = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in (references or {}).items()}
     rows: list[dict] = []
