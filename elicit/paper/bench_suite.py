@@ -264,11 +264,8 @@ def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None
                     ) -> dict | None:
     """The most recent record in ``folder`` by ``date`` but ``exclude``, or None."""
     best: dict | None = None
-    folder = Path(folder)
-    if not folder.is_dir():
-        return None
     skip = None if exclude is None else Path(exclude).resolve()
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(Path(folder).glob("*.json")):  # none if there is no such folder
         if skip is not None and path.resolve() == skip:
             continue
         try:
