@@ -106,21 +106,16 @@ class Yardstick:
     cv: dict[float, float]
 
 
-def yardstick_prior(coef: Sequence[float] | np.ndarray,
-                    irrelevant_scale: float = IRRELEVANT_SCALE,
-                    coupling: float = SIGN_COUPLING) -> np.ndarray:
+def yardstick_prior(coef: Sequence[float] | np.ndarray) -> np.ndarray:
     """The yardstick's prior correlation ``L^(1/2) K L^(1/2)`` (p x p) from expert weights:
-    ``L_jj`` 1 for a nonzero weight, ``irrelevant_scale`` for a zero one; ``K_ij``
-    ``coupling`` for two relevant keywords of the same sign, 1 on the diagonal, else 0."""
+    ``L_jj`` 1 for a nonzero weight, :data:`~elicit.model.covariance.IRRELEVANT_SCALE` for a
+    zero one; ``K_ij`` :data:`SIGN_COUPLING` for two relevant keywords of the same sign, 1 on
+    the diagonal, else 0."""
     sign = np.sign(np.asarray(coef, dtype=float).reshape(-1))
-    if not (0.0 < irrelevant_scale <= 1.0):
-        raise ElicitError(f"irrelevant_scale must lie in (0, 1], got {irrelevant_scale!r}")
-    if not (0.0 <= coupling < 1.0):
-        raise ElicitError(f"coupling must lie in [0, 1), got {coupling!r}")
     same = (sign[:, None] == sign[None, :]) & (sign[:, None] != 0)
-    K = np.where(same, coupling, 0.0)
+    K = np.where(same, SIGN_COUPLING, 0.0)
     np.fill_diagonal(K, 1.0)
-    h = np.sqrt(np.where(sign != 0, 1.0, irrelevant_scale))
+    h = np.sqrt(np.where(sign != 0, 1.0, IRRELEVANT_SCALE))
     return h[:, None] * K * h[None, :]
 
 

@@ -65,14 +65,6 @@ class BenchProblem:
     sort_pool: bool = False
 
 
-def amazon_like(seed: int = 0, p: int = 340) -> BenchProblem:
-    """The Amazon-size random problem (module docstring)."""
-    X, y, U, beta = random_problem(seed, 100, p, 100)
-    return BenchProblem("amazon", X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
-                        pool_size=400, expert=SignOracle(beta),
-                        rng=np.random.default_rng(seed + 1))
-
-
 def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                 n_model: int = 1000, tau2: float = 0.01) -> BenchProblem:
     """The real default configuration at a full vocabulary from random reviews
@@ -105,28 +97,15 @@ def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                         expert=SignOracle(beta), rng=np.random.default_rng(seed + 1))
 
 
-def real_problem(dataset: str = "amazon", seed: int = 0, data_dir: str | os.PathLike | None = None,
-                 standardize: str = "model") -> BenchProblem:
-    """Run 0 of the real-data setup of ``dataset`` (needs the data directory)."""
-    # the paper's counts (d = 100), as the benchmarks in docs/benchmarks.md were measured
-    prob = realdata_problem(RealDataConfig(dataset, seed=seed, data_dir=data_dir,
-                                           standardize=standardize, tau2=PAPER_TAU2,
-                                           meta_features="counts"), 0)
-    assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
-    return BenchProblem(f"{dataset}-real", prob.X, prob.y, prob.U, prob.hyper,
-                        prob.candidates, pool_size=prob.pool_size,
-                        expert=prob.expert,
-                        rng=np.random.default_rng(run_stream(seed, 0, STREAM_BENCH)),
-                        sort_pool=True)
-
-
 def bench_problem(size: str, seed: int = 0, data_dir: str | os.PathLike | None = None,
                   standardize: str = "model") -> BenchProblem:
     """The benchmark problem ``size`` (one of :data:`SIZES`)."""
-    if size == "amazon" or size in SCALING_P:
-        prob = amazon_like(seed, p=SCALING_P.get(size, 340))
-        prob.size = size
-        return prob
+    if size == "amazon" or size in SCALING_P:  # the Amazon-size random problem and larger
+        p = SCALING_P.get(size, 340)
+        X, y, U, beta = random_problem(seed, 100, p, 100)
+        return BenchProblem(size, X, y, U, Hyper(variant="fixed", tau2=0.01), all_pairs(p),
+                            pool_size=400, expert=SignOracle(beta),
+                            rng=np.random.default_rng(seed + 1))
     if size == "p10000":
         return review_like(seed)
     if size == "synthetic":  # the paper's (n = 20, p = 25, d = 9, learned tau2)
@@ -134,8 +113,16 @@ def bench_problem(size: str, seed: int = 0, data_dir: str | os.PathLike | None =
         return BenchProblem("synthetic", sd.X, sd.y, sd.U, Hyper(variant="learned"),
                             all_pairs(sd.X.shape[1]), pool_size=250, expert=SignOracle(sd.beta),
                             rng=np.random.default_rng(seed + 1))
-    if size in ("amazon-real", "yelp-real"):
-        return real_problem(size.removesuffix("-real"), seed, data_dir, standardize)
+    if size in ("amazon-real", "yelp-real"):  # run 0 of the real-data setup
+        # the paper's counts (d = 100), as the benchmarks in docs/benchmarks.md were measured
+        cfg = RealDataConfig(size.removesuffix("-real"), seed=seed, data_dir=data_dir,
+                             standardize=standardize, tau2=PAPER_TAU2, meta_features="counts")
+        prob = realdata_problem(cfg, 0)
+        assert prob.candidates is not None and prob.pool_size is not None  # real runs set both
+        return BenchProblem(size, prob.X, prob.y, prob.U, prob.hyper, prob.candidates,
+                            pool_size=prob.pool_size, expert=prob.expert,
+                            rng=np.random.default_rng(run_stream(seed, 0, STREAM_BENCH)),
+                            sort_pool=True)
     raise ElicitError(f"unknown benchmark size {size!r}; choose from {', '.join(SIZES)}")
 
 

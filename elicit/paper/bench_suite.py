@@ -264,11 +264,8 @@ def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None
                     ) -> dict | None:
     """The most recent record in ``folder`` by ``date`` but ``exclude``, or None."""
     best: dict | None = None
-    folder = Path(folder)
-    if not folder.is_dir():
-        return None
     skip = None if exclude is None else Path(exclude).resolve()
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(Path(folder).glob("*.json")):  # none if there is no such folder
         if skip is not None and path.resolve() == skip:
             continue
         try:
@@ -306,10 +303,8 @@ def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Ch
         if not isinstance(old, dict):
             continue
         before, after = old.get("value"), fig.get("value")
-        if not isinstance(before, (int, float)) or not isinstance(after, (int, float)) \
-                or before <= 0:
-            continue
-        if after > before * (1.0 + tolerance):
+        if isinstance(before, (int, float)) and isinstance(after, (int, float)) \
+                and 0 < before and after > before * (1.0 + tolerance):
             out.append(Change(key, float(before), float(after)))
     return out
 

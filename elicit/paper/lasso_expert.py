@@ -152,14 +152,12 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
         if min(counts[-len(chunk):]) >= 2 * target:
             break
     alphas = alphas[:len(counts)]
-    nnz = np.array(counts)
 
-    def better(a: float, k: int, best_a: float, best_k: int) -> bool:
-        d, bd = abs(k - target), abs(best_k - target)
-        return d < bd or (d == bd and a > best_a)
+    def rank(a: float, k: int) -> tuple[int, float]:  # the smaller, the better
+        return abs(k - target), -a
 
-    best = min(range(len(alphas)), key=lambda t: (abs(int(nnz[t]) - target), -alphas[t]))
-    best_a, best_k = float(alphas[best]), int(nnz[best])
+    best = min(range(len(alphas)), key=lambda t: rank(float(alphas[t]), counts[t]))
+    best_a, best_k = float(alphas[best]), counts[best]
     if best_k == target:
         return best_a
     # Bracket: alphas decrease along the path, so fewer nonzeros lie towards smaller t.
@@ -172,14 +170,11 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     for _ in range(30):
         mid = float(np.sqrt(hi * lo))
         k = int(np.count_nonzero(_lasso(X, y, mid)))
-        if better(mid, k, best_a, best_k):
+        if rank(mid, k) < rank(best_a, best_k):
             best_a, best_k = mid, k
         if k == target:
             break
-        if k < target:
-            hi = mid
-        else:
-            lo = mid
+        hi, lo = (mid, lo) if k < target else (hi, mid)
     return best_a
 
 

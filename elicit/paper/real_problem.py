@@ -80,11 +80,10 @@ def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.n
 
 
 def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
+    tau2 = cfg.fixed_tau2 if tau2 is None else tau2
     if tau2 is None:
-        tau2 = cfg.fixed_tau2
-        if tau2 is None:
-            raise ElicitError("the configuration chooses tau2 per run by CV (its runinfo "
-                              "record); give the run's tau2")
+        raise ElicitError("the configuration chooses tau2 per run by CV (its runinfo "
+                          "record); give the run's tau2")
     return float(check_tau2(tau2, modes=()))
 
 

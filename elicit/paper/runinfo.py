@@ -232,17 +232,16 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
         info = store.load(path)
         if info is None:  # run_tasks wrote every one, or raised
             raise ElicitError(f"{name} run {r}: no runinfo record was written")
-        if "auc" not in info:
-            # a record from before the AUC: add it (one LASSO fit), keeping old folders valid
+        if "auc" not in info or "yardstick" not in info["references"]:
+            # a record from before the AUC or the yardstick: add them (a LASSO fit, a CV of
+            # closed forms), keeping old folders valid
             rd = cfg.run_data(r)
-            info["auc"] = polarity_auc(rd.U, run_expert(cfg, rd).groups)
-            store.write(path, info)
-        if "yardstick" not in info["references"]:
-            # likewise the yardstick (one LASSO fit and a CV of closed forms)
-            rd = cfg.run_data(r)
-            yard = _yardstick(cfg, r, rd, run_expert(cfg, rd))
-            info["references"]["yardstick"] = yard.mse
-            info["yardstick_tau2"] = yard.tau2
+            expert = run_expert(cfg, rd)
+            info.setdefault("auc", polarity_auc(rd.U, expert.groups))
+            if "yardstick" not in info["references"]:
+                yard = _yardstick(cfg, r, rd, expert)
+                info["references"]["yardstick"] = yard.mse
+                info["yardstick_tau2"] = yard.tau2
             store.write(path, info)
         infos.append(info)
     return infos

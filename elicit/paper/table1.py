@@ -44,9 +44,6 @@ PAPER_COUNTS: dict[tuple[str, float], dict[str, int]] = {
     ("amazon", 2.18): {"rnd": 27, "act": 17, "seqelc": 90},
 }
 
-#: Levels of a corpus sweep (relative rows only): the paper's Amazon reductions.
-CORPUS_LEVELS: dict = PAPER_LEVELS["amazon"]
-
 METHODS: tuple[str, ...] = ("rnd", "act", "seqelc")
 
 #: Default cap of the rnd/act sample-addition loops (they also stop at the lowest level).
@@ -97,14 +94,12 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
         (mean count over the runs that reached the level; NaN if none did), ``m_reached``
         (their fraction) and ``m_runs``.
     """
-    if levels is None or paper_initial is None:
-        key = dataset.lower()
-        if key not in PAPER_LEVELS:
-            raise ElicitError(f"no paper levels known for {dataset!r}; give levels and "
-                              f"paper_initial (known: {sorted(PAPER_LEVELS)})")
-        levels = PAPER_LEVELS[key]["levels"] if levels is None else levels
-        paper_initial = (PAPER_LEVELS[key]["initial"] if paper_initial is None
-                         else paper_initial)
+    known = PAPER_LEVELS.get(dataset.lower(), {})
+    if (levels is None or paper_initial is None) and not known:
+        raise ElicitError(f"no paper levels known for {dataset!r}; give levels and "
+                          f"paper_initial (known: {sorted(PAPER_LEVELS)})")
+    levels = known["levels"] if levels is None else levels
+    paper_initial = known["initial"] if paper_initial is None else paper_initial
     if not paper_initial > 0:
         raise ElicitError(f"paper_initial must be positive, got {paper_initial!r}")
     runs: dict[str, list[np.ndarray]] = {}
@@ -120,15 +115,12 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     init = np.asarray(initial_mse, dtype=float).reshape(-1)
     if init.size == 0 or not (np.all(np.isfinite(init)) and np.all(init > 0)):
         raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
-    per_run = np.ndim(initial_mse) > 0
-    if per_run:
-        bad = [m for m in METHODS if len(runs[m]) != init.size]
-        if bad:
-            raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
-                              f"{len(runs[bad[0]])} runs")
+    bad = [m for m in METHODS if np.ndim(initial_mse) > 0 and len(runs[m]) != init.size]
+    if bad:
+        raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
+                          f"{len(runs[bad[0]])} runs")
 
-    bad_kinds = [k for k in kinds if k not in ("paper", "relative")]
-    if bad_kinds or not kinds:
+    if not kinds or not set(kinds) <= {"paper", "relative"}:
         raise ElicitError(f"row kinds are 'paper' and 'relative', got {list(kinds)!r}")
     refs = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in (references or {}).items()}
     rows: list[dict] = []
@@ -166,40 +158,20 @@ def format_table1(rows: Sequence[Mapping]) -> str:
                 *(f"{r}_reached" for r in REFERENCES), "sweep"])
     for r in rows:
         cells = [r["dataset"], f"{r['mse_level']:.4f}", r["level_kind"]]
+        # k/R: how many of the R runs reached the level (a reference line only if given)
+        reached = {k: f"{round(r[f'{k}_reached'] * r[f'{k}_runs'])}/{r[f'{k}_runs']}"
+                   for k in (*METHODS, *REFERENCES)
+                   if f"{k}_reached" in r and np.isfinite(r[f"{k}_reached"])}
         cells += ["not reached" if not np.isfinite(r[m]) else f"{r[m]:.1f}" for m in METHODS]
-        for m in METHODS:
-            cells.append(f"{round(r[f'{m}_reached'] * r[f'{m}_runs'])}/{r[f'{m}_runs']}")
+        cells += [reached[m] for m in METHODS]
         # the paper's counts for the row's paper level (none for a corpus)
         paper = PAPER_COUNTS.get((str(r["dataset"]).lower(),
                                   round(float(r.get("paper_level", np.nan)), 2)))
         cells += [str(paper[m]) if paper and m in paper else "" for m in METHODS]
-        for ref in REFERENCES:
-            if f"{ref}_reached" in r and np.isfinite(r[f"{ref}_reached"]):
-                cells.append(f"{round(r[f'{ref}_reached'] * r[f'{ref}_runs'])}/"
-                             f"{r[f'{ref}_runs']}")
-            else:
-                cells.append("")
+        cells += [reached.get(ref, "") for ref in REFERENCES]
         cells.append(r.get("sweep", ""))
         w.writerow(cells)
     return buf.getvalue()
-
-
-def sequential_curves(folder: Path, dataset: str, runs: int) -> list[np.ndarray]:
-    """The sequential MSE curves of runs ``0..runs-1`` of the sweep in ``folder``."""
-    path = folder / "mse.csv"
-    hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
-            "(table1 takes the SeqElc column from that sweep)")
-    if not path.exists() or not (folder / "config.json").exists():
-        raise ElicitError(f"no realdata sweep in {folder}: {hint}")
-    df = pd.read_csv(path)
-    seq = df[(df.dataset == dataset) & (df.strategy == "sequential")]
-    have = set(seq.run.unique())
-    missing = [r for r in range(runs) if r not in have]
-    if missing:
-        raise ElicitError(f"{path} has no sequential curve for run(s) "
-                          f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
-                          f"; {hint}")
-    return [seq[seq.run == r].sort_values("n_feedback").mse.to_numpy() for r in range(runs)]
 
 
 def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SAMPLES,
@@ -218,7 +190,19 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"{folder} is a sweep with meta-features from a file; table1 "
                           "refits the sweep's runs, so use counts, ppmi or lsa meta-features")
     dataset = str(store.settings["dataset"])
-    seq = sequential_curves(folder, dataset, runs)
+    path = folder / "mse.csv"
+    hint = (f"run `elicit realdata --dataset {dataset} --runs {runs} --out {folder}` first "
+            "(table1 takes the SeqElc column from that sweep)")
+    if not path.exists():
+        raise ElicitError(f"no realdata sweep in {folder}: {hint}")
+    df = pd.read_csv(path)
+    df = df[(df.dataset == dataset) & (df.strategy == "sequential")]
+    missing = sorted(set(range(runs)) - set(df.run))
+    if missing:
+        raise ElicitError(f"{path} has no sequential curve for run(s) "
+                          f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
+                          f"; {hint}")
+    seq = [df[df.run == r].sort_values("n_feedback").mse.to_numpy() for r in range(runs)]
     # the sweep's own splits, expert and model: samples and answers compared in one model
     cfg = RealDataConfig.from_json(store.settings, data_dir, runs=runs, jobs=jobs, memo=memo)
     infos = ensure_runinfo(store, cfg, progress)
@@ -227,7 +211,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     # relative levels per run: splits vary a lot, so one mean level would count
     # low-starting runs as "reached at 0"
     initial = [float(c[0]) for c in seq]
-    paper = PAPER_LEVELS.get(dataset, CORPUS_LEVELS)
+    paper = PAPER_LEVELS.get(dataset, PAPER_LEVELS["amazon"])  # a corpus: Amazon's reductions
     kinds = ("paper", "relative") if dataset in PAPER_LEVELS else ("relative",)
     # The loops may stop once a run reaches its lowest level: Table 1 needs no more.
     low = min(paper["levels"])

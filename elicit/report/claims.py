@@ -135,9 +135,8 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
         rows = rows[rows.sweep == d]
     if rows.empty:
         return []
-    out = []
     act: list[bool | None] = []
-    rnd = []
+    rnd, seq, reach = [], [], []
     for _, r in rows.iterrows():
         ka, _ = _kr(r.act_reached)
         kr, _ = _kr(r.rnd_reached)
@@ -147,31 +146,26 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
         act.append(None if ka == kr == 0 else ka > kr or (ka == kr and a <= b))
         rnd.append(f"{float(r.mse_level):.3f}: ACT {_reached_text(r.act, r.act_reached)}, "
                    f"RND {_reached_text(r.rnd, r.rnd_reached)}")
-    paper = "; ".join(f"{lv:.2f}: ACT {c['act']}, RND {c['rnd']}"
-                      for (pd_, lv), c in PAPER_COUNTS.items() if pd_ == d)
-    tested = [v for v in act if v is not None]
-    verdict = ("not tested: neither method reaches the levels within the sample cap"
-               if not tested else "reproduces" if all(tested)
-               else "does not reproduce" if not any(tested)
-               else "partly: not at every level")
-    out.append(["Active sample addition (ACT) needs fewer samples than random (RND) "
-                f"(Table 1, {paper})", "relative levels: " + "; ".join(rnd), verdict])
-    seq, reach = [], []
-    for _, r in rows.iterrows():
         k, n = _kr(r.seqelc_reached)
         reach.append(k > n / 2)
         extra = (f"; all answers given are at or below it in {r.ceiling_reached} runs"
                  if "ceiling_reached" in r and isinstance(r.ceiling_reached, str) else "")
         seq.append(f"{float(r.mse_level):.3f}: SeqElc "
                    f"{_reached_text(r.seqelc, r.seqelc_reached)}{extra}")
-    paper = "; ".join(f"{lv:.2f}: {c['seqelc']}" for (pd_, lv), c in PAPER_COUNTS.items()
-                      if pd_ == d)
-    out.append([f"Sequential elicitation reaches the levels within the answers given (Table 1, "
-                f"SeqElc {paper})", "relative levels: " + "; ".join(seq),
-                "reproduces" if all(reach) else
-                "does not reproduce: most runs never reach " +
-                ("a level" if not any(reach) else "every level")])
-    return out
+    paper = [(lv, c) for (pd_, lv), c in PAPER_COUNTS.items() if pd_ == d]
+    tested = [v for v in act if v is not None]
+    verdict = ("not tested: neither method reaches the levels within the sample cap"
+               if not tested else "reproduces" if all(tested)
+               else "does not reproduce" if not any(tested)
+               else "partly: not at every level")
+    return [["Active sample addition (ACT) needs fewer samples than random (RND) (Table 1, "
+             + "; ".join(f"{lv:.2f}: ACT {c['act']}, RND {c['rnd']}" for lv, c in paper) + ")",
+             "relative levels: " + "; ".join(rnd), verdict],
+            ["Sequential elicitation reaches the levels within the answers given (Table 1, "
+             "SeqElc " + "; ".join(f"{lv:.2f}: {c['seqelc']}" for lv, c in paper) + ")",
+             "relative levels: " + "; ".join(seq),
+             "reproduces" if all(reach) else "does not reproduce: most runs never reach "
+             + ("a level" if not any(reach) else "every level")]]
 
 
 def claims_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:

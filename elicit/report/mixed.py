@@ -66,22 +66,16 @@ def _count(x: np.ndarray | None, of: int) -> str:
 ROOM_AT: tuple[int, ...] = (10, 20, 40, 100)
 
 
-def room_used(sweep: Sweep, strategy: str, k: int) -> float:
-    """The share of the room between the start and "all answers given" that the strategy's
-    mean curve has covered after ``k`` answers, of the means over runs (per-run ratios
-    explode where a run's room is near 0); NaN without the line, the round or any room."""
-    ceiling = sweep.per_run("ceiling")
-    w = sweep.wide(strategy)
-    if ceiling is None or k not in w.columns:
-        return float("nan")
-    start = float(sweep.initial().mean())
-    room = start - float(ceiling.mean())
-    return (start - float(w[k].mean())) / room if room > 0 else float("nan")
-
-
 def _room_cell(sweep: Sweep, k: int) -> str:
-    shares = [room_used(sweep, st, k) if st in sweep.strategies else float("nan")
-              for st in STRATEGIES]
+    """Per strategy, the share of the room between the start and "all answers given" that
+    its mean curve has covered after ``k`` answers, of the means over runs (per-run ratios
+    explode where a run's room is near 0); "—" without the line, the round or any room."""
+    ceiling = sweep.per_run("ceiling")
+    start = float(sweep.initial().mean())
+    room = start - float(ceiling.mean()) if ceiling is not None else float("nan")
+    shares = [(start - float(sweep.wide(st)[k].mean())) / room
+              if st in sweep.strategies and k in sweep.wide(st).columns and room > 0
+              else float("nan") for st in STRATEGIES]
     return "—" if all(np.isnan(shares)) else " / ".join(percent(x) for x in shares)
 
 
@@ -109,25 +103,22 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
         [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
     row(f"{LABELS['ridge']} (100 training reviews, no expert)",
         [fmt(s.per_run("ridge")) for s in columns])
-    for st in STRATEGIES:
-        row(f"{LABELS[st]}, {after}",
-            [fmt(s.wide(st)[s.last]) if st in s.strategies else "—" for s in columns])
-    for st in STRATEGIES:
-        row(f"{LABELS[st]}, averaged over the rounds",
-            [fmt(rounds_average(s, st)) if st in s.strategies else "—" for s in columns])
+
+    def last(s: Sweep, st: str) -> pd.Series:
+        return s.wide(st)[s.last]
+
     seq, rnd = "sequential", "random"
-
-    def has(s: Sweep, *names: str) -> bool:
-        return all(n in s.strategies for n in names)
-
-    row(f"{LABELS[seq]} − {LABELS[rnd]} per run, {after}",
-        [_paired(s.wide(seq)[s.last], s.wide(rnd)[s.last]) if has(s, seq, rnd) else "—"
-         for s in columns])
-    row(f"{LABELS[seq]} − {LABELS[rnd]} per run, averaged over the rounds",
-        [_paired(rounds_average(s, seq), rounds_average(s, rnd)) if has(s, seq, rnd) else "—"
-         for s in columns])
+    ways = ((last, after), (rounds_average, "averaged over the rounds"))
+    for curve, when in ways:
+        for st in STRATEGIES:
+            row(f"{LABELS[st]}, {when}",
+                [fmt(curve(s, st)) if st in s.strategies else "—" for s in columns])
+    for curve, when in ways:
+        row(f"{LABELS[seq]} − {LABELS[rnd]} per run, {when}",
+            [_paired(curve(s, seq), curve(s, rnd)) if {seq, rnd} <= set(s.strategies)
+             else "—" for s in columns])
     row(f"{LABELS[seq]} − the start per run, {after}",
-        [_paired(s.wide(seq)[s.last], s.initial()) if has(s, seq) else "—" for s in columns])
+        [_paired(last(s, seq), s.initial()) if seq in s.strategies else "—" for s in columns])
     order = " / ".join(LABELS[st] for st in STRATEGIES)
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",

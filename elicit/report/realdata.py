@@ -300,12 +300,11 @@ def _tau2_summary(sweep: Sweep) -> str:
     grid = sorted(float(c.removeprefix("cv_mse_")) for c in sweep.tau2cv.columns
                   if c.startswith("cv_mse_"))
     edge = ""
-    if grid:
-        for end, word in ((grid[0], "smallest"), (grid[-1], "largest")):
-            k = int(np.sum(np.isclose(sweep.tau2cv.tau2_cv, end)))
-            if k:
-                edge += (f" In {k} of {len(sweep.tau2cv)} runs the CV chose the {word} grid "
-                         f"value {end:g}, so its optimum may lie beyond the grid.")
+    for end, word in zip(grid[:1] + grid[-1:], ("smallest", "largest")):
+        k = int(np.sum(np.isclose(sweep.tau2cv.tau2_cv, end)))
+        if k:
+            edge += (f" In {k} of {len(sweep.tau2cv)} runs the CV chose the {word} grid "
+                     f"value {end:g}, so its optimum may lie beyond the grid.")
     return (f"tau2 chosen by 5-fold CV of the no-feedback model ({sweep.standardize} "
             f"standardisation; {used}): {picks}.{edge}")
 
@@ -317,10 +316,13 @@ def sweep_table(sweep: Sweep) -> list[str]:
                         else ("—", "—"))
     lines = ["| quantity | ours | paper |", "|---|---|---|"]
     init = sweep.initial()
-    mean = sweep.per_run("mean")
     ceil = sweep.per_run("ceiling")
-    if mean is not None:
-        lines.append(f"| **{REFERENCE_LABELS['mean']}** (reference) | {fmt(mean)} | {unreported} |")
+
+    def reference(label: str, name: str) -> None:
+        if (x := sweep.per_run(name)) is not None:
+            lines.append(f"| **{label}** (reference) | {fmt(x)} | {unreported} |")
+
+    reference(REFERENCE_LABELS["mean"], "mean")
     start = ("initial MSE (no answers; uses the expert's judgeable set J)"
              if sweep.uses_judgeable_set else "initial MSE (no feedback)")
     lines.append(f"| {start} | {fmt(init)} | {f'{paper_init:.2f}' if paper_init else '—'} |")
@@ -330,14 +332,10 @@ def sweep_table(sweep: Sweep) -> list[str]:
             if t in w.columns:
                 lines.append(f"| MSE after {t} answers, {LABELS[s]} | {fmt(w[t])} | {fig5} |")
     if ceil is not None:
-        lines.append(f"| **{ceiling_label(n_answers(sweep))}** (reference) | {fmt(ceil)} | "
-                     f"{unreported} |")
+        reference(ceiling_label(n_answers(sweep)), "ceiling")
         lines.append(f"| initial − all answers given, per run | "
                      f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
-    yard = sweep.per_run("yardstick")
-    if yard is not None:
-        lines.append(f"| **{REFERENCE_LABELS['yardstick']}** (reference) | {fmt(yard)} | "
-                     f"{unreported} |")
+    reference(REFERENCE_LABELS["yardstick"], "yardstick")
     for b in BASELINES:
         v = sweep.per_run(b)
         if v is not None:
@@ -351,7 +349,7 @@ def sweep_table(sweep: Sweep) -> list[str]:
 
 
 def paired_table(sweep: Sweep) -> list[str]:
-    """Paired differences to random at each checkpoint."""
+    """Paired differences to random at each checkpoint, then a blank line (none: nothing)."""
     rows = [p for a in ("sequential", "nonsequential") for t in sweep.checkpoints()
             for p in [paired(sweep, a, "random", t)] if p is not None]
     if not rows:
@@ -359,7 +357,7 @@ def paired_table(sweep: Sweep) -> list[str]:
     return ["| paired difference (per run) | answers | mean ± s.e. | runs where the first is "
             "lower | verdict |", "|---|---|---|---|---|",
             *(f"| {LABELS[p.a]} − {LABELS[p.b]} | {p.t} | {p.text()} | {p.lower}/{p.n} "
-              f"| {p.verdict()} |" for p in rows)]
+              f"| {p.verdict()} |" for p in rows), ""]
 
 
 def sweep_section(sweep: Sweep) -> list[str]:
@@ -381,13 +379,10 @@ def sweep_section(sweep: Sweep) -> list[str]:
         f"{cfg.get('pool_size', '?')} pairs per sequential round; utility "
         f"`{cfg.get('utility', '?')}` (refine {cfg.get('refine', '?')}). Test MSE on 900 test "
         "reviews, original rating scale, mean ± s.e. over runs.", "",
-        *sweep_table(sweep), "",
+        *sweep_table(sweep), "", *paired_table(sweep),
+        f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
+        "",
     ]
-    pt = paired_table(sweep)
-    if pt:
-        lines += [*pt, ""]
-    lines += [f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
-              ""]
     tau = _tau2_summary(sweep)
     if tau:
         lines += [tau, ""]
@@ -404,9 +399,8 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
             shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
                      s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]
-            for st in STRATEGIES:
-                w = s.wide(st) if st in s.strategies else None
-                cells.append(fmt(w[s.last]) if w is not None and s.last in w.columns else "—")
+            cells += [fmt(s.wide(st).get(s.last)) if st in s.strategies else "—"
+                      for st in STRATEGIES]
             cells += [fmt(s.per_run("ceiling")), fmt(s.per_run("lasso"))]
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
@@ -456,10 +450,8 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
         if len(im) == 0:
             continue
         cells = [m.label, str(len(im)), fmt(im["mean"])]
-        for info in (it, im):
-            for tau in sorted(NO_FEEDBACK_TAU2, reverse=True):
-                col = f"nofb_{tau:g}"
-                cells.append(fmt(info[col]) if col in info else "—")
+        cells += [fmt(info.get(f"nofb_{tau:g}")) for info in (it, im)
+                  for tau in sorted(NO_FEEDBACK_TAU2, reverse=True)]
         rows.append("| " + " | ".join(cells) + " |")
         verdicts.append(_beside_mean(m.label, im, it))
         zs.append(f"| {m.label} | {it.max_test_z.iloc[0]:.1f} | {im.max_test_z.iloc[0]:.1f} | "

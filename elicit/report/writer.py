@@ -25,29 +25,26 @@ from elicit.report.realdata import (
 )
 
 
-def _final_table(df: pd.DataFrame) -> str:
-    last = int(df.n_feedback.max())
-    rows = [f"| strategy | MSE, 0 answers | MSE, {last} answers | runs |", "|---|---|---|---|"]
-    for strategy, g in df.groupby("strategy"):
-        m0 = g[g.n_feedback == 0].mse
-        mT = g[g.n_feedback == last].mse
-        se = mT.std(ddof=1) / max(len(mT), 1) ** 0.5 if len(mT) > 1 else float("nan")
-        rows.append(f"| {strategy} | {m0.mean():.3f} | {mT.mean():.3f} ± {se:.3f} | {len(mT)} |")
-    return "\n".join(rows)
-
-
 def _synthetic_section(out: Path) -> list[str]:
     syn = out / "synthetic" / "mse.csv"
     if not syn.exists():
         return []
     df = pd.read_csv(syn)
     mean = df[df.strategy == "mean"].mse
+    curves = df[df.strategy != "mean"]
+    last = int(curves.n_feedback.max())
+    table = [f"| strategy | MSE, 0 answers | MSE, {last} answers | runs |", "|---|---|---|---|"]
+    for strategy, g in curves.groupby("strategy"):
+        m0 = g[g.n_feedback == 0].mse
+        mT = g[g.n_feedback == last].mse
+        se = mT.std(ddof=1) / len(mT) ** 0.5 if len(mT) > 1 else float("nan")
+        table.append(f"| {strategy} | {m0.mean():.3f} | {mT.mean():.3f} ± {se:.3f} | {len(mT)} |")
     return [
         "## Synthetic data (paper Sec. 4.1, Figs. 3-4)", "",
-        f"{df.run.nunique()} runs, test MSE on 1000 test points (mean ± s.e.). Predicting the "
-        f"training mean gives {mean.mean():.3f} ± {mean.sem():.3f}." if len(mean) else
-        f"{df.run.nunique()} runs, test MSE on 1000 test points (mean ± s.e.).", "",
-        _final_table(df[df.strategy != "mean"]), "",
+        f"{df.run.nunique()} runs, test MSE on 1000 test points (mean ± s.e.)."
+        + (f" Predicting the training mean gives {mean.mean():.3f} ± {mean.sem():.3f}."
+           if len(mean) else ""), "",
+        *table, "",
         "![Fig. 4](synthetic/fig4_mse.png)", "",
         "Kernel: the true K_opt beside the learned K after 0, 10, 30 and 100 sequential "
         "answers (run 0).", "",

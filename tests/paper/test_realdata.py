@@ -263,9 +263,10 @@ def test_bench_on_the_real_problem(tmp_path):
         assert res[f"{step}_s"] > 0 and res[f"{step}_cpu_s"] >= 0
     assert json.loads((tmp_path / "bench.json").read_text()) == res
     # The real sizes follow the standardisation (same split and expert either way).
-    from elicit.paper.bench import real_problem
+    from elicit.paper.bench import bench_problem
 
-    model, train = (real_problem("amazon", 0, REAL, standardize=s) for s in ("model", "train"))
+    model, train = (bench_problem("amazon-real", 0, REAL, standardize=s)
+                    for s in ("model", "train"))
     assert np.array_equal(model.y, train.y) and np.array_equal(model.pairs, train.pairs)
     # Training statistics centre the training columns exactly; the model reviews' do not.
     assert np.abs(train.X.mean(axis=0)).max() < 1e-9 < 0.01 < np.abs(model.X.mean(axis=0)).max()
