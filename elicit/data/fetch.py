@@ -314,12 +314,6 @@ def verify(data: bytes, spec: DataFile) -> bool:
         return False
 
 
-def verify_file(path: str | os.PathLike, spec: DataFile) -> bool:
-    """True if the file at ``path`` exists and :func:`verify` accepts it."""
-    p = Path(path)
-    return p.is_file() and verify(p.read_bytes(), spec)
-
-
 def _as_url(base: str) -> str:
     """A URL from a URL or a local folder (``/srv/mirror`` -> ``file:///srv/mirror``)."""
     base = str(base).strip()
@@ -407,15 +401,12 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     base = _as_url(upstream) if upstream else GITHUB_RAW
     downloaded: dict[str, bytes] = {}  # once per URL: two files can share a source
 
-    def say(msg: str) -> None:
-        if progress:
-            print(msg, file=sys.stderr, flush=True)
-
+    say = partial(print, file=sys.stderr, flush=True) if progress else (lambda msg: None)
     results = []
     for spec in specs:
         path = data_dir / spec.name
         if path.exists() and not force:
-            if verify_file(path, spec):
+            if path.is_file() and verify(path.read_bytes(), spec):
                 say(f"{spec.name}: present and verified, skipped")
                 results.append(FetchResult(spec.name, path, "present"))
                 continue
@@ -436,7 +427,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
             status = "downloaded"
         else:
             content = spec.convert(raw)
-            want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
+            want = spec.content_sha256 or spec.sha256   # a gzip file's: its content's
             if _sha256(content) != want:
                 raise _mismatch(spec, want, _sha256(content), "the conversion of "
                                 + ", ".join(urls), data_dir)
