@@ -144,25 +144,18 @@ def _cellstr(cell, what: str) -> list[str]:
     return out
 
 
-def _int_matrix(X, what: str) -> np.ndarray:
-    """A dense integer matrix from a MATLAB numeric (dense or sparse) variable."""
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or not np.all(np.isfinite(X)) or np.any(X != np.round(X)) or np.any(X < 0):
-        raise ElicitError(f"{what}: the counts must be a matrix of non-negative integers")
-    return X.astype(np.int64)
-
-
 def _paper_matrix(data: bytes, what: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     mat = _load_mat(data, what)
-    X = _int_matrix(_mat_var(mat, "X_all", what), what)
+    X = _mat_var(mat, "X_all", what)    # dense or sparse
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+    if X.ndim != 2 or not np.all(np.isfinite(X)) or np.any(X != np.round(X)) or np.any(X < 0):
+        raise ElicitError(f"{what}: the counts must be a matrix of non-negative integers")
     y = np.asarray(_mat_var(mat, "Y_all", what), dtype=float).ravel()
     keywords = _cellstr(_mat_var(mat, "keywords", what), what)
     if X.shape != (len(y), len(keywords)) or np.any(y != np.round(y)):
         raise ElicitError(f"{what}: X_all {X.shape}, Y_all ({len(y)}) and keywords "
                           f"({len(keywords)}) do not fit together")
-    return X, y.astype(np.int64), keywords
+    return X.astype(np.int64), y.astype(np.int64), keywords
 
 
 def _paper_bow(src: list[bytes], what: str, extra: dict | None = None) -> bytes:
