@@ -191,10 +191,9 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     y = np.asarray(y, dtype=float)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
-    cov = get_model(model).covariance
     if get_model(model).relevance:
         # zeta held at its prior mean (see the docstring): the paper model on X diag(h0)
-        scaled = cast(ScaledCovariance, cov)
+        scaled = cast(ScaledCovariance, get_model(model).covariance)
         classes = check_relevance(relevance, X.shape[1])
         X = X * scaled.scales(classes, ZETA_PRIOR.mean, scaled.signal(classes, U)).h
         model, relevance = PAPER, None
