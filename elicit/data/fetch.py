@@ -144,25 +144,18 @@ def _cellstr(cell, what: str) -> list[str]:
     return out
 
 
-def _int_matrix(X, what: str) -> np.ndarray:
-    """A dense integer matrix from a MATLAB numeric (dense or sparse) variable."""
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or not np.all(np.isfinite(X)) or np.any(X != np.round(X)) or np.any(X < 0):
-        raise ElicitError(f"{what}: the counts must be a matrix of non-negative integers")
-    return X.astype(np.int64)
-
-
 def _paper_matrix(data: bytes, what: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     mat = _load_mat(data, what)
-    X = _int_matrix(_mat_var(mat, "X_all", what), what)
+    X = _mat_var(mat, "X_all", what)    # dense or sparse
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+    if X.ndim != 2 or not np.all(np.isfinite(X)) or np.any(X != np.round(X)) or np.any(X < 0):
+        raise ElicitError(f"{what}: the counts must be a matrix of non-negative integers")
     y = np.asarray(_mat_var(mat, "Y_all", what), dtype=float).ravel()
     keywords = _cellstr(_mat_var(mat, "keywords", what), what)
     if X.shape != (len(y), len(keywords)) or np.any(y != np.round(y)):
         raise ElicitError(f"{what}: X_all {X.shape}, Y_all ({len(y)}) and keywords "
                           f"({len(keywords)}) do not fit together")
-    return X, y.astype(np.int64), keywords
+    return X.astype(np.int64), y.astype(np.int64), keywords
 
 
 def _paper_bow(src: list[bytes], what: str, extra: dict | None = None) -> bytes:
@@ -314,12 +307,6 @@ def verify(data: bytes, spec: DataFile) -> bool:
         return False
 
 
-def verify_file(path: str | os.PathLike, spec: DataFile) -> bool:
-    """True if the file at ``path`` exists and :func:`verify` accepts it."""
-    p = Path(path)
-    return p.is_file() and verify(p.read_bytes(), spec)
-
-
 def _as_url(base: str) -> str:
     """A URL from a URL or a local folder (``/srv/mirror`` -> ``file:///srv/mirror``)."""
     base = str(base).strip()
@@ -407,15 +394,12 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
     base = _as_url(upstream) if upstream else GITHUB_RAW
     downloaded: dict[str, bytes] = {}  # once per URL: two files can share a source
 
-    def say(msg: str) -> None:
-        if progress:
-            print(msg, file=sys.stderr, flush=True)
-
+    say = partial(print, file=sys.stderr, flush=True) if progress else (lambda msg: None)
     results = []
     for spec in specs:
         path = data_dir / spec.name
         if path.exists() and not force:
-            if verify_file(path, spec):
+            if path.is_file() and verify(path.read_bytes(), spec):
                 say(f"{spec.name}: present and verified, skipped")
                 results.append(FetchResult(spec.name, path, "present"))
                 continue
@@ -436,7 +420,7 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
             status = "downloaded"
         else:
             content = spec.convert(raw)
-            want = (spec.content_sha256 if spec.gzipped else None) or spec.sha256
+            want = spec.content_sha256 or spec.sha256   # a gzip file's: its content's
             if _sha256(content) != want:
                 raise _mismatch(spec, want, _sha256(content), "the conversion of "
                                 + ", ".join(urls), data_dir)

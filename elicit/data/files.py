@@ -213,8 +213,13 @@ def load_stopwords(path: str | os.PathLike | None = None,
         raise ElicitError(f"the stop list shipped with elicit is missing ({SHIPPED_STOPWORDS}); "
                           "reinstall elicit with its package data")
     shipped = _read_word_list(SHIPPED_STOPWORDS)
-    local = _data_dir_stopwords(data_dir)
-    if local is not None and _read_word_list(local) != shipped:
+    # the data directory's copy, if it has one
+    if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
+        local: Path | None = resolve_data_dir(data_dir) / STOPWORDS_FILE
+    else:
+        local = next((d / STOPWORDS_FILE for d in default_data_dirs()
+                      if (d / STOPWORDS_FILE).is_file()), None)
+    if local is not None and local.is_file() and _read_word_list(local) != shipped:
         raise ElicitError(
             f"the stop list {local} differs from the SMART list shipped with elicit "
             f"({SHIPPED_STOPWORDS}); delete it from the data directory (the shipped copy is used "
@@ -231,15 +236,6 @@ def _read_word_list(p: Path) -> list[str]:
     if not words:
         raise ElicitError(f"stop-word file {p} is empty")
     return words
-
-
-def _data_dir_stopwords(data_dir: str | os.PathLike | None) -> Path | None:
-    """The data directory's copy of the stop list, or None."""
-    if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
-        f = resolve_data_dir(data_dir) / STOPWORDS_FILE
-        return f if f.is_file() else None
-    return next((d / STOPWORDS_FILE for d in default_data_dirs()
-                 if (d / STOPWORDS_FILE).is_file()), None)
 
 
 def load_vocabulary(path: str | os.PathLike, key: str | None = None) -> list[str]:

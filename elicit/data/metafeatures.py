@@ -124,23 +124,15 @@ def unit_rows(U: np.ndarray) -> np.ndarray:
     return U / np.where(norm > 0, norm, 1.0)
 
 
-def ppmi_matrix(counts: np.ndarray) -> np.ndarray:
-    """The symmetric ``p x p`` PPMI matrix of keyword presence (module docstring); 0 for
-    pairs that never co-occur or involve an absent keyword, and on the diagonal."""
-    B = (np.asarray(counts) > 0).astype(float)
-    n = B.shape[0]
-    df = B.sum(axis=0)
-    co = B.T @ B
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pmi = np.log(n * co / np.outer(df, df))
-    M = np.where(np.isfinite(pmi), np.maximum(pmi, 0.0), 0.0)
-    np.fill_diagonal(M, 0.0)
-    return M
-
-
 def ppmi_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
     """Raw PPMI keyword coordinates: top-``dim`` eigenvectors times sqrt(eigenvalue)."""
-    M = ppmi_matrix(counts)
+    B = (np.asarray(counts) > 0).astype(float)
+    df = B.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmi = np.log(B.shape[0] * (B.T @ B) / np.outer(df, df))
+    # 0 for pairs that never co-occur or involve an absent keyword, and on the diagonal
+    M = np.where(np.isfinite(pmi), np.maximum(pmi, 0.0), 0.0)
+    np.fill_diagonal(M, 0.0)
     vals, vecs = np.linalg.eigh(M)  # ascending
     order = np.argsort(vals)[::-1][:dim]
     U = _fix_signs(vecs[:, order]) * np.sqrt(np.clip(vals[order], 0.0, None))

@@ -5,6 +5,7 @@ processes rebuild the data set themselves, once per process.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -46,9 +47,7 @@ class DataSource:
 
     def load(self) -> BowDataset:
         """The bag-of-words data set, loaded once per process (about a second per load)."""
-        if self not in _CACHE:
-            _CACHE[self] = _load(self)
-        return _CACHE[self]
+        return _load(self)
 
     def run(self, seed: int, run: int, standardize: str = "model",
             meta_features: str | os.PathLike = "counts",
@@ -68,9 +67,7 @@ class DataSource:
                 "rating_field": self.rating_field, "min_df": self.min_df}
 
 
-_CACHE: dict[DataSource, BowDataset] = {}
-
-
+@functools.cache
 def _load(src: DataSource) -> BowDataset:
     if src.corpus is None:
         return load_dataset(src.name, src.data_dir)

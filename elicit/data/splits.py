@@ -157,10 +157,7 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
         X_train = (counts[train] - mu) / scale
     X_test = (counts[test] - mu) / scale
     y_mean = float(y[train].mean())
-    if expert.size:
-        X_expert, _, _ = standardise(counts[expert])
-    else:
-        X_expert = np.zeros((0, dataset.p))
+    X_expert = standardise(counts[expert])[0] if expert.size else np.zeros((0, dataset.p))
     if embedded and expert.size < 2:
         raise ElicitError(f"meta-features {meta_features!r} are learned from the reviews outside "
                           f"the model's {n_model}, but {dataset.name} leaves {expert.size}; "

@@ -297,8 +297,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             raise ElicitError(f"coupled is the coupled set of the known-coupling models; "
                               f"model={self.model!r} has none: drop coupled or choose "
                               "model='known-coupling'")
-        if (self.relevant is not None or self.irrelevant is not None) \
-                and not model.relevance:
+        if not model.relevance and (self.relevant is not None or self.irrelevant is not None):
             raise ElicitError(f"relevant/irrelevant feedback needs the relevance model; "
                               f"model={self.model!r} has no relevance classes: add "
                               "model='relevance'")

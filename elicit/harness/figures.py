@@ -6,6 +6,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,21 +18,17 @@ _PYPLOT = threading.Lock()
 
 
 @contextlib.contextmanager
-def _one_at_a_time() -> Iterator[None]:
-    with _PYPLOT:
-        yield
-
-
-def _plt():
+def _pyplot() -> Iterator[Any]:
+    """pyplot, to one caller at a time."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never needs a display
     import matplotlib.pyplot as plt
 
-    return plt
+    with _PYPLOT:
+        yield plt
 
 
-@_one_at_a_time()
 def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title: str = "",
                baselines: Mapping[str, float] | None = None,
                references: Mapping[str, float] | None = None) -> dict[str, dict]:
@@ -39,64 +36,63 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
     ``baselines`` (label -> MSE) as thin grey horizontal lines, ``references`` as bold ones.
     Returns what was drawn: ``"curves"``, label -> (answers, mean, s.e.), and ``"lines"``,
     legend entry -> value."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8.5, 4))
-    lo, hi = np.inf, -np.inf
-    drawn: dict[str, dict] = {"curves": {}, "lines": {}}
-    for strategy, g in df.groupby("strategy", sort=False):
-        label = strategy_label(str(strategy))
-        if label is None:  # baselines and reference lines: horizontal lines, below
-            continue
-        stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
-        se = stats["std"].fillna(0) / np.sqrt(stats["count"])
-        ax.plot(stats.index, stats["mean"], label=label)
-        drawn["curves"][label] = (stats.index.to_numpy(), stats["mean"].to_numpy(),
-                                  se.to_numpy())
-        ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
-        lo = min(lo, float((stats["mean"] - se).min()))
-        hi = max(hi, float((stats["mean"] + se).max()))
-    lines = list((baselines or {}).values()) + list((references or {}).values())
-    # A reference far from the curves (predicting the mean on the synthetic data is ~5x the
-    # model's MSE) would squash them: keep the axis on the curves and the value in the legend.
-    span = hi - lo if np.isfinite(hi - lo) and hi > lo else 1.0
-    keep = [v for v in lines if lo - 2 * span <= v <= hi + 2 * span]
-    off = "" if len(keep) == len(lines) else " (off the axis)"
-    for k, (name, value) in enumerate((baselines or {}).items()):
-        entry = name + ("" if value in keep else off)
-        ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=entry)
-        drawn["lines"][entry] = value
-    for k, (name, value) in enumerate((references or {}).items()):
-        entry = f"{name} {value:.3f}" + ("" if value in keep else off)
-        ax.axhline(value, ls=["--", "-.", ":"][k % 3],
-                   color=["black", "tab:red", "tab:green"][k % 3], lw=1.8, label=entry)
-        drawn["lines"][entry] = value
-    if np.isfinite(lo) and off:
-        shown = [lo, hi] + keep
-        pad = 0.05 * (max(shown) - min(shown) or 1.0)
-        ax.set_ylim(min(shown) - pad, max(shown) + pad)
-    n_runs = df.run.nunique()
-    ax.set_xlabel("number of expert answers")
-    ax.set_ylabel("test MSE")
-    ax.set_title(title or f"mean ± s.e. over {n_runs} runs")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
-    for p in [path] if isinstance(path, (str, Path)) else path:
-        fig.savefig(p, dpi=120)
-    plt.close(fig)
+    with _pyplot() as plt:
+        fig, ax = plt.subplots(figsize=(8.5, 4))
+        lo, hi = np.inf, -np.inf
+        drawn: dict[str, dict] = {"curves": {}, "lines": {}}
+        for strategy, g in df.groupby("strategy", sort=False):
+            label = strategy_label(str(strategy))
+            if label is None:  # baselines and reference lines: horizontal lines, below
+                continue
+            stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
+            se = stats["std"].fillna(0) / np.sqrt(stats["count"])
+            ax.plot(stats.index, stats["mean"], label=label)
+            drawn["curves"][label] = (stats.index.to_numpy(), stats["mean"].to_numpy(),
+                                      se.to_numpy())
+            ax.fill_between(stats.index, stats["mean"] - se, stats["mean"] + se, alpha=0.2)
+            lo = min(lo, float((stats["mean"] - se).min()))
+            hi = max(hi, float((stats["mean"] + se).max()))
+        lines = list((baselines or {}).values()) + list((references or {}).values())
+        # A reference far from the curves (predicting the mean on the synthetic data is ~5x the
+        # model's MSE) would squash them: keep the axis on the curves and the value in the legend.
+        span = hi - lo if np.isfinite(hi - lo) and hi > lo else 1.0
+        keep = [v for v in lines if lo - 2 * span <= v <= hi + 2 * span]
+        off = "" if len(keep) == len(lines) else " (off the axis)"
+        for k, (name, value) in enumerate((baselines or {}).items()):
+            entry = name + ("" if value in keep else off)
+            ax.axhline(value, ls=["--", ":", "-."][k % 3], color="grey", lw=1, label=entry)
+            drawn["lines"][entry] = value
+        for k, (name, value) in enumerate((references or {}).items()):
+            entry = f"{name} {value:.3f}" + ("" if value in keep else off)
+            ax.axhline(value, ls=["--", "-.", ":"][k % 3],
+                       color=["black", "tab:red", "tab:green"][k % 3], lw=1.8, label=entry)
+            drawn["lines"][entry] = value
+        if np.isfinite(lo) and off:
+            shown = [lo, hi] + keep
+            pad = 0.05 * (max(shown) - min(shown) or 1.0)
+            ax.set_ylim(min(shown) - pad, max(shown) + pad)
+        n_runs = df.run.nunique()
+        ax.set_xlabel("number of expert answers")
+        ax.set_ylabel("test MSE")
+        ax.set_title(title or f"mean ± s.e. over {n_runs} runs")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        fig.tight_layout()
+        for p in [path] if isinstance(path, (str, Path)) else path:
+            fig.savefig(p, dpi=120)
+        plt.close(fig)
     return drawn
 
 
-@_one_at_a_time()
 def kernel_panels(panels: Mapping[str, np.ndarray], path: str | Path) -> None:
     """Kernel matrices side by side (same colour scale, 0..1)."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3.2))
-    axes = np.atleast_1d(axes)
-    for ax, (title, K) in zip(axes, panels.items()):
-        im = ax.imshow(K, vmin=0, vmax=1, cmap="viridis")
-        ax.set_title(title, fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.colorbar(im, ax=list(axes), shrink=0.8)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    with _pyplot() as plt:
+        fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3.2))
+        axes = np.atleast_1d(axes)
+        for ax, (title, K) in zip(axes, panels.items()):
+            im = ax.imshow(K, vmin=0, vmax=1, cmap="viridis")
+            ax.set_title(title, fontsize=10)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        fig.colorbar(im, ax=list(axes), shrink=0.8)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+        plt.close(fig)

@@ -92,10 +92,9 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                 func(*t)
                 bar.update()
         else:
-            with contextlib.ExitStack() as stack:
-                # a scope's executor outlives this call; an own one is closed at its end
-                pool = scoped or stack.enter_context(
-                    task_executor(min(jobs, len(todo)), cluster))
+            # a scope's executor outlives this call; an own one is closed at its end
+            with (contextlib.nullcontext(scoped) if scoped
+                  else task_executor(min(jobs, len(todo)), cluster)) as pool:
                 futures = [pool.submit(_metered, func, *t) for t in todo]
                 meter = _METER.get()
                 try:

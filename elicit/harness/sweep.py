@@ -97,10 +97,8 @@ def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
     """The elicitation of one run of a sweep, fitted without feedback: ``problem``'s data
     under ``cfg``'s round settings (the problem's pool size where they name none)."""
     st = cfg.settings
-    hyper = problem.hyper
-    if cfg.threshold_mean is not None:
-        hyper = dataclasses.replace(hyper, threshold_mean=cfg.threshold_mean)
-    hyper = dataclasses.replace(hyper, model=str(st.model))
+    tm = problem.hyper.threshold_mean if cfg.threshold_mean is None else cfg.threshold_mean
+    hyper = dataclasses.replace(problem.hyper, model=str(st.model), threshold_mean=tm)
     check_expert(problem.expert, st.questions)
     if st.pool_size is None:
         st = dataclasses.replace(st, pool_size=problem.pool_size)

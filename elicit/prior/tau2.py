@@ -122,32 +122,36 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         scored, in increasing tau^2."""
     grid = check_grid(grid)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
-    scores: dict[float, float] = {}
-    starts: dict[float, Params] = {}
-    xi = PLACEHOLDER_THRESHOLD_MEAN
 
-    def score(t: float, start: Params | None) -> Params:
+    def score(t: float, start: Params | None) -> tuple[float, Params]:
         data = no_feedback_data(X, y, U, fixed_hyper(t, model, a_sigma=a_sigma,
                                                      b_sigma=b_sigma), coupled, relevance)
         # Params, not the MAPResult: no warm Newton refit, whose Hessian costs d n^2 memory
         fit = eng.fit(data, init=start)
-        at = Params(fit.gamma, xi, t, fit.zeta)
         # xi at its prior mean makes the threshold's prior term exactly 0
-        scores[t] = log_density(theta_of(at, data), data)[0]
-        return at
+        at = Params(fit.gamma, PLACEHOLDER_THRESHOLD_MEAN, t, fit.zeta)
+        return log_density(theta_of(at, data), data)[0], at
 
-    start: Params | None = None
-    t: float | None  # a grid value, then next_grid_value's (None: the choice is final)
+    return _grid_search(grid, score, lambda scores: max(scores, key=lambda t: (scores[t], -t)))
+
+
+def _grid_search(grid: list[float], score: Callable[[float, Any], tuple[float, Any]],
+                 best: Callable[[dict[float, float]], float]) -> tuple[float, dict[float, float]]:
+    """The best tau^2 and the scores of ``grid`` and of what :func:`next_grid_value` adds;
+    ``score(t, warm)`` returns the score and the warm start of t's neighbours (``warm``: the
+    previous grid value's, None first, or that of the edge the value extends)."""
+    scores: dict[float, float] = {}
+    warm: dict[float, Any] = {}     # at the lowest and the highest tau2 scored only
+    state: Any = None
     for t in grid:
-        start = starts[t] = score(t, start)
-    while (t := next_grid_value(list(scores), _ml_best(scores))) is not None:
-        edge = min(scores) if t < min(scores) else max(scores)
-        starts[t] = score(t, starts[edge])
-    return _ml_best(scores), dict(sorted(scores.items()))
-
-
-def _ml_best(scores: dict[float, float]) -> float:
-    return max(scores, key=lambda t: (scores[t], -t))
+        scores[t], state = score(t, state)
+        if t in (grid[0], grid[-1]):
+            warm[t] = state
+    while (t_next := next_grid_value(list(scores), best(scores))) is not None:
+        edge = min(scores) if t_next < min(scores) else max(scores)
+        scores[t_next], warm[t_next] = score(t_next, warm[edge])
+        warm = {e: warm[e] for e in (min(scores), max(scores))}
+    return best(scores), dict(sorted(scores.items()))
 
 
 @single_blas_thread
@@ -187,10 +191,9 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     y = np.asarray(y, dtype=float)
     eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
-    cov = get_model(model).covariance
     if get_model(model).relevance:
         # zeta held at its prior mean (see the docstring): the paper model on X diag(h0)
-        scaled = cast(ScaledCovariance, cov)
+        scaled = cast(ScaledCovariance, get_model(model).covariance)
         classes = check_relevance(relevance, X.shape[1])
         X = X * scaled.scales(classes, ZETA_PRIOR.mean, scaled.signal(classes, U)).h
         model, relevance = PAPER, None
@@ -218,38 +221,17 @@ def cv_search(X: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: int,
                           f"got {folds}")
     rng = rng if rng is not None else np.random.default_rng(0)
     fold_of = rng.permutation(n) % folds
-    # every fold's fit at the lowest and the highest tau2 scored: the warm starts of the
-    # grid's extension
-    edges: list[dict[float, Any]] = [{} for _ in range(folds)]
 
-    def fold_sse(k: int, t: float, init: Any) -> tuple[float, Any]:
-        tr, te = fold_of != k, fold_of == k
-        y_tr = y[tr]
-        mean = float(y_tr.mean())
-        mu, state = fit(tr, y_tr - mean, t, init)
-        return float(np.sum(squared_errors(X[te] @ mu + mean, y[te]))), state
-
-    sse = np.zeros(len(grid))
-    t: float | None  # a grid value, then next_grid_value's (None: the choice is final)
-    for k in range(folds):
-        state: Any = None
-        for g, t in enumerate(grid):
-            s, state = fold_sse(k, t, state)
-            sse[g] += s
-            if g in (0, len(grid) - 1):
-                edges[k][t] = state
-    scores = {t: float(s / n) for t, s in zip(grid, sse)}
-    while (t := next_grid_value(list(scores), _cv_best(scores))) is not None:
-        edge = min(scores) if t < min(scores) else max(scores)
-        total = 0.0
+    def score(t: float, inits: list[Any] | None) -> tuple[float, list[Any]]:
+        # the folds' held-out squared errors summed in fold order; each fold warm-started
+        total, states = 0.0, []
         for k in range(folds):
-            s, edges[k][t] = fold_sse(k, t, edges[k][edge])
-            total += s
-        scores[t] = float(total / n)
-        for k in range(folds):      # keep the fits at the two edges only
-            edges[k] = {e: edges[k][e] for e in (min(scores), max(scores))}
-    return _cv_best(scores), dict(sorted(scores.items()))
+            tr, te = fold_of != k, fold_of == k
+            y_tr = y[tr]
+            mean = float(y_tr.mean())
+            mu, state = fit(tr, y_tr - mean, t, None if inits is None else inits[k])
+            total += float(np.sum(squared_errors(X[te] @ mu + mean, y[te])))
+            states.append(state)
+        return float(total / n), states
 
-
-def _cv_best(scores: dict[float, float]) -> float:
-    return min(scores, key=lambda t: (scores[t], t))
+    return _grid_search(grid, score, lambda scores: min(scores, key=lambda t: (scores[t], t)))
