@@ -101,11 +101,6 @@ class SweepStore:
         """The record at ``path``, or None if there is none."""
         return json.loads(path.read_text()) if path.exists() else None
 
-    @staticmethod
-    def write(path: Path, record: Mapping) -> None:
-        """Write a record atomically (a killed sweep leaves no half record to reuse)."""
-        write_json_atomic(path, record)
-
     def missing(self, paths: Mapping[str, Path],
                 current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:
         """The keys of ``paths`` whose record is missing or, by ``current``, out of date."""

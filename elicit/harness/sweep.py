@@ -34,6 +34,7 @@ from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, strategy_stream
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
+from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
@@ -174,7 +175,7 @@ def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Se
           store: SweepStore) -> None:
     for strategy, r in run_one(make_problem(cfg.settings.seed, run), cfg, run,
                                strategies).items():
-        store.write(store.part_path(cfg.dataset, strategy, run), r)
+        write_json_atomic(store.part_path(cfg.dataset, strategy, run), r)
 
 
 def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,

@@ -28,6 +28,7 @@ from elicit.harness.problem import STREAM_BASELINES, STREAM_TAU2_CV, RunProblem,
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import MSE_COLUMNS
+from elicit.internal.io import write_json_atomic
 from elicit.internal.memo import Memo
 from elicit.internal.threads import single_blas_thread
 from elicit.model.covariance import IRRELEVANT_SCALE
@@ -214,7 +215,7 @@ def _yardstick(cfg: RealDataConfig, run: int, rd, expert):
 
 
 def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:
-    store.write(store.runinfo_path(cfg.name, run), prepare_runinfo(cfg, run))
+    write_json_atomic(store.runinfo_path(cfg.name, run), prepare_runinfo(cfg, run))
 
 
 def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True) -> list[dict]:
@@ -242,7 +243,7 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
                 yard = _yardstick(cfg, r, rd, expert)
                 info["references"]["yardstick"] = yard.mse
                 info["yardstick_tau2"] = yard.tau2
-            store.write(path, info)
+            write_json_atomic(path, info)
         infos.append(info)
     return infos
 

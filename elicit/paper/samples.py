@@ -25,6 +25,7 @@ from elicit.errors import ElicitError
 from elicit.harness.problem import STREAM_SAMPLES, run_stream
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
+from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
@@ -205,7 +206,7 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
                                    stop_level, eng, start=(data, fit), model=model,
                                    coupled=coupled)
-        store.write(store.samples_path(method, run), curve.to_json())
+        write_json_atomic(store.samples_path(method, run), curve.to_json())
 
 
 def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],

@@ -10,6 +10,7 @@ from conftest import REAL_DATA_DIR, needs_data
 
 from elicit.data import load_dataset, prepare_run
 from elicit.errors import ElicitError
+from elicit.internal.io import write_json_atomic
 from elicit.paper.baselines import fit_baselines
 from elicit.paper.table1 import PAPER_LEVELS, format_table1, samples_to_reach, table1_rows
 
@@ -334,7 +335,7 @@ def test_yardstick_of_a_real_run_is_in_its_runinfo(tmp_path):
     old = store.load(path)
     del old["references"]["yardstick"], old["yardstick_tau2"]
     old["initial"] = -1.0                    # a marker: a recomputed record would lose it
-    store.write(path, old)
+    write_json_atomic(path, old)
     info = ensure_runinfo(store, cfg, progress=False)[0]
     assert info["initial"] == -1.0
     assert info["references"]["yardstick"] == pytest.approx(again.mse, rel=1e-9, abs=0)
