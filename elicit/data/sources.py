@@ -17,7 +17,7 @@ import numpy as np
 from elicit.data.corpora import BowDataset, load_corpus, load_dataset
 from elicit.data.files import PAPER_FILES, RAW_FILES, STOPWORDS_FILE, data_file, resolve_data_dir
 from elicit.data.metafeatures import DEFAULT_META_DIM
-from elicit.data.splits import STANDARDIZE_CHOICES, RunData, Standardize, prepare_run
+from elicit.data.splits import RunData, check_standardize, prepare_run
 from elicit.errors import ElicitError
 
 DATASETS: tuple[str, ...] = tuple(PAPER_FILES)
@@ -84,14 +84,6 @@ def _load(src: DataSource) -> BowDataset:
 def split_seed(seed: int, run: int) -> int:
     """The integer seed of run ``run``'s split under the sweep seed ``seed``."""
     return int(np.random.SeedSequence([int(seed), int(run)]).generate_state(1)[0])
-
-
-def check_standardize(standardize: str) -> Standardize:
-    """``standardize`` if it is ``"model"`` or ``"train"``, else an :class:`ElicitError`."""
-    if standardize not in STANDARDIZE_CHOICES:
-        raise ElicitError(f"standardize must be 'model' (statistics of all 1000 model reviews) "
-                          f"or 'train' (of the 100 training reviews), got {standardize!r}")
-    return standardize  # type: ignore[return-value]
 
 
 def file_sha256(path: str | os.PathLike) -> str:

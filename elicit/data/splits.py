@@ -51,6 +51,14 @@ Standardize = Literal["model", "train"]
 STANDARDIZE_CHOICES: tuple[str, ...] = get_args(Standardize)
 
 
+def check_standardize(standardize: str) -> Standardize:
+    """``standardize`` if it is ``"model"`` or ``"train"``, else an :class:`ElicitError`."""
+    if standardize not in STANDARDIZE_CHOICES:
+        raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "
+                          f"'train' (of the training reviews only), got {standardize!r}")
+    return standardize  # type: ignore[return-value]
+
+
 @dataclass
 class RunData:
     """Everything one experimental run needs.
@@ -138,9 +146,7 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
     ElicitError
         If ``standardize`` is unknown, the split impossible or the meta-features unbuildable.
     """
-    if standardize not in STANDARDIZE_CHOICES:
-        raise ElicitError(f"standardize must be 'model' (statistics of all model reviews) or "
-                          f"'train' (of the training reviews only), got {standardize!r}")
+    check_standardize(standardize)
     embedded = isinstance(meta_features, str) and meta_features in EMBEDDINGS
     dim = check_meta_dim(meta_dim) if embedded else None
     rng = np.random.default_rng(seed)

@@ -17,11 +17,11 @@ from typing import Any, ClassVar, Literal
 from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, check_meta_dim, is_builtin
 from elicit.data.sources import (
     DataSource,
-    check_standardize,
     file_sha256,
     paper_source,
     source_from_config,
 )
+from elicit.data.splits import check_standardize
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
 from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import STRATEGIES
