@@ -115,8 +115,11 @@ def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike
                 raise ElicitError(f"{where}: keyword {kw!r} is not in the vocabulary "
                                   f"{vocabulary_path}" + (f" [{vocabulary_key}]"
                                                           if vocabulary_key else ""))
-            row[j] = check_int(c, f"{where}: count of {kw!r} must be a non-negative integer, "
-                                  f"got {c!r}", 0)
+            # inline, not check_int: this loop runs once per count, so no message is built
+            if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+                raise ElicitError(f"{where}: count of {kw!r} must be a non-negative integer, "
+                                  f"got {c!r}")
+            row[j] = c
         rows.append(row)
     if not rows:
         raise ElicitError(f"{records_path} holds no records")

@@ -13,7 +13,8 @@ score(z0 + q t, f)``, ``q = v' A^-1 v``, whose first Newton iterate is the Sherm
 step), *batched Newton* refits of the screen's best (:meth:`UtilityScorer.newton_stage`) and
 *exact refinement* of the best (:meth:`UtilityScorer.refine_best`). The screen alone misjudges
 magnitudes: a surprising answer moves gamma far beyond the quadratic approximation
-(``docs/benchmarks.md``).
+(``docs/benchmarks.md``). Refits begin at the MAP, as the real refit does, not at the
+screen's move (``docs/benchmarks.md``, "A predicted start").
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
 from elicit.harness.sweep import SweepConfig, default_model
-from elicit.internal.checks import check_int
 from elicit.model.simulate import N_FEATURES
 from elicit.model.variants import PAPER
 from elicit.paper.lasso_expert import RULES
@@ -78,7 +77,11 @@ def check_pool(pool: str | None, questions: object) -> str:
 
 
 def _positive_int(value: object, what: str) -> int:
-    return check_int(value, f"{what} must be a positive integer, got {value!r}", 1)
+    # Python ints only (not check_int's NumPy ones): the value is stored as given and written
+    # to config.json, which cannot hold a NumPy integer
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ElicitError(f"{what} must be a positive integer, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

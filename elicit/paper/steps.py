@@ -68,13 +68,20 @@ def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig 
         return None
     real: dict[str, Any] = dict(runs=s.real_runs, rounds=s.rounds, seed=s.seed, jobs=s.jobs,
                                 refine=s.refine, memo=s.memo)
-    # a variant's data set and what it sets beside the common settings
-    data, preset = next(((table[step], extra) for table, extra in (
-        (LITERAL, {"paper": True}), (RECOMMENDED_STEPS, {"recommended": True}),
-        (MIXED_STEPS, {"questions": "both", "pool": "open", "runs": s.mixed_runs,
-                       "rounds": s.mixed_rounds})) if step in table), (step, {}))
-    return RealDataConfig(_kitchen(s) if data == KITCHEN else data,
-                          data_dir=None if data == KITCHEN else s.data_dir, **{**real, **preset})
+    if step in DATASETS:
+        return RealDataConfig(step, data_dir=s.data_dir, **real)
+    if step in LITERAL:
+        return RealDataConfig(LITERAL[step], data_dir=s.data_dir, paper=True, **real)
+    if step in RECOMMENDED_STEPS:
+        return RealDataConfig(RECOMMENDED_STEPS[step], data_dir=s.data_dir, recommended=True,
+                              **real)
+    if step == KITCHEN:
+        return RealDataConfig(_kitchen(s), **real)
+    data = MIXED_STEPS[step]
+    mixed = {**real, "runs": s.mixed_runs, "rounds": s.mixed_rounds}
+    source = _kitchen(s) if data == KITCHEN else data
+    return RealDataConfig(source, questions="both", pool="open",
+                          data_dir=None if data == KITCHEN else s.data_dir, **mixed)
 
 
 def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource

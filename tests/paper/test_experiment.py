@@ -477,7 +477,9 @@ def test_synthetic_config_round_trip_and_checks(tmp_path):
     cfg = SyntheticConfig(runs=3, rounds=7, seed=4, n_train=15, refine=2, model="tied-threshold")
     assert SyntheticConfig.from_json(cfg.to_json(), runs=3) == cfg
     assert cfg.sweep_config().snapshots == (0,)
+    # a NumPy integer would be stored and break config.json (review, 2026-11-29)
     for kw, match in (({"n_train": 0}, "n_train must be a positive integer"),
+                      ({"n_train": np.int64(20)}, "n_train must be a positive integer"),
                       ({"model": "bogus"}, "unknown model 'bogus'"),
                       ({"engine": "bogus"}, "unknown engine 'bogus'"),
                       ({"threshold_mean": -1.0}, "threshold mean must be 'auto' or a positive"),
