@@ -11,7 +11,6 @@ from pathlib import Path
 
 from elicit import __version__
 from elicit.cli.argtypes import (
-    ENGINE_HELP,
     OneLineParser,
     add_check_engine_option,
     add_cluster_option,
@@ -83,7 +82,6 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
 
 def _bench_options(p: argparse.ArgumentParser) -> None:
     from elicit.data import STANDARDIZE_CHOICES
-    from elicit.engines import ENGINES
     from elicit.paper.bench import SIZES
 
     p.add_argument("--size", choices=SIZES, default="amazon",
@@ -91,8 +89,7 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
                         "run 0 of the real-data setup (needs the data directory)")
     p.add_argument("--rounds", type=positive_int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
-    p.add_argument("--refine", type=nonneg_int, default=10)
+    add_engine_options(p, utility=False)
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
     p.add_argument("--data-dir", type=Path, default=None,
