@@ -32,15 +32,6 @@ from elicit.internal.paths import check_output_file, check_output_folder
 # The library is imported where a command needs it: every start loads only what it uses.
 
 
-def _add_model_options(p: argparse.ArgumentParser) -> None:
-    add_engine_options(p)
-    p.add_argument("--stan-file", type=str, default=None,
-                   help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
-    p.add_argument("--threshold-mean", type=threshold_mean, default=None,
-                   help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
-                        "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
-
-
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The ``elicit`` parser; with ``commands``, only those sub-commands get their options
     (:func:`~elicit.cli.argtypes.add_command`)."""
@@ -77,7 +68,12 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_cluster_option(p)
     add_check_engine_option(p)
-    _add_model_options(p)
+    add_engine_options(p)
+    p.add_argument("--stan-file", type=str, default=None,
+                   help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
+    p.add_argument("--threshold-mean", type=threshold_mean, default=None,
+                   help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
+                        "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
 
 
 def _bench_options(p: argparse.ArgumentParser) -> None:
