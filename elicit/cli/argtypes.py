@@ -131,20 +131,20 @@ def names(text: str) -> tuple[str, ...]:
     return out
 
 
-#: The ``--engine`` help, one text for every command.
-ENGINE_HELP = ("MAP engine: auto (default: numpy for the shipped Stan programs; a --stan-file "
-               "on CmdStan if installed, else PyStan), numpy, cmdstan or pystan")
-
-
-def add_engine_options(p: argparse.ArgumentParser) -> None:
-    """``--engine``, ``--utility`` and ``--refine``: how fits and utilities are computed."""
+def add_engine_options(p: argparse.ArgumentParser, utility: bool = True) -> None:
+    """``--engine``, ``--utility`` (if ``utility``) and ``--refine``: how fits and utilities
+    are computed."""
     from elicit.engines import ENGINES
 
-    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
-    p.add_argument("--utility", choices=("fast", "exact"), default="fast",
-                   help="expected information gain: fast (screen every candidate, re-score "
-                        "the best --refine exactly; default) or exact (a refit per "
-                        "candidate, the paper's procedure)")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="MAP engine: auto (default: numpy for the shipped Stan programs; a "
+                        "--stan-file on CmdStan if installed, else PyStan), numpy, cmdstan or "
+                        "pystan")
+    if utility:
+        p.add_argument("--utility", choices=("fast", "exact"), default="fast",
+                       help="expected information gain: fast (screen every candidate, "
+                            "re-score the best --refine exactly; default) or exact (a refit "
+                            "per candidate, the paper's procedure)")
     p.add_argument("--refine", type=nonneg_int, default=10,
                    help="fast utility: how many screened candidates are re-scored exactly "
                         "(default 10)")

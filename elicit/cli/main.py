@@ -11,7 +11,6 @@ from pathlib import Path
 
 from elicit import __version__
 from elicit.cli.argtypes import (
-    ENGINE_HELP,
     OneLineParser,
     add_check_engine_option,
     add_cluster_option,
@@ -31,15 +30,6 @@ from elicit.cli.session import add_session_parsers
 from elicit.internal.paths import check_output_file, check_output_folder
 
 # The library is imported where a command needs it: every start loads only what it uses.
-
-
-def _add_model_options(p: argparse.ArgumentParser) -> None:
-    add_engine_options(p)
-    p.add_argument("--stan-file", type=str, default=None,
-                   help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
-    p.add_argument("--threshold-mean", type=threshold_mean, default=None,
-                   help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
-                        "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -78,12 +68,16 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_cluster_option(p)
     add_check_engine_option(p)
-    _add_model_options(p)
+    add_engine_options(p)
+    p.add_argument("--stan-file", type=str, default=None,
+                   help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
+    p.add_argument("--threshold-mean", type=threshold_mean, default=None,
+                   help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
+                        "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
 
 
 def _bench_options(p: argparse.ArgumentParser) -> None:
     from elicit.data import STANDARDIZE_CHOICES
-    from elicit.engines import ENGINES
     from elicit.paper.bench import SIZES
 
     p.add_argument("--size", choices=SIZES, default="amazon",
@@ -91,8 +85,7 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
                         "run 0 of the real-data setup (needs the data directory)")
     p.add_argument("--rounds", type=positive_int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", choices=ENGINES, default="auto", help=ENGINE_HELP)
-    p.add_argument("--refine", type=nonneg_int, default=10)
+    add_engine_options(p, utility=False)
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
     p.add_argument("--data-dir", type=Path, default=None,

@@ -46,8 +46,7 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
         print("elicit: interrupted", file=sys.stderr)
         return int(getattr(e, "code", INTERRUPTED_STATUS))
     except Exception as e:
-        line = error_line(e)
-        if line is None:
+        if (line := error_line(e)) is None:
             raise
         print(f"elicit: error: {printable(line)}", file=sys.stderr)
         return ERROR_STATUS

@@ -337,8 +337,7 @@ def sweep_table(sweep: Sweep) -> list[str]:
                      f"{fmt(init - ceil.reindex(init.index), sign=True)} | |")
     reference(REFERENCE_LABELS["yardstick"], "yardstick")
     for b in BASELINES:
-        v = sweep.per_run(b)
-        if v is not None:
+        if (v := sweep.per_run(b)) is not None:
             lines.append(f"| {LABELS[b]} (100 training reviews) | {fmt(v)} | {fig5} |")
     for s in sweep.strategies:
         w = sweep.wide(s)
@@ -383,8 +382,7 @@ def sweep_section(sweep: Sweep) -> list[str]:
         f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
         "",
     ]
-    tau = _tau2_summary(sweep)
-    if tau:
+    if tau := _tau2_summary(sweep):
         lines += [tau, ""]
     return lines
 
@@ -457,10 +455,7 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
         zs.append(f"| {m.label} | {it.max_test_z.iloc[0]:.1f} | {im.max_test_z.iloc[0]:.1f} | "
                   f"{it.max_test_z.min():.0f}-{it.max_test_z.max():.0f} | "
                   f"{im.max_test_z.min():.0f}-{im.max_test_z.max():.0f} |")
-        for s in (t, m):
-            line = _tau2_summary(s)
-            if line:
-                taus.append(f"- {s.label}: {line}")
+        taus += [f"- {s.label}: {line}" for s in (t, m) if (line := _tau2_summary(s))]
     if not rows:
         return []
     taus_hdr = " | ".join(f"{s}, tau2 {tau:g}" for s in ("train", "model")

@@ -227,16 +227,10 @@ def write_report(out: Path, wall_s: float | None = None,
         lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit, cpu_total_s,
                           steps_at_once)
     sweeps = find_sweeps(out)
-    lines += _synthetic_section(out)
-    lines += _real_sections(sweeps)
-    lines += literal_section(sweeps)
-    lines += standardisation_section(sweeps)
-    lines += _table1_section(out, sweeps)
-    lines += claims_section(sweeps, out)
-    if sweeps:
-        lines += _differences(sweeps)
-    lines += beyond_section(sweeps, out)
-    lines += mixed_section(sweeps)
+    lines += [*_synthetic_section(out), *_real_sections(sweeps), *literal_section(sweeps),
+              *standardisation_section(sweeps), *_table1_section(out, sweeps),
+              *claims_section(sweeps, out), *(_differences(sweeps) if sweeps else []),
+              *beyond_section(sweeps, out), *mixed_section(sweeps)]
     path = out / "REPORT.md"
     path.write_text("\n".join(lines))
     return path

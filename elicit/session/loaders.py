@@ -36,8 +36,7 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
         feats = [c for c in cols if c != target]
     else:
         feats = list(dict.fromkeys(features))
-        missing = [f for f in feats if f not in cols]
-        if missing:
+        if missing := [f for f in feats if f not in cols]:
             raise ElicitError(f"--features names column(s) {listing(missing, 12)} that are not in "
                               f"{Path(path).name}; its columns are {listing(cols, 12)}")
         if target in feats:
@@ -46,14 +45,12 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     if len(feats) < 2:
         raise ElicitError(f"need at least 2 feature columns besides the target, got "
                           f"{len(feats)}")
-    bad = [c for c in [target, *feats] if not pd.api.types.is_numeric_dtype(df[c])
-           or pd.api.types.is_bool_dtype(df[c])]
-    if bad:
+    if bad := [c for c in [target, *feats] if not pd.api.types.is_numeric_dtype(df[c])
+               or pd.api.types.is_bool_dtype(df[c])]:
         raise ElicitError(f"column(s) {listing(bad, 12)} of {Path(path).name} are not numeric; "
                           "encode them as numbers, or choose the feature columns with "
                           "--features")
-    empty = {c: int(n) for c, n in df[[target, *feats]].isna().sum().items() if n}
-    if empty:
+    if empty := {c: int(n) for c, n in df[[target, *feats]].isna().sum().items() if n}:
         raise ElicitError(f"{Path(path).name} has missing values: "
                           + ", ".join(f"{c!r} ({n} rows)" for c, n in empty.items())
                           + "; fill them or drop those rows first")
@@ -86,8 +83,7 @@ def npz_inputs(path: Path) -> dict:
     with npz:
         keys = set(npz.files)
         ukey = "U" if "U" in keys else "meta_features" if "meta_features" in keys else None
-        missing = [k for k in ("X", "y") if k not in keys]
-        if missing:
+        if missing := [k for k in ("X", "y") if k not in keys]:
             raise ElicitError(f"{path} has no array(s) {', '.join(missing)}; it must hold X "
                               "(n x p), y (n) and optionally U (p x d, or named "
                               f"meta_features); found {', '.join(sorted(keys)) or 'nothing'}")

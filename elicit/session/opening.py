@@ -212,8 +212,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
             raise ElicitError(f"session file {path} was written by a newer elicit (format "
                               f"version {fv}; this elicit reads up to {FORMAT_VERSION}). "
                               "Upgrade elicit to open it; the file was left untouched")
-        missing = [t for t in TABLES if t not in tables]
-        if missing:
+        if missing := [t for t in TABLES if t not in tables]:
             raise ElicitError(f"session file {path} is corrupted or incomplete: missing "
                               f"table(s) {', '.join(missing)}")
         for key in ("feature_names", "settings", "data_hash", "array_hashes"):
@@ -301,8 +300,7 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
     kind_sql, params = (("kind", ()) if version >= 4
                         else (_OLD_KIND_SQL, (old["one"], old["two"])))
     for table, label in (("queries", "query"), ("answers", "answer")):
-        unknown = _first_kind_outside(conn, table, kind_sql, params, list(KINDS))
-        if unknown is not None:
+        if (unknown := _first_kind_outside(conn, table, kind_sql, params, list(KINDS))) is not None:
             raise ElicitError(f"session file {path} holds {label} {unknown[0]} of the kind of "
                               f"question {unknown[1]!r}, which this elicit does not know; "
                               "import the module that registers that kind before opening it "
@@ -327,8 +325,7 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
                                   "untouched (restore it from a backup)")
     asked = parse_questions(questions)
     for table, label in (("answers", "answer"), ("queries", "query")):
-        bad = _first_kind_outside(conn, table, kind_sql, params, list(asked))
-        if bad is not None:
+        if (bad := _first_kind_outside(conn, table, kind_sql, params, list(asked))) is not None:
             raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is one of the "
                               f"{get_kind(bad[1]).label}, but the session asks "
                               f"questions={spell_questions(asked)!r}; it was left untouched "

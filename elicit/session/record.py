@@ -252,7 +252,6 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
     query meanwhile, the query is cancelled (committed) and :class:`AnsweredElsewhere` raised.
     """
     at = now()
-    conflict = None
     with write(conn):
         # Checked inside the write transaction (no other writer can slip in before the insert),
         # backed up by the unique indexes.

@@ -208,8 +208,7 @@ class Session(SessionState):
             while True:
                 self._sync(who, saving=True)
                 record.cancel_answered_pending(self.conn)
-                pend = read_pending(self.conn, self.feature_names, self.uid, who)
-                if pend:
+                if pend := read_pending(self.conn, self.feature_names, self.uid, who):
                     return pend
                 left = len(self.elicitor.open_questions())
                 if before is not None and left >= before:

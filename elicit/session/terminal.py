@@ -151,8 +151,7 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
         _put(out, f"  {name}" if len(q.features) == 1 else f"  {tag}: {name}")
         for snip in s.texts(f)[:2]:
             print(f"       \"{_marked(name, snip, tty)}\"", file=out)  # escaped inside
-        why = snippet_note(s, f)
-        if why:
+        if why := snippet_note(s, f):
             _put(out, f"       ({why})")
     print("  ".join([*answer_keys(q.question_kind), *ACTION_KEYS]), file=out)
 

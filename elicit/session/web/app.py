@@ -153,8 +153,7 @@ class InFlight:
         """Release the request of ``environ`` if it is still counted (once only). The server
         calls this whatever happened: a client that resets the connection makes werkzeug's
         drain raise before it closes the response iterator, and a stop would wait forever."""
-        release = (environ or {}).get(cls.RELEASE_KEY)
-        if release is not None:
+        if (release := (environ or {}).get(cls.RELEASE_KEY)) is not None:
             release()
 
     def close(self) -> None:

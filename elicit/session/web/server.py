@@ -193,8 +193,7 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
     finally:
         if loop.ident is not None:
             server.shutdown()  # no new connections; returns once the loop has stopped
-        busy = inflight.count
-        if busy:
+        if busy := inflight.count:
             _say(f"stopping: waiting for {busy} request{'s' if busy > 1 else ''} in progress "
                  "to finish")
         try:
