@@ -147,8 +147,11 @@ def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
 
 
 def history(session: SessionState) -> pd.DataFrame:
-    """Every answer of every expert, oldest first, undone ones included (a feature question:
-    ``j = -1``, ``feature_j`` empty)."""
+    """Every answer of every expert, oldest first, undone ones included.
+
+    Columns: answer_id, query_id, expert, kind, i, j, feature_i, feature_j, answer, comment,
+    expected_gain, shown_at, answered_at, undone, undone_at (a feature question: ``j = -1``,
+    ``feature_j`` empty)."""
     names = _names_or_blank(session.feature_names)
     df = pd.DataFrame(session.answer_rows(),
                       columns=["answer_id", "query_id", "expert", "kind", "i", "j", "answer",

@@ -211,7 +211,9 @@ class SessionState:
     def _sync(self, expert: str, force: bool = False, wrote: bool = False,
               saving: bool = False) -> None:
         """Refit when the active answers changed, mark the questions ``expert`` answered;
-        refuse a replaced file (``saving``: a write, whose message says nothing was saved)."""
+        refuse a replaced file (``saving``: a write, whose message says nothing was saved).
+        ``PRAGMA data_version`` changes only when *another* connection commits: the usual
+        case is one tiny query."""
         store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
