@@ -177,9 +177,6 @@ class RelevanceScales(FullKernel):
 FULL = FullKernel()
 KNOWN_COUPLING = KnownCoupling()
 RELEVANCE = RelevanceScales()
-#: what the code reads of a covariance that scales the features (callers ``cast`` to it after
-#: :func:`has_scales`)
-ScaledCovariance = RelevanceScales
 
 
 def has_scales(covariance: Covariance) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
-from elicit.model.covariance import ScaledCovariance, has_scales
+from elicit.model.covariance import RelevanceScales, has_scales
 from elicit.model.priors import PAPER_THRESHOLD, ZETA_PRIOR
 
 if TYPE_CHECKING:  # the data of a fit; elicit.model.spec imports this module
@@ -222,7 +222,7 @@ class RelevanceData(StanPart):
             return cls(has_relevance=0, relevance=_array([], int), irrelevant_scale=_array([]),
                        zeta_prior_mean=_array([]), zeta_prior_sd=_array([]),
                        relevance_signal=_array([]), relevance_spread=_array([]))
-        cov = cast(ScaledCovariance, data.model.covariance)
+        cov = cast(RelevanceScales, data.model.covariance)
         # ModelData.__post_init__ makes relevance an array
         return cls(has_relevance=1, relevance=np.asarray(data.relevance).astype(int),
                    irrelevant_scale=_array([cov.irrelevant_scale]),
