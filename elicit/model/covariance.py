@@ -170,8 +170,7 @@ class RelevanceScales(FullKernel):
         # h = sqrt(lambda): h'/h = lambda'/(2 lambda), h''/h = lambda''/(2 lambda) - (h'/h)^2
         dlog_h = np.where(unasked, 0.5 * dl / lam, 0.0)
         d2h = np.where(unasked, 0.5 * d2l / lam - dlog_h**2, 0.0)
-        return Scales(np.sqrt(self.lambdas(classes, float(zeta), signal)), unasked, dlog_h,
-                      d2h)
+        return Scales(np.sqrt(self.lambdas(classes, float(zeta), signal)), unasked, dlog_h, d2h)
 
 
 FULL = FullKernel()

@@ -61,8 +61,7 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     if Us is None:
         M = Z @ Z.T
     else:
-        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr),
-                          shape=Us.shape) @ Z.T
+        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr), shape=Us.shape) @ Z.T
     clip = _clips(h)
     for blk in row_blocks(len(h)):
         Mb = M[blk]

@@ -44,8 +44,7 @@ class MarginalCache:
                       b"" if mask is None else np.packbits(mask).tobytes())
         if data.model.relevance:
             # a relevance model's points have a zeta; relevance is an array
-            key += (h.model, float(cast(float, zeta)),
-                    cast(np.ndarray, data.relevance).tobytes())
+            key += (h.model, float(cast(float, zeta)), cast(np.ndarray, data.relevance).tobytes())
         if data.model.direction:
             # the signs read the relevance classes too (a relevant feature's neighbours)
             key += (h.model, float(cast(float, delta)), data.direction_signs.tobytes())
