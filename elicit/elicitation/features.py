@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import expit
 
 from elicit.elicitation.gains import kl_gauss
-from elicit.model.covariance import IRRELEVANT, RELEVANT, ScaledCovariance, unasked_lambda
+from elicit.model.covariance import IRRELEVANT, RELEVANT, RelevanceScales, unasked_lambda
 from elicit.model.density import feedback_terms, log_density
 from elicit.model.marginal import Marginal
 from elicit.model.newton import projected_step
@@ -49,7 +49,7 @@ class FeatureScorer:
         self.data: ModelData = scorer.data
         self.fit: MAPResult = scorer.fit
         #: the scale lambda of an irrelevant feature (eps)
-        self.eps = float(cast(ScaledCovariance, self.data.model.covariance).irrelevant_scale)
+        self.eps = float(cast(RelevanceScales, self.data.model.covariance).irrelevant_scale)
 
     #: the step in zeta between the points of the zeta-line screen (:meth:`zeta_screen`)
     zeta_step: float = 0.1
@@ -87,7 +87,7 @@ class FeatureScorer:
 
     def _neighbour_steps(self, c: int, zeta: float) -> np.ndarray:
         """(p x p): row k, the change of log h_j of every unjudged j != k when k is answered c."""
-        cov = cast(ScaledCovariance, self.data.model.covariance)
+        cov = cast(RelevanceScales, self.data.model.covariance)
         classes = cast(np.ndarray, self.data.relevance)
         p = self.data.p
         if cov.spread == 0.0:
@@ -133,7 +133,7 @@ class FeatureScorer:
     def _screen_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(p_k, KL if relevant, KL if irrelevant) of every feature at the MAP."""
         own, _, kl = self._changes_at_map
-        cov = cast(ScaledCovariance, self.data.model.covariance)
+        cov = cast(RelevanceScales, self.data.model.covariance)
         prior_logit = cov.logits(cast(float, self.fit.zeta), self.data.relevance_signal)
         p = expit(prior_logit + own[0] - own[1])
         return p, kl[0], kl[1]

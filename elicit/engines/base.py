@@ -53,8 +53,7 @@ class Engine(ABC):
             raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
                               f"{data.hyper.variant!r} variant")
         start = init.params if isinstance(init, MAPResult) else init
-        if start is None:
-            start = data.initial_params()
+        start = data.initial_params() if start is None else start
         k = np.size(start.gamma)
         if k != data.d:
             raise ElicitError(f"the start point has {k} gamma values; the data has "

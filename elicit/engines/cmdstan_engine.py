@@ -52,8 +52,7 @@ def cmdstan_available() -> bool:
 
 
 #: True while this thread (or task) runs one of the engine's optimiser calls
-_IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_fit",
-                                                              default=False)
+_IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_fit", default=False)
 
 
 @functools.cache

@@ -169,8 +169,7 @@ class NumpyEngine(Engine):
         if self.cold_start is None:
             return res
         theta = theta_of(res, data)
-        why = self.cold_start.reason(data, theta, res.log_density, start_value, new_loglik,
-                                     theta0)
+        why = self.cold_start.reason(data, theta, res.log_density, start_value, new_loglik, theta0)
         if why is None:
             return res
         self.cold_starts["tried"] += 1

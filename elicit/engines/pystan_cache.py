@@ -151,8 +151,7 @@ def restore(program_code: str) -> bool:
         _preload_httpstan_libraries()
         httpstan.models.import_services_extension_module(name)
     except Exception as exc:  # an unloadable module: build it afresh  # noqa: BLE001
-        logger.warning("a cached PyStan build did not load (%s); building the program again",
-                       exc)
+        logger.warning("a cached PyStan build did not load (%s); building the program again", exc)
         shutil.rmtree(target, ignore_errors=True)
         return False
     return True

@@ -169,8 +169,7 @@ class PyStanEngine(StanProgramEngine):
             self._models.popitem(last=False)
         return model, order
 
-    def _parameter_order(self, model: Any, data: ModelData,
-                         program: StanProgramFile) -> np.ndarray:
+    def _parameter_order(self, model: Any, data: ModelData, program: StanProgramFile) -> np.ndarray:
         # Unconstrain a point with distinct coordinates: finds where each parameter sits in
         # Stan's vector and checks that every transform is lower=0's u = log(x) (an unbounded
         # zeta: u = x, probed at negative values, which no log of the others reaches).
@@ -189,8 +188,7 @@ class PyStanEngine(StanProgramEngine):
         order = np.array([int(np.argmin(np.abs(want - ui))) for ui in u], dtype=int)
         if (len(u) != len(probe) or sorted(order) != list(range(len(probe)))
                 or not np.allclose(u, want[order], rtol=0, atol=1e-12)):
-            kinds = "each declared <lower=0>" + (" (zeta unbounded)" if not bounded.all()
-                                                 else "")
+            kinds = "each declared <lower=0>" + (" (zeta unbounded)" if not bounded.all() else "")
             raise ElicitError(f"{path}: the pystan engine needs exactly the "
                               f"parameters {names}, {kinds} and nothing else")
         return order

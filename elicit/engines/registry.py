@@ -10,15 +10,15 @@ from elicit.errors import ElicitError
 ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
 
-def get_engine(name: str = "auto", variant: str = "fixed",
+def get_engine(name: str | Engine = "auto", variant: str = "fixed",
                stan_file: str | Path | None = None, check: bool | str = False) -> Engine:
-    """Build an engine by name.
+    """Build an engine by name (an :class:`Engine` is returned as it is).
 
     Parameters
     ----------
     name
-        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"``. ``"auto"``: numpy for the
-        shipped programs, CmdStan (if installed, else PyStan) for a custom ``stan_file``.
+        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"`` (or an engine). ``"auto"``: numpy
+        for the shipped programs, CmdStan (if installed, else PyStan) for a custom ``stan_file``.
     variant
         ``"fixed"`` or ``"learned"`` tau2.
     stan_file
@@ -27,6 +27,8 @@ def get_engine(name: str = "auto", variant: str = "fixed",
         Check every fit against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`):
         ``True`` is ``"higher"``.
     """
+    if isinstance(name, Engine):
+        return name
     if check and stan_file is not None:  # refused before any build
         raise ElicitError("--check-engine compares every fit with the numpy engine, which runs "
                           "only the shipped Stan programs, not a custom --stan-file")

@@ -26,8 +26,7 @@ def choose_tau2(tau2: float | str, grid: list[float], X: np.ndarray, y: np.ndarr
     """tau2 of the model and the grid's scores: given, or chosen on the no-feedback model
     ("ml", "cv"; a known-coupling model's J: the features of ``candidates``)."""
     if tau2 == "ml":
-        coupled = (None if candidates is None
-                   else coupled_features(X.shape[1], candidates))
+        coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
         return ml_tau2(X, y, U, grid, float(a_sigma), float(b_sigma), eng,
                        model=model, coupled=coupled)
     if tau2 == "cv":
@@ -56,8 +55,7 @@ def fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engi
     f = np.array([a.outcome for _, _, a in feedback if a.outcome is not None], dtype=int)
     if len(f) == 0:
         # xi does not enter the model: the placeholder saves resolving "auto"
-        data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates),
-                                relevance)
+        data = no_feedback_data(X, y, U, hyper, coupled_features(X.shape[1], candidates), relevance)
         return data, eng.fit(data), False
     base, fit0 = fit_no_feedback(eng, X, y, U, hyper, candidates)
     data = base.with_feedback(pairs, f)

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from elicit.model import terms
-from elicit.model.covariance import ScaledCovariance, unasked_lambda
+from elicit.model.covariance import RelevanceScales, unasked_lambda
 from elicit.model.density import log_density
 from elicit.model.form import basis_of, data_structure
 from elicit.model.kernel import coupling_matrix, kernel_stack
@@ -61,8 +61,8 @@ class BatchDensity:
         self.learned = data.hyper.variant == "learned"
         self.U2 = data.U * data.U
         self.keep = coupling_matrix(data.kernel_mask)
-        self.relevance: ScaledCovariance | None = (
-            cast(ScaledCovariance, data.model.covariance) if data.model.relevance else None)
+        self.relevance: RelevanceScales | None = (
+            cast(RelevanceScales, data.model.covariance) if data.model.relevance else None)
         self.basis = basis_of(data.X, data_structure(data))
         #: rows evaluated at once: each stacked array of a chunk fits in a core's cache
         #: (:data:`CHUNK_BYTES`); a row's value does not depend on the others in its chunk,

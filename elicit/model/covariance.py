@@ -170,16 +170,12 @@ class RelevanceScales(FullKernel):
         # h = sqrt(lambda): h'/h = lambda'/(2 lambda), h''/h = lambda''/(2 lambda) - (h'/h)^2
         dlog_h = np.where(unasked, 0.5 * dl / lam, 0.0)
         d2h = np.where(unasked, 0.5 * d2l / lam - dlog_h**2, 0.0)
-        return Scales(np.sqrt(self.lambdas(classes, float(zeta), signal)), unasked, dlog_h,
-                      d2h)
+        return Scales(np.sqrt(self.lambdas(classes, float(zeta), signal)), unasked, dlog_h, d2h)
 
 
 FULL = FullKernel()
 KNOWN_COUPLING = KnownCoupling()
 RELEVANCE = RelevanceScales()
-#: what the code reads of a covariance that scales the features (callers ``cast`` to it after
-#: :func:`has_scales`)
-ScaledCovariance = RelevanceScales
 
 
 def has_scales(covariance: Covariance) -> bool:

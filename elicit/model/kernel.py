@@ -61,8 +61,7 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     if Us is None:
         M = Z @ Z.T
     else:
-        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr),
-                          shape=Us.shape) @ Z.T
+        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr), shape=Us.shape) @ Z.T
     clip = _clips(h)
     for blk in row_blocks(len(h)):
         Mb = M[blk]
@@ -143,8 +142,7 @@ def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None = No
                  U2: np.ndarray | None = None) -> np.ndarray:
     """:func:`kernel` for each row of ``gammas`` (C, d) at once, (C, p, p); ``keep``:
     :func:`coupling_matrix` of the coupled set, ``U2``: the squared meta-features if known."""
-    if U2 is None:
-        U2 = U * U
+    U2 = U * U if U2 is None else U2
     C, (p, d) = len(gammas), U.shape
     sq = (U2 @ gammas.T).T                                     # (C, p)
     # -D/2 = cross - sq_i/2 - sq_j/2, built in place: one product for every row

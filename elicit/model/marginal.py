@@ -128,8 +128,7 @@ class Marginal:
                 rows = sparse_rows(self.X_data)
                 self._rows = rows if rows is None or scales is None else rows.scaled(scales.h)
             self.XK = X @ self._K if self._rows is None else self._rows.times(self._K)
-        B = self.tau2 * (self.XK @ X.T if self._rows is None
-                         else self._rows.times(self.XK.T).T)
+        B = self.tau2 * (self.XK @ X.T if self._rows is None else self._rows.times(self.XK.T).T)
         self.B = 0.5 * (B + B.T)
         S = self.B + np.eye(m)
         # S = I + B (eigenvalues >= 1) is well conditioned: S^-1 = L^-T L^-1, half the work

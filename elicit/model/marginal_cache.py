@@ -44,8 +44,7 @@ class MarginalCache:
                       b"" if mask is None else np.packbits(mask).tobytes())
         if data.model.relevance:
             # a relevance model's points have a zeta; relevance is an array
-            key += (h.model, float(cast(float, zeta)),
-                    cast(np.ndarray, data.relevance).tobytes())
+            key += (h.model, float(cast(float, zeta)), cast(np.ndarray, data.relevance).tobytes())
         if data.model.direction:
             # the signs read the relevance classes too (a relevant feature's neighbours)
             key += (h.model, float(cast(float, delta)), data.direction_signs.tobytes())
@@ -60,9 +59,7 @@ class MarginalCache:
     def remember(self, data: ModelData, mg: Marginal, key: tuple | None = None) -> None:
         """Store ``mg`` if it is a marginal of ``data``; ``key``: its :meth:`key` if known."""
         keep = self.entries_for(data)
-        if keep == 0:
-            return
-        if mg.X_data is not data.X or mg.y is not data.y or mg.U is not data.U:
+        if keep == 0 or mg.X_data is not data.X or mg.y is not data.y or mg.U is not data.U:
             return
         mask, mine = data.kernel_mask, mg.coupled
         if not (mask is None and mine is None
@@ -80,8 +77,7 @@ class MarginalCache:
                 return  # a marginal of another prior mean
         elif mg.s is not None:
             return
-        if key is None:
-            key = self.key(data, mg.gamma, mg.tau2, mg.zeta, mg.delta)
+        key = self.key(data, mg.gamma, mg.tau2, mg.zeta, mg.delta) if key is None else key
         self._cache.put(key, mg, pin=(data.X, data.y, data.U), limit=keep)
 
     def lookup(self, data: ModelData, gamma: np.ndarray, tau2: float,
@@ -90,8 +86,7 @@ class MarginalCache:
         """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]) if stored, else None."""
         if self.entries_for(data) == 0:
             return None
-        if key is None:
-            key = self.key(data, gamma, tau2, zeta, delta)
+        key = self.key(data, gamma, tau2, zeta, delta) if key is None else key
         return self._cache.get(key, refresh=True)
 
     def clear(self) -> None:

@@ -156,8 +156,7 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
 
     def model(sub: np.ndarray, s: np.ndarray) -> np.ndarray:
         Fs = problem.feedback(rows[sub], theta[sub] + s, False)[0]
-        return (_dot(g_base[sub], s, single) + 0.5 * _quad(s, H_base[sub], single) + Fs
-                - F0[sub])
+        return (_dot(g_base[sub], s, single) + 0.5 * _quad(s, H_base[sub], single) + Fs - F0[sub])
 
     C = len(theta)
     s = np.zeros_like(theta)

@@ -18,7 +18,7 @@ import numpy as np
 from elicit.errors import ElicitError
 from elicit.internal.cache import frozen
 from elicit.internal.memory import memory_limit
-from elicit.model.covariance import IRRELEVANT, RELEVANT, UNASKED, ScaledCovariance, has_scales
+from elicit.model.covariance import IRRELEVANT, RELEVANT, UNASKED, RelevanceScales, has_scales
 from elicit.model.direction import LOWERS, RAISES, UNJUDGED, delta_prior_sd
 from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
@@ -234,7 +234,7 @@ class ModelData:
         """The relevance model's neighbour signal of the answers (zeros for other models)."""
         cov = self.model.covariance
         # relevance is an array after __post_init__; a covariance with scales has signal
-        sig = (cast(ScaledCovariance, cov).signal(cast(np.ndarray, self.relevance), self.U)
+        sig = (cast(RelevanceScales, cov).signal(cast(np.ndarray, self.relevance), self.U)
                if has_scales(cov) else np.zeros(self.p))
         sig.setflags(write=False)
         return sig

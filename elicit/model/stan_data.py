@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
-from elicit.model.covariance import ScaledCovariance, has_scales
+from elicit.model.covariance import RelevanceScales, has_scales
 from elicit.model.priors import PAPER_THRESHOLD, ZETA_PRIOR
 
 if TYPE_CHECKING:  # the data of a fit; elicit.model.spec imports this module
@@ -20,14 +20,12 @@ if TYPE_CHECKING:  # the data of a fit; elicit.model.spec imports this module
     from elicit.model.variants import ModelVariant
 
 
-def stan_field(stan_type: str, meaning: str, *, flag: bool = False,
-               scalar: bool = False) -> Any:
+def stan_field(stan_type: str, meaning: str, *, flag: bool = False, scalar: bool = False) -> Any:
     """A field of a part: one Stan data name, its declaration in the shipped program and one line
     of meaning. ``flag``: it only switches a part on or off (a program of one's own need not
     declare it); ``scalar``: an array of at most one entry, which a program of one's own may
     declare as a scalar."""
-    return field(metadata={"type": stan_type, "meaning": meaning, "flag": flag,
-                           "scalar": scalar})
+    return field(metadata={"type": stan_type, "meaning": meaning, "flag": flag, "scalar": scalar})
 
 
 def _array(values, dtype=float) -> np.ndarray:
@@ -81,10 +79,8 @@ class RegressionData(StanPart):
     y: np.ndarray = stan_field("vector[N]", "targets")
     X: np.ndarray = stan_field("matrix[N, M]", "inputs")
     FD: np.ndarray = stan_field("matrix[M, d]", "meta-features U, one row per feature")
-    a_sigma: float = stan_field("real<lower=0>",
-                                "inverse-gamma prior of sigma^2: shape (paper: 2)")
-    b_sigma: float = stan_field("real<lower=0>",
-                                "inverse-gamma prior of sigma^2: scale (paper: 7)")
+    a_sigma: float = stan_field("real<lower=0>", "inverse-gamma prior of sigma^2: shape (paper: 2)")
+    b_sigma: float = stan_field("real<lower=0>", "inverse-gamma prior of sigma^2: scale (paper: 7)")
 
     @classmethod
     def of(cls, data: ModelData) -> RegressionData:
@@ -222,7 +218,7 @@ class RelevanceData(StanPart):
             return cls(has_relevance=0, relevance=_array([], int), irrelevant_scale=_array([]),
                        zeta_prior_mean=_array([]), zeta_prior_sd=_array([]),
                        relevance_signal=_array([]), relevance_spread=_array([]))
-        cov = cast(ScaledCovariance, data.model.covariance)
+        cov = cast(RelevanceScales, data.model.covariance)
         # ModelData.__post_init__ makes relevance an array
         return cls(has_relevance=1, relevance=np.asarray(data.relevance).astype(int),
                    irrelevant_scale=_array([cov.irrelevant_scale]),

@@ -315,5 +315,4 @@ def _sparse_rows(X: np.ndarray) -> SparseRows | None:
     if st.density > SPARSE_ROWS_MAX_DENSITY:
         return None
     coo = st.S_cols.tocoo()
-    return SparseRows(sp.csr_matrix((coo.data, (coo.row, st.cols[coo.col])), shape=st.shape),
-                      st.b)
+    return SparseRows(sp.csr_matrix((coo.data, (coo.row, st.cols[coo.col])), shape=st.shape), st.b)

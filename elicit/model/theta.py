@@ -8,7 +8,7 @@ from typing import cast
 
 import numpy as np
 
-from elicit.model.covariance import ScaledCovariance, Scales
+from elicit.model.covariance import RelevanceScales, Scales
 from elicit.model.spec import ModelData, Params
 
 
@@ -65,7 +65,7 @@ def data_scales(data: ModelData, zeta: float | None) -> Scales | None:
     if zeta is None:
         raise ValueError(f"model {data.hyper.model!r} scales the features by zeta: pass zeta")
     # a relevance model's covariance; relevance is an array after ModelData.__post_init__
-    cov = cast(ScaledCovariance, data.model.covariance)
+    cov = cast(RelevanceScales, data.model.covariance)
     return cov.scales(cast(np.ndarray, data.relevance), zeta, data.relevance_signal)
 
 

@@ -186,8 +186,7 @@ def _check(variant: ModelVariant) -> None:
             and isinstance(getattr(variant.covariance, "uses_coupled_set", None), bool)):
         raise ElicitError(f"model {variant.name!r}: covariance must be a Covariance "
                           "(elicit.model.covariance)")
-    if has_scales(variant.covariance) and not callable(getattr(variant.covariance, "scales",
-                                                                  None)):
+    if has_scales(variant.covariance) and not callable(getattr(variant.covariance, "scales", None)):
         raise ElicitError(f"model {variant.name!r}: a covariance with has_scales needs a "
                           "scales(classes, zeta) method (elicit.model.covariance)")
     if variant.prior_mean is not None and not isinstance(variant.prior_mean, DirectionMean):

@@ -139,7 +139,7 @@ def initial_fit(rd: RunData, tau2: float = PAPER_TAU2, engine: str | Engine = "n
                 model: str = "paper", coupled: np.ndarray | None = None,
                 ) -> tuple[ModelData, MAPResult, float]:
     """The no-feedback model of a run: its data, MAP and test MSE."""
-    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    eng = get_engine(engine, "fixed")
     data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
     fit = eng.fit(data)
     return data, fit, NIGPosterior.from_map(data, fit).mse(rd.X_test, rd.y_test, rd.y_mean)

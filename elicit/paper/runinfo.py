@@ -84,7 +84,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     know" left out), warm from its MAP. The kinds are asked in their scoring order, skipping
     the questions an earlier kind's answers closed, as in an elicitation.
     """
-    eng = engine if isinstance(engine, Engine) else get_engine(engine, problem.hyper.variant)
+    eng = get_engine(engine, problem.hyper.variant)
     kinds = sorted(kinds_of(questions), key=lambda k: k.order)
     if problem.candidates is None and parse_questions(questions) == PAPER_QUESTIONS:
         raise ElicitError("the ceiling needs the problem's candidate pairs")

@@ -100,7 +100,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
     if method == "rnd" and rng is None:
         raise ElicitError("method 'rnd' needs a random generator")
     t0 = time.perf_counter()
-    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    eng = get_engine(engine, "fixed")
     if start is None:
         data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
         fit = eng.fit(data)

@@ -15,7 +15,7 @@ from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.internal.threads import single_blas_thread
-from elicit.model.covariance import ScaledCovariance
+from elicit.model.covariance import RelevanceScales
 from elicit.model.density import log_density
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
@@ -121,7 +121,7 @@ def ml_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         The tau^2 with the largest score (ties: the smaller) and the score of every tau^2
         scored, in increasing tau^2."""
     grid = check_grid(grid)
-    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    eng = get_engine(engine, "fixed")
 
     def score(t: float, start: Params | None) -> tuple[float, Params]:
         data = no_feedback_data(X, y, U, fixed_hyper(t, model, a_sigma=a_sigma,
@@ -189,11 +189,11 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         tau^2 scored, in increasing tau^2."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
-    eng = engine if isinstance(engine, Engine) else get_engine(engine, "fixed")
+    eng = get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
     if get_model(model).relevance:
         # zeta held at its prior mean (see the docstring): the paper model on X diag(h0)
-        scaled = cast(ScaledCovariance, get_model(model).covariance)
+        scaled = cast(RelevanceScales, get_model(model).covariance)
         classes = check_relevance(relevance, X.shape[1])
         X = X * scaled.scales(classes, ZETA_PRIOR.mean, scaled.signal(classes, U)).h
         model, relevance = PAPER, None
