@@ -189,6 +189,7 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         tau^2 scored, in increasing tau^2."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
+    _check_cv(grid, folds, X.shape[0])  # before the engine: a Stan build takes minutes
     eng = get_engine(engine, "fixed")
     coupled = None if candidates is None else coupled_features(X.shape[1], candidates)
     if get_model(model).relevance:
@@ -207,6 +208,14 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
     return cv_search(X, y, grid, folds, rng, fit)
 
 
+def _check_cv(grid: Sequence[float], folds: int, n: int) -> list[float]:
+    checked = check_grid(grid, "the tau2 grid")
+    if not (2 <= folds <= n):
+        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
+                          f"got {folds}")
+    return checked
+
+
 def cv_search(X: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: int,
               rng: np.random.Generator | None,
               fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
@@ -214,11 +223,8 @@ def cv_search(X: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: int,
     """:func:`cv_tau2`'s K-fold CV (``rng`` default ``default_rng(0)``) with ``fit(tr, y_tr, t,
     init)``, which fits on the rows of mask ``tr`` (targets centred) and returns the posterior
     mean and the fold's next warm start (``init``: None first); also the yardstick's."""
-    grid = check_grid(grid, "the tau2 grid")
     n = X.shape[0]
-    if not (2 <= folds <= n):
-        raise ElicitError(f"folds must lie in 2..{n} (the number of training samples), "
-                          f"got {folds}")
+    grid = _check_cv(grid, folds, n)
     rng = rng if rng is not None else np.random.default_rng(0)
     fold_of = rng.permutation(n) % folds
 

@@ -72,3 +72,16 @@ def test_an_optimum_beyond_the_bounds_stops_at_them():
     if best == min(scores):
         assert best == TAU2_BOUNDS[0]
     assert TAU2_BOUNDS[0] <= min(scores) and max(scores) <= TAU2_BOUNDS[1]
+
+
+def test_cv_tau2_checks_grid_and_folds_before_the_engine():
+    """A bad grid or folds is the error reported, also with a bad engine: both are checked
+    before any engine is built (a Stan build takes minutes; found in review, 2026-11-29)."""
+    from elicit.errors import ElicitError
+
+    a = small_arrays()
+    X, y, U = a.X, a.y, a.U
+    with pytest.raises(ElicitError, match="tau2 grid must be a list of positive numbers"):
+        cv_tau2(X, y, U, grid=[], engine="bogus")
+    with pytest.raises(ElicitError, match="folds must lie in 2"):
+        cv_tau2(X, y, U, folds=1, engine="bogus")
