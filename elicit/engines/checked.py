@@ -113,8 +113,8 @@ class CheckedEngine(Engine):
         if same_point(a, b, data):
             return res
         # An engine that stops on looser tolerances than the twin's (CmdStan) may leave a point
-        # a little short of the twin's, farther than same_point's rtol: the twin, started there, says which
-        # maximum the engine's point belongs to.
+        # a little short of the twin's, farther than same_point's rtol: the twin, started there,
+        # says which maximum the engine's point belongs to.
         c = self.twin.fit(data, params_of(a, data))
         if same_point(theta_of(c, data), b, data):
             return res
