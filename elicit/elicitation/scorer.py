@@ -213,9 +213,8 @@ class UtilityScorer:
         """KL(N_after || N_0) of the predictive after the hypothetical refit of ``d2``."""
         return kl_gauss(*Marginal.of_fit(d2, self.refit(d2)).predictive(), self.m0, self.v0)
 
-    def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray,
-                     weight: np.ndarray | None = None, exact: np.ndarray | None = None,
-                     pairs: np.ndarray | None = None, remember: int = 0) -> None:
+    def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray, weight: np.ndarray | None,
+                     exact: np.ndarray, pairs: np.ndarray, remember: int) -> None:
         """Re-score the screen's best candidates by batched Newton refits, within
         :attr:`batch_flops`. With a :class:`BatchRefits` engine these are the engine's own
         refits: a candidate whose two refits converged is marked in ``exact``, and the engine
@@ -227,7 +226,7 @@ class UtilityScorer:
             return
         top = np.argsort(-u)[:m]
         theta = theta_of(self.fit, self.data)
-        if isinstance(self.engine, BatchRefits) and exact is not None and pairs is not None:
+        if isinstance(self.engine, BatchRefits):
             # both answers of every candidate in one stack: rows 0..m-1 f = 0, m..2m-1 f = 1
             run = self.engine.refit_candidates(
                 self.data, np.concatenate([w[top], w[top]]), np.repeat([0.0, 1.0], m),

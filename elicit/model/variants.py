@@ -6,7 +6,7 @@ parts a :class:`ModelVariant` may change, and the :class:`StanProgram` that stat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import dataclass, field, is_dataclass, replace
 from pathlib import Path
 
 from elicit.errors import ElicitError
@@ -138,26 +138,25 @@ RELEVANCE_DIRECTION_MODEL = "relevance-direction"
 
 _SHIPPED = (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "
-                 "couples all features", program=SHIPPED_PROGRAM),
+                 "couples all features"),
     ModelVariant("tied-threshold", "the similarity threshold is set by the meta-features' "
                  f"distance scale: xi ~ N+(m, {TIED_THRESHOLD_SD:g} m), so answers move gamma",
-                 xi_prior=ThresholdPrior(TIED_THRESHOLD_SD), program=SHIPPED_PROGRAM),
+                 xi_prior=ThresholdPrior(TIED_THRESHOLD_SD)),
     ModelVariant("known-coupling", "only features the expert can judge (those in the candidate "
                  "pairs) are coupled: K = blockdiag(K_gamma on them, I)",
-                 covariance=KNOWN_COUPLING, program=SHIPPED_PROGRAM),
+                 covariance=KNOWN_COUPLING),
     ModelVariant("known-coupling-tied", "both: a tied threshold and coupling only among the "
                  "features the expert can judge", xi_prior=ThresholdPrior(TIED_THRESHOLD_SD),
-                 covariance=KNOWN_COUPLING, program=SHIPPED_PROGRAM),
+                 covariance=KNOWN_COUPLING),
     ModelVariant(RELEVANCE_MODEL, "features the expert called relevant keep the prior scale 1, "
                  f"irrelevant ones {RELEVANCE.irrelevant_scale:g}, the others a scale learned "
                  "from the data (zeta: the share of relevant features among them)",
-                 covariance=RELEVANCE, program=SHIPPED_PROGRAM),
+                 covariance=RELEVANCE),
     ModelVariant(DIRECTION_MODEL, "the paper's model with the prior mean delta s of beta: "
                  "s the expert's direction answers (+1 raises, -1 lowers), delta >= 0 learned",
-                 prior_mean=DIRECTION, program=SHIPPED_PROGRAM),
+                 prior_mean=DIRECTION),
     ModelVariant(RELEVANCE_DIRECTION_MODEL, "the relevance model with the prior mean delta s "
-                 "of the direction answers", covariance=RELEVANCE, prior_mean=DIRECTION,
-                 program=SHIPPED_PROGRAM),
+                 "of the direction answers", covariance=RELEVANCE, prior_mean=DIRECTION),
 )
 #: the registered model variants by name (a read-only mapping; add with :func:`register_model`)
 MODELS: Registry[ModelVariant] = Registry("model", " (`elicit models` describes them)")
@@ -242,4 +241,4 @@ get_model = MODELS.lookup
 
 
 for _m in _SHIPPED:
-    register_model(_m)
+    register_model(replace(_m, program=SHIPPED_PROGRAM))
