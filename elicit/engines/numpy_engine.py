@@ -102,10 +102,10 @@ class NumpyEngine(Engine):
                                     new_answers_loglik(data, theta0, start_value, prev))
         return self._lbfgs(theta0, data, lb)
 
-    def newton_settings(self, data: ModelData, tol: float | None = None) -> NewtonSettings:
-        """The settings of a warm refit of ``data`` to ``tol`` (default :attr:`gtol`); no final
-        step: fit() takes the step the run computed at its last point (WarmRefit.result)."""
-        return NewtonSettings(tol=self.gtol if tol is None else tol, max_iter=self.max_newton,
+    def newton_settings(self, data: ModelData, tol: float) -> NewtonSettings:
+        """The settings of a warm refit of ``data`` to ``tol``; no final step: fit() takes the
+        step the run computed at its last point (WarmRefit.result)."""
+        return NewtonSettings(tol=tol, max_iter=self.max_newton,
                               final_step=False,
                               local_model=uses_local_model(data, self.local_model),
                               secant=True)
@@ -139,8 +139,7 @@ class NumpyEngine(Engine):
     def finish(self, run: WarmRefit) -> MAPResult:
         """A hypothetical refit: the run to its end (L-BFGS-B if it fails), unchecked; remembered
         for :meth:`fit`, which adds the last Newton step and the :attr:`cold_start` check."""
-        while run.status == "running":
-            run.step()
+        run.advance()
         if run.status == "converged":
             entry = _Remembered(run.start_value, run.result(), run=run)
         else:
@@ -155,8 +154,7 @@ class NumpyEngine(Engine):
         if entry.final is None:
             run = cast(WarmRefit, entry.run)
             run.tighten(self.gtol)
-            while run.status == "running":
-                run.step()
+            run.advance()
             entry.final = (run.result(final=True) if run.status == "converged"
                            else self._lbfgs(run.theta_start, run.data, run.lb))
             entry.run = None
@@ -229,8 +227,7 @@ class NumpyEngine(Engine):
         z = res.x
         theta = np.maximum(z * scale, lb)
         run = self.newton_run(data, theta, hessian_base(theta, data))
-        while run.status == "running":
-            run.step()
+        run.advance()
         if run.status == "converged":
             # after the last Newton step, evaluated: the reported log density is the point's
             out = run.result(final=True)
@@ -278,7 +275,7 @@ class WarmRefit:
     one. ``status`` is ``"running"``, ``"converged"`` or ``"failed"``."""
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
-                 hess_base: np.ndarray, tol: float | None = None) -> None:
+                 hess_base: np.ndarray, tol: float) -> None:
         self.engine, self.data = engine, data
         self.lb = data.layout.lower_bounds()
         self.theta_start = theta
@@ -302,9 +299,9 @@ class WarmRefit:
     def it(self) -> int:
         return self._run.it
 
-    def step(self) -> None:
-        """One Newton iteration."""
-        self._run.step()
+    def advance(self, until: int | None = None) -> None:
+        """Newton iterations up to iteration ``until`` (default: until the run stops)."""
+        self._run.advance(until)
 
     def tighten(self, tol: float) -> None:
         """Go on to the decrement ``tol`` from where the run stopped."""

@@ -366,7 +366,7 @@ def test_the_first_newton_steps_are_the_warm_refits_first_iterates():
         for c in (1, 0):
             d2 = scorer.with_class(k, c)
             run = engine.newton_run(d2, theta, scorer.scorer.hessian)
-            run.step()
+            run.advance(1)
             kl[c] = kl_gauss(*Marginal.at(run.theta, d2).predictive(), scorer.scorer.m0,
                              scorer.scorer.v0)
         np.testing.assert_allclose(scorer.model_step_one(k, p), p * kl[1] + (1 - p) * kl[0],
