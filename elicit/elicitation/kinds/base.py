@@ -311,19 +311,22 @@ _GROUPS: dict[str, tuple[str, ...]] = {}
 _NAMES: dict[str, str] = {}
 
 
-def agreed(values: np.ndarray, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
-           value: Callable[[Answer], int], disagree: int | None) -> np.ndarray:
-    """``values`` where the answers about a feature agree on its ``value``, else ``disagree``."""
+def agreed(data: ModelData, name: str, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
+           value: Callable[[Answer], int], disagree: int | None) -> ModelData:
+    """``data`` with its per-feature ``name`` (``relevance``, ``direction``) where the answers
+    about a feature agree on its ``value``, else ``disagree`` (no answers: ``data`` itself)."""
+    if not rows:
+        return data
     votes: dict[int, set[int]] = {}
     for (k, _), a in zip(rows, answers):
         votes.setdefault(int(k), set()).add(value(a))
-    out = np.array(values)
+    out = np.array(getattr(data, name))
     for k, v in votes.items():
         if len(v) == 1:
             out[k] = v.pop()
         elif disagree is not None:
             out[k] = disagree
-    return out
+    return getattr(data, f"with_{name}")(out)
 
 
 def register_kind(kind: K) -> K:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy.special import ndtr
@@ -186,10 +186,7 @@ class DirectionKind(QuestionKind):
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
-        if not rows:
-            return data
-        return data.with_direction(agreed(cast(np.ndarray, data.direction), rows, answers,
-                                          lambda a: 1 if a.outcome == 1 else -1, 0))
+        return agreed(data, "direction", rows, answers, lambda a: 1 if a.outcome == 1 else -1, 0)
 
     def ask(self, expert: Any, query: Query) -> Answer:
         got = self._method_of(expert)(*query.features)

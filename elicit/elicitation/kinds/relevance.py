@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,10 +48,8 @@ class RelevanceKind(QuestionKind):
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
         """``data`` with the classes the answers agree on (where not: as ``data`` has it)."""
-        if not rows:
-            return data
-        return data.with_relevance(agreed(cast(np.ndarray, data.relevance), rows, answers,
-                                          lambda a: int(a.outcome), None))  # type: ignore[arg-type]
+        return agreed(data, "relevance", rows, answers,
+                      lambda a: int(a.outcome), None)  # type: ignore[arg-type]
 
     def takes(self, utility: Utility) -> bool:
         return isinstance(utility, FeatureUtility)
