@@ -138,11 +138,10 @@ def coupling_matrix(coupled: np.ndarray | None) -> np.ndarray | None:
     return np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
 
 
-def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None = None,
-                 U2: np.ndarray | None = None) -> np.ndarray:
+def kernel_stack(U: np.ndarray, gammas: np.ndarray, keep: np.ndarray | None,
+                 U2: np.ndarray) -> np.ndarray:
     """:func:`kernel` for each row of ``gammas`` (C, d) at once, (C, p, p); ``keep``:
-    :func:`coupling_matrix` of the coupled set, ``U2``: the squared meta-features if known."""
-    U2 = U * U if U2 is None else U2
+    :func:`coupling_matrix` of the coupled set, ``U2``: the squared meta-features ``U * U``."""
     C, (p, d) = len(gammas), U.shape
     sq = (U2 @ gammas.T).T                                     # (C, p)
     # -D/2 = cross - sq_i/2 - sq_j/2, built in place: one product for every row
