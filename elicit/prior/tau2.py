@@ -50,15 +50,14 @@ TAU2_BOUNDS: tuple[float, float] = (1e-6, 1e3)
 TAU2_STEP = float(np.sqrt(10.0))
 
 
-def next_grid_value(values: Sequence[float], best: float,
-                    bounds: tuple[float, float] = TAU2_BOUNDS) -> float | None:
+def next_grid_value(values: Sequence[float], best: float) -> float | None:
     """The grid policy: the tau^2 to score next after ``values`` (``best`` the best of them), half
-    a decade beyond the edge it is on (to three significant digits), within ``bounds``; None
-    when the choice is final."""
+    a decade beyond the edge it is on (to three significant digits), within :data:`TAU2_BOUNDS`;
+    None when the choice is final."""
     lo, hi = min(values), max(values)
-    if best == lo and (t := _half_decade(lo, -1)) >= bounds[0] and t < lo:
+    if best == lo and (t := _half_decade(lo, -1)) >= TAU2_BOUNDS[0] and t < lo:
         return t
-    if best == hi and (t := _half_decade(hi, +1)) <= bounds[1] and t > hi:
+    if best == hi and (t := _half_decade(hi, +1)) <= TAU2_BOUNDS[1] and t > hi:
         return t
     return None
 
