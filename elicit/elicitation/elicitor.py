@@ -26,7 +26,6 @@ from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Ranking, get_strategy, round_pool
 from elicit.elicitation.table import QuestionSet, QuestionTable, check_candidates, n_pairs
-from elicit.elicitation.utility import model_has_relevance
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -35,6 +34,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, validate_regression
+from elicit.model.variants import get_model
 from elicit.prior.setup import fit_no_feedback
 
 __all__ = ["AnsweredQuestion", "Elicitor", "Query"]
@@ -126,7 +126,7 @@ class Elicitor:
         self.target = self.settings.utility_target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             self.settings.engine, hyper.variant, self.settings.stan_file)
-        self._relevance = model_has_relevance(hyper.model)
+        self._relevance = get_model(hyper.model).relevance
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
                                                       self._candidates)
         # base Hessians at the current and the no-feedback MAP, for the next warm refit

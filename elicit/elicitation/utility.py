@@ -44,11 +44,6 @@ if TYPE_CHECKING:
     from elicit.elicitation.scorer import UtilityScorer
 
 
-def model_has_relevance(model: str) -> bool:
-    """Whether the named model has relevance classes (and so can take feature questions)."""
-    return bool(get_model(model).relevance)
-
-
 class ScoringRound:
     """One round's scoring pieces, shared by the kinds it scores."""
 
@@ -58,7 +53,7 @@ class ScoringRound:
     @cached_property
     def relevance(self) -> FeatureScorer | None:
         """The relevance model's pieces; None for a model without relevance classes."""
-        if not model_has_relevance(self.scorer.data.hyper.model):
+        if not self.scorer.data.model.relevance:
             return None
         return FeatureScorer(self.scorer)
 
@@ -184,6 +179,6 @@ class UtilityArgs:
             for _, u in parts:
                 if u.custom_stan_refusal is not None:
                     raise ElicitError(u.custom_stan_refusal)
-            if model_has_relevance(self.model):
+            if get_model(self.model).relevance:
                 raise ElicitError(_RELEVANCE_NOTE)
         return QuestionUtility(tuple(parts))
