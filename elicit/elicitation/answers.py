@@ -50,24 +50,21 @@ class _LabelOracle:
 
     groups: np.ndarray
     beta: np.ndarray | None
-
-    @staticmethod
-    def _known(label) -> bool:
-        """Whether a feature with this label is relevant (and its pairs answerable)."""
-        raise NotImplementedError
+    #: whether each feature is relevant (and its pairs answerable)
+    known: np.ndarray
 
     def answer(self, i: int, j: int) -> Answer:
         p = len(self.groups)
         if not (0 <= i < p and 0 <= j < p):
             raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
         gi, gj = self.groups[i], self.groups[j]
-        if not (self._known(gi) and self._known(gj)):
+        if not (self.known[i] and self.known[j]):
             return Answer.DONT_KNOW
         return Answer.SIMILAR if gi == gj else Answer.DISSIMILAR
 
     def relevance(self, k: int) -> Answer:
         _check_feature(k, len(self.groups))
-        return Answer.RELEVANT if self._known(self.groups[k]) else Answer.IRRELEVANT
+        return Answer.RELEVANT if self.known[k] else Answer.IRRELEVANT
 
     def weight_sign(self, k: int) -> int:
         """The sign of feature ``k``'s true weight (+1, -1, 0), from ``beta``."""
@@ -94,10 +91,7 @@ class GroupOracle(_LabelOracle):
         if self.groups.ndim != 1:
             raise ElicitError("groups must be a 1-D array of one label per feature")
         self.beta = None if beta is None else np.asarray(beta, dtype=float)
-
-    @staticmethod
-    def _known(label) -> bool:
-        return bool(label >= 0)
+        self.known = self.groups >= 0
 
 
 class SignOracle(_LabelOracle):
@@ -115,10 +109,7 @@ class SignOracle(_LabelOracle):
         if self.beta.ndim != 1:
             raise ElicitError("beta must be a 1-D array of one weight per feature")
         self.groups = np.sign(self.beta).astype(int)
-
-    @staticmethod
-    def _known(label) -> bool:
-        return bool(label != 0)
+        self.known = self.groups != 0
 
 
 def _check_feature(k: int, p: int) -> None:
