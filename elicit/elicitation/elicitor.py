@@ -288,17 +288,16 @@ class Elicitor:
         for k in self.kinds:
             data = k.enter(data, *given[k.name])
         self.data = data
+        if not any(given[k.name][0] for k in self.kinds):
+            self.fit, self._hessian = self.initial_fit, self._initial_hessian
+            return self.fit
         if any(k.resets(self.data.hyper.model) and given[k.name][0] for k in self.kinds):
             # the likelihood of y changed: the start's base Hessian does not apply
-            init = dataclasses.replace(self.initial_fit, warm_hessian=None)
-            self.fit = self.engine.fit(self.data, init=init)
-            self._hessian = None
-        elif any(given[k.name][0] for k in self.kinds):
-            self.fit = self.engine.fit(self.data, init=self.initial_fit,
-                                       hessian=self._initial_hessian)
-            self._hessian = None
+            init, H = dataclasses.replace(self.initial_fit, warm_hessian=None), None
         else:
-            self.fit, self._hessian = self.initial_fit, self._initial_hessian
+            init, H = self.initial_fit, self._initial_hessian
+        self.fit = self.engine.fit(self.data, init=init, hessian=H)
+        self._hessian = None
         return self.fit
 
     def set_asked(self, asked: Iterable) -> None:
