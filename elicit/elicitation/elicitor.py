@@ -205,7 +205,7 @@ class Elicitor:
         k = kind_for(*row, among=self.kinds, kind=kind)
         t = int(self.table.locate(k, np.array([row]))[0])
         if t < 0:
-            raise ElicitError(self.table.segments[self.table.segment(k)].missing(row))
+            raise ElicitError(self.table.segments[self.table.kinds.index(k)].missing(row))
         return t
 
     def _entry(self, kind, i, j, answer) -> tuple[QuestionKind, int, tuple[int, int],

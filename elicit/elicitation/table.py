@@ -319,12 +319,9 @@ class QuestionTable:
         return self.per_segment(index, np.empty((len(index), 2), dtype=np.int64),
                                 lambda s, local: self.segments[s].rows(local))
 
-    def segment(self, kind: QuestionKind) -> int:
-        return self.kinds.index(kind)
-
     def locate(self, kind: QuestionKind, rows: np.ndarray) -> np.ndarray:
         """The table index of ``kind``'s questions ``rows``; -1 where there is none."""
-        s = self.segment(kind)
+        s = self.kinds.index(kind)
         local = self.segments[s].locate(rows)
         return np.where(local >= 0, local + self.offsets[s], -1)
 

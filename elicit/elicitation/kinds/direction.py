@@ -131,9 +131,7 @@ class DirectionScorer:
 
 def _pieces(round_: ScoringRound) -> DirectionScorer:
     """The round's one DirectionScorer."""
-    if "_direction" not in round_.__dict__:
-        round_.__dict__["_direction"] = DirectionScorer(round_)
-    return round_.__dict__["_direction"]
+    return round_.__dict__.setdefault("_direction", DirectionScorer(round_))
 
 
 @dataclass(frozen=True)
