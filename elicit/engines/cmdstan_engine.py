@@ -211,7 +211,6 @@ class CmdStanEngine(StanProgramEngine):
         floor[lay.index("xi")] *= data.m
         inits = program.params_to_stan(lay, np.maximum(theta_of(start, data), floor))
         stan_data = program.stan_data(data.to_stan())
-        path = program.path
         model = self._compile(program)
 
         fit, used, details = None, "", []
@@ -237,7 +236,7 @@ class CmdStanEngine(StanProgramEngine):
                 break
             errors.setdefault("line search failed", []).append(algorithm)
         if fit is None:
-            log = _write_log(path.stem, "\n\n".join(details))
+            log = _write_log(program.path.stem, "\n\n".join(details))
             where = (f"CmdStan's output: {log}" if log is not None
                      else "CmdStan's output could not be saved")
             err = EngineError(f"CmdStan optimisation failed: {_attempts(errors)} ({where})")
