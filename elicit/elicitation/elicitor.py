@@ -119,16 +119,14 @@ class Elicitor:
         self.table = QuestionTable([k.segment(p, given) for k in self.kinds])
         n_candidates = n_pairs(p) if given is None else len(given)
         pool_size = self.settings.pool_size
-        self.pool_size = (min(n_candidates, 10 * p, POOL_CAP) if pool_size is None
-                          else pool_size)
+        self.pool_size = (min(n_candidates, 10 * p, POOL_CAP) if pool_size is None else pool_size)
         self._pool_explicit = pool_size is not None
         self.utility, self.refine = self.settings.utility, self.settings.refine
         self.target = self.settings.utility_target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             self.settings.engine, hyper.variant, self.settings.stan_file)
         self._relevance = get_model(hyper.model).relevance
-        self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper,
-                                                      self._candidates)
+        self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper, self._candidates)
         # base Hessians at the current and the no-feedback MAP, for the next warm refit
         self._initial_hessian: np.ndarray | None = None
         self._hessian_age = 0
@@ -180,8 +178,7 @@ class Elicitor:
         for kind in self.kinds:
             masks = [c for k, c in zip(self.kinds, closes) if k is not kind and c is not None]
             closed.append(np.logical_or.reduce(masks) if masks else None)
-        return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)),
-                                   closed)
+        return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)), closed)
 
     def unasked(self) -> np.ndarray:
         """The questions that may still be asked, as rows (:meth:`open_questions`)."""
@@ -331,8 +328,7 @@ class Elicitor:
         # on Amazon) for up to HESSIAN_REUSE rounds, then a fresh one
         reuse = (fit is self.fit and fit.warm_hessian is not None
                  and self._hessian_age < HESSIAN_REUSE)
-        scorer = UtilityScorer(data, fit, self.engine,
-                               hessian=fit.warm_hessian if reuse else None)
+        scorer = UtilityScorer(data, fit, self.engine, hessian=fit.warm_hessian if reuse else None)
         sc = self._utility.score(scorer, questions, self.refine if refine is None else refine,
                                  kinds)
         # the next warm refit from that MAP starts from the round's base Hessian

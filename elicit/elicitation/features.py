@@ -121,8 +121,7 @@ class FeatureScorer:
         Jm = t * (Sx * c1[None, :] + Sv * c2[None, :])
         db = -t * c1 * c2
         scale = 1.0 / (mg.a_star - 1.0)
-        Jv = scale * (db[None, :] * (2.0 - mg.sinv_diag)[:, None]
-                      + mg.b_star * 2.0 * t * Sx * Sv)
+        Jv = scale * (db[None, :] * (2.0 - mg.sinv_diag)[:, None] + mg.b_star * 2.0 * t * Sx * Sv)
         return Jm, Jv, 2.0 * t * mg._r
 
     @cached_property

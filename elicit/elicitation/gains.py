@@ -245,7 +245,6 @@ SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
 _RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
                    "the shipped relevance model's analytic marginal, which a custom Stan file "
                    "does not have; use the shipped programs (no stan_file)")
-RELEVANCE_FAST = register_utility(RelevanceGain("relevance-fast", "predictive",
-                                                _RELEVANCE_NOTE))
+RELEVANCE_FAST = register_utility(RelevanceGain("relevance-fast", "predictive", _RELEVANCE_NOTE))
 RELEVANCE_EXACT = register_utility(RelevanceGain("relevance-exact", "predictive",
                                                  _RELEVANCE_NOTE, every=True))

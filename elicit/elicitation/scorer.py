@@ -259,8 +259,7 @@ class UtilityScorer:
                 for f, row in ((0, j), (1, m + j)):
                     d2 = self.data.with_feedback(np.vstack([self.data.pairs, pairs[c]]),
                                                  np.append(self.data.f, f))
-                    self.engine.remember_candidate(d2, run, row, self._start(d2),
-                                                   self.hessian)
+                    self.engine.remember_candidate(d2, run, row, self._start(d2), self.hessian)
             return
         out = np.zeros(m)
         for f in (0, 1):

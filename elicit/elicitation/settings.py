@@ -106,8 +106,7 @@ class RoundSettings:
                   ) -> RoundSettings:
         """The settings a record holds; a key it lacks: ``legacy``'s, else the default."""
         legacy = legacy or {}
-        kw = {f.name: d.get(f.name, legacy.get(f.name, f.default))
-              for f in dataclasses.fields(cls)}
+        kw = {f.name: d.get(f.name, legacy.get(f.name, f.default)) for f in dataclasses.fields(cls)}
         return cls(**kw)
 
 

@@ -297,8 +297,7 @@ class QuestionTable:
         return self._end
 
     def segment_of(self, index: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.offsets, np.asarray(index, dtype=np.int64),
-                               side="right") - 1
+        return np.searchsorted(self.offsets, np.asarray(index, dtype=np.int64), side="right") - 1
 
     def kind_of(self, index: int) -> QuestionKind:
         return self.segments[int(self.segment_of(np.array([index]))[0])].kind

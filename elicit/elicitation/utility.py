@@ -148,8 +148,7 @@ class UtilityArgs:
                                   f"{target!r}; leave the target out or use utility='fast' "
                                   "or 'exact'")
         else:
-            others = [n for n, u in UTILITIES.items()
-                      if any(k.takes(u) for k in KINDS.values())]
+            others = [n for n, u in UTILITIES.items() if any(k.takes(u) for k in KINDS.values())]
             raise ElicitError(f"utility must be 'fast' or 'exact' (or a registered utility: "
                               f"{', '.join(others)}), got {utility!r}")
         if chosen is not None and not any(k.takes(chosen) for k in kinds):

@@ -334,8 +334,7 @@ def register_kind(kind: K) -> K:
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
-    taken = [n for n in (kind.name, *kind.aliases) if n in _NAMES or n in _GROUPS
-             or n == "all"]
+    taken = [n for n in (kind.name, *kind.aliases) if n in _NAMES or n in _GROUPS or n == "all"]
     if taken:
         raise ElicitError(f"a question kind named {taken[0]!r} is already registered; choose "
                           "another name")
