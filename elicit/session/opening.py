@@ -5,6 +5,7 @@ its meta data, arrays and snippets, and migrating an older format (the file itse
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import sqlite3
@@ -38,7 +39,6 @@ from elicit.session.store import (
     data_hashes,
     hash_array,
     now,
-    npy_load,
     set_durable,
     statements,
     write,
@@ -225,7 +225,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
             if name not in blobs:
                 raise ElicitError(f"session file {path} is corrupted: array {name} is missing")
             try:
-                arrays[name] = npy_load(blobs[name])
+                arrays[name] = np.load(io.BytesIO(blobs[name]), allow_pickle=False)
             except (ValueError, OSError, EOFError) as e:
                 raise ElicitError(f"session file {path} is corrupted: array {name} cannot be "
                                   f"read ({e})") from None
