@@ -106,8 +106,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
     post = NIGPosterior.from_map(data, fit)
     mse = [post.mse(rd.X_test, rd.y_test, rd.y_mean)]
     left = np.ones(len(X_pool), bool)
-    order = (rng.permutation(len(X_pool)) if method == "rnd" and rng is not None
-             else np.arange(0))
+    order = (rng.permutation(len(X_pool)) if method == "rnd" and rng is not None else np.arange(0))
     added: list[int] = []
     gains: list[float] = []
     X, y = data.X, data.y

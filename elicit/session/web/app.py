@@ -369,8 +369,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return Response(k_image["png"], mimetype="image/png", headers={"Cache-Control": "no-cache"})
 
     for endpoint, body, mimetype in (("css", CSS, "text/css"), ("js", JS, "text/javascript")):
-        app.add_url_rule(f"/app.{endpoint}", endpoint,
-                         partial(Response, body, mimetype=mimetype))
+        app.add_url_rule(f"/app.{endpoint}", endpoint, partial(Response, body, mimetype=mimetype))
 
     prepare(default_expert)  # before any request: the first page shows a question at once
     return app
