@@ -66,8 +66,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
              "print the answers of a session", "Print the answers of a session."),
             ("export", _on_a_session(_export_options, cmd_export), "export the learned prior "
              "(.nc/.json) or the history (.csv)", "Export the learned prior or the history.")):
-        add_command(subparsers, name, commands, options, help=help_line,
-                    description=description)
+        add_command(subparsers, name, commands, options, help=help_line, description=description)
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:
@@ -276,8 +275,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     with s:
         pr = s.progress()
         count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
-        asked = count[0] if len(count) == 1 else \
-            f"{pr['questions']} questions ({', '.join(count)})"
+        asked = count[0] if len(count) == 1 else f"{pr['questions']} questions ({', '.join(count)})"
         model = "" if s.questions == PAPER_QUESTIONS else f", model {s.elicitor.hyper.model}"
         # printable: the file name, as the user typed it, may hold control characters
         print(f"created {printable(args.out)}: {len(s.feature_names)} features, {asked}, "

@@ -31,8 +31,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
             if index_col is not None:
                 df = df.set_index(df.columns[index_col])
         else:
-            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",",
-                             index_col=index_col)
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", index_col=index_col)
     except ImportError:
         raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
                           "install it (pip install pyarrow) or save the table as CSV"
@@ -57,8 +56,7 @@ def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> Non
     for k, name in enumerate(header):
         if not name.strip() and k != index_col:
             # a table saved by pandas with its row index has an unnamed first column
-            hint = " (a table saved with its row index? save it with index=False)" if k == 0 \
-                else ""
+            hint = " (a table saved with its row index? save it with index=False)" if k == 0 else ""
             raise ElicitError(f"{what} file {path.name} has a column without a name (column "
                               f"{k + 1}){hint}; give every column a name in the header line")
         if name in first:

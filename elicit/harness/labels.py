@@ -17,8 +17,7 @@ def strategy_label(name: str) -> str | None:
 
 #: Regression baselines of the real-data figures (no expert; the paper's real-data runs).
 BASELINES: tuple[str, ...] = ("lasso", "ridge", "elasticnet")
-BASELINE_LABELS: dict[str, str] = {"lasso": "LASSO", "ridge": "Ridge",
-                                   "elasticnet": "Elastic net"}
+BASELINE_LABELS: dict[str, str] = {"lasso": "LASSO", "ridge": "Ridge", "elasticnet": "Elastic net"}
 
 #: Reference lines: predicting the training mean (every sweep); on real data the model with
 #: every answer at once (``ceiling``: a reference, not a bound) and the expert's full
@@ -36,8 +35,7 @@ def ceiling_label(n_answers: float) -> str:
 
 
 #: The paper's data sets (Sec. 4.1 and 4.2).
-DATASET_LABELS: dict[str, str] = {"synthetic": "Synthetic data", "amazon": "Amazon",
-                                  "yelp": "Yelp"}
+DATASET_LABELS: dict[str, str] = {"synthetic": "Synthetic data", "amazon": "Amazon", "yelp": "Yelp"}
 
 #: Every label above by name, the paper's strategies' from their objects.
 LABELS: dict[str, str] = {**{s: STRATEGY_REGISTRY[s].label for s in STRATEGIES},

@@ -124,17 +124,13 @@ class ProblemsDir:
         """The folder's name: the ``dataset`` of the sweep's outputs."""
         return Path(self.folder).resolve().name or "problems"
 
-    def sha256(self) -> str:
-        """One SHA-256 of the files' names and contents, in run order (a sweep's
-        ``config.json`` records it: other problems in the folder are other runs)."""
+    def settings(self) -> dict:
+        """The folder and one SHA-256 of its files' names and contents, in run order
+        (:func:`maker_settings`; other problems in the folder are other runs)."""
         h = hashlib.sha256()
         for f in self.files:
             h.update(f"{Path(f).name}\0{file_sha256(f)}\0".encode())
-        return h.hexdigest()
-
-    def settings(self) -> dict:
-        """The folder and its content hash (:func:`maker_settings`)."""
-        return {"problems": str(Path(self.folder).resolve()), "problems_sha256": self.sha256()}
+        return {"problems": str(Path(self.folder).resolve()), "problems_sha256": h.hexdigest()}
 
     def __call__(self, seed: int, run: int) -> RunProblem:
         if not 0 <= run < len(self.files):

@@ -121,8 +121,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
     mixed = parse_questions(st.questions) != PAPER_QUESTIONS
     results = {}
     for strategy in strategies:
-        rng = np.random.default_rng(strategy_stream(st.seed, run,
-                                                    get_strategy(strategy).stream_id))
+        rng = np.random.default_rng(strategy_stream(st.seed, run, get_strategy(strategy).stream_id))
         el.reset()
         mse, gammas, asked, kinds = [mse0], {}, [], []
         zeta = [el.fit.zeta]

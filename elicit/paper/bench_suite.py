@@ -130,8 +130,7 @@ def _real_run(questions: str, s: SuiteSettings, key: str):
     from elicit.paper.real_problem import problem_from_run, run_setup
     from elicit.paper.runinfo import run_cv_tau2
 
-    extra: dict[str, Any] = {"questions": "both", "pool": "open"} if questions == "both" \
-        else {}
+    extra: dict[str, Any] = {"questions": "both", "pool": "open"} if questions == "both" else {}
     cfg = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",
                          refine=s.refine, runs=1, rounds=s.rounds[key], **extra)
     rd, expert, cands = run_setup(cfg, 0)
@@ -188,8 +187,7 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
         run_step(step, out / folder, st, progress=False)
         cpu[folder] = time.process_time() - c
     per_answer = (cpu["R"] - cpu["0"]) / r
-    return {"value": cpu["0"] + per_answer * REPRODUCE_ROUNDS, "rounds": r,
-            "measured_cpu_s": cpu}
+    return {"value": cpu["0"] + per_answer * REPRODUCE_ROUNDS, "rounds": r, "measured_cpu_s": cpu}
 
 
 def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
@@ -310,8 +308,7 @@ def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Ch
 
 
 def _value(v: float, unit: str) -> str:
-    return f"{v:.0f} MB" if unit == "MB" else f"{v:.3g} s" if v < 100 else \
-        f"{v / 60:.1f} min"
+    return f"{v:.0f} MB" if unit == "MB" else f"{v:.3g} s" if v < 100 else f"{v / 60:.1f} min"
 
 
 def format_suite(record: dict, previous: dict | None = None) -> str:

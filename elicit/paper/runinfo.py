@@ -91,8 +91,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     p = problem.X.shape[1]
     data0, fit0 = fit_no_feedback(eng, problem.X, problem.y, problem.U, problem.hyper,
                                   problem.candidates)
-    mse0 = NIGPosterior.from_map(data0, fit0).mse(problem.X_test, problem.y_test,
-                                                  problem.y_offset)
+    mse0 = NIGPosterior.from_map(data0, fit0).mse(problem.X_test, problem.y_test, problem.y_offset)
     data, closed, counts = data0, np.zeros(p, bool), {}
     for kind in kinds:
         segment = kind.segment(p, problem.candidates)
@@ -111,8 +110,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     # the base Hessian of the start belongs to its likelihood of y, which some answers change
     resets = any(k.resets(data.hyper.model) and counts[k.name][0] for k in kinds)
     fit = eng.fit(data, init=dataclasses.replace(fit0, warm_hessian=None) if resets else fit0)
-    mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test,
-                                               problem.y_offset)
+    mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test, problem.y_offset)
     return Ceiling(mse0, mse, counts)
 
 

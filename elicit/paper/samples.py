@@ -61,9 +61,6 @@ class SampleCurve:
     exhausted: bool
     seconds: float
 
-    def to_json(self) -> dict:
-        return asdict(self)
-
     @classmethod
     def from_json(cls, d: dict) -> SampleCurve:
         return cls(d["method"], d["mse"], d["added"], d["gain"], d["stop_level"],
@@ -109,8 +106,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
     post = NIGPosterior.from_map(data, fit)
     mse = [post.mse(rd.X_test, rd.y_test, rd.y_mean)]
     left = np.ones(len(X_pool), bool)
-    order = (rng.permutation(len(X_pool)) if method == "rnd" and rng is not None
-             else np.arange(0))
+    order = (rng.permutation(len(X_pool)) if method == "rnd" and rng is not None else np.arange(0))
     added: list[int] = []
     gains: list[float] = []
     X, y = data.X, data.y
@@ -206,7 +202,7 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
                                    stop_level, eng, start=(data, fit), model=model,
                                    coupled=coupled)
-        write_json_atomic(store.samples_path(method, run), curve.to_json())
+        write_json_atomic(store.samples_path(method, run), asdict(curve))
 
 
 def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],

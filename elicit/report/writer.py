@@ -224,8 +224,7 @@ def write_report(out: Path, wall_s: float | None = None,
     out = Path(out)
     lines = ["# elicit: reproduction report", ""]
     if wall_s is not None:
-        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit, cpu_total_s,
-                          steps_at_once)
+        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit, cpu_total_s, steps_at_once)
     sweeps = find_sweeps(out)
     lines += [*_synthetic_section(out), *_real_sections(sweeps), *literal_section(sweeps),
               *standardisation_section(sweeps), *_table1_section(out, sweeps),

@@ -61,8 +61,7 @@ def to_inferencedata(session: SessionState):
         h = np.ones(p) if fit.scales is None else np.asarray(fit.scales)
         constant.update(relevance_class=snap.relevance.astype(np.int64),
                         p_relevant=snap.p_relevant, prior_scale=h)
-        dims.update(relevance_class=["feature"], p_relevant=["feature"],
-                    prior_scale=["feature"])
+        dims.update(relevance_class=["feature"], p_relevant=["feature"], prior_scale=["feature"])
         described = _RELEVANCE_DESCRIPTIONS
         attrs.update(questions=",".join(session.questions), irrelevant_scale=IRRELEVANT_SCALE)
     idata = az.from_dict(posterior=posterior, constant_data=constant, coords=coords,

@@ -213,11 +213,9 @@ def highlight(keyword: str, text: str) -> list[tuple[str, bool]]:
     return out
 
 
-def keyword_snippets(keywords: Sequence[str], texts: Sequence[str], per_keyword: int = 3,
-                     width: int = 70) -> list[list[str]]:
-    """Up to ``per_keyword`` snippets, from different texts in their order, showing where each
-    keyword (:func:`keyword_pattern`) occurs in ``texts``, with ``width`` characters of context
-    on each side."""
+def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list[str]]:
+    """Up to 3 snippets, from different texts in their order, showing where each keyword
+    (:func:`keyword_pattern`) occurs in ``texts``, with 70 characters of context on each side."""
     # which texts hold each word: a keyword's regex runs only on the texts that can match
     lowered = [t.lower() for t in texts]
     where: dict[str, list[int]] = {}
@@ -239,10 +237,10 @@ def keyword_snippets(keywords: Sequence[str], texts: Sequence[str], per_keyword:
             if m is None:
                 continue
             t = texts[k]
-            a, b = max(0, m.start() - width), min(len(t), m.end() + width)
+            a, b = max(0, m.start() - 70), min(len(t), m.end() + 70)
             snippet = " ".join(t[a:b].split())
             found.append(("…" if a > 0 else "") + snippet + ("…" if b < len(t) else ""))
-            if len(found) == per_keyword:
+            if len(found) == 3:
                 break
         out.append(found)
     return out

@@ -5,6 +5,7 @@ its meta data, arrays and snippets, and migrating an older format (the file itse
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import sqlite3
@@ -38,7 +39,6 @@ from elicit.session.store import (
     data_hashes,
     hash_array,
     now,
-    npy_load,
     set_durable,
     statements,
     write,
@@ -191,8 +191,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
             detail = "; ".join(str(r[0]) for r in check[:3])
             raise ElicitError(f"session file {path} is corrupted ({detail}); it was left "
                               "untouched (restore it from a backup)")
-        tables = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" not in tables:
             raise ElicitError(f"{path} is an SQLite database but not an elicit session (it "
                               "has no meta table); it was left untouched")
@@ -225,7 +224,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
             if name not in blobs:
                 raise ElicitError(f"session file {path} is corrupted: array {name} is missing")
             try:
-                arrays[name] = npy_load(blobs[name])
+                arrays[name] = np.load(io.BytesIO(blobs[name]), allow_pickle=False)
             except (ValueError, OSError, EOFError) as e:
                 raise ElicitError(f"session file {path} is corrupted: array {name} cannot be "
                                   f"read ({e})") from None
@@ -297,8 +296,7 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
     """Refuse a record naming no question or answer of the session, or a kind it does not ask
     (``questions``); a file of format ``version`` < 4 is read as it will be migrated."""
     old = _old_kinds()
-    kind_sql, params = (("kind", ()) if version >= 4
-                        else (_OLD_KIND_SQL, (old["one"], old["two"])))
+    kind_sql, params = (("kind", ()) if version >= 4 else (_OLD_KIND_SQL, (old["one"], old["two"])))
     for table, label in (("queries", "query"), ("answers", "answer")):
         if (unknown := _first_kind_outside(conn, table, kind_sql, params, list(KINDS))) is not None:
             raise ElicitError(f"session file {path} holds {label} {unknown[0]} of the kind of "
@@ -393,11 +391,9 @@ def _check_same_data(path: Path, meta: dict, given: dict[str, Any]) -> None:
     """Refuse to open a session with data that differs from the stored data."""
     labels = {"X": "X", "y": "y", "U": "meta_features"}
     try:
-        full = {k: np.asarray(v, dtype=float) if v is not None else None
-                for k, v in given.items()}
+        full = {k: np.asarray(v, dtype=float) if v is not None else None for k, v in given.items()}
     except (TypeError, ValueError) as e:
-        raise ElicitError(f"the data given to check {path} against is not numeric: {e}"
-                          ) from None
+        raise ElicitError(f"the data given to check {path} against is not numeric: {e}") from None
     if full["y"] is not None and full["y"].ndim == 2 and 1 in full["y"].shape:
         full["y"] = full["y"].reshape(-1)
     for k, arr in full.items():

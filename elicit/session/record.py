@@ -101,8 +101,7 @@ def skipped_questions(conn: sqlite3.Connection, expert: str) -> set[tuple[str, i
 def best_gain(conn: sqlite3.Connection, upto: int) -> float | None:
     """The largest expected gain of the questions up to query ``upto`` (all experts; None
     before any gain): the yardstick of a question's worth."""
-    row = conn.execute("SELECT MAX(expected_gain) FROM queries WHERE id <= ?",
-                       (upto,)).fetchone()
+    row = conn.execute("SELECT MAX(expected_gain) FROM queries WHERE id <= ?", (upto,)).fetchone()
     return None if row[0] is None else float(row[0])
 
 
@@ -215,8 +214,7 @@ def cancel_answered_pending(conn: sqlite3.Connection) -> None:
     if is_read_only(conn) or not conn.execute(_STALE_PENDING + " LIMIT 1").fetchone():
         return  # a read-only session leaves them: its readers never ask
     with write(conn):
-        _cancel(conn, [int(q) for (q,) in conn.execute(_STALE_PENDING)],
-                "pair answered elsewhere")
+        _cancel(conn, [int(q) for (q,) in conn.execute(_STALE_PENDING)], "pair answered elsewhere")
 
 
 def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) -> None:

@@ -81,8 +81,7 @@ class SessionState:
         self.excluded: dict[str, str] = dict(meta.get("excluded_features", {}))
         # The level added back to predictions: the centre Session.create subtracted (format
         # 2) plus the y_offset given by the caller (format 1 stored only the latter).
-        self.y_offset: float = (float(meta.get("y_offset", 0.0))
-                                + float(meta.get("y_centre", 0.0)))
+        self.y_offset: float = (float(meta.get("y_offset", 0.0)) + float(meta.get("y_centre", 0.0)))
         self._x_centre = None if meta.get("x_centre") is None else np.asarray(meta["x_centre"])
         self._x_scale = None if meta.get("x_scale") is None else np.asarray(meta["x_scale"])
         self.X, self.y, self.U = X, y, U
@@ -97,8 +96,7 @@ class SessionState:
             pool = st["pool_size"] if st["pool_size"] is not None else \
                 meta.get("resolved", {}).get("pool_size")
             # the strategy is the session's to use (a file may name one registered later)
-            rs = dataclasses.replace(self.round_settings, model=None, pool_size=pool,
-                                     strategy=None)
+            rs = dataclasses.replace(self.round_settings, model=None, pool_size=pool, strategy=None)
             if isinstance(engine, str):
                 rs = dataclasses.replace(rs, engine=engine)
             elicitor = Elicitor(
@@ -359,8 +357,7 @@ class SessionState:
             self.U, active, feature_names=self.feature_names,
             hyper=self.elicitor.hyper, engine=self.elicitor.engine, **params)
         y_centre = float(self.meta.get("y_centre", 0.0))
-        est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names),
-                self.y - y_centre)
+        est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names), self.y - y_centre)
         p = len(self.feature_names)
         # back from the session's preprocessing to the units its predict takes
         return est.set_units(
@@ -392,8 +389,7 @@ def _p_relevant(el: Elicitor) -> np.ndarray:
     from elicit.elicitation.scorer import UtilityScorer
 
     classes = np.asarray(el.data.relevance)
-    p = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine)).p_relevant(
-        np.arange(el.data.p))
+    p = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine)).p_relevant(np.arange(el.data.p))
     return np.where(classes == 1, 1.0, np.where(classes == 0, 0.0, p))
 
 

@@ -147,10 +147,6 @@ def _npy_bytes(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def npy_load(blob: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(blob), allow_pickle=False)
-
-
 class SessionReplaced(ElicitError):
     """The session file was replaced (``elicit session new --overwrite``) or removed while a
     program had it open: nothing more is written, to the file now there or to the old one."""

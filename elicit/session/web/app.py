@@ -113,20 +113,6 @@ class InFlight:
     #: the WSGI environ key of a counted request's release (see :meth:`release`)
     RELEASE_KEY = "elicit.in_flight.release"
 
-    def _release_once(self) -> Callable[[], None]:
-        done = False
-
-        def release() -> None:
-            nonlocal done
-            with self._cond:
-                if done:
-                    return
-                done = True
-                self._n -= 1
-                self._cond.notify_all()
-
-        return release
-
     def wrap(self, app: Callable) -> Callable:
         """The WSGI application ``app``, counted (until its response is fully sent)."""
         from werkzeug.wsgi import ClosingIterator
@@ -138,7 +124,18 @@ class InFlight:
                                    [("Content-Type", "text/plain; charset=utf-8")])
                     return [b"503: the server is stopping\n"]
                 self._n += 1
-            release = environ[self.RELEASE_KEY] = self._release_once()
+            done = False
+
+            def release() -> None:
+                nonlocal done
+                with self._cond:
+                    if done:
+                        return
+                    done = True
+                    self._n -= 1
+                    self._cond.notify_all()
+
+            environ[self.RELEASE_KEY] = release
             try:
                 result = app(environ, start_response)
             except BaseException:
@@ -372,8 +369,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return Response(k_image["png"], mimetype="image/png", headers={"Cache-Control": "no-cache"})
 
     for endpoint, body, mimetype in (("css", CSS, "text/css"), ("js", JS, "text/javascript")):
-        app.add_url_rule(f"/app.{endpoint}", endpoint,
-                         partial(Response, body, mimetype=mimetype))
+        app.add_url_rule(f"/app.{endpoint}", endpoint, partial(Response, body, mimetype=mimetype))
 
     prepare(default_expert)  # before any request: the first page shows a question at once
     return app
