@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
 from elicit.session.export import history
 from elicit.session.inputs import feature_index
@@ -67,16 +68,19 @@ def plot_gains(session: SessionState, ax=None):
         _, ax = plt.subplots(figsize=(6, 3.5))
     x = np.arange(1, len(h) + 1)
     g = h["expected_gain"].astype(float).to_numpy()
-    colours = {"similar": "tab:green", "dissimilar": "tab:red", "relevant": "tab:blue",
-               "irrelevant": "tab:orange", "dont_know": "tab:gray"}
-    for kind, colour in colours.items():
+    # every defined answer (of any kind) has its colour, "don't know" grey
+    cycle = [c for c in plt.rcParams["axes.prop_cycle"].by_key()["color"] if c != "#7f7f7f"]
+    words = [a for a in Answer if a != DONT_KNOW]
+    colours = {a: cycle[i % len(cycle)] for i, a in enumerate(words)} | {DONT_KNOW: "tab:gray"}
+    for answer, colour in colours.items():
         for undone in (False, True):
-            m = ((h["answer"] == kind) & (h["undone"] == undone)).to_numpy()
+            m = ((h["answer"] == answer) & (h["undone"] == undone)).to_numpy()
             if m.any():
-                ax.scatter(x[m], g[m], label=kind.replace("_", " ") if not undone else None,
+                ax.scatter(x[m], g[m], label=None if undone else answer.label,
                            facecolors="none" if undone else colour, edgecolors=colour)
     if len(h):
         ax.plot(x, g, color="0.6", lw=0.8, zorder=0)
+    if not h["undone"].all():
         ax.legend(fontsize=8)
     ax.set_xlabel("answer number")
     ax.set_ylabel("expected gain")

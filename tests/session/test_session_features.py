@@ -506,3 +506,34 @@ def test_a_question_of_a_kind_the_session_does_not_ask_is_a_damaged_file(tmp_pat
                                           r"'colour', which this elicit does not know; "
                                           r"import the module that registers that kind"):
         Session.open(path, read_only=True)
+
+
+def test_plot_gains_draws_every_answer_of_every_kind(tmp_path):
+    """Bug (2026-11-29): the gains figure coloured a fixed list of answer words, so a direction
+    answer ("raises") was left out of the scatter; and with every answer undone its legend
+    had no entry (a matplotlib warning)."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = new_session(tmp_path / "g.session", questions="all")
+    words = {"relevance": "relevant", "pairs": "similar", "direction": "raises"}
+    kinds = set()
+    while "direction" not in kinds or len(kinds) < 2:
+        q = s.next_query()
+        s.answer(q, words[q.kind])
+        kinds.add(q.kind)
+    s.undo()
+    ax = s.plot_gains()
+    assert sum(len(c.get_offsets()) for c in ax.collections) == len(s.history)
+    plt.close("all")
+    t = new_session(tmp_path / "u.session")
+    t.answer(t.next_query(), "relevant")
+    t.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t.plot_gains()
+    plt.close("all")
