@@ -532,6 +532,9 @@ def test_web_missing_session_file(tmp_path):
     (["realdata", "--out", "x"],
      "elicit realdata: error: one of the arguments --dataset --corpus is required"),
     (["bench", "--size", "huge"], "elicit bench: error: argument --size: invalid choice"),
+    # was a NumPy traceback (found 2026-11-29)
+    (["bench", "--seed", "-1"],
+     "elicit bench: error: argument --seed: expected an integer >= 0, got -1"),
     (["no-such-command"], "elicit: error: argument command: invalid choice"),
 ])
 def test_cli_option_errors_are_one_line(capsys, argv, message):

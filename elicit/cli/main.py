@@ -83,8 +83,11 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", choices=SIZES, default="amazon",
                    help="amazon/synthetic: documented random problems; amazon-real/yelp-real: "
                         "run 0 of the real-data setup (needs the data directory)")
-    p.add_argument("--rounds", type=positive_int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rounds", type=positive_int, default=5,
+                   help="query rounds to time, each scored, answered and refitted; the "
+                        "figures are medians over them (default 5)")
+    p.add_argument("--seed", type=nonneg_int, default=0,
+                   help="seed of the problem and of its rounds' question pools (default 0)")
     add_engine_options(p, utility=False)
     p.add_argument("--no-exact", action="store_true", help="skip the (slow) exact rounds")
     p.add_argument("--json", type=Path, help="also write the full result to this file")
