@@ -36,6 +36,12 @@ def printable(text: object) -> str:
     return "".join(repr(ch)[1:-1] if is_control(ch) else ch for ch in text)
 
 
+def printable_line(text: str) -> str:
+    """``text`` with its control characters escaped, except its leading newlines (ours)."""
+    body = text.lstrip("\n")
+    return "\n" * (len(text) - len(body)) + printable(body)
+
+
 def command_line(*words: object) -> str:
     """A command for the user to type: each word quoted for a POSIX shell where needed, then
     :func:`printable`."""

@@ -17,7 +17,7 @@ import pandas as pd
 
 from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
-from elicit.internal.text import command_line, printable
+from elicit.internal.text import command_line, printable, printable_line
 from elicit.session.loaders import highlight
 from elicit.session.questions import SessionQuery, question_names
 from elicit.session.store import SessionReplaced
@@ -61,16 +61,10 @@ def stop_signals_as_interrupt() -> Iterator[None]:
             signal.signal(getattr(signal, name), h)
 
 
-def _line(text: str) -> str:
-    """``text`` with its control characters escaped, except its leading newlines (ours)."""
-    body = text.lstrip("\n")
-    return "\n" * (len(text) - len(body)) + printable(body)
-
-
 def _put(out: TextIO, *lines: str) -> None:
-    """Print lines holding stored text (see :func:`_line`)."""
+    """Print lines holding stored text (see :func:`printable_line`)."""
     for line in lines:
-        print(_line(line), file=out)
+        print(printable_line(line), file=out)
 
 
 def _marked(keyword: str, snippet: str, tty: bool) -> str:
@@ -219,8 +213,9 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
     except KeyboardInterrupt as e:
         code = e.code if isinstance(e, Interrupted) else 130
         why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
-        said = _line(f"\n{why}: {s.progress(who)['answered']} answers are saved in {s.path}; "
-                     f"resume with `{_resume(s, who)}`")
+        n = s.progress(who)["answered"]
+        said = printable_line(f"\n{why}: {n} answers are saved in {s.path}; "
+                              f"resume with `{_resume(s, who)}`")
         with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
             print(said, file=out, flush=True)
         return code

@@ -131,7 +131,10 @@ class DirectionScorer:
 
 def _pieces(round_: ScoringRound) -> DirectionScorer:
     """The round's one DirectionScorer."""
-    return round_.__dict__.setdefault("_direction", DirectionScorer(round_))
+    # built once a round (setdefault would build a throwaway one on every call)
+    if (sc := round_.__dict__.get("_direction")) is None:
+        sc = round_.__dict__["_direction"] = DirectionScorer(round_)
+    return sc
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import threading
 import time
 
 from elicit.errors import ElicitError
+from elicit.internal.text import printable_line
 from elicit.session.session import Session, SessionReplaced
-from elicit.session.terminal import Interrupted, _line, stop_signals_as_interrupt
+from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
 #: Seconds a connection may stay silent (request line, headers or body) before it is closed.
@@ -163,7 +164,7 @@ def _say(text: str, err: bool = False) -> None:
     """Print as the terminal does (leading newlines kept, the rest escaped), ignoring a
     terminal that has gone away (SIGHUP)."""
     with contextlib.suppress(OSError, ValueError):
-        print(_line(text), file=sys.stderr if err else sys.stdout, flush=True)
+        print(printable_line(text), file=sys.stderr if err else sys.stdout, flush=True)
 
 
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
