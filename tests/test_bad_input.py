@@ -529,6 +529,8 @@ def test_web_missing_session_file(tmp_path):
      "elicit synthetic: error: argument --utility-target: invalid choice: 'kl'"),
     (["realdata", "--dataset", "amazon", "--out", "x", "--tau2", "-1"],
      "elicit realdata: error: argument --tau2: --tau2 must be a positive number or 'cv'"),
+    (["realdata", "--dataset", "amazon", "--out", "x", "--tau2-again", "10,x"],
+     "elicit realdata: error: argument --tau2-again: expected a positive integer, got 'x'"),
     (["realdata", "--out", "x"],
      "elicit realdata: error: one of the arguments --dataset --corpus is required"),
     (["bench", "--size", "huge"], "elicit bench: error: argument --size: invalid choice"),

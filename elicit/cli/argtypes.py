@@ -51,6 +51,11 @@ def port(text: str) -> int:
     return _int(text, "a port number", 0, 65535, "port must be between 0 and 65535")
 
 
+def answer_counts(text: str) -> tuple[int, ...]:
+    """``--tau2-again``: positive integers, comma-separated, or ``none``."""
+    return () if text.strip().lower() == "none" else tuple(map(positive_int, comma_list(text)))
+
+
 def comma_list(text: str) -> tuple[str, ...]:
     """The stripped, non-empty items of a comma-separated ``text``."""
     return tuple(t.strip() for t in text.split(",") if t.strip())

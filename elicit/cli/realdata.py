@@ -17,6 +17,7 @@ from elicit.cli.argtypes import (
     add_engine_options,
     add_meta_options,
     add_sweep_options,
+    answer_counts,
     names,
     positive_int,
     sweep_meta_options,
@@ -62,6 +63,10 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
                    help="'cv' (default): 5-fold CV of the no-feedback model per run over "
                         + ", ".join(f"{t:g}" for t in SWEEP_TAU2_GRID)
                         + f"; or a fixed prior scale (the paper's: {configs.PAPER_TAU2})")
+    p.add_argument("--tau2-again", type=answer_counts, default=None,
+                   help="with --tau2 cv and relevance questions: after how many answers tau2 is "
+                        "chosen again by that CV with the classes answered so far (default "
+                        "10,20,40,80; 'none': at the start only)")
     p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default=None,
                    help="model (default): inputs standardised with all 1000 model reviews' "
                         "statistics; train: with the 100 training reviews' (the paper's)")
@@ -121,8 +126,9 @@ def cmd_realdata(args: argparse.Namespace) -> None:
     source = functools.partial(make_source, args.dataset, args.corpus, data_dir=args.data_dir,
                                text_field=args.text_field, rating_field=args.rating_field,
                                min_df=args.min_df, name=args.name)
-    cfg = RealDataConfig(source, runs=args.runs, tau2=args.tau2, standardize=args.standardize,
-                         paper=args.paper, recommended=args.recommended, pool_size=args.pool_size,
+    cfg = RealDataConfig(source, runs=args.runs, tau2=args.tau2, tau2_again=args.tau2_again,
+                         standardize=args.standardize, paper=args.paper,
+                         recommended=args.recommended, pool_size=args.pool_size,
                          expert_rule=args.expert_rule, expert_nonzero=args.expert_nonzero,
                          meta_features=meta_features, meta_dim=meta_dim, **sweep_options(args))
     res = run_realdata(cfg, args.out, progress=not args.quiet)

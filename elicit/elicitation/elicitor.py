@@ -36,6 +36,7 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, validate_regression
 from elicit.model.variants import get_model
 from elicit.prior.setup import fit_no_feedback
+from elicit.prior.tau2 import check_tau2
 
 __all__ = ["AnsweredQuestion", "Elicitor", "Query"]
 
@@ -130,6 +131,7 @@ class Elicitor:
         # base Hessians at the current and the no-feedback MAP, for the next warm refit
         self._initial_hessian: np.ndarray | None = None
         self._hessian_age = 0
+        self._first: tuple | None = None   # the start's, while set_tau2 replaced its tau2
         self.reset()
 
     @property
@@ -301,8 +303,23 @@ class Elicitor:
         """Mark which questions are not to be offered again, without a refit."""
         self._asked = {self._question_index(q) for q in asked}
 
+    def set_tau2(self, tau2: float) -> MAPResult:
+        """Refit with another fixed tau2 and the same answers; :meth:`reset` restores the first."""
+        if self.hyper.variant != "fixed":
+            raise ElicitError("set_tau2 needs a fixed tau2 (variant 'fixed'): this one learns it")
+        first = self._first = self._first or (self.base, self.initial_fit, self._initial_hessian)
+        self.base = dataclasses.replace(first[0], hyper=dataclasses.replace(
+            self.hyper, tau2=float(check_tau2(tau2, modes=()))))
+        self.initial_fit, self._initial_hessian = self.engine.fit(self.base, init=first[1]), None
+        asked = self._asked
+        self.set_answers([(a.kind, *a) for a in self.history])
+        self._asked = asked
+        return self.fit
+
     def reset(self) -> None:
         """Forget every answer and the non-sequential ranking (back to the no-feedback MAP)."""
+        if self._first:
+            self.base, self.initial_fit, self._initial_hessian = self._first
         self._asked = set()
         self.history = []
         self.data = self.base

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -40,6 +41,15 @@ STREAM_BENCH = 4000
 STREAM_STRATEGY = 7
 
 
+@dataclass(frozen=True)
+class Tau2Again:
+    """tau2 chosen again after ``at`` answers: ``choose(classes, gamma)``, from the relevance
+    classes answered so far and the current MAP's gamma (a sweep's CV; picklable)."""
+
+    at: tuple[int, ...]
+    choose: Callable[[np.ndarray, np.ndarray], float]
+
+
 @dataclass
 class RunProblem:
     """One run's data, meta-features and simulated expert. ``y_offset`` is added to the
@@ -57,6 +67,7 @@ class RunProblem:
     candidates: np.ndarray | None = None
     pool_size: int | None = None
     extra: dict = field(default_factory=dict)
+    tau2_again: Tau2Again | None = None
 
     def __post_init__(self) -> None:
         freeze_fields(self, "X", "y", "U", "X_test", "y_test")

@@ -29,7 +29,7 @@ LEGACY_CONFIG: dict[str, object] = {"meta_features": "counts", "meta_dim": None,
                                      "questions": spell_questions(PAPER_QUESTIONS),
                                      "pool": "paper", "irrelevant": 0, "strategy": None,
                                      "pool_size": None, "stan_file": None,
-                                     "stan_file_sha256": None}
+                                     "stan_file_sha256": None, "tau2_again": []}
 #: Paths that may differ between reruns (the same files can be found elsewhere; a corpus, a
 #: meta-features file, a Stan program or a folder of problems is compared by its content hash).
 PATH_KEYS = ("data_dir", "corpus", "meta_features_file", "problems", "stan_file")

@@ -124,7 +124,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
         rng = np.random.default_rng(strategy_stream(st.seed, run, get_strategy(strategy).stream_id))
         el.reset()
         mse, gammas, asked, kinds = [mse0], {}, [], []
-        zeta = [el.fit.zeta]
+        zeta, tau2 = [el.fit.zeta], [el.hyper.tau2]
         if 0 in cfg.snapshots:
             gammas[0] = el.fit.gamma.tolist()
         for t in range(1, cfg.rounds + 1):
@@ -133,10 +133,14 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             q = el.next_query(strategy, rng)
             a = get_kind(q.kind).ask(problem.expert, q)
             el.answer(q.i, q.j, a, kind=q.kind)
+            if (again := problem.tau2_again) and t in again.at and el.relevance is not None:
+                if (t2 := again.choose(el.relevance, el.fit.gamma)) != el.hyper.tau2:
+                    el.set_tau2(t2)
             asked.append([q.i, q.j, a.value])
             kinds.append(q.kind)
             mse.append(problem.mse(el))
             zeta.append(el.fit.zeta)
+            tau2.append(el.hyper.tau2)
             if t in cfg.snapshots:
                 gammas[t] = el.fit.gamma.tolist()
         record: dict[str, object] = {"mse": mse, "gammas": gammas, "asked": asked,
@@ -145,7 +149,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
         if mixed:
             # zeta is None throughout for a model without relevance classes
             record.update(questions=st.questions, kinds=kinds,
-                          zeta=[float(z) for z in zeta if z is not None] or None)
+                          zeta=[float(z) for z in zeta if z is not None] or None, tau2=tau2)
         results[strategy] = record
     return results
 

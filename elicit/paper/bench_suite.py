@@ -127,8 +127,7 @@ def _random_run(size: str, s: SuiteSettings):
 def _real_run(questions: str, s: SuiteSettings, key: str):
     """Run 0 of the default Amazon set-up with ``questions``, and its sweep settings."""
     from elicit.paper.configs import RealDataConfig
-    from elicit.paper.real_problem import problem_from_run, run_setup
-    from elicit.paper.runinfo import run_cv_tau2
+    from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
 
     extra: dict[str, Any] = {"questions": "both", "pool": "open"} if questions == "both" else {}
     cfg = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",

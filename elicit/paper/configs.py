@@ -29,10 +29,11 @@ from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
 from elicit.harness.sweep import SweepConfig, default_model
+from elicit.internal.checks import check_int
 from elicit.model.simulate import N_FEATURES
-from elicit.model.variants import PAPER
+from elicit.model.variants import PAPER, get_model
 from elicit.paper.lasso_expert import RULES
-from elicit.prior.tau2 import check_tau2
+from elicit.prior.tau2 import TAU2_AGAIN, check_tau2
 
 #: The paper's fixed prior scale on real data (found there by cross-validation).
 PAPER_TAU2 = 0.01
@@ -292,6 +293,9 @@ class RealDataConfig(Recorded, RoundKeywords):
     # Sweeps written before the standardisation was recorded used the training statistics.
     standardize: str | None = setting(None, legacy="train")
     tau2: float | str | None = setting(None)
+    #: None: :data:`~elicit.prior.tau2.TAU2_AGAIN` with tau2 "cv" and relevance classes, else ()
+    tau2_again: tuple[int, ...] | None = setting(
+        None, record=lambda c: {"tau2_again": list(c.tau2_again or ())})
     expert_rule: str = setting("target")
     expert_nonzero: int = setting(40)
     pool: str = setting(None)       # None: by the questions (default_pool)
@@ -336,6 +340,16 @@ class RealDataConfig(Recorded, RoundKeywords):
         std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)
         put("standardize", std)
         put("tau2", tau2)
+        again = self.tau2_again
+        if again is None:
+            again = TAU2_AGAIN if tau2 == "cv" and get_model(model).relevance else ()
+        elif again and (tau2 != "cv" or not get_model(model).relevance):
+            raise ElicitError("tau2_again needs tau2 'cv' and a model with relevance classes "
+                              f"(--questions with relevance); this sweep has tau2 {tau2!r}, "
+                              f"model {model!r}")
+        listed = again if isinstance(again, (tuple, list)) else [again]
+        put("tau2_again", tuple(check_int(t, "tau2_again must hold positive answer counts, got "
+                                             f"{again!r}", 1) for t in listed))
         if self.paper and model != PAPER:
             raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
         _positive_int(self.settings.pool_size, "pool_size")

@@ -9,6 +9,7 @@ reviews, the rest the expert set, on which the simulated expert, a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 
@@ -18,7 +19,7 @@ from elicit.data import RunData
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
-from elicit.harness.problem import RunProblem
+from elicit.harness.problem import STREAM_TAU2_CV, RunProblem, Tau2Again, run_stream
 from elicit.internal.memo import Memo
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
@@ -27,7 +28,7 @@ from elicit.model.variants import get_model
 from elicit.paper.configs import PAPER_TAU2, RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.prior.setup import fixed_hyper, no_feedback_data
-from elicit.prior.tau2 import check_tau2
+from elicit.prior.tau2 import SWEEP_TAU2_GRID, check_tau2, cv_tau2
 
 #: Version of the memoised LASSO expert (:func:`make_expert`): raise it when the fit changes.
 EXPERT_MEMO_VERSION = 1
@@ -87,6 +88,24 @@ def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
     return float(check_tau2(tau2, modes=()))
 
 
+def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData, cands: np.ndarray | None,
+                relevance: np.ndarray | None = None, gamma: np.ndarray | None = None,
+                ) -> tuple[float, dict[float, float]]:
+    """The CV choice of tau^2 of run ``run`` (of ``run_setup``) and every CV error; chosen again
+    (:class:`~elicit.harness.problem.Tau2Again`): with the relevance classes answered so far
+    and the current MAP's ``gamma``."""
+    return cv_tau2(rd.X_train, rd.y_train, rd.U, SWEEP_TAU2_GRID,
+                   rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
+                   model=str(cfg.settings.model),
+                   candidates=cands if cands is not None and len(cands) else None,
+                   relevance=relevance, gamma=gamma)
+
+
+def _tau2_again(cfg: RealDataConfig, run: int, rd: RunData, relevance: np.ndarray,
+                gamma: np.ndarray) -> float:
+    return run_cv_tau2(cfg, run, rd, None, relevance, gamma)[0]
+
+
 def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | None = None,
                      expert: LassoExpert | None = None) -> RunProblem:
     """:func:`realdata_problem` of run ``run`` prepared as ``rd`` (``expert`` if fitted)."""
@@ -103,7 +122,9 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
         candidates=cands, pool_size=cfg.settings.pool_size,
         extra={"expert": expert.summary(), "split_seed": rd.seed, "tau2": tau2,
                "standardize": rd.standardize, "meta_features": rd.meta_features,
-               "meta_dim": rd.meta_dim})
+               "meta_dim": rd.meta_dim},
+        tau2_again=Tau2Again(cfg.tau2_again, functools.partial(_tau2_again, cfg, run, rd))
+        if cfg.tau2_again else None)
 
 
 def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -> RunProblem:

@@ -36,9 +36,15 @@ from elicit.model.posterior import NIGPosterior, mean_squared_error
 from elicit.paper.baselines import SIGN_COUPLING, expert_yardstick, fit_baselines
 from elicit.paper.configs import RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
-from elicit.paper.real_problem import initial_fit, problem_from_run, run_expert, run_setup
+from elicit.paper.real_problem import (
+    initial_fit,
+    problem_from_run,
+    run_cv_tau2,
+    run_expert,
+    run_setup,
+)
 from elicit.prior.setup import fit_no_feedback
-from elicit.prior.tau2 import SWEEP_TAU2_GRID, cv_tau2
+from elicit.prior.tau2 import SWEEP_TAU2_GRID
 
 #: The runinfo records' layout; an older record is recomputed.
 RUNINFO_VERSION = 2
@@ -110,17 +116,14 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     # the base Hessian of the start belongs to its likelihood of y, which some answers change
     resets = any(k.resets(data.hyper.model) and counts[k.name][0] for k in kinds)
     fit = eng.fit(data, init=dataclasses.replace(fit0, warm_hessian=None) if resets else fit0)
+    again, classes = problem.tau2_again, data.relevance
+    if again is not None and classes is not None and data.model.relevance:
+        # as a sweep chooses tau2 again after answers, here once after every answer
+        data = dataclasses.replace(data, hyper=dataclasses.replace(
+            data.hyper, tau2=again.choose(classes, fit.gamma)))
+        fit = eng.fit(data, init=dataclasses.replace(fit, warm_hessian=None))
     mse = NIGPosterior.from_map(data, fit).mse(problem.X_test, problem.y_test, problem.y_offset)
     return Ceiling(mse0, mse, counts)
-
-
-def run_cv_tau2(cfg: RealDataConfig, run: int, rd: RunData,
-                cands: np.ndarray | None) -> tuple[float, dict[float, float]]:
-    """The CV choice of tau^2 of run ``run`` (of ``run_setup``) and every CV error."""
-    return cv_tau2(rd.X_train, rd.y_train, rd.U, SWEEP_TAU2_GRID,
-                   rng=np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV)),
-                   model=str(cfg.settings.model),
-                   candidates=cands if cands is not None and len(cands) else None)
 
 
 #: Version of the memoised pieces (:func:`memoised_pieces`): raise it when one changes.

@@ -166,6 +166,29 @@ def test_realdata_config_json_round_trip(tmp_path):
     assert "recommended" not in rec.to_json() and rec.fixed_tau2 is None
 
 
+def test_tau2_is_chosen_again_by_default_only_with_cv_and_relevance_classes():
+    from elicit.data.sources import DataSource
+    from elicit.paper.configs import RealDataConfig
+    from elicit.prior.tau2 import TAU2_AGAIN
+
+    src = DataSource("amazon", data_dir="/nowhere")
+    assert RealDataConfig(src, questions="both").tau2_again == TAU2_AGAIN
+    assert RealDataConfig(src).tau2_again == ()
+    assert RealDataConfig(src, questions="both", tau2=0.01).tau2_again == ()
+    assert RealDataConfig(src, questions="both", tau2_again=[]).tau2_again == ()
+    cfg = RealDataConfig(src, questions="both", tau2_again=[5, 15])
+    assert cfg.tau2_again == (5, 15) and cfg.to_json()["tau2_again"] == [5, 15]
+    # a folder written before the setting chose tau2 once, at the start
+    d = {k: v for k, v in cfg.to_json().items() if k != "tau2_again"}
+    assert RealDataConfig.recorded(d)["tau2_again"] == []
+    with pytest.raises(ElicitError, match=r"^tau2_again needs tau2 'cv' and a model with "
+                                          r"relevance classes .* tau2 0.01, model 'relevance'$"):
+        RealDataConfig(src, questions="both", tau2=0.01, tau2_again=(10,))
+    with pytest.raises(ElicitError, match=r"^tau2_again must hold positive answer counts, "
+                                          r"got \[0, 5\]$"):
+        RealDataConfig(src, questions="both", tau2_again=[0, 5])
+
+
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
