@@ -15,6 +15,7 @@ from elicit.elicitation.strategies import STRATEGIES
 from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import part_kinds
+from elicit.prior.tau2 import TAU2_BOUNDS
 from elicit.report.realdata import Sweep, fmt, mean_se, n_answers
 
 #: The reference lines of a mixed sweep's table, in the order they are printed: name in
@@ -28,18 +29,33 @@ REFERENCE_ORDER: dict[str, str] = {
 HEADING = "## Relevance and pair questions"
 
 
+def _parts(sweep: Sweep, strategy: str) -> list[dict] | None:
+    """The strategy's record of every run (None: not all there)."""
+    store = SweepStore.find(sweep.path) if sweep.path is not None else None
+    parts = [] if store is None else [store.load(store.part_path(sweep.dataset, strategy, run))
+                                      for run in range(sweep.runs)]
+    return [p for p in parts if p is not None] if parts and None not in parts else None
+
+
 def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
     """Per run, how many of the strategy's questions were of ``kind`` (None: no records)."""
-    store = SweepStore.find(sweep.path) if sweep.path is not None else None
-    if store is None:
-        return None
-    counts = []
-    for run in range(sweep.runs):
-        part = store.load(store.part_path(sweep.dataset, strategy, run))
-        if part is None:
-            return None
-        counts.append(sum(k == kind for k in part_kinds(part)))
-    return np.array(counts, dtype=float)
+    parts = _parts(sweep, strategy)
+    return None if parts is None else np.array(
+        [sum(k == kind for k in part_kinds(p)) for p in parts], dtype=float)
+
+
+def _tau2_at_bound(sweep: Sweep) -> str:
+    """How many runs have tau2 at a bound of the grid policy at the start and, per strategy,
+    after the last answer ("—" without records of tau2: sweeps before it was chosen again)."""
+    ends, start = [], "—"
+    for st in STRATEGIES:
+        parts = _parts(sweep, st) if st in sweep.strategies else None
+        if parts is None or any("tau2" not in p for p in parts):
+            ends.append("—")
+            continue
+        start = str(sum(p["tau2"][0] in TAU2_BOUNDS for p in parts))
+        ends.append(str(sum(p["tau2"][-1] in TAU2_BOUNDS for p in parts)))
+    return f"{start}; {' / '.join(ends)}"
 
 
 def rounds_average(sweep: Sweep, strategy: str) -> pd.Series:
@@ -123,6 +139,8 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
     for k in ROOM_AT:
         row(f"share of the room to 'all answers given' used after {k} answers ({order})",
             [_room_cell(s, k) for s in columns])
+    row(f"runs with tau2 at a bound of its grid ({TAU2_BOUNDS[0]:g} or {TAU2_BOUNDS[1]:g}): at "
+        f"the start; {after} ({order})", [_tau2_at_bound(s) for s in columns])
     for kind in [k for k in KINDS if k not in PAPER_QUESTIONS
                  and any(k in s.kinds for s in columns)]:
         for st in STRATEGIES:
