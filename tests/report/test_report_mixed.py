@@ -27,8 +27,9 @@ def _mean_se(x, sign=False):
 
 
 def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
-                 rounds: int = 10, seed: int = 0, shift: float = 0.0) -> None:
-    """A mixed sweep: curves that fall, feature questions first for sequential."""
+                 rounds: int = 10, seed: int = 0, shift: float = 0.0, tau2: bool = False) -> None:
+    """A mixed sweep: curves that fall, feature questions first for sequential; with ``tau2``
+    records of tau2 per round: run 0 starts at the bound 1e-6, which sequential leaves."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     cfg = {"dataset": dataset, "data_dir": "/nowhere", "seed": 0, "rounds": rounds,
@@ -55,6 +56,9 @@ def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
             rec = {"mse": [init + k * t for t in range(rounds + 1)], "asked": asked}
             if r % 2 == 0:  # records with and without the kinds list
                 rec["kinds"] = kinds
+            if tau2:
+                rec["tau2"] = [1e-6 if r == 0 and (t < 5 or s != "sequential") else 0.003
+                               for t in range(rounds + 1)]
             part.write_text(json.dumps(rec))
         mean, ceil, yard = 2.5 + 0.01 * r, init - 0.2, init - 0.3 - 0.01 * r
         rows += [(dataset, "lasso", r, 0, 2.2), (dataset, "ridge", r, 0, 2.1 + 0.01 * r),
@@ -84,9 +88,19 @@ def _row(section: str, label: str) -> list[str]:
 
 @pytest.fixture
 def mixed(tmp_path):
-    _mixed_sweep(tmp_path / "amazon-mixed", "amazon")
+    _mixed_sweep(tmp_path / "amazon-mixed", "amazon", tau2=True)
     _mixed_sweep(tmp_path / "yelp-mixed", "yelp", seed=1, shift=-0.8)
     return tmp_path
+
+
+def test_runs_with_tau2_at_a_bound_at_the_start_and_the_end(mixed):
+    from elicit.report import write_report
+
+    sec = _section(write_report(mixed).read_text())
+    # Amazon: run 0 starts at 1e-6 and only sequential leaves it; Yelp's records lack tau2
+    assert _row(sec, "runs with tau2 at a bound of its grid (1e-06 or 1000): at the start; "
+                     "after 10 answers (Random / Non-sequential / Sequential)") == \
+        ["1; 1 / 1 / 0", "—; — / — / —"]
 
 
 def test_reference_lines_present_and_ordered(mixed):
