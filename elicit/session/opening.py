@@ -27,7 +27,7 @@ from elicit.elicitation.kinds import (
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.model.spec import Hyper
-from elicit.session.record import epoch
+from elicit.session.record import log_event
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
@@ -372,9 +372,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
                              (json.dumps(FORMAT_VERSION),))
                 conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-                conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
-                             "('migrate', ?, ?, ?)",
-                             (epoch(conn), now(), json.dumps({"from": fv, "to": FORMAT_VERSION})))
+                log_event(conn, "migrate", None, now(), "",
+                          detail={"from": fv, "to": FORMAT_VERSION})
     finally:
         conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
     rows = conn.execute("SELECT key, value FROM meta").fetchall()
