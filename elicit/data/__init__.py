@@ -34,6 +34,7 @@ from elicit.data.splits import (
     RunData,
     prepare_run,
     split_indices,
+    standardise,
 )
 
 # To replace a name looked up at call time (as tests do), patch its module, not this package.
@@ -62,5 +63,6 @@ __all__ = [
     "resolve_data_dir",
     "select_features",
     "split_indices",
+    "standardise",
     "vectorize_texts",
 ]
