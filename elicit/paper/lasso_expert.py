@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer, SignOracle
+from elicit.elicitation.answers import GroupOracle
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.model.spec import all_pairs
@@ -28,14 +28,14 @@ _MAX_ITER = 20_000
 _TOL = 1e-6
 
 
-class LassoExpert:
+class LassoExpert(GroupOracle):
     """Answers pair questions from the signs of LASSO weights fitted on the expert set
     (``X_expert``, ``y_expert``; an intercept is fitted), feature questions from whether a
     weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (module docstring);
     ``random_state`` and ``cv`` are the CV rules' fold split.
 
     ``coef_`` and ``alpha_`` are the weights and penalty; ``groups`` per feature 0 positive,
-    1 negative, -1 zero (the answers of ``GroupOracle(groups)``).
+    1 negative, -1 zero: it answers as ``GroupOracle(groups, coef_)``.
     """
 
     def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
@@ -75,11 +75,10 @@ class LassoExpert:
 
     def _set_coef(self, coef: np.ndarray) -> None:
         self.coef_ = coef
-        self._signs = SignOracle(coef)
-        self.signs_ = self._signs.groups
-        self.n_positive = int(np.sum(self.signs_ > 0))
-        self.n_negative = int(np.sum(self.signs_ < 0))
-        self.groups = np.where(self.signs_ > 0, 0, np.where(self.signs_ < 0, 1, -1))
+        signs = np.sign(coef).astype(int)
+        self.n_positive = int(np.sum(signs > 0))
+        self.n_negative = int(np.sum(signs < 0))
+        super().__init__(np.where(signs > 0, 0, np.where(signs < 0, 1, -1)), coef)
 
     @property
     def n_answerable(self) -> int:
@@ -87,21 +86,9 @@ class LassoExpert:
         k = self.n_positive + self.n_negative
         return k * (k - 1) // 2
 
-    def answer(self, i: int, j: int) -> Answer:
-        """Same sign: SIMILAR; opposite signs: DISSIMILAR; a zero weight: DONT_KNOW."""
-        return self._signs.answer(int(i), int(j))
-
-    def relevance(self, k: int) -> Answer:
-        """Nonzero weight: RELEVANT; zero weight: IRRELEVANT."""
-        return self._signs.relevance(int(k))
-
-    def weight_sign(self, k: int) -> int:
-        """The sign of feature ``k``'s coefficient (+1, -1, 0)."""
-        return self._signs.weight_sign(int(k))
-
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
-        nz = np.flatnonzero(self.signs_)
+        nz = np.flatnonzero(self.known)
         return np.zeros((0, 2), dtype=int) if nz.size < 2 else nz[all_pairs(nz.size)]
 
     def summary(self) -> dict:
