@@ -251,10 +251,7 @@ def record_path(folder: str | os.PathLike, record: dict) -> Path:
 
 def write_record(folder: str | os.PathLike, record: dict) -> Path:
     """Write ``record`` beside the earlier ones; return its path."""
-    path = record_path(folder, record)
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, record, indent=1)
-    return path
+    return write_json_atomic(record_path(folder, record), record, indent=1)  # makes the folder
 
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
