@@ -67,11 +67,9 @@ class BenchProblem:
 
 def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                 n_model: int = 1000, tau2: float = 0.01) -> BenchProblem:
-    """The real default configuration at a full vocabulary from random reviews
-    (docs/benchmarks.md): keyword r of ``n_model`` model reviews occurs with probability
-    ``0.25 / (1 + r / 15)`` (Zipf-like, as in the raw Amazon kitchen reviews), 1 + Poisson(0.3)
-    times; the first n, standardised with all model reviews' statistics, train; U is random
-    unit rows standing for PPMI-10; ``beta ~ N(0, tau2 K)`` at gamma = 1."""
+    """The real default configuration at a full vocabulary from ``n_model`` random reviews
+    (docs/benchmarks.md, ``p10000``): the first ``n`` train; U: ``d``-dimensional random unit
+    rows; ``beta ~ N(0, tau2 K)`` at gamma = 1."""
     import scipy.linalg
 
     rng = np.random.default_rng(seed)

@@ -1,13 +1,5 @@
-"""A simulated expert from a LASSO fit on held-out reviews (the paper's real-data expert).
-
-The paper's expert is a LASSO fitted to the reviews the model does not use (the *expert set*):
-two keywords are similar if their weights have the same sign, dissimilar if not, and "don't
-know" if one weight is zero (about 20 positive and 20 negative keywords, ~780 pairs); a
-keyword is relevant if its weight is nonzero. The ``rule`` chooses the penalty: ``"target"``
-(default) the fit with the number of nonzero weights closest to ``n_nonzero`` (the paper's
-"almost 20 features in each group"), ``"cv-min"`` ``LassoCV``'s (on Amazon 160-170 keywords:
-not the paper's expert), ``"cv-1se"`` the largest alpha within one standard error of it.
-"""
+"""A simulated expert from a LASSO fit on held-out reviews (the paper's real-data expert;
+its answers and penalty rules: docs/data.md, "The simulated expert")."""
 
 from __future__ import annotations
 
@@ -31,7 +23,7 @@ _TOL = 1e-6
 class LassoExpert(GroupOracle):
     """Answers pair questions from the signs of LASSO weights fitted on the expert set
     (``X_expert``, ``y_expert``; an intercept is fitted), feature questions from whether a
-    weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (module docstring);
+    weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (docs/data.md);
     ``random_state`` and ``cv`` are the CV rules' fold split.
 
     ``coef_`` and ``alpha_`` are the weights and penalty; ``groups`` per feature 0 positive,
@@ -105,8 +97,7 @@ class LassoExpert(GroupOracle):
 def _lasso(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
     from sklearn.linear_model import Lasso
 
-    m = Lasso(alpha=alpha, max_iter=_MAX_ITER, tol=_TOL).fit(X, y)
-    return m.coef_.copy()
+    return Lasso(alpha=alpha, max_iter=_MAX_ITER, tol=_TOL).fit(X, y).coef_.copy()
 
 
 def _alpha_max(X: np.ndarray, y: np.ndarray) -> float:

@@ -1,12 +1,6 @@
-"""Table 1's "more samples instead": add training reviews instead of asking the expert.
-
-:func:`more_samples_curve` adds reviews of the expert set to a run's training set one at a
-time, refitting the no-feedback MAP after each and recording the test MSE: ``rnd`` in a
-random order, ``act`` the review with the largest expected information gain about beta
-(Seeger 2008), ``0.5 log(1 + x' Sigma* x)`` under ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)``
-(sigma2 cancels; the gain ignores how the sample would move gamma). Added reviews are
-standardised with the run's statistics and centred on its training mean: only the data grow.
-"""
+"""Table 1's "more samples instead": :func:`more_samples_curve` adds reviews of the expert
+set to a run's training set, ``rnd`` at random or ``act`` by the largest expected information
+gain about beta, ``0.5 log(1 + x' Sigma* x)`` (docs/realdata.md, "Table 1")."""
 
 from __future__ import annotations
 
