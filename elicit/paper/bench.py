@@ -244,9 +244,8 @@ def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str 
 
 def format_table(result: dict) -> str:
     """The figures of a :func:`bench` result, one per line, then as one line of JSON."""
-    keys = [k for k in result if k != "per_round"]
-    width = max(len(k) for k in keys)
-    lines = [f"{k:<{width}}  {result[k]:.4g}" if isinstance(result[k], float)
-             else f"{k:<{width}}  {result[k]}" for k in keys]
-    summary = {k: result[k] for k in keys}
+    summary = {k: v for k, v in result.items() if k != "per_round"}
+    width = max(len(k) for k in summary)
+    lines = [f"{k:<{width}}  {v:.4g}" if isinstance(v, float) else f"{k:<{width}}  {v}"
+             for k, v in summary.items()]
     return "\n".join(lines) + "\n" + json.dumps(summary)
