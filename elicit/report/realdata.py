@@ -32,8 +32,6 @@ from elicit.paper.table1 import PAPER_LEVELS
 
 #: The paper's feature counts (Sec. 4.2).
 PAPER_FEATURES = {"amazon": 340, "yelp": 241}
-#: The numbers of answers at which strategies are compared (and the sweep's last round).
-CHECKPOINTS: tuple[int, ...] = (20,)
 
 
 @dataclass
@@ -174,7 +172,7 @@ class Sweep:
 
     def checkpoints(self) -> list[int]:
         """The numbers of answers compared: 20 (if reached) and the last round."""
-        return sorted({t for t in CHECKPOINTS if t < self.last} | {self.last})
+        return sorted({min(20, self.last), self.last})
 
 
 def load_sweep(folder: Path) -> Sweep | None:
