@@ -178,17 +178,15 @@ class Sweep:
 def load_sweep(folder: Path) -> Sweep | None:
     """The sweep in ``folder``, or None if it holds no finished realdata sweep."""
     store, mse_path = SweepStore.find(folder), folder / "mse.csv"
-    if store is None or not mse_path.exists():
-        return None
-    cfg = store.settings
-    if "expert_rule" not in cfg:  # the synthetic experiment, or a sweep of one's own
+    # without an expert rule: the synthetic experiment, or a sweep of one's own
+    if store is None or not mse_path.exists() or "expert_rule" not in store.settings:
         return None
 
     def opt(name: str) -> pd.DataFrame | None:
         return pd.read_csv(folder / name) if (folder / name).exists() else None
 
-    return Sweep(folder.name, cfg, pd.read_csv(mse_path), opt("runinfo.csv"), opt("tau2_cv.csv"),
-                 folder)
+    return Sweep(folder.name, store.settings, pd.read_csv(mse_path), opt("runinfo.csv"),
+                 opt("tau2_cv.csv"), folder)
 
 
 def find_sweeps(out: Path) -> list[Sweep]:
