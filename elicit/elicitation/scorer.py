@@ -104,21 +104,17 @@ class UtilityScorer:
         self.marginal = Marginal.of_fit(data, fit)
         self.m0, self.v0 = self.marginal.predictive()
         k = data.layout.size
-        self._hessian: np.ndarray | None = (
+        #: the base Hessian if this round has one (given or computed), else None
+        self.computed_hessian: np.ndarray | None = (
             hessian if hessian is not None and hessian.shape == (k, k) else None)
 
     @property
     def hessian(self) -> np.ndarray:
         """The base Hessian (y-likelihood and priors) at the MAP: the one given, else computed."""
-        if self._hessian is None:
+        if self.computed_hessian is None:
             theta = theta_of(self.fit, self.data)
-            self._hessian = hessian_base(theta, self.data, self.marginal)
-        return self._hessian
-
-    @property
-    def computed_hessian(self) -> np.ndarray | None:
-        """The base Hessian if this round has one (given or computed), else None."""
-        return self._hessian
+            self.computed_hessian = hessian_base(theta, self.data, self.marginal)
+        return self.computed_hessian
 
     def prepare(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``pairs`` as a (k x 2) int array, their ``w`` and p(similar) at the MAP."""
