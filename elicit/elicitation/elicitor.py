@@ -384,7 +384,8 @@ class Elicitor:
                 rng = np.random.default_rng(RANKING_POOL_SEED) if rng is None else rng
                 pool = round_pool(self, self.table.everything(), rng)
             sc = self._score(self.base, self.initial_fit, pool)
-            self._ranking = Ranking.from_scores(sc, pool)
+            order = sc.ranking()
+            self._ranking = Ranking(pool[order], sc.utility[order], sc.exact[order])
         return self._ranking
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,

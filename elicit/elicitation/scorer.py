@@ -11,10 +11,8 @@ three stages, each on fewer candidates: the *Laplace screen* (:meth:`UtilityScor
 the answer moves the MAP along ``A^-1 v``, ``v = (-w, 1[, 0])``, by the root t of ``t =
 score(z0 + q t, f)``, ``q = v' A^-1 v``, whose first Newton iterate is the Sherman-Morrison
 step), *batched Newton* refits of the screen's best (:meth:`UtilityScorer.newton_stage`) and
-*exact refinement* of the best (:meth:`UtilityScorer.refine_best`). The screen alone misjudges
-magnitudes: a surprising answer moves gamma far beyond the quadratic approximation
-(``docs/benchmarks.md``). Refits begin at the MAP, as the real refit does, not at the
-screen's move (``docs/benchmarks.md``, "A predicted start").
+*exact refinement* of the best (:meth:`UtilityScorer.refine_best`); why three, and why refits
+begin at the MAP, not at the screen's move: ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations

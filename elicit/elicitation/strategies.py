@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
-from elicit.elicitation.gains import Scores
 from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.table import QuestionSet
@@ -52,12 +51,6 @@ class Ranking:
     index: np.ndarray
     gain: np.ndarray
     exact: np.ndarray
-
-    @classmethod
-    def from_scores(cls, scores: Scores, index: np.ndarray) -> Ranking:
-        """Rank scored questions (``index`` maps the scored rows to question indices)."""
-        order = scores.ranking()
-        return cls(np.asarray(index)[order], scores.utility[order], scores.exact[order])
 
 
 @dataclass(frozen=True)
@@ -161,8 +154,7 @@ def register_strategy(strategy: _S) -> _S:
 
 #: Remove the strategy called ``name`` (a strategy registered for a test, say).
 unregister_strategy = STRATEGY_REGISTRY.remove
-#: The registered strategy called ``name``; any other name is a one-line ElicitError that
-#: lists the registered ones.
+#: The registered strategy called ``name``, else a one-line ElicitError listing them.
 get_strategy = STRATEGY_REGISTRY.lookup
 
 
@@ -185,12 +177,8 @@ def round_pool(state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
     """The questions one round chooses among (increasing table indices): of each kind, a
     random pool of ``state.pool_size`` (``pool == "sample"``) or every allowed one."""
-    parts = []
-    for kind, members in allowed.by_kind():
-        if len(members) == 0:
-            continue
-        parts.append(draw_pool(members, state.pool_size, rng) if kind.pool == "sample"
-                     else members.indices())
+    parts = [draw_pool(members, state.pool_size, rng) if kind.pool == "sample"
+             else members.indices() for kind, members in allowed.by_kind() if len(members)]
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
