@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
@@ -205,9 +206,5 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
         if used.isdisjoint(about):
             picked.append(int(t))
             used.update(about)
-    for t in order:
-        if len(picked) == k:
-            break
-        if int(t) not in picked:
-            picked.append(int(t))
-    return picked
+    rest = (int(t) for t in order if int(t) not in picked)
+    return picked + list(islice(rest, k - len(picked)))
