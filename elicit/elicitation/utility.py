@@ -53,9 +53,7 @@ class ScoringRound:
     @cached_property
     def relevance(self) -> FeatureScorer | None:
         """The relevance model's pieces; None for a model without relevance classes."""
-        if not self.scorer.data.model.relevance:
-            return None
-        return FeatureScorer(self.scorer)
+        return FeatureScorer(self.scorer) if self.scorer.data.model.relevance else None
 
 
 @dataclass(frozen=True)
