@@ -368,8 +368,7 @@ class Elicitor:
         if not self._pool_explicit:
             return
         for kind, members in allowed.by_kind():
-            n = len(members)
-            if kind.pool == "sample" and self.pool_size > n:
+            if kind.pool == "sample" and self.pool_size > (n := len(members)):
                 warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
                               f"{kind.plural}; using {n}", stacklevel=3)
 
