@@ -9,23 +9,18 @@ __version__ = "0.1.0"
 
 #: Where each name of the facade lives, imported when first asked for (PEP 562): ``import
 #: elicit`` (every command line start) loads no scipy, sqlite or scikit-learn.
-_EXPORTS: dict[str, str] = {
-    "Answer": "elicit.elicitation.answers",
-    "Expert": "elicit.elicitation.answers",
-    "GroupOracle": "elicit.elicitation.answers",
-    "SignOracle": "elicit.elicitation.answers",
-    "Elicitor": "elicit.elicitation.elicitor",
-    "Query": "elicit.elicitation.elicitor",
-    "RoundSettings": "elicit.elicitation.settings",
-    "get_engine": "elicit.engines",
-    "ElicitError": "elicit.errors",
-    "kernel": "elicit.model.kernel",
-    "NIGPosterior": "elicit.model.posterior",
-    "Hyper": "elicit.model.spec",
-    "ModelData": "elicit.model.spec",
-    "Session": "elicit.session.session",
-    "ElicitRegressor": "elicit.estimator",
-}
+_EXPORTS: dict[str, str] = {name: module for module, names in [
+    ("elicit.elicitation.answers", ("Answer", "Expert", "GroupOracle", "SignOracle")),
+    ("elicit.elicitation.elicitor", ("Elicitor", "Query")),
+    ("elicit.elicitation.settings", ("RoundSettings",)),
+    ("elicit.engines", ("get_engine",)),
+    ("elicit.errors", ("ElicitError",)),
+    ("elicit.model.kernel", ("kernel",)),
+    ("elicit.model.posterior", ("NIGPosterior",)),
+    ("elicit.model.spec", ("Hyper", "ModelData")),
+    ("elicit.session.session", ("Session",)),
+    ("elicit.estimator", ("ElicitRegressor",)),
+] for name in names}
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from elicit.elicitation.answers import Answer, Expert, GroupOracle, SignOracle

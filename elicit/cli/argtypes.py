@@ -186,11 +186,22 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
 
 def add_sweep_options(p: argparse.ArgumentParser) -> None:
     """The options every sweep command shares."""
+    from elicit.elicitation.kinds import PAPER_QUESTIONS
     from elicit.elicitation.strategies import STRATEGIES
+    from elicit.paper.configs import POOLS
 
     add_model_option(p)
-    add_questions_options(p)
-
+    p.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
+                   metavar="KIND[,KIND...]",
+                   help="the kinds of question the simulated expert is asked, comma-separated: "
+                        f"{questions_help()}; default {','.join(PAPER_QUESTIONS)} (the "
+                        "paper's); several are chosen among by one utility")
+    p.add_argument("--pool", choices=POOLS, default=None,
+                   help="where pair questions come from: paper (the expert's answerable "
+                        "pairs; with feature questions the best case, as it leaks the "
+                        "expert's relevance knowledge) or open (every pair, those among the "
+                        "features not called irrelevant so far offered); default paper with "
+                        "--questions pairs, open otherwise")
     p.add_argument("--rounds", type=nonneg_int, default=100,
                    help="questions per run and strategy (default 100)")
     p.add_argument("--strategies", type=strategies, default=STRATEGIES,
@@ -209,24 +220,6 @@ def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in (
         "rounds", "strategies", "seed", "jobs", "model", "questions", "pool", "utility_target",
         "engine", "utility", "refine", "cluster", "check_engine")}
-
-
-def add_questions_options(p: argparse.ArgumentParser) -> None:
-    """``--questions KIND,KIND`` and ``--pool paper|open`` of a sweep."""
-    from elicit.elicitation.kinds import PAPER_QUESTIONS
-    from elicit.paper.configs import POOLS
-
-    p.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
-                   metavar="KIND[,KIND...]",
-                   help="the kinds of question the simulated expert is asked, comma-separated: "
-                        f"{questions_help()}; default {','.join(PAPER_QUESTIONS)} (the "
-                        "paper's); several are chosen among by one utility")
-    p.add_argument("--pool", choices=POOLS, default=None,
-                   help="where pair questions come from: paper (the expert's answerable "
-                        "pairs; with feature questions the best case, as it leaks the "
-                        "expert's relevance knowledge) or open (every pair, those among the "
-                        "features not called irrelevant so far offered); default paper with "
-                        "--questions pairs, open otherwise")
 
 
 def add_meta_options(p: argparse.ArgumentParser, where: str, file_help: str = "",

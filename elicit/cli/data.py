@@ -56,7 +56,6 @@ def _data_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> None:
-    """Run ``elicit data fetch``; raises :class:`~elicit.errors.ElicitError` on failure."""
     from elicit.data.fetch import fetch, fetch_dir
 
     data_dir = fetch_dir(args.data_dir)

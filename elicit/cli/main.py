@@ -129,7 +129,15 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     if args.suite:
-        _bench_suite(args)
+        from elicit.paper.bench_suite import bench_suite, suite_settings
+
+        if args.record is not None:
+            check_output_folder(args.record, "--record")
+        settings = suite_settings(args.figures, args.steps, seed=args.seed, refine=args.refine,
+                                  data_dir=args.data_dir)
+        _, _, table = bench_suite(args.record, settings,
+                                  progress=lambda line: print(line, file=sys.stderr, flush=True))
+        print(table)
         return
     from elicit.paper.bench import format_table, run_bench
 
@@ -139,18 +147,6 @@ def cmd_bench(args: argparse.Namespace) -> None:
                     refine=args.refine, exact=not args.no_exact, data_dir=args.data_dir,
                     json_path=args.json, standardize=args.standardize)
     print(format_table(res))
-
-
-def _bench_suite(args: argparse.Namespace) -> None:
-    from elicit.paper.bench_suite import bench_suite, suite_settings
-
-    if args.record is not None:
-        check_output_folder(args.record, "--record")
-    settings = suite_settings(args.figures, args.steps, seed=args.seed, refine=args.refine,
-                              data_dir=args.data_dir)
-    _, _, table = bench_suite(args.record, settings,
-                              progress=lambda line: print(line, file=sys.stderr, flush=True))
-    print(table)
 
 
 def cmd_models(args: argparse.Namespace) -> None:

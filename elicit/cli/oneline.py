@@ -12,13 +12,6 @@ from collections.abc import Callable
 from elicit.errors import ElicitError, EngineUnavailable
 from elicit.internal.text import printable
 
-#: The exit status of a reported error (argparse's, for the option errors).
-ERROR_STATUS = 2
-#: The exit status after Ctrl-C (128 + SIGINT).
-INTERRUPTED_STATUS = 130
-#: The exit status when the reader of the output has gone (128 + SIGPIPE).
-BROKEN_PIPE_STATUS = 141
-
 
 def error_line(exc: BaseException) -> str | None:
     """The line the command line prints for ``exc``, or None if ``exc`` is a bug."""
@@ -40,16 +33,16 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
         return int(func(args) or 0)
     except BrokenPipeError:
         _drop_stdout()
-        return BROKEN_PIPE_STATUS
+        return 141  # 128 + SIGPIPE: the reader of the output has gone
     except KeyboardInterrupt as e:
         # A front end that stops on a signal carries its own status (128 + the signal).
         print("elicit: interrupted", file=sys.stderr)
-        return int(getattr(e, "code", INTERRUPTED_STATUS))
+        return int(getattr(e, "code", 130))  # Ctrl-C: 128 + SIGINT
     except Exception as e:
         if (line := error_line(e)) is None:
             raise
         print(f"elicit: error: {printable(line)}", file=sys.stderr)
-        return ERROR_STATUS
+        return 2  # the status of argparse's option errors
 
 
 def _drop_stdout() -> None:

@@ -212,7 +212,6 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.run is not None and args.dataset is None and args.corpus is None:
         raise ElicitError("--run goes with --dataset or --corpus only: it picks one run of "
                           "their reviews")
-    run = 0 if args.run is None else args.run
     table_only = [opt for opt, v in (("--target", args.target), ("--features", args.features),
                                      ("--no-standardize", args.no_standardize)) if v]
     if args.from_csv is None and table_only:
@@ -238,9 +237,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     check_not_input(args.out, {"--from-csv": args.from_csv, "--from-npz": args.from_npz,
                                "--corpus": args.corpus, "--texts": args.texts,
                                "--meta-features": args.meta_features})
-    # review data: the paper's pool of 400 unless given
     pool = 400 if args.pool_size is None and (args.dataset or args.corpus) else args.pool_size
-    reviews: dict[str, Any] = dict(run=run, seed=args.seed, meta_features=meta_kind,
+    reviews: dict[str, Any] = dict(run=args.run or 0, seed=args.seed, meta_features=meta_kind,
                                    meta_dim=meta_dim)
     if args.dataset:
         inputs = loaders.dataset_inputs(args.dataset, data_dir=args.data_dir, **reviews)

@@ -57,10 +57,9 @@ class _LabelOracle:
         p = len(self.groups)
         if not (0 <= i < p and 0 <= j < p):
             raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
-        gi, gj = self.groups[i], self.groups[j]
         if not (self.known[i] and self.known[j]):
             return Answer.DONT_KNOW
-        return Answer.SIMILAR if gi == gj else Answer.DISSIMILAR
+        return Answer.SIMILAR if self.groups[i] == self.groups[j] else Answer.DISSIMILAR
 
     def relevance(self, k: int) -> Answer:
         _check_feature(k, len(self.groups))

@@ -368,8 +368,7 @@ class Elicitor:
         if not self._pool_explicit:
             return
         for kind, members in allowed.by_kind():
-            n = len(members)
-            if kind.pool == "sample" and self.pool_size > n:
+            if kind.pool == "sample" and self.pool_size > (n := len(members)):
                 warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
                               f"{kind.plural}; using {n}", stacklevel=3)
 
@@ -384,7 +383,8 @@ class Elicitor:
                 rng = np.random.default_rng(RANKING_POOL_SEED) if rng is None else rng
                 pool = round_pool(self, self.table.everything(), rng)
             sc = self._score(self.base, self.initial_fit, pool)
-            self._ranking = Ranking.from_scores(sc, pool)
+            order = sc.ranking()
+            self._ranking = Ranking(pool[order], sc.utility[order], sc.exact[order])
         return self._ranking
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,

@@ -253,8 +253,6 @@ class FeatureScorer:
         reaches every other bound.
         """
         order = np.argsort(-u, kind="stable")[:refine]
-        if len(order) == 0:
-            return
         always = self.scorer.always_rescored(len(order))
         if always >= len(order):
             for c in order:
@@ -263,10 +261,7 @@ class FeatureScorer:
         level = np.zeros(len(u), int)       # 0 zeta line, 1 first Newton steps, 2 exact
         margin = np.array([1.0 + self.screen_margin, 1.0 + self.step_margin])
         under = np.ones(2)
-        while True:
-            open_ = order[level[order] < 2]
-            if len(open_) == 0:
-                break
+        while len(open_ := order[level[order] < 2]):
             bound = u[open_] * margin[level[open_]] * under[level[open_]]
             c = open_[int(np.argmax(bound))]
             if exact.sum() >= always and np.max(u[exact]) >= np.max(bound):

@@ -67,8 +67,7 @@ def register_utility(utility: _U) -> _U:
 
 #: Remove the utility called ``name`` (a utility registered for a test, say).
 unregister_utility = UTILITIES.remove
-#: The registered utility called ``name``; any other name is a one-line ElicitError that
-#: lists the registered ones.
+#: The registered utility called ``name``, else a one-line ElicitError listing them.
 get_utility = UTILITIES.lookup
 
 

@@ -18,7 +18,8 @@ _GRID_FROM = 1.0
 
 
 def bald_gain(mu: np.ndarray, s2: np.ndarray, link: Link = LOGISTIC) -> np.ndarray:
-    """Mutual information between an answer and its score z ~ N(mu, s2), in nats.
+    """Mutual information between an answer and its score z ~ N(mu, s2), in nats (>= 0:
+    rounding below 0 is clipped).
 
     For ``f ~ Bernoulli(sigma(z))``, ``sigma = link.prob`` (a CDF in z),
 
@@ -36,11 +37,6 @@ def bald_gain(mu: np.ndarray, s2: np.ndarray, link: Link = LOGISTIC) -> np.ndarr
         Means and variances of z, broadcast together (s2 >= 0).
     link
         The feedback link (default the paper's logistic one).
-
-    Returns
-    -------
-    numpy.ndarray
-        The gains, >= 0 (rounding below 0 is clipped).
     """
     mu, s2 = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(s2, dtype=float))
     s = np.sqrt(np.maximum(s2, 0.0))

@@ -11,10 +11,8 @@ three stages, each on fewer candidates: the *Laplace screen* (:meth:`UtilityScor
 the answer moves the MAP along ``A^-1 v``, ``v = (-w, 1[, 0])``, by the root t of ``t =
 score(z0 + q t, f)``, ``q = v' A^-1 v``, whose first Newton iterate is the Sherman-Morrison
 step), *batched Newton* refits of the screen's best (:meth:`UtilityScorer.newton_stage`) and
-*exact refinement* of the best (:meth:`UtilityScorer.refine_best`). The screen alone misjudges
-magnitudes: a surprising answer moves gamma far beyond the quadratic approximation
-(``docs/benchmarks.md``). Refits begin at the MAP, as the real refit does, not at the
-screen's move (``docs/benchmarks.md``, "A predicted start").
+*exact refinement* of the best (:meth:`UtilityScorer.refine_best`); why three, and why refits
+begin at the MAP, not at the screen's move: ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -104,21 +102,17 @@ class UtilityScorer:
         self.marginal = Marginal.of_fit(data, fit)
         self.m0, self.v0 = self.marginal.predictive()
         k = data.layout.size
-        self._hessian: np.ndarray | None = (
+        #: the base Hessian if this round has one (given or computed), else None
+        self.computed_hessian: np.ndarray | None = (
             hessian if hessian is not None and hessian.shape == (k, k) else None)
 
     @property
     def hessian(self) -> np.ndarray:
         """The base Hessian (y-likelihood and priors) at the MAP: the one given, else computed."""
-        if self._hessian is None:
+        if self.computed_hessian is None:
             theta = theta_of(self.fit, self.data)
-            self._hessian = hessian_base(theta, self.data, self.marginal)
-        return self._hessian
-
-    @property
-    def computed_hessian(self) -> np.ndarray | None:
-        """The base Hessian if this round has one (given or computed), else None."""
-        return self._hessian
+            self.computed_hessian = hessian_base(theta, self.data, self.marginal)
+        return self.computed_hessian
 
     def prepare(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``pairs`` as a (k x 2) int array, their ``w`` and p(similar) at the MAP."""
@@ -272,11 +266,10 @@ class UtilityScorer:
     def screen(self, w: np.ndarray, s: np.ndarray) -> np.ndarray:
         """One Sherman-Morrison Newton step per candidate and answer, to first order in the mean."""
         data = self.data
-        learned = data.hyper.variant == "learned"
         moves = LaplaceMoves(data, theta_of(self.fit, data), self.hessian, w)
         # the variance is held: its Jacobian costs as much as the Hessian (the refinement picked
         # exact's best in 61 of 72 rounds on Amazon and Yelp with it held, 63 with it moved)
-        Jm = self.marginal.mean_jacobian(learned)
+        Jm = self.marginal.mean_jacobian(data.hyper.variant == "learned")
         # only gamma (and tau2) move the predictive; the KL of a mean moved by Jm s is
         # s' M s / 2, M = Jm' diag(1/v0) Jm, formed once so that no n x pool array is held
         kern_idx = data.layout.marginal_index

@@ -77,9 +77,8 @@ class RoundSettings:
             raise ElicitError(f"pool_size must be positive, got {self.pool_size}")
         if self.strategy is not None:
             get_strategy(self.strategy)
-        seed = self.seed
-        check_int(seed, f"seed must be a non-negative integer, got {seed!r}", 0)
-        return dataclasses.replace(out, refine=int(self.refine), seed=int(seed),
+        check_int(self.seed, f"seed must be a non-negative integer, got {self.seed!r}", 0)
+        return dataclasses.replace(out, refine=int(self.refine), seed=int(self.seed),
                                    pool_size=None if self.pool_size is None
                                    else int(self.pool_size))
 

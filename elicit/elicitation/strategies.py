@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
-from elicit.elicitation.gains import Scores
 from elicit.elicitation.questions import NO_FEATURE, Query
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.table import QuestionSet
@@ -52,12 +52,6 @@ class Ranking:
     index: np.ndarray
     gain: np.ndarray
     exact: np.ndarray
-
-    @classmethod
-    def from_scores(cls, scores: Scores, index: np.ndarray) -> Ranking:
-        """Rank scored questions (``index`` maps the scored rows to question indices)."""
-        order = scores.ranking()
-        return cls(np.asarray(index)[order], scores.utility[order], scores.exact[order])
 
 
 @dataclass(frozen=True)
@@ -161,8 +155,7 @@ def register_strategy(strategy: _S) -> _S:
 
 #: Remove the strategy called ``name`` (a strategy registered for a test, say).
 unregister_strategy = STRATEGY_REGISTRY.remove
-#: The registered strategy called ``name``; any other name is a one-line ElicitError that
-#: lists the registered ones.
+#: The registered strategy called ``name``, else a one-line ElicitError listing them.
 get_strategy = STRATEGY_REGISTRY.lookup
 
 
@@ -185,12 +178,8 @@ def round_pool(state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                ) -> np.ndarray:
     """The questions one round chooses among (increasing table indices): of each kind, a
     random pool of ``state.pool_size`` (``pool == "sample"``) or every allowed one."""
-    parts = []
-    for kind, members in allowed.by_kind():
-        if len(members) == 0:
-            continue
-        parts.append(draw_pool(members, state.pool_size, rng) if kind.pool == "sample"
-                     else members.indices())
+    parts = [draw_pool(members, state.pool_size, rng) if kind.pool == "sample"
+             else members.indices() for kind, members in allowed.by_kind() if len(members)]
     return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
@@ -217,9 +206,5 @@ def disjoint_greedy(questions: np.ndarray, order: np.ndarray, k: int) -> list[in
         if used.isdisjoint(about):
             picked.append(int(t))
             used.update(about)
-    for t in order:
-        if len(picked) == k:
-            break
-        if int(t) not in picked:
-            picked.append(int(t))
-    return picked
+    rest = (int(t) for t in order if int(t) not in picked)
+    return picked + list(islice(rest, k - len(picked)))

@@ -53,9 +53,7 @@ class ScoringRound:
     @cached_property
     def relevance(self) -> FeatureScorer | None:
         """The relevance model's pieces; None for a model without relevance classes."""
-        if not self.scorer.data.model.relevance:
-            return None
-        return FeatureScorer(self.scorer)
+        return FeatureScorer(self.scorer) if self.scorer.data.model.relevance else None
 
 
 @dataclass(frozen=True)
@@ -172,8 +170,7 @@ class UtilityArgs:
                                   f"{kind.label}; use target='predictive' with "
                                   f"questions={spelled!r}")
             parts.append((kind, UTILITIES[name]))
-        refine = self.refine
-        check_int(refine, f"refine must be >= 0, got {refine!r}", 0)
+        check_int(self.refine, f"refine must be >= 0, got {self.refine!r}", 0)
         if self.stan_file is not None:
             for _, u in parts:
                 if u.custom_stan_refusal is not None:

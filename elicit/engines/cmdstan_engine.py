@@ -77,18 +77,15 @@ def _quiet_fit() -> Iterator[None]:
         _IN_FIT.reset(token)
 
 
-def installation_id() -> str:
-    """The installation's path and version (a program links to its TBB by absolute path)."""
+def cached_program(src: Path, code: str) -> Path:
+    """The copy of ``code`` in ``~/.cache/elicit/stan/`` for this installation: its path and
+    version (a program links to its TBB by absolute path)."""
     import cmdstanpy
 
     path = os.path.realpath(cmdstanpy.cmdstan_path())
     version = cmdstanpy.utils.cmdstan_version()
-    return f"{path} {'.'.join(map(str, version)) if version else 'unknown'}"
-
-
-def cached_program(src: Path, code: str) -> Path:
-    """The copy of ``code`` in ``~/.cache/elicit/stan/`` for this installation."""
-    digest = hashlib.sha256(f"{code}\0{installation_id()}".encode()).hexdigest()[:12]
+    installation = f"{path} {'.'.join(map(str, version)) if version else 'unknown'}"
+    digest = hashlib.sha256(f"{code}\0{installation}".encode()).hexdigest()[:12]
     target = user_cache("stan") / f"{src.stem}_{digest}.stan"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)

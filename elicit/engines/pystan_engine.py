@@ -106,15 +106,6 @@ def build_pystan_model(program_code: str, data: dict, quiet: bool = False) -> An
             os.chdir(cwd)
 
 
-def _data_key(program_code: str, data: dict) -> str:
-    h = hashlib.sha256(program_code.encode())
-    for k in sorted(data):
-        v = np.asarray(data[k])
-        h.update(f"{k}{v.dtype}{v.shape}".encode())
-        h.update(np.ascontiguousarray(v).tobytes())
-    return h.hexdigest()
-
-
 class PyStanEngine(StanProgramEngine):
     """MAP through PyStan 3: L-BFGS-B (scipy) on Stan's Jacobian-free log density.
 
@@ -145,7 +136,12 @@ class PyStanEngine(StanProgramEngine):
         program = self.program(data)
         path, code = program.path, program.code
         stan_data = program.stan_data(data.to_stan())
-        key = _data_key(code, stan_data)
+        h = hashlib.sha256(code.encode())
+        for k in sorted(stan_data):
+            v = np.asarray(stan_data[k])
+            h.update(f"{k}{v.dtype}{v.shape}".encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        key = h.hexdigest()
         if key in self._models:
             self._models.move_to_end(key)
             return self._models[key]

@@ -19,7 +19,6 @@ _PYPLOT = threading.Lock()
 
 @contextlib.contextmanager
 def _pyplot() -> Iterator[Any]:
-    """pyplot, to one caller at a time."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never needs a display
@@ -71,10 +70,9 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
             shown = [lo, hi] + keep
             pad = 0.05 * (max(shown) - min(shown) or 1.0)
             ax.set_ylim(min(shown) - pad, max(shown) + pad)
-        n_runs = df.run.nunique()
         ax.set_xlabel("number of expert answers")
         ax.set_ylabel("test MSE")
-        ax.set_title(title or f"mean ± s.e. over {n_runs} runs")
+        ax.set_title(title or f"mean ± s.e. over {df.run.nunique()} runs")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
         fig.tight_layout()
         for p in [path] if isinstance(path, (str, Path)) else path:

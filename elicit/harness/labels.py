@@ -34,9 +34,8 @@ def ceiling_label(n_answers: float) -> str:
     return f"all ~{n_answers:.0f} answers given"
 
 
-#: The paper's data sets (Sec. 4.1 and 4.2).
-DATASET_LABELS: dict[str, str] = {"synthetic": "Synthetic data", "amazon": "Amazon", "yelp": "Yelp"}
-
-#: Every label above by name, the paper's strategies' from their objects.
+#: Every label above by name, the paper's strategies' from their objects, then the paper's
+#: data sets' (Sec. 4.1 and 4.2).
 LABELS: dict[str, str] = {**{s: STRATEGY_REGISTRY[s].label for s in STRATEGIES},
-                          **BASELINE_LABELS, **REFERENCE_LABELS, **DATASET_LABELS}
+                          **BASELINE_LABELS, **REFERENCE_LABELS,
+                          "synthetic": "Synthetic data", "amazon": "Amazon", "yelp": "Yelp"}

@@ -153,17 +153,17 @@ class ProblemsDir:
                 arrays = {k: np.asarray(z[k]) for k in z.files}
         except (OSError, ValueError) as exc:
             raise ElicitError(f"{path}: not a numpy .npz file ({exc})") from None
-        missing = [k for k in PROBLEM_ARRAYS if k not in arrays]
-        if missing or not ({"groups", "beta"} & set(arrays)):
-            need = missing + ([] if {"groups", "beta"} & set(arrays) else ["groups or beta"])
+        key = "groups" if "groups" in arrays else "beta"
+        need = [k for k in PROBLEM_ARRAYS if k not in arrays]
+        need += [] if key in arrays else ["groups or beta"]
+        if need:
             raise ElicitError(f"{path} lacks {', '.join(need)} (it has "
                               f"{', '.join(sorted(arrays)) or 'nothing'})")
-        labels = arrays["groups"] if "groups" in arrays else arrays["beta"]
+        labels = arrays[key]
         p = np.shape(arrays["X"])[1] if np.ndim(arrays["X"]) == 2 else -1
         if np.size(labels) != p:
-            raise ElicitError(f"{path}: {'groups' if 'groups' in arrays else 'beta'} has "
-                              f"{np.size(labels)} entries but X has {p} features")
-        expert: Expert = (GroupOracle(labels, arrays.get("beta")) if "groups" in arrays
+            raise ElicitError(f"{path}: {key} has {np.size(labels)} entries but X has {p} features")
+        expert: Expert = (GroupOracle(labels, arrays.get("beta")) if key == "groups"
                           else SignOracle(labels))
         return RunProblem(arrays["X"], arrays["y"], arrays["U"], arrays["X_test"],
                           arrays["y_test"], expert, Hyper(variant="learned"),

@@ -28,10 +28,6 @@ class CpuMeter:
     thread: float = 0.0
     tasks: float = 0.0
 
-    @property
-    def seconds(self) -> float:
-        return self.thread + self.tasks
-
 
 _METER: ContextVar[CpuMeter | None] = ContextVar("elicit_cpu_meter", default=None)
 #: Set when the pipeline an item runs in stops (:func:`run_pipeline`).
@@ -55,15 +51,11 @@ def cpu_meter() -> Iterator[CpuMeter]:
         _METER.reset(token)
 
 
-def _process_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _metered(func: Callable[..., Any], *args: Any) -> float:
-    t0 = _process_cpu()
+    t0 = resource.getrusage(resource.RUSAGE_SELF)
     func(*args)
-    return _process_cpu() - t0
+    t1 = resource.getrusage(resource.RUSAGE_SELF)
+    return (t1.ru_utime + t1.ru_stime) - (t0.ru_utime + t0.ru_stime)
 
 
 def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
@@ -147,7 +139,7 @@ def run_pipeline(items: Sequence[str], func: Callable[[str], T], *, width: int =
         t0 = time.perf_counter()
         with cpu_meter() as m:
             r = func(item)
-        return r, time.perf_counter() - t0, m.seconds
+        return r, time.perf_counter() - t0, m.thread + m.tasks
 
     def ended(item: str, r: T, wall: float, cpu: float) -> None:
         results[item] = r

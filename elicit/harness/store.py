@@ -66,11 +66,9 @@ class SweepStore:
             raise ElicitError(f"{folder} holds sweep parts but no {CONFIG_FILE}, so their "
                               f"settings are unknown; delete {folder / PARTS} or use another "
                               "output folder (--out)")
-        if path.exists():
-            diff = settings_difference(json.loads(path.read_text()), settings)
-            if diff:
-                raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
-                                  "another output folder (--out) or delete this one")
+        if path.exists() and (diff := settings_difference(json.loads(path.read_text()), settings)):
+            raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
+                              "another output folder (--out) or delete this one")
         folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, dict(settings), indent=1)
         return cls(folder, settings)

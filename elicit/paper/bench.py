@@ -67,11 +67,9 @@ class BenchProblem:
 
 def review_like(seed: int = 0, n: int = 100, p: int = 10_000, d: int = 10,
                 n_model: int = 1000, tau2: float = 0.01) -> BenchProblem:
-    """The real default configuration at a full vocabulary from random reviews
-    (docs/benchmarks.md): keyword r of ``n_model`` model reviews occurs with probability
-    ``0.25 / (1 + r / 15)`` (Zipf-like, as in the raw Amazon kitchen reviews), 1 + Poisson(0.3)
-    times; the first n, standardised with all model reviews' statistics, train; U is random
-    unit rows standing for PPMI-10; ``beta ~ N(0, tau2 K)`` at gamma = 1."""
+    """The real default configuration at a full vocabulary from ``n_model`` random reviews
+    (docs/benchmarks.md, ``p10000``): the first ``n`` train; U: ``d``-dimensional random unit
+    rows; ``beta ~ N(0, tau2 K)`` at gamma = 1."""
     import scipy.linalg
 
     rng = np.random.default_rng(seed)
@@ -246,9 +244,8 @@ def run_bench(size: str = "amazon", rounds: int = 5, seed: int = 0, engine: str 
 
 def format_table(result: dict) -> str:
     """The figures of a :func:`bench` result, one per line, then as one line of JSON."""
-    keys = [k for k in result if k != "per_round"]
-    width = max(len(k) for k in keys)
-    lines = [f"{k:<{width}}  {result[k]:.4g}" if isinstance(result[k], float)
-             else f"{k:<{width}}  {result[k]}" for k in keys]
-    summary = {k: result[k] for k in keys}
+    summary = {k: v for k, v in result.items() if k != "per_round"}
+    width = max(len(k) for k in summary)
+    lines = [f"{k:<{width}}  {v:.4g}" if isinstance(v, float) else f"{k:<{width}}  {v}"
+             for k, v in summary.items()]
     return "\n".join(lines) + "\n" + json.dumps(summary)

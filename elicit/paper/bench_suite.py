@@ -55,6 +55,7 @@ ROUND_FIGURES: tuple[Figure, ...] = (
     Figure("p10000_round", "p = 10,000 round (review-like problem)", "s", 5.0),
     Figure("p10000_peak_mb", "p = 10,000 peak memory (set-up + rounds)", "MB", 4096.0),
 )
+ROUND_KEYS = tuple(f.key for f in ROUND_FIGURES if f.unit == "s")
 #: The target of the whole ``make reproduce`` at the paper's 50 runs: 30 minutes on two
 #: idle cores, i.e. 60 CPU-minutes.
 REPRODUCE_TARGET_CPU_S = 2 * 30 * 60.0
@@ -73,7 +74,7 @@ class SuiteSettings:
         "p2000_round": 3, "p10000_round": 3})
     step_rounds: int = 20
     mixed_step_rounds: int = 10
-    figures: tuple[str, ...] = tuple(f.key for f in ROUND_FIGURES if f.unit == "s")
+    figures: tuple[str, ...] = ROUND_KEYS
     steps: tuple[str, ...] | None = None   # None: every step
     data_dir: str | os.PathLike | None = None
 
@@ -155,8 +156,7 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
     elif key in ("p2000_round", "p10000_round"):
         problem, cfg = _random_run(key.removesuffix("_round"), s)
     else:
-        raise ElicitError(f"unknown figure {key!r}; choose from "
-                          f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
+        raise ElicitError(f"unknown figure {key!r}; choose from {', '.join(ROUND_KEYS)}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)
     res["value"] = float(np.median(res["round_cpu_s"]))
     return res
@@ -213,9 +213,8 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
 
     by_key = {f.key: f for f in ROUND_FIGURES}
     for key in s.figures:
-        if key not in by_key or by_key[key].unit != "s":
-            raise ElicitError(f"unknown round figure {key!r}; choose from "
-                              f"{', '.join(f.key for f in ROUND_FIGURES if f.unit == 's')}")
+        if key not in ROUND_KEYS:
+            raise ElicitError(f"unknown round figure {key!r}; choose from {', '.join(ROUND_KEYS)}")
         figure(by_key[key], lambda key=key: measure_round(key, s))  # type: ignore[misc]
         if key == "p10000_round" and key in figures:
             res = figures[key]
@@ -251,10 +250,7 @@ def record_path(folder: str | os.PathLike, record: dict) -> Path:
 
 def write_record(folder: str | os.PathLike, record: dict) -> Path:
     """Write ``record`` beside the earlier ones; return its path."""
-    path = record_path(folder, record)
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, record, indent=1)
-    return path
+    return write_json_atomic(record_path(folder, record), record, indent=1)  # makes the folder
 
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,

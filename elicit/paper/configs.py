@@ -77,12 +77,11 @@ def check_pool(pool: str | None, questions: object) -> str:
     raise ElicitError(f"pool must be one of {', '.join(POOLS)}, got {pool!r}")
 
 
-def _positive_int(value: object, what: str) -> int:
+def _positive_int(value: object, what: str) -> None:
     # Python ints only (not check_int's NumPy ones): the value is stored as given and written
     # to config.json, which cannot hold a NumPy integer
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ElicitError(f"{what} must be a positive integer, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)

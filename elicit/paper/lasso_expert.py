@@ -1,13 +1,5 @@
-"""A simulated expert from a LASSO fit on held-out reviews (the paper's real-data expert).
-
-The paper's expert is a LASSO fitted to the reviews the model does not use (the *expert set*):
-two keywords are similar if their weights have the same sign, dissimilar if not, and "don't
-know" if one weight is zero (about 20 positive and 20 negative keywords, ~780 pairs); a
-keyword is relevant if its weight is nonzero. The ``rule`` chooses the penalty: ``"target"``
-(default) the fit with the number of nonzero weights closest to ``n_nonzero`` (the paper's
-"almost 20 features in each group"), ``"cv-min"`` ``LassoCV``'s (on Amazon 160-170 keywords:
-not the paper's expert), ``"cv-1se"`` the largest alpha within one standard error of it.
-"""
+"""A simulated expert from a LASSO fit on held-out reviews (the paper's real-data expert;
+its answers and penalty rules: docs/data.md, "The simulated expert")."""
 
 from __future__ import annotations
 
@@ -16,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from elicit.elicitation.answers import Answer, SignOracle
+from elicit.elicitation.answers import GroupOracle
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.model.spec import all_pairs
@@ -28,14 +20,14 @@ _MAX_ITER = 20_000
 _TOL = 1e-6
 
 
-class LassoExpert:
+class LassoExpert(GroupOracle):
     """Answers pair questions from the signs of LASSO weights fitted on the expert set
     (``X_expert``, ``y_expert``; an intercept is fitted), feature questions from whether a
-    weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (module docstring);
+    weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (docs/data.md);
     ``random_state`` and ``cv`` are the CV rules' fold split.
 
     ``coef_`` and ``alpha_`` are the weights and penalty; ``groups`` per feature 0 positive,
-    1 negative, -1 zero (the answers of ``GroupOracle(groups)``).
+    1 negative, -1 zero: it answers as ``GroupOracle(groups, coef_)``.
     """
 
     def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
@@ -75,11 +67,10 @@ class LassoExpert:
 
     def _set_coef(self, coef: np.ndarray) -> None:
         self.coef_ = coef
-        self._signs = SignOracle(coef)
-        self.signs_ = self._signs.groups
-        self.n_positive = int(np.sum(self.signs_ > 0))
-        self.n_negative = int(np.sum(self.signs_ < 0))
-        self.groups = np.where(self.signs_ > 0, 0, np.where(self.signs_ < 0, 1, -1))
+        signs = np.sign(coef).astype(int)
+        self.n_positive = int(np.sum(signs > 0))
+        self.n_negative = int(np.sum(signs < 0))
+        super().__init__(np.where(signs > 0, 0, np.where(signs < 0, 1, -1)), coef)
 
     @property
     def n_answerable(self) -> int:
@@ -87,21 +78,9 @@ class LassoExpert:
         k = self.n_positive + self.n_negative
         return k * (k - 1) // 2
 
-    def answer(self, i: int, j: int) -> Answer:
-        """Same sign: SIMILAR; opposite signs: DISSIMILAR; a zero weight: DONT_KNOW."""
-        return self._signs.answer(int(i), int(j))
-
-    def relevance(self, k: int) -> Answer:
-        """Nonzero weight: RELEVANT; zero weight: IRRELEVANT."""
-        return self._signs.relevance(int(k))
-
-    def weight_sign(self, k: int) -> int:
-        """The sign of feature ``k``'s coefficient (+1, -1, 0)."""
-        return self._signs.weight_sign(int(k))
-
     def answerable_pairs(self) -> np.ndarray:
         """The ``(k, 2)`` pairs ``i < j`` with both weights nonzero, in lexicographic order."""
-        nz = np.flatnonzero(self.signs_)
+        nz = np.flatnonzero(self.known)
         return np.zeros((0, 2), dtype=int) if nz.size < 2 else nz[all_pairs(nz.size)]
 
     def summary(self) -> dict:
@@ -118,8 +97,7 @@ class LassoExpert:
 def _lasso(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
     from sklearn.linear_model import Lasso
 
-    m = Lasso(alpha=alpha, max_iter=_MAX_ITER, tol=_TOL).fit(X, y)
-    return m.coef_.copy()
+    return Lasso(alpha=alpha, max_iter=_MAX_ITER, tol=_TOL).fit(X, y).coef_.copy()
 
 
 def _alpha_max(X: np.ndarray, y: np.ndarray) -> float:

@@ -76,8 +76,7 @@ def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.n
     rd = cfg.run_data(run)
     expert = run_expert(cfg, rd)
     known = get_model(str(cfg.settings.model)).known_coupling
-    cands = pool_candidates(cfg, expert) if known else None
-    return rd, expert, cands
+    return rd, expert, pool_candidates(cfg, expert) if known else None
 
 
 def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:

@@ -1,12 +1,6 @@
-"""Table 1's "more samples instead": add training reviews instead of asking the expert.
-
-:func:`more_samples_curve` adds reviews of the expert set to a run's training set one at a
-time, refitting the no-feedback MAP after each and recording the test MSE: ``rnd`` in a
-random order, ``act`` the review with the largest expected information gain about beta
-(Seeger 2008), ``0.5 log(1 + x' Sigma* x)`` under ``beta | sigma2 ~ N(mu*, sigma2 Sigma*)``
-(sigma2 cancels; the gain ignores how the sample would move gamma). Added reviews are
-standardised with the run's statistics and centred on its training mean: only the data grow.
-"""
+"""Table 1's "more samples instead": :func:`more_samples_curve` adds reviews of the expert
+set to a run's training set, ``rnd`` at random or ``act`` by the largest expected information
+gain about beta, ``0.5 log(1 + x' Sigma* x)`` (docs/realdata.md, "Table 1")."""
 
 from __future__ import annotations
 
@@ -42,9 +36,8 @@ Method = Literal["rnd", "act"]
 
 def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarray]:
     """The expert set as extra training samples, in the run's training coordinates."""
-    X_pool = rd.standardize_counts(dataset.counts[rd.expert_idx])
-    y_pool = dataset.ratings[rd.expert_idx].astype(float) - rd.y_mean
-    return X_pool, y_pool
+    return (rd.standardize_counts(dataset.counts[rd.expert_idx]),
+            dataset.ratings[rd.expert_idx].astype(float) - rd.y_mean)
 
 
 @dataclass
@@ -98,11 +91,7 @@ def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, meth
         raise ElicitError("method 'rnd' needs a random generator")
     t0 = time.perf_counter()
     eng = get_engine(engine, "fixed")
-    if start is None:
-        data = no_feedback_data(rd.X_train, rd.y_train, rd.U, fixed_hyper(tau2, model), coupled)
-        fit = eng.fit(data)
-    else:
-        data, fit = start
+    data, fit = start if start is not None else initial_fit(rd, tau2, eng, model, coupled)[:2]
     post = NIGPosterior.from_map(data, fit)
     mse = [post.mse(rd.X_test, rd.y_test, rd.y_mean)]
     left = np.ones(len(X_pool), bool)

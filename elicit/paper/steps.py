@@ -70,11 +70,9 @@ def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig 
                                 refine=s.refine, memo=s.memo)
     if step in DATASETS:
         return RealDataConfig(step, data_dir=s.data_dir, **real)
-    if step in LITERAL:
-        return RealDataConfig(LITERAL[step], data_dir=s.data_dir, paper=True, **real)
-    if step in RECOMMENDED_STEPS:
-        return RealDataConfig(RECOMMENDED_STEPS[step], data_dir=s.data_dir, recommended=True,
-                              **real)
+    for table, preset in ((LITERAL, "paper"), (RECOMMENDED_STEPS, "recommended")):
+        if step in table:
+            return RealDataConfig(table[step], data_dir=s.data_dir, **{**real, preset: True})
     if step == KITCHEN:
         return RealDataConfig(_kitchen(s), **real)
     data = MIXED_STEPS[step]

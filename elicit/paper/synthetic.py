@@ -88,8 +88,7 @@ def run_synthetic(cfg: SyntheticConfig, out: str | Path,
         prob = maker(cfg.settings.seed, 0)
         gammas = load_part(store, sweep_cfg, "sequential", 0)["gammas"]
         panels = {"K_opt": prob.extra["K_opt"]}
-        for t in sweep_cfg.snapshots:
-            if str(t) in gammas:
-                panels[f"{t} answers"] = kernel(prob.U, gammas[str(t)])
+        panels.update({f"{t} answers": kernel(prob.U, gammas[str(t)])
+                       for t in sweep_cfg.snapshots if str(t) in gammas})
         kernel_panels(panels, store.folder / "fig3_K.png")
     return SyntheticResult(df)

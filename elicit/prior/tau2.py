@@ -51,7 +51,6 @@ TAU2_MODES: tuple[str, ...] = ("ml", "cv", "learned")
 #: p < 1000), above 1e3 the prior is flat for the n at hand; values beyond are never added
 #: (a user's grid may hold them).
 TAU2_BOUNDS: tuple[float, float] = (1e-6, 1e3)
-#: The step of the grid extension: half a decade.
 TAU2_STEP = float(np.sqrt(10.0))
 
 

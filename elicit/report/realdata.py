@@ -32,8 +32,6 @@ from elicit.paper.table1 import PAPER_LEVELS
 
 #: The paper's feature counts (Sec. 4.2).
 PAPER_FEATURES = {"amazon": 340, "yelp": 241}
-#: The numbers of answers at which strategies are compared (and the sweep's last round).
-CHECKPOINTS: tuple[int, ...] = (20,)
 
 
 @dataclass
@@ -174,23 +172,21 @@ class Sweep:
 
     def checkpoints(self) -> list[int]:
         """The numbers of answers compared: 20 (if reached) and the last round."""
-        return sorted({t for t in CHECKPOINTS if t < self.last} | {self.last})
+        return sorted({min(20, self.last), self.last})
 
 
 def load_sweep(folder: Path) -> Sweep | None:
     """The sweep in ``folder``, or None if it holds no finished realdata sweep."""
     store, mse_path = SweepStore.find(folder), folder / "mse.csv"
-    if store is None or not mse_path.exists():
-        return None
-    cfg = store.settings
-    if "expert_rule" not in cfg:  # the synthetic experiment, or a sweep of one's own
+    # without an expert rule: the synthetic experiment, or a sweep of one's own
+    if store is None or not mse_path.exists() or "expert_rule" not in store.settings:
         return None
 
     def opt(name: str) -> pd.DataFrame | None:
         return pd.read_csv(folder / name) if (folder / name).exists() else None
 
-    return Sweep(folder.name, cfg, pd.read_csv(mse_path), opt("runinfo.csv"), opt("tau2_cv.csv"),
-                 folder)
+    return Sweep(folder.name, store.settings, pd.read_csv(mse_path), opt("runinfo.csv"),
+                 opt("tau2_cv.csv"), folder)
 
 
 def find_sweeps(out: Path) -> list[Sweep]:

@@ -53,7 +53,6 @@ def _synthetic_section(out: Path) -> list[str]:
 
 
 def _real_sections(sweeps: Sequence[Sweep]) -> list[str]:
-    """The default sweeps of the paper's data sets, then the corpora."""
     paper = [s for s in sweeps if s.dataset in DATASETS and s.default]
     corpora = [s for s in sweeps if s.dataset not in DATASETS and not s.mixed]
     lines: list[str] = []
@@ -88,8 +87,9 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
     if not path.exists():
         return []
     t = pd.read_csv(path, dtype=str, keep_default_na=False)
-    has_refs = "ceiling_reached" in t.columns
-    has_yard = has_refs and "yardstick_reached" in t.columns
+    refs = ["mean", "ceiling"] if "ceiling_reached" in t.columns else []
+    refs += ["yardstick"] if refs and "yardstick_reached" in t.columns else []
+    heads = {"mean": "predict the mean", "ceiling": "all answers given", "yardstick": "yardstick"}
     lines = [
         "## Table 1: more samples instead of answers", "",
         "Mean number of added training reviews (RND: random, ACT: maximum information gain "
@@ -102,21 +102,18 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
         "MSE: Yelp 1.88, Amazon 2.26)."
         + (" The reference columns count the runs where predicting the mean, the model "
            "with every answerable pair answered (all answers given)"
-           + (", or the yardstick of the expert's full knowledge" if has_yard else "")
-           + ", is already at or below the level." if has_refs else ""), "",
-        "| data set | level | kind | RND | ACT | SeqElc | paper RND | paper ACT | paper SeqElc"
-        + (" | predict the mean | all answers given |" if has_refs else " |")
-        + (" yardstick |" if has_yard else ""),
-        "|---|---|---|---|---|---|---|---|---" + ("|---|---|" if has_refs else "|")
-        + ("---|" if has_yard else ""),
+           + (", or the yardstick of the expert's full knowledge" if "yardstick" in refs else "")
+           + ", is already at or below the level." if refs else ""), "",
+        "| data set | level | kind | RND | ACT | SeqElc | paper RND | paper ACT | paper SeqElc |"
+        + "".join(f" {heads[k]} |" for k in refs),
+        "|" + "---|" * (9 + len(refs)),
     ]
     for _, r in t.iterrows():
         cells = [f"{r[m]} ({r[m + '_reached']})" for m in ("rnd", "act", "seqelc")]
         pcells = [r.get(f"paper_{m}", "") or "—" for m in ("rnd", "act", "seqelc")]
-        refs = [r["mean_reached"] or "—", r["ceiling_reached"] or "—"] if has_refs else []
-        refs += [r["yardstick_reached"] or "—"] if has_yard else []
+        rcells = [r[f"{k}_reached"] or "—" for k in refs]
         lines.append(f"| {LABELS.get(r['dataset'], r['dataset'])} | {float(r['mse_level']):.3f} "
-                     f"| {r['level_kind']} | " + " | ".join(cells + pcells + refs) + " |")
+                     f"| {r['level_kind']} | " + " | ".join(cells + pcells + rcells) + " |")
     lines.append("")
     for s in sweeps:
         if not s.default or s.folder not in set(t.get("sweep", t["dataset"])):
@@ -130,7 +127,6 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
 
 
 def _differences(sweeps: Sequence[Sweep]) -> list[str]:
-    """Where our set-up differs from the paper's, with the numbers that show it."""
     lines = [
         "## Where and why we differ from the paper", "",
         "- Features: the stop-word rule gives 337 Amazon and 258 Yelp keywords (paper: 340 and "
@@ -162,9 +158,8 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
 
 
 def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[str, float] | None,
-            jobs: int | None, step_runs: Mapping[str, int] | None,
-            commit: str | None = None, cpu_total_s: float | None = None,
-            steps_at_once: int = 1) -> list[str]:
+            jobs: int | None, step_runs: Mapping[str, int] | None, commit: str | None,
+            cpu_total_s: float | None, steps_at_once: int) -> list[str]:
     lines = [f"Made by commit `{commit}`.", ""] if commit else []
     lines += [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
              + (" (" + ", ".join(f"{k} {v / 60:.1f} min" for k, v in step_s.items()) + ")"

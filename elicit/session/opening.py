@@ -19,7 +19,6 @@ from elicit.elicitation.kinds import (
     BEFORE_KINDS,
     KINDS,
     PAPER_QUESTIONS,
-    QuestionKind,
     get_kind,
     kinds_of,
     parse_questions,
@@ -28,7 +27,7 @@ from elicit.elicitation.kinds import (
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.model.spec import Hyper
-from elicit.session.record import epoch
+from elicit.session.record import log_event
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
@@ -308,8 +307,8 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
     for table, label in (("queries", "query"), ("answers", "answer")):
         for kind in KINDS.values():
             pair = kind.arity == 2
-            words = ([a.value for a in kind.answers] + [DONT_KNOW.value]
-                     if table == "answers" else [])
+            answers = [a.value for a in kind.answers] + [DONT_KNOW.value]
+            words = answers if table == "answers" else []
             said = f" AND answer IN ({', '.join('?' * len(words))})" if words else ""
             bad = conn.execute(
                 f"SELECT id, i, j FROM {table} WHERE {kind_sql} = ? AND NOT (typeof(i) = "
@@ -317,10 +316,12 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
                 f"{'i < j AND j < ?' if pair else 'j = ?'}{said}) ORDER BY id LIMIT 1",
                 (*params, kind.name, p, p if pair else FEATURE_J, *words)).fetchone()
             if bad is not None:
+                form = "i < j" if pair else f"(i, {FEATURE_J})"
                 raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
                                   f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
-                                  f"features (0..{p - 1}) and {_forms(kind)}; it was left "
-                                  "untouched (restore it from a backup)")
+                                  f"features (0..{p - 1}) and {kind.question} is written {form} "
+                                  f"and answered {', '.join(answers)}; it was left untouched "
+                                  "(restore it from a backup)")
     asked = parse_questions(questions)
     for table, label in (("answers", "answer"), ("queries", "query")):
         if (bad := _first_kind_outside(conn, table, kind_sql, params, list(asked))) is not None:
@@ -337,13 +338,6 @@ _OLD_KIND_SQL = f"(CASE WHEN j = {FEATURE_J} THEN ? ELSE ? END)"
 def _old_kinds() -> dict[str, str]:
     """The kinds of a format-3-or-older file's one-feature (``one``) and pair (``two``) rows."""
     return {("one" if k.arity == 1 else "two"): k.name for k in kinds_of(BEFORE_KINDS)}
-
-
-def _forms(kind: QuestionKind) -> str:
-    """How ``kind``'s rows are written and answered, for messages."""
-    words = ", ".join([a.value for a in kind.answers] + [DONT_KNOW.value])
-    form = "i < j" if kind.arity == 2 else f"(i, {FEATURE_J})"
-    return f"{kind.question} is written {form} and answered {words}"
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
@@ -378,9 +372,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
                              (json.dumps(FORMAT_VERSION),))
                 conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-                conn.execute("INSERT INTO events (kind, epoch, at, detail) VALUES "
-                             "('migrate', ?, ?, ?)",
-                             (epoch(conn), now(), json.dumps({"from": fv, "to": FORMAT_VERSION})))
+                log_event(conn, "migrate", None, now(), "",
+                          detail={"from": fv, "to": FORMAT_VERSION})
     finally:
         conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
     rows = conn.execute("SELECT key, value FROM meta").fetchall()

@@ -191,15 +191,21 @@ def by_expert(expert: str) -> str:
     return f" by {expert_label(expert)}" if expert else ""
 
 
+def log_event(conn: sqlite3.Connection, kind: str, qid: int | None, at: str, expert: str,
+              answer_id: int | None = None, detail: dict | None = None) -> None:
+    """Append an event to the log, at the current :func:`epoch`."""
+    conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, detail, expert) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (kind, qid, answer_id, epoch(conn), at,
+                  None if detail is None else json.dumps(detail), expert))
+
+
 def _cancel(conn: sqlite3.Connection, qids: Sequence[int], reason: str) -> None:
     at = now()
-    e = epoch(conn)
     for qid in qids:
         (expert,) = conn.execute("SELECT expert FROM queries WHERE id = ?", (qid,)).fetchone()
         conn.execute("UPDATE queries SET status = 'cancelled' WHERE id = ?", (qid,))
-        conn.execute("INSERT INTO events (kind, query_id, epoch, at, detail, expert) VALUES "
-                     "('cancel', ?, ?, ?, ?, ?)",
-                     (qid, e, at, json.dumps({"reason": reason}), expert))
+        log_event(conn, "cancel", qid, at, expert, detail={"reason": reason})
 
 
 _STALE_PENDING = (
@@ -230,7 +236,6 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
                  if active_answer_to(conn, q.kind, q.i, stored_j(q.j), expert) is None]
         if not fresh:
             return
-        e = epoch(conn)
         batch_id = None if len(fresh) == 1 else int(conn.execute(
             "SELECT COALESCE(MAX(batch), 0) + 1 FROM queries").fetchone()[0])
         for q in fresh:
@@ -239,8 +244,7 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
                                "(?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
                                (q.kind, q.i, stored_j(q.j), q.expected_gain,
                                 int(q.exact_gain), at, batch_id, expert))
-            conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
-                         "('query', ?, ?, ?, ?)", (cur.lastrowid, e, at, expert))
+            log_event(conn, "query", cur.lastrowid, at, expert)
 
 
 def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str | None,
@@ -264,15 +268,13 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
             _cancel(conn, [qid], "pair answered elsewhere")
             aid = -1
         else:
-            e = epoch(conn)
             cur = conn.execute("INSERT INTO answers (query_id, kind, i, j, answer, comment, "
                                "answered_at, expert) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                (qid, kind, i, j, answer, comment, at, expert))
             assert cur.lastrowid is not None  # an INSERT always sets it
             aid = int(cur.lastrowid)
             conn.execute("UPDATE queries SET status = 'answered' WHERE id = ?", (qid,))
-            conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, expert) "
-                         "VALUES ('answer', ?, ?, ?, ?, ?)", (qid, aid, e, at, expert))
+            log_event(conn, "answer", qid, at, expert, aid)
     if conflict is not None:
         raise AnsweredElsewhere(
             f"{question_label(names, i, j)} was already answered elsewhere by "
@@ -295,8 +297,7 @@ def skip_query(conn: sqlite3.Connection, qid: int, names: list[str], expert: str
     with write(conn):
         open_query_row(conn, qid, "skip", names, expert)
         conn.execute("UPDATE queries SET status = 'skipped' WHERE id = ?", (qid,))
-        conn.execute("INSERT INTO events (kind, query_id, epoch, at, expert) VALUES "
-                     "('skip', ?, ?, ?, ?)", (qid, epoch(conn), now(), expert))
+        log_event(conn, "skip", qid, now(), expert)
 
 
 def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
@@ -312,7 +313,6 @@ def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
         if row is None:
             raise ElicitError(f"there is no answer{by_expert(expert)} to undo")
         aid, qid, i, j, _, _, _, kind, gain, exact = row
-        e = epoch(conn)
         conn.execute("UPDATE answers SET undone_at = ? WHERE id = ?", (at, aid))
         conn.execute("UPDATE queries SET status = 'cancelled' WHERE status = 'pending' "
                      "AND expert = ?", (expert,))
@@ -321,7 +321,5 @@ def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
         cur = conn.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, "
                            "shown_at, status, expert) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
                            (kind, i, j, gain, exact, at, expert))
-        conn.execute("INSERT INTO events (kind, query_id, answer_id, epoch, at, detail, "
-                     "expert) VALUES ('undo', ?, ?, ?, ?, ?, ?)",
-                     (qid, aid, e, at, json.dumps({"requeued": cur.lastrowid}), expert))
+        log_event(conn, "undo", qid, at, expert, aid, {"requeued": cur.lastrowid})
     return row[:8]

@@ -82,16 +82,12 @@ CREATE TABLE events (
     expert TEXT NOT NULL DEFAULT '');
 """
 
-# Format 1 -> 2: every row gets an expert ('' = the unnamed expert of the old file), and the
-# one-active-answer-per-pair rule becomes one per pair and expert.
+# Format 1 -> 2: every row gets an expert ('' = the unnamed expert of the old file); the
+# indexes come with the rebuild to format 4, which always follows.
 MIGRATE_1_TO_2 = """
 ALTER TABLE queries ADD COLUMN expert TEXT NOT NULL DEFAULT '';
 ALTER TABLE answers ADD COLUMN expert TEXT NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN expert TEXT NOT NULL DEFAULT '';
-DROP INDEX IF EXISTS answers_one_active_per_pair;
-CREATE UNIQUE INDEX answers_one_active_per_expert_pair ON answers (i, j, expert)
-    WHERE undone_at IS NULL;
-CREATE INDEX queries_by_status ON queries (status, expert);
 """
 
 # Formats 1 to 3 -> 4: kinds of question by name; the record's tables are rebuilt (SQLite cannot
