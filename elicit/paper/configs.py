@@ -259,6 +259,10 @@ class RealDataConfig(Recorded, RoundKeywords):
         :class:`~elicit.data.sources.DataSource`, or a function that makes one.
     tau2
         A fixed prior scale tau^2, or ``"cv"`` (default): chosen per run by 5-fold CV.
+    tau2_again
+        After how many answers tau2 is chosen again by that CV with the relevance classes
+        answered so far (docs/realdata.md); None: 10, 20, 40, 80 where tau2 is "cv" and the
+        model has relevance classes, else never.
     standardize
         ``"model"`` (default): with all 1000 model reviews' statistics; ``"train"``: with the
         100 training reviews'.
@@ -292,7 +296,6 @@ class RealDataConfig(Recorded, RoundKeywords):
     # Sweeps written before the standardisation was recorded used the training statistics.
     standardize: str | None = setting(None, legacy="train")
     tau2: float | str | None = setting(None)
-    #: None: :data:`~elicit.prior.tau2.TAU2_AGAIN` with tau2 "cv" and relevance classes, else ()
     tau2_again: tuple[int, ...] | None = setting(
         None, record=lambda c: {"tau2_again": list(c.tau2_again or ())})
     expert_rule: str = setting("target")
