@@ -60,9 +60,8 @@ def one_run(cfg: RealDataConfig, run: int) -> dict:
         curve = []
         for t, k in enumerate(order[:max(AT)], 1):
             el.answer(int(k), None, expert.relevance(int(k)))
-            if again is not None and t in again.at:
-                if (t2 := again.choose(el.relevance, el.fit.gamma)) != el.hyper.tau2:
-                    el.set_tau2(t2)
+            if again is not None:
+                again.after(el, t)
             if t in AT:
                 curve.append(problem.mse(el))
         out[name] = curve

@@ -49,6 +49,12 @@ class Tau2Again:
     at: tuple[int, ...]
     choose: Callable[[np.ndarray, np.ndarray], float]
 
+    def after(self, el: Elicitor, answers: int) -> None:
+        """Choose tau2 again for ``el`` if ``answers`` is one of :attr:`at` (and refit)."""
+        if answers in self.at and el.relevance is not None:
+            if (tau2 := self.choose(el.relevance, el.fit.gamma)) != el.hyper.tau2:
+                el.set_tau2(tau2)
+
 
 @dataclass
 class RunProblem:

@@ -133,9 +133,8 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
             q = el.next_query(strategy, rng)
             a = get_kind(q.kind).ask(problem.expert, q)
             el.answer(q.i, q.j, a, kind=q.kind)
-            if (again := problem.tau2_again) and t in again.at and el.relevance is not None:
-                if (t2 := again.choose(el.relevance, el.fit.gamma)) != el.hyper.tau2:
-                    el.set_tau2(t2)
+            if problem.tau2_again is not None:
+                problem.tau2_again.after(el, t)
             asked.append([q.i, q.j, a.value])
             kinds.append(q.kind)
             mse.append(problem.mse(el))
