@@ -68,15 +68,17 @@ def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
     return all(t.lower() in sw for t in keyword.split("_") if t)   # all([]): dropped
 
 
-def _check_min_df(min_df: object) -> None:
-    check_int(min_df, f"min_df must be a positive integer number of reviews, got {min_df!r}", 1)
+def check_min_df(min_df: object) -> int:
+    """``min_df`` as an int, or a one-line ElicitError."""
+    return check_int(min_df, f"min_df must be a positive integer number of reviews, got "
+                     f"{min_df!r}", 1)
 
 
 def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: Iterable[str],
                     min_df: int) -> np.ndarray:
     """Indices of the keywords the paper's rule keeps: not all tokens stop words, and in at
     least ``min_df`` reviews; an :class:`ElicitError` if nothing is left."""
-    _check_min_df(min_df)
+    check_min_df(min_df)
     counts = np.asarray(counts)
     sw = frozenset(stopwords)
     df = np.count_nonzero(counts > 0, axis=0)
@@ -176,7 +178,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
         raise ElicitError(f"{len(texts)} texts but {len(ratings_arr)} ratings")
     if not texts:
         raise ElicitError("no texts to vectorise")
-    _check_min_df(min_df)
+    check_min_df(min_df)
     if min_df > len(texts):
         raise ElicitError(f"min_df = {min_df} exceeds the number of texts ({len(texts)}), so no "
                           "keyword can survive; lower min_df")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.data.corpora import BowDataset, load_corpus, load_dataset
+from elicit.data.corpora import BowDataset, check_min_df, load_corpus, load_dataset
 from elicit.data.files import PAPER_FILES, RAW_FILES, STOPWORDS_FILE, data_file, resolve_data_dir
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.splits import RunData, check_standardize, prepare_run
@@ -128,15 +128,14 @@ def corpus_source(path: str | os.PathLike, text_field: str = "text",
     p = Path(path)
     if not p.is_file():
         raise ElicitError(f"review file {p} not found")
-    if min_df is not None and (isinstance(min_df, bool) or int(min_df) != min_df
-                               or min_df < 1):
-        raise ElicitError(f"min_df must be a positive integer, got {min_df!r}")
+    if min_df is not None:
+        min_df = check_min_df(min_df)
     for fld, what in ((text_field, "text field"), (rating_field, "rating field")):
         if not isinstance(fld, str) or not fld:
             raise ElicitError(f"the {what} must be a non-empty name, got {fld!r}")
     return DataSource(corpus_name(p, name), corpus=str(p.resolve()), text_field=text_field,
                       rating_field=rating_field,
-                      min_df=None if min_df is None else int(min_df))
+                      min_df=min_df)
 
 
 def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = None, *,

@@ -121,6 +121,17 @@ def test_a_changed_corpus_is_refused(tmp_path):
         source_from_config(cfg)
 
 
+@pytest.mark.parametrize("bad", ["abc", "3", 0, 2.5, True, [3]])
+def test_a_bad_min_df_is_one_line_naming_reviews(tmp_path, bad):
+    from elicit.data.sources import corpus_source
+
+    path = write_corpus(tmp_path / "c.jsonl.gz", n=20)
+    with pytest.raises(ElicitError, match=r"^min_df must be a positive integer number of "
+                                          r"reviews, got .*$"):
+        corpus_source(path, "review", "stars", min_df=bad)
+    assert corpus_source(path, "review", "stars", min_df=3).min_df == 3
+
+
 @needs_data
 @pytest.mark.slow
 def test_shipped_kitchen_corpus(tmp_path):
