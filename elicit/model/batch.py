@@ -73,6 +73,15 @@ class BatchDensity:
         self.m = None
         if data.model.direction:
             self.m = (data.X if self.basis is None else self.basis.R) @ data.direction_signs
+        # what does not depend on theta, once (a one-row call is mostly fixed overhead):
+        # the working form (R, Q'y) on the p x p form (module elicit.model.tall), else (X, y)
+        self.X, self.y, self.rest = data.X, data.y, 0.0
+        if self.basis is not None:
+            self.X, (self.y, self.rest) = self.basis.R, self.basis.reduce(data.y)
+        self.eye, h = np.eye(self.X.shape[0]), data.hyper
+        self.a_star = h.a_sigma + 0.5 * data.n
+        self.c0 = (gammaln(self.a_star) - gammaln(h.a_sigma)
+                   - 0.5 * data.n * np.log(2 * np.pi * h.b_sigma))
 
     def at(self, th: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at the thetas ``th`` of
@@ -86,13 +95,8 @@ class BatchDensity:
                 tuple(np.concatenate([e[i] for _, _, e in parts]) for i in range(2)))
 
     def _at(self, th: np.ndarray, idx: np.ndarray):
-        data = self.data
-        X, y, U = data.X, data.y, data.U
-        basis, rest = self.basis, 0.0
-        if basis is not None:
-            # the p x p form (module elicit.model.tall): (R, Q'y) in place of (X, y)
-            X = basis.R
-            y, rest = basis.reduce(y)
+        data, basis, rest, a_star = self.data, self.basis, self.rest, self.a_star
+        X, y, U = self.X, self.y, data.U
         n = X.shape[0]
         h, lay = data.hyper, data.layout
         gamma = th[:, lay["gamma"]]
@@ -118,12 +122,12 @@ class BatchDensity:
             XK = X @ K                                             # (C, n, p)
             B = XK @ XT
         B *= tau2[:, None, None]
-        S = B + np.eye(n)
+        S = B + self.eye
         L, pd = stacked_cholesky(S)
-        S[~pd] = np.eye(n)           # placeholders: these trial points are rejected below
-        logdet = 2.0 * np.sum(np.log(np.einsum("cii->ci", L)), axis=1)
+        if not pd.all():
+            S[~pd] = self.eye        # placeholders: these trial points are rejected below
+        logdet = 2.0 * np.log(L.diagonal(axis1=1, axis2=2)).sum(axis=1)
         Sinv = np.linalg.inv(S)
-        a_star = h.a_sigma + 0.5 * data.n
         if self.m is None:
             alpha = np.einsum("cij,j->ci", Sinv, y)
             b_star = h.b_sigma + 0.5 * (rest + alpha @ y)
@@ -134,9 +138,7 @@ class BatchDensity:
             alpha = np.einsum("cij,cj->ci", Sinv, resid)
             b_star = h.b_sigma + 0.5 * (rest + np.einsum("ci,ci->c", alpha, resid))
         omega = a_star / b_star
-        value = (gammaln(a_star) - gammaln(h.a_sigma)
-                 - 0.5 * data.n * np.log(2 * np.pi * h.b_sigma)
-                 - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma))
+        value = self.c0 - 0.5 * logdet - a_star * np.log(b_star / h.b_sigma)
         # G = (omega alpha alpha' - S^-1) / 2, in place (the same operations in the same order)
         G = (omega[:, None] * alpha)[:, :, None] * alpha[:, None, :]
         G -= Sinv
@@ -173,14 +175,15 @@ class BatchDensity:
         grad += g
         mean = y[None, :] - alpha
         if basis is None:
-            var = (b_star / (a_star - 1.0))[:, None] * (2.0 - np.einsum("cii->ci", Sinv))
+            var = (b_star / (a_star - 1.0))[:, None] * (2.0 - Sinv.diagonal(axis1=1, axis2=2))
         else:
             mean = mean @ basis.Q.T
             var = (b_star / (a_star - 1.0))[:, None] * (2.0 - basis.sinv_diag(Sinv))
         # where S is not numerically positive definite (a trial step to an extreme tau2 or
         # gamma) there is no density: -inf makes the line search reject it
-        value[~pd] = -np.inf
-        grad[~pd] = 0.0
+        if not pd.all():
+            value[~pd] = -np.inf
+            grad[~pd] = 0.0
         return value, grad, (mean, var)
 
 

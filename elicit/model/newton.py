@@ -120,7 +120,9 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     if ridge is None:
         pd = stacked_cholesky(A)[1]
         step = np.zeros_like(theta)
-        if pd.any():
+        if pd.all():        # the common case, without the masks' copies
+            step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+        elif pd.any():
             step[pd] = np.linalg.solve(A[pd], g[pd][:, :, None])[:, :, 0]
         for c in np.flatnonzero(~pd):
             # this row's free block is not positive definite: damped alone
@@ -233,6 +235,8 @@ class NewtonRun:
         self.it = 0
         self.refreshed = np.zeros(C, bool)
         self._next: tuple | None = None
+        #: (rows, feedback terms) at the points the last secant update took, for direction()
+        self._fed: tuple | None = None
 
     def running(self) -> np.ndarray:
         return np.flatnonzero(self.status == RUNNING)
@@ -268,8 +272,9 @@ class NewtonRun:
                 for c in self.running():
                     if not self.refreshed[c]:
                         self._refresh(c)
-            rows = self.running()
-            _, fg, fH = self.problem.feedback(rows, self.theta[rows], True)
+            rows, fed, self._fed = self.running(), self._fed, None
+            _, fg, fH = (fed[1] if fed is not None and np.array_equal(fed[0], rows)
+                         else self.problem.feedback(rows, self.theta[rows], True))
             step, dec = projected_step(self.hess_base[rows] + fH, self.grad[rows],
                                        self.theta[rows], self.lb, st.ridge)
             self._next = (rows, step, dec, fg)
@@ -280,7 +285,9 @@ class NewtonRun:
         """BFGS update of each row's ``-hess_base`` along its accepted step."""
         theta = self.theta[rows]
         s = theta - theta_old
-        fg = self.problem.feedback(rows, theta, False)[1]
+        # with the Hessian: the next direction() needs both at these points if these rows run on
+        self._fed = (rows, self.problem.feedback(rows, theta, True))
+        fg = self._fed[1][1]
         y = -((self.grad[rows] - fg) - g_base_old)          # the change of -gradient
         A = -self.hess_base[rows]
         As = np.einsum("cij,cj->ci", A, s)

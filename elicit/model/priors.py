@@ -28,7 +28,7 @@ class Normal:
         """(log density, gradient, second derivative) at ``x``. With ``summed`` the last axis
         of ``x`` is one vector block (gamma), summed over; else every entry is one value."""
         r = x - self.mean
-        sq = np.sum(r ** 2, axis=-1) if summed else r ** 2
+        sq = (r ** 2).sum(axis=-1) if summed else r ** 2
         return -0.5 * sq / self.sd**2, -r / self.sd**2, -1.0 / self.sd**2
 
 

@@ -72,7 +72,7 @@ def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
     C, k = theta.shape
     shared = W.ndim == 2
     z = xi[:, None] - (gamma @ W.T if shared else np.einsum("cfl,cl->cf", W, gamma))
-    value = np.sum(link.log_lik(z, f), axis=1)
+    value = link.log_lik(z, f).sum(axis=1)
     r = link.score(z, f)
     grad = np.zeros((C, k))
     grad[:, gs] = -(r @ W) if shared else -np.einsum("cf,cfl->cl", r, W)
