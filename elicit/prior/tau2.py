@@ -22,7 +22,7 @@ from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
 from elicit.model.result import MAPResult
-from elicit.model.spec import Params, check_relevance
+from elicit.model.spec import ModelData, Params, check_relevance
 from elicit.model.theta import theta_of
 from elicit.model.variants import PAPER, get_model
 from elicit.prior.setup import (
@@ -210,11 +210,15 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         model, relevance = PAPER, None
 
     K: list[np.ndarray] = []     # at a given gamma: the kernel, computed once
+    built: dict[int, ModelData] = {}    # and a fold's data once (its tau2 is not read: t is)
 
     def fit(X_tr: np.ndarray, y_tr: np.ndarray, t: float,
             init: MAPResult | None) -> tuple[np.ndarray, MAPResult | None]:
-        data = no_feedback_data(X_tr, y_tr, U, fixed_hyper(t, model), coupled, relevance)
+        data = built.get(id(X_tr)) if gamma is not None else None
+        if data is None or data.X is not X_tr:
+            data = no_feedback_data(X_tr, y_tr, U, fixed_hyper(t, model), coupled, relevance)
         if gamma is not None:
+            built[id(X_tr)] = data
             h = data.hyper
             mg = Marginal(data.X, data.y, U, gamma, t, h.a_sigma, h.b_sigma,
                           K=K[0] if K else None, coupled=data.kernel_mask)
