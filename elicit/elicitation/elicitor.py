@@ -422,9 +422,11 @@ class Elicitor:
 
     def _allowed_for(self, strategy: str, exclude) -> QuestionSet:
         needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
-        if len(self.open_questions()) == 0:
+        allowed = self.open_questions()     # built once when nothing is excluded
+        if len(allowed) == 0:
             raise ElicitError(f"every candidate {self.noun} has been asked")
-        allowed = self.open_questions(exclude)
+        if exclude is not None:
+            allowed = self.open_questions(exclude)
         if exclude is not None and len(allowed) == 0:
             raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
         if needs_ranking and self._ranking is None and self.n_answers:

@@ -71,7 +71,9 @@ def offset_sparse(X: np.ndarray) -> OffsetSparse:
     return OffsetSparse(b, cols, sp.csc_matrix(S))
 
 
-_found = LRUCache(4)
+#: 8, not 4: a tau2 CV's five fold arrays beside the run's own X (with 4 every fold's
+#: fit found them again)
+_found = LRUCache(8)
 
 
 def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
@@ -298,7 +300,7 @@ def add_outer(M: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return dger(1.0, y, x, a=np.ascontiguousarray(M).T, overwrite_a=1).T
 
 
-_rows_found = LRUCache(4)
+_rows_found = LRUCache(8)
 
 
 def sparse_rows(X: np.ndarray) -> SparseRows | None:

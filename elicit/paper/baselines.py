@@ -139,7 +139,7 @@ def yardstick_cv_tau2(X: np.ndarray, y: np.ndarray, prior: np.ndarray,
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float).reshape(-1)
     return cv_search(X, y, grid, 5, rng,
-                     lambda tr, y_tr, t, _: (prior_posterior_mean(X[tr], y_tr, prior, t), None))
+                     lambda X_tr, y_tr, t, _: (prior_posterior_mean(X_tr, y_tr, prior, t), None))
 
 
 def expert_yardstick(X_train, y_train, X_test, y_test, y_mean: float, coef,

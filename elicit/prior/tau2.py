@@ -14,6 +14,7 @@ import numpy as np
 from elicit.engines import get_engine
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
+from elicit.internal.cache import frozen
 from elicit.internal.threads import single_blas_thread
 from elicit.model.covariance import RelevanceScales
 from elicit.model.density import log_density
@@ -21,7 +22,7 @@ from elicit.model.marginal import Marginal
 from elicit.model.posterior import NIGPosterior, squared_errors
 from elicit.model.priors import ZETA_PRIOR
 from elicit.model.result import MAPResult
-from elicit.model.spec import Params, check_relevance
+from elicit.model.spec import ModelData, Params, check_relevance
 from elicit.model.theta import theta_of
 from elicit.model.variants import PAPER, get_model
 from elicit.prior.setup import (
@@ -209,11 +210,15 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         model, relevance = PAPER, None
 
     K: list[np.ndarray] = []     # at a given gamma: the kernel, computed once
+    built: dict[int, ModelData] = {}    # and a fold's data once (its tau2 is not read: t is)
 
-    def fit(tr: np.ndarray, y_tr: np.ndarray, t: float,
+    def fit(X_tr: np.ndarray, y_tr: np.ndarray, t: float,
             init: MAPResult | None) -> tuple[np.ndarray, MAPResult | None]:
-        data = no_feedback_data(X[tr], y_tr, U, fixed_hyper(t, model), coupled, relevance)
+        data = built.get(id(X_tr)) if gamma is not None else None
+        if data is None or data.X is not X_tr:
+            data = no_feedback_data(X_tr, y_tr, U, fixed_hyper(t, model), coupled, relevance)
         if gamma is not None:
+            built[id(X_tr)] = data
             h = data.hyper
             mg = Marginal(data.X, data.y, U, gamma, t, h.a_sigma, h.b_sigma,
                           K=K[0] if K else None, coupled=data.kernel_mask)
@@ -237,23 +242,24 @@ def cv_search(X: np.ndarray, y: np.ndarray, grid: Sequence[float], folds: int,
               rng: np.random.Generator | None,
               fit: Callable[[np.ndarray, np.ndarray, float, Any], tuple[np.ndarray, Any]],
               ) -> tuple[float, dict[float, float]]:
-    """:func:`cv_tau2`'s K-fold CV (``rng`` default ``default_rng(0)``) with ``fit(tr, y_tr, t,
-    init)``, which fits on the rows of mask ``tr`` (targets centred) and returns the posterior
+    """:func:`cv_tau2`'s K-fold CV (``rng`` default ``default_rng(0)``) with ``fit(X_tr, y_tr, t,
+    init)``, which fits on a fold's training rows (targets centred) and returns the posterior
     mean and the fold's next warm start (``init``: None first); also the yardstick's."""
     n = X.shape[0]
     grid = _check_cv(grid, folds, n)
     rng = rng if rng is not None else np.random.default_rng(0)
     fold_of = rng.permutation(n) % folds
+    # a fold's arrays once, read-only, for every tau2: what the model finds once per array
+    # (the inputs' sparse rows, checksums) is then found once per fold, not once per fit
+    parts = [(frozen(X[tr]), frozen(y[tr] - y[tr].mean()), float(y[tr].mean()), X[~tr], y[~tr])
+             for tr in (fold_of != k for k in range(folds))]
 
     def score(t: float, inits: list[Any] | None) -> tuple[float, list[Any]]:
         # the folds' held-out squared errors summed in fold order; each fold warm-started
         total, states = 0.0, []
-        for k in range(folds):
-            tr, te = fold_of != k, fold_of == k
-            y_tr = y[tr]
-            mean = float(y_tr.mean())
-            mu, state = fit(tr, y_tr - mean, t, None if inits is None else inits[k])
-            total += float(np.sum(squared_errors(X[te] @ mu + mean, y[te])))
+        for k, (X_tr, y_tr, mean, X_te, y_te) in enumerate(parts):
+            mu, state = fit(X_tr, y_tr, t, None if inits is None else inits[k])
+            total += float(np.sum(squared_errors(X_te @ mu + mean, y_te)))
             states.append(state)
         return float(total / n), states
 
