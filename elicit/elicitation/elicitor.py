@@ -425,9 +425,7 @@ class Elicitor:
         allowed = self.open_questions()     # built once when nothing is excluded
         if len(allowed) == 0:
             raise ElicitError(f"every candidate {self.noun} has been asked")
-        if exclude is not None:
-            allowed = self.open_questions(exclude)
-        if exclude is not None and len(allowed) == 0:
+        if exclude is not None and len(allowed := self.open_questions(exclude)) == 0:
             raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
         if needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "

@@ -214,16 +214,18 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
 
     def fit(X_tr: np.ndarray, y_tr: np.ndarray, t: float,
             init: MAPResult | None) -> tuple[np.ndarray, MAPResult | None]:
-        data = built.get(id(X_tr)) if gamma is not None else None
-        if data is None or data.X is not X_tr:
-            data = no_feedback_data(X_tr, y_tr, U, fixed_hyper(t, model), coupled, relevance)
         if gamma is not None:
-            built[id(X_tr)] = data
+            # a fold's arrays live as long as the CV, so their ids name the folds
+            data = built.get(id(X_tr))
+            if data is None or data.X is not X_tr:
+                data = built[id(X_tr)] = no_feedback_data(X_tr, y_tr, U, fixed_hyper(t, model),
+                                                          coupled, relevance)
             h = data.hyper
             mg = Marginal(data.X, data.y, U, gamma, t, h.a_sigma, h.b_sigma,
                           K=K[0] if K else None, coupled=data.kernel_mask)
             K[:] = [mg.K]
             return NIGPosterior(mg).mu, None
+        data = no_feedback_data(X_tr, y_tr, U, fixed_hyper(t, model), coupled, relevance)
         fitted = eng.fit(data, init=init)
         return NIGPosterior.from_map(data, fitted).mu, fitted
 
