@@ -13,17 +13,21 @@ setup:
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install -e ".[dev,test]"
 
+# The tests keep Python's bytecode cache (__pycache__, ignored by git) even where
+# PYTHONDONTWRITEBYTECODE is set: without it pytest rewrites every test module again and
+# every process a test starts compiles elicit again (half of the fast tests' collection).
+TEST_ENV = PYTHONDONTWRITEBYTECODE=
+
 # Everything, as CI runs it (the slow tests included). Stan programs are compiled once per
 # machine, before the first test that needs them (tests/conftest.py); tests whose
 # requirement is missing (CmdStan, PyStan, the data directory) are skipped with the reason.
 test:
-	$(BIN)/python -m pytest -q
+	$(TEST_ENV) $(BIN)/python -m pytest -q
 
 # The development loop: everything but the tests marked slow (Stan builds and fits, fault
-# injection, browser, end-to-end sweeps): 84 s of CPU time (user + sys, measured on a 2-core
-# machine at load average 6-9, where it took 6 min wall).
+# injection, browser, end-to-end sweeps). CPU time: docs/benchmarks.md, "The fast tests".
 test-fast:
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(TEST_ENV) $(BIN)/python -m pytest -q -m "not slow"
 
 # The CmdStan engine against the numpy twin, the compile lock, cmdstanpy's logging and the
 # command line (docs/stan.md): needs CMDSTAN; the first run compiles the shipped program.

@@ -27,8 +27,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
+
+# The tests' problems are small, where a second OpenBLAS thread only spins (a 100 x 100
+# inverse: 14 ms with two, 0.2 ms with one; elicit.internal.threads): one BLAS thread here,
+# and in the processes the tests start (about a seventh of the fast suite's CPU time).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+threadpool_limits(1, user_api="blas")
 
 N, P, D = 12, 10, 3
 N_FEEDBACK = 4
@@ -160,8 +167,6 @@ STALL_PAIRS = np.array([(13, 16), (20, 22), (0, 16), (10, 19), (16, 18), (13, 18
 def stalled_fit_chain():
     """Yield (data, fit) of a chain of warm L-BFGS-B fits (``init=Params``), one per answer
     of :data:`STALL_PAIRS`, on synthetic run (seed 1, run 3)."""
-    from threadpoolctl import threadpool_limits
-
     from elicit.engines.numpy_engine import NumpyEngine
     from elicit.model.simulate import make_synthetic
 
@@ -414,7 +419,38 @@ def cmdstan_engines(request) -> Iterator[dict]:
 def read_only_run(folder: Path, argv: list[str]) -> subprocess.CompletedProcess | None:
     """Run the CLI with ``folder`` read-only: a read-only bind mount (as root, where
     permission bits do not stop writes), else plain permission bits."""
-    cmd = [sys.executable, "-m", "elicit.cli.session", *argv]
+    return _read_only([sys.executable, "-m", "elicit.cli.session", *argv], folder)
+
+
+#: ``elicit.cli.session.main`` on each argv of a JSON list, in one process (one start and its
+#: imports for several commands); prints ``[status, stdout, stderr]`` of each as JSON
+_COMMANDS = """import contextlib, io, json, sys
+from elicit.cli.session import main
+res = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    res.append([code or 0, out.getvalue(), err.getvalue()])
+sys.stdout.write(json.dumps(res))
+"""
+
+
+def read_only_runs(folder: Path, *argvs: list[str]) -> list[subprocess.CompletedProcess] | None:
+    """:func:`read_only_run` of several commands, one after the other in one process."""
+    import json
+
+    r = _read_only([sys.executable, "-c", _COMMANDS, json.dumps(argvs)], folder)
+    if r is None:
+        return None
+    assert r.returncode == 0, r.stderr
+    return [subprocess.CompletedProcess(a, *res) for a, res in zip(argvs, json.loads(r.stdout))]
+
+
+def _read_only(cmd: list[str], folder: Path) -> subprocess.CompletedProcess | None:
     env = dict(os.environ)
     if os.geteuid() == 0:
         if shutil.which("unshare") is None:

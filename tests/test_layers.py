@@ -14,6 +14,7 @@ module back to itself. Two modules that need each other share a third, below bot
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -76,9 +77,15 @@ def _type_checking_nodes(tree: ast.Module) -> set[int]:
 
 def imports() -> list[Import]:
     """Every import of an ``elicit`` module in the package."""
-    modules = {_module_of(p) for p in PACKAGE.rglob("*.py")}
+    return list(_imports_in(PACKAGE))
+
+
+@functools.cache
+def _imports_in(package: Path) -> tuple[Import, ...]:
+    # parsed once per folder for the tests that read it (each parse walks every module)
+    modules = {_module_of(p) for p in package.rglob("*.py")}
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         here = _module_of(path)
         package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
         tree = ast.parse(path.read_text(), str(path))
@@ -101,7 +108,7 @@ def imports() -> list[Import]:
                 continue
             out += [Import(here, n, node.lineno, id(node) not in typing_only) for n in names
                     if n == "elicit" or n.startswith("elicit.")]
-    return out
+    return tuple(out)
 
 
 def runtime_graph() -> dict[str, dict[str, int]]:

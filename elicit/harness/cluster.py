@@ -36,6 +36,10 @@ def parse_cluster(text: str | None) -> str | None:
     return text
 
 
+#: how long Dask keeps trying to reach a scheduler before the one-line error
+CONNECT_TIMEOUT = "20s"
+
+
 @contextlib.contextmanager
 def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
     """An executor for the runner's tasks (see the module docstring); closed on exit."""
@@ -60,7 +64,7 @@ def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
             client = stack.enter_context(Client(local))
         else:
             try:
-                client = stack.enter_context(Client(cluster, timeout="20s"))
+                client = stack.enter_context(Client(cluster, timeout=CONNECT_TIMEOUT))
             except (OSError, TimeoutError) as exc:
                 raise ElicitError(f"cannot reach the Dask scheduler at {cluster} ({exc}); "
                                   "start it (dask scheduler) or check the address") from None

@@ -53,7 +53,9 @@ def test_a_local_cluster_runs_what_local_processes_run(tmp_path):
                      left=done) == 2
 
 
-def test_an_unreachable_scheduler_is_one_line(tmp_path):
+def test_an_unreachable_scheduler_is_one_line(tmp_path, monkeypatch):
+    # a refused connection is retried until the timeout: a second is enough to see the message
+    monkeypatch.setattr("elicit.harness.cluster.CONNECT_TIMEOUT", "1s")
     with pytest.raises(ElicitError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         run_tasks(write_json_atomic, _tasks(tmp_path), cluster="tcp://127.0.0.1:9",
                   progress=False)

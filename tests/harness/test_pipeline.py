@@ -136,7 +136,7 @@ def test_cpu_meter_counts_the_tasks_in_the_workers_of_each_item_apart(tmp_path):
     """Two items share one pool: each one's CPU time is its own tasks' (measured in the
     workers, while the pool lives on), not the other's and not the pool's."""
     def work(item: str) -> float:
-        cpu_s = {"heavy": 0.4, "light": 0.02}[item]
+        cpu_s = {"heavy": 0.15, "light": 0.01}[item]
         run_tasks(burn, [(cpu_s, tmp_path / f"{item}{k}") for k in range(3)], jobs=2,
                   progress=False)
         return cpu_s
@@ -151,9 +151,9 @@ def test_cpu_meter_counts_the_tasks_in_the_workers_of_each_item_apart(tmp_path):
     assert scoped_executor() is None
     assert len(list(tmp_path.iterdir())) == 6
     # each task burns at least its CPU time, by construction; the light item's three tasks
-    # (0.06 s together) are far from the heavy one's 1.2 s
-    assert cpus["heavy"] >= 3 * 0.4
-    assert cpus["light"] < 3 * 0.4
+    # (0.03 s together) are far from the heavy one's 0.45 s
+    assert cpus["heavy"] >= 3 * 0.15
+    assert cpus["light"] < 3 * 0.15
 
 
 def test_cpu_meter_without_workers_is_the_threads_own_time(tmp_path):

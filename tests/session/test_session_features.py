@@ -4,6 +4,7 @@ file format (4, kinds by name) and its migration, export, and the command line."
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import os
@@ -328,6 +329,9 @@ def _child(path: str, log_path: str, seed: int) -> None:
         os.write(fd, f"answer {rec.id} {q.id} {ans}\n".encode())  # one write per line
 
 
+# it kills real processes, as the tests of test_session_faults.py do: slow like them (`make
+# test` runs it, `make test-fast` does not)
+@pytest.mark.slow
 def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
     path, log_path = tmp_path / "k.session", tmp_path / "k.log"
     new_session(path).close()
@@ -378,12 +382,21 @@ def assert_one_line_error(err: str, message: str) -> None:
     assert message in lines[0], lines[0]
 
 
-def _elicit(*args, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "elicit", *args], input=stdin,
-                          capture_output=True, text=True)
+def test_cli_new_with_questions_both_and_ask_with_r_i_and_dont_know(tmp_path, monkeypatch,
+                                                                  capsys):
+    def _elicit(*args, stdin: str = "") -> subprocess.CompletedProcess:
+        # the command line in this process: a process start per command was most of the
+        # test's time (test_terminal.py feeds keys through a pipe to a real process)
+        from elicit.cli.main import main
 
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        try:
+            code = main(list(args))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
 
-def test_cli_new_with_questions_both_and_ask_with_r_i_and_dont_know(tmp_path):
     X, y, U = make_data()
     npz = tmp_path / "d.npz"
     np.savez(npz, X=X, y=y, U=U, feature_names=np.array(NAMES))
