@@ -510,7 +510,8 @@ def test_web_skip_answered(client):
 
 def test_web_request_too_large(client):
     r = client.post("/answer", data={"csrf_token": client.token, "query_id": client.qid,
-                                     "answer": "similar", "comment": "x" * 70_000},
+                                     "answer": "similar", "comment": "x" * (
+                                         client.application.config["MAX_CONTENT_LENGTH"])},
                     headers=SAME)
     assert r.status_code == 413 and "request too large" in r.get_data(as_text=True)
 
@@ -1174,3 +1175,36 @@ def test_the_web_page_of_a_replaced_file_answers_409(client, path, tmp_path):
     assert r.status_code == 409 and text.count("\n") == 1, text
     assert re.match("409: " + REPLACED + r"\. Open it again", text), text
     assert _n_answers(path) == 0
+
+
+@pytest.mark.parametrize("host", ["bad..host", "x" * 70])
+def test_serve_on_a_host_name_idna_refuses_is_one_line(capsys, tmp_path, host):
+    """An empty or over-long label raised UnicodeError from the idna codec: a traceback."""
+    pytest.importorskip("flask")
+    p = tmp_path / "s.session"
+    Session.create(*make_data(), NAMES, path=p, engine="numpy").close()
+    code, _, err = run_cli(capsys, "serve", str(p), "--host", host, "--port", "0")
+    assert code == 2
+    assert_one_line_error(err, r"cannot listen on .*: unknown host")
+
+
+@pytest.mark.parametrize("name", ["out.json", "out.nc", "out.csv"])
+def test_export_into_a_directory_names_it(capsys, tmp_path, name):
+    """It said "Is a directory: .out.json.<pid>.<hex>.tmp" (a name the user never gave), and
+    for .nc HDF5's words."""
+    p = tmp_path / "s.session"
+    Session.create(*make_data(), NAMES, path=p, engine="numpy").close()
+    (tmp_path / name).mkdir()
+    code, _, err = run_cli(capsys, "export", str(p), str(tmp_path / name))
+    assert code == 2
+    assert_one_line_error(err, rf"{re.escape(str(tmp_path / name))} is a directory; give a "
+                               "file name")
+
+
+def test_history_agreement_with_csv_is_refused(capsys, tmp_path):
+    """--csv was ignored beside --agreement (the table printed, exit 0)."""
+    p = tmp_path / "s.session"
+    Session.create(*make_data(), NAMES, path=p, engine="numpy").close()
+    code, _, err = run_cli(capsys, "history", str(p), "--agreement", "--csv")
+    assert code == 2
+    assert_one_line_error(err, r"--agreement .*--csv")

@@ -304,6 +304,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from elicit.session.session import Session
     from elicit.session.terminal import show_agreement, show_history
 
+    if args.agreement and args.csv:
+        raise ElicitError("--agreement prints a table of its own: leave out --csv")
     with Session.open(args.session, engine=args.engine, read_only=True) as s:
         if args.agreement:
             show_agreement(s)

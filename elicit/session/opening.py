@@ -60,7 +60,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
     if not read_only:
         _check_writable(path)
     else:
-        _finish_cut_write(path)
+        finish_cut_write(path)
     try:
         conn = _wal_file_in_memory(path) if read_only else None
         conn = conn or connect(path, read_only)
@@ -80,11 +80,19 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
     return conn, meta, arrays, texts
 
 
-def _finish_cut_write(path: Path) -> None:
+def _unfinished(path: Path, suffix: str) -> bool:
+    """A non-empty ``-journal`` or ``-wal`` beside ``path``, in one look: another program's
+    commit deletes its journal at any moment (an exists() then a stat() could fail)."""
+    try:
+        return os.stat(f"{path}{suffix}").st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def finish_cut_write(path: Path) -> None:
     """Before a read-only open: let SQLite undo a write that was cut short (a "hot" journal),
     when the file and its folder may be written (a read-only connection would refuse it)."""
-    journal = Path(str(path) + "-journal")
-    if not (journal.exists() and journal.stat().st_size > 0):
+    if not _unfinished(path, "-journal"):
         return
     try:
         _check_writable(path)
@@ -103,9 +111,7 @@ def _finish_cut_write(path: Path) -> None:
 def _wal_file_in_memory(path: Path) -> sqlite3.Connection | None:
     """A format-1 file (WAL mode) with no write pending, read into memory; None for any
     other file. (A read-only connection to a WAL file would leave a ``-shm`` file behind.)"""
-    wal = Path(str(path) + "-wal")
-    if not hasattr(sqlite3.Connection, "deserialize") or (wal.exists()
-                                                         and wal.stat().st_size > 0):
+    if not hasattr(sqlite3.Connection, "deserialize") or _unfinished(path, "-wal"):
         return None  # Python 3.10, or answers in the -wal file: SQLite must read them
     with open(path, "rb") as fh:
         data = bytearray(fh.read())
@@ -174,8 +180,7 @@ def _inspect_file(path: Path) -> None:
     # The header's page count counts only when the change counter (bytes 24-27) matches its
     # copy (92-95, SQLite's rule); a non-empty -wal or -journal is a write cut short, left to
     # SQLite's recovery.
-    pending = any(Path(str(path) + s).exists() and Path(str(path) + s).stat().st_size > 0
-                  for s in ("-wal", "-journal"))
+    pending = any(_unfinished(path, s) for s in ("-wal", "-journal"))
     if n_pages and header[24:28] == header[92:96] and size < n_pages * page_size and not pending:
         raise ElicitError(f"session file {path} is truncated: its header promises "
                           f"{n_pages * page_size} bytes but the file has {size}; it was left "

@@ -246,6 +246,8 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("ROLLBACK")
         if isinstance(e, Exception):
             check_same_file(conn)  # a write SQLite refused because the file was replaced
+        if isinstance(e, sqlite3.OperationalError):  # a full disk, no room for the journal
+            raise _busy_or(e, conn) from None
         raise
     else:
         try:
@@ -269,6 +271,10 @@ def _busy_or(e: sqlite3.OperationalError, conn: sqlite3.Connection) -> Exception
         return ElicitError(f"the session file cannot be written ({msg}); nothing was saved. "
                            "Make it and its folder writable, or copy the session to a folder "
                            "you can write to")
+    if any(w in msg for w in ("disk is full", "disk I/O", "unable to open")):
+        return ElicitError(f"the session could not be saved ({msg}); nothing was saved. Free "
+                           "disk space, and keep the session's folder writable (a save "
+                           "creates a journal file beside the session)")
     return e
 
 

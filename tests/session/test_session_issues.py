@@ -562,3 +562,53 @@ def test_the_pair_counts_docs_session_states_for_amazon_run_7(tmp_path, capsys):
     assert f"{asked} pairs," in out and f"{constant} constant column(s)" in out
     assert f"{asked} pairs can be asked about; {total - asked} are not" in out
     assert f"2 of {asked} pairs answered" in text  # the terminal example
+
+
+def test_a_journal_gone_between_look_and_stat_is_no_journal(tmp_path, monkeypatch, capsys):
+    """`elicit history` / `export` failed now and then with "No such file or directory:
+    ...-journal" while another program answered: its commit deleted the journal between an
+    exists() and a stat(). Here the journal is seen to exist and is gone when read."""
+    import pathlib
+
+    path = tmp_path / "s.session"
+    new(path).close()
+    seen = pathlib.Path.exists
+    monkeypatch.setattr(pathlib.Path, "exists",
+                        lambda p: p.name.endswith("-journal") or seen(p))
+    code, out, err = cli(capsys, "history", str(path))
+    assert code == 0 and err == "", err
+    code, _, err = cli(capsys, "export", str(path), str(tmp_path / "prior.json"))
+    assert code == 0 and err == "", err
+    with Session.open(path) as s:  # a writable open looks for a cut write too
+        assert s.progress()["answered"] == 0
+
+
+@pytest.mark.parametrize("message", ["database or disk is full", "disk I/O error",
+                                     "unable to open database file"])
+@pytest.mark.parametrize("when", ["COMMIT", "INSERT INTO answers"])
+def test_an_answer_sqlite_cannot_save_says_nothing_was_saved(tmp_path, monkeypatch, message,
+                                                            when):
+    """A full disk, an I/O error or a journal that cannot be created (the folder made
+    read-only while the session is open) surfaced as SQLite's own words ("session file
+    problem: unable to open database file", though the file is there)."""
+    from elicit.session import store
+
+    path = tmp_path / "s.session"
+    new(path).close()
+
+    class Refusing(store._Connection):
+        def execute(self, sql, *args):
+            if sql.startswith(when):  # the commit, or a statement that needs the journal
+                raise sqlite3.OperationalError(message)
+            return super().execute(sql, *args)
+
+    with Session.open(path) as s:
+        q = s.next_query()
+        monkeypatch.setattr(store, "_Connection", Refusing)
+        with Session.open(path) as s2:
+            with pytest.raises(ElicitError, match=rf"\({message}\); nothing was saved\. "):
+                s2.answer(s2.next_query(), "similar")
+        monkeypatch.undo()
+        assert q.id == s.next_query().id
+    with Session.open(path) as s:
+        assert s.progress()["answered"] == 0

@@ -512,14 +512,16 @@ def _exchange(port: int, request: bytes) -> bytes:
 def test_an_over_size_body_gets_413_without_being_read(path, framing):
     """Bug: a chunked 20 MB POST was cut to 64 KiB and answered "comment is 65446 characters
     long" after 30 s (the silence timeout), and a 20 MB body declared by its Content-Length
-    was read to its end after the 413. Here the client sends the first 100 KiB of a 20 MB
-    body and waits: the server must answer 413 and close the connection without waiting for
-    the rest (its silence timeout is 600 s: a server that read on would not answer)."""
+    was read to its end after the 413. Here the client sends the first 35 kB beyond the limit
+    of a 20 MB body and waits: the server must answer 413 and close the connection without
+    waiting for the rest (its silence timeout is 600 s: a server that read on would not
+    answer)."""
     server, app, url = _serve(path, timeout=600)
     try:
         page = page_state(urlopen(url + "/").read().decode())
         got = _exchange(server.server_port,
-                        _answer_bytes(url, page, b"x" * 100_000, framing, 20_000_000))
+                        _answer_bytes(url, page, b"x" * (app.config["MAX_CONTENT_LENGTH"]
+                                                         + 35_000), framing, 20_000_000))
         assert got.startswith(b"HTTP/1.1 413"), got[:200]
         assert b"413: request too large" in got
         assert answers_in_file(path) == []
@@ -674,3 +676,47 @@ def test_sigterm_finishes_the_request_in_flight(path, tmp_path):
     assert any("stopped; 0 answers are saved" in str(x) for x in rest), rest
     with Session.open(path) as s:
         assert len(s.pending("alice")) == 1
+
+
+def test_a_comment_within_its_limit_is_saved_whatever_its_script(app, path):
+    """8,400 CJK characters (under the 10,000-character limit) were refused with 413 and the
+    answer lost: URL-encoded, each costs 9 bytes against a 64 KiB body limit."""
+    from elicit.session.inputs import MAX_COMMENT
+
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    comment = "好" * MAX_COMMENT  # 3 bytes in UTF-8, 9 once URL-encoded
+    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                "answer": "similar", "comment": comment}, headers=SAME)
+    assert r.status_code == 303, r.get_data(as_text=True)
+    assert answers_in_file(path) == [(int(st["qid"]), "similar", comment, 0)]
+
+
+def test_a_writer_killed_in_a_commit_does_not_leave_the_page_unreadable(app, path):
+    """Another program writing the session (an `elicit ask`) killed in the middle of a commit
+    left a hot journal that the page's read-only connection cannot roll back: every reload
+    answered 503 "cannot be read just now" until the server was restarted."""
+    import signal
+
+    def n_texts() -> int:
+        raw = sqlite3.connect(path)
+        try:
+            return raw.execute("SELECT COUNT(*) FROM texts").fetchone()[0]
+        finally:
+            raw.close()
+
+    c = app.test_client()
+    before, n = c.get("/").get_data(as_text=True), n_texts()
+    pid = os.fork()
+    if pid == 0:  # the writer: a commit larger than its cache, killed before it ends
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA cache_size = 10")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO texts VALUES (999, 0, ?)", ("x" * 2_000_000,))
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert os.path.getsize(f"{path}-journal") > 0  # the cut write's journal
+    r = c.get("/")
+    assert r.status_code == 200, r.get_data(as_text=True)
+    assert page_state(r.get_data(as_text=True))["qid"] == page_state(before)["qid"]
+    assert n_texts() == n  # rolled back

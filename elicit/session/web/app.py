@@ -23,8 +23,9 @@ from werkzeug.wrappers import Response as ResponseBase
 from elicit.elicitation.answers import Answer, words
 from elicit.errors import ElicitError
 from elicit.session import record
-from elicit.session.inputs import check_expert
+from elicit.session.inputs import MAX_COMMENT, check_expert
 from elicit.session.loaders import highlight
+from elicit.session.opening import finish_cut_write
 from elicit.session.questions import SessionQuery, public_j
 from elicit.session.record import AnsweredElsewhere, UnknownQuery
 from elicit.session.session import Session, read_pending, read_stop_hint
@@ -67,6 +68,15 @@ class FileReader:
 
     def _run(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
         """``read`` on the file, refused (:class:`SessionReplaced`) if it was replaced."""
+        try:
+            return self._read(read)
+        except sqlite3.Error:
+            # a writer killed in a commit leaves a hot journal that a read-only connection
+            # cannot roll back (every page would fail): a writable read does, then read again
+            finish_cut_write(Path(self._opened.path))
+            return self._read(read)
+
+    def _read(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
         check_same_file(self._opened, writing=False)
         with contextlib.closing(sqlite3.connect(self._uri, uri=True, isolation_level=None,
                                                 timeout=BUSY_TIMEOUT)) as conn:
@@ -187,7 +197,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     token = secrets.token_urlsafe(32)
     hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
     app.config.update(ELICIT_SESSION=sess, ELICIT_CSRF_TOKEN=token, ELICIT_IN_FLIGHT=inflight,
-                      MAX_CONTENT_LENGTH=64 * 1024)
+                      # a comment of MAX_COMMENT characters of 4 UTF-8 bytes each, URL-encoded
+                      MAX_CONTENT_LENGTH=12 * MAX_COMMENT + 16 * 1024)
     k_image: dict[str, Any] = {"revision": None, "png": None}
     k_drawing = threading.Lock()
 
@@ -313,7 +324,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.errorhandler(413)
     def too_large(e):
-        return Response("413: request too large (comments are limited to 10,000 characters)\n",
+        return Response(f"413: request too large (comments are limited to {MAX_COMMENT:,} "
+                        "characters)\n",
                         status=413, mimetype="text/plain")
 
     @app.get("/")

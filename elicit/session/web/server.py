@@ -139,8 +139,9 @@ def _listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket on (host, port), or an ElicitError saying why not."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise ElicitError(f"cannot listen on {host!r}: unknown host ({e.strerror})") from None
+    except (socket.gaierror, UnicodeError) as e:  # UnicodeError: a label idna refuses
+        why = e.strerror if isinstance(e, OSError) else e
+        raise ElicitError(f"cannot listen on {host!r}: unknown host ({why})") from None
     family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
