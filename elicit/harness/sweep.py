@@ -20,10 +20,7 @@ import pandas as pd
 from elicit.elicitation.answers import check_expert
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import PAPER_QUESTIONS, get_kind, kind_for, parse_questions
-
-# default_model: re-exported for the sweeps' callers
 from elicit.elicitation.settings import RoundSettings
-from elicit.elicitation.settings import default_model as default_model
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
 from elicit.engines import get_engine
 from elicit.errors import ElicitError

@@ -23,12 +23,12 @@ from elicit.data.sources import (
 )
 from elicit.data.splits import check_standardize
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
-from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.settings import RoundSettings, default_model
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
-from elicit.harness.sweep import SweepConfig, default_model
+from elicit.harness.sweep import SweepConfig
 from elicit.internal.checks import check_int
 from elicit.model.simulate import N_FEATURES
 from elicit.model.variants import PAPER, get_model
