@@ -1,11 +1,6 @@
-"""Download the data files into the data directory (``elicit data fetch``, ``docs/data.md``).
-
-:data:`MANIFEST` lists every file with its public sources and its SHA-256 sum. :func:`fetch`
-takes a file from a mirror of finished files, or downloads its original sources (pinned
-commits on GitHub) and converts them here, checked against the SHA-256 of the content (for a
-gzip file the uncompressed content: the compressed bytes depend on the zlib version and time
-stamp). A file is checked before it is written atomically, so a failed download leaves
-nothing behind.
+"""Download the data files into the data directory (``elicit data fetch``; ``docs/data.md``
+says where each comes from and how it is converted and checked): :data:`MANIFEST` lists every
+file with its public sources and its SHA-256 sum.
 """
 
 from __future__ import annotations

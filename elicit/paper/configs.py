@@ -1,10 +1,6 @@
 """One typed configuration per experiment of the paper: :class:`SyntheticConfig` and
-:class:`RealDataConfig`, frozen and checked once when made (before any data are read).
-
-A field is a :func:`~elicit.harness.config.setting` (recorded in ``config.json`` by
-``to_json``; the results depend on it) or an :func:`~elicit.harness.config.option`;
-``from_json`` rebuilds a configuration, taking the options as keywords.
-"""
+:class:`RealDataConfig`, frozen and checked once when made (before any data are read); their
+fields are declared as :mod:`elicit.harness.config` describes."""
 
 from __future__ import annotations
 
