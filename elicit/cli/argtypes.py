@@ -268,12 +268,9 @@ def _positive_dim(dim: str) -> int:
     from elicit.errors import ElicitError
 
     try:
-        value = int(dim)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ElicitError(f"--meta-dim must be a positive integer, got {dim!r}")
-    return value
+        return positive_int(dim)
+    except argparse.ArgumentTypeError:
+        raise ElicitError(f"--meta-dim must be a positive integer, got {dim!r}") from None
 
 
 def add_utility_target_option(p: argparse.ArgumentParser) -> None:

@@ -66,6 +66,5 @@ def cmd_data_fetch(args: argparse.Namespace) -> None:
         print(f"data directory {data_dir}: {', '.join(f'{v} {k}' for k, v in counts.items())}")
 
 
-#: Entries for the top-level command table of ``elicit.cli.main`` (fetch is the only, and a
-#: required, sub-command).
+#: ``elicit data``'s entry of ``elicit.cli.main``'s command table (fetch: its one sub-command).
 DATA_COMMANDS = {"data": cmd_data_fetch}

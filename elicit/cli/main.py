@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
 
 from elicit import __version__
@@ -163,14 +163,10 @@ COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, "models": cmd_models
 def main(argv: list[str] | None = None) -> int:
     """Run the ``elicit`` command ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(_command_of(argv)).parse_args(argv)
-    return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
-
-
-def _command_of(argv: Sequence[str]) -> set[str]:
-    """The sub-command of ``argv``: its first word that is not an option (none for --help)."""
+    # the sub-command: the first word that is not an option (none for --help)
     first = next((a for a in argv if not a.startswith("-")), None)
-    return set() if first is None else {first}
+    args = build_parser(set() if first is None else {first}).parse_args(argv)
+    return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
 
 
 if __name__ == "__main__":

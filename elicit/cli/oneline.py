@@ -32,7 +32,13 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
     try:
         return int(func(args) or 0)
     except BrokenPipeError:
-        _drop_stdout()
+        # standard output to the null device, so the final flush prints no second error
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass  # no real file descriptor (a captured stream): nothing will be flushed to it
         return 141  # 128 + SIGPIPE: the reader of the output has gone
     except KeyboardInterrupt as e:
         # A front end that stops on a signal carries its own status (128 + the signal).
@@ -43,13 +49,3 @@ def run_command(func: Callable[[argparse.Namespace], int | None],
             raise
         print(f"elicit: error: {printable(line)}", file=sys.stderr)
         return 2  # the status of argparse's option errors
-
-
-def _drop_stdout() -> None:
-    """Point standard output at the null device, so the final flush prints no second error."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # no real file descriptor (a captured stream): nothing will be flushed to it

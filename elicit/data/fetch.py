@@ -1,11 +1,6 @@
-"""Download the data files into the data directory (``elicit data fetch``, ``docs/data.md``).
-
-:data:`MANIFEST` lists every file with its public sources and its SHA-256 sum. :func:`fetch`
-takes a file from a mirror of finished files, or downloads its original sources (pinned
-commits on GitHub) and converts them here, checked against the SHA-256 of the content (for a
-gzip file the uncompressed content: the compressed bytes depend on the zlib version and time
-stamp). A file is checked before it is written atomically, so a failed download leaves
-nothing behind.
+"""Download the data files into the data directory (``elicit data fetch``; ``docs/data.md``
+says where each comes from and how it is converted and checked): :data:`MANIFEST` lists every
+file with its public sources and its SHA-256 sum.
 """
 
 from __future__ import annotations
@@ -85,14 +80,12 @@ class FetchResult:
 _HIIT = "HIIT/knowledge-elicitation-for-linear-regression"
 _AMAZON_MAT = Source(_HIIT, "d305913cc2fda8272017aea1f8b75689f97a78f6",
                      "DATA_amazon/amazon_data.mat")
-_YELP_MAT50 = Source(_HIIT, "e780fb4f1a5db9b258557119c456fac373ba86f3",
-                     "DATA_yelp/yelp_academic_data_clean_from2006_50app.mat")
-_YELP_MAT100 = Source(_HIIT, "e780fb4f1a5db9b258557119c456fac373ba86f3",
-                      "DATA_yelp/yelp_academic_data_clean_from2006_100app.mat")
-_BLITZER_POS = Source("bzantium/bert-AAD", "cbe2e0cac6564dfbc6234882a73ca78020ac0d22",
-                      "data/kitchen/positive.review")
-_BLITZER_NEG = Source("bzantium/bert-AAD", "cbe2e0cac6564dfbc6234882a73ca78020ac0d22",
-                      "data/kitchen/negative.review")
+_YELP_MAT50, _YELP_MAT100 = (Source(_HIIT, "e780fb4f1a5db9b258557119c456fac373ba86f3",
+                                     f"DATA_yelp/yelp_academic_data_clean_from2006_{k}app.mat")
+                              for k in (50, 100))
+_BLITZER_POS, _BLITZER_NEG = (Source("bzantium/bert-AAD",
+                                     "cbe2e0cac6564dfbc6234882a73ca78020ac0d22",
+                                     f"data/kitchen/{s}.review") for s in ("positive", "negative"))
 _YELP_JSON = Source("tilmanbeck/dcwe", "ac547249310ebea228f08b27987c3f67c294c696",
                     "data/yelp_academic_dataset_review.json")
 _SMART = Source("igorbrigadir/stopwords", "ab85d86c3fac0360020a921b91ccf9d697b54757",

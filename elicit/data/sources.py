@@ -134,8 +134,7 @@ def corpus_source(path: str | os.PathLike, text_field: str = "text",
         if not isinstance(fld, str) or not fld:
             raise ElicitError(f"the {what} must be a non-empty name, got {fld!r}")
     return DataSource(corpus_name(p, name), corpus=str(p.resolve()), text_field=text_field,
-                      rating_field=rating_field,
-                      min_df=min_df)
+                      rating_field=rating_field, min_df=min_df)
 
 
 def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = None, *,

@@ -37,8 +37,6 @@ STREAM_TAU2_CV = 2000
 STREAM_BASELINES = 3000
 #: The candidate pools of ``elicit bench`` on a real problem.
 STREAM_BENCH = 4000
-#: The last entry of a query strategy's stream (:func:`strategy_stream`).
-STREAM_STRATEGY = 7
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ def run_stream(seed: int, run: int, tag: int) -> np.random.SeedSequence:
 
 def strategy_stream(seed: int, run: int, stream_id: int) -> np.random.SeedSequence:
     """The random stream of the query strategy with ``stream_id`` in run ``run``."""
-    return np.random.SeedSequence([seed, run, stream_id, STREAM_STRATEGY])
+    return np.random.SeedSequence([seed, run, stream_id, 7])
 
 
 #: Arrays every problem file of ``elicit synthetic --problems DIR`` holds.

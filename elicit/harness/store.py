@@ -17,8 +17,6 @@ from elicit.internal.io import write_json_atomic
 
 CONFIG_FILE = "config.json"
 PARTS = "parts"
-RUNINFO_DIR = "runinfo"
-TABLE1_DIR = "table1"
 
 #: Settings that config.json files written before they existed lack, and the value those
 #: sweeps used: an old folder stays valid for a rerun with these values (``strategy``: none, a
@@ -86,12 +84,12 @@ class SweepStore:
 
     def runinfo_path(self, dataset: str, run: int) -> Path:
         """Run ``run``'s reference record (baselines, reference lines, tau2 CV)."""
-        return self.part_path(dataset, RUNINFO_DIR, run)
+        return self.part_path(dataset, "runinfo", run)
 
     def samples_path(self, method: str, run: int) -> Path:
         """Run ``run``'s Table 1 sample curve of ``method``, in the ``table1`` folder beside
         the sweep's."""
-        return (self.folder.parent / TABLE1_DIR / PARTS / self.folder.name / method
+        return (self.folder.parent / "table1" / PARTS / self.folder.name / method
                 / f"run{run:03d}.json")
 
     @staticmethod

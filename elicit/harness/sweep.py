@@ -20,10 +20,7 @@ import pandas as pd
 from elicit.elicitation.answers import check_expert
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import PAPER_QUESTIONS, get_kind, kind_for, parse_questions
-
-# default_model: re-exported for the sweeps' callers
 from elicit.elicitation.settings import RoundSettings
-from elicit.elicitation.settings import default_model as default_model
 from elicit.elicitation.strategies import STRATEGIES, STRATEGY_REGISTRY, get_strategy
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
@@ -38,8 +35,6 @@ from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
-#: The figure of a sweep's MSE curves (the paper's Fig. 4 on the synthetic data).
-CURVES_FIGURE = "fig4_mse.png"
 
 
 @dataclass(frozen=True)
@@ -223,7 +218,7 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     df = pd.concat([curves, pd.DataFrame(means, columns=MSE_COLUMNS)], ignore_index=True)
     df.to_csv(store.folder / "mse.csv", index=False)
     mean_mse = float(df[df.strategy == "mean"].mse.mean())
-    mse_curves(df, store.folder / CURVES_FIGURE,
+    mse_curves(df, store.folder / "fig4_mse.png",
                title=f"{LABELS.get(cfg.dataset, cfg.dataset)}: mean ± s.e. over {cfg.runs} runs",
                references={REFERENCE_LABELS["mean"]: mean_mse})
     return df

@@ -283,7 +283,6 @@ class Change:
 
     @property
     def ratio(self) -> float:
-        """after / before."""
         return self.after / self.before
 
 
@@ -351,8 +350,7 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
     record = run_suite(s, progress)
     previous = None
     if folder is not None:
-        path = record_path(folder, record)
-        previous = previous_record(folder, exclude=path)
+        previous = previous_record(folder, exclude=record_path(folder, record))
         write_record(folder, record)
     return record, previous, format_suite(record, previous)
 

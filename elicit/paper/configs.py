@@ -1,10 +1,6 @@
 """One typed configuration per experiment of the paper: :class:`SyntheticConfig` and
-:class:`RealDataConfig`, frozen and checked once when made (before any data are read).
-
-A field is a :func:`~elicit.harness.config.setting` (recorded in ``config.json`` by
-``to_json``; the results depend on it) or an :func:`~elicit.harness.config.option`;
-``from_json`` rebuilds a configuration, taking the options as keywords.
-"""
+:class:`RealDataConfig`, frozen and checked once when made (before any data are read); their
+fields are declared as :mod:`elicit.harness.config` describes."""
 
 from __future__ import annotations
 
@@ -23,12 +19,12 @@ from elicit.data.sources import (
 )
 from elicit.data.splits import check_standardize
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions, spell_questions
-from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.settings import RoundSettings, default_model
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
 from elicit.harness.config import Recorded, RoundKeywords, option, round_settings, setting
 from elicit.harness.problem import ProblemsDir
-from elicit.harness.sweep import SweepConfig, default_model
+from elicit.harness.sweep import SweepConfig
 from elicit.internal.checks import check_int
 from elicit.model.simulate import N_FEATURES
 from elicit.model.variants import PAPER, get_model

@@ -64,21 +64,13 @@ class Ceiling:
     ceiling: float
     counts: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
-    @property
-    def n_answers(self) -> int:
-        return sum(self.counts.get(k, (0, 0))[0] for k in PAPER_QUESTIONS)
+    def _total(self, pairs: bool, k: int) -> int:
+        return sum(c[k] for kind, c in self.counts.items() if (kind in PAPER_QUESTIONS) == pairs)
 
-    @property
-    def n_similar(self) -> int:
-        return sum(self.counts.get(k, (0, 0))[1] for k in PAPER_QUESTIONS)
-
-    @property
-    def n_feature_answers(self) -> int:
-        return sum(n for k, (n, _) in self.counts.items() if k not in PAPER_QUESTIONS)
-
-    @property
-    def n_relevant(self) -> int:
-        return sum(n for k, (_, n) in self.counts.items() if k not in PAPER_QUESTIONS)
+    n_answers = property(lambda self: self._total(True, 0))
+    n_similar = property(lambda self: self._total(True, 1))
+    n_feature_answers = property(lambda self: self._total(False, 0))
+    n_relevant = property(lambda self: self._total(False, 1))
 
 
 @single_blas_thread

@@ -1,8 +1,5 @@
-"""The real-data sections of ``results/REPORT.md``, computed from the sweeps' CSV files.
-
-Every number here is read from a sweep folder (:class:`Sweep`); nothing is typed in, except
-the paper's own figures (:mod:`elicit.paper.table1`).
-"""
+"""The real-data sections of ``results/REPORT.md``, computed from the sweep folders
+(:class:`Sweep`)."""
 
 from __future__ import annotations
 

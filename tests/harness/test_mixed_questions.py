@@ -11,7 +11,7 @@ import pytest
 from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.questions import NO_FEATURE
-from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.settings import RoundSettings, default_model
 from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
 from elicit.harness.problem import RunProblem
@@ -19,7 +19,6 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import (
     SweepConfig,
     _nothing_left,
-    default_model,
     load_part,
     part_kinds,
     sweep,
