@@ -22,7 +22,7 @@ MAX_ID = 2**63 - 1
 
 
 class AnsweredElsewhere(ElicitError):
-    """The expert answered the question elsewhere first; this answer was not recorded."""
+    """The expert answered elsewhere first (another tab or program); nothing was changed."""
 
 
 class UnknownQuery(ElicitError):
@@ -300,10 +300,10 @@ def skip_query(conn: sqlite3.Connection, qid: int, names: list[str], expert: str
         log_event(conn, "skip", qid, now(), expert)
 
 
-def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
-    """Undo the expert's last active answer, withdraw their pending queries and ask its
-    question again, in one transaction. Returns ``(id, query_id, i, j, answer, comment,
-    answered_at, kind)`` of the undone answer."""
+def undo_last(conn: sqlite3.Connection, expert: str, answer_id: int | None = None) -> tuple:
+    """Undo the expert's last active answer (which must be ``answer_id`` if given), withdraw
+    their pending queries and ask its question again, in one transaction. Returns ``(id,
+    query_id, i, j, answer, comment, answered_at, kind)`` of the undone answer."""
     at = now()
     with write(conn):
         row = conn.execute("SELECT a.id, a.query_id, a.i, a.j, a.answer, a.comment, "
@@ -313,6 +313,10 @@ def undo_last(conn: sqlite3.Connection, expert: str) -> tuple:
         if row is None:
             raise ElicitError(f"there is no answer{by_expert(expert)} to undo")
         aid, qid, i, j, _, _, _, kind, gain, exact = row
+        if answer_id is not None and aid != answer_id:
+            raise AnsweredElsewhere(f"the last answer{by_expert(expert)} is no longer the one "
+                                    "this page showed (answered since in another tab or "
+                                    "program); nothing was undone: reload the page to see it")
         conn.execute("UPDATE answers SET undone_at = ? WHERE id = ?", (at, aid))
         conn.execute("UPDATE queries SET status = 'cancelled' WHERE status = 'pending' "
                      "AND expert = ?", (expert,))

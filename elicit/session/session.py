@@ -297,18 +297,19 @@ class Session(SessionState):
             record.skip_query(self.conn, qid, self.feature_names, who)
             self._sync(who, wrote=True)
 
-    def undo(self, expert: str | None = None) -> AnswerRecord:
+    def undo(self, expert: str | None = None, answer_id: int | None = None) -> AnswerRecord:
         """Undo the expert's last active answer (kept in the file with ``undone_at`` set) and
         refit; their open queries are withdrawn and the undone question is asked next.
+        ``answer_id``: the answer the caller showed as the last (a page of the web app).
 
         Raises
         ------
         ElicitError
-            If the expert has no answer to undo.
+            If the expert has no answer to undo, or their last is not ``answer_id``.
         """
         with self._lock:
             who = self._who(expert)
-            aid, qid, i, j, a, comment, at, kind = record.undo_last(self.conn, who)
+            aid, qid, i, j, a, comment, at, kind = record.undo_last(self.conn, who, answer_id)
             self._sync(who, wrote=True)
             return AnswerRecord(int(aid), int(qid), int(i), public_j(j), Answer(a), comment, at,
                                 who, kind)

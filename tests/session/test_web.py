@@ -720,3 +720,28 @@ def test_a_writer_killed_in_a_commit_does_not_leave_the_page_unreadable(app, pat
     assert r.status_code == 200, r.get_data(as_text=True)
     assert page_state(r.get_data(as_text=True))["qid"] == page_state(before)["qid"]
     assert n_texts() == n  # rolled back
+
+
+def test_undo_from_a_stale_tab_withdraws_nothing_it_did_not_show(app, path):
+    """Tab A showed its own answer as the last; tab B (the same expert) then answered. Undo in
+    tab A withdrew tab B's confirmed answer, which tab A never showed."""
+    a, b = app.test_client(), app.test_client()
+    st = page_state(a.get("/").get_data(as_text=True))
+    a.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                            "answer": "similar"}, headers=SAME)
+    page_a = a.get("/?m=saved").get_data(as_text=True)
+    shown = re.search(r'name="answer_id" value="(\d+)"', page_a).group(1)
+    stb = page_state(b.get("/").get_data(as_text=True))
+    r = b.post("/answer", data={"csrf_token": stb["token"], "query_id": stb["qid"],
+                                "answer": "dissimilar"}, headers=SAME)
+    assert r.status_code == 303
+    r = a.post("/undo", data={"csrf_token": st["token"], "answer_id": shown}, headers=SAME)
+    assert r.status_code == 409
+    assert "reload the page" in page_state(r.get_data(as_text=True))["message"]
+    assert [row[3] for row in answers_in_file(path)] == [0, 0]  # nothing withdrawn
+    # the page now shows tab B's answer as the last: its undo withdraws that one
+    shown = re.search(r'name="answer_id" value="(\d+)"', r.get_data(as_text=True)).group(1)
+    r = a.post("/undo", data={"csrf_token": st["token"], "answer_id": shown}, headers=SAME)
+    assert r.status_code == 303
+    assert [row[1:] for row in answers_in_file(path)] == [("similar", None, 0),
+                                                          ("dissimilar", None, 1)]

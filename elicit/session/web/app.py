@@ -55,6 +55,7 @@ class PageState:
     hint: str | None
     history: list[dict[str, Any]]
     revision: int
+    last_answer: int | None  # the expert's last active answer: what the page's undo withdraws
 
 
 class FileReader:
@@ -62,7 +63,8 @@ class FileReader:
     and never waits for the session's lock."""
 
     def __init__(self, sess: Session) -> None:
-        self._uri = Path(sess.path).resolve().as_uri() + "?mode=ro"
+        self._path = Path(sess.path).resolve()
+        self._uri = self._path.as_uri() + "?mode=ro"
         self.names, self.uid, self.n_pairs = list(sess.feature_names), sess.uid, sess.n_pairs
         self._opened = sess.conn  # the file the session opened, which a page must show
 
@@ -73,7 +75,7 @@ class FileReader:
         except sqlite3.Error:
             # a writer killed in a commit leaves a hot journal that a read-only connection
             # cannot roll back (every page would fail): a writable read does, then read again
-            finish_cut_write(Path(self._opened.path))
+            finish_cut_write(self._path)
             return self._read(read)
 
     def _read(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -91,7 +93,8 @@ class FileReader:
     def page(self, expert: str) -> PageState:
         def read(c: sqlite3.Connection) -> PageState:
             pending = read_pending(c, self.names, self.uid, expert)
-            rows = record.history_rows(c)[-HISTORY_ROWS:][::-1]
+            every = record.history_rows(c)
+            rows = every[-HISTORY_ROWS:][::-1]
             hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[4]],
                      "feature_j": "" if public_j(r[5]) is None else self.names[r[5]],
                      "answer": r[6], "comment": r[7] or "",
@@ -99,7 +102,9 @@ class FileReader:
             return PageState(record.progress(c, self.n_pairs, expert),
                              pending[0] if pending else None,
                              read_stop_hint(c, expert) if pending else None, hist,
-                             record.last_event(c))
+                             record.last_event(c), next((r[0] for r in reversed(every)
+                                                         if r[2] == expert and r[11] is None),
+                                                        None))
         return self._run(read)
 
     def revision(self) -> int:
@@ -243,7 +248,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         html = render_template_string(
             PAGE, token=token, name=Path(sess.path).name, description=sess.description,
             pr=st.progress, q=q, message=message, error=error,
-            done=q is None and _done(sess, st, expert), hist=st.history,
+            done=q is None and _done(sess, st, expert), hist=st.history, last_answer=st.last_answer,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
             summary=sess.summary, notes=sess.notes, hint=st.hint, **asked)
@@ -276,6 +281,13 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             raise ElicitError(f"the form sent no valid query id ({qid[:40]!r}); reload the "
                               "page")
         return int(qid)
+
+    def answer_id() -> int | None:
+        """The answer the page showed as the last (0: none; no field: a page made before it)."""
+        aid = request.form.get("answer_id", "").strip()
+        if aid and not re.fullmatch(r"[0-9]{1,30}", aid):
+            raise ElicitError(f"the form sent no valid answer id ({aid[:40]!r}); reload the page")
+        return int(aid) if aid else None
 
     @app.before_request
     def check_request():
@@ -357,7 +369,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     for rule, endpoint, act, code in (
             ("/answer", "answer", record_answer, "saved"),
             ("/skip", "skip", lambda expert: sess.skip(query_id(), expert=expert), "skipped"),
-            ("/undo", "undo", sess.undo, "undone"),
+            ("/undo", "undo", lambda expert: sess.undo(expert, answer_id()), "undone"),
             ("/next", "next_question", lambda expert: None, None)):
         app.add_url_rule(rule, endpoint, partial(change, act, code), methods=["POST"])
 

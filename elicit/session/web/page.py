@@ -83,6 +83,7 @@ PAGE = """<!doctype html>
     <form method="post" action="{{ url_for('undo') }}">
       <input type="hidden" name="csrf_token" value="{{ token }}">
       <input type="hidden" name="expert" value="{{ expert }}">
+      <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
       <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
         >Undo last answer <kbd>u</kbd></button></form>
   </div>
@@ -92,6 +93,7 @@ PAGE = """<!doctype html>
   <form method="post" action="{{ url_for('undo') }}">
     <input type="hidden" name="csrf_token" value="{{ token }}">
     <input type="hidden" name="expert" value="{{ expert }}">
+    <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
     <button type="submit" id="btn-undo">Undo last answer</button></form>
 {% else %}
   <h2 id="no-question">No question is waiting{% if expert %} for {{ expert }}{% endif %}.</h2>
