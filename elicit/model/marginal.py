@@ -219,7 +219,7 @@ class Marginal:
         if rows is not None:
             # X' G X = S' (G X) + b (1' G X): one sparse product, one in-place rank-one update
             GX = self._GX
-            R = add_outer(rows.S.T @ GX, rows.b, GX.sum(axis=0))
+            R = add_outer(rows.ST @ GX, rows.b, GX.sum(axis=0))
             for blk in row_blocks(len(R)):
                 R[blk] *= self.K[blk]
             return R
