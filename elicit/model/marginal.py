@@ -137,7 +137,7 @@ class Marginal:
         Linv, info = dtrtri(self.L, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
-        self.Linv = np.tril(Linv)
+        self.Linv = np.ascontiguousarray(Linv)  # upper triangle: L's zeros, as np.tril made it
         self.Sinv = self.Linv.T @ self.Linv
         self.alpha = self.Sinv @ self.r
         self.a_star = self.a_sigma + 0.5 * n
