@@ -246,7 +246,7 @@ class Marginal:
     @cached_property
     def _RU(self) -> np.ndarray:
         Us = sparse_meta(self.U)
-        return self._R @ (self.U if Us is None else Us)
+        return self._R @ self.U if Us is None else (Us @ self._R.T).T
 
     @property
     def _path(self) -> OffsetProducts:
