@@ -434,14 +434,14 @@ class Marginal:
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
         h_j = np.ones(len(j)) if self.h is None else self.h[j]
         dh = np.sqrt(lam) - h_j
-        x = self._W[:, j]
-        v = self.XK[:, j]
+        key = ("scale_change", j.tobytes())
+        if key not in self._dir_cache:  # both answers about the same features share these
+            x, v = self._W[:, j], self.XK[:, j]
+            Sx, Sv = self.Sinv @ x, self.Sinv @ v
+            self._dir_cache[key] = (x, v, Sx, Sv, np.einsum("ic,ic->c", x, Sx),
+                                    np.einsum("ic,ic->c", x, Sv), np.einsum("ic,ic->c", v, Sv))
+        x, v, Sx, Sv, A11, A12, A22 = self._dir_cache[key]
         Kjj = np.ones(len(j))          # the kernel's diagonal (exactly 1, also when masked)
-        Si = self.Sinv
-        Sx, Sv = Si @ x, Si @ v
-        A11 = np.einsum("ic,ic->c", x, Sx)
-        A12 = np.einsum("ic,ic->c", x, Sv)
-        A22 = np.einsum("ic,ic->c", v, Sv)
         t = self.tau2
         M11, M12 = dh**2 * Kjj, dh                      # M22 = 0
         T11, T12 = 1.0 + t * (M11 * A11 + M12 * A12), t * (M11 * A12 + M12 * A22)
