@@ -168,7 +168,7 @@ class Marginal:
                  mean=data_mean(data, delta))
         # scales only when zeta was given (data_scales raises otherwise)
         mg.zeta = None if mg.scales is None else float(cast(float, zeta))
-        marginal_cache.remember(data, mg, key=key)
+        marginal_cache.remember(data, mg, key=key, scaled=True)
         return mg
 
     @classmethod
@@ -434,8 +434,7 @@ class Marginal:
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
         h_j = np.ones(len(j)) if self.h is None else self.h[j]
         dh = np.sqrt(lam) - h_j
-        key = ("scale_change", j.tobytes())
-        if key not in self._dir_cache:  # both answers about the same features share these
+        if (key := ("scale_change", j.tobytes())) not in self._dir_cache:  # both answers share
             x, v = self._W[:, j], self.XK[:, j]
             Sx, Sv = self.Sinv @ x, self.Sinv @ v
             self._dir_cache[key] = (x, v, Sx, Sv, np.einsum("ic,ic->c", x, Sx),
