@@ -100,7 +100,7 @@ class FeatureScorer:
         sig = self.data.relevance_signal
         new = (num[None, :] + W * a) / (den[None, :] + W)          # row k: k answered
         lam0 = cov.lambdas(classes, zeta, sig)
-        lam1 = unasked_lambda(zeta + cov.spread * new, self.eps)[0]
+        lam1 = unasked_lambda(zeta + cov.spread * new, self.eps, derivatives=False)
         step = 0.5 * (np.log(lam1) - np.log(lam0)[None, :])
         step[:, judged] = 0.0
         np.fill_diagonal(step, 0.0)                    # k's own change is exact elsewhere

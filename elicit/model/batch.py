@@ -109,7 +109,7 @@ class BatchDensity:
             classes = cast(np.ndarray, data.relevance)  # an array after ModelData.__post_init__
             signal = data.relevance_signal
             lam_u, dlam, _ = unasked_lambda(rel.logits(zeta, signal), rel.irrelevant_scale)
-            X = X[None, :, :] * np.sqrt(rel.lambdas(classes, zeta, signal))[:, None, :]
+            X = X[None, :, :] * np.sqrt(rel.lambdas(classes, zeta, signal, lam_u))[:, None, :]
             XT = X.transpose(0, 2, 1)
         else:
             XT = X.T

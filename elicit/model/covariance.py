@@ -96,10 +96,12 @@ class Scales:
     d2h_over_h: np.ndarray
 
 
-def unasked_lambda(logit, eps: float = IRRELEVANT_SCALE):
-    """lambda_u = s + (1 - s) eps, s = logistic(logit) (elementwise), and its first two
-    derivatives in the logit."""
+def unasked_lambda(logit, eps: float = IRRELEVANT_SCALE, derivatives: bool = True):
+    """lambda_u = s + (1 - s) eps, s = logistic(logit) (elementwise), and (if ``derivatives``)
+    its first two derivatives in the logit."""
     s = expit(logit)
+    if not derivatives:
+        return s + (1.0 - s) * eps
     ds = s * (1.0 - s)
     return s + (1.0 - s) * eps, ds * (1.0 - eps), ds * (1.0 - 2.0 * s) * (1.0 - eps)
 
@@ -156,10 +158,12 @@ class RelevanceScales(FullKernel):
             return float(zeta) + self.spread * signal
         return np.asarray(zeta)[:, None] + self.spread * signal[None, :]
 
-    def lambdas(self, classes: np.ndarray, zeta, signal: np.ndarray) -> np.ndarray:
-        """lambda of every feature (p,) at one zeta, or (C, p) for a stack of zetas (C,)."""
+    def lambdas(self, classes: np.ndarray, zeta, signal: np.ndarray,
+                lam_u: np.ndarray | None = None) -> np.ndarray:
+        """lambda of every feature (p,) at one zeta, or (C, p) for a stack of zetas (C,);
+        ``lam_u``: the unjudged features' (:func:`unasked_lambda`) where already computed."""
         eps = self.irrelevant_scale
-        lam_u = unasked_lambda(self.logits(zeta, signal), eps)[0]
+        lam_u = unasked_lambda(self.logits(zeta, signal), eps, False) if lam_u is None else lam_u
         fixed = np.where(classes == RELEVANT, 1.0, eps)
         return np.where(classes == UNASKED, lam_u, fixed)
 
@@ -170,7 +174,7 @@ class RelevanceScales(FullKernel):
         # h = sqrt(lambda): h'/h = lambda'/(2 lambda), h''/h = lambda''/(2 lambda) - (h'/h)^2
         dlog_h = np.where(unasked, 0.5 * dl / lam, 0.0)
         d2h = np.where(unasked, 0.5 * d2l / lam - dlog_h**2, 0.0)
-        return Scales(np.sqrt(self.lambdas(classes, float(zeta), signal)), unasked, dlog_h, d2h)
+        return Scales(np.sqrt(self.lambdas(classes, zeta, signal, lam)), unasked, dlog_h, d2h)
 
 
 FULL = FullKernel()

@@ -30,14 +30,14 @@ SPARSE_U_MIN_P = 100
 _sparse_found = LRUCache(4)
 
 
-def sparse_meta(U: np.ndarray) -> sp.csr_matrix | None:
-    """``U`` as compressed sparse rows if it is mostly zero, else None (once per array)."""
+def sparse_meta(U: np.ndarray) -> sp.csc_matrix | None:
+    """``U'`` by compressed columns (R U is (U' R')'), once per U, if mostly zero, else None."""
     p, d = U.shape
     if p < SPARSE_U_MIN_P:
         return None
     return _sparse_found.of_array(
         U, lambda U: None if np.count_nonzero(U) > SPARSE_U_MAX_DENSITY * p * d
-        else sp.csr_matrix(U))
+        else sp.csr_matrix(U).T)
 
 
 #: The kernel's exponent ``z_i.z_j - h_i - h_j`` (``h_i = z_i.z_i / 2``) is positive only by
@@ -61,7 +61,7 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     if Us is None:
         M = Z @ Z.T
     else:
-        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr), shape=Us.shape) @ Z.T
+        M = sp.csr_matrix((Us.data * root[Us.indices], Us.indices, Us.indptr), shape=U.shape) @ Z.T
     clip = _clips(h)
     for blk in row_blocks(len(h)):
         Mb = M[blk]

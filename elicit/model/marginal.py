@@ -137,7 +137,7 @@ class Marginal:
         Linv, info = dtrtri(self.L, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"singular Cholesky factor (dtrtri info {info})")
-        self.Linv = np.tril(Linv)
+        self.Linv = np.ascontiguousarray(Linv)  # upper triangle: L's zeros, as np.tril made it
         self.Sinv = self.Linv.T @ self.Linv
         self.alpha = self.Sinv @ self.r
         self.a_star = self.a_sigma + 0.5 * n
@@ -168,7 +168,7 @@ class Marginal:
                  mean=data_mean(data, delta))
         # scales only when zeta was given (data_scales raises otherwise)
         mg.zeta = None if mg.scales is None else float(cast(float, zeta))
-        marginal_cache.remember(data, mg, key=key)
+        marginal_cache.remember(data, mg, key=key, scaled=True)
         return mg
 
     @classmethod
@@ -219,7 +219,7 @@ class Marginal:
         if rows is not None:
             # X' G X = S' (G X) + b (1' G X): one sparse product, one in-place rank-one update
             GX = self._GX
-            R = add_outer(rows.S.T @ GX, rows.b, GX.sum(axis=0))
+            R = add_outer(rows.ST @ GX, rows.b, GX.sum(axis=0))
             for blk in row_blocks(len(R)):
                 R[blk] *= self.K[blk]
             return R
@@ -246,7 +246,7 @@ class Marginal:
     @cached_property
     def _RU(self) -> np.ndarray:
         Us = sparse_meta(self.U)
-        return self._R @ (self.U if Us is None else Us)
+        return self._R @ self.U if Us is None else (Us @ self._R.T).T
 
     @property
     def _path(self) -> OffsetProducts:
@@ -434,14 +434,13 @@ class Marginal:
         lam = np.broadcast_to(np.asarray(lam, dtype=float), j.shape)
         h_j = np.ones(len(j)) if self.h is None else self.h[j]
         dh = np.sqrt(lam) - h_j
-        x = self._W[:, j]
-        v = self.XK[:, j]
+        if (key := ("scale_change", j.tobytes())) not in self._dir_cache:  # both answers share
+            x, v = self._W[:, j], self.XK[:, j]
+            Sx, Sv = self.Sinv @ x, self.Sinv @ v
+            self._dir_cache[key] = (x, v, Sx, Sv, np.einsum("ic,ic->c", x, Sx),
+                                    np.einsum("ic,ic->c", x, Sv), np.einsum("ic,ic->c", v, Sv))
+        x, v, Sx, Sv, A11, A12, A22 = self._dir_cache[key]
         Kjj = np.ones(len(j))          # the kernel's diagonal (exactly 1, also when masked)
-        Si = self.Sinv
-        Sx, Sv = Si @ x, Si @ v
-        A11 = np.einsum("ic,ic->c", x, Sx)
-        A12 = np.einsum("ic,ic->c", x, Sv)
-        A22 = np.einsum("ic,ic->c", v, Sv)
         t = self.tau2
         M11, M12 = dh**2 * Kjj, dh                      # M22 = 0
         T11, T12 = 1.0 + t * (M11 * A11 + M12 * A12), t * (M11 * A12 + M12 * A22)

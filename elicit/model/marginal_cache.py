@@ -56,8 +56,9 @@ class MarginalCache:
         one = marginal_bytes(data.n, data.p, data.d, None if st is None else len(st.cols))
         return min(self.size, int(self.max_bytes // one))
 
-    def remember(self, data: ModelData, mg: Marginal, key: tuple | None = None) -> None:
-        """Store ``mg`` if it is a marginal of ``data``; ``key``: its :meth:`key` if known."""
+    def remember(self, data: ModelData, mg: Marginal, key: tuple | None = None,
+                 scaled: bool = False) -> None:
+        """Store ``mg`` if ``data``'s marginal (``scaled``: made with its scales); ``key``: mg's."""
         keep = self.entries_for(data)
         if keep == 0 or mg.X_data is not data.X or mg.y is not data.y or mg.U is not data.U:
             return
@@ -67,8 +68,8 @@ class MarginalCache:
             return  # a marginal of another kernel
         if data.model.relevance:
             # mg.zeta is set exactly when mg has scales (from_data)
-            if mg.zeta is None or not np.array_equal(cast(np.ndarray, mg.h),
-                                                     cast(Scales, data_scales(data, mg.zeta)).h):
+            if mg.zeta is None or not (scaled or np.array_equal(
+                    cast(np.ndarray, mg.h), cast(Scales, data_scales(data, mg.zeta)).h)):
                 return  # a marginal of other scales
         elif mg.scales is not None:
             return

@@ -9,6 +9,7 @@ nonzeros (:class:`SparseRows`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -279,6 +280,11 @@ class SparseRows:
         return SparseRows(sp.csr_matrix((S.data * h[S.indices], S.indices, S.indptr),
                                         shape=S.shape), self.b * h)
 
+    @cached_property
+    def ST(self) -> sp.csc_matrix:
+        """``S'``, built once (each evaluation multiplies by it twice)."""
+        return self.S.T
+
     def times(self, A: np.ndarray) -> np.ndarray:
         """``X A`` (A: p x k or p)."""
         out = self.S @ A
@@ -287,7 +293,7 @@ class SparseRows:
 
     def left(self, A: np.ndarray) -> np.ndarray:
         """``A X`` (A: k x n or n)."""
-        SA = self.S.T @ A.T
+        SA = self.ST @ A.T
         if A.ndim == 1:
             return SA + A.sum() * self.b
         return add_outer(SA.T, A.sum(axis=-1), self.b)
