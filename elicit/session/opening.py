@@ -81,8 +81,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
 
 
 def _unfinished(path: Path, suffix: str) -> bool:
-    """A non-empty ``-journal`` or ``-wal`` beside ``path``, in one look: another program's
-    commit deletes its journal at any moment (an exists() then a stat() could fail)."""
+    """A non-empty ``-journal`` or ``-wal`` beside ``path``, in one look (a commit deletes it)."""
     try:
         return os.stat(f"{path}{suffix}").st_size > 0
     except FileNotFoundError:

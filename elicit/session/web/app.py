@@ -73,8 +73,7 @@ class FileReader:
         try:
             return self._read(read)
         except sqlite3.Error:
-            # a writer killed in a commit leaves a hot journal that a read-only connection
-            # cannot roll back (every page would fail): a writable read does, then read again
+            # a writer killed in a commit left a hot journal: only a writable read rolls it back
             finish_cut_write(self._path)
             return self._read(read)
 
