@@ -478,6 +478,9 @@ def _until(stream, marker: str, limit: float = 60.0) -> str:
     return buf
 
 
+# a real process and a signal, as the kill tests of test_session_faults.py: slow like them
+# (`make test` runs it, `make test-fast` does not)
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_ask_closes_cleanly_on_sigterm_and_sighup(tmp_path, sig):
     path = tmp_path / "sig.session"
@@ -505,6 +508,9 @@ def test_ask_closes_cleanly_on_sigterm_and_sighup(tmp_path, sig):
         assert s.progress()["answered"] == 2
 
 
+# a real process and a signal, as the kill tests of test_session_faults.py: slow like them
+# (`make test` runs it, `make test-fast` does not)
+@pytest.mark.slow
 def test_serve_closes_cleanly_on_sigterm(tmp_path):
     import urllib.request
 

@@ -207,6 +207,9 @@ def test_server_binds_loopback_by_default(path):
         app.config["ELICIT_SESSION"].close()
 
 
+# a real process and a signal, as the kill tests of test_session_faults.py: slow like them
+# (`make test` runs it, `make test-fast` does not)
+@pytest.mark.slow
 def test_serve_command_in_a_real_process(path):
     """`elicit serve` as a process: prints its address, serves, stops cleanly on Ctrl-C."""
     import signal
@@ -625,6 +628,9 @@ def _release(fifo, guard: float = 600.0) -> None:
     os.close(fd)
 
 
+# a real process and a signal, as the kill tests of test_session_faults.py: slow like them
+# (`make test` runs it, `make test-fast` does not)
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
 def test_sigterm_finishes_the_request_in_flight(path, tmp_path):
     """Bug: SIGTERM during a request gave HTTP 500 and a "session ... is closed" traceback,
