@@ -112,13 +112,12 @@ class Elicitor:
         self.kinds: tuple[QuestionKind, ...] = tuple(get_kind(n) for n in self.questions)
         self._utility = self.settings.utility_args().validate()
         p = X.shape[1]
-        given = None if candidates is None else check_candidates(candidates, p)
-        if p < 2 or (given is not None and len(given) == 0):
+        self._candidates = None if candidates is None else check_candidates(candidates, p)
+        if p < 2 or (self._candidates is not None and len(self._candidates) == 0):
             raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
-        self._candidates = given
         self._all_pairs: np.ndarray | None = None
-        self.table = QuestionTable([k.segment(p, given) for k in self.kinds])
-        n_candidates = n_pairs(p) if given is None else len(given)
+        self.table = QuestionTable([k.segment(p, self._candidates) for k in self.kinds])
+        n_candidates = n_pairs(p) if self._candidates is None else len(self._candidates)
         pool_size = self.settings.pool_size
         self.pool_size = (min(n_candidates, 10 * p, POOL_CAP) if pool_size is None else pool_size)
         self._pool_explicit = pool_size is not None

@@ -65,9 +65,7 @@ def register_utility(utility: _U) -> _U:
     return cast(_U, UTILITIES.add(utility.name, utility))
 
 
-#: Remove the utility called ``name`` (a utility registered for a test, say).
 unregister_utility = UTILITIES.remove
-#: The registered utility called ``name``, else a one-line ElicitError listing them.
 get_utility = UTILITIES.lookup
 
 

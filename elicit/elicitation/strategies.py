@@ -153,9 +153,7 @@ def register_strategy(strategy: _S) -> _S:
     return cast(_S, STRATEGY_REGISTRY.add(name, strategy))
 
 
-#: Remove the strategy called ``name`` (a strategy registered for a test, say).
 unregister_strategy = STRATEGY_REGISTRY.remove
-#: The registered strategy called ``name``, else a one-line ElicitError listing them.
 get_strategy = STRATEGY_REGISTRY.lookup
 
 

@@ -271,8 +271,7 @@ class FeatureSegment(Segment):
         return self.p
 
     def rows(self, local: np.ndarray) -> np.ndarray:
-        k = np.asarray(local, dtype=np.int64).reshape(-1)
-        return np.column_stack([k, np.full(len(k), NO_FEATURE, dtype=np.int64)])
+        return feature_rows(local)
 
     def locate(self, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 2)

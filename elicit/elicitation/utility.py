@@ -133,8 +133,7 @@ class UtilityArgs:
         spelled = spell_questions(kinds)
         get_model(self.model)
         for kind in kinds:
-            why = kind.model_refusal(self.model)
-            if why is not None:
+            if (why := kind.model_refusal(self.model)) is not None:
                 raise ElicitError(f"questions={spelled!r} asks {kind.label}, which {why}")
         chosen: Utility | None = None
         if isinstance(utility, str) and utility in MODES:
@@ -164,8 +163,7 @@ class UtilityArgs:
             if chosen is not None and kind.takes(chosen):
                 parts.append((kind, chosen))
                 continue
-            name = kind.utilities.get((mode, target))
-            if name is None:
+            if (name := kind.utilities.get((mode, target))) is None:
                 raise ElicitError(f"the {target!r} utility target does not score "
                                   f"{kind.label}; use target='predictive' with "
                                   f"questions={spelled!r}")

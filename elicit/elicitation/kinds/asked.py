@@ -74,8 +74,7 @@ def parse_questions(questions: object) -> tuple[str, ...]:
     if not names:
         raise ElicitError(f"questions={questions!r} names no kind of question; name kinds "
                           f"from {', '.join(KINDS)}, or all")
-    order = list(KINDS)
-    return tuple(sorted(names, key=order.index))
+    return tuple(sorted(names, key=list(KINDS).index))
 
 
 def spell_questions(questions: object) -> str:

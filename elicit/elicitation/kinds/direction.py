@@ -130,8 +130,7 @@ class DirectionScorer:
 
 
 def _pieces(round_: ScoringRound) -> DirectionScorer:
-    """The round's one DirectionScorer."""
-    # built once a round (setdefault would build a throwaway one on every call)
+    # the round's one, built once (setdefault would build a throwaway one on every call)
     if (sc := round_.__dict__.get("_direction")) is None:
         sc = round_.__dict__["_direction"] = DirectionScorer(round_)
     return sc
