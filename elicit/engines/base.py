@@ -62,11 +62,9 @@ class Engine(ABC):
         start = with_parts(start, data)
         warm = init if isinstance(init, MAPResult) else None
         res = self._fit(data, start, warm, hessian)
-        mask = data.kernel_mask
-        if mask is not None and res.coupled is not mask:
+        if (mask := data.kernel_mask) is not None and res.coupled is not mask:
             res = replace(res, coupled=mask)
-        scales = data_scales(data, res.zeta)
-        if scales is not None:
+        if (scales := data_scales(data, res.zeta)) is not None:
             res = replace(res, scales=scales.h)
         return res
 
@@ -111,8 +109,7 @@ def shipped_stan_file() -> Path:
 
 def model_stan_file(model: str = PAPER) -> Path:
     """Path of the Stan program of a named model (ElicitError: it has none)."""
-    prog = get_model(model).program
-    if prog is None:
+    if (prog := get_model(model).program) is None:
         raise ElicitError(f"model {model!r} has no Stan program; fit it with the numpy engine, "
                           "or give a Stan engine a stan_file of your own")
     return shipped_stan_file() if prog.shipped else Path(prog.file)

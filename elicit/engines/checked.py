@@ -105,8 +105,7 @@ class CheckedEngine(Engine):
                     f"solves another problem")
 
         # 3. the engine's own density at both points (the Stan engines have a log_prob)
-        log_prob = getattr(self.engine, "log_prob", None)
-        if log_prob is not None:
+        if (log_prob := getattr(self.engine, "log_prob", None)) is not None:
             self._same_density(data, a, b, log_prob)
 
         # 4. one point, or two stationary points

@@ -101,11 +101,8 @@ def compile_lock() -> Iterator[None]:
     its precompiled header); a process that has to wait says so. cmdstanpy's up-to-date
     check runs under it too: a second process waits, then finds the executable built instead
     of rebuilding it."""
-    def waiting(path: Path) -> None:
-        logger.warning("waiting for a CmdStan compile in another process to finish "
-                       "(lock %s)", path)
-
-    with file_lock("cmdstan-compile.lock", on_wait=waiting):
+    with file_lock("cmdstan-compile.lock", on_wait=lambda path: logger.warning(
+            "waiting for a CmdStan compile in another process to finish (lock %s)", path)):
         yield
 
 

@@ -177,8 +177,7 @@ def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
     required = set(contract_data(variant, model))
     bad = []
     for name, decl in prog.data.items():
-        f = fields.get(name)
-        if f is None:
+        if (f := fields.get(name)) is None:
             bad.append(f"{name} (elicit supplies no such data)")
             continue
         want = declared(f.metadata["type"])
@@ -216,11 +215,9 @@ def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
     if not parts:
         return prog
     hint = ""
-    tau = prog.params.get("tau")
-    fixed_tau = prog.data.get("tau_fixed")
-    if variant == "fixed" and tau is not None and tau.dims == 0:
+    if variant == "fixed" and getattr(prog.params.get("tau"), "dims", None) == 0:
         hint = " (tau is a parameter there: is this a learned-tau2 program? use variant 'learned')"
-    elif variant == "learned" and fixed_tau is not None and fixed_tau.dims == 0:
+    elif variant == "learned" and getattr(prog.data.get("tau_fixed"), "dims", None) == 0:
         hint = (" (tau_fixed is data there: is this a fixed-tau2 program? use variant "
                 "'fixed')")
     elif "tau" in prog.data:

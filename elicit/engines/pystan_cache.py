@@ -64,8 +64,7 @@ def build_key(program_code: str) -> str:
     """A hash of all a build depends on but the interpreter's path (ValueError: no compiler)."""
     import httpstan
 
-    compiler = compiler_id()
-    if compiler is None:
+    if (compiler := compiler_id()) is None:
         raise ValueError("the C++ compiler could not be identified")
 
     parts = [_FORMAT, program_code, httpstan.__version__, sys.platform, platform.machine(),
