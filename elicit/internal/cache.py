@@ -61,8 +61,7 @@ _frozen_sums: dict[int, tuple[weakref.ref, int]] = {}
 
 
 def _forget(key: int, ref: weakref.ref) -> None:
-    got = _frozen_sums.get(key)
-    if got is not None and got[0] is ref:
+    if (got := _frozen_sums.get(key)) is not None and got[0] is ref:
         del _frozen_sums[key]
 
 
@@ -76,8 +75,7 @@ def checksum(a: np.ndarray) -> int:
     if not is_frozen(a):
         return _checksum(a)
     key = id(a)
-    got = _frozen_sums.get(key)
-    if got is not None and got[0]() is a:
+    if (got := _frozen_sums.get(key)) is not None and got[0]() is a:
         return got[1]
     value = _checksum(a)
     ref = weakref.ref(a, functools.partial(_forget, key))

@@ -29,11 +29,8 @@ def has_control(text: str) -> bool:
 def printable(text: object) -> str:
     """``str(text)`` with every :func:`is_control` character written as ``repr`` writes it
     (``\\x1b``, ``\\n``, ``\\u202e``); backslashes are left alone."""
-    text = str(text)
-    if not has_control(text):
-        return text
     # repr escapes every such character (Cc, Zl, Zp, bidi formats: not printable) as \x, \u
-    return "".join(repr(ch)[1:-1] if is_control(ch) else ch for ch in text)
+    return "".join(repr(ch)[1:-1] if is_control(ch) else ch for ch in str(text))
 
 
 def printable_line(text: str) -> str:
