@@ -234,9 +234,7 @@ def register_model(variant: ModelVariant) -> ModelVariant:
     return MODELS.add(variant.name, variant)
 
 
-#: Remove the model called ``name`` (a variant registered for a test, say).
 unregister_model = MODELS.remove
-#: The model called ``name``; any other name is a one-line ElicitError listing the valid ones.
 get_model = MODELS.lookup
 
 
