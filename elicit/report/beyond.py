@@ -74,8 +74,7 @@ def beyond_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
         if not s.recommended:
             sec[0] += " — not the recommended configuration"
         lines += sec
-        d = default_sweep(sweeps, s.dataset)
-        if d is not None:
+        if (d := default_sweep(sweeps, s.dataset)) is not None:
             lines += [versus_default(s, d), ""]
             if s.uses_judgeable_set:
                 lines += [without_judgeable_set(s, d), ""]

@@ -37,8 +37,7 @@ def _no_feedback_claim(d: str, main: Sweep | None, lit: Sweep | None) -> list[st
     # Rule: the paper's initial MSE is compared with the mean predictor and with our
     # paper-literal initial MSE; it reproduces if the latter is within 2 s.e. of it.
     paper = PAPER_LEVELS[d]["initial"]
-    ref = main or lit
-    if ref is None:
+    if (ref := main or lit) is None:
         return None
     mean = ref.per_run("mean")
     parts, verdict = [], "not checked"
@@ -132,8 +131,7 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
     act: list[bool | None] = []
     rnd, seq, reach = [], [], []
     for _, r in rows.iterrows():
-        ka, _ = _kr(r.act_reached)
-        kr, _ = _kr(r.rnd_reached)
+        ka, kr = _kr(r.act_reached)[0], _kr(r.rnd_reached)[0]
         a, b = _count(r.act), _count(r.rnd)
         # None: neither method reached the level in any run, so the level does not compare
         # them. Otherwise ACT wins by reaching it in more runs, or as often and sooner.

@@ -384,9 +384,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
     """The paper-literal configuration beside the defaults, per paper data set."""
     rows, shown = [], []
     for d in DATASETS:
-        for s in (default_sweep(sweeps, d), literal_sweep(sweeps, d)):
-            if s is None:
-                continue
+        for s in filter(None, (default_sweep(sweeps, d), literal_sweep(sweeps, d))):
             shown.append(s)
             cells = [s.label, "paper-literal (`--paper`)" if s.literal else "default",
                      s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]

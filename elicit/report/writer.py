@@ -141,10 +141,7 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
         "predicts worse than ridge regression (`docs/realdata.md`); `--paper` keeps the "
         "counts.",
     ]
-    for d in DATASETS:
-        m = default_sweep(sweeps, d)
-        if m is None:
-            continue
+    for m in filter(None, (default_sweep(sweeps, d) for d in DATASETS)):
         init = m.initial()
         lines.append(f"- {m.label}: our random splits are not the paper's and single splits "
                      f"vary a lot (initial MSE over runs {init.min():.2f}-{init.max():.2f}), so "
