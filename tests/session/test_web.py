@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import os
 import re
@@ -751,3 +752,29 @@ def test_undo_from_a_stale_tab_withdraws_nothing_it_did_not_show(app, path):
     assert r.status_code == 303
     assert [row[1:] for row in answers_in_file(path)] == [("similar", None, 0),
                                                           ("dissimilar", None, 1)]
+
+
+def test_serve_on_every_interface_answers_by_this_machines_address(path):
+    """With --host 0.0.0.0 the server warned that other machines may reach the page, yet a
+    page opened by this machine's IP address got 403 "this server answers only on localhost"
+    (only the bare host name worked)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: picks the outward address
+        ip = probe.getsockname()[0]
+    except OSError:
+        pytest.skip("no route out of this machine: no outward address to open the page by")
+    finally:
+        probe.close()
+    server, app, _ = _serve(path, host="0.0.0.0")
+    try:
+        for host, status in ((ip, 200), (socket.gethostname(), 200), ("evil.example", 403)):
+            conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=600)
+            conn.request("GET", "/", headers={"Host": f"{host}:{server.server_port}"})
+            r = conn.getresponse()
+            assert r.status == status, (host, r.status, r.read()[:200])
+            if status == 403:
+                assert b"localhost" in r.read()  # names where it does answer
+            conn.close()
+    finally:
+        _stop(server, app)

@@ -72,7 +72,9 @@ class FileReader:
         """``read`` on the file, refused (:class:`SessionReplaced`) if it was replaced."""
         try:
             return self._read(read)
-        except sqlite3.Error:
+        except sqlite3.OperationalError as e:
+            if "readonly" not in str(e):
+                raise  # locked, or worse: no second wait
             # a writer killed in a commit left a hot journal: only a writable read rolls it back
             finish_cut_write(self._path)
             return self._read(read)
@@ -292,8 +294,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def check_request():
         host = _host_name(request.host)
         if host not in hosts:
-            abort(403, f"unexpected Host {request.host!r}: this server answers only on "
-                       "localhost")
+            abort(403, f"unexpected Host {request.host!r}: this server answers on "
+                       f"{', '.join(sorted(hosts))}")
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             _check_same_origin()
             sent = request.form.get("csrf_token", "")

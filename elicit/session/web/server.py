@@ -94,8 +94,8 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
     for value, name in ((timeout, "timeout"), (deadline, "deadline")):
         if not value > 0:
             raise ElicitError(f"{name} must be a positive number of seconds, got {value!r}")
-    # Listening on every interface: accept this machine's own name in the Host header.
-    extra = {socket.gethostname()} if host in ("0.0.0.0", "::") else {host} - {""}
+    # Listening on every interface: accept this machine's own names in the Host header.
+    extra = _this_machine() if host in ("0.0.0.0", "::") else {host} - {""}
     sock = _listen(host, port)  # first: a busy port must not cost a session open
     try:
         app = create_app(session_path, engine=engine, allowed_hosts=extra, expert=expert)
@@ -133,6 +133,18 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
     # With a ready socket werkzeug skips http.server's bind, which sets these two.
     server.server_name, server.server_port = host, server.socket.getsockname()[1]
     return server, app
+
+
+def _this_machine() -> set[str]:
+    """The names another machine may open this one's page by: its host name and addresses
+    (an IP address in the Host header cannot be rebound by DNS, so it is as safe as the name)."""
+    names = {socket.gethostname()}
+    with contextlib.suppress(OSError):
+        names |= {str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None)}
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))  # sends nothing: the route picks the outward address
+        names.add(s.getsockname()[0])
+    return names
 
 
 def _listen(host: str, port: int) -> socket.socket:
