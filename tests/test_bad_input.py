@@ -496,8 +496,11 @@ def test_web_bad_answers(client, form, status, message):
 
 
 def test_web_undo_nothing(client):
-    r = client.post("/undo", data={"csrf_token": client.token}, headers=SAME)
+    r = client.post("/undo", data={"csrf_token": client.token, "answer_id": "0"}, headers=SAME)
     assert r.status_code == 400 and "there is no answer to undo" in _message(r)
+    # without the answer the page showed as the last, nothing is undone
+    r = client.post("/undo", data={"csrf_token": client.token}, headers=SAME)
+    assert r.status_code == 400 and "no valid answer id" in _message(r)
 
 
 def test_web_skip_answered(client):

@@ -86,9 +86,11 @@ def test_answer_flow_with_comment_skip_and_undo(app, path):
     assert "1 of 28 pairs answered" in html and "same kind of praise" in html
     r = c.post("/skip", data={"csrf_token": st["token"], "query_id": st2["qid"]}, headers=SAME)
     assert r.status_code == 303
-    st3 = page_state(c.get("/?m=skipped").get_data(as_text=True))
+    html = c.get("/?m=skipped").get_data(as_text=True)
+    st3 = page_state(html)
     assert st3["qid"] != st2["qid"] and "Skipped" in st3["message"]
-    r = c.post("/undo", data={"csrf_token": st["token"]}, headers=SAME)
+    shown = re.search(r'name="answer_id" value="(\d+)"', html).group(1)  # the last answer
+    r = c.post("/undo", data={"csrf_token": st["token"], "answer_id": shown}, headers=SAME)
     assert r.status_code == 303
     html = c.get("/?m=undone").get_data(as_text=True)
     assert "Undone" in html and "0 of 28 pairs answered" in html and "(undone)" in html

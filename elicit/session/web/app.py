@@ -283,12 +283,12 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                               "page")
         return int(qid)
 
-    def answer_id() -> int | None:
-        """The answer the page showed as the last (0: none; no field: a page made before it)."""
+    def answer_id() -> int:
+        """The answer the page showed as the last (0: none); every page of this server sends it."""
         aid = request.form.get("answer_id", "").strip()
-        if aid and not re.fullmatch(r"[0-9]{1,30}", aid):
+        if not re.fullmatch(r"[0-9]{1,30}", aid):
             raise ElicitError(f"the form sent no valid answer id ({aid[:40]!r}); reload the page")
-        return int(aid) if aid else None
+        return int(aid)
 
     @app.before_request
     def check_request():
