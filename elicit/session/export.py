@@ -125,15 +125,15 @@ def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
     Raises
     ------
     ElicitError
-        An unknown suffix, a missing directory, a directory as ``path``, or no netCDF
-        backend for ``.nc``.
+        An unknown suffix, a directory as ``path``, a missing or read-only directory, or no
+        netCDF backend for ``.nc``.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".nc", ".json"):
         raise ElicitError(f"cannot export to {path.name!r}: use a .nc (netCDF) or .json "
                           "file name")
-    _check_target(path)
+    store.check_new_path(path, overwrite=True, what="the export")
     if suffix == ".json":
         return write_json_atomic(path, prior_dict(session), indent=1)
     idata = to_inferencedata(session)
@@ -188,17 +188,9 @@ def events(session: SessionState) -> pd.DataFrame:
 
 def export_history(session: SessionState, path: str | os.PathLike) -> Path:
     """Write :func:`history` as a CSV file."""
-    path = _check_target(Path(path))
+    path = Path(path)
+    store.check_new_path(path, overwrite=True, what="the export")
     history(session).to_csv(path, index=False)
-    return path
-
-
-def _check_target(path: Path) -> Path:
-    """Refuse a file to write whose folder is missing or that is a folder."""
-    if not path.parent.exists():
-        raise ElicitError(f"directory {path.parent} does not exist")
-    if path.is_dir():
-        raise ElicitError(f"{path} is a directory; give a file name to write to")
     return path
 
 

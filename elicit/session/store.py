@@ -278,11 +278,11 @@ def _busy_or(e: sqlite3.OperationalError, conn: sqlite3.Connection) -> Exception
     return e
 
 
-def check_new_path(path: Path, overwrite: bool) -> None:
+def check_new_path(path: Path, overwrite: bool, what: str = "the session") -> None:
     """Refuse a target that is a directory, exists (without ``overwrite``), has no parent or
-    lies in a folder we cannot write to."""
+    lies in a folder we cannot write to (``what``: the file, in the directory's message)."""
     if path.is_dir():
-        raise ElicitError(f"{path} is a directory; give a file name for the session")
+        raise ElicitError(f"{path} is a directory; give a file name for {what}")
     if path.exists() and not overwrite:
         raise ElicitError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) "
                           "to replace it, or Session.open() to continue it")

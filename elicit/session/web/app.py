@@ -275,20 +275,15 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         named = None if expert == default_expert else expert
         return redirect(url_for("index", m=code, expert=named), code=303)
 
-    def query_id() -> int:
-        qid = request.form.get("query_id", "")
+    def form_id(field: str) -> int:
+        """The form's ``field`` as an id: ``query_id``, or ``answer_id``, the answer the page
+        showed as the last (0: none; every page of this server sends it with its undo)."""
+        raw = request.form.get(field, "")
         # ASCII digits only: str.isdigit() also accepts characters int() cannot read.
-        if not re.fullmatch(r"[0-9]{1,30}", qid.strip()):
-            raise ElicitError(f"the form sent no valid query id ({qid[:40]!r}); reload the "
-                              "page")
-        return int(qid)
-
-    def answer_id() -> int:
-        """The answer the page showed as the last (0: none); every page of this server sends it."""
-        aid = request.form.get("answer_id", "").strip()
-        if not re.fullmatch(r"[0-9]{1,30}", aid):
-            raise ElicitError(f"the form sent no valid answer id ({aid[:40]!r}); reload the page")
-        return int(aid)
+        if not re.fullmatch(r"[0-9]{1,30}", raw.strip()):
+            raise ElicitError(f"the form sent no valid {field.replace('_', ' ')} "
+                              f"({raw[:40]!r}); reload the page")
+        return int(raw)
 
     @app.before_request
     def check_request():
@@ -360,7 +355,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return done(code, expert)
 
     def record_answer(expert: str) -> None:
-        qid, value = query_id(), request.form.get("answer", "")
+        qid, value = form_id("query_id"), request.form.get("answer", "")
         if value not in {a.value for a in Answer}:
             raise ElicitError(f"invalid answer {value[:40]!r}: use "
                               f"{words(sess.answer_kind or sess.kinds)}")
@@ -369,8 +364,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     # /next: the expert's next question (the name field, the "next question" button)
     for rule, endpoint, act, code in (
             ("/answer", "answer", record_answer, "saved"),
-            ("/skip", "skip", lambda expert: sess.skip(query_id(), expert=expert), "skipped"),
-            ("/undo", "undo", lambda expert: sess.undo(expert, answer_id()), "undone"),
+            ("/skip", "skip", lambda expert: sess.skip(form_id("query_id"), expert=expert),
+             "skipped"),
+            ("/undo", "undo", lambda expert: sess.undo(expert, form_id("answer_id")), "undone"),
             ("/next", "next_question", lambda expert: None, None)):
         app.add_url_rule(rule, endpoint, partial(change, act, code), methods=["POST"])
 
