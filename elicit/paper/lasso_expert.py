@@ -24,23 +24,23 @@ class LassoExpert(GroupOracle):
     """Answers pair questions from the signs of LASSO weights fitted on the expert set
     (``X_expert``, ``y_expert``; an intercept is fitted), feature questions from whether a
     weight is nonzero. ``rule`` and ``n_nonzero`` choose alpha (docs/data.md);
-    ``random_state`` and ``cv`` are the CV rules' fold split.
+    ``random_state`` is the CV rules' 5-fold split.
 
     ``coef_`` and ``alpha_`` are the weights and penalty; ``groups`` per feature 0 positive,
     1 negative, -1 zero: it answers as ``GroupOracle(groups, coef_)``.
     """
 
     def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
-                 random_state: int | None = 0, cv: int = 5) -> None:
+                 random_state: int | None = 0) -> None:
         if rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {rule!r}: use one of {RULES}")
         X = np.asarray(X_expert, dtype=float)
         y = np.asarray(y_expert, dtype=float).reshape(-1)
         if X.ndim != 2 or X.shape[0] != y.shape[0]:
             raise ElicitError(f"X_expert {X.shape} and y_expert {y.shape} do not match")
-        if X.shape[0] < max(cv, 2) or X.shape[1] == 0:
+        if X.shape[0] < 5 or X.shape[1] == 0:
             raise ElicitError(f"the expert set is too small to fit a LASSO: {X.shape[0]} "
-                              f"reviews x {X.shape[1]} features (need at least {max(cv, 2)})")
+                              f"reviews x {X.shape[1]} features (need at least 5)")
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
             raise ElicitError("the expert set contains NaN or infinite values")
         self.rule: str = rule
@@ -48,7 +48,7 @@ class LassoExpert(GroupOracle):
                                    f"{n_nonzero!r}", 1)
         self.random_state = random_state
         self.alpha_ = (_target_alpha(X, y, self.n_nonzero) if rule == "target"
-                       else _cv_alpha(X, y, rule, cv, random_state))
+                       else _cv_alpha(X, y, rule, random_state))
         self._set_coef(_lasso(X, y, self.alpha_))
 
     @classmethod
@@ -177,12 +177,11 @@ def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray,
     return coefs.T
 
 
-def _cv_alpha(X: np.ndarray, y: np.ndarray, rule: str, cv: int,
-              random_state: int | None) -> float:
+def _cv_alpha(X: np.ndarray, y: np.ndarray, rule: str, random_state: int | None) -> float:
     from sklearn.linear_model import LassoCV
     from sklearn.model_selection import KFold
 
-    folds = KFold(n_splits=cv, shuffle=True, random_state=random_state)
+    folds = KFold(n_splits=5, shuffle=True, random_state=random_state)
     m = LassoCV(cv=folds, max_iter=_MAX_ITER, tol=_TOL).fit(X, y)
     if rule == "cv-min":
         return float(m.alpha_)

@@ -8,10 +8,10 @@ reviews, the rest the expert set, on which the simulated expert, a
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -60,23 +60,14 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
                                  n_nonzero=n_nonzero, random_state=state)
 
 
-def run_expert(cfg: RealDataConfig, rd: RunData) -> LassoExpert:
-    """The LASSO expert of ``cfg``'s run prepared as ``rd``."""
-    return make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
-
-
-def pool_candidates(cfg: RealDataConfig, expert: LassoExpert) -> np.ndarray | None:
-    """The candidates of ``cfg.pool``: the expert's answerable pairs, or None (every pair)."""
-    return expert.answerable_pairs() if cfg.pool == "paper" else None
-
-
 def run_setup(cfg: RealDataConfig, run: int) -> tuple[RunData, LassoExpert, np.ndarray | None]:
-    """Run ``run``'s data, its LASSO expert and, for the known-coupling models, the candidate
-    pairs that make up the coupled set J (:func:`pool_candidates`; else None)."""
+    """Run ``run``'s data, its LASSO expert and, for the known-coupling models with
+    ``cfg.pool`` ``"paper"``, the expert's answerable pairs that make up the coupled set J
+    (else None)."""
     rd = cfg.run_data(run)
-    expert = run_expert(cfg, rd)
+    expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
     known = get_model(str(cfg.settings.model)).known_coupling
-    return rd, expert, pool_candidates(cfg, expert) if known else None
+    return rd, expert, expert.answerable_pairs() if known and cfg.pool == "paper" else None
 
 
 def _run_tau2(cfg: RealDataConfig, tau2: float | None) -> float:
@@ -110,8 +101,8 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
     """:func:`realdata_problem` of run ``run`` prepared as ``rd`` (``expert`` if fitted)."""
     tau2 = _run_tau2(cfg, tau2)
     if expert is None:
-        expert = run_expert(cfg, rd)
-    cands = pool_candidates(cfg, expert)
+        expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
+    cands = expert.answerable_pairs() if cfg.pool == "paper" else None  # None: every pair
     if cands is not None and len(cands) == 0:
         raise ElicitError(f"{cfg.name} run {run}: the LASSO expert knows fewer than two "
                           "keywords, so there is no answerable pair to ask")
@@ -129,7 +120,8 @@ def problem_from_run(rd: RunData, cfg: RealDataConfig, run: int, tau2: float | N
 def realdata_problem(cfg: RealDataConfig, run: int, tau2: float | None = None) -> RunProblem:
     """Run ``run`` of the real-data experiment ``cfg`` as a sweep's problem, with the fixed
     prior scale ``tau2`` (default ``cfg.tau2``, which must then be a number): test MSE on
-    the original scale, the candidate pairs of :func:`pool_candidates`."""
+    the original scale, the expert's answerable pairs as candidates with ``cfg.pool``
+    ``"paper"``."""
     return problem_from_run(cfg.run_data(run), cfg, run, tau2)
 
 
@@ -147,8 +139,7 @@ class RealDataMaker:
         return self.cfg.to_json()
 
     def __call__(self, seed: int, run: int) -> RunProblem:
-        same = seed == self.cfg.settings.seed
-        cfg = self.cfg if same else dataclasses.replace(self.cfg, seed=seed)
+        cfg = self.cfg if seed == self.cfg.settings.seed else replace(self.cfg, seed=seed)
         if isinstance(self.tau2, dict) and run not in self.tau2:
             raise ElicitError(f"no tau2 chosen for run {run}")
         tau2 = float(self.tau2[run]) if isinstance(self.tau2, dict) else self.tau2

@@ -38,9 +38,9 @@ from elicit.paper.configs import RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.real_problem import (
     initial_fit,
+    make_expert,
     problem_from_run,
     run_cv_tau2,
-    run_expert,
     run_setup,
 )
 from elicit.prior.setup import fit_no_feedback
@@ -230,7 +230,7 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
             # a record from before the AUC or the yardstick: add them (a LASSO fit, a CV of
             # closed forms), keeping old folders valid
             rd = cfg.run_data(r)
-            expert = run_expert(cfg, rd)
+            expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
             info.setdefault("auc", polarity_auc(rd.U, expert.groups))
             if "yardstick" not in info["references"]:
                 yard = _yardstick(cfg, r, rd, expert)
