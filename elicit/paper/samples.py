@@ -195,11 +195,11 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
 
 
 def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],
-                         max_samples: int, stop_level: Mapping[int, float] | None,
+                         max_samples: int, stop_level: Mapping[int, float],
                          progress: bool = True) -> dict[str, list[SampleCurve]]:
     """Compute (or reuse: :meth:`SampleCurve.covers`) the rnd/act curves of the sweep's runs
     ``0..cfg.runs-1`` in ``cfg.jobs`` processes; ``tau2`` and ``stop_level`` map a run to its
-    tau^2 and the MSE at which its loops may stop (None: never early)."""
+    tau^2 and the MSE at which its loops may stop."""
     key = store.folder.name
 
     def left(task: _SamplesTask) -> _SamplesTask | None:
@@ -208,10 +208,8 @@ def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[i
             lambda record: SampleCurve.from_json(record).covers(task.stop_level, max_samples))
         return task._replace(methods=stale) if stale else None
 
-    tasks = [_SamplesTask(store, cfg, r, float(tau2[r]), max_samples,
-                          None if stop_level is None else float(stop_level[r]),
-                          SAMPLE_METHODS)
-             for r in range(cfg.runs)]
+    tasks = [_SamplesTask(store, cfg, r, float(tau2[r]), max_samples, float(stop_level[r]),
+                          SAMPLE_METHODS) for r in range(cfg.runs)]
     run_tasks(_samples_task, tasks, jobs=cfg.jobs, desc=f"{key}: rnd/act samples",
               progress=progress, left=left)
     curves: dict[str, list[SampleCurve]] = {m: [] for m in SAMPLE_METHODS}
