@@ -110,34 +110,6 @@ def elicitation_rounds(problem, cfg, rounds: int) -> dict:
             "peak_scope": scope}
 
 
-def _random_run(size: str, s: SuiteSettings):
-    """The random bench problem ``size`` as a sweep's run and its sweep settings."""
-    from elicit.elicitation.settings import RoundSettings
-    from elicit.harness.problem import RunProblem
-    from elicit.harness.sweep import SweepConfig
-    from elicit.paper.bench import bench_problem
-
-    bp = bench_problem(size, s.seed)
-    # candidates None: the same pairs, computed by the question table instead of listed
-    problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], bp.expert, bp.hyper,
-                         pool_size=bp.pool_size)
-    return problem, SweepConfig(size, 1, s.rounds[f"{size}_round"], settings=RoundSettings(
-        seed=s.seed, engine="numpy", refine=s.refine))
-
-
-def _real_run(questions: str, s: SuiteSettings, key: str):
-    """Run 0 of the default Amazon set-up with ``questions``, and its sweep settings."""
-    from elicit.paper.configs import RealDataConfig
-    from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
-
-    extra: dict[str, Any] = {"questions": "both", "pool": "open"} if questions == "both" else {}
-    cfg = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",
-                         refine=s.refine, runs=1, rounds=s.rounds[key], **extra)
-    rd, expert, cands = run_setup(cfg, 0)
-    tau2 = cfg.fixed_tau2 if cfg.fixed_tau2 is not None else run_cv_tau2(cfg, 0, rd, cands)[0]
-    return problem_from_run(rd, cfg, 0, tau2, expert=expert), cfg.sweep_config()
-
-
 def _synthetic_run(s: SuiteSettings):
     from elicit.paper.configs import SyntheticConfig
     from elicit.paper.synthetic import synthetic_problem
@@ -149,12 +121,30 @@ def _synthetic_run(s: SuiteSettings):
 
 def measure_round(key: str, s: SuiteSettings) -> dict:
     """The round figure ``key``: :func:`elicitation_rounds` on its problem, with its median."""
+    from elicit.elicitation.settings import RoundSettings
+    from elicit.harness.problem import RunProblem
+    from elicit.harness.sweep import SweepConfig
+    from elicit.paper.bench import bench_problem
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
+
     if key == "synthetic_round":
         problem, cfg = _synthetic_run(s)
-    elif key in ("amazon_round", "amazon_mixed_round"):
-        problem, cfg = _real_run("both" if key == "amazon_mixed_round" else "pairs", s, key)
+    elif key in ("amazon_round", "amazon_mixed_round"):  # run 0 of the default Amazon set-up
+        extra: dict[str, Any] = {"questions": "both", "pool": "open"} if "mixed" in key else {}
+        real = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",
+                              refine=s.refine, runs=1, rounds=s.rounds[key], **extra)
+        rd, expert, cands = run_setup(real, 0)
+        tau2 = real.fixed_tau2
+        tau2 = run_cv_tau2(real, 0, rd, cands)[0] if tau2 is None else tau2
+        problem, cfg = problem_from_run(rd, real, 0, tau2, expert=expert), real.sweep_config()
     elif key in ("p2000_round", "p10000_round"):
-        problem, cfg = _random_run(key.removesuffix("_round"), s)
+        bp = bench_problem(key.removesuffix("_round"), s.seed)
+        # candidates None: the same pairs, computed by the question table instead of listed
+        problem = RunProblem(bp.X, bp.y, bp.U, bp.X[:0], bp.y[:0], bp.expert, bp.hyper,
+                             pool_size=bp.pool_size)
+        cfg = SweepConfig(bp.size, 1, s.rounds[key], settings=RoundSettings(
+            seed=s.seed, engine="numpy", refine=s.refine))
     else:
         raise ElicitError(f"unknown figure {key!r}; choose from {', '.join(ROUND_KEYS)}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)
