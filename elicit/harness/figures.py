@@ -70,9 +70,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
             shown = [lo, hi] + keep
             pad = 0.05 * (max(shown) - min(shown) or 1.0)
             ax.set_ylim(min(shown) - pad, max(shown) + pad)
-        ax.set_xlabel("number of expert answers")
-        ax.set_ylabel("test MSE")
-        ax.set_title(title or f"mean ± s.e. over {df.run.nunique()} runs")
+        ax.set(xlabel="number of expert answers", ylabel="test MSE",
+               title=title or f"mean ± s.e. over {df.run.nunique()} runs")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
         fig.tight_layout()
         for p in [path] if isinstance(path, (str, Path)) else path:
@@ -89,8 +88,7 @@ def kernel_panels(panels: Mapping[str, np.ndarray], path: str | Path) -> None:
         for ax, (title, K) in zip(axes, panels.items()):
             im = ax.imshow(K, vmin=0, vmax=1, cmap="viridis")
             ax.set_title(title, fontsize=10)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.set(xticks=[], yticks=[])
         fig.colorbar(im, ax=list(axes), shrink=0.8)
         fig.savefig(path, dpi=120, bbox_inches="tight")
         plt.close(fig)

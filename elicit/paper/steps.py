@@ -83,8 +83,7 @@ def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig 
 
 
 def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource
-    path = s.kitchen or shipped_corpus("amazon", s.data_dir)
-    return corpus_source(path, name=KITCHEN)
+    return corpus_source(s.kitchen or shipped_corpus("amazon", s.data_dir), name=KITCHEN)
 
 
 def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool = True,

@@ -16,7 +16,7 @@ from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import part_kinds
 from elicit.prior.tau2 import TAU2_BOUNDS
-from elicit.report.realdata import Sweep, fmt, mean_se, n_answers
+from elicit.report.realdata import Sweep, fmt, n_answers
 
 #: The reference lines of a mixed sweep's table, in the order they are printed: name in
 #: ``mse.csv`` (``start``: the curves at 0 answers) -> label.
@@ -74,8 +74,7 @@ def _paired(a: pd.Series, b: pd.Series) -> str:
 def _count(x: np.ndarray | None, of: int) -> str:
     if x is None or x.size == 0:
         return "—"
-    m, _ = mean_se(x)
-    return f"{m:.1f} of {of} (runs: {x.min():.0f}-{x.max():.0f})"
+    return f"{x.mean():.1f} of {of} (runs: {x.min():.0f}-{x.max():.0f})"
 
 
 #: The answer counts at which the table gives the share of the all-answers room used.
