@@ -21,10 +21,21 @@ from typing import Any
 
 import numpy as np
 
+from elicit.elicitation.answers import ask
+from elicit.elicitation.settings import RoundSettings
+from elicit.elicitation.strategies import get_strategy
 from elicit.errors import ElicitError
+from elicit.harness.problem import RunProblem, strategy_stream
+from elicit.harness.sweep import SweepConfig, sweep_elicitor
 from elicit.internal.io import write_json_atomic
 from elicit.internal.memory import peak_rss_mb, reset_peak_rss
 from elicit.internal.provenance import machine_info, source_commit
+from elicit.internal.threads import single_blas_thread
+from elicit.paper.bench import bench_problem
+from elicit.paper.configs import RealDataConfig, SyntheticConfig
+from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
+from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, run_step
+from elicit.paper.synthetic import synthetic_problem
 
 #: A figure more than this fraction above its earlier value is named as slower.
 SLOWER = 0.20
@@ -89,11 +100,6 @@ def elicitation_rounds(problem, cfg, rounds: int) -> dict:
     """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under the sweep
     settings ``cfg``: ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over
     ``peak_scope``)."""
-    from elicit.elicitation.answers import ask
-    from elicit.elicitation.strategies import get_strategy
-    from elicit.harness.problem import strategy_stream
-    from elicit.harness.sweep import sweep_elicitor
-
     scope = "set-up and rounds" if reset_peak_rss() else "process"
     c = time.process_time()
     el = sweep_elicitor(problem, cfg)
@@ -111,9 +117,6 @@ def elicitation_rounds(problem, cfg, rounds: int) -> dict:
 
 
 def _synthetic_run(s: SuiteSettings):
-    from elicit.paper.configs import SyntheticConfig
-    from elicit.paper.synthetic import synthetic_problem
-
     cfg = SyntheticConfig(runs=1, rounds=s.rounds["synthetic_round"], seed=s.seed,
                           engine="numpy", refine=s.refine)
     return synthetic_problem(s.seed, 0), cfg.sweep_config()
@@ -121,13 +124,6 @@ def _synthetic_run(s: SuiteSettings):
 
 def measure_round(key: str, s: SuiteSettings) -> dict:
     """The round figure ``key``: :func:`elicitation_rounds` on its problem, with its median."""
-    from elicit.elicitation.settings import RoundSettings
-    from elicit.harness.problem import RunProblem
-    from elicit.harness.sweep import SweepConfig
-    from elicit.paper.bench import bench_problem
-    from elicit.paper.configs import RealDataConfig
-    from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
-
     if key == "synthetic_round":
         problem, cfg = _synthetic_run(s)
     elif key in ("amazon_round", "amazon_mixed_round"):  # run 0 of the default Amazon set-up
@@ -157,8 +153,6 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
     ``out``: from calls with no answers (``c0``) and with ``R`` (``cR``) after a warm-up, a run
     of ``rounds`` answers costs ``c0 + (cR - c0) rounds / R``, a lower bound (later answers
     cost more); Table 1 is measured once."""
-    from elicit.paper.steps import MIXED_STEPS, StepSettings, run_step
-
     if step == "table1":
         st = StepSettings(runs=1, real_runs=1, rounds=s.step_rounds, seed=s.seed, jobs=1,
                           data_dir=s.data_dir)
@@ -182,9 +176,6 @@ def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
 def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | None = None,
               ) -> dict:
     """Measure the suite; return its record. ``progress`` gets a line before each figure."""
-    from elicit.internal.threads import single_blas_thread
-    from elicit.paper.steps import STEPS
-
     s = s or SuiteSettings()
     # before measuring: the code measured, whatever changes in the checkout meanwhile
     commit = source_commit()
