@@ -289,7 +289,6 @@ def _tau2_summary(sweep: Sweep) -> str:
     vals, counts = np.unique(sweep.tau2cv.tau2_cv, return_counts=True)
     picks = ", ".join(f"{v:g} in {c} runs" for v, c in zip(vals, counts))
     used = "used" if sweep.cfg.get("tau2") == "cv" else "not used: tau2 is fixed"
-    # A choice on the edge of the grid means the CV optimum may lie beyond it.
     grid = sorted(float(c.removeprefix("cv_mse_")) for c in sweep.tau2cv.columns
                   if c.startswith("cv_mse_"))
     edge = ""
