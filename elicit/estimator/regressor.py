@@ -32,6 +32,7 @@ from elicit.estimator.feedback import (
     resolve_meta_features,
 )
 from elicit.estimator.fitting import choose_tau2, fit_map
+from elicit.internal.checks import check_bool
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, Variant, validate_regression
@@ -290,8 +291,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise ElicitError(f"{name} must be a positive number, got {v!r}")
         for name in ("standardize", "normalize_y", "fit_intercept"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ElicitError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            check_bool(getattr(self, name), name)
         model = get_model(self.model)              # an unknown name: one line naming them
         if self.coupled is not None and not model.known_coupling:
             raise ElicitError(f"coupled is the coupled set of the known-coupling models; "

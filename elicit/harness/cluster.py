@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextvars import ContextVar
@@ -40,12 +43,24 @@ def parse_cluster(text: str | None) -> str | None:
 CONNECT_TIMEOUT = "20s"
 
 
+def _end_with_parent(parent: int) -> None:
+    """In a worker: exit when the sweep that started it is gone (killed: no Ctrl-C path ran),
+    instead of computing its queued runs and then idling for good."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 @contextlib.contextmanager
 def task_executor(jobs: int, cluster: str | None = None) -> Iterator[Executor]:
     """An executor for the runner's tasks (see the module docstring); closed on exit."""
     cluster = parse_cluster(cluster)
     if cluster is None:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_end_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             yield pool
         return
     try:

@@ -11,10 +11,12 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from elicit.errors import ElicitError
 from elicit.harness.cluster import scoped_executor, task_executor
 
 Task = TypeVar("Task", bound=tuple)
@@ -99,7 +101,13 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
                             pending, timeout=None if stop is None else STOP_POLL_S,
                             return_when=FIRST_COMPLETED)
                         for fut in finished:
-                            cpu = fut.result()
+                            try:
+                                cpu = fut.result()
+                            except BrokenProcessPool:
+                                raise ElicitError(
+                                    "a worker process died (killed, or out of memory?); the "
+                                    "finished runs are kept: run the same command again to go "
+                                    "on") from None
                             if meter is not None:
                                 meter.tasks += cpu
                             bar.update()

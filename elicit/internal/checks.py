@@ -14,3 +14,10 @@ def check_int(value: object, message: str, low: int | None = None) -> int:
             or (low is not None and value < low):
         raise ElicitError(message)
     return int(value)
+
+
+def check_bool(value: object, name: str) -> bool:
+    """``value`` if it is True or False (NumPy's too): a string such as ``"no"`` is truthy."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ElicitError(f"{name} must be True or False, got {value!r}")
+    return bool(value)

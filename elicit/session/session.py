@@ -22,7 +22,7 @@ from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
-from elicit.internal.checks import check_int
+from elicit.internal.checks import check_bool, check_int
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
 from elicit.session import export, figures, record, store
@@ -131,6 +131,8 @@ class Session(SessionState):
         """
         path = Path(path)
         who = check_expert(expert)
+        overwrite, standardize = check_bool(overwrite, "overwrite"), check_bool(standardize,
+                                                                               "standardize")
         settings = given_settings(settings, engine=engine, utility=utility, refine=refine,
                                   pool_size=pool_size, target=utility_target,
                                   questions=questions, strategy=strategy, seed=seed)

@@ -199,3 +199,59 @@ def test_steps_side_by_side_make_what_they_make_one_after_the_other(tmp_path):
         a = pd.read_csv(tmp_path / "inline" / step / "mse.csv")
         b = pd.read_csv(tmp_path / "pool" / step / "mse.csv")
         pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_a_worker_that_dies_ends_the_run_with_one_line_not_a_traceback():
+    """A worker killed mid-task (the out-of-memory killer, say) broke the pool, and the sweep
+    ended in a 25-line BrokenProcessPool traceback."""
+    import os
+
+    with pytest.raises(ElicitError, match="^a worker process died .* run the same command "
+                                          "again to go on$"):
+        run_tasks(os._exit, [(1,), (1,)], jobs=2, progress=False)
+
+
+@pytest.mark.slow
+def test_the_workers_of_a_killed_sweep_stop_with_it(tmp_path):
+    """SIGKILL (or SIGTERM) of a --jobs 2 sweep left its workers computing the queued runs
+    and then idle for good."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.main", "synthetic", "--runs",
+                             "6", "--rounds", "10", "--out", str(out), "--jobs", "2", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    while len(workers) < 2 and proc.poll() is None:
+        time.sleep(0.05)
+        found = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)],
+                               capture_output=True, text=True).stdout.split()
+        workers = {int(w) for w in found}
+    assert proc.poll() is None, "the sweep ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def alive() -> set[int]:
+        left = set()
+        for w in workers:
+            try:
+                os.kill(w, 0)
+            except ProcessLookupError:
+                continue
+            state = Path(f"/proc/{w}/stat").read_text().split(")")[-1].split()[0]
+            if state != "Z":             # a zombie has ended; only its entry is left
+                left.add(w)
+        return left
+
+    # the workers look at their parent twice a second; a minute allows for a busy machine
+    for _ in range(600):
+        if not alive():
+            break
+        time.sleep(0.1)
+    left = alive()
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"workers {sorted(left)} outlived their killed sweep"

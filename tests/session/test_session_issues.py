@@ -618,3 +618,18 @@ def test_an_answer_sqlite_cannot_save_says_nothing_was_saved(tmp_path, monkeypat
         assert q.id == s.next_query().id
     with Session.open(path) as s:
         assert s.progress()["answered"] == 0
+
+
+@pytest.mark.parametrize("flag", ["overwrite", "standardize"])
+@pytest.mark.parametrize("value", ["no", "0", 1, None])
+def test_create_takes_only_true_or_false_for_its_switches(tmp_path, flag, value):
+    """overwrite='no' (a string read from a config file) used to replace the session file and
+    its answers: any truthy value counted as True. Nothing is touched before the refusal."""
+    X, y, U = make_data()
+    path = tmp_path / "s.session"
+    with Session.create(X, y, U, NAMES, path=path) as s:
+        s.answer(s.next_query(), "similar")
+    before = path.read_bytes()
+    with pytest.raises(ElicitError, match=f"^{flag} must be True or False, got {value!r}$"):
+        Session.create(X, y, U, NAMES, path=path, **{flag: value})
+    assert path.read_bytes() == before
