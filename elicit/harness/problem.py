@@ -75,6 +75,15 @@ class RunProblem:
 
     def __post_init__(self) -> None:
         freeze_fields(self, "X", "y", "U", "X_test", "y_test")
+        # X, y and U are the Elicitor's to check; the test arrays only score its predictions
+        where, p = f"{self.extra['file']}: " if "file" in self.extra else "", np.shape(self.X)[-1]
+        Xt, yt = np.shape(self.X_test), np.shape(self.y_test)
+        if len(Xt) != 2 or Xt[1] != p or yt != Xt[:1]:
+            raise ElicitError(f"{where}X_test is {Xt} and y_test {yt}; they need m x {p} (X has "
+                              f"{p} features) and m")
+        if bad := [k for k in ("X_test", "y_test") if not np.isfinite(getattr(self, k)).all()]:
+            raise ElicitError(f"{where}{bad[0]} holds NaN or infinite values; a test MSE needs "
+                              "finite ones")
 
     def mse(self, elicitor: Elicitor) -> float:
         """Test MSE of the elicitor's current posterior predictive mean."""

@@ -60,6 +60,8 @@ class SweepStore:
         other settings (naming each difference) or records without ``config.json``."""
         folder = Path(folder)
         path = folder / CONFIG_FILE
+        # as config.json will hold them (a tuple as a list), so that a rerun compares equal
+        settings = json.loads(json.dumps(dict(settings)))
         if not path.exists() and any((folder / PARTS).rglob("*.json")):
             raise ElicitError(f"{folder} holds sweep parts but no {CONFIG_FILE}, so their "
                               f"settings are unknown; delete {folder / PARTS} or use another "
@@ -68,7 +70,7 @@ class SweepStore:
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")
         folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, dict(settings), indent=1)
+        write_json_atomic(path, settings, indent=1)
         return cls(folder, settings)
 
     @classmethod

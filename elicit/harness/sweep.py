@@ -65,6 +65,9 @@ class SweepConfig(Recorded):
         if bad:
             raise ElicitError(f"unknown strategy {bad[0]!r}; choose from "
                               f"{', '.join(STRATEGY_REGISTRY)}")
+        if twice := [s for i, s in enumerate(self.strategies) if s in self.strategies[:i]]:
+            # each would write every run's curve again: 2 runs counted as 4
+            raise ElicitError(f"strategy {twice[0]!r} is named twice; name each once")
         if self.runs < 1 or self.rounds < 0:
             raise ElicitError("runs must be >= 1 and rounds >= 0")
         if self.jobs < 1:

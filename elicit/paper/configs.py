@@ -139,6 +139,9 @@ class SyntheticConfig(Recorded, RoundKeywords):
             raise ElicitError("--irrelevant sets up the built-in generator; a --problems "
                               "folder marks irrelevant features by a negative group or a "
                               "zero beta instead")
+        if self.n_train != 20 and self.problems is not None:
+            raise ElicitError("--n-train sets up the built-in generator; the training rows of "
+                              "a --problems folder are its files' X and y")
         runs = self.runs
         if self.problems is not None:
             object.__setattr__(self, "problems", os.fspath(self.problems))

@@ -81,6 +81,11 @@ def run_synthetic(cfg: SyntheticConfig, out: str | Path,
     maker: SyntheticMaker | ProblemsDir = (
         SyntheticMaker(cfg.n_train, cfg.irrelevant, str(cfg.pool)) if cfg.problems is None
         else ProblemsDir(cfg.problems))
+    if cfg.problems is not None:
+        # every file checked before config.json is written: a mistake in one must not leave a
+        # folder that refuses the corrected rerun
+        for run in range(cfg.runs or 0):
+            maker(cfg.settings.seed, run)
     store = SweepStore.open(out, cfg.to_json())
     sweep_cfg = cfg.sweep_config()
     df = sweep(maker, sweep_cfg, store, progress=progress)

@@ -101,3 +101,71 @@ def test_problem_folders_are_checked_with_one_line_errors(tmp_path, capsys):
              X_test=np.zeros((2, 4)), y_test=np.zeros(2), groups=np.zeros(5))
     with pytest.raises(ElicitError, match="groups has 5 entries but X has 4 features"):
         ProblemsDir(bad)(0, 0)
+
+
+def test_test_arrays_of_a_problem_file_are_checked(tmp_path):
+    """A NaN in y_test gave exit 0 and an mse.csv of NaN curves; an X_test one column short a
+    numpy traceback."""
+    sd = make_synthetic(np.random.default_rng(0), n_train=15, n_test=20)
+    folder = tmp_path / "p"
+    folder.mkdir()
+    bad_y = sd.y_test.copy()
+    bad_y[3] = np.nan
+    cases = {"y_test holds NaN or infinite values": dict(y_test=bad_y),
+             r"X_test is \(20, 24\) and y_test \(20,\)": dict(X_test=sd.X_test[:, :24]),
+             r"X_test is \(20, 25\) and y_test \(19,\)": dict(y_test=sd.y_test[:19])}
+    for message, change in cases.items():
+        arrays = dict(X=sd.X, y=sd.y, U=sd.U, X_test=sd.X_test, y_test=sd.y_test,
+                      groups=sd.groups)
+        np.savez(folder / "a.npz", **{**arrays, **change})
+        with pytest.raises(ElicitError, match=f"a.npz: {message}"):
+            ProblemsDir(folder)(0, 0)
+
+
+def test_a_failed_sweep_does_not_block_the_corrected_rerun(tmp_path, capsys):
+    """A problem file without groups left config.json behind, and the rerun after the fix was
+    refused as 'holds results of other settings' although the folder held no result."""
+    sd = make_synthetic(np.random.default_rng(0), n_train=15, n_test=20)
+    folder = tmp_path / "p"
+    folder.mkdir()
+    arrays = dict(X=sd.X, y=sd.y, U=sd.U, X_test=sd.X_test, y_test=sd.y_test)
+    np.savez(folder / "a.npz", **arrays)
+    argv = ["synthetic", "--problems", str(folder), "--rounds", "1", "--out",
+            str(tmp_path / "o"), "--quiet", "--strategies", "random"]
+    assert main(argv) == 2
+    assert "lacks groups or beta" in capsys.readouterr().err
+    np.savez(folder / "a.npz", **arrays, groups=sd.groups)
+    assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_a_strategy_named_twice_is_refused(capsys):
+    """--strategies random,random wrote every curve twice: 2 runs counted as 4."""
+    with pytest.raises(ElicitError, match="^strategy 'random' is named twice"):
+        SweepConfig("x", 1, 1, strategies=("random", "sequential", "random"))
+    assert main(["synthetic", "--strategies", "random,random", "--out", "o"]) == 2
+    assert "strategy 'random' is named twice" in capsys.readouterr().err
+
+
+def test_n_train_is_refused_beside_a_folder_of_problems(tmp_path, capsys):
+    """--n-train with --problems was ignored without a word (--irrelevant is refused)."""
+    _write(tmp_path / "p", n=1)
+    assert main(["synthetic", "--problems", str(tmp_path / "p"), "--n-train", "15",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "--n-train sets up the built-in generator" in capsys.readouterr().err
+
+
+def test_settings_with_a_tuple_resume(tmp_path):
+    """config.json stores a tuple as a list, and the identical rerun was refused ('sizes: [20,
+    30] there, (20, 30) now')."""
+
+    class Sized(_InTest):
+        def settings(self):
+            return {"sizes": (20, 30)}
+
+    sd = make_synthetic(np.random.default_rng(0), n_train=15, n_test=20)
+    cfg = SweepConfig("mine", runs=1, rounds=1, strategies=("random",),
+                      settings=RoundSettings(engine="numpy", seed=0))
+    maker = Sized([(sd, {"groups": sd.groups})])
+    first = sweep(maker, cfg, tmp_path / "o", progress=False)
+    again = sweep(maker, cfg, tmp_path / "o", progress=False)
+    pd.testing.assert_frame_equal(first, again)
