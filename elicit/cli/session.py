@@ -189,6 +189,7 @@ def _history_options(h: argparse.ArgumentParser) -> None:
 
 def _export_options(e: argparse.ArgumentParser) -> None:
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,9 +322,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     path = check_not_input(args.path, {"session": args.session}, "export")
     with Session.open(args.session, engine=args.engine, read_only=True) as s:
         if path.suffix.lower() == ".csv":
-            export_history(s, path)
+            export_history(s, path, args.overwrite)
         else:
-            export_prior(s, path)
+            export_prior(s, path, args.overwrite)
     print(f"wrote {path}")
     return 0
 

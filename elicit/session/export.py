@@ -15,7 +15,8 @@ import pandas as pd
 
 from elicit.elicitation.answers import DONT_KNOW
 from elicit.errors import ElicitError
-from elicit.internal.io import write_json_atomic
+from elicit.internal.checks import check_bool
+from elicit.internal.io import write_json_atomic, write_text_atomic
 from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
 
@@ -118,22 +119,22 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
     }
 
 
-def export_prior(session: SessionState, path: str | os.PathLike) -> Path:
+def export_prior(session: SessionState, path: str | os.PathLike, overwrite: bool = False) -> Path:
     """Write the learned prior: ``.nc`` (:func:`to_inferencedata`) or ``.json``
-    (:func:`prior_dict`).
+    (:func:`prior_dict`); an existing file only with ``overwrite``.
 
     Raises
     ------
     ElicitError
-        An unknown suffix, a directory as ``path``, a missing or read-only directory, or no
-        netCDF backend for ``.nc``.
+        An unknown suffix, an existing file without ``overwrite``, a directory as ``path``, a
+        missing or read-only directory, or no netCDF backend for ``.nc``.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".nc", ".json"):
         raise ElicitError(f"cannot export to {path.name!r}: use a .nc (netCDF) or .json "
                           "file name")
-    store.check_new_path(path, overwrite=True, what="the export")
+    store.check_new_path(path, check_bool(overwrite, "overwrite"), what="the export")
     if suffix == ".json":
         return write_json_atomic(path, prior_dict(session), indent=1)
     idata = to_inferencedata(session)
@@ -186,12 +187,12 @@ def events(session: SessionState) -> pd.DataFrame:
                                                        "answer_id", "epoch", "at", "detail"])
 
 
-def export_history(session: SessionState, path: str | os.PathLike) -> Path:
-    """Write :func:`history` as a CSV file."""
+def export_history(session: SessionState, path: str | os.PathLike,
+                   overwrite: bool = False) -> Path:
+    """Write :func:`history` as a CSV file (an existing one only with ``overwrite``)."""
     path = Path(path)
-    store.check_new_path(path, overwrite=True, what="the export")
-    history(session).to_csv(path, index=False)
-    return path
+    store.check_new_path(path, check_bool(overwrite, "overwrite"), what="the export")
+    return write_text_atomic(path, history(session).to_csv(index=False))
 
 
 @dataclass(frozen=True)

@@ -285,7 +285,8 @@ def check_new_path(path: Path, overwrite: bool, what: str = "the session") -> No
         raise ElicitError(f"{path} is a directory; give a file name for {what}")
     if path.exists() and not overwrite:
         raise ElicitError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) "
-                          "to replace it, or Session.open() to continue it")
+                          "to replace it" + (", or Session.open() to continue it"
+                                             if what == "the session" else ""))
     if not path.parent.exists():
         raise ElicitError(f"directory {path.parent} does not exist")
     if not os.access(path.parent, os.W_OK):

@@ -633,3 +633,25 @@ def test_create_takes_only_true_or_false_for_its_switches(tmp_path, flag, value)
     with pytest.raises(ElicitError, match=f"^{flag} must be True or False, got {value!r}$"):
         Session.create(X, y, U, NAMES, path=path, **{flag: value})
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["table.csv", "prior.json"])
+def test_export_never_replaces_a_file_without_overwrite(tmp_path, capsys, name):
+    """`elicit export my.session mydata.csv` replaced the user's own table with the history
+    without a word."""
+    path = tmp_path / "s.session"
+    new(path).close()
+    target = tmp_path / name
+    target.write_text("area,price\n1,2\n")
+    code, _, err = cli(capsys, "export", path, target)
+    assert code == 2
+    assert one_line(err) == (f"elicit: error: {target} already exists; pass overwrite=True "
+                             "(CLI: --overwrite) to replace it")
+    assert target.read_text() == "area,price\n1,2\n"
+    if name.endswith(".json"):
+        with Session.open(path, read_only=True) as s, pytest.raises(ElicitError,
+                                                                   match="already exists"):
+            s.export_prior(target)
+    code, out, _ = cli(capsys, "export", path, target, "--overwrite")
+    assert code == 0 and out.strip() == f"wrote {target}"
+    assert target.read_text() != "area,price\n1,2\n"
