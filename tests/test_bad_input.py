@@ -1211,3 +1211,26 @@ def test_history_agreement_with_csv_is_refused(capsys, tmp_path):
     code, _, err = run_cli(capsys, "history", str(p), "--agreement", "--csv")
     assert code == 2
     assert_one_line_error(err, r"--agreement .*--csv")
+
+
+@pytest.mark.parametrize("argv, message", [
+    # session new's "take run 7" read as realdata's --runs 7: a sweep of 7 runs
+    (["realdata", "--dataset", "amazon", "--run", "7", "--out", "o"],
+     r"^elicit realdata: error: unrecognized arguments: --run 7 \(see elicit realdata --help\)$"),
+    (["synthetic", "--thresh", "5", "--out", "o"],
+     r"^elicit synthetic: error: unrecognized arguments: --thresh 5 \(see elicit synthetic "
+     r"--help\)$"),
+    (["session", "new", "--from-csv", "x.csv", "--target", "y", "--out", "s.session",
+      "--batch", "2"],
+     r"^elicit session new: error: unrecognized arguments: --batch 2 \(see elicit session new "
+     r"--help\)$")])
+def test_an_unknown_option_is_not_taken_for_another_and_points_to_its_commands_help(
+        capsys, argv, message):
+    """argparse took a prefix of an option for the option, and an unknown option of a
+    sub-command pointed to `elicit --help`, which lists no sub-command's options."""
+    from elicit.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, message)

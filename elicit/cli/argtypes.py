@@ -13,8 +13,22 @@ class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose usage errors are one line (``elicit CMD:
     error: MESSAGE (see elicit CMD --help)``, exit status 2); sub-command parsers inherit it."""
 
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        # a prefix of an option is not that option: `realdata --run 7` is not --runs 7
+        super().__init__(*args, **{"allow_abbrev": False, **kw})
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            # said by the command's own parser, which points to the help that lists its options
+            p: argparse.ArgumentParser = self
+            while subs := [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]:
+                p = subs[0].choices[getattr(ns, subs[0].dest)]
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
 
 
 def add_command(subparsers: argparse._SubParsersAction, command: str,
