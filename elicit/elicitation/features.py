@@ -32,9 +32,10 @@ from elicit.model.covariance import IRRELEVANT, RELEVANT, RelevanceScales, unask
 from elicit.model.density import feedback_terms, log_density
 from elicit.model.marginal import Marginal
 from elicit.model.newton import projected_step
+from elicit.model.priors import ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
-from elicit.model.terms import prior_terms
+from elicit.model.terms import block
 from elicit.model.theta import theta_of
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ class FeatureScorer:
                 mg = Marginal.from_data(data, fit.gamma, fit.tau2, K=self.scorer.marginal.K,
                                         zeta=float(at[z]), delta=fit.delta)
                 _, dvalue, kl_at = self._changes(mg)
-            prior = next(v for name, v, *_ in prior_terms(at, data) if name == "zeta")
+            prior = ZETA_PRIOR.terms(block(at, data.layout, "zeta"))[0]
             logp.append(mg.value + prior + dvalue)
             kl.append(kl_at)
         lo, mid, hi = logp

@@ -22,7 +22,6 @@ from elicit.model.linalg import stacked_cholesky
 from elicit.model.marginal import Marginal
 from elicit.model.newton import CONVERGED, NewtonProblem, NewtonRun, NewtonSettings
 from elicit.model.spec import ModelData
-from elicit.model.terms import prior_terms
 from elicit.model.theta import split_theta
 
 
@@ -82,6 +81,7 @@ class BatchDensity:
         self.a_star = h.a_sigma + 0.5 * data.n
         self.c0 = (gammaln(self.a_star) - gammaln(h.a_sigma)
                    - 0.5 * data.n * np.log(2 * np.pi * h.b_sigma))
+        self.priors = [(data.layout.at(b.name), pr, b.vector) for b, pr in terms.priors_of(data)]
 
     def at(self, th: np.ndarray, idx: np.ndarray):
         """Value (C,), gradient (C, k) and training predictive (mean, var) at the thetas ``th`` of
@@ -162,9 +162,10 @@ class BatchDensity:
                 "cj,cj->c", np.where(unasked, dlam / lam_u, 0.0), r)
         if self.m is not None:
             grad[:, lay.index("delta")] = omega * (alpha @ self.m)
-        for name, v, g, _ in prior_terms(th, data):
+        for at, prior, vector in self.priors:
+            v, g, _ = prior.terms(th[:, at], summed=vector)
             value += v
-            grad[:, lay.at(name)] += g
+            grad[:, at] += g
         if len(data.f):
             v, g, _ = terms.feedback_terms(data.link, data.W_f, data.f, th, lay, hess=False)
             value += v

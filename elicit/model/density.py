@@ -14,7 +14,7 @@ from elicit.model.linalg import damped_cho_factor
 from elicit.model.link import scalar_step
 from elicit.model.marginal import Marginal
 from elicit.model.spec import ModelData
-from elicit.model.terms import prior_terms
+from elicit.model.terms import priors_of
 from elicit.model.theta import split_theta
 
 
@@ -25,9 +25,10 @@ def _prior_and_feedback(theta: np.ndarray, data: ModelData, hess: bool):
     grad = np.zeros(k)
     H = np.zeros((k, k)) if hess else None
     val = None
-    for name, v, g, c in prior_terms(theta, data):
+    for b, prior in priors_of(data):
+        v, g, c = prior.terms(terms.block(theta, lay, b.name), summed=b.vector)
         val = v if val is None else val + v
-        sl = lay[name]
+        sl = lay[b.name]
         grad[sl] = g
         if H is not None:
             i = np.arange(sl.start, sl.stop)

@@ -6,12 +6,9 @@ that results stay bit for bit: refits on a multimodal posterior can amplify a la
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import numpy as np
 
-from elicit.model.layout import ParamLayout
+from elicit.model.layout import Block, ParamLayout
 from elicit.model.link import Link
 from elicit.model.priors import GAMMA_PRIOR, ZETA_PRIOR, InvGamma, Normal
 from elicit.model.spec import ModelData
@@ -27,18 +24,16 @@ def block(theta: np.ndarray, lay: ParamLayout, name: str):
     return np.float64(theta[at]) if theta.ndim == 1 else theta[:, at]
 
 
-def prior_terms(theta: np.ndarray, data: ModelData) -> Iterator[tuple[str, Any, Any, Any]]:
-    """The log prior of each block, ``(name, value, gradient, curvature)``, in the layout's order
-    (callers add the values in it); gamma's value summed, its curvature (the diagonal of the
-    prior's Hessian) per entry."""
-    lay, h = data.layout, data.hyper
+def priors_of(data: ModelData) -> list[tuple[Block, Normal | InvGamma]]:
+    """Each block of theta with its prior, in the layout's order (callers add the values in it);
+    ``prior.terms(block, summed=b.vector)`` is ``(value, gradient, curvature)``, gamma's value
+    summed, its curvature (the diagonal of the prior's Hessian) per entry."""
     priors: dict[str, Normal | InvGamma] = {
         "gamma": GAMMA_PRIOR, "xi": data.model.xi_prior.at(data.m),
-        "tau2": InvGamma(h.a_tau, h.b_tau), "zeta": ZETA_PRIOR}
-    if "delta" in lay:
+        "tau2": InvGamma(data.hyper.a_tau, data.hyper.b_tau), "zeta": ZETA_PRIOR}
+    if "delta" in data.layout:
         priors["delta"] = Normal(0.0, data.delta_sd)  # half-normal: delta >= 0
-    for b in lay.blocks:
-        yield (b.name, *priors[b.name].terms(block(theta, lay, b.name), summed=b.vector))
+    return [(b, priors[b.name]) for b in data.layout.blocks]
 
 
 def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
