@@ -16,7 +16,7 @@ after an interruption continues where it stopped):
    ``OUT/yelp-paper``;
 5. ``amazon-recommended``, ``yelp-recommended``: beyond the paper, the recommended
    configuration (``--recommended``: :data:`elicit.paper.configs.RECOMMENDED`, PPMI keyword
-   embeddings, the known-coupling-tied model; ``docs/beyond-the-paper.md``) into
+   embeddings, the known-coupling model; ``docs/beyond-the-paper.md``) into
    ``OUT/amazon-recommended``, ``OUT/yelp-recommended``;
 6. ``amazon-mixed``, ``yelp-mixed``, ``kitchen-mixed``: relevance and pair questions
    (``--questions both``: feature questions beside pair questions, one utility, the relevance
@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
+from elicit.data.sources import DATASETS
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.provenance import source_commit
 from elicit.paper import steps
@@ -123,6 +124,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     bad = [s for s in steps if s not in STEPS]
     if bad:
         ap.error(f"unknown step {bad[0]!r}; choose from {', '.join(STEPS)}")
+    if not steps:
+        ap.error(f"--steps names no step; choose from {', '.join(STEPS)}")
+    if args.out.exists() and not args.out.is_dir():
+        ap.error(f"--out {args.out} is a file; give a folder for the results")
+    # known now, not after every other step has run
+    for d in (d for d in DATASETS if "table1" in steps and d not in steps):
+        if not (args.out / d / "mse.csv").exists():
+            ap.error(f"table1 reads the finished {d} sweep: add {d} to --steps (there is none "
+                     f"in {args.out})")
     return args, [s for s in STEPS if s in steps]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from conftest import read_only_run, read_only_runs
+from conftest import needs_data, read_only_run, read_only_runs
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -1234,3 +1234,29 @@ def test_an_unknown_option_is_not_taken_for_another_and_points_to_its_commands_h
         main(argv)
     assert e.value.code == 2
     assert_one_line_error(capsys.readouterr().err, message)
+
+
+@pytest.mark.parametrize("extra, message", [
+    # an explicit --model paper was taken as "not given" and known-coupling ran
+    (["--recommended", "--model", "paper"],
+     "--recommended sets --model known-coupling; drop --model paper or --recommended"),
+    # ignored by the cv rules, but recorded: the identical rerun without it was refused
+    (["--expert-rule", "cv-min", "--expert-nonzero", "7"],
+     "--expert-nonzero goes with --expert-rule target; drop it with --expert-rule cv-min"),
+    # failed at the reference lines, after config.json was written, naming nothing to fix
+    (["--pool", "open"],
+     "--pool open asks pairs among the keywords not called irrelevant: it needs feature "
+     "questions .--questions both.; with pair questions only, use --pool paper")])
+@needs_data
+def test_realdata_options_that_do_not_go_together_are_refused_first(tmp_path, capsys, extra,
+                                                                     message):
+    from conftest import REAL_DATA_DIR
+
+    from elicit.cli.main import main
+
+    out = tmp_path / "o"
+    code = main(["realdata", "--dataset", "amazon", "--out", str(out), "--data-dir",
+                 str(REAL_DATA_DIR), "--quiet", "--runs", "1", "--rounds", "0", *extra])
+    assert code == 2
+    assert_one_line_error(capsys.readouterr().err, "^elicit: error: " + message + "$")
+    assert not out.exists()

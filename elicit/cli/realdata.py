@@ -72,7 +72,8 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
                         "statistics; train: with the 100 training reviews' (the paper's)")
     p.add_argument("--paper", action="store_true",
                    help=f"the paper-literal configuration: --standardize train --tau2 "
-                        f"{configs.PAPER_TAU2} --meta-features {configs.PAPER_META_FEATURES}")
+                        f"{configs.PAPER_TAU2} --meta-features {configs.PAPER_META_FEATURES} "
+                        "(another --meta-features is taken)")
     p.add_argument("--recommended", action="store_true",
                    help="the best label-free configuration found (docs/beyond-the-paper.md): "
                         + " ".join(f"--{k.replace('_', '-')} {v}"
@@ -85,7 +86,7 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
                         f"{configs.POOL_SIZE})")
     p.add_argument("--expert-rule", choices=RULES, default="target",
                    help="how the LASSO expert picks its penalty (see docs/data.md)")
-    p.add_argument("--expert-nonzero", type=positive_int, default=40,
+    p.add_argument("--expert-nonzero", type=positive_int, default=configs.EXPERT_NONZERO,
                    help="target number of expert keywords for --expert-rule target")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_engine_options(p)

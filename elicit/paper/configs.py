@@ -42,13 +42,15 @@ PAPER_SETTINGS: dict[str, float | str] = {"standardize": "train", "tau2": PAPER_
 #: ``--recommended``: the best label-free configuration of ``docs/beyond-the-paper.md``.
 RECOMMENDED: dict[str, object] = {"meta_features": "ppmi", "meta_dim": 10,
                                   "model": "known-coupling", "utility_target": "predictive"}
+#: keywords the LASSO expert's rule "target" keeps (``--expert-nonzero``)
+EXPERT_NONZERO = 40
 #: With the paper's counts the start predicts worse than ridge regression (docs/realdata.md).
 DEFAULT_META_FEATURES = "ppmi"
 #: ``--paper``'s meta-features: the paper's transposed training counts.
 PAPER_META_FEATURES = "counts"
 #: the options of RECOMMENDED when not given (meta-features None: resolve_meta_features)
 _OPTION_DEFAULTS: dict[str, object] = {"meta_features": None, "meta_dim": None,
-                                       "model": PAPER, "utility_target": "predictive"}
+                                       "model": None, "utility_target": "predictive"}
 
 
 #: Where a sweep's pair questions come from: ``"paper"``, the expert's answerable pairs (it
@@ -298,7 +300,7 @@ class RealDataConfig(Recorded, RoundKeywords):
     tau2_again: tuple[int, ...] | None = setting(
         None, record=lambda c: {"tau2_again": list(c.tau2_again or ())})
     expert_rule: str = setting("target")
-    expert_nonzero: int = setting(40)
+    expert_nonzero: int = setting(EXPERT_NONZERO)
     pool: str = setting(None)       # None: by the questions (default_pool)
     meta_features: str | os.PathLike | None = setting(
         None, record=lambda c: meta_config(c.meta_features, c.meta_dim))
@@ -328,10 +330,9 @@ class RealDataConfig(Recorded, RoundKeywords):
                               f"--questions {questions}")
         chosen = resolve_recommended(self.recommended, self.paper,
                                      meta_features=self.meta_features, meta_dim=self.meta_dim,
-                                     model=default_model(questions) if st.model is None
-                                     else st.model,
-                                     utility_target=st.utility_target)
-        model, target = str(chosen.pop("model")), str(chosen.pop("utility_target"))
+                                     model=st.model, utility_target=st.utility_target)
+        model = str(chosen.pop("model") or default_model(questions))
+        target = str(chosen.pop("utility_target"))
         put("settings", replace(st, model=model, utility_target=target))
         for key, value in chosen.items():
             put(key, value)
@@ -358,6 +359,13 @@ class RealDataConfig(Recorded, RoundKeywords):
         if self.expert_rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {self.expert_rule!r}: use one of "
                               f"{', '.join(RULES)}")
+        if self.expert_rule != "target" and self.expert_nonzero != EXPERT_NONZERO:
+            raise ElicitError(f"--expert-nonzero goes with --expert-rule target; drop it with "
+                              f"--expert-rule {self.expert_rule}")
+        if self.pool == "open" and parse_questions(questions) == PAPER_QUESTIONS:
+            raise ElicitError("--pool open asks pairs among the keywords not called irrelevant: "
+                              "it needs feature questions (--questions both); with pair "
+                              "questions only, use --pool paper")
         meta_config(mf, dim)  # checks a file, or an embedding's dimensions
         super().check()
         self.sweep_config("")  # checks the sweep's settings

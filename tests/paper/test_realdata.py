@@ -300,7 +300,7 @@ def test_recommended_configuration(tmp_path, capsys):
     from elicit.paper.configs import RECOMMENDED, resolve_recommended
 
     # not given: None (the configuration's own meta-features)
-    given = dict(meta_features=None, meta_dim=None, model="paper",
+    given = dict(meta_features=None, meta_dim=None, model=None,
                  utility_target="predictive")
     assert resolve_recommended(False, False, **given) == given
     assert resolve_recommended(True, False, **given) == RECOMMENDED

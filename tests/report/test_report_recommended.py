@@ -149,8 +149,8 @@ def test_reproduce_steps(tmp_path, monkeypatch, capsys):
         < order.index("yelp-recommended") < order.index("table1")
     # Given in any order, run in the order of STEPS.
     args, steps = mod.parse_args(["--out", str(tmp_path), "--steps",
-                                  "table1,yelp-recommended,amazon-recommended"])
-    assert steps == ["amazon-recommended", "yelp-recommended", "table1"]
+                                  "table1,yelp,yelp-recommended,amazon-recommended,amazon"])
+    assert steps == ["amazon", "yelp", "amazon-recommended", "yelp-recommended", "table1"]
     with pytest.raises(SystemExit):
         mod.parse_args(["--steps", "amazon-recomended"])
     assert "unknown step 'amazon-recomended'" in capsys.readouterr().err
@@ -277,3 +277,24 @@ def test_the_report_gives_the_calls_cpu_time_when_steps_share_a_pool(tmp_path):
     text = write_report(tmp_path, wall_s=600.0, step_s={"synthetic": 400.0},
                         cpu_s={"synthetic": 500.0}, jobs=2).read_text()
     assert "CPU time: 8.3 min (synthetic 8.3)" in text and "at a time" not in text
+
+
+def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, capsys):
+    """--out naming a file and --steps naming no step ended in tracebacks; table1 without the
+    amazon and yelp sweeps failed only after every other step had run."""
+    mod = _reproduce()
+    (tmp_path / "afile").write_text("")
+    for argv, message in [
+            (["--out", str(tmp_path / "afile")], f"--out {tmp_path / 'afile'} is a file"),
+            (["--steps", ","], "--steps names no step"),
+            (["--out", str(tmp_path / "o"), "--steps", "amazon,table1"],
+             "table1 reads the finished yelp sweep: add yelp to --steps")]:
+        with pytest.raises(SystemExit) as e:
+            mod.parse_args(argv)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    (tmp_path / "o" / "yelp").mkdir(parents=True)
+    (tmp_path / "o" / "yelp" / "mse.csv").write_text("")
+    assert mod.parse_args(["--out", str(tmp_path / "o"), "--steps", "amazon,table1"])[1] == \
+        ["amazon", "table1"]
