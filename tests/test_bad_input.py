@@ -22,6 +22,7 @@ from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
 
 from elicit.cli.session import main as cli_main
+from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
 from elicit.session.session import Session
@@ -1260,3 +1261,52 @@ def test_realdata_options_that_do_not_go_together_are_refused_first(tmp_path, ca
     assert code == 2
     assert_one_line_error(capsys.readouterr().err, "^elicit: error: " + message + "$")
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The Python API's arguments (a review's findings): one-line ElicitErrors, nothing clamped
+# --------------------------------------------------------------------------------------------
+
+def _sweep_config(**kw):
+    from elicit.harness import SweepConfig
+
+    return SweepConfig("x", **{"runs": 1, "rounds": 2, **kw})
+
+
+@pytest.mark.parametrize("build, message", [
+    # 'unknown strategy 'r'': the string was read letter by letter
+    (lambda: _sweep_config(strategies="random"),
+     r"^strategies must be a list of strategy names such as \('random',\), got 'random'$"),
+    (lambda: _sweep_config(strategies=()), r"^strategies must name at least one strategy$"),
+    (lambda: _sweep_config(runs=1.5), r"^runs must be a positive integer, got 1\.5$"),
+    (lambda: _sweep_config(rounds=2.5), r"^rounds must be a non-negative integer, got 2\.5$"),
+    (lambda: _sweep_config(snapshots=(-1, 99)),
+     r"^snapshots must be answer counts from 0 to rounds \(2\), got \(-1, 99\)$"),
+    (lambda: Hyper(tau2="0.01"),
+     r"^hyperparameter tau2 must be a positive number, got '0\.01'$"),
+    (lambda: Hyper(tau2=True), r"^hyperparameter tau2 must be a positive number, got True$"),
+    (lambda: RoundSettings(pool_size=2.5).validate(),
+     r"^pool_size must be a positive integer, got 2\.5$"),
+    (lambda: RoundSettings(refine=2.5).validate(),
+     r"^refine must be a non-negative integer, got 2\.5$")])
+def test_python_arguments_are_checked_with_one_line(build, message):
+    with pytest.raises(ElicitError, match=message):
+        build()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda el: el.next_query("random", 0),
+     r"^rng must be a numpy Generator \(numpy\.random\.default_rng\(seed\)\), got 0$"),
+    (lambda el: el.next_batch("sequential", None, 2),
+     r"^rng must be a numpy Generator \(numpy\.random\.default_rng\(seed\)\), got None$"),
+    (lambda el: el.score([10**9]),
+     r"^question index 1000000000 is out of range: this elicitor has \d+ questions$"),
+    (lambda el: el.posterior().mse(np.zeros((3, 8)), np.zeros(4)),
+     r"^X_test is \(3, 8\) and y_test has 4 entries; they need m x 8 and m$")])
+def test_elicitor_arguments_are_checked_with_one_line(call, message):
+    from elicit import Elicitor
+
+    X, y, U = make_data()
+    el = Elicitor(X, y, U, Hyper(), engine="numpy")
+    with pytest.raises(ElicitError, match=message):
+        call(el)

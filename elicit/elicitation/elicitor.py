@@ -337,6 +337,9 @@ class Elicitor:
         kinds = None
         if questions.ndim == 1:
             index = questions.astype(np.int64)
+            if bad := [int(i) for i in index if not 0 <= i < len(self.table)][:1]:
+                raise ElicitError(f"question index {bad[0]} is out of range: this elicitor has "
+                                  f"{len(self.table)} questions")
             questions = self.table.rows(index)
             names = np.array([s.kind.name for s in self.table.segments], dtype=object)
             kinds = names[self.table.segment_of(index)]
@@ -405,6 +408,7 @@ class Elicitor:
             For an unknown strategy, when every question has been asked or excluded, or for
             the non-sequential ranking asked after answers given before it was made.
         """
+        _check_rng(rng)
         allowed = self._allowed_for(strategy, exclude)     # never empty
         chosen = get_strategy(strategy)
         if chosen.draws_pool:
@@ -416,6 +420,7 @@ class Elicitor:
         """``k`` questions to ask together, sharing no feature where possible; k = 1 is
         :meth:`next_query` (parameters and errors as there)."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
+        _check_rng(rng)
         allowed = self._allowed_for(strategy, exclude)     # never empty
         return get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
 
@@ -447,3 +452,9 @@ def _unpack(question) -> tuple[str | None, object, object]:
     if len(question) >= 3 and isinstance(question[0], str):
         return question[0], question[1], question[2]
     return None, question[0], question[1]
+
+
+def _check_rng(rng: object) -> None:
+    if not isinstance(rng, np.random.Generator):   # a seed failed deep inside: 'int' has no choice
+        raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), got "
+                          f"{rng!r}")

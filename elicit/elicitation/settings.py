@@ -73,8 +73,9 @@ class RoundSettings:
         stan_file = None if self.stan_file is None else os.fspath(self.stan_file)
         out = dataclasses.replace(self, model=model, questions=questions, stan_file=stan_file)
         out.utility_args().validate()
-        if self.pool_size is not None and not self.pool_size >= 1:
-            raise ElicitError(f"pool_size must be positive, got {self.pool_size}")
+        if self.pool_size is not None:   # not int(): 2.5 would be cut to 2 without a word
+            check_int(self.pool_size, f"pool_size must be a positive integer, got "
+                                      f"{self.pool_size!r}", 1)
         if self.strategy is not None:
             get_strategy(self.strategy)
         check_int(self.seed, f"seed must be a non-negative integer, got {self.seed!r}", 0)

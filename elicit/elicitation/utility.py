@@ -168,7 +168,7 @@ class UtilityArgs:
                                   f"{kind.label}; use target='predictive' with "
                                   f"questions={spelled!r}")
             parts.append((kind, UTILITIES[name]))
-        check_int(self.refine, f"refine must be >= 0, got {self.refine!r}", 0)
+        check_int(self.refine, f"refine must be a non-negative integer, got {self.refine!r}", 0)
         if self.stan_file is not None:
             for _, u in parts:
                 if u.custom_stan_refusal is not None:

@@ -31,6 +31,7 @@ from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, strategy_stream
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
+from elicit.internal.checks import check_int
 from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 
@@ -59,8 +60,20 @@ class SweepConfig(Recorded):
     threshold_mean: float | Literal["auto"] | None = setting(None)
 
     def __post_init__(self) -> None:
+        if isinstance(self.strategies, str):    # else read letter by letter: strategy 'r'
+            raise ElicitError(f"strategies must be a list of strategy names such as "
+                              f"('random',), got {self.strategies!r}")
         object.__setattr__(self, "strategies", tuple(self.strategies))
+        check_int(self.runs, f"runs must be a positive integer, got {self.runs!r}", 1)
+        check_int(self.rounds, f"rounds must be a non-negative integer, got {self.rounds!r}", 0)
+        check_int(self.jobs, f"jobs must be a positive integer, got {self.jobs!r}", 1)
+        if not all(isinstance(t, (int, np.integer)) and 0 <= t <= self.rounds
+                   for t in self.snapshots):
+            raise ElicitError(f"snapshots must be answer counts from 0 to rounds "
+                              f"({self.rounds}), got {self.snapshots!r}")
         object.__setattr__(self, "snapshots", tuple(int(t) for t in self.snapshots))
+        if not self.strategies:
+            raise ElicitError("strategies must name at least one strategy")
         bad = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
         if bad:
             raise ElicitError(f"unknown strategy {bad[0]!r}; choose from "
@@ -68,10 +81,6 @@ class SweepConfig(Recorded):
         if twice := [s for i, s in enumerate(self.strategies) if s in self.strategies[:i]]:
             # each would write every run's curve again: 2 runs counted as 4
             raise ElicitError(f"strategy {twice[0]!r} is named twice; name each once")
-        if self.runs < 1 or self.rounds < 0:
-            raise ElicitError("runs must be >= 1 and rounds >= 0")
-        if self.jobs < 1:
-            raise ElicitError("jobs must be >= 1")
         if not isinstance(self.settings, RoundSettings):
             raise ElicitError(f"settings must be an elicit RoundSettings, got "
                               f"{type(self.settings).__name__}")

@@ -107,7 +107,10 @@ class NIGPosterior:
         return self._check_rows(X_new) @ self.mu
 
     def mse(self, X_test: np.ndarray, y_test: np.ndarray, offset: float = 0.0) -> float:
-        """Test MSE of the predictive mean, ``offset`` added back; no input checks."""
+        """Test MSE of the predictive mean, ``offset`` added back (shapes checked only)."""
+        if np.shape(X_test) != (len(y_test), len(self.mu)):
+            raise ElicitError(f"X_test is {np.shape(X_test)} and y_test has {len(y_test)} "
+                              f"entries; they need m x {len(self.mu)} and m")
         return mean_squared_error(X_test @ self.mu + offset, y_test)
 
     def predict(self, X_new: np.ndarray) -> StudentT:

@@ -78,7 +78,7 @@ class Hyper:
             raise ElicitError(f"variant must be 'fixed' or 'learned', got {self.variant!r}")
         for name in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau"):
             v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
+            if isinstance(v, (bool, str)) or not (np.isfinite(v) and v > 0):
                 raise ElicitError(f"hyperparameter {name} must be a positive number, got {v!r}")
         m = self.threshold_mean
         if m != "auto" and not (isinstance(m, (int, float)) and np.isfinite(m) and m > 0):

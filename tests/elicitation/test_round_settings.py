@@ -31,7 +31,7 @@ def test_validate_resolves_the_settings():
 
 @pytest.mark.parametrize("kw,match", [
     ({"engine": "jax"}, r"^unknown engine 'jax'; choose one of auto"),
-    ({"pool_size": 0}, r"^pool_size must be positive, got 0"),
+    ({"pool_size": 0}, r"^pool_size must be a positive integer, got 0"),
     ({"seed": -1}, r"^seed must be a non-negative integer, got -1"),
     ({"strategy": "greedy"}, r"greedy"),
     ({"questions": "features"}, r"^unknown question kind 'features'"),

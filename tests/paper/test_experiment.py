@@ -150,9 +150,9 @@ def test_resume_does_not_depend_on_what_else_ran(tmp_path):
 
 @pytest.mark.parametrize("kw,match", [
     ({"strategies": ("random", "greedy")}, "unknown strategy 'greedy'"),
-    ({"runs": 0}, "runs must be >= 1"),
-    ({"rounds": -1}, "rounds >= 0"),
-    ({"jobs": 0}, "jobs must be >= 1"),
+    ({"runs": 0}, "runs must be a positive integer, got 0"),
+    ({"rounds": -1}, "rounds must be a non-negative integer, got -1"),
+    ({"jobs": 0}, "jobs must be a positive integer, got 0"),
 ])
 def test_bad_sweep_config(kw, match):
     with pytest.raises(ElicitError, match=match):
