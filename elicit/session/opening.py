@@ -57,10 +57,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
     Returns the connection, the meta data, the arrays and the snippets per feature.
     """
     _inspect_file(path)
-    if not read_only:
-        _check_writable(path)
-    else:
-        finish_cut_write(path)
+    (finish_cut_write if read_only else _check_writable)(path)
     try:
         conn = _wal_file_in_memory(path) if read_only else None
         conn = conn or connect(path, read_only)
