@@ -213,7 +213,6 @@ def load_stopwords(path: str | os.PathLike | None = None,
         raise ElicitError(f"the stop list shipped with elicit is missing ({SHIPPED_STOPWORDS}); "
                           "reinstall elicit with its package data")
     shipped = _read_word_list(SHIPPED_STOPWORDS)
-    # the data directory's copy, if it has one
     if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
         local: Path | None = resolve_data_dir(data_dir) / STOPWORDS_FILE
     else:

@@ -186,12 +186,10 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
                     if hint and not hinted:
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
-                if show:
-                    # keys typed before the expert saw the question must not answer it
-                    dropped = _drop_typeahead(inp)
-                    if dropped:
-                        print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
-                              "typed before this question appeared)", file=out)
+                # keys typed before the expert saw the question must not answer it
+                if show and (dropped := _drop_typeahead(inp)):
+                    print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
+                          "typed before this question appeared)", file=out)
                 _put(out, *lines)
                 if show and q is not None:
                     _show_query(s, q, out, tty)
