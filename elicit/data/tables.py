@@ -83,10 +83,9 @@ def align_meta(U, names: Sequence[str] | None):
     dup = sorted({k for k in labels if labels.count(k) > 1})
     if dup:
         raise ElicitError(f"the meta-features name feature(s) {listing(dup)} more than once")
-    missing = [n for n in names if n not in set(labels)]
-    extra = [k for k in labels if k not in set(names)]
-    parts = ([f"no row for feature(s) {listing(missing)}"] if missing else []) \
-        + ([f"row(s) for unknown feature(s) {listing(extra)}"] if extra else [])
+    parts = [f"{what} {listing(found)}" for what, found in (
+        ("no row for feature(s)", [n for n in names if n not in set(labels)]),
+        ("row(s) for unknown feature(s)", [k for k in labels if k not in set(names)])) if found]
     if parts:
         raise ElicitError("the meta-features do not match the features by name: "
                           + "; ".join(parts) + " (the first column must be the feature name)")
