@@ -296,7 +296,6 @@ class SessionState:
         """The example snippets stored for a feature (by index or name)."""
         return list(self._texts.get(feature_index(self.feature_names, feature), []))
 
-    # the record as rows (:mod:`elicit.session.export` makes the tables)
     def answer_rows(self) -> list[tuple]:
         """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
         return self._read(record.history_rows)

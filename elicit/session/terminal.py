@@ -263,15 +263,14 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             rec = s.answer(q, key, comment=comment or None)
             _put(out, f"saved: {' vs '.join(q.names)} -> {rec.answer.value.replace('_', ' ')}")
         elif (other := next((k for k in s.kinds if key in _words(k)), None)) is not None:
-            keys = ", ".join(q.question_kind.keys)
             print(f"{key!r} answers {other.question}; this is {q.question_kind.question}: use "
-                  f"{keys} (or k, u, q)", file=out)
+                  f"{', '.join(q.question_kind.keys)} (or k, u, q)", file=out)
             return False
         elif key in ("", "h", "help"):
             print(keys_help(s), file=out)
         else:
-            keys = ", ".join(q.question_kind.keys)
-            print(f"unknown key {key!r}: use {keys}, k, u or q", file=out)
+            print(f"unknown key {key!r}: use {', '.join(q.question_kind.keys)}, k, u or q",
+                  file=out)
             return False
     except ElicitError as e:
         if isinstance(e, SessionReplaced):
