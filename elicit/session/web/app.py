@@ -368,10 +368,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     @app.get("/k.png")
     def k_png():
         # Redrawn when the session changed and the model is free; else the last image is served.
-        try:
+        revision = None
+        with contextlib.suppress(sqlite3.Error):
             revision = reader.revision()
-        except sqlite3.Error:
-            revision = None
         if k_image["revision"] != revision and k_drawing.acquire(blocking=False):
             try:
                 with sess.unless_busy() as free:
