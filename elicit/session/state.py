@@ -367,10 +367,9 @@ class SessionState:
     def _aligned(self, X_new) -> np.ndarray:
         if isinstance(X_new, pd.DataFrame):
             cols = [str(c) for c in X_new.columns]
-            parts = [f"{what} column(s) {listing(found)}" for what, found in (
-                ("missing", [n for n in self.feature_names if n not in set(cols)]),
-                ("unknown", [c for c in cols if c not in set(self.feature_names)])) if found]
-            if parts:
+            if parts := [f"{what} column(s) {listing(found)}" for what, found in (
+                    ("missing", [n for n in self.feature_names if n not in set(cols)]),
+                    ("unknown", [c for c in cols if c not in set(self.feature_names)])) if found]:
                 raise ElicitError(f"X_new does not match the session's features: "
                                   f"{'; '.join(parts)}")
             X_new = X_new.set_axis(cols, axis=1)[self.feature_names]
