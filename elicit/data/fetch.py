@@ -341,8 +341,7 @@ def fetch_dir(option: str | os.PathLike | None = None) -> Path:
     ``<repo>/data`` (an error outside a source checkout)."""
     if option is not None and str(option) != "":
         return Path(option).expanduser()
-    env = os.environ.get(DATA_ENV)
-    if env:
+    if env := os.environ.get(DATA_ENV):
         return Path(env).expanduser()
     root = _repo_root()
     if not (root / "pyproject.toml").is_file():

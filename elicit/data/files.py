@@ -77,8 +77,7 @@ def resolve_data_dir(option: str | os.PathLike | None = None,
     required = list(required)
     if option is not None and str(option) != "":
         return _check_dir(Path(option).expanduser(), required, "--data-dir / data_dir option")
-    env = os.environ.get(DATA_ENV)
-    if env:
+    if env := os.environ.get(DATA_ENV):
         return _check_dir(Path(env).expanduser(), required, f"environment variable {DATA_ENV}")
     searched = default_data_dirs()
     for d in searched:
@@ -95,8 +94,7 @@ def _check_dir(d: Path, required: list[str], source: str) -> Path:
     if not d.is_dir():
         raise ElicitError(f"data directory {d} (from {source}) does not exist or is not a "
                           f"directory. " + DATA_SOURCE_HINT)
-    missing = [f for f in required if not (d / f).is_file()]
-    if missing:
+    if missing := [f for f in required if not (d / f).is_file()]:
         raise ElicitError(f"data directory {d} (from {source}) has no file "
                           f"{', '.join(missing)}; searched only {d} because it was given "
                           "explicitly. " + DATA_SOURCE_HINT)
@@ -213,7 +211,6 @@ def load_stopwords(path: str | os.PathLike | None = None,
         raise ElicitError(f"the stop list shipped with elicit is missing ({SHIPPED_STOPWORDS}); "
                           "reinstall elicit with its package data")
     shipped = _read_word_list(SHIPPED_STOPWORDS)
-    # the data directory's copy, if it has one
     if (data_dir is not None and str(data_dir) != "") or os.environ.get(DATA_ENV):
         local: Path | None = resolve_data_dir(data_dir) / STOPWORDS_FILE
     else:

@@ -70,23 +70,19 @@ def align_meta(U, names: Sequence[str] | None):
     by name; anything else is taken in row order."""
     if not isinstance(U, pd.DataFrame):
         return U
-    bad = [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]
-    if bad:
+    if bad := [str(c) for c in U.columns if not pd.api.types.is_numeric_dtype(U[c])]:
         raise ElicitError(f"meta-features must be numeric; column(s) {listing(bad)} are not")
     labels = [str(k) for k in U.index]
-    positional = isinstance(U.index, pd.RangeIndex) and list(U.index) == list(range(len(U)))
-    if positional:
+    if isinstance(U.index, pd.RangeIndex) and list(U.index) == list(range(len(U))):
         return U.to_numpy(dtype=float, na_value=np.nan)
     if names is None:
         raise ElicitError("the meta-features are indexed by name, but the features have no "
                           "names; give X as a DataFrame or pass feature_names")
-    dup = sorted({k for k in labels if labels.count(k) > 1})
-    if dup:
+    if dup := sorted({k for k in labels if labels.count(k) > 1}):
         raise ElicitError(f"the meta-features name feature(s) {listing(dup)} more than once")
-    missing = [n for n in names if n not in set(labels)]
-    extra = [k for k in labels if k not in set(names)]
-    parts = ([f"no row for feature(s) {listing(missing)}"] if missing else []) \
-        + ([f"row(s) for unknown feature(s) {listing(extra)}"] if extra else [])
+    parts = [f"{what} {listing(found)}" for what, found in (
+        ("no row for feature(s)", [n for n in names if n not in set(labels)]),
+        ("row(s) for unknown feature(s)", [k for k in labels if k not in set(names)])) if found]
     if parts:
         raise ElicitError("the meta-features do not match the features by name: "
                           + "; ".join(parts) + " (the first column must be the feature name)")

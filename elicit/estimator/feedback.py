@@ -78,8 +78,7 @@ def relevance_classes(model: str, relevant: Any, irrelevant: Any, p: int,
     for what, value, c in (("relevant", relevant, 1), ("irrelevant", irrelevant, 0)):
         given[what] = [] if value is None else resolve_features(value, what, p, names)
         classes[given[what]] = c
-    both = sorted(set(given["relevant"]) & set(given["irrelevant"]))
-    if both:
+    if both := sorted(set(given["relevant"]) & set(given["irrelevant"])):
         label = [names[k] if names is not None else k for k in both]
         raise ElicitError(f"feature(s) {few(label)} are both relevant and irrelevant; "
                           "give each feature one answer")

@@ -182,8 +182,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             a_sigma=hyper.a_sigma, b_sigma=hyper.b_sigma, a_tau=hyper.a_tau,
             b_tau=hyper.b_tau, threshold_mean=hyper.threshold_mean, standardize=False,
             normalize_y=False, fit_intercept=False, engine=engine, model=hyper.model)
-        kwargs.update(params)
-        return cls(meta, feedback, **kwargs)
+        return cls(meta, feedback, **(kwargs | params))
 
     @single_blas_thread
     def fit(self, X: Any, y: Any) -> ElicitRegressor:

@@ -78,8 +78,7 @@ def checksum(a: np.ndarray) -> int:
     if (got := _frozen_sums.get(key)) is not None and got[0]() is a:
         return got[1]
     value = _checksum(a)
-    ref = weakref.ref(a, functools.partial(_forget, key))
-    _frozen_sums[key] = (ref, value)
+    _frozen_sums[key] = (weakref.ref(a, functools.partial(_forget, key)), value)
     return value
 
 

@@ -17,17 +17,14 @@ _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.lim
 def memory_limit() -> int | None:
     """The memory this process may use, in bytes: the machine's physical memory, or its
     container's limit when that is lower; None when neither can be read."""
-    try:
-        total: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, OSError, ValueError):
-        total = None
+    total: int | None = None
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for name in _CGROUP_LIMITS:
-        try:
+        with contextlib.suppress(OSError):
             text = Path(name).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit() and (total is None or int(text) < total):
-            total = int(text)
+            if text.isdigit() and (total is None or int(text) < total):
+                total = int(text)
     return total if total else None
 
 

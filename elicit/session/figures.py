@@ -23,7 +23,6 @@ def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
     p = len(session.feature_names)
     if p <= max_features:
         return np.arange(p)
-    # j None: a feature question
     answered = [f for i, j, _ in reversed(session.active_answers())
                 for f in ((i,) if j is None else (i, j))]
     by_mu = [int(f) for f in np.argsort(-np.abs(session.posterior().mu))]

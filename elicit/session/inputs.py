@@ -129,9 +129,8 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
 
 def _as_matrix(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
-        bad = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
-               or pd.api.types.is_bool_dtype(X[c])]
-        if bad:
+        if bad := [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
+                   or pd.api.types.is_bool_dtype(X[c])]:
             raise ElicitError(f"X must be numeric; column(s) {listing(bad)} are not")
         return X.to_numpy(dtype=float, na_value=np.nan)
     return X

@@ -170,14 +170,13 @@ def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target:
 
 def _meta_source(rd) -> str:
     """How the session summary names the run's meta-features."""
-    n_other = len(rd.expert_idx)
     if rd.meta_features == "counts":
         return (f"the raw keyword counts of the {rd.X_train.shape[0]} training reviews (the "
                 "paper's choice)")
     if rd.meta_features in ("ppmi", "lsa"):
         what = "a PPMI" if rd.meta_features == "ppmi" else "an LSA (tf-idf SVD)"
-        return (f"{what} embedding of the keywords in the {n_other} reviews not used for the "
-                "model (their text only, no ratings)")
+        return (f"{what} embedding of the keywords in the {len(rd.expert_idx)} reviews not "
+                "used for the model (their text only, no ratings)")
     return f"the file {Path(rd.meta_features).name}"
 
 

@@ -4,6 +4,7 @@ its meta data, arrays and snippets, and migrating an older format (the file itse
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -57,10 +58,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
     Returns the connection, the meta data, the arrays and the snippets per feature.
     """
     _inspect_file(path)
-    if not read_only:
-        _check_writable(path)
-    else:
-        finish_cut_write(path)
+    (finish_cut_write if read_only else _check_writable)(path)
     try:
         conn = _wal_file_in_memory(path) if read_only else None
         conn = conn or connect(path, read_only)
@@ -97,14 +95,10 @@ def finish_cut_write(path: Path) -> None:
         _check_writable(path)
     except ElicitError:
         return
-    conn = connect(path)
-    try:
-        # Any read rolls a hot journal back; a live writer's is left alone.
+    # Any read rolls a hot journal back; a live writer's is left alone. An error is left to
+    # open_file, which reports what is wrong with the file.
+    with contextlib.closing(connect(path)) as conn, contextlib.suppress(sqlite3.Error):
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error:
-        pass  # open_file reports what is wrong with the file
-    finally:
-        conn.close()
 
 
 def _wal_file_in_memory(path: Path) -> sqlite3.Connection | None:
@@ -380,8 +374,7 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                           detail={"from": fv, "to": FORMAT_VERSION})
     finally:
         conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
-    rows = conn.execute("SELECT key, value FROM meta").fetchall()
-    return {k: json.loads(v) for k, v in rows}
+    return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
 
 
 def _check_same_data(path: Path, meta: dict, given: dict[str, Any]) -> None:

@@ -296,7 +296,6 @@ class SessionState:
         """The example snippets stored for a feature (by index or name)."""
         return list(self._texts.get(feature_index(self.feature_names, feature), []))
 
-    # the record as rows (:mod:`elicit.session.export` makes the tables)
     def answer_rows(self) -> list[tuple]:
         """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
         return self._read(record.history_rows)
@@ -368,11 +367,9 @@ class SessionState:
     def _aligned(self, X_new) -> np.ndarray:
         if isinstance(X_new, pd.DataFrame):
             cols = [str(c) for c in X_new.columns]
-            missing = [n for n in self.feature_names if n not in set(cols)]
-            unknown = [c for c in cols if c not in set(self.feature_names)]
-            if missing or unknown:
-                parts = ([f"missing column(s) {listing(missing)}"] if missing else []) + (
-                    [f"unknown column(s) {listing(unknown)}"] if unknown else [])
+            if parts := [f"{what} column(s) {listing(found)}" for what, found in (
+                    ("missing", [n for n in self.feature_names if n not in set(cols)]),
+                    ("unknown", [c for c in cols if c not in set(self.feature_names)])) if found]:
                 raise ElicitError(f"X_new does not match the session's features: "
                                   f"{'; '.join(parts)}")
             X_new = X_new.set_axis(cols, axis=1)[self.feature_names]

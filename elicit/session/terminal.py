@@ -186,12 +186,10 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
                     if hint and not hinted:
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
-                if show:
-                    # keys typed before the expert saw the question must not answer it
-                    dropped = _drop_typeahead(inp)
-                    if dropped:
-                        print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
-                              "typed before this question appeared)", file=out)
+                # keys typed before the expert saw the question must not answer it
+                if show and (dropped := _drop_typeahead(inp)):
+                    print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
+                          "typed before this question appeared)", file=out)
                 _put(out, *lines)
                 if show and q is not None:
                     _show_query(s, q, out, tty)
@@ -265,15 +263,14 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             rec = s.answer(q, key, comment=comment or None)
             _put(out, f"saved: {' vs '.join(q.names)} -> {rec.answer.value.replace('_', ' ')}")
         elif (other := next((k for k in s.kinds if key in _words(k)), None)) is not None:
-            keys = ", ".join(q.question_kind.keys)
             print(f"{key!r} answers {other.question}; this is {q.question_kind.question}: use "
-                  f"{keys} (or k, u, q)", file=out)
+                  f"{', '.join(q.question_kind.keys)} (or k, u, q)", file=out)
             return False
         elif key in ("", "h", "help"):
             print(keys_help(s), file=out)
         else:
-            keys = ", ".join(q.question_kind.keys)
-            print(f"unknown key {key!r}: use {keys}, k, u or q", file=out)
+            print(f"unknown key {key!r}: use {', '.join(q.question_kind.keys)}, k, u or q",
+                  file=out)
             return False
     except ElicitError as e:
         if isinstance(e, SessionReplaced):

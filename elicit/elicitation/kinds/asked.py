@@ -80,10 +80,7 @@ def parse_questions(questions: object) -> tuple[str, ...]:
 def spell_questions(questions: object) -> str:
     """The kinds of ``questions`` as sweep folders record them: a group's name, or a list."""
     names = parse_questions(questions)
-    for group, members in groups().items():
-        if members == names:
-            return group
-    return ",".join(names)
+    return next((g for g, members in groups().items() if members == names), ",".join(names))
 
 
 def kinds_of(questions: object) -> tuple[QuestionKind, ...]:

@@ -82,7 +82,7 @@ class DirectionScorer:
         return np.ones(self.data.p) if rel is None else rel.r
 
     @cached_property
-    def _screen(self) -> np.ndarray:
+    def screened(self) -> np.ndarray:
         """The screened expected gain of every feature (module docstring)."""
         mg, data = self.mg, self.data
         # the marginal's working form: (X, y), or (R, Q'y) on a tall table (elicit.model.tall),
@@ -112,9 +112,6 @@ class DirectionScorer:
             var = (B / (a - 1.0))[None, :] * diag
             gain += q * kl_gauss(mean, var, self.scorer.m0[:, None], self.scorer.v0[:, None])
         return self.answerable * gain
-
-    def screen(self, features: np.ndarray) -> np.ndarray:
-        return self._screen[np.asarray(features, dtype=int)]
 
     def exact_one(self, k: int) -> float:
         """The expected gain of feature ``k`` by refitting the MAP for both answers."""
@@ -148,7 +145,7 @@ class DirectionUtility(Utility):
               reach: float = -np.inf) -> Scores:
         sc = _pieces(round_)
         k = np.asarray(features, dtype=int)
-        u = sc.screen(k)
+        u = sc.screened[k]  # a copy: the refits below overwrite entries
         exact = np.zeros(len(k), bool)
         order = np.argsort(-u, kind="stable")
         if not self.every:

@@ -291,25 +291,20 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         if host not in hosts:
             abort(403, f"unexpected Host {request.host!r}: this server answers on "
                        f"{', '.join(sorted(hosts))}")
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            _check_same_origin()
-            sent = request.form.get("csrf_token", "")
-            if not hmac.compare_digest(sent.encode(), token.encode()):
-                abort(403, "missing or wrong CSRF token: reload the page and try again")
-
-    def _check_same_origin() -> None:
-        origin = request.headers.get("Origin")
-        if origin is not None:
-            parts = urlsplit(origin)
-            if origin == "null" or parts.netloc.lower() != request.host.lower():
-                abort(403, f"cross-site request refused (Origin {origin!r})")
+        if request.method in ("GET", "HEAD", "OPTIONS"):
             return
-        referer = request.headers.get("Referer")
-        if referer is None:
+        origin, referer = request.headers.get("Origin"), request.headers.get("Referer")
+        if origin is not None:
+            if origin == "null" or urlsplit(origin).netloc.lower() != request.host.lower():
+                abort(403, f"cross-site request refused (Origin {origin!r})")
+        elif referer is None:
             abort(403, "request refused: it has neither an Origin nor a Referer header, so "
                        "it cannot be shown to come from this page")
-        if urlsplit(referer).netloc.lower() != request.host.lower():
+        elif urlsplit(referer).netloc.lower() != request.host.lower():
             abort(403, "cross-site request refused (Referer from another site)")
+        sent = request.form.get("csrf_token", "")
+        if not hmac.compare_digest(sent.encode(), token.encode()):
+            abort(403, "missing or wrong CSRF token: reload the page and try again")
 
     @app.after_request
     def security_headers(resp: Response) -> Response:
@@ -373,10 +368,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     @app.get("/k.png")
     def k_png():
         # Redrawn when the session changed and the model is free; else the last image is served.
-        try:
+        revision = None
+        with contextlib.suppress(sqlite3.Error):
             revision = reader.revision()
-        except sqlite3.Error:
-            revision = None
         if k_image["revision"] != revision and k_drawing.acquire(blocking=False):
             try:
                 with sess.unless_busy() as free:

@@ -37,7 +37,8 @@ PAGE = """<!doctype html>
       placeholder="(unnamed expert)">
     <button type="submit" id="btn-expert">Answer as this expert</button>
   </form>
-</header>
+</header>{% macro signed() %}<input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">{% endmacro %}
 {% if message %}
 <p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>
 {% endif %}
@@ -60,9 +61,8 @@ PAGE = """<!doctype html>
   </div>
   {% if no_snippets %}<p class="nosnip" id="no-snippets">({{ no_snippets }})</p>{% endif %}
   <form method="post" action="{{ url_for('answer') }}" id="answer-form">
-    <input type="hidden" name="csrf_token" value="{{ token }}">
+    {{ signed() }}
     <input type="hidden" name="query_id" value="{{ q.id }}">
-    <input type="hidden" name="expert" value="{{ expert }}">
     <div class="buttons">
     {% for a in answers %}
       <button type="submit" name="answer" value="{{ a.value }}" class="big {{ 'yes' if
@@ -76,13 +76,11 @@ PAGE = """<!doctype html>
   </form>
   <div class="small-actions">
     <form method="post" action="{{ url_for('skip') }}">
-      <input type="hidden" name="csrf_token" value="{{ token }}">
+      {{ signed() }}
       <input type="hidden" name="query_id" value="{{ q.id }}">
-      <input type="hidden" name="expert" value="{{ expert }}">
       <button type="submit" id="btn-skip" data-key="k">Skip <kbd>k</kbd></button></form>
     <form method="post" action="{{ url_for('undo') }}">
-      <input type="hidden" name="csrf_token" value="{{ token }}">
-      <input type="hidden" name="expert" value="{{ expert }}">
+      {{ signed() }}
       <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
       <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
         >Undo last answer <kbd>u</kbd></button></form>
@@ -91,15 +89,13 @@ PAGE = """<!doctype html>
   <h2 id="done">All {{ pr.questions }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
   <form method="post" action="{{ url_for('undo') }}">
-    <input type="hidden" name="csrf_token" value="{{ token }}">
-    <input type="hidden" name="expert" value="{{ expert }}">
+    {{ signed() }}
     <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
     <button type="submit" id="btn-undo">Undo last answer</button></form>
 {% else %}
   <h2 id="no-question">No question is waiting{% if expert %} for {{ expert }}{% endif %}.</h2>
   <form method="post" action="{{ url_for('next_question') }}" id="next-form">
-    <input type="hidden" name="csrf_token" value="{{ token }}">
-    <input type="hidden" name="expert" value="{{ expert }}">
+    {{ signed() }}
     <button type="submit" class="big yes" id="btn-next" data-key="n" autofocus>Show the next
       question <kbd>n</kbd></button>
   </form>

@@ -210,10 +210,9 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         if busy := inflight.count:
             _say(f"stopping: waiting for {busy} request{'s' if busy > 1 else ''} in progress "
                  "to finish")
-        try:
+        # a second Ctrl-C stops now: every committed answer is in the file
+        with contextlib.suppress(KeyboardInterrupt):
             inflight.close()
-        except KeyboardInterrupt:
-            pass  # a second Ctrl-C: stop now; every committed answer is in the file
         server.server_close()
         try:
             said = f"{sess.progress()['all_answers']} answers are saved in {sess.path}"
