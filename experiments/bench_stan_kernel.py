@@ -27,7 +27,6 @@ The first run compiles each program (about a minute each); later runs hit httpst
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.engines.base import shipped_stan_file
 from elicit.engines.contract import read_program
 from elicit.engines.pystan_engine import build_pystan_model
@@ -132,9 +132,9 @@ def time_models(models: dict, d: int, reps: int, seed: int) -> dict[str, tuple[f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=30, help="evaluation points per size")
-    ap.add_argument("--seed", type=int, default=0)
+    ap = OneLineParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=positive_int, default=30, help="evaluation points per size")
+    ap.add_argument("--seed", type=nonneg_int, default=0)
     args = ap.parse_args()
     sizes = {"amazon (n=100, p=340, d=100)": (100, 340, 100, 20),
              "synthetic (n=20, p=25, d=9)": (20, 25, 9, 5)}

@@ -14,11 +14,12 @@ random strategy's difference is exactly 0: a check that the sweeps are paired.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from elicit.cli.argtypes import OneLineParser, answer_counts
 
 
 def paired_table(pred_dir: Path, params_dir: Path, at: list[int]) -> pd.DataFrame:
@@ -43,12 +44,13 @@ def paired_table(pred_dir: Path, params_dir: Path, at: list[int]) -> pd.DataFram
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("predictive", type=Path)
     ap.add_argument("params", type=Path)
-    ap.add_argument("--at", default="10,20,30", help="numbers of answers (default 10,20,30)")
+    ap.add_argument("--at", type=answer_counts, default=(10, 20, 30),
+                    help="numbers of answers (default 10,20,30)")
     args = ap.parse_args()
-    t = paired_table(args.predictive, args.params, [int(x) for x in args.at.split(",")])
+    t = paired_table(args.predictive, args.params, list(args.at))
     print("| strategy | answers | MSE predictive | MSE params | params - predictive |")
     print("|---|---|---|---|---|")
     for r in t.itertuples():

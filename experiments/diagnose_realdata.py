@@ -16,6 +16,7 @@ import argparse
 
 import numpy as np
 
+from elicit.cli.argtypes import OneLineParser, nonneg_int
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.scorer import answer_probability
 from elicit.elicitation.strategies import STRATEGIES
@@ -26,14 +27,14 @@ from elicit.paper.real_problem import realdata_problem
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = OneLineParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", choices=("amazon", "yelp"), default="amazon")
-    ap.add_argument("--run", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--run", type=nonneg_int, default=0)
+    ap.add_argument("--seed", type=nonneg_int, default=0)
     ap.add_argument("--strategy", choices=STRATEGIES, default="sequential")
-    ap.add_argument("--rounds", type=int, default=60)
-    ap.add_argument("--refine", type=int, default=5)
+    ap.add_argument("--rounds", type=nonneg_int, default=60)
+    ap.add_argument("--refine", type=nonneg_int, default=5)
     ap.add_argument("--standardize", choices=("model", "train"), default="model")
     ap.add_argument("--tau2", type=float, default=0.01)
     args = ap.parse_args()

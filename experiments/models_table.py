@@ -19,12 +19,12 @@ afterwards (not a model: gamma was fitted with the full K). Prints a markdown ta
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 
 import numpy as np
 
+from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.data.sources import corpus_source, shipped_corpus
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.harness.problem import STREAM_TAU2_CV, run_stream
@@ -72,14 +72,14 @@ def ideal_control(prob, rho: float = 0.9) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="amazon", help="amazon, yelp, or kitchen (the shipped "
                     "raw Amazon kitchen reviews as a corpus)")
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--runs", type=positive_int, default=10)
     ap.add_argument("--tau2", default="cv")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=nonneg_int, default=0)
     ap.add_argument("--meta-features", default="counts", choices=("counts", "ppmi", "lsa"))
-    ap.add_argument("--meta-dim", type=int, default=10)
+    ap.add_argument("--meta-dim", type=positive_int, default=10)
     args = ap.parse_args()
     rows: dict[str, list[tuple[float, float]]] = {m: [] for m in MODELS}
     control: list[float] = []

@@ -28,7 +28,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.strategies import get_strategy
 from elicit.engines.checked import same_point
@@ -197,15 +197,15 @@ def summarize(results: list[dict]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sweeps", type=Path, nargs="+",
                     help="sweep folders (a config.json; a real-data sweep's runinfo.csv)")
-    ap.add_argument("--runs", type=int, default=None,
+    ap.add_argument("--runs", type=positive_int, default=None,
                     help="runs 0..N-1 (default: the runs of the sweep's stored parts)")
-    ap.add_argument("--rounds", type=int, default=None, help="rounds (default: the sweep's)")
+    ap.add_argument("--rounds", type=nonneg_int, default=None, help="rounds (default: the sweep's)")
     ap.add_argument("--data-dir", type=Path, default=None,
                     help="the paper's data (default: where the real-data sweep found them)")
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--jobs", type=positive_int, default=2)
     ap.add_argument("--json", type=Path, default=None, help="write the summary here")
     args = ap.parse_args()
     tasks = []

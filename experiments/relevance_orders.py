@@ -23,11 +23,10 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.harness.sweep import sweep_elicitor
 from elicit.internal.threads import single_blas_thread
 from elicit.paper.configs import RealDataConfig
@@ -69,12 +68,12 @@ def one_run(cfg: RealDataConfig, run: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="amazon")
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--name", default=None)
-    ap.add_argument("--runs", type=int, default=6)
-    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--runs", type=positive_int, default=6)
+    ap.add_argument("--seed", type=nonneg_int, default=3)
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
     kw = dict(questions="both", meta_features="ppmi", meta_dim=10, seed=args.seed,

@@ -15,9 +15,9 @@ Everything is read from the folders' ``mse.csv`` and ``config.json``.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from elicit.cli.argtypes import OneLineParser, positive_int
 from elicit.report.realdata import fmt, load_sweep, paired
 
 
@@ -37,9 +37,9 @@ def row(folder: Path, at: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", type=Path, nargs="+")
-    ap.add_argument("--at", type=int, default=20, help="answers of the first comparison")
+    ap.add_argument("--at", type=positive_int, default=20, help="answers of the first comparison")
     args = ap.parse_args()
     print(f"| sweep | runs | predict the mean | no feedback | all answers (ceiling) | "
           f"no feedback − ceiling | Seq − Rnd @{args.at} | Seq − Rnd @last | "

@@ -32,6 +32,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from elicit.cli.argtypes import OneLineParser, nonneg_int
+
 
 def one(n: int, p: int, rounds: int) -> dict:
     """Session creation, first question and ``rounds`` answer + next question at n x p."""
@@ -75,10 +77,10 @@ def one(n: int, p: int, rounds: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="500,1000,2000,10000")
     ap.add_argument("--features", default="5,30")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=nonneg_int, default=5)
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
