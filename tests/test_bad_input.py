@@ -1310,3 +1310,24 @@ def test_elicitor_arguments_are_checked_with_one_line(call, message):
     el = Elicitor(X, y, U, Hyper(), engine="numpy")
     with pytest.raises(ElicitError, match=message):
         call(el)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--record", "rec"], "--record goes with --suite"),
+    (["bench", "--figures", "synthetic_round"], "--figures goes with --suite"),
+    (["bench", "--suite", "--figures", "no_such_figure", "--steps", ""],
+     "unknown round figure 'no_such_figure'; choose from synthetic_round, "),
+    (["bench", "--suite", "--figures", "", "--steps", "no_such_step"],
+     "unknown step 'no_such_step'; choose from synthetic, "),
+    (["bench", "--suite", "--figures", "", "--steps", "", "--json", "s.json"],
+     "--json does not go with --suite: --record DIR writes the suite's figures"),
+    (["bench", "--data-dir", "/nonexistent"], "--data-dir goes with the -real sizes")])
+def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monkeypatch, argv,
+                                                         message):
+    """Each was ignored with exit 0: a user asking for a record got none."""
+    from elicit.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert_one_line_error(capsys.readouterr().err, "^elicit: error: " + re.escape(message))
+    assert list(tmp_path.iterdir()) == []

@@ -27,6 +27,7 @@ from elicit.cli.data import DATA_COMMANDS, add_data_parsers
 from elicit.cli.oneline import run_command
 from elicit.cli.realdata import REALDATA_COMMANDS, add_realdata_parsers
 from elicit.cli.session import add_session_parsers
+from elicit.errors import ElicitError
 from elicit.internal.paths import check_output_file, check_output_folder
 
 # The library is imported where a command needs it: every start loads only what it uses.
@@ -128,6 +129,15 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    # an option of the other mode is refused, not ignored
+    given = [o for o, v in ((("--json", args.json),) if args.suite else (
+        ("--record", args.record), ("--figures", args.figures), ("--steps", args.steps)))
+        if v is not None]
+    if given:
+        raise ElicitError(f"{given[0]} does not go with --suite: --record DIR writes the "
+                          "suite's figures" if args.suite else f"{given[0]} goes with --suite")
+    if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):
+        raise ElicitError(f"--data-dir goes with the -real sizes, not --size {args.size}")
     if args.suite:
         from elicit.paper.bench_suite import bench_suite, suite_settings
 

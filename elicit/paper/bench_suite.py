@@ -89,6 +89,13 @@ class SuiteSettings:
     steps: tuple[str, ...] | None = None   # None: every step
     data_dir: str | os.PathLike | None = None
 
+    def __post_init__(self) -> None:
+        # before anything is measured, not when the loop reaches the name
+        for what, names, known in (("round figure", self.figures, ROUND_KEYS),
+                                   ("step", self.steps, STEPS)):
+            if bad := [n for n in names or () if n not in known]:
+                raise ElicitError(f"unknown {what} {bad[0]!r}; choose from {', '.join(known)}")
+
     def to_json(self) -> dict:
         """The settings as the record stores them."""
         return {"seed": self.seed, "refine": self.refine, "rounds": dict(self.rounds),
@@ -194,8 +201,6 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
 
     by_key = {f.key: f for f in ROUND_FIGURES}
     for key in s.figures:
-        if key not in ROUND_KEYS:
-            raise ElicitError(f"unknown round figure {key!r}; choose from {', '.join(ROUND_KEYS)}")
         figure(by_key[key], lambda key=key: measure_round(key, s))  # type: ignore[misc]
         if key == "p10000_round" and key in figures:
             res = figures[key]
@@ -205,8 +210,6 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
     steps = STEPS if s.steps is None else s.steps
     with tempfile.TemporaryDirectory(prefix="elicit-bench-") as tmp:
         for step in steps:
-            if step not in STEPS:
-                raise ElicitError(f"unknown step {step!r}; choose from {', '.join(STEPS)}")
             what = "Table 1, per run" if step == "table1" else \
                 f"reproduce step {step}, per run of {REPRODUCE_ROUNDS} answers (estimate)"
             figure(Figure(f"step_{step}", what, "s"),
