@@ -179,11 +179,15 @@ def load_sweep(folder: Path) -> Sweep | None:
     if store is None or not mse_path.exists() or "expert_rule" not in store.settings:
         return None
 
-    def opt(name: str) -> pd.DataFrame | None:
-        return pd.read_csv(folder / name) if (folder / name).exists() else None
+    mse = pd.read_csv(mse_path)
 
-    return Sweep(folder.name, store.settings, pd.read_csv(mse_path), opt("runinfo.csv"),
-                 opt("tau2_cv.csv"), folder)
+    def opt(name: str) -> pd.DataFrame | None:
+        # the runs of mse.csv only: these files are written before the sweep and mse.csv after
+        # it, so an interrupted resume with more runs leaves them ahead
+        df = pd.read_csv(folder / name) if (folder / name).exists() else None
+        return None if df is None else df[df.run.isin(mse.run)].reset_index(drop=True)
+
+    return Sweep(folder.name, store.settings, mse, opt("runinfo.csv"), opt("tau2_cv.csv"), folder)
 
 
 def find_sweeps(out: Path) -> list[Sweep]:

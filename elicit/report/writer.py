@@ -11,6 +11,7 @@ import pandas as pd
 
 from elicit.data.sources import DATASETS
 from elicit.harness.labels import LABELS
+from elicit.harness.store import SweepStore
 from elicit.report.beyond import beyond_section
 from elicit.report.claims import claims_section
 from elicit.report.mixed import mixed_section
@@ -30,6 +31,8 @@ def _synthetic_section(out: Path) -> list[str]:
     if not syn.exists():
         return []
     df = pd.read_csv(syn)
+    store = SweepStore.find(out / "synthetic")
+    own = None if store is None else store.settings.get("problems")  # a --problems folder
     mean = df[df.strategy == "mean"].mse
     curves = df[df.strategy != "mean"]
     last = int(curves.n_feedback.max())
@@ -40,15 +43,17 @@ def _synthetic_section(out: Path) -> list[str]:
         se = mT.std(ddof=1) / len(mT) ** 0.5 if len(mT) > 1 else float("nan")
         table.append(f"| {strategy} | {m0.mean():.3f} | {mT.mean():.3f} ± {se:.3f} | {len(mT)} |")
     return [
+        f"## Simulated data: the problems of {own}" if own else
         "## Synthetic data (paper Sec. 4.1, Figs. 3-4)", "",
-        f"{df.run.nunique()} runs, test MSE on 1000 test points (mean ± s.e.)."
+        f"{df.run.nunique()} runs, test MSE on "
+        + ("the problem files' test points" if own else "1000 test points") + " (mean ± s.e.)."
         + (f" Predicting the training mean gives {mean.mean():.3f} ± {mean.sem():.3f}."
            if len(mean) else ""), "",
         *table, "",
         "![Fig. 4](synthetic/fig4_mse.png)", "",
-        "Kernel: the true K_opt beside the learned K after 0, 10, 30 and 100 sequential "
-        "answers (run 0).", "",
-        "![Fig. 3](synthetic/fig3_K.png)", "",
+        *([] if own else ["Kernel: the true K_opt beside the learned K after 0, 10, 30 and 100 "
+                          "sequential answers (run 0).", "", "![Fig. 3](synthetic/fig3_K.png)",
+                          ""]),
     ]
 
 
@@ -87,6 +92,14 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
     if not path.exists():
         return []
     t = pd.read_csv(path, dtype=str, keep_default_na=False)
+    # a table made from other runs than its sweeps hold now (a sweep given more runs since)
+    for s in sweeps:
+        made = {int(k.split("/")[1]) for k in t[t.get("sweep", t["dataset"]) == s.folder]
+                .rnd_reached}
+        if made and made != {s.mse.run.nunique()}:
+            return ["## Table 1: more samples instead of answers", "",
+                    f"table1.csv counts {min(made)} runs of the sweep {s.folder}, which holds "
+                    f"{s.mse.run.nunique()} now: make Table 1 again (elicit table1).", ""]
     refs = ["mean", "ceiling"] if "ceiling_reached" in t.columns else []
     refs += ["yardstick"] if refs and "yardstick_reached" in t.columns else []
     heads = {"mean": "predict the mean", "ceiling": "all answers given", "yardstick": "yardstick"}

@@ -298,3 +298,71 @@ def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, caps
     (tmp_path / "o" / "yelp" / "mse.csv").write_text("")
     assert mod.parse_args(["--out", str(tmp_path / "o"), "--steps", "amazon,table1"])[1] == \
         ["amazon", "table1"]
+
+
+def test_a_sweep_is_read_with_the_runs_its_curves_hold(tmp_path):
+    """realdata writes runinfo.csv and tau2_cv.csv before its sweep and mse.csv after it: after
+    an interrupted resume with more runs, the report said '2 runs' beside tau2 counts of 4."""
+    import shutil
+
+    from elicit.report.realdata import load_sweep
+
+    folder = tmp_path / "amazon"
+    folder.mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "amazon"
+    for name in ("config.json", "mse.csv", "runinfo.csv", "tau2_cv.csv"):
+        shutil.copy(src / name, folder / name)
+    mse = pd.read_csv(folder / "mse.csv")
+    mse[mse.run < 2].to_csv(folder / "mse.csv", index=False)
+    sweep = load_sweep(folder)
+    assert sweep is not None
+    assert sorted(sweep.info.run) == [0, 1]
+    assert sorted(sweep.tau2cv.run) == [0, 1]
+
+
+def _copy_results(tmp_path, *names):
+    import shutil
+
+    src = Path(__file__).resolve().parents[2] / "results"
+    for name in names:
+        if (src / name).is_dir():
+            (tmp_path / name).mkdir()
+            for f in ("config.json", "mse.csv", "runinfo.csv", "tau2_cv.csv"):
+                shutil.copy(src / name / f, tmp_path / name / f)
+        else:
+            shutil.copy(src / name, tmp_path / name)
+
+
+def test_a_table1_of_other_runs_than_its_sweep_is_not_shown_as_current(tmp_path):
+    """The report showed Table 1's 'k/50' counts under a sweep that now holds 2 runs."""
+    from elicit.report import write_report
+
+    _copy_results(tmp_path, "amazon", "table1.csv")
+    assert "## Table 1" in write_report(tmp_path).read_text()
+    mse = pd.read_csv(tmp_path / "amazon" / "mse.csv")
+    mse[mse.run < 2].to_csv(tmp_path / "amazon" / "mse.csv", index=False)
+    text = write_report(tmp_path).read_text()
+    assert "| Amazon | 2.200 |" not in text
+    assert ("table1.csv counts 50 runs of the sweep amazon, which holds 2 now: make Table 1 "
+            "again (elicit table1)") in text
+
+
+def test_the_synthetic_section_of_ones_own_problems_says_so(tmp_path):
+    """A --problems sweep in OUT/synthetic was reported as the paper's, on 1000 test points."""
+    import json
+
+    from elicit.report import write_report
+
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    mse = pd.read_csv(src / "mse.csv")
+    mse[mse.run < 2].to_csv(tmp_path / "synthetic" / "mse.csv", index=False)
+    cfg = json.loads((src / "config.json").read_text())
+    paper = write_report(tmp_path).read_text()
+    assert "paper Sec. 4.1" in paper and "1000 test points" in paper
+    cfg.update(problems="/data/mine", problems_sha256="0" * 64, n_train=None)
+    (tmp_path / "synthetic" / "config.json").write_text(json.dumps(cfg))
+    own = write_report(tmp_path).read_text()
+    assert "paper Sec. 4.1" not in own and "1000 test points" not in own
+    assert "## Simulated data: the problems of /data/mine" in own
+    assert "fig3_K.png" not in own
