@@ -179,6 +179,12 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     if not texts:
         raise ElicitError("no texts to vectorise")
     check_min_df(min_df)
+    if max_features is not None:
+        check_int(max_features, f"max_features must be a positive integer or None, got "
+                                f"{max_features!r}", 1)
+    if isinstance(stopwords, str):
+        raise ElicitError(f"stopwords must be a collection of words such as [{stopwords!r}], "
+                          f"not the string {stopwords!r}")
     if min_df > len(texts):
         raise ElicitError(f"min_df = {min_df} exceeds the number of texts ({len(texts)}), so no "
                           "keyword can survive; lower min_df")
@@ -296,7 +302,7 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
             f"{path} has {len(texts)} reviews but a run needs n_model = {n_model} model "
             "reviews (training + test; the rest go to the expert); use a larger corpus or "
             "a smaller n_model")
-    sw = frozenset(stopwords) if stopwords is not None else load_stopwords()
+    sw = stopwords if stopwords is not None else load_stopwords()
     if min_df is None:
         min_df = default_min_df(len(texts))
     ds = vectorize_texts(texts, ratings, sw, min_df, ngram_range,

@@ -147,6 +147,8 @@ def prepare_run(dataset: BowDataset, seed: int | None, n_model: int = 1000,
         If ``standardize`` is unknown, the split impossible or the meta-features unbuildable.
     """
     check_standardize(standardize)
+    if seed is not None:
+        check_int(seed, f"seed must be a non-negative integer or None, got {seed!r}", 0)
     embedded = isinstance(meta_features, str) and meta_features in EMBEDDINGS
     dim = check_meta_dim(meta_dim) if embedded else None
     rng = np.random.default_rng(seed)

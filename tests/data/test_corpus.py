@@ -173,3 +173,23 @@ def test_shipped_kitchen_reviews():
     # Field names are the user's choice: the title is a text field too.
     titles = load_corpus(path, text_field="title", min_df=20)
     assert titles.n == 2000 and 0 < titles.p < ds.p
+
+
+@pytest.mark.parametrize("kw, message", [
+    # an empty vocabulary and a 0-feature run; -5 kept all but 5; 2.5 a TypeError
+    ({"max_features": 0}, r"^max_features must be a positive integer or None, got 0$"),
+    ({"max_features": -5}, r"^max_features must be a positive integer or None, got -5$"),
+    ({"max_features": 2.5}, r"^max_features must be a positive integer or None, got 2\.5$"),
+    # frozenset("the") is {t, h, e}: the SMART rule silently dropped
+    ({"stopwords": "the"},
+     r"^stopwords must be a collection of words such as \['the'\], not the string 'the'$")])
+def test_corpus_arguments_are_checked(corpus_files, kw, message):
+    with pytest.raises(ElicitError, match=message):
+        load_corpus(corpus_files["csv"], text_field="review", rating_field="score", **kw)
+
+
+def test_a_negative_split_seed_is_one_line(corpus_files):
+    ds = load_corpus(corpus_files["csv"], text_field="review", rating_field="score")
+    with pytest.raises(ElicitError, match=r"^seed must be a non-negative integer or None, "
+                                          r"got -1$"):
+        prepare_run(ds, seed=-1)
