@@ -321,7 +321,8 @@ def assert_one_line_error(err: str, message: str) -> None:
     (["ask", "{tmp}/missing.session"], r"elicit: error: session file .*missing.session does "
                                         r"not exist"),
     (["history", "{tmp}/missing.session"], r"does not exist"),
-    (["export", "{path}", "{tmp}/prior.xlsx"], r"use a .nc \(netCDF\) or .json file name"),
+    (["export", "{path}", "{tmp}/prior.xlsx"],
+     r"use a .nc \(netCDF\) or .json file name for the prior, or .csv for the history$"),
     (["export", "{path}", "{tmp}/no/dir/prior.json"], r"directory .*no/dir does not exist"),
     (["session", "new", "--from-npz", "{tmp}/none.npz", "--out", "{tmp}/n.session"],
      r"--from-npz file .*none.npz does not exist"),

@@ -320,6 +320,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from elicit.session.session import Session
 
     path = check_not_input(args.path, {"session": args.session}, "export")
+    if path.suffix.lower() not in (".nc", ".json", ".csv"):
+        raise ElicitError(f"cannot export to {path.name!r}: use a .nc (netCDF) or .json file "
+                          "name for the prior, or .csv for the history")
     with Session.open(args.session, engine=args.engine, read_only=True) as s:
         if path.suffix.lower() == ".csv":
             export_history(s, path, args.overwrite)
