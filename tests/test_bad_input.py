@@ -1332,3 +1332,16 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
     assert main(argv) == 2
     assert_one_line_error(capsys.readouterr().err, "^elicit: error: " + re.escape(message))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("compare_targets.py", ["a", "b", "--at", "x"], "argument --at: expected a positive integer"),
+    ("diagnose_realdata.py", ["--run", "-1"], "argument --run: expected an integer >= 0"),
+    ("refit_modes.py", ["x", "--runs", "0"], "argument --runs: expected a positive integer")])
+def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message):
+    """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run."""
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, str(root / "experiments" / script), *args],
+                         capture_output=True, text=True, cwd=root)
+    assert res.returncode == 2
+    assert_one_line_error(res.stderr, re.escape(message))
