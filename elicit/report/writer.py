@@ -95,7 +95,7 @@ def _table1_section(out: Path, sweeps: Sequence[Sweep]) -> list[str]:
     # a table made from other runs than its sweeps hold now (a sweep given more runs since)
     for s in sweeps:
         made = {int(k.split("/")[1]) for k in t[t.get("sweep", t["dataset"]) == s.folder]
-                .rnd_reached}
+                .rnd_reached if "/" in k}
         if made and made != {s.mse.run.nunique()}:
             return ["## Table 1: more samples instead of answers", "",
                     f"table1.csv counts {min(made)} runs of the sweep {s.folder}, which holds "
