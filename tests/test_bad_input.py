@@ -1345,3 +1345,25 @@ def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, 
                          capture_output=True, text=True, cwd=root)
     assert res.returncode == 2
     assert_one_line_error(res.stderr, re.escape(message))
+
+
+def test_a_damaged_sweep_record_is_one_line(tmp_path, capsys):
+    """A config.json or part that is not JSON (edited by hand, a disk error) gave a
+    JSONDecodeError traceback."""
+    from elicit.cli.main import main
+
+    out = tmp_path / "o"
+    argv = ["synthetic", "--runs", "1", "--rounds", "1", "--strategies", "random", "--out",
+            str(out), "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    part = next((out / "parts").rglob("*.json"))
+    part.write_text('{"mse": [1.0, ')
+    assert main(argv) == 2
+    assert_one_line_error(capsys.readouterr().err, f"^elicit: error: {re.escape(str(part))} is "
+                                                   "damaged \\(not JSON: .*\\); delete it and run "
+                                                   "the command again: it is computed again$")
+    (out / "config.json").write_text('{"seed": 0, ')
+    assert main(argv) == 2
+    assert_one_line_error(capsys.readouterr().err, "config.json is damaged \\(not JSON: .*\\); "
+                                                   "delete the folder .* or use another --out$")

@@ -66,7 +66,7 @@ class SweepStore:
             raise ElicitError(f"{folder} holds sweep parts but no {CONFIG_FILE}, so their "
                               f"settings are unknown; delete {folder / PARTS} or use another "
                               "output folder (--out)")
-        if path.exists() and (diff := settings_difference(json.loads(path.read_text()), settings)):
+        if path.exists() and (diff := settings_difference(_read_config(path), settings)):
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")
         folder.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,7 @@ class SweepStore:
         """The store of the sweep in ``folder`` with its recorded settings, or None if the
         folder has no ``config.json``."""
         path = Path(folder) / CONFIG_FILE
-        return cls(Path(folder), json.loads(path.read_text())) if path.exists() else None
+        return cls(Path(folder), _read_config(path)) if path.exists() else None
 
     def part_path(self, dataset: str, strategy: str, run: int) -> Path:
         """Run ``run`` of query strategy ``strategy``: its MSE curve, questions, answers."""
@@ -97,7 +97,8 @@ class SweepStore:
     @staticmethod
     def load(path: Path) -> dict | None:
         """The record at ``path``, or None if there is none."""
-        return json.loads(path.read_text()) if path.exists() else None
+        return _read_json(path, "delete it and run the command again: it is computed again") \
+            if path.exists() else None
 
     def missing(self, paths: Mapping[str, Path],
                 current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:
@@ -105,3 +106,16 @@ class SweepStore:
         return tuple(key for key, path in paths.items()
                      if (record := self.load(path)) is None
                      or (current is not None and not current(record)))
+
+
+def _read_json(path: Path, fix: str):
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:     # edited by hand, or a disk error: never half-written
+        raise ElicitError(f"{path} is damaged (not JSON: {e.msg}, line {e.lineno}); "
+                          f"{fix}") from None
+
+
+def _read_config(path: Path) -> dict:
+    return _read_json(path, f"delete the folder {path.parent} (its results cannot be told "
+                            "apart) or use another --out")

@@ -32,7 +32,7 @@ from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, str
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.checks import check_int
-from elicit.internal.io import write_json_atomic
+from elicit.internal.io import write_json_atomic, write_text_atomic
 from elicit.internal.threads import single_blas_thread
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
@@ -228,7 +228,7 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     means = [(cfg.dataset, "mean", run, 0, make_problem(cfg.settings.seed, run).mean_mse())
              for run in range(cfg.runs)]
     df = pd.concat([curves, pd.DataFrame(means, columns=MSE_COLUMNS)], ignore_index=True)
-    df.to_csv(store.folder / "mse.csv", index=False)
+    write_text_atomic(store.folder / "mse.csv", df.to_csv(index=False))
     mean_mse = float(df[df.strategy == "mean"].mse.mean())
     mse_curves(df, store.folder / "fig4_mse.png",
                title=f"{LABELS.get(cfg.dataset, cfg.dataset)}: mean ± s.e. over {cfg.runs} runs",

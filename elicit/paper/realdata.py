@@ -26,6 +26,7 @@ from elicit.harness.labels import (
 )
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, part_kinds, run_sweep
+from elicit.internal.io import write_text_atomic
 from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, tau2_cv_frame
@@ -100,14 +101,14 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
         infos = ensure_runinfo(store, cfg, progress)
         run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
-        tau2_cv_frame(infos).to_csv(out / "tau2_cv.csv", index=False)
-        runinfo_frame(cfg.name, infos).to_csv(out / "runinfo.csv", index=False)
+        write_text_atomic(out / "tau2_cv.csv", tau2_cv_frame(infos).to_csv(index=False))
+        write_text_atomic(out / "runinfo.csv", runinfo_frame(cfg.name, infos).to_csv(index=False))
 
         maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
         sweep_cfg = cfg.sweep_config()
         df = run_sweep(maker, sweep_cfg, store, progress)
         df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
-        df.to_csv(out / "mse.csv", index=False)
+        write_text_atomic(out / "mse.csv", df.to_csv(index=False))
 
         bl = {BASELINE_LABELS[b]: float(df[df.strategy == b].mse.mean()) for b in BASELINES}
         refs = {r: float(df[df.strategy == r].mse.mean()) for r in REFERENCE_LABELS}

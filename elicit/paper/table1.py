@@ -265,5 +265,5 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     write_text_atomic(out / "table1.csv", text)
     curves = pd.concat(longs, ignore_index=True)
     (out / "table1").mkdir(parents=True, exist_ok=True)
-    curves.to_csv(out / "table1" / "curves.csv", index=False)
+    write_text_atomic(out / "table1" / "curves.csv", curves.to_csv(index=False))
     return Table1Result(rows, text, curves)
