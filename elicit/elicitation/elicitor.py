@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,6 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, all_pairs, validate_regression
-from elicit.model.variants import get_model
 from elicit.prior.setup import fit_no_feedback
 from elicit.prior.tau2 import check_tau2
 
@@ -115,7 +115,6 @@ class Elicitor:
         self._candidates = None if candidates is None else check_candidates(candidates, p)
         if p < 2 or (self._candidates is not None and len(self._candidates) == 0):
             raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
-        self._all_pairs: np.ndarray | None = None
         self.table = QuestionTable([k.segment(p, self._candidates) for k in self.kinds])
         n_candidates = n_pairs(p) if self._candidates is None else len(self._candidates)
         pool_size = self.settings.pool_size
@@ -125,7 +124,6 @@ class Elicitor:
         self.target = self.settings.utility_target
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             self.settings.engine, hyper.variant, self.settings.stan_file)
-        self._relevance = get_model(hyper.model).relevance
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper, self._candidates)
         # base Hessians at the current and the no-feedback MAP, for the next warm refit
         self._initial_hessian: np.ndarray | None = None
@@ -141,14 +139,10 @@ class Elicitor:
     def n_answers(self) -> int:
         return len(self.history)
 
-    @property
+    @cached_property
     def candidates(self) -> np.ndarray:
         """The candidate pairs (k x 2): the ones given, else all pairs (listed when asked for)."""
-        if self._candidates is not None:
-            return self._candidates
-        if self._all_pairs is None:
-            self._all_pairs = all_pairs(self.base.p)
-        return self._all_pairs
+        return all_pairs(self.base.p) if self._candidates is None else self._candidates
 
     @property
     def question_rows(self) -> np.ndarray:
@@ -163,7 +157,7 @@ class Elicitor:
     @property
     def relevance(self) -> np.ndarray | None:
         """Each feature's relevance class (1, 0, -1 not judged); None without relevance classes."""
-        return self.data.relevance if self._relevance else None
+        return self.data.relevance if self.data.model.relevance else None
 
     def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
         return Query.of_row(self.table.rows([index])[0], gain, exact,
@@ -245,7 +239,9 @@ class Elicitor:
     @single_blas_thread
     def set_answers(self, answers: Sequence[tuple], *,
                     asked: Iterable[tuple] | None = None) -> MAPResult:
-        """Replace all answers (resume, undo): refit once from the no-feedback MAP.
+        """Replace all answers (resume, undo): refit once from the no-feedback MAP. An invalid
+        question or answer, or (without ``asked``) a question answered twice, is an ElicitError
+        that leaves the state unchanged.
 
         Parameters
         ----------
@@ -255,12 +251,6 @@ class Elicitor:
         asked
             The questions not to offer again; default: the answered ones, each answerable
             once. With several experts, the current expert's (a question may then repeat).
-
-        Raises
-        ------
-        ElicitError
-            For an invalid question or answer, or (without ``asked``) a question answered
-            twice; the state is then unchanged.
         """
         history: list[AnsweredQuestion] = []
         given: dict[str, tuple[list, list]] = {k.name: ([], []) for k in self.kinds}
@@ -391,7 +381,9 @@ class Elicitor:
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
                    exclude: Iterable | None = None) -> Query:
-        """The next question to ask under ``strategy``.
+        """The next question to ask under ``strategy``; an ElicitError for an unknown strategy,
+        when every question has been asked or excluded, or for the non-sequential ranking asked
+        after answers given before it was made.
 
         Parameters
         ----------
@@ -401,15 +393,8 @@ class Elicitor:
             The random stream of the round.
         exclude
             Questions not to ask now: ``(i, j)``, ``(kind, i, j)`` or :class:`Query` objects.
-
-        Raises
-        ------
-        ElicitError
-            For an unknown strategy, when every question has been asked or excluded, or for
-            the non-sequential ranking asked after answers given before it was made.
         """
-        _check_rng(rng)
-        allowed = self._allowed_for(strategy, exclude)     # never empty
+        allowed = self._allowed_for(strategy, rng, exclude)     # never empty
         chosen = get_strategy(strategy)
         if chosen.draws_pool:
             self._warn_if_pool_capped(allowed)
@@ -420,11 +405,13 @@ class Elicitor:
         """``k`` questions to ask together, sharing no feature where possible; k = 1 is
         :meth:`next_query` (parameters and errors as there)."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
-        _check_rng(rng)
-        allowed = self._allowed_for(strategy, exclude)     # never empty
+        allowed = self._allowed_for(strategy, rng, exclude)     # never empty
         return get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
 
-    def _allowed_for(self, strategy: str, exclude) -> QuestionSet:
+    def _allowed_for(self, strategy: str, rng: object, exclude) -> QuestionSet:
+        if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside
+            raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), "
+                              f"got {rng!r}")
         needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
         allowed = self.open_questions()     # built once when nothing is excluded
         if len(allowed) == 0:
@@ -452,9 +439,3 @@ def _unpack(question) -> tuple[str | None, object, object]:
     if len(question) >= 3 and isinstance(question[0], str):
         return question[0], question[1], question[2]
     return None, question[0], question[1]
-
-
-def _check_rng(rng: object) -> None:
-    if not isinstance(rng, np.random.Generator):   # a seed failed deep inside: 'int' has no choice
-        raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), got "
-                          f"{rng!r}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import hashlib
 import logging
 import os
@@ -53,20 +52,15 @@ def cmdstan_available() -> bool:
 
 #: True while this thread (or task) runs one of the engine's optimiser calls
 _IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_fit", default=False)
-
-
-@functools.cache
-def _install_log_filter() -> None:
-    """Drop cmdstanpy's INFO and DEBUG records during a fit. A filter, not a level:
-    cmdstanpy's ``get_logger()`` resets the level the first time it runs."""
-    logging.getLogger("cmdstanpy").addFilter(
-        lambda record: record.levelno >= logging.WARNING or not _IN_FIT.get())
+# cmdstanpy's INFO and DEBUG records are dropped during a fit; a filter, not a level:
+# cmdstanpy's ``get_logger()`` resets the level the first time it runs
+logging.getLogger("cmdstanpy").addFilter(
+    lambda record: record.levelno >= logging.WARNING or not _IN_FIT.get())
 
 
 @contextlib.contextmanager
 def _quiet_fit() -> Iterator[None]:
     """Silence cmdstanpy's per-run INFO lines and FutureWarnings for one optimiser call."""
-    _install_log_filter()
     token = _IN_FIT.set(True)
     try:
         with warnings.catch_warnings():

@@ -196,14 +196,9 @@ def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:
 def check_stan_contract(path: str | Path, variant: str, model: str = PAPER,
                         stanc: Path | None = None) -> StanProgramFile:
     """The program ``path`` as read, if it honours the contract of ``model`` and tau2
-    ``variant`` (:func:`~elicit.model.spec.contract_data`, ``contract_params``).
-
-    Raises
-    ------
-    ElicitError
-        One line: the file does not exist, stanc refuses it, or every missing data and
-        parameter name and every data declaration elicit cannot supply.
-    """
+    ``variant`` (:func:`~elicit.model.spec.contract_data`, ``contract_params``); else a
+    one-line ElicitError: the file does not exist, stanc refuses it, or every missing data and
+    parameter name and every data declaration elicit cannot supply."""
     if variant not in ("fixed", "learned"):
         raise ElicitError(f"variant must be 'fixed' or 'learned', got {variant!r}")
     prog = read_program(path, stanc)

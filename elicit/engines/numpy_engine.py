@@ -105,10 +105,8 @@ class NumpyEngine(Engine):
     def newton_settings(self, data: ModelData, tol: float) -> NewtonSettings:
         """The settings of a warm refit of ``data`` to ``tol``; no final step: fit() takes the
         step the run computed at its last point (WarmRefit.result)."""
-        return NewtonSettings(tol=tol, max_iter=self.max_newton,
-                              final_step=False,
-                              local_model=uses_local_model(data, self.local_model),
-                              secant=True)
+        return NewtonSettings(tol=tol, max_iter=self.max_newton, final_step=False,
+                              local_model=uses_local_model(data, self.local_model), secant=True)
 
     def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> WarmRefit:
         """A hypothetical warm refit from ``theta`` to :attr:`score_tol`, for the caller to run."""

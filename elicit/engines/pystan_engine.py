@@ -175,17 +175,16 @@ class PyStanEngine(StanProgramEngine):
         want = np.where(bounded, np.log(np.abs(probe)), probe)
         pars = program.params_to_stan(lay, probe)
         names = ", ".join(b.stan for b in lay.blocks)
-        path = program.path
         try:
             u = np.asarray(_sync(model.unconstrain_pars, pars), dtype=float)
         except (RuntimeError, KeyError, ValueError) as exc:
-            raise ElicitError(f"{path}: the pystan engine needs the parameters to be "
+            raise ElicitError(f"{program.path}: the pystan engine needs the parameters to be "
                               f"exactly {names}: {exc}") from exc
         order = np.array([int(np.argmin(np.abs(want - ui))) for ui in u], dtype=int)
         if (len(u) != len(probe) or sorted(order) != list(range(len(probe)))
                 or not np.allclose(u, want[order], rtol=0, atol=1e-12)):
             kinds = "each declared <lower=0>" + (" (zeta unbounded)" if not bounded.all() else "")
-            raise ElicitError(f"{path}: the pystan engine needs exactly the "
+            raise ElicitError(f"{program.path}: the pystan engine needs exactly the "
                               f"parameters {names}, {kinds} and nothing else")
         return order
 
