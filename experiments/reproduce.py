@@ -50,7 +50,6 @@ import time
 from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
-from elicit.data.sources import DATASETS
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
 from elicit.internal.provenance import source_commit
 from elicit.paper import steps
@@ -120,20 +119,20 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
                          "local:N (default: --jobs local processes; docs/scaling.md)")
     args = ap.parse_args(argv)
     args.real_runs = args.real_runs or args.runs
-    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
-    bad = [s for s in steps if s not in STEPS]
+    chosen = [s.strip() for s in args.steps.split(",") if s.strip()]
+    bad = [s for s in chosen if s not in STEPS]
     if bad:
         ap.error(f"unknown step {bad[0]!r}; choose from {', '.join(STEPS)}")
-    if not steps:
+    if not chosen:
         ap.error(f"--steps names no step; choose from {', '.join(STEPS)}")
     if args.out.exists() and not args.out.is_dir():
         ap.error(f"--out {args.out} is a file; give a folder for the results")
-    # known now, not after every other step has run
-    for d in (d for d in DATASETS if "table1" in steps and d not in steps):
+    # known now, not after every other step has run (the sweeps Table 1 reads: its step_after)
+    for d in (d for d in steps.step_after("table1") if "table1" in chosen and d not in chosen):
         if not (args.out / d / "mse.csv").exists():
             ap.error(f"table1 reads the finished {d} sweep: add {d} to --steps (there is none "
                      f"in {args.out})")
-    return args, [s for s in STEPS if s in steps]
+    return args, [s for s in STEPS if s in chosen]
 
 
 def main() -> None:

@@ -130,10 +130,9 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     # an option of the other mode is refused, not ignored
-    given = [o for o, v in ((("--json", args.json),) if args.suite else (
-        ("--record", args.record), ("--figures", args.figures), ("--steps", args.steps)))
-        if v is not None]
-    if given:
+    other = {"--json": args.json} if args.suite else {
+        "--record": args.record, "--figures": args.figures, "--steps": args.steps}
+    if given := [o for o, v in other.items() if v is not None]:
         raise ElicitError(f"{given[0]} does not go with --suite: --record DIR writes the "
                           "suite's figures" if args.suite else f"{given[0]} goes with --suite")
     if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):

@@ -327,7 +327,8 @@ class Elicitor:
         kinds = None
         if questions.ndim == 1:
             index = questions.astype(np.int64)
-            if bad := [int(i) for i in index if not 0 <= i < len(self.table)][:1]:
+            # every round scores hundreds of indices: one vectorised test, not a Python loop
+            if len(bad := index[(index < 0) | (index >= len(self.table))]):
                 raise ElicitError(f"question index {bad[0]} is out of range: this elicitor has "
                                   f"{len(self.table)} questions")
             questions = self.table.rows(index)
