@@ -39,28 +39,40 @@ _INSTALL_HELP = (
     "CmdStan")
 
 
-def cmdstan_available() -> bool:
-    """True iff cmdstanpy is importable and finds a CmdStan installation."""
+def cmdstan_missing() -> str | None:
+    """Why the cmdstan engine cannot run here, in one line; None if it can."""
+    env = os.environ.get("CMDSTAN")
     try:
         import cmdstanpy
 
-        cmdstanpy.cmdstan_path()
+        path = Path(cmdstanpy.cmdstan_path())
     except Exception:  # ImportError, or ValueError from a missing/invalid installation
-        return False
-    return True
+        if not env:
+            return _INSTALL_HELP
+        what = "no makefile in it" if os.path.isdir(env) else "no such folder"
+        return f"CMDSTAN is set to {env}, which is not a CmdStan installation ({what})"
+    if not (path / "bin" / "stanc").is_file():
+        return f"the CmdStan installation at {path} is not built (no bin/stanc): `make build` it"
+    return None
+
+
+def cmdstan_available() -> bool:
+    """True iff cmdstanpy is importable and finds a built CmdStan installation."""
+    return cmdstan_missing() is None
 
 
 #: True while this thread (or task) runs one of the engine's optimiser calls
 _IN_FIT: contextvars.ContextVar[bool] = contextvars.ContextVar("elicit_cmdstan_fit", default=False)
-# cmdstanpy's INFO and DEBUG records are dropped during a fit; a filter, not a level:
+# cmdstanpy's records are dropped during a fit (its ERROR lines say "Operation not permitted"
+# for exit code 1; the EngineError says what went wrong); a filter, not a level:
 # cmdstanpy's ``get_logger()`` resets the level the first time it runs
 logging.getLogger("cmdstanpy").addFilter(
-    lambda record: record.levelno >= logging.WARNING or not _IN_FIT.get())
+    lambda record: not _IN_FIT.get())
 
 
 @contextlib.contextmanager
 def _quiet_fit() -> Iterator[None]:
-    """Silence cmdstanpy's per-run INFO lines and FutureWarnings for one optimiser call."""
+    """Silence cmdstanpy's log records and FutureWarnings for one optimiser call."""
     token = _IN_FIT.set(True)
     try:
         with warnings.catch_warnings():
@@ -150,8 +162,8 @@ class CmdStanEngine(StanProgramEngine):
     seed = 1
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
-        if not cmdstan_available():
-            raise EngineUnavailable(_INSTALL_HELP)
+        if why := cmdstan_missing():
+            raise EngineUnavailable(why)
         super().__init__(variant, stan_file)
         self._models: dict[Path, Any] = {}
         # the paper model's program now, so that a broken installation shows at construction
@@ -235,13 +247,16 @@ class CmdStanEngine(StanProgramEngine):
         est = fit.optimized_params_dict
         theta = np.array([est[f"{n}[{k}]" if k else n] for n, k in program.entries(lay)])
         iters = fit.optimized_iterations_np
+        n_iter = int(iters.shape[0] - 1) if iters is not None else 0
         message = f"CmdStan optimize ({used})"
         if errors:
             message += "; earlier attempts: " + _attempts(errors)
+        if n_iter >= self.max_iter:  # cmdstanpy calls a run the limit stopped converged
+            message += f"; stopped at the iteration limit ({self.max_iter})"
         return MAPResult.at(
-            theta, data, log_density=float(est["lp__"]), converged=bool(fit.converged),
-            engine=self.name, n_iter=int(iters.shape[0] - 1) if iters is not None else 0,
-            message=message)
+            theta, data, log_density=float(est["lp__"]),
+            converged=bool(fit.converged) and n_iter < self.max_iter, engine=self.name,
+            n_iter=n_iter, message=message)
 
 
 def _attempts(errors: dict[str, list[str]]) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from elicit.engines.base import Engine
-from elicit.errors import ElicitError
+from elicit.errors import ElicitError, EngineUnavailable
 
 ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
@@ -49,8 +50,10 @@ def _build(name: str, variant: str, stan_file: str | Path | None) -> Engine:
         if stan_file is None:
             name = "numpy"
         else:
-            from elicit.engines.cmdstan_engine import cmdstan_available
+            from elicit.engines.cmdstan_engine import cmdstan_available, cmdstan_missing
 
+            if os.environ.get("CMDSTAN") and (why := cmdstan_missing()):
+                raise EngineUnavailable(why)  # a set CMDSTAN is meant: no silent PyStan build
             name = "cmdstan" if cmdstan_available() else "pystan"
     if name == "numpy":
         from elicit.engines.numpy_engine import NumpyEngine

@@ -12,7 +12,7 @@ import pytest
 
 from elicit.engines import get_engine
 from elicit.engines.numpy_engine import NumpyEngine
-from elicit.errors import ElicitError
+from elicit.errors import ElicitError, EngineUnavailable
 from elicit.internal.locks import file_lock
 
 
@@ -36,6 +36,31 @@ def test_auto_runs_a_custom_program_on_pystan_without_cmdstan(monkeypatch, tmp_p
     custom.write_text(shipped_stan_file().read_text())
     eng = get_engine("auto", "fixed", stan_file=custom)
     assert isinstance(eng, PyStanEngine) and eng.stan_file == custom
+
+
+def test_a_wrong_cmdstan_folder_is_named_with_what_is_wrong(monkeypatch, tmp_path):
+    """CMDSTAN set to a typo, or to an unbuilt CmdStan, was answered "cmdstanpy found none
+    ... point CMDSTAN at an installation" (it is set) or blamed on a missing PyStan; and
+    ``auto`` with a custom program went on to a minute-long PyStan build without a word."""
+    from elicit.engines.base import shipped_stan_file
+    from elicit.engines.cmdstan_engine import CmdStanEngine
+
+    custom = tmp_path / "mine.stan"
+    custom.write_text(shipped_stan_file().read_text())
+    folder = tmp_path / "cmdstan-2.35.0"
+    monkeypatch.setenv("CMDSTAN", str(folder))
+    for step, why in enumerate(("no such folder", "no makefile in it",
+                                "not built (no bin/stanc)")):
+        if step == 1:
+            folder.mkdir()
+        if step == 2:
+            (folder / "makefile").touch()
+        for build in (lambda: CmdStanEngine("fixed"),
+                      lambda: get_engine("auto", "fixed", stan_file=custom)):
+            with pytest.raises(EngineUnavailable) as err:
+                build()
+            assert str(folder) in str(err.value) and why in str(err.value), str(err.value)
+            assert "\n" not in str(err.value) and "PyStan" not in str(err.value)
 
 
 def test_unknown_engine_and_variant_are_refused():
