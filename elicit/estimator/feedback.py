@@ -4,7 +4,7 @@ tables), resolved to indices with one-line errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,16 +21,22 @@ from elicit.prior.setup import coupled_candidates
 Feedback = Iterable[tuple[Any, Any, Any]]
 
 
+def check_list(value: Any, what: str, of: str) -> None:
+    """Refuse a ``value`` that is not a list of ``of`` (a string, a scalar, an iterator)."""
+    if isinstance(value, (str, bytes, Iterator)) or not isinstance(value, Iterable):
+        used = " (an iterator, which one fit would use up: pass list(...))" \
+            if isinstance(value, Iterator) else ""
+        raise ElicitError(f"{what} must be a list of {of}, got {type(value).__name__}{used}")
+
+
 def resolve_feedback(feedback: Feedback | None, p: int,
                      names: list[str] | None) -> list[tuple[int, int, Answer]]:
     """The answers as (i, j, Answer) with column indices i < j; one-line errors otherwise."""
     if feedback is None:
         return []
+    check_list(feedback, "feedback", "(feature_i, feature_j, answer) tuples")
     if isinstance(feedback, pd.DataFrame):
         feedback = feedback.itertuples(index=False, name=None)
-    if isinstance(feedback, (str, bytes)) or not isinstance(feedback, Iterable):
-        raise ElicitError("feedback must be a list of (feature_i, feature_j, answer) tuples, "
-                          f"got {type(feedback).__name__}")
     index = {n: k for k, n in enumerate(names)} if names is not None else {}
     out: list[tuple[int, int, Answer]] = []
     seen: dict[tuple[int, int], int] = {}
@@ -59,9 +65,7 @@ def resolve_feedback(feedback: Feedback | None, p: int,
 def resolve_features(features: Any, what: str, p: int, names: list[str] | None) -> list[int]:
     """A list of features (names or column indices) as sorted distinct column indices;
     ``what`` names the list in errors (e.g. ``"coupled"``)."""
-    if isinstance(features, (str, bytes)) or not isinstance(features, Iterable):
-        raise ElicitError(f"{what} must be a list of feature names or indices, got "
-                          f"{type(features).__name__}")
+    check_list(features, what, "feature names or indices")
     index = {n: k for k, n in enumerate(names)} if names is not None else {}
     return sorted({feature_index(f, f"{what} entry {e}", p, names, index)
                    for e, f in enumerate(features)})

@@ -24,6 +24,7 @@ from elicit.estimator.feedback import (
     Feedback,
     as_float_2d,
     candidate_pairs,
+    check_list,
     few,
     is_feature_answer,
     name_of,
@@ -157,7 +158,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         if not isinstance(hyper, Hyper):
             raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
         U = as_float_2d(meta_features, "meta_features")
-        answers = list(answers)
+        if answers is not None:
+            check_list(answers, "answers", "(feature_i, feature_j, answer) tuples")
+        answers = [] if answers is None else list(answers)
         feedback = [a for a in answers if not is_feature_answer(a)]
         # the relevance answers are the parameters of the same names
         for answer in RELEVANCE.answers:
@@ -200,6 +203,14 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         ElicitRegressor
             self, fitted.
         """
+        labels = list(getattr(X, "columns", []))
+        if isinstance(self.meta_features, pd.DataFrame) and labels \
+                and not all(isinstance(c, str) for c in labels):
+            # scikit-learn takes such an X as an array: its columns could not be matched
+            raise ElicitError(f"X's column labels {few(labels)} are not all strings: give X "
+                              "string column names to match meta_features' rows by name "
+                              "(X.columns = X.columns.astype(str)), or meta_features as an "
+                              "array in X's column order")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         tau2, grid = self._check_params()
         p = X.shape[1]

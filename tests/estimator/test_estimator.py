@@ -429,3 +429,40 @@ def test_model_and_coupled_errors(diabetes, params, message):
     X, y = diabetes
     with pytest.raises(ElicitError, match=message):
         ElicitRegressor(feedback=[("s1", "s2", "similar")], **params).fit(X, y)
+
+
+# -- a review's findings (docs/reliability.md, "A review of the data layer ...") ------------
+
+def test_answers_given_as_an_iterator_are_refused_not_used_up_by_the_first_fit():
+    # zip(...) was consumed by the first fit: a second fit ran without the expert's answers
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(20, 4)), columns=list("abcd"))
+    y = X.to_numpy() @ [1.0, -1.0, 0.0, 0.5] + rng.normal(size=20)
+    for params in ({"feedback": zip("ac", "bd", ["similar", "dissimilar"])},
+                   {"model": "relevance", "relevant": (f for f in "ab")}):
+        with pytest.raises(ElicitError, match=r"an iterator, which one fit would use up: "
+                                              r"pass list\(\.\.\.\)"):
+            ElicitRegressor(**params).fit(X, y)
+
+
+def test_meta_features_by_label_need_string_column_names():
+    # X with int column labels is an array to scikit-learn: a meta_features DataFrame indexed
+    # by those labels in another order was taken by position, each row on the wrong feature
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(20, 4)), columns=[10, 20, 30, 40])
+    y = X.to_numpy() @ [1.0, -1.0, 0.0, 0.5] + rng.normal(size=20)
+    U = pd.DataFrame({"u1": [4.0, 3.0, 2.0, 1.0]}, index=[40, 30, 20, 10])
+    with pytest.raises(ElicitError, match=r"X's column labels \[10, 20, 30, 40\] are not all "
+                                          r"strings: give X string column names"):
+        ElicitRegressor(meta_features=U).fit(X, y)
+    X.columns = X.columns.astype(str)
+    U.index = U.index.astype(str)
+    got = ElicitRegressor(meta_features=U).fit(X, y).meta_features_[:, 0]
+    assert list(got) == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_from_answers_takes_none_and_refuses_a_non_list():
+    est = ElicitRegressor.from_answers(np.eye(4), None)
+    assert est.feedback == []
+    with pytest.raises(ElicitError, match="answers must be a list of .* tuples, got int"):
+        ElicitRegressor.from_answers(np.eye(4), 5)
