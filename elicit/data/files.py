@@ -113,11 +113,11 @@ def _open_text(path: Path) -> io.TextIOBase:
     with open(path, "rb") as fh:
         magic = fh.read(2)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
     if path.suffix == ".gz":
         raise ElicitError(f"{path} ends in .gz but is not a gzip file; re-compress it or "
                           "drop the .gz suffix")
-    return open(path, encoding="utf-8")
+    return open(path, encoding="utf-8-sig")  # -sig: spreadsheets' "CSV UTF-8" starts with a BOM
 
 
 # Errors raised by a corrupt or truncated gzip stream or by undecodable bytes.
@@ -137,7 +137,8 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise ElicitError(f"{path}, line {lineno}: invalid JSON ({e.msg})") from None
+                    raise ElicitError(f"{path}, line {lineno}: invalid JSON ({e.msg}); a corpus "
+                                      "holds one JSON object per line (JSON Lines)") from None
                 if not isinstance(obj, dict):
                     raise ElicitError(f"{path}, line {lineno}: expected a JSON object per line, "
                                       f"got {type(obj).__name__}")
@@ -156,6 +157,10 @@ def read_csv_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
             reader = csv.DictReader(fh)
             if not reader.fieldnames:
                 raise ElicitError(f"{path}: the CSV file is empty or has no header line")
+            names = reader.fieldnames
+            if (dup := next((f for f in names if names.count(f) > 1), None)) is not None:
+                raise ElicitError(f"{path} names the column {dup!r} twice; give each column "
+                                  "its own name")
             for row in reader:
                 # line_num counts physical lines, so it stays right for multi-line texts.
                 lineno = reader.line_num
@@ -183,7 +188,15 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 
 def parse_rating(value: object, where: str) -> int:
     """An integer rating from JSON (int, or a float with an integer value) or CSV (string);
-    booleans, fractions and non-numeric strings are refused."""
+    booleans, fractions, non-numeric strings and values beyond int64 are refused."""
+    r = _rating(value, where)
+    if not -2**63 <= r < 2**63:
+        raise ElicitError(f"{where}: rating {value!r} is out of range (ratings are numbers of "
+                          "stars, such as 1-5)")
+    return r
+
+
+def _rating(value: object, where: str) -> int:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
     v = value

@@ -241,11 +241,13 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
     if U.ndim != 2 or U.shape[1] == 0:
         raise ElicitError(f"--meta-features file {Path(path).name} has no numeric columns "
                           "after the feature name")
-    bad = np.flatnonzero(~np.isfinite(U).all(axis=1))
+    # beyond 1e150 the scaling's squares overflow (every meta-feature became 0)
+    bad = np.flatnonzero(~(np.abs(U) <= 1e150).all(axis=1))
     if bad.size:
         names = listing([feature_names[k] for k in bad.tolist()])
-        raise ElicitError(f"--meta-features file {Path(path).name} has missing or infinite "
-                          f"values for feature(s) {names}; fill them")
+        raise ElicitError(f"--meta-features file {Path(path).name} has missing, infinite or "
+                          f"huge (beyond 1e+150) values for feature(s) {names}; fill or "
+                          "rescale them")
     return U
 
 

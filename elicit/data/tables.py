@@ -31,7 +31,11 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
             if index_col is not None:
                 df = df.set_index(df.columns[index_col])
         else:
-            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", index_col=index_col)
+            sep = "\t" if suffix == ".tsv" else ","
+            df = pd.read_csv(path, sep=sep, index_col=index_col)
+            if index_col is not None:  # names as written: not "01" -> 1.0, "NA" -> NaN
+                df.index = pd.read_csv(path, sep=sep, usecols=[index_col], dtype=str,
+                                       keep_default_na=False).iloc[:, 0].to_numpy()
     except ImportError:
         raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
                           "install it (pip install pyarrow) or save the table as CSV"
@@ -43,7 +47,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     if suffix not in (".parquet", ".pq"):
-        _check_header(path, what, "\t" if suffix == ".tsv" else ",", index_col)
+        _check_header(path, what, sep, index_col)
     df.columns = [str(c) for c in df.columns]
     return df
 

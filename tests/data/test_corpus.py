@@ -193,3 +193,36 @@ def test_a_negative_split_seed_is_one_line(corpus_files):
     with pytest.raises(ElicitError, match=r"^seed must be a non-negative integer or None, "
                                           r"got -1$"):
         prepare_run(ds, seed=-1)
+
+
+def test_a_review_of_the_corpus_readers(tmp_path):
+    """What a review found (docs/reliability.md, "A review of the data layer ..."): each was
+    read wrongly, refused with a misleading message or ended in a traceback."""
+    revs = [{"text": t, "rating": r} for t, r in _reviews(60)]
+    # a byte-order mark, as spreadsheets save "CSV UTF-8", in CSV and JSON Lines
+    bom = tmp_path / "bom.csv"
+    bom.write_text("text,rating\n" + "".join(f'"{r["text"]}",{r["rating"]}\n' for r in revs),
+                   encoding="utf-8-sig")
+    jbom = tmp_path / "bom.jsonl"
+    jbom.write_text("".join(json.dumps(r) + "\n" for r in revs), encoding="utf-8-sig")
+    for path in (bom, jbom):
+        got = load_corpus(path, n_model=None, min_df=2)
+        assert got.n == 60 and list(got.ratings) == [r["rating"] for r in revs]
+    # a column named twice: csv.DictReader kept the last one as the target, without a word
+    twice = _write_csv(tmp_path / "twice.csv", ["rating", "text", "rating"],
+                       [[str(r["rating"]), r["text"], "1"] for r in revs])
+    with pytest.raises(ElicitError, match=r"twice.csv names the column 'rating' twice; give "
+                                          r"each column its own name"):
+        load_corpus(twice, n_model=None, min_df=2)
+    # a JSON array (a .json suffix is taken) was "invalid JSON (Expecting value)"
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps(revs, indent=1))
+    with pytest.raises(ElicitError, match=r"array.json, line \d+: invalid JSON .*; a corpus "
+                                          r"holds one JSON object per line \(JSON Lines\)"):
+        load_corpus(array, n_model=None, min_df=2)
+    # a rating beyond int64 ended in an OverflowError traceback
+    for big in (1e20, "100000000000000000000"):
+        huge = _write_jsonl(tmp_path / "huge.jsonl", revs[:-1] + [{"text": "ok", "rating": big}])
+        with pytest.raises(ElicitError, match=r"line 60, field 'rating': rating .* is out of "
+                                              r"range"):
+            load_corpus(huge, n_model=None, min_df=2)

@@ -152,12 +152,24 @@ def test_file_aligned_by_name_and_scaled(tmp_path):
     assert np.median(pair_sq_distances(run.U)) == pytest.approx(TYPICAL_SQ_DISTANCE)
 
 
+def test_file_names_are_read_as_written(tmp_path):
+    # pandas read the name column as data: "01" became 1.0, "NA" and "null" became NaN, and
+    # a file naming exactly the features was refused with names it does not hold
+    names = ["01", "02", "NA", "null"]
+    (tmp_path / "m.csv").write_text("feature,u1\n01,0.1\n02,0.9\nNA,0.3\nnull,0.5\n")
+    U = meta_features(tmp_path / "m.csv", feature_names=names[::-1])
+    assert np.allclose(U[:, 0] / U[-1, 0], [5.0, 3.0, 9.0, 1.0])
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t.drop(index="k3"), r"no row for feature\(s\) 'k3'"),
     (lambda t: pd.concat([t, t.iloc[:1]]), r"name feature\(s\) 'k0' more than once"),
     (lambda t: t.assign(c="x"), r"must be numeric; column\(s\) 'c' are not"),
-    (lambda t: t.assign(a=t.a.where(t.index != "k2")), r"missing or infinite values for "
-                                                       r"feature\(s\) 'k2'"),
+    (lambda t: t.assign(a=t.a.where(t.index != "k2")), r"missing, infinite or huge \(beyond "
+                                                       r"1e\+150\) values for feature\(s\) 'k2'"),
+    # beyond 1e154 the scaling's squares overflowed and every meta-feature became 0
+    (lambda t: t.assign(b=t.b.where(t.index != "k4", 1e160)), r"huge \(beyond 1e\+150\) "
+                                                               r"values for feature\(s\) 'k4'"),
     (lambda t: t.rename(index={"k1": "zz"}), r"unknown feature\(s\) 'zz'"),
 ])
 def test_file_errors_are_one_line(tmp_path, edit, message):
