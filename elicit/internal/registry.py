@@ -35,9 +35,11 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
 
     def add(self, name: object, obj: T) -> T:
-        """Register ``obj`` under ``name`` (a free, non-empty string) and return it."""
-        if not isinstance(name, str) or not name.strip():
-            raise ElicitError(f"a {self.kind} needs a non-empty name, got {name!r}")
+        """Register ``obj`` under ``name`` (a free, non-empty string that a comma-separated
+        list of names can spell) and return it."""
+        if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
+            raise ElicitError(f"a {self.kind} needs a name without commas or surrounding "
+                              f"spaces, got {name!r}")
         if name in self._items:
             raise ElicitError(f"a {self.kind} named {name!r} is already registered; choose "
                               "another name")

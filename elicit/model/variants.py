@@ -179,8 +179,11 @@ def _check(variant: ModelVariant) -> None:
     if missing:
         raise ElicitError(f"model {variant.name!r}: its link lacks {', '.join(missing)} "
                           "(see elicit.model.link.Link)")
-    if not callable(getattr(variant.xi_prior, "at", None)):
-        raise ElicitError(f"model {variant.name!r}: xi_prior must be a ThresholdPrior")
+    sd = getattr(variant.xi_prior, "sd", None)
+    if not callable(getattr(variant.xi_prior, "at", None)) \
+            or not (isinstance(sd, (int, float)) and 0 < sd < float("inf")):
+        raise ElicitError(f"model {variant.name!r}: xi_prior must be a ThresholdPrior with a "
+                          f"positive, finite sd, got {variant.xi_prior!r}")
     if not (callable(getattr(variant.covariance, "mask", None))
             and isinstance(getattr(variant.covariance, "uses_coupled_set", None), bool)):
         raise ElicitError(f"model {variant.name!r}: covariance must be a Covariance "

@@ -437,6 +437,16 @@ def test_register_model_refuses_what_it_cannot_run(probit_model):
                                     program=SHIPPED_PROGRAM))
     with pytest.raises(ElicitError, match="register_model takes a ModelVariant"):
         register_model("probit")
+    # sd <= 0 was taken: -0.5 fitted as +0.5 (sd squared), 0 ended in a ZeroDivisionError
+    for sd in (-0.5, 0.0, float("inf")):
+        with pytest.raises(ElicitError, match=r"'bad-sd': xi_prior must be a ThresholdPrior "
+                                              r"with a positive, finite sd, got "):
+            register_model(ModelVariant("bad-sd", "x", xi_prior=ThresholdPrior(sd)))
+    # a name that questions= / --strategies (comma-separated lists) could never spell
+    for name in ("sign,v2", " padded"):
+        with pytest.raises(ElicitError, match=r"a model needs a name without commas or "
+                                              r"surrounding spaces"):
+            MODELS.add(name, MODELS["paper"])
     assert "no-curvature" not in MODELS and "probit-stan" not in MODELS
     # a variant the shipped program can state may use it
     wide = register_model(ModelVariant("wide-threshold", "xi ~ N+(m, m)",
