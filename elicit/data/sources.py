@@ -75,9 +75,10 @@ def _load(src: DataSource) -> BowDataset:
                      min_df=src.min_df, n_model=N_MODEL, name=src.name)
     if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
         raise ElicitError(
-            f"{src.corpus} has {ds.n} reviews: a run takes {N_MODEL} for the model and the "
-            f"simulated expert needs at least {MIN_EXPERT_REVIEWS} more; use a corpus of at "
-            f"least {N_MODEL + MIN_EXPERT_REVIEWS} reviews")
+            f"{src.corpus} has {ds.n} reviews: a run, as a sweep splits the corpus, takes "
+            f"{N_MODEL} for the model and sets at least {MIN_EXPERT_REVIEWS} aside for a "
+            f"sweep's simulated expert; use a corpus of at least {N_MODEL + MIN_EXPERT_REVIEWS}"
+            " reviews")
     return ds
 
 

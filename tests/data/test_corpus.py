@@ -226,3 +226,17 @@ def test_a_review_of_the_corpus_readers(tmp_path):
         with pytest.raises(ElicitError, match=r"line 60, field 'rating': rating .* is out of "
                                               r"range"):
             load_corpus(huge, n_model=None, min_df=2)
+
+
+def test_a_corpus_too_small_for_a_run_says_what_a_run_takes(tmp_path):
+    # `session new --corpus` was refused "for the simulated expert", which a session has not:
+    # a session takes run R as a sweep splits it, and the split sets the expert's reviews aside
+    from elicit.data.sources import corpus_source
+
+    path = _write_jsonl(tmp_path / "c.jsonl",
+                        [{"text": t, "rating": r} for t, r in _reviews(1050)])
+    with pytest.raises(ElicitError, match=r"c.jsonl has 1050 reviews: a run, as a sweep splits "
+                                          r"the corpus, takes 1000 for the model and sets at "
+                                          r"least 100 aside for a sweep's simulated expert; "
+                                          r"use a corpus of at least 1100 reviews"):
+        corpus_source(path, min_df=2).load()
