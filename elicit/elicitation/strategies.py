@@ -157,11 +157,10 @@ unregister_strategy = STRATEGY_REGISTRY.remove
 get_strategy = STRATEGY_REGISTRY.lookup
 
 
-RANDOM = register_strategy(RandomStrategy("random", "Random", stream_id=0))
-NONSEQUENTIAL = register_strategy(NonSequentialStrategy(
-    "nonsequential", "Non-sequential", stream_id=1, needs_ranking=True))
-SEQUENTIAL = register_strategy(SequentialStrategy(
-    "sequential", "Sequential", stream_id=2, draws_pool=True))
+register_strategy(RandomStrategy("random", "Random", stream_id=0))
+register_strategy(NonSequentialStrategy("nonsequential", "Non-sequential", stream_id=1,
+                                        needs_ranking=True))
+register_strategy(SequentialStrategy("sequential", "Sequential", stream_id=2, draws_pool=True))
 
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,
