@@ -138,12 +138,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
     if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):
         raise ElicitError(f"--data-dir goes with the -real sizes, not --size {args.size}")
     if args.suite:
-        from elicit.paper.bench_suite import bench_suite, suite_settings
+        from elicit.paper.bench_suite import ROUND_KEYS, SuiteSettings, bench_suite
 
         if args.record is not None:
             check_output_folder(args.record, "--record")
-        settings = suite_settings(args.figures, args.steps, seed=args.seed, refine=args.refine,
-                                  data_dir=args.data_dir)
+        settings = SuiteSettings(seed=args.seed, refine=args.refine, data_dir=args.data_dir,
+                                 figures=ROUND_KEYS if args.figures is None else args.figures,
+                                 steps=args.steps)
         _, _, table = bench_suite(args.record, settings,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         print(table)
