@@ -44,8 +44,7 @@ def batch_size(text: str) -> int:
 
 def column_list(text: str) -> list[str]:
     """``--features a,b,c``: a comma-separated list of column names."""
-    cols = list(comma_list(text))
-    if not cols:
+    if not (cols := list(comma_list(text))):
         raise argparse.ArgumentTypeError(f"expected column names separated by commas, got "
                                          f"{text!r}")
     return cols

@@ -115,8 +115,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     init = np.asarray(initial_mse, dtype=float).reshape(-1)
     if init.size == 0 or not (np.all(np.isfinite(init)) and np.all(init > 0)):
         raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
-    bad = [m for m in METHODS if np.ndim(initial_mse) > 0 and len(runs[m]) != init.size]
-    if bad:
+    if bad := [m for m in METHODS if np.ndim(initial_mse) > 0 and len(runs[m]) != init.size]:
         raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
                           f"{len(runs[bad[0]])} runs")
 
@@ -197,8 +196,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"no realdata sweep in {folder}: {hint}")
     df = pd.read_csv(path)
     df = df[(df.dataset == dataset) & (df.strategy == "sequential")]
-    missing = sorted(set(range(runs)) - set(df.run))
-    if missing:
+    if missing := sorted(set(range(runs)) - set(df.run)):
         raise ElicitError(f"{path} has no sequential curve for run(s) "
                           f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
                           f"; {hint}")
