@@ -177,7 +177,3 @@ def main(argv: list[str] | None = None) -> int:
     first = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(set() if first is None else {first}).parse_args(argv)
     return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
