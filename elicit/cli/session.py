@@ -322,11 +322,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if path.suffix.lower() not in (".nc", ".json", ".csv"):
         raise ElicitError(f"cannot export to {path.name!r}: use a .nc (netCDF) or .json file "
                           "name for the prior, or .csv for the history")
+    export = export_history if path.suffix.lower() == ".csv" else export_prior
     with Session.open(args.session, engine=args.engine, read_only=True) as s:
-        if path.suffix.lower() == ".csv":
-            export_history(s, path, args.overwrite)
-        else:
-            export_prior(s, path, args.overwrite)
+        export(s, path, args.overwrite)
     print(f"wrote {path}")
     return 0
 
