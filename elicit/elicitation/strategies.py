@@ -94,9 +94,7 @@ class RandomStrategy(Strategy):
 
     def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        among: QuestionSet | np.ndarray = allowed
-        if len(state.kinds) > 1:
-            among = round_pool(state, allowed, rng)
+        among = round_pool(state, allowed, rng) if len(state.kinds) > 1 else allowed
         # with k = 1 this draws as rng.choice(n) does, so a batch of one asks the same question
         drawn = rng.choice(len(among), size=k, replace=False)
         return [state.query(int(among[int(t)])) for t in drawn]
