@@ -262,6 +262,5 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     text = format_table1(rows)
     write_text_atomic(out / "table1.csv", text)
     curves = pd.concat(longs, ignore_index=True)
-    (out / "table1").mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "table1" / "curves.csv", curves.to_csv(index=False))
     return Table1Result(rows, text, curves)
