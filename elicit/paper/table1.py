@@ -180,8 +180,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     curves in long format; the loops add at most ``samples`` samples, in ``jobs`` processes."""
     out = Path(out)
     folder = out / sweep
-    store = SweepStore.find(folder)
-    if store is None:
+    if (store := SweepStore.find(folder)) is None:
         raise ElicitError(f"no realdata sweep in {folder}: run `elicit realdata --dataset "
                           f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
                           "(table1 takes the SeqElc column from that sweep)")
