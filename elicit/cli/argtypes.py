@@ -82,8 +82,7 @@ def strategies(text: str) -> tuple[str, ...]:
     from elicit.elicitation.strategies import STRATEGY_REGISTRY
 
     out = comma_list(text)
-    bad = [s for s in out if s not in STRATEGY_REGISTRY]
-    if bad or not out:
+    if (bad := [s for s in out if s not in STRATEGY_REGISTRY]) or not out:
         raise argparse.ArgumentTypeError(
             f"unknown strategy {bad[0] if bad else text!r}; choose from "
             f"{', '.join(STRATEGY_REGISTRY)}")
