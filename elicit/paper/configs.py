@@ -240,10 +240,6 @@ def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
             "meta_features_sha256": file_sha256(path), "meta_dim": None}
 
 
-#: A real-data sweep's reviews: a function is called once the other options are checked.
-SourceSpec = str | DataSource | Callable[[], DataSource]
-
-
 @dataclass(frozen=True)
 class RealDataConfig(Recorded, RoundKeywords):
     """The settings of the real-data experiment on one data set (``elicit realdata``).
@@ -288,7 +284,8 @@ class RealDataConfig(Recorded, RoundKeywords):
                     "model", "utility_target", "questions", "stan_file", "stan_file_sha256",
                     "strategy")
 
-    source: SourceSpec = setting(MISSING, record=lambda c: c.data.config())
+    source: str | DataSource | Callable[[], DataSource] = setting(
+        MISSING, record=lambda c: c.data.config())
     _: KW_ONLY
     # the paper's pool of candidate pairs, also for the sweeps before it was recorded
     settings: RoundSettings = round_settings(RoundSettings(pool_size=POOL_SIZE),
