@@ -123,8 +123,7 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
     cfg = SyntheticConfig(runs=args.runs, n_train=args.n_train, stan_file=args.stan_file,
                           threshold_mean=args.threshold_mean, problems=args.problems,
                           irrelevant=args.irrelevant, **sweep_options(args))
-    res = run_synthetic(cfg, args.out, progress=not args.quiet)
-    print(res.summary())
+    print(run_synthetic(cfg, args.out, progress=not args.quiet).summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 
 

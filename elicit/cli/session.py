@@ -195,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     """A stand-alone ``elicit`` with only the session commands; returns the exit status."""
     parser = OneLineParser(prog="elicit")
     parser.add_argument("--version", action="version", version=f"elicit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_session_parsers(sub)
+    add_session_parsers(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return run_command(args.session_func, args)
 
