@@ -30,8 +30,8 @@ CV_EPS = 1e-2
 def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float,
                   random_state: int = 0) -> dict[str, float]:
     """Test MSE of cross-validated LASSO, ridge (RidgeCV) and elastic net (ElasticNetCV), by
-    name (``lasso``, ``ridge``, ``elasticnet``); the LASSO's CV is the elastic net's ``l1_ratio
-    = 1`` paths (docs/data.md).
+    name (``lasso``, ``ridge``, ``elasticnet``); the LASSO's CV is the elastic net's
+    ``l1_ratio = 1`` paths (docs/data.md).
 
     Parameters
     ----------
