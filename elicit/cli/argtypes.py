@@ -8,6 +8,8 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, NoReturn
 
+from elicit.errors import ElicitError
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose usage errors are one line (``elicit CMD:
@@ -80,8 +82,7 @@ def strategies(text: str) -> tuple[str, ...]:
     from elicit.elicitation.strategies import STRATEGY_REGISTRY
 
     out = comma_list(text)
-    bad = [s for s in out if s not in STRATEGY_REGISTRY]
-    if bad or not out:
+    if (bad := [s for s in out if s not in STRATEGY_REGISTRY]) or not out:
         raise argparse.ArgumentTypeError(
             f"unknown strategy {bad[0] if bad else text!r}; choose from "
             f"{', '.join(STRATEGY_REGISTRY)}")
@@ -99,7 +100,6 @@ def strategy(text: str) -> str:
 def questions(text: str) -> tuple[str, ...]:
     """``--questions``: kinds of question, comma-separated, ``all`` or ``both``."""
     from elicit.elicitation.kinds import parse_questions
-    from elicit.errors import ElicitError
 
     try:
         return parse_questions(text)
@@ -144,8 +144,7 @@ def tau2(text: str) -> float | str:
 
 def names(text: str) -> tuple[str, ...]:
     """A comma-separated list of names (sweep folders, say); at least one."""
-    out = comma_list(text)
-    if not out:
+    if not (out := comma_list(text)):
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
     return out
 
@@ -256,7 +255,6 @@ def meta_options(kind: str | None, dim: str | None) -> tuple[str, int]:
     """The checked ``--meta-features`` and ``--meta-dim``: ``(kind or path, dimensions)``;
     ``counts`` when ``kind`` is None."""
     from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, META_FEATURES
-    from elicit.errors import ElicitError
 
     kind = "counts" if kind is None else kind
     if kind not in META_FEATURES and not Path(kind).is_file():
@@ -279,8 +277,6 @@ def sweep_meta_options(kind: str | None, dim: str | None) -> tuple[str | None, i
 
 
 def _positive_dim(dim: str) -> int:
-    from elicit.errors import ElicitError
-
     try:
         return positive_int(dim)
     except argparse.ArgumentTypeError:

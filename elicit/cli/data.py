@@ -14,8 +14,7 @@ def _file_list(text: str) -> list[str]:
     from elicit.data.fetch import FILE_GROUPS, MANIFEST
 
     names = list(comma_list(text))
-    bad = [n for n in names if n not in FILE_GROUPS and n not in MANIFEST]
-    if bad or not names:
+    if (bad := [n for n in names if n not in FILE_GROUPS and n not in MANIFEST]) or not names:
         raise argparse.ArgumentTypeError(
             f"unknown data file {bad[0] if bad else text!r}; use a group "
             f"({', '.join(FILE_GROUPS)}) or a file name ({', '.join(MANIFEST)})")

@@ -123,8 +123,7 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
     cfg = SyntheticConfig(runs=args.runs, n_train=args.n_train, stan_file=args.stan_file,
                           threshold_mean=args.threshold_mean, problems=args.problems,
                           irrelevant=args.irrelevant, **sweep_options(args))
-    res = run_synthetic(cfg, args.out, progress=not args.quiet)
-    print(res.summary())
+    print(run_synthetic(cfg, args.out, progress=not args.quiet).summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 
 
@@ -138,12 +137,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
     if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):
         raise ElicitError(f"--data-dir goes with the -real sizes, not --size {args.size}")
     if args.suite:
-        from elicit.paper.bench_suite import bench_suite, suite_settings
+        from elicit.paper.bench_suite import ROUND_KEYS, SuiteSettings, bench_suite
 
         if args.record is not None:
             check_output_folder(args.record, "--record")
-        settings = suite_settings(args.figures, args.steps, seed=args.seed, refine=args.refine,
-                                  data_dir=args.data_dir)
+        settings = SuiteSettings(seed=args.seed, refine=args.refine, data_dir=args.data_dir,
+                                 figures=ROUND_KEYS if args.figures is None else args.figures,
+                                 steps=args.steps)
         _, _, table = bench_suite(args.record, settings,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         print(table)
@@ -176,7 +176,3 @@ def main(argv: list[str] | None = None) -> int:
     first = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(set() if first is None else {first}).parse_args(argv)
     return run_command(getattr(args, "session_func", None) or COMMANDS[args.command], args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -132,8 +132,7 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                          recommended=args.recommended, pool_size=args.pool_size,
                          expert_rule=args.expert_rule, expert_nonzero=args.expert_nonzero,
                          meta_features=meta_features, meta_dim=meta_dim, **sweep_options(args))
-    res = run_realdata(cfg, args.out, progress=not args.quiet)
-    print(res.summary())
+    print(run_realdata(cfg, args.out, progress=not args.quiet).summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
 
 

@@ -44,8 +44,7 @@ def batch_size(text: str) -> int:
 
 def column_list(text: str) -> list[str]:
     """``--features a,b,c``: a comma-separated list of column names."""
-    cols = list(comma_list(text))
-    if not cols:
+    if not (cols := list(comma_list(text))):
         raise argparse.ArgumentTypeError(f"expected column names separated by commas, got "
                                          f"{text!r}")
     return cols
@@ -196,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     """A stand-alone ``elicit`` with only the session commands; returns the exit status."""
     parser = OneLineParser(prog="elicit")
     parser.add_argument("--version", action="version", version=f"elicit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_session_parsers(sub)
+    add_session_parsers(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return run_command(args.session_func, args)
 
@@ -323,11 +321,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if path.suffix.lower() not in (".nc", ".json", ".csv"):
         raise ElicitError(f"cannot export to {path.name!r}: use a .nc (netCDF) or .json file "
                           "name for the prior, or .csv for the history")
+    export = export_history if path.suffix.lower() == ".csv" else export_prior
     with Session.open(args.session, engine=args.engine, read_only=True) as s:
-        if path.suffix.lower() == ".csv":
-            export_history(s, path, args.overwrite)
-        else:
-            export_prior(s, path, args.overwrite)
+        export(s, path, args.overwrite)
     print(f"wrote {path}")
     return 0
 

@@ -234,7 +234,7 @@ PREDICTIVE_FAST = register_utility(PredictiveFast(
     "the fast utility screen " + _HESSIAN_NOTE
     + "use exact utilities (--utility exact, or utility='exact' in Python)"))
 PREDICTIVE_EXACT = register_utility(PredictiveExact("predictive-exact", "predictive"))
-PARAMS_BALD = register_utility(PredictiveExact(
+register_utility(PredictiveExact(
     "params-bald", "params",
     "the params utility target " + _HESSIAN_NOTE
     + "use the predictive target with exact utilities", params=True))
@@ -242,6 +242,5 @@ SAMPLE_GAIN = register_utility(SampleGain("sample-gain", "beta"))
 _RELEVANCE_NOTE = ("feature questions and the relevance model's pair weights are scored with "
                    "the shipped relevance model's analytic marginal, which a custom Stan file "
                    "does not have; use the shipped programs (no stan_file)")
-RELEVANCE_FAST = register_utility(RelevanceGain("relevance-fast", "predictive", _RELEVANCE_NOTE))
-RELEVANCE_EXACT = register_utility(RelevanceGain("relevance-exact", "predictive",
-                                                 _RELEVANCE_NOTE, every=True))
+register_utility(RelevanceGain("relevance-fast", "predictive", _RELEVANCE_NOTE))
+register_utility(RelevanceGain("relevance-exact", "predictive", _RELEVANCE_NOTE, every=True))

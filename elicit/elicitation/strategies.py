@@ -94,9 +94,7 @@ class RandomStrategy(Strategy):
 
     def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        among: QuestionSet | np.ndarray = allowed
-        if len(state.kinds) > 1:
-            among = round_pool(state, allowed, rng)
+        among = round_pool(state, allowed, rng) if len(state.kinds) > 1 else allowed
         # with k = 1 this draws as rng.choice(n) does, so a batch of one asks the same question
         drawn = rng.choice(len(among), size=k, replace=False)
         return [state.query(int(among[int(t)])) for t in drawn]
@@ -157,11 +155,10 @@ unregister_strategy = STRATEGY_REGISTRY.remove
 get_strategy = STRATEGY_REGISTRY.lookup
 
 
-RANDOM = register_strategy(RandomStrategy("random", "Random", stream_id=0))
-NONSEQUENTIAL = register_strategy(NonSequentialStrategy(
-    "nonsequential", "Non-sequential", stream_id=1, needs_ranking=True))
-SEQUENTIAL = register_strategy(SequentialStrategy(
-    "sequential", "Sequential", stream_id=2, draws_pool=True))
+register_strategy(RandomStrategy("random", "Random", stream_id=0))
+register_strategy(NonSequentialStrategy("nonsequential", "Non-sequential", stream_id=1,
+                                        needs_ranking=True))
+register_strategy(SequentialStrategy("sequential", "Sequential", stream_id=2, draws_pool=True))
 
 
 def draw_pool(allowed: QuestionSet | np.ndarray, size: int,

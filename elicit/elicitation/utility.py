@@ -149,8 +149,7 @@ class UtilityArgs:
             raise ElicitError(f"utility must be 'fast' or 'exact' (or a registered utility: "
                               f"{', '.join(others)}), got {utility!r}")
         if chosen is not None and not any(k.takes(chosen) for k in kinds):
-            takers = [k for k in KINDS.values() if k.takes(chosen)]
-            if not takers:
+            if not (takers := [k for k in KINDS.values() if k.takes(chosen)]):
                 raise ElicitError(f"utility {chosen.name!r} scores {chosen.candidates}, not "
                                   "questions of any kind; use 'fast' or 'exact'")
             raise ElicitError(f"utility {chosen.name!r} scores "

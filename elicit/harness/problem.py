@@ -103,8 +103,7 @@ class ProblemMaker(Protocol):
 def maker_settings(make_problem: ProblemMaker) -> dict:
     """What a sweep's ``config.json`` records about its maker: its ``settings()`` if it has
     one, else its class."""
-    settings = getattr(make_problem, "settings", None)
-    if callable(settings):
+    if callable(settings := getattr(make_problem, "settings", None)):
         return dict(settings())
     obj = make_problem if isinstance(make_problem, types.FunctionType) else type(make_problem)
     return {"maker": f"{obj.__module__}.{obj.__qualname__}"}

@@ -72,8 +72,7 @@ def run_tasks(func: Callable[..., Any], tasks: Iterable[Task], *, jobs: int = 1,
     ``cluster``, or an enclosing :func:`~elicit.harness.cluster.cluster_scope`'s executor. The
     first task to fail stops the runner with its exception.
     """
-    todo = [t for t in (tasks if left is None else map(left, tasks)) if t is not None]
-    if not todo:
+    if not (todo := [t for t in (tasks if left is None else map(left, tasks)) if t is not None]):
         return 0
     from tqdm.auto import tqdm
 

@@ -69,7 +69,6 @@ class SweepStore:
         if path.exists() and (diff := settings_difference(_read_config(path), settings)):
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")
-        folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, settings, indent=1)
         return cls(folder, settings)
 

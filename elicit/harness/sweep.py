@@ -74,8 +74,7 @@ class SweepConfig(Recorded):
         object.__setattr__(self, "snapshots", tuple(int(t) for t in self.snapshots))
         if not self.strategies:
             raise ElicitError("strategies must name at least one strategy")
-        bad = [s for s in self.strategies if s not in STRATEGY_REGISTRY]
-        if bad:
+        if bad := [s for s in self.strategies if s not in STRATEGY_REGISTRY]:
             raise ElicitError(f"unknown strategy {bad[0]!r}; choose from "
                               f"{', '.join(STRATEGY_REGISTRY)}")
         if twice := [s for i, s in enumerate(self.strategies) if s in self.strategies[:i]]:
@@ -208,8 +207,7 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
 
 def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> dict:
     """The stored result of one run and strategy: ``mse``, ``gammas``, ``asked``, ...."""
-    part = store.load(store.part_path(cfg.dataset, strategy, run))
-    if part is None:
+    if (part := store.load(store.part_path(cfg.dataset, strategy, run))) is None:
         raise ElicitError(f"{store.folder} has no result of {strategy} run {run}; run the "
                           "sweep first")
     return part

@@ -191,14 +191,12 @@ def bench(prob: BenchProblem, rounds: int = 5, engine: str = "auto", refine: int
             pick = best
         i, j = pairs[pool[pick]]
         asked[pool[pick]] = True
-        f = prob.expert.answer(int(i), int(j)).outcome
-        if f is not None:
+        if (f := prob.expert.answer(int(i), int(j)).outcome) is not None:
             data = data.with_feedback(np.vstack([data.pairs, [i, j]]), np.append(data.f, f))
         with _timed(row, "map_warm"):
             # The refit starts from the Hessian the round computed, as in an elicitation.
             new_fit = eng.fit(data, init=fit, hessian=fast.hessian)
-        clear = getattr(eng, "clear_memo", None)
-        if clear is not None:
+        if (clear := getattr(eng, "clear_memo", None)) is not None:
             # time it again from scratch: what it costs when the expert picks another pair
             clear()
             with _timed(row, "map_refit"):

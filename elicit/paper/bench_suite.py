@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,11 +337,3 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
         previous = previous_record(folder, exclude=record_path(folder, record))
         write_record(folder, record)
     return record, previous, format_suite(record, previous)
-
-
-def suite_settings(figures: Sequence[str] | None = None, steps: Sequence[str] | None = None,
-                   **given) -> SuiteSettings:
-    """:class:`SuiteSettings` with ``figures`` and ``steps`` chosen by name (None: all)."""
-    chosen: dict[str, Any] = {k: tuple(v) for k, v in (("figures", figures), ("steps", steps))
-                              if v is not None}
-    return SuiteSettings(**given, **chosen)

@@ -240,10 +240,6 @@ def meta_config(meta_features: str | os.PathLike, meta_dim: int) -> dict:
             "meta_features_sha256": file_sha256(path), "meta_dim": None}
 
 
-#: A real-data sweep's reviews: a function is called once the other options are checked.
-SourceSpec = str | DataSource | Callable[[], DataSource]
-
-
 @dataclass(frozen=True)
 class RealDataConfig(Recorded, RoundKeywords):
     """The settings of the real-data experiment on one data set (``elicit realdata``).
@@ -288,7 +284,8 @@ class RealDataConfig(Recorded, RoundKeywords):
                     "model", "utility_target", "questions", "stan_file", "stan_file_sha256",
                     "strategy")
 
-    source: SourceSpec = setting(MISSING, record=lambda c: c.data.config())
+    source: str | DataSource | Callable[[], DataSource] = setting(
+        MISSING, record=lambda c: c.data.config())
     _: KW_ONLY
     # the paper's pool of candidate pairs, also for the sweeps before it was recorded
     settings: RoundSettings = round_settings(RoundSettings(pool_size=POOL_SIZE),
@@ -317,13 +314,14 @@ class RealDataConfig(Recorded, RoundKeywords):
 
     def check(self) -> None:
         """Check the options, resolve the presets, then make the source."""
-        def put(key: str, value: object) -> None:
-            object.__setattr__(self, key, value)
+        def put(**values: object) -> None:
+            for key, value in values.items():
+                object.__setattr__(self, key, value)
 
         # The questions first: they decide the default model and pool.
         st = self.settings
         questions = spell_questions(st.questions)
-        put("pool", check_pool(self.pool, questions))
+        put(pool=check_pool(self.pool, questions))
         if parse_questions(questions) != PAPER_QUESTIONS and (self.paper or self.recommended):
             preset = "--paper" if self.paper else "--recommended"
             raise ElicitError(f"{preset} asks pair questions only; drop {preset} or "
@@ -333,15 +331,11 @@ class RealDataConfig(Recorded, RoundKeywords):
                                      model=st.model, utility_target=st.utility_target)
         model = str(chosen.pop("model") or default_model(questions))
         target = str(chosen.pop("utility_target"))
-        put("settings", replace(st, model=model, utility_target=target))
-        for key, value in chosen.items():
-            put(key, value)
+        put(settings=replace(st, model=model, utility_target=target), **chosen)
         mf, dim = resolve_meta_features(self.paper, self.meta_features, self.meta_dim)
-        put("meta_features", os.fspath(mf))
-        put("meta_dim", dim)
+        put(meta_features=os.fspath(mf), meta_dim=dim)
         std, tau2 = resolve_settings(self.paper, self.standardize, self.tau2)
-        put("standardize", std)
-        put("tau2", tau2)
+        put(standardize=std, tau2=tau2)
         again = self.tau2_again
         if again is None:
             again = TAU2_AGAIN if tau2 == "cv" and get_model(model).relevance else ()
@@ -350,8 +344,8 @@ class RealDataConfig(Recorded, RoundKeywords):
                               f"(--questions with relevance); this sweep has tau2 {tau2!r}, "
                               f"model {model!r}")
         listed = again if isinstance(again, (tuple, list)) else [again]
-        put("tau2_again", tuple(check_int(t, "tau2_again must hold positive answer counts, got "
-                                             f"{again!r}", 1) for t in listed))
+        put(tau2_again=tuple(check_int(t, "tau2_again must hold positive answer counts, got "
+                                           f"{again!r}", 1) for t in listed))
         if self.paper and model != PAPER:
             raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
         _positive_int(self.settings.pool_size, "pool_size")
@@ -375,7 +369,7 @@ class RealDataConfig(Recorded, RoundKeywords):
             src = paper_source(src, self.data_dir)
         elif not isinstance(src, DataSource):
             src = src()
-        put("source", src)
+        put(source=src)
 
     @property
     def data(self) -> DataSource:

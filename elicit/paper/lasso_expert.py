@@ -4,7 +4,6 @@ its answers and penalty rules: docs/data.md, "The simulated expert")."""
 from __future__ import annotations
 
 import warnings
-from typing import Literal
 
 import numpy as np
 
@@ -13,7 +12,6 @@ from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.model.spec import all_pairs
 
-Rule = Literal["target", "cv-min", "cv-1se"]
 RULES: tuple[str, ...] = ("target", "cv-min", "cv-1se")
 
 _MAX_ITER = 20_000
@@ -30,7 +28,7 @@ class LassoExpert(GroupOracle):
     1 negative, -1 zero: it answers as ``GroupOracle(groups, coef_)``.
     """
 
-    def __init__(self, X_expert, y_expert, rule: Rule | str = "target", n_nonzero: int = 40,
+    def __init__(self, X_expert, y_expert, rule: str = "target", n_nonzero: int = 40,
                  random_state: int | None = 0) -> None:
         if rule not in RULES:
             raise ElicitError(f"unknown LASSO expert rule {rule!r}: use one of {RULES}")

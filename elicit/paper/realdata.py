@@ -57,13 +57,12 @@ class RealDataResult:
         init = curves[curves.n_feedback == 0].groupby("run").mse.first().mean()
         last = int(curves.n_feedback.max())
         final = curves[curves.n_feedback == last].groupby("strategy").mse.mean()
-        ref = self.references
         asked = f"; {self.questions}" if self.questions else ""
         lines = [f"{self.dataset} ({self.standardize} standardisation{asked}): mean initial "
                  f"test MSE {init:.3f}; after {last} answers: "
                  + ", ".join(f"{k} {v:.3f}" for k, v in final.items()),
                  "reference lines: " + ", ".join(f"{REFERENCE_LABELS[k]} {v:.3f}"
-                                                 for k, v in ref.items()),
+                                                 for k, v in self.references.items()),
                  "baselines: " + ", ".join(f"{k} {v:.3f}" for k, v in self.baselines.items())]
         vals, counts = np.unique(list(self.tau2_cv.values()), return_counts=True)
         cv = ", ".join(f"{v:g} ({c} runs)" for v, c in zip(vals, counts))
@@ -120,8 +119,7 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
                    baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
-        paper = parse_questions(cfg.settings.questions) == PAPER_QUESTIONS
-        features = {} if paper else {
+        features = {} if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS else {
             s: float(np.mean([sum(k not in PAPER_QUESTIONS
                                   for k in part_kinds(load_part(store, sweep_cfg, s, r)))
                               for r in range(cfg.runs)]))

@@ -100,8 +100,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
         said = [(r, a) for r, a in said if a.outcome is not None]
         data = kind.enter(data, [r for r, _ in said], [a for _, a in said])
         counts[kind.name] = (len(said), sum(a.outcome == 1 for _, a in said))
-        shut = kind.closes(data)
-        if shut is not None:
+        if (shut := kind.closes(data)) is not None:
             closed |= shut
     if not any(n for n, _ in counts.values()):
         return Ceiling(mse0, mse0, counts)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,8 +30,6 @@ from elicit.paper.real_problem import initial_fit, run_setup
 from elicit.prior.setup import coupled_features, fixed_hyper, no_feedback_data
 
 SAMPLE_METHODS: tuple[str, ...] = ("rnd", "act")
-
-Method = Literal["rnd", "act"]
 
 
 def expert_pool(rd: RunData, dataset: BowDataset) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +65,7 @@ class SampleCurve:
 
 
 @single_blas_thread
-def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, method: Method | str,
+def more_samples_curve(rd: RunData, X_pool: np.ndarray, y_pool: np.ndarray, method: str,
                        max_samples: int, rng: np.random.Generator | None = None,
                        tau2: float = PAPER_TAU2, stop_level: float | None = None,
                        engine: str | Engine = "numpy",

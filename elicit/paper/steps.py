@@ -77,8 +77,7 @@ def step_config(step: str, s: StepSettings) -> SyntheticConfig | RealDataConfig 
         return RealDataConfig(_kitchen(s), **real)
     data = MIXED_STEPS[step]
     mixed = {**real, "runs": s.mixed_runs, "rounds": s.mixed_rounds}
-    source = _kitchen(s) if data == KITCHEN else data
-    return RealDataConfig(source, questions="both", pool="open",
+    return RealDataConfig(_kitchen(s) if data == KITCHEN else data, questions="both", pool="open",
                           data_dir=None if data == KITCHEN else s.data_dir, **mixed)
 
 

@@ -115,8 +115,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
     init = np.asarray(initial_mse, dtype=float).reshape(-1)
     if init.size == 0 or not (np.all(np.isfinite(init)) and np.all(init > 0)):
         raise ElicitError(f"initial MSE must be positive number(s), got {initial_mse!r}")
-    bad = [m for m in METHODS if np.ndim(initial_mse) > 0 and len(runs[m]) != init.size]
-    if bad:
+    if bad := [m for m in METHODS if np.ndim(initial_mse) > 0 and len(runs[m]) != init.size]:
         raise ElicitError(f"{init.size} per-run initial MSEs but method {bad[0]!r} has "
                           f"{len(runs[bad[0]])} runs")
 
@@ -181,8 +180,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
     curves in long format; the loops add at most ``samples`` samples, in ``jobs`` processes."""
     out = Path(out)
     folder = out / sweep
-    store = SweepStore.find(folder)
-    if store is None:
+    if (store := SweepStore.find(folder)) is None:
         raise ElicitError(f"no realdata sweep in {folder}: run `elicit realdata --dataset "
                           f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
                           "(table1 takes the SeqElc column from that sweep)")
@@ -197,8 +195,7 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"no realdata sweep in {folder}: {hint}")
     df = pd.read_csv(path)
     df = df[(df.dataset == dataset) & (df.strategy == "sequential")]
-    missing = sorted(set(range(runs)) - set(df.run))
-    if missing:
+    if missing := sorted(set(range(runs)) - set(df.run)):
         raise ElicitError(f"{path} has no sequential curve for run(s) "
                           f"{', '.join(map(str, missing[:5]))}{'...' if len(missing) > 5 else ''}"
                           f"; {hint}")
@@ -264,6 +261,5 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     text = format_table1(rows)
     write_text_atomic(out / "table1.csv", text)
     curves = pd.concat(longs, ignore_index=True)
-    (out / "table1").mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "table1" / "curves.csv", curves.to_csv(index=False))
     return Table1Result(rows, text, curves)
