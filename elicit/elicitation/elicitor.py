@@ -73,7 +73,8 @@ class Elicitor:
         Training inputs (n x p), targets (n,) and feature meta-features (p x d).
     hyper
         Model hyperparameters (``threshold_mean="auto"``: resolved at the no-feedback MAP);
-        ``hyper.model`` names the model unless ``settings`` names one.
+        ``hyper.model`` names the model unless ``settings`` names one (neither: the model
+        the questions need).
     settings
         The round's settings (:class:`~elicit.elicitation.settings.RoundSettings`) instead of
         the keywords below (not both); its ``strategy`` and ``seed`` are not used here.
@@ -99,12 +100,14 @@ class Elicitor:
                  candidates: np.ndarray | None = None, target: str = "predictive",
                  questions: object = PAPER_QUESTIONS) -> None:
         X, y, U = validate_regression(X, y, U)
-        hyper = hyper or Hyper()
+        if hyper is not None and not isinstance(hyper, Hyper):
+            raise ElicitError(f"hyper must be an elicit.Hyper, got {type(hyper).__name__}")
         settings = given_settings(settings, engine=engine, stan_file=stan_file, utility=utility,
                                   refine=refine, pool_size=pool_size, target=target,
                                   questions=questions)
-        if settings.model is None:
+        if settings.model is None and hyper is not None:  # else the questions' model
             settings = dataclasses.replace(settings, model=hyper.model)
+        hyper = hyper or Hyper()
         # validated before the engine: a Stan build takes minutes
         self.settings: RoundSettings = settings.validate()
         hyper = dataclasses.replace(hyper, model=str(self.settings.model))
@@ -122,6 +125,9 @@ class Elicitor:
         self._pool_explicit = pool_size is not None
         self.utility, self.refine = self.settings.utility, self.settings.refine
         self.target = self.settings.utility_target
+        if isinstance(engine, Engine) and stan_file is not None:
+            raise ElicitError("stan_file goes with an engine's name; an Engine object runs its "
+                              "own program (give the file to the engine)")
         self.engine = engine if isinstance(engine, Engine) else get_engine(
             self.settings.engine, hyper.variant, self.settings.stan_file)
         self.base, self.initial_fit = fit_no_feedback(self.engine, X, y, U, hyper, self._candidates)
@@ -226,15 +232,23 @@ class Elicitor:
             if k.arity == 1:
                 raise ElicitError(f"feature {i} was already answered; a question is asked once")
             raise ElicitError(f"pair ({i}, {j}) was already answered; a pair is asked once")
+        if refit := entry[2].outcome is not None:
+            # fitted before anything is recorded: after an engine error the answer can be
+            # given again. Warm as the round's refits of this answer started.
+            data = k.add(self.data, row, entry[2])
+            self.fit = self.engine.fit(data, init=self.fit, hessian=self._hessian)
+            self.data, self._hessian = data, None
         self._asked.add(t)
         self.history.append(entry)
-        if entry[2].outcome is None:
-            return self.fit
-        self.data = k.add(self.data, row, entry[2])
-        # warm as the round's refits of this answer started: the engine may return one
-        self.fit = self.engine.fit(self.data, init=self.fit, hessian=self._hessian)
-        self._hessian = None
-        return self.fit
+        return self._kept(self.fit, len(self.history)) if refit else self.fit
+
+    @staticmethod
+    def _kept(fit: MAPResult, n: int) -> MAPResult:
+        """``fit``, said when it did not converge: the next questions are scored at it."""
+        if not fit.converged:
+            warnings.warn(f"the refit after answer {n} did not converge ({fit.message}); the "
+                          "next questions are scored at its last point", stacklevel=3)
+        return fit
 
     @single_blas_thread
     def set_answers(self, answers: Sequence[tuple], *,
@@ -286,7 +300,7 @@ class Elicitor:
             init, H = self.initial_fit, self._initial_hessian
         self.fit = self.engine.fit(self.data, init=init, hessian=H)
         self._hessian = None
-        return self.fit
+        return self._kept(self.fit, len(history))
 
     def set_asked(self, asked: Iterable) -> None:
         """Mark which questions are not to be offered again, without a refit."""
@@ -399,7 +413,9 @@ class Elicitor:
         chosen = get_strategy(strategy)
         if chosen.draws_pool:
             self._warn_if_pool_capped(allowed)
-        return chosen.choose(self, allowed, rng, 1)[0]
+        if len(picked := chosen.choose(self, allowed, rng, 1)) != 1:
+            raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not 1")
+        return picked[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:

@@ -13,6 +13,7 @@ from conftest import small_arrays
 from elicit.elicitation.answers import Answer, GroupOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.scorer import UtilityScorer
+from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import (
     STRATEGIES,
     STRATEGY_REGISTRY,
@@ -522,3 +523,82 @@ def test_the_elicitor_reads_a_strategys_needs_not_its_name():
         assert (q.i, q.j) == tuple(el.candidates[ranking.index[-1]])
     finally:
         unregister_strategy(ranked.name)
+
+
+# -- a review of the elicitation API (docs/reliability.md, "A review of the data layer ...") -
+
+class _Flaky:
+    """A numpy engine whose fits fail while ``fail`` is set, or report no convergence."""
+
+    def __init__(self, engine):
+        self.inner, self.fail, self.unconverged = engine, False, False
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def fit(self, data, init=None, **kw):
+        from elicit.errors import EngineError
+
+        if self.fail:
+            raise EngineError("CmdStan optimisation failed: made up")
+        fit = self.inner.fit(data, init=init, **kw)
+        if self.unconverged:
+            fit = dataclasses.replace(fit, converged=False, message="L-BFGS-B: ABNORMAL")
+        return fit
+
+
+def test_a_failed_refit_leaves_no_answer_behind_and_can_be_retried(monkeypatch):
+    # the answer was recorded before the refit: after an engine error it stood in the history
+    # and the model data with the old MAP, and giving it again was "already answered"
+    el = make_elicitor()
+    flaky = _Flaky(el.engine)
+    monkeypatch.setattr(el, "engine", flaky)
+    before = el.fit
+    flaky.fail = True
+    with pytest.raises(ElicitError, match="made up"):
+        el.answer(0, 1, "similar")
+    assert el.n_answers == 0 and len(el.data.f) == 0 and el.fit is before
+    flaky.fail = False
+    el.answer(0, 1, "similar")
+    assert el.n_answers == 1 and len(el.data.f) == 1 and el.fit is not before
+
+
+def test_an_unconverged_refit_is_said(monkeypatch):
+    el = make_elicitor()
+    flaky = _Flaky(el.engine)
+    monkeypatch.setattr(el, "engine", flaky)
+    flaky.unconverged = True
+    with pytest.warns(UserWarning, match=r"the refit after answer 1 did not converge "
+                                         r"\(L-BFGS-B: ABNORMAL\)"):
+        el.answer(0, 1, "similar")
+
+
+def test_the_questions_choose_the_model_when_hyper_names_none():
+    a = small_arrays()
+    # refused with "use model='relevance'", which was refused in turn for "all"
+    el = Elicitor(a.X, a.y, a.U, questions="all", engine="numpy")
+    assert el.settings.model == RoundSettings(questions="all").validate().model
+    assert el.hyper.model == el.settings.model
+    with pytest.raises(ElicitError, match="hyper must be an elicit.Hyper, got dict"):
+        Elicitor(a.X, a.y, a.U, {"tau2": 0.5}, engine="numpy")
+    # an engine object runs its own program: a stan_file beside it was ignored, and recorded
+    with pytest.raises(ElicitError, match="stan_file goes with an engine's name"):
+        Elicitor(a.X, a.y, a.U, engine=get_engine("numpy"), stan_file="nowhere.stan",
+                 utility="exact")
+
+
+def test_a_strategy_that_chooses_nothing_is_one_line():
+    from elicit.elicitation.strategies import RandomStrategy, register_strategy, unregister_strategy
+
+    @dataclasses.dataclass(frozen=True)
+    class Nothing(RandomStrategy):
+        def choose(self, state, allowed, rng, k):
+            return []
+
+    register_strategy(Nothing("nothing-test", "Nothing", stream_id=901))
+    try:
+        with pytest.raises(ElicitError, match=r"strategy 'nothing-test' chose 0 questions, "
+                                              r"not 1"):
+            make_elicitor().next_query("nothing-test", np.random.default_rng(0))
+    finally:
+        unregister_strategy("nothing-test")
