@@ -62,11 +62,14 @@ class SweepStore:
         path = folder / CONFIG_FILE
         # as config.json will hold them (a tuple as a list), so that a rerun compares equal
         settings = json.loads(json.dumps(dict(settings)))
-        if not path.exists() and any((folder / PARTS).rglob("*.json")):
+        held = any((folder / PARTS).rglob("*.json"))
+        if not path.exists() and held:
             raise ElicitError(f"{folder} holds sweep parts but no {CONFIG_FILE}, so their "
                               f"settings are unknown; delete {folder / PARTS} or use another "
                               "output folder (--out)")
-        if path.exists() and (diff := settings_difference(_read_config(path), settings)):
+        # without a part, config.json is a failed start's (say, of an engine not installed):
+        # the corrected rerun its error suggests takes the folder
+        if held and (diff := settings_difference(_read_config(path), settings)):
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")
         write_json_atomic(path, settings, indent=1)

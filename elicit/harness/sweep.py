@@ -95,9 +95,11 @@ class SweepConfig(Recorded):
         # checked here, before any worker starts or any Stan program is built
         object.__setattr__(self, "settings", self.settings.validate())
         parse_cluster(self.cluster)
-        if self.check_engine and self.settings.stan_file is not None:
-            raise ElicitError("--check-engine compares every fit with the numpy engine, which "
-                              "runs only the shipped Stan programs, not a custom --stan-file")
+        if self.check_engine and (self.settings.stan_file is not None
+                                  or self.settings.engine not in ("cmdstan", "pystan")):
+            raise ElicitError("--check-engine compares the fits of --engine cmdstan or pystan "
+                              "with the numpy engine, which runs only the shipped Stan "
+                              "programs, not a custom --stan-file")
 
 
 def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:

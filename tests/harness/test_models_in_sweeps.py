@@ -39,6 +39,8 @@ def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
 def test_config_without_model_key_counts_as_paper(tmp_path):
     cfg = {"seed": 0, "rounds": 5}
     (tmp_path / "config.json").write_text(json.dumps(cfg))   # a folder of before --model
+    (tmp_path / "parts").mkdir()                              # with a result
+    (tmp_path / "parts" / "run000.json").write_text("{}")
     SweepStore.open(tmp_path, {**cfg, "model": PAPER})
     with pytest.raises(ElicitError, match=r"model: 'paper' there, 'tied-threshold' now"):
         SweepStore.open(tmp_path, {**cfg, "model": "tied-threshold"})

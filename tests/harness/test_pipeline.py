@@ -221,7 +221,7 @@ def test_the_workers_of_a_killed_sweep_stop_with_it(tmp_path):
     import sys
 
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.main", "synthetic", "--runs",
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "synthetic", "--runs",
                              "6", "--rounds", "10", "--out", str(out), "--jobs", "2", "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: set[int] = set()

@@ -138,6 +138,24 @@ def test_a_failed_sweep_does_not_block_the_corrected_rerun(tmp_path, capsys):
     assert main(argv) == 0, capsys.readouterr().err
 
 
+def test_the_rerun_a_failed_engine_start_suggests_is_taken(tmp_path, capsys, monkeypatch):
+    """--engine cmdstan without CmdStan said "choose --engine numpy"; doing so into the same
+    --out was refused: the folder held only the failed start's config.json, no result. And
+    --check-engine on the numpy engine compared every fit with itself, without a word."""
+    monkeypatch.setenv("CMDSTAN", str(tmp_path / "no-cmdstan"))
+    argv = ["synthetic", "--runs", "1", "--rounds", "1", "--strategies", "random", "--quiet",
+            "--out", str(tmp_path / "o")]
+    assert main([*argv, "--engine", "cmdstan"]) == 2
+    assert "no-cmdstan" in capsys.readouterr().err
+    assert main([*argv, "--engine", "numpy"]) == 0, capsys.readouterr().err
+    assert main([*argv, "--engine", "numpy", "--seed", "3"]) == 2   # now it holds a result
+    assert "holds results of other settings (seed: 0 there, 3 now)" in capsys.readouterr().err
+    for engine in ("numpy", "auto"):
+        assert main([*argv, "--engine", engine, "--check-engine"]) == 2
+        assert ("--check-engine compares the fits of --engine cmdstan or pystan with the "
+                "numpy engine" in capsys.readouterr().err)
+
+
 def test_a_strategy_named_twice_is_refused(capsys):
     """--strategies random,random wrote every curve twice: 2 runs counted as 4."""
     with pytest.raises(ElicitError, match="^strategy 'random' is named twice"):
