@@ -73,6 +73,8 @@ class RoundSettings:
         stan_file = None if self.stan_file is None else os.fspath(self.stan_file)
         out = dataclasses.replace(self, model=model, questions=questions, stan_file=stan_file)
         out.utility_args().validate()
+        if stan_file is not None and not os.path.isfile(stan_file):
+            raise ElicitError(f"Stan file {stan_file} does not exist")
         if self.pool_size is not None:   # not int(): 2.5 would be cut to 2 without a word
             check_int(self.pool_size, f"pool_size must be a positive integer, got "
                                       f"{self.pool_size!r}", 1)

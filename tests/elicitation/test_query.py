@@ -573,7 +573,7 @@ def test_an_unconverged_refit_is_said(monkeypatch):
         el.answer(0, 1, "similar")
 
 
-def test_the_questions_choose_the_model_when_hyper_names_none():
+def test_the_questions_choose_the_model_when_hyper_names_none(tmp_path):
     a = small_arrays()
     # refused with "use model='relevance'", which was refused in turn for "all"
     el = Elicitor(a.X, a.y, a.U, questions="all", engine="numpy")
@@ -583,7 +583,8 @@ def test_the_questions_choose_the_model_when_hyper_names_none():
         Elicitor(a.X, a.y, a.U, {"tau2": 0.5}, engine="numpy")
     # an engine object runs its own program: a stan_file beside it was ignored, and recorded
     with pytest.raises(ElicitError, match="stan_file goes with an engine's name"):
-        Elicitor(a.X, a.y, a.U, engine=get_engine("numpy"), stan_file="nowhere.stan",
+        (tmp_path / "mine.stan").write_text("// mine\n")
+        Elicitor(a.X, a.y, a.U, engine=get_engine("numpy"), stan_file=tmp_path / "mine.stan",
                  utility="exact")
 
 

@@ -210,3 +210,10 @@ def test_sweep_records_the_settings_whole(tmp_path):
     sweep(SyntheticMaker(20, 0, "paper"), cfg, tmp_path / "o", progress=False)
     recorded = json.loads((tmp_path / "o" / "config.json").read_text())
     assert RoundSettings.from_json(recorded) == cfg.settings
+
+
+def test_a_missing_stan_file_is_refused_by_validate(tmp_path):
+    # validate() took it, and to_json() (what config.json records) ended in FileNotFoundError
+    missing = tmp_path / "no-such-dir" / "my_model.stan"
+    with pytest.raises(ElicitError, match=f"^Stan file {missing} does not exist$"):
+        RoundSettings(stan_file=str(missing), utility="exact", engine="cmdstan").validate()
