@@ -63,9 +63,11 @@ class BowDataset:
         return self.counts.shape[1]
 
 
-def _all_stop(keyword: str, sw: frozenset[str]) -> bool:
-    """True if every ``_``-token of ``keyword`` is a stop word, or it has none (Yelp's ``""``)."""
-    return all(t.lower() in sw for t in keyword.split("_") if t)   # all([]): dropped
+def _not_stop(vocabulary: Sequence[str], stopwords: Iterable[str]) -> np.ndarray:
+    """Whether each keyword has a ``_``-token that is not a stop word (Yelp's ``""`` has none)."""
+    sw = frozenset(stopwords)
+    return np.array([any(t.lower() not in sw for t in w.split("_") if t) for w in vocabulary],
+                    dtype=bool)
 
 
 def check_min_df(min_df: object) -> int:
@@ -80,9 +82,8 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
     least ``min_df`` reviews; an :class:`ElicitError` if nothing is left."""
     check_min_df(min_df)
     counts = np.asarray(counts)
-    sw = frozenset(stopwords)
     df = np.count_nonzero(counts > 0, axis=0)
-    not_stop = np.array([not _all_stop(w, sw) for w in vocabulary], dtype=bool)
+    not_stop = _not_stop(vocabulary, stopwords)
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(
@@ -155,11 +156,6 @@ def load_dataset(name: DatasetName | str, data_dir: str | os.PathLike | None = N
 TOKEN_PATTERN = r"[^\W_]+(?:'[^\W_]+)*"
 
 
-def _preprocess(text: str) -> str:
-    # Lower-case and normalise typographic apostrophes so "don’t" matches the stop word "don't".
-    return text.lower().replace("\u2019", "'").replace("\u2018", "'")
-
-
 def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Iterable[str],
                     min_df: int, ngram_range: tuple[int, int] = (1, 2),
                     name: str = "texts", max_features: int | None = None) -> BowDataset:
@@ -191,7 +187,10 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
-    vec = CountVectorizer(lowercase=False, preprocessor=_preprocess,
+    # Lower-case and normalise typographic apostrophes so "don’t" matches the stop word "don't".
+    vec = CountVectorizer(lowercase=False,
+                          preprocessor=lambda t: t.lower().replace("\u2019", "'").replace(
+                              "\u2018", "'"),
                           token_pattern=TOKEN_PATTERN, ngram_range=tuple(ngram_range),
                           min_df=int(min_df), dtype=np.int64)
     try:
@@ -202,12 +201,11 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
                           f"{min_df} of {len(texts)} texts; lower min_df (e.g. "
                           f"min_df={max(1, min_df // 2)}) or check the texts") from None
     vocab = [w.replace(" ", "_") for w in vec.get_feature_names_out()]
-    sw = frozenset(stopwords)
     # select_features' rule (min_df again: cheap), on the sparse matrix: the unfiltered
     # vocabulary is large.
     X = X.tocsc()
     df = np.diff(X.indptr)
-    not_stop = np.array([not _all_stop(w, sw) for w in vocab], dtype=bool)
+    not_stop = _not_stop(vocab, stopwords)
     keep = np.flatnonzero(not_stop & (df >= min_df))
     if keep.size == 0:
         raise ElicitError(f"the vocabulary is empty after filtering: no n-gram that is not all "

@@ -150,9 +150,8 @@ def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: 
                        meta_features, meta_dim)
 
 
-def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target: str,
-                what: str, snippet_note: str, meta_features: str | os.PathLike = "counts",
-                meta_dim: int = DEFAULT_META_DIM) -> dict:
+def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target: str, what: str,
+                snippet_note: str, meta_features: str | os.PathLike, meta_dim: int) -> dict:
     for value, label in ((run, "run"), (seed, "seed")):
         check_int(value, f"{label} must be a non-negative integer, got {value!r}", 0)
     rd = src.run(int(seed), int(run), meta_features=meta_features, meta_dim=meta_dim)
