@@ -245,12 +245,10 @@ def _pystan_missing() -> str | None:
 
 
 def _cmdstan_missing() -> str | None:
-    from elicit.engines.cmdstan_engine import cmdstan_available
+    from elicit.engines.cmdstan_engine import cmdstan_missing
 
-    if cmdstan_available():
-        return None
-    return ("CmdStan is not installed (cmdstanpy.cmdstan_path() failed): set CMDSTAN to an "
-            "installation, see docs/stan.md")
+    why = cmdstan_missing()
+    return None if why is None else f"{why}; see docs/stan.md"
 
 
 def _data_missing() -> str | None:

@@ -412,9 +412,11 @@ def test_cli_engine_unavailable_names_the_way_out(capsys, tmp_path, monkeypatch)
                   "cmdstan"]):
         assert elicit_main(argv) == 2
         out, err = capsys.readouterr()
-        assert_one_line_error(err, r"^elicit: error: the cmdstan engine needs a CmdStan "
-                                   r"installation.*\(choose another engine with --engine "
-                                   r"numpy\)$")
+        # a CMDSTAN that names no folder is said as such (it was "needs an installation ...
+        # point CMDSTAN at one", which it did)
+        assert_one_line_error(err, r"^elicit: error: CMDSTAN is set to .*no-cmdstan, which is "
+                                   r"not a CmdStan installation \(no such folder\).*\(choose "
+                                   r"another engine with --engine numpy\)$")
     assert not (tmp_path / "n.session").exists()
 
 

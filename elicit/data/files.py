@@ -189,11 +189,10 @@ def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 def parse_rating(value: object, where: str) -> int:
     """An integer rating from JSON (int, or a float with an integer value) or CSV (string);
     booleans, fractions, non-numeric strings and values beyond int64 are refused."""
-    r = _rating(value, where)
-    if not -2**63 <= r < 2**63:
-        raise ElicitError(f"{where}: rating {value!r} is out of range (ratings are numbers of "
-                          "stars, such as 1-5)")
-    return r
+    if -2**63 <= (r := _rating(value, where)) < 2**63:
+        return r
+    raise ElicitError(f"{where}: rating {value!r} is out of range (ratings are numbers of stars, "
+                      "such as 1-5)")
 
 
 def _rating(value: object, where: str) -> int:

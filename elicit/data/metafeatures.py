@@ -241,7 +241,6 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
     if U.ndim != 2 or U.shape[1] == 0:
         raise ElicitError(f"--meta-features file {Path(path).name} has no numeric columns "
                           "after the feature name")
-    # beyond 1e150 the scaling's squares overflow (every meta-feature became 0)
     bad = np.flatnonzero(~(np.abs(U) <= 1e150).all(axis=1))
     if bad.size:
         names = listing([feature_names[k] for k in bad.tolist()])

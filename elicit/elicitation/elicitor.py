@@ -64,6 +64,14 @@ class AnsweredQuestion(tuple):
         return (AnsweredQuestion, (*self, self.kind))
 
 
+def _kept(fit: MAPResult, n: int) -> MAPResult:
+    """``fit``, said when it did not converge: the next questions are scored at it."""
+    if not fit.converged:
+        warnings.warn(f"the refit after answer {n} did not converge ({fit.message}); the "
+                      "next questions are scored at its last point", stacklevel=3)
+    return fit
+
+
 class Elicitor:
     """The state of one elicitation.
 
@@ -240,15 +248,7 @@ class Elicitor:
             self.data, self._hessian = data, None
         self._asked.add(t)
         self.history.append(entry)
-        return self._kept(self.fit, len(self.history)) if refit else self.fit
-
-    @staticmethod
-    def _kept(fit: MAPResult, n: int) -> MAPResult:
-        """``fit``, said when it did not converge: the next questions are scored at it."""
-        if not fit.converged:
-            warnings.warn(f"the refit after answer {n} did not converge ({fit.message}); the "
-                          "next questions are scored at its last point", stacklevel=3)
-        return fit
+        return _kept(self.fit, len(self.history)) if refit else self.fit
 
     @single_blas_thread
     def set_answers(self, answers: Sequence[tuple], *,
@@ -300,7 +300,7 @@ class Elicitor:
             init, H = self.initial_fit, self._initial_hessian
         self.fit = self.engine.fit(self.data, init=init, hessian=H)
         self._hessian = None
-        return self._kept(self.fit, len(history))
+        return _kept(self.fit, len(history))
 
     def set_asked(self, asked: Iterable) -> None:
         """Mark which questions are not to be offered again, without a refit."""

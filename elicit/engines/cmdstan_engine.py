@@ -41,24 +41,18 @@ _INSTALL_HELP = (
 
 def cmdstan_missing() -> str | None:
     """Why the cmdstan engine cannot run here, in one line; None if it can."""
-    env = os.environ.get("CMDSTAN")
     try:
         import cmdstanpy
 
         path = Path(cmdstanpy.cmdstan_path())
     except Exception:  # ImportError, or ValueError from a missing/invalid installation
-        if not env:
+        if not (env := os.environ.get("CMDSTAN")):
             return _INSTALL_HELP
-        what = "no makefile in it" if os.path.isdir(env) else "no such folder"
-        return f"CMDSTAN is set to {env}, which is not a CmdStan installation ({what})"
+        return (f"CMDSTAN is set to {env}, which is not a CmdStan installation "
+                f"({'no makefile in it' if os.path.isdir(env) else 'no such folder'})")
     if not (path / "bin" / "stanc").is_file():
         return f"the CmdStan installation at {path} is not built (no bin/stanc): `make build` it"
     return None
-
-
-def cmdstan_available() -> bool:
-    """True iff cmdstanpy is importable and finds a built CmdStan installation."""
-    return cmdstan_missing() is None
 
 
 #: True while this thread (or task) runs one of the engine's optimiser calls

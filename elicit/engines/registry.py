@@ -50,11 +50,11 @@ def _build(name: str, variant: str, stan_file: str | Path | None) -> Engine:
         if stan_file is None:
             name = "numpy"
         else:
-            from elicit.engines.cmdstan_engine import cmdstan_available, cmdstan_missing
+            from elicit.engines.cmdstan_engine import cmdstan_missing
 
-            if os.environ.get("CMDSTAN") and (why := cmdstan_missing()):
+            if (why := cmdstan_missing()) and os.environ.get("CMDSTAN"):
                 raise EngineUnavailable(why)  # a set CMDSTAN is meant: no silent PyStan build
-            name = "cmdstan" if cmdstan_available() else "pystan"
+            name = "pystan" if why else "cmdstan"
     if name == "numpy":
         from elicit.engines.numpy_engine import NumpyEngine
 

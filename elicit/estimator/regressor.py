@@ -206,7 +206,6 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         labels = list(getattr(X, "columns", []))
         if isinstance(self.meta_features, pd.DataFrame) and labels \
                 and not all(isinstance(c, str) for c in labels):
-            # scikit-learn takes such an X as an array: its columns could not be matched
             raise ElicitError(f"X's column labels {few(labels)} are not all strings: give X "
                               "string column names to match meta_features' rows by name "
                               "(X.columns = X.columns.astype(str)), or meta_features as an "

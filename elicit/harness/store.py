@@ -67,8 +67,7 @@ class SweepStore:
             raise ElicitError(f"{folder} holds sweep parts but no {CONFIG_FILE}, so their "
                               f"settings are unknown; delete {folder / PARTS} or use another "
                               "output folder (--out)")
-        # without a part, config.json is a failed start's (say, of an engine not installed):
-        # the corrected rerun its error suggests takes the folder
+        # no part: config.json is a failed start's, and the corrected rerun takes the folder
         if held and (diff := settings_difference(_read_config(path), settings)):
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")

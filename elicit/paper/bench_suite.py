@@ -238,8 +238,10 @@ def write_record(folder: str | os.PathLike, record: dict) -> Path:
 
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
-                    ) -> dict | None:
-    """The most recent record in ``folder`` by ``date`` but ``exclude``, or None."""
+                    machine: dict | None = None) -> dict | None:
+    """The most recent record in ``folder`` by ``date`` but ``exclude``, or None; with
+    ``machine``, of the same CPU model and core count only (another CPU's figures would flag
+    every figure, or none)."""
     best: dict | None = None
     skip = None if exclude is None else Path(exclude).resolve()
     for path in sorted(Path(folder).glob("*.json")):  # none if there is no such folder
@@ -250,7 +252,8 @@ def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None
         except (OSError, ValueError):
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("figures"), dict) \
-                or not isinstance(rec.get("date"), str):
+                or not isinstance(rec.get("date"), str) or machine is not None and any(
+                    (rec.get("machine") or {}).get(k) != machine.get(k) for k in ("cpu", "cores")):
             continue
         if best is None or rec["date"] > best["date"]:
             best = rec
@@ -311,12 +314,10 @@ def format_suite(record: dict, previous: dict | None = None) -> str:
     for key, why in record.get("skipped", {}).items():
         lines.append(f"\nskipped {key}: {why}")
     if previous is None:
-        lines.append("\nno earlier record to compare with")
+        lines.append("\nno earlier record from this machine to compare with")
         return "\n".join(lines)
     slower = compare(record, previous)
     where = f"{previous.get('commit')} ({previous.get('date')})"
-    if previous.get("machine") != record.get("machine"):
-        where += ", measured on another machine"
     if slower:
         lines.append(f"\nmore than {SLOWER:.0%} slower than {where}:")
         lines += [f"  {c.key}: {_value(c.before, 'MB' if c.key.endswith('_mb') else 's')} -> "
@@ -334,6 +335,7 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
     record = run_suite(s, progress)
     previous = None
     if folder is not None:
-        previous = previous_record(folder, exclude=record_path(folder, record))
+        previous = previous_record(folder, exclude=record_path(folder, record),
+                                   machine=record["machine"])
         write_record(folder, record)
     return record, previous, format_suite(record, previous)

@@ -19,7 +19,7 @@ from elicit.internal.locks import file_lock
 def test_auto_runs_the_shipped_programs_on_numpy_even_when_cmdstan_is_installed(monkeypatch):
     import elicit.engines.cmdstan_engine as ce
 
-    monkeypatch.setattr(ce, "cmdstan_available", lambda: True)
+    monkeypatch.setattr(ce, "cmdstan_missing", lambda: None)
     for variant in ("fixed", "learned"):
         eng = get_engine("auto", variant)
         assert isinstance(eng, NumpyEngine) and eng.variant == variant
@@ -31,7 +31,8 @@ def test_auto_runs_a_custom_program_on_pystan_without_cmdstan(monkeypatch, tmp_p
     from elicit.engines.base import shipped_stan_file
     from elicit.engines.pystan_engine import PyStanEngine
 
-    monkeypatch.setattr(ce, "cmdstan_available", lambda: False)
+    monkeypatch.setattr(ce, "cmdstan_missing", lambda: "no CmdStan")
+    monkeypatch.delenv("CMDSTAN", raising=False)  # a set CMDSTAN is refused, not passed over
     custom = tmp_path / "mine.stan"
     custom.write_text(shipped_stan_file().read_text())
     eng = get_engine("auto", "fixed", stan_file=custom)

@@ -18,7 +18,7 @@ from conftest import needs_stanc
 from helpers import make_data, own_program, rel_diff
 
 from elicit.engines.base import shipped_stan_file
-from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_available
+from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_missing
 from elicit.engines.contract import check_stan_contract
 from elicit.engines.pystan_engine import PyStanEngine
 from elicit.errors import ElicitError, EngineUnavailable
@@ -28,7 +28,7 @@ from elicit.model.variants import MODELS, get_model
 
 VARIANTS = ("fixed", "learned")
 needs_cmdstan = pytest.mark.skipif(
-    not cmdstan_available(),
+    cmdstan_missing() is not None,
     reason="CmdStan is not installed (cmdstanpy.cmdstan_path() failed); see README")
 
 
@@ -354,7 +354,7 @@ def test_custom_stan_file_runs_in_pystan(engines, tmp_path):
 
 # -- the CmdStan engine ------------------------------------------------------------------
 
-@pytest.mark.skipif(cmdstan_available(), reason="CmdStan is installed")
+@pytest.mark.skipif(cmdstan_missing() is None, reason="CmdStan is installed")
 def test_cmdstan_unavailable_explains_install():
     with pytest.raises(EngineUnavailable, match="install_cmdstan") as err:
         CmdStanEngine("fixed")

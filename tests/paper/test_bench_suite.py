@@ -63,6 +63,21 @@ def test_previous_record_is_the_most_recent_other_record(tmp_path):
     assert previous_record(tmp_path / "missing") is None
 
 
+def test_previous_record_comes_from_the_same_machine(tmp_path):
+    """Figures of another CPU are not a baseline: a record from a machine twice as slow would
+    flag every figure. Only records of the same CPU model and core count are compared."""
+    here = {"cpu": "test CPU", "cores": 2}
+    write_record(tmp_path, _record("same", "2026-01-01T00:00:00+00:00", a=1.0))
+    other = _record("other", "2026-02-01T00:00:00+00:00", a=2.0)
+    other["machine"] = {"cpu": "another CPU", "cores": 2}
+    write_record(tmp_path, other)
+    assert previous_record(tmp_path)["commit"] == "other"
+    assert previous_record(tmp_path, machine=here)["commit"] == "same"
+    assert previous_record(tmp_path, machine={"cpu": "test CPU", "cores": 4}) is None
+    text = format_suite(_record("new", "2026-03-01T00:00:00+00:00", a=3.0), None)
+    assert "no earlier record from this machine" in text
+
+
 def test_write_record_round_trips_beside_the_commit(tmp_path):
     rec = _record("abc1234567", "2026-01-01T00:00:00+00:00", a=1.5)
     path = write_record(tmp_path / "bench", rec)

@@ -22,6 +22,9 @@ def test_old_config_stays_valid_and_other_meta_features_are_refused(tmp_path):
 
     old = {"dataset": "amazon", "data_dir": "/x", "seed": 0, "standardize": "model"}
     (tmp_path / "config.json").write_text(json.dumps(old))
+    part = "parts/run000.json"   # a folder with a result: else a failed start's, replaced
+    (tmp_path / "parts").mkdir()
+    (tmp_path / part).write_text("{}")
     # A folder written before the meta-features were recorded used counts.
     check_config(tmp_path, {**old, **meta_config("counts", 10)})
     assert json.loads((tmp_path / "config.json").read_text())["meta_features"] == "counts"
@@ -30,6 +33,8 @@ def test_old_config_stays_valid_and_other_meta_features_are_refused(tmp_path):
         check_config(tmp_path, {**old, **meta_config("ppmi", 10)})
     one_line(str(info.value))
     check_config(tmp_path / "new", {**old, **meta_config("ppmi", 10)})
+    (tmp_path / "new" / "parts").mkdir()
+    (tmp_path / "new" / part).write_text("{}")
     with pytest.raises(ElicitError, match=r"meta_dim: 10 there, 25 now"):
         check_config(tmp_path / "new", {**old, **meta_config("ppmi", 25)})
 

@@ -231,10 +231,10 @@ def test_other_settings_are_refused(sweep, tmp_path, capsys):
     cfg = json.loads((sweep / "config.json").read_text())
     del cfg["standardize"]
     (old / "config.json").write_text(json.dumps(cfg))
+    shutil.copytree(sweep / "parts", old / "parts")  # with its results (else a failed start's)
     assert main(["realdata", "--dataset", "amazon", "--out", str(old), *ARGS]) == 2
     assert "standardize: 'not recorded' there, 'model' now" in capsys.readouterr().err
     # Parts without their config.json are refused as well: their settings are unknown.
-    shutil.copytree(sweep / "parts", old / "parts")
     (old / "config.json").unlink()
     assert main(["realdata", "--dataset", "amazon", "--out", str(old), *ARGS]) == 2
     assert "holds sweep parts but no config.json" in capsys.readouterr().err
