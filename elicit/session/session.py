@@ -40,6 +40,8 @@ from elicit.session.store import SessionReplaced
 
 #: The most questions :meth:`Session.batch` (``elicit ask --batch``) asks at once.
 MAX_BATCH = 50
+#: rounds in a row a question choice may lose to other processes before it gives up
+LOST_ROUNDS = 20
 #: The stopping hint: shown once the expert's last ``STOP_WINDOW`` answered questions were
 #: each worth less than ``STOP_FRACTION`` (see :func:`worth`).
 STOP_WINDOW, STOP_FRACTION = 5, 0.05
@@ -204,18 +206,14 @@ class Session(SessionState):
                               "at a time")
         with self._lock:
             who = self._who(expert)
-            # Another process may answer what was just chosen: choose again, giving up only
-            # when a round ends with no fewer questions left than the one before.
-            before = None
-            while True:
+            # Another process may answer what was just chosen: choose again. Each round lost
+            # is an answer of theirs (counting the questions left raced with their commit).
+            for _ in range(LOST_ROUNDS):
                 self._sync(who, saving=True)
                 record.cancel_answered_pending(self.conn)
                 if pend := read_pending(self.conn, self.feature_names, self.uid, who):
                     return pend
                 left = len(self.elicitor.open_questions())
-                if before is not None and left >= before:
-                    break
-                before = left
                 noun, by = self.question_noun, record.by_expert(who)
                 if left == 0:
                     raise ElicitError(f"every one of the {self.n_pairs} {noun}s has been "

@@ -82,6 +82,37 @@ def answerer(path: str, log_path: str, expert: str, seed: int, target: int,
     os._exit(0)
 
 
+def test_a_question_answered_elsewhere_between_two_reads_is_chosen_again(tmp_path, monkeypatch):
+    """The stress test above once failed with "could not record a new question: other
+    programs keep answering": the other process answered the pending question after this
+    one brought its model up to date and before it cancelled the answered question, so the
+    round saw as many questions left as before and gave up. Here that moment is forced."""
+    X, y, U = make_data(8)
+    path = tmp_path / "s.session"
+    Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=1).close()
+    cancel = record.cancel_answered_pending
+    raced: list[int] = []
+
+    def answered_elsewhere_first(conn):
+        if raced == [0]:   # the second round of the call: the question it recorded is pending
+            raced.append(1)
+            with Session.open(path) as other:
+                q = other.pending()[0]
+                other.answer(q, "similar")
+                raced.append(q.id)
+        elif not raced:
+            raced.append(0)
+        return cancel(conn)
+
+    with Session.open(path) as s:
+        monkeypatch.setattr(record, "cancel_answered_pending", answered_elsewhere_first)
+        q = s.next_query()
+        monkeypatch.setattr(record, "cancel_answered_pending", cancel)
+        assert len(raced) == 3 and q.id != raced[2]
+        s.answer(q, "dissimilar")
+        assert s.progress()["answered"] == 2
+
+
 @pytest.mark.parametrize("experts", [("", ""), ("alice", "bob")],
                          ids=["one expert", "two experts"])
 def test_two_processes_answer_one_file_without_getting_stuck(tmp_path, experts):
