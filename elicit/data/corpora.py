@@ -188,9 +188,8 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
     # Lower-case and normalise typographic apostrophes so "don’t" matches the stop word "don't".
-    vec = CountVectorizer(lowercase=False,
-                          preprocessor=lambda t: t.lower().replace("\u2019", "'").replace(
-                              "\u2018", "'"),
+    quotes = str.maketrans("\u2019\u2018", "''")
+    vec = CountVectorizer(lowercase=False, preprocessor=lambda t: t.lower().translate(quotes),
                           token_pattern=TOKEN_PATTERN, ngram_range=tuple(ngram_range),
                           min_df=int(min_df), dtype=np.int64)
     try:

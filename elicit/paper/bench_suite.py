@@ -148,6 +148,7 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
                              pool_size=bp.pool_size)
         cfg = SweepConfig(bp.size, 1, s.rounds[key], settings=RoundSettings(
             seed=s.seed, engine="numpy", refine=s.refine))
+        del bp  # its kernel and factor (10,000^2 at p = 10,000) are the set-up's memory
     else:
         raise ElicitError(f"unknown figure {key!r}; choose from {', '.join(ROUND_KEYS)}")
     res = elicitation_rounds(problem, cfg, cfg.rounds)

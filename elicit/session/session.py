@@ -206,8 +206,8 @@ class Session(SessionState):
                               "at a time")
         with self._lock:
             who = self._who(expert)
-            # Another process may answer what was just chosen: choose again. Each round lost
-            # is an answer of theirs (counting the questions left raced with their commit).
+            # Another process may answer what was just chosen: choose again. Each lost round
+            # is an answer of theirs (a count of the questions left raced with their commit).
             for _ in range(LOST_ROUNDS):
                 self._sync(who, saving=True)
                 record.cancel_answered_pending(self.conn)

@@ -167,3 +167,31 @@ def test_elicitation_rounds_times_each_round_of_the_sweeps_loop():
     res = elicitation_rounds(problem, cfg, 3)
     assert len(res["round_cpu_s"]) == 3 and all(c >= 0 for c in res["round_cpu_s"])
     assert res["setup_cpu_s"] >= 0 and res["peak_rss_mb"] > 0
+
+
+def test_a_random_round_is_measured_without_its_problems_set_up(monkeypatch):
+    """measure_round kept the bench problem (at p = 10,000 its 10,000^2 kernel and Cholesky
+    factor) alive while the rounds ran, so the round's peak memory counted the set-up: 459 ->
+    1,234 MB on one machine, between two records that should have agreed."""
+    import gc
+    import weakref
+
+    import elicit.paper.bench_suite as suite
+
+    made, alive = [], []
+    build = suite.bench_problem
+
+    def tracked(*args, **kw):
+        bp = build(*args, **kw)
+        made.append(weakref.ref(bp))
+        return bp
+
+    def rounds(problem, cfg, n):
+        gc.collect()
+        alive.append(made[0]() is not None)
+        return {"round_cpu_s": [0.0]}
+
+    monkeypatch.setattr(suite, "bench_problem", tracked)
+    monkeypatch.setattr(suite, "elicitation_rounds", rounds)
+    suite.measure_round("p2000_round", SuiteSettings())
+    assert alive == [False]
