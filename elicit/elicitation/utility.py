@@ -163,10 +163,12 @@ class UtilityArgs:
                 parts.append((kind, chosen))
                 continue
             if (name := kind.utilities.get((mode, target))) is None:
-                raise ElicitError(f"the {target!r} utility target does not score "
-                                  f"{kind.label}; use target='predictive' with "
-                                  f"questions={spelled!r}")
-            parts.append((kind, UTILITIES[name]))
+                other = [t for m, t in kind.utilities if m == mode]
+                raise ElicitError(f"the {target!r} utility target does not score {kind.label}; "
+                                  + (f"use target={other[0]!r} with questions={spelled!r}" if other
+                                     else f"their kind has no {mode!r} utility (it has "
+                                     f"{', '.join(map('/'.join, kind.utilities)) or 'none'})"))
+            parts.append((kind, UTILITIES.lookup(name)))
         check_int(self.refine, f"refine must be a non-negative integer, got {self.refine!r}", 0)
         if self.stan_file is not None:
             for _, u in parts:

@@ -242,3 +242,26 @@ def test_an_answer_key_is_one_character_the_front_ends_do_not_use(toy):
                                               r"and none of k, u, q, n, h"):
             Answer.define("level", TOY, 1, "Level", key)
     assert "level" not in [a.value for a in Answer]
+
+
+def test_a_kind_without_a_usable_utility_is_one_line(monkeypatch):
+    """A kind that names an unregistered utility ended in a bare KeyError; one with no utility
+    for the round's mode was told "use target='predictive'", the target in use."""
+    from elicit.elicitation.utility import register_utility, unregister_utility
+
+    a = small_arrays()
+    ask_it = dict(questions=f"pairs,{toykind.NAME}", engine="numpy")
+    with toykind.registered() as kind:
+        monkeypatch.delitem(kind.utilities, ("fast", "predictive"))
+        with pytest.raises(ElicitError, match=r"^the 'predictive' utility target does not score "
+                                              r"sign questions; their kind has no 'fast' "
+                                              r"utility \(it has exact/predictive\)$"):
+            Elicitor(a.X, a.y, a.U, **ask_it)
+        monkeypatch.undo()
+        unregister_utility("toy-sign-entropy")
+        try:
+            with pytest.raises(ElicitError, match=r"^unknown utility 'toy-sign-entropy'; "
+                                                  r"choose one of "):
+                Elicitor(a.X, a.y, a.U, **ask_it)
+        finally:
+            register_utility(toykind.SignEntropy("toy-sign-entropy", "predictive"))
