@@ -68,7 +68,7 @@ def _kept(fit: MAPResult, n: int) -> MAPResult:
     """``fit``, said when it did not converge: the next questions are scored at it."""
     if not fit.converged:
         warnings.warn(f"the refit after answer {n} did not converge ({fit.message}); the "
-                      "next questions are scored at its last point", stacklevel=3)
+                      "next questions are scored at its last point", stacklevel=4)
     return fit
 
 

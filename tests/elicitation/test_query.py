@@ -569,8 +569,9 @@ def test_an_unconverged_refit_is_said(monkeypatch):
     monkeypatch.setattr(el, "engine", flaky)
     flaky.unconverged = True
     with pytest.warns(UserWarning, match=r"the refit after answer 1 did not converge "
-                                         r"\(L-BFGS-B: ABNORMAL\)"):
+                                         r"\(L-BFGS-B: ABNORMAL\)") as said:
         el.answer(0, 1, "similar")
+    assert said[0].filename == __file__  # the caller's line, not contextlib's
 
 
 def test_the_questions_choose_the_model_when_hyper_names_none(tmp_path):
