@@ -415,7 +415,7 @@ class Elicitor:
             self._warn_if_pool_capped(allowed)
         if len(picked := chosen.choose(self, allowed, rng, 1)) != 1:
             raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not 1")
-        return picked[0]
+        return self._allowed_choice(strategy, allowed, picked)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
@@ -423,7 +423,22 @@ class Elicitor:
         :meth:`next_query` (parameters and errors as there)."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        return get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
+        picked = get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
+        return self._allowed_choice(strategy, allowed, picked)
+
+    def _allowed_choice(self, strategy: str, allowed: QuestionSet, picked: list) -> list[Query]:
+        """``picked``, checked to be ``allowed`` questions (one membership test apiece)."""
+        for q in picked:
+            try:
+                ok = isinstance(q, Query) and allowed.contains([self._question_index(q)])[0]
+            except ElicitError:     # a question this elicitation does not ask
+                ok = False
+            if not ok:
+                what = (q.kind, q.i, q.j) if isinstance(q, Query) else q
+                raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
+                                  "question (asked, excluded or closed); a strategy chooses "
+                                  "among the allowed ones")
+        return picked
 
     def _allowed_for(self, strategy: str, rng: object, exclude) -> QuestionSet:
         if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside
