@@ -281,26 +281,20 @@ class Elicitor:
             if entry[2].outcome is not None:
                 given[k.name][0].append(row)
                 given[k.name][1].append(entry[2])
-        if asked is None:
-            self._asked = seen
-        else:
-            self.set_asked(asked)
-        self.history = history
+        index = seen if asked is None else {self._question_index(q) for q in asked}
         data = self.base
         for k in self.kinds:
             data = k.enter(data, *given[k.name])
-        self.data = data
-        if not any(given[k.name][0] for k in self.kinds):
-            self.fit, self._hessian = self.initial_fit, self._initial_hessian
-            return self.fit
-        if any(k.resets(self.data.hyper.model) and given[k.name][0] for k in self.kinds):
-            # the likelihood of y changed: the start's base Hessian does not apply
-            init, H = dataclasses.replace(self.initial_fit, warm_hessian=None), None
-        else:
-            init, H = self.initial_fit, self._initial_hessian
-        self.fit = self.engine.fit(self.data, init=init, hessian=H)
-        self._hessian = None
-        return _kept(self.fit, len(history))
+        fit, hessian = self.initial_fit, self._initial_hessian
+        if refit := any(given[k.name][0] for k in self.kinds):
+            if any(k.resets(data.hyper.model) and given[k.name][0] for k in self.kinds):
+                # the likelihood of y changed: the start's base Hessian does not apply
+                fit, hessian = dataclasses.replace(fit, warm_hessian=None), None
+            # fitted before anything is replaced: an engine error leaves the state whole
+            fit, hessian = self.engine.fit(data, init=fit, hessian=hessian), None
+        self._asked, self.history, self.data = index, history, data
+        self.fit, self._hessian = fit, hessian
+        return _kept(fit, len(history)) if refit else fit
 
     def set_asked(self, asked: Iterable) -> None:
         """Mark which questions are not to be offered again, without a refit."""

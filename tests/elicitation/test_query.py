@@ -632,3 +632,22 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
     finally:
         unregister_strategy("stale-test")
 
+
+def test_a_failed_set_answers_leaves_the_state_whole(monkeypatch):
+    # history, asked and data were replaced before the refit: after an engine error they
+    # stood beside the old MAP
+    el = make_elicitor()
+    el.answer(0, 1, "similar")
+    flaky = _Flaky(el.engine)
+    monkeypatch.setattr(el, "engine", flaky)
+    history, data, fit = list(el.history), el.data, el.fit
+    flaky.fail = True
+    for asked in (None, [(2, 3), (4, 5), (6, 7)]):
+        with pytest.raises(ElicitError, match="made up"):
+            el.set_answers([(2, 3, "similar"), (4, 5, "dissimilar")], asked=asked)
+        assert el.history == history and el.data is data and el.fit is fit
+        assert el.is_asked(0, 1) and not el.is_asked(2, 3) and not el.is_asked(6, 7)
+    flaky.fail = False
+    el.set_answers([(2, 3, "similar"), (4, 5, "dissimilar")], asked=[(2, 3), (4, 5), (6, 7)])
+    assert el.n_answers == 2 and len(el.data.f) == 2 and el.fit is not fit
+    assert el.is_asked(6, 7) and not el.is_asked(0, 1)
