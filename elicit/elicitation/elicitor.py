@@ -22,7 +22,7 @@ from elicit.elicitation.kinds import (
     kind_for,
     parse_questions,
 )
-from elicit.elicitation.questions import Query, question_key
+from elicit.elicitation.questions import NO_FEATURE, Query, question_key
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Ranking, get_strategy, round_pool
@@ -342,6 +342,11 @@ class Elicitor:
             questions = self.table.rows(index)
             names = np.array([s.kind.name for s in self.table.segments], dtype=object)
             kinds = names[self.table.segment_of(index)]
+        elif len(bad := questions[(questions[:, 0] < 0) | (questions[:, 1] < NO_FEATURE)
+                                  | (questions >= self.base.p).any(axis=1)]):
+            raise ElicitError(f"question row {bad[0].tolist()} is out of range: this elicitor has "
+                              f"p = {self.base.p} features (0 to {self.base.p - 1}; a "
+                              "one-feature question's row is (k, -1))")
         # the base Hessian the refit that made this MAP ended with (within 0.5% of a fresh one
         # on Amazon) for up to HESSIAN_REUSE rounds, then a fresh one
         reuse = (fit is self.fit and fit.warm_hessian is not None
