@@ -429,7 +429,8 @@ class Elicitor:
         """``picked``, checked to be ``allowed`` questions (one membership test apiece)."""
         for q in picked:
             try:
-                ok = isinstance(q, Query) and allowed.contains([self._question_index(q)])[0]
+                ok = isinstance(q, Query) and bool(
+                    allowed.contains(np.array([self._question_index(q)]))[0])
             except ElicitError:     # a question this elicitation does not ask
                 ok = False
             if not ok:
