@@ -395,19 +395,11 @@ class Elicitor:
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
                    exclude: Iterable | None = None) -> Query:
-        """The next question to ask under ``strategy``; an ElicitError for an unknown strategy,
-        when every question has been asked or excluded, or for the non-sequential ranking asked
-        after answers given before it was made.
-
-        Parameters
-        ----------
-        strategy
-            The name of a registered strategy.
-        rng
-            The random stream of the round.
-        exclude
-            Questions not to ask now: ``(i, j)``, ``(kind, i, j)`` or :class:`Query` objects.
-        """
+        """The next question to ask under the registered ``strategy``, drawn with the round's
+        ``rng``; ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or
+        :class:`Query` objects). An ElicitError for an unknown strategy, when every question
+        has been asked or excluded, for the non-sequential ranking asked after answers given
+        before it was made, or when the strategy chooses a question that is not open."""
         allowed = self._allowed_for(strategy, rng, exclude)     # never empty
         chosen = get_strategy(strategy)
         if chosen.draws_pool:
