@@ -1304,6 +1304,10 @@ def test_python_arguments_are_checked_with_one_line(build, message):
      r"^rng must be a numpy Generator \(numpy\.random\.default_rng\(seed\)\), got None$"),
     (lambda el: el.score([10**9]),
      r"^question index 1000000000 is out of range: this elicitor has \d+ questions$"),
+    *[(lambda el, row=row: el.score(np.array([row])),
+       rf"^question row \[{row[0]}, {row[1]}\] is out of range: this elicitor has p = 8 features "
+       r"\(0 to 7; a one-feature question's row is \(k, -1\)\)$")
+      for row in ([0, 9], [0, 8], [-1, 3], [3, -2])],
     (lambda el: el.posterior().mse(np.zeros((3, 8)), np.zeros(4)),
      r"^X_test is \(3, 8\) and y_test has 4 entries; they need m x 8 and m$")])
 def test_elicitor_arguments_are_checked_with_one_line(call, message):

@@ -22,7 +22,7 @@ from elicit.elicitation.kinds import (
     kind_for,
     parse_questions,
 )
-from elicit.elicitation.questions import Query, question_key
+from elicit.elicitation.questions import NO_FEATURE, Query, question_key
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Ranking, get_strategy, round_pool
@@ -281,26 +281,20 @@ class Elicitor:
             if entry[2].outcome is not None:
                 given[k.name][0].append(row)
                 given[k.name][1].append(entry[2])
-        if asked is None:
-            self._asked = seen
-        else:
-            self.set_asked(asked)
-        self.history = history
+        index = seen if asked is None else {self._question_index(q) for q in asked}
         data = self.base
         for k in self.kinds:
             data = k.enter(data, *given[k.name])
-        self.data = data
-        if not any(given[k.name][0] for k in self.kinds):
-            self.fit, self._hessian = self.initial_fit, self._initial_hessian
-            return self.fit
-        if any(k.resets(self.data.hyper.model) and given[k.name][0] for k in self.kinds):
-            # the likelihood of y changed: the start's base Hessian does not apply
-            init, H = dataclasses.replace(self.initial_fit, warm_hessian=None), None
-        else:
-            init, H = self.initial_fit, self._initial_hessian
-        self.fit = self.engine.fit(self.data, init=init, hessian=H)
-        self._hessian = None
-        return _kept(self.fit, len(history))
+        fit, hessian = self.initial_fit, self._initial_hessian
+        if refit := any(given[k.name][0] for k in self.kinds):
+            if any(k.resets(data.hyper.model) and given[k.name][0] for k in self.kinds):
+                # the likelihood of y changed: the start's base Hessian does not apply
+                fit, hessian = dataclasses.replace(fit, warm_hessian=None), None
+            # fitted before anything is replaced: an engine error leaves the state whole
+            fit, hessian = self.engine.fit(data, init=fit, hessian=hessian), None
+        self._asked, self.history, self.data = index, history, data
+        self.fit, self._hessian = fit, hessian
+        return _kept(fit, len(history)) if refit else fit
 
     def set_asked(self, asked: Iterable) -> None:
         """Mark which questions are not to be offered again, without a refit."""
@@ -348,6 +342,11 @@ class Elicitor:
             questions = self.table.rows(index)
             names = np.array([s.kind.name for s in self.table.segments], dtype=object)
             kinds = names[self.table.segment_of(index)]
+        elif len(bad := questions[(questions[:, 0] < 0) | (questions[:, 1] < NO_FEATURE)
+                                  | (questions >= self.base.p).any(axis=1)]):
+            raise ElicitError(f"question row {bad[0].tolist()} is out of range: this elicitor has "
+                              f"p = {self.base.p} features (0 to {self.base.p - 1}; a "
+                              "one-feature question's row is (k, -1))")
         # the base Hessian the refit that made this MAP ended with (within 0.5% of a fresh one
         # on Amazon) for up to HESSIAN_REUSE rounds, then a fresh one
         reuse = (fit is self.fit and fit.warm_hessian is not None
@@ -396,26 +395,18 @@ class Elicitor:
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
                    exclude: Iterable | None = None) -> Query:
-        """The next question to ask under ``strategy``; an ElicitError for an unknown strategy,
-        when every question has been asked or excluded, or for the non-sequential ranking asked
-        after answers given before it was made.
-
-        Parameters
-        ----------
-        strategy
-            The name of a registered strategy.
-        rng
-            The random stream of the round.
-        exclude
-            Questions not to ask now: ``(i, j)``, ``(kind, i, j)`` or :class:`Query` objects.
-        """
+        """The next question to ask under the registered ``strategy``, drawn with the round's
+        ``rng``; ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or
+        :class:`Query` objects). An ElicitError for an unknown strategy, when every question
+        has been asked or excluded, for the non-sequential ranking asked after answers given
+        before it was made, or when the strategy chooses a question that is not open."""
         allowed = self._allowed_for(strategy, rng, exclude)     # never empty
         chosen = get_strategy(strategy)
         if chosen.draws_pool:
             self._warn_if_pool_capped(allowed)
         if len(picked := chosen.choose(self, allowed, rng, 1)) != 1:
             raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not 1")
-        return picked[0]
+        return self._allowed_choice(strategy, allowed, picked)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
@@ -423,7 +414,23 @@ class Elicitor:
         :meth:`next_query` (parameters and errors as there)."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        return get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
+        picked = get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
+        return self._allowed_choice(strategy, allowed, picked)
+
+    def _allowed_choice(self, strategy: str, allowed: QuestionSet, picked: list) -> list[Query]:
+        """``picked``, checked to be ``allowed`` questions (one membership test apiece)."""
+        for q in picked:
+            try:
+                ok = isinstance(q, Query) and bool(
+                    allowed.contains(np.array([self._question_index(q)]))[0])
+            except ElicitError:     # a question this elicitation does not ask
+                ok = False
+            if not ok:
+                what = (q.kind, q.i, q.j) if isinstance(q, Query) else q
+                raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
+                                  "question (asked, excluded or closed); a strategy chooses "
+                                  "among the allowed ones")
+        return picked
 
     def _allowed_for(self, strategy: str, rng: object, exclude) -> QuestionSet:
         if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside

@@ -112,20 +112,10 @@ class PairUtility(Utility):
     @abstractmethod
     def score(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int = 10,
               weight: np.ndarray | None = None) -> Scores:
-        """Expected utilities of ``pairs`` (k x 2) at the scorer's MAP.
-
-        Parameters
-        ----------
-        scorer
-            The round's scoring pieces.
-        pairs
-            The candidate pairs.
-        refine
-            How many candidates an approximate utility may re-score exactly.
-        weight
-            The probability that each pair can be answered at all (relevance model), which
-            multiplies its gain; None: every pair can be.
-        """
+        """Expected utilities of the candidate ``pairs`` (k x 2) at the MAP of the round's
+        ``scorer``, an approximate utility re-scoring at most ``refine`` exactly; ``weight``,
+        the probability that each pair can be answered at all (relevance model; None: 1),
+        multiplies its gain."""
 
     def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
                      weight: np.ndarray | None, reach: float) -> Scores:

@@ -127,8 +127,6 @@ class UtilityScorer:
 
         Parameters
         ----------
-        pairs
-            The candidate pairs.
         utility
             ``"fast"``, ``"exact"``, a registered utility's name, or a ``PairUtility``.
         refine

@@ -604,3 +604,50 @@ def test_a_strategy_that_chooses_nothing_is_one_line():
             make_elicitor().next_query("nothing-test", np.random.default_rng(0))
     finally:
         unregister_strategy("nothing-test")
+
+
+def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
+    # the question was handed out, to be refused only at answer(): "already answered"
+    from elicit.elicitation.strategies import RandomStrategy
+
+    @dataclasses.dataclass(frozen=True)
+    class Stale(RandomStrategy):
+        def choose(self, state, allowed, rng, k):
+            return [state.query(0)] * k
+
+    register_strategy(Stale("stale-test", "Stale", stream_id=902))
+    try:
+        el = make_elicitor()
+        assert el.next_query("stale-test", np.random.default_rng(0)) == el.query(0)
+        message = (r"^strategy 'stale-test' chose \('pairs', 0, 1\), which is not an open "
+                   r"question \(asked, excluded or closed\); a strategy chooses among the "
+                   r"allowed ones$")
+        with pytest.raises(ElicitError, match=message):
+            el.next_query("stale-test", np.random.default_rng(0), exclude=[(1, 0)])
+        el.answer(0, 1, "similar")
+        with pytest.raises(ElicitError, match=message):
+            el.next_query("stale-test", np.random.default_rng(0))
+        with pytest.raises(ElicitError, match=message):
+            el.next_batch("stale-test", np.random.default_rng(0), 2)
+    finally:
+        unregister_strategy("stale-test")
+
+
+def test_a_failed_set_answers_leaves_the_state_whole(monkeypatch):
+    # history, asked and data were replaced before the refit: after an engine error they
+    # stood beside the old MAP
+    el = make_elicitor()
+    el.answer(0, 1, "similar")
+    flaky = _Flaky(el.engine)
+    monkeypatch.setattr(el, "engine", flaky)
+    history, data, fit = list(el.history), el.data, el.fit
+    flaky.fail = True
+    for asked in (None, [(2, 3), (4, 5), (6, 7)]):
+        with pytest.raises(ElicitError, match="made up"):
+            el.set_answers([(2, 3, "similar"), (4, 5, "dissimilar")], asked=asked)
+        assert el.history == history and el.data is data and el.fit is fit
+        assert el.is_asked(0, 1) and not el.is_asked(2, 3) and not el.is_asked(6, 7)
+    flaky.fail = False
+    el.set_answers([(2, 3, "similar"), (4, 5, "dissimilar")], asked=[(2, 3), (4, 5), (6, 7)])
+    assert el.n_answers == 2 and len(el.data.f) == 2 and el.fit is not fit
+    assert el.is_asked(6, 7) and not el.is_asked(0, 1)

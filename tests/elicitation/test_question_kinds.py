@@ -110,6 +110,28 @@ def test_unregistering_a_kind_forgets_its_answers():
         parse_questions(TOY)
 
 
+@pytest.mark.usefixtures("registries_restored")
+def test_a_refused_kind_can_be_registered_once_corrected():
+    # the answers of a kind refused (a typo of its pool) stayed defined, and the corrected
+    # retry was refused: "'up' already means 'up' (an answer of sign)", with no kind 'sign'
+    def cell(pool):
+        up = Answer.define("up", "sign", 1, "Up", "+")
+        down = Answer.define("down", "sign", 0, "Down", "-")
+        return register_kind(toykind.SignKind("sign", 1, (up, down), "sign", "sign questions",
+                                              "a sign question", "m", "{0}?", pool=pool))
+
+    with pytest.raises(ElicitError, match=r"^the pool of kind 'sign' is one of sample, all"):
+        cell("sampled")
+    assert cell("sample") is KINDS["sign"] and Answer.parse("+", "sign") is Answer.UP
+    with pytest.raises(ElicitError, match=r"^'up' already means 'up' \(an answer of sign\); "
+                                          r"give 'up' other words$"):
+        Answer.define("up", "sign", 1, "Up", "w")     # a registered kind's: still taken
+    stale = Answer.define("odd", "odder", 1, "Odd", "!")
+    Answer.define("odd", "odder", 1, "Odd", "!")           # the same word again: the last
+    with pytest.raises(ElicitError, match=r"^kind 'odder' needs its answers, defined with "):
+        toykind.SignKind("odder", 1, (stale,), "sign", "l", "q", "m", "t")
+
+
 # -- the toy kind beside the shipped ones, through an Elicitor ----------------------------------
 
 def test_two_kinds_about_one_feature_are_told_apart_by_name(toy):

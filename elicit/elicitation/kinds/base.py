@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 _ANSWERS: dict[str, Answer] = {}
 #: every alias (and word) of an answer -> the answer
 _ALIASES: dict[str, Answer] = {}
+#: every kind's name and older names -> its name
+_NAMES: dict[str, str] = {}
 #: keys no answer may take: the front ends' own (skip, undo, quit, next, help)
 RESERVED_KEYS = ("k", "u", "q", "n", "h")
 
@@ -71,13 +73,16 @@ class Answer(str, metaclass=_AnswerType):
     @classmethod
     def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
                aliases: Sequence[str] = ()) -> Answer:
-        """Define the answer ``word`` of the kind named ``kind``; a word taken is an error."""
+        """Define the answer ``word`` of the kind named ``kind``; a word taken is an error, but
+        for a ``kind`` not registered (a retry after it was refused) it is defined again."""
         if not isinstance(word, str) or _key(word) != word or not word:
             raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
         if key in RESERVED_KEYS or len(key) != 1:
             raise ElicitError(f"the key of answer {word!r} is one character and none of "
                               f"{', '.join(RESERVED_KEYS)} (the front ends' skip, undo, quit, "
                               f"next and help), got {key!r}")
+        if kind not in (None, *_NAMES) and kind == getattr(_ANSWERS.get(word), "kind", None):
+            cls.forget(_ANSWERS[word])  # a retry
         for name in (word, key, *aliases):
             if _key(name) in _ALIASES:
                 taken = _ALIASES[_key(name)]
@@ -227,7 +232,7 @@ class QuestionKind(ABC):
             raise ElicitError(f"the pool of kind {self.name!r} is one of {', '.join(POOLS)}, "
                               f"got {self.pool!r}")
         if not self.answers or any(not isinstance(a, Answer) or a.kind != self.name
-                                   for a in self.answers):
+                                   or _ANSWERS.get(a.value) is not a for a in self.answers):
             raise ElicitError(f"kind {self.name!r} needs its answers, defined with "
                               f"Answer.define(word, {self.name!r}, ...)")
 
@@ -307,8 +312,6 @@ K = TypeVar("K", bound=QuestionKind)
 KINDS: Registry[QuestionKind] = Registry("question kind")
 #: names that stand for several kinds in ``questions=`` (``"both"``)
 _GROUPS: dict[str, tuple[str, ...]] = {}
-#: every kind's name and older names -> its name
-_NAMES: dict[str, str] = {}
 
 
 def agreed(data: ModelData, name: str, rows: Sequence[tuple[int, int]], answers: Sequence[Answer],
