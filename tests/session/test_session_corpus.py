@@ -112,3 +112,22 @@ def test_data_dir_with_a_corpus_is_the_choice_elicit_data_makes(tmp_path, capsys
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main([*args, str(tmp_path / "a.session"), "--data-dir", str(empty)]) == 0
+
+
+def test_too_high_a_min_df_names_a_value_that_works(tmp_path, capsys):
+    """--min-df leaving no keyword, or only one, is refused naming --min-df N (as the option
+    is spelt), N the largest value that keeps the 2 keywords a question compares."""
+    import re
+
+    corpus = tmp_path / "kettles.jsonl"
+    _corpus(corpus, n=1100)
+    args = ["session", "new", "--corpus", str(corpus), "--text-field", "body", "--rating-field",
+            "stars", "--engine", "numpy", "--overwrite", "--out", str(tmp_path / "k.session")]
+    assert main([*args, "--min-df", "1100"]) == 2
+    err = capsys.readouterr().err
+    m = re.search(r"use --min-df (\d+) or lower", err)
+    assert m and err.count("\n") == 1 and "min_df" not in err, err
+    best = int(m.group(1))
+    assert main([*args, "--min-df", str(best + 1)]) == 2
+    assert f"use --min-df {best} or lower" in capsys.readouterr().err
+    assert main([*args, "--min-df", str(best)]) == 0
