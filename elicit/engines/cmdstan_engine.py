@@ -178,6 +178,13 @@ class CmdStanEngine(StanProgramEngine):
         self._models[target] = model
         return model
 
+    @staticmethod
+    def _summary(program: StanProgramFile, exc: Exception) -> str:
+        """A failed run's :func:`console_summary`, locating the program's exception in the
+        file the user wrote, not in the inlined copy CmdStan compiled."""
+        return program.in_source(console_summary(str(exc)), cached_program(program.path,
+                                                                          program.code))
+
     def log_prob(self, data: ModelData, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """The program's Jacobian-free log density and gradient at ``theta`` (--check-engine)."""
         lay = data.layout
@@ -191,7 +198,7 @@ class CmdStanEngine(StanProgramEngine):
                                      sig_figs=18).iloc[0]
         except RuntimeError as exc:
             raise EngineError(f"CmdStan's log_prob failed after {len(data.f)} answers: "
-                              f"{console_summary(str(exc))}") from exc
+                              f"{self._summary(program, exc)}") from exc
         # gradient columns g_<name>[.k] of the unconstrained u: u = log(x) for a bounded
         # entry, d/dx = (d/du) / x; u = x for an unbounded one (zeta)
         gu = np.array([row[f"g_{n}.{k}" if k else f"g_{n}"] for n, k in program.entries(lay)])
@@ -220,7 +227,7 @@ class CmdStanEngine(StanProgramEngine):
                         iter=self.max_iter, seed=self.seed, save_iterations=True,
                         require_converged=False, show_console=False, sig_figs=18)
             except RuntimeError as exc:
-                errors.setdefault(console_summary(str(exc)), []).append(algorithm)
+                errors.setdefault(self._summary(program, exc), []).append(algorithm)
                 details.append(f"--- {algorithm}\n{exc}")
                 continue
             # An unconverged run (line search failed) is kept only until a better one exists.
