@@ -91,9 +91,8 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
 
 
 def _too_few_keywords(df: np.ndarray, not_stop: np.ndarray, min_df: int, n: int) -> ElicitError:
-    """The error of a ``min_df`` that leaves fewer than the 2 keywords a question compares,
-    naming the largest that keeps 2: the second-highest document frequency ``df`` of a
-    keyword not all stop words."""
+    """The error of a ``min_df`` leaving fewer than the 2 keywords a question compares, naming
+    the largest that keeps 2: the second-highest ``df`` of a keyword not all stop words."""
     left = int(np.count_nonzero(not_stop & (df >= min_df)))
     top = np.sort(df[not_stop])[::-1]
     fix = (f"use min_df={top[1]} or lower (the largest that keeps 2)" if top.size > 1
@@ -200,9 +199,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     # Lower-case and normalise typographic apostrophes so "don’t" matches the stop word "don't".
     quotes = str.maketrans("\u2019\u2018", "''")
 
-    def count(least: int):
-        """The n-grams in at least ``least`` texts: counts (sparse, by column), names,
-        document frequencies and whether each is not all stop words."""
+    def count(least: int):  # the n-grams in >= least texts: counts, names, df, not all stop
         vec = CountVectorizer(lowercase=False, preprocessor=lambda t: t.lower().translate(quotes),
                               token_pattern=TOKEN_PATTERN, ngram_range=tuple(ngram_range),
                               min_df=least, dtype=np.int64)
@@ -258,9 +255,8 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
                               "for the shipped raw-text reviews)")
         check_input_file(path, "review")
         label = None
-    if stopwords is None:
-        stopwords = load_stopwords(data_dir=data_dir)
-    return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label)
+    return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label,
+                       data_dir=data_dir)
 
 
 def read_reviews(path: str | os.PathLike, text_field: str = "text",
@@ -294,13 +290,15 @@ def read_reviews(path: str | os.PathLike, text_field: str = "text",
 def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field: str = "rating",
                 min_df: int | None = None, stopwords: Iterable[str] | None = None,
                 ngram_range: tuple[int, int] = (1, 2), max_features: int | None = None,
-                n_model: int | None = 1000, name: str | None = None) -> BowDataset:
+                n_model: int | None = 1000, name: str | None = None,
+                data_dir: str | os.PathLike | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
     ``path`` is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line,
     either optionally gzipped, one review per record. ``min_df`` defaults to the paper's
     100-of-5149 scaled to the corpus (:func:`default_min_df`); ``stopwords`` (default the
-    shipped SMART list), ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
+    shipped SMART list, its copy in ``data_dir`` checked: :func:`~elicit.data.load_stopwords`),
+    ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
     A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
     label ``name`` defaults to the file name without its suffixes.
     """
@@ -313,7 +311,7 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
             f"{path} has {len(texts)} reviews but a run needs n_model = {n_model} model "
             "reviews (training + test; the rest go to the expert); use a larger corpus or "
             "a smaller n_model")
-    sw = stopwords if stopwords is not None else load_stopwords()
+    sw = stopwords if stopwords is not None else load_stopwords(data_dir=data_dir)
     if min_df is None:
         min_df = default_min_df(len(texts))
     ds = vectorize_texts(texts, ratings, sw, min_df, ngram_range,

@@ -15,14 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from elicit.data.corpora import BowDataset, check_min_df, load_corpus, load_dataset
-from elicit.data.files import (
-    PAPER_FILES,
-    RAW_FILES,
-    STOPWORDS_FILE,
-    data_file,
-    load_stopwords,
-    resolve_data_dir,
-)
+from elicit.data.files import PAPER_FILES, RAW_FILES, STOPWORDS_FILE, data_file, resolve_data_dir
 from elicit.data.metafeatures import DEFAULT_META_DIM
 from elicit.data.splits import RunData, check_standardize, prepare_run
 from elicit.errors import ElicitError
@@ -80,8 +73,7 @@ def _load(src: DataSource) -> BowDataset:
     if src.corpus is None:
         return load_dataset(src.name, src.data_dir)
     ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
-                     min_df=src.min_df, stopwords=load_stopwords(data_dir=src.data_dir),
-                     n_model=N_MODEL, name=src.name)
+                     min_df=src.min_df, n_model=N_MODEL, name=src.name, data_dir=src.data_dir)
     if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
         raise ElicitError(
             f"{src.corpus} has {ds.n} reviews: a run, as a sweep splits the corpus, takes "

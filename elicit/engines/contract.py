@@ -122,11 +122,11 @@ class StanProgramFile:
     code: str
     data: Mapping[str, Declared]
     params: Mapping[str, Declared]
-    lines: Lines = ()  #: where each line of ``code`` was written (:func:`inline_includes`)
+    lines: Lines  #: where each line of ``code`` was written (:func:`inline_includes`)
 
     def in_source(self, text: str, copy: Path) -> str:
-        """``text`` with each line of the file ``copy`` of ``code`` it names (Stan's "'name',
-        line N") named by the file and line it was written in."""
+        """``text`` with each line of ``copy`` (a file of ``code``) it names as Stan does
+        ("'name', line N") named by the file and line that line was written in."""
         def one(m: re.Match) -> str:
             k = int(m.group(1))
             if not 1 <= k <= len(self.lines):
