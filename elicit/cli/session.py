@@ -242,12 +242,9 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.dataset:
         inputs = loaders.dataset_inputs(args.dataset, **reviews)
     elif args.corpus is not None:
-        try:
-            inputs = loaders.corpus_inputs(args.corpus, text_field=args.text_field,
-                                           rating_field=args.rating_field, min_df=args.min_df,
-                                           **reviews)
-        except ElicitError as e:  # the library's min_df=N is the option --min-df N here
-            raise ElicitError(str(e).replace("min_df=", "--min-df ")) from None
+        inputs = loaders.corpus_inputs(args.corpus, text_field=args.text_field,
+                                       rating_field=args.rating_field, min_df=args.min_df,
+                                       **reviews)
     elif args.from_npz is not None:
         inputs = loaders.npz_inputs(args.from_npz)
     else:
