@@ -17,8 +17,8 @@ def error_line(exc: BaseException) -> str | None:
     """The line the command line prints for ``exc``, or None if ``exc`` is a bug."""
     if isinstance(exc, EngineUnavailable):
         return f"{exc} (choose another engine with --engine numpy)"
-    if isinstance(exc, ElicitError):
-        return str(exc)
+    if isinstance(exc, ElicitError):  # the library's min_df=N is the option --min-df N here
+        return str(exc).replace("min_df=", "--min-df ")
     if isinstance(exc, sqlite3.Error):
         return f"session file problem: {exc}"
     if isinstance(exc, OSError):

@@ -238,9 +238,9 @@ def cmd_new(args: argparse.Namespace) -> int:
                                "--meta-features": args.meta_features})
     pool = 400 if args.pool_size is None and (args.dataset or args.corpus) else args.pool_size
     reviews: dict[str, Any] = dict(run=args.run or 0, seed=args.seed, meta_features=meta_kind,
-                                   meta_dim=meta_dim)
+                                   meta_dim=meta_dim, data_dir=args.data_dir)
     if args.dataset:
-        inputs = loaders.dataset_inputs(args.dataset, data_dir=args.data_dir, **reviews)
+        inputs = loaders.dataset_inputs(args.dataset, **reviews)
     elif args.corpus is not None:
         inputs = loaders.corpus_inputs(args.corpus, text_field=args.text_field,
                                        rating_field=args.rating_field, min_df=args.min_df,

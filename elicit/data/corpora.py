@@ -85,12 +85,23 @@ def select_features(counts: np.ndarray, vocabulary: Sequence[str], stopwords: It
     df = np.count_nonzero(counts > 0, axis=0)
     not_stop = _not_stop(vocabulary, stopwords)
     keep = np.flatnonzero(not_stop & (df >= min_df))
-    if keep.size == 0:
-        raise ElicitError(
-            f"the vocabulary is empty after filtering: of {len(vocabulary)} keywords, "
-            f"{int(not_stop.sum())} are not all-stop-word and {int((df >= min_df).sum())} occur "
-            f"in >= {min_df} of {counts.shape[0]} reviews, and none is both; lower min_df")
+    if keep.size < 2:
+        raise _too_few_keywords(df, not_stop, min_df, counts.shape[0])
     return keep
+
+
+def _too_few_keywords(df: np.ndarray, not_stop: np.ndarray, min_df: int, n: int) -> ElicitError:
+    """The error of a ``min_df`` leaving fewer than the 2 keywords a question compares, naming
+    the largest that keeps 2: the second-highest ``df`` of a keyword not all stop words."""
+    left = int(np.count_nonzero(not_stop & (df >= min_df)))
+    top = np.sort(df[not_stop])[::-1]
+    fix = (f"use min_df={top[1]} or lower (the largest that keeps 2)" if top.size > 1
+           else "no min_df keeps 2: check the texts and the stop list")
+    return ElicitError(
+        f"{'the vocabulary is empty' if left == 0 else 'only 1 keyword is left'} after "
+        f"filtering: of {len(df)} n-grams, {top.size} are not all stop words and "
+        f"{'none' if left == 0 else 'only 1'} of those occurs in >= {min_df} of {n} texts; a "
+        f"question compares 2 keywords: {fix}")
 
 
 def load_bow(records_path: str | os.PathLike, vocabulary_path: str | os.PathLike,
@@ -181,35 +192,35 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     if isinstance(stopwords, str):
         raise ElicitError(f"stopwords must be a collection of words such as [{stopwords!r}], "
                           f"not the string {stopwords!r}")
-    if min_df > len(texts):
-        raise ElicitError(f"min_df = {min_df} exceeds the number of texts ({len(texts)}), so no "
-                          "keyword can survive; lower min_df")
+    stopwords = frozenset(stopwords)  # read twice where min_df leaves too few keywords
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
     # Lower-case and normalise typographic apostrophes so "don’t" matches the stop word "don't".
     quotes = str.maketrans("\u2019\u2018", "''")
-    vec = CountVectorizer(lowercase=False, preprocessor=lambda t: t.lower().translate(quotes),
-                          token_pattern=TOKEN_PATTERN, ngram_range=tuple(ngram_range),
-                          min_df=int(min_df), dtype=np.int64)
+
+    def count(least: int):  # the n-grams in >= least texts: counts, names, df, not all stop
+        vec = CountVectorizer(lowercase=False, preprocessor=lambda t: t.lower().translate(quotes),
+                              token_pattern=TOKEN_PATTERN, ngram_range=tuple(ngram_range),
+                              min_df=least, dtype=np.int64)
+        X = vec.fit_transform(texts).tocsc()
+        vocab = [w.replace(" ", "_") for w in vec.get_feature_names_out()]
+        return X, vocab, np.diff(X.indptr), _not_stop(vocab, stopwords)
+
     try:
-        X = vec.fit_transform(texts)
-    except ValueError:
-        # sklearn: "empty vocabulary" (no token at all) or "After pruning, no terms remain".
-        raise ElicitError(f"the vocabulary is empty after filtering: no n-gram occurs in >= "
-                          f"{min_df} of {len(texts)} texts; lower min_df (e.g. "
-                          f"min_df={max(1, min_df // 2)}) or check the texts") from None
-    vocab = [w.replace(" ", "_") for w in vec.get_feature_names_out()]
-    # select_features' rule (min_df again: cheap), on the sparse matrix: the unfiltered
-    # vocabulary is large.
-    X = X.tocsc()
-    df = np.diff(X.indptr)
-    not_stop = _not_stop(vocab, stopwords)
-    keep = np.flatnonzero(not_stop & (df >= min_df))
-    if keep.size == 0:
-        raise ElicitError(f"the vocabulary is empty after filtering: no n-gram that is not all "
-                          f"stop words occurs in >= {min_df} of {len(texts)} texts; lower min_df "
-                          f"(e.g. min_df={max(1, min_df // 2)})")
+        X, vocab, df, not_stop = count(int(min_df))
+        # select_features' rule (min_df again: cheap), on the sparse matrix: the unfiltered
+        # vocabulary is large.
+        keep = np.flatnonzero(not_stop & (df >= min_df))
+    except ValueError:  # sklearn: "After pruning, no terms remain", min_df above len(texts)
+        keep = np.zeros(0, dtype=int)
+    if keep.size < 2:
+        try:  # the hint needs every n-gram's document frequency: counted on this path only
+            _, _, df, not_stop = count(1)
+        except ValueError:
+            raise ElicitError(f"none of the {len(texts)} texts holds a word; check the "
+                              "texts") from None
+        raise _too_few_keywords(df, not_stop, min_df, len(texts))
     if max_features is not None and keep.size > max_features:
         order = np.argsort(-df[keep], kind="stable")[:max_features]
         keep = np.sort(keep[order])
@@ -244,9 +255,8 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
                               "for the shipped raw-text reviews)")
         check_input_file(path, "review")
         label = None
-    if stopwords is None:
-        stopwords = load_stopwords(data_dir=data_dir)
-    return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label)
+    return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label,
+                       data_dir=data_dir)
 
 
 def read_reviews(path: str | os.PathLike, text_field: str = "text",
@@ -280,13 +290,15 @@ def read_reviews(path: str | os.PathLike, text_field: str = "text",
 def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field: str = "rating",
                 min_df: int | None = None, stopwords: Iterable[str] | None = None,
                 ngram_range: tuple[int, int] = (1, 2), max_features: int | None = None,
-                n_model: int | None = 1000, name: str | None = None) -> BowDataset:
+                n_model: int | None = 1000, name: str | None = None,
+                data_dir: str | os.PathLike | None = None) -> BowDataset:
     """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
 
     ``path`` is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line,
     either optionally gzipped, one review per record. ``min_df`` defaults to the paper's
     100-of-5149 scaled to the corpus (:func:`default_min_df`); ``stopwords`` (default the
-    shipped SMART list), ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
+    shipped SMART list, its copy in ``data_dir`` checked: :func:`~elicit.data.load_stopwords`),
+    ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
     A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
     label ``name`` defaults to the file name without its suffixes.
     """
@@ -299,7 +311,7 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
             f"{path} has {len(texts)} reviews but a run needs n_model = {n_model} model "
             "reviews (training + test; the rest go to the expert); use a larger corpus or "
             "a smaller n_model")
-    sw = stopwords if stopwords is not None else load_stopwords()
+    sw = stopwords if stopwords is not None else load_stopwords(data_dir=data_dir)
     if min_df is None:
         min_df = default_min_df(len(texts))
     ds = vectorize_texts(texts, ratings, sw, min_df, ngram_range,

@@ -175,10 +175,7 @@ def read_csv_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 def read_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """Read JSONL or CSV (either optionally ``.gz``), chosen by the file name."""
     path = Path(path)
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    kind = suffixes[-1] if suffixes else ""
+    kind = Path(path.name.lower().removesuffix(".gz")).suffix
     if kind == ".csv":
         return read_csv_records(path)
     if kind in (".jsonl", ".json", ".ndjson"):

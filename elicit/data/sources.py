@@ -36,7 +36,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 class DataSource:
     """The reviews of a real-data sweep (picklable; hashable, so it keys the cache): the
     paper matrices' absolute data directory, or a corpus file's absolute path, its text and
-    rating fields and keyword ``min_df`` (None: scaled to the corpus)."""
+    rating fields and keyword ``min_df`` (None: scaled to the corpus), and the data directory
+    whose stop list is checked (:func:`~elicit.data.files.load_stopwords`)."""
 
     name: str
     data_dir: str | None = None
@@ -72,7 +73,7 @@ def _load(src: DataSource) -> BowDataset:
     if src.corpus is None:
         return load_dataset(src.name, src.data_dir)
     ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
-                     min_df=src.min_df, n_model=N_MODEL, name=src.name)
+                     min_df=src.min_df, n_model=N_MODEL, name=src.name, data_dir=src.data_dir)
     if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
         raise ElicitError(
             f"{src.corpus} has {ds.n} reviews: a run, as a sweep splits the corpus, takes "
@@ -123,9 +124,10 @@ def corpus_name(path: str | os.PathLike, name: str | None = None) -> str:
 
 def corpus_source(path: str | os.PathLike, text_field: str = "text",
                   rating_field: str = "rating", min_df: int | None = None,
-                  name: str | None = None) -> DataSource:
+                  name: str | None = None,
+                  data_dir: str | os.PathLike | None = None) -> DataSource:
     """A review file (:func:`elicit.data.load_corpus`) as the data of a real-data sweep,
-    labelled ``name`` (default: the file's stem)."""
+    labelled ``name`` (default: the file's stem), its stop list checked in ``data_dir``."""
     p = Path(path)
     if not p.is_file():
         raise ElicitError(f"review file {p} not found")
@@ -135,7 +137,8 @@ def corpus_source(path: str | os.PathLike, text_field: str = "text",
         if not isinstance(fld, str) or not fld:
             raise ElicitError(f"the {what} must be a non-empty name, got {fld!r}")
     return DataSource(corpus_name(p, name), corpus=str(p.resolve()), text_field=text_field,
-                      rating_field=rating_field, min_df=min_df)
+                      rating_field=rating_field, min_df=min_df,
+                      data_dir=None if data_dir is None else str(data_dir))
 
 
 def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = None, *,

@@ -17,13 +17,8 @@ from elicit.model.variants import PAPER, SHIPPED_PROGRAM, get_model
 
 
 class Engine(ABC):
-    """Fits the MAP of a model variant; :meth:`fit` does the common work, then :meth:`_fit`.
-
-    Parameters
-    ----------
-    variant
-        ``"fixed"`` or ``"learned"`` tau2; must match the data's ``hyper.variant``.
-    """
+    """Fits the MAP of a model ``variant`` (``"fixed"`` or ``"learned"`` tau2, as the data's
+    ``hyper.variant``); :meth:`fit` does the common work, then :meth:`_fit`."""
 
     #: short name used on the command line
     name: str = "abstract"
@@ -37,18 +32,9 @@ class Engine(ABC):
 
     def fit(self, data: ModelData, init: Params | MAPResult | None = None, *,
             hessian: np.ndarray | None = None) -> MAPResult:
-        """Return the MAP, warm-started from ``init`` when given.
-
-        Parameters
-        ----------
-        data
-            The model data with the answers so far.
-        init
-            A previous MAP (a warm start) or a parameter point; default: the prior means.
-        hessian
-            The base Hessian (y-likelihood and priors) at ``init``, if the caller has it
-            (used only by engines with :attr:`uses_hessian`).
-        """
+        """The MAP of ``data`` (with the answers so far), warm-started from ``init``: a previous
+        MAP or a parameter point (default: the prior means). ``hessian``: the base Hessian
+        (y-likelihood and priors) at ``init``, if the caller has it (:attr:`uses_hessian`)."""
         if data.hyper.variant != self.variant:
             raise ElicitError(f"engine built for the {self.variant!r} variant got data of the "
                               f"{data.hyper.variant!r} variant")
@@ -75,14 +61,8 @@ class Engine(ABC):
 
 
 class StanProgramEngine(Engine):
-    """An engine that runs a Stan program: a user's file, or that of the data's model.
-
-    Parameters
-    ----------
-    variant, stan_file
-        ``"fixed"`` or ``"learned"`` tau2; a custom Stan program honouring the contract
-        (``docs/stan.md``), or ``None``: the program of the data's model.
-    """
+    """An engine that runs a Stan program: ``stan_file``, a user's program honouring the
+    contract (``docs/stan.md``), or (None) that of the data's model."""
 
     def __init__(self, variant: str = "fixed", stan_file: str | Path | None = None) -> None:
         super().__init__(variant)

@@ -54,16 +54,9 @@ def same_point(a: np.ndarray, b: np.ndarray, data: ModelData, rtol: float = 1e-3
 
 
 class CheckedEngine(Engine):
-    """Fit with ``engine``; check each fit against its numpy twin (of the same variant).
-
-    Parameters
-    ----------
-    engine
-        The engine in use (its results are returned).
-    modes
-        At different stationary points: ``"higher"`` continues from the higher one,
-        ``"stop"`` raises :class:`~elicit.errors.EngineError`.
-    """
+    """Fit with ``engine`` (its results are returned); check each fit against its numpy twin
+    (of the same variant). At different stationary points ``modes`` ``"higher"`` continues
+    from the higher one, ``"stop"`` raises :class:`~elicit.errors.EngineError`."""
 
     #: a point is stationary when the twin's density rises by at most this much near it
     #: (CmdStan's L-BFGS stops 0.011 below a maximum on an Amazon-size problem)

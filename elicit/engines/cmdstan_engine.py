@@ -111,9 +111,11 @@ _NOISE = re.compile(r"Stan can't start|Initialization (between|failed)|Try speci
                     r"^Optimization terminated|^\s*$")
 
 
-def console_summary(text: str) -> str:
-    """The informative line of a failed run's output: the program's exception, else the
-    first lines after CmdStan's argument listing."""
+def console_summary(error: Exception, program: StanProgramFile) -> str:
+    """The informative line of a failed run's output: the program's exception (located in the
+    file the user wrote, not in the inlined copy compiled), else the first lines after
+    CmdStan's argument listing."""
+    text = program.in_source(str(error), cached_program(program.path, program.code))
     _, _, out = text.partition("console log output:")
     lines = [ln.strip() for ln in (out or text).splitlines()]
     # the argument listing ends with "num_threads = ..." (CmdStan >= 2.28)
@@ -139,11 +141,6 @@ def _write_log(stem: str, text: str) -> Path | None:
 
 class CmdStanEngine(StanProgramEngine):
     """MAP with CmdStan's ``optimize`` (``jacobian=False``), L-BFGS then Newton on failure.
-
-    Parameters
-    ----------
-    variant, stan_file
-        As for :class:`~elicit.engines.base.StanProgramEngine`.
 
     Programs are compiled from a copy (:func:`cached_program`): cmdstanpy writes the
     executable beside the ``.stan`` file, which may sit in a read-only site-packages.
@@ -191,7 +188,7 @@ class CmdStanEngine(StanProgramEngine):
                                      sig_figs=18).iloc[0]
         except RuntimeError as exc:
             raise EngineError(f"CmdStan's log_prob failed after {len(data.f)} answers: "
-                              f"{console_summary(str(exc))}") from exc
+                              f"{console_summary(exc, program)}") from exc
         # gradient columns g_<name>[.k] of the unconstrained u: u = log(x) for a bounded
         # entry, d/dx = (d/du) / x; u = x for an unbounded one (zeta)
         gu = np.array([row[f"g_{n}.{k}" if k else f"g_{n}"] for n, k in program.entries(lay)])
@@ -220,7 +217,7 @@ class CmdStanEngine(StanProgramEngine):
                         iter=self.max_iter, seed=self.seed, save_iterations=True,
                         require_converged=False, show_console=False, sig_figs=18)
             except RuntimeError as exc:
-                errors.setdefault(console_summary(str(exc)), []).append(algorithm)
+                errors.setdefault(console_summary(exc, program), []).append(algorithm)
                 details.append(f"--- {algorithm}\n{exc}")
                 continue
             # An unconverged run (line search failed) is kept only until a better one exists.

@@ -78,7 +78,9 @@ def _one_line(message: str) -> str:
 
 
 #: an include directive, as stanc accepts it: ``#include file``, ``"file"`` or ``<file>``
-_INCLUDE = re.compile(r'^[ \t]*#include[ \t]+["<]?([^"<>\s]+)[">]?[ \t]*$', re.M)
+_INCLUDE = re.compile(r'^[ \t]*#include[ \t]+["<]?([^"<>\s]+)[">]?[ \t]*$')
+#: where each line of an inlined program was written: its file and line number
+Lines = tuple[tuple[Path, int], ...]
 
 
 def include_paths(path: Path) -> tuple[Path, ...]:
@@ -88,11 +90,16 @@ def include_paths(path: Path) -> tuple[Path, ...]:
     return (own,) if own == shipped else (own, shipped)
 
 
-def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
-    """The text of ``path`` with every ``#include`` replaced by the (inlined) file it names."""
+def inline_includes(path: Path, paths: tuple[Path, ...]) -> tuple[str, Lines]:
+    """The text of ``path`` with every ``#include`` line replaced by the (inlined) file it
+    names, and the file and line number each of its lines was written in."""
 
-    def expand(text: str, chain: tuple[Path, ...]) -> str:
-        def one(m: re.Match) -> str:
+    def expand(text: str, file: Path, chain: tuple[Path, ...]) -> list[tuple[str, Path, int]]:
+        out = []
+        for k, line in enumerate(text.split("\n"), 1):
+            if (m := _INCLUDE.match(line)) is None:
+                out.append((line, file, k))
+                continue
             name = m.group(1)
             found = next((p / name for p in paths if (p / name).is_file()), None)
             if found is None:
@@ -100,11 +107,11 @@ def inline_includes(path: Path, paths: tuple[Path, ...]) -> str:
                                   f"{', '.join(map(str, paths))}")
             if found in chain:
                 raise ElicitError(f"{path}: #include {name} includes itself")
-            return expand(found.read_text(), (*chain, found)).rstrip("\n")
+            out += expand(found.read_text().rstrip("\n"), found, (*chain, found))
+        return out
 
-        return _INCLUDE.sub(one, text)
-
-    return expand(path.read_text(), (path.resolve(),))
+    lines = expand(path.read_text(), path, (path.resolve(),))
+    return "\n".join(text for text, _, _ in lines), tuple((f, k) for _, f, k in lines)
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,18 @@ class StanProgramFile:
     code: str
     data: Mapping[str, Declared]
     params: Mapping[str, Declared]
+    lines: Lines  #: where each line of ``code`` was written (:func:`inline_includes`)
+
+    def in_source(self, text: str, copy: Path) -> str:
+        """``text`` with each line of ``copy`` (a file of ``code``) it names as Stan does
+        ("'name', line N") named by the file and line that line was written in."""
+        def one(m: re.Match) -> str:
+            k = int(m.group(1))
+            if not 1 <= k <= len(self.lines):
+                return m.group(0)
+            return f"'{self.lines[k - 1][0]}', line {self.lines[k - 1][1]}"
+
+        return re.sub(rf"'(?:[^']*/)?{re.escape(copy.name)}', line (\d+)", one, text)
 
     def stan_data(self, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` under the program's names, a one-entry array as a declared scalar."""
@@ -164,10 +183,10 @@ def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile
     if not path.is_file():
         raise ElicitError(f"Stan file {path} does not exist")
     paths = include_paths(path)
-    code = inline_includes(path, paths)
+    code, lines = inline_includes(path, paths)
     info = _info(str(stanc or find_stanc()), str(path), paths, code)
     return StanProgramFile(path, code, _declarations(info["inputs"]),
-                           _declarations(info["parameters"]))
+                           _declarations(info["parameters"]), lines)
 
 
 def _unsuppliable(prog: StanProgramFile, variant: str, model: str) -> list[str]:

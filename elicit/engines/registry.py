@@ -13,21 +13,11 @@ ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
 def get_engine(name: str | Engine = "auto", variant: str = "fixed",
                stan_file: str | Path | None = None, check: bool | str = False) -> Engine:
-    """Build an engine by name (an :class:`Engine` is returned as it is).
-
-    Parameters
-    ----------
-    name
-        ``"auto"``, ``"numpy"``, ``"cmdstan"`` or ``"pystan"`` (or an engine). ``"auto"``: numpy
-        for the shipped programs, CmdStan (if installed, else PyStan) for a custom ``stan_file``.
-    variant
-        ``"fixed"`` or ``"learned"`` tau2.
-    stan_file
-        A custom Stan program honouring the contract (``docs/stan.md``; cmdstan, pystan).
-    check
-        Check every fit against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`):
-        ``True`` is ``"higher"``.
-    """
+    """Build an engine by ``name`` (an :class:`Engine` is returned as it is): ``"numpy"``,
+    ``"cmdstan"``, ``"pystan"`` or ``"auto"``: numpy for the shipped programs, CmdStan (if
+    installed, else PyStan) for a ``stan_file`` of one's own (``docs/stan.md``). ``check``:
+    every fit checked against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`;
+    ``True`` is ``"higher"``)."""
     if isinstance(name, Engine):
         return name
     if check and stan_file is not None:  # refused before any build

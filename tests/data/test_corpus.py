@@ -137,14 +137,15 @@ def test_errors(tmp_path, corpus_files):
     assert load_corpus(few, n_model=200).n == 300
     with pytest.raises(ElicitError, match="n_model must be a positive integer or None"):
         load_corpus(few, n_model=0)
-    # No keyword survives the rule: suggest a lower min_df.
-    with pytest.raises(ElicitError, match=r"empty after filtering.*lower min_df \(e.g. "
-                                          r"min_df=150\)"):
+    # No keyword survives the rule: name a min_df that keeps two.
+    with pytest.raises(ElicitError, match=r"empty after filtering.*use min_df=\d+ or lower") as e:
         load_corpus(few, n_model=None, min_df=300)
+    best = int(str(e.value).split("use min_df=")[1].split()[0])
+    assert load_corpus(few, n_model=None, min_df=best).p >= 2
     stop = _write_jsonl(tmp_path / "stop.jsonl",
                         [{"text": "it is the one", "rating": k % 5 + 1} for k in range(20)])
-    with pytest.raises(ElicitError, match=r"no n-gram that is not all stop words occurs in "
-                                          r">= 2 of 20 texts; lower min_df"):
+    with pytest.raises(ElicitError, match=r"0 are not all stop words and none of those occurs "
+                                          r"in >= 2 of 20 texts; .*no min_df keeps 2"):
         load_corpus(stop, n_model=None)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -141,14 +142,44 @@ def test_vectorize_texts_rule():
     assert list(ds.counts[:, j]) == [1, 1, 0, 0, 1]
     assert np.all(np.count_nonzero(ds.counts, axis=0) >= 2)
     assert list(ds.ratings) == [1, 2, 4, 2, 3]
-    with pytest.raises(ElicitError, match=r"empty after filtering.*lower min_df \(e.g. min_df=2\)"):
+    # 'good' is in 4 texts, 'not_good' in 3: at most 3 keeps two keywords
+    with pytest.raises(ElicitError, match=r"empty after filtering.*use min_df=3 or lower"):
         vectorize_texts(texts, [1, 2, 4, 2, 3], STOP, min_df=5)
-    with pytest.raises(ElicitError, match=r"min_df = 6 exceeds the number of texts \(5\)"):
+    with pytest.raises(ElicitError, match=r"in >= 6 of 5 texts; .* use min_df=3 or lower"):
         vectorize_texts(texts, [1, 2, 4, 2, 3], STOP, min_df=6)
 
 
 # --------------------------------------------------------------------------------------------
 # loaders on small files, good and bad
+def test_too_high_a_min_df_names_the_largest_that_keeps_two_keywords():
+    """Where min_df leaves no keyword or only one, the message names a value that keeps 2
+    (the largest: one more leaves fewer), for raw texts and for a count matrix."""
+    texts = ["not good at all", "Not good.", "the food was good", "I don’t like it at all",
+             "not good food"]
+    ratings = [1, 2, 4, 2, 3]
+
+    def suggested(err) -> int:
+        m = re.search(r"use min_df=(\d+) or lower", str(err.value))
+        assert m and "\n" not in str(err.value), str(err.value)
+        return int(m.group(1))
+
+    for min_df in (4, 5):  # 'good' alone is in 4 texts; nothing in 5
+        with pytest.raises(ElicitError) as err:
+            vectorize_texts(texts, ratings, STOP, min_df=min_df)
+        best = suggested(err)
+        assert vectorize_texts(texts, ratings, STOP, min_df=best).p >= 2
+        with pytest.raises(ElicitError, match=f"min_df={best} or lower"):
+            vectorize_texts(texts, ratings, STOP, min_df=best + 1)
+    vocab = ["good", "bad", "the", "rare"]
+    counts = np.array([[1, 1, 1, 0], [2, 0, 1, 1], [1, 1, 1, 0], [0, 3, 1, 0]])
+    with pytest.raises(ElicitError) as err:
+        select_features(counts, vocab, STOP, min_df=4)
+    best = suggested(err)
+    assert len(select_features(counts, vocab, STOP, min_df=best)) == 2
+    with pytest.raises(ElicitError, match=f"min_df={best} or lower"):
+        select_features(counts, vocab, STOP, min_df=best + 1)
+
+
 # --------------------------------------------------------------------------------------------
 
 def _write_jsonl(path: Path, recs, gz: bool = True) -> Path:

@@ -409,6 +409,9 @@ def test_a_failed_fit_is_one_line_and_its_output_goes_to_a_log_file(user_program
     msg = str(err.value)
     assert "\n" not in msg and len(msg) < 600, msg
     assert "threshold_mean 1e+07 is too large" in msg, msg
+    # located in the user's file, not in the inlined copy CmdStan compiled
+    at = user_program.path.read_text().split("\n").index("  " + GUARD) + 1
+    assert f"(in '{user_program.path}', line {at}, column " in msg, msg
     log = err.value.log_file
     assert log is not None and log.is_file() and str(log) in msg, msg
     text = log.read_text()

@@ -336,6 +336,32 @@ def test_includes_are_found_beside_the_program_then_in_the_shipped_folder(tmp_pa
     assert "// my kernel" in code and "-0.25 *" in code and "#include" not in code
 
 
+def test_a_line_of_the_inlined_program_is_traced_to_the_file_it_was_written_in(tmp_path):
+    """CmdStan compiles (and Stan's messages name the lines of) a copy with the includes
+    inlined: each of its lines is traced to the user's file, or to the included file, and
+    line, that holds it; a message naming the copy's line names that file and line."""
+    from elicit.engines.contract import StanProgramFile, include_paths, inline_includes
+
+    inner, part = tmp_path / "inner.stan", tmp_path / "part.stan"
+    inner.write_text("  // inner, line 1\n  real two() { return 2; }\n\n\n")
+    part.write_text("  // part, line 1\n#include inner.stan\n  // part, line 3\n")
+    mine = tmp_path / "mine.stan"
+    mine.write_text('// 1\nfunctions {\n#include part.stan\n}\nmodel {\n  reject("no");\n}\n')
+    code, lines = inline_includes(mine, include_paths(mine))
+    assert "#include" not in code and len(lines) == code.count("\n") + 1
+    for text, (file, k) in zip(code.split("\n"), lines):
+        assert file.read_text().split("\n")[k - 1] == text, (file, k)
+    prog = StanProgramFile(mine, code, {}, {}, lines)
+    copy = tmp_path / "cache" / "mine_0123456789ab.stan"
+    at = code.split("\n").index('  reject("no");') + 1
+    got = prog.in_source(f"Exception: no (in '{copy.name}', line {at}, column 2 to column 15)",
+                         copy)
+    assert got == f"Exception: no (in '{mine}', line 6, column 2 to column 15)"
+    at = code.split("\n").index("  real two() { return 2; }") + 1
+    assert prog.in_source(f"(in '{copy}', line {at}, column 3)", copy) == \
+        f"(in '{inner}', line 2, column 3)"
+
+
 @pytest.mark.slow
 @pytest.mark.pystan
 def test_custom_stan_file_runs_in_pystan(engines, tmp_path):

@@ -105,6 +105,12 @@ def test_corpus_errors(corpus, tmp_path, capsys):
     e = err([*base, "--corpus", str(small), "--text-field", "review", "--rating-field",
              "stars"])
     assert "1050 reviews" in e and "at least 1100" in e
+    # A --min-df that leaves no keyword: the message names the largest that keeps 2, as the
+    # option is spelt.
+    e = err([*base, "--corpus", str(corpus), "--text-field", "review", "--rating-field",
+             "stars", "--min-df", "1300"])
+    assert "or lower (the largest that keeps 2)" in e and "use --min-df " in e, e
+    assert "min_df" not in e, e
     # --dataset and --corpus together: argparse's usage error.
     with pytest.raises(SystemExit):
         main([*base, "--dataset", "amazon", "--corpus", str(corpus)])

@@ -82,3 +82,52 @@ def test_a_corpus_too_small_for_a_run_is_refused(tmp_path, capsys, n):
     assert main(["session", "new", "--corpus", str(corpus), "--text-field", "body",
                  "--rating-field", "stars", "--out", str(tmp_path / "s.session")]) == 2
     assert f"{n} reviews" in capsys.readouterr().err
+
+
+def test_data_dir_with_a_corpus_is_the_choice_elicit_data_makes(tmp_path, capsys, monkeypatch):
+    """--data-dir DIR beside --corpus is where the corpus's stop list is checked, as with
+    $ELICIT_DATA=DIR: a missing DIR, or a stop list there other than the shipped one, is the
+    same one-line error either way; an existing DIR without a stop list is taken."""
+    from elicit.data.files import DATA_ENV, STOPWORDS_FILE
+
+    corpus = tmp_path / "kettles.jsonl"
+    _corpus(corpus, n=1100)
+    args = ["session", "new", "--corpus", str(corpus), "--text-field", "body", "--rating-field",
+            "stars", "--min-df", "20", "--engine", "numpy", "--overwrite", "--out"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / STOPWORDS_FILE).write_text("kettle\n")
+    for folder in (tmp_path / "no" / "such", other):
+        monkeypatch.delenv(DATA_ENV, raising=False)
+        assert main([*args, str(tmp_path / "a.session"), "--data-dir", str(folder)]) == 2
+        by_option = capsys.readouterr().err
+        monkeypatch.setenv(DATA_ENV, str(folder))
+        assert main([*args, str(tmp_path / "b.session")]) == 2
+        by_env = capsys.readouterr().err
+        assert str(folder) in by_option and by_option.count("\n") == 1, by_option
+        assert by_option.replace("--data-dir / data_dir option",
+                                 f"environment variable {DATA_ENV}") == by_env
+    assert not list(tmp_path.glob("*.session"))
+    monkeypatch.delenv(DATA_ENV)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*args, str(tmp_path / "a.session"), "--data-dir", str(empty)]) == 0
+
+
+def test_too_high_a_min_df_names_a_value_that_works(tmp_path, capsys):
+    """--min-df leaving no keyword, or only one, is refused naming --min-df N (as the option
+    is spelt), N the largest value that keeps the 2 keywords a question compares."""
+    import re
+
+    corpus = tmp_path / "kettles.jsonl"
+    _corpus(corpus, n=1100)
+    args = ["session", "new", "--corpus", str(corpus), "--text-field", "body", "--rating-field",
+            "stars", "--engine", "numpy", "--overwrite", "--out", str(tmp_path / "k.session")]
+    assert main([*args, "--min-df", "1100"]) == 2
+    err = capsys.readouterr().err
+    m = re.search(r"use --min-df (\d+) or lower", err)
+    assert m and err.count("\n") == 1 and "min_df" not in err, err
+    best = int(m.group(1))
+    assert main([*args, "--min-df", str(best + 1)]) == 2
+    assert f"use --min-df {best} or lower" in capsys.readouterr().err
+    assert main([*args, "--min-df", str(best)]) == 0
