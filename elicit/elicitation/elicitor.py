@@ -305,11 +305,16 @@ class Elicitor:
         if self.hyper.variant != "fixed":
             raise ElicitError("set_tau2 needs a fixed tau2 (variant 'fixed'): this one learns it")
         first = self._first = self._first or (self.base, self.initial_fit, self._initial_hessian)
-        self.base = dataclasses.replace(first[0], hyper=dataclasses.replace(
-            self.hyper, tau2=float(check_tau2(tau2, modes=()))))
-        self.initial_fit, self._initial_hessian = self.engine.fit(self.base, init=first[1]), None
-        asked = self._asked
-        self.set_answers([(a.kind, *a) for a in self.history])
+        now, asked = (self.base, self.initial_fit, self._initial_hessian), self._asked
+        try:
+            self.base = base = dataclasses.replace(first[0], hyper=dataclasses.replace(
+                self.hyper, tau2=float(check_tau2(tau2, modes=()))))
+            self.initial_fit, self._initial_hessian = self.engine.fit(base, init=first[1]), None
+            self.set_answers([(a.kind, *a) for a in self.history])  # no change if it fails
+        except BaseException:
+            # an engine error leaves the state whole: the old tau2 with its fit
+            self.base, self.initial_fit, self._initial_hessian = now
+            raise
         self._asked = asked
         return self.fit
 

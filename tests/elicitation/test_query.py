@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -631,6 +632,35 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
             el.next_batch("stale-test", np.random.default_rng(0), 2)
     finally:
         unregister_strategy("stale-test")
+
+
+def test_a_failed_set_tau2_leaves_the_state_whole(monkeypatch):
+    # set_tau2 replaced its base and start before its refits: after an engine error the new
+    # tau2 stood beside the old answers' fit (the start's fit failing, then the answers')
+    from elicit.errors import EngineError
+
+    el = make_elicitor()
+    el.answer(0, 1, "similar")
+    inner = el.engine
+    state = el.base, el.initial_fit, el.data, el.fit, list(el.history)
+    for good_fits in (0, 1):
+        fits: list = []
+
+        def fit(data, init=None, fits=fits, good_fits=good_fits, **kw):
+            fits.append(data)
+            if len(fits) > good_fits:
+                raise EngineError("CmdStan optimisation failed: made up")
+            return inner.fit(data, init=init, **kw)
+
+        monkeypatch.setattr(el, "engine", SimpleNamespace(fit=fit))
+        with pytest.raises(ElicitError, match="made up"):
+            el.set_tau2(0.1)
+        assert len(fits) == good_fits + 1
+        assert (el.base, el.initial_fit, el.data, el.fit, el.history) == state
+        assert el.hyper.tau2 == 0.5 and el.is_asked(0, 1)
+    monkeypatch.setattr(el, "engine", inner)
+    el.set_tau2(0.1)
+    assert el.hyper.tau2 == 0.1 and el.data.hyper.tau2 == 0.1 and el.n_answers == 1
 
 
 def test_a_failed_set_answers_leaves_the_state_whole(monkeypatch):
