@@ -395,8 +395,8 @@ def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,
                 say(f"{spec.name}: present and verified, skipped")
                 results.append(FetchResult(spec.name, path, "present"))
                 continue
-            raise ElicitError(f"{path} is present but does not match its SHA-256 "
-                              f"({spec.sha256}); delete it or fetch with force to replace it")
+            raise ElicitError(f"{path} is present but does not match its SHA-256 ({spec.sha256})"
+                              "; delete it, or replace it with force=True (--force)")
         urls = ((f"{_as_url(mirror)}/{urllib.parse.quote(spec.name)}",) if mirror
                 else tuple(s.url(base) for s in spec.sources))
         for u in urls:

@@ -98,8 +98,8 @@ class SweepConfig(Recorded):
         if self.check_engine and (self.settings.stan_file is not None
                                   or self.settings.engine not in ("cmdstan", "pystan")):
             raise ElicitError("--check-engine compares the fits of --engine cmdstan or pystan "
-                              "with the numpy engine, which runs only the shipped Stan "
-                              "programs, not a custom --stan-file")
+                              "with the numpy engine's (the shipped Stan programs only): give "
+                              "one of those engines, and no custom --stan-file")
 
 
 def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:

@@ -78,13 +78,13 @@ def to_inferencedata(session: SessionState):
 #: What the relevance model's variables of the netCDF export mean (their ``description``).
 _RELEVANCE_DESCRIPTIONS = {
     "zeta": "MAP of zeta, the logit of the share of relevant features among those not judged; "
-            "an unjudged feature's prior variance scale is lambda_u = s(zeta) + (1 - s(zeta)) "
-            "irrelevant_scale",
+            "an unjudged feature j's prior variance scale is s_j + (1 - s_j) irrelevant_scale, "
+            "s_j = s(zeta + 2 a_j), a_j the answers about j's neighbours in meta-feature space",
     "relevance_class": "the feature's class in the model: 1 relevant (answered so, or in an "
                        "answered pair), 0 irrelevant, -1 not judged (not asked, don't know, "
                        "or the experts disagree)",
     "p_relevant": "probability that the feature affects the outcome at the MAP: 1 or 0 for a "
-                  "judged feature, else s(zeta + log BF), BF = p(y | lambda = 1) / "
+                  "judged feature, else s(zeta + 2 a_j + log BF), BF = p(y | lambda = 1) / "
                   "p(y | lambda = irrelevant_scale)",
     "prior_scale": "h = sqrt(lambda) at the MAP: the prior covariance of beta is sigma2 tau2 "
                    "diag(h) K diag(h)",

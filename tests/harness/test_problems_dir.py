@@ -152,8 +152,10 @@ def test_the_rerun_a_failed_engine_start_suggests_is_taken(tmp_path, capsys, mon
     assert "holds results of other settings (seed: 0 there, 3 now)" in capsys.readouterr().err
     for engine in ("numpy", "auto"):
         assert main([*argv, "--engine", engine, "--check-engine"]) == 2
+        # it ended "not a custom --stan-file", where none was given
         assert ("--check-engine compares the fits of --engine cmdstan or pystan with the "
-                "numpy engine" in capsys.readouterr().err)
+                "numpy engine's (the shipped Stan programs only): give one of those engines, "
+                "and no custom --stan-file" in capsys.readouterr().err)
 
 
 def test_a_strategy_named_twice_is_refused(capsys):

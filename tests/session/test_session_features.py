@@ -289,6 +289,10 @@ def test_export_holds_the_relevance_posterior(tmp_path):
     for name in ("relevance_class", "p_relevant", "prior_scale"):
         assert const[name].attrs["description"]
     assert post["zeta"].attrs["description"] and post.attrs["questions"] == "pairs,relevance"
+    # the neighbours' answers enter the share (RelevanceScales.logits): it said s(zeta + log BF)
+    assert "s(zeta + 2 a_j + log BF)" in const["p_relevant"].attrs["description"]
+    assert "s(zeta + 2 a_j), a_j the answers about j's neighbours" in \
+        post["zeta"].attrs["description"]
     const.close()
     post.close()
     doc = json.loads((tmp_path / "prior.json").read_text())
