@@ -8,7 +8,7 @@ caught. ``<!-- docs-test: argv ARG ... -->`` gives a script its command-line arg
 (``{tmp}`` is the working folder).
 
 The documents of :data:`DOCS` are covered; docs/models.md's example runs in
-tests/test_models.py, docs/extending.md's in tests/harness/test_extending.py. The other
+tests/model/test_models.py, docs/extending.md's in tests/harness/test_extending.py. The other
 documents' Python blocks (data.md, simulations.md, metafeatures.md, scaling.md) are fragments
 that need a data set or a cluster, and are not run yet: add them here with markers once they
 can be. A model an example registers is unregistered afterwards.
