@@ -383,28 +383,37 @@ def _amazon_scorer(p: int = 120, n_answers: int = 2):
 
 def test_adaptive_refinement_stops_once_the_winner_is_clear():
     data, fit, engine, pool = _amazon_scorer()
-    sc = UtilityScorer(data, fit, engine)
-    sc.batch_flops = 0.0                    # the Laplace screen alone, as at Amazon size
-    assert sc.refine_flops < 10 * flops_per_eval(data)        # only one is guaranteed
-    screen = sc.score(pool, "fast", refine=0).utility
-    fast = sc.score(pool, "fast", refine=10)
-    exact = sc.score(pool, "exact")
-    # the refitted ones are the screen's best, in its order, with the exact mode's values
-    done = np.flatnonzero(fast.exact)
-    assert 1 <= len(done) < 10
-    order = np.argsort(-screen, kind="stable")
-    assert set(done) == set(order[:len(done)])
-    np.testing.assert_allclose(fast.utility[done], exact.utility[done], rtol=1e-12)
-    # it stopped when the best exact value beat the next estimate by the margin, not before
-    best = np.maximum.accumulate(exact.utility[order[:len(done)]])
-    nxt = screen[order[len(done)]]
-    assert best[-1] >= (1 + sc.refine_margin) * nxt
-    if len(done) > 1:
+    # the exact mode's values of the screen's best 10 (refine=10 re-scores no others; each
+    # pair is scored alone), the rest NaN
+    screen = UtilityScorer(data, fit, engine).score(pool, "fast", refine=0).utility
+    top = np.argsort(-screen, kind="stable")[:10]
+    exact = np.full(len(pool), np.nan)
+    exact[top] = UtilityScorer(data, fit, engine).score(pool[top], "exact").utility
+    # the default margin stops after the one guaranteed re-score here; a wider one only
+    # after several, so that "not before" is checked too
+    for margin, n_done in ((None, 1), (2.0, 5)):
+        sc = UtilityScorer(data, fit, engine)
+        sc.batch_flops = 0.0                    # the Laplace screen alone, as at Amazon size
+        if margin is not None:
+            sc.refine_margin = margin
+        assert sc.refine_flops < 10 * flops_per_eval(data)        # only one is guaranteed
+        screen = sc.score(pool, "fast", refine=0).utility
+        fast = sc.score(pool, "fast", refine=10)
+        # the refitted ones are the screen's best, in its order, with the exact mode's values
+        done = np.flatnonzero(fast.exact)
+        assert len(done) == n_done, (margin, done)
+        order = np.argsort(-screen, kind="stable")
+        assert set(done) == set(order[:len(done)])
+        np.testing.assert_allclose(fast.utility[done], exact[done], rtol=1e-12)
+        # it stopped when the best exact value beat the next estimate by the margin, not before
+        best = np.maximum.accumulate(exact[order[:len(done)]])
+        nxt = screen[order[len(done)]]
+        assert best[-1] >= (1 + sc.refine_margin) * nxt
         assert not np.any(best[:-1] >= (1 + sc.refine_margin) * screen[order[1:len(done)]])
-    # the others keep their screen estimates
-    others = np.setdiff1d(np.arange(len(pool)), done)
-    assert np.array_equal(fast.utility[others], screen[others])
-    assert fast.best == int(done[np.argmax(exact.utility[done])])
+        # the others keep their screen estimates
+        others = np.setdiff1d(np.arange(len(pool)), done)
+        assert np.array_equal(fast.utility[others], screen[others])
+        assert fast.best == int(done[np.argmax(exact[done])])
 
 
 def test_refinement_without_early_stop_rescores_all_requested():

@@ -380,8 +380,11 @@ def test_custom_stan_file_runs_in_pystan(engines, tmp_path):
 
 # -- the CmdStan engine ------------------------------------------------------------------
 
-@pytest.mark.skipif(cmdstan_missing() is None, reason="CmdStan is installed")
-def test_cmdstan_unavailable_explains_install():
+def test_cmdstan_unavailable_explains_install(tmp_path, monkeypatch):
+    # Runs where CmdStan is installed too: the installation is hidden (no CMDSTAN, a home
+    # without ~/.cmdstan), as on a machine that never had one.
+    monkeypatch.delenv("CMDSTAN", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(EngineUnavailable, match="install_cmdstan") as err:
         CmdStanEngine("fixed")
     assert "CMDSTAN" in str(err.value)

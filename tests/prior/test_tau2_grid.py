@@ -64,14 +64,19 @@ def test_ml_extends_the_grid_until_the_optimum_is_inside(arrays):
 
 
 def test_an_optimum_beyond_the_bounds_stops_at_them():
-    """Pure noise: the CV wants no signal at all, the choice stops at the lower bound."""
+    """Pure noise: the CV wants no signal at all, the choice walks down to the lower bound and
+    stops there; a strong signal: up to the upper bound. (Each CV error is monotone over the
+    values scored, so the walk ends at the bound, not at an interior optimum.)"""
     rng = np.random.default_rng(0)
-    X, U = rng.normal(size=(20, 6)), rng.normal(size=(6, 2))
-    y = rng.normal(size=20)
-    best, scores = cv_tau2(X, y - y.mean(), U, [1.0, 10.0], folds=4)
-    if best == min(scores):
-        assert best == TAU2_BOUNDS[0]
-    assert TAU2_BOUNDS[0] <= min(scores) and max(scores) <= TAU2_BOUNDS[1]
+    X, U = rng.normal(size=(200, 6)), rng.normal(size=(6, 2))
+    noise = rng.normal(size=200)
+    signal = X @ (10 * rng.normal(size=6)) + 0.01 * noise
+    for y, grid, bound in ((noise, [1e-5, 1e-4], TAU2_BOUNDS[0]),
+                           (signal, [10.0, 100.0], TAU2_BOUNDS[1])):
+        best, scores = cv_tau2(X, y - y.mean(), U, grid, folds=4)
+        assert best == bound, scores                              # reached the bound
+        assert TAU2_BOUNDS[0] <= min(scores) and max(scores) <= TAU2_BOUNDS[1]  # not beyond
+    assert TAU2_BOUNDS == (1e-6, 1e3)                             # the documented bounds
 
 
 def test_cv_tau2_checks_grid_and_folds_before_the_engine():

@@ -109,7 +109,7 @@ def test_resume_gives_the_same_questions_as_an_uninterrupted_session(tmp_path):
     asked_a = []
     for a in answers:
         q = straight.next_query()
-        asked_a.append((q.i, q.j, round(q.expected_gain, 12)))
+        asked_a.append((q.i, q.j, q.expected_gain))
         straight.answer(q, a)
     straight.close()
     path = tmp_path / "b.session"
@@ -118,19 +118,23 @@ def test_resume_gives_the_same_questions_as_an_uninterrupted_session(tmp_path):
     for k, a in enumerate(answers):
         s = Session.open(path)
         q = s.next_query()
-        asked_b.append((q.i, q.j, round(q.expected_gain, 12)))
+        asked_b.append((q.i, q.j, q.expected_gain))
         if k % 2:  # sometimes close with the query pending: it must come back as it was
             s.close()
             s = Session.open(path)
             assert s.next_query().id == q.id
         s.answer(q, a)
         s.close()
-    assert asked_a == asked_b
+    # the same pairs; the gains are computed by other paths (a resumed fit starts elsewhere:
+    # they differ in the last digits), so to a tolerance, not rounded and compared exactly
+    assert [q[:2] for q in asked_a] == [q[:2] for q in asked_b]
+    np.testing.assert_allclose([q[2] for q in asked_a], [q[2] for q in asked_b], rtol=1e-9)
     with Session.open(path) as s, Session.open(tmp_path / "a.session") as t:
         # the fit of a reopened file against one kept in memory: equal to rounding
         np.testing.assert_allclose(s.fit.gamma, t.fit.gamma, rtol=1e-12, atol=1e-14)
         qs, qt = s.next_query(), t.next_query()
-        assert (qs.i, qs.j, qs.expected_gain) == (qt.i, qt.j, qt.expected_gain)
+        assert (qs.i, qs.j) == (qt.i, qt.j)
+        assert qs.expected_gain == pytest.approx(qt.expected_gain, rel=1e-9)
 
 
 def test_open_with_the_same_data_is_accepted_and_with_other_data_refused(sess):

@@ -350,10 +350,10 @@ def test_a_huge_query_id_is_an_unknown_query_in_the_api_and_the_web(tmp_path):
 def test_batch_is_bounded_with_a_message(tmp_path, capsys):
     path = tmp_path / "b.session"
     new(path).close()
-    t0 = time.perf_counter()
+    # refused by the parser (its message), before the session is opened: no clock, which a
+    # busy machine can run past
     code, _, err = cli(capsys, "ask", path, "--batch", "100000")
-    assert code == 2 and "at most 50 questions at a time" in err
-    assert time.perf_counter() - t0 < 10
+    assert code == 2 and "at most 50 questions at a time, got 100000" in err
     with Session.open(path) as s:
         with pytest.raises(ElicitError, match="at most 50 questions"):
             s.batch(51)
