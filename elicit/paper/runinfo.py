@@ -118,7 +118,7 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
 
 
 #: Version of the memoised pieces (:func:`memoised_pieces`): raise it when one changes.
-MEMO_VERSION = 1
+MEMO_VERSION = 2
 
 
 @single_blas_thread

@@ -1,8 +1,6 @@
 """Choosing the prior scale tau^2 before any answer: by marginal likelihood (:func:`ml_tau2`,
 the estimator's default) or by K-fold CV (:func:`cv_tau2`, the real-data sweeps'), both on
-the no-feedback model and both extending their grid by :func:`next_grid_value` (the sweeps'
-grid used to stop at 1e-3, where CV picked its lowest value in 5 of 12 Yelp runs).
-"""
+the no-feedback model and both extending their grid by :func:`next_grid_value`."""
 
 from __future__ import annotations
 
@@ -36,6 +34,8 @@ from elicit.prior.setup import (
 #: with 3e-3 added because the no-feedback test MSE of both real data sets is lowest near it
 #: (docs/data.md).
 SWEEP_TAU2_GRID: tuple[float, ...] = (1e-3, 2e-3, 3e-3, 5e-3, 1e-2, 2e-2, 5e-2, 1e-1)
+#: Where the CV ends at the lower bound: the largest tau2 this many nats below ML's best.
+EVIDENCE_NATS = 1.0
 #: After how many answers a sweep with relevance answers chooses tau2 again by its CV, with the
 #: classes answered so far: each time the answers double, as each answer moves the CV less
 #: (docs/realdata.md, "tau2 chosen again as answers arrive").
@@ -178,25 +178,22 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         Candidate tau^2 values (extended by :func:`next_grid_value`), the number of folds
         (2 .. n), what shuffles them (default ``default_rng(0)``) and the MAP engine.
     model, candidates
-        The named model, and the candidate pairs that set the known-coupling models' J. The
-        choice depends on the model: on Amazon (PPMI) the paper's model picks 0.001, where known
-        coupling predicts worse (1.97) than at 0.003 (1.86).
+        The named model, and the candidate pairs that set the known-coupling models' J.
     relevance
-        The relevance model's classes. It is cross-validated with zeta at its prior mean, as the
-        paper's model on ``X diag(h0)``: with zeta at each fold's MAP the marginal likelihood and
-        the held-out error pull the prior variance apart, and the choice fell to the bound
-        (Amazon, seed 3, PPMI-10, run 2: 1e-6).
+        The relevance model's classes, cross-validated with zeta at its prior mean as the
+        paper's model on ``X diag(h0)`` (with zeta at each fold's MAP the marginal likelihood
+        and the held-out error pull the prior variance apart: Amazon run 2 fell to 1e-6).
     gamma
         Hold the kernel at this gamma (the current MAP's, when tau2 is chosen again as answers
-        arrive) instead of fitting each fold's MAP: a tenth of the CPU, and the same choice in
-        201 of 216 choices on Amazon, Yelp and kitchen (a neighbouring grid value in the rest;
-        docs/realdata.md, "tau2 chosen again as answers arrive").
+        arrive) instead of fitting each fold's MAP: a tenth of the CPU, the same choice in 201
+        of 216 (docs/realdata.md, "tau2 chosen again as answers arrive").
 
     Returns
     -------
     best, scores
-        The tau^2 with the smallest mean held-out MSE (ties: the smaller) and that of every
-        tau^2 scored, in increasing tau^2."""
+        The tau^2 with the smallest mean held-out MSE (ties: the smaller; where that is the
+        lower bound, the largest tau^2 within :data:`EVIDENCE_NATS` of the best type-II ML
+        score, :func:`ml_tau2`) and the MSE of every tau^2 scored, in increasing tau^2."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     _check_cv(grid, folds, X.shape[0])  # before the engine: a Stan build takes minutes
@@ -229,7 +226,13 @@ def cv_tau2(X: np.ndarray, y: np.ndarray, U: np.ndarray,
         fitted = eng.fit(data, init=init)
         return NIGPosterior.from_map(data, fitted).mu, fitted
 
-    return cv_search(X, y, grid, folds, rng, fit)
+    best, scores = cv_search(X, y, grid, folds, rng, fit)
+    if best == min(scores):
+        # no signal the folds see: a tau2 the evidence does not reject, which answers can move
+        h = fixed_hyper(best, model)
+        ml = ml_tau2(X, y, U, list(scores), h.a_sigma, h.b_sigma, eng, model, coupled)[1]
+        best = max(t for t, v in ml.items() if v >= max(ml.values()) - EVIDENCE_NATS)
+    return best, scores
 
 
 def _check_cv(grid: Sequence[float], folds: int, n: int) -> list[float]:

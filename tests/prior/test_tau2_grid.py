@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from conftest import small_arrays
 
-from elicit.prior.tau2 import TAU2_BOUNDS, cv_tau2, ml_tau2, next_grid_value
+from elicit.model.spec import Hyper
+from elicit.prior.tau2 import (
+    EVIDENCE_NATS,
+    TAU2_BOUNDS,
+    cv_tau2,
+    ml_tau2,
+    next_grid_value,
+)
 
 
 def test_next_value_steps_half_decades_on_the_lattice_and_stops_at_the_bounds():
@@ -64,9 +71,10 @@ def test_ml_extends_the_grid_until_the_optimum_is_inside(arrays):
 
 
 def test_an_optimum_beyond_the_bounds_stops_at_them():
-    """Pure noise: the CV wants no signal at all, the choice walks down to the lower bound and
+    """Pure noise: the CV wants no signal at all, its walk goes down to the lower bound and
     stops there; a strong signal: up to the upper bound. (Each CV error is monotone over the
-    values scored, so the walk ends at the bound, not at an interior optimum.)"""
+    values scored, so the walk ends at the bound, not at an interior optimum.) At the lower
+    bound the choice is the largest tau2 within EVIDENCE_NATS of the best type-II ML score."""
     rng = np.random.default_rng(0)
     X, U = rng.normal(size=(200, 6)), rng.normal(size=(6, 2))
     noise = rng.normal(size=200)
@@ -74,9 +82,33 @@ def test_an_optimum_beyond_the_bounds_stops_at_them():
     for y, grid, bound in ((noise, [1e-5, 1e-4], TAU2_BOUNDS[0]),
                            (signal, [10.0, 100.0], TAU2_BOUNDS[1])):
         best, scores = cv_tau2(X, y - y.mean(), U, grid, folds=4)
-        assert best == bound, scores                              # reached the bound
+        assert min(scores, key=lambda t: (scores[t], t)) == bound, scores  # reached the bound
         assert TAU2_BOUNDS[0] <= min(scores) and max(scores) <= TAU2_BOUNDS[1]  # not beyond
+    assert best == TAU2_BOUNDS[1]                     # the upper bound is the CV's choice
     assert TAU2_BOUNDS == (1e-6, 1e3)                             # the documented bounds
+
+
+def test_at_the_lower_bound_the_choice_is_the_largest_tau2_the_evidence_does_not_reject():
+    """Where the CV ends at the lower bound (a start no answer moves: issue 25), the choice is
+    the largest scored tau2 whose type-II ML score (cv_tau2's hyperparameters, the same grid)
+    is within EVIDENCE_NATS of the best; with the CV's choice inside the grid nothing changes.
+    It used to keep the bound."""
+    rng = np.random.default_rng(0)
+    X, U = rng.normal(size=(200, 6)), rng.normal(size=(6, 2))
+    y = rng.normal(size=200)
+    y -= y.mean()
+    best, scores = cv_tau2(X, y, U, [1e-5, 1e-4], folds=4)
+    assert min(scores, key=scores.get) == TAU2_BOUNDS[0]
+    h = Hyper(variant="fixed", tau2=1.0)
+    ml = ml_tau2(X, y, U, sorted(scores), h.a_sigma, h.b_sigma)[1]
+    assert set(ml) == set(scores)
+    top = max(ml.values())
+    assert ml[best] >= top - EVIDENCE_NATS
+    assert all(ml[t] < top - EVIDENCE_NATS for t in ml if t > best)
+    assert best > TAU2_BOUNDS[0], ml                  # the bound itself is not kept here
+    a = small_arrays()           # an interior CV choice: the smallest held-out error, as before
+    best, scores = cv_tau2(a.X, a.y - a.y.mean(), a.U, [0.01, 0.1, 1.0], folds=4)
+    assert TAU2_BOUNDS[0] < min(scores) and best == min(scores, key=lambda t: (scores[t], t))
 
 
 def test_cv_tau2_checks_grid_and_folds_before_the_engine():
