@@ -405,13 +405,7 @@ class Elicitor:
         :class:`Query` objects). An ElicitError for an unknown strategy, when every question
         has been asked or excluded, for the non-sequential ranking asked after answers given
         before it was made, or when the strategy chooses a question that is not open."""
-        allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        chosen = get_strategy(strategy)
-        if chosen.draws_pool:
-            self._warn_if_pool_capped(allowed)
-        if len(picked := chosen.choose(self, allowed, rng, 1)) != 1:
-            raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not 1")
-        return self._allowed_choice(strategy, allowed, picked)[0]
+        return self.next_batch(strategy, rng, 1, exclude=exclude)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
@@ -419,23 +413,33 @@ class Elicitor:
         :meth:`next_query` (parameters and errors as there)."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        picked = get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
-        return self._allowed_choice(strategy, allowed, picked)
-
-    def _allowed_choice(self, strategy: str, allowed: QuestionSet, picked: list) -> list[Query]:
-        """``picked``, checked to be ``allowed`` questions (one membership test apiece)."""
+        chosen, k = get_strategy(strategy), min(int(k), len(allowed))
+        if chosen.draws_pool:
+            self._warn_if_pool_capped(allowed)
+        picked = chosen.choose(self, allowed, rng, k)
+        # a strategy of one's own may return anything: a list of 1 to k distinct open ones
+        want = "1" if k == 1 else f"1 to {k}"
+        if not isinstance(picked, (list, tuple)):
+            raise ElicitError(f"strategy {strategy!r} returned {type(picked).__name__}, not a "
+                              f"list of {want} questions")
+        if not 1 <= len(picked) <= k:
+            raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not {want}")
+        seen: set[int] = set()
         for q in picked:
             try:
-                ok = isinstance(q, Query) and bool(
-                    allowed.contains(np.array([self._question_index(q)]))[0])
+                t = self._question_index(q) if isinstance(q, Query) else -1
+                ok = t >= 0 and bool(allowed.contains(np.array([t]))[0])
             except ElicitError:     # a question this elicitation does not ask
                 ok = False
+            if ok and t in seen:
+                raise ElicitError(f"strategy {strategy!r} chose {(q.kind, q.i, q.j)!r} twice")
+            seen.add(t)
             if not ok:
                 what = (q.kind, q.i, q.j) if isinstance(q, Query) else q
                 raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
                                   "question (asked, excluded or closed); a strategy chooses "
                                   "among the allowed ones")
-        return picked
+        return list(picked)
 
     def _allowed_for(self, strategy: str, rng: object, exclude) -> QuestionSet:
         if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside

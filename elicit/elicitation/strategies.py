@@ -31,7 +31,7 @@ from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.table import QuestionSet
 from elicit.elicitation.utility import ScoringRound
 from elicit.errors import ElicitError
-from elicit.internal.checks import check_int
+from elicit.internal.checks import check_int, check_overrides
 from elicit.internal.registry import Registry
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def register_strategy(strategy: _S) -> _S:
         raise ElicitError(f"register_strategy takes a Strategy object, got "
                           f"{type(strategy).__name__}")
     name, sid = strategy.name, strategy.stream_id
+    check_overrides(strategy, f"strategy {name!r}")
     check_int(sid, f"the stream id of strategy {name!r} must be a non-negative integer, got "
               f"{sid!r}", 0)
     taken = {int(s.stream_id): s.name for s in STRATEGY_REGISTRY.values() if s.name != name}

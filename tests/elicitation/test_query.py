@@ -634,6 +634,51 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
         unregister_strategy("stale-test")
 
 
+@pytest.mark.parametrize("returns, message", [
+    (lambda state, k: None, r"returned NoneType, not a list of 1 to 3 questions"),
+    (lambda state, k: (state.query(t) for t in range(k)),
+     r"returned generator, not a list of 1 to 3 questions"),
+    (lambda state, k: [], r"chose 0 questions, not 1 to 3"),
+    (lambda state, k: [state.query(t) for t in range(k + 2)], r"chose 5 questions, not 1 to 3"),
+    (lambda state, k: [state.query(0)] * k, r"chose \('pairs', 0, 1\) twice"),
+])
+def test_a_strategy_that_returns_other_than_a_list_of_distinct_questions_is_one_line(
+        returns, message):
+    # next_batch handed out a generator, an empty batch, 5 questions for 3 or one question
+    # three times; next_query failed with "object of type 'NoneType' has no len()"
+    from elicit.elicitation.strategies import RandomStrategy
+
+    @dataclasses.dataclass(frozen=True)
+    class Odd(RandomStrategy):
+        def choose(self, state, allowed, rng, k):
+            return returns(state, k)
+
+    register_strategy(Odd("odd-test", "Odd", stream_id=903))
+    try:
+        with pytest.raises(ElicitError, match=rf"^strategy 'odd-test' {message}"):
+            make_elicitor().next_batch("odd-test", np.random.default_rng(0), 3)
+        if "twice" not in message:
+            with pytest.raises(ElicitError, match=r"^strategy 'odd-test' (returned|chose) "):
+                make_elicitor().next_query("odd-test", np.random.default_rng(0))
+    finally:
+        unregister_strategy("odd-test")
+
+
+def test_a_strategy_whose_choose_takes_other_arguments_is_refused_when_registered():
+    # it was registered, then every next_query failed: "choose() takes 4 positional
+    # arguments but 5 were given"
+    @dataclasses.dataclass(frozen=True)
+    class NoK(Strategy):
+        def choose(self, state, allowed, rng):
+            return []
+
+    with pytest.raises(ElicitError, match=r"^strategy 'no-k-test': its choose\(\) must take "
+                                          r"\(state, allowed, rng, k\), as "
+                                          r"Strategy.choose does$"):
+        register_strategy(NoK("no-k-test", "No k", stream_id=904))
+    assert "no-k-test" not in STRATEGY_REGISTRY
+
+
 def test_a_failed_set_tau2_leaves_the_state_whole(monkeypatch):
     # set_tau2 replaced its base and start before its refits: after an engine error the new
     # tau2 stood beside the old answers' fit (the start's fit failing, then the answers')
