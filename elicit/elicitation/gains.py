@@ -12,6 +12,7 @@ import numpy as np
 
 from elicit.elicitation.table import feature_rows
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_overrides
 from elicit.internal.registry import Registry
 from elicit.model.posterior import NIGPosterior
 
@@ -59,6 +60,7 @@ def register_utility(utility: _U) -> _U:
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")
+    check_overrides(utility, f"utility {utility.name!r}")
     if utility.name in MODES:
         raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
                           "a free name; register the utility under another name")
