@@ -36,10 +36,12 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def add(self, name: object, obj: T) -> T:
         """Register ``obj`` under ``name`` (a free, non-empty string that a comma-separated
-        list of names can spell) and return it."""
-        if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
+        list of names can spell and that can name a folder: a sweep's parts) and return it."""
+        if (not isinstance(name, str) or not name.strip() or name != name.strip()
+                or any(c in name for c in ",/\\") or name in (".", "..")):
             raise ElicitError(f"a {self.kind} needs a name without commas or surrounding "
-                              f"spaces, got {name!r}")
+                              f"spaces that can name a folder (no slash, not . or ..), got "
+                              f"{name!r}")
         if name in self._items:
             raise ElicitError(f"a {self.kind} named {name!r} is already registered; choose "
                               "another name")

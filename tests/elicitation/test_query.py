@@ -502,6 +502,12 @@ def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_s
     with pytest.raises(ElicitError, match=r"^register_strategy takes a Strategy object, "
                                           r"got str$"):
         register_strategy("mine")  # type: ignore[arg-type]
+    # a sweep stores a strategy's runs in a folder of its name: "my/way" made a folder in a
+    # folder, ".." wrote its runs into parts/ itself, "../../x" beside the sweep
+    for name in ("my/way", "..", ".", "..\\x"):
+        with pytest.raises(ElicitError, match=r"^a strategy needs a name without commas or "
+                                              r"surrounding spaces that can name a folder"):
+            register_strategy(LastAllowed(name, "Mine", stream_id=92))
     assert "mine" not in STRATEGY_REGISTRY
     with pytest.raises(ElicitError, match=r"^unknown strategy 'mine'; choose one of random, "
                                           r"nonsequential, sequential, test-last-allowed$"):
