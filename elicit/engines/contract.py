@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from elicit.errors import ElicitError, EngineUnavailable
+from elicit.internal.paths import check_input_file
 from elicit.model.layout import ParamLayout
 from elicit.model.spec import contract_data, contract_params
 from elicit.model.stan_data import Declared, declared, part_fields
@@ -179,9 +180,7 @@ def _info(stanc: str, path: str, paths: tuple[Path, ...], code: str) -> dict:
 def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile:
     """Read the Stan program ``path`` (``stanc``: :func:`find_stanc`'s by default); a
     one-line ElicitError if the file does not exist or stanc refuses it."""
-    path = Path(path)
-    if not path.is_file():
-        raise ElicitError(f"Stan file {path} does not exist")
+    path = check_input_file(path, "Stan")
     paths = include_paths(path)
     code, lines = inline_includes(path, paths)
     info = _info(str(stanc or find_stanc()), str(path), paths, code)
