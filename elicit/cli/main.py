@@ -71,7 +71,8 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
     add_check_engine_option(p)
     add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
-                   help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
+                   help="a custom Stan program honouring the contract (engines cmdstan/pystan, "
+                        "with --utility exact)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,
                    help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
                         "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
