@@ -1332,7 +1332,7 @@ def test_elicitor_arguments_are_checked_with_one_line(call, message):
     (["bench", "--data-dir", "/nonexistent"], "--data-dir goes with the -real sizes"),
     # the suite measured the numpy engine's figures at its own sizes, whatever was asked
     *[(["bench", "--suite", "--figures", "", "--steps", "", *given],
-       f"{' '.join(given)} does not go with --suite")
+       f"{given[0]} does not go with --suite: it measures its own figures on the numpy engine")
       for given in (["--engine", "cmdstan"], ["--size", "p2000"], ["--rounds", "2"],
                     ["--no-exact"], ["--standardize", "train"])]])
 def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monkeypatch, argv,

@@ -71,8 +71,7 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
     add_check_engine_option(p)
     add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
-                   help="a custom Stan program honouring the contract (engines cmdstan/pystan, "
-                        "with --utility exact)")
+                   help="a custom Stan program honouring the contract (--utility exact)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,
                    help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
                         "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
@@ -84,8 +83,7 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--size", choices=SIZES,
                    help="amazon (default), p1000-p10000, synthetic: documented random problems; "
-                        "amazon-real/yelp-real: run 0 of the real-data setup (needs the data "
-                        "directory)")
+                        "amazon-real/yelp-real: run 0 of the real-data setup (needs the data)")
     p.add_argument("--rounds", type=positive_int,
                    help="query rounds to time, each scored, answered and refitted; the "
                         "figures are medians over them (default 5)")
@@ -101,10 +99,8 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
                    help="the -real sizes: inputs standardised with all 1000 model reviews' "
                         "statistics (model, default) or the 100 training reviews' (train)")
     p.add_argument("--suite", action="store_true",
-                   help="measure every recorded figure instead (make bench): the round "
-                        "figures and the CPU time per run of each reproduce step, as a "
-                        "table with targets (docs/benchmarks.md), with the numpy engine and "
-                        "its own sizes")
+                   help="measure every recorded figure instead, on the numpy engine at its "
+                        "own sizes (make bench; docs/benchmarks.md)")
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
                    help="--suite: write the figures to DIR/<commit>.json and name those more "
                         "than 20%% slower than DIR's most recent earlier record")
@@ -132,13 +128,12 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     # an option of the other mode is refused, not ignored
     other = {"--json": args.json, "--size": args.size, "--rounds": args.rounds,
-             "--no-exact": args.no_exact or None, "--standardize": args.standardize,
-             "--engine": None if args.engine in ("auto", "numpy") else args.engine,
-             } if args.suite else {"--record": args.record, "--figures": args.figures,
-                                   "--steps": args.steps}
+             "--standardize": args.standardize, "--no-exact": args.no_exact or None,
+             "--engine": None if args.engine in ("auto", "numpy") else args.engine} \
+        if args.suite else {"--record": args.record, "--figures": args.figures,
+                            "--steps": args.steps}
     if given := [o for o, v in other.items() if v is not None]:
-        v = "" if given[0] in ("--json", "--no-exact") else f" {other[given[0]]}"
-        raise ElicitError(f"{given[0]}{v} does not go with --suite: it measures its own "
+        raise ElicitError(f"{given[0]} does not go with --suite: it measures its own "
                           "figures on the numpy engine, and --record DIR writes them"
                           if args.suite else f"{given[0]} goes with --suite")
     args.size = args.size or "amazon"

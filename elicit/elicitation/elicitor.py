@@ -400,11 +400,10 @@ class Elicitor:
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
                    exclude: Iterable | None = None) -> Query:
-        """The next question to ask under the registered ``strategy``, drawn with the round's
-        ``rng``; ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or
-        :class:`Query` objects). An ElicitError for an unknown strategy, when every question
-        has been asked or excluded, for the non-sequential ranking asked after answers given
-        before it was made, or when the strategy chooses a question that is not open."""
+        """The next question under the registered ``strategy``, drawn with the round's ``rng``;
+        ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or Query objects).
+        A one-line ElicitError for an unknown strategy, nothing left to ask, the non-sequential
+        ranking after answers given before it was made, or a choice other than open questions."""
         return self.next_batch(strategy, rng, 1, exclude=exclude)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
@@ -412,49 +411,40 @@ class Elicitor:
         """``k`` questions to ask together, sharing no feature where possible; k = 1 is
         :meth:`next_query` (parameters and errors as there)."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
-        allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        chosen, k = get_strategy(strategy), min(int(k), len(allowed))
-        if chosen.draws_pool:
-            self._warn_if_pool_capped(allowed)
-        picked = chosen.choose(self, allowed, rng, k)
-        # a strategy of one's own may return anything: a list of 1 to k distinct open ones
-        want = "1" if k == 1 else f"1 to {k}"
-        if not isinstance(picked, (list, tuple)):
-            raise ElicitError(f"strategy {strategy!r} returned {type(picked).__name__}, not a "
-                              f"list of {want} questions")
-        if not 1 <= len(picked) <= k:
-            raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not {want}")
-        seen: set[int] = set()
-        for q in picked:
-            try:
-                t = self._question_index(q) if isinstance(q, Query) else -1
-                ok = t >= 0 and bool(allowed.contains(np.array([t]))[0])
-            except ElicitError:     # a question this elicitation does not ask
-                ok = False
-            if ok and t in seen:
-                raise ElicitError(f"strategy {strategy!r} chose {(q.kind, q.i, q.j)!r} twice")
-            seen.add(t)
-            if not ok:
-                what = (q.kind, q.i, q.j) if isinstance(q, Query) else q
-                raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
-                                  "question (asked, excluded or closed); a strategy chooses "
-                                  "among the allowed ones")
-        return list(picked)
-
-    def _allowed_for(self, strategy: str, rng: object, exclude) -> QuestionSet:
         if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside
             raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), "
                               f"got {rng!r}")
-        needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
+        chosen = get_strategy(strategy)     # an unknown name fails first
         allowed = self.open_questions()     # built once when nothing is excluded
         if len(allowed) == 0:
             raise ElicitError(f"every candidate {self.noun} has been asked")
         if exclude is not None and len(allowed := self.open_questions(exclude)) == 0:
             raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
-        if needs_ranking and self._ranking is None and self.n_answers:
+        if chosen.needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
                               "nonsequential_ranking() to rank at the no-feedback MAP anyway")
-        return allowed
+        if chosen.draws_pool:
+            self._warn_if_pool_capped(allowed)
+        k = min(int(k), len(allowed))
+        # a strategy of one's own may return anything: a list of 1 to k distinct open ones
+        if not isinstance(picked := chosen.choose(self, allowed, rng, k), (list, tuple)) \
+                or not 1 <= len(picked) <= k:
+            got = (f"{len(picked)} questions" if isinstance(picked, (list, tuple))
+                   else type(picked).__name__)
+            raise ElicitError(f"strategy {strategy!r} chose {got}, not "
+                              + ("1" if k == 1 else f"a list of 1 to {k}"))
+        for n, q in enumerate(picked):
+            try:
+                ok = isinstance(q, Query) and q not in picked[:n] and bool(
+                    allowed.contains(np.array([self._question_index(q)]))[0])
+            except ElicitError:     # a question this elicitation does not ask
+                ok = False
+            if not ok:
+                what = (q.kind, q.i, q.j) if isinstance(q, Query) else q
+                raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
+                                  "question (asked, excluded, closed or chosen twice); a "
+                                  "strategy chooses among the allowed ones")
+        return list(picked)
 
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP."""

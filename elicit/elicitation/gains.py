@@ -12,7 +12,6 @@ import numpy as np
 
 from elicit.elicitation.table import feature_rows
 from elicit.errors import ElicitError
-from elicit.internal.checks import check_overrides
 from elicit.internal.registry import Registry
 from elicit.model.posterior import NIGPosterior
 
@@ -60,7 +59,6 @@ def register_utility(utility: _U) -> _U:
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")
-    check_overrides(utility, f"utility {utility.name!r}")
     if utility.name in MODES:
         raise ElicitError(f"{utility.name!r} is a utility mode (utility='{utility.name}'), not "
                           "a free name; register the utility under another name")
@@ -88,11 +86,6 @@ class Scores:
     exact: np.ndarray
     p_answer: np.ndarray
     hessian: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def pairs(self) -> np.ndarray:
-        """:attr:`questions`, under its name in rounds of pair questions only."""
-        return self.questions
 
     @property
     def best(self) -> int:
@@ -158,9 +151,7 @@ class PredictiveFast(PairUtility):
     def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
                      weight: np.ndarray | None, reach: float) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
-        u = scorer.screen(w, s)
-        if weight is not None:
-            u = weight * u
+        u = scorer.screen(w, s) if weight is None else weight * scorer.screen(w, s)
         exact = np.zeros(len(pairs), bool)
         scorer.newton_stage(u, w, s, weight, exact, pairs, remember=max(1, refine))
         # no pair can be chosen when even the best screened gain is (1 + certainty_margin)^2
@@ -183,8 +174,7 @@ class PredictiveExact(PairUtility):
               weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
         u = scorer.param_gain(w) if self.params else scorer.exact(pairs, s)
-        if weight is not None:
-            u = weight * u
+        u = u if weight is None else weight * u
         # param_gain computed the base Hessian; exact refits computed it where they needed it
         return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
 

@@ -91,26 +91,25 @@ class QuestionUtility:
             if not mask.any():
                 continue
             part = _checked(kind.score(utility, round_, rows[mask], refine, reach), utility,
-                            kind, int(mask.sum()))
+                            int(mask.sum()))
             u[mask], exact[mask], p[mask] = part.utility, part.exact, part.p_answer
             if part.exact.any():
                 reach = max(reach, float(np.max(part.utility[part.exact])))
         return Scores(rows, u, exact, p, scorer.computed_hessian)
 
 
-def _checked(part: object, utility: Utility, kind: QuestionKind, n: int) -> Scores:
-    """``part``, the scores of ``n`` questions of ``kind``, or a one-line ElicitError: a
-    utility of one's own may return anything, and a NaN gain would be asked first."""
-    arrays = [getattr(part, a, None) for a in ("utility", "exact", "p_answer")]
-    if not isinstance(part, Scores) or any(not isinstance(a, np.ndarray) or a.shape != (n,)
-                                           for a in arrays):
-        raise ElicitError(f"utility {utility.name!r} returned {type(part).__name__}, not Scores "
-                          f"whose utility, exact and p_answer hold one value per question ({n})")
-    if not np.isfinite(part.utility).all():
-        raise ElicitError(f"utility {utility.name!r} gave the gain "
-                          f"{part.utility[~np.isfinite(part.utility)][0]} to {kind.label}; a "
-                          "gain must be finite")
-    return part
+def _checked(part: object, utility: Utility, n: int) -> Scores:
+    """``part``, the scores of ``n`` questions, or a one-line ElicitError: a utility of one's
+    own may return anything, and a NaN gain would be asked first."""
+    if isinstance(part, Scores) and all(isinstance(a, np.ndarray) and a.shape == (n,)
+                                        for a in (part.utility, part.exact, part.p_answer)):
+        if np.isfinite(part.utility).all():
+            return part
+        got = f"the gain {part.utility[~np.isfinite(part.utility)][0]}"
+    else:
+        got = type(part).__name__
+    raise ElicitError(f"utility {utility.name!r} returned {got}, not Scores with a finite "
+                      f"utility, an exact flag and a p_answer for each of {n} questions")
 
 
 @dataclass(frozen=True)

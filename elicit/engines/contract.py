@@ -146,19 +146,16 @@ class StanProgramFile:
             out[name] = value
         return out
 
-    def _as_array(self, name: str) -> bool:
-        return self.params[name].dims > 0
-
     def params_to_stan(self, lay: ParamLayout, theta: np.ndarray) -> dict[str, Any]:
         """theta as the program's named parameters (a vector or array block as a list)."""
-        return {b.stan: (theta[lay[b.name]].tolist() if b.vector or self._as_array(b.stan)
+        return {b.stan: (theta[lay[b.name]].tolist() if b.vector or self.params[b.stan].dims > 0
                          else float(theta[lay[b.name]][0]))
                 for b in lay.blocks}
 
     def entries(self, lay: ParamLayout) -> list[tuple[str, int | None]]:
         """The Stan name of each entry of theta with its index from 1 (None: a scalar)."""
         return [(b.stan, k) for b in lay.blocks for k in
-                (range(1, b.size + 1) if b.vector or self._as_array(b.stan) else (None,))]
+                (range(1, b.size + 1) if b.vector or self.params[b.stan].dims > 0 else (None,))]
 
 
 def _declarations(section: dict) -> Mapping[str, Declared]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from elicit.errors import ElicitError
@@ -23,17 +21,3 @@ def check_bool(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ElicitError(f"{name} must be True or False, got {value!r}")
     return bool(value)
-
-
-
-def check_overrides(obj: object, what: str) -> None:
-    """An :class:`ElicitError` if a method of ``obj`` cannot take the arguments of the abstract
-    one it implements: a subclass of one's own would fail when first called, deep in a round."""
-    for base in type(obj).__mro__[1:]:
-        for name in getattr(base, "__abstractmethods__", ()):
-            params = list(inspect.signature(getattr(base, name)).parameters)[1:]
-            try:
-                inspect.signature(getattr(obj, name)).bind(*params)
-            except TypeError:
-                raise ElicitError(f"{what}: its {name}() must take ({', '.join(params)}), as "
-                                  f"{base.__name__}.{name} does") from None

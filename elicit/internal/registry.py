@@ -4,6 +4,7 @@ utilities and the question kinds.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -36,20 +37,28 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def add(self, name: object, obj: T) -> T:
         """Register ``obj`` under ``name`` (a free, non-empty string that a comma-separated
-        list of names can spell and that can name a folder: a sweep's parts) and return it."""
+        list of names can spell and that can name a folder: a sweep's parts) and return it.
+        Its methods must take the arguments of the abstract ones they implement: one that
+        misses an argument would fail only when first called, deep in a round."""
         if (not isinstance(name, str) or not name.strip() or name != name.strip()
                 or any(c in name for c in ",/\\") or name in (".", "..")):
             raise ElicitError(f"a {self.kind} needs a name without commas or surrounding "
-                              f"spaces that can name a folder (no slash, not . or ..), got "
-                              f"{name!r}")
+                              f"spaces that can name a folder (no slash, . or ..), got {name!r}")
         if name in self._items:
             raise ElicitError(f"a {self.kind} named {name!r} is already registered; choose "
                               "another name")
+        for base in type(obj).__mro__[1:]:
+            for m in getattr(base, "__abstractmethods__", ()):
+                args = list(inspect.signature(getattr(base, m)).parameters)[1:]
+                try:
+                    inspect.signature(getattr(obj, m)).bind(*args)
+                except TypeError:
+                    raise ElicitError(f"{self.kind} {name!r}: {m}() must take ("
+                                      f"{', '.join(args)}), as {base.__name__}.{m} does") from None
         self._items[name] = obj
         return obj
 
     def remove(self, name: str) -> None:
-        """Remove the object called ``name``."""
         if name not in self._items:
             raise ElicitError(f"no {self.kind} named {name!r} is registered")
         del self._items[name]

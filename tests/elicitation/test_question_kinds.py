@@ -142,7 +142,7 @@ def test_a_kind_whose_hooks_take_other_arguments_is_refused_when_registered():
 
     up = Answer.define("up", "sign", 1, "Up", "+")
     down = Answer.define("down", "sign", 0, "Down", "-")
-    with pytest.raises(ElicitError, match=r"^question kind 'sign': its score\(\) must take "
+    with pytest.raises(ElicitError, match=r"^question kind 'sign': score\(\) must take "
                                           r"\(utility, round, rows, refine, reach\), as "
                                           r"QuestionKind.score does$"):
         register_kind(NoReach("sign", 1, (up, down), "sign", "sign questions", "a sign question",

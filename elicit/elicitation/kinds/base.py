@@ -14,7 +14,6 @@ import numpy as np
 
 from elicit.elicitation.table import FeatureSegment, PairSegment, Segment
 from elicit.errors import ElicitError
-from elicit.internal.checks import check_overrides
 from elicit.internal.registry import Registry
 
 if TYPE_CHECKING:
@@ -338,7 +337,6 @@ def register_kind(kind: K) -> K:
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
-    check_overrides(kind, f"question kind {kind.name!r}")
     taken = [n for n in (kind.name, *kind.aliases) if n in _NAMES or n in _GROUPS or n == "all"]
     if taken:
         raise ElicitError(f"a question kind named {taken[0]!r} is already registered; choose "
