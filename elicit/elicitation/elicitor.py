@@ -374,14 +374,14 @@ class Elicitor:
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
 
-    def _warn_if_pool_capped(self, allowed: QuestionSet) -> None:
+    def _warn_if_pool_capped(self, allowed: QuestionSet, level: int = 3) -> None:
         # the default pool size is capped silently
         if not self._pool_explicit:
             return
         for kind, members in allowed.by_kind():
             if kind.pool == "sample" and self.pool_size > (n := len(members)):
                 warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
-                              f"{kind.plural}; using {n}", stacklevel=3)
+                              f"{kind.plural}; using {n}", stacklevel=level)
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
         """The questions ranked by expected gain at the no-feedback MAP (cached). It does not
@@ -404,12 +404,15 @@ class Elicitor:
         ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or Query objects).
         A one-line ElicitError for an unknown strategy, nothing left to ask, the non-sequential
         ranking after answers given before it was made, or a choice other than open questions."""
-        return self.next_batch(strategy, rng, 1, exclude=exclude)[0]
+        return self._choose(strategy, rng, 1, exclude, warn=True)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
         """``k`` questions to ask together, sharing no feature where possible; k = 1 is
         :meth:`next_query` (parameters and errors as there)."""
+        return self._choose(strategy, rng, k, exclude, warn=False)
+
+    def _choose(self, strategy: str, rng: object, k: int, exclude, warn: bool) -> list[Query]:
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside
             raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), "
@@ -423,8 +426,8 @@ class Elicitor:
         if chosen.needs_ranking and self._ranking is None and self.n_answers:
             raise ElicitError("the non-sequential ranking is made before any answer; call "
                               "nonsequential_ranking() to rank at the no-feedback MAP anyway")
-        if chosen.draws_pool:
-            self._warn_if_pool_capped(allowed)
+        if warn and chosen.draws_pool:     # a session's batches say nothing (the terminal)
+            self._warn_if_pool_capped(allowed, 4)    # at next_query's caller
         k = min(int(k), len(allowed))
         # a strategy of one's own may return anything: a list of 1 to k distinct open ones
         if not isinstance(picked := chosen.choose(self, allowed, rng, k), (list, tuple)) \

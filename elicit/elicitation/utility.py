@@ -99,15 +99,13 @@ class QuestionUtility:
 
 
 def _checked(part: object, utility: Utility, n: int) -> Scores:
-    """``part``, the scores of ``n`` questions, or a one-line ElicitError: a utility of one's
-    own may return anything, and a NaN gain would be asked first."""
+    """``part``, the scores of ``n`` questions, else one line: a utility may return anything."""
+    got = type(part).__name__
     if isinstance(part, Scores) and all(isinstance(a, np.ndarray) and a.shape == (n,)
                                         for a in (part.utility, part.exact, part.p_answer)):
         if np.isfinite(part.utility).all():
             return part
         got = f"the gain {part.utility[~np.isfinite(part.utility)][0]}"
-    else:
-        got = type(part).__name__
     raise ElicitError(f"utility {utility.name!r} returned {got}, not Scores with a finite "
                       f"utility, an exact flag and a p_answer for each of {n} questions")
 

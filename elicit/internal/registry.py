@@ -36,10 +36,9 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
 
     def add(self, name: object, obj: T) -> T:
-        """Register ``obj`` under ``name`` (a free, non-empty string that a comma-separated
-        list of names can spell and that can name a folder: a sweep's parts) and return it.
-        Its methods must take the arguments of the abstract ones they implement: one that
-        misses an argument would fail only when first called, deep in a round."""
+        """Register ``obj`` under ``name`` (free, non-empty, spelled by a comma-separated list,
+        naming a folder: a sweep's parts) and return it; its methods must take the arguments of
+        the abstract ones they implement (one that did not would fail deep in a round)."""
         if (not isinstance(name, str) or not name.strip() or name != name.strip()
                 or any(c in name for c in ",/\\") or name in (".", "..")):
             raise ElicitError(f"a {self.kind} needs a name without commas or surrounding "
