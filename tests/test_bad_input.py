@@ -1327,8 +1327,14 @@ def test_elicitor_arguments_are_checked_with_one_line(call, message):
     (["bench", "--suite", "--figures", "", "--steps", "no_such_step"],
      "unknown step 'no_such_step'; choose from synthetic, "),
     (["bench", "--suite", "--figures", "", "--steps", "", "--json", "s.json"],
-     "--json does not go with --suite: --record DIR writes the suite's figures"),
-    (["bench", "--data-dir", "/nonexistent"], "--data-dir goes with the -real sizes")])
+     "--json does not go with --suite: it measures its own figures on the numpy engine, "
+     "and --record DIR writes them"),
+    (["bench", "--data-dir", "/nonexistent"], "--data-dir goes with the -real sizes"),
+    # the suite measured the numpy engine's figures at its own sizes, whatever was asked
+    *[(["bench", "--suite", "--figures", "", "--steps", "", *given],
+       f"{given[0]} does not go with --suite: it measures its own figures on the numpy engine")
+      for given in (["--engine", "cmdstan"], ["--size", "p2000"], ["--rounds", "2"],
+                    ["--no-exact"], ["--standardize", "train"])]])
 def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monkeypatch, argv,
                                                          message):
     """Each was ignored with exit 0: a user asking for a record got none."""

@@ -71,7 +71,7 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
     add_check_engine_option(p)
     add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
-                   help="a custom Stan program honouring the contract (engines cmdstan/pystan)")
+                   help="a custom Stan program honouring the contract (--utility exact)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,
                    help="prior mean m of the threshold xi: 'auto' (default: mean of gamma0 . w "
                         "over the candidate pairs at the no-feedback MAP) or a number, e.g. 20")
@@ -81,10 +81,10 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     from elicit.data import STANDARDIZE_CHOICES
     from elicit.paper.bench import SIZES
 
-    p.add_argument("--size", choices=SIZES, default="amazon",
-                   help="amazon/synthetic: documented random problems; amazon-real/yelp-real: "
-                        "run 0 of the real-data setup (needs the data directory)")
-    p.add_argument("--rounds", type=positive_int, default=5,
+    p.add_argument("--size", choices=SIZES,
+                   help="amazon (default), p1000-p10000, synthetic: documented random problems; "
+                        "amazon-real/yelp-real: run 0 of the real-data setup (needs the data)")
+    p.add_argument("--rounds", type=positive_int,
                    help="query rounds to time, each scored, answered and refitted; the "
                         "figures are medians over them (default 5)")
     p.add_argument("--seed", type=nonneg_int, default=0,
@@ -95,14 +95,12 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory of the -real sizes (default: $ELICIT_DATA, <repo>/data, "
                         "../shared/data)")
-    p.add_argument("--standardize", choices=STANDARDIZE_CHOICES, default="model",
+    p.add_argument("--standardize", choices=STANDARDIZE_CHOICES,
                    help="the -real sizes: inputs standardised with all 1000 model reviews' "
                         "statistics (model, default) or the 100 training reviews' (train)")
     p.add_argument("--suite", action="store_true",
-                   help="measure every recorded figure instead (make bench): the round "
-                        "figures and the CPU time per run of each reproduce step, as a "
-                        "table with targets (docs/benchmarks.md); --size, --rounds and "
-                        "--json do not apply")
+                   help="measure every recorded figure instead, on the numpy engine at its "
+                        "own sizes (make bench; docs/benchmarks.md)")
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
                    help="--suite: write the figures to DIR/<commit>.json and name those more "
                         "than 20%% slower than DIR's most recent earlier record")
@@ -129,11 +127,16 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     # an option of the other mode is refused, not ignored
-    other = {"--json": args.json} if args.suite else {
-        "--record": args.record, "--figures": args.figures, "--steps": args.steps}
+    other = {"--json": args.json, "--size": args.size, "--rounds": args.rounds,
+             "--standardize": args.standardize, "--no-exact": args.no_exact or None,
+             "--engine": None if args.engine in ("auto", "numpy") else args.engine} \
+        if args.suite else {"--record": args.record, "--figures": args.figures,
+                            "--steps": args.steps}
     if given := [o for o, v in other.items() if v is not None]:
-        raise ElicitError(f"{given[0]} does not go with --suite: --record DIR writes the "
-                          "suite's figures" if args.suite else f"{given[0]} goes with --suite")
+        raise ElicitError(f"{given[0]} does not go with --suite: it measures its own "
+                          "figures on the numpy engine, and --record DIR writes them"
+                          if args.suite else f"{given[0]} goes with --suite")
+    args.size = args.size or "amazon"
     if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):
         raise ElicitError(f"--data-dir goes with the -real sizes, not --size {args.size}")
     if args.suite:
@@ -152,9 +155,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     if args.json is not None:
         check_output_file(args.json, "--json")
-    res = run_bench(args.size, rounds=args.rounds, seed=args.seed, engine=args.engine,
+    res = run_bench(args.size, rounds=args.rounds or 5, seed=args.seed, engine=args.engine,
                     refine=args.refine, exact=not args.no_exact, data_dir=args.data_dir,
-                    json_path=args.json, standardize=args.standardize)
+                    json_path=args.json, standardize=args.standardize or "model")
     print(format_table(res))
 
 

@@ -374,14 +374,14 @@ class Elicitor:
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
 
-    def _warn_if_pool_capped(self, allowed: QuestionSet) -> None:
+    def _warn_if_pool_capped(self, allowed: QuestionSet, level: int = 3) -> None:
         # the default pool size is capped silently
         if not self._pool_explicit:
             return
         for kind, members in allowed.by_kind():
             if kind.pool == "sample" and self.pool_size > (n := len(members)):
                 warnings.warn(f"pool size {self.pool_size} is larger than the {n} unasked "
-                              f"{kind.plural}; using {n}", stacklevel=3)
+                              f"{kind.plural}; using {n}", stacklevel=level)
 
     def nonsequential_ranking(self, rng: np.random.Generator | None = None) -> Ranking:
         """The questions ranked by expected gain at the no-feedback MAP (cached). It does not
@@ -400,57 +400,54 @@ class Elicitor:
 
     def next_query(self, strategy: str, rng: np.random.Generator, *,
                    exclude: Iterable | None = None) -> Query:
-        """The next question to ask under the registered ``strategy``, drawn with the round's
-        ``rng``; ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or
-        :class:`Query` objects). An ElicitError for an unknown strategy, when every question
-        has been asked or excluded, for the non-sequential ranking asked after answers given
-        before it was made, or when the strategy chooses a question that is not open."""
-        allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        chosen = get_strategy(strategy)
-        if chosen.draws_pool:
-            self._warn_if_pool_capped(allowed)
-        if len(picked := chosen.choose(self, allowed, rng, 1)) != 1:
-            raise ElicitError(f"strategy {strategy!r} chose {len(picked)} questions, not 1")
-        return self._allowed_choice(strategy, allowed, picked)[0]
+        """The next question under the registered ``strategy``, drawn with the round's ``rng``;
+        ``exclude``: questions not to ask now (``(i, j)``, ``(kind, i, j)`` or Query objects).
+        A one-line ElicitError for an unknown strategy, nothing left to ask, the non-sequential
+        ranking after answers given before it was made, or a choice other than open questions."""
+        return self._choose(strategy, rng, 1, exclude, warn=True)[0]
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
         """``k`` questions to ask together, sharing no feature where possible; k = 1 is
         :meth:`next_query` (parameters and errors as there)."""
-        check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
-        allowed = self._allowed_for(strategy, rng, exclude)     # never empty
-        picked = get_strategy(strategy).choose(self, allowed, rng, min(int(k), len(allowed)))
-        return self._allowed_choice(strategy, allowed, picked)
+        return self._choose(strategy, rng, k, exclude, warn=False)
 
-    def _allowed_choice(self, strategy: str, allowed: QuestionSet, picked: list) -> list[Query]:
-        """``picked``, checked to be ``allowed`` questions (one membership test apiece)."""
-        for q in picked:
+    def _choose(self, strategy: str, rng: object, k: int, exclude, warn: bool) -> list[Query]:
+        check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
+        if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside
+            raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), "
+                              f"got {rng!r}")
+        chosen = get_strategy(strategy)     # an unknown name fails first
+        allowed = self.open_questions()     # built once when nothing is excluded
+        if len(allowed) == 0:
+            raise ElicitError(f"every candidate {self.noun} has been asked")
+        if exclude is not None and len(allowed := self.open_questions(exclude)) == 0:
+            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
+        if chosen.needs_ranking and self._ranking is None and self.n_answers:
+            raise ElicitError("the non-sequential ranking is made before any answer; call "
+                              "nonsequential_ranking() to rank at the no-feedback MAP anyway")
+        if warn and chosen.draws_pool:     # a session's batches say nothing (the terminal)
+            self._warn_if_pool_capped(allowed, 4)    # at next_query's caller
+        k = min(int(k), len(allowed))
+        # a strategy of one's own may return anything: a list of 1 to k distinct open ones
+        if not isinstance(picked := chosen.choose(self, allowed, rng, k), (list, tuple)) \
+                or not 1 <= len(picked) <= k:
+            got = (f"{len(picked)} questions" if isinstance(picked, (list, tuple))
+                   else type(picked).__name__)
+            raise ElicitError(f"strategy {strategy!r} chose {got}, not "
+                              + ("1" if k == 1 else f"a list of 1 to {k}"))
+        for n, q in enumerate(picked):
             try:
-                ok = isinstance(q, Query) and bool(
+                ok = isinstance(q, Query) and q not in picked[:n] and bool(
                     allowed.contains(np.array([self._question_index(q)]))[0])
             except ElicitError:     # a question this elicitation does not ask
                 ok = False
             if not ok:
                 what = (q.kind, q.i, q.j) if isinstance(q, Query) else q
                 raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
-                                  "question (asked, excluded or closed); a strategy chooses "
-                                  "among the allowed ones")
-        return picked
-
-    def _allowed_for(self, strategy: str, rng: object, exclude) -> QuestionSet:
-        if not isinstance(rng, np.random.Generator):   # a seed: 'int' has no choice, deep inside
-            raise ElicitError(f"rng must be a numpy Generator (numpy.random.default_rng(seed)), "
-                              f"got {rng!r}")
-        needs_ranking = get_strategy(strategy).needs_ranking  # an unknown name fails first
-        allowed = self.open_questions()     # built once when nothing is excluded
-        if len(allowed) == 0:
-            raise ElicitError(f"every candidate {self.noun} has been asked")
-        if exclude is not None and len(allowed := self.open_questions(exclude)) == 0:
-            raise ElicitError(f"every unasked {self.noun} is excluded; nothing is left to ask")
-        if needs_ranking and self._ranking is None and self.n_answers:
-            raise ElicitError("the non-sequential ranking is made before any answer; call "
-                              "nonsequential_ranking() to rank at the no-feedback MAP anyway")
-        return allowed
+                                  "question (asked, excluded, closed or chosen twice); a "
+                                  "strategy chooses among the allowed ones")
+        return list(picked)
 
     def posterior(self) -> NIGPosterior:
         """The NIG posterior of (beta, sigma^2) at the current MAP."""

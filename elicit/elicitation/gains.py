@@ -88,11 +88,6 @@ class Scores:
     hessian: np.ndarray | None = field(default=None, repr=False)
 
     @property
-    def pairs(self) -> np.ndarray:
-        """:attr:`questions`, under its name in rounds of pair questions only."""
-        return self.questions
-
-    @property
     def best(self) -> int:
         # screen values are approximate and must not outrank exact ones
         u = np.where(self.exact, self.utility, -np.inf) if self.exact.any() else self.utility
@@ -156,9 +151,7 @@ class PredictiveFast(PairUtility):
     def score_beside(self, scorer: UtilityScorer, pairs: np.ndarray, refine: int,
                      weight: np.ndarray | None, reach: float) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
-        u = scorer.screen(w, s)
-        if weight is not None:
-            u = weight * u
+        u = scorer.screen(w, s) if weight is None else weight * scorer.screen(w, s)
         exact = np.zeros(len(pairs), bool)
         scorer.newton_stage(u, w, s, weight, exact, pairs, remember=max(1, refine))
         # no pair can be chosen when even the best screened gain is (1 + certainty_margin)^2
@@ -181,8 +174,7 @@ class PredictiveExact(PairUtility):
               weight: np.ndarray | None = None) -> Scores:
         pairs, w, s = scorer.prepare(pairs)
         u = scorer.param_gain(w) if self.params else scorer.exact(pairs, s)
-        if weight is not None:
-            u = weight * u
+        u = u if weight is None else weight * u
         # param_gain computed the base Hessian; exact refits computed it where they needed it
         return Scores(pairs, u, np.ones(len(pairs), bool), s, scorer.computed_hessian)
 

@@ -17,6 +17,7 @@ from elicit.elicitation.utility import UtilityArgs
 from elicit.engines import ENGINES
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
+from elicit.internal.paths import check_input_file
 from elicit.model.variants import PAPER
 
 __all__ = ["RoundSettings", "default_model", "given_settings"]
@@ -73,8 +74,8 @@ class RoundSettings:
         stan_file = None if self.stan_file is None else os.fspath(self.stan_file)
         out = dataclasses.replace(self, model=model, questions=questions, stan_file=stan_file)
         out.utility_args().validate()
-        if stan_file is not None and not os.path.isfile(stan_file):
-            raise ElicitError(f"Stan file {stan_file} does not exist")
+        if stan_file is not None:
+            check_input_file(stan_file, "Stan")
         if self.pool_size is not None:   # not int(): 2.5 would be cut to 2 without a word
             check_int(self.pool_size, f"pool_size must be a positive integer, got "
                                       f"{self.pool_size!r}", 1)

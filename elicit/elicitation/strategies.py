@@ -1,20 +1,9 @@
 """Query strategies: which of the *allowed* questions to ask next (the paper's three,
-Afrabandpey et al. 2019, Sec. 4, are below; a new one: ``docs/extending.md``). With several
-kinds, random draws from the round's pool (:func:`round_pool`) so that 337 feature questions
-are not drowned by 56,616 pairs; a batch shares no feature where possible
-(:func:`disjoint_greedy`: such pairs tell the model much the same thing).
-
-Random draws, the whole of each strategy's use of ``rng`` (a seed must keep asking the same
-questions):
-
-* the pool of a round: for each sampled kind in turn,
-  ``sort(rng.choice(n, size=min(pool_size, n), replace=False))`` over its ``n`` allowed
-  questions in table order (no draw when there are none);
-* random: with one kind, ``rng.choice(n, size=k, replace=False)`` over the ``n`` allowed
-  questions in table order, asked in the order drawn; with several the same over the round's
-  mixed pool, drawn first;
-* sequential: the pool;
-* nonsequential: with one kind no draws; with several the first round's pool.
+Afrabandpey et al. 2019, Sec. 4, are below; a new one, and every random draw of the shipped
+ones: ``docs/extending.md``). With several kinds, random draws from the round's pool
+(:func:`round_pool`) so that 337 feature questions are not drowned by 56,616 pairs; a batch
+shares no feature where possible (:func:`disjoint_greedy`: such pairs tell the model much the
+same thing).
 """
 
 from __future__ import annotations
@@ -65,9 +54,8 @@ class Strategy(ABC):
     label
         How figures and reports show it (``"Sequential"``).
     stream_id
-        The fixed id of its random stream: sweeps seed run r of a strategy with
-        ``SeedSequence([seed, r, stream_id, 7])``. Unique, and never changed once results
-        exist (the paper's: random 0, nonsequential 1, sequential 2).
+        The fixed, unique id of its random stream in sweeps (``docs/extending.md``; the
+        paper's: random 0, nonsequential 1, sequential 2).
     needs_ranking
         Whether it reads the no-feedback ranking, which is made before any answer.
     draws_pool
@@ -83,9 +71,9 @@ class Strategy(ABC):
     @abstractmethod
     def choose(self, state: Elicitor, allowed: QuestionSet, rng: np.random.Generator,
                k: int) -> list[Query]:
-        """The ``k`` questions to ask, best first, among the table indices ``allowed`` (a
-        :class:`QuestionSet`, read like an array of increasing indices); ``1 <= k <=
-        len(allowed)``."""
+        """A list of 1 to ``k`` distinct questions to ask, best first, among the table indices
+        ``allowed`` (a :class:`QuestionSet`, read like an array of increasing indices); ``1 <=
+        k <= len(allowed)``."""
 
 
 @dataclass(frozen=True)

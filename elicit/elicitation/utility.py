@@ -90,11 +90,24 @@ class QuestionUtility:
             mask = kind_of == kind.name
             if not mask.any():
                 continue
-            part = kind.score(utility, round_, rows[mask], refine, reach)
+            part = _checked(kind.score(utility, round_, rows[mask], refine, reach), utility,
+                            int(mask.sum()))
             u[mask], exact[mask], p[mask] = part.utility, part.exact, part.p_answer
             if part.exact.any():
                 reach = max(reach, float(np.max(part.utility[part.exact])))
         return Scores(rows, u, exact, p, scorer.computed_hessian)
+
+
+def _checked(part: object, utility: Utility, n: int) -> Scores:
+    """``part``, the scores of ``n`` questions, else one line: a utility may return anything."""
+    got = type(part).__name__
+    if isinstance(part, Scores) and all(isinstance(a, np.ndarray) and a.shape == (n,)
+                                        for a in (part.utility, part.exact, part.p_answer)):
+        if np.isfinite(part.utility).all():
+            return part
+        got = f"the gain {part.utility[~np.isfinite(part.utility)][0]}"
+    raise ElicitError(f"utility {utility.name!r} returned {got}, not Scores with a finite "
+                      f"utility, an exact flag and a p_answer for each of {n} questions")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from elicit.errors import ElicitError, EngineUnavailable
+from elicit.internal.paths import check_input_file
 from elicit.model.layout import ParamLayout
 from elicit.model.spec import contract_data, contract_params
 from elicit.model.stan_data import Declared, declared, part_fields
@@ -145,19 +146,16 @@ class StanProgramFile:
             out[name] = value
         return out
 
-    def _as_array(self, name: str) -> bool:
-        return self.params[name].dims > 0
-
     def params_to_stan(self, lay: ParamLayout, theta: np.ndarray) -> dict[str, Any]:
         """theta as the program's named parameters (a vector or array block as a list)."""
-        return {b.stan: (theta[lay[b.name]].tolist() if b.vector or self._as_array(b.stan)
+        return {b.stan: (theta[lay[b.name]].tolist() if b.vector or self.params[b.stan].dims > 0
                          else float(theta[lay[b.name]][0]))
                 for b in lay.blocks}
 
     def entries(self, lay: ParamLayout) -> list[tuple[str, int | None]]:
         """The Stan name of each entry of theta with its index from 1 (None: a scalar)."""
         return [(b.stan, k) for b in lay.blocks for k in
-                (range(1, b.size + 1) if b.vector or self._as_array(b.stan) else (None,))]
+                (range(1, b.size + 1) if b.vector or self.params[b.stan].dims > 0 else (None,))]
 
 
 def _declarations(section: dict) -> Mapping[str, Declared]:
@@ -179,9 +177,7 @@ def _info(stanc: str, path: str, paths: tuple[Path, ...], code: str) -> dict:
 def read_program(path: str | Path, stanc: Path | None = None) -> StanProgramFile:
     """Read the Stan program ``path`` (``stanc``: :func:`find_stanc`'s by default); a
     one-line ElicitError if the file does not exist or stanc refuses it."""
-    path = Path(path)
-    if not path.is_file():
-        raise ElicitError(f"Stan file {path} does not exist")
+    path = check_input_file(path, "Stan")
     paths = include_paths(path)
     code, lines = inline_includes(path, paths)
     info = _info(str(stanc or find_stanc()), str(path), paths, code)

@@ -4,6 +4,7 @@ utilities and the question kinds.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping
 from typing import Generic, TypeVar
 
@@ -35,19 +36,28 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
 
     def add(self, name: object, obj: T) -> T:
-        """Register ``obj`` under ``name`` (a free, non-empty string that a comma-separated
-        list of names can spell) and return it."""
-        if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
+        """Register ``obj`` under ``name`` (free, non-empty, spelled by a comma-separated list,
+        naming a folder: a sweep's parts) and return it; its methods must take the arguments of
+        the abstract ones they implement (one that did not would fail deep in a round)."""
+        if (not isinstance(name, str) or not name.strip() or name != name.strip()
+                or any(c in name for c in ",/\\") or name in (".", "..")):
             raise ElicitError(f"a {self.kind} needs a name without commas or surrounding "
-                              f"spaces, got {name!r}")
+                              f"spaces that can name a folder (no slash, . or ..), got {name!r}")
         if name in self._items:
             raise ElicitError(f"a {self.kind} named {name!r} is already registered; choose "
                               "another name")
+        for base in type(obj).__mro__[1:]:
+            for m in getattr(base, "__abstractmethods__", ()):
+                args = list(inspect.signature(getattr(base, m)).parameters)[1:]
+                try:
+                    inspect.signature(getattr(obj, m)).bind(*args)
+                except TypeError:
+                    raise ElicitError(f"{self.kind} {name!r}: {m}() must take ("
+                                      f"{', '.join(args)}), as {base.__name__}.{m} does") from None
         self._items[name] = obj
         return obj
 
     def remove(self, name: str) -> None:
-        """Remove the object called ``name``."""
         if name not in self._items:
             raise ElicitError(f"no {self.kind} named {name!r} is registered")
         del self._items[name]

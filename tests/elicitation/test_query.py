@@ -502,6 +502,12 @@ def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_s
     with pytest.raises(ElicitError, match=r"^register_strategy takes a Strategy object, "
                                           r"got str$"):
         register_strategy("mine")  # type: ignore[arg-type]
+    # a sweep stores a strategy's runs in a folder of its name: "my/way" made a folder in a
+    # folder, ".." wrote its runs into parts/ itself, "../../x" beside the sweep
+    for name in ("my/way", "..", ".", "..\\x"):
+        with pytest.raises(ElicitError, match=r"^a strategy needs a name without commas or "
+                                              r"surrounding spaces that can name a folder"):
+            register_strategy(LastAllowed(name, "Mine", stream_id=92))
     assert "mine" not in STRATEGY_REGISTRY
     with pytest.raises(ElicitError, match=r"^unknown strategy 'mine'; choose one of random, "
                                           r"nonsequential, sequential, test-last-allowed$"):
@@ -621,8 +627,8 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
         el = make_elicitor()
         assert el.next_query("stale-test", np.random.default_rng(0)) == el.query(0)
         message = (r"^strategy 'stale-test' chose \('pairs', 0, 1\), which is not an open "
-                   r"question \(asked, excluded or closed\); a strategy chooses among the "
-                   r"allowed ones$")
+                   r"question \(asked, excluded, closed or chosen twice\); a strategy chooses "
+                   r"among the allowed ones$")
         with pytest.raises(ElicitError, match=message):
             el.next_query("stale-test", np.random.default_rng(0), exclude=[(1, 0)])
         el.answer(0, 1, "similar")
@@ -632,6 +638,54 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
             el.next_batch("stale-test", np.random.default_rng(0), 2)
     finally:
         unregister_strategy("stale-test")
+
+
+@pytest.mark.parametrize("returns, message", [
+    (lambda state, k: None, r"chose NoneType, not a list of 1 to 3$"),
+    (lambda state, k: (state.query(t) for t in range(k)),
+     r"chose generator, not a list of 1 to 3$"),
+    (lambda state, k: [], r"chose 0 questions, not a list of 1 to 3$"),
+    (lambda state, k: [state.query(t) for t in range(k + 2)],
+     r"chose 5 questions, not a list of 1 to 3$"),
+    (lambda state, k: [state.query(0)] * k,
+     r"chose \('pairs', 0, 1\), which is not an open question \(asked, excluded, closed or "
+     r"chosen twice\)"),
+])
+def test_a_strategy_that_returns_other_than_a_list_of_distinct_questions_is_one_line(
+        returns, message):
+    # next_batch handed out a generator, an empty batch, 5 questions for 3 or one question
+    # three times; next_query failed with "object of type 'NoneType' has no len()"
+    from elicit.elicitation.strategies import RandomStrategy
+
+    @dataclasses.dataclass(frozen=True)
+    class Odd(RandomStrategy):
+        def choose(self, state, allowed, rng, k):
+            return returns(state, k)
+
+    register_strategy(Odd("odd-test", "Odd", stream_id=903))
+    try:
+        with pytest.raises(ElicitError, match=rf"^strategy 'odd-test' {message}"):
+            make_elicitor().next_batch("odd-test", np.random.default_rng(0), 3)
+        if "twice" not in message:
+            with pytest.raises(ElicitError, match=r"^strategy 'odd-test' chose .*, not 1$"):
+                make_elicitor().next_query("odd-test", np.random.default_rng(0))
+    finally:
+        unregister_strategy("odd-test")
+
+
+def test_a_strategy_whose_choose_takes_other_arguments_is_refused_when_registered():
+    # it was registered, then every next_query failed: "choose() takes 4 positional
+    # arguments but 5 were given"
+    @dataclasses.dataclass(frozen=True)
+    class NoK(Strategy):
+        def choose(self, state, allowed, rng):
+            return []
+
+    with pytest.raises(ElicitError, match=r"^strategy 'no-k-test': choose\(\) must take "
+                                          r"\(state, allowed, rng, k\), as "
+                                          r"Strategy.choose does$"):
+        register_strategy(NoK("no-k-test", "No k", stream_id=904))
+    assert "no-k-test" not in STRATEGY_REGISTRY
 
 
 def test_a_failed_set_tau2_leaves_the_state_whole(monkeypatch):

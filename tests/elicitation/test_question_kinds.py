@@ -132,6 +132,24 @@ def test_a_refused_kind_can_be_registered_once_corrected():
         toykind.SignKind("odder", 1, (stale,), "sign", "l", "q", "m", "t")
 
 
+@pytest.mark.usefixtures("registries_restored")
+def test_a_kind_whose_hooks_take_other_arguments_is_refused_when_registered():
+    # registered, then the first round failed: "NoReach.score() takes 5 positional arguments
+    # but 6 were given"
+    class NoReach(toykind.SignKind):
+        def score(self, utility, round, rows, refine):
+            return super().score(utility, round, rows, refine, -np.inf)
+
+    up = Answer.define("up", "sign", 1, "Up", "+")
+    down = Answer.define("down", "sign", 0, "Down", "-")
+    with pytest.raises(ElicitError, match=r"^question kind 'sign': score\(\) must take "
+                                          r"\(utility, round, rows, refine, reach\), as "
+                                          r"QuestionKind.score does$"):
+        register_kind(NoReach("sign", 1, (up, down), "sign", "sign questions", "a sign question",
+                              "m", "{0}?"))
+    assert "sign" not in KINDS
+
+
 # -- the toy kind beside the shipped ones, through an Elicitor ----------------------------------
 
 def test_two_kinds_about_one_feature_are_told_apart_by_name(toy):

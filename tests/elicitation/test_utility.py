@@ -292,7 +292,7 @@ def test_scores_best_prefers_exact_and_ranking_puts_exact_first():
     # The screen's 5.0 is on another scale and must not beat the exact 3.0.
     assert sc.best == 2
     assert sc.ranking().tolist() == [2, 1, 0, 3]
-    none_exact = Scores(sc.pairs, sc.utility, np.zeros(4, bool), sc.p_answer)
+    none_exact = Scores(sc.questions, sc.utility, np.zeros(4, bool), sc.p_answer)
     assert none_exact.best == 0
     assert none_exact.ranking().tolist() == [0, 2, 1, 3]
 
@@ -494,6 +494,52 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
                                           r"test-answer-entropy$"):
         get_utility("nope")
     assert UTILITIES["test-answer-entropy"] is toy_utility
+
+
+@pytest.mark.parametrize("gains, shown", [
+    (lambda s: None, "NoneType"),
+    (lambda s: Scores(s.questions, s.utility[:-1], s.exact, s.p_answer), "Scores"),
+    (lambda s: Scores(s.questions, s.utility, True, s.p_answer), "Scores"),
+    (lambda s: Scores(s.questions, np.where(s.utility > 0, np.nan, 0.0), s.exact, s.p_answer),
+     "the gain nan"),
+    (lambda s: Scores(s.questions, np.full(len(s.exact), np.inf), s.exact, s.p_answer),
+     "the gain inf"),
+])
+def test_what_a_registered_utility_returns_is_checked_in_one_line(gains, shown):
+    # a NaN or infinite gain was handed out as the best question (q.expected_gain = nan); a
+    # short array, a scalar exact or None failed deep in the round (ValueError,
+    # AttributeError)
+    @dataclasses.dataclass(frozen=True)
+    class Odd(AnswerEntropy):
+        def score(self, scorer, pairs, refine=10, weight=None):
+            return gains(super().score(scorer, pairs, refine, weight))
+
+    register_utility(Odd("test-odd", "answer"))
+    try:
+        a = small_arrays()
+        el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", utility="test-odd",
+                      pool_size=12)
+        with pytest.raises(ElicitError, match=rf"^utility 'test-odd' returned {shown}, not "
+                                              r"Scores with a finite utility, an exact flag and "
+                                              r"a p_answer for each of 12 questions$"):
+            el.next_query("sequential", np.random.default_rng(0))
+    finally:
+        unregister_utility("test-odd")
+
+
+def test_a_utility_whose_score_takes_other_arguments_is_refused_when_registered():
+    # registered, then every round under the relevance model failed: "score() takes from 3 to
+    # 4 positional arguments but 5 were given" (the weight)
+    @dataclasses.dataclass(frozen=True)
+    class NoWeight(PairUtility):
+        def score(self, scorer, pairs, refine=10):
+            return AnswerEntropy.score(self, scorer, pairs, refine)
+
+    with pytest.raises(ElicitError, match=r"^utility 'test-no-weight': score\(\) must take "
+                                          r"\(scorer, pairs, refine, weight\), as "
+                                          r"PairUtility.score does$"):
+        register_utility(NoWeight("test-no-weight", "answer"))
+    assert "test-no-weight" not in UTILITIES
 
 
 @pytest.mark.parametrize("mode, target, name", [

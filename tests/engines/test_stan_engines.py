@@ -254,6 +254,9 @@ def test_contract_names_every_missing_name(tmp_path):
         PyStanEngine("learned", stan_file=bad)
     with pytest.raises(ElicitError, match=r"Stan file .*missing.stan does not exist"):
         check_stan_contract(tmp_path / "missing.stan", "fixed")
+    # a folder (--stan-file stan/, say) was called missing: "Stan file stan does not exist"
+    with pytest.raises(ElicitError, match=r"^Stan .* is a folder, not a file; give the path of "):
+        check_stan_contract(tmp_path, "fixed")
 
 
 @needs_stanc

@@ -102,3 +102,17 @@ def test_the_least_sure_strategy_asks_the_least_predictable_question_of_every_ki
             seen.add(q.kind)
             el.answer(q.i, q.j, "dont_know", kind=q.kind)
         assert seen <= set(el.questions) and seen
+
+
+def test_the_utility_scores_pairs_under_the_relevance_model(namespace):
+    """The page's utility took no ``weight``: under a model with relevance classes every
+    round failed with "score() takes from 3 to 4 positional arguments but 5 were given"."""
+    exec(compile(_blocks()[2], str(DOC), "exec", dont_inherit=True), namespace)
+    a = small_arrays()
+    el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5, model="relevance"), engine="numpy",
+                  questions="both", utility="answer-entropy", pool_size=6)
+    el.answer(0, None, "relevant")
+    sc = el.score(np.array([[1, 2], [3, 4]]))
+    entropy = namespace["entr"](sc.p_answer) + namespace["entr"](1 - sc.p_answer)
+    # weighted by the chance that both features are relevant, which is below 1
+    assert sc.utility.shape == (2,) and np.all(sc.utility < entropy)
