@@ -14,6 +14,7 @@ from pathlib import Path
 from elicit.elicitation.kinds import PAPER_QUESTIONS, spell_questions
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
+from elicit.internal.locks import hold_folder
 
 CONFIG_FILE = "config.json"
 PARTS = "parts"
@@ -60,6 +61,10 @@ class SweepStore:
         other settings (naming each difference) or records without ``config.json``."""
         folder = Path(folder)
         path = folder / CONFIG_FILE
+        folder.mkdir(parents=True, exist_ok=True)
+        if not hold_folder(folder):  # else each call's parts end up under the other's config
+            raise ElicitError(f"another call is writing into {folder}; wait for it to end or "
+                              "use another output folder (--out)")
         # as config.json will hold them (a tuple as a list), so that a rerun compares equal
         settings = json.loads(json.dumps(dict(settings)))
         held = any((folder / PARTS).rglob("*.json"))

@@ -34,6 +34,27 @@ def file_lock(name: str, on_wait: Callable[[Path], None] | None = None) -> Itera
         os.close(fd)  # closing the descriptor releases the lock
 
 
+#: The folders this process holds (:func:`hold_folder`), each by one open descriptor.
+_HELD: dict[Path, int] = {}
+
+
+def hold_folder(folder: Path) -> bool:
+    """Lock the existing ``folder`` until this process ends; False if another process holds
+    it. Held once per process: a second lock here would refuse this very process. Where a
+    folder cannot be opened (Windows) it is not locked."""
+    key = folder.resolve()
+    if key not in _HELD:
+        try:
+            fd = os.open(key, os.O_RDONLY)
+        except OSError:
+            return True
+        if not _lock(fd, blocking=False):
+            os.close(fd)
+            return False
+        _HELD[key] = fd
+    return True
+
+
 def _lock(fd: int, blocking: bool) -> bool:
     """Lock ``fd``; without ``blocking``, return False at once if another holder has it."""
     try:
