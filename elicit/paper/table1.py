@@ -184,6 +184,9 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"no realdata sweep in {folder}: run `elicit realdata --dataset "
                           f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
                           "(table1 takes the SeqElc column from that sweep)")
+    if "expert_rule" not in store.settings:  # the synthetic experiment, or one's own sweep
+        raise ElicitError(f"{folder} is no realdata sweep; name the folders of realdata "
+                          "sweeps in --datasets")
     if store.settings.get("meta_features") == "file":
         raise ElicitError(f"{folder} is a sweep with meta-features from a file; table1 "
                           "refits the sweep's runs, so use counts, ppmi or lsa meta-features")
@@ -252,6 +255,8 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     """Table 1 of the realdata sweeps ``out/<dataset>/`` (``elicit table1``) into
     ``out/table1.csv`` and ``out/table1/curves.csv``; the rest as for :func:`table1_for`."""
     out = Path(out)
+    if twice := [d for i, d in enumerate(datasets) if d in datasets[:i]]:
+        raise ElicitError(f"sweep {twice[0]!r} is named twice; name each once")
     rows, longs = [], []
     with cluster_scope(cluster):
         for name in datasets:
