@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,17 @@ class Sweep:
         return sorted({min(20, self.last), self.last})
 
 
+def read_mse(path: Path) -> pd.DataFrame:
+    """A sweep's ``mse.csv``; an :class:`ElicitError` if it is cut short (a copy stopped, a full
+    disk: a sweep writes it whole, a ``mean`` row per run last), not read as fewer runs."""
+    df = pd.read_csv(io.StringIO(text := path.read_text()))
+    if (not text.endswith("\n") or "mean" not in set(df.strategy)
+            or df.groupby("strategy").run.nunique().nunique() > 1):
+        raise ElicitError(f"{path} is cut short; run its sweep again, which writes it again "
+                          "from the finished parts")
+    return df
+
+
 def load_sweep(folder: Path) -> Sweep | None:
     """The sweep in ``folder``, or None if it holds no finished realdata sweep."""
     store, mse_path = SweepStore.find(folder), folder / "mse.csv"
@@ -179,7 +191,7 @@ def load_sweep(folder: Path) -> Sweep | None:
     if store is None or not mse_path.exists() or "expert_rule" not in store.settings:
         return None
 
-    mse = pd.read_csv(mse_path)
+    mse = read_mse(mse_path)
 
     def opt(name: str) -> pd.DataFrame | None:
         # the runs of mse.csv only: these files are written before the sweep and mse.csv after

@@ -366,3 +366,63 @@ def test_the_synthetic_section_of_ones_own_problems_says_so(tmp_path):
     assert "paper Sec. 4.1" not in own and "1000 test points" not in own
     assert "## Simulated data: the problems of /data/mine" in own
     assert "fig3_K.png" not in own
+
+
+def test_the_kernel_figure_is_described_and_linked_as_the_sweep_made_it(tmp_path):
+    """A synthetic sweep of 30 rounds was reported with 'the learned K after 0, 10, 30 and 100
+    sequential answers' (its figure has no 100), and one without the sequential strategy linked
+    a fig3_K.png that no call had made."""
+    import shutil
+
+    from elicit.report import write_report
+
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    mse = pd.read_csv(src / "mse.csv")
+    mse[(mse.run < 2) & (mse.n_feedback <= 30)].to_csv(tmp_path / "synthetic" / "mse.csv",
+                                                       index=False)
+    cfg = json.loads((src / "config.json").read_text())
+    (tmp_path / "synthetic" / "config.json").write_text(json.dumps({**cfg, "rounds": 30}))
+    text = write_report(tmp_path).read_text()
+    assert "fig3_K.png" not in text and "Kernel:" not in text
+    shutil.copy(src / "fig3_K.png", tmp_path / "synthetic" / "fig3_K.png")
+    text = write_report(tmp_path).read_text()
+    assert "learned K after 0, 10 and 30 sequential answers (run 0)" in text
+    assert "![Fig. 3](synthetic/fig3_K.png)" in text
+
+
+def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypatch, capsys):
+    """An mse.csv cut short (a copy stopped, a full disk) was read without a word: the synthetic
+    section said '1 runs' with a last MSE cut inside its digits, and the Amazon table lost its
+    reference lines and baselines."""
+    import shutil
+
+    from elicit.errors import ElicitError
+    from elicit.report import write_report
+
+    _copy_results(tmp_path, "amazon")
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    for f in ("config.json", "mse.csv"):
+        shutil.copy(src / f, tmp_path / "synthetic" / f)
+    write_report(tmp_path)
+    for name in ("synthetic", "amazon"):
+        path = tmp_path / name / "mse.csv"
+        whole = path.read_text()
+        for cut in (whole[:3001], whole[:whole.index("\n", 3000) + 1],
+                    whole[:whole.index("\n", whole.index(",mean,")) + 1],
+                    whole[:whole.rindex("\n", 0, len(whole) - 1) + 1]):
+            path.write_text(cut)
+            with pytest.raises(ElicitError, match=rf"{name}/mse.csv is cut short; run"):
+                write_report(tmp_path)
+        path.write_text(whole)
+    # make reproduce of other steps ends with that line, not a traceback
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--out", str(tmp_path), "--steps", "yelp",
+                                     "--runs", "1", "--quiet"])
+    monkeypatch.setattr("elicit.paper.steps.run_steps", lambda todo, *a, done, **k: [
+        done(step, "", 0.0, 0.0) for step in todo])
+    path.write_text(whole[:3001])
+    with pytest.raises(SystemExit, match="^2$"):
+        _reproduce().main()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "amazon/mse.csv is cut short" in err, err
