@@ -1353,6 +1353,38 @@ def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, 
     assert_one_line_error(res.stderr, re.escape(message))
 
 
+def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path):
+    """A missing folder was a FileNotFoundError traceback; sweeps of other seeds (or the
+    synthetic beside Amazon) were paired without a word; --at beyond the sweeps' rounds printed
+    an empty table."""
+    import pandas as pd
+
+    from elicit.harness.store import SweepStore
+
+    def folder(name, **settings):
+        SweepStore.open(tmp_path / name, {"seed": 0, "rounds": 2, **settings})
+        pd.DataFrame({"dataset": "d", "strategy": "random", "run": 0, "n_feedback": [0, 1, 2],
+                      "mse": 1.0}).to_csv(tmp_path / name / "mse.csv", index=False)
+        return str(tmp_path / name)
+
+    pred, params = folder("a"), folder("b", utility_target="params")
+    script = Path(__file__).resolve().parents[1] / "experiments" / "compare_targets.py"
+    for args, message in [
+            ([str(tmp_path / "nowhere"), params], "nowhere holds no finished sweep"),
+            ([pred, folder("c", utility_target="params", seed=1)],
+             "differ in more than the utility target (seed: 0 there, 1 now)"),
+            ([params, pred], "the first sweep's utility target is params, the second's "
+                             "predictive: give the predictive sweep first"),
+            ([pred, params], "no curve reaches --at 10, 20, 30 answers (the sweeps end at 2)")]:
+        res = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                             text=True)
+        assert res.returncode == 2 and res.stdout == "", res.stdout
+        assert_one_line_error(res.stderr, re.escape(message))
+    res = subprocess.run([sys.executable, str(script), pred, params, "--at", "2"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "| random | 2 | 1.000 | 1.000 |" in res.stdout, res.stderr
+
+
 def test_a_damaged_sweep_record_is_one_line(tmp_path, capsys):
     """A config.json or part that is not JSON (edited by hand, a disk error) gave a
     JSONDecodeError traceback."""
