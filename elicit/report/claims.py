@@ -5,7 +5,6 @@ real-data experiments with a verdict computed by the rule written next to it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -160,10 +159,9 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
              + ("a level" if not any(reach) else "every level")]]
 
 
-def claims_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
-    """The section: one table per paper data set, claim | ours | verdict."""
-    path = out / "table1.csv"
-    t1 = pd.read_csv(path, dtype=str) if path.exists() else None
+def claims_section(sweeps: Sequence[Sweep], t1: pd.DataFrame | None) -> list[str]:
+    """The section: one table per paper data set, claim | ours | verdict; ``t1`` the current
+    ``table1.csv`` (None: none, or one made of other runs than the sweeps hold)."""
     lines = []
     for d in DATASETS:
         main, lit = default_sweep(sweeps, d), literal_sweep(sweeps, d)
