@@ -132,6 +132,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
         if not (args.out / d / "mse.csv").exists():
             ap.error(f"table1 reads the finished {d} sweep: add {d} to --steps (there is none "
                      f"in {args.out})")
+    try:  # a missing data directory or corpus: known now, not when its step starts
+        for s in chosen:
+            steps.step_config(s, step_settings(args))
+    except ElicitError as e:
+        ap.error(str(e))
     return args, [s for s in STEPS if s in chosen]
 
 

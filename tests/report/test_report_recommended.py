@@ -228,8 +228,9 @@ def test_reproduce_mixed_steps(tmp_path, monkeypatch):
     assert (args.mixed_runs, args.mixed_rounds) == (mod.MIXED_RUNS, mod.MIXED_ROUNDS)
 
 
-def test_reproduce_runs_the_papers_50_runs_of_every_step_by_default(tmp_path):
+def test_reproduce_runs_the_papers_50_runs_of_every_step_by_default(tmp_path, monkeypatch):
     mod = _reproduce()
+    monkeypatch.setattr(mod.steps, "step_config", lambda *a: None)  # no data directory needed
     args, steps = mod.parse_args(["--out", str(tmp_path)])
     assert steps == list(mod.STEPS)
     assert (args.runs, args.real_runs, args.mixed_runs) == (50, 50, 50)
@@ -279,7 +280,8 @@ def test_the_report_gives_the_calls_cpu_time_when_steps_share_a_pool(tmp_path):
     assert "CPU time: 8.3 min (synthetic 8.3)" in text and "at a time" not in text
 
 
-def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, capsys):
+def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, capsys,
+                                                                  monkeypatch):
     """--out naming a file and --steps naming no step ended in tracebacks; table1 without the
     amazon and yelp sweeps failed only after every other step had run."""
     mod = _reproduce()
@@ -296,8 +298,26 @@ def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, caps
         assert err.count("\n") == 1 and message in err, err
     (tmp_path / "o" / "yelp").mkdir(parents=True)
     (tmp_path / "o" / "yelp" / "mse.csv").write_text("")
+    monkeypatch.setattr(mod.steps, "step_config", lambda *a: None)  # no data directory needed
     assert mod.parse_args(["--out", str(tmp_path / "o"), "--steps", "amazon,table1"])[1] == \
         ["amazon", "table1"]
+
+
+def test_reproduce_refuses_a_missing_data_directory_or_corpus_before_any_step_runs(tmp_path,
+                                                                                  capsys):
+    """--data-dir or --kitchen naming nothing failed when its step started: after the synthetic
+    step, and with two steps at a time the kitchen's after amazon's and yelp's."""
+    mod = _reproduce()
+    for argv, message in [
+            (["--steps", "synthetic,amazon", "--data-dir", str(tmp_path / "none")],
+             f"data directory {tmp_path / 'none'} (from --data-dir"),
+            (["--steps", "synthetic,kitchen", "--kitchen", str(tmp_path / "k.jsonl")],
+             f"review file {tmp_path / 'k.jsonl'} not found")]:
+        with pytest.raises(SystemExit) as e:
+            mod.parse_args(["--out", str(tmp_path / "o"), *argv])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
 
 
 def test_a_sweep_is_read_with_the_runs_its_curves_hold(tmp_path):
@@ -435,6 +455,7 @@ def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypa
     # make reproduce of other steps ends with that line, not a traceback
     monkeypatch.setattr("sys.argv", ["reproduce.py", "--out", str(tmp_path), "--steps", "yelp",
                                      "--runs", "1", "--quiet"])
+    monkeypatch.setattr("elicit.paper.steps.step_config", lambda *a: None)
     monkeypatch.setattr("elicit.paper.steps.run_steps", lambda todo, *a, done, **k: [
         done(step, "", 0.0, 0.0) for step in todo])
     path.write_text(whole[:3001])
