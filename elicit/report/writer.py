@@ -42,17 +42,15 @@ def _synthetic_section(out: Path) -> list[str]:
     t = " and ".join(", ".join(map(str, [r for r in FIG3_ROUNDS if r <= last])).rsplit(", ", 1))
     table = [f"| strategy | MSE, 0 answers | MSE, {last} answers | runs |", "|---|---|---|---|"]
     for strategy, g in curves.groupby("strategy"):
-        m0 = g[g.n_feedback == 0].mse
         mT = g[g.n_feedback == last].mse
-        se = mT.std(ddof=1) / len(mT) ** 0.5 if len(mT) > 1 else float("nan")
-        table.append(f"| {strategy} | {m0.mean():.3f} | {mT.mean():.3f} ± {se:.3f} | {len(mT)} |")
+        table.append(f"| {strategy} | {g[g.n_feedback == 0].mse.mean():.3f} | {fmt(mT)} | "
+                     f"{len(mT)} |")
     return [
         f"## Simulated data: the problems of {own}" if own else
         "## Synthetic data (paper Sec. 4.1, Figs. 3-4)", "",
         f"{df.run.nunique()} runs, test MSE on "
         + ("the problem files' test points" if own else "1000 test points") + " (mean ± s.e.)."
-        + (f" Predicting the training mean gives {mean.mean():.3f} ± {mean.sem():.3f}."
-           if len(mean) else ""), "",
+        + f" Predicting the training mean gives {fmt(mean)}.", "",
         *table, "",
         "![Fig. 4](synthetic/fig4_mse.png)", "",
         # made with the sequential strategy, at the snapshots the rounds reach

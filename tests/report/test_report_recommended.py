@@ -427,6 +427,22 @@ def test_the_kernel_figure_is_described_and_linked_as_the_sweep_made_it(tmp_path
     assert "![Fig. 3](synthetic/fig3_K.png)" in text
 
 
+def test_a_synthetic_sweep_of_one_run_has_no_nan_in_its_section(tmp_path):
+    """One run: 'MSE, 100 answers | 13.000 ± nan' and 'Predicting the training mean gives
+    18.328 ± nan' (a standard error of one value)."""
+    from elicit.report import write_report
+
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    mse = pd.read_csv(src / "mse.csv")
+    mse[mse.run < 1].to_csv(tmp_path / "synthetic" / "mse.csv", index=False)
+    (tmp_path / "synthetic" / "config.json").write_text((src / "config.json").read_text())
+    text = write_report(tmp_path).read_text()
+    assert "## Synthetic data" in text and "nan" not in text
+    one = mse[(mse.run == 0) & (mse.strategy == "mean")].mse.iloc[0]
+    assert f"Predicting the training mean gives {one:.3f}." in text
+
+
 def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypatch, capsys):
     """An mse.csv cut short (a copy stopped, a full disk) was read without a word: the synthetic
     section said '1 runs' with a last MSE cut inside its digits, and the Amazon table lost its
