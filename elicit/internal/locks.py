@@ -34,24 +34,17 @@ def file_lock(name: str, on_wait: Callable[[Path], None] | None = None) -> Itera
         os.close(fd)  # closing the descriptor releases the lock
 
 
-#: The folders this process holds (:func:`hold_folder`), each by one open descriptor.
-_HELD: dict[Path, int] = {}
+_HELD: dict[Path, int] = {}  # the folders this process holds, one open descriptor each
 
 
 def hold_folder(folder: Path) -> bool:
-    """Lock the existing ``folder`` until this process ends; False if another process holds
-    it. Held once per process: a second lock here would refuse this very process. Where a
-    folder cannot be opened (Windows) it is not locked."""
-    key = folder.resolve()
-    if key not in _HELD:
-        try:
-            fd = os.open(key, os.O_RDONLY)
-        except OSError:
-            return True
-        if not _lock(fd, blocking=False):
-            os.close(fd)
+    """Lock ``folder`` until this process ends, once (a second lock here would refuse this
+    process); False if another process holds it. Windows cannot open a folder: not locked."""
+    if (key := folder.resolve()) not in _HELD and os.name != "nt":
+        _HELD[key] = os.open(key, os.O_RDONLY)
+        if not _lock(_HELD[key], blocking=False):
+            os.close(_HELD.pop(key))
             return False
-        _HELD[key] = fd
     return True
 
 

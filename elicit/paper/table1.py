@@ -1,10 +1,5 @@
-"""The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level.
-
-:func:`run_table1` makes the table of finished realdata sweeps in ``OUT/<sweep>/`` into
-``OUT/table1.csv`` and ``OUT/table1/`` (the rnd/act curves). The sample-addition loops of
-:mod:`elicit.paper.samples` use each sweep's own splits and model (its ``config.json``); its
-``mse.csv`` gives the SeqElc curves and each run's initial MSE, from which the run's relative
-levels are set.
+"""The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level,
+from finished realdata sweeps (:func:`run_table1`; what it reads: ``docs/realdata.md``).
 """
 
 from __future__ import annotations

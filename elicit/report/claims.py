@@ -5,6 +5,7 @@ real-data experiments with a verdict computed by the rule written next to it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -116,7 +117,7 @@ def _strategy_claim(main: Sweep, other: str) -> list[str] | None:
             f"defaults, Sequential − {LABELS[other]} per run: {ours}", verdict]
 
 
-def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
+def _table1_claims(d: str, t1: pd.DataFrame | None, main: Sweep | None) -> list[list[str]]:
     # Rules: on the relative rows (the paper's relative reductions from each run's own start),
     # ACT beats RND if it needs fewer samples on average while reaching the level in at least
     # as many runs; SeqElc reproduces if it reaches the level in more than half of the runs.
@@ -125,7 +126,9 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
     rows = t1[(t1.dataset == d) & (t1.level_kind == "relative")]
     if "sweep" in t1 and (t1.sweep == d).any():
         rows = rows[rows.sweep == d]
-    if rows.empty:
+    # none without the sweep, or from a table of other runs than it holds now
+    if rows.empty or main is None or {_kr(k)[1] for k in rows.rnd_reached} != {
+            main.mse.run.nunique()}:
         return []
     act: list[bool | None] = []
     rnd, seq, reach = [], [], []
@@ -159,15 +162,16 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
              + ("a level" if not any(reach) else "every level")]]
 
 
-def claims_section(sweeps: Sequence[Sweep], t1: pd.DataFrame | None) -> list[str]:
-    """The section: one table per paper data set, claim | ours | verdict; ``t1`` the current
-    ``table1.csv`` (None: none, or one made of other runs than the sweeps hold)."""
+def claims_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
+    """The section: one table per paper data set, claim | ours | verdict."""
+    path = out / "table1.csv"
+    t1 = pd.read_csv(path, dtype=str) if path.exists() else None
     lines = []
     for d in DATASETS:
         main, lit = default_sweep(sweeps, d), literal_sweep(sweeps, d)
         found = [_no_feedback_claim(d, main, lit), *([] if main is None else [
             _levels_claim(d, main), _feedback_claim(main), _strategy_claim(main, "random"),
-            _strategy_claim(main, "nonsequential")]), *_table1_claims(d, t1)]
+            _strategy_claim(main, "nonsequential")]), *_table1_claims(d, t1, main)]
         rows = [r for r in found if r is not None]
         if rows:
             lines += [f"### {LABELS[d]}", "", "| the paper's claim | ours | verdict |",

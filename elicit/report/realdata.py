@@ -212,18 +212,6 @@ def find_sweeps(out: Path) -> list[Sweep]:
                                          s.folder != s.dataset, s.folder))
 
 
-def stale_table1(t: pd.DataFrame, sweeps: Sequence[Sweep]) -> str:
-    """Why ``table1.csv`` (``t``) is out of date, or "": made of other runs than a sweep
-    holds now (one given more runs since)."""
-    for s in sweeps:
-        made = {int(k.split("/")[1]) for k in t[t.get("sweep", t["dataset"]) == s.folder]
-                .rnd_reached if "/" in k}
-        if made and made != {s.mse.run.nunique()}:
-            return (f"table1.csv counts {min(made)} runs of the sweep {s.folder}, which holds "
-                    f"{s.mse.run.nunique()} now: make Table 1 again (elicit table1).")
-    return ""
-
-
 def default_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
     """The sweep of ``dataset`` with the default settings (:attr:`Sweep.default`), if any."""
     return next((s for s in sweeps if s.dataset == dataset and s.default), None)
