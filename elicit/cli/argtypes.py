@@ -116,16 +116,13 @@ def questions_help() -> str:
 
 
 def threshold_mean(text: str) -> float | str:
-    """``--threshold-mean``: ``auto`` or a positive number."""
+    """``--threshold-mean``: ``auto`` or a number (the sweep's configuration checks it)."""
     if text == "auto":
         return text
     try:
-        v = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"the threshold mean must be positive, got {v}")
-    return v
 
 
 def tau2(text: str) -> float | str:
