@@ -1,8 +1,6 @@
-"""A sweep's results folder, which owns the settings its results were made with
-(``docs/simulations.md``, ``docs/realdata.md``): ``OUT/config.json``, the records
-``OUT/parts/<dataset>/<strategy or runinfo>/runNNN.json`` and the Table 1 sample curves
-``OUT/../table1/parts/<OUT's name>/<method>/runNNN.json``. Records are reused by where they
-lie alone, so a rerun with other settings is refused rather than mixed in.
+"""A sweep's results folder (its files: ``docs/simulations.md``, ``docs/realdata.md``), which
+owns the settings its results were made with: records are reused by where they lie alone, so
+a rerun with other settings is refused rather than mixed in.
 """
 
 from __future__ import annotations
