@@ -93,8 +93,7 @@ class SweepStore:
         return self.part_path(dataset, "runinfo", run)
 
     def samples_path(self, method: str, run: int) -> Path:
-        """Run ``run``'s Table 1 sample curve of ``method``, in the ``table1`` folder beside
-        the sweep's."""
+        """Run ``run``'s Table 1 sample curve of ``method`` (in ``table1/`` beside the sweep)."""
         return (self.folder.parent / "table1" / PARTS / self.folder.name / method
                 / f"run{run:03d}.json")
 

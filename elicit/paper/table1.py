@@ -142,9 +142,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
 
 
 def format_table1(rows: Sequence[Mapping]) -> str:
-    """CSV text of :func:`table1_rows`: the methods' mean counts (or ``not reached``), their
-    reached fractions ``k/R``, the paper's counts, the reference lines' reached fractions and
-    the row's ``sweep``."""
+    """CSV text of :func:`table1_rows` (its columns: ``docs/realdata.md``, "Table 1")."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["dataset", "mse_level", "level_kind", *METHODS,

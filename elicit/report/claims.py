@@ -17,7 +17,6 @@ from elicit.report.realdata import Sweep, default_sweep, fmt, literal_sweep, mea
 
 
 def _kr(cell: str) -> tuple[int, int]:
-    """``"k/R"`` -> (k, R)."""
     k, r = str(cell).split("/")
     return int(k), int(r)
 

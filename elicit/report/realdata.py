@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,16 +167,23 @@ class Sweep:
         g = self.mse[self.mse.strategy == name]
         return g.set_index("run").mse if len(g) else None
 
+    def records(self, kind: str, runs: Sequence[int]) -> list[dict] | None:
+        """Each of ``runs``' stored record of ``kind`` (a strategy or ``runinfo``); None
+        unless every one is there."""
+        store = SweepStore.find(self.path) if self.path is not None else None
+        got = [] if store is None else [store.load(store.part_path(self.dataset, kind, int(r)))
+                                        for r in runs]
+        return [g for g in got if g is not None] if got and None not in got else None
+
     def checkpoints(self) -> list[int]:
         """The numbers of answers compared: 20 (if reached) and the last round."""
         return sorted({min(20, self.last), self.last})
 
 
 def read_mse(path: Path) -> pd.DataFrame:
-    """A sweep's ``mse.csv``; an :class:`ElicitError` if it is cut short (a copy stopped, a full
-    disk: a sweep writes it whole, a ``mean`` row per run last), not read as fewer runs."""
-    df = pd.read_csv(io.StringIO(text := path.read_text()))
-    if (not text.endswith("\n") or "mean" not in set(df.strategy)
+    """A sweep's ``mse.csv``, refused if cut short (a sweep writes it whole, ``mean`` last)."""
+    df = pd.read_csv(path)
+    if (not path.read_bytes().endswith(b"\n") or "mean" not in set(df.strategy)
             or df.groupby("strategy").run.nunique().nunique() > 1):
         raise ElicitError(f"{path} is cut short; run its sweep again, which writes it again "
                           "from the finished parts")
@@ -290,12 +296,9 @@ def n_answers(sweep: Sweep) -> float:
     if "n_feature_answers" in sweep.info:
         n = n + sweep.info.n_feature_answers.fillna(0).astype(float)
     elif sweep.mixed:  # runinfo.csv without the column: the per-run records have it
-        store = SweepStore.find(sweep.path) if sweep.path is not None else None
-        records = [] if store is None else [store.load(store.runinfo_path(sweep.dataset, int(r)))
-                                            for r in sweep.info.run]
-        if store is None or not all(records):
+        if (records := sweep.records("runinfo", sweep.info.run)) is None:
             return float("nan")
-        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records if r])
+        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records])
     return float(n.mean())
 
 
