@@ -177,10 +177,9 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
     """``--check-engine``: compare every fit with the numpy twin."""
     p.add_argument("--check-engine", nargs="?", const="higher", default=False,
                    choices=("higher", "stop"),
-                   help="check every fit of a cmdstan/pystan engine against the numpy engine: "
-                        "stop if the two disagree at the same point or a reported MAP is not "
-                        "stationary; when they report different stationary points, continue "
-                        "from the higher one (default) or stop (--check-engine stop)")
+                   help="check every cmdstan/pystan fit against the numpy engine; at two "
+                        "stationary points go on from the higher (default) or stop "
+                        "(docs/stan.md)")
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:

@@ -35,9 +35,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 @dataclass(frozen=True)
 class DataSource:
     """The reviews of a real-data sweep (picklable; hashable, so it keys the cache): the
-    paper matrices' absolute data directory, or a corpus file's absolute path, its text and
-    rating fields and keyword ``min_df`` (None: scaled to the corpus), and the data directory
-    whose stop list is checked (:func:`~elicit.data.files.load_stopwords`)."""
+    paper's matrix in ``data_dir`` or a ``corpus`` file (``min_df`` None: scaled to it; its
+    stop list checked in ``data_dir``), by absolute paths."""
 
     name: str
     data_dir: str | None = None

@@ -119,10 +119,8 @@ def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
 @single_blas_thread
 def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequence[str],
             ) -> dict[str, dict]:
-    """All ``strategies`` of one run, sharing the no-feedback fit. Each one's record holds
-    ``mse`` (after 0..rounds answers), ``asked`` (``[i, j, answer]``, ``j`` None for a feature
-    question), ``gammas`` (at the snapshot rounds), ``threshold_mean``, ``model`` and, with
-    other questions than the paper's, ``questions``, ``kinds`` and ``zeta``."""
+    """All ``strategies`` of one run, sharing the no-feedback fit: each one's record (``mse``
+    after 0..rounds answers; ``asked`` rows ``[i, j, answer]``, ``j`` None for a feature one)."""
     el = sweep_elicitor(problem, cfg)
     st = el.settings
     mse0 = problem.mse(el)
@@ -218,10 +216,8 @@ def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> d
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
           progress: bool = True) -> pd.DataFrame:
     """Run (or resume) a sweep of the picklable ``make_problem(seed, run)`` under ``cfg``
-    into the folder ``out`` (or a store an experiment opened with its own settings): its
-    ``config.json`` (with the maker's ``settings()``, if it has one), the records, ``mse.csv``
-    (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and the figure.
-    Returns the rows of ``mse.csv``."""
+    into the folder ``out`` (or a store an experiment opened with its own settings; the files:
+    ``docs/simulations.md``); return the rows of ``mse.csv``."""
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
     curves = run_sweep(make_problem, cfg, store, progress)

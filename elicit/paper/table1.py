@@ -60,11 +60,9 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
                 initial_mse: float | Sequence[float] | None = None,
                 references: Mapping[str, Sequence[float]] | None = None,
                 kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
-    """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
-
-    For each paper level L: a ``"paper"`` row at L itself, and a ``"relative"`` row at the
-    same relative reduction from our initial MSE, ``initial_mse * L / paper_initial`` (our
-    initial MSE differs from the paper's).
+    """Rows of Table 1: mean number of samples/answers needed to reach each MSE level, per
+    paper level L a ``"paper"`` row at L and a ``"relative"`` row at ``initial_mse * L /
+    paper_initial`` (``docs/realdata.md``, "Table 1").
 
     Parameters
     ----------

@@ -148,14 +148,12 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
 
 def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
     """The section, or nothing when no sweep asked feature questions."""
-    mixed = [s for s in sweeps if s.mixed]
+    if not (mixed := [s for s in sweeps if s.mixed]):
+        return []
     columns = [s for s in mixed if not s.best_case]
     best: dict[str, Sweep] = {}
-    for s in mixed:
-        if s.best_case:
-            best.setdefault(s.dataset, s)
-    if not mixed:
-        return []
+    for s in (s for s in mixed if s.best_case):
+        best.setdefault(s.dataset, s)
     if not columns:  # only best-case sweeps: shown, but labelled as what they are
         columns = list(best.values())
         best = {}
