@@ -1353,6 +1353,16 @@ def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, 
     assert_one_line_error(res.stderr, re.escape(message))
 
 
+def test_study_table_refuses_a_folder_without_a_realdata_sweep_before_its_table(tmp_path):
+    """It printed the table's header, then 'study_table: X holds no finished realdata sweep'
+    with exit status 1."""
+    script = Path(__file__).resolve().parents[1] / "experiments" / "study_table.py"
+    res = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert_one_line_error(res.stderr, re.escape(f"{tmp_path} holds no finished realdata sweep"))
+
+
 def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path):
     """A missing folder was a FileNotFoundError traceback; sweeps of other seeds (or the
     synthetic beside Amazon) were paired without a word; --at beyond the sweeps' rounds printed
