@@ -1353,6 +1353,19 @@ def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, 
     assert_one_line_error(res.stderr, re.escape(message))
 
 
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
+def test_every_bad_threshold_mean_gets_one_message(tmp_path, capsys, value):
+    """--threshold-mean was checked twice by two rules: nan and -1 'must be positive' (the
+    argument type), inf taken by it and refused by the configuration in other words."""
+    from elicit.cli.main import main as elicit_main
+
+    assert elicit_main(["synthetic", "--runs", "1", "--rounds", "1", "--quiet", "--out",
+                        str(tmp_path / "o"), "--threshold-mean", value]) == 2
+    assert_one_line_error(capsys.readouterr().err, "the threshold mean must be 'auto' or a "
+                                                   "positive number, got ")
+    assert not (tmp_path / "o").exists()
+
+
 def test_study_table_refuses_a_folder_without_a_realdata_sweep_before_its_table(tmp_path):
     """It printed the table's header, then 'study_table: X holds no finished realdata sweep'
     with exit status 1."""
