@@ -79,8 +79,7 @@ class SweepStore:
 
     @classmethod
     def find(cls, folder: str | Path) -> SweepStore | None:
-        """The store of the sweep in ``folder`` with its recorded settings, or None if the
-        folder has no ``config.json``."""
+        """The store of the sweep in ``folder`` (its recorded settings); None: no config.json."""
         path = Path(folder) / CONFIG_FILE
         return cls(Path(folder), _read_config(path)) if path.exists() else None
 

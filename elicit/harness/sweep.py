@@ -33,6 +33,7 @@ from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.checks import check_int
 from elicit.internal.io import write_json_atomic, write_text_atomic
+from elicit.internal.locks import hold_folder
 from elicit.internal.threads import single_blas_thread
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
@@ -42,8 +43,7 @@ MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 class SweepConfig(Recorded):
     """The settings of a sweep, checked when it is made: ``settings`` are the question
     rounds' (its ``strategy`` None, as a sweep runs each of ``strategies``; ``pool_size`` None:
-    each problem's own), ``snapshots`` the rounds whose gamma the records keep. The
-    :func:`~elicit.harness.config.setting` fields are what ``config.json`` records."""
+    each problem's own), ``snapshots`` the rounds whose gamma the records keep."""
 
     dataset: str = setting(MISSING)
     runs: int = option(MISSING)
@@ -199,6 +199,7 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
     run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, store) for run in range(cfg.runs)],
               jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left,
               cluster=cfg.cluster)
+    hold_folder(store.folder, hold=False)  # its parts now refuse a call of other settings
     rows = [(cfg.dataset, strategy, run, t, v) for strategy in cfg.strategies
             for run in range(cfg.runs)
             for t, v in enumerate(load_part(store, cfg, strategy, run)["mse"])]

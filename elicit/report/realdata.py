@@ -168,8 +168,7 @@ class Sweep:
         return g.set_index("run").mse if len(g) else None
 
     def records(self, kind: str, runs: Sequence[int]) -> list[dict] | None:
-        """Each of ``runs``' stored record of ``kind`` (a strategy or ``runinfo``); None
-        unless every one is there."""
+        """Each of ``runs``' record of ``kind`` (a strategy, ``runinfo``), or None: not all."""
         store = SweepStore.find(self.path) if self.path is not None else None
         got = [] if store is None else [store.load(store.part_path(self.dataset, kind, int(r)))
                                         for r in runs]

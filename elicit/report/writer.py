@@ -52,7 +52,6 @@ def _synthetic_section(out: Path) -> list[str]:
         + f" Predicting the training mean gives {fmt(mean)}.", "",
         *table, "",
         "![Fig. 4](synthetic/fig4_mse.png)", "",
-        # made with the sequential strategy, at the snapshots the rounds reach
         *([f"Kernel: the true K_opt beside the learned K after {t} sequential answers (run "
            "0).", "", "![Fig. 3](synthetic/fig3_K.png)", ""]
           if not own and (out / "synthetic" / "fig3_K.png").exists() else []),

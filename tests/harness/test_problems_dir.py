@@ -212,3 +212,11 @@ def test_a_second_call_into_a_folder_another_process_writes_into_is_refused(tmp_
         holder.communicate("")
     SweepStore.open(tmp_path / "o", {"rounds": 4})   # free once it has ended
     SweepStore.open(tmp_path / "o", {"rounds": 4})   # and this process may open it again
+    # a finished sweep lets go of its folder, though its process lives on (a notebook)
+    assert main(["synthetic", "--runs", "1", "--rounds", "0", "--strategies", "random",
+                 "--quiet", "--out", str(tmp_path / "done")]) == 0
+    other = subprocess.run(
+        [sys.executable, "-c", "import sys; from elicit.harness.store import SweepStore; "
+         "SweepStore.open(sys.argv[1], {'rounds': 0})", str(tmp_path / "done")],
+        capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
