@@ -1343,9 +1343,15 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
 @pytest.mark.parametrize("script, args, message", [
     ("compare_targets.py", ["a", "b", "--at", "x"], "argument --at: expected a positive integer"),
     ("diagnose_realdata.py", ["--run", "-1"], "argument --run: expected an integer >= 0"),
-    ("refit_modes.py", ["x", "--runs", "0"], "argument --runs: expected a positive integer")])
+    ("refit_modes.py", ["x", "--runs", "0"], "argument --runs: expected a positive integer"),
+    ("models_table.py", ["--tau2", "abc"], "--tau2 must be a positive number or 'cv', got 'abc'"),
+    ("models_table.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
+    ("relevance_orders.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
+    ("relevance_orders.py", ["--corpus", "/nonexistent.jsonl"],
+     "review file /nonexistent.jsonl not found")])
 def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message):
-    """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run."""
+    """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run;
+    models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too."""
     root = Path(__file__).resolve().parents[1]
     res = subprocess.run([sys.executable, str(root / "experiments" / script), *args],
                          capture_output=True, text=True, cwd=root)
