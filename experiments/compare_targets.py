@@ -5,7 +5,8 @@ Usage::
     python experiments/compare_targets.py PREDICTIVE_DIR PARAMS_DIR [--at 10,20,30]
 
 Both folders are outputs of ``elicit synthetic`` or ``elicit realdata`` with the same seed,
-runs and strategies (``--utility-target predictive`` and ``params``). For each strategy and
+runs and strategies (``--utility-target predictive`` and ``params``; other differences are
+refused, as is a folder without a finished sweep). For each strategy and
 number of answers it prints the mean test MSE of each target and the mean ± standard error of
 the paired difference params - predictive over runs (negative: the params target is better).
 The runs' data and the strategies' random streams do not depend on the target, so the
@@ -20,6 +21,24 @@ import numpy as np
 import pandas as pd
 
 from elicit.cli.argtypes import OneLineParser, answer_counts
+from elicit.errors import ElicitError
+from elicit.harness.store import LEGACY_CONFIG, SweepStore, settings_difference
+
+
+def check_paired(pred_dir: Path, params_dir: Path) -> None:
+    """An :class:`ElicitError` unless both folders hold finished sweeps that differ in the
+    utility target alone, predictive then params: else their runs are not the same runs."""
+    stores = [SweepStore.find(d) for d in (pred_dir, params_dir)]
+    for d, store in zip((pred_dir, params_dir), stores):
+        if store is None or not (d / "mse.csv").exists():
+            raise ElicitError(f"{d} holds no finished sweep (config.json and mse.csv)")
+    a, b = (s.settings for s in stores if s is not None)
+    if diff := settings_difference(a, {k: v for k, v in b.items() if k != "utility_target"}):
+        raise ElicitError(f"the two sweeps differ in more than the utility target ({diff})")
+    targets = [s.get("utility_target", LEGACY_CONFIG["utility_target"]) for s in (a, b)]
+    if targets != ["predictive", "params"]:
+        raise ElicitError(f"the first sweep's utility target is {targets[0]}, the second's "
+                          f"{targets[1]}: give the predictive sweep first")
 
 
 def paired_table(pred_dir: Path, params_dir: Path, at: list[int]) -> pd.DataFrame:
@@ -50,7 +69,15 @@ def main() -> None:
     ap.add_argument("--at", type=answer_counts, default=(10, 20, 30),
                     help="numbers of answers (default 10,20,30)")
     args = ap.parse_args()
+    try:
+        check_paired(args.predictive, args.params)
+    except ElicitError as e:
+        ap.error(str(e))
     t = paired_table(args.predictive, args.params, list(args.at))
+    if t.empty:
+        last = pd.read_csv(args.predictive / "mse.csv").n_feedback.max()
+        ap.error(f"no curve reaches --at {', '.join(map(str, args.at))} answers (the sweeps "
+                 f"end at {last})")
     print("| strategy | answers | MSE predictive | MSE params | params - predictive |")
     print("|---|---|---|---|---|")
     for r in t.itertuples():

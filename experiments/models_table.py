@@ -25,7 +25,8 @@ import time
 import numpy as np
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
-from elicit.data.sources import corpus_source, shipped_corpus
+from elicit.cli.argtypes import tau2 as tau2_option
+from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.harness.problem import STREAM_TAU2_CV, run_stream
 from elicit.model.kernel import kernel
@@ -73,10 +74,11 @@ def ideal_control(prob, rho: float = 0.9) -> float:
 
 def main() -> None:
     ap = OneLineParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="amazon", help="amazon, yelp, or kitchen (the shipped "
-                    "raw Amazon kitchen reviews as a corpus)")
+    ap.add_argument("--dataset", default="amazon", choices=(*DATASETS, "kitchen"),
+                    help="amazon, yelp, or kitchen (the shipped raw Amazon kitchen reviews as a "
+                         "corpus)")
     ap.add_argument("--runs", type=positive_int, default=10)
-    ap.add_argument("--tau2", default="cv")
+    ap.add_argument("--tau2", type=tau2_option, default="cv")
     ap.add_argument("--seed", type=nonneg_int, default=0)
     ap.add_argument("--meta-features", default="counts", choices=("counts", "ppmi", "lsa"))
     ap.add_argument("--meta-dim", type=positive_int, default=10)

@@ -27,6 +27,8 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
+from elicit.data.sources import DATASETS, corpus_source
+from elicit.errors import ElicitError
 from elicit.harness.sweep import sweep_elicitor
 from elicit.internal.threads import single_blas_thread
 from elicit.paper.configs import RealDataConfig
@@ -69,7 +71,7 @@ def one_run(cfg: RealDataConfig, run: int) -> dict:
 
 def main() -> None:
     ap = OneLineParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="amazon")
+    ap.add_argument("--dataset", default="amazon", choices=DATASETS)
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--name", default=None)
     ap.add_argument("--runs", type=positive_int, default=6)
@@ -78,11 +80,11 @@ def main() -> None:
     args = ap.parse_args()
     kw = dict(questions="both", meta_features="ppmi", meta_dim=10, seed=args.seed,
               runs=args.runs, engine="numpy", data_dir=args.data_dir)
-    if args.corpus:
-        from elicit.data.sources import corpus_source
-        cfg = RealDataConfig(corpus_source(args.corpus, name=args.name), **kw)
-    else:
-        cfg = RealDataConfig(args.dataset, **kw)
+    try:  # a missing corpus or data directory: one line, as the package's commands say it
+        cfg = RealDataConfig(corpus_source(args.corpus, name=args.name) if args.corpus
+                             else args.dataset, **kw)
+    except ElicitError as e:
+        ap.error(str(e))
     res = [one_run(cfg, r) for r in range(args.runs)]
     print(f"{cfg.name}, {args.runs} runs, seed {args.seed}: test MSE (mean over runs) after "
           f"{', '.join(map(str, AT))} relevance answers in a fixed order")

@@ -132,6 +132,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
         if not (args.out / d / "mse.csv").exists():
             ap.error(f"table1 reads the finished {d} sweep: add {d} to --steps (there is none "
                      f"in {args.out})")
+    try:  # a missing data directory or corpus: known now, not when its step starts
+        for s in chosen:
+            steps.step_config(s, step_settings(args))
+    except ElicitError as e:
+        ap.error(str(e))
     return args, [s for s in STEPS if s in chosen]
 
 
@@ -152,6 +157,14 @@ def main() -> None:
     try:
         steps.run_steps(todo, args.out, settings, progress=not args.quiet,
                         samples=args.samples, cluster=args.cluster, done=done)
+        # after the steps' worker processes ended: their CPU time is this process's children's
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+        walls = {s: walls[s] for s in todo}
+        cpus = {s: cpus[s] for s in todo}
+        # it reads every sweep in OUT, those of other calls too (one may be damaged)
+        write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
+                     step_runs={s: settings.runs_of(s) for s in todo}, commit=source_commit(),
+                     cpu_total_s=cpu, steps_at_once=steps.steps_at_once(args.jobs, args.cluster))
     except KeyboardInterrupt:
         left = [s for s in todo if s not in walls]
         print(f"reproduce: interrupted before {', '.join(left)} ended; rerun to continue",
@@ -160,13 +173,6 @@ def main() -> None:
     except (ElicitError, EngineUnavailable, EngineError, FileNotFoundError) as e:
         print(f"reproduce: error: {e}", file=sys.stderr)
         sys.exit(2)
-    # after the steps' worker processes ended: their CPU time is this process's children's
-    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-    walls = {s: walls[s] for s in todo}
-    cpus = {s: cpus[s] for s in todo}
-    write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
-                 step_runs={s: settings.runs_of(s) for s in todo}, commit=source_commit(),
-                 cpu_total_s=cpu, steps_at_once=steps.steps_at_once(args.jobs, args.cluster))
     print("reproduce: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items()))
     print(f"reproduce: wall time {wall / 60:.1f} min, CPU time {cpu / 60:.1f} min "
           f"(CPU / {args.jobs} jobs = {cpu / args.jobs / 60:.1f} min); "

@@ -18,13 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, positive_int
+from elicit.errors import ElicitError
 from elicit.report.realdata import fmt, load_sweep, paired
 
 
 def row(folder: Path, at: int) -> str:
-    s = load_sweep(folder)
-    if s is None:
-        raise SystemExit(f"study_table: {folder} holds no finished realdata sweep")
+    if (s := load_sweep(folder)) is None:
+        raise ElicitError(f"{folder} holds no finished realdata sweep")
     init, ceil, mean = s.initial(), s.per_run("ceiling"), s.per_run("mean")
     gain = (init - ceil.reindex(init.index)).dropna() if ceil is not None else None
     cells = [s.label, str(s.runs), fmt(mean) if mean is not None else "—", fmt(init),
@@ -41,12 +41,15 @@ def main() -> None:
     ap.add_argument("folders", type=Path, nargs="+")
     ap.add_argument("--at", type=positive_int, default=20, help="answers of the first comparison")
     args = ap.parse_args()
+    try:  # every row before the table: an error is its one line
+        rows = [row(f, args.at) for f in args.folders]
+    except ElicitError as e:
+        ap.error(str(e))
     print(f"| sweep | runs | predict the mean | no feedback | all answers (ceiling) | "
           f"no feedback − ceiling | Seq − Rnd @{args.at} | Seq − Rnd @last | "
           f"Non-seq − Rnd @{args.at} |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for f in args.folders:
-        print(row(f, args.at))
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":

@@ -1349,14 +1349,75 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
 @pytest.mark.parametrize("script, args, message", [
     ("compare_targets.py", ["a", "b", "--at", "x"], "argument --at: expected a positive integer"),
     ("diagnose_realdata.py", ["--run", "-1"], "argument --run: expected an integer >= 0"),
-    ("refit_modes.py", ["x", "--runs", "0"], "argument --runs: expected a positive integer")])
+    ("refit_modes.py", ["x", "--runs", "0"], "argument --runs: expected a positive integer"),
+    ("models_table.py", ["--tau2", "abc"], "--tau2 must be a positive number or 'cv', got 'abc'"),
+    ("models_table.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
+    ("relevance_orders.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
+    ("relevance_orders.py", ["--corpus", "/nonexistent.jsonl"],
+     "review file /nonexistent.jsonl not found")])
 def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message):
-    """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run."""
+    """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run;
+    models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too."""
     root = Path(__file__).resolve().parents[1]
     res = subprocess.run([sys.executable, str(root / "experiments" / script), *args],
                          capture_output=True, text=True, cwd=root)
     assert res.returncode == 2
     assert_one_line_error(res.stderr, re.escape(message))
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
+def test_every_bad_threshold_mean_gets_one_message(tmp_path, capsys, value):
+    """--threshold-mean was checked twice by two rules: nan and -1 'must be positive' (the
+    argument type), inf taken by it and refused by the configuration in other words."""
+    from elicit.cli.main import main as elicit_main
+
+    assert elicit_main(["synthetic", "--runs", "1", "--rounds", "1", "--quiet", "--out",
+                        str(tmp_path / "o"), "--threshold-mean", value]) == 2
+    assert_one_line_error(capsys.readouterr().err, "the threshold mean must be 'auto' or a "
+                                                   "positive number, got ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_study_table_refuses_a_folder_without_a_realdata_sweep_before_its_table(tmp_path):
+    """It printed the table's header, then 'study_table: X holds no finished realdata sweep'
+    with exit status 1."""
+    script = Path(__file__).resolve().parents[1] / "experiments" / "study_table.py"
+    res = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert_one_line_error(res.stderr, re.escape(f"{tmp_path} holds no finished realdata sweep"))
+
+
+def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path):
+    """A missing folder was a FileNotFoundError traceback; sweeps of other seeds (or the
+    synthetic beside Amazon) were paired without a word; --at beyond the sweeps' rounds printed
+    an empty table."""
+    import pandas as pd
+
+    from elicit.harness.store import SweepStore
+
+    def folder(name, **settings):
+        SweepStore.open(tmp_path / name, {"seed": 0, "rounds": 2, **settings})
+        pd.DataFrame({"dataset": "d", "strategy": "random", "run": 0, "n_feedback": [0, 1, 2],
+                      "mse": 1.0}).to_csv(tmp_path / name / "mse.csv", index=False)
+        return str(tmp_path / name)
+
+    pred, params = folder("a"), folder("b", utility_target="params")
+    script = Path(__file__).resolve().parents[1] / "experiments" / "compare_targets.py"
+    for args, message in [
+            ([str(tmp_path / "nowhere"), params], "nowhere holds no finished sweep"),
+            ([pred, folder("c", utility_target="params", seed=1)],
+             "differ in more than the utility target (seed: 0 there, 1 now)"),
+            ([params, pred], "the first sweep's utility target is params, the second's "
+                             "predictive: give the predictive sweep first"),
+            ([pred, params], "no curve reaches --at 10, 20, 30 answers (the sweeps end at 2)")]:
+        res = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                             text=True)
+        assert res.returncode == 2 and res.stdout == "", res.stdout
+        assert_one_line_error(res.stderr, re.escape(message))
+    res = subprocess.run([sys.executable, str(script), pred, params, "--at", "2"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "| random | 2 | 1.000 | 1.000 |" in res.stdout, res.stderr
 
 
 def test_a_damaged_sweep_record_is_one_line(tmp_path, capsys):

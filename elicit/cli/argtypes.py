@@ -116,16 +116,13 @@ def questions_help() -> str:
 
 
 def threshold_mean(text: str) -> float | str:
-    """``--threshold-mean``: ``auto`` or a positive number."""
+    """``--threshold-mean``: ``auto`` or a number (the sweep's configuration checks it)."""
     if text == "auto":
         return text
     try:
-        v = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected 'auto' or a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"the threshold mean must be positive, got {v}")
-    return v
 
 
 def tau2(text: str) -> float | str:
@@ -180,10 +177,9 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
     """``--check-engine``: compare every fit with the numpy twin."""
     p.add_argument("--check-engine", nargs="?", const="higher", default=False,
                    choices=("higher", "stop"),
-                   help="check every fit of a cmdstan/pystan engine against the numpy engine: "
-                        "stop if the two disagree at the same point or a reported MAP is not "
-                        "stationary; when they report different stationary points, continue "
-                        "from the higher one (default) or stop (--check-engine stop)")
+                   help="check every cmdstan/pystan fit against the numpy engine; at two "
+                        "stationary points go on from the higher (default) or stop "
+                        "(docs/stan.md)")
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:

@@ -105,7 +105,7 @@ def _table1_options(p: argparse.ArgumentParser) -> None:
                    help="comma-separated realdata sweep folders under OUT (default "
                         "amazon,yelp; a corpus sweep's folder works too)")
     p.add_argument("--data-dir", type=Path, default=None,
-                   help="data directory (default: the one the realdata sweep used)")
+                   help="data directory (default: the sweep's if still there, else as realdata)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--samples", type=positive_int, default=DEFAULT_SAMPLES,
                    help="cap on samples added by rnd/act (they also stop once the MSE reaches "

@@ -35,9 +35,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 @dataclass(frozen=True)
 class DataSource:
     """The reviews of a real-data sweep (picklable; hashable, so it keys the cache): the
-    paper matrices' absolute data directory, or a corpus file's absolute path, its text and
-    rating fields and keyword ``min_df`` (None: scaled to the corpus), and the data directory
-    whose stop list is checked (:func:`~elicit.data.files.load_stopwords`)."""
+    paper's matrix in ``data_dir`` or a ``corpus`` file (``min_df`` None: scaled to it; its
+    stop list checked in ``data_dir``), by absolute paths."""
 
     name: str
     data_dir: str | None = None
@@ -166,8 +165,9 @@ def source_from_config(cfg: dict, data_dir: str | os.PathLike | None = None) -> 
     """The source a sweep's ``config.json`` recorded (``data_dir`` overrides a paper
     sweep's data directory; a corpus must still be where it was, with the same content)."""
     if cfg.get("corpus") is None:
-        return paper_source(cfg["dataset"], data_dir if data_dir is not None
-                            else cfg.get("data_dir"))
+        # a recorded directory that is gone (the folder copied elsewhere): $ELICIT_DATA, ...
+        recorded = cfg.get("data_dir") if Path(cfg.get("data_dir") or "").is_dir() else None
+        return paper_source(cfg["dataset"], recorded if data_dir is None else data_dir)
     src = DataSource(cfg["dataset"], corpus=cfg["corpus"], text_field=cfg["text_field"],
                      rating_field=cfg["rating_field"], min_df=cfg.get("min_df"))
     if not Path(cfg["corpus"]).is_file():

@@ -1,8 +1,6 @@
-"""A sweep's results folder, which owns the settings its results were made with
-(``docs/simulations.md``, ``docs/realdata.md``): ``OUT/config.json``, the records
-``OUT/parts/<dataset>/<strategy or runinfo>/runNNN.json`` and the Table 1 sample curves
-``OUT/../table1/parts/<OUT's name>/<method>/runNNN.json``. Records are reused by where they
-lie alone, so a rerun with other settings is refused rather than mixed in.
+"""A sweep's results folder (its files: ``docs/simulations.md``, ``docs/realdata.md``), which
+owns the settings its results were made with: records are reused by where they lie alone, so
+a rerun with other settings is refused rather than mixed in.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from pathlib import Path
 from elicit.elicitation.kinds import PAPER_QUESTIONS, spell_questions
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
+from elicit.internal.locks import hold_folder
 
 CONFIG_FILE = "config.json"
 PARTS = "parts"
@@ -60,6 +59,10 @@ class SweepStore:
         other settings (naming each difference) or records without ``config.json``."""
         folder = Path(folder)
         path = folder / CONFIG_FILE
+        folder.mkdir(parents=True, exist_ok=True)
+        if not hold_folder(folder):  # else each call's parts end up under the other's config
+            raise ElicitError(f"another call is writing into {folder}; wait for it to end or "
+                              "use another output folder (--out)")
         # as config.json will hold them (a tuple as a list), so that a rerun compares equal
         settings = json.loads(json.dumps(dict(settings)))
         held = any((folder / PARTS).rglob("*.json"))
@@ -76,8 +79,7 @@ class SweepStore:
 
     @classmethod
     def find(cls, folder: str | Path) -> SweepStore | None:
-        """The store of the sweep in ``folder`` with its recorded settings, or None if the
-        folder has no ``config.json``."""
+        """The store of the sweep in ``folder`` (its recorded settings); None: no config.json."""
         path = Path(folder) / CONFIG_FILE
         return cls(Path(folder), _read_config(path)) if path.exists() else None
 
@@ -90,8 +92,7 @@ class SweepStore:
         return self.part_path(dataset, "runinfo", run)
 
     def samples_path(self, method: str, run: int) -> Path:
-        """Run ``run``'s Table 1 sample curve of ``method``, in the ``table1`` folder beside
-        the sweep's."""
+        """Run ``run``'s Table 1 sample curve of ``method`` (in ``table1/`` beside the sweep)."""
         return (self.folder.parent / "table1" / PARTS / self.folder.name / method
                 / f"run{run:03d}.json")
 

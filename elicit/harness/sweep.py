@@ -33,6 +33,7 @@ from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.checks import check_int
 from elicit.internal.io import write_json_atomic, write_text_atomic
+from elicit.internal.locks import hold_folder
 from elicit.internal.threads import single_blas_thread
 
 MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
@@ -42,8 +43,7 @@ MSE_COLUMNS = ["dataset", "strategy", "run", "n_feedback", "mse"]
 class SweepConfig(Recorded):
     """The settings of a sweep, checked when it is made: ``settings`` are the question
     rounds' (its ``strategy`` None, as a sweep runs each of ``strategies``; ``pool_size`` None:
-    each problem's own), ``snapshots`` the rounds whose gamma the records keep. The
-    :func:`~elicit.harness.config.setting` fields are what ``config.json`` records."""
+    each problem's own), ``snapshots`` the rounds whose gamma the records keep."""
 
     dataset: str = setting(MISSING)
     runs: int = option(MISSING)
@@ -119,10 +119,8 @@ def sweep_elicitor(problem: RunProblem, cfg: SweepConfig) -> Elicitor:
 @single_blas_thread
 def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequence[str],
             ) -> dict[str, dict]:
-    """All ``strategies`` of one run, sharing the no-feedback fit. Each one's record holds
-    ``mse`` (after 0..rounds answers), ``asked`` (``[i, j, answer]``, ``j`` None for a feature
-    question), ``gammas`` (at the snapshot rounds), ``threshold_mean``, ``model`` and, with
-    other questions than the paper's, ``questions``, ``kinds`` and ``zeta``."""
+    """All ``strategies`` of one run, sharing the no-feedback fit: each one's record (``mse``
+    after 0..rounds answers; ``asked`` rows ``[i, j, answer]``, ``j`` None for a feature one)."""
     el = sweep_elicitor(problem, cfg)
     st = el.settings
     mse0 = problem.mse(el)
@@ -201,6 +199,7 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
     run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, store) for run in range(cfg.runs)],
               jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left,
               cluster=cfg.cluster)
+    hold_folder(store.folder, hold=False)  # its parts now refuse a call of other settings
     rows = [(cfg.dataset, strategy, run, t, v) for strategy in cfg.strategies
             for run in range(cfg.runs)
             for t, v in enumerate(load_part(store, cfg, strategy, run)["mse"])]
@@ -218,10 +217,8 @@ def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> d
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
           progress: bool = True) -> pd.DataFrame:
     """Run (or resume) a sweep of the picklable ``make_problem(seed, run)`` under ``cfg``
-    into the folder ``out`` (or a store an experiment opened with its own settings): its
-    ``config.json`` (with the maker's ``settings()``, if it has one), the records, ``mse.csv``
-    (:data:`MSE_COLUMNS`: every curve and the ``mean`` reference rows) and the figure.
-    Returns the rows of ``mse.csv``."""
+    into the folder ``out`` (or a store an experiment opened with its own settings; the files:
+    ``docs/simulations.md``); return the rows of ``mse.csv``."""
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
     curves = run_sweep(make_problem, cfg, store, progress)

@@ -1,6 +1,5 @@
-"""An inter-process file lock, for work that two processes must not do at once (two builds
-of one Stan program into a shared cache break each other: "Text file busy").
-"""
+"""Inter-process locks, for work that two processes must not do at once (two builds of one
+Stan program into a shared cache break each other: "Text file busy"; two sweeps into one folder)."""
 
 from __future__ import annotations
 
@@ -32,6 +31,23 @@ def file_lock(name: str, on_wait: Callable[[Path], None] | None = None) -> Itera
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+_HELD: dict[Path, int] = {}  # the folders this process holds, one open descriptor each
+
+
+def hold_folder(folder: Path, hold: bool = True) -> bool:
+    """Lock ``folder`` for this process, once (a second lock here would refuse this process),
+    until it ends or lets go (``hold`` False); False if another process holds it. Windows
+    cannot open a folder: not locked."""
+    if not hold and (key := folder.resolve()) in _HELD:
+        os.close(_HELD.pop(key))
+    elif hold and (key := folder.resolve()) not in _HELD and os.name != "nt":
+        _HELD[key] = os.open(key, os.O_RDONLY)
+        if not _lock(_HELD[key], blocking=False):
+            os.close(_HELD.pop(key))
+            return False
+    return True
 
 
 def _lock(fd: int, blocking: bool) -> bool:

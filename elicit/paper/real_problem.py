@@ -1,9 +1,6 @@
-"""One run of the real-data experiment (paper Sec. 4.2) as a problem for a sweep.
-
-Run ``r`` of a :class:`~elicit.paper.configs.RealDataConfig` has 100 training and 900 test
-reviews, the rest the expert set, on which the simulated expert, a
-:class:`~elicit.paper.lasso_expert.LassoExpert`, is fitted. The model has a fixed tau2 per run.
-:class:`RealDataMaker` is the picklable ``make_problem(seed, run)`` of a real-data sweep.
+"""One run of the real-data experiment (paper Sec. 4.2) as a problem for a sweep: its split
+(``docs/realdata.md``), its simulated expert, a :class:`~elicit.paper.lasso_expert.LassoExpert`
+fitted on the expert set, and a fixed tau2 per run.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The real-data experiment: review ratings of Amazon, Yelp or any corpus (paper Sec. 4.2).
-
-:func:`run_realdata` runs the query strategies on runs of one data set, each answered by the
-run's LASSO expert (:mod:`elicit.paper.real_problem`), beside the baselines and reference
-lines of the same run (:mod:`elicit.paper.runinfo`).
+"""The real-data experiment on the review ratings of Amazon, Yelp or any corpus (paper Sec.
+4.2): :func:`run_realdata`, its runs :mod:`elicit.paper.real_problem`'s, measured against
+:mod:`elicit.paper.runinfo`'s baselines and reference lines.
 """
 
 from __future__ import annotations
@@ -86,9 +84,8 @@ class RealDataResult:
 
 
 def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) -> RealDataResult:
-    """The paper's real-data experiment on one data set (``elicit realdata``): writes
-    ``config.json``, ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv``, ``fig5_<dataset>.png/.pdf``
-    and the resumable ``parts/`` into ``out``."""
+    """The paper's real-data experiment on one data set (``elicit realdata``) into ``out`` (its
+    files: ``docs/realdata.md``, "Outputs and how the folders connect")."""
     out = Path(out)
     with cluster_scope(cfg.cluster):
         # Read the data (and run 0's meta-features) before config.json is written: a mistake in

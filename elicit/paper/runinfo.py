@@ -1,10 +1,6 @@
-"""What a real-data run is measured against: baselines, reference lines and the tau2 CV.
-
-Before a sweep asks any question, each run gets one resumable *runinfo* record
-(:func:`prepare_runinfo`): the regression baselines, the 5-fold CV choice of tau^2 (also when
-the sweep's tau^2 is fixed), the reference lines ``mean``, ``ceiling`` (:func:`ceiling`) and
-``yardstick`` (docs/realdata.md), the no-feedback test MSEs, the largest test |z| and the
-polarity ``auc`` of the meta-features. ``runinfo.csv`` and ``tau2_cv.csv`` flatten them.
+"""What a real-data run is measured against: before a sweep asks any question, each run gets
+one resumable *runinfo* record (:func:`prepare_runinfo`; what it holds: ``docs/realdata.md``,
+the reference lines and "Outputs"), which ``runinfo.csv`` and ``tau2_cv.csv`` flatten.
 """
 
 from __future__ import annotations
@@ -123,7 +119,8 @@ MEMO_VERSION = 2
 
 @single_blas_thread
 def prepare_runinfo(cfg: RealDataConfig, run: int) -> dict:
-    """The record of one run (module docstring)."""
+    """The record of one run: baselines, the tau^2 CV (also where tau^2 is fixed), reference
+    lines, no-feedback test MSEs, the largest test |z| and the meta-features' polarity AUC."""
     # the CV fits the sweep's model, whose known-coupling variants need the candidate pairs
     rd, expert, cands = run_setup(cfg, run)
     piece = memoised_pieces(cfg, run, rd, expert, cands)

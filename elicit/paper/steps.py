@@ -1,6 +1,5 @@
 """The steps of the paper's reproduction (``make reproduce``; ``elicit bench --suite`` times
-one run of each): each one experiment into its own folder under ``OUT``, in the order of
-:data:`STEPS`.
+one run of each), each one experiment into its own folder under ``OUT``, in :data:`STEPS`.
 """
 
 from __future__ import annotations

@@ -74,10 +74,9 @@ class SyntheticResult:
 
 def run_synthetic(cfg: SyntheticConfig, out: str | Path,
                   progress: bool = True) -> SyntheticResult:
-    """The paper's synthetic experiment (``elicit synthetic``): writes ``config.json``,
-    ``mse.csv``, ``fig4_mse.png``, ``fig3_K.png`` (K_opt beside run 0's learned kernel after
-    :data:`~elicit.paper.configs.FIG3_ROUNDS` sequential answers; built-in generator only)
-    and ``parts/`` into ``out``."""
+    """The paper's synthetic experiment (``elicit synthetic``) into ``out``: the files of
+    ``docs/simulations.md`` and ``fig3_K.png`` (K_opt beside run 0's learned kernel at
+    :data:`~elicit.paper.configs.FIG3_ROUNDS`; built-in generator only)."""
     maker: SyntheticMaker | ProblemsDir = (
         SyntheticMaker(cfg.n_train, cfg.irrelevant, str(cfg.pool)) if cfg.problems is None
         else ProblemsDir(cfg.problems))

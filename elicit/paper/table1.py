@@ -1,10 +1,5 @@
-"""The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level.
-
-:func:`run_table1` makes the table of finished realdata sweeps in ``OUT/<sweep>/`` into
-``OUT/table1.csv`` and ``OUT/table1/`` (the rnd/act curves). The sample-addition loops of
-:mod:`elicit.paper.samples` use each sweep's own splits and model (its ``config.json``); its
-``mse.csv`` gives the SeqElc curves and each run's initial MSE, from which the run's relative
-levels are set.
+"""The paper's Table 1: samples (random/active) versus expert answers to reach an MSE level,
+from finished realdata sweeps (:func:`run_table1`; what it reads: ``docs/realdata.md``).
 """
 
 from __future__ import annotations
@@ -65,11 +60,9 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
                 initial_mse: float | Sequence[float] | None = None,
                 references: Mapping[str, Sequence[float]] | None = None,
                 kinds: Sequence[str] = ("paper", "relative")) -> list[dict]:
-    """Rows of Table 1: mean number of samples/answers needed to reach each MSE level.
-
-    For each paper level L: a ``"paper"`` row at L itself, and a ``"relative"`` row at the
-    same relative reduction from our initial MSE, ``initial_mse * L / paper_initial`` (our
-    initial MSE differs from the paper's).
+    """Rows of Table 1: mean number of samples/answers needed to reach each MSE level, per
+    paper level L a ``"paper"`` row at L and a ``"relative"`` row at ``initial_mse * L /
+    paper_initial`` (``docs/realdata.md``, "Table 1").
 
     Parameters
     ----------
@@ -147,9 +140,7 @@ def table1_rows(dataset: str, curves: Mapping[str, Sequence], levels: Sequence[f
 
 
 def format_table1(rows: Sequence[Mapping]) -> str:
-    """CSV text of :func:`table1_rows`: the methods' mean counts (or ``not reached``), their
-    reached fractions ``k/R``, the paper's counts, the reference lines' reached fractions and
-    the row's ``sweep``."""
+    """CSV text of :func:`table1_rows` (its columns: ``docs/realdata.md``, "Table 1")."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["dataset", "mse_level", "level_kind", *METHODS,
@@ -184,6 +175,9 @@ def table1_for(out: str | Path, sweep: str, runs: int, samples: int = DEFAULT_SA
         raise ElicitError(f"no realdata sweep in {folder}: run `elicit realdata --dataset "
                           f"{sweep} --runs {runs} --out {folder}` (or --corpus FILE) first "
                           "(table1 takes the SeqElc column from that sweep)")
+    if "expert_rule" not in store.settings:  # the synthetic experiment, or one's own sweep
+        raise ElicitError(f"{folder} is no realdata sweep; name the folders of realdata "
+                          "sweeps in --datasets")
     if store.settings.get("meta_features") == "file":
         raise ElicitError(f"{folder} is a sweep with meta-features from a file; table1 "
                           "refits the sweep's runs, so use counts, ppmi or lsa meta-features")
@@ -252,6 +246,8 @@ def run_table1(out: str | Path, runs: int = 50, datasets: Sequence[str] = DATASE
     """Table 1 of the realdata sweeps ``out/<dataset>/`` (``elicit table1``) into
     ``out/table1.csv`` and ``out/table1/curves.csv``; the rest as for :func:`table1_for`."""
     out = Path(out)
+    if twice := [d for i, d in enumerate(datasets) if d in datasets[:i]]:
+        raise ElicitError(f"sweep {twice[0]!r} is named twice; name each once")
     rows, longs = [], []
     with cluster_scope(cluster):
         for name in datasets:

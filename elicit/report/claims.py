@@ -17,7 +17,6 @@ from elicit.report.realdata import Sweep, default_sweep, fmt, literal_sweep, mea
 
 
 def _kr(cell: str) -> tuple[int, int]:
-    """``"k/R"`` -> (k, R)."""
     k, r = str(cell).split("/")
     return int(k), int(r)
 
@@ -117,7 +116,7 @@ def _strategy_claim(main: Sweep, other: str) -> list[str] | None:
             f"defaults, Sequential − {LABELS[other]} per run: {ours}", verdict]
 
 
-def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
+def _table1_claims(d: str, t1: pd.DataFrame | None, main: Sweep | None) -> list[list[str]]:
     # Rules: on the relative rows (the paper's relative reductions from each run's own start),
     # ACT beats RND if it needs fewer samples on average while reaching the level in at least
     # as many runs; SeqElc reproduces if it reaches the level in more than half of the runs.
@@ -126,7 +125,9 @@ def _table1_claims(d: str, t1: pd.DataFrame | None) -> list[list[str]]:
     rows = t1[(t1.dataset == d) & (t1.level_kind == "relative")]
     if "sweep" in t1 and (t1.sweep == d).any():
         rows = rows[rows.sweep == d]
-    if rows.empty:
+    # none without the sweep, or from a table of other runs than it holds now
+    if rows.empty or main is None or {_kr(k)[1] for k in rows.rnd_reached} != {
+            main.mse.run.nunique()}:
         return []
     act: list[bool | None] = []
     rnd, seq, reach = [], [], []
@@ -169,7 +170,7 @@ def claims_section(sweeps: Sequence[Sweep], out: Path) -> list[str]:
         main, lit = default_sweep(sweeps, d), literal_sweep(sweeps, d)
         found = [_no_feedback_claim(d, main, lit), *([] if main is None else [
             _levels_claim(d, main), _feedback_claim(main), _strategy_claim(main, "random"),
-            _strategy_claim(main, "nonsequential")]), *_table1_claims(d, t1)]
+            _strategy_claim(main, "nonsequential")]), *_table1_claims(d, t1, main)]
         rows = [r for r in found if r is not None]
         if rows:
             lines += [f"### {LABELS[d]}", "", "| the paper's claim | ours | verdict |",

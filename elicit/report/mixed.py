@@ -13,7 +13,6 @@ import pandas as pd
 from elicit.elicitation.kinds import KINDS, PAPER_QUESTIONS
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.harness.labels import LABELS, REFERENCE_LABELS
-from elicit.harness.store import SweepStore
 from elicit.harness.sweep import part_kinds
 from elicit.prior.tau2 import TAU2_BOUNDS
 from elicit.report.realdata import Sweep, fmt, n_answers
@@ -29,17 +28,9 @@ REFERENCE_ORDER: dict[str, str] = {
 HEADING = "## Relevance and pair questions"
 
 
-def _parts(sweep: Sweep, strategy: str) -> list[dict] | None:
-    """The strategy's record of every run (None: not all there)."""
-    store = SweepStore.find(sweep.path) if sweep.path is not None else None
-    parts = [] if store is None else [store.load(store.part_path(sweep.dataset, strategy, run))
-                                      for run in range(sweep.runs)]
-    return [p for p in parts if p is not None] if parts and None not in parts else None
-
-
 def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
     """Per run, how many of the strategy's questions were of ``kind`` (None: no records)."""
-    parts = _parts(sweep, strategy)
+    parts = sweep.records(strategy, range(sweep.runs))
     return None if parts is None else np.array(
         [sum(k == kind for k in part_kinds(p)) for p in parts], dtype=float)
 
@@ -49,7 +40,7 @@ def _tau2_at_bound(sweep: Sweep) -> str:
     after the last answer ("—" without records of tau2: sweeps before it was chosen again)."""
     ends, start = [], "—"
     for st in STRATEGIES:
-        parts = _parts(sweep, st) if st in sweep.strategies else None
+        parts = sweep.records(st, range(sweep.runs)) if st in sweep.strategies else None
         if parts is None or any("tau2" not in p for p in parts):
             ends.append("—")
             continue
@@ -157,14 +148,12 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
 
 def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
     """The section, or nothing when no sweep asked feature questions."""
-    mixed = [s for s in sweeps if s.mixed]
+    if not (mixed := [s for s in sweeps if s.mixed]):
+        return []
     columns = [s for s in mixed if not s.best_case]
     best: dict[str, Sweep] = {}
-    for s in mixed:
-        if s.best_case:
-            best.setdefault(s.dataset, s)
-    if not mixed:
-        return []
+    for s in (s for s in mixed if s.best_case):
+        best.setdefault(s.dataset, s)
     if not columns:  # only best-case sweeps: shown, but labelled as what they are
         columns = list(best.values())
         best = {}

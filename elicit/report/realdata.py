@@ -167,9 +167,26 @@ class Sweep:
         g = self.mse[self.mse.strategy == name]
         return g.set_index("run").mse if len(g) else None
 
+    def records(self, kind: str, runs: Sequence[int]) -> list[dict] | None:
+        """Each of ``runs``' record of ``kind`` (a strategy, ``runinfo``), or None: not all."""
+        store = SweepStore.find(self.path) if self.path is not None else None
+        got = [] if store is None else [store.load(store.part_path(self.dataset, kind, int(r)))
+                                        for r in runs]
+        return [g for g in got if g is not None] if got and None not in got else None
+
     def checkpoints(self) -> list[int]:
         """The numbers of answers compared: 20 (if reached) and the last round."""
         return sorted({min(20, self.last), self.last})
+
+
+def read_mse(path: Path) -> pd.DataFrame:
+    """A sweep's ``mse.csv``, refused if cut short (a sweep writes it whole, ``mean`` last)."""
+    df = pd.read_csv(path)
+    if (not path.read_bytes().endswith(b"\n") or "mean" not in set(df.strategy)
+            or df.groupby("strategy").run.nunique().nunique() > 1):
+        raise ElicitError(f"{path} is cut short; run its sweep again, which writes it again "
+                          "from the finished parts")
+    return df
 
 
 def load_sweep(folder: Path) -> Sweep | None:
@@ -179,7 +196,7 @@ def load_sweep(folder: Path) -> Sweep | None:
     if store is None or not mse_path.exists() or "expert_rule" not in store.settings:
         return None
 
-    mse = pd.read_csv(mse_path)
+    mse = read_mse(mse_path)
 
     def opt(name: str) -> pd.DataFrame | None:
         # the runs of mse.csv only: these files are written before the sweep and mse.csv after
@@ -278,12 +295,9 @@ def n_answers(sweep: Sweep) -> float:
     if "n_feature_answers" in sweep.info:
         n = n + sweep.info.n_feature_answers.fillna(0).astype(float)
     elif sweep.mixed:  # runinfo.csv without the column: the per-run records have it
-        store = SweepStore.find(sweep.path) if sweep.path is not None else None
-        records = [] if store is None else [store.load(store.runinfo_path(sweep.dataset, int(r)))
-                                            for r in sweep.info.run]
-        if store is None or not all(records):
+        if (records := sweep.records("runinfo", sweep.info.run)) is None:
             return float("nan")
-        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records if r])
+        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records])
     return float(n.mean())
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from elicit.data.sources import DATASETS
 from elicit.harness.labels import LABELS
 from elicit.harness.store import SweepStore
+from elicit.paper.configs import FIG3_ROUNDS
 from elicit.report.beyond import beyond_section
 from elicit.report.claims import claims_section
 from elicit.report.mixed import mixed_section
@@ -21,6 +22,7 @@ from elicit.report.realdata import (
     find_sweeps,
     fmt,
     literal_section,
+    read_mse,
     standardisation_section,
     sweep_section,
 )
@@ -30,30 +32,29 @@ def _synthetic_section(out: Path) -> list[str]:
     syn = out / "synthetic" / "mse.csv"
     if not syn.exists():
         return []
-    df = pd.read_csv(syn)
+    df = read_mse(syn)
     store = SweepStore.find(out / "synthetic")
     own = None if store is None else store.settings.get("problems")  # a --problems folder
     mean = df[df.strategy == "mean"].mse
     curves = df[df.strategy != "mean"]
     last = int(curves.n_feedback.max())
+    t = " and ".join(", ".join(map(str, [r for r in FIG3_ROUNDS if r <= last])).rsplit(", ", 1))
     table = [f"| strategy | MSE, 0 answers | MSE, {last} answers | runs |", "|---|---|---|---|"]
     for strategy, g in curves.groupby("strategy"):
-        m0 = g[g.n_feedback == 0].mse
         mT = g[g.n_feedback == last].mse
-        se = mT.std(ddof=1) / len(mT) ** 0.5 if len(mT) > 1 else float("nan")
-        table.append(f"| {strategy} | {m0.mean():.3f} | {mT.mean():.3f} ± {se:.3f} | {len(mT)} |")
+        table.append(f"| {strategy} | {g[g.n_feedback == 0].mse.mean():.3f} | {fmt(mT)} | "
+                     f"{len(mT)} |")
     return [
         f"## Simulated data: the problems of {own}" if own else
         "## Synthetic data (paper Sec. 4.1, Figs. 3-4)", "",
         f"{df.run.nunique()} runs, test MSE on "
         + ("the problem files' test points" if own else "1000 test points") + " (mean ± s.e.)."
-        + (f" Predicting the training mean gives {mean.mean():.3f} ± {mean.sem():.3f}."
-           if len(mean) else ""), "",
+        + f" Predicting the training mean gives {fmt(mean)}.", "",
         *table, "",
         "![Fig. 4](synthetic/fig4_mse.png)", "",
-        *([] if own else ["Kernel: the true K_opt beside the learned K after 0, 10, 30 and 100 "
-                          "sequential answers (run 0).", "", "![Fig. 3](synthetic/fig3_K.png)",
-                          ""]),
+        *([f"Kernel: the true K_opt beside the learned K after {t} sequential answers (run "
+           "0).", "", "![Fig. 3](synthetic/fig3_K.png)", ""]
+          if not own and (out / "synthetic" / "fig3_K.png").exists() else []),
     ]
 
 

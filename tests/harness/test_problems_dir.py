@@ -189,3 +189,34 @@ def test_settings_with_a_tuple_resume(tmp_path):
     first = sweep(maker, cfg, tmp_path / "o", progress=False)
     again = sweep(maker, cfg, tmp_path / "o", progress=False)
     pd.testing.assert_frame_equal(first, again)
+
+
+def test_a_second_call_into_a_folder_another_process_writes_into_is_refused(tmp_path):
+    """Two sweeps into one --out at once: the second rewrote config.json before the first had
+    a part, and the folder ended with parts of both (rounds 4 beside 8) under one config."""
+    import subprocess
+    import sys
+
+    from elicit.harness.store import SweepStore
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from elicit.harness.store import SweepStore; "
+         "SweepStore.open(sys.argv[1], {'rounds': 8}); print('held', flush=True); "
+         "sys.stdin.read()", str(tmp_path / "o")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(ElicitError, match=r"another call is writing into .*o; wait for it"):
+            SweepStore.open(tmp_path / "o", {"rounds": 4})
+    finally:
+        holder.communicate("")
+    SweepStore.open(tmp_path / "o", {"rounds": 4})   # free once it has ended
+    SweepStore.open(tmp_path / "o", {"rounds": 4})   # and this process may open it again
+    # a finished sweep lets go of its folder, though its process lives on (a notebook)
+    assert main(["synthetic", "--runs", "1", "--rounds", "0", "--strategies", "random",
+                 "--quiet", "--out", str(tmp_path / "done")]) == 0
+    other = subprocess.run(
+        [sys.executable, "-c", "import sys; from elicit.harness.store import SweepStore; "
+         "SweepStore.open(sys.argv[1], {'rounds': 0})", str(tmp_path / "done")],
+        capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr

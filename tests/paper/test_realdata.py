@@ -325,3 +325,20 @@ def test_recommended_configuration(tmp_path, capsys):
                  "--data-dir", str(REAL), "--quiet"]) == 0
     cfg = json.loads((out / "config.json").read_text())
     assert {k: cfg[k] for k in RECOMMENDED} == RECOMMENDED
+
+
+def test_table1_of_a_folder_that_is_no_realdata_sweep_or_named_twice_is_one_line(tmp_path,
+                                                                                 capsys):
+    """table1 on the synthetic sweep's folder ended in a KeyError traceback ('dataset'), and
+    --datasets amazon,amazon wrote every row of Table 1 twice."""
+    from elicit.harness.store import SweepStore
+
+    SweepStore.open(tmp_path / "synthetic", {"experiment": "synthetic", "seed": 0})
+    (tmp_path / "synthetic" / "mse.csv").write_text("dataset,strategy,run,n_feedback,mse\n")
+    assert main(["table1", "--runs", "1", "--out", str(tmp_path), "--datasets", "synthetic",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "synthetic is no realdata sweep" in err, err
+    assert main(["table1", "--runs", "1", "--out", str(tmp_path), "--datasets",
+                 "amazon, amazon", "--quiet"]) == 2
+    assert "sweep 'amazon' is named twice; name each once" in capsys.readouterr().err

@@ -409,3 +409,21 @@ def test_a_recommended_sweep_leaves_the_paper_sections_alone(fake):
             f"({_mean_se_text(r0 - d0, sign=True)} per run)") in after
     assert (f"Sequential − Random per run after 20 answers {_mean_se_text(d, sign=True)} "
             f"(lower in {int(np.sum(d < 0))}/6 runs)") in after
+
+
+@needs_data
+def test_a_sweep_recorded_where_its_data_directory_is_gone_reads_elicit_data(tmp_path,
+                                                                             monkeypatch):
+    """results/ records data_dir /work/shared/data: on another machine `elicit table1 --out
+    results` (and make reproduce's Table 1) failed with 'data directory /work/shared/data (from
+    --data-dir / data_dir option) does not exist' though $ELICIT_DATA named the data."""
+    from elicit.data.sources import source_from_config
+
+    monkeypatch.setenv("ELICIT_DATA", str(REAL))
+    gone = {"dataset": "amazon", "data_dir": str(tmp_path / "gone")}
+    assert source_from_config(gone).data_dir == str(Path(REAL).resolve())
+    # a recorded directory that is there is still the default, and --data-dir overrides both
+    here = {"dataset": "amazon", "data_dir": str(shutil.copytree(REAL, tmp_path / "copy"))}
+    assert source_from_config(here).data_dir == str(tmp_path / "copy")
+    with pytest.raises(ElicitError, match="gone .*from --data-dir"):
+        source_from_config(here, tmp_path / "gone")

@@ -228,8 +228,9 @@ def test_reproduce_mixed_steps(tmp_path, monkeypatch):
     assert (args.mixed_runs, args.mixed_rounds) == (mod.MIXED_RUNS, mod.MIXED_ROUNDS)
 
 
-def test_reproduce_runs_the_papers_50_runs_of_every_step_by_default(tmp_path):
+def test_reproduce_runs_the_papers_50_runs_of_every_step_by_default(tmp_path, monkeypatch):
     mod = _reproduce()
+    monkeypatch.setattr(mod.steps, "step_config", lambda *a: None)  # no data directory needed
     args, steps = mod.parse_args(["--out", str(tmp_path)])
     assert steps == list(mod.STEPS)
     assert (args.runs, args.real_runs, args.mixed_runs) == (50, 50, 50)
@@ -279,7 +280,8 @@ def test_the_report_gives_the_calls_cpu_time_when_steps_share_a_pool(tmp_path):
     assert "CPU time: 8.3 min (synthetic 8.3)" in text and "at a time" not in text
 
 
-def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, capsys):
+def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, capsys,
+                                                                  monkeypatch):
     """--out naming a file and --steps naming no step ended in tracebacks; table1 without the
     amazon and yelp sweeps failed only after every other step had run."""
     mod = _reproduce()
@@ -296,8 +298,26 @@ def test_reproduce_refuses_what_it_cannot_do_before_any_step_runs(tmp_path, caps
         assert err.count("\n") == 1 and message in err, err
     (tmp_path / "o" / "yelp").mkdir(parents=True)
     (tmp_path / "o" / "yelp" / "mse.csv").write_text("")
+    monkeypatch.setattr(mod.steps, "step_config", lambda *a: None)  # no data directory needed
     assert mod.parse_args(["--out", str(tmp_path / "o"), "--steps", "amazon,table1"])[1] == \
         ["amazon", "table1"]
+
+
+def test_reproduce_refuses_a_missing_data_directory_or_corpus_before_any_step_runs(tmp_path,
+                                                                                  capsys):
+    """--data-dir or --kitchen naming nothing failed when its step started: after the synthetic
+    step, and with two steps at a time the kitchen's after amazon's and yelp's."""
+    mod = _reproduce()
+    for argv, message in [
+            (["--steps", "synthetic,amazon", "--data-dir", str(tmp_path / "none")],
+             f"data directory {tmp_path / 'none'} (from --data-dir"),
+            (["--steps", "synthetic,kitchen", "--kitchen", str(tmp_path / "k.jsonl")],
+             f"review file {tmp_path / 'k.jsonl'} not found")]:
+        with pytest.raises(SystemExit) as e:
+            mod.parse_args(["--out", str(tmp_path / "o"), *argv])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
 
 
 def test_a_sweep_is_read_with_the_runs_its_curves_hold(tmp_path):
@@ -347,6 +367,22 @@ def test_a_table1_of_other_runs_than_its_sweep_is_not_shown_as_current(tmp_path)
             "again (elicit table1)") in text
 
 
+def test_the_claims_do_not_use_a_table1_of_other_runs_than_its_sweep(tmp_path):
+    """The claims still judged ACT against RND, and SeqElc, from a table1.csv of 50 runs
+    beside a sweep that now holds 2, which the Table 1 section names as out of date."""
+    from elicit.report import write_report
+
+    _copy_results(tmp_path, "amazon", "table1.csv")
+    text = write_report(tmp_path).read_text()
+    assert "| Active sample addition (ACT)" in text and "| Sequential elicitation reaches" in text
+    mse = pd.read_csv(tmp_path / "amazon" / "mse.csv")
+    mse[mse.run < 2].to_csv(tmp_path / "amazon" / "mse.csv", index=False)
+    text = write_report(tmp_path).read_text()
+    assert "| Sequential elicitation beats Random" in text
+    assert "| Active sample addition (ACT)" not in text
+    assert "| Sequential elicitation reaches" not in text
+
+
 def test_the_synthetic_section_of_ones_own_problems_says_so(tmp_path):
     """A --problems sweep in OUT/synthetic was reported as the paper's, on 1000 test points."""
     import json
@@ -366,3 +402,80 @@ def test_the_synthetic_section_of_ones_own_problems_says_so(tmp_path):
     assert "paper Sec. 4.1" not in own and "1000 test points" not in own
     assert "## Simulated data: the problems of /data/mine" in own
     assert "fig3_K.png" not in own
+
+
+def test_the_kernel_figure_is_described_and_linked_as_the_sweep_made_it(tmp_path):
+    """A synthetic sweep of 30 rounds was reported with 'the learned K after 0, 10, 30 and 100
+    sequential answers' (its figure has no 100), and one without the sequential strategy linked
+    a fig3_K.png that no call had made."""
+    import shutil
+
+    from elicit.report import write_report
+
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    mse = pd.read_csv(src / "mse.csv")
+    mse[(mse.run < 2) & (mse.n_feedback <= 30)].to_csv(tmp_path / "synthetic" / "mse.csv",
+                                                       index=False)
+    cfg = json.loads((src / "config.json").read_text())
+    (tmp_path / "synthetic" / "config.json").write_text(json.dumps({**cfg, "rounds": 30}))
+    text = write_report(tmp_path).read_text()
+    assert "fig3_K.png" not in text and "Kernel:" not in text
+    shutil.copy(src / "fig3_K.png", tmp_path / "synthetic" / "fig3_K.png")
+    text = write_report(tmp_path).read_text()
+    assert "learned K after 0, 10 and 30 sequential answers (run 0)" in text
+    assert "![Fig. 3](synthetic/fig3_K.png)" in text
+
+
+def test_a_synthetic_sweep_of_one_run_has_no_nan_in_its_section(tmp_path):
+    """One run: 'MSE, 100 answers | 13.000 ± nan' and 'Predicting the training mean gives
+    18.328 ± nan' (a standard error of one value)."""
+    from elicit.report import write_report
+
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    mse = pd.read_csv(src / "mse.csv")
+    mse[mse.run < 1].to_csv(tmp_path / "synthetic" / "mse.csv", index=False)
+    (tmp_path / "synthetic" / "config.json").write_text((src / "config.json").read_text())
+    text = write_report(tmp_path).read_text()
+    assert "## Synthetic data" in text and "nan" not in text
+    one = mse[(mse.run == 0) & (mse.strategy == "mean")].mse.iloc[0]
+    assert f"Predicting the training mean gives {one:.3f}." in text
+
+
+def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypatch, capsys):
+    """An mse.csv cut short (a copy stopped, a full disk) was read without a word: the synthetic
+    section said '1 runs' with a last MSE cut inside its digits, and the Amazon table lost its
+    reference lines and baselines."""
+    import shutil
+
+    from elicit.errors import ElicitError
+    from elicit.report import write_report
+
+    _copy_results(tmp_path, "amazon")
+    (tmp_path / "synthetic").mkdir()
+    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    for f in ("config.json", "mse.csv"):
+        shutil.copy(src / f, tmp_path / "synthetic" / f)
+    write_report(tmp_path)
+    for name in ("synthetic", "amazon"):
+        path = tmp_path / name / "mse.csv"
+        whole = path.read_text()
+        for cut in (whole[:3001], whole[:whole.index("\n", 3000) + 1],
+                    whole[:whole.index("\n", whole.index(",mean,")) + 1],
+                    whole[:whole.rindex("\n", 0, len(whole) - 1) + 1]):
+            path.write_text(cut)
+            with pytest.raises(ElicitError, match=rf"{name}/mse.csv is cut short; run"):
+                write_report(tmp_path)
+        path.write_text(whole)
+    # make reproduce of other steps ends with that line, not a traceback
+    monkeypatch.setattr("sys.argv", ["reproduce.py", "--out", str(tmp_path), "--steps", "yelp",
+                                     "--runs", "1", "--quiet"])
+    monkeypatch.setattr("elicit.paper.steps.step_config", lambda *a: None)
+    monkeypatch.setattr("elicit.paper.steps.run_steps", lambda todo, *a, done, **k: [
+        done(step, "", 0.0, 0.0) for step in todo])
+    path.write_text(whole[:3001])
+    with pytest.raises(SystemExit, match="^2$"):
+        _reproduce().main()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "amazon/mse.csv is cut short" in err, err
