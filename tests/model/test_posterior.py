@@ -17,6 +17,7 @@ import pytest
 from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
 from elicit.model.marginal import Marginal
+from elicit.model.marginal_cache import marginal_cache
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData
@@ -171,6 +172,24 @@ def test_posterior_of_a_coupled_set_or_a_prior_mean_matches_direct_formulas(n, p
     np.testing.assert_allclose(mean, X @ mu, rtol=1e-8, atol=1e-10)
     quad = np.einsum("ij,jk,ik->i", X, Sigma, X)
     np.testing.assert_allclose(var, b / (post.a_star - 1) * (1.0 + quad), rtol=1e-8)
+
+
+@pytest.mark.parametrize("order", ["other_fit_first", "own_fit_first"])
+def test_a_fit_without_the_datas_coupled_set_gets_the_datas_posterior_in_any_order(order):
+    """A fit made without the data's coupled set (the paper model's, say) passed with
+    known-coupling data: the posterior at its parameters under the data's masked kernel, and
+    before or after it a fit that has the set gets the same one."""
+    data, fit = _problem(8, 6)
+    coupled = np.arange(6) < 4
+    kc = ModelData(data.X, data.y, data.U, replace(data.hyper, model="known-coupling"),
+                   coupled=coupled)
+    K = np.where(np.outer(coupled, coupled) | np.eye(6, dtype=bool), kernel(data.U, fit.gamma),
+                 0.0)
+    mu = np.linalg.solve(data.X.T @ data.X + np.linalg.inv(fit.tau2 * K), data.X.T @ data.y)
+    marginal_cache.clear()
+    fits = [fit, replace(fit, coupled=coupled)]
+    for f in fits if order == "other_fit_first" else fits[::-1]:
+        np.testing.assert_allclose(NIGPosterior.from_map(kc, f).mu, mu, rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("bad,match", [
