@@ -186,8 +186,9 @@ class Marginal:
             hit = marginal_cache.lookup(data, fit.gamma, fit.tau2, zeta, delta)
             if hit is not None and type(hit) is cls:
                 return hit
-        # the structured path never needs the p x p kernel
-        K = fit.K if "K" in fit.__dict__ or data_structure(data) is None else None
+        # fit.K only if it applies this data's J (an engine's fit); the structured path needs no K
+        K = (fit.K if getattr(fit, "coupled", None) is data.kernel_mask
+             and ("K" in fit.__dict__ or data_structure(data) is None) else None)
         return cls.from_data(data, fit.gamma, fit.tau2, K=K, zeta=zeta, delta=delta)
 
     def lift(self, V: np.ndarray) -> np.ndarray:
@@ -440,9 +441,8 @@ class Marginal:
             self._dir_cache[key] = (x, v, Sx, Sv, np.einsum("ic,ic->c", x, Sx),
                                     np.einsum("ic,ic->c", x, Sv), np.einsum("ic,ic->c", v, Sv))
         x, v, Sx, Sv, A11, A12, A22 = self._dir_cache[key]
-        Kjj = np.ones(len(j))          # the kernel's diagonal (exactly 1, also when masked)
         t = self.tau2
-        M11, M12 = dh**2 * Kjj, dh                      # M22 = 0
+        M11, M12 = dh**2, dh           # dh^2 K_jj, K_jj = 1 (also when masked); M22 = 0
         T11, T12 = 1.0 + t * (M11 * A11 + M12 * A12), t * (M11 * A12 + M12 * A22)
         T21, T22 = t * M12 * A11, 1.0 + t * M12 * A12
         det = T11 * T22 - T12 * T21

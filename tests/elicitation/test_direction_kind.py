@@ -40,8 +40,9 @@ from elicit.session.session import Session
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
-def data_with(model: str = "direction", direction=None, relevance=None) -> ModelData:
-    a = small_arrays()
+def data_with(model: str = "direction", direction=None, relevance=None,
+              n: int = 12) -> ModelData:
+    a = small_arrays(n=n)
     p = a.X.shape[1]
     s = np.array([(1, -1, 0)[j % 3] for j in range(p)]) if direction is None else direction
     return ModelData(a.X, a.y, a.U, Hyper(tau2=0.5, threshold_mean=2.0, model=model),
@@ -113,10 +114,12 @@ def test_the_answer_probability_is_the_posteriors_sign_probability():
     np.testing.assert_allclose(sc.p_raises, ndtr(post.mu / sd), rtol=1e-9)
 
 
-def test_the_screen_refits_delta_alone_and_the_exact_gain_refits_everything():
+@pytest.mark.parametrize("n", [12, 8])       # the p x p form, and the n x n form
+def test_the_screen_refits_delta_alone_and_the_exact_gain_refits_everything(n):
     s = np.zeros(small_arrays().X.shape[1])
     s[0] = 1
-    data = data_with(direction=s)
+    data = data_with(direction=s, n=n)
+    assert (Marginal.from_data(data, np.ones(data.d), 0.5, delta=0.1).basis is None) == (n < 10)
     rnd, sc = round_of(data)
     fit = rnd.scorer.fit
     m0, v0 = rnd.scorer.m0, rnd.scorer.v0

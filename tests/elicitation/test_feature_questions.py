@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 from conftest import small_arrays
+from helpers import fd_grad, some_direction, some_relevance
 from scipy import stats
 from scipy.optimize import minimize_scalar
 
@@ -28,10 +29,11 @@ from elicit.elicitation.utility import (
 )
 from elicit.engines import get_engine
 from elicit.errors import ElicitError
+from elicit.model.covariance import Scales
 from elicit.model.density import log_density
 from elicit.model.marginal import Marginal
-from elicit.model.spec import Hyper, all_pairs
-from elicit.model.theta import theta_of
+from elicit.model.spec import Hyper, ModelData, all_pairs
+from elicit.model.theta import data_mean, theta_of
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -662,3 +664,31 @@ def test_several_experts_a_pair_answer_judges_a_feature_they_disagree_about():
     assert len(after.f) == 2 and after.relevance is not split.relevance
     np.testing.assert_array_equal(RELEVANCE.enter(PAIRS.enter(data, *pairs), *features).relevance,
                                   want)
+
+
+@pytest.mark.parametrize("n", [8, 12])                # the n x n form, and the p x p form
+@pytest.mark.parametrize("direction", [False, True])
+def test_the_neighbour_screens_jacobians_match_finite_differences(n, direction):
+    """d(mean), d(var) of the training predictive and d(log marginal) along log h_j, which
+    the screen of the neighbours' scales uses, against central differences of marginals
+    rebuilt at h_j e^(+-eps) (with a direction prior mean too, whose residual they keep)."""
+    a = small_arrays(n=n)
+    p = a.X.shape[1]
+    model = "relevance-direction" if direction else "relevance"
+    data = ModelData(a.X, a.y, a.U, Hyper(variant="learned", model=model, threshold_mean=a.m),
+                     relevance=some_relevance(p), direction=some_direction(p))
+    gamma, zeta = np.array([0.6, 1.3, 0.9]), -0.4
+    mg = Marginal.from_data(data, gamma, 0.7, zeta=zeta, delta=0.5 if direction else None)
+    assert (mg.basis is not None) == (n > p)
+    h = data.hyper
+
+    def at(log_h):
+        other = Marginal(a.X, a.y, a.U, gamma, 0.7, h.a_sigma, h.b_sigma,
+                         scales=Scales(np.exp(log_h), np.zeros(p, bool), np.zeros(p),
+                                       np.zeros(p)), mean=data_mean(data, mg.delta))
+        return np.concatenate([*other.predictive(), [other.value]])
+
+    fd = fd_grad(at, np.log(mg.h), rel=1e-6)
+    Jm, Jv, dvalue = FeatureScorer._jacobians(mg)
+    for got, ref in ((Jm, fd[:n]), (Jv, fd[n:2 * n]), (dvalue, fd[-1])):
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7 * np.abs(ref).max())

@@ -71,15 +71,18 @@ def test_the_programs_data_block_is_the_composition_of_the_parts():
 
 @pytest.mark.slow
 @pytest.mark.pystan
+@pytest.mark.parametrize("n", [15, 8])
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("n_f", [0, 5])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_stan_density_matches_numpy(engines, variant, n_f, model):
+def test_stan_density_matches_numpy(engines, variant, n_f, model, n):
     """The numpy twin against Stan's log density and gradient, for every named model (the
-    paper's program, or the general one with the model's knobs)."""
+    paper's program, or the general one with the model's knobs), on both forms of the
+    marginal (15 rows, 12 features: the p x p form; 8 rows: the n x n form)."""
     from elicit.model.density import log_density
+    from elicit.model.marginal import Marginal
 
-    base = make_data(variant, n=15, p=12, d=4, n_f=n_f, seed=10 + n_f)
+    base = make_data(variant, n=n, p=12, d=4, n_f=n_f, seed=10 + n_f)
     coupled = np.ones(base.p, dtype=bool)
     coupled[[0, 1, 9]] = False      # answered pairs both inside and outside J
     relevance = np.array([1, 0, -1, -1] * 3)   # every class (the relevance model reads it)
@@ -106,6 +109,7 @@ def test_stan_density_matches_numpy(engines, variant, n_f, model):
         g = np.empty(k)
         gu = np.asarray(stan_model.grad_log_prob(u))
         g[order] = np.where(bounded, (gu - 1.0) / theta[order], gu)
+        assert (Marginal.at(theta, data).basis is None) == (n < data.p)
         v_np, g_np = log_density(theta, data)
         np.testing.assert_allclose(g, g_np, rtol=1e-7, atol=1e-8)
         lps.append(lp)

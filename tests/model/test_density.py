@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import make_small_data
-from helpers import assert_derivatives_match_finite_differences, fd_grad, theta_point
+from helpers import (
+    assert_derivatives_match_finite_differences,
+    fd_grad,
+    some_relevance,
+    theta_point,
+)
 from scipy import stats
 
 from elicit.engines.numpy_engine import NumpyEngine
@@ -440,11 +445,28 @@ def test_laplace_moves_maximise_the_quadratic_model_plus_the_new_answer(variant,
     density after one more answer is ``-s' A s / 2 + log p(f | z0 + v' s)``, A = -H; its
     maximiser, found here by a general optimiser, is the move :class:`LaplaceMoves` computes
     in closed form (the scalar root t along A^-1 v)."""
+    _assert_laplace_moves_maximise(make_small_data(variant, n_feedback=4), f_new)
+
+
+@pytest.mark.parametrize("model", ["tied-threshold", "known-coupling", "relevance",
+                                   "direction", "relevance-direction"])
+def test_laplace_moves_of_the_other_models_maximise_their_quadratic_model(model):
+    """The same for the models with a coupled set, zeta or delta (blocks that no answer
+    moves directly, but that the Hessian couples to gamma and xi); the direction answers
+    follow the true beta's signs, so that delta's MAP is off its bound."""
+    base = make_small_data("learned", n_feedback=4)
+    p = base.p
+    _assert_laplace_moves_maximise(ModelData(
+        base.X, base.y, base.U, Hyper(**{**base.hyper.__dict__, "model": model}), base.pairs,
+        base.f, coupled=np.arange(p) < p - 3, relevance=some_relevance(p),
+        direction=np.sign(base.U[:, 0] - base.U[:, 1])), 1)
+
+
+def _assert_laplace_moves_maximise(data: ModelData, f_new: int) -> None:
     from scipy.optimize import minimize
 
-    data = make_small_data(variant, n_feedback=4)     # four mixed answers: an interior MAP
-    fit = NumpyEngine(variant).fit(data)
-    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+    fit = NumpyEngine(data.hyper.variant).fit(data)      # four mixed answers: an interior MAP
+    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data, zeta=fit.zeta, delta=fit.delta)
     assert np.all(theta0 > data.layout.lower_bounds())
     H0 = hessian_base(theta0, data)
     A = -(H0 + feedback_terms(theta0, data, True)[2])

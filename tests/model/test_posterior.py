@@ -9,15 +9,19 @@ the textbook formulas serve as an independent reference::
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
 from elicit.model.marginal import Marginal
+from elicit.model.marginal_cache import marginal_cache
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData
+from elicit.model.theta import data_scales
 
 
 def _problem(n: int, p: int, seed: int = 3):
@@ -127,6 +131,65 @@ def test_from_map_uses_the_fitted_gamma_and_tau2():
     np.testing.assert_allclose(p2.mu, mu2, rtol=1e-8, atol=1e-10)
     assert p2.b_star == pytest.approx(b2, rel=1e-10)
     assert not np.allclose(p1.mu, p2.mu)
+
+
+@pytest.mark.parametrize("n,p", SHAPES)
+@pytest.mark.parametrize("model", ["known-coupling", "direction", "relevance-direction"])
+def test_posterior_of_a_coupled_set_or_a_prior_mean_matches_direct_formulas(n, p, model):
+    """The other models' posteriors by the p x p formulas with their prior: beta ~ N(delta s,
+    sigma^2 tau2 diag(h) K_J diag(h)), K_J the kernel with J's mask applied entrywise::
+
+        Sigma* = inv(X'X + inv(V)),  mu* = Sigma* (X'y + inv(V) delta s),
+        b* = b + (y'y + delta^2 s' inv(V) s - mu*' inv(Sigma*) mu*) / 2."""
+    data, fit = _problem(n, p)
+    s = np.resize([1.0, -1.0, 0.0], p)
+    coupled = np.arange(p) < p - 2
+    data = ModelData(data.X, data.y, data.U, replace(data.hyper, model=model), coupled=coupled,
+                     relevance=np.resize([1, 0, -1, -1], p), direction=s)
+    zeta = 0.3 if data.model.relevance else None
+    delta = 0.6 if data.model.direction else None
+    h = np.ones(p) if zeta is None else data_scales(data, zeta).h
+    fit = replace(fit, zeta=zeta, delta=delta, coupled=data.kernel_mask)
+    K = kernel(data.U, fit.gamma)
+    if data.model.known_coupling:
+        K = np.where(np.outer(coupled, coupled) | np.eye(p, dtype=bool), K, 0.0)
+    V = fit.tau2 * h[:, None] * K * h[None, :]
+    m0 = np.zeros(p) if delta is None else delta * s
+    X, y = data.X, data.y
+    Sigma = np.linalg.inv(X.T @ X + np.linalg.inv(V))
+    mu = Sigma @ (X.T @ y + np.linalg.solve(V, m0))
+    b = 3.0 + 0.5 * (y @ y + m0 @ np.linalg.solve(V, m0) - mu @ np.linalg.solve(Sigma, mu))
+    post = NIGPosterior.from_map(data, fit)
+    np.testing.assert_allclose(post.Sigma, Sigma, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(post.mu, mu, rtol=1e-8, atol=1e-10)
+    assert post.b_star == pytest.approx(b, rel=1e-10)
+    X_new = np.random.default_rng(9).normal(size=(4, p))
+    quad = np.einsum("ij,jk,ik->i", X_new, Sigma, X_new)
+    pred = post.predict(X_new)
+    np.testing.assert_allclose(pred.mean, X_new @ mu, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(pred.scale2, (b / post.a_star) * (1.0 + quad), rtol=1e-8)
+    mean, var = Marginal.of_fit(data, fit).predictive()
+    np.testing.assert_allclose(mean, X @ mu, rtol=1e-8, atol=1e-10)
+    quad = np.einsum("ij,jk,ik->i", X, Sigma, X)
+    np.testing.assert_allclose(var, b / (post.a_star - 1) * (1.0 + quad), rtol=1e-8)
+
+
+@pytest.mark.parametrize("order", ["other_fit_first", "own_fit_first"])
+def test_a_fit_without_the_datas_coupled_set_gets_the_datas_posterior_in_any_order(order):
+    """A fit made without the data's coupled set (the paper model's, say) passed with
+    known-coupling data: the posterior at its parameters under the data's masked kernel, and
+    before or after it a fit that has the set gets the same one."""
+    data, fit = _problem(8, 6)
+    coupled = np.arange(6) < 4
+    kc = ModelData(data.X, data.y, data.U, replace(data.hyper, model="known-coupling"),
+                   coupled=coupled)
+    K = np.where(np.outer(coupled, coupled) | np.eye(6, dtype=bool), kernel(data.U, fit.gamma),
+                 0.0)
+    mu = np.linalg.solve(data.X.T @ data.X + np.linalg.inv(fit.tau2 * K), data.X.T @ data.y)
+    marginal_cache.clear()
+    fits = [fit, replace(fit, coupled=coupled)]
+    for f in fits if order == "other_fit_first" else fits[::-1]:
+        np.testing.assert_allclose(NIGPosterior.from_map(kc, f).mu, mu, rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("bad,match", [

@@ -16,6 +16,7 @@ from helpers import (
     assert_derivatives_match_finite_differences,
     fd_grad,
     signal_direct,
+    some_direction,
     some_relevance,
     theta_point,
 )
@@ -39,7 +40,7 @@ from elicit.model.posterior import NIGPosterior
 from elicit.model.priors import RELEVANT_SHARE, ZETA_PRIOR
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params, all_pairs
-from elicit.model.theta import join_theta, params_of, theta_of
+from elicit.model.theta import data_mean, join_theta, params_of, theta_of
 from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 
@@ -240,12 +241,14 @@ def test_posterior_matches_the_direct_formulas(n, p):
 
 # -- what if feature j's scale were s: the rank-2 screen --------------------------------------
 
-@pytest.mark.parametrize("model", [RELEVANCE_MODEL, "paper"])
+@pytest.mark.parametrize("model", [RELEVANCE_MODEL, "paper", "relevance-direction"])
 def test_scale_change_is_a_recomputation_with_the_new_scale(model):
     data = relevance_data("learned", n_feedback=0, p=10)
-    if model == "paper":
+    if model != RELEVANCE_MODEL:
+        # the direction model's residual y - delta X s: a scale change keeps delta s
         data = ModelData(data.X, data.y, data.U, Hyper(**{**data.hyper.__dict__,
-                                                          "model": "paper"}))
+                                                          "model": model}),
+                         relevance=data.relevance, direction=some_direction(data.p))
     theta = theta_point(data)
     mg = Marginal.at(theta, data)
     h0 = np.ones(data.p) if mg.h is None else mg.h
@@ -258,7 +261,8 @@ def test_scale_change_is_a_recomputation_with_the_new_scale(model):
             h[j] = np.sqrt(lam_j[c])
             ref = Marginal(data.X, data.y, data.U, mg.gamma, mg.tau2, data.hyper.a_sigma,
                            data.hyper.b_sigma, scales=Scales(h, np.zeros(data.p, bool), 0.0,
-                                                             0.0))
+                                                             0.0),
+                           mean=data_mean(data, mg.delta))
             m, v = ref.predictive()
             np.testing.assert_allclose(got.mean[:, c], m, rtol=1e-9, atol=1e-10)
             np.testing.assert_allclose(got.var[:, c], v, rtol=1e-9)

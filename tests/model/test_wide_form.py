@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import make_small_data
-from helpers import fd_grad, some_direction, some_relevance, theta_point
+from helpers import dense_log_density, fd_grad, some_direction, some_relevance, theta_point
 
 from elicit.model.batch import BatchDensity
 from elicit.model.density import hessian, log_density
@@ -62,3 +62,28 @@ def test_batched_density_on_the_n_by_n_form_is_the_models(variant, model):
         # the same formulas in another order (stacked products): rounding only
         assert abs(value[c] - v) <= 1e-9 * abs(v)
         assert _rel(grad[c], g) < 1e-9
+
+
+@pytest.mark.parametrize("variant", ["fixed", "learned"])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_value_on_the_n_by_n_form_is_the_independent_formula(variant, model):
+    """The n x n form's value, and the batched density's with one more answer, against the
+    density written out with dense K, slogdet and solve (helpers.dense_log_density): the
+    p x p form's are in test_models.py."""
+    data = _wide(variant, model, n_feedback=6)
+    spec = MODELS[model]
+    theta = theta_point(data)
+
+    def own(th, d):
+        return dense_log_density(th, d, spec.threshold_sd,
+                                 data.coupled if spec.known_coupling else None,
+                                 relevance=data.relevance if spec.relevance else None,
+                                 direction=data.direction if spec.direction else None)
+
+    assert log_density(theta, data)[0] == pytest.approx(own(theta, data), rel=1e-10)
+    new_pairs = np.array([[0, 5], [1, 2]])
+    thetas = np.stack([theta_point(data, s) for s in (2, 3)])
+    value, _, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 0).at(thetas, np.arange(2))
+    for c in range(2):
+        d2 = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 0))
+        assert value[c] == pytest.approx(own(thetas[c], d2), rel=1e-10)

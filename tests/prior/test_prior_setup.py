@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import small_arrays
+from helpers import dense_log_density
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.covariance import unasked_lambda
@@ -107,3 +108,28 @@ def test_cv_tau2_with_every_feature_judged_is_the_relevance_models(arrays):
     ref = _written_out_cv(a, grid, 4, RELEVANCE_MODEL, classes=classes)
     for t in grid:
         assert scores[t] == pytest.approx(ref[t], rel=1e-5)
+
+
+@pytest.mark.parametrize("model", ["paper", "known-coupling"])
+def test_ml_tau2_scores_are_the_profile_of_the_independent_formula(arrays, model):
+    """Each score is the no-feedback log posterior written out with dense K, slogdet and
+    solve (helpers.dense_log_density, xi at its prior mean) at the fitted gamma, and no
+    other gamma scores higher: the profile over gamma."""
+    a = arrays
+    coupled = np.arange(len(a.U)) % 4 != 3 if model == "known-coupling" else None
+    grid = [0.03, 0.3]
+    _, scores = ml_tau2(a.X, a.y, a.U, grid, model=model, coupled=coupled)
+    eng = NumpyEngine("fixed")
+    rng = np.random.default_rng(2)
+    for t in grid:
+        data = no_feedback_data(a.X, a.y, a.U, Hyper(tau2=t, b_sigma=0.2, model=model,
+                                                     threshold_mean=PLACEHOLDER_THRESHOLD_MEAN),
+                                coupled=coupled)
+        fit = eng.fit(data)
+        theta = np.append(fit.gamma, PLACEHOLDER_THRESHOLD_MEAN)
+        assert scores[t] == pytest.approx(dense_log_density(theta, data, 0.5, coupled),
+                                          abs=1e-6)
+        for _ in range(3):
+            near = theta.copy()
+            near[:-1] = np.maximum(fit.gamma + 0.05 * rng.normal(size=data.d), 0.0)
+            assert dense_log_density(near, data, 0.5, coupled) < scores[t]
