@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import runpy
 import socket
 import sqlite3
 import subprocess
@@ -1355,14 +1356,30 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
     ("relevance_orders.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
     ("relevance_orders.py", ["--corpus", "/nonexistent.jsonl"],
      "review file /nonexistent.jsonl not found")])
-def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message):
+def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message,
+                                                                 capsys, monkeypatch):
     """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run;
     models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too."""
+    code, _, err = run_script(script, args, capsys, monkeypatch)
+    assert code == 2
+    assert_one_line_error(err, re.escape(message))
+
+
+def run_script(script: str, args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
+    """``python experiments/<script> args`` from the repository's root, run in this process
+    (a process of its own costs a second of imports per call): exit status, stdout, stderr.
+    An exception the script does not turn into an exit fails the test, as a traceback would."""
     root = Path(__file__).resolve().parents[1]
-    res = subprocess.run([sys.executable, str(root / "experiments" / script), *args],
-                         capture_output=True, text=True, cwd=root)
-    assert res.returncode == 2
-    assert_one_line_error(res.stderr, re.escape(message))
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(sys, "argv", [script, *args])
+    capsys.readouterr()
+    try:
+        runpy.run_path(str(root / "experiments" / script), run_name="__main__")
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
@@ -1378,17 +1395,17 @@ def test_every_bad_threshold_mean_gets_one_message(tmp_path, capsys, value):
     assert not (tmp_path / "o").exists()
 
 
-def test_study_table_refuses_a_folder_without_a_realdata_sweep_before_its_table(tmp_path):
+def test_study_table_refuses_a_folder_without_a_realdata_sweep_before_its_table(
+        tmp_path, capsys, monkeypatch):
     """It printed the table's header, then 'study_table: X holds no finished realdata sweep'
     with exit status 1."""
-    script = Path(__file__).resolve().parents[1] / "experiments" / "study_table.py"
-    res = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
-                         text=True)
-    assert res.returncode == 2 and res.stdout == "", res.stdout
-    assert_one_line_error(res.stderr, re.escape(f"{tmp_path} holds no finished realdata sweep"))
+    code, out, err = run_script("study_table.py", [str(tmp_path)], capsys, monkeypatch)
+    assert code == 2 and out == "", out
+    assert_one_line_error(err, re.escape(f"{tmp_path} holds no finished realdata sweep"))
 
 
-def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path):
+def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path, capsys,
+                                                                         monkeypatch):
     """A missing folder was a FileNotFoundError traceback; sweeps of other seeds (or the
     synthetic beside Amazon) were paired without a word; --at beyond the sweeps' rounds printed
     an empty table."""
@@ -1403,7 +1420,6 @@ def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_pat
         return str(tmp_path / name)
 
     pred, params = folder("a"), folder("b", utility_target="params")
-    script = Path(__file__).resolve().parents[1] / "experiments" / "compare_targets.py"
     for args, message in [
             ([str(tmp_path / "nowhere"), params], "nowhere holds no finished sweep"),
             ([pred, folder("c", utility_target="params", seed=1)],
@@ -1411,13 +1427,12 @@ def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_pat
             ([params, pred], "the first sweep's utility target is params, the second's "
                              "predictive: give the predictive sweep first"),
             ([pred, params], "no curve reaches --at 10, 20, 30 answers (the sweeps end at 2)")]:
-        res = subprocess.run([sys.executable, str(script), *args], capture_output=True,
-                             text=True)
-        assert res.returncode == 2 and res.stdout == "", res.stdout
-        assert_one_line_error(res.stderr, re.escape(message))
-    res = subprocess.run([sys.executable, str(script), pred, params, "--at", "2"],
-                         capture_output=True, text=True)
-    assert res.returncode == 0 and "| random | 2 | 1.000 | 1.000 |" in res.stdout, res.stderr
+        code, out, err = run_script("compare_targets.py", args, capsys, monkeypatch)
+        assert code == 2 and out == "", out
+        assert_one_line_error(err, re.escape(message))
+    code, out, err = run_script("compare_targets.py", [pred, params, "--at", "2"], capsys,
+                                monkeypatch)
+    assert code == 0 and "| random | 2 | 1.000 | 1.000 |" in out, err
 
 
 def test_a_damaged_sweep_record_is_one_line(tmp_path, capsys):
