@@ -58,7 +58,8 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=positive_int, default=50)
     add_sweep_options(p)
     p.add_argument("--data-dir", type=Path, default=None,
-                   help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
+                   help="data directory, with --corpus where its stop list is checked "
+                        "(default: $ELICIT_DATA, <repo>/data, ../shared/data)")
     p.add_argument("--tau2", type=tau2, default=None,
                    help="'cv' (default): 5-fold CV of the no-feedback model per run over "
                         + ", ".join(f"{t:g}" for t in SWEEP_TAU2_GRID)

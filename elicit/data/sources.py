@@ -155,10 +155,9 @@ def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = N
         if given:
             raise ElicitError(f"{given[0]} applies to --corpus only, not to --dataset")
         return paper_source(dataset, data_dir)
-    if data_dir is not None:
-        raise ElicitError("--data-dir applies to --dataset only; --corpus names the file itself")
-    assert corpus is not None
-    return corpus_source(corpus, text_field or "text", rating_field or "rating", min_df, name)
+    assert corpus is not None   # its stop list is checked in data_dir, as $ELICIT_DATA's
+    return corpus_source(corpus, text_field or "text", rating_field or "rating", min_df, name,
+                         data_dir)
 
 
 def source_from_config(cfg: dict, data_dir: str | os.PathLike | None = None) -> DataSource:
