@@ -66,5 +66,6 @@ class Registry(Mapping[str, T], Generic[T]):
         """The object called ``name``, else one line listing the registered names."""
         if isinstance(name, str) and name in self._items:
             return self._items[name]
-        raise ElicitError(f"unknown {self.kind} {name!r}; choose one of "
-                          f"{', '.join(self._items)}{self.hint}")
+        raise ElicitError(f"unknown {self.kind} {name!r}; choose one of {', '.join(self._items)}"
+                          f"{self.hint}; one of your own is known only in the process that "
+                          "registers it (docs/extending.md)")

@@ -96,3 +96,24 @@ def test_a_registered_model_runs_from_the_command_line(tmp_path):
                  "--model", "test-toy-cli", "--engine", "numpy"]) == 0
     with Session.open(session) as s:
         assert s.elicitor.hyper.model == "test-toy-cli"
+
+
+def test_a_session_of_a_model_not_registered_here_says_where_it_is_known(tmp_path, capsys):
+    """`elicit history` (a fresh process) on a session a script made with its own model said
+    only "unknown model 'x'; choose one of paper, ...": a choice the file does not give."""
+    from elicit.model.variants import unregister_model
+
+    register_model(ModelVariant("test-own-cli", "xi ~ N+(m, 0.3 m)",
+                                xi_prior=ThresholdPrior(0.3), program=SHIPPED_PROGRAM))
+    session = tmp_path / "own.session"
+    try:
+        assert main(["session", "new", "--from-npz", str(_npz(tmp_path)), "--out",
+                     str(session), "--model", "test-own-cli", "--engine", "numpy"]) == 0
+    finally:
+        unregister_model("test-own-cli")      # as in a process that never registered it
+    capsys.readouterr()
+    assert main(["history", str(session)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "unknown model 'test-own-cli'" in err
+    assert "one of your own is known only in the process that registers it" in err, err

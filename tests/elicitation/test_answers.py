@@ -50,7 +50,8 @@ def test_answer_parsing_of_both_kinds(raw, kind, expected):
     ("maybe", None, r"^invalid answer 'maybe': use 'similar', 'dissimilar', 'relevant', "
      r"'irrelevant', 'raises', 'lowers' or 'dont_know'$"),
     (2, "relevance", r"^invalid answer 2"),
-    ("r", "triple", r"^unknown question kind 'triple'; choose one of pairs, relevance, direction$"),
+    ("r", "triple", r"^unknown question kind 'triple'; choose one of pairs, relevance, "
+     r"direction; one of your own is known only in the process that registers it"),
 ])
 def test_an_answer_to_the_other_kind_of_question_is_a_one_line_error(raw, kind, message):
     with pytest.raises(ElicitError, match=message):

@@ -510,7 +510,9 @@ def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_s
             register_strategy(LastAllowed(name, "Mine", stream_id=92))
     assert "mine" not in STRATEGY_REGISTRY
     with pytest.raises(ElicitError, match=r"^unknown strategy 'mine'; choose one of random, "
-                                          r"nonsequential, sequential, test-last-allowed$"):
+                                          r"nonsequential, sequential, test-last-allowed; "
+                                          r"one of your own is known only in the process "
+                                          r"that registers it"):
         get_strategy("mine")
 
 

@@ -491,7 +491,8 @@ def test_the_utility_registry_refuses_a_taken_name_in_one_line(toy_utility):
                                           r"predictive-fast, predictive-exact, params-bald, "
                                           r"sample-gain, relevance-fast, relevance-exact, "
                                           r"direction-fast, direction-exact, "
-                                          r"test-answer-entropy$"):
+                                          r"test-answer-entropy; one of your own is known "
+                                          r"only in the process that registers it"):
         get_utility("nope")
     assert UTILITIES["test-answer-entropy"] is toy_utility
 
