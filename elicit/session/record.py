@@ -64,9 +64,14 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
     active answers per answer word, and ``all_answers`` / ``experts`` over every expert."""
     kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
                               "AND expert = ? GROUP BY answer", (expert,)).fetchall())
-    skipped, pending = conn.execute(
-        "SELECT COALESCE(SUM(status = 'skipped'), 0), COALESCE(SUM(status = 'pending'), 0) "
-        "FROM queries WHERE expert = ?", (expert,)).fetchone()
+    pending = conn.execute("SELECT COUNT(*) FROM queries WHERE status = 'pending' AND "
+                           "expert = ?", (expert,)).fetchone()[0]
+    # questions, not skips: one skipped thrice counts once, and not once answered since
+    skipped = conn.execute(
+        "SELECT COUNT(DISTINCT kind || ' ' || i || ' ' || j) FROM queries q WHERE expert = ? "
+        "AND status = 'skipped' AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.expert = "
+        "q.expert AND a.kind = q.kind AND a.i = q.i AND a.j = q.j AND undone_at IS NULL)",
+        (expert,)).fetchone()[0]
     undone = conn.execute("SELECT COUNT(*) FROM answers WHERE undone_at IS NOT NULL "
                           "AND expert = ?", (expert,)).fetchone()[0]
     total, n_experts = conn.execute("SELECT COUNT(*), COUNT(DISTINCT expert) FROM answers "

@@ -187,6 +187,20 @@ def test_undo_withdraws_open_queries(sess):
         sess.answer(q, "similar")
 
 
+def test_skipped_counts_the_pairs_skipped_and_still_unanswered(tmp_path):
+    # "0 of 3 pairs answered (5 skipped)" counted skip events: one pair skipped again and
+    # again, and pairs answered since, were counted as skipped pairs
+    X, y, U = make_data(p=3)
+    s = Session.create(X, y, U, ["a", "b", "c"], path=tmp_path / "s.session", engine="numpy")
+    for _ in range(5):
+        s.skip(s.next_query())
+    qs = s.queries[s.queries.status == "skipped"]
+    skipped = set(zip(qs.i, qs.j))
+    assert s.progress()["skipped"] == len(skipped) <= 3
+    s.answer(q := s.next_query(), "similar")
+    assert s.progress()["skipped"] == len(skipped - {(q.i, q.j)})
+
+
 def test_skip_is_not_an_answer_and_the_pair_comes_back(tmp_path):
     X, y, U = make_data(p=3)
     s = Session.create(X, y, U, ["a", "b", "c"], path=tmp_path / "s.session", engine="numpy")
