@@ -35,7 +35,9 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     if features is None:
         feats = [c for c in cols if c != target]
     else:
-        feats = list(dict.fromkeys(features))
+        feats = list(features)
+        if twice := next((f for k, f in enumerate(feats) if f in feats[:k]), None):
+            raise ElicitError(f"--features names column {twice!r} twice; name each column once")
         if missing := [f for f in feats if f not in cols]:
             raise ElicitError(f"--features names column(s) {listing(missing, 12)} that are not in "
                               f"{Path(path).name}; its columns are {listing(cols, 12)}")
