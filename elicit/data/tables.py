@@ -44,18 +44,25 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
             ValueError, OSError) as e:
         detail = " ".join(str(e).split())
         raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     if suffix not in (".parquet", ".pq"):
         _check_header(path, what, sep, index_col)
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     df.columns = [str(c) for c in df.columns]
     return df
 
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
-    """Refuse a repeated or empty column name, which pandas would silently rename."""
+    """Refuse a repeated or empty column name, which pandas would silently rename, and a
+    header of one name holding another separator."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
+    if len(header) == 1 and (other := next((c for c in ",;\t" if c != sep and c in header[0]),
+                                           None)):
+        raise ElicitError(f"{what} file {path.name} has one column, its columns separated by "
+                          f"{other!r} rather than {sep!r}; save it separated by " + (
+                              "tabs" if sep == "\t" else
+                              "commas (or name it .tsv if separated by tabs)"))
     first: dict[str, int] = {}
     for k, name in enumerate(header):
         if not name.strip() and k != index_col:
