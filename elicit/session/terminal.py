@@ -197,14 +197,11 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
                 out.write("> ")
                 out.flush()
                 line = inp.readline()
-                if not line:
-                    _put(out, f"\nend of input; {s.progress(who)['answered']} answers are "
-                              f"saved in {s.path}")
-                    return 0
                 key, _, comment = line.strip().partition(" ")
                 key = key.lower()
-                if key in ("q", "quit", "exit"):
-                    _put(out, f"bye: {s.progress(who)['answered']} answers are saved in "
+                if key in ("q", "quit", "exit") or not line:
+                    why = "bye:" if line else "\nend of input;"
+                    _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
                               f"{s.path}; resume with `{_resume(s, who)}`")
                     return 0
                 show = _handle(s, q, key, comment, out, who)
