@@ -337,8 +337,8 @@ class SessionState:
 
         The active pair answers become its ``feedback`` and the relevance classes its
         ``relevant`` and ``irrelevant``; fitted on the session's data, hyperparameters and
-        engine, its MAP and ``predict`` are the session's. ``params`` set other estimator
-        parameters (``clone`` and refits then use the estimator's own defaults).
+        engine, its MAP and ``predict`` are the session's; a refit (``clone``) preprocesses
+        as the session does. ``params`` set other estimator parameters.
         """
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
@@ -359,10 +359,12 @@ class SessionState:
         est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names), self.y - y_centre)
         p = len(self.feature_names)
         # back from the session's preprocessing to the units its predict takes
-        return est.set_units(
-            np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
-            np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
-            self.y_offset)
+        est.set_units(np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
+                      np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
+                      self.y_offset)
+        # a refit (clone, cross_val_score) gets data in those units: preprocess as the session
+        refit = dict(fit_intercept=True, standardize=self._x_scale is not None)
+        return est.set_params(**{k: v for k, v in refit.items() if k not in params})
 
     def _aligned(self, X_new) -> np.ndarray:
         if isinstance(X_new, pd.DataFrame):
