@@ -270,6 +270,8 @@ class Session(SessionState):
         ElicitError
             An invalid answer or comment, a query not asked in this session or to another
             expert, or one skipped or withdrawn.
+        EngineError
+            The answer is saved, but the model could not be refitted (the message says so).
         """
         ans = Answer.parse(answer, self.answer_kind)
         comment = check_comment(comment)
