@@ -121,8 +121,7 @@ def recent_answered(conn: sqlite3.Connection, expert: str,
 
 def unknown_query(qid: int) -> UnknownQuery:
     """The error for a query id this session never asked (or cannot even store)."""
-    return UnknownQuery(f"query {qid} was not asked in this session; ask for the next query "
-                        "first")
+    return UnknownQuery(f"query {qid} was not asked in this session; ask for the next query first")
 
 
 def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str],

@@ -215,12 +215,13 @@ class SessionState:
         store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
-            self._data_version = v
+            self._data_version = -1  # until refitted: a failed refit is tried at the next call
             # Re-read, not patched: another process may have committed before our write.
             active = record.active_answers(self.conn)
             if force or active != self._active:
                 self.elicitor.set_answers(active, asked=_asked_by(active, expert))
                 self._active, self._asked_for = active, expert
+            self._data_version = v
         if self._asked_for != expert:
             self.elicitor.set_asked(_asked_by(self._active, expert))
             self._asked_for = expert

@@ -190,7 +190,9 @@ def test_undo_withdraws_open_queries(sess):
 def test_a_failed_refit_says_the_answer_is_saved_and_the_next_question_uses_it(tmp_path,
                                                                                 monkeypatch):
     """A refit that failed after the commit said only the engine's error (`elicit ask`:
-    "error: ...", the web page: 400 with it), as if nothing was saved."""
+    "error: ...", the web page: 400 with it), as if nothing was saved; and the model went on
+    without the answer (`active_answers()` empty, `predict` without it) until another write,
+    the file's state having been taken as seen before the refit."""
     from elicit.errors import EngineError
 
     X, y, U = make_data()
@@ -215,6 +217,8 @@ def test_a_failed_refit_says_the_answer_is_saved_and_the_next_question_uses_it(t
                                               r"model could not be refitted: the optimiser "
                                               r"gave up$"):
             s.answer(q, "dissimilar")
+        # the model takes the saved answer at the next call (it kept the state before it)
+        assert s.active_answers() == [(q.i, q.j, "dissimilar")]
         got = s.next_query()
         assert (got.id, got.i, got.j) == (want.id, want.i, want.j)
 
