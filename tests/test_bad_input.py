@@ -891,6 +891,43 @@ def test_duplicate_csv_headers_are_refused(capsys, tmp_path, table):
                                r"give every column its own name")
 
 
+def test_a_column_named_twice_in_features_is_refused(capsys, tmp_path):
+    """`--features a,b,a` was taken as a,b without a word (a header naming a column twice is
+    refused)."""
+    path, _ = _table(tmp_path)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--features", "a,b,a", "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"--features names column 'a' twice; name each column once")
+    assert not (tmp_path / "s.session").exists()
+
+
+@pytest.mark.parametrize("table", ["data", "meta"])
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_a_table_with_another_separator_says_which_one_elicit_reads(capsys, tmp_path, table,
+                                                                       sep):
+    """A spreadsheet's CSV separated by ';' (or a .csv with tabs) was one column 'a;b;c;...':
+    "--target column 'y' is not in t.csv; its columns are 'a;b;c;d;e;y'", or "has no data
+    (shape (5, 0))" for meta-features."""
+    path, df = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    sep = sep.replace("\\t", "\t")
+    if table == "data":
+        df.to_csv(path, index=False, sep=sep)
+    else:
+        m.to_csv(meta, sep=sep)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    assert code == 2
+    assert_one_line_error(err, rf"{name} has one column, its columns separated by "
+                               rf"{re.escape(repr(sep))} "
+                               r"rather than ','; save it separated by commas \(or name it "
+                               r"\.tsv if separated by tabs\)")
+
+
 def test_predicting_from_an_array_warns_that_its_columns_are_taken_by_position():
     import pandas as pd
 

@@ -1,6 +1,5 @@
 """Reading a user's tables (CSV or Parquet) and meta-features matched by feature name, for
-``elicit session new --from-csv`` and ``--meta-features FILE``, with one-line errors.
-"""
+``elicit session new --from-csv`` and ``--meta-features FILE``, with one-line errors."""
 
 from __future__ import annotations
 
@@ -44,18 +43,22 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
             ValueError, OSError) as e:
         detail = " ".join(str(e).split())
         raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     if suffix not in (".parquet", ".pq"):
         _check_header(path, what, sep, index_col)
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     df.columns = [str(c) for c in df.columns]
     return df
 
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
-    """Refuse a repeated or empty column name, which pandas would silently rename."""
+    """Refuse an empty or repeated column name (pandas would rename it), or another separator."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
+    if other := [c for c in ",;\t" if c != sep and len(header) == 1 and c in header[0]]:
+        way = "tabs" if sep == "\t" else "commas (or name it .tsv if separated by tabs)"
+        raise ElicitError(f"{what} file {path.name} has one column, its columns separated by "
+                          f"{other[0]!r} rather than {sep!r}; save it separated by {way}")
     first: dict[str, int] = {}
     for k, name in enumerate(header):
         if not name.strip() and k != index_col:
@@ -90,6 +93,4 @@ def align_meta(U, names: Sequence[str] | None):
     if parts:
         raise ElicitError("the meta-features do not match the features by name: "
                           + "; ".join(parts) + " (the first column must be the feature name)")
-    U = U.copy()
-    U.index = labels
-    return U.loc[list(names)].to_numpy(dtype=float, na_value=np.nan)
+    return U.set_axis(labels).loc[list(names)].to_numpy(dtype=float, na_value=np.nan)

@@ -35,7 +35,9 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     if features is None:
         feats = [c for c in cols if c != target]
     else:
-        feats = list(dict.fromkeys(features))
+        feats = list(features)
+        if twice := next((f for k, f in enumerate(feats) if f in feats[:k]), None):
+            raise ElicitError(f"--features names column {twice!r} twice; name each column once")
         if missing := [f for f in feats if f not in cols]:
             raise ElicitError(f"--features names column(s) {listing(missing, 12)} that are not in "
                               f"{Path(path).name}; its columns are {listing(cols, 12)}")
@@ -161,8 +163,7 @@ def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target:
     return {
         "X": rd.X_train, "y": rd.y_train, "meta_features": rd.U,
         "feature_names": rd.feature_names, "texts": texts, "y_offset": rd.y_mean,
-        "target_description": target,
-        "meta_source": _meta_source(rd),
+        "target_description": target, "meta_source": _meta_source(rd),
         "description": (f"{what}, seed {seed}, run {run}, the run of a sweep with --seed "
                         f"{seed} ({rd.X_train.shape[0]} training reviews, {rd.p} keywords); "
                         f"{snippet_note}"),
@@ -204,13 +205,9 @@ def highlight(keyword: str, text: str) -> list[tuple[str, bool]]:
     low = text.lower()
     hay = low if len(low) == len(text) else text
     for m in pattern.finditer(hay):
-        if m.start() > at:
-            out.append((text[at:m.start()], False))
-        out.append((text[m.start():m.end()], True))
+        out += [(text[at:m.start()], False), (text[m.start():m.end()], True)]
         at = m.end()
-    if at < len(text):
-        out.append((text[at:], False))
-    return out
+    return [piece for piece in [*out, (text[at:], False)] if piece[0]]
 
 
 def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list[str]]:

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 #: The largest id SQLite can store; larger numbers cannot name a query.
 MAX_ID = 2**63 - 1
+#: SQL: query q's question has an active answer by q's expert.
+_ANSWERED = ("EXISTS (SELECT 1 FROM answers a WHERE a.undone_at IS NULL AND a.kind = q.kind "
+             "AND a.i = q.i AND a.j = q.j AND a.expert = q.expert)")
 
 
 class AnsweredElsewhere(ElicitError):
@@ -64,9 +67,11 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
     active answers per answer word, and ``all_answers`` / ``experts`` over every expert."""
     kinds = dict(conn.execute("SELECT answer, COUNT(*) FROM answers WHERE undone_at IS NULL "
                               "AND expert = ? GROUP BY answer", (expert,)).fetchall())
+    # questions, not skips: one skipped thrice counts once, and not once answered since
     skipped, pending = conn.execute(
-        "SELECT COALESCE(SUM(status = 'skipped'), 0), COALESCE(SUM(status = 'pending'), 0) "
-        "FROM queries WHERE expert = ?", (expert,)).fetchone()
+        f"SELECT COUNT(DISTINCT CASE WHEN status = 'skipped' AND NOT {_ANSWERED} THEN kind || "
+        "' ' || i || ' ' || j END), COALESCE(SUM(status = 'pending'), 0) FROM queries q "
+        "WHERE expert = ?", (expert,)).fetchone()
     undone = conn.execute("SELECT COUNT(*) FROM answers WHERE undone_at IS NOT NULL "
                           "AND expert = ?", (expert,)).fetchone()[0]
     total, n_experts = conn.execute("SELECT COUNT(*), COUNT(DISTINCT expert) FROM answers "
@@ -116,8 +121,7 @@ def recent_answered(conn: sqlite3.Connection, expert: str,
 
 def unknown_query(qid: int) -> UnknownQuery:
     """The error for a query id this session never asked (or cannot even store)."""
-    return UnknownQuery(f"query {qid} was not asked in this session; ask for the next query "
-                        "first")
+    return UnknownQuery(f"query {qid} was not asked in this session; ask for the next query first")
 
 
 def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[str],
@@ -208,10 +212,7 @@ def _cancel(conn: sqlite3.Connection, qids: Sequence[int], reason: str) -> None:
         log_event(conn, "cancel", qid, at, expert, detail={"reason": reason})
 
 
-_STALE_PENDING = (
-    "SELECT q.id FROM queries q WHERE q.status = 'pending' AND EXISTS (SELECT 1 FROM "
-    "answers a WHERE a.undone_at IS NULL AND a.kind = q.kind AND a.i = q.i AND a.j = q.j "
-    "AND a.expert = q.expert)")
+_STALE_PENDING = f"SELECT q.id FROM queries q WHERE q.status = 'pending' AND {_ANSWERED}"
 
 
 def cancel_answered_pending(conn: sqlite3.Connection) -> None:
@@ -234,8 +235,6 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
             return
         fresh = [q for q in chosen
                  if active_answer_to(conn, q.kind, q.i, stored_j(q.j), expert) is None]
-        if not fresh:
-            return
         batch_id = None if len(fresh) == 1 else int(conn.execute(
             "SELECT COALESCE(MAX(batch), 0) + 1 FROM queries").fetchone()[0])
         for q in fresh:

@@ -21,7 +21,7 @@ from elicit.elicitation.kinds import PAPER_QUESTIONS, model_for, parse_questions
 from elicit.elicitation.settings import RoundSettings, given_settings
 from elicit.elicitation.strategies import Query, get_strategy
 from elicit.engines.base import Engine
-from elicit.errors import ElicitError
+from elicit.errors import ElicitError, EngineError
 from elicit.internal.checks import check_bool, check_int
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
@@ -270,12 +270,15 @@ class Session(SessionState):
         ElicitError
             An invalid answer or comment, a query not asked in this session or to another
             expert, or one skipped or withdrawn.
+        EngineError
+            The answer is saved, but the model could not be refitted (the message says so).
         """
         ans = Answer.parse(answer, self.answer_kind)
         comment = check_comment(comment)
         with self._lock:
             qid, who = _id_and_expert(query, self, expert)
             self._sync(who, saving=True)
+            aid = None
             try:
                 aid, i, j, at, kind = record.answer_query(self.conn, qid, ans.value, comment,
                                                           self.feature_names, who)
@@ -287,7 +290,11 @@ class Session(SessionState):
                                         "for the next query") from None
             finally:
                 # Committed (or withdrawn). Only now refit; a crash from here loses nothing.
-                self._sync(who, wrote=True)
+                try:
+                    self._sync(who, wrote=True)
+                except EngineError as e:
+                    saved = f"answer {aid} ({ans.value}) is saved, but " if aid else ""
+                    raise EngineError(f"{saved}the model could not be refitted: {e}") from None
             return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who, kind)
 
     def skip(self, query: SessionQuery | int, expert: str | None = None) -> None:

@@ -215,12 +215,13 @@ class SessionState:
         store.check_same_file(self.conn, writing=saving or wrote)
         v = record.data_version(self.conn)
         if v != self._data_version or force or wrote:
-            self._data_version = v
+            self._data_version = -1  # until refitted: a failed refit is tried at the next call
             # Re-read, not patched: another process may have committed before our write.
             active = record.active_answers(self.conn)
             if force or active != self._active:
                 self.elicitor.set_answers(active, asked=_asked_by(active, expert))
                 self._active, self._asked_for = active, expert
+            self._data_version = v
         if self._asked_for != expert:
             self.elicitor.set_asked(_asked_by(self._active, expert))
             self._asked_for = expert
@@ -337,8 +338,8 @@ class SessionState:
 
         The active pair answers become its ``feedback`` and the relevance classes its
         ``relevant`` and ``irrelevant``; fitted on the session's data, hyperparameters and
-        engine, its MAP and ``predict`` are the session's. ``params`` set other estimator
-        parameters (``clone`` and refits then use the estimator's own defaults).
+        engine, its MAP and ``predict`` are the session's; a refit (``clone``) preprocesses
+        as the session does. ``params`` set other estimator parameters.
         """
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
@@ -359,10 +360,12 @@ class SessionState:
         est.fit(pd.DataFrame(self._model_X(self.X), columns=self.feature_names), self.y - y_centre)
         p = len(self.feature_names)
         # back from the session's preprocessing to the units its predict takes
-        return est.set_units(
-            np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
-            np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
-            self.y_offset)
+        est.set_units(np.zeros(p) if self._x_centre is None else np.asarray(self._x_centre),
+                      np.ones(p) if self._x_scale is None else np.asarray(self._x_scale),
+                      self.y_offset)
+        # a refit (clone, cross_val_score) gets data in those units: preprocess as the session
+        refit = dict(fit_intercept=True, standardize=self._x_scale is not None)
+        return est.set_params(**{k: v for k, v in refit.items() if k not in params})
 
     def _aligned(self, X_new) -> np.ndarray:
         if isinstance(X_new, pd.DataFrame):

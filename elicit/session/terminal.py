@@ -78,11 +78,10 @@ def _drop_typeahead(inp: TextIO) -> int:
     """Discard what was typed on the terminal ``inp`` and not read yet (it must not answer a
     question unseen); returns how many bytes. Other input is left alone."""
     try:
-        fd = inp.fileno()
+        if not os.isatty(fd := inp.fileno()):
+            return 0
     except (AttributeError, OSError, ValueError):
         return 0  # e.g. io.StringIO
-    if not os.isatty(fd):
-        return 0
     try:
         import fcntl
         import termios
@@ -98,9 +97,8 @@ def _drop_typeahead(inp: TextIO) -> int:
 
 def no_snippets_note(s: Session) -> str | None:
     """Why no question shows example snippets (None when some feature has one)."""
-    if any(s.texts(k) for k in range(len(s.feature_names))):
-        return None
-    return "no example snippets in this session: none were given when it was created"
+    return None if any(s.texts(k) for k in range(len(s.feature_names))) else \
+        "no example snippets in this session: none were given when it was created"
 
 
 def snippet_note(s: Session, feature: int) -> str | None:
@@ -179,8 +177,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
                     if batch > 1 and not s.pending(who):
                         qs = s.batch(min(batch, s.progress(who)["left"]), who)
                         lines += [f"\nA batch of {len(qs)} questions:"] + [
-                            f"  {t}. {'  vs  '.join(bq.names)}"
-                            for t, bq in enumerate(qs, 1)]
+                            f"  {t}. {'  vs  '.join(bq.names)}" for t, bq in enumerate(qs, 1)]
                     q = s.next_query(who)
                     hint = s.stop_hint(who)
                     if hint and not hinted:
@@ -197,14 +194,11 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
                 out.write("> ")
                 out.flush()
                 line = inp.readline()
-                if not line:
-                    _put(out, f"\nend of input; {s.progress(who)['answered']} answers are "
-                              f"saved in {s.path}")
-                    return 0
                 key, _, comment = line.strip().partition(" ")
                 key = key.lower()
-                if key in ("q", "quit", "exit"):
-                    _put(out, f"bye: {s.progress(who)['answered']} answers are saved in "
+                if key in ("q", "quit", "exit") or not line:
+                    why = "bye:" if line else "\nend of input;"
+                    _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
                               f"{s.path}; resume with `{_resume(s, who)}`")
                     return 0
                 show = _handle(s, q, key, comment, out, who)
@@ -316,9 +310,8 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
             cols.insert(1, "kind")
         if len(experts) > 1 or any(experts):
             cols.insert(1, "expert")
-        view = h[cols].copy()
-        view["answered_at"] = view["answered_at"].str.slice(0, 19)
-        view["comment"] = view["comment"].fillna("")
+        view = h[cols].assign(answered_at=h["answered_at"].str.slice(0, 19),
+                              comment=h["comment"].fillna(""))
         print(_escaped(view).to_string(index=False), file=out)
 
 

@@ -187,6 +187,56 @@ def test_undo_withdraws_open_queries(sess):
         sess.answer(q, "similar")
 
 
+def test_a_failed_refit_says_the_answer_is_saved_and_the_next_question_uses_it(tmp_path,
+                                                                                monkeypatch):
+    """A refit that failed after the commit said only the engine's error (`elicit ask`:
+    "error: ...", the web page: 400 with it), as if nothing was saved; and the model went on
+    without the answer (`active_answers()` empty, `predict` without it) until another write,
+    the file's state having been taken as seen before the refit."""
+    from elicit.errors import EngineError
+
+    X, y, U = make_data()
+    paths = [tmp_path / "a.session", tmp_path / "b.session"]
+    Session.create(X, y, U, NAMES, path=paths[0], engine="numpy").close()
+    paths[1].write_bytes(paths[0].read_bytes())
+    with Session.open(paths[0]) as s:
+        s.answer(s.next_query(), "dissimilar")
+        want = s.next_query()
+    fail = [True]
+    set_answers = Elicitor.set_answers
+
+    def failing_once(self, *args, **kwargs):
+        if fail and fail.pop():
+            raise EngineError("the optimiser gave up")
+        return set_answers(self, *args, **kwargs)
+
+    with Session.open(paths[1]) as s:
+        q = s.next_query()
+        monkeypatch.setattr(Elicitor, "set_answers", failing_once)
+        with pytest.raises(EngineError, match=r"^answer 1 \(dissimilar\) is saved, but the "
+                                              r"model could not be refitted: the optimiser "
+                                              r"gave up$"):
+            s.answer(q, "dissimilar")
+        # the model takes the saved answer at the next call (it kept the state before it)
+        assert s.active_answers() == [(q.i, q.j, "dissimilar")]
+        got = s.next_query()
+        assert (got.id, got.i, got.j) == (want.id, want.i, want.j)
+
+
+def test_skipped_counts_the_pairs_skipped_and_still_unanswered(tmp_path):
+    # "0 of 3 pairs answered (5 skipped)" counted skip events: one pair skipped again and
+    # again, and pairs answered since, were counted as skipped pairs
+    X, y, U = make_data(p=3)
+    s = Session.create(X, y, U, ["a", "b", "c"], path=tmp_path / "s.session", engine="numpy")
+    for _ in range(5):
+        s.skip(s.next_query())
+    qs = s.queries[s.queries.status == "skipped"]
+    skipped = set(zip(qs.i, qs.j))
+    assert s.progress()["skipped"] == len(skipped) <= 3
+    s.answer(q := s.next_query(), "similar")
+    assert s.progress()["skipped"] == len(skipped - {(q.i, q.j)})
+
+
 def test_skip_is_not_an_answer_and_the_pair_comes_back(tmp_path):
     X, y, U = make_data(p=3)
     s = Session.create(X, y, U, ["a", "b", "c"], path=tmp_path / "s.session", engine="numpy")

@@ -284,15 +284,16 @@ def test_a_feature_without_a_snippet_says_why_on_the_web_page(tmp_path):
     assert seen == {"price", "&lt;fraction&gt;", "lid"}
 
 
+@pytest.mark.parametrize("keys", ["q\n", ""])
 @pytest.mark.parametrize("expert, hint", [
     ("zoe", "--expert zoe"), ("zoe smith", "--expert 'zoe smith'"), ("", "")])
-def test_the_resume_hint_names_the_expert(tmp_path, expert, hint):
+def test_the_resume_hint_names_the_expert(tmp_path, expert, hint, keys):
     """`elicit ask --expert zoe` said "resume with `elicit ask S`", which resumes as the
-    unnamed expert, with other questions."""
+    unnamed expert, with other questions; at the end of piped input it gave no hint."""
     path = tmp_path / "my session.session"
     new(path).close()
     with Session.open(path, expert=expert) as s:
         out = io.StringIO()
-        assert run_ask(s, io.StringIO("q\n"), out) == 0
+        assert run_ask(s, io.StringIO(keys), out) == 0
     want = f"resume with `elicit ask '{path}'{' ' + hint if hint else ''}`"
     assert want in out.getvalue(), out.getvalue()
