@@ -8,6 +8,7 @@ The runs come from a small written corpus, so this runs in seconds.
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -37,10 +38,23 @@ def source(tmp_path_factory):
 KW = dict(runs=2, rounds=0, engine="numpy", expert_nonzero=8)
 
 
-def test_a_record_through_the_memo_is_the_computed_one(source, tmp_path):
-    memo = tmp_path / "memo"
+@pytest.fixture(scope="module")
+def computed(source, tmp_path_factory) -> tuple:
+    """Run 0's record computed through an empty memo, and that memo (each test takes a copy:
+    a record costs most of a second)."""
+    memo = tmp_path_factory.mktemp("computed") / "memo"
+    return prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0), memo
+
+
+def memo_copy(computed: tuple, tmp_path) -> tuple:
+    """(the record, a copy of its memo of one's own)."""
+    first, memo = computed
+    return first, shutil.copytree(memo, tmp_path / "memo")
+
+
+def test_a_record_through_the_memo_is_the_computed_one(source, computed, tmp_path):
     plain = prepare_runinfo(RealDataConfig(source, **KW), 0)
-    first = prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
+    first, memo = memo_copy(computed, tmp_path)
     stored = entries(memo)
     assert len(stored) == 5  # expert, baselines, tau2 CV, no-feedback MSEs, yardstick
     again = prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
@@ -57,12 +71,11 @@ def test_a_record_through_the_memo_is_the_computed_one(source, tmp_path):
     assert other["baselines"] == first["baselines"]
 
 
-def test_a_later_sweep_reads_the_memo(source, tmp_path):
+def test_a_later_sweep_reads_the_memo(source, computed, tmp_path):
     """The shared pieces come from the stored entries, not from a recomputation: an entry
     changed on disk shows in the next record."""
-    memo = tmp_path / "memo"
+    first, memo = memo_copy(computed, tmp_path)
     cfg = RealDataConfig(source, memo=memo, **KW)
-    first = prepare_runinfo(cfg, 0)
     for path in memo.rglob("*.json"):
         entry = json.loads(path.read_text())
         if isinstance(entry["value"], dict) and "ridge" in entry["value"]:
@@ -71,9 +84,8 @@ def test_a_later_sweep_reads_the_memo(source, tmp_path):
     assert prepare_runinfo(cfg, 0)["baselines"] == {**first["baselines"], "ridge": -1.0}
 
 
-def test_another_run_or_expert_misses(source, tmp_path):
-    memo = tmp_path / "memo"
-    prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 0)
+def test_another_run_or_expert_misses(source, computed, tmp_path):
+    _, memo = memo_copy(computed, tmp_path)
     stored = entries(memo)
     prepare_runinfo(RealDataConfig(source, memo=memo, **KW), 1)
     assert len(entries(memo) - stored) == 5  # other data, other streams: nothing shared
