@@ -281,3 +281,33 @@ def write_corpus(path, n=1300, seed=0, text_field="review", rating_field="stars"
             stars = int(np.clip(np.rint(3 + pos - neg + 0.5 * rng.standard_normal()), 1, 5))
             fh.write(json.dumps({text_field: " ".join(words), rating_field: stars}) + "\n")
     return path
+
+
+def check_data_dir_as_elicit_data(run, tmp_path, capsys, monkeypatch) -> None:
+    """For a command given a corpus, ``run(out, data_dir)`` (``data_dir`` None: not given) ->
+    its exit status: ``--data-dir DIR`` is where the corpus's stop list is checked, as with
+    ``$ELICIT_DATA=DIR``. A missing DIR, or one with another stop list, is the same one-line
+    error either way and writes nothing (``a*``, ``b*``); an existing DIR without a stop list
+    is taken, by the option (``c``) and by the variable (``d``)."""
+    from elicit.data.files import DATA_ENV, STOPWORDS_FILE
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / STOPWORDS_FILE).write_text("kettle\n")
+    for folder in (tmp_path / "no" / "such", other):
+        monkeypatch.delenv(DATA_ENV, raising=False)
+        assert run(tmp_path / "a", folder) == 2
+        by_option = capsys.readouterr().err
+        monkeypatch.setenv(DATA_ENV, str(folder))
+        assert run(tmp_path / "b", None) == 2
+        by_env = capsys.readouterr().err
+        assert str(folder) in by_option and by_option.count("\n") == 1, by_option
+        assert by_option.replace("--data-dir / data_dir option",
+                                 f"environment variable {DATA_ENV}") == by_env
+    assert not [*tmp_path.glob("a*"), *tmp_path.glob("b*")]
+    monkeypatch.delenv(DATA_ENV)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(tmp_path / "c", empty) == 0
+    monkeypatch.setenv(DATA_ENV, str(empty))
+    assert run(tmp_path / "d", None) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import warnings
@@ -598,34 +599,33 @@ def test_the_questions_choose_the_model_when_hyper_names_none(tmp_path):
                  utility="exact")
 
 
-def test_a_strategy_that_chooses_nothing_is_one_line():
-    from elicit.elicitation.strategies import RandomStrategy, register_strategy, unregister_strategy
+@contextlib.contextmanager
+def choosing(name: str, stream_id: int, returns):
+    """A strategy ``name`` whose ``choose`` returns ``returns(state, k)``, registered for the
+    block: a strategy of one's own that may return anything."""
+    from elicit.elicitation.strategies import RandomStrategy, unregister_strategy
 
     @dataclasses.dataclass(frozen=True)
-    class Nothing(RandomStrategy):
+    class Chooser(RandomStrategy):
         def choose(self, state, allowed, rng, k):
-            return []
+            return returns(state, k)
 
-    register_strategy(Nothing("nothing-test", "Nothing", stream_id=901))
+    register_strategy(Chooser(name, name, stream_id=stream_id))
     try:
-        with pytest.raises(ElicitError, match=r"strategy 'nothing-test' chose 0 questions, "
-                                              r"not 1"):
-            make_elicitor().next_query("nothing-test", np.random.default_rng(0))
+        yield
     finally:
-        unregister_strategy("nothing-test")
+        unregister_strategy(name)
+
+
+def test_a_strategy_that_chooses_nothing_is_one_line():
+    with choosing("nothing-test", 901, lambda state, k: []), pytest.raises(
+            ElicitError, match=r"strategy 'nothing-test' chose 0 questions, not 1"):
+        make_elicitor().next_query("nothing-test", np.random.default_rng(0))
 
 
 def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
     # the question was handed out, to be refused only at answer(): "already answered"
-    from elicit.elicitation.strategies import RandomStrategy
-
-    @dataclasses.dataclass(frozen=True)
-    class Stale(RandomStrategy):
-        def choose(self, state, allowed, rng, k):
-            return [state.query(0)] * k
-
-    register_strategy(Stale("stale-test", "Stale", stream_id=902))
-    try:
+    with choosing("stale-test", 902, lambda state, k: [state.query(0)] * k):
         el = make_elicitor()
         assert el.next_query("stale-test", np.random.default_rng(0)) == el.query(0)
         message = (r"^strategy 'stale-test' chose \('pairs', 0, 1\), which is not an open "
@@ -638,8 +638,6 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
             el.next_query("stale-test", np.random.default_rng(0))
         with pytest.raises(ElicitError, match=message):
             el.next_batch("stale-test", np.random.default_rng(0), 2)
-    finally:
-        unregister_strategy("stale-test")
 
 
 @pytest.mark.parametrize("returns, message", [
@@ -657,22 +655,12 @@ def test_a_strategy_that_returns_other_than_a_list_of_distinct_questions_is_one_
         returns, message):
     # next_batch handed out a generator, an empty batch, 5 questions for 3 or one question
     # three times; next_query failed with "object of type 'NoneType' has no len()"
-    from elicit.elicitation.strategies import RandomStrategy
-
-    @dataclasses.dataclass(frozen=True)
-    class Odd(RandomStrategy):
-        def choose(self, state, allowed, rng, k):
-            return returns(state, k)
-
-    register_strategy(Odd("odd-test", "Odd", stream_id=903))
-    try:
+    with choosing("odd-test", 903, returns):
         with pytest.raises(ElicitError, match=rf"^strategy 'odd-test' {message}"):
             make_elicitor().next_batch("odd-test", np.random.default_rng(0), 3)
         if "twice" not in message:
             with pytest.raises(ElicitError, match=r"^strategy 'odd-test' chose .*, not 1$"):
                 make_elicitor().next_query("odd-test", np.random.default_rng(0))
-    finally:
-        unregister_strategy("odd-test")
 
 
 def test_a_strategy_whose_choose_takes_other_arguments_is_refused_when_registered():

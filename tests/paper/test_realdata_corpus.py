@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
-from helpers import assert_png, write_corpus
+from helpers import assert_png, check_data_dir_as_elicit_data, write_corpus
 
 from elicit.cli.main import main
 from elicit.errors import ElicitError
@@ -82,30 +82,16 @@ def test_data_dir_with_a_corpus_is_the_choice_elicit_data_makes(tmp_path, capsys
     $ELICIT_DATA=DIR was honoured, and `session new --corpus --data-dir` takes it: DIR is where
     the corpus's stop list is checked, with the same one-line error either way, and an existing
     DIR without a stop list gives the sweep $ELICIT_DATA=DIR gives."""
-    from elicit.data.files import DATA_ENV, STOPWORDS_FILE
-
     # a file of its own: a process loads a corpus once, and $ELICIT_DATA is read at that load
     corpus = write_corpus(tmp_path / "shop_reviews.jsonl.gz")
     args = ["realdata", "--corpus", str(corpus), "--text-field", "review", "--rating-field",
-            "stars", "--rounds", "0", *ARGS[:2], *ARGS[4:], "--out"]
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / STOPWORDS_FILE).write_text("kettle\n")
-    for folder in (tmp_path / "no" / "such", other):
-        monkeypatch.delenv(DATA_ENV, raising=False)
-        assert main([*args, str(tmp_path / "a"), "--data-dir", str(folder)]) == 2
-        by_option = capsys.readouterr().err
-        monkeypatch.setenv(DATA_ENV, str(folder))
-        assert main([*args, str(tmp_path / "b")]) == 2
-        by_env = capsys.readouterr().err
-        assert str(folder) in by_option and by_option.count("\n") == 1, by_option
-        assert by_option.replace("--data-dir / data_dir option",
-                                 f"environment variable {DATA_ENV}") == by_env
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert main([*args, str(tmp_path / "c"), "--data-dir", str(empty)]) == 0
-    monkeypatch.setenv(DATA_ENV, str(empty))
-    assert main([*args, str(tmp_path / "d")]) == 0
+            "stars", "--rounds", "0", *ARGS[:2], *ARGS[4:]]
+
+    def run(out, data_dir):
+        return main([*args, "--out", str(out),
+                     *([] if data_dir is None else ["--data-dir", str(data_dir)])])
+
+    check_data_dir_as_elicit_data(run, tmp_path, capsys, monkeypatch)
     assert ((tmp_path / "c" / "mse.csv").read_text()
             == (tmp_path / "d" / "mse.csv").read_text())
 

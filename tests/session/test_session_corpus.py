@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from helpers import check_data_dir_as_elicit_data
 
 from elicit.cli.session import main
 from elicit.session.session import Session
@@ -88,30 +89,16 @@ def test_data_dir_with_a_corpus_is_the_choice_elicit_data_makes(tmp_path, capsys
     """--data-dir DIR beside --corpus is where the corpus's stop list is checked, as with
     $ELICIT_DATA=DIR: a missing DIR, or a stop list there other than the shipped one, is the
     same one-line error either way; an existing DIR without a stop list is taken."""
-    from elicit.data.files import DATA_ENV, STOPWORDS_FILE
-
     corpus = tmp_path / "kettles.jsonl"
     _corpus(corpus, n=1100)
     args = ["session", "new", "--corpus", str(corpus), "--text-field", "body", "--rating-field",
-            "stars", "--min-df", "20", "--engine", "numpy", "--overwrite", "--out"]
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / STOPWORDS_FILE).write_text("kettle\n")
-    for folder in (tmp_path / "no" / "such", other):
-        monkeypatch.delenv(DATA_ENV, raising=False)
-        assert main([*args, str(tmp_path / "a.session"), "--data-dir", str(folder)]) == 2
-        by_option = capsys.readouterr().err
-        monkeypatch.setenv(DATA_ENV, str(folder))
-        assert main([*args, str(tmp_path / "b.session")]) == 2
-        by_env = capsys.readouterr().err
-        assert str(folder) in by_option and by_option.count("\n") == 1, by_option
-        assert by_option.replace("--data-dir / data_dir option",
-                                 f"environment variable {DATA_ENV}") == by_env
-    assert not list(tmp_path.glob("*.session"))
-    monkeypatch.delenv(DATA_ENV)
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert main([*args, str(tmp_path / "a.session"), "--data-dir", str(empty)]) == 0
+            "stars", "--min-df", "20", "--engine", "numpy", "--overwrite"]
+
+    def run(out, data_dir):
+        return main([*args, "--out", str(out.with_suffix(".session")),
+                     *([] if data_dir is None else ["--data-dir", str(data_dir)])])
+
+    check_data_dir_as_elicit_data(run, tmp_path, capsys, monkeypatch)
 
 
 def test_too_high_a_min_df_names_a_value_that_works(tmp_path, capsys):
