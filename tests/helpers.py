@@ -311,3 +311,20 @@ def check_data_dir_as_elicit_data(run, tmp_path, capsys, monkeypatch) -> None:
     assert run(tmp_path / "c", empty) == 0
     monkeypatch.setenv(DATA_ENV, str(empty))
     assert run(tmp_path / "d", None) == 0
+
+
+def lockable_elsewhere(folder) -> bool:
+    """Whether another holder could lock ``folder`` now (a second open file takes its own
+    lock, as another process would)."""
+    import fcntl
+    import os
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+

@@ -242,8 +242,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
                                    self.b_sigma, cands if known else None)
         hyper = Hyper(variant=variant, a_sigma=float(self.a_sigma),
                       b_sigma=float(self.b_sigma), tau2=tau2, a_tau=float(self.a_tau),
-                      b_tau=float(self.b_tau), threshold_mean=self.threshold_mean,
-                      model=self.model)
+                      b_tau=float(self.b_tau), threshold_mean=self.threshold_mean, model=self.model)
         data, fit, answered = fit_map(Xs, yz, U, hyper, eng, feedback, cands, relevance)
         post = NIGPosterior.from_map(data, fit)
 

@@ -196,10 +196,12 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
         todo = store_.missing({s: store_.part_path(cfg_.dataset, s, run) for s in strategies})
         return (make, cfg_, run, todo, store_) if todo else None
 
-    run_tasks(_task, [(make_problem, cfg, run, cfg.strategies, store) for run in range(cfg.runs)],
-              jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress, left=left,
-              cluster=cfg.cluster)
-    hold_folder(store.folder, hold=False)  # its parts now refuse a call of other settings
+    tasks = [(make_problem, cfg, run, cfg.strategies, store) for run in range(cfg.runs)]
+    try:
+        run_tasks(_task, tasks, jobs=cfg.jobs, desc=f"{cfg.dataset}: runs", progress=progress,
+                  left=left, cluster=cfg.cluster)
+    finally:  # its parts now refuse a call of other settings; a failed call lets go too
+        hold_folder(store.folder, hold=False)
     rows = [(cfg.dataset, strategy, run, t, v) for strategy in cfg.strategies
             for run in range(cfg.runs)
             for t, v in enumerate(load_part(store, cfg, strategy, run)["mse"])]

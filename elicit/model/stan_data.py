@@ -137,17 +137,13 @@ class TauData(StanPart):
     params: ClassVar[tuple[str, ...]] = ("tau2",)
 
     tau_learned: int = stan_field("int<lower=0, upper=1>",
-                                  "1: tau^2 is a parameter (learned); 0: data (fixed)",
-                                  flag=True)
+                                  "1: tau^2 is a parameter (learned); 0: data (fixed)", flag=True)
     tau_fixed: np.ndarray = stan_field("array[1 - tau_learned] real<lower=0>",
-                                       "tau^2 of the fixed variant (paper: 0.01)",
-                                       scalar=True)
+                                       "tau^2 of the fixed variant (paper: 0.01)", scalar=True)
     a_tau: np.ndarray = stan_field("array[tau_learned] real<lower=0>",
-                                   "inverse-gamma prior of tau^2: shape (paper: 2)",
-                                   scalar=True)
+                                   "inverse-gamma prior of tau^2: shape (paper: 2)", scalar=True)
     b_tau: np.ndarray = stan_field("array[tau_learned] real<lower=0>",
-                                   "inverse-gamma prior of tau^2: scale (paper: 4)",
-                                   scalar=True)
+                                   "inverse-gamma prior of tau^2: scale (paper: 4)", scalar=True)
 
     @classmethod
     def of(cls, data: ModelData) -> TauData:
@@ -243,8 +239,7 @@ class DirectionData(StanPart):
                                     "1: beta has the prior mean delta s (parameter delta)",
                                     flag=True)
     direction_signs: np.ndarray = stan_field(
-        "vector[has_direction ? M : 0]",
-        "s: +1 raises, -1 lowers, 0 not known")
+        "vector[has_direction ? M : 0]", "s: +1 raises, -1 lowers, 0 not known")
     delta_prior_sd: np.ndarray = stan_field("array[has_direction] real<lower=0>",
                                             "delta ~ N+(0, delta_prior_sd)", scalar=True)
 
@@ -262,8 +257,7 @@ class DirectionData(StanPart):
 
 #: the parts of the shipped program ``stan/elicit.stan``, in its data block's order
 SHIPPED_PARTS: tuple[type[StanPart], ...] = (RegressionData, AnswersData, ThresholdData,
-                                             TauData, CouplingData, RelevanceData,
-                                             DirectionData)
+                                             TauData, CouplingData, RelevanceData, DirectionData)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from elicit.harness.labels import (
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, part_kinds, run_sweep
 from elicit.internal.io import write_text_atomic
+from elicit.internal.locks import hold_folder
 from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, tau2_cv_frame
@@ -94,8 +95,11 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         cfg.run_data(0)
         store = SweepStore.open(out, cfg.to_json())
 
-        # the runs' baselines, reference lines and tau2 CV first: the sweep needs each run's tau2
-        infos = ensure_runinfo(store, cfg, progress)
+        try:  # the runs' baselines, reference lines and tau2 CV: the sweep needs each tau2
+            infos = ensure_runinfo(store, cfg, progress)
+        except BaseException:  # Ctrl-C in a notebook too: let others in (run_sweep: at its end)
+            hold_folder(store.folder, hold=False)
+            raise
         run_tau2 = {int(i["run"]): float(i["tau2"]) for i in infos}
         write_text_atomic(out / "tau2_cv.csv", tau2_cv_frame(infos).to_csv(index=False))
         write_text_atomic(out / "runinfo.csv", runinfo_frame(cfg.name, infos).to_csv(index=False))

@@ -187,8 +187,7 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
         m_idx = SAMPLE_METHODS.index(method)
         rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_SAMPLES + m_idx))
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
-                                   stop_level, eng, start=(data, fit), model=model,
-                                   coupled=coupled)
+                                   stop_level, eng, start=(data, fit), model=model, coupled=coupled)
         write_json_atomic(store.samples_path(method, run), asdict(curve))
 
 

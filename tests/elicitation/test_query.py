@@ -650,6 +650,10 @@ def test_a_strategy_that_chooses_a_question_not_allowed_is_one_line():
     (lambda state, k: [state.query(0)] * k,
      r"chose \('pairs', 0, 1\), which is not an open question \(asked, excluded, closed or "
      r"chosen twice\)"),
+    # the same question again, as (j, i) or with another gain, was asked twice in one batch
+    (lambda state, k: [state.query(0), Query(1, 0)], r"chose \('pairs', 1, 0\), which is not"),
+    (lambda state, k: [state.query(0), dataclasses.replace(state.query(0), expected_gain=1.0)],
+     r"chose \('pairs', 0, 1\), which is not an open question"),
 ])
 def test_a_strategy_that_returns_other_than_a_list_of_distinct_questions_is_one_line(
         returns, message):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_png
+from helpers import assert_png, lockable_elsewhere
 
 from elicit import GroupOracle, SignOracle
 from elicit.cli.main import main
@@ -220,3 +220,18 @@ def test_a_second_call_into_a_folder_another_process_writes_into_is_refused(tmp_
          "SweepStore.open(sys.argv[1], {'rounds': 0})", str(tmp_path / "done")],
         capture_output=True, text=True)
     assert other.returncode == 0, other.stderr
+
+
+def test_a_sweep_that_fails_lets_go_of_its_folder(tmp_path):
+    """A sweep that raised kept its folder locked until its process ended: in a notebook,
+    every other call into that folder was refused as "another call is writing into" it."""
+    class Broken(_InTest):
+        def __call__(self, seed, run):
+            raise ElicitError("this problem cannot be built")
+
+    sd = make_synthetic(np.random.default_rng(0), n_train=15, n_test=20)
+    cfg = SweepConfig("mine", runs=1, rounds=1, strategies=("random",),
+                      settings=RoundSettings(engine="numpy", seed=0))
+    with pytest.raises(ElicitError, match="cannot be built"):
+        sweep(Broken([(sd, {"groups": sd.groups})]), cfg, tmp_path / "o", progress=False)
+    assert lockable_elsewhere(tmp_path / "o")

@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
-from helpers import assert_png, check_data_dir_as_elicit_data, write_corpus
+from helpers import assert_png, check_data_dir_as_elicit_data, lockable_elsewhere, write_corpus
 
 from elicit.cli.main import main
 from elicit.errors import ElicitError
@@ -170,3 +170,16 @@ def test_shipped_kitchen_corpus(tmp_path):
     info = pd.read_csv(tmp_path / "kitchen" / "runinfo.csv").iloc[0]
     assert info.n_features == 379 and info.n_expert == 1000
     assert res.references["mean"] > info.initial
+
+
+def test_a_realdata_call_that_fails_lets_go_of_its_folder(corpus, tmp_path, monkeypatch, capsys):
+    """Stopped in its first stage (the runs' records: an error, or Ctrl-C in a notebook), a
+    call kept its --out locked until its process ended, and other calls were refused."""
+    def stopped(*args, **kwargs):
+        raise ElicitError("stopped while the runs' records were computed")
+
+    monkeypatch.setattr("elicit.paper.realdata.ensure_runinfo", stopped)
+    assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
+                 "--rating-field", "stars", "--out", str(tmp_path / "s"), *ARGS]) != 0
+    assert "stopped while" in capsys.readouterr().err
+    assert lockable_elsewhere(tmp_path / "s")
