@@ -152,9 +152,9 @@ def add_engine_options(p: argparse.ArgumentParser, utility: bool = True) -> None
     from elicit.engines import ENGINES
 
     p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help="MAP engine: auto (default: numpy for the shipped Stan programs; a "
-                        "--stan-file on CmdStan if installed, else PyStan), numpy, cmdstan or "
-                        "pystan")
+                   help="MAP engine: auto (default: numpy for the shipped Stan programs; "
+                        "elicit synthetic --stan-file on CmdStan if installed, else PyStan), "
+                        "numpy, cmdstan or pystan")
     if utility:
         p.add_argument("--utility", choices=("fast", "exact"), default="fast",
                        help="expected information gain: fast (screen every candidate, "
