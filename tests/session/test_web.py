@@ -780,3 +780,43 @@ def test_serve_on_every_interface_answers_by_this_machines_address(path):
             conn.close()
     finally:
         _stop(server, app)
+
+
+def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, monkeypatch):
+    """A refit that failed after an answer (or an undo) was committed got status 400, a
+    client's error, for the server's model; the undo's page said only the engine's error."""
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    set_answers = Elicitor.set_answers
+    fail = [True]
+
+    def failing_once(self, *args, **kwargs):
+        if fail and fail.pop():
+            raise EngineError("the optimiser gave up")
+        return set_answers(self, *args, **kwargs)
+
+    monkeypatch.setattr(Elicitor, "set_answers", failing_once)
+    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                "answer": "similar"}, headers=SAME)
+    assert r.status_code == 503
+    assert page_state(r.get_data(as_text=True))["message"].startswith("answer 1 (similar) is "
+                                                                      "saved, but the model")
+    fail.append(True)
+    r = c.post("/undo", data={"csrf_token": st["token"], "answer_id": "1"}, headers=SAME)
+    assert r.status_code == 503
+    assert "answer 1 (similar) is undone, but" in page_state(r.get_data(as_text=True))["message"]
+    assert answers_in_file(path) == [(int(st["qid"]), "similar", None, 1)]
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_a_method_no_route_takes_gets_405_not_a_cross_site_refusal(app, method):
+    """PUT, DELETE or PATCH on any route got 403 "it has neither an Origin nor a Referer
+    header" (with them: 403 for the token): a refusal for a reason that was not the one."""
+    c = app.test_client()
+    for rule in app.url_map.iter_rules():
+        r = c.open(_route_url(rule), method=method)
+        assert r.status_code == 405, (rule.rule, r.status_code, r.get_data(as_text=True))
+        assert r.headers["X-Frame-Options"] == "DENY"

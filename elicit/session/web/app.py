@@ -21,7 +21,7 @@ from flask import Flask, Response, abort, redirect, render_template_string, requ
 from werkzeug.wrappers import Response as ResponseBase
 
 from elicit.elicitation.answers import Answer, words
-from elicit.errors import ElicitError
+from elicit.errors import ElicitError, EngineError
 from elicit.session import record
 from elicit.session.inputs import MAX_COMMENT, check_expert
 from elicit.session.loaders import highlight
@@ -259,8 +259,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def error_page(e: ElicitError, expert: str) -> Response:
         if isinstance(e, SessionReplaced):
             return replaced(e)
-        status = 409 if isinstance(e, AnsweredElsewhere) else \
-            404 if isinstance(e, UnknownQuery) else 400
+        # EngineError: the server's model failed (after a commit, the message says what is saved)
+        status = 409 if isinstance(e, AnsweredElsewhere) else 404 if isinstance(
+            e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
         return render(str(e), error=True, status=status, expert=expert)
 
@@ -291,7 +292,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         if host not in hosts:
             abort(403, f"unexpected Host {request.host!r}: this server answers on "
                        f"{', '.join(sorted(hosts))}")
-        if request.method in ("GET", "HEAD", "OPTIONS"):
+        # no route takes it (404, 405): a request that changes nothing needs no proof of origin
+        if request.method in ("GET", "HEAD", "OPTIONS") or request.routing_exception:
             return
         origin, referer = request.headers.get("Origin"), request.headers.get("Referer")
         if origin is not None:
