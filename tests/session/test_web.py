@@ -183,6 +183,31 @@ def test_token_differs_between_servers(path):
         b.config["ELICIT_SESSION"].close()
 
 
+def test_a_page_of_an_earlier_server_start_loses_no_typed_comment(path):
+    """The page of a server since restarted (its token is the old one): an answer with a
+    typed comment got a bare "403 Forbidden: missing or wrong CSRF token" text, and the
+    comment was gone. From this origin it is the expert's own page: the question is shown
+    again, with this server's token and the comment kept, and nothing is saved."""
+    old = create_app(path)
+    token = page_state(old.test_client().get("/").get_data(as_text=True))["token"]
+    old.config["ELICIT_SESSION"].close()
+    app = create_app(path)
+    try:
+        c = app.test_client()
+        qid = page_state(c.get("/").get_data(as_text=True))["qid"]
+        r = c.post("/answer", data={"csrf_token": token, "query_id": qid, "answer": "similar",
+                                    "comment": "both <praise> the lid"}, headers=SAME)
+        assert r.status_code == 403 and r.mimetype == "text/html"
+        html = r.get_data(as_text=True)
+        st = page_state(html)
+        assert st["qid"] == qid and st["token"] == app.config["ELICIT_CSRF_TOKEN"]
+        assert "nothing was saved" in st["message"]
+        assert ">both &lt;praise&gt; the lid</textarea>" in html
+        assert answers_in_file(path) == []
+    finally:
+        app.config["ELICIT_SESSION"].close()
+
+
 def test_foreign_host_header_is_refused(app):
     r = app.test_client().get("/", headers={"Host": "attacker.example:8765"})
     assert r.status_code == 403 and "unexpected Host" in r.get_data(as_text=True)

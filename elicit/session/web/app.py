@@ -226,7 +226,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return None
 
     def render(message: str | None = None, error: bool = False, status: int = 200,
-               expert: str | None = None) -> Response:
+               expert: str | None = None, comment: str = "") -> Response:
         try:
             expert = who() if expert is None else expert
         except ElicitError as e:
@@ -252,7 +252,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             done=q is None and _done(sess, st, expert), hist=st.history, last_answer=st.last_answer,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
-            summary=sess.summary, notes=sess.notes, hint=st.hint, **asked)
+            summary=sess.summary, notes=sess.notes, hint=st.hint, comment=comment, **asked)
         return Response(html, status=status, mimetype="text/html",
                         headers={"Cache-Control": "no-store"})
 
@@ -306,7 +306,11 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             abort(403, "cross-site request refused (Referer from another site)")
         sent = request.form.get("csrf_token", "")
         if not hmac.compare_digest(sent.encode(), token.encode()):
-            abort(403, "missing or wrong CSRF token: reload the page and try again")
+            # From this origin: the expert's own page, of an earlier start of the server. Show
+            # the question again with this start's token, keeping the comment typed.
+            return render("the form's CSRF token is missing or from an earlier start of the "
+                          "server; nothing was saved: answer again", error=True, status=403,
+                          comment=request.form.get("comment", ""))
 
     @app.after_request
     def security_headers(resp: Response) -> Response:

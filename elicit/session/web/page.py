@@ -72,7 +72,7 @@ PAGE = """<!doctype html>
     </div>
     <label for="comment">Comment (optional)</label>
     <textarea name="comment" id="comment" rows="2" maxlength="10000"
-      placeholder="Why? (saved with the answer)"></textarea>
+      placeholder="Why? (saved with the answer)">{{ comment }}</textarea>
   </form>
   <div class="small-actions">
     <form method="post" action="{{ url_for('skip') }}">
