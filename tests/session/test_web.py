@@ -845,3 +845,41 @@ def test_a_method_no_route_takes_gets_405_not_a_cross_site_refusal(app, method):
         r = c.open(_route_url(rule), method=method)
         assert r.status_code == 405, (rule.rule, r.status_code, r.get_data(as_text=True))
         assert r.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.skipif(not hasattr(os, "kill") or os.name == "nt", reason="needs POSIX signals")
+def test_a_stop_counts_the_answers_without_refitting_the_model(path, monkeypatch, capsys):
+    """Stopping `serve` after another program answered refitted the model only to print how
+    many answers are saved; a refit that failed there ended the stop with the engine's error
+    instead of "stopped; N answers are saved" and the signal's exit status."""
+    import signal
+
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+    from elicit.session.web import server as web_server
+
+    up, make = threading.Event(), web_server.make_server
+
+    def making(*args, **kwargs):
+        made = make(*args, **kwargs)
+        up.set()
+        return made
+
+    def failing(self, *args, **kwargs):
+        raise EngineError("the optimiser gave up")
+
+    def another_program_then_sigterm():
+        assert up.wait(600)  # a hang guard
+        with Session.open(path) as s:
+            s.answer(s.next_query("zoe"), "similar", expert="zoe")
+        monkeypatch.setattr(Elicitor, "set_answers", failing)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(web_server, "make_server", making)
+    other = threading.Thread(target=another_program_then_sigterm)
+    other.start()
+    try:
+        assert web_server.serve(path, port=0) == 128 + signal.SIGTERM
+    finally:
+        other.join()
+    assert "stopped; 1 answers are saved" in capsys.readouterr().out

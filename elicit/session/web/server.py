@@ -14,7 +14,9 @@ import time
 
 from elicit.errors import ElicitError
 from elicit.internal.text import printable_line
+from elicit.session import record
 from elicit.session.session import Session, SessionReplaced
+from elicit.session.store import check_same_file
 from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
 
@@ -214,8 +216,10 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         with contextlib.suppress(KeyboardInterrupt):
             inflight.close()
         server.server_close()
-        try:
-            said = f"{sess.progress()['all_answers']} answers are saved in {sess.path}"
+        try:  # counted in the file: no refit of the model (which may fail) for a count
+            check_same_file(sess.conn, writing=False)
+            n = record.progress(sess.conn, sess.n_pairs, sess.expert)["all_answers"]
+            said = f"{n} answers are saved in {sess.path}"
         except SessionReplaced as e:
             said = str(e)
         sess.close()
