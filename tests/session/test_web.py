@@ -883,3 +883,39 @@ def test_a_stop_counts_the_answers_without_refitting_the_model(path, monkeypatch
     finally:
         other.join()
     assert "stopped; 1 answers are saved" in capsys.readouterr().out
+
+
+def test_a_refit_that_fails_in_a_get_is_no_server_crash(app, path, monkeypatch):
+    """After another program answered, the K image refits the model to draw it (and the page
+    of an expert without a question, to know if they are done); a refit that failed there
+    gave Flask's "500 Internal Server Error" and a traceback in the log."""
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+
+    def failing(self, *args, **kwargs):
+        raise EngineError("the optimiser gave up")
+
+    c = app.test_client()
+    first = c.get("/k.png")
+    assert first.status_code == 200
+    with Session.open(path) as s:
+        s.answer(s.next_query("zoe"), "similar", expert="zoe")
+    monkeypatch.setattr(Elicitor, "set_answers", failing)
+    r = c.get("/k.png")
+    assert (r.status_code, r.data) == (200, first.data)
+    assert c.get("/").status_code == 200
+    # the page of an expert without a question asks the model whether they are done when
+    # answers can close other questions (relevance)
+    monkeypatch.undo()
+    X, y, U = make_data()
+    every = path.parent / "every.session"
+    Session.create(X, y, U, NAMES, path=every, engine="numpy", questions="all").close()
+    app = create_app(every)
+    try:
+        with Session.open(every) as s:
+            s.answer(s.next_query("zoe"), "dont_know", expert="zoe")
+        monkeypatch.setattr(Elicitor, "set_answers", failing)
+        r = app.test_client().get("/?expert=bob")
+        assert r.status_code == 200 and 'id="next-form"' in r.get_data(as_text=True)
+    finally:
+        app.config["ELICIT_SESSION"].close()

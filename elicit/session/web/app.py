@@ -379,13 +379,14 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             revision = reader.revision()
         if k_image["revision"] != revision and k_drawing.acquire(blocking=False):
             try:
-                with sess.unless_busy() as free:
+                # a refit that fails: the last image drawn, as when the model is busy
+                with sess.unless_busy() as free, contextlib.suppress(EngineError):
                     if free:
                         k_image.update(png=_k_png(sess), revision=revision)
             finally:
                 k_drawing.release()
         if k_image["png"] is None:
-            return Response("503: the model is busy; reload the page for the K image\n",
+            return Response("503: the model is busy or failed; reload the page for the K image\n",
                             status=503, mimetype="text/plain", headers={"Retry-After": "2"})
         return Response(k_image["png"], mimetype="image/png", headers={"Cache-Control": "no-cache"})
 
@@ -401,8 +402,9 @@ def _done(sess: Session, st: PageState, expert: str) -> bool:
     (an irrelevant feature closes its pairs) only the model knows: a busy model is not done."""
     if st.progress["left"] <= 0 or not any(k.closes_others for k in sess.kinds):
         return st.progress["left"] <= 0
-    with sess.unless_busy() as free:
+    with sess.unless_busy() as free, contextlib.suppress(EngineError):
         return bool(free) and sess.is_done(expert)
+    return False  # the refit failed: not known to be done
 
 
 def _k_png(sess: Session) -> bytes:
