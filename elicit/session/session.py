@@ -294,8 +294,7 @@ class Session(SessionState):
             return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who, kind)
 
     def _refit(self, who: str, done: str) -> None:
-        """Refit after a commit; a failure says first what was committed (``done``), lest
-        the caller, taking it for a failed change, make it again."""
+        """Refit after a commit; a failure's message starts with what was committed (``done``)."""
         try:
             self._sync(who, wrote=True)
         except EngineError as e:

@@ -118,15 +118,13 @@ class InFlight:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._n = 0
-        self._closing = False
+        self._n, self._closing = 0, False
 
     @property
     def count(self) -> int:
         with self._cond:
             return self._n
 
-    #: the WSGI environ key of a counted request's release (see :meth:`release`)
     RELEASE_KEY = "elicit.in_flight.release"
 
     def wrap(self, app: Callable) -> Callable:
@@ -163,14 +161,12 @@ class InFlight:
 
     @classmethod
     def release(cls, environ: dict | None) -> None:
-        """Release the request of ``environ`` if it is still counted (once only). The server
-        calls this whatever happened: a client that resets the connection makes werkzeug's
-        drain raise before it closes the response iterator, and a stop would wait forever."""
+        """Release the request of ``environ`` if still counted (once only), whatever happened:
+        when a client resets, werkzeug's drain raises before it closes the response."""
         if (release := (environ or {}).get(cls.RELEASE_KEY)) is not None:
             release()
 
     def close(self) -> None:
-        """Take no new requests and wait until those in progress are done."""
         with self._cond:
             self._closing = True
             while self._n:
@@ -209,7 +205,6 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     k_drawing = threading.Lock()
 
     def who() -> str:
-        """The request's expert: the form field, else the query parameter, else the default."""
         name = request.form.get("expert") if request.method == "POST" else None
         if name is None:
             name = request.args.get("expert")
@@ -259,14 +254,12 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def error_page(e: ElicitError, expert: str) -> Response:
         if isinstance(e, SessionReplaced):
             return replaced(e)
-        # EngineError: the server's model failed (after a commit, the message says what is saved)
         status = 409 if isinstance(e, AnsweredElsewhere) else 404 if isinstance(
             e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
         return render(str(e), error=True, status=status, expert=expert)
 
     def done(code: str | None, expert: str) -> ResponseBase:
-        """After a change: choose the expert's next question, then redirect to the page."""
         why = prepare(expert)
         if why is not None:
             return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
@@ -306,20 +299,18 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             abort(403, "cross-site request refused (Referer from another site)")
         sent = request.form.get("csrf_token", "")
         if not hmac.compare_digest(sent.encode(), token.encode()):
-            # From this origin: the expert's own page, of an earlier start of the server. Show
-            # the question again with this start's token, keeping the comment typed.
-            return render("the form's CSRF token is missing or from an earlier start of the "
-                          "server; nothing was saved: answer again", error=True, status=403,
-                          comment=request.form.get("comment", ""))
+            # From this origin: the expert's own page of an earlier start (show it again, the
+            # typed comment kept, with this start's token)
+            return render("this page's CSRF token is old or missing; nothing was saved: answer "
+                          "again", error=True, status=403, comment=request.form.get("comment", ""))
 
     @app.after_request
     def security_headers(resp: Response) -> Response:
         resp.headers["Content-Security-Policy"] = (
             "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
             "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-        resp.headers["X-Frame-Options"] = "DENY"
-        resp.headers["X-Content-Type-Options"] = "nosniff"
-        resp.headers["Referrer-Policy"] = "same-origin"
+        resp.headers.update({"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+                             "Referrer-Policy": "same-origin"})
         return resp
 
     @app.errorhandler(403)
@@ -334,8 +325,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     @app.errorhandler(413)
     def too_large(e):
         return Response(f"413: request too large (comments are limited to {MAX_COMMENT:,} "
-                        "characters)\n",
-                        status=413, mimetype="text/plain")
+                        "characters)\n", status=413, mimetype="text/plain")
 
     @app.get("/")
     def index():
@@ -343,8 +333,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return render(message and message.replace("that pair", f"that {sess.question_noun}"))
 
     def change(act: Callable[[str], object], code: str | None) -> Response | ResponseBase:
-        """A POST that changes the session: ``act`` for the form's expert, then the redirect to
-        their next question, or the page with the error."""
+        """A POST that changes the session: ``act`` for the form's expert."""
         try:
             expert = who()
         except ElicitError as e:

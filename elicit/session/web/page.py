@@ -180,8 +180,7 @@ body.busy .question form button{opacity:.6;cursor:progress}
 """
 
 # Keyboard shortcuts; served as a file because the Content-Security-Policy forbids inline code.
-# Once a form is sent the page takes no more keys or clicks: a key typed while the next question
-# is being chosen must not answer it unseen, nor send this question's answer twice.
+# Why a sent form takes no more keys or clicks: docs/session.md, Web page.
 JS = """
 (function () {
   var busy = false;
