@@ -201,7 +201,7 @@ def test_a_page_of_an_earlier_server_start_loses_no_typed_comment(path):
         html = r.get_data(as_text=True)
         st = page_state(html)
         assert st["qid"] == qid and st["token"] == app.config["ELICIT_CSRF_TOKEN"]
-        assert "nothing was saved" in st["message"]
+        assert "nothing was done" in st["message"]
         assert ">both &lt;praise&gt; the lid</textarea>" in html
         assert answers_in_file(path) == []
     finally:

@@ -301,7 +301,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         if not hmac.compare_digest(sent.encode(), token.encode()):
             # From this origin: the expert's own page of an earlier start (show it again, the
             # typed comment kept, with this start's token)
-            return render("this page's CSRF token is old or missing; nothing was saved: answer "
+            return render("this page's CSRF token is old or missing; nothing was done: send it "
                           "again", error=True, status=403, comment=request.form.get("comment", ""))
 
     @app.after_request
