@@ -919,3 +919,32 @@ def test_a_refit_that_fails_in_a_get_is_no_server_crash(app, path, monkeypatch):
         assert r.status_code == 200 and 'id="next-form"' in r.get_data(as_text=True)
     finally:
         app.config["ELICIT_SESSION"].close()
+
+
+@pytest.mark.parametrize("route", ["/answer", "/skip"])
+def test_a_question_skipped_or_withdrawn_in_another_tab_is_a_conflict(app, path, route):
+    """A stale tab sending a question another tab had skipped (or undone, which withdraws the
+    open one) got 400, a malformed request, where one answered elsewhere gets 409: the same
+    conflict."""
+    a, b = app.test_client(), app.test_client()
+
+    def shown(tab) -> dict:
+        return page_state(tab.get("/").get_data(as_text=True))
+
+    sa, sb = shown(a), shown(b)
+    a.post("/skip", data={"csrf_token": sa["token"], "query_id": sa["qid"]}, headers=SAME)
+    r = b.post(route, data={"csrf_token": sb["token"], "query_id": sb["qid"],
+                            "answer": "similar"}, headers=SAME)
+    assert r.status_code == 409
+    assert "was skipped" in page_state(r.get_data(as_text=True))["message"]
+    sa = shown(a)
+    a.post("/answer", data={"csrf_token": sa["token"], "query_id": sa["qid"],
+                            "answer": "similar"}, headers=SAME)
+    html = a.get("/").get_data(as_text=True)
+    sb = shown(b)  # the question after that answer, withdrawn by the undo
+    a.post("/undo", data={"csrf_token": sa["token"], "answer_id": re.search(
+        r'name="answer_id" value="(\d+)"', html).group(1)}, headers=SAME)
+    r = b.post(route, data={"csrf_token": sb["token"], "query_id": sb["qid"],
+                            "answer": "similar"}, headers=SAME)
+    assert r.status_code == 409
+    assert "was withdrawn" in page_state(r.get_data(as_text=True))["message"]

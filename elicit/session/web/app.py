@@ -27,7 +27,7 @@ from elicit.session.inputs import MAX_COMMENT, check_expert
 from elicit.session.loaders import highlight
 from elicit.session.opening import finish_cut_write
 from elicit.session.questions import SessionQuery, public_j
-from elicit.session.record import AnsweredElsewhere, UnknownQuery
+from elicit.session.record import NotPending, UnknownQuery
 from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
@@ -254,7 +254,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def error_page(e: ElicitError, expert: str) -> Response:
         if isinstance(e, SessionReplaced):
             return replaced(e)
-        status = 409 if isinstance(e, AnsweredElsewhere) else 404 if isinstance(
+        status = 409 if isinstance(e, NotPending) else 404 if isinstance(
             e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
         return render(str(e), error=True, status=status, expert=expert)
