@@ -853,6 +853,7 @@ def test_a_stop_counts_the_answers_without_refitting_the_model(path, monkeypatch
     many answers are saved; a refit that failed there ended the stop with the engine's error
     instead of "stopped; N answers are saved" and the signal's exit status."""
     import signal
+    import time
 
     from elicit.elicitation.elicitor import Elicitor
     from elicit.errors import EngineError
@@ -873,9 +874,13 @@ def test_a_stop_counts_the_answers_without_refitting_the_model(path, monkeypatch
         with Session.open(path) as s:
             s.answer(s.next_query("zoe"), "similar", expert="zoe")
         monkeypatch.setattr(Elicitor, "set_answers", failing)
+        guard = time.monotonic() + 600  # a hang guard: serve's own handler must be in place
+        while signal.getsignal(signal.SIGTERM) is before and time.monotonic() < guard:
+            time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGTERM)
 
     monkeypatch.setattr(web_server, "make_server", making)
+    before = signal.getsignal(signal.SIGTERM)
     other = threading.Thread(target=another_program_then_sigterm)
     other.start()
     try:
