@@ -24,7 +24,11 @@ _ANSWERED = ("EXISTS (SELECT 1 FROM answers a WHERE a.undone_at IS NULL AND a.ki
              "AND a.i = q.i AND a.j = q.j AND a.expert = q.expert)")
 
 
-class AnsweredElsewhere(ElicitError):
+class NotPending(ElicitError):
+    """The query was answered, skipped or withdrawn first (a stale page); nothing was changed."""
+
+
+class AnsweredElsewhere(NotPending):
     """The expert answered elsewhere first (another tab or program); nothing was changed."""
 
 
@@ -149,11 +153,11 @@ def open_query_row(conn: sqlite3.Connection, qid: int, action: str, names: list[
                                 f"tab, window or process). Cannot {action} it again; ask "
                                 "for the next query")
     if status == "skipped":
-        raise ElicitError(f"query {qid} ({pair}) was skipped; it may come back later. "
-                          "Ask for the next query")
+        raise NotPending(f"query {qid} ({pair}) was skipped; it may come back later. "
+                         "Ask for the next query")
     if status == "cancelled":
-        raise ElicitError(f"query {qid} ({pair}) was withdrawn (by an undo, or because its "
-                          "pair was answered elsewhere); ask for the next query")
+        raise NotPending(f"query {qid} ({pair}) was withdrawn (by an undo, or because its "
+                         "pair was answered elsewhere); ask for the next query")
     return (*row[:6], row[7])
 
 
@@ -186,7 +190,6 @@ def event_rows(conn: sqlite3.Connection) -> list[tuple]:
 
 
 def expert_label(expert: str) -> str:
-    """How an expert is named in messages."""
     return f"expert {expert!r}" if expert else "the unnamed expert"
 
 
@@ -250,8 +253,7 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
                  names: list[str], expert: str) -> tuple[int, int, int, str, str]:
     """Record an answer to the expert's pending query in one transaction; returns ``(answer
     id, i, j, answered_at, kind)``. If the expert answered the same question through another
-    query meanwhile, the query is cancelled (committed) and :class:`AnsweredElsewhere` raised.
-    """
+    query meanwhile, the query is cancelled (committed) and :class:`AnsweredElsewhere` raised."""
     at = now()
     with write(conn):
         # Checked inside the write transaction (no other writer can slip in before the insert),
@@ -284,7 +286,6 @@ def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str |
 
 
 def cancel_query(conn: sqlite3.Connection, qid: int, reason: str) -> None:
-    """Cancel one pending query in its own transaction."""
     with write(conn):
         st = conn.execute("SELECT status FROM queries WHERE id = ?", (qid,)).fetchone()
         if st is not None and st[0] == "pending":
@@ -292,7 +293,6 @@ def cancel_query(conn: sqlite3.Connection, qid: int, reason: str) -> None:
 
 
 def skip_query(conn: sqlite3.Connection, qid: int, names: list[str], expert: str) -> None:
-    """Record a skip of the expert's pending query."""
     with write(conn):
         open_query_row(conn, qid, "skip", names, expert)
         conn.execute("UPDATE queries SET status = 'skipped' WHERE id = ?", (qid,))

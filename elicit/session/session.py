@@ -290,12 +290,15 @@ class Session(SessionState):
                                         "for the next query") from None
             finally:
                 # Committed (or withdrawn). Only now refit; a crash from here loses nothing.
-                try:
-                    self._sync(who, wrote=True)
-                except EngineError as e:
-                    saved = f"answer {aid} ({ans.value}) is saved, but " if aid else ""
-                    raise EngineError(f"{saved}the model could not be refitted: {e}") from None
+                self._refit(who, f"answer {aid} ({ans.value}) is saved, but " if aid else "")
             return AnswerRecord(aid, qid, i, public_j(j), ans, comment, at, who, kind)
+
+    def _refit(self, who: str, done: str) -> None:
+        """Refit after a commit; a failure's message starts with what was committed (``done``)."""
+        try:
+            self._sync(who, wrote=True)
+        except EngineError as e:
+            raise EngineError(f"{done}the model could not be refitted: {e}") from None
 
     def skip(self, query: SessionQuery | int, expert: str | None = None) -> None:
         """Skip a pending query: not asked again before the expert's next answer or undo."""
@@ -313,11 +316,13 @@ class Session(SessionState):
         ------
         ElicitError
             If the expert has no answer to undo, or their last is not ``answer_id``.
+        EngineError
+            The undo is saved, but the model could not be refitted (the message says so).
         """
         with self._lock:
             who = self._who(expert)
             aid, qid, i, j, a, comment, at, kind = record.undo_last(self.conn, who, answer_id)
-            self._sync(who, wrote=True)
+            self._refit(who, f"answer {aid} ({a}) is undone, but ")
             return AnswerRecord(int(aid), int(qid), int(i), public_j(j), Answer(a), comment, at,
                                 who, kind)
 

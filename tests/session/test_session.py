@@ -223,6 +223,31 @@ def test_a_failed_refit_says_the_answer_is_saved_and_the_next_question_uses_it(t
         assert (got.id, got.i, got.j) == (want.id, want.i, want.j)
 
 
+def test_a_failed_refit_after_an_undo_says_the_undo_is_saved(tmp_path, monkeypatch):
+    """An undo whose refit failed said only the engine's error (the web page: "the optimiser
+    gave up"), as if nothing was undone, though the undo was committed: the expert's retry then
+    withdrew a second answer."""
+    from elicit.errors import EngineError
+
+    def failing(self, *args, **kwargs):
+        raise EngineError("the optimiser gave up")
+
+    X, y, U = make_data()
+    path = tmp_path / "u.session"
+    with Session.create(X, y, U, NAMES, path=path, engine="numpy") as s:
+        for _ in range(2):
+            s.answer(s.next_query(), "similar")
+        last = s.answer_rows()[-1][0]
+        monkeypatch.setattr(Elicitor, "set_answers", failing)
+        with pytest.raises(EngineError, match=rf"^answer {last} \(similar\) is undone, but the "
+                                              r"model could not be refitted: the optimiser "
+                                              r"gave up$"):
+            s.undo()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT id FROM answers WHERE undone_at IS NOT NULL").fetchall() == [
+            (last,)]
+
+
 def test_skipped_counts_the_pairs_skipped_and_still_unanswered(tmp_path):
     # "0 of 3 pairs answered (5 skipped)" counted skip events: one pair skipped again and
     # again, and pairs answered since, were counted as skipped pairs

@@ -183,6 +183,31 @@ def test_token_differs_between_servers(path):
         b.config["ELICIT_SESSION"].close()
 
 
+def test_a_page_of_an_earlier_server_start_loses_no_typed_comment(path):
+    """The page of a server since restarted (its token is the old one): an answer with a
+    typed comment got a bare "403 Forbidden: missing or wrong CSRF token" text, and the
+    comment was gone. From this origin it is the expert's own page: the question is shown
+    again, with this server's token and the comment kept, and nothing is saved."""
+    old = create_app(path)
+    token = page_state(old.test_client().get("/").get_data(as_text=True))["token"]
+    old.config["ELICIT_SESSION"].close()
+    app = create_app(path)
+    try:
+        c = app.test_client()
+        qid = page_state(c.get("/").get_data(as_text=True))["qid"]
+        r = c.post("/answer", data={"csrf_token": token, "query_id": qid, "answer": "similar",
+                                    "comment": "both <praise> the lid"}, headers=SAME)
+        assert r.status_code == 403 and r.mimetype == "text/html"
+        html = r.get_data(as_text=True)
+        st = page_state(html)
+        assert st["qid"] == qid and st["token"] == app.config["ELICIT_CSRF_TOKEN"]
+        assert "nothing was done" in st["message"]
+        assert ">both &lt;praise&gt; the lid</textarea>" in html
+        assert answers_in_file(path) == []
+    finally:
+        app.config["ELICIT_SESSION"].close()
+
+
 def test_foreign_host_header_is_refused(app):
     r = app.test_client().get("/", headers={"Host": "attacker.example:8765"})
     assert r.status_code == 403 and "unexpected Host" in r.get_data(as_text=True)
@@ -780,3 +805,151 @@ def test_serve_on_every_interface_answers_by_this_machines_address(path):
             conn.close()
     finally:
         _stop(server, app)
+
+
+def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, monkeypatch):
+    """A refit that failed after an answer (or an undo) was committed got status 400, a
+    client's error, for the server's model; the undo's page said only the engine's error."""
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+
+    c = app.test_client()
+    st = page_state(c.get("/").get_data(as_text=True))
+    set_answers = Elicitor.set_answers
+    fail = [True]
+
+    def failing_once(self, *args, **kwargs):
+        if fail and fail.pop():
+            raise EngineError("the optimiser gave up")
+        return set_answers(self, *args, **kwargs)
+
+    monkeypatch.setattr(Elicitor, "set_answers", failing_once)
+    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                "answer": "similar"}, headers=SAME)
+    assert r.status_code == 503
+    assert page_state(r.get_data(as_text=True))["message"].startswith("answer 1 (similar) is "
+                                                                      "saved, but the model")
+    fail.append(True)
+    r = c.post("/undo", data={"csrf_token": st["token"], "answer_id": "1"}, headers=SAME)
+    assert r.status_code == 503
+    assert "answer 1 (similar) is undone, but" in page_state(r.get_data(as_text=True))["message"]
+    assert answers_in_file(path) == [(int(st["qid"]), "similar", None, 1)]
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_a_method_no_route_takes_gets_405_not_a_cross_site_refusal(app, method):
+    """PUT, DELETE or PATCH on any route got 403 "it has neither an Origin nor a Referer
+    header" (with them: 403 for the token): a refusal for a reason that was not the one."""
+    c = app.test_client()
+    for rule in app.url_map.iter_rules():
+        r = c.open(_route_url(rule), method=method)
+        assert r.status_code == 405, (rule.rule, r.status_code, r.get_data(as_text=True))
+        assert r.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.skipif(not hasattr(os, "kill") or os.name == "nt", reason="needs POSIX signals")
+def test_a_stop_counts_the_answers_without_refitting_the_model(path, monkeypatch, capsys):
+    """Stopping `serve` after another program answered refitted the model only to print how
+    many answers are saved; a refit that failed there ended the stop with the engine's error
+    instead of "stopped; N answers are saved" and the signal's exit status."""
+    import signal
+    import time
+
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+    from elicit.session.web import server as web_server
+
+    up, make = threading.Event(), web_server.make_server
+
+    def making(*args, **kwargs):
+        made = make(*args, **kwargs)
+        up.set()
+        return made
+
+    def failing(self, *args, **kwargs):
+        raise EngineError("the optimiser gave up")
+
+    def another_program_then_sigterm():
+        assert up.wait(600)  # a hang guard
+        with Session.open(path) as s:
+            s.answer(s.next_query("zoe"), "similar", expert="zoe")
+        monkeypatch.setattr(Elicitor, "set_answers", failing)
+        guard = time.monotonic() + 600  # a hang guard: serve's own handler must be in place
+        while signal.getsignal(signal.SIGTERM) is before and time.monotonic() < guard:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(web_server, "make_server", making)
+    before = signal.getsignal(signal.SIGTERM)
+    other = threading.Thread(target=another_program_then_sigterm)
+    other.start()
+    try:
+        assert web_server.serve(path, port=0) == 128 + signal.SIGTERM
+    finally:
+        other.join()
+    assert "stopped; 1 answers are saved" in capsys.readouterr().out
+
+
+def test_a_refit_that_fails_in_a_get_is_no_server_crash(app, path, monkeypatch):
+    """After another program answered, the K image refits the model to draw it (and the page
+    of an expert without a question, to know if they are done); a refit that failed there
+    gave Flask's "500 Internal Server Error" and a traceback in the log."""
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+
+    def failing(self, *args, **kwargs):
+        raise EngineError("the optimiser gave up")
+
+    c = app.test_client()
+    first = c.get("/k.png")
+    assert first.status_code == 200
+    with Session.open(path) as s:
+        s.answer(s.next_query("zoe"), "similar", expert="zoe")
+    monkeypatch.setattr(Elicitor, "set_answers", failing)
+    r = c.get("/k.png")
+    assert (r.status_code, r.data) == (200, first.data)
+    assert c.get("/").status_code == 200
+    # the page of an expert without a question asks the model whether they are done when
+    # answers can close other questions (relevance)
+    monkeypatch.undo()
+    X, y, U = make_data()
+    every = path.parent / "every.session"
+    Session.create(X, y, U, NAMES, path=every, engine="numpy", questions="all").close()
+    app = create_app(every)
+    try:
+        with Session.open(every) as s:
+            s.answer(s.next_query("zoe"), "dont_know", expert="zoe")
+        monkeypatch.setattr(Elicitor, "set_answers", failing)
+        r = app.test_client().get("/?expert=bob")
+        assert r.status_code == 200 and 'id="next-form"' in r.get_data(as_text=True)
+    finally:
+        app.config["ELICIT_SESSION"].close()
+
+
+@pytest.mark.parametrize("route", ["/answer", "/skip"])
+def test_a_question_skipped_or_withdrawn_in_another_tab_is_a_conflict(app, path, route):
+    """A stale tab sending a question another tab had skipped (or undone, which withdraws the
+    open one) got 400, a malformed request, where one answered elsewhere gets 409: the same
+    conflict."""
+    a, b = app.test_client(), app.test_client()
+
+    def shown(tab) -> dict:
+        return page_state(tab.get("/").get_data(as_text=True))
+
+    sa, sb = shown(a), shown(b)
+    a.post("/skip", data={"csrf_token": sa["token"], "query_id": sa["qid"]}, headers=SAME)
+    r = b.post(route, data={"csrf_token": sb["token"], "query_id": sb["qid"],
+                            "answer": "similar"}, headers=SAME)
+    assert r.status_code == 409
+    assert "was skipped" in page_state(r.get_data(as_text=True))["message"]
+    sa = shown(a)
+    a.post("/answer", data={"csrf_token": sa["token"], "query_id": sa["qid"],
+                            "answer": "similar"}, headers=SAME)
+    html = a.get("/").get_data(as_text=True)
+    sb = shown(b)  # the question after that answer, withdrawn by the undo
+    a.post("/undo", data={"csrf_token": sa["token"], "answer_id": re.search(
+        r'name="answer_id" value="(\d+)"', html).group(1)}, headers=SAME)
+    r = b.post(route, data={"csrf_token": sb["token"], "query_id": sb["qid"],
+                            "answer": "similar"}, headers=SAME)
+    assert r.status_code == 409
+    assert "was withdrawn" in page_state(r.get_data(as_text=True))["message"]

@@ -21,13 +21,13 @@ from flask import Flask, Response, abort, redirect, render_template_string, requ
 from werkzeug.wrappers import Response as ResponseBase
 
 from elicit.elicitation.answers import Answer, words
-from elicit.errors import ElicitError
+from elicit.errors import ElicitError, EngineError
 from elicit.session import record
 from elicit.session.inputs import MAX_COMMENT, check_expert
 from elicit.session.loaders import highlight
 from elicit.session.opening import finish_cut_write
 from elicit.session.questions import SessionQuery, public_j
-from elicit.session.record import AnsweredElsewhere, UnknownQuery
+from elicit.session.record import NotPending, UnknownQuery
 from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
@@ -118,15 +118,13 @@ class InFlight:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._n = 0
-        self._closing = False
+        self._n, self._closing = 0, False
 
     @property
     def count(self) -> int:
         with self._cond:
             return self._n
 
-    #: the WSGI environ key of a counted request's release (see :meth:`release`)
     RELEASE_KEY = "elicit.in_flight.release"
 
     def wrap(self, app: Callable) -> Callable:
@@ -163,14 +161,12 @@ class InFlight:
 
     @classmethod
     def release(cls, environ: dict | None) -> None:
-        """Release the request of ``environ`` if it is still counted (once only). The server
-        calls this whatever happened: a client that resets the connection makes werkzeug's
-        drain raise before it closes the response iterator, and a stop would wait forever."""
+        """Release the request of ``environ`` if still counted (once only), whatever happened:
+        when a client resets, werkzeug's drain raises before it closes the response."""
         if (release := (environ or {}).get(cls.RELEASE_KEY)) is not None:
             release()
 
     def close(self) -> None:
-        """Take no new requests and wait until those in progress are done."""
         with self._cond:
             self._closing = True
             while self._n:
@@ -209,7 +205,6 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     k_drawing = threading.Lock()
 
     def who() -> str:
-        """The request's expert: the form field, else the query parameter, else the default."""
         name = request.form.get("expert") if request.method == "POST" else None
         if name is None:
             name = request.args.get("expert")
@@ -226,7 +221,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return None
 
     def render(message: str | None = None, error: bool = False, status: int = 200,
-               expert: str | None = None) -> Response:
+               expert: str | None = None, comment: str = "") -> Response:
         try:
             expert = who() if expert is None else expert
         except ElicitError as e:
@@ -252,20 +247,19 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             done=q is None and _done(sess, st, expert), hist=st.history, last_answer=st.last_answer,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
-            summary=sess.summary, notes=sess.notes, hint=st.hint, **asked)
+            summary=sess.summary, notes=sess.notes, hint=st.hint, comment=comment, **asked)
         return Response(html, status=status, mimetype="text/html",
                         headers={"Cache-Control": "no-store"})
 
     def error_page(e: ElicitError, expert: str) -> Response:
         if isinstance(e, SessionReplaced):
             return replaced(e)
-        status = 409 if isinstance(e, AnsweredElsewhere) else \
-            404 if isinstance(e, UnknownQuery) else 400
+        status = 409 if isinstance(e, NotPending) else 404 if isinstance(
+            e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
         return render(str(e), error=True, status=status, expert=expert)
 
     def done(code: str | None, expert: str) -> ResponseBase:
-        """After a change: choose the expert's next question, then redirect to the page."""
         why = prepare(expert)
         if why is not None:
             return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
@@ -291,7 +285,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         if host not in hosts:
             abort(403, f"unexpected Host {request.host!r}: this server answers on "
                        f"{', '.join(sorted(hosts))}")
-        if request.method in ("GET", "HEAD", "OPTIONS"):
+        # no route takes it (404, 405): a request that changes nothing needs no proof of origin
+        if request.method in ("GET", "HEAD", "OPTIONS") or request.routing_exception:
             return
         origin, referer = request.headers.get("Origin"), request.headers.get("Referer")
         if origin is not None:
@@ -304,16 +299,18 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             abort(403, "cross-site request refused (Referer from another site)")
         sent = request.form.get("csrf_token", "")
         if not hmac.compare_digest(sent.encode(), token.encode()):
-            abort(403, "missing or wrong CSRF token: reload the page and try again")
+            # From this origin: the expert's own page of an earlier start (show it again, the
+            # typed comment kept, with this start's token)
+            return render("this page's CSRF token is old or missing; nothing was done: send it "
+                          "again", error=True, status=403, comment=request.form.get("comment", ""))
 
     @app.after_request
     def security_headers(resp: Response) -> Response:
         resp.headers["Content-Security-Policy"] = (
             "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
             "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-        resp.headers["X-Frame-Options"] = "DENY"
-        resp.headers["X-Content-Type-Options"] = "nosniff"
-        resp.headers["Referrer-Policy"] = "same-origin"
+        resp.headers.update({"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+                             "Referrer-Policy": "same-origin"})
         return resp
 
     @app.errorhandler(403)
@@ -328,8 +325,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     @app.errorhandler(413)
     def too_large(e):
         return Response(f"413: request too large (comments are limited to {MAX_COMMENT:,} "
-                        "characters)\n",
-                        status=413, mimetype="text/plain")
+                        "characters)\n", status=413, mimetype="text/plain")
 
     @app.get("/")
     def index():
@@ -337,8 +333,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return render(message and message.replace("that pair", f"that {sess.question_noun}"))
 
     def change(act: Callable[[str], object], code: str | None) -> Response | ResponseBase:
-        """A POST that changes the session: ``act`` for the form's expert, then the redirect to
-        their next question, or the page with the error."""
+        """A POST that changes the session: ``act`` for the form's expert."""
         try:
             expert = who()
         except ElicitError as e:
@@ -373,13 +368,14 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             revision = reader.revision()
         if k_image["revision"] != revision and k_drawing.acquire(blocking=False):
             try:
-                with sess.unless_busy() as free:
+                # a refit that fails: the last image drawn, as when the model is busy
+                with sess.unless_busy() as free, contextlib.suppress(EngineError):
                     if free:
                         k_image.update(png=_k_png(sess), revision=revision)
             finally:
                 k_drawing.release()
         if k_image["png"] is None:
-            return Response("503: the model is busy; reload the page for the K image\n",
+            return Response("503: the model is busy or failed; reload the page for the K image\n",
                             status=503, mimetype="text/plain", headers={"Retry-After": "2"})
         return Response(k_image["png"], mimetype="image/png", headers={"Cache-Control": "no-cache"})
 
@@ -395,8 +391,9 @@ def _done(sess: Session, st: PageState, expert: str) -> bool:
     (an irrelevant feature closes its pairs) only the model knows: a busy model is not done."""
     if st.progress["left"] <= 0 or not any(k.closes_others for k in sess.kinds):
         return st.progress["left"] <= 0
-    with sess.unless_busy() as free:
+    with sess.unless_busy() as free, contextlib.suppress(EngineError):
         return bool(free) and sess.is_done(expert)
+    return False  # the refit failed: not known to be done
 
 
 def _k_png(sess: Session) -> bytes:

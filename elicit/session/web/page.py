@@ -72,7 +72,7 @@ PAGE = """<!doctype html>
     </div>
     <label for="comment">Comment (optional)</label>
     <textarea name="comment" id="comment" rows="2" maxlength="10000"
-      placeholder="Why? (saved with the answer)"></textarea>
+      placeholder="Why? (saved with the answer)">{{ comment }}</textarea>
   </form>
   <div class="small-actions">
     <form method="post" action="{{ url_for('skip') }}">
@@ -180,8 +180,7 @@ body.busy .question form button{opacity:.6;cursor:progress}
 """
 
 # Keyboard shortcuts; served as a file because the Content-Security-Policy forbids inline code.
-# Once a form is sent the page takes no more keys or clicks: a key typed while the next question
-# is being chosen must not answer it unseen, nor send this question's answer twice.
+# Why a sent form takes no more keys or clicks: docs/session.md, Web page.
 JS = """
 (function () {
   var busy = false;

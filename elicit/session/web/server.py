@@ -14,6 +14,7 @@ import time
 
 from elicit.errors import ElicitError
 from elicit.internal.text import printable_line
+from elicit.session import record, store
 from elicit.session.session import Session, SessionReplaced
 from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
 from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
@@ -30,9 +31,8 @@ class _DeadlineReader(io.RawIOBase):
     of the input, so what is left of a refused request is never read."""
 
     def __init__(self, sock: socket.socket, idle: float, deadline: float) -> None:
-        self._sock, self._idle = sock, idle
+        self._sock, self._idle, self._stopped = sock, idle, False
         self._end = time.monotonic() + deadline
-        self._stopped = False
 
     def readable(self) -> bool:
         return True
@@ -77,10 +77,8 @@ def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
                 engine: str | None = None, expert: str | None = None,
                 timeout: float = IDLE_TIMEOUT, deadline: float = REQUEST_DEADLINE):
-    """Open the session and bind the server (without serving yet).
-
-    ``timeout``: the seconds a connection may stay silent before it is closed; ``deadline``:
-    the seconds a whole request may take to arrive. A body over the limit gets 413 unread.
+    """Open the session and bind the server (without serving yet); ``timeout`` and
+    ``deadline`` as :data:`IDLE_TIMEOUT` and :data:`REQUEST_DEADLINE`.
 
     Raises
     ------
@@ -183,8 +181,7 @@ def _say(text: str, err: bool = False) -> None:
 def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
           engine: str | None = None, expert: str | None = None) -> int:
     """Serve the session's web page until Ctrl-C (exit status 0), SIGTERM or SIGHUP (128 +
-    the signal number): no new requests, those in progress finish, then the file is closed;
-    a second signal stops at once (losing nothing committed)."""
+    the signal number); how it stops: docs/session.md, Web page."""
     server, app = make_server(session_path, host, port, engine, expert)
     sess: Session = app.config["ELICIT_SESSION"]
     inflight: InFlight = app.config["ELICIT_IN_FLIGHT"]
@@ -214,8 +211,10 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         with contextlib.suppress(KeyboardInterrupt):
             inflight.close()
         server.server_close()
-        try:
-            said = f"{sess.progress()['all_answers']} answers are saved in {sess.path}"
+        try:  # counted in the file: no refit of the model (which may fail) for a count
+            store.check_same_file(sess.conn, writing=False)
+            n = record.progress(sess.conn, sess.n_pairs, sess.expert)["all_answers"]
+            said = f"{n} answers are saved in {sess.path}"
         except SessionReplaced as e:
             said = str(e)
         sess.close()
