@@ -239,22 +239,25 @@ def write_record(folder: str | os.PathLike, record: dict) -> Path:
 
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
-                    machine: dict | None = None) -> dict | None:
+                    machine: dict | None = None, settings: dict | None = None) -> dict | None:
     """The most recent record in ``folder`` by ``date`` but ``exclude``, or None; with
     ``machine``, of the same CPU model and core count only (another CPU's figures would flag
-    every figure, or none)."""
+    every figure, or none); with ``settings``, of the same settings only (other work)."""
     best: dict | None = None
     skip = None if exclude is None else Path(exclude).resolve()
     for path in sorted(Path(folder).glob("*.json")):  # none if there is no such folder
         if skip is not None and path.resolve() == skip:
             continue
-        try:
+        try:  # a damaged or foreign file, or another version's record, is passed over
             rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("figures"), dict) \
-                or not isinstance(rec.get("date"), str) or machine is not None and any(
-                    (rec.get("machine") or {}).get(k) != machine.get(k) for k in ("cpu", "cores")):
+            datetime.datetime.fromisoformat(rec["date"])
+            if rec["version"] != RECORD_VERSION or not all(
+                    isinstance(f["value"], (int, float)) and isinstance(f["unit"], str)
+                    for f in rec["figures"].values()) or machine is not None and any(
+                    rec["machine"].get(k) != machine.get(k) for k in ("cpu", "cores")) \
+                    or settings is not None and rec.get("settings") != settings:
+                continue
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue
         if best is None or rec["date"] > best["date"]:
             best = rec
@@ -276,16 +279,13 @@ class Change:
 
 def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Change]:
     """The figures of ``current`` more than ``tolerance`` above ``previous``'s (every figure
-    is a cost), in ``current``'s order; figures only one record has are not compared."""
+    is a cost), in ``current``'s order; figures only one record has are not compared
+    (:func:`previous_record` passes over a file of another form)."""
     out = []
     for key, fig in current["figures"].items():
-        old = previous["figures"].get(key)
-        if not isinstance(old, dict):
-            continue
-        before, after = old.get("value"), fig.get("value")
-        if isinstance(before, (int, float)) and isinstance(after, (int, float)) \
-                and 0 < before and after > before * (1.0 + tolerance):
-            out.append(Change(key, float(before), float(after)))
+        before = previous["figures"].get(key, {}).get("value")
+        if before is not None and 0 < before and fig["value"] > before * (1.0 + tolerance):
+            out.append(Change(key, float(before), float(fig["value"])))
     return out
 
 
@@ -337,6 +337,6 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
     previous = None
     if folder is not None:
         previous = previous_record(folder, exclude=record_path(folder, record),
-                                   machine=record["machine"])
+                                   machine=record["machine"], settings=record["settings"])
         write_record(folder, record)
     return record, previous, format_suite(record, previous)
