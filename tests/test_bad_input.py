@@ -1368,6 +1368,23 @@ def test_elicitor_arguments_are_checked_with_one_line(call, message):
      "--json does not go with --suite: it measures its own figures on the numpy engine, "
      "and --record DIR writes them"),
     (["bench", "--data-dir", "/nonexistent"], "--data-dir goes with the -real sizes"),
+    # the random sizes have no standardisation to choose: it was ignored
+    (["bench", "--size", "synthetic", "--standardize", "train"],
+     "--standardize goes with the -real sizes, not --size synthetic"),
+    # nothing measured, exit 0 (and with --record an empty record, the next run's baseline)
+    (["bench", "--suite", "--figures", "", "--steps", ""],
+     "--figures '' and --steps '' measure nothing; name a round figure or a step"),
+    (["bench", "--suite", "--figures", "synthetic_round,synthetic_round", "--steps", ""],
+     "round figure 'synthetic_round' is named twice; name it once"),
+    # a subset record replaced the whole suite's record of the commit, and then stood for
+    # every figure as the next call's baseline ("no figure more than 20% slower")
+    *[(["bench", "--suite", *subset, "--record", "rec"],
+       "--record writes the whole suite's record: measure a subset (--figures, --steps) "
+       "without it") for subset in (["--figures", "synthetic_round"], ["--steps", ""])],
+    # an explicit data directory that is missing skipped every real-data figure, exit 0
+    (["bench", "--suite", "--data-dir", "/nonexistent", "--figures", "amazon_round",
+      "--steps", ""], "data directory /nonexistent (from --data-dir / data_dir option) does "
+                      "not exist"),
     # the suite measured the numpy engine's figures at its own sizes, whatever was asked
     *[(["bench", "--suite", "--figures", "", "--steps", "", *given],
        f"{given[0]} does not go with --suite: it measures its own figures on the numpy engine")

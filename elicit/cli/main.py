@@ -137,16 +137,22 @@ def cmd_bench(args: argparse.Namespace) -> None:
                           "figures on the numpy engine, and --record DIR writes them"
                           if args.suite else f"{given[0]} goes with --suite")
     args.size = args.size or "amazon"
-    if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):
-        raise ElicitError(f"--data-dir goes with the -real sizes, not --size {args.size}")
+    real = {"--data-dir": args.data_dir, "--standardize": args.standardize}
+    if not args.suite and not args.size.endswith("-real") and \
+            (given := [o for o, v in real.items() if v is not None]):
+        raise ElicitError(f"{given[0]} goes with the -real sizes, not --size {args.size}")
     if args.suite:
         from elicit.paper.bench_suite import ROUND_KEYS, SuiteSettings, bench_suite
 
-        if args.record is not None:
-            check_output_folder(args.record, "--record")
         settings = SuiteSettings(seed=args.seed, refine=args.refine, data_dir=args.data_dir,
                                  figures=ROUND_KEYS if args.figures is None else args.figures,
                                  steps=args.steps)
+        if args.record is not None:
+            # a subset's record would replace the commit's and be the next call's baseline
+            if args.figures is not None or args.steps is not None:
+                raise ElicitError("--record writes the whole suite's record: measure a subset "
+                                  "(--figures, --steps) without it")
+            check_output_folder(args.record, "--record")
         _, _, table = bench_suite(args.record, settings,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         print(table)

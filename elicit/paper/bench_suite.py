@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from elicit.data.files import resolve_data_dir
 from elicit.elicitation.answers import ask
 from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import get_strategy
@@ -92,9 +93,16 @@ class SuiteSettings:
     def __post_init__(self) -> None:
         # before anything is measured, not when the loop reaches the name
         for what, names, known in (("round figure", self.figures, ROUND_KEYS),
-                                   ("step", self.steps, STEPS)):
-            if bad := [n for n in names or () if n not in known]:
+                                   ("step", self.steps or (), STEPS)):
+            if bad := [n for n in names if n not in known]:
                 raise ElicitError(f"unknown {what} {bad[0]!r}; choose from {', '.join(known)}")
+            if twice := [n for i, n in enumerate(names) if n in names[:i]]:
+                raise ElicitError(f"{what} {twice[0]!r} is named twice; name it once")
+        if not self.figures and self.steps == ():
+            raise ElicitError("--figures '' and --steps '' measure nothing; name a round "
+                              "figure or a step")
+        if self.data_dir is not None:  # given and missing: every real-data figure skipped
+            resolve_data_dir(self.data_dir)
 
     def to_json(self) -> dict:
         """The settings as the record stores them."""
