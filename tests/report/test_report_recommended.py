@@ -479,3 +479,20 @@ def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypa
         _reproduce().main()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "amazon/mse.csv is cut short" in err, err
+
+
+@pytest.mark.parametrize("target", ["test", "test-fast", "lint", "bench", "reproduce",
+                                    "reproduce-quick"])
+def test_a_make_target_without_its_virtual_environment_says_to_make_it(tmp_path, target):
+    """Without the virtual environment every target but setup failed with the shell's
+    ".venv/bin/python: not found" (Error 127), which did not say that `make setup` makes it."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    venv = tmp_path / "no-venv"
+    res = subprocess.run(["make", "-C", str(REPRODUCE.parents[1]), target, f"VENV={venv}"],
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and not venv.exists()
+    assert f"{venv}/bin/python not found: run 'make setup' first" in res.stderr
