@@ -341,6 +341,11 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
                 progress: Callable[[str], None] | None = None) -> tuple[dict, dict | None, str]:
     """Run the suite; with ``folder``, write the record there and compare it with the most
     recent earlier one. Returns the record, the earlier record (or None) and the table."""
+    if folder is not None and ((commit := source_commit()) is None or "+" in commit):
+        # named <HEAD>+changes, a record would name a commit without the code it measured
+        raise ElicitError(f"--record {folder}: the code measured is not a commit (changes to "
+                          "elicit/, stan/, experiments/ or pyproject.toml, or no git "
+                          "checkout); commit it first, or measure without --record")
     record = run_suite(s, progress)
     previous = None
     if folder is not None:

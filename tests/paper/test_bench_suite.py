@@ -107,6 +107,7 @@ def test_the_baseline_comes_from_the_same_settings(tmp_path, monkeypatch):
                             "settings": SuiteSettings(refine=0).to_json()})
     now = {**_record("now", "2026-03-01T00:00:00+00:00", a=1.1), "settings": usual}
     monkeypatch.setattr(suite, "run_suite", lambda s, progress: now)
+    monkeypatch.setattr(suite, "source_commit", lambda: "now")
     _, previous, text = suite.bench_suite(tmp_path, SuiteSettings())
     assert previous["commit"] == "usual" and "no figure more than 20% slower" in text
 
@@ -228,3 +229,20 @@ def test_a_random_round_is_measured_without_its_problems_set_up(monkeypatch):
     monkeypatch.setattr(suite, "elicitation_rounds", rounds)
     suite.measure_round("p2000_round", SuiteSettings())
     assert alive == [False]
+
+
+@pytest.mark.parametrize("commit", ["abc1234567+changes", None])
+def test_a_record_is_of_a_commit(tmp_path, monkeypatch, commit):
+    """With uncommitted changes to the code the record was written as
+    <HEAD>+changes.json, named after a commit that does not hold the code measured, and the
+    next such call (other changes) replaced it; outside git, every record was unknown.json."""
+    import elicit.paper.bench_suite as suite
+
+    monkeypatch.setattr(suite, "source_commit", lambda: commit)
+    monkeypatch.setattr(suite, "run_suite", lambda s, progress: {
+        **_record(commit, "2026-03-01T00:00:00+00:00", a=1.0), "settings": {}})
+    with pytest.raises(ElicitError, match=r"^--record .*rec: the code measured is not a "
+                                          r"commit .*; commit it first"):
+        suite.bench_suite(tmp_path / "rec", SuiteSettings())
+    assert not (tmp_path / "rec").exists()
+    assert suite.bench_suite(None, SuiteSettings())[0]["commit"] == commit  # measured, unsaved
