@@ -35,7 +35,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.paper.bench import bench_problem
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
-from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, run_step
+from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, run_step, step_after
 from elicit.paper.synthetic import synthetic_problem
 
 #: A figure more than this fraction above its earlier value is named as slower.
@@ -98,6 +98,10 @@ class SuiteSettings:
                 raise ElicitError(f"unknown {what} {bad[0]!r}; choose from {', '.join(known)}")
             if twice := [n for i, n in enumerate(names) if n in names[:i]]:
                 raise ElicitError(f"{what} {twice[0]!r} is named twice; name it once")
+        reads = step_after("table1")
+        if "table1" in (self.steps or ()) and not set(reads) <= set(self.steps or ()):
+            raise ElicitError(f"step table1 times Table 1 on the {' and '.join(reads)} steps' "
+                              f"sweeps: add {','.join(reads)} to --steps")
         if not self.figures and self.steps == ():
             raise ElicitError("--figures '' and --steps '' measure nothing; name a round "
                               "figure or a step")
@@ -216,7 +220,7 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
             fig = by_key["p10000_peak_mb"]
             figures[fig.key] = {"label": fig.label, "unit": fig.unit, "target": fig.target,
                                 "value": res["peak_rss_mb"], "scope": res["peak_scope"]}
-    steps = STEPS if s.steps is None else s.steps
+    steps = tuple(st for st in STEPS if s.steps is None or st in s.steps)  # table1 last
     with tempfile.TemporaryDirectory(prefix="elicit-bench-") as tmp:
         for step in steps:
             what = "Table 1, per run" if step == "table1" else \

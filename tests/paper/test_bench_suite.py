@@ -246,3 +246,15 @@ def test_a_record_is_of_a_commit(tmp_path, monkeypatch, commit):
         suite.bench_suite(tmp_path / "rec", SuiteSettings())
     assert not (tmp_path / "rec").exists()
     assert suite.bench_suite(None, SuiteSettings())[0]["commit"] == commit  # measured, unsaved
+
+
+def test_the_steps_are_measured_in_the_reproductions_order(monkeypatch):
+    """`--steps table1,amazon,yelp` measured Table 1 first, before the sweeps it reads, and
+    skipped it."""
+    import elicit.paper.bench_suite as suite
+
+    order = []
+    monkeypatch.setattr(suite, "measure_step",
+                        lambda step, s, out: order.append(step) or {"value": 1.0})
+    suite.run_suite(SuiteSettings(figures=(), steps=("table1", "amazon", "yelp")))
+    assert order == ["amazon", "yelp", "table1"]
