@@ -62,12 +62,14 @@ RUNS         ?= 50
 REAL_RUNS    ?= $(RUNS)
 MIXED_RUNS   ?= $(RUNS)
 MIXED_ROUNDS ?= 100
+# OUT is quoted (a folder name may hold spaces) and never empty (that would be the current folder)
+CHECK_OUT = $(if $(strip $(OUT)),,$(error OUT is empty: give the results folder, e.g. OUT=results))
 reproduce: $(BIN)/python
-	$(BIN)/python experiments/reproduce.py --out $(OUT) --runs $(RUNS) --real-runs $(REAL_RUNS) --mixed-runs $(MIXED_RUNS) --mixed-rounds $(MIXED_ROUNDS) --jobs $(JOBS) --seed $(SEED) $(if $(CLUSTER),--cluster $(CLUSTER))
+	$(CHECK_OUT)$(BIN)/python experiments/reproduce.py --out "$(OUT)" --runs $(RUNS) --real-runs $(REAL_RUNS) --mixed-runs $(MIXED_RUNS) --mixed-rounds $(MIXED_ROUNDS) --jobs $(JOBS) --seed $(SEED) $(if $(CLUSTER),--cluster $(CLUSTER))
 
 # The same pipeline on a few runs, for a quick look (a few minutes).
 reproduce-quick: $(BIN)/python
-	$(BIN)/python experiments/reproduce.py --out $(OUT)/quick --runs 4 --rounds 30 --mixed-runs 2 --mixed-rounds 10 --jobs $(JOBS) --seed $(SEED)
+	$(CHECK_OUT)$(BIN)/python experiments/reproduce.py --out "$(OUT)/quick" --runs 4 --rounds 30 --mixed-runs 2 --mixed-rounds 10 --jobs $(JOBS) --seed $(SEED)
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

@@ -496,3 +496,26 @@ def test_a_make_target_without_its_virtual_environment_says_to_make_it(tmp_path,
                          capture_output=True, text=True)
     assert res.returncode != 0 and not venv.exists()
     assert f"{venv}/bin/python not found: run 'make setup' first" in res.stderr
+
+
+@pytest.mark.parametrize("target", ["reproduce", "reproduce-quick"])
+def test_make_reproduce_passes_out_as_one_folder(tmp_path, target):
+    """OUT="my results" reached reproduce.py as two words ("unrecognized arguments:
+    results"), and an empty OUT is refused rather than writing into the current folder."""
+    import shlex
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").touch()  # -n: nothing is run
+
+    def make(out: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "-n", target, f"VENV={tmp_path}", f"OUT={out}"],
+                              cwd=REPRODUCE.parents[1], capture_output=True, text=True)
+
+    words = shlex.split(make("my results").stdout.strip().splitlines()[-1])
+    assert words[words.index("--out") + 1] == "my results" + ("/quick" if "quick" in target else "")
+    res = make(" ")
+    assert res.returncode != 0 and "OUT is empty: give the results folder" in res.stderr
