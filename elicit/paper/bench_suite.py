@@ -1,11 +1,5 @@
 """``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit
-(docs/benchmarks.md says what each figure measures).
-
-The round figures (:data:`ROUND_FIGURES`) time the sweeps' own sequential loop; the step figures
-estimate each reproduction step's CPU time per run from one-run calls (:func:`measure_step`). A
-record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names every
-figure more than :data:`SLOWER` above the most recent earlier record's.
-"""
+(docs/benchmarks.md says what each figure measures and how records are compared)."""
 
 from __future__ import annotations
 
@@ -169,10 +163,8 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
 
 
 def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
-    """The CPU time per run of reproduction step ``step``, its one-run sweeps written under
-    ``out``: from calls with no answers (``c0``) and with ``R`` (``cR``) after a warm-up, a run
-    of ``rounds`` answers costs ``c0 + (cR - c0) rounds / R``, a lower bound (later answers
-    cost more); Table 1 is measured once."""
+    """The CPU time per run of reproduction step ``step`` from one-run sweeps under ``out``,
+    estimated as docs/benchmarks.md says ("Reproduce steps"); Table 1 is measured once."""
     if step == "table1":
         st = StepSettings(runs=1, real_runs=1, rounds=s.step_rounds, seed=s.seed, jobs=1,
                           data_dir=s.data_dir)
