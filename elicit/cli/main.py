@@ -137,9 +137,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
                           "figures on the numpy engine, and --record DIR writes them"
                           if args.suite else f"{given[0]} goes with --suite")
     args.size = args.size or "amazon"
-    real = {"--data-dir": args.data_dir, "--standardize": args.standardize}
-    if not args.suite and not args.size.endswith("-real") and \
-            (given := [o for o, v in real.items() if v is not None]):
+    if not args.suite and not args.size.endswith("-real") and (given := [o for o, v in (
+            ("--data-dir", args.data_dir), ("--standardize", args.standardize)) if v is not None]):
         raise ElicitError(f"{given[0]} goes with the -real sizes, not --size {args.size}")
     if args.suite:
         from elicit.paper.bench_suite import ROUND_KEYS, SuiteSettings, bench_suite

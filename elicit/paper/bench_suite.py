@@ -62,8 +62,7 @@ ROUND_FIGURES: tuple[Figure, ...] = (
     Figure("p10000_peak_mb", "p = 10,000 peak memory (set-up + rounds)", "MB", 4096.0),
 )
 ROUND_KEYS = tuple(f.key for f in ROUND_FIGURES if f.unit == "s")
-#: The target of the whole ``make reproduce`` at the paper's 50 runs: 30 minutes on two
-#: idle cores, i.e. 60 CPU-minutes.
+#: The target of ``make reproduce`` at the paper's 50 runs: 30 minutes on two idle cores.
 REPRODUCE_TARGET_CPU_S = 2 * 30 * 60.0
 
 
@@ -110,9 +109,8 @@ class SuiteSettings:
 
 
 def elicitation_rounds(problem, cfg, rounds: int) -> dict:
-    """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under the sweep
-    settings ``cfg``: ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over
-    ``peak_scope``)."""
+    """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under ``cfg``:
+    ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over ``peak_scope``)."""
     scope = "set-up and rounds" if reset_peak_rss() else "process"
     c = time.process_time()
     el = sweep_elicitor(problem, cfg)
@@ -144,8 +142,7 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
         real = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",
                               refine=s.refine, runs=1, rounds=s.rounds[key], **extra)
         rd, expert, cands = run_setup(real, 0)
-        tau2 = real.fixed_tau2
-        tau2 = run_cv_tau2(real, 0, rd, cands)[0] if tau2 is None else tau2
+        tau2 = run_cv_tau2(real, 0, rd, cands)[0] if real.fixed_tau2 is None else real.fixed_tau2
         problem, cfg = problem_from_run(rd, real, 0, tau2, expert=expert), real.sweep_config()
     elif key in ("p2000_round", "p10000_round"):
         bp = bench_problem(key.removesuffix("_round"), s.seed)
@@ -250,12 +247,10 @@ def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None
     best: dict | None = None
     skip = None if exclude is None else Path(exclude).resolve()
     for path in sorted(Path(folder).glob("*.json")):  # none if there is no such folder
-        if skip is not None and path.resolve() == skip:
-            continue
         try:  # a damaged or foreign file, or another version's record, is passed over
             rec = json.loads(path.read_text())
             datetime.datetime.fromisoformat(rec["date"])
-            if rec["version"] != RECORD_VERSION or not all(
+            if path.resolve() == skip or rec["version"] != RECORD_VERSION or not all(
                     isinstance(f["value"], (int, float)) and isinstance(f["unit"], str)
                     for f in rec["figures"].values()) or machine is not None and any(
                     rec["machine"].get(k) != machine.get(k) for k in ("cpu", "cores")) \
