@@ -674,6 +674,23 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(capsys, tmp_
     assert_one_line_error(capsys.readouterr().err, r"--out .*afile/sub: .*afile is a file")
 
 
+def test_a_record_folder_that_is_a_file_is_refused_saying_what_to_give(capsys, tmp_path,
+                                                                       monkeypatch):
+    """`bench --suite --record FILE` said to give "an earlier run's folder (the run resumes
+    there)": the suite resumes nothing; the folder holds the earlier records."""
+    import elicit.paper.bench_suite as suite
+    from elicit.cli.main import main as elicit_main
+
+    monkeypatch.setattr(suite, "run_suite", lambda *a: pytest.fail("measured"))
+    afile = tmp_path / "afile"
+    afile.write_text("keep me\n")
+    assert elicit_main(["bench", "--suite", "--record", str(afile)]) == 2
+    assert_one_line_error(capsys.readouterr().err, r"--record .*afile is a file, not a folder: "
+                          r"give the name of a new folder \(it is created\) or of the folder "
+                          r"of earlier records$")
+    assert afile.read_text() == "keep me\n"
+
+
 def test_bench_json_in_a_folder_that_is_a_file_is_refused_before_the_bench(capsys, tmp_path):
     from elicit.cli.main import main as elicit_main
 

@@ -151,7 +151,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
             if args.figures is not None or args.steps is not None:
                 raise ElicitError("--record writes the whole suite's record: measure a subset "
                                   "(--figures, --steps) without it")
-            check_output_folder(args.record, "--record")
+            check_output_folder(args.record, "--record", "the folder of earlier records")
         _, _, table = bench_suite(args.record, settings,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         print(table)
