@@ -102,8 +102,8 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
                    help="measure every recorded figure instead, on the numpy engine at its "
                         "own sizes (make bench; docs/benchmarks.md)")
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
-                   help="--suite: write the figures to DIR/<commit>.json and name those more "
-                        "than 20%% slower than DIR's most recent earlier record")
+                   help="--suite, all of it, on committed code: write DIR/<commit>.json; name "
+                        "figures more than 20%% slower than DIR's last record of this machine")
     p.add_argument("--figures", type=comma_list, default=None, metavar="LIST",
                    help="--suite: comma-separated round figures to measure (default all; "
                         "'' none)")
