@@ -674,6 +674,18 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(capsys, tmp_
     assert_one_line_error(capsys.readouterr().err, r"--out .*afile/sub: .*afile is a file")
 
 
+def test_bench_suite_refuses_a_missing_elicit_data_as_a_missing_data_dir(tmp_path, capsys,
+                                                                          monkeypatch):
+    """$ELICIT_DATA naming a missing folder skipped every real-data figure with exit 0, where
+    --data-dir with the same folder is refused."""
+    from elicit.cli.main import main as elicit_main
+
+    monkeypatch.setenv("ELICIT_DATA", str(tmp_path / "missing"))
+    assert elicit_main(["bench", "--suite", "--figures", "amazon_round", "--steps", ""]) == 2
+    assert_one_line_error(capsys.readouterr().err, r"^elicit: error: data directory .*missing "
+                          r"\(from environment variable ELICIT_DATA\) does not exist")
+
+
 def test_a_record_folder_that_is_a_file_is_refused_saying_what_to_give(capsys, tmp_path,
                                                                        monkeypatch):
     """`bench --suite --record FILE` said to give "an earlier run's folder (the run resumes

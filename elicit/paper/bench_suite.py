@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from elicit.data.files import resolve_data_dir
+from elicit.data.files import DATA_ENV, resolve_data_dir
 from elicit.elicitation.answers import ask
 from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import get_strategy
@@ -98,7 +98,7 @@ class SuiteSettings:
         if not self.figures and self.steps == ():
             raise ElicitError("--figures '' and --steps '' measure nothing; name a round "
                               "figure or a step")
-        if self.data_dir is not None:  # given and missing: every real-data figure skipped
+        if self.data_dir is not None or os.environ.get(DATA_ENV):  # a named folder must exist
             resolve_data_dir(self.data_dir)
 
     def to_json(self) -> dict:
