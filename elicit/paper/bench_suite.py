@@ -314,7 +314,7 @@ def format_suite(record: dict, previous: dict | None = None) -> str:
     for key, why in record.get("skipped", {}).items():
         lines.append(f"\nskipped {key}: {why}")
     if previous is None:
-        lines.append("\nno earlier record from this machine to compare with")
+        lines.append("\nno earlier record of this machine and settings to compare with")
         return "\n".join(lines)
     slower = compare(record, previous)
     where = f"{previous.get('commit')} ({previous.get('date')})"

@@ -75,7 +75,7 @@ def test_previous_record_comes_from_the_same_machine(tmp_path):
     assert previous_record(tmp_path, machine=here)["commit"] == "same"
     assert previous_record(tmp_path, machine={"cpu": "test CPU", "cores": 4}) is None
     text = format_suite(_record("new", "2026-03-01T00:00:00+00:00", a=3.0), None)
-    assert "no earlier record from this machine" in text
+    assert "no earlier record of this machine and settings" in text
 
 
 @pytest.mark.parametrize("damage", [
