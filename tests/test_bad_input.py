@@ -674,6 +674,35 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(capsys, tmp_
     assert_one_line_error(capsys.readouterr().err, r"--out .*afile/sub: .*afile is a file")
 
 
+def test_bench_suite_refuses_a_missing_elicit_data_as_a_missing_data_dir(tmp_path, capsys,
+                                                                          monkeypatch):
+    """$ELICIT_DATA naming a missing folder skipped every real-data figure with exit 0, where
+    --data-dir with the same folder is refused."""
+    from elicit.cli.main import main as elicit_main
+
+    monkeypatch.setenv("ELICIT_DATA", str(tmp_path / "missing"))
+    assert elicit_main(["bench", "--suite", "--figures", "amazon_round", "--steps", ""]) == 2
+    assert_one_line_error(capsys.readouterr().err, r"^elicit: error: data directory .*missing "
+                          r"\(from environment variable ELICIT_DATA\) does not exist")
+
+
+def test_a_record_folder_that_is_a_file_is_refused_saying_what_to_give(capsys, tmp_path,
+                                                                       monkeypatch):
+    """`bench --suite --record FILE` said to give "an earlier run's folder (the run resumes
+    there)": the suite resumes nothing; the folder holds the earlier records."""
+    import elicit.paper.bench_suite as suite
+    from elicit.cli.main import main as elicit_main
+
+    monkeypatch.setattr(suite, "run_suite", lambda *a: pytest.fail("measured"))
+    afile = tmp_path / "afile"
+    afile.write_text("keep me\n")
+    assert elicit_main(["bench", "--suite", "--record", str(afile)]) == 2
+    assert_one_line_error(capsys.readouterr().err, r"--record .*afile is a file, not a folder: "
+                          r"give the name of a new folder \(it is created\) or of the folder "
+                          r"of earlier records$")
+    assert afile.read_text() == "keep me\n"
+
+
 def test_bench_json_in_a_folder_that_is_a_file_is_refused_before_the_bench(capsys, tmp_path):
     from elicit.cli.main import main as elicit_main
 
@@ -1368,6 +1397,28 @@ def test_elicitor_arguments_are_checked_with_one_line(call, message):
      "--json does not go with --suite: it measures its own figures on the numpy engine, "
      "and --record DIR writes them"),
     (["bench", "--data-dir", "/nonexistent"], "--data-dir goes with the -real sizes"),
+    # the random sizes have no standardisation to choose: it was ignored
+    (["bench", "--size", "synthetic", "--standardize", "train"],
+     "--standardize goes with the -real sizes, not --size synthetic"),
+    # nothing measured, exit 0 (and with --record an empty record, the next run's baseline)
+    (["bench", "--suite", "--figures", "", "--steps", ""],
+     "--figures '' and --steps '' measure nothing; name a round figure or a step"),
+    (["bench", "--suite", "--figures", "synthetic_round,synthetic_round", "--steps", ""],
+     "round figure 'synthetic_round' is named twice; name it once"),
+    # a subset record replaced the whole suite's record of the commit, and then stood for
+    # every figure as the next call's baseline ("no figure more than 20% slower")
+    *[(["bench", "--suite", *subset, "--record", "rec"],
+       "--record writes the whole suite's record: measure a subset (--figures, --steps) "
+       "without it") for subset in (["--figures", "synthetic_round"], ["--steps", ""])],
+    # Table 1 reads those two steps' sweeps: without them it was skipped, saying to run
+    # `elicit realdata` into a temporary folder
+    (["bench", "--suite", "--figures", "", "--steps", "yelp,table1"],
+     "step table1 times Table 1 on the amazon and yelp steps' sweeps: add amazon,yelp to "
+     "--steps"),
+    # an explicit data directory that is missing skipped every real-data figure, exit 0
+    (["bench", "--suite", "--data-dir", "/nonexistent", "--figures", "amazon_round",
+      "--steps", ""], "data directory /nonexistent (from --data-dir / data_dir option) does "
+                      "not exist"),
     # the suite measured the numpy engine's figures at its own sizes, whatever was asked
     *[(["bench", "--suite", "--figures", "", "--steps", "", *given],
        f"{given[0]} does not go with --suite: it measures its own figures on the numpy engine")

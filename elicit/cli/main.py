@@ -102,8 +102,8 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
                    help="measure every recorded figure instead, on the numpy engine at its "
                         "own sizes (make bench; docs/benchmarks.md)")
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
-                   help="--suite: write the figures to DIR/<commit>.json and name those more "
-                        "than 20%% slower than DIR's most recent earlier record")
+                   help="--suite, all of it, on committed code: write DIR/<commit>.json; name "
+                        "figures more than 20%% slower than DIR's last record of this machine")
     p.add_argument("--figures", type=comma_list, default=None, metavar="LIST",
                    help="--suite: comma-separated round figures to measure (default all; "
                         "'' none)")
@@ -137,16 +137,21 @@ def cmd_bench(args: argparse.Namespace) -> None:
                           "figures on the numpy engine, and --record DIR writes them"
                           if args.suite else f"{given[0]} goes with --suite")
     args.size = args.size or "amazon"
-    if not args.suite and args.data_dir is not None and not args.size.endswith("-real"):
-        raise ElicitError(f"--data-dir goes with the -real sizes, not --size {args.size}")
+    if not args.suite and not args.size.endswith("-real") and (given := [o for o, v in (
+            ("--data-dir", args.data_dir), ("--standardize", args.standardize)) if v is not None]):
+        raise ElicitError(f"{given[0]} goes with the -real sizes, not --size {args.size}")
     if args.suite:
         from elicit.paper.bench_suite import ROUND_KEYS, SuiteSettings, bench_suite
 
-        if args.record is not None:
-            check_output_folder(args.record, "--record")
         settings = SuiteSettings(seed=args.seed, refine=args.refine, data_dir=args.data_dir,
                                  figures=ROUND_KEYS if args.figures is None else args.figures,
                                  steps=args.steps)
+        if args.record is not None:
+            # a subset's record would replace the commit's and be the next call's baseline
+            if args.figures is not None or args.steps is not None:
+                raise ElicitError("--record writes the whole suite's record: measure a subset "
+                                  "(--figures, --steps) without it")
+            check_output_folder(args.record, "--record", "the folder of earlier records")
         _, _, table = bench_suite(args.record, settings,
                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
         print(table)

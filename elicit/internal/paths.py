@@ -14,15 +14,16 @@ def _nearest_existing(path: Path) -> Path:
     return next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), Path("."))
 
 
-def check_output_folder(path: str | os.PathLike, option: str = "--out") -> Path:
-    """Refuse an output folder that cannot be made or written; returns ``path`` as a Path."""
+def check_output_folder(path: str | os.PathLike, option: str = "--out",
+                        kept: str = "an earlier run's folder (the run resumes there)") -> Path:
+    """Refuse an output folder that cannot be made or written (``kept``: what an existing
+    folder is to the command); returns ``path`` as a Path."""
     path = Path(path)
     found = _nearest_existing(path)
     if not found.is_dir():
         if found == path:
             raise ElicitError(f"{option} {path} is a file, not a folder: give the name of a "
-                              "new folder (it is created) or of an earlier run's folder (the "
-                              "run resumes there)")
+                              f"new folder (it is created) or of {kept}")
         raise ElicitError(f"{option} {path}: {found} is a file, so no folder can be made "
                           "inside it; give a folder path")
     if not os.access(found, os.W_OK | os.X_OK):

@@ -1,15 +1,5 @@
-"""``elicit bench``: speed and decision quality of MAP refits and utility rounds.
-
-Each round of :func:`bench` scores a pool of unasked pairs with the fast utility and, unless
-skipped, the exact one, has the best pair answered and refits the MAP warm. The problems
-(:data:`SIZES`): ``amazon``, random but shaped like the paper's Amazon setting (n = 100,
-p = 340, word-count-like meta-features with d = 100, beta from the prior, tau2 = 0.01, a
-400-pair pool, an expert who calls a pair similar when the true weights share a sign);
-``p1000`` to ``p4000``, the same with more features; ``p10000``, a full review vocabulary
-(:func:`review_like`); ``synthetic``, the paper's synthetic problem; ``amazon-real``,
-``yelp-real``, run 0 of the real-data setup. Times are wall (``*_s``) and process CPU
-(``*_cpu_s``) with one BLAS thread.
-"""
+"""``elicit bench``: speed and decision quality of MAP refits and utility rounds on the
+problems of :data:`SIZES` (:func:`bench_problem`; docs/benchmarks.md, "``elicit bench``")."""
 
 from __future__ import annotations
 

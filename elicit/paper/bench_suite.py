@@ -1,11 +1,5 @@
 """``elicit bench --suite`` (``make bench``): the project's speed figures, recorded per commit
-(docs/benchmarks.md says what each figure measures).
-
-The round figures (:data:`ROUND_FIGURES`) time the sweeps' own sequential loop; the step figures
-estimate each reproduction step's CPU time per run from one-run calls (:func:`measure_step`). A
-record (:func:`run_suite`) is written to ``<folder>/<commit>.json``; :func:`compare` names every
-figure more than :data:`SLOWER` above the most recent earlier record's.
-"""
+(docs/benchmarks.md says what each figure measures and how records are compared)."""
 
 from __future__ import annotations
 
@@ -21,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from elicit.data.files import DATA_ENV, resolve_data_dir
 from elicit.elicitation.answers import ask
 from elicit.elicitation.settings import RoundSettings
 from elicit.elicitation.strategies import get_strategy
@@ -34,7 +29,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.paper.bench import bench_problem
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.real_problem import problem_from_run, run_cv_tau2, run_setup
-from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, run_step
+from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, run_step, step_after
 from elicit.paper.synthetic import synthetic_problem
 
 #: A figure more than this fraction above its earlier value is named as slower.
@@ -67,8 +62,7 @@ ROUND_FIGURES: tuple[Figure, ...] = (
     Figure("p10000_peak_mb", "p = 10,000 peak memory (set-up + rounds)", "MB", 4096.0),
 )
 ROUND_KEYS = tuple(f.key for f in ROUND_FIGURES if f.unit == "s")
-#: The target of the whole ``make reproduce`` at the paper's 50 runs: 30 minutes on two
-#: idle cores, i.e. 60 CPU-minutes.
+#: The target of ``make reproduce`` at the paper's 50 runs: 30 minutes on two idle cores.
 REPRODUCE_TARGET_CPU_S = 2 * 30 * 60.0
 
 
@@ -92,9 +86,20 @@ class SuiteSettings:
     def __post_init__(self) -> None:
         # before anything is measured, not when the loop reaches the name
         for what, names, known in (("round figure", self.figures, ROUND_KEYS),
-                                   ("step", self.steps, STEPS)):
-            if bad := [n for n in names or () if n not in known]:
+                                   ("step", self.steps or (), STEPS)):
+            if bad := [n for n in names if n not in known]:
                 raise ElicitError(f"unknown {what} {bad[0]!r}; choose from {', '.join(known)}")
+            if twice := [n for i, n in enumerate(names) if n in names[:i]]:
+                raise ElicitError(f"{what} {twice[0]!r} is named twice; name it once")
+        reads = step_after("table1")
+        if "table1" in (self.steps or ()) and not set(reads) <= set(self.steps or ()):
+            raise ElicitError(f"step table1 times Table 1 on the {' and '.join(reads)} steps' "
+                              f"sweeps: add {','.join(reads)} to --steps")
+        if not self.figures and self.steps == ():
+            raise ElicitError("--figures '' and --steps '' measure nothing; name a round "
+                              "figure or a step")
+        if self.data_dir is not None or os.environ.get(DATA_ENV):  # a named folder must exist
+            resolve_data_dir(self.data_dir)
 
     def to_json(self) -> dict:
         """The settings as the record stores them."""
@@ -104,9 +109,8 @@ class SuiteSettings:
 
 
 def elicitation_rounds(problem, cfg, rounds: int) -> dict:
-    """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under the sweep
-    settings ``cfg``: ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over
-    ``peak_scope``)."""
+    """Time ``rounds`` answers of the sweeps' sequential loop on ``problem`` under ``cfg``:
+    ``setup_cpu_s``, ``round_cpu_s`` (each round), ``peak_rss_mb`` (over ``peak_scope``)."""
     scope = "set-up and rounds" if reset_peak_rss() else "process"
     c = time.process_time()
     el = sweep_elicitor(problem, cfg)
@@ -138,8 +142,7 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
         real = RealDataConfig("amazon", seed=s.seed, data_dir=s.data_dir, engine="numpy",
                               refine=s.refine, runs=1, rounds=s.rounds[key], **extra)
         rd, expert, cands = run_setup(real, 0)
-        tau2 = real.fixed_tau2
-        tau2 = run_cv_tau2(real, 0, rd, cands)[0] if tau2 is None else tau2
+        tau2 = run_cv_tau2(real, 0, rd, cands)[0] if real.fixed_tau2 is None else real.fixed_tau2
         problem, cfg = problem_from_run(rd, real, 0, tau2, expert=expert), real.sweep_config()
     elif key in ("p2000_round", "p10000_round"):
         bp = bench_problem(key.removesuffix("_round"), s.seed)
@@ -157,10 +160,8 @@ def measure_round(key: str, s: SuiteSettings) -> dict:
 
 
 def measure_step(step: str, s: SuiteSettings, out: Path) -> dict:
-    """The CPU time per run of reproduction step ``step``, its one-run sweeps written under
-    ``out``: from calls with no answers (``c0``) and with ``R`` (``cR``) after a warm-up, a run
-    of ``rounds`` answers costs ``c0 + (cR - c0) rounds / R``, a lower bound (later answers
-    cost more); Table 1 is measured once."""
+    """The CPU time per run of reproduction step ``step`` from one-run sweeps under ``out``,
+    estimated as docs/benchmarks.md says ("Reproduce steps"); Table 1 is measured once."""
     if step == "table1":
         st = StepSettings(runs=1, real_runs=1, rounds=s.step_rounds, seed=s.seed, jobs=1,
                           data_dir=s.data_dir)
@@ -208,7 +209,7 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
             fig = by_key["p10000_peak_mb"]
             figures[fig.key] = {"label": fig.label, "unit": fig.unit, "target": fig.target,
                                 "value": res["peak_rss_mb"], "scope": res["peak_scope"]}
-    steps = STEPS if s.steps is None else s.steps
+    steps = tuple(st for st in STEPS if s.steps is None or st in s.steps)  # table1 last
     with tempfile.TemporaryDirectory(prefix="elicit-bench-") as tmp:
         for step in steps:
             what = "Table 1, per run" if step == "table1" else \
@@ -239,22 +240,23 @@ def write_record(folder: str | os.PathLike, record: dict) -> Path:
 
 
 def previous_record(folder: str | os.PathLike, exclude: str | os.PathLike | None = None,
-                    machine: dict | None = None) -> dict | None:
+                    machine: dict | None = None, settings: dict | None = None) -> dict | None:
     """The most recent record in ``folder`` by ``date`` but ``exclude``, or None; with
     ``machine``, of the same CPU model and core count only (another CPU's figures would flag
-    every figure, or none)."""
+    every figure, or none); with ``settings``, of the same settings only (other work)."""
     best: dict | None = None
     skip = None if exclude is None else Path(exclude).resolve()
     for path in sorted(Path(folder).glob("*.json")):  # none if there is no such folder
-        if skip is not None and path.resolve() == skip:
-            continue
-        try:
+        try:  # a damaged or foreign file, or another version's record, is passed over
             rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("figures"), dict) \
-                or not isinstance(rec.get("date"), str) or machine is not None and any(
-                    (rec.get("machine") or {}).get(k) != machine.get(k) for k in ("cpu", "cores")):
+            datetime.datetime.fromisoformat(rec["date"])
+            if path.resolve() == skip or rec["version"] != RECORD_VERSION or not all(
+                    isinstance(f["value"], (int, float)) and isinstance(f["unit"], str)
+                    for f in rec["figures"].values()) or machine is not None and any(
+                    rec["machine"].get(k) != machine.get(k) for k in ("cpu", "cores")) \
+                    or settings is not None and rec.get("settings") != settings:
+                continue
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue
         if best is None or rec["date"] > best["date"]:
             best = rec
@@ -276,16 +278,13 @@ class Change:
 
 def compare(current: dict, previous: dict, tolerance: float = SLOWER) -> list[Change]:
     """The figures of ``current`` more than ``tolerance`` above ``previous``'s (every figure
-    is a cost), in ``current``'s order; figures only one record has are not compared."""
+    is a cost), in ``current``'s order; figures only one record has are not compared
+    (:func:`previous_record` passes over a file of another form)."""
     out = []
     for key, fig in current["figures"].items():
-        old = previous["figures"].get(key)
-        if not isinstance(old, dict):
-            continue
-        before, after = old.get("value"), fig.get("value")
-        if isinstance(before, (int, float)) and isinstance(after, (int, float)) \
-                and 0 < before and after > before * (1.0 + tolerance):
-            out.append(Change(key, float(before), float(after)))
+        before = previous["figures"].get(key, {}).get("value")
+        if before is not None and 0 < before and fig["value"] > before * (1.0 + tolerance):
+            out.append(Change(key, float(before), float(fig["value"])))
     return out
 
 
@@ -315,7 +314,7 @@ def format_suite(record: dict, previous: dict | None = None) -> str:
     for key, why in record.get("skipped", {}).items():
         lines.append(f"\nskipped {key}: {why}")
     if previous is None:
-        lines.append("\nno earlier record from this machine to compare with")
+        lines.append("\nno earlier record of this machine and settings to compare with")
         return "\n".join(lines)
     slower = compare(record, previous)
     where = f"{previous.get('commit')} ({previous.get('date')})"
@@ -333,10 +332,15 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
                 progress: Callable[[str], None] | None = None) -> tuple[dict, dict | None, str]:
     """Run the suite; with ``folder``, write the record there and compare it with the most
     recent earlier one. Returns the record, the earlier record (or None) and the table."""
+    if folder is not None and ((commit := source_commit()) is None or "+" in commit):
+        # named <HEAD>+changes, a record would name a commit without the code it measured
+        raise ElicitError(f"--record {folder}: the code measured is not a commit (changes to "
+                          "elicit/, stan/, experiments/ or pyproject.toml, or no git "
+                          "checkout); commit it first, or measure without --record")
     record = run_suite(s, progress)
     previous = None
     if folder is not None:
         previous = previous_record(folder, exclude=record_path(folder, record),
-                                   machine=record["machine"])
+                                   machine=record["machine"], settings=record["settings"])
         write_record(folder, record)
     return record, previous, format_suite(record, previous)

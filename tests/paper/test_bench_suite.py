@@ -75,7 +75,41 @@ def test_previous_record_comes_from_the_same_machine(tmp_path):
     assert previous_record(tmp_path, machine=here)["commit"] == "same"
     assert previous_record(tmp_path, machine={"cpu": "test CPU", "cores": 4}) is None
     text = format_suite(_record("new", "2026-03-01T00:00:00+00:00", a=3.0), None)
-    assert "no earlier record from this machine" in text
+    assert "no earlier record of this machine and settings" in text
+
+
+@pytest.mark.parametrize("damage", [
+    {"version": None}, {"version": 0}, {"version": 2}, {"date": "yesterday"},
+    {"machine": "test CPU"}, {"figures": {"a": 0.5}}, {"figures": {"a": {"value": 0.5}}},
+    {"figures": {"a": {"label": "a", "unit": "s", "value": "0.5"}}}])
+def test_a_record_of_another_format_is_passed_over(tmp_path, damage):
+    """A damaged, foreign or older-format file in the folder was taken as the baseline when
+    its date sorted last, and the table then failed with a traceback (TypeError, KeyError,
+    AttributeError) after the figures were measured and written."""
+    write_record(tmp_path, _record("good", "2026-01-01T00:00:00+00:00", a=1.0))
+    write_record(tmp_path, {**_record("bad", "2026-02-01T00:00:00+00:00", a=1.0), **damage})
+    here = {"cpu": "test CPU", "cores": 2}
+    previous = previous_record(tmp_path, machine=here)
+    assert previous["commit"] == "good"
+    text = format_suite(_record("new", "2026-03-01T00:00:00+00:00", a=2.0), previous)
+    assert "a: 1 s -> 2 s (x2.00)" in text
+
+
+def test_the_baseline_comes_from_the_same_settings(tmp_path, monkeypatch):
+    """A record measured with another --seed or --refine measured other work: as the
+    baseline it flagged (or hid) figures that had not changed."""
+    import elicit.paper.bench_suite as suite
+
+    usual = SuiteSettings().to_json()
+    write_record(tmp_path, {**_record("usual", "2026-01-01T00:00:00+00:00", a=1.0),
+                            "settings": usual})
+    write_record(tmp_path, {**_record("refine0", "2026-02-01T00:00:00+00:00", a=0.1),
+                            "settings": SuiteSettings(refine=0).to_json()})
+    now = {**_record("now", "2026-03-01T00:00:00+00:00", a=1.1), "settings": usual}
+    monkeypatch.setattr(suite, "run_suite", lambda s, progress: now)
+    monkeypatch.setattr(suite, "source_commit", lambda: "now")
+    _, previous, text = suite.bench_suite(tmp_path, SuiteSettings())
+    assert previous["commit"] == "usual" and "no figure more than 20% slower" in text
 
 
 def test_write_record_round_trips_beside_the_commit(tmp_path):
@@ -195,3 +229,32 @@ def test_a_random_round_is_measured_without_its_problems_set_up(monkeypatch):
     monkeypatch.setattr(suite, "elicitation_rounds", rounds)
     suite.measure_round("p2000_round", SuiteSettings())
     assert alive == [False]
+
+
+@pytest.mark.parametrize("commit", ["abc1234567+changes", None])
+def test_a_record_is_of_a_commit(tmp_path, monkeypatch, commit):
+    """With uncommitted changes to the code the record was written as
+    <HEAD>+changes.json, named after a commit that does not hold the code measured, and the
+    next such call (other changes) replaced it; outside git, every record was unknown.json."""
+    import elicit.paper.bench_suite as suite
+
+    monkeypatch.setattr(suite, "source_commit", lambda: commit)
+    monkeypatch.setattr(suite, "run_suite", lambda s, progress: {
+        **_record(commit, "2026-03-01T00:00:00+00:00", a=1.0), "settings": {}})
+    with pytest.raises(ElicitError, match=r"^--record .*rec: the code measured is not a "
+                                          r"commit .*; commit it first"):
+        suite.bench_suite(tmp_path / "rec", SuiteSettings())
+    assert not (tmp_path / "rec").exists()
+    assert suite.bench_suite(None, SuiteSettings())[0]["commit"] == commit  # measured, unsaved
+
+
+def test_the_steps_are_measured_in_the_reproductions_order(monkeypatch):
+    """`--steps table1,amazon,yelp` measured Table 1 first, before the sweeps it reads, and
+    skipped it."""
+    import elicit.paper.bench_suite as suite
+
+    order = []
+    monkeypatch.setattr(suite, "measure_step",
+                        lambda step, s, out: order.append(step) or {"value": 1.0})
+    suite.run_suite(SuiteSettings(figures=(), steps=("table1", "amazon", "yelp")))
+    assert order == ["amazon", "yelp", "table1"]

@@ -479,3 +479,43 @@ def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypa
         _reproduce().main()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "amazon/mse.csv is cut short" in err, err
+
+
+@pytest.mark.parametrize("target", ["test", "test-fast", "lint", "bench", "reproduce",
+                                    "reproduce-quick"])
+def test_a_make_target_without_its_virtual_environment_says_to_make_it(tmp_path, target):
+    """Without the virtual environment every target but setup failed with the shell's
+    ".venv/bin/python: not found" (Error 127), which did not say that `make setup` makes it."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    venv = tmp_path / "no-venv"
+    res = subprocess.run(["make", "-C", str(REPRODUCE.parents[1]), target, f"VENV={venv}"],
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and not venv.exists()
+    assert f"{venv}/bin/python not found: run 'make setup' first" in res.stderr
+
+
+@pytest.mark.parametrize("target", ["reproduce", "reproduce-quick"])
+def test_make_reproduce_passes_out_as_one_folder(tmp_path, target):
+    """OUT="my results" reached reproduce.py as two words ("unrecognized arguments:
+    results"), and an empty OUT is refused rather than writing into the current folder."""
+    import shlex
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").touch()  # -n: nothing is run
+
+    def make(out: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "-n", target, f"VENV={tmp_path}", f"OUT={out}"],
+                              cwd=REPRODUCE.parents[1], capture_output=True, text=True)
+
+    words = shlex.split(make("my results").stdout.strip().splitlines()[-1])
+    assert words[words.index("--out") + 1] == "my results" + ("/quick" if "quick" in target else "")
+    res = make(" ")
+    assert res.returncode != 0 and "OUT is empty: give the results folder" in res.stderr
