@@ -126,8 +126,8 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                         "nonsequential (ranked once, before any answer), random, or one "
                         "registered by your own code")
     n.add_argument("--pool-size", type=positive_int, default=None,
-                   help="candidate pool per round (default: 400 for --dataset, as in the "
-                        "paper; else min(#pairs, 10 p, 4000))")
+                   help="candidate pool per round (default: 400 for --dataset/--corpus, as "
+                        "in the paper; else min(#pairs, 10 p, 4000))")
     add_engine_options(n)
     add_utility_target_option(n)
     n.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
