@@ -344,7 +344,6 @@ class RealDataConfig(Recorded, RoundKeywords):
                               f"(--questions with relevance); this sweep has tau2 {tau2!r}, "
                               f"model {model!r}")
         listed = again if isinstance(again, (tuple, list)) else [again]
-        # the answer counts as a set: the order or a repetition changes no choice
         put(tau2_again=tuple(sorted({check_int(t, "tau2_again must hold positive answer counts, "
                                                   f"got {again!r}", 1) for t in listed})))
         if self.paper and model != PAPER:

@@ -34,9 +34,8 @@ def to_inferencedata(session: SessionState):
     fit, post, active = snap.fit, snap.posterior, snap.answers
     assert post is not None
     names = session.feature_names
-    d = session.U.shape[1]
     constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
-    coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
+    coords = {"meta_feature": np.arange(session.U.shape[1]), "feature": names, "feature_": names}
     dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
     if len(active):
         constant.update(
@@ -91,8 +90,7 @@ _DESCRIPTIONS = {
     "prior_scale": "h = sqrt(lambda) at the MAP: the prior covariance of beta is sigma2 tau2 "
                    "diag(h) K diag(h)",
     "delta": "MAP of delta >= 0: beta | sigma2 has the prior mean delta s (s: direction)",
-    "direction": "s: 1 where the answers say the feature raises the outcome, -1 lowers it, "
-                 "0 not judged",
+    "direction": "s: 1 the answers say the feature raises the outcome, -1 lowers it, 0 not judged",
 }
 
 
@@ -112,11 +110,9 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "answers": [{"kind": k, "i": i, "j": j, "feature_i": names[i],
                      "feature_j": _names_or_blank(names)[j], "answer": a, "expert": e}
                     for k, i, j, a, e in active],
-        # the level added back to predictions and the standardisation of X (None: as stored)
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
         "x_scale": session.meta.get("x_scale"),
         "exported": store.now(),
-        # the relevance model: the class each feature's answers set and zeta at the MAP
         **({} if snap.relevance is None else {
             "questions": list(session.questions), "zeta": fit.zeta,
             "relevance_class": snap.relevance.astype(int).tolist(),

@@ -338,13 +338,9 @@ class SessionState:
             return self.elicitor.predict(self._model_X(X_new)) + self.y_offset
 
     def to_estimator(self, **params: Any) -> ElicitRegressor:
-        """The session's model as a fitted scikit-learn regressor.
-
-        The active pair answers become its ``feedback`` and the relevance classes its
-        ``relevant`` and ``irrelevant``; fitted on the session's data, hyperparameters and
-        engine, its MAP and ``predict`` are the session's; a refit (``clone``) preprocesses
-        as the session does. ``params`` set other estimator parameters.
-        """
+        """The session's model as a fitted scikit-learn regressor, ``params`` set (its MAP
+        and ``predict`` are the session's; direction answers are an :class:`ElicitError`:
+        ``docs/session.md``, "scikit-learn")."""
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
         snap = self.snapshot()
@@ -357,7 +353,6 @@ class SessionState:
                 params.setdefault(key, [self.feature_names[k]
                                         for k in np.flatnonzero(snap.relevance == c)])
         if get_model(self.elicitor.hyper.model).known_coupling and "coupled" not in params:
-            # J of a known-coupling session: the features its questions are about
             J = np.flatnonzero(coupled_features(len(self.feature_names), self.elicitor.candidates))
             params["coupled"] = [self.feature_names[k] for k in J]
         est = ElicitRegressor.from_answers(
