@@ -88,13 +88,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     """The options, and the steps to run in the order of :data:`STEPS` (an unknown step is
     an argparse error)."""
     ap = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("results"))
-    ap.add_argument("--runs", type=positive_int, default=50, help="runs of every step")
+    ap.add_argument("--out", type=Path, default=Path("results"), help="the results folder")
+    ap.add_argument("--runs", type=positive_int, default=50,
+                    help="runs of the synthetic step, and of the real-data steps and Table 1 "
+                         "unless --real-runs (the mixed steps: --mixed-runs; default 50)")
     ap.add_argument("--real-runs", type=positive_int, default=None,
                     help="runs of the real-data steps and Table 1 (default: --runs)")
-    ap.add_argument("--rounds", type=nonneg_int, default=100)
-    ap.add_argument("--jobs", type=positive_int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=nonneg_int, default=100,
+                    help="answers per run of every step but the mixed ones (--mixed-rounds; "
+                         "default 100)")
+    ap.add_argument("--jobs", type=positive_int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--seed", type=int, default=0, help="the seed of every step")
     ap.add_argument("--data-dir", type=Path, default=None,
                     help="data directory (default: $ELICIT_DATA, <repo>/data, ../shared/data)")
     ap.add_argument("--kitchen", type=Path, default=None,

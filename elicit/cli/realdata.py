@@ -55,7 +55,7 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
                         "(default: the paper's 100 of 5149, scaled to the corpus)")
     p.add_argument("--name", default=None,
                    help="--corpus: the data set's label in the outputs (default: file stem)")
-    p.add_argument("--runs", type=positive_int, default=50)
+    p.add_argument("--runs", type=positive_int, default=50, help="runs 0..N-1 (default 50)")
     add_sweep_options(p)
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data directory, with --corpus where its stop list is checked "
@@ -99,7 +99,7 @@ def _table1_options(p: argparse.ArgumentParser) -> None:
     from elicit.data.sources import DATASETS
     from elicit.paper.table1 import DEFAULT_SAMPLES
 
-    p.add_argument("--runs", type=positive_int, default=50)
+    p.add_argument("--runs", type=positive_int, default=50, help="the sweeps' runs (default 50)")
     p.add_argument("--out", type=Path, required=True,
                    help="results folder holding the realdata sweeps in OUT/<dataset>/")
     p.add_argument("--datasets", type=names, default=DATASETS,

@@ -85,9 +85,8 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     src.add_argument("--dataset", choices=("amazon", "yelp"),
                      help="the paper's data set (one run's 100 training reviews: --run, --seed)")
     src.add_argument("--corpus", type=Path, metavar="FILE",
-                     help="any review corpus: a JSON-lines or CSV file (optionally gzipped) "
-                          "with a text and a rating field; keywords by the paper's rule, one "
-                          "run's 100 training reviews")
+                     help="any review corpus: JSON Lines or CSV (optionally gzipped) with a "
+                          "text and a rating field; one run's 100 training reviews (--run)")
     n.add_argument("--text-field", default="text",
                    help="--corpus: the field holding the review text (default: text)")
     n.add_argument("--rating-field", default="rating",
@@ -103,17 +102,15 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                      "; --from-csv takes only a FILE (default: how the columns correlate, "
                      "see docs/metafeatures.md)")
     n.add_argument("--no-standardize", action="store_true",
-                   help="--from-csv: use the feature columns as they are (default: centre "
-                        "and scale each column inside the model; predictions still take "
-                        "the original units)")
+                   help="--from-csv: use the columns as they are (default: standardise each "
+                        "inside the model; predictions still take the original units)")
     n.add_argument("--target-description", metavar="TEXT",
                    help="how the question names the outcome, e.g. \"the review's star "
                         "rating\" (default: from the target column or the data set)")
     n.add_argument("--out", type=Path, required=True, help="session file to write")
     n.add_argument("--run", type=nonneg_int, default=None, metavar="R",
-                   help="--dataset/--corpus: take run R (default 0) of a real-data sweep with "
-                        "--seed S: the same 100 training reviews as `elicit realdata --seed S` "
-                        "uses in run R")
+                   help="--dataset/--corpus: run R (default 0) of a sweep with --seed S: the "
+                        "100 training reviews `elicit realdata --seed S` uses in its run R")
     # Replaced by --run/--seed; kept only to say so (cmd_new).
     n.add_argument("--run-seed", type=nonneg_int, default=None, help=argparse.SUPPRESS)
     n.add_argument("--data-dir", default=None, help="data directory (else $ELICIT_DATA, ...)")
@@ -121,17 +118,15 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                    help="seed of the questions' random stream (default 0); with "
                         "--dataset/--corpus also the sweep seed whose run --run is taken")
     n.add_argument("--strategy", type=strategy, default="sequential",
-                   help="how questions are chosen, a registered strategy: sequential "
-                        "(default: the best of a fresh pool after every answer), "
-                        "nonsequential (ranked once, before any answer), random, or one "
-                        "registered by your own code")
+                   help="how questions are chosen: sequential (default: the best of a fresh "
+                        "pool after every answer), nonsequential (ranked once, before any "
+                        "answer), random, or one your own code registers")
     n.add_argument("--pool-size", type=positive_int, default=None,
-                   help="candidate pool per round (default: 400 for --dataset, as in the "
-                        "paper; else min(#pairs, 10 p, 4000))")
+                   help="candidate pool per round (default: 400 for --dataset/--corpus, as "
+                        "in the paper; else min(#pairs, 10 p, 4000))")
     add_engine_options(n)
     add_utility_target_option(n)
-    n.add_argument("--questions", type=questions, default=PAPER_QUESTIONS,
-                   metavar="KIND[,KIND...]",
+    n.add_argument("--questions", type=questions, default=PAPER_QUESTIONS, metavar="KIND[,KIND...]",
                    help=f"the kinds of question asked, comma-separated: {questions_help()}; "
                         f"default {','.join(PAPER_QUESTIONS)} (the paper's); a kind that "
                         "needs a model (feature questions: relevance) makes it the default "

@@ -36,13 +36,13 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
 
     def add(self, name: object, obj: T) -> T:
-        """Register ``obj`` under ``name`` (free, non-empty, spelled by a comma-separated list,
-        naming a folder: a sweep's parts) and return it; its methods must take the arguments of
-        the abstract ones they implement (one that did not would fail deep in a round)."""
-        if (not isinstance(name, str) or not name.strip() or name != name.strip()
-                or any(c in name for c in ",/\\") or name in (".", "..")):
+        """Register ``obj`` under ``name`` (a name docs/extending.md allows) and return it; its
+        methods must take the arguments of the abstract ones they implement, not fail in a round."""
+        if (not isinstance(name, str) or not name or name != name.strip() or not name.isprintable()
+                or set(",/\\") & set(name) or name in (".", "..") or len(name.encode()) > 255):
             raise ElicitError(f"a {self.kind} needs a name without commas or surrounding "
-                              f"spaces that can name a folder (no slash, . or ..), got {name!r}")
+                              f"spaces that can name a folder (printable, no slash, . or .., "
+                              f"at most 255 bytes), got {name!r}")
         if name in self._items:
             raise ElicitError(f"a {self.kind} named {name!r} is already registered; choose "
                               "another name")

@@ -344,8 +344,8 @@ class RealDataConfig(Recorded, RoundKeywords):
                               f"(--questions with relevance); this sweep has tau2 {tau2!r}, "
                               f"model {model!r}")
         listed = again if isinstance(again, (tuple, list)) else [again]
-        put(tau2_again=tuple(check_int(t, "tau2_again must hold positive answer counts, got "
-                                           f"{again!r}", 1) for t in listed))
+        put(tau2_again=tuple(sorted({check_int(t, "tau2_again must hold positive answer counts, "
+                                                  f"got {again!r}", 1) for t in listed})))
         if self.paper and model != PAPER:
             raise ElicitError(f"--paper runs the paper's model; drop --model {model} or --paper")
         _positive_int(self.settings.pool_size, "pool_size")

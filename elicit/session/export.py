@@ -34,9 +34,8 @@ def to_inferencedata(session: SessionState):
     fit, post, active = snap.fit, snap.posterior, snap.answers
     assert post is not None
     names = session.feature_names
-    d = session.U.shape[1]
     constant = {"K": np.asarray(fit.K), "mu": np.asarray(post.mu)}
-    coords = {"meta_feature": np.arange(d), "feature": names, "feature_": names}
+    coords = {"meta_feature": np.arange(session.U.shape[1]), "feature": names, "feature_": names}
     dims = {"gamma": ["meta_feature"], "K": ["feature", "feature_"], "mu": ["feature"]}
     if len(active):
         constant.update(
@@ -54,29 +53,31 @@ def to_inferencedata(session: SessionState):
              "standardized": int(session.meta.get("x_centre") is not None)}
     posterior = {"gamma": np.asarray(fit.gamma)[None, None, :],
                  "xi": np.array([[fit.xi]]), "tau2": np.array([[fit.tau2]])}
-    described: dict[str, str] = {}
     if snap.relevance is not None:
         assert snap.p_relevant is not None and fit.zeta is not None
         posterior["zeta"] = np.array([[fit.zeta]])
-        p = len(names)
-        h = np.ones(p) if fit.scales is None else np.asarray(fit.scales)
+        h = np.ones(len(names)) if fit.scales is None else np.asarray(fit.scales)
         constant.update(relevance_class=snap.relevance.astype(np.int64),
                         p_relevant=snap.p_relevant, prior_scale=h)
         dims.update(relevance_class=["feature"], p_relevant=["feature"], prior_scale=["feature"])
-        described = _RELEVANCE_DESCRIPTIONS
         attrs.update(questions=",".join(session.questions), irrelevant_scale=IRRELEVANT_SCALE)
+    if snap.direction is not None:
+        posterior["delta"] = np.array([[fit.delta]])
+        constant["direction"] = snap.direction.astype(np.int64)
+        dims["direction"] = ["feature"]
     idata = az.from_dict(posterior=posterior, constant_data=constant, coords=coords,
                          dims=dims, attrs=attrs)
     # from_dict puts attrs on its last group only; the MAP is what the posterior group holds.
     idata.posterior.attrs.update(attrs)
-    for name, text in described.items():
-        group = idata.posterior if name == "zeta" else idata.constant_data
-        group[name].attrs["description"] = text
+    for name, text in _DESCRIPTIONS.items():
+        group = idata.posterior if name in ("zeta", "delta") else idata.constant_data
+        if name in group:
+            group[name].attrs["description"] = text
     return idata
 
 
-#: What the relevance model's variables of the netCDF export mean (their ``description``).
-_RELEVANCE_DESCRIPTIONS = {
+#: The ``description`` of the netCDF export's relevance and direction-mean variables.
+_DESCRIPTIONS = {
     "zeta": "MAP of zeta, the logit of the share of relevant features among those not judged; "
             "an unjudged feature j's prior variance scale is s_j + (1 - s_j) irrelevant_scale, "
             "s_j = s(zeta + 2 a_j), a_j the answers about j's neighbours in meta-feature space",
@@ -88,6 +89,8 @@ _RELEVANCE_DESCRIPTIONS = {
                   "p(y | lambda = irrelevant_scale)",
     "prior_scale": "h = sqrt(lambda) at the MAP: the prior covariance of beta is sigma2 tau2 "
                    "diag(h) K diag(h)",
+    "delta": "MAP of delta >= 0: beta | sigma2 has the prior mean delta s (s: direction)",
+    "direction": "s: 1 the answers say the feature raises the outcome, -1 lowers it, 0 not judged",
 }
 
 
@@ -107,15 +110,15 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "answers": [{"kind": k, "i": i, "j": j, "feature_i": names[i],
                      "feature_j": _names_or_blank(names)[j], "answer": a, "expert": e}
                     for k, i, j, a, e in active],
-        # the level added back to predictions and the standardisation of X (None: as stored)
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
         "x_scale": session.meta.get("x_scale"),
         "exported": store.now(),
-        # the relevance model: the class each feature's answers set and zeta at the MAP
         **({} if snap.relevance is None else {
             "questions": list(session.questions), "zeta": fit.zeta,
             "relevance_class": snap.relevance.astype(int).tolist(),
             "prior_scale": None if fit.scales is None else np.asarray(fit.scales).tolist()}),
+        **({} if snap.direction is None else {
+            "delta": fit.delta, "direction": snap.direction.astype(int).tolist()}),
     }
 
 

@@ -53,6 +53,8 @@ class Snapshot:
         Each feature's relevance class (1 relevant, 0 irrelevant, -1 not judged) and
         probability of affecting the outcome at the MAP (:func:`_p_relevant`; None unless
         asked for); None for a model without relevance classes.
+    direction
+        The signs s of the prior mean delta s of beta; None for a model without a direction mean.
     """
 
     fit: MAPResult
@@ -60,6 +62,7 @@ class Snapshot:
     answers: list[tuple[str, int, int, str, str]]
     relevance: np.ndarray | None = None
     p_relevant: np.ndarray | None = None
+    direction: np.ndarray | None = None
 
 
 class SessionState:
@@ -235,7 +238,8 @@ class SessionState:
             post = el.posterior() if posterior else None
             rel = None if el.relevance is None else np.array(el.relevance)
             prob = _p_relevant(el) if p_relevant and rel is not None else None
-            return Snapshot(el.fit, post, list(self._active), rel, prob)
+            signs = el.data.direction_signs if el.data.model.direction else None
+            return Snapshot(el.fit, post, list(self._active), rel, prob, signs)
 
     def _read(self, query, *args):
         """``query(conn, *args)`` of :mod:`elicit.session.record` at the current state."""
@@ -334,23 +338,21 @@ class SessionState:
             return self.elicitor.predict(self._model_X(X_new)) + self.y_offset
 
     def to_estimator(self, **params: Any) -> ElicitRegressor:
-        """The session's model as a fitted scikit-learn regressor.
-
-        The active pair answers become its ``feedback`` and the relevance classes its
-        ``relevant`` and ``irrelevant``; fitted on the session's data, hyperparameters and
-        engine, its MAP and ``predict`` are the session's; a refit (``clone``) preprocesses
-        as the session does. ``params`` set other estimator parameters.
-        """
+        """The session's model as a fitted scikit-learn regressor, ``params`` set (its MAP
+        and ``predict`` are the session's; direction answers are an :class:`ElicitError`:
+        ``docs/session.md``, "scikit-learn")."""
         from elicit.estimator import ElicitRegressor  # scikit-learn: imported when asked for
 
         snap = self.snapshot()
+        if snap.direction is not None and snap.direction.any():
+            raise ElicitError("to_estimator() cannot carry direction answers (ElicitRegressor "
+                              "has no prior mean of beta): use the session's predict()")
         active = [(i, j, a) for k, i, j, a, _ in snap.answers if get_kind(k).arity == 2]
         if snap.relevance is not None:
             for key, c in (("relevant", 1), ("irrelevant", 0)):
                 params.setdefault(key, [self.feature_names[k]
                                         for k in np.flatnonzero(snap.relevance == c)])
         if get_model(self.elicitor.hyper.model).known_coupling and "coupled" not in params:
-            # J of a known-coupling session: the features its questions are about
             J = np.flatnonzero(coupled_features(len(self.feature_names), self.elicitor.candidates))
             params["coupled"] = [self.feature_names[k] for k in J]
         est = ElicitRegressor.from_answers(

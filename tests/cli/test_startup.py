@@ -69,3 +69,20 @@ def test_the_facade_names_load_when_asked_for():
     assert {"Elicitor", "Session", "ElicitRegressor", "get_engine"} <= set(dir(elicit))
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         _ = elicit.nothing
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    """Bug (2026-11-30): ``--runs`` of ``elicit realdata`` and ``elicit table1`` had no help
+    line, so ``--help`` listed it without what it is or its default."""
+    import argparse
+
+    from elicit.cli.main import build_parser
+
+    def bare(parser, name):
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                yield from (x for n, sub in a.choices.items() for x in bare(sub, f"{name} {n}"))
+            elif not a.help:
+                yield f"{name} {'/'.join(a.option_strings) or a.dest}"
+
+    assert list(bare(build_parser(), "elicit")) == []

@@ -505,7 +505,10 @@ def test_the_strategy_registry_refuses_taken_names_and_streams_in_one_line(toy_s
         register_strategy("mine")  # type: ignore[arg-type]
     # a sweep stores a strategy's runs in a folder of its name: "my/way" made a folder in a
     # folder, ".." wrote its runs into parts/ itself, "../../x" beside the sweep
-    for name in ("my/way", "..", ".", "..\\x"):
+    # Bug (2026-11-30): a NUL, a control character or a name longer than a file name may be
+    # (255 bytes) was taken, and the sweep then failed with a bare ValueError ("embedded null
+    # byte") or OSError ("File name too long") when it made the folder
+    for name in ("my/way", "..", ".", "..\\x", "a\x00b", "two\nlines", "y" * 256):
         with pytest.raises(ElicitError, match=r"^a strategy needs a name without commas or "
                                               r"surrounding spaces that can name a folder"):
             register_strategy(LastAllowed(name, "Mine", stream_id=92))

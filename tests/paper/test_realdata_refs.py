@@ -178,6 +178,10 @@ def test_tau2_is_chosen_again_by_default_only_with_cv_and_relevance_classes():
     assert RealDataConfig(src, questions="both", tau2_again=[]).tau2_again == ()
     cfg = RealDataConfig(src, questions="both", tau2_again=[5, 15])
     assert cfg.tau2_again == (5, 15) and cfg.to_json()["tau2_again"] == [5, 15]
+    # Bug (2026-11-30): --tau2-again 15,5 or 5,15,5 chooses at the same answers as 5,15, but
+    # was recorded as given, so a rerun with 5,15 was refused as another sweep's settings
+    for counts in ([15, 5], [5, 15, 5]):
+        assert RealDataConfig(src, questions="both", tau2_again=counts).to_json() == cfg.to_json()
     # a folder written before the setting chose tau2 once, at the start
     d = {k: v for k, v in cfg.to_json().items() if k != "tau2_again"}
     assert RealDataConfig.recorded(d)["tau2_again"] == []

@@ -554,3 +554,48 @@ def test_plot_gains_draws_every_answer_of_every_kind(tmp_path):
         warnings.simplefilter("error")
         t.plot_gains()
     plt.close("all")
+
+
+def _direction_session(path):
+    """A session asking direction questions, with answers that set signs of the prior mean."""
+    s = new_session(path, questions="direction")
+    for word in ("raises", "lowers", "raises"):
+        s.answer(s.next_query(), word)
+    return s
+
+
+def test_export_holds_the_direction_prior_mean(tmp_path):
+    """Bug (2026-11-30): the exported prior of a session with direction answers left out the
+    prior mean delta s of beta (docs/session.md, "Exported priors"): delta and the signs were
+    in neither the .nc nor the .json file."""
+    pytest.importorskip("arviz")
+    with _direction_session(tmp_path / "d.session") as s:
+        fit, signs = s.fit, np.asarray(s.elicitor.data.direction_signs)
+        s.export_prior(tmp_path / "prior.nc")
+        s.export_prior(tmp_path / "prior.json")
+    assert fit.delta is not None and np.count_nonzero(signs) == 3
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "prior.nc", group="constant_data") as const, \
+            xr.open_dataset(tmp_path / "prior.nc", group="posterior") as post:
+        assert list(const["direction"].values) == list(signs)
+        assert float(post["delta"].values.ravel()[0]) == pytest.approx(fit.delta)
+        assert const["direction"].attrs["description"] and post["delta"].attrs["description"]
+    doc = json.loads((tmp_path / "prior.json").read_text())
+    assert doc["direction"] == list(signs) and doc["delta"] == pytest.approx(fit.delta)
+
+
+def test_to_estimator_refuses_direction_answers_it_cannot_carry(tmp_path):
+    """Bug (2026-11-30): to_estimator() dropped the direction answers (the estimator has no
+    prior mean), so its predictions differed from the session's without a word; it now says
+    so in one line. Without direction answers the estimator is still the session's model."""
+    pytest.importorskip("sklearn")
+    with _direction_session(tmp_path / "d.session") as s:
+        with pytest.raises(ElicitError, match=r"^to_estimator\(\) .*direction answers") as e:
+            s.to_estimator()
+        assert "\n" not in str(e.value)
+    with new_session(tmp_path / "e.session", questions="direction") as s:
+        s.answer(s.next_query(), "dont_know")
+        est = s.to_estimator()
+        X = pd.DataFrame(s.X, columns=NAMES)
+        np.testing.assert_allclose(est.predict(X), s.predict(X), rtol=1e-6, atol=1e-8)

@@ -781,6 +781,30 @@ def test_undo_from_a_stale_tab_withdraws_nothing_it_did_not_show(app, path):
                                                           ("dissimilar", None, 1)]
 
 
+@pytest.mark.slow  # a real process, as test_serve_command_in_a_real_process
+def test_serve_on_every_interface_prints_an_address_it_answers_on(path):
+    """Bug (review, 2026-11-30): `elicit serve --host 0.0.0.0` printed "serving ... at
+    http://0.0.0.0:PORT/", and the page at that address answered 403 "unexpected Host
+    '0.0.0.0:PORT'"; it now prints the machine's name, which it answers on."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
+                             "--host", "0.0.0.0", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"at http://([^/]+):(\d+)/ ", line)
+        assert m, line
+        conn = http.client.HTTPConnection("127.0.0.1", int(m.group(2)), timeout=600)
+        conn.request("GET", "/", headers={"Host": f"{m.group(1)}:{m.group(2)}"})
+        assert conn.getresponse().status == 200, line
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=600)
+
+
 def test_serve_on_every_interface_answers_by_this_machines_address(path):
     """With --host 0.0.0.0 the server warned that other machines may reach the page, yet a
     page opened by this machine's IP address got 403 "this server answers only on localhost"

@@ -172,8 +172,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _say(text: str, err: bool = False) -> None:
-    """Print as the terminal does (leading newlines kept, the rest escaped), ignoring a
-    terminal that has gone away (SIGHUP)."""
+    """Print as the terminal does (:func:`printable_line`), ignoring a closed terminal."""
     with contextlib.suppress(OSError, ValueError):
         print(printable_line(text), file=sys.stderr if err else sys.stdout, flush=True)
 
@@ -185,7 +184,8 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
     server, app = make_server(session_path, host, port, engine, expert)
     sess: Session = app.config["ELICIT_SESSION"]
     inflight: InFlight = app.config["ELICIT_IN_FLIGHT"]
-    url_host = f"[{host}]" if ":" in host else host
+    url_host = socket.gethostname() if host in ("0.0.0.0", "::") else \
+        f"[{host}]" if ":" in host else host
     who = f" (default expert: {expert})" if expert else ""
     _say(f"serving {sess.path} at http://{url_host}:{server.server_port}/{who}  (Ctrl-C to "
          "stop)")
