@@ -185,6 +185,8 @@ def test_a_session_asks_stores_undoes_and_reopens_direction_questions(tmp_path):
         q = next(q for q in iter(s.next_query, None) if q.kind == "direction" or
                  s.answer(q, "dont_know") is None)
         assert q.j is None
+        # printed as what it asks (not a feature question's "does 'x' matter")
+        assert f"{q.names[0]!r} is present, does the outcome go up or down" in str(q)
         rec = s.answer(q, "^")
         assert (rec.kind, rec.answer.value) == ("direction", "raises")
         assert s.elicitor.data.direction[q.i] == 1
