@@ -57,9 +57,14 @@ def test_the_kind_is_registered_and_takes_the_direction_models():
     assert model_for("all") == "relevance-direction" and model_for("both") == "relevance"
     assert model_for("pairs") is None
     with pytest.raises(ElicitError, match=r"^questions='direction' asks direction questions, "
-                                          r"which need a model with a direction mean"):
+                                          r"which need a model with a direction mean: use "
+                                          r"model='direction' \(the model is 'relevance'\)$"):
         a = small_arrays()
         Elicitor(a.X, a.y, a.U, Hyper(model="relevance"), questions="direction")
+    # the model that takes every kind asked, not one that another kind refuses in turn
+    with pytest.raises(ElicitError, match=r"^questions='pairs,direction' asks direction "
+                                          r"questions, .*: use model='direction' "):
+        Elicitor(a.X, a.y, a.U, Hyper(model="known-coupling"), questions="pairs,direction")
 
 
 def test_the_experts_answer_from_the_sign_of_their_weights():

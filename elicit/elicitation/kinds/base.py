@@ -266,7 +266,8 @@ class QuestionKind(ABC):
         return model if model is not None else self.model
 
     def model_refusal(self, model: str) -> str | None:
-        """Why ``model`` cannot take these questions ("asks <label>, which ..."; None: it can)."""
+        """Why ``model`` cannot take these questions ("asks <label>, which ..."; None: it can);
+        the message adds the model that takes every kind asked."""
         return None
 
     def resets(self, model: str) -> bool:

@@ -32,7 +32,6 @@ from elicit.model.variants import (
     DIRECTION_MODEL,
     MODELS,
     PAPER,
-    RELEVANCE_DIRECTION_MODEL,
     get_model,
 )
 
@@ -177,9 +176,7 @@ class DirectionKind(QuestionKind):
         return name if name in MODELS else model
 
     def model_refusal(self, model: str) -> str | None:
-        return None if get_model(model).direction else (
-            f"need a model with a direction mean: use model={DIRECTION_MODEL!r} (or "
-            f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is {model!r})")
+        return None if get_model(model).direction else "need a model with a direction mean"
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:

@@ -17,7 +17,7 @@ import numpy as np
 from elicit.elicitation.gains import FeatureUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
 from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
-from elicit.model.variants import RELEVANCE_DIRECTION_MODEL, RELEVANCE_MODEL, get_model
+from elicit.model.variants import RELEVANCE_MODEL, get_model
 
 if TYPE_CHECKING:
     from elicit.elicitation.utility import ScoringRound
@@ -41,9 +41,7 @@ class RelevanceKind(QuestionKind):
         return np.asarray(data.relevance) == CLASS_IRRELEVANT
 
     def model_refusal(self, model: str) -> str | None:
-        use = RELEVANCE_DIRECTION_MODEL if get_model(model).direction else RELEVANCE_MODEL
-        return None if get_model(model).relevance else (
-            f"need a model with relevance classes: use model={use!r} (the model is {model!r})")
+        return None if get_model(model).relevance else "need a model with relevance classes"
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
