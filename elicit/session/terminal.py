@@ -285,9 +285,6 @@ def _escaped(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-_COUNTED = {"dont_know": "don't know"}
-
-
 def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
     """Print a session's answers: a line per expert, the summary and a table, or CSV (text
     escaped; ``elicit export FILE.csv`` writes it as written)."""
@@ -300,8 +297,8 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
     for e in experts:
         pr = s.progress(e)
         who = f" by {e}" if e else ""
-        counted = [a.value for k in s.kinds for a in k.answers] + [DONT_KNOW.value]
-        counts = ", ".join(f"{pr[k]} {_COUNTED.get(k, k)}" for k in counted)
+        counted = [a for k in s.kinds for a in k.answers] + [DONT_KNOW]
+        counts = ", ".join(f"{pr[a.value]} {a.label.lower()}" for a in counted)
         _put(out, f"{s.path}: {pr['answered']} of {pr['questions']} {s.question_noun}s "
                   f"answered{who} ({counts}), {pr['skipped']} skipped, {pr['undone']} undone")
     _put(out, *(f"  {line}" for line in s.summary))

@@ -269,8 +269,7 @@ class QuestionKind(ABC):
         return model if model is not None else self.model
 
     def model_refusal(self, model: str) -> str | None:
-        """Why ``model`` cannot take these questions ("asks <label>, which ..."; None: it can);
-        the message adds the model that takes every kind asked."""
+        """Why ``model`` cannot take these questions ("need ...", to which the model is added)."""
         return None
 
     def resets(self, model: str) -> bool:
@@ -341,8 +340,8 @@ def register_kind(kind: K) -> K:
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
-    taken = [n for n in (kind.name, *kind.aliases) if n in _NAMES or n in _GROUPS or n == "all"]
-    if taken:
+    if taken := [n for n in (kind.name, *kind.aliases)
+                 if n in _NAMES or n in _GROUPS or n == "all"]:
         raise ElicitError(f"a question kind named {taken[0]!r} is already registered; choose "
                           "another name")
     KINDS.add(kind.name, kind)

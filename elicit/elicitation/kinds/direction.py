@@ -207,5 +207,4 @@ DIRECTION = register_kind(DirectionKind(
     utilities={("fast", "predictive"): "direction-fast",
                ("exact", "predictive"): "direction-exact"},
     plural="direction questions", comment_example="^ customers who mention it rate higher",
-    pool="all", order=2, model=DIRECTION_MODEL, resets_hessian=True,
-    numbers=False))  # 0 would be 'lowers', though a sign 0 is "not known" (weight_sign)
+    pool="all", order=2, model=DIRECTION_MODEL, resets_hessian=True, numbers=False))
