@@ -183,8 +183,7 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:
-    """``--model NAME`` (checked by the library); by default (None) the model the
-    ``--questions`` need, else the paper's."""
+    """``--model NAME`` (checked by the library; default None: what the --questions need)."""
     from elicit.elicitation.kinds import KINDS, model_for
     from elicit.model.variants import MODELS, PAPER
 

@@ -10,8 +10,7 @@ pair's feature). The delta-line screen holds S at the round's and refits delta a
 ``m' = X s'`` the log density in delta is ``-a* log(b_sigma + (c0 - 2 delta c1 + delta^2 c2)
 / 2) - delta^2 / (2 sd^2)``, ``c0 = y' S^-1 y``, ``c1 = m'' S^-1 y``, ``c2 = m'' S^-1 m'``,
 for every candidate at once (a few Newton steps from ``c1 / c2``). delta must move: before
-the first answer its MAP is 0, where no answer moves the predictive. ``fast`` re-scores the
-best by refits until the winner is certain or cannot beat ``reach``; ``exact`` refits all.
+the first answer its MAP is 0, where no answer moves the predictive.
 """
 
 from __future__ import annotations
