@@ -142,7 +142,8 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
     1).
 
     With ``direction`` (signs 1/-1/0) beta's prior mean is ``delta s``, delta theta's last
-    entry: y's Student-t is centred at ``X delta s`` (X unscaled) and delta ~ N+(0, rms(y))."""
+    entry: y's Student-t is centred at ``X delta s`` (X unscaled) and delta ~ N+(0, rms(y));
+    with both, a feature of class 0 (irrelevant) has no sign."""
     from scipy.special import gammaln
 
     d, n = data.d, data.n
@@ -155,6 +156,8 @@ def dense_log_density(theta: np.ndarray, data: ModelData, threshold_sd: float,
         keep = np.outer(coupled, coupled) | np.eye(len(coupled), dtype=bool)
         K = np.where(keep, K, 0.0)
     X = data.X
+    if relevance is not None and direction is not None:
+        direction = np.where(relevance == 0, 0, direction)
     r = data.y if direction is None else data.y - theta[-1] * (data.X @ direction)
     if relevance is not None:
         zeta = theta[-2] if direction is not None else theta[-1]

@@ -183,13 +183,14 @@ def add_check_engine_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_option(p: argparse.ArgumentParser) -> None:
-    """``--model NAME`` (checked by the library); by default (None) the model the
-    ``--questions`` need, else the paper's."""
-    from elicit.model.variants import MODELS, PAPER, RELEVANCE_MODEL
+    """``--model NAME`` (checked by the library; default None: what the --questions need)."""
+    from elicit.elicitation.kinds import KINDS, model_for
+    from elicit.model.variants import MODELS, PAPER
 
+    need = "".join(f"{k.model} with {k.label}, " for k in KINDS.values() if k.model)
     p.add_argument("--model", default=None, metavar="NAME",
                    help=f"the model: {', '.join(MODELS)} (default {PAPER}, or the model the "
-                        f"--questions need: {RELEVANCE_MODEL} with feature questions; `elicit "
+                        f"--questions need: {need}{model_for('all')} with all; `elicit "
                         "models` says what each assumes)")
 
 

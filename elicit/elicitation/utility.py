@@ -34,6 +34,7 @@ from elicit.elicitation.kinds import (
     QuestionKind,
     kind_for,
     kinds_of,
+    model_for,
     spell_questions,
 )
 from elicit.errors import ElicitError
@@ -147,7 +148,8 @@ class UtilityArgs:
         get_model(self.model)
         for kind in kinds:
             if (why := kind.model_refusal(self.model)) is not None:
-                raise ElicitError(f"questions={spelled!r} asks {kind.label}, which {why}")
+                raise ElicitError(f"questions={spelled!r} asks {kind.label}, which {why}: use "
+                                  f"model={model_for(kinds)!r} (the model is {self.model!r})")
         chosen: Utility | None = None
         if isinstance(utility, str) and utility in MODES:
             mode = utility

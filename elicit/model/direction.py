@@ -1,9 +1,7 @@
-"""Direction answers: a prior mean of beta from the signs the expert gave ("when keyword j is
-present, does the outcome go up or down?": +1, -1 or 0 for don't know). A model with a
-:class:`DirectionMean` has ``beta | sigma2 ~ N(delta s, sigma2 tau2 diag(h) K diag(h))``, s
-the answers and ``delta ~ N+(0, rms(y))`` learned (:func:`delta_prior_sd`: on standardised
-inputs no single weight exceeds the spread of y). The residual ``y - delta X s`` replaces y
-in the marginal. docs/models.md ("Direction answers") has the alternatives measured.
+"""Direction answers: beta's prior mean ``delta s``, s the expert's signs and ``delta ~
+N+(0, rms(y))`` learned (:func:`delta_prior_sd`: on standardised inputs no single weight
+exceeds the spread of y); docs/models.md, "Direction answers", has the model and the
+alternatives measured.
 """
 
 from __future__ import annotations

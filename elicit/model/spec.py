@@ -221,8 +221,11 @@ class ModelData:
 
     @property
     def direction_signs(self) -> np.ndarray:
-        """s of the prior mean ``delta s``: the answers (all zeros without a direction mean)."""
-        return cast(np.ndarray, self.direction) if self.model.direction else np.zeros(self.p)
+        """s of the prior mean ``delta s``: the answers, but 0 where a relevance class says
+        irrelevant (its weight is pulled to 0); all zeros without a direction mean."""
+        off = self.model.relevance and np.asarray(self.relevance) == IRRELEVANT
+        s = np.where(off, 0.0, cast(np.ndarray, self.direction))
+        return s if self.model.direction else np.zeros(self.p)
 
     @property
     def delta_sd(self) -> float:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
+from elicit.elicitation.kinds import PAPER_QUESTIONS, get_kind, parse_questions
 from elicit.elicitation.strategies import STRATEGY_REGISTRY
 from elicit.harness.cluster import cluster_scope
 from elicit.harness.figures import mse_curves
@@ -35,7 +35,7 @@ from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, 
 class RealDataResult:
     """What :func:`run_realdata` wrote: ``mse.csv``'s rows, the baselines' and reference
     lines' mean test MSEs, each run's tau^2 and CV choice, each run's polarity ``auc`` of its
-    meta-features, and with feature questions the mean number of them per run and strategy."""
+    meta-features, and with kinds besides pairs each one's mean number per run and strategy."""
 
     dataset: str
     mse: pd.DataFrame
@@ -48,7 +48,7 @@ class RealDataResult:
     auc: dict[int, float] = field(default_factory=dict)
     meta_features: str = "counts"
     questions: str = ""
-    feature_questions: dict[str, float] = field(default_factory=dict)
+    feature_questions: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def summary(self) -> str:
         """Initial, final and reference test MSEs, the baselines and the tau^2 choices."""
@@ -73,9 +73,9 @@ class RealDataResult:
             mean = curves[curves.n_feedback > 0].groupby("strategy").mse.mean()
             lines.append(f"averaged over answers 1..{last}: "
                          + ", ".join(f"{k} {v:.3f}" for k, v in mean.items()))
-            lines.append("feature questions asked (mean per run): "
-                         + ", ".join(f"{k} {v:.1f}"
-                                     for k, v in self.feature_questions.items()))
+            lines += [f"{get_kind(kind).plural} asked (mean per run): "
+                      + ", ".join(f"{s} {v:.1f}" for s, v in counts.items())
+                      for kind, counts in self.feature_questions.items()]
         aucs = np.array([v for v in self.auc.values() if np.isfinite(v)])
         if aucs.size:
             lines.append(f"meta-features {self.meta_features}: mean polarity AUC {aucs.mean():.3f} "
@@ -120,11 +120,11 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
                    baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
-        features = {} if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS else {
-            s: float(np.mean([sum(k not in PAPER_QUESTIONS
-                                  for k in part_kinds(load_part(store, sweep_cfg, s, r)))
-                              for r in range(cfg.runs)]))
-            for s in sweep_cfg.strategies}
+        kinds = [k for k in parse_questions(cfg.settings.questions) if k not in PAPER_QUESTIONS]
+        asked = {s: [part_kinds(load_part(store, sweep_cfg, s, r)) for r in range(cfg.runs)]
+                 for s in (sweep_cfg.strategies if kinds else ())}
+        features = {k: {s: float(np.mean([got.count(k) for got in runs]))
+                        for s, runs in asked.items()} for k in kinds}
         meta = store.settings
         label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
                     Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"

@@ -112,9 +112,9 @@ class SessionQuery:
 
     def __str__(self) -> str:
         worth = "" if self.worth is None else f", worth {self.worth:.0%} of the best so far"
-        if self.j is None:
-            return f"query {self.id}: does {self.names[0]!r} matter{worth}"
-        return f"query {self.id}: {self.names[0]!r} vs {self.names[1]!r}{worth}"
+        asked = (" vs ".join(map(repr, self.names)) if self.j is not None
+                 else self.question_kind.render([repr(self.names[0])], "the outcome"))
+        return f"query {self.id}: {asked[:1].lower()}{asked[1:].rstrip('?')}{worth}"
 
 
 @dataclass(frozen=True)

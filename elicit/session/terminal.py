@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import pandas as pd
 
-from elicit.elicitation.answers import DONT_KNOW
+from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
 from elicit.session.loaders import highlight
@@ -234,9 +234,11 @@ def keys_help(s: Session) -> str:
     return "\n".join([*lines, example])
 
 
-def _words(kind: QuestionKind) -> set[str]:
-    """The keys and words that answer ``kind``'s questions (don't know excluded)."""
-    return {w for a in kind.answers for w in (a.key, a.value)}
+def _said(key: str) -> Answer | None:
+    """The answer ``key`` spells as the library reads it (its key, word or an alias)."""
+    with contextlib.suppress(ElicitError):
+        return Answer.parse(key)
+    return None
 
 
 def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: TextIO,
@@ -253,10 +255,10 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
         elif key in ("k", "skip"):
             s.skip(q)
             print(f"skipped; the {s.question_noun} may come back later", file=out)
-        elif key in (DONT_KNOW.key, DONT_KNOW.value, *_words(q.question_kind)):
+        elif (said := _said(key)) is not None and said.kind in (None, q.kind):
             rec = s.answer(q, key, comment=comment or None)
             _put(out, f"saved: {' vs '.join(q.names)} -> {rec.answer.value.replace('_', ' ')}")
-        elif (other := next((k for k in s.kinds if key in _words(k)), None)) is not None:
+        elif (other := next((k for k in s.kinds if said and said.kind == k.name), None)):
             print(f"{key!r} answers {other.question}; this is {q.question_kind.question}: use "
                   f"{', '.join(q.question_kind.keys)} (or k, u, q)", file=out)
             return False
@@ -283,9 +285,6 @@ def _escaped(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-_COUNTED = {"dont_know": "don't know"}
-
-
 def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
     """Print a session's answers: a line per expert, the summary and a table, or CSV (text
     escaped; ``elicit export FILE.csv`` writes it as written)."""
@@ -298,8 +297,8 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
     for e in experts:
         pr = s.progress(e)
         who = f" by {e}" if e else ""
-        counted = [a.value for k in s.kinds for a in k.answers] + [DONT_KNOW.value]
-        counts = ", ".join(f"{pr[k]} {_COUNTED.get(k, k)}" for k in counted)
+        counted = [a for k in s.kinds for a in k.answers] + [DONT_KNOW]
+        counts = ", ".join(f"{pr[a.value]} {a.label.lower()}" for a in counted)
         _put(out, f"{s.path}: {pr['answered']} of {pr['questions']} {s.question_noun}s "
                   f"answered{who} ({counts}), {pr['skipped']} skipped, {pr['undone']} undone")
     _put(out, *(f"  {line}" for line in s.summary))

@@ -59,3 +59,17 @@ def test_session_new_bogus_model_is_a_one_line_error(tmp_path, capsys):
                  "--model", "bogus"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("elicit: error: unknown model 'bogus'") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [["synthetic"], ["realdata"], ["session", "new"]])
+def test_the_model_help_names_the_default_of_every_kind(command, capsys):
+    # the --questions take a model of their own when none is named: the help says which
+    from elicit.elicitation.kinds import KINDS, model_for
+
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # wrapped at a -
+    for k in KINDS.values():
+        if k.model is not None:
+            assert f"{model_for(k.name)} with {k.label}" in text, k.name
+    assert f"{model_for('all')} with all" in text

@@ -50,6 +50,10 @@ def test_answer_parsing_of_both_kinds(raw, kind, expected):
     ("maybe", None, r"^invalid answer 'maybe': use 'similar', 'dissimilar', 'relevant', "
      r"'irrelevant', 'raises', 'lowers' or 'dont_know'$"),
     (2, "relevance", r"^invalid answer 2"),
+    # 0 was read as 'lowers' (outcome 0), though a sign 0 is "not known" (weight_sign, the
+    # model's s) and -1 was refused
+    (0, "direction", r"^invalid answer 0: use 'raises', 'lowers' or 'dont_know'$"),
+    (True, "direction", r"^invalid answer True: use 'raises', "),
     ("r", "triple", r"^unknown question kind 'triple'; choose one of pairs, relevance, "
      r"direction; one of your own is known only in the process that registers it"),
 ])

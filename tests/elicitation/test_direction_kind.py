@@ -57,9 +57,14 @@ def test_the_kind_is_registered_and_takes_the_direction_models():
     assert model_for("all") == "relevance-direction" and model_for("both") == "relevance"
     assert model_for("pairs") is None
     with pytest.raises(ElicitError, match=r"^questions='direction' asks direction questions, "
-                                          r"which need a model with a direction mean"):
+                                          r"which need a model with a direction mean: use "
+                                          r"model='direction' \(the model is 'relevance'\)$"):
         a = small_arrays()
         Elicitor(a.X, a.y, a.U, Hyper(model="relevance"), questions="direction")
+    # the model that takes every kind asked, not one that another kind refuses in turn
+    with pytest.raises(ElicitError, match=r"^questions='pairs,direction' asks direction "
+                                          r"questions, .*: use model='direction' "):
+        Elicitor(a.X, a.y, a.U, Hyper(model="known-coupling"), questions="pairs,direction")
 
 
 def test_the_experts_answer_from_the_sign_of_their_weights():
@@ -80,7 +85,10 @@ def test_the_experts_answer_from_the_sign_of_their_weights():
 def test_the_posterior_with_the_prior_mean_is_the_conjugate_formula(model):
     """mu* and Sigma* against the p x p conjugate update with the prior mean delta s:
     Sigma* = (P^-1 + X'X)^-1, mu* = Sigma* (P^-1 delta s + X'y), P = tau2 diag(h) K diag(h)."""
-    data = data_with(model, relevance=np.array([1, 0, -1, -1] * 3)[: small_arrays().X.shape[1]])
+    rel = np.array([1, 0, -1, -1] * 3)[: small_arrays().X.shape[1]]
+    data = data_with(model, relevance=rel)
+    # delta s, without the sign of a feature the relevance model's class calls irrelevant
+    m0 = 0.7 * np.where((rel == 0) & (model == "relevance-direction"), 0, data.direction)
     rng = np.random.default_rng(4)
     gamma, delta = rng.uniform(0.3, 1.5, data.d), 0.7
     mg = Marginal.from_data(data, gamma, 0.5, zeta=-1.0 if "zeta" in data.layout else None,
@@ -90,14 +98,27 @@ def test_the_posterior_with_the_prior_mean_is_the_conjugate_formula(model):
     P = 0.5 * h[:, None] * kernel(data.U, gamma) * h[None, :]
     Pinv = np.linalg.inv(P)
     Sigma = np.linalg.inv(Pinv + data.X.T @ data.X)
-    mu = Sigma @ (Pinv @ (delta * data.direction) + data.X.T @ data.y)
+    mu = Sigma @ (Pinv @ m0 + data.X.T @ data.y)
     np.testing.assert_allclose(post.mu, mu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(post.Sigma, Sigma, rtol=1e-7, atol=1e-10)
     # b* = b + (y'y + m0' P^-1 m0 - mu*' Sigma*^-1 mu*) / 2
-    m0 = delta * data.direction
     b = data.hyper.b_sigma + 0.5 * (data.y @ data.y + m0 @ Pinv @ m0
                                     - mu @ np.linalg.solve(Sigma, mu))
     assert mg.b_star == pytest.approx(b, rel=1e-8)
+
+
+def test_a_feature_called_irrelevant_has_no_prior_mean():
+    """An irrelevant class pulls a weight to 0 (docs/session.md), also where a direction answer
+    gave it a sign: the mean delta s_k pinned it near +-delta instead, within a tenth of the
+    prior's sd, so that "irrelevant" after "raises" made the weight larger."""
+    rel = np.array([1, 0, -1, -1] * 3)[: small_arrays().X.shape[1]]
+    signed = data_with("relevance-direction", relevance=rel)  # feature 1: lowers, irrelevant
+    unsigned = data_with("relevance-direction", direction=np.where(rel == 0, 0, signed.direction),
+                         relevance=rel)
+    gamma = np.random.default_rng(4).uniform(0.3, 1.5, signed.d)
+    mu = [NIGPosterior(Marginal.from_data(d, gamma, 0.5, zeta=-1.0, delta=0.7)).mu
+          for d in (signed, unsigned)]
+    np.testing.assert_allclose(mu[0], mu[1], rtol=1e-10, atol=1e-12)
 
 
 def round_of(data: ModelData) -> tuple[ScoringRound, DirectionScorer]:
@@ -185,6 +206,8 @@ def test_a_session_asks_stores_undoes_and_reopens_direction_questions(tmp_path):
         q = next(q for q in iter(s.next_query, None) if q.kind == "direction" or
                  s.answer(q, "dont_know") is None)
         assert q.j is None
+        # printed as what it asks (not a feature question's "does 'x' matter")
+        assert f"{q.names[0]!r} is present, does the outcome go up or down" in str(q)
         rec = s.answer(q, "^")
         assert (rec.kind, rec.answer.value) == ("direction", "raises")
         assert s.elicitor.data.direction[q.i] == 1

@@ -514,6 +514,13 @@ def test_feature_questions_need_the_relevance_model_in_one_line():
                                           r"which need a model with relevance classes: use "
                                           r"model='relevance' \(the model is 'paper'\)$"):
         Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), questions="relevance", engine="numpy")
+    # beside direction questions the model to name keeps the direction mean (model='relevance'
+    # would be refused by them in turn)
+    with pytest.raises(ElicitError, match=r"^questions='relevance,direction' asks feature "
+                                          r"questions, .*use model='relevance-direction' "
+                                          r"\(the model is 'direction'\)$"):
+        Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5, model="direction"),
+                 questions="relevance,direction", engine="numpy")
 
 
 @pytest.mark.parametrize("questions, i, j, answer, message", [

@@ -228,9 +228,9 @@ def test_a_kind_the_model_cannot_take_and_an_expert_without_its_method_are_refus
     with pytest.raises(ElicitError, match=rf"^questions='pairs,relevance,direction,{TOY}' asks "
                                           r"feature "
                                           r"questions, which need a model with relevance "
-                                          r"classes: use model='relevance' \(the model is "
-                                          r"'paper'\)$"):
-        elicitor("all", model="paper")
+                                          r"classes: use model='relevance-direction' \(the "
+                                          r"model is 'paper'\)$"):
+        elicitor("all", model="paper")  # the model of them all, not one the others refuse
     with pytest.raises(ElicitError, match=rf"^questions='pairs,{TOY}' asks sign questions, "
                                           r"and the expert \(SignOracle\) has no sign\(k\) "
                                           r"method to answer them"):

@@ -109,8 +109,9 @@ def test_the_shipped_program_follows_every_models_contract(every_model, variant)
     assert len(data["tau_fixed"]) == (variant == "fixed") == 1 - len(data["a_tau"])
     assert data["has_relevance"] == m.relevance
     assert data["has_direction"] == m.direction
-    assert data["direction_signs"].tolist() == (some_direction(10).tolist() if m.direction
-                                                else [])
+    # a relevance model's irrelevant class takes a feature's sign
+    signs = np.where((some_relevance(10) == 0) & m.relevance, 0, some_direction(10))
+    assert data["direction_signs"].tolist() == (signs.tolist() if m.direction else [])
     if m.relevance:
         assert data["relevance"].tolist() == some_relevance(10).tolist()
         assert data["irrelevant_scale"].tolist() == [IRRELEVANT_SCALE]

@@ -137,7 +137,8 @@ def test_from_map_uses_the_fitted_gamma_and_tau2():
 @pytest.mark.parametrize("model", ["known-coupling", "direction", "relevance-direction"])
 def test_posterior_of_a_coupled_set_or_a_prior_mean_matches_direct_formulas(n, p, model):
     """The other models' posteriors by the p x p formulas with their prior: beta ~ N(delta s,
-    sigma^2 tau2 diag(h) K_J diag(h)), K_J the kernel with J's mask applied entrywise::
+    sigma^2 tau2 diag(h) K_J diag(h)), K_J the kernel with J's mask applied entrywise, s 0
+    where a relevance model's class is irrelevant::
 
         Sigma* = inv(X'X + inv(V)),  mu* = Sigma* (X'y + inv(V) delta s),
         b* = b + (y'y + delta^2 s' inv(V) s - mu*' inv(Sigma*) mu*) / 2."""
@@ -154,6 +155,8 @@ def test_posterior_of_a_coupled_set_or_a_prior_mean_matches_direct_formulas(n, p
     if data.model.known_coupling:
         K = np.where(np.outer(coupled, coupled) | np.eye(p, dtype=bool), K, 0.0)
     V = fit.tau2 * h[:, None] * K * h[None, :]
+    if data.model.relevance:
+        s = np.where(np.resize([1, 0, -1, -1], p) == 0, 0.0, s)
     m0 = np.zeros(p) if delta is None else delta * s
     X, y = data.X, data.y
     Sigma = np.linalg.inv(X.T @ X + np.linalg.inv(V))

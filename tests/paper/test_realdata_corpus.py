@@ -183,3 +183,15 @@ def test_a_realdata_call_that_fails_lets_go_of_its_folder(corpus, tmp_path, monk
                  "--rating-field", "stars", "--out", str(tmp_path / "s"), *ARGS]) != 0
     assert "stopped while" in capsys.readouterr().err
     assert lockable_elsewhere(tmp_path / "s")
+
+
+def test_the_summary_counts_each_kind_of_question_asked(corpus, tmp_path, capsys):
+    # direction questions were counted as "feature questions" (the relevance kind's name)
+    assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
+                 "--rating-field", "stars", "--out", str(tmp_path / "s"),
+                 "--questions", "relevance,direction", "--strategies", "random", *ARGS]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    part = json.loads((tmp_path / "s" / "parts" / "shop_reviews" / "random" / "run000.json")
+                      .read_text())
+    for kind, plural in (("relevance", "feature questions"), ("direction", "direction questions")):
+        assert f"{plural} asked (mean per run): random {part['kinds'].count(kind):.1f}" in lines

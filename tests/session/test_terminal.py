@@ -228,6 +228,16 @@ def test_piped_keys_are_all_used(tmp_path):
     assert r.returncode == 0 and r.stdout.count("saved:") == 3 and "ignored" not in r.stdout
 
 
+def test_an_answer_word_is_taken_in_every_spelling_the_library_takes(tmp_path):
+    # 'lowers' was saved and 'lower' refused as an unknown key (the library takes both)
+    with new(tmp_path / "w.session", questions="direction") as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO("raise\nLower up\nunknown\nsame\nq\n"), out) == 0
+        assert [a for *_, a in s.active_answers()] == ["raises", "lowers", "dont_know"]
+        assert list(s.history.comment.fillna("")) == ["", "up", ""]
+        assert "unknown key 'same': use ^, v, ?, k, u or q" in out.getvalue()  # no pairs here
+
+
 # --------------------------------------------------------------------------------------------
 # A feature without a snippet
 # --------------------------------------------------------------------------------------------

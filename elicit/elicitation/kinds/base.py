@@ -126,15 +126,15 @@ class Answer(str, metaclass=_AnswerType):
     def parse(cls, value: str | Answer | int | bool, kind: str | QuestionKind | None = None,
               ) -> Answer:
         """Accept an answer, its word, an alias (``s``, ``same``, ``?``, ...) or 1/0 (the
-        outcomes of ``kind``'s answers, else of the first kind's); reject anything else, or an
-        answer to another ``kind`` than the one given, in one line."""
+        outcomes of ``kind``'s answers if it takes numbers, else of the first kind's); reject
+        anything else, or an answer to another ``kind`` than the one given, in one line."""
         k = None if kind is None else get_kind(kind)
         ans: Answer | None = None
         if isinstance(value, Answer):
             ans = value
         elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
             by = k if k is not None else next(iter(KINDS.values()))
-            ans = next((a for a in by.answers if a.outcome == int(value)), None)
+            ans = next((a for a in by.answers if a.outcome == int(value) and by.numbers), None)
         elif isinstance(value, str):
             ans = _ALIASES.get(_key(value))
         if ans is None:
@@ -203,6 +203,8 @@ class QuestionKind(ABC):
     closes_others
         Whether its answers can close the other kinds' questions (:meth:`closes`): then the
         count of questions answered does not say when an expert is done.
+    numbers
+        Whether 1 and 0 answer it (its answers' outcomes).
     """
 
     name: str
@@ -223,6 +225,7 @@ class QuestionKind(ABC):
     model: str | None = None
     resets_hessian: bool = False
     closes_others: bool = False
+    numbers: bool = True
 
     def __post_init__(self) -> None:
         if self.arity not in (1, 2):
@@ -266,7 +269,7 @@ class QuestionKind(ABC):
         return model if model is not None else self.model
 
     def model_refusal(self, model: str) -> str | None:
-        """Why ``model`` cannot take these questions ("asks <label>, which ..."; None: it can)."""
+        """Why ``model`` cannot take these questions ("need ...", to which the model is added)."""
         return None
 
     def resets(self, model: str) -> bool:
@@ -337,8 +340,8 @@ def register_kind(kind: K) -> K:
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
-    taken = [n for n in (kind.name, *kind.aliases) if n in _NAMES or n in _GROUPS or n == "all"]
-    if taken:
+    if taken := [n for n in (kind.name, *kind.aliases)
+                 if n in _NAMES or n in _GROUPS or n == "all"]:
         raise ElicitError(f"a question kind named {taken[0]!r} is already registered; choose "
                           "another name")
     KINDS.add(kind.name, kind)

@@ -10,8 +10,7 @@ pair's feature). The delta-line screen holds S at the round's and refits delta a
 ``m' = X s'`` the log density in delta is ``-a* log(b_sigma + (c0 - 2 delta c1 + delta^2 c2)
 / 2) - delta^2 / (2 sd^2)``, ``c0 = y' S^-1 y``, ``c1 = m'' S^-1 y``, ``c2 = m'' S^-1 m'``,
 for every candidate at once (a few Newton steps from ``c1 / c2``). delta must move: before
-the first answer its MAP is 0, where no answer moves the predictive. ``fast`` re-scores the
-best by refits until the winner is certain or cannot beat ``reach``; ``exact`` refits all.
+the first answer its MAP is 0, where no answer moves the predictive.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from elicit.model.variants import (
     DIRECTION_MODEL,
     MODELS,
     PAPER,
-    RELEVANCE_DIRECTION_MODEL,
     get_model,
 )
 
@@ -177,9 +175,7 @@ class DirectionKind(QuestionKind):
         return name if name in MODELS else model
 
     def model_refusal(self, model: str) -> str | None:
-        return None if get_model(model).direction else (
-            f"need a model with a direction mean: use model={DIRECTION_MODEL!r} (or "
-            f"{RELEVANCE_DIRECTION_MODEL!r} with feature questions; the model is {model!r})")
+        return None if get_model(model).direction else "need a model with a direction mean"
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
@@ -210,4 +206,4 @@ DIRECTION = register_kind(DirectionKind(
     utilities={("fast", "predictive"): "direction-fast",
                ("exact", "predictive"): "direction-exact"},
     plural="direction questions", comment_example="^ customers who mention it rate higher",
-    pool="all", order=2, model=DIRECTION_MODEL, resets_hessian=True))
+    pool="all", order=2, model=DIRECTION_MODEL, resets_hessian=True, numbers=False))

@@ -41,9 +41,7 @@ class RelevanceKind(QuestionKind):
         return np.asarray(data.relevance) == CLASS_IRRELEVANT
 
     def model_refusal(self, model: str) -> str | None:
-        return None if get_model(model).relevance else (
-            f"need a model with relevance classes: use model={RELEVANCE_MODEL!r} (the model is "
-            f"{model!r})")
+        return None if get_model(model).relevance else "need a model with relevance classes"
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
               answers: Sequence[Answer]) -> ModelData:
