@@ -23,8 +23,10 @@ from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
 
 from elicit.cli.session import main as cli_main
+from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
+from elicit.model.kernel import kernel
 from elicit.model.spec import Hyper
 from elicit.session.session import Session
 from elicit.session.store import FORMAT_VERSION
@@ -110,9 +112,30 @@ def test_create_refuses_bad_input(tmp_path, what, data, kw, message):
     assert not (tmp_path / "x.session").exists()
 
 
+def test_the_kernel_takes_meta_features_as_a_list():
+    """``elicit.kernel(U.tolist(), gamma)``: AttributeError: 'list' object has no attribute
+    'shape'."""
+    U = np.random.default_rng(0).normal(size=(4, 2))
+    np.testing.assert_array_equal(kernel(U.tolist(), [1.0, 0.5]), kernel(U, np.array([1.0, 0.5])))
+
+
 def test_bad_hyperparameter_value():
     with pytest.raises(ElicitError, match="hyperparameter tau2 must be a positive number"):
         Hyper(tau2=-1.0)
+
+
+def test_numpy_scalar_hyperparameters_make_a_session(tmp_path):
+    """Hyper kept numpy scalars as given: Session.create failed writing its JSON with a
+    TypeError traceback (Object of type int64 is not JSON serializable), and a float32
+    threshold_mean was refused as "not a positive number"."""
+    hyper = Hyper(tau2=np.int64(1), a_sigma=np.float32(2.0), threshold_mean=np.float32(1.5))
+    assert all(type(getattr(hyper, n)) is float
+               for n in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau", "threshold_mean"))
+    X, y, U = make_data()
+    path = tmp_path / "s.session"
+    Session.create(X, y, U, NAMES, path=path, hyper=hyper, engine="numpy").close()
+    with Session.open(path, engine="numpy") as sess:
+        assert sess.elicitor.hyper.tau2 == 1.0
 
 
 def test_create_refuses_an_existing_file(path):
@@ -1355,6 +1378,10 @@ def _sweep_config(**kw):
     (lambda: Hyper(tau2="0.01"),
      r"^hyperparameter tau2 must be a positive number, got '0\.01'$"),
     (lambda: Hyper(tau2=True), r"^hyperparameter tau2 must be a positive number, got True$"),
+    (lambda: Hyper(a_tau=None), r"^hyperparameter a_tau must be a positive number, got None$"),
+    # a float index was cut to an integer: the pair (0, 1) was taken for (0.5, 1)
+    (lambda: Elicitor(*make_data(), engine="numpy", candidates=[[0.5, 1], [2, 3]]),
+     r"^candidate pair indices must be integers, got 0\.5$"),
     (lambda: RoundSettings(pool_size=2.5).validate(),
      r"^pool_size must be a positive integer, got 2\.5$"),
     (lambda: RoundSettings(refine=2.5).validate(),
@@ -1376,10 +1403,14 @@ def test_python_arguments_are_checked_with_one_line(build, message):
        r"\(0 to 7; a one-feature question's row is \(k, -1\)\)$")
       for row in ([0, 9], [0, 8], [-1, 3], [3, -2])],
     (lambda el: el.posterior().mse(np.zeros((3, 8)), np.zeros(4)),
-     r"^X_test is \(3, 8\) and y_test has 4 entries; they need m x 8 and m$")])
+     r"^X_test is \(3, 8\) and y_test \(4,\); they need m x 8 and m$"),
+    # y as a column was broadcast against the predictions: the mean of a 3 x 3 table
+    (lambda el: el.posterior().mse(np.zeros((3, 8)), np.zeros((3, 1))),
+     r"^X_test is \(3, 8\) and y_test \(3, 1\); they need m x 8 and m$"),
+    # a float index was cut: question 0 was scored for 0.5
+    (lambda el: el.score([0.5]),
+     r"^question index 0\.5 is out of range: this elicitor has \d+ questions$")])
 def test_elicitor_arguments_are_checked_with_one_line(call, message):
-    from elicit import Elicitor
-
     X, y, U = make_data()
     el = Elicitor(X, y, U, Hyper(), engine="numpy")
     with pytest.raises(ElicitError, match=message):

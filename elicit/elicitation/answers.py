@@ -54,9 +54,7 @@ class _LabelOracle:
     known: np.ndarray
 
     def answer(self, i: int, j: int) -> Answer:
-        p = len(self.groups)
-        if not (0 <= i < p and 0 <= j < p):
-            raise ElicitError(f"feature index out of range 0..{p - 1}: ({i}, {j})")
+        _check_feature((i, j), len(self.groups))
         if not (self.known[i] and self.known[j]):
             return Answer.DONT_KNOW
         return Answer.SIMILAR if self.groups[i] == self.groups[j] else Answer.DISSIMILAR
@@ -79,18 +77,20 @@ class GroupOracle(_LabelOracle):
     Parameters
     ----------
     groups
-        Group label of each feature (length p). A negative label means "no group": any pair
-        with such a feature is answered "don't know", and the feature is irrelevant.
+        Group label of each feature (length p), numbers or text. A negative label (or "") is
+        "no group": any pair with such a feature is answered "don't know", and it is irrelevant.
     beta
         The true weights, if known: then :meth:`weight_sign` answers direction questions.
     """
 
-    def __init__(self, groups, beta=None) -> None:
+    def __init__(self, groups: np.typing.ArrayLike, beta: np.typing.ArrayLike | None = None):
         self.groups = np.asarray(groups)
         if self.groups.ndim != 1:
             raise ElicitError("groups must be a 1-D array of one label per feature")
-        self.beta = None if beta is None else np.asarray(beta, dtype=float)
-        self.known = self.groups >= 0
+        self.beta = None if beta is None else SignOracle(beta).beta
+        if self.beta is not None and len(self.beta) != len(self.groups):
+            raise ElicitError(f"beta has {len(self.beta)} weights for {len(self.groups)} features")
+        self.known = self.groups >= 0 if self.groups.dtype.kind in "biuf" else self.groups != ""
 
 
 class SignOracle(_LabelOracle):
@@ -103,14 +103,15 @@ class SignOracle(_LabelOracle):
         "don't know", and a feature is relevant when its weight is nonzero.
     """
 
-    def __init__(self, beta) -> None:
+    def __init__(self, beta: np.typing.ArrayLike) -> None:
         self.beta = np.asarray(beta, dtype=float)
-        if self.beta.ndim != 1:
-            raise ElicitError("beta must be a 1-D array of one weight per feature")
+        if self.beta.ndim != 1 or not np.all(np.isfinite(self.beta)):
+            raise ElicitError("beta must be a 1-D array of one finite weight per feature")
         self.groups = np.sign(self.beta).astype(int)
         self.known = self.groups != 0
 
 
-def _check_feature(k: int, p: int) -> None:
-    if not (0 <= k < p):
+def _check_feature(k: int | tuple[int, int], p: int) -> None:
+    if not all(isinstance(f, (int, np.integer)) and 0 <= f < p
+               for f in (k if isinstance(k, tuple) else (k,))):
         raise ElicitError(f"feature index out of range 0..{p - 1}: {k}")

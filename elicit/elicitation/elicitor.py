@@ -101,11 +101,11 @@ class Elicitor:
     _hessian: np.ndarray | None
     _ranking: Ranking | None
 
-    def __init__(self, X, y, U, hyper: Hyper | None = None, *,
-                 settings: RoundSettings | None = None, engine: str | Engine = "auto",
-                 stan_file: str | Path | None = None, utility: str = "fast",
-                 refine: int = 10, pool_size: int | None = None,
-                 candidates: np.ndarray | None = None, target: str = "predictive",
+    def __init__(self, X: np.typing.ArrayLike, y: np.typing.ArrayLike, U: np.typing.ArrayLike,
+                 hyper: Hyper | None = None, *, settings: RoundSettings | None = None,
+                 engine: str | Engine = "auto", stan_file: str | Path | None = None,
+                 utility: str = "fast", refine: int = 10, pool_size: int | None = None,
+                 candidates: np.typing.ArrayLike | None = None, target: str = "predictive",
                  questions: object = PAPER_QUESTIONS) -> None:
         X, y, U = validate_regression(X, y, U)
         if hyper is not None and not isinstance(hyper, Hyper):
@@ -341,7 +341,8 @@ class Elicitor:
         if questions.ndim == 1:
             index = questions.astype(np.int64)
             # every round scores hundreds of indices: one vectorised test, not a Python loop
-            if len(bad := index[(index < 0) | (index >= len(self.table))]):
+            out = (index < 0) | (index >= len(self.table)) | (index != questions)
+            if len(bad := questions[out]):
                 raise ElicitError(f"question index {bad[0]} is out of range: this elicitor has "
                                   f"{len(self.table)} questions")
             questions = self.table.rows(index)

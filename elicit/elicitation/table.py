@@ -23,7 +23,6 @@ NO_FEATURE = -1
 
 
 def feature_rows(features) -> np.ndarray:
-    """Questions about one feature each as rows ``(k, NO_FEATURE)`` of a question array."""
     k = np.asarray(features, dtype=int).reshape(-1)
     return np.column_stack([k, np.full(len(k), NO_FEATURE)])
 
@@ -175,13 +174,11 @@ class QuestionSet:
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
     def contains(self, index: np.ndarray) -> np.ndarray:
-        """Which of the table indices ``index`` are members."""
         index = np.asarray(index, dtype=np.int64)
         return self.table.per_segment(index, np.zeros(index.shape, bool),
                                       lambda s, local: self.parts[s].contains(local))
 
     def by_kind(self) -> list[tuple[QuestionKind, QuestionSet]]:
-        """The members of each kind, in the table's order."""
         empty: list[LocalSet] = [ArraySet(np.zeros(0, np.int64)) for _ in self.parts]
         return [(seg.kind, QuestionSet(self.table, [*empty[:s], part, *empty[s + 1:]]))
                 for s, (seg, part) in enumerate(zip(self.table.segments, self.parts))]
@@ -312,7 +309,6 @@ class QuestionTable:
         return out
 
     def rows(self, index: np.ndarray | Sequence[int]) -> np.ndarray:
-        """The rows of the questions at ``index`` (k x 2)."""
         index = np.asarray(index, dtype=np.int64).reshape(-1)
         return self.per_segment(index, np.empty((len(index), 2), dtype=np.int64),
                                 lambda s, local: self.segments[s].rows(local))
@@ -340,6 +336,8 @@ def check_candidates(pairs, p: int) -> np.ndarray:
     pairs = np.asarray(pairs)
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ElicitError(f"candidate pairs must have shape (k, 2), got {pairs.shape}")
+    if len(bad := pairs[pairs.astype(int) != pairs]):
+        raise ElicitError(f"candidate pair indices must be integers, got {bad[0]}")
     pairs = np.sort(pairs.astype(int), axis=1)
     if pairs.size and (pairs.min() < 0 or pairs.max() >= p):
         raise ElicitError(f"candidate pair indices must lie in 0..{p - 1}")

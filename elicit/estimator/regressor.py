@@ -151,8 +151,8 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             The p feature names, so that the estimator fits a DataFrame X by column name.
         hyper : Hyper, optional
             The model's hyperparameters and named model (default ``Hyper()``).
-        **params
-            Constructor parameters, overriding those of ``hyper``.
+        engine, **params
+            The engine and other constructor parameters (those of ``hyper`` overridden).
         """
         hyper = hyper if hyper is not None else Hyper()
         if not isinstance(hyper, Hyper):

@@ -76,7 +76,7 @@ def _kernel_inplace(U: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 def kernel(U: np.ndarray, gamma: np.ndarray, coupled: np.ndarray | None = None) -> np.ndarray:
     """K_ij = exp(-0.5 * sum_l gamma_l (U_il - U_jl)^2); with a boolean mask ``coupled`` (the set
     J) K_ij is kept only when i and j are both in J, delta_ij otherwise."""
-    gamma = np.asarray(gamma, dtype=float)
+    U, gamma = np.asarray(U, dtype=float), np.asarray(gamma, dtype=float)
     if coupled is None:
         return _kernel_inplace(U, gamma)
     J = np.flatnonzero(coupled)

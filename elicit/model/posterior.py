@@ -35,7 +35,6 @@ def squared_errors(pred: np.ndarray | float, y: np.ndarray) -> np.ndarray:
 
 
 def mean_squared_error(pred: np.ndarray | float, y: np.ndarray) -> float:
-    """The mean of :func:`squared_errors`."""
     return float(np.mean(squared_errors(pred, y)))
 
 
@@ -108,9 +107,9 @@ class NIGPosterior:
 
     def mse(self, X_test: np.ndarray, y_test: np.ndarray, offset: float = 0.0) -> float:
         """Test MSE of the predictive mean, ``offset`` added back (shapes checked only)."""
-        if np.shape(X_test) != (len(y_test), len(self.mu)):
-            raise ElicitError(f"X_test is {np.shape(X_test)} and y_test has {len(y_test)} "
-                              f"entries; they need m x {len(self.mu)} and m")
+        if np.ndim(y_test) != 1 or np.shape(X_test) != (len(y_test), len(self.mu)):
+            raise ElicitError(f"X_test is {np.shape(X_test)} and y_test {np.shape(y_test)}; "
+                              f"they need m x {len(self.mu)} and m")
         return mean_squared_error(X_test @ self.mu + offset, y_test)
 
     def predict(self, X_new: np.ndarray) -> StudentT:

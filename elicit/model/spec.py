@@ -76,13 +76,16 @@ class Hyper:
         get_model(self.model)  # the one place a model name is checked
         if self.variant not in ("fixed", "learned"):
             raise ElicitError(f"variant must be 'fixed' or 'learned', got {self.variant!r}")
-        for name in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau"):
+        for name in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau", "threshold_mean"):
             v = getattr(self, name)
-            if isinstance(v, (bool, str)) or not (np.isfinite(v) and v > 0):
-                raise ElicitError(f"hyperparameter {name} must be a positive number, got {v!r}")
-        m = self.threshold_mean
-        if m != "auto" and not (isinstance(m, (int, float)) and np.isfinite(m) and m > 0):
-            raise ElicitError(f"threshold_mean must be 'auto' or a positive number, got {m!r}")
+            if name == "threshold_mean" and isinstance(v, str) and v == "auto":
+                continue
+            number = isinstance(v, (int, float, np.integer, np.floating))
+            if isinstance(v, bool) or not (number and np.isfinite(v) and v > 0):
+                raise ElicitError(f"threshold_mean must be 'auto' or a positive number, got {v!r}"
+                                  if name == "threshold_mean" else
+                                  f"hyperparameter {name} must be a positive number, got {v!r}")
+            object.__setattr__(self, name, float(v))  # a numpy scalar is no JSON number
 
     def with_threshold_mean(self, m: float) -> Hyper:
         return replace(self, threshold_mean=float(m))
@@ -153,7 +156,6 @@ class ModelData:
 
     @property
     def link(self) -> Link:
-        """The model's feedback link."""
         return self.model.link
 
     @property
@@ -163,7 +165,6 @@ class ModelData:
 
     @cached_property
     def layout(self) -> ParamLayout:
-        """The blocks of this fit's theta."""
         return layout_of(self.d, self.model.params(self.hyper.variant == "learned"))
 
     @property

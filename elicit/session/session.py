@@ -75,16 +75,16 @@ class Session(SessionState):
     """
 
     @classmethod
-    def create(cls, X, y, meta_features=None, feature_names: Sequence[str] | None = None, *,
-               path: str | os.PathLike, hyper: Hyper | None = None,
-               engine: str | Engine = "auto", utility: str = "fast", refine: int = 10,
-               strategy: str | None = None, pool_size: int | None = None, seed: int = 0,
+    def create(cls, X: np.typing.ArrayLike, y: np.typing.ArrayLike,
+               meta_features: np.typing.ArrayLike | None = None,
+               feature_names: Sequence[str] | None = None, *, path: str | os.PathLike,
+               hyper: Hyper | None = None, engine: str | Engine = "auto", utility: str = "fast",
+               refine: int = 10, strategy: str | None = None, pool_size: int | None = None,
+               seed: int = 0, y_offset: float = 0.0, description: str = "",
                texts: Mapping[str, Sequence[str]] | Sequence[Sequence[str]] | None = None,
-               y_offset: float = 0.0, description: str = "", standardize: bool = False,
-               target_description: str | None = None, expert: str | None = None,
-               meta_source: str | None = None, overwrite: bool = False,
-               utility_target: str = "predictive",
-               questions: object = PAPER_QUESTIONS,
+               standardize: bool = False, target_description: str | None = None,
+               expert: str | None = None, meta_source: str | None = None, overwrite: bool = False,
+               utility_target: str = "predictive", questions: object = PAPER_QUESTIONS,
                settings: RoundSettings | None = None) -> Session:
         """Create a new session file and return the open session.
 

@@ -178,3 +178,29 @@ def test_ask_puts_either_kind_of_question_and_checks_the_answer():
         ask(PairsOnly(), Query(0, None, kind="relevance"))
     with pytest.raises(ElicitError, match=r"^'similar' answers a pair question"):
         ask(Mumbler(), Query(0, None, kind="relevance"))
+
+
+@pytest.mark.parametrize("build, message", [
+    # taken: weight_sign(2) was an IndexError, and a NaN weight a sign of its own
+    (lambda: GroupOracle([0, 1, 1], beta=[1.0, -2.0]), r"^beta has 2 weights for 3 features$"),
+    *[(lambda beta=beta: GroupOracle([0, 1, 1], beta=beta),
+       r"^beta must be a 1-D array of one finite weight per feature$")
+      for beta in ([1.0, np.nan, 2.0], [1.0, np.inf, 2.0])],
+    (lambda: SignOracle([1.0, np.nan, -1.0]),
+     r"^beta must be a 1-D array of one finite weight per feature$"),
+    # an IndexError from numpy
+    (lambda: GroupOracle([0, 1, 1]).answer(0.5, 1),
+     r"^feature index out of range 0\.\.2: \(0\.5, 1\)$"),
+    (lambda: SignOracle([1.0, -1.0]).relevance(1.0),
+     r"^feature index out of range 0\.\.1: 1\.0$")])
+def test_the_oracles_refuse_weights_and_indices_they_cannot_use_in_one_line(build, message):
+    with pytest.raises(ElicitError, match=message):
+        build()
+
+
+def test_group_labels_may_be_text():
+    """A UFuncTypeError (str >= int) from inside the constructor."""
+    oracle = GroupOracle(["price", "taste", "price", ""])
+    assert [oracle.answer(0, 2), oracle.answer(0, 1), oracle.answer(1, 3)] == [
+        Answer.SIMILAR, Answer.DISSIMILAR, Answer.DONT_KNOW]
+    assert [oracle.relevance(k) for k in range(4)] == [Answer.RELEVANT] * 3 + [Answer.IRRELEVANT]
