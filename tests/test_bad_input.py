@@ -653,6 +653,30 @@ def test_a_huge_value_in_the_api_is_refused_naming_column_and_row(tmp_path):
         ElicitRegressor(meta_features=Ub).fit(X, y)
 
 
+
+
+@pytest.mark.parametrize("scale", [1e100, 1e-160, 1e-200])
+def test_meta_features_on_a_scale_no_fit_can_compute_with_are_one_line(tmp_path, scale):
+    """Meta-features inside ±1e150 but scaled by 1e100 gave an OverflowError traceback (the
+    threshold prior squares its mean, about U^2) or, without answers, overflowing kernel
+    Hessians and another answer than at 1e70 (K is the identity at both); at 1e-160 a
+    ZeroDivisionError; at 1e-200 "all candidate pairs have identical meta-features", which
+    they are not."""
+    from elicit.estimator import ElicitRegressor
+
+    X, y, U = make_data()
+    Us = U * scale
+    with pytest.raises(ElicitError, match=r"rescale") as e:
+        Session.create(X, y, Us, NAMES, path=tmp_path / "x.session", engine="numpy")
+    assert "\n" not in str(e.value) and not (tmp_path / "x.session").exists()
+    with pytest.raises(ElicitError, match=r"rescale"):
+        ElicitRegressor(meta_features=Us, feedback=[(0, 1, "similar")]).fit(X, y)
+    if scale > 1:
+        with pytest.raises(ElicitError, match=r"meta-features U has .* at feature 0, .*1e\+75 "
+                                              r"overflow in the kernel; rescale"):
+            ElicitRegressor(meta_features=Us).fit(X, y)
+    else:
+        assert "meta-features (gamma0 . w) average" in str(e.value)
 @pytest.mark.parametrize("argv", [
     ["synthetic", "--runs", "1", "--rounds", "1", "--quiet"],
     ["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "1", "--quiet"],

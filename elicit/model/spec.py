@@ -295,7 +295,7 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
     metas = None if meta_names is None else [f"meta-feature {n!r}" for n in meta_names]
     X = _as_float(X, "X", row_names, cols)
     y = _as_float(y, "y", row_names)
-    U = _as_float(U, "meta-features U", feats, metas, ("feature", "meta-feature"))
+    U = _as_float(U, "meta-features U", feats, metas, ("feature", "meta-feature"), MAX_ABS_U)
     if X.ndim != 2:
         raise ElicitError(f"X must be a 2-D array (n samples x p features), got shape {X.shape}")
     if y.ndim == 2 and 1 in y.shape:
@@ -322,13 +322,15 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
 #: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
 #: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
 MAX_ABS = 1e150
+#: The kernel's Hessian in gamma holds fourth powers of U's differences: 1e75 keeps them finite.
+MAX_ABS_U = 1e75
 
 
 def _as_float(a, name: str, rows: Sequence[str] | None = None,
               columns: Sequence[str] | None = None,
-              words: tuple[str, str] = ("row", "column")) -> np.ndarray:
+              words: tuple[str, str] = ("row", "column"), limit: float = MAX_ABS) -> np.ndarray:
     """``a`` as a float array; ElicitError if it is not numeric, not finite or beyond
-    :data:`MAX_ABS` (the first such value named by ``rows`` and ``columns`` if given, else by
+    ``limit`` (the first such value named by ``rows`` and ``columns`` if given, else by
     position: ``words``)."""
     try:
         arr = np.asarray(a, dtype=float)
@@ -337,7 +339,7 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
     if not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
-    big = np.abs(arr) > MAX_ABS
+    big = np.abs(arr) > limit
     if not big.any():
         return arr
     if rows is not None and len(rows) != arr.shape[0]:
@@ -351,7 +353,8 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
     more = int(big.sum()) - 1
     raise ElicitError(f"{name} has {arr[at]:.3g} at {', '.join(where)}"
                       + (f" (and {more} more such value(s))" if more else "")
-                      + f": values beyond ±{MAX_ABS:.0e} overflow when squared; rescale "
+                      + f": values beyond ±{limit:.0e} overflow "
+                      + ("when squared" if limit == MAX_ABS else "in the kernel") + "; rescale "
                       + ("that column" if len(at) == 2 else name)
                       + " (e.g. other units) or correct the value")
 
@@ -470,7 +473,11 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | N
         total = sum(float(np.sum(pair_weights(U, pairs[k:k + _PAIR_CHUNK]) @ gamma0))
                     for k in range(0, len(pairs), _PAIR_CHUNK))
         m = total / len(pairs)
-    if not (np.isfinite(m) and m > 0):
+    if 1 / MAX_ABS < m < MAX_ABS:  # the threshold prior divides by m^2
+        return m
+    if not (np.any(U != U[0]) if pairs is None else np.any(U[pairs[:, 0]] != U[pairs[:, 1]])):
         raise ElicitError("cannot set threshold_mean='auto': all candidate pairs have identical "
                           "meta-features; give threshold_mean explicitly")
-    return m
+    raise ElicitError(f"cannot set threshold_mean='auto': the candidate pairs' distances in "
+                      f"meta-features (gamma0 . w) average {m:.3g}, beyond what a fit computes "
+                      "with; rescale the meta-features (say, each column to unit variance)")
