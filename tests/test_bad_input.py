@@ -58,6 +58,12 @@ def _nan_in(name):
     return X, y, U
 
 
+def _frame(columns):
+    import pandas as pd
+
+    return pd.DataFrame(make_data()[0], columns=columns)
+
+
 CREATE_CASES = [
     ("duplicate names", lambda: make_data(), {"feature_names": NAMES[:7] + ["price"]},
      r"duplicate feature name 'price' \(features 0 and 7\)"),
@@ -83,6 +89,15 @@ CREATE_CASES = [
     ("one feature", lambda: (np.ones((4, 1)), np.ones(4), np.ones((1, 2))),
      {"feature_names": ["a"]}, r"need at least 2 features"),
     ("text data", lambda: ([["a", "b"]], [1.0], [[1.0], [2.0]]), {}, r"X must be numeric"),
+    # a DataFrame naming a column twice was "X must be numeric; column(s) 'price', 'price'"
+    ("a DataFrame naming a column twice", lambda: (_frame(NAMES[:7] + ["price"]),
+                                                   *make_data()[1:]),
+     {"feature_names": None}, r"duplicate feature name 'price' \(features 0 and 7\)"),
+    # complex values lost their imaginary part with a ComplexWarning
+    ("complex X", lambda: (_frame(NAMES).astype(complex), *make_data()[1:]),
+     {"feature_names": None}, r"X must be numeric \(real\); column\(s\) 'price', .* are not"),
+    ("complex U", lambda: (*make_data()[:2], make_data()[2] * 1j), {},
+     r"^meta-features U must be real numbers, got complex values$"),
     ("bad strategy", lambda: make_data(), {"strategy": "greedy"},
      r"unknown strategy 'greedy'; choose one of random, nonsequential, sequential"),
     ("bad utility", lambda: make_data(), {"utility": "approx"},

@@ -332,6 +332,8 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
     """``a`` as a float array; ElicitError if it is not numeric, not finite or beyond
     ``limit`` (the first such value named by ``rows`` and ``columns`` if given, else by
     position: ``words``)."""
+    if np.iscomplexobj(a):  # float() would drop the imaginary parts with a warning
+        raise ElicitError(f"{name} must be real numbers, got complex values")
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:

@@ -129,9 +129,10 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
 
 def _as_matrix(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
-        if bad := [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
-                   or pd.api.types.is_bool_dtype(X[c])]:
-            raise ElicitError(f"X must be numeric; column(s) {listing(bad)} are not")
+        # by dtype: X[c] of a name given twice is a DataFrame (check_feature_names refuses it)
+        if bad := [str(c) for c, t in X.dtypes.items() if not pd.api.types.is_numeric_dtype(t)
+                   or pd.api.types.is_bool_dtype(t) or pd.api.types.is_complex_dtype(t)]:
+            raise ElicitError(f"X must be numeric (real); column(s) {listing(bad)} are not")
         return X.to_numpy(dtype=float, na_value=np.nan)
     return X
 
