@@ -996,6 +996,29 @@ def test_a_table_with_another_separator_says_which_one_elicit_reads(capsys, tmp_
                                r"\.tsv if separated by tabs\)")
 
 
+@pytest.mark.parametrize("table", ["data", "meta"])
+@pytest.mark.parametrize("extra", ["", "7"])
+def test_a_table_with_more_fields_than_header_names_is_refused(capsys, tmp_path, table, extra):
+    """Data lines with one field more than the header (a comma at the end of each line) made
+    pandas take the first column as the row index: every column shifted one name to the left,
+    a session was made on the shifted table without a word (or, with the extra fields empty,
+    "t.csv has missing values: 'y' (12 rows)")."""
+    path, df = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    target = path if table == "data" else meta
+    (df.to_csv(path, index=False) if table == "data" else m.to_csv(meta))
+    head, *rows = target.read_text().splitlines()
+    target.write_text("\n".join([head, *[f"{r},{extra}" for r in rows]]) + "\n")
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    assert code == 2
+    assert_one_line_error(err, rf"{name} has more fields on its first data line than names "
+                               r"in its header line \(a ',' at the end of each line\?\)")
+    assert not (tmp_path / "s.session").exists()
+
+
 def test_predicting_from_an_array_warns_that_its_columns_are_taken_by_position():
     import pandas as pd
 
