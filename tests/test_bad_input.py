@@ -639,6 +639,26 @@ def test_a_huge_value_in_a_csv_is_refused_naming_column_and_row(capsys, tmp_path
     assert "threshold_mean" not in err and not (tmp_path / "s.session").exists()
 
 
+@pytest.mark.parametrize("extra", ["blank lines", "a quoted field over two lines"])
+def test_a_value_in_a_csv_is_never_placed_on_a_wrong_line(capsys, tmp_path, extra):
+    """The place named was line k + 2 for data row k: with blank lines (which pandas skips)
+    or a quoted field over two lines before it, 1e300 on line 6 (or 5) was "at line 4"."""
+    path, df = _table(tmp_path)
+    df.loc[2, "c"] = 1e300
+    head, *rows = df.to_csv(index=False).splitlines()
+    if extra == "blank lines":
+        rows[:2] = [rows[0] + "\n", rows[1] + "\n"]
+    else:
+        rows[0] = '"{}\n",{}'.format(*rows[0].split(",", 1))  # a number pandas reads
+    path.write_text("\n".join([head, *rows]) + "\n")
+    line = next(k for k, t in enumerate(path.read_text().splitlines(), 1) if "1e+300" in t)
+    assert line in (5, 6)  # not line 4, the line of data row 3 without the extra lines
+    code, out, err = _quiet_cli(capsys, "session", "new", "--from-csv", path, "--target", "y",
+                                "--out", tmp_path / "s.session", "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"X has 1e\+300 at data row 3, column 'c'")
+
+
 def test_a_huge_value_in_the_api_is_refused_naming_column_and_row(tmp_path):
     """Session.create on X with one 1e300 cell predicted [nan nan nan]; the estimator with
     1e300 in y predicted nan."""

@@ -60,13 +60,27 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
     if meta_features is not None:
         U = read_table(meta_features, "--meta-features", index_col=0)
         U.index = [str(k) for k in U.index]
-    # messages name a value's place: data row k is line k + 2 of a text table (the header first)
-    text = Path(path).suffix.lower() not in (".parquet", ".pq")
-    df.index = pd.RangeIndex(2, len(df) + 2, name="line") if text else pd.RangeIndex(len(df))
+    # messages name a value's place: data row k is line k + 2 of a text table (the header
+    # first) unless blank lines or a field over several lines make the file longer
+    if Path(path).suffix.lower() in (".parquet", ".pq"):
+        df.index = pd.RangeIndex(len(df))
+    else:
+        df.index = (pd.RangeIndex(2, len(df) + 2, name="line")
+                    if _lines(Path(path)) == len(df) + 1
+                    else pd.RangeIndex(1, len(df) + 1, name="data row"))
     return {"X": df[feats], "y": df[target], "meta_features": U, "standardize": True,
             "meta_source": None if meta_features is None else Path(meta_features).name,
             "description": f"table {Path(path).name}: {df.shape[0]} rows, target {target!r}, "
                            f"{len(feats)} features"}
+
+
+def _lines(path: Path) -> int:
+    """The lines of a text file (a last line without its newline counts)."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            n, last = n + chunk.count(b"\n"), chunk[-1:]
+    return n + (last != b"\n")
 
 
 def npz_inputs(path: Path) -> dict:
