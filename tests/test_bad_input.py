@@ -639,6 +639,29 @@ def test_a_huge_value_in_a_csv_is_refused_naming_column_and_row(capsys, tmp_path
     assert "threshold_mean" not in err and not (tmp_path / "s.session").exists()
 
 
+@pytest.mark.parametrize("where, message", [
+    ("X", r"X contains 1 NaN or infinite value\(s\), the first at line 5, column 'c'; remove"),
+    ("meta", r"meta-features U contains 1 NaN or infinite value\(s\), the first at feature "
+             r"'d', meta-feature 'm1'; remove"),
+])
+def test_an_infinite_value_in_a_csv_is_placed(capsys, tmp_path, where, message):
+    """'inf' in a table (pandas reads it as a number, so it is no missing value) or a NaN in
+    the meta-features was "X contains 1 NaN or infinite value(s)", without saying where."""
+    path, df = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    if where == "X":
+        df.loc[3, "c"] = np.inf
+    else:
+        m.loc["d", "m1"] = np.nan
+        m.to_csv(meta)
+    df.to_csv(path, index=False)
+    extra = ["--meta-features", meta] if where == "meta" else []
+    code, out, err = _quiet_cli(capsys, "session", "new", "--from-csv", path, "--target", "y",
+                                *extra, "--out", tmp_path / "s.session", "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, message)
+
+
 @pytest.mark.parametrize("extra", ["blank lines", "a quoted field over two lines"])
 def test_a_value_in_a_csv_is_never_placed_on_a_wrong_line(capsys, tmp_path, extra):
     """The place named was line k + 2 for data row k: with blank lines (which pandas skips)

@@ -338,20 +338,22 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:
         raise ElicitError(f"{name} must be numeric: {e}") from None
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
-    big = np.abs(arr) > limit
+    finite = np.isfinite(arr)
+    big = ~finite | (np.abs(arr) > limit)
     if not big.any():
         return arr
     if rows is not None and len(rows) != arr.shape[0]:
         rows = None  # names of other rows (a shape error follows): positions then
     if columns is not None and (arr.ndim != 2 or len(columns) != arr.shape[1]):
         columns = None
-    at = tuple(int(k) for k in np.argwhere(big)[0])
-    where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"]
+    at = tuple(int(k) for k in np.argwhere(big if finite.all() else ~finite)[0])
+    where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"] if at else []
     if len(at) == 2:
         where.append(columns[at[1]] if columns is not None else f"{words[1]} {at[1]}")
+    if not finite.all():
+        raise ElicitError(f"{name} contains {int(np.size(arr) - np.count_nonzero(finite))} NaN "
+                          "or infinite value(s)" + ", the first at " * bool(where)
+                          + ", ".join(where) + "; remove or impute them")
     more = int(big.sum()) - 1
     raise ElicitError(f"{name} has {arr[at]:.3g} at {', '.join(where)}"
                       + (f" (and {more} more such value(s))" if more else "")
