@@ -734,7 +734,7 @@ def test_meta_features_on_a_scale_no_fit_can_compute_with_are_one_line(tmp_path,
                                               r"overflow in the kernel; rescale"):
             ElicitRegressor(meta_features=Us).fit(X, y)
     else:
-        assert "meta-features (gamma0 . w) average" in str(e.value)
+        assert "meta-feature distances (gamma0 . w) average" in str(e.value)
 @pytest.mark.parametrize("argv", [
     ["synthetic", "--runs", "1", "--rounds", "1", "--quiet"],
     ["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "1", "--quiet"],

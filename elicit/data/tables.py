@@ -17,8 +17,7 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
-    """A CSV (``.csv``, ``.tsv``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file as a
-    DataFrame; ``what`` names the option in messages."""
+    """A CSV or Parquet file (:data:`TABLE_SUFFIXES`) as a DataFrame; ``what`` names the option."""
     path = check_input_file(path, what)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
@@ -38,8 +37,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
                                        keep_default_na=False).iloc[:, 0].to_numpy()
     except ImportError:
         raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
-                          "install it (pip install pyarrow) or save the table as CSV"
-                          ) from None
+                          "install it (pip install pyarrow) or save the table as CSV") from None
     except ElicitError:
         raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
@@ -54,8 +52,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
     """Refuse an empty or repeated column name (pandas would rename it), another separator, or
-    a first data line longer than the header (pandas would take its first field as the row
-    index, each column then holding the values of the next)."""
+    a first data line longer than the header (pandas would shift the columns)."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
     if other := [c for c in ",;\t" if c != sep and len(header) == 1 and c in header[0]]:

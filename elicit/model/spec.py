@@ -133,9 +133,8 @@ class ModelData:
         if self.pairs.size and (self.pairs.min() < 0 or self.pairs.max() >= p):
             raise ElicitError(f"pair indices must lie in 0..{p - 1}")
         if self.hyper.threshold_mean == "auto":
-            raise ElicitError("resolve threshold_mean='auto' before building ModelData: "
-                              "elicit.prior.setup.fit_no_feedback does, with "
-                              "elicit.model.spec.auto_threshold_mean")
+            raise ElicitError("resolve threshold_mean='auto' before building ModelData "
+                              "(elicit.prior.setup.fit_no_feedback does, by auto_threshold_mean)")
         if self.coupled is not None:
             self.coupled = _per_feature(self.coupled, p, (0, 1), bool, "coupled must be a "
                                         "boolean mask of the {p} features, got shape {shape}",
@@ -318,12 +317,10 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
     return X, y, U
 
 
-#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
-#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
-#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
-MAX_ABS = 1e150
-#: The kernel's Hessian in gamma holds fourth powers of U's differences: 1e75 keeps them finite.
-MAX_ABS_U = 1e75
+#: The largest magnitude accepted in X, y and (``MAX_ABS_U``) U. A square beyond about 1.3e154
+#: overflows double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values
+#: (y'y, X'X); the kernel's Hessian in gamma holds fourth powers of U's differences.
+MAX_ABS, MAX_ABS_U = 1e150, 1e75
 
 
 def _as_float(a, name: str, rows: Sequence[str] | None = None,
@@ -364,16 +361,10 @@ def _as_float(a, name: str, rows: Sequence[str] | None = None,
 
 
 def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
-    """About the most memory a fit and a question round hold at once, in bytes.
-
-    Measured with tracemalloc on sessions (numpy engine, fast utility) at n = 20..800,
-    p = 5..800, d = 3..800: the peak was 0.59 to 1.0 times this. Dense: the d + 1 kernel
-    derivatives and their products with S^-1 (n x n, three copies at the peak), K, R, the
-    utility's p x p arrays, the candidate pairs' weights and the n x p products. With
-    ``support`` (sparse-plus-offset inputs: the columns S touches) the blocks of K and R on
-    them, the Hessian's ``K (b o u_a u_b)`` and the candidate pairs' indices instead of p x p
-    arrays. With more rows than features the n x n arrays are p x p and a row costs
-    :func:`row_numbers`."""
+    """About the most memory a fit and a question round hold at once, in bytes (docs/estimator.md,
+    "Cost"; a session's peak measured with tracemalloc at n = 20..800, p = 5..800, d = 3..800
+    was 0.59 to 1.0 times this). With ``support`` (sparse-plus-offset inputs: the columns S
+    touches) blocks of K and R on them and the pairs' indices replace p x p arrays."""
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
                     + 3 * p * d * d + p * p + 2 * 512 * p)
@@ -384,9 +375,7 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 
 def row_numbers(p: int, d: int) -> int:
-    """How many numbers a row of the data costs in the p x p form: the basis of X's columns, the
-    predictive and its Jacobians, and the feature questions' n x p arrays (measured with
-    tracemalloc: docs/benchmarks.md)."""
+    """Numbers a data row costs in the p x p form (docs/benchmarks.md, "A table with many rows")."""
     return 16 * p + 2 * (d + 2)
 
 
@@ -405,15 +394,10 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
                            None if found is None else len(found.cols)) <= limit
 
     gib = 2.0**30
-    if is_tall(n, p) and found is None:
-        what = (f"the model holds about {row_numbers(p, d):,} numbers per row at once (with "
-                f"d = {d:,} meta-features{', one per row' if grows else ''})")
-    elif n >= p:
-        what = (f"the model holds about {3 * (d + 1) + 8:,} n x n arrays at once (with d = "
-                f"{d:,} meta-features{', one per row' if grows else ''})")
-    else:
-        what = (f"the model holds about {d + 25:,} p x p arrays at once (with d = "
-                f"{d:,} meta-features)")
+    held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
+            else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
+    what = (f"the model holds about {held} at once (with d = {d:,} meta-features"
+            f"{', one per row' if grows else ''})")
     head = (f"{n:,} rows and {p:,} features are too many for this machine: {what}, about "
             f"{need / gib:,.0f} GiB, and this machine has {limit / gib:,.1f} GiB")
     if not fits(1):
@@ -477,11 +461,8 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | N
         total = sum(float(np.sum(pair_weights(U, pairs[k:k + _PAIR_CHUNK]) @ gamma0))
                     for k in range(0, len(pairs), _PAIR_CHUNK))
         m = total / len(pairs)
-    if 1 / MAX_ABS < m < MAX_ABS:  # the threshold prior divides by m^2
-        return m
-    if not (np.any(U != U[0]) if pairs is None else np.any(U[pairs[:, 0]] != U[pairs[:, 1]])):
-        raise ElicitError("cannot set threshold_mean='auto': all candidate pairs have identical "
-                          "meta-features; give threshold_mean explicitly")
-    raise ElicitError(f"cannot set threshold_mean='auto': the candidate pairs' distances in "
-                      f"meta-features (gamma0 . w) average {m:.3g}, beyond what a fit computes "
-                      "with; rescale the meta-features (say, each column to unit variance)")
+    if not 1 / MAX_ABS < m < MAX_ABS:  # the threshold prior divides by m^2
+        raise ElicitError(f"cannot set threshold_mean='auto': the candidate pairs' meta-feature "
+                          f"distances (gamma0 . w) average {m:.3g}; make the meta-features "
+                          "differ between features and rescale them (each column to variance 1)")
+    return m

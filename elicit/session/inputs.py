@@ -194,6 +194,7 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
     if len(names) != p:
         raise ElicitError(f"got {len(names)} feature names for {p} features (columns of X); "
                           "give exactly one name per feature")
+    seen: dict[str, int] = {}
     for k, n in enumerate(names):
         if not isinstance(n, str):
             raise ElicitError(f"feature name {k} must be a string, got {type(n).__name__} {n!r}")
@@ -203,8 +204,6 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
             # It would be shown to experts in terminals, where such characters act.
             raise ElicitError(f"feature name {k} ({n!r}) contains control characters; "
                               "rename it with visible characters only")
-    seen: dict[str, int] = {}
-    for k, n in enumerate(names):
         if n in seen:
             raise ElicitError(f"duplicate feature name {n!r} (features {seen[n]} and {k}); "
                               "feature names must be unique")
