@@ -8,6 +8,7 @@ the names a program of a model must declare.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -384,29 +385,28 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
     U = X', d grows with the rows)."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
-    need = model_bytes(n, p, d, None if found is None else len(found.cols))
-    if limit is None or need <= limit:
-        return
     grows = d == n
 
-    def fits(m: int) -> bool:
-        return model_bytes(m, p, m if grows else d,
-                           None if found is None else len(found.cols)) <= limit
+    def need(m: int, q: int = p) -> int:
+        return model_bytes(m, q, m if grows else d, None if found is None else len(found.cols))
 
-    gib = 2.0**30
+    def largest(ok, hi: int) -> int:  # the largest k < hi with ok(k), given ok(1), not ok(hi)
+        return bisect_left(range(1, hi + 1), True, key=lambda k: not ok(k))
+
+    if limit is None or need(n) <= limit:
+        return
     held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
             else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
     what = (f"the model holds about {held} at once (with d = {d:,} meta-features"
             f"{', one per row' if grows else ''})")
     head = (f"{n:,} rows and {p:,} features are too many for this machine: {what}, about "
-            f"{need / gib:,.0f} GiB, and this machine has {limit / gib:,.1f} GiB")
-    if not fits(1):
-        raise ElicitError(f"{head}: use fewer features or fewer meta-features")
-    lo, hi = 1, n  # fits(lo), not fits(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    raise ElicitError(f"{head}: use at most {lo:,} rows (a random sample of them)"
+            f"{need(n) / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB")
+    if need(1) > limit:
+        q = largest(lambda q: need(n, q) <= limit, p)
+        raise ElicitError(f"{head}: use " + (f"at most {q:,} features or " if q > 1 else "")
+                          + "fewer meta-features")
+    rows = largest(lambda m: need(m) <= limit, n)
+    raise ElicitError(f"{head}: use at most {rows:,} rows (a random sample of them)"
                       + (", or fewer meta-features" if not grows else ""))
 
 
