@@ -60,6 +60,12 @@ def _nan_in(name):
     return X, y, U
 
 
+def _frame(columns):
+    import pandas as pd
+
+    return pd.DataFrame(make_data()[0], columns=columns)
+
+
 CREATE_CASES = [
     ("duplicate names", lambda: make_data(), {"feature_names": NAMES[:7] + ["price"]},
      r"duplicate feature name 'price' \(features 0 and 7\)"),
@@ -85,6 +91,15 @@ CREATE_CASES = [
     ("one feature", lambda: (np.ones((4, 1)), np.ones(4), np.ones((1, 2))),
      {"feature_names": ["a"]}, r"need at least 2 features"),
     ("text data", lambda: ([["a", "b"]], [1.0], [[1.0], [2.0]]), {}, r"X must be numeric"),
+    # a DataFrame naming a column twice was "X must be numeric; column(s) 'price', 'price'"
+    ("a DataFrame naming a column twice", lambda: (_frame(NAMES[:7] + ["price"]),
+                                                   *make_data()[1:]),
+     {"feature_names": None}, r"duplicate feature name 'price' \(features 0 and 7\)"),
+    # complex values lost their imaginary part with a ComplexWarning
+    ("complex X", lambda: (_frame(NAMES).astype(complex), *make_data()[1:]),
+     {"feature_names": None}, r"X must be numeric \(real\); column\(s\) 'price', .* are not"),
+    ("complex U", lambda: (*make_data()[:2], make_data()[2] * 1j), {},
+     r"^meta-features U must be real numbers, got complex values$"),
     ("bad strategy", lambda: make_data(), {"strategy": "greedy"},
      r"unknown strategy 'greedy'; choose one of random, nonsequential, sequential"),
     ("bad utility", lambda: make_data(), {"utility": "approx"},
@@ -647,6 +662,49 @@ def test_a_huge_value_in_a_csv_is_refused_naming_column_and_row(capsys, tmp_path
     assert "threshold_mean" not in err and not (tmp_path / "s.session").exists()
 
 
+@pytest.mark.parametrize("where, message", [
+    ("X", r"X contains 1 NaN or infinite value\(s\), the first at line 5, column 'c'; remove"),
+    ("meta", r"meta-features U contains 1 NaN or infinite value\(s\), the first at feature "
+             r"'d', meta-feature 'm1'; remove"),
+])
+def test_an_infinite_value_in_a_csv_is_placed(capsys, tmp_path, where, message):
+    """'inf' in a table (pandas reads it as a number, so it is no missing value) or a NaN in
+    the meta-features was "X contains 1 NaN or infinite value(s)", without saying where."""
+    path, df = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    if where == "X":
+        df.loc[3, "c"] = np.inf
+    else:
+        m.loc["d", "m1"] = np.nan
+        m.to_csv(meta)
+    df.to_csv(path, index=False)
+    extra = ["--meta-features", meta] if where == "meta" else []
+    code, out, err = _quiet_cli(capsys, "session", "new", "--from-csv", path, "--target", "y",
+                                *extra, "--out", tmp_path / "s.session", "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, message)
+
+
+@pytest.mark.parametrize("extra", ["blank lines", "a quoted field over two lines"])
+def test_a_value_in_a_csv_is_never_placed_on_a_wrong_line(capsys, tmp_path, extra):
+    """The place named was line k + 2 for data row k: with blank lines (which pandas skips)
+    or a quoted field over two lines before it, 1e300 on line 6 (or 5) was "at line 4"."""
+    path, df = _table(tmp_path)
+    df.loc[2, "c"] = 1e300
+    head, *rows = df.to_csv(index=False).splitlines()
+    if extra == "blank lines":
+        rows[:2] = [rows[0] + "\n", rows[1] + "\n"]
+    else:
+        rows[0] = '"{}\n",{}'.format(*rows[0].split(",", 1))  # a number pandas reads
+    path.write_text("\n".join([head, *rows]) + "\n")
+    line = next(k for k, t in enumerate(path.read_text().splitlines(), 1) if "1e+300" in t)
+    assert line in (5, 6)  # not line 4, the line of data row 3 without the extra lines
+    code, out, err = _quiet_cli(capsys, "session", "new", "--from-csv", path, "--target", "y",
+                                "--out", tmp_path / "s.session", "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"X has 1e\+300 at data row 3, column 'c'")
+
+
 def test_a_huge_value_in_the_api_is_refused_naming_column_and_row(tmp_path):
     """Session.create on X with one 1e300 cell predicted [nan nan nan]; the estimator with
     1e300 in y predicted nan."""
@@ -676,6 +734,30 @@ def test_a_huge_value_in_the_api_is_refused_naming_column_and_row(tmp_path):
         ElicitRegressor(meta_features=Ub).fit(X, y)
 
 
+
+
+@pytest.mark.parametrize("scale", [1e100, 1e-160, 1e-200])
+def test_meta_features_on_a_scale_no_fit_can_compute_with_are_one_line(tmp_path, scale):
+    """Meta-features inside ±1e150 but scaled by 1e100 gave an OverflowError traceback (the
+    threshold prior squares its mean, about U^2) or, without answers, overflowing kernel
+    Hessians and another answer than at 1e70 (K is the identity at both); at 1e-160 a
+    ZeroDivisionError; at 1e-200 "all candidate pairs have identical meta-features", which
+    they are not."""
+    from elicit.estimator import ElicitRegressor
+
+    X, y, U = make_data()
+    Us = U * scale
+    with pytest.raises(ElicitError, match=r"rescale") as e:
+        Session.create(X, y, Us, NAMES, path=tmp_path / "x.session", engine="numpy")
+    assert "\n" not in str(e.value) and not (tmp_path / "x.session").exists()
+    with pytest.raises(ElicitError, match=r"rescale"):
+        ElicitRegressor(meta_features=Us, feedback=[(0, 1, "similar")]).fit(X, y)
+    if scale > 1:
+        with pytest.raises(ElicitError, match=r"meta-features U has .* at feature 0, .*1e\+75 "
+                                              r"overflow in the kernel; rescale"):
+            ElicitRegressor(meta_features=Us).fit(X, y)
+    else:
+        assert "meta-feature distances (gamma0 . w) average" in str(e.value)
 @pytest.mark.parametrize("argv", [
     ["synthetic", "--runs", "1", "--rounds", "1", "--quiet"],
     ["realdata", "--dataset", "amazon", "--runs", "1", "--rounds", "1", "--quiet"],
@@ -978,6 +1060,29 @@ def test_a_table_with_another_separator_says_which_one_elicit_reads(capsys, tmp_
                                rf"{re.escape(repr(sep))} "
                                r"rather than ','; save it separated by commas \(or name it "
                                r"\.tsv if separated by tabs\)")
+
+
+@pytest.mark.parametrize("table", ["data", "meta"])
+@pytest.mark.parametrize("extra", ["", "7"])
+def test_a_table_with_more_fields_than_header_names_is_refused(capsys, tmp_path, table, extra):
+    """Data lines with one field more than the header (a comma at the end of each line) made
+    pandas take the first column as the row index: every column shifted one name to the left,
+    a session was made on the shifted table without a word (or, with the extra fields empty,
+    "t.csv has missing values: 'y' (12 rows)")."""
+    path, df = _table(tmp_path)
+    meta, m = _meta(tmp_path)
+    target = path if table == "data" else meta
+    (df.to_csv(path, index=False) if table == "data" else m.to_csv(meta))
+    head, *rows = target.read_text().splitlines()
+    target.write_text("\n".join([head, *[f"{r},{extra}" for r in rows]]) + "\n")
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    assert code == 2
+    assert_one_line_error(err, rf"{name} has more fields on its first data line than names "
+                               r"in its header line \(a ',' at the end of each line\?\)")
+    assert not (tmp_path / "s.session").exists()
 
 
 def test_predicting_from_an_array_warns_that_its_columns_are_taken_by_position():

@@ -17,8 +17,7 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
-    """A CSV (``.csv``, ``.tsv``, ``.txt``) or Parquet (``.parquet``, ``.pq``) file as a
-    DataFrame; ``what`` names the option in messages."""
+    """A CSV or Parquet file (:data:`TABLE_SUFFIXES`) as a DataFrame; ``what`` names the option."""
     path = check_input_file(path, what)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
@@ -31,20 +30,20 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
                 df = df.set_index(df.columns[index_col])
         else:
             sep = "\t" if suffix == ".tsv" else ","
+            _check_header(path, what, sep, index_col)
             df = pd.read_csv(path, sep=sep, index_col=index_col)
             if index_col is not None:  # names as written: not "01" -> 1.0, "NA" -> NaN
                 df.index = pd.read_csv(path, sep=sep, usecols=[index_col], dtype=str,
                                        keep_default_na=False).iloc[:, 0].to_numpy()
     except ImportError:
         raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
-                          "install it (pip install pyarrow) or save the table as CSV"
-                          ) from None
+                          "install it (pip install pyarrow) or save the table as CSV") from None
+    except ElicitError:
+        raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
             ValueError, OSError) as e:
         detail = " ".join(str(e).split())
         raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
-    if suffix not in (".parquet", ".pq"):
-        _check_header(path, what, sep, index_col)
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     df.columns = [str(c) for c in df.columns]
@@ -52,13 +51,22 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
 
 
 def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
-    """Refuse an empty or repeated column name (pandas would rename it), or another separator."""
+    """Refuse an empty or repeated column name (pandas would rename it), another separator, or
+    a first data line longer than the header (pandas would shift the columns)."""
     header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
                                           keep_default_na=False).iloc[0].tolist()]
     if other := [c for c in ",;\t" if c != sep and len(header) == 1 and c in header[0]]:
         way = "tabs" if sep == "\t" else "commas (or name it .tsv if separated by tabs)"
         raise ElicitError(f"{what} file {path.name} has one column, its columns separated by "
                           f"{other[0]!r} rather than {sep!r}; save it separated by {way}")
+    try:
+        pd.read_csv(path, sep=sep, header=None, nrows=2, dtype=str, keep_default_na=False)
+    except pd.errors.ParserError as e:
+        if "Expected" not in str(e):  # not "Expected 4 fields in line 2, saw 5"
+            raise
+        raise ElicitError(f"{what} file {path.name} has more fields on its first data line than "
+                          f"names in its header line (a {sep!r} at the end of each line?); name "
+                          "every column in the header line or remove the extra fields") from None
     first: dict[str, int] = {}
     for k, name in enumerate(header):
         if not name.strip() and k != index_col:

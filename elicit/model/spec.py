@@ -8,6 +8,7 @@ the names a program of a model must declare.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -136,9 +137,8 @@ class ModelData:
         if self.pairs.size and (self.pairs.min() < 0 or self.pairs.max() >= p):
             raise ElicitError(f"pair indices must lie in 0..{p - 1}")
         if self.hyper.threshold_mean == "auto":
-            raise ElicitError("resolve threshold_mean='auto' before building ModelData: "
-                              "elicit.prior.setup.fit_no_feedback does, with "
-                              "elicit.model.spec.auto_threshold_mean")
+            raise ElicitError("resolve threshold_mean='auto' before building ModelData "
+                              "(elicit.prior.setup.fit_no_feedback does, by auto_threshold_mean)")
         if self.coupled is not None:
             self.coupled = _per_feature(self.coupled, p, (0, 1), bool, "coupled must be a "
                                         "boolean mask of the {p} features, got shape {shape}",
@@ -299,7 +299,7 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
     metas = None if meta_names is None else [f"meta-feature {n!r}" for n in meta_names]
     X = _as_float(X, "X", row_names, cols)
     y = _as_float(y, "y", row_names)
-    U = _as_float(U, "meta-features U", feats, metas, ("feature", "meta-feature"))
+    U = _as_float(U, "meta-features U", feats, metas, ("feature", "meta-feature"), MAX_ABS_U)
     if X.ndim != 2:
         raise ElicitError(f"X must be a 2-D array (n samples x p features), got shape {X.shape}")
     if y.ndim == 2 and 1 in y.shape:
@@ -322,55 +322,54 @@ def validate_regression(X, y, U, *, feature_names: Sequence[str] | None = None,
     return X, y, U
 
 
-#: The largest magnitude accepted in X, y and U. A square beyond about 1.3e154 overflows
-#: double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values (the
-#: kernel's distances, y'y, X'X), so no value inside the bound can overflow a fit.
-MAX_ABS = 1e150
+#: The largest magnitude accepted in X, y and (``MAX_ABS_U``) U. A square beyond about 1.3e154
+#: overflows double precision; 1e150 leaves room for the sums of squares of up to 1e8 such values
+#: (y'y, X'X); the kernel's Hessian in gamma holds fourth powers of U's differences.
+MAX_ABS, MAX_ABS_U = 1e150, 1e75
 
 
 def _as_float(a, name: str, rows: Sequence[str] | None = None,
               columns: Sequence[str] | None = None,
-              words: tuple[str, str] = ("row", "column")) -> np.ndarray:
+              words: tuple[str, str] = ("row", "column"), limit: float = MAX_ABS) -> np.ndarray:
     """``a`` as a float array; ElicitError if it is not numeric, not finite or beyond
-    :data:`MAX_ABS` (the first such value named by ``rows`` and ``columns`` if given, else by
+    ``limit`` (the first such value named by ``rows`` and ``columns`` if given, else by
     position: ``words``)."""
+    if np.iscomplexobj(a):  # float() would drop the imaginary parts with a warning
+        raise ElicitError(f"{name} must be real numbers, got complex values")
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:
         raise ElicitError(f"{name} must be numeric: {e}") from None
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ElicitError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
-    big = np.abs(arr) > MAX_ABS
+    finite = np.isfinite(arr)
+    big = ~finite | (np.abs(arr) > limit)
     if not big.any():
         return arr
     if rows is not None and len(rows) != arr.shape[0]:
         rows = None  # names of other rows (a shape error follows): positions then
     if columns is not None and (arr.ndim != 2 or len(columns) != arr.shape[1]):
         columns = None
-    at = tuple(int(k) for k in np.argwhere(big)[0])
-    where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"]
+    at = tuple(int(k) for k in np.argwhere(big if finite.all() else ~finite)[0])
+    where = [rows[at[0]] if rows is not None else f"{words[0]} {at[0]}"] if at else []
     if len(at) == 2:
         where.append(columns[at[1]] if columns is not None else f"{words[1]} {at[1]}")
+    if not finite.all():
+        raise ElicitError(f"{name} contains {int(np.size(arr) - np.count_nonzero(finite))} NaN "
+                          "or infinite value(s)" + ", the first at " * bool(where)
+                          + ", ".join(where) + "; remove or impute them")
     more = int(big.sum()) - 1
     raise ElicitError(f"{name} has {arr[at]:.3g} at {', '.join(where)}"
                       + (f" (and {more} more such value(s))" if more else "")
-                      + f": values beyond ±{MAX_ABS:.0e} overflow when squared; rescale "
+                      + f": values beyond ±{limit:.0e} overflow "
+                      + ("when squared" if limit == MAX_ABS else "in the kernel") + "; rescale "
                       + ("that column" if len(at) == 2 else name)
                       + " (e.g. other units) or correct the value")
 
 
 def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
-    """About the most memory a fit and a question round hold at once, in bytes.
-
-    Measured with tracemalloc on sessions (numpy engine, fast utility) at n = 20..800,
-    p = 5..800, d = 3..800: the peak was 0.59 to 1.0 times this. Dense: the d + 1 kernel
-    derivatives and their products with S^-1 (n x n, three copies at the peak), K, R, the
-    utility's p x p arrays, the candidate pairs' weights and the n x p products. With
-    ``support`` (sparse-plus-offset inputs: the columns S touches) the blocks of K and R on
-    them, the Hessian's ``K (b o u_a u_b)`` and the candidate pairs' indices instead of p x p
-    arrays. With more rows than features the n x n arrays are p x p and a row costs
-    :func:`row_numbers`."""
+    """About the most memory a fit and a question round hold at once, in bytes (docs/estimator.md,
+    "Cost"; a session's peak measured with tracemalloc at n = 20..800, p = 5..800, d = 3..800
+    was 0.59 to 1.0 times this). With ``support`` (sparse-plus-offset inputs: the columns S
+    touches) blocks of K and R on them and the pairs' indices replace p x p arrays."""
     if support is not None:
         return 8 * ((3 * (d + 1) + 8) * n * n + 4 * support * support + 12 * n * p
                     + 3 * p * d * d + p * p + 2 * 512 * p)
@@ -381,9 +380,7 @@ def model_bytes(n: int, p: int, d: int, support: int | None = None) -> int:
 
 
 def row_numbers(p: int, d: int) -> int:
-    """How many numbers a row of the data costs in the p x p form: the basis of X's columns, the
-    predictive and its Jacobians, and the feature questions' n x p arrays (measured with
-    tracemalloc: docs/benchmarks.md)."""
+    """Numbers a data row costs in the p x p form (docs/benchmarks.md, "A table with many rows")."""
     return 16 * p + 2 * (d + 2)
 
 
@@ -392,34 +389,28 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
     U = X', d grows with the rows)."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
-    need = model_bytes(n, p, d, None if found is None else len(found.cols))
-    if limit is None or need <= limit:
-        return
     grows = d == n
 
-    def fits(m: int) -> bool:
-        return model_bytes(m, p, m if grows else d,
-                           None if found is None else len(found.cols)) <= limit
+    def need(m: int, q: int = p) -> int:
+        return model_bytes(m, q, m if grows else d, None if found is None else len(found.cols))
 
-    gib = 2.0**30
-    if is_tall(n, p) and found is None:
-        what = (f"the model holds about {row_numbers(p, d):,} numbers per row at once (with "
-                f"d = {d:,} meta-features{', one per row' if grows else ''})")
-    elif n >= p:
-        what = (f"the model holds about {3 * (d + 1) + 8:,} n x n arrays at once (with d = "
-                f"{d:,} meta-features{', one per row' if grows else ''})")
-    else:
-        what = (f"the model holds about {d + 25:,} p x p arrays at once (with d = "
-                f"{d:,} meta-features)")
+    def largest(ok, hi: int) -> int:  # the largest k < hi with ok(k), given ok(1), not ok(hi)
+        return bisect_left(range(1, hi + 1), True, key=lambda k: not ok(k))
+
+    if limit is None or need(n) <= limit:
+        return
+    held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
+            else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
+    what = (f"the model holds about {held} at once (with d = {d:,} meta-features"
+            f"{', one per row' if grows else ''})")
     head = (f"{n:,} rows and {p:,} features are too many for this machine: {what}, about "
-            f"{need / gib:,.0f} GiB, and this machine has {limit / gib:,.1f} GiB")
-    if not fits(1):
-        raise ElicitError(f"{head}: use fewer features or fewer meta-features")
-    lo, hi = 1, n  # fits(lo), not fits(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    raise ElicitError(f"{head}: use at most {lo:,} rows (a random sample of them)"
+            f"{need(n) / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB")
+    if need(1) > limit:
+        q = largest(lambda q: need(n, q) <= limit, p)
+        raise ElicitError(f"{head}: use " + (f"at most {q:,} features or " if q > 1 else "")
+                          + "fewer meta-features")
+    rows = largest(lambda m: need(m) <= limit, n)
+    raise ElicitError(f"{head}: use at most {rows:,} rows (a random sample of them)"
                       + (", or fewer meta-features" if not grows else ""))
 
 
@@ -474,7 +465,8 @@ def auto_threshold_mean(U: np.ndarray, gamma0: np.ndarray, pairs: np.ndarray | N
         total = sum(float(np.sum(pair_weights(U, pairs[k:k + _PAIR_CHUNK]) @ gamma0))
                     for k in range(0, len(pairs), _PAIR_CHUNK))
         m = total / len(pairs)
-    if not (np.isfinite(m) and m > 0):
-        raise ElicitError("cannot set threshold_mean='auto': all candidate pairs have identical "
-                          "meta-features; give threshold_mean explicitly")
+    if not 1 / MAX_ABS < m < MAX_ABS:  # the threshold prior divides by m^2
+        raise ElicitError(f"cannot set threshold_mean='auto': the candidate pairs' meta-feature "
+                          f"distances (gamma0 . w) average {m:.3g}; make the meta-features "
+                          "differ between features and rescale them (each column to variance 1)")
     return m

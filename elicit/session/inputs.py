@@ -129,9 +129,10 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
 
 def _as_matrix(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
-        if bad := [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
-                   or pd.api.types.is_bool_dtype(X[c])]:
-            raise ElicitError(f"X must be numeric; column(s) {listing(bad)} are not")
+        # by dtype: X[c] of a name given twice is a DataFrame (check_feature_names refuses it)
+        if bad := [str(c) for c, t in X.dtypes.items() if not pd.api.types.is_numeric_dtype(t)
+                   or pd.api.types.is_bool_dtype(t) or pd.api.types.is_complex_dtype(t)]:
+            raise ElicitError(f"X must be numeric (real); column(s) {listing(bad)} are not")
         return X.to_numpy(dtype=float, na_value=np.nan)
     return X
 
@@ -193,6 +194,7 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
     if len(names) != p:
         raise ElicitError(f"got {len(names)} feature names for {p} features (columns of X); "
                           "give exactly one name per feature")
+    seen: dict[str, int] = {}
     for k, n in enumerate(names):
         if not isinstance(n, str):
             raise ElicitError(f"feature name {k} must be a string, got {type(n).__name__} {n!r}")
@@ -202,8 +204,6 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
             # It would be shown to experts in terminals, where such characters act.
             raise ElicitError(f"feature name {k} ({n!r}) contains control characters; "
                               "rename it with visible characters only")
-    seen: dict[str, int] = {}
-    for k, n in enumerate(names):
         if n in seen:
             raise ElicitError(f"duplicate feature name {n!r} (features {seen[n]} and {k}); "
                               "feature names must be unique")

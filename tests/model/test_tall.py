@@ -215,3 +215,20 @@ def test_the_row_limit_names_the_rows_that_fit(monkeypatch):
     rows = int(str(err.value).split("use at most ")[1].split(" rows")[0].replace(",", ""))
     assert model_bytes(rows, p, d) <= limit < model_bytes(rows + 1, p, d)
     assert rows > 100_000                   # the n x n form's limit at 1 GiB was ~1,800
+
+
+def test_the_feature_limit_names_the_features_that_fit(monkeypatch):
+    """With fewer rows than features the message said "use fewer features or fewer
+    meta-features" without saying how many fit."""
+    import elicit.model.spec as spec_mod
+    from elicit.errors import ElicitError
+
+    limit = 2.0**30
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: limit)
+    n, d = 50, 10
+    with pytest.raises(ElicitError, match="p x p arrays") as err:
+        spec_mod.check_size(n, 20_000, d)
+    feats = int(str(err.value).split("use at most ")[1].split(" features")[0].replace(",", ""))
+    assert model_bytes(n, feats, d) <= limit < model_bytes(n, feats + 1, d)
+    with pytest.raises(ElicitError, match=r": use fewer meta-features$"):
+        spec_mod.check_size(n, 20_000, 10**6)  # two features do not fit either
