@@ -481,19 +481,28 @@ def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypa
     assert err.count("\n") == 1 and "amazon/mse.csv is cut short" in err, err
 
 
-@pytest.mark.parametrize("target", ["test", "test-fast", "lint", "bench", "reproduce",
-                                    "reproduce-quick"])
-def test_a_make_target_without_its_virtual_environment_says_to_make_it(tmp_path, target):
-    """Without the virtual environment every target but setup failed with the shell's
-    ".venv/bin/python: not found" (Error 127), which did not say that `make setup` makes it."""
+def _make(*args: str):
+    """``make ARGS`` in the checkout, as a user types it: the tests themselves run under
+    `make test`, whose MAKEFLAGS and MAKELEVEL would make this one print "Entering directory"
+    lines and take the outer call's flags."""
+    import os
     import shutil
     import subprocess
 
     if shutil.which("make") is None:
         pytest.skip("no make on this machine")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPRODUCE.parents[1]),
+                           *args], env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("target", ["test", "test-fast", "lint", "bench", "reproduce",
+                                    "reproduce-quick"])
+def test_a_make_target_without_its_virtual_environment_says_to_make_it(tmp_path, target):
+    """Without the virtual environment every target but setup failed with the shell's
+    ".venv/bin/python: not found" (Error 127), which did not say that `make setup` makes it."""
     venv = tmp_path / "no-venv"
-    res = subprocess.run(["make", "-C", str(REPRODUCE.parents[1]), target, f"VENV={venv}"],
-                         capture_output=True, text=True)
+    res = _make(target, f"VENV={venv}")
     assert res.returncode != 0 and not venv.exists()
     assert f"{venv}/bin/python not found: run 'make setup' first" in res.stderr
 
@@ -503,17 +512,12 @@ def test_make_reproduce_passes_out_as_one_folder(tmp_path, target):
     """OUT="my results" reached reproduce.py as two words ("unrecognized arguments:
     results"), and an empty OUT is refused rather than writing into the current folder."""
     import shlex
-    import shutil
-    import subprocess
 
-    if shutil.which("make") is None:
-        pytest.skip("no make on this machine")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python").touch()  # -n: nothing is run
 
-    def make(out: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["make", "-n", target, f"VENV={tmp_path}", f"OUT={out}"],
-                              cwd=REPRODUCE.parents[1], capture_output=True, text=True)
+    def make(out: str):
+        return _make("-n", target, f"VENV={tmp_path}", f"OUT={out}")
 
     words = shlex.split(make("my results").stdout.strip().splitlines()[-1])
     assert words[words.index("--out") + 1] == "my results" + ("/quick" if "quick" in target else "")
