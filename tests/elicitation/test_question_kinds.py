@@ -76,6 +76,9 @@ def test_the_shipped_kinds_and_the_spellings_of_questions():
     ("", r"^questions='' names no kind of question; name kinds from pairs, relevance, direction, "
          r"or all$"),
     (3, r"^unknown question kind 3 in questions=3"),
+    # an empty item was skipped without a word: a kind left out, or a stray comma
+    ("direction,", r"^unknown question kind '' in questions='direction,'; name kinds from "),
+    ("pairs,,relevance", r"^unknown question kind '' in questions='pairs,,relevance'"),
 ])
 def test_questions_that_name_no_registered_kind_once_are_one_line_errors(given, message):
     with pytest.raises(ElicitError, match=message):

@@ -46,7 +46,7 @@ def parse_questions(questions: object) -> tuple[str, ...]:
     """The kinds ``questions`` names (``"pairs,relevance"``, ``"all"``, ``"both"``, or a list
     of names or kinds), in registration order; a one-line ElicitError if none or unknown."""
     if isinstance(questions, str):
-        items: list[Any] = [s.strip() for s in questions.split(",") if s.strip()]
+        items: list[Any] = [s.strip() for s in questions.split(",") if questions.strip(", ")]
     elif isinstance(questions, Iterable):
         items = list(questions)
     else:
