@@ -113,7 +113,8 @@ def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None =
                           "non-negative")
     p = C.shape[1]
     if dim > p:
-        raise ElicitError(f"meta_dim {dim} exceeds the {p} features; choose at most {p}")
+        raise ElicitError(f"meta_dim {dim} exceeds the {p} features; choose at most {p} "
+                          f"(--meta-dim, default {DEFAULT_META_DIM})")
     U = ppmi_embedding(C, dim) if kind == "ppmi" else lsa_embedding(C, dim)
     return scale_to_typical(unit_rows(U))
 
