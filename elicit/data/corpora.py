@@ -211,8 +211,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
 
     try:
         X, vocab, df, not_stop = count(int(min_df))
-        # select_features' rule (min_df again: cheap), on the sparse matrix: the unfiltered
-        # vocabulary is large.
+        # select_features' rule on the sparse matrix (the unfiltered vocabulary is large)
         keep = np.flatnonzero(not_stop & (df >= min_df))
     except ValueError:  # sklearn: "After pruning, no terms remain", min_df above len(texts)
         keep = np.zeros(0, dtype=int)

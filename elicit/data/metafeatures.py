@@ -21,9 +21,7 @@ or a file):
 a file (``FILE``)
     A CSV or Parquet table indexed by feature name (:func:`read_meta_file`).
 
-Both embeddings then get unit rows (:func:`unit_rows`; a keyword absent from the unlabelled
-reviews is a zero row) and fixed signs (:func:`_fix_signs`); they and a file are scaled to a
-typical pair distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
+The embeddings get unit rows and fixed signs, they and a file one scale; ``counts`` none.
 """
 
 from __future__ import annotations

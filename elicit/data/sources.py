@@ -79,6 +79,9 @@ def _load(src: DataSource) -> BowDataset:
             f"{N_MODEL} for the model and sets at least {MIN_EXPERT_REVIEWS} aside for a "
             f"sweep's simulated expert; use a corpus of at least {N_MODEL + MIN_EXPERT_REVIEWS}"
             " reviews")
+    if np.unique(ds.ratings).size < 2:
+        raise ElicitError(f"{src.corpus}: every rating is {ds.ratings[0]}; a model of the rating "
+                          "needs at least 2 different ones (is --rating-field the rating?)")
     return ds
 
 

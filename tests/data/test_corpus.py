@@ -297,3 +297,15 @@ def test_a_text_given_as_the_rating_is_quoted_short(tmp_path):
         load_corpus(_write_jsonl(tmp_path / "long.jsonl", revs), rating_field="text",
                     n_model=None)
     assert len(str(e.value)) < 200
+
+
+def test_a_corpus_whose_ratings_are_all_equal_is_refused(tmp_path):
+    # `session new` made a session with nothing to learn and `realdata` wrote config.json
+    # before the LASSO expert failed ("constant or uncorrelated with every feature")
+    from elicit.data.sources import corpus_source
+
+    path = _write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": 4} for t, _ in
+                                               _reviews(1100)])
+    with pytest.raises(ElicitError, match=r"c.jsonl: every rating is 4; a model of the rating "
+                                          r"needs at least 2 different ones"):
+        corpus_source(path, min_df=2).load()
