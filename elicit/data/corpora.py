@@ -5,6 +5,7 @@ words, in at least ``min_df`` reviews) and the loaders of the paper's matrices a
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,11 +172,8 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
                     min_df: int, ngram_range: tuple[int, int] = (1, 2),
                     name: str = "texts", max_features: int | None = None) -> BowDataset:
     """Count the n-grams (``ngram_range``) of raw texts and apply the paper's feature rule;
-    ``max_features`` keeps the n-grams of highest document frequency (stable ties).
-
-    Stop words are not removed before forming n-grams (that would turn "not good" into
-    "good"): as in the paper's matrices an n-gram is dropped when all its tokens are stop words.
-    """
+    ``max_features`` keeps the n-grams of highest document frequency (stable ties); the
+    tokens and stop words as ``docs/data.md`` says."""
     from sklearn.feature_extraction.text import CountVectorizer
 
     texts = list(texts)
@@ -196,11 +194,15 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
-    # Lower-case and normalise typographic apostrophes so "don’t" matches the stop word "don't".
-    quotes = str.maketrans("\u2019\u2018", "''")
+    # Lower-case, compose accents (decomposed, "naïve" was split at its combining mark) and
+    # map apostrophe look-alikes to ' so "don’t" and "donʼt" match the stop word "don't".
+    quotes = str.maketrans("\u2019\u2018\u02bc", "'''")
+
+    def prep(t: str) -> str:
+        return unicodedata.normalize("NFC", t).lower().translate(quotes)
 
     def count(least: int):  # the n-grams in >= least texts: counts, names, df, not all stop
-        vec = CountVectorizer(lowercase=False, preprocessor=lambda t: t.lower().translate(quotes),
+        vec = CountVectorizer(lowercase=False, preprocessor=prep,
                               token_pattern=TOKEN_PATTERN, ngram_range=tuple(ngram_range),
                               min_df=least, dtype=np.int64)
         X = vec.fit_transform(texts).tocsc()
@@ -209,8 +211,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
 
     try:
         X, vocab, df, not_stop = count(int(min_df))
-        # select_features' rule (min_df again: cheap), on the sparse matrix: the unfiltered
-        # vocabulary is large.
+        # select_features' rule on the sparse matrix (the unfiltered vocabulary is large)
         keep = np.flatnonzero(not_stop & (df >= min_df))
     except ValueError:  # sklearn: "After pruning, no terms remain", min_df above len(texts)
         keep = np.zeros(0, dtype=int)
@@ -241,9 +242,7 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
                      min_df: int | None = None,
                      stopwords: Iterable[str] | None = None) -> BowDataset:
     """:func:`load_corpus` of ``"amazon"`` / ``"yelp"`` (the shipped substitutes, looked up
-    in ``data_dir``) or of a JSONL or CSV file with ``text`` and ``rating`` fields, without
-    the size check; ``min_df`` default: 39 for the 2000 Amazon reviews, 71 for the 3610 Yelp
-    ones."""
+    in ``data_dir``) or of a review file, without the size check (``docs/data.md``)."""
     key = str(path_or_name)
     if key in RAW_FILES:
         path = data_file(RAW_FILES[key], data_dir)
@@ -292,16 +291,8 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 ngram_range: tuple[int, int] = (1, 2), max_features: int | None = None,
                 n_model: int | None = 1000, name: str | None = None,
                 data_dir: str | os.PathLike | None = None) -> BowDataset:
-    """Any review corpus as a :class:`BowDataset`, with the paper's keyword rule.
-
-    ``path`` is JSON Lines (``.jsonl``/``.json``/``.ndjson``) or CSV with a header line,
-    either optionally gzipped, one review per record. ``min_df`` defaults to the paper's
-    100-of-5149 scaled to the corpus (:func:`default_min_df`); ``stopwords`` (default the
-    shipped SMART list, its copy in ``data_dir`` checked: :func:`~elicit.data.load_stopwords`),
-    ``ngram_range`` and ``max_features`` go to :func:`vectorize_texts`.
-    A corpus of fewer than ``n_model`` reviews (a run's model reviews) is refused early; the
-    label ``name`` defaults to the file name without its suffixes.
-    """
+    """Any review corpus (JSON Lines or CSV, optionally gzipped) as a :class:`BowDataset`,
+    with the paper's keyword rule; the options and errors are in ``docs/data.md``."""
     if n_model is not None:
         check_int(n_model, f"n_model must be a positive integer or None, got {n_model!r}", 1)
     path = Path(path)

@@ -10,6 +10,7 @@ import gzip
 import io
 import json
 import os
+import reprlib
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -164,6 +165,11 @@ def read_csv_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
             for row in reader:
                 # line_num counts physical lines, so it stays right for multi-line texts.
                 lineno = reader.line_num
+                cells = len(names) + len(row.get(None, ())) - list(row.values()).count(None)
+                if cells != len(names):  # DictReader: surplus cells under None, missing ones None
+                    raise ElicitError(f"{path}, line {lineno}: {cells} cells but the header "
+                                      f"names {len(names)} columns; quote a text that holds "
+                                      "a comma")
                 yield lineno, row
     except csv.Error as e:
         raise ElicitError(f"{path}, line {lineno}: malformed CSV ({e})") from None
@@ -205,7 +211,7 @@ def _rating(value: object, where: str) -> int:
         return int(v)
     known = value is None or isinstance(value, (bool, float, str))
     raise ElicitError(f"{where}: rating must be an integer, got "
-                      f"{'' if known else type(value).__name__ + ' '}{value!r}")
+                      f"{'' if known else type(value).__name__ + ' '}{reprlib.repr(value)}")
 
 
 def load_stopwords(path: str | os.PathLike | None = None,

@@ -21,9 +21,7 @@ or a file):
 a file (``FILE``)
     A CSV or Parquet table indexed by feature name (:func:`read_meta_file`).
 
-Both embeddings then get unit rows (:func:`unit_rows`; a keyword absent from the unlabelled
-reviews is a zero row) and fixed signs (:func:`_fix_signs`); they and a file are scaled to a
-typical pair distance (:func:`scale_to_typical`); ``counts`` stays unscaled, as in the paper.
+The embeddings get unit rows and fixed signs, they and a file one scale; ``counts`` none.
 """
 
 from __future__ import annotations
@@ -113,7 +111,8 @@ def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None =
                           "non-negative")
     p = C.shape[1]
     if dim > p:
-        raise ElicitError(f"meta_dim {dim} exceeds the {p} features; choose at most {p}")
+        raise ElicitError(f"meta_dim {dim} exceeds the {p} features; choose at most {p} "
+                          f"(--meta-dim, default {DEFAULT_META_DIM})")
     U = ppmi_embedding(C, dim) if kind == "ppmi" else lsa_embedding(C, dim)
     return scale_to_typical(unit_rows(U))
 

@@ -72,13 +72,16 @@ def _load(src: DataSource) -> BowDataset:
     if src.corpus is None:
         return load_dataset(src.name, src.data_dir)
     ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
-                     min_df=src.min_df, n_model=N_MODEL, name=src.name, data_dir=src.data_dir)
+                     min_df=src.min_df, n_model=None, name=src.name, data_dir=src.data_dir)
     if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
         raise ElicitError(
             f"{src.corpus} has {ds.n} reviews: a run, as a sweep splits the corpus, takes "
             f"{N_MODEL} for the model and sets at least {MIN_EXPERT_REVIEWS} aside for a "
             f"sweep's simulated expert; use a corpus of at least {N_MODEL + MIN_EXPERT_REVIEWS}"
             " reviews")
+    if np.unique(ds.ratings).size < 2:
+        raise ElicitError(f"{src.corpus}: every rating is {ds.ratings[0]}; a model of the rating "
+                          "needs at least 2 different ones (is --rating-field the rating?)")
     return ds
 
 
@@ -156,7 +159,8 @@ def make_source(dataset: str | None = None, corpus: str | os.PathLike | None = N
             raise ElicitError(f"{given[0]} applies to --corpus only, not to --dataset")
         return paper_source(dataset, data_dir)
     assert corpus is not None   # its stop list is checked in data_dir, as $ELICIT_DATA's
-    return corpus_source(corpus, text_field or "text", rating_field or "rating", min_df, name,
+    return corpus_source(corpus, "text" if text_field is None else text_field,
+                         "rating" if rating_field is None else rating_field, min_df, name,
                          data_dir)
 
 

@@ -241,3 +241,71 @@ def test_a_corpus_too_small_for_a_run_says_what_a_run_takes(tmp_path):
                                           r"least 100 aside for a sweep's simulated expert; "
                                           r"use a corpus of at least 1100 reviews"):
         corpus_source(path, min_df=2).load()
+
+
+def test_decomposed_accents_and_modifier_apostrophes_make_the_same_keywords(tmp_path):
+    # text saved in Unicode's decomposed form (macOS file names, some editors) split "naïve"
+    # at its combining mark into 'nai' and 've'; U+02BC, the apostrophe of some keyboards,
+    # made "donʼt" a keyword the stop list did not catch
+    revs = [{"text": t, "rating": r} for t, r in _reviews(60)]
+    composed = revs + [{"text": "naïve kettle don't", "rating": 3}] * 3
+    decomposed = revs + [{"text": "nai\u0308ve kettle don\u02bct", "rating": 3}] * 3
+    a = load_corpus(_write_jsonl(tmp_path / "a.jsonl", composed), n_model=None, min_df=2)
+    b = load_corpus(_write_jsonl(tmp_path / "b.jsonl", decomposed), n_model=None, min_df=2)
+    assert "naïve" in a.vocabulary and b.vocabulary == a.vocabulary
+    assert np.array_equal(a.counts, b.counts)
+
+
+def test_a_csv_row_with_more_or_fewer_cells_than_the_header_is_refused(tmp_path):
+    # an unquoted comma in a review put its tail in a cell of no column, silently dropped;
+    # a short row was refused as "field 'text' is empty (null)"
+    rows = [[str(r), t] for t, r in _reviews(60)]
+    long = _write_csv(tmp_path / "long.csv", ["rating", "text"], rows + [["5", "sharp", "cheap"]])
+    with pytest.raises(ElicitError, match=r"long.csv, line 62: 3 cells but the header names 2 "
+                                          r"columns; quote a text that holds a comma$"):
+        load_corpus(long, n_model=None, min_df=2)
+    short = _write_csv(tmp_path / "short.csv", ["rating", "text"], rows[:5] + [["5"]] + rows)
+    with pytest.raises(ElicitError, match=r"short.csv, line 7: 1 cells but the header names 2 "):
+        load_corpus(short, n_model=None, min_df=2)
+
+
+def test_a_corpus_below_the_model_reviews_says_what_a_sweep_takes(tmp_path):
+    # below 1000 reviews the message asked for 1000 (a sweep needs 1100) or "a smaller
+    # n_model", which no command-line option sets
+    from elicit.data.sources import corpus_source
+
+    path = _write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": r} for t, r in _reviews(500)])
+    with pytest.raises(ElicitError, match=r"c.jsonl has 500 reviews: .* use a corpus of at "
+                                          r"least 1100 reviews$"):
+        corpus_source(path, min_df=2).load()
+
+
+def test_an_empty_field_name_of_realdata_is_refused(corpus_files):
+    # `elicit realdata --corpus F --text-field ""` read the field 'text' without a word
+    from elicit.data.sources import make_source
+
+    for opt in ("text_field", "rating_field"):
+        with pytest.raises(ElicitError, match=r"must be a non-empty name, got ''"):
+            make_source(corpus=corpus_files["jsonl"], **{opt: ""})
+
+
+def test_a_text_given_as_the_rating_is_quoted_short(tmp_path):
+    # `--rating-field text` put the whole review (24 kB for a long one) in the one-line error
+    revs = [{"text": "sharp knife " * 2000, "rating": 5}]
+    with pytest.raises(ElicitError, match=r"line 1, field 'text': rating must be an integer, "
+                                          r"got 'sharp knife .*'$") as e:
+        load_corpus(_write_jsonl(tmp_path / "long.jsonl", revs), rating_field="text",
+                    n_model=None)
+    assert len(str(e.value)) < 200
+
+
+def test_a_corpus_whose_ratings_are_all_equal_is_refused(tmp_path):
+    # `session new` made a session with nothing to learn and `realdata` wrote config.json
+    # before the LASSO expert failed ("constant or uncorrelated with every feature")
+    from elicit.data.sources import corpus_source
+
+    path = _write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": 4} for t, _ in
+                                               _reviews(1100)])
+    with pytest.raises(ElicitError, match=r"c.jsonl: every rating is 4; a model of the rating "
+                                          r"needs at least 2 different ones"):
+        corpus_source(path, min_df=2).load()

@@ -124,7 +124,9 @@ def test_embedding_errors():
     ds = toy_dataset()
     with pytest.raises(ElicitError, match=r"meta_dim must be a positive integer.*got 0"):
         prepare_run(ds, 5, n_model=100, n_train=20, meta_features="ppmi", meta_dim=0)
-    with pytest.raises(ElicitError, match=r"meta_dim 20 exceeds the 15 features"):
+    # the default 10 named no option a user could change
+    with pytest.raises(ElicitError, match=r"meta_dim 20 exceeds the 15 features; choose at "
+                                          r"most 15 \(--meta-dim, default 10\)"):
         prepare_run(ds, 5, n_model=100, n_train=20, meta_features="lsa", meta_dim=20)
     with pytest.raises(ElicitError, match=r"leaves 0; use a larger data set"):
         prepare_run(ds, 5, n_model=140, n_train=20, meta_features="ppmi")
