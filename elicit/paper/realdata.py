@@ -115,8 +115,8 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
         name = cfg.name
         mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
-                   title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
-                         f"({cfg.standardize} standardisation{questions_note(cfg)})",
+                   title=f"{LABELS.get(name, name)} ({cfg.standardize} standardisation"
+                         f"{questions_note(cfg)})",
                    baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
