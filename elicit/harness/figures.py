@@ -43,6 +43,10 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
             label = strategy_label(str(strategy))
             if label is None:  # baselines and reference lines: horizontal lines, below
                 continue
+            bad = g.run[~np.isfinite(g.mse)].unique()
+            if len(bad):  # a failed fit's NaN would hide the curve or average fewer runs unsaid
+                label += f" ({len(bad)} of {g.run.nunique()} runs not finite, left out)"
+                g = g[~g.run.isin(bad)]
             stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
             se = stats["std"].fillna(0) / np.sqrt(stats["count"])
             # a sweep of zero rounds has its start only: a line of one point draws nothing
@@ -76,6 +80,7 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
         band = f"mean ± s.e. over {runs} runs" if runs > 1 else f"{runs} run (no error band)"
         drawn["title"] = f"{title}: {band}" if title else band
         ax.set(xlabel="number of expert answers", ylabel="test MSE", title=drawn["title"])
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # no ticks between answers
         if df.n_feedback.nunique() == 1:  # zero rounds: the start's tick, not -0.04 answers
             ax.set_xticks(df.n_feedback.unique())
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))

@@ -83,3 +83,14 @@ def test_a_sweep_of_zero_rounds_draws_its_start_as_a_point(tmp_path):
     blue = np.array([0x1F, 0x77, 0xB4]) / 255  # the first curve's colour
     # the legend's line holds a few blue pixels; a drawn point adds many more
     assert (np.abs(img - blue).max(axis=-1) < 0.05).sum() > 60
+
+
+def test_a_strategy_with_mse_not_finite_says_so_in_its_legend_entry(tmp_path):
+    df = _results()
+    df.loc[(df.strategy == "sequential") & (df.run == 1), "mse"] = np.nan
+    df.loc[(df.strategy == "random") & (df.run == 2) & (df.n_feedback == 3), "mse"] = np.inf
+    drawn = mse_curves(df, tmp_path / "f.png")
+    assert set(drawn["curves"]) == {"Random (1 of 4 runs not finite, left out)",
+                                    "Sequential (1 of 4 runs not finite, left out)"}
+    x, mean, se = drawn["curves"]["Random (1 of 4 runs not finite, left out)"]
+    assert np.isfinite(mean).all() and np.isfinite(se).all()
