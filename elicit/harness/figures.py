@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import textwrap
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -78,7 +79,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
             ax.set_ylim(min(shown) - pad, max(shown) + pad)
         runs = df.run.nunique()
         band = f"mean ± s.e. over {runs} runs" if runs > 1 else f"{runs} run (no error band)"
-        drawn["title"] = f"{title}: {band}" if title else band
+        # --questions both names its pool: one line of it ran past the figure's edges
+        drawn["title"] = textwrap.fill(f"{title}: {band}" if title else band, 60)
         ax.set(xlabel="number of expert answers", ylabel="test MSE", title=drawn["title"])
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # no ticks between answers
         if df.n_feedback.nunique() == 1:  # zero rounds: the start's tick, not -0.04 answers

@@ -94,3 +94,11 @@ def test_a_strategy_with_mse_not_finite_says_so_in_its_legend_entry(tmp_path):
                                     "Sequential (1 of 4 runs not finite, left out)"}
     x, mean, se = drawn["curves"]["Random (1 of 4 runs not finite, left out)"]
     assert np.isfinite(mean).all() and np.isfinite(se).all()
+
+
+def test_a_long_title_is_wrapped_to_the_figure_not_cut(tmp_path):
+    long = ("Amazon (model standardisation; questions both, pool: pairs among the features not "
+            "called irrelevant)")
+    title = mse_curves(_results(), tmp_path / "f.png", long)["title"]
+    assert max(len(line) for line in title.splitlines()) <= 60
+    assert title.replace("\n", " ") == f"{long}: mean ± s.e. over 4 runs"
