@@ -26,6 +26,7 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, part_kinds, run_sweep
 from elicit.internal.io import write_text_atomic
 from elicit.internal.locks import hold_folder
+from elicit.model.variants import get_model
 from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, tau2_cv_frame
@@ -116,7 +117,7 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         name = cfg.name
         mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
                    title=f"{LABELS.get(name, name)} ({cfg.standardize} standardisation"
-                         f"{questions_note(cfg)})",
+                         f"{questions_note(cfg)}{model_note(cfg)})",
                    baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
@@ -134,6 +135,14 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
                               cfg.fixed_tau2 is None, str(cfg.standardize),
                               {int(i["run"]): float(i["auc"]) for i in infos}, label_mf,
                               questions_note(cfg).lstrip("; "), features)
+
+
+def model_note(cfg: RealDataConfig) -> str:
+    """``"; known-coupling: the start uses ..."`` when the start uses the expert's set J."""
+    model = str(cfg.settings.model)
+    if get_model(model).known_coupling and cfg.pool == "paper":
+        return f"; {model}: the start uses the expert's judgeable set J"
+    return ""
 
 
 def questions_note(cfg: RealDataConfig) -> str:
