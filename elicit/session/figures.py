@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
     """Which features :func:`plot_K` shows when there are more than ``max_features``: those
     of the answered questions (most recent first), then the largest |posterior mean|."""
-    if not isinstance(max_features, (int, np.integer)) or max_features < 1:  # -1 cut one off
-        raise ElicitError(f"max_features must be a whole number of at least 1, got {max_features}")
     p = len(session.feature_names)
     if p <= max_features:
         return np.arange(p)
@@ -44,9 +42,6 @@ def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None 
         idx = np.array([feature_index(names, f) for f in features], dtype=int)
         if len(idx) == 0:
             raise ElicitError("features is empty: name at least one feature to plot")
-        if len(set(idx)) < len(idx):  # drawn twice, and counted twice in "(2 of 8 features)"
-            twice = names[next(k for k in idx if list(idx).count(k) > 1)]
-            raise ElicitError(f"features names {twice!r} twice: name each feature once")
     K = np.asarray(session.fit.K)[np.ix_(idx, idx)]
     if ax is None:
         size = min(12.0, 2.5 + 0.28 * len(idx))

@@ -492,18 +492,6 @@ def test_plot_K_subsets_many_features(tmp_path):
     plt.close("all")
 
 
-@pytest.mark.parametrize("kw, says", [
-    ({"max_features": 0}, "max_features must be a whole number of at least 1, got 0"),
-    ({"max_features": -1}, "max_features must be a whole number of at least 1, got -1"),
-    ({"max_features": 2.5}, "max_features must be a whole number of at least 1, got 2.5"),
-    ({"features": ["lid", 3]}, "features names 'lid' twice: name each feature once"),
-])
-def test_plot_K_refuses_a_bad_choice_of_features_in_one_line(sess, kw, says):
-    with pytest.raises(ElicitError) as err:
-        sess.plot_K(**kw)
-    assert str(err.value) == says
-
-
 def test_overwrite_replaces_an_existing_session(tmp_path):
     path = tmp_path / "s.session"
     with new_session(path) as s:
