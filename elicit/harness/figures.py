@@ -33,9 +33,9 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
                baselines: Mapping[str, float] | None = None,
                references: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Mean +/- standard error of test MSE against the number of answers, per strategy;
-    ``baselines`` (label -> MSE) as thin grey horizontal lines, ``references`` as bold ones;
-    ``title`` is followed by what the band is. Returns what was drawn: ``"curves"``, label ->
-    (answers, mean, s.e.), ``"lines"``, legend entry -> value, and ``"title"``."""
+    ``baselines`` (label -> MSE) as thin grey horizontal lines, ``references`` as bold ones.
+    Returns what was drawn: ``"curves"``, label -> (answers, mean, s.e.), ``"lines"``, legend
+    entry -> value, and ``"title"`` (``title``, then what the band is)."""
     with _pyplot() as plt:
         fig, ax = plt.subplots(figsize=(8.5, 4))
         lo, hi = np.inf, -np.inf
@@ -50,7 +50,6 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
                 g = g[~g.run.isin(bad)]
             stats = g.groupby("n_feedback").mse.agg(["mean", "std", "count"])
             se = stats["std"].fillna(0) / np.sqrt(stats["count"])
-            # a sweep of zero rounds has its start only: a line of one point draws nothing
             ax.plot(stats.index, stats["mean"], label=label, marker="o" if len(stats) < 2 else "")
             drawn["curves"][label] = (stats.index.to_numpy(), stats["mean"].to_numpy(),
                                       se.to_numpy())
@@ -58,9 +57,8 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
             lo = min(lo, float((stats["mean"] - se).min()))
             hi = max(hi, float((stats["mean"] + se).max()))
         lines = list((baselines or {}).values()) + list((references or {}).values())
-        # A reference far from the curves (predicting the mean on the synthetic data is ~5x the
-        # model's MSE) would squash them: keep the axis on the curves and the value in the legend.
-        # A flat curve (one run) must not zoom the axis into its noise and push every line off.
+        # A line far from the curves (the synthetic mean predictor: ~5x their MSE) stays in the
+        # legend; the axis spans at least a quarter of their level, not a flat curve's noise.
         span = max(hi - lo, 0.25 * max(abs(lo), abs(hi))) if np.isfinite(hi - lo) else 1.0
         keep = [v for v in lines if lo - 2 * span <= v <= hi + 2 * span]
         off = "" if len(keep) == len(lines) else " (off the axis)"
@@ -79,12 +77,10 @@ def mse_curves(df: pd.DataFrame, path: str | Path | Sequence[str | Path], title:
             ax.set_ylim(min(shown) - pad, max(shown) + pad)
         runs = df.run.nunique()
         band = f"mean ± s.e. over {runs} runs" if runs > 1 else f"{runs} run (no error band)"
-        # --questions both names its pool: one line of it ran past the figure's edges
         drawn["title"] = textwrap.fill(f"{title}: {band}" if title else band, 60)
         ax.set(xlabel="number of expert answers", ylabel="test MSE", title=drawn["title"])
-        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # no ticks between answers
-        if df.n_feedback.nunique() == 1:  # zero rounds: the start's tick, not -0.04 answers
-            ax.set_xticks(df.n_feedback.unique())
+        ax.xaxis.set_major_locator(  # whole answers: not 0.5 or, at zero rounds, -0.04
+            plt.MaxNLocator("auto", integer=True, min_n_ticks=1, steps=[1, 2, 2.5, 5, 10]))
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
         fig.tight_layout()
         for p in [path] if isinstance(path, (str, Path)) else path:

@@ -117,7 +117,7 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         name = cfg.name
         mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
                    title=f"{LABELS.get(name, name)} ({cfg.standardize} standardisation"
-                         f"{questions_note(cfg)}{model_note(cfg)})",
+                         f"{questions_note(cfg)})",
                    baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
@@ -137,16 +137,11 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
                               questions_note(cfg).lstrip("; "), features)
 
 
-def model_note(cfg: RealDataConfig) -> str:
-    """``"; known-coupling: the start uses ..."`` when the start uses the expert's set J."""
-    model = str(cfg.settings.model)
-    if get_model(model).known_coupling and cfg.pool == "paper":
-        return f"; {model}: the start uses the expert's judgeable set J"
-    return ""
-
-
 def questions_note(cfg: RealDataConfig) -> str:
-    """``"; questions both, pool: ..."`` unless the sweep asks the paper's questions."""
+    """``"; questions both, pool: ..."`` unless the sweep asks the paper's questions; a model
+    whose start uses the expert's judgeable set J says so (pair questions only)."""
+    if get_model(model := str(cfg.settings.model)).known_coupling and cfg.pool == "paper":
+        return f"; {model}: the start uses the expert's judgeable set J"
     if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
     return f"; questions {cfg.settings.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

@@ -346,9 +346,9 @@ def test_table1_of_a_folder_that_is_no_realdata_sweep_or_named_twice_is_one_line
 
 def test_a_known_coupling_figure_says_its_start_uses_the_experts_set_j():
     from elicit.paper.configs import RealDataConfig
-    from elicit.paper.realdata import model_note
+    from elicit.paper.realdata import questions_note
 
     # the figure's start is no start without expert input there: its title must say so
-    assert model_note(RealDataConfig("amazon", recommended=True, data_dir=REAL)) == (
+    assert questions_note(RealDataConfig("amazon", recommended=True, data_dir=REAL)) == (
         "; known-coupling: the start uses the expert's judgeable set J")
-    assert model_note(RealDataConfig("amazon", data_dir=REAL)) == ""
+    assert questions_note(RealDataConfig("amazon", data_dir=REAL)) == ""
