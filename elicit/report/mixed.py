@@ -186,5 +186,5 @@ def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
                   "from the expert's answerable pairs, which leaks its relevance knowledge): "
                   "their start is still without expert input, their curves are not.", ""]
     return [*lines, *mixed_table(columns, best), "",
-            *(s.figure(f"{s.label}, questions {s.questions}, pool {s.pool}")
-              for s in columns + list(best.values())), ""]
+            *(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
+              f"({s.folder}/fig5_{s.dataset}.png)" for s in columns + list(best.values())), ""]

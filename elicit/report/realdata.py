@@ -78,10 +78,6 @@ class Sweep:
         except ElicitError:  # a model of one's own, not registered here
             return False
 
-    def figure(self, alt: str) -> str:
-        """Its ``fig5`` (:func:`figure`)."""
-        return figure(alt, f"{self.folder}/fig5_{self.dataset}.png", self.path and self.path.parent)
-
     @property
     def meta_label(self) -> str:
         """The meta-features: ``"counts"``, ``"ppmi 10"``, a file name."""
@@ -176,13 +172,6 @@ class Sweep:
     def checkpoints(self) -> list[int]:
         """The numbers of answers compared: 20 (if reached) and the last round."""
         return sorted({min(20, self.last), self.last})
-
-
-def figure(alt: str, name: str, out: Path | None) -> str:
-    """The Markdown image of ``out / name``, or a line naming it missing (``out`` None: any)."""
-    if out is None or (out / name).exists():
-        return f"![{alt}]({name})"
-    return f"`{name}` is missing: run its step again to draw it"
 
 
 def read_mse(path: Path) -> pd.DataFrame:
@@ -395,7 +384,7 @@ def sweep_section(sweep: Sweep) -> list[str]:
         f"`{cfg.get('utility', '?')}` (refine {cfg.get('refine', '?')}). Test MSE on 900 test "
         "reviews, original rating scale, mean ± s.e. over runs.", "",
         *sweep_table(sweep), "", *paired_table(sweep),
-        sweep.figure(f"Fig. 5 {sweep.label}, {sweep.settings}"),
+        f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
         "",
     ]
     if tau := _tau2_summary(sweep):
@@ -429,7 +418,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
         "Non-sequential | Sequential | all answers given | LASSO |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         *rows, "",
-        *[s.figure(f"Fig. 5 {s.label}, paper-literal")
+        *[f"![Fig. 5 {s.label}, paper-literal]({s.folder}/fig5_{s.dataset}.png)"
           for d in DATASETS for s in [literal_sweep(sweeps, d)] if s is not None], "",
     ]
 

@@ -19,7 +19,6 @@ from elicit.report.mixed import mixed_section
 from elicit.report.realdata import (
     Sweep,
     default_sweep,
-    figure,
     find_sweeps,
     fmt,
     literal_section,
@@ -52,7 +51,7 @@ def _synthetic_section(out: Path) -> list[str]:
         + ("the problem files' test points" if own else "1000 test points") + " (mean ± s.e.)."
         + f" Predicting the training mean gives {fmt(mean)}.", "",
         *table, "",
-        figure("Fig. 4", "synthetic/fig4_mse.png", out), "",
+        "![Fig. 4](synthetic/fig4_mse.png)", "",
         *([f"Kernel: the true K_opt beside the learned K after {t} sequential answers (run "
            "0).", "", "![Fig. 3](synthetic/fig3_K.png)", ""]
           if not own and (out / "synthetic" / "fig3_K.png").exists() else []),
@@ -145,9 +144,8 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
         "241; `docs/data.md`).",
         "- The LASSO expert's penalty is chosen to keep about 40 keywords (the paper's "
         "'almost 20 per group'); cross-validated penalties keep 120-180 on Amazon.",
-        "- Standardisation and tau2: the defaults standardise with all 1000 model reviews' "
-        "statistics and choose tau2 by 5-fold CV per run; `--paper` is the paper's literal "
-        "configuration (training statistics, tau2 = 0.01). See the two sections above.",
+        "- Standardisation and tau2: the defaults use all 1000 model reviews' statistics and "
+        "tau2 by 5-fold CV per run, `--paper` the paper's (the two sections above).",
         "- Meta-features: the defaults use 10-dimensional PPMI embeddings of the expert-set "
         "text (no ratings) instead of the paper's training counts, with which the start "
         "predicts worse than ridge regression (`docs/realdata.md`); `--paper` keeps the "

@@ -523,25 +523,3 @@ def test_make_reproduce_passes_out_as_one_folder(tmp_path, target):
     assert words[words.index("--out") + 1] == "my results" + ("/quick" if "quick" in target else "")
     res = make(" ")
     assert res.returncode != 0 and "OUT is empty: give the results folder" in res.stderr
-
-
-def test_a_figure_the_folder_does_not_hold_is_named_missing_not_linked(tmp_path):
-    """A sweep stopped between writing mse.csv and drawing its figure (or copied without its
-    PNGs) was reported with an image link to no file."""
-    import re
-    import shutil
-
-    from elicit.report import write_report
-
-    src = Path(__file__).resolve().parents[2] / "results"
-    _copy_results(tmp_path, "amazon", "amazon-paper", "amazon-mixed")
-    shutil.copy(src / "amazon-paper" / "fig5_amazon.png", tmp_path / "amazon-paper")
-    (tmp_path / "synthetic").mkdir()
-    for f in ("config.json", "mse.csv"):
-        shutil.copy(src / "synthetic" / f, tmp_path / "synthetic")
-    text = write_report(tmp_path).read_text()
-    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
-    assert linked == ["amazon-paper/fig5_amazon.png"]
-    for name in ("synthetic/fig4_mse.png", "amazon/fig5_amazon.png",
-                 "amazon-mixed/fig5_amazon.png"):
-        assert f"`{name}` is missing: run its step again to draw it" in text
