@@ -230,6 +230,6 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     write_text_atomic(store.folder / "mse.csv", df.to_csv(index=False))
     mean_mse = float(df[df.strategy == "mean"].mse.mean())
     mse_curves(df, store.folder / "fig4_mse.png",
-               title=f"{LABELS.get(cfg.dataset, cfg.dataset)}: mean ± s.e. over {cfg.runs} runs",
+               title=LABELS.get(cfg.dataset, cfg.dataset),
                references={REFERENCE_LABELS["mean"]: mean_mse})
     return df

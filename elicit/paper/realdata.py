@@ -26,6 +26,7 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, part_kinds, run_sweep
 from elicit.internal.io import write_text_atomic
 from elicit.internal.locks import hold_folder
+from elicit.model.variants import get_model
 from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
 from elicit.paper.runinfo import ensure_runinfo, reference_rows, runinfo_frame, tau2_cv_frame
@@ -115,8 +116,8 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         n_ans = float(np.mean([i["n_answerable"] + i.get("n_feature_answers", 0) for i in infos]))
         name = cfg.name
         mse_curves(df, [out / f"fig5_{name}.png", out / f"fig5_{name}.pdf"],
-                   title=f"{LABELS.get(name, name)}: mean ± s.e. over {cfg.runs} runs "
-                         f"({cfg.standardize} standardisation{questions_note(cfg)})",
+                   title=f"{LABELS.get(name, name)} ({cfg.standardize} standardisation"
+                         f"{questions_note(cfg)})",
                    baselines=bl, references={REFERENCE_LABELS["mean"]: refs["mean"],
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
@@ -137,7 +138,10 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
 
 
 def questions_note(cfg: RealDataConfig) -> str:
-    """``"; questions both, pool: ..."`` unless the sweep asks the paper's questions."""
+    """``"; questions both, pool: ..."`` unless the sweep asks the paper's questions; a model
+    whose start uses the expert's judgeable set J says so (pair questions only)."""
+    if get_model(model := str(cfg.settings.model)).known_coupling and cfg.pool == "paper":
+        return f"; {model}: the start uses the expert's judgeable set J"
     if parse_questions(cfg.settings.questions) == PAPER_QUESTIONS and cfg.pool == "paper":
         return ""
     return f"; questions {cfg.settings.questions}, pool: {POOL_LABELS[str(cfg.pool)]}"

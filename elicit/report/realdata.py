@@ -15,12 +15,7 @@ from elicit.data.sources import DATASETS
 from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.errors import ElicitError
-from elicit.harness.labels import (
-    BASELINES,
-    LABELS,
-    REFERENCE_LABELS,
-    ceiling_label,
-)
+from elicit.harness.labels import BASELINES, LABELS, REFERENCE_LABELS, ceiling_label
 from elicit.harness.store import LEGACY_CONFIG, SweepStore
 from elicit.model.variants import PAPER, RELEVANCE_MODEL, get_model
 from elicit.paper.configs import DEFAULT_META_FEATURES, PAPER_META_FEATURES, RECOMMENDED
@@ -470,13 +465,11 @@ def standardisation_section(sweeps: Sequence[Sweep]) -> list[str]:
                           for tau in sorted(NO_FEEDBACK_TAU2, reverse=True))
     return [
         "## Standardisation: why the defaults differ from the paper", "",
-        "A run standardises its inputs either with the 100 training reviews' mean and scale "
-        "(`train`, the paper's literal reading) or with those of all 1000 model reviews, the "
-        "training and test inputs together, no rating (`model`, the default). With `train`, "
-        "a keyword that occurs in one or two training reviews gets a tiny scale, and the test "
-        "reviews that use it get huge z-scores, which the predictions inherit. The same runs "
-        "under both (no-feedback test MSE, mean ± s.e. over runs; `runinfo.csv` of the default "
-        "and the paper-literal sweeps):", "",
+        "A run standardises its inputs with the 100 training reviews' mean and scale (`train`, "
+        "the paper's literal reading: a rare keyword's tiny scale gives test reviews huge "
+        "z-scores, `docs/data.md`) or with all 1000 model reviews' (`model`, the default). The "
+        "same runs under both (no-feedback test MSE, mean ± s.e. over runs; `runinfo.csv` of "
+        "the default and the paper-literal sweeps):", "",
         f"| data set | runs | predict the mean | {taus_hdr} |",
         "|---|---|---|---|---|---|---|",
         *rows, "",

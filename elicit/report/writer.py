@@ -66,17 +66,14 @@ def _real_sections(sweeps: Sequence[Sweep]) -> list[str]:
         lines += ["## Real data: Amazon and Yelp reviews (paper Sec. 4.2, Fig. 5)", "",
                   "The defaults: inputs standardised with all 1000 model reviews' statistics, "
                   "tau2 by CV, 10-dimensional PPMI keyword embeddings of the expert-set text "
-                  "as meta-features (with the paper's counts the start predicts worse than "
-                  "ridge regression; `docs/realdata.md`; the paper's counts are in the "
-                  "paper-literal sweeps). Three reference lines show how much room expert "
-                  "feedback has: **predict the mean** (the training mean for every test "
-                  "review), **all answers given** (the model after every answerable pair of "
-                  "the run's expert is answered, in one fit: a reference, not a bound, since "
-                  "fewer answers can end lower) and **the expert's full knowledge "
-                  "(yardstick)** (the posterior mean under perfect relevance and the ideal "
-                  "sign kernel from the run's expert, tau2 by the sweep's CV; "
-                  "`docs/realdata.md`). Paired differences are per run (both strategies see "
-                  "the same split and expert); negative means the first strategy is lower.", ""]
+                  "as meta-features (the paper's counts are in the paper-literal sweeps). "
+                  "Three reference lines show how much room expert feedback has "
+                  "(`docs/realdata.md`): **predict the mean** (the training mean), **all "
+                  "answers given** (every answerable pair of the run's expert, in one fit: a "
+                  "reference, not a bound) and **the expert's full knowledge (yardstick)** "
+                  "(perfect relevance and the ideal sign kernel). Paired differences are per "
+                  "run (the same split and expert); negative means the first strategy is lower.",
+                  ""]
         for s in paper:
             lines += sweep_section(s)
     for s in corpora:
@@ -147,9 +144,8 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
         "241; `docs/data.md`).",
         "- The LASSO expert's penalty is chosen to keep about 40 keywords (the paper's "
         "'almost 20 per group'); cross-validated penalties keep 120-180 on Amazon.",
-        "- Standardisation and tau2: the defaults standardise with all 1000 model reviews' "
-        "statistics and choose tau2 by 5-fold CV per run; `--paper` is the paper's literal "
-        "configuration (training statistics, tau2 = 0.01). See the two sections above.",
+        "- Standardisation and tau2: the defaults use all 1000 model reviews' statistics and "
+        "tau2 by 5-fold CV per run, `--paper` the paper's (the two sections above).",
         "- Meta-features: the defaults use 10-dimensional PPMI embeddings of the expert-set "
         "text (no ratings) instead of the paper's training counts, with which the start "
         "predicts worse than ridge regression (`docs/realdata.md`); `--paper` keeps the "

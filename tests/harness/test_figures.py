@@ -48,3 +48,57 @@ def test_kernel_panels_draw_one_image_per_kernel(tmp_path):
     K = np.eye(5)
     kernel_panels({"a": K, "b": 0.5 * np.ones((5, 5))}, tmp_path / "k.png")
     assert_png(tmp_path / "k.png")
+
+
+def _one_run(rounds: int = 6) -> pd.DataFrame:
+    """One run whose curve moves by a thousandth: the axis must not zoom into that noise."""
+    rows = [("d", "random", 0, t, 2.17 + 0.001 * np.sin(t)) for t in range(rounds)]
+    return pd.DataFrame(rows, columns=["dataset", "strategy", "run", "n_feedback", "mse"])
+
+
+def test_reference_lines_near_a_flat_curve_stay_on_the_axis(tmp_path):
+    drawn = mse_curves(_one_run(), tmp_path / "f.png", baselines={"Ridge": 2.0},
+                       references={"predict the mean": 2.46, "all answers given": 2.15})
+    assert drawn["lines"] == {"Ridge": 2.0, "predict the mean 2.460": 2.46,
+                              "all answers given 2.150": 2.15}
+
+
+def test_a_baseline_off_the_axis_keeps_its_value_in_the_legend(tmp_path):
+    drawn = mse_curves(_results(), tmp_path / "f.png", baselines={"Ridge": 50.0})
+    assert drawn["lines"] == {"Ridge 50.000 (off the axis)": 50.0}
+
+
+def test_the_title_of_one_run_promises_no_error_band(tmp_path):
+    assert mse_curves(_results(), tmp_path / "f.png", "Synthetic data")["title"] == (
+        "Synthetic data: mean ± s.e. over 4 runs")
+    title = mse_curves(_one_run(), tmp_path / "f.png", "Synthetic data")["title"]
+    assert title == "Synthetic data: 1 run (no error band)"
+
+
+def test_a_sweep_of_zero_rounds_draws_its_start_as_a_point(tmp_path):
+    import matplotlib.image as mpimg
+
+    mse_curves(_one_run(rounds=1), tmp_path / "f.png")
+    img = mpimg.imread(str(tmp_path / "f.png"))[..., :3]
+    blue = np.array([0x1F, 0x77, 0xB4]) / 255  # the first curve's colour
+    # the legend's line holds a few blue pixels; a drawn point adds many more
+    assert (np.abs(img - blue).max(axis=-1) < 0.05).sum() > 60
+
+
+def test_a_strategy_with_mse_not_finite_says_so_in_its_legend_entry(tmp_path):
+    df = _results()
+    df.loc[(df.strategy == "sequential") & (df.run == 1), "mse"] = np.nan
+    df.loc[(df.strategy == "random") & (df.run == 2) & (df.n_feedback == 3), "mse"] = np.inf
+    drawn = mse_curves(df, tmp_path / "f.png")
+    assert set(drawn["curves"]) == {"Random (1 of 4 runs not finite, left out)",
+                                    "Sequential (1 of 4 runs not finite, left out)"}
+    x, mean, se = drawn["curves"]["Random (1 of 4 runs not finite, left out)"]
+    assert np.isfinite(mean).all() and np.isfinite(se).all()
+
+
+def test_a_long_title_is_wrapped_to_the_figure_not_cut(tmp_path):
+    long = ("Amazon (model standardisation; questions both, pool: pairs among the features not "
+            "called irrelevant)")
+    title = mse_curves(_results(), tmp_path / "f.png", long)["title"]
+    assert max(len(line) for line in title.splitlines()) <= 60
+    assert title.replace("\n", " ") == f"{long}: mean ± s.e. over 4 runs"
