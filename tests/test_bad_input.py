@@ -1006,6 +1006,15 @@ def test_a_y_series_with_other_row_labels_is_refused(tmp_path):
         np.testing.assert_array_equal(s.y, y)
 
 
+def _new_from_files(capsys, tmp_path, path, meta, table: str):
+    """`session new` on a table and a meta-features file: its exit status, its error and how
+    the message names the file of ``table`` ("data" or "meta")."""
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    return code, err, ("--from-csv file t.csv" if table == "data" else "--meta-features file m.csv")
+
+
 @pytest.mark.parametrize("table", ["data", "meta"])
 def test_duplicate_csv_headers_are_refused(capsys, tmp_path, table):
     """They were silently renamed (f0, f0.1)."""
@@ -1015,10 +1024,7 @@ def test_duplicate_csv_headers_are_refused(capsys, tmp_path, table):
         path.write_text(path.read_text().replace("a,b,c", "a,b,a", 1))
     else:
         meta.write_text(meta.read_text().replace("m0,m1", "m0,m0", 1))
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
-    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    code, err, name = _new_from_files(capsys, tmp_path, path, meta, table)
     col = "a" if table == "data" else "m0"
     assert code == 2
     assert_one_line_error(err, rf"{name} names column '{col}' twice \(columns \d and \d\); "
@@ -1051,10 +1057,7 @@ def test_a_table_with_another_separator_says_which_one_elicit_reads(capsys, tmp_
         df.to_csv(path, index=False, sep=sep)
     else:
         m.to_csv(meta, sep=sep)
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
-    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    code, err, name = _new_from_files(capsys, tmp_path, path, meta, table)
     assert code == 2
     assert_one_line_error(err, rf"{name} has one column, its columns separated by "
                                rf"{re.escape(repr(sep))} "
@@ -1075,10 +1078,7 @@ def test_a_table_with_more_fields_than_header_names_is_refused(capsys, tmp_path,
     (df.to_csv(path, index=False) if table == "data" else m.to_csv(meta))
     head, *rows = target.read_text().splitlines()
     target.write_text("\n".join([head, *[f"{r},{extra}" for r in rows]]) + "\n")
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
-    name = "--from-csv file t.csv" if table == "data" else "--meta-features file m.csv"
+    code, err, name = _new_from_files(capsys, tmp_path, path, meta, table)
     assert code == 2
     assert_one_line_error(err, rf"{name} has more fields on its first data line than names "
                                r"in its header line \(a ',' at the end of each line\?\)")
