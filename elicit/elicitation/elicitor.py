@@ -430,19 +430,18 @@ class Elicitor:
         if warn and chosen.draws_pool:     # a session's batches say nothing (the terminal)
             self._warn_if_pool_capped(allowed, 4)    # at next_query's caller
         k = min(int(k), len(allowed))
-        # a strategy of one's own may return anything: a list of 1 to k distinct open ones (by
-        # table index: (j, i) or another gain is the same question)
+        # a strategy of one's own may return anything: 1 to k distinct open ones (by table index)
         if not isinstance(picked := chosen.choose(self, allowed, rng, k), (list, tuple)) \
                 or not 1 <= len(picked) <= k:
             got = (f"{len(picked)} questions" if isinstance(picked, (list, tuple))
                    else type(picked).__name__)
             raise ElicitError(f"strategy {strategy!r} chose {got}, not "
                               + ("1" if k == 1 else f"a list of 1 to {k}"))
-        for n, q in enumerate(picked):
+        seen: set[int] = set()     # (j, i) or another gain is the same question
+        for q in picked:
             try:
                 t = self._question_index(q) if isinstance(q, Query) else -1
-                ok = t >= 0 and t not in map(self._question_index, picked[:n]) and bool(
-                    allowed.contains(np.array([t]))[0])
+                ok = t >= 0 and t not in seen and bool(allowed.contains(np.array([t]))[0])
             except ElicitError:     # a question this elicitation does not ask
                 ok = False
             if not ok:
@@ -450,6 +449,7 @@ class Elicitor:
                 raise ElicitError(f"strategy {strategy!r} chose {what!r}, which is not an open "
                                   "question (asked, excluded, closed or chosen twice); a "
                                   "strategy chooses among the allowed ones")
+            seen.add(t)
         return list(picked)
 
     def posterior(self) -> NIGPosterior:
