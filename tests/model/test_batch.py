@@ -296,3 +296,70 @@ def test_fixed_ridge_falls_back_to_a_gradient_step_on_an_indefinite_system():
     # the damped policy instead adds a multiple of the identity until -H is definite
     step_d, dec_d = projected_step(H, g, np.ones((1, 2)), np.zeros(2), None)
     assert dec_d[0] > 0 and np.all(np.isfinite(step_d))
+
+
+def test_the_secant_update_meets_the_secant_equation_and_leaves_the_rest_alone():
+    """The BFGS update of the base Hessian (``secant=True``, the engine's warm refits) along
+    an accepted step s: afterwards H s is the change of the base gradient (the log density's
+    minus the feedback terms', each recomputed here), and H is unchanged on directions
+    orthogonal to that change and to the old H s; H stays symmetric."""
+    from helpers import theta_point
+
+    from elicit.model.newton import NewtonRun, NewtonSettings, OneRefit
+
+    data = make_small_data(n_feedback=4)
+    theta0 = theta_point(data)
+    v0, g0 = log_density(theta0, data)
+    # a stale base Hessian (another point's), so that the update has something to correct
+    H0 = hessian_base(theta_point(data, seed=5), data)
+    run = NewtonRun(OneRefit(data), theta0[None].copy(), np.array([v0]), g0[None].copy(), H0,
+                    NewtonSettings(secant=True, refresh_at=None))
+    run.step()
+    theta1, H1 = run.theta[0], run.hess_base[0]
+    s = theta1 - theta0
+    assert np.linalg.norm(s) > 1e-3          # a step was accepted
+    base_change = ((log_density(theta1, data)[1] - feedback_terms(theta1, data, False)[1])
+                   - (g0 - feedback_terms(theta0, data, False)[1]))
+    np.testing.assert_allclose(H1 @ s, base_change, rtol=1e-8,
+                               atol=1e-10 * np.max(np.abs(base_change)))
+    np.testing.assert_array_equal(H1, H1.T)
+    # a direction orthogonal to both vectors of the rank-2 update: H1 v = H0 v
+    basis = np.linalg.qr(np.column_stack([base_change, H0 @ s]))[0]
+    v = np.random.default_rng(0).normal(size=len(s))
+    v -= basis @ (basis.T @ v)
+    np.testing.assert_allclose(H1 @ v, H0 @ v, rtol=1e-8, atol=1e-10 * np.max(np.abs(H0 @ v)))
+    assert not np.allclose(H1, H0)
+
+
+def test_the_line_search_backtracks_to_the_first_armijo_rise():
+    """A base Hessian five times too flat makes the Newton step overshoot (its full length
+    lowers the log density, checked here): the accepted point is theta + t step (projected onto
+    the bounds) for the first t of 1, 1/2, 1/4, ... whose log density rises by 1e-4 t times the
+    slope."""
+    from helpers import theta_point
+
+    from elicit.model.newton import NewtonRun, NewtonSettings, OneRefit
+
+    data = make_small_data(n_feedback=4)
+    theta0 = theta_point(data)
+    v0, g0 = log_density(theta0, data)
+    H0 = 0.2 * hessian_base(theta0, data)
+    step = np.linalg.solve(-(H0 + feedback_terms(theta0, data, True)[2]), g0)
+    slope = g0 @ step
+    lb = data.layout.lower_bounds()
+
+    def at(t):
+        # each trial point projected onto the bounds (gamma >= 0)
+        return np.maximum(theta0 + t * step, lb)
+
+    def rises(t):
+        return log_density(at(t), data)[0] >= v0 + 1e-4 * t * slope
+
+    assert log_density(at(1.0), data)[0] < v0
+    t = next(0.5 ** k for k in range(14) if rises(0.5 ** k))
+    assert t < 1.0
+    run = NewtonRun(OneRefit(data), theta0[None].copy(), np.array([v0]), g0[None].copy(), H0,
+                    NewtonSettings(refresh_at=None))
+    run.step()
+    np.testing.assert_allclose(run.theta[0], at(t), rtol=1e-12)
+    assert run.value[0] == log_density(run.theta[0], data)[0] > v0
