@@ -484,3 +484,31 @@ def _assert_laplace_moves_maximise(data: ModelData, f_new: int) -> None:
         best = minimize(neg, np.zeros(len(theta0)), method="BFGS", options={"gtol": 1e-12})
         np.testing.assert_allclose(moves[:, c], best.x, atol=1e-6, err_msg=f"candidate {c}")
         assert np.abs(moves[:, c]).max() > 1e3 * 1e-6     # a move, not a zero
+
+
+@pytest.mark.parametrize("f", [0, 1])
+def test_the_logistic_links_derivatives_match_finite_differences(f):
+    """The shipped link's score, curvature and density against central differences of its
+    log likelihood, score and probability; its probability and entropy written out plainly;
+    the screen's residual is t minus the score."""
+    from elicit.model.link import LOGISTIC
+
+    z = np.random.default_rng(7).uniform(-6.0, 6.0, 9)
+    h = 1e-5
+
+    def diff(fun):
+        return (fun(z + h) - fun(z - h)) / (2 * h)
+
+    p = 1.0 / (1.0 + np.exp(-z))
+    np.testing.assert_allclose(LOGISTIC.prob(z), p, rtol=1e-12)
+    np.testing.assert_allclose(LOGISTIC.log_lik(z, f), np.log(p if f else 1.0 - p), rtol=1e-9)
+    np.testing.assert_allclose(LOGISTIC.entropy(z), -(p * np.log(p) + (1 - p) * np.log(1 - p)),
+                               rtol=1e-9)
+    np.testing.assert_allclose(LOGISTIC.score(z, f), diff(lambda x: LOGISTIC.log_lik(x, f)),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(LOGISTIC.curvature(z, f), -diff(lambda x: LOGISTIC.score(x, f)),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(LOGISTIC.density(z), diff(LOGISTIC.prob), rtol=1e-6, atol=1e-9)
+    t = np.linspace(-1.0, 1.0, 9)
+    np.testing.assert_allclose(LOGISTIC.step_residual(t, z, f), t - LOGISTIC.score(z, f),
+                               rtol=1e-12, atol=1e-15)
