@@ -28,6 +28,7 @@ from elicit.elicitation.utility import (
     kl_gauss,
 )
 from elicit.engines import get_engine
+from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
 from elicit.model.covariance import Scales
 from elicit.model.density import log_density
@@ -416,6 +417,28 @@ def test_pairs_that_cannot_reach_the_best_feature_are_not_refined(monkeypatch):
     plain = PREDICTIVE_EXACT.score(scorer, pool[pair], 3, weight)
     beside = PREDICTIVE_EXACT.score_beside(scorer, pool[pair], 3, weight, best_feature)
     np.testing.assert_array_equal(plain.utility, beside.utility)
+
+
+def test_the_exact_feature_gain_by_hand():
+    """Each answer's MAP by a cold fit (not the scorer's warm Newton), the KL of the Gaussian
+    predictives at the training inputs written out, weighted by p_relevant and 1 - p."""
+    el, features = _after_two_answers()
+    engine = NumpyEngine(el.data.hyper.variant, score_tol=1e-10)
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, engine))
+    m0, v0 = Marginal.of_fit(el.data, el.fit).predictive()
+    ks = features[:2]
+    p = scorer.p_relevant(ks)
+    expected = []
+    for k, pk in zip(ks, p):
+        kl = {}
+        for c in (1, 0):
+            d2 = scorer.with_class(k, c)
+            m1, v1 = Marginal.of_fit(d2, engine.fit(d2)).predictive()
+            kl[c] = np.sum(0.5 * np.log(v0 / v1) + (v1 + (m1 - m0) ** 2) / (2 * v0) - 0.5)
+        expected.append(pk * kl[1] + (1 - pk) * kl[0])
+    # the warm refits stop on a decrement of 1e-10 (see test_exact_utility_by_hand)
+    np.testing.assert_allclose(scorer.exact(ks, p), expected, rtol=2e-4)
+    assert min(expected) > 1e-4 and np.all((0 < p) & (p < 1))
 
 
 def test_the_probability_of_relevant_is_the_bayes_factor_posterior():
