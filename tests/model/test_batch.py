@@ -363,3 +363,34 @@ def test_the_line_search_backtracks_to_the_first_armijo_rise():
     run.step()
     np.testing.assert_allclose(run.theta[0], at(t), rtol=1e-12)
     assert run.value[0] == log_density(run.theta[0], data)[0] > v0
+
+
+def test_the_local_model_is_maximised_as_a_general_optimiser_finds():
+    """The local model's step (``local_model=True``): the maximiser of g_base' s + s' H_base s
+    / 2 + F(theta + s) - F(theta) over theta + s >= 0, F the answers' log likelihood, against
+    L-BFGS-B on that function written out."""
+    from helpers import theta_point
+    from scipy.optimize import minimize
+
+    from elicit.model.newton import NewtonSettings, OneRefit, projected_step, solve_local_model
+
+    data = make_small_data(n_feedback=4)
+    theta = theta_point(data)
+    lb = data.layout.lower_bounds()
+    F0, fg, fH = feedback_terms(theta, data, True)
+    g_base = log_density(theta, data)[1] - fg
+    H_base = hessian_base(theta, data)
+    step, dec = projected_step((H_base + fH)[None], (g_base + fg)[None], theta[None], lb, None)
+    s = solve_local_model(OneRefit(data), np.array([0]), theta[None], g_base[None], H_base[None],
+                          step, dec, 1e-14, NewtonSettings())[0]
+
+    def neg_model(x):
+        F, Fg, _ = feedback_terms(theta + x, data, False)
+        return (-(g_base @ x + 0.5 * x @ H_base @ x + F - F0),
+                -(g_base + H_base @ x + Fg))
+
+    ref = minimize(neg_model, np.zeros_like(theta), jac=True, method="L-BFGS-B",
+                   bounds=[(lo - t, None) for lo, t in zip(lb, theta)],
+                   options={"ftol": 1e-15, "gtol": 1e-11, "maxiter": 500}).x
+    np.testing.assert_allclose(s, ref, rtol=1e-5, atol=1e-7 * np.max(np.abs(ref)))
+    assert np.max(np.abs(s)) > 1e-2 and not np.allclose(s, step[0], rtol=1e-3)
