@@ -65,6 +65,12 @@ def test_the_kind_is_registered_and_takes_the_direction_models():
     with pytest.raises(ElicitError, match=r"^questions='pairs,direction' asks direction "
                                           r"questions, .*: use model='direction' "):
         Elicitor(a.X, a.y, a.U, Hyper(model="known-coupling"), questions="pairs,direction")
+    # the direction kind refusing beside feature questions: 'direction' (the kind's own model)
+    # would drop the relevance classes, which the feature questions then refuse
+    with pytest.raises(ElicitError, match=r"^questions='relevance,direction' asks direction "
+                                          r"questions, .*: use model='relevance-direction' "
+                                          r"\(the model is 'relevance'\)$"):
+        Elicitor(a.X, a.y, a.U, Hyper(model="relevance"), questions="relevance,direction")
 
 
 def test_the_experts_answer_from_the_sign_of_their_weights():

@@ -75,14 +75,29 @@ def test_the_title_of_one_run_promises_no_error_band(tmp_path):
     assert title == "Synthetic data: 1 run (no error band)"
 
 
-def test_a_sweep_of_zero_rounds_draws_its_start_as_a_point(tmp_path):
-    import matplotlib.image as mpimg
+def _axes_drawn(monkeypatch) -> list:
+    """The axes of each figure mse_curves closes, kept to be looked at (not its pixels)."""
+    import matplotlib.pyplot as plt
 
+    closed, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: closed.append(fig.axes[0]) or close(fig))
+    return closed
+
+
+def test_a_sweep_of_zero_rounds_draws_its_start_as_a_point(tmp_path, monkeypatch):
+    # a line of one point draws nothing, and the ticks were -0.04 ... 0.04 answers (at 4
+    # rounds 0.5, 1.5, ...): a marker, and ticks at whole answers only
+    closed = _axes_drawn(monkeypatch)
     mse_curves(_one_run(rounds=1), tmp_path / "f.png")
-    img = mpimg.imread(str(tmp_path / "f.png"))[..., :3]
-    blue = np.array([0x1F, 0x77, 0xB4]) / 255  # the first curve's colour
-    # the legend's line holds a few blue pixels; a drawn point adds many more
-    assert (np.abs(img - blue).max(axis=-1) < 0.05).sum() > 60
+    mse_curves(_one_run(rounds=4), tmp_path / "g.png")
+    (line,) = closed[0].get_lines()[:1]
+    assert line.get_marker() == "o" and list(line.get_xdata()) == [0]
+    for ax in closed:
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    lo, hi = closed[0].get_xlim()
+    assert [t for t in closed[0].get_xticks() if lo <= t <= hi] == [0]
 
 
 def test_a_strategy_with_mse_not_finite_says_so_in_its_legend_entry(tmp_path):

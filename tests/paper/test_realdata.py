@@ -342,13 +342,3 @@ def test_table1_of_a_folder_that_is_no_realdata_sweep_or_named_twice_is_one_line
     assert main(["table1", "--runs", "1", "--out", str(tmp_path), "--datasets",
                  "amazon, amazon", "--quiet"]) == 2
     assert "sweep 'amazon' is named twice; name each once" in capsys.readouterr().err
-
-
-def test_a_known_coupling_figure_says_its_start_uses_the_experts_set_j():
-    from elicit.paper.configs import RealDataConfig
-    from elicit.paper.realdata import questions_note
-
-    # the figure's start is no start without expert input there: its title must say so
-    assert questions_note(RealDataConfig("amazon", recommended=True, data_dir=REAL)) == (
-        "; known-coupling: the start uses the expert's judgeable set J")
-    assert questions_note(RealDataConfig("amazon", data_dir=REAL)) == ""

@@ -431,3 +431,16 @@ def test_a_sweep_recorded_where_its_data_directory_is_gone_reads_elicit_data(tmp
     assert source_from_config(here).data_dir == str(tmp_path / "copy")
     with pytest.raises(ElicitError, match="gone .*from --data-dir"):
         source_from_config(here, tmp_path / "gone")
+
+
+def test_a_known_coupling_figure_says_its_start_uses_the_experts_set_j():
+    # the figure's start is no start without expert input there: its title must say so (a
+    # source that is not read: the test needs no data directory, so it runs everywhere)
+    from elicit.data.sources import DataSource
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.realdata import questions_note
+
+    src = DataSource("amazon", data_dir="/nowhere")
+    assert questions_note(RealDataConfig(src, recommended=True)) == (
+        "; known-coupling: the start uses the expert's judgeable set J")
+    assert questions_note(RealDataConfig(src)) == ""
