@@ -1,6 +1,7 @@
 """Checks shared by tests of several layers: finite differences of the log density, random
-model data with answers, and the distance between two MAPs. Only the model layer is imported
-here, so a test of any layer may use them."""
+model data with answers, and the distance between two MAPs; and the set-up of sessions and
+command lines that many tests repeat. Only the model layer is imported at the top, so a test of
+any layer may use them (the session and the command lines are imported where they are used)."""
 
 from __future__ import annotations
 
@@ -331,3 +332,44 @@ def lockable_elsewhere(folder) -> bool:
     finally:
         os.close(fd)
 
+
+# --------------------------------------------------------------------------------------------
+# Sessions, command lines, files
+# --------------------------------------------------------------------------------------------
+
+
+def create_session(path, **kw):
+    """A new session on the tiny session data set (``conftest.make_session_data``, with its
+    feature names) in the file ``path``; ``kw`` go to ``Session.create``, the engine is
+    numpy unless they name one."""
+    from conftest import SESSION_NAMES, make_session_data
+
+    from elicit.session.session import Session
+
+    X, y, U = make_session_data()
+    kw.setdefault("engine", "numpy")
+    return Session.create(X, y, U, SESSION_NAMES, path=path, **kw)
+
+
+def run_main(main, capsys, *argv) -> tuple[int, str, str]:
+    """A command line's ``main`` run in this process on ``argv`` (each made a string): its exit
+    status, as a shell sees it (argparse's own errors exit with 2), and what it wrote (stdout,
+    stderr). Bind ``main`` once per test file: ``cli = functools.partial(run_main, main)``,
+    then ``cli(capsys, "history", path)``."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_jsonl(path, recs, gz: bool = True):
+    """The records ``recs`` (dicts) as JSON lines in ``path``, gzipped with ``gz``."""
+    text = "".join(json.dumps(r) + "\n" for r in recs)
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pandas as pd
 import pytest
+from helpers import run_main
 
+from elicit.cli.main import main
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from elicit.cli.main import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = functools.partial(run_main, main)
 
 
 def error_line(err: str) -> str:

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session
 
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
@@ -30,10 +31,7 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def new_session(path, questions: str = "both", **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    kw.setdefault("refine", 2)
-    return Session.create(X, y, U, NAMES, path=path, questions=questions, **kw)
+    return create_session(path, questions=questions, **{"refine": 2, **kw})
 
 
 def answer_for(q, rng: random.Random | None = None) -> str:

@@ -17,6 +17,7 @@ import pytest
 import toykind
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session
 
 from elicit.errors import ElicitError
 from elicit.session.session import Session
@@ -28,11 +29,7 @@ TOY = toykind.NAME
 
 
 def new_session(path, questions=("relevance", TOY), **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    kw.setdefault("refine", 1)
-    kw.setdefault("strategy", "random")
-    return Session.create(X, y, U, NAMES, path=path, questions=questions, **kw)
+    return create_session(path, questions=questions, **{"refine": 1, "strategy": "random", **kw})
 
 
 def next_of(s: Session, kind: str):

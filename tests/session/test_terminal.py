@@ -9,6 +9,7 @@ before a question is shown do not answer it; a feature without a snippet says wh
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -22,6 +23,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session, run_main
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -39,19 +41,7 @@ def raw_controls(text: str) -> list[str]:
     return [c for c in text if has_control(c) and c != "\n"]
 
 
-def new(path, **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    return Session.create(X, y, U, NAMES, path=path, **kw)
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = cli_main([str(a) for a in argv])
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = functools.partial(run_main, cli_main)
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,7 +82,7 @@ def test_a_hostile_comment_from_the_web_form_is_stored_but_printed_escaped(tmp_p
     from elicit.session.web import create_app
 
     path = tmp_path / "c.session"
-    new(path).close()
+    create_session(path).close()
     app = create_app(path)
     c = app.test_client()
     html = c.get("/").get_data(as_text=True)
@@ -180,7 +170,7 @@ def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path):
     import pty
 
     path = tmp_path / "t.session"
-    new(path).close()
+    create_session(path).close()
     master, slave = pty.openpty()
     os.write(master, b"s\n")  # typed ahead: waiting in the terminal's input queue
     proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
@@ -222,7 +212,7 @@ def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path):
 def test_piped_keys_are_all_used(tmp_path):
     """A script feeding keys through a pipe is not a type-ahead: every line counts."""
     path = tmp_path / "p.session"
-    new(path).close()
+    create_session(path).close()
     r = subprocess.run([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
                        input="s\nd\n?\nq\n", capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.count("saved:") == 3 and "ignored" not in r.stdout
@@ -230,7 +220,7 @@ def test_piped_keys_are_all_used(tmp_path):
 
 def test_an_answer_word_is_taken_in_every_spelling_the_library_takes(tmp_path):
     # 'lowers' was saved and 'lower' refused as an unknown key (the library takes both)
-    with new(tmp_path / "w.session", questions="direction") as s:
+    with create_session(tmp_path / "w.session", questions="direction") as s:
         out = io.StringIO()
         assert run_ask(s, io.StringIO("raise\nLower up\nunknown\nsame\nq\n"), out) == 0
         assert [a for *_, a in s.active_answers()] == ["raises", "lowers", "dont_know"]
@@ -265,7 +255,7 @@ def test_a_feature_without_a_snippet_says_why_in_the_terminal(tmp_path):
 
 
 def test_a_session_without_any_snippets_says_so_once(tmp_path):
-    with new(tmp_path / "n.session") as s:
+    with create_session(tmp_path / "n.session") as s:
         text = _ask_all(s)
     assert text.count("no example snippets") == 1 and "no example:" not in text
 
@@ -301,7 +291,7 @@ def test_the_resume_hint_names_the_expert(tmp_path, expert, hint, keys):
     """`elicit ask --expert zoe` said "resume with `elicit ask S`", which resumes as the
     unnamed expert, with other questions; at the end of piped input it gave no hint."""
     path = tmp_path / "my session.session"
-    new(path).close()
+    create_session(path).close()
     with Session.open(path, expert=expert) as s:
         out = io.StringIO()
         assert run_ask(s, io.StringIO(keys), out) == 0

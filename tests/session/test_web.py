@@ -16,6 +16,7 @@ pytest.importorskip("flask")
 
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session
 
 from elicit.session.session import Session  # noqa: E402
 from elicit.session.web import create_app, make_server  # noqa: E402
@@ -25,10 +26,8 @@ SAME = {"Origin": "http://localhost"}
 
 @pytest.fixture
 def path(tmp_path):
-    X, y, U = make_data()
     p = tmp_path / "w.session"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy",
-                   texts={n: [f"the <b>{n}</b> was fair"] for n in NAMES}).close()
+    create_session(p, texts={n: [f"the <b>{n}</b> was fair"] for n in NAMES}).close()
     return p
 
 
