@@ -364,10 +364,11 @@ def run_main(main, capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
-def write_jsonl(path, recs, gz: bool = True):
-    """The records ``recs`` (dicts) as JSON lines in ``path``, gzipped with ``gz``."""
+def write_jsonl(path, recs, gz: bool | None = None):
+    """The records ``recs`` (dicts) as JSON lines in the file ``path`` (returned), gzipped
+    if ``gz``; by default if its name ends in ``.gz``."""
     text = "".join(json.dumps(r) + "\n" for r in recs)
-    if gz:
+    if gz or (gz is None and str(path).endswith(".gz")):
         with gzip.open(path, "wt", encoding="utf-8") as fh:
             fh.write(text)
     else:
