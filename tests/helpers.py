@@ -374,3 +374,28 @@ def write_jsonl(path, recs, gz: bool | None = None):
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def sql_rows(path, query: str, *params) -> list[tuple]:
+    """The rows of ``query`` on the SQLite file ``path`` (a session file read directly, as
+    another program would); the connection is closed after."""
+    import sqlite3
+
+    raw = sqlite3.connect(path)
+    try:
+        return raw.execute(query, params).fetchall()
+    finally:
+        raw.close()
+
+
+def sql_edit(path, query: str, *params) -> None:
+    """``query`` run on the SQLite file ``path`` and committed: a change made behind elicit's
+    back (a damaged file, one from an older elicit, the state another writer left)."""
+    import sqlite3
+
+    raw = sqlite3.connect(path)
+    try:
+        raw.execute(query, params)
+        raw.commit()
+    finally:
+        raw.close()

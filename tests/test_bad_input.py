@@ -22,7 +22,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
-from helpers import create_session, run_main
+from helpers import create_session, run_main, sql_edit, sql_rows
 
 from elicit.cli.session import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -182,19 +182,13 @@ def _corrupt(p):
 
 
 def _newer(p):
-    raw = sqlite3.connect(p)
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
-                (json.dumps(FORMAT_VERSION + 1),))
-    raw.commit()
-    raw.close()
+    sql_edit(p, "UPDATE meta SET value = ? WHERE key = 'format_version'",
+             json.dumps(FORMAT_VERSION + 1))
 
 
 def _other_sqlite(p):
     p.unlink()
-    raw = sqlite3.connect(p)
-    raw.execute("CREATE TABLE notes (x TEXT)")
-    raw.commit()
-    raw.close()
+    sql_edit(p, "CREATE TABLE notes (x TEXT)")
 
 
 def _bad_array(p):
@@ -959,10 +953,7 @@ def test_a_read_only_open_sees_a_format_1_file_without_changing_it(tmp_path):
 def test_an_edited_answer_row_is_reported_as_a_damaged_file(capsys, path, edit, message):
     """It said "(1000, 2) is not a candidate pair"."""
     _answered(path)
-    raw = sqlite3.connect(path)
-    raw.execute(edit)
-    raw.commit()
-    raw.close()
+    sql_edit(path, edit)
     before = path.read_bytes()
     with pytest.raises(ElicitError, match=r"session file .* is damaged: " + message +
                        r", but the session has 8 features \(0\.\.7\).*restore it from a backup"):
@@ -1276,10 +1267,7 @@ def test_the_out_path_is_printed_escaped(capsys, tmp_path):
 def test_settings_that_are_not_an_object_are_a_damaged_file(capsys, path, settings, message):
     """`history` and `ask` crashed with AttributeError ('list' object has no attribute 'get')
     or KeyError."""
-    raw = sqlite3.connect(path)
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (settings,))
-    raw.commit()
-    raw.close()
+    sql_edit(path, "UPDATE meta SET value = ? WHERE key = 'settings'", settings)
     before = path.read_bytes()
     for command in ("history", "ask"):
         code, _, err = run_cli(capsys, command, str(path))
@@ -1298,11 +1286,7 @@ def _other_session(tmp_path):
 
 
 def _n_answers(p) -> int:
-    raw = sqlite3.connect(p)
-    try:
-        return raw.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-    finally:
-        raw.close()
+    return sql_rows(p, "SELECT COUNT(*) FROM answers")[0][0]
 
 
 REPLACED = (r"session file .*b\.session was replaced or removed while this program had it open "

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session
+from helpers import create_session, sql_rows
 
 from elicit.elicitation.elicitor import Elicitor
 from elicit.errors import ElicitError
@@ -72,10 +72,8 @@ def test_next_query_is_recorded_before_it_is_shown_and_repeats(sess):
 def test_answer_is_committed_and_visible_to_another_connection(sess):
     q = sess.next_query()
     rec = sess.answer(q, "similar", comment="  both about build quality ")
-    raw = sqlite3.connect(sess.path)
-    row = raw.execute("SELECT query_id, kind, i, j, answer, comment, undone_at FROM answers"
-                      ).fetchall()
-    raw.close()
+    row = sql_rows(sess.path,
+                   "SELECT query_id, kind, i, j, answer, comment, undone_at FROM answers")
     assert row == [(q.id, "pairs", q.i, q.j, "similar", "both about build quality", None)]
     assert rec.id == 1 and rec.query_id == q.id and rec.kind == q.kind == "pairs"
     h = sess.history

@@ -25,7 +25,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run
-from helpers import create_session, run_main
+from helpers import create_session, run_main, sql_edit
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -86,11 +86,9 @@ def test_a_stuck_file_left_by_an_older_elicit_is_healed_on_open(tmp_path):
     with create_session(path) as s:
         q = s.next_query()
         s.answer(q, "similar")
-    raw = sqlite3.connect(path)  # the state two racing processes left behind
-    raw.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
-                "status) VALUES (?, ?, ?, 0.1, 1, 'now', 'pending')", (q.kind, q.i, q.j))
-    raw.commit()
-    raw.close()
+    # the state two racing processes left behind
+    sql_edit(path, "INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
+             "status) VALUES (?, ?, ?, 0.1, 1, 'now', 'pending')", q.kind, q.i, q.j)
     with Session.open(path) as s:
         nq = s.next_query()
         assert (nq.i, nq.j) != (q.i, q.j)
@@ -381,10 +379,7 @@ def test_a_stopping_hint_once_recent_questions_are_worth_little(tmp_path):
         for _ in range(6):
             s.answer(s.next_query(), "similar")
         assert s.stop_hint() is None
-        raw = sqlite3.connect(s.path)
-        raw.execute("UPDATE queries SET expected_gain = expected_gain * 0.001 WHERE id > 1")
-        raw.commit()
-        raw.close()
+        sql_edit(s.path, "UPDATE queries SET expected_gain = expected_gain * 0.001 WHERE id > 1")
         assert ("last 5 questions were each worth less than 5% of the best question so far"
                 in s.stop_hint())
 

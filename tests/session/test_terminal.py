@@ -15,7 +15,6 @@ import json
 import os
 import re
 import select
-import sqlite3
 import subprocess
 import sys
 
@@ -23,7 +22,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session, run_main
+from helpers import create_session, run_main, sql_edit, sql_rows
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -92,9 +91,7 @@ def test_a_hostile_comment_from_the_web_form_is_stored_but_printed_escaped(tmp_p
                                 "comment": HOSTILE}, headers=SAME)
     assert r.status_code == 303
     app.config["ELICIT_SESSION"].close()
-    raw = sqlite3.connect(path)
-    assert raw.execute("SELECT comment FROM answers").fetchall() == [(HOSTILE,)]  # as written
-    raw.close()
+    assert sql_rows(path, "SELECT comment FROM answers") == [(HOSTILE,)]  # as written
     for extra in ([], ["--csv"], ["--agreement"]):
         code, out, err = cli(capsys, "history", path, *extra)
         assert code == 0 and not raw_controls(out + err), (extra, out)
@@ -115,10 +112,8 @@ def test_ask_prints_names_snippets_and_descriptions_escaped(tmp_path):
                    description="made by \x1b]0;x\x07 someone",
                    target_description="the \x1b[5m outcome").close()
     evil = [f"{n}\x1b[2J" if k % 2 else f"{n}\nline" for k, n in enumerate(NAMES)]
-    raw = sqlite3.connect(path)  # as a file made by an elicit that accepted such names
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'feature_names'", (json.dumps(evil),))
-    raw.commit()
-    raw.close()
+    # as a file made by an elicit that accepted such names
+    sql_edit(path, "UPDATE meta SET value = ? WHERE key = 'feature_names'", json.dumps(evil))
     out = io.StringIO()
     with Session.open(path) as s:
         run_ask(s, io.StringIO("s a \x1b[2J comment\nu\nq\n"), out)

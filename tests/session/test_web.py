@@ -16,7 +16,7 @@ pytest.importorskip("flask")
 
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session
+from helpers import create_session, sql_rows
 
 from elicit.session.session import Session  # noqa: E402
 from elicit.session.web import create_app, make_server  # noqa: E402
@@ -47,11 +47,8 @@ def page_state(html: str) -> dict:
 
 
 def answers_in_file(path) -> list[tuple]:
-    raw = sqlite3.connect(path)
-    rows = raw.execute("SELECT query_id, answer, comment, undone_at IS NOT NULL FROM answers "
-                       "ORDER BY id").fetchall()
-    raw.close()
-    return rows
+    return sql_rows(path, "SELECT query_id, answer, comment, undone_at IS NOT NULL FROM answers "
+                          "ORDER BY id")
 
 
 def test_page_shows_one_question_with_buttons_progress_and_heatmap(app):
@@ -732,11 +729,7 @@ def test_a_writer_killed_in_a_commit_does_not_leave_the_page_unreadable(app, pat
     import signal
 
     def n_texts() -> int:
-        raw = sqlite3.connect(path)
-        try:
-            return raw.execute("SELECT COUNT(*) FROM texts").fetchone()[0]
-        finally:
-            raw.close()
+        return sql_rows(path, "SELECT COUNT(*) FROM texts")[0][0]
 
     c = app.test_client()
     before, n = c.get("/").get_data(as_text=True), n_texts()
