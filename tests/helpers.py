@@ -399,3 +399,58 @@ def sql_edit(path, query: str, *params) -> None:
         raw.commit()
     finally:
         raw.close()
+
+
+# --------------------------------------------------------------------------------------------
+# A process answering a session until it is killed
+# --------------------------------------------------------------------------------------------
+
+
+def act_until_killed(s, seed: int, log_path, undo: float, skip: float = 0.0,
+                     answer=None) -> None:
+    """What a child process does with the open session ``s`` until it is killed: undo the last
+    answer (probability ``undo``, and whenever all is answered), skip the next question
+    (probability ``skip``) or answer it (``answer(q, rng)``, by default a random pair answer;
+    now and then with a comment). Each action is appended to ``log_path`` only after it has
+    returned, in one ``write`` (a line is all there or not at all; :func:`read_log`):
+    ``undo ID``, ``skip QUERY``, ``answer ID QUERY ANSWER``, and ``try QUERY`` just before an
+    answer, to count the kills that land inside one."""
+    import os
+    import random
+
+    from elicit.errors import ElicitError
+
+    rng = random.Random(seed)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def log(line: str) -> None:
+        os.write(fd, (line + "\n").encode())
+
+    while True:
+        r = rng.random()
+        if s.is_done() or r < undo:
+            try:
+                log(f"undo {s.undo().id}")
+                continue
+            except ElicitError:
+                pass
+        q = s.next_query()
+        if r > 1 - skip:
+            s.skip(q)
+            log(f"skip {q.id}")
+            continue
+        ans = answer(q, rng) if answer else rng.choice(["similar", "dissimilar", "dont_know"])
+        log(f"try {q.id}")
+        rec = s.answer(q, ans, comment=f"c{q.id}" if rng.random() < 0.3 else None)
+        log(f"answer {rec.id} {q.id} {ans}")
+
+
+def read_log(path) -> list[list[str]]:
+    """The lines of a log written by :func:`act_until_killed`, split into words; the last
+    piece (empty, or a line torn by a kill) is left out."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [ln.split() for ln in path.read_text().split("\n")[:-1] if ln]

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session
+from helpers import act_until_killed, create_session, read_log
 
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
@@ -314,21 +314,9 @@ def test_to_estimator_carries_the_relevance_answers(tmp_path):
 # -- a killed process loses no confirmed feature answer ------------------------------------------
 
 def _child(path: str, log_path: str, seed: int) -> None:
-    rng = random.Random(seed)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    s = Session.open(path)
-    while True:
-        if s.is_done() or rng.random() < 0.1:
-            try:
-                rec = s.undo()
-                os.write(fd, f"undo {rec.id}\n".encode())
-                continue
-            except ElicitError:
-                pass
-        q = s.next_query()
-        ans = answer_for(q, rng) if rng.random() < 0.85 else "dont_know"
-        rec = s.answer(q, ans)
-        os.write(fd, f"answer {rec.id} {q.id} {ans}\n".encode())  # one write per line
+    act_until_killed(Session.open(path), seed, log_path, undo=0.1,
+                     answer=lambda q, rng: answer_for(q, rng) if rng.random() < 0.85
+                     else "dont_know")
 
 
 # it kills real processes, as the tests of test_session_faults.py do: slow like them (`make
@@ -346,8 +334,7 @@ def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
         time.sleep(rng.uniform(0.5, 1.5))
         os.kill(child.pid, signal.SIGKILL)
         child.join(60)
-        lines = [ln.split() for ln in log_path.read_text().split("\n")[:-1] if ln] \
-            if log_path.exists() else []
+        lines = read_log(log_path)
         raw = sqlite3.connect(path)
         rows = {r[0]: r[1:] for r in raw.execute("SELECT id, query_id, answer, undone_at, i, j "
                                                  "FROM answers")}
@@ -356,7 +343,7 @@ def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
         for e in lines:
             if e[0] == "answer":
                 assert rows[int(e[1])][:2] == (int(e[2]), e[3])
-            else:
+            elif e[0] == "undo":
                 assert rows[int(e[1])][2] is not None
         logged = sum(e[0] == "answer" for e in lines)
         with Session.open(path) as s:             # the classes are the active answers'
