@@ -364,6 +364,14 @@ def run_main(main, capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
+def one_line(err: str) -> str:
+    """The error message ``err`` (what a command wrote to stderr) as its one line: asserts
+    that it is one line and no traceback."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
 def write_jsonl(path, recs, gz: bool | None = None):
     """The records ``recs`` (dicts) as JSON lines in the file ``path`` (returned), gzipped
     if ``gz``; by default if its name ends in ``.gz``."""

@@ -22,7 +22,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
-from helpers import create_session, run_main, sql_edit, sql_rows
+from helpers import create_session, one_line, run_main, sql_edit, sql_rows
 
 from elicit.cli.session import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -337,10 +337,8 @@ run_cli = functools.partial(run_main, cli_main)
 
 
 def assert_one_line_error(err: str, message: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    assert re.search(message, lines[0]), lines[0]
+    line = one_line(err)
+    assert re.search(message, line), line
 
 
 @pytest.mark.parametrize("argv, message", [

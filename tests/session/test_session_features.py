@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import act_until_killed, create_session, read_log
+from helpers import act_until_killed, create_session, one_line, read_log
 
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
@@ -366,9 +366,7 @@ def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
 # -- the command line --------------------------------------------------------------------------
 
 def assert_one_line_error(err: str, message: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    assert message in lines[0], lines[0]
+    assert message in one_line(err), err
 
 
 def test_cli_new_with_questions_both_and_ask_with_r_i_and_dont_know(tmp_path, monkeypatch,

@@ -25,7 +25,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run
-from helpers import create_session, run_main, sql_edit
+from helpers import create_session, one_line, run_main, sql_edit
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -36,12 +36,6 @@ SAME = {"Origin": "http://localhost"}
 
 
 cli = functools.partial(run_main, cli_main)
-
-
-def one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 # --------------------------------------------------------------------------------------------
