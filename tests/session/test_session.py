@@ -188,9 +188,8 @@ def test_a_failed_refit_says_the_answer_is_saved_and_the_next_question_uses_it(t
     the file's state having been taken as seen before the refit."""
     from elicit.errors import EngineError
 
-    X, y, U = make_data()
     paths = [tmp_path / "a.session", tmp_path / "b.session"]
-    Session.create(X, y, U, NAMES, path=paths[0], engine="numpy").close()
+    create_session(paths[0]).close()
     paths[1].write_bytes(paths[0].read_bytes())
     with Session.open(paths[0]) as s:
         s.answer(s.next_query(), "dissimilar")
@@ -225,9 +224,8 @@ def test_a_failed_refit_after_an_undo_says_the_undo_is_saved(tmp_path, monkeypat
     def failing(self, *args, **kwargs):
         raise EngineError("the optimiser gave up")
 
-    X, y, U = make_data()
     path = tmp_path / "u.session"
-    with Session.create(X, y, U, NAMES, path=path, engine="numpy") as s:
+    with create_session(path) as s:
         for _ in range(2):
             s.answer(s.next_query(), "similar")
         last = s.answer_rows()[-1][0]

@@ -355,9 +355,8 @@ def test_batch_is_bounded_with_a_message(tmp_path, capsys):
 def test_the_terminal_names_the_outcome_shows_worth_and_marks_the_keyword(tmp_path):
     from elicit.session.terminal import run_ask
 
-    X, y, U = make_data()
     texts = {n: [f"the {n.upper()} was fine, a fair {n}"] for n in NAMES}
-    with Session.create(X, y, U, NAMES, path=tmp_path / "t.session", engine="numpy",
+    with create_session(tmp_path / "t.session",
                         texts=texts, target_description="the blender's star rating") as s:
         out = io.StringIO()
         run_ask(s, io.StringIO("s\nq\n"), out)

@@ -106,9 +106,8 @@ def test_ask_prints_names_snippets_and_descriptions_escaped(tmp_path):
     """Bug: feature names with ESC or a newline were printed raw by `elicit ask`. New sessions
     refuse such names; files made before keep them, and every stored text is escaped."""
     path = tmp_path / "a.session"
-    X, y, U = make_data()
     texts = {n: [f"a \x1b[31m{n}\x1b[0m here\nand\u202e there"] for n in NAMES}
-    Session.create(X, y, U, NAMES, path=path, engine="numpy", texts=texts,
+    create_session(path, texts=texts,
                    description="made by \x1b]0;x\x07 someone",
                    target_description="the \x1b[5m outcome").close()
     evil = [f"{n}\x1b[2J" if k % 2 else f"{n}\nline" for k, n in enumerate(NAMES)]

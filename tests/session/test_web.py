@@ -928,9 +928,8 @@ def test_a_refit_that_fails_in_a_get_is_no_server_crash(app, path, monkeypatch):
     # the page of an expert without a question asks the model whether they are done when
     # answers can close other questions (relevance)
     monkeypatch.undo()
-    X, y, U = make_data()
     every = path.parent / "every.session"
-    Session.create(X, y, U, NAMES, path=every, engine="numpy", questions="all").close()
+    create_session(every, questions="all").close()
     app = create_app(every)
     try:
         with Session.open(every) as s:
