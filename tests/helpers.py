@@ -453,6 +453,23 @@ def act_until_killed(s, seed: int, log_path, undo: float, skip: float = 0.0,
         log(f"answer {rec.id} {q.id} {ans}")
 
 
+def run_then_kill(target, args: tuple, seconds: float, sig: int | None = None,
+                  timeout: float = 60.0):
+    """``target(*args)`` in a forked child process, sent the signal ``sig`` (default SIGKILL)
+    after ``seconds``: the child, once it has ended (or ``timeout`` seconds have passed)."""
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    child = multiprocessing.get_context("fork").Process(target=target, args=args)
+    child.start()
+    time.sleep(seconds)
+    os.kill(child.pid, signal.SIGKILL if sig is None else sig)
+    child.join(timeout)
+    return child
+
+
 def read_log(path) -> list[list[str]]:
     """The lines of a log written by :func:`act_until_killed`, split into words; the last
     piece (empty, or a line torn by a kill) is left out."""

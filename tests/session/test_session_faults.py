@@ -17,7 +17,6 @@ The summary line printed at the end is what ``docs/reliability.md`` records.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import signal
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import make_session_data
-from helpers import act_until_killed, read_log
+from helpers import act_until_killed, read_log, run_then_kill
 
 from elicit.elicitation.elicitor import Elicitor
 from elicit.model.spec import Hyper
@@ -102,7 +101,6 @@ def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
     # refine=2 keeps each question cheap, so a child gets through many answers per trial.
     Session.create(X, y, U, path=path, engine="numpy", seed=11, refine=2).close()
     fresh = Elicitor(X, y - y.mean(), U, Hyper(), engine="numpy", refine=2)  # y centred inside
-    ctx = multiprocessing.get_context("fork")
     rng = random.Random(2024)
     t0 = time.perf_counter()
     kills = 0
@@ -110,12 +108,9 @@ def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
     in_answer = {"committed": 0, "not_committed": 0}
     for trial in range(TRIALS):
         n_log = len(read_log(log_path))
-        child = ctx.Process(target=child_loop, args=(str(path), str(log_path), trial))
-        child.start()
         # Kill anywhere from during start-up to a few dozen answers in.
-        time.sleep(rng.uniform(0.0, 0.45))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(10)
+        child = run_then_kill(child_loop, (str(path), str(log_path), trial),
+                              rng.uniform(0.0, 0.45), timeout=10)
         assert child.exitcode == -signal.SIGKILL, f"trial {trial}: child ended by itself " \
                                                   f"(exit code {child.exitcode})"
         kills += 1

@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import io
 import json
-import multiprocessing
-import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import act_until_killed, create_session, one_line, read_log
+from helpers import act_until_killed, create_session, one_line, read_log, run_then_kill
 
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
@@ -325,15 +321,10 @@ def _child(path: str, log_path: str, seed: int) -> None:
 def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
     path, log_path = tmp_path / "k.session", tmp_path / "k.log"
     new_session(path).close()
-    ctx = multiprocessing.get_context("fork")
     rng = random.Random(7)
     logged = 0
     for trial in range(5):
-        child = ctx.Process(target=_child, args=(str(path), str(log_path), trial))
-        child.start()
-        time.sleep(rng.uniform(0.5, 1.5))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(60)
+        run_then_kill(_child, (str(path), str(log_path), trial), rng.uniform(0.5, 1.5))
         lines = read_log(log_path)
         raw = sqlite3.connect(path)
         rows = {r[0]: r[1:] for r in raw.execute("SELECT id, query_id, answer, undone_at, i, j "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_session_data
-from helpers import act_until_killed, read_log
+from helpers import act_until_killed, read_log, run_then_kill
 
 from elicit.session import record
 from elicit.session.session import Session
@@ -180,7 +180,6 @@ def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answe
     path = tmp_path / "kill.session"
     log_path = tmp_path / "kill.log"
     Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=3).close()
-    ctx = multiprocessing.get_context("fork")
     rng = random.Random(11)
     t0 = time.perf_counter()
     stats = {"SIGKILL": 0, "SIGTERM": 0, "clean_sigterm_exits": 0, "hot_journal_after_kill": 0,
@@ -190,11 +189,8 @@ def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answe
     checked = 0
     for trial in range(COPY_TRIALS):
         sig = signal.SIGKILL if trial % 2 == 0 else signal.SIGTERM
-        child = ctx.Process(target=worker, args=(str(path), str(log_path), trial))
-        child.start()
-        time.sleep(rng.uniform(0.05, 0.6))
-        os.kill(child.pid, sig)
-        child.join(30)
+        child = run_then_kill(worker, (str(path), str(log_path), trial), rng.uniform(0.05, 0.6),
+                              sig, timeout=30)
         stats[sig.name] += 1
         if sig == signal.SIGTERM:
             assert child.exitcode in (128 + signal.SIGTERM, -signal.SIGTERM), child.exitcode
