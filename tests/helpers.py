@@ -52,7 +52,7 @@ def fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
 
 def assert_derivatives_match_finite_differences(data) -> None:
     """The analytic gradient and Hessian of ``log_density`` at a typical point against
-    central finite differences (shared by ``test_density.py`` and ``test_models.py``)."""
+    central finite differences (shared with ``test_models.py``)."""
     theta = theta_point(data)
     _, g = log_density(theta, data)
     g_fd = fd_grad(lambda t: log_density(t, data)[0], theta)
