@@ -1,6 +1,7 @@
 """Checks shared by tests of several layers: finite differences of the log density, random
-model data with answers, and the distance between two MAPs. Only the model layer is imported
-here, so a test of any layer may use them."""
+model data with answers, and the distance between two MAPs; and the set-up of sessions and
+command lines that many tests repeat. Only the model layer is imported at the top, so a test of
+any layer may use them (the session and the command lines are imported where they are used)."""
 
 from __future__ import annotations
 
@@ -331,3 +332,150 @@ def lockable_elsewhere(folder) -> bool:
     finally:
         os.close(fd)
 
+
+# --------------------------------------------------------------------------------------------
+# Sessions, command lines, files
+# --------------------------------------------------------------------------------------------
+
+
+def create_session(path, **kw):
+    """A new session on the tiny session data set (``conftest.make_session_data``, with its
+    feature names) in the file ``path``; ``kw`` go to ``Session.create``, the engine is
+    numpy unless they name one."""
+    from conftest import SESSION_NAMES, make_session_data
+
+    from elicit.session.session import Session
+
+    X, y, U = make_session_data()
+    kw.setdefault("engine", "numpy")
+    return Session.create(X, y, U, SESSION_NAMES, path=path, **kw)
+
+
+def run_main(main, capsys, *argv) -> tuple[int, str, str]:
+    """A command line's ``main`` run in this process on ``argv`` (each made a string): its exit
+    status, as a shell sees it (argparse's own errors exit with 2), and what it wrote (stdout,
+    stderr). Bind ``main`` once per test file: ``cli = functools.partial(run_main, main)``,
+    then ``cli(capsys, "history", path)``."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    """The error message ``err`` (what a command wrote to stderr) as its one line: asserts
+    that it is one line and no traceback."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def write_jsonl(path, recs, gz: bool | None = None):
+    """The records ``recs`` (dicts) as JSON lines in the file ``path`` (returned), gzipped
+    if ``gz``; by default if its name ends in ``.gz``."""
+    text = "".join(json.dumps(r) + "\n" for r in recs)
+    if gz or (gz is None and str(path).endswith(".gz")):
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def sql_rows(path, query: str, *params) -> list[tuple]:
+    """The rows of ``query`` on the SQLite file ``path`` (a session file read directly, as
+    another program would); the connection is closed after."""
+    import sqlite3
+
+    raw = sqlite3.connect(path)
+    try:
+        return raw.execute(query, params).fetchall()
+    finally:
+        raw.close()
+
+
+def sql_edit(path, query: str, *params) -> None:
+    """``query`` run on the SQLite file ``path`` and committed: a change made behind elicit's
+    back (a damaged file, one from an older elicit, the state another writer left)."""
+    import sqlite3
+
+    raw = sqlite3.connect(path)
+    try:
+        raw.execute(query, params)
+        raw.commit()
+    finally:
+        raw.close()
+
+
+# --------------------------------------------------------------------------------------------
+# A process answering a session until it is killed
+# --------------------------------------------------------------------------------------------
+
+
+def act_until_killed(s, seed: int, log_path, undo: float, skip: float = 0.0,
+                     answer=None) -> None:
+    """What a child process does with the open session ``s`` until it is killed: undo the last
+    answer (probability ``undo``, and whenever all is answered), skip the next question
+    (probability ``skip``) or answer it (``answer(q, rng)``, by default a random pair answer;
+    now and then with a comment). Each action is appended to ``log_path`` only after it has
+    returned, in one ``write`` (a line is all there or not at all; :func:`read_log`):
+    ``undo ID``, ``skip QUERY``, ``answer ID QUERY ANSWER``, and ``try QUERY`` just before an
+    answer, to count the kills that land inside one."""
+    import os
+    import random
+
+    from elicit.errors import ElicitError
+
+    rng = random.Random(seed)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def log(line: str) -> None:
+        os.write(fd, (line + "\n").encode())
+
+    while True:
+        r = rng.random()
+        if s.is_done() or r < undo:
+            try:
+                log(f"undo {s.undo().id}")
+                continue
+            except ElicitError:
+                pass
+        q = s.next_query()
+        if r > 1 - skip:
+            s.skip(q)
+            log(f"skip {q.id}")
+            continue
+        ans = answer(q, rng) if answer else rng.choice(["similar", "dissimilar", "dont_know"])
+        log(f"try {q.id}")
+        rec = s.answer(q, ans, comment=f"c{q.id}" if rng.random() < 0.3 else None)
+        log(f"answer {rec.id} {q.id} {ans}")
+
+
+def run_then_kill(target, args: tuple, seconds: float, sig: int | None = None,
+                  timeout: float = 60.0):
+    """``target(*args)`` in a forked child process, sent the signal ``sig`` (default SIGKILL)
+    after ``seconds``: the child, once it has ended (or ``timeout`` seconds have passed)."""
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    child = multiprocessing.get_context("fork").Process(target=target, args=args)
+    child.start()
+    time.sleep(seconds)
+    os.kill(child.pid, signal.SIGKILL if sig is None else sig)
+    child.join(timeout)
+    return child
+
+
+def read_log(path) -> list[list[str]]:
+    """The lines of a log written by :func:`act_until_killed`, split into words; the last
+    piece (empty, or a line torn by a kill) is left out."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [ln.split() for ln in path.read_text().split("\n")[:-1] if ln]

@@ -5,6 +5,7 @@ The counts of cases per front end are recorded in docs/reliability.md.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -21,6 +22,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
+from helpers import create_session, one_line, run_main, sql_edit, sql_rows
 
 from elicit.cli.session import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -37,9 +39,8 @@ SAME = {"Origin": "http://localhost"}
 
 @pytest.fixture
 def path(tmp_path):
-    X, y, U = make_data()
     p = tmp_path / "b.session"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
+    create_session(p).close()
     return p
 
 
@@ -146,25 +147,22 @@ def test_numpy_scalar_hyperparameters_make_a_session(tmp_path):
     hyper = Hyper(tau2=np.int64(1), a_sigma=np.float32(2.0), threshold_mean=np.float32(1.5))
     assert all(type(getattr(hyper, n)) is float
                for n in ("a_sigma", "b_sigma", "tau2", "a_tau", "b_tau", "threshold_mean"))
-    X, y, U = make_data()
     path = tmp_path / "s.session"
-    Session.create(X, y, U, NAMES, path=path, hyper=hyper, engine="numpy").close()
+    create_session(path, hyper=hyper).close()
     with Session.open(path, engine="numpy") as sess:
         assert sess.elicitor.hyper.tau2 == 1.0
 
 
 def test_create_refuses_an_existing_file(path):
-    X, y, U = make_data()
     before = path.read_bytes()
     with pytest.raises(ElicitError, match=r"already exists; pass overwrite=True"):
-        Session.create(X, y, U, NAMES, path=path, engine="numpy")
+        create_session(path)
     assert path.read_bytes() == before
 
 
 def test_create_refuses_a_missing_directory(tmp_path):
-    X, y, U = make_data()
     with pytest.raises(ElicitError, match=r"directory .*nowhere does not exist"):
-        Session.create(X, y, U, NAMES, path=tmp_path / "nowhere" / "x.session", engine="numpy")
+        create_session(tmp_path / "nowhere" / "x.session")
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,19 +182,13 @@ def _corrupt(p):
 
 
 def _newer(p):
-    raw = sqlite3.connect(p)
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
-                (json.dumps(FORMAT_VERSION + 1),))
-    raw.commit()
-    raw.close()
+    sql_edit(p, "UPDATE meta SET value = ? WHERE key = 'format_version'",
+             json.dumps(FORMAT_VERSION + 1))
 
 
 def _other_sqlite(p):
     p.unlink()
-    raw = sqlite3.connect(p)
-    raw.execute("CREATE TABLE notes (x TEXT)")
-    raw.commit()
-    raw.close()
+    sql_edit(p, "CREATE TABLE notes (x TEXT)")
 
 
 def _bad_array(p):
@@ -230,9 +222,8 @@ def test_open_refuses_damaged_files_and_leaves_them_untouched(path, what, damage
         Session.open(path)
     assert path.read_bytes() == before, "a refused file must never be written"
     # ... and creating over it without overwrite is refused too.
-    X, y, U = make_data()
     with pytest.raises(ElicitError, match="already exists"):
-        Session.create(X, y, U, NAMES, path=path, engine="numpy")
+        create_session(path)
     assert path.read_bytes() == before
 
 
@@ -275,8 +266,7 @@ def test_answer_not_asked(sess):
 
 
 def test_answer_query_of_another_session(sess, tmp_path):
-    X, y, U = make_data()
-    with Session.create(X, y, U, NAMES, path=tmp_path / "o.session", engine="numpy") as other:
+    with create_session(tmp_path / "o.session") as other:
         q = other.next_query()
     with pytest.raises(ElicitError, match=r"belongs to another session"):
         sess.answer(q, "similar")
@@ -343,17 +333,12 @@ def test_use_after_close(path):
 # CLI
 # --------------------------------------------------------------------------------------------
 
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    code = cli_main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+run_cli = functools.partial(run_main, cli_main)
 
 
 def assert_one_line_error(err: str, message: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    assert re.search(message, lines[0]), lines[0]
+    line = one_line(err)
+    assert re.search(message, line), line
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -881,9 +866,8 @@ def test_the_output_is_never_an_input_file_even_with_overwrite(capsys, tmp_path,
 
 
 def test_export_never_overwrites_its_session(capsys, tmp_path):
-    X, y, U = make_data()
     p = tmp_path / "s.csv"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
+    create_session(p).close()
     before = p.read_bytes()
     code, _, err = run_cli(capsys, "export", str(p), str(p))
     assert code == 2
@@ -898,15 +882,20 @@ def _answered(path, k=2):
             s.answer(s.next_query(), a, comment="c")
 
 
+def _answered_in_folder(tmp_path) -> tuple[Path, Path]:
+    """A session with two answers, ``s.session`` in the new folder ``ro`` (for a test to run
+    commands on with the folder read-only): the folder and the file."""
+    p = tmp_path / "ro" / "s.session"
+    p.parent.mkdir()
+    create_session(p).close()
+    _answered(p)
+    return p.parent, p
+
+
 def test_history_and_export_read_a_read_only_session(tmp_path):
     """They were refused ("read-only, and elicit saves every answer into it")."""
 
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    X, y, U = make_data()
-    p = folder / "s.session"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
-    _answered(p)
+    folder, p = _answered_in_folder(tmp_path)
     before = p.read_bytes()
     outs = ("prior.json", "prior.nc", "history.csv")
     # one process for the six commands (its start is most of each command's cost)
@@ -962,10 +951,7 @@ def test_a_read_only_open_sees_a_format_1_file_without_changing_it(tmp_path):
 def test_an_edited_answer_row_is_reported_as_a_damaged_file(capsys, path, edit, message):
     """It said "(1000, 2) is not a candidate pair"."""
     _answered(path)
-    raw = sqlite3.connect(path)
-    raw.execute(edit)
-    raw.commit()
-    raw.close()
+    sql_edit(path, edit)
     before = path.read_bytes()
     with pytest.raises(ElicitError, match=r"session file .* is damaged: " + message +
                        r", but the session has 8 features \(0\.\.7\).*restore it from a backup"):
@@ -1121,12 +1107,7 @@ def test_a_read_only_open_after_a_cut_write(tmp_path):
     """A write cut short is undone first when the file may be written (as by any opener);
     in a read-only folder the one line says how to get it undone."""
 
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    X, y, U = make_data()
-    p = folder / "s.session"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy").close()
-    _answered(p)
+    folder, p = _answered_in_folder(tmp_path)
     _cut_write(p)
     r = read_only_run(folder, ["history", str(p)])
     if r is None:
@@ -1284,10 +1265,7 @@ def test_the_out_path_is_printed_escaped(capsys, tmp_path):
 def test_settings_that_are_not_an_object_are_a_damaged_file(capsys, path, settings, message):
     """`history` and `ask` crashed with AttributeError ('list' object has no attribute 'get')
     or KeyError."""
-    raw = sqlite3.connect(path)
-    raw.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (settings,))
-    raw.commit()
-    raw.close()
+    sql_edit(path, "UPDATE meta SET value = ? WHERE key = 'settings'", settings)
     before = path.read_bytes()
     for command in ("history", "ask"):
         code, _, err = run_cli(capsys, command, str(path))
@@ -1306,11 +1284,7 @@ def _other_session(tmp_path):
 
 
 def _n_answers(p) -> int:
-    raw = sqlite3.connect(p)
-    try:
-        return raw.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-    finally:
-        raw.close()
+    return sql_rows(p, "SELECT COUNT(*) FROM answers")[0][0]
 
 
 REPLACED = (r"session file .*b\.session was replaced or removed while this program had it open "

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pandas as pd
 import pytest
+from helpers import one_line, run_main
 
+from elicit.cli.main import main
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from elicit.cli.main import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def error_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+cli = functools.partial(run_main, main)
 
 
 def test_realdata_parser_accepts_meta_options():
@@ -50,7 +42,7 @@ def test_realdata_cli_bad_meta_options(capsys, tmp_path, extra, message):
     code, _, err = cli(capsys, "realdata", "--dataset", "amazon", "--out",
                        str(tmp_path / "o"), "--data-dir", str(tmp_path / "nodata"), *extra)
     assert code == 2
-    assert re.search(message, error_line(err))
+    assert re.search(message, one_line(err))
     assert not (tmp_path / "o").exists()
 
 
@@ -75,4 +67,4 @@ def test_session_new_bad_meta_options(capsys, tmp_path, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     code, _, err = cli(capsys, "session", "new", *argv, "--out", str(tmp_path / "s.session"))
     assert code == 2
-    assert re.search(message, error_line(err))
+    assert re.search(message, one_line(err))

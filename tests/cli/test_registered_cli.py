@@ -12,6 +12,7 @@ import pytest
 import toykind
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data
+from helpers import create_session
 
 from elicit.cli.main import main
 from elicit.elicitation.strategies import RandomStrategy, register_strategy
@@ -48,9 +49,7 @@ def test_a_registered_strategy_runs_in_a_sweep_and_a_session(tmp_path, capsys):
         assert s.settings["strategy"] == "test-coin"
         q = s.next_query()
         assert q.expected_gain is None          # drawn at random, not scored
-    X, y, U = make_session_data()
-    with Session.create(X, y, U, NAMES, path=tmp_path / "p.session", strategy="test-coin",
-                        engine="numpy") as s:
+    with create_session(tmp_path / "p.session", strategy="test-coin") as s:
         assert s.next_query().kind == "pairs"
     capsys.readouterr()
     # an unknown one is refused in one line that lists the registered ones

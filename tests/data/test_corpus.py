@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import write_jsonl
 
 from elicit.data import (
     RAW_FILES,
@@ -39,16 +40,6 @@ def _reviews(n: int, seed: int = 0) -> list[tuple[str, int]]:
     return out
 
 
-def _write_jsonl(path: Path, recs: list[dict], gz: bool = False) -> Path:
-    text = "".join(json.dumps(r) + "\n" for r in recs)
-    if gz:
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
 def _write_csv(path: Path, header: list[str], rows: list[list], gz: bool = False) -> Path:
     opener = gzip.open if gz else open
     with opener(path, "wt", encoding="utf-8", newline="") as fh:
@@ -63,9 +54,9 @@ def corpus_files(tmp_path_factory) -> dict[str, Path]:
     """The same 1200 reviews as JSONL.gz (fields body/stars) and CSV (columns review/score)."""
     d = tmp_path_factory.mktemp("corpus")
     revs = _reviews(1200)
-    j = _write_jsonl(d / "shop.jsonl.gz",
+    j = write_jsonl(d / "shop.jsonl.gz",
                      [{"id": k, "body": t, "stars": r, "extra": None}
-                      for k, (t, r) in enumerate(revs)], gz=True)
+                      for k, (t, r) in enumerate(revs)])
     c = _write_csv(d / "shop.csv", ["score", "review"], [[str(r), t] for t, r in revs])
     return {"jsonl": j, "csv": c}
 
@@ -123,14 +114,14 @@ def test_errors(tmp_path, corpus_files):
     with pytest.raises(ElicitError, match=r"bad.csv, line 3, field 'rating': rating must be an "
                                           r"integer, got 'five'"):
         load_corpus(bad, n_model=None)
-    half = _write_jsonl(tmp_path / "half.jsonl", [{"text": "ok", "rating": 3.5}])
+    half = write_jsonl(tmp_path / "half.jsonl", [{"text": "ok", "rating": 3.5}])
     with pytest.raises(ElicitError, match="rating must be an integer, got 3.5"):
         load_corpus(half, n_model=None)
-    num = _write_jsonl(tmp_path / "num.jsonl", [{"text": 12, "rating": 3}])
+    num = write_jsonl(tmp_path / "num.jsonl", [{"text": 12, "rating": 3}])
     with pytest.raises(ElicitError, match="field 'text' must be a string, got int"):
         load_corpus(num, n_model=None)
     # Too few reviews for a run: say how many there are and how many are needed.
-    few = _write_jsonl(tmp_path / "few.jsonl",
+    few = write_jsonl(tmp_path / "few.jsonl",
                        [{"text": t, "rating": r} for t, r in _reviews(300)])
     with pytest.raises(ElicitError, match=r"has 300 reviews but a run needs n_model = 1000"):
         load_corpus(few)
@@ -142,7 +133,7 @@ def test_errors(tmp_path, corpus_files):
         load_corpus(few, n_model=None, min_df=300)
     best = int(str(e.value).split("use min_df=")[1].split()[0])
     assert load_corpus(few, n_model=None, min_df=best).p >= 2
-    stop = _write_jsonl(tmp_path / "stop.jsonl",
+    stop = write_jsonl(tmp_path / "stop.jsonl",
                         [{"text": "it is the one", "rating": k % 5 + 1} for k in range(20)])
     with pytest.raises(ElicitError, match=r"0 are not all stop words and none of those occurs "
                                           r"in >= 2 of 20 texts; .*no min_df keeps 2"):
@@ -223,7 +214,7 @@ def test_a_review_of_the_corpus_readers(tmp_path):
         load_corpus(array, n_model=None, min_df=2)
     # a rating beyond int64 ended in an OverflowError traceback
     for big in (1e20, "100000000000000000000"):
-        huge = _write_jsonl(tmp_path / "huge.jsonl", revs[:-1] + [{"text": "ok", "rating": big}])
+        huge = write_jsonl(tmp_path / "huge.jsonl", revs[:-1] + [{"text": "ok", "rating": big}])
         with pytest.raises(ElicitError, match=r"line 60, field 'rating': rating .* is out of "
                                               r"range"):
             load_corpus(huge, n_model=None, min_df=2)
@@ -234,7 +225,7 @@ def test_a_corpus_too_small_for_a_run_says_what_a_run_takes(tmp_path):
     # a session takes run R as a sweep splits it, and the split sets the expert's reviews aside
     from elicit.data.sources import corpus_source
 
-    path = _write_jsonl(tmp_path / "c.jsonl",
+    path = write_jsonl(tmp_path / "c.jsonl",
                         [{"text": t, "rating": r} for t, r in _reviews(1050)])
     with pytest.raises(ElicitError, match=r"c.jsonl has 1050 reviews: a run, as a sweep splits "
                                           r"the corpus, takes 1000 for the model and sets at "
@@ -250,8 +241,8 @@ def test_decomposed_accents_and_modifier_apostrophes_make_the_same_keywords(tmp_
     revs = [{"text": t, "rating": r} for t, r in _reviews(60)]
     composed = revs + [{"text": "naïve kettle don't", "rating": 3}] * 3
     decomposed = revs + [{"text": "nai\u0308ve kettle don\u02bct", "rating": 3}] * 3
-    a = load_corpus(_write_jsonl(tmp_path / "a.jsonl", composed), n_model=None, min_df=2)
-    b = load_corpus(_write_jsonl(tmp_path / "b.jsonl", decomposed), n_model=None, min_df=2)
+    a = load_corpus(write_jsonl(tmp_path / "a.jsonl", composed), n_model=None, min_df=2)
+    b = load_corpus(write_jsonl(tmp_path / "b.jsonl", decomposed), n_model=None, min_df=2)
     assert "naïve" in a.vocabulary and b.vocabulary == a.vocabulary
     assert np.array_equal(a.counts, b.counts)
 
@@ -274,7 +265,7 @@ def test_a_corpus_below_the_model_reviews_says_what_a_sweep_takes(tmp_path):
     # n_model", which no command-line option sets
     from elicit.data.sources import corpus_source
 
-    path = _write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": r} for t, r in _reviews(500)])
+    path = write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": r} for t, r in _reviews(500)])
     with pytest.raises(ElicitError, match=r"c.jsonl has 500 reviews: .* use a corpus of at "
                                           r"least 1100 reviews$"):
         corpus_source(path, min_df=2).load()
@@ -294,7 +285,7 @@ def test_a_text_given_as_the_rating_is_quoted_short(tmp_path):
     revs = [{"text": "sharp knife " * 2000, "rating": 5}]
     with pytest.raises(ElicitError, match=r"line 1, field 'text': rating must be an integer, "
                                           r"got 'sharp knife .*'$") as e:
-        load_corpus(_write_jsonl(tmp_path / "long.jsonl", revs), rating_field="text",
+        load_corpus(write_jsonl(tmp_path / "long.jsonl", revs), rating_field="text",
                     n_model=None)
     assert len(str(e.value)) < 200
 
@@ -304,7 +295,7 @@ def test_a_corpus_whose_ratings_are_all_equal_is_refused(tmp_path):
     # before the LASSO expert failed ("constant or uncorrelated with every feature")
     from elicit.data.sources import corpus_source
 
-    path = _write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": 4} for t, _ in
+    path = write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": 4} for t, _ in
                                                _reviews(1100)])
     with pytest.raises(ElicitError, match=r"c.jsonl: every rating is 4; a model of the rating "
                                           r"needs at least 2 different ones"):

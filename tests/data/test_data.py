@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import write_jsonl
 
 from elicit import data
 from elicit.data import (
@@ -182,20 +183,10 @@ def test_too_high_a_min_df_names_the_largest_that_keeps_two_keywords():
 
 # --------------------------------------------------------------------------------------------
 
-def _write_jsonl(path: Path, recs, gz: bool = True) -> Path:
-    text = "".join(json.dumps(r) + "\n" for r in recs)
-    if gz:
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
 def test_load_bow_small(tmp_path):
     voc = tmp_path / "v.json"
     voc.write_text(json.dumps({"source": "t", "keywords_a": ["x", "y_z", ""], "other": ["x"]}))
-    bow = _write_jsonl(tmp_path / "b.jsonl.gz",
+    bow = write_jsonl(tmp_path / "b.jsonl.gz",
                        [{"rating": 5, "bow": {"x": 2, "": 1}}, {"rating": 1.0, "bow": {}}])
     ds = load_bow(bow, voc, "keywords_a")
     assert ds.counts.tolist() == [[2, 0, 1], [0, 0, 0]]
@@ -216,7 +207,7 @@ def test_load_bow_small(tmp_path):
 def test_load_bow_rejects(tmp_path, rec, pattern):
     voc = tmp_path / "v.json"
     voc.write_text(json.dumps(["x", "y"]))
-    bow = _write_jsonl(tmp_path / "b.jsonl", [{"rating": 1, "bow": {"x": 1}}, rec], gz=False)
+    bow = write_jsonl(tmp_path / "b.jsonl", [{"rating": 1, "bow": {"x": 1}}, rec])
     with pytest.raises(ElicitError, match=pattern):
         load_bow(bow, voc)
 
@@ -248,7 +239,7 @@ def test_raw_user_files(tmp_path):
             {"text": "Broken blender, awful", "rating": "1"},
             {"text": "great value blender", "rating": 4}]
     sw = ["the", "a"]
-    j = _write_jsonl(tmp_path / "r.jsonl.gz", recs)
+    j = write_jsonl(tmp_path / "r.jsonl.gz", recs)
     ds = load_raw_reviews(j, min_df=2, stopwords=sw)
     assert ds.vocabulary == ["blender", "great"]
     assert ds.counts.tolist() == [[1, 2], [1, 0], [1, 1]]
@@ -264,10 +255,11 @@ def test_raw_user_files(tmp_path):
     with pytest.raises(ElicitError, match=r"line 2: no field 'rating'; the fields are 'text', "
                                           r"'stars'"):
         load_raw_reviews(bad, min_df=1, stopwords=sw)
-    bad2 = _write_jsonl(tmp_path / "bad2.jsonl", [recs[0], {"rating": 3}], gz=False)
+    bad2 = write_jsonl(tmp_path / "bad2.jsonl", [recs[0], {"rating": 3}])
     with pytest.raises(ElicitError, match=r"line 2: no field 'text'; the fields are 'rating'"):
         load_raw_reviews(bad2, min_df=1, stopwords=sw)
-    bad3 = _write_jsonl(tmp_path / "bad3.jsonl", [recs[0], {"text": "x", "rating": 4.5}])
+    bad3 = write_jsonl(tmp_path / "bad3.jsonl", [recs[0], {"text": "x", "rating": 4.5}],
+                       gz=True)
     with pytest.raises(ElicitError, match=r"line 2, field 'rating': rating must be an integer"):
         load_raw_reviews(bad3, min_df=1, stopwords=sw)
     with pytest.raises(ElicitError, match="empty after filtering"):

@@ -63,11 +63,11 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def _mirror(tmp_path: Path, names=None) -> Path:
+def _mirror(tmp_path: Path, names=None, src: Path = REAL) -> Path:
     m = tmp_path / "mirror"
     m.mkdir()
     for n in names or MANIFEST:
-        shutil.copyfile(REAL / n, m / n)
+        shutil.copyfile(src / n, m / n)
     return m
 
 
@@ -178,9 +178,7 @@ def test_present_file_that_does_not_verify(tmp_path):
     d = tmp_path / "data"
     d.mkdir()
     (d / STOPWORDS_FILE).write_text("the\n")
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    shutil.copyfile(SHIPPED_STOPWORDS, mirror / STOPWORDS_FILE)
+    mirror = _mirror(tmp_path, [STOPWORDS_FILE], SHIPPED_STOPWORDS.parent)
     # the command line's spelling beside the keyword's (it said "fetch with force")
     with pytest.raises(ElicitError, match=r"does not match its SHA-256 .*force=True \(--force\)"):
         fetch(d, files=[STOPWORDS_FILE], mirror=str(mirror), progress=False)
@@ -200,9 +198,7 @@ def test_recompressed_gzip_is_accepted(tmp_path):
 
 
 def test_mirror_from_environment(tmp_path, monkeypatch):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    shutil.copyfile(SHIPPED_STOPWORDS, mirror / STOPWORDS_FILE)
+    mirror = _mirror(tmp_path, [STOPWORDS_FILE], SHIPPED_STOPWORDS.parent)
     monkeypatch.setenv(F.MIRROR_ENV, mirror.as_uri())
     res = fetch(tmp_path / "d", files=[STOPWORDS_FILE], progress=False)
     assert res[0].status == "downloaded" and res[0].urls[0].startswith(mirror.as_uri())
@@ -416,9 +412,7 @@ def _run(argv: list[str]) -> None:
 
 
 def test_cli_fetch(tmp_path, monkeypatch, capsys):
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    shutil.copyfile(SHIPPED_STOPWORDS, mirror / STOPWORDS_FILE)
+    mirror = _mirror(tmp_path, [STOPWORDS_FILE], SHIPPED_STOPWORDS.parent)
     d = tmp_path / "data"
     _run(["data", "fetch", "--data-dir", str(d), "--files", STOPWORDS_FILE,
           "--mirror", mirror.as_uri()])

@@ -212,19 +212,26 @@ def test_each_model_has_its_own_density(variant, every_model):
         assert abs(got - paper) > 0.1
 
 
+def assert_batched_density_is_log_density(data: ModelData, answer: int) -> None:
+    """The batched density (the utility's refits) with the answer ``answer`` to one of two new
+    pairs, at two points: its value and gradient are ``log_density``'s with that answer."""
+    new_pairs = np.array([[0, 8], [1, 2]])
+    thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
+    bd = BatchDensity(data, pair_weights(data.U, new_pairs), answer)
+    val, grad, _ = bd.at(thetas, np.arange(2))
+    for c in range(2):
+        dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, answer))
+        v, g = log_density(thetas[c], dc)
+        np.testing.assert_allclose(val[c], v, rtol=1e-10)
+        np.testing.assert_allclose(grad[c], g, rtol=1e-8, atol=1e-8 * np.max(np.abs(g)))
+
+
 @pytest.mark.parametrize("model", NEW_MODELS)
 def test_batched_density_is_the_models(model):
     # The utility screen's batched refits evaluate the same density as log_density.
     base = make_small_data("learned", n_feedback=4)
     data = with_model(base, model, coupled=some_coupled(base.p))
-    new_pairs = np.array([[0, 8], [1, 2]])
-    thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
-    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 1).at(thetas, np.arange(2))
-    for c in range(2):
-        dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 1))
-        v, g = log_density(thetas[c], dc)
-        np.testing.assert_allclose(val[c], v, rtol=1e-10)
-        np.testing.assert_allclose(grad[c], g, rtol=1e-8, atol=1e-8 * np.max(np.abs(g)))
+    assert_batched_density_is_log_density(data, answer=1)
 
 
 def test_known_coupling_with_every_feature_coupled_equals_paper():
@@ -356,14 +363,7 @@ def test_registered_probit_variant_density_matches_independent_formula(probit_mo
                                log_density(theta, with_model(base, PAPER))[0]
                                - logit_terms + probit_terms, rtol=1e-12)
     # the batched density (the utility's refits) reads the same link
-    new_pairs = np.array([[0, 8], [1, 2]])
-    thetas = np.stack([theta_point(data, 1), theta_point(data, 2)])
-    val, grad, _ = BatchDensity(data, pair_weights(data.U, new_pairs), 0).at(thetas, np.arange(2))
-    for c in range(2):
-        dc = data.with_feedback(np.vstack([data.pairs, new_pairs[c]]), np.append(data.f, 0))
-        v, g = log_density(thetas[c], dc)
-        np.testing.assert_allclose(val[c], v, rtol=1e-10)
-        np.testing.assert_allclose(grad[c], g, rtol=1e-8, atol=1e-8 * np.max(np.abs(g)))
+    assert_batched_density_is_log_density(data, answer=0)
 
 
 def test_numpy_engine_fits_a_registered_probit_variant(probit_model, variant):

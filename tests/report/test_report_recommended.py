@@ -19,6 +19,7 @@ import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
 REPRODUCE = Path(__file__).resolve().parents[2] / "experiments" / "reproduce.py"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def _reproduce():
@@ -329,11 +330,9 @@ def test_a_sweep_is_read_with_the_runs_its_curves_hold(tmp_path):
 
     folder = tmp_path / "amazon"
     folder.mkdir()
-    src = Path(__file__).resolve().parents[2] / "results" / "amazon"
     for name in ("config.json", "mse.csv", "runinfo.csv", "tau2_cv.csv"):
-        shutil.copy(src / name, folder / name)
-    mse = pd.read_csv(folder / "mse.csv")
-    mse[mse.run < 2].to_csv(folder / "mse.csv", index=False)
+        shutil.copy(RESULTS / "amazon" / name, folder / name)
+    _cut_runs(folder, folder)
     sweep = load_sweep(folder)
     assert sweep is not None
     assert sorted(sweep.info.run) == [0, 1]
@@ -343,14 +342,21 @@ def test_a_sweep_is_read_with_the_runs_its_curves_hold(tmp_path):
 def _copy_results(tmp_path, *names):
     import shutil
 
-    src = Path(__file__).resolve().parents[2] / "results"
     for name in names:
-        if (src / name).is_dir():
+        if (RESULTS / name).is_dir():
             (tmp_path / name).mkdir()
             for f in ("config.json", "mse.csv", "runinfo.csv", "tau2_cv.csv"):
-                shutil.copy(src / name / f, tmp_path / name / f)
+                shutil.copy(RESULTS / name / f, tmp_path / name / f)
         else:
-            shutil.copy(src / name, tmp_path / name)
+            shutil.copy(RESULTS / name, tmp_path / name)
+
+
+def _cut_runs(src: Path, folder: Path, keep=lambda mse: mse.run < 2) -> pd.DataFrame:
+    """``folder/mse.csv``: the rows ``keep(mse)`` of the sweep table ``src/mse.csv`` (a sweep
+    of fewer runs, or rounds); the whole table is returned."""
+    mse = pd.read_csv(src / "mse.csv")
+    mse[keep(mse)].to_csv(folder / "mse.csv", index=False)
+    return mse
 
 
 def test_a_table1_of_other_runs_than_its_sweep_is_not_shown_as_current(tmp_path):
@@ -359,8 +365,7 @@ def test_a_table1_of_other_runs_than_its_sweep_is_not_shown_as_current(tmp_path)
 
     _copy_results(tmp_path, "amazon", "table1.csv")
     assert "## Table 1" in write_report(tmp_path).read_text()
-    mse = pd.read_csv(tmp_path / "amazon" / "mse.csv")
-    mse[mse.run < 2].to_csv(tmp_path / "amazon" / "mse.csv", index=False)
+    _cut_runs(tmp_path / "amazon", tmp_path / "amazon")
     text = write_report(tmp_path).read_text()
     assert "| Amazon | 2.200 |" not in text
     assert ("table1.csv counts 50 runs of the sweep amazon, which holds 2 now: make Table 1 "
@@ -375,8 +380,7 @@ def test_the_claims_do_not_use_a_table1_of_other_runs_than_its_sweep(tmp_path):
     _copy_results(tmp_path, "amazon", "table1.csv")
     text = write_report(tmp_path).read_text()
     assert "| Active sample addition (ACT)" in text and "| Sequential elicitation reaches" in text
-    mse = pd.read_csv(tmp_path / "amazon" / "mse.csv")
-    mse[mse.run < 2].to_csv(tmp_path / "amazon" / "mse.csv", index=False)
+    _cut_runs(tmp_path / "amazon", tmp_path / "amazon")
     text = write_report(tmp_path).read_text()
     assert "| Sequential elicitation beats Random" in text
     assert "| Active sample addition (ACT)" not in text
@@ -390,10 +394,8 @@ def test_the_synthetic_section_of_ones_own_problems_says_so(tmp_path):
     from elicit.report import write_report
 
     (tmp_path / "synthetic").mkdir()
-    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
-    mse = pd.read_csv(src / "mse.csv")
-    mse[mse.run < 2].to_csv(tmp_path / "synthetic" / "mse.csv", index=False)
-    cfg = json.loads((src / "config.json").read_text())
+    _cut_runs(RESULTS / "synthetic", tmp_path / "synthetic")
+    cfg = json.loads((RESULTS / "synthetic" / "config.json").read_text())
     paper = write_report(tmp_path).read_text()
     assert "paper Sec. 4.1" in paper and "1000 test points" in paper
     cfg.update(problems="/data/mine", problems_sha256="0" * 64, n_train=None)
@@ -413,10 +415,8 @@ def test_the_kernel_figure_is_described_and_linked_as_the_sweep_made_it(tmp_path
     from elicit.report import write_report
 
     (tmp_path / "synthetic").mkdir()
-    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
-    mse = pd.read_csv(src / "mse.csv")
-    mse[(mse.run < 2) & (mse.n_feedback <= 30)].to_csv(tmp_path / "synthetic" / "mse.csv",
-                                                       index=False)
+    src = RESULTS / "synthetic"
+    _cut_runs(src, tmp_path / "synthetic", lambda mse: (mse.run < 2) & (mse.n_feedback <= 30))
     cfg = json.loads((src / "config.json").read_text())
     (tmp_path / "synthetic" / "config.json").write_text(json.dumps({**cfg, "rounds": 30}))
     text = write_report(tmp_path).read_text()
@@ -433,9 +433,8 @@ def test_a_synthetic_sweep_of_one_run_has_no_nan_in_its_section(tmp_path):
     from elicit.report import write_report
 
     (tmp_path / "synthetic").mkdir()
-    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
-    mse = pd.read_csv(src / "mse.csv")
-    mse[mse.run < 1].to_csv(tmp_path / "synthetic" / "mse.csv", index=False)
+    src = RESULTS / "synthetic"
+    mse = _cut_runs(src, tmp_path / "synthetic", lambda mse: mse.run < 1)
     (tmp_path / "synthetic" / "config.json").write_text((src / "config.json").read_text())
     text = write_report(tmp_path).read_text()
     assert "## Synthetic data" in text and "nan" not in text
@@ -454,7 +453,7 @@ def test_an_mse_csv_cut_short_is_named_not_read_as_fewer_runs(tmp_path, monkeypa
 
     _copy_results(tmp_path, "amazon")
     (tmp_path / "synthetic").mkdir()
-    src = Path(__file__).resolve().parents[2] / "results" / "synthetic"
+    src = RESULTS / "synthetic"
     for f in ("config.json", "mse.csv"):
         shutil.copy(src / f, tmp_path / "synthetic" / f)
     write_report(tmp_path)

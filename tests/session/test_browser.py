@@ -16,13 +16,13 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
-import sqlite3
 import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import sql_rows
 
 from elicit.session.session import Session
 
@@ -75,12 +75,8 @@ def session_inputs() -> dict:
 
 
 def file_answers(path: Path) -> list[tuple]:
-    raw = sqlite3.connect(path)
-    try:
-        return raw.execute("SELECT query_id, answer, comment, undone_at IS NOT NULL "
-                           "FROM answers ORDER BY id").fetchall()
-    finally:
-        raw.close()
+    return sql_rows(path, "SELECT query_id, answer, comment, undone_at IS NOT NULL "
+                          "FROM answers ORDER BY id")
 
 
 def pending_names(path: Path) -> tuple[str, str]:

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session, sql_rows
 
 from elicit.elicitation.elicitor import Elicitor
 from elicit.errors import ElicitError
@@ -19,15 +20,9 @@ from elicit.session.session import Session, SessionQuery
 from elicit.session.store import FORMAT_VERSION, data_hashes
 
 
-def new_session(path, seed: int = 0, **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    return Session.create(X, y, U, NAMES, path=path, seed=seed, **kw)
-
-
 @pytest.fixture
 def sess(tmp_path):
-    s = new_session(tmp_path / "t.session")
+    s = create_session(tmp_path / "t.session")
     yield s
     s.close()
 
@@ -77,10 +72,8 @@ def test_next_query_is_recorded_before_it_is_shown_and_repeats(sess):
 def test_answer_is_committed_and_visible_to_another_connection(sess):
     q = sess.next_query()
     rec = sess.answer(q, "similar", comment="  both about build quality ")
-    raw = sqlite3.connect(sess.path)
-    row = raw.execute("SELECT query_id, kind, i, j, answer, comment, undone_at FROM answers"
-                      ).fetchall()
-    raw.close()
+    row = sql_rows(sess.path,
+                   "SELECT query_id, kind, i, j, answer, comment, undone_at FROM answers")
     assert row == [(q.id, "pairs", q.i, q.j, "similar", "both about build quality", None)]
     assert rec.id == 1 and rec.query_id == q.id and rec.kind == q.kind == "pairs"
     h = sess.history
@@ -105,7 +98,7 @@ def test_model_is_refitted_and_equals_a_fresh_fit(sess):
 
 def test_resume_gives_the_same_questions_as_an_uninterrupted_session(tmp_path):
     answers = ["similar", "dissimilar", "similar", "dont_know", "dissimilar", "similar"]
-    straight = new_session(tmp_path / "a.session", seed=5)
+    straight = create_session(tmp_path / "a.session", seed=5)
     asked_a = []
     for a in answers:
         q = straight.next_query()
@@ -113,7 +106,7 @@ def test_resume_gives_the_same_questions_as_an_uninterrupted_session(tmp_path):
         straight.answer(q, a)
     straight.close()
     path = tmp_path / "b.session"
-    new_session(path, seed=5).close()
+    create_session(path, seed=5).close()
     asked_b = []
     for k, a in enumerate(answers):
         s = Session.open(path)
@@ -195,9 +188,8 @@ def test_a_failed_refit_says_the_answer_is_saved_and_the_next_question_uses_it(t
     the file's state having been taken as seen before the refit."""
     from elicit.errors import EngineError
 
-    X, y, U = make_data()
     paths = [tmp_path / "a.session", tmp_path / "b.session"]
-    Session.create(X, y, U, NAMES, path=paths[0], engine="numpy").close()
+    create_session(paths[0]).close()
     paths[1].write_bytes(paths[0].read_bytes())
     with Session.open(paths[0]) as s:
         s.answer(s.next_query(), "dissimilar")
@@ -232,9 +224,8 @@ def test_a_failed_refit_after_an_undo_says_the_undo_is_saved(tmp_path, monkeypat
     def failing(self, *args, **kwargs):
         raise EngineError("the optimiser gave up")
 
-    X, y, U = make_data()
     path = tmp_path / "u.session"
-    with Session.create(X, y, U, NAMES, path=path, engine="numpy") as s:
+    with create_session(path) as s:
         for _ in range(2):
             s.answer(s.next_query(), "similar")
         last = s.answer_rows()[-1][0]
@@ -362,7 +353,7 @@ def test_batch_fills_up_when_disjoint_pairs_run_out(tmp_path):
 
 @pytest.mark.parametrize("strategy", ["random", "nonsequential"])
 def test_other_strategies(tmp_path, strategy):
-    with new_session(tmp_path / "s.session", strategy=strategy) as s:
+    with create_session(tmp_path / "s.session", strategy=strategy) as s:
         seen = set()
         for _ in range(4):
             q = s.next_query()
@@ -392,7 +383,7 @@ def test_all_pairs_answered(tmp_path):
 
 def test_predict_and_posterior(tmp_path):
     X, y, U = make_data()
-    with new_session(tmp_path / "s.session", y_offset=3.5) as s:
+    with create_session(tmp_path / "s.session", y_offset=3.5) as s:
         s.answer(s.next_query(), "similar")
         el = s.elicitor
         # The level added back: y's mean (centred inside) plus the given offset.
@@ -494,9 +485,9 @@ def test_plot_K_subsets_many_features(tmp_path):
 
 def test_overwrite_replaces_an_existing_session(tmp_path):
     path = tmp_path / "s.session"
-    with new_session(path) as s:
+    with create_session(path) as s:
         s.answer(s.next_query(), "similar")
-    with new_session(path, overwrite=True) as s:
+    with create_session(path, overwrite=True) as s:
         assert s.progress()["answered"] == 0
 
 

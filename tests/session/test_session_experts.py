@@ -11,8 +11,8 @@ import sqlite3
 import numpy as np
 import pytest
 from conftest import FORMAT1_SESSION
-from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session
 
 from elicit.cli.session import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -26,9 +26,8 @@ SAME = {"Origin": "http://localhost"}
 
 @pytest.fixture
 def path(tmp_path):
-    X, y, U = make_data()
     p = tmp_path / "e.session"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy", seed=2).close()
+    create_session(p, seed=2).close()
     return p
 
 

@@ -17,7 +17,6 @@ The summary line printed at the end is what ``docs/reliability.md`` records.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import signal
@@ -29,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import make_session_data
+from helpers import act_until_killed, read_log, run_then_kill
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
 from elicit.session.session import Session
 
@@ -41,52 +41,11 @@ pytestmark = pytest.mark.slow
 
 TRIALS = int(os.environ.get("ELICIT_FAULT_TRIALS", "120"))
 CLI_TRIALS = int(os.environ.get("ELICIT_FAULT_CLI_TRIALS", "6"))
-P = 8
-
-
-def make_data(seed: int = 3, n: int = 10, p: int = P, d: int = 3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    U = rng.normal(size=(p, d))
-    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
-    return X, y, U
-
-
-def _log(fd: int, line: str) -> None:
-    os.write(fd, (line + "\n").encode())  # one write: a line is all there or not at all
 
 
 def child_loop(path: str, log_path: str, seed: int) -> None:
     """Runs in the forked child until it is killed."""
-    rng = random.Random(seed)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    s = Session.open(path)
-    while True:
-        r = rng.random()
-        if s.is_done() or r < 0.12:
-            try:
-                rec = s.undo()
-                _log(fd, f"undo {rec.id}")
-                continue
-            except ElicitError:
-                pass
-        q = s.next_query()
-        if r > 0.9:
-            s.skip(q)
-            _log(fd, f"skip {q.id}")
-            continue
-        ans = rng.choice(["similar", "dissimilar", "dont_know"])
-        _log(fd, f"try {q.id}")  # to count kills that land inside answer()
-        rec = s.answer(q, ans, comment=f"c{q.id}" if rng.random() < 0.3 else None)
-        _log(fd, f"answer {rec.id} {q.id} {ans}")
-
-
-def read_log(log_path: Path) -> list[list[str]]:
-    if not log_path.exists():
-        return []
-    text = log_path.read_text()
-    lines = text.split("\n")
-    return [ln.split() for ln in lines[:-1] if ln]  # the last piece is "" or a torn line
+    act_until_killed(Session.open(path), seed, log_path, undo=0.12, skip=0.1)
 
 
 def check_file(path: Path, log: list[list[str]], fresh: Elicitor) -> int:
@@ -136,13 +95,12 @@ def check_file(path: Path, log: list[list[str]], fresh: Elicitor) -> int:
 
 
 def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
-    X, y, U = make_data()
+    X, y, U = make_session_data(seed=3, n=10)
     path = tmp_path / "fault.session"
     log_path = tmp_path / "fault.log"
     # refine=2 keeps each question cheap, so a child gets through many answers per trial.
     Session.create(X, y, U, path=path, engine="numpy", seed=11, refine=2).close()
     fresh = Elicitor(X, y - y.mean(), U, Hyper(), engine="numpy", refine=2)  # y centred inside
-    ctx = multiprocessing.get_context("fork")
     rng = random.Random(2024)
     t0 = time.perf_counter()
     kills = 0
@@ -150,12 +108,9 @@ def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
     in_answer = {"committed": 0, "not_committed": 0}
     for trial in range(TRIALS):
         n_log = len(read_log(log_path))
-        child = ctx.Process(target=child_loop, args=(str(path), str(log_path), trial))
-        child.start()
         # Kill anywhere from during start-up to a few dozen answers in.
-        time.sleep(rng.uniform(0.0, 0.45))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(10)
+        child = run_then_kill(child_loop, (str(path), str(log_path), trial),
+                              rng.uniform(0.0, 0.45), timeout=10)
         assert child.exitcode == -signal.SIGKILL, f"trial {trial}: child ended by itself " \
                                                   f"(exit code {child.exitcode})"
         kills += 1
@@ -185,7 +140,7 @@ def test_sigkill_at_random_points_loses_no_committed_answer(tmp_path):
 
 def test_sigkill_of_the_terminal_ui_loses_no_answer(tmp_path):
     """The same through the CLI: `elicit ask` fed from a pipe, killed with SIGKILL."""
-    X, y, U = make_data()
+    X, y, U = make_session_data(seed=3, n=10)
     path = tmp_path / "cli.session"
     Session.create(X, y, U, path=path, engine="numpy", seed=4).close()
     fresh = Elicitor(X, y - y.mean(), U, Hyper(), engine="numpy")

@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import io
 import json
-import multiprocessing
-import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import act_until_killed, create_session, one_line, read_log, run_then_kill
 
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
@@ -30,10 +27,7 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def new_session(path, questions: str = "both", **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    kw.setdefault("refine", 2)
-    return Session.create(X, y, U, NAMES, path=path, questions=questions, **kw)
+    return create_session(path, questions=questions, **{"refine": 2, **kw})
 
 
 def answer_for(q, rng: random.Random | None = None) -> str:
@@ -316,21 +310,9 @@ def test_to_estimator_carries_the_relevance_answers(tmp_path):
 # -- a killed process loses no confirmed feature answer ------------------------------------------
 
 def _child(path: str, log_path: str, seed: int) -> None:
-    rng = random.Random(seed)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    s = Session.open(path)
-    while True:
-        if s.is_done() or rng.random() < 0.1:
-            try:
-                rec = s.undo()
-                os.write(fd, f"undo {rec.id}\n".encode())
-                continue
-            except ElicitError:
-                pass
-        q = s.next_query()
-        ans = answer_for(q, rng) if rng.random() < 0.85 else "dont_know"
-        rec = s.answer(q, ans)
-        os.write(fd, f"answer {rec.id} {q.id} {ans}\n".encode())  # one write per line
+    act_until_killed(Session.open(path), seed, log_path, undo=0.1,
+                     answer=lambda q, rng: answer_for(q, rng) if rng.random() < 0.85
+                     else "dont_know")
 
 
 # it kills real processes, as the tests of test_session_faults.py do: slow like them (`make
@@ -339,17 +321,11 @@ def _child(path: str, log_path: str, seed: int) -> None:
 def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
     path, log_path = tmp_path / "k.session", tmp_path / "k.log"
     new_session(path).close()
-    ctx = multiprocessing.get_context("fork")
     rng = random.Random(7)
     logged = 0
     for trial in range(5):
-        child = ctx.Process(target=_child, args=(str(path), str(log_path), trial))
-        child.start()
-        time.sleep(rng.uniform(0.5, 1.5))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join(60)
-        lines = [ln.split() for ln in log_path.read_text().split("\n")[:-1] if ln] \
-            if log_path.exists() else []
+        run_then_kill(_child, (str(path), str(log_path), trial), rng.uniform(0.5, 1.5))
+        lines = read_log(log_path)
         raw = sqlite3.connect(path)
         rows = {r[0]: r[1:] for r in raw.execute("SELECT id, query_id, answer, undone_at, i, j "
                                                  "FROM answers")}
@@ -358,7 +334,7 @@ def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
         for e in lines:
             if e[0] == "answer":
                 assert rows[int(e[1])][:2] == (int(e[2]), e[3])
-            else:
+            elif e[0] == "undo":
                 assert rows[int(e[1])][2] is not None
         logged = sum(e[0] == "answer" for e in lines)
         with Session.open(path) as s:             # the classes are the active answers'
@@ -381,9 +357,7 @@ def test_sigkill_loses_no_confirmed_feature_answer(tmp_path):
 # -- the command line --------------------------------------------------------------------------
 
 def assert_one_line_error(err: str, message: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    assert message in lines[0], lines[0]
+    assert message in one_line(err), err
 
 
 def test_cli_new_with_questions_both_and_ask_with_r_i_and_dont_know(tmp_path, monkeypatch,

@@ -7,6 +7,7 @@ messages, an unbounded --batch, and what the expert was shown.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -24,6 +25,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run
+from helpers import create_session, one_line, run_main, sql_edit
 
 from elicit.cli.session import main as cli_main
 from elicit.errors import ElicitError
@@ -33,25 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAME = {"Origin": "http://localhost"}
 
 
-def new(path, **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    return Session.create(X, y, U, NAMES, path=path, **kw)
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = cli_main([str(a) for a in argv])
-    except SystemExit as e:  # argparse's own errors
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+cli = functools.partial(run_main, cli_main)
 
 
 # --------------------------------------------------------------------------------------------
@@ -64,7 +48,7 @@ def test_a_pair_answered_while_a_question_is_chosen_never_leaves_the_session_stu
     pair. A must not record a pending query for an answered pair (which nobody could ever
     answer: `ask`, `serve` and a fresh open all repeated "already answered")."""
     path = tmp_path / "race.session"
-    new(path).close()
+    create_session(path).close()
     a, b = Session.open(path), Session.open(path)
     original = Session._choose
     raced = []
@@ -93,14 +77,12 @@ def test_a_pair_answered_while_a_question_is_chosen_never_leaves_the_session_stu
 
 def test_a_stuck_file_left_by_an_older_elicit_is_healed_on_open(tmp_path):
     path = tmp_path / "stuck.session"
-    with new(path) as s:
+    with create_session(path) as s:
         q = s.next_query()
         s.answer(q, "similar")
-    raw = sqlite3.connect(path)  # the state two racing processes left behind
-    raw.execute("INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
-                "status) VALUES (?, ?, ?, 0.1, 1, 'now', 'pending')", (q.kind, q.i, q.j))
-    raw.commit()
-    raw.close()
+    # the state two racing processes left behind
+    sql_edit(path, "INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
+             "status) VALUES (?, ?, ?, 0.1, 1, 'now', 'pending')", q.kind, q.i, q.j)
     with Session.open(path) as s:
         nq = s.next_query()
         assert (nq.i, nq.j) != (q.i, q.j)
@@ -110,7 +92,7 @@ def test_a_stuck_file_left_by_an_older_elicit_is_healed_on_open(tmp_path):
 
 def test_the_loser_hears_answered_elsewhere_and_gets_a_fresh_question(tmp_path):
     path = tmp_path / "two.session"
-    new(path).close()
+    create_session(path).close()
     with Session.open(path) as a, Session.open(path) as b:
         qa, qb = a.next_query(), b.next_query()
         assert qa.id == qb.id
@@ -128,7 +110,7 @@ def test_the_loser_hears_answered_elsewhere_and_gets_a_fresh_question(tmp_path):
 
 def test_a_copy_of_the_session_file_alone_holds_every_confirmed_answer(tmp_path):
     path = tmp_path / "live.session"
-    with new(path) as s:
+    with create_session(path) as s:
         for a in ("similar", "dissimilar", "dont_know"):
             s.answer(s.next_query(), a)
         s.next_query()  # a pending query too
@@ -294,7 +276,7 @@ def test_constant_and_duplicate_columns_are_reported_and_never_asked(tmp_path):
 def test_a_session_in_a_read_only_folder_is_called_read_only(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
-    new(folder / "s.session").close()
+    create_session(folder / "s.session").close()
     r = read_only_run(folder, ["ask", str(folder / "s.session")])
     if r is None:
         pytest.skip("cannot make a read-only folder here")
@@ -316,7 +298,7 @@ def test_an_id_out_of_range_is_refused_before_anything_else(tmp_path):
     """An id SQLite cannot hold is refused before the session looks at the expert, the file
     or its write lock: not "opened read-only", not a complaint about the expert's name."""
     path = tmp_path / "r.session"
-    new(path).close()
+    create_session(path).close()
     with Session.open(path, read_only=True) as s:
         for bad in (0, 2**63, "0"):
             with pytest.raises(UnknownQuery, match=r"query \d+ was not asked in this session"):
@@ -327,7 +309,7 @@ def test_an_id_out_of_range_is_refused_before_anything_else(tmp_path):
 
 def test_a_huge_query_id_is_an_unknown_query_in_the_api_and_the_web(tmp_path):
     path = tmp_path / "h.session"
-    new(path).close()
+    create_session(path).close()
     with Session.open(path) as s:
         with pytest.raises(ElicitError, match=r"query 10+ was not asked in this session"):
             s.answer(10**30, "similar")
@@ -349,7 +331,7 @@ def test_a_huge_query_id_is_an_unknown_query_in_the_api_and_the_web(tmp_path):
 
 def test_batch_is_bounded_with_a_message(tmp_path, capsys):
     path = tmp_path / "b.session"
-    new(path).close()
+    create_session(path).close()
     # refused by the parser (its message), before the session is opened: no clock, which a
     # busy machine can run past
     code, _, err = cli(capsys, "ask", path, "--batch", "100000")
@@ -373,9 +355,8 @@ def test_batch_is_bounded_with_a_message(tmp_path, capsys):
 def test_the_terminal_names_the_outcome_shows_worth_and_marks_the_keyword(tmp_path):
     from elicit.session.terminal import run_ask
 
-    X, y, U = make_data()
     texts = {n: [f"the {n.upper()} was fine, a fair {n}"] for n in NAMES}
-    with Session.create(X, y, U, NAMES, path=tmp_path / "t.session", engine="numpy",
+    with create_session(tmp_path / "t.session",
                         texts=texts, target_description="the blender's star rating") as s:
         out = io.StringIO()
         run_ask(s, io.StringIO("s\nq\n"), out)
@@ -387,14 +368,11 @@ def test_the_terminal_names_the_outcome_shows_worth_and_marks_the_keyword(tmp_pa
 
 
 def test_a_stopping_hint_once_recent_questions_are_worth_little(tmp_path):
-    with new(tmp_path / "h.session") as s:
+    with create_session(tmp_path / "h.session") as s:
         for _ in range(6):
             s.answer(s.next_query(), "similar")
         assert s.stop_hint() is None
-        raw = sqlite3.connect(s.path)
-        raw.execute("UPDATE queries SET expected_gain = expected_gain * 0.001 WHERE id > 1")
-        raw.commit()
-        raw.close()
+        sql_edit(s.path, "UPDATE queries SET expected_gain = expected_gain * 0.001 WHERE id > 1")
         assert ("last 5 questions were each worth less than 5% of the best question so far"
                 in s.stop_hint())
 
@@ -484,7 +462,7 @@ def _until(stream, marker: str, limit: float = 60.0) -> str:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_ask_closes_cleanly_on_sigterm_and_sighup(tmp_path, sig):
     path = tmp_path / "sig.session"
-    new(path).close()
+    create_session(path).close()
     proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, bufsize=1)
@@ -515,7 +493,7 @@ def test_serve_closes_cleanly_on_sigterm(tmp_path):
     import urllib.request
 
     path = tmp_path / "srv.session"
-    new(path).close()
+    create_session(path).close()
     proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -543,7 +521,7 @@ def test_the_posterior_group_says_it_is_the_map(tmp_path):
     pytest.importorskip("arviz")
     import arviz as az
 
-    with new(tmp_path / "s.session") as s:
+    with create_session(tmp_path / "s.session") as s:
         s.answer(s.next_query(), "similar")
         s.export_prior(tmp_path / "p.nc")
         idata = s.to_inferencedata()
@@ -577,7 +555,7 @@ def test_a_journal_gone_between_look_and_stat_is_no_journal(tmp_path, monkeypatc
     import pathlib
 
     path = tmp_path / "s.session"
-    new(path).close()
+    create_session(path).close()
     seen = pathlib.Path.exists
     monkeypatch.setattr(pathlib.Path, "exists",
                         lambda p: p.name.endswith("-journal") or seen(p))
@@ -600,7 +578,7 @@ def test_an_answer_sqlite_cannot_save_says_nothing_was_saved(tmp_path, monkeypat
     from elicit.session import store
 
     path = tmp_path / "s.session"
-    new(path).close()
+    create_session(path).close()
 
     class Refusing(store._Connection):
         def execute(self, sql, *args):
@@ -640,7 +618,7 @@ def test_export_never_replaces_a_file_without_overwrite(tmp_path, capsys, name):
     """`elicit export my.session mydata.csv` replaced the user's own table with the history
     without a word."""
     path = tmp_path / "s.session"
-    new(path).close()
+    create_session(path).close()
     target = tmp_path / name
     target.write_text("area,price\n1,2\n")
     code, _, err = cli(capsys, "export", path, target)

@@ -17,6 +17,7 @@ import pytest
 import toykind
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session, sql_rows
 
 from elicit.errors import ElicitError
 from elicit.session.session import Session
@@ -28,11 +29,7 @@ TOY = toykind.NAME
 
 
 def new_session(path, questions=("relevance", TOY), **kw) -> Session:
-    X, y, U = make_data()
-    kw.setdefault("engine", "numpy")
-    kw.setdefault("refine", 1)
-    kw.setdefault("strategy", "random")
-    return Session.create(X, y, U, NAMES, path=path, questions=questions, **kw)
+    return create_session(path, questions=questions, **{"refine": 1, "strategy": "random", **kw})
 
 
 def next_of(s: Session, kind: str):
@@ -46,11 +43,8 @@ def next_of(s: Session, kind: str):
 
 
 def rows(path) -> list[tuple]:
-    raw = sqlite3.connect(path)
-    out = raw.execute("SELECT kind, i, j, answer, undone_at IS NOT NULL FROM answers "
-                      "ORDER BY id").fetchall()
-    raw.close()
-    return out
+    return sql_rows(path, "SELECT kind, i, j, answer, undone_at IS NOT NULL FROM answers "
+                          "ORDER BY id")
 
 
 def test_a_registered_kind_is_asked_stored_undone_and_reopened(tmp_path):
@@ -172,10 +166,7 @@ FORMAT3 = Path(__file__).resolve().parents[1] / "fixtures" / "format3.session"
 
 
 def _table_sql(path, name: str) -> str:
-    raw = sqlite3.connect(path)
-    sql = raw.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
-    raw.close()
-    return sql
+    return sql_rows(path, "SELECT sql FROM sqlite_master WHERE name = ?", name)[0][0]
 
 
 def test_a_format_3_file_is_migrated_to_kinds_by_name_and_keeps_its_model(tmp_path):

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
 import pytest
+from helpers import run_main
 
+from elicit.cli.main import main
 from elicit.data.metafeatures import (
     polarity_auc,
 )
 
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from elicit.cli.main import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = functools.partial(run_main, main)
 
 
 def session_corpus(path) -> None:

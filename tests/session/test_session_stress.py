@@ -18,10 +18,10 @@ import statistics
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from conftest import make_session_data
+from helpers import act_until_killed, read_log, run_then_kill
 
-from elicit.errors import ElicitError
 from elicit.session import record
 from elicit.session.session import Session
 from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
@@ -32,22 +32,8 @@ ANSWERS = int(os.environ.get("ELICIT_STRESS_ANSWERS", "50"))
 COPY_TRIALS = int(os.environ.get("ELICIT_COPY_TRIALS", "60"))
 
 
-def make_data(p: int, seed: int = 5, n: int = 12, d: int = 3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    U = rng.normal(size=(p, d))
-    y = X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
-    return X, y, U
-
-
 def _log(fd: int, line: str) -> None:
     os.write(fd, (line + "\n").encode())  # one write: a line is all there or not at all
-
-
-def _read_log(path: Path) -> list[list[str]]:
-    if not path.exists():
-        return []
-    return [ln.split() for ln in path.read_text().split("\n")[:-1] if ln]
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,7 +73,7 @@ def test_a_question_answered_elsewhere_between_two_reads_is_chosen_again(tmp_pat
     programs keep answering": the other process answered the pending question after this
     one brought its model up to date and before it cancelled the answered question, so the
     round saw as many questions left as before and gave up. Here that moment is forced."""
-    X, y, U = make_data(8)
+    X, y, U = make_session_data(seed=5, p=8)
     path = tmp_path / "s.session"
     Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=1).close()
     cancel = record.cancel_answered_pending
@@ -118,7 +104,7 @@ def test_a_question_answered_elsewhere_between_two_reads_is_chosen_again(tmp_pat
 def test_two_processes_answer_one_file_without_getting_stuck(tmp_path, experts):
     # One expert: 2 x 50 answers need 100 of its 120 pairs; two experts: 50 of 66 each.
     p = 16 if experts[0] == experts[1] else 12
-    X, y, U = make_data(p)
+    X, y, U = make_session_data(seed=5, p=p)
     path = tmp_path / "stress.session"
     Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=1).close()
     ctx = multiprocessing.get_context("fork")
@@ -132,7 +118,7 @@ def test_two_processes_answer_one_file_without_getting_stuck(tmp_path, experts):
         pr.join(400)
     seconds = time.perf_counter() - t0
     codes = [pr.exitcode for pr in procs]
-    entries = [_read_log(lg) for lg in logs]
+    entries = [read_log(lg) for lg in logs]
     assert codes == [0, 0], f"exit codes {codes}: {[e[-1:] for e in entries]}"
     logged = [(int(e[1]), int(e[2])) for es in entries for e in es if e[0] == "answer"]
     assert len(logged) == 2 * ANSWERS
@@ -162,26 +148,10 @@ def test_two_processes_answer_one_file_without_getting_stuck(tmp_path, experts):
 def worker(path: str, log_path: str, seed: int) -> None:
     """Runs in a child until it is killed: answer (mostly), skip or undo, logging each
     action after it returned. SIGTERM closes the session cleanly (exit status 143)."""
-    rng = random.Random(seed)
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     s = Session.open(path)
     try:
         with stop_signals_as_interrupt():
-            while True:
-                r = rng.random()
-                if s.is_done() or r < 0.1:
-                    try:
-                        rec = s.undo()
-                        _log(fd, f"undo {rec.id}")
-                        continue
-                    except ElicitError:
-                        pass
-                q = s.next_query()
-                if r > 0.92:
-                    s.skip(q)
-                    continue
-                rec = s.answer(q, rng.choice(["similar", "dissimilar", "dont_know"]))
-                _log(fd, f"answer {rec.id} {q.id} {rec.answer.value}")
+            act_until_killed(s, seed, log_path, undo=0.1, skip=0.08)
     except Interrupted as e:
         s.close()
         os._exit(e.code)
@@ -206,11 +176,10 @@ def _read_copy(copy: Path) -> tuple[bool, dict, set]:
 
 
 def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answer(tmp_path):
-    X, y, U = make_data(8)
+    X, y, U = make_session_data(seed=5, p=8)
     path = tmp_path / "kill.session"
     log_path = tmp_path / "kill.log"
     Session.create(X, y, U, path=path, engine="numpy", refine=2, seed=3).close()
-    ctx = multiprocessing.get_context("fork")
     rng = random.Random(11)
     t0 = time.perf_counter()
     stats = {"SIGKILL": 0, "SIGTERM": 0, "clean_sigterm_exits": 0, "hot_journal_after_kill": 0,
@@ -220,11 +189,8 @@ def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answe
     checked = 0
     for trial in range(COPY_TRIALS):
         sig = signal.SIGKILL if trial % 2 == 0 else signal.SIGTERM
-        child = ctx.Process(target=worker, args=(str(path), str(log_path), trial))
-        child.start()
-        time.sleep(rng.uniform(0.05, 0.6))
-        os.kill(child.pid, sig)
-        child.join(30)
+        child = run_then_kill(worker, (str(path), str(log_path), trial), rng.uniform(0.05, 0.6),
+                              sig, timeout=30)
         stats[sig.name] += 1
         if sig == signal.SIGTERM:
             assert child.exitcode in (128 + signal.SIGTERM, -signal.SIGTERM), child.exitcode
@@ -235,7 +201,7 @@ def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answe
         # The .session file alone, as a user would copy it right now.
         copy = copies / f"t{trial}.session"
         shutil.copyfile(path, copy)
-        log = _read_log(log_path)
+        log = read_log(log_path)
         whole, rows, undone = _read_copy(copy)
         if not whole:
             # The kill landed while SQLite wrote a commit's pages into the file
@@ -262,7 +228,7 @@ def test_kills_then_a_copy_of_the_session_file_alone_keeps_every_confirmed_answe
             if not s.is_done():
                 s.next_query()
         copy.unlink()
-    log = _read_log(log_path)
+    log = read_log(log_path)
     summary = {"trials": COPY_TRIALS, **stats,
                "acknowledged_answers": sum(e[0] == "answer" for e in log),
                "acknowledged_undos": sum(e[0] == "undo" for e in log),

@@ -16,6 +16,7 @@ pytest.importorskip("flask")
 
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from helpers import create_session, sql_rows
 
 from elicit.session.session import Session  # noqa: E402
 from elicit.session.web import create_app, make_server  # noqa: E402
@@ -25,10 +26,8 @@ SAME = {"Origin": "http://localhost"}
 
 @pytest.fixture
 def path(tmp_path):
-    X, y, U = make_data()
     p = tmp_path / "w.session"
-    Session.create(X, y, U, NAMES, path=p, engine="numpy",
-                   texts={n: [f"the <b>{n}</b> was fair"] for n in NAMES}).close()
+    create_session(p, texts={n: [f"the <b>{n}</b> was fair"] for n in NAMES}).close()
     return p
 
 
@@ -47,12 +46,22 @@ def page_state(html: str) -> dict:
             "message": msg.group(1) if msg else None}
 
 
+def shown(client) -> dict:
+    """The state (:func:`page_state`) of the page ``client`` is shown now."""
+    return page_state(client.get("/").get_data(as_text=True))
+
+
+def answer_shown(client, answer: str = "similar", headers=SAME, **form):
+    """The question shown to ``client`` answered through the page's form (``form``: more
+    fields): the page's state before, and the response."""
+    st = shown(client)
+    return st, client.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                            "answer": answer, **form}, headers=headers)
+
+
 def answers_in_file(path) -> list[tuple]:
-    raw = sqlite3.connect(path)
-    rows = raw.execute("SELECT query_id, answer, comment, undone_at IS NOT NULL FROM answers "
-                       "ORDER BY id").fetchall()
-    raw.close()
-    return rows
+    return sql_rows(path, "SELECT query_id, answer, comment, undone_at IS NOT NULL FROM answers "
+                          "ORDER BY id")
 
 
 def test_page_shows_one_question_with_buttons_progress_and_heatmap(app):
@@ -74,10 +83,7 @@ def test_page_shows_one_question_with_buttons_progress_and_heatmap(app):
 
 def test_answer_flow_with_comment_skip_and_undo(app, path):
     c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
-    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
-                                "answer": "similar", "comment": "same kind of praise"},
-               headers=SAME)
+    st, r = answer_shown(c, comment="same kind of praise")
     assert r.status_code == 303 and r.headers["Location"].endswith("/?m=saved")
     assert answers_in_file(path) == [(int(st["qid"]), "similar", "same kind of praise", 0)]
     html = c.get("/?m=saved").get_data(as_text=True)
@@ -89,8 +95,8 @@ def test_answer_flow_with_comment_skip_and_undo(app, path):
     html = c.get("/?m=skipped").get_data(as_text=True)
     st3 = page_state(html)
     assert st3["qid"] != st2["qid"] and "Skipped" in st3["message"]
-    shown = re.search(r'name="answer_id" value="(\d+)"', html).group(1)  # the last answer
-    r = c.post("/undo", data={"csrf_token": st["token"], "answer_id": shown}, headers=SAME)
+    last = re.search(r'name="answer_id" value="(\d+)"', html).group(1)  # the last answer
+    r = c.post("/undo", data={"csrf_token": st["token"], "answer_id": last}, headers=SAME)
     assert r.status_code == 303
     html = c.get("/?m=undone").get_data(as_text=True)
     assert "Undone" in html and "0 of 28 pairs answered" in html and "(undone)" in html
@@ -99,8 +105,8 @@ def test_answer_flow_with_comment_skip_and_undo(app, path):
 
 def test_second_tab_gets_already_answered(app, path):
     tab1, tab2 = app.test_client(), app.test_client()
-    s1 = page_state(tab1.get("/").get_data(as_text=True))
-    s2 = page_state(tab2.get("/").get_data(as_text=True))
+    s1 = shown(tab1)
+    s2 = shown(tab2)
     assert s1["qid"] == s2["qid"]
     r1 = tab1.post("/answer", data={"csrf_token": s1["token"], "query_id": s1["qid"],
                                     "answer": "similar"}, headers=SAME)
@@ -117,8 +123,8 @@ def test_two_servers_on_one_file_cannot_both_answer(path):
     a, b = create_app(path), create_app(path)
     try:
         ca, cb = a.test_client(), b.test_client()
-        sa = page_state(ca.get("/").get_data(as_text=True))
-        sb = page_state(cb.get("/").get_data(as_text=True))
+        sa = shown(ca)
+        sb = shown(cb)
         assert sa["qid"] == sb["qid"]
         assert ca.post("/answer", data={"csrf_token": sa["token"], "query_id": sa["qid"],
                                         "answer": "dont_know"}, headers=SAME).status_code == 303
@@ -139,26 +145,20 @@ def test_two_servers_on_one_file_cannot_both_answer(path):
     ({}, "neither an Origin nor a Referer"),
 ])
 def test_cross_site_posts_are_refused(app, path, headers, why):
-    c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
-    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
-                                "answer": "similar"}, headers=headers)
+    _, r = answer_shown(app.test_client(), headers=headers)
     assert r.status_code == 403 and why in r.get_data(as_text=True)
     assert answers_in_file(path) == []
 
 
 def test_same_site_referer_is_accepted(app, path):
-    c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
-    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
-                                "answer": "similar"}, headers={"Referer": "http://localhost/"})
+    _, r = answer_shown(app.test_client(), headers={"Referer": "http://localhost/"})
     assert r.status_code == 303
 
 
 @pytest.mark.parametrize("token", ["", "wrong", None])
 def test_csrf_token_is_required(app, path, token):
     c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
+    st = shown(c)
     data = {"query_id": st["qid"], "answer": "similar"}
     if token is not None:
         data["csrf_token"] = token
@@ -172,9 +172,9 @@ def test_token_differs_between_servers(path):
     a, b = create_app(path), create_app(path)
     try:
         assert a.config["ELICIT_CSRF_TOKEN"] != b.config["ELICIT_CSRF_TOKEN"]
-        ta = page_state(a.test_client().get("/").get_data(as_text=True))["token"]
+        ta = shown(a.test_client())["token"]
         cb = b.test_client()
-        qid = page_state(cb.get("/").get_data(as_text=True))["qid"]
+        qid = shown(cb)["qid"]
         r = cb.post("/answer", data={"csrf_token": ta, "query_id": qid, "answer": "similar"},
                     headers=SAME)
         assert r.status_code == 403
@@ -189,12 +189,12 @@ def test_a_page_of_an_earlier_server_start_loses_no_typed_comment(path):
     comment was gone. From this origin it is the expert's own page: the question is shown
     again, with this server's token and the comment kept, and nothing is saved."""
     old = create_app(path)
-    token = page_state(old.test_client().get("/").get_data(as_text=True))["token"]
+    token = shown(old.test_client())["token"]
     old.config["ELICIT_SESSION"].close()
     app = create_app(path)
     try:
         c = app.test_client()
-        qid = page_state(c.get("/").get_data(as_text=True))["qid"]
+        qid = shown(c)["qid"]
         r = c.post("/answer", data={"csrf_token": token, "query_id": qid, "answer": "similar",
                                     "comment": "both <praise> the lid"}, headers=SAME)
         assert r.status_code == 403 and r.mimetype == "text/html"
@@ -310,7 +310,7 @@ def test_every_state_changing_route_refuses_a_foreign_origin(app, path):
     routes write nothing, whatever they are sent; every other route is a POST that refuses a
     foreign Origin even with the right token."""
     c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
+    st = shown(c)
     form = {"csrf_token": st["token"], "query_id": st["qid"], "answer": "similar",
             "expert": "mallory", "comment": "x"}
     before = file_state(path)
@@ -717,11 +717,8 @@ def test_a_comment_within_its_limit_is_saved_whatever_its_script(app, path):
     answer lost: URL-encoded, each costs 9 bytes against a 64 KiB body limit."""
     from elicit.session.inputs import MAX_COMMENT
 
-    c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
     comment = "好" * MAX_COMMENT  # 3 bytes in UTF-8, 9 once URL-encoded
-    r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
-                                "answer": "similar", "comment": comment}, headers=SAME)
+    st, r = answer_shown(app.test_client(), comment=comment)
     assert r.status_code == 303, r.get_data(as_text=True)
     assert answers_in_file(path) == [(int(st["qid"]), "similar", comment, 0)]
 
@@ -733,11 +730,7 @@ def test_a_writer_killed_in_a_commit_does_not_leave_the_page_unreadable(app, pat
     import signal
 
     def n_texts() -> int:
-        raw = sqlite3.connect(path)
-        try:
-            return raw.execute("SELECT COUNT(*) FROM texts").fetchone()[0]
-        finally:
-            raw.close()
+        return sql_rows(path, "SELECT COUNT(*) FROM texts")[0][0]
 
     c = app.test_client()
     before, n = c.get("/").get_data(as_text=True), n_texts()
@@ -760,22 +753,18 @@ def test_undo_from_a_stale_tab_withdraws_nothing_it_did_not_show(app, path):
     """Tab A showed its own answer as the last; tab B (the same expert) then answered. Undo in
     tab A withdrew tab B's confirmed answer, which tab A never showed."""
     a, b = app.test_client(), app.test_client()
-    st = page_state(a.get("/").get_data(as_text=True))
-    a.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
-                            "answer": "similar"}, headers=SAME)
+    st, _ = answer_shown(a)
     page_a = a.get("/?m=saved").get_data(as_text=True)
-    shown = re.search(r'name="answer_id" value="(\d+)"', page_a).group(1)
-    stb = page_state(b.get("/").get_data(as_text=True))
-    r = b.post("/answer", data={"csrf_token": stb["token"], "query_id": stb["qid"],
-                                "answer": "dissimilar"}, headers=SAME)
+    last = re.search(r'name="answer_id" value="(\d+)"', page_a).group(1)
+    _, r = answer_shown(b, "dissimilar")
     assert r.status_code == 303
-    r = a.post("/undo", data={"csrf_token": st["token"], "answer_id": shown}, headers=SAME)
+    r = a.post("/undo", data={"csrf_token": st["token"], "answer_id": last}, headers=SAME)
     assert r.status_code == 409
     assert "reload the page" in page_state(r.get_data(as_text=True))["message"]
     assert [row[3] for row in answers_in_file(path)] == [0, 0]  # nothing withdrawn
     # the page now shows tab B's answer as the last: its undo withdraws that one
-    shown = re.search(r'name="answer_id" value="(\d+)"', r.get_data(as_text=True)).group(1)
-    r = a.post("/undo", data={"csrf_token": st["token"], "answer_id": shown}, headers=SAME)
+    last = re.search(r'name="answer_id" value="(\d+)"', r.get_data(as_text=True)).group(1)
+    r = a.post("/undo", data={"csrf_token": st["token"], "answer_id": last}, headers=SAME)
     assert r.status_code == 303
     assert [row[1:] for row in answers_in_file(path)] == [("similar", None, 0),
                                                           ("dissimilar", None, 1)]
@@ -838,7 +827,7 @@ def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, mo
     from elicit.errors import EngineError
 
     c = app.test_client()
-    st = page_state(c.get("/").get_data(as_text=True))
+    st = shown(c)
     set_answers = Elicitor.set_answers
     fail = [True]
 
@@ -936,9 +925,8 @@ def test_a_refit_that_fails_in_a_get_is_no_server_crash(app, path, monkeypatch):
     # the page of an expert without a question asks the model whether they are done when
     # answers can close other questions (relevance)
     monkeypatch.undo()
-    X, y, U = make_data()
     every = path.parent / "every.session"
-    Session.create(X, y, U, NAMES, path=every, engine="numpy", questions="all").close()
+    create_session(every, questions="all").close()
     app = create_app(every)
     try:
         with Session.open(every) as s:
@@ -956,10 +944,6 @@ def test_a_question_skipped_or_withdrawn_in_another_tab_is_a_conflict(app, path,
     open one) got 400, a malformed request, where one answered elsewhere gets 409: the same
     conflict."""
     a, b = app.test_client(), app.test_client()
-
-    def shown(tab) -> dict:
-        return page_state(tab.get("/").get_data(as_text=True))
-
     sa, sb = shown(a), shown(b)
     a.post("/skip", data={"csrf_token": sa["token"], "query_id": sa["qid"]}, headers=SAME)
     r = b.post(route, data={"csrf_token": sb["token"], "query_id": sb["qid"],
