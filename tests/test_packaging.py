@@ -119,3 +119,25 @@ def test_the_built_wheel_holds_every_module_and_data_file(tmp_path):
     extra = sorted(n for n in names - modules - set(_shipped_files())
                    if not n.startswith("elicit-") and ".dist-info/" not in n)
     assert not extra, f"the wheel holds files the package does not have: {extra}"
+
+
+@pytest.mark.slow
+def test_an_installed_copy_in_a_git_project_names_no_commit(tmp_path):
+    # pip installs elicit into a virtual environment that often lives inside the user's own
+    # git project (project/.venv): the commit of that project is not elicit's code version
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    import importlib.util
+
+    project = tmp_path / "project"
+    site = project / ".venv" / "lib" / "python3" / "site-packages"
+    (site / "elicit" / "internal").mkdir(parents=True)
+    copy = site / "elicit" / "internal" / "provenance.py"
+    shutil.copy(ROOT / "elicit" / "internal" / "provenance.py", copy)
+    git = ["git", "-C", str(project), "-c", "user.name=u", "-c", "user.email=u@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "a project"], check=True)
+    spec = importlib.util.spec_from_file_location("installed_provenance", copy)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.source_commit() is None
