@@ -95,6 +95,20 @@ def test_the_build_requirement_can_read_the_license_field():
     assert version >= (77,), f"{floor[0]} cannot build license = {license!r}"
 
 
+def test_make_dist_empties_build_first():
+    # a wheel built in the checkout packs whatever build/lib holds: a module deleted since an
+    # earlier build came back (measured: a file left in build/lib/elicit was in the wheel)
+    import re
+
+    make = (ROOT / "Makefile").read_text()
+    # target -> (prerequisites, recipe lines)
+    rules = {m[0]: (m[1], m[2]) for m in re.findall(
+        r"^([\w-]+):([^\n]*)\n((?:\t[^\n]*\n)*)", make, re.M)}
+    prerequisites, recipe = rules["dist"]
+    assert "clean" in prerequisites.split() and "pip wheel" in recipe
+    assert re.search(r"rm -rf .*\bbuild\b", rules["clean"][1])
+
+
 @pytest.mark.slow
 def test_the_built_wheel_holds_every_module_and_data_file(tmp_path):
     # built from a copy, so the checkout gets no build/ or egg-info folder; with the build
