@@ -155,3 +155,9 @@ def test_an_installed_copy_in_a_git_project_names_no_commit(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.source_commit() is None
+
+
+def test_the_installed_version_is_the_one_elicit_reports():
+    # `elicit --version` and a session's elicit_version (the installed distribution's
+    # metadata) name one version only if the two places that state it agree
+    assert PYPROJECT["project"]["version"] == elicit.__version__

@@ -96,7 +96,7 @@ def test_default_dirs_are_repo_relative():
     assert data.default_data_dirs() == [pkg.parent / "data", pkg.parent.parent / "shared" / "data"]
 
 
-def test_an_installed_copy_searches_no_folders_beside_site_packages(tmp_path, monkeypatch):
+def test_an_installed_copy_looks_in_no_folders_beside_site_packages(tmp_path, monkeypatch):
     # installed, files.py is site-packages/elicit/data/files.py: site-packages/data and
     # lib/pythonX.Y/shared/data are no user's data directory, so the message names neither
     # and says how to get the data instead
