@@ -6,7 +6,7 @@ JOBS   ?= 2
 SEED   ?= 0
 OUT    ?= results
 
-.PHONY: setup test test-fast test-cmdstan lint typecheck bench reproduce reproduce-quick clean
+.PHONY: setup test test-fast test-cmdstan lint typecheck bench reproduce reproduce-quick dist clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,12 @@ reproduce: $(BIN)/python
 # The same pipeline on a few runs, for a quick look (a few minutes).
 reproduce-quick: $(BIN)/python
 	$(CHECK_OUT)$(BIN)/python experiments/reproduce.py --out "$(OUT)/quick" --runs 4 --rounds 30 --mixed-runs 2 --mixed-rounds 10 --jobs $(JOBS) --seed $(SEED)
+
+# A wheel of this checkout in dist/ (pip install dist/elicit-*.whl). `clean` first: setuptools
+# copies the modules into build/lib and keeps what is already there, so a module deleted or
+# renamed since an earlier build would be packed into the wheel again.
+dist: clean $(BIN)/python
+	$(BIN)/python -m pip wheel --no-deps -w dist .
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

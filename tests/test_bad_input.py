@@ -444,6 +444,17 @@ def test_cli_engine_unavailable_names_the_way_out(capsys, tmp_path, monkeypatch)
     assert not (tmp_path / "n.session").exists()
 
 
+def test_cli_serve_without_flask_names_the_extra(capsys, path, monkeypatch):
+    """Flask is the optional extra ``web``: an installed elicit without it says how to get it
+    (it was a traceback ending in "No module named 'flask'")."""
+    for name in [m for m in sys.modules if m.startswith("elicit.session.web")]:
+        monkeypatch.delitem(sys.modules, name)  # imported again, and put back after the test
+    monkeypatch.setitem(sys.modules, "flask", None)  # `import flask` fails as if not installed
+    assert cli_main(["serve", str(path)]) == 2
+    assert_one_line_error(capsys.readouterr().err,
+                          r"^elicit: error: .*needs Flask: pip install 'elicit\[web\]'")
+
+
 def test_cli_bad_option_values(capsys, path):
     with pytest.raises(SystemExit, match="^2$") as e:
         cli_main(["serve", str(path), "--port", "70000"])

@@ -19,6 +19,8 @@ def error_line(exc: BaseException) -> str | None:
         return f"{exc} (choose another engine with --engine numpy)"
     if isinstance(exc, ElicitError):  # the library's min_df=N is the option --min-df N here
         return str(exc).replace("min_df=", "--min-df ")
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "flask":  # the optional extra
+        return "the web page (elicit serve) needs Flask: pip install 'elicit[web]'"
     if isinstance(exc, sqlite3.Error):
         return f"session file problem: {exc}"
     if isinstance(exc, OSError):

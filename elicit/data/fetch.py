@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elicit.data.files import DATA_ENV, PAPER_FILES, RAW_FILES, STOPWORDS_FILE, _repo_root
+from elicit.data.files import DATA_ENV, PAPER_FILES, RAW_FILES, STOPWORDS_FILE, default_data_dirs
 from elicit.errors import ElicitError
 from elicit.internal.io import write_bytes_atomic
 
@@ -343,11 +343,10 @@ def fetch_dir(option: str | os.PathLike | None = None) -> Path:
         return Path(option).expanduser()
     if env := os.environ.get(DATA_ENV):
         return Path(env).expanduser()
-    root = _repo_root()
-    if not (root / "pyproject.toml").is_file():
+    if not (defaults := default_data_dirs()):  # <repo>/data first, in a source checkout only
         raise ElicitError(f"elicit is not run from a source checkout, so there is no "
                           f"<repo>/data; give the data directory (--data-dir) or set {DATA_ENV}")
-    return root / "data"
+    return defaults[0]
 
 
 def fetch(data_dir: str | os.PathLike, files: str | Sequence[str] | None = None,

@@ -50,21 +50,19 @@ DATA_SOURCE_HINT = (
     "The paper's Amazon (5149 x 824) and Yelp (4086 x 828) bag-of-words matrices come from the "
     "GitHub repository HIIT/knowledge-elicitation-for-linear-regression (DATA_amazon/"
     "amazon_data.mat, DATA_yelp/yelp_academic_data_clean_from2006_50app.mat), converted to "
-    "JSON Lines; see README.md of the shared data directory (shared/data/README.md) for all "
-    "files and their provenance. Point elicit at the directory with --data-dir or the "
-    f"{DATA_ENV} environment variable."
+    "JSON Lines; `elicit data fetch --data-dir DIR` downloads and converts them (docs/data.md "
+    "gives every file and its provenance). Point elicit at the directory with --data-dir or "
+    f"the {DATA_ENV} environment variable."
 )
 
 DatasetName = Literal["amazon", "yelp"]
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 def default_data_dirs() -> list[Path]:
     """The fallback directories, in order: ``<repo>/data`` and ``<repo>/../shared/data``."""
-    root = _repo_root()
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():  # an installed copy: root is site-packages
+        return []
     return [root / "data", root.parent / "shared" / "data"]
 
 
@@ -86,9 +84,9 @@ def resolve_data_dir(option: str | os.PathLike | None = None,
             return d
     what = (f"the file(s) {', '.join(required)}" if required else "a data directory")
     raise ElicitError(
-        f"could not find {what}; searched (in order): option --data-dir (not given), "
-        f"${DATA_ENV} (not set), " + ", ".join(str(d) for d in searched) + ". "
-        + DATA_SOURCE_HINT)
+        f"could not find {what}; searched (in order): " + ", ".join([
+            "option --data-dir (not given)", f"${DATA_ENV} (not set)", *map(str, searched)])
+        + ". " + DATA_SOURCE_HINT)
 
 
 def _check_dir(d: Path, required: list[str], source: str) -> Path:

@@ -14,12 +14,12 @@ from pathlib import Path
 def source_commit() -> str | None:
     """The commit of the checkout holding this package (``abc1234``, ``abc1234+changes`` when
     the code differs from it: elicit/, stan/, experiments/, pyproject.toml), or None outside
-    a git checkout."""
+    a git checkout of elicit (installed into a project's checkout: not that project's)."""
     root = Path(__file__).resolve().parents[2]
 
     def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(["git", "-C", str(root), "--git-dir=.git", *a], text=True,
+                              capture_output=True, check=True).stdout.strip()
 
     try:
         head = git("rev-parse", "--short=10", "HEAD")

@@ -97,12 +97,28 @@ def test_default_dirs_are_repo_relative():
     assert data.default_data_dirs() == [pkg.parent / "data", pkg.parent.parent / "shared" / "data"]
 
 
+def test_an_installed_copy_looks_in_no_folders_beside_site_packages(tmp_path, monkeypatch):
+    # installed, files.py is site-packages/elicit/data/files.py: site-packages/data and
+    # lib/pythonX.Y/shared/data are no user's data directory, so the message names neither
+    # and says how to get the data instead
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "data").mkdir(parents=True)
+    (site / "data" / "c.txt").write_text("")
+    # where the installed module is (the function reads its __file__ when called)
+    monkeypatch.setattr(data_files, "__file__", str(site / "elicit" / "data" / "files.py"))
+    assert data.default_data_dirs() == []
+    with pytest.raises(ElicitError) as e:
+        resolve_data_dir(required=["c.txt"])
+    assert str(tmp_path) not in str(e.value) and "elicit data fetch --data-dir" in str(e.value)
+
+
 def test_explicit_dir_missing_file_is_final(tmp_path, monkeypatch):
     opt = _dir_with(tmp_path, "opt")
     monkeypatch.setattr(data_files, "default_data_dirs", lambda: [_dir_with(tmp_path, "d", ["y"])])
     with pytest.raises(ElicitError, match="has no file y; searched only") as e:
         resolve_data_dir(opt, required=["y"])
-    assert str(opt) in str(e.value) and "README" in str(e.value)
+    assert str(opt) in str(e.value) and "elicit data fetch" in str(e.value)
     monkeypatch.setenv(DATA_ENV, str(tmp_path / "nope"))
     with pytest.raises(ElicitError, match="does not exist"):
         resolve_data_dir(required=["y"])

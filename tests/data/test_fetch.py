@@ -37,6 +37,7 @@ from elicit.data import (
     load_raw_reviews,
 )
 from elicit.data import fetch as F
+from elicit.data import files as data_files
 from elicit.data.fetch import FILE_GROUPS, MANIFEST, fetch, fetch_dir, select_files
 from elicit.errors import ElicitError
 
@@ -391,7 +392,8 @@ def test_fetch_dir_order(tmp_path, monkeypatch):
     monkeypatch.delenv(DATA_ENV)
     repo = Path(F.__file__).resolve().parents[2]
     assert fetch_dir() == repo / "data"
-    monkeypatch.setattr(F, "_repo_root", lambda: tmp_path)             # an installed package
+    # an installed package: files.py in <site-packages>/elicit/data, no pyproject.toml beside
+    monkeypatch.setattr(data_files, "__file__", str(tmp_path / "elicit" / "data" / "files.py"))
     with pytest.raises(ElicitError, match="not run from a source checkout"):
         fetch_dir()
     not_dir = tmp_path / "file"
