@@ -1,6 +1,6 @@
 """A content-addressed memo of JSON results on disk, shared by processes: a result is stored
-once under the hash of its inputs, name, version and the code (:func:`code_salt`). A float
-goes through JSON as its shortest repr, which reads back as the same float.
+once under the hash of its inputs, name and the code (:func:`code_salt`). A float goes
+through JSON as its shortest repr, which reads back as the same float.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def code_salt() -> str:
     return h.hexdigest()
 
 
-def memo_key(name: str, version: int, inputs: Mapping[str, Any]) -> str:
-    """The hex SHA-256 of ``name``, ``version``, ``inputs`` and :func:`code_salt`."""
+def memo_key(name: str, inputs: Mapping[str, Any]) -> str:
+    """The hex SHA-256 of ``name``, ``inputs`` and :func:`code_salt`."""
     h = hashlib.sha256()
-    _feed(h, (str(name), int(version), code_salt()))
+    _feed(h, (str(name), code_salt()))
     _feed(h, dict(inputs))
     return h.hexdigest()
 
@@ -91,14 +91,12 @@ class Memo:
         assert self.folder is not None
         return self.folder / key[:2] / f"{key}.json"
 
-    def __call__(self, name: str, version: int, inputs: Mapping[str, Any],
-                 compute: Callable[[], Any]) -> Any:
+    def __call__(self, name: str, inputs: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
         """The stored result for ``inputs``, else ``compute()`` stored and returned as read
-        back from JSON. Raise ``version`` when ``compute`` changes in a way ``inputs`` do
-        not show."""
+        back from JSON (a change of ``compute`` changes :func:`code_salt`)."""
         if self.folder is None:
             return compute()
-        key = memo_key(name, version, inputs)
+        key = memo_key(name, inputs)
         path = self.path(key)
         # not stored yet (or unreadable: computed again and replaced)
         with contextlib.suppress(OSError, ValueError):
@@ -108,6 +106,5 @@ class Memo:
         value = json.loads(json.dumps(compute()))
         # a folder that cannot be written: the result is still the computed one
         with contextlib.suppress(OSError):
-            write_json_atomic(path, {"name": name, "version": int(version), "key": key,
-                                     "value": value})
+            write_json_atomic(path, {"name": name, "key": key, "value": value})
         return value

@@ -27,9 +27,6 @@ from elicit.paper.lasso_expert import LassoExpert
 from elicit.prior.setup import fixed_hyper, no_feedback_data
 from elicit.prior.tau2 import SWEEP_TAU2_GRID, check_tau2, cv_tau2
 
-#: Version of the memoised LASSO expert (:func:`make_expert`): raise it when the fit changes.
-EXPERT_MEMO_VERSION = 1
-
 
 def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
                 memo: str | os.PathLike | None = None) -> LassoExpert:
@@ -43,16 +40,14 @@ def make_expert(rd: RunData, rule: str = "target", n_nonzero: int = 40,
 
     if memo is None:
         return fit()
-    import sklearn
 
     def weights() -> dict:
         expert = fit()
         return {"coef": expert.coef_.tolist(), "alpha": expert.alpha_}
 
-    got = Memo(memo)("lasso_expert", EXPERT_MEMO_VERSION,
-                     {"X": rd.X_expert, "y": rd.y_expert, "rule": rule,
-                      "n_nonzero": n_nonzero, "random_state": state,
-                      "sklearn": sklearn.__version__}, weights)
+    # (the memo's key holds scikit-learn's version with the code's)
+    got = Memo(memo)("lasso_expert", {"X": rd.X_expert, "y": rd.y_expert, "rule": rule,
+                                      "n_nonzero": n_nonzero, "random_state": state}, weights)
     return LassoExpert.from_coef(np.array(got["coef"], dtype=float), got["alpha"], rule=rule,
                                  n_nonzero=n_nonzero, random_state=state)
 

@@ -113,10 +113,6 @@ def ceiling(problem: RunProblem, engine: str | Engine = "auto",
     return Ceiling(mse0, mse, counts)
 
 
-#: Version of the memoised pieces (:func:`memoised_pieces`): raise it when one changes.
-MEMO_VERSION = 2
-
-
 @single_blas_thread
 def prepare_runinfo(cfg: RealDataConfig, run: int) -> dict:
     """The record of one run: baselines, the tau^2 CV (also where tau^2 is fixed), reference
@@ -157,16 +153,14 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
     ``baselines``, ``tau2_cv`` (choice, tau^2 -> CV error), ``no_feedback`` and
     ``yardstick``, each through the memo in ``cfg.memo`` (None: computed here) keyed by
     exactly what it is computed from, so that sweeps share it where those agree."""
-    import sklearn
-
     memo = Memo(cfg.memo)
     data = {"X_train": rd.X_train, "y_train": rd.y_train, "X_test": rd.X_test,
             "y_test": rd.y_test, "y_mean": float(rd.y_mean)}
     seed = cfg.settings.seed
     stream = {"seed": int(seed), "run": int(run)}
     bl_state = int(run_stream(seed, run, STREAM_BASELINES).generate_state(1)[0] % (2**31))
-    baselines = memo("baselines", MEMO_VERSION,
-                     {**data, "random_state": bl_state, "sklearn": sklearn.__version__},
+    # (the memo's key holds scikit-learn's version with the code's)
+    baselines = memo("baselines", {**data, "random_state": bl_state},
                      lambda: fit_baselines(rd.X_train, rd.y_train, rd.X_test, rd.y_test,
                                            rd.y_mean, random_state=bl_state))
 
@@ -176,20 +170,18 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
 
     # the candidates as run_cv_tau2 passes them on (none and no pairs are the same CV)
     pairs = cands if cands is not None and len(cands) else None
-    got = memo("tau2_cv", MEMO_VERSION,
+    got = memo("tau2_cv",
                {"X": rd.X_train, "y": rd.y_train, "U": rd.U, "grid": SWEEP_TAU2_GRID, **stream,
                 "stream": STREAM_TAU2_CV, "model": cfg.settings.model, "candidates": pairs}, cv)
     eng = get_engine("numpy", "fixed")
-    no_fb = memo("no_feedback", MEMO_VERSION,
-                 {**data, "U": rd.U, "tau2": NO_FEEDBACK_TAU2, "engine": "numpy"},
+    no_fb = memo("no_feedback", {**data, "U": rd.U, "tau2": NO_FEEDBACK_TAU2, "engine": "numpy"},
                  lambda: {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2})
 
     def yardstick() -> dict:
         yard = _yardstick(cfg, run, rd, expert)
         return {"mse": yard.mse, "tau2": yard.tau2}
 
-    yard = memo("yardstick", MEMO_VERSION,
-                {**data, "coef": np.asarray(expert.coef_, dtype=float),
+    yard = memo("yardstick", {**data, "coef": np.asarray(expert.coef_, dtype=float),
                  "grid": SWEEP_TAU2_GRID, **stream, "stream": STREAM_TAU2_CV,
                  "irrelevant_scale": IRRELEVANT_SCALE, "coupling": SIGN_COUPLING}, yardstick)
     return {"baselines": baselines, "no_feedback": no_fb, "yardstick": yard,

@@ -116,28 +116,27 @@ def test_a_memoised_expert_is_the_fitted_one(source, tmp_path):
 
 def test_memo_key_sees_every_input():
     X = np.arange(12.0).reshape(3, 4)
-    key = memo_key("piece", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2)})
-    assert key == memo_key("piece", 1, {"grid": (0.1, 0.2), "seed": 1, "X": X.copy()})
+    key = memo_key("piece", {"X": X, "seed": 1, "grid": (0.1, 0.2)})
+    assert key == memo_key("piece", {"grid": (0.1, 0.2), "seed": 1, "X": X.copy()})
     X1 = X.copy()
     X1[2, 3] = np.nextafter(X1[2, 3], np.inf)  # one bit of one entry
     changed = [
-        memo_key("piece", 2, {"X": X, "seed": 1, "grid": (0.1, 0.2)}),
-        memo_key("other", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2)}),
-        memo_key("piece", 1, {"X": X1, "seed": 1, "grid": (0.1, 0.2)}),
-        memo_key("piece", 1, {"X": X.reshape(4, 3), "seed": 1, "grid": (0.1, 0.2)}),
-        memo_key("piece", 1, {"X": X.astype(np.float32), "seed": 1, "grid": (0.1, 0.2)}),
-        memo_key("piece", 1, {"X": X, "seed": 1.0, "grid": (0.1, 0.2)}),
-        memo_key("piece", 1, {"X": X, "seed": 2, "grid": (0.1, 0.2)}),
-        memo_key("piece", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2, 0.3)}),
-        memo_key("piece", 1, {"X": X, "seed": 1, "grid": (0.1, 0.2), "model": None}),
-        memo_key("piece", 1, {"X": X, "seed": None, "grid": (0.1, 0.2)}),
+        memo_key("other", {"X": X, "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", {"X": X1, "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", {"X": X.reshape(4, 3), "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", {"X": X.astype(np.float32), "seed": 1, "grid": (0.1, 0.2)}),
+        memo_key("piece", {"X": X, "seed": 1.0, "grid": (0.1, 0.2)}),
+        memo_key("piece", {"X": X, "seed": 2, "grid": (0.1, 0.2)}),
+        memo_key("piece", {"X": X, "seed": 1, "grid": (0.1, 0.2, 0.3)}),
+        memo_key("piece", {"X": X, "seed": 1, "grid": (0.1, 0.2), "model": None}),
+        memo_key("piece", {"X": X, "seed": None, "grid": (0.1, 0.2)}),
     ]
     assert len({key, *changed}) == len(changed) + 1
     with pytest.raises(TypeError):
-        memo_key("piece", 1, {"x": object()})
+        memo_key("piece", {"x": object()})
     with pytest.raises(TypeError):  # its bytes would be pointers
-        memo_key("piece", 1, {"x": np.array([object()])})
-    assert memo_key("piece", 1, {"x": {1: 2}}) != memo_key("piece", 1, {"x": {"1": 2}})
+        memo_key("piece", {"x": np.array([object()])})
+    assert memo_key("piece", {"x": {1: 2}}) != memo_key("piece", {"x": {"1": 2}})
 
 
 def test_an_entry_does_not_outlive_the_code(tmp_path, monkeypatch):
@@ -149,11 +148,11 @@ def test_an_entry_does_not_outlive_the_code(tmp_path, monkeypatch):
     assert len(salt) == 64 and salt == memo_module.code_salt()
     calls = []
     memo = Memo(tmp_path / "m")
-    memo("p", 1, {"x": 1}, lambda: calls.append(1) or 1.0)
-    memo("p", 1, {"x": 1}, lambda: calls.append(1) or 1.0)
+    memo("p", {"x": 1}, lambda: calls.append(1) or 1.0)
+    memo("p", {"x": 1}, lambda: calls.append(1) or 1.0)
     assert len(calls) == 1
     monkeypatch.setattr(memo_module, "code_salt", lambda: "0" * 64)
-    memo("p", 1, {"x": 1}, lambda: calls.append(1) or 1.0)
+    memo("p", {"x": 1}, lambda: calls.append(1) or 1.0)
     assert len(calls) == 2
 
 
@@ -161,17 +160,17 @@ def test_an_entry_of_another_key_or_an_unwritable_folder(tmp_path):
     """A file at an entry's place that is not that entry (copied, or of an older layout)
     is a miss; a folder that cannot be written still returns the computed value."""
     memo = Memo(tmp_path / "m")
-    assert memo("p", 1, {"x": 1}, lambda: 1.0) == 1.0
-    a = memo.path(memo_key("p", 1, {"x": 1}))
-    b = memo.path(memo_key("p", 1, {"x": 2}))
+    assert memo("p", {"x": 1}, lambda: 1.0) == 1.0
+    a = memo.path(memo_key("p", {"x": 1}))
+    b = memo.path(memo_key("p", {"x": 2}))
     b.parent.mkdir(parents=True, exist_ok=True)
     b.write_text(a.read_text())                 # entry x=1 copied to x=2's place
-    assert memo("p", 1, {"x": 2}, lambda: 2.0) == 2.0
+    assert memo("p", {"x": 2}, lambda: 2.0) == 2.0
     b.write_text("2.0")                          # the value alone, without its key
-    assert memo("p", 1, {"x": 2}, lambda: 3.0) == 3.0
+    assert memo("p", {"x": 2}, lambda: 3.0) == 3.0
     blocked = tmp_path / "file"
     blocked.write_text("")                       # a file where the folder should be
-    assert Memo(blocked / "m")("p", 1, {"x": 1}, lambda: 4.0) == 4.0
+    assert Memo(blocked / "m")("p", {"x": 1}, lambda: 4.0) == 4.0
 
 
 def test_memo_computes_once_and_without_a_folder_always(tmp_path):
@@ -182,19 +181,19 @@ def test_memo_computes_once_and_without_a_folder_always(tmp_path):
         return {"a": 0.1 + 0.2, "b": [float("nan"), 1e-300]}
 
     memo = Memo(tmp_path / "m")
-    first = memo("p", 1, {"x": 1}, compute)
-    second = memo("p", 1, {"x": 1}, compute)
+    first = memo("p", {"x": 1}, compute)
+    second = memo("p", {"x": 1}, compute)
     assert len(calls) == 1 and same(first, second) and same(first, compute())
     assert first["a"] == 0.1 + 0.2
-    memo("p", 1, {"x": 2}, compute)
+    memo("p", {"x": 2}, compute)
     assert len(calls) == 3
     # an unreadable entry (not one the atomic writes leave; a disk error, say) is a miss
     path = next((tmp_path / "m").rglob("*.json"))
     path.write_text('{"a": ')
-    memo("p", 1, {"x": 1}, compute)
-    memo("p", 1, {"x": 2}, compute)
+    memo("p", {"x": 1}, compute)
+    memo("p", {"x": 2}, compute)
     assert len(calls) == 4  # only the broken one was recomputed
     none = Memo(None)
-    none("p", 1, {"x": 1}, compute)
-    none("p", 1, {"x": 1}, compute)
+    none("p", {"x": 1}, compute)
+    none("p", {"x": 1}, compute)
     assert len(calls) == 6
