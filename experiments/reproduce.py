@@ -51,7 +51,6 @@ from pathlib import Path
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
-from elicit.internal.provenance import source_commit
 from elicit.paper import steps
 from elicit.paper.steps import MIXED_ROUNDS, MIXED_RUNS, STEPS, StepSettings
 from elicit.paper.table1 import DEFAULT_SAMPLES
@@ -167,7 +166,7 @@ def main() -> None:
         cpus = {s: cpus[s] for s in todo}
         # it reads every sweep in OUT, those of other calls too (one may be damaged)
         write_report(args.out, wall_s=wall, step_s=walls, cpu_s=cpus, jobs=args.jobs,
-                     step_runs={s: settings.runs_of(s) for s in todo}, commit=source_commit(),
+                     step_runs={s: settings.runs_of(s) for s in todo},
                      cpu_total_s=cpu, steps_at_once=steps.steps_at_once(args.jobs, args.cluster))
     except KeyboardInterrupt:
         left = [s for s in todo if s not in walls]

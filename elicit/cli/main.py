@@ -113,6 +113,7 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
+    from elicit.harness.store import made_by
     from elicit.paper.configs import SyntheticConfig
     from elicit.paper.synthetic import run_synthetic
 
@@ -123,6 +124,7 @@ def cmd_synthetic(args: argparse.Namespace) -> None:
                           irrelevant=args.irrelevant, **sweep_options(args))
     print(run_synthetic(cfg, args.out, progress=not args.quiet).summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
+    print(made_by(args.out))  # a resumed folder may hold runs of other code
 
 
 def cmd_bench(args: argparse.Namespace) -> None:

@@ -117,6 +117,7 @@ def _table1_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_realdata(args: argparse.Namespace) -> None:
     from elicit.data.sources import make_source
+    from elicit.harness.store import made_by
     from elicit.paper.configs import RealDataConfig
     from elicit.paper.realdata import run_realdata
 
@@ -135,6 +136,7 @@ def cmd_realdata(args: argparse.Namespace) -> None:
                          meta_features=meta_features, meta_dim=meta_dim, **sweep_options(args))
     print(run_realdata(cfg, args.out, progress=not args.quiet).summary())
     print(f"wrote {args.out / 'mse.csv'}; wall time {time.perf_counter() - t0:.1f} s")
+    print(made_by(args.out))  # a resumed folder may hold runs of other code
 
 
 def cmd_table1(args: argparse.Namespace) -> None:

@@ -1,11 +1,13 @@
 """A sweep's results folder (its files: ``docs/simulations.md``, ``docs/realdata.md``), which
 owns the settings its results were made with: records are reused by where they lie alone, so
-a rerun with other settings is refused rather than mixed in.
+a rerun with other settings is refused rather than mixed in. A rerun of other code is not
+refused: each record names the code that made it (:func:`made_by` lists them).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from elicit.elicitation.kinds import PAPER_QUESTIONS, spell_questions
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.internal.locks import hold_folder
+from elicit.internal.provenance import code_version
 
 CONFIG_FILE = "config.json"
 PARTS = "parts"
@@ -97,6 +100,12 @@ class SweepStore:
                 / f"run{run:03d}.json")
 
     @staticmethod
+    def save(path: Path, record: Mapping[str, object]) -> None:
+        """Write the record at ``path`` with the code that made it, in the process that did
+        (``"code"``: :func:`~elicit.internal.provenance.code_version`)."""
+        write_json_atomic(path, {**record, "code": code_version()})
+
+    @staticmethod
     def load(path: Path) -> dict | None:
         """The record at ``path``, or None if there is none."""
         return _read_json(path, "delete it and run the command again: it is computed again") \
@@ -108,6 +117,21 @@ class SweepStore:
         return tuple(key for key, path in paths.items()
                      if (record := self.load(path)) is None
                      or (current is not None and not current(record)))
+
+
+def made_by(folder: str | Path, by: str | None = None) -> str:
+    """"Made by commit `by`." (default: :func:`~elicit.internal.provenance.code_version`) if
+    every run record under ``folder`` (in its sweeps' ``parts/``) names that code
+    (:meth:`SweepStore.save`), else every version that made them and how many records each
+    made (`unknown`: records from before they named it)."""
+    by = by or code_version()
+    made = Counter(str(_read_json(p, "delete it and run the command again").get("code", "unknown"))
+                   for p in Path(folder).glob(f"**/{PARTS}/**/*.json"))
+    if set(made) <= {by}:
+        return f"Made by commit `{by}`."
+    # sorted: "unknown" after every hash and "elicit+"
+    words = ", ".join(f"`{v}` ({n})" for v, n in sorted(made.items()))
+    return f"Written by commit `{by}` from run records made by {words}."
 
 
 def _read_json(path: Path, fix: str):

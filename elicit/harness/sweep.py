@@ -32,7 +32,7 @@ from elicit.harness.problem import ProblemMaker, RunProblem, maker_settings, str
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.internal.checks import check_int
-from elicit.internal.io import write_json_atomic, write_text_atomic
+from elicit.internal.io import write_text_atomic
 from elicit.internal.locks import hold_folder
 from elicit.internal.threads import single_blas_thread
 
@@ -183,7 +183,7 @@ def _task(make_problem: ProblemMaker, cfg: SweepConfig, run: int, strategies: Se
           store: SweepStore) -> None:
     for strategy, r in run_one(make_problem(cfg.settings.seed, run), cfg, run,
                                strategies).items():
-        write_json_atomic(store.part_path(cfg.dataset, strategy, run), r)
+        store.save(store.part_path(cfg.dataset, strategy, run), r)
 
 
 def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,

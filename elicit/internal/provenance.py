@@ -1,20 +1,27 @@
-"""Where a measurement was made (the source commit and the machine), so that figures of
-different commits and machines are told apart.
+"""Where a result or measurement was made (the code and the machine), so that figures of
+different code and machines are told apart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import subprocess
 from pathlib import Path
 
+from elicit.internal.memo import code_salt
 
-def source_commit() -> str | None:
-    """The commit of the checkout holding this package (``abc1234``, ``abc1234+changes`` when
-    the code differs from it: elicit/, stan/, experiments/, pyproject.toml), or None outside
-    a git checkout of elicit (installed into a project's checkout: not that project's)."""
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The code this process runs (asked once: it runs the code it imported), as its records
+    and measurements name it: the commit of the checkout holding this package
+    (``abc1234567``) or, where that does not pin the code, ``abc1234567+changes`` (the code
+    differs from it: elicit/, stan/, experiments/, pyproject.toml) or ``elicit`` (no git
+    checkout of elicit; installed into a project's checkout: not that project's), then ``+``
+    the start of :func:`code_salt`, the hash of elicit's source and numerical libraries."""
     root = Path(__file__).resolve().parents[2]
 
     def git(*a: str) -> str:
@@ -26,8 +33,8 @@ def source_commit() -> str | None:
         dirty = git("status", "--porcelain", "--", "elicit", "stan", "experiments",
                     "pyproject.toml")
     except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+changes" if dirty else "")
+        return f"elicit+{code_salt()[:10]}"
+    return head + (f"+changes+{code_salt()[:10]}" if dirty else "")
 
 
 def machine_info() -> dict:

@@ -24,7 +24,7 @@ from elicit.harness.problem import RunProblem, strategy_stream
 from elicit.harness.sweep import SweepConfig, sweep_elicitor
 from elicit.internal.io import write_json_atomic
 from elicit.internal.memory import peak_rss_mb, reset_peak_rss
-from elicit.internal.provenance import machine_info, source_commit
+from elicit.internal.provenance import code_version, machine_info
 from elicit.internal.threads import single_blas_thread
 from elicit.paper.bench import bench_problem
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
@@ -187,7 +187,7 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
     """Measure the suite; return its record. ``progress`` gets a line before each figure."""
     s = s or SuiteSettings()
     # before measuring: the code measured, whatever changes in the checkout meanwhile
-    commit = source_commit()
+    commit = code_version()
     say = progress or (lambda line: None)
     figures: dict[str, dict] = {}
     skipped: dict[str, str] = {}
@@ -230,7 +230,7 @@ def run_suite(s: SuiteSettings | None = None, progress: Callable[[str], None] | 
 
 
 def record_path(folder: str | os.PathLike, record: dict) -> Path:
-    """Where ``record`` is written: ``<folder>/<commit>.json`` (``unknown`` outside git)."""
+    """Where ``record`` is written: ``<folder>/<commit>.json`` (``unknown``: it names none)."""
     return Path(folder) / f"{record.get('commit') or 'unknown'}.json"
 
 
@@ -332,8 +332,8 @@ def bench_suite(folder: str | os.PathLike | None, s: SuiteSettings | None = None
                 progress: Callable[[str], None] | None = None) -> tuple[dict, dict | None, str]:
     """Run the suite; with ``folder``, write the record there and compare it with the most
     recent earlier one. Returns the record, the earlier record (or None) and the table."""
-    if folder is not None and ((commit := source_commit()) is None or "+" in commit):
-        # named <HEAD>+changes, a record would name a commit without the code it measured
+    if folder is not None and "+" in code_version():
+        # named <HEAD>+changes+..., a record would name a commit without the code it measured
         raise ElicitError(f"--record {folder}: the code measured is not a commit (changes to "
                           "elicit/, stan/, experiments/ or pyproject.toml, or no git "
                           "checkout); commit it first, or measure without --record")

@@ -24,7 +24,6 @@ from elicit.harness.problem import STREAM_BASELINES, STREAM_TAU2_CV, RunProblem,
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
 from elicit.harness.sweep import MSE_COLUMNS
-from elicit.internal.io import write_json_atomic
 from elicit.internal.memo import Memo
 from elicit.internal.threads import single_blas_thread
 from elicit.model.covariance import IRRELEVANT_SCALE
@@ -34,7 +33,6 @@ from elicit.paper.configs import RealDataConfig
 from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.real_problem import (
     initial_fit,
-    make_expert,
     problem_from_run,
     run_cv_tau2,
     run_setup,
@@ -178,7 +176,10 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
                  lambda: {repr(t): initial_fit(rd, t, eng)[2] for t in NO_FEEDBACK_TAU2})
 
     def yardstick() -> dict:
-        yard = _yardstick(cfg, run, rd, expert)
+        # the CV's folds are the sweep's: the same stream as the run's tau2 CV
+        rng = np.random.default_rng(run_stream(seed, run, STREAM_TAU2_CV))
+        yard = expert_yardstick(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
+                                expert.coef_, rng=rng)
         return {"mse": yard.mse, "tau2": yard.tau2}
 
     yard = memo("yardstick", {**data, "coef": np.asarray(expert.coef_, dtype=float),
@@ -188,43 +189,26 @@ def memoised_pieces(cfg: RealDataConfig, run: int, rd: RunData, expert: LassoExp
             "tau2_cv": (got["best"], {float(t): v for t, v in got["scores"]})}
 
 
-def _yardstick(cfg: RealDataConfig, run: int, rd, expert):
-    # the CV's folds are the sweep's: the same stream as the run's tau2 CV
-    rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_TAU2_CV))
-    return expert_yardstick(rd.X_train, rd.y_train, rd.X_test, rd.y_test, rd.y_mean,
-                            expert.coef_, rng=rng)
-
-
 def _runinfo_task(store: SweepStore, cfg: RealDataConfig, run: int) -> None:
-    write_json_atomic(store.runinfo_path(cfg.name, run), prepare_runinfo(cfg, run))
+    store.save(store.runinfo_path(cfg.name, run), prepare_runinfo(cfg, run))
 
 
 def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True) -> list[dict]:
     """Compute (or reuse) the records of runs ``0..cfg.runs-1`` in ``cfg.jobs`` processes;
-    a record from before the AUC or the yardstick gets it added."""
+    a record of an older layout, or from before the AUC or the yardstick, is computed again
+    (whole, so that it names the one version of the code that made it)."""
     name = cfg.name
     run_tasks(_runinfo_task, [(store, cfg, r) for r in range(cfg.runs)], jobs=cfg.jobs,
               desc=f"{name}: baselines, references, tau2 CV", progress=progress,
               left=lambda t: t if store.missing(
                   {"": store.runinfo_path(name, t[2])},
-                  lambda rec: int(rec.get("version", 1)) >= RUNINFO_VERSION) else None)
+                  lambda rec: int(rec.get("version", 1)) >= RUNINFO_VERSION and "auc" in rec
+                  and "yardstick" in rec["references"]) else None)
     infos = []
     for r in range(cfg.runs):
-        path = store.runinfo_path(name, r)
-        info = store.load(path)
+        info = store.load(store.runinfo_path(name, r))
         if info is None:  # run_tasks wrote every one, or raised
             raise ElicitError(f"{name} run {r}: no runinfo record was written")
-        if "auc" not in info or "yardstick" not in info["references"]:
-            # a record from before the AUC or the yardstick: add them (a LASSO fit, a CV of
-            # closed forms), keeping old folders valid
-            rd = cfg.run_data(r)
-            expert = make_expert(rd, cfg.expert_rule, cfg.expert_nonzero, cfg.memo)
-            info.setdefault("auc", polarity_auc(rd.U, expert.groups))
-            if "yardstick" not in info["references"]:
-                yard = _yardstick(cfg, r, rd, expert)
-                info["references"]["yardstick"] = yard.mse
-                info["yardstick_tau2"] = yard.tau2
-            write_json_atomic(path, info)
         infos.append(info)
     return infos
 
@@ -247,7 +231,7 @@ def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
          "initial": i["initial"], **i["references"], "n_answerable": i["n_answerable"],
          "n_similar": i["n_similar"], **i["baselines"],
          **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
-         "max_test_z": i["max_test_z"], "auc": i.get("auc", float("nan"))} for i in infos])
+         "max_test_z": i["max_test_z"], "auc": i["auc"]} for i in infos])
 
 
 def tau2_cv_frame(infos: Sequence[dict]) -> pd.DataFrame:

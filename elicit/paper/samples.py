@@ -19,7 +19,6 @@ from elicit.errors import ElicitError
 from elicit.harness.problem import STREAM_SAMPLES, run_stream
 from elicit.harness.runner import run_tasks
 from elicit.harness.store import SweepStore
-from elicit.internal.io import write_json_atomic
 from elicit.internal.threads import single_blas_thread
 from elicit.model.posterior import NIGPosterior
 from elicit.model.result import MAPResult
@@ -188,7 +187,7 @@ def _samples_task(store: SweepStore, cfg: RealDataConfig, run: int, tau2: float,
         rng = np.random.default_rng(run_stream(cfg.settings.seed, run, STREAM_SAMPLES + m_idx))
         curve = more_samples_curve(rd, X_pool, y_pool, method, max_samples, rng, tau2,
                                    stop_level, eng, start=(data, fit), model=model, coupled=coupled)
-        write_json_atomic(store.samples_path(method, run), asdict(curve))
+        store.save(store.samples_path(method, run), asdict(curve))
 
 
 def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[int, float],

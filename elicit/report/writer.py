@@ -11,7 +11,7 @@ import pandas as pd
 
 from elicit.data.sources import DATASETS
 from elicit.harness.labels import LABELS
-from elicit.harness.store import SweepStore
+from elicit.harness.store import SweepStore, made_by
 from elicit.paper.configs import FIG3_ROUNDS
 from elicit.report.beyond import beyond_section
 from elicit.report.claims import claims_section
@@ -165,10 +165,9 @@ def _differences(sweeps: Sequence[Sweep]) -> list[str]:
 
 
 def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[str, float] | None,
-            jobs: int | None, step_runs: Mapping[str, int] | None, commit: str | None,
-            cpu_total_s: float | None, steps_at_once: int) -> list[str]:
-    lines = [f"Made by commit `{commit}`.", ""] if commit else []
-    lines += [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
+            jobs: int | None, step_runs: Mapping[str, int] | None, cpu_total_s: float | None,
+            steps_at_once: int) -> list[str]:
+    lines = [f"Wall time of the last `make reproduce` call: {wall_s / 60:.1f} min"
              + (" (" + ", ".join(f"{k} {v / 60:.1f} min" for k, v in step_s.items()) + ")"
                 if step_s else "") + ".", ""]
     if steps_at_once > 1 and step_s:
@@ -206,8 +205,7 @@ def _timing(wall_s: float, step_s: Mapping[str, float] | None, cpu_s: Mapping[st
 def write_report(out: Path, wall_s: float | None = None,
                  step_s: Mapping[str, float] | None = None,
                  cpu_s: Mapping[str, float] | None = None, jobs: int | None = None,
-                 step_runs: Mapping[str, int] | None = None,
-                 commit: str | None = None, cpu_total_s: float | None = None,
+                 step_runs: Mapping[str, int] | None = None, cpu_total_s: float | None = None,
                  steps_at_once: int = 1) -> Path:
     """Write ``out/REPORT.md`` from the sweeps found under ``out``.
 
@@ -220,13 +218,13 @@ def write_report(out: Path, wall_s: float | None = None,
         whole call (default: the steps' sum), in seconds.
     jobs, step_runs, steps_at_once
         Worker processes, runs of each step, steps that ran at a time.
-    commit
-        The commit of the code that made the results.
     """
     out = Path(out)
     lines = ["# elicit: reproduction report", ""]
     if wall_s is not None:
-        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, commit, cpu_total_s, steps_at_once)
+        # a resumed call keeps the records earlier calls made, maybe with other code
+        lines += [made_by(out), ""]
+        lines += _timing(wall_s, step_s, cpu_s, jobs, step_runs, cpu_total_s, steps_at_once)
     sweeps = find_sweeps(out)
     lines += [*_synthetic_section(out), *_real_sections(sweeps), *literal_section(sweeps),
               *standardisation_section(sweeps), *_table1_section(out, sweeps),

@@ -107,7 +107,7 @@ def test_the_baseline_comes_from_the_same_settings(tmp_path, monkeypatch):
                             "settings": SuiteSettings(refine=0).to_json()})
     now = {**_record("now", "2026-03-01T00:00:00+00:00", a=1.1), "settings": usual}
     monkeypatch.setattr(suite, "run_suite", lambda s, progress: now)
-    monkeypatch.setattr(suite, "source_commit", lambda: "now")
+    monkeypatch.setattr(suite, "code_version", lambda: "now")
     _, previous, text = suite.bench_suite(tmp_path, SuiteSettings())
     assert previous["commit"] == "usual" and "no figure more than 20% slower" in text
 
@@ -231,14 +231,14 @@ def test_a_random_round_is_measured_without_its_problems_set_up(monkeypatch):
     assert alive == [False]
 
 
-@pytest.mark.parametrize("commit", ["abc1234567+changes", None])
+@pytest.mark.parametrize("commit", ["abc1234567+changes+0123456789", "elicit+0123456789"])
 def test_a_record_is_of_a_commit(tmp_path, monkeypatch, commit):
     """With uncommitted changes to the code the record was written as
     <HEAD>+changes.json, named after a commit that does not hold the code measured, and the
     next such call (other changes) replaced it; outside git, every record was unknown.json."""
     import elicit.paper.bench_suite as suite
 
-    monkeypatch.setattr(suite, "source_commit", lambda: commit)
+    monkeypatch.setattr(suite, "code_version", lambda: commit)
     monkeypatch.setattr(suite, "run_suite", lambda s, progress: {
         **_record(commit, "2026-03-01T00:00:00+00:00", a=1.0), "settings": {}})
     with pytest.raises(ElicitError, match=r"^--record .*rec: the code measured is not a "

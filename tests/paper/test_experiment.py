@@ -251,6 +251,7 @@ def test_atomic_write_replaces_whole_files_only(tmp_path):
 @pytest.mark.slow
 def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, capsys):
     from elicit.cli.main import main
+    from elicit.internal.provenance import code_version
     from elicit.paper.synthetic import run_synthetic
 
     res = run_synthetic(SyntheticConfig(runs=2, rounds=3, seed=1, engine="numpy"),
@@ -262,7 +263,10 @@ def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, caps
     assert res.summary().startswith("mean test MSE after 3 answers: ")
     assert main(["synthetic", "--runs", "2", "--rounds", "3", "--seed", "1", "--engine",
                  "numpy", "--out", str(tmp_path / "cli"), "--quiet"]) == 0
-    assert res.summary() in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert res.summary() in out
+    # which code made its runs (a resumed folder may hold runs of several versions)
+    assert f"Made by commit `{code_version()}`." in out
     assert (tmp_path / "cli" / "mse.csv").read_bytes() == \
         (tmp_path / "lib" / "mse.csv").read_bytes()
 

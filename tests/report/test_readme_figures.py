@@ -126,8 +126,8 @@ def test_the_readmes_figures_are_the_committed_reports():
 @pytest.mark.skipif(not REPORT.exists(), reason="no committed results/REPORT.md")
 def test_the_readmes_cost_line_is_the_reports():
     report, readme = REPORT.read_text(), README.read_text()
-    # "+changes": the checkout differed from the commit (elicit.internal.provenance)
-    commit = re.search(r"Made by commit `(\w+(?:\+changes)?)`", report)
+    # "+changes+<hash>": the checkout differed from the commit (elicit.internal.provenance)
+    commit = re.search(r"Made by commit `(\w+(?:\+changes\+\w+)?)`", report)
     wall = re.search(r"Wall time of the last `make reproduce` call: (\d+\.\d) min", report)
     cpu = re.search(r"^CPU time: (\d+\.\d) min", report, re.M)
     assert commit and wall and cpu

@@ -1,0 +1,100 @@
+"""A resumed sweep keeps the records an earlier call made, maybe with other code: every record
+names the code that made it, and the command's output and ``REPORT.md`` list them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from elicit.elicitation.settings import RoundSettings
+from elicit.harness import RunProblem, SweepConfig
+from elicit.harness import store as store_module
+from elicit.harness.store import SweepStore, made_by
+from elicit.harness.sweep import run_sweep
+from elicit.internal import provenance
+from elicit.internal.memo import code_salt
+from elicit.model.simulate import make_synthetic
+from elicit.model.spec import Hyper
+from elicit.report import write_report
+
+
+def _problem(seed, run):
+    from elicit import GroupOracle
+
+    sd = make_synthetic(np.random.default_rng([seed, run]), n_train=10, n_test=20)
+    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
+                      Hyper(variant="learned"))
+
+
+def _sweep(folder, runs: int) -> SweepStore:
+    cfg = SweepConfig("mine", runs=runs, rounds=1, strategies=("random",),
+                      settings=RoundSettings(engine="numpy", seed=0))
+    store = SweepStore.open(folder, cfg.to_json())
+    run_sweep(_problem, cfg, store, progress=False)
+    return store
+
+
+def test_a_resumed_sweep_names_the_code_of_each_run(tmp_path, monkeypatch):
+    """Runs 0 and 1 by one version, run 2 by the next, and a record from before records
+    named their code: each says which, and the folder's list counts them."""
+    monkeypatch.setattr(store_module, "code_version", lambda: "aaaa")
+    store = _sweep(tmp_path / "o", runs=2)
+    old = store.part_path("mine", "random", 0)
+    record = json.loads(old.read_text())
+    assert record["code"] == "aaaa"
+    del record["code"]
+    old.write_text(json.dumps(record))
+    monkeypatch.setattr(store_module, "code_version", lambda: "bbbb")
+    _sweep(tmp_path / "o", runs=3)           # resumed: run 2 is the only one computed
+    codes = [store.load(store.part_path("mine", "random", r)).get("code") for r in range(3)]
+    assert codes == [None, "aaaa", "bbbb"]
+    assert made_by(tmp_path / "o") == (
+        "Written by commit `bbbb` from run records made by `aaaa` (1), `bbbb` (1), `unknown` (1).")
+    assert made_by(tmp_path / "o", "cccc").startswith("Written by commit `cccc` from ")
+    for r in (0, 2):
+        store.part_path("mine", "random", r).unlink()
+    assert made_by(tmp_path / "o", "aaaa") == "Made by commit `aaaa`."
+    assert made_by(tmp_path / "o", "bbbb") == (
+        "Written by commit `bbbb` from run records made by `aaaa` (1).")
+
+
+def test_the_report_names_every_version_its_records_came_from(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "code_version", lambda: "bbbb")
+    for folder, code in (("amazon", "aaaa"), ("yelp", "bbbb"), ("yelp", None)):
+        path = SweepStore(tmp_path / folder, {}).part_path(folder, "random", 0 if code else 1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"mse": [1.0], **({"code": code} if code else {})}))
+    (tmp_path / ".memo" / "ab").mkdir(parents=True)    # a memo entry is no run record
+    (tmp_path / ".memo" / "ab" / "abcd.json").write_text("{}")
+    text = write_report(tmp_path, wall_s=60.0).read_text()
+    assert "Made by commit" not in text
+    assert ("Written by commit `bbbb` from run records made by `aaaa` (1), `bbbb` (1), "
+            "`unknown` (1).") in text
+    # one version, the report's own: as before
+    (tmp_path / "yelp" / "parts" / "yelp" / "random" / "run001.json").unlink()
+    (tmp_path / "amazon" / "parts" / "amazon" / "random" / "run000.json").unlink()
+    text = write_report(tmp_path, wall_s=60.0).read_text()
+    assert "Made by commit `bbbb`." in text and "Written by" not in text
+
+
+@pytest.mark.parametrize("status", ["", " M elicit/model/spec.py", None])
+def test_the_code_version_pins_the_source_where_the_commit_does_not(status, monkeypatch):
+    """A clean checkout is named by its commit; two checkouts with other changes, or two
+    copies outside git, by the hash of their source as well, so they are told apart."""
+    def git(cmd, **kw):
+        if status is None:
+            raise FileNotFoundError("git")
+        out = "abc1234567" if "rev-parse" in cmd else status
+        return subprocess.CompletedProcess(cmd, 0, stdout=out + "\n", stderr="")
+
+    monkeypatch.setattr(provenance.subprocess, "run", git)
+    provenance.code_version.cache_clear()
+    try:
+        got = provenance.code_version()
+    finally:
+        provenance.code_version.cache_clear()
+    assert got == {"": "abc1234567", None: f"elicit+{code_salt()[:10]}"}.get(
+        status, f"abc1234567+changes+{code_salt()[:10]}")
