@@ -38,7 +38,9 @@ and the CPU time (of the call: this process and its workers; of a step: its task
 workers and its own thread): on a machine shared with other jobs the wall
 time grows, while CPU time / jobs stays an estimate of the wall time on an idle machine. The
 report gives both for the whole call and each step's CPU time per run, to choose ``--runs``,
-``--real-runs`` and ``--mixed-runs``, and the commit that made it.
+``--real-runs`` and ``--mixed-runs``. Its first line names the commit that wrote it and, if
+a resumed folder holds runs of other code, every version its runs came from
+(:func:`elicit.harness.store.made_by`).
 """
 
 from __future__ import annotations
