@@ -121,12 +121,12 @@ class SweepStore:
 
 def made_by(folder: str | Path, by: str | None = None) -> str:
     """"Made by commit `by`." (default: :func:`~elicit.internal.provenance.code_version`) if
-    every run record under ``folder`` (in its sweeps' ``parts/``) names that code
-    (:meth:`SweepStore.save`), else every version that made them and how many records each
-    made (`unknown`: records from before they named it)."""
+    every record (:meth:`SweepStore.save`) in ``parts/`` of ``folder`` or of a folder in it
+    names that code, else each version and its records (`unknown`: from before they named it)."""
     by = by or code_version()
     made = Counter(str(_read_json(p, "delete it and run the command again").get("code", "unknown"))
-                   for p in Path(folder).glob(f"**/{PARTS}/**/*.json"))
+                   for pattern in (PARTS, f"*/{PARTS}")  # not results/quick/'s
+                   for p in Path(folder).glob(f"{pattern}/**/*.json"))
     if set(made) <= {by}:
         return f"Made by commit `{by}`."
     # sorted: "unknown" after every hash and "elicit+"

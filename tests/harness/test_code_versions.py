@@ -69,6 +69,11 @@ def test_the_report_names_every_version_its_records_came_from(tmp_path, monkeypa
         path.write_text(json.dumps({"mse": [1.0], **({"code": code} if code else {})}))
     (tmp_path / ".memo" / "ab").mkdir(parents=True)    # a memo entry is no run record
     (tmp_path / ".memo" / "ab" / "abcd.json").write_text("{}")
+    # nor is a record of another results folder inside this one (make reproduce-quick's
+    # results/quick/ in results/)
+    quick = SweepStore(tmp_path / "quick" / "amazon", {}).part_path("amazon", "random", 0)
+    quick.parent.mkdir(parents=True)
+    quick.write_text(json.dumps({"mse": [1.0], "code": "cccc"}))
     text = write_report(tmp_path, wall_s=60.0).read_text()
     assert "Made by commit" not in text
     assert ("Written by commit `bbbb` from run records made by `aaaa` (1), `bbbb` (1), "
