@@ -24,7 +24,7 @@ from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
 from helpers import create_session, one_line, run_main, sql_edit, sql_rows
 
-from elicit.cli.session import main as cli_main
+from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
@@ -469,7 +469,7 @@ def test_cli_port_in_use(capsys, path):
 def test_cli_corrupted_file_in_a_real_process(path):
     """End to end through the interpreter: one line, exit status 2, no traceback."""
     _truncate(path)
-    r = subprocess.run([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+    r = subprocess.run([sys.executable, "-m", "elicit", "ask", str(path)],
                        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert r.returncode == 2
     assert_one_line_error(r.stderr, r"elicit: error: session file .* is truncated")

@@ -9,9 +9,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from elicit import __version__
 from elicit.cli.argtypes import (
-    OneLineParser,
     add_command,
     add_engine_options,
     add_meta_options,
@@ -26,7 +24,6 @@ from elicit.cli.argtypes import (
     questions_help,
     strategy,
 )
-from elicit.cli.oneline import run_command
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_not_input
 from elicit.internal.text import command_line, printable
@@ -186,15 +183,6 @@ def _export_options(e: argparse.ArgumentParser) -> None:
     e.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """A stand-alone ``elicit`` with only the session commands; returns the exit status."""
-    parser = OneLineParser(prog="elicit")
-    parser.add_argument("--version", action="version", version=f"elicit {__version__}")
-    add_session_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return run_command(args.session_func, args)
-
-
 def cmd_new(args: argparse.Namespace) -> int:
     from elicit.session import loaders
     from elicit.session.session import Session
@@ -322,6 +310,3 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers import check_data_dir_as_elicit_data
 
-from elicit.cli.session import main
+from elicit.cli.main import main
 from elicit.session.session import Session
 
 GOOD = ["great", "excellent", "love", "perfect", "sturdy"]
