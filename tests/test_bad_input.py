@@ -307,6 +307,20 @@ def test_unknown_feature_name(sess):
         sess.plot_K(features=["price", "pricey"])
 
 
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True])
+def test_plot_K_refuses_a_max_features_that_is_not_a_positive_whole_number(sess, bad):
+    # 0 ended in an IndexError, 2.5 in a TypeError, -1 silently showed 7 of the 8 features
+    with pytest.raises(ElicitError, match=r"^max_features must be a positive integer "
+                                          rf"number of features, got {bad!r}$"):
+        sess.plot_K(max_features=bad)
+
+
+def test_plot_K_refuses_a_feature_named_twice(sess):
+    # "lid" is feature 3: it was drawn twice and the title counted "(2 of 8 features)"
+    with pytest.raises(ElicitError, match=r"^features name 'lid' twice; name each feature once$"):
+        sess.plot_K(features=["lid", 3])
+
+
 def test_feature_index_out_of_range(sess):
     with pytest.raises(ElicitError, match=r"feature index 8 out of range 0..7"):
         sess.texts(8)
