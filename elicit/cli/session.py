@@ -15,8 +15,8 @@ from elicit.cli.argtypes import (
     add_meta_options,
     add_model_option,
     add_utility_target_option,
-    comma_list,
     meta_options,
+    names,
     nonneg_int,
     port,
     positive_int,
@@ -37,14 +37,6 @@ def batch_size(text: str) -> int:
     if v > MAX_BATCH:
         raise argparse.ArgumentTypeError(f"at most {MAX_BATCH} questions at a time, got {v}")
     return v
-
-
-def column_list(text: str) -> list[str]:
-    """``--features a,b,c``: a comma-separated list of column names."""
-    if not (cols := list(comma_list(text))):
-        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got "
-                                         f"{text!r}")
-    return cols
 
 
 def add_session_parsers(subparsers: argparse._SubParsersAction,
@@ -93,7 +85,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                         "paper's 100 of 5149, scaled to the corpus)")
     n.add_argument("--target", metavar="COLUMN",
                    help="--from-csv: the column to predict (the outcome)")
-    n.add_argument("--features", type=column_list, metavar="COL,COL,...",
+    n.add_argument("--features", type=names, metavar="COL,COL,...",
                    help="--from-csv: the feature columns (default: every other column)")
     add_meta_options(n, "--dataset/--corpus/--from-csv",
                      "; --from-csv takes only a FILE (default: how the columns correlate, "

@@ -9,7 +9,7 @@ the names a program of a model must declare.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal, cast
@@ -414,32 +414,28 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
                       + (", or fewer meta-features" if not grows else ""))
 
 
+def _by_first(p: int) -> Iterator[tuple[int, slice, np.ndarray]]:
+    """For each i, the rows of :func:`all_pairs` that start with i, and their js (i < j)."""
+    js, k = np.arange(p), 0
+    for i in range(p - 1):
+        yield i, slice(k, k + p - 1 - i), js[i + 1:]
+        k += p - 1 - i
+
+
 def all_pairs(p: int) -> np.ndarray:
     """All p(p-1)/2 unordered pairs (i < j), by i, then j; filled in place (index arrays took
     twice the 800 MB of p = 10,000 again in temporaries)."""
     out = np.empty((p * (p - 1) // 2, 2), dtype=int)
-    js = np.arange(p)
-    k = 0
-    for i in range(p - 1):
-        m = p - 1 - i
-        out[k:k + m, 0] = i
-        out[k:k + m, 1] = js[i + 1:]
-        k += m
+    for i, rows, js in _by_first(p):
+        out[rows, 0], out[rows, 1] = i, js
     return out
 
 
 def is_all_pairs(pairs: np.ndarray, p: int) -> bool:
     """Whether ``pairs`` is :func:`all_pairs` of p, checked row by row without building it."""
-    if pairs.shape != (p * (p - 1) // 2, 2):
-        return False
-    js = np.arange(p)
-    k = 0
-    for i in range(p - 1):
-        m = p - 1 - i
-        if not (np.all(pairs[k:k + m, 0] == i) and np.array_equal(pairs[k:k + m, 1], js[i + 1:])):
-            return False
-        k += m
-    return True
+    return pairs.shape == (p * (p - 1) // 2, 2) and all(
+        np.all(pairs[rows, 0] == i) and np.array_equal(pairs[rows, 1], js)
+        for i, rows, js in _by_first(p))
 
 
 #: pairs per chunk of :func:`auto_threshold_mean`
