@@ -45,9 +45,8 @@ def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None 
         idx = np.array([feature_index(names, f) for f in features], dtype=int)
         if len(idx) == 0:
             raise ElicitError("features is empty: name at least one feature to plot")
-        if len(set(idx.tolist())) < len(idx):  # a second copy would be a second row and column
-            k = next(k for a, k in enumerate(idx) if k in idx[:a])
-            raise ElicitError(f"features name {names[k]!r} twice; name each feature once")
+        if twice := [names[k] for a, k in enumerate(idx) if k in idx[:a]]:  # a 2nd row, column
+            raise ElicitError(f"features name {twice[0]!r} twice; name each feature once")
     K = np.asarray(session.fit.K)[np.ix_(idx, idx)]
     if ax is None:
         size = min(12.0, 2.5 + 0.28 * len(idx))
