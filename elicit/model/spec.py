@@ -9,7 +9,7 @@ the names a program of a model must declare.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal, cast
@@ -25,7 +25,7 @@ from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
 from elicit.model.priors import GAMMA_MEAN, ZETA_PRIOR
-from elicit.model.structure import structure_of
+from elicit.model.structure import may_be_structured, structure_of
 from elicit.model.tall import is_tall
 from elicit.model.variants import PAPER, ModelVariant, get_model
 
@@ -384,9 +384,11 @@ def row_numbers(p: int, d: int) -> int:
     return 16 * p + 2 * (d + 2)
 
 
-def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
+def check_size(n: int, p: int, d: int, X: np.ndarray | None = None,
+               fewer: Callable[[int], str] | None = None, noun: str = "features") -> None:
     """Refuse data whose model cannot fit in this machine's memory, saying what fits (with
-    U = X', d grows with the rows)."""
+    U = X', d grows with the rows). With ``fewer`` (p known before X is built: a corpus's
+    keywords) only a p no X fits is refused, saying ``fewer(q)``, q the most any X fits."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
     grows = d == n
@@ -397,14 +399,19 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
     def largest(ok, hi: int) -> int:  # the largest k < hi with ok(k), given ok(1), not ok(hi)
         return bisect_left(range(1, hi + 1), True, key=lambda k: not ok(k))
 
-    if limit is None or need(n) <= limit:
+    # the least an X holds: sparse plus an offset touching no column, where that form is taken
+    least = model_bytes(n, p, d, 0) if fewer and may_be_structured(n, p, d) else need(n)
+    if limit is None or least <= limit:
         return
     held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
             else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
     what = (f"the model holds about {held} at once (with d = {d:,} meta-features"
             f"{', one per row' if grows else ''})")
-    head = (f"{n:,} rows and {p:,} features are too many for this machine: {what}, about "
-            f"{need(n) / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB")
+    size = f"about {least / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB"
+    if fewer is not None:
+        raise ElicitError(f"{p:,} {noun} are too many for this machine ({what}, {size}): use "
+                          + fewer(largest(lambda q: need(n, q) <= limit, p)))
+    head = f"{n:,} rows and {p:,} features are too many for this machine: {what}, {size}"
     if need(1) > limit:
         q = largest(lambda q: need(n, q) <= limit, p)
         raise ElicitError(f"{head}: use " + (f"at most {q:,} features or " if q > 1 else "")
