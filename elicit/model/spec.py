@@ -403,15 +403,15 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None,
     least = model_bytes(n, p, d, 0) if fewer and may_be_structured(n, p, d) else need(n)
     if limit is None or least <= limit:
         return
+    size = f"{least / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB"
+    if fewer is not None:
+        raise ElicitError(f"{p:,} {noun} are too many for this machine (the model holds at least "
+                          f"{size}): use {fewer(largest(lambda q: need(n, q) <= limit, p))}")
     held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
             else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
     what = (f"the model holds about {held} at once (with d = {d:,} meta-features"
             f"{', one per row' if grows else ''})")
-    size = f"about {least / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB"
-    if fewer is not None:
-        raise ElicitError(f"{p:,} {noun} are too many for this machine ({what}, {size}): use "
-                          + fewer(largest(lambda q: need(n, q) <= limit, p)))
-    head = f"{n:,} rows and {p:,} features are too many for this machine: {what}, {size}"
+    head = f"{n:,} rows and {p:,} features are too many for this machine: {what}, about {size}"
     if need(1) > limit:
         q = largest(lambda q: need(n, q) <= limit, p)
         raise ElicitError(f"{head}: use " + (f"at most {q:,} features or " if q > 1 else "")
