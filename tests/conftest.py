@@ -417,13 +417,13 @@ def cmdstan_engines(request) -> Iterator[dict]:
 def read_only_run(folder: Path, argv: list[str]) -> subprocess.CompletedProcess | None:
     """Run the CLI with ``folder`` read-only: a read-only bind mount (as root, where
     permission bits do not stop writes), else plain permission bits."""
-    return _read_only([sys.executable, "-m", "elicit.cli.session", *argv], folder)
+    return _read_only([sys.executable, "-m", "elicit", *argv], folder)
 
 
-#: ``elicit.cli.session.main`` on each argv of a JSON list, in one process (one start and its
+#: ``elicit.cli.main.main`` on each argv of a JSON list, in one process (one start and its
 #: imports for several commands); prints ``[status, stdout, stderr]`` of each as JSON
 _COMMANDS = """import contextlib, io, json, sys
-from elicit.cli.session import main
+from elicit.cli.main import main
 res = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()

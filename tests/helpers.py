@@ -17,6 +17,11 @@ from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.theta import join_theta
 
 
+def question_rows(el) -> np.ndarray:
+    """Every question of an elicitor as a row, in table order (the table listed whole)."""
+    return el.table.rows(np.arange(len(el.table), dtype=np.int64))
+
+
 def theta_point(data: ModelData, seed: int = 1) -> np.ndarray:
     """An interior point away from the prior means, so that no term is at a stationary point
     (zeta, if the model has it, at -0.7: a share of relevant features of 0.33)."""

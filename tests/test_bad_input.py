@@ -24,7 +24,7 @@ from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
 from helpers import create_session, one_line, run_main, sql_edit, sql_rows
 
-from elicit.cli.session import main as cli_main
+from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
@@ -307,6 +307,20 @@ def test_unknown_feature_name(sess):
         sess.plot_K(features=["price", "pricey"])
 
 
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True])
+def test_plot_K_refuses_a_max_features_that_is_not_a_positive_whole_number(sess, bad):
+    # 0 ended in an IndexError, 2.5 in a TypeError, -1 silently showed 7 of the 8 features
+    with pytest.raises(ElicitError, match=r"^max_features must be a positive integer "
+                                          rf"number of features, got {bad!r}$"):
+        sess.plot_K(max_features=bad)
+
+
+def test_plot_K_refuses_a_feature_named_twice(sess):
+    # "lid" is feature 3: it was drawn twice and the title counted "(2 of 8 features)"
+    with pytest.raises(ElicitError, match=r"^features name 'lid' twice; name each feature once$"):
+        sess.plot_K(features=["lid", 3])
+
+
 def test_feature_index_out_of_range(sess):
     with pytest.raises(ElicitError, match=r"feature index 8 out of range 0..7"):
         sess.texts(8)
@@ -480,7 +494,7 @@ def test_cli_port_in_use(capsys, path):
 def test_cli_corrupted_file_in_a_real_process(path):
     """End to end through the interpreter: one line, exit status 2, no traceback."""
     _truncate(path)
-    r = subprocess.run([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+    r = subprocess.run([sys.executable, "-m", "elicit", "ask", str(path)],
                        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert r.returncode == 2
     assert_one_line_error(r.stderr, r"elicit: error: session file .* is truncated")
@@ -852,6 +866,25 @@ def test_the_estimator_refuses_too_many_rows_up_front(monkeypatch):
     X = rng.normal(size=(120_000, 3))
     with pytest.raises(ElicitError, match=r"120,000 rows .*at most [0-9,]+ rows"):
         ElicitRegressor(meta_features=np.eye(3)).fit(X, X[:, 0])
+
+
+@pytest.mark.parametrize("soft", [2**20, None])
+def test_the_memory_limit_counts_the_address_space_limit(monkeypatch, soft):
+    """Under `ulimit -v 4000000` the memory check still took the machine's 23.5 GiB: the
+    advice for 77,787 keywords (--min-df 6, 4,114 keywords: a model of 17 GB) ran out of
+    memory again. The address-space limit counts like a container's; 'unlimited' does not."""
+    resource = pytest.importorskip("resource")
+    from elicit.internal import memory
+
+    limit = resource.RLIM_INFINITY if soft is None else soft
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (
+        limit if what == resource.RLIMIT_AS else resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    memory.memory_limit.cache_clear()
+    try:  # 1 MiB is below any machine's memory; 'unlimited' (-1 on Linux) is no limit
+        got = memory.memory_limit()
+        assert got == soft if soft else got is None or got > 2**20
+    finally:
+        memory.memory_limit.cache_clear()
 
 
 @pytest.mark.parametrize("which", ["--from-csv", "--meta-features", "--texts", "link"])

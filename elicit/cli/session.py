@@ -9,16 +9,14 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from elicit import __version__
 from elicit.cli.argtypes import (
-    OneLineParser,
     add_command,
     add_engine_options,
     add_meta_options,
     add_model_option,
     add_utility_target_option,
-    comma_list,
     meta_options,
+    names,
     nonneg_int,
     port,
     positive_int,
@@ -26,7 +24,6 @@ from elicit.cli.argtypes import (
     questions_help,
     strategy,
 )
-from elicit.cli.oneline import run_command
 from elicit.errors import ElicitError
 from elicit.internal.paths import check_not_input
 from elicit.internal.text import command_line, printable
@@ -40,14 +37,6 @@ def batch_size(text: str) -> int:
     if v > MAX_BATCH:
         raise argparse.ArgumentTypeError(f"at most {MAX_BATCH} questions at a time, got {v}")
     return v
-
-
-def column_list(text: str) -> list[str]:
-    """``--features a,b,c``: a comma-separated list of column names."""
-    if not (cols := list(comma_list(text))):
-        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got "
-                                         f"{text!r}")
-    return cols
 
 
 def add_session_parsers(subparsers: argparse._SubParsersAction,
@@ -96,7 +85,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
                         "paper's 100 of 5149, scaled to the corpus)")
     n.add_argument("--target", metavar="COLUMN",
                    help="--from-csv: the column to predict (the outcome)")
-    n.add_argument("--features", type=column_list, metavar="COL,COL,...",
+    n.add_argument("--features", type=names, metavar="COL,COL,...",
                    help="--from-csv: the feature columns (default: every other column)")
     add_meta_options(n, "--dataset/--corpus/--from-csv",
                      "; --from-csv takes only a FILE (default: how the columns correlate, "
@@ -184,15 +173,6 @@ def _history_options(h: argparse.ArgumentParser) -> None:
 def _export_options(e: argparse.ArgumentParser) -> None:
     e.add_argument("path", type=Path, help="output file: .nc, .json or .csv")
     e.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """A stand-alone ``elicit`` with only the session commands; returns the exit status."""
-    parser = OneLineParser(prog="elicit")
-    parser.add_argument("--version", action="version", version=f"elicit {__version__}")
-    add_session_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return run_command(args.session_func, args)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -322,6 +302,3 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -63,6 +63,12 @@ class BowDataset:
     def p(self) -> int:
         return self.counts.shape[1]
 
+    def min_df_keeping(self, most: int) -> str:
+        """How to keep at most ``most`` of the keywords: the least ``min_df`` that does."""
+        df = np.sort(np.count_nonzero(self.counts, axis=0))[::-1]  # reviews per keyword
+        k = int(df[most]) + 1 if most < len(df) else 1
+        return f"min_df={k} or higher (keeps {np.count_nonzero(df >= k):,} keywords)"
+
 
 def _not_stop(vocabulary: Sequence[str], stopwords: Iterable[str]) -> np.ndarray:
     """Whether each keyword has a ``_``-token that is not a stop word (Yelp's ``""`` has none)."""

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,14 +17,14 @@ import numpy as np
 
 from elicit.data.corpora import BowDataset, check_min_df, load_corpus, load_dataset
 from elicit.data.files import PAPER_FILES, RAW_FILES, STOPWORDS_FILE, data_file, resolve_data_dir
-from elicit.data.metafeatures import DEFAULT_META_DIM
+from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS
 from elicit.data.splits import RunData, check_standardize, prepare_run
 from elicit.errors import ElicitError
 
 DATASETS: tuple[str, ...] = tuple(PAPER_FILES)
 
 #: Reviews a run takes for the model (100 training + 900 test, :func:`elicit.data.prepare_run`).
-N_MODEL = 1000
+N_MODEL, N_TRAIN = 1000, 100
 #: The fewest expert-set reviews a corpus must leave for the simulated LASSO expert: below
 #: this a LASSO on a few hundred keywords has too little data to name 40 of them.
 MIN_EXPERT_REVIEWS = 100
@@ -53,9 +54,16 @@ class DataSource:
             meta_features: str | os.PathLike = "counts",
             meta_dim: int = DEFAULT_META_DIM) -> RunData:
         """Run ``run`` of seed ``seed`` (:func:`elicit.data.prepare_run`)."""
-        return prepare_run(self.load(), split_seed(seed, run), n_model=N_MODEL,
+        return prepare_run(self.load(), split_seed(seed, run), n_model=N_MODEL, n_train=N_TRAIN,
                            standardize=check_standardize(standardize),
                            meta_features=meta_features, meta_dim=meta_dim)
+
+    def check_keywords(self, check: Callable[..., None], meta_features: object,
+                       meta_dim: int | None) -> None:
+        """The keywords through ``check`` (the model's memory check, passed in: data and model
+        share a layer) before a run is built, with its rows and meta-features (a file: 1)."""
+        d = N_TRAIN if meta_features == "counts" else meta_dim if meta_features in EMBEDDINGS else 1
+        check(N_TRAIN, self.load().p, d, fewer=self.load().min_df_keeping, noun="keywords")
 
     def config(self) -> dict:
         """What a sweep's ``config.json`` records about its data (a corpus with its
@@ -133,8 +141,7 @@ def corpus_source(path: str | os.PathLike, text_field: str = "text",
     p = Path(path)
     if not p.is_file():
         raise ElicitError(f"review file {p} not found")
-    if min_df is not None:
-        min_df = check_min_df(min_df)
+    min_df = None if min_df is None else check_min_df(min_df)
     for fld, what in ((text_field, "text field"), (rating_field, "rating field")):
         if not isinstance(fld, str) or not fld:
             raise ElicitError(f"the {what} must be a non-empty name, got {fld!r}")

@@ -159,11 +159,6 @@ class Elicitor:
         return all_pairs(self.base.p) if self._candidates is None else self._candidates
 
     @property
-    def question_rows(self) -> np.ndarray:
-        """Every question as a row, in table order (listed: for small tables)."""
-        return self.table.rows(np.arange(len(self.table), dtype=np.int64))
-
-    @property
     def noun(self) -> str:
         """How the questions are counted: the kind's noun when one kind is asked."""
         return self.kinds[0].noun if len(self.kinds) == 1 else "question"

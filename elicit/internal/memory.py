@@ -15,17 +15,18 @@ _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.lim
 
 @functools.lru_cache(maxsize=1)
 def memory_limit() -> int | None:
-    """The memory this process may use, in bytes: the machine's physical memory, or its
-    container's limit when that is lower; None when neither can be read."""
-    total: int | None = None
+    """The memory this process may use, in bytes: the least of the machine's physical memory,
+    its address-space limit (``ulimit -v``) and its container's; None when none can be read."""
+    found = []
     with contextlib.suppress(AttributeError, OSError, ValueError):
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    with contextlib.suppress(ImportError, OSError):  # no resource module on Windows
+        import resource
+        found.append(resource.getrlimit(resource.RLIMIT_AS)[0])  # unlimited: -1 on Linux
     for name in _CGROUP_LIMITS:
-        with contextlib.suppress(OSError):
-            text = Path(name).read_text().strip()
-            if text.isdigit() and (total is None or int(text) < total):
-                total = int(text)
-    return total if total else None
+        with contextlib.suppress(OSError, ValueError):  # "max": no limit
+            found.append(int(Path(name).read_text()))
+    return min((v for v in found if v > 0), default=None)
 
 
 def peak_rss_mb() -> float:

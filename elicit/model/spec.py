@@ -9,7 +9,7 @@ the names a program of a model must declare.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal, cast
@@ -25,7 +25,7 @@ from elicit.model.kernel import pair_weights
 from elicit.model.layout import BLOCKS, ParamLayout, layout_of
 from elicit.model.link import Link
 from elicit.model.priors import GAMMA_MEAN, ZETA_PRIOR
-from elicit.model.structure import structure_of
+from elicit.model.structure import may_be_structured, structure_of
 from elicit.model.tall import is_tall
 from elicit.model.variants import PAPER, ModelVariant, get_model
 
@@ -384,9 +384,11 @@ def row_numbers(p: int, d: int) -> int:
     return 16 * p + 2 * (d + 2)
 
 
-def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
+def check_size(n: int, p: int, d: int, X: np.ndarray | None = None,
+               fewer: Callable[[int], str] | None = None, noun: str = "features") -> None:
     """Refuse data whose model cannot fit in this machine's memory, saying what fits (with
-    U = X', d grows with the rows)."""
+    U = X', d grows with the rows). With ``fewer`` (p known before X is built: a corpus's
+    keywords) only a p no X fits is refused, saying ``fewer(q)``, q the most any X fits."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
     grows = d == n
@@ -397,14 +399,19 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
     def largest(ok, hi: int) -> int:  # the largest k < hi with ok(k), given ok(1), not ok(hi)
         return bisect_left(range(1, hi + 1), True, key=lambda k: not ok(k))
 
-    if limit is None or need(n) <= limit:
+    # the least an X holds: sparse plus an offset touching no column, where that form is taken
+    least = model_bytes(n, p, d, 0) if fewer and may_be_structured(n, p, d) else need(n)
+    if limit is None or least <= limit:
         return
+    size = f"{least / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB"
+    if fewer is not None:
+        raise ElicitError(f"{p:,} {noun} are too many for this machine (the model holds at least "
+                          f"{size}): use {fewer(largest(lambda q: need(n, q) <= limit, p))}")
     held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
             else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
     what = (f"the model holds about {held} at once (with d = {d:,} meta-features"
             f"{', one per row' if grows else ''})")
-    head = (f"{n:,} rows and {p:,} features are too many for this machine: {what}, about "
-            f"{need(n) / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB")
+    head = f"{n:,} rows and {p:,} features are too many for this machine: {what}, about {size}"
     if need(1) > limit:
         q = largest(lambda q: need(n, q) <= limit, p)
         raise ElicitError(f"{head}: use " + (f"at most {q:,} features or " if q > 1 else "")
@@ -414,32 +421,28 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None) -> None:
                       + (", or fewer meta-features" if not grows else ""))
 
 
+def _by_first(p: int) -> Iterator[tuple[int, slice, np.ndarray]]:
+    """For each i, the rows of :func:`all_pairs` that start with i, and their js (i < j)."""
+    js, k = np.arange(p), 0
+    for i in range(p - 1):
+        yield i, slice(k, k + p - 1 - i), js[i + 1:]
+        k += p - 1 - i
+
+
 def all_pairs(p: int) -> np.ndarray:
     """All p(p-1)/2 unordered pairs (i < j), by i, then j; filled in place (index arrays took
     twice the 800 MB of p = 10,000 again in temporaries)."""
     out = np.empty((p * (p - 1) // 2, 2), dtype=int)
-    js = np.arange(p)
-    k = 0
-    for i in range(p - 1):
-        m = p - 1 - i
-        out[k:k + m, 0] = i
-        out[k:k + m, 1] = js[i + 1:]
-        k += m
+    for i, rows, js in _by_first(p):
+        out[rows, 0], out[rows, 1] = i, js
     return out
 
 
 def is_all_pairs(pairs: np.ndarray, p: int) -> bool:
     """Whether ``pairs`` is :func:`all_pairs` of p, checked row by row without building it."""
-    if pairs.shape != (p * (p - 1) // 2, 2):
-        return False
-    js = np.arange(p)
-    k = 0
-    for i in range(p - 1):
-        m = p - 1 - i
-        if not (np.all(pairs[k:k + m, 0] == i) and np.array_equal(pairs[k:k + m, 1], js[i + 1:])):
-            return False
-        k += m
-    return True
+    return pairs.shape == (p * (p - 1) // 2, 2) and all(
+        np.all(pairs[rows, 0] == i) and np.array_equal(pairs[rows, 1], js)
+        for i, rows, js in _by_first(p))
 
 
 #: pairs per chunk of :func:`auto_threshold_mean`

@@ -77,12 +77,15 @@ def offset_sparse(X: np.ndarray) -> OffsetSparse:
 _found = LRUCache(8)
 
 
+def may_be_structured(n: int, p: int, d: int) -> bool:
+    """Whether the structured path may be taken (more rows than features: the p x p form)."""
+    return p >= STRUCTURED_MIN_P and d <= STRUCTURED_MAX_D and not is_tall(n, p)
+
+
 def structure_of(X: np.ndarray, d: int) -> OffsetSparse | None:
     """The sparse-plus-offset structure of ``X`` if the structured path pays for it (with ``d``
     meta-features), else None; found once per array."""
-    n, p = X.shape
-    # with more rows than features the p x p form (no n x n array) is used instead
-    if p < STRUCTURED_MIN_P or d > STRUCTURED_MAX_D or is_tall(n, p):
+    if not may_be_structured(X.shape[0], X.shape[1], d):
         return None
 
     def paying(X: np.ndarray) -> OffsetSparse | None:

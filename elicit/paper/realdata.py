@@ -26,6 +26,7 @@ from elicit.harness.store import SweepStore
 from elicit.harness.sweep import load_part, part_kinds, run_sweep
 from elicit.internal.io import write_text_atomic
 from elicit.internal.locks import hold_folder
+from elicit.model.spec import check_size
 from elicit.model.variants import get_model
 from elicit.paper.configs import POOL_LABELS, RealDataConfig
 from elicit.paper.real_problem import RealDataMaker
@@ -90,9 +91,9 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
     files: ``docs/realdata.md``, "Outputs and how the folders connect")."""
     out = Path(out)
     with cluster_scope(cfg.cluster):
-        # Read the data (and run 0's meta-features) before config.json is written: a mistake in
-        # the input must not leave a folder that refuses the corrected rerun.
-        cfg.data.load()
+        # Read the data (its keywords checked first) and run 0's meta-features before config.json
+        # is written: a mistake in the input must not leave a folder refusing the corrected rerun.
+        cfg.data.check_keywords(check_size, cfg.meta_features, cfg.meta_dim)
         cfg.run_data(0)
         store = SweepStore.open(out, cfg.to_json())
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
+from elicit.internal.checks import check_int
 from elicit.session.export import history
 from elicit.session.inputs import feature_index
 
@@ -36,12 +37,16 @@ def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None 
     import matplotlib.pyplot as plt
 
     names = session.feature_names
+    max_features = check_int(max_features, "max_features must be a positive integer number of "
+                             f"features, got {max_features!r}", 1)
     if features is None:
         idx = plot_features(session, max_features)
     else:
         idx = np.array([feature_index(names, f) for f in features], dtype=int)
         if len(idx) == 0:
             raise ElicitError("features is empty: name at least one feature to plot")
+        if twice := [names[k] for a, k in enumerate(idx) if k in idx[:a]]:  # a 2nd row, column
+            raise ElicitError(f"features name {twice[0]!r} twice; name each feature once")
     K = np.asarray(session.fit.K)[np.ix_(idx, idx)]
     if ax is None:
         size = min(12.0, 2.5 + 0.28 * len(idx))

@@ -21,6 +21,7 @@ from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.internal.paths import check_input_file
 from elicit.internal.text import listing
+from elicit.model.spec import check_size
 
 
 def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
@@ -158,6 +159,7 @@ def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target:
                 snippet_note: str, meta_features: str | os.PathLike, meta_dim: int) -> dict:
     for value, label in ((run, "run"), (seed, "seed")):
         check_int(value, f"{label} must be a non-negative integer, got {value!r}", 0)
+    src.check_keywords(check_size, meta_features, meta_dim)
     rd = src.run(int(seed), int(run), meta_features=meta_features, meta_dim=meta_dim)
     texts = None if reviews is None else keyword_snippets(rd.feature_names, reviews)
     return {

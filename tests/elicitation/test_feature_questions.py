@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 from conftest import small_arrays
-from helpers import fd_grad, some_direction, some_relevance
+from helpers import fd_grad, question_rows, some_direction, some_relevance
 from scipy import stats
 from scipy.optimize import minimize_scalar
 
@@ -201,9 +201,9 @@ def test_random_nonsequential_and_sequential_draw_from_the_same_mixed_pool():
     el.answer(1, 2, "similar")
     el.answer(3, None, "dont_know")
     allowed = el.open_questions()
-    assert _rows(el.question_rows[np.asarray(allowed)]) == _rows(el.unasked())
+    assert _rows(question_rows(el)[np.asarray(allowed)]) == _rows(el.unasked())
     pool = el.draw_pool(np.random.default_rng(5))
-    assert np.array_equal(pool, el.question_rows[round_pool(el, allowed,
+    assert np.array_equal(pool, question_rows(el)[round_pool(el, allowed,
                                                             np.random.default_rng(5))])
     kinds = np.where(pool[:, 1] == NO_FEATURE, "feature", "pair")
     # every allowed feature question and pool_size pairs, none with feature 0
@@ -223,12 +223,12 @@ def test_random_nonsequential_and_sequential_draw_from_the_same_mixed_pool():
     # non-sequential: the start's pool (drawn among all questions) ranked once
     el.reset()
     ranking = el.nonsequential_ranking(np.random.default_rng(5))
-    start = el.question_rows[round_pool(el, el.table.everything(),
+    start = question_rows(el)[round_pool(el, el.table.everything(),
                                         np.random.default_rng(5))]
-    assert _rows(el.question_rows[ranking.index]) == _rows(start)
+    assert _rows(question_rows(el)[ranking.index]) == _rows(start)
     assert len(start) == 10 + 5
     first = el.next_query("nonsequential", np.random.default_rng(99))
-    assert first.row == tuple(el.question_rows[ranking.index[0]])
+    assert first.row == tuple(question_rows(el)[ranking.index[0]])
 
 
 def test_a_mixed_ranking_without_a_stream_is_the_same_after_reopening():
@@ -241,7 +241,7 @@ def test_a_mixed_ranking_without_a_stream_is_the_same_after_reopening():
 @pytest.mark.parametrize("questions", ["pairs", "relevance", "both", "pairs,relevance", "all"])
 def test_the_rows_of_each_kind_of_elicitation(questions):
     el = make_elicitor(questions)
-    kinds = el.question_rows[:, 1] == NO_FEATURE
+    kinds = question_rows(el)[:, 1] == NO_FEATURE
     one = sum(KINDS[k].arity == 1 for k in el.questions)     # kinds about one feature
     assert kinds.sum() == one * el.data.p
     assert (~kinds).sum() == (0 if questions == "relevance" else len(el.candidates))

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from helpers import question_rows
 
 from elicit.elicitation.answers import GroupOracle
 from elicit.elicitation.elicitor import Elicitor
@@ -156,7 +157,7 @@ def _nothing_left_by_rows(el, strategy: str) -> bool:
         return True
     if el.questions == ("pairs",) or not el.n_answers or not get_strategy(strategy).needs_ranking:
         return False
-    return not {tuple(r) for r in el.question_rows[el.nonsequential_ranking().index].tolist()
+    return not {tuple(r) for r in question_rows(el)[el.nonsequential_ranking().index].tolist()
                 } & unasked
 
 
@@ -167,7 +168,7 @@ def test_nothing_left_agrees_with_the_definition_by_rows_on_random_states(questi
                   engine="numpy", questions=questions, refine=0, pool_size=8)
     el.nonsequential_ranking()
     rng = np.random.default_rng(5)
-    rows = el.question_rows
+    rows = question_rows(el)
     ranked = el.nonsequential_ranking().index
     seen = {True: 0, False: 0}
     for trial in range(60):

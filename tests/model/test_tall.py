@@ -232,3 +232,24 @@ def test_the_feature_limit_names_the_features_that_fit(monkeypatch):
     assert model_bytes(n, feats, d) <= limit < model_bytes(n, feats + 1, d)
     with pytest.raises(ElicitError, match=r": use fewer meta-features$"):
         spec_mod.check_size(n, 20_000, 10**6)  # two features do not fit either
+
+
+def test_features_known_before_x_are_refused_only_when_no_form_of_x_fits(monkeypatch):
+    """A corpus's keywords are checked before X is built (check_size with ``fewer``): a size
+    that sparse-plus-offset inputs touching no column fit is let through (the check on the
+    built X decides; the early one must not refuse what ran before), and the advice keeps
+    the features the dense form fits, a bound on every form there."""
+    import elicit.model.spec as spec_mod
+    from elicit.errors import ElicitError
+
+    n, d, p = 100, 10, 20_000
+    least, dense = model_bytes(n, p, d, 0), model_bytes(n, p, d)
+    assert least < dense
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: (least + dense) / 2)
+    spec_mod.check_size(n, p, d, fewer=str)     # the structured form may fit: not refused
+    limit = least / 2
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: limit)
+    with pytest.raises(ElicitError, match=r"^20,000 words are too many .*: use (\d+)$") as err:
+        spec_mod.check_size(n, p, d, fewer=str, noun="words")
+    q = int(str(err.value).rsplit(" ", 1)[1])
+    assert model_bytes(n, q, d) <= limit < model_bytes(n, q + 1, d)

@@ -498,7 +498,7 @@ def test_overwrite_replaces_an_existing_session(tmp_path):
 def test_cli_new_ask_history_export(tmp_path, monkeypatch, capsys):
     import io
 
-    from elicit.cli.session import main
+    from elicit.cli.main import main
 
     X, y, U = make_data()
     np.savez(tmp_path / "data.npz", X=X, y=y, U=U, feature_names=np.array(NAMES))
@@ -569,7 +569,7 @@ def test_dataset_inputs_take_the_sweeps_run():
 
 
 def test_cli_new_from_the_paper_data(tmp_path, capsys):
-    from elicit.cli.session import main
+    from elicit.cli.main import main
     from elicit.data.sources import paper_source
 
     _need_amazon()

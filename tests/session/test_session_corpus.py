@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers import check_data_dir_as_elicit_data
 
-from elicit.cli.session import main
+from elicit.cli.main import main
 from elicit.session.session import Session
 
 GOOD = ["great", "excellent", "love", "perfect", "sturdy"]
@@ -118,3 +118,51 @@ def test_too_high_a_min_df_names_a_value_that_works(tmp_path, capsys):
     assert main([*args, "--min-df", str(best + 1)]) == 2
     assert f"use --min-df {best} or lower" in capsys.readouterr().err
     assert main([*args, "--min-df", str(best)]) == 0
+
+
+def test_too_many_keywords_for_the_memory_are_refused_as_soon_as_they_are_counted(
+        tmp_path, capsys, monkeypatch):
+    """--min-df 1 on the 2000 kitchen reviews keeps 77,787 keywords: `session new` and
+    `realdata` printed nothing for 2 minutes (standardisation, meta-features, pair counting),
+    then ended in a numpy MemoryError traceback under a 4 GB limit, before the model's memory
+    check. Here machines of 64 and 16 MiB and a corpus of 339 n-grams: refused in one line
+    before the run's inputs are built, naming the --min-df that fits."""
+    import re
+
+    import elicit.data.sources as sources_mod
+    import elicit.model.spec as spec_mod
+    from elicit.data import load_corpus
+    from elicit.session.loaders import corpus_inputs
+
+    corpus = tmp_path / "kettles.jsonl"
+    _corpus(corpus, n=1100)
+    args = ["session", "new", "--corpus", str(corpus), "--text-field", "body", "--rating-field",
+            "stars", "--engine", "numpy", "--out", str(tmp_path / "k.session")]
+    real = sources_mod.prepare_run
+
+    def no_run(*a, **k):  # the run's standardisation and meta-features come after the check
+        raise AssertionError("the run was built before the keywords were checked")
+
+    monkeypatch.setattr(sources_mod, "prepare_run", no_run)
+    fits = []
+    # a session's meta-features are its 100 training counts (p x p arrays of d = 100), a
+    # sweep's a PPMI-10 embedding: 64 and 16 MiB
+    for argv, mib in ((args, 64), (["realdata", *args[2:8], "--out", str(tmp_path / "sweep")], 16)):
+        monkeypatch.setattr(spec_mod, "memory_limit", lambda mib=mib: mib * 2.0**20)
+        assert main([*argv, "--min-df", "1"]) == 2
+        err = capsys.readouterr().err
+        m = re.search(r"^elicit: error: ([0-9,]+) keywords are too many for this machine \(.*"
+                      r"GiB.*\): use --min-df (\d+) or higher \(keeps ([0-9,]+) keywords\)\n$",
+                      err)
+        assert m, err
+        p, k, kept = (int(g.replace(",", "")) for g in m.groups())
+        assert p == load_corpus(corpus, "body", "stars", min_df=1, n_model=None).p
+        assert kept < p and load_corpus(corpus, "body", "stars", min_df=k, n_model=None).p == kept
+        fits.append(k)
+    assert not (tmp_path / "k.session").exists() and not (tmp_path / "sweep").exists()
+    # the session's --min-df K passes the model's own check on the run's inputs (a session made
+    # of them costs 0.7 s more)
+    monkeypatch.setattr(sources_mod, "prepare_run", real)
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: 64 * 2.0**20)
+    inputs = corpus_inputs(corpus, text_field="body", rating_field="stars", min_df=fits[0])
+    spec_mod.validate_regression(inputs["X"], inputs["y"], inputs["meta_features"])

@@ -14,7 +14,7 @@ from conftest import FORMAT1_SESSION
 from conftest import make_session_data as make_data
 from helpers import create_session
 
-from elicit.cli.session import main as cli_main
+from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper

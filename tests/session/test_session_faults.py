@@ -147,7 +147,7 @@ def test_sigkill_of_the_terminal_ui_loses_no_answer(tmp_path):
     rng = random.Random(7)
     for _ in range(CLI_TRIALS):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+            [sys.executable, "-m", "elicit", "ask", str(path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, bufsize=1)
         assert proc.stdin is not None and proc.stdout is not None

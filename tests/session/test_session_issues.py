@@ -27,7 +27,7 @@ from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run
 from helpers import create_session, one_line, run_main, sql_edit
 
-from elicit.cli.session import main as cli_main
+from elicit.cli.main import main as cli_main
 from elicit.errors import ElicitError
 from elicit.session.session import Session, UnknownQuery
 
@@ -463,7 +463,7 @@ def _until(stream, marker: str, limit: float = 60.0) -> str:
 def test_ask_closes_cleanly_on_sigterm_and_sighup(tmp_path, sig):
     path = tmp_path / "sig.session"
     create_session(path).close()
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "ask", str(path)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, bufsize=1)
     try:
@@ -494,7 +494,7 @@ def test_serve_closes_cleanly_on_sigterm(tmp_path):
 
     path = tmp_path / "srv.session"
     create_session(path).close()
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "serve", str(path),
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:

@@ -24,7 +24,7 @@ from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from helpers import create_session, one_line, run_main, sql_edit, sql_rows
 
-from elicit.cli.session import main as cli_main
+from elicit.cli.main import main as cli_main
 from elicit.errors import ElicitError
 from elicit.internal.text import has_control, listing, printable
 from elicit.session.session import Session
@@ -166,7 +166,7 @@ def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path):
     create_session(path).close()
     master, slave = pty.openpty()
     os.write(master, b"s\n")  # typed ahead: waiting in the terminal's input queue
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "ask", str(path)],
                             stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     seen, pos = b"", 0
@@ -206,7 +206,7 @@ def test_piped_keys_are_all_used(tmp_path):
     """A script feeding keys through a pipe is not a type-ahead: every line counts."""
     path = tmp_path / "p.session"
     create_session(path).close()
-    r = subprocess.run([sys.executable, "-m", "elicit.cli.session", "ask", str(path)],
+    r = subprocess.run([sys.executable, "-m", "elicit", "ask", str(path)],
                        input="s\nd\n?\nq\n", capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.count("saved:") == 3 and "ignored" not in r.stdout
 

@@ -247,7 +247,7 @@ def test_serve_command_in_a_real_process(path):
 
     # Bug (CI, 2026-11-26): started with SIGINT ignored, as a test runner or job launcher
     # may leave it, the server ignored Ctrl-C and never stopped. The child starts so here.
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "serve", str(path),
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
@@ -619,7 +619,7 @@ def test_a_slow_loris_is_dropped_at_the_request_deadline(path):
 BLOCKED_SERVER = """
 import sys
 from elicit.session.session import Session
-from elicit.cli.session import main
+from elicit.cli.main import main
 
 release, path = sys.argv[1:3]
 choose = Session._choose
@@ -778,7 +778,7 @@ def test_serve_on_every_interface_prints_an_address_it_answers_on(path):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "elicit.cli.session", "serve", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "elicit", "serve", str(path),
                              "--host", "0.0.0.0", "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
