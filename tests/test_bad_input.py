@@ -11,6 +11,7 @@ import json
 import os
 import re
 import runpy
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -37,10 +38,19 @@ from elicit.session.terminal import run_ask
 SAME = {"Origin": "http://localhost"}
 
 
-@pytest.fixture
-def path(tmp_path):
-    p = tmp_path / "b.session"
+@pytest.fixture(scope="module")
+def new_session_file(tmp_path_factory) -> Path:
+    """A new session, made once: each test that takes ``path`` gets a copy of its own (65
+    tests take one, and a copy costs a hundredth of a creation)."""
+    p = tmp_path_factory.mktemp("new") / "b.session"
     create_session(p).close()
+    return p
+
+
+@pytest.fixture
+def path(tmp_path, new_session_file):
+    p = tmp_path / "b.session"
+    shutil.copyfile(new_session_file, p)
     return p
 
 
@@ -935,8 +945,6 @@ def test_a_read_only_session_object_refuses_writes_in_one_line(path):
 
 
 def test_a_read_only_open_sees_a_format_1_file_without_changing_it(tmp_path):
-    import shutil
-
     from conftest import FORMAT1_SESSION as FORMAT1
 
     p = tmp_path / "old.session"
