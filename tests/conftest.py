@@ -232,6 +232,27 @@ REAL_DATA_DIR = _real_data_dir()
 needs_data = pytest.mark.data
 
 
+@pytest.fixture(scope="session")
+def paper_dataset():
+    """``paper_dataset(name)``: ``load_dataset(name, REAL_DATA_DIR)``, loaded once per session
+    (a load parses the whole file, ~0.3 s CPU) for the tests that only read it; its arrays are
+    read-only, so that no test can change what the next one reads. A test of the loading
+    itself calls ``load_dataset``."""
+    from elicit.data import load_dataset
+
+    loaded: dict = {}
+
+    def get(name: str):
+        if name not in loaded:
+            ds = load_dataset(name, REAL_DATA_DIR)
+            ds.counts.setflags(write=False)
+            ds.ratings.setflags(write=False)
+            loaded[name] = ds
+        return loaded[name]
+
+    return get
+
+
 # -- what a marked test needs, and skipping it when that is missing ---------------------------
 
 def _pystan_missing() -> str | None:

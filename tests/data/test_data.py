@@ -34,14 +34,14 @@ from elicit.errors import ElicitError
 REAL = REAL_DATA_DIR
 
 
-@pytest.fixture(scope="module")
-def amazon() -> BowDataset:
-    return load_dataset("amazon", REAL)
+@pytest.fixture
+def amazon(paper_dataset) -> BowDataset:
+    return paper_dataset("amazon")
 
 
-@pytest.fixture(scope="module")
-def yelp() -> BowDataset:
-    return load_dataset("yelp", REAL)
+@pytest.fixture
+def yelp(paper_dataset) -> BowDataset:
+    return paper_dataset("yelp")
 
 
 STOP = frozenset({"the", "a", "of", "not", "at", "all", "was", "i", "it"})

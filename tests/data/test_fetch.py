@@ -318,7 +318,7 @@ def upstream(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_convert_from_original_sources(tmp_path, upstream):
+def test_convert_from_original_sources(tmp_path, upstream, paper_dataset):
     d = tmp_path / "data"
     res = fetch(d, upstream=str(upstream), progress=False)
     assert [r.status for r in res] == ["downloaded"] + ["converted"] * 6
@@ -331,7 +331,7 @@ def test_convert_from_original_sources(tmp_path, upstream):
             assert gzip.decompress((d / spec.name).read_bytes()) == gzip.decompress(
                 (REAL / spec.name).read_bytes())
     assert res[1].urls[0] == F._AMAZON_MAT.url(upstream.as_uri())
-    a, a0 = load_dataset("amazon", d), load_dataset("amazon", REAL)
+    a, a0 = load_dataset("amazon", d), paper_dataset("amazon")
     assert a.vocabulary == a0.vocabulary and np.array_equal(a.counts, a0.counts)
     # A second fetch finds everything in place.
     assert {r.status for r in fetch(d, upstream=str(upstream), progress=False)} == {"present"}

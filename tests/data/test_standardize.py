@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import REAL_DATA_DIR, needs_data
+from conftest import needs_data
 
-from elicit.data import STANDARDIZE_CHOICES, BowDataset, load_dataset, prepare_run
+from elicit.data import STANDARDIZE_CHOICES, BowDataset, prepare_run
 from elicit.data.splits import split_indices, standardise
 from elicit.errors import ElicitError
 
@@ -96,8 +96,8 @@ def test_model_statistics_ignore_every_rating():
 
 @needs_data
 @pytest.mark.parametrize("seed", [0, 1])
-def test_train_reproduces_old_arrays_on_amazon(seed):
-    ds = load_dataset("amazon", REAL_DATA_DIR)
+def test_train_reproduces_old_arrays_on_amazon(seed, paper_dataset):
+    ds = paper_dataset("amazon")
     r = prepare_run(ds, seed, standardize="train")
     for k, v in _old_arrays(ds, seed).items():
         assert np.array_equal(getattr(r, k), v), k
@@ -105,8 +105,8 @@ def test_train_reproduces_old_arrays_on_amazon(seed):
 
 @needs_data
 @pytest.mark.parametrize("name", ["amazon", "yelp"])
-def test_model_standardisation_on_real_data(name):
-    ds = load_dataset(name, REAL_DATA_DIR)
+def test_model_standardisation_on_real_data(name, paper_dataset):
+    ds = paper_dataset(name)
     r = prepare_run(ds, 0)
     mean, scale = _model_stats(ds, r)
     assert np.allclose(r.x_mean, mean) and np.allclose(r.x_scale, scale)

@@ -422,8 +422,10 @@ def test_refinement_without_early_stop_rescores_all_requested():
     sc.refine_margin = np.inf
     fast = sc.score(pool, "fast", refine=6)
     assert fast.exact.sum() == 6
-    exact = sc.score(pool, "exact")
-    assert np.array_equal(fast.utility[fast.exact], exact.utility[fast.exact])
+    # the exact mode on those six alone (each pair is scored alone; the whole pool of 60
+    # cost ten times as much): the same values up to the batch's rounding
+    exact = sc.score(pool[fast.exact], "exact")
+    np.testing.assert_allclose(fast.utility[fast.exact], exact.utility, rtol=1e-12)
     sc2 = UtilityScorer(data, fit, engine)
     sc2.refine_flops = np.inf
     assert sc2.score(pool, "fast", refine=6).exact.sum() == 6

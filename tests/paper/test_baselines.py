@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
-from elicit.data import load_dataset, prepare_run
+from elicit.data import prepare_run
 from elicit.errors import ElicitError
 from elicit.internal.io import write_json_atomic
 from elicit.paper.baselines import fit_baselines
@@ -78,14 +78,14 @@ def test_baselines_reject_mismatch():
 
 
 @needs_data
-def test_baselines_real_run():
+def test_baselines_real_run(paper_dataset):
     """On a real run every baseline beats predicting the training mean, and the ridge figure
     is the test error of ridge regression solved in closed form at the alpha RidgeCV picks."""
     from sklearn.linear_model import RidgeCV
 
     from elicit.paper.baselines import RIDGE_ALPHAS
 
-    r = prepare_run(load_dataset("amazon", REAL_DATA_DIR), seed=0)
+    r = prepare_run(paper_dataset("amazon"), seed=0)
     out = fit_baselines(r.X_train, r.y_train, r.X_test, r.y_test, r.y_mean, random_state=0)
     mean_mse = float(np.mean((r.y_test - r.y_mean) ** 2))
     # measured on this split: LASSO 0.985, elastic net 0.92, ridge 0.79 of the mean's error

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
-from elicit.data import load_dataset, prepare_run
+from elicit.data import prepare_run
 from elicit.elicitation.answers import Answer, Expert, GroupOracle
 from elicit.errors import ElicitError
 from elicit.paper.lasso_expert import LassoExpert
@@ -87,8 +87,8 @@ def test_bad_inputs():
 
 @needs_data
 @pytest.mark.parametrize("name", ["amazon", "yelp"])
-def test_target_rule_on_real_data(name):
-    run = prepare_run(load_dataset(name, REAL), seed=0)
+def test_target_rule_on_real_data(name, paper_dataset):
+    run = prepare_run(paper_dataset(name), seed=0)
     e = LassoExpert(run.X_expert, run.y_expert)          # default: target 40
     k = e.n_positive + e.n_negative
     assert abs(k - 40) <= 2

@@ -34,15 +34,15 @@ def sweep(tmp_path_factory):
 
 @needs_data
 @pytest.mark.slow
-def test_mean_row_is_the_training_mean_predictor(sweep):
-    from elicit.data import load_dataset, prepare_run
+def test_mean_row_is_the_training_mean_predictor(sweep, paper_dataset):
+    from elicit.data import prepare_run
     from elicit.data.sources import split_seed
 
     df = pd.read_csv(sweep / "mse.csv")
     row = df[(df.strategy == "mean") & (df.run == 0)]
     assert len(row) == 1 and int(row.n_feedback.iloc[0]) == 0
     # Independently: the split, the training ratings' mean, the test ratings.
-    ds = load_dataset("amazon", REAL)
+    ds = paper_dataset("amazon")
     train, test = prepare_run(ds, split_seed(0, 0)).train_idx, \
         prepare_run(ds, split_seed(0, 0)).test_idx
     y = ds.ratings.astype(float)

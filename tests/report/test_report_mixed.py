@@ -10,6 +10,7 @@ was run.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -86,27 +87,35 @@ def _row(section: str, label: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")][1:]
 
 
-@pytest.fixture
-def mixed(tmp_path):
-    _mixed_sweep(tmp_path / "amazon-mixed", "amazon", tau2=True)
-    _mixed_sweep(tmp_path / "yelp-mixed", "yelp", seed=1, shift=-0.8)
-    return tmp_path
-
-
-def test_runs_with_tau2_at_a_bound_at_the_start_and_the_end(mixed):
+@pytest.fixture(scope="module")
+def mixed_report(tmp_path_factory) -> tuple[Path, str]:
+    """A folder with an Amazon and a Yelp mixed sweep, and its report's text (made once: the
+    tests below only read both; a report costs a sixth of a second)."""
     from elicit.report import write_report
 
-    sec = _section(write_report(mixed).read_text())
+    folder = tmp_path_factory.mktemp("mixed")
+    _mixed_sweep(folder / "amazon-mixed", "amazon", tau2=True)
+    _mixed_sweep(folder / "yelp-mixed", "yelp", seed=1, shift=-0.8)
+    return folder, write_report(folder).read_text()
+
+
+@pytest.fixture
+def mixed(mixed_report, tmp_path) -> Path:
+    """A copy of that folder of one's own, to add a sweep to."""
+    return shutil.copytree(mixed_report[0], tmp_path / "mixed")
+
+
+def test_runs_with_tau2_at_a_bound_at_the_start_and_the_end(mixed_report):
+    sec = _section(mixed_report[1])
     # Amazon: run 0 starts at 1e-6 and only sequential leaves it; Yelp's records lack tau2
     assert _row(sec, "runs with tau2 at a bound of its grid (1e-06 or 1000): at the start; "
                      "after 10 answers (Random / Non-sequential / Sequential)") == \
         ["1; 1 / 1 / 0", "—; — / — / —"]
 
 
-def test_reference_lines_present_and_ordered(mixed):
-    from elicit.report import write_report
-
-    sec = _section(write_report(mixed).read_text())
+def test_reference_lines_present_and_ordered(mixed_report):
+    mixed, text = mixed_report
+    sec = _section(text)
     order = ["**predict the mean** (reference)",
              "**no expert input (the start, 0 answers)** (reference)",
              "**all answers given** (reference)",
@@ -130,10 +139,9 @@ def test_reference_lines_present_and_ordered(mixed):
     assert "not as the best value on the test set" in sec
 
 
-def test_strategies_rounds_and_feature_questions(mixed):
-    from elicit.report import write_report
-
-    sec = _section(write_report(mixed).read_text())
+def test_strategies_rounds_and_feature_questions(mixed_report):
+    mixed, text = mixed_report
+    sec = _section(text)
     df = pd.read_csv(mixed / "amazon-mixed" / "mse.csv")
     w = {s: df[df.strategy == s].pivot(index="run", columns="n_feedback", values="mse")
          for s in STRATEGIES}
@@ -152,12 +160,11 @@ def test_strategies_rounds_and_feature_questions(mixed):
     assert _row(sec, "feature questions among Random's answers")[1] == "2.5 of 10 (runs: 2-3)"
 
 
-def test_share_of_the_room_used(mixed):
+def test_share_of_the_room_used(mixed_report):
     """(start - MSE after k) / (start - all answers given), of the means over runs, for each
     strategy; after more answers than the sweep has: no figure."""
-    from elicit.report import write_report
-
-    sec = _section(write_report(mixed).read_text())
+    mixed, text = mixed_report
+    sec = _section(text)
     df = pd.read_csv(mixed / "yelp-mixed" / "mse.csv")
     at = df.set_index(["strategy", "run", "n_feedback"]).mse
     start = at.xs(("random", 0), level=(0, 2)).mean()

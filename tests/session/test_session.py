@@ -546,11 +546,11 @@ def _need_amazon() -> None:
         pytest.skip("the paper's Amazon data is not in the data directory")
 
 
-def test_dataset_inputs_take_the_sweeps_run():
+def test_dataset_inputs_take_the_sweeps_run(paper_dataset):
     """A session's run R of seed S is the sweep's run R of seed S (DataSource.run: the split
     seeded by split_seed(S, R)), not a split seeded by R alone."""
     _need_amazon()
-    from elicit.data import load_dataset, prepare_run
+    from elicit.data import prepare_run
     from elicit.data.sources import paper_source, split_seed
     from elicit.session.loaders import dataset_inputs
 
@@ -563,7 +563,7 @@ def test_dataset_inputs_take_the_sweeps_run():
     assert got["feature_names"] == run.feature_names and got["y_offset"] == run.y_mean
     assert "seed 3, run 7" in got["description"]
     # not the split seeded by the run number alone (what --run-seed 7 took)
-    assert set(prepare_run(load_dataset("amazon"), 7).train_idx) != set(run.train_idx)
+    assert set(prepare_run(paper_dataset("amazon"), 7).train_idx) != set(run.train_idx)
     with pytest.raises(TypeError):
         dataset_inputs("amazon", 7)  # type: ignore[misc]  # run and seed are keyword-only
 

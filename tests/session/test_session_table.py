@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -232,10 +233,21 @@ def bad_scale_session(path) -> Session:
     return Session.create(X, df["response"], U, path=path, engine="numpy", standardize=True)
 
 
-def test_a_kernel_that_is_the_identity_is_shown_before_the_question(tmp_path):
+@pytest.fixture(scope="module")
+def bad_scale_file(tmp_path_factory):
+    """That session with its first question chosen (saved as pending), made once: the choice
+    costs half a second of exact refits, and the two tests below only show it (each takes a
+    copy of the file)."""
+    path = tmp_path_factory.mktemp("bad_scale") / "b.session"
+    with bad_scale_session(path) as s:
+        s.next_query()
+    return path
+
+
+def test_a_kernel_that_is_the_identity_is_shown_before_the_question(tmp_path, bad_scale_file):
     from elicit.session.terminal import run_ask
 
-    with bad_scale_session(tmp_path / "b.session") as s:
+    with Session.open(shutil.copyfile(bad_scale_file, tmp_path / "b.session")) as s:
         assert len(s.notes) == 1 and "K is practically the identity" in s.notes[0]
         assert s.notes[0] in s.summary
         out = io.StringIO()
@@ -263,13 +275,11 @@ def test_a_kernel_of_all_ones_gets_a_note(tmp_path):
         assert len(s.notes) == 1 and "practically all ones" in s.notes[0]
 
 
-def test_the_web_page_shows_the_kernel_note_outside_the_summary(tmp_path):
+def test_the_web_page_shows_the_kernel_note_outside_the_summary(tmp_path, bad_scale_file):
     pytest.importorskip("flask")
     from elicit.session.web import create_app
 
-    path = tmp_path / "b.session"
-    bad_scale_session(path).close()
-    app = create_app(path)
+    app = create_app(shutil.copyfile(bad_scale_file, tmp_path / "b.session"))
     html = app.test_client().get("/", headers=SAME).get_data(as_text=True)
     app.config["ELICIT_SESSION"].close()
     before_summary = html.split('<details id="summary">')[0]

@@ -202,13 +202,19 @@ def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path):
         assert list(s.history["answer"]) == ["dissimilar"]
 
 
-def test_piped_keys_are_all_used(tmp_path):
-    """A script feeding keys through a pipe is not a type-ahead: every line counts."""
+def test_piped_keys_are_all_used(tmp_path, capsys, monkeypatch):
+    """A script feeding keys through a pipe is not a type-ahead: every line counts. `ask`
+    reads a real pipe as its standard input (in this process: the pipe is the point, not
+    the process)."""
     path = tmp_path / "p.session"
     create_session(path).close()
-    r = subprocess.run([sys.executable, "-m", "elicit", "ask", str(path)],
-                       input="s\nd\n?\nq\n", capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.count("saved:") == 3 and "ignored" not in r.stdout
+    read, write = os.pipe()
+    os.write(write, b"s\nd\n?\nq\n")
+    os.close(write)
+    with open(read, encoding="utf-8") as keys:
+        monkeypatch.setattr(sys, "stdin", keys)
+        code, out, _ = cli(capsys, "ask", path)
+    assert code == 0 and out.count("saved:") == 3 and "ignored" not in out
 
 
 def test_an_answer_word_is_taken_in_every_spelling_the_library_takes(tmp_path):
