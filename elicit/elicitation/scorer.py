@@ -183,8 +183,10 @@ class UtilityScorer:
         return np.array([self._exact_one(pair, s[c]) for c, pair in enumerate(pairs)])
 
     def _exact_one(self, pair: np.ndarray, s: float) -> float:
-        kl = np.empty(2)
-        for f in (0, 1):
+        # an answer of probability 0 (it underflows on meta-features in raw units) weighs
+        # nothing: its refit, there often a failing one, is not run (0 * KL is 0 all the same)
+        kl = np.zeros(2)
+        for f in np.flatnonzero([1.0 - s, s]):
             d2 = self.data.with_feedback(np.vstack([self.data.pairs, pair]),
                                          np.append(self.data.f, f))
             fit_f = self.refit(d2)

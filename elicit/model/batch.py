@@ -238,9 +238,7 @@ def candidate_run(data: ModelData, theta0: np.ndarray, hess_base: np.ndarray,
     grad = np.repeat(g0[None, :], C, axis=0)
     grad[:, lay["gamma"]] -= rn[:, None] * w_new
     grad[:, lay.index("xi")] += rn
-    m0, var0 = mg.predictive()
-    mean = np.repeat(m0[None, :], C, axis=0)
-    var = np.repeat(var0[None, :], C, axis=0)
+    mean, var = (np.repeat(a[None, :], C, axis=0) for a in mg.predictive())
     return NewtonRun(problem, theta, value, grad, hess_base, settings, extras=(mean, var))
 
 

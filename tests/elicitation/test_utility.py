@@ -197,6 +197,20 @@ def test_refine_covering_all_candidates_equals_exact(variant):
     assert np.array_equal(fast.p_answer, exact.p_answer)
 
 
+def test_an_answer_of_probability_zero_is_not_refitted():
+    """On meta-features in raw units p(similar) underflows to exactly 0 for every pair, and the
+    'similar' refit, weighted by it, then often fails and falls back to L-BFGS-B: it is not run
+    (the expectation is the same number, 0 * KL = 0)."""
+    data = make_small_data()
+    engine = NumpyEngine()
+    scorer = UtilityScorer(data, engine.fit(data), engine)
+    refitted, refit = [], scorer.refit
+    scorer.refit = lambda d2: refitted.append(int(d2.f[-1])) or refit(d2)
+    u = scorer.exact(all_pairs(data.p)[:3], np.array([0.0, 1.0, 0.5]))
+    assert refitted == [0, 1, 0, 1]         # no 'similar' refit at 0, no 'dissimilar' at 1
+    assert (u[:2] > 0).all()                # the answer that can happen still counts
+
+
 def _synthetic_scores(seed: int, n_answers: int = 3, pool: int = 30):
     """(Laplace screen, fast mode without refinement, exact) utilities of a random pool on
     a synthetic problem with a few answers."""
