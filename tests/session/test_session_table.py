@@ -236,8 +236,8 @@ def bad_scale_session(path) -> Session:
 @pytest.fixture(scope="module")
 def bad_scale_file(tmp_path_factory):
     """That session with its first question chosen (saved as pending), made once: the choice
-    costs half a second of exact refits, and the two tests below only show it (each takes a
-    copy of the file)."""
+    costs 0.1 s of refits (half a second before zero-probability answers were no longer
+    refitted), and the two tests below only show it (each takes a copy of the file)."""
     path = tmp_path_factory.mktemp("bad_scale") / "b.session"
     with bad_scale_session(path) as s:
         s.next_query()
