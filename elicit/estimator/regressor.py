@@ -214,15 +214,14 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         tau2, grid = self._check_params()
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
-        U, index_names = resolve_meta_features(self.meta_features, X, names)
+        U, names = resolve_meta_features(self.meta_features, X, names)
         # overflowing values and data too large for memory: ModelData's check, on the raw data
         mf = self.meta_features
-        validate_regression(X, y, U, feature_names=names or index_names,
+        validate_regression(X, y, U, feature_names=names,
                             meta_names=[str(c) for c in mf.columns]
                             if isinstance(mf, pd.DataFrame) else None)
-        feedback = resolve_feedback(self.feedback, p, names or index_names)
-        relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p,
-                                      names or index_names)
+        feedback = resolve_feedback(self.feedback, p, names)
+        relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p, names)
 
         # the priors and the tau2 grid refer to standardised X and y
         _, x_mean, x_scale = standardise(X)
@@ -235,7 +234,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         variant: Variant = "learned" if tau2 == "learned" else "fixed"
         eng = self._engine(variant)
-        cands = candidate_pairs(self.model, self.coupled, p, feedback, names or index_names)
+        cands = candidate_pairs(self.model, self.coupled, p, feedback, names)
         known = get_model(self.model).known_coupling
         coupled = coupled_features(p, cands) if known else None
         tau2, scores = choose_tau2(tau2, grid, Xs, yz, U, eng, self.model, self.a_sigma,
@@ -354,11 +353,3 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             return mean
         t = self.posterior_.predict((X - self.x_mean_) / self.x_scale_)
         return mean, np.sqrt(t.var) * self.y_scale_
-
-    def __sklearn_tags__(self):
-        """scikit-learn's tags: :meth:`fit` takes a dense, finite X and one target."""
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = False
-        tags.target_tags.multi_output = False
-        return tags
