@@ -203,6 +203,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         ElicitRegressor
             self, fitted.
         """
+        # a fit that fails leaves the estimator unfitted, not half of this fit and half the last
+        for attribute in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, attribute)
         labels = list(getattr(X, "columns", []))
         if isinstance(self.meta_features, pd.DataFrame) and labels \
                 and not all(isinstance(c, str) for c in labels):
@@ -216,10 +219,11 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         names = list(getattr(self, "feature_names_in_", [])) or None
         U, names = resolve_meta_features(self.meta_features, X, names)
         # overflowing values and data too large for memory: ModelData's check, on the raw data
+        # (which also reads y as numbers: scikit-learn leaves an array of numeric strings)
         mf = self.meta_features
-        validate_regression(X, y, U, feature_names=names,
-                            meta_names=[str(c) for c in mf.columns]
-                            if isinstance(mf, pd.DataFrame) else None)
+        X, y, U = validate_regression(X, y, U, feature_names=names,
+                                      meta_names=[str(c) for c in mf.columns]
+                                      if isinstance(mf, pd.DataFrame) else None)
         feedback = resolve_feedback(self.feedback, p, names)
         relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p, names)
 

@@ -466,3 +466,34 @@ def test_from_answers_takes_none_and_refuses_a_non_list():
     assert est.feedback == []
     with pytest.raises(ElicitError, match="answers must be a list of .* tuples, got int"):
         ElicitRegressor.from_answers(np.eye(4), 5)
+
+
+# -- a review of the scikit-learn estimator (docs/reliability.md) -------------------------------
+
+def _small(p=4, n=20):
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(n, p)), columns=[f"x{k}" for k in range(p)])
+    return X, X.to_numpy() @ np.linspace(1.0, -1.0, p) + 0.3 * rng.normal(size=n)
+
+
+def test_numeric_strings_as_y_fit_as_the_numbers_they_spell():
+    # scikit-learn's regressors read an array of numeric strings as numbers; here np.mean met
+    # the strings: "TypeError: the resolved dtypes are not compatible with add.reduce"
+    X, y = _small()
+    as_text = ElicitRegressor(tau2=0.3).fit(X, np.array([str(v) for v in y.tolist()]))
+    np.testing.assert_array_equal(as_text.coef_, ElicitRegressor(tau2=0.3).fit(X, y).coef_)
+
+
+def test_a_refit_that_fails_leaves_no_half_of_the_last_fit():
+    # the failed refit had set n_features_in_ and feature_names_in_ (5 columns) beside the
+    # last fit's coef_ (10): predict on the fit's columns then said their names were "unseen
+    # at fit time", on the refit's a matmul error
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _small(p=10)
+    est = ElicitRegressor(meta_features=np.eye(10), tau2=0.3).fit(X, y)
+    with pytest.raises(ElicitError, match="meta_features has 10 rows"):
+        est.fit(X.iloc[:, :5], y)
+    for width in (10, 5):
+        with pytest.raises(NotFittedError):
+            est.predict(X.iloc[:, :width])
