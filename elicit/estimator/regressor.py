@@ -142,7 +142,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        meta_features : array (p, d)
+        meta_features : array (p, d), or a DataFrame indexed by feature name (as feature_names)
         answers : list of (i, j, answer)
             E.g. ``Session.active_answers()``. An answer with ``j`` None is about feature ``i``
             alone: relevant and irrelevant ones become ``relevant`` and ``irrelevant`` (unless
@@ -169,7 +169,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             if said and answer.value not in params:
                 params[answer.value] = said
         meta: Any = U
+        if feature_names is None and isinstance(meta_features, pd.DataFrame):
+            feature_names = list(meta_features.index)  # matched to X's columns by name, as in fit
         if feature_names is not None:
+            check_list(feature_names, "feature_names", "names")
             names = [str(n) for n in feature_names]
             if len(names) != U.shape[0]:
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
