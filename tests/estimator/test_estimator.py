@@ -328,7 +328,7 @@ def test_unfitted_and_wrong_width(syn):
 
 # The checks fit on scikit-learn's own data (200 x 10; without meta-features d = 200), where
 # a fit that chooses tau2 on a grid (by marginal likelihood, the default "ml", or by CV) costs
-# more: 3 to 5 s of CPU for the default's 52 checks (cv: 6 to 11 s) against 1.3 s with a fixed
+# more: 2.5 to 5 s of CPU for the default's 52 checks (cv: 6 to 11 s) against 1.3 s with a fixed
 # tau2 and 0.6 s with tau2 learned (measured on a shared 2-core machine, hence the ranges).
 # So the development loop checks the fixed-tau2 estimator (with an answer), and the slow
 # tests (CI) every way of choosing tau2, the default's included.
