@@ -113,11 +113,12 @@ def candidate_pairs(model: str, coupled: Any, p: int, feedback: list[tuple[int, 
 def resolve_meta_features(mf: Any, X: np.ndarray, names: list[str] | None,
                           ) -> tuple[np.ndarray, list[str] | None]:
     """The meta-features ``mf`` (an array, a DataFrame indexed by feature name, or None)
-    as U with rows in X's column order, and feature names from its index (if any)."""
+    as U with rows in X's column order, and the features' names: X's (``names``), else those
+    of its index (if any)."""
     p = X.shape[1]
     if mf is None:
         # The paper's generic recipe: each feature is described by its training values.
-        return np.array(X.T), None
+        return np.array(X.T), names
     fb_names: list[str] | None = None
     if isinstance(mf, pd.DataFrame):
         index = [str(k) for k in mf.index]
@@ -136,11 +137,11 @@ def resolve_meta_features(mf: Any, X: np.ndarray, names: list[str] | None,
         fb_names = index
     U = as_float_2d(mf, "meta_features")
     if U.shape[0] != p:
-        raise ElicitError(f"meta_features has {U.shape[0]} rows but X has {p} features; "
+        raise ElicitError(f"meta_features has {U.shape[0]} rows but X has n_features = {p}; "
                           "give one row of meta-features per column of X")
     if U.shape[1] == 0:
         raise ElicitError("meta_features has no columns (d = 0)")
-    return U, fb_names
+    return U, names or fb_names
 
 
 def feature_index(f: Any, where: str, p: int, names: list[str] | None,

@@ -142,7 +142,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        meta_features : array (p, d)
+        meta_features : array (p, d), or a DataFrame indexed by feature name (as feature_names)
         answers : list of (i, j, answer)
             E.g. ``Session.active_answers()``. An answer with ``j`` None is about feature ``i``
             alone: relevant and irrelevant ones become ``relevant`` and ``irrelevant`` (unless
@@ -169,7 +169,10 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             if said and answer.value not in params:
                 params[answer.value] = said
         meta: Any = U
+        if feature_names is None and isinstance(meta_features, pd.DataFrame):
+            feature_names = list(meta_features.index)  # matched to X's columns by name, as in fit
         if feature_names is not None:
+            check_list(feature_names, "feature_names", "names")
             names = [str(n) for n in feature_names]
             if len(names) != U.shape[0]:
                 raise ElicitError(f"got {len(names)} feature names for {U.shape[0]} rows of "
@@ -203,6 +206,9 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         ElicitRegressor
             self, fitted.
         """
+        # a fit that fails leaves the estimator unfitted, not half of this fit and half the last
+        for attribute in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, attribute)
         labels = list(getattr(X, "columns", []))
         if isinstance(self.meta_features, pd.DataFrame) and labels \
                 and not all(isinstance(c, str) for c in labels):
@@ -214,15 +220,15 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
         tau2, grid = self._check_params()
         p = X.shape[1]
         names = list(getattr(self, "feature_names_in_", [])) or None
-        U, index_names = resolve_meta_features(self.meta_features, X, names)
+        U, names = resolve_meta_features(self.meta_features, X, names)
         # overflowing values and data too large for memory: ModelData's check, on the raw data
+        # (which also reads y as numbers: scikit-learn leaves an array of numeric strings)
         mf = self.meta_features
-        validate_regression(X, y, U, feature_names=names or index_names,
-                            meta_names=[str(c) for c in mf.columns]
-                            if isinstance(mf, pd.DataFrame) else None)
-        feedback = resolve_feedback(self.feedback, p, names or index_names)
-        relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p,
-                                      names or index_names)
+        X, y, U = validate_regression(X, y, U, feature_names=names,
+                                      meta_names=[str(c) for c in mf.columns]
+                                      if isinstance(mf, pd.DataFrame) else None)
+        feedback = resolve_feedback(self.feedback, p, names)
+        relevance = relevance_classes(self.model, self.relevant, self.irrelevant, p, names)
 
         # the priors and the tau2 grid refer to standardised X and y
         _, x_mean, x_scale = standardise(X)
@@ -235,7 +241,7 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
 
         variant: Variant = "learned" if tau2 == "learned" else "fixed"
         eng = self._engine(variant)
-        cands = candidate_pairs(self.model, self.coupled, p, feedback, names or index_names)
+        cands = candidate_pairs(self.model, self.coupled, p, feedback, names)
         known = get_model(self.model).known_coupling
         coupled = coupled_features(p, cands) if known else None
         tau2, scores = choose_tau2(tau2, grid, Xs, yz, U, eng, self.model, self.a_sigma,
@@ -354,11 +360,3 @@ class ElicitRegressor(RegressorMixin, BaseEstimator):
             return mean
         t = self.posterior_.predict((X - self.x_mean_) / self.x_scale_)
         return mean, np.sqrt(t.var) * self.y_scale_
-
-    def __sklearn_tags__(self):
-        """scikit-learn's tags: :meth:`fit` takes a dense, finite X and one target."""
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = False
-        tags.target_tags.multi_output = False
-        return tags
