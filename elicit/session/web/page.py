@@ -24,7 +24,7 @@ PAGE = """<!doctype html>
   <h1>elicit <span class="file">{{ name }}</span></h1>
   {% if description %}<p class="desc">{{ description }}</p>{% endif %}
   <div class="progress" id="progress">
-    <progress max="{{ pr.questions }}" value="{{ pr.answered }}"></progress>
+    <progress max="{{ pr.questions }}" value="{{ pr.answered }}" aria-hidden="true"></progress>
     <span>{{ pr.answered }} of {{ pr.questions }} {{ noun }}s answered{% if expert %} by
     {{ expert }}{% endif %}
     ({% for a in counted %}{{ pr[a.value] }} {{ a.label|lower }}, {% endfor %}{{
@@ -37,10 +37,17 @@ PAGE = """<!doctype html>
       placeholder="(unnamed expert)">
     <button type="submit" id="btn-expert">Answer as this expert</button>
   </form>
-</header>{% macro signed() %}<input type="hidden" name="csrf_token" value="{{ token }}">
-    <input type="hidden" name="expert" value="{{ expert }}">{% endmacro %}
+</header>{% macro signed(query=None) %}<input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">{% if query %}
+    <input type="hidden" name="query_id" value="{{ query.id }}">{% endif %}{% endmacro %}
+{% macro undo() %}<form method="post" action="{{ url_for('undo') }}">
+    {{ signed() }}
+    <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
+    <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
+      >Undo last answer <kbd>u</kbd></button></form>{% endmacro %}
 {% if message %}
-<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>
+<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status" tabindex="-1"
+  autofocus>{{ message }}</p>
 {% endif %}
 <main>
 <section class="question">
@@ -49,7 +56,7 @@ PAGE = """<!doctype html>
   <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
   {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
   {% for line in notes %}<p class="hint kernel-note">{{ line }}</p>{% endfor %}
-  <h2 id="question-{{ q.kind }}">{{ question }}</h2>
+  <h2 id="question-{{ q.kind }}" tabindex="-1" autofocus>{{ question }}</h2>
   <div class="pair">
   {% for name, snippets, why in feats %}
     <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
@@ -61,8 +68,7 @@ PAGE = """<!doctype html>
   </div>
   {% if no_snippets %}<p class="nosnip" id="no-snippets">({{ no_snippets }})</p>{% endif %}
   <form method="post" action="{{ url_for('answer') }}" id="answer-form">
-    {{ signed() }}
-    <input type="hidden" name="query_id" value="{{ q.id }}">
+    {{ signed(q) }}
     <div class="buttons">
     {% for a in answers %}
       <button type="submit" name="answer" value="{{ a.value }}" class="big {{ 'yes' if
@@ -76,22 +82,14 @@ PAGE = """<!doctype html>
   </form>
   <div class="small-actions">
     <form method="post" action="{{ url_for('skip') }}">
-      {{ signed() }}
-      <input type="hidden" name="query_id" value="{{ q.id }}">
+      {{ signed(q) }}
       <button type="submit" id="btn-skip" data-key="k">Skip <kbd>k</kbd></button></form>
-    <form method="post" action="{{ url_for('undo') }}">
-      {{ signed() }}
-      <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
-      <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
-        >Undo last answer <kbd>u</kbd></button></form>
+    {{ undo() }}
   </div>
 {% elif done %}
   <h2 id="done">All {{ pr.questions }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
-  <form method="post" action="{{ url_for('undo') }}">
-    {{ signed() }}
-    <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
-    <button type="submit" id="btn-undo">Undo last answer</button></form>
+  {{ undo() }}
 {% else %}
   <h2 id="no-question">No question is waiting{% if expert %} for {{ expert }}{% endif %}.</h2>
   <form method="post" action="{{ url_for('next_question') }}" id="next-form">
@@ -102,7 +100,7 @@ PAGE = """<!doctype html>
   <p class="note">The model chooses the question that teaches it most; on a large session
   that takes a few seconds.</p>
 {% endif %}
-  <p class="working" id="working" role="status">Saving and choosing the next question…</p>
+  <p class="working" id="working" role="status"></p>
   <p class="note">Every answer is saved in the session file as soon as you click. You can close
   this page at any time and come back later.</p>
   {% if summary %}<details id="summary"><summary>About this session</summary><ul>
@@ -174,8 +172,7 @@ table{border-collapse:collapse;font-size:.8rem;width:100%}
 td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
 tr.undone{color:#999;text-decoration:line-through}
 .nosnip{font-size:.8rem;color:#888;font-style:italic;margin:.3rem 0}
-.working{display:none;color:#24364b;font-weight:bold}
-body.busy .working{display:block}
+.working{color:#24364b;font-weight:bold}
 body.busy .question form button{opacity:.6;cursor:progress}
 """
 
@@ -183,13 +180,15 @@ body.busy .question form button{opacity:.6;cursor:progress}
 # Why a sent form takes no more keys or clicks: docs/session.md, Web page.
 JS = """
 (function () {
-  var busy = false;
-  window.addEventListener('pageshow', function () {  // back to a page kept in memory
-    busy = false; document.body.classList.remove('busy');
-  });
+  var busy = false, working = document.getElementById('working');
+  function wait(on) {  // a live region speaks when its text changes, not when it appears
+    busy = on; document.body.classList.toggle('busy', on);
+    working.textContent = on ? 'Saving and choosing the next question\u2026' : '';
+  }
+  window.addEventListener('pageshow', function () { wait(false); });  // a page kept in memory
   document.addEventListener('submit', function (e) {
     if (busy) { e.preventDefault(); return; }
-    busy = true; document.body.classList.add('busy');
+    wait(true);
   }, true);
   document.addEventListener('keydown', function (e) {
     if (busy || e.repeat) return;
