@@ -1064,3 +1064,52 @@ def test_the_working_notice_is_a_live_region_there_before_it_speaks(app):
     assert not [s for s, rules in hiding if re.search(r"display:\s*none|visibility", rules)]
     assert "getElementById('working')" in JS and "Saving and choosing the next question" in JS
 
+
+def css_rules(css: str) -> dict[str, dict[str, str]]:
+    """The page's style sheet as {selector: {property: value}} (each selector of a list)."""
+    rules: dict[str, dict[str, str]] = {}
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", css):
+        props = dict(p.split(":", 1) for p in body.replace("\n", "").split(";") if ":" in p)
+        for sel in selectors.split(","):
+            rules.setdefault(sel.strip(), {}).update(
+                {k.strip(): v.strip() for k, v in props.items()})
+    return rules
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG 2's contrast ratio of two ``#rgb`` / ``#rrggbb`` colours."""
+    def luminance(c: str) -> float:
+        c = c.lstrip("#")
+        c = "".join(ch * 2 for ch in c) if len(c) == 3 else c
+        s = [int(c[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+        r, g, b = (x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in s)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_text_has_a_contrast_of_4_5_to_its_background():
+    """WCAG's 4.5:1 for text of ordinary size: the answer buttons' white on green (4.3) and
+    grey (3.5), the notes (4.5 less a hair), the snippets' notes (3.5) and undone answers
+    (2.9) on the white card were below it; the keys' letters were dimmed further."""
+    from elicit.session.web.page import CSS
+
+    rules = css_rules(CSS)
+    white = rules[".question"]["background"]
+    pairs = [(rules["button.big"]["color"], rules[k]["background"])
+             for k in (".yes", ".no", ".dontknow")]
+    pairs += [(rules[k]["color"], white) for k in (".lead", ".note", ".nosnip", "tr.undone",
+                                                   "blockquote", "details")]
+    pairs += [(rules[k]["color"], rules[k]["background"]) for k in ("header", ".msg.error")]
+    for fg, bg in pairs:
+        assert contrast(fg, bg) >= 4.5, (fg, bg, round(contrast(fg, bg), 2))
+    assert "opacity" not in rules["kbd"]
+
+
+def test_the_keyword_in_a_snippet_is_marked_by_more_than_its_colour():
+    """A pale yellow behind the keyword (1.25:1 against the white) was all that marked it;
+    it is bold too, as the terminal marks it."""
+    from elicit.session.web.page import CSS
+
+    assert css_rules(CSS)["mark"].get("font-weight") == "bold"

@@ -132,46 +132,47 @@ header{background:#24364b;color:#fff;padding:.8rem 1.5rem}
 header h1{margin:0;font-size:1.3rem}
 .file{font-weight:normal;opacity:.8;font-size:1rem;margin-left:.5rem}
 .desc{margin:.3rem 0;opacity:.85;font-size:.85rem}
-.progress{display:flex;align-items:center;gap:.8rem;font-size:.9rem}
+.progress{display:flex;flex-wrap:wrap;align-items:center;gap:.8rem;font-size:.9rem}
 progress{width:14rem}
 main{display:flex;flex-wrap:wrap;gap:1.5rem;padding:1.2rem 1.5rem}
-.question{flex:1 1 34rem;background:#fff;border-radius:8px;padding:1rem 1.5rem;
-  box-shadow:0 1px 3px #0002}
-aside{flex:0 1 30rem;background:#fff;border-radius:8px;padding:1rem;box-shadow:0 1px 3px #0002}
+.question,aside{background:#fff;border-radius:8px;padding:1rem;box-shadow:0 1px 3px #0002}
+.question{flex:1 1 34rem;padding:1rem 1.5rem}
+aside{flex:0 1 30rem;overflow-x:auto}  /* a table wider than a phone scrolls in its box */
 aside img{max-width:100%}
 .lead{color:#666;margin:0}
 .gain{float:right;font-size:.85rem}
 h2{font-size:1.2rem;margin:.4rem 0 1rem}
-.pair{display:flex;gap:1rem}
-.feature{flex:1;border:1px solid #dde;border-radius:6px;padding:.6rem}
+.pair{display:flex;flex-wrap:wrap;gap:1rem}
+.feature{flex:1 1 12rem;border:1px solid #dde;border-radius:6px;padding:.6rem}
 .fname{font-size:1.6rem;font-weight:bold;text-align:center;margin-bottom:.4rem;
   word-break:break-word}
 blockquote{margin:.3rem 0;font-size:.85rem;color:#555;border-left:3px solid #ccd;
   padding-left:.5rem}
-.buttons{display:flex;gap:1rem;margin:1.2rem 0}
+.buttons{display:flex;flex-wrap:wrap;gap:1rem;margin:1.2rem 0}
 button.big{flex:1;font-size:1.3rem;padding:1.1rem .5rem;border:0;border-radius:8px;color:#fff;
   cursor:pointer}
-.yes{background:#2e8b57}
+.yes{background:#25744a}
 .no{background:#c0392b}
-.dontknow{background:#7f8c8d}
+.dontknow{background:#5f6b6c}
 button.big:hover{filter:brightness(1.1)}
 textarea{width:100%;box-sizing:border-box;font:inherit}
 .small-actions{display:flex;gap:1rem;margin-top:.8rem}
 .small-actions button{padding:.4rem .9rem}
-kbd{font-size:.7em;opacity:.75;border:1px solid #fff8;border-radius:3px;padding:0 .25em}
+kbd{font-size:.7em;border:1px solid #fff8;border-radius:3px;padding:0 .25em}
 .msg{margin:.8rem 1.5rem 0;padding:.6rem 1rem;border-radius:6px}
 .msg.ok{background:#e4f4e8}
 .msg.error{background:#fbe3e1;color:#8b1a10;font-weight:bold}
-.note{color:#777;font-size:.8rem;margin-top:1.2rem}
+.note{color:#666;font-size:.8rem;margin-top:1.2rem}
 .who{margin-top:.4rem;font-size:.85rem}
 .who input{font:inherit;padding:.1rem .3rem}
 .hint{background:#fff5d6;border-radius:6px;padding:.4rem .8rem}
-mark{background:#ffe58a;padding:0 .1em}
+mark{background:#ffe58a;font-weight:bold;padding:0 .1em}
 details{font-size:.8rem;color:#555}
 table{border-collapse:collapse;font-size:.8rem;width:100%}
 td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
-tr.undone{color:#999;text-decoration:line-through}
-.nosnip{font-size:.8rem;color:#888;font-style:italic;margin:.3rem 0}
+td:last-child{overflow-wrap:anywhere}  /* a comment's URL wraps */
+tr.undone{color:#6b6b6b;text-decoration:line-through}
+.nosnip{font-size:.8rem;color:#666;font-style:italic;margin:.3rem 0}
 .working{color:#24364b;font-weight:bold}
 body.busy .question form button{opacity:.6;cursor:progress}
 """
