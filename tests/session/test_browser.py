@@ -284,3 +284,44 @@ def _evil_server(target: str, token: str, qid: str) -> http.server.HTTPServer:
             pass
 
     return http.server.HTTPServer(("127.0.0.1", 0), Handler)
+
+
+def test_a_narrow_screen_the_keyboard_and_the_working_notice(tmp_path):
+    """At 320 CSS pixels (a phone, or 400% zoom) the page scrolled sideways: the three
+    answer buttons side by side and an unbroken word in a comment of the history were wider
+    than the screen. After an answer by key, focus starts at "Saved" and the next question.
+    The working notice gets its text when a form is sent, in a live region already there."""
+    from helpers import create_session
+
+    from elicit.session.web import make_server
+
+    path = tmp_path / "narrow.session"
+    create_session(path, texts={"price": ["the price was fair for what you get"]}).close()
+    server, app = make_server(path, port=0)
+    start(server)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    width = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_page(viewport={"width": 320, "height": 640})
+            page.set_default_timeout(10_000)
+            page.goto(url)
+            page.fill("#comment", "see " + "x" * 60)
+            page.keyboard.press("Shift+Tab")  # out of the comment box, where letters are typed
+            with page.expect_navigation():
+                page.keyboard.press("d")
+            assert page.evaluate("() => document.activeElement.id") == "message"
+            assert page.inner_text("#message").startswith("Saved")
+            scroll, client = page.evaluate(width)
+            assert scroll <= client, f"{scroll} px wide on a screen of {client}"
+            assert page.inner_text("#working") == ""
+            # the form is sent (and its navigation cancelled here): the notice speaks
+            page.evaluate("""() => { const f = document.getElementById('answer-form');
+                f.addEventListener('submit', e => e.preventDefault()); f.requestSubmit(); }""")
+            assert page.inner_text("#working").startswith("Saving and choosing")
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.config["ELICIT_SESSION"].close()

@@ -24,7 +24,7 @@ PAGE = """<!doctype html>
   <h1>elicit <span class="file">{{ name }}</span></h1>
   {% if description %}<p class="desc">{{ description }}</p>{% endif %}
   <div class="progress" id="progress">
-    <progress max="{{ pr.questions }}" value="{{ pr.answered }}"></progress>
+    <progress max="{{ pr.questions }}" value="{{ pr.answered }}" aria-hidden="true"></progress>
     <span>{{ pr.answered }} of {{ pr.questions }} {{ noun }}s answered{% if expert %} by
     {{ expert }}{% endif %}
     ({% for a in counted %}{{ pr[a.value] }} {{ a.label|lower }}, {% endfor %}{{
@@ -37,10 +37,17 @@ PAGE = """<!doctype html>
       placeholder="(unnamed expert)">
     <button type="submit" id="btn-expert">Answer as this expert</button>
   </form>
-</header>{% macro signed() %}<input type="hidden" name="csrf_token" value="{{ token }}">
-    <input type="hidden" name="expert" value="{{ expert }}">{% endmacro %}
+</header>{% macro signed(query=None) %}<input type="hidden" name="csrf_token" value="{{ token }}">
+    <input type="hidden" name="expert" value="{{ expert }}">{% if query %}
+    <input type="hidden" name="query_id" value="{{ query.id }}">{% endif %}{% endmacro %}
+{% macro undo() %}<form method="post" action="{{ url_for('undo') }}">
+    {{ signed() }}
+    <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
+    <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
+      >Undo last answer <kbd>u</kbd></button></form>{% endmacro %}
 {% if message %}
-<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status">{{ message }}</p>
+<p class="msg {{ 'error' if error else 'ok' }}" id="message" role="status" tabindex="-1"
+  autofocus>{{ message }}</p>
 {% endif %}
 <main>
 <section class="question">
@@ -49,7 +56,7 @@ PAGE = """<!doctype html>
   <span class="gain" id="worth">{{ worth }}</span>{% endif %}</p>
   {% if hint %}<p class="hint" id="stop-hint">{{ hint }}</p>{% endif %}
   {% for line in notes %}<p class="hint kernel-note">{{ line }}</p>{% endfor %}
-  <h2 id="question-{{ q.kind }}">{{ question }}</h2>
+  <h2 id="question-{{ q.kind }}" tabindex="-1" autofocus>{{ question }}</h2>
   <div class="pair">
   {% for name, snippets, why in feats %}
     <div class="feature"><div class="fname" id="feature-{{ loop.index }}">{{ name }}</div>
@@ -61,8 +68,7 @@ PAGE = """<!doctype html>
   </div>
   {% if no_snippets %}<p class="nosnip" id="no-snippets">({{ no_snippets }})</p>{% endif %}
   <form method="post" action="{{ url_for('answer') }}" id="answer-form">
-    {{ signed() }}
-    <input type="hidden" name="query_id" value="{{ q.id }}">
+    {{ signed(q) }}
     <div class="buttons">
     {% for a in answers %}
       <button type="submit" name="answer" value="{{ a.value }}" class="big {{ 'yes' if
@@ -76,22 +82,14 @@ PAGE = """<!doctype html>
   </form>
   <div class="small-actions">
     <form method="post" action="{{ url_for('skip') }}">
-      {{ signed() }}
-      <input type="hidden" name="query_id" value="{{ q.id }}">
+      {{ signed(q) }}
       <button type="submit" id="btn-skip" data-key="k">Skip <kbd>k</kbd></button></form>
-    <form method="post" action="{{ url_for('undo') }}">
-      {{ signed() }}
-      <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
-      <button type="submit" id="btn-undo" data-key="u" {{ '' if pr.answered else 'disabled' }}
-        >Undo last answer <kbd>u</kbd></button></form>
+    {{ undo() }}
   </div>
 {% elif done %}
   <h2 id="done">All {{ pr.questions }} {{ noun }}s are answered{% if expert %} by {{ expert }}{%
   endif %}. Thank you!</h2>
-  <form method="post" action="{{ url_for('undo') }}">
-    {{ signed() }}
-    <input type="hidden" name="answer_id" value="{{ last_answer or 0 }}">
-    <button type="submit" id="btn-undo">Undo last answer</button></form>
+  {{ undo() }}
 {% else %}
   <h2 id="no-question">No question is waiting{% if expert %} for {{ expert }}{% endif %}.</h2>
   <form method="post" action="{{ url_for('next_question') }}" id="next-form">
@@ -102,7 +100,7 @@ PAGE = """<!doctype html>
   <p class="note">The model chooses the question that teaches it most; on a large session
   that takes a few seconds.</p>
 {% endif %}
-  <p class="working" id="working" role="status">Saving and choosing the next question…</p>
+  <p class="working" id="working" role="status"></p>
   <p class="note">Every answer is saved in the session file as soon as you click. You can close
   this page at any time and come back later.</p>
   {% if summary %}<details id="summary"><summary>About this session</summary><ul>
@@ -134,48 +132,48 @@ header{background:#24364b;color:#fff;padding:.8rem 1.5rem}
 header h1{margin:0;font-size:1.3rem}
 .file{font-weight:normal;opacity:.8;font-size:1rem;margin-left:.5rem}
 .desc{margin:.3rem 0;opacity:.85;font-size:.85rem}
-.progress{display:flex;align-items:center;gap:.8rem;font-size:.9rem}
+.progress{display:flex;flex-wrap:wrap;align-items:center;gap:.8rem;font-size:.9rem}
 progress{width:14rem}
 main{display:flex;flex-wrap:wrap;gap:1.5rem;padding:1.2rem 1.5rem}
-.question{flex:1 1 34rem;background:#fff;border-radius:8px;padding:1rem 1.5rem;
-  box-shadow:0 1px 3px #0002}
-aside{flex:0 1 30rem;background:#fff;border-radius:8px;padding:1rem;box-shadow:0 1px 3px #0002}
+.question,aside{background:#fff;border-radius:8px;padding:1rem;box-shadow:0 1px 3px #0002}
+.question{flex:1 1 34rem;padding:1rem 1.5rem}
+aside{flex:0 1 30rem;overflow-x:auto}  /* a table wider than a phone scrolls in its box */
 aside img{max-width:100%}
 .lead{color:#666;margin:0}
 .gain{float:right;font-size:.85rem}
 h2{font-size:1.2rem;margin:.4rem 0 1rem}
-.pair{display:flex;gap:1rem}
-.feature{flex:1;border:1px solid #dde;border-radius:6px;padding:.6rem}
+.pair{display:flex;flex-wrap:wrap;gap:1rem}
+.feature{flex:1 1 12rem;border:1px solid #dde;border-radius:6px;padding:.6rem}
 .fname{font-size:1.6rem;font-weight:bold;text-align:center;margin-bottom:.4rem;
   word-break:break-word}
 blockquote{margin:.3rem 0;font-size:.85rem;color:#555;border-left:3px solid #ccd;
   padding-left:.5rem}
-.buttons{display:flex;gap:1rem;margin:1.2rem 0}
+.buttons{display:flex;flex-wrap:wrap;gap:1rem;margin:1.2rem 0}
 button.big{flex:1;font-size:1.3rem;padding:1.1rem .5rem;border:0;border-radius:8px;color:#fff;
   cursor:pointer}
-.yes{background:#2e8b57}
+.yes{background:#25744a}
 .no{background:#c0392b}
-.dontknow{background:#7f8c8d}
+.dontknow{background:#5f6b6c}
 button.big:hover{filter:brightness(1.1)}
 textarea{width:100%;box-sizing:border-box;font:inherit}
 .small-actions{display:flex;gap:1rem;margin-top:.8rem}
 .small-actions button{padding:.4rem .9rem}
-kbd{font-size:.7em;opacity:.75;border:1px solid #fff8;border-radius:3px;padding:0 .25em}
+kbd{font-size:.7em;border:1px solid #fff8;border-radius:3px;padding:0 .25em}
 .msg{margin:.8rem 1.5rem 0;padding:.6rem 1rem;border-radius:6px}
 .msg.ok{background:#e4f4e8}
 .msg.error{background:#fbe3e1;color:#8b1a10;font-weight:bold}
-.note{color:#777;font-size:.8rem;margin-top:1.2rem}
+.note{color:#666;font-size:.8rem;margin-top:1.2rem}
 .who{margin-top:.4rem;font-size:.85rem}
 .who input{font:inherit;padding:.1rem .3rem}
 .hint{background:#fff5d6;border-radius:6px;padding:.4rem .8rem}
-mark{background:#ffe58a;padding:0 .1em}
+mark{background:#ffe58a;font-weight:bold;padding:0 .1em}
 details{font-size:.8rem;color:#555}
 table{border-collapse:collapse;font-size:.8rem;width:100%}
 td,th{border-bottom:1px solid #eee;padding:.2rem .4rem;text-align:left}
-tr.undone{color:#999;text-decoration:line-through}
-.nosnip{font-size:.8rem;color:#888;font-style:italic;margin:.3rem 0}
-.working{display:none;color:#24364b;font-weight:bold}
-body.busy .working{display:block}
+td:last-child{overflow-wrap:anywhere}  /* a comment's URL wraps */
+tr.undone{color:#6b6b6b;text-decoration:line-through}
+.nosnip{font-size:.8rem;color:#666;font-style:italic;margin:.3rem 0}
+.working{color:#24364b;font-weight:bold}
 body.busy .question form button{opacity:.6;cursor:progress}
 """
 
@@ -183,13 +181,15 @@ body.busy .question form button{opacity:.6;cursor:progress}
 # Why a sent form takes no more keys or clicks: docs/session.md, Web page.
 JS = """
 (function () {
-  var busy = false;
-  window.addEventListener('pageshow', function () {  // back to a page kept in memory
-    busy = false; document.body.classList.remove('busy');
-  });
+  var busy = false, working = document.getElementById('working');
+  function wait(on) {  // a live region speaks when its text changes, not when it appears
+    busy = on; document.body.classList.toggle('busy', on);
+    working.textContent = on ? 'Saving and choosing the next question\u2026' : '';
+  }
+  window.addEventListener('pageshow', function () { wait(false); });  // a page kept in memory
   document.addEventListener('submit', function (e) {
     if (busy) { e.preventDefault(); return; }
-    busy = true; document.body.classList.add('busy');
+    wait(true);
   }, true);
   document.addEventListener('keydown', function (e) {
     if (busy || e.repeat) return;
