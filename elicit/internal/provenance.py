@@ -16,12 +16,11 @@ from elicit.internal.memo import code_salt
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """The code this process runs (asked once: it runs the code it imported), as its records
-    and measurements name it: the commit of the checkout holding this package
-    (``abc1234567``) or, where that does not pin the code, ``abc1234567+changes`` (the code
-    differs from it: elicit/, stan/, experiments/, pyproject.toml) or ``elicit`` (no git
-    checkout of elicit; installed into a project's checkout: not that project's), then ``+``
-    the start of :func:`code_salt`, the hash of elicit's source and numerical libraries."""
+    """The code this process runs (asked once, at import: whatever the checkout becomes later),
+    as records and measurements name it: the checkout's commit (``abc1234567``), else
+    ``abc1234567+changes`` (elicit/, stan/, experiments/ or pyproject.toml differ from it) or
+    ``elicit`` (no git checkout of elicit: an installed copy, even inside a project's checkout),
+    then ``+`` the start of :func:`code_salt`."""
     root = Path(__file__).resolve().parents[2]
 
     def git(*a: str) -> str:
@@ -35,6 +34,9 @@ def code_version() -> str:
     except (OSError, subprocess.CalledProcessError):
         return f"elicit+{code_salt()[:10]}"
     return head + (f"+changes+{code_salt()[:10]}" if dirty else "")
+
+
+code_version()  # at import (above)
 
 
 def machine_info() -> dict:

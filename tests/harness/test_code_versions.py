@@ -3,6 +3,7 @@ names the code that made it, and the command's output and ``REPORT.md`` list the
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 
@@ -103,3 +104,23 @@ def test_the_code_version_pins_the_source_where_the_commit_does_not(status, monk
         provenance.code_version.cache_clear()
     assert got == {"": "abc1234567", None: f"elicit+{code_salt()[:10]}"}.get(
         status, f"abc1234567+changes+{code_salt()[:10]}")
+
+
+def test_the_code_is_named_as_imported_though_the_checkout_moves_on(monkeypatch):
+    """A long call (``make reproduce``) may outlive the commit it started from: a process names
+    the code it imported, not the checkout's HEAD when it first writes a record or the report
+    (a 2-run reproduction merged into meanwhile named the new HEAD in its report while its
+    workers had named the old one)."""
+    heads = iter(["aaaa", "bbbb"])
+
+    def git(cmd, **kw):  # a clean checkout whose HEAD moves after the first look
+        out = next(heads) if "rev-parse" in cmd else ""
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    monkeypatch.setattr(subprocess, "run", git)
+    # the module as a new process imports it (not the one this process already holds)
+    spec = importlib.util.spec_from_file_location("provenance_anew", provenance.__file__)
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    next(heads)  # the checkout moves on: a later look would see "bbbb"
+    assert fresh.code_version() == "aaaa"
