@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import one_line
 
 from elicit.data import BowDataset, prepare_run
 from elicit.data.metafeatures import (
@@ -132,11 +133,6 @@ def test_embedding_errors():
         prepare_run(ds, 5, n_model=140, n_train=20, meta_features="ppmi")
     with pytest.raises(ElicitError, match=r"'tfidf' is neither one of counts, ppmi, lsa nor"):
         prepare_run(ds, 5, n_model=100, n_train=20, meta_features="tfidf")
-
-
-def one_line(message: str) -> str:
-    assert "\n" not in message
-    return message
 
 
 def test_file_aligned_by_name_and_scaled(tmp_path):

@@ -5,13 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import one_line
 
 from elicit.errors import ElicitError
-
-
-def one_line(message: str) -> str:
-    assert "\n" not in message
-    return message
 
 
 def test_old_config_stays_valid_and_other_meta_features_are_refused(tmp_path):
