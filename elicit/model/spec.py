@@ -225,8 +225,8 @@ class ModelData:
         """s of the prior mean ``delta s``: the answers, but 0 where a relevance class says
         irrelevant (its weight is pulled to 0); all zeros without a direction mean."""
         off = self.model.relevance and np.asarray(self.relevance) == IRRELEVANT
-        s = np.where(off, 0.0, cast(np.ndarray, self.direction))
-        return s if self.model.direction else np.zeros(self.p)
+        return (np.where(off, 0.0, cast(np.ndarray, self.direction)) if self.model.direction
+                else np.zeros(self.p))
 
     @property
     def delta_sd(self) -> float:

@@ -134,7 +134,7 @@ class Answer(str, metaclass=_AnswerType):
             ans = value
         elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
             by = k if k is not None else next(iter(KINDS.values()))
-            ans = next((a for a in by.answers if a.outcome == int(value) and by.numbers), None)
+            ans = next((a for a in by.answers if a.outcome == value), None) if by.numbers else None
         elif isinstance(value, str):
             ans = _ALIASES.get(_key(value))
         if ans is None:
