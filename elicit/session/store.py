@@ -240,8 +240,12 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         yield conn
         # The file may have been replaced meanwhile: then the commit would go to the old one.
         check_same_file(conn)
+        conn.execute("COMMIT")
+        # Replaced while committing: the write went to the old file, which nothing reads.
+        check_same_file(conn)
     except BaseException as e:
-        # BaseException: a Ctrl-C in the middle must roll back, never commit half a write.
+        # BaseException: a Ctrl-C in the middle must roll back, never commit half a write; a
+        # refused COMMIT (busy, a full disk) is rolled back and reported as a refused write.
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         if isinstance(e, Exception):
@@ -249,15 +253,6 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if isinstance(e, sqlite3.OperationalError):  # a full disk, no room for the journal
             raise _busy_or(e, conn) from None
         raise
-    else:
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.OperationalError as e:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise _busy_or(e, conn) from None
-        # Replaced while committing: the write went to the old file, which nothing reads.
-        check_same_file(conn)
 
 
 def _busy_or(e: sqlite3.OperationalError, conn: sqlite3.Connection) -> Exception:
