@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from elicit.engines.base import Engine
 from elicit.errors import ElicitError, EngineUnavailable
+
+if TYPE_CHECKING:  # the model and scipy load when an engine is built, not for these names
+    from elicit.engines.base import Engine
 
 ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
@@ -18,6 +21,8 @@ def get_engine(name: str | Engine = "auto", variant: str = "fixed",
     installed, else PyStan) for a ``stan_file`` of one's own (``docs/stan.md``). ``check``:
     every fit checked against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`;
     ``True`` is ``"higher"``)."""
+    from elicit.engines.base import Engine
+
     if isinstance(name, Engine):
         return name
     if check and stan_file is not None:  # refused before any build

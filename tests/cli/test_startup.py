@@ -60,6 +60,22 @@ def test_a_command_builds_its_own_options(command):
     assert "elicit.engines" in mods
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["ask", "S.elicit"], ["history", "S.elicit"],
+                                     ["ask", "--help"]])
+def test_a_session_command_parses_without_the_library(command):
+    """Bug (2026-11-30): the session commands' ``--engine`` choices imported the engines and
+    with them the model and scipy, 0.5 s before ``elicit ask`` or ``history`` even opened the
+    file (and for ``ask --help``). The probe can fail: it parses as ``main`` does."""
+    mods = _loaded("from elicit.cli.main import build_parser\n"
+                   f"try:\n    build_parser({{{command[0]!r}}}).parse_args({command!r})\n"
+                   "except SystemExit:\n    pass")
+    assert "elicit.cli.session" in mods
+    # the engines' names come from their registry, which builds an engine only when asked
+    assert _heavy([m for m in mods if m not in ("elicit.engines", "elicit.engines.registry")]) \
+        == []
+
+
 def test_the_facade_names_load_when_asked_for():
     mods = _loaded("import elicit")
     assert _heavy(mods) == []
