@@ -14,7 +14,8 @@ MESSAGES = {
 DONE_WORDS = {"saved": "Saved", "skipped": "Skipped", "undone": "Undone", None: "Sorry"}
 
 
-# The page's template (Jinja), its style sheet and its keyboard shortcuts (a file: the
-# Content-Security-Policy forbids inline code) are files beside this module.
-PAGE, CSS, JS = (Path(__file__).resolve().with_name(name).read_text("utf-8")
-                 for name in ("page.html", "app.css", "app.js"))
+# The page's template (Jinja), its style sheet, its keyboard shortcuts (a file: the
+# Content-Security-Policy forbids inline code) and the page of a refusal (str.format's
+# {status}, {message} and {back}) are files beside this module.
+PAGE, CSS, JS, REFUSAL = (Path(__file__).resolve().with_name(name).read_text("utf-8")
+                          for name in ("page.html", "app.css", "app.js", "refusal.html"))
