@@ -1178,3 +1178,10 @@ def test_a_k_image_that_fails_says_so_in_the_page_with_a_way_to_reload(app):
     again = next((t, a) for t, a in els if a.get("id") == "kplot-reload")
     assert again[0] == "button" and "hidden" in again[1] and again[1]["text"]
     assert "getElementById('kplot-failed')" in JS
+
+
+def test_a_request_to_a_stopping_server_gets_a_page_that_says_so(app):
+    """A request that arrives while the server stops (it waits for those in progress) got
+    one line of plain text, without the headers every other response has."""
+    app.config["ELICIT_IN_FLIGHT"].close()  # what the server's stop does first
+    error_page(app.test_client().get("/"), 503, "the server is stopping")

@@ -37,13 +37,20 @@ from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE, REFUSAL
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
 HISTORY_ROWS = 10
+#: Every response's: no framing, no inline code, no type sniffing, no Referer to other sites.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; img-src 'self'; style-src 'self'; "
+    "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin"}
 
 
 def refusal(status: int, message: str, back: str = "/") -> Response:
     """A refusal as a page of its own: a form's POST is a navigation, so what it gets replaces
-    the page. The message is where focus starts; a link leads back to the questions."""
+    the page. The message is where focus starts; a link leads back to the questions. (The
+    security headers too: a server that stops answers with it outside the application.)"""
     return Response(REFUSAL.format(status=status, message=escape(message), back=escape(back)),
-                    status=status, mimetype="text/html")
+                    status=status, mimetype="text/html", headers=SECURITY_HEADERS)
 
 
 def _host_name(netloc: str) -> str:
@@ -315,11 +322,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.after_request
     def security_headers(resp: Response) -> Response:
-        resp.headers["Content-Security-Policy"] = (
-            "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-        resp.headers.update({"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-                             "Referrer-Policy": "same-origin"})
+        resp.headers.update(SECURITY_HEADERS)
         return resp
 
     @app.errorhandler(403)
