@@ -1185,3 +1185,14 @@ def test_a_request_to_a_stopping_server_gets_a_page_that_says_so(app):
     one line of plain text, without the headers every other response has."""
     app.config["ELICIT_IN_FLIGHT"].close()  # what the server's stop does first
     error_page(app.test_client().get("/"), 503, "the server is stopping")
+
+
+def test_a_forms_address_opened_by_itself_leads_back_to_the_questions(app):
+    """The page of an error leaves the form's address in the address bar (/answer); opened
+    by it (Enter there, a new tab, a bookmark) it got werkzeug's bare "Method Not Allowed"
+    page, with no way back; an address no route has got "Not Found" the same way."""
+    c = app.test_client()
+    r = c.get("/answer")
+    error_page(r, 405, "not allowed")
+    assert r.headers["Allow"].split(", ").count("POST") == 1
+    error_page(c.get("/answers"), 404, "not found")

@@ -334,6 +334,14 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         # Nothing can be shown or saved: the page's questions belong to the file replaced.
         return refusal(409, str(e))
 
+    @app.errorhandler(404)
+    @app.errorhandler(405)
+    def no_such_page(e):
+        # e.g. /answer opened by its address, which the page of an error leaves in the bar
+        resp = refusal(e.code, e.description)
+        resp.headers.extend((k, v) for k, v in e.get_headers() if k == "Allow")
+        return resp
+
     @app.errorhandler(413)
     def too_large(e):
         return refusal(413, f"request too large (comments are limited to {MAX_COMMENT:,} "
