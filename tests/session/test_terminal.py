@@ -227,7 +227,7 @@ def test_an_answer_word_is_taken_in_every_spelling_the_library_takes(tmp_path):
         assert "unknown key 'same': use p, v, ?, k, u or q" in out.getvalue()  # no pairs here
 
 
-def test_c_the_pages_comment_key_loses_no_comment_typed_after_it(tmp_path):
+def test_c_typed_in_the_terminal_with_a_comment_says_where_a_comment_goes(tmp_path):
     """c is the web page's key for its comment box; typed here with a comment after it, the
     terminal said only "unknown key 'c'", and where a comment goes was not said."""
     with create_session(tmp_path / "w.session") as s:
