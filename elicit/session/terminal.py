@@ -264,9 +264,10 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             return False
         elif key in ("", "h", "help"):
             print(keys_help(s), file=out)
-        else:
-            print(f"unknown key {key!r}: use {', '.join(q.question_kind.keys)}, k, u or q",
-                  file=out)
+        else:  # a comment typed after it (c: the web page's comment box): say where it goes
+            tip = q.question_kind.comment_example if comment else ""
+            print(f"unknown key {key!r}: use {', '.join(q.question_kind.keys)}, k, u or q"
+                  + (tip and f"; a comment goes after the answer's key, e.g.  {tip}"), file=out)
             return False
     except ElicitError as e:
         if isinstance(e, SessionReplaced):

@@ -11,10 +11,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import SESSION_NAMES, make_session_data, small_arrays
+from helpers import sql_rows
 from scipy.optimize import minimize_scalar
 from scipy.special import ndtr
 
-from elicit.elicitation.answers import GroupOracle, SignOracle
+from elicit.elicitation.answers import Answer, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.kinds import DIRECTION, get_kind, model_for, parse_questions
 from elicit.elicitation.kinds.direction import DirectionScorer
@@ -214,8 +215,13 @@ def test_a_session_asks_stores_undoes_and_reopens_direction_questions(tmp_path):
         assert q.j is None
         # printed as what it asks (not a feature question's "does 'x' matter")
         assert f"{q.names[0]!r} is present, does the outcome go up or down" in str(q)
-        rec = s.answer(q, "^")
+        rec = s.answer(q, "p")
         assert (rec.kind, rec.answer.value) == ("direction", "raises")
+        # the word is stored, not the key (so a key can change): "^", the key before, still
+        # reads as raises
+        assert sql_rows(path, "SELECT answer FROM answers WHERE kind = 'direction'") == [
+            ("raises",)]
+        assert Answer.parse("^", DIRECTION) == "raises"
         assert s.elicitor.data.direction[q.i] == 1
         undone = s.undo()
         assert (undone.kind, undone.i) == ("direction", q.i)

@@ -280,11 +280,28 @@ def test_a_sweep_records_the_toy_questions_by_kind(toy, tmp_path):
 
 
 def test_an_answer_key_is_one_character_the_front_ends_do_not_use(toy):
-    for key in ("u", "k", "q", "n", "h", "up"):
+    # c: the web page's key for its comment box
+    for key in ("u", "k", "q", "n", "h", "c", "up"):
         with pytest.raises(ElicitError, match=r"^the key of answer 'level' is one character "
-                                              r"and none of k, u, q, n, h"):
+                                              r"and none of k, u, q, n, h, c \(the front ends' "
+                                              r"skip, undo, quit, next, help and comment\)"):
             Answer.define("level", TOY, 1, "Level", key)
     assert "level" not in [a.value for a in Answer]
+
+
+#: Characters that a dead key types on a common layout: pressed, it waits for a second key and
+#: types nothing yet. German ^ ´ `, French ^ ¨, Spanish ` ´ ^ ¨ (~ too on some systems), and
+#: US International ' " ` ~ ^. A letter, and ? (Shift and one key), are typed at once on each.
+DEAD_KEYS = set("^´`¨~'\"")
+
+
+def test_every_answer_key_is_typed_at_once_on_common_layouts():
+    """The direction kind's raises took ^, a dead key on German, French and Spanish layouts:
+    there the page's shortcut did nothing until a second key was pressed."""
+    keys = {a.value: a.key for a in Answer}
+    for word, key in keys.items():
+        assert key not in DEAD_KEYS and key.isascii() and key.isprintable(), (word, key)
+    assert len(set(keys.values())) == len(keys), keys
 
 
 def test_a_kind_without_a_usable_utility_is_one_line(monkeypatch):

@@ -180,7 +180,8 @@ def test_answer_in_a_real_browser(tmp_path):
                 bad.goto(f"http://127.0.0.1:{evil.server_address[1]}/")
             assert resp.value.status == 403
             bad.wait_for_load_state()
-            assert "cross-site request refused" in bad.inner_text("body")
+            assert "cross-site request refused" in bad.inner_text("#message")
+            assert bad.get_attribute("a", "href") == "/"  # a page of its own, with a way back
             assert len(file_answers(path)) == 5
 
             # A page on another origin fires GETs at the server with <img src> (with new
@@ -320,6 +321,53 @@ def test_a_narrow_screen_the_keyboard_and_the_working_notice(tmp_path):
             page.evaluate("""() => { const f = document.getElementById('answer-form');
                 f.addEventListener('submit', e => e.preventDefault()); f.requestSubmit(); }""")
             assert page.inner_text("#working").startswith("Saving and choosing")
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.config["ELICIT_SESSION"].close()
+
+
+def test_the_comment_key_and_a_k_image_that_fails(tmp_path):
+    """No key reached the comment box; c does, without typing itself there, and Esc leaves
+    it so that the answers' keys work again. A K image the server could not draw (503) was a
+    broken image: the page says so and offers to load it again."""
+    from helpers import create_session
+
+    from elicit.session.web import make_server
+
+    path = tmp_path / "keys.session"
+    create_session(path).close()
+    server, app = make_server(path, port=0)
+    start(server)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    focused = "() => document.activeElement.id"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_page(viewport={"width": 1000, "height": 800})
+            page.set_default_timeout(10_000)
+            busy = "503: the model is busy or failed; reload the page for the K image\n"
+            page.route("**/k.png*", lambda route: route.fulfill(status=503, body=busy))
+            page.goto(url)
+            page.wait_for_function("() => document.getElementById('kplot-failed').textContent")
+            assert "could not be drawn" in page.inner_text("#kplot-failed")
+            assert not page.is_visible("#kplot") and page.is_visible("#kplot-reload")
+            page.unroute("**/k.png*")
+            page.click("#kplot-reload")
+            page.wait_for_function(IMAGE_LOADED)
+            assert page.inner_text("#kplot-failed") == "" and not page.is_visible("#kplot-reload")
+
+            page.keyboard.press("c")
+            assert page.evaluate(focused) == "comment"
+            page.keyboard.type("the same lid")  # letters of answers' keys among them
+            page.keyboard.press("Escape")
+            assert page.evaluate(focused).startswith("question-")
+            with page.expect_navigation():
+                page.keyboard.press("s")
+            assert page.inner_text("#message").startswith("Saved")
+            assert file_answers(path) == [(file_answers(path)[0][0], "similar", "the same lid",
+                                           0)]
             browser.close()
     finally:
         server.shutdown()

@@ -224,7 +224,19 @@ def test_an_answer_word_is_taken_in_every_spelling_the_library_takes(tmp_path):
         assert run_ask(s, io.StringIO("raise\nLower up\nunknown\nsame\nq\n"), out) == 0
         assert [a for *_, a in s.active_answers()] == ["raises", "lowers", "dont_know"]
         assert list(s.history.comment.fillna("")) == ["", "up", ""]
-        assert "unknown key 'same': use ^, v, ?, k, u or q" in out.getvalue()  # no pairs here
+        assert "unknown key 'same': use p, v, ?, k, u or q" in out.getvalue()  # no pairs here
+
+
+def test_c_typed_in_the_terminal_with_a_comment_says_where_a_comment_goes(tmp_path):
+    """c is the web page's key for its comment box; typed here with a comment after it, the
+    terminal said only "unknown key 'c'", and where a comment goes was not said."""
+    with create_session(tmp_path / "w.session") as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO("c the same lid\ns the same lid\nq\n"), out) == 0
+        said = out.getvalue()
+        assert ("unknown key 'c': use s, d, ?, k, u or q; a comment goes after the answer's "
+                "key, e.g.  s ") in said
+        assert list(s.history.comment) == ["the same lid"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -567,7 +567,7 @@ def test_an_over_size_body_gets_413_without_being_read(path, framing):
                         _answer_bytes(url, page, b"x" * (app.config["MAX_CONTENT_LENGTH"]
                                                          + 35_000), framing, 20_000_000))
         assert got.startswith(b"HTTP/1.1 413"), got[:200]
-        assert b"413: request too large" in got
+        assert b"request too large" in got
         assert answers_in_file(path) == []
         # A body within the limit is read, in chunks too.
         got = _exchange(server.server_port, _answer_bytes(url, page, b"fine", framing))
@@ -1113,3 +1113,86 @@ def test_the_keyword_in_a_snippet_is_marked_by_more_than_its_colour():
     from elicit.session.web.page import CSS
 
     assert css_rules(CSS)["mark"].get("font-weight") == "bold"
+
+
+def test_c_is_the_key_of_the_comment_box_and_no_two_controls_share_a_key(app):
+    """No key reached the comment box: it was the sixth stop of Tab, and Shift+Tab led back
+    to the answers. Its label shows c, which no answer of any kind may take."""
+    from elicit.elicitation.kinds.base import RESERVED_KEYS
+
+    els = Elements.of(app.test_client().get("/").get_data(as_text=True))
+    box = next(a for t, a in els if a.get("id") == "comment")
+    assert box.get("data-key") == "c" and "c" in RESERVED_KEYS
+    label = next(a for t, a in els if t == "label" and a.get("for") == "comment")
+    assert label["text"].split()[-1] == "c"
+    keys = [a["data-key"] for t, a in els if "data-key" in a]
+    assert len(keys) == len(set(keys)) >= 6, keys  # three answers, the comment, skip, undo
+
+
+def error_page(r, status: int, words: str, back: str = "/") -> None:
+    """``r`` is a page of its own for a refusal the browser navigated to: the status kept,
+    the message where focus starts, and a link back to the questions."""
+    assert (r.status_code, r.mimetype) == (status, "text/html"), r.get_data(as_text=True)
+    html = r.get_data(as_text=True)
+    els = Elements.of(html)
+    assert ("html", "en") in [(t, a.get("lang")) for t, a in els]
+    message = autofocus(html)
+    assert message["id"] == "message" and words in message["text"], message
+    assert ("a", back) in [(t, a.get("href")) for t, a in els], html
+    assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+
+
+def test_a_refusal_is_a_page_with_its_message_and_a_way_back(app, path, monkeypatch):
+    """403 (cross-site, a foreign Host), 413 and 503 (the file unreadable just now) replaced
+    the page with one line of plain text, without a control or a link: the way back was the
+    browser's."""
+    from elicit.session.web.app import FileReader
+
+    c = app.test_client()
+    st = shown(c)
+    form = {"csrf_token": st["token"], "query_id": st["qid"], "answer": "similar"}
+    error_page(c.post("/answer", data=form, headers={"Origin": "http://evil.example"}), 403,
+               "cross-site request refused")
+    error_page(c.get("/", headers={"Host": "attacker.example"}), 403, "unexpected Host")
+    big = "x" * app.config["MAX_CONTENT_LENGTH"]
+    error_page(c.post("/answer", data={**form, "comment": big}, headers=SAME), 413,
+               "request too large")
+
+    def locked(self, expert):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(FileReader, "page", locked)
+    error_page(c.get("/?expert=alice"), 503, "cannot be read just now", back="/?expert=alice")
+    assert answers_in_file(path) == []
+
+
+def test_a_k_image_that_fails_says_so_in_the_page_with_a_way_to_reload(app):
+    """When the model is busy or its refit failed, the K image's 503 was drawn as a broken
+    image under its text alternative. The page holds an empty live region for the script to
+    say so in, and a button (hidden until then) that loads the image again."""
+    from elicit.session.web.page import JS
+
+    els = Elements.of(app.test_client().get("/").get_data(as_text=True))
+    said = next(a for t, a in els if a.get("id") == "kplot-failed")
+    assert said.get("role") == "status" and said["text"] == ""
+    again = next((t, a) for t, a in els if a.get("id") == "kplot-reload")
+    assert again[0] == "button" and "hidden" in again[1] and again[1]["text"]
+    assert "getElementById('kplot-failed')" in JS
+
+
+def test_a_request_to_a_stopping_server_gets_a_page_that_says_so(app):
+    """A request that arrives while the server stops (it waits for those in progress) got
+    one line of plain text, without the headers every other response has."""
+    app.config["ELICIT_IN_FLIGHT"].close()  # what the server's stop does first
+    error_page(app.test_client().get("/"), 503, "the server is stopping")
+
+
+def test_a_forms_address_opened_by_itself_leads_back_to_the_questions(app):
+    """The page of an error leaves the form's address in the address bar (/answer); opened
+    by it (Enter there, a new tab, a bookmark) it got werkzeug's bare "Method Not Allowed"
+    page, with no way back; an address no route has got "Not Found" the same way."""
+    c = app.test_client()
+    r = c.get("/answer")
+    error_page(r, 405, "not allowed")
+    assert r.headers["Allow"].split(", ").count("POST") == 1
+    error_page(c.get("/answers"), 404, "not found")

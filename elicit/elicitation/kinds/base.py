@@ -28,8 +28,8 @@ _ANSWERS: dict[str, Answer] = {}
 _ALIASES: dict[str, Answer] = {}
 #: every kind's name and older names -> its name
 _NAMES: dict[str, str] = {}
-#: keys no answer may take: the front ends' own (skip, undo, quit, next, help)
-RESERVED_KEYS = ("k", "u", "q", "n", "h")
+#: keys no answer may take: the front ends' own (skip, undo, quit, next, help, comment box)
+RESERVED_KEYS = ("k", "u", "q", "n", "h", "c")
 
 
 def _key(text: str) -> str:
@@ -80,7 +80,7 @@ class Answer(str, metaclass=_AnswerType):
         if key in RESERVED_KEYS or len(key) != 1:
             raise ElicitError(f"the key of answer {word!r} is one character and none of "
                               f"{', '.join(RESERVED_KEYS)} (the front ends' skip, undo, quit, "
-                              f"next and help), got {key!r}")
+                              f"next, help and comment), got {key!r}")
         if kind not in (None, *_NAMES) and kind == getattr(_ANSWERS.get(word), "kind", None):
             cls.forget(_ANSWERS[word])  # a retry
         for name in (word, key, *aliases):

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
     from elicit.model.spec import ModelData
 
 NAME = "direction"
-#: raises: the outcome goes up when the feature is present (s_k = +1)
-RAISES = Answer.define("raises", NAME, 1, "Raises", "^", aliases=("raise",))
+#: raises: the outcome goes up when the feature is present (s_k = +1); key p (plus), as ^
+#: is a dead key on German, French and Spanish layouts (it still reads as raises)
+RAISES = Answer.define("raises", NAME, 1, "Raises", "p", aliases=("raise", "^"))
 #: lowers: it goes down (s_k = -1)
 LOWERS = Answer.define("lowers", NAME, 0, "Lowers", "v", aliases=("lower",))
 
@@ -205,5 +206,5 @@ DIRECTION = register_kind(DirectionKind(
     "When {0} is present, does {target} go up or down?",
     utilities={("fast", "predictive"): "direction-fast",
                ("exact", "predictive"): "direction-exact"},
-    plural="direction questions", comment_example="^ customers who mention it rate higher",
+    plural="direction questions", comment_example="p customers who mention it rate higher",
     pool="all", order=2, model=DIRECTION_MODEL, resets_hessian=True, numbers=False))

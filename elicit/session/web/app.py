@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, abort, redirect, render_template_string, request, url_for
+from markupsafe import escape
 from werkzeug.wrappers import Response as ResponseBase
 
 from elicit.elicitation.answers import Answer, words
@@ -31,11 +32,25 @@ from elicit.session.record import NotPending, UnknownQuery
 from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
-from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE
+from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE, REFUSAL
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
 HISTORY_ROWS = 10
+#: Every response's: no framing, no inline code, no type sniffing, no Referer to other sites.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; img-src 'self'; style-src 'self'; "
+    "script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin"}
+
+
+def refusal(status: int, message: str, back: str = "/") -> Response:
+    """A refusal as a page of its own: a form's POST is a navigation, so what it gets replaces
+    the page. The message is where focus starts; a link leads back to the questions. (The
+    security headers too: a server that stops answers with it outside the application.)"""
+    return Response(REFUSAL.format(status=status, message=escape(message), back=escape(back)),
+                    status=status, mimetype="text/html", headers=SECURITY_HEADERS)
 
 
 def _host_name(netloc: str) -> str:
@@ -134,9 +149,7 @@ class InFlight:
         def counted(environ: dict, start_response: Callable) -> Iterable[bytes]:
             with self._cond:
                 if self._closing:
-                    start_response("503 Service Unavailable",
-                                   [("Content-Type", "text/plain; charset=utf-8")])
-                    return [b"503: the server is stopping\n"]
+                    return refusal(503, "the server is stopping")(environ, start_response)
                 self._n += 1
             done = False
 
@@ -204,6 +217,11 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     k_image: dict[str, Any] = {"revision": None, "png": None}
     k_drawing = threading.Lock()
 
+    def named(expert: str) -> str | None:
+        """The expert for the address: None for the default (an empty name stays if it is
+        not)."""
+        return None if expert == default_expert else expert
+
     def who() -> str:
         name = request.form.get("expert") if request.method == "POST" else None
         if name is None:
@@ -229,8 +247,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         try:
             st = reader.page(expert)
         except sqlite3.Error as e:
-            return Response(f"503: the session file cannot be read just now ({e}); reload "
-                            "the page\n", status=503, mimetype="text/plain")
+            return refusal(503, f"the session file cannot be read just now ({e}); reload the "
+                                "page", url_for("index", expert=named(expert)))
         q = st.query
         if q is None and not error:
             message = None  # the done page says only that it is done
@@ -265,9 +283,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
                           f"{why}", error=True, status=503 if code is None else 200,
                           expert=expert)
-        # The expert in the address unless the default (an empty name stays if it is not).
-        named = None if expert == default_expert else expert
-        return redirect(url_for("index", m=code, expert=named), code=303)
+        return redirect(url_for("index", m=code, expert=named(expert)), code=303)
 
     def form_id(field: str) -> int:
         """The form's ``field`` as an id: ``query_id``, or ``answer_id``, the answer the page
@@ -306,26 +322,30 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.after_request
     def security_headers(resp: Response) -> Response:
-        resp.headers["Content-Security-Policy"] = (
-            "default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-        resp.headers.update({"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-                             "Referrer-Policy": "same-origin"})
+        resp.headers.update(SECURITY_HEADERS)
         return resp
 
     @app.errorhandler(403)
     def forbidden(e):
-        return Response(f"403 Forbidden: {e.description}\n", status=403, mimetype="text/plain")
+        return refusal(403, e.description)
 
     @app.errorhandler(SessionReplaced)
     def replaced(e: SessionReplaced) -> Response:
         # Nothing can be shown or saved: the page's questions belong to the file replaced.
-        return Response(f"409: {e}\n", status=409, mimetype="text/plain")
+        return refusal(409, str(e))
+
+    @app.errorhandler(404)
+    @app.errorhandler(405)
+    def no_such_page(e):
+        # e.g. /answer opened by its address, which the page of an error leaves in the bar
+        resp = refusal(e.code, e.description)
+        resp.headers.extend((k, v) for k, v in e.get_headers() if k == "Allow")
+        return resp
 
     @app.errorhandler(413)
     def too_large(e):
-        return Response(f"413: request too large (comments are limited to {MAX_COMMENT:,} "
-                        "characters)\n", status=413, mimetype="text/plain")
+        return refusal(413, f"request too large (comments are limited to {MAX_COMMENT:,} "
+                            "characters)")
 
     @app.get("/")
     def index():
