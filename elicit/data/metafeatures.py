@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from elicit.data.tables import align_meta, read_table
 from elicit.errors import ElicitError
@@ -235,7 +234,6 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
     """A meta-features table (CSV, TSV or Parquet; the feature name in its first column, one
     numeric column per meta-feature) aligned to ``feature_names``: ``(p, d)`` floats."""
     df = read_table(Path(path), "--meta-features", index_col=0)
-    df.index = pd.Index([str(k) for k in df.index])
     U = np.asarray(align_meta(df, list(feature_names)), dtype=float)
     if U.ndim != 2 or U.shape[1] == 0:
         raise ElicitError(f"--meta-features file {Path(path).name} has no numeric columns "

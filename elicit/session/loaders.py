@@ -53,17 +53,8 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
         raise ElicitError(f"column(s) {listing(bad, 12)} of {Path(path).name} are not numeric; "
                           "encode them as numbers, or choose the feature columns with "
                           "--features")
-    U = None
-    if meta_features is not None:
-        U = read_table(meta_features, "--meta-features", index_col=0)
-        U.index = [str(k) for k in U.index]
-    # messages name a value's place: data row k is line k + 2 of a text table (the header
-    # first) unless blank lines or fields over several lines make it longer (or it is Parquet)
-    text = Path(path).suffix.lower() not in (".parquet", ".pq")
-    with open(path, "rb") as f:  # its lines, a last one without a newline too
-        plain = text and sum(1 for _ in f) == len(df) + 1
-    df.index = (pd.RangeIndex(2, len(df) + 2, name="line") if plain
-                else pd.RangeIndex(1, len(df) + 1, name="data row"))
+    # the rows are indexed by their lines (read_table), so messages name a value's place
+    U = None if meta_features is None else read_table(meta_features, "--meta-features", 0)
     return {"X": df[feats], "y": df[target], "meta_features": U, "standardize": True,
             "meta_source": None if meta_features is None else Path(meta_features).name,
             "description": f"table {Path(path).name}: {df.shape[0]} rows, target {target!r}, "
