@@ -133,14 +133,12 @@ def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: 
     """:func:`dataset_inputs` on any review corpus (``elicit realdata --corpus FILE --seed``):
     keywords by the paper's rule (``min_df``; the stop list checked in ``data_dir``),
     snippets from the corpus itself."""
-    from elicit.data import read_reviews
     from elicit.data.sources import corpus_source
 
     # a fixed label: a session's outputs are not named by it, so any corpus file name works
     src = corpus_source(path, text_field, rating_field, min_df, name="corpus",
                         data_dir=data_dir)
-    reviews, _ = read_reviews(path, text_field, rating_field)
-    return _run_inputs(src, run, seed, reviews, "the review's rating",
+    return _run_inputs(src, run, seed, src.load().texts, "the review's rating",
                        f"{Path(path).name}: reviews ({text_field!r} text, {rating_field!r} "
                        "rating)", f"example snippets from {Path(path).name}",
                        meta_features, meta_dim)

@@ -271,6 +271,23 @@ def test_a_corpus_below_the_model_reviews_says_what_a_sweep_takes(tmp_path):
         corpus_source(path, min_df=2).load()
 
 
+def test_a_corpus_a_run_cannot_use_is_refused_before_its_keywords_are_counted(tmp_path):
+    # both refusals need only the count and the ratings, known once the file is read; they
+    # came after the keywords were counted, so a --min-df that keeps none (or any other
+    # problem of the keywords) was reported instead
+    from elicit.data.sources import corpus_source
+
+    small = write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": r} for t, r in _reviews(500)])
+    with pytest.raises(ElicitError, match=r"c.jsonl has 500 reviews: .* use a corpus of at "
+                                          r"least 1100 reviews$"):
+        corpus_source(small, min_df=100000).load()
+    same = write_jsonl(tmp_path / "d.jsonl", [{"text": t, "rating": 4} for t, _ in
+                                              _reviews(1100)])
+    with pytest.raises(ElicitError, match=r"d.jsonl: every rating is 4; a model of the rating "
+                                          r"needs at least 2 different ones"):
+        corpus_source(same, min_df=100000).load()
+
+
 def test_an_empty_field_name_of_realdata_is_refused(corpus_files):
     # `elicit realdata --corpus F --text-field ""` read the field 'text' without a word
     from elicit.data.sources import make_source

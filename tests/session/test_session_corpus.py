@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import check_data_dir_as_elicit_data
+from helpers import check_data_dir_as_elicit_data, files_opened
 
 from elicit.cli.main import main
 from elicit.session.session import Session
@@ -44,6 +44,20 @@ def test_a_session_on_a_corpus_with_its_own_field_names(tmp_path, capsys):
         # the snippets come from the corpus itself
         assert any("great" in t for t in s.texts("great"))
         assert s.settings["pool_size"] == 400
+
+
+def test_a_corpus_is_read_once_for_a_session(tmp_path):
+    """`session new --corpus F` read F for the keywords, then all of it again for the
+    snippets."""
+    from elicit.session.loaders import corpus_inputs
+
+    corpus = tmp_path / "kettles.jsonl"
+    _corpus(corpus, n=1100)
+    with files_opened() as opened:
+        inputs = corpus_inputs(corpus, text_field="body", rating_field="stars", min_df=20)
+    assert opened.count(corpus) == 1
+    great = inputs["feature_names"].index("great")
+    assert inputs["texts"][great] and all("great" in t for t in inputs["texts"][great])
 
 
 def test_a_corpus_sessions_run_is_the_sweeps_run(tmp_path):
