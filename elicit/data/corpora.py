@@ -4,6 +4,7 @@ words, in at least ``min_df`` reviews) and the loaders of the paper's matrices a
 
 from __future__ import annotations
 
+import html
 import os
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -202,12 +203,13 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
-    # Lower-case, compose accents (decomposed, "naïve" was split at its combining mark) and
-    # map apostrophe look-alikes to ' so "don’t" and "donʼt" match the stop word "don't".
+    # Decode HTML entities ("&amp;" was the word amp), lower-case, compose accents (decomposed,
+    # "naïve" was split at its combining mark) and map apostrophe look-alikes to ' so "don’t"
+    # and "donʼt" match the stop word "don't".
     quotes = str.maketrans("\u2019\u2018\u02bc", "'''")
 
     def prep(t: str) -> str:
-        return unicodedata.normalize("NFC", t).lower().translate(quotes)
+        return unicodedata.normalize("NFC", html.unescape(t)).lower().translate(quotes)
 
     def count(least: int):  # the n-grams in >= least texts: counts, names, df, not all stop
         vec = CountVectorizer(lowercase=False, preprocessor=prep,

@@ -4,6 +4,7 @@ shown to the expert."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -204,6 +205,8 @@ def highlight(keyword: str, text: str) -> list[tuple[str, bool]]:
 def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list[str]]:
     """Up to 3 snippets, from different texts in their order, showing where each keyword
     (:func:`keyword_pattern`) occurs in ``texts``, with 70 characters of context on each side."""
+    # entities decoded, as the keywords were counted: "fish &amp; chips" holds fish_chips
+    texts = [html.unescape(t) for t in texts]
     # which texts hold each word: a keyword's regex runs only on the texts that can match
     lowered = [t.lower() for t in texts]
     where: dict[str, list[int]] = {}

@@ -60,6 +60,16 @@ def test_a_corpus_is_read_once_for_a_session(tmp_path):
     assert inputs["texts"][great] and all("great" in t for t in inputs["texts"][great])
 
 
+def test_a_snippet_shows_the_characters_an_html_entity_stands_for():
+    # the keyword fish_chips, counted in "fish &amp; chips" decoded, had no snippet there,
+    # and a snippet showed "&quot;" to the expert
+    from elicit.session.loaders import keyword_snippets
+
+    texts = ["I had &quot;fish &amp; chips&quot;", "fish and chips"]
+    assert keyword_snippets(["fish_chips", "had"], texts) == [['I had "fish & chips"'],
+                                                               ['I had "fish & chips"']]
+
+
 def test_a_corpus_sessions_run_is_the_sweeps_run(tmp_path):
     """--corpus F --run R --seed S takes run R of a sweep on F with seed S."""
     from elicit.data.sources import corpus_source
