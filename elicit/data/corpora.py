@@ -203,9 +203,8 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
-    # Decode HTML entities ("&amp;" was the word amp), lower-case, compose accents (decomposed,
-    # "naïve" was split at its combining mark) and map apostrophe look-alikes to ' so "don’t"
-    # and "donʼt" match the stop word "don't".
+    # Decode HTML entities ("&amp;" was the word amp), compose accents (a decomposed "naïve" was
+    # split at its mark), lower-case, and make "don’t" and "donʼt" the stop word "don't".
     quotes = str.maketrans("\u2019\u2018\u02bc", "'''")
 
     def prep(t: str) -> str:

@@ -113,6 +113,7 @@ def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None =
         raise ElicitError(f"meta_dim {dim} exceeds the {p} features; choose at most {p} "
                           f"(--meta-dim, default {DEFAULT_META_DIM})")
     U = ppmi_embedding(C, dim) if kind == "ppmi" else lsa_embedding(C, dim)
+    U[C.sum(axis=0) == 0] = 0.0  # a keyword absent from these reviews: no direction at all
     return scale_to_typical(unit_rows(U))
 
 
@@ -133,9 +134,7 @@ def ppmi_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
     np.fill_diagonal(M, 0.0)
     vals, vecs = np.linalg.eigh(M)  # ascending
     order = np.argsort(vals)[::-1][:dim]
-    U = _fix_signs(vecs[:, order]) * np.sqrt(np.clip(vals[order], 0.0, None))
-    U[np.asarray(counts).sum(axis=0) == 0] = 0.0
-    return U
+    return _fix_signs(vecs[:, order]) * np.sqrt(np.clip(vals[order], 0.0, None))
 
 
 def tfidf(counts: np.ndarray) -> np.ndarray:
@@ -154,9 +153,7 @@ def lsa_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
                           f"({T.shape[0]} unlabelled reviews x {T.shape[1]} keywords); choose "
                           f"at most {min(T.shape)}")
     _, s, Vt = np.linalg.svd(T, full_matrices=False)
-    U = _fix_signs(Vt[:dim].T) * s[:dim]
-    U[np.asarray(counts).sum(axis=0) == 0] = 0.0
-    return U
+    return _fix_signs(Vt[:dim].T) * s[:dim]
 
 
 def _fix_signs(V: np.ndarray) -> np.ndarray:

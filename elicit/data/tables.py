@@ -19,9 +19,8 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
     """A CSV or Parquet file (:data:`TABLE_SUFFIXES`) as a DataFrame; ``what`` names the option.
-    Its index is the column ``index_col`` as text, else each row's place for messages: data
-    row k is ``line`` k + 1 of a text table (the header first) unless blank lines or fields
-    over several lines make it longer, else (or in Parquet) ``data row`` k."""
+    Indexed by the column ``index_col`` as text, else, so that messages place a value, by its
+    ``line`` (2, 3, ...) in a text table of one line per row, or by ``data row`` (1, 2, ...)."""
     path = check_input_file(path, what)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
@@ -31,8 +30,8 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
     try:
         if suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
-            if index_col is not None:
-                df = df.set_index(df.columns[index_col])
+            if index_col is not None:  # the names as text, as a CSV's
+                df = df.set_index(df.columns[index_col]).rename(index=str)
         else:
             sep = "\t" if suffix == ".tsv" else ","
             raw = path.read_bytes()  # read once: the checks, the table and its lines parse it
@@ -54,9 +53,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     df.columns = [str(c) for c in df.columns]
-    if index_col is not None:
-        df.index = pd.Index([str(k) for k in df.index])
-    else:
+    if index_col is None:
         df.index = (pd.RangeIndex(2, len(df) + 2, name="line") if lines == len(df) + 1
                     else pd.RangeIndex(1, len(df) + 1, name="data row"))
     return df
@@ -64,8 +61,7 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
 
 def _check_header(path: Path, raw: bytes, what: str, sep: str, index_col: int | None) -> None:
     """Refuse an empty or repeated column name (pandas would rename it), another separator, or
-    a first data line longer than the header (pandas would shift the columns) in ``raw``, the
-    bytes of ``path``."""
+    a first data line longer than the header (pandas would shift the columns)."""
     header = [str(c) for c in pd.read_csv(io.BytesIO(raw), sep=sep, header=None, nrows=1,
                                           dtype=str, keep_default_na=False).iloc[0].tolist()]
     if other := [c for c in ",;\t" if c != sep and len(header) == 1 and c in header[0]]:
@@ -73,8 +69,7 @@ def _check_header(path: Path, raw: bytes, what: str, sep: str, index_col: int | 
         raise ElicitError(f"{what} file {path.name} has one column, its columns separated by "
                           f"{other[0]!r} rather than {sep!r}; save it separated by {way}")
     try:
-        pd.read_csv(io.BytesIO(raw), sep=sep, header=None, nrows=2, dtype=str,
-                    keep_default_na=False)
+        pd.read_csv(io.BytesIO(raw), sep=sep, header=None, nrows=2)
     except pd.errors.ParserError as e:
         if "Expected" not in str(e):  # not "Expected 4 fields in line 2, saw 5"
             raise

@@ -115,11 +115,10 @@ def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | No
     from elicit.data.sources import paper_source
 
     src = paper_source(name, data_dir)
-    reviews, raw_note = None, "no example snippets (raw-text reviews not found)"
     try:
         raw = resolve_data_dir(data_dir, required=[RAW_FILES[name]]) / RAW_FILES[name]
     except ElicitError:
-        pass
+        reviews, raw_note = None, "no example snippets (raw-text reviews not found)"
     else:
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
         raw_note = f"example snippets from {raw.name}"
@@ -219,8 +218,7 @@ def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list
         if pattern is None:
             out.append([])
             continue
-        toks = [t for t in kw.lower().split("_") if t]
-        anchor = next((t for t in toks if t != "<num>"), None)
+        anchor = next((t for t in kw.lower().split("_") if t and t != "<num>"), None)
         cands = where.get(anchor, []) if anchor else range(len(lowered))
         found: list[str] = []
         for k in cands:
