@@ -206,8 +206,9 @@ def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list
     (:func:`keyword_pattern`) occurs in ``texts``, with 70 characters of context on each side."""
     # entities decoded, as the keywords were counted: "fish &amp; chips" holds fish_chips
     texts = [html.unescape(t) for t in texts]
-    # which texts hold each word: a keyword's regex runs only on the texts that can match
-    lowered = [t.lower() for t in texts]
+    # which texts hold each word: a keyword's regex runs only on the texts that can match; a
+    # text that lower-casing lengthens ('İ') is searched as it is, so a match's place is its own
+    lowered = [low if len(low := t.lower()) == len(t) else t for t in texts]
     where: dict[str, list[int]] = {}
     for k, t in enumerate(lowered):
         for w in set(re.findall(r"[^\W_]+(?:'[^\W_]+)*", t)):

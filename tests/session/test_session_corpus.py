@@ -70,6 +70,16 @@ def test_a_snippet_shows_the_characters_an_html_entity_stands_for():
                                                                ['I had "fish & chips"']]
 
 
+def test_a_snippet_holds_its_keyword_where_lower_casing_lengthens_the_text():
+    # "İ".lower() is two characters: the keyword's place in the lower-cased text, used on the
+    # text itself, cut a snippet 80 characters off, "…cuts", without the keyword
+    from elicit.session.loaders import highlight, keyword_snippets
+
+    text = "İ" * 80 + " a sharp knife that cuts"
+    [[snippet]] = keyword_snippets(["knife"], [text])
+    assert ("knife", True) in highlight("knife", snippet)
+
+
 def test_a_corpus_sessions_run_is_the_sweeps_run(tmp_path):
     """--corpus F --run R --seed S takes run R of a sweep on F with seed S."""
     from elicit.data.sources import corpus_source
