@@ -52,7 +52,9 @@ def test_a_corpus_is_read_once_for_a_session(tmp_path):
     from elicit.session.loaders import corpus_inputs
 
     corpus = tmp_path / "kettles.jsonl"
-    _corpus(corpus, n=1100)
+    words = [*GOOD, *BAD, *FILLER]
+    corpus.write_text("".join(json.dumps({"body": f"{words[k % 18]} {words[k % 7]} kettle",
+                                          "stars": 1 + k % 5}) + "\n" for k in range(1100)))
     with files_opened() as opened:
         inputs = corpus_inputs(corpus, text_field="body", rating_field="stars", min_df=20)
     assert opened.count(corpus) == 1
