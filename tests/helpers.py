@@ -5,8 +5,12 @@ any layer may use them (the session and the command lines are imported where the
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -395,6 +399,29 @@ def write_jsonl(path, recs, gz: bool | None = None):
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+_OPENING: list[list[Path]] = []
+
+
+def _note_open(event: str, args: tuple) -> None:
+    # Python's "open" audit event: every open of a file by name (open, io.open, os.open)
+    if event == "open" and _OPENING and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENING[-1].append(Path(os.fsdecode(args[0])))
+
+
+@contextlib.contextmanager
+def files_opened():
+    """The list of the paths opened inside the block, each as often as it was opened. One
+    audit hook serves every block (a hook cannot be removed); outside a block it does nothing."""
+    if not getattr(files_opened, "hooked", False):
+        sys.addaudithook(_note_open)
+        files_opened.hooked = True  # type: ignore[attr-defined]
+    _OPENING.append(opened := [])
+    try:
+        yield opened
+    finally:
+        _OPENING.pop()
 
 
 def sql_rows(path, query: str, *params) -> list[tuple]:

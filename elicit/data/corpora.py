@@ -4,9 +4,10 @@ words, in at least ``min_df`` reviews) and the loaders of the paper's matrices a
 
 from __future__ import annotations
 
+import html
 import os
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,13 +34,15 @@ from elicit.internal.paths import check_input_file
 class BowDataset:
     """A bag-of-words data set: ``(n, V)`` dense ``int64`` keyword ``counts`` (dense is fine
     at these sizes: 5149 x 824 is 34 MB), ``(n,)`` ``int64`` star ``ratings``, the ``V``
-    keywords of the columns (bigrams joined with ``_``: ``a_lot``) and a short label."""
+    keywords of the columns (bigrams joined with ``_``: ``a_lot``), a short label and, when
+    it was counted from them, the ``n`` reviews' ``texts`` (a session's snippets)."""
 
     counts: np.ndarray
     ratings: np.ndarray
     vocabulary: list[str]
     name: str = "dataset"
     source: str = field(default="", repr=False)
+    texts: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.counts = np.asarray(self.counts, dtype=np.int64)
@@ -200,12 +203,12 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
     for k, t in enumerate(texts):
         if not isinstance(t, str):
             raise ElicitError(f"text {k} must be a string, got {type(t).__name__}")
-    # Lower-case, compose accents (decomposed, "naïve" was split at its combining mark) and
-    # map apostrophe look-alikes to ' so "don’t" and "donʼt" match the stop word "don't".
+    # Decode HTML entities ("&amp;" was the word amp), compose accents (a decomposed "naïve" was
+    # split at its mark), lower-case, and make "don’t" and "donʼt" the stop word "don't".
     quotes = str.maketrans("\u2019\u2018\u02bc", "'''")
 
     def prep(t: str) -> str:
-        return unicodedata.normalize("NFC", t).lower().translate(quotes)
+        return unicodedata.normalize("NFC", html.unescape(t)).lower().translate(quotes)
 
     def count(least: int):  # the n-grams in >= least texts: counts, names, df, not all stop
         vec = CountVectorizer(lowercase=False, preprocessor=prep,
@@ -232,7 +235,7 @@ def vectorize_texts(texts: Sequence[str], ratings: Sequence[int], stopwords: Ite
         order = np.argsort(-df[keep], kind="stable")[:max_features]
         keep = np.sort(keep[order])
     counts = X[:, keep].toarray()
-    return BowDataset(counts, ratings_arr, [vocab[i] for i in keep], name)
+    return BowDataset(counts, ratings_arr, [vocab[i] for i in keep], name, texts=texts)
 
 
 #: The paper's document-frequency threshold relative to its corpus size (100 of 5149 reviews).
@@ -258,7 +261,6 @@ def load_raw_reviews(path_or_name: str | os.PathLike, data_dir: str | os.PathLik
         if not path.exists():
             raise ElicitError(f"review file {path} not found (or use one of {sorted(RAW_FILES)} "
                               "for the shipped raw-text reviews)")
-        check_input_file(path, "review")
         label = None
     return load_corpus(path, min_df=min_df, stopwords=stopwords, n_model=None, name=label,
                        data_dir=data_dir)
@@ -296,13 +298,17 @@ def load_corpus(path: str | os.PathLike, text_field: str = "text", rating_field:
                 min_df: int | None = None, stopwords: Iterable[str] | None = None,
                 ngram_range: tuple[int, int] = (1, 2), max_features: int | None = None,
                 n_model: int | None = 1000, name: str | None = None,
-                data_dir: str | os.PathLike | None = None) -> BowDataset:
+                data_dir: str | os.PathLike | None = None,
+                check: Callable[[list[str], list[int]], None] | None = None) -> BowDataset:
     """Any review corpus (JSON Lines or CSV, optionally gzipped) as a :class:`BowDataset`,
-    with the paper's keyword rule; the options and errors are in ``docs/data.md``."""
+    with the paper's keyword rule; the options and errors are in ``docs/data.md``.
+    ``check(texts, ratings)`` may refuse the reviews as read, before the keywords are counted."""
     if n_model is not None:
         check_int(n_model, f"n_model must be a positive integer or None, got {n_model!r}", 1)
     path = Path(path)
     texts, ratings = read_reviews(path, text_field, rating_field)
+    if check is not None:
+        check(texts, ratings)
     if n_model is not None and len(texts) < n_model:
         raise ElicitError(
             f"{path} has {len(texts)} reviews but a run needs n_model = {n_model} model "

@@ -105,18 +105,19 @@ def data_file(filename: str, data_dir: str | os.PathLike | None = None) -> Path:
     return resolve_data_dir(data_dir, required=[filename]) / filename
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    """Open a text file, gunzipping it when it starts with the gzip magic."""
+@contextlib.contextmanager
+def _open_text(path: Path) -> Iterator[io.TextIOWrapper]:
+    """A text file opened once, gunzipped when it starts with the gzip magic (peeked at)."""
     if not path.is_file():
         raise ElicitError(f"file not found: {path}")
     with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
-    if path.suffix == ".gz":
-        raise ElicitError(f"{path} ends in .gz but is not a gzip file; re-compress it or "
-                          "drop the .gz suffix")
-    return open(path, encoding="utf-8-sig")  # -sig: spreadsheets' "CSV UTF-8" starts with a BOM
+        gz = fh.peek(2)[:2] == b"\x1f\x8b"
+        if not gz and path.suffix == ".gz":
+            raise ElicitError(f"{path} ends in .gz but is not a gzip file; re-compress it or "
+                              "drop the .gz suffix")
+        # -sig: spreadsheets' "CSV UTF-8" starts with a BOM
+        with io.TextIOWrapper(gzip.GzipFile(fileobj=fh) if gz else fh, "utf-8-sig") as text:
+            yield text
 
 
 # Errors raised by a corrupt or truncated gzip stream or by undecodable bytes.

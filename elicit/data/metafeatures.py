@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from elicit.data.tables import align_meta, read_table
 from elicit.errors import ElicitError
@@ -114,6 +113,7 @@ def meta_features(kind: str | os.PathLike, counts_unlabeled: np.ndarray | None =
         raise ElicitError(f"meta_dim {dim} exceeds the {p} features; choose at most {p} "
                           f"(--meta-dim, default {DEFAULT_META_DIM})")
     U = ppmi_embedding(C, dim) if kind == "ppmi" else lsa_embedding(C, dim)
+    U[C.sum(axis=0) == 0] = 0.0  # a keyword absent from these reviews: no direction at all
     return scale_to_typical(unit_rows(U))
 
 
@@ -134,9 +134,7 @@ def ppmi_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
     np.fill_diagonal(M, 0.0)
     vals, vecs = np.linalg.eigh(M)  # ascending
     order = np.argsort(vals)[::-1][:dim]
-    U = _fix_signs(vecs[:, order]) * np.sqrt(np.clip(vals[order], 0.0, None))
-    U[np.asarray(counts).sum(axis=0) == 0] = 0.0
-    return U
+    return _fix_signs(vecs[:, order]) * np.sqrt(np.clip(vals[order], 0.0, None))
 
 
 def tfidf(counts: np.ndarray) -> np.ndarray:
@@ -155,9 +153,7 @@ def lsa_embedding(counts: np.ndarray, dim: int) -> np.ndarray:
                           f"({T.shape[0]} unlabelled reviews x {T.shape[1]} keywords); choose "
                           f"at most {min(T.shape)}")
     _, s, Vt = np.linalg.svd(T, full_matrices=False)
-    U = _fix_signs(Vt[:dim].T) * s[:dim]
-    U[np.asarray(counts).sum(axis=0) == 0] = 0.0
-    return U
+    return _fix_signs(Vt[:dim].T) * s[:dim]
 
 
 def _fix_signs(V: np.ndarray) -> np.ndarray:
@@ -235,7 +231,6 @@ def read_meta_file(path: str | os.PathLike, feature_names: Sequence[str]) -> np.
     """A meta-features table (CSV, TSV or Parquet; the feature name in its first column, one
     numeric column per meta-feature) aligned to ``feature_names``: ``(p, d)`` floats."""
     df = read_table(Path(path), "--meta-features", index_col=0)
-    df.index = pd.Index([str(k) for k in df.index])
     U = np.asarray(align_meta(df, list(feature_names)), dtype=float)
     if U.ndim != 2 or U.shape[1] == 0:
         raise ElicitError(f"--meta-features file {Path(path).name} has no numeric columns "

@@ -79,18 +79,22 @@ class DataSource:
 def _load(src: DataSource) -> BowDataset:
     if src.corpus is None:
         return load_dataset(src.name, src.data_dir)
-    ds = load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
-                     min_df=src.min_df, n_model=None, name=src.name, data_dir=src.data_dir)
-    if ds.n - N_MODEL < MIN_EXPERT_REVIEWS:
-        raise ElicitError(
-            f"{src.corpus} has {ds.n} reviews: a run, as a sweep splits the corpus, takes "
-            f"{N_MODEL} for the model and sets at least {MIN_EXPERT_REVIEWS} aside for a "
-            f"sweep's simulated expert; use a corpus of at least {N_MODEL + MIN_EXPERT_REVIEWS}"
-            " reviews")
-    if np.unique(ds.ratings).size < 2:
-        raise ElicitError(f"{src.corpus}: every rating is {ds.ratings[0]}; a model of the rating "
-                          "needs at least 2 different ones (is --rating-field the rating?)")
-    return ds
+
+    def refuse(texts: list[str], ratings: list[int]) -> None:  # before the keywords are counted
+        if len(texts) - N_MODEL < MIN_EXPERT_REVIEWS:
+            raise ElicitError(
+                f"{src.corpus} has {len(texts)} reviews: a run, as a sweep splits the corpus, "
+                f"takes {N_MODEL} for the model and sets at least {MIN_EXPERT_REVIEWS} aside for "
+                f"a sweep's simulated expert; use a corpus of at least "
+                f"{N_MODEL + MIN_EXPERT_REVIEWS} reviews")
+        if len(set(ratings)) < 2:
+            raise ElicitError(f"{src.corpus}: every rating is {ratings[0]}; a model of the "
+                              "rating needs at least 2 different ones (is --rating-field the "
+                              "rating?)")
+
+    return load_corpus(src.corpus, text_field=src.text_field, rating_field=src.rating_field,
+                       min_df=src.min_df, n_model=None, name=src.name, data_dir=src.data_dir,
+                       check=refuse)
 
 
 def split_seed(seed: int, run: int) -> int:

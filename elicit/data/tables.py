@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,24 +18,29 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
-    """A CSV or Parquet file (:data:`TABLE_SUFFIXES`) as a DataFrame; ``what`` names the option."""
+    """A CSV or Parquet file (:data:`TABLE_SUFFIXES`) as a DataFrame; ``what`` names the option.
+    Indexed by the column ``index_col`` as text, else, so that messages place a value, by its
+    ``line`` (2, 3, ...) in a text table of one line per row, or by ``data row`` (1, 2, ...)."""
     path = check_input_file(path, what)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet; name it "
                           f"with one of {', '.join(TABLE_SUFFIXES)}")
+    lines = 0
     try:
         if suffix in (".parquet", ".pq"):
             df = pd.read_parquet(path)
-            if index_col is not None:
-                df = df.set_index(df.columns[index_col])
+            if index_col is not None:  # the names as text, as a CSV's
+                df = df.set_index(df.columns[index_col]).rename(index=str)
         else:
             sep = "\t" if suffix == ".tsv" else ","
-            _check_header(path, what, sep, index_col)
-            df = pd.read_csv(path, sep=sep, index_col=index_col)
+            raw = path.read_bytes()  # read once: the checks, the table and its lines parse it
+            _check_header(path, raw, what, sep, index_col)
+            df = pd.read_csv(io.BytesIO(raw), sep=sep, index_col=index_col)
             if index_col is not None:  # names as written: not "01" -> 1.0, "NA" -> NaN
-                df.index = pd.read_csv(path, sep=sep, usecols=[index_col], dtype=str,
+                df.index = pd.read_csv(io.BytesIO(raw), sep=sep, usecols=[index_col], dtype=str,
                                        keep_default_na=False).iloc[:, 0].to_numpy()
+            lines = len(io.BytesIO(raw).readlines())  # a last line without a newline too
     except ImportError:
         raise ElicitError(f"reading the Parquet file {path.name} needs the pyarrow package: "
                           "install it (pip install pyarrow) or save the table as CSV") from None
@@ -47,20 +53,23 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
     if df.shape[0] == 0 or df.shape[1] == 0:
         raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
     df.columns = [str(c) for c in df.columns]
+    if index_col is None:
+        df.index = (pd.RangeIndex(2, len(df) + 2, name="line") if lines == len(df) + 1
+                    else pd.RangeIndex(1, len(df) + 1, name="data row"))
     return df
 
 
-def _check_header(path: Path, what: str, sep: str, index_col: int | None) -> None:
+def _check_header(path: Path, raw: bytes, what: str, sep: str, index_col: int | None) -> None:
     """Refuse an empty or repeated column name (pandas would rename it), another separator, or
     a first data line longer than the header (pandas would shift the columns)."""
-    header = [str(c) for c in pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str,
-                                          keep_default_na=False).iloc[0].tolist()]
+    header = [str(c) for c in pd.read_csv(io.BytesIO(raw), sep=sep, header=None, nrows=1,
+                                          dtype=str, keep_default_na=False).iloc[0].tolist()]
     if other := [c for c in ",;\t" if c != sep and len(header) == 1 and c in header[0]]:
         way = "tabs" if sep == "\t" else "commas (or name it .tsv if separated by tabs)"
         raise ElicitError(f"{what} file {path.name} has one column, its columns separated by "
                           f"{other[0]!r} rather than {sep!r}; save it separated by {way}")
     try:
-        pd.read_csv(path, sep=sep, header=None, nrows=2, dtype=str, keep_default_na=False)
+        pd.read_csv(io.BytesIO(raw), sep=sep, header=None, nrows=2)
     except pd.errors.ParserError as e:
         if "Expected" not in str(e):  # not "Expected 4 fields in line 2, saw 5"
             raise

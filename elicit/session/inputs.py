@@ -96,9 +96,6 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     y_centre = float(np.mean(yf))
     excluded = excluded_features(Xf, names)
     x_centre = x_scale = None
-    if standardize:
-        mu, sd = Xf.mean(axis=0), Xf.std(axis=0)
-        x_centre, x_scale = mu.tolist(), np.where(sd > 0, sd, 1.0).tolist()
     summary = [f"outcome: {target_description}; y is centred internally and its mean "
                f"{y_centre + y_offset:.6g} is added back in every prediction"]
     if meta_features is None:
@@ -111,6 +108,8 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
         summary.append(f"meta-features: {Uf.shape[1]} per feature"
                        + (f", from {meta_source}" if meta_source else ""))
     if standardize:
+        mu, sd = Xf.mean(axis=0), Xf.std(axis=0)
+        x_centre, x_scale = mu.tolist(), np.where(sd > 0, sd, 1.0).tolist()
         summary.append("X is standardised internally (each column centred and scaled to unit "
                        "variance); predictions take data in the original units")
     constant = [n for n, why in excluded.items() if why == "constant column"]
@@ -221,16 +220,11 @@ def check_texts(texts: Mapping[Any, Any] | Sequence[Any] | None,
     if isinstance(texts, Mapping):
         index = {n: k for k, n in enumerate(names)}
         for key, snippets in texts.items():
-            if isinstance(key, str):
-                if key not in index:
-                    raise ElicitError(f"texts names an unknown feature {key!r}; keys must be "
-                                      "feature names (or indices)")
-                k = index[key]
-            elif isinstance(key, (int, np.integer)) and 0 <= int(key) < len(names):
-                k = int(key)
-            else:
-                raise ElicitError(f"texts key {key!r} is not a feature name or index")
-            out[k] = _snippet_list(snippets, names[k])
+            k = index.get(key, -1) if isinstance(key, str) else key
+            if not isinstance(k, (int, np.integer)) or not 0 <= k < len(names):
+                raise ElicitError(f"texts names an unknown feature {key!r}; keys must be feature "
+                                  f"names or indices 0..{len(names) - 1}")
+            out[int(k)] = _snippet_list(snippets, names[int(k)])
     else:
         texts = list(texts)
         if len(texts) != len(names):

@@ -4,6 +4,7 @@ shown to the expert."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -53,17 +54,8 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
         raise ElicitError(f"column(s) {listing(bad, 12)} of {Path(path).name} are not numeric; "
                           "encode them as numbers, or choose the feature columns with "
                           "--features")
-    U = None
-    if meta_features is not None:
-        U = read_table(meta_features, "--meta-features", index_col=0)
-        U.index = [str(k) for k in U.index]
-    # messages name a value's place: data row k is line k + 2 of a text table (the header
-    # first) unless blank lines or fields over several lines make it longer (or it is Parquet)
-    text = Path(path).suffix.lower() not in (".parquet", ".pq")
-    with open(path, "rb") as f:  # its lines, a last one without a newline too
-        plain = text and sum(1 for _ in f) == len(df) + 1
-    df.index = (pd.RangeIndex(2, len(df) + 2, name="line") if plain
-                else pd.RangeIndex(1, len(df) + 1, name="data row"))
+    # the rows are indexed by their lines (read_table), so messages name a value's place
+    U = None if meta_features is None else read_table(meta_features, "--meta-features", 0)
     return {"X": df[feats], "y": df[target], "meta_features": U, "standardize": True,
             "meta_source": None if meta_features is None else Path(meta_features).name,
             "description": f"table {Path(path).name}: {df.shape[0]} rows, target {target!r}, "
@@ -123,11 +115,10 @@ def dataset_inputs(name: str, *, run: int = 0, seed: int = 0, data_dir: str | No
     from elicit.data.sources import paper_source
 
     src = paper_source(name, data_dir)
-    reviews, raw_note = None, "no example snippets (raw-text reviews not found)"
     try:
         raw = resolve_data_dir(data_dir, required=[RAW_FILES[name]]) / RAW_FILES[name]
     except ElicitError:
-        pass
+        reviews, raw_note = None, "no example snippets (raw-text reviews not found)"
     else:
         reviews = [str(r.get("text") or "") for _, r in read_records(raw)]
         raw_note = f"example snippets from {raw.name}"
@@ -142,14 +133,12 @@ def corpus_inputs(path: str | Path, *, run: int = 0, seed: int = 0, text_field: 
     """:func:`dataset_inputs` on any review corpus (``elicit realdata --corpus FILE --seed``):
     keywords by the paper's rule (``min_df``; the stop list checked in ``data_dir``),
     snippets from the corpus itself."""
-    from elicit.data import read_reviews
     from elicit.data.sources import corpus_source
 
     # a fixed label: a session's outputs are not named by it, so any corpus file name works
     src = corpus_source(path, text_field, rating_field, min_df, name="corpus",
                         data_dir=data_dir)
-    reviews, _ = read_reviews(path, text_field, rating_field)
-    return _run_inputs(src, run, seed, reviews, "the review's rating",
+    return _run_inputs(src, run, seed, src.load().texts, "the review's rating",
                        f"{Path(path).name}: reviews ({text_field!r} text, {rating_field!r} "
                        "rating)", f"example snippets from {Path(path).name}",
                        meta_features, meta_dim)
@@ -215,8 +204,11 @@ def highlight(keyword: str, text: str) -> list[tuple[str, bool]]:
 def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list[str]]:
     """Up to 3 snippets, from different texts in their order, showing where each keyword
     (:func:`keyword_pattern`) occurs in ``texts``, with 70 characters of context on each side."""
-    # which texts hold each word: a keyword's regex runs only on the texts that can match
-    lowered = [t.lower() for t in texts]
+    # entities decoded, as the keywords were counted: "fish &amp; chips" holds fish_chips
+    texts = [html.unescape(t) for t in texts]
+    # which texts hold each word: a keyword's regex runs only on the texts that can match; a
+    # text that lower-casing lengthens ('İ') is searched as it is, so a match's place is its own
+    lowered = [low if len(low := t.lower()) == len(t) else t for t in texts]
     where: dict[str, list[int]] = {}
     for k, t in enumerate(lowered):
         for w in set(re.findall(r"[^\W_]+(?:'[^\W_]+)*", t)):
@@ -227,8 +219,7 @@ def keyword_snippets(keywords: Sequence[str], texts: Sequence[str]) -> list[list
         if pattern is None:
             out.append([])
             continue
-        toks = [t for t in kw.lower().split("_") if t]
-        anchor = next((t for t in toks if t != "<num>"), None)
+        anchor = next((t for t in kw.lower().split("_") if t and t != "<num>"), None)
         cands = where.get(anchor, []) if anchor else range(len(lowered))
         found: list[str] = []
         for k in cands:

@@ -19,6 +19,7 @@ from elicit.data import (
     load_raw_reviews,
     load_stopwords,
     prepare_run,
+    vectorize_texts,
 )
 from elicit.errors import ElicitError
 
@@ -269,6 +270,34 @@ def test_a_corpus_below_the_model_reviews_says_what_a_sweep_takes(tmp_path):
     with pytest.raises(ElicitError, match=r"c.jsonl has 500 reviews: .* use a corpus of at "
                                           r"least 1100 reviews$"):
         corpus_source(path, min_df=2).load()
+
+
+def test_a_corpus_a_run_cannot_use_is_refused_before_its_keywords_are_counted(tmp_path):
+    # both refusals need only the count and the ratings, known once the file is read; they
+    # came after the keywords were counted, so a --min-df that keeps none (or any other
+    # problem of the keywords) was reported instead
+    from elicit.data.sources import corpus_source
+
+    small = write_jsonl(tmp_path / "c.jsonl", [{"text": t, "rating": r} for t, r in _reviews(500)])
+    with pytest.raises(ElicitError, match=r"c.jsonl has 500 reviews: .* use a corpus of at "
+                                          r"least 1100 reviews$"):
+        corpus_source(small, min_df=100000).load()
+    same = write_jsonl(tmp_path / "d.jsonl", [{"text": t, "rating": 4} for t, _ in
+                                              _reviews(1100)])
+    with pytest.raises(ElicitError, match=r"d.jsonl: every rating is 4; a model of the rating "
+                                          r"needs at least 2 different ones"):
+        corpus_source(same, min_df=100000).load()
+
+
+def test_html_entities_in_reviews_make_the_keywords_of_the_characters_they_stand_for():
+    # scraped reviews keep entities: "&amp;" was the keyword "amp", "&quot;" the keyword
+    # "quot" (and "quot_sharp"), "don&#39;t" the words "don" and "39"
+    coded = ["Fish &amp; chips, &quot;sharp&quot; and don&#39;t it&#x27;s &lt;b&gt;",
+             "fish &amp; chips &#8211; café&nbsp;fine"]
+    plain = ["Fish & chips, \"sharp\" and don't it's <b>", "fish & chips \u2013 café\u00a0fine"]
+    a, b = (vectorize_texts(t, [1, 5], ["and"], min_df=1) for t in (coded, plain))
+    assert a.vocabulary == b.vocabulary and np.array_equal(a.counts, b.counts)
+    assert "fish_chips" in a.vocabulary and not {"amp", "quot", "39"} & set(a.vocabulary)
 
 
 def test_an_empty_field_name_of_realdata_is_refused(corpus_files):

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import check_data_dir_as_elicit_data
+from helpers import check_data_dir_as_elicit_data, files_opened
 
 from elicit.cli.main import main
 from elicit.session.session import Session
@@ -44,6 +44,42 @@ def test_a_session_on_a_corpus_with_its_own_field_names(tmp_path, capsys):
         # the snippets come from the corpus itself
         assert any("great" in t for t in s.texts("great"))
         assert s.settings["pool_size"] == 400
+
+
+def test_a_corpus_is_read_once_for_a_session(tmp_path):
+    """`session new --corpus F` read F for the keywords, then all of it again for the
+    snippets."""
+    from elicit.session.loaders import corpus_inputs
+
+    corpus = tmp_path / "kettles.jsonl"
+    words = [*GOOD, *BAD, *FILLER]
+    corpus.write_text("".join(json.dumps({"body": f"{words[k % 18]} {words[k % 7]} kettle",
+                                          "stars": 1 + k % 5}) + "\n" for k in range(1100)))
+    with files_opened() as opened:
+        inputs = corpus_inputs(corpus, text_field="body", rating_field="stars", min_df=20)
+    assert opened.count(corpus) == 1
+    great = inputs["feature_names"].index("great")
+    assert inputs["texts"][great] and all("great" in t for t in inputs["texts"][great])
+
+
+def test_a_snippet_shows_the_characters_an_html_entity_stands_for():
+    # the keyword fish_chips, counted in "fish &amp; chips" decoded, had no snippet there,
+    # and a snippet showed "&quot;" to the expert
+    from elicit.session.loaders import keyword_snippets
+
+    texts = ["I had &quot;fish &amp; chips&quot;", "fish and chips"]
+    assert keyword_snippets(["fish_chips", "had"], texts) == [['I had "fish & chips"'],
+                                                               ['I had "fish & chips"']]
+
+
+def test_a_snippet_holds_its_keyword_where_lower_casing_lengthens_the_text():
+    # "İ".lower() is two characters: the keyword's place in the lower-cased text, used on the
+    # text itself, cut a snippet 80 characters off, "…cuts", without the keyword
+    from elicit.session.loaders import highlight, keyword_snippets
+
+    text = "İ" * 80 + " a sharp knife that cuts"
+    [[snippet]] = keyword_snippets(["knife"], [text])
+    assert ("knife", True) in highlight("knife", snippet)
 
 
 def test_a_corpus_sessions_run_is_the_sweeps_run(tmp_path):

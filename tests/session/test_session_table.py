@@ -16,6 +16,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import files_opened
 
 from elicit.session.session import Session
 
@@ -52,6 +53,25 @@ def sign_expert(q) -> str:
     sign = np.zeros(30)
     sign[:3], sign[3:6] = 1, -1
     return "similar" if sign[q.i] == sign[q.j] else "dissimilar"
+
+
+def test_a_table_and_its_meta_features_are_each_read_once(tmp_path):
+    """`session new --from-csv t.csv --meta-features m.csv` opened t.csv four times (two
+    header checks, the table, then its lines counted to name a value's place) and m.csv four
+    times (two header checks, the table, then its names as written): each is read once now,
+    and a value is still placed on its line."""
+    from elicit.session.loaders import table_inputs
+
+    df = mixed_unit_table(n=8, p=6)
+    t, m = tmp_path / "t.csv", tmp_path / "m.csv"
+    df.to_csv(t, index=False)
+    pd.DataFrame({"name": df.columns[:4], "u": [1.0, 2.0, 3.0, 4.0]}).to_csv(m, index=False)
+    with files_opened() as opened:
+        inputs = table_inputs(t, "response", meta_features=m)
+    assert (opened.count(t), opened.count(m)) == (1, 1)
+    assert list(inputs["X"].index) == list(range(2, 10))
+    assert inputs["X"].index.name == "line" and list(inputs["meta_features"].index) == \
+        list(df.columns[:4])
 
 
 # --------------------------------------------------------------------------------------------
