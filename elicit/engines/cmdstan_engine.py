@@ -127,14 +127,11 @@ def console_summary(error: Exception, program: StanProgramFile) -> str:
 def _write_log(stem: str, text: str) -> Path | None:
     """Save a failed run's full output in the cache's ``logs`` folder; its path, or None if it
     cannot be written."""
-    folder = user_cache("stan") / "logs"
-    path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    name = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:  # the folder is made if missing
+        return write_text_atomic(user_cache("stan") / "logs" / name, text)
     except OSError:
         return None
-    return path
 
 
 class CmdStanEngine(StanProgramEngine):
