@@ -17,7 +17,7 @@ import numpy as np
 
 from elicit.data.corpora import BowDataset, check_min_df, load_corpus, load_dataset
 from elicit.data.files import PAPER_FILES, RAW_FILES, STOPWORDS_FILE, data_file, resolve_data_dir
-from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS
+from elicit.data.metafeatures import DEFAULT_META_DIM, EMBEDDINGS, PPMI_ARRAYS
 from elicit.data.splits import RunData, check_standardize, prepare_run
 from elicit.errors import ElicitError
 
@@ -63,7 +63,8 @@ class DataSource:
         """The keywords through ``check`` (the model's memory check, passed in: data and model
         share a layer) before a run is built, with its rows and meta-features (a file: 1)."""
         d = N_TRAIN if meta_features == "counts" else meta_dim if meta_features in EMBEDDINGS else 1
-        check(N_TRAIN, self.load().p, d, fewer=self.load().min_df_keeping, noun="keywords")
+        check(N_TRAIN, self.load().p, d, fewer=self.load().min_df_keeping, noun="keywords",
+              also=PPMI_ARRAYS if meta_features == "ppmi" else 0)
 
     def config(self) -> dict:
         """What a sweep's ``config.json`` records about its data (a corpus with its

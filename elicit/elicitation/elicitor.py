@@ -232,9 +232,8 @@ class Elicitor:
         feature question when several feature kinds are asked)."""
         k, t, row, entry = self._entry(kind, i, j, answer)
         if t in self._asked:
-            if k.arity == 1:
-                raise ElicitError(f"feature {i} was already answered; a question is asked once")
-            raise ElicitError(f"pair ({i}, {j}) was already answered; a pair is asked once")
+            what = f"feature {i}" if k.arity == 1 else f"pair ({i}, {j})"
+            raise ElicitError(f"{what} was already answered; a question is asked once")
         if refit := entry[2].outcome is not None:
             # fitted before anything is recorded: after an engine error the answer can be
             # given again. Warm as the round's refits of this answer started.

@@ -142,12 +142,6 @@ class FeatureScorer:
         """p_k = s(logit_k + log BF_k) of each of ``features`` at the MAP."""
         return self._screen_all[0][np.asarray(features, dtype=int)]
 
-    def screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The screened expected gains of ``features`` (the MAP's parameters held) and p_k."""
-        k = np.asarray(features, dtype=int)
-        p, kl1, kl0 = (a[k] for a in self._screen_all)
-        return p * kl1 + (1.0 - p) * kl0, p
-
     def zeta_screen(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The expected gains of ``features`` with zeta refitted along a line, and their p_k.
 

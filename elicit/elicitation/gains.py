@@ -89,9 +89,7 @@ class Scores:
 
     @property
     def best(self) -> int:
-        # screen values are approximate and must not outrank exact ones
-        u = np.where(self.exact, self.utility, -np.inf) if self.exact.any() else self.utility
-        return int(np.argmax(u))
+        return int(self.ranking()[0])  # a screen's estimate must not outrank an exact score
 
     def ranking(self) -> np.ndarray:
         """Candidate indices, best first: exact scores first, then the screen's order."""

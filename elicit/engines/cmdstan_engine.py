@@ -19,6 +19,7 @@ import numpy as np
 from elicit.engines.base import StanProgramEngine
 from elicit.engines.contract import StanProgramFile
 from elicit.errors import ElicitError, EngineError, EngineUnavailable
+from elicit.internal.io import write_text_atomic
 from elicit.internal.locks import file_lock, user_cache
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
@@ -87,11 +88,8 @@ def cached_program(src: Path, code: str) -> Path:
     installation = f"{path} {'.'.join(map(str, version)) if version else 'unknown'}"
     digest = hashlib.sha256(f"{code}\0{installation}".encode()).hexdigest()[:12]
     target = user_cache("stan") / f"{src.stem}_{digest}.stan"
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(code)
-        os.replace(tmp, target)  # atomic, so a concurrent process never sees half a file
+    if not target.exists():  # atomic, so a concurrent process never sees half a file
+        write_text_atomic(target, code)
     return target
 
 
@@ -129,14 +127,11 @@ def console_summary(error: Exception, program: StanProgramFile) -> str:
 def _write_log(stem: str, text: str) -> Path | None:
     """Save a failed run's full output in the cache's ``logs`` folder; its path, or None if it
     cannot be written."""
-    folder = user_cache("stan") / "logs"
-    path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    name = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:  # the folder is made if missing
+        return write_text_atomic(user_cache("stan") / "logs" / name, text)
     except OSError:
         return None
-    return path
 
 
 class CmdStanEngine(StanProgramEngine):

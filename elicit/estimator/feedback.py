@@ -139,8 +139,6 @@ def resolve_meta_features(mf: Any, X: np.ndarray, names: list[str] | None,
     if U.shape[0] != p:
         raise ElicitError(f"meta_features has {U.shape[0]} rows but X has n_features = {p}; "
                           "give one row of meta-features per column of X")
-    if U.shape[1] == 0:
-        raise ElicitError("meta_features has no columns (d = 0)")
     return U, names or fb_names
 
 

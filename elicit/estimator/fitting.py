@@ -11,7 +11,7 @@ from elicit.elicitation.kinds.pairs import PAIRS
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
 from elicit.model.result import MAPResult
-from elicit.model.spec import Hyper, ModelData, all_pairs
+from elicit.model.spec import Hyper, ModelData
 from elicit.prior.setup import coupled_features, fit_no_feedback, no_feedback_data
 from elicit.prior.tau2 import cv_tau2, ml_tau2
 
@@ -43,13 +43,11 @@ def choose_tau2(tau2: float | str, grid: list[float], X: np.ndarray, y: np.ndarr
 
 
 def fit_map(X: np.ndarray, y: np.ndarray, U: np.ndarray, hyper: Hyper, eng: Engine,
-            feedback: list[tuple[int, int, Answer]], candidates: np.ndarray | None = None,
+            feedback: list[tuple[int, int, Answer]], candidates: np.ndarray,
             relevance: np.ndarray | None = None) -> tuple[ModelData, MAPResult, bool]:
-    """The model's data and MAP, and whether any pair answer entered it. ``candidates``
-    (default all pairs) set J and the pairs ``"auto"`` averages over; ``relevance`` (the
-    relevance model's classes) enter with the answers, after the threshold prior, as in an
-    Elicitor."""
-    candidates = all_pairs(X.shape[1]) if candidates is None else candidates
+    """The model's data and MAP, and whether any pair answer entered it. ``candidates`` set J
+    and the pairs ``"auto"`` averages over; ``relevance`` (the relevance model's classes)
+    enter with the answers, after the threshold prior, as in an Elicitor."""
     pairs = np.array([(i, j) for i, j, a in feedback if a.outcome is not None],
                      dtype=int).reshape(-1, 2)
     f = np.array([a.outcome for _, _, a in feedback if a.outcome is not None], dtype=int)

@@ -15,7 +15,7 @@ from elicit.elicitation.strategies import STRATEGIES
 from elicit.harness.labels import LABELS, REFERENCE_LABELS
 from elicit.harness.sweep import part_kinds
 from elicit.prior.tau2 import TAU2_BOUNDS
-from elicit.report.realdata import Sweep, fmt, n_answers
+from elicit.report.realdata import Sweep, figure_line, fmt, n_answers
 
 #: The reference lines of a mixed sweep's table, in the order they are printed: name in
 #: ``mse.csv`` (``start``: the curves at 0 answers) -> label.
@@ -186,5 +186,5 @@ def mixed_section(sweeps: Sequence[Sweep]) -> list[str]:
                   "from the expert's answerable pairs, which leaks its relevance knowledge): "
                   "their start is still without expert input, their curves are not.", ""]
     return [*lines, *mixed_table(columns, best), "",
-            *(f"![{s.label}, questions {s.questions}, pool {s.pool}]"
-              f"({s.folder}/fig5_{s.dataset}.png)" for s in columns + list(best.values())), ""]
+            *(figure_line(f"{s.label}, questions {s.questions}, pool {s.pool}", s.path,
+                          f"fig5_{s.dataset}.png") for s in columns + list(best.values())), ""]

@@ -28,15 +28,15 @@ PAPER_FEATURES = {"amazon": 340, "yelp": 241}
 
 @dataclass
 class Sweep:
-    """One realdata sweep folder, as the report reads it: its ``config.json``, ``mse.csv``,
-    ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent); ``path`` None: made in memory."""
+    """One realdata sweep folder ``path``, as the report reads it: its ``config.json``,
+    ``mse.csv``, ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent)."""
 
     folder: str
     cfg: dict
     mse: pd.DataFrame
     info: pd.DataFrame | None
     tau2cv: pd.DataFrame | None
-    path: Path | None = None
+    path: Path
 
     @property
     def dataset(self) -> str:
@@ -164,7 +164,7 @@ class Sweep:
 
     def records(self, kind: str, runs: Sequence[int]) -> list[dict] | None:
         """Each of ``runs``' record of ``kind`` (a strategy, ``runinfo``), or None: not all."""
-        store = SweepStore.find(self.path) if self.path is not None else None
+        store = SweepStore.find(self.path)
         got = [] if store is None else [store.load(store.part_path(self.dataset, kind, int(r)))
                                         for r in runs]
         return [g for g in got if g is not None] if got and None not in got else None
@@ -210,6 +210,15 @@ def find_sweeps(out: Path) -> list[Sweep]:
     return sorted(sweeps, key=lambda s: (order.get(s.dataset, len(order)), s.dataset,
                                          s.literal, bool(s.config_label), not s.recommended,
                                          s.folder != s.dataset, s.folder))
+
+
+def figure_line(alt: str, folder: Path, name: str) -> str:
+    """The image ``alt`` of the figure ``name`` in a sweep's ``folder``, or a line saying it is
+    missing (a sweep stopped before drawing it, a folder copied without it) and how to draw it."""
+    if (folder / name).exists():
+        return f"![{alt}]({folder.name}/{name})"
+    return (f"{alt}: `{folder.name}/{name}` is missing: run the command of its sweep again, "
+            "which resumes it and draws the figure.")
 
 
 def default_sweep(sweeps: Sequence[Sweep], dataset: str) -> Sweep | None:
@@ -384,7 +393,8 @@ def sweep_section(sweep: Sweep) -> list[str]:
         f"`{cfg.get('utility', '?')}` (refine {cfg.get('refine', '?')}). Test MSE on 900 test "
         "reviews, original rating scale, mean ± s.e. over runs.", "",
         *sweep_table(sweep), "", *paired_table(sweep),
-        f"![Fig. 5 {sweep.label}, {sweep.settings}]({sweep.folder}/fig5_{sweep.dataset}.png)",
+        figure_line(f"Fig. 5 {sweep.label}, {sweep.settings}", sweep.path,
+                    f"fig5_{sweep.dataset}.png"),
         "",
     ]
     if tau := _tau2_summary(sweep):
@@ -418,7 +428,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
         "Non-sequential | Sequential | all answers given | LASSO |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         *rows, "",
-        *[f"![Fig. 5 {s.label}, paper-literal]({s.folder}/fig5_{s.dataset}.png)"
+        *[figure_line(f"Fig. 5 {s.label}, paper-literal", s.path, f"fig5_{s.dataset}.png")
           for d in DATASETS for s in [literal_sweep(sweeps, d)] if s is not None], "",
     ]
 

@@ -19,6 +19,7 @@ from elicit.report.mixed import mixed_section
 from elicit.report.realdata import (
     Sweep,
     default_sweep,
+    figure_line,
     find_sweeps,
     fmt,
     literal_section,
@@ -51,9 +52,9 @@ def _synthetic_section(out: Path) -> list[str]:
         + ("the problem files' test points" if own else "1000 test points") + " (mean ± s.e.)."
         + f" Predicting the training mean gives {fmt(mean)}.", "",
         *table, "",
-        "![Fig. 4](synthetic/fig4_mse.png)", "",
+        figure_line("Fig. 4", out / "synthetic", "fig4_mse.png"), "",
         *([f"Kernel: the true K_opt beside the learned K after {t} sequential answers (run "
-           "0).", "", "![Fig. 3](synthetic/fig3_K.png)", ""]
+           "0).", "", figure_line("Fig. 3", out / "synthetic", "fig3_K.png"), ""]
           if not own and (out / "synthetic" / "fig3_K.png").exists() else []),
     ]
 

@@ -253,3 +253,31 @@ def test_features_known_before_x_are_refused_only_when_no_form_of_x_fits(monkeyp
         spec_mod.check_size(n, p, d, fewer=str, noun="words")
     q = int(str(err.value).rsplit(" ", 1)[1])
     assert model_bytes(n, q, d) <= limit < model_bytes(n, q + 1, d)
+
+
+def test_a_corpus_ppmi_meta_features_are_in_the_early_check(monkeypatch):
+    """--meta-features ppmi builds about six p x p arrays (the co-occurrences, their PMI, an
+    eigendecomposition) before the model: between the sizes the structured form fits and the
+    dense bound, a sweep passed the early check and then ran out of memory in the embedding.
+    They count now; lsa holds no p x p array, so its check is as before."""
+    from types import SimpleNamespace
+
+    import elicit.data.sources as sources_mod
+    import elicit.model.spec as spec_mod
+    from elicit.data.sources import DataSource
+    from elicit.errors import ElicitError
+
+    n, d, p = 100, 10, 20_000
+    limit = 2 * model_bytes(n, p, d, 0)  # the structured form fits, six p x p arrays do not
+    assert limit < 6 * 8 * p * p
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: limit)
+    corpus = SimpleNamespace(p=p, min_df_keeping=lambda q: f"at most {q} keywords")
+    monkeypatch.setattr(sources_mod, "_load", lambda src: corpus)
+    src = DataSource("shop", corpus="shop.jsonl")
+    src.check_keywords(spec_mod.check_size, "lsa", d)  # an embedding without p x p arrays
+    with pytest.raises(ElicitError, match=r"^20,000 keywords are too many for this machine "
+                                          r"\(.*\): use at most (\d+) keywords$") as err:
+        src.check_keywords(spec_mod.check_size, "ppmi", d)
+    # the advice keeps what the dense form fits, which the six arrays fit too
+    q = int(str(err.value).rsplit(" ", 2)[1])
+    assert model_bytes(n, q, d) <= limit < model_bytes(n, q + 1, d) and 6 * 8 * q * q <= limit

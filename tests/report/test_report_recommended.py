@@ -72,7 +72,7 @@ def test_sweeps_know_their_configuration(results):
     cfg = json.loads((results / "amazon" / "config.json").read_text())
     for k in RECOMMENDED:
         cfg.pop(k, None)
-    old = type(rec)("old", cfg, rec.mse, None, None)
+    old = type(rec)("old", cfg, rec.mse, None, None, rec.path)
     assert not old.default and old.config_label == "counts"
 
 
@@ -523,3 +523,34 @@ def test_make_reproduce_passes_out_as_one_folder(tmp_path, target):
     assert words[words.index("--out") + 1] == "my results" + ("/quick" if "quick" in target else "")
     res = make(" ")
     assert res.returncode != 0 and "OUT is empty: give the results folder" in res.stderr
+
+
+def test_a_figure_its_folder_lacks_is_said_missing_not_linked(tmp_path):
+    """REPORT.md linked fig4_mse.png and a sweep's fig5 where the folder held none (a sweep
+    stopped between writing mse.csv and drawing its figure, or a folder copied without its
+    PNGs): a broken image, with no word on how to draw it. Every place that links a figure,
+    in one report: the synthetic Fig. 4, a sweep's section (here one beyond the paper; the
+    default sweeps' is the same), the paper-literal sweeps and the mixed sweeps."""
+    import shutil
+
+    from elicit.report import write_report
+
+    have = ["amazon-paper/fig5_amazon.png", "amazon-mixed/fig5_amazon.png"]
+    lack = ["synthetic/fig4_mse.png", "amazon-recommended/fig5_amazon.png"]
+    for fig in have + lack:  # two runs of two rounds: the report's cheapest form
+        folder = tmp_path / Path(fig).parent
+        folder.mkdir()
+        shutil.copy(RESULTS / folder.name / "config.json", folder / "config.json")
+        _cut_runs(RESULTS / folder.name, folder, lambda m: (m.run < 2) & (m.n_feedback <= 2))
+    for fig in have:
+        shutil.copy(RESULTS / fig, tmp_path / fig)
+    text = write_report(tmp_path).read_text()
+    assert sorted(re.findall(r"!\[[^]]*\]\(([^)]*)\)", text)) == sorted(have)
+    assert "![Fig. 5 Amazon, paper-literal](amazon-paper/fig5_amazon.png)" in text
+    for fig in lack:
+        assert (f"`{fig}` is missing: run the command of its sweep again, which resumes it "
+                "and draws the figure.") in text
+    alone = tmp_path / "alone"  # the synthetic sweep with its figure, by itself
+    shutil.copytree(tmp_path / "synthetic", alone / "synthetic")
+    shutil.copy(RESULTS / lack[0], alone / lack[0])
+    assert "![Fig. 4](synthetic/fig4_mse.png)" in write_report(alone).read_text()
