@@ -111,6 +111,13 @@ class SweepStore:
         return _read_json(path, "delete it and run the command again: it is computed again") \
             if path.exists() else None
 
+    def need(self, path: Path, what: str) -> dict:
+        """The record at ``path``, which a finished sweep holds (an :class:`ElicitError` naming
+        ``what`` if it is missing)."""
+        if (record := self.load(path)) is None:
+            raise ElicitError(f"{self.folder} has no {what}; run the sweep first")
+        return record
+
     def missing(self, paths: Mapping[str, Path],
                 current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:
         """The keys of ``paths`` whose record is missing or, by ``current``, out of date."""

@@ -210,10 +210,8 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
 
 def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> dict:
     """The stored result of one run and strategy: ``mse``, ``gammas``, ``asked``, ...."""
-    if (part := store.load(store.part_path(cfg.dataset, strategy, run))) is None:
-        raise ElicitError(f"{store.folder} has no result of {strategy} run {run}; run the "
-                          "sweep first")
-    return part
+    return store.need(store.part_path(cfg.dataset, strategy, run),
+                      f"result of {strategy} run {run}")
 
 
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
