@@ -57,9 +57,9 @@ class SweepStore:
 
     @classmethod
     def open(cls, folder: str | Path, settings: Mapping[str, object]) -> SweepStore:
-        """The store of ``folder`` for a sweep with ``settings`` (JSON-able), which are
-        written to ``config.json``; an :class:`ElicitError` if the folder holds records of
-        other settings (naming each difference) or records without ``config.json``."""
+        """The store of ``folder`` for a sweep with ``settings`` (JSON-able), written to
+        ``config.json`` with this call's ``"code"`` (no setting); an :class:`ElicitError` if the
+        folder holds records of other settings (naming each one), or records and no config."""
         folder = Path(folder)
         path = folder / CONFIG_FILE
         folder.mkdir(parents=True, exist_ok=True)
@@ -77,7 +77,7 @@ class SweepStore:
         if held and (diff := settings_difference(_read_config(path), settings)):
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")
-        write_json_atomic(path, settings, indent=1)
+        write_json_atomic(path, {**settings, "code": code_version()}, indent=1)
         return cls(folder, settings)
 
     @classmethod

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from elicit.elicitation.settings import RoundSettings
+from elicit.errors import ElicitError
 from elicit.harness import RunProblem, SweepConfig
 from elicit.harness import store as store_module
 from elicit.harness.store import SweepStore, made_by
@@ -124,3 +125,24 @@ def test_the_code_is_named_as_imported_though_the_checkout_moves_on(monkeypatch)
     spec.loader.exec_module(fresh)
     next(heads)  # the checkout moves on: a later look would see "bbbb"
     assert fresh.code_version() == "aaaa"
+
+
+def test_config_json_names_the_code_and_a_rerun_of_other_code_is_still_accepted(tmp_path,
+                                                                                  monkeypatch):
+    """A sweep folder's config.json named no code at all; it names the code of the call that
+    wrote it, a key the settings comparison skips (a folder written before it has none, as the
+    committed results/ do, and stays valid)."""
+    monkeypatch.setattr(store_module, "code_version", lambda: "aaaa")
+    _sweep(tmp_path / "o", runs=1)
+    config = tmp_path / "o" / "config.json"
+    assert json.loads(config.read_text())["code"] == "aaaa"
+    monkeypatch.setattr(store_module, "code_version", lambda: "bbbb")
+    _sweep(tmp_path / "o", runs=1)       # other code: not another setting
+    assert json.loads(config.read_text())["code"] == "bbbb"
+    old = json.loads(config.read_text())
+    del old["code"]
+    config.write_text(json.dumps(old))
+    _sweep(tmp_path / "o", runs=1)       # a folder from before the key
+    with pytest.raises(ElicitError, match="rounds: 1 there, 2 now"):
+        SweepStore.open(tmp_path / "o", {**old, "rounds": 2})
+
