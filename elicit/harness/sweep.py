@@ -150,7 +150,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
                 gammas[t] = el.fit.gamma.tolist()
         record: dict[str, object] = {"mse": mse, "gammas": gammas, "asked": asked,
                                      "threshold_mean": el.hyper.threshold_mean,
-                                     "model": st.model}
+                                     "model": st.model, "mean_mse": problem.mean_mse()}
         if mixed:
             # zeta is None throughout for a model without relevance classes
             record.update(questions=st.questions, kinds=kinds,
@@ -222,8 +222,12 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
     curves = run_sweep(make_problem, cfg, store, progress)
-    means = [(cfg.dataset, "mean", run, 0, make_problem(cfg.settings.seed, run).mean_mse())
-             for run in range(cfg.runs)]
+
+    def mean(run: int) -> float:  # as the run's curves were made with (older records: anew)
+        kept = load_part(store, cfg, cfg.strategies[0], run).get("mean_mse")
+        return make_problem(cfg.settings.seed, run).mean_mse() if kept is None else kept
+
+    means = [(cfg.dataset, "mean", run, 0, mean(run)) for run in range(cfg.runs)]
     df = pd.concat([curves, pd.DataFrame(means, columns=MSE_COLUMNS)], ignore_index=True)
     write_text_atomic(store.folder / "mse.csv", df.to_csv(index=False))
     mean_mse = float(df[df.strategy == "mean"].mse.mean())
