@@ -10,6 +10,7 @@ declaration with the folders; the slow one builds the wheel and lists it.
 from __future__ import annotations
 
 import fnmatch
+import re
 import shutil
 import subprocess
 import sys
@@ -95,11 +96,21 @@ def test_the_build_requirement_can_read_the_license_field():
     assert version >= (77,), f"{floor[0]} cannot build license = {license!r}"
 
 
+def test_the_license_the_metadata_names_is_a_file_the_wheel_ships():
+    # pyproject.toml said license = "MIT" while no file held the licence text or a copyright
+    # holder, so neither the wheel nor the checkout carried them; the files named in
+    # license-files go into the wheel's .dist-info/licenses/ (the slow test lists it)
+    named = PYPROJECT["project"].get("license-files", [])
+    found = sorted(f for pattern in named for f in ROOT.glob(pattern))
+    assert found, f"pyproject.toml's license-files {named} names no file of the checkout"
+    text = found[0].read_text()
+    assert PYPROJECT["project"]["license"] == "MIT" and text.startswith("MIT License")
+    assert re.search(r"^Copyright \(c\) \d{4} \S", text, re.M), "no copyright holder"
+
+
 def test_make_dist_empties_build_first():
     # a wheel built in the checkout packs whatever build/lib holds: a module deleted since an
     # earlier build came back (measured: a file left in build/lib/elicit was in the wheel)
-    import re
-
     make = (ROOT / "Makefile").read_text()
     # target -> (prerequisites, recipe lines)
     rules = {m[0]: (m[1], m[2]) for m in re.findall(
@@ -117,7 +128,7 @@ def test_the_built_wheel_holds_every_module_and_data_file(tmp_path):
     src.mkdir()
     for name in ("elicit", "stan"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", *PYPROJECT["project"].get("license-files", [])):
         shutil.copy(ROOT / name, src / name)
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
                           str(tmp_path / "dist"), str(src)], capture_output=True, text=True,
@@ -130,6 +141,7 @@ def test_the_built_wheel_holds_every_module_and_data_file(tmp_path):
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "elicit").rglob("*.py")}
     assert not sorted(modules - names)
     assert not sorted(set(_shipped_files()) - names)
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], sorted(names)[-8:]
     extra = sorted(n for n in names - modules - set(_shipped_files())
                    if not n.startswith("elicit-") and ".dist-info/" not in n)
     assert not extra, f"the wheel holds files the package does not have: {extra}"

@@ -169,10 +169,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_models(args: argparse.Namespace) -> None:
+    from elicit.engines.contract import stan_folder  # site-packages' in an installed copy
     from elicit.model.variants import MODELS
 
     for m in MODELS.values():
-        print(m.describe())
+        print(m.describe(stan_folder()))
 
 
 COMMANDS = {"synthetic": cmd_synthetic, "bench": cmd_bench, "models": cmd_models,

@@ -57,9 +57,9 @@ class SweepStore:
 
     @classmethod
     def open(cls, folder: str | Path, settings: Mapping[str, object]) -> SweepStore:
-        """The store of ``folder`` for a sweep with ``settings`` (JSON-able), which are
-        written to ``config.json``; an :class:`ElicitError` if the folder holds records of
-        other settings (naming each difference) or records without ``config.json``."""
+        """The store of ``folder`` for a sweep with ``settings`` (JSON-able), written to
+        ``config.json`` with this call's ``"code"`` (no setting); an :class:`ElicitError` if the
+        folder holds records of other settings (naming each one), or records and no config."""
         folder = Path(folder)
         path = folder / CONFIG_FILE
         folder.mkdir(parents=True, exist_ok=True)
@@ -77,7 +77,7 @@ class SweepStore:
         if held and (diff := settings_difference(_read_config(path), settings)):
             raise ElicitError(f"{folder} holds results of other settings ({diff}); use "
                               "another output folder (--out) or delete this one")
-        write_json_atomic(path, settings, indent=1)
+        write_json_atomic(path, {**settings, "code": code_version()}, indent=1)
         return cls(folder, settings)
 
     @classmethod
@@ -110,6 +110,13 @@ class SweepStore:
         """The record at ``path``, or None if there is none."""
         return _read_json(path, "delete it and run the command again: it is computed again") \
             if path.exists() else None
+
+    def need(self, path: Path, what: str) -> dict:
+        """The record at ``path``, which a finished sweep holds (an :class:`ElicitError` naming
+        ``what`` if it is missing)."""
+        if (record := self.load(path)) is None:
+            raise ElicitError(f"{self.folder} has no {what}; run the sweep first")
+        return record
 
     def missing(self, paths: Mapping[str, Path],
                 current: Callable[[dict], bool] | None = None) -> tuple[str, ...]:

@@ -150,7 +150,7 @@ def run_one(problem: RunProblem, cfg: SweepConfig, run: int, strategies: Sequenc
                 gammas[t] = el.fit.gamma.tolist()
         record: dict[str, object] = {"mse": mse, "gammas": gammas, "asked": asked,
                                      "threshold_mean": el.hyper.threshold_mean,
-                                     "model": st.model}
+                                     "model": st.model, "mean_mse": problem.mean_mse()}
         if mixed:
             # zeta is None throughout for a model without relevance classes
             record.update(questions=st.questions, kinds=kinds,
@@ -210,10 +210,8 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
 
 def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> dict:
     """The stored result of one run and strategy: ``mse``, ``gammas``, ``asked``, ...."""
-    if (part := store.load(store.part_path(cfg.dataset, strategy, run))) is None:
-        raise ElicitError(f"{store.folder} has no result of {strategy} run {run}; run the "
-                          "sweep first")
-    return part
+    return store.need(store.part_path(cfg.dataset, strategy, run),
+                      f"result of {strategy} run {run}")
 
 
 def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepStore,
@@ -224,8 +222,12 @@ def sweep(make_problem: ProblemMaker, cfg: SweepConfig, out: str | Path | SweepS
     store = out if isinstance(out, SweepStore) else SweepStore.open(
         out, {**cfg.to_json(), **maker_settings(make_problem)})
     curves = run_sweep(make_problem, cfg, store, progress)
-    means = [(cfg.dataset, "mean", run, 0, make_problem(cfg.settings.seed, run).mean_mse())
-             for run in range(cfg.runs)]
+
+    def mean(run: int) -> float:  # as the run's curves were made with (older records: anew)
+        kept = load_part(store, cfg, cfg.strategies[0], run).get("mean_mse")
+        return make_problem(cfg.settings.seed, run).mean_mse() if kept is None else kept
+
+    means = [(cfg.dataset, "mean", run, 0, mean(run)) for run in range(cfg.runs)]
     df = pd.concat([curves, pd.DataFrame(means, columns=MSE_COLUMNS)], ignore_index=True)
     write_text_atomic(store.folder / "mse.csv", df.to_csv(index=False))
     mean_mse = float(df[df.strategy == "mean"].mse.mean())

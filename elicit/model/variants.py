@@ -111,8 +111,9 @@ class ModelVariant:
         """The blocks of theta (:mod:`elicit.model.layout`) of a fit, as the parts say."""
         return tuple(n for part in self.parts for n in part.params_of(self, learned))
 
-    def describe(self) -> str:
-        """Two lines for ``elicit models``: the assumption, then the Stan program."""
+    def describe(self, folder: str | Path = "stan") -> str:
+        """Two lines for ``elicit models``: the assumption, then the Stan program (a shipped
+        one in ``folder``: the command gives the engines' ``stan_folder()``)."""
         prog = self.program
         if prog is None:
             return (f"{self.name}: {self.assumes}\n    no Stan program (link: {self.link.name}; "
@@ -123,7 +124,7 @@ class ModelVariant:
                 (self.known_coupling, "coupled = J"),
                 (self.relevance, "the relevance classes; parameter zeta"),
                 (self.direction, "the direction signs; parameter delta")) if on]
-            where = prog.name + (f" (data: {', '.join(data)})" if data else "")
+            where = f"{Path(folder) / prog.file}" + (f" (data: {', '.join(data)})" if data else "")
         else:
             where = f"{prog.name} (its own program)"
         return f"{self.name}: {self.assumes}\n    {where}"

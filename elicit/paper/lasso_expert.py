@@ -98,13 +98,6 @@ def _lasso(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
     return Lasso(alpha=alpha, max_iter=_MAX_ITER, tol=_TOL).fit(X, y).coef_.copy()
 
 
-def _alpha_max(X: np.ndarray, y: np.ndarray) -> float:
-    """The smallest alpha with all weights zero (sklearn's objective, centred data)."""
-    Xc = X - X.mean(axis=0)
-    yc = y - y.mean()
-    return float(np.max(np.abs(Xc.T @ yc)) / X.shape[0])
-
-
 def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     """The alpha whose fit has the number of nonzeros closest to ``target`` (ties: the larger).
 
@@ -114,7 +107,9 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     computed in warm-started chunks (the same points as the whole path) and stops once a
     chunk keeps at least twice the target: its small-alpha end is most of its cost.
     """
-    a_max = _alpha_max(X, y)
+    # centred once (sklearn's objective with an intercept) for alpha_max and every chunk
+    Xc, yc = X - X.mean(axis=0), y - y.mean()
+    a_max = float(np.max(np.abs(Xc.T @ yc)) / X.shape[0])  # the least alpha of no weights
     if a_max <= 0:
         raise ElicitError("the expert-set ratings are constant or uncorrelated with every "
                           "feature: the LASSO keeps no feature at any alpha")
@@ -122,7 +117,7 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
     counts: list[int] = []
     coef = None
     for start in range(0, len(alphas), _PATH_CHUNK):
-        chunk = _path(X, y, alphas[start:start + _PATH_CHUNK], coef_init=coef)
+        chunk = _path(Xc, yc, alphas[start:start + _PATH_CHUNK], coef_init=coef)
         counts += [int(np.count_nonzero(c)) for c in chunk]
         coef = chunk[-1]
         if min(counts[-len(chunk):]) >= 2 * target:
@@ -158,14 +153,13 @@ def _target_alpha(X: np.ndarray, y: np.ndarray, target: int) -> float:
 _PATH_CHUNK = 25
 
 
-def _path(X: np.ndarray, y: np.ndarray, alphas: np.ndarray,
+def _path(Xc: np.ndarray, yc: np.ndarray, alphas: np.ndarray,
           coef_init: np.ndarray | None = None) -> np.ndarray:
-    """Coefficients along ``alphas`` (rows), with an intercept, from ``coef_init``."""
+    """Coefficients along ``alphas`` (rows) of the centred ``Xc``, ``yc`` (a fit with an
+    intercept), from ``coef_init``."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import lasso_path
 
-    Xc = X - X.mean(axis=0)
-    yc = y - y.mean()
     # the small-alpha end may stop short of tol with many keywords; the expert's alpha is
     # far from it, and hundreds of warnings per sweep would bury the progress output
     with warnings.catch_warnings():

@@ -204,13 +204,8 @@ def ensure_runinfo(store: SweepStore, cfg: RealDataConfig, progress: bool = True
                   {"": store.runinfo_path(name, t[2])},
                   lambda rec: int(rec.get("version", 1)) >= RUNINFO_VERSION and "auc" in rec
                   and "yardstick" in rec["references"]) else None)
-    infos = []
-    for r in range(cfg.runs):
-        info = store.load(store.runinfo_path(name, r))
-        if info is None:  # run_tasks wrote every one, or raised
-            raise ElicitError(f"{name} run {r}: no runinfo record was written")
-        infos.append(info)
-    return infos
+    return [store.need(store.runinfo_path(name, r), f"runinfo record of run {r}")
+            for r in range(cfg.runs)]
 
 
 def reference_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:

@@ -208,11 +208,5 @@ def ensure_sample_curves(store: SweepStore, cfg: RealDataConfig, tau2: Mapping[i
                           SAMPLE_METHODS) for r in range(cfg.runs)]
     run_tasks(_samples_task, tasks, jobs=cfg.jobs, desc=f"{key}: rnd/act samples",
               progress=progress, left=left)
-    curves: dict[str, list[SampleCurve]] = {m: [] for m in SAMPLE_METHODS}
-    for m in SAMPLE_METHODS:
-        for r in range(cfg.runs):
-            record = store.load(store.samples_path(m, r))
-            if record is None:  # run_tasks wrote every one, or raised
-                raise RuntimeError(f"{key} run {r}: no {m} curve was written")
-            curves[m].append(SampleCurve.from_json(record))
-    return curves
+    return {m: [SampleCurve.from_json(store.need(store.samples_path(m, r), f"{m} curve of run {r}"))
+                for r in range(cfg.runs)] for m in SAMPLE_METHODS}

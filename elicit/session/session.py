@@ -410,6 +410,8 @@ def _new_meta(pr, settings: dict[str, Any], probe: Elicitor, y_offset: float,
     """The ``meta`` table of a new session file (``resolved``: as the model resolved them)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from elicit.internal.provenance import code_version  # the release names no commit
+
     try:
         elicit_version = version("elicit")
     except PackageNotFoundError:
@@ -418,7 +420,8 @@ def _new_meta(pr, settings: dict[str, Any], probe: Elicitor, y_offset: float,
     return {
         "format_version": store.FORMAT_VERSION, "application": "elicit-session",
         "created": store.now(), "session_uid": uuid.uuid4().hex,
-        "elicit_version": elicit_version, "data_hash": combined, "array_hashes": per,
+        "elicit_version": elicit_version, "code": code_version(), "data_hash": combined,
+        "array_hashes": per,
         "shapes": {"X": list(pr.X.shape), "y": list(pr.y.shape), "U": list(pr.U.shape)},
         "feature_names": pr.names, "settings": settings,
         "resolved": {"engine": probe.engine.name, "threshold_mean": probe.hyper.threshold_mean,

@@ -26,16 +26,24 @@ def test_unknown_model_is_one_line_error_listing_names():
     assert Hyper().model == PAPER and get_model(PAPER).threshold_sd == 0.5
 
 
-def test_models_command_lists_every_model_and_its_program(capsys):
+def test_models_command_lists_every_model_and_its_program(capsys, tmp_path, monkeypatch):
+    # It printed stan/elicit.stan, a path of the checkout only: an installed copy keeps the
+    # program in site-packages, the file to copy for --stan-file. The program's own path is
+    # found from any folder.
+    from elicit.engines.contract import stan_folder
+
+    monkeypatch.chdir(tmp_path)
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
+    shipped = stan_folder() / "elicit.stan"
+    assert shipped.is_absolute() and shipped.is_file()
     for m in MODELS.values():
         at = lines.index(f"{m.name}: {m.assumes}")
-        assert lines[at + 1].startswith("    stan/elicit.stan"), lines[at + 1]
-    assert "    stan/elicit.stan (data: threshold_sd = 0.02)\n" in out      # tied-threshold
-    assert "    stan/elicit.stan (data: coupled = J)\n" in out              # known-coupling
-    assert "(data: threshold_sd = 0.02, coupled = J)" in out           # known-coupling-tied
+        assert lines[at + 1].startswith(f"    {shipped}"), lines[at + 1]
+    assert f"    {shipped} (data: threshold_sd = 0.02)\n" in out      # tied-threshold
+    assert f"    {shipped} (data: coupled = J)\n" in out              # known-coupling
+    assert "(data: threshold_sd = 0.02, coupled = J)" in out      # known-coupling-tied
 
 
 @pytest.mark.parametrize("argv", [

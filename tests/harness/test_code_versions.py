@@ -8,13 +8,16 @@ import json
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from elicit.elicitation.settings import RoundSettings
+from elicit.errors import ElicitError
 from elicit.harness import RunProblem, SweepConfig
 from elicit.harness import store as store_module
+from elicit.harness import sweep as sweep_module
 from elicit.harness.store import SweepStore, made_by
-from elicit.harness.sweep import run_sweep
+from elicit.harness.sweep import run_sweep, sweep
 from elicit.internal import provenance
 from elicit.internal.memo import code_salt
 from elicit.model.simulate import make_synthetic
@@ -124,3 +127,61 @@ def test_the_code_is_named_as_imported_though_the_checkout_moves_on(monkeypatch)
     spec.loader.exec_module(fresh)
     next(heads)  # the checkout moves on: a later look would see "bbbb"
     assert fresh.code_version() == "aaaa"
+
+
+def test_config_json_names_the_code_and_a_rerun_of_other_code_is_still_accepted(tmp_path,
+                                                                                  monkeypatch):
+    """A sweep folder's config.json named no code at all; it names the code of the call that
+    wrote it, a key the settings comparison skips (a folder written before it has none, as the
+    committed results/ do, and stays valid)."""
+    monkeypatch.setattr(store_module, "code_version", lambda: "aaaa")
+    _sweep(tmp_path / "o", runs=1)
+    config = tmp_path / "o" / "config.json"
+    assert json.loads(config.read_text())["code"] == "aaaa"
+    monkeypatch.setattr(store_module, "code_version", lambda: "bbbb")
+    _sweep(tmp_path / "o", runs=1)       # other code: not another setting
+    assert json.loads(config.read_text())["code"] == "bbbb"
+    old = json.loads(config.read_text())
+    del old["code"]
+    config.write_text(json.dumps(old))
+    _sweep(tmp_path / "o", runs=1)       # a folder from before the key
+    with pytest.raises(ElicitError, match="rounds: 1 there, 2 now"):
+        SweepStore.open(tmp_path / "o", {**old, "rounds": 2})
+
+
+def _mean_rows(folder):
+    df = pd.read_csv(folder / "mse.csv")
+    return df[df.strategy == "mean"].mse.tolist()
+
+
+def test_a_resumed_synthetic_sweep_keeps_the_mean_of_its_runs_records(tmp_path, monkeypatch):
+    """The "predict the mean" rows were computed again at every call: a folder resumed after
+    a change of the problems' code paired each kept run's curves with the new code's mean.
+    Each record keeps its run's mean; a record from before holds none (computed, as before)."""
+    class Problems:  # a generator whose test targets a later version of its code moves
+        def __init__(self, shift: float) -> None:
+            self.shift = shift
+
+        def settings(self) -> dict:   # the same settings: only the code differs
+            return {"maker": "mine"}
+
+        def __call__(self, seed, run):
+            p = _problem(seed, run)
+            return RunProblem(p.X, p.y, p.U, p.X_test, p.y_test + self.shift, p.expert,
+                              p.hyper)
+
+    monkeypatch.setattr(sweep_module, "mse_curves", lambda *a, **k: None)  # no figure
+    cfg = SweepConfig("mine", runs=2, rounds=1, strategies=("random",),
+                      settings=RoundSettings(engine="numpy", seed=0))
+    first = sweep(Problems(0.0), cfg, tmp_path / "o", progress=False)
+    kept = first[first.strategy == "mean"].mse.tolist()
+    assert kept == [Problems(0.0)(0, r).mean_mse() for r in range(2)]
+    record = tmp_path / "o" / "parts" / "mine" / "random" / "run001.json"
+    assert json.loads(record.read_text())["mean_mse"] == kept[1]
+    old = json.loads(record.read_text())
+    del old["mean_mse"]
+    record.write_text(json.dumps(old))
+    sweep(Problems(1.0), cfg, tmp_path / "o", progress=False)
+    changed = Problems(1.0)(0, 1).mean_mse()
+    assert changed != kept[1]
+    assert _mean_rows(tmp_path / "o") == [kept[0], changed]

@@ -416,6 +416,7 @@ def test_python_sweep_refuses_a_rerun_with_other_settings(tmp_path):
 def test_python_sweep_resumes_with_the_same_settings(tmp_path, monkeypatch):
     """The same settings reuse every part (nothing runs) and give the same table."""
     import elicit.harness.sweep as ex
+    from elicit.internal.provenance import code_version
 
     cfg = SweepConfig("mine", runs=2, rounds=2, strategies=("random",),
                       settings=RoundSettings(engine="numpy"))
@@ -429,7 +430,8 @@ def test_python_sweep_resumes_with_the_same_settings(tmp_path, monkeypatch):
     again = sweep(synthetic_problem, cfg, tmp_path / "mine", progress=False)
     assert again.equals(first) and (tmp_path / "mine" / "mse.csv").read_bytes() == before
     recorded = json.loads((tmp_path / "mine" / "config.json").read_text())
-    assert recorded == {**cfg.to_json(), "maker": "elicit.paper.synthetic.synthetic_problem"}
+    assert recorded == {**cfg.to_json(), "maker": "elicit.paper.synthetic.synthetic_problem",
+                        "code": code_version()}   # the code: no setting
 
 
 def test_python_sweep_and_the_command_share_a_folder_only_with_the_same_settings(tmp_path):

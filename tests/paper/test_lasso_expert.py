@@ -100,11 +100,17 @@ def test_target_rule_on_real_data(name, paper_dataset):
     assert e.answer(z, i) is U
 
 
+def _alpha_max(X, y):
+    """The least alpha whose LASSO (with an intercept) keeps no weight."""
+    return float(np.max(np.abs((X - X.mean(0)).T @ (y - y.mean()))) / X.shape[0])
+
+
 def test_path_in_chunks_is_the_whole_path():
     """Chunks warm-started from the previous chunk's last point are the whole path's points."""
-    from elicit.paper.lasso_expert import _alpha_max, _path
+    from elicit.paper.lasso_expert import _path
 
     X, y, _ = _synthetic(seed=3)
+    X, y = X - X.mean(0), y - y.mean()       # _path takes centred data
     a = np.geomspace(_alpha_max(X, y), 1e-3 * _alpha_max(X, y), 60)
     whole = _path(X, y, a)
     first = _path(X, y, a[:25])
@@ -118,7 +124,7 @@ def test_target_alpha_stops_early_without_changing_the_choice(seed, target):
     whole 200-point path (written out here) picks the same path point to bisect from."""
     from sklearn.linear_model import lasso_path
 
-    from elicit.paper.lasso_expert import _alpha_max, _target_alpha
+    from elicit.paper.lasso_expert import _target_alpha
 
     X, y, _ = _synthetic(seed=seed)
     alphas = np.geomspace(_alpha_max(X, y), 1e-4 * _alpha_max(X, y), 200)

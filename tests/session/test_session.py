@@ -50,6 +50,18 @@ def test_create_writes_a_durable_file_with_meta(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.session"]
 
 
+def test_the_file_names_the_code_that_made_it_beside_the_release(tmp_path):
+    """``elicit_version`` is the release ("0.1.0" at every commit): the file names the code
+    too, as a sweep's records do (a commit, or a hash of the source where there is none)."""
+    from elicit.internal.provenance import code_version
+
+    create_session(tmp_path / "t.session").close()
+    raw = sqlite3.connect(tmp_path / "t.session")
+    meta = {k: json.loads(v) for k, v in raw.execute("SELECT key, value FROM meta")}
+    raw.close()
+    assert meta["code"] == code_version()
+
+
 def test_dataframe_input_supplies_names(tmp_path):
     X, y, U = make_data()
     df = pd.DataFrame(X, columns=NAMES)
