@@ -65,7 +65,8 @@ class NewtonProblem:
     single: bool
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        """Feedback terms of ``rows`` at ``theta``: value (r,), gradient (r, k), Hessian or None."""
+        """Feedback terms of ``rows`` at ``theta``: value (r,), gradient (r, k), Hessian or None
+        (with the Hessian the value may be None: the run reads only the other two then)."""
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         """Log density (r,) (-inf where there is none), gradient (r, k) and per-row extras to keep
