@@ -275,8 +275,8 @@ class UtilityScorer:
         kern_idx = data.layout.marginal_index
         M = Jm.T @ (Jm / self.v0[:, None])
         u = np.zeros(len(w))
-        for f in (0, 1):
-            st = moves.step(f)[kern_idx]
+        for f, move in enumerate(moves.steps()):
+            st = move[kern_idx]
             kl = 0.5 * np.einsum("ac,ac->c", st, M @ st)
             u += (s if f == 1 else 1.0 - s) * kl
         return u

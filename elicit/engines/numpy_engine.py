@@ -128,10 +128,9 @@ class NumpyEngine(Engine):
             raise ValueError(f"row {row} of the stack did not converge")
         t = run.theta[row]
         args = (float(run.value[row]), data, True, int(run.iters[row]), "Newton (warm start)")
-        res = self._result(t, *args, warm_hessian=run.hess_base[row])
         final = self._result(t + run.final[row], *args, warm_hessian=run.hess_base[row])
         self._memo.put(self._memo_key(data, theta, hess_base),
-                       _Remembered(float(run.start_value[row]), res, final=final),
+                       _Remembered(float(run.start_value[row]), final=final),
                        pin=(data.X, data.y, data.U))
 
     def finish(self, run: WarmRefit) -> MAPResult:
@@ -139,13 +138,13 @@ class NumpyEngine(Engine):
         for :meth:`fit`, which adds the last Newton step and the :attr:`cold_start` check."""
         run.advance()
         if run.status == "converged":
-            entry = _Remembered(run.start_value, run.result(), run=run)
+            res, entry = run.result(), _Remembered(run.start_value, run=run)
         else:
             res = self._lbfgs(run.theta_start, run.data, run.lb)
-            entry = _Remembered(run.start_value, res, final=res)
+            entry = _Remembered(run.start_value, final=res)
         self._memo.put(self._memo_key(run.data, run.theta_start, run.hess_start), entry,
                        pin=(run.data.X, run.data.y, run.data.U))
-        return entry.hypothetical
+        return res
 
     def _final(self, entry: _Remembered) -> MAPResult:
         """A remembered refit gone on to :attr:`gtol`, after the last Newton step (once)."""
@@ -251,10 +250,9 @@ class NumpyEngine(Engine):
 
 @dataclass
 class _Remembered:
-    """A remembered refit: start value, hypothetical refit, and the final one or its run."""
+    """A remembered refit: start value, and the final one or its run."""
 
     start_value: float
-    hypothetical: MAPResult
     run: WarmRefit | None = None
     final: MAPResult | None = None
 

@@ -205,7 +205,7 @@ class CandidateRefits(NewtonProblem):
                                self.w_new[rows][:, None, :]], axis=1)          # (C, N_f + 1, d)
         fall = np.concatenate([np.broadcast_to(data.f.astype(float), (C, len(data.f))),
                                np.asarray(self.f_new[rows], dtype=float).reshape(C, 1)], axis=1)
-        return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess)
+        return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess, not hess)
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         return self.density.at(theta, rows)

@@ -108,8 +108,10 @@ class LaplaceMoves:
         gamma, xi, _ = split_theta(theta, data)
         self.z0 = xi - w @ gamma
 
-    def step(self, f: int | np.ndarray) -> np.ndarray:
-        """The moves (k, C) after the answers ``f`` (one for all rows or one per row)."""
-        step = np.zeros((len(self.theta), len(self.z0)))
-        step[self.free] = self.Y * scalar_step(f, self.z0, self.q, self.data.link)
+    def steps(self) -> np.ndarray:
+        """The moves (2, k, C) after the answer 0 and after 1, from one elementwise bisection."""
+        link, C = self.data.link, len(self.z0)
+        t = scalar_step(np.repeat([0, 1], C), np.tile(self.z0, 2), np.tile(self.q, 2), link)
+        step = np.zeros((2, len(self.theta), C))
+        step[:, self.free] = self.Y * t.reshape(2, 1, C)
         return np.maximum(step, (self.lb - self.theta)[:, None])

@@ -65,7 +65,8 @@ class NewtonProblem:
     single: bool
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        """Feedback terms of ``rows`` at ``theta``: value (r,), gradient (r, k), Hessian or None."""
+        """Feedback terms of ``rows`` at ``theta``: value (r,), gradient (r, k), Hessian or None
+        (with the Hessian the value may be None: the run reads only the other two then)."""
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         """Log density (r,) (-inf where there is none), gradient (r, k) and per-row extras to keep
@@ -149,10 +150,8 @@ def solve_local_model(problem: NewtonProblem, rows: np.ndarray, theta: np.ndarra
         m(s) = g_base' s + s' H_base s / 2 + F(theta + s) - F(theta)
 
     over ``theta + s >= lb`` (F: the row's feedback terms), by projected Newton with backtracking
-    from s = 0, the first step ``step0`` with decrement ``dec0``. ``H_base``: (C, k, k) or (k, k)
-    shared. The caller's line search guards the result."""
-    if H_base.ndim == 2:
-        H_base = np.broadcast_to(H_base, (len(theta), *H_base.shape))
+    from s = 0, the first step ``step0`` with decrement ``dec0``, ``H_base`` (C, k, k). The
+    caller's line search guards the result."""
     lb, single = problem.lb, problem.single
     F0 = problem.feedback(rows, theta, False)[0]
 

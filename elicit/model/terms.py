@@ -37,9 +37,10 @@ def priors_of(data: ModelData) -> list[tuple[Block, Normal | InvGamma]]:
 
 
 def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
-                   lay: ParamLayout, hess: bool = True):
+                   lay: ParamLayout, hess: bool = True, value: bool = True):
     """``sum_k log p(f_k | z_k)``, ``z_k = xi - gamma . w_k``, under ``link``, with its gradient
-    and Hessian (None unless ``hess``) in theta.
+    and Hessian (None unless ``hess``) in theta; for a stack, the value is None unless ``value``
+    (the log likelihood costs more than the gradient and the Hessian together).
 
     ``W`` is (N_f, d) for one theta (k,) or shared by every row of a stack (C, k), or
     (C, N_f, d), each row its own answers. Shapes ``()``, ``(k,)``, ``(k, k)`` for one theta;
@@ -54,7 +55,7 @@ def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
             return 0.0, grad, H
         z = xi - W @ gamma
         # the arrays' own sums: np.sum's dispatch costs more than these short sums
-        value = float(link.log_lik(z, f).sum())
+        total = float(link.log_lik(z, f).sum())
         r = link.score(z, f)
         grad[gs] = -W.T @ r
         grad[ix] = r.sum()
@@ -63,11 +64,11 @@ def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
             H[gs, gs] = -(W.T * c) @ W
             H[gs, ix] = H[ix, gs] = W.T @ c
             H[ix, ix] = -np.sum(c)
-        return value, grad, H
+        return total, grad, H
     C, k = theta.shape
     shared = W.ndim == 2
     z = xi[:, None] - (gamma @ W.T if shared else np.einsum("cfl,cl->cf", W, gamma))
-    value = link.log_lik(z, f).sum(axis=1)
+    loglik = link.log_lik(z, f).sum(axis=1) if value else None
     r = link.score(z, f)
     grad = np.zeros((C, k))
     grad[:, gs] = -(r @ W) if shared else -np.einsum("cf,cfl->cl", r, W)
@@ -80,4 +81,4 @@ def feedback_terms(link: Link, W: np.ndarray, f: np.ndarray, theta: np.ndarray,
         V[:, :, gs] = -W
         V[:, :, ix] = 1.0
         H = -np.matmul(V.transpose(0, 2, 1) * c[:, None, :], V)
-    return value, grad, H
+    return loglik, grad, H

@@ -472,7 +472,7 @@ def _assert_laplace_moves_maximise(data: ModelData, f_new: int) -> None:
     A = -(H0 + feedback_terms(theta0, data, True)[2])
     asked = {tuple(p) for p in data.pairs}
     w = pair_weights(data.U, np.array([p for p in all_pairs(data.p) if tuple(p) not in asked][:4]))
-    moves = LaplaceMoves(data, theta0, H0, w).step(f_new)
+    moves = LaplaceMoves(data, theta0, H0, w).steps()[f_new]
     for c in range(len(w)):
         v = np.zeros(len(theta0))
         v[:data.d], v[data.d] = -w[c], 1.0
@@ -484,6 +484,26 @@ def _assert_laplace_moves_maximise(data: ModelData, f_new: int) -> None:
         best = minimize(neg, np.zeros(len(theta0)), method="BFGS", options={"gtol": 1e-12})
         np.testing.assert_allclose(moves[:, c], best.x, atol=1e-6, err_msg=f"candidate {c}")
         assert np.abs(moves[:, c]).max() > 1e3 * 1e-6     # a move, not a zero
+
+
+def test_laplace_moves_of_both_answers_at_once_are_each_answers_own_bits():
+    """The screen bisects the roots of both answers in one pass over 2 C entries: every move is
+    bit for bit the one a bisection of that answer alone gives (a move's last bit can decide
+    which question is asked), a bound held, a move clipped onto a bound as it is."""
+    from elicit.model.link import scalar_step
+
+    data = make_small_data("learned", n_feedback=4)
+    fit = NumpyEngine("learned").fit(data)
+    theta0 = join_theta(fit.gamma, fit.xi, fit.tau2, data)
+    theta0[:2] = 0.0, 1e-6          # one gamma on its bound, one a hair above it
+    w = pair_weights(data.U, np.array(all_pairs(data.p)))
+    moves = LaplaceMoves(data, theta0, hessian_base(theta0, data), w)
+    both = moves.steps()
+    for f in (0, 1):
+        alone = np.zeros_like(both[f])
+        alone[moves.free] = moves.Y * scalar_step(f, moves.z0, moves.q, data.link)
+        assert (alone[1] < -1e-6).any() and not moves.free[0]      # a move clipped, one held
+        np.testing.assert_array_equal(both[f], np.maximum(alone, (moves.lb - theta0)[:, None]))
 
 
 @pytest.mark.parametrize("f", [0, 1])
