@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -503,10 +504,10 @@ class SessionReader:
             return None  # format-1 files have no exclusions: every pair stays a candidate
         return question_pairs(self.U, [self.feature_names.index(n) for n in self.excluded])
 
-    @property
+    @cached_property
     def n_pairs(self) -> int:
         """How many questions of every kind may be asked (each expert answers each once; the
-        question table is listed without a fit)."""
+        question table is listed without a fit, once: the file fixes it)."""
         p, candidates = len(self.feature_names), self.candidates()
         return len(QuestionTable([k.segment(p, candidates) for k in self.kinds]))
 
