@@ -17,8 +17,8 @@ from scipy.special import ndtr
 
 from elicit.elicitation.answers import Answer, GroupOracle, SignOracle
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.features import DirectionScorer
 from elicit.elicitation.kinds import DIRECTION, get_kind, model_for, parse_questions
+from elicit.elicitation.kinds.direction import DirectionScorer
 from elicit.elicitation.questions import Query
 from elicit.elicitation.scorer import UtilityScorer
 from elicit.elicitation.settings import RoundSettings
