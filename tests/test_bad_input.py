@@ -1327,7 +1327,10 @@ def test_settings_that_are_not_an_object_are_a_damaged_file(capsys, path, settin
     or KeyError."""
     sql_edit(path, "UPDATE meta SET value = ? WHERE key = 'settings'", settings)
     before = path.read_bytes()
-    for command in ("history", "ask"):
+    # `history` reads the record without the model, whose hyperparameters' names it leaves
+    model_only = "unknown setting" in message
+    assert not model_only or run_cli(capsys, "history", str(path))[0] == 0
+    for command in ("ask",) if model_only else ("history", "ask"):
         code, _, err = run_cli(capsys, command, str(path))
         assert code == 2
         assert_one_line_error(err, rf"session file .* is damaged: {message}; it was left "

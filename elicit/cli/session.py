@@ -275,16 +275,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from elicit.session.session import Session
+    from elicit.session.opening import read
     from elicit.session.terminal import show_agreement, show_history
 
     if args.agreement and args.csv:
         raise ElicitError("--agreement prints a table of its own: leave out --csv")
+    if not args.agreement:  # the record alone: the model is not loaded
+        with read(args.session) as r:
+            show_history(r, csv=args.csv)
+        return 0
+    from elicit.session.session import Session
+
     with Session.open(args.session, engine=args.engine, read_only=True) as s:
-        if args.agreement:
-            show_agreement(s)
-        else:
-            show_history(s, csv=args.csv)
+        show_agreement(s)
     return 0
 
 

@@ -13,11 +13,11 @@ import numpy as np
 from elicit.elicitation.table import feature_rows
 from elicit.errors import ElicitError
 from elicit.internal.registry import Registry
-from elicit.model.posterior import NIGPosterior
 
 if TYPE_CHECKING:
     from elicit.elicitation.features import FeatureScorer
     from elicit.elicitation.scorer import UtilityScorer
+    from elicit.model.posterior import NIGPosterior
 
 
 #: the user-facing utility modes (``Elicitor(utility=...)``, ``--utility``)

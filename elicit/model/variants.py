@@ -22,6 +22,12 @@ from elicit.model.covariance import (
 )
 from elicit.model.direction import DIRECTION, DirectionMean
 from elicit.model.link import LOGISTIC, Link, Logistic
+from elicit.model.names import (  # noqa: F401  (re-exported)
+    DIRECTION_MODEL,
+    PAPER,
+    RELEVANCE_DIRECTION_MODEL,
+    RELEVANCE_MODEL,
+)
 from elicit.model.priors import PAPER_THRESHOLD, ThresholdPrior
 from elicit.model.stan_data import SHIPPED_PARTS, StanPart, part_fields
 
@@ -129,13 +135,6 @@ class ModelVariant:
             where = f"{prog.name} (its own program)"
         return f"{self.name}: {self.assumes}\n    {where}"
 
-
-PAPER = "paper"
-RELEVANCE_MODEL = "relevance"
-#: the names of the models with direction answers: alone, and with relevance answers (the
-#: model of sweeps that ask every kind of question)
-DIRECTION_MODEL = "direction"
-RELEVANCE_DIRECTION_MODEL = "relevance-direction"
 
 _SHIPPED = (
     ModelVariant(PAPER, "the paper's model: xi ~ N+(m, m/2) is learned with gamma; one gamma "

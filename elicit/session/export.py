@@ -19,6 +19,7 @@ from elicit.internal.checks import check_bool
 from elicit.internal.io import write_json_atomic, write_text_atomic
 from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
+from elicit.session.opening import HISTORY_COLUMNS, names_or_blank
 
 if TYPE_CHECKING:
     from elicit.session.state import SessionState
@@ -108,7 +109,7 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "hyper": dataclasses.asdict(session.elicitor.hyper),
         "engine": session.elicitor.engine.name,
         "answers": [{"kind": k, "i": i, "j": j, "feature_i": names[i],
-                     "feature_j": _names_or_blank(names)[j], "answer": a, "expert": e}
+                     "feature_j": names_or_blank(names)[j], "answer": a, "expert": e}
                     for k, i, j, a, e in active],
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
         "x_scale": session.meta.get("x_scale"),
@@ -150,26 +151,16 @@ def export_prior(session: SessionState, path: str | os.PathLike, overwrite: bool
 
 
 def history(session: SessionState) -> pd.DataFrame:
-    """Every answer of every expert, oldest first, undone ones included.
-
-    Columns: answer_id, query_id, expert, kind, i, j, feature_i, feature_j, answer, comment,
-    expected_gain, shown_at, answered_at, undone, undone_at (a feature question: ``j = -1``,
+    """Every answer of every expert, oldest first, undone ones included (the columns
+    :data:`~elicit.session.opening.HISTORY_COLUMNS`; a feature question: ``j = -1``,
     ``feature_j`` empty)."""
-    names = _names_or_blank(session.feature_names)
-    df = pd.DataFrame(session.answer_rows(),
-                      columns=["answer_id", "query_id", "expert", "kind", "i", "j", "answer",
-                               "comment", "expected_gain", "shown_at", "answered_at",
-                               "undone_at"])
-    df.insert(6, "feature_i", [names[i] for i in df["i"]])
-    df.insert(7, "feature_j", [names[j] for j in df["j"]])
-    df.insert(len(df.columns) - 1, "undone", df["undone_at"].notna())
-    return df
+    return pd.DataFrame(session.history_rows(), columns=list(HISTORY_COLUMNS))
 
 
 def queries(session: SessionState) -> pd.DataFrame:
     """Every query shown, with its kind and status (a question about one feature: ``j = -1``,
     ``feature_j`` empty)."""
-    names = _names_or_blank(session.feature_names)
+    names = names_or_blank(session.feature_names)
     df = pd.DataFrame(session.query_rows(),
                       columns=["query_id", "expert", "kind", "i", "j", "expected_gain",
                                "exact_gain", "shown_at", "status", "batch"])
@@ -177,11 +168,6 @@ def queries(session: SessionState) -> pd.DataFrame:
     df.insert(6, "feature_j", [names[j] for j in df["j"]])
     df["exact_gain"] = df["exact_gain"].astype(bool)
     return df
-
-
-def _names_or_blank(names: list[str]) -> dict[int, str]:
-    """Feature name by index, and ``""`` for :data:`~elicit.session.store.FEATURE_J`."""
-    return {**dict(enumerate(names)), store.FEATURE_J: ""}
 
 
 def events(session: SessionState) -> pd.DataFrame:
@@ -226,7 +212,7 @@ class Agreement:
 def agreement(session: SessionState) -> Agreement:
     """Where the experts agree and disagree, over their active answers (every kind of
     question alike)."""
-    names = _names_or_blank(session.feature_names)
+    names = names_or_blank(session.feature_names)
     counted = [a.value for k in session.kinds for a in k.answers] + [DONT_KNOW.value]
     by_question: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
     for k, i, j, a, e in session.snapshot().answers:

@@ -12,7 +12,7 @@ from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.session.export import history
-from elicit.session.inputs import feature_index
+from elicit.session.questions import feature_index
 
 if TYPE_CHECKING:
     from elicit.session.state import SessionState

@@ -21,8 +21,6 @@ from elicit.model.spec import Hyper, validate_regression
 
 #: The longest comment an answer may carry, in characters.
 MAX_COMMENT = 10_000
-#: The longest expert name, in characters.
-MAX_EXPERT = 80
 #: The fewest rows from which the default meta-features (the columns' correlations) are made.
 MIN_ROWS_FOR_DEFAULT_META = 3
 
@@ -254,32 +252,3 @@ def check_comment(comment: str | None) -> str | None:
         raise ElicitError(f"comment is {len(comment)} characters long; the limit is "
                           f"{MAX_COMMENT}")
     return comment
-
-
-def check_expert(expert: str | None) -> str:
-    """An expert's name, stripped (``''`` is the unnamed expert); refuses non-text, overlong
-    names and control characters."""
-    if expert is None:
-        return ""
-    if not isinstance(expert, str):
-        raise ElicitError(f"expert must be a name (text), got {type(expert).__name__}")
-    expert = " ".join(expert.split())
-    if len(expert) > MAX_EXPERT:
-        raise ElicitError(f"expert name is {len(expert)} characters long; the limit is "
-                          f"{MAX_EXPERT}")
-    if any(not ch.isprintable() for ch in expert):
-        raise ElicitError(f"expert name {expert!r} contains control characters; use letters, "
-                          "digits and spaces")
-    return expert
-
-
-def feature_index(names: list[str], feature: int | str) -> int:
-    """The index of a feature given by name or index."""
-    if isinstance(feature, str):
-        try:
-            return names.index(feature)
-        except ValueError:
-            raise ElicitError(f"unknown feature name {feature!r}") from None
-    if isinstance(feature, (int, np.integer)) and 0 <= int(feature) < len(names):
-        return int(feature)
-    raise ElicitError(f"feature index {feature!r} out of range 0..{len(names) - 1}")

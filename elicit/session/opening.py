@@ -1,6 +1,8 @@
 """Opening a session file safely: the checks made before anything is written to it, reading
 its meta data, arrays and snippets, and migrating an older format (the file itself:
-:mod:`elicit.session.store`)."""
+:mod:`elicit.session.store`); :class:`SessionReader`, the opened file's words and record
+without the model (``elicit history`` loads neither the model, scipy nor pandas), which
+:class:`~elicit.session.state.SessionState` extends with the model kept in step."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import io
 import json
 import os
 import sqlite3
+import threading
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,14 +24,17 @@ from elicit.elicitation.kinds import (
     BEFORE_KINDS,
     KINDS,
     PAPER_QUESTIONS,
+    QuestionKind,
     get_kind,
     kinds_of,
     parse_questions,
     spell_questions,
 )
+from elicit.elicitation.table import QuestionTable
 from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
-from elicit.model.spec import Hyper
+from elicit.session import record
+from elicit.session.questions import feature_index, question_pairs
 from elicit.session.record import log_event
 from elicit.session.store import (
     FEATURE_J,
@@ -48,13 +55,14 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool = False,
-              ) -> tuple[sqlite3.Connection, dict[str, Any], dict[str, np.ndarray],
-                         dict[int, list[str]]]:
+              model: bool = True) -> tuple[sqlite3.Connection, dict[str, Any],
+                                           dict[str, np.ndarray], dict[int, list[str]]]:
     """Check and read a session file, make its connection durable, migrate an older format.
 
     Nothing is written to a file that fails a check, nor to one whose data differs from the
     arrays ``given`` (``{"X": ..., "y": ..., "U": ...}``, None for those not to check).
     ``read_only``: nothing is ever written; an older format is migrated in a copy in memory.
+    ``model``: the reader will build the model (its hyperparameters' names are checked).
     Returns the connection, the meta data, the arrays and the snippets per feature.
     """
     _inspect_file(path)
@@ -65,7 +73,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
     except sqlite3.Error as e:
         raise ElicitError(f"cannot open session file {path}: {e}") from None
     try:
-        meta, arrays, texts = _read_file(conn, path, read_only)
+        meta, arrays, texts = _read_file(conn, path, read_only, model)
         if given and any(v is not None for v in given.values()):
             _check_same_data(path, meta, given)
         if not read_only:
@@ -180,7 +188,8 @@ def _inspect_file(path: Path) -> None:
                           "untouched (restore it from a backup)")
 
 
-def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
+def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False,
+               model: bool = True):
     """Validate the file's structure and record; read its meta, arrays and texts."""
     try:
         check = conn.execute("PRAGMA quick_check").fetchall()
@@ -214,7 +223,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
         for key in ("feature_names", "settings", "data_hash", "array_hashes"):
             if key not in meta:
                 raise ElicitError(f"session file {path} is corrupted: meta has no {key!r}")
-        _check_settings(path, meta["settings"])
+        _check_settings(path, meta["settings"], model)
         blobs = dict(conn.execute("SELECT name, npy FROM arrays").fetchall())
         arrays = {}
         for name in ("X", "y", "U"):
@@ -260,8 +269,9 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False):
 _SETTINGS = ("hyper", "engine", "utility", "refine", "strategy", "pool_size", "seed")
 
 
-def _check_settings(path: Path, settings: object) -> None:
-    """Refuse meta ``settings`` no model can be built from (an edited or damaged file)."""
+def _check_settings(path: Path, settings: object, model: bool = True) -> None:
+    """Refuse meta ``settings`` no model can be built from (an edited or damaged file; the
+    names of the hyperparameters are checked only for a reader that builds the ``model``)."""
     if not isinstance(settings, dict):
         got = {list: "an array", str: "a string", type(None): "null", bool: "a boolean"}.get(
             type(settings), "a number")
@@ -269,8 +279,11 @@ def _check_settings(path: Path, settings: object) -> None:
                           "a JSON object; it was left untouched (restore it from a backup)")
     missing = [k for k in _SETTINGS if k not in settings]
     hyper = settings.get("hyper")
-    unknown = sorted(set(hyper) - {f.name for f in dataclasses.fields(Hyper)}) \
-        if isinstance(hyper, dict) else None
+    unknown: list[str] | None = [] if isinstance(hyper, dict) else None
+    if isinstance(hyper, dict) and model:
+        from elicit.model.spec import Hyper  # the model and scipy: for a reader that builds it
+
+        unknown = sorted(set(hyper) - {f.name for f in dataclasses.fields(Hyper)})
     if missing or unknown is None or unknown:
         what = (f"has no {', '.join(map(repr, missing))}" if missing else
                 "'hyper' is not a JSON object" if unknown is None else
@@ -398,3 +411,155 @@ def _check_same_data(path: Path, meta: dict, given: dict[str, Any]) -> None:
                 f"(session: shape {tuple(shape) if shape else '?'}, sha256 {str(want)[:12]}; "
                 f"given: shape {arr.shape}, sha256 {got[:12]}). Open it without data to use "
                 "the arrays stored in the file, or create a new session for this data")
+
+
+R = TypeVar("R", bound="SessionReader")
+
+#: the columns of :meth:`SessionReader.history_rows`
+HISTORY_COLUMNS = ("answer_id", "query_id", "expert", "kind", "i", "j", "feature_i", "feature_j",
+                   "answer", "comment", "expected_gain", "shown_at", "answered_at", "undone",
+                   "undone_at")
+
+
+def names_or_blank(names: list[str]) -> dict[int, str]:
+    """Feature name by index, and ``""`` for :data:`~elicit.session.FEATURE_J`."""
+    return {**dict(enumerate(names)), FEATURE_J: ""}
+
+
+class SessionReader:
+    """A session file's words and record, without its model (:func:`read`)."""
+
+    #: whether this reader builds the model (its hyperparameters' names are checked)
+    builds_model = False
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, Any],
+                 X: np.ndarray, y: np.ndarray, U: np.ndarray, texts: dict[int, list[str]],
+                 expert: str = "") -> None:
+        self.path, self._conn, self._lock = path, conn, threading.RLock()
+        self.meta = meta
+        self.settings: dict[str, Any] = meta["settings"]
+        self.feature_names: list[str] = list(meta["feature_names"])
+        self.uid: str = meta["session_uid"]
+        self.description: str = meta.get("description", "")
+        self.target_description: str = meta.get("target_description") or "the outcome"
+        self.summary: list[str] = list(meta.get("summary", []))
+        self.excluded: dict[str, str] = dict(meta.get("excluded_features", {}))
+        self.X, self.y, self.U = X, y, U
+        self.expert = expert
+        self._texts = texts
+        #: the names of the kinds of question the session asks (files made before feature
+        #: questions ask pairs)
+        self.questions: tuple[str, ...] = parse_questions(
+            self.settings.get("questions", PAPER_QUESTIONS))
+
+    @classmethod
+    def _open(cls: type[R], path, X=None, y=None, meta_features=None, *, expert: str = "",
+              read_only: bool = False, **model: Any) -> R:
+        path = Path(path)
+        conn, meta, arrays, texts = open_file(
+            path, {"X": X, "y": y, "U": meta_features}, read_only, cls.builds_model)
+        try:
+            record.cancel_answered_pending(conn)
+            return cls(path, conn, meta, arrays["X"], arrays["y"], arrays["U"], texts,
+                       expert=expert, **model)
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        """Close the file (idempotent). Everything was already committed."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]
+
+    def __enter__(self: R) -> R:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        pr = self.progress()
+        return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
+                f"{pr['answered']} of {pr['questions']} {self.question_noun}s answered>")
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ElicitError(f"session {self.path} is closed")
+        return self._conn
+
+    def _who(self, expert: str | None) -> str:
+        return self.expert if expert is None else record.check_expert(expert)
+
+    def _read(self, query, *args):
+        """``query(conn, *args)`` of :mod:`elicit.session.record` at the current state."""
+        with self._lock:
+            return query(self.conn, *args)
+
+    def candidates(self) -> np.ndarray | None:
+        """The candidate pairs the session was made with (None: every pair, format 1)."""
+        if "excluded_features" not in self.meta:
+            return None  # format-1 files have no exclusions: every pair stays a candidate
+        return question_pairs(self.U, [self.feature_names.index(n) for n in self.excluded])
+
+    @cached_property
+    def n_pairs(self) -> int:
+        """How many questions of every kind may be asked (each expert answers each once; the
+        question table is listed without a fit, once: the file fixes it)."""
+        p, candidates = len(self.feature_names), self.candidates()
+        return len(QuestionTable([k.segment(p, candidates) for k in self.kinds]))
+
+    @property
+    def kinds(self) -> tuple[QuestionKind, ...]:
+        """The kinds of question the session asks."""
+        return tuple(get_kind(n) for n in self.questions)
+
+    @property
+    def question_noun(self) -> str:
+        """The kind's noun (``"pair"``) when one kind is asked, else ``"question"``."""
+        return self.kinds[0].noun if len(self.kinds) == 1 else "question"
+
+    @property
+    def answer_kind(self) -> QuestionKind | None:
+        """The kind of every question of the session, or None when it asks several."""
+        return self.kinds[0] if len(self.kinds) == 1 else None
+
+    def progress(self, expert: str | None = None) -> dict[str, int]:
+        """Counts of one expert's record (see :func:`elicit.session.record.progress`)."""
+        return self._read(record.progress, self.n_pairs, self._who(expert))
+
+    def experts(self) -> list[str]:
+        """The experts who were asked at least one question, in order of appearance."""
+        return self._read(record.experts)
+
+    def texts(self, feature: int | str) -> list[str]:
+        """The example snippets stored for a feature (by index or name)."""
+        return list(self._texts.get(feature_index(self.feature_names, feature), []))
+
+    def answer_rows(self) -> list[tuple]:
+        """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
+        return self._read(record.history_rows)
+
+    def history_rows(self) -> list[tuple]:
+        """:meth:`answer_rows` as the columns :data:`HISTORY_COLUMNS`: with the features'
+        names (a feature question: ``j = -1``, ``feature_j`` empty) and whether undone."""
+        names = names_or_blank(self.feature_names)
+        return [(*r[:6], names[r[4]], names[r[5]], *r[6:11], r[11] is not None, r[11])
+                for r in self.answer_rows()]
+
+    def query_rows(self) -> list[tuple]:
+        """Every query shown, oldest first (:func:`record.query_rows`)."""
+        return self._read(record.query_rows)
+
+    def event_rows(self) -> list[tuple]:
+        """The append-only event log (:func:`record.event_rows`)."""
+        with self._lock:
+            return record.event_rows(self.conn)
+
+
+def read(path: str | os.PathLike) -> SessionReader:
+    """Open a session file read-only without its model (the checks of
+    :meth:`~elicit.session.session.Session.open`, but for the hyperparameters' names)."""
+    return SessionReader._open(path, read_only=True)

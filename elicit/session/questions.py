@@ -12,7 +12,6 @@ import numpy as np
 from elicit.elicitation.answers import Answer
 from elicit.elicitation.kinds import QuestionKind, get_kind, kind_for
 from elicit.errors import ElicitError
-from elicit.model.spec import all_pairs
 from elicit.session.store import FEATURE_J
 
 
@@ -30,14 +29,26 @@ def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
     if len(keep) < 2:
         raise ElicitError(f"only {len(keep)} of the {p} features can be asked about (the "
                           "others are constant or duplicate columns); need at least 2")
-    pairs = all_pairs(p)
-    pairs = pairs[np.isin(pairs[:, 0], keep) & np.isin(pairs[:, 1], keep)]
+    i, j = np.triu_indices(len(keep), 1)  # the kept features' pairs, by i then j (sorted)
+    pairs = np.column_stack([keep[i], keep[j]])
     differ = np.any(U[pairs[:, 0]] != U[pairs[:, 1]], axis=1)
     if not differ.any():
         raise ElicitError(f"all {len(keep)} features to ask about have identical "
                           "meta-features (identical rows of U), so no answer could change "
                           "the model; give meta-features that differ between features")
     return pairs[differ]
+
+
+def feature_index(names: list[str], feature: int | str) -> int:
+    """The index of a feature given by name or index."""
+    if isinstance(feature, str):
+        try:
+            return names.index(feature)
+        except ValueError:
+            raise ElicitError(f"unknown feature name {feature!r}") from None
+    if isinstance(feature, (int, np.integer)) and 0 <= int(feature) < len(names):
+        return int(feature)
+    raise ElicitError(f"feature index {feature!r} out of range 0..{len(names) - 1}")
 
 
 def public_j(j: int | None) -> int | None:

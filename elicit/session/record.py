@@ -189,6 +189,27 @@ def event_rows(conn: sqlite3.Connection) -> list[tuple]:
                         "FROM events ORDER BY id").fetchall()
 
 
+#: The longest expert name, in characters.
+MAX_EXPERT = 80
+
+
+def check_expert(expert: str | None) -> str:
+    """An expert's name, stripped (``''`` is the unnamed expert); refuses non-text, overlong
+    names and control characters."""
+    if expert is None:
+        return ""
+    if not isinstance(expert, str):
+        raise ElicitError(f"expert must be a name (text), got {type(expert).__name__}")
+    expert = " ".join(expert.split())
+    if len(expert) > MAX_EXPERT:
+        raise ElicitError(f"expert name is {len(expert)} characters long; the limit is "
+                          f"{MAX_EXPERT}")
+    if any(not ch.isprintable() for ch in expert):
+        raise ElicitError(f"expert name {expert!r} contains control characters; use letters, "
+                          "digits and spaces")
+    return expert
+
+
 def expert_label(expert: str) -> str:
     return f"expert {expert!r}" if expert else "the unnamed expert"
 

@@ -26,7 +26,7 @@ from elicit.internal.checks import check_bool, check_int
 from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
 from elicit.session import export, figures, record, store
-from elicit.session.inputs import check_comment, check_expert, prepare
+from elicit.session.inputs import check_comment, prepare
 from elicit.session.questions import (
     AnswerRecord,
     SessionQuery,
@@ -34,7 +34,7 @@ from elicit.session.questions import (
     question_names,
     question_pairs,
 )
-from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery
+from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery, check_expert
 from elicit.session.state import SessionState
 from elicit.session.store import SessionReplaced
 

@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from elicit.elicitation.elicitor import Elicitor
-from elicit.elicitation.kinds import PAPER_QUESTIONS, QuestionKind, get_kind, spell_questions
+from elicit.elicitation.kinds import get_kind, spell_questions
 from elicit.elicitation.settings import RoundSettings
 from elicit.engines.base import Engine
 from elicit.errors import ElicitError
@@ -27,9 +26,10 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper
 from elicit.model.variants import get_model
 from elicit.prior.setup import coupled_features
-from elicit.session import opening, record, store
-from elicit.session.inputs import check_expert, feature_index
-from elicit.session.questions import public_j, question_pairs
+from elicit.session import record, store
+from elicit.session.opening import SessionReader
+from elicit.session.questions import public_j
+from elicit.session.record import check_expert
 
 if TYPE_CHECKING:
     from elicit.estimator import ElicitRegressor
@@ -65,36 +65,24 @@ class Snapshot:
     direction: np.ndarray | None = None
 
 
-class SessionState:
+class SessionState(SessionReader):
     """A session file with its model kept in step (the base of
     :class:`~elicit.session.session.Session`)."""
+
+    builds_model = True
 
     def __init__(self, path: Path, conn: sqlite3.Connection, meta: dict[str, Any],
                  X: np.ndarray, y: np.ndarray, U: np.ndarray, texts: dict[int, list[str]],
                  engine: str | Engine | None = None, elicitor: Elicitor | None = None,
                  expert: str = "") -> None:
-        self.path, self._conn, self._lock = path, conn, threading.RLock()
-        self.meta = meta
-        self.settings: dict[str, Any] = meta["settings"]
-        self.feature_names: list[str] = list(meta["feature_names"])
-        self.uid: str = meta["session_uid"]
-        self.description: str = meta.get("description", "")
-        self.target_description: str = meta.get("target_description") or "the outcome"
-        self.summary: list[str] = list(meta.get("summary", []))
-        self.excluded: dict[str, str] = dict(meta.get("excluded_features", {}))
+        super().__init__(path, conn, meta, X, y, U, texts, expert)
         # The level added back to predictions: the centre Session.create subtracted (format
         # 2) plus the y_offset given by the caller (format 1 stored only the latter).
         self.y_offset: float = (float(meta.get("y_offset", 0.0)) + float(meta.get("y_centre", 0.0)))
         self._x_centre = None if meta.get("x_centre") is None else np.asarray(meta["x_centre"])
         self._x_scale = None if meta.get("x_scale") is None else np.asarray(meta["x_scale"])
-        self.X, self.y, self.U = X, y, U
-        self.expert = expert
-        self._texts = texts
         if elicitor is None:
             st = self.settings
-            # Format-1 files have no exclusions: every pair stays a candidate, as before.
-            cands = (question_pairs(U, [self.feature_names.index(n) for n in self.excluded])
-                     if "excluded_features" in meta else None)
             # The pool the session was made with, so that a later default does not change it.
             pool = st["pool_size"] if st["pool_size"] is not None else \
                 meta.get("resolved", {}).get("pool_size")
@@ -105,7 +93,8 @@ class SessionState:
             elicitor = Elicitor(
                 self._model_X(X), y - float(meta.get("y_centre", 0.0)), U,
                 Hyper(**st["hyper"]), settings=rs,
-                engine=engine if isinstance(engine, Engine) else "auto", candidates=cands)
+                engine=engine if isinstance(engine, Engine) else "auto",
+                candidates=self.candidates())
         self.elicitor = elicitor
         self._data_version = -1
         self._active: list[tuple[str, int, int, str, str]] = []
@@ -117,9 +106,7 @@ class SessionState:
         """The round's settings the file stores (the model: the stored hyperparameters')."""
         st = self.settings
         return RoundSettings.from_json({
-            **st, "model": st["hyper"].get("model"),
-            # files made before feature questions ask pairs
-            "questions": spell_questions(st.get("questions", PAPER_QUESTIONS))})
+            **st, "model": st["hyper"].get("model"), "questions": spell_questions(self.questions)})
 
     @classmethod
     def open(cls: type[S], path: str | os.PathLike, X=None, y=None, meta_features=None, *,
@@ -150,44 +137,12 @@ class SessionState:
         return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert),
                          read_only=read_only)
 
-    @classmethod
-    def _open(cls: type[S], path, X=None, y=None, meta_features=None, *, engine=None,
-              elicitor: Elicitor | None = None, expert: str = "", read_only: bool = False) -> S:
-        path = Path(path)
-        conn, meta, arrays, texts = opening.open_file(path, {"X": X, "y": y, "U": meta_features},
-                                                    read_only)
-        try:
-            record.cancel_answered_pending(conn)
-            return cls(path, conn, meta, arrays["X"], arrays["y"], arrays["U"], texts,
-                       engine=engine, elicitor=elicitor, expert=expert)
-        except BaseException:
-            conn.close()
-            raise
-
     @staticmethod
     def _scaled(X: np.ndarray, centre, scale) -> np.ndarray:
         return X if centre is None else (X - np.asarray(centre)) / np.asarray(scale)
 
     def _model_X(self, X: np.ndarray) -> np.ndarray:
         return self._scaled(X, self._x_centre, self._x_scale)
-
-    def close(self) -> None:
-        """Close the file (idempotent). Everything was already committed."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None  # type: ignore[assignment]
-
-    def __enter__(self: S) -> S:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        pr = self.progress()
-        return (f"<Session {str(self.path)!r}: {len(self.feature_names)} features, "
-                f"{pr['answered']} of {pr['questions']} {self.question_noun}s answered>")
 
     @contextlib.contextmanager
     def unless_busy(self) -> Iterator[bool]:
@@ -199,15 +154,6 @@ class SessionState:
         finally:
             if got:
                 self._lock.release()
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise ElicitError(f"session {self.path} is closed")
-        return self._conn
-
-    def _who(self, expert: str | None) -> str:
-        return self.expert if expert is None else check_expert(expert)
 
     def _sync(self, expert: str, force: bool = False, wrote: bool = False,
               saving: bool = False) -> None:
@@ -254,28 +200,7 @@ class SessionState:
 
     @property
     def n_pairs(self) -> int:
-        """How many questions of every kind may be asked (each expert answers each once)."""
-        return len(self.elicitor.table)
-
-    @property
-    def questions(self) -> tuple[str, ...]:
-        """The names of the kinds of question the session asks (:mod:`elicit.elicitation.kinds`)."""
-        return self.elicitor.questions
-
-    @property
-    def kinds(self) -> tuple[QuestionKind, ...]:
-        """The kinds of question the session asks."""
-        return self.elicitor.kinds
-
-    @property
-    def question_noun(self) -> str:
-        """The kind's noun (``"pair"``) when one kind is asked, else ``"question"``."""
-        return self.elicitor.noun
-
-    @property
-    def answer_kind(self) -> QuestionKind | None:
-        """The kind of every question of the session, or None when it asks several."""
-        return self.kinds[0] if len(self.kinds) == 1 else None
+        return len(self.elicitor.table)  # the model's own table: listed once
 
     @property
     def relevance(self) -> np.ndarray | None:
@@ -283,36 +208,11 @@ class SessionState:
         not judged or disputed); None for a model without relevance classes."""
         return self.snapshot().relevance
 
-    def progress(self, expert: str | None = None) -> dict[str, int]:
-        """Counts of one expert's record (see :func:`elicit.session.record.progress`)."""
-        return self._read(record.progress, self.n_pairs, self._who(expert))
-
-    def experts(self) -> list[str]:
-        """The experts who were asked at least one question, in order of appearance."""
-        return self._read(record.experts)
-
     def is_done(self, expert: str | None = None) -> bool:
         """True when ``expert`` has answered every candidate pair."""
         with self._lock:
             self._sync(self._who(expert))
             return len(self.elicitor.open_questions()) == 0
-
-    def texts(self, feature: int | str) -> list[str]:
-        """The example snippets stored for a feature (by index or name)."""
-        return list(self._texts.get(feature_index(self.feature_names, feature), []))
-
-    def answer_rows(self) -> list[tuple]:
-        """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
-        return self._read(record.history_rows)
-
-    def query_rows(self) -> list[tuple]:
-        """Every query shown, oldest first (:func:`record.query_rows`)."""
-        return self._read(record.query_rows)
-
-    def event_rows(self) -> list[tuple]:
-        """The append-only event log (:func:`record.event_rows`)."""
-        with self._lock:
-            return record.event_rows(self.conn)
 
     def active_answers(self) -> list[tuple[int, int | None, str]]:
         """The answers the model uses, of every expert: (i, j, answer) in answer order."""

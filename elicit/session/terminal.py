@@ -5,20 +5,19 @@ handling of ``ask`` and ``serve``. Stored text is printed through
 from __future__ import annotations
 
 import contextlib
+import csv as _csv
 import os
 import signal
 import struct
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TextIO
-
-import pandas as pd
 
 from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
-from elicit.session.loaders import highlight
+from elicit.session.opening import HISTORY_COLUMNS, SessionReader
 from elicit.session.questions import SessionQuery, question_names
 from elicit.session.store import SessionReplaced
 
@@ -69,6 +68,8 @@ def _put(out: TextIO, *lines: str) -> None:
 
 def _marked(keyword: str, snippet: str, tty: bool) -> str:
     """The snippet with the keyword in bold (ANSI) on a terminal, else between ``**``."""
+    from elicit.session.loaders import highlight  # pandas: not for `elicit history`
+
     on, off = ("\033[1m", "\033[0m") if tty else ("**", "**")
     return "".join(f"{on}{printable(t)}{off}" if hit else printable(t)
                    for t, hit in highlight(keyword, snippet))
@@ -277,22 +278,36 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
     return True
 
 
-def _escaped(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with the control characters of its text cells escaped (for printing)."""
-    out = df.copy()
-    for col in out.columns:
-        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
-            out[col] = [printable(v) if isinstance(v, str) else v for v in out[col]]
-    return out
+def _cell(column: str, value: object) -> str:
+    """A value of the history as its table shows it: the gain to four significant digits,
+    the time to the second, blank for none."""
+    if value is None:
+        return ""
+    if column == "expected_gain":
+        return f"{value:.4g}"
+    return str(value)[:19] if column == "answered_at" else printable(str(value))
 
 
-def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> None:
+def _table(out: TextIO, header: Sequence[str], rows: Sequence[Sequence[object]],
+           right: Sequence[bool]) -> None:
+    """Print a plain-text table: columns two spaces apart, as wide as their widest cell, the
+    ``right`` ones (numbers) right-justified, the cells as :func:`_cell` shows them."""
+    cells = [list(header), *([_cell(c, v) for c, v in zip(header, r)] for r in rows)]
+    widths = [max(map(len, column)) for column in zip(*cells)]
+    for line in cells:
+        print("  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(line, widths, right))
+              .rstrip(), file=out)
+
+
+def show_history(s: SessionReader, csv: bool = False, out: TextIO | None = None) -> None:
     """Print a session's answers: a line per expert, the summary and a table, or CSV (text
-    escaped; ``elicit export FILE.csv`` writes it as written)."""
+    escaped; ``elicit export FILE.csv`` writes it as written). Neither needs the model."""
     out = sys.stdout if out is None else out
-    h = s.history
+    rows = s.history_rows()
     if csv:
-        _escaped(h).to_csv(out, index=False)
+        _csv.writer(out, lineterminator="\n").writerows(
+            [HISTORY_COLUMNS, *([printable(v) if isinstance(v, str) else v for v in r]
+                                for r in rows)])
         return
     experts = s.experts() or [s.expert]
     for e in experts:
@@ -303,16 +318,16 @@ def show_history(s: Session, csv: bool = False, out: TextIO | None = None) -> No
         _put(out, f"{s.path}: {pr['answered']} of {pr['questions']} {s.question_noun}s "
                   f"answered{who} ({counts}), {pr['skipped']} skipped, {pr['undone']} undone")
     _put(out, *(f"  {line}" for line in s.summary))
-    if len(h):
+    if rows:
         cols = ["answer_id", "feature_i", "feature_j", "answer", "expected_gain",
                 "answered_at", "undone", "comment"]
         if len(s.kinds) > 1:
             cols.insert(1, "kind")
         if len(experts) > 1 or any(experts):
             cols.insert(1, "expert")
-        view = h[cols].assign(answered_at=h["answered_at"].str.slice(0, 19),
-                              comment=h["comment"].fillna(""))
-        print(_escaped(view).to_string(index=False), file=out)
+        at = [HISTORY_COLUMNS.index(c) for c in cols]
+        _table(out, cols, [[r[k] for k in at] for r in rows],
+               [c in ("answer_id", "expected_gain") for c in cols])
 
 
 def show_agreement(s: Session, out: TextIO | None = None) -> None:
@@ -331,4 +346,6 @@ def show_agreement(s: Session, out: TextIO | None = None) -> None:
               f"or more experts ({ag.rate:.0%}); {ag.compared - ag.agreeing} with conflicting "
               "answers", file=out)
     if len(ag.pairs):
-        print(_escaped(ag.pairs).to_string(index=False), file=out)
+        df = ag.pairs
+        _table(out, list(df.columns), list(df.itertuples(index=False)),
+               [df[c].dtype.kind in "iuf" for c in df.columns])

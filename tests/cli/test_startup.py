@@ -76,6 +76,23 @@ def test_a_session_command_parses_without_the_library(command):
         == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [[], ["--csv"], ["--agreement"]])
+def test_history_reads_the_record_without_the_model(tmp_path, extra):
+    """Issue 23: ``elicit history`` loaded the model, scipy and pandas (0.8 s of CPU) to print
+    the record. The probe can fail: ``--agreement`` needs the model and loads them."""
+    from tests.helpers import create_session
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.answer(s.next_query(), "similar", comment="a comment")
+    mods = _loaded(f"from elicit.cli.main import main\nmain(['history', {str(path)!r}, *{extra}])")
+    assert "elicit.session.terminal" in mods
+    # (the parser's engine names come from the registry alone: see the test above)
+    heavy = {"scipy", "pandas", "elicit.model.spec", "elicit.engines.base"}
+    assert heavy & set(mods) == (heavy if extra == ["--agreement"] else set())
+
+
 def test_the_facade_names_load_when_asked_for():
     mods = _loaded("import elicit")
     assert _heavy(mods) == []

@@ -21,22 +21,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from scipy.special import ndtr
 
 from elicit.elicitation.gains import Scores, Utility, kl_gauss, register_utility
 from elicit.elicitation.kinds.base import DONT_KNOW, Answer, QuestionKind, agreed, register_kind
 from elicit.elicitation.table import feature_rows
-from elicit.model.marginal import Marginal
-from elicit.model.variants import (
-    DIRECTION_MODEL,
-    MODELS,
-    PAPER,
-    get_model,
-)
+from elicit.model.names import DIRECTION_MODEL, PAPER
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model and scipy load when a round is scored, not for the kind's words
     from elicit.elicitation.questions import Query
     from elicit.elicitation.utility import ScoringRound
+    from elicit.model.marginal import Marginal
     from elicit.model.spec import ModelData
 
 NAME = "direction"
@@ -72,6 +66,8 @@ class DirectionScorer:
         if mg.s is not None:
             mu = mu + float(mg.delta or 0.0) * mg.s
         sd = np.sqrt(np.maximum(var, 1e-300) * mg.b_star / (mg.a_star - 1.0))
+        from scipy.special import ndtr
+
         return ndtr(mu / sd)
 
     @cached_property
@@ -170,12 +166,16 @@ class DirectionKind(QuestionKind):
 
     def model_with(self, model: str | None) -> str | None:
         """The model with a direction mean beside ``model``'s other parts."""
+        from elicit.model.variants import MODELS, get_model
+
         name = {None: DIRECTION_MODEL, PAPER: DIRECTION_MODEL}.get(model, f"{model}-{NAME}")
         if model is not None and get_model(model).direction:
             return model
         return name if name in MODELS else model
 
     def model_refusal(self, model: str) -> str | None:
+        from elicit.model.variants import get_model
+
         return None if get_model(model).direction else "need a model with a direction mean"
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from elicit.elicitation.gains import PairUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, register_kind
-from elicit.model.covariance import RELEVANT, UNASKED
-from elicit.model.variants import get_model
 
 if TYPE_CHECKING:
+    from elicit.elicitation.gains import PairUtility, Scores, Utility
     from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
 
@@ -44,6 +42,8 @@ class PairKind(QuestionKind):
         return self.judged(data, rows)
 
     def resets(self, model: str) -> bool:
+        from elicit.model.variants import get_model  # the model and scipy: when asked for
+
         return get_model(model).relevance
 
     def judged(self, data: ModelData, rows: Sequence[tuple[int, int]] | np.ndarray) -> ModelData:
@@ -57,6 +57,8 @@ class PairKind(QuestionKind):
         of the answers given one at a time."""
         if not data.model.relevance or not len(rows):
             return data
+        from elicit.model.covariance import RELEVANT, UNASKED
+
         classes = np.array(data.relevance)
         features = np.unique(np.asarray(rows, dtype=int).reshape(-1))
         open_ = features[classes[features] == UNASKED]
@@ -66,11 +68,13 @@ class PairKind(QuestionKind):
         return data.with_relevance(classes)
 
     def takes(self, utility: Utility) -> bool:
+        from elicit.elicitation.gains import PairUtility
+
         return isinstance(utility, PairUtility)
 
     def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
               reach: float) -> Scores:
-        assert isinstance(utility, PairUtility)
+        utility = cast("PairUtility", utility)  # as takes() checked
         if round.relevance is None:
             return utility.score(round.scorer, rows, refine)
         # the chance that the expert can answer at all: both features relevant

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from elicit.elicitation.gains import FeatureUtility, Scores, Utility
 from elicit.elicitation.kinds.base import Answer, QuestionKind, agreed, register_kind
-from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
-from elicit.model.variants import RELEVANCE_MODEL, get_model
+from elicit.model.names import RELEVANCE_MODEL
 
 if TYPE_CHECKING:
+    from elicit.elicitation.gains import FeatureUtility, Scores, Utility
     from elicit.elicitation.utility import ScoringRound
     from elicit.model.spec import ModelData
 
@@ -38,9 +37,13 @@ class RelevanceKind(QuestionKind):
     def closes(self, data: ModelData) -> np.ndarray | None:
         if data.relevance is None or not data.model.relevance:
             return None
+        from elicit.model.covariance import IRRELEVANT as CLASS_IRRELEVANT
+
         return np.asarray(data.relevance) == CLASS_IRRELEVANT
 
     def model_refusal(self, model: str) -> str | None:
+        from elicit.model.variants import get_model  # the model and scipy: when asked for
+
         return None if get_model(model).relevance else "need a model with relevance classes"
 
     def enter(self, data: ModelData, rows: Sequence[tuple[int, int]],
@@ -50,11 +53,14 @@ class RelevanceKind(QuestionKind):
                       lambda a: int(a.outcome), None)  # type: ignore[arg-type]
 
     def takes(self, utility: Utility) -> bool:
+        from elicit.elicitation.gains import FeatureUtility
+
         return isinstance(utility, FeatureUtility)
 
     def score(self, utility: Utility, round: ScoringRound, rows: np.ndarray, refine: int,
               reach: float) -> Scores:
-        assert isinstance(utility, FeatureUtility) and round.relevance is not None
+        utility = cast("FeatureUtility", utility)  # as takes() checked
+        assert round.relevance is not None
         return utility.score(round.relevance, np.asarray(rows)[:, 0], refine)
 
     def answer_probability(self, round: ScoringRound, rows: np.ndarray) -> np.ndarray:

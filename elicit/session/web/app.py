@@ -24,11 +24,11 @@ from werkzeug.wrappers import Response as ResponseBase
 from elicit.elicitation.answers import Answer, words
 from elicit.errors import ElicitError, EngineError
 from elicit.session import record
-from elicit.session.inputs import MAX_COMMENT, check_expert
+from elicit.session.inputs import MAX_COMMENT
 from elicit.session.loaders import highlight
 from elicit.session.opening import finish_cut_write
 from elicit.session.questions import SessionQuery, public_j
-from elicit.session.record import NotPending, UnknownQuery
+from elicit.session.record import NotPending, UnknownQuery, check_expert
 from elicit.session.session import Session, read_pending, read_stop_hint
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
