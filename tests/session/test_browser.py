@@ -13,12 +13,15 @@ skipped with the reason. ``ELICIT_CHROMIUM`` overrides the browser path.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -95,18 +98,31 @@ def start(server) -> threading.Thread:
     return t
 
 
-def test_answer_in_a_real_browser(tmp_path):
+@contextlib.contextmanager
+def browser_on(path: Path) -> Iterator[tuple[Any, str]]:
+    """A server of the session file ``path`` and a browser: (the browser, the page's address);
+    the server stopped and the session closed however the test ends."""
     from elicit.session.web import make_server
 
-    path = tmp_path / "browser.session"
-    Session.create(path=path, engine="numpy", seed=7, **session_inputs()).close()
     server, app = make_server(path, port=0)
     start(server)
-    url = f"http://127.0.0.1:{server.server_port}/"
-    evil = None
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            yield browser, f"http://127.0.0.1:{server.server_port}/"
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        app.config["ELICIT_SESSION"].close()
+
+
+def test_answer_in_a_real_browser(tmp_path):
+    path = tmp_path / "browser.session"
+    Session.create(path=path, engine="numpy", seed=7, **session_inputs()).close()
+    evil = None
+    try:
+        with browser_on(path) as (browser, url):
             page = browser.new_page(viewport={"width": 1300, "height": 880})
             page.goto(url)
             page.wait_for_function(IMAGE_LOADED)
@@ -190,11 +206,7 @@ def test_answer_in_a_real_browser(tmp_path):
             bad.goto(f"http://127.0.0.1:{evil.server_address[1]}/img")
             bad.wait_for_function("() => Array.from(document.images).every(i => i.complete)")
             assert path.read_bytes() == before
-            browser.close()
     finally:
-        server.shutdown()
-        server.server_close()
-        app.config["ELICIT_SESSION"].close()
         if evil is not None:
             evil.shutdown()
             evil.server_close()
@@ -207,54 +219,42 @@ def test_answer_in_a_real_browser(tmp_path):
 def test_two_named_experts_in_a_real_browser(tmp_path):
     """Two experts in two tabs: each answers under their own name, each gets their own next
     question, and undo withdraws only one's own answer."""
-    from elicit.session.web import make_server
-
     path = tmp_path / "experts.session"
     Session.create(path=path, engine="numpy", seed=3, **session_inputs()).close()
-    server, app = make_server(path, port=0)
-    start(server)
-    url = f"http://127.0.0.1:{server.server_port}/"
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            alice = browser.new_page()
-            alice.goto(url)
-            # Alice names herself with the field at the top of the page.
-            alice.fill("#expert", "alice")
-            with alice.expect_navigation():
-                alice.click("#btn-expert")
-            assert "expert=alice" in alice.url
-            bob = browser.new_page()
-            bob.goto(url + "?expert=bob")  # an address: it shows a button, records nothing
-            assert bob.input_value("#expert") == "bob" and bob.locator("#btn-next").count()
-            with bob.expect_navigation():
-                bob.keyboard.press("n")
-            pair_a, pair_b = shown_names(alice), shown_names(bob)
-            if alice.locator("blockquote").count():
-                assert alice.locator("blockquote mark").count() >= 1  # the keyword marked
-            with alice.expect_navigation():
-                alice.click("#btn-similar")
-            with bob.expect_response(lambda r: r.url.endswith("/answer")) as resp:
-                bob.click("#btn-dissimilar")
-            assert resp.value.status == 303  # bob answers his own question
-            bob.wait_for_load_state()
-            assert bob.inner_text("#message").startswith("Saved")
-            assert "1 of" in alice.inner_text("#progress") and "by alice" in \
-                alice.inner_text("#progress")
-            assert "1 of" in bob.inner_text("#progress") and "by bob" in \
-                bob.inner_text("#progress")
-            assert shown_names(alice) != pair_a and shown_names(bob) != pair_b
-            # Undo is per expert: bob's undo withdraws his answer only.
-            with bob.expect_navigation():
-                bob.click("#btn-undo")
-            assert shown_names(bob) == pair_b
-            alice.reload()
-            assert "1 of" in alice.inner_text("#progress")
-            browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        app.config["ELICIT_SESSION"].close()
+    with browser_on(path) as (browser, url):
+        alice = browser.new_page()
+        alice.goto(url)
+        # Alice names herself with the field at the top of the page.
+        alice.fill("#expert", "alice")
+        with alice.expect_navigation():
+            alice.click("#btn-expert")
+        assert "expert=alice" in alice.url
+        bob = browser.new_page()
+        bob.goto(url + "?expert=bob")  # an address: it shows a button, records nothing
+        assert bob.input_value("#expert") == "bob" and bob.locator("#btn-next").count()
+        with bob.expect_navigation():
+            bob.keyboard.press("n")
+        pair_a, pair_b = shown_names(alice), shown_names(bob)
+        if alice.locator("blockquote").count():
+            assert alice.locator("blockquote mark").count() >= 1  # the keyword marked
+        with alice.expect_navigation():
+            alice.click("#btn-similar")
+        with bob.expect_response(lambda r: r.url.endswith("/answer")) as resp:
+            bob.click("#btn-dissimilar")
+        assert resp.value.status == 303  # bob answers his own question
+        bob.wait_for_load_state()
+        assert bob.inner_text("#message").startswith("Saved")
+        assert "1 of" in alice.inner_text("#progress") and "by alice" in \
+            alice.inner_text("#progress")
+        assert "1 of" in bob.inner_text("#progress") and "by bob" in \
+            bob.inner_text("#progress")
+        assert shown_names(alice) != pair_a and shown_names(bob) != pair_b
+        # Undo is per expert: bob's undo withdraws his answer only.
+        with bob.expect_navigation():
+            bob.click("#btn-undo")
+        assert shown_names(bob) == pair_b
+        alice.reload()
+        assert "1 of" in alice.inner_text("#progress")
     with Session.open(path) as s:
         h = s.history
         assert list(zip(h["expert"], h["answer"], h["undone"])) == [
@@ -294,38 +294,26 @@ def test_a_narrow_screen_the_keyboard_and_the_working_notice(tmp_path):
     The working notice gets its text when a form is sent, in a live region already there."""
     from helpers import create_session
 
-    from elicit.session.web import make_server
-
     path = tmp_path / "narrow.session"
     create_session(path, texts={"price": ["the price was fair for what you get"]}).close()
-    server, app = make_server(path, port=0)
-    start(server)
-    url = f"http://127.0.0.1:{server.server_port}/"
     width = "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            page = browser.new_page(viewport={"width": 320, "height": 640})
-            page.set_default_timeout(10_000)
-            page.goto(url)
-            page.fill("#comment", "see " + "x" * 60)
-            page.keyboard.press("Shift+Tab")  # out of the comment box, where letters are typed
-            with page.expect_navigation():
-                page.keyboard.press("d")
-            assert page.evaluate("() => document.activeElement.id") == "message"
-            assert page.inner_text("#message").startswith("Saved")
-            scroll, client = page.evaluate(width)
-            assert scroll <= client, f"{scroll} px wide on a screen of {client}"
-            assert page.inner_text("#working") == ""
-            # the form is sent (and its navigation cancelled here): the notice speaks
-            page.evaluate("""() => { const f = document.getElementById('answer-form');
-                f.addEventListener('submit', e => e.preventDefault()); f.requestSubmit(); }""")
-            assert page.inner_text("#working").startswith("Saving and choosing")
-            browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        app.config["ELICIT_SESSION"].close()
+    with browser_on(path) as (browser, url):
+        page = browser.new_page(viewport={"width": 320, "height": 640})
+        page.set_default_timeout(10_000)
+        page.goto(url)
+        page.fill("#comment", "see " + "x" * 60)
+        page.keyboard.press("Shift+Tab")  # out of the comment box, where letters are typed
+        with page.expect_navigation():
+            page.keyboard.press("d")
+        assert page.evaluate("() => document.activeElement.id") == "message"
+        assert page.inner_text("#message").startswith("Saved")
+        scroll, client = page.evaluate(width)
+        assert scroll <= client, f"{scroll} px wide on a screen of {client}"
+        assert page.inner_text("#working") == ""
+        # the form is sent (and its navigation cancelled here): the notice speaks
+        page.evaluate("""() => { const f = document.getElementById('answer-form');
+            f.addEventListener('submit', e => e.preventDefault()); f.requestSubmit(); }""")
+        assert page.inner_text("#working").startswith("Saving and choosing")
 
 
 def test_the_comment_key_and_a_k_image_that_fails(tmp_path):
@@ -334,42 +322,30 @@ def test_the_comment_key_and_a_k_image_that_fails(tmp_path):
     broken image: the page says so and offers to load it again."""
     from helpers import create_session
 
-    from elicit.session.web import make_server
-
     path = tmp_path / "keys.session"
     create_session(path).close()
-    server, app = make_server(path, port=0)
-    start(server)
-    url = f"http://127.0.0.1:{server.server_port}/"
     focused = "() => document.activeElement.id"
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            page = browser.new_page(viewport={"width": 1000, "height": 800})
-            page.set_default_timeout(10_000)
-            busy = "503: the model is busy or failed; reload the page for the K image\n"
-            page.route("**/k.png*", lambda route: route.fulfill(status=503, body=busy))
-            page.goto(url)
-            page.wait_for_function("() => document.getElementById('kplot-failed').textContent")
-            assert "could not be drawn" in page.inner_text("#kplot-failed")
-            assert not page.is_visible("#kplot") and page.is_visible("#kplot-reload")
-            page.unroute("**/k.png*")
-            page.click("#kplot-reload")
-            page.wait_for_function(IMAGE_LOADED)
-            assert page.inner_text("#kplot-failed") == "" and not page.is_visible("#kplot-reload")
+    with browser_on(path) as (browser, url):
+        page = browser.new_page(viewport={"width": 1000, "height": 800})
+        page.set_default_timeout(10_000)
+        busy = "503: the model is busy or failed; reload the page for the K image\n"
+        page.route("**/k.png*", lambda route: route.fulfill(status=503, body=busy))
+        page.goto(url)
+        page.wait_for_function("() => document.getElementById('kplot-failed').textContent")
+        assert "could not be drawn" in page.inner_text("#kplot-failed")
+        assert not page.is_visible("#kplot") and page.is_visible("#kplot-reload")
+        page.unroute("**/k.png*")
+        page.click("#kplot-reload")
+        page.wait_for_function(IMAGE_LOADED)
+        assert page.inner_text("#kplot-failed") == "" and not page.is_visible("#kplot-reload")
 
-            page.keyboard.press("c")
-            assert page.evaluate(focused) == "comment"
-            page.keyboard.type("the same lid")  # letters of answers' keys among them
-            page.keyboard.press("Escape")
-            assert page.evaluate(focused).startswith("question-")
-            with page.expect_navigation():
-                page.keyboard.press("s")
-            assert page.inner_text("#message").startswith("Saved")
-            assert file_answers(path) == [(file_answers(path)[0][0], "similar", "the same lid",
-                                           0)]
-            browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        app.config["ELICIT_SESSION"].close()
+        page.keyboard.press("c")
+        assert page.evaluate(focused) == "comment"
+        page.keyboard.type("the same lid")  # letters of answers' keys among them
+        page.keyboard.press("Escape")
+        assert page.evaluate(focused).startswith("question-")
+        with page.expect_navigation():
+            page.keyboard.press("s")
+        assert page.inner_text("#message").startswith("Saved")
+        assert file_answers(path) == [(file_answers(path)[0][0], "similar", "the same lid",
+                                       0)]
