@@ -260,11 +260,17 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from elicit.session.opening import read
+    from elicit.session.terminal import run_ask, show_stored
+
+    shown = None
+    if args.batch == 1:  # a stored question on screen first; the model loads while it is read
+        with read(args.session, expert=args.expert) as r:
+            shown = show_stored(r, sys.stdin, sys.stdout)
     from elicit.session.session import Session
-    from elicit.session.terminal import run_ask
 
     with Session.open(args.session, engine=args.engine, expert=args.expert) as s:
-        return run_ask(s, sys.stdin, sys.stdout, args.batch)
+        return run_ask(s, sys.stdin, sys.stdout, args.batch, shown)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

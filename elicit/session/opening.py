@@ -512,6 +512,11 @@ class SessionReader:
         return len(QuestionTable([k.segment(p, candidates) for k in self.kinds]))
 
     @property
+    def notes(self) -> list[str]:
+        """The summary's ``note:`` lines, shown beside the question."""
+        return [line for line in self.summary if line.startswith("note:")]
+
+    @property
     def kinds(self) -> tuple[QuestionKind, ...]:
         """The kinds of question the session asks."""
         return tuple(get_kind(n) for n in self.questions)
@@ -559,7 +564,7 @@ class SessionReader:
             return record.event_rows(self.conn)
 
 
-def read(path: str | os.PathLike) -> SessionReader:
+def read(path: str | os.PathLike, expert: str | None = None) -> SessionReader:
     """Open a session file read-only without its model (the checks of
     :meth:`~elicit.session.session.Session.open`, but for the hyperparameters' names)."""
-    return SessionReader._open(path, read_only=True)
+    return SessionReader._open(path, read_only=True, expert=record.check_expert(expert))

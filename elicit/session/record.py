@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 
 from elicit.elicitation.answers import Answer
 from elicit.errors import ElicitError
-from elicit.session.questions import question_label, stored_j
+from elicit.session.questions import (
+    SessionQuery,
+    public_j,
+    question_label,
+    question_names,
+    stored_j,
+)
 from elicit.session.store import is_read_only, now, write
 
 if TYPE_CHECKING:
@@ -347,3 +353,39 @@ def undo_last(conn: sqlite3.Connection, expert: str, answer_id: int | None = Non
                            (kind, i, j, gain, exact, at, expert))
         log_event(conn, "undo", qid, at, expert, aid, {"requeued": cur.lastrowid})
     return row[:8]
+
+
+#: The stopping hint: shown once the expert's last ``STOP_WINDOW`` answered questions were
+#: each worth less than ``STOP_FRACTION`` (see :func:`worth`).
+STOP_WINDOW, STOP_FRACTION = 5, 0.05
+
+
+# Read on any connection, also the web page's read-only one (never waiting for the lock).
+def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
+                 expert: str) -> list[SessionQuery]:
+    """:meth:`Session.pending` read on ``conn`` (without bringing the model up to date)."""
+    return [SessionQuery(int(q), int(i), public_j(j), question_names(names, i, j),
+                         None if g is None else float(g), bool(exact), uid, expert,
+                         worth(g, best_gain(conn, q)), str(kind))
+            for q, kind, i, j, g, exact in pending_queries(conn, expert)]
+
+
+def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:
+    """:meth:`Session.stop_hint` read on ``conn``."""
+    worths = [worth(g, best_gain(conn, q))
+              for q, g in recent_answered(conn, expert, STOP_WINDOW)]
+    if len(worths) < STOP_WINDOW or not all(w is not None and w < STOP_FRACTION
+                                            for w in worths):
+        return None
+    return (f"Your last {STOP_WINDOW} questions were each worth less than "
+            f"{STOP_FRACTION:.0%} of the best question so far: further answers will "
+            "change the model little, so this is a good point to stop.")
+
+
+def worth(gain: float | None, best: float | None) -> float | None:
+    """A question's expected gain over the largest of the questions offered up to it
+    (``best``, itself included), in [0, 1] (the best so far, not the first: docs/session.md);
+    None without gains or when no question so far had a positive gain."""
+    if gain is None or best is None or not best > 0:
+        return None
+    return min(max(float(gain), 0.0) / best, 1.0)

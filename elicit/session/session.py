@@ -27,13 +27,7 @@ from elicit.internal.threads import single_blas_thread
 from elicit.model.spec import Hyper
 from elicit.session import export, figures, record, store
 from elicit.session.inputs import check_comment, prepare
-from elicit.session.questions import (
-    AnswerRecord,
-    SessionQuery,
-    public_j,
-    question_names,
-    question_pairs,
-)
+from elicit.session.questions import AnswerRecord, SessionQuery, public_j, question_pairs
 from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery, check_expert
 from elicit.session.state import SessionState
 from elicit.session.store import SessionReplaced
@@ -42,9 +36,6 @@ from elicit.session.store import SessionReplaced
 MAX_BATCH = 50
 #: rounds in a row a question choice may lose to other processes before it gives up
 LOST_ROUNDS = 20
-#: The stopping hint: shown once the expert's last ``STOP_WINDOW`` answered questions were
-#: each worth less than ``STOP_FRACTION`` (see :func:`worth`).
-STOP_WINDOW, STOP_FRACTION = 5, 0.05
 #: A start kernel whose median K_ij over the questions' pairs is below ``K_IDENTITY``
 #: (practically the identity) or above ``K_ONES`` (practically all ones) gets a note.
 K_IDENTITY, K_ONES = 1e-6, 0.999
@@ -174,23 +165,18 @@ class Session(SessionState):
         store.create_file(path, meta, pr.X, pr.y, pr.U, pr.texts, overwrite)
         return cls._open(path, engine=engine, elicitor=probe, expert=who)
 
-    @property
-    def notes(self) -> list[str]:
-        """The summary's ``note:`` lines, shown beside the question."""
-        return [line for line in self.summary if line.startswith("note:")]
-
     def stop_hint(self, expert: str | None = None) -> str | None:
         """A hint that the expert may stop, or None: once their last :data:`STOP_WINDOW` answered
         questions were each worth less than :data:`STOP_FRACTION` (:func:`worth`)."""
         with self._lock:
-            return read_stop_hint(self.conn, self._who(expert))
+            return record.read_stop_hint(self.conn, self._who(expert))
 
     def pending(self, expert: str | None = None) -> list[SessionQuery]:
         """The expert's queries shown and not yet answered or skipped, oldest first."""
         with self._lock:
             who = self._who(expert)
             self._sync(who)
-            return read_pending(self.conn, self.feature_names, self.uid, who)
+            return record.read_pending(self.conn, self.feature_names, self.uid, who)
 
     def next_query(self, expert: str | None = None) -> SessionQuery:
         """The question to ask the expert now, recorded before it is returned (every call
@@ -211,7 +197,7 @@ class Session(SessionState):
             for _ in range(LOST_ROUNDS):
                 self._sync(who, saving=True)
                 record.cancel_answered_pending(self.conn)
-                if pend := read_pending(self.conn, self.feature_names, self.uid, who):
+                if pend := record.read_pending(self.conn, self.feature_names, self.uid, who):
                     return pend
                 left = len(self.elicitor.open_questions())
                 noun, by = self.question_noun, record.by_expert(who)
@@ -335,37 +321,6 @@ class Session(SessionState):
     export_prior = export.export_prior
     plot_K = figures.plot_K
     plot_gains = figures.plot_gains
-
-
-# Read on any connection, also the web page's read-only one (never waiting for the lock).
-def read_pending(conn: sqlite3.Connection, names: Sequence[str], uid: str,
-                 expert: str) -> list[SessionQuery]:
-    """:meth:`Session.pending` read on ``conn`` (without bringing the model up to date)."""
-    return [SessionQuery(int(q), int(i), public_j(j), question_names(names, i, j),
-                         None if g is None else float(g), bool(exact), uid, expert,
-                         worth(g, record.best_gain(conn, q)), str(kind))
-            for q, kind, i, j, g, exact in record.pending_queries(conn, expert)]
-
-
-def read_stop_hint(conn: sqlite3.Connection, expert: str) -> str | None:
-    """:meth:`Session.stop_hint` read on ``conn``."""
-    worths = [worth(g, record.best_gain(conn, q))
-              for q, g in record.recent_answered(conn, expert, STOP_WINDOW)]
-    if len(worths) < STOP_WINDOW or not all(w is not None and w < STOP_FRACTION
-                                            for w in worths):
-        return None
-    return (f"Your last {STOP_WINDOW} questions were each worth less than "
-            f"{STOP_FRACTION:.0%} of the best question so far: further answers will "
-            "change the model little, so this is a good point to stop.")
-
-
-def worth(gain: float | None, best: float | None) -> float | None:
-    """A question's expected gain over the largest of the questions offered up to it
-    (``best``, itself included), in [0, 1] (the best so far, not the first: docs/session.md);
-    None without gains or when no question so far had a positive gain."""
-    if gain is None or best is None or not best > 0:
-        return None
-    return min(max(float(gain), 0.0) / best, 1.0)
 
 
 def kernel_note(K: np.ndarray, pairs: np.ndarray) -> list[str]:

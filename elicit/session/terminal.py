@@ -19,6 +19,7 @@ from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
 from elicit.session.opening import HISTORY_COLUMNS, SessionReader
 from elicit.session.questions import SessionQuery, question_names
+from elicit.session.record import read_pending, read_stop_hint
 from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
@@ -96,13 +97,13 @@ def _drop_typeahead(inp: TextIO) -> int:
     return int(waiting)
 
 
-def no_snippets_note(s: Session) -> str | None:
+def no_snippets_note(s: SessionReader) -> str | None:
     """Why no question shows example snippets (None when some feature has one)."""
     return None if any(s.texts(k) for k in range(len(s.feature_names))) else \
         "no example snippets in this session: none were given when it was created"
 
 
-def snippet_note(s: Session, feature: int) -> str | None:
+def snippet_note(s: SessionReader, feature: int) -> str | None:
     """Why ``feature`` shows no example snippet when others do (else None)."""
     if s.texts(feature) or no_snippets_note(s) is not None:
         return None
@@ -123,7 +124,7 @@ def worth_text(q: SessionQuery) -> str:
         "worth under 1% of the best question so far"
 
 
-def question_text(s: Session, q: SessionQuery) -> str:
+def question_text(s: SessionReader, q: SessionQuery) -> str:
     """The question as the expert reads it (its kind's text)."""
     return q.question_kind.render(q.names, s.target_description)
 
@@ -133,7 +134,7 @@ def answer_keys(kind: QuestionKind) -> list[str]:
     return [f"[{k}] {a.label.lower()}" for k, a in kind.keys.items()]
 
 
-def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
+def _show_query(s: SessionReader, q: SessionQuery, out: TextIO, tty: bool) -> None:
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
@@ -149,23 +150,55 @@ def _show_query(s: Session, q: SessionQuery, out: TextIO, tty: bool) -> None:
     print("  ".join([*answer_keys(q.question_kind), *ACTION_KEYS]), file=out)
 
 
-def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
-    """The terminal loop for the session's expert, one line of input per key; returns the exit
-    status."""
-    who = s.expert
-    tty = bool(getattr(out, "isatty", lambda: False)())
-    left = s.progress(who)["left"]
-    if batch > 1 and left and batch > left:
-        raise ElicitError(f"--batch {batch} is larger than the {left} {s.question_noun}(s) "
-                          f"left to ask; use --batch {left} or less")
-    _put(out, f"elicit session {s.path}" + (f" · expert {who}" if who else ""))
+def _header(s: SessionReader, out: TextIO) -> None:
+    """The lines above the first question: the file, the data, the notes and the keys."""
+    _put(out, f"elicit session {s.path}" + (f" · expert {s.expert}" if s.expert else ""))
     if s.description:
         _put(out, s.description)
     if no_snippets_note(s):
         _put(out, f"({no_snippets_note(s)})")
     _put(out, *s.notes)
     print(keys_help(s), file=out)
-    show, hinted = True, False
+
+
+def _present(s: SessionReader, q: SessionQuery | None, lines: list[str], inp: TextIO,
+             out: TextIO, tty: bool) -> None:
+    # keys typed before the expert saw the question must not answer it
+    if dropped := _drop_typeahead(inp):
+        print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
+              "typed before this question appeared)", file=out)
+    _put(out, *lines)
+    if q is not None:
+        _show_query(s, q, out, tty)
+
+
+def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> int | None:
+    """The header and the expert's oldest stored question, read from the file alone, before
+    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the id of the question
+    shown, or None (nothing shown) when none is stored."""
+    if not (pending := read_pending(r.conn, r.feature_names, r.uid, r.expert)):
+        return None
+    _header(r, out)
+    hint = read_stop_hint(r.conn, r.expert)
+    tty = bool(getattr(out, "isatty", lambda: False)())
+    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out, tty)
+    return pending[0].id
+
+
+def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
+            shown: int | None = None) -> int:
+    """The terminal loop for the session's expert, one line of input per key; returns the exit
+    status. ``shown``: the id of the question :func:`show_stored` put on screen already."""
+    who = s.expert
+    tty = bool(getattr(out, "isatty", lambda: False)())
+    left = s.progress(who)["left"]
+    if batch > 1 and left and batch > left:
+        raise ElicitError(f"--batch {batch} is larger than the {left} {s.question_noun}(s) "
+                          f"left to ask; use --batch {left} or less")
+    if shown is None:
+        _header(s, out)
+    # the stop hint, if any, was shown with the question shown before the model loaded
+    show, hinted = True, shown is not None and s.stop_hint(who) is not None
     try:
         with stop_signals_as_interrupt():
             while True:
@@ -184,13 +217,12 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1) -> int:
                     if hint and not hinted:
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
-                # keys typed before the expert saw the question must not answer it
-                if show and (dropped := _drop_typeahead(inp)):
-                    print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
-                          "typed before this question appeared)", file=out)
-                _put(out, *lines)
-                if show and q is not None:
-                    _show_query(s, q, out, tty)
+                if shown is not None:  # on screen already, unless another process answered it
+                    show, shown = q is None or q.id != shown, None
+                if show:
+                    _present(s, q, lines, inp, out, tty)
+                else:
+                    _put(out, *lines)
                 show = True
                 out.write("> ")
                 out.flush()
@@ -219,7 +251,7 @@ def _resume(s: Session, who: str) -> str:
     return command_line("elicit", "ask", s.path, *(("--expert", who) if who else ()))
 
 
-def keys_help(s: Session) -> str:
+def keys_help(s: SessionReader) -> str:
     """The keys of the session's kinds of question: one line, or one aligned line per kind
     and one of the keys of any question."""
     example = f"Add a comment after the key, e.g.  {s.kinds[0].comment_example}"

@@ -93,6 +93,23 @@ def test_history_reads_the_record_without_the_model(tmp_path, extra):
     assert heavy & set(mods) == (heavy if extra == ["--agreement"] else set())
 
 
+@pytest.mark.slow
+def test_ask_shows_a_stored_question_before_the_model_loads(tmp_path):
+    """Issue 23: ``elicit ask`` loaded the model (0.9 s of CPU) before it showed the question
+    the file holds. The probe can fail: a reader that needs the model loads it."""
+    from tests.helpers import create_session
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.next_query()  # shown, then the expert quit: stored
+    mods = _loaded("import io\nfrom elicit.session.opening import read\n"
+                   "from elicit.session.terminal import show_stored\n"
+                   f"with read({str(path)!r}) as r:\n"
+                   "    assert show_stored(r, io.StringIO(), io.StringIO()) is not None")
+    assert "elicit.session.terminal" in mods
+    assert {"scipy", "pandas", "elicit.model.spec", "elicit.engines.base"} & set(mods) == set()
+
+
 def test_the_facade_names_load_when_asked_for():
     mods = _loaded("import elicit")
     assert _heavy(mods) == []

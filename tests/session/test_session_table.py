@@ -217,7 +217,7 @@ def test_worth_over_a_session_with_rising_gains_stays_at_most_one(tmp_path):
 def test_the_stop_hint_needs_five_answers_under_five_percent(tmp_path):
     import sqlite3
 
-    from elicit.session.session import STOP_FRACTION, STOP_WINDOW, worth
+    from elicit.session.record import STOP_FRACTION, STOP_WINDOW, worth
 
     assert worth(None, 1.0) is None and worth(0.5, None) is None and worth(0.5, 0.0) is None
     assert worth(-1e-16, 2.0) == 0.0 and worth(1.0, 4.0) == 0.25

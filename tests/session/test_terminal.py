@@ -308,3 +308,53 @@ def test_the_resume_hint_names_the_expert(tmp_path, expert, hint, keys):
         assert run_ask(s, io.StringIO(keys), out) == 0
     want = f"resume with `elicit ask '{path}'{' ' + hint if hint else ''}`"
     assert want in out.getvalue(), out.getvalue()
+
+
+def _ask_in_two_steps(path, keys: str, between=None) -> str:
+    """``elicit ask``'s way: the stored question from the file alone, then the loop with the
+    model (``between`` runs in between, as another process could)."""
+    from elicit.session.opening import read
+    from elicit.session.terminal import show_stored
+
+    inp, out = io.StringIO(keys), io.StringIO()
+    with read(path) as r:
+        shown = show_stored(r, inp, out)
+    assert shown is not None
+    if between is not None:
+        between()
+    with Session.open(path) as s:
+        assert run_ask(s, inp, out, shown=shown) == 0
+    return out.getvalue()
+
+
+def test_a_stored_question_shown_before_the_model_loads_reads_as_the_loop_alone(tmp_path):
+    """Issue 23 (start-up): ``elicit ask`` puts a stored question on screen before the model
+    loads. What the expert sees and what is saved are the same as with the loop alone."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    one, two = tmp_path / "a" / "s.session", tmp_path / "b" / "s.session"
+    with create_session(one) as s:
+        s.answer(s.next_query(), "similar")
+        s.next_query()  # shown, then the expert quit: stored
+    two.write_bytes(one.read_bytes())
+    keys = "d a comment\ns\nq\n"
+    with Session.open(one) as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO(keys), out) == 0
+    alone = out.getvalue().replace(str(one), "FILE")
+    assert _ask_in_two_steps(two, keys).replace(str(two), "FILE") == alone
+    assert alone.count("── Question 2 ·") == 1  # shown once, not again when the model loads
+    assert sql_rows(one, "SELECT answer, comment FROM answers") == \
+        sql_rows(two, "SELECT answer, comment FROM answers")
+
+
+def test_a_question_answered_elsewhere_meanwhile_is_replaced_by_the_next(tmp_path):
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        shown = s.next_query()
+
+    def answer_it_elsewhere():
+        with Session.open(path) as other:
+            other.answer(shown.id, "similar")
+
+    out = _ask_in_two_steps(path, "q\n", between=answer_it_elsewhere)
+    assert out.count("── Question 1 ·") == 1 and out.count("── Question 2 ·") == 1

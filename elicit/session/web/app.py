@@ -29,7 +29,7 @@ from elicit.session.loaders import highlight
 from elicit.session.opening import finish_cut_write
 from elicit.session.questions import SessionQuery, public_j
 from elicit.session.record import NotPending, UnknownQuery, check_expert
-from elicit.session.session import Session, read_pending, read_stop_hint
+from elicit.session.session import Session
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
 from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE, REFUSAL
@@ -108,7 +108,7 @@ class FileReader:
 
     def page(self, expert: str) -> PageState:
         def read(c: sqlite3.Connection) -> PageState:
-            pending = read_pending(c, self.names, self.uid, expert)
+            pending = record.read_pending(c, self.names, self.uid, expert)
             every = record.history_rows(c)
             rows = every[-HISTORY_ROWS:][::-1]
             hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[4]],
@@ -117,7 +117,7 @@ class FileReader:
                      "undone": r[11] is not None} for r in rows]
             return PageState(record.progress(c, self.n_pairs, expert),
                              pending[0] if pending else None,
-                             read_stop_hint(c, expert) if pending else None, hist,
+                             record.read_stop_hint(c, expert) if pending else None, hist,
                              record.last_event(c), next((r[0] for r in reversed(every)
                                                          if r[2] == expert and r[11] is None),
                                                         None))
