@@ -33,12 +33,22 @@ from elicit.internal.paths import check_output_file, check_output_folder
 # The library is imported where a command needs it: every start loads only what it uses.
 
 
+class _Version(argparse.Action):
+    """``--version``, whose text (the code's version asks git) is made only when it is given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from elicit.internal.provenance import code_version
+        print(f"elicit {__version__} (code {code_version()})")
+        parser.exit()
+
+
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The ``elicit`` parser; with ``commands``, only those sub-commands get their options
     (:func:`~elicit.cli.argtypes.add_command`)."""
     parser = OneLineParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
-    parser.add_argument("--version", action="version", version=f"elicit {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the release and the code (its commit) and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     add_command(sub, "synthetic", commands, _synthetic_options,

@@ -59,11 +59,12 @@ class DataSource:
                            meta_features=meta_features, meta_dim=meta_dim)
 
     def check_keywords(self, check: Callable[..., None], meta_features: object,
-                       meta_dim: int | None) -> None:
-        """The keywords through ``check`` (the model's memory check, passed in: data and model
-        share a layer) before a run is built, with its rows and meta-features (a file: 1)."""
+                       meta_dim: int | None, run: RunData | None = None) -> None:
+        """The keywords before a run is built (a file of meta-features: d = 1), or a built ``run``,
+        through ``check`` (the model's memory check, passed in: data and model share a layer)."""
         d = N_TRAIN if meta_features == "counts" else meta_dim if meta_features in EMBEDDINGS else 1
-        check(N_TRAIN, self.load().p, d, fewer=self.load().min_df_keeping, noun="keywords",
+        d, X = (d, None) if run is None else (run.U.shape[1], run.X_train)
+        check(N_TRAIN, self.load().p, d, X, fewer=self.load().min_df_keeping, noun="keywords",
               also=PPMI_ARRAYS if meta_features == "ppmi" else 0)
 
     def config(self) -> dict:

@@ -390,7 +390,8 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None,
     """Refuse data whose model cannot fit in this machine's memory, saying what fits (with
     U = X', d grows with the rows). With ``fewer`` (p known before X is built: a corpus's
     keywords) only a p that no X fits, or the meta-features' ``also`` p x p arrays built before
-    the model do not, is refused, saying ``fewer(q)``, q the most any X fits (the arrays too)."""
+    the model do not, is refused (with ``X``: the ``X`` this check refuses without ``fewer``),
+    saying ``fewer(q)``, q the most any X fits (the arrays too)."""
     limit = memory_limit()
     found = None if X is None else structure_of(X, d)
     grows = d == n
@@ -401,16 +402,16 @@ def check_size(n: int, p: int, d: int, X: np.ndarray | None = None,
     def largest(ok, hi: int) -> int:  # the largest k < hi with ok(k), given ok(1), not ok(hi)
         return bisect_left(range(1, hi + 1), True, key=lambda k: not ok(k))
 
-    # the least an X holds: sparse plus an offset touching no column, where that form is taken
-    least = max(model_bytes(n, p, d, 0) if fewer and may_be_structured(n, p, d) else need(n),
-                8 * also * p * p)
+    # the least an X not yet built holds: sparse plus an offset touching no column, if taken
+    least = max(model_bytes(n, p, d, 0) if fewer and X is None and may_be_structured(n, p, d)
+                else need(n), 8 * also * p * p)
     if limit is None or least <= limit:
         return
     size = f"{least / 2**30:,.0f} GiB, and this machine has {limit / 2**30:,.1f} GiB"
     if fewer is not None:
         raise ElicitError(f"{p:,} {noun} are too many for this machine (the model or its "
                           f"meta-features hold at least {size}): use "
-                          f"{fewer(largest(lambda q: need(n, q) <= limit, p))}")
+                          f"{fewer(largest(lambda q: model_bytes(n, q, d) <= limit, p))}")
     held = (f"{row_numbers(p, d):,} numbers per row" if is_tall(n, p) and found is None
             else f"{3 * (d + 1) + 8:,} n x n arrays" if n >= p else f"{d + 25:,} p x p arrays")
     what = (f"the model holds about {held} at once (with d = {d:,} meta-features"

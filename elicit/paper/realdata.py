@@ -91,10 +91,10 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
     files: ``docs/realdata.md``, "Outputs and how the folders connect")."""
     out = Path(out)
     with cluster_scope(cfg.cluster):
-        # Read the data (its keywords checked first) and run 0's meta-features before config.json
-        # is written: a mistake in the input must not leave a folder refusing the corrected rerun.
+        # Read the data (its keywords checked first) and run 0's inputs before config.json is
+        # written: a mistake in the input must not leave a folder refusing the corrected rerun.
         cfg.data.check_keywords(check_size, cfg.meta_features, cfg.meta_dim)
-        cfg.run_data(0)
+        cfg.data.check_keywords(check_size, cfg.meta_features, cfg.meta_dim, cfg.run_data(0))
         store = SweepStore.open(out, cfg.to_json())
 
         try:  # the runs' baselines, reference lines and tau2 CV: the sweep needs each tau2

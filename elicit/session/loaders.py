@@ -150,6 +150,7 @@ def _run_inputs(src, run: int, seed: int, reviews: Sequence[str] | None, target:
         check_int(value, f"{label} must be a non-negative integer, got {value!r}", 0)
     src.check_keywords(check_size, meta_features, meta_dim)
     rd = src.run(int(seed), int(run), meta_features=meta_features, meta_dim=meta_dim)
+    src.check_keywords(check_size, meta_features, meta_dim, rd)  # the model's check, its advice
     texts = None if reviews is None else keyword_snippets(rd.feature_names, reviews)
     return {
         "X": rd.X_train, "y": rd.y_train, "meta_features": rd.U,

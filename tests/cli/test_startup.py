@@ -136,3 +136,28 @@ def test_every_option_of_every_command_says_what_it_does():
                 yield f"{name} {'/'.join(a.option_strings) or a.dest}"
 
     assert list(bare(build_parser(), "elicit")) == []
+
+
+def test_version_names_the_code_and_only_version_asks_for_it(monkeypatch, capsys):
+    """``elicit --version`` printed the release alone, "elicit 0.1.0" at every commit. The code
+    (``code_version``: git in a checkout) is asked for only when --version is given: argparse
+    builds a version text with the parser, so a plain one would run git at every start."""
+    from elicit.cli.main import main
+    from elicit.internal import provenance
+
+    code = provenance.code_version()
+
+    def asked() -> str:
+        raise AssertionError("the code's version was asked for without --version")
+
+    monkeypatch.setattr(provenance, "code_version", asked)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    with pytest.raises(SystemExit):
+        main(["models", "--help"])
+    monkeypatch.setattr(provenance, "code_version", lambda: code)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"elicit {elicit.__version__} (code {code})\n"

@@ -281,3 +281,40 @@ def test_a_corpus_ppmi_meta_features_are_in_the_early_check(monkeypatch):
     # the advice keeps what the dense form fits, which the six arrays fit too
     q = int(str(err.value).rsplit(" ", 2)[1])
     assert model_bytes(n, q, d) <= limit < model_bytes(n, q + 1, d) and 6 * 8 * q * q <= limit
+
+
+def test_a_corpus_run_the_model_would_refuse_gets_the_keywords_advice(monkeypatch):
+    """The early check lets a corpus's keywords through when inputs touching no column fit;
+    the run's built inputs, touching many, were then refused by the model's check with "use
+    at most N rows (a random sample of them)" or "N features", which a corpus's 100 training
+    reviews and its keywords rule cannot follow. Given the run, the check refuses just what the
+    model's would, with the keywords' advice: the most keywords any run fits (the dense bound,
+    as the early check's)."""
+    from types import SimpleNamespace
+
+    import elicit.data.sources as sources_mod
+    import elicit.model.spec as spec_mod
+    from elicit.data.sources import DataSource
+    from elicit.errors import ElicitError
+    from elicit.model.structure import structure_of
+
+    n, d, p, touched = 100, 10, 2000, 1500
+    X = np.full((n, p), -0.25)  # standardised counts: a word's column is its offset but where used
+    X[np.arange(touched) % n, np.arange(touched)] = 4.0
+    assert len(structure_of(X, d).cols) == touched
+    limit = (model_bytes(n, p, d, 0) + model_bytes(n, p, d, touched)) / 2
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: limit)
+    with pytest.raises(ElicitError, match=r"use at most [\d,]+ (features|rows)"):
+        spec_mod.check_size(n, p, d, X)  # the model's own check, as validate_regression calls it
+    corpus = SimpleNamespace(p=p, min_df_keeping=lambda q: f"at most {q} keywords")
+    monkeypatch.setattr(sources_mod, "_load", lambda src: corpus)
+    src = DataSource("shop", corpus="shop.jsonl")
+    src.check_keywords(spec_mod.check_size, "lsa", d)  # the early check lets it through
+    run = SimpleNamespace(X_train=X, U=np.zeros((p, d)))
+    with pytest.raises(ElicitError, match=r"^2,000 keywords are too many for this machine "
+                                          r"\(.*\): use at most (\d+) keywords$") as err:
+        src.check_keywords(spec_mod.check_size, "lsa", d, run)
+    q = int(str(err.value).rsplit(" ", 2)[1])
+    assert model_bytes(n, q, d) <= limit < model_bytes(n, q + 1, d)
+    X[:, 50:] = -0.25  # few columns touched: what the model fits is let through
+    src.check_keywords(spec_mod.check_size, "lsa", d, run)

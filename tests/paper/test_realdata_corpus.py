@@ -9,6 +9,7 @@ the data directory is there.
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -195,3 +196,35 @@ def test_the_summary_counts_each_kind_of_question_asked(corpus, tmp_path, capsys
                       .read_text())
     for kind, plural in (("relevance", "feature questions"), ("direction", "direction questions")):
         assert f"{plural} asked (mean per run): random {part['kinds'].count(kind):.1f}" in lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["realdata", "session new"])
+def test_a_corpus_too_large_once_built_is_told_a_min_df_not_rows(command, tmp_path, capsys,
+                                                                  monkeypatch):
+    """A corpus whose keywords pass the early check but whose run's inputs the model refuses
+    was told by the model's check "use at most N rows (a random sample of them)" (realdata:
+    of a tau2 CV fold's 80): a corpus has 100 training reviews, and its keywords follow
+    --min-df. A machine between the two sizes is set up by its memory limit."""
+    import numpy as np
+
+    import elicit.model.spec as spec_mod
+
+    rng = np.random.default_rng(0)
+    words = [f"kw{a}{b}{c}" for a in "abcd" for b in "abcdefghijklmnopqrstuvwxyz"
+             for c in "abcdefghijklm"]  # 1352 words: --min-df 2 keeps about as many
+    corpus = tmp_path / "shop.jsonl"
+    corpus.write_text("".join(json.dumps({"text": " ".join(rng.choice(words, 12)),
+                                          "rating": 1 + k % 5}) + "\n" for k in range(1100)))
+    # the early check lets up to 1,500 keywords through (inputs touching no column fit); a
+    # run's 100 reviews of 12 words touch about 800 columns, which do not fit
+    monkeypatch.setattr(spec_mod, "memory_limit", lambda: spec_mod.model_bytes(100, 1500, 10, 0))
+    out = tmp_path / ("shop" if command == "realdata" else "s.session")
+    sweep = ["--runs", "1", "--rounds", "1", "--quiet"] if command == "realdata" else []
+    assert main([*command.split(), "--corpus", str(corpus), "--min-df", "2", "--meta-features",
+                 "lsa", "--out", str(out), "--engine", "numpy", *sweep]) == 2
+    err = capsys.readouterr().err
+    assert re.match(r"elicit: error: 1,[34]\d\d keywords are too many for this machine", err)
+    assert "rows" not in err
+    assert re.search(r"use --min-df \d+ or higher \(keeps [\d,]+ keywords\)$", err.strip())
+    assert not out.exists()

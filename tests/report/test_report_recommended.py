@@ -410,18 +410,24 @@ def test_the_synthetic_section_of_ones_own_problems_says_so(tmp_path):
 def test_the_kernel_figure_is_described_and_linked_as_the_sweep_made_it(tmp_path):
     """A synthetic sweep of 30 rounds was reported with 'the learned K after 0, 10, 30 and 100
     sequential answers' (its figure has no 100), and one without the sequential strategy linked
-    a fig3_K.png that no call had made."""
+    a fig3_K.png that no call had made. A sweep that ran the sequential strategy but whose
+    folder lacks the figure (stopped before drawing it) was left without a word on it."""
     import shutil
 
     from elicit.report import write_report
 
     (tmp_path / "synthetic").mkdir()
     src = RESULTS / "synthetic"
-    _cut_runs(src, tmp_path / "synthetic", lambda mse: (mse.run < 2) & (mse.n_feedback <= 30))
+    short = lambda mse: (mse.run < 2) & (mse.n_feedback <= 30)  # noqa: E731
+    _cut_runs(src, tmp_path / "synthetic", lambda mse: short(mse) & (mse.strategy != "sequential"))
     cfg = json.loads((src / "config.json").read_text())
     (tmp_path / "synthetic" / "config.json").write_text(json.dumps({**cfg, "rounds": 30}))
-    text = write_report(tmp_path).read_text()
+    text = write_report(tmp_path).read_text()  # never drawn: no sequential strategy
     assert "fig3_K.png" not in text and "Kernel:" not in text
+    _cut_runs(src, tmp_path / "synthetic", short)
+    text = write_report(tmp_path).read_text()  # meant to be drawn, and missing
+    assert ("Fig. 3: `synthetic/fig3_K.png` is missing: run the command of its sweep again, "
+            "which resumes it and draws the figure.") in text
     shutil.copy(src / "fig3_K.png", tmp_path / "synthetic" / "fig3_K.png")
     text = write_report(tmp_path).read_text()
     assert "learned K after 0, 10 and 30 sequential answers (run 0)" in text
