@@ -38,7 +38,8 @@ from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.synthetic import SyntheticMaker
 from elicit.session.session import Session
 
-pytestmark = pytest.mark.usefixtures("one_blas_thread")
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("one_blas_thread", "unsaved_figures")
 
 
 def data_with(model: str = "direction", direction=None, relevance=None,

@@ -20,7 +20,8 @@ from elicit.paper.configs import POOLS, SyntheticConfig, default_pool
 from elicit.paper.runinfo import ceiling
 from elicit.paper.synthetic import run_synthetic, synthetic_problem
 
-pytestmark = pytest.mark.usefixtures("one_blas_thread")
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("one_blas_thread", "unsaved_figures")
 
 SMALL = dict(runs=1, rounds=2, seed=1, engine="numpy", strategies=("random",))
 
