@@ -22,7 +22,7 @@ from elicit.harness.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 from elicit.paper.configs import SyntheticConfig
 from elicit.paper.synthetic import synthetic_problem
 
-TINY = dict(dataset="synthetic", runs=2, rounds=5,
+TINY = dict(dataset="synthetic", runs=2, rounds=3,
             settings=RoundSettings(engine="numpy", seed=3))
 
 
@@ -32,7 +32,7 @@ def _parts(out: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory) -> Path:
-    """A finished tiny sweep (2 runs x 5 rounds, all strategies, jobs=1), shared read-only;
+    """A finished tiny sweep (2 runs x 3 rounds, all strategies, jobs=1), shared read-only;
     tests that modify it work on a copy."""
     out = tmp_path_factory.mktemp("tiny") / "sweep"
     with figures_unsaved():  # its tests read the tables; test_python_sweep_* checks the figure
