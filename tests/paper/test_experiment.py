@@ -35,7 +35,8 @@ def tiny_sweep(tmp_path_factory) -> Path:
     """A finished tiny sweep (2 runs x 3 rounds, all strategies, jobs=1), shared read-only;
     tests that modify it work on a copy."""
     out = tmp_path_factory.mktemp("tiny") / "sweep"
-    with figures_unsaved():  # its tests read the tables; test_python_sweep_* checks the figure
+    # its tests read the tables; the figure is checked by the refused Python rerun below
+    with figures_unsaved():
         sweep(synthetic_problem, SweepConfig(**TINY, jobs=1), out, progress=False)
     return out
 
