@@ -6,6 +6,7 @@ any layer may use them (the session and the command lines are imported where the
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import json
 import os
@@ -291,17 +292,27 @@ NEUTRAL = ["pan", "lid", "handle", "kettle", "knife", "blender", "pot", "spoon",
 
 def write_corpus(path, n=1300, seed=0, text_field="review", rating_field="stars"):
     """``n`` JSON-lines reviews, gzipped; rating = 3 + #positive - #negative (+ noise)."""
-    rng = np.random.default_rng(seed)
     with gzip.open(path, "wt", encoding="utf-8") as fh:
-        for _ in range(n):
-            words = list(rng.choice(NEUTRAL, size=rng.integers(5, 10)))
-            pos = rng.integers(0, 3)
-            neg = rng.integers(0, 3)
-            words += list(rng.choice(POSITIVE, size=pos)) + list(rng.choice(NEGATIVE, size=neg))
-            rng.shuffle(words)
-            stars = int(np.clip(np.rint(3 + pos - neg + 0.5 * rng.standard_normal()), 1, 5))
-            fh.write(json.dumps({text_field: " ".join(words), rating_field: stars}) + "\n")
+        fh.write(_corpus_text(n, seed, text_field, rating_field))
     return path
+
+
+@functools.lru_cache(maxsize=8)
+def _corpus_text(n: int, seed: int, text_field: str, rating_field: str) -> str:
+    """:func:`write_corpus`'s lines, drawn once per process for each argument set (drawing
+    1300 reviews word by word costs a quarter of a second, and several tests write the same
+    corpus)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(n):
+        words = list(rng.choice(NEUTRAL, size=rng.integers(5, 10)))
+        pos = rng.integers(0, 3)
+        neg = rng.integers(0, 3)
+        words += list(rng.choice(POSITIVE, size=pos)) + list(rng.choice(NEGATIVE, size=neg))
+        rng.shuffle(words)
+        stars = int(np.clip(np.rint(3 + pos - neg + 0.5 * rng.standard_normal()), 1, 5))
+        lines.append(json.dumps({text_field: " ".join(words), rating_field: stars}) + "\n")
+    return "".join(lines)
 
 
 def check_data_dir_as_elicit_data(run, tmp_path, capsys, monkeypatch) -> None:

@@ -36,6 +36,9 @@ from elicit.session.session import Session
 from elicit.session.store import FORMAT_VERSION
 from elicit.session.terminal import run_ask
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 SAME = {"Origin": "http://localhost"}
 
 

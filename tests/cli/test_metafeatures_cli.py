@@ -11,6 +11,9 @@ from helpers import one_line, run_main
 
 from elicit.cli.main import main
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 cli = functools.partial(run_main, main)
 
 

@@ -16,6 +16,9 @@ from elicit.model.variants import (
     get_model,
 )
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 def test_unknown_model_is_one_line_error_listing_names():
     with pytest.raises(ElicitError, match=r"unknown model 'bogus'; choose one of paper, "

@@ -20,7 +20,8 @@ from elicit.model.priors import ThresholdPrior
 from elicit.model.variants import SHIPPED_PROGRAM, ModelVariant, register_model
 from elicit.session.session import Session
 
-pytestmark = pytest.mark.usefixtures("registries_restored", "one_blas_thread")
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("registries_restored", "one_blas_thread", "unsaved_figures")
 
 
 @dataclasses.dataclass(frozen=True)

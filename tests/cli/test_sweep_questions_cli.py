@@ -12,6 +12,9 @@ import elicit.paper.realdata
 import elicit.paper.synthetic
 from elicit.cli.main import main
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 class _Captured(Exception):
     pass

@@ -13,6 +13,9 @@ from elicit.errors import ElicitError
 from elicit.harness.sweep import SweepConfig
 from elicit.model.simulate import make_synthetic
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 def test_a_bad_target_is_a_one_line_error():
     sd = make_synthetic(np.random.default_rng(0))

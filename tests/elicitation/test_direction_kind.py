@@ -38,7 +38,8 @@ from elicit.paper.lasso_expert import LassoExpert
 from elicit.paper.synthetic import SyntheticMaker
 from elicit.session.session import Session
 
-pytestmark = pytest.mark.usefixtures("one_blas_thread")
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("one_blas_thread", "unsaved_figures")
 
 
 def data_with(model: str = "direction", direction=None, relevance=None,
@@ -237,7 +238,8 @@ def test_a_session_asks_stores_undoes_and_reopens_direction_questions(tmp_path):
 
 
 def test_a_two_run_sweep_asks_every_kind(tmp_path):
-    cfg = SweepConfig("all", runs=2, rounds=5, strategies=("random", "sequential"),
+    # 3 rounds: run 1's sequential strategy asks its two direction questions by then
+    cfg = SweepConfig("all", runs=2, rounds=3, strategies=("random", "sequential"),
                       settings=RoundSettings(engine="numpy", questions="all", refine=1))
     assert cfg.settings.model == "relevance-direction"
     sweep(SyntheticMaker(irrelevant=4), cfg, tmp_path / "o", progress=False)

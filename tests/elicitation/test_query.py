@@ -36,16 +36,17 @@ pytestmark = pytest.mark.usefixtures("one_blas_thread")
 HYPER = Hyper(tau2=0.5)  # fixed tau2, threshold_mean="auto"
 
 
-def make_elicitor(variant: str = "fixed", **kw) -> Elicitor:
-    a = small_arrays()
+def make_elicitor(variant: str = "fixed", p: int | None = None, **kw) -> Elicitor:
+    a = small_arrays() if p is None else small_arrays(p=p)
     hyper = Hyper(variant=variant, tau2=0.5)
     kw.setdefault("engine", "numpy")
     return Elicitor(a.X, a.y, a.U, hyper, **kw)
 
 
-def _oracle_with_unknowns() -> GroupOracle:
-    """Group labels of the small problem, with features 0 and 5 unknown to the expert."""
-    groups = small_arrays().groups.copy()
+def _oracle_with_unknowns(p: int | None = None) -> GroupOracle:
+    """Group labels of the small problem (of ``p`` features), with features 0 and 5 unknown
+    to the expert."""
+    groups = (small_arrays() if p is None else small_arrays(p=p)).groups.copy()
     groups[[0, 5]] = -1
     return GroupOracle(groups)
 
@@ -61,8 +62,10 @@ def _theta(el: Elicitor) -> np.ndarray:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_never_asks_a_pair_twice_until_exhausted(strategy):
-    el = make_elicitor(refine=2)
-    expert = _oracle_with_unknowns()
+    # 7 features (21 pairs) rather than the small problem's 10 (45): exhausting the pool
+    # scores every round, and the bookkeeping does not depend on the pool's size
+    el = make_elicitor(refine=2, p=7)
+    expert = _oracle_with_unknowns(p=7)
     rng = np.random.default_rng(0)
     n_pairs = len(el.candidates)
     asked = []

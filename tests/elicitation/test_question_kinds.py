@@ -257,6 +257,7 @@ class SignMaker:
                           pool_size=10)
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # reads the tables
 def test_a_sweep_records_the_toy_questions_by_kind(toy, tmp_path):
     cfg = SweepConfig("sign", runs=1, rounds=6, strategies=("random", "sequential"),
                       settings=RoundSettings(engine="numpy", questions=f"pairs,{TOY}",

@@ -20,6 +20,9 @@ from elicit.model.spec import Hyper
 from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.synthetic import SyntheticMaker, run_synthetic
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 def test_validate_resolves_the_settings():
     st = RoundSettings(questions=("relevance", "pairs"), refine=np.int64(3),

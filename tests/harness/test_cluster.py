@@ -17,6 +17,9 @@ from elicit.harness.cluster import parse_cluster
 from elicit.harness.runner import run_tasks
 from elicit.internal.io import write_json_atomic
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 distributed = pytest.importorskip("distributed")
 
 

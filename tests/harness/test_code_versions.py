@@ -24,6 +24,9 @@ from elicit.model.simulate import make_synthetic
 from elicit.model.spec import Hyper
 from elicit.report import write_report
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 def _problem(seed, run):
     from elicit import GroupOracle

@@ -39,6 +39,7 @@ def test_the_page_has_the_five_examples():
     assert len(_blocks()) == 5
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # reads the tables
 def test_the_registered_objects_run_a_two_run_sweep(namespace, capsys):
     for code in _blocks():
         exec(compile(code, str(DOC), "exec", dont_inherit=True), namespace)

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import figures_unsaved
 from helpers import question_rows
 
 from elicit.elicitation.answers import GroupOracle
@@ -28,7 +29,8 @@ from elicit.model.simulate import make_synthetic
 from elicit.model.spec import Hyper
 from elicit.model.variants import PAPER, RELEVANCE_MODEL
 
-pytestmark = pytest.mark.usefixtures("one_blas_thread")
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("one_blas_thread", "unsaved_figures")
 
 
 class IrrelevantMaker:
@@ -89,7 +91,8 @@ def mixed(tmp_path_factory):
     out = tmp_path_factory.mktemp("mixed") / "sweep"
     cfg = SweepConfig("mixed", runs=1, rounds=14,
                       settings=RoundSettings(engine="numpy", questions="both", seed=2, refine=2))
-    sweep(IrrelevantMaker(), cfg, out, progress=False)
+    with figures_unsaved():
+        sweep(IrrelevantMaker(), cfg, out, progress=False)
     return out, cfg
 
 

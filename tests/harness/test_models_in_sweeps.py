@@ -15,6 +15,9 @@ from elicit.model.variants import (
     PAPER,
 )
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 def test_synthetic_sweep_refuses_parts_of_another_model(tmp_path, capsys):
     out = tmp_path / "syn"

@@ -62,6 +62,7 @@ def test_the_sweep_on_a_folder_of_problems_is_the_sweep_on_those_problems(tmp_pa
         assert mean[r] == pytest.approx(np.mean((sd.y_test - sd.y.mean()) ** 2), rel=1e-12)
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_other_problems_in_the_same_folder_are_refused(tmp_path, capsys):
     """The results of one set of problems are not resumed with another one's."""
     _write(tmp_path / "mine")
@@ -122,6 +123,7 @@ def test_test_arrays_of_a_problem_file_are_checked(tmp_path):
             ProblemsDir(folder)(0, 0)
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_a_failed_sweep_does_not_block_the_corrected_rerun(tmp_path, capsys):
     """A problem file without groups left config.json behind, and the rerun after the fix was
     refused as 'holds results of other settings' although the folder held no result."""
@@ -138,6 +140,7 @@ def test_a_failed_sweep_does_not_block_the_corrected_rerun(tmp_path, capsys):
     assert main(argv) == 0, capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_the_rerun_a_failed_engine_start_suggests_is_taken(tmp_path, capsys, monkeypatch):
     """--engine cmdstan without CmdStan said "choose --engine numpy"; doing so into the same
     --out was refused: the folder held only the failed start's config.json, no result. And
@@ -174,6 +177,7 @@ def test_n_train_is_refused_beside_a_folder_of_problems(tmp_path, capsys):
     assert "--n-train sets up the built-in generator" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_settings_with_a_tuple_resume(tmp_path):
     """config.json stores a tuple as a list, and the identical rerun was refused ('sizes: [20,
     30] there, (20, 30) now')."""
@@ -191,6 +195,7 @@ def test_settings_with_a_tuple_resume(tmp_path):
     pd.testing.assert_frame_equal(first, again)
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_a_second_call_into_a_folder_another_process_writes_into_is_refused(tmp_path):
     """Two sweeps into one --out at once: the second rewrote config.json before the first had
     a part, and the folder ended with parts of both (rounds 4 beside 8) under one config."""
@@ -218,6 +223,7 @@ def test_a_second_call_into_a_folder_another_process_writes_into_is_refused(tmp_
     assert lockable_elsewhere(tmp_path / "done")
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_a_sweep_that_fails_lets_go_of_its_folder(tmp_path):
     """A sweep that raised kept its folder locked until its process ended: in a notebook,
     every other call into that folder was refused as "another call is writing into" it."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import figures_unsaved
 from helpers import assert_png, assert_same_sweep
 
 from elicit.elicitation.settings import RoundSettings
@@ -21,7 +22,7 @@ from elicit.harness.sweep import MSE_COLUMNS, SweepConfig, load_part, sweep
 from elicit.paper.configs import SyntheticConfig
 from elicit.paper.synthetic import synthetic_problem
 
-TINY = dict(dataset="synthetic", runs=2, rounds=5,
+TINY = dict(dataset="synthetic", runs=2, rounds=3,
             settings=RoundSettings(engine="numpy", seed=3))
 
 
@@ -31,10 +32,12 @@ def _parts(out: Path) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory) -> Path:
-    """A finished tiny sweep (2 runs x 5 rounds, all strategies, jobs=1), shared read-only;
+    """A finished tiny sweep (2 runs x 3 rounds, all strategies, jobs=1), shared read-only;
     tests that modify it work on a copy."""
     out = tmp_path_factory.mktemp("tiny") / "sweep"
-    sweep(synthetic_problem, SweepConfig(**TINY, jobs=1), out, progress=False)
+    # its tests read the tables; the figure is checked by the refused Python rerun below
+    with figures_unsaved():
+        sweep(synthetic_problem, SweepConfig(**TINY, jobs=1), out, progress=False)
     return out
 
 
@@ -91,6 +94,7 @@ def test_parts_record_distinct_queries_and_answers(tiny_sweep):
                 assert a == ("similar" if groups[i] == groups[j] else "dissimilar")
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_resume_recomputes_only_missing_parts(tiny_sweep, tmp_path):
     out = _copy(tiny_sweep, tmp_path / "resume")
     before = (out / "mse.csv").read_bytes()
@@ -111,6 +115,7 @@ def test_resume_recomputes_only_missing_parts(tiny_sweep, tmp_path):
     assert df.equals(pd.read_csv(out / "mse.csv"))
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_resume_of_a_finished_sweep_computes_nothing(tiny_sweep, tmp_path, monkeypatch):
     out = _copy(tiny_sweep, tmp_path / "done")
     import elicit.harness.sweep as ex
@@ -123,6 +128,7 @@ def test_resume_of_a_finished_sweep_computes_nothing(tiny_sweep, tmp_path, monke
     assert (out / "mse.csv").read_bytes() == (tiny_sweep / "mse.csv").read_bytes()
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_resume_does_not_depend_on_what_else_ran(tmp_path):
     """A strategy recomputed alone gives what it gave next to the others in the same run.
 
@@ -271,6 +277,7 @@ def test_run_synthetic_writes_the_figures_and_the_command_matches(tmp_path, caps
         (tmp_path / "lib" / "mse.csv").read_bytes()
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_synthetic_folder_refuses_other_settings(tmp_path):
     """A synthetic sweep's parts are reused by run and strategy alone: a rerun with other
     settings must be refused, not mixed in (as realdata sweeps do through config.json)."""
@@ -413,6 +420,7 @@ def test_python_sweep_refuses_a_rerun_with_other_settings(tmp_path):
             progress=False)
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_python_sweep_resumes_with_the_same_settings(tmp_path, monkeypatch):
     """The same settings reuse every part (nothing runs) and give the same table."""
     import elicit.harness.sweep as ex
@@ -434,6 +442,7 @@ def test_python_sweep_resumes_with_the_same_settings(tmp_path, monkeypatch):
                         "code": code_version()}   # the code: no setting
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_python_sweep_and_the_command_share_a_folder_only_with_the_same_settings(tmp_path):
     """The synthetic command's folder is refused to a Python sweep of another maker, and a
     Python sweep's folder to the command: each records what made its parts."""
@@ -452,6 +461,7 @@ def test_python_sweep_and_the_command_share_a_folder_only_with_the_same_settings
                  "--engine", "numpy", "--quiet", "--out", str(mine)]) == 2
 
 
+@pytest.mark.usefixtures("unsaved_figures")
 def test_legacy_synthetic_folder_resumes(tmp_path, monkeypatch):
     """A synthetic folder of the layout and config.json keys before the store existed (the
     repository's results/synthetic/config.json) is resumed by the same settings, computing

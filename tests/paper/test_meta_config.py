@@ -9,6 +9,9 @@ from helpers import one_line
 
 from elicit.errors import ElicitError
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 
 def test_old_config_stays_valid_and_other_meta_features_are_refused(tmp_path):
     from elicit.harness.store import SweepStore

@@ -20,7 +20,8 @@ from elicit.paper.configs import POOLS, SyntheticConfig, default_pool
 from elicit.paper.runinfo import ceiling
 from elicit.paper.synthetic import run_synthetic, synthetic_problem
 
-pytestmark = pytest.mark.usefixtures("one_blas_thread")
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("one_blas_thread", "unsaved_figures")
 
 SMALL = dict(runs=1, rounds=2, seed=1, engine="numpy", strategies=("random",))
 
@@ -138,7 +139,9 @@ def test_the_oracle_and_the_pools_of_a_problem_with_irrelevant_features():
 # -- end to end ------------------------------------------------------------------------------
 
 def test_a_mixed_synthetic_sweep_asks_both_kinds_and_pairs_among_not_irrelevant(tmp_path):
-    cfg = SyntheticConfig(runs=1, rounds=12, seed=1, engine="numpy", questions="both",
+    # 6 rounds (they were 12): random and nonsequential already ask 7 pairs after an
+    # "irrelevant" answer, sequential only feature questions
+    cfg = SyntheticConfig(runs=1, rounds=6, seed=1, engine="numpy", questions="both",
                           irrelevant=8, refine=3)
     res = run_synthetic(cfg, tmp_path / "syn", progress=False)
     store = SweepStore.find(tmp_path / "syn")

@@ -71,6 +71,7 @@ def test_table1_and_report_on_a_corpus_sweep(corpus_sweep, capsys):
     assert "Corpus `shop_reviews.jsonl.gz` (fields `review`, `stars`" in text
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the corpus sweep's figure: the slow tests
 def test_name_labels_the_outputs(corpus, tmp_path):
     assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
                  "--rating-field", "stars", "--name", "shop", "--out", str(tmp_path / "s"),
@@ -78,6 +79,7 @@ def test_name_labels_the_outputs(corpus, tmp_path):
     assert set(pd.read_csv(tmp_path / "s" / "mse.csv").dataset) == {"shop"}
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the corpus sweep's figure: the slow tests
 def test_data_dir_with_a_corpus_is_the_choice_elicit_data_makes(tmp_path, capsys, monkeypatch):
     """--data-dir DIR beside --corpus was refused ("applies to --dataset only") while
     $ELICIT_DATA=DIR was honoured, and `session new --corpus --data-dir` takes it: DIR is where
@@ -186,6 +188,7 @@ def test_a_realdata_call_that_fails_lets_go_of_its_folder(corpus, tmp_path, monk
     assert lockable_elsewhere(tmp_path / "s")
 
 
+@pytest.mark.usefixtures("unsaved_figures")  # the corpus sweep's figure: the slow tests
 def test_the_summary_counts_each_kind_of_question_asked(corpus, tmp_path, capsys):
     # direction questions were counted as "feature questions" (the relevance kind's name)
     assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",

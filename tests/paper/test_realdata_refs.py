@@ -19,6 +19,9 @@ from conftest import REAL_DATA_DIR, needs_data
 from elicit.cli.main import main
 from elicit.errors import ElicitError
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 REAL = REAL_DATA_DIR
 ARGS = ["--runs", "1", "--rounds", "2", "--seed", "0", "--engine", "numpy", "--quiet"]
 

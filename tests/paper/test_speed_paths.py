@@ -37,6 +37,9 @@ from elicit.paper.configs import RealDataConfig
 from elicit.paper.realdata import run_realdata
 from elicit.paper.synthetic import synthetic_problem
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 KEYS = ["dataset", "strategy", "run", "n_feedback"]
 
 

@@ -18,6 +18,9 @@ import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 STRATEGIES = ("random", "nonsequential", "sequential")
 
 

@@ -11,6 +11,9 @@ from helpers import check_data_dir_as_elicit_data, files_opened
 from elicit.cli.main import main
 from elicit.session.session import Session
 
+# the sweeps here are read by their tables: figures drawn, not saved (conftest)
+pytestmark = pytest.mark.usefixtures("unsaved_figures")
+
 GOOD = ["great", "excellent", "love", "perfect", "sturdy"]
 BAD = ["broken", "awful", "refund", "flimsy", "disappointed"]
 FILLER = ["kettle", "handle", "lid", "water", "price", "box", "colour", "size"]
