@@ -172,23 +172,23 @@ def _present(s: SessionReader, q: SessionQuery | None, lines: list[str], inp: Te
         _show_query(s, q, out, tty)
 
 
-def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> int | None:
+def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | None:
     """The header and the expert's oldest stored question, read from the file alone, before
-    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the id of the question
-    shown, or None (nothing shown) when none is stored."""
+    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the question shown, or
+    None (nothing shown) when none is stored."""
     if not (pending := read_pending(r.conn, r.feature_names, r.uid, r.expert)):
         return None
     _header(r, out)
     hint = read_stop_hint(r.conn, r.expert)
     tty = bool(getattr(out, "isatty", lambda: False)())
     _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out, tty)
-    return pending[0].id
+    return pending[0]
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
-            shown: int | None = None) -> int:
+            shown: SessionQuery | None = None) -> int:
     """The terminal loop for the session's expert, one line of input per key; returns the exit
-    status. ``shown``: the id of the question :func:`show_stored` put on screen already."""
+    status. ``shown``: the question :func:`show_stored` put on screen already."""
     who = s.expert
     tty = bool(getattr(out, "isatty", lambda: False)())
     left = s.progress(who)["left"]
@@ -217,8 +217,8 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                     if hint and not hinted:
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
-                if shown is not None:  # on screen already, unless another process answered it
-                    show, shown = q is None or q.id != shown, None
+                if shown is not None:  # on screen, unless answered elsewhere or the file replaced
+                    show, shown = q != shown, None  # all compared: an id recurs in another file
                 if show:
                     _present(s, q, lines, inp, out, tty)
                 else:

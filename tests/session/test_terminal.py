@@ -358,3 +358,21 @@ def test_a_question_answered_elsewhere_meanwhile_is_replaced_by_the_next(tmp_pat
 
     out = _ask_in_two_steps(path, "q\n", between=answer_it_elsewhere)
     assert out.count("── Question 1 ·") == 1 and out.count("── Question 2 ·") == 1
+
+
+def test_a_file_replaced_before_the_model_loads_does_not_take_the_answer(tmp_path):
+    """The early question and the loaded file's were compared by their id alone: a file
+    replaced meanwhile by another session (its question 1 another pair) took the expert's
+    ``s`` for a pair never shown. Now its own question is shown before a key is read."""
+    path, other = tmp_path / "s.session", tmp_path / "other.session"
+    with create_session(path) as s:
+        early = s.next_query()
+    with create_session(other, strategy="random", seed=3) as s:
+        later = s.next_query()
+    assert early.id == later.id and early.names != later.names
+
+    out = _ask_in_two_steps(path, "s\nq\n", between=lambda: path.write_bytes(
+        other.read_bytes()))
+    shown = out.split("> ")[0]
+    assert shown.count("── Question 1 ·") == 2 and f"B: {later.names[1]}" in shown, out
+
