@@ -376,3 +376,21 @@ def test_a_file_replaced_before_the_model_loads_does_not_take_the_answer(tmp_pat
     shown = out.split("> ")[0]
     assert shown.count("── Question 1 ·") == 2 and f"B: {later.names[1]}" in shown, out
 
+
+def test_a_question_its_expert_already_answered_is_not_shown_early(tmp_path):
+    """A pending query whose pair its expert had answered (an older elicit left such) was
+    shown by the model-free reader, then replaced by the loop's question: two questions on
+    screen, the first never to be asked."""
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.answer(s.next_query(), "similar")
+    sql_edit(path, "INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
+                   "status, expert) SELECT kind, i, j, expected_gain, exact_gain, shown_at, "
+                   "'pending', expert FROM queries WHERE id = 1")
+    from elicit.session.opening import read
+    from elicit.session.terminal import show_stored
+
+    with read(path) as r:
+        assert show_stored(r, io.StringIO(), io.StringIO()) is None
+        assert r.progress()["answered"] == 1
+
