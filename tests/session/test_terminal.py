@@ -394,3 +394,18 @@ def test_a_question_its_expert_already_answered_is_not_shown_early(tmp_path):
         assert show_stored(r, io.StringIO(), io.StringIO()) is None
         assert r.progress()["answered"] == 1
 
+
+def test_ask_on_a_file_it_cannot_save_to_shows_no_question(tmp_path, capsys, monkeypatch):
+    """A read-only file (or folder) that holds a question: the model-free reader put the
+    question on screen, then the open for writing refused the file. Now only the one-line
+    error is printed, as before the early question."""
+    import elicit.session.opening as opening
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.next_query()
+    writable = os.access
+    monkeypatch.setattr(opening.os, "access", lambda p, mode: mode != os.W_OK and
+                        writable(p, mode))
+    code, out, err = cli(capsys, "ask", path)
+    assert code == 2 and "read-only" in one_line(err) and out == "", out
