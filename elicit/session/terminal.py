@@ -134,7 +134,8 @@ def answer_keys(kind: QuestionKind) -> list[str]:
     return [f"[{k}] {a.label.lower()}" for k, a in kind.keys.items()]
 
 
-def _show_query(s: SessionReader, q: SessionQuery, out: TextIO, tty: bool) -> None:
+def _show_query(s: SessionReader, q: SessionQuery, out: TextIO) -> None:
+    tty = bool(getattr(out, "isatty", lambda: False)())  # the keyword in bold on a terminal
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
@@ -162,14 +163,14 @@ def _header(s: SessionReader, out: TextIO) -> None:
 
 
 def _present(s: SessionReader, q: SessionQuery | None, lines: list[str], inp: TextIO,
-             out: TextIO, tty: bool) -> None:
+             out: TextIO) -> None:
     # keys typed before the expert saw the question must not answer it
     if dropped := _drop_typeahead(inp):
         print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
               "typed before this question appeared)", file=out)
     _put(out, *lines)
     if q is not None:
-        _show_query(s, q, out, tty)
+        _show_query(s, q, out)
 
 
 def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | None:
@@ -180,8 +181,7 @@ def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | No
         return None
     _header(r, out)
     hint = read_stop_hint(r.conn, r.expert)
-    tty = bool(getattr(out, "isatty", lambda: False)())
-    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out, tty)
+    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
     return pending[0]
 
 
@@ -190,7 +190,6 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
     """The terminal loop for the session's expert, one line of input per key; returns the exit
     status. ``shown``: the question :func:`show_stored` put on screen already."""
     who = s.expert
-    tty = bool(getattr(out, "isatty", lambda: False)())
     left = s.progress(who)["left"]
     if batch > 1 and left and batch > left:
         raise ElicitError(f"--batch {batch} is larger than the {left} {s.question_noun}(s) "
@@ -220,7 +219,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                 if shown is not None:  # on screen, unless answered elsewhere or the file replaced
                     show, shown = q != shown, None  # all compared: an id recurs in another file
                 if show:
-                    _present(s, q, lines, inp, out, tty)
+                    _present(s, q, lines, inp, out)
                 else:
                     _put(out, *lines)
                 show = True
