@@ -316,7 +316,7 @@ def _cell(column: str, value: object) -> str:
         return ""
     if column == "expected_gain":
         return f"{value:.4g}"
-    return str(value)[:19] if column == "answered_at" else printable(str(value))
+    return printable(str(value)[:19] if column == "answered_at" else str(value))
 
 
 def _table(out: TextIO, header: Sequence[str], rows: Sequence[Sequence[object]],
