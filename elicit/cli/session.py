@@ -4,6 +4,7 @@ sets ``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs.""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -263,9 +264,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from elicit.session.opening import read
     from elicit.session.terminal import run_ask, show_stored
 
-    shown = None
-    if args.batch == 1:  # a stored question on screen first; the model loads while it is read
-        with read(args.session, expert=args.expert) as r:
+    shown, path = None, Path(args.session)
+    # A stored question on screen first; the model loads while it is read. Not from a file
+    # Session.open refuses as read-only: its one line comes first, and alone.
+    if args.batch == 1 and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        with read(path, expert=args.expert) as r:
             shown = show_stored(r, sys.stdin, sys.stdout)
     from elicit.session.session import Session
 

@@ -94,10 +94,11 @@ def progress(conn: sqlite3.Connection, n_pairs: int, expert: str) -> dict[str, i
 
 
 def pending_queries(conn: sqlite3.Connection, expert: str) -> list[tuple]:
-    """The expert's pending queries, oldest first: id, kind, i, j, expected_gain, exact_gain."""
-    return conn.execute("SELECT id, kind, i, j, expected_gain, exact_gain FROM queries "
-                        "WHERE status = 'pending' AND expert = ? ORDER BY id",
-                        (expert,)).fetchall()
+    """The expert's pending queries, oldest first: id, kind, i, j, expected_gain, exact_gain.
+    Not one whose question they answered meanwhile: a read-only reader leaves it pending."""
+    return conn.execute("SELECT id, kind, i, j, expected_gain, exact_gain FROM queries q "
+                        f"WHERE status = 'pending' AND expert = ? AND NOT {_ANSWERED} "
+                        "ORDER BY id", (expert,)).fetchall()
 
 
 def n_queries(conn: sqlite3.Connection) -> int:

@@ -134,7 +134,8 @@ def answer_keys(kind: QuestionKind) -> list[str]:
     return [f"[{k}] {a.label.lower()}" for k, a in kind.keys.items()]
 
 
-def _show_query(s: SessionReader, q: SessionQuery, out: TextIO, tty: bool) -> None:
+def _show_query(s: SessionReader, q: SessionQuery, out: TextIO) -> None:
+    tty = bool(getattr(out, "isatty", lambda: False)())  # the keyword in bold on a terminal
     pr = s.progress(q.expert)
     worth = worth_text(q)
     skipped = f" ({pr['skipped']} skipped)" if pr["skipped"] else ""
@@ -162,35 +163,33 @@ def _header(s: SessionReader, out: TextIO) -> None:
 
 
 def _present(s: SessionReader, q: SessionQuery | None, lines: list[str], inp: TextIO,
-             out: TextIO, tty: bool) -> None:
+             out: TextIO) -> None:
     # keys typed before the expert saw the question must not answer it
     if dropped := _drop_typeahead(inp):
         print(f"\n(ignored {dropped} character{'s' if dropped > 1 else ''} "
               "typed before this question appeared)", file=out)
     _put(out, *lines)
     if q is not None:
-        _show_query(s, q, out, tty)
+        _show_query(s, q, out)
 
 
-def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> int | None:
+def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | None:
     """The header and the expert's oldest stored question, read from the file alone, before
-    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the id of the question
-    shown, or None (nothing shown) when none is stored."""
+    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the question shown, or
+    None (nothing shown) when none is stored."""
     if not (pending := read_pending(r.conn, r.feature_names, r.uid, r.expert)):
         return None
     _header(r, out)
     hint = read_stop_hint(r.conn, r.expert)
-    tty = bool(getattr(out, "isatty", lambda: False)())
-    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out, tty)
-    return pending[0].id
+    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
+    return pending[0]
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
-            shown: int | None = None) -> int:
+            shown: SessionQuery | None = None) -> int:
     """The terminal loop for the session's expert, one line of input per key; returns the exit
-    status. ``shown``: the id of the question :func:`show_stored` put on screen already."""
+    status. ``shown``: the question :func:`show_stored` put on screen already."""
     who = s.expert
-    tty = bool(getattr(out, "isatty", lambda: False)())
     left = s.progress(who)["left"]
     if batch > 1 and left and batch > left:
         raise ElicitError(f"--batch {batch} is larger than the {left} {s.question_noun}(s) "
@@ -217,10 +216,10 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                     if hint and not hinted:
                         lines.append(f"\nhint: {hint} (type q to stop)")
                         hinted = True
-                if shown is not None:  # on screen already, unless another process answered it
-                    show, shown = q is None or q.id != shown, None
+                if shown is not None:  # on screen, unless answered elsewhere or the file replaced
+                    show, shown = q != shown, None  # all compared: an id recurs in another file
                 if show:
-                    _present(s, q, lines, inp, out, tty)
+                    _present(s, q, lines, inp, out)
                 else:
                     _put(out, *lines)
                 show = True
@@ -317,7 +316,7 @@ def _cell(column: str, value: object) -> str:
         return ""
     if column == "expected_gain":
         return f"{value:.4g}"
-    return str(value)[:19] if column == "answered_at" else printable(str(value))
+    return printable(str(value)[:19] if column == "answered_at" else str(value))
 
 
 def _table(out: TextIO, header: Sequence[str], rows: Sequence[Sequence[object]],

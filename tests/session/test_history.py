@@ -91,3 +91,17 @@ def test_the_history_csv_holds_the_values_of_the_export(sessions, capsys, tmp_pa
     assert printed == [[printable(c) for c in row] for row in exported]
     assert len(printed) > 4
     assert any(c.startswith("ends\\x1b") for c in printed[-1]) == (name == "two")
+
+
+def test_no_stored_text_of_the_table_reaches_the_terminal_raw(tmp_path, capsys):
+    """The table printed the answer's time as stored, unescaped (only its first 19
+    characters): a file from elsewhere could retitle or clear the terminal through it."""
+    from tests.helpers import sql_edit
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.answer(s.next_query(), "similar")
+    sql_edit(path, "UPDATE answers SET answered_at = '\x1b[2J\x1b]0;x\x07' || answered_at")
+    code, out, err = cli(capsys, "history", path)
+    assert code == 0 and err == "" and "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out

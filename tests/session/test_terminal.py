@@ -358,3 +358,54 @@ def test_a_question_answered_elsewhere_meanwhile_is_replaced_by_the_next(tmp_pat
 
     out = _ask_in_two_steps(path, "q\n", between=answer_it_elsewhere)
     assert out.count("── Question 1 ·") == 1 and out.count("── Question 2 ·") == 1
+
+
+def test_a_file_replaced_before_the_model_loads_does_not_take_the_answer(tmp_path):
+    """The early question and the loaded file's were compared by their id alone: a file
+    replaced meanwhile by another session (its question 1 another pair) took the expert's
+    ``s`` for a pair never shown. Now its own question is shown before a key is read."""
+    path, other = tmp_path / "s.session", tmp_path / "other.session"
+    with create_session(path) as s:
+        early = s.next_query()
+    with create_session(other, strategy="random", seed=3) as s:
+        later = s.next_query()
+    assert early.id == later.id and early.names != later.names
+
+    out = _ask_in_two_steps(path, "s\nq\n", between=lambda: path.write_bytes(
+        other.read_bytes()))
+    shown = out.split("> ")[0]
+    assert shown.count("── Question 1 ·") == 2 and f"B: {later.names[1]}" in shown, out
+
+
+def test_a_question_its_expert_already_answered_is_not_shown_early(tmp_path):
+    """A pending query whose pair its expert had answered (an older elicit left such) was
+    shown by the model-free reader, then replaced by the loop's question: two questions on
+    screen, the first never to be asked."""
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.answer(s.next_query(), "similar")
+    sql_edit(path, "INSERT INTO queries (kind, i, j, expected_gain, exact_gain, shown_at, "
+                   "status, expert) SELECT kind, i, j, expected_gain, exact_gain, shown_at, "
+                   "'pending', expert FROM queries WHERE id = 1")
+    from elicit.session.opening import read
+    from elicit.session.terminal import show_stored
+
+    with read(path) as r:
+        assert show_stored(r, io.StringIO(), io.StringIO()) is None
+        assert r.progress()["answered"] == 1
+
+
+def test_ask_on_a_file_it_cannot_save_to_shows_no_question(tmp_path, capsys, monkeypatch):
+    """A read-only file (or folder) that holds a question: the model-free reader put the
+    question on screen, then the open for writing refused the file. Now only the one-line
+    error is printed, as before the early question."""
+    import elicit.session.opening as opening
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.next_query()
+    writable = os.access
+    monkeypatch.setattr(opening.os, "access", lambda p, mode: mode != os.W_OK and
+                        writable(p, mode))
+    code, out, err = cli(capsys, "ask", path)
+    assert code == 2 and "read-only" in one_line(err) and out == "", out
