@@ -222,6 +222,11 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         not)."""
         return None if expert == default_expert else expert
 
+    def back() -> str:
+        """A refusal's link back: the questions of the expert its address names (the page's
+        forms name theirs, so that a form's address left in the address bar keeps it)."""
+        return url_for("index", expert=request.args.get("expert"))
+
     def who() -> str:
         name = request.form.get("expert") if request.method == "POST" else None
         if name is None:
@@ -248,7 +253,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             st = reader.page(expert)
         except sqlite3.Error as e:
             return refusal(503, f"the session file cannot be read just now ({e}); reload the "
-                                "page", url_for("index", expert=named(expert)))
+                                "page", back())
         q = st.query
         if q is None and not error:
             message = None  # the done page says only that it is done
@@ -265,7 +270,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             done=q is None and _done(sess, st, expert), hist=st.history, last_answer=st.last_answer,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
-            summary=sess.summary, notes=sess.notes, hint=st.hint, comment=comment, **asked)
+            summary=sess.summary, notes=sess.notes, hint=st.hint, comment=comment,
+            named=named(expert), **asked)
         return Response(html, status=status, mimetype="text/html",
                         headers={"Cache-Control": "no-store"})
 
@@ -327,25 +333,25 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.errorhandler(403)
     def forbidden(e):
-        return refusal(403, e.description)
+        return refusal(403, e.description, back())
 
     @app.errorhandler(SessionReplaced)
     def replaced(e: SessionReplaced) -> Response:
         # Nothing can be shown or saved: the page's questions belong to the file replaced.
-        return refusal(409, str(e))
+        return refusal(409, str(e), back())
 
     @app.errorhandler(404)
     @app.errorhandler(405)
     def no_such_page(e):
         # e.g. /answer opened by its address, which the page of an error leaves in the bar
-        resp = refusal(e.code, e.description)
+        resp = refusal(e.code, e.description, back())
         resp.headers.extend((k, v) for k, v in e.get_headers() if k == "Allow")
         return resp
 
     @app.errorhandler(413)
     def too_large(e):
         return refusal(413, f"request too large (comments are limited to {MAX_COMMENT:,} "
-                            "characters)")
+                            "characters)", back())
 
     @app.get("/")
     def index():
