@@ -331,19 +331,16 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         resp.headers.update(SECURITY_HEADERS)
         return resp
 
-    @app.errorhandler(403)
-    def forbidden(e):
-        return refusal(403, e.description, back())
-
     @app.errorhandler(SessionReplaced)
     def replaced(e: SessionReplaced) -> Response:
         # Nothing can be shown or saved: the page's questions belong to the file replaced.
         return refusal(409, str(e), back())
 
+    @app.errorhandler(403)
     @app.errorhandler(404)
     @app.errorhandler(405)
-    def no_such_page(e):
-        # e.g. /answer opened by its address, which the page of an error leaves in the bar
+    def refused(e):
+        # 404 and 405: e.g. /answer opened by its address, which an error's page leaves in the bar
         resp = refusal(e.code, e.description, back())
         resp.headers.extend((k, v) for k, v in e.get_headers() if k == "Allow")
         return resp
