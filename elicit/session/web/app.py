@@ -32,7 +32,7 @@ from elicit.session.record import NotPending, UnknownQuery, check_expert
 from elicit.session.session import Session
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
-from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE, REFUSAL
+from elicit.session.web.page import CSS, JS, MESSAGES, PAGE, REFUSAL
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
@@ -223,8 +223,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         return None if expert == default_expert else expert
 
     def back() -> str:
-        """A refusal's link back: the questions of the expert its address names (the page's
-        forms name theirs, so that a form's address left in the address bar keeps it)."""
+        """A refusal's link back: the questions of the expert its address names."""
         return url_for("index", expert=request.args.get("expert"))
 
     def who() -> str:
@@ -286,8 +285,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def done(code: str | None, expert: str) -> ResponseBase:
         why = prepare(expert)
         if why is not None:
-            return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
-                          f"{why}", error=True, status=503 if code is None else 200,
+            return render(f"{(code or 'sorry').capitalize()}, but the next question could not be "
+                          f"chosen: {why}", error=True, status=503 if code is None else 200,
                           expert=expert)
         return redirect(url_for("index", m=code, expert=named(expert)), code=303)
 
