@@ -48,7 +48,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     parser = OneLineParser(
         prog="elicit", description="Human-in-the-loop active covariance learning.")
     parser.add_argument("--version", action=_Version, nargs=0,
-                        help="show the release and the code (its commit) and exit")
+                        help="show the release and the code (a commit, or a hash) and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     add_command(sub, "synthetic", commands, _synthetic_options,

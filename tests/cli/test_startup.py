@@ -161,3 +161,12 @@ def test_version_names_the_code_and_only_version_asks_for_it(monkeypatch, capsys
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out == f"elicit {elicit.__version__} (code {code})\n"
+
+
+def test_the_version_help_holds_for_an_installed_copy():
+    """``--help`` said --version names the code by "its commit"; an installed copy has no git
+    and names it ``elicit+`` and a hash of its source."""
+    from elicit.cli.main import build_parser
+
+    action = next(a for a in build_parser()._actions if "--version" in a.option_strings)
+    assert "hash" in action.help

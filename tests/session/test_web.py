@@ -1196,3 +1196,40 @@ def test_a_forms_address_opened_by_itself_leads_back_to_the_questions(app):
     error_page(r, 405, "not allowed")
     assert r.headers["Allow"].split(", ").count("POST") == 1
     error_page(c.get("/answers"), 404, "not found")
+
+
+def test_a_named_experts_form_address_leads_back_to_their_own_questions(app):
+    """The address a named expert's form leaves in the address bar (/answer, after an error)
+    held no name: opened by itself, or refused (413), its "Back to the questions" led to the
+    default expert's page, whose answers are then saved under another name."""
+    c = app.test_client()
+    c.post("/next", data={"csrf_token": shown(c)["token"], "expert": "alice"}, headers=SAME)
+    els = Elements.of(c.get("/?expert=alice").get_data(as_text=True))
+    action = next(a["action"] for t, a in els if a.get("id") == "answer-form")
+    error_page(c.get(action), 405, "not allowed", back="/?expert=alice")
+    st = shown(c)
+    big = {"csrf_token": st["token"], "comment": "x" * app.config["MAX_CONTENT_LENGTH"]}
+    error_page(c.post(action, data=big, headers=SAME), 413, "too large", back="/?expert=alice")
+    # the form's own field still names the expert of the POST
+    assert next(a["action"] for t, a in els if a.get("id") == "expert-form") == "/next"
+
+
+def test_a_next_question_that_cannot_be_chosen_says_what_was_done_first(app, monkeypatch):
+    """After a change, a next question that cannot be chosen is told after what was saved
+    (its word first); a /next that changed nothing says sorry, with 503."""
+    from elicit.errors import ElicitError
+
+    c = app.test_client()
+    st = shown(c)
+
+    def refused(self, *a, **kw):
+        raise ElicitError("no luck")
+
+    monkeypatch.setattr(Session, "next_query", refused)
+    for route, form, status, said in (
+            ("/answer", {"query_id": st["qid"], "answer": "similar"}, 200, "Saved"),
+            ("/next", {}, 503, "Sorry")):
+        r = c.post(route, data={"csrf_token": st["token"], **form}, headers=SAME)
+        assert r.status_code == status
+        assert page_state(r.get_data(as_text=True))["message"] == (
+            f"{said}, but the next question could not be chosen: no luck")

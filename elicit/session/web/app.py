@@ -32,7 +32,7 @@ from elicit.session.record import NotPending, UnknownQuery, check_expert
 from elicit.session.session import Session
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
-from elicit.session.web.page import CSS, DONE_WORDS, JS, MESSAGES, PAGE, REFUSAL
+from elicit.session.web.page import CSS, JS, MESSAGES, PAGE, REFUSAL
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
@@ -222,6 +222,10 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         not)."""
         return None if expert == default_expert else expert
 
+    def back() -> str:
+        """A refusal's link back: the questions of the expert its address names."""
+        return url_for("index", expert=request.args.get("expert"))
+
     def who() -> str:
         name = request.form.get("expert") if request.method == "POST" else None
         if name is None:
@@ -248,7 +252,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             st = reader.page(expert)
         except sqlite3.Error as e:
             return refusal(503, f"the session file cannot be read just now ({e}); reload the "
-                                "page", url_for("index", expert=named(expert)))
+                                "page", back())
         q = st.query
         if q is None and not error:
             message = None  # the done page says only that it is done
@@ -265,7 +269,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             done=q is None and _done(sess, st, expert), hist=st.history, last_answer=st.last_answer,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,
             noun=sess.question_noun, counted=[a for k in sess.kinds for a in k.answers],
-            summary=sess.summary, notes=sess.notes, hint=st.hint, comment=comment, **asked)
+            summary=sess.summary, notes=sess.notes, hint=st.hint, comment=comment,
+            named=named(expert), **asked)
         return Response(html, status=status, mimetype="text/html",
                         headers={"Cache-Control": "no-store"})
 
@@ -280,8 +285,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def done(code: str | None, expert: str) -> ResponseBase:
         why = prepare(expert)
         if why is not None:
-            return render(f"{DONE_WORDS[code]}, but the next question could not be chosen: "
-                          f"{why}", error=True, status=503 if code is None else 200,
+            return render(f"{(code or 'sorry').capitalize()}, but the next question could not be "
+                          f"chosen: {why}", error=True, status=503 if code is None else 200,
                           expert=expert)
         return redirect(url_for("index", m=code, expert=named(expert)), code=303)
 
@@ -325,27 +330,24 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         resp.headers.update(SECURITY_HEADERS)
         return resp
 
-    @app.errorhandler(403)
-    def forbidden(e):
-        return refusal(403, e.description)
-
     @app.errorhandler(SessionReplaced)
     def replaced(e: SessionReplaced) -> Response:
         # Nothing can be shown or saved: the page's questions belong to the file replaced.
-        return refusal(409, str(e))
+        return refusal(409, str(e), back())
 
+    @app.errorhandler(403)
     @app.errorhandler(404)
     @app.errorhandler(405)
-    def no_such_page(e):
-        # e.g. /answer opened by its address, which the page of an error leaves in the bar
-        resp = refusal(e.code, e.description)
+    def refused(e):
+        # 404 and 405: e.g. /answer opened by its address, which an error's page leaves in the bar
+        resp = refusal(e.code, e.description, back())
         resp.headers.extend((k, v) for k, v in e.get_headers() if k == "Allow")
         return resp
 
     @app.errorhandler(413)
     def too_large(e):
         return refusal(413, f"request too large (comments are limited to {MAX_COMMENT:,} "
-                            "characters)")
+                            "characters)", back())
 
     @app.get("/")
     def index():

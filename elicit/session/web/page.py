@@ -10,8 +10,6 @@ MESSAGES = {
     "skipped": "Skipped; that pair may come back later.",
     "undone": "Undone: the last answer was withdrawn; you can answer that question again.",
 }
-#: The first words of those messages, for when the next question could not be chosen.
-DONE_WORDS = {"saved": "Saved", "skipped": "Skipped", "undone": "Undone", None: "Sorry"}
 
 
 # The page's template (Jinja), its style sheet, its keyboard shortcuts (a file: the
