@@ -4,8 +4,6 @@ sets ``args.session_func``, which :func:`elicit.cli.oneline.run_command` runs.""
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -261,19 +259,9 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from elicit.session.opening import read
-    from elicit.session.terminal import run_ask, show_stored
+    from elicit.session.terminal import ask
 
-    shown, path = None, Path(args.session)
-    # A stored question on screen first; the model loads while it is read. Not from a file
-    # Session.open refuses as read-only: its one line comes first, and alone.
-    if args.batch == 1 and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
-        with read(path, expert=args.expert) as r:
-            shown = show_stored(r, sys.stdin, sys.stdout)
-    from elicit.session.session import Session
-
-    with Session.open(args.session, engine=args.engine, expert=args.expert) as s:
-        return run_ask(s, sys.stdin, sys.stdout, args.batch, shown)
+    return ask(args.session, engine=args.engine, expert=args.expert, batch=args.batch)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

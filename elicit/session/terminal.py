@@ -12,12 +12,13 @@ import struct
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
-from elicit.session.opening import HISTORY_COLUMNS, SessionReader
+from elicit.session.opening import HISTORY_COLUMNS, SessionReader, read
 from elicit.session.questions import SessionQuery, question_names
 from elicit.session.record import read_pending, read_stop_hint
 from elicit.session.store import SessionReplaced
@@ -183,6 +184,23 @@ def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | No
     hint = read_stop_hint(r.conn, r.expert)
     _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
     return pending[0]
+
+
+def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None = None,
+        batch: int = 1, inp: TextIO | None = None, out: TextIO | None = None) -> int:
+    """``elicit ask``: a stored question on screen first (:func:`show_stored`), then the loop
+    (:func:`run_ask`) with the model, which loads while the expert reads; the exit status."""
+    inp = sys.stdin if inp is None else inp
+    out = sys.stdout if out is None else out
+    shown, file = None, Path(path)
+    # Not from a file Session.open refuses as read-only: its one line comes first, and alone.
+    if batch == 1 and os.access(file, os.W_OK) and os.access(file.parent, os.W_OK):
+        with read(file, expert=expert) as r:
+            shown = show_stored(r, inp, out)
+    from elicit.session.session import Session  # the model: once the question is on screen
+
+    with Session.open(path, engine=engine, expert=expert) as s:
+        return run_ask(s, inp, out, batch, shown)
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
