@@ -216,6 +216,12 @@ def _bad_array(p):
     raw.close()
 
 
+def _meta(key, value):
+    """A damage: the meta data's ``key`` set to ``value`` behind elicit's back."""
+    return lambda p: sql_edit(p, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key,
+                              json.dumps(value))
+
+
 OPEN_CASES = [
     ("truncated", _truncate, r"is truncated"),
     ("corrupted", _corrupt, r"is corrupted"),
@@ -225,6 +231,13 @@ OPEN_CASES = [
     ("text file", lambda p: p.write_text("hello\n"), r"is not an elicit session file"),
     ("empty file", lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
     ("tampered array", _bad_array, r"stored array\(s\) X do not match the data hash"),
+    # these ended history and ask in a ValueError or AttributeError traceback
+    ("excluded unknown", _meta("excluded_features", {"nope": "why"}),
+     r"is corrupted: meta excluded_features is not what elicit writes"),
+    ("excluded list", _meta("excluded_features", ["lid"]),
+     r"is corrupted: meta excluded_features is not what elicit writes"),
+    ("description number", _meta("description", 42),
+     r"is corrupted: meta description is not what elicit writes"),
 ]
 
 

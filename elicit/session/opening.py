@@ -262,6 +262,13 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False,
     if len(meta["feature_names"]) != arrays["X"].shape[1]:
         raise ElicitError(f"session file {path} is corrupted: {len(meta['feature_names'])} "
                           f"feature names for {arrays['X'].shape[1]} features")
+    excluded = meta.get("excluded_features", {})  # read as names, and printed as text
+    for key, ok in (("excluded_features", isinstance(excluded, dict)
+                     and set(excluded) <= set(meta["feature_names"])),
+                    ("description", isinstance(meta.get("description", ""), str))):
+        if not ok:
+            raise ElicitError(f"session file {path} is corrupted: meta {key} is not what elicit "
+                              "writes; it was left untouched (restore it from a backup)")
     return meta, arrays, texts
 
 
