@@ -66,7 +66,7 @@ def open_file(path: Path, given: dict[str, Any] | None = None, read_only: bool =
     Returns the connection, the meta data, the arrays and the snippets per feature.
     """
     _inspect_file(path)
-    (finish_cut_write if read_only else _check_writable)(path)
+    (finish_cut_write if read_only else check_writable)(path)
     try:
         conn = _wal_file_in_memory(path) if read_only else None
         conn = conn or connect(path, read_only)
@@ -100,7 +100,7 @@ def finish_cut_write(path: Path) -> None:
     if not _unfinished(path, "-journal"):
         return
     try:
-        _check_writable(path)
+        check_writable(path)
     except ElicitError:
         return
     # Any read rolls a hot journal back; a live writer's is left alone. An error is left to
@@ -140,7 +140,7 @@ def _migrated_copy(conn: sqlite3.Connection, path: Path
     return mem, meta
 
 
-def _check_writable(path: Path) -> None:
+def check_writable(path: Path) -> None:
     """Refuse a file or folder that cannot be written (a commit creates a journal beside it)."""
     where = path.parent
     if not os.access(path, os.W_OK):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from elicit.elicitation.answers import DONT_KNOW, Answer
 from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
-from elicit.session.opening import HISTORY_COLUMNS, SessionReader, read
+from elicit.session.opening import HISTORY_COLUMNS, SessionReader, check_writable, read
 from elicit.session.questions import SessionQuery, question_names
 from elicit.session.record import read_pending, read_stop_hint
 from elicit.session.store import SessionReplaced
@@ -193,9 +193,10 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
     inp = sys.stdin if inp is None else inp
     out = sys.stdout if out is None else out
     shown, file = None, Path(path)
-    # Not from a file Session.open refuses as read-only: its one line comes first, and alone.
-    if batch == 1 and os.access(file, os.W_OK) and os.access(file.parent, os.W_OK):
+    if batch == 1:
         with read(file, expert=expert) as r:
+            # Session.open's refusal of a file it cannot save to comes first, and alone
+            check_writable(file)
             shown = show_stored(r, inp, out)
     from elicit.session.session import Session  # the model: once the question is on screen
 
