@@ -97,10 +97,9 @@ class FeatureScorer:
         judged = classes != -1
         num = W[:, judged] @ np.where(classes[judged] == RELEVANT, 1.0, -1.0)
         den = cov.shrink + W[:, judged].sum(axis=1)
-        a = 1.0 if c == RELEVANT else -1.0
-        sig = self.data.relevance_signal
-        new = (num[None, :] + W * a) / (den[None, :] + W)          # row k: k answered
-        lam0 = cov.lambdas(classes, zeta, sig)
+        # row k: the signals once k is answered, +1 (relevant) or -1 with k's weights W[k]
+        new = (num[None, :] + W if c == RELEVANT else num[None, :] - W) / (den[None, :] + W)
+        lam0 = cov.lambdas(classes, zeta, self.data.relevance_signal)
         lam1 = unasked_lambda(zeta + cov.spread * new, self.eps, derivatives=False)
         step = 0.5 * (np.log(lam1) - np.log(lam0)[None, :])
         step[:, judged] = 0.0
@@ -162,13 +161,10 @@ class FeatureScorer:
         for step in (-1.0, 0.0, 1.0):
             at = theta.copy()
             at[z] += step * h
-            if step == 0.0:
-                mg = self.scorer.marginal
-                _, dvalue, kl_at = self._changes_at_map
-            else:
-                mg = Marginal.from_data(data, fit.gamma, fit.tau2, K=self.scorer.marginal.K,
-                                        zeta=float(at[z]), delta=fit.delta)
-                _, dvalue, kl_at = self._changes(mg)
+            mg = self.scorer.marginal if step == 0.0 else Marginal.from_data(
+                data, fit.gamma, fit.tau2, K=self.scorer.marginal.K, zeta=float(at[z]),
+                delta=fit.delta)
+            _, dvalue, kl_at = self._changes_at_map if step == 0.0 else self._changes(mg)
             prior = ZETA_PRIOR.terms(block(at, data.layout, "zeta"))[0]
             logp.append(mg.value + prior + dvalue)
             kl.append(kl_at)
@@ -206,7 +202,8 @@ class FeatureScorer:
         return np.array([self.exact_one(k, p[c]) for c, k in enumerate(features)])
 
     def exact_one(self, k: int, p: float) -> float:
-        kl = {c: self.scorer.refit_kl(self.with_class(k, c)) for c in (RELEVANT, IRRELEVANT)}
+        K = self.scorer.marginal.K     # both refits start at the MAP: only the scales differ
+        kl = {c: self.scorer.refit_kl(self.with_class(k, c), K) for c in (RELEVANT, IRRELEVANT)}
         return float(p * kl[RELEVANT] + (1.0 - p) * kl[IRRELEVANT])
 
     @cached_property

@@ -47,7 +47,8 @@ def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
 class WarmNewton(Protocol):
     """An engine whose warm refits the caller can start and finish itself, unchecked (numpy)."""
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> Any: ...
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                   K: np.ndarray | None = None) -> Any: ...
 
     def finish(self, run: Any) -> MAPResult: ...
 
@@ -196,16 +197,17 @@ class UtilityScorer:
                              self.m0, self.v0)
         return float(s * kl[1] + (1.0 - s) * kl[0])
 
-    def refit(self, d2: ModelData) -> MAPResult:
-        """The hypothetical refit of ``d2``, started as the real refit after that answer starts."""
+    def refit(self, d2: ModelData, K: np.ndarray | None = None) -> MAPResult:
+        """The hypothetical refit of ``d2``, started as the real refit after that answer starts
+        (``K``: the kernel at the start, if the caller has it)."""
         if isinstance(self.engine, WarmNewton):
-            return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian))
+            return self.engine.finish(self.engine.newton_run(d2, self._start(d2), self.hessian, K))
         H = self.hessian if self.engine.uses_hessian else None
         return self.engine.fit(d2, init=self.fit, hessian=H)
 
-    def refit_kl(self, d2: ModelData) -> np.ndarray:
-        """KL(N_after || N_0) of the predictive after the hypothetical refit of ``d2``."""
-        return kl_gauss(*Marginal.of_fit(d2, self.refit(d2)).predictive(), self.m0, self.v0)
+    def refit_kl(self, d2: ModelData, K: np.ndarray | None = None) -> np.ndarray:
+        """KL(N_after || N_0) of the predictive after the hypothetical :meth:`refit` of ``d2``."""
+        return kl_gauss(*Marginal.of_fit(d2, self.refit(d2, K)).predictive(), self.m0, self.v0)
 
     def newton_stage(self, u: np.ndarray, w: np.ndarray, s: np.ndarray, weight: np.ndarray | None,
                      exact: np.ndarray, pairs: np.ndarray, remember: int) -> None:

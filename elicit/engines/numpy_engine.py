@@ -108,9 +108,10 @@ class NumpyEngine(Engine):
         return NewtonSettings(tol=tol, max_iter=self.max_newton, final_step=False,
                               local_model=uses_local_model(data, self.local_model), secant=True)
 
-    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray) -> WarmRefit:
-        """A hypothetical warm refit from ``theta`` to :attr:`score_tol`, for the caller to run."""
-        return WarmRefit(self, data, theta, hess_base, tol=self.score_tol)
+    def newton_run(self, data: ModelData, theta: np.ndarray, hess_base: np.ndarray,
+                   K: np.ndarray | None = None) -> WarmRefit:
+        """The caller's warm refit from ``theta`` (kernel ``K``, if known) to :attr:`score_tol`."""
+        return WarmRefit(self, data, theta, hess_base, tol=self.score_tol, K=K)
 
     def refit_candidates(self, data: ModelData, w_new: np.ndarray, f_new: np.ndarray,
                          theta: np.ndarray, hess_base: np.ndarray,
@@ -271,12 +272,12 @@ class WarmRefit:
     one. ``status`` is ``"running"``, ``"converged"`` or ``"failed"``."""
 
     def __init__(self, engine: NumpyEngine, data: ModelData, theta: np.ndarray,
-                 hess_base: np.ndarray, tol: float) -> None:
+                 hess_base: np.ndarray, tol: float, K: np.ndarray | None = None) -> None:
         self.engine, self.data = engine, data
         self.lb = data.layout.lower_bounds()
         self.theta_start = theta
         self.hess_start = hess_base
-        value, g = log_density(theta, data)
+        value, g = log_density(theta, data, Marginal.at(theta, data, K=K))
         self.start_value = value
         settings = engine.newton_settings(data, tol)
         self.local_model = settings.local_model

@@ -438,9 +438,11 @@ class Marginal:
         if (key := ("scale_change", j.tobytes())) not in self._dir_cache:  # both answers share
             x, v = self._W[:, j], self.XK[:, j]
             Sx, Sv = self.Sinv @ x, self.Sinv @ v
-            self._dir_cache[key] = (x, v, Sx, Sv, np.einsum("ic,ic->c", x, Sx),
-                                    np.einsum("ic,ic->c", x, Sv), np.einsum("ic,ic->c", v, Sv))
-        x, v, Sx, Sv, A11, A12, A22 = self._dir_cache[key]
+            Lx, Lv = self.lift(Sx), self.lift(Sv)      # and the products of diag(S'^-1) below
+            self._dir_cache[key] = (Sx, Sv, np.einsum("ic,ic->c", x, Sx),
+                                    np.einsum("ic,ic->c", x, Sv), np.einsum("ic,ic->c", v, Sv),
+                                    x.T @ self.alpha, v.T @ self.alpha, Lx**2, 2.0 * Lx * Lv, Lv**2)
+        Sx, Sv, A11, A12, A22, ux, uv, Sx2, SxSv2, Sv2 = self._dir_cache[key]
         t = self.tau2
         M11, M12 = dh**2, dh           # dh^2 K_jj, K_jj = 1 (also when masked); M22 = 0
         T11, T12 = 1.0 + t * (M11 * A11 + M12 * A12), t * (M11 * A12 + M12 * A22)
@@ -450,11 +452,9 @@ class Marginal:
         C11 = t * (T22 * M11 - T12 * M12) / det
         C12 = t * T22 * M12 / det
         C22 = -t * T21 * M12 / det
-        ux, uv = x.T @ self.alpha, v.T @ self.alpha
         c1, c2 = C11 * ux + C12 * uv, C12 * ux + C22 * uv
         alpha = self.alpha[:, None] - (Sx * c1 + Sv * c2)
-        Sx, Sv = self.lift(Sx), self.lift(Sv)
-        diag = self.sinv_diag[:, None] - (Sx**2 * C11 + 2.0 * Sx * Sv * C12 + Sv**2 * C22)
+        diag = self.sinv_diag[:, None] - (Sx2 * C11 + SxSv2 * C12 + Sv2 * C22)
         b_star = self.b_sigma + 0.5 * (self._rest + self.r @ alpha)
         mean = self.lift(self._z[:, None] - alpha)
         var = (b_star / (self.a_star - 1.0))[None, :] * (2.0 - diag)

@@ -377,6 +377,23 @@ def test_the_first_newton_steps_are_the_warm_refits_first_iterates():
                                    rtol=1e-9)
 
 
+def test_a_features_exact_gain_builds_no_kernel_at_the_rounds_map(monkeypatch):
+    """Both refits start at the MAP, where only the scales differ from the round's marginal:
+    its kernel serves them (the refits' later points build their own)."""
+    from elicit.model import marginal
+    from elicit.model.marginal_cache import marginal_cache
+
+    el, features = _after_two_answers()
+    scorer = FeatureScorer(UtilityScorer(el.data, el.fit, el.engine))
+    assert scorer.scorer.marginal.K is not None           # the round's kernel, built
+    marginal_cache.clear()
+    built, kernel = [], marginal.kernel
+    monkeypatch.setattr(marginal, "kernel",
+                        lambda U, gamma, *a: built.append(np.array(gamma)) or kernel(U, gamma, *a))
+    scorer.exact_one(features[0], 0.5)
+    assert built and not any(np.array_equal(g, el.fit.gamma) for g in built)
+
+
 def test_the_refit_after_a_feature_answer_is_the_rounds():
     el = make_elicitor(questions="relevance", refine=2)
     el.answer(4, None, "relevant")

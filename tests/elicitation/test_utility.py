@@ -635,9 +635,9 @@ class _Delegating(Engine):
 class _Stepping(_Delegating):
     """The same engine offering warm Newton steps (the numpy engine's, delegated)."""
 
-    def newton_run(self, data, theta, hess_base):
+    def newton_run(self, data, theta, hess_base, K=None):
         self.calls["newton_run"] += 1
-        return self.inner.newton_run(data, theta, hess_base)
+        return self.inner.newton_run(data, theta, hess_base, K)
 
     def finish(self, run):
         self.calls["finish"] += 1
