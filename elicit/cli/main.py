@@ -114,12 +114,10 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
                    help="--suite, all of it, on committed code: write DIR/<commit>.json; name "
                         "figures more than 20%% slower than DIR's last record of this machine")
-    p.add_argument("--figures", type=comma_list, default=None, metavar="LIST",
-                   help="--suite: comma-separated round figures to measure (default all; "
-                        "'' none)")
-    p.add_argument("--steps", type=comma_list, default=None, metavar="LIST",
-                   help="--suite: comma-separated reproduce steps to time (default all; "
-                        "'' none)")
+    for option, what in (("--figures", "round figures to measure"),
+                         ("--steps", "reproduce steps to time")):
+        p.add_argument(option, type=comma_list, default=None, metavar="LIST",
+                       help=f"--suite: comma-separated {what} (default all; '' none)")
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:
