@@ -12,8 +12,6 @@ from pathlib import Path
 from elicit import __version__
 from elicit.cli.argtypes import (
     OneLineParser,
-    add_check_engine_option,
-    add_cluster_option,
     add_command,
     add_engine_options,
     add_sweep_options,
@@ -77,9 +75,6 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
                    help="N of the 25 features get the true weight 0, and the oracle calls "
                         "them irrelevant (default 0: the paper's data)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_cluster_option(p)
-    add_check_engine_option(p)
-    add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
                    help="a custom Stan program honouring the contract (--utility exact)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,
