@@ -35,7 +35,6 @@ from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.session import record
 from elicit.session.questions import feature_index, question_pairs
-from elicit.session.record import log_event
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
@@ -387,8 +386,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
                              (json.dumps(FORMAT_VERSION),))
                 conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-                log_event(conn, "migrate", None, now(), "",
-                          detail={"from": fv, "to": FORMAT_VERSION})
+                record.log_event(conn, "migrate", None, now(), "",
+                                 detail={"from": fv, "to": FORMAT_VERSION})
     finally:
         conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
     return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
