@@ -173,15 +173,6 @@ def add_cluster_option(p: argparse.ArgumentParser) -> None:
                         "--jobs local processes; see docs/scaling.md)")
 
 
-def add_check_engine_option(p: argparse.ArgumentParser) -> None:
-    """``--check-engine``: compare every fit with the numpy twin."""
-    p.add_argument("--check-engine", nargs="?", const="higher", default=False,
-                   choices=("higher", "stop"),
-                   help="check every cmdstan/pystan fit against the numpy engine; at two "
-                        "stationary points go on from the higher (default) or stop "
-                        "(docs/stan.md)")
-
-
 def add_model_option(p: argparse.ArgumentParser) -> None:
     """``--model NAME`` (checked by the library; default None: what the --questions need)."""
     from elicit.elicitation.kinds import KINDS, model_for
@@ -195,7 +186,7 @@ def add_model_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_sweep_options(p: argparse.ArgumentParser) -> None:
-    """The options every sweep command shares."""
+    """The options every sweep command shares: all that :func:`sweep_options` passes on."""
     from elicit.elicitation.kinds import PAPER_QUESTIONS
     from elicit.elicitation.strategies import STRATEGIES
     from elicit.paper.configs import POOLS
@@ -222,11 +213,18 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     add_utility_target_option(p)
+    add_engine_options(p)
+    add_cluster_option(p)
+    p.add_argument("--check-engine", nargs="?", const="higher", default=False,
+                   choices=("higher", "stop"),
+                   help="check every cmdstan/pystan fit against the numpy engine; at two "
+                        "stationary points go on from the higher (default) or stop "
+                        "(docs/stan.md)")
 
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options every sweep passes on to its configuration as given (those of
-    :func:`add_sweep_options`, :func:`add_engine_options`, ``--cluster`` and ``--check-engine``)."""
+    """The options every sweep passes on to its configuration as given (all that
+    :func:`add_sweep_options` adds)."""
     return {k: getattr(args, k) for k in (
         "rounds", "strategies", "seed", "jobs", "model", "questions", "pool", "utility_target",
         "engine", "utility", "refine", "cluster", "check_engine")}

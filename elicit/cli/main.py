@@ -12,8 +12,6 @@ from pathlib import Path
 from elicit import __version__
 from elicit.cli.argtypes import (
     OneLineParser,
-    add_check_engine_option,
-    add_cluster_option,
     add_command,
     add_engine_options,
     add_sweep_options,
@@ -77,9 +75,6 @@ def _synthetic_options(p: argparse.ArgumentParser) -> None:
                    help="N of the 25 features get the true weight 0, and the oracle calls "
                         "them irrelevant (default 0: the paper's data)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_cluster_option(p)
-    add_check_engine_option(p)
-    add_engine_options(p)
     p.add_argument("--stan-file", type=str, default=None,
                    help="a custom Stan program honouring the contract (--utility exact)")
     p.add_argument("--threshold-mean", type=threshold_mean, default=None,
@@ -114,12 +109,10 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", type=Path, default=None, metavar="DIR",
                    help="--suite, all of it, on committed code: write DIR/<commit>.json; name "
                         "figures more than 20%% slower than DIR's last record of this machine")
-    p.add_argument("--figures", type=comma_list, default=None, metavar="LIST",
-                   help="--suite: comma-separated round figures to measure (default all; "
-                        "'' none)")
-    p.add_argument("--steps", type=comma_list, default=None, metavar="LIST",
-                   help="--suite: comma-separated reproduce steps to time (default all; "
-                        "'' none)")
+    for option, what in (("--figures", "round figures to measure"),
+                         ("--steps", "reproduce steps to time")):
+        p.add_argument(option, type=comma_list, default=None, metavar="LIST",
+                       help=f"--suite: comma-separated {what} (default all; '' none)")
 
 
 def cmd_synthetic(args: argparse.Namespace) -> None:

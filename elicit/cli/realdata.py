@@ -11,10 +11,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from elicit.cli.argtypes import (
-    add_check_engine_option,
     add_cluster_option,
     add_command,
-    add_engine_options,
     add_meta_options,
     add_sweep_options,
     answer_counts,
@@ -90,9 +88,6 @@ def _realdata_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expert-nonzero", type=positive_int, default=configs.EXPERT_NONZERO,
                    help="target number of expert keywords for --expert-rule target")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_engine_options(p)
-    add_cluster_option(p)
-    add_check_engine_option(p)
 
 
 def _table1_options(p: argparse.ArgumentParser) -> None:

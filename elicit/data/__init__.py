@@ -13,7 +13,6 @@ from elicit.data.corpora import (
     load_dataset,
     load_paper_bow,
     load_raw_reviews,
-    read_reviews,
     select_features,
     vectorize_texts,
 )
@@ -59,7 +58,6 @@ __all__ = [
     "polarity_auc",
     "prepare_run",
     "read_records",
-    "read_reviews",
     "resolve_data_dir",
     "select_features",
     "split_indices",

@@ -35,7 +35,6 @@ from elicit.errors import ElicitError
 from elicit.internal.checks import check_int
 from elicit.session import record
 from elicit.session.questions import feature_index, question_pairs
-from elicit.session.record import log_event
 from elicit.session.store import (
     FEATURE_J,
     FORMAT_VERSION,
@@ -183,9 +182,14 @@ def _inspect_file(path: Path) -> None:
     # SQLite's recovery.
     pending = any(_unfinished(path, s) for s in ("-wal", "-journal"))
     if n_pages and header[24:28] == header[92:96] and size < n_pages * page_size and not pending:
-        raise ElicitError(f"session file {path} is truncated: its header promises "
-                          f"{n_pages * page_size} bytes but the file has {size}; it was left "
-                          "untouched (restore it from a backup)")
+        raise _damaged(path, f"is truncated: its header promises {n_pages * page_size} bytes "
+                             f"but the file has {size}")
+
+
+def _damaged(path: Path, what: str) -> ElicitError:
+    """The refusal of a damaged file: ``what`` is wrong with it, and nothing was written."""
+    return ElicitError(f"session file {path} {what}; it was left untouched (restore it from a "
+                       "backup)")
 
 
 def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False,
@@ -195,8 +199,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False,
         check = conn.execute("PRAGMA quick_check").fetchall()
         if [r[0] for r in check] != ["ok"]:
             detail = "; ".join(str(r[0]) for r in check[:3])
-            raise ElicitError(f"session file {path} is corrupted ({detail}); it was left "
-                              "untouched (restore it from a backup)")
+            raise _damaged(path, f"is corrupted ({detail})")
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" not in tables:
             raise ElicitError(f"{path} is an SQLite database but not an elicit session (it "
@@ -257,8 +260,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False,
             raise ElicitError(f"session file {path} cannot be opened for writing ({msg}): "
                               "make it and its folder writable, or copy the session to a "
                               "folder you can write to") from None
-        raise ElicitError(f"session file {path} is corrupted or truncated ({msg}); it was "
-                          "left untouched (restore it from a backup)") from None
+        raise _damaged(path, f"is corrupted or truncated ({msg})") from None
     if len(meta["feature_names"]) != arrays["X"].shape[1]:
         raise ElicitError(f"session file {path} is corrupted: {len(meta['feature_names'])} "
                           f"feature names for {arrays['X'].shape[1]} features")
@@ -267,8 +269,7 @@ def _read_file(conn: sqlite3.Connection, path: Path, read_only: bool = False,
                      and set(excluded) <= set(meta["feature_names"])),
                     ("description", isinstance(meta.get("description", ""), str))):
         if not ok:
-            raise ElicitError(f"session file {path} is corrupted: meta {key} is not what elicit "
-                              "writes; it was left untouched (restore it from a backup)")
+            raise _damaged(path, f"is corrupted: meta {key} is not what elicit writes")
     return meta, arrays, texts
 
 
@@ -282,8 +283,7 @@ def _check_settings(path: Path, settings: object, model: bool = True) -> None:
     if not isinstance(settings, dict):
         got = {list: "an array", str: "a string", type(None): "null", bool: "a boolean"}.get(
             type(settings), "a number")
-        raise ElicitError(f"session file {path} is damaged: its meta 'settings' is {got}, not "
-                          "a JSON object; it was left untouched (restore it from a backup)")
+        raise _damaged(path, f"is damaged: its meta 'settings' is {got}, not a JSON object")
     missing = [k for k in _SETTINGS if k not in settings]
     hyper = settings.get("hyper")
     unknown: list[str] | None = [] if isinstance(hyper, dict) else None
@@ -295,8 +295,7 @@ def _check_settings(path: Path, settings: object, model: bool = True) -> None:
         what = (f"has no {', '.join(map(repr, missing))}" if missing else
                 "'hyper' is not a JSON object" if unknown is None else
                 f"'hyper' names unknown setting(s) {', '.join(map(repr, unknown))}")
-        raise ElicitError(f"session file {path} is damaged: its meta 'settings' {what}; it was "
-                          "left untouched (restore it from a backup)")
+        raise _damaged(path, f"is damaged: its meta 'settings' {what}")
 
 
 def _first_kind_outside(conn: sqlite3.Connection, table: str, kind_sql: str,
@@ -335,18 +334,16 @@ def _check_record(conn: sqlite3.Connection, path: Path, p: int, questions: objec
                 (*params, kind.name, p, p if pair else FEATURE_J, *words)).fetchone()
             if bad is not None:
                 form = "i < j" if pair else f"(i, {FEATURE_J})"
-                raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is about "
-                                  f"features ({bad[1]!r}, {bad[2]!r}), but the session has {p} "
-                                  f"features (0..{p - 1}) and {kind.question} is written {form} "
-                                  f"and answered {', '.join(answers)}; it was left untouched "
-                                  "(restore it from a backup)")
+                raise _damaged(path, f"is damaged: {label} {bad[0]} is about features "
+                                     f"({bad[1]!r}, {bad[2]!r}), but the session has {p} features "
+                                     f"(0..{p - 1}) and {kind.question} is written {form} and "
+                                     f"answered {', '.join(answers)}")
     asked = parse_questions(questions)
     for table, label in (("answers", "answer"), ("queries", "query")):
         if (bad := _first_kind_outside(conn, table, kind_sql, params, list(asked))) is not None:
-            raise ElicitError(f"session file {path} is damaged: {label} {bad[0]} is one of the "
-                              f"{get_kind(bad[1]).label}, but the session asks "
-                              f"questions={spell_questions(asked)!r}; it was left untouched "
-                              "(restore it from a backup)")
+            raise _damaged(path, f"is damaged: {label} {bad[0]} is one of the "
+                                 f"{get_kind(bad[1]).label}, but the session asks "
+                                 f"questions={spell_questions(asked)!r}")
 
 
 #: a row's kind in a file of format 3 or older, told by its j (the parameters: _old_kinds)
@@ -384,14 +381,13 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
                     conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'",
                                  (json.dumps(settings),))
                 if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
-                    raise ElicitError(f"session file {path} is damaged: an answer refers to a "
-                                      "query it does not hold; it was left untouched (restore "
-                                      "it from a backup)")
+                    raise _damaged(path, "is damaged: an answer refers to a query it does not "
+                                         "hold")
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'",
                              (json.dumps(FORMAT_VERSION),))
                 conn.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-                log_event(conn, "migrate", None, now(), "",
-                          detail={"from": fv, "to": FORMAT_VERSION})
+                record.log_event(conn, "migrate", None, now(), "",
+                                 detail={"from": fv, "to": FORMAT_VERSION})
     finally:
         conn.execute(f"PRAGMA foreign_keys = {'ON' if keys else 'OFF'}")
     return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}

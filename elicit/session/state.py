@@ -29,7 +29,6 @@ from elicit.prior.setup import coupled_features
 from elicit.session import record, store
 from elicit.session.opening import SessionReader
 from elicit.session.questions import public_j
-from elicit.session.record import check_expert
 
 if TYPE_CHECKING:
     from elicit.estimator import ElicitRegressor
@@ -134,8 +133,8 @@ class SessionState(SessionReader):
             A missing, damaged or non-session file, a read-only one (unless ``read_only``),
             a newer format, or data that differ from the session's (never written to).
         """
-        return cls._open(path, X, y, meta_features, engine=engine, expert=check_expert(expert),
-                         read_only=read_only)
+        return cls._open(path, X, y, meta_features, engine=engine,
+                         expert=record.check_expert(expert), read_only=read_only)
 
     @staticmethod
     def _scaled(X: np.ndarray, centre, scale) -> np.ndarray:
