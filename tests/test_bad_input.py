@@ -856,15 +856,22 @@ def test_bench_json_in_a_folder_that_is_a_file_is_refused_before_the_bench(capsy
     assert_one_line_error(err, r"--json .*afile/b\.json: .*afile is a file")
 
 
-def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def long_table(tmp_path_factory):
+    """A CSV table of 20,000 rows, written once for the two tests that only read it."""
+    return _table(tmp_path_factory.mktemp("long"), "long.csv", n=20_000)[0]
+
+
+def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path, monkeypatch,
+                                                             long_table):
     """200,000 rows once gave a numpy MemoryError traceback (a 298 GiB n x n array); with
     more rows than features the model's memory grows with the rows, not their square, so the
     refusal is set up with a machine of 8 MiB."""
     import elicit.model.spec as spec_mod
 
     monkeypatch.setattr(spec_mod, "memory_limit", lambda: 2.0**23)
-    path, _ = _table(tmp_path, "long.csv", n=20_000)  # a sixth of the rows, an eighth the memory
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+    # a sixth of the rows, an eighth the memory
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(long_table), "--target", "y",
                            "--out", str(tmp_path / "s.session"), "--engine", "numpy")
     assert code == 2
     assert_one_line_error(err, r"20,000 rows .*numbers per row.* GiB.* this machine has .* "
@@ -874,11 +881,10 @@ def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path, m
     assert not (tmp_path / "s.session").exists()
 
 
-def test_a_table_with_many_rows_makes_a_session(capsys, tmp_path):
+def test_a_table_with_many_rows_makes_a_session(capsys, tmp_path, long_table):
     """120,000 rows x 5 features were refused ("use at most 11,023 rows"): the model held
     n x n arrays. 20,000 rows are well past that limit."""
-    path, _ = _table(tmp_path, "long.csv", n=20_000)
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", long_table, "--target", "y",
                            "--out", str(tmp_path / "s.session"), "--engine", "numpy")
     assert code == 0, err
     assert (tmp_path / "s.session").exists()

@@ -337,11 +337,12 @@ def test_convert_from_original_sources(tmp_path, upstream, paper_dataset):
     assert {r.status for r in fetch(d, upstream=str(upstream), progress=False)} == {"present"}
 
 
-def test_changed_source_is_refused(tmp_path, upstream):
+@needs_data
+def test_changed_source_is_refused(tmp_path):
+    # the one source converted here, rebuilt as `upstream` does, not all seven (a second)
     bad = tmp_path / "bad_upstream"
-    shutil.copytree(upstream / "tilmanbeck", bad / "tilmanbeck")
-    src = bad / F._YELP_JSON.repo / F._YELP_JSON.commit / F._YELP_JSON.path
-    src.write_bytes(src.read_bytes().replace(b'"stars":4.0', b'"stars":3.0', 1))
+    data = _yelp_json(_records(REAL / RAW_FILES["yelp"]))
+    _put(bad, F._YELP_JSON, data.replace(b'"stars":4.0', b'"stars":3.0', 1))
     d = tmp_path / "data"
     name = RAW_FILES["yelp"]
     with pytest.raises(ElicitError, match=rf"SHA-256 mismatch for {name} from the conversion "

@@ -18,7 +18,7 @@ from conftest import needs_stanc
 from helpers import make_data, own_program, rel_diff
 
 from elicit.engines.base import shipped_stan_file
-from elicit.engines.cmdstan_engine import CmdStanEngine, cmdstan_missing
+from elicit.engines.cmdstan_engine import CmdStanEngine
 from elicit.engines.contract import check_stan_contract
 from elicit.engines.pystan_engine import PyStanEngine
 from elicit.errors import ElicitError, EngineUnavailable
@@ -27,9 +27,6 @@ from elicit.model.spec import Hyper, ModelData
 from elicit.model.variants import MODELS, get_model
 
 VARIANTS = ("fixed", "learned")
-needs_cmdstan = pytest.mark.skipif(
-    cmdstan_missing() is not None,
-    reason="CmdStan is not installed (cmdstanpy.cmdstan_path() failed); see README")
 
 
 @pytest.fixture(scope="module")
@@ -399,7 +396,6 @@ def test_cmdstan_unavailable_explains_install(tmp_path, monkeypatch):
 
 @pytest.mark.cmdstan
 @pytest.mark.slow
-@needs_cmdstan
 @pytest.mark.parametrize("n_f", [0, 40])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cmdstan_map_matches_numpy(variant, n_f):
@@ -417,7 +413,6 @@ def test_cmdstan_map_matches_numpy(variant, n_f):
 
 @pytest.mark.cmdstan
 @pytest.mark.slow
-@needs_cmdstan
 def test_cmdstan_warm_start_from_boundary():
     from elicit.engines.numpy_engine import NumpyEngine
 

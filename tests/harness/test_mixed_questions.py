@@ -89,8 +89,10 @@ def test_an_expert_without_relevance_answers_is_refused_before_any_question(tmp_
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
     out = tmp_path_factory.mktemp("mixed") / "sweep"
-    cfg = SweepConfig("mixed", runs=1, rounds=14,
-                      settings=RoundSettings(engine="numpy", questions="both", seed=2, refine=2))
+    # seed 1: random is told "irrelevant" in its 2nd round and asks 5 pairs after it (seed 2
+    # took 14 rounds to show 3), sequential in its 5th
+    cfg = SweepConfig("mixed", runs=1, rounds=8,
+                      settings=RoundSettings(engine="numpy", questions="both", seed=1, refine=2))
     with figures_unsaved():
         sweep(IrrelevantMaker(), cfg, out, progress=False)
     return out, cfg
@@ -101,6 +103,7 @@ def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixe
     prob = IrrelevantMaker()(cfg.settings.seed, 0)
     groups = prob.expert.groups
     kinds_seen = set()
+    pairs_after_irrelevant = 0
     for strategy in cfg.strategies:
         part = load_part(SweepStore(out, {}), cfg, strategy, 0)
         kinds = part_kinds(part)
@@ -119,6 +122,7 @@ def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixe
             else:
                 assert not {i, j} & called_irrelevant
                 assert a in ("similar", "dissimilar", "dont_know")
+                pairs_after_irrelevant += bool(called_irrelevant)
         kinds_seen |= set(kinds)
         # zeta moves with feature answers only: unchanged after a pair or don't know
         z = np.array(part["zeta"])
@@ -126,6 +130,7 @@ def test_mixed_records_say_what_was_asked_and_never_a_pair_after_irrelevant(mixe
             if kind == "pairs" and a == "dont_know":
                 assert z[t] == z[t - 1]
     assert kinds_seen == {"pairs", "relevance"}
+    assert pairs_after_irrelevant  # the rule above was put to the test
 
 
 def test_part_kinds_of_a_pair_only_record_read_from_its_questions():

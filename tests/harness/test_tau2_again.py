@@ -68,17 +68,18 @@ def test_set_tau2_needs_a_fixed_positive_tau2():
 
 
 def test_a_sweep_chooses_tau2_again_after_the_scheduled_answers_only():
-    cfg = SweepConfig("x", 1, 7, settings=RoundSettings(engine="numpy", questions="both",
+    # 4 rounds, choices after 1 and 3 answers: each choice holds for a round after it
+    cfg = SweepConfig("x", 1, 4, settings=RoundSettings(engine="numpy", questions="both",
                                                         refine=2))
-    again = run_one(_problem(Tau2Again((2, 5), judged_count)), cfg, 0, ("sequential", "random"))
+    again = run_one(_problem(Tau2Again((1, 3), judged_count)), cfg, 0, ("sequential", "random"))
     plain = run_one(_problem(), cfg, 0, ("sequential", "random"))
     for strategy, rec in again.items():
         tau2 = rec["tau2"]
         assert len(tau2) == cfg.rounds + 1
         # the start is the same: a choice again needs answers
-        assert tau2[:2] == [1.0, 1.0] and rec["mse"][:2] == plain[strategy]["mse"][:2]
-        assert tau2[2] == tau2[3] == tau2[4] != 1.0 and tau2[5] == tau2[6] == tau2[7]
-        assert tau2[2] != tau2[5] or strategy == "random"
+        assert tau2[:1] == [1.0] and rec["mse"][:1] == plain[strategy]["mse"][:1]
+        assert tau2[1] == tau2[2] != 1.0 and tau2[3] == tau2[4]
+        assert tau2[1] != tau2[3] or strategy == "random"
         assert plain[strategy]["tau2"] == [1.0] * (cfg.rounds + 1)
     # the record's tau2 is the model's: an Elicitor given the same answers at that tau2
     rec = again["sequential"]

@@ -162,12 +162,12 @@ def test_batched_density_on_the_p_form_equals_the_n_form_marginal(case):
 
 
 def test_a_tall_session_asks_and_learns_as_the_n_form_does(monkeypatch, tmp_path):
-    """End to end: a 300 x 6 table's session (creation, five questions and answers) with
+    """End to end: a 40 x 6 table's session (creation, five questions and answers) with
     the p x p form and with the n x n form forced (the chooser says never tall)."""
     from elicit.session.session import Session
 
     rng = np.random.default_rng(0)
-    n, p = 300, 6
+    n, p = 40, 6  # tall (n > p) is the property; 300 rows cost 0.5 s more
     Z = rng.standard_normal((n, 2))
     X = Z @ rng.standard_normal((2, p)) + 0.7 * rng.standard_normal((n, p))
     sign = np.array([1.0, 1.0, -1.0, -1.0, 0.0, 0.0])

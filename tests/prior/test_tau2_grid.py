@@ -42,10 +42,17 @@ def arrays():
     return small_arrays(seed=4, n=20, p=12, d=3)
 
 
+@pytest.fixture(scope="module")
+def wide_cv() -> tuple[float, dict[float, float]]:
+    """The CV on a wide grid of the problem of ``arrays``, for both edges (read only)."""
+    a = small_arrays(seed=4, n=20, p=12, d=3)
+    return cv_tau2(a.X, a.y, a.U, [1e-3, 1e-2, 0.1, 1.0, 10.0], folds=4)
+
+
 @pytest.mark.parametrize("edge", ["low", "high"])
-def test_cv_extends_the_grid_until_the_optimum_is_inside(arrays, edge):
+def test_cv_extends_the_grid_until_the_optimum_is_inside(arrays, wide_cv, edge):
     a = arrays
-    best0, full = cv_tau2(a.X, a.y, a.U, [1e-3, 1e-2, 0.1, 1.0, 10.0], folds=4)
+    best0, full = wide_cv
     assert min(full) < best0 < max(full)           # an interior optimum on the wide grid
     # a grid entirely above (below) the optimum
     grid = [t for t in full if t > best0 * 3] if edge == "low" else [t for t in full

@@ -360,29 +360,33 @@ def _cut_runs(src: Path, folder: Path, keep=lambda mse: mse.run < 2) -> pd.DataF
     return mse
 
 
-def test_a_table1_of_other_runs_than_its_sweep_is_not_shown_as_current(tmp_path):
-    """The report showed Table 1's 'k/50' counts under a sweep that now holds 2 runs."""
+@pytest.fixture(scope="module")
+def table1_then_cut(tmp_path_factory) -> tuple[str, str]:
+    """The report of the Amazon sweep beside its table1.csv of 50 runs, and the report again
+    once the sweep holds 2 runs (made once: the two tests below only read both texts)."""
     from elicit.report import write_report
 
-    _copy_results(tmp_path, "amazon", "table1.csv")
-    assert "## Table 1" in write_report(tmp_path).read_text()
-    _cut_runs(tmp_path / "amazon", tmp_path / "amazon")
-    text = write_report(tmp_path).read_text()
+    folder = tmp_path_factory.mktemp("table1")
+    _copy_results(folder, "amazon", "table1.csv")
+    whole = write_report(folder).read_text()
+    _cut_runs(folder / "amazon", folder / "amazon")
+    return whole, write_report(folder).read_text()
+
+
+def test_a_table1_of_other_runs_than_its_sweep_is_not_shown_as_current(table1_then_cut):
+    """The report showed Table 1's 'k/50' counts under a sweep that now holds 2 runs."""
+    whole, text = table1_then_cut
+    assert "## Table 1" in whole
     assert "| Amazon | 2.200 |" not in text
     assert ("table1.csv counts 50 runs of the sweep amazon, which holds 2 now: make Table 1 "
             "again (elicit table1)") in text
 
 
-def test_the_claims_do_not_use_a_table1_of_other_runs_than_its_sweep(tmp_path):
+def test_the_claims_do_not_use_a_table1_of_other_runs_than_its_sweep(table1_then_cut):
     """The claims still judged ACT against RND, and SeqElc, from a table1.csv of 50 runs
     beside a sweep that now holds 2, which the Table 1 section names as out of date."""
-    from elicit.report import write_report
-
-    _copy_results(tmp_path, "amazon", "table1.csv")
-    text = write_report(tmp_path).read_text()
-    assert "| Active sample addition (ACT)" in text and "| Sequential elicitation reaches" in text
-    _cut_runs(tmp_path / "amazon", tmp_path / "amazon")
-    text = write_report(tmp_path).read_text()
+    whole, text = table1_then_cut
+    assert "| Active sample addition (ACT)" in whole and "| Sequential elicitation reaches" in whole
     assert "| Sequential elicitation beats Random" in text
     assert "| Active sample addition (ACT)" not in text
     assert "| Sequential elicitation reaches" not in text

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -40,14 +41,13 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                "--no-first-run", "--disable-background-networking",
                "--disable-component-update", "--disable-sync"]
 
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None
+# Found, not imported: importing Playwright costs half a second, which every pytest call
+# paid at collection, `make test-fast` too, where these tests do not run.
+HAVE_PLAYWRIGHT = importlib.util.find_spec("playwright") is not None
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(sync_playwright is None,
+    pytest.mark.skipif(not HAVE_PLAYWRIGHT,
                        reason="the playwright Python package is not installed "
                               "(pip install playwright)"),
     pytest.mark.skipif(CHROMIUM is None,
@@ -102,6 +102,8 @@ def start(server) -> threading.Thread:
 def browser_on(path: Path) -> Iterator[tuple[Any, str]]:
     """A server of the session file ``path`` and a browser: (the browser, the page's address);
     the server stopped and the session closed however the test ends."""
+    from playwright.sync_api import sync_playwright
+
     from elicit.session.web import make_server
 
     server, app = make_server(path, port=0)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, abort, redirect, render_template_string, request, url_for
+from flask import Flask, Response, abort, redirect, render_template, request, url_for
 from markupsafe import escape
 from werkzeug.wrappers import Response as ResponseBase
 
@@ -32,7 +32,7 @@ from elicit.session.record import NotPending, UnknownQuery, check_expert
 from elicit.session.session import Session
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
 from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
-from elicit.session.web.page import CSS, JS, MESSAGES, PAGE, REFUSAL
+from elicit.session.web.page import CSS, JS, MESSAGES, REFUSAL
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: How many of the latest answers the page lists.
@@ -207,7 +207,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     reader = FileReader(sess)
     inflight = InFlight()
     # No static folder: Flask would serve the working directory's ./static to anyone.
-    app = Flask("elicit.web", static_folder=None)
+    app = Flask("elicit.web", static_folder=None, template_folder=Path(__file__).parent)
     app.wsgi_app = inflight.wrap(app.wsgi_app)  # type: ignore[method-assign]
     token = secrets.token_urlsafe(32)
     hosts = set(LOOPBACK_HOSTS) | {h.lower().strip("[]") for h in (allowed_hosts or ())}
@@ -263,8 +263,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                         snippet_note(sess, f)) for f, name in zip(q.features, q.names)],
                 question=question_text(sess, q), answers=list(q.question_kind.keys.values()),
                 no_snippets=no_snippets_note(sess), worth=worth_text(q))
-        html = render_template_string(
-            PAGE, token=token, name=Path(sess.path).name, description=sess.description,
+        html = render_template(
+            "page.html", token=token, name=Path(sess.path).name, description=sess.description,
             pr=st.progress, q=q, message=message, error=error,
             done=q is None and _done(sess, st, expert), hist=st.history, last_answer=st.last_answer,
             labels={a.value: a.label for a in Answer}, version=st.revision, expert=expert,

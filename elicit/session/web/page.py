@@ -12,8 +12,8 @@ MESSAGES = {
 }
 
 
-# The page's template (Jinja), its style sheet, its keyboard shortcuts (a file: the
-# Content-Security-Policy forbids inline code) and the page of a refusal (str.format's
-# {status}, {message} and {back}) are files beside this module.
-PAGE, CSS, JS, REFUSAL = (Path(__file__).resolve().with_name(name).read_text("utf-8")
-                          for name in ("page.html", "app.css", "app.js", "refusal.html"))
+# Files beside this module: the page's template (page.html, which Flask compiles once, not
+# at every page), its style sheet, its keyboard shortcuts (a file: the Content-Security-Policy
+# forbids inline code) and the page of a refusal (str.format's {status}, {message}, {back}).
+CSS, JS, REFUSAL = (Path(__file__).resolve().with_name(name).read_text("utf-8")
+                    for name in ("app.css", "app.js", "refusal.html"))
