@@ -105,8 +105,6 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
     ``g`` (C, k)) and their decrements (C,); parameters on their lower bounds are held there
     where the gradient pushes them out. ``ridge`` as in :class:`NewtonSettings`."""
     free = ~((theta <= lb) & (g < 0))
-    k = g.shape[1]
-    eye = np.eye(k)
     if free.all():
         # nothing clamped (most steps): the matrix below without the masks' passes (+ 0.0 turns
         # -0.0 into 0.0, as adding the zero identity term does)
@@ -116,7 +114,7 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
         # clamped parameters: identity rows/columns and zero gradient, so that every row's
         # free block is solved at once
         mask = free[:, :, None] & free[:, None, :]
-        A = np.where(mask, -H, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * eye[None]
+        A = np.where(mask, -H, 0.0) + np.where(free, 0.0, 1.0)[:, :, None] * np.eye(g.shape[1])
         g = np.where(free, g, 0.0)
     if ridge is None:
         pd = stacked_cholesky(A)[1]
@@ -132,7 +130,7 @@ def projected_step(H: np.ndarray, g: np.ndarray, theta: np.ndarray, lb: np.ndarr
         return step, np.einsum("ci,ci->c", g, step)
     # A tiny ridge keeps stale, slightly indefinite Hessians solvable.
     scale = np.maximum(1.0, np.abs(np.einsum("cii->ci", A)).max(axis=1))
-    A = A + (ridge * scale)[:, None, None] * eye[None]
+    A = A + (ridge * scale)[:, None, None] * np.eye(g.shape[1])
     step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
     dec = np.einsum("ci,ci->c", g, step)
     bad = ~np.isfinite(dec) | (dec < 0)
@@ -220,7 +218,8 @@ class NewtonRun:
         C = len(theta)
         self.hess_base = np.array(np.broadcast_to(hess_base, (C, *hess_base.shape[-2:])))
         self.extras = extras
-        self.status = np.full(C, RUNNING, dtype=object)
+        # fixed-width strings: comparing them is a C loop, not a Python call per row
+        self.status = np.full(C, RUNNING, dtype="<U9")
         self.final = np.zeros_like(theta)
         #: rows whose decrement falls below this (not below the tolerance) are held (a screen)
         self.hold_below: float | None = None
@@ -321,19 +320,19 @@ class NewtonRun:
             held = keep & (dec < self.hold_below)
             self.status[rows[held]] = HELD
             keep &= ~held
-        rows, step, dec, fg = rows[keep], step[keep], dec[keep], fg[keep]
+        if not keep.all():      # (mostly every row goes on: no copies then)
+            rows, step, dec, fg = rows[keep], step[keep], dec[keep], fg[keep]
         if len(rows):
-            theta = self.theta[rows]
+            theta, grad = self.theta[rows], self.grad[rows]
+            g_base = grad - fg
             if st.local_model:
-                direction = solve_local_model(problem, rows, theta, self.grad[rows] - fg,
-                                              self.hess_base[rows], step, dec,
-                                              st.model_tol * st.tol, st)
+                direction = solve_local_model(problem, rows, theta, g_base, self.hess_base[rows],
+                                              step, dec, st.model_tol * st.tol, st)
             else:
                 direction = step
-            slope = _dot(self.grad[rows], direction, problem.single)
+            slope = _dot(grad, direction, problem.single)
             bad = ~(np.isfinite(slope) & (slope > 0))
             direction[bad], slope[bad] = step[bad], dec[bad]
-            g_base = self.grad[rows] - fg
             pending = self._line_search(rows, theta, direction, slope)
             if st.secant and (~pending).any():
                 self._secant_update(rows[~pending], theta[~pending], g_base[~pending])
