@@ -218,8 +218,8 @@ class NewtonRun:
         C = len(theta)
         self.hess_base = np.array(np.broadcast_to(hess_base, (C, *hess_base.shape[-2:])))
         self.extras = extras
-        # fixed-width strings: comparing them is a C loop, not a Python call per row
-        self.status = np.full(C, RUNNING, dtype="<U9")
+        # fixed-width strings wide enough for every status: compared in a C loop, not per row
+        self.status = np.full(C, RUNNING, dtype=np.array([RUNNING, CONVERGED, FAILED, HELD]).dtype)
         self.final = np.zeros_like(theta)
         #: rows whose decrement falls below this (not below the tolerance) are held (a screen)
         self.hold_below: float | None = None
