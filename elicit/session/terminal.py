@@ -200,7 +200,13 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
             shown = show_stored(r, inp, out)
     from elicit.session.session import Session  # the model: once the question is on screen
 
-    with Session.open(path, engine=engine, expert=expert) as s:
+    try:
+        with stop_signals_as_interrupt():
+            s = Session.open(path, engine=engine, expert=expert)
+    except KeyboardInterrupt as e:  # while the model loads (a question may be on screen)
+        with read(file, expert=expert) as r:
+            return _stopped(e, r.progress(r.expert)["answered"], r.path, r.expert, out)
+    with s:
         return run_ask(s, inp, out, batch, shown)
 
 
@@ -250,23 +256,28 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                 if key in ("q", "quit", "exit") or not line:
                     why = "bye:" if line else "\nend of input;"
                     _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
-                              f"{s.path}; resume with `{_resume(s, who)}`")
+                              f"{s.path}; resume with `{_resume(s.path, who)}`")
                     return 0
                 show = _handle(s, q, key, comment, out, who)
     except KeyboardInterrupt as e:
-        code = e.code if isinstance(e, Interrupted) else 130
-        why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
-        n = s.progress(who)["answered"]
-        said = printable_line(f"\n{why}: {n} answers are saved in {s.path}; "
-                              f"resume with `{_resume(s, who)}`")
-        with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
-            print(said, file=out, flush=True)
-        return code
+        return _stopped(e, s.progress(who)["answered"], s.path, who, out)
 
 
-def _resume(s: Session, who: str) -> str:
+def _stopped(e: KeyboardInterrupt, n: int, path: str | os.PathLike, who: str,
+             out: TextIO) -> int:
+    """Ctrl-C, SIGTERM or SIGHUP: say what is saved and how to resume; the exit status."""
+    code = e.code if isinstance(e, Interrupted) else 130
+    why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
+    said = printable_line(f"\n{why}: {n} answers are saved in {path}; "
+                          f"resume with `{_resume(path, who)}`")
+    with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
+        print(said, file=out, flush=True)
+    return code
+
+
+def _resume(path: str | os.PathLike, who: str) -> str:
     """The command that resumes the session as the same expert."""
-    return command_line("elicit", "ask", s.path, *(("--expert", who) if who else ()))
+    return command_line("elicit", "ask", path, *(("--expert", who) if who else ()))
 
 
 def keys_help(s: SessionReader) -> str:

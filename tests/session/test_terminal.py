@@ -409,3 +409,33 @@ def test_ask_on_a_file_it_cannot_save_to_shows_no_question(tmp_path, capsys, mon
                         writable(p, mode))
     code, out, err = cli(capsys, "ask", path)
     assert code == 2 and "read-only" in one_line(err) and out == "", out
+
+
+@pytest.mark.parametrize("stop, said, code", [
+    (KeyboardInterrupt(), "interrupted", 130),
+    ("Interrupted(143)", "stopped by signal 15", 143)])
+def test_a_stop_while_the_model_loads_under_the_question_says_how_to_resume(
+        tmp_path, monkeypatch, stop, said, code):
+    """Ctrl-C (or SIGTERM) while the model loaded, under a question shown from the file,
+    ended in a bare ``elicit: interrupted``; now it is the loop's own line: what is saved and
+    the command that resumes, as the same expert."""
+    from elicit.session.terminal import Interrupted, ask
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.answer(s.next_query(expert="zoe"), "similar", expert="zoe")
+        s.next_query(expert="zoe")  # shown, then the expert quit: stored
+
+    def loading(*args, **kwargs):
+        raise Interrupted(143) if isinstance(stop, str) else stop
+
+    monkeypatch.setattr(Session, "open", loading)
+    out = io.StringIO()
+    try:
+        got = ask(path, expert="zoe", inp=io.StringIO("s\n"), out=out)
+    except KeyboardInterrupt:  # (not to pytest, which would end the whole call)
+        pytest.fail("the stop left elicit ask unsaid")
+    assert got == code
+    assert "── Question 2 ·" in out.getvalue()
+    assert out.getvalue().endswith(
+        f"\n{said}: 1 answers are saved in {path}; resume with `elicit ask {path} --expert zoe`\n")
