@@ -200,14 +200,16 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
             shown = show_stored(r, inp, out)
     from elicit.session.session import Session  # the model: once the question is on screen
 
-    try:
-        with stop_signals_as_interrupt():
-            s = Session.open(path, engine=engine, expert=expert)
-    except KeyboardInterrupt as e:  # while the model loads (a question may be on screen)
-        with read(file, expert=expert) as r:
-            return _stopped(e, r.progress(r.expert)["answered"], r.path, r.expert, out)
-    with s:
-        return run_ask(s, inp, out, batch, shown)
+    try:  # (the loop guards itself too; this covers the model's load and the loop's start)
+        with stop_signals_as_interrupt(), Session.open(path, engine=engine, expert=expert) as s:
+            return run_ask(s, inp, out, batch, shown)
+    except KeyboardInterrupt as e:  # before the loop (a question may be on screen)
+        try:
+            with read(file, expert=expert) as r:
+                n, where, who = r.progress(r.expert)["answered"], r.path, r.expert
+        except Exception:  # (the file locked or gone): the stop, as every command says it
+            raise e from None
+        return _stopped(e, n, where, who, out)
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 
@@ -427,6 +428,9 @@ def test_a_stop_while_the_model_loads_under_the_question_says_how_to_resume(
         s.next_query(expert="zoe")  # shown, then the expert quit: stored
 
     def loading(*args, **kwargs):
+        # the loop's guard is on while the model loads: SIGTERM and SIGHUP are stops too
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         raise Interrupted(143) if isinstance(stop, str) else stop
 
     monkeypatch.setattr(Session, "open", loading)
@@ -439,3 +443,25 @@ def test_a_stop_while_the_model_loads_under_the_question_says_how_to_resume(
     assert "── Question 2 ·" in out.getvalue()
     assert out.getvalue().endswith(
         f"\n{said}: 1 answers are saved in {path}; resume with `elicit ask {path} --expert zoe`\n")
+
+
+def test_a_stop_whose_file_cannot_be_read_again_stays_a_stop(tmp_path, monkeypatch):
+    """After a stop while the model loads, the file is read again to count what is saved. If
+    that fails (the file locked by another program, or gone), the stop went on as that error
+    (exit status 2, ``elicit: error: ...``); it stays the stop (``elicit: interrupted``)."""
+    from elicit.session import terminal
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.next_query()  # shown, then the expert quit: stored
+
+    def unreadable(*args, **kwargs):
+        raise ElicitError(f"session file {path} is locked by another program")
+
+    def loading(*args, **kwargs):
+        monkeypatch.setattr(terminal, "read", unreadable)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Session, "open", loading)
+    with pytest.raises(KeyboardInterrupt):
+        terminal.ask(path, inp=io.StringIO("s\n"), out=io.StringIO())
