@@ -200,22 +200,29 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
             shown = show_stored(r, inp, out)
     from elicit.session.session import Session  # the model: once the question is on screen
 
-    try:  # (the loop guards itself too; this covers the model's load and the loop's start)
+    try:  # one guard from the model's load to the loop's end: every stop says what is saved
         with stop_signals_as_interrupt(), Session.open(path, engine=engine, expert=expert) as s:
             return run_ask(s, inp, out, batch, shown)
-    except KeyboardInterrupt as e:  # before the loop (a question may be on screen)
-        try:
+    except KeyboardInterrupt as e:
+        try:  # counted in the file, which holds every confirmed answer
             with read(file, expert=expert) as r:
                 n, where, who = r.progress(r.expert)["answered"], r.path, r.expert
         except Exception:  # (the file locked or gone): the stop, as every command says it
             raise e from None
-        return _stopped(e, n, where, who, out)
+        code = e.code if isinstance(e, Interrupted) else 130
+        why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
+        said = printable_line(f"\n{why}: {n} answers are saved in {where}; "
+                              f"resume with `{_resume(where, who)}`")
+        with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
+            print(said, file=out, flush=True)
+        return code
 
 
 def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
             shown: SessionQuery | None = None) -> int:
     """The terminal loop for the session's expert, one line of input per key; returns the exit
-    status. ``shown``: the question :func:`show_stored` put on screen already."""
+    status. ``shown``: the question :func:`show_stored` put on screen already. A stop (Ctrl-C,
+    SIGTERM, SIGHUP) is :func:`ask`'s to report."""
     who = s.expert
     left = s.progress(who)["left"]
     if batch > 1 and left and batch > left:
@@ -225,56 +232,40 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
         _header(s, out)
     # the stop hint, if any, was shown with the question shown before the model loaded
     show, hinted = True, shown is not None and s.stop_hint(who) is not None
-    try:
-        with stop_signals_as_interrupt():
-            while True:
-                if s.is_done(who):
-                    q = None
-                    lines = [f"\nAll {s.n_pairs} {s.question_noun}s are answered. Type u to "
-                             "undo the last answer or q to quit."]
-                else:
-                    lines = []
-                    if batch > 1 and not s.pending(who):
-                        qs = s.batch(min(batch, s.progress(who)["left"]), who)
-                        lines += [f"\nA batch of {len(qs)} questions:"] + [
-                            f"  {t}. {'  vs  '.join(bq.names)}" for t, bq in enumerate(qs, 1)]
-                    q = s.next_query(who)
-                    hint = s.stop_hint(who)
-                    if hint and not hinted:
-                        lines.append(f"\nhint: {hint} (type q to stop)")
-                        hinted = True
-                if shown is not None:  # on screen, unless answered elsewhere or the file replaced
-                    show, shown = q != shown, None  # all compared: an id recurs in another file
-                if show:
-                    _present(s, q, lines, inp, out)
-                else:
-                    _put(out, *lines)
-                show = True
-                out.write("> ")
-                out.flush()
-                line = inp.readline()
-                key, _, comment = line.strip().partition(" ")
-                key = key.lower()
-                if key in ("q", "quit", "exit") or not line:
-                    why = "bye:" if line else "\nend of input;"
-                    _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
-                              f"{s.path}; resume with `{_resume(s.path, who)}`")
-                    return 0
-                show = _handle(s, q, key, comment, out, who)
-    except KeyboardInterrupt as e:
-        return _stopped(e, s.progress(who)["answered"], s.path, who, out)
-
-
-def _stopped(e: KeyboardInterrupt, n: int, path: str | os.PathLike, who: str,
-             out: TextIO) -> int:
-    """Ctrl-C, SIGTERM or SIGHUP: say what is saved and how to resume; the exit status."""
-    code = e.code if isinstance(e, Interrupted) else 130
-    why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
-    said = printable_line(f"\n{why}: {n} answers are saved in {path}; "
-                          f"resume with `{_resume(path, who)}`")
-    with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
-        print(said, file=out, flush=True)
-    return code
+    while True:
+        if s.is_done(who):
+            q = None
+            lines = [f"\nAll {s.n_pairs} {s.question_noun}s are answered. Type u to "
+                     "undo the last answer or q to quit."]
+        else:
+            lines = []
+            if batch > 1 and not s.pending(who):
+                qs = s.batch(min(batch, s.progress(who)["left"]), who)
+                lines += [f"\nA batch of {len(qs)} questions:"] + [
+                    f"  {t}. {'  vs  '.join(bq.names)}" for t, bq in enumerate(qs, 1)]
+            q = s.next_query(who)
+            hint = s.stop_hint(who)
+            if hint and not hinted:
+                lines.append(f"\nhint: {hint} (type q to stop)")
+                hinted = True
+        if shown is not None:  # on screen, unless answered elsewhere or the file replaced
+            show, shown = q != shown, None  # all compared: an id recurs in another file
+        if show:
+            _present(s, q, lines, inp, out)
+        else:
+            _put(out, *lines)
+        show = True
+        out.write("> ")
+        out.flush()
+        line = inp.readline()
+        key, _, comment = line.strip().partition(" ")
+        key = key.lower()
+        if key in ("q", "quit", "exit") or not line:
+            why = "bye:" if line else "\nend of input;"
+            _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
+                      f"{s.path}; resume with `{_resume(s.path, who)}`")
+            return 0
+        show = _handle(s, q, key, comment, out, who)
 
 
 def _resume(path: str | os.PathLike, who: str) -> str:
