@@ -295,3 +295,5 @@ def test_table1_is_timed_per_run_over_several_runs_without_their_set_up(monkeypa
     res = suite.measure_step("table1", s, tmp_path)
     assert timed == [s.table1_runs] and s.table1_runs > 1
     assert res["value"] == sum(table1_cost[:s.table1_runs]) / s.table1_runs
+    # so Table 1 can be measured alone: `--steps table1` is no longer refused
+    assert SuiteSettings(figures=(), steps=("table1",)).steps == ("table1",)
