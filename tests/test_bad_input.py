@@ -1607,11 +1607,6 @@ def test_elicitor_arguments_are_checked_with_one_line(call, message):
     *[(["bench", "--suite", *subset, "--record", "rec"],
        "--record writes the whole suite's record: measure a subset (--figures, --steps) "
        "without it") for subset in (["--figures", "synthetic_round"], ["--steps", ""])],
-    # Table 1 reads those two steps' sweeps: without them it was skipped, saying to run
-    # `elicit realdata` into a temporary folder
-    (["bench", "--suite", "--figures", "", "--steps", "yelp,table1"],
-     "step table1 times Table 1 on the amazon and yelp steps' sweeps: add amazon,yelp to "
-     "--steps"),
     # an explicit data directory that is missing skipped every real-data figure, exit 0
     (["bench", "--suite", "--data-dir", "/nonexistent", "--figures", "amazon_round",
       "--steps", ""], "data directory /nonexistent (from --data-dir / data_dir option) does "
