@@ -243,7 +243,9 @@ def cmd_new(args: argparse.Namespace) -> int:
                        seed=args.seed, overwrite=args.overwrite,
                        utility_target=args.utility_target, questions=args.questions,
                        **inputs)
-    with s:
+    s.close()
+    with Session.open(args.out) as s:  # as `elicit ask` opens it, to choose as it will
+        s.keep_first_question()
         pr = s.progress()
         count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
         asked = count[0] if len(count) == 1 else f"{pr['questions']} questions ({', '.join(count)})"

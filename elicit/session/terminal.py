@@ -20,7 +20,7 @@ from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
 from elicit.session.opening import HISTORY_COLUMNS, SessionReader, check_writable, read
 from elicit.session.questions import SessionQuery, question_names
-from elicit.session.record import read_pending, read_stop_hint
+from elicit.session.record import first_question, read_pending, read_stop_hint
 from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
@@ -174,16 +174,19 @@ def _present(s: SessionReader, q: SessionQuery | None, lines: list[str], inp: Te
         _show_query(s, q, out)
 
 
-def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | None:
-    """The header and the expert's oldest stored question, read from the file alone, before
-    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the question shown, or
-    None (nothing shown) when none is stored."""
-    if not (pending := read_pending(r.conn, r.feature_names, r.uid, r.expert)):
+def show_stored(r: SessionReader, inp: TextIO, out: TextIO,
+                first: bool = True) -> SessionQuery | None:
+    """The header and the expert's oldest stored question (or, when ``first``, a new session's
+    kept first question), read from the file alone, before the model loads (``elicit ask``:
+    0.2 s of CPU instead of 0.9 s); the question shown, or None (nothing shown) when none is."""
+    pending = read_pending(r.conn, r.feature_names, r.uid, r.expert)
+    if not (q := pending[0] if pending else first and first_question(
+            r.conn, r.meta, r.feature_names, r.uid, r.expert)):
         return None
     _header(r, out)
     hint = read_stop_hint(r.conn, r.expert)
-    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
-    return pending[0]
+    _present(r, q, [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
+    return q
 
 
 def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None = None,
@@ -197,7 +200,8 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
         with read(file, expert=expert) as r:
             # Session.open's refusal of a file it cannot save to comes first, and alone
             check_writable(file)
-            shown = show_stored(r, inp, out)
+            # the first question was chosen with the session's engine
+            shown = show_stored(r, inp, out, first=engine in (None, r.settings["engine"]))
     from elicit.session.session import Session  # the model: once the question is on screen
 
     try:  # one guard from the model's load to the loop's end: every stop says what is saved
