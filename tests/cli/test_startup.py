@@ -118,8 +118,9 @@ print(json.dumps([status, seen]), file=sys.stderr)
 def test_ask_shows_a_stored_question_before_the_model_loads(tmp_path):
     """Issue 23: ``elicit ask`` loaded the model (0.9 s of CPU) before it showed the question
     the file holds: one shown and not answered, or a new session's first question, kept by
-    ``elicit session new``. The probe can fail: a session with no stored question must load
-    the model (scipy) first, since the model chooses the question."""
+    ``elicit session new``, printed once (the loop's own choice, to the bit, is not shown
+    again). The probe can fail: a session with no stored question must load the model (scipy)
+    first, since the model chooses the question."""
     from conftest import make_session_data
 
     from elicit.cli.main import main

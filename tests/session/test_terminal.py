@@ -348,27 +348,18 @@ def test_a_stored_question_shown_before_the_model_loads_reads_as_the_loop_alone(
         sql_rows(two, "SELECT answer, comment FROM answers")
 
 
-def _new_by_the_command_line(path, capsys) -> None:
-    """A session made as ``elicit session new`` makes it (the data of ``create_session``)."""
-    import numpy as np
-
-    X, y, U = make_data()
-    np.savez(path.with_suffix(".npz"), X=X, y=y, U=U, feature_names=np.array(NAMES))
-    code, _, err = run_main(cli_main, capsys, "session", "new", "--from-npz",
-                            path.with_suffix(".npz"), "--engine", "numpy", "--out", path)
-    assert code == 0, err
-
-
-def test_a_new_session_shows_its_first_question_before_the_model_loads(tmp_path, capsys):
+def test_a_new_session_shows_its_first_question_before_the_model_loads(tmp_path):
     """Issue 23: on a new session ``elicit ask`` loaded the model (0.9 s of CPU) to choose the
     first question. ``elicit session new`` keeps it in the file, chosen and not shown; ``ask``
     shows it at once, and what the expert sees and what is saved are the loop's own (the
     question and its gain to the bit: it is not shown again when the model loads)."""
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     one, two = tmp_path / "a" / "s.session", tmp_path / "b" / "s.session"
-    _new_by_the_command_line(one, capsys)
+    create_session(one).close()
+    with Session.open(one) as s:  # as `elicit session new` does
+        s.keep_first_question()
     two.write_bytes(one.read_bytes())
-    keys = "d a comment\ns\nq\n"
+    keys = "s a comment\nq\n"
     with Session.open(one) as s:
         out = io.StringIO()
         assert run_ask(s, io.StringIO(keys), out) == 0
