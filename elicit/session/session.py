@@ -267,7 +267,7 @@ class Session(SessionState):
         EngineError
             The answer is saved, but the model could not be refitted (the message says so).
         """
-        ans = Answer.parse(answer, self.answer_kind)
+        ans = Answer.parse(answer, self.kinds[0] if len(self.kinds) == 1 else None)
         comment = check_comment(comment)
         with self._lock:
             qid, who = _id_and_expert(query, self, expert)

@@ -98,15 +98,9 @@ def _drop_typeahead(inp: TextIO) -> int:
     return int(waiting)
 
 
-def no_snippets_note(s: SessionReader) -> str | None:
-    """Why no question shows example snippets (None when some feature has one)."""
-    return None if any(s.texts(k) for k in range(len(s.feature_names))) else \
-        "no example snippets in this session: none were given when it was created"
-
-
 def snippet_note(s: SessionReader, feature: int) -> str | None:
     """Why ``feature`` shows no example snippet when others do (else None)."""
-    if s.texts(feature) or no_snippets_note(s) is not None:
+    if s.texts(feature) or s.no_snippets_note is not None:
         return None
     name = s.feature_names[feature]
     if any(t.startswith("<") and t.endswith(">") for t in name.split("_")):
@@ -157,8 +151,8 @@ def _header(s: SessionReader, out: TextIO) -> None:
     _put(out, f"elicit session {s.path}" + (f" · expert {s.expert}" if s.expert else ""))
     if s.description:
         _put(out, s.description)
-    if no_snippets_note(s):
-        _put(out, f"({no_snippets_note(s)})")
+    if s.no_snippets_note:
+        _put(out, f"({s.no_snippets_note})")
     _put(out, *s.notes)
     print(keys_help(s), file=out)
 
@@ -210,15 +204,13 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
     except KeyboardInterrupt as e:
         try:  # counted in the file, which holds every confirmed answer
             with read(file, expert=expert) as r:
-                n, where, who = r.progress(r.expert)["answered"], r.path, r.expert
+                saved = _saved(r.progress(r.expert)["answered"], r.path, r.expert)
         except Exception:  # (the file locked or gone): the stop, as every command says it
             raise e from None
         code = e.code if isinstance(e, Interrupted) else 130
         why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
-        said = printable_line(f"\n{why}: {n} answers are saved in {where}; "
-                              f"resume with `{_resume(where, who)}`")
         with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
-            print(said, file=out, flush=True)
+            print(printable_line(f"\n{why}: {saved}"), file=out, flush=True)
         return code
 
 
@@ -266,15 +258,15 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
         key = key.lower()
         if key in ("q", "quit", "exit") or not line:
             why = "bye:" if line else "\nend of input;"
-            _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
-                      f"{s.path}; resume with `{_resume(s.path, who)}`")
+            _put(out, f"{why} {_saved(s.progress(who)['answered'], s.path, who)}")
             return 0
         show = _handle(s, q, key, comment, out, who)
 
 
-def _resume(path: str | os.PathLike, who: str) -> str:
-    """The command that resumes the session as the same expert."""
-    return command_line("elicit", "ask", path, *(("--expert", who) if who else ()))
+def _saved(n: int, path: str | os.PathLike, who: str) -> str:
+    """What is saved, and the command that resumes the session as the same expert."""
+    return (f"{n} answers are saved in {path}; resume with "
+            f"`{command_line('elicit', 'ask', path, *(('--expert', who) if who else ()))}`")
 
 
 def keys_help(s: SessionReader) -> str:
