@@ -369,8 +369,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def record_answer(expert: str) -> None:
         qid, value = form_id("query_id"), request.form.get("answer", "")
         if value not in {a.value for a in Answer}:
-            raise ElicitError(f"invalid answer {value[:40]!r}: use "
-                              f"{words(sess.kinds)}")
+            raise ElicitError(f"invalid answer {value[:40]!r}: use {words(sess.kinds)}")
         sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
 
     # /next: the expert's next question (the name field, the "next question" button)
