@@ -48,20 +48,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_EXPORTS])
 
 
-__all__ = [
-    "Answer",
-    "ElicitError",
-    "ElicitRegressor",
-    "Elicitor",
-    "Expert",
-    "GroupOracle",
-    "Hyper",
-    "ModelData",
-    "NIGPosterior",
-    "Query",
-    "RoundSettings",
-    "Session",
-    "SignOracle",
-    "get_engine",
-    "kernel",
-]
+__all__ = sorted(_EXPORTS)

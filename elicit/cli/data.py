@@ -7,18 +7,7 @@ from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
-from elicit.cli.argtypes import add_command, comma_list
-
-
-def _file_list(text: str) -> list[str]:
-    from elicit.data.fetch import FILE_GROUPS, MANIFEST
-
-    names = list(comma_list(text))
-    if (bad := [n for n in names if n not in FILE_GROUPS and n not in MANIFEST]) or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown data file {bad[0] if bad else text!r}; use a group "
-            f"({', '.join(FILE_GROUPS)}) or a file name ({', '.join(MANIFEST)})")
-    return names
+from elicit.cli.argtypes import add_command
 
 
 def add_data_parsers(subparsers, commands: Collection[str] | None = None) -> None:
@@ -39,7 +28,8 @@ def _data_options(p: argparse.ArgumentParser) -> None:
                     "GitHub and converted; files already present and verified are skipped.")
     f.add_argument("--data-dir", type=Path, default=None,
                    help=f"the data directory to fill (default: ${DATA_ENV}, else <repo>/data)")
-    f.add_argument("--files", type=_file_list, default=None, metavar="NAME,...",
+    # the names are checked by fetch, before anything is downloaded
+    f.add_argument("--files", default=None, metavar="NAME,...",
                    help="comma-separated file names or groups (" + ", ".join(FILE_GROUPS)
                         + "); default all")
     f.add_argument("--mirror", default=None, metavar="URL",

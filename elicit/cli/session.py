@@ -238,12 +238,12 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     model = args.model if args.model is not None else (model_for(args.questions) or PAPER)
     hyper = Hyper(model=model) if args.tau2 is None else Hyper(tau2=args.tau2, model=model)
-    s = Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
-                       refine=args.refine, strategy=args.strategy, pool_size=pool,
-                       seed=args.seed, overwrite=args.overwrite,
-                       utility_target=args.utility_target, questions=args.questions,
-                       **inputs)
-    with s:
+    Session.create(path=args.out, hyper=hyper, engine=args.engine, utility=args.utility,
+                   refine=args.refine, strategy=args.strategy, pool_size=pool, seed=args.seed,
+                   overwrite=args.overwrite, utility_target=args.utility_target,
+                   questions=args.questions, **inputs).close()
+    with Session.open(args.out) as s:  # as `elicit ask` opens it, to choose as it will
+        s.keep_first_question()
         pr = s.progress()
         count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
         asked = count[0] if len(count) == 1 else f"{pr['questions']} questions ({', '.join(count)})"

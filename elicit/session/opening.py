@@ -450,6 +450,9 @@ class SessionReader:
         self.X, self.y, self.U = X, y, U
         self.expert = expert
         self._texts = texts
+        #: why no question shows example snippets (None when some feature has one)
+        self.no_snippets_note = None if any(map(texts.get, range(len(self.feature_names)))) \
+            else "no example snippets in this session: none were given when it was created"
         #: the names of the kinds of question the session asks (files made before feature
         #: questions ask pairs)
         self.questions: tuple[str, ...] = parse_questions(
@@ -528,11 +531,6 @@ class SessionReader:
     def question_noun(self) -> str:
         """The kind's noun (``"pair"``) when one kind is asked, else ``"question"``."""
         return self.kinds[0].noun if len(self.kinds) == 1 else "question"
-
-    @property
-    def answer_kind(self) -> QuestionKind | None:
-        """The kind of every question of the session, or None when it asks several."""
-        return self.kinds[0] if len(self.kinds) == 1 else None
 
     def progress(self, expert: str | None = None) -> dict[str, int]:
         """Counts of one expert's record (see :func:`elicit.session.record.progress`)."""

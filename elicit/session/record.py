@@ -4,6 +4,7 @@ transaction; rows are keyed by ``(kind, i, j)`` and carry their expert (``''``: 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -275,6 +276,40 @@ def add_queries(conn: sqlite3.Connection, chosen: Sequence[Query], expert: str) 
                                (q.kind, q.i, stored_j(q.j), q.expected_gain,
                                 int(q.exact_gain), at, batch_id, expert))
             log_event(conn, "query", cur.lastrowid, at, expert)
+
+
+#: The meta key of a new session's first question, chosen while its model was loaded and
+#: not shown yet (``elicit session new``), so that ``elicit ask`` shows it before its own loads.
+FIRST = "first_question"
+
+
+def _digest(meta: dict, kept: dict) -> str:
+    """What the first question was chosen from: every meta datum (settings, data) and itself."""
+    return hashlib.sha256(json.dumps([{k: v for k, v in meta.items() if k != FIRST}, kept],
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def keep_first(conn: sqlite3.Connection, meta: dict, q: Query) -> None:
+    """Store ``q``, the loop's choice on a session nobody was asked anything yet, as chosen and
+    not shown (:func:`first_question`); it is never answered as such."""
+    kept = {"kind": q.kind, "i": int(q.i), "j": stored_j(q.j), "exact_gain": bool(q.exact_gain),
+            "expected_gain": None if q.expected_gain is None else float(q.expected_gain)}
+    with write(conn):
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                     (FIRST, json.dumps({**kept, "digest": _digest(meta, kept)})))
+
+
+def first_question(conn: sqlite3.Connection, meta: dict, names: Sequence[str], uid: str,
+                   expert: str) -> SessionQuery | None:
+    """The kept first question as the loop will record it (query 1), while the loop would
+    choose it: before any expert was asked anything and with the meta data it was chosen
+    from (None otherwise: the loop's choice replaces it, never an answer to it)."""
+    kept = dict(meta[FIRST]) if isinstance(meta.get(FIRST), dict) else {}
+    if n_queries(conn) or kept.pop("digest", None) != _digest(meta, kept):
+        return None
+    i, j, g = kept["i"], kept["j"], kept["expected_gain"]
+    return SessionQuery(1, i, public_j(j), question_names(names, i, j), g, kept["exact_gain"],
+                        uid, expert, worth(g, g), kept["kind"])
 
 
 def answer_query(conn: sqlite3.Connection, qid: int, answer: str, comment: str | None,

@@ -213,6 +213,14 @@ class Session(SessionState):
         raise ElicitError("could not record a new question: other programs keep answering "
                           "this session at the same moment; try again")
 
+    def keep_first_question(self) -> None:
+        """Choose a new session's first question now, while the model is loaded, and keep it
+        in the file, not shown: the first ``elicit ask`` shows it before its model loads
+        (:func:`~elicit.session.record.first_question`). Nothing once a question was asked."""
+        with self._lock:  # the model as opened: a file written since holds a query
+            if not record.n_queries(self.conn):
+                record.keep_first(self.conn, self.meta, self._choose(1, "")[0])
+
     @single_blas_thread
     def _choose(self, k: int, expert: str) -> list[Query]:
         """The next ``k`` questions by the stored strategy, the expert's skips excluded."""
@@ -259,7 +267,7 @@ class Session(SessionState):
         EngineError
             The answer is saved, but the model could not be refitted (the message says so).
         """
-        ans = Answer.parse(answer, self.answer_kind)
+        ans = Answer.parse(answer, self.kinds[0] if len(self.kinds) == 1 else None)
         comment = check_comment(comment)
         with self._lock:
             qid, who = _id_and_expert(query, self, expert)

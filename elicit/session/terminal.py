@@ -20,7 +20,7 @@ from elicit.errors import ElicitError
 from elicit.internal.text import command_line, printable, printable_line
 from elicit.session.opening import HISTORY_COLUMNS, SessionReader, check_writable, read
 from elicit.session.questions import SessionQuery, question_names
-from elicit.session.record import read_pending, read_stop_hint
+from elicit.session.record import first_question, read_pending, read_stop_hint
 from elicit.session.store import SessionReplaced
 
 if TYPE_CHECKING:
@@ -98,15 +98,9 @@ def _drop_typeahead(inp: TextIO) -> int:
     return int(waiting)
 
 
-def no_snippets_note(s: SessionReader) -> str | None:
-    """Why no question shows example snippets (None when some feature has one)."""
-    return None if any(s.texts(k) for k in range(len(s.feature_names))) else \
-        "no example snippets in this session: none were given when it was created"
-
-
 def snippet_note(s: SessionReader, feature: int) -> str | None:
     """Why ``feature`` shows no example snippet when others do (else None)."""
-    if s.texts(feature) or no_snippets_note(s) is not None:
+    if s.texts(feature) or s.no_snippets_note is not None:
         return None
     name = s.feature_names[feature]
     if any(t.startswith("<") and t.endswith(">") for t in name.split("_")):
@@ -157,8 +151,8 @@ def _header(s: SessionReader, out: TextIO) -> None:
     _put(out, f"elicit session {s.path}" + (f" · expert {s.expert}" if s.expert else ""))
     if s.description:
         _put(out, s.description)
-    if no_snippets_note(s):
-        _put(out, f"({no_snippets_note(s)})")
+    if s.no_snippets_note:
+        _put(out, f"({s.no_snippets_note})")
     _put(out, *s.notes)
     print(keys_help(s), file=out)
 
@@ -174,16 +168,19 @@ def _present(s: SessionReader, q: SessionQuery | None, lines: list[str], inp: Te
         _show_query(s, q, out)
 
 
-def show_stored(r: SessionReader, inp: TextIO, out: TextIO) -> SessionQuery | None:
-    """The header and the expert's oldest stored question, read from the file alone, before
-    the model loads (``elicit ask``: 0.2 s of CPU instead of 0.9 s); the question shown, or
-    None (nothing shown) when none is stored."""
-    if not (pending := read_pending(r.conn, r.feature_names, r.uid, r.expert)):
+def show_stored(r: SessionReader, inp: TextIO, out: TextIO,
+                first: bool = True) -> SessionQuery | None:
+    """The header and the expert's oldest stored question (or, when ``first``, a new session's
+    kept first question), read from the file alone, before the model loads (``elicit ask``:
+    0.2 s of CPU instead of 0.9 s); the question shown, or None (nothing shown) when none is."""
+    pending = read_pending(r.conn, r.feature_names, r.uid, r.expert)
+    if not (q := pending[0] if pending else first and first_question(
+            r.conn, r.meta, r.feature_names, r.uid, r.expert)):
         return None
     _header(r, out)
     hint = read_stop_hint(r.conn, r.expert)
-    _present(r, pending[0], [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
-    return pending[0]
+    _present(r, q, [f"\nhint: {hint} (type q to stop)"] if hint else [], inp, out)
+    return q
 
 
 def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None = None,
@@ -197,7 +194,8 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
         with read(file, expert=expert) as r:
             # Session.open's refusal of a file it cannot save to comes first, and alone
             check_writable(file)
-            shown = show_stored(r, inp, out)
+            # the first question was chosen with the session's engine
+            shown = show_stored(r, inp, out, first=engine in (None, r.settings["engine"]))
     from elicit.session.session import Session  # the model: once the question is on screen
 
     try:  # one guard from the model's load to the loop's end: every stop says what is saved
@@ -206,15 +204,13 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
     except KeyboardInterrupt as e:
         try:  # counted in the file, which holds every confirmed answer
             with read(file, expert=expert) as r:
-                n, where, who = r.progress(r.expert)["answered"], r.path, r.expert
+                saved = _saved(r.progress(r.expert)["answered"], r.path, r.expert)
         except Exception:  # (the file locked or gone): the stop, as every command says it
             raise e from None
         code = e.code if isinstance(e, Interrupted) else 130
         why = "interrupted" if code == 130 else f"stopped by signal {code - 128}"
-        said = printable_line(f"\n{why}: {n} answers are saved in {where}; "
-                              f"resume with `{_resume(where, who)}`")
         with contextlib.suppress(OSError, ValueError):  # a terminal gone away (SIGHUP)
-            print(said, file=out, flush=True)
+            print(printable_line(f"\n{why}: {saved}"), file=out, flush=True)
         return code
 
 
@@ -262,15 +258,15 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
         key = key.lower()
         if key in ("q", "quit", "exit") or not line:
             why = "bye:" if line else "\nend of input;"
-            _put(out, f"{why} {s.progress(who)['answered']} answers are saved in "
-                      f"{s.path}; resume with `{_resume(s.path, who)}`")
+            _put(out, f"{why} {_saved(s.progress(who)['answered'], s.path, who)}")
             return 0
         show = _handle(s, q, key, comment, out, who)
 
 
-def _resume(path: str | os.PathLike, who: str) -> str:
-    """The command that resumes the session as the same expert."""
-    return command_line("elicit", "ask", path, *(("--expert", who) if who else ()))
+def _saved(n: int, path: str | os.PathLike, who: str) -> str:
+    """What is saved, and the command that resumes the session as the same expert."""
+    return (f"{n} answers are saved in {path}; resume with "
+            f"`{command_line('elicit', 'ask', path, *(('--expert', who) if who else ()))}`")
 
 
 def keys_help(s: SessionReader) -> str:

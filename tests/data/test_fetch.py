@@ -428,9 +428,9 @@ def test_cli_fetch(tmp_path, monkeypatch, capsys):
     assert "1 downloaded" in capsys.readouterr().out
     with pytest.raises(ElicitError, match="cannot download"):
         _run(["data", "fetch", "--data-dir", str(tmp_path / "e"), "--files", "raw", "--quiet"])
-    with pytest.raises(SystemExit):
-        _parser().parse_args(["data", "fetch", "--files", "paper,nope"])
-    assert "unknown data file 'nope'" in capsys.readouterr().err
+    with pytest.raises(ElicitError, match="unknown data file 'nope'; use a group"):
+        _run(["data", "fetch", "--data-dir", str(tmp_path / "f"), "--files", "paper,nope"])
+    assert not (tmp_path / "f").exists()  # refused before anything is made or downloaded
     with pytest.raises(SystemExit):
         _parser().parse_args(["data"])
 

@@ -348,6 +348,70 @@ def test_a_stored_question_shown_before_the_model_loads_reads_as_the_loop_alone(
         sql_rows(two, "SELECT answer, comment FROM answers")
 
 
+def test_a_new_session_shows_its_first_question_before_the_model_loads(tmp_path):
+    """Issue 23: on a new session ``elicit ask`` loaded the model (0.9 s of CPU) to choose the
+    first question. ``elicit session new`` keeps it in the file, chosen and not shown; ``ask``
+    shows it at once, and what the expert sees and what is saved are the loop's own (the
+    question and its gain to the bit: it is not shown again when the model loads)."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    one, two = tmp_path / "a" / "s.session", tmp_path / "b" / "s.session"
+    create_session(one).close()
+    with Session.open(one) as s:  # as `elicit session new` does
+        s.keep_first_question()
+    two.write_bytes(one.read_bytes())
+    keys = "s a comment\nq\n"
+    with Session.open(one) as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO(keys), out) == 0
+    alone = out.getvalue().replace(str(one), "FILE")
+    assert _ask_in_two_steps(two, keys).replace(str(two), "FILE") == alone
+    assert alone.count("── Question 1 ·") == 1
+    rows = "SELECT id, kind, i, j, expected_gain, exact_gain, status, expert FROM queries"
+    assert sql_rows(one, rows) == sql_rows(two, rows) != []
+    assert sql_rows(one, "SELECT answer, comment FROM answers") == \
+        sql_rows(two, "SELECT answer, comment FROM answers")
+
+
+@pytest.mark.parametrize("change", [
+    "UPDATE meta SET value = json_set(value, '$.seed', 7) WHERE key = 'settings'",
+    "UPDATE meta SET value = json_set(value, '$.i', json_extract(value, '$.i') + 1) "
+    "WHERE key = 'first_question'",
+    "INSERT INTO queries (kind, i, j, expected_gain, shown_at, status, expert) "
+    "VALUES ('pairs', 0, 1, 0.5, '', 'skipped', 'ann')"])
+def test_a_first_question_the_file_no_longer_holds_to_is_not_shown(tmp_path, change):
+    """The kept first question is shown only while the loop would choose it: never once any
+    expert was asked a question, nor after the settings or the question were edited."""
+    from elicit.session.opening import read
+    from elicit.session.terminal import show_stored
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.keep_first_question()
+    with read(path) as r:
+        assert show_stored(r, io.StringIO(), io.StringIO()) is not None
+    sql_edit(path, change)
+    with read(path) as r:
+        assert show_stored(r, io.StringIO(), io.StringIO()) is None
+
+
+@pytest.mark.parametrize("engine, early", [("numpy", True), ("auto", False)])
+def test_ask_with_another_engine_shows_no_first_question_before_the_model(tmp_path, engine,
+                                                                          early, monkeypatch):
+    """The first question was chosen with the session's engine (numpy here); ``ask --engine``
+    naming another may choose another one, so it waits for its model."""
+    from elicit.session import terminal
+
+    path = tmp_path / "s.session"
+    with create_session(path) as s:
+        s.keep_first_question()
+    out, seen, opened = io.StringIO(), [], Session.open
+    monkeypatch.setattr(Session, "open", lambda *a, **k: (seen.append(out.getvalue()),
+                                                             opened(*a, **k))[1])
+    assert terminal.ask(path, engine=engine, inp=io.StringIO(""), out=out) == 0
+    assert ("── Question 1 ·" in seen[0]) is early
+    assert out.getvalue().count("── Question 1 ·") == 1
+
+
 def test_a_question_answered_elsewhere_meanwhile_is_replaced_by_the_next(tmp_path):
     path = tmp_path / "s.session"
     with create_session(path) as s:

@@ -31,7 +31,7 @@ from elicit.session.questions import SessionQuery, public_j
 from elicit.session.record import NotPending, UnknownQuery, check_expert
 from elicit.session.session import Session
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
-from elicit.session.terminal import no_snippets_note, question_text, snippet_note, worth_text
+from elicit.session.terminal import question_text, snippet_note, worth_text
 from elicit.session.web.page import CSS, JS, MESSAGES, REFUSAL
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -262,7 +262,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
                 feats=[(name, [highlight(name, t) for t in sess.texts(f)[:2]],
                         snippet_note(sess, f)) for f, name in zip(q.features, q.names)],
                 question=question_text(sess, q), answers=list(q.question_kind.keys.values()),
-                no_snippets=no_snippets_note(sess), worth=worth_text(q))
+                no_snippets=sess.no_snippets_note, worth=worth_text(q))
         html = render_template(
             "page.html", token=token, name=Path(sess.path).name, description=sess.description,
             pr=st.progress, q=q, message=message, error=error,
@@ -369,8 +369,7 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
     def record_answer(expert: str) -> None:
         qid, value = form_id("query_id"), request.form.get("answer", "")
         if value not in {a.value for a in Answer}:
-            raise ElicitError(f"invalid answer {value[:40]!r}: use "
-                              f"{words(sess.answer_kind or sess.kinds)}")
+            raise ElicitError(f"invalid answer {value[:40]!r}: use {words(sess.kinds)}")
         sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
 
     # /next: the expert's next question (the name field, the "next question" button)
