@@ -22,17 +22,22 @@ _EXPORTS: dict[str, str] = {name: module for module, names in [
     ("elicit.estimator", ("ElicitRegressor",)),
 ] for name in names}
 
-if TYPE_CHECKING:  # what the names are, for type checkers and editors
-    from elicit.elicitation.answers import Answer, Expert, GroupOracle, SignOracle
-    from elicit.elicitation.elicitor import Elicitor, Query
-    from elicit.elicitation.settings import RoundSettings
-    from elicit.engines import get_engine
-    from elicit.errors import ElicitError
-    from elicit.estimator import ElicitRegressor
-    from elicit.model.kernel import kernel
-    from elicit.model.posterior import NIGPosterior
-    from elicit.model.spec import Hyper, ModelData
-    from elicit.session.session import Session
+if TYPE_CHECKING:  # what the names are; `X as X` marks each a re-export for type checkers
+    from elicit.elicitation.answers import Answer as Answer
+    from elicit.elicitation.answers import Expert as Expert
+    from elicit.elicitation.answers import GroupOracle as GroupOracle
+    from elicit.elicitation.answers import SignOracle as SignOracle
+    from elicit.elicitation.elicitor import Elicitor as Elicitor
+    from elicit.elicitation.elicitor import Query as Query
+    from elicit.elicitation.settings import RoundSettings as RoundSettings
+    from elicit.engines import get_engine as get_engine
+    from elicit.errors import ElicitError as ElicitError
+    from elicit.estimator import ElicitRegressor as ElicitRegressor
+    from elicit.model.kernel import kernel as kernel
+    from elicit.model.posterior import NIGPosterior as NIGPosterior
+    from elicit.model.spec import Hyper as Hyper
+    from elicit.model.spec import ModelData as ModelData
+    from elicit.session.session import Session as Session
 
 
 def __getattr__(name: str):

@@ -156,6 +156,22 @@ def test_the_facade_names_load_when_asked_for():
         _ = elicit.nothing
 
 
+def test_every_facade_name_is_a_re_export_a_strict_type_checker_sees():
+    """Bug (2026-11-30): ``__all__`` made from ``_EXPORTS`` at run time is invisible to type
+    checkers, so under mypy's ``--no-implicit-reexport`` (and pyright on a py.typed package)
+    ``from elicit import Elicitor`` was an error. Each name needs ``from M import X as X``,
+    under TYPE_CHECKING, from the module ``_EXPORTS`` loads it from."""
+    import ast
+
+    tree = ast.parse(Path(elicit.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If)
+                 and ast.unparse(n.test) == "TYPE_CHECKING")
+    seen = {(a.name, node.module) for node in block.body if isinstance(node, ast.ImportFrom)
+            for a in node.names if a.asname == a.name}
+    assert seen == {(name, module) for name, module in elicit._EXPORTS.items()}
+    assert sorted(elicit.__all__) == sorted(elicit._EXPORTS)
+
+
 def test_every_option_of_every_command_says_what_it_does():
     """Bug (2026-11-30): ``--runs`` of ``elicit realdata`` and ``elicit table1`` had no help
     line, so ``--help`` listed it without what it is or its default."""
