@@ -305,7 +305,8 @@ def first_question(conn: sqlite3.Connection, meta: dict, names: Sequence[str], u
     choose it: before any expert was asked anything and with the meta data it was chosen
     from (None otherwise: the loop's choice replaces it, never an answer to it)."""
     kept = dict(meta[FIRST]) if isinstance(meta.get(FIRST), dict) else {}
-    if n_queries(conn) or kept.pop("digest", None) != _digest(meta, kept):
+    if n_queries(conn) or kept.pop("digest", None) != _digest(meta, kept) or \
+            set(kept) != {"kind", "i", "j", "exact_gain", "expected_gain"}:  # another layout
         return None
     i, j, g = kept["i"], kept["j"], kept["expected_gain"]
     return SessionQuery(1, i, public_j(j), question_names(names, i, j), g, kept["exact_gain"],

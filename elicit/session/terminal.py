@@ -245,7 +245,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
                 lines.append(f"\nhint: {hint} (type q to stop)")
                 hinted = True
         if shown is not None:  # on screen, unless answered elsewhere or the file replaced
-            show, shown = q != shown, None  # all compared: an id recurs in another file
+            show, shown = q != shown, None  # all but the gain: an id recurs in another file
         if show:
             _present(s, q, lines, inp, out)
         else:
