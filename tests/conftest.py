@@ -402,7 +402,13 @@ def pytest_terminal_summary(terminalreporter):
 # -- Stan builds: once per session, before the tests that need them ---------------------------
 
 def _session_needs(request, marker: str) -> bool:
-    return (any(item.get_closest_marker(marker) for item in request.session.items)
+    """Whether a test of the session needs the shipped programs built for ``marker``'s
+    engine. A test that needs the engine installed but builds none of its shipped programs
+    (a stand-in build, a program refused before any build) says ``builds=False``
+    (``pytest.mark.pystan(builds=False)``): the fast tests have only such ones, and loading
+    the programs' builds cost them more than a second each call."""
+    marks = (item.get_closest_marker(marker) for item in request.session.items)
+    return (any(m is not None and m.kwargs.get("builds", True) for m in marks)
             and missing(marker) is None)
 
 
@@ -446,7 +452,8 @@ def _build_every_program(request, engines: dict, use, what: str) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _pystan_builds(request) -> None:
-    """Compile the shipped programs for PyStan once, if the session has ``pystan`` tests."""
+    """Compile the shipped programs for PyStan once, if the session has ``pystan`` tests
+    that need them (not ``builds=False``)."""
     if _session_needs(request, "pystan"):
         from elicit.engines.pystan_engine import PyStanEngine
 
