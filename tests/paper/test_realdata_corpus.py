@@ -181,8 +181,7 @@ def test_a_realdata_call_that_fails_lets_go_of_its_folder(corpus, tmp_path, monk
 
 
 @pytest.mark.usefixtures("unsaved_figures")  # the corpus sweep's figure: the slow tests
-def test_the_summary_counts_each_kind_of_question_asked_and_name_labels_it(corpus, tmp_path,
-                                                                          capsys):
+def test_the_summary_counts_each_kind_of_question_asked(corpus, tmp_path, capsys):
     # direction questions were counted as "feature questions" (the relevance kind's name)
     assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
                  "--rating-field", "stars", "--name", "shop", "--out", str(tmp_path / "s"),
