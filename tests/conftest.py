@@ -38,6 +38,35 @@ from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 threadpool_limits(1, user_api="blas")
 
+
+
+def _share_compiled_templates() -> None:
+    """Every Flask app of the tests (a test that loads a page makes one) compiled the page's
+    template anew, ~20 ms of CPU each, a second over the fast tests: they share the compiled
+    template instead (jinja2's bytecode cache, whose entries are checked against the template's
+    source, so a changed template is compiled again). Rendering is unchanged."""
+    try:
+        import flask
+        import jinja2
+    except ImportError:  # the web tests skip without Flask
+        return
+
+    class Compiled(jinja2.BytecodeCache):
+        def __init__(self) -> None:
+            self.codes: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket) -> None:
+            if (code := self.codes.get(bucket.key)) is not None:
+                bucket.bytecode_from_string(code)
+
+        def dump_bytecode(self, bucket) -> None:
+            self.codes[bucket.key] = bucket.bytecode_to_string()
+
+    flask.Flask.jinja_options = {**flask.Flask.jinja_options, "bytecode_cache": Compiled()}
+
+
+_share_compiled_templates()
+
 N, P, D = 12, 10, 3
 N_FEEDBACK = 4
 
@@ -402,7 +431,13 @@ def pytest_terminal_summary(terminalreporter):
 # -- Stan builds: once per session, before the tests that need them ---------------------------
 
 def _session_needs(request, marker: str) -> bool:
-    return (any(item.get_closest_marker(marker) for item in request.session.items)
+    """Whether a test of the session needs the shipped programs built for ``marker``'s
+    engine. A test that needs the engine installed but builds none of its shipped programs
+    (a stand-in build, a program refused before any build) says ``builds=False``
+    (``pytest.mark.pystan(builds=False)``): the fast tests have only such ones, and loading
+    the programs' builds cost them more than a second each call."""
+    marks = (item.get_closest_marker(marker) for item in request.session.items)
+    return (any(m is not None and m.kwargs.get("builds", True) for m in marks)
             and missing(marker) is None)
 
 
@@ -446,7 +481,8 @@ def _build_every_program(request, engines: dict, use, what: str) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _pystan_builds(request) -> None:
-    """Compile the shipped programs for PyStan once, if the session has ``pystan`` tests."""
+    """Compile the shipped programs for PyStan once, if the session has ``pystan`` tests
+    that need them (not ``builds=False``)."""
     if _session_needs(request, "pystan"):
         from elicit.engines.pystan_engine import PyStanEngine
 

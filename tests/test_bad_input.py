@@ -1209,7 +1209,7 @@ _PROGRAM_DATA = "".join(f"  {decl};\n" for decl in (
     "array[N_f] int<lower=0, upper=1> f", "real<lower=0> threshold_mean"))
 
 
-@pytest.mark.pystan
+@pytest.mark.pystan(builds=False)  # refused before any build
 @pytest.mark.parametrize("program, message", [
     # a valid program that ignores the pairs' W_f and calls the threshold xi
     ("data {\n" + _PROGRAM_DATA + "  real a_tau;\n  real b_tau;\n}\nparameters {\n"

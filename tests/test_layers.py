@@ -66,10 +66,11 @@ class Import(NamedTuple):
     runs: bool  #: False under ``if TYPE_CHECKING:`` (it never runs)
 
 
-def _type_checking_nodes(tree: ast.Module) -> set[int]:
-    """The ids of the nodes under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+def _type_checking_nodes(nodes: list[ast.AST]) -> set[int]:
+    """The ids of the nodes under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``), among
+    ``nodes``: every node of a module (one walk of it serves both this and the imports)."""
     out: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
             out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     return out
@@ -89,8 +90,9 @@ def _imports_in(package: Path) -> tuple[Import, ...]:
         here = _module_of(path)
         package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
         tree = ast.parse(path.read_text(), str(path))
-        typing_only = _type_checking_nodes(tree)
-        for node in ast.walk(tree):
+        nodes = list(ast.walk(tree))
+        typing_only = _type_checking_nodes(nodes)
+        for node in nodes:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):

@@ -16,7 +16,7 @@ import pytest
 from elicit.engines import pystan_cache
 from elicit.engines.base import shipped_stan_file
 
-pytestmark = pytest.mark.pystan
+pytestmark = pytest.mark.pystan(builds=False)  # stand-in builds: no shipped program built
 
 
 @pytest.fixture

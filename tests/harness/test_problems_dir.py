@@ -198,23 +198,31 @@ def test_settings_with_a_tuple_resume(tmp_path):
 @pytest.mark.usefixtures("unsaved_figures")  # the first test checks the figure
 def test_a_second_call_into_a_folder_another_process_writes_into_is_refused(tmp_path):
     """Two sweeps into one --out at once: the second rewrote config.json before the first had
-    a part, and the folder ended with parts of both (rounds 4 beside 8) under one config."""
-    import subprocess
-    import sys
+    a part, and the folder ended with parts of both (rounds 4 beside 8) under one config.
+    The other process is a fork of this one (its own open of the folder and its own lock, as
+    a new interpreter's; not a second of imports to start one)."""
+    import multiprocessing
 
     from elicit.harness.store import SweepStore
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from elicit.harness.store import SweepStore; "
-         "SweepStore.open(sys.argv[1], {'rounds': 8}); print('held', flush=True); "
-         "sys.stdin.read()", str(tmp_path / "o")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    fork = multiprocessing.get_context("fork")
+    held, release = fork.Event(), fork.Event()
+
+    def hold(folder):
+        SweepStore.open(folder, {"rounds": 8})
+        held.set()
+        release.wait(120)
+
+    holder = fork.Process(target=hold, args=(tmp_path / "o",))
+    holder.start()
     try:
-        assert holder.stdout.readline() == "held\n"
+        assert held.wait(120)
         with pytest.raises(ElicitError, match=r"another call is writing into .*o; wait for it"):
             SweepStore.open(tmp_path / "o", {"rounds": 4})
     finally:
-        holder.communicate("")
+        release.set()
+        holder.join(120)
+    assert holder.exitcode == 0
     SweepStore.open(tmp_path / "o", {"rounds": 4})   # free once it has ended
     SweepStore.open(tmp_path / "o", {"rounds": 4})   # and this process may open it again
     # a finished sweep lets go of its folder, though its process lives on (a notebook)

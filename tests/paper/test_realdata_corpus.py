@@ -72,14 +72,6 @@ def test_table1_and_report_on_a_corpus_sweep(corpus_sweep, capsys):
 
 
 @pytest.mark.usefixtures("unsaved_figures")  # the corpus sweep's figure: the slow tests
-def test_name_labels_the_outputs(corpus, tmp_path):
-    assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
-                 "--rating-field", "stars", "--name", "shop", "--out", str(tmp_path / "s"),
-                 "--rounds", "0", *ARGS[:2], *ARGS[4:]]) == 0
-    assert set(pd.read_csv(tmp_path / "s" / "mse.csv").dataset) == {"shop"}
-
-
-@pytest.mark.usefixtures("unsaved_figures")  # the corpus sweep's figure: the slow tests
 def test_data_dir_with_a_corpus_is_the_choice_elicit_data_makes(tmp_path, capsys, monkeypatch):
     """--data-dir DIR beside --corpus was refused ("applies to --dataset only") while
     $ELICIT_DATA=DIR was honoured, and `session new --corpus --data-dir` takes it: DIR is where
@@ -192,10 +184,12 @@ def test_a_realdata_call_that_fails_lets_go_of_its_folder(corpus, tmp_path, monk
 def test_the_summary_counts_each_kind_of_question_asked(corpus, tmp_path, capsys):
     # direction questions were counted as "feature questions" (the relevance kind's name)
     assert main(["realdata", "--corpus", str(corpus), "--text-field", "review",
-                 "--rating-field", "stars", "--out", str(tmp_path / "s"),
+                 "--rating-field", "stars", "--name", "shop", "--out", str(tmp_path / "s"),
                  "--questions", "relevance,direction", "--strategies", "random", *ARGS]) == 0
     lines = capsys.readouterr().out.splitlines()
-    part = json.loads((tmp_path / "s" / "parts" / "shop_reviews" / "random" / "run000.json")
+    # --name labels the outputs (the corpus's stem, shop_reviews, otherwise)
+    assert set(pd.read_csv(tmp_path / "s" / "mse.csv").dataset) == {"shop"}
+    part = json.loads((tmp_path / "s" / "parts" / "shop" / "random" / "run000.json")
                       .read_text())
     for kind, plural in (("relevance", "feature questions"), ("direction", "direction questions")):
         assert f"{plural} asked (mean per run): random {part['kinds'].count(kind):.1f}" in lines

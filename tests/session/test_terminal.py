@@ -16,7 +16,6 @@ import os
 import re
 import select
 import signal
-import subprocess
 import sys
 
 import pandas as pd
@@ -156,49 +155,66 @@ def test_a_csv_header_with_an_escape_code_is_one_clear_line(tmp_path, capsys):
 # --------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path):
+def test_keys_typed_before_a_question_is_shown_do_not_answer_it(tmp_path, monkeypatch):
     """Bug: a type-ahead `s` (typed while the model was choosing the question) saved an
     answer to a question the expert never saw. Here the key is in the terminal's input
     before `elicit ask` even starts; it must be dropped, and a key typed after the question
-    is shown must still work."""
+    is shown must still work. `ask` runs in this process on a real pseudo-terminal (its input
+    queue is the point, not the process), the expert's keys typed by a thread."""
     import pty
+    import threading
 
     path = tmp_path / "t.session"
     create_session(path).close()
     master, slave = pty.openpty()
     os.write(master, b"s\n")  # typed ahead: waiting in the terminal's input queue
-    proc = subprocess.Popen([sys.executable, "-m", "elicit", "ask", str(path)],
-                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
-    seen, pos = b"", 0
+    seen = bytearray()
+    at_first_prompt: list[bytes] = []
+    failed: list[str] = []
 
-    def read_until(marker: bytes) -> None:
-        """Read the terminal until ``marker`` appears after the previous marker found."""
-        nonlocal seen, pos
-        while marker not in seen[pos:]:
-            ready, _, _ = select.select([master], [], [], 600)  # a hang guard
-            assert ready, seen.decode(errors="replace")
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # the child closed the terminal
-                chunk = b""
-            assert chunk, seen.decode(errors="replace")
-            seen += chunk
-        pos = seen.index(marker, pos) + len(marker)
+    def expert() -> None:
+        pos = 0
 
+        def read_until(marker: bytes) -> None:
+            """Read the terminal until ``marker`` appears after the previous marker found."""
+            nonlocal pos
+            while marker not in seen[pos:]:
+                ready, _, _ = select.select([master], [], [], 600)  # a hang guard
+                chunk = os.read(master, 4096) if ready else b""
+                if not chunk:
+                    raise AssertionError(f"no {marker!r} on the terminal")
+                seen.extend(chunk)
+            pos = seen.index(marker, pos) + len(marker)
+
+        try:
+            read_until(b"\n> ")  # the first question and its prompt
+            at_first_prompt.append(bytes(seen))
+            os.write(master, b"d\n")
+            read_until(b"saved:")
+            read_until(b"\n> ")  # the second question: a key typed now is for it
+            os.write(master, b"q\n")
+            read_until(b"bye:")
+        except AssertionError as exc:
+            failed.append(str(exc))
+            os.write(master, b"q\n")  # let ask end at its next prompt
+
+    typist = threading.Thread(target=expert, daemon=True)
+    typist.start()
     try:
-        read_until(b"\n> ")  # the first question and its prompt
-        assert b"saved:" not in seen and b"ignored" in seen, seen.decode(errors="replace")
-        os.write(master, b"d\n")
-        read_until(b"saved:")
-        read_until(b"\n> ")  # the second question: a key typed now is for it
-        os.write(master, b"q\n")
-        read_until(b"bye:")
-        assert proc.wait(timeout=600) == 0
+        with open(slave, encoding="utf-8", closefd=False) as keys, \
+                open(slave, "w", encoding="utf-8", closefd=False) as screen:
+            monkeypatch.setattr(sys, "stdin", keys)
+            monkeypatch.setattr(sys, "stdout", screen)
+            monkeypatch.setattr(sys, "stderr", screen)
+            code = cli_main(["ask", str(path)])
+            screen.flush()
+        typist.join(600)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        os.close(slave)
         os.close(master)
+    shown = seen.decode(errors="replace")
+    assert not failed and code == 0, (failed, shown)
+    assert b"saved:" not in at_first_prompt[0] and b"ignored" in at_first_prompt[0], shown
     with Session.open(path) as s:
         assert list(s.history["answer"]) == ["dissimilar"]
 
