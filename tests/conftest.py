@@ -39,7 +39,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 threadpool_limits(1, user_api="blas")
 
 
-
 def _share_compiled_templates() -> None:
     """Every Flask app of the tests (a test that loads a page makes one) compiled the page's
     template anew, ~20 ms of CPU each, a second over the fast tests: they share the compiled
