@@ -344,6 +344,17 @@ def _ask_in_two_steps(path, keys: str, between=None) -> str:
     return out.getvalue()
 
 
+def _alone_and_in_two_steps(one, two, keys: str) -> tuple[str, str]:
+    """What the loop alone prints on ``one`` and what ``elicit ask``'s two steps print on
+    ``two``, a copy of ``one`` made first (each file's name printed as FILE)."""
+    two.write_bytes(one.read_bytes())
+    with Session.open(one) as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO(keys), out) == 0
+    return (out.getvalue().replace(str(one), "FILE"),
+            _ask_in_two_steps(two, keys).replace(str(two), "FILE"))
+
+
 def test_a_stored_question_shown_before_the_model_loads_reads_as_the_loop_alone(tmp_path):
     """Issue 23 (start-up): ``elicit ask`` puts a stored question on screen before the model
     loads. What the expert sees and what is saved are the same as with the loop alone."""
@@ -352,13 +363,8 @@ def test_a_stored_question_shown_before_the_model_loads_reads_as_the_loop_alone(
     with create_session(one) as s:
         s.answer(s.next_query(), "similar")
         s.next_query()  # shown, then the expert quit: stored
-    two.write_bytes(one.read_bytes())
-    keys = "d a comment\ns\nq\n"
-    with Session.open(one) as s:
-        out = io.StringIO()
-        assert run_ask(s, io.StringIO(keys), out) == 0
-    alone = out.getvalue().replace(str(one), "FILE")
-    assert _ask_in_two_steps(two, keys).replace(str(two), "FILE") == alone
+    alone, two_steps = _alone_and_in_two_steps(one, two, "d a comment\ns\nq\n")
+    assert two_steps == alone
     assert alone.count("── Question 2 ·") == 1  # shown once, not again when the model loads
     assert sql_rows(one, "SELECT answer, comment FROM answers") == \
         sql_rows(two, "SELECT answer, comment FROM answers")
@@ -367,20 +373,15 @@ def test_a_stored_question_shown_before_the_model_loads_reads_as_the_loop_alone(
 def test_a_new_session_shows_its_first_question_before_the_model_loads(tmp_path):
     """Issue 23: on a new session ``elicit ask`` loaded the model (0.9 s of CPU) to choose the
     first question. ``elicit session new`` keeps it in the file, chosen and not shown; ``ask``
-    shows it at once, and what the expert sees and what is saved are the loop's own (the
-    question and its gain to the bit: it is not shown again when the model loads)."""
+    shows it at once, and what the expert sees and what is saved are the loop's own (it is not
+    shown again when the model loads, and the query saved has the loop's gain to the bit)."""
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     one, two = tmp_path / "a" / "s.session", tmp_path / "b" / "s.session"
     create_session(one).close()
     with Session.open(one) as s:  # as `elicit session new` does
         s.keep_first_question()
-    two.write_bytes(one.read_bytes())
-    keys = "s a comment\nq\n"
-    with Session.open(one) as s:
-        out = io.StringIO()
-        assert run_ask(s, io.StringIO(keys), out) == 0
-    alone = out.getvalue().replace(str(one), "FILE")
-    assert _ask_in_two_steps(two, keys).replace(str(two), "FILE") == alone
+    alone, two_steps = _alone_and_in_two_steps(one, two, "s a comment\nq\n")
+    assert two_steps == alone
     assert alone.count("── Question 1 ·") == 1
     rows = "SELECT id, kind, i, j, expected_gain, exact_gain, status, expert FROM queries"
     assert sql_rows(one, rows) == sql_rows(two, rows) != []
