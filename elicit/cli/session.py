@@ -243,7 +243,6 @@ def cmd_new(args: argparse.Namespace) -> int:
                    overwrite=args.overwrite, utility_target=args.utility_target,
                    questions=args.questions, **inputs).close()
     with Session.open(args.out) as s:  # as `elicit ask` opens it, to choose as it will
-        s.keep_first_question()
         pr = s.progress()
         count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
         asked = count[0] if len(count) == 1 else f"{pr['questions']} questions ({', '.join(count)})"
@@ -254,7 +253,8 @@ def cmd_new(args: argparse.Namespace) -> int:
         for line in s.summary:
             print(f"  {printable(line)}")  # it names the data's columns
         print(f"answer in the terminal:  {command_line('elicit', 'ask', args.out)} [--expert NAME]")
-        print(f"or in a browser:         {command_line('elicit', 'serve', args.out)}")
+        print(f"or in a browser:         {command_line('elicit', 'serve', args.out)}", flush=True)
+        s.keep_first_question()  # last: the file is complete and usable without it
     return 0
 
 
