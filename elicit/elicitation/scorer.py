@@ -35,7 +35,6 @@ from elicit.model.newton import CONVERGED
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData
 from elicit.model.theta import theta_of
-from elicit.model.variants import get_model
 
 
 def answer_probability(fit: MAPResult, w: np.ndarray, link: Link) -> np.ndarray:
@@ -99,7 +98,7 @@ class UtilityScorer:
                  hessian: np.ndarray | None = None) -> None:
         self.data, self.fit, self.engine = data, fit, engine
         #: how an answer depends on xi - gamma . w (the model variant's feedback link)
-        self.link: Link = get_model(data.hyper.model).link
+        self.link: Link = data.link
         self.marginal = Marginal.of_fit(data, fit)
         self.m0, self.v0 = self.marginal.predictive()
         k = data.layout.size

@@ -58,7 +58,6 @@ class BatchDensity:
         self.w_new = w_new            # (C, d)
         self.f_new = np.broadcast_to(np.asarray(f_new, dtype=float), (len(w_new),))
         self.learned = data.hyper.variant == "learned"
-        self.link = data.link         # once: a lookup in the model registry per call otherwise
         self.U2 = data.U * data.U
         self.keep = coupling_matrix(data.kernel_mask)
         self.relevance: RelevanceScales | None = (
@@ -168,10 +167,10 @@ class BatchDensity:
             value += v
             grad[:, at] += g
         if len(data.f):
-            v, g, _ = terms.feedback_terms(self.link, data.W_f, data.f, th, lay, hess=False)
+            v, g, _ = terms.feedback_terms(data.link, data.W_f, data.f, th, lay, hess=False)
             value += v
             grad += g
-        v, g, _ = terms.feedback_terms(self.link, self.w_new[idx][:, None, :],
+        v, g, _ = terms.feedback_terms(data.link, self.w_new[idx][:, None, :],
                                        self.f_new[idx][:, None], th, lay, hess=False)
         value += v
         grad += g
@@ -201,12 +200,12 @@ class CandidateRefits(NewtonProblem):
         self.lb = data.layout.lower_bounds()
 
     def feedback(self, rows: np.ndarray, theta: np.ndarray, hess: bool):
-        data, C, d, link = self.data, len(theta), self.data.d, self.density.link
+        data, C, d = self.data, len(theta), self.data.d
         Wall = np.concatenate([np.broadcast_to(data.W_f, (C, len(data.f), d)),
                                self.w_new[rows][:, None, :]], axis=1)          # (C, N_f + 1, d)
         fall = np.concatenate([np.broadcast_to(data.f.astype(float), (C, len(data.f))),
                                np.asarray(self.f_new[rows], dtype=float).reshape(C, 1)], axis=1)
-        return terms.feedback_terms(link, Wall, fall, theta, data.layout, hess, not hess)
+        return terms.feedback_terms(data.link, Wall, fall, theta, data.layout, hess, not hess)
 
     def evaluate(self, rows: np.ndarray, theta: np.ndarray):
         return self.density.at(theta, rows)
