@@ -122,3 +122,17 @@ def test_unknown_choices_are_usage_errors(argv, says, tmp_path, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and says in err
+
+
+def test_every_option_a_sweep_command_shares_is_passed_on():
+    """``sweep_options`` names the options ``add_sweep_options`` adds a second time (a list of
+    keys): an option added to the one and not the other would be parsed and then silently
+    dropped. Every option but ``--out`` (the folder, passed on apart) must reach the sweep."""
+    import argparse
+
+    from elicit.cli.argtypes import add_sweep_options, sweep_options
+
+    p = argparse.ArgumentParser()
+    add_sweep_options(p)
+    added = {a.dest for a in p._actions} - {"help", "out"}
+    assert set(sweep_options(p.parse_args(["--out", "x"]))) == added
