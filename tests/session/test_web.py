@@ -1252,3 +1252,31 @@ def test_a_next_question_that_cannot_be_chosen_says_what_was_done_first(app, mon
         assert r.status_code == status
         assert page_state(r.get_data(as_text=True))["message"] == (
             f"{said}, but the next question could not be chosen: no luck")
+
+
+def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
+    """Bug: a request refused before the application sees it (a malformed request line, an
+    address over 64 KiB, over 100 headers) got ``http.server``'s own error page without the
+    security headers every other response carries. (An unknown HTTP version's 505 is written
+    as HTTP/0.9 would be, a page with no header at all.)"""
+    from elicit.session.web.app import SECURITY_HEADERS
+
+    server, app, url = _serve(path)
+    try:
+        for request, status in [
+                (b"GET / x HTTP/1.1\r\n\r\n", b"400"),
+                (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", b"414"),
+                (b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n", b"431")]:
+            got = _exchange(server.server_port, request)
+            head = got.split(b"\r\n\r\n")[0].decode("latin-1")
+            assert head.startswith(f"HTTP/1.0 {status.decode()}") or head.startswith(
+                f"HTTP/1.1 {status.decode()}"), head[:200]
+            for name, value in SECURITY_HEADERS.items():
+                assert f"\r\n{name}: {value}\r\n" in head + "\r\n", (status, name)
+        # The application's own responses carry each header once, not twice.
+        got = _exchange(server.server_port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        b"Connection: close\r\n\r\n")
+        head = got.split(b"\r\n\r\n")[0].decode("latin-1")
+        assert head.startswith("HTTP/1.1 200") and head.count("X-Frame-Options") == 1, head
+    finally:
+        _stop(server, app)

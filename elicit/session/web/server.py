@@ -17,7 +17,7 @@ from elicit.internal.text import printable_line
 from elicit.session import record, store
 from elicit.session.session import Session, SessionReplaced
 from elicit.session.terminal import Interrupted, stop_signals_as_interrupt
-from elicit.session.web.app import LOOPBACK_HOSTS, InFlight, create_app
+from elicit.session.web.app import LOOPBACK_HOSTS, SECURITY_HEADERS, InFlight, create_app
 
 #: Seconds a connection may stay silent (request line, headers or body) before it is closed.
 IDLE_TIMEOUT = 30.0
@@ -27,21 +27,18 @@ REQUEST_DEADLINE = 60.0
 
 class _DeadlineReader(io.RawIOBase):
     """A connection's socket, read under a deadline (a client trickling one byte at a time
-    restarts a silence timeout, not the deadline); after :meth:`stop` every read sees the end
-    of the input, so what is left of a refused request is never read."""
+    restarts a silence timeout, not the deadline); once :attr:`stopped` every read sees the
+    end of the input, so what is left of a refused request is never read."""
 
     def __init__(self, sock: socket.socket, idle: float, deadline: float) -> None:
-        self._sock, self._idle, self._stopped = sock, idle, False
+        self._sock, self._idle, self.stopped = sock, idle, False
         self._end = time.monotonic() + deadline
 
     def readable(self) -> bool:
         return True
 
-    def stop(self) -> None:
-        self._stopped = True
-
     def readinto(self, b) -> int:
-        if self._stopped:
+        if self.stopped:
             return 0
         left = self._end - time.monotonic()
         if left <= 0:
@@ -69,9 +66,9 @@ def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
         environ.pop("HTTP_TRANSFER_ENCODING", None)
         environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
         if len(body) > limit:
-            reader.stop()
+            reader.stopped = True
     elif (get_content_length(environ) or 0) > limit:
-        reader.stop()
+        reader.stopped = True
 
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
@@ -106,6 +103,15 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
                 # one deadline per connection, which werkzeug closes after one request
                 self.reader = _DeadlineReader(self.connection, timeout, deadline)
                 self.rfile = io.BufferedReader(self.reader)
+
+            def send_error(self, code: int, message=None, explain=None) -> None:
+                self.refused = True  # a request http.server refuses before the application
+                super().send_error(code, message, explain)
+
+            def end_headers(self) -> None:
+                for header in SECURITY_HEADERS.items() if getattr(self, "refused", False) else ():
+                    self.send_header(*header)
+                super().end_headers()
 
             def make_environ(self):
                 environ = super().make_environ()
