@@ -1635,14 +1635,38 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
     ("models_table.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
     ("relevance_orders.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
     ("relevance_orders.py", ["--corpus", "/nonexistent.jsonl"],
-     "review file /nonexistent.jsonl not found")])
+     "review file /nonexistent.jsonl not found"),
+    ("diagnose_realdata.py", ["--tau2", "-1"], "--tau2 must be a positive number, got '-1'"),
+    ("diagnose_realdata.py", ["--tau2", "cv"], "--tau2 must be a positive number, got 'cv' (a "
+                                               "sweep's CV of tau2 is not run here)"),
+    *[("tall_table.py", [option, value], f"argument {option}: expected a positive integer, "
+                                         f"got {shown}")
+      for option in ("--rows", "--features") for value, shown in (("1,x", "'x'"), ("-5", "-5"),
+                                                                  ("0", "0"))],
+    ("tall_table.py", ["--rounds", "0"], "argument --rounds: expected a positive integer")])
 def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message,
                                                                  capsys, monkeypatch):
     """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run;
-    models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too."""
+    models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too, and so were
+    diagnose_realdata --tau2 -1 and --tau2 cv (refused deep in the model) and tall_table --rows x,
+    --rows -5 and --rounds 0 (in a worker process: CalledProcessError); --rows 0 made a table
+    of refusals."""
     code, _, err = run_script(script, args, capsys, monkeypatch)
     assert code == 2
     assert_one_line_error(err, re.escape(message))
+
+
+@pytest.mark.parametrize("script", ["diagnose_realdata.py", "models_table.py"])
+def test_the_experiments_scripts_say_a_missing_data_directory_in_one_line(script, capsys,
+                                                                          monkeypatch):
+    """$ELICIT_DATA naming no folder was an ElicitError traceback (relevance_orders said it in
+    one line)."""
+    monkeypatch.setenv("ELICIT_DATA", "/nonexistent")
+    code, out, err = run_script(script, ["--rounds" if script[0] == "d" else "--runs", "1"],
+                                capsys, monkeypatch)
+    assert code == 2 and out == "", out
+    assert_one_line_error(err, re.escape("data directory /nonexistent (from environment "
+                                         "variable ELICIT_DATA) does not exist"))
 
 
 def run_script(script: str, args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
