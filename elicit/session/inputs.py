@@ -90,7 +90,13 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     if target_description is None:
         name = getattr(y, "name", None)
         target_description = f"the outcome {str(name)!r}" if name else "the outcome"
-    target_description = _one_line(target_description, "target description", 200)
+    if not isinstance(target_description, str):
+        raise ElicitError("target description must be text, got "
+                          f"{type(target_description).__name__}")
+    target_description = " ".join(target_description.split())  # one line, as shown
+    if not 1 <= len(target_description) <= 200:
+        raise ElicitError(f"target description must be 1 to 200 characters long, got "
+                          f"{len(target_description)}")
     y_centre = float(np.mean(yf))
     excluded = excluded_features(Xf, names)
     x_centre = x_scale = None
@@ -170,15 +176,6 @@ def excluded_features(X: np.ndarray, names: list[str]) -> dict[str, str]:
         else:
             first[key] = k
     return out
-
-
-def _one_line(text: Any, what: str, limit: int) -> str:
-    if not isinstance(text, str):
-        raise ElicitError(f"{what} must be text, got {type(text).__name__}")
-    text = " ".join(text.split())
-    if not text or len(text) > limit:
-        raise ElicitError(f"{what} must be 1 to {limit} characters long, got {len(text)}")
-    return text
 
 
 def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:

@@ -46,9 +46,6 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
         if target in feats:
             raise ElicitError(f"the target {target!r} is also listed in --features; a column "
                               "cannot be both")
-    if len(feats) < 2:
-        raise ElicitError(f"need at least 2 feature columns besides the target, got "
-                          f"{len(feats)}")
     if bad := [c for c in [target, *feats] if not pd.api.types.is_numeric_dtype(df[c])
                or pd.api.types.is_bool_dtype(df[c])]:
         raise ElicitError(f"column(s) {listing(bad, 12)} of {Path(path).name} are not numeric; "
