@@ -1473,6 +1473,31 @@ def test_history_agreement_with_csv_is_refused(capsys, tmp_path):
     assert_one_line_error(err, r"--agreement .*--csv")
 
 
+def test_history_takes_no_engine_and_compares_the_experts_without_the_model(capsys, tmp_path,
+                                                                            monkeypatch):
+    """`history --engine cmdstan` was taken and ignored (the record is read without the
+    model); `--agreement` built the model (a fit: 0.3 s on the Amazon data) to read the
+    answers, which the record alone holds."""
+    from elicit.elicitation.elicitor import Elicitor
+
+    p = tmp_path / "s.session"
+    with Session.create(*make_data(), NAMES, path=p, engine="numpy") as s:
+        qa, qb = s.next_query("alice"), s.next_query("bob")  # one state: the same pair
+        s.answer(qa, "similar")
+        s.answer(qb, "dissimilar")
+    code, _, err = run_cli(capsys, "history", str(p), "--engine", "cmdstan")
+    assert code == 2
+    assert_one_line_error(err, r"unrecognized arguments: --engine cmdstan")
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(Elicitor, "__init__", no_model)
+    code, out, err = run_cli(capsys, "history", str(p), "--agreement")
+    assert code == 0, err
+    assert "2 expert(s): alice, bob" in out and "agreement: 0 of 1 pairs" in out, out
+
+
 @pytest.mark.parametrize("argv, message", [
     # session new's "take run 7" read as realdata's --runs 7: a sweep of 7 runs
     (["realdata", "--dataset", "amazon", "--run", "7", "--out", "o"],

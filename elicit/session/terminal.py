@@ -380,10 +380,12 @@ def show_history(s: SessionReader, csv: bool = False, out: TextIO | None = None)
                [c in ("answer_id", "expected_gain") for c in cols])
 
 
-def show_agreement(s: Session, out: TextIO | None = None) -> None:
+def show_agreement(s: SessionReader, out: TextIO | None = None) -> None:
     """Print where the experts agree and disagree (``elicit history --agreement``)."""
+    from elicit.session.export import agreement  # pandas: not for `elicit history`
+
     out = sys.stdout if out is None else out
-    ag = s.agreement()
+    ag = agreement(s)
     experts = [e or "(unnamed)" for e in s.experts()]
     _put(out, f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}")
     if ag.rate is None:
