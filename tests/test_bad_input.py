@@ -1099,6 +1099,64 @@ def test_duplicate_csv_headers_are_refused(capsys, tmp_path, table):
                                r"give every column its own name")
 
 
+@pytest.mark.parametrize("table", ["data", "meta"])
+@pytest.mark.parametrize("content", ["cp1252", "gzip", "xlsx"])
+def test_a_table_that_is_not_utf8_text_says_how_to_save_it(capsys, tmp_path, table, content):
+    """A CSV saved by Excel on Windows (cp1252: 'Größe' is not UTF-8), a gzipped CSV or a
+    workbook named .csv was "cannot read ... as a table: 'utf-8' codec can't decode byte 0xf6
+    in position 2: invalid start byte", which says nothing of what to do."""
+    import gzip
+
+    path, _ = _table(tmp_path)
+    meta, _ = _meta(tmp_path)
+    target = path if table == "data" else meta
+    text = target.read_text().replace("a", "Größe" if table == "data" else "a", 1)
+    raw = text.encode("cp1252") if table == "data" else text.replace("m0", "m²").encode("cp1252")
+    if content == "gzip":
+        raw = gzip.compress(target.read_bytes())
+    elif content == "xlsx":
+        raw = b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\xff"
+    target.write_bytes(raw)
+    code, err, name = _new_from_files(capsys, tmp_path, path, meta, table)
+    assert code == 2
+    assert_one_line_error(err, rf"{name} is not UTF-8 text \(compressed, a workbook, or "
+                               r"another encoding\?\): save the "
+                               r"table as CSV in UTF-8 \(from a spreadsheet: Save As 'CSV UTF-8'\)")
+
+
+@pytest.mark.parametrize("suffix", [".xlsx", ".csv.gz"])
+def test_a_workbook_or_compressed_table_is_told_to_be_saved_as_csv(capsys, tmp_path, suffix):
+    """"name it with one of .csv, ..." sent the user with a workbook to rename it, and then to
+    the message of the test above."""
+    path, _ = _table(tmp_path, name="t" + suffix)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"--from-csv file 't{re.escape(suffix)}' is neither CSV nor "
+                               r"Parquet: save the table as CSV in UTF-8 \(from a spreadsheet: "
+                               r"Save As 'CSV UTF-8'\) or Parquet, its name ending in one of "
+                               r"\.csv, \.tsv, \.txt, \.parquet, \.pq")
+
+
+def test_an_outcome_that_never_varies_is_refused(capsys, tmp_path):
+    """A target column with one value in every row made a session whose questions were worth
+    "100%", "53%", ... of each other, although no answer could change a prediction."""
+    import pandas as pd
+
+    path, df = _table(tmp_path)
+    df.assign(y=4.0).to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"y is 4 in every row: no answer could change a prediction; "
+                               r"give an outcome that varies")
+    assert not (tmp_path / "s.session").exists()
+    X, y, U = make_data()
+    with pytest.raises(ElicitError, match=r"^y is -1\.5 in every row"):
+        Session.create(pd.DataFrame(X, columns=NAMES), np.full(len(y), -1.5), U,
+                       path=tmp_path / "x.session", engine="numpy")
+
+
 def test_a_column_named_twice_in_features_is_refused(capsys, tmp_path):
     """`--features a,b,a` was taken as a,b without a word (a header naming a column twice is
     refused)."""

@@ -80,6 +80,9 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
                           "rows, or give meta-features (CLI: --meta-features FILE)")
     if Xf.shape[1] < 2:
         raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
+    if np.all(yf == yf[0]):  # the answers would move a prior no prediction depends on
+        raise ElicitError(f"y is {yf[0]:.6g} in every row: no answer could change a "
+                          "prediction; give an outcome that varies")
     hyper = hyper or Hyper()
     if not isinstance(hyper, Hyper):
         raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
