@@ -296,6 +296,9 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             who: str) -> bool:
     """Act on one key; returns whether to show the question again."""
     try:
+        if comment and key in ("u", "undo", "k", "skip"):  # the text would be lost unsaid
+            print(f"nothing was done: {key!r} keeps no comment, an answer does", file=out)
+            return False
         if key in ("u", "undo"):
             rec = s.undo(who)
             names = " vs ".join(question_names(s.feature_names, rec.i, rec.j))

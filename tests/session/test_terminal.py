@@ -256,6 +256,20 @@ def test_c_typed_in_the_terminal_with_a_comment_says_where_a_comment_goes(tmp_pa
         assert list(s.history.comment) == ["the same lid"]
 
 
+@pytest.mark.parametrize("key", ["k", "u", "skip"])
+def test_a_comment_after_skip_or_undo_is_refused_not_dropped(tmp_path, key):
+    """"k not sure what lid means" skipped the question and dropped the text without a word
+    (a skip and an undo keep no comment; only an answer does): the expert's note was lost."""
+    with create_session(tmp_path / "w.session") as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO(f"s\n{key} not sure what lid means\n? not sure what lid "
+                                      "means\nq\n"), out) == 0
+        assert f"nothing was done: {key!r} keeps no comment, an answer does" in out.getvalue()
+        assert [a for *_, a in s.active_answers()] == ["similar", "dont_know"]
+        assert list(s.history.comment.fillna("")) == ["", "not sure what lid means"]
+        assert s.progress()["skipped"] == 0
+
+
 # --------------------------------------------------------------------------------------------
 # A feature without a snippet
 # --------------------------------------------------------------------------------------------
