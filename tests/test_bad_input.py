@@ -1138,6 +1138,20 @@ def test_a_workbook_or_compressed_table_is_told_to_be_saved_as_csv(capsys, tmp_p
                                r"\.csv, \.tsv, \.txt, \.parquet, \.pq")
 
 
+def test_a_texts_file_with_a_byte_order_mark_is_read(capsys, tmp_path):
+    """Notepad and PowerShell save UTF-8 JSON with a byte-order mark, which --from-csv takes;
+    --texts said "is not valid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)"."""
+    path, _ = _table(tmp_path)
+    texts = tmp_path / "t.json"
+    texts.write_text('{"a": ["an ä snippet"]}', encoding="utf-8-sig")
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--texts", str(texts), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 0, err
+    with Session.open(tmp_path / "s.session", read_only=True) as s:
+        assert s.texts("a") == ["an ä snippet"]
+
+
 def test_an_outcome_that_never_varies_is_refused(capsys, tmp_path):
     """A target column with one value in every row made a session whose questions were worth
     "100%", "53%", ... of each other, although no answer could change a prediction."""

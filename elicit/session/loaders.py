@@ -95,7 +95,7 @@ def texts_from_json(path: Path) -> Any:
     :func:`elicit.session.inputs.check_texts`."""
     path = check_input_file(path, "--texts")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is fine
     except (ValueError, UnicodeDecodeError) as e:
         raise ElicitError(f"--texts file {path} is not valid JSON: {e}") from None
 
