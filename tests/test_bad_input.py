@@ -1138,6 +1138,19 @@ def test_a_workbook_or_compressed_table_is_told_to_be_saved_as_csv(capsys, tmp_p
                                r"\.csv, \.tsv, \.txt, \.parquet, \.pq")
 
 
+@pytest.mark.parametrize("command, sub", [("session", "new"), ("data", "fetch")])
+def test_a_command_without_its_sub_command_names_the_sub_commands(capsys, command, sub):
+    """`elicit session` said "the following arguments are required: session_command", the
+    name of a variable inside elicit (`elicit data` says "{fetch}")."""
+    from elicit.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main([command])
+    assert e.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, rf"^elicit {command}: error: the following "
+                                                   rf"arguments are required: \{{{sub}\}} ")
+
+
 def test_a_texts_file_with_a_byte_order_mark_is_read(capsys, tmp_path):
     """Notepad and PowerShell save UTF-8 JSON with a byte-order mark, which --from-csv takes;
     --texts said "is not valid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)"."""

@@ -59,7 +59,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
 def _session_options(p: argparse.ArgumentParser) -> None:
     from elicit.elicitation.kinds import PAPER_QUESTIONS
 
-    ssub = p.add_subparsers(dest="session_command", required=True)
+    ssub = p.add_subparsers(dest="session_command", required=True, metavar="{new}")
     n = ssub.add_parser("new", help="create a session file",
                         description="Create a session from your own table (--from-csv), "
                                     "your own arrays (--from-npz), a review corpus "
