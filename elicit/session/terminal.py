@@ -302,7 +302,7 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
         if key in ("u", "undo"):
             rec = s.undo(who)
             names = " vs ".join(question_names(s.feature_names, rec.i, rec.j))
-            _put(out, f"undid answer {rec.id}: {names} ({rec.answer.value})")
+            _put(out, f"undid answer {rec.id}: {names} ({rec.answer.value.replace('_', ' ')})")
         elif q is None:
             if key:
                 print(f"nothing left to ask; type u or q (got {key!r})", file=out)

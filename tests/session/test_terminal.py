@@ -270,6 +270,18 @@ def test_a_comment_after_skip_or_undo_is_refused_not_dropped(tmp_path, key):
         assert s.progress()["skipped"] == 0
 
 
+def test_an_undone_answer_is_named_as_it_was_saved(tmp_path):
+    """`saved: a vs b -> dont know`, then `undid answer 1: a vs b (dont_know)`: the file's word
+    in one line, the shown one in the other."""
+    with create_session(tmp_path / "w.session") as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO("?\nu\nq\n"), out) == 0
+        said = out.getvalue()
+        shown = re.search(r"saved: (.*) -> (.*)\n", said)
+        assert shown is not None and shown[2] == "dont know", said
+        assert f"undid answer 1: {shown[1]} (dont know)\n" in said, said
+
+
 # --------------------------------------------------------------------------------------------
 # A feature without a snippet
 # --------------------------------------------------------------------------------------------
