@@ -1165,6 +1165,50 @@ def test_a_texts_file_with_a_byte_order_mark_is_read(capsys, tmp_path):
         assert s.texts("a") == ["an ä snippet"]
 
 
+@pytest.mark.parametrize("arrays, said", [
+    ({"names": np.array(list("abcdefgh"))}, "names"),
+    ({"meta_features": np.ones((8, 2))}, "meta_features")])
+def test_an_npz_array_elicit_does_not_read_is_refused(capsys, tmp_path, arrays, said):
+    """`names=` for `feature_names` was ignored without a word (the features became x0, x1,
+    ...), and so were `meta_features` beside `U`."""
+    X, y, U = make_data()
+    np.savez(tmp_path / "d.npz", X=X, y=y, U=U, **arrays)
+    code, _, err = run_cli(capsys, "session", "new", "--from-npz", str(tmp_path / "d.npz"),
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"d\.npz has array\(s\) {said} that elicit does not read; it "
+                               r"must hold X \(n x p\), y \(n\) and optionally U .* and "
+                               r"feature_names; found ")
+    assert not (tmp_path / "s.session").exists()
+
+
+def test_a_texts_file_that_is_not_utf8_says_how_to_save_it(capsys, tmp_path):
+    """A --texts file saved in cp1252 said "is not valid JSON: 'utf-8' codec can't decode byte
+    0xf6 in position 9: invalid start byte"."""
+    path, _ = _table(tmp_path)
+    texts = tmp_path / "t.json"
+    texts.write_bytes('{"a": ["größer"]}'.encode("cp1252"))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--texts", str(texts), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"--texts file .*t\.json is not UTF-8 text: save it as UTF-8")
+
+
+def test_a_meta_features_file_of_names_alone_says_it_has_no_meta_feature_columns(capsys,
+                                                                                tmp_path):
+    """It said "has no data (shape (5, 0))" of a file with a row for each of the 5 features."""
+    path, _ = _table(tmp_path)
+    meta = tmp_path / "m.csv"
+    meta.write_text("feature\n" + "".join(f"{c}\n" for c in "abcde"))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"--meta-features file m\.csv has no data: 5 row\(s\) and no "
+                               r"column\(s\) besides the names")
+
+
 def test_an_outcome_that_never_varies_is_refused(capsys, tmp_path):
     """A target column with one value in every row made a session whose questions were worth
     "100%", "53%", ... of each other, although no answer could change a prediction."""

@@ -55,7 +55,9 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
         detail = " ".join(str(e).split())
         raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
     if df.shape[0] == 0 or df.shape[1] == 0:
-        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
+        names = "" if index_col is None else " besides the names"
+        raise ElicitError(f"{what} file {path.name} has no data: {df.shape[0]} row(s) and "
+                          f"{df.shape[1] or 'no'} column(s){names}")
     df.columns = [str(c) for c in df.columns]
     if index_col is None:
         df.index = (pd.RangeIndex(2, len(df) + 2, name="line") if lines == len(df) + 1

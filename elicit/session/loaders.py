@@ -75,10 +75,13 @@ def npz_inputs(path: Path) -> dict:
     with npz:
         keys = set(npz.files)
         ukey = "U" if "U" in keys else "meta_features" if "meta_features" in keys else None
-        if missing := [k for k in ("X", "y") if k not in keys]:
-            raise ElicitError(f"{path} has no array(s) {', '.join(missing)}; it must hold X "
-                              "(n x p), y (n) and optionally U (p x d, or named "
-                              f"meta_features); found {', '.join(sorted(keys)) or 'nothing'}")
+        missing = [k for k in ("X", "y") if k not in keys]
+        if missing or (other := sorted(keys - {"X", "y", ukey, "feature_names"})):  # not lost
+            have = f"no array(s) {', '.join(missing)}" if missing else \
+                f"array(s) {', '.join(other)} that elicit does not read"
+            raise ElicitError(f"{path} has {have}; it must hold X (n x p), y (n) and optionally "
+                              "U (p x d, or named meta_features) and feature_names; found "
+                              f"{', '.join(sorted(keys)) or 'nothing'}")
         try:
             names = [str(n) for n in npz["feature_names"]] if "feature_names" in keys else None
             X, y = npz["X"], npz["y"]
@@ -96,7 +99,9 @@ def texts_from_json(path: Path) -> Any:
     path = check_input_file(path, "--texts")
     try:
         return json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is fine
-    except (ValueError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:
+        raise ElicitError(f"--texts file {path} is not UTF-8 text: save it as UTF-8") from None
+    except ValueError as e:
         raise ElicitError(f"--texts file {path} is not valid JSON: {e}") from None
 
 
