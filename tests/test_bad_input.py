@@ -1209,6 +1209,18 @@ def test_a_meta_features_file_of_names_alone_says_it_has_no_meta_feature_columns
                                r"column\(s\) besides the names")
 
 
+def test_feature_names_that_differ_only_in_spaces_are_refused(capsys, tmp_path):
+    """A spreadsheet's `price` and `price ` were two features the expert saw under one name
+    (`A: price`, `B: price`); names are stored as written, so they are compared stripped."""
+    path, df = _table(tmp_path)
+    df.rename(columns={"b": "a "}).to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"duplicate feature name 'a ' \(features 0 and 1\); feature "
+                               r"names must be unique, also without their spaces")
+
+
 def test_an_outcome_that_never_varies_is_refused(capsys, tmp_path):
     """A target column with one value in every row made a session whose questions were worth
     "100%", "53%", ... of each other, although no answer could change a prediction."""

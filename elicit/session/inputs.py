@@ -201,10 +201,10 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
             # It would be shown to experts in terminals, where such characters act.
             raise ElicitError(f"feature name {k} ({n!r}) contains control characters; "
                               "rename it with visible characters only")
-        if n in seen:
-            raise ElicitError(f"duplicate feature name {n!r} (features {seen[n]} and {k}); "
-                              "feature names must be unique")
-        seen[n] = k
+        if (key := n.strip()) in seen:  # 'a' and 'a ' read alike to the expert
+            raise ElicitError(f"duplicate feature name {n!r} (features {seen[key]} and {k}); "
+                              "feature names must be unique, also without their spaces")
+        seen[key] = k
     return names
 
 
