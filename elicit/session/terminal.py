@@ -265,7 +265,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
 
 def _saved(n: int, path: str | os.PathLike, who: str) -> str:
     """What is saved, and the command that resumes the session as the same expert."""
-    return (f"{n} answers are saved in {path}; resume with "
+    return (f"{n} answer{'s are' if n != 1 else ' is'} saved in {path}; resume with "
             f"`{command_line('elicit', 'ask', path, *(('--expert', who) if who else ()))}`")
 
 

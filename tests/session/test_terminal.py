@@ -622,7 +622,7 @@ def test_a_stop_while_the_model_loads_under_the_question_says_how_to_resume(
     assert got == code
     assert "── Question 2 ·" in out.getvalue()
     assert out.getvalue().endswith(
-        f"\n{said}: 1 answers are saved in {path}; resume with `elicit ask {path} --expert zoe`\n")
+        f"\n{said}: 1 answer is saved in {path}; resume with `elicit ask {path} --expert zoe`\n")
 
 
 def test_a_stop_whose_file_cannot_be_read_again_stays_a_stop(tmp_path, monkeypatch):
