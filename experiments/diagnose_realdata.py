@@ -13,6 +13,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
@@ -20,10 +21,23 @@ from elicit.cli.argtypes import OneLineParser, nonneg_int
 from elicit.elicitation.elicitor import Elicitor
 from elicit.elicitation.scorer import answer_probability
 from elicit.elicitation.strategies import STRATEGIES
+from elicit.errors import ElicitError
 from elicit.model.kernel import pair_weights
 from elicit.model.variants import get_model
 from elicit.paper.configs import RealDataConfig
 from elicit.paper.real_problem import realdata_problem
+
+
+def tau2(text: str) -> float:
+    """``--tau2``: a positive number (one run is fitted at it; a sweep's CV is not run here)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0):
+        why = " (a sweep's CV of tau2 is not run here)" if text.strip().lower() == "cv" else ""
+        raise argparse.ArgumentTypeError(f"--tau2 must be a positive number, got {text!r}{why}")
+    return v
 
 
 def main() -> None:
@@ -36,12 +50,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=nonneg_int, default=60)
     ap.add_argument("--refine", type=nonneg_int, default=5)
     ap.add_argument("--standardize", choices=("model", "train"), default="model")
-    ap.add_argument("--tau2", type=float, default=0.01)
+    ap.add_argument("--tau2", type=tau2, default=0.01)
     args = ap.parse_args()
 
-    cfg = RealDataConfig(args.dataset, seed=args.seed, tau2=args.tau2,
-                         standardize=args.standardize)
-    prob = realdata_problem(cfg, args.run)
+    try:  # a missing data directory: one line, as the package's commands say it
+        cfg = RealDataConfig(args.dataset, seed=args.seed, tau2=args.tau2,
+                             standardize=args.standardize)
+        prob = realdata_problem(cfg, args.run)
+    except ElicitError as e:
+        ap.error(str(e))
     el = Elicitor(prob.X, prob.y, prob.U, prob.hyper, engine="numpy", refine=args.refine,
                   pool_size=prob.pool_size, candidates=prob.candidates)
     rng = np.random.default_rng([args.seed, args.run, 1])

@@ -28,6 +28,7 @@ from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.cli.argtypes import tau2 as tau2_option
 from elicit.data.sources import DATASETS, corpus_source, shipped_corpus
 from elicit.engines.numpy_engine import NumpyEngine
+from elicit.errors import ElicitError
 from elicit.harness.problem import STREAM_TAU2_CV, run_stream
 from elicit.model.kernel import kernel
 from elicit.model.marginal import Marginal
@@ -90,8 +91,11 @@ def main() -> None:
     t0 = time.perf_counter()
     source = (corpus_source(shipped_corpus("amazon"), name="kitchen")
               if args.dataset == "kitchen" else args.dataset)
-    cfg = RealDataConfig(source, seed=args.seed, tau2=PAPER_TAU2,
-                         meta_features=args.meta_features, meta_dim=args.meta_dim)
+    try:  # a missing data directory: one line, as the package's commands say it
+        cfg = RealDataConfig(source, seed=args.seed, tau2=PAPER_TAU2,
+                             meta_features=args.meta_features, meta_dim=args.meta_dim)
+    except ElicitError as e:
+        ap.error(str(e))
     for run in range(args.runs):
         rd = cfg.run_data(run)
         prob0 = problem_from_run(rd, cfg, run)

@@ -32,7 +32,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from elicit.cli.argtypes import OneLineParser, nonneg_int
+from elicit.cli.argtypes import OneLineParser, comma_list, positive_int
 
 
 def one(n: int, p: int, rounds: int) -> dict:
@@ -76,11 +76,21 @@ def one(n: int, p: int, rounds: int) -> dict:
             "peak_rss_mb": rss}
 
 
+def sizes(text: str) -> tuple[int, ...]:
+    """``--rows``, ``--features``: positive integers, comma-separated (checked here: a bad size
+    failed in the worker process, a traceback)."""
+    if not (out := tuple(map(positive_int, comma_list(text)))):
+        raise argparse.ArgumentTypeError(f"expected positive integers, comma-separated, got "
+                                         f"{text!r}")
+    return out
+
+
 def main() -> None:
     ap = OneLineParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", default="500,1000,2000,10000")
-    ap.add_argument("--features", default="5,30")
-    ap.add_argument("--rounds", type=nonneg_int, default=5)
+    ap.add_argument("--rows", type=sizes, default="500,1000,2000,10000")
+    ap.add_argument("--features", type=sizes, default="5,30")
+    # at least one answer: the table's round figures are the median and max over them
+    ap.add_argument("--rounds", type=positive_int, default=5)
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -89,8 +99,8 @@ def main() -> None:
     print("| rows x features | create | first question | answer + next question "
           "(median, max) | peak RSS |")
     print("|---|---|---|---|---|")
-    for p in (int(v) for v in args.features.split(",")):
-        for n in (int(v) for v in args.rows.split(",")):
+    for p in args.features:
+        for n in args.rows:
             out = subprocess.run([sys.executable, __file__, "--one", str(n), str(p),
                                   "--rounds", str(args.rounds)],
                                  capture_output=True, text=True, check=True)

@@ -1099,6 +1099,147 @@ def test_duplicate_csv_headers_are_refused(capsys, tmp_path, table):
                                r"give every column its own name")
 
 
+@pytest.mark.parametrize("table", ["data", "meta"])
+@pytest.mark.parametrize("content", ["cp1252", "gzip", "xlsx"])
+def test_a_table_that_is_not_utf8_text_says_how_to_save_it(capsys, tmp_path, table, content):
+    """A CSV saved by Excel on Windows (cp1252: 'Größe' is not UTF-8), a gzipped CSV or a
+    workbook named .csv was "cannot read ... as a table: 'utf-8' codec can't decode byte 0xf6
+    in position 2: invalid start byte", which says nothing of what to do."""
+    import gzip
+
+    path, _ = _table(tmp_path)
+    meta, _ = _meta(tmp_path)
+    target = path if table == "data" else meta
+    text = target.read_text().replace("a", "Größe" if table == "data" else "a", 1)
+    raw = text.encode("cp1252") if table == "data" else text.replace("m0", "m²").encode("cp1252")
+    if content == "gzip":
+        raw = gzip.compress(target.read_bytes())
+    elif content == "xlsx":
+        raw = b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\xff"
+    target.write_bytes(raw)
+    code, err, name = _new_from_files(capsys, tmp_path, path, meta, table)
+    assert code == 2
+    assert_one_line_error(err, rf"{name} is not UTF-8 text \(compressed, a workbook, or "
+                               r"another encoding\?\): save the "
+                               r"table as CSV in UTF-8 \(from a spreadsheet: Save As 'CSV UTF-8'\)")
+
+
+@pytest.mark.parametrize("suffix", [".xlsx", ".csv.gz"])
+def test_a_workbook_or_compressed_table_is_told_to_be_saved_as_csv(capsys, tmp_path, suffix):
+    """"name it with one of .csv, ..." sent the user with a workbook to rename it, and then to
+    the message of the test above."""
+    path, _ = _table(tmp_path, name="t" + suffix)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"--from-csv file 't{re.escape(suffix)}' is neither CSV nor "
+                               r"Parquet: save the table as CSV in UTF-8 \(from a spreadsheet: "
+                               r"Save As 'CSV UTF-8'\) or Parquet, its name ending in one of "
+                               r"\.csv, \.tsv, \.txt, \.parquet, \.pq")
+
+
+@pytest.mark.parametrize("command, sub", [("session", "new"), ("data", "fetch")])
+def test_a_command_without_its_sub_command_names_the_sub_commands(capsys, command, sub):
+    """`elicit session` said "the following arguments are required: session_command", the
+    name of a variable inside elicit (`elicit data` says "{fetch}")."""
+    from elicit.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main([command])
+    assert e.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, rf"^elicit {command}: error: the following "
+                                                   rf"arguments are required: \{{{sub}\}} ")
+
+
+def test_a_texts_file_with_a_byte_order_mark_is_read(capsys, tmp_path):
+    """Notepad and PowerShell save UTF-8 JSON with a byte-order mark, which --from-csv takes;
+    --texts said "is not valid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)"."""
+    path, _ = _table(tmp_path)
+    texts = tmp_path / "t.json"
+    texts.write_text('{"a": ["an ä snippet"]}', encoding="utf-8-sig")
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--texts", str(texts), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 0, err
+    with Session.open(tmp_path / "s.session", read_only=True) as s:
+        assert s.texts("a") == ["an ä snippet"]
+
+
+@pytest.mark.parametrize("arrays, said", [
+    ({"names": np.array(list("abcdefgh"))}, "names"),
+    ({"meta_features": np.ones((8, 2))}, "meta_features")])
+def test_an_npz_array_elicit_does_not_read_is_refused(capsys, tmp_path, arrays, said):
+    """`names=` for `feature_names` was ignored without a word (the features became x0, x1,
+    ...), and so were `meta_features` beside `U`."""
+    X, y, U = make_data()
+    np.savez(tmp_path / "d.npz", X=X, y=y, U=U, **arrays)
+    code, _, err = run_cli(capsys, "session", "new", "--from-npz", str(tmp_path / "d.npz"),
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, rf"d\.npz has array\(s\) {said} that elicit does not read; it "
+                               r"must hold X \(n x p\), y \(n\) and optionally U .* and "
+                               r"feature_names; found ")
+    assert not (tmp_path / "s.session").exists()
+
+
+def test_a_texts_file_that_is_not_utf8_says_how_to_save_it(capsys, tmp_path):
+    """A --texts file saved in cp1252 said "is not valid JSON: 'utf-8' codec can't decode byte
+    0xf6 in position 9: invalid start byte"."""
+    path, _ = _table(tmp_path)
+    texts = tmp_path / "t.json"
+    texts.write_bytes('{"a": ["größer"]}'.encode("cp1252"))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--texts", str(texts), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"--texts file .*t\.json is not UTF-8 text: save it as UTF-8")
+
+
+def test_a_meta_features_file_of_names_alone_says_it_has_no_meta_feature_columns(capsys,
+                                                                                tmp_path):
+    """It said "has no data (shape (5, 0))" of a file with a row for each of the 5 features."""
+    path, _ = _table(tmp_path)
+    meta = tmp_path / "m.csv"
+    meta.write_text("feature\n" + "".join(f"{c}\n" for c in "abcde"))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
+                           "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"--meta-features file m\.csv has no data: 5 row\(s\) and no "
+                               r"column\(s\) besides the names")
+
+
+def test_feature_names_that_differ_only_in_spaces_are_refused(capsys, tmp_path):
+    """A spreadsheet's `price` and `price ` were two features the expert saw under one name
+    (`A: price`, `B: price`); names are stored as written, so they are compared stripped."""
+    path, df = _table(tmp_path)
+    df.rename(columns={"b": "a "}).to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"duplicate feature name 'a ' \(features 0 and 1\); feature "
+                               r"names must be unique, also without their spaces")
+
+
+def test_an_outcome_that_never_varies_is_refused(capsys, tmp_path):
+    """A target column with one value in every row made a session whose questions were worth
+    "100%", "53%", ... of each other, although no answer could change a prediction."""
+    import pandas as pd
+
+    path, df = _table(tmp_path)
+    df.assign(y=4.0).to_csv(path, index=False)
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, r"y is 4 in every row: no answer could change a prediction; "
+                               r"give an outcome that varies")
+    assert not (tmp_path / "s.session").exists()
+    X, y, U = make_data()
+    with pytest.raises(ElicitError, match=r"^y is -1\.5 in every row"):
+        Session.create(pd.DataFrame(X, columns=NAMES), np.full(len(y), -1.5), U,
+                       path=tmp_path / "x.session", engine="numpy")
+
+
 def test_a_column_named_twice_in_features_is_refused(capsys, tmp_path):
     """`--features a,b,a` was taken as a,b without a word (a header naming a column twice is
     refused)."""
@@ -1473,6 +1614,31 @@ def test_history_agreement_with_csv_is_refused(capsys, tmp_path):
     assert_one_line_error(err, r"--agreement .*--csv")
 
 
+def test_history_takes_no_engine_and_compares_the_experts_without_the_model(capsys, tmp_path,
+                                                                            monkeypatch):
+    """`history --engine cmdstan` was taken and ignored (the record is read without the
+    model); `--agreement` built the model (a fit: 0.3 s on the Amazon data) to read the
+    answers, which the record alone holds."""
+    from elicit.elicitation.elicitor import Elicitor
+
+    p = tmp_path / "s.session"
+    with Session.create(*make_data(), NAMES, path=p, engine="numpy") as s:
+        qa, qb = s.next_query("alice"), s.next_query("bob")  # one state: the same pair
+        s.answer(qa, "similar")
+        s.answer(qb, "dissimilar")
+    code, _, err = run_cli(capsys, "history", str(p), "--engine", "cmdstan")
+    assert code == 2
+    assert_one_line_error(err, r"unrecognized arguments: --engine cmdstan")
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(Elicitor, "__init__", no_model)
+    code, out, err = run_cli(capsys, "history", str(p), "--agreement")
+    assert code == 0, err
+    assert "2 expert(s): alice, bob" in out and "agreement: 0 of 1 pairs" in out, out
+
+
 @pytest.mark.parametrize("argv, message", [
     # session new's "take run 7" read as realdata's --runs 7: a sweep of 7 runs
     (["realdata", "--dataset", "amazon", "--run", "7", "--out", "o"],
@@ -1635,14 +1801,38 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
     ("models_table.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
     ("relevance_orders.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
     ("relevance_orders.py", ["--corpus", "/nonexistent.jsonl"],
-     "review file /nonexistent.jsonl not found")])
+     "review file /nonexistent.jsonl not found"),
+    ("diagnose_realdata.py", ["--tau2", "-1"], "--tau2 must be a positive number, got '-1'"),
+    ("diagnose_realdata.py", ["--tau2", "cv"], "--tau2 must be a positive number, got 'cv' (a "
+                                               "sweep's CV of tau2 is not run here)"),
+    *[("tall_table.py", [option, value], f"argument {option}: expected a positive integer, "
+                                         f"got {shown}")
+      for option in ("--rows", "--features") for value, shown in (("1,x", "'x'"), ("-5", "-5"),
+                                                                  ("0", "0"))],
+    ("tall_table.py", ["--rounds", "0"], "argument --rounds: expected a positive integer")])
 def test_the_experiments_scripts_answer_bad_options_with_one_line(script, args, message,
                                                                  capsys, monkeypatch):
     """They parsed with plain int: tracebacks, and refit_modes --runs 0 audited every run;
-    models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too."""
+    models_table --tau2 abc and relevance_orders --dataset foo were tracebacks too, and so were
+    diagnose_realdata --tau2 -1 and --tau2 cv (refused deep in the model) and tall_table --rows x,
+    --rows -5 and --rounds 0 (in a worker process: CalledProcessError); --rows 0 made a table
+    of refusals."""
     code, _, err = run_script(script, args, capsys, monkeypatch)
     assert code == 2
     assert_one_line_error(err, re.escape(message))
+
+
+@pytest.mark.parametrize("script", ["diagnose_realdata.py", "models_table.py"])
+def test_the_experiments_scripts_say_a_missing_data_directory_in_one_line(script, capsys,
+                                                                          monkeypatch):
+    """$ELICIT_DATA naming no folder was an ElicitError traceback (relevance_orders said it in
+    one line)."""
+    monkeypatch.setenv("ELICIT_DATA", "/nonexistent")
+    code, out, err = run_script(script, ["--rounds" if script[0] == "d" else "--runs", "1"],
+                                capsys, monkeypatch)
+    assert code == 2 and out == "", out
+    assert_one_line_error(err, re.escape("data directory /nonexistent (from environment "
+                                         "variable ELICIT_DATA) does not exist"))
 
 
 def run_script(script: str, args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:

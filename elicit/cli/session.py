@@ -49,7 +49,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
              "Answer the session's questions in the terminal."),
             ("serve", _on_a_session(_serve_options, cmd_serve), "answer questions in a web page",
              "Serve the session's questions as a web page."),
-            ("history", _on_a_session(_history_options, cmd_history),
+            ("history", _on_a_session(_history_options, cmd_history, engine=False),
              "print the answers of a session", "Print the answers of a session."),
             ("export", _on_a_session(_export_options, cmd_export), "export the learned prior "
              "(.nc/.json) or the history (.csv)", "Export the learned prior or the history.")):
@@ -59,7 +59,7 @@ def add_session_parsers(subparsers: argparse._SubParsersAction,
 def _session_options(p: argparse.ArgumentParser) -> None:
     from elicit.elicitation.kinds import PAPER_QUESTIONS
 
-    ssub = p.add_subparsers(dest="session_command", required=True)
+    ssub = p.add_subparsers(dest="session_command", required=True, metavar="{new}")
     n = ssub.add_parser("new", help="create a session file",
                         description="Create a session from your own table (--from-csv), "
                                     "your own arrays (--from-npz), a review corpus "
@@ -128,17 +128,18 @@ def _session_options(p: argparse.ArgumentParser) -> None:
 
 
 def _on_a_session(options: Callable[[argparse.ArgumentParser], None],
-                  func: Callable[[argparse.Namespace], int]
+                  func: Callable[[argparse.Namespace], int], engine: bool = True
                   ) -> Callable[[argparse.ArgumentParser], None]:
-    """``options`` between the session file and ``--engine``: a command on a session, run by
-    ``func``."""
+    """``options`` between the session file and ``--engine`` (if the command loads the
+    model: ``engine``): a command on a session, run by ``func``."""
     def add(p: argparse.ArgumentParser) -> None:
         from elicit.engines import ENGINES
 
         p.add_argument("session", type=Path, help="session file")
         options(p)
-        p.add_argument("--engine", choices=ENGINES, default=None,
-                       help="use this MAP engine instead of the one stored in the session")
+        if engine:
+            p.add_argument("--engine", choices=ENGINES, default=None,
+                           help="use this MAP engine instead of the one stored in the session")
         p.set_defaults(session_func=func)
 
     return add
@@ -243,9 +244,8 @@ def cmd_new(args: argparse.Namespace) -> int:
                    overwrite=args.overwrite, utility_target=args.utility_target,
                    questions=args.questions, **inputs).close()
     with Session.open(args.out) as s:  # as `elicit ask` opens it, to choose as it will
-        pr = s.progress()
         count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
-        asked = count[0] if len(count) == 1 else f"{pr['questions']} questions ({', '.join(count)})"
+        asked = count[0] if len(count) == 1 else f"{s.n_pairs} questions ({', '.join(count)})"
         model = "" if s.questions == PAPER_QUESTIONS else f", model {s.elicitor.hyper.model}"
         # printable: the file name, as the user typed it, may hold control characters
         print(f"created {printable(args.out)}: {len(s.feature_names)} features, {asked}, "
@@ -277,14 +277,11 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     if args.agreement and args.csv:
         raise ElicitError("--agreement prints a table of its own: leave out --csv")
-    if not args.agreement:  # the record alone: the model is not loaded
-        with read(args.session) as r:
+    with read(args.session) as r:  # the record alone: the model is not loaded
+        if args.agreement:
+            show_agreement(r)
+        else:
             show_history(r, csv=args.csv)
-        return 0
-    from elicit.session.session import Session
-
-    with Session.open(args.session, engine=args.engine, read_only=True) as s:
-        show_agreement(s)
     return 0
 
 

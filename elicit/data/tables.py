@@ -15,6 +15,8 @@ from elicit.internal.paths import check_input_file
 from elicit.internal.text import listing
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
+#: What to do with a workbook, a compressed table or a spreadsheet's non-UTF-8 CSV.
+SAVE_AS_CSV = "save the table as CSV in UTF-8 (from a spreadsheet: Save As 'CSV UTF-8')"
 
 
 def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFrame:
@@ -24,8 +26,8 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
     path = check_input_file(path, what)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet; name it "
-                          f"with one of {', '.join(TABLE_SUFFIXES)}")
+        raise ElicitError(f"{what} file {path.name!r} is neither CSV nor Parquet: {SAVE_AS_CSV} "
+                          f"or Parquet, its name ending in one of {', '.join(TABLE_SUFFIXES)}")
     lines = 0
     try:
         if suffix in (".parquet", ".pq"):
@@ -46,12 +48,16 @@ def read_table(path: Path, what: str, index_col: int | None = None) -> pd.DataFr
                           "install it (pip install pyarrow) or save the table as CSV") from None
     except ElicitError:
         raise
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError,
-            ValueError, OSError) as e:
+    except UnicodeDecodeError:  # Excel's "CSV" on Windows is cp1252: 'ß' is the byte 0xdf
+        raise ElicitError(f"{what} file {path.name} is not UTF-8 text (compressed, a workbook, "
+                          f"or another encoding?): {SAVE_AS_CSV}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError) as e:
         detail = " ".join(str(e).split())
         raise ElicitError(f"cannot read {what} file {path.name} as a table: {detail}") from None
     if df.shape[0] == 0 or df.shape[1] == 0:
-        raise ElicitError(f"{what} file {path.name} has no data (shape {df.shape})")
+        names = "" if index_col is None else " besides the names"
+        raise ElicitError(f"{what} file {path.name} has no data: {df.shape[0]} row(s) and "
+                          f"{df.shape[1] or 'no'} column(s){names}")
     df.columns = [str(c) for c in df.columns]
     if index_col is None:
         df.index = (pd.RangeIndex(2, len(df) + 2, name="line") if lines == len(df) + 1

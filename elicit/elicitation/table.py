@@ -343,7 +343,7 @@ def check_candidates(pairs, p: int) -> np.ndarray:
         raise ElicitError(f"candidate pair indices must lie in 0..{p - 1}")
     if np.any(pairs[:, 0] == pairs[:, 1]):
         raise ElicitError("a candidate pair must join two different features")
-    uniq = np.unique(pairs, axis=0)
-    if len(uniq) != len(pairs):
+    keys = np.sort(pairs[:, 0] * p + pairs[:, 1])  # one integer per pair, ordered as (i, j)
+    if np.any(keys[1:] == keys[:-1]):
         raise ElicitError("candidate pairs contain duplicates")
-    return uniq
+    return np.column_stack(np.divmod(keys, p))

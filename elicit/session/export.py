@@ -19,7 +19,7 @@ from elicit.internal.checks import check_bool
 from elicit.internal.io import write_json_atomic, write_text_atomic
 from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
-from elicit.session.opening import HISTORY_COLUMNS, names_or_blank
+from elicit.session.opening import HISTORY_COLUMNS, SessionReader, names_or_blank
 
 if TYPE_CHECKING:
     from elicit.session.state import SessionState
@@ -209,13 +209,13 @@ class Agreement:
         return self.agreeing / self.compared if self.compared else None
 
 
-def agreement(session: SessionState) -> Agreement:
+def agreement(session: SessionReader) -> Agreement:
     """Where the experts agree and disagree, over their active answers (every kind of
-    question alike)."""
+    question alike); the record alone, without the model (``elicit history --agreement``)."""
     names = names_or_blank(session.feature_names)
     counted = [a.value for k in session.kinds for a in k.answers] + [DONT_KNOW.value]
     by_question: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
-    for k, i, j, a, e in session.snapshot().answers:
+    for k, i, j, a, e in session._read(record.active_answers):
         by_question.setdefault((k, i, j), []).append((e, a))
     rows = []
     compared = agreeing = 0

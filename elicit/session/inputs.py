@@ -80,6 +80,9 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
                           "rows, or give meta-features (CLI: --meta-features FILE)")
     if Xf.shape[1] < 2:
         raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
+    if np.all(yf == yf[0]):  # the answers would move a prior no prediction depends on
+        raise ElicitError(f"y is {yf[0]:.6g} in every row: no answer could change a "
+                          "prediction; give an outcome that varies")
     hyper = hyper or Hyper()
     if not isinstance(hyper, Hyper):
         raise ElicitError(f"hyper must be an elicit.model.Hyper, got {type(hyper).__name__}")
@@ -90,7 +93,13 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
     if target_description is None:
         name = getattr(y, "name", None)
         target_description = f"the outcome {str(name)!r}" if name else "the outcome"
-    target_description = _one_line(target_description, "target description", 200)
+    if not isinstance(target_description, str):
+        raise ElicitError("target description must be text, got "
+                          f"{type(target_description).__name__}")
+    target_description = " ".join(target_description.split())  # one line, as shown
+    if not 1 <= len(target_description) <= 200:
+        raise ElicitError(f"target description must be 1 to 200 characters long, got "
+                          f"{len(target_description)}")
     y_centre = float(np.mean(yf))
     excluded = excluded_features(Xf, names)
     x_centre = x_scale = None
@@ -172,15 +181,6 @@ def excluded_features(X: np.ndarray, names: list[str]) -> dict[str, str]:
     return out
 
 
-def _one_line(text: Any, what: str, limit: int) -> str:
-    if not isinstance(text, str):
-        raise ElicitError(f"{what} must be text, got {type(text).__name__}")
-    text = " ".join(text.split())
-    if not text or len(text) > limit:
-        raise ElicitError(f"{what} must be 1 to {limit} characters long, got {len(text)}")
-    return text
-
-
 def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
     """One unique, non-empty name per feature; ``x0, x1, ...`` when ``names`` is None."""
     if names is None:
@@ -201,10 +201,10 @@ def check_feature_names(names: Sequence[str] | None, p: int) -> list[str]:
             # It would be shown to experts in terminals, where such characters act.
             raise ElicitError(f"feature name {k} ({n!r}) contains control characters; "
                               "rename it with visible characters only")
-        if n in seen:
-            raise ElicitError(f"duplicate feature name {n!r} (features {seen[n]} and {k}); "
-                              "feature names must be unique")
-        seen[n] = k
+        if (key := n.strip()) in seen:  # 'a' and 'a ' read alike to the expert
+            raise ElicitError(f"duplicate feature name {n!r} (features {seen[key]} and {k}); "
+                              "feature names must be unique, also without their spaces")
+        seen[key] = k
     return names
 
 

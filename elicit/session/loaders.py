@@ -46,9 +46,6 @@ def table_inputs(path: Path, target: str, features: Sequence[str] | None = None,
         if target in feats:
             raise ElicitError(f"the target {target!r} is also listed in --features; a column "
                               "cannot be both")
-    if len(feats) < 2:
-        raise ElicitError(f"need at least 2 feature columns besides the target, got "
-                          f"{len(feats)}")
     if bad := [c for c in [target, *feats] if not pd.api.types.is_numeric_dtype(df[c])
                or pd.api.types.is_bool_dtype(df[c])]:
         raise ElicitError(f"column(s) {listing(bad, 12)} of {Path(path).name} are not numeric; "
@@ -78,10 +75,13 @@ def npz_inputs(path: Path) -> dict:
     with npz:
         keys = set(npz.files)
         ukey = "U" if "U" in keys else "meta_features" if "meta_features" in keys else None
-        if missing := [k for k in ("X", "y") if k not in keys]:
-            raise ElicitError(f"{path} has no array(s) {', '.join(missing)}; it must hold X "
-                              "(n x p), y (n) and optionally U (p x d, or named "
-                              f"meta_features); found {', '.join(sorted(keys)) or 'nothing'}")
+        missing = [k for k in ("X", "y") if k not in keys]
+        if missing or (other := sorted(keys - {"X", "y", ukey, "feature_names"})):  # not lost
+            have = f"no array(s) {', '.join(missing)}" if missing else \
+                f"array(s) {', '.join(other)} that elicit does not read"
+            raise ElicitError(f"{path} has {have}; it must hold X (n x p), y (n) and optionally "
+                              "U (p x d, or named meta_features) and feature_names; found "
+                              f"{', '.join(sorted(keys)) or 'nothing'}")
         try:
             names = [str(n) for n in npz["feature_names"]] if "feature_names" in keys else None
             X, y = npz["X"], npz["y"]
@@ -98,8 +98,10 @@ def texts_from_json(path: Path) -> Any:
     :func:`elicit.session.inputs.check_texts`."""
     path = check_input_file(path, "--texts")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
+        return json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is fine
+    except UnicodeDecodeError:
+        raise ElicitError(f"--texts file {path} is not UTF-8 text: save it as UTF-8") from None
+    except ValueError as e:
         raise ElicitError(f"--texts file {path} is not valid JSON: {e}") from None
 
 

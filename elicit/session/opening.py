@@ -561,8 +561,7 @@ class SessionReader:
 
     def event_rows(self) -> list[tuple]:
         """The append-only event log (:func:`record.event_rows`)."""
-        with self._lock:
-            return record.event_rows(self.conn)
+        return self._read(record.event_rows)
 
 
 def read(path: str | os.PathLike, expert: str | None = None) -> SessionReader:

@@ -30,13 +30,14 @@ def question_pairs(U: np.ndarray, excluded: Iterable[int] = ()) -> np.ndarray:
         raise ElicitError(f"only {len(keep)} of the {p} features can be asked about (the "
                           "others are constant or duplicate columns); need at least 2")
     i, j = np.triu_indices(len(keep), 1)  # the kept features' pairs, by i then j (sorted)
-    pairs = np.column_stack([keep[i], keep[j]])
-    differ = np.any(U[pairs[:, 0]] != U[pairs[:, 1]], axis=1)
+    # rows of U told apart by a label each, not compared pair by pair (2e6 pairs x d values)
+    row = np.unique(U[keep], axis=0, return_inverse=True)[1].reshape(-1)
+    differ = row[i] != row[j]
     if not differ.any():
         raise ElicitError(f"all {len(keep)} features to ask about have identical "
                           "meta-features (identical rows of U), so no answer could change "
                           "the model; give meta-features that differ between features")
-    return pairs[differ]
+    return np.column_stack([keep[i[differ]], keep[j[differ]]])
 
 
 def feature_index(names: list[str], feature: int | str) -> int:

@@ -226,9 +226,8 @@ class Session(SessionState):
         """The next ``k`` questions by the stored strategy, the expert's skips excluded."""
         el, c = self.elicitor, self.conn
         skipped = record.skipped_questions(c, expert)
-        left = el.open_keys()
         # When everything left was skipped, the skipped questions come back.
-        exclude = skipped & left if left - skipped else None
+        exclude = skipped if skipped and len(el.open_questions(skipped)) else None
         rng = np.random.default_rng(np.random.SeedSequence([self.settings["seed"],
                                                             record.n_queries(c)]))
         strategy = self.settings["strategy"]

@@ -231,7 +231,18 @@ class SessionState(SessionReader):
         order; give data preprocessed like the session's ``X`` (with ``standardize=True``,
         in the original units).
         """
-        X_new = self._aligned(X_new)
+        if isinstance(X_new, pd.DataFrame):
+            cols = [str(c) for c in X_new.columns]
+            if parts := [f"{what} column(s) {listing(found)}" for what, found in (
+                    ("missing", [n for n in self.feature_names if n not in set(cols)]),
+                    ("unknown", [c for c in cols if c not in set(self.feature_names)])) if found]:
+                raise ElicitError(f"X_new does not match the session's features: "
+                                  f"{'; '.join(parts)}")
+            X_new = X_new.set_axis(cols, axis=1)[self.feature_names]
+        try:
+            X_new = np.asarray(X_new, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ElicitError(f"X_new must be numeric: {e}") from None
         with self._lock:
             self._sync(self.expert)
             return self.elicitor.predict(self._model_X(X_new)) + self.y_offset
@@ -267,20 +278,6 @@ class SessionState(SessionReader):
         # a refit (clone, cross_val_score) gets data in those units: preprocess as the session
         refit = dict(fit_intercept=True, standardize=self._x_scale is not None)
         return est.set_params(**{k: v for k, v in refit.items() if k not in params})
-
-    def _aligned(self, X_new) -> np.ndarray:
-        if isinstance(X_new, pd.DataFrame):
-            cols = [str(c) for c in X_new.columns]
-            if parts := [f"{what} column(s) {listing(found)}" for what, found in (
-                    ("missing", [n for n in self.feature_names if n not in set(cols)]),
-                    ("unknown", [c for c in cols if c not in set(self.feature_names)])) if found]:
-                raise ElicitError(f"X_new does not match the session's features: "
-                                  f"{'; '.join(parts)}")
-            X_new = X_new.set_axis(cols, axis=1)[self.feature_names]
-        try:
-            return np.asarray(X_new, dtype=float)
-        except (TypeError, ValueError) as e:
-            raise ElicitError(f"X_new must be numeric: {e}") from None
 
 
 def _p_relevant(el: Elicitor) -> np.ndarray:

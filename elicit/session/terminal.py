@@ -265,7 +265,7 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
 
 def _saved(n: int, path: str | os.PathLike, who: str) -> str:
     """What is saved, and the command that resumes the session as the same expert."""
-    return (f"{n} answers are saved in {path}; resume with "
+    return (f"{n} answer{'s are' if n != 1 else ' is'} saved in {path}; resume with "
             f"`{command_line('elicit', 'ask', path, *(('--expert', who) if who else ()))}`")
 
 
@@ -296,10 +296,13 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             who: str) -> bool:
     """Act on one key; returns whether to show the question again."""
     try:
+        if comment and key in ("u", "undo", "k", "skip"):  # the text would be lost unsaid
+            print(f"nothing was done: {key!r} keeps no comment, an answer does", file=out)
+            return False
         if key in ("u", "undo"):
             rec = s.undo(who)
             names = " vs ".join(question_names(s.feature_names, rec.i, rec.j))
-            _put(out, f"undid answer {rec.id}: {names} ({rec.answer.value})")
+            _put(out, f"undid answer {rec.id}: {names} ({rec.answer.value.replace('_', ' ')})")
         elif q is None:
             if key:
                 print(f"nothing left to ask; type u or q (got {key!r})", file=out)
@@ -380,10 +383,12 @@ def show_history(s: SessionReader, csv: bool = False, out: TextIO | None = None)
                [c in ("answer_id", "expected_gain") for c in cols])
 
 
-def show_agreement(s: Session, out: TextIO | None = None) -> None:
+def show_agreement(s: SessionReader, out: TextIO | None = None) -> None:
     """Print where the experts agree and disagree (``elicit history --agreement``)."""
+    from elicit.session.export import agreement  # pandas: not for `elicit history`
+
     out = sys.stdout if out is None else out
-    ag = s.agreement()
+    ag = agreement(s)
     experts = [e or "(unnamed)" for e in s.experts()]
     _put(out, f"{s.path}: {len(experts)} expert(s): {', '.join(experts) or 'none yet'}")
     if ag.rate is None:

@@ -99,9 +99,9 @@ def test_a_registered_model_runs_from_the_command_line(tmp_path):
 
 
 def test_a_session_of_a_model_not_registered_here_says_where_it_is_known(tmp_path, capsys):
-    """`elicit history --agreement` (a fresh process) on a session a script made with its own
-    model said only "unknown model 'x'; choose one of paper, ...": a choice the file does not
-    give. (`elicit history` reads the record without the model.)"""
+    """`elicit export` (a fresh process) on a session a script made with its own model said
+    only "unknown model 'x'; choose one of paper, ...": a choice the file does not give.
+    (`elicit history`, also `--agreement`, reads the record without the model.)"""
     from elicit.model.variants import unregister_model
 
     register_model(ModelVariant("test-own-cli", "xi ~ N+(m, 0.3 m)",
@@ -113,10 +113,11 @@ def test_a_session_of_a_model_not_registered_here_says_where_it_is_known(tmp_pat
     finally:
         unregister_model("test-own-cli")      # as in a process that never registered it
     capsys.readouterr()
-    # the record is read without the model; comparing the experts needs it
+    # the record is read without the model, and the experts compared; the export needs it
     assert main(["history", str(session)]) == 0
+    assert main(["history", str(session), "--agreement"]) == 0
     capsys.readouterr()
-    assert main(["history", str(session), "--agreement"]) == 2
+    assert main(["export", str(session), str(tmp_path / "prior.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert "unknown model 'test-own-cli'" in err

@@ -147,3 +147,26 @@ def test_a_feature_segment_is_one_question_per_feature():
     np.testing.assert_array_equal(seg.rows(np.arange(5))[:, 0], np.arange(5))
     np.testing.assert_array_equal(seg.locate(np.array([[3, -1], [5, -1], [1, 2]])), [3, -1, -1])
     assert seg.missing((7, -1)) == "feature index out of range 0..4: 7"
+
+
+def test_candidate_pairs_are_checked_into_sorted_rows_and_session_pairs_tell_u_rows_apart():
+    """check_candidates sorted the pairs with np.unique by rows (3 s at two million pairs) and
+    question_pairs compared every pair's two rows of U (2e6 x d values): both now work on one
+    number per pair or row. Their results, against plain Python on random inputs."""
+    from elicit.elicitation.table import check_candidates
+    from elicit.errors import ElicitError
+    from elicit.session.questions import question_pairs
+
+    rng = np.random.default_rng(5)
+    for p in (2, 3, 7, 40):
+        every = [(a, b) for a in range(p) for b in range(a + 1, p)]
+        given = [every[k] for k in rng.permutation(len(every))[:rng.integers(1, len(every) + 1)]]
+        flipped = [(b, a) if rng.random() < 0.5 else (a, b) for a, b in given]
+        assert check_candidates(np.array(flipped), p).tolist() == sorted(map(list, given))
+        with pytest.raises(ElicitError, match="duplicates"):
+            check_candidates(np.array(flipped + flipped[:1]), p)
+        U = rng.integers(0, 2, size=(p, 2)).astype(float)
+        U[-1] = -U[0]  # -0.0 is 0.0
+        want = [[a, b] for a, b in every if list(U[a]) != list(U[b])]
+        if want:
+            assert question_pairs(U).tolist() == want

@@ -352,3 +352,33 @@ def test_the_comment_key_and_a_k_image_that_fails(tmp_path):
         assert page.inner_text("#message").startswith("Saved")
         assert file_answers(path) == [(file_answers(path)[0][0], "similar", "the same lid",
                                        0)]
+
+
+def test_a_comment_typed_before_skip_is_kept_not_lost(tmp_path):
+    """A comment typed in the box, then Skip (or k): the question was skipped and the text was
+    gone, as a skip keeps no comment (the terminal refuses `k some text` the same way). Now
+    nothing is sent, the page says why and the text stays; with the box empty Skip skips."""
+    from helpers import create_session
+
+    path = tmp_path / "skip.session"
+    create_session(path).close()
+    skipped = "SELECT COUNT(*) FROM queries WHERE status = 'skipped'"
+    with browser_on(path) as (browser, url):
+        page = browser.new_page(viewport={"width": 1000, "height": 800})
+        page.set_default_timeout(10_000)
+        page.goto(url)
+        first = shown_names(page)
+        page.fill("#comment", "not sure what lid means")
+        page.click("#btn-skip")
+        assert "a skip keeps no comment" in page.inner_text("#working")
+        page.keyboard.press("Escape")
+        page.keyboard.press("k")  # the key, as the button
+        assert "a skip keeps no comment" in page.inner_text("#working")
+        assert shown_names(page) == first
+        assert page.input_value("#comment") == "not sure what lid means"
+        assert sql_rows(path, skipped) == [(0,)]
+        page.fill("#comment", "")
+        with page.expect_navigation():
+            page.click("#btn-skip")
+        assert page.inner_text("#message").startswith("Skipped")
+        assert sql_rows(path, skipped) == [(1,)]

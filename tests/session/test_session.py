@@ -289,6 +289,19 @@ def test_skip_is_not_an_answer_and_the_pair_comes_back(tmp_path):
     s.close()
 
 
+def test_a_question_is_chosen_without_listing_every_open_question(tmp_path, monkeypatch):
+    """Each choice listed the open questions as a Python set of (kind, i, j) to leave out the
+    skipped ones: 4.2 of the 5.6 s of CPU per question on a 60 x 2000 table (two million
+    pairs). The skip rules of the test above hold with that list forbidden."""
+    from elicit.elicitation.elicitor import Elicitor
+
+    def listed(self):
+        raise AssertionError("every open question was listed")
+
+    monkeypatch.setattr(Elicitor, "open_keys", listed)
+    test_skip_is_not_an_answer_and_the_pair_comes_back(tmp_path)
+
+
 def test_two_answers_to_one_query_are_refused(sess):
     q = sess.next_query()
     sess.answer(q, "similar")

@@ -256,6 +256,32 @@ def test_c_typed_in_the_terminal_with_a_comment_says_where_a_comment_goes(tmp_pa
         assert list(s.history.comment) == ["the same lid"]
 
 
+@pytest.mark.parametrize("key", ["k", "u", "skip"])
+def test_a_comment_after_skip_or_undo_is_refused_not_dropped(tmp_path, key):
+    """"k not sure what lid means" skipped the question and dropped the text without a word
+    (a skip and an undo keep no comment; only an answer does): the expert's note was lost."""
+    with create_session(tmp_path / "w.session") as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO(f"s\n{key} not sure what lid means\n? not sure what lid "
+                                      "means\nq\n"), out) == 0
+        assert f"nothing was done: {key!r} keeps no comment, an answer does" in out.getvalue()
+        assert [a for *_, a in s.active_answers()] == ["similar", "dont_know"]
+        assert list(s.history.comment.fillna("")) == ["", "not sure what lid means"]
+        assert s.progress()["skipped"] == 0
+
+
+def test_an_undone_answer_is_named_as_it_was_saved(tmp_path):
+    """`saved: a vs b -> dont know`, then `undid answer 1: a vs b (dont_know)`: the file's word
+    in one line, the shown one in the other."""
+    with create_session(tmp_path / "w.session") as s:
+        out = io.StringIO()
+        assert run_ask(s, io.StringIO("?\nu\nq\n"), out) == 0
+        said = out.getvalue()
+        shown = re.search(r"saved: (.*) -> (.*)\n", said)
+        assert shown is not None and shown[2] == "dont know", said
+        assert f"undid answer 1: {shown[1]} (dont know)\n" in said, said
+
+
 # --------------------------------------------------------------------------------------------
 # A feature without a snippet
 # --------------------------------------------------------------------------------------------
@@ -596,7 +622,7 @@ def test_a_stop_while_the_model_loads_under_the_question_says_how_to_resume(
     assert got == code
     assert "── Question 2 ·" in out.getvalue()
     assert out.getvalue().endswith(
-        f"\n{said}: 1 answers are saved in {path}; resume with `elicit ask {path} --expert zoe`\n")
+        f"\n{said}: 1 answer is saved in {path}; resume with `elicit ask {path} --expert zoe`\n")
 
 
 def test_a_stop_whose_file_cannot_be_read_again_stays_a_stop(tmp_path, monkeypatch):

@@ -932,7 +932,7 @@ def test_a_stop_counts_the_answers_without_refitting_the_model(path, monkeypatch
         assert web_server.serve(path, port=0) == 128 + signal.SIGTERM
     finally:
         other.join()
-    assert "stopped; 1 answers are saved" in capsys.readouterr().out
+    assert "stopped; 1 answer is saved" in capsys.readouterr().out
 
 
 def test_a_refit_that_fails_in_a_get_is_no_server_crash(app, path, monkeypatch):

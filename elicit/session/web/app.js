@@ -6,8 +6,16 @@
     working.textContent = on ? 'Saving and choosing the next question\u2026' : '';
   }
   window.addEventListener('pageshow', function () { wait(false); });  // a page kept in memory
+  var comment = document.getElementById('comment');
   document.addEventListener('submit', function (e) {
     if (busy) { e.preventDefault(); return; }
+    // A skip keeps no comment (an answer does): the text typed would be lost without a word.
+    if (comment && comment.value.trim() && /\/skip(\?|$)/.test(e.target.action)) {
+      e.preventDefault();
+      working.textContent = 'Nothing was done: a skip keeps no comment, an answer does ' +
+        '(Don\u2019t know keeps it too). Empty the comment box to skip.';
+      return;
+    }
     wait(true);
   }, true);
   document.addEventListener('keydown', function (e) {

@@ -53,14 +53,6 @@ def refusal(status: int, message: str, back: str = "/") -> Response:
                     status=status, mimetype="text/html", headers=SECURITY_HEADERS)
 
 
-def _host_name(netloc: str) -> str:
-    """The host of ``host[:port]`` / ``[v6]:port``, lower-cased, without brackets."""
-    netloc = netloc.strip().lower()
-    if netloc.startswith("["):
-        return netloc[1:].split("]", 1)[0]
-    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
-
-
 @dataclass
 class PageState:
     """What a page shows of one expert, read at one moment of the session file."""
@@ -302,7 +294,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
 
     @app.before_request
     def check_request():
-        host = _host_name(request.host)
+        netloc = request.host.strip().lower()  # host[:port], [v6]:port: the host, no brackets
+        host = netloc[1:].split("]", 1)[0] if netloc.startswith("[") else \
+            netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
         if host not in hosts:
             abort(403, f"unexpected Host {request.host!r}: this server answers on "
                        f"{', '.join(sorted(hosts))}")

@@ -220,7 +220,7 @@ def serve(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 
         try:  # counted in the file: no refit of the model (which may fail) for a count
             store.check_same_file(sess.conn, writing=False)
             n = record.progress(sess.conn, sess.n_pairs, sess.expert)["all_answers"]
-            said = f"{n} answers are saved in {sess.path}"
+            said = f"{n} answer{'s are' if n != 1 else ' is'} saved in {sess.path}"
         except SessionReplaced as e:
             said = str(e)
         sess.close()
