@@ -1925,3 +1925,40 @@ def test_a_damaged_sweep_record_is_one_line(tmp_path, capsys):
     assert main(argv) == 2
     assert_one_line_error(capsys.readouterr().err, "config.json is damaged \\(not JSON: .*\\); "
                                                    "delete the folder .* or use another --out$")
+
+
+def test_a_problem_file_of_the_simulations_docs_makes_a_session(capsys, tmp_path):
+    """Bug: the refusal of arrays elicit does not read also refused the problem files
+    docs/simulations.md tells users to write (a test set and an expert beside X, y, U)."""
+    X, y, U = make_data()
+    np.savez(tmp_path / "run000.npz", X=X, y=y, U=U, X_test=X[:3], y_test=y[:3],
+             groups=np.arange(X.shape[1]) % 2)
+    code, out, err = run_cli(capsys, "session", "new", "--from-npz",
+                             str(tmp_path / "run000.npz"), "--out",
+                             str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 0, err
+    assert (tmp_path / "s.session").exists()
+
+
+@pytest.mark.parametrize("columns, rows, said", [
+    (["y"], 30, "need at least 2 feature columns besides the target, got 0"),
+    (["y", "a"], 2, "need at least 2 feature columns besides the target, got 1")])
+def test_a_table_with_too_few_feature_columns_says_so(capsys, tmp_path, columns, rows, said):
+    """Bug: a table of the target alone said "X is empty (shape (30, 0))", naming an X the
+    user never gave, and one of a single feature and 2 rows said to add rows."""
+    path = tmp_path / "t.csv"
+    rng = np.random.default_rng(0)
+    path.write_text(",".join(columns) + "\n" + "".join(
+        ",".join(f"{v:.3f}" for v in rng.normal(size=len(columns))) + "\n"
+        for _ in range(rows)))
+    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
+                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    assert code == 2
+    assert_one_line_error(err, re.escape(said))
+
+
+def test_one_feature_and_two_rows_in_python_is_told_its_features_not_its_rows(tmp_path):
+    """The feature count comes before the rows' count: more rows would not help."""
+    with pytest.raises(ElicitError, match=r"^need at least 2 features to ask about pairs, got 1"):
+        Session.create(np.array([[1.0], [2.0]]), np.array([1.0, 3.0]),
+                       path=tmp_path / "s.session", engine="numpy")

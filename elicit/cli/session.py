@@ -244,7 +244,8 @@ def cmd_new(args: argparse.Namespace) -> int:
                    overwrite=args.overwrite, utility_target=args.utility_target,
                    questions=args.questions, **inputs).close()
     with Session.open(args.out) as s:  # as `elicit ask` opens it, to choose as it will
-        count = [f"{len(seg)} {seg.kind.plural}" for seg in s.elicitor.table.segments]
+        count = [f"{len(seg)} {seg.kind.noun if len(seg) == 1 else seg.kind.plural}"
+                 for seg in s.elicitor.table.segments]
         asked = count[0] if len(count) == 1 else f"{s.n_pairs} questions ({', '.join(count)})"
         model = "" if s.questions == PAPER_QUESTIONS else f", model {s.elicitor.hyper.model}"
         # printable: the file name, as the user typed it, may hold control characters

@@ -184,17 +184,6 @@ class Elicitor:
             closed.append(np.logical_or.reduce(masks) if masks else None)
         return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)), closed)
 
-    def unasked(self) -> np.ndarray:
-        """The questions that may still be asked, as rows (:meth:`open_questions`)."""
-        return self.table.rows(self.open_questions().indices())
-
-    def open_keys(self) -> set[tuple[str, int, int]]:
-        """The questions that may still be asked, as ``(kind, i, j)``."""
-        index = self.open_questions().indices()
-        names = [s.kind.name for s in self.table.segments]
-        return {(names[s], int(i), int(j)) for s, (i, j)
-                in zip(self.table.segment_of(index), self.table.rows(index))}
-
     def is_asked(self, i: int, j: int | None, kind: str | None = None) -> bool:
         """Whether the question ``(i, j)`` (of ``kind`` where two kinds could ask it) was asked."""
         return self._question_index((kind, i, j) if kind else (i, j)) in self._asked

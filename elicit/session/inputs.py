@@ -72,14 +72,14 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
         row_names=([f"{X.index.name or 'row'} {k}" for k in X.index]
                    if isinstance(X, pd.DataFrame) else None))
     names = check_feature_names(feature_names, Xf.shape[1])
+    if Xf.shape[1] < 2:  # first: more rows would not help
+        raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
     if meta_features is None and Xf.shape[0] < MIN_ROWS_FOR_DEFAULT_META:
         # with two rows every pair of columns is perfectly correlated (r = +1 or -1)
         raise ElicitError(f"the data has only {Xf.shape[0]} row(s): the default meta-features "
                           "describe each feature by how its column correlates with the "
                           f"others, which needs at least {MIN_ROWS_FOR_DEFAULT_META} rows; add "
                           "rows, or give meta-features (CLI: --meta-features FILE)")
-    if Xf.shape[1] < 2:
-        raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
     if np.all(yf == yf[0]):  # the answers would move a prior no prediction depends on
         raise ElicitError(f"y is {yf[0]:.6g} in every row: no answer could change a "
                           "prediction; give an outcome that varies")

@@ -560,8 +560,9 @@ class SessionReader:
         return self._read(record.query_rows)
 
     def event_rows(self) -> list[tuple]:
-        """The append-only event log (:func:`record.event_rows`)."""
-        return self._read(record.event_rows)
+        """The append-only event log (:func:`record.event_rows`); read, never a refit."""
+        with self._lock:
+            return record.event_rows(self.conn)
 
 
 def read(path: str | os.PathLike, expert: str | None = None) -> SessionReader:

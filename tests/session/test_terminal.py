@@ -18,6 +18,7 @@ import select
 import signal
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
@@ -645,3 +646,15 @@ def test_a_stop_whose_file_cannot_be_read_again_stays_a_stop(tmp_path, monkeypat
     monkeypatch.setattr(Session, "open", loading)
     with pytest.raises(KeyboardInterrupt):
         terminal.ask(path, inp=io.StringIO("s\n"), out=io.StringIO())
+
+
+def test_a_session_of_one_pair_says_one_pair(tmp_path, capsys):
+    """Review (2026-11-30): ``session new`` on a table of two features said "1 pairs"."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 2))
+    pd.DataFrame(X, columns=["a", "b"]).assign(y=X @ [1.0, -1.0] + rng.normal(size=12)).to_csv(
+        tmp_path / "t.csv", index=False)
+    code, out, err = cli(capsys, "session", "new", "--from-csv", tmp_path / "t.csv",
+                         "--target", "y", "--out", tmp_path / "t.session")
+    assert code == 0, err
+    assert ": 2 features, 1 pair," in out, out

@@ -1257,8 +1257,8 @@ def test_a_next_question_that_cannot_be_chosen_says_what_was_done_first(app, mon
 def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
     """Bug: a request refused before the application sees it (a malformed request line, an
     address over 64 KiB, over 100 headers) got ``http.server``'s own error page without the
-    security headers every other response carries. (An unknown HTTP version's 505 is written
-    as HTTP/0.9 would be, a page with no header at all.)"""
+    security headers every other response carries; and one in HTTP/0.9, which has no headers,
+    got the page without them."""
     from elicit.session.web.app import SECURITY_HEADERS
 
     server, app, url = _serve(path)
@@ -1273,6 +1273,10 @@ def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
                 f"HTTP/1.1 {status.decode()}"), head[:200]
             for name, value in SECURITY_HEADERS.items():
                 assert f"\r\n{name}: {value}\r\n" in head + "\r\n", (status, name)
+        # HTTP/0.9 has no headers: such a request gets no page (not the questions and their
+        # CSRF token without the security headers), nor does an unknown version's refusal.
+        for request in (b"GET /\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"GET / FOO/1.1\r\n\r\n"):
+            assert _exchange(server.server_port, request) == b"", request
         # The application's own responses carry each header once, not twice.
         got = _exchange(server.server_port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                         b"Connection: close\r\n\r\n")
