@@ -19,9 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -509,50 +507,91 @@ def cmdstan_engines(request) -> Iterator[dict]:
 def read_only_run(folder: Path, argv: list[str]) -> subprocess.CompletedProcess | None:
     """Run the CLI with ``folder`` read-only: a read-only bind mount (as root, where
     permission bits do not stop writes), else plain permission bits."""
-    return _read_only([sys.executable, "-m", "elicit", *argv], folder)
-
-
-#: ``elicit.cli.main.main`` on each argv of a JSON list, in one process (one start and its
-#: imports for several commands); prints ``[status, stdout, stderr]`` of each as JSON
-_COMMANDS = """import contextlib, io, json, sys
-from elicit.cli.main import main
-res = []
-for argv in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code
-    res.append([code or 0, out.getvalue(), err.getvalue()])
-sys.stdout.write(json.dumps(res))
-"""
+    runs = read_only_runs(folder, argv)
+    return None if runs is None else runs[0]
 
 
 def read_only_runs(folder: Path, *argvs: list[str]) -> list[subprocess.CompletedProcess] | None:
-    """:func:`read_only_run` of several commands, one after the other in one process."""
-    import json
+    """``elicit.cli.main.main`` on each of ``argvs``, one after the other, in a child process
+    that sees ``folder`` read-only; None where no read-only folder can be made here.
 
-    r = _read_only([sys.executable, "-c", _COMMANDS, json.dumps(argvs)], folder)
-    if r is None:
-        return None
-    assert r.returncode == 0, r.stderr
-    return [subprocess.CompletedProcess(a, *res) for a, res in zip(argvs, json.loads(r.stdout))]
-
-
-def _read_only(cmd: list[str], folder: Path) -> subprocess.CompletedProcess | None:
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        if shutil.which("unshare") is None:
-            return None
-        script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
-        r = subprocess.run(["unshare", "-m", "sh", "-c", script, str(folder), *cmd],
-                           capture_output=True, text=True, env=env, timeout=600)
-        if "mount:" in r.stderr or "unshare:" in r.stderr:
-            return None  # no privilege for a mount namespace here
-        return r
-    folder.chmod(0o555)
+    The child is a fork of the test's process: the read-only mount is its own (a mount
+    namespace of its own), and it has the test's imports (a new interpreter spent a second
+    importing the command line's libraries before the first command)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        res = _in_a_child(lambda: _read_only_mount(folder), argvs)
     finally:
-        folder.chmod(0o755)
+        if os.geteuid() != 0:
+            folder.chmod(0o755)
+    if res is None:
+        return None
+    return [subprocess.CompletedProcess(a, *r) for a, r in zip(argvs, res)]
+
+
+# <sys/mount.h>, <sched.h>
+_CLONE_NEWNS, _MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = (
+    0x20000, 1, 32, 4096, 16384, 1 << 18)
+
+
+def _read_only_mount(folder: Path) -> bool:
+    """In a child: ``folder`` bound read-only onto itself in a mount namespace of the child's
+    own, as ``unshare -m sh -c 'mount --bind -o ro DIR DIR'`` does (False: no privilege for
+    that). Not root: the permission bits the parent set."""
+    if os.geteuid() != 0:
+        return True
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    path = os.fsencode(folder)
+    # private first, as unshare(1) does: a bind mount must not reach the parent's namespace
+    return (libc.unshare(_CLONE_NEWNS) == 0
+            and libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
+            and libc.mount(path, path, None, _MS_BIND, None) == 0
+            and libc.mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None) == 0)
+
+
+def _in_a_child(prepare, argvs) -> list | None:
+    """``[status, stdout, stderr]`` of ``main`` on each argv, run in a forked child after
+    ``prepare()`` (None if it returns False)."""
+    import io
+    import json
+    import select
+    import signal
+
+    from elicit.cli.main import main
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            os.close(r)
+            res = None
+            if prepare():
+                res = []
+                for argv in argvs:
+                    out, err = io.StringIO(), io.StringIO()
+                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                        try:
+                            code = main(argv)
+                        except SystemExit as exc:
+                            code = exc.code
+                    res.append([code or 0, out.getvalue(), err.getvalue()])
+            with os.fdopen(w, "w") as fh:
+                fh.write(json.dumps(res))
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as fh:
+        while True:
+            if not select.select([fh], [], [], 600)[0]:
+                os.kill(pid, signal.SIGKILL)
+                break
+            if not (chunk := os.read(fh.fileno(), 1 << 16)):
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0 and chunks, f"the child ended with status {status}"
+    return json.loads(b"".join(chunks))
