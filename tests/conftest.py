@@ -316,15 +316,17 @@ needs_data = pytest.mark.data
 def paper_dataset():
     """``paper_dataset(name)``: ``load_dataset(name, REAL_DATA_DIR)``, loaded once per session
     (a load parses the whole file, ~0.3 s CPU) for the tests that only read it; its arrays are
-    read-only, so that no test can change what the next one reads. A test of the loading
-    itself calls ``load_dataset``."""
-    from elicit.data import load_dataset
+    read-only, so that no test can change what the next one reads. It is the load that
+    ``paper_source`` keeps for the process, so a command or sweep of the data in a later test
+    reads it too (and, read-only, cannot change it either). A test of the loading itself
+    calls ``load_dataset``."""
+    from elicit.data.sources import paper_source
 
     loaded: dict = {}
 
     def get(name: str):
         if name not in loaded:
-            ds = load_dataset(name, REAL_DATA_DIR)
+            ds = paper_source(name, REAL_DATA_DIR).load()
             ds.counts.setflags(write=False)
             ds.ratings.setflags(write=False)
             loaded[name] = ds
