@@ -41,8 +41,8 @@ threadpool_limits(1, user_api="blas")
 def _files_in_memory() -> None:
     """The tests' files (``tmp_path``) in a memory file system where there is a roomy one
     (Linux's /dev/shm): every answer, undo and creation of a session is an SQLite commit with
-    its fsyncs, which on a disk cost the fast tests about a second of system CPU and many
-    seconds of waiting. What the tests check is the same on any file system; a container's
+    its fsyncs, which on a disk cost the fast tests about half a second of system CPU and
+    many seconds of waiting. What the tests check is the same on any file system; a container's
     small /dev/shm (64 MiB by default) is left alone."""
     shm = "/dev/shm"
     if "PYTEST_DEBUG_TEMPROOT" in os.environ or not os.access(shm, os.W_OK | os.X_OK):
