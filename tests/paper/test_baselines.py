@@ -25,9 +25,15 @@ def _synthetic(seed=0, n=100, n_test=300, p=40):
     return X[:n], y[:n] - ymean, X[n:], y[n:], ymean
 
 
-def test_baselines_finite_better_than_mean_and_deterministic():
-    Xtr, ytr, Xte, yte, ym = _synthetic()
-    out = fit_baselines(Xtr, ytr, Xte, yte, ym, random_state=0)
+@pytest.fixture(scope="module")
+def fitted() -> tuple:
+    """``_synthetic()`` and its baselines (a third of a second), for the tests that read them."""
+    data = _synthetic()
+    return data, fit_baselines(*data, random_state=0)
+
+
+def test_baselines_finite_better_than_mean_and_deterministic(fitted):
+    (Xtr, ytr, Xte, yte, ym), out = fitted
     assert set(out) == {"lasso", "ridge", "elasticnet"}
     assert all(math.isfinite(v) for v in out.values())
     base = np.mean((yte - ym) ** 2)               # predicting the training mean
@@ -58,10 +64,9 @@ def test_lasso_baseline_is_lasso_cv(seed):
     assert abs(float(np.mean((yte - other.predict(Xte) - ym) ** 2)) - mse) > 1e-4 * mse
 
 
-def test_baselines_original_scale():
+def test_baselines_original_scale(fitted):
     # MSE is on the original scale: y_mean is added back to the predictions.
-    Xtr, ytr, Xte, yte, ym = _synthetic(seed=1)
-    a = fit_baselines(Xtr, ytr, Xte, yte, ym)
+    (Xtr, ytr, Xte, yte, ym), a = fitted  # (random_state 0, the default)
     b = fit_baselines(Xtr, ytr, Xte, yte + 10.0, ym + 10.0)
     for k in a:
         assert a[k] == pytest.approx(b[k], rel=1e-9)

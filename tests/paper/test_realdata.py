@@ -46,6 +46,16 @@ def run0():
     return src.load(), src.run(0, 0)
 
 
+@pytest.fixture(scope="module")
+def problem0():
+    """Run 0 as a sweep's problem (tau2 fixed), with the run's LASSO expert (fitting it costs
+    a third of a second); the tests only read it."""
+    from elicit.paper.configs import RealDataConfig
+    from elicit.paper.real_problem import realdata_problem
+
+    return realdata_problem(RealDataConfig("amazon", data_dir=REAL, tau2=0.01), 0)
+
+
 @pytest.mark.slow
 def test_realdata_mse_csv(results):
     df = pd.read_csv(results / "amazon" / "mse.csv")
@@ -77,11 +87,8 @@ def test_realdata_resume_and_settings_guard(results, capsys):
     assert "other settings" in capsys.readouterr().err
 
 
-def test_problem_matches_setup(run0):
-    from elicit.paper.configs import RealDataConfig
-    from elicit.paper.real_problem import realdata_problem
-
-    prob = realdata_problem(RealDataConfig("amazon", data_dir=REAL, tau2=0.01), 0)
+def test_problem_matches_setup(run0, problem0):
+    prob = problem0
     _, rd = run0
     assert rd.standardize == "model" and prob.extra["standardize"] == "model"
     assert prob.X == pytest.approx(rd.X_train)
@@ -272,11 +279,11 @@ def test_bench_on_the_real_problem(tmp_path):
     assert np.abs(train.X.mean(axis=0)).max() < 1e-9 < 0.01 < np.abs(model.X.mean(axis=0)).max()
 
 
-def test_tau2_cv_fits_the_sweeps_model(run0):
+def test_tau2_cv_fits_the_sweeps_model(run0, problem0):
     """The CV of tau2 fits the model the sweep uses. Known coupling with every feature in
     the coupled set is the paper's model, so it chooses the same to the last digit; with the
-    expert's ~40 features coupled, K differs and so do the CV errors."""
-    from elicit.paper.real_problem import make_expert
+    expert's ~40 features coupled (the sweep's expert of the run), K differs and so do the
+    CV errors."""
     from elicit.prior.tau2 import cv_tau2
 
     _, rd = run0
@@ -289,7 +296,7 @@ def test_tau2_cv_fits_the_sweeps_model(run0):
     same = cv_tau2(*args, folds=2, rng=np.random.default_rng(0), model="known-coupling",
                    candidates=everything)
     assert same == paper
-    cands = make_expert(rd).answerable_pairs()
+    cands = problem0.expert.answerable_pairs()
     known = cv_tau2(*args, folds=2, rng=np.random.default_rng(0), model="known-coupling",
                     candidates=cands)
     assert len(np.unique(cands)) < p
