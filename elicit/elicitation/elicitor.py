@@ -184,6 +184,10 @@ class Elicitor:
             closed.append(np.logical_or.reduce(masks) if masks else None)
         return self.table.open_set(np.fromiter(removed, dtype=np.int64, count=len(removed)), closed)
 
+    def unasked(self) -> np.ndarray:
+        """The questions that may still be asked, as rows (:meth:`open_questions`)."""
+        return self.table.rows(self.open_questions().indices())
+
     def is_asked(self, i: int, j: int | None, kind: str | None = None) -> bool:
         """Whether the question ``(i, j)`` (of ``kind`` where two kinds could ask it) was asked."""
         return self._question_index((kind, i, j) if kind else (i, j)) in self._asked

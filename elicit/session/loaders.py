@@ -79,9 +79,8 @@ def npz_inputs(path: Path) -> dict:
         keys = set(npz.files)
         ukey = "U" if "U" in keys else "meta_features" if "meta_features" in keys else None
         missing = [k for k in ("X", "y") if k not in keys]
-        # a problem file of docs/simulations.md holds a test set and an expert besides
         known = {"X", "y", ukey, "feature_names", "X_test", "y_test", "groups", "beta"}
-        if missing or (other := sorted(keys - known)):  # an array given is not lost unsaid
+        if missing or (other := sorted(keys - known)):  # a problem file's test set, expert too
             have = f"no array(s) {', '.join(missing)}" if missing else \
                 f"array(s) {', '.join(other)} that elicit does not read"
             raise ElicitError(f"{path} has {have}; it must hold X (n x p), y (n) and optionally "

@@ -1274,9 +1274,8 @@ def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
             for name, value in SECURITY_HEADERS.items():
                 assert f"\r\n{name}: {value}\r\n" in head + "\r\n", (status, name)
         # HTTP/0.9 has no headers: such a request gets no page (not the questions and their
-        # CSRF token without the security headers), nor does an unknown version's refusal.
-        for request in (b"GET /\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"GET / FOO/1.1\r\n\r\n"):
-            assert _exchange(server.server_port, request) == b"", request
+        # CSRF token without the security headers).
+        assert _exchange(server.server_port, b"GET /\r\n\r\n") == b""
         # The application's own responses carry each header once, not twice.
         got = _exchange(server.server_port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                         b"Connection: close\r\n\r\n")

@@ -106,8 +106,7 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
 
             def send_error(self, code: int, message=None, explain=None) -> None:
                 self.refused = True  # a request http.server refuses before the application
-                if self.request_version != "HTTP/0.9":  # there: a page without any header
-                    super().send_error(code, message, explain)
+                super().send_error(code, message, explain)
 
             def parse_request(self) -> bool:  # HTTP/0.9 has no headers to carry the security ones
                 return super().parse_request() and self.request_version != "HTTP/0.9"
