@@ -377,6 +377,13 @@ def test_use_after_close(path):
 run_cli = functools.partial(run_main, cli_main)
 
 
+def new_from_csv(capsys, tmp_path, path, *options: str):
+    """``elicit session new --from-csv path --target y *options`` into ``tmp_path/s.session``
+    with the numpy engine: ``(status, stdout, stderr)``."""
+    return run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y", *options,
+                   "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+
+
 def assert_one_line_error(err: str, message: str) -> None:
     line = one_line(err)
     assert re.search(message, line), line
@@ -1077,9 +1084,7 @@ def test_a_y_series_with_other_row_labels_is_refused(tmp_path):
 def _new_from_files(capsys, tmp_path, path, meta, table: str):
     """`session new` on a table and a meta-features file: its exit status, its error and how
     the message names the file of ``table`` ("data" or "meta")."""
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path, "--meta-features", str(meta))
     return code, err, ("--from-csv file t.csv" if table == "data" else "--meta-features file m.csv")
 
 
@@ -1129,8 +1134,7 @@ def test_a_workbook_or_compressed_table_is_told_to_be_saved_as_csv(capsys, tmp_p
     """"name it with one of .csv, ..." sent the user with a workbook to rename it, and then to
     the message of the test above."""
     path, _ = _table(tmp_path, name="t" + suffix)
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path)
     assert code == 2
     assert_one_line_error(err, rf"--from-csv file 't{re.escape(suffix)}' is neither CSV nor "
                                r"Parquet: save the table as CSV in UTF-8 \(from a spreadsheet: "
@@ -1157,9 +1161,7 @@ def test_a_texts_file_with_a_byte_order_mark_is_read(capsys, tmp_path):
     path, _ = _table(tmp_path)
     texts = tmp_path / "t.json"
     texts.write_text('{"a": ["an ä snippet"]}', encoding="utf-8-sig")
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--texts", str(texts), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path, "--texts", str(texts))
     assert code == 0, err
     with Session.open(tmp_path / "s.session", read_only=True) as s:
         assert s.texts("a") == ["an ä snippet"]
@@ -1188,9 +1190,7 @@ def test_a_texts_file_that_is_not_utf8_says_how_to_save_it(capsys, tmp_path):
     path, _ = _table(tmp_path)
     texts = tmp_path / "t.json"
     texts.write_bytes('{"a": ["größer"]}'.encode("cp1252"))
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--texts", str(texts), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path, "--texts", str(texts))
     assert code == 2
     assert_one_line_error(err, r"--texts file .*t\.json is not UTF-8 text: save it as UTF-8")
 
@@ -1201,9 +1201,7 @@ def test_a_meta_features_file_of_names_alone_says_it_has_no_meta_feature_columns
     path, _ = _table(tmp_path)
     meta = tmp_path / "m.csv"
     meta.write_text("feature\n" + "".join(f"{c}\n" for c in "abcde"))
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path, "--meta-features", str(meta))
     assert code == 2
     assert_one_line_error(err, r"--meta-features file m\.csv has no data: 5 row\(s\) and no "
                                r"column\(s\) besides the names")
@@ -1214,8 +1212,7 @@ def test_feature_names_that_differ_only_in_spaces_are_refused(capsys, tmp_path):
     (`A: price`, `B: price`); names are stored as written, so they are compared stripped."""
     path, df = _table(tmp_path)
     df.rename(columns={"b": "a "}).to_csv(path, index=False)
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path)
     assert code == 2
     assert_one_line_error(err, r"duplicate feature name 'a ' \(features 0 and 1\); feature "
                                r"names must be unique, also without their spaces")
@@ -1228,8 +1225,7 @@ def test_an_outcome_that_never_varies_is_refused(capsys, tmp_path):
 
     path, df = _table(tmp_path)
     df.assign(y=4.0).to_csv(path, index=False)
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path)
     assert code == 2
     assert_one_line_error(err, r"y is 4 in every row: no answer could change a prediction; "
                                r"give an outcome that varies")
@@ -1244,9 +1240,7 @@ def test_a_column_named_twice_in_features_is_refused(capsys, tmp_path):
     """`--features a,b,a` was taken as a,b without a word (a header naming a column twice is
     refused)."""
     path, _ = _table(tmp_path)
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--features", "a,b,a", "--out", str(tmp_path / "s.session"),
-                           "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path, "--features", "a,b,a")
     assert code == 2
     assert_one_line_error(err, r"--features names column 'a' twice; name each column once")
     assert not (tmp_path / "s.session").exists()
@@ -1416,8 +1410,7 @@ def test_a_csv_column_without_a_name_is_refused(capsys, tmp_path, where, column)
         df.to_csv(path)  # pandas writes the unnamed row index as the first column
     else:
         path.write_text(path.read_text().replace("a,b,c", "a,b,", 1))
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path)
     hint = r" \(a table saved with its row index\? save it with index=False\)" \
         if where == "index" else ""
     assert code == 2
@@ -1431,9 +1424,7 @@ def test_a_meta_features_file_may_leave_its_name_column_unnamed(capsys, tmp_path
     meta, m = _meta(tmp_path)
     m.index.name = None
     m.to_csv(meta)  # header ",m0,m1,m2"
-    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                             "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                             "--engine", "numpy")
+    code, out, err = new_from_csv(capsys, tmp_path, path, "--meta-features", str(meta))
     assert code == 0, err
     assert "meta-features: 3 per feature, from m.csv" in out
 
@@ -1443,8 +1434,7 @@ def test_a_table_of_too_few_rows_is_told_so(capsys, tmp_path, rows):
     """Two rows got a note that the meta-features were on the wrong scale (every pair of
     columns is perfectly correlated), one row a note about constant columns."""
     path, _ = _table(tmp_path, n=rows)
-    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                             "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    code, out, err = new_from_csv(capsys, tmp_path, path)
     assert code == 2
     assert_one_line_error(err, rf"the data has only {rows} row\(s\): the default meta-features "
                                r"describe each feature by how its column correlates with the "
@@ -1455,9 +1445,7 @@ def test_a_table_of_too_few_rows_is_told_so(capsys, tmp_path, rows):
         return  # every column is constant: nothing to ask about either way
     # with meta-features of its own, a small table is the user's choice
     meta, _ = _meta(tmp_path)
-    code, out, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                             "--meta-features", str(meta), "--out", str(tmp_path / "s.session"),
-                             "--engine", "numpy")
+    code, out, err = new_from_csv(capsys, tmp_path, path, "--meta-features", str(meta))
     assert code == 0, err
 
 
@@ -1951,8 +1939,7 @@ def test_a_table_with_too_few_feature_columns_says_so(capsys, tmp_path, columns,
     path.write_text(",".join(columns) + "\n" + "".join(
         ",".join(f"{v:.3f}" for v in rng.normal(size=len(columns))) + "\n"
         for _ in range(rows)))
-    code, _, err = run_cli(capsys, "session", "new", "--from-csv", str(path), "--target", "y",
-                           "--out", str(tmp_path / "s.session"), "--engine", "numpy")
+    code, _, err = new_from_csv(capsys, tmp_path, path)
     assert code == 2
     assert_one_line_error(err, re.escape(said))
 
