@@ -28,7 +28,7 @@ from elicit.paper.configs import RealDataConfig
 from elicit.paper.real_problem import realdata_problem
 
 
-def fixed_tau2(text: str) -> float:
+def positive_tau2(text: str) -> float:
     """``--tau2``: a positive number (one run is fitted at it; a sweep's CV is not run here)."""
     try:
         v = float(text)
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=nonneg_int, default=60)
     ap.add_argument("--refine", type=nonneg_int, default=5)
     ap.add_argument("--standardize", choices=("model", "train"), default="model")
-    ap.add_argument("--tau2", type=fixed_tau2, default=0.01)
+    ap.add_argument("--tau2", type=positive_tau2, default=0.01)
     args = ap.parse_args()
 
     try:  # a missing data directory: one line, as the package's commands say it
