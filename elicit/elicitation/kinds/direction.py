@@ -56,7 +56,8 @@ class DirectionScorer:
 
     @cached_property
     def p_raises(self) -> np.ndarray:
-        """q_k = P(beta_k > 0) of every feature at the MAP."""
+        """q_k = P(beta_k > 0) of every feature at the MAP: beta_k's NIG marginal is Student-t,
+        2 a* degrees of freedom and scale sqrt(b*/a* var), not the normal of its variance."""
         mg = self.mg
         KXt = mg.XK.T
         var = mg.tau2 - mg.tau2**2 * np.einsum("kn,kn->k", KXt @ mg.Sinv, KXt)
@@ -65,10 +66,9 @@ class DirectionScorer:
             mu, var = mg.h * mu, mg.h**2 * var
         if mg.s is not None:
             mu = mu + float(mg.delta or 0.0) * mg.s
-        sd = np.sqrt(np.maximum(var, 1e-300) * mg.b_star / (mg.a_star - 1.0))
-        from scipy.special import ndtr
+        from scipy.special import stdtr
 
-        return ndtr(mu / sd)
+        return stdtr(2.0 * mg.a_star, mu / np.sqrt(np.maximum(var, 1e-300) * mg.b_star / mg.a_star))
 
     @cached_property
     def answerable(self) -> np.ndarray:
