@@ -1258,7 +1258,8 @@ def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
     """Bug: a request refused before the application sees it (a malformed request line, an
     address over 64 KiB, over 100 headers) got ``http.server``'s own error page without the
     security headers every other response carries; and one in HTTP/0.9, which has no headers,
-    got the page without them."""
+    got the page without them. An unknown HTTP version's 505 (or a bad version's 400) had no
+    status line and no header at all."""
     from elicit.session.web.app import SECURITY_HEADERS
 
     server, app, url = _serve(path)
@@ -1266,7 +1267,9 @@ def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
         for request, status in [
                 (b"GET / x HTTP/1.1\r\n\r\n", b"400"),
                 (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", b"414"),
-                (b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n", b"431")]:
+                (b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n", b"431"),
+                # a version refused: http.server wrote these as HTTP/0.9, with no header
+                (b"GET / HTTP/2.0\r\n\r\n", b"505"), (b"GET / HTTP/1.x\r\n\r\n", b"400")]:
             got = _exchange(server.server_port, request)
             head = got.split(b"\r\n\r\n")[0].decode("latin-1")
             assert head.startswith(f"HTTP/1.0 {status.decode()}") or head.startswith(
