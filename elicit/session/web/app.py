@@ -268,7 +268,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         status = 409 if isinstance(e, NotPending) else 404 if isinstance(
             e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
-        return render(str(e), error=True, status=status, expert=expert)
+        return render(str(e), error=True, status=status, expert=expert,
+                      comment=request.form.get("comment", "") if request.endpoint == "skip" else "")
 
     def done(code: str | None, expert: str) -> ResponseBase:
         why = prepare(expert)
@@ -362,11 +363,16 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             raise ElicitError(f"invalid answer {value[:40]!r}: use {words(sess.kinds)}")
         sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
 
+    def skip(expert: str) -> None:
+        # a comment is refused as the terminal refuses `skip TEXT`; it stays in the box
+        if request.form.get("comment", "").strip():
+            raise ElicitError("nothing was done: 'skip' keeps no comment, an answer does")
+        sess.skip(form_id("query_id"), expert=expert)
+
     # /next: the expert's next question (the name field, the "next question" button)
     for rule, endpoint, act, code in (
             ("/answer", "answer", record_answer, "saved"),
-            ("/skip", "skip", lambda expert: sess.skip(form_id("query_id"), expert=expert),
-             "skipped"),
+            ("/skip", "skip", skip, "skipped"),
             ("/undo", "undo", lambda expert: sess.undo(expert, form_id("answer_id")), "undone"),
             ("/next", "next_question", lambda expert: None, None)):
         app.add_url_rule(rule, endpoint, partial(change, act, code), methods=["POST"])
