@@ -132,10 +132,9 @@ def tau2(text: str) -> float | str:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--tau2 must be a positive number or 'cv', got {text!r}") from None
+        v = math.nan  # refused below, as an out-of-range number is
     if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"--tau2 must be a positive number or 'cv', got {v}")
+        raise argparse.ArgumentTypeError(f"--tau2 must be a positive number or 'cv', got {text!r}")
     return v
 
 

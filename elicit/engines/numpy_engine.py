@@ -21,7 +21,7 @@ from elicit.model.newton import CONVERGED, NewtonRun, NewtonSettings, OneRefit
 from elicit.model.refit_checks import DEFAULT_COLD_START, ColdStartPolicy, new_answers_loglik
 from elicit.model.result import MAPResult
 from elicit.model.spec import ModelData, Params
-from elicit.model.theta import theta_of
+from elicit.model.theta import params_of, theta_of
 
 
 class NumpyEngine(Engine):
@@ -84,13 +84,17 @@ class NumpyEngine(Engine):
             # Newton from a base Hessian (cheaper than the L-BFGS-B iterations it saves): the
             # caller's at the start, else the previous fit's.
             H = hessian if hessian is not None else warm.warm_hessian
+            # the warm fit's kernel if it was built at this gamma (the tau2 CV's next value,
+            # Table 1's next sample): the same K, one kernel fewer
+            K = (warm.__dict__.get("K") if warm.U is data.U and warm.coupled is data.kernel_mask
+                 and np.array_equal(warm.gamma, params_of(theta0, data).gamma) else None)
             if H is None or H.shape != (len(theta0), len(theta0)):
-                H = hessian_base(theta0, data)
+                H = hessian_base(theta0, data, Marginal.at(theta0, data, K))
             # on this engine's scale, it gives the new answers' log likelihood (ColdStartPolicy)
             prev = warm.log_density if warm.engine == self.name else None
             key = self._memo_key(data, theta0, H)
             if self._memo.get(key) is None:
-                self.finish(self.newton_run(data, theta0, H))
+                self.finish(self.newton_run(data, theta0, H, K))
             entry = cast(_Remembered, self._memo.get(key))
             res, start_value = self._final(entry), entry.start_value
             # Only a caller's refit after answers to the same problem is checked for another

@@ -19,7 +19,7 @@ from elicit.internal.checks import check_bool
 from elicit.internal.io import write_json_atomic, write_text_atomic
 from elicit.model.covariance import IRRELEVANT_SCALE
 from elicit.session import record, store
-from elicit.session.opening import HISTORY_COLUMNS, SessionReader, names_or_blank
+from elicit.session.opening import HISTORY_COLUMNS, SessionReader
 
 if TYPE_CHECKING:
     from elicit.session.state import SessionState
@@ -109,7 +109,7 @@ def prior_dict(session: SessionState) -> dict[str, Any]:
         "hyper": dataclasses.asdict(session.elicitor.hyper),
         "engine": session.elicitor.engine.name,
         "answers": [{"kind": k, "i": i, "j": j, "feature_i": names[i],
-                     "feature_j": names_or_blank(names)[j], "answer": a, "expert": e}
+                     "feature_j": record.names_or_blank(names)[j], "answer": a, "expert": e}
                     for k, i, j, a, e in active],
         "y_offset": session.y_offset, "x_centre": session.meta.get("x_centre"),
         "x_scale": session.meta.get("x_scale"),
@@ -160,20 +160,15 @@ def history(session: SessionState) -> pd.DataFrame:
 def queries(session: SessionState) -> pd.DataFrame:
     """Every query shown, with its kind and status (a question about one feature: ``j = -1``,
     ``feature_j`` empty)."""
-    names = names_or_blank(session.feature_names)
-    df = pd.DataFrame(session.query_rows(),
-                      columns=["query_id", "expert", "kind", "i", "j", "expected_gain",
-                               "exact_gain", "shown_at", "status", "batch"])
-    df.insert(5, "feature_i", [names[i] for i in df["i"]])
-    df.insert(6, "feature_j", [names[j] for j in df["j"]])
-    df["exact_gain"] = df["exact_gain"].astype(bool)
-    return df
+    return pd.DataFrame(session._read(record.query_rows, session.feature_names),
+                        columns=["query_id", "expert", "kind", "i", "j", "feature_i", "feature_j",
+                                 "expected_gain", "exact_gain", "shown_at", "status", "batch"])
 
 
 def events(session: SessionState) -> pd.DataFrame:
-    """The append-only event log."""
-    return pd.DataFrame(session.event_rows(), columns=["id", "kind", "expert", "query_id",
-                                                       "answer_id", "epoch", "at", "detail"])
+    """The append-only event log, read alone (a state's own ``_read`` would refit first)."""
+    return pd.DataFrame(SessionReader._read(session, record.event_rows), columns=[
+        "id", "kind", "expert", "query_id", "answer_id", "epoch", "at", "detail"])
 
 
 def export_history(session: SessionState, path: str | os.PathLike,
@@ -212,7 +207,7 @@ class Agreement:
 def agreement(session: SessionReader) -> Agreement:
     """Where the experts agree and disagree, over their active answers (every kind of
     question alike); the record alone, without the model (``elicit history --agreement``)."""
-    names = names_or_blank(session.feature_names)
+    names = record.names_or_blank(session.feature_names)
     counted = [a.value for k in session.kinds for a in k.answers] + [DONT_KNOW.value]
     by_question: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
     for k, i, j, a, e in session._read(record.active_answers):

@@ -424,11 +424,6 @@ HISTORY_COLUMNS = ("answer_id", "query_id", "expert", "kind", "i", "j", "feature
                    "undone_at")
 
 
-def names_or_blank(names: list[str]) -> dict[int, str]:
-    """Feature name by index, and ``""`` for :data:`~elicit.session.FEATURE_J`."""
-    return {**dict(enumerate(names)), FEATURE_J: ""}
-
-
 class SessionReader:
     """A session file's words and record, without its model (:func:`read`)."""
 
@@ -544,25 +539,9 @@ class SessionReader:
         """The example snippets stored for a feature (by index or name)."""
         return list(self._texts.get(feature_index(self.feature_names, feature), []))
 
-    def answer_rows(self) -> list[tuple]:
-        """Every answer, undone ones included, oldest first (:func:`record.history_rows`)."""
-        return self._read(record.history_rows)
-
     def history_rows(self) -> list[tuple]:
-        """:meth:`answer_rows` as the columns :data:`HISTORY_COLUMNS`: with the features'
-        names (a feature question: ``j = -1``, ``feature_j`` empty) and whether undone."""
-        names = names_or_blank(self.feature_names)
-        return [(*r[:6], names[r[4]], names[r[5]], *r[6:11], r[11] is not None, r[11])
-                for r in self.answer_rows()]
-
-    def query_rows(self) -> list[tuple]:
-        """Every query shown, oldest first (:func:`record.query_rows`)."""
-        return self._read(record.query_rows)
-
-    def event_rows(self) -> list[tuple]:
-        """The append-only event log (:func:`record.event_rows`); read, never a refit."""
-        with self._lock:
-            return record.event_rows(self.conn)
+        """Every answer (undone ones too) as :data:`HISTORY_COLUMNS`, oldest first."""
+        return self._read(record.history_rows, self.feature_names)
 
 
 def read(path: str | os.PathLike, expert: str | None = None) -> SessionReader:

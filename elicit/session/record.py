@@ -19,7 +19,7 @@ from elicit.session.questions import (
     question_names,
     stored_j,
 )
-from elicit.session.store import is_read_only, now, write
+from elicit.session.store import FEATURE_J, is_read_only, now, write
 
 if TYPE_CHECKING:
     from elicit.elicitation.strategies import Query
@@ -176,19 +176,30 @@ def active_answer_to(conn: sqlite3.Connection, kind: str, i: int, j: int, expert
                         (kind, i, j, expert)).fetchone()
 
 
-def history_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every answer with its query's gain and time, oldest first (as :func:`export.history`)."""
-    return conn.execute(
+def names_or_blank(names: Sequence[str]) -> dict[int, str]:
+    """Feature name by index, and ``""`` for :data:`~elicit.session.store.FEATURE_J`."""
+    return {**dict(enumerate(names)), FEATURE_J: ""}
+
+
+def history_rows(conn: sqlite3.Connection, names: Sequence[str]) -> list[tuple]:
+    """Every answer with its query's gain and time, oldest first, as the columns
+    :data:`~elicit.session.opening.HISTORY_COLUMNS` (as :func:`export.history`): with the
+    features' names (a feature question: ``j = -1``, ``feature_j`` empty) and whether undone."""
+    rows = conn.execute(
         "SELECT a.id, a.query_id, a.expert, a.kind, a.i, a.j, a.answer, a.comment, "
         "q.expected_gain, q.shown_at, a.answered_at, a.undone_at FROM answers a JOIN queries q "
         "ON q.id = a.query_id ORDER BY a.id").fetchall()
+    named = names_or_blank(names)
+    return [(*r[:6], named[r[4]], named[r[5]], *r[6:11], r[11] is not None, r[11]) for r in rows]
 
 
-def query_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every query shown: id, expert, kind, i, j, expected_gain, exact_gain, shown_at,
-    status, batch."""
-    return conn.execute("SELECT id, expert, kind, i, j, expected_gain, exact_gain, shown_at, "
+def query_rows(conn: sqlite3.Connection, names: Sequence[str]) -> list[tuple]:
+    """Every query shown: id, expert, kind, i, j, feature_i, feature_j (empty for a feature
+    question), expected_gain, exact_gain (a bool), shown_at, status, batch."""
+    rows = conn.execute("SELECT id, expert, kind, i, j, expected_gain, exact_gain, shown_at, "
                         "status, batch FROM queries ORDER BY id").fetchall()
+    named = names_or_blank(names)
+    return [(*r[:5], named[r[3]], named[r[4]], r[5], bool(r[6]), *r[7:]) for r in rows]
 
 
 def event_rows(conn: sqlite3.Connection) -> list[tuple]:

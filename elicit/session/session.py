@@ -9,7 +9,7 @@ import os
 import re
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +236,8 @@ class Session(SessionState):
         return el.next_batch(strategy, rng, k, exclude=exclude)
 
     def answer(self, query: SessionQuery | int, answer: str | Answer,
-               comment: str | None = None, expert: str | None = None) -> AnswerRecord:
+               comment: str | None = None, expert: str | None = None,
+               on_saved: Callable[[], object] | None = None) -> AnswerRecord:
         """Record the expert's answer to a pending query, durably, then refit the model.
 
         Parameters
@@ -249,6 +250,8 @@ class Session(SessionState):
         comment, expert
             Optional free text stored with the answer; who answers (default: the query's
             expert, else this object's default).
+        on_saved
+            Called once the answer is committed, before the refit (which may take seconds).
 
         Returns
         -------
@@ -275,6 +278,8 @@ class Session(SessionState):
             try:
                 aid, i, j, at, kind = record.answer_query(self.conn, qid, ans.value, comment,
                                                           self.feature_names, who)
+                if on_saved is not None:
+                    on_saved()
             except sqlite3.IntegrityError as e:
                 # Unreachable after the checks; should the indexes refuse, unblock the session.
                 record.cancel_query(self.conn, qid, f"refused by the file: {e}")

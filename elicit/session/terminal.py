@@ -65,7 +65,7 @@ def stop_signals_as_interrupt() -> Iterator[None]:
 def _put(out: TextIO, *lines: str) -> None:
     """Print lines holding stored text (see :func:`printable_line`)."""
     for line in lines:
-        print(printable_line(line), file=out)
+        print(printable_line(line), file=out, flush=True)
 
 
 def _marked(keyword: str, snippet: str, tty: bool) -> str:
@@ -310,8 +310,10 @@ def _handle(s: Session, q: SessionQuery | None, key: str, comment: str, out: Tex
             s.skip(q)
             print(f"skipped; the {s.question_noun} may come back later", file=out)
         elif (said := _said(key)) is not None and said.kind in (None, q.kind):
-            rec = s.answer(q, key, comment=comment or None)
-            _put(out, f"saved: {' vs '.join(q.names)} -> {rec.answer.value.replace('_', ' ')}")
+            saved = f"saved: {' vs '.join(q.names)} -> {said.value.replace('_', ' ')}"
+            # said once committed: the refit after it takes seconds on thousands of features
+            s.answer(q, key, comment=comment or None,
+                     on_saved=lambda: _put(out, saved, "updating the model ..."))
         elif (other := next((k for k in s.kinds if said and said.kind == k.name), None)):
             print(f"{key!r} answers {other.question}; this is {q.question_kind.question}: use "
                   f"{', '.join(q.question_kind.keys)} (or k, u, q)", file=out)

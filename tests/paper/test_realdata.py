@@ -218,7 +218,7 @@ def test_bad_input_errors(tmp_path, capsys):
     assert PAPER_FILES["yelp"][0] in capsys.readouterr().err
     with pytest.raises(SystemExit, match="^2$"):  # argparse's usage error
         main(["realdata", "--dataset", "amazon", "--out", str(tmp_path), "--tau2", "-1"])
-    assert "--tau2 must be a positive number or 'cv', got -1.0" in capsys.readouterr().err
+    assert "--tau2 must be a positive number or 'cv', got '-1'" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -240,7 +240,7 @@ def test_a_failed_refit_after_an_undo_says_the_undo_is_saved(tmp_path, monkeypat
     with create_session(path) as s:
         for _ in range(2):
             s.answer(s.next_query(), "similar")
-        last = s.answer_rows()[-1][0]
+        last = s.history_rows()[-1][0]
         monkeypatch.setattr(Elicitor, "set_answers", failing)
         with pytest.raises(EngineError, match=rf"^answer {last} \(similar\) is undone, but the "
                                               r"model could not be refitted: the optimiser "
@@ -419,9 +419,9 @@ def test_snapshot_reads_model_and_answers_at_one_state(sess):
     np.testing.assert_allclose(snap.fit.gamma, el.fit.gamma, rtol=1e-6)
     np.testing.assert_allclose(snap.posterior.mu, el.posterior().mu, rtol=1e-6)
     assert sess.snapshot().posterior is None
-    assert [r[2] for r in sess.answer_rows()] == ["", "bob"]
-    assert [r[-2] for r in sess.query_rows()] == ["answered", "answered"]
-    assert [r[1] for r in sess.event_rows()].count("answer") == 2
+    assert [r[2] for r in sess.history_rows()] == ["", "bob"]
+    assert list(sess.queries.status) == ["answered", "answered"]
+    assert list(sess.events.kind).count("answer") == 2
 
 
 def test_inferencedata_and_exports(sess, tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html as html_text
 import http.client
+import io
 import itertools
 import os
 import re
@@ -21,6 +23,7 @@ from conftest import make_session_data as make_data
 from helpers import create_session, sql_rows
 
 from elicit.session.session import Session  # noqa: E402
+from elicit.session.terminal import run_ask  # noqa: E402
 from elicit.session.web import create_app, make_server  # noqa: E402
 
 SAME = {"Origin": "http://localhost"}
@@ -131,6 +134,38 @@ def test_answer_flow_with_comment_skip_and_undo(app, path):
     html = c.get("/?m=undone").get_data(as_text=True)
     assert "Undone" in html and "0 of 28 pairs answered" in html and "(undone)" in html
     assert answers_in_file(path) == [(int(st["qid"]), "similar", "same kind of praise", 1)]
+
+
+def test_skip_without_the_script_keeps_the_typed_comment(app, path):
+    """Bug: on the page without its script (a browser with scripts off), Skip with a comment
+    typed skipped the question and dropped the text, as the skip's form did not carry the
+    comment box. Skip is now a button of the answer form (sent to /skip by its
+    ``formaction``), and the server refuses a skip with a comment as the terminal does:
+    nothing is done, and the text stays in the box."""
+    c = app.test_client()
+    html = c.get("/").get_data(as_text=True)
+    skip = re.search(r'<button[^>]*id="btn-skip"[^>]*>', html)[0]
+    assert 'formaction="/skip"' in skip, skip
+    # its form: the one its form attribute names, else the one it stands in
+    owner = re.search(r'form="([^"]+)"', skip)
+    form = (re.search(rf'<form[^>]*id="{owner[1]}".*?</form>', html, re.S)[0] if owner else
+            next(f for f in re.findall(r"<form\b.*?</form>", html, re.S) if skip in f))
+    assert 'id="comment"' in form, form
+    st, note = page_state(html), "not sure what a lid is"
+    r = c.post("/skip", data={"csrf_token": st["token"], "query_id": st["qid"],
+                              "comment": note}, headers=SAME)
+    page = r.get_data(as_text=True)
+    terminal = io.StringIO()
+    run_ask(app.config["ELICIT_SESSION"], io.StringIO(f"skip {note}\nq\n"), terminal)
+    said = html_text.unescape(page_state(page)["message"])
+    assert r.status_code == 400 and said.startswith("nothing was done") and said in \
+        terminal.getvalue()
+    assert page_state(page)["qid"] == st["qid"] and f">{note}</textarea>" in page
+    assert sql_rows(path, "SELECT COUNT(*) FROM queries WHERE status = 'skipped'") == [(0,)]
+    r = c.post("/skip", data={"csrf_token": st["token"], "query_id": st["qid"], "comment": " "},
+               headers=SAME)  # an empty box (blanks: nothing an answer would keep) skips
+    assert r.status_code == 303
+    assert sql_rows(path, "SELECT COUNT(*) FROM queries WHERE status = 'skipped'") == [(1,)]
 
 
 def test_second_tab_gets_already_answered(app, path):
@@ -1258,7 +1293,8 @@ def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
     """Bug: a request refused before the application sees it (a malformed request line, an
     address over 64 KiB, over 100 headers) got ``http.server``'s own error page without the
     security headers every other response carries; and one in HTTP/0.9, which has no headers,
-    got the page without them."""
+    got the page without them. An unknown HTTP version's 505 (or a bad version's 400) had no
+    status line and no header at all."""
     from elicit.session.web.app import SECURITY_HEADERS
 
     server, app, url = _serve(path)
@@ -1266,7 +1302,9 @@ def test_a_request_the_http_server_cannot_parse_gets_the_security_headers(path):
         for request, status in [
                 (b"GET / x HTTP/1.1\r\n\r\n", b"400"),
                 (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", b"414"),
-                (b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n", b"431")]:
+                (b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 200 + b"\r\n", b"431"),
+                # a version refused: http.server wrote these as HTTP/0.9, with no header
+                (b"GET / HTTP/2.0\r\n\r\n", b"505"), (b"GET / HTTP/1.x\r\n\r\n", b"400")]:
             got = _exchange(server.server_port, request)
             head = got.split(b"\r\n\r\n")[0].decode("latin-1")
             assert head.startswith(f"HTTP/1.0 {status.decode()}") or head.startswith(

@@ -10,7 +10,9 @@
   document.addEventListener('submit', function (e) {
     if (busy) { e.preventDefault(); return; }
     // A skip keeps no comment (an answer does): the text typed would be lost without a word.
-    if (comment && comment.value.trim() && /\/skip(\?|$)/.test(e.target.action)) {
+    // (Skip is a button of the answer form, sent to its own address; the server refuses too.)
+    var to = (e.submitter && e.submitter.getAttribute('formaction')) || e.target.action;
+    if (comment && comment.value.trim() && /\/skip(\?|$)/.test(to)) {
       e.preventDefault();
       working.textContent = 'Nothing was done: a skip keeps no comment, an answer does ' +
         '(Don\u2019t know keeps it too). Empty the comment box to skip.';

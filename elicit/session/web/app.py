@@ -26,8 +26,8 @@ from elicit.errors import ElicitError, EngineError
 from elicit.session import record
 from elicit.session.inputs import MAX_COMMENT
 from elicit.session.loaders import highlight
-from elicit.session.opening import finish_cut_write
-from elicit.session.questions import SessionQuery, public_j
+from elicit.session.opening import HISTORY_COLUMNS, finish_cut_write
+from elicit.session.questions import SessionQuery
 from elicit.session.record import NotPending, UnknownQuery, check_expert
 from elicit.session.session import Session
 from elicit.session.store import BUSY_TIMEOUT, SessionReplaced, check_same_file
@@ -101,17 +101,13 @@ class FileReader:
     def page(self, expert: str) -> PageState:
         def read(c: sqlite3.Connection) -> PageState:
             pending = record.read_pending(c, self.names, self.uid, expert)
-            every = record.history_rows(c)
-            rows = every[-HISTORY_ROWS:][::-1]
-            hist = [{"answer_id": r[0], "expert": r[2], "feature_i": self.names[r[4]],
-                     "feature_j": "" if public_j(r[5]) is None else self.names[r[5]],
-                     "answer": r[6], "comment": r[7] or "",
-                     "undone": r[11] is not None} for r in rows]
+            every = record.history_rows(c, self.names)
+            hist = [dict(zip(HISTORY_COLUMNS, r)) for r in every[-HISTORY_ROWS:][::-1]]
             return PageState(record.progress(c, self.n_pairs, expert),
                              pending[0] if pending else None,
                              record.read_stop_hint(c, expert) if pending else None, hist,
                              record.last_event(c), next((r[0] for r in reversed(every)
-                                                         if r[2] == expert and r[11] is None),
+                                                         if r[2] == expert and not r[13]),
                                                         None))
         return self._run(read)
 
@@ -272,7 +268,8 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         status = 409 if isinstance(e, NotPending) else 404 if isinstance(
             e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
-        return render(str(e), error=True, status=status, expert=expert)
+        return render(str(e), error=True, status=status, expert=expert,
+                      comment=request.form.get("comment", "") if request.endpoint == "skip" else "")
 
     def done(code: str | None, expert: str) -> ResponseBase:
         why = prepare(expert)
@@ -366,11 +363,16 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             raise ElicitError(f"invalid answer {value[:40]!r}: use {words(sess.kinds)}")
         sess.answer(qid, value, comment=request.form.get("comment") or None, expert=expert)
 
+    def skip(expert: str) -> None:
+        # a comment is refused as the terminal refuses `skip TEXT`; it stays in the box
+        if request.form.get("comment", "").strip():
+            raise ElicitError("nothing was done: 'skip' keeps no comment, an answer does")
+        sess.skip(form_id("query_id"), expert=expert)
+
     # /next: the expert's next question (the name field, the "next question" button)
     for rule, endpoint, act, code in (
             ("/answer", "answer", record_answer, "saved"),
-            ("/skip", "skip", lambda expert: sess.skip(form_id("query_id"), expert=expert),
-             "skipped"),
+            ("/skip", "skip", skip, "skipped"),
             ("/undo", "undo", lambda expert: sess.undo(expert, form_id("answer_id")), "undone"),
             ("/next", "next_question", lambda expert: None, None)):
         app.add_url_rule(rule, endpoint, partial(change, act, code), methods=["POST"])

@@ -106,6 +106,8 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
 
             def send_error(self, code: int, message=None, explain=None) -> None:
                 self.refused = True  # a request http.server refuses before the application
+                # a version it refuses is left at HTTP/0.9's: no status line, no header at all
+                self.request_version = "HTTP/1.0"
                 super().send_error(code, message, explain)
 
             def parse_request(self) -> bool:  # HTTP/0.9 has no headers to carry the security ones
