@@ -30,7 +30,7 @@ from elicit.internal.text import command_line, printable
 
 def batch_size(text: str) -> int:
     """``--batch``: a positive integer up to the session's limit."""
-    from elicit.session.session import MAX_BATCH
+    from elicit.session.record import MAX_BATCH  # the model is not loaded to parse
 
     v = positive_int(text)
     if v > MAX_BATCH:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: The largest id SQLite can store; larger numbers cannot name a query.
 MAX_ID = 2**63 - 1
+#: The most questions :meth:`Session.batch` (``elicit ask --batch``) asks at once.
+MAX_BATCH = 50
 #: SQL: query q's question has an active answer by q's expert.
 _ANSWERED = ("EXISTS (SELECT 1 FROM answers a WHERE a.undone_at IS NULL AND a.kind = q.kind "
              "AND a.i = q.i AND a.j = q.j AND a.expert = q.expert)")

@@ -28,12 +28,10 @@ from elicit.model.spec import Hyper
 from elicit.session import export, figures, record, store
 from elicit.session.inputs import check_comment, prepare
 from elicit.session.questions import AnswerRecord, SessionQuery, public_j, question_pairs
-from elicit.session.record import MAX_ID, AnsweredElsewhere, UnknownQuery, check_expert
+from elicit.session.record import MAX_BATCH, MAX_ID, AnsweredElsewhere, UnknownQuery, check_expert
 from elicit.session.state import SessionState
 from elicit.session.store import SessionReplaced
 
-#: The most questions :meth:`Session.batch` (``elicit ask --batch``) asks at once.
-MAX_BATCH = 50
 #: rounds in a row a question choice may lose to other processes before it gives up
 LOST_ROUNDS = 20
 #: A start kernel whose median K_ij over the questions' pairs is below ``K_IDENTITY``

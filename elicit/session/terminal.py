@@ -189,13 +189,17 @@ def ask(path: str | os.PathLike, engine: str | None = None, expert: str | None =
     (:func:`run_ask`) with the model, which loads while the expert reads; the exit status."""
     inp = sys.stdin if inp is None else inp
     out = sys.stdout if out is None else out
-    shown, file = None, Path(path)
-    if batch == 1:
-        with read(file, expert=expert) as r:
-            # Session.open's refusal of a file it cannot save to comes first, and alone
-            check_writable(file)
-            # the first question was chosen with the session's engine
-            shown = show_stored(r, inp, out, first=engine in (None, r.settings["engine"]))
+    file = Path(path)
+    with read(file, expert=expert) as r:
+        # Session.open's refusal of a file it cannot save to comes first, and alone
+        check_writable(file)
+        if batch > 1 and batch > (left := r.progress(r.expert)["left"]) > 0:
+            raise ElicitError(f"--batch {batch} is larger than the {left} {r.question_noun}(s) "
+                              f"left to ask; use --batch {left} or less")
+        # a stored batch's first question too; a kept first question was chosen alone, with
+        # the session's engine
+        first = batch == 1 and engine in (None, r.settings["engine"])
+        shown = show_stored(r, inp, out, first=first)
     from elicit.session.session import Session  # the model: once the question is on screen
 
     try:  # one guard from the model's load to the loop's end: every stop says what is saved
@@ -220,10 +224,6 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
     status. ``shown``: the question :func:`show_stored` put on screen already. A stop (Ctrl-C,
     SIGTERM, SIGHUP) is :func:`ask`'s to report."""
     who = s.expert
-    left = s.progress(who)["left"]
-    if batch > 1 and left and batch > left:
-        raise ElicitError(f"--batch {batch} is larger than the {left} {s.question_noun}(s) "
-                          f"left to ask; use --batch {left} or less")
     if shown is None:
         _header(s, out)
     # the stop hint, if any, was shown with the question shown before the model loaded

@@ -89,6 +89,17 @@ def test_a_session_command_parses_without_the_library(command):
 
 
 @pytest.mark.slow
+def test_ask_batch_parses_without_the_model():
+    """Bug (2026-11-30): ``--batch K`` was checked against the largest batch imported from
+    ``elicit.session.session``, with it the model and scipy, before ``elicit ask --batch``
+    opened the file; the bound is the record's (which reads the file without the model)."""
+    mods = _loaded("from elicit.cli.main import build_parser\n"
+                   "build_parser({'ask'}).parse_args(['ask', 'S.elicit', '--batch', '3'])")
+    assert "elicit.session.record" in mods
+    assert {"scipy", "pandas", "elicit.model.spec", "elicit.engines.base"} & set(mods) == set()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["--csv"], ["--agreement"]])
 def test_history_reads_the_record_without_the_model(tmp_path, extra):
     """Issue 23: ``elicit history`` loaded the model, scipy and pandas (0.8 s of CPU) to print
@@ -116,12 +127,12 @@ class Watch:  # notes the first import of scipy, then lets the normal import go 
 sys.meta_path.insert(0, Watch())
 class Out(io.StringIO):
     def write(self, text):
-        if "── Question" in text:
+        if "── Question" in text and "question" not in seen:
             seen.append("question")
         return super().write(text)
 sys.stdin, sys.stdout = io.StringIO("q\\n"), Out()
 from elicit.cli.main import main
-status = main(["ask", {path!r}])
+status = main({argv!r})
 print(json.dumps([status, seen]), file=sys.stderr)
 """
 
@@ -129,10 +140,12 @@ print(json.dumps([status, seen]), file=sys.stderr)
 @pytest.mark.slow
 def test_ask_shows_a_stored_question_before_the_model_loads(tmp_path):
     """Issue 23: ``elicit ask`` loaded the model (0.9 s of CPU) before it showed the question
-    the file holds: one shown and not answered, or a new session's first question, kept by
-    ``elicit session new``, printed once (the loop's own choice, to the bit, is not shown
-    again). The probe can fail: a session with no stored question must load the model (scipy)
-    first, since the model chooses the question."""
+    the file holds: one shown and not answered (also the first of a stored batch, for ``ask
+    --batch K``, whose parser loaded the model for the largest batch), or a new session's
+    first question, kept by ``elicit session new``, printed once (the loop's own choice, to
+    the bit, is not shown again). The probe can fail: a question not known yet (a session
+    with none stored, a new batch) must load the model (scipy) first, since the model
+    chooses it."""
     from conftest import make_session_data
 
     from elicit.cli.main import main
@@ -141,20 +154,25 @@ def test_ask_shows_a_stored_question_before_the_model_loads(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
         "PYTHONPATH", "")])}
     np.savez(tmp_path / "data.npz", **dict(zip("XyU", make_session_data())))
-    for stored in ("shown", "first", None):
-        path = tmp_path / f"{stored}.session"
-        if stored == "first":  # a new session, as the command line makes it
-            assert main(["session", "new", "--from-npz", str(tmp_path / "data.npz"),
-                         "--out", str(path)]) == 0
-        else:
-            with create_session(path) as s:
-                if stored == "shown":
-                    s.next_query()  # shown, then the expert quit: stored
-        res = subprocess.run([sys.executable, "-c", ORDER.format(path=str(path))], env=env,
+    first = tmp_path / "first.session"  # a new session, as the command line makes it
+    assert main(["session", "new", "--from-npz", str(tmp_path / "data.npz"), "--out",
+                 str(first)]) == 0
+    for stored in ("shown", "none", "batch"):
+        with create_session(tmp_path / f"{stored}.session") as s:
+            if stored == "shown":
+                s.next_query()  # shown, then the expert quit: stored
+            elif stored == "batch":
+                s.batch(3)
+    # (in this order: each call records its question, shown, in the file)
+    for name, extra, early in (("first", ["--batch", "3"], False), ("first", [], True),
+                               ("shown", [], True), ("none", [], False),
+                               ("batch", ["--batch", "3"], True)):
+        argv = ["ask", str(tmp_path / f"{name}.session"), *extra]
+        res = subprocess.run([sys.executable, "-c", ORDER.format(argv=argv)], env=env,
                              capture_output=True, text=True, cwd=ROOT, timeout=120)
         status, seen = json.loads(res.stderr.strip().splitlines()[-1])
         assert status == 0
-        assert seen == (["question", "scipy"] if stored else ["scipy", "question"])
+        assert seen == (["question", "scipy"] if early else ["scipy", "question"]), argv
 
 
 def test_the_facade_names_load_when_asked_for():

@@ -443,6 +443,35 @@ def test_a_new_session_shows_its_first_question_before_the_model_loads(tmp_path)
         sql_rows(two, "SELECT answer, comment FROM answers")
 
 
+def test_ask_batch_shows_a_stored_batch_before_the_model_loads(tmp_path, monkeypatch):
+    """Issue 23: ``elicit ask --batch K`` loaded the model (0.9 s of CPU) before its first
+    question also when the file held the expert's batch, shown and not all answered. Its
+    first question is on screen before the model loads, and the questions asked, in their
+    order, and what is saved are those of the loop alone (the model's own choices)."""
+    from elicit.session import terminal
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    one, two = tmp_path / "a" / "s.session", tmp_path / "b" / "s.session"
+    with create_session(one) as s:  # a batch shown and one of it answered: two stored
+        s.answer(s.batch(3)[0], "similar")
+    two.write_bytes(one.read_bytes())
+    keys = "s a comment\nd\n?\ns\nq\n"  # the batch's two, then a new batch
+    with Session.open(one) as s:
+        alone = io.StringIO()
+        assert run_ask(s, io.StringIO(keys), alone, batch=3) == 0
+    out, seen, opened = io.StringIO(), [], Session.open
+    monkeypatch.setattr(Session, "open", lambda *a, **k: (seen.append(out.getvalue()),
+                                                             opened(*a, **k))[1])
+    assert terminal.ask(two, batch=3, inp=io.StringIO(keys), out=out) == 0
+    assert "── Question 2 ·" in seen[0]
+    assert out.getvalue().replace(str(two), "FILE") == alone.getvalue().replace(str(one), "FILE")
+    assert "A batch of 3 questions:" in alone.getvalue()
+    rows = "SELECT id, kind, i, j, exact_gain, status, batch, expert FROM queries"
+    assert sql_rows(one, rows) == sql_rows(two, rows)
+    assert sql_rows(one, "SELECT answer, comment FROM answers") == \
+        sql_rows(two, "SELECT answer, comment FROM answers")
+
+
 def test_session_new_says_what_it_created_before_it_chooses_the_first_question(
         tmp_path, capsys, monkeypatch):
     """Review (2026-11-30): ``elicit session new`` chose the first question (0.6 s on the
