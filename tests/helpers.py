@@ -133,7 +133,8 @@ def signal_direct(classes: np.ndarray, U: np.ndarray) -> np.ndarray:
     ``shrink``."""
     p = len(U)
     dist = [((U[i] - U[j]) ** 2).sum() for i in range(p) for j in range(i + 1, p)]
-    med = float(np.median(dist))
+    # the median distance, else (most pairs coincide) the median of the nonzero ones
+    med = float(np.median(dist)) or float(np.median([x for x in dist if x > 0]))
     out = []
     for j in range(p):
         num, den = 0.0, RELEVANCE.shrink

@@ -135,7 +135,8 @@ class RelevanceScales(FullKernel):
             sq = np.einsum("ij,ij->i", U, U)
             D = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (U @ U.T), 0.0)
             off = D[np.triu_indices(len(U), 1)]
-            med = float(np.median(off)) if off.size else 0.0
+            # most pairs may coincide (one-hot meta-features): then the nonzero ones' median
+            med = float(np.median(off) or np.median(off[off > 0])) if (off > 0).any() else 0.0
             W = np.exp(-0.5 * D / (self.bandwidth * med)) if med > 0 else np.zeros_like(D)
             np.fill_diagonal(W, 0.0)
             W.setflags(write=False)

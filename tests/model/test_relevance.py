@@ -128,6 +128,20 @@ def test_lambdas_follow_the_design():
                                    rtol=1e-15)
 
 
+def test_an_answer_reaches_its_neighbours_where_most_meta_features_coincide():
+    """One-hot or categorical meta-features can make most pairs of features coincide, so the
+    median squared distance is 0: the bandwidth is then the median of the nonzero distances
+    (as ``scale_to_typical`` takes it), not a zero that switched every neighbour off."""
+    U = np.vstack([np.tile([1.0, 0.0], (9, 1)), [[0.0, 1.0], [0.0, 1.1], [5.0, 5.0]]])
+    d = ((U[:, None] - U[None]) ** 2).sum(-1)[np.triu_indices(len(U), 1)]
+    assert np.median(d) == 0.0
+    cls = np.full(len(U), -1)
+    cls[9] = 1                               # feature 10, at distance 0.01, is its neighbour
+    signal = RELEVANCE.signal(cls, U)
+    assert signal[10] > 0.3 and signal[10] > 10 * signal[11]
+    np.testing.assert_allclose(signal, signal_direct(cls, U), rtol=1e-12, atol=1e-15)
+
+
 def test_an_answer_moves_the_neighbours_share():
     """The neighbours' weighted mean answer against its definition, and what it does: an
     answer "relevant" raises the lambda of the unjudged features near it in meta-feature
