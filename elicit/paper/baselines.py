@@ -50,7 +50,7 @@ def fit_baselines(X_train, y_train, X_test, y_test, y_mean: float,
         raise ElicitError(f"{X_train.shape[0]} training samples are too few for 5-fold CV")
 
     folds = KFold(n_splits=5, shuffle=True, random_state=random_state)
-    path = {"eps": CV_EPS, **_n_alphas_kw(N_ALPHAS), "max_iter": 5000}
+    path = {"eps": CV_EPS, "alphas": N_ALPHAS, "max_iter": 5000}
     enet = ElasticNetCV(l1_ratio=list(ENET_L1_RATIOS), cv=folds, **path)
     ridge = RidgeCV(alphas=RIDGE_ALPHAS)
     # Small-alpha ends of the CV paths may stop short of tol; the selected fit is fine and
@@ -72,14 +72,6 @@ def _lasso_alpha(enet) -> float:
     # over the folds, which adds the same numbers in the same order
     mean = np.mean(np.moveaxis(enet.mse_path_[k], 1, 0), axis=0)
     return float(enet.alphas_[k][int(np.argmin(mean))])
-
-
-def _n_alphas_kw(n: int) -> dict:
-    """``alphas=int`` from scikit-learn 1.7 (``n_alphas`` deprecated), ``n_alphas`` before."""
-    import sklearn
-
-    major, minor = (int(x) for x in sklearn.__version__.split(".")[:2])
-    return {"alphas": n} if (major, minor) >= (1, 7) else {"n_alphas": n}
 
 
 #: The ideal sign kernel's correlation of two relevant keywords of the same sign (PSD: each

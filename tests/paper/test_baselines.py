@@ -49,12 +49,12 @@ def test_lasso_baseline_is_lasso_cv(seed):
     from sklearn.linear_model import LassoCV
     from sklearn.model_selection import KFold
 
-    from elicit.paper.baselines import CV_EPS, N_ALPHAS, _n_alphas_kw
+    from elicit.paper.baselines import CV_EPS, N_ALPHAS
 
     Xtr, ytr, Xte, yte, ym = _synthetic(seed=seed, p=120)
     out = fit_baselines(Xtr, ytr, Xte, yte, ym, random_state=seed)
     ref = LassoCV(cv=KFold(n_splits=5, shuffle=True, random_state=seed), eps=CV_EPS,
-                  max_iter=5000, **_n_alphas_kw(N_ALPHAS)).fit(Xtr, ytr)
+                  max_iter=5000, alphas=N_ALPHAS).fit(Xtr, ytr)
     mse = float(np.mean((yte - ref.predict(Xte) - ym) ** 2))
     # rel 1e-9: two fits at one alpha agree to the solver's rounding; another alpha of the
     # path (a factor 1.1 apart) moves this MSE by more than 1e-4
