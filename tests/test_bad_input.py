@@ -154,6 +154,23 @@ def test_bad_hyperparameter_value():
         Hyper(tau2=-1.0)
 
 
+def test_a_noise_prior_with_no_posterior_mean_on_one_row_is_refused():
+    """a* = a_sigma + n/2 must exceed 1 for sigma^2's posterior mean b*/(a* - 1): one row and
+    a_sigma 0.5 gave a ZeroDivisionError traceback, a_sigma 0.3 a negative noise variance."""
+    from elicit.estimator import ElicitRegressor
+    from elicit.model.spec import ModelData
+
+    rng = np.random.default_rng(0)
+    X, y, U = rng.normal(size=(1, 4)), np.array([0.7]), rng.normal(size=(4, 2))
+    for a in (0.5, 0.3):
+        with pytest.raises(ElicitError, match=r"^a_sigma must exceed 0.5 with 1 row"):
+            ModelData(X, y, U, Hyper(a_sigma=a, threshold_mean=1.0))
+        with pytest.raises(ElicitError, match=r"^a_sigma must exceed 0.5 with 1 row"):
+            ElicitRegressor(U, a_sigma=a, tau2=0.5, standardize=False, normalize_y=False,
+                            fit_intercept=False).fit(X, y)
+    ModelData(X, y, U, Hyper(a_sigma=0.6, threshold_mean=1.0))   # a* = 1.1: fine
+
+
 def test_numpy_scalar_hyperparameters_make_a_session(tmp_path):
     """Hyper kept numpy scalars as given: Session.create failed writing its JSON with a
     TypeError traceback (Object of type int64 is not JSON serializable), and a float32

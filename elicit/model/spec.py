@@ -127,6 +127,9 @@ class ModelData:
 
     def __post_init__(self) -> None:
         self.X, self.y, self.U = (frozen(a) for a in validate_regression(self.X, self.y, self.U))
+        if self.hyper.a_sigma + self.n / 2 <= 1:  # sigma^2's posterior mean b*/(a* - 1)
+            raise ElicitError(f"a_sigma must exceed {1 - self.n / 2:g} with {self.n} row(s): "
+                              "the noise variance's posterior a* = a_sigma + n/2 must exceed 1")
         self.pairs = np.asarray(self.pairs, dtype=int).reshape(-1, 2)
         self.f = np.asarray(self.f, dtype=int).reshape(-1)
         if len(self.pairs) != len(self.f):
