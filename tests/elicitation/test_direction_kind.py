@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.stats
 from conftest import SESSION_NAMES, make_session_data, small_arrays
-from helpers import sql_rows
+from helpers import fd_grad, sql_rows
 from scipy.optimize import minimize_scalar
 
 from elicit.elicitation.answers import Answer, GroupOracle, SignOracle
@@ -144,6 +144,26 @@ def test_the_answer_probability_is_the_posteriors_sign_probability():
     t = scipy.stats.t(df=2 * post.a_star, loc=post.mu,
                       scale=np.sqrt(post.b_star / post.a_star * np.diag(post.Sigma)))
     np.testing.assert_allclose(sc.p_raises, t.sf(0.0), rtol=1e-9)
+
+
+@pytest.mark.parametrize("n", [12, 8])       # the p x p form, and the n x n form
+def test_the_mean_jacobians_delta_column_matches_finite_differences(n):
+    """The fast screen's d mean / d theta, its delta column included (the prior mean delta s
+    moves the predictive through the residual y - delta X s), against central differences."""
+    data = data_with(n=n)
+    theta = theta_of(NumpyEngine("fixed").fit(data), data)
+    theta[data.layout.index("delta")] = 0.4    # a delta away from 0, where its column matters
+    idx = np.asarray(data.layout.marginal_index)
+    J = Marginal.at(theta, data).mean_jacobian(False)
+    assert J.shape == (data.n, len(idx)) and np.abs(J[:, -1]).max() > 0
+
+    def mean(t):
+        full = theta.copy()
+        full[idx] = t
+        return Marginal.at(full, data).predictive()[0]
+
+    np.testing.assert_allclose(J, fd_grad(mean, theta[idx], rel=1e-6), rtol=1e-5,
+                               atol=1e-6 * np.abs(J).max())
 
 
 @pytest.mark.parametrize("n", [12, 8])       # the p x p form, and the n x n form
