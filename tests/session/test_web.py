@@ -183,6 +183,30 @@ def test_second_tab_gets_already_answered(app, path):
     assert answers_in_file(path) == [(int(s1["qid"]), "similar", None, 0)]
 
 
+def test_an_answer_refused_keeps_its_typed_comment_in_the_box(app, path):
+    """Bug: an answer refused (answered in another tab first, 409; an unknown answer, 400)
+    showed the page with an empty comment box: the text typed was gone without a word.
+    Nothing was saved: on the same question (400) the text stays in its box; where the next
+    question is shown (409) the message holds it, and the box stays empty, so that the text
+    is not sent unread with another question's answer."""
+    tab1, tab2 = app.test_client(), app.test_client()
+    s1 = shown(tab1)
+    tab1.post("/answer", data={"csrf_token": s1["token"], "query_id": s1["qid"],
+                               "answer": "similar"}, headers=SAME)
+    s2 = shown(tab2)
+    r = tab2.post("/answer", data={"csrf_token": s2["token"], "query_id": s2["qid"],
+                                   "answer": "maybe", "comment": "not sure (400)"}, headers=SAME)
+    assert r.status_code == 400 and ">not sure (400)</textarea>" in r.get_data(as_text=True)
+    r = tab2.post("/answer", data={"csrf_token": s1["token"], "query_id": s1["qid"],
+                                   "answer": "dissimilar", "comment": "a lid (409)"},
+                  headers=SAME)
+    page = r.get_data(as_text=True)
+    said = html_text.unescape(page_state(page)["message"])
+    assert r.status_code == 409 and "already answered" in said and said.endswith("a lid (409)")
+    assert "></textarea>" in page and page_state(page)["qid"] == s2["qid"]
+    assert answers_in_file(path) == [(int(s1["qid"]), "similar", None, 0)]
+
+
 def test_two_servers_on_one_file_cannot_both_answer(path):
     """Two server processes (two Session objects): the file decides, not Python memory."""
     a, b = create_app(path), create_app(path)

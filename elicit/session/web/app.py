@@ -268,8 +268,12 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         status = 409 if isinstance(e, NotPending) else 404 if isinstance(
             e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
-        return render(str(e), error=True, status=status, expert=expert,
-                      comment=request.form.get("comment", "") if request.endpoint == "skip" else "")
+        # Nothing was saved (a 503 follows a saved answer): the text typed stays in the box of
+        # the same question (400), else in the message, not sent unread with another answer
+        typed = "" if status == 503 else request.form.get("comment", "").strip()
+        said = f"{e}; the comment typed was not saved: {typed}" if typed and status != 400 else e
+        return render(str(said), error=True, status=status, expert=expert,
+                      comment=typed if status == 400 else "")
 
     def done(code: str | None, expert: str) -> ResponseBase:
         why = prepare(expert)
