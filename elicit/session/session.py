@@ -235,7 +235,7 @@ class Session(SessionState):
 
     def answer(self, query: SessionQuery | int, answer: str | Answer,
                comment: str | None = None, expert: str | None = None,
-               on_saved: Callable[[], object] | None = None) -> AnswerRecord:
+               on_saved: Callable[[], object] = lambda: None) -> AnswerRecord:
         """Record the expert's answer to a pending query, durably, then refit the model.
 
         Parameters
@@ -249,7 +249,8 @@ class Session(SessionState):
             Optional free text stored with the answer; who answers (default: the query's
             expert, else this object's default).
         on_saved
-            Called once the answer is committed, before the refit (which may take seconds).
+            Called once the answer is committed, before the refit (which may take seconds);
+            should it raise, the answer stays saved, the refit runs, then its error propagates.
 
         Returns
         -------
@@ -276,14 +277,14 @@ class Session(SessionState):
             try:
                 aid, i, j, at, kind = record.answer_query(self.conn, qid, ans.value, comment,
                                                           self.feature_names, who)
-                if on_saved is not None:
-                    on_saved()
             except sqlite3.IntegrityError as e:
                 # Unreachable after the checks; should the indexes refuse, unblock the session.
                 record.cancel_query(self.conn, qid, f"refused by the file: {e}")
                 raise AnsweredElsewhere(f"query {qid} was already answered elsewhere (the "
                                         f"session file refused a second answer: {e}); ask "
                                         "for the next query") from None
+            else:  # saved: the caller's own errors are not the file's refusal
+                on_saved()
             finally:
                 # Committed (or withdrawn). Only now refit; a crash from here loses nothing.
                 self._refit(who, f"answer {aid} ({ans.value}) is saved, but " if aid else "")

@@ -310,6 +310,25 @@ def test_ask_says_an_answer_is_saved_before_the_model_is_refitted(tmp_path, monk
         assert sql_rows(path, "SELECT answer FROM answers") == [("similar",)]
 
 
+def test_an_on_saved_callbacks_own_error_is_not_an_answer_given_elsewhere(tmp_path):
+    """``Session.answer(on_saved=...)`` called its callback inside the commit's guard, so a
+    callback raising ``sqlite3.IntegrityError`` (its own table's) was reported as the answer
+    given elsewhere ("ask for the next query") and the query withdrawn, the answer saved. The
+    callback's error is its own; the answer stays saved and the model refitted."""
+    import sqlite3
+
+    own = sqlite3.connect(":memory:")
+    own.execute("CREATE TABLE log (id INTEGER PRIMARY KEY)")
+    with create_session(tmp_path / "w.session") as s:
+        q = s.next_query()
+        with pytest.raises(sqlite3.IntegrityError):
+            s.answer(q, "similar", on_saved=lambda: own.executemany(
+                "INSERT INTO log VALUES (?)", [(1,), (1,)]))
+        assert s.elicitor.n_answers == 1   # the model refitted with it
+        assert sql_rows(tmp_path / "w.session", "SELECT status FROM queries") == [("answered",)]
+        assert sql_rows(tmp_path / "w.session", "SELECT answer FROM answers") == [("similar",)]
+
+
 # --------------------------------------------------------------------------------------------
 # A feature without a snippet
 # --------------------------------------------------------------------------------------------

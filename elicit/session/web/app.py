@@ -242,6 +242,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
             return refusal(503, f"the session file cannot be read just now ({e}); reload the "
                                 "page", back())
         q = st.query
+        if comment and (q is None or str(q.id) != request.form.get("query_id")):
+            # another question shown: the text in the message, not a box it goes from unread
+            message, comment = f"{message}; the comment typed was not saved: {comment}", ""
         if q is None and not error:
             message = None  # the done page says only that it is done
         asked: dict[str, Any] = {}  # what only the page of a question shows
@@ -268,12 +271,9 @@ def create_app(session_path: str | os.PathLike, *, engine: str | None = None,
         status = 409 if isinstance(e, NotPending) else 404 if isinstance(
             e, UnknownQuery) else 503 if isinstance(e, EngineError) else 400
         prepare(expert)  # e.g. the question was answered in another tab: show the next one
-        # Nothing was saved (a 503 follows a saved answer): the text typed stays in the box of
-        # the same question (400), else in the message, not sent unread with another answer
-        typed = "" if status == 503 else request.form.get("comment", "").strip()
-        said = f"{e}; the comment typed was not saved: {typed}" if typed and status != 400 else e
-        return render(str(said), error=True, status=status, expert=expert,
-                      comment=typed if status == 400 else "")
+        # nothing was saved (a 503 follows a saved answer), so the text typed stays (render)
+        return render(str(e), error=True, status=status, expert=expert,
+                      comment="" if status == 503 else request.form.get("comment", "").strip())
 
     def done(code: str | None, expert: str) -> ResponseBase:
         why = prepare(expert)
