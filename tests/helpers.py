@@ -60,15 +60,17 @@ def fd_grad(fun, theta: np.ndarray, rel: float = 1e-5) -> np.ndarray:
     return np.stack(cols, axis=-1)
 
 
-def assert_derivatives_match_finite_differences(data) -> None:
-    """The analytic gradient and Hessian of ``log_density`` at a typical point against
-    central finite differences (shared with ``test_models.py``)."""
-    theta = theta_point(data)
+def assert_derivatives_match_finite_differences(data, theta: np.ndarray | None = None,
+                                                rel: float = 1e-5) -> None:
+    """The analytic gradient and Hessian of ``log_density`` at ``theta`` (default a typical
+    point) against central finite differences of step ``rel`` (:func:`fd_grad`; shared with
+    ``test_models.py``)."""
+    theta = theta_point(data) if theta is None else theta
     _, g = log_density(theta, data)
-    g_fd = fd_grad(lambda t: log_density(t, data)[0], theta)
+    g_fd = fd_grad(lambda t: log_density(t, data)[0], theta, rel)
     np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
     H = hessian(theta, data)
-    H_fd = fd_grad(lambda t: log_density(t, data)[1], theta)
+    H_fd = fd_grad(lambda t: log_density(t, data)[1], theta, rel)
     np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))
 
 

@@ -90,6 +90,26 @@ def test_hessian_matches_finite_differences(variant, n_feedback, kind):
     np.testing.assert_allclose(H, H.T, rtol=1e-14, atol=1e-14 * scale)
 
 
+@pytest.mark.parametrize("model", ["paper", "relevance-direction"])
+@pytest.mark.parametrize("gamma, tau2, xi", [(0.02, 1e-3, 0.05), (25.0, 40.0, 30.0)])
+def test_derivatives_match_finite_differences_far_from_the_prior_means(model, gamma, tau2, xi):
+    """The tests above differentiate at one interior point; here gamma, tau2 and xi are small
+    (a kernel near all-ones, a prior near 0) or large (K near the identity), on the paper model
+    and on the one with every term (relevance scales, a prior mean delta s)."""
+    base = make_small_data("learned", n_feedback=4)
+    p = base.X.shape[1]
+    data = ModelData(base.X, base.y, base.U, Hyper(variant="learned", threshold_mean=base.m,
+                                                    model=model), base.pairs, base.f)
+    if model != "paper":
+        data = data.with_relevance(some_relevance(p)).with_direction(
+            np.array([(1, -1, 0)[j % 3] for j in range(p)]))
+    theta = join_theta(np.full(data.d, gamma) * [1.0, 0.5, 2.0][:data.d], xi, tau2, data,
+                       zeta=-0.7 if "zeta" in data.layout else None,
+                       delta=0.4 if "delta" in data.layout else None)
+    # steps of 1e-7: tau2 = 1e-3 is below fd_grad's unit floor of the step
+    assert_derivatives_match_finite_differences(data, theta, rel=1e-7)
+
+
 @pytest.mark.parametrize("kind", ["sparse", "zero_and_single_columns"])
 def test_hessian_base_is_hessian_without_feedback(variant, kind):
     """``hessian_base`` leaves out exactly the feedback terms, whatever the answers are."""
