@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import make_small_data
+from helpers import some_relevance
 from scipy.optimize import minimize
 
 from elicit.engines import get_engine
@@ -15,12 +18,13 @@ from elicit.model.kernel import kernel
 from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params
 from elicit.model.theta import join_theta
+from elicit.model.variants import MODELS
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def _theta(r: MAPResult, data: ModelData) -> np.ndarray:
-    return join_theta(r.gamma, r.xi, r.tau2, data)
+    return join_theta(r.gamma, r.xi, r.tau2, data, zeta=r.zeta, delta=r.delta)
 
 
 def _scaled(theta: np.ndarray, data: ModelData) -> np.ndarray:
@@ -66,18 +70,36 @@ def test_cold_fit_is_a_stationary_maximum(variant, n_feedback):
     assert np.max(np.linalg.eigvalsh(H)) < 0
 
 
+def _model_data(model: str, variant: str, n_feedback: int) -> ModelData:
+    """The small problem under ``model``, with a coupled set, relevance classes and signs
+    where the model reads them."""
+    base = make_small_data(variant, n_feedback=n_feedback)
+    p = base.X.shape[1]
+    data = ModelData(base.X, base.y, base.U, replace(base.hyper, model=model), base.pairs,
+                     base.f, coupled=np.arange(p) % 3 != 2 if "coupling" in model else None)
+    if "relevance" in model:
+        data = data.with_relevance(some_relevance(p))
+    if "direction" in model:
+        data = data.with_direction(np.array([(1, -1, 0)[j % 3] for j in range(p)]))
+    return data
+
+
+@pytest.mark.parametrize("model", [
+    "paper", *(pytest.param(m, marks=pytest.mark.slow) for m in MODELS if m != "paper")])
 @pytest.mark.parametrize("n_feedback", [0, 4])
-def test_cold_fit_beats_scipy_from_several_starts(variant, n_feedback):
+def test_cold_fit_beats_scipy_from_several_starts(variant, n_feedback, model):
     """An independent optimiser (SLSQP on the unscaled problem, no analytic Hessian) from
-    random starts finds nothing higher than the engine's MAP."""
-    data = make_small_data(variant, n_feedback=n_feedback)
+    random starts finds nothing higher than the engine's MAP, under every model."""
+    data = _model_data(model, variant, n_feedback)
     r = NumpyEngine(variant).fit(data)
     lb = data.layout.lower_bounds()
     rng = np.random.default_rng(7)
     best = -np.inf
     for _ in range(4):
         start = join_theta(rng.uniform(0.05, 3.0, data.d), data.m * rng.uniform(0.3, 2.0),
-                           rng.uniform(0.2, 3.0), data)
+                           rng.uniform(0.2, 3.0), data,
+                           zeta=rng.uniform(-3.0, 0.0) if "zeta" in data.layout else None,
+                           delta=rng.uniform(0.1, 2.0) if "delta" in data.layout else None)
         res = minimize(lambda t: tuple(-v for v in log_density(t, data)), start, jac=True,
                        method="SLSQP", bounds=[(b, None) for b in lb],
                        options={"maxiter": 500, "ftol": 1e-12})
