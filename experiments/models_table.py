@@ -53,8 +53,7 @@ def masked_control(prob) -> float:
                                np.array([f for _, _, f in ans]))
     fit = eng.fit(data, init=fit0)
     K = kernel(prob.U, fit.gamma, coupled_features(prob.X.shape[1], cands))
-    post = NIGPosterior(Marginal.from_data(data, fit.gamma, fit.tau2, K=K))
-    return post.mse(prob.X_test, prob.y_test, prob.y_offset)
+    return _mse_with_kernel(prob, data, fit, K)
 
 
 def ideal_control(prob, rho: float = 0.9) -> float:
@@ -69,8 +68,16 @@ def ideal_control(prob, rho: float = 0.9) -> float:
     md = ModelData(prob.X, prob.y, prob.U, prob.hyper.with_threshold_mean(1.0))
     eng = NumpyEngine("fixed")
     fit = eng.fit(md)
-    post = NIGPosterior(Marginal.from_data(md, fit.gamma, fit.tau2, K=K))
-    return post.mse(prob.X_test, prob.y_test, prob.y_offset)
+    return _mse_with_kernel(prob, md, fit, K)
+
+
+def _mse_with_kernel(prob, data: ModelData, fit, K: np.ndarray) -> float:
+    """Test MSE of the posterior of ``data`` at the fit's gamma and tau2 with the kernel ``K``.
+    Built directly: ``Marginal.from_data`` would return the fit's cached marginal, whose K is
+    the model's own, since its cache key has no K."""
+    h = data.hyper
+    mg = Marginal(data.X, data.y, data.U, fit.gamma, fit.tau2, h.a_sigma, h.b_sigma, K=K)
+    return NIGPosterior(mg).mse(prob.X_test, prob.y_test, prob.y_offset)
 
 
 def main() -> None:

@@ -157,7 +157,7 @@ class Marginal:
                   K: np.ndarray | None = None, zeta: float | None = None,
                   delta: float | None = None) -> Marginal:
         """The marginal of ``data`` at (gamma, tau2[, zeta][, delta]), from :data:`marginal_cache`
-        if there; ``K`` the kernel if known."""
+        if there; ``K`` the data's own kernel if built (for another K use :class:`Marginal`)."""
         key = marginal_cache.key(data, gamma, tau2, zeta, delta)
         hit = marginal_cache.lookup(data, gamma, tau2, zeta, key=key)
         if hit is not None and type(hit) is cls:
