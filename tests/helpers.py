@@ -68,10 +68,13 @@ def assert_derivatives_match_finite_differences(data, theta: np.ndarray | None =
     theta = theta_point(data) if theta is None else theta
     _, g = log_density(theta, data)
     g_fd = fd_grad(lambda t: log_density(t, data)[0], theta, rel)
-    np.testing.assert_allclose(g, g_fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(g)))
+    # Each component on its own scale: one large term (the tau2 prior's gradient is 4e6 at
+    # tau2 = 1e-3) must not make the others' tolerance larger than they are.
+    np.testing.assert_allclose(g, g_fd, rtol=1e-5, atol=1e-9 * np.max(np.abs(g)))
     H = hessian(theta, data)
     H_fd = fd_grad(lambda t: log_density(t, data)[1], theta, rel)
-    np.testing.assert_allclose(H, H_fd, rtol=1e-6, atol=1e-7 * np.max(np.abs(H)))
+    s = np.sqrt(np.abs(np.diag(H)))
+    assert (np.abs(H - H_fd) <= 1e-5 * np.abs(H_fd) + 1e-6 * np.outer(s, s)).all(), (H, H_fd)
 
 
 def make_data(variant: str, n: int, p: int, d: int, n_f: int, seed: int,

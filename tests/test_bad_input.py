@@ -902,6 +902,8 @@ def test_too_many_rows_are_refused_up_front_saying_what_fits(capsys, tmp_path, m
                                r"GiB.*at most [0-9,]+ rows")
     rows = int(re.search(r"at most ([0-9,]+) rows", err).group(1).replace(",", ""))
     assert 1_000 < rows < 20_000
+    # what fits: the rows advised fit this table's 5 features and meta-features, one more not
+    assert spec_mod.model_bytes(rows, 5, 5) <= 2.0**23 < spec_mod.model_bytes(rows + 1, 5, 5)
     assert not (tmp_path / "s.session").exists()
 
 
@@ -1937,7 +1939,7 @@ def test_a_problem_file_of_the_simulations_docs_makes_a_session(capsys, tmp_path
     docs/simulations.md tells users to write (a test set and an expert beside X, y, U)."""
     X, y, U = make_data()
     np.savez(tmp_path / "run000.npz", X=X, y=y, U=U, X_test=X[:3], y_test=y[:3],
-             groups=np.arange(X.shape[1]) % 2)
+             groups=np.arange(X.shape[1]) % 2, beta=np.ones(X.shape[1]))
     code, out, err = run_cli(capsys, "session", "new", "--from-npz",
                              str(tmp_path / "run000.npz"), "--out",
                              str(tmp_path / "s.session"), "--engine", "numpy")

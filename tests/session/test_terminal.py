@@ -257,7 +257,7 @@ def test_c_typed_in_the_terminal_with_a_comment_says_where_a_comment_goes(tmp_pa
         assert list(s.history.comment) == ["the same lid"]
 
 
-@pytest.mark.parametrize("key", ["k", "u", "skip"])
+@pytest.mark.parametrize("key", ["k", "u", "skip", "undo"])
 def test_a_comment_after_skip_or_undo_is_refused_not_dropped(tmp_path, key):
     """"k not sure what lid means" skipped the question and dropped the text without a word
     (a skip and an undo keep no comment; only an answer does): the expert's note was lost."""
