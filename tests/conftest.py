@@ -413,8 +413,15 @@ def pytest_collection_finish(session):
 gc.set_threshold(5000, 10, 10)
 
 
+#: the node ids of the tests that carry each requirement's marker (the summary counts these:
+#: a report's keywords also hold its folders' names, and every test in tests/data has "data")
+_MARKED: dict[str, set[str]] = {}
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: check only what will run
 def pytest_collection_modifyitems(config, items):
+    for marker in _NEEDS:
+        _MARKED[marker] = {i.nodeid for i in items if i.get_closest_marker(marker) is not None}
     for item in items:
         for marker in _NEEDS:
             if (item.get_closest_marker(marker) is not None and marker not in _required()
@@ -449,7 +456,7 @@ def pytest_terminal_summary(terminalreporter):
             if getattr(report, "when", "call") != "call" and outcome == "passed":
                 continue
             for marker in _NEEDS:
-                if marker in getattr(report, "keywords", {}):
+                if report.nodeid in _MARKED.get(marker, ()):
                     counts[marker][outcome] = counts[marker].get(outcome, 0) + 1
     shown = {m: c for m, c in counts.items() if c}
     if shown:

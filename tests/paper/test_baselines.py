@@ -82,6 +82,7 @@ def test_baselines_reject_mismatch():
         fit_baselines(Xtr, ytr[:-1], Xte, yte, ym)
 
 
+@pytest.mark.slow  # the CV fits of 337 keywords: about 2 s of CPU, a fast test's budget many times
 @needs_data
 def test_baselines_real_run(paper_dataset):
     """On a real run every baseline beats predicting the training mean, and the ridge figure
