@@ -930,7 +930,7 @@ def test_the_estimator_refuses_too_many_rows_up_front(monkeypatch):
 @pytest.mark.parametrize("soft", [2**20, None])
 def test_the_memory_limit_counts_the_address_space_limit(monkeypatch, soft):
     """Under `ulimit -v 4000000` the memory check still took the machine's 23.5 GiB: the
-    advice for 77,787 keywords (--min-df 6, 4,114 keywords: a model of 17 GB) ran out of
+    advice for 77,778 keywords (--min-df 6, 4,114 keywords: a model of 17 GB) ran out of
     memory again. The address-space limit counts like a container's; 'unlimited' does not."""
     resource = pytest.importorskip("resource")
     from elicit.internal import memory

@@ -7,11 +7,14 @@ so in the document, in an HTML comment right above it that a reader does not see
 caught. ``<!-- docs-test: argv ARG ... -->`` gives a script its command-line arguments
 (``{tmp}`` is the working folder).
 
-The documents of :data:`DOCS` are covered; docs/models.md's example runs in
-tests/model/test_models.py, docs/extending.md's in tests/harness/test_extending.py. The other
-documents' Python blocks (data.md, simulations.md, metafeatures.md, scaling.md) are fragments
-that need a data set or a cluster, and are not run yet: add them here with markers once they
-can be. A model an example registers is unregistered afterwards.
+The documents of :data:`DOCS` are covered here (reliability.md and stan.md in the slow
+suite); tests/harness/test_extending.py also checks what docs/extending.md's example made.
+Elsewhere: docs/models.md's model of one's own runs in tests/model/test_models.py, and
+docs/simulations.md's blocks run (slow, fewer runs) in tests/paper/test_experiment.py. Not run
+by any test, not even their imports: docs/models.md's other block, and the blocks of data.md,
+metafeatures.md, realdata.md, scaling.md and benchmarks.md (they need a data set, a cluster
+or minutes, or import modules of tests/); add them here with markers once they can be.
+A model an example registers is unregistered afterwards.
 """
 
 from __future__ import annotations

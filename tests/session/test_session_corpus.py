@@ -171,7 +171,7 @@ def test_too_high_a_min_df_names_a_value_that_works(tmp_path, capsys):
 
 def test_too_many_keywords_for_the_memory_are_refused_as_soon_as_they_are_counted(
         tmp_path, capsys, monkeypatch):
-    """--min-df 1 on the 2000 kitchen reviews keeps 77,787 keywords: `session new` and
+    """--min-df 1 on the 2000 kitchen reviews keeps 77,778 keywords: `session new` and
     `realdata` printed nothing for 2 minutes (standardisation, meta-features, pair counting),
     then ended in a numpy MemoryError traceback under a 4 GB limit, before the model's memory
     check. Here machines of 64 and 16 MiB and a corpus of 339 n-grams: refused in one line
