@@ -7,13 +7,12 @@ so in the document, in an HTML comment right above it that a reader does not see
 caught. ``<!-- docs-test: argv ARG ... -->`` gives a script its command-line arguments
 (``{tmp}`` is the working folder).
 
-The documents of :data:`DOCS` are covered here (reliability.md and stan.md in the slow
-suite); tests/harness/test_extending.py also checks what docs/extending.md's example made.
-Elsewhere: docs/models.md's model of one's own runs in tests/model/test_models.py, and
-docs/simulations.md's blocks run (slow, fewer runs) in tests/paper/test_experiment.py. Not run
-by any test, not even their imports: docs/models.md's other block, and the blocks of data.md,
-metafeatures.md, realdata.md, scaling.md and benchmarks.md (they need a data set, a cluster
-or minutes, or import modules of tests/); add them here with markers once they can be.
+The documents of :data:`DOCS` are covered here (those that read the paper's data or take
+seconds in the slow suite); tests/harness/test_extending.py also checks what
+docs/extending.md's example made, and tests/model/test_models.py runs docs/models.md's model
+of one's own in the fast suite. docs/simulations.md's blocks run (slow, fewer runs) in
+tests/paper/test_experiment.py. Not run by any test: the blocks of scaling.md (they need
+dask-jobqueue and a cluster) and benchmarks.md (measurements that import modules of tests/).
 A model an example registers is unregistered afterwards.
 """
 
@@ -45,6 +44,12 @@ DOCS = [
     # a program of one's own and a variant's own program, fitted through PyStan (compiled
     # once per machine)
     ("docs/stan.md", (pytest.mark.slow, pytest.mark.pystan)),
+    # its one example reads a corpus of one's own: its imports are checked
+    ("docs/data.md", ()),
+    # measurements on the paper's data: seconds to a minute each
+    ("docs/metafeatures.md", (pytest.mark.slow, pytest.mark.data)),
+    ("docs/realdata.md", (pytest.mark.slow, pytest.mark.data)),
+    ("docs/models.md", (pytest.mark.slow, pytest.mark.data)),
 ]
 
 _BLOCK = re.compile(r"(?:<!--\s*docs-test:\s*(?P<mark>.*?)\s*-->\s*\n)?"
