@@ -1,14 +1,16 @@
 """How often a refit after an answer ends in a different local mode, with and without the
 numpy engine's cold-start check (:class:`elicit.model.refit_checks.ColdStartPolicy`).
 
-Reruns the runs of a sweep folder (synthetic or real data: its ``config.json``, and for a
-real-data sweep its per-run tau2 in ``runinfo.csv``; a finished sweep or the figures' folder
-under ``results/``), every strategy of the sweep, twice: with the engine's warm refits as they
-were (no cold-start check) and with the check. The loop is the sweep's
-(:func:`elicit.harness.sweep.run_one`: the same problems, strategy streams and expert), and
-after every answer that changes the data the engine's refit is compared with two references
-from L-BFGS-B (the numpy engine's cold optimiser): a cold fit from the prior means, and a fit
-from the previous MAP (the warm start, optimised by L-BFGS-B instead of projected Newton).
+Reruns the runs of a sweep folder of pair questions (synthetic or real data: its
+``config.json``, and for a real-data sweep its per-run tau2 in ``runinfo.csv``; a finished
+sweep or the figures' folder under ``results/``; a sweep that also asks feature questions is
+refused, as the audit's likelihood is a pair answer's), every strategy of the sweep, twice:
+with the engine's warm refits as they were (no cold-start check) and with the check. The loop
+is the sweep's (:func:`elicit.harness.sweep.run_one`: the same problems, strategy streams and
+expert), and after every answer that changes the data the engine's refit is compared with two
+references from L-BFGS-B (the numpy engine's cold optimiser): a cold fit from the prior means,
+and a fit from the previous MAP (the warm start, optimised by L-BFGS-B instead of projected
+Newton).
 
 Counted per policy: refits; refits after an unlikely answer (p < 0.05 under the previous
 MAP); refits whose point differs from a reference's (each parameter beyond 1e-3 relative:
@@ -40,9 +42,11 @@ import pandas as pd
 
 from elicit.cli.argtypes import OneLineParser, nonneg_int, positive_int
 from elicit.elicitation.elicitor import Elicitor
+from elicit.elicitation.kinds import PAPER_QUESTIONS, parse_questions
 from elicit.elicitation.strategies import get_strategy
 from elicit.engines.checked import same_point
 from elicit.engines.numpy_engine import NumpyEngine
+from elicit.errors import ElicitError
 from elicit.harness.problem import strategy_stream
 from elicit.internal.threads import single_blas_thread
 from elicit.model.refit_checks import ColdStartPolicy, new_answers_loglik
@@ -59,16 +63,16 @@ POLICIES = {"before": None, "after": ColdStartPolicy(),
 
 
 def maker_of(folder: Path, data_dir: Path | None = None):
-    """(name, cfg, make_problem) of the sweep in ``folder`` (``data_dir``: where the paper's
-    data are, if not where the sweep found them)."""
+    """(cfg, make_problem) of the sweep in ``folder`` (``data_dir``: where the paper's data
+    are, if not where the sweep found them)."""
     d = json.loads((folder / "config.json").read_text())
     if d.get("experiment") == "synthetic":
         cfg = SyntheticConfig.from_json(d, runs=1)
-        return "synthetic", cfg, SyntheticMaker(cfg.n_train)
+        return cfg, SyntheticMaker(cfg.n_train)
     cfg = RealDataConfig.from_json(d, data_dir, runs=1)
     info = pd.read_csv(folder / "runinfo.csv")
     tau2 = {int(r): float(t) for r, t in zip(info.run, info.tau2)}
-    return cfg.name, cfg, RealDataMaker(cfg, tau2 if cfg.fixed_tau2 is None else None)
+    return cfg, RealDataMaker(cfg, tau2 if cfg.fixed_tau2 is None else None)
 
 
 def _theta(fit, data) -> np.ndarray:
@@ -80,10 +84,12 @@ def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None,
               data_dir: Path | None = None) -> dict:
     """One run, every strategy of the sweep, under one policy: the counts, the CPU and wall
     time of the rounds, the questions and the MSE curves (``rounds``: the sweep's if None)."""
-    name, cfg, make = maker_of(folder, data_dir)
+    cfg, make = maker_of(folder, data_dir)
     cfg = cfg.sweep_config()
     if rounds is not None:
-        cfg = dataclasses.replace(cfg, rounds=rounds)
+        # the sweep's MSE snapshots (the synthetic one's reach 100 answers) are not read
+        # here, and a snapshot beyond the rounds is refused
+        cfg = dataclasses.replace(cfg, rounds=rounds, snapshots=())
     st = cfg.settings
     problem = make(st.seed, run)
     hyper = problem.hyper  # as run_one sets it up
@@ -145,7 +151,8 @@ def audit_run(folder: Path, run: int, policy: str, rounds: int | None = None,
                 lost.append(best - res.log_density)
         out["asked"][strategy] = asked
         out["mse"][strategy] = mse
-    return {"name": name, "run": run, "policy": policy, "counts": c, "lost": lost,
+    # named by the folder, not the data set: two sweeps of one data set stay two summaries
+    return {"name": str(folder), "run": run, "policy": policy, "counts": c, "lost": lost,
             "cpu": cpu, "wall": wall, "engine": dict(engine.cold_starts), **out}
 
 
@@ -196,6 +203,25 @@ def summarize(results: list[dict]) -> dict:
     return summary
 
 
+def check_sweep(ap: OneLineParser, folder: Path, data_dir: Path | None) -> None:
+    """The parser's one line, before any worker starts, if ``folder`` is no sweep this script
+    can audit: no or a damaged ``config.json``, a real-data sweep whose data or
+    ``runinfo.csv`` are not found, or a sweep of other questions than pairs (the audit's
+    p < 0.05 is the likelihood of a pair answer)."""
+    if not (folder / "config.json").is_file():
+        ap.error(f"{folder} holds no sweep (config.json)")
+    try:
+        cfg, _ = maker_of(folder, data_dir)
+    except json.JSONDecodeError as e:
+        ap.error(f"{folder / 'config.json'} is damaged (not JSON: {e.msg}, line {e.lineno})")
+    except (OSError, ElicitError) as e:
+        ap.error(f"{folder}: {e}")
+    questions = parse_questions(cfg.settings.questions)
+    if questions != PAPER_QUESTIONS:
+        ap.error(f"{folder} asks {' and '.join(questions)} questions: refit_modes audits "
+                 f"sweeps of pair questions")
+
+
 def main() -> None:
     ap = OneLineParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sweeps", type=Path, nargs="+",
@@ -210,6 +236,7 @@ def main() -> None:
     args = ap.parse_args()
     tasks = []
     for folder in args.sweeps:
+        check_sweep(ap, folder, args.data_dir)
         n = args.runs or len(list((folder / "parts").glob("*/random/run*.json")))
         if n == 0:
             ap.error(f"{folder} has no stored runs: give --runs")

@@ -1881,6 +1881,31 @@ def test_study_table_refuses_a_folder_without_a_realdata_sweep_before_its_table(
     assert_one_line_error(err, re.escape(f"{tmp_path} holds no finished realdata sweep"))
 
 
+def test_refit_modes_refuses_a_folder_it_cannot_audit_before_its_workers(tmp_path, capsys,
+                                                                       monkeypatch):
+    """A folder without config.json (a typo, or results/ itself) was a FileNotFoundError
+    traceback from a worker process; a sweep of feature questions too (an ElicitError from
+    the pair loop), whose answers the audit's likelihood of pair answers does not cover."""
+    import json
+
+    config = json.loads((Path(__file__).resolve().parents[1] / "results" / "synthetic"
+                         / "config.json").read_text())
+    (tmp_path / "mixed").mkdir()
+    mixed = {**config, "questions": "both", "model": "relevance"}
+    (tmp_path / "mixed" / "config.json").write_text(json.dumps(mixed))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{")
+    for folder, message in [
+            (tmp_path / "none", f"{tmp_path / 'none'} holds no sweep (config.json)"),
+            (tmp_path / "bad", f"{tmp_path / 'bad'}/config.json is damaged (not JSON"),
+            (tmp_path / "mixed", f"{tmp_path / 'mixed'} asks pairs and relevance questions: "
+                                 f"refit_modes audits sweeps of pair questions")]:
+        code, out, err = run_script("refit_modes.py", [str(folder), "--runs", "1"], capsys,
+                                    monkeypatch)
+        assert code == 2 and out == "", out
+        assert_one_line_error(err, re.escape(message))
+
+
 def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path, capsys,
                                                                          monkeypatch):
     """A missing folder was a FileNotFoundError traceback; sweeps of other seeds (or the
