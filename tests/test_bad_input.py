@@ -1803,6 +1803,9 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
 @pytest.mark.parametrize("script, args, message", [
     ("compare_targets.py", ["a", "b", "--at", "x"], "argument --at: expected a positive integer"),
     ("diagnose_realdata.py", ["--run", "-1"], "argument --run: expected an integer >= 0"),
+    ("diagnose_realdata.py", ["--rounds", "0"], "argument --rounds: expected a positive integer"),
+    ("diagnose_realdata.py", ["--meta-features", "file.csv"],
+     "argument --meta-features: invalid choice: 'file.csv'"),
     ("refit_modes.py", ["x", "--runs", "0"], "argument --runs: expected a positive integer"),
     ("models_table.py", ["--tau2", "abc"], "--tau2 must be a positive number or 'cv', got 'abc'"),
     ("models_table.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
@@ -1840,6 +1843,29 @@ def test_the_experiments_scripts_say_a_missing_data_directory_in_one_line(script
     assert code == 2 and out == "", out
     assert_one_line_error(err, re.escape("data directory /nonexistent (from environment "
                                          "variable ELICIT_DATA) does not exist"))
+
+
+@pytest.mark.parametrize("args, meta_features", [([], "ppmi"),
+                                                  (["--meta-features", "counts"], "counts")])
+def test_diagnose_realdata_builds_the_meta_features_asked(args, meta_features, capsys,
+                                                          monkeypatch):
+    """It had no --meta-features: since PPMI became the default its paper-literal
+    configuration (docs/realdata.md's "mean gamma 1.01 -> 0.54") was no longer the paper's
+    counts, and gamma moved the other way."""
+    import elicit.paper.real_problem
+    from elicit.errors import ElicitError
+
+    made = []
+
+    def stop(cfg, run):
+        made.append(cfg)
+        raise ElicitError("stopped before the data are read")
+
+    monkeypatch.setattr(elicit.paper.real_problem, "realdata_problem", stop)
+    code, out, err = run_script("diagnose_realdata.py", [*args, "--standardize", "train"],
+                                capsys, monkeypatch)
+    assert code == 2 and "stopped before the data are read" in err
+    assert [(c.meta_features, c.standardize) for c in made] == [(meta_features, "train")]
 
 
 def run_script(script: str, args: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
