@@ -71,18 +71,23 @@ def one_run(cfg: RealDataConfig, run: int) -> dict:
 
 def main() -> None:
     ap = OneLineParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="amazon", choices=DATASETS)
+    # no default here: --dataset given beside --corpus is told apart from not given
+    ap.add_argument("--dataset", default=None, choices=DATASETS, help="default: amazon")
     ap.add_argument("--corpus", default=None)
     ap.add_argument("--name", default=None)
     ap.add_argument("--runs", type=positive_int, default=6)
     ap.add_argument("--seed", type=nonneg_int, default=3)
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
+    if args.name is not None and args.corpus is None:
+        ap.error("--name names a --corpus; give --corpus FILE")
+    if args.dataset is not None and args.corpus is not None:
+        ap.error("--dataset and --corpus are two data sets; give one")
     kw = dict(questions="both", meta_features="ppmi", meta_dim=10, seed=args.seed,
               runs=args.runs, engine="numpy", data_dir=args.data_dir)
     try:  # a missing corpus or data directory: one line, as the package's commands say it
         cfg = RealDataConfig(corpus_source(args.corpus, name=args.name) if args.corpus
-                             else args.dataset, **kw)
+                             else args.dataset or "amazon", **kw)
     except ElicitError as e:
         ap.error(str(e))
     res = [one_run(cfg, r) for r in range(args.runs)]

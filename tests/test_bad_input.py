@@ -1812,6 +1812,10 @@ def test_bench_refuses_the_options_its_call_would_ignore(tmp_path, capsys, monke
     ("relevance_orders.py", ["--dataset", "foo"], "argument --dataset: invalid choice: 'foo'"),
     ("relevance_orders.py", ["--corpus", "/nonexistent.jsonl"],
      "review file /nonexistent.jsonl not found"),
+    # both were ignored without a word (the Amazon reviews were measured, or the corpus)
+    ("relevance_orders.py", ["--name", "kitchen"], "--name names a --corpus; give --corpus FILE"),
+    *[("relevance_orders.py", ["--corpus", "x.jsonl", "--dataset", dataset],
+       "--dataset and --corpus are two data sets; give one") for dataset in ("amazon", "yelp")],
     ("diagnose_realdata.py", ["--tau2", "-1"], "--tau2 must be a positive number, got '-1'"),
     ("diagnose_realdata.py", ["--tau2", "cv"], "--tau2 must be a positive number, got 'cv' (a "
                                                "sweep's CV of tau2 is not run here)"),
