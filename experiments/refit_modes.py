@@ -234,6 +234,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=positive_int, default=2)
     ap.add_argument("--json", type=Path, default=None, help="write the summary here")
     args = ap.parse_args()
+    named = [f.resolve() for f in args.sweeps]
+    for i, folder in enumerate(args.sweeps):
+        if named[i] in named[:i]:  # its results would be summed into one summary
+            ap.error(f"{folder} is named twice: name each sweep folder once")
     tasks = []
     for folder in args.sweeps:
         check_sweep(ap, folder, args.data_dir)

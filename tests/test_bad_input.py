@@ -1934,6 +1934,12 @@ def test_refit_modes_refuses_a_folder_it_cannot_audit_before_its_workers(tmp_pat
                                     monkeypatch)
         assert code == 2 and out == "", out
         assert_one_line_error(err, re.escape(message))
+    # one folder named twice was audited twice and summed into one summary
+    code, out, err = run_script("refit_modes.py", [str(tmp_path / "bad"), str(tmp_path / "bad"),
+                                                   "--runs", "1"], capsys, monkeypatch)
+    assert code == 2 and out == "", out
+    assert_one_line_error(err, re.escape(f"{tmp_path / 'bad'} is named twice: name each sweep "
+                                         f"folder once"))
 
 
 def test_compare_targets_takes_only_two_sweeps_that_differ_in_the_target(tmp_path, capsys,
