@@ -8,9 +8,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
+import importlib.util
 import json
 import os
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -536,3 +538,13 @@ def read_log(path) -> list[list[str]]:
     if not path.exists():
         return []
     return [ln.split() for ln in path.read_text().split("\n")[:-1] if ln]
+
+
+def experiment_script(name: str) -> types.ModuleType:
+    """The module of ``experiments/<name>.py``, loaded afresh (the scripts are no package)."""
+    path = Path(__file__).resolve().parent.parent / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

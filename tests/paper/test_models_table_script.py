@@ -1,23 +1,13 @@
 """``experiments/models_table.py``'s reference columns use the kernels they name."""
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import numpy as np
+from helpers import experiment_script
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.spec import ModelData
 from elicit.paper.synthetic import synthetic_problem
-
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "models_table.py"
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("models_table_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_ideal_kernel_column_is_the_posterior_under_the_ideal_kernel():
@@ -25,7 +15,7 @@ def test_the_ideal_kernel_column_is_the_posterior_under_the_ideal_kernel():
     model's own K) instead of the ideal K it passed: the same MSE as no feedback."""
     prob = synthetic_problem(0, 0)  # tau2 fixed, as in the real-data runs the script reads
     prob = dataclasses.replace(prob, hyper=dataclasses.replace(prob.hyper, variant="fixed"))
-    got = _script().ideal_control(prob, rho=0.9)
+    got = experiment_script("models_table").ideal_control(prob, rho=0.9)
     # independently: the NIG posterior mean tau2 K X' (I + tau2 X K X')^-1 y, which sigma2
     # does not enter, with K = 1 on the diagonal and 0.9 within each expert group
     g = np.asarray(prob.expert.groups)

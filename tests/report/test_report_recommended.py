@@ -9,7 +9,6 @@ by parsing its options and running its new steps with the sweep replaced by a st
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -17,17 +16,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import experiment_script
 
 REPRODUCE = Path(__file__).resolve().parents[2] / "experiments" / "reproduce.py"
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def _reproduce():
-    spec = importlib.util.spec_from_file_location("reproduce_under_test", REPRODUCE)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return experiment_script("reproduce")
 
 
 @pytest.fixture(scope="module")
