@@ -1,6 +1,5 @@
 """The registered utilities: what asking a question (or observing a new sample) is expected
-to teach (Afrabandpey et al. 2019, Sec. 3.2), each registered at the end of this module.
-"""
+to teach (Afrabandpey et al. 2019, Sec. 3.2), each registered at the end of this module."""
 
 from __future__ import annotations
 
@@ -55,7 +54,8 @@ UTILITIES: Registry[Utility] = Registry("utility")
 
 
 def register_utility(utility: _U) -> _U:
-    """Register ``utility`` under its name and return it; an ElicitError if the name is taken."""
+    """Register ``utility`` under its name and return it; an ElicitError if the name is invalid,
+    taken or a mode's (``"fast"``, ...), or ``score`` does not take the abstract one's arguments."""
     if not isinstance(utility, Utility):
         raise ElicitError(f"register_utility takes a PairUtility, FeatureUtility or "
                           f"SampleUtility object, got {type(utility).__name__}")

@@ -113,8 +113,8 @@ class PyStanEngine(StanProgramEngine):
     ----------
     variant, stan_file
         As for :class:`~elicit.engines.base.StanProgramEngine`; a custom program's parameters
-        must be exactly ``gamma``, ``threshold`` (and ``tau``), all ``<lower=0>`` (and the
-        relevance model's ``zeta``, unbounded), besides parameters of size 0.
+        must be exactly ``gamma``, ``threshold`` (and ``tau``, ``delta`` where a fit has them),
+        all ``<lower=0>``, and the relevance model's ``zeta``, unbounded, besides ones of size 0.
     max_iter
         Iteration limit of L-BFGS-B.
     """

@@ -16,11 +16,11 @@ ENGINES = ("auto", "numpy", "cmdstan", "pystan")
 
 def get_engine(name: str | Engine = "auto", variant: str = "fixed",
                stan_file: str | Path | None = None, check: bool | str = False) -> Engine:
-    """Build an engine by ``name`` (an :class:`Engine` is returned as it is): ``"numpy"``,
-    ``"cmdstan"``, ``"pystan"`` or ``"auto"``: numpy for the shipped programs, CmdStan (if
-    installed, else PyStan) for a ``stan_file`` of one's own (``docs/stan.md``). ``check``:
-    every fit checked against the numpy twin (:class:`~elicit.engines.checked.CheckedEngine`;
-    ``True`` is ``"higher"``)."""
+    """Build an engine of the tau2 ``variant`` (``"fixed"`` or ``"learned"``) by ``name`` (an
+    :class:`Engine` is returned as it is): ``"numpy"``, ``"cmdstan"``, ``"pystan"`` or
+    ``"auto"``: numpy for the shipped programs, CmdStan (if installed, else PyStan) for a
+    ``stan_file`` of one's own (``docs/stan.md``). ``check``: every fit checked against the
+    numpy twin (:class:`~elicit.engines.checked.CheckedEngine`; ``True`` is ``"higher"``)."""
     from elicit.engines.base import Engine
 
     if isinstance(name, Engine):

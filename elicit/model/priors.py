@@ -40,7 +40,7 @@ class ThresholdPrior:
     sd: float
 
     def at(self, m: float) -> Normal:
-        """The prior (half-normal) for the prior mean ``m``."""
+        """The prior ``N+(m, sd m)`` of xi (a normal cut at 0) for the prior mean ``m``."""
         return Normal(m, m * self.sd)
 
 

@@ -32,8 +32,8 @@ def plot_features(session: SessionState, max_features: int = 30) -> np.ndarray:
 
 def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None = None,
            max_features: int = 30):
-    """Heatmap of the current kernel matrix K, labelled with feature names, of ``features``
-    (indices or names; default :func:`plot_features`). Returns the matplotlib Axes."""
+    """Heatmap of the current K on ``ax`` (None: a new figure), labelled by name, of ``features``
+    (indices or names; default: :func:`plot_features` of ``max_features``); returns the Axes."""
     import matplotlib.pyplot as plt
 
     names = session.feature_names
@@ -64,7 +64,7 @@ def plot_K(session: SessionState, ax=None, features: Sequence[int | str] | None 
 
 def plot_gains(session: SessionState, ax=None):
     """Expected information gain of each answered question, in answer order (undone answers
-    as hollow markers). Returns the matplotlib Axes."""
+    as hollow markers), on ``ax`` (None: a new figure). Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt
 
     h = history(session)

@@ -208,7 +208,7 @@ class SessionState(SessionReader):
         return self.snapshot().relevance
 
     def is_done(self, expert: str | None = None) -> bool:
-        """True when ``expert`` has answered every candidate pair."""
+        """True when no question of any kind is left to ask ``expert`` (answered or closed)."""
         with self._lock:
             self._sync(self._who(expert))
             return len(self.elicitor.open_questions()) == 0

@@ -1,7 +1,6 @@
 """A kind of question (:class:`QuestionKind`), its answers (:class:`Answer`), and their
 registries. Code outside a kind's own module never names a kind; answers and kinds name each
-other, so both live here.
-"""
+other, so both live here."""
 
 from __future__ import annotations
 
@@ -73,8 +72,8 @@ class Answer(str, metaclass=_AnswerType):
     @classmethod
     def define(cls, word: str, kind: str | None, outcome: int | None, label: str, key: str,
                aliases: Sequence[str] = ()) -> Answer:
-        """Define the answer ``word`` of the kind named ``kind``; a word taken is an error, but
-        for a ``kind`` not registered (a retry after it was refused) it is defined again."""
+        """Define the answer ``word`` of the kind named ``kind``; a word, key or alias taken (or
+        a reserved key) is an error, but for a ``kind`` not registered (a retry) it is redefined."""
         if not isinstance(word, str) or _key(word) != word or not word:
             raise ElicitError(f"an answer is a lower-case word without spaces, got {word!r}")
         if key in RESERVED_KEYS or len(key) != 1:
@@ -336,7 +335,8 @@ def agreed(data: ModelData, name: str, rows: Sequence[tuple[int, int]], answers:
 
 
 def register_kind(kind: K) -> K:
-    """Register ``kind`` under its name and return it; an ElicitError if a name is taken."""
+    """Register ``kind`` under its name and return it; an ElicitError if a name (its own or an
+    alias) is invalid or taken, or a method does not take its abstract method's arguments."""
     if not isinstance(kind, QuestionKind):
         raise ElicitError(f"register_kind takes a QuestionKind object, got "
                           f"{type(kind).__name__}")
