@@ -1,7 +1,6 @@
 """Answers, and the experts who give them: anything with the method each kind calls
 (``answer(i, j)`` for a pair question, ``relevance(k)``, ``weight_sign(k)``). The simulated
-experts here stand in for a human in the paper's experiments.
-"""
+experts here stand in for a human in the paper's experiments."""
 
 from __future__ import annotations
 
@@ -25,7 +24,8 @@ if TYPE_CHECKING:
 class Expert(Protocol):
     """Anything that answers pairwise similarity questions about features."""
 
-    def answer(self, i: int, j: int) -> Answer: ...
+    def answer(self, i: int, j: int) -> Answer:
+        """The answer to the pair question about features ``i`` and ``j`` (``i < j``)."""
 
 
 def check_expert(expert: object, questions: Any) -> None:

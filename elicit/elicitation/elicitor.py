@@ -1,7 +1,6 @@
 """The state of one elicitation (fit -> utilities -> query -> answer -> refit), and asking
 through it. A question is never asked twice; a "don't know" is recorded and leaves the model
-unchanged; any other answer enters the data as its kind says, and the model is refitted.
-"""
+unchanged; any other answer enters the data as its kind says, and the model is refitted."""
 
 from __future__ import annotations
 
@@ -169,6 +168,7 @@ class Elicitor:
         return self.data.relevance if self.data.model.relevance else None
 
     def query(self, index: int, gain: float | None = None, exact: bool = False) -> Query:
+        """The question at table ``index`` as a :class:`Query`, with its ``gain`` and ``exact``."""
         return Query.of_row(self.table.rows([index])[0], gain, exact,
                             self.table.kind_of(index).name)
 

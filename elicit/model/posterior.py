@@ -10,8 +10,7 @@ and the predictive at x is Student-t with 2 a* degrees of freedom, mean x' mu* a
 scale (b*/a*)(1 + x' Sigma* x). No p x p inverse is formed: with ``S = I + tau2 X K X'``,
 Woodbury gives ``Sigma* = tau2 K - tau2^2 K X' S^-1 X K`` and ``mu* = tau2 K X' S^-1 y``.
 Per-feature scales h map back from ``beta / h`` (``mu* = h o mu~*``); a prior mean
-``delta s`` is added back to mu*.
-"""
+``delta s`` is added back to mu*."""
 
 from __future__ import annotations
 
@@ -70,6 +69,7 @@ class NIGPosterior:
 
     @classmethod
     def from_map(cls, data: ModelData, fit: MAPResult) -> NIGPosterior:
+        """The posterior at an engine's MAP ``fit`` of ``data``."""
         return cls(Marginal.of_fit(data, fit))
 
     @cached_property

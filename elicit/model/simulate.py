@@ -3,8 +3,7 @@
 d = 9 meta-feature columns each describing one group, the last pure noise; with
 gamma_opt = [1,1,0,1,0,1,0,0,0] K_opt is near 1 within groups and near 0 across them) and
 Amazon-size random problems. Beyond the paper, ``irrelevant=N`` sets the weight of N random
-features to 0 (group -1).
-"""
+features to 0 (group -1)."""
 
 from __future__ import annotations
 
@@ -51,7 +50,8 @@ def meta_features(rng: np.random.Generator) -> np.ndarray:
 def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 1000,
                    sigma2: float = 5.0, tau2: float = 1.0, irrelevant: int = 0,
                    ) -> SyntheticData:
-    """Draw one synthetic data set (n_train = 20 as in the paper; the authors' code used 15);
+    """Draw one synthetic data set: beta ~ N(0, sigma2 tau2 K_opt), ``n_train`` (20 as in the
+    paper; the authors' code used 15) and ``n_test`` rows of N(0, I) inputs, N(0, sigma2) noise;
     ``irrelevant`` features, drawn without replacement right after beta, get weight 0."""
     if n_train < 1 or n_test < 1:
         raise ValueError("n_train and n_test must be positive")

@@ -3,8 +3,7 @@
 Notation follows Afrabandpey, Peltola & Kaski (IJCAI 2019): ``X`` (n x p) inputs, ``y`` (n,)
 targets, ``U`` (p x d) meta-features (the kernel: :mod:`elicit.model.kernel`). ``stan/elicit.stan``
 is the model's single specification; :func:`contract_data` and :func:`contract_params` list
-the names a program of a model must declare.
-"""
+the names a program of a model must declare."""
 
 from __future__ import annotations
 
@@ -89,6 +88,7 @@ class Hyper:
             object.__setattr__(self, name, float(v))  # a numpy scalar is no JSON number
 
     def with_threshold_mean(self, m: float) -> Hyper:
+        """A copy with ``threshold_mean=float(m)`` (an ElicitError unless it is positive)."""
         return replace(self, threshold_mean=float(m))
 
 

@@ -1,6 +1,5 @@
 """The steps of the paper's reproduction (``make reproduce``; ``elicit bench --suite`` times
-one run of each), each one experiment into its own folder under ``OUT``, in :data:`STEPS`.
-"""
+one run of each), each one experiment into its own folder under ``OUT``, in :data:`STEPS`."""
 
 from __future__ import annotations
 
@@ -86,7 +85,8 @@ def _kitchen(s: StepSettings):  # -> elicit.data.sources.DataSource
 
 def run_step(step: str, out: str | os.PathLike, s: StepSettings, progress: bool = True,
              samples: int | None = None) -> str:
-    """Run ``step`` into ``out/<step>`` (Table 1: ``out/table1.csv``); return its summary."""
+    """Run ``step`` of the settings ``s`` into ``out/<step>`` (Table 1: ``out/table1.csv``, at
+    most ``samples`` added samples, default ``table1.DEFAULT_SAMPLES``); return its summary."""
     from elicit.paper.realdata import run_realdata
     from elicit.paper.synthetic import run_synthetic
     from elicit.paper.table1 import DEFAULT_SAMPLES, run_table1
