@@ -396,8 +396,8 @@ class Elicitor:
 
     def next_batch(self, strategy: str, rng: np.random.Generator, k: int, *,
                    exclude: Iterable | None = None) -> list[Query]:
-        """``k`` questions to ask together, sharing no feature where possible; k = 1 is
-        :meth:`next_query` (parameters and errors as there)."""
+        """``k`` questions to ask together (ranked by gain, they share no feature where
+        possible); k = 1 is :meth:`next_query` (parameters and errors as there)."""
         return self._choose(strategy, rng, k, exclude, warn=False)
 
     def _choose(self, strategy: str, rng: object, k: int, exclude, warn: bool) -> list[Query]:

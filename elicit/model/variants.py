@@ -227,8 +227,8 @@ def _check(variant: ModelVariant) -> None:
 
 def register_model(variant: ModelVariant) -> ModelVariant:
     """Add ``variant`` to :data:`MODELS`, so that ``Hyper(model=variant.name)`` and
-    ``--model`` accept it; returns it (a one-line ElicitError if the name is taken or the
-    variant's parts are not what a fit needs)."""
+    ``--model`` accept it; returns it (a one-line ElicitError if the name is invalid or taken,
+    a part is not what a fit needs, or the shipped Stan program cannot state the variant)."""
     _check(variant)
     return MODELS.add(variant.name, variant)
 

@@ -182,8 +182,8 @@ class Session(SessionState):
         return self.batch(1, expert)[0]
 
     def batch(self, k: int, expert: str | None = None) -> list[SessionQuery]:
-        """``k`` (at most :data:`MAX_BATCH`) questions to ask together, greedily by expected
-        gain and feature-disjoint where possible; an open batch is returned as it is."""
+        """``k`` (at most :data:`MAX_BATCH`) questions to ask together, by the session's strategy
+        (ranked by gain: feature-disjoint where possible); an open batch is returned as it is."""
         check_int(k, f"batch size must be a positive integer, got {k!r}", 1)
         if k > MAX_BATCH:
             raise ElicitError(f"batch size {k} is too large: ask at most {MAX_BATCH} questions "
