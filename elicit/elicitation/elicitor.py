@@ -284,7 +284,7 @@ class Elicitor:
         return _kept(fit, len(history)) if refit else fit
 
     def set_asked(self, asked: Iterable) -> None:
-        """Mark which questions are not to be offered again, without a refit."""
+        """Set the questions not to offer again to ``asked`` (items as in ``exclude``), no refit."""
         self._asked = {self._question_index(q) for q in asked}
 
     def set_tau2(self, tau2: float) -> MAPResult:
@@ -357,7 +357,7 @@ class Elicitor:
         return sc
 
     def draw_pool(self, rng: np.random.Generator) -> np.ndarray:
-        """The pool of questions the sequential strategy scores, as rows."""
+        """The pool of questions the sequential strategy scores, drawn with ``rng``, as rows."""
         allowed = self.open_questions()
         self._warn_if_pool_capped(allowed)
         return self.table.rows(round_pool(self, allowed, rng))
