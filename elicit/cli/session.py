@@ -147,8 +147,8 @@ def _on_a_session(options: Callable[[argparse.ArgumentParser], None],
 
 def _ask_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--batch", type=batch_size, default=1, metavar="K",
-                   help="choose K questions at a time (feature-disjoint, by expected gain; "
-                        "at most 50)")
+                   help="choose K questions at a time (by gain: feature-disjoint where "
+                        "possible; at most 50)")
     a.add_argument("--expert", metavar="NAME", default=None,
                    help="your name: every answer records who gave it, and each expert gets "
                         "their own questions (default: the unnamed expert)")
