@@ -2029,3 +2029,17 @@ def test_one_feature_and_two_rows_in_python_is_told_its_features_not_its_rows(tm
     with pytest.raises(ElicitError, match=r"^need at least 2 features to ask about pairs, got 1"):
         Session.create(np.array([[1.0], [2.0]]), np.array([1.0, 3.0]),
                        path=tmp_path / "s.session", engine="numpy")
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    ({"n_train": 0}, "n_train and n_test must be positive, got 0 and 1000"),
+    ({"n_test": -1}, "n_train and n_test must be positive, got 20 and -1"),
+    ({"irrelevant": 26}, "irrelevant must lie in 0..25, got 26"),
+])
+def test_a_synthetic_data_set_it_cannot_draw_is_refused_in_one_line(kwargs, said):
+    """make_synthetic refused these with a ValueError, a traceback where the package's
+    commands answer an ElicitError in one line."""
+    from elicit.model.simulate import make_synthetic
+
+    with pytest.raises(ElicitError, match=f"^{re.escape(said)}$"):
+        make_synthetic(np.random.default_rng(0), **kwargs)

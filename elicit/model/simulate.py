@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from elicit.errors import ElicitError
 from elicit.model.kernel import kernel
 
 GROUPS = np.repeat([0, 1, 2, 3], [10, 5, 5, 5])
@@ -54,9 +55,9 @@ def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 10
     paper; the authors' code used 15) and ``n_test`` rows of N(0, I) inputs, N(0, sigma2) noise;
     ``irrelevant`` features, drawn without replacement right after beta, get weight 0."""
     if n_train < 1 or n_test < 1:
-        raise ValueError("n_train and n_test must be positive")
+        raise ElicitError(f"n_train and n_test must be positive, got {n_train} and {n_test}")
     if not 0 <= irrelevant <= len(GROUPS):
-        raise ValueError(f"irrelevant must lie in 0..{len(GROUPS)}, got {irrelevant}")
+        raise ElicitError(f"irrelevant must lie in 0..{len(GROUPS)}, got {irrelevant}")
     U = meta_features(rng)
     p = U.shape[0]
     K_opt = kernel(U, GAMMA_OPT)
@@ -70,9 +71,8 @@ def make_synthetic(rng: np.random.Generator, n_train: int = 20, n_test: int = 10
         groups[off] = -1
     X = rng.standard_normal((n_train, p))
     X_test = rng.standard_normal((n_test, p))
-    noise = np.sqrt(sigma2)
-    y = X @ beta + noise * rng.standard_normal(n_train)
-    y_test = X_test @ beta + noise * rng.standard_normal(n_test)
+    y = X @ beta + np.sqrt(sigma2) * rng.standard_normal(n_train)
+    y_test = X_test @ beta + np.sqrt(sigma2) * rng.standard_normal(n_test)
     return SyntheticData(X, y, X_test, y_test, U, beta, groups, K_opt)
 
 
