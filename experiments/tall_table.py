@@ -105,7 +105,10 @@ def main() -> None:
         for n in args.rows:
             out = subprocess.run([sys.executable, __file__, "--one", str(n), str(p),
                                   "--rounds", str(args.rounds)],
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True)
+            if out.returncode:  # its own error: a CalledProcessError would hide it
+                sys.exit(f"the {n:,} x {p} table's process failed (exit {out.returncode}):\n"
+                         f"{out.stderr.strip()}")
             r = json.loads(out.stdout.strip().splitlines()[-1])
             if "refused" in r:
                 print(f"| {n:,} x {p} | refused: {r['refused']} | | | |")
