@@ -188,7 +188,6 @@ def connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     # absolute: a later change of the working directory must not look like a replaced file
     conn.path = Path(os.path.abspath(path))
     conn.identity = _identity(conn.path)
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     if read_only:
         conn.execute("PRAGMA query_only = ON")
@@ -211,8 +210,12 @@ def set_durable(conn: sqlite3.Connection, path: Path) -> None:
     """
     deadline = time.monotonic() + BUSY_TIMEOUT
     while True:
-        # A format-1 file is in WAL mode; leaving WAL needs every other connection closed.
-        mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
+        try:  # a format-1 file is in WAL mode; leaving it needs every other connection closed
+            mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
+        except sqlite3.OperationalError as e:  # while one is open: "locked" at once, unwaited
+            if "locked" not in str(e):
+                raise
+            mode = "wal"
         if mode == "delete" or time.monotonic() > deadline:
             break
         time.sleep(0.05)
@@ -327,12 +330,9 @@ def create_file(path: Path, meta: dict[str, Any], X: np.ndarray, y: np.ndarray,
 
 def _fsync_dir(d: Path) -> None:
     # Make the rename itself durable (POSIX); harmless where directories cannot be opened.
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(str(d), os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
+        try:
             os.fsync(fd)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)

@@ -350,3 +350,21 @@ def test_a_create_that_fails_leaves_no_file_behind(tmp_path, monkeypatch):
     with pytest.raises(ElicitError, match="could not be saved"):
         create_session(tmp_path / "t.session")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_format_1_file_waits_for_another_connection_to_leave_wal(tmp_path):
+    """[jm_noretry] leaving WAL needs every other connection closed: a program that closes
+    the file a moment later is waited for, not reported as an older elicit keeping it (SQLite
+    raised "database is locked" at once, without its busy wait, and the loop never retried:
+    `Session.open` ended in a bare OperationalError)."""
+    path = tmp_path / "old.session"
+    shutil.copyfile(FORMAT1_SESSION, path)
+    other = sqlite3.connect(path, check_same_thread=False)
+    other.execute("SELECT COUNT(*) FROM meta").fetchone()
+    closing = threading.Timer(0.2, other.close)
+    closing.start()
+    try:
+        with Session.open(path) as s:
+            assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        closing.join()
