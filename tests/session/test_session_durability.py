@@ -1,7 +1,7 @@
 """The session file's durability, test by test against what a refactor could break: each test
 names in brackets the change of elicit/session it fails on (a mutation audit of the durability
-code found these untested; docs/reliability.md, "The docs, the scripts, the report, the tests
-and the docstrings, reviewed")."""
+code found these untested; docs/reliability.md, "A mutation audit of the session's
+durability code")."""
 
 from __future__ import annotations
 
