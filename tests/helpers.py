@@ -11,6 +11,8 @@ import gzip
 import importlib.util
 import json
 import os
+import signal
+import sqlite3
 import sys
 import types
 from pathlib import Path
@@ -548,3 +550,19 @@ def experiment_script(name: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def leave_hot_journal(path: str | os.PathLike) -> None:
+    """Leave a "hot" journal beside the session file ``path``: a child process starts a
+    commit larger than its cache (pages spill into the file) and is killed before it ends."""
+    pid = os.fork()
+    if pid == 0:  # the child never returns into pytest
+        try:
+            conn = sqlite3.connect(path, isolation_level=None)
+            conn.execute("PRAGMA cache_size = 10")
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO texts VALUES (999, 0, ?)", ("x" * 2_000_000,))
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert os.path.getsize(f"{path}-journal") > 0

@@ -24,7 +24,7 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
-from helpers import create_session, one_line, run_main, sql_edit, sql_rows
+from helpers import create_session, leave_hot_journal, one_line, run_main, sql_edit, sql_rows
 
 from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -1323,28 +1323,12 @@ def test_predicting_from_an_array_warns_that_its_columns_are_taken_by_position()
     assert len(rec) == 1  # one warning, not scikit-learn's as well
 
 
-def _cut_write(path):
-    """Leave a "hot" journal beside ``path``: a child starts a write that spills pages into
-    the file and dies before committing."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            c = sqlite3.connect(path, isolation_level=None)
-            c.execute("PRAGMA cache_size = 1")
-            c.execute("BEGIN IMMEDIATE")
-            c.execute("UPDATE arrays SET npy = zeroblob(200000)")
-        finally:
-            os._exit(9)
-    os.waitpid(pid, 0)
-    assert Path(str(path) + "-journal").stat().st_size > 0
-
-
 def test_a_read_only_open_after_a_cut_write(tmp_path):
     """A write cut short is undone first when the file may be written (as by any opener);
     in a read-only folder the one line says how to get it undone."""
 
     folder, p = _answered_in_folder(tmp_path)
-    _cut_write(p)
+    leave_hot_journal(p)
     r = read_only_run(folder, ["history", str(p)])
     if r is None:
         pytest.skip("cannot make a read-only folder here")

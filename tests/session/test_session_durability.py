@@ -14,7 +14,7 @@ import threading
 import pytest
 from conftest import FORMAT1_SESSION
 from conftest import make_session_data as make_data
-from helpers import create_session, sql_rows
+from helpers import create_session, leave_hot_journal, sql_rows
 
 from elicit.errors import ElicitError
 from elicit.session import record, store
@@ -117,15 +117,7 @@ def test_an_overwrite_removes_the_old_files_journal(tmp_path):
     must not be rolled back into the new one."""
     path = tmp_path / "t.session"
     create_session(path).close()
-    pid = os.fork()
-    if pid == 0:  # a writer of the old file, killed in a commit larger than its cache
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("PRAGMA cache_size = 10")
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO texts VALUES (999, 0, ?)", ("x" * 2_000_000,))
-        os.kill(os.getpid(), 9)
-    os.waitpid(pid, 0)
-    assert os.path.getsize(f"{path}-journal") > 0
+    leave_hot_journal(path)  # a writer of the old file, killed in a commit
     create_session(path, overwrite=True, seed=9, texts={"price": ["the price is right"]}).close()
     assert not os.path.exists(f"{path}-journal")
     with Session.open(path) as new:  # the old file's pages were not played into it
@@ -224,14 +216,7 @@ def test_a_file_shorter_than_its_header_says_opens_when_its_journal_restores_it(
     path = tmp_path / "t.session"
     create_session(path).close()
     size = path.stat().st_size
-    pid = os.fork()
-    if pid == 0:  # a writer killed in a commit larger than its cache (pages spilled)
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("PRAGMA cache_size = 10")
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO texts VALUES (999, 0, ?)", ("x" * 2_000_000,))
-        os.kill(os.getpid(), 9)
-    os.waitpid(pid, 0)
+    leave_hot_journal(path)
     with open(path, "r+b") as fh:  # the header written, the new pages not yet
         head = bytearray(fh.read(100))
         head[28:32] = (int.from_bytes(head[28:32], "big") + 1000).to_bytes(4, "big")

@@ -20,7 +20,7 @@ pytest.importorskip("flask")
 
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session, sql_rows
+from helpers import create_session, leave_hot_journal, sql_rows
 
 from elicit.session.session import Session  # noqa: E402
 from elicit.session.terminal import run_ask  # noqa: E402
@@ -828,22 +828,12 @@ def test_a_writer_killed_in_a_commit_does_not_leave_the_page_unreadable(app, pat
     """Another program writing the session (an `elicit ask`) killed in the middle of a commit
     left a hot journal that the page's read-only connection cannot roll back: every reload
     answered 503 "cannot be read just now" until the server was restarted."""
-    import signal
-
     def n_texts() -> int:
         return sql_rows(path, "SELECT COUNT(*) FROM texts")[0][0]
 
     c = app.test_client()
     before, n = c.get("/").get_data(as_text=True), n_texts()
-    pid = os.fork()
-    if pid == 0:  # the writer: a commit larger than its cache, killed before it ends
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("PRAGMA cache_size = 10")
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO texts VALUES (999, 0, ?)", ("x" * 2_000_000,))
-        os.kill(os.getpid(), signal.SIGKILL)
-    os.waitpid(pid, 0)
-    assert os.path.getsize(f"{path}-journal") > 0  # the cut write's journal
+    leave_hot_journal(path)  # another program's write, killed in its commit
     r = c.get("/")
     assert r.status_code == 200, r.get_data(as_text=True)
     assert page_state(r.get_data(as_text=True))["qid"] == page_state(before)["qid"]
