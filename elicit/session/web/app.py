@@ -101,14 +101,13 @@ class FileReader:
     def page(self, expert: str) -> PageState:
         def read(c: sqlite3.Connection) -> PageState:
             pending = record.read_pending(c, self.names, self.uid, expert)
-            every = record.history_rows(c, self.names)
-            hist = [dict(zip(HISTORY_COLUMNS, r)) for r in every[-HISTORY_ROWS:][::-1]]
+            every = [dict(zip(HISTORY_COLUMNS, r)) for r in record.history_rows(c, self.names)]
             return PageState(record.progress(c, self.n_pairs, expert),
                              pending[0] if pending else None,
-                             record.read_stop_hint(c, expert) if pending else None, hist,
-                             record.last_event(c), next((r[0] for r in reversed(every)
-                                                         if r[2] == expert and not r[13]),
-                                                        None))
+                             record.read_stop_hint(c, expert) if pending else None,
+                             every[-HISTORY_ROWS:][::-1], record.last_event(c),
+                             next((h["answer_id"] for h in reversed(every)
+                                   if h["expert"] == expert and not h["undone"]), None))
         return self._run(read)
 
     def revision(self) -> int:
