@@ -208,6 +208,15 @@ def run_sweep(make_problem: ProblemMaker, cfg: SweepConfig, store: SweepStore,
     return pd.DataFrame(rows, columns=MSE_COLUMNS)
 
 
+def questions_frame(store: SweepStore, cfg: SweepConfig) -> pd.DataFrame:
+    """``questions.csv``: per strategy, run and answer, the kind of its question and tau2 after
+    it (row 0: the start, no kind); the report counts them without the uncommitted parts."""
+    parts = {(s, r): load_part(store, cfg, s, r) for s in cfg.strategies for r in range(cfg.runs)}
+    rows = [(s, r, t, k, p.get("tau2", [np.nan] * len(p["mse"]))[t])  # older: no tau2 kept
+            for (s, r), p in parts.items() for t, k in enumerate(["", *part_kinds(p)])]
+    return pd.DataFrame(rows, columns=["strategy", "run", "n_feedback", "kind", "tau2"])
+
+
 def load_part(store: SweepStore, cfg: SweepConfig, strategy: str, run: int) -> dict:
     """The stored result of one run and strategy: ``mse``, ``gammas``, ``asked``, ...."""
     return store.need(store.part_path(cfg.dataset, strategy, run),

@@ -23,7 +23,7 @@ from elicit.harness.labels import (
     ceiling_label,
 )
 from elicit.harness.store import SweepStore
-from elicit.harness.sweep import load_part, part_kinds, run_sweep
+from elicit.harness.sweep import questions_frame, run_sweep
 from elicit.internal.io import write_text_atomic
 from elicit.internal.locks import hold_folder
 from elicit.model.spec import check_size
@@ -109,6 +109,8 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
         maker = RealDataMaker(cfg, run_tau2 if cfg.fixed_tau2 is None else None)
         sweep_cfg = cfg.sweep_config()
         df = run_sweep(maker, sweep_cfg, store, progress)
+        asked = questions_frame(store, sweep_cfg)
+        write_text_atomic(out / "questions.csv", asked.to_csv(index=False))
         df = pd.concat([df, reference_rows(cfg.name, infos)], ignore_index=True)
         write_text_atomic(out / "mse.csv", df.to_csv(index=False))
 
@@ -123,10 +125,8 @@ def run_realdata(cfg: RealDataConfig, out: str | Path, progress: bool = True) ->
                                              ceiling_label(n_ans): refs["ceiling"],
                                              REFERENCE_LABELS["yardstick"]: refs["yardstick"]})
         kinds = [k for k in parse_questions(cfg.settings.questions) if k not in PAPER_QUESTIONS]
-        asked = {s: [part_kinds(load_part(store, sweep_cfg, s, r)) for r in range(cfg.runs)]
-                 for s in (sweep_cfg.strategies if kinds else ())}
-        features = {k: {s: float(np.mean([got.count(k) for got in runs]))
-                        for s, runs in asked.items()} for k in kinds}
+        features = {k: {s: float(np.sum(asked[asked.strategy == s].kind == k) / cfg.runs)
+                        for s in sweep_cfg.strategies} for k in kinds}
         meta = store.settings
         label_mf = (f"{cfg.meta_features} {cfg.meta_dim}" if meta["meta_dim"] else
                     Path(str(cfg.meta_features)).name if meta["meta_features"] == "file"

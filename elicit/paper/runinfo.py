@@ -219,13 +219,12 @@ def reference_rows(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
 
 def runinfo_frame(dataset: str, infos: Sequence[dict]) -> pd.DataFrame:
     """One flat row per run (``OUT/runinfo.csv``)."""
-    return pd.DataFrame([
-        {"dataset": dataset, "run": i["run"], "split_seed": i["split_seed"],
-         "standardize": i["standardize"], "n_features": i["n_features"],
-         "n_expert": i["n_expert"], "tau2": i["tau2"], "tau2_cv": i["tau2_cv_choice"],
+    keys = ("run", "split_seed", "standardize", "n_features", "n_expert", "tau2")
+    return pd.DataFrame([  # a pair-only sweep's record has no feature answers
+        {"dataset": dataset, **{k: i[k] for k in keys}, "tau2_cv": i["tau2_cv_choice"],
          "initial": i["initial"], **i["references"], "n_answerable": i["n_answerable"],
-         "n_similar": i["n_similar"], **i["baselines"],
-         **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
+         "n_similar": i["n_similar"], "n_feature_answers": i.get("n_feature_answers", 0),
+         **i["baselines"], **{f"nofb_{float(t):g}": v for t, v in i["no_feedback"].items()},
          "max_test_z": i["max_test_z"], "auc": i["auc"]} for i in infos])
 
 

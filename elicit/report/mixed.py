@@ -13,7 +13,6 @@ import pandas as pd
 from elicit.elicitation.kinds import KINDS, PAPER_QUESTIONS
 from elicit.elicitation.strategies import STRATEGIES
 from elicit.harness.labels import LABELS, REFERENCE_LABELS
-from elicit.harness.sweep import part_kinds
 from elicit.prior.tau2 import TAU2_BOUNDS
 from elicit.report.realdata import Sweep, figure_line, fmt, n_answers
 
@@ -28,11 +27,16 @@ REFERENCE_ORDER: dict[str, str] = {
 HEADING = "## Relevance and pair questions"
 
 
+def _asked(sweep: Sweep, strategy: str) -> pd.core.groupby.DataFrameGroupBy | None:
+    """The strategy's rows of ``questions.csv`` by run (None: no file or no such rows)."""
+    q = None if sweep.asked is None else sweep.asked[sweep.asked.strategy == strategy]
+    return None if q is None or q.empty else q.groupby("run")
+
+
 def questions_of_kind(sweep: Sweep, strategy: str, kind: str) -> np.ndarray | None:
     """Per run, how many of the strategy's questions were of ``kind`` (None: no records)."""
-    parts = sweep.records(strategy, range(sweep.runs))
-    return None if parts is None else np.array(
-        [sum(k == kind for k in part_kinds(p)) for p in parts], dtype=float)
+    g = _asked(sweep, strategy)
+    return None if g is None else g.kind.apply(lambda k: np.sum(k == kind)).to_numpy(float)
 
 
 def _tau2_at_bound(sweep: Sweep) -> str:
@@ -40,12 +44,11 @@ def _tau2_at_bound(sweep: Sweep) -> str:
     after the last answer ("—" without records of tau2: sweeps before it was chosen again)."""
     ends, start = [], "—"
     for st in STRATEGIES:
-        parts = sweep.records(st, range(sweep.runs)) if st in sweep.strategies else None
-        if parts is None or any("tau2" not in p for p in parts):
+        if (g := _asked(sweep, st)) is None or g.tau2.count().lt(g.size()).any():
             ends.append("—")
             continue
-        start = str(sum(p["tau2"][0] in TAU2_BOUNDS for p in parts))
-        ends.append(str(sum(p["tau2"][-1] in TAU2_BOUNDS for p in parts)))
+        start = str(int(g.tau2.first().isin(TAU2_BOUNDS).sum()))
+        ends.append(str(int(g.tau2.last().isin(TAU2_BOUNDS).sum())))
     return f"{start}; {' / '.join(ends)}"
 
 

@@ -29,13 +29,14 @@ PAPER_FEATURES = {"amazon": 340, "yelp": 241}
 @dataclass
 class Sweep:
     """One realdata sweep folder ``path``, as the report reads it: its ``config.json``,
-    ``mse.csv``, ``runinfo.csv`` and ``tau2_cv.csv`` (None if absent)."""
+    ``mse.csv``, ``runinfo.csv``, ``tau2_cv.csv`` and ``questions.csv`` (None if absent)."""
 
     folder: str
     cfg: dict
     mse: pd.DataFrame
     info: pd.DataFrame | None
     tau2cv: pd.DataFrame | None
+    asked: pd.DataFrame | None
     path: Path
 
     @property
@@ -162,13 +163,6 @@ class Sweep:
         g = self.mse[self.mse.strategy == name]
         return g.set_index("run").mse if len(g) else None
 
-    def records(self, kind: str, runs: Sequence[int]) -> list[dict] | None:
-        """Each of ``runs``' record of ``kind`` (a strategy, ``runinfo``), or None: not all."""
-        store = SweepStore.find(self.path)
-        got = [] if store is None else [store.load(store.part_path(self.dataset, kind, int(r)))
-                                        for r in runs]
-        return [g for g in got if g is not None] if got and None not in got else None
-
     def checkpoints(self) -> list[int]:
         """The numbers of answers compared: 20 (if reached) and the last round."""
         return sorted({min(20, self.last), self.last})
@@ -199,7 +193,8 @@ def load_sweep(folder: Path) -> Sweep | None:
         df = pd.read_csv(folder / name) if (folder / name).exists() else None
         return None if df is None else df[df.run.isin(mse.run)].reset_index(drop=True)
 
-    return Sweep(folder.name, store.settings, mse, opt("runinfo.csv"), opt("tau2_cv.csv"), folder)
+    return Sweep(folder.name, store.settings, mse, opt("runinfo.csv"), opt("tau2_cv.csv"),
+                 opt("questions.csv"), folder)
 
 
 def find_sweeps(out: Path) -> list[Sweep]:
@@ -293,16 +288,10 @@ def paired(sweep: Sweep, a: str, b: str, t: int) -> Paired | None:
 
 def n_answers(sweep: Sweep) -> float:
     """The mean number of answers of the all-answers line (pairs and feature answers)."""
-    if sweep.info is None or "n_answerable" not in sweep.info:
+    if (info := sweep.info) is None or "n_answerable" not in info or (
+            sweep.mixed and "n_feature_answers" not in info):  # a mixed sweep's older files
         return float("nan")
-    n = sweep.info.n_answerable.astype(float)
-    if "n_feature_answers" in sweep.info:
-        n = n + sweep.info.n_feature_answers.fillna(0).astype(float)
-    elif sweep.mixed:  # runinfo.csv without the column: the per-run records have it
-        if (records := sweep.records("runinfo", sweep.info.run)) is None:
-            return float("nan")
-        n = n + np.array([float(r.get("n_feature_answers", 0)) for r in records])
-    return float(n.mean())
+    return float((info.n_answerable + info.get("n_feature_answers", 0)).mean())
 
 
 def _tau2_summary(sweep: Sweep) -> str:
@@ -412,7 +401,7 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
                      s.settings, f"{s.runs}", fmt(s.per_run("mean")), fmt(s.initial())]
             cells += [fmt(s.wide(st).get(s.last)) if st in s.strategies else "—"
                       for st in STRATEGIES]
-            cells += [fmt(s.per_run("ceiling")), fmt(s.per_run("lasso"))]
+            cells += [fmt(s.per_run(r)) for r in ("ceiling", "yardstick", "lasso")]
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
         return []
@@ -425,8 +414,8 @@ def literal_section(sweeps: Sequence[Sweep]) -> list[str]:
         "100 training reviews' statistics, tau2 = 0.01, the paper's counts as meta-features). "
         f"Strategy columns: MSE after {last} answers.", "",
         "| data set | configuration | settings | runs | predict the mean | initial | Random | "
-        "Non-sequential | Sequential | all answers given | LASSO |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "Non-sequential | Sequential | all answers given | yardstick | LASSO |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows, "",
         *[figure_line(f"Fig. 5 {s.label}, paper-literal", s.path, f"fig5_{s.dataset}.png")
           for d in DATASETS for s in [literal_sweep(sweeps, d)] if s is not None], "",

@@ -23,6 +23,7 @@ from elicit.harness.sweep import (
     _nothing_left,
     load_part,
     part_kinds,
+    questions_frame,
     sweep,
 )
 from elicit.model.simulate import make_synthetic
@@ -142,6 +143,24 @@ def test_part_kinds_of_an_older_mixed_record_read_by_the_kinds_then_names():
     """Sweeps before kinds had names wrote "pair" and "feature"."""
     part = {"asked": [[0, 3, "similar"], [2, None, "relevant"]], "kinds": ["pair", "feature"]}
     assert part_kinds(part) == ["pairs", "relevance"]
+
+
+def test_questions_frame_has_each_answer_s_kind_and_tau2_and_reads_older_records(tmp_path):
+    """``questions.csv`` is what the report counts (results/ holds no parts): row 0 is the
+    start; a record without tau2 (older sweeps) gives NaN, one without kinds its questions'."""
+    cfg = SweepConfig("x", 2, 2, strategies=("random",), settings=RoundSettings(engine="numpy"))
+    store = SweepStore.open(tmp_path, {"seed": 0})
+    store.save(store.part_path("x", "random", 0), {
+        "mse": [3.0, 2.0, 1.0], "asked": [[4, None, "relevant"], [0, 3, "similar"]],
+        "kinds": ["relevance", "pairs"], "tau2": [1e-6, 0.01, 0.02]})
+    store.save(store.part_path("x", "random", 1), {
+        "mse": [3.0, 2.0, 1.0], "asked": [[0, 3, "similar"], [2, None, "irrelevant"]]})
+    got = questions_frame(store, cfg)
+    assert got.columns.tolist() == ["strategy", "run", "n_feedback", "kind", "tau2"]
+    assert got[["run", "n_feedback", "kind"]].values.tolist() == [
+        [0, 0, ""], [0, 1, "relevance"], [0, 2, "pairs"],
+        [1, 0, ""], [1, 1, "pairs"], [1, 2, "relevance"]]
+    assert got.tau2.tolist()[:3] == [1e-6, 0.01, 0.02] and got.tau2[3:].isna().all()
 
 
 def test_nonsequential_run_stops_when_its_ranking_is_used_up(tmp_path):

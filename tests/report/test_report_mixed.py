@@ -1,10 +1,10 @@
 """The report's section "Relevance and pair questions" (``elicit.report.mixed``).
 
 Sweep folders with made-up but consistent files (``config.json``, ``mse.csv``,
-``runinfo.csv`` and the per-run records of the questions asked): every number the section
-prints is recomputed here from those files, the four reference lines must be there in their
-order, and a best-case sweep (``--pool paper``) appears only as its own line and only when it
-was run.
+``runinfo.csv`` and ``questions.csv``; no ``parts/``, which ``results/`` does not hold):
+every number the section prints is recomputed here from those files, the four reference
+lines must be there in their order, and a best-case sweep (``--pool paper``) appears only as
+its own line and only when it was run.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
            "meta_features": "ppmi", "meta_dim": 10, "model": "relevance",
            "utility_target": "predictive", "questions": "both", "pool": pool}
     (folder / "config.json").write_text(json.dumps(cfg))
-    rows, infos = [], []
+    rows, infos, qrows = [], [], []
     slopes = {"random": -0.003, "nonsequential": -0.005, "sequential": -0.012}
     n_feature = {"random": 3, "nonsequential": 6, "sequential": 8}
     for r in range(runs):
@@ -52,18 +52,9 @@ def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
             noise[0] = 0.0
             rows += [(dataset, s, r, t, init + k * t + noise[t]) for t in range(rounds + 1)]
             nf = n_feature[s] - (r % 2)
-            kinds = ["feature"] * nf + ["pair"] * (rounds - nf)
-            asked = [[t, None, "relevant"] if kd == "feature" else [t, t + 1, "similar"]
-                     for t, kd in enumerate(kinds)]
-            part = folder / "parts" / dataset / s / f"run{r:03d}.json"
-            part.parent.mkdir(parents=True, exist_ok=True)
-            rec = {"mse": [init + k * t for t in range(rounds + 1)], "asked": asked}
-            if r % 2 == 0:  # records with and without the kinds list
-                rec["kinds"] = kinds
-            if tau2:
-                rec["tau2"] = [1e-6 if r == 0 and (t < 5 or s != "sequential") else 0.003
-                               for t in range(rounds + 1)]
-            part.write_text(json.dumps(rec))
+            kinds = ["", *["relevance"] * nf, *["pairs"] * (rounds - nf)]
+            qrows += [(s, r, t, kd, (1e-6 if r == 0 and (t < 5 or s != "sequential") else 0.003)
+                       if tau2 else np.nan) for t, kd in enumerate(kinds)]
         mean, ceil, yard = 2.5 + 0.01 * r, init - 0.2, init - 0.3 - 0.01 * r
         rows += [(dataset, "lasso", r, 0, 2.2), (dataset, "ridge", r, 0, 2.1 + 0.01 * r),
                  (dataset, "elasticnet", r, 0, 2.15), (dataset, "mean", r, 0, mean),
@@ -74,6 +65,8 @@ def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
     pd.DataFrame(rows, columns=["dataset", "strategy", "run", "n_feedback", "mse"]).to_csv(
         folder / "mse.csv", index=False)
     pd.DataFrame(infos).to_csv(folder / "runinfo.csv", index=False)
+    pd.DataFrame(qrows, columns=["strategy", "run", "n_feedback", "kind", "tau2"]).to_csv(
+        folder / "questions.csv", index=False)
 
 
 def _section(text: str) -> str:
@@ -110,7 +103,7 @@ def mixed(mixed_report, tmp_path) -> Path:
 
 def test_runs_with_tau2_at_a_bound_at_the_start_and_the_end(mixed_report):
     sec = _section(mixed_report[1])
-    # Amazon: run 0 starts at 1e-6 and only sequential leaves it; Yelp's records lack tau2
+    # Amazon: run 0 starts at 1e-6 and only sequential leaves it; Yelp's files lack tau2
     assert _row(sec, "runs with tau2 at a bound of its grid (1e-06 or 1000): at the start; "
                      "after 10 answers (Random / Non-sequential / Sequential)") == \
         ["1; 1 / 1 / 0", "—; — / — / —"]
@@ -157,7 +150,7 @@ def test_strategies_rounds_and_feature_questions(mixed_report):
     d = w["sequential"][10] - w["sequential"][0]
     assert _row(sec, "Sequential − the start per run, after 10 answers")[0] == \
         f"{_mean_se(d, sign=True)} (4/4 lower)"
-    # feature questions: 8, 7, 8, 7 of 10 (runs 1 and 3 without the kinds list)
+    # feature questions: 8, 7, 8, 7 of 10
     assert _row(sec, "feature questions among Sequential's answers")[0] == \
         "7.5 of 10 (runs: 7-8)"
     assert _row(sec, "feature questions among Random's answers")[1] == "2.5 of 10 (runs: 2-3)"
@@ -218,6 +211,11 @@ def test_section_of_a_tiny_real_sweep(tmp_path):
     cfg = RealDataConfig("amazon", runs=1, rounds=3, questions="both", engine="numpy",
                          data_dir=REAL_DATA_DIR)
     run_realdata(cfg, tmp_path / "amazon-mixed", progress=False)
+    parts = tmp_path / "amazon-mixed" / "parts" / "amazon"
+    part = json.loads((parts / "sequential" / "run000.json").read_text())
+    rec = json.loads((parts / "runinfo" / "run000.json").read_text())
+    # results/ holds no parts/: the report is made from the committed files alone
+    shutil.rmtree(parts.parent)
     sec = _section(write_report(tmp_path).read_text())
     df = pd.read_csv(tmp_path / "amazon-mixed" / "mse.csv")
     one = {s: float(df[(df.strategy == s)].sort_values("n_feedback").mse.iloc[k])
@@ -230,13 +228,13 @@ def test_section_of_a_tiny_real_sweep(tmp_path):
         [f"{one['yardstick']:.3f}"]
     seq = df[(df.strategy == "sequential") & (df.n_feedback == 3)].mse.iloc[0]
     assert _row(sec, "Sequential, after 3 answers") == [f"{seq:.3f}"]
-    part = json.loads((tmp_path / "amazon-mixed" / "parts" / "amazon" / "sequential"
-                       / "run000.json").read_text())
     n_feature = sum(j is None for _, j, _ in part["asked"])
     assert _row(sec, "feature questions among Sequential's answers") == \
         [f"{n_feature:.1f} of 3 (runs: {n_feature}-{n_feature})"]
-    rec = json.loads((tmp_path / "amazon-mixed" / "parts" / "amazon" / "runinfo"
-                      / "run000.json").read_text())
+    bound = _row(sec, "runs with tau2 at a bound of its grid (1e-06 or 1000): at the start; "
+                      "after 3 answers (Random / Non-sequential / Sequential)")[0]
+    start, end = (str(int(part["tau2"][t] in (1e-6, 1e3))) for t in (0, -1))
+    assert bound.startswith(f"{start}; ") and bound.endswith(f" / {end}")
     assert rec["n_feature_answers"] == 337          # every keyword's relevance
     assert _row(sec, "answers in the line 'all answers given' (per run)") == \
         [f"{rec['n_answerable'] + rec['n_feature_answers']}"]

@@ -68,7 +68,7 @@ def test_sweeps_know_their_configuration(results):
     cfg = json.loads((results / "amazon" / "config.json").read_text())
     for k in RECOMMENDED:
         cfg.pop(k, None)
-    old = type(rec)("old", cfg, rec.mse, None, None, rec.path)
+    old = type(rec)("old", cfg, rec.mse, None, None, None, rec.path)
     assert not old.default and old.config_label == "counts"
 
 
