@@ -93,7 +93,7 @@ def report_figures(report: str, folder: str) -> dict[str, str]:
                 "random, 100": cell["Random"], "non-sequential, 100": cell["Non-sequential"],
                 "sequential, 100": cell["Sequential"],
                 "all answers given": cell["all answers given"],
-                "expert's full knowledge": "—"}
+                "expert's full knowledge": cell.get("yardstick", "—")}
     rows = _rows(_block(report, rf"^### .*folder `{re.escape(folder)}`\)"))
     return {name: _first(next(r[1] for r in rows if re.fullmatch(pat, r[0])))
             for name, pat in _SWEEP_ROWS.items()}
