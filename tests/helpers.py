@@ -566,3 +566,14 @@ def leave_hot_journal(path: str | os.PathLike) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
     os.waitpid(pid, 0)
     assert os.path.getsize(f"{path}-journal") > 0
+
+
+def write_mixed_config(folder: Path, dataset: str, rounds: int, pool: str = "open") -> None:
+    """The ``config.json`` of a made-up realdata sweep with relevance and pair questions
+    (``--questions both``), for tests that read sweep folders as the report does."""
+    cfg = {"dataset": dataset, "data_dir": "/nowhere", "seed": 0, "rounds": rounds,
+           "standardize": "model", "tau2": "cv", "pool_size": 400, "expert_rule": "target",
+           "expert_nonzero": 40, "engine": "numpy", "utility": "fast", "refine": 5,
+           "meta_features": "ppmi", "meta_dim": 10, "model": "relevance",
+           "utility_target": "predictive", "questions": "both", "pool": pool}
+    (folder / "config.json").write_text(json.dumps(cfg))

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import write_mixed_config
 
 STRATEGIES = ("random", "nonsequential", "sequential")
 NAMES = {"random": "Random", "nonsequential": "Non-sequential", "sequential": "Sequential"}
@@ -114,12 +115,7 @@ def _mixed_sweep(folder: Path, dataset: str = "amazon", rounds: int = 10, pool: 
     3's records of tau2 are missing (a run recorded before tau2 was kept). ``room``: the start
     minus all answers given."""
     folder.mkdir(parents=True)
-    cfg = {"dataset": dataset, "data_dir": "/nowhere", "seed": 0, "rounds": rounds,
-           "standardize": "model", "tau2": "cv", "pool_size": 400, "expert_rule": "target",
-           "expert_nonzero": 40, "engine": "numpy", "utility": "fast", "refine": 5,
-           "meta_features": "ppmi", "meta_dim": 10, "model": "relevance",
-           "utility_target": "predictive", "questions": "both", "pool": pool}
-    (folder / "config.json").write_text(json.dumps(cfg))
+    write_mixed_config(folder, dataset, rounds, pool)
     n_feature = {"random": (3, 3, 3, 1), "nonsequential": (5, 5, 4, 1),
                  "sequential": (8, 8, 8, 2)}
     rows, qrows, infos = [], [], []

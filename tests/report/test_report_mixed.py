@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import write_mixed_config
 
 # the sweeps here are read by their tables: figures drawn, not saved (conftest)
 pytestmark = pytest.mark.usefixtures("unsaved_figures")
@@ -36,12 +37,7 @@ def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
     records of tau2 per round: run 0 starts at the bound 1e-6, which sequential leaves."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
-    cfg = {"dataset": dataset, "data_dir": "/nowhere", "seed": 0, "rounds": rounds,
-           "standardize": "model", "tau2": "cv", "pool_size": 400, "expert_rule": "target",
-           "expert_nonzero": 40, "engine": "numpy", "utility": "fast", "refine": 5,
-           "meta_features": "ppmi", "meta_dim": 10, "model": "relevance",
-           "utility_target": "predictive", "questions": "both", "pool": pool}
-    (folder / "config.json").write_text(json.dumps(cfg))
+    write_mixed_config(folder, dataset, rounds, pool)
     rows, infos, qrows = [], [], []
     slopes = {"random": -0.003, "nonsequential": -0.005, "sequential": -0.012}
     n_feature = {"random": 3, "nonsequential": 6, "sequential": 8}
