@@ -65,10 +65,8 @@ def _bounded_body(environ: dict, limit: int, reader: _DeadlineReader) -> None:
         environ.pop("wsgi.input_terminated")
         environ.pop("HTTP_TRANSFER_ENCODING", None)
         environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
-        if len(body) > limit:
-            reader.stopped = True
-    elif (get_content_length(environ) or 0) > limit:
-        reader.stopped = True
+    # one rule for both: a chunked body now declares the length read of it
+    reader.stopped = (get_content_length(environ) or 0) > limit
 
 
 def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: int = 8765,
@@ -123,17 +121,19 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
                 _bounded_body(environ, limit, self.reader)
                 return environ
 
-            def run_wsgi(self) -> None:
+            def handle_expect_100(self) -> bool:  # parse_request's: werkzeug's run_wsgi answers
                 if (get_content_length(self.headers.get("Content-Length"),
                                        self.headers.get("Transfer-Encoding")) or 0) > limit:
                     del self.headers["Expect"]  # no "100 Continue" for a body refused unread
+                return True
+
+            def run_wsgi(self) -> None:
                 try:
                     super().run_wsgi()
                 finally:
                     # a request whose connection broke is not counted as in progress forever
                     InFlight.release(getattr(self, "environ", None))
 
-        ElicitRequestHandler.timeout = timeout  # socketserver's per-connection silence timeout
         # a bound socket: on a bind error werkzeug would print and sys.exit(1) itself
         server = wz_make_server(host, sock.getsockname()[1], app, threaded=True,
                                 fd=sock.fileno(), request_handler=ElicitRequestHandler)
