@@ -121,7 +121,7 @@ def make_server(session_path: str | os.PathLike, host: str = "127.0.0.1", port: 
                 _bounded_body(environ, limit, self.reader)
                 return environ
 
-            def handle_expect_100(self) -> bool:  # parse_request's: werkzeug's run_wsgi answers
+            def handle_expect_100(self) -> bool:  # the one "100 Continue" is run_wsgi's
                 if (get_content_length(self.headers.get("Content-Length"),
                                        self.headers.get("Transfer-Encoding")) or 0) > limit:
                     del self.headers["Expect"]  # no "100 Continue" for a body refused unread
