@@ -577,3 +577,12 @@ def write_mixed_config(folder: Path, dataset: str, rounds: int, pool: str = "ope
            "meta_features": "ppmi", "meta_dim": 10, "model": "relevance",
            "utility_target": "predictive", "questions": "both", "pool": pool}
     (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def mean_se_text(x, sign: bool = False) -> str:
+    """``x``'s mean and standard error as the report prints them ("1.234 ± 0.005"; with
+    ``sign`` "+0.012 ± 0.003"; one value: no error), computed here, not by the report."""
+    x = np.asarray(x, dtype=float)
+    m = x.mean()
+    text = f"{m:+.3f}" if sign else f"{m:.3f}"
+    return text + (f" ± {x.std(ddof=1) / np.sqrt(x.size):.3f}" if x.size > 1 else "")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import mean_se_text
 
 from elicit.cli.main import main
 from elicit.errors import ElicitError
@@ -320,12 +321,6 @@ def fake(tmp_path):
     return tmp_path
 
 
-def _mean_se_text(x, sign=False):
-    x = np.asarray(x, dtype=float)
-    m, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
-    return (f"{m:+.3f}" if sign else f"{m:.3f}") + f" ± {se:.3f}"
-
-
 def test_report_sections_and_their_numbers(fake):
     from elicit.report import write_report
 
@@ -342,22 +337,22 @@ def test_report_sections_and_their_numbers(fake):
     mean = df[df.strategy == "mean"].mse
     ceil = df[df.strategy == "ceiling"].mse.to_numpy()
     init = wide["random"][0].to_numpy()
-    assert f"| **predict the mean** (reference) | {_mean_se_text(mean)} |" in text
-    assert f"| **all ~780 answers given** (reference) | {_mean_se_text(ceil)} |" in text
-    assert f"initial − all answers given, per run | {_mean_se_text(init - ceil, sign=True)} |" \
+    assert f"| **predict the mean** (reference) | {mean_se_text(mean)} |" in text
+    assert f"| **all ~780 answers given** (reference) | {mean_se_text(ceil)} |" in text
+    assert f"initial − all answers given, per run | {mean_se_text(init - ceil, sign=True)} |" \
         in text
     # Paired differences at 20 answers (the last round here), with the count of lower runs.
     d = (wide["sequential"][20] - wide["random"][20]).to_numpy()
-    assert (f"| Sequential − Random | 20 | {_mean_se_text(d, sign=True)} | "
+    assert (f"| Sequential − Random | 20 | {mean_se_text(d, sign=True)} | "
             f"{int(np.sum(d < 0))}/6 |") in text
     d = (wide["nonsequential"][20] - wide["random"][20]).to_numpy()
-    assert f"| Non-sequential − Random | 20 | {_mean_se_text(d, sign=True)} |" in text
+    assert f"| Non-sequential − Random | 20 | {mean_se_text(d, sign=True)} |" in text
     # Standardisation: the no-feedback MSEs of both sweeps' runinfo, and the largest |z|.
     it = pd.read_csv(fake / "amazon-paper" / "runinfo.csv")
     im = pd.read_csv(fake / "amazon" / "runinfo.csv")
-    assert (f"| Amazon | 6 | {_mean_se_text(im['mean'])} | {_mean_se_text(it['nofb_0.01'])} | "
-            f"{_mean_se_text(it['nofb_0.003'])} | {_mean_se_text(im['nofb_0.01'])} | "
-            f"{_mean_se_text(im['nofb_0.003'])} |") in text
+    assert (f"| Amazon | 6 | {mean_se_text(im['mean'])} | {mean_se_text(it['nofb_0.01'])} | "
+            f"{mean_se_text(it['nofb_0.003'])} | {mean_se_text(im['nofb_0.01'])} | "
+            f"{mean_se_text(im['nofb_0.003'])} |") in text
     assert "| Amazon | 90.0 | 25.0 | 90-95 | 25-30 |" in text
     assert "0.003 in 5 runs, 0.005 in 1 runs" in text
     # The paper-literal row sits beside the default one.
@@ -372,7 +367,7 @@ def test_report_follows_the_csv_files(fake):
     df.loc[df.strategy == "mean", "mse"] += 1.0
     df.to_csv(fake / "amazon" / "mse.csv", index=False)
     after = write_report(fake).read_text()
-    assert f"| **predict the mean** (reference) | {_mean_se_text(df[df.strategy == 'mean'].mse)}" \
+    assert f"| **predict the mean** (reference) | {mean_se_text(df[df.strategy == 'mean'].mse)}" \
         in after
     assert before != after
 
@@ -414,9 +409,9 @@ def test_a_recommended_sweep_leaves_the_paper_sections_alone(fake):
     w = {s: rec[rec.strategy == s].pivot(index="run", columns="n_feedback", values="mse")
          for s in ("sequential", "random")}
     d = (w["sequential"][20] - w["random"][20]).to_numpy()
-    assert (f"no-feedback MSE {_mean_se_text(r0)} against {_mean_se_text(d0)} "
-            f"({_mean_se_text(r0 - d0, sign=True)} per run)") in after
-    assert (f"Sequential − Random per run after 20 answers {_mean_se_text(d, sign=True)} "
+    assert (f"no-feedback MSE {mean_se_text(r0)} against {mean_se_text(d0)} "
+            f"({mean_se_text(r0 - d0, sign=True)} per run)") in after
+    assert (f"Sequential − Random per run after 20 answers {mean_se_text(d, sign=True)} "
             f"(lower in {int(np.sum(d < 0))}/6 runs)") in after
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import write_mixed_config
+from helpers import mean_se_text, write_mixed_config
 
 STRATEGIES = ("random", "nonsequential", "sequential")
 NAMES = {"random": "Random", "nonsequential": "Non-sequential", "sequential": "Sequential"}
@@ -45,13 +45,6 @@ def _extra(s: str, r: int, t: int) -> float:
 COST = dict(wall_s=3000.0, step_s={"synthetic": 600.0, "amazon": 1500.0},
             cpu_s={"synthetic": 900.0, "amazon": 2700.0}, jobs=2,
             step_runs={"synthetic": 50, "amazon": 20})
-
-
-def _mean_se(x, sign: bool = False) -> str:
-    x = np.asarray(x, dtype=float)
-    m = x.mean()
-    text = f"{m:+.3f}" if sign else f"{m:.3f}"
-    return text + (f" ± {x.std(ddof=1) / np.sqrt(x.size):.3f}" if x.size > 1 else "")
 
 
 def _real_sweep(folder: Path, literal: bool, runs: int = 5, extra: dict | None = None) -> None:
@@ -201,7 +194,7 @@ def test_synthetic_table_is_the_mean_start_and_the_last_round(made):
         w = _wide(out / "synthetic", s)
         assert w[0].mean() != w[0].median()  # the files tell a mean from a median
         assert _line(text, f"| {s} |") == \
-            f"| {s} | {w[0].mean():.3f} | {_mean_se(w[ROUNDS])} | {len(w)} |"
+            f"| {s} | {w[0].mean():.3f} | {mean_se_text(w[ROUNDS])} | {len(w)} |"
 
 
 def test_cost_table_gives_each_steps_wall_cpu_and_cpu_per_run(made):
@@ -225,7 +218,7 @@ def test_sweep_table_checkpoints_reference_lines_and_runs_lowered(made):
     for s in STRATEGIES:
         w = _wide(folder, s)
         for t in (20, ROUNDS):
-            assert f"| MSE after {t} answers, {NAMES[s]} | {_mean_se(w[t])} |" in sec
+            assert f"| MSE after {t} answers, {NAMES[s]} | {mean_se_text(w[t])} |" in sec
         lowered = int(np.sum(w[ROUNDS] < w[0]))
         assert f"| runs where {NAMES[s]} lowered the MSE after {ROUNDS} answers | " \
                f"{lowered}/{len(w)} |" in sec
@@ -233,9 +226,9 @@ def test_sweep_table_checkpoints_reference_lines_and_runs_lowered(made):
     n = info.n_answerable.mean()
     assert n != info.n_answerable.median()
     ceil = df[df.strategy == "ceiling"].mse
-    assert f"| **all ~{n:.0f} answers given** (reference) | {_mean_se(ceil)} |" in sec
+    assert f"| **all ~{n:.0f} answers given** (reference) | {mean_se_text(ceil)} |" in sec
     yard = df[df.strategy == "yardstick"].mse
-    assert f"| **expert's full knowledge (yardstick)** (reference) | {_mean_se(yard)} |" in sec
+    assert f"| **expert's full knowledge (yardstick)** (reference) | {mean_se_text(yard)} |" in sec
 
 
 def test_paired_verdicts_follow_the_two_standard_error_rule(made):
@@ -248,7 +241,7 @@ def test_paired_verdicts_follow_the_two_standard_error_rule(made):
             m, se = d.mean(), d.std(ddof=1) / np.sqrt(d.size)
             verdict = (f"{NAMES[s]} lower" if m < -2 * se else "Random lower" if m > 2 * se
                        else "no difference beyond 2 s.e.")
-            assert (f"| {NAMES[s]} − Random | {t} | {_mean_se(d, sign=True)} | "
+            assert (f"| {NAMES[s]} − Random | {t} | {mean_se_text(d, sign=True)} | "
                     f"{int(np.sum(d < 0))}/{d.size} | {verdict} |") in sec
     # the files hold both cases: a clear difference and one between 1 and 2 s.e.
     d = NONSEQ
@@ -263,12 +256,12 @@ def test_literal_table_rows_by_their_column_names(made):
         row = dict(zip(head, _cells(next(ln for ln in sec.splitlines()
                                          if ln.startswith(f"| Amazon | {kind} |")))))
         df = pd.read_csv(out / folder / "mse.csv")
-        want = {"runs": "5", "predict the mean": _mean_se(df[df.strategy == "mean"].mse),
-                "initial": _mean_se(_wide(out / folder, "random")[0]),
-                "all answers given": _mean_se(df[df.strategy == "ceiling"].mse),
-                "yardstick": _mean_se(df[df.strategy == "yardstick"].mse),
-                "LASSO": _mean_se(df[df.strategy == "lasso"].mse)}
-        want.update({NAMES[s]: _mean_se(_wide(out / folder, s)[ROUNDS]) for s in STRATEGIES})
+        want = {"runs": "5", "predict the mean": mean_se_text(df[df.strategy == "mean"].mse),
+                "initial": mean_se_text(_wide(out / folder, "random")[0]),
+                "all answers given": mean_se_text(df[df.strategy == "ceiling"].mse),
+                "yardstick": mean_se_text(df[df.strategy == "yardstick"].mse),
+                "LASSO": mean_se_text(df[df.strategy == "lasso"].mse)}
+        want.update({NAMES[s]: mean_se_text(_wide(out / folder, s)[ROUNDS]) for s in STRATEGIES})
         assert {k: row[k] for k in want} == want, folder
 
 
@@ -276,9 +269,9 @@ def test_table1_footer_and_the_range_of_initial_mse(made):
     out, text = made
     df = pd.read_csv(out / "amazon" / "mse.csv")
     init = _wide(out / "amazon", "random")[0]
-    assert (f"- Amazon: initial MSE {_mean_se(init)}; predict the mean "
-            f"{_mean_se(df[df.strategy == 'mean'].mse)}; all answers given "
-            f"{_mean_se(df[df.strategy == 'ceiling'].mse)}.") in text
+    assert (f"- Amazon: initial MSE {mean_se_text(init)}; predict the mean "
+            f"{mean_se_text(df[df.strategy == 'mean'].mse)}; all answers given "
+            f"{mean_se_text(df[df.strategy == 'ceiling'].mse)}.") in text
     assert f"(initial MSE over runs {init.min():.2f}-{init.max():.2f})" in text
 
 
@@ -302,7 +295,7 @@ def test_no_feedback_model_beside_the_mean_per_standardisation(made):
         m, se = d.mean(), d.std(ddof=1) / np.sqrt(d.size)
         word = "worse than" if m > 2 * se else "better than" if m < -2 * se else "no different from"
         parts.append(f"with `{name}` statistics and tau2 0.01 the no-feedback model is {word} "
-                     f"predicting the mean ({_mean_se(d, sign=True)} per run)")
+                     f"predicting the mean ({mean_se_text(d, sign=True)} per run)")
     assert f"- Amazon: {'; '.join(parts)}." in text
     assert "no different from" in parts[0] and "better than" in parts[1]
 
@@ -388,7 +381,7 @@ def test_mixed_best_case_at_its_own_last_round_and_no_share_without_room(mixed):
     last = int(best.columns.max())
     assert last != int(_wide(out / "amazon-mixed", "sequential").columns.max())
     assert _cells(_line(sec, "| best case (pool: the expert's answerable pairs), Sequential |"))[
-        1:] == [f"{_mean_se(best[last])} (after {last})"]
+        1:] == [f"{mean_se_text(best[last])} (after {last})"]
     # all answers given lie above the start: there is no room to take a share of
     df = pd.read_csv(out / "amazon-mixed" / "mse.csv")
     assert df[df.strategy == "ceiling"].mse.mean() > _wide(out / "amazon-mixed", "random")[0].mean()

@@ -17,18 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
-from helpers import write_mixed_config
+from helpers import mean_se_text, write_mixed_config
 
 # the sweeps here are read by their tables: figures drawn, not saved (conftest)
 pytestmark = pytest.mark.usefixtures("unsaved_figures")
 
 STRATEGIES = ("random", "nonsequential", "sequential")
-
-
-def _mean_se(x, sign=False):
-    x = np.asarray(x, dtype=float)
-    m, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
-    return (f"{m:+.3f}" if sign else f"{m:.3f}") + f" ± {se:.3f}"
 
 
 def _mixed_sweep(folder: Path, dataset: str, pool: str = "open", runs: int = 4,
@@ -122,11 +116,11 @@ def test_reference_lines_present_and_ordered(mixed_report):
     for k, name in enumerate(("amazon-mixed", "yelp-mixed")):
         df = pd.read_csv(mixed / name / "mse.csv")
         for key, label in (("mean", order[0]), ("ceiling", order[2]), ("yardstick", order[3])):
-            assert _row(sec, label)[k] == _mean_se(df[df.strategy == key].mse)
+            assert _row(sec, label)[k] == mean_se_text(df[df.strategy == key].mse)
         start = df[(df.strategy == "random") & (df.n_feedback == 0)].mse
-        assert _row(sec, order[1])[k] == _mean_se(start)
+        assert _row(sec, order[1])[k] == mean_se_text(start)
         assert _row(sec, "Ridge (100 training reviews, no expert)")[k] == \
-            _mean_se(df[df.strategy == "ridge"].mse)
+            mean_se_text(df[df.strategy == "ridge"].mse)
     assert _row(sec, "answers in the line 'all answers given' (per run)") == ["1038", "1038"]
     assert "not as the best value on the test set" in sec
 
@@ -137,15 +131,15 @@ def test_strategies_rounds_and_feature_questions(mixed_report):
     df = pd.read_csv(mixed / "amazon-mixed" / "mse.csv")
     w = {s: df[df.strategy == s].pivot(index="run", columns="n_feedback", values="mse")
          for s in STRATEGIES}
-    assert _row(sec, "Sequential, after 10 answers")[0] == _mean_se(w["sequential"][10])
+    assert _row(sec, "Sequential, after 10 answers")[0] == mean_se_text(w["sequential"][10])
     avg = {s: w[s][list(range(1, 11))].mean(axis=1) for s in STRATEGIES}
-    assert _row(sec, "Random, averaged over the rounds")[0] == _mean_se(avg["random"])
+    assert _row(sec, "Random, averaged over the rounds")[0] == mean_se_text(avg["random"])
     d = avg["sequential"] - avg["random"]
     assert _row(sec, "Sequential − Random per run, averaged over the rounds")[0] == \
-        f"{_mean_se(d, sign=True)} ({int(np.sum(d < 0))}/4 lower)"
+        f"{mean_se_text(d, sign=True)} ({int(np.sum(d < 0))}/4 lower)"
     d = w["sequential"][10] - w["sequential"][0]
     assert _row(sec, "Sequential − the start per run, after 10 answers")[0] == \
-        f"{_mean_se(d, sign=True)} (4/4 lower)"
+        f"{mean_se_text(d, sign=True)} (4/4 lower)"
     # feature questions: 8, 7, 8, 7 of 10
     assert _row(sec, "feature questions among Sequential's answers")[0] == \
         "7.5 of 10 (runs: 7-8)"
@@ -183,7 +177,7 @@ def test_mixed_sweeps_stay_out_of_the_pair_sections_and_best_case_only_if_run(mi
     df = pd.read_csv(mixed / "amazon-mixed-paper" / "mse.csv")
     seq = df[(df.strategy == "sequential") & (df.n_feedback == 10)].mse
     row = _row(sec, "best case (pool: the expert's answerable pairs), Sequential")
-    assert row == [f"{_mean_se(seq)} (after 10)", "—"]
+    assert row == [f"{mean_se_text(seq)} (after 10)", "—"]
     # still one column per open-pool sweep: the best case is a line, not a column
     assert "| | Amazon | Yelp |" in sec
 
