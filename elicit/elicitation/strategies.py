@@ -84,7 +84,7 @@ class RandomStrategy(Strategy):
                k: int) -> list[Query]:
         among = round_pool(state, allowed, rng) if len(state.kinds) > 1 else allowed
         # with k = 1 this draws as rng.choice(n) does, so a batch of one asks the same question
-        drawn = rng.choice(len(among), size=k, replace=False)
+        drawn = rng.choice(len(among), size=min(k, len(among)), replace=False)
         return [state.query(int(among[int(t)])) for t in drawn]
 
 

@@ -104,11 +104,12 @@ def _checked(part: object, utility: Utility, n: int) -> Scores:
     got = type(part).__name__
     if isinstance(part, Scores) and all(isinstance(a, np.ndarray) and a.shape == (n,)
                                         for a in (part.utility, part.exact, part.p_answer)):
-        if np.isfinite(part.utility).all():
+        bad = ~np.isfinite(part.utility)
+        if part.exact.dtype == bool and not bad.any():
             return part
-        got = f"the gain {part.utility[~np.isfinite(part.utility)][0]}"
+        got = f"the gain {part.utility[bad][0]}" if bad.any() else f"{part.exact.dtype} flags"
     raise ElicitError(f"utility {utility.name!r} returned {got}, not Scores with a finite "
-                      f"utility, an exact flag and a p_answer for each of {n} questions")
+                      f"utility, a boolean exact flag and a p_answer for each of {n} questions")
 
 
 @dataclass(frozen=True)

@@ -546,8 +546,8 @@ def test_what_a_registered_utility_returns_is_checked_in_one_line(gains, shown):
         el = Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy", utility="test-odd",
                       pool_size=12)
         with pytest.raises(ElicitError, match=rf"^utility 'test-odd' returned {shown}, not "
-                                              r"Scores with a finite utility, an exact flag and "
-                                              r"a p_answer for each of 12 questions$"):
+                                              r"Scores with a finite utility, a boolean exact flag "
+                                              r"and a p_answer for each of 12 questions$"):
             el.next_query("sequential", np.random.default_rng(0))
     finally:
         unregister_utility("test-odd")

@@ -131,7 +131,7 @@ class Answer(str, metaclass=_AnswerType):
         ans: Answer | None = None
         if isinstance(value, Answer):
             ans = value
-        elif isinstance(value, (bool, int, np.integer)) and value in (0, 1):
+        elif isinstance(value, (bool, np.bool_, int, np.integer)) and value in (0, 1):
             by = k if k is not None else next(iter(KINDS.values()))
             ans = next((a for a in by.answers if a.outcome == value), None) if by.numbers else None
         elif isinstance(value, str):
