@@ -76,11 +76,11 @@ def _half_decade(t: float, sign: int) -> float:
 
 def check_grid(grid: Sequence[float], what: str = "tau2_grid") -> list[float]:
     """The grid as a sorted list of distinct positive numbers, or a one-line error."""
-    try:
-        values = sorted({float(t) for t in grid})
-    except (TypeError, ValueError):
+    try:  # each value as tau2 itself is checked: True or "0.1" is no tau2, nor "15" a grid
+        values = [] if isinstance(grid, str) else sorted({float(check_tau2(t, ())) for t in grid})
+    except (TypeError, ElicitError):
         values = []
-    if not values or any(not (np.isfinite(t) and t > 0) for t in values):
+    if not values:
         raise ElicitError(f"{what} must be a list of positive numbers, got {grid!r}")
     return values
 
