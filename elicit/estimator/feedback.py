@@ -39,7 +39,6 @@ def resolve_feedback(feedback: Feedback | None, p: int,
         feedback = feedback.itertuples(index=False, name=None)
     index = {n: k for k, n in enumerate(names)} if names is not None else {}
     out: list[tuple[int, int, Answer]] = []
-    seen: dict[tuple[int, int], int] = {}
     for e, entry in enumerate(feedback):
         if isinstance(entry, (str, bytes)) \
                 or not isinstance(entry, (Sequence, np.ndarray)) or len(entry) != 3:
@@ -53,12 +52,8 @@ def resolve_feedback(feedback: Feedback | None, p: int,
             ans = Answer.parse(entry[2], PAIRS)
         except ElicitError as err:
             raise ElicitError(f"feedback entry {e}: {err}") from None
-        key = (min(i, j), max(i, j))
-        if key in seen:
-            raise ElicitError(f"feedback entries {seen[key]} and {e} answer the same pair "
-                              f"({entry[0]!r}, {entry[1]!r}); give one answer per pair")
-        seen[key] = e
-        out.append((*key, ans))
+        # a pair answered twice (two experts) is two observations of it, as in a session
+        out.append((min(i, j), max(i, j), ans))
     return out
 
 

@@ -272,6 +272,23 @@ def test_from_answers_reproduces_a_session_model(syn):
     assert learned.tau2 == "learned" and learned.normalize_y
 
 
+def test_a_pair_answered_twice_is_two_observations_as_in_an_elicitor(syn):
+    """Two experts' answers to one pair both count in a session (Elicitor.set_answers with
+    ``asked``); the estimator refused them, so Session.to_estimator() failed."""
+    names = [f"f{k}" for k in range(25)]
+    twice = [(0, 1, "similar"), (1, 0, "similar"), (2, 3, "dissimilar")]
+    hyper = Hyper(tau2=0.05)
+    el = Elicitor(syn.X, syn.y, syn.U, hyper, engine="numpy")
+    el.set_answers(twice, asked=[(0, 1), (2, 3)])
+    X = pd.DataFrame(syn.X, columns=names)
+    est = ElicitRegressor.from_answers(syn.U, twice, feature_names=names, hyper=hyper,
+                                       engine="numpy").fit(X, syn.y)
+    np.testing.assert_allclose(est.coef_, el.posterior().mu, rtol=1e-5, atol=1e-8)
+    once = ElicitRegressor.from_answers(syn.U, twice[1:], feature_names=names, hyper=hyper,
+                                        engine="numpy").fit(X, syn.y)
+    assert once.xi_ != pytest.approx(est.xi_, rel=1e-3)  # the second answer moved the MAP
+
+
 # -- errors ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("feedback, match", [
@@ -280,7 +297,6 @@ def test_from_answers_reproduces_a_session_model(syn):
     ([(0, 0, 1)], "with itself"),
     ([("f0", "f1", "maybe")], "entry 0: invalid answer 'maybe'"),
     ([("f0", "f1", 2)], "invalid answer 2"),
-    ([(0, 1, 1), (1, 0, 0)], "entries 0 and 1 answer the same pair"),
     ([(0, 99, 1)], "index 99 is out of range"),
     ([(0, 1.5, 1)], "name or a column index"),
     ([(0, 1)], r"must be a \(feature_i, feature_j, answer\) tuple"),
