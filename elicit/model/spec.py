@@ -130,15 +130,8 @@ class ModelData:
         if self.hyper.a_sigma + self.n / 2 <= 1:  # sigma^2's posterior mean b*/(a* - 1)
             raise ElicitError(f"a_sigma must exceed {1 - self.n / 2:g} with {self.n} row(s): "
                               "the noise variance's posterior a* = a_sigma + n/2 must exceed 1")
-        self.pairs = np.asarray(self.pairs, dtype=int).reshape(-1, 2)
-        self.f = np.asarray(self.f, dtype=int).reshape(-1)
-        if len(self.pairs) != len(self.f):
-            raise ElicitError(f"{len(self.pairs)} pairs but {len(self.f)} answers")
-        if np.any((self.f != 0) & (self.f != 1)):
-            raise ElicitError("answers f must be 1 (similar) or 0 (dissimilar)")
         p = self.X.shape[1]
-        if self.pairs.size and (self.pairs.min() < 0 or self.pairs.max() >= p):
-            raise ElicitError(f"pair indices must lie in 0..{p - 1}")
+        self.pairs, self.f = check_answers(self.pairs, self.f, p)
         if self.hyper.threshold_mean == "auto":
             raise ElicitError("resolve threshold_mean='auto' before building ModelData "
                               "(elicit.prior.setup.fit_no_feedback does, by auto_threshold_mean)")
@@ -204,11 +197,8 @@ class ModelData:
 
     def with_feedback(self, pairs: np.ndarray, f: np.ndarray) -> ModelData:
         """A copy with other answers (the regression data is shared, not copied)."""
-        new = self._copy("_W_f", pairs=np.asarray(pairs, dtype=int).reshape(-1, 2),
-                         f=np.asarray(f, dtype=int).reshape(-1))
-        if len(new.pairs) != len(new.f):
-            raise ElicitError(f"{len(new.pairs)} pairs but {len(new.f)} answers")
-        return new
+        pairs, f = check_answers(pairs, f, self.p)
+        return self._copy("_W_f", pairs=pairs, f=f)
 
     def with_relevance(self, classes: np.ndarray) -> ModelData:
         """A copy with other relevance classes (the rest shared, not copied)."""
@@ -274,6 +264,19 @@ def _per_feature(values, p: int, allowed: tuple[int, ...], dtype: type, what: st
     a = a.astype(dtype)
     a.setflags(write=False)
     return a
+
+
+def check_answers(pairs, f, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pair answers as ``(m, 2)`` feature indices in ``0..p-1`` and ``m`` outcomes 1 (similar)
+    or 0 (dissimilar), else a one-line :class:`ElicitError`."""
+    pairs, f = np.asarray(pairs, dtype=int).reshape(-1, 2), np.asarray(f, dtype=int).reshape(-1)
+    if len(pairs) != len(f):
+        raise ElicitError(f"{len(pairs)} pairs but {len(f)} answers")
+    if np.any((f != 0) & (f != 1)):
+        raise ElicitError("answers f must be 1 (similar) or 0 (dissimilar)")
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= p):
+        raise ElicitError(f"pair indices must lie in 0..{p - 1}")
+    return pairs, f
 
 
 def check_relevance(classes, p: int) -> np.ndarray:
