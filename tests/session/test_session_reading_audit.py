@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
+from conftest import small_arrays
 from helpers import create_session
 
 from elicit.errors import ElicitError
@@ -212,12 +213,6 @@ def test_a_snippet_near_the_start_of_a_long_text_keeps_its_keyword():
 
 # -- the estimator -------------------------------------------------------------------------------
 
-def _small(n: int = 20, p: int = 4, seed: int = 1):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    return X, X @ np.linspace(1.0, -1.0, p) + 0.3 * rng.normal(size=n)
-
-
 @pytest.mark.parametrize("feature, message", [
     (-1, "feedback entry 0: feature index -1 is out of range"),
     (True, "feedback entry 0: a feature must be a name or a column index, got True"),
@@ -225,7 +220,8 @@ def _small(n: int = 20, p: int = 4, seed: int = 1):
 def test_a_feedback_feature_that_is_no_column_index_is_refused(feature, message):
     from elicit import ElicitRegressor
 
-    X, y = _small()
+    a = small_arrays(seed=1, n=20, p=4)
+    X, y = a.X, a.y
     with pytest.raises(ElicitError, match=message):
         ElicitRegressor(feedback=[(feature, 2, "similar")], tau2=0.3).fit(X, y)
 
@@ -233,7 +229,8 @@ def test_a_feedback_feature_that_is_no_column_index_is_refused(feature, message)
 def test_cv_tau2_on_fewer_samples_than_folds_uses_one_fold_per_sample():
     from elicit import ElicitRegressor
 
-    X, y = _small(n=4, p=3)
+    a = small_arrays(seed=1, n=4, p=3)
+    X, y = a.X, a.y
     est = ElicitRegressor(meta_features=np.eye(3), tau2="cv", tau2_grid=[0.1, 1.0]).fit(X, y)
     assert set(est.tau2_scores_) >= {0.1, 1.0} and np.isfinite(est.coef_).all()
 
@@ -255,7 +252,8 @@ def test_sigma2_is_the_posterior_mean_of_the_noise_variance():
 
     from elicit import ElicitRegressor
 
-    X, y = _small()
+    a = small_arrays(seed=1, n=20, p=4)
+    X, y = a.X, a.y
     est = ElicitRegressor(tau2=0.3).fit(X, 10.0 * y)
     post = est.posterior_
     mean = stats.invgamma(post.a_star, scale=post.b_star).mean()  # on the scaled target
@@ -265,7 +263,8 @@ def test_sigma2_is_the_posterior_mean_of_the_noise_variance():
 def test_standardize_false_centres_the_columns_without_scaling_them():
     from elicit import ElicitRegressor
 
-    X, y = _small()
+    a = small_arrays(seed=1, n=20, p=4)
+    X, y = a.X, a.y
     X = X * [1.0, 3.0, 0.2, 7.0]  # columns of other scales
     U = np.random.default_rng(2).normal(size=(4, 2))
     est = ElicitRegressor(U, tau2=0.3, standardize=False).fit(X, y)
