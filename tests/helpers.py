@@ -26,6 +26,18 @@ from elicit.model.spec import Hyper, ModelData, all_pairs, auto_threshold_mean
 from elicit.model.theta import join_theta
 
 
+def tiny_problem(seed: int, run: int):
+    """A run's problem for sweeps of a few seconds: the synthetic design with 10 training and
+    20 test rows, the group oracle as the expert, the learned-tau2 model."""
+    from elicit import GroupOracle
+    from elicit.harness.problem import RunProblem
+    from elicit.model.simulate import make_synthetic
+
+    sd = make_synthetic(np.random.default_rng([seed, run]), n_train=10, n_test=20)
+    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
+                      Hyper(variant="learned"))
+
+
 def question_rows(el) -> np.ndarray:
     """Every question of an elicitor as a row, in table order (the table listed whole)."""
     return el.table.rows(np.arange(len(el.table), dtype=np.int64))

@@ -7,9 +7,9 @@ import importlib.util
 import json
 import subprocess
 
-import numpy as np
 import pandas as pd
 import pytest
+from helpers import tiny_problem
 
 from elicit.elicitation.settings import RoundSettings
 from elicit.errors import ElicitError
@@ -20,27 +20,17 @@ from elicit.harness.store import SweepStore, made_by
 from elicit.harness.sweep import run_sweep, sweep
 from elicit.internal import provenance
 from elicit.internal.memo import code_salt
-from elicit.model.simulate import make_synthetic
-from elicit.model.spec import Hyper
 from elicit.report import write_report
 
 # the sweeps here are read by their tables: figures drawn, not saved (conftest)
 pytestmark = pytest.mark.usefixtures("unsaved_figures")
 
 
-def _problem(seed, run):
-    from elicit import GroupOracle
-
-    sd = make_synthetic(np.random.default_rng([seed, run]), n_train=10, n_test=20)
-    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
-                      Hyper(variant="learned"))
-
-
 def _sweep(folder, runs: int) -> SweepStore:
     cfg = SweepConfig("mine", runs=runs, rounds=1, strategies=("random",),
                       settings=RoundSettings(engine="numpy", seed=0))
     store = SweepStore.open(folder, cfg.to_json())
-    run_sweep(_problem, cfg, store, progress=False)
+    run_sweep(tiny_problem, cfg, store, progress=False)
     return store
 
 
@@ -169,7 +159,7 @@ def test_a_resumed_synthetic_sweep_keeps_the_mean_of_its_runs_records(tmp_path, 
             return {"maker": "mine"}
 
         def __call__(self, seed, run):
-            p = _problem(seed, run)
+            p = tiny_problem(seed, run)
             return RunProblem(p.X, p.y, p.U, p.X_test, p.y_test + self.shift, p.expert,
                               p.hyper)
 

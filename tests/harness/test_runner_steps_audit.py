@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import tiny_problem
 
 from elicit.harness.figures import mse_curves
 from elicit.harness.runner import run_pipeline, run_tasks
@@ -158,22 +159,11 @@ def test_steps_run_side_by_side_with_workers_or_a_cluster():
     assert steps_at_once(2) == steps_at_once(1, "local:2") == STEPS_AT_ONCE
 
 
-def _tiny_problem(seed: int, run: int):
-    from elicit import GroupOracle
-    from elicit.harness.problem import RunProblem
-    from elicit.model.simulate import make_synthetic
-    from elicit.model.spec import Hyper
-
-    sd = make_synthetic(np.random.default_rng([seed, run]), n_train=10, n_test=20)
-    return RunProblem(sd.X, sd.y, sd.U, sd.X_test, sd.y_test, GroupOracle(sd.groups),
-                      Hyper(variant="learned"))
-
-
 def test_a_sweeps_threshold_mean_reaches_its_elicitor():
     from elicit.elicitation.settings import RoundSettings
     from elicit.harness.sweep import SweepConfig, sweep_elicitor
 
-    problem = _tiny_problem(0, 0)
+    problem = tiny_problem(0, 0)
     assert problem.hyper.threshold_mean != 2.5
     cfg = SweepConfig("x", 1, 0, strategies=("random",), threshold_mean=2.5,
                       settings=RoundSettings(engine="numpy"))
@@ -190,8 +180,8 @@ def test_the_mean_line_of_a_sweeps_figure_is_the_mean_over_its_runs(tmp_path, mo
                         lambda df, path, title="", references=None: drawn.append(references))
     cfg = sweep_module.SweepConfig("mine", runs=2, rounds=0, strategies=("random",),
                                    settings=RoundSettings(engine="numpy", seed=0))
-    sweep_module.sweep(_tiny_problem, cfg, tmp_path / "o", progress=False)
-    a, b = (_tiny_problem(0, r).mean_mse() for r in range(2))
+    sweep_module.sweep(tiny_problem, cfg, tmp_path / "o", progress=False)
+    a, b = (tiny_problem(0, r).mean_mse() for r in range(2))
     assert a != b
     [refs] = drawn
     np.testing.assert_allclose(refs[REFERENCE_LABELS["mean"]], (a + b) / 2, rtol=1e-12)
