@@ -16,6 +16,12 @@ from elicit.model.layout import Block, ParamLayout
 from elicit.model.spec import Hyper, ModelData, check_relevance
 
 
+def _data(hyper: Hyper, *answers, seed: int = 0, n: int = 6, p: int = 4) -> ModelData:
+    """ModelData of conftest's small arrays (``n`` rows, ``p`` features, 2 meta-features)."""
+    a = small_arrays(seed, n=n, p=p, d=2)
+    return ModelData(a.X, a.y, a.U, hyper, *answers)
+
+
 @pytest.mark.parametrize("name", ["a_sigma", "b_sigma", "tau2", "a_tau", "b_tau",
                                   "threshold_mean"])
 def test_a_zero_hyperparameter_is_refused(name):
@@ -25,19 +31,15 @@ def test_a_zero_hyperparameter_is_refused(name):
 
 
 def test_an_answer_other_than_0_or_1_is_refused():
-    a = small_arrays(n=6, p=4, d=2)
-    X, y, U = a.X, a.y, a.U
     for bad in (2, -1):
         with pytest.raises(ElicitError, match="answers f must be 1"):
-            ModelData(X, y, U, Hyper(threshold_mean=1.0), [[0, 1]], [bad])
+            _data(Hyper(threshold_mean=1.0), [[0, 1]], [bad])
 
 
 def test_a_pair_index_equal_to_p_is_refused():
-    a = small_arrays(n=6, p=4, d=2)
-    X, y, U = a.X, a.y, a.U
     with pytest.raises(ElicitError, match=r"pair indices must lie in 0\.\.3"):
-        ModelData(X, y, U, Hyper(threshold_mean=1.0), [[0, 4]], [1])
-    ModelData(X, y, U, Hyper(threshold_mean=1.0), [[0, 3]], [1])  # the last feature is fine
+        _data(Hyper(threshold_mean=1.0), [[0, 4]], [1])
+    _data(Hyper(threshold_mean=1.0), [[0, 3]], [1])  # the last feature is fine
 
 
 def test_with_feedback_refuses_pairs_and_answers_of_different_lengths():
@@ -61,9 +63,7 @@ def test_with_feedback_checks_its_answers_as_the_data_does(pairs, f, match):
 
 def test_a_learned_tau2_fit_starts_at_the_prior_mode():
     # InvGamma(a, b) has its density's maximum at b / (a + 1): for a = 3, b = 8 that is 2
-    a = small_arrays(n=6, p=4, d=2)
-    X, y, U = a.X, a.y, a.U
-    data = ModelData(X, y, U, Hyper(variant="learned", a_tau=3.0, b_tau=8.0, threshold_mean=1.0))
+    data = _data(Hyper(variant="learned", a_tau=3.0, b_tau=8.0, threshold_mean=1.0))
     assert data.initial_params().tau2 == pytest.approx(2.0, rel=1e-12)
 
 
@@ -73,21 +73,16 @@ def test_relevance_classes_outside_the_three_are_refused_even_among_valid_ones()
 
 
 def test_the_learned_variants_inverse_gamma_prior_reaches_stan_by_name():
-    a = small_arrays(n=6, p=4, d=2)
-    X, y, U = a.X, a.y, a.U
-    stan = ModelData(X, y, U, Hyper(variant="learned", a_tau=3.0, b_tau=5.0,
-                                    threshold_mean=1.0)).to_stan()
+    stan = _data(Hyper(variant="learned", a_tau=3.0, b_tau=5.0, threshold_mean=1.0)).to_stan()
     assert (stan["a_tau"].tolist(), stan["b_tau"].tolist(), stan["tau_fixed"].tolist()) \
         == ([3.0], [5.0], [])
-    fixed = ModelData(X, y, U, Hyper(tau2=0.25, threshold_mean=1.0)).to_stan()
+    fixed = _data(Hyper(tau2=0.25, threshold_mean=1.0)).to_stan()
     assert (fixed["tau_fixed"].tolist(), fixed["a_tau"].tolist()) == ([0.25], [])
 
 
 def _twins(hyper_a: Hyper, hyper_b: Hyper, **b_fields) -> tuple[ModelData, ModelData]:
     """Two ModelData on the very same (frozen) arrays: the marginal cache sees one data set."""
-    a = small_arrays(seed=4, n=7, p=5, d=2)
-    X, y, U = a.X, a.y, a.U
-    a = ModelData(X, y, U, hyper_a)
+    a = _data(hyper_a, seed=4, n=7, p=5)
     return a, ModelData(a.X, a.y, a.U, hyper_b, **b_fields)
 
 
@@ -138,9 +133,7 @@ def test_index_refuses_a_block_of_other_than_one_entry():
 def test_checked_same_point_measures_xi_relative_to_its_prior_mean():
     from elicit.engines.checked import same_point
 
-    a = small_arrays(n=6, p=4, d=2)
-    X, y, U = a.X, a.y, a.U
-    data = ModelData(X, y, U, Hyper(threshold_mean=50.0))
+    data = _data(Hyper(threshold_mean=50.0))
     xi = data.layout.index("xi")
     b = np.concatenate([np.ones(data.d), [1.0]])
     a = b.copy()
@@ -166,9 +159,7 @@ def test_checked_engine_compares_a_bounded_entrys_gradient_in_its_log():
     from elicit.errors import EngineError
     from elicit.model.density import log_density
 
-    a = small_arrays(n=6, p=4, d=2)
-    X, y, U = a.X, a.y, a.U
-    data = ModelData(X, y, U, Hyper(threshold_mean=50.0))
+    data = _data(Hyper(threshold_mean=50.0))
     xi = data.layout.index("xi")
     theta = np.concatenate([np.ones(data.d), [50.0]])
 
