@@ -203,7 +203,7 @@ def find_sweeps(out: Path) -> list[Sweep]:
               for s in [load_sweep(d)] if s is not None]
     order = {d: k for k, d in enumerate(DATASETS)}
     return sorted(sweeps, key=lambda s: (order.get(s.dataset, len(order)), s.dataset,
-                                         s.literal, bool(s.config_label), not s.recommended,
+                                         s.literal, bool(s.config_label),
                                          s.folder != s.dataset, s.folder))
 
 

@@ -417,3 +417,20 @@ def test_a_paper_literal_sweep_of_other_settings_is_not_the_paper_literal_sweep(
     other = next(s for s in sweeps if s.folder == "amazon-paper-ppmi")
     assert other.literal and other.config_label == "ppmi 10"
     assert literal_sweep(sweeps, "amazon") is None
+
+
+def test_the_recommended_sweep_leads_its_section_whatever_the_folders_names(tmp_path):
+    """Beyond the paper, the recommended configuration comes first even when another
+    configuration's folder sorts before it (the section's own order, not the folders')."""
+    from elicit.report.beyond import beyond_section
+    from elicit.report.realdata import find_sweeps
+
+    _real_sweep(tmp_path / "amazon", literal=False, runs=2)
+    _real_sweep(tmp_path / "amazon-a-tied", literal=False, runs=2,
+                extra={"model": "tied-threshold"})
+    _real_sweep(tmp_path / "amazon-recommended", literal=False, runs=2,
+                extra={"model": "known-coupling", "utility_target": "predictive"})
+    heads = [line for line in beyond_section(find_sweeps(tmp_path), tmp_path)
+             if line.startswith("### ")]
+    assert [h.endswith("not the recommended configuration") for h in heads] == [False, True]
+    assert "`amazon-recommended`" in heads[0] and "`amazon-a-tied`" in heads[1]
