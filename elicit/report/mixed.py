@@ -109,7 +109,7 @@ def mixed_table(columns: Sequence[Sweep], best: dict[str, Sweep]) -> list[str]:
         row(f"**{label}** (reference)",
             [fmt(s.initial() if key == "start" else s.per_run(key)) for s in columns])
     row("answers in the line 'all answers given' (per run)",
-        [f"{n_answers(s):.0f}" if np.isfinite(n_answers(s)) else "—" for s in columns])
+        [f"{n:.0f}" if np.isfinite(n) else "—" for n in map(n_answers, columns)])
     row(f"{LABELS['ridge']} (100 training reviews, no expert)",
         [fmt(s.per_run("ridge")) for s in columns])
 
