@@ -231,8 +231,10 @@ def run_ask(s: Session, inp: TextIO, out: TextIO, batch: int = 1,
     while True:
         if s.is_done(who):
             q = None
-            lines = [f"\nAll {s.n_pairs} {s.question_noun}s are answered. Type u to "
-                     "undo the last answer or q to quit."]
+            pr = s.progress(who)  # answers may close other questions: say what was answered
+            lines = [f"\nNo {s.question_noun} is left: {pr['answered']} of {pr['questions']} "
+                     f"answered{', the others closed by the answers given' * (pr['left'] > 0)}"
+                     ". Type u to undo the last answer or q to quit."]
         else:
             lines = []
             if batch > 1 and not s.pending(who):

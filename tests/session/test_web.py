@@ -322,7 +322,7 @@ def test_done_page(tmp_path):
             s.answer(s.next_query(), "similar")
     app = create_app(p)
     html = app.test_client().get("/").get_data(as_text=True)
-    assert 'id="done"' in html and "All 3 pairs are answered" in html
+    assert 'id="done"' in html and "No pair is left: 3 of 3 answered. Thank" in html
     # the key the question page promises for undo works here too, as the terminal's u does
     assert next(a for t, a in Elements.of(html) if a.get("id") == "btn-undo").get("data-key") == "u"
     app.config["ELICIT_SESSION"].close()
@@ -912,16 +912,12 @@ def test_serve_on_every_interface_answers_by_this_machines_address(path):
         _stop(server, app)
 
 
-def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, monkeypatch):
-    """A refit that failed after an answer (or an undo) was committed got status 400, a
-    client's error, for the server's model; the undo's page said only the engine's error."""
+def fail_the_next_refit(monkeypatch) -> None:
+    """The model's next refit fails (an EngineError), after its answer or undo is saved."""
     from elicit.elicitation.elicitor import Elicitor
     from elicit.errors import EngineError
 
-    c = app.test_client()
-    st = shown(c)
-    set_answers = Elicitor.set_answers
-    fail = [True]
+    set_answers, fail = Elicitor.set_answers, [True]
 
     def failing_once(self, *args, **kwargs):
         if fail and fail.pop():
@@ -929,12 +925,20 @@ def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, mo
         return set_answers(self, *args, **kwargs)
 
     monkeypatch.setattr(Elicitor, "set_answers", failing_once)
+
+
+def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, monkeypatch):
+    """A refit that failed after an answer (or an undo) was committed got status 400, a
+    client's error, for the server's model; the undo's page said only the engine's error."""
+    c = app.test_client()
+    st = shown(c)
+    fail_the_next_refit(monkeypatch)
     r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
                                 "answer": "similar"}, headers=SAME)
     assert r.status_code == 503
     assert page_state(r.get_data(as_text=True))["message"].startswith("answer 1 (similar) is "
                                                                       "saved, but the model")
-    fail.append(True)
+    fail_the_next_refit(monkeypatch)
     r = c.post("/undo", data={"csrf_token": st["token"], "answer_id": "1"}, headers=SAME)
     assert r.status_code == 503
     assert "answer 1 (similar) is undone, but" in page_state(r.get_data(as_text=True))["message"]
