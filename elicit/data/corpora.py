@@ -106,7 +106,7 @@ def _too_few_keywords(df: np.ndarray, not_stop: np.ndarray, min_df: int, n: int)
     left = int(np.count_nonzero(not_stop & (df >= min_df)))
     top = np.sort(df[not_stop])[::-1]
     fix = (f"use min_df={top[1]} or lower (the largest that keeps 2)" if top.size > 1
-           else "no min_df keeps 2: check the texts and the stop list")
+           and top[1] > 0 else "no min_df keeps 2: check the texts and the stop list")
     return ElicitError(
         f"{'the vocabulary is empty' if left == 0 else 'only 1 keyword is left'} after "
         f"filtering: of {len(df)} n-grams, {top.size} are not all stop words and "
