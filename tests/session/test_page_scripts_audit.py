@@ -440,3 +440,19 @@ def test_relevance_orders_runs_the_seed_asked_and_prints_the_mean_curves(monkeyp
     assert seeds == [(7, 0), (7, 1)]
     assert "start (no answer): 1.500" in out
     assert re.search(r"ranking\s+1\.500 / 2\.500 / 3\.500\n", out), out
+
+
+def test_the_page_with_no_question_waiting_offers_the_undo_of_the_last_answer(serve, web):
+    """An answer given in the terminal, then the page opened: no question is waiting (a GET
+    asks none), and the undo of that answer is there as on the other pages."""
+    path, app = serve()
+    s, c = app.config["ELICIT_SESSION"], app.test_client()
+    last = s.answer(s.next_query(), "similar")
+    html = c.get("/").get_data(as_text=True)
+    assert 'id="no-question"' in html
+    undo = next(a for _, a in web.Elements.of(html) if a.get("id") == "btn-undo")
+    assert "disabled" not in undo and _undo_id(c) == last.id
+    r = c.post("/undo", data={"csrf_token": web.page_state(html)["token"],
+                              "answer_id": last.id}, headers=web.SAME)
+    assert r.status_code == 303
+    assert sql_rows(path, "SELECT id FROM answers WHERE undone_at IS NOT NULL") == [(last.id,)]
