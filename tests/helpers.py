@@ -598,3 +598,13 @@ def mean_se_text(x, sign: bool = False) -> str:
     m = x.mean()
     text = f"{m:+.3f}" if sign else f"{m:.3f}"
     return text + (f" ± {x.std(ddof=1) / np.sqrt(x.size):.3f}" if x.size > 1 else "")
+
+
+def bench_record(commit: str, date: str, **values: float) -> dict:
+    """A ``make bench`` record (``docs/bench/<commit>.json``) of the test CPU with these
+    figures (seconds; megabytes for a name ending in ``_mb``)."""
+    figures = {k: {"label": k.replace("_", " "), "unit": "MB" if k.endswith("_mb") else "s",
+                   "target": None, "value": v} for k, v in values.items()}
+    return {"version": 1, "commit": commit, "date": date,
+            "machine": {"cpu": "test CPU", "cores": 2}, "settings": {}, "figures": figures,
+            "skipped": {}}

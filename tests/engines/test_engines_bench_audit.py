@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import make_small_data, needs_stanc, small_arrays
-from helpers import theta_point
+from helpers import bench_record, theta_point
 from test_relevance_engines import relevance_data
 
 from elicit.engines.numpy_engine import NumpyEngine
@@ -445,18 +445,11 @@ def test_bench_table_lists_the_figures_not_the_rounds():
 # -- the bench suite -----------------------------------------------------------------------
 
 
-def _suite_record(commit: str, date: str, **values: float) -> dict:
-    return {"version": 1, "commit": commit, "date": date,
-            "machine": {"cpu": "test CPU", "cores": 2}, "settings": {}, "skipped": {},
-            "figures": {k: {"label": k, "unit": "s", "target": None, "value": v}
-                        for k, v in values.items()}}
-
-
 def test_a_figure_that_was_zero_is_not_called_slower():
     from elicit.paper.bench_suite import compare, format_suite
 
-    before = _suite_record("aaa", "2026-01-01T00:00:00+00:00", a=0.0, b=1.0)
-    after = _suite_record("bbb", "2026-01-02T00:00:00+00:00", a=0.5, b=1.0)
+    before = bench_record("aaa", "2026-01-01T00:00:00+00:00", a=0.0, b=1.0)
+    after = bench_record("bbb", "2026-01-02T00:00:00+00:00", a=0.5, b=1.0)
     assert compare(after, before) == []
     assert "no figure more than 20% slower than aaa" in format_suite(after, before)
 
@@ -531,9 +524,9 @@ def test_a_commit_measured_again_is_compared_with_another_commit(monkeypatch, tm
     is not its own baseline."""
     import elicit.paper.bench_suite as suite
 
-    suite.write_record(tmp_path, _suite_record("old", "2026-01-01T00:00:00+00:00", a=1.0))
-    suite.write_record(tmp_path, _suite_record("now", "2026-02-01T00:00:00+00:00", a=2.0))
-    now = _suite_record("now", "2026-03-01T00:00:00+00:00", a=2.0)
+    suite.write_record(tmp_path, bench_record("old", "2026-01-01T00:00:00+00:00", a=1.0))
+    suite.write_record(tmp_path, bench_record("now", "2026-02-01T00:00:00+00:00", a=2.0))
+    now = bench_record("now", "2026-03-01T00:00:00+00:00", a=2.0)
     monkeypatch.setattr(suite, "code_version", lambda: "now")
     monkeypatch.setattr(suite, "run_suite", lambda s, progress: now)
     _, previous, text = suite.bench_suite(tmp_path, suite.SuiteSettings())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import bench_record
 
 from elicit.cli.main import build_parser, main
 from elicit.errors import ElicitError
@@ -26,18 +27,10 @@ from elicit.paper.configs import RealDataConfig, SyntheticConfig
 from elicit.paper.steps import MIXED_STEPS, STEPS, StepSettings, step_config
 
 
-def _record(commit: str, date: str, **values: float) -> dict:
-    figures = {k: {"label": k.replace("_", " "), "unit": "MB" if k.endswith("_mb") else "s",
-                   "target": None, "value": v} for k, v in values.items()}
-    return {"version": 1, "commit": commit, "date": date,
-            "machine": {"cpu": "test CPU", "cores": 2}, "settings": {}, "figures": figures,
-            "skipped": {}}
-
-
 def test_compare_names_exactly_the_figures_more_than_20_percent_slower():
-    before = _record("aaa", "2026-01-01T00:00:00+00:00", a=1.0, b=1.0, c=1.0, d=2.0,
+    before = bench_record("aaa", "2026-01-01T00:00:00+00:00", a=1.0, b=1.0, c=1.0, d=2.0,
                      e=100.0, gone=1.0, peak_mb=500.0)
-    after = _record("bbb", "2026-01-02T00:00:00+00:00", a=1.25, b=1.15, c=0.5,
+    after = bench_record("bbb", "2026-01-02T00:00:00+00:00", a=1.25, b=1.15, c=0.5,
                     d=2.0 * (1 + SLOWER), e=121.0, new=9.0, peak_mb=700.0)
     slower = compare(after, before)
     # a: +25%, e: +21%, peak_mb: +40% (memory is a cost too); b +15%, c faster, d exactly
@@ -50,9 +43,9 @@ def test_compare_names_exactly_the_figures_more_than_20_percent_slower():
 
 
 def test_previous_record_is_the_most_recent_other_record(tmp_path):
-    old = _record("old", "2026-01-01T00:00:00+00:00", a=1.0)
-    new = _record("new", "2026-03-01T00:00:00+00:00", a=2.0)
-    mid = _record("mid", "2026-02-01T00:00:00+00:00", a=3.0)
+    old = bench_record("old", "2026-01-01T00:00:00+00:00", a=1.0)
+    new = bench_record("new", "2026-03-01T00:00:00+00:00", a=2.0)
+    mid = bench_record("mid", "2026-02-01T00:00:00+00:00", a=3.0)
     for rec in (old, new, mid):
         write_record(tmp_path, rec)
     (tmp_path / "notes.json").write_text(json.dumps({"not": "a record"}))
@@ -67,14 +60,14 @@ def test_previous_record_comes_from_the_same_machine(tmp_path):
     """Figures of another CPU are not a baseline: a record from a machine twice as slow would
     flag every figure. Only records of the same CPU model and core count are compared."""
     here = {"cpu": "test CPU", "cores": 2}
-    write_record(tmp_path, _record("same", "2026-01-01T00:00:00+00:00", a=1.0))
-    other = _record("other", "2026-02-01T00:00:00+00:00", a=2.0)
+    write_record(tmp_path, bench_record("same", "2026-01-01T00:00:00+00:00", a=1.0))
+    other = bench_record("other", "2026-02-01T00:00:00+00:00", a=2.0)
     other["machine"] = {"cpu": "another CPU", "cores": 2}
     write_record(tmp_path, other)
     assert previous_record(tmp_path)["commit"] == "other"
     assert previous_record(tmp_path, machine=here)["commit"] == "same"
     assert previous_record(tmp_path, machine={"cpu": "test CPU", "cores": 4}) is None
-    text = format_suite(_record("new", "2026-03-01T00:00:00+00:00", a=3.0), None)
+    text = format_suite(bench_record("new", "2026-03-01T00:00:00+00:00", a=3.0), None)
     assert "no earlier record of this machine and settings" in text
 
 
@@ -86,12 +79,12 @@ def test_a_record_of_another_format_is_passed_over(tmp_path, damage):
     """A damaged, foreign or older-format file in the folder was taken as the baseline when
     its date sorted last, and the table then failed with a traceback (TypeError, KeyError,
     AttributeError) after the figures were measured and written."""
-    write_record(tmp_path, _record("good", "2026-01-01T00:00:00+00:00", a=1.0))
-    write_record(tmp_path, {**_record("bad", "2026-02-01T00:00:00+00:00", a=1.0), **damage})
+    write_record(tmp_path, bench_record("good", "2026-01-01T00:00:00+00:00", a=1.0))
+    write_record(tmp_path, {**bench_record("bad", "2026-02-01T00:00:00+00:00", a=1.0), **damage})
     here = {"cpu": "test CPU", "cores": 2}
     previous = previous_record(tmp_path, machine=here)
     assert previous["commit"] == "good"
-    text = format_suite(_record("new", "2026-03-01T00:00:00+00:00", a=2.0), previous)
+    text = format_suite(bench_record("new", "2026-03-01T00:00:00+00:00", a=2.0), previous)
     assert "a: 1 s -> 2 s (x2.00)" in text
 
 
@@ -101,11 +94,11 @@ def test_the_baseline_comes_from_the_same_settings(tmp_path, monkeypatch):
     import elicit.paper.bench_suite as suite
 
     usual = SuiteSettings().to_json()
-    write_record(tmp_path, {**_record("usual", "2026-01-01T00:00:00+00:00", a=1.0),
+    write_record(tmp_path, {**bench_record("usual", "2026-01-01T00:00:00+00:00", a=1.0),
                             "settings": usual})
-    write_record(tmp_path, {**_record("refine0", "2026-02-01T00:00:00+00:00", a=0.1),
+    write_record(tmp_path, {**bench_record("refine0", "2026-02-01T00:00:00+00:00", a=0.1),
                             "settings": SuiteSettings(refine=0).to_json()})
-    now = {**_record("now", "2026-03-01T00:00:00+00:00", a=1.1), "settings": usual}
+    now = {**bench_record("now", "2026-03-01T00:00:00+00:00", a=1.1), "settings": usual}
     monkeypatch.setattr(suite, "run_suite", lambda s, progress: now)
     monkeypatch.setattr(suite, "code_version", lambda: "now")
     _, previous, text = suite.bench_suite(tmp_path, SuiteSettings())
@@ -113,7 +106,7 @@ def test_the_baseline_comes_from_the_same_settings(tmp_path, monkeypatch):
 
 
 def test_write_record_round_trips_beside_the_commit(tmp_path):
-    rec = _record("abc1234567", "2026-01-01T00:00:00+00:00", a=1.5)
+    rec = bench_record("abc1234567", "2026-01-01T00:00:00+00:00", a=1.5)
     path = write_record(tmp_path / "bench", rec)
     assert path == tmp_path / "bench" / "abc1234567.json"
     assert json.loads(path.read_text()) == rec
@@ -121,8 +114,8 @@ def test_write_record_round_trips_beside_the_commit(tmp_path):
 
 
 def test_format_suite_says_met_and_names_the_slower_figures():
-    before = _record("aaa", "2026-01-01T00:00:00+00:00", fast=1.0, slow=1.0)
-    after = _record("bbb", "2026-01-02T00:00:00+00:00", fast=0.9, slow=2.0)
+    before = bench_record("aaa", "2026-01-01T00:00:00+00:00", fast=1.0, slow=1.0)
+    after = bench_record("bbb", "2026-01-02T00:00:00+00:00", fast=0.9, slow=2.0)
     after["figures"]["fast"]["target"] = 1.0
     after["figures"]["slow"]["target"] = 1.0
     after["skipped"] = {"amazon_round": "no data directory"}
@@ -139,7 +132,7 @@ def test_format_suite_says_met_and_names_the_slower_figures():
 def test_an_estimate_under_its_target_is_not_called_met():
     """The whole reproduction's figure is an estimate from one-run calls (a lower bound):
     the table never says it meets or misses its target."""
-    rec = _record("ccc", "2026-01-03T00:00:00+00:00", reproduce_estimate=100.0, fast=1.0)
+    rec = bench_record("ccc", "2026-01-03T00:00:00+00:00", reproduce_estimate=100.0, fast=1.0)
     rec["figures"]["reproduce_estimate"].update(target=3600.0, estimate=True)
     rec["figures"]["fast"]["target"] = 2.0
     rows = {line.split("|")[1].strip(): line for line in format_suite(rec).splitlines()
@@ -243,7 +236,7 @@ def test_a_record_is_of_a_commit(tmp_path, monkeypatch, commit):
 
     monkeypatch.setattr(suite, "code_version", lambda: commit)
     monkeypatch.setattr(suite, "run_suite", lambda s, progress: {
-        **_record(commit, "2026-03-01T00:00:00+00:00", a=1.0), "settings": {}})
+        **bench_record(commit, "2026-03-01T00:00:00+00:00", a=1.0), "settings": {}})
     with pytest.raises(ElicitError, match=r"^--record .*rec: the code measured is not a "
                                           r"commit .*; commit it first"):
         suite.bench_suite(tmp_path / "rec", SuiteSettings())
