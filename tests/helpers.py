@@ -608,3 +608,10 @@ def bench_record(commit: str, date: str, **values: float) -> dict:
     return {"version": 1, "commit": commit, "date": date,
             "machine": {"cpu": "test CPU", "cores": 2}, "settings": {}, "figures": figures,
             "skipped": {}}
+
+
+def with_answers(data: ModelData, pairs, f) -> ModelData:
+    """``data`` with more pair answers: ``pairs`` one pair or an (m, 2) array, ``f`` their
+    outcomes (1 similar, 0 dissimilar)."""
+    return data.with_feedback(np.vstack([data.pairs, np.reshape(pairs, (-1, 2))]),
+                              np.append(data.f, f))

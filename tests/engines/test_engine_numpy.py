@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import make_small_data
-from helpers import some_relevance
+from helpers import some_relevance, with_answers
 from scipy.optimize import minimize
 
 from elicit.engines import get_engine
@@ -46,11 +46,6 @@ def _projected_grad(theta: np.ndarray, data: ModelData) -> np.ndarray:
 
 def _base_hessian(r: MAPResult, data: ModelData) -> np.ndarray:
     return hessian_base(_theta(r, data), data)
-
-
-def _add_answers(data: ModelData, pairs, f) -> ModelData:
-    return data.with_feedback(np.vstack([data.pairs, np.reshape(pairs, (-1, 2))]),
-                              np.append(data.f, f))
 
 
 # -- cold fits -----------------------------------------------------------------------------
@@ -122,7 +117,7 @@ def test_warm_newton_equals_cold_fit(variant, new_answers, local_model):
     data0 = make_small_data(variant, n_feedback=4)
     engine = NumpyEngine(variant, local_model=local_model)
     fit0 = engine.fit(data0)
-    data1 = _add_answers(data0, *new_answers)
+    data1 = with_answers(data0, *new_answers)
     warm = engine.fit(data1, init=fit0, hessian=_base_hessian(fit0, data0))
     cold = engine.fit(data1)
     assert "Newton" in warm.message  # the warm path was taken, not the L-BFGS-B fallback
@@ -140,7 +135,7 @@ def test_warm_start_without_hessian_equals_cold_fit(variant):
     engine = NumpyEngine(variant)
     fit0 = engine.fit(data0)
     assert fit0.warm_hessian is None  # a cold L-BFGS-B fit has none either
-    data1 = _add_answers(data0, [0, 7], 1)
+    data1 = with_answers(data0, [0, 7], 1)
     r = engine.fit(data1, init=fit0)
     assert r.converged
     cold = engine.fit(data1)
@@ -177,7 +172,7 @@ def test_warm_refit_after_one_answer_needs_few_kernel_evaluations(variant, f_new
     engine = NumpyEngine(variant, local_model=True)
     fit0 = engine.fit(data0)
     H = _base_hessian(fit0, data0)
-    data1 = _add_answers(data0, [0, 7], f_new)
+    data1 = with_answers(data0, [0, 7], f_new)
     cold = engine.fit(data1)
     marginal_cache.clear()
     calls = _count_kernel_evaluations(monkeypatch)
@@ -204,13 +199,13 @@ def test_repeated_warm_refit_is_remembered_exactly(variant, monkeypatch):
     engine = NumpyEngine(variant)
     fit0 = engine.fit(data0)
     H = _base_hessian(fit0, data0)
-    data1 = _add_answers(data0, [0, 7], 1)
+    data1 = with_answers(data0, [0, 7], 1)
     first = engine.fit(data1, init=fit0, hessian=H)
     calls = _count_kernel_evaluations(monkeypatch)
     again = engine.fit(data0.with_feedback(data1.pairs.copy(), data1.f.copy()), init=fit0,
                        hessian=H.copy())
     assert again is first and len(calls) == 0
-    other_answer = engine.fit(_add_answers(data0, [0, 7], 0), init=fit0, hessian=H)
+    other_answer = engine.fit(with_answers(data0, [0, 7], 0), init=fit0, hessian=H)
     other_hessian = engine.fit(data1, init=fit0, hessian=1.01 * H)
     assert len(calls) > 0 and other_answer is not first and other_hessian is not first
     np.testing.assert_allclose(_theta(other_hessian, data1), _theta(first, data1), rtol=1e-6)

@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import make_small_data, needs_stanc, small_arrays
-from helpers import bench_record, theta_point
+from helpers import bench_record, theta_point, with_answers
 from test_relevance_engines import relevance_data
 
 from elicit.engines.numpy_engine import NumpyEngine
@@ -27,10 +27,6 @@ from elicit.model.spec import Hyper, ModelData, Params, all_pairs
 from elicit.model.theta import theta_of
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
-
-
-def _one_more_answer(data: ModelData, pair=(0, 7), f: int = 1) -> ModelData:
-    return data.with_feedback(np.vstack([data.pairs, [pair]]), np.append(data.f, f))
 
 
 # -- the numpy engine ----------------------------------------------------------------------
@@ -45,7 +41,7 @@ def test_a_remembered_refit_is_not_served_for_other_data_of_the_same_problem(cha
     engine = NumpyEngine("fixed")
     fit0 = engine.fit(data0)
     H = hessian_base(theta_of(fit0, data0), data0)
-    data1 = _one_more_answer(data0)
+    data1 = with_answers(data0, (0, 7), 1)
     if change == "relevance answers":
         moved = data1.with_relevance(np.roll(data1.relevance, 1))
     else:
@@ -66,7 +62,7 @@ def test_a_warm_start_for_another_tau2_is_not_checked_by_a_cold_start():
     fit = engine.fit(data)
     engine.fit(replace_tau2(data, 0.2), init=fit)
     assert engine.cold_starts["warm"] == 0
-    engine.fit(_one_more_answer(data), init=fit)           # the same problem: checked
+    engine.fit(with_answers(data, (0, 7), 1), init=fit)           # the same problem: checked
     assert engine.cold_starts["warm"] == 1
 
 
@@ -114,7 +110,7 @@ def test_a_candidate_row_that_did_not_converge_is_not_remembered():
     w = (data.U[[0, 1]] - data.U[[7, 9]]) ** 2
     run = engine.refit_candidates(data, w, np.array([1.0, 0.0]), theta, H)
     run.hold(np.array([0]))                   # stopped where it is: not a MAP
-    d2 = _one_more_answer(data, (0, 7), 1)
+    d2 = with_answers(data, (0, 7), 1)
     with pytest.raises(ValueError, match="row 0 of the stack did not converge"):
         engine.remember_candidate(d2, run, 0, theta, H)
 
@@ -133,7 +129,7 @@ def test_the_refit_after_a_rounds_answer_meets_the_engines_tolerance():
     pairs = all_pairs(data.p)
     scorer = UtilityScorer(data, fit, engine)
     best = pairs[scorer.score(pairs, "fast", refine=10).best]
-    after = _one_more_answer(data, best, 1)
+    after = with_answers(data, best, 1)
     res = engine.fit(after, init=fit, hessian=scorer.hessian)
     theta = theta_of(res, after)
     assert res.converged and np.all(theta > 0)       # interior: the plain decrement applies

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import make_small_data
+from helpers import with_answers
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.model.batch import BatchDensity, CandidateRefits, batched_refit
@@ -30,11 +31,6 @@ def _candidates(data: ModelData, n: int = N_CAND, seed: int = 0) -> np.ndarray:
     asked = {tuple(p) for p in data.pairs}
     left = np.array([p for p in all_pairs(data.p) if tuple(p) not in asked])
     return left[np.random.default_rng(seed).choice(len(left), n, replace=False)]
-
-
-def _with_answer(data: ModelData, pair: np.ndarray, f: int) -> ModelData:
-    """The model data with one more answer (the scalar code's view of a batch row)."""
-    return data.with_feedback(np.vstack([data.pairs, pair]), np.append(data.f, f))
 
 
 def _random_thetas(data: ModelData, n: int, seed: int) -> np.ndarray:
@@ -67,7 +63,7 @@ def test_value_and_gradient_match_scalar_log_density(variant, n_feedback, f_new)
     value, grad, _ = bd.at(theta, np.arange(N_CAND))
     assert value.shape == (N_CAND,) and grad.shape == theta.shape
     for c in range(N_CAND):
-        v_ref, g_ref = log_density(theta[c], _with_answer(data, cands[c], f_new))
+        v_ref, g_ref = log_density(theta[c], with_answers(data, cands[c], f_new))
         # The same formulas in another order of operations: agreement to rounding (measured
         # 6e-16 relative for the value, 2e-15 of the largest component for the gradient).
         assert value[c] == pytest.approx(v_ref, rel=1e-12)
@@ -153,7 +149,7 @@ def test_feedback_curvature_matches_feedback_hessian(variant, n_feedback, f_new)
     k = theta.shape[1]
     assert H.shape == (N_CAND, k, k)
     for c in range(N_CAND):
-        v_ref, g_ref, H_ref = feedback_terms(theta[c], _with_answer(data, cands[c], f_new),
+        v_ref, g_ref, H_ref = feedback_terms(theta[c], with_answers(data, cands[c], f_new),
                                              hess=True)
         # measured: 7e-16 of the largest entry
         np.testing.assert_allclose(H[c], H_ref, rtol=0, atol=1e-12 * np.abs(H_ref).max())
@@ -210,7 +206,7 @@ def test_batched_refit_reaches_the_engine_refit(variant, f_new, start):
     default, _, _, _ = batched_refit(data, theta0, H0, w, f_new)
     moved = 0.0
     for c in range(len(cands)):
-        d2 = _with_answer(data, cands[c], f_new)
+        d2 = with_answers(data, cands[c], f_new)
         ref = engine.fit(d2, init=fit)
         assert ref.converged, ref.message
         ref_theta = join_theta(ref.gamma, ref.xi, ref.tau2, d2)
@@ -256,7 +252,7 @@ def test_trial_points_without_a_density_are_rejected_not_fatal():
     value, grad, _ = BatchDensity(data, w, 1).at(theta, np.arange(3))
     assert value[1] == -np.inf and np.all(np.isfinite(grad))
     for c in (0, 2):
-        expected = log_density(theta[c], _with_answer(data, pair, 1))[0]
+        expected = log_density(theta[c], with_answers(data, pair, 1))[0]
         assert value[c] == pytest.approx(expected, rel=1e-10)
 
 
