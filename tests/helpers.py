@@ -615,3 +615,21 @@ def with_answers(data: ModelData, pairs, f) -> ModelData:
     outcomes (1 similar, 0 dissimilar)."""
     return data.with_feedback(np.vstack([data.pairs, np.reshape(pairs, (-1, 2))]),
                               np.append(data.f, f))
+
+
+class Captured(Exception):
+    """Raised by :func:`capture_sweep`'s stand-in once it has kept the configuration."""
+
+
+def capture_sweep(monkeypatch, module, name: str) -> list:
+    """Replace the library call ``module.name`` (``run_synthetic``, ``run_realdata``) by one
+    that keeps its configuration and raises :class:`Captured` (the command imports it from its
+    module when it runs): what the command line passes on, without a sweep."""
+    seen: list = []
+
+    def run(cfg, out, progress=True):
+        seen.append(cfg)
+        raise Captured
+
+    monkeypatch.setattr(module, name, run)
+    return seen

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import REAL_DATA_DIR, needs_data
+from helpers import Captured, capture_sweep
 
 import elicit.cli.main as cli_main
 import elicit.cli.realdata as cli_realdata
@@ -14,23 +15,6 @@ from elicit.cli.main import main
 
 # the sweeps here are read by their tables: figures drawn, not saved (conftest)
 pytestmark = pytest.mark.usefixtures("unsaved_figures")
-
-
-class _Captured(Exception):
-    pass
-
-
-def _capture(monkeypatch, module, name: str) -> list:
-    """Replace the library call ``module.name`` by one that keeps its configuration (the
-    command imports it from its module when it runs)."""
-    seen: list = []
-
-    def run(cfg, out, progress=True):
-        seen.append(cfg)
-        raise _Captured
-
-    monkeypatch.setattr(module, name, run)
-    return seen
 
 
 @pytest.mark.parametrize("argv,expect", [
@@ -47,8 +31,8 @@ def _capture(monkeypatch, module, name: str) -> list:
                                   model="relevance-direction")),
 ])
 def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, elicit.paper.synthetic, "run_synthetic")
-    with pytest.raises(_Captured):
+    seen = capture_sweep(monkeypatch, elicit.paper.synthetic, "run_synthetic")
+    with pytest.raises(Captured):
         cli_main.cmd_synthetic(cli_main.build_parser().parse_args(
             ["synthetic", "--runs", "1", "--out", str(tmp_path / "o"), *argv]))
     cfg = seen[0]
@@ -64,8 +48,8 @@ def test_synthetic_options_become_the_config(argv, expect, monkeypatch, tmp_path
      dict(questions="both", pool="paper", model="relevance")),
 ])
 def test_realdata_options_become_the_config(argv, expect, monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, elicit.paper.realdata, "run_realdata")
-    with pytest.raises(_Captured):
+    seen = capture_sweep(monkeypatch, elicit.paper.realdata, "run_realdata")
+    with pytest.raises(Captured):
         cli_realdata.cmd_realdata(cli_main.build_parser().parse_args(
             ["realdata", "--dataset", "amazon", "--runs", "1", "--data-dir",
              str(REAL_DATA_DIR), "--out", str(tmp_path / "o"), *argv]))

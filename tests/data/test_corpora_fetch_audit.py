@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import write_corpus, write_jsonl
+from helpers import Captured, capture_sweep, write_corpus, write_jsonl
 
 from elicit.data import (
     DATA_ENV,
@@ -303,18 +303,9 @@ def test_realdata_options_reach_the_sweep(tmp_path, monkeypatch, option, value, 
     from elicit.cli.main import build_parser
     from elicit.cli.realdata import cmd_realdata
 
-    seen = []
-
-    class Started(Exception):
-        pass
-
-    def run(cfg, out, progress=True):
-        seen.append(cfg)
-        raise Started
-
-    monkeypatch.setattr(elicit.paper.realdata, "run_realdata", run)
+    seen = capture_sweep(monkeypatch, elicit.paper.realdata, "run_realdata")
     corpus = write_jsonl(tmp_path / "shop.jsonl", [{"text": "sharp knife", "rating": 5}])
-    with pytest.raises(Started):
+    with pytest.raises(Captured):
         cmd_realdata(build_parser().parse_args(["realdata", "--corpus", str(corpus), "--out",
                                                 str(tmp_path / "o"), option, value]))
     assert getattr(seen[0], field) == want
