@@ -2010,7 +2010,7 @@ def test_a_table_with_too_few_feature_columns_says_so(capsys, tmp_path, columns,
 
 def test_one_feature_and_two_rows_in_python_is_told_its_features_not_its_rows(tmp_path):
     """The feature count comes before the rows' count: more rows would not help."""
-    with pytest.raises(ElicitError, match=r"^need at least 2 features to ask about pairs, got 1"):
+    with pytest.raises(ElicitError, match=r"^need at least 2 features \(columns of X\), got 1$"):
         Session.create(np.array([[1.0], [2.0]]), np.array([1.0, 3.0]),
                        path=tmp_path / "s.session", engine="numpy")
 

@@ -73,7 +73,7 @@ def prepare(X, y, meta_features, feature_names: Sequence[str] | None, texts,
                    if isinstance(X, pd.DataFrame) else None))
     names = check_feature_names(feature_names, Xf.shape[1])
     if Xf.shape[1] < 2:  # first: more rows would not help
-        raise ElicitError(f"need at least 2 features to ask about pairs, got {Xf.shape[1]}")
+        raise ElicitError(f"need at least 2 features (columns of X), got {Xf.shape[1]}")
     if meta_features is None and Xf.shape[0] < MIN_ROWS_FOR_DEFAULT_META:
         # with two rows every pair of columns is perfectly correlated (r = +1 or -1)
         raise ElicitError(f"the data has only {Xf.shape[0]} row(s): the default meta-features "
