@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import make_small_data
-from helpers import some_relevance, with_answers
+from helpers import projected_grad, some_relevance, two_modes_after_one_answer, with_answers
 from scipy.optimize import minimize
 
 from elicit.engines import get_engine
@@ -34,16 +34,6 @@ def _scaled(theta: np.ndarray, data: ModelData) -> np.ndarray:
     return out
 
 
-def _projected_grad(theta: np.ndarray, data: ModelData) -> np.ndarray:
-    """Gradient with the components that push against an active lower bound zeroed (KKT),
-    in the scaled coordinates of :func:`_scaled`."""
-    _, g = log_density(theta, data)
-    lb = data.layout.lower_bounds()
-    g = np.where((theta <= lb) & (g < 0), 0.0, g)
-    g[data.d] *= data.m
-    return g
-
-
 def _base_hessian(r: MAPResult, data: ModelData) -> np.ndarray:
     return hessian_base(_theta(r, data), data)
 
@@ -57,7 +47,7 @@ def test_cold_fit_is_a_stationary_maximum(variant, n_feedback):
     r = NumpyEngine(variant).fit(data)
     assert r.converged and r.engine == "numpy"
     theta = _theta(r, data)
-    assert np.max(np.abs(_projected_grad(theta, data))) < 1e-4
+    assert np.max(np.abs(projected_grad(theta, data))) < 1e-4
     assert r.log_density == pytest.approx(log_density(theta, data)[0], rel=1e-12)
     # A maximum: the Hessian on the coordinates off their bounds is negative definite.
     free = theta > data.layout.lower_bounds()
@@ -305,7 +295,7 @@ def test_bounds_are_respected(variant):
         # KKT: the log density would increase only by leaving the feasible set
         _, g = log_density(theta, data)
         assert g[2] < 0
-        assert np.max(np.abs(_projected_grad(theta, data))) < 1e-4
+        assert np.max(np.abs(projected_grad(theta, data))) < 1e-4
     np.testing.assert_allclose(_scaled(_theta(warm, data), data),
                                _scaled(_theta(cold, data), data), rtol=1e-5, atol=1e-7)
 
@@ -320,7 +310,7 @@ def test_start_outside_bounds_is_projected(variant):
     theta = _theta(r, data)
     assert np.all(theta >= data.layout.lower_bounds())
     assert r.converged
-    assert np.max(np.abs(_projected_grad(theta, data))) < 1e-4
+    assert np.max(np.abs(projected_grad(theta, data))) < 1e-4
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -368,7 +358,7 @@ def test_lbfgs_converged_means_stationary_on_synthetic_run(stalled_chain):
     stationary and the last fit reaches the cold fit's log density.
     """
     for k, (data, fit) in enumerate(stalled_chain, start=1):
-        pg = np.max(np.abs(_projected_grad(_theta(fit, data), data)))
+        pg = np.max(np.abs(projected_grad(_theta(fit, data), data)))
         assert not (fit.converged and pg > 1e-2), (k, pg, fit.message)
     data, fit = stalled_chain[-1]
     cold = NumpyEngine("learned").fit(data)
@@ -437,22 +427,10 @@ def test_checksum_sees_every_change_of_content():
 
 # -- refits that do not depend on luck (ColdStartPolicy) -------------------------------------
 
-def _two_modes_after_one_answer():
-    """A small problem (n 12, p 8, d 3, learned tau2) whose first answer, (0, 1) similar, had
-    probability 0.00046 under the no-feedback MAP. The warm refit switches gamma_3 off (a
-    local maximum on the boundary); a cold fit finds an interior maximum 0.458 higher."""
-    from elicit.elicitation.elicitor import Elicitor
-
-    rng = np.random.default_rng(88)
-    X, U = rng.normal(size=(12, 8)), rng.normal(size=(8, 3))
-    y = X @ rng.normal(size=8) + 0.3 * rng.normal(size=12)
-    return lambda engine: Elicitor(X, y, U, Hyper(variant="learned"), engine=engine)
-
-
 def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_start():
     from elicit.model.refit_checks import ColdStartPolicy
 
-    elicitor = _two_modes_after_one_answer()
+    elicitor = two_modes_after_one_answer()
     luck, checked = NumpyEngine("learned", cold_start=None), NumpyEngine("learned")
     assert checked.cold_start == ColdStartPolicy()  # the default
     before, after = elicitor(luck), elicitor(checked)
@@ -468,13 +446,13 @@ def test_a_refit_on_the_boundary_after_an_unlikely_answer_is_checked_by_a_cold_s
     cold = NumpyEngine("learned").fit(after.data)
     np.testing.assert_allclose(_theta(after.fit, after.data), _theta(cold, after.data),
                                rtol=1e-6)
-    assert np.max(np.abs(_projected_grad(_theta(after.fit, after.data), after.data))) < 1e-4
+    assert np.max(np.abs(projected_grad(_theta(after.fit, after.data), after.data))) < 1e-4
 
 
 def test_no_cold_start_after_a_likely_answer_or_off_the_boundary():
     from elicit.model.refit_checks import ColdStartPolicy
 
-    elicitor = _two_modes_after_one_answer()
+    elicitor = two_modes_after_one_answer()
     engine = NumpyEngine("learned", cold_start=ColdStartPolicy(unlikely=0.05))
     el = elicitor(engine)
     el.answer(0, 1, "dissimilar")  # the likely answer

@@ -16,8 +16,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import make_small_data, needs_stanc, small_arrays
-from helpers import bench_record, theta_point, with_answers
-from test_relevance_engines import relevance_data
+from helpers import (
+    bench_record,
+    projected_grad,
+    relevance_data,
+    theta_point,
+    two_modes_after_one_answer,
+    with_answers,
+)
 
 from elicit.engines.numpy_engine import NumpyEngine
 from elicit.errors import ElicitError
@@ -91,10 +97,8 @@ def test_the_cold_start_kept_is_the_cold_fit_itself():
     """The check of a refit is a fit from the prior means, as a new elicitation's: when it is
     kept, the MAP is that fit's, to the last digit (a fit from the warm start reaches the
     same mode, but not the same point)."""
-    from test_engine_numpy import _two_modes_after_one_answer
-
     engine = NumpyEngine("learned")
-    el = _two_modes_after_one_answer()(engine)
+    el = two_modes_after_one_answer()(engine)
     el.answer(0, 1, "similar")
     assert engine.cold_starts["kept"] == 1
     cold = NumpyEngine("learned").fit(el.data)
@@ -141,13 +145,11 @@ def test_a_fit_whose_last_line_search_failed_at_the_maximum_is_converged():
     """L-BFGS-B may end in an "ABNORMAL" line search at the maximum, where rounding stops its
     progress (here with Newton switched off, as when it fails): the fit is judged by its
     projected gradient, not by L-BFGS-B's own flag."""
-    from test_engine_numpy import _projected_grad
-
     data = make_small_data("fixed", seed=3)
     engine = NumpyEngine("fixed")
     engine.max_newton = 0                     # every Newton run fails: L-BFGS-B decides
     r = engine.fit(data)
-    assert np.max(np.abs(_projected_grad(theta_of(r, data), data))) < 1e-4
+    assert np.max(np.abs(projected_grad(theta_of(r, data), data))) < 1e-4
     assert r.converged, r.message
 
 

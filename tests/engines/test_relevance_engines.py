@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_small_data
-from helpers import rel_diff, some_relevance
+from helpers import rel_diff, relevance_data
 
 from elicit.engines.checked import CheckedEngine
 from elicit.engines.numpy_engine import NumpyEngine
@@ -18,14 +17,6 @@ from elicit.model.density import hessian_base, log_density
 from elicit.model.posterior import NIGPosterior
 from elicit.model.spec import Hyper, ModelData
 from elicit.model.theta import theta_of
-from elicit.model.variants import RELEVANCE_MODEL
-
-
-def relevance_data(variant: str, classes=None, n_feedback: int = 4) -> ModelData:
-    base = make_small_data(variant, n_feedback=n_feedback)
-    h = Hyper(**{**base.hyper.__dict__, "model": RELEVANCE_MODEL})
-    cls = some_relevance(base.p) if classes is None else classes
-    return ModelData(base.X, base.y, base.U, h, base.pairs, base.f, relevance=cls)
 
 
 def scaled(theta: np.ndarray, data: ModelData) -> np.ndarray:

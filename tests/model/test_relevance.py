@@ -15,6 +15,7 @@ from conftest import make_small_data
 from helpers import (
     assert_derivatives_match_finite_differences,
     fd_grad,
+    relevance_data,
     signal_direct,
     some_direction,
     some_relevance,
@@ -42,15 +43,6 @@ from elicit.model.result import MAPResult
 from elicit.model.spec import Hyper, ModelData, Params, all_pairs
 from elicit.model.theta import data_mean, join_theta, params_of, theta_of
 from elicit.model.variants import RELEVANCE_MODEL, get_model
-
-
-def relevance_data(variant: str = "fixed", classes="mixed", n_feedback: int = 4,
-                   seed: int = 0, **shape) -> ModelData:
-    """The small problem under the relevance model (classes: :func:`some_relevance`)."""
-    base = make_small_data(variant, n_feedback=n_feedback, seed=seed, **shape)
-    h = Hyper(**{**base.hyper.__dict__, "model": RELEVANCE_MODEL})
-    cls = some_relevance(base.p) if isinstance(classes, str) else classes
-    return ModelData(base.X, base.y, base.U, h, base.pairs, base.f, relevance=cls)
 
 
 def lambdas_direct(classes: np.ndarray, zeta: float, signal=None) -> np.ndarray:
