@@ -11,10 +11,12 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
 import types
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +59,43 @@ def some_relevance(p: int) -> np.ndarray:
     """Relevance classes with every kind: features 0, 4, 8, ... relevant, 1, 5, ... irrelevant,
     the others not judged."""
     return np.array([(1, 0, -1, -1)[j % 4] for j in range(p)])
+
+
+def relevance_data(variant: str = "fixed", classes="mixed", n_feedback: int = 4,
+                   seed: int = 0, **shape) -> ModelData:
+    """The small problem (``conftest.make_small_data``) under the relevance model; classes
+    ``"mixed"``: :func:`some_relevance`, None: none judged, or an array of classes."""
+    from conftest import make_small_data
+
+    from elicit.model.variants import RELEVANCE_MODEL
+
+    base = make_small_data(variant, n_feedback=n_feedback, seed=seed, **shape)
+    h = Hyper(**{**base.hyper.__dict__, "model": RELEVANCE_MODEL})
+    cls = some_relevance(base.p) if isinstance(classes, str) else classes
+    return ModelData(base.X, base.y, base.U, h, base.pairs, base.f, relevance=cls)
+
+
+def projected_grad(theta: np.ndarray, data: ModelData) -> np.ndarray:
+    """Gradient of ``log_density`` with the components that push against an active lower
+    bound zeroed (KKT), xi's scaled by m (the coordinates the engines converge in)."""
+    _, g = log_density(theta, data)
+    lb = data.layout.lower_bounds()
+    g = np.where((theta <= lb) & (g < 0), 0.0, g)
+    g[data.d] *= data.m
+    return g
+
+
+def two_modes_after_one_answer():
+    """A maker of elicitors (one per engine) on a small problem (n 12, p 8, d 3, learned tau2)
+    whose first answer, (0, 1) similar, had probability 0.00046 under the no-feedback MAP. The
+    warm refit switches gamma_3 off (a local maximum on the boundary); a cold fit finds an
+    interior maximum 0.458 higher."""
+    from elicit.elicitation.elicitor import Elicitor
+
+    rng = np.random.default_rng(88)
+    X, U = rng.normal(size=(12, 8)), rng.normal(size=(8, 3))
+    y = X @ rng.normal(size=8) + 0.3 * rng.normal(size=12)
+    return lambda engine: Elicitor(X, y, U, Hyper(variant="learned"), engine=engine)
 
 
 def some_direction(p: int) -> np.ndarray:
@@ -399,6 +438,80 @@ def create_session(path, **kw):
     X, y, U = make_session_data()
     kw.setdefault("engine", "numpy")
     return Session.create(X, y, U, SESSION_NAMES, path=path, **kw)
+
+
+#: the headers of a POST from the session's own page (the Origin check passes)
+SAME = {"Origin": "http://localhost"}
+
+
+def page_state(html: str) -> dict:
+    """What the session page ``html`` carries for its next POST: the CSRF token, the shown
+    question's id (None if none is shown) and the message line (None if none)."""
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    qid = re.search(r'name="query_id" value="(\d+)"', html)
+    msg = re.search(r'id="message"[^>]*>([^<]*)<', html)
+    return {"token": token, "qid": qid.group(1) if qid else None,
+            "message": msg.group(1) if msg else None}
+
+
+def shown(client) -> dict:
+    """The state (:func:`page_state`) of the page a Flask test ``client`` is shown now."""
+    return page_state(client.get("/").get_data(as_text=True))
+
+
+def answer_shown(client, answer: str = "similar", headers=SAME, **form):
+    """The question shown to ``client`` answered through the page's form (``form``: more
+    fields): the page's state before, and the response."""
+    st = shown(client)
+    return st, client.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
+                                            "answer": answer, **form}, headers=headers)
+
+
+class Elements(HTMLParser):
+    """The start tags of a page in document order, each with its attributes and the text up
+    to its end tag (void elements: none)."""
+
+    VOID = {"input", "meta", "link", "img", "br"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict, list[str]]] = []
+        self._open: list[list[str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        text: list[str] = []
+        self.found.append((tag, {k: v or "" for k, v in attrs}, text))
+        if tag not in self.VOID:
+            self._open.append(text)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self._open:
+            self._open.pop()
+
+    def handle_data(self, data):
+        for text in self._open:
+            text.append(data)
+
+    @classmethod
+    def of(cls, html: str) -> list[tuple[str, dict]]:
+        parser = cls()
+        parser.feed(html)
+        return [(t, {**a, "text": " ".join("".join(x).split())}) for t, a, x in parser.found]
+
+
+def fail_the_next_refit(monkeypatch) -> None:
+    """The model's next refit fails (an EngineError), after its answer or undo is saved."""
+    from elicit.elicitation.elicitor import Elicitor
+    from elicit.errors import EngineError
+
+    set_answers, fail = Elicitor.set_answers, [True]
+
+    def failing_once(self, *args, **kwargs):
+        if fail and fail.pop():
+            raise EngineError("the optimiser gave up")
+        return set_answers(self, *args, **kwargs)
+
+    monkeypatch.setattr(Elicitor, "set_answers", failing_once)
 
 
 def run_main(main, capsys, *argv) -> tuple[int, str, str]:

@@ -24,7 +24,16 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run, read_only_runs
-from helpers import create_session, leave_hot_journal, one_line, run_main, sql_edit, sql_rows
+from helpers import (
+    SAME,
+    create_session,
+    leave_hot_journal,
+    one_line,
+    page_state,
+    run_main,
+    sql_edit,
+    sql_rows,
+)
 
 from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -39,7 +48,6 @@ from elicit.session.terminal import run_ask
 # the sweeps here are read by their tables: figures drawn, not saved (conftest)
 pytestmark = pytest.mark.usefixtures("unsaved_figures")
 
-SAME = {"Origin": "http://localhost"}
 
 
 @pytest.fixture(scope="module")
@@ -573,9 +581,8 @@ def client(path):
 
     app = create_app(path)
     c = app.test_client()
-    html = c.get("/").get_data(as_text=True)
-    c.token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-    c.qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
+    st = page_state(c.get("/").get_data(as_text=True))
+    c.token, c.qid = st["token"], st["qid"]
     yield c
     app.config["ELICIT_SESSION"].close()
 

@@ -4,8 +4,9 @@ counts of a second kind, the question's number, the latest answers, the done pag
 answers, skips and undos act on, and what the scripts do with their arguments and print.
 
 The page tests drive the application in-process with Flask's test client, with the page helpers
-of ``test_web.py`` (:func:`web`); the scripts are imported (``helpers.experiment_script``) and
-their functions called, never run in a process of their own."""
+of ``helpers.py`` (:func:`helpers.page_state` and the others); the scripts are imported
+(``helpers.experiment_script``) and their functions called, never run in a process of their
+own."""
 
 from __future__ import annotations
 
@@ -23,7 +24,18 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import make_session_data, needs_data
-from helpers import create_session, experiment_script, sql_rows, tiny_problem
+from helpers import (
+    SAME,
+    Elements,
+    answer_shown,
+    create_session,
+    experiment_script,
+    fail_the_next_refit,
+    page_state,
+    shown,
+    sql_rows,
+    tiny_problem,
+)
 
 from elicit.session.session import Session
 
@@ -31,18 +43,11 @@ ROOT = Path(helpers.__file__).resolve().parents[1]  # the checkout
 
 
 @pytest.fixture
-def web():
-    """``test_web.py``'s page helpers (page_state, shown, answer_shown, SAME, Elements); the
-    test is skipped without Flask, as test_web.py is."""
-    import test_web
-
-    return test_web
-
-
-@pytest.fixture
 def serve(tmp_path):
     """``serve(path=None, **create_app_options) -> (path, app)``: the page of a session file
-    (a new one of pair questions if none is given); each app's session is closed at the end."""
+    (a new one of pair questions if none is given); each app's session is closed at the end.
+    Skipped without Flask."""
+    pytest.importorskip("flask")
     from elicit.session.web import create_app
 
     apps = []
@@ -68,7 +73,7 @@ def _undo_id(client, expert: str = "") -> int:
 
 # -- the web page -------------------------------------------------------------------------------
 
-def test_the_pages_undo_and_skip_act_on_their_own_experts_last_answer_and_question(serve, web):
+def test_the_pages_undo_and_skip_act_on_their_own_experts_last_answer_and_question(serve):
     """The undo form carries the expert's own last active answer: not the first, not another
     expert's, not one undone already; a named expert's skip skips their question."""
     path, app = serve()
@@ -78,15 +83,15 @@ def test_the_pages_undo_and_skip_act_on_their_own_experts_last_answer_and_questi
     last = s.answer(s.next_query(), "dont_know")
     s.next_query(), s.next_query("alice")  # as each page's answer does: the undo is beside them
     assert (_undo_id(c), _undo_id(c, "alice")) == (last.id, alices.id)
-    token = web.shown(c)["token"]
-    r = c.post("/undo", data={"csrf_token": token, "answer_id": _undo_id(c)}, headers=web.SAME)
+    token = shown(c)["token"]
+    r = c.post("/undo", data={"csrf_token": token, "answer_id": _undo_id(c)}, headers=SAME)
     assert r.status_code == 303
     assert sql_rows(path, "SELECT id FROM answers WHERE undone_at IS NOT NULL") == [(last.id,)]
     assert _undo_id(c) == first.id  # the one undone is no longer the last
     # alice's own question, skipped through her page
     qid = s.next_query("alice").id
     r = c.post("/skip?expert=alice", data={"csrf_token": token, "expert": "alice",
-                                           "query_id": str(qid)}, headers=web.SAME)
+                                           "query_id": str(qid)}, headers=SAME)
     assert r.status_code == 303, r.get_data(as_text=True)
     assert sql_rows(path, "SELECT status, expert FROM queries WHERE id = ?", qid) == [
         ("skipped", "alice")]
@@ -104,12 +109,11 @@ def test_the_latest_answers_are_listed_newest_first(tmp_path, serve, monkeypatch
         ids = [s.answer(s.next_query(), "similar").id for _ in range(3)]
     html = serve(path)[1].test_client().get("/").get_data(as_text=True)
     table = re.search(r'<table id="history">.*?</table>', html, re.S)[0]
-    shown = [int(x) for x in re.findall(r"<tr[^>]*><td>(\d+)</td>", table)]
-    assert shown == ids[:0:-1]  # 3, 2
+    listed = [int(x) for x in re.findall(r"<tr[^>]*><td>(\d+)</td>", table)]
+    assert listed == ids[:0:-1]  # 3, 2
 
 
-def test_a_question_of_the_second_kind_has_its_buttons_and_every_kind_is_counted(tmp_path, serve,
-                                                                                 web):
+def test_a_question_of_the_second_kind_has_its_buttons_and_every_kind_is_counted(tmp_path, serve):
     """A session of pair and feature questions: a feature question shows its own answers'
     buttons, and the progress line counts the answers of both kinds."""
     path = tmp_path / "b.session"
@@ -118,10 +122,10 @@ def test_a_question_of_the_second_kind_has_its_buttons_and_every_kind_is_counted
         assert s.next_query().kind == "relevance"  # the second kind is asked first here
     c = serve(path)[1].test_client()
     html = c.get("/").get_data(as_text=True)
-    ids = {a.get("id") for _, a in web.Elements.of(html)}
+    ids = {a.get("id") for _, a in Elements.of(html)}
     assert {"btn-relevant", "btn-irrelevant", "btn-dont_know"} <= ids
     assert not {"btn-similar", "btn-dissimilar"} & ids
-    _, r = web.answer_shown(c, "relevant")
+    _, r = answer_shown(c, "relevant")
     assert r.status_code == 303
     progress = " ".join(re.search(r'id="progress">(.*?)</div>', c.get("/").get_data(
         as_text=True), re.S)[1].split())
@@ -165,55 +169,55 @@ def test_the_terminal_says_how_many_were_answered_when_answers_closed_the_rest(t
     assert "All 6" not in out.getvalue()
 
 
-def test_the_question_number_and_the_undo_button_follow_the_experts_answers(serve, web):
+def test_the_question_number_and_the_undo_button_follow_the_experts_answers(serve):
     c = serve()[1].test_client()
 
     def state() -> tuple[str, bool]:
         html = c.get("/").get_data(as_text=True)
-        undo = next(a for _, a in web.Elements.of(html) if a.get("id") == "btn-undo")
+        undo = next(a for _, a in Elements.of(html) if a.get("id") == "btn-undo")
         return re.search(r'class="lead">(Question \d+)', html)[1], "disabled" in undo
 
     assert state() == ("Question 1", True)
-    assert web.answer_shown(c)[1].status_code == 303
+    assert answer_shown(c)[1].status_code == 303
     assert state() == ("Question 2", False)
 
 
-def test_a_comment_of_its_full_length_in_four_byte_characters_is_saved(serve, web):
+def test_a_comment_of_its_full_length_in_four_byte_characters_is_saved(serve):
     """MAX_COMMENT characters of 4 UTF-8 bytes (12 bytes each, URL-encoded) fit the body."""
     from elicit.session.inputs import MAX_COMMENT
 
     path, app = serve()
     comment = "\U0001F600" * MAX_COMMENT
-    st, r = web.answer_shown(app.test_client(), comment=comment)
+    st, r = answer_shown(app.test_client(), comment=comment)
     assert r.status_code == 303
     assert sql_rows(path, "SELECT query_id, comment FROM answers") == [(int(st["qid"]),
                                                                          comment)]
 
 
-def test_an_empty_name_on_a_named_experts_server_is_the_unnamed_expert(serve, web):
+def test_an_empty_name_on_a_named_experts_server_is_the_unnamed_expert(serve):
     """The server's default expert is dora; the name field emptied is the unnamed expert
     (``--expert ''`` of the terminal), not dora."""
     path, app = serve(expert="dora")
     c = app.test_client()
     html = c.get("/?expert=").get_data(as_text=True)
     assert 'name="expert" id="expert" value=""' in html and "dora" not in html
-    r = c.post("/next", data={"csrf_token": web.page_state(html)["token"], "expert": ""},
-               headers=web.SAME)
+    r = c.post("/next", data={"csrf_token": page_state(html)["token"], "expert": ""},
+               headers=SAME)
     assert r.status_code == 303
     assert sorted(sql_rows(path, "SELECT expert FROM queries WHERE status = 'pending'")) \
         == [("",), ("dora",)]
 
 
-def test_a_comment_saved_before_a_failed_refit_is_not_called_unsaved(serve, web, monkeypatch):
+def test_a_comment_saved_before_a_failed_refit_is_not_called_unsaved(serve, monkeypatch):
     """The answer and its comment are saved, the refit fails (503): the page must not say
     the comment was not saved, nor offer it again in the box."""
     path, app = serve()
     c = app.test_client()
-    st = web.shown(c)
-    web.fail_the_next_refit(monkeypatch)
+    st = shown(c)
+    fail_the_next_refit(monkeypatch)
     r = c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
                                 "answer": "similar", "comment": "both praise the lid"},
-               headers=web.SAME)
+               headers=SAME)
     assert r.status_code == 503
     html = r.get_data(as_text=True)
     assert "not saved" not in html and "both praise the lid</textarea>" not in html
@@ -442,7 +446,7 @@ def test_relevance_orders_runs_the_seed_asked_and_prints_the_mean_curves(monkeyp
     assert re.search(r"ranking\s+1\.500 / 2\.500 / 3\.500\n", out), out
 
 
-def test_the_page_with_no_question_waiting_offers_the_undo_of_the_last_answer(serve, web):
+def test_the_page_with_no_question_waiting_offers_the_undo_of_the_last_answer(serve):
     """An answer given in the terminal, then the page opened: no question is waiting (a GET
     asks none), and the undo of that answer is there as on the other pages."""
     path, app = serve()
@@ -450,9 +454,9 @@ def test_the_page_with_no_question_waiting_offers_the_undo_of_the_last_answer(se
     last = s.answer(s.next_query(), "similar")
     html = c.get("/").get_data(as_text=True)
     assert 'id="no-question"' in html
-    undo = next(a for _, a in web.Elements.of(html) if a.get("id") == "btn-undo")
+    undo = next(a for _, a in Elements.of(html) if a.get("id") == "btn-undo")
     assert "disabled" not in undo and _undo_id(c) == last.id
-    r = c.post("/undo", data={"csrf_token": web.page_state(html)["token"],
-                              "answer_id": last.id}, headers=web.SAME)
+    r = c.post("/undo", data={"csrf_token": page_state(html)["token"],
+                              "answer_id": last.id}, headers=SAME)
     assert r.status_code == 303
     assert sql_rows(path, "SELECT id FROM answers WHERE undone_at IS NOT NULL") == [(last.id,)]

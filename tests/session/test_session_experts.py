@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import shutil
 import sqlite3
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import FORMAT1_SESSION
 from conftest import make_session_data as make_data
-from helpers import create_session
+from helpers import SAME, create_session, page_state
 
 from elicit.cli.main import main as cli_main
 from elicit.elicitation.elicitor import Elicitor
@@ -20,8 +19,6 @@ from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
 from elicit.session.session import Session
 from elicit.session.store import FORMAT_VERSION
-
-SAME = {"Origin": "http://localhost"}
 
 
 @pytest.fixture
@@ -144,8 +141,8 @@ def test_web_page_answers_as_the_named_expert(path):
     c = app.test_client()
 
     def state(html):
-        return (re.search(r'name="csrf_token" value="([^"]+)"', html).group(1),
-                re.search(r'name="query_id" value="(\d+)"', html).group(1))
+        st = page_state(html)
+        return st["token"], st["qid"]
 
     html = c.get("/").get_data(as_text=True)
     assert 'name="expert" value="dora"' in html

@@ -16,7 +16,14 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import act_until_killed, create_session, one_line, read_log, run_then_kill
+from helpers import (
+    act_until_killed,
+    create_session,
+    one_line,
+    page_state,
+    read_log,
+    run_then_kill,
+)
 
 from elicit.errors import ElicitError
 from elicit.model.spec import Hyper
@@ -428,9 +435,8 @@ def test_web_feature_question_is_answered_by_a_checked_post_only(tmp_path):
                        "0 of 8 questions answered", "&lt;b&gt;"):
             assert needle in html, needle
         assert 'id="btn-similar"' not in html and "<b>" not in html
-        token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-        qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
-        form = {"csrf_token": token, "query_id": qid, "answer": "relevant"}
+        st = page_state(html)
+        form = {"csrf_token": st["token"], "query_id": st["qid"], "answer": "relevant"}
         # another site's page cannot answer, even with the token
         r = c.post("/answer", data=form, headers={"Origin": "http://evil.example"})
         assert r.status_code == 403 and "cross-site request refused" in r.get_data(as_text=True)
@@ -445,7 +451,7 @@ def test_web_feature_question_is_answered_by_a_checked_post_only(tmp_path):
         assert r.status_code == 303
         raw = sqlite3.connect(path)
         assert raw.execute("SELECT query_id, i, j, answer FROM answers").fetchall() == [
-            (int(qid), pend.i, FEATURE_J, "relevant")]
+            (int(st["qid"]), pend.i, FEATURE_J, "relevant")]
         raw.close()
         html = c.get("/?m=saved").get_data(as_text=True)
         assert "1 of 8 questions answered" in html and "1 relevant" in html

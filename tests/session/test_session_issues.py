@@ -25,14 +25,13 @@ import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
 from conftest import needs_data, read_only_run
-from helpers import create_session, one_line, run_main, sql_edit
+from helpers import SAME, answer_shown, create_session, one_line, run_main, shown, sql_edit
 
 from elicit.cli.main import main as cli_main
 from elicit.errors import ElicitError
 from elicit.session.session import Session, UnknownQuery
 
 ROOT = Path(__file__).resolve().parents[2]
-SAME = {"Origin": "http://localhost"}
 
 
 cli = functools.partial(run_main, cli_main)
@@ -320,8 +319,7 @@ def test_a_huge_query_id_is_an_unknown_query_in_the_api_and_the_web(tmp_path):
 
     app = create_app(path)
     c = app.test_client()
-    token = re.search(r'name="csrf_token" value="([^"]+)"',
-                      c.get("/").get_data(as_text=True)).group(1)
+    token = shown(c)["token"]
     for qid in (str(10**30), "²"):
         r = c.post("/answer", data={"csrf_token": token, "query_id": qid,
                                     "answer": "similar"}, headers=SAME)
@@ -396,11 +394,7 @@ def test_the_web_page_names_the_outcome_marks_keywords_and_the_done_page_is_plai
     if "price" in re.findall(r'id="feature-\d">([^<]+)<', html):
         assert "&lt;b&gt;the <mark>price</mark>&lt;/b&gt; is right" in html
     for _ in range(3):
-        html = c.get("/").get_data(as_text=True)
-        token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-        qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
-        r = c.post("/answer", data={"csrf_token": token, "query_id": qid,
-                                    "answer": "similar"}, headers=SAME)
+        _, r = answer_shown(c)
         assert r.status_code == 303
     done = c.get(r.headers["Location"]).get_data(as_text=True)
     assert 'id="done"' in done and "Here is the next question" not in done

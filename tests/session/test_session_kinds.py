@@ -17,7 +17,7 @@ import pytest
 import toykind
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session, sql_rows
+from helpers import SAME, create_session, page_state, sql_rows
 
 from elicit.errors import ElicitError
 from elicit.session.session import Session
@@ -133,12 +133,11 @@ def test_the_web_page_asks_the_kind_with_its_buttons(toy, tmp_path):
                        'id="btn-dont_know"', "0 of 8 questions answered"):
             assert needle in html, needle
         assert 'id="btn-relevant"' not in html
-        token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-        form = {"csrf_token": token, "query_id": str(q.id), "answer": "relevant"}
-        r = c.post("/answer", data=form, headers={"Origin": "http://localhost"})
+        form = {"csrf_token": page_state(html)["token"], "query_id": str(q.id),
+                "answer": "relevant"}
+        r = c.post("/answer", data=form, headers=SAME)
         assert r.status_code == 400 and "not a sign question" in r.get_data(as_text=True)
-        r = c.post("/answer", data={**form, "answer": "increases"},
-                   headers={"Origin": "http://localhost"})
+        r = c.post("/answer", data={**form, "answer": "increases"}, headers=SAME)
         assert r.status_code == 303
         assert rows(path) == [(TOY, q.i, FEATURE_J, "increases", 0)]
         html = c.get("/?m=saved").get_data(as_text=True)

@@ -23,7 +23,16 @@ import pandas as pd
 import pytest
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session, one_line, run_main, sql_edit, sql_rows
+from helpers import (
+    SAME,
+    answer_shown,
+    create_session,
+    one_line,
+    page_state,
+    run_main,
+    sql_edit,
+    sql_rows,
+)
 
 from elicit.cli.main import main as cli_main
 from elicit.errors import ElicitError, EngineError
@@ -33,7 +42,6 @@ from elicit.session.terminal import run_ask
 
 #: The comment of the issue: sets the terminal's title, rings the bell, clears the screen.
 HOSTILE = "ok\x1b]0;pwned\x07\x1b[2J"
-SAME = {"Origin": "http://localhost"}
 
 
 def raw_controls(text: str) -> list[str]:
@@ -85,11 +93,7 @@ def test_a_hostile_comment_from_the_web_form_is_stored_but_printed_escaped(tmp_p
     create_session(path).close()
     app = create_app(path)
     c = app.test_client()
-    html = c.get("/").get_data(as_text=True)
-    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-    qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
-    r = c.post("/answer", data={"csrf_token": token, "query_id": qid, "answer": "similar",
-                                "comment": HOSTILE}, headers=SAME)
+    _, r = answer_shown(c, comment=HOSTILE)
     assert r.status_code == 303
     app.config["ELICIT_SESSION"].close()
     assert sql_rows(path, "SELECT comment FROM answers") == [(HOSTILE,)]  # as written
@@ -377,9 +381,8 @@ def test_a_feature_without_a_snippet_says_why_on_the_web_page(tmp_path):
             assert "no example: &#39;&lt;fraction&gt;&#39; is a placeholder" in html
         if "lid" in shown:
             assert "no example: the example texts do not contain &#39;lid&#39;" in html
-        token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-        qid = re.search(r'name="query_id" value="(\d+)"', html).group(1)
-        assert c.post("/answer", data={"csrf_token": token, "query_id": qid,
+        st = page_state(html)
+        assert c.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
                                        "answer": "similar"}, headers=SAME).status_code == 303
     app.config["ELICIT_SESSION"].close()
     assert seen == {"price", "&lt;fraction&gt;", "lid"}

@@ -13,7 +13,6 @@ import shutil
 import socket
 import sqlite3
 import threading
-from html.parser import HTMLParser
 
 import pytest
 
@@ -21,13 +20,21 @@ pytest.importorskip("flask")
 
 from conftest import SESSION_NAMES as NAMES
 from conftest import make_session_data as make_data
-from helpers import create_session, leave_hot_journal, sql_rows
+from helpers import (
+    SAME,
+    Elements,
+    answer_shown,
+    create_session,
+    fail_the_next_refit,
+    leave_hot_journal,
+    page_state,
+    shown,
+    sql_rows,
+)
 
 from elicit.session.session import Session  # noqa: E402
 from elicit.session.terminal import run_ask  # noqa: E402
 from elicit.session.web import create_app, make_server  # noqa: E402
-
-SAME = {"Origin": "http://localhost"}
 
 
 @pytest.fixture(scope="module")
@@ -51,27 +58,6 @@ def app(path):
     a = create_app(path)
     yield a
     a.config["ELICIT_SESSION"].close()
-
-
-def page_state(html: str) -> dict:
-    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-    qid = re.search(r'name="query_id" value="(\d+)"', html)
-    msg = re.search(r'id="message"[^>]*>([^<]*)<', html)
-    return {"token": token, "qid": qid.group(1) if qid else None,
-            "message": msg.group(1) if msg else None}
-
-
-def shown(client) -> dict:
-    """The state (:func:`page_state`) of the page ``client`` is shown now."""
-    return page_state(client.get("/").get_data(as_text=True))
-
-
-def answer_shown(client, answer: str = "similar", headers=SAME, **form):
-    """The question shown to ``client`` answered through the page's form (``form``: more
-    fields): the page's state before, and the response."""
-    st = shown(client)
-    return st, client.post("/answer", data={"csrf_token": st["token"], "query_id": st["qid"],
-                                            "answer": answer, **form}, headers=headers)
 
 
 def answers_in_file(path) -> list[tuple]:
@@ -912,21 +898,6 @@ def test_serve_on_every_interface_answers_by_this_machines_address(path):
         _stop(server, app)
 
 
-def fail_the_next_refit(monkeypatch) -> None:
-    """The model's next refit fails (an EngineError), after its answer or undo is saved."""
-    from elicit.elicitation.elicitor import Elicitor
-    from elicit.errors import EngineError
-
-    set_answers, fail = Elicitor.set_answers, [True]
-
-    def failing_once(self, *args, **kwargs):
-        if fail and fail.pop():
-            raise EngineError("the optimiser gave up")
-        return set_answers(self, *args, **kwargs)
-
-    monkeypatch.setattr(Elicitor, "set_answers", failing_once)
-
-
 def test_a_failed_refit_is_a_server_error_that_says_what_was_saved(app, path, monkeypatch):
     """A refit that failed after an answer (or an undo) was committed got status 400, a
     client's error, for the server's model; the undo's page said only the engine's error."""
@@ -1060,38 +1031,6 @@ def test_a_question_skipped_or_withdrawn_in_another_tab_is_a_conflict(app, path,
 
 
 # -- every expert: the keyboard, a screen reader, a small screen ---------------------------
-
-
-class Elements(HTMLParser):
-    """The start tags of a page in document order, each with its attributes and the text up
-    to its end tag (void elements: none)."""
-
-    VOID = {"input", "meta", "link", "img", "br"}
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[tuple[str, dict, list[str]]] = []
-        self._open: list[list[str]] = []
-
-    def handle_starttag(self, tag, attrs):
-        text: list[str] = []
-        self.found.append((tag, {k: v or "" for k, v in attrs}, text))
-        if tag not in self.VOID:
-            self._open.append(text)
-
-    def handle_endtag(self, tag):
-        if tag not in self.VOID and self._open:
-            self._open.pop()
-
-    def handle_data(self, data):
-        for text in self._open:
-            text.append(data)
-
-    @classmethod
-    def of(cls, html: str) -> list[tuple[str, dict]]:
-        parser = cls()
-        parser.feed(html)
-        return [(t, {**a, "text": " ".join("".join(x).split())}) for t, a, x in parser.found]
 
 
 def test_every_control_has_a_name_and_the_page_its_language_and_viewport(app):
