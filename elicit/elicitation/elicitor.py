@@ -124,7 +124,7 @@ class Elicitor:
         p = X.shape[1]
         self._candidates = None if candidates is None else check_candidates(candidates, p)
         if p < 2 or (self._candidates is not None and len(self._candidates) == 0):
-            raise ElicitError("there are no candidate pairs to ask about (need p >= 2)")
+            raise ElicitError("need at least 2 features" if p < 2 else "candidates holds no pair")
         self.table = QuestionTable([k.segment(p, self._candidates) for k in self.kinds])
         n_candidates = n_pairs(p) if self._candidates is None else len(self._candidates)
         pool_size = self.settings.pool_size

@@ -32,10 +32,17 @@ def el() -> Elicitor:
 
 # -- the elicitor ------------------------------------------------------------------------------
 
-def test_one_feature_has_no_pair_to_ask_about():
+def test_one_feature_or_no_candidate_pair_is_refused_with_its_own_reason():
+    """One feature is refused whatever the questions (not for want of pairs alone: a
+    relevance-only elicitor was told about pairs); an empty ``candidates`` is said as such."""
     a = small_arrays()
-    with pytest.raises(ElicitError, match=r"^there are no candidate pairs to ask about"):
-        Elicitor(a.X[:, :1], a.y, a.U[:1], Hyper(tau2=0.5), engine="numpy")
+    for questions, model in (("pairs", "paper"), ("relevance", "relevance")):
+        with pytest.raises(ElicitError, match=r"^need at least 2 features$"):
+            Elicitor(a.X[:, :1], a.y, a.U[:1], Hyper(tau2=0.5, model=model), engine="numpy",
+                     questions=questions)
+    with pytest.raises(ElicitError, match=r"^candidates holds no pair$"):
+        Elicitor(a.X, a.y, a.U, Hyper(tau2=0.5), engine="numpy",
+                 candidates=np.zeros((0, 2), dtype=int))
 
 
 def test_a_replay_whose_refit_did_not_converge_is_said(el, monkeypatch):
